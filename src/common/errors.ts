@@ -1,0 +1,47 @@
+/** Status codes of the runtime's error vocabulary (HTTP mapping lives in http/ alone). */
+export type StatusCode =
+  | "OK"
+  | "INVALID_ARGUMENT"
+  | "NOT_FOUND"
+  | "FAILED_PRECONDITION"
+  | "UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "INTERNAL"
+  | "UNAUTHENTICATED";
+
+/** The one domain error: callers branch on `code`, never on message text. */
+export class RuntimeError extends Error {
+  readonly code: Exclude<StatusCode, "OK">;
+  readonly details?: Record<string, unknown>;
+
+  constructor(
+    code: Exclude<StatusCode, "OK">,
+    message: string,
+    options?: { cause?: unknown; details?: Record<string, unknown> },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "RuntimeError";
+    this.code = code;
+    if (options?.details) this.details = options.details;
+  }
+}
+
+/** Shorthand constructors keep call sites short and the codes spelled once. */
+export const invalidArgument = (message: string, cause?: unknown): RuntimeError =>
+  new RuntimeError("INVALID_ARGUMENT", message, { cause });
+export const notFound = (message: string): RuntimeError => new RuntimeError("NOT_FOUND", message);
+export const failedPrecondition = (message: string): RuntimeError =>
+  new RuntimeError("FAILED_PRECONDITION", message);
+export const unavailable = (message: string, cause?: unknown): RuntimeError =>
+  new RuntimeError("UNAVAILABLE", message, { cause });
+export const deadlineExceeded = (message: string): RuntimeError =>
+  new RuntimeError("DEADLINE_EXCEEDED", message);
+export const internal = (message: string, cause?: unknown): RuntimeError =>
+  new RuntimeError("INTERNAL", message, { cause });
+
+/** Converts anything thrown into a RuntimeError (unknown errors become INTERNAL). */
+export function toRuntimeError(err: unknown): RuntimeError {
+  if (err instanceof RuntimeError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new RuntimeError("INTERNAL", message, { cause: err });
+}

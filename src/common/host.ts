@@ -1,0 +1,46 @@
+/**
+ * Interfaces to the host (clock, logging, processes). Implementations live in src/host/, the
+ * only folder that touches Deno.*; everything else receives these through constructors.
+ */
+
+/** Wall and monotonic time in milliseconds. */
+export interface Clock {
+  /** Epoch milliseconds (wall clock). */
+  nowMs(): number;
+  /** Monotonic milliseconds (for durations and deadlines). */
+  monoMs(): number;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+/** One line per event, level first. Never pass secrets (tokens, auth headers). */
+export interface Logger {
+  debug(message: string): void;
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+  /** A logger whose lines are prefixed with `[scope]`. */
+  child(scope: string): Logger;
+}
+
+/** A spawned provider process: the shape of a Deno.ChildProcess, used once. */
+export interface ProviderProcess {
+  readonly pid: number;
+  readonly stdin: WritableStream<Uint8Array>;
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Resolves with the exit code (128+signal for a signal) once the process ended. */
+  readonly exited: Promise<{ code: number; signal: string | null }>;
+  kill(signal: "SIGTERM" | "SIGKILL"): void;
+}
+
+export interface SpawnOptions {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd?: string;
+}
+
+/** Starts a provider process with piped stdin/stdout/stderr. Throws when it cannot start. */
+export type SpawnFn = (options: SpawnOptions) => ProviderProcess;

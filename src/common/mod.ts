@@ -1,0 +1,5 @@
+export * from "./errors.ts";
+export * from "./typed_value.ts";
+export * from "./capabilities.ts";
+export * from "./host.ts";
+export * from "./version.ts";

@@ -1,0 +1,159 @@
+import type { LogLevel } from "../common/mod.ts";
+
+/** Runtime modes. Startup is always IDLE. */
+export type RuntimeMode = "IDLE" | "MANUAL" | "AUTO" | "FAULT";
+export const RUNTIME_MODES: readonly RuntimeMode[] = ["IDLE", "MANUAL", "AUTO", "FAULT"];
+
+export type ParameterType = "double" | "int64" | "bool" | "string";
+
+/**
+ * A hook/safety call argument after YAML scalar conversion (config.md §5): `true`/`false` -> bool,
+ * `[+-]?digits` -> int64, decimal with a dot (optional exponent) -> double, else string.
+ */
+export type CallArgValue =
+  | { type: "int64"; int64: number }
+  | { type: "double"; double: number }
+  | { type: "bool"; bool: boolean }
+  | { type: "string"; string: string };
+
+/** A declared device call (mode-transition hooks and safety.safe_state). */
+export interface CallConfig {
+  /** `provider/device`. */
+  readonly deviceHandle: string;
+  /** 0 = unset (select by name). */
+  readonly functionId: number;
+  /** "" = unset (select by id). */
+  readonly functionName: string;
+  readonly args: Readonly<Record<string, CallArgValue>>;
+  /** Config key path, e.g. `safety.safe_state.setpoints[1]`, for start-up diagnostics. */
+  readonly path: string;
+}
+
+export interface HookConfig {
+  /** A mode or "*" (an empty YAML value is normalised to "*"). */
+  readonly from: RuntimeMode | "*";
+  readonly to: RuntimeMode | "*";
+  /** Default true. */
+  readonly failOnError: boolean;
+  readonly calls: readonly CallConfig[];
+  readonly path: string;
+}
+
+export interface ParameterConfig {
+  readonly name: string;
+  readonly type: ParameterType;
+  readonly default: number | boolean | string;
+  readonly min?: number;
+  readonly max?: number;
+  /** Only for string parameters; empty = no restriction. */
+  readonly allowedValues: readonly string[];
+}
+
+export interface RestartPolicyConfig {
+  readonly enabled: boolean;
+  readonly maxAttempts: number;
+  readonly backoffMs: readonly number[];
+  readonly timeoutMs: number;
+  readonly successResetMs: number;
+}
+
+export interface ProviderConfig {
+  readonly id: string;
+  /** As written; when it contains `/` it is resolved against the config file's folder. */
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly timeoutMs: number;
+  readonly helloTimeoutMs: number;
+  readonly readyTimeoutMs: number;
+  readonly restartPolicy: RestartPolicyConfig;
+}
+
+export interface HttpConfig {
+  readonly enabled: boolean;
+  readonly bind: string;
+  readonly port: number;
+  readonly corsAllowedOrigins: readonly string[];
+  readonly corsAllowCredentials: boolean;
+  /** Bound on concurrently handled requests (Deno has no worker threads to size). */
+  readonly threadPoolSize: number;
+  readonly authEnabled: boolean;
+  /** From YAML only; RUNTIME_API_TOKEN (read at start-up) takes precedence. */
+  readonly authToken: string;
+  readonly authExemptLoopback: boolean;
+  readonly allowInsecureBind: boolean;
+  /** Absolute paths (resolved against the config folder) or null. */
+  readonly tlsCertPath: string | null;
+  readonly tlsKeyPath: string | null;
+}
+
+export interface InfluxConfig {
+  readonly url: string;
+  readonly org: string;
+  readonly bucket: string;
+  /** From YAML; INFLUXDB_TOKEN fills it at start-up when empty. */
+  readonly token: string;
+  readonly batchSize: number;
+  readonly flushIntervalMs: number;
+  readonly maxRetryBufferSize: number;
+  readonly queueSize: number;
+}
+
+/** The whole, validated, immutable configuration with defaults merged. */
+export interface Config {
+  /** Absolute path of the YAML file and its folder. */
+  readonly configPath: string;
+  readonly configDir: string;
+  readonly runtime: {
+    readonly name: string;
+    readonly shutdownTimeoutMs: number;
+    readonly startupTimeoutMs: number;
+    /** Absolute; default `anolis-data` under the working directory. */
+    readonly dataDir: string;
+  };
+  readonly http: HttpConfig;
+  readonly providers: readonly ProviderConfig[];
+  readonly polling: { readonly intervalMs: number };
+  readonly telemetry: {
+    readonly enabled: boolean;
+    readonly healthIntervalMs: number;
+    readonly influxdb: InfluxConfig;
+  };
+  readonly logging: { readonly level: LogLevel };
+  readonly automation: {
+    readonly enabled: boolean;
+    /** Absolute path of the behavior tree, or null when unset. */
+    readonly behaviorTree: string | null;
+    readonly tickRateHz: number;
+    readonly manualGatingPolicy: "BLOCK" | "OVERRIDE";
+    readonly parameters: readonly ParameterConfig[];
+    readonly modeTransitionHooks: {
+      readonly beforeTransition: readonly HookConfig[];
+      readonly afterTransition: readonly HookConfig[];
+    };
+  };
+  readonly safety: {
+    /** Whether a `safety:` section was written (an explicit one, even empty, disables adoption). */
+    readonly present: boolean;
+    readonly safeState: {
+      readonly hooks: readonly CallConfig[];
+      readonly setpoints: readonly CallConfig[];
+      readonly zeroIsSafe: boolean;
+    };
+  };
+  readonly health: {
+    readonly staleness: { readonly warnAfterMs: number; readonly staleAfterMs: number };
+  };
+}
+
+/** One finding of the loader: a position in the file, a key path and a message. */
+export interface Diagnostic {
+  readonly severity: "error" | "warning";
+  /** Dotted key path, e.g. `providers[1].restart_policy.backoff_ms`; "" for the whole file. */
+  readonly path: string;
+  readonly message: string;
+  /** 1-based; 0 when unknown. */
+  readonly line: number;
+  readonly column: number;
+  /** File the diagnostic is about (the config file, or a behavior-tree file). */
+  readonly file: string;
+}

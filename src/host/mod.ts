@@ -1,0 +1,3 @@
+export * from "./clock.ts";
+export * from "./logger.ts";
+export * from "./spawn.ts";
