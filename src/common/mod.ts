@@ -3,3 +3,4 @@ export * from "./typed_value.ts";
 export * from "./capabilities.ts";
 export * from "./host.ts";
 export * from "./version.ts";
+export * from "./health.ts";

@@ -1,0 +1,58 @@
+/**
+ * Provider and device health views, in the exact JSON shape of GET /v0/providers/health
+ * (http-api.md §4). The kernel produces them; HTTP serves them; telemetry writes them as
+ * runtime_provider_health / runtime_device_health rows.
+ */
+
+export type LifecycleState = "RUNNING" | "RECOVERING" | "RESTARTING" | "CIRCUIT_OPEN" | "DOWN";
+
+export type DeviceLivenessHealth = "OK" | "WARNING" | "STALE" | "FAULT" | "UNAVAILABLE" | "UNKNOWN";
+
+export interface ReportedProviderHealth {
+  state: "STATE_UNSPECIFIED" | "STATE_OK" | "STATE_DEGRADED" | "STATE_FAULT";
+  message: string;
+  metrics: Record<string, string>;
+}
+
+export interface ReportedDeviceHealth {
+  state: "STATE_UNSPECIFIED" | "STATE_OK" | "STATE_STALE" | "STATE_UNREACHABLE" | "STATE_FAULT";
+  message: string;
+  metrics: Record<string, string>;
+  last_seen_epoch_ms: number | null;
+}
+
+export interface ProviderSupervisionView {
+  enabled: boolean;
+  attempt_count: number;
+  max_attempts: number;
+  crash_detected: boolean;
+  circuit_open: boolean;
+  next_restart_in_ms: number | null;
+}
+
+export interface ProviderDeviceHealthView {
+  device_id: string;
+  health: DeviceLivenessHealth;
+  last_poll_ms: number;
+  staleness_ms: number;
+  registered: boolean;
+  stale_signal_count: number;
+  fault_signal_count: number;
+  reported: ReportedDeviceHealth | null;
+  /** Not part of the HTTP body (stripped there); telemetry writes it as a field when non-empty. */
+  type_version?: string;
+}
+
+export interface ProviderHealthView {
+  provider_id: string;
+  state: "AVAILABLE" | "UNAVAILABLE";
+  lifecycle_state: LifecycleState;
+  last_seen_ago_ms: number | null;
+  uptime_seconds: number;
+  device_count: number;
+  degraded: boolean;
+  failed_device_count: number;
+  reported: ReportedProviderHealth | null;
+  supervision: ProviderSupervisionView;
+  devices: ProviderDeviceHealthView[];
+}
