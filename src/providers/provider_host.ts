@@ -1,0 +1,302 @@
+import type { PayloadKind, RequestPayloads, ResponsePayloads } from "../adpp/mod.ts";
+import {
+  type Clock,
+  type DeviceCapabilities,
+  type LifecycleState,
+  type Logger,
+  type ProviderSupervisionView,
+  RuntimeError,
+  type SpawnFn,
+  unavailable,
+} from "../common/mod.ts";
+import type { ProviderConfig } from "../config/mod.ts";
+import type { EventBus } from "../events/mod.ts";
+import { ProviderSession } from "./provider_session.ts";
+import {
+  INITIAL_SUPERVISOR_STATE,
+  isAvailable,
+  lifecycleOf,
+  supervise,
+  supervisionView,
+  type SupervisorEvent,
+  type SupervisorState,
+} from "./supervisor.ts";
+
+/**
+ * Consecutive liveness probes (polls or heartbeats) that must time out before a provider is
+ * declared unresponsive and restarted. One slow call never counts: only liveness probes do.
+ */
+export const LIVENESS_FAILURE_LIMIT = 2;
+
+export interface ProviderHostDeps {
+  readonly spawn: SpawnFn;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly bus: EventBus;
+  /** Working directory of provider processes (the config file's folder). */
+  readonly cwd: string;
+  readonly shutdownTimeoutMs: number;
+}
+
+/** Listener for a provider's device inventory (after every successful discovery). */
+export type InventoryListener = (devices: readonly DeviceCapabilities[]) => void;
+/** Listener for availability flips of a provider. */
+export type AvailabilityListener = (available: boolean) => void;
+
+/**
+ * One configured provider over its whole life: the current session, supervision (crash/hang ->
+ * UNAVAILABLE -> backoff -> restart -> rediscovery, circuit breaker) and its device inventory.
+ */
+export class ProviderHost {
+  readonly config: ProviderConfig;
+  readonly #deps: ProviderHostDeps;
+  readonly #log: Logger;
+  #state: SupervisorState = INITIAL_SUPERVISOR_STATE;
+  #session: ProviderSession | null = null;
+  #devices: readonly DeviceCapabilities[] = [];
+  #livenessFailures = 0;
+  #restartTimer: ReturnType<typeof setTimeout> | undefined;
+  #resetTimer: ReturnType<typeof setTimeout> | undefined;
+  #attempt: Promise<void> | null = null;
+  readonly #inventoryListeners: InventoryListener[] = [];
+  readonly #availabilityListeners: AvailabilityListener[] = [];
+
+  constructor(config: ProviderConfig, deps: ProviderHostDeps) {
+    this.config = config;
+    this.#deps = deps;
+    this.#log = deps.log.child(config.id);
+  }
+
+  get id(): string {
+    return this.config.id;
+  }
+
+  get available(): boolean {
+    return isAvailable(this.#state) && this.#session !== null;
+  }
+
+  get state(): SupervisorState {
+    return this.#state;
+  }
+
+  get devices(): readonly DeviceCapabilities[] {
+    return this.#devices;
+  }
+
+  get lifecycle(): LifecycleState {
+    return lifecycleOf(this.#state);
+  }
+
+  /** The current session (null while down); exposes GetHealth support and Hello data. */
+  get session(): ProviderSession | null {
+    return this.#session;
+  }
+
+  supervision(): ProviderSupervisionView {
+    return supervisionView(this.#state, this.config.restartPolicy, this.#deps.clock.monoMs());
+  }
+
+  /** Seconds since the current process came up; 0 while unavailable. */
+  uptimeSeconds(): number {
+    if (!this.available || this.#state.upSince === null) return 0;
+    return Math.floor((this.#deps.clock.monoMs() - this.#state.upSince) / 1000);
+  }
+
+  /** Milliseconds since the provider last answered anything; null before it was first up. */
+  lastSeenAgoMs(): number | null {
+    const s = this.#session;
+    if (!s || s.hello === null) return null;
+    return Math.max(0, Math.round(this.#deps.clock.monoMs() - s.lastFrameAtMs));
+  }
+
+  onInventory(listener: InventoryListener): void {
+    this.#inventoryListeners.push(listener);
+  }
+
+  onAvailability(listener: AvailabilityListener): void {
+    this.#availabilityListeners.push(listener);
+  }
+
+  /** Initial bring-up: spawn, handshake, discover. Throws when the provider cannot start. */
+  async start(): Promise<void> {
+    const session = await this.#bringUp(null);
+    this.#commit(session);
+  }
+
+  /**
+   * Sends a request on the current session. Throws UNAVAILABLE while the provider is down.
+   * `timeoutMs` defaults to the provider's `timeout_ms`.
+   */
+  request<K extends PayloadKind>(
+    kind: K,
+    payload: RequestPayloads[K],
+    timeoutMs?: number,
+  ): Promise<ResponsePayloads[K]> {
+    const s = this.#session;
+    if (!s || !this.available) {
+      return Promise.reject(unavailable(`Provider unavailable: ${this.id}`));
+    }
+    return s.request(kind, payload, timeoutMs ?? this.config.timeoutMs);
+  }
+
+  /**
+   * Records the outcome of a liveness probe (a poll or heartbeat). Timeouts in a row beyond
+   * LIVENESS_FAILURE_LIMIT mark the provider unresponsive: its process is killed and supervision
+   * takes over. Any answer (even an error status) proves liveness.
+   */
+  noteLiveness(answered: boolean): void {
+    if (answered) {
+      this.#livenessFailures = 0;
+      return;
+    }
+    if (++this.#livenessFailures >= LIVENESS_FAILURE_LIMIT && this.#session) {
+      this.#log.error(
+        `unresponsive: ${this.#livenessFailures} liveness checks in a row got no answer within ${this.config.timeoutMs} ms; killing it`,
+      );
+      this.#livenessFailures = 0;
+      this.#session.kill();
+    }
+  }
+
+  /** Stops supervision and ends the provider process within `budgetMs`. */
+  async stop(budgetMs: number): Promise<void> {
+    this.#apply({ type: "stop" });
+    clearTimeout(this.#restartTimer);
+    clearTimeout(this.#resetTimer);
+    const attempt = this.#attempt;
+    const session = this.#session;
+    this.#session = null;
+    if (session) await session.terminate(budgetMs);
+    if (attempt) await attempt.catch(() => {});
+  }
+
+  // ---- internals ----
+
+  /** Spawns and brings a new session up to "discovered"; terminates it on failure. */
+  async #bringUp(budget: { startedAt: number; timeoutMs: number } | null): Promise<
+    { session: ProviderSession; devices: DeviceCapabilities[] }
+  > {
+    const session = new ProviderSession(this.config, this.config.command, {
+      spawn: this.#deps.spawn,
+      log: this.#log,
+      monoMs: () => this.#deps.clock.monoMs(),
+      cwd: this.#deps.cwd,
+    });
+    const overBudget = () =>
+      budget !== null && this.#deps.clock.monoMs() - budget.startedAt >= budget.timeoutMs;
+    try {
+      // A process that dies during bring-up fails the pending request through the session end.
+      await session.handshake();
+      if (overBudget()) throw unavailable(`restart exceeded ${budget!.timeoutMs} ms`);
+      const devices = await session.discover();
+      if (overBudget()) throw unavailable(`restart exceeded ${budget!.timeoutMs} ms`);
+      if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
+      return { session, devices };
+    } catch (err) {
+      const exitCode = session.exitCode; // known only if the process died on its own
+      await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
+      if (exitCode === null) throw err;
+      throw new RuntimeError(
+        err instanceof RuntimeError ? err.code : "UNAVAILABLE",
+        `${err instanceof Error ? err.message : String(err)} (process exit code ${exitCode})`,
+        { cause: err },
+      );
+    }
+  }
+
+  #commit(up: { session: ProviderSession; devices: DeviceCapabilities[] }): void {
+    const { session, devices } = up;
+    this.#session = session;
+    this.#devices = devices;
+    this.#livenessFailures = 0;
+    this.#log.info(
+      `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
+    );
+    for (const l of this.#inventoryListeners) l(devices);
+    this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
+    session.ended.then((why) => this.#onSessionEnded(session, why));
+    if (this.#state.attemptCount > 0) {
+      clearTimeout(this.#resetTimer);
+      this.#resetTimer = setTimeout(
+        () => this.#apply({ type: "tick", at: this.#deps.clock.monoMs() }),
+        this.config.restartPolicy.successResetMs + 1,
+      );
+    }
+  }
+
+  #onSessionEnded(session: ProviderSession, why: string): void {
+    if (session !== this.#session || this.#state.phase === "STOPPED") return;
+    this.#session = null;
+    this.#log.error(`provider down: ${why}`);
+    session.kill(); // make sure a broken-but-alive process does not linger
+    this.#apply({ type: "failed", at: this.#deps.clock.monoMs() });
+  }
+
+  #apply(event: SupervisorEvent): void {
+    const before = this.#state;
+    const after = supervise(before, event, this.config.restartPolicy);
+    if (after === before) return;
+    this.#state = after;
+    this.#log.debug(
+      `supervision ${before.phase}(${before.attemptCount}) -${event.type}-> ${after.phase}(${after.attemptCount})`,
+    );
+    if (isAvailable(before) !== isAvailable(after)) this.#emitAvailability(isAvailable(after));
+    if (after.phase === "BACKOFF" && before.phase !== "BACKOFF") this.#scheduleRestart(after);
+    if (after.phase === "CIRCUIT_OPEN" && before.phase !== "CIRCUIT_OPEN") {
+      this.#log.error(
+        this.config.restartPolicy.enabled
+          ? `circuit open after ${after.attemptCount - 1} failed restart(s); not restarting again`
+          : "restart_policy disabled: provider stays down (circuit open)",
+      );
+    }
+  }
+
+  #emitAvailability(available: boolean): void {
+    this.#deps.bus.publish({
+      kind: "provider_health_change",
+      provider_id: this.id,
+      state: available ? "AVAILABLE" : "UNAVAILABLE",
+      timestamp_ms: this.#deps.clock.nowMs(),
+    });
+    for (const l of this.#availabilityListeners) l(available);
+  }
+
+  #scheduleRestart(state: SupervisorState): void {
+    const delay = Math.max(0, (state.restartDueAt ?? 0) - this.#deps.clock.monoMs());
+    this.#log.warn(
+      `restart attempt ${state.attemptCount}/${this.config.restartPolicy.maxAttempts} in ${
+        Math.round(delay)
+      } ms`,
+    );
+    clearTimeout(this.#restartTimer);
+    this.#restartTimer = setTimeout(() => {
+      this.#attempt = this.#runAttempt().finally(() => (this.#attempt = null));
+    }, delay);
+  }
+
+  async #runAttempt(): Promise<void> {
+    const startedAt = this.#deps.clock.monoMs();
+    this.#apply({ type: "attempt", at: startedAt });
+    if (this.#state.phase !== "ATTEMPTING") return;
+    try {
+      const up = await this.#bringUp({
+        startedAt,
+        timeoutMs: this.config.restartPolicy.timeoutMs,
+      });
+      if (this.#state.phase !== "ATTEMPTING") {
+        await up.session.terminate(this.#deps.shutdownTimeoutMs);
+        return;
+      }
+      this.#log.info(`restart attempt ${this.#state.attemptCount} succeeded`);
+      this.#commit(up);
+    } catch (err) {
+      if (this.#state.phase !== "ATTEMPTING") return;
+      this.#log.error(
+        `restart attempt ${this.#state.attemptCount} failed: ${
+          err instanceof Error ? err.message : err
+        }`,
+      );
+      this.#apply({ type: "attempt_failed", at: this.#deps.clock.monoMs() });
+    }
+  }
+}

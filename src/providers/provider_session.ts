@@ -1,0 +1,271 @@
+import {
+  AdppClient,
+  capabilitiesFromWire,
+  type PayloadKind,
+  type RequestPayloads,
+  type ResponsePayloads,
+  type SessionEnd,
+} from "../adpp/mod.ts";
+import {
+  ADPP_PROTOCOL_VERSION,
+  type DeviceCapabilities,
+  type Logger,
+  type ProviderProcess,
+  RUNTIME_VERSION,
+  RuntimeError,
+  type SpawnFn,
+  unavailable,
+} from "../common/mod.ts";
+import type { ProviderConfig } from "../config/mod.ts";
+
+/** Name the runtime introduces itself with in Hello (the anolis client name, for compatibility). */
+export const CLIENT_NAME = "anolis-runtime";
+/** Bound on provider stderr lines logged per second; the rest is counted and summarised. */
+export const STDERR_LINES_PER_SECOND = 20;
+/** Longest stderr line kept (longer lines are cut). */
+const STDERR_MAX_LINE = 2000;
+
+export interface ProviderSessionDeps {
+  readonly spawn: SpawnFn;
+  readonly log: Logger;
+  readonly monoMs: () => number;
+  /** Working directory for the provider process (the config file's folder). */
+  readonly cwd: string;
+}
+
+export interface HelloInfo {
+  readonly providerName: string;
+  readonly providerVersion: string;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/**
+ * One provider process and its ADPP session, used once: a restart builds a new session.
+ * `ended` resolves when either the process exits or the session breaks (the process is then killed).
+ */
+export class ProviderSession {
+  readonly #cfg: ProviderConfig;
+  readonly #deps: ProviderSessionDeps;
+  readonly #proc: ProviderProcess;
+  readonly #client: AdppClient;
+  readonly #startedAt: number;
+  #exitCode: number | null = null;
+  #terminating = false;
+  /** GetHealth support: unknown until tried, then remembered for the session. */
+  supportsGetHealth: boolean | null = null;
+  hello: HelloInfo | null = null;
+  readonly ended: Promise<string>;
+
+  constructor(cfg: ProviderConfig, command: string, deps: ProviderSessionDeps) {
+    this.#cfg = cfg;
+    this.#deps = deps;
+    this.#startedAt = deps.monoMs();
+    try {
+      this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
+    } catch (err) {
+      throw unavailable(`cannot start provider '${cfg.id}' (${command}): ${errText(err)}`, err);
+    }
+    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin);
+    this.#pumpStderr(this.#proc.stderr);
+    const exited = this.#proc.exited.then((s) => {
+      this.#exitCode = s.code;
+      return s.signal ? `process ended by ${s.signal}` : `process exited with code ${s.code}`;
+    });
+    const broken = this.#client.ended.then((end: SessionEnd) => {
+      if (end.reason === "protocol_violation" || end.reason === "transport_error") {
+        deps.log.warn(`session broken (${end.reason}): ${end.message}; killing the process`);
+        this.#proc.kill("SIGKILL");
+      }
+      return `session ended: ${end.message}`;
+    });
+    this.ended = Promise.race([exited, broken]);
+  }
+
+  get pid(): number {
+    return this.#proc.pid;
+  }
+
+  get exitCode(): number | null {
+    return this.#exitCode;
+  }
+
+  get lastFrameAtMs(): number {
+    return this.#client.lastFrameAtMs;
+  }
+
+  get startedAtMs(): number {
+    return this.#startedAt;
+  }
+
+  /** Sends one request on this session (see AdppClient.request). */
+  request<K extends PayloadKind>(
+    kind: K,
+    payload: RequestPayloads[K],
+    timeoutMs: number = this.#cfg.timeoutMs,
+  ): Promise<ResponsePayloads[K]> {
+    return this.#client.request(kind, payload, timeoutMs);
+  }
+
+  /** Hello (protocol check), then WaitReady when the provider advertises it. */
+  async handshake(): Promise<HelloInfo> {
+    const hello = await this.request("hello", {
+      protocol_version: ADPP_PROTOCOL_VERSION,
+      client_name: CLIENT_NAME,
+      client_version: RUNTIME_VERSION,
+    }, this.#cfg.helloTimeoutMs).catch((err) => {
+      throw wrap(err, "Hello failed");
+    });
+    if (hello.protocol_version !== ADPP_PROTOCOL_VERSION) {
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `provider speaks protocol '${
+          hello.protocol_version ?? ""
+        }', expected '${ADPP_PROTOCOL_VERSION}'`,
+      );
+    }
+    this.hello = {
+      providerName: hello.provider_name ?? "",
+      providerVersion: hello.provider_version ?? "",
+      metadata: { ...(hello.metadata ?? {}) },
+    };
+    this.#deps.log.info(
+      `hello: ${this.hello.providerName} ${this.hello.providerVersion} (pid ${this.pid})`,
+    );
+    if (this.hello.metadata["supports_wait_ready"] === "true") {
+      const ready = await this.request("wait_ready", {
+        max_wait_ms_hint: this.#cfg.readyTimeoutMs,
+      }, this.#cfg.readyTimeoutMs).catch((err) => {
+        throw wrap(err, "WaitReady failed");
+      });
+      const init = ready.diagnostics?.["init_time_ms"];
+      this.#deps.log.info(`ready${init !== undefined ? ` (init_time_ms ${init})` : ""}`);
+    }
+    return this.hello;
+  }
+
+  /** ListDevices, then DescribeDevice per device in list order (a failing device is skipped). */
+  async discover(): Promise<DeviceCapabilities[]> {
+    const list = await this.request("list_devices", {}).catch((err) => {
+      throw wrap(err, "ListDevices failed");
+    });
+    const out: DeviceCapabilities[] = [];
+    const seen = new Set<string>();
+    for (const d of list.devices ?? []) {
+      const id = d.device_id ?? "";
+      if (!id || seen.has(id)) {
+        this.#deps.log.warn(
+          `ListDevices returned ${
+            id ? `duplicate device '${id}'` : "a device without id"
+          }; skipped`,
+        );
+        continue;
+      }
+      seen.add(id);
+      try {
+        const desc = await this.request("describe_device", { device_id: id });
+        out.push(capabilitiesFromWire(this.#cfg.id, id, desc));
+      } catch (err) {
+        if (!this.#client.open) throw wrap(err, `DescribeDevice ${id} failed`);
+        this.#deps.log.warn(`DescribeDevice ${id} failed: ${errText(err)}; device skipped`);
+      }
+    }
+    if (out.length === 0) throw unavailable("provider described no devices");
+    return out;
+  }
+
+  /**
+   * Ends the process: close stdin (the ADPP stop signal), then SIGTERM, then SIGKILL, within
+   * `budgetMs` in total. Resolves once the process is gone.
+   */
+  async terminate(budgetMs: number): Promise<void> {
+    if (this.#terminating) {
+      await this.#proc.exited;
+      return;
+    }
+    this.#terminating = true;
+    const gone = this.#proc.exited.then(() => true);
+    await this.#client.close();
+    if (this.#exitCode !== null || await raceTimeout(gone, budgetMs * 0.6, false)) return;
+    this.#deps.log.warn(`provider did not exit after stdin closed; sending SIGTERM`);
+    this.#proc.kill("SIGTERM");
+    if (await raceTimeout(gone, budgetMs * 0.3, false)) return;
+    this.#deps.log.warn(`provider ignored SIGTERM; sending SIGKILL`);
+    this.#proc.kill("SIGKILL");
+    await this.#proc.exited;
+  }
+
+  /** Kills the process at once (used when the session is known to be broken or hung). */
+  kill(): void {
+    this.#proc.kill("SIGKILL");
+  }
+
+  async #pumpStderr(stream: ReadableStream<Uint8Array>): Promise<void> {
+    const log = this.#deps.log;
+    let windowStart = this.#deps.monoMs();
+    let inWindow = 0;
+    let suppressed = 0;
+    try {
+      const lines = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new LineSplitter());
+      for await (const raw of lines) {
+        const now = this.#deps.monoMs();
+        if (now - windowStart >= 1000) {
+          if (suppressed > 0) log.warn(`${suppressed} stderr lines suppressed (rate limit)`);
+          windowStart = now;
+          inWindow = 0;
+          suppressed = 0;
+        }
+        if (++inWindow > STDERR_LINES_PER_SECOND) {
+          suppressed++;
+          continue;
+        }
+        const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}…` : raw;
+        if (line.trim()) log.info(`stderr: ${line}`);
+      }
+      if (suppressed > 0) log.warn(`${suppressed} stderr lines suppressed (rate limit)`);
+    } catch {
+      // stderr closed abruptly with the process: nothing to report
+    }
+  }
+}
+
+/** Splits text into lines (bounded: a line longer than 64 KiB is flushed as is). */
+class LineSplitter extends TransformStream<string, string> {
+  constructor() {
+    let buf = "";
+    super({
+      transform(chunk, controller) {
+        buf += chunk;
+        let i: number;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          controller.enqueue(buf.slice(0, i).replace(/\r$/, ""));
+          buf = buf.slice(i + 1);
+        }
+        if (buf.length > 65536) {
+          controller.enqueue(buf);
+          buf = "";
+        }
+      },
+      flush(controller) {
+        if (buf) controller.enqueue(buf);
+      },
+    });
+  }
+}
+
+/** Resolves with `p`'s value, or `fallback` after `ms` (the timer is always cleared). */
+export function raceTimeout<T, F = T>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)));
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+function wrap(err: unknown, what: string): RuntimeError {
+  if (err instanceof RuntimeError) {
+    return new RuntimeError(err.code, `${what}: ${err.message}`, { cause: err });
+  }
+  return new RuntimeError("INTERNAL", `${what}: ${errText(err)}`, { cause: err });
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

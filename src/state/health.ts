@@ -1,0 +1,187 @@
+import type {
+  DeviceLivenessHealth,
+  ProviderDeviceHealthView,
+  ProviderHealthView,
+  ReportedDeviceHealth,
+  ReportedProviderHealth,
+} from "../common/mod.ts";
+import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
+import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
+
+/** Liveness thresholds for one provider's devices (spec "health.staleness"). */
+export interface StalenessBounds {
+  readonly warnAfterMs: number;
+  readonly staleAfterMs: number;
+}
+
+/**
+ * warn = configured > 0 ? configured : max(3 x interval x device_count, 2000);
+ * stale = configured > 0 ? configured : max(8 x interval x device_count, 5000); warn <= stale.
+ */
+export function stalenessBounds(
+  configured: StalenessBounds,
+  pollingIntervalMs: number,
+  deviceCount: number,
+): StalenessBounds {
+  const cycle = (pollingIntervalMs > 0 ? pollingIntervalMs : 500) * Math.max(1, deviceCount);
+  const stale = configured.staleAfterMs > 0 ? configured.staleAfterMs : Math.max(8 * cycle, 5000);
+  const warn = configured.warnAfterMs > 0 ? configured.warnAfterMs : Math.max(3 * cycle, 2000);
+  return { warnAfterMs: Math.min(warn, stale), staleAfterMs: stale };
+}
+
+export interface DeviceLiveness {
+  readonly health: DeviceLivenessHealth;
+  readonly stalenessMs: number;
+  readonly staleSignalCount: number;
+  readonly faultSignalCount: number;
+}
+
+/**
+ * Device liveness from data age and signal qualities; precedence
+ * UNAVAILABLE > FAULT > STALE > WARNING > OK (telemetry.md §5).
+ */
+export function deviceLiveness(
+  state: DeviceState | undefined,
+  providerAvailable: boolean,
+  bounds: StalenessBounds,
+  signalStaleAfterMs: (signalId: string) => number,
+  nowMs: number,
+): DeviceLiveness {
+  if (!state || state.pollable.length === 0) {
+    return { health: "UNKNOWN", stalenessMs: 0, staleSignalCount: 0, faultSignalCount: 0 };
+  }
+  let fault = 0;
+  let stale = 0;
+  for (const [id, s] of state.signals) {
+    if (s.quality === "FAULT") fault++;
+    else if (
+      s.quality !== "OK" ||
+      nowMs - s.timestampMs > Math.max(signalStaleAfterMs(id), bounds.staleAfterMs)
+    ) stale++;
+  }
+  const stalenessMs = state.lastPollMs > 0 ? Math.max(0, nowMs - state.lastPollMs) : 0;
+  let health: DeviceLivenessHealth;
+  if (!providerAvailable) health = "UNAVAILABLE";
+  else if (state.lastPollMs === 0) health = "UNKNOWN";
+  else if (fault > 0) health = "FAULT";
+  else if (stale > 0 || stalenessMs >= bounds.staleAfterMs) health = "STALE";
+  else if (stalenessMs >= bounds.warnAfterMs) health = "WARNING";
+  else health = "OK";
+  return { health, stalenessMs, staleSignalCount: stale, faultSignalCount: fault };
+}
+
+const PROVIDER_STATE: Record<number, ReportedProviderHealth["state"]> = {
+  [WireProviderState.OK]: "STATE_OK",
+  [WireProviderState.DEGRADED]: "STATE_DEGRADED",
+  [WireProviderState.FAULT]: "STATE_FAULT",
+};
+const DEVICE_STATE: Record<number, ReportedDeviceHealth["state"]> = {
+  [WireDeviceState.OK]: "STATE_OK",
+  [WireDeviceState.STALE]: "STATE_STALE",
+  [WireDeviceState.UNREACHABLE]: "STATE_UNREACHABLE",
+  [WireDeviceState.FAULT]: "STATE_FAULT",
+};
+
+/** Builds GET /v0/providers/health entries from supervision, the cache and reported health. */
+export function providerHealthViews(
+  registry: ProviderRegistry,
+  cache: StateCache,
+  options: { pollingIntervalMs: number; staleness: StalenessBounds; nowMs: number },
+  reportedOverride?: ReadonlyMap<string, ReportedHealthEntry | null>,
+): ProviderHealthView[] {
+  return registry.hosts.map((host) => {
+    const reported = reportedOverride?.has(host.id)
+      ? reportedOverride.get(host.id) ?? undefined
+      : cache.reportedHealth(host.id);
+    return providerView(host, cache, options, reported ?? undefined);
+  });
+}
+
+function providerView(
+  host: ProviderHost,
+  cache: StateCache,
+  options: { pollingIntervalMs: number; staleness: StalenessBounds; nowMs: number },
+  reported: ReportedHealthEntry | undefined,
+): ProviderHealthView {
+  const available = host.available;
+  const bounds = stalenessBounds(options.staleness, options.pollingIntervalMs, host.devices.length);
+  const reportedDevices = new Map(
+    (reported?.response.devices ?? []).map((d) => [d.device_id ?? "", d]),
+  );
+  const devices: ProviderDeviceHealthView[] = host.devices.map((caps) => {
+    const id = caps.device.deviceId;
+    const staleBySignal = new Map(caps.signals.map((s) => [s.signalId, s.staleAfterMs]));
+    const l = deviceLiveness(
+      cache.device(host.id, id),
+      available,
+      bounds,
+      (sid) => staleBySignal.get(sid) ?? 0,
+      options.nowMs,
+    );
+    const rd = reportedDevices.get(id);
+    reportedDevices.delete(id);
+    return {
+      device_id: id,
+      health: l.health,
+      last_poll_ms: cache.device(host.id, id)?.lastPollMs ?? 0,
+      staleness_ms: l.stalenessMs,
+      registered: true,
+      stale_signal_count: l.staleSignalCount,
+      fault_signal_count: l.faultSignalCount,
+      reported: rd ? reportedDevice(rd) : null,
+      ...(caps.device.typeVersion ? { type_version: caps.device.typeVersion } : {}),
+    };
+  });
+  // Devices only the provider reports (e.g. failed initialisation) are listed, unregistered.
+  for (const [id, rd] of reportedDevices) {
+    if (!id) continue;
+    devices.push({
+      device_id: id,
+      health: available ? "UNKNOWN" : "UNAVAILABLE",
+      last_poll_ms: 0,
+      staleness_ms: 0,
+      registered: false,
+      stale_signal_count: 0,
+      fault_signal_count: 0,
+      reported: reportedDevice(rd),
+    });
+  }
+  const rp = reported?.response.provider;
+  const reportedProvider: ReportedProviderHealth | null = rp
+    ? {
+      state: PROVIDER_STATE[rp.state ?? 0] ?? "STATE_UNSPECIFIED",
+      message: rp.message ?? "",
+      metrics: { ...(rp.metrics ?? {}) },
+    }
+    : null;
+  const failed =
+    devices.filter((d) =>
+      d.reported?.state === "STATE_UNREACHABLE" || d.reported?.state === "STATE_FAULT"
+    ).length;
+  return {
+    provider_id: host.id,
+    state: available ? "AVAILABLE" : "UNAVAILABLE",
+    lifecycle_state: host.lifecycle,
+    last_seen_ago_ms: available ? host.lastSeenAgoMs() : null,
+    uptime_seconds: host.uptimeSeconds(),
+    device_count: host.devices.length,
+    degraded: failed > 0 || reportedProvider?.state === "STATE_DEGRADED" ||
+      reportedProvider?.state === "STATE_FAULT",
+    failed_device_count: failed,
+    reported: reportedProvider,
+    supervision: host.supervision(),
+    devices,
+  };
+}
+
+function reportedDevice(
+  d: import("../adpp/mod.ts").WireDeviceHealth,
+): ReportedDeviceHealth {
+  return {
+    state: DEVICE_STATE[d.state ?? 0] ?? "STATE_UNSPECIFIED",
+    message: d.message ?? "",
+    metrics: { ...(d.metrics ?? {}) },
+    last_seen_epoch_ms: timestampToMs(d.last_seen),
+  };
+}

@@ -1,0 +1,2 @@
+export * from "./state_cache.ts";
+export * from "./health.ts";
