@@ -1,0 +1,206 @@
+import { typedValueFromWire, typedValueToWire } from "../adpp/mod.ts";
+import {
+  type DeviceCapabilities,
+  type FunctionSpec,
+  invalidArgument,
+  type Logger,
+  notFound,
+  RuntimeError,
+  type TypedValue,
+  unavailable,
+} from "../common/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
+import type { StateCache } from "../state/mod.ts";
+import { validateArgs } from "./validate_args.ts";
+
+/** Who asked for a call: HTTP clients are manual; BT and hooks are automated; e-stop is safety. */
+export type CallOrigin = "manual" | "automated" | "safety";
+
+export interface CallRequest {
+  readonly providerId: string;
+  readonly deviceId: string;
+  /** 0 or absent = select by name. */
+  readonly functionId?: number;
+  readonly functionName?: string;
+  readonly args: Readonly<Record<string, TypedValue>>;
+  readonly origin: CallOrigin;
+  /** Cancels waiting (the provider may still execute the call). */
+  readonly signal?: AbortSignal;
+}
+
+export interface CallResult {
+  readonly providerId: string;
+  readonly deviceId: string;
+  readonly functionId: number;
+  readonly functionName: string;
+  readonly results: Record<string, TypedValue>;
+  readonly postCallPollTriggered: boolean;
+}
+
+export interface GateContext {
+  readonly fn: FunctionSpec;
+  readonly device: DeviceCapabilities;
+  readonly origin: CallOrigin;
+}
+
+/**
+ * A gate may refuse a call (mode, e-stop latch). Gates run after the function is resolved and
+ * again right before the request is written to the provider, so a call racing a gate change
+ * (e-stop) cannot slip through. Safety-origin calls skip gates.
+ */
+export type CallGate = (ctx: GateContext) => RuntimeError | null;
+
+/** Bound on calls waiting for one provider (calls to a provider are serialised). */
+export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
+
+/** Validates calls against the device's declared capabilities and routes them to providers. */
+export class CallRouter {
+  readonly #registry: ProviderRegistry;
+  readonly #cache: StateCache;
+  readonly #log: Logger;
+  readonly #gates: CallGate[] = [];
+  readonly #locks = new Map<string, ProviderLock>();
+
+  constructor(options: { registry: ProviderRegistry; cache: StateCache; log: Logger }) {
+    this.#registry = options.registry;
+    this.#cache = options.cache;
+    this.#log = options.log.child("call");
+  }
+
+  addGate(gate: CallGate): void {
+    this.#gates.push(gate);
+  }
+
+  /**
+   * Resolves provider, device and function; throws NOT_FOUND, UNAVAILABLE or INVALID_ARGUMENT
+   * in the contract's order (provider, availability, device, selector).
+   */
+  resolve(
+    req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
+  ): { device: DeviceCapabilities; fn: FunctionSpec } {
+    const host = this.#registry.host(req.providerId);
+    if (!host) throw notFound(`Provider not found: ${req.providerId}`);
+    if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
+    const device = this.#registry.capabilities(req.providerId, req.deviceId);
+    if (!device) throw notFound(`Device not found: ${req.providerId}/${req.deviceId}`);
+    const id = req.functionId ?? 0;
+    const name = req.functionName ?? "";
+    let fn: FunctionSpec | undefined;
+    if (id !== 0) {
+      fn = device.functions.find((f) => f.functionId === id);
+      if (!fn) {
+        throw notFound(`Function not found: ${req.providerId}/${req.deviceId} function_id ${id}`);
+      }
+      if (name && fn.name !== name) {
+        throw invalidArgument(
+          `function_id ${id} is '${fn.name}', not '${name}' (${req.providerId}/${req.deviceId})`,
+        );
+      }
+    } else {
+      if (!name) throw invalidArgument("missing function selector: function_id must not be 0");
+      // Functions are indexed by name; duplicates collapse to the last declared (as anolis).
+      fn = device.functions.findLast((f) => f.name === name);
+      if (!fn) throw notFound(`Function not found: ${req.providerId}/${req.deviceId} '${name}'`);
+    }
+    return { device, fn };
+  }
+
+  /** Validates, gates and sends one call; polls the device right after a success. */
+  async call(req: CallRequest): Promise<CallResult> {
+    const { device, fn } = this.resolve(req);
+    this.#checkGates({ fn, device, origin: req.origin });
+    const args = validateArgs(fn, req.args);
+    const host = this.#registry.host(req.providerId)!;
+    const lock = this.#lockFor(req.providerId);
+    const release = await lock.acquire(req.signal);
+    let response;
+    try {
+      // Re-checked under the provider lock: nothing may have latched since validation.
+      this.#checkGates({ fn, device, origin: req.origin });
+      if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
+      const wireArgs = Object.fromEntries(
+        Object.entries(args).map(([k, v]) => [k, typedValueToWire(v)]),
+      );
+      this.#log.debug(
+        `${req.origin} call ${req.providerId}/${req.deviceId} ${fn.name}(${fn.functionId})`,
+      );
+      response = await host.request("call", {
+        device_id: req.deviceId,
+        function_id: fn.functionId,
+        function_name: fn.name,
+        args: wireArgs,
+      });
+    } finally {
+      release();
+    }
+    const results: Record<string, TypedValue> = {};
+    for (const [k, v] of Object.entries(response.results ?? {})) {
+      const tv = typedValueFromWire(v);
+      if (tv) results[k] = tv;
+    }
+    await this.#cache.pollDevice(req.providerId, req.deviceId);
+    return {
+      providerId: req.providerId,
+      deviceId: req.deviceId,
+      functionId: fn.functionId,
+      functionName: fn.name,
+      results,
+      postCallPollTriggered: true,
+    };
+  }
+
+  #checkGates(ctx: GateContext): void {
+    if (ctx.origin === "safety") return;
+    for (const gate of this.#gates) {
+      const refusal = gate(ctx);
+      if (refusal) throw refusal;
+    }
+  }
+
+  #lockFor(providerId: string): ProviderLock {
+    let lock = this.#locks.get(providerId);
+    if (!lock) this.#locks.set(providerId, lock = new ProviderLock(providerId));
+    return lock;
+  }
+}
+
+/** A FIFO mutex with a bounded queue. */
+class ProviderLock {
+  readonly #providerId: string;
+  #held = false;
+  readonly #waiters: Array<() => void> = [];
+
+  constructor(providerId: string) {
+    this.#providerId = providerId;
+  }
+
+  acquire(signal?: AbortSignal): Promise<() => void> {
+    const release = () => {
+      const next = this.#waiters.shift();
+      if (next) next();
+      else this.#held = false;
+    };
+    if (!this.#held) {
+      this.#held = true;
+      return Promise.resolve(release);
+    }
+    if (this.#waiters.length >= MAX_QUEUED_CALLS_PER_PROVIDER) {
+      return Promise.reject(
+        unavailable(`Provider busy: ${this.#providerId} has ${this.#waiters.length} calls queued`),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(release);
+      };
+      const onAbort = () => {
+        const i = this.#waiters.indexOf(grant);
+        if (i >= 0) this.#waiters.splice(i, 1);
+        reject(new RuntimeError("UNAVAILABLE", "call cancelled while queued"));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiters.push(grant);
+    });
+  }
+}

@@ -1,0 +1,2 @@
+export * from "./validate_args.ts";
+export * from "./call_router.ts";

@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import {
+  AdppClient,
+  decodeRequest,
+  encodeFrame,
+  encodeResponse,
+  FrameDecoderStream,
+  mapProviderCode,
+  ProviderStatusError,
+  StatusCode,
+  type WireRequest,
+  type WireResponse,
+} from "../../src/adpp/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+
+/** A scripted peer: reads the client's requests, lets the test write arbitrary bytes back. */
+function pair() {
+  const toProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const fromProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const client = new AdppClient(fromProvider.readable, toProvider.writable);
+  const requests = toProvider.readable.pipeThrough(new FrameDecoderStream()).getReader();
+  const out = fromProvider.writable.getWriter();
+  return {
+    client,
+    async nextRequest(): Promise<WireRequest> {
+      const { value } = await requests.read();
+      return decodeRequest(value!);
+    },
+    reply(r: WireResponse) {
+      return out.write(encodeFrame(encodeResponse(r)));
+    },
+    raw(bytes: Uint8Array) {
+      return out.write(bytes);
+    },
+    async end() {
+      await out.close().catch(() => {});
+      await client.close();
+      await requests.cancel().catch(() => {});
+    },
+  };
+}
+
+const OK = { code: StatusCode.OK, message: "ok" };
+
+Deno.test("AdppClient numbers requests from 1 and matches out-of-order responses by id", async () => {
+  const p = pair();
+  const a = p.client.request("describe_device", { device_id: "a" }, 1000);
+  const b = p.client.request("describe_device", { device_id: "b" }, 1000);
+  const ra = await p.nextRequest();
+  const rb = await p.nextRequest();
+  assert.equal(ra.request_id, 1);
+  assert.equal(rb.request_id, 2);
+  await p.reply({ request_id: 2, status: OK, describe_device: { device: { device_id: "b" } } });
+  await p.reply({ request_id: 1, status: OK, describe_device: { device: { device_id: "a" } } });
+  assert.equal((await a).device?.device_id, "a");
+  assert.equal((await b).device?.device_id, "b");
+  await p.end();
+});
+
+Deno.test("AdppClient times out with DEADLINE_EXCEEDED and discards the late answer", async () => {
+  const p = pair();
+  const slow = p.client.request("list_devices", {}, 30);
+  const req = await p.nextRequest();
+  await assert.rejects(slow, (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED");
+  await p.reply({ request_id: req.request_id, status: OK, list_devices: {} }); // late
+  const next = p.client.request("list_devices", {}, 1000);
+  const req2 = await p.nextRequest();
+  await p.reply({ request_id: req2.request_id, status: OK, list_devices: { devices: [] } });
+  assert.deepEqual(await next, {});
+  assert.equal(p.client.open, true, "a late reply must not end the session");
+  await p.end();
+});
+
+Deno.test("AdppClient maps a non-OK status and keeps the session", async () => {
+  const p = pair();
+  const call = p.client.request("call", { device_id: "x" }, 1000);
+  const req = await p.nextRequest();
+  await p.reply({
+    request_id: req.request_id,
+    status: { code: StatusCode.FAILED_PRECONDITION, message: "closed mode" },
+  });
+  await assert.rejects(call, (e) => {
+    assert.ok(e instanceof ProviderStatusError);
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(e.providerCode, StatusCode.FAILED_PRECONDITION);
+    assert.match(e.message, /closed mode/);
+    return true;
+  });
+  assert.equal(p.client.open, true);
+  await p.end();
+});
+
+Deno.test("AdppClient refuses an OK response without the expected payload", async () => {
+  const p = pair();
+  const call = p.client.request("read_signals", { device_id: "x" }, 1000);
+  const req = await p.nextRequest();
+  await p.reply({ request_id: req.request_id, status: OK, call: {} });
+  await assert.rejects(call, (e) => e instanceof RuntimeError && e.code === "INTERNAL");
+  await p.end();
+});
+
+Deno.test("AdppClient ends the session on a response id that matches no request", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  await p.reply({ request_id: 99, status: OK, list_devices: {} });
+  await assert.rejects(pending, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  assert.equal((await p.client.ended).reason, "protocol_violation");
+  await assert.rejects(p.client.request("list_devices", {}, 100), /session ended/);
+  await p.end();
+});
+
+Deno.test("AdppClient ends the session on an unparseable frame", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  await p.raw(encodeFrame(new Uint8Array([0xff, 0xff, 0xff])));
+  await assert.rejects(pending, /session ended/);
+  assert.equal((await p.client.ended).reason, "protocol_violation");
+  await p.end();
+});
+
+Deno.test("AdppClient ends the session on an oversize frame prefix", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  const prefix = new Uint8Array(4);
+  new DataView(prefix.buffer).setUint32(0, 2 * 1024 * 1024, true);
+  await p.raw(prefix);
+  await assert.rejects(pending, /session ended/);
+  const end = await p.client.ended;
+  assert.equal(end.reason, "protocol_violation");
+  assert.match(end.message, /exceeds/);
+  await p.end();
+});
+
+Deno.test("AdppClient reports EOF from the provider", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  await p.end();
+  await assert.rejects(pending, /session ended/);
+});
+
+Deno.test("mapProviderCode follows the contract's HTTP mapping", () => {
+  const table: Array<[number, string]> = [
+    [StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"],
+    [StatusCode.OUT_OF_RANGE, "INVALID_ARGUMENT"],
+    [StatusCode.NOT_FOUND, "NOT_FOUND"],
+    [StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION"],
+    [StatusCode.UNAVAILABLE, "UNAVAILABLE"],
+    [StatusCode.RESOURCE_EXHAUSTED, "UNAVAILABLE"],
+    [StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"],
+    [StatusCode.UNIMPLEMENTED, "INTERNAL"],
+    [StatusCode.INTERNAL, "INTERNAL"],
+    [StatusCode.DATA_LOSS, "INTERNAL"],
+    [StatusCode.UNSPECIFIED, "INTERNAL"],
+  ];
+  for (const [wire, code] of table) assert.equal(mapProviderCode(wire), code, `wire ${wire}`);
+});

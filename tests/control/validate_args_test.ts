@@ -1,0 +1,149 @@
+import assert from "node:assert/strict";
+import { type FunctionSpec, RuntimeError, type TypedValue } from "../../src/common/mod.ts";
+import { validateArgs } from "../../src/control/mod.ts";
+
+/** Mirrors the sim's set_motor_duty plus one arg of each other kind. */
+const FN: FunctionSpec = {
+  functionId: 10,
+  name: "set_motor_duty",
+  description: "",
+  category: "ACTUATE",
+  actuating: true,
+  args: [
+    {
+      name: "motor_index",
+      type: "int64",
+      unit: "",
+      description: "",
+      required: true,
+      min: 1,
+      max: 2,
+      allowedValues: [],
+    },
+    {
+      name: "duty",
+      type: "double",
+      unit: "",
+      description: "",
+      required: true,
+      min: 0,
+      max: 1,
+      allowedValues: [],
+    },
+    {
+      name: "count",
+      type: "uint64",
+      unit: "",
+      description: "",
+      required: false,
+      max: 10,
+      allowedValues: [],
+    },
+    {
+      name: "mode",
+      type: "string",
+      unit: "",
+      description: "",
+      required: false,
+      allowedValues: ["open", "closed"],
+    },
+    { name: "note", type: "string", unit: "", description: "", required: false, allowedValues: [] },
+    { name: "raw", type: null, unit: "", description: "", required: false, allowedValues: [] },
+  ],
+};
+
+const ok = {
+  motor_index: { type: "int64", int64: 1 },
+  duty: { type: "double", double: 0.5 },
+} as const;
+
+const INVALID: Array<[string, Record<string, TypedValue>, RegExp]> = [
+  [
+    "required arg missing",
+    { motor_index: ok.motor_index },
+    /args\.duty: required argument missing/,
+  ],
+  ["unknown arg", { ...ok, speed: { type: "double", double: 1 } }, /args\.speed: unknown argument/],
+  [
+    "wrong type",
+    { ...ok, duty: { type: "bool", bool: true } },
+    /args\.duty: expected double, got bool/,
+  ],
+  [
+    "below min",
+    { ...ok, duty: { type: "double", double: -0.1 } },
+    /args\.duty: -0\.1 is below the minimum 0/,
+  ],
+  [
+    "above max",
+    { ...ok, motor_index: { type: "int64", int64: 3 } },
+    /args\.motor_index: 3 is above the maximum 2/,
+  ],
+  [
+    "non-integer int64",
+    { ...ok, motor_index: { type: "int64", int64: 1.5 } },
+    /args\.motor_index: int64 must be an integer/,
+  ],
+  ["int64 beyond 2^53", { ...ok, motor_index: { type: "int64", int64: 2 ** 60 } }, /within ±2\^53/],
+  [
+    "negative into uint64",
+    { ...ok, count: { type: "int64", int64: -1 } },
+    /args\.count: -1 does not fit uint64/,
+  ],
+  [
+    "uint64 above max",
+    { ...ok, count: { type: "uint64", uint64: 11 } },
+    /args\.count: 11 is above the maximum 10/,
+  ],
+  [
+    "string not allowed",
+    { ...ok, mode: { type: "string", string: "auto" } },
+    /args\.mode: 'auto' is not one of the allowed values/,
+  ],
+  [
+    "double into int64",
+    { ...ok, motor_index: { type: "double", double: 1 } },
+    /expected int64, got double/,
+  ],
+  ["unspecified arg type", { ...ok, raw: { type: "string", string: "x" } }, /declared no type/],
+];
+
+for (const [name, args, message] of INVALID) {
+  Deno.test(`validateArgs rejects ${name} with INVALID_ARGUMENT`, () => {
+    assert.throws(() => validateArgs(FN, args), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "INVALID_ARGUMENT");
+      assert.match(e.message, message);
+      return true;
+    });
+  });
+}
+
+Deno.test("validateArgs accepts bounds inclusively and only checks present bounds", () => {
+  assert.deepEqual(
+    validateArgs(FN, {
+      motor_index: { type: "int64", int64: 2 },
+      duty: { type: "double", double: 1 },
+    }),
+    { motor_index: { type: "int64", int64: 2 }, duty: { type: "double", double: 1 } },
+  );
+  // `note` has no bounds or allowed values: anything goes.
+  const r = validateArgs(FN, { ...ok, note: { type: "string", string: "anything" } });
+  assert.equal((r.note as { string: string }).string, "anything");
+});
+
+Deno.test("validateArgs widens integers exactly where the ArgSpec needs it", () => {
+  const r = validateArgs(FN, {
+    motor_index: { type: "uint64", uint64: 1 },
+    duty: { type: "int64", int64: 1 },
+    count: { type: "int64", int64: 7 },
+  });
+  assert.deepEqual(r.motor_index, { type: "int64", int64: 1 });
+  assert.deepEqual(r.duty, { type: "double", double: 1 });
+  assert.deepEqual(r.count, { type: "uint64", uint64: 7 });
+});
+
+Deno.test("validateArgs lets NaN through bounds like anolis (the provider validates)", () => {
+  const r = validateArgs(FN, { ...ok, duty: { type: "double", double: NaN } });
+  assert.ok(Number.isNaN((r.duty as { double: number }).double));
+});
