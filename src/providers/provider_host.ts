@@ -263,20 +263,27 @@ export class ProviderHost {
 
   #scheduleRestart(state: SupervisorState): void {
     const delay = Math.max(0, (state.restartDueAt ?? 0) - this.#deps.clock.monoMs());
-    this.#log.warn(
-      `restart attempt ${state.attemptCount}/${this.config.restartPolicy.maxAttempts} in ${
-        Math.round(delay)
-      } ms`,
-    );
+    if (delay >= 1) {
+      this.#log.warn(
+        `restart attempt ${state.attemptCount}/${this.config.restartPolicy.maxAttempts} in ${
+          Math.round(delay)
+        } ms`,
+      );
+    }
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
       this.#attempt = this.#runAttempt().finally(() => (this.#attempt = null));
-    }, delay);
+    }, Math.ceil(delay));
   }
 
   async #runAttempt(): Promise<void> {
     const startedAt = this.#deps.clock.monoMs();
     this.#apply({ type: "attempt", at: startedAt });
+    if (this.#state.phase === "BACKOFF") {
+      // Timers may fire a fraction of a millisecond early against the monotonic clock: re-arm.
+      this.#scheduleRestart(this.#state);
+      return;
+    }
     if (this.#state.phase !== "ATTEMPTING") return;
     try {
       const up = await this.#bringUp({

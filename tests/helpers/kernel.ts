@@ -1,0 +1,60 @@
+/** Boots the runtime kernel (src/runtime.ts) over real simulated provider processes. */
+import type { Config } from "../../src/config/mod.ts";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+
+/** A logger for tests: silent unless RUNTIME_TEST_LOG=debug|info|warn|error is set. */
+export function testLogger(): LineLogger {
+  const level = Deno.env.get("RUNTIME_TEST_LOG");
+  return new LineLogger({
+    level: (level as "debug") ?? "error",
+    journald: false,
+    now: () => Date.now(),
+    write: level ? (line) => console.error(line) : () => {},
+  });
+}
+
+/** Starts a Runtime; the caller must `await rt.stop()` (use `using`-style try/finally). */
+export async function startRuntime(config: Config): Promise<Runtime> {
+  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  try {
+    await rt.start();
+  } catch (err) {
+    await rt.stop();
+    throw err;
+  }
+  return rt;
+}
+
+/** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 10000,
+): Promise<NonNullable<T>> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v as NonNullable<T>;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Collects events from the runtime's bus until disposed. */
+export function recordEvents(rt: Runtime): { events: RuntimeEvent[]; stop: () => void } {
+  const events: RuntimeEvent[] = [];
+  const stop = rt.bus.subscribe((e) => events.push(e.event));
+  return { events, stop };
+}
+
+/** True while a process with this pid exists (and is not a zombie). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Test configs that run the simulated provider as a real child process. The single place tests
+ * describe "a runtime with N simulated providers"; loader-independent (a typed Config literal).
+ */
+import type { Config, ProviderConfig, RestartPolicyConfig } from "../../src/config/mod.ts";
+
+export const REPO = new URL("../../", import.meta.url).pathname;
+export const SIM_MAIN = `${REPO}examples/providers/sim/main.ts`;
+export const SIM_YAML = `${REPO}examples/providers/sim/sim.yaml`;
+export const SIM_INERT_YAML = `${REPO}examples/providers/sim/sim-inert.yaml`;
+
+export interface SimProviderOptions {
+  yaml?: string;
+  extraArgs?: string[];
+  timeoutMs?: number;
+  restart?: Partial<RestartPolicyConfig> | false;
+}
+
+/** A provider entry running examples/providers/sim/main.ts under this Deno. */
+export function simProvider(id: string, o: SimProviderOptions = {}): ProviderConfig {
+  const restart: RestartPolicyConfig = o.restart === false
+    ? {
+      enabled: false,
+      maxAttempts: 3,
+      backoffMs: [100, 1000, 5000],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    }
+    : {
+      enabled: true,
+      maxAttempts: 3,
+      backoffMs: [100, 200, 300],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+      ...o.restart,
+    };
+  return {
+    id,
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--quiet",
+      "--allow-read",
+      "--allow-env",
+      SIM_MAIN,
+      "--config",
+      o.yaml ?? SIM_YAML,
+      ...(o.extraArgs ?? []),
+    ],
+    timeoutMs: o.timeoutMs ?? 5000,
+    helloTimeoutMs: 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: restart,
+  };
+}
+
+export interface TestConfigOptions {
+  providers?: ProviderConfig[];
+  pollingIntervalMs?: number;
+  automation?: Partial<Config["automation"]>;
+  safety?: Partial<Config["safety"]["safeState"]> & { present?: boolean };
+  http?: Partial<Config["http"]>;
+  telemetry?: Partial<Config["telemetry"]>;
+  runtime?: Partial<Config["runtime"]>;
+}
+
+/** A complete Config with defaults from the contract and one simulated provider `sim0`. */
+export function testConfig(o: TestConfigOptions = {}): Config {
+  return {
+    configPath: `${REPO}examples/test.yaml`,
+    configDir: `${REPO}examples`,
+    runtime: {
+      name: "test",
+      shutdownTimeoutMs: 2000,
+      startupTimeoutMs: 30000,
+      dataDir: `${REPO}.test-data`,
+      ...o.runtime,
+    },
+    http: {
+      enabled: true,
+      bind: "127.0.0.1",
+      port: 0,
+      corsAllowedOrigins: ["*"],
+      corsAllowCredentials: false,
+      threadPoolSize: 40,
+      authEnabled: false,
+      authToken: "",
+      authExemptLoopback: true,
+      allowInsecureBind: false,
+      tlsCertPath: null,
+      tlsKeyPath: null,
+      ...o.http,
+    },
+    providers: o.providers ?? [simProvider("sim0")],
+    polling: { intervalMs: o.pollingIntervalMs ?? 100 },
+    telemetry: {
+      enabled: false,
+      healthIntervalMs: 15000,
+      influxdb: {
+        url: "http://127.0.0.1:8086",
+        org: "anolis",
+        bucket: "anolis",
+        token: "",
+        batchSize: 100,
+        flushIntervalMs: 1000,
+        maxRetryBufferSize: 1000,
+        queueSize: 10000,
+      },
+      ...o.telemetry,
+    },
+    logging: { level: "warn" },
+    automation: {
+      enabled: false,
+      behaviorTree: null,
+      tickRateHz: 10,
+      manualGatingPolicy: "BLOCK",
+      parameters: [],
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+      ...o.automation,
+    },
+    safety: {
+      present: o.safety?.present ?? o.safety !== undefined,
+      safeState: {
+        hooks: o.safety?.hooks ?? [],
+        setpoints: o.safety?.setpoints ?? [],
+        zeroIsSafe: o.safety?.zeroIsSafe ?? false,
+      },
+    },
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 } },
+  };
+}
