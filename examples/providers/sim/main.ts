@@ -1,0 +1,200 @@
+/**
+ * Simulated ADPP provider (look-alike of anolis-provider-sim): tempctl, motorctl, relayio and
+ * analogsensor devices plus chaos_control for fault injection. See README.md.
+ *
+ *   deno run --allow-read --allow-env examples/providers/sim/main.ts --config <yaml>
+ *     [--crash-after <seconds>]    exit 42 after that time (crash tests)
+ *   ... main.ts --check-config <yaml>   validate and exit 0 (1 on errors)
+ *
+ * stdout carries ADPP frames only; logs go to stderr, one line per event.
+ */
+import {
+  createStderrLogger,
+  ProviderExitCode,
+  runStdioProvider,
+} from "../../../src/provider_sdk/mod.ts";
+import type { Logger, LogLevel } from "../../../src/common/mod.ts";
+import { createAnalogSensor } from "./analogsensor.ts";
+import { type ChaosHost, ChaosState } from "./chaos.ts";
+import { parseSimConfig, type SimConfig, SimConfigError } from "./config.ts";
+import { createMotorCtl } from "./motorctl.ts";
+import { createRelayIo } from "./relayio.ts";
+import { SeededRandom } from "./rng.ts";
+import { createTempCtl } from "./tempctl.ts";
+import { SimProvider, type StartupReport } from "./sim_provider.ts";
+import { DeviceInitError, type SimDevice } from "./sim_device.ts";
+
+/** The reference simulator seeds its noise generator with 42. */
+const RNG_SEED = 42;
+/** Physics dt is capped so a stalled process does not jump the simulation. */
+const MAX_DT_S = 0.25;
+const EXIT_CRASH_AFTER = 42;
+
+interface CliArgs {
+  config: string | null;
+  checkConfig: string | null;
+  crashAfterS: number | null;
+}
+
+function parseArgs(argv: readonly string[]): CliArgs {
+  const out: CliArgs = { config: null, checkConfig: null, crashAfterS: null };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (flag === "--config" || flag === "--check-config" || flag === "--crash-after") {
+      if (value === undefined) throw new SimConfigError([`${flag}: missing value`]);
+      i++;
+      if (flag === "--config") out.config = value;
+      else if (flag === "--check-config") out.checkConfig = value;
+      else {
+        const s = Number(value);
+        if (!Number.isFinite(s) || s < 0) {
+          throw new SimConfigError([`--crash-after: must be seconds >= 0, got '${value}'`]);
+        }
+        out.crashAfterS = s;
+      }
+    } else if (flag === "--sim-server") {
+      throw new SimConfigError(["--sim-server: the external engine ('sim' mode) is not supported"]);
+    } else {
+      throw new SimConfigError([`unknown argument '${flag}'`]);
+    }
+  }
+  return out;
+}
+
+/** Creates the configured devices; failures are collected, not thrown. */
+function createDevices(
+  config: SimConfig,
+  rng: SeededRandom,
+): { devices: SimDevice[]; failed: StartupReport["failed"] } {
+  const devices: SimDevice[] = [];
+  const failed: Array<{ id: string; type: string; reason: string }> = [];
+  for (const d of config.devices) {
+    try {
+      switch (d.type) {
+        case "tempctl":
+          devices.push(createTempCtl(d.id, d.extra));
+          break;
+        case "motorctl":
+          devices.push(createMotorCtl(d.id, d.extra));
+          break;
+        case "relayio":
+          devices.push(createRelayIo(d.id, d.extra));
+          break;
+        case "analogsensor":
+          devices.push(createAnalogSensor(d.id, d.extra, rng));
+          break;
+        default:
+          throw new DeviceInitError(`devices[${d.id}].type: unknown device type '${d.type}'`);
+      }
+    } catch (err) {
+      if (!(err instanceof DeviceInitError)) throw err;
+      failed.push({ id: d.id, type: d.type, reason: err.message });
+    }
+  }
+  return { devices, failed };
+}
+
+async function loadConfig(path: string): Promise<SimConfig> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    throw new SimConfigError([`${path}: cannot read: ${(err as Error).message}`]);
+  }
+  return parseSimConfig(text);
+}
+
+function logLevel(): LogLevel {
+  const v = Deno.env.get("SIM_LOG_LEVEL");
+  return v === "debug" || v === "warn" || v === "error" ? v : "info";
+}
+
+function makeHost(log: Logger): ChaosHost {
+  return {
+    exit(code) {
+      log.warn(`chaos: exiting with code ${code} on request`);
+      Deno.exit(code);
+    },
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    hangForever() {
+      log.warn("chaos: hanging forever on request");
+      // A pending timer keeps the event loop (and so the process) alive while nothing is read.
+      setInterval(() => {}, 60_000);
+      return new Promise<never>(() => {});
+    },
+  };
+}
+
+async function main(): Promise<number> {
+  const log = createStderrLogger("sim", logLevel());
+  let cli: CliArgs;
+  try {
+    cli = parseArgs(Deno.args);
+    if (cli.checkConfig !== null) {
+      const config = await loadConfig(cli.checkConfig);
+      const { failed } = createDevices(config, new SeededRandom(RNG_SEED));
+      if (failed.length > 0 && config.startupPolicy === "strict") {
+        throw new SimConfigError(failed.map((f) => f.reason));
+      }
+      log.info(`config ok: ${cli.checkConfig}`);
+      return 0;
+    }
+    if (cli.config === null) throw new SimConfigError(["--config <yaml> is required"]);
+  } catch (err) {
+    if (!(err instanceof SimConfigError)) throw err;
+    for (const p of err.problems) log.error(`config: ${p}`);
+    return ProviderExitCode.CONFIG;
+  }
+
+  let config: SimConfig;
+  try {
+    config = await loadConfig(cli.config);
+  } catch (err) {
+    if (!(err instanceof SimConfigError)) throw err;
+    for (const p of err.problems) log.error(`config: ${p}`);
+    return ProviderExitCode.CONFIG;
+  }
+
+  const rng = new SeededRandom(RNG_SEED);
+  const { devices, failed } = createDevices(config, rng);
+  for (const f of failed) log.error(`device init failed: ${f.reason}`);
+  if (failed.length > 0 && config.startupPolicy === "strict") {
+    log.error("startup_policy strict: aborting after device init failure");
+    return ProviderExitCode.CONFIG;
+  }
+
+  if (cli.crashAfterS !== null) {
+    const s = cli.crashAfterS;
+    setTimeout(() => {
+      log.warn(`--crash-after ${s}: exiting with code ${EXIT_CRASH_AFTER}`);
+      Deno.exit(EXIT_CRASH_AFTER);
+    }, s * 1000);
+  }
+
+  if (config.mode === "non_interacting" && config.tickRateHz !== null) {
+    let last = performance.now();
+    setInterval(() => {
+      const now = performance.now();
+      const dt = Math.min((now - last) / 1000, MAX_DT_S);
+      last = now;
+      for (const d of devices) d.tick(dt);
+    }, 1000 / config.tickRateHz);
+  }
+
+  const host = makeHost(log);
+  const provider = new SimProvider({
+    devices,
+    startup: { policy: config.startupPolicy, configured: config.devices.length, failed },
+    chaos: new ChaosState(() => performance.now(), new SeededRandom(RNG_SEED)),
+    host,
+  });
+  log.info(
+    `started: ${devices.length} device(s) + chaos_control, mode ${config.mode}` +
+      (config.tickRateHz === null ? "" : ` @ ${config.tickRateHz} Hz`) +
+      `, startup_policy ${config.startupPolicy}`,
+  );
+  return await runStdioProvider(provider, log);
+}
+
+if (import.meta.main) Deno.exit(await main());

@@ -1,0 +1,59 @@
+import type { SignalDefinition } from "../../../src/provider_sdk/mod.ts";
+import { type SimDevice, simDeviceFields } from "./sim_device.ts";
+
+const CHANNELS = [1, 2, 3, 4] as const;
+
+/** relayio: four relays and four GPIO inputs wired back to them (sim-devices.md §6). */
+export function createRelayIo(
+  deviceId: string,
+  _cfg: Readonly<Record<string, unknown>>,
+): SimDevice {
+  // Safe defaults: all relays off; GPIO reads false until the first physics tick.
+  const relays = [false, false, false, false];
+  const gpio = [false, false, false, false];
+  const hints = { pollHintHz: 1, staleAfterMs: 2000 };
+  const signals: SignalDefinition[] = [
+    ...CHANNELS.map((n) => ({
+      id: `relay_ch${n}_state`,
+      name: `Relay Ch${n} State`,
+      type: "bool" as const,
+      ...hints,
+      read: () => relays[n - 1],
+    })),
+    ...CHANNELS.map((n) => ({
+      id: `gpio_input_${n}`,
+      name: `GPIO Input ${n}`,
+      type: "bool" as const,
+      ...hints,
+      read: () => gpio[n - 1],
+    })),
+  ];
+  return {
+    definition: {
+      ...simDeviceFields(
+        deviceId,
+        "sim.relay_io_module",
+        "Sim Relay/IO Module (4 Relay + 4 GPIO)",
+        "relay_io",
+      ),
+      signals,
+      functions: CHANNELS.map((n) => ({
+        id: n,
+        name: `set_relay_ch${n}`,
+        description: `Switch relay channel ${n}`,
+        category: "ACTUATE" as const,
+        args: [{ name: "enabled", type: "bool" as const }],
+        handler: (args) => {
+          relays[n - 1] = args.bool("enabled");
+        },
+      })),
+    },
+    tick() {
+      // Inputs 2 and 4 are wired through inverters.
+      gpio[0] = relays[0];
+      gpio[1] = !relays[1];
+      gpio[2] = relays[2];
+      gpio[3] = !relays[3];
+    },
+  };
+}

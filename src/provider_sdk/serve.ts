@@ -1,0 +1,196 @@
+import type { Logger } from "../common/mod.ts";
+import {
+  decodeRequest,
+  encodeFrame,
+  encodeResponse,
+  FrameDecoderStream,
+  FrameError,
+  type PayloadKind,
+  type RequestPayloads,
+  type ResponsePayloads,
+  StatusCode as WireStatusCode,
+  type WireRequest,
+  type WireResponse,
+} from "../adpp/mod.ts";
+import { ProviderError } from "./provider_error.ts";
+
+/** Process exit codes of a provider (the reference simulator's numbers). */
+export const ProviderExitCode = {
+  /** stdin reached EOF before a frame started: the runtime's stop signal. */
+  CLEAN: 0,
+  /** Configuration or initialisation failure (used by providers, not by the loop). */
+  CONFIG: 1,
+  /** Framing error: truncated frame, zero-length frame, length > 1 MiB, stdin read failure. */
+  FRAMING: 2,
+  /** A frame whose payload is not a parseable Request. */
+  BAD_REQUEST: 3,
+  /** A Response that could not be serialised or framed (e.g. larger than 1 MiB). */
+  SERIALIZE: 4,
+  /** stdout write failure. */
+  WRITE: 5,
+} as const;
+
+/** One of the ProviderExitCode values. */
+export type ProviderExitCodeNumber = (typeof ProviderExitCode)[keyof typeof ProviderExitCode];
+
+/** Per-request hooks a handler may use to shape what the loop does around its reply. */
+export interface ReplyContext {
+  /** Runs after the reply has been written, before the next request is read (crash, hang). */
+  afterReply(action: () => void | Promise<void>): void;
+  /** Writes these bytes unframed instead of the encoded reply (fault injection only). */
+  replaceReplyWithRawBytes(bytes: Uint8Array): void;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * The request handlers of a provider, one per ADPP operation. Each returns the response payload
+ * or throws ProviderError (any other error answers CODE_INTERNAL). Optional operations that are
+ * absent answer CODE_UNIMPLEMENTED.
+ */
+export interface ProviderHandler {
+  hello(req: RequestPayloads["hello"], ctx: ReplyContext): MaybePromise<ResponsePayloads["hello"]>;
+  waitReady?(
+    req: RequestPayloads["wait_ready"],
+    ctx: ReplyContext,
+  ): MaybePromise<ResponsePayloads["wait_ready"]>;
+  listDevices(
+    req: RequestPayloads["list_devices"],
+    ctx: ReplyContext,
+  ): MaybePromise<ResponsePayloads["list_devices"]>;
+  describeDevice(
+    req: RequestPayloads["describe_device"],
+    ctx: ReplyContext,
+  ): MaybePromise<ResponsePayloads["describe_device"]>;
+  readSignals(
+    req: RequestPayloads["read_signals"],
+    ctx: ReplyContext,
+  ): MaybePromise<ResponsePayloads["read_signals"]>;
+  call(req: RequestPayloads["call"], ctx: ReplyContext): MaybePromise<ResponsePayloads["call"]>;
+  getHealth?(
+    req: RequestPayloads["get_health"],
+    ctx: ReplyContext,
+  ): MaybePromise<ResponsePayloads["get_health"]>;
+}
+
+/** Where a provider reads requests and writes responses. */
+export interface ProviderIo {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly writable: WritableStream<Uint8Array>;
+  readonly logger?: Logger;
+}
+
+/**
+ * Serves ADPP requests from `readable` until EOF or a fatal error, strictly one at a time (a
+ * handler that sleeps blocks the provider, like the reference). Echoes request_id, wraps handler
+ * errors into Status. Resolves with the exit code the process should end with; never calls exit.
+ */
+export async function serveProvider(
+  handler: ProviderHandler,
+  io: ProviderIo,
+): Promise<ProviderExitCodeNumber> {
+  const log = io.logger;
+  const frames = io.readable.pipeThrough(new FrameDecoderStream());
+  const reader = frames.getReader();
+  const writer = io.writable.getWriter();
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        const what = err instanceof FrameError ? `framing error (${err.kind})` : "stdin read error";
+        log?.error(`${what}: ${errorText(err)}`);
+        return ProviderExitCode.FRAMING;
+      }
+      if (chunk.done) {
+        log?.info("stdin closed, shutting down");
+        return ProviderExitCode.CLEAN;
+      }
+      let req: WireRequest;
+      try {
+        req = decodeRequest(chunk.value);
+      } catch (err) {
+        log?.error(`unparseable request (${chunk.value.length} bytes): ${errorText(err)}`);
+        return ProviderExitCode.BAD_REQUEST;
+      }
+      const actions: Array<() => void | Promise<void>> = [];
+      let raw: Uint8Array | null = null;
+      const ctx: ReplyContext = {
+        afterReply: (a) => void actions.push(a),
+        replaceReplyWithRawBytes: (b) => void (raw = b),
+      };
+      const response = await dispatch(handler, req, ctx, log);
+      let out: Uint8Array;
+      if (raw !== null) {
+        out = raw;
+      } else {
+        try {
+          out = encodeFrame(encodeResponse(response));
+        } catch (err) {
+          log?.error(`cannot serialise response ${response.request_id}: ${errorText(err)}`);
+          return ProviderExitCode.SERIALIZE;
+        }
+      }
+      try {
+        await writer.write(out);
+      } catch (err) {
+        log?.error(`stdout write failed: ${errorText(err)}`);
+        return ProviderExitCode.WRITE;
+      }
+      for (const action of actions) await action();
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+    writer.releaseLock();
+  }
+}
+
+const HANDLER_OF: Readonly<Record<PayloadKind, keyof ProviderHandler>> = {
+  hello: "hello",
+  wait_ready: "waitReady",
+  list_devices: "listDevices",
+  describe_device: "describeDevice",
+  read_signals: "readSignals",
+  call: "call",
+  get_health: "getHealth",
+};
+
+async function dispatch(
+  handler: ProviderHandler,
+  req: WireRequest,
+  ctx: ReplyContext,
+  log: Logger | undefined,
+): Promise<WireResponse> {
+  const request_id = req.request_id ?? 0;
+  const kind = req.payload;
+  if (kind === undefined) {
+    return errorResponse(request_id, WireStatusCode.UNIMPLEMENTED, "request has no payload");
+  }
+  const fn = handler[HANDLER_OF[kind]] as
+    | ((p: unknown, c: ReplyContext) => MaybePromise<unknown>)
+    | undefined;
+  if (fn === undefined) {
+    return errorResponse(request_id, WireStatusCode.UNIMPLEMENTED, `${kind} is not implemented`);
+  }
+  try {
+    const payload = await fn.call(handler, req[kind] ?? {}, ctx);
+    log?.debug(`request ${request_id} ${kind}: OK`);
+    return { request_id, status: { code: WireStatusCode.OK, message: "ok" }, [kind]: payload };
+  } catch (err) {
+    if (err instanceof ProviderError) {
+      log?.debug(`request ${request_id} ${kind}: code ${err.code}: ${err.message}`);
+      return errorResponse(request_id, err.code, err.message);
+    }
+    log?.error(`request ${request_id} ${kind}: internal error: ${errorText(err)}`);
+    return errorResponse(request_id, WireStatusCode.INTERNAL, `internal error: ${errorText(err)}`);
+  }
+}
+
+function errorResponse(request_id: number, code: number, message: string): WireResponse {
+  return { request_id, status: { code, message } };
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
