@@ -1,0 +1,128 @@
+/**
+ * File I/O for append-only JSONL journals (the run registry's `runs.jsonl` and per-run event
+ * files). Only Deno.* plumbing lives here; the runs module receives `journalFiles` by injection.
+ */
+
+/** An open append-only file. */
+export interface JournalAppendHandle {
+  /** Appends the text completely (loops over partial writes). */
+  append(text: string): Promise<void>;
+  /** fsync: data and metadata reach the disk. */
+  sync(): Promise<void>;
+  close(): void;
+}
+
+const encoder = new TextEncoder();
+const NEWLINE = 10;
+const READ_CHUNK_BYTES = 64 * 1024;
+
+/** The Deno implementation of the run journal's file port. */
+export const journalFiles = {
+  /** Creates the directory and its parents when missing. */
+  async ensureDir(path: string): Promise<void> {
+    await Deno.mkdir(path, { recursive: true });
+  },
+
+  /** Opens (creating if needed) a file for appending. */
+  async openAppend(path: string): Promise<JournalAppendHandle> {
+    const file = await Deno.open(path, { append: true, create: true });
+    return {
+      async append(text: string): Promise<void> {
+        const bytes = encoder.encode(text);
+        let off = 0;
+        while (off < bytes.length) off += await file.write(bytes.subarray(off));
+      },
+      async sync(): Promise<void> {
+        await file.sync();
+      },
+      close(): void {
+        try {
+          file.close();
+        } catch {
+          // already closed
+        }
+      },
+    };
+  },
+
+  /** True when the file is missing, empty, or its last byte is a newline. */
+  async endsWithNewline(path: string): Promise<boolean> {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return true;
+      throw err;
+    }
+    try {
+      const size = (await file.stat()).size;
+      if (size === 0) return true;
+      await file.seek(size - 1, Deno.SeekMode.Start);
+      const last = new Uint8Array(1);
+      const n = await file.read(last);
+      return n !== 1 || last[0] === NEWLINE;
+    } finally {
+      file.close();
+    }
+  },
+
+  /**
+   * Streams the lines of a file (without the newline; the last line may lack one). A missing
+   * file yields nothing. Lines longer than `maxLineBytes` are cut to that length (a cut JSON
+   * record no longer parses, so the reader reports it as corrupt) — memory stays bounded.
+   */
+  async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return;
+      throw err;
+    }
+    const decoder = new TextDecoder();
+    const chunk = new Uint8Array(READ_CHUNK_BYTES);
+    let parts: Uint8Array[] = [];
+    let lineBytes = 0;
+    const take = (): string => {
+      const buf = new Uint8Array(Math.min(lineBytes, maxLineBytes));
+      let off = 0;
+      for (const p of parts) {
+        const n = Math.min(p.length, buf.length - off);
+        buf.set(p.subarray(0, n), off);
+        off += n;
+        if (off >= buf.length) break;
+      }
+      parts = [];
+      lineBytes = 0;
+      return decoder.decode(buf);
+    };
+    const keep = (bytes: Uint8Array): void => {
+      if (lineBytes < maxLineBytes) {
+        parts.push(bytes.slice(0, Math.min(bytes.length, maxLineBytes - lineBytes)));
+      }
+      lineBytes += bytes.length;
+    };
+    try {
+      while (true) {
+        const n = await file.read(chunk);
+        if (n === null) break;
+        let start = 0;
+        for (let i = 0; i < n; i++) {
+          if (chunk[i] !== NEWLINE) continue;
+          keep(chunk.subarray(start, i));
+          yield take();
+          start = i + 1;
+        }
+        if (start < n) keep(chunk.subarray(start, n));
+      }
+      if (lineBytes > 0) yield take();
+    } finally {
+      file.close();
+    }
+  },
+
+  /** Renames (moves) a file. */
+  async rename(from: string, to: string): Promise<void> {
+    await Deno.rename(from, to);
+  },
+};

@@ -1,0 +1,3 @@
+export * from "./run_record.ts";
+export * from "./run_registry.ts";
+export * from "./ulid.ts";

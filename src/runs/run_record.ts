@@ -1,0 +1,66 @@
+/** Run and run-event records in the exact JSON shape of http-api.md §11. */
+
+/** `open` until closed; closing is final. */
+export type RunState = "open" | "closed";
+
+/** Reasons a client may give when closing a run. */
+export const CLIENT_CLOSE_REASONS = ["operator_stop", "completed", "failed", "superseded"] as const;
+
+/** Why a run ended; `abandoned` is set only by the runtime (run left open by a restart). */
+export type CloseReason = (typeof CLIENT_CLOSE_REASONS)[number] | "abandoned";
+
+/** All close reasons, including the runtime-only `abandoned`. */
+export const CLOSE_REASONS: readonly CloseReason[] = [...CLIENT_CLOSE_REASONS, "abandoned"];
+
+export type RunEventCategory =
+  | "run_opened"
+  | "run_closed"
+  | "mode_change"
+  | "parameter_change"
+  | "automation_fault"
+  | "annotation";
+
+/** Identity of the automation definition (http-api.md §10), captured when a run opens. */
+export interface AutomationVersion {
+  engine_kind: string;
+  id: string;
+  digest: string;
+  digest_scope: string;
+}
+
+export interface TagScope {
+  provider_ids: string[];
+  device_ids: string[];
+  signal_ids: string[];
+}
+
+/** A run record. */
+export interface Run {
+  schema_version: 1;
+  /** `<runtime.name or default>-<ULID>`. */
+  run_id: string;
+  state: RunState;
+  close_reason: CloseReason | null;
+  started_at_epoch_ms: number;
+  ended_at_epoch_ms: number | null;
+  automation_version: AutomationVersion | null;
+  runtime_version: string;
+  polling_interval_ms: number;
+  params: Record<string, unknown>;
+  tag_scope: TagScope;
+  experiment_label: string | null;
+}
+
+/** One entry of a run's event log. */
+export interface RunEvent {
+  schema_version: 1;
+  run_id: string;
+  /** Per-run, monotonic from 1. */
+  sequence: number;
+  category: RunEventCategory;
+  /** Close reason, parameter name, fault locus, marker type, else "". */
+  type: string;
+  occurred_at_epoch_ms: number;
+  recorded_at_epoch_ms: number;
+  payload: Record<string, unknown>;
+}

@@ -1,0 +1,774 @@
+/**
+ * The run registry (http-api.md §11): at most one open run, markers, and a durable append-only
+ * JSONL journal under `runtime.data_dir`.
+ *
+ * On-disk layout (all files append-only JSONL):
+ * - `<data_dir>/runs.jsonl` — run lifecycle records: `{"v":1,"op":"open","run":{...}}` and
+ *   `{"v":1,"op":"close","run_id":...,"close_reason":...,"ended_at_epoch_ms":...}`. Replayed at
+ *   start; the last record per run wins.
+ * - `<data_dir>/runs/<ULID>.jsonl` — one RunEvent per line for that run (the ULID part of the
+ *   run id names the file, so a runtime name never becomes part of a path).
+ *
+ * Durability: open and close are fsync'd (event file and journal) before the call answers; every
+ * marker is fsync'd before it answers too (operators rely on a marker that was acknowledged).
+ * Bus events (mode/parameter change, automation fault) are appended at once but fsync'd in a
+ * batch at most 1 s later, or at the next marker/close/shutdown.
+ *
+ * Memory: run records live in memory (a few hundred bytes each plus params, whose record is
+ * capped at 64 KiB). Events are never held in memory: a page is read from the run's file
+ * (limit <= 1000, lines <= 256 KiB). At most 1000 bus events wait for the disk; more are dropped
+ * and counted.
+ *
+ * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
+ * start. Corrupt journal lines (e.g. a partial trailing line after a crash) are skipped and
+ * reported through the logger and {@link RunRegistry.startupReport}; they are never fatal.
+ */
+import {
+  type Clock,
+  failedPrecondition,
+  invalidArgument,
+  type Logger,
+  notFound,
+  RUNTIME_VERSION,
+  RuntimeError,
+  unavailable,
+} from "../common/mod.ts";
+import type { EventBus, RuntimeEvent } from "../events/mod.ts";
+import {
+  type AutomationVersion,
+  CLIENT_CLOSE_REASONS,
+  CLOSE_REASONS,
+  type CloseReason,
+  type Run,
+  type RunEvent,
+  type RunEventCategory,
+  type TagScope,
+} from "./run_record.ts";
+import { ULID_PATTERN, UlidGenerator } from "./ulid.ts";
+
+/** An open append-only file (host/journal_file.ts implements it). */
+export interface JournalAppendHandle {
+  append(text: string): Promise<void>;
+  sync(): Promise<void>;
+  close(): void;
+}
+
+/** The file operations the registry needs; the runtime injects host's `journalFiles`. */
+export interface JournalFiles {
+  ensureDir(path: string): Promise<void>;
+  openAppend(path: string): Promise<JournalAppendHandle>;
+  /** True when the file is missing, empty or ends with a newline. */
+  endsWithNewline(path: string): Promise<boolean>;
+  /** Lines without newline; missing file yields nothing; long lines cut to maxLineBytes. */
+  readLines(path: string, maxLineBytes: number): AsyncIterable<string>;
+}
+
+/** Called after a run opened, closed or got a marker (the runtime forwards it to telemetry). */
+export type RunTelemetrySink = (event: RunEvent, run: Run) => void;
+
+/** Construction options. */
+export interface RunRegistryOptions {
+  /** Absolute `runtime.data_dir`. */
+  readonly dataDir: string;
+  /** `runtime.name`; "" becomes "default" in run ids. */
+  readonly runtimeName: string;
+  /** `polling.interval_ms`, recorded in every run. */
+  readonly pollingIntervalMs: number;
+  readonly files: JournalFiles;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The loaded automation definition, or null (manual-only); read when a run opens. */
+  readonly automationVersion?: () => AutomationVersion | null;
+  readonly telemetrySink?: RunTelemetrySink;
+  /** Randomness for run ids (default crypto.getRandomValues). */
+  readonly random?: (bytes: Uint8Array) => void;
+  readonly runtimeVersion?: string;
+}
+
+/** What start-up found in the journal. */
+export interface RunStartupReport {
+  /** `file:line` of every skipped corrupt line in runs.jsonl. */
+  readonly corruptLines: string[];
+  /** Runs closed as abandoned at this start. */
+  readonly abandonedRunIds: string[];
+}
+
+/** Operator view of the registry. */
+export interface RunRegistryInfo {
+  available: boolean;
+  unavailable_reason: string | null;
+  open_run_id: string | null;
+  run_count: number;
+  /** Bus events not journaled because too many were waiting for the disk. */
+  dropped_bus_events: number;
+}
+
+const SCHEMA_VERSION = 1 as const;
+const MAX_RECORD_BYTES = 64 * 1024;
+const MAX_LINE_BYTES = 256 * 1024;
+const MAX_MARKER_TYPE_CHARS = 256;
+const MAX_PENDING_BUS_EVENTS = 1000;
+const BUS_EVENT_SYNC_DELAY_MS = 1000;
+const RUNS_LIST_LIMIT = { default: 50, max: 200 };
+const EVENTS_LIST_LIMIT = { default: 200, max: 1000 };
+
+interface OpenRun {
+  run: Run;
+  nextSequence: number;
+  handle: JournalAppendHandle;
+}
+
+type Body = Record<string, unknown>;
+
+function isObject(v: unknown): v is Body {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** An optional JSON body: absent -> {}, else it must be an object. */
+function bodyObject(body: unknown): Body {
+  if (body === undefined || body === null) return {};
+  if (!isObject(body)) throw invalidArgument("body: must be a JSON object");
+  return body;
+}
+
+function stringList(v: unknown): string[] {
+  return Array.isArray(v) && v.every((s) => typeof s === "string") ? [...v] : [];
+}
+
+/** limit/offset query parsing: unparseable -> default, limit clamped to max (< 1 -> default). */
+function pageParams(
+  query: URLSearchParams,
+  limits: { default: number; max: number },
+): { limit: number; offset: number } {
+  const int = (s: string | null): number | null =>
+    s !== null && /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : null;
+  const l = int(query.get("limit"));
+  const o = int(query.get("offset"));
+  return {
+    limit: l === null || l < 1 ? limits.default : Math.min(l, limits.max),
+    offset: o === null || o < 0 ? 0 : o,
+  };
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Parses a journaled run; null when the shape is wrong. */
+function parseRun(v: unknown): Run | null {
+  if (!isObject(v)) return null;
+  const id = v.run_id;
+  if (typeof id !== "string" || !ULID_PATTERN.test(id.slice(-26))) return null;
+  if (typeof v.started_at_epoch_ms !== "number") return null;
+  const scope = isObject(v.tag_scope) ? v.tag_scope : {};
+  return {
+    schema_version: SCHEMA_VERSION,
+    run_id: id,
+    state: "open",
+    close_reason: null,
+    started_at_epoch_ms: v.started_at_epoch_ms,
+    ended_at_epoch_ms: null,
+    automation_version: isObject(v.automation_version)
+      ? v.automation_version as unknown as AutomationVersion
+      : null,
+    runtime_version: typeof v.runtime_version === "string" ? v.runtime_version : "",
+    polling_interval_ms: typeof v.polling_interval_ms === "number" ? v.polling_interval_ms : 0,
+    params: isObject(v.params) ? v.params : {},
+    tag_scope: {
+      provider_ids: stringList(scope.provider_ids),
+      device_ids: stringList(scope.device_ids),
+      signal_ids: stringList(scope.signal_ids),
+    },
+    experiment_label: typeof v.experiment_label === "string" ? v.experiment_label : null,
+  };
+}
+
+function isRunEvent(v: unknown, runId: string): v is RunEvent {
+  return isObject(v) && v.run_id === runId && Number.isSafeInteger(v.sequence) &&
+    typeof v.category === "string";
+}
+
+/** Run records with markers, durable across restarts. */
+export class RunRegistry {
+  readonly #opts: RunRegistryOptions;
+  readonly #log: Logger;
+  readonly #ulid: UlidGenerator;
+  readonly #prefix: string;
+  readonly #runsFile: string;
+  readonly #eventsDir: string;
+  readonly #runs = new Map<string, Run>();
+  /** Run ids in opening order (oldest first). */
+  readonly #order: string[] = [];
+  #state: "new" | "ready" | "unavailable" | "stopped" = "new";
+  #unavailableReason: string | null = "not started";
+  #journal: JournalAppendHandle | null = null;
+  /** A failed append may have left a partial line: start the next record on a new line. */
+  #journalNeedsNewline = false;
+  #open: OpenRun | null = null;
+  #chain: Promise<void> = Promise.resolve();
+  #pendingBusEvents = 0;
+  #droppedBusEvents = 0;
+  #syncTimer: ReturnType<typeof setTimeout> | undefined;
+  #unsubscribe: (() => void) | null = null;
+  #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [] };
+  readonly #warnedCorruptRuns = new Set<string>();
+
+  constructor(options: RunRegistryOptions) {
+    this.#opts = options;
+    this.#log = options.logger;
+    this.#ulid = new UlidGenerator({ now: () => options.clock.nowMs(), random: options.random });
+    this.#prefix = options.runtimeName || "default";
+    const dir = options.dataDir.replace(/\/+$/, "");
+    this.#runsFile = `${dir}/runs.jsonl`;
+    this.#eventsDir = `${dir}/runs`;
+  }
+
+  /**
+   * Replays the journal and closes runs left open as `abandoned`. Never throws: on failure the
+   * registry stays unavailable (every call answers UNAVAILABLE) and the reason is logged.
+   */
+  async start(): Promise<void> {
+    if (this.#state !== "new") return;
+    try {
+      await this.#opts.files.ensureDir(this.#eventsDir);
+      await this.#replay();
+      this.#journalNeedsNewline = !(await this.#opts.files.endsWithNewline(this.#runsFile));
+      this.#journal = await this.#opts.files.openAppend(this.#runsFile);
+      const now = this.#opts.clock.nowMs();
+      const abandoned: string[] = [];
+      for (const id of this.#order) {
+        const run = this.#runs.get(id) as Run;
+        if (run.state !== "open") continue;
+        await this.#closeRun(run, "abandoned", now);
+        abandoned.push(id);
+        this.#log.warn(`run ${id} was left open by the previous process: closed as abandoned`);
+      }
+      this.#report = { ...this.#report, abandonedRunIds: abandoned };
+      this.#state = "ready";
+      this.#unavailableReason = null;
+    } catch (err) {
+      this.#state = "unavailable";
+      this.#unavailableReason = `run journal ${this.#runsFile}: ${errorText(err)}`;
+      this.#log.error(`run registry unavailable: ${this.#unavailableReason}`);
+      this.#journal?.close();
+      this.#journal = null;
+    }
+  }
+
+  /** What start() found: skipped corrupt lines and runs it closed as abandoned. */
+  startupReport(): RunStartupReport {
+    return {
+      corruptLines: [...this.#report.corruptLines],
+      abandonedRunIds: [...this.#report.abandonedRunIds],
+    };
+  }
+
+  /** Id of the open run, or null (automation status reports it). */
+  openRunId(): string | null {
+    return this.#open?.run.run_id ?? null;
+  }
+
+  /** Availability and counters for operators. */
+  info(): RunRegistryInfo {
+    return {
+      available: this.#state === "ready",
+      unavailable_reason: this.#state === "ready" ? null : this.#unavailableReason,
+      open_run_id: this.openRunId(),
+      run_count: this.#runs.size,
+      dropped_bus_events: this.#droppedBusEvents,
+    };
+  }
+
+  /** POST /v0/runs. Throws FAILED_PRECONDITION when a run is open, UNAVAILABLE on I/O failure. */
+  open(body: unknown): Promise<{ run: Run }> {
+    return this.#serial(async () => {
+      this.#requireReady();
+      const b = bodyObject(body);
+      if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
+      const scope = isObject(b.tag_scope) ? b.tag_scope : {};
+      const tagScope: TagScope = {
+        provider_ids: stringList(scope.provider_ids),
+        device_ids: stringList(scope.device_ids),
+        signal_ids: stringList(scope.signal_ids),
+      };
+      const now = this.#opts.clock.nowMs();
+      let runId: string;
+      do {
+        // A restarted process with a clock behind the previous one could repeat an id.
+        runId = `${this.#prefix}-${this.#ulid.next()}`;
+      } while (this.#runs.has(runId));
+      const run: Run = {
+        schema_version: SCHEMA_VERSION,
+        run_id: runId,
+        state: "open",
+        close_reason: null,
+        started_at_epoch_ms: now,
+        ended_at_epoch_ms: null,
+        automation_version: this.#automationVersion(),
+        runtime_version: this.#opts.runtimeVersion ?? RUNTIME_VERSION,
+        polling_interval_ms: this.#opts.pollingIntervalMs,
+        params: isObject(b.params) ? b.params : {},
+        tag_scope: tagScope,
+        experiment_label: typeof b.experiment_label === "string" ? b.experiment_label : null,
+      };
+      const record = JSON.stringify({ v: SCHEMA_VERSION, op: "open", run });
+      if (byteLength(record) > MAX_RECORD_BYTES) {
+        throw invalidArgument(
+          `run record exceeds ${MAX_RECORD_BYTES} bytes: shorten params, tag_scope or experiment_label`,
+        );
+      }
+      const event = this.#event(run.run_id, 1, "run_opened", "", now, now, {});
+      let handle: JournalAppendHandle | null = null;
+      try {
+        // Event file first: without the journal record it is an ignored orphan; the journal
+        // record is the commit point.
+        handle = await this.#opts.files.openAppend(this.#eventFile(run.run_id));
+        await handle.append(JSON.stringify(event) + "\n");
+        await handle.sync();
+        await this.#appendJournal(record);
+      } catch (err) {
+        handle?.close();
+        throw this.#ioError("open run", err);
+      }
+      this.#runs.set(run.run_id, run);
+      this.#order.push(run.run_id);
+      this.#open = { run, nextSequence: 2, handle };
+      this.#log.info(`run ${run.run_id} opened`);
+      this.#emit(event, run);
+      return { run: structuredClone(run) };
+    });
+  }
+
+  /** GET /v0/runs: newest first. */
+  list(query: URLSearchParams): Promise<{ runs: Run[]; count: number }> {
+    return this.#serial(() => {
+      this.#requireReady();
+      const { limit, offset } = pageParams(query, RUNS_LIST_LIMIT);
+      const runs: Run[] = [];
+      for (let i = this.#order.length - 1 - offset; i >= 0 && runs.length < limit; i--) {
+        runs.push(structuredClone(this.#runs.get(this.#order[i]) as Run));
+      }
+      return Promise.resolve({ runs, count: runs.length });
+    });
+  }
+
+  /** GET /v0/runs/{run_id}. */
+  get(runId: string): Promise<{ run: Run }> {
+    return this.#serial(() => {
+      this.#requireReady();
+      return Promise.resolve({ run: structuredClone(this.#runOrThrow(runId)) });
+    });
+  }
+
+  /** POST /v0/runs/{run_id}/close: idempotent (a closed run is returned unchanged). */
+  close(runId: string, body: unknown): Promise<{ run: Run }> {
+    return this.#serial(async () => {
+      this.#requireReady();
+      const b = bodyObject(body);
+      let reason: CloseReason = "operator_stop";
+      if (b.close_reason !== undefined) {
+        if (!(CLIENT_CLOSE_REASONS as readonly unknown[]).includes(b.close_reason)) {
+          throw invalidArgument(`close_reason: must be one of ${CLIENT_CLOSE_REASONS.join(", ")}`);
+        }
+        reason = b.close_reason as CloseReason;
+      }
+      const run = this.#runOrThrow(runId);
+      if (run.state === "open") await this.#closeRun(run, reason, this.#opts.clock.nowMs());
+      return { run: structuredClone(run) };
+    });
+  }
+
+  /** GET /v0/runs/{run_id}/events: oldest first, paged from the run's file. */
+  listEvents(
+    runId: string,
+    query: URLSearchParams,
+  ): Promise<{ events: RunEvent[]; count: number }> {
+    return this.#serial(async () => {
+      this.#requireReady();
+      this.#runOrThrow(runId);
+      const { limit, offset } = pageParams(query, EVENTS_LIST_LIMIT);
+      const events: RunEvent[] = [];
+      let index = 0;
+      let corrupt = 0;
+      try {
+        for await (
+          const line of this.#opts.files.readLines(this.#eventFile(runId), MAX_LINE_BYTES)
+        ) {
+          if (line.trim() === "") continue;
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(line);
+          } catch {
+            parsed = null;
+          }
+          if (!isRunEvent(parsed, runId)) {
+            corrupt++;
+            continue;
+          }
+          if (index++ < offset) continue;
+          events.push(parsed);
+          if (events.length >= limit) break;
+        }
+      } catch (err) {
+        throw this.#ioError("read run events", err);
+      }
+      if (corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
+        this.#warnedCorruptRuns.add(runId);
+        this.#log.warn(`run ${runId}: ${corrupt} corrupt event lines skipped`);
+      }
+      return { events, count: events.length };
+    });
+  }
+
+  /** POST /v0/runs/{run_id}/events: an operator marker (category annotation), fsync'd. */
+  addMarker(runId: string, body: unknown): Promise<{ event: RunEvent }> {
+    return this.#serial(async () => {
+      this.#requireReady();
+      const run = this.#runOrThrow(runId);
+      if (!isObject(body)) throw invalidArgument("body: must be a JSON object with a type");
+      const { type, payload, occurred_at_epoch_ms: occurred } = body;
+      if (typeof type !== "string" || type === "") {
+        throw invalidArgument("type: must be a non-empty string");
+      }
+      if (type.length > MAX_MARKER_TYPE_CHARS) {
+        throw invalidArgument(`type: longer than ${MAX_MARKER_TYPE_CHARS} characters`);
+      }
+      if (payload !== undefined && !isObject(payload)) {
+        throw invalidArgument("payload: must be a JSON object");
+      }
+      if (
+        occurred !== undefined &&
+        !(typeof occurred === "number" && Number.isSafeInteger(occurred) && occurred >= 0)
+      ) {
+        throw invalidArgument("occurred_at_epoch_ms: must be a non-negative integer");
+      }
+      const open = this.#open;
+      if (run.state !== "open" || !open || open.run !== run) {
+        throw failedPrecondition(`Run is closed: ${runId}`);
+      }
+      const now = this.#opts.clock.nowMs();
+      const event = this.#event(
+        runId,
+        open.nextSequence,
+        "annotation",
+        type,
+        occurred ?? now,
+        now,
+        payload ?? {},
+      );
+      const line = JSON.stringify(event);
+      if (byteLength(line) > MAX_RECORD_BYTES) {
+        throw invalidArgument(`marker exceeds ${MAX_RECORD_BYTES} bytes: shorten payload`);
+      }
+      open.nextSequence++;
+      try {
+        await open.handle.append(line + "\n");
+        await open.handle.sync();
+      } catch (err) {
+        throw this.#ioError("write marker", err);
+      }
+      this.#emit(event, run);
+      return { event };
+    });
+  }
+
+  /**
+   * Journals mode changes, parameter changes and automation faults into the open run. The
+   * listener only queues (bounded); returns the unsubscribe function.
+   */
+  attach(bus: EventBus): () => void {
+    this.#unsubscribe?.();
+    const off = bus.subscribe(({ event }) => this.#onBusEvent(event));
+    this.#unsubscribe = off;
+    return () => {
+      off();
+      if (this.#unsubscribe === off) this.#unsubscribe = null;
+    };
+  }
+
+  /**
+   * Detaches from the bus, writes what is pending, fsyncs and closes files. The open run stays
+   * open in the journal and is closed as `abandoned` at the next start.
+   */
+  async shutdown(): Promise<void> {
+    if (this.#state === "stopped") return;
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    await this.#serial(async () => {
+      clearTimeout(this.#syncTimer);
+      this.#syncTimer = undefined;
+      const open = this.#open;
+      this.#open = null;
+      try {
+        if (open) await open.handle.sync();
+        await this.#journal?.sync();
+      } catch (err) {
+        this.#log.error(`run journal sync at shutdown failed: ${errorText(err)}`);
+      }
+      open?.handle.close();
+      this.#journal?.close();
+      this.#journal = null;
+      this.#state = "stopped";
+      this.#unavailableReason = "run registry stopped";
+    });
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  #onBusEvent(e: RuntimeEvent): void {
+    let category: RunEventCategory;
+    let type: string;
+    let payload: Record<string, unknown>;
+    switch (e.kind) {
+      case "mode_change":
+        category = "mode_change";
+        type = "";
+        payload = { previous_mode: e.previous_mode, new_mode: e.new_mode };
+        break;
+      case "parameter_change":
+        category = "parameter_change";
+        type = e.parameter_name;
+        payload = {
+          parameter_name: e.parameter_name,
+          old_value: e.old_value,
+          new_value: e.new_value,
+        };
+        break;
+      case "automation_fault":
+        category = "automation_fault";
+        type = e.locus;
+        payload = { message: e.error };
+        break;
+      default:
+        return;
+    }
+    if (!this.#open || this.#state !== "ready") return;
+    if (this.#pendingBusEvents >= MAX_PENDING_BUS_EVENTS) {
+      if (this.#droppedBusEvents++ === 0) {
+        this.#log.error("run journal is too slow: bus events are being dropped");
+      }
+      return;
+    }
+    const runId = this.#open.run.run_id;
+    const occurred = e.timestamp_ms;
+    this.#pendingBusEvents++;
+    this.#serial(async () => {
+      const open = this.#open;
+      // The run may have closed while this event waited.
+      if (!open || open.run.run_id !== runId) return;
+      const now = this.#opts.clock.nowMs();
+      const event = this.#event(runId, open.nextSequence++, category, type, occurred, now, payload);
+      await open.handle.append(JSON.stringify(event) + "\n");
+      this.#scheduleSync();
+    }).catch((err) => {
+      this.#log.error(`run ${runId}: journaling ${category} failed: ${errorText(err)}`);
+    }).finally(() => {
+      this.#pendingBusEvents--;
+    });
+  }
+
+  /** Bus events are fsync'd in batches: at most one sync per BUS_EVENT_SYNC_DELAY_MS. */
+  #scheduleSync(): void {
+    if (this.#syncTimer !== undefined) return;
+    this.#syncTimer = setTimeout(() => {
+      this.#syncTimer = undefined;
+      this.#serial(async () => {
+        await this.#open?.handle.sync();
+      }).catch((err) => this.#log.error(`run journal sync failed: ${errorText(err)}`));
+    }, BUS_EVENT_SYNC_DELAY_MS);
+  }
+
+  async #replay(): Promise<void> {
+    const corrupt: string[] = [];
+    let lineNo = 0;
+    for await (const line of this.#opts.files.readLines(this.#runsFile, MAX_LINE_BYTES)) {
+      lineNo++;
+      if (line.trim() === "") continue;
+      const problem = this.#applyJournalLine(line);
+      if (problem !== null) {
+        corrupt.push(`${this.#runsFile}:${lineNo}`);
+        this.#log.warn(
+          `${this.#runsFile}:${lineNo}: corrupt run journal line skipped (${problem})`,
+        );
+      }
+    }
+    this.#report = { corruptLines: corrupt, abandonedRunIds: [] };
+  }
+
+  /** Applies one journal line; returns why it was rejected, or null. */
+  #applyJournalLine(line: string): string | null {
+    let rec: unknown;
+    try {
+      rec = JSON.parse(line);
+    } catch {
+      return "not JSON";
+    }
+    if (!isObject(rec)) return "not an object";
+    if (rec.op === "open") {
+      const run = parseRun(rec.run);
+      if (!run) return "open record without a valid run";
+      if (this.#runs.has(run.run_id)) return `duplicate open of ${run.run_id}`;
+      this.#runs.set(run.run_id, run);
+      this.#order.push(run.run_id);
+      return null;
+    }
+    if (rec.op === "close") {
+      const run = typeof rec.run_id === "string" ? this.#runs.get(rec.run_id) : undefined;
+      if (!run) return "close record for an unknown run";
+      if (!(CLOSE_REASONS as readonly unknown[]).includes(rec.close_reason)) {
+        return "close record with an unknown reason";
+      }
+      if (typeof rec.ended_at_epoch_ms !== "number") return "close record without ended_at";
+      run.state = "closed";
+      run.close_reason = rec.close_reason as CloseReason;
+      run.ended_at_epoch_ms = rec.ended_at_epoch_ms;
+      return null;
+    }
+    return "unknown op";
+  }
+
+  /** Writes run_closed + the close record (both fsync'd), then updates memory. */
+  async #closeRun(run: Run, reason: CloseReason, now: number): Promise<void> {
+    const open = this.#open?.run === run ? this.#open : null;
+    let handle: JournalAppendHandle | null = open?.handle ?? null;
+    let sequence: number;
+    try {
+      if (open) {
+        sequence = open.nextSequence++;
+      } else {
+        // A run found open at start-up: continue its event file after the last good line.
+        sequence = (await this.#lastSequence(run.run_id)) + 1;
+        const path = this.#eventFile(run.run_id);
+        const clean = await this.#opts.files.endsWithNewline(path);
+        handle = await this.#opts.files.openAppend(path);
+        if (!clean) await handle.append("\n");
+      }
+      const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, {});
+      await (handle as JournalAppendHandle).append(JSON.stringify(event) + "\n");
+      await (handle as JournalAppendHandle).sync();
+      await this.#appendJournal(JSON.stringify({
+        v: SCHEMA_VERSION,
+        op: "close",
+        run_id: run.run_id,
+        close_reason: reason,
+        ended_at_epoch_ms: now,
+      }));
+      run.state = "closed";
+      run.close_reason = reason;
+      run.ended_at_epoch_ms = now;
+      if (open) {
+        clearTimeout(this.#syncTimer);
+        this.#syncTimer = undefined;
+        this.#open = null;
+      }
+      handle?.close();
+      this.#log.info(`run ${run.run_id} closed (${reason})`);
+      this.#emit(event, run);
+    } catch (err) {
+      if (!open) handle?.close();
+      throw this.#ioError("close run", err);
+    }
+  }
+
+  async #lastSequence(runId: string): Promise<number> {
+    let max = 0;
+    for await (const line of this.#opts.files.readLines(this.#eventFile(runId), MAX_LINE_BYTES)) {
+      try {
+        const ev: unknown = JSON.parse(line);
+        if (isRunEvent(ev, runId) && ev.sequence > max) max = ev.sequence;
+      } catch {
+        // corrupt line (e.g. the partial last line of a crash): skipped
+      }
+    }
+    return max;
+  }
+
+  async #appendJournal(line: string): Promise<void> {
+    const journal = this.#journal;
+    if (!journal) throw unavailable("run journal is not open");
+    try {
+      await journal.append((this.#journalNeedsNewline ? "\n" : "") + line + "\n");
+      this.#journalNeedsNewline = false;
+      await journal.sync();
+    } catch (err) {
+      this.#journalNeedsNewline = true;
+      throw err;
+    }
+  }
+
+  #event(
+    runId: string,
+    sequence: number,
+    category: RunEventCategory,
+    type: string,
+    occurred: number,
+    recorded: number,
+    payload: Record<string, unknown>,
+  ): RunEvent {
+    return {
+      schema_version: SCHEMA_VERSION,
+      run_id: runId,
+      sequence,
+      category,
+      type,
+      occurred_at_epoch_ms: occurred,
+      recorded_at_epoch_ms: recorded,
+      payload,
+    };
+  }
+
+  #emit(event: RunEvent, run: Run): void {
+    const sink = this.#opts.telemetrySink;
+    if (!sink) return;
+    try {
+      sink(structuredClone(event), structuredClone(run));
+    } catch (err) {
+      this.#log.error(`run telemetry sink failed: ${errorText(err)}`);
+    }
+  }
+
+  #automationVersion(): AutomationVersion | null {
+    try {
+      const v = this.#opts.automationVersion?.() ?? null;
+      return v === null ? null : { ...v };
+    } catch (err) {
+      this.#log.warn(`automation version unavailable: ${errorText(err)}`);
+      return null;
+    }
+  }
+
+  #eventFile(runId: string): string {
+    return `${this.#eventsDir}/${runId.slice(-26)}.jsonl`;
+  }
+
+  #runOrThrow(runId: string): Run {
+    const run = this.#runs.get(runId);
+    if (!run) throw notFound(`Run not found: ${runId}`);
+    return run;
+  }
+
+  #requireReady(): void {
+    if (this.#state !== "ready") {
+      throw unavailable(`Run registry unavailable: ${this.#unavailableReason ?? "not started"}`);
+    }
+  }
+
+  #ioError(what: string, err: unknown): RuntimeError {
+    if (err instanceof RuntimeError) return err;
+    this.#log.error(`run journal: ${what} failed: ${errorText(err)}`);
+    return unavailable(`Run journal I/O failed (${what}): ${errorText(err)}`, err);
+  }
+
+  /** Runs `fn` after every earlier operation (journal order = call order). */
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.#chain.then(fn);
+    this.#chain = result.then(() => {}, () => {});
+    return result;
+  }
+}
+
+const encoder = new TextEncoder();
+
+function byteLength(s: string): number {
+  return encoder.encode(s).length;
+}

@@ -1,0 +1,273 @@
+/**
+ * Row builders for every measurement the runtime writes (telemetry.md §2-§4, with the project's
+ * `runtime_` prefix on every measurement name).
+ */
+import type { ProviderDeviceHealthView, ProviderHealthView, TypedValue } from "../common/mod.ts";
+import type { RuntimeEvent } from "../events/mod.ts";
+import { type FieldValue, type Row, truncateUtf8 } from "./line_protocol.ts";
+
+/** Measurement names (project rule: `runtime_` instead of `anolis_`). */
+export const MEASUREMENTS = {
+  signal: "runtime_signal",
+  modeChange: "runtime_mode_change",
+  parameterChange: "runtime_parameter_change",
+  providerHealth: "runtime_provider_health",
+  deviceHealth: "runtime_device_health",
+  runEvent: "runtime_run_event",
+} as const;
+
+/** String health fields are truncated to this many UTF-8 bytes (§4). */
+const MAX_STRING_METRIC_BYTES = 128;
+/** Bound on the JSON payload text of a run event row (rows must stay small). */
+const MAX_RUN_PAYLOAD_BYTES = 4096;
+
+type Fields = [string, FieldValue][];
+
+const str = (value: string): FieldValue => ({ kind: "string", value });
+const int = (value: number | bigint): FieldValue => ({ kind: "int", value });
+const bool = (value: boolean): FieldValue => ({ kind: "bool", value });
+
+/** The typed value field of a signal row; null when the value is not representable. */
+function valueField(v: TypedValue): [string, FieldValue] | null {
+  switch (v.type) {
+    case "double":
+      return Number.isFinite(v.double)
+        ? ["value_double", { kind: "double", value: v.double }]
+        : null;
+    case "int64":
+      return ["value_int", int(v.int64)];
+    case "uint64":
+      return ["value_uint", { kind: "uint", value: v.uint64 }];
+    case "bool":
+      return ["value_bool", bool(v.bool)];
+    case "string":
+      return ["value_string", str(v.string)];
+    case "bytes":
+      // anolis writes raw bytes as text (a bug); we write the base64 form.
+      return ["value_string", str(v.base64)];
+  }
+}
+
+/** The row for a bus event, or null for events that are not written (§1 "Events written"). */
+export function rowForEvent(runtimeName: string, event: RuntimeEvent): Row | null {
+  switch (event.kind) {
+    case "state_update": {
+      const fields: Fields = [];
+      const vf = valueField(event.value);
+      if (vf) fields.push(vf);
+      fields.push(["quality", str(event.quality)]);
+      return {
+        measurement: MEASUREMENTS.signal,
+        tags: [
+          ["runtime_name", runtimeName],
+          ["provider_id", event.provider_id],
+          ["device_id", event.device_id],
+          ["signal_id", event.signal_id],
+        ],
+        fields,
+        timestampMs: event.timestamp_ms,
+      };
+    }
+    case "mode_change":
+      // No tags, not even runtime_name (contract §3, kept for dashboard compatibility).
+      return {
+        measurement: MEASUREMENTS.modeChange,
+        tags: [],
+        fields: [["previous_mode", str(event.previous_mode)], ["new_mode", str(event.new_mode)]],
+        timestampMs: event.timestamp_ms,
+      };
+    case "parameter_change":
+      return {
+        measurement: MEASUREMENTS.parameterChange,
+        tags: [["parameter_name", event.parameter_name]],
+        fields: [["old_value", str(event.old_value)], ["new_value", str(event.new_value)]],
+        timestampMs: event.timestamp_ms,
+      };
+    default:
+      return null;
+  }
+}
+
+/** Digits only, and within int64 (a larger value would make InfluxDB reject the whole batch). */
+function strictUint(text: string | undefined): bigint | null {
+  if (text === undefined || !/^[0-9]+$/.test(text)) return null;
+  const n = BigInt(text);
+  return n > (1n << 63n) - 1n ? null : n;
+}
+
+function metricInts(metrics: Record<string, string> | undefined, keys: readonly string[]): Fields {
+  const out: Fields = [];
+  if (!metrics) return out;
+  for (const k of keys) {
+    const n = strictUint(metrics[k]);
+    if (n !== null) out.push([k, int(n)]);
+  }
+  return out;
+}
+
+function metricBools(metrics: Record<string, string> | undefined, keys: readonly string[]): Fields {
+  const out: Fields = [];
+  if (!metrics) return out;
+  for (const k of keys) {
+    const v = metrics[k];
+    if (v === "true" || v === "false") out.push([k, bool(v === "true")]);
+  }
+  return out;
+}
+
+function metricStrings(
+  metrics: Record<string, string> | undefined,
+  keys: readonly string[],
+): Fields {
+  const out: Fields = [];
+  if (!metrics) return out;
+  for (const k of keys) {
+    const v = metrics[k];
+    if (typeof v === "string" && v !== "") {
+      out.push([k, str(truncateUtf8(v, MAX_STRING_METRIC_BYTES))]);
+    }
+  }
+  return out;
+}
+
+const PROVIDER_STARTUP_INTS = [
+  "startup_configured_devices",
+  "startup_initialized_devices",
+  "startup_failed_devices",
+] as const;
+const DEVICE_METRIC_INTS = [
+  "io_ok",
+  "io_failed",
+  "io_retried_attempts",
+  "watchdog_timeout_ms",
+  "watchdog_trip_count",
+  "sample_success_count",
+  "sample_failure_count",
+  "call_success_count",
+  "call_failure_count",
+] as const;
+const DEVICE_METRIC_BOOLS = ["watchdog_armed", "watchdog_tripped", "missing", "excluded"] as const;
+const DEVICE_METRIC_STRINGS = ["startup_firmware", "startup_product_code", "firmware_version"];
+
+/** A `runtime_provider_health` row (§4, field order as listed there). */
+export function providerHealthRow(
+  runtimeName: string,
+  p: ProviderHealthView,
+  timestampMs: number,
+): Row {
+  return {
+    measurement: MEASUREMENTS.providerHealth,
+    tags: [["runtime_name", runtimeName], ["provider_id", p.provider_id]],
+    fields: [
+      ["state", str(p.state)],
+      ["lifecycle_state", str(p.lifecycle_state)],
+      ["degraded", bool(p.degraded)],
+      ["failed_device_count", int(p.failed_device_count)],
+      ["device_count", int(p.device_count)],
+      ["uptime_seconds", int(p.uptime_seconds)],
+      ["supervision_enabled", bool(p.supervision.enabled)],
+      ["crash_detected", bool(p.supervision.crash_detected)],
+      ["circuit_open", bool(p.supervision.circuit_open)],
+      ["attempt_count", int(p.supervision.attempt_count)],
+      ...metricInts(p.reported?.metrics, PROVIDER_STARTUP_INTS),
+    ],
+    timestampMs,
+  };
+}
+
+/** A `runtime_device_health` row (§4, field order as listed there). */
+export function deviceHealthRow(
+  runtimeName: string,
+  providerId: string,
+  d: ProviderDeviceHealthView,
+  timestampMs: number,
+): Row {
+  const fields: Fields = [["health", str(d.health)], ["registered", bool(d.registered)]];
+  if (d.last_poll_ms > 0) {
+    fields.push(
+      ["staleness_ms", int(d.staleness_ms)],
+      ["stale_signal_count", int(d.stale_signal_count)],
+      ["fault_signal_count", int(d.fault_signal_count)],
+    );
+  }
+  if (d.type_version) {
+    fields.push(["type_version", str(truncateUtf8(d.type_version, MAX_STRING_METRIC_BYTES))]);
+  }
+  const metrics = d.reported?.metrics;
+  fields.push(
+    ...metricInts(metrics, DEVICE_METRIC_INTS),
+    ...metricBools(metrics, DEVICE_METRIC_BOOLS),
+    ...metricStrings(metrics, DEVICE_METRIC_STRINGS),
+  );
+  return {
+    measurement: MEASUREMENTS.deviceHealth,
+    tags: [["runtime_name", runtimeName], ["provider_id", providerId], ["device_id", d.device_id]],
+    fields,
+    timestampMs,
+  };
+}
+
+/** All rows of one health snapshot, sharing one timestamp. */
+export function healthRows(
+  runtimeName: string,
+  providers: readonly ProviderHealthView[],
+  timestampMs: number,
+): Row[] {
+  const rows: Row[] = [];
+  for (const p of providers) {
+    rows.push(providerHealthRow(runtimeName, p, timestampMs));
+    for (const d of p.devices) {
+      rows.push(deviceHealthRow(runtimeName, p.provider_id, d, timestampMs));
+    }
+  }
+  return rows;
+}
+
+/** The run-event shape telemetry needs (structurally a runs/ RunEvent; no import upward). */
+export interface RunEventRecord {
+  readonly run_id: string;
+  readonly sequence: number;
+  readonly category: string;
+  readonly type: string;
+  readonly occurred_at_epoch_ms: number;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A `runtime_run_event` row: run open/close and operator markers, for Grafana annotations.
+ *
+ * Tags: runtime_name, category (run_opened · run_closed · annotation) — low cardinality only.
+ * run_id is deliberately a string FIELD, never a tag (contract: a run id as tag would create a
+ * new series per run). Fields: run_id, type (close reason / marker type / ""), sequence (int),
+ * experiment_label (run_opened only, when set), payload (compact JSON, only when non-empty,
+ * truncated to 4096 bytes). Timestamp: occurred_at_epoch_ms.
+ */
+export function runEventRow(
+  runtimeName: string,
+  event: RunEventRecord,
+  experimentLabel: string | null,
+): Row {
+  const fields: Fields = [
+    ["run_id", str(event.run_id)],
+    ["type", str(event.type)],
+    ["sequence", int(event.sequence)],
+  ];
+  if (event.category === "run_opened" && experimentLabel) {
+    fields.push(["experiment_label", str(experimentLabel)]);
+  }
+  if (Object.keys(event.payload).length > 0) {
+    let json: string;
+    try {
+      json = JSON.stringify(event.payload);
+    } catch {
+      json = "";
+    }
+    if (json) fields.push(["payload", str(truncateUtf8(json, MAX_RUN_PAYLOAD_BYTES))]);
+  }
+  return {
+    measurement: MEASUREMENTS.runEvent,
+    tags: [["runtime_name", runtimeName], ["category", event.category]],
+    fields,
+    timestampMs: event.occurred_at_epoch_ms,
+  };
+}

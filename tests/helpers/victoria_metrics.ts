@@ -1,0 +1,229 @@
+/**
+ * Test helper: a real VictoriaMetrics (Debian package `victoria-metrics`) on a free loopback port
+ * with a temporary data dir. It accepts InfluxDB line protocol on /api/v2/write and serves the
+ * stored points through /api/v1/export.
+ *
+ * VictoriaMetrics stores line protocol `m,tags f=v` as metric `m_f` with the tags as labels. It
+ * keeps only numbers: bools become 1/0, and string fields become a series whose value is 0 (the
+ * text is lost). Tests therefore check series, labels and numeric values here, and check the
+ * exact text (string fields included) with {@link LineRecorder}.
+ */
+
+/** Path of the Debian binary. */
+export const VICTORIA_METRICS_BIN = "/usr/bin/victoria-metrics";
+
+let warned = false;
+
+/** True when the binary is missing; prints a loud message once so a skip is never silent. */
+export function victoriaMetricsMissing(): boolean {
+  let missing = false;
+  try {
+    missing = !Deno.statSync(VICTORIA_METRICS_BIN).isFile;
+  } catch {
+    missing = true;
+  }
+  if (missing && !warned) {
+    warned = true;
+    console.error(
+      `\n!!!!!!!! ${VICTORIA_METRICS_BIN} not found: telemetry database tests are SKIPPED. ` +
+        `Install it with: apt-get install -y victoria-metrics !!!!!!!!\n`,
+    );
+  }
+  return missing;
+}
+
+/** One exported series: labels (incl. `__name__`) and its samples. */
+export interface ExportedSeries {
+  metric: Record<string, string>;
+  values: number[];
+  timestamps: number[];
+}
+
+/** Returns a currently free loopback TCP port. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A running (or stopped, restartable) VictoriaMetrics instance. */
+export class VictoriaMetrics {
+  readonly port: number;
+  readonly dataDir: string;
+  #child: Deno.ChildProcess | null = null;
+
+  private constructor(port: number, dataDir: string) {
+    this.port = port;
+    this.dataDir = dataDir;
+  }
+
+  /** Base URL, e.g. `http://127.0.0.1:PORT`. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts an instance on a free port with a fresh temporary data dir; waits for /health. */
+  static async start(): Promise<VictoriaMetrics> {
+    const dir = await Deno.makeTempDir({ prefix: "vm_test_" });
+    const vm = new VictoriaMetrics(freePort(), dir);
+    try {
+      await vm.resume();
+    } catch (err) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw err;
+    }
+    return vm;
+  }
+
+  /** (Re)starts the process on the same port and data dir; waits until /health answers OK. */
+  async resume(): Promise<void> {
+    if (this.#child) return;
+    this.#child = new Deno.Command(VICTORIA_METRICS_BIN, {
+      args: [
+        `-httpListenAddr=127.0.0.1:${this.port}`,
+        `-storageDataPath=${this.dataDir}`,
+        "-retentionPeriod=100y",
+        "-loggerLevel=ERROR",
+      ],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const deadline = Date.now() + 15000;
+    while (Date.now() < deadline) {
+      try {
+        const res = await fetch(`${this.url}/health`);
+        const text = await res.text();
+        if (res.ok && text.trim() === "OK") return;
+      } catch {
+        // not listening yet
+      }
+      await sleep(50);
+    }
+    await this.pause();
+    throw new Error(`victoria-metrics did not become healthy on port ${this.port}`);
+  }
+
+  /** Stops the process (SIGTERM) and waits for it to exit; data stays for {@link resume}. */
+  async pause(): Promise<void> {
+    const child = this.#child;
+    if (!child) return;
+    this.#child = null;
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    const timer = setTimeout(() => {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, 10000);
+    await child.status;
+    clearTimeout(timer);
+  }
+
+  /** Stops the process and removes the data dir. */
+  async dispose(): Promise<void> {
+    await this.pause();
+    await Deno.remove(this.dataDir, { recursive: true }).catch(() => {});
+  }
+
+  /** Makes recently ingested samples searchable. */
+  async forceFlush(): Promise<void> {
+    const res = await fetch(`${this.url}/internal/force_flush`);
+    await res.body?.cancel();
+  }
+
+  /** Exports every series matching a series selector, e.g. `{__name__=~"runtime_.*"}`. */
+  async export(match: string): Promise<ExportedSeries[]> {
+    await this.forceFlush();
+    const q = new URLSearchParams({
+      "match[]": match,
+      start: "0",
+      // samples newer than now - search.latencyOffset are hidden without an explicit end
+      end: String(Date.now() + 86_400_000),
+    });
+    const res = await fetch(`${this.url}/api/v1/export?${q}`);
+    const text = await res.text();
+    if (!res.ok) throw new Error(`export failed: HTTP ${res.status}: ${text}`);
+    return text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l));
+  }
+
+  /** Posts raw line protocol (for checking what the database does with it). */
+  async write(lines: string): Promise<number> {
+    const res = await fetch(`${this.url}/api/v2/write?org=o&bucket=b&precision=ms`, {
+      method: "POST",
+      body: lines,
+    });
+    await res.body?.cancel();
+    return res.status;
+  }
+}
+
+/**
+ * A tiny HTTP recorder in front of a database: forwards every request unchanged and keeps the
+ * request bodies, so tests can assert the exact line-protocol text.
+ */
+export class LineRecorder {
+  readonly bodies: string[] = [];
+  readonly requests: { path: string; headers: Headers }[] = [];
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+
+  constructor(targetUrl: string) {
+    this.#server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      async (req) => {
+        const u = new URL(req.url);
+        const body = await req.text();
+        this.bodies.push(body);
+        this.requests.push({ path: u.pathname + u.search, headers: req.headers });
+        const res = await fetch(`${targetUrl}${u.pathname}${u.search}`, {
+          method: req.method,
+          headers: req.headers,
+          body: req.method === "GET" ? undefined : body,
+        });
+        const payload = await res.arrayBuffer();
+        const nullBody = res.status === 204 || res.status === 304;
+        return new Response(nullBody ? null : payload, {
+          status: res.status,
+          headers: res.headers,
+        });
+      },
+    );
+  }
+
+  /** Base URL of the recorder. */
+  get url(): string {
+    return `http://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  /** All recorded lines, in order. */
+  get lines(): string[] {
+    return this.bodies.flatMap((b) => b.split("\n").filter((l) => l !== ""));
+  }
+
+  /** Stops the server and waits until it has finished. */
+  async close(): Promise<void> {
+    await this.#server.shutdown();
+  }
+}
+
+/** Polls `check` every 25 ms until it returns true or `timeoutMs` passes (then throws). */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(25);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

@@ -1,0 +1,499 @@
+import { deepEqual, equal, match, ok, rejects } from "node:assert/strict";
+import type { Clock, Logger, StatusCode } from "../../src/common/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import {
+  type AutomationVersion,
+  type Run,
+  type RunEvent,
+  RunRegistry,
+  type RunRegistryOptions,
+} from "../../src/runs/mod.ts";
+
+const T0 = 1760000000000;
+
+class ManualClock implements Clock {
+  now = T0;
+  nowMs(): number {
+    return this.now;
+  }
+  monoMs(): number {
+    return this.now - T0;
+  }
+}
+
+function logger(lines: string[] = []): Logger {
+  const l: Logger = {
+    debug: (m) => lines.push(`debug ${m}`),
+    info: (m) => lines.push(`info ${m}`),
+    warn: (m) => lines.push(`warn ${m}`),
+    error: (m) => lines.push(`error ${m}`),
+    child: () => l,
+  };
+  return l;
+}
+
+const VERSION: AutomationVersion = {
+  engine_kind: "behavior_tree",
+  id: "demo",
+  digest: "ab".repeat(32),
+  digest_scope: "top_level_file",
+};
+
+interface Harness {
+  registry: RunRegistry;
+  clock: ManualClock;
+  sunk: { event: RunEvent; run: Run }[];
+  logs: string[];
+}
+
+async function harness(
+  dataDir: string,
+  over: Partial<RunRegistryOptions> = {},
+  clock = new ManualClock(),
+): Promise<Harness> {
+  const sunk: { event: RunEvent; run: Run }[] = [];
+  const logs: string[] = [];
+  let seed = 1;
+  const registry = new RunRegistry({
+    dataDir,
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files: journalFiles,
+    clock,
+    logger: logger(logs),
+    automationVersion: () => VERSION,
+    telemetrySink: (event, run) => sunk.push({ event, run }),
+    random: (b) => b.fill(seed++),
+    ...over,
+  });
+  await registry.start();
+  return { registry, clock, sunk, logs };
+}
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "runs_test_" });
+  try {
+    await fn(`${dir}/data`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function rejectsWith(p: Promise<unknown>, code: StatusCode, message?: RegExp) {
+  await rejects(p, (err: unknown) => {
+    ok(err instanceof RuntimeError, `expected RuntimeError, got ${err}`);
+    equal(err.code, code, err.message);
+    if (message) match(err.message, message);
+    return true;
+  });
+}
+
+const q = (s = "") => new URLSearchParams(s);
+
+Deno.test("RunRegistry opens, marks and closes a run with the contract's fields", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock, sunk } = await harness(dir);
+    try {
+      const { run } = await registry.open({
+        experiment_label: "trial-3",
+        params: { setpoint: 30 },
+        tag_scope: { provider_ids: ["sim0"], device_ids: "wrong", signal_ids: [1] },
+      });
+      match(run.run_id, /^lab1-[0-9A-HJKMNP-TV-Z]{26}$/);
+      deepEqual(run, {
+        schema_version: 1,
+        run_id: run.run_id,
+        state: "open",
+        close_reason: null,
+        started_at_epoch_ms: T0,
+        ended_at_epoch_ms: null,
+        automation_version: VERSION,
+        runtime_version: "0.2.0",
+        polling_interval_ms: 500,
+        params: { setpoint: 30 },
+        tag_scope: { provider_ids: ["sim0"], device_ids: [], signal_ids: [] },
+        experiment_label: "trial-3",
+      });
+      equal(registry.openRunId(), run.run_id);
+
+      clock.now = T0 + 100;
+      const { event } = await registry.addMarker(run.run_id, {
+        type: "valve_open",
+        payload: { valve: 2 },
+      });
+      deepEqual(event, {
+        schema_version: 1,
+        run_id: run.run_id,
+        sequence: 2,
+        category: "annotation",
+        type: "valve_open",
+        occurred_at_epoch_ms: T0 + 100,
+        recorded_at_epoch_ms: T0 + 100,
+        payload: { valve: 2 },
+      });
+      const m2 = await registry.addMarker(run.run_id, {
+        type: "late",
+        occurred_at_epoch_ms: T0 + 50,
+      });
+      equal(m2.event.occurred_at_epoch_ms, T0 + 50);
+      equal(m2.event.recorded_at_epoch_ms, T0 + 100);
+
+      clock.now = T0 + 200;
+      const closed = await registry.close(run.run_id, { close_reason: "completed" });
+      equal(closed.run.state, "closed");
+      equal(closed.run.close_reason, "completed");
+      equal(closed.run.ended_at_epoch_ms, T0 + 200);
+      equal(registry.openRunId(), null);
+
+      clock.now = T0 + 300;
+      deepEqual(await registry.close(run.run_id, {}), closed, "close is idempotent");
+      deepEqual((await registry.get(run.run_id)).run, closed.run);
+
+      const { events, count } = await registry.listEvents(run.run_id, q());
+      equal(count, 4);
+      deepEqual(events.map((e) => [e.sequence, e.category, e.type]), [
+        [1, "run_opened", ""],
+        [2, "annotation", "valve_open"],
+        [3, "annotation", "late"],
+        [4, "run_closed", "completed"],
+      ]);
+      deepEqual(sunk.map((s) => s.event.category), [
+        "run_opened",
+        "annotation",
+        "annotation",
+        "run_closed",
+      ]);
+      equal(sunk[0].run.experiment_label, "trial-3");
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry closes with operator_stop by default and records a null automation version", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir, { automationVersion: () => null, runtimeName: "" });
+    try {
+      const { run } = await registry.open(undefined);
+      match(run.run_id, /^default-[0-9A-HJKMNP-TV-Z]{26}$/);
+      equal(run.automation_version, null);
+      equal(run.experiment_label, null);
+      deepEqual(run.params, {});
+      const closed = await registry.close(run.run_id, undefined);
+      equal(closed.run.close_reason, "operator_stop");
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry allows one open run at a time", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir);
+    try {
+      const first = await registry.open({});
+      await rejectsWith(registry.open({}), "FAILED_PRECONDITION", /Run already open/);
+      await registry.close(first.run.run_id, {});
+      const second = await registry.open({});
+      ok(second.run.run_id > first.run.run_id, "run ids sort by time");
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry rejects invalid requests with the contract's codes", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir);
+    try {
+      await rejectsWith(registry.open([1]), "INVALID_ARGUMENT", /^body/);
+      await rejectsWith(registry.open({ params: { big: "x".repeat(70000) } }), "INVALID_ARGUMENT");
+      const { run } = await registry.open({});
+      const id = run.run_id;
+      await rejectsWith(
+        registry.close(id, { close_reason: "abandoned" }),
+        "INVALID_ARGUMENT",
+        /close_reason/,
+      );
+      await rejectsWith(
+        registry.close(id, { close_reason: 3 }),
+        "INVALID_ARGUMENT",
+        /close_reason/,
+      );
+      await rejectsWith(registry.addMarker(id, {}), "INVALID_ARGUMENT", /^type/);
+      await rejectsWith(registry.addMarker(id, { type: 5 }), "INVALID_ARGUMENT", /^type/);
+      await rejectsWith(registry.addMarker(id, { type: "" }), "INVALID_ARGUMENT", /^type/);
+      await rejectsWith(registry.addMarker(id, "x"), "INVALID_ARGUMENT", /^body/);
+      await rejectsWith(
+        registry.addMarker(id, { type: "t", payload: [1] }),
+        "INVALID_ARGUMENT",
+        /^payload/,
+      );
+      await rejectsWith(
+        registry.addMarker(id, { type: "t", occurred_at_epoch_ms: -1 }),
+        "INVALID_ARGUMENT",
+        /^occurred_at_epoch_ms/,
+      );
+      await rejectsWith(
+        registry.addMarker(id, { type: "t", occurred_at_epoch_ms: 1.5 }),
+        "INVALID_ARGUMENT",
+        /^occurred_at_epoch_ms/,
+      );
+      const unknown = "lab1-01JB0Z8Q6M5S2K7T9V3W4X5Y6Z";
+      await rejectsWith(registry.get(unknown), "NOT_FOUND", /Run not found/);
+      await rejectsWith(registry.close(unknown, {}), "NOT_FOUND");
+      await rejectsWith(registry.listEvents(unknown, q()), "NOT_FOUND");
+      await rejectsWith(registry.addMarker(unknown, { type: "t" }), "NOT_FOUND");
+      await registry.close(id, {});
+      await rejectsWith(registry.addMarker(id, { type: "t" }), "FAILED_PRECONDITION", /closed/);
+      // The failed calls left no trace in the log of events.
+      equal((await registry.listEvents(id, q())).count, 2);
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry pages runs newest first and events oldest first", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock } = await harness(dir);
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        clock.now = T0 + i * 1000;
+        const { run } = await registry.open({ experiment_label: `r${i}` });
+        ids.push(run.run_id);
+        if (i < 4) await registry.close(run.run_id, {});
+      }
+      const all = await registry.list(q());
+      equal(all.count, 5);
+      deepEqual(all.runs.map((r) => r.run_id), [...ids].reverse());
+      const page = await registry.list(q("limit=2&offset=1"));
+      deepEqual(page.runs.map((r) => r.experiment_label), ["r3", "r2"]);
+      equal(page.count, 2);
+      equal((await registry.list(q("limit=abc&offset=-4"))).count, 5);
+      equal((await registry.list(q("limit=900"))).count, 5);
+      equal((await registry.list(q("offset=5"))).count, 0);
+
+      const open = ids[4];
+      for (let i = 0; i < 10; i++) await registry.addMarker(open, { type: `m${i}` });
+      const events = await registry.listEvents(open, q("limit=3&offset=2"));
+      deepEqual(events.events.map((e) => e.sequence), [3, 4, 5]);
+      equal(events.count, 3);
+      equal((await registry.listEvents(open, q("limit=x"))).count, 11);
+      equal((await registry.listEvents(open, q("limit=5000&offset=10"))).count, 1);
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry replays the journal after a restart", async () => {
+  await withDir(async (dir) => {
+    const a = await harness(dir);
+    const { run } = await a.registry.open({ experiment_label: "kept", params: { n: 1 } });
+    await a.registry.addMarker(run.run_id, { type: "m" });
+    const closed = await a.registry.close(run.run_id, { close_reason: "failed" });
+    await a.registry.shutdown();
+
+    const b = await harness(dir);
+    try {
+      deepEqual(b.registry.startupReport(), { corruptLines: [], abandonedRunIds: [] });
+      deepEqual((await b.registry.get(run.run_id)).run, closed.run);
+      deepEqual(
+        (await b.registry.listEvents(run.run_id, q())).events.map((e) => e.category),
+        ["run_opened", "annotation", "run_closed"],
+      );
+      equal(b.registry.openRunId(), null);
+    } finally {
+      await b.registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry closes a run left open by a crash as abandoned", async () => {
+  await withDir(async (dir) => {
+    const a = await harness(dir);
+    const { run } = await a.registry.open({});
+    await a.registry.addMarker(run.run_id, { type: "before crash" });
+    // The process ends without closing the run: the journal holds an open record only.
+    await a.registry.shutdown();
+
+    const clock = new ManualClock();
+    clock.now = T0 + 60000;
+    const b = await harness(dir, {}, clock);
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      const got = (await b.registry.get(run.run_id)).run;
+      equal(got.state, "closed");
+      equal(got.close_reason, "abandoned");
+      equal(got.ended_at_epoch_ms, T0 + 60000);
+      const events = (await b.registry.listEvents(run.run_id, q())).events;
+      deepEqual(events.map((e) => [e.sequence, e.category, e.type]), [
+        [1, "run_opened", ""],
+        [2, "annotation", "before crash"],
+        [3, "run_closed", "abandoned"],
+      ]);
+      deepEqual(b.sunk.map((s) => s.event.type), ["abandoned"]);
+      await b.registry.close((await b.registry.open({})).run.run_id, {});
+    } finally {
+      await b.registry.shutdown();
+    }
+
+    // The abandonment was journaled: a third start finds nothing to abandon.
+    const c = await harness(dir);
+    try {
+      deepEqual(c.registry.startupReport().abandonedRunIds, []);
+      equal((await c.registry.get(run.run_id)).run.close_reason, "abandoned");
+    } finally {
+      await c.registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry skips corrupt journal lines and keeps appending cleanly", async () => {
+  await withDir(async (dir) => {
+    const a = await harness(dir);
+    const { run } = await a.registry.open({ experiment_label: "x" });
+    await a.registry.addMarker(run.run_id, { type: "m1" });
+    await a.registry.close(run.run_id, {});
+    await a.registry.shutdown();
+    // A garbage line in the middle and a partial trailing line (torn write at a crash).
+    const journal = `${dir}/runs.jsonl`;
+    const text = await Deno.readTextFile(journal);
+    const [first, ...rest] = text.split("\n");
+    await Deno.writeTextFile(journal, [first, "not json", ...rest].join("\n") + '{"v":1,"op":"clo');
+    const eventsFile = `${dir}/runs/${run.run_id.slice(-26)}.jsonl`;
+    await Deno.writeTextFile(eventsFile, '{"broken\n', { append: true });
+
+    const b = await harness(dir);
+    try {
+      deepEqual(b.registry.startupReport().corruptLines, [`${journal}:2`, `${journal}:4`]);
+      ok(b.logs.some((l) => l.startsWith(`warn ${journal}:4: corrupt run journal line skipped`)));
+      equal((await b.registry.get(run.run_id)).run.state, "closed");
+      equal((await b.registry.listEvents(run.run_id, q())).count, 3, "corrupt event line skipped");
+      const next = await b.registry.open({ experiment_label: "after" });
+      await b.registry.close(next.run.run_id, {});
+    } finally {
+      await b.registry.shutdown();
+    }
+
+    const c = await harness(dir);
+    try {
+      // The torn line stays reported, but the records appended after it are intact.
+      deepEqual(c.registry.startupReport().corruptLines, [`${journal}:2`, `${journal}:4`]);
+      equal((await c.registry.list(q())).count, 2);
+      equal(
+        (await c.registry.get(runIdOf(await c.registry.list(q()), "after"))).run.state,
+        "closed",
+      );
+    } finally {
+      await c.registry.shutdown();
+    }
+  });
+});
+
+function runIdOf(list: { runs: Run[] }, label: string): string {
+  const r = list.runs.find((x) => x.experiment_label === label);
+  ok(r, `run ${label}`);
+  return r.run_id;
+}
+
+Deno.test("RunRegistry journals mode, parameter and automation fault events into the open run", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock } = await harness(dir);
+    const bus = new EventBus();
+    const detach = registry.attach(bus);
+    try {
+      bus.publish({
+        kind: "mode_change",
+        previous_mode: "IDLE",
+        new_mode: "MANUAL",
+        timestamp_ms: 1,
+      });
+      const { run } = await registry.open({});
+      clock.now = T0 + 5;
+      bus.publish({
+        kind: "mode_change",
+        previous_mode: "MANUAL",
+        new_mode: "AUTO",
+        timestamp_ms: T0 + 1,
+      });
+      bus.publish({
+        kind: "parameter_change",
+        parameter_name: "sp",
+        old_value: "25.000000",
+        new_value: "30.000000",
+        timestamp_ms: T0 + 2,
+      });
+      bus.publish({ kind: "automation_fault", locus: "tick", error: "boom", timestamp_ms: T0 + 3 });
+      bus.publish({ kind: "bt_error", node: "n", error: "ignored", timestamp_ms: T0 + 4 });
+      const { events } = await registry.listEvents(run.run_id, q());
+      deepEqual(
+        events.slice(1).map((e) => ({ ...e, schema_version: undefined, run_id: undefined })),
+        [
+          {
+            schema_version: undefined,
+            run_id: undefined,
+            sequence: 2,
+            category: "mode_change",
+            type: "",
+            occurred_at_epoch_ms: T0 + 1,
+            recorded_at_epoch_ms: T0 + 5,
+            payload: { previous_mode: "MANUAL", new_mode: "AUTO" },
+          },
+          {
+            schema_version: undefined,
+            run_id: undefined,
+            sequence: 3,
+            category: "parameter_change",
+            type: "sp",
+            occurred_at_epoch_ms: T0 + 2,
+            recorded_at_epoch_ms: T0 + 5,
+            payload: { parameter_name: "sp", old_value: "25.000000", new_value: "30.000000" },
+          },
+          {
+            schema_version: undefined,
+            run_id: undefined,
+            sequence: 4,
+            category: "automation_fault",
+            type: "tick",
+            occurred_at_epoch_ms: T0 + 3,
+            recorded_at_epoch_ms: T0 + 5,
+            payload: { message: "boom" },
+          },
+        ],
+      );
+      equal(events.length, 4);
+      detach();
+      bus.publish({
+        kind: "mode_change",
+        previous_mode: "AUTO",
+        new_mode: "IDLE",
+        timestamp_ms: T0 + 9,
+      });
+      equal((await registry.listEvents(run.run_id, q())).count, 4, "detached");
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry answers UNAVAILABLE when its data dir cannot be used", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runs_test_" });
+  try {
+    await Deno.writeTextFile(`${dir}/file`, "not a directory");
+    const { registry, logs } = await harness(`${dir}/file/data`);
+    const info = registry.info();
+    equal(info.available, false);
+    ok(info.unavailable_reason !== null);
+    ok(logs.some((l) => l.startsWith("error run registry unavailable")));
+    await rejectsWith(registry.open({}), "UNAVAILABLE");
+    await rejectsWith(registry.list(q()), "UNAVAILABLE");
+    await registry.shutdown();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
