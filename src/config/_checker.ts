@@ -1,0 +1,241 @@
+/**
+ * Typed reads of the plain YAML data for the semantic layer. Every read checks the type (and the
+ * bounds when asked), records a positioned diagnostic naming the key on failure, and falls back to
+ * the default so validation carries on and reports every problem, not just the first.
+ */
+import { MAX_INT } from "./_schema.ts";
+import { formatPath, type Path, type YamlSource } from "./_source.ts";
+import type { Diagnostic } from "./types.ts";
+
+/** A YAML mapping as plain data. */
+export type Obj = Record<string, unknown>;
+
+/** Bounds of an integer key; `enforce: false` skips them (e.g. http.port when http is off). */
+export interface IntBounds {
+  readonly min?: number;
+  readonly max?: number;
+  readonly enforce?: boolean;
+}
+
+/** True when `key` is given a non-null value (an empty YAML value counts as not given). */
+export function present(obj: Obj, key: string): boolean {
+  return obj[key] !== undefined && obj[key] !== null;
+}
+
+/** Collects diagnostics and reads typed values with defaults. */
+export class Checker {
+  readonly diagnostics: Diagnostic[] = [];
+  readonly #source: YamlSource;
+  readonly #file: string;
+
+  constructor(source: YamlSource, file: string) {
+    this.#source = source;
+    this.#file = file;
+  }
+
+  /** Records an error at `path`. */
+  error(path: Path, message: string): void {
+    this.#add("error", path, message);
+  }
+
+  /** Records a warning at `path`. */
+  warning(path: Path, message: string): void {
+    this.#add("warning", path, message);
+  }
+
+  /** Whether an error was recorded at exactly `path`. */
+  hasErrorAt(path: Path): boolean {
+    const p = formatPath(path);
+    return this.diagnostics.some((d) => d.severity === "error" && d.path === p);
+  }
+
+  #add(severity: "error" | "warning", path: Path, message: string): void {
+    const { line, column } = this.#source.position(path);
+    this.diagnostics.push({
+      severity,
+      path: formatPath(path),
+      message,
+      line,
+      column,
+      file: this.#file,
+    });
+  }
+
+  /**
+   * The mapping at `path`; `{}` when absent or null (an empty section is accepted) unless
+   * `required`, null after an error.
+   */
+  mapping(value: unknown, path: Path, required = false): Obj | null {
+    if (value === undefined || value === null) {
+      if (required) {
+        this.error(path, value === null ? "must be a mapping, got an empty value" : "is required");
+        return null;
+      }
+      return {};
+    }
+    if (typeof value !== "object" || Array.isArray(value)) {
+      this.error(path, `must be a mapping, got ${describeValue(value)}`);
+      return null;
+    }
+    return value as Obj;
+  }
+
+  /** The sequence at `path`; `[]` when absent or null, null after an error. */
+  sequence(value: unknown, path: Path): unknown[] | null {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) {
+      this.error(path, `must be a sequence, got ${describeValue(value)}`);
+      return null;
+    }
+    return value;
+  }
+
+  /** Warns about every key of `obj` not in `known`; such keys are ignored. */
+  knownKeys(obj: Obj, path: Path, known: readonly string[]): void {
+    for (const key of Object.keys(obj)) {
+      if (known.includes(key)) continue;
+      const near = closest(key, known);
+      this.warning(
+        [...path, key],
+        `unknown key '${key}' will be ignored${near ? ` (did you mean '${near}'?)` : ""}`,
+      );
+    }
+  }
+
+  /** An integer key, default when absent; bounds checked when enforced. */
+  integer(obj: Obj, parent: Path, key: string, def: number, bounds: IntBounds = {}): number {
+    const v = obj[key];
+    if (v === undefined || v === null) return def;
+    const path = [...parent, key];
+    if (typeof v !== "number" || !Number.isInteger(v)) {
+      this.error(path, `must be an integer, got ${describeValue(v)}`);
+      return def;
+    }
+    const enforce = bounds.enforce ?? true;
+    const min = enforce ? bounds.min : undefined;
+    // Without an explicit bound, MAX_INT (the largest timer delay) keeps values sane.
+    const max = enforce && bounds.max !== undefined ? bounds.max : MAX_INT;
+    if ((min !== undefined && v < min) || v > max) {
+      this.error(path, rangeMessage(v, min, max));
+      return def;
+    }
+    return v;
+  }
+
+  /** A sequence of integers, default when absent. */
+  integerList(
+    obj: Obj,
+    parent: Path,
+    key: string,
+    def: readonly number[],
+    opts: { min?: number; nonEmpty?: boolean },
+  ): readonly number[] {
+    const path = [...parent, key];
+    if (!present(obj, key)) return def;
+    const list = this.sequence(obj[key], path);
+    if (list === null) return def;
+    if (opts.nonEmpty && list.length === 0) {
+      this.error(path, "must have at least 1 item");
+      return def;
+    }
+    const out: number[] = [];
+    list.forEach((item, i) => {
+      if (typeof item !== "number" || !Number.isInteger(item)) {
+        this.error([...path, i], `must be an integer, got ${describeValue(item)}`);
+      } else if ((opts.min !== undefined && item < opts.min) || item > MAX_INT) {
+        this.error([...path, i], rangeMessage(item, opts.min, MAX_INT));
+      } else {
+        out.push(item);
+      }
+    });
+    return out.length === list.length ? out : def;
+  }
+
+  /** A boolean key, default when absent. */
+  boolean(obj: Obj, parent: Path, key: string, def: boolean): boolean {
+    const v = obj[key];
+    if (v === undefined || v === null) return def;
+    if (typeof v !== "boolean") {
+      this.error([...parent, key], `must be a boolean (true or false), got ${describeValue(v)}`);
+      return def;
+    }
+    return v;
+  }
+
+  /** A string key, default when absent; `nonEmpty` refuses "". */
+  string(obj: Obj, parent: Path, key: string, def: string, nonEmpty = false): string {
+    const v = obj[key];
+    if (v === undefined || v === null) return def;
+    if (typeof v !== "string") {
+      this.error([...parent, key], `must be a string, got ${describeValue(v)}`);
+      return def;
+    }
+    if (nonEmpty && v === "") {
+      this.error([...parent, key], "must not be empty");
+      return def;
+    }
+    return v;
+  }
+
+  /** A required non-empty string; "" after an error. */
+  requiredString(obj: Obj, parent: Path, key: string): string {
+    if (!present(obj, key)) {
+      this.error([...parent, key], "is required");
+      return "";
+    }
+    return this.string(obj, parent, key, "", true);
+  }
+
+  /** A string restricted to `allowed`, default when absent. */
+  oneOf<T extends string>(obj: Obj, parent: Path, key: string, allowed: readonly T[], def: T): T {
+    const v = obj[key];
+    if (v === undefined || v === null) return def;
+    if (typeof v !== "string" || !(allowed as readonly string[]).includes(v)) {
+      this.error([...parent, key], `must be one of ${allowed.join(", ")}, got ${describeValue(v)}`);
+      return def;
+    }
+    return v as T;
+  }
+}
+
+function rangeMessage(v: number, min: number | undefined, max: number): string {
+  if (min !== undefined && max !== MAX_INT) return `must be between ${min} and ${max}, got ${v}`;
+  if (min !== undefined && v < min) return `must be >= ${min}, got ${v}`;
+  return `must be <= ${max}, got ${v}`;
+}
+
+/** Short description of a YAML value for messages: `"abc"`, `12`, `a sequence`. */
+export function describeValue(v: unknown): string {
+  if (v === null || v === undefined) return "an empty value";
+  if (Array.isArray(v)) return "a sequence";
+  if (typeof v === "object") return "a mapping";
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v);
+  return String(v);
+}
+
+/** The known key closest to a misspelt one (edit distance <= 2), for "did you mean". */
+function closest(key: string, known: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = editDistance(key.toLowerCase(), k);
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length];
+}

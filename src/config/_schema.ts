@@ -1,0 +1,374 @@
+/**
+ * The structure layer: JSON Schema (draft 2020-12) of the runtime YAML file, embedded as a module
+ * so a compiled binary needs no file reads. schemas/runtime-config.schema.json is the same object
+ * serialised (a test keeps the two identical) for editors using yaml-language-server.
+ *
+ * Unknown keys are allowed here on purpose: the loader warns about them and ignores them. Optional
+ * keys accept `null` (an empty YAML value) as "not given". `errorMessage` and `deprecationMessage`
+ * are annotations understood by yaml-language-server; the loader uses `errorMessage` too.
+ */
+
+/** Largest delay a JS timer accepts; larger durations would fire immediately. */
+export const MAX_INT = 2147483647;
+/** Largest value of a uint32 function id (ADPP). */
+export const MAX_FUNCTION_ID = 4294967295;
+
+type Json = Record<string, unknown>;
+
+function int(description: string, def?: number, minimum?: number, maximum = MAX_INT): Json {
+  return {
+    type: ["integer", "null"],
+    description,
+    ...(def === undefined ? {} : { default: def }),
+    ...(minimum === undefined ? {} : { minimum }),
+    maximum,
+  };
+}
+function bool(description: string, def: boolean): Json {
+  return { type: ["boolean", "null"], description, default: def };
+}
+function str(description: string, def?: string, extra: Json = {}): Json {
+  return {
+    type: ["string", "null"],
+    description,
+    ...(def === undefined ? {} : { default: def }),
+    ...extra,
+  };
+}
+function section(description: string, properties: Json, extra: Json = {}): Json {
+  return { type: ["object", "null"], description, properties, ...extra };
+}
+/** `if: enabled is not false` (absent or null counts as the default, true). */
+const ENABLED_NOT_FALSE = {
+  not: { required: ["enabled"], properties: { enabled: { const: false } } },
+};
+/** `if: enabled is true`. */
+const ENABLED_TRUE = { required: ["enabled"], properties: { enabled: { const: true } } };
+
+const MODES = ["MANUAL", "AUTO", "IDLE", "FAULT", "*"];
+
+const CALL: Json = {
+  type: "object",
+  description: "A device call: device_handle plus function_id and/or function_name, and args.",
+  required: ["device_handle"],
+  properties: {
+    device_handle: {
+      type: "string",
+      description: "`provider/device`.",
+      pattern: "^[^/]+/.+$",
+      errorMessage: "must be `provider/device`",
+    },
+    function_id: {
+      type: ["integer", "null"],
+      description: "Function id (0 = unset, select by name).",
+      default: 0,
+      minimum: 0,
+      maximum: MAX_FUNCTION_ID,
+    },
+    function_name: str('Function name ("" = unset, select by id).', ""),
+    args: {
+      type: ["object", "null"],
+      description: "Arguments by name. Scalars only; `true`/`false` -> bool, `[+-]digits` -> " +
+        "int64, decimal with a dot -> double, anything else -> string (quotes do not matter).",
+      additionalProperties: { type: ["string", "number", "boolean"] },
+    },
+  },
+  anyOf: [
+    { required: ["function_id"], properties: { function_id: { type: "integer", minimum: 1 } } },
+    {
+      required: ["function_name"],
+      properties: { function_name: { type: "string", minLength: 1 } },
+    },
+  ],
+  errorMessage: "must provide function_id (> 0) or function_name",
+};
+
+const CALL_LIST: Json = { type: ["array", "null"], items: { $ref: "#/$defs/call" } };
+
+const HOOK: Json = {
+  type: "object",
+  description: "Calls run when the mode changes from `from` to `to`.",
+  required: ["calls"],
+  properties: {
+    from: {
+      enum: [...MODES, "", null],
+      description: "Previous mode, or `*` / empty for any.",
+      default: "*",
+    },
+    to: {
+      enum: [...MODES, "", null],
+      description: "Target mode, or `*` / empty for any.",
+      default: "*",
+    },
+    fail_on_error: bool("before_transition: a failed call vetoes the transition.", true),
+    calls: {
+      type: "array",
+      description: "Calls, run in order.",
+      minItems: 1,
+      items: { $ref: "#/$defs/call" },
+    },
+  },
+};
+
+const HOOK_LIST: Json = { type: ["array", "null"], items: { $ref: "#/$defs/hook" } };
+
+const PARAMETER: Json = {
+  type: "object",
+  description: "A runtime parameter readable and writable by the behavior tree and the API.",
+  required: ["name", "type", "default"],
+  properties: {
+    name: { type: "string", minLength: 1, description: "Unique name." },
+    type: { enum: ["double", "int64", "bool", "string"], description: "Value type." },
+    default: { type: ["number", "boolean", "string"], description: "Initial value, of `type`." },
+    min: { type: ["number", "null"], description: "Lower bound (double and int64 only)." },
+    max: { type: ["number", "null"], description: "Upper bound (double and int64 only)." },
+    allowed_values: {
+      type: ["array", "null"],
+      description: "Allowed values (string only); empty = no restriction.",
+      items: { type: "string" },
+    },
+  },
+  allOf: [
+    {
+      if: { required: ["type"], properties: { type: { const: "double" } } },
+      then: { properties: { default: { type: "number" }, allowed_values: false } },
+    },
+    {
+      if: { required: ["type"], properties: { type: { const: "int64" } } },
+      then: { properties: { default: { type: "integer" }, allowed_values: false } },
+    },
+    {
+      if: { required: ["type"], properties: { type: { const: "bool" } } },
+      then: {
+        properties: { default: { type: "boolean" }, min: false, max: false, allowed_values: false },
+      },
+    },
+    {
+      if: { required: ["type"], properties: { type: { const: "string" } } },
+      then: { properties: { default: { type: "string" }, min: false, max: false } },
+    },
+  ],
+};
+
+const INFLUX_ALIAS = (nested: string) => ({
+  deprecationMessage: `Deprecated: use telemetry.influxdb.${nested}.`,
+  description: `Deprecated alias of telemetry.influxdb.${nested} (applied; the nested key wins).`,
+});
+
+/** The JSON Schema of the runtime configuration file. */
+export const RUNTIME_CONFIG_SCHEMA: Json = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  $id: "urn:hwrt:runtime-config",
+  title: "Runtime configuration",
+  description: "Configuration of the hardware runtime (anolis-compatible). Only `providers` is " +
+    "required; unknown keys are warned about and ignored.",
+  type: "object",
+  required: ["providers"],
+  properties: {
+    runtime: section("Runtime identity and time budgets.", {
+      name: str("Runtime name (telemetry tag, run-id prefix).", ""),
+      shutdown_timeout_ms: int("Graceful provider-stop budget.", 2000, 500, 30000),
+      startup_timeout_ms: int("Whole bring-up budget.", 30000, 5000, 300000),
+      data_dir: str(
+        "Run-record folder; relative to the config file's folder (default `anolis-data` in the " +
+          "working directory).",
+      ),
+      mode: {
+        not: {},
+        description: "Not configurable: the runtime always starts in IDLE.",
+        errorMessage: "is not configurable; the runtime always starts in IDLE (use POST /v0/mode)",
+        deprecationMessage: "Removed: the runtime always starts in IDLE.",
+      },
+    }),
+    http: section(
+      "REST API and event stream.",
+      {
+        enabled: bool("Serve the HTTP API.", true),
+        bind: str("Listen address.", "127.0.0.1", { minLength: 1 }),
+        port: int("TCP port (1-65535 when enabled).", 8080, undefined, MAX_INT),
+        cors_allowed_origins: {
+          type: ["string", "array", "null"],
+          description: "Allowed CORS origins: one string or a list; `*` for any.",
+          default: ["*"],
+          items: { type: "string", minLength: 1 },
+        },
+        cors_allow_credentials: bool(
+          "Send Access-Control-Allow-Credentials (not with `*`).",
+          false,
+        ),
+        thread_pool_size: int("Bound on concurrently handled requests.", 40),
+        auth_enabled: bool("Require `Authorization: Bearer <token>`.", false),
+        auth_token: str("Bearer token; RUNTIME_API_TOKEN overrides it.", ""),
+        auth_exempt_loopback: bool("Loopback clients skip authentication.", true),
+        allow_insecure_bind: bool("Allow a non-loopback bind without authentication.", false),
+        tls_cert_path: str("TLS certificate (PEM); with tls_key_path enables HTTPS.", ""),
+        tls_key_path: str("TLS private key (PEM); with tls_cert_path enables HTTPS.", ""),
+      },
+      {
+        allOf: [
+          {
+            if: ENABLED_NOT_FALSE,
+            then: {
+              properties: {
+                port: { minimum: 1, maximum: 65535 },
+                thread_pool_size: { minimum: 1 },
+                cors_allowed_origins: { minLength: 1, minItems: 1 },
+              },
+            },
+          },
+          {
+            if: {
+              allOf: [ENABLED_NOT_FALSE, {
+                required: ["cors_allow_credentials"],
+                properties: { cors_allow_credentials: { const: true } },
+              }],
+            },
+            then: {
+              properties: {
+                cors_allowed_origins: {
+                  not: { anyOf: [{ const: "*" }, { type: "array", contains: { const: "*" } }] },
+                  errorMessage: "`*` is not allowed with cors_allow_credentials: true",
+                },
+              },
+            },
+          },
+        ],
+      },
+    ),
+    providers: {
+      type: "array",
+      description: "Provider processes (at least one).",
+      minItems: 1,
+      items: {
+        type: "object",
+        required: ["id", "command"],
+        properties: {
+          id: { type: "string", minLength: 1, description: "Unique provider id." },
+          command: {
+            type: "string",
+            minLength: 1,
+            description:
+              "Executable; a path containing `/` is relative to the config file's folder.",
+          },
+          args: {
+            type: ["array", "null"],
+            description: "Command-line arguments.",
+            items: { type: "string" },
+          },
+          timeout_ms: int("Per-request deadline.", 5000, 100),
+          hello_timeout_ms: int("Hello handshake deadline.", 5000, 100),
+          ready_timeout_ms: int("WaitReady deadline.", 60000, 1000),
+          restart_policy: section(
+            "Restart after a crash.",
+            {
+              enabled: bool("Restart the provider when it crashes.", false),
+              max_attempts: int("Restart attempts before the circuit opens.", 3),
+              backoff_ms: {
+                type: ["array", "null"],
+                description: "Delay before each attempt; length must equal max_attempts.",
+                items: { type: "integer", maximum: MAX_INT },
+              },
+              timeout_ms: int("Budget of one restart attempt.", 30000),
+              success_reset_ms: int("Healthy time before the attempt count resets.", 1000),
+            },
+            {
+              if: ENABLED_TRUE,
+              then: {
+                required: ["max_attempts", "backoff_ms", "timeout_ms"],
+                properties: {
+                  max_attempts: { type: "integer", minimum: 1 },
+                  backoff_ms: { type: "array", minItems: 1, items: { minimum: 0 } },
+                  timeout_ms: { type: "integer", minimum: 1000 },
+                  success_reset_ms: { minimum: 0 },
+                },
+              },
+            },
+          ),
+        },
+      },
+    },
+    polling: section("State polling.", {
+      interval_ms: int("Polling cadence.", 500, 100),
+    }),
+    telemetry: section("InfluxDB telemetry.", {
+      enabled: bool("Write telemetry to InfluxDB.", false),
+      health_interval_ms: int("Health snapshot cadence; 0 disables.", 15000, 0),
+      influxdb: section("InfluxDB target.", {
+        url: str("Server URL.", "http://localhost:8086"),
+        org: str("Organisation.", "anolis"),
+        bucket: str("Bucket.", "anolis"),
+        token: str("API token; INFLUXDB_TOKEN fills it when empty.", ""),
+        batch_size: int("Points per write.", 100, 1),
+        flush_interval_ms: int("Flush cadence.", 1000, 1),
+        max_retry_buffer_size: int("Points kept for retry.", 1000, 0),
+        queue_size: int("Bound of the pending-point queue.", 10000, 1),
+      }),
+      influx_url: str("", undefined, INFLUX_ALIAS("url")),
+      influx_org: str("", undefined, INFLUX_ALIAS("org")),
+      influx_bucket: str("", undefined, INFLUX_ALIAS("bucket")),
+      influx_token: str("", undefined, INFLUX_ALIAS("token")),
+      batch_size: { ...int("", undefined, 1), ...INFLUX_ALIAS("batch_size") },
+      flush_interval_ms: { ...int("", undefined, 1), ...INFLUX_ALIAS("flush_interval_ms") },
+    }),
+    logging: section("Logging.", {
+      level: { enum: ["debug", "info", "warn", "error", null], default: "info" },
+    }),
+    automation: section(
+      "Behavior-tree automation, parameters and mode-transition hooks.",
+      {
+        enabled: bool("Run the behavior tree in AUTO.", false),
+        behavior_tree: str("Behavior-tree XML file, relative to the config file's folder."),
+        behavior_tree_path: str("Deprecated alias of behavior_tree.", undefined, {
+          deprecationMessage: "Deprecated: use automation.behavior_tree.",
+        }),
+        tick_rate_hz: int("Tick rate (1-1000 when enabled).", 10),
+        manual_gating_policy: {
+          enum: ["BLOCK", "OVERRIDE", null],
+          description: "Manual calls in AUTO: BLOCK refuses them, OVERRIDE lets them through.",
+          default: "BLOCK",
+        },
+        parameters: { type: ["array", "null"], items: { $ref: "#/$defs/parameter" } },
+        mode_transition_hooks: section("Calls run on mode changes.", {
+          before_transition: HOOK_LIST,
+          after_transition: HOOK_LIST,
+        }),
+      },
+      {
+        if: ENABLED_TRUE,
+        then: {
+          properties: { tick_rate_hz: { minimum: 1, maximum: 1000 } },
+          if: {
+            required: ["behavior_tree"],
+            properties: { behavior_tree: { not: { const: null } } },
+          },
+          then: { properties: { behavior_tree: { type: "string", minLength: 1 } } },
+          else: {
+            if: {
+              required: ["behavior_tree_path"],
+              properties: { behavior_tree_path: { not: { const: null } } },
+            },
+            then: { properties: { behavior_tree_path: { type: "string", minLength: 1 } } },
+            else: {
+              required: ["behavior_tree"],
+              properties: { behavior_tree: { type: "string" } },
+            },
+          },
+        },
+      },
+    ),
+    safety: section("E-stop safe-state ladder (independent of automation).", {
+      safe_state: section("Safe state applied on e-stop.", {
+        hooks: CALL_LIST,
+        setpoints: CALL_LIST,
+        zero_is_safe: bool("Allow zeroing every actuating output as the last rung.", false),
+      }),
+    }),
+    health: section("Liveness health.", {
+      staleness: section("Sample age thresholds; 0 derives them from the polling cadence.", {
+        warn_after_ms: int("Age at which health becomes WARNING.", 0, 0),
+        stale_after_ms: int("Age at which health becomes STALE (> warn_after_ms).", 0, 0),
+      }),
+    }),
+  },
+  $defs: { call: CALL, hook: HOOK, parameter: PARAMETER },
+};

@@ -1,0 +1,547 @@
+/**
+ * Semantic layer: reads the plain YAML data section by section into the typed `Config`, merging
+ * defaults explicitly and applying every bound of the spec's Limits table and every cross-field
+ * rule (issue 2 §3, contract/config.md, project rules in contract/README.md).
+ */
+import { posix } from "node:path";
+import { LOG_LEVELS } from "../common/mod.ts";
+import { type Checker, type Obj, present } from "./_checker.ts";
+import { type CallContext, readCalls, readHooks, readParameters } from "./_calls.ts";
+import type { Path, YamlSource } from "./_source.ts";
+import { isLoopback } from "./loopback.ts";
+import type {
+  Config,
+  HttpConfig,
+  InfluxConfig,
+  ProviderConfig,
+  RestartPolicyConfig,
+} from "./types.ts";
+
+/** What the semantic layer needs from the outside world (injected; no Deno.* here). */
+export interface SemanticContext {
+  readonly checker: Checker;
+  readonly source: YamlSource;
+  readonly mode: "check" | "start";
+  readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
+  readonly fileExists: (absPath: string) => boolean;
+  readonly commandExists: (command: string) => boolean;
+  readonly cwd: string;
+  readonly configPath: string;
+  readonly configDir: string;
+}
+
+const ROOT_KEYS = [
+  "runtime",
+  "http",
+  "providers",
+  "polling",
+  "telemetry",
+  "logging",
+  "automation",
+  "safety",
+  "health",
+] as const;
+const RUNTIME_KEYS = ["name", "shutdown_timeout_ms", "startup_timeout_ms", "data_dir", "mode"];
+const HTTP_KEYS = [
+  "enabled",
+  "bind",
+  "port",
+  "cors_allowed_origins",
+  "cors_allow_credentials",
+  "thread_pool_size",
+  "auth_enabled",
+  "auth_token",
+  "auth_exempt_loopback",
+  "allow_insecure_bind",
+  "tls_cert_path",
+  "tls_key_path",
+];
+const PROVIDER_KEYS = [
+  "id",
+  "command",
+  "args",
+  "timeout_ms",
+  "hello_timeout_ms",
+  "ready_timeout_ms",
+  "restart_policy",
+];
+const RESTART_KEYS = ["enabled", "max_attempts", "backoff_ms", "timeout_ms", "success_reset_ms"];
+const INFLUX_KEYS = [
+  "url",
+  "org",
+  "bucket",
+  "token",
+  "batch_size",
+  "flush_interval_ms",
+  "max_retry_buffer_size",
+  "queue_size",
+];
+/** Deprecated flat telemetry keys and the nested key each one stands for. */
+const FLAT_TELEMETRY_ALIASES: Readonly<Record<string, string>> = {
+  influx_url: "url",
+  influx_org: "org",
+  influx_bucket: "bucket",
+  influx_token: "token",
+  batch_size: "batch_size",
+  flush_interval_ms: "flush_interval_ms",
+};
+const TELEMETRY_KEYS = [
+  "enabled",
+  "health_interval_ms",
+  "influxdb",
+  ...Object.keys(FLAT_TELEMETRY_ALIASES),
+];
+const AUTOMATION_KEYS = [
+  "enabled",
+  "behavior_tree",
+  "behavior_tree_path",
+  "tick_rate_hz",
+  "manual_gating_policy",
+  "parameters",
+  "mode_transition_hooks",
+];
+
+/** Builds the typed configuration from the root mapping, recording diagnostics on the checker. */
+export function readConfig(root: Obj, ctx: SemanticContext): Config {
+  const c = ctx.checker;
+  c.knownKeys(root, [], ROOT_KEYS);
+  const providers = readProviders(root, ctx);
+  const callCtx: CallContext = {
+    checker: c,
+    source: ctx.source,
+    providerIds: new Set(providers.map((p) => p.id)),
+  };
+  const polling = c.mapping(root.polling, ["polling"]) ?? {};
+  c.knownKeys(polling, ["polling"], ["interval_ms"]);
+  const logging = c.mapping(root.logging, ["logging"]) ?? {};
+  c.knownKeys(logging, ["logging"], ["level"]);
+  return {
+    configPath: ctx.configPath,
+    configDir: ctx.configDir,
+    runtime: readRuntime(root, ctx),
+    http: readHttp(root, ctx),
+    providers,
+    polling: { intervalMs: c.integer(polling, ["polling"], "interval_ms", 500, { min: 100 }) },
+    telemetry: readTelemetry(root, ctx),
+    logging: { level: c.oneOf(logging, ["logging"], "level", LOG_LEVELS, "info") },
+    automation: readAutomation(root, ctx, callCtx),
+    safety: readSafety(root, callCtx),
+    health: readHealth(root, c),
+  };
+}
+
+function readRuntime(root: Obj, ctx: SemanticContext): Config["runtime"] {
+  const c = ctx.checker;
+  const P = ["runtime"];
+  const r = c.mapping(root.runtime, P) ?? {};
+  c.knownKeys(r, P, RUNTIME_KEYS);
+  if ("mode" in r) {
+    c.error(
+      [...P, "mode"],
+      "is not configurable; the runtime always starts in IDLE (use POST /v0/mode)",
+    );
+  }
+  const dataDir = c.string(r, P, "data_dir", "");
+  return {
+    name: c.string(r, P, "name", ""),
+    shutdownTimeoutMs: c.integer(r, P, "shutdown_timeout_ms", 2000, { min: 500, max: 30000 }),
+    startupTimeoutMs: c.integer(r, P, "startup_timeout_ms", 30000, { min: 5000, max: 300000 }),
+    dataDir: dataDir === ""
+      ? posix.resolve(ctx.cwd, "anolis-data")
+      : posix.resolve(ctx.configDir, dataDir),
+  };
+}
+
+function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
+  const c = ctx.checker;
+  const P = ["http"];
+  const h = c.mapping(root.http, P) ?? {};
+  c.knownKeys(h, P, HTTP_KEYS);
+  const enabled = c.boolean(h, P, "enabled", true);
+  const bind = c.string(h, P, "bind", "127.0.0.1", true);
+  const port = c.integer(h, P, "port", 8080, { min: 1, max: 65535, enforce: enabled });
+  const threadPoolSize = c.integer(h, P, "thread_pool_size", 40, { min: 1, enforce: enabled });
+  const corsAllowCredentials = c.boolean(h, P, "cors_allow_credentials", false);
+  const origins = readOrigins(c, h, P, enabled);
+  if (enabled && corsAllowCredentials && origins.includes("*")) {
+    c.error(
+      [...P, "cors_allowed_origins"],
+      "`*` is not allowed with cors_allow_credentials: true (list the origins explicitly)",
+    );
+  }
+  const authEnabled = c.boolean(h, P, "auth_enabled", false);
+  const authToken = c.string(h, P, "auth_token", "");
+  const allowInsecureBind = c.boolean(h, P, "allow_insecure_bind", false);
+  const tlsCertPath = readTlsPath(ctx, h, "tls_cert_path", "tls_key_path");
+  const tlsKeyPath = readTlsPath(ctx, h, "tls_key_path", "tls_cert_path");
+  if (enabled) {
+    const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
+    if (authEnabled && authToken === "" && envToken === "") {
+      if (ctx.mode === "check") {
+        c.warning(
+          [...P, "auth_enabled"],
+          "is true but auth_token is empty; the token may come from RUNTIME_API_TOKEN on the target",
+        );
+      } else {
+        c.error(
+          [...P, "auth_enabled"],
+          "is true but no token is set: set RUNTIME_API_TOKEN or http.auth_token",
+        );
+      }
+    }
+    const loopback = isLoopback(bind);
+    if (!loopback && !authEnabled && !allowInsecureBind) {
+      c.error(
+        [...P, "bind"],
+        `'${bind}' is not a loopback address and auth_enabled is false: anyone on the network ` +
+          "could operate the machine (enable auth, or set allow_insecure_bind: true)",
+      );
+    }
+    if (!loopback && authEnabled && (tlsCertPath === null || tlsKeyPath === null)) {
+      c.warning(
+        [...P, "bind"],
+        `'${bind}' is not a loopback address and TLS is off: the bearer token travels in ` +
+          "plaintext (set tls_cert_path and tls_key_path, or terminate TLS in a reverse proxy)",
+      );
+    }
+  }
+  return {
+    enabled,
+    bind,
+    port,
+    corsAllowedOrigins: origins,
+    corsAllowCredentials,
+    threadPoolSize,
+    authEnabled,
+    authToken,
+    authExemptLoopback: c.boolean(h, P, "auth_exempt_loopback", true),
+    allowInsecureBind,
+    tlsCertPath,
+    tlsKeyPath,
+  };
+}
+
+/** cors_allowed_origins: a string is a one-element list; must not be empty when http is on. */
+function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly string[] {
+  const path = [...P, "cors_allowed_origins"];
+  const v = h.cors_allowed_origins;
+  if (v === undefined || v === null) return ["*"];
+  if (typeof v === "string") {
+    if (v === "" && enabled) c.error(path, "must not be empty");
+    return v === "" ? ["*"] : [v];
+  }
+  if (!Array.isArray(v)) {
+    c.error(path, "must be a string or a sequence of strings");
+    return ["*"];
+  }
+  if (v.length === 0 && enabled) c.error(path, "must have at least 1 item");
+  const out: string[] = [];
+  v.forEach((o, i) => {
+    if (typeof o !== "string") c.error([...path, i], "must be a string");
+    else if (o === "") c.error([...path, i], "must not be empty");
+    else out.push(o);
+  });
+  return out.length > 0 ? out : ["*"];
+}
+
+/** A TLS file key: both or neither; relative to the config folder; must exist at start-up. */
+function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): string | null {
+  const c = ctx.checker;
+  const P = ["http"];
+  const v = c.string(h, P, key, "");
+  const otherSet = typeof h[other] === "string" && h[other] !== "";
+  if (v === "") return null;
+  if (!otherSet) c.error([...P, key], `is set but ${other} is not: TLS needs both or neither`);
+  const abs = posix.resolve(ctx.configDir, v);
+  if (!ctx.fileExists(abs)) {
+    // A build machine usually lacks the target's certificates; start-up cannot do without them.
+    const message = `file not found: ${abs}`;
+    if (ctx.mode === "start") c.error([...P, key], message);
+    else c.warning([...P, key], message);
+  }
+  return abs;
+}
+
+function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
+  const c = ctx.checker;
+  const P = ["providers"];
+  if (!present(root, "providers")) {
+    c.error(P, "is required: declare at least one provider");
+    return [];
+  }
+  const list = c.sequence(root.providers, P);
+  if (list === null) return [];
+  if (list.length === 0) c.error(P, "must have at least one provider");
+  const out: ProviderConfig[] = [];
+  const firstById = new Map<string, number>();
+  list.forEach((item, i) => {
+    const pp = [...P, i];
+    const p = c.mapping(item, pp, true);
+    if (p === null) return;
+    c.knownKeys(p, pp, PROVIDER_KEYS);
+    const id = c.requiredString(p, pp, "id");
+    if (id !== "") {
+      const first = firstById.get(id);
+      if (first !== undefined) {
+        c.error([...pp, "id"], `duplicate provider id '${id}' (first at providers[${first}])`);
+      } else firstById.set(id, i);
+    }
+    const command = readCommand(ctx, p, pp);
+    const args: string[] = [];
+    (c.sequence(p.args, [...pp, "args"]) ?? []).forEach((a, j) => {
+      if (typeof a === "string") args.push(a);
+      else c.error([...pp, "args", j], "must be a string (quote numbers and booleans)");
+    });
+    out.push({
+      id,
+      command,
+      args,
+      timeoutMs: c.integer(p, pp, "timeout_ms", 5000, { min: 100 }),
+      helloTimeoutMs: c.integer(p, pp, "hello_timeout_ms", 5000, { min: 100 }),
+      readyTimeoutMs: c.integer(p, pp, "ready_timeout_ms", 60000, { min: 1000 }),
+      restartPolicy: readRestartPolicy(c, p, pp),
+    });
+  });
+  return out;
+}
+
+/**
+ * A command containing `/` is a path, resolved against the config folder; a bare name is looked up
+ * on PATH when the provider starts. Either way a missing command is only a warning: configs are
+ * often checked on a build machine without the provider binaries.
+ */
+function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
+  const c = ctx.checker;
+  const command = c.requiredString(p, pp, "command");
+  if (command === "") return "";
+  if (command.includes("/")) {
+    const abs = posix.resolve(ctx.configDir, command);
+    if (!ctx.fileExists(abs)) c.warning([...pp, "command"], `file not found: ${abs}`);
+    return abs;
+  }
+  if (!ctx.commandExists(command)) c.warning([...pp, "command"], `'${command}' not found on PATH`);
+  return command;
+}
+
+/** restart_policy: max_attempts, backoff_ms and timeout_ms are required when enabled (spec). */
+function readRestartPolicy(c: Checker, p: Obj, pp: Path): RestartPolicyConfig {
+  const P = [...pp, "restart_policy"];
+  const r = c.mapping(p.restart_policy, P) ?? {};
+  c.knownKeys(r, P, RESTART_KEYS);
+  const enabled = c.boolean(r, P, "enabled", false);
+  if (enabled) {
+    for (const key of ["max_attempts", "backoff_ms", "timeout_ms"]) {
+      if (!present(r, key)) c.error([...P, key], "is required when restart_policy.enabled is true");
+    }
+  }
+  const maxAttempts = c.integer(r, P, "max_attempts", 3, { min: 1, enforce: enabled });
+  const backoffMs = c.integerList(r, P, "backoff_ms", [100, 1000, 5000], {
+    min: enabled ? 0 : undefined,
+    nonEmpty: enabled,
+  });
+  const lengthCheckable = enabled && present(r, "max_attempts") && present(r, "backoff_ms") &&
+    !c.hasErrorAt([...P, "max_attempts"]) && !c.hasErrorAt([...P, "backoff_ms"]) &&
+    Array.isArray(r.backoff_ms);
+  if (lengthCheckable && (r.backoff_ms as unknown[]).length !== maxAttempts) {
+    const n = (r.backoff_ms as unknown[]).length;
+    c.error(
+      [...P, "backoff_ms"],
+      `has ${n} ${n === 1 ? "entry" : "entries"}, max_attempts is ${maxAttempts}`,
+    );
+  }
+  return {
+    enabled,
+    maxAttempts,
+    backoffMs,
+    timeoutMs: c.integer(r, P, "timeout_ms", 30000, { min: 1000, enforce: enabled }),
+    successResetMs: c.integer(r, P, "success_reset_ms", 1000, { min: 0, enforce: enabled }),
+  };
+}
+
+function readTelemetry(root: Obj, ctx: SemanticContext): Config["telemetry"] {
+  const c = ctx.checker;
+  const P = ["telemetry"];
+  const t = c.mapping(root.telemetry, P) ?? {};
+  c.knownKeys(t, P, TELEMETRY_KEYS);
+  const enabled = c.boolean(t, P, "enabled", false);
+  const healthIntervalMs = c.integer(t, P, "health_interval_ms", 15000, { min: 0 });
+  const IP = [...P, "influxdb"];
+  const influx = c.mapping(t.influxdb, IP) ?? {};
+  c.knownKeys(influx, IP, INFLUX_KEYS);
+
+  // Flat aliases are applied (project rule; anolis ignores them); the nested key wins.
+  const aliasFor = new Map<string, string>();
+  for (const [alias, nested] of Object.entries(FLAT_TELEMETRY_ALIASES)) {
+    if (!(alias in t)) continue;
+    if (present(influx, nested)) {
+      c.warning(
+        [...P, alias],
+        `is deprecated and ignored here: telemetry.influxdb.${nested} is also set and wins`,
+      );
+      readInfluxKey(c, t, P, alias); // still type- and bound-checked
+    } else {
+      c.warning([...P, alias], `is deprecated; use telemetry.influxdb.${nested} (value applied)`);
+      aliasFor.set(nested, alias);
+    }
+  }
+  const read = (key: string) => {
+    const alias = aliasFor.get(key);
+    return alias === undefined ? readInfluxKey(c, influx, IP, key) : readInfluxKey(c, t, P, alias);
+  };
+  const keyPath = (key: string): Path => {
+    const alias = aliasFor.get(key);
+    return alias === undefined ? [...IP, key] : [...P, alias];
+  };
+  const influxdb: InfluxConfig = {
+    url: read("url") as string,
+    org: read("org") as string,
+    bucket: read("bucket") as string,
+    token: read("token") as string,
+    batchSize: read("batch_size") as number,
+    flushIntervalMs: read("flush_interval_ms") as number,
+    maxRetryBufferSize: c.integer(influx, IP, "max_retry_buffer_size", 1000, { min: 0 }),
+    queueSize: c.integer(influx, IP, "queue_size", 10000, { min: 1 }),
+  };
+  if (enabled) {
+    if (!isHttpUrl(influxdb.url)) {
+      c.error(keyPath("url"), `must be an http(s) URL, got '${influxdb.url}'`);
+    }
+    if (influxdb.token === "" && (ctx.env.INFLUXDB_TOKEN ?? "") === "") {
+      c.warning(
+        keyPath("token"),
+        "is empty and INFLUXDB_TOKEN is not set here; InfluxDB will reject writes without a token",
+      );
+    }
+  }
+  return { enabled, healthIntervalMs, influxdb };
+}
+
+const INFLUX_DEFAULTS: Readonly<Record<string, string | number>> = {
+  url: "http://localhost:8086",
+  org: "anolis",
+  bucket: "anolis",
+  token: "",
+  batch_size: 100,
+  flush_interval_ms: 1000,
+};
+
+/** One InfluxDB key under `obj` (nested or flat alias); `key` may be an alias name. */
+function readInfluxKey(c: Checker, obj: Obj, parent: Path, key: string): string | number {
+  const nested = FLAT_TELEMETRY_ALIASES[key] ?? key;
+  const def = INFLUX_DEFAULTS[nested];
+  if (typeof def === "number") return c.integer(obj, parent, key, def, { min: 1 });
+  return c.string(obj, parent, key, def as string);
+}
+
+function isHttpUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+function readAutomation(
+  root: Obj,
+  ctx: SemanticContext,
+  callCtx: CallContext,
+): Config["automation"] {
+  const c = ctx.checker;
+  const P = ["automation"];
+  const a = c.mapping(root.automation, P) ?? {};
+  c.knownKeys(a, P, AUTOMATION_KEYS);
+  const enabled = c.boolean(a, P, "enabled", false);
+  const tree = readBehaviorTree(ctx, a, enabled);
+  const hooksPath = [...P, "mode_transition_hooks"];
+  const hooks = c.mapping(a.mode_transition_hooks, hooksPath) ?? {};
+  c.knownKeys(hooks, hooksPath, ["before_transition", "after_transition"]);
+  return {
+    enabled,
+    behaviorTree: tree,
+    tickRateHz: c.integer(a, P, "tick_rate_hz", 10, { min: 1, max: 1000, enforce: enabled }),
+    manualGatingPolicy: c.oneOf(a, P, "manual_gating_policy", ["BLOCK", "OVERRIDE"], "BLOCK"),
+    parameters: readParameters(c, a.parameters, [...P, "parameters"]),
+    modeTransitionHooks: {
+      beforeTransition: readHooks(callCtx, hooks.before_transition, [
+        ...hooksPath,
+        "before_transition",
+      ]),
+      afterTransition: readHooks(callCtx, hooks.after_transition, [
+        ...hooksPath,
+        "after_transition",
+      ]),
+    },
+  };
+}
+
+/**
+ * behavior_tree, or its deprecated alias behavior_tree_path when behavior_tree is absent.
+ * Required and checked for existence when automation is enabled; resolved against the config
+ * folder. The tree's own validation belongs to the automation subsystem.
+ */
+function readBehaviorTree(ctx: SemanticContext, a: Obj, enabled: boolean): string | null {
+  const c = ctx.checker;
+  const P = ["automation"];
+  let key = "behavior_tree";
+  if ("behavior_tree_path" in a) {
+    if (present(a, "behavior_tree")) {
+      c.warning(
+        [...P, "behavior_tree_path"],
+        "is a deprecated alias and is ignored: behavior_tree is also set",
+      );
+      c.string(a, P, "behavior_tree_path", "");
+    } else {
+      c.warning(
+        [...P, "behavior_tree_path"],
+        "is deprecated; use automation.behavior_tree (value applied)",
+      );
+      key = "behavior_tree_path";
+    }
+  }
+  const path = [...P, key];
+  if (enabled && !present(a, key)) {
+    c.error(path, "is required when automation is enabled");
+    return null;
+  }
+  const value = c.string(a, P, key, "", enabled);
+  if (value === "") return null;
+  const abs = posix.resolve(ctx.configDir, value);
+  if (enabled && !ctx.fileExists(abs)) c.error(path, `file not found: ${abs}`);
+  return abs;
+}
+
+function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
+  const c = callCtx.checker;
+  const s = c.mapping(root.safety, ["safety"]) ?? {};
+  c.knownKeys(s, ["safety"], ["safe_state"]);
+  const P = ["safety", "safe_state"];
+  const ss = c.mapping(s.safe_state, P) ?? {};
+  c.knownKeys(ss, P, ["hooks", "setpoints", "zero_is_safe"]);
+  return {
+    // An explicit `safety:` key, even empty, disables adoption of FAULT hooks (config.md §6).
+    present: "safety" in root,
+    safeState: {
+      hooks: readCalls(callCtx, ss.hooks, [...P, "hooks"]),
+      setpoints: readCalls(callCtx, ss.setpoints, [...P, "setpoints"]),
+      zeroIsSafe: c.boolean(ss, P, "zero_is_safe", false),
+    },
+  };
+}
+
+function readHealth(root: Obj, c: Checker): Config["health"] {
+  const h = c.mapping(root.health, ["health"]) ?? {};
+  c.knownKeys(h, ["health"], ["staleness"]);
+  const P = ["health", "staleness"];
+  const s = c.mapping(h.staleness, P) ?? {};
+  c.knownKeys(s, P, ["warn_after_ms", "stale_after_ms"]);
+  const warnAfterMs = c.integer(s, P, "warn_after_ms", 0, { min: 0 });
+  const staleAfterMs = c.integer(s, P, "stale_after_ms", 0, { min: 0 });
+  if (warnAfterMs > 0 && staleAfterMs > 0 && staleAfterMs <= warnAfterMs) {
+    c.error(
+      [...P, "stale_after_ms"],
+      `must be greater than warn_after_ms (${staleAfterMs} <= ${warnAfterMs})`,
+    );
+  }
+  return { staleness: { warnAfterMs, staleAfterMs } };
+}

@@ -1,0 +1,208 @@
+/**
+ * The `runtime` command: parses flags, runs `--check-config`, or loads the configuration and
+ * starts the service. Exit codes: 0 ok, 1 configuration errors, 2 usage error or unreadable file.
+ */
+import { delimiter, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { USAGE } from "./cli_usage.ts";
+import {
+  ADPP_PROTOCOL_VERSION,
+  ADPP_SCHEMA_VERSION,
+  HTTP_CONTRACT_VERSION,
+  LOG_LEVELS,
+  type LogLevel,
+  RUNTIME_VERSION,
+} from "./common/mod.ts";
+import {
+  type Config,
+  type Diagnostic,
+  diagnosticsReport,
+  formatDiagnostic,
+  formatSummary,
+  loadConfig,
+} from "./config/mod.ts";
+
+/** What the command line asks for. */
+export type CliCommand =
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "check"; file: string; format: "text" | "json" }
+  | { kind: "start"; file: string; logLevel: LogLevel | null }
+  | { kind: "usage-error"; message: string };
+
+/** Parses the command line (no side effects). */
+export function parseCli(argv: readonly string[]): CliCommand {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        config: { type: "string" },
+        "check-config": { type: "string" },
+        format: { type: "string" },
+        "log-level": { type: "string" },
+        version: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    return { kind: "usage-error", message: e instanceof Error ? e.message : String(e) };
+  }
+  if (values.help) return { kind: "help" };
+  if (values.version) return { kind: "version" };
+  const logLevel = values["log-level"];
+  if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    return { kind: "usage-error", message: `--log-level must be one of ${LOG_LEVELS.join(", ")}` };
+  }
+  const check = values["check-config"];
+  if (check !== undefined && values.config !== undefined) {
+    return { kind: "usage-error", message: "use either --config or --check-config, not both" };
+  }
+  if (check !== undefined) {
+    const format = values.format ?? "text";
+    if (format !== "text" && format !== "json") {
+      return { kind: "usage-error", message: "--format must be text or json" };
+    }
+    return { kind: "check", file: check, format };
+  }
+  if (values.format !== undefined) {
+    return { kind: "usage-error", message: "--format applies to --check-config only" };
+  }
+  if (values.config === undefined) {
+    return { kind: "usage-error", message: "missing --config FILE or --check-config FILE" };
+  }
+  return { kind: "start", file: values.config, logLevel: (logLevel ?? null) as LogLevel | null };
+}
+
+/** Runs the command and returns the process exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const cli = parseCli(argv);
+  switch (cli.kind) {
+    case "usage-error":
+      console.error(`runtime: ${cli.message}\n\n${USAGE}`);
+      return 2;
+    case "help":
+      console.log(USAGE);
+      return 0;
+    case "version":
+      console.log(`runtime ${RUNTIME_VERSION}`);
+      console.log(`HTTP contract ${HTTP_CONTRACT_VERSION}`);
+      console.log(`ADPP protocol ${ADPP_PROTOCOL_VERSION} (schema ${ADPP_SCHEMA_VERSION})`);
+      return 0;
+    case "check":
+    case "start":
+      break;
+  }
+  const absPath = resolve(Deno.cwd(), cli.file);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(absPath);
+  } catch (e) {
+    console.error(
+      `runtime: cannot read config file ${cli.file}: ${e instanceof Error ? e.message : e}`,
+    );
+    return 2;
+  }
+  const { config, diagnostics } = loadConfig(text, {
+    path: absPath,
+    mode: cli.kind,
+    env: {
+      RUNTIME_API_TOKEN: readEnv("RUNTIME_API_TOKEN"),
+      INFLUXDB_TOKEN: readEnv("INFLUXDB_TOKEN"),
+    },
+    fileExists: isFile,
+    commandExists: isOnPath,
+    cwd: Deno.cwd(),
+  });
+  // Diagnostics name the file as it was typed on the command line.
+  const shown = diagnostics.map((d) => d.file === absPath ? { ...d, file: cli.file } : d);
+  if (cli.kind === "check") {
+    if (cli.format === "json") {
+      console.log(JSON.stringify(diagnosticsReport(cli.file, shown), null, 2));
+    } else {
+      printDiagnostics(shown, console.log);
+      console.log(formatSummary(cli.file, shown));
+    }
+    return config === null ? 1 : 0;
+  }
+  printDiagnostics(shown, console.error);
+  if (config === null) {
+    console.error(`runtime: refusing to start: ${formatSummary(cli.file, shown)}`);
+    return 1;
+  }
+  return await startService(config, cli.logLevel);
+}
+
+function printDiagnostics(diagnostics: readonly Diagnostic[], write: (line: string) => void): void {
+  for (const d of diagnostics) write(formatDiagnostic(d));
+}
+
+/** An environment variable, or undefined when unset or not permitted to this process. */
+function readEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function isFile(absPath: string): boolean {
+  try {
+    return Deno.statSync(absPath).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `command` is an executable file in a PATH folder. */
+function isOnPath(command: string): boolean {
+  let path: string | undefined;
+  try {
+    path = Deno.env.get("PATH");
+  } catch {
+    return true; // PATH not readable here (e.g. a binary compiled without it): cannot tell.
+  }
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    try {
+      const info = Deno.statSync(join(dir, command));
+      if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return true;
+    } catch {
+      // not in this folder
+    }
+  }
+  return false;
+}
+
+/**
+ * Starts the service with a valid configuration and resolves with the exit code.
+ * Placeholder until the composition root (src/runtime.ts) lands: prints the resolved summary.
+ */
+function startService(config: Config, logLevelOverride: LogLevel | null): Promise<number> {
+  const http = config.http;
+  const automation = config.automation;
+  const lines = [
+    `runtime '${config.runtime.name || "default"}': configuration ${config.configPath} is valid`,
+    `  providers: ${config.providers.map((p) => `${p.id} (${p.command})`).join(", ")}`,
+    `  http: ${
+      http.enabled
+        ? `${http.tlsCertPath ? "https" : "http"}://${http.bind}:${http.port}` +
+          ` (auth ${http.authEnabled ? "on" : "off"})`
+        : "disabled"
+    }`,
+    `  polling: every ${config.polling.intervalMs} ms`,
+    `  automation: ${
+      automation.enabled ? `on, ${automation.tickRateHz} Hz, ${automation.behaviorTree}` : "off"
+    }`,
+    `  telemetry: ${config.telemetry.enabled ? config.telemetry.influxdb.url : "off"}`,
+    `  log level: ${logLevelOverride ?? config.logging.level}`,
+  ];
+  for (const line of lines) console.log(line);
+  return Promise.resolve(0);
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}
