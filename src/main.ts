@@ -5,6 +5,8 @@
 import { delimiter, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
+import { createStderrLogger } from "./host/mod.ts";
+import { runService } from "./service.ts";
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,
@@ -176,31 +178,10 @@ function isOnPath(command: string): boolean {
   return false;
 }
 
-/**
- * Starts the service with a valid configuration and resolves with the exit code.
- * Placeholder until the composition root (src/runtime.ts) lands: prints the resolved summary.
- */
+/** Starts the service with a valid configuration and resolves with the exit code. */
 function startService(config: Config, logLevelOverride: LogLevel | null): Promise<number> {
-  const http = config.http;
-  const automation = config.automation;
-  const lines = [
-    `runtime '${config.runtime.name || "default"}': configuration ${config.configPath} is valid`,
-    `  providers: ${config.providers.map((p) => `${p.id} (${p.command})`).join(", ")}`,
-    `  http: ${
-      http.enabled
-        ? `${http.tlsCertPath ? "https" : "http"}://${http.bind}:${http.port}` +
-          ` (auth ${http.authEnabled ? "on" : "off"})`
-        : "disabled"
-    }`,
-    `  polling: every ${config.polling.intervalMs} ms`,
-    `  automation: ${
-      automation.enabled ? `on, ${automation.tickRateHz} Hz, ${automation.behaviorTree}` : "off"
-    }`,
-    `  telemetry: ${config.telemetry.enabled ? config.telemetry.influxdb.url : "off"}`,
-    `  log level: ${logLevelOverride ?? config.logging.level}`,
-  ];
-  for (const line of lines) console.log(line);
-  return Promise.resolve(0);
+  const log = createStderrLogger(logLevelOverride ?? config.logging.level);
+  return runService(config, log);
 }
 
 if (import.meta.main) {

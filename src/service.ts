@@ -1,0 +1,176 @@
+/**
+ * The running service: the runtime kernel plus run records, telemetry and the HTTP server, under
+ * the process lifecycle (signals, readiness notification, shutdown budget, exit codes).
+ *
+ * Start order: run journal replay -> providers (fail-fast, bounded by startup_timeout_ms) ->
+ * telemetry + run journaling on the event bus -> HTTP -> READY. Stop order: HTTP (streams first)
+ * -> runtime (polling, providers) -> run journal -> telemetry flush, all within
+ * runtime.shutdown_timeout_ms.
+ */
+import type { Logger } from "./common/mod.ts";
+import type { Config } from "./config/mod.ts";
+import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
+import {
+  type HttpServerHandle,
+  journalFiles,
+  type LineLogger,
+  notifyReady,
+  notifyStopping,
+  serveHttp,
+  spawnProcess,
+  systemClock,
+} from "./host/mod.ts";
+import { HttpApi, resolveApiToken } from "./http/mod.ts";
+import { RunRegistry } from "./runs/mod.ts";
+import { Runtime } from "./runtime.ts";
+import { telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
+
+/** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
+const SHUTDOWN_GRACE_MS = 1000;
+
+/** Everything a running service holds; `stop()` ends it. */
+export interface Service {
+  readonly runtime: Runtime;
+  readonly http: HttpServerHandle | null;
+  readonly telemetry: TelemetryWriter;
+  readonly runs: RunRegistry;
+  stop(): Promise<void>;
+}
+
+function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Builds and starts the whole service; throws (after cleaning up) when start-up fails. */
+export async function startService(config: Config, log: Logger): Promise<Service> {
+  const clock = systemClock;
+  const runtime = new Runtime(config, { spawn: spawnProcess, clock, log });
+  const telemetry = new TelemetryWriter(telemetryOptionsFromConfig(config, {
+    envToken: envVar("INFLUXDB_TOKEN"),
+    clock,
+    logger: log.child("telemetry"),
+    healthSnapshot: () => runtime.providerHealthLive(),
+  }));
+  const runs = new RunRegistry({
+    dataDir: config.runtime.dataDir,
+    runtimeName: config.runtime.name,
+    pollingIntervalMs: config.polling.intervalMs,
+    files: journalFiles,
+    clock,
+    logger: log.child("runs"),
+    automationVersion: () => null,
+    telemetrySink: (event, run) => telemetry.recordRunEvent(event, run.experiment_label),
+  });
+
+  let http: HttpServerHandle | null = null;
+  let api: HttpApi | null = null;
+  const stop = async () => {
+    api?.close();
+    await http?.shutdown();
+    await runtime.stop();
+    await runs.shutdown();
+    await telemetry.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2));
+  };
+
+  try {
+    await runs.start();
+    await runtime.start();
+    telemetry.start(runtime.bus);
+    runs.attach(runtime.bus);
+    if (config.http.enabled) {
+      api = new HttpApi(
+        { ...servicesOf(runtime), telemetry, runs },
+        { apiToken: resolveApiToken(config.http, envVar("RUNTIME_API_TOKEN")) },
+      );
+      http = await serveHttp({
+        hostname: config.http.bind,
+        port: config.http.port,
+        tlsCertPath: config.http.tlsCertPath,
+        tlsKeyPath: config.http.tlsKeyPath,
+        authEnabled: config.http.authEnabled,
+        allowInsecureBind: config.http.allowInsecureBind,
+        handler: api.handle,
+        log: log.child("http"),
+        onShutdown: () => api?.close(),
+      });
+      log.info(
+        `API listening on ${http.tls ? "https" : "http"}://${http.hostname}:${http.port}/v0`,
+      );
+    } else {
+      log.info("http.enabled is false: running headless");
+    }
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+  return { runtime, http, telemetry, runs, stop };
+}
+
+/** The runtime's services as the HTTP layer sees them. */
+function servicesOf(runtime: Runtime) {
+  return {
+    config: runtime.config,
+    host: runtime.host,
+    bus: runtime.bus,
+    registry: runtime.registry,
+    cache: runtime.cache,
+    router: runtime.router,
+    providerHealth: () => runtime.providerHealth(),
+    uptimeSeconds: () => runtime.uptimeSeconds(),
+    modes: runtime.modes,
+    estop: runtime.estop,
+    ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
+  };
+}
+
+/**
+ * Runs the service until SIGINT/SIGTERM and resolves with the process exit code:
+ * 0 after a clean shutdown, 3 when start-up fails, 4 when shutdown itself fails.
+ */
+export async function runService(config: Config, log: LineLogger): Promise<ExitCode> {
+  let service: Service;
+  try {
+    service = await startService(config, log);
+  } catch (err) {
+    log.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT_STARTUP_FAILURE;
+  }
+  await notifyReady(log);
+
+  const signal = await new Promise<string>((resolve) => {
+    const handlers: Array<[Deno.Signal, () => void]> = [];
+    for (const sig of ["SIGINT", "SIGTERM"] as const) {
+      const h = () => {
+        for (const [s, f] of handlers) Deno.removeSignalListener(s, f);
+        resolve(sig);
+      };
+      handlers.push([sig, h]);
+      Deno.addSignalListener(sig, h);
+    }
+  });
+  log.info(`${signal} received: shutting down`);
+  await notifyStopping(log);
+
+  // The budget is enforced: whatever is still running past it must not keep the process alive.
+  const budget = config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const overrun = new Promise<"overrun">((r) => (timer = setTimeout(() => r("overrun"), budget)));
+  try {
+    const outcome = await Promise.race([service.stop().then(() => "done" as const), overrun]);
+    if (outcome === "overrun") {
+      log.error(`shutdown exceeded ${budget} ms; exiting anyway`);
+      return EXIT_INTERNAL_ERROR;
+    }
+    log.info("shutdown complete");
+    return EXIT_OK;
+  } catch (err) {
+    log.error(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT_INTERNAL_ERROR;
+  } finally {
+    clearTimeout(timer);
+  }
+}
