@@ -1,0 +1,212 @@
+/**
+ * Build step: instantiates the main tree (SubTrees expanded, each with its own blackboard scope),
+ * declares the blackboard entry of every `{key}` port with the port's type (a conflicting type is a
+ * load error, as in BT.CPP) and returns a tickable tree.
+ */
+import type { Clock, Logger } from "../../common/mod.ts";
+import type { Diagnostic } from "../../config/mod.ts";
+import { Blackboard } from "./blackboard.ts";
+import { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
+import { errorAt, hasErrors, warningAt } from "./diagnostics.ts";
+import { NODE_SPECS, type NodeSpec } from "./node_registry.ts";
+import type { ParsedTree, TreeDefinition } from "./parse.ts";
+import { bbTypeOfPort, blackboardKeyOf } from "./ports.ts";
+import { parseScript, type ScriptProgram } from "./script.ts";
+import type { BtServices } from "./services.ts";
+import {
+  type NodeStatus,
+  POST_CONDITIONS,
+  PRE_CONDITIONS,
+  type TickEnv,
+  type TreeNode,
+} from "./tree_node.ts";
+import { nodeTypeOf, pathSegment } from "./verify.ts";
+import type { XmlElement } from "./xml_document.ts";
+import { parseScalar } from "./blackboard.ts";
+
+/** What a built tree needs from the host. */
+export interface BuildOptions {
+  readonly clock: Clock;
+  /** Runtime services for custom nodes; omitted for a check-only build. */
+  readonly services?: BtServices;
+  readonly log?: Logger;
+  /** Node types (default: all built-ins); tests add their own. */
+  readonly registry?: ReadonlyMap<string, NodeSpec>;
+}
+
+/** An instantiated, tickable tree. */
+export interface BuiltTree {
+  readonly root: TreeNode;
+  /** The root blackboard scope. */
+  readonly blackboard: Blackboard;
+  readonly env: TickEnv;
+  /** One tick of the root (BT.CPP tickOnce): a finished root is reset so it restarts next tick. */
+  tickRoot(): NodeStatus;
+  /** Halts a RUNNING tree (cancelling asynchronous actions) and resets every node to IDLE. */
+  haltTree(): void;
+  /** Path of the deepest RUNNING node, or null when nothing runs. */
+  runningPath(): string | null;
+}
+
+const CONDITIONS: readonly string[] = [...PRE_CONDITIONS, ...POST_CONDITIONS];
+
+/** Instantiates the main tree of a verified parse; type conflicts come back as diagnostics. */
+export function buildTree(
+  parsed: ParsedTree,
+  options: BuildOptions,
+): { tree?: BuiltTree; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const seen = new Set<string>();
+  const report = (d: Diagnostic) => {
+    // A SubTree used twice reports the same problem twice: keep one.
+    const k = `${d.file}:${d.line}:${d.message}`;
+    if (!seen.has(k)) {
+      seen.add(k);
+      diagnostics.push(d);
+    }
+  };
+  const main = parsed.mainTreeId === undefined ? undefined : parsed.trees.get(parsed.mainTreeId);
+  if (!main?.root) {
+    return {
+      diagnostics: [
+        errorAt({ file: parsed.path, line: 0, column: 0 }, "", "no main tree to build"),
+      ],
+    };
+  }
+  const registry = options.registry ?? NODE_SPECS;
+  const env: TickEnv = { clock: options.clock, log: options.log, lastFailedLeaf: "" };
+  const rootBb = new Blackboard();
+  // Always present (empty for a check-only build) so reachability from SubTrees can be checked.
+  rootBb.createEntry(SERVICE_CONTEXT_KEY, "any");
+  if (options.services) {
+    rootBb.set(SERVICE_CONTEXT_KEY, { type: "object", value: options.services });
+  }
+
+  const instantiate = (
+    el: XmlElement,
+    tree: TreeDefinition,
+    bb: Blackboard,
+    path: string,
+  ): TreeNode | undefined => {
+    const type = nodeTypeOf(el) ?? "";
+    const spec = registry.get(type);
+    if (!spec) {
+      report(errorAt(el, path, `unknown node type '${type}'`));
+      return undefined;
+    }
+    const conditions = new Map<string, ScriptProgram>();
+    for (const name of CONDITIONS) {
+      const code = el.attributes.get(name);
+      if (code !== undefined) conditions.set(name, parseScript(code));
+    }
+    const ports = new Map<string, string>();
+    let nodeBb = bb;
+    let children: XmlElement[] = el.children;
+    let childTree = tree;
+    let childBase = path;
+    if (spec.category === "subtree") {
+      const id = el.attributes.get("ID") ?? "";
+      const target = parsed.trees.get(id);
+      if (!target?.root) return undefined;
+      const child = new Blackboard(bb);
+      for (const [name, value] of el.attributes) {
+        if (name === "ID" || name === "name") continue;
+        if (name === "_autoremap") {
+          child.enableAutoRemapping(parseScalar(value, "bool")?.value === true);
+          continue;
+        }
+        if (name.startsWith("_")) continue;
+        const key = blackboardKeyOf(value, name);
+        if (key !== undefined) child.addSubtreeRemapping(name, key);
+        else child.set(name, { type: "string", value });
+      }
+      nodeBb = child;
+      children = [target.root];
+      childTree = target;
+      childBase = `${path}/${id}`;
+    } else {
+      for (const port of spec.ports) {
+        const raw = el.attributes.get(port.name);
+        if (raw === undefined) continue;
+        ports.set(port.name, raw);
+        const key = blackboardKeyOf(raw, port.name);
+        if (key === undefined) continue;
+        const declared = bbTypeOfPort(port.type);
+        const { conflict } = bb.declare(key, declared);
+        if (conflict) {
+          report(
+            errorAt(
+              el,
+              path,
+              `port type conflict: blackboard entry '${key}' was declared as ${conflict} ` +
+                `and port '${port.name}' of ${spec.type} uses it as ${declared}`,
+            ),
+          );
+        }
+      }
+      if (spec.needsServices && !bb.getEntry(SERVICE_CONTEXT_KEY)) {
+        report(
+          warningAt(
+            el,
+            path,
+            `${spec.type} inside a SubTree without _autoremap="true" cannot reach the runtime ` +
+              `services and will always return FAILURE`,
+          ),
+        );
+      }
+    }
+    const node = spec.create({
+      type,
+      name: el.attributes.get("name") ?? type,
+      path,
+      ports,
+      portSpecs: spec.ports,
+      blackboard: nodeBb,
+      env,
+      conditions,
+    });
+    children.forEach((c, i) => {
+      const childPath = childTree === tree
+        ? `${path}/${pathSegment(c, i)}`
+        : `${childBase}/${pathSegment(c, 0)}`;
+      const built = instantiate(c, childTree, nodeBb, childPath);
+      if (built) node.children.push(built);
+    });
+    return node;
+  };
+
+  const root = instantiate(main.root, main, rootBb, `${main.id}/${pathSegment(main.root, 0)}`);
+  if (!root || hasErrors(diagnostics)) return { diagnostics };
+  return { tree: makeBuiltTree(root, rootBb, env), diagnostics };
+}
+
+function makeBuiltTree(root: TreeNode, blackboard: Blackboard, env: TickEnv): BuiltTree {
+  const resetAll = (n: TreeNode) => {
+    n.resetStatus();
+    n.children.forEach(resetAll);
+  };
+  return {
+    root,
+    blackboard,
+    env,
+    tickRoot() {
+      env.lastFailedLeaf = "";
+      const s = root.executeTick();
+      if (s === "SUCCESS" || s === "FAILURE") root.resetStatus();
+      return s;
+    },
+    haltTree() {
+      if (root.status === "RUNNING") root.haltNode();
+      resetAll(root);
+    },
+    runningPath() {
+      if (root.status !== "RUNNING") return null;
+      let node = root;
+      for (;;) {
+        const next = node.children.find((c) => c.status === "RUNNING");
+        if (!next) return node.path;
+        node = next;
+      }
+    },
+  };
+}

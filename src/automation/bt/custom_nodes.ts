@@ -1,0 +1,420 @@
+/**
+ * The anolis custom nodes (automation.md §2) with their exact ports, defaults and return rules.
+ * Nodes that reach the runtime find BtServices on their blackboard under SERVICE_CONTEXT_KEY (set
+ * on the root blackboard), so inside a SubTree without `_autoremap` they return FAILURE, as in
+ * anolis. CallDevice is asynchronous: it starts the call on its first tick and reports RUNNING
+ * until the call settles; halting aborts the call.
+ */
+import type { TypedValue } from "../../common/mod.ts";
+import type { BtServices } from "./services.ts";
+import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } from "./tree_node.ts";
+
+/** Root-blackboard key holding the runtime services (anolis name). */
+export const SERVICE_CONTEXT_KEY = "anolis.bt_service_context";
+
+const BT_QUALITY_NAMES = ["OK", "STALE", "FAULT", "UNKNOWN"];
+
+function servicesOf(node: TreeNode): BtServices | undefined {
+  const v = node.blackboard.get(SERVICE_CONTEXT_KEY);
+  return v?.type === "object" ? v.value as BtServices : undefined;
+}
+
+/** A signal value as a double: integers cast, bool -> 1/0, string/bytes -> 0. */
+export function signalAsDouble(v: TypedValue): number {
+  switch (v.type) {
+    case "double":
+      return v.double;
+    case "int64":
+      return v.int64;
+    case "uint64":
+      return v.uint64;
+    case "bool":
+      return v.bool ? 1 : 0;
+    case "string":
+    case "bytes":
+      return 0;
+  }
+}
+
+/** ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent. */
+export class ReadSignalNode extends SyncActionNode {
+  protected override tickSync(): NodeStatus {
+    const services = servicesOf(this);
+    const handle = this.getString("device_handle");
+    const signal = this.getString("signal_id");
+    if (!services || !handle.ok || !signal.ok) return "FAILURE";
+    const cached = services.readSignal(handle.value, signal.value);
+    if (!cached) return "FAILURE";
+    this.setOutput("value", { type: "double", value: signalAsDouble(cached.value) });
+    this.setOutput("quality", { type: "string", value: cached.quality });
+    return "SUCCESS";
+  }
+}
+
+/** CheckQuality: SUCCESS when the cached quality equals expected_quality (default OK). */
+export class CheckQualityNode extends SyncActionNode {
+  protected override tickSync(): NodeStatus {
+    const services = servicesOf(this);
+    const handle = this.getString("device_handle");
+    const signal = this.getString("signal_id");
+    const expected = this.getString("expected_quality");
+    if (!services || !handle.ok || !signal.ok || !expected.ok) return "FAILURE";
+    // Only the four names anolis maps can ever match (UNSPECIFIED never does).
+    if (!BT_QUALITY_NAMES.includes(expected.value)) return "FAILURE";
+    const cached = services.readSignal(handle.value, signal.value);
+    if (!cached) return "FAILURE";
+    return cached.quality === expected.value ? "SUCCESS" : "FAILURE";
+  }
+}
+
+interface JsonReviverContext {
+  source?: string;
+}
+
+/**
+ * Parses CallDevice `args` (after the `json:` prefix): a JSON object whose values are numbers,
+ * booleans or strings. JSON floats (with `.`/exponent in the source text) become double, JSON
+ * integers int64. Returns the typed args or an error message.
+ */
+export function parseCallArgs(
+  text: string,
+): { ok: true; args: Record<string, TypedValue> } | { ok: false; error: string } {
+  const body = text.startsWith("json:") ? text.slice(5) : text;
+  // Source text of every number, per holder object (the reviver sees nested holders too).
+  const sources = new WeakMap<object, Map<string, string>>();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(
+      body,
+      function (this: unknown, key: string, value: unknown, context?: JsonReviverContext) {
+        if (typeof value === "number" && typeof this === "object" && this !== null) {
+          let m = sources.get(this);
+          if (!m) sources.set(this, m = new Map());
+          if (context?.source !== undefined) m.set(key, context.source);
+        }
+        return value;
+      },
+    );
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return { ok: false, error: `invalid JSON in args: ${reason}` };
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return { ok: false, error: "args must be a JSON object" };
+  }
+  const out: Record<string, TypedValue> = {};
+  const numberSources = sources.get(parsed);
+  for (const [name, value] of Object.entries(parsed)) {
+    if (typeof value === "boolean") out[name] = { type: "bool", bool: value };
+    else if (typeof value === "string") out[name] = { type: "string", string: value };
+    else if (typeof value === "number") {
+      const src = numberSources?.get(name);
+      const isFloat = src !== undefined ? /[.eE]/.test(src) : !Number.isInteger(value);
+      if (isFloat) out[name] = { type: "double", double: value };
+      else if (Number.isSafeInteger(value)) out[name] = { type: "int64", int64: value };
+      else return { ok: false, error: `arg '${name}': integer ${src ?? value} is out of range` };
+    } else {
+      const kind = value === null ? "null" : Array.isArray(value) ? "array" : "object";
+      return { ok: false, error: `arg '${name}': unsupported JSON value (${kind})` };
+    }
+  }
+  return { ok: true, args: out };
+}
+
+/**
+ * CallDevice: calls device_handle.function_name with args through the call router. RUNNING until
+ * the call settles; outputs success/error are set in every outcome; halting aborts the call.
+ */
+export class CallDeviceNode extends StatefulActionNode {
+  #abort: AbortController | undefined;
+  #outcome: { ok: true } | { ok: false; error: string } | undefined;
+
+  protected override onStart(): NodeStatus {
+    const services = servicesOf(this);
+    if (!services) return this.#finish(false, "no runtime services on this blackboard");
+    const handle = this.getString("device_handle");
+    if (!handle.ok) return this.#finish(false, handle.error);
+    const fn = this.getString("function_name");
+    if (!fn.ok) return this.#finish(false, fn.error);
+    const argsText = this.getString("args");
+    if (!argsText.ok) return this.#finish(false, argsText.error);
+    const args = parseCallArgs(argsText.value);
+    if (!args.ok) return this.#finish(false, args.error);
+    const reason = this.hasPort("reason") ? this.getString("reason") : undefined;
+    this.env.log?.debug(
+      `CallDevice ${handle.value} ${fn.value}` + (reason?.ok ? ` reason=${reason.value}` : ""),
+    );
+    const abort = new AbortController();
+    this.#abort = abort;
+    this.#outcome = undefined;
+    let call: Promise<void>;
+    try {
+      call = services.callDevice(
+        handle.value,
+        fn.value,
+        args.args,
+        abort.signal,
+      );
+    } catch (err) {
+      call = Promise.reject(err);
+    }
+    // Results of an aborted call are dropped: a halted node must not report a stale outcome.
+    call.then(
+      () => {
+        if (this.#abort === abort) this.#outcome = { ok: true };
+      },
+      (err) => {
+        if (this.#abort === abort) {
+          this.#outcome = { ok: false, error: err instanceof Error ? err.message : String(err) };
+        }
+      },
+    );
+    return "RUNNING";
+  }
+
+  protected override onRunning(): NodeStatus {
+    const outcome = this.#outcome;
+    if (!outcome) return "RUNNING";
+    this.#abort = undefined;
+    this.#outcome = undefined;
+    return outcome.ok ? this.#finish(true, "") : this.#finish(false, outcome.error);
+  }
+
+  protected override onHalted(): void {
+    const abort = this.#abort;
+    this.#abort = undefined;
+    this.#outcome = undefined;
+    abort?.abort();
+  }
+
+  #finish(ok: boolean, error: string): NodeStatus {
+    this.setOutput("success", { type: "bool", value: ok });
+    this.setOutput("error", { type: "string", value: error });
+    return ok ? "SUCCESS" : "FAILURE";
+  }
+}
+
+/** GetParameter (double, int converted), GetParameterBool, GetParameterInt64. */
+export class GetParameterNode extends SyncActionNode {
+  constructor(
+    init: ConstructorParameters<typeof SyncActionNode>[0],
+    readonly want: "number" | "bool" | "int64",
+  ) {
+    super(init);
+  }
+
+  protected override tickSync(): NodeStatus {
+    const services = servicesOf(this);
+    const name = this.getString("param");
+    if (!services || !name.ok) return "FAILURE";
+    const p = services.getParameter(name.value);
+    if (!p) return "FAILURE";
+    switch (this.want) {
+      case "number":
+        if (p.type !== "double" && p.type !== "int64") return "FAILURE";
+        this.setOutput("value", { type: "double", value: Number(p.value) });
+        return "SUCCESS";
+      case "bool":
+        if (p.type !== "bool") return "FAILURE";
+        this.setOutput("value", { type: "bool", value: Boolean(p.value) });
+        return "SUCCESS";
+      case "int64":
+        if (p.type !== "int64") return "FAILURE";
+        this.setOutput("value", { type: "int64", value: Number(p.value) });
+        return "SUCCESS";
+    }
+  }
+}
+
+/** CheckBool: SUCCESS when value equals expected (default true); FAILURE if value missing. */
+export class CheckBoolNode extends SyncActionNode {
+  protected override tickSync(): NodeStatus {
+    const value = this.getBool("value");
+    const expected = this.getBool("expected");
+    if (!value.ok || !expected.ok) return "FAILURE";
+    return value.value === expected.value ? "SUCCESS" : "FAILURE";
+  }
+}
+
+function readInts(node: TreeNode, names: readonly string[]): number[] | undefined {
+  const out: number[] = [];
+  for (const n of names) {
+    const r = node.getInt(n);
+    if (!r.ok) return undefined;
+    out.push(r.value);
+  }
+  return out;
+}
+
+function nowMs(node: TreeNode): number {
+  if (node.init.ports.has("now_ms")) {
+    const r = node.getInt("now_ms");
+    if (r.ok) return r.value;
+  }
+  return node.env.clock.monoMs();
+}
+
+/**
+ * PeriodicPulseWindow: a pulse of pulse_s every interval_s after startup_delay_s, counted from the
+ * first enabled tick (monotonic); max_pulses_per_hour stretches the interval. State survives halts.
+ */
+export class PeriodicPulseWindowNode extends SyncActionNode {
+  #startMs: number | undefined;
+
+  protected override tickSync(): NodeStatus {
+    const enabled = this.getBool("enabled");
+    const ints = readInts(this, [
+      "startup_delay_s",
+      "interval_s",
+      "pulse_s",
+      "max_pulses_per_hour",
+    ]);
+    if (!enabled.ok || !ints) return "FAILURE";
+    const [delayS, intervalS, pulseS, cap] = ints;
+    if (delayS < 0 || intervalS <= 0 || pulseS <= 0 || pulseS > intervalS || cap < 0) {
+      return "FAILURE";
+    }
+    const now = nowMs(this);
+    if (!enabled.value) {
+      this.#startMs = undefined;
+      return this.#emit(false, -1, 0);
+    }
+    this.#startMs ??= now;
+    const elapsed = Math.max(0, now - this.#startMs);
+    const t = elapsed - delayS * 1000;
+    if (t < 0) return this.#emit(false, -1, elapsed);
+    const interval = cap > 0
+      ? Math.max(intervalS * 1000, Math.floor(3_600_000 / cap))
+      : intervalS * 1000;
+    const index = Math.floor(t / interval);
+    return this.#emit(t % interval < pulseS * 1000, index, elapsed);
+  }
+
+  #emit(active: boolean, index: number, elapsed: number): NodeStatus {
+    this.setOutput("active", { type: "bool", value: active });
+    this.setOutput("pulse_index", { type: "int64", value: index });
+    this.setOutput("elapsed_ms", { type: "int64", value: elapsed });
+    return "SUCCESS";
+  }
+}
+
+/**
+ * EmitOnChangeOrInterval: decides whether to emit: force, first tick, key changed (respecting
+ * min_spacing_ms since the last emit), keepalive_s elapsed; otherwise "hold".
+ */
+export class EmitOnChangeOrIntervalNode extends SyncActionNode {
+  #lastEmitMs: number | undefined;
+  #lastKey: string | undefined;
+
+  protected override tickSync(): NodeStatus {
+    const key = this.getString("key");
+    const ints = readInts(this, ["keepalive_s", "min_spacing_ms"]);
+    const force = this.getBool("force");
+    if (!key.ok || !ints || !force.ok) return "FAILURE";
+    const [keepaliveS, spacingMs] = ints;
+    if (keepaliveS < 0 || spacingMs < 0) return "FAILURE";
+    const now = nowMs(this);
+    let reason: string;
+    if (force.value) reason = "force";
+    else if (this.#lastEmitMs === undefined) reason = "first";
+    else if (key.value !== this.#lastKey && now - this.#lastEmitMs >= spacingMs) {
+      reason = "changed";
+    } else if (keepaliveS > 0 && now - this.#lastEmitMs >= keepaliveS * 1000) reason = "keepalive";
+    else reason = "hold";
+    const emit = reason !== "hold";
+    if (emit) {
+      this.#lastEmitMs = now;
+      this.#lastKey = key.value;
+    }
+    this.setOutput("emit", { type: "bool", value: emit });
+    this.setOutput("reason", { type: "string", value: reason });
+    return "SUCCESS";
+  }
+}
+
+/** Number of BuildArgsJson slots. */
+export const BUILD_ARGS_SLOTS = 6;
+const ARG_TYPES = ["int64", "double", "bool", "string"];
+const SOURCE_TYPES = { num: "double", bool: "bool", str: "string" } as const;
+
+/** Formats a double so JSON keeps it a float (`5` -> `5.0`), as nlohmann::json dumps it. */
+function jsonDouble(v: number): string {
+  const s = String(v);
+  return /[.eE]/.test(s) ? s : `${s}.0`;
+}
+
+/**
+ * BuildArgsJson: builds the CallDevice args object from up to 6 named slots, each with exactly one
+ * value source (arg{i}_num, arg{i}_bool, arg{i}_str) and an optional type.
+ */
+export class BuildArgsJsonNode extends SyncActionNode {
+  protected override tickSync(): NodeStatus {
+    const fields = new Map<string, string>();
+    for (let i = 1; i <= BUILD_ARGS_SLOTS; i++) {
+      const nameR = this.getString(`arg${i}_name`);
+      const name = nameR.ok ? nameR.value : "";
+      if (name === "") continue;
+      const typeR = this.getString(`arg${i}_type`);
+      const type = typeR.ok ? typeR.value : "";
+      const sources: ("num" | "bool" | "str")[] = [];
+      let num = 0;
+      let bool = false;
+      let str = "";
+      if (this.init.ports.has(`arg${i}_num`)) {
+        const r = this.getNumber(`arg${i}_num`);
+        if (r.ok) {
+          sources.push("num");
+          num = r.value;
+        }
+      }
+      if (this.init.ports.has(`arg${i}_bool`)) {
+        const r = this.getBool(`arg${i}_bool`);
+        if (r.ok) {
+          sources.push("bool");
+          bool = r.value;
+        }
+      }
+      if (this.init.ports.has(`arg${i}_str`)) {
+        const r = this.getString(`arg${i}_str`);
+        if (r.ok) {
+          sources.push("str");
+          str = r.value;
+        }
+      }
+      if (sources.length !== 1) return "FAILURE";
+      if (type !== "" && !ARG_TYPES.includes(type)) return "FAILURE";
+      const source = sources[0];
+      // An untyped slot takes the type of its single source.
+      const effective = type !== "" ? type : SOURCE_TYPES[source];
+      let text: string;
+      switch (effective) {
+        case "int64": {
+          if (source !== "num") return "FAILURE";
+          const r = Math.round(num);
+          if (!Number.isFinite(num) || Math.abs(num - r) > 1e-9 || !Number.isSafeInteger(r)) {
+            return "FAILURE";
+          }
+          text = String(r);
+          break;
+        }
+        case "double":
+          if (source !== "num" || !Number.isFinite(num)) return "FAILURE";
+          text = jsonDouble(num);
+          break;
+        case "bool":
+          if (source !== "bool") return "FAILURE";
+          text = String(bool);
+          break;
+        default:
+          if (source !== "str") return "FAILURE";
+          text = JSON.stringify(str);
+      }
+      fields.set(name, text);
+    }
+    // nlohmann::json objects are sorted by key; keep the same compact output.
+    const keys = [...fields.keys()].sort();
+    const json = `{${keys.map((k) => `${JSON.stringify(k)}:${fields.get(k)}`).join(",")}}`;
+    this.setOutput("json", { type: "string", value: json });
+    return "SUCCESS";
+  }
+}

@@ -1,0 +1,33 @@
+/** POSIX path helpers for include resolution (no Deno.* here: the runtime injects file reading). */
+
+/** Folder part of an absolute or relative path ("" for a bare name). */
+export function dirnameOf(path: string): string {
+  const i = path.lastIndexOf("/");
+  if (i < 0) return "";
+  if (i === 0) return "/";
+  return path.slice(0, i);
+}
+
+/** File name without folder and without its last extension: `/a/demo.xml` -> `demo`. */
+export function basenameWithoutExtension(path: string): string {
+  const base = path.slice(path.lastIndexOf("/") + 1);
+  const dot = base.lastIndexOf(".");
+  return dot > 0 ? base.slice(0, dot) : base;
+}
+
+/** Resolves `rel` against folder `dir` and normalises `.`/`..` segments. */
+export function resolvePath(dir: string, rel: string): string {
+  const joined = rel.startsWith("/") || dir === "" ? rel : `${dir}/${rel}`;
+  const absolute = joined.startsWith("/");
+  const out: string[] = [];
+  for (const seg of joined.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") {
+      if (out.length > 0 && out[out.length - 1] !== "..") out.pop();
+      else if (!absolute) out.push("..");
+      continue;
+    }
+    out.push(seg);
+  }
+  return (absolute ? "/" : "") + out.join("/");
+}

@@ -1,0 +1,33 @@
+/** Public entry points: load (parse + verify + check-build) and verify-only for --check-config. */
+import type { Diagnostic } from "../../config/mod.ts";
+import { buildTree } from "./build.ts";
+import { hasErrors } from "./diagnostics.ts";
+import { parseBehaviorTree, type ParsedTree } from "./parse.ts";
+import type { ReadFileFn } from "./services.ts";
+import { verifyParsedTree } from "./verify.ts";
+
+const CHECK_CLOCK = { nowMs: () => 0, monoMs: () => 0 };
+
+/**
+ * Loads a behavior-tree file (absolute path) with its includes and checks it completely. `tree` is
+ * set only when there is no error; diagnostics carry warnings too.
+ */
+export function loadBehaviorTree(
+  path: string,
+  readFile: ReadFileFn,
+): { tree?: ParsedTree; diagnostics: Diagnostic[] } {
+  const { parsed, diagnostics } = parseBehaviorTree(path, readFile);
+  if (!parsed) return { diagnostics };
+  diagnostics.push(...verifyParsedTree(parsed));
+  if (hasErrors(diagnostics)) return { diagnostics };
+  // A check-only build finds blackboard port type conflicts (BT.CPP reports them at creation).
+  const built = buildTree(parsed, { clock: CHECK_CLOCK });
+  diagnostics.push(...built.diagnostics);
+  if (hasErrors(diagnostics)) return { diagnostics };
+  return { tree: parsed, diagnostics };
+}
+
+/** Every diagnostic of a tree file, for `--check-config`. */
+export function verifyBehaviorTreeFile(path: string, readFile: ReadFileFn): Diagnostic[] {
+  return loadBehaviorTree(path, readFile).diagnostics;
+}

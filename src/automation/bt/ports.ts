@@ -1,0 +1,142 @@
+/** Port declarations of node types and the `{key}` / literal rules for port values. */
+import { type BbType, type BbValue, parseScalar } from "./blackboard.ts";
+import { parseScript, ScriptSyntaxError } from "./script.ts";
+
+/**
+ * Port value types. "script" is a string holding a script (checked at verify time), "status" a
+ * NodeStatus name, "any" accepts every value (SetBlackboard, SubTree remapping).
+ */
+export type PortType = "double" | "int64" | "bool" | "string" | "script" | "status" | "any";
+
+/** One declared port of a node type. */
+export interface PortSpec {
+  readonly name: string;
+  readonly direction: "input" | "output" | "inout";
+  readonly type: PortType;
+  /** A missing required port is a verify error. */
+  readonly required?: boolean;
+  /** Literal default used when the attribute is absent. */
+  readonly defaultValue?: string;
+  /** Integer ports that must not be negative (BT.CPP `unsigned`). */
+  readonly nonNegative?: boolean;
+}
+
+/** Blackboard type of a port (what the entry is declared as). */
+export function bbTypeOfPort(type: PortType): BbType {
+  switch (type) {
+    case "double":
+    case "int64":
+    case "bool":
+    case "string":
+      return type;
+    case "script":
+      return "string";
+    case "status":
+    case "any":
+      return "any";
+  }
+}
+
+/** Node statuses accepted by "status" ports (Precondition `else`). */
+export const STATUS_NAMES = ["IDLE", "RUNNING", "SUCCESS", "FAILURE", "SKIPPED"] as const;
+
+/**
+ * The blackboard key of a port value: `{key}` -> key, `{=}` / `=` -> the port name; undefined
+ * for a literal. Like BT.CPP, any text of 3+ characters in braces is a reference (so a JSON
+ * object literal needs the `json:` prefix) and `{}` is a literal.
+ */
+export function blackboardKeyOf(raw: string, portName: string): string | undefined {
+  const t = raw.trim();
+  if (t === "=" || t === "{=}") return portName;
+  if (t.length >= 3 && t.startsWith("{") && t.endsWith("}")) return t.slice(1, -1).trim();
+  return undefined;
+}
+
+const KEY_RE = /^@?[A-Za-z_][A-Za-z0-9_.\-]*$/;
+
+/** Checks a port value; returns a problem description or undefined when fine. */
+export function checkPortValue(
+  spec: PortSpec,
+  raw: string,
+): { severity: "error" | "warning"; message: string } | undefined {
+  const key = blackboardKeyOf(raw, spec.name);
+  if (key !== undefined) {
+    if (!KEY_RE.test(key)) {
+      const hint = key.startsWith('"')
+        ? "; text in braces is read as a blackboard reference, so write JSON literals as " +
+          "json:{...}"
+        : "";
+      return {
+        severity: "error",
+        message: `port '${spec.name}': '${raw}' is not a valid blackboard reference${hint}`,
+      };
+    }
+    return undefined;
+  }
+  if (spec.direction === "output") {
+    return {
+      severity: "warning",
+      message: `output port '${spec.name}' holds the literal '${raw}'; ` +
+        `it needs a blackboard reference like {key} to store anything`,
+    };
+  }
+  return checkLiteral(spec, raw);
+}
+
+/** Checks a literal against the port type. */
+export function checkLiteral(
+  spec: PortSpec,
+  raw: string,
+): { severity: "error"; message: string } | undefined {
+  const bad = (what: string) => ({
+    severity: "error" as const,
+    message: `port '${spec.name}': '${raw}' is not ${what}`,
+  });
+  switch (spec.type) {
+    case "double":
+      return parseScalar(raw, "double") ? undefined : bad("a number (double)");
+    case "int64": {
+      const v = parseScalar(raw, "int64");
+      if (!v) return bad("an integer");
+      if (spec.nonNegative && (v.value as number) < 0) return bad("a non-negative integer");
+      return undefined;
+    }
+    case "bool":
+      return parseScalar(raw, "bool") ? undefined : bad("a boolean (true/false)");
+    case "status":
+      return (STATUS_NAMES as readonly string[]).includes(raw.trim())
+        ? undefined
+        : bad(`a node status (${STATUS_NAMES.join(", ")})`);
+    case "script":
+      try {
+        parseScript(raw);
+        return undefined;
+      } catch (err) {
+        if (err instanceof ScriptSyntaxError) {
+          return {
+            severity: "error",
+            message: `port '${spec.name}': script error at offset ${err.offset}: ${err.message}`,
+          };
+        }
+        throw err;
+      }
+    case "string":
+    case "any":
+      return undefined;
+  }
+}
+
+/** Converts a checked literal to a blackboard value of the port type. */
+export function literalValue(spec: PortSpec, raw: string): BbValue | undefined {
+  switch (spec.type) {
+    case "double":
+    case "int64":
+    case "bool":
+    case "string":
+      return parseScalar(raw, spec.type);
+    case "script":
+    case "status":
+    case "any":
+      return { type: "string", value: raw };
+  }
+}

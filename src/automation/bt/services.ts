@@ -1,0 +1,42 @@
+/**
+ * The narrow interfaces through which behavior-tree nodes reach the runtime: reads from the state
+ * cache, writes through the call router, declared parameters and the clock. The runtime kernel
+ * implements BtServices; tests use an in-memory double.
+ */
+import type { Clock, TypedValue } from "../../common/mod.ts";
+
+/** Signal quality as behavior-tree nodes see it (anolis names: UNKNOWN, not UNAVAILABLE). */
+export type BtQuality = "OK" | "STALE" | "FAULT" | "UNKNOWN" | "UNSPECIFIED";
+
+/** What custom nodes need from the runtime. */
+export interface BtServices {
+  /** Last cached value of a signal from the state cache, or null when absent. */
+  readSignal(
+    deviceHandle: string,
+    signalId: string,
+  ): { value: TypedValue; quality: BtQuality } | null;
+  /**
+   * Calls a device function by name through the runtime's call router (automated call: same
+   * validation, IDLE gate, e-stop latch as /v0/call). Rejects with RuntimeError. Must honour the
+   * AbortSignal (halt). Args: JSON float -> {type:"double"}, JSON integer -> {type:"int64"}, bool,
+   * string; the router widens int64 to uint64/double where the ArgSpec needs it.
+   */
+  callDevice(
+    deviceHandle: string,
+    functionName: string,
+    args: Record<string, TypedValue>,
+    signal: AbortSignal,
+  ): Promise<void>;
+  /** Current value of a declared parameter, or null when unknown. */
+  getParameter(
+    name: string,
+  ): { type: "double" | "int64" | "bool" | "string"; value: number | boolean | string } | null;
+  clock: Clock;
+}
+
+/**
+ * Reads a file by absolute path (injected by the runtime: src/automation never touches Deno.*).
+ * Bytes are preferred (the version digest covers the exact file bytes); a string is UTF-8 encoded
+ * for the digest. Throws when the file cannot be read.
+ */
+export type ReadFileFn = (absPath: string) => string | Uint8Array;

@@ -1,0 +1,238 @@
+/**
+ * Verify step: checks every tree definition against the registered node types and reports every
+ * problem at once, each with its file, line and node path: unknown node types, wrong child counts,
+ * unknown/missing ports, bad literals, script syntax, unknown SubTree IDs and SubTree recursion.
+ */
+import type { Diagnostic } from "../../config/mod.ts";
+import { parseCallArgs } from "./custom_nodes.ts";
+import { errorAt, warningAt } from "./diagnostics.ts";
+import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
+import type { ParsedTree, TreeDefinition } from "./parse.ts";
+import { blackboardKeyOf, checkPortValue, type PortSpec } from "./ports.ts";
+import { parseScript, ScriptSyntaxError } from "./script.ts";
+import { POST_CONDITIONS, PRE_CONDITIONS } from "./tree_node.ts";
+import type { XmlElement } from "./xml_document.ts";
+import { parseScalar } from "./blackboard.ts";
+
+const CONDITION_ATTRS: ReadonlySet<string> = new Set([...PRE_CONDITIONS, ...POST_CONDITIONS]);
+
+/** The node type an element instantiates (`<Action ID="X">` -> X). */
+export function nodeTypeOf(el: XmlElement): string | undefined {
+  return GENERIC_NODE_ELEMENTS.has(el.name) ? el.attributes.get("ID") : el.name;
+}
+
+/** Path segment of a node: `Type[indexAmongSiblings]`. */
+export function pathSegment(el: XmlElement, index: number): string {
+  return `${nodeTypeOf(el) ?? el.name}[${index}]`;
+}
+
+function editDistance(a: string, b: string): number {
+  const dp = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = dp[0];
+    dp[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = dp[j];
+      dp[j] = Math.min(dp[j] + 1, dp[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return dp[b.length];
+}
+
+function suggestion(name: string, candidates: Iterable<string>): string {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const c of candidates) {
+    const d = c.toLowerCase() === name.toLowerCase() ? 0 : editDistance(name, c);
+    if (d < bestD) {
+      best = c;
+      bestD = d;
+    }
+  }
+  return best !== undefined && bestD <= 2 ? ` (did you mean '${best}'?)` : "";
+}
+
+/** Checks a script attribute; returns an error message or undefined. */
+function scriptProblem(code: string): string | undefined {
+  try {
+    parseScript(code);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ScriptSyntaxError) {
+      return `script error at offset ${err.offset}: ${err.message}`;
+    }
+    throw err;
+  }
+}
+
+/** Verifies every tree of a parsed file against the node types (default: all built-ins); returns all diagnostics (errors and warnings). */
+export function verifyParsedTree(
+  parsed: ParsedTree,
+  registry: ReadonlyMap<string, NodeSpec> = NODE_SPECS,
+): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  // Tree ID -> SubTree references (for the recursion check).
+  const references = new Map<string, { target: string; el: XmlElement; path: string }[]>();
+
+  const checkConditions = (el: XmlElement, path: string) => {
+    for (const [name, value] of el.attributes) {
+      if (!CONDITION_ATTRS.has(name)) continue;
+      const problem = scriptProblem(value);
+      if (problem) out.push(errorAt(el, path, `attribute ${name}: ${problem}`));
+    }
+  };
+
+  const checkPorts = (el: XmlElement, spec: NodeSpec, path: string) => {
+    for (const [name, value] of el.attributes) {
+      if (name === "name" || name === "ID" || name.startsWith("_")) continue;
+      const port = spec.ports.find((p) => p.name === name);
+      if (!port) {
+        const known = spec.ports.map((p) => p.name);
+        out.push(
+          errorAt(
+            el,
+            path,
+            `unknown port '${name}' for node type ${spec.type}` +
+              (known.length > 0 ? suggestion(name, known) : " (it has no ports)"),
+          ),
+        );
+        continue;
+      }
+      const problem = checkPortValue(port, value);
+      if (problem) {
+        out.push(
+          problem.severity === "error"
+            ? errorAt(el, path, problem.message)
+            : warningAt(el, path, problem.message),
+        );
+      }
+    }
+    for (const port of spec.ports) {
+      if (port.required && !el.attributes.has(port.name)) {
+        out.push(errorAt(el, path, `missing required port '${port.name}' of ${spec.type}`));
+      }
+    }
+  };
+
+  const literalInt = (el: XmlElement, port: PortSpec): number | undefined => {
+    const raw = el.attributes.get(port.name) ?? port.defaultValue;
+    if (raw === undefined || blackboardKeyOf(raw, port.name) !== undefined) return undefined;
+    const v = parseScalar(raw, "int64");
+    return v?.type === "int64" ? v.value : undefined;
+  };
+
+  const checkSpecific = (el: XmlElement, spec: NodeSpec, path: string) => {
+    if (spec.type === "Parallel") {
+      const n = el.children.length;
+      for (const port of spec.ports) {
+        const t = literalInt(el, port);
+        if (t === undefined) continue;
+        const need = t < 0 ? Math.max(n + t + 1, 0) : t;
+        if (need > n) {
+          out.push(
+            errorAt(el, path, `${port.name}=${t} exceeds the number of children (${n})`),
+          );
+        }
+      }
+    }
+    if (spec.type === "CallDevice") {
+      const raw = el.attributes.get("args");
+      if (raw !== undefined && blackboardKeyOf(raw, "args") === undefined) {
+        const r = parseCallArgs(raw);
+        if (!r.ok) {
+          out.push(
+            warningAt(el, path, `port 'args': ${r.error}; the node will return FAILURE`),
+          );
+        }
+      }
+    }
+  };
+
+  const checkSubTree = (el: XmlElement, tree: TreeDefinition, path: string) => {
+    const id = el.attributes.get("ID");
+    if (id === undefined || id.trim() === "") {
+      out.push(errorAt(el, path, "SubTree needs an ID attribute naming a BehaviorTree"));
+    } else if (!parsed.trees.has(id)) {
+      out.push(
+        errorAt(el, path, `unknown SubTree ID '${id}'${suggestion(id, parsed.trees.keys())}`),
+      );
+    } else {
+      const list = references.get(tree.id) ?? [];
+      list.push({ target: id, el, path });
+      references.set(tree.id, list);
+    }
+    const auto = el.attributes.get("_autoremap");
+    if (auto !== undefined && !parseScalar(auto, "bool")) {
+      out.push(errorAt(el, path, `_autoremap must be true or false, not '${auto}'`));
+    }
+    for (const [name, value] of el.attributes) {
+      if (name.startsWith("_") || name === "ID" || name === "name") continue;
+      const key = blackboardKeyOf(value, name);
+      if (key !== undefined && !/^@?[A-Za-z_][A-Za-z0-9_.\-]*$/.test(key)) {
+        out.push(
+          errorAt(el, path, `port '${name}': '${value}' is not a valid blackboard reference`),
+        );
+      }
+    }
+  };
+
+  const visit = (el: XmlElement, tree: TreeDefinition, path: string) => {
+    const type = nodeTypeOf(el);
+    checkConditions(el, path);
+    let spec: NodeSpec | undefined;
+    if (type === undefined || type.trim() === "") {
+      out.push(errorAt(el, path, `<${el.name}> needs an ID attribute naming the node type`));
+    } else {
+      spec = registry.get(type);
+      if (!spec) {
+        out.push(
+          errorAt(el, path, `unknown node type '${type}'${suggestion(type, registry.keys())}`),
+        );
+      }
+    }
+    if (spec) {
+      const n = el.children.length;
+      if (spec.category === "decorator" && n !== 1) {
+        out.push(errorAt(el, path, `decorator ${spec.type} must have exactly 1 child (has ${n})`));
+      } else if (spec.category === "control" && (n < spec.minChildren || n > spec.maxChildren)) {
+        const want = spec.maxChildren === Infinity
+          ? `at least ${spec.minChildren} child${spec.minChildren === 1 ? "" : "ren"}`
+          : `${spec.minChildren} to ${spec.maxChildren} children`;
+        out.push(errorAt(el, path, `control node ${spec.type} needs ${want} (has ${n})`));
+      } else if (spec.maxChildren === 0 && n > 0) {
+        out.push(
+          errorAt(el, path, `${spec.type} is a leaf node and cannot have children (has ${n})`),
+        );
+      }
+      if (spec.category === "subtree") checkSubTree(el, tree, path);
+      else {
+        checkPorts(el, spec, path);
+        checkSpecific(el, spec, path);
+      }
+    }
+    el.children.forEach((c, i) => visit(c, tree, `${path}/${pathSegment(c, i)}`));
+  };
+
+  for (const tree of parsed.trees.values()) {
+    if (tree.root) visit(tree.root, tree, `${tree.id}/${pathSegment(tree.root, 0)}`);
+  }
+
+  // SubTree recursion would instantiate forever: report each back edge once.
+  const state = new Map<string, "visiting" | "done">();
+  const dfs = (id: string, chain: string[]) => {
+    state.set(id, "visiting");
+    for (const ref of references.get(id) ?? []) {
+      const s = state.get(ref.target);
+      if (s === "visiting") {
+        const cycle = [...chain.slice(chain.indexOf(ref.target)), ref.target].join(" -> ");
+        out.push(errorAt(ref.el, ref.path, `SubTree recursion: ${cycle}`));
+      } else if (s === undefined) {
+        dfs(ref.target, [...chain, ref.target]);
+      }
+    }
+    state.set(id, "done");
+  };
+  for (const id of parsed.trees.keys()) if (!state.has(id)) dfs(id, [id]);
+  return out;
+}

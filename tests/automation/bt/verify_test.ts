@@ -1,0 +1,270 @@
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import type { Diagnostic } from "../../../src/config/mod.ts";
+import { loadBehaviorTree, verifyBehaviorTreeFile } from "../../../src/automation/mod.ts";
+import { memFiles, xmlRoot } from "./_helpers.ts";
+
+function load(files: Record<string, string>, path = "/bt/main.xml") {
+  return loadBehaviorTree(path, memFiles(files));
+}
+
+/** [line, severity, path, message pattern] of each diagnostic, in report order. */
+function summary(ds: Diagnostic[]): [number, string, string, string][] {
+  return ds.map((d) => [d.line, d.severity, d.path, d.message]);
+}
+
+function expectDiagnostics(ds: Diagnostic[], expected: [number, string, string, RegExp][]): void {
+  const got = summary(ds);
+  equal(got.length, expected.length, `diagnostics: ${JSON.stringify(got, null, 1)}`);
+  expected.forEach(([line, severity, path, re], i) => {
+    const [gl, gs, gp, gm] = got[i];
+    deepStrictEqual([gl, gs, gp], [line, severity, path], `diagnostic ${i}: ${gm}`);
+    ok(re.test(gm), `diagnostic ${i}: '${gm}' does not match ${re}`);
+  });
+}
+
+const MANY_ERRORS = `<root BTCPP_format="4" main_tree_to_execute="Main">
+  <BehaviorTree ID="Main">
+    <Sequence>
+      <Sequance/>
+      <CallDevice function_name="f"/>
+      <ReadSignal device_handle="a/b" signal_id="s" valeu="{v}"/>
+      <Repeat num_cycles="many"><AlwaysSuccess/></Repeat>
+      <Script code="x := := 1"/>
+      <Inverter><AlwaysSuccess/><AlwaysFailure/></Inverter>
+      <AlwaysSuccess><AlwaysFailure/></AlwaysSuccess>
+      <IfThenElse><AlwaysSuccess/></IfThenElse>
+      <SubTree ID="Mian"/>
+      <GetParameter param="p" value="literal"/>
+      <AlwaysSuccess _skipIf="1 +"/>
+      <Delay delay_msec="-5"><AlwaysSuccess/></Delay>
+      <CheckBool value="maybe"/>
+      <Precondition if="true" else="DONE"><AlwaysSuccess/></Precondition>
+      <Parallel success_count="3"><AlwaysSuccess/><AlwaysSuccess/></Parallel>
+      <Sequence/>
+      <Action ID="AlwaysSuccess"/>
+      <Action/>
+      <CallDevice device_handle="d/x" function_name="f" args='{"a": 1}'/>
+    </Sequence>
+  </BehaviorTree>
+</root>
+`;
+
+Deno.test("verifyBehaviorTreeFile reports every problem at once with line and node path", () => {
+  const ds = verifyBehaviorTreeFile("/bt/main.xml", memFiles({ "/bt/main.xml": MANY_ERRORS }));
+  const p = "Main/Sequence[0]";
+  expectDiagnostics(ds, [
+    [4, "error", `${p}/Sequance[0]`, /unknown node type 'Sequance' \(did you mean 'Sequence'\?\)/],
+    [5, "error", `${p}/CallDevice[1]`, /missing required port 'device_handle' of CallDevice/],
+    [6, "error", `${p}/ReadSignal[2]`, /unknown port 'valeu'.*did you mean 'value'/],
+    [7, "error", `${p}/Repeat[3]`, /port 'num_cycles': 'many' is not an integer/],
+    [8, "error", `${p}/Script[4]`, /port 'code': script error at offset 5/],
+    [9, "error", `${p}/Inverter[5]`, /decorator Inverter must have exactly 1 child \(has 2\)/],
+    [10, "error", `${p}/AlwaysSuccess[6]`, /leaf node and cannot have children/],
+    [11, "error", `${p}/IfThenElse[7]`, /needs 2 to 3 children \(has 1\)/],
+    [12, "error", `${p}/SubTree[8]`, /unknown SubTree ID 'Mian' \(did you mean 'Main'\?\)/],
+    [13, "warning", `${p}/GetParameter[9]`, /output port 'value' holds the literal/],
+    [14, "error", `${p}/AlwaysSuccess[10]`, /attribute _skipIf: script error at offset 3/],
+    [15, "error", `${p}/Delay[11]`, /'-5' is not a non-negative integer/],
+    [16, "error", `${p}/CheckBool[12]`, /'maybe' is not a boolean/],
+    [17, "error", `${p}/Precondition[13]`, /'DONE' is not a node status/],
+    [18, "error", `${p}/Parallel[14]`, /success_count=3 exceeds the number of children \(2\)/],
+    [19, "error", `${p}/Sequence[15]`, /needs at least 1 child \(has 0\)/],
+    [21, "error", `${p}/Action[17]`, /<Action> needs an ID attribute/],
+    [22, "error", `${p}/CallDevice[18]`, /not a valid blackboard reference.*json:\{\.\.\.\}/],
+  ]);
+  equal(ds[0].column, 7);
+  equal(ds[0].file, "/bt/main.xml");
+  equal(load({ "/bt/main.xml": MANY_ERRORS }).tree, undefined);
+});
+
+Deno.test("loadBehaviorTree returns the tree of a clean file with no diagnostics", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence><AlwaysSuccess name="first"/>` +
+        `<CallDevice device_handle="d/x" function_name="f" args='json:{"a":1}' reason="r"/>` +
+        `</Sequence></BehaviorTree>`,
+    ),
+  });
+  deepStrictEqual(r.diagnostics, []);
+  equal(r.tree?.mainTreeId, "Main");
+  equal(r.tree?.id, "main");
+});
+
+Deno.test("loadBehaviorTree reports an XML syntax error with its line", () => {
+  const r = load({
+    "/bt/main.xml": `<root BTCPP_format="4">\n<BehaviorTree ID="A">\n<Sequence>\n</root>\n`,
+  });
+  equal(r.tree, undefined);
+  equal(r.diagnostics.length, 1);
+  equal(r.diagnostics[0].severity, "error");
+  equal(r.diagnostics[0].line, 4);
+});
+
+Deno.test("loadBehaviorTree reports an unreadable file", () => {
+  const r = load({}, "/bt/none.xml");
+  expectDiagnostics(r.diagnostics, [[0, "error", "", /cannot read behavior tree file/]]);
+});
+
+Deno.test("loadBehaviorTree reports a missing or ambiguous main tree", () => {
+  const two = `<BehaviorTree ID="A"><AlwaysSuccess/></BehaviorTree>` +
+    `<BehaviorTree ID="B"><AlwaysSuccess/></BehaviorTree>`;
+  expectDiagnostics(load({ "/bt/main.xml": xmlRoot(two) }).diagnostics, [
+    [1, "error", "", /several BehaviorTrees \(A, B\) and no main_tree_to_execute/],
+  ]);
+  expectDiagnostics(load({ "/bt/main.xml": xmlRoot(two, "C") }).diagnostics, [
+    [1, "error", "", /main_tree_to_execute="C" names no BehaviorTree \(known: A, B\)/],
+  ]);
+  expectDiagnostics(load({ "/bt/main.xml": xmlRoot("") }).diagnostics, [
+    [1, "error", "", /no <BehaviorTree> defined/],
+  ]);
+  equal(load({ "/bt/main.xml": xmlRoot(two, "B") }).tree?.mainTreeId, "B");
+});
+
+Deno.test("loadBehaviorTree checks the root element and BTCPP_format", () => {
+  const tree = `<BehaviorTree ID="A"><AlwaysSuccess/></BehaviorTree>`;
+  const noFormat = load({ "/bt/main.xml": `<root>${tree}</root>` });
+  expectDiagnostics(noFormat.diagnostics, [[1, "warning", "", /assuming BTCPP_format="4"/]]);
+  ok(noFormat.tree);
+  expectDiagnostics(load({ "/bt/main.xml": `<root BTCPP_format="3">${tree}</root>` }).diagnostics, [
+    [1, "error", "", /BTCPP_format="3" is not supported/],
+  ]);
+  expectDiagnostics(load({ "/bt/main.xml": `<tree>${tree}</tree>` }).diagnostics, [
+    [1, "error", "", /root element must be <root>/],
+  ]);
+});
+
+Deno.test("loadBehaviorTree reports duplicate IDs and trees without exactly one root", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="A"><AlwaysSuccess/></BehaviorTree>\n` +
+        `<BehaviorTree ID="A"><AlwaysSuccess/></BehaviorTree>\n` +
+        `<BehaviorTree ID="B"><AlwaysSuccess/><AlwaysFailure/></BehaviorTree>`,
+      "A",
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [3, "error", "A", /duplicate BehaviorTree ID 'A' \(first defined at \/bt\/main.xml:2\)/],
+    [4, "error", "B", /must have exactly one root node \(has 2\)/],
+  ]);
+});
+
+Deno.test("loadBehaviorTree resolves includes relative to the including file", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<include path="sub/parts.xml"/>\n<BehaviorTree ID="Main"><Sequence>` +
+        `<SubTree ID="Part"/><SubTree ID="Common"/></Sequence></BehaviorTree>`,
+      "Main",
+    ),
+    "/bt/sub/parts.xml": xmlRoot(
+      `<include path="../common.xml"/><BehaviorTree ID="Part"><AlwaysSuccess/></BehaviorTree>`,
+    ),
+    "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Common"><AlwaysSuccess/></BehaviorTree>`),
+  });
+  deepStrictEqual(r.diagnostics, []);
+  deepStrictEqual(r.tree?.files, ["/bt/main.xml", "/bt/sub/parts.xml", "/bt/common.xml"]);
+  deepStrictEqual([...r.tree!.trees.keys()].sort(), ["Common", "Main", "Part"]);
+});
+
+Deno.test("loadBehaviorTree reports errors inside an included file with that file's lines", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<include path="parts.xml"/><BehaviorTree ID="Main"><SubTree ID="Part"/></BehaviorTree>`,
+      "Main",
+    ),
+    "/bt/parts.xml": `<root BTCPP_format="4">\n<BehaviorTree ID="Part">\n  <Bogus/>\n` +
+      `</BehaviorTree>\n</root>\n`,
+  });
+  equal(r.tree, undefined);
+  equal(r.diagnostics.length, 1);
+  deepStrictEqual(
+    [r.diagnostics[0].file, r.diagnostics[0].line, r.diagnostics[0].column, r.diagnostics[0].path],
+    ["/bt/parts.xml", 3, 3, "Part/Bogus[0]"],
+  );
+});
+
+Deno.test("loadBehaviorTree detects an include cycle and a missing include", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<include path="a.xml"/>\n<include path="gone.xml"/>\n` +
+        `<BehaviorTree ID="Main"><AlwaysSuccess/></BehaviorTree>`,
+      "Main",
+    ),
+    "/bt/a.xml": xmlRoot(`<include path="./b.xml"/>`),
+    "/bt/b.xml": xmlRoot(`<include path="a.xml"/>`),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [2, "error", "", /include cycle: \/bt\/a.xml -> \/bt\/b.xml -> \/bt\/a.xml/],
+    [3, "error", "", /cannot read included file \/bt\/gone.xml/],
+  ]);
+  equal(r.diagnostics[0].file, "/bt/b.xml");
+});
+
+Deno.test("loadBehaviorTree reports SubTree recursion", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="A"><SubTree ID="B"/></BehaviorTree>\n` +
+        `<BehaviorTree ID="B"><Sequence><SubTree ID="A"/></Sequence></BehaviorTree>`,
+      "A",
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [3, "error", "B/Sequence[0]/SubTree[0]", /SubTree recursion: A -> B -> A/],
+  ]);
+});
+
+Deno.test("loadBehaviorTree reports a blackboard port type conflict (BT.CPP load error)", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>\n` +
+        `<GetParameterInt64 param="n" value="{x}"/>\n` +
+        `<GetParameter param="t" value="{x}"/>\n` +
+        `<ReadSignal device_handle="d/x" signal_id="s" quality="{q}"/>\n` +
+        `<CheckBool value="{q}"/>\n` +
+        `</Sequence></BehaviorTree>`,
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [
+      4,
+      "error",
+      "Main/Sequence[0]/GetParameter[1]",
+      /entry 'x' was declared as int64 and port 'value' of GetParameter uses it as double/,
+    ],
+  ]);
+  equal(r.tree, undefined);
+});
+
+Deno.test("loadBehaviorTree warns when a custom node in a SubTree cannot reach the services", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence><SubTree ID="S"/><SubTree ID="S" _autoremap="true"/>` +
+        `</Sequence></BehaviorTree>\n` +
+        `<BehaviorTree ID="S"><CheckQuality device_handle="d/x" signal_id="s"/></BehaviorTree>`,
+      "Main",
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [3, "warning", "Main/Sequence[0]/SubTree[0]/S/CheckQuality[0]", /without _autoremap/],
+  ]);
+  ok(r.tree);
+});
+
+Deno.test("loadBehaviorTree accepts Groot2 files (TreeNodesModel, <Action ID>, _ attributes)", () => {
+  const r = load({
+    "/bt/main.xml": `<?xml version="1.0" encoding="UTF-8"?>
+<root BTCPP_format="4" main_tree_to_execute="Main">
+  <BehaviorTree ID="Main" _description="demo">
+    <Sequence _uid="3">
+      <Action ID="CheckQuality" device_handle="d/x" signal_id="s" name="quality ok"/>
+      <Condition ID="CheckBool" value="true"/>
+    </Sequence>
+  </BehaviorTree>
+  <TreeNodesModel>
+    <Action ID="CheckQuality"><input_port name="device_handle"/></Action>
+  </TreeNodesModel>
+</root>
+`,
+  });
+  deepStrictEqual(r.diagnostics, []);
+  ok(r.tree);
+});
