@@ -59,8 +59,10 @@ for await (const file of walk(SRC)) {
       problems.push(`${where}: imports ${spec}; use ${to}/mod.ts`);
     }
     if (base.startsWith("_")) problems.push(`${where}: imports private file ${spec}`);
-    if (to === "host" && from !== "") {
-      problems.push(`${where}: only runtime.ts/main.ts may import host/ (inject it instead)`);
+    if (to === "host") {
+      if (from !== "") {
+        problems.push(`${where}: only the composition root (src/*.ts) may import host/`);
+      }
       continue;
     }
     if (to === "provider_sdk" || from === "provider_sdk") {
