@@ -3,17 +3,13 @@
  * Start: providers (concurrently, bounded by startup_timeout_ms) -> one priming poll -> polling
  * -> (HTTP etc. added by main). Stop: stop accepting work -> stop polling -> end providers.
  */
-import {
-  type Clock,
-  type Logger,
-  type ProviderHealthView,
-  type SpawnFn,
-} from "./common/mod.ts";
+import { type Clock, type Logger, type ProviderHealthView, type SpawnFn } from "./common/mod.ts";
 import type { Config } from "./config/mod.ts";
-import { CallRouter } from "./control/mod.ts";
+import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "./control/mod.ts";
 import { EventBus } from "./events/mod.ts";
 import { ProviderRegistry } from "./providers/mod.ts";
 import { providerHealthViews, StateCache } from "./state/mod.ts";
+import { effectiveSafeState, Estop } from "./safety/mod.ts";
 
 /** What the runtime needs from the host (injected so tests can pass their own). */
 export interface RuntimeHost {
@@ -30,6 +26,14 @@ export class Runtime {
   readonly registry: ProviderRegistry;
   readonly cache: StateCache;
   readonly router: CallRouter;
+  // --- modes, parameters, e-stop (issue 5) ---
+  /** Runtime mode (IDLE at start); its gate is on the router. */
+  readonly modes: ModeManager;
+  /** Automation parameters; absent when automation is disabled (HTTP answers 503). */
+  readonly parameters?: ParameterStore;
+  /** Software e-stop latch and safe-state ladder; its gate is on the router. */
+  readonly estop: Estop;
+  // --- end modes, parameters, e-stop ---
   #startedAtMono = 0;
   #stopping: Promise<void> | null = null;
 
@@ -56,6 +60,43 @@ export class Runtime {
       intervalMs: config.polling.intervalMs,
     });
     this.router = new CallRouter({ registry: this.registry, cache: this.cache, log });
+    // --- modes, parameters, e-stop (issue 5): gates register on the router here, mode first ---
+    const automation = config.automation;
+    this.modes = new ModeManager({
+      router: this.router,
+      registry: this.registry,
+      bus: this.bus,
+      clock: host.clock,
+      log,
+      automationEnabled: automation.enabled,
+      manualGatingPolicy: automation.manualGatingPolicy,
+      hooks: automation.modeTransitionHooks,
+    });
+    if (automation.enabled) {
+      this.parameters = new ParameterStore({
+        parameters: automation.parameters,
+        bus: this.bus,
+        clock: host.clock,
+        log,
+      });
+    }
+    const { safeState, adopted } = effectiveSafeState(config);
+    if (adopted) {
+      log.warn(
+        `no safety section: ${safeState.hooks.length} call(s) of *->FAULT mode-transition hooks adopted as safety.safe_state.hooks`,
+      );
+    }
+    this.estop = new Estop({
+      router: this.router,
+      registry: this.registry,
+      clock: host.clock,
+      log,
+      safeState,
+      ...(automation.enabled ? { modes: this.modes } : {}),
+    });
+    // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
+    for (const h of this.registry.hosts) h.onInventory(() => void this.modes.recheckAutoGate());
+    // --- end modes, parameters, e-stop ---
   }
 
   /** Brings every provider up (fail-fast), primes the cache and starts polling. */
@@ -66,6 +107,21 @@ export class Runtime {
       this.config.runtime.shutdownTimeoutMs,
     );
     await this.cache.start();
+    // --- modes, parameters, e-stop (issue 5): start-up preflight, log only (config.md §6) ---
+    for (const problem of validateDeclaredCalls(this.config, this.registry)) {
+      this.host.log.error(`declared call does not resolve: ${problem}`);
+    }
+    const estop = this.estop.status();
+    if (estop.software_safe_state === "none") {
+      this.host.log.warn(
+        "safe-state ladder resolves to none: an e-stop will latch without actuating",
+      );
+    } else if (estop.uncovered_actuating_functions > 0) {
+      this.host.log.warn(
+        `safe-state rung '${estop.software_safe_state}' leaves ${estop.uncovered_actuating_functions} actuating function(s) untouched`,
+      );
+    }
+    // --- end modes, parameters, e-stop ---
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
@@ -89,7 +145,9 @@ export class Runtime {
   async providerHealthLive(): Promise<ProviderHealthView[]> {
     const live = new Map(
       await Promise.all(
-        this.registry.hosts.map(async (h) => [h.id, await this.cache.fetchReportedHealth(h)] as const),
+        this.registry.hosts.map(async (h) =>
+          [h.id, await this.cache.fetchReportedHealth(h)] as const
+        ),
       ),
     );
     return providerHealthViews(this.registry, this.cache, {

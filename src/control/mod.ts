@@ -1,2 +1,5 @@
 export * from "./validate_args.ts";
 export * from "./call_router.ts";
+export * from "./declared_calls.ts";
+export * from "./mode_manager.ts";
+export * from "./parameters.ts";

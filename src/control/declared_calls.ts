@@ -1,0 +1,160 @@
+/**
+ * Device calls declared in the config (mode-transition hooks, safety.safe_state hooks/setpoints):
+ * resolving them against discovered capabilities, converting their YAML scalars to the
+ * function's ArgSpec types, running them through the CallRouter and checking them at start-up.
+ */
+import {
+  type DeviceCapabilities,
+  type FunctionSpec,
+  invalidArgument,
+  parseDeviceHandle,
+  type TypedValue,
+} from "../common/mod.ts";
+import type { CallArgValue, CallConfig, Config } from "../config/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
+import type { CallOrigin, CallResult, CallRouter } from "./call_router.ts";
+import { validateArgs } from "./validate_args.ts";
+
+/** How a declared call is named in responses and logs: function_name, else the id as text. */
+export function declaredFunctionLabel(call: CallConfig): string {
+  return call.functionName !== "" ? call.functionName : String(call.functionId);
+}
+
+/**
+ * Converts declared YAML scalars (config.md §5) to the types the function's ArgSpecs declare.
+ * int64 widens to double/uint64 (non-negative only); a scalar given for a string argument is
+ * passed as its text (`true`, `120`; note a YAML `0015` was already read as the integer 15).
+ * Anything else is left as written so validateArgs reports the mismatch naming the argument.
+ */
+export function toTypedArgs(
+  fn: FunctionSpec,
+  args: Readonly<Record<string, CallArgValue>>,
+): Record<string, TypedValue> {
+  const out: Record<string, TypedValue> = {};
+  for (const [name, value] of Object.entries(args)) {
+    const want = fn.args.find((a) => a.name === name)?.type ?? null;
+    out[name] = convertScalar(value, want);
+  }
+  return out;
+}
+
+function convertScalar(value: CallArgValue, want: string | null): TypedValue {
+  if (want === null || want === value.type) return value;
+  if (value.type === "int64") {
+    if (want === "double") return { type: "double", double: value.int64 };
+    if (want === "uint64" && value.int64 >= 0) return { type: "uint64", uint64: value.int64 };
+  }
+  if (want === "string") {
+    const text = value.type === "int64"
+      ? String(value.int64)
+      : value.type === "double"
+      ? String(value.double)
+      : value.type === "bool"
+      ? String(value.bool)
+      : value.string;
+    return { type: "string", string: text };
+  }
+  return value;
+}
+
+/**
+ * Finds the function a declared call targets among `devices`, with the router's selection rules
+ * (function_id when non-zero, and then a given function_name must agree; else the name). Returns
+ * the target or a message saying why it does not resolve.
+ */
+export function findDeclaredTarget(
+  call: CallConfig,
+  devices: readonly DeviceCapabilities[],
+): { device: DeviceCapabilities; fn: FunctionSpec } | { problem: string } {
+  const addr = parseDeviceHandle(call.deviceHandle);
+  if (!addr) return { problem: `device_handle '${call.deviceHandle}' is not provider/device` };
+  const device = devices.find((d) =>
+    d.device.providerId === addr.providerId && d.device.deviceId === addr.deviceId
+  );
+  if (!device) return { problem: `device not found: ${call.deviceHandle}` };
+  if (call.functionId !== 0) {
+    const fn = device.functions.find((f) => f.functionId === call.functionId);
+    if (!fn) return { problem: `function_id ${call.functionId} not found on ${call.deviceHandle}` };
+    if (call.functionName !== "" && fn.name !== call.functionName) {
+      return {
+        problem:
+          `function_id ${call.functionId} is '${fn.name}', not '${call.functionName}' on ${call.deviceHandle}`,
+      };
+    }
+    return { device, fn };
+  }
+  const fn = device.functions.findLast((f) => f.name === call.functionName);
+  if (!fn) return { problem: `function '${call.functionName}' not found on ${call.deviceHandle}` };
+  return { device, fn };
+}
+
+/**
+ * Runs one declared call through the router (gates, validation, provider lock, post-call poll).
+ * Throws RuntimeError as the router does; a malformed handle is INVALID_ARGUMENT.
+ */
+export function runDeclaredCall(
+  router: CallRouter,
+  call: CallConfig,
+  origin: CallOrigin,
+): Promise<CallResult> {
+  const addr = parseDeviceHandle(call.deviceHandle);
+  if (!addr) {
+    return Promise.reject(
+      invalidArgument(`${call.path}.device_handle: '${call.deviceHandle}' is not provider/device`),
+    );
+  }
+  try {
+    const selector = {
+      providerId: addr.providerId,
+      deviceId: addr.deviceId,
+      functionId: call.functionId,
+      functionName: call.functionName,
+    };
+    const { fn } = router.resolve(selector);
+    return router.call({ ...selector, args: toTypedArgs(fn, call.args), origin });
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/** Every device the registry knows (devices of a provider that is down are kept). */
+export function registeredDevices(registry: ProviderRegistry): DeviceCapabilities[] {
+  return registry.hosts.flatMap((h) => [...h.devices]);
+}
+
+/**
+ * Start-up preflight (config.md §6): checks every mode-transition hook call and every
+ * safety.safe_state call against the discovered capabilities — device, function and arguments.
+ * Returns one message per problem, prefixed with the call's config path; the runtime logs them
+ * (a call that does not resolve fails when it runs, which for the e-stop ladder matters).
+ */
+export function validateDeclaredCalls(config: Config, registry: ProviderRegistry): string[] {
+  const devices = registeredDevices(registry);
+  const hooks = config.automation.modeTransitionHooks;
+  const calls: CallConfig[] = [
+    ...hooks.beforeTransition.flatMap((h) => h.calls),
+    ...hooks.afterTransition.flatMap((h) => h.calls),
+    ...config.safety.safeState.hooks,
+    ...config.safety.safeState.setpoints,
+  ];
+  const problems: string[] = [];
+  for (const call of calls) {
+    const target = findDeclaredTarget(call, devices);
+    if ("problem" in target) {
+      const addr = parseDeviceHandle(call.deviceHandle);
+      const known = addr !== null && registry.host(addr.providerId) !== undefined;
+      problems.push(
+        `${call.path}: ${
+          addr !== null && !known ? `provider not found: ${addr.providerId}` : target.problem
+        }`,
+      );
+      continue;
+    }
+    try {
+      validateArgs(target.fn, toTypedArgs(target.fn, call.args));
+    } catch (err) {
+      problems.push(`${call.path}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return problems;
+}

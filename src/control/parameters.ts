@@ -1,0 +1,159 @@
+/**
+ * Automation parameters (automation.parameters, http-api.md §9). Values live in memory: they
+ * survive mode changes (modes never touch them) and reset to the configured defaults on restart
+ * — nothing is persisted.
+ */
+import { type Clock, invalidArgument, type Logger, notFound } from "../common/mod.ts";
+import type { ParameterConfig, ParameterType } from "../config/mod.ts";
+import type { EventBus } from "../events/mod.ts";
+
+/** A parameter value as JSON carries it. */
+export type ParameterValue = number | boolean | string;
+
+/** One declared parameter as GET /v0/parameters lists it. */
+export interface ParameterView {
+  name: string;
+  type: ParameterType;
+  value: ParameterValue;
+  min?: number;
+  max?: number;
+  allowed_values?: string[];
+}
+
+/** What the HTTP layer (and the behavior tree) need (prompts/services.md). */
+export interface ParameterService {
+  list(): ParameterView[];
+  /** Throws NOT_FOUND for an unknown name, INVALID_ARGUMENT naming the rule (type/min/max/allowed). */
+  set(name: string, value: unknown): { name: string; value: ParameterValue };
+  get(name: string): ParameterView | undefined;
+}
+
+/** Text of a value in `parameter_change` events: doubles with six decimals (as anolis). */
+export function parameterValueText(type: ParameterType, value: ParameterValue): string {
+  if (type === "double") return (value as number).toFixed(6);
+  return String(value);
+}
+
+/**
+ * Checks `value` against a parameter's rules; returns the value or throws INVALID_ARGUMENT
+ * whose message names the rule: type, min, max or allowed_values.
+ */
+export function checkParameterValue(def: ParameterConfig, value: unknown): ParameterValue {
+  const bad = (rule: string, why: string) =>
+    invalidArgument(`Invalid value for parameter '${def.name}': ${why} (rule: ${rule})`);
+  switch (def.type) {
+    case "double":
+      if (typeof value !== "number" || !Number.isFinite(value)) {
+        throw bad("type", `expected a number (double), got ${describe(value)}`);
+      }
+      break;
+    case "int64":
+      if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+        throw bad("type", `expected an integer (int64) within ±2^53, got ${describe(value)}`);
+      }
+      break;
+    case "bool":
+      if (typeof value !== "boolean") {
+        throw bad("type", `expected a boolean, got ${describe(value)}`);
+      }
+      break;
+    case "string":
+      if (typeof value !== "string") throw bad("type", `expected a string, got ${describe(value)}`);
+      break;
+  }
+  if (typeof value === "number") {
+    // Bounds are compared as doubles (config.md §4), int64 included.
+    if (def.min !== undefined && value < def.min) {
+      throw bad("min", `${value} is below min ${def.min}`);
+    }
+    if (def.max !== undefined && value > def.max) {
+      throw bad("max", `${value} is above max ${def.max}`);
+    }
+  }
+  if (
+    typeof value === "string" && def.allowedValues.length > 0 && !def.allowedValues.includes(value)
+  ) {
+    throw bad(
+      "allowed_values",
+      `'${value}' is not one of ${def.allowedValues.map((v) => `'${v}'`).join(", ")}`,
+    );
+  }
+  return value as ParameterValue;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  if (typeof v === "string") return `string '${v}'`;
+  if (typeof v === "object") return "an object";
+  return `${typeof v} ${String(v)}`;
+}
+
+export interface ParameterStoreOptions {
+  readonly parameters: readonly ParameterConfig[];
+  readonly bus: EventBus;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** The declared parameters and their current values (in memory only; see module comment). */
+export class ParameterStore implements ParameterService {
+  readonly #defs = new Map<string, ParameterConfig>();
+  readonly #values = new Map<string, ParameterValue>();
+  readonly #o: ParameterStoreOptions;
+
+  constructor(options: ParameterStoreOptions) {
+    this.#o = options;
+    const log = options.log.child("parameters");
+    for (const def of options.parameters) {
+      if (this.#defs.has(def.name)) {
+        log.warn(`Duplicate parameter '${def.name}' ignored (first definition wins)`);
+        continue;
+      }
+      try {
+        this.#values.set(def.name, checkParameterValue(def, def.default));
+        this.#defs.set(def.name, def);
+      } catch (err) {
+        // config.md §4: a default outside its own rules is not a load error; the parameter is
+        // absent at runtime. (The loader normally rejects it earlier.)
+        log.warn(`Failed to define parameter '${def.name}': ${(err as Error).message}`);
+      }
+    }
+  }
+
+  list(): ParameterView[] {
+    return [...this.#defs.keys()].map((name) => this.get(name)!);
+  }
+
+  get(name: string): ParameterView | undefined {
+    const def = this.#defs.get(name);
+    if (!def) return undefined;
+    const view: ParameterView = { name, type: def.type, value: this.#values.get(name)! };
+    if (def.min !== undefined) view.min = def.min;
+    if (def.max !== undefined) view.max = def.max;
+    if (def.allowedValues.length > 0) view.allowed_values = [...def.allowedValues];
+    return view;
+  }
+
+  /** The current value, for the behavior tree's blackboard; undefined for an unknown name. */
+  value(name: string): ParameterValue | undefined {
+    return this.#values.get(name);
+  }
+
+  set(name: string, value: unknown): { name: string; value: ParameterValue } {
+    const def = this.#defs.get(name);
+    if (!def) throw notFound(`Parameter not found: ${name}`);
+    const next = checkParameterValue(def, value);
+    const old = this.#values.get(name)!;
+    if (old === next) return { name, value: next };
+    this.#values.set(name, next);
+    this.#o.bus.publish({
+      kind: "parameter_change",
+      parameter_name: name,
+      old_value: parameterValueText(def.type, old),
+      new_value: parameterValueText(def.type, next),
+      timestamp_ms: this.#o.clock.nowMs(),
+    });
+    return { name, value: next };
+  }
+}

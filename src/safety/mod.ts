@@ -1,0 +1,2 @@
+export * from "./safe_state.ts";
+export * from "./estop.ts";

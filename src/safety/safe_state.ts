@@ -1,0 +1,212 @@
+/**
+ * The safe-state ladder: which rung an e-stop runs and which calls it makes.
+ *
+ *  1 hooks      safety.safe_state.hooks, when any are declared (coverage reported, not required)
+ *  2 setpoints  safety.safe_state.setpoints, only when they cover every actuating function
+ *  3 zero       when zero_is_safe: every zeroable actuating function set to zero (below)
+ *  4 none       nothing is actuated; the latch still holds
+ *
+ * "Actuating" = every function whose category is not READ (project rule), on every registered
+ * device, including devices of a provider that is currently down.
+ *
+ * "Cover": a declared call covers the function it resolves to (device_handle + function_id or
+ * function_name). Coverage is per function, not per channel: one set_relay(relay_index 1) covers
+ * set_relay although relay 2 is untouched — listing every channel is the config author's job.
+ *
+ * "Zeroable" (rung 3) — chosen to never guess an action: a function is zeroed only when every
+ * required argument is one of
+ *   - bool                  -> false                      (a level)
+ *   - double whose bounds admit 0 -> 0                    (a level)
+ *   - int64/uint64 with both bounds declared, min > 0 and at most 8 values -> each value in
+ *     turn (a channel/index selector: 0 is not a legal value, so it cannot be a level)
+ * and at least one argument is a level. Everything else is uncovered: string/bytes args,
+ * integers whose range admits 0 (a level or an id? e.g. exit_code 0..255 — unknowable), functions
+ * without arguments or with selectors only (calling them performs an action, it sets no level).
+ * Optional arguments are left out. A function fans out to at most 16 calls.
+ */
+import {
+  type ArgSpec,
+  type DeviceCapabilities,
+  deviceHandle,
+  type FunctionSpec,
+  type TypedValue,
+} from "../common/mod.ts";
+import type { CallConfig, Config } from "../config/mod.ts";
+import { declaredFunctionLabel, findDeclaredTarget } from "../control/mod.ts";
+
+/** The rung of the ladder. */
+export type SoftwareSafeState = "none" | "hooks" | "setpoints" | "zero";
+
+/** safety.safe_state after the adoption rule. */
+export interface SafeStateConfig {
+  readonly hooks: readonly CallConfig[];
+  readonly setpoints: readonly CallConfig[];
+  readonly zeroIsSafe: boolean;
+}
+
+/** One call the ladder will make. */
+export type PlannedCall =
+  | { readonly kind: "declared"; readonly call: CallConfig; readonly label: ActionLabel }
+  | {
+    readonly kind: "zero";
+    readonly providerId: string;
+    readonly deviceId: string;
+    readonly functionId: number;
+    readonly args: Readonly<Record<string, TypedValue>>;
+    readonly label: ActionLabel;
+  };
+
+/** How an action is named in the e-stop response. */
+export interface ActionLabel {
+  readonly device_handle: string;
+  readonly function: string;
+}
+
+/** An actuating function, as `provider/device function_name`. */
+export interface FunctionRef {
+  readonly device_handle: string;
+  readonly function: string;
+}
+
+/** What a trigger would do now. */
+export interface SafeStatePlan {
+  readonly rung: SoftwareSafeState;
+  readonly calls: readonly PlannedCall[];
+  /** Actuating functions the rung does not touch. */
+  readonly uncovered: readonly FunctionRef[];
+}
+
+/** Bound on how many values an index argument may take for zeroing. */
+export const MAX_ZERO_SELECTOR_VALUES = 8;
+/** Bound on the calls one function fans out to when zeroing. */
+export const MAX_ZERO_CALLS_PER_FUNCTION = 16;
+
+/**
+ * The adoption rule (config.md §6): with no `safety:` section and automation enabled, the calls
+ * of every hook with to=FAULT and from "*" (or empty) become safe-state hooks, in config order
+ * (before_transition first). An explicit `safety:` block, even empty, disables adoption.
+ */
+export function effectiveSafeState(
+  config: Config,
+): { safeState: SafeStateConfig; adopted: boolean } {
+  if (config.safety.present || !config.automation.enabled) {
+    return { safeState: config.safety.safeState, adopted: false };
+  }
+  const { beforeTransition, afterTransition } = config.automation.modeTransitionHooks;
+  const hooks = [...beforeTransition, ...afterTransition]
+    .filter((h) => h.to === "FAULT" && h.from === "*")
+    .flatMap((h) => h.calls);
+  if (hooks.length === 0) return { safeState: config.safety.safeState, adopted: false };
+  return { safeState: { ...config.safety.safeState, hooks }, adopted: true };
+}
+
+/** Picks the rung and its calls for the given devices (pure; see module comment). */
+export function planSafeState(
+  safeState: SafeStateConfig,
+  devices: readonly DeviceCapabilities[],
+): SafeStatePlan {
+  const actuating = devices.flatMap((d) =>
+    d.functions.filter((f) => f.actuating).map((fn) => ({ device: d, fn }))
+  );
+  const ref = (d: DeviceCapabilities, fn: FunctionSpec): FunctionRef => ({
+    device_handle: deviceHandle(d.device.providerId, d.device.deviceId),
+    function: fn.name,
+  });
+  const declared = (calls: readonly CallConfig[]): PlannedCall[] =>
+    calls.map((call) => ({
+      kind: "declared",
+      call,
+      label: { device_handle: call.deviceHandle, function: declaredFunctionLabel(call) },
+    }));
+  const uncoveredBy = (calls: readonly CallConfig[]): FunctionRef[] => {
+    const covered = new Set<FunctionSpec>();
+    for (const call of calls) {
+      const t = findDeclaredTarget(call, devices);
+      if ("fn" in t) covered.add(t.fn);
+    }
+    return actuating.filter((a) => !covered.has(a.fn)).map((a) => ref(a.device, a.fn));
+  };
+
+  if (safeState.hooks.length > 0) {
+    return {
+      rung: "hooks",
+      calls: declared(safeState.hooks),
+      uncovered: uncoveredBy(safeState.hooks),
+    };
+  }
+  if (safeState.setpoints.length > 0 && uncoveredBy(safeState.setpoints).length === 0) {
+    return { rung: "setpoints", calls: declared(safeState.setpoints), uncovered: [] };
+  }
+  if (safeState.zeroIsSafe) {
+    const calls: PlannedCall[] = [];
+    const uncovered: FunctionRef[] = [];
+    for (const { device, fn } of actuating) {
+      const argSets = zeroArgSets(fn);
+      const label = ref(device, fn);
+      if (argSets === null) {
+        uncovered.push(label);
+        continue;
+      }
+      for (const args of argSets) {
+        calls.push({
+          kind: "zero",
+          providerId: device.device.providerId,
+          deviceId: device.device.deviceId,
+          functionId: fn.functionId,
+          args,
+          label,
+        });
+      }
+    }
+    return { rung: "zero", calls, uncovered };
+  }
+  return { rung: "none", calls: [], uncovered: actuating.map((a) => ref(a.device, a.fn)) };
+}
+
+type ArgPlan = { kind: "level"; value: TypedValue } | { kind: "selector"; values: TypedValue[] };
+
+/** The argument sets that zero one function, or null when it is not zeroable (module comment). */
+export function zeroArgSets(fn: FunctionSpec): Record<string, TypedValue>[] | null {
+  if (!fn.actuating) return null;
+  const plans: Array<[string, ArgPlan]> = [];
+  for (const arg of fn.args) {
+    if (!arg.required) continue;
+    const plan = zeroPlanFor(arg);
+    if (plan === null) return null;
+    plans.push([arg.name, plan]);
+  }
+  if (!plans.some(([, p]) => p.kind === "level")) return null;
+  let sets: Record<string, TypedValue>[] = [{}];
+  for (const [name, plan] of plans) {
+    const values = plan.kind === "level" ? [plan.value] : plan.values;
+    sets = sets.flatMap((s) => values.map((v) => ({ ...s, [name]: v })));
+    if (sets.length > MAX_ZERO_CALLS_PER_FUNCTION) return null;
+  }
+  return sets;
+}
+
+function zeroPlanFor(arg: ArgSpec): ArgPlan | null {
+  const admitsZero = (arg.min === undefined || arg.min <= 0) &&
+    (arg.max === undefined || arg.max >= 0);
+  switch (arg.type) {
+    case "bool":
+      return { kind: "level", value: { type: "bool", bool: false } };
+    case "double":
+      return admitsZero ? { kind: "level", value: { type: "double", double: 0 } } : null;
+    case "int64":
+    case "uint64": {
+      const { min, max } = arg;
+      if (min === undefined || max === undefined || min <= 0 || max < min) return null;
+      if (max - min + 1 > MAX_ZERO_SELECTOR_VALUES) return null;
+      const values: TypedValue[] = [];
+      for (let v = Math.ceil(min); v <= max; v++) {
+        values.push(
+          arg.type === "int64" ? { type: "int64", int64: v } : { type: "uint64", uint64: v },
+        );
+      }
+      return values.length > 0 ? { kind: "selector", values } : null;
+    }
+    default:
+      return null;
+  }
+}

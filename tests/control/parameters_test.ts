@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import type { RuntimeError } from "../../src/common/mod.ts";
+import type { ParameterConfig } from "../../src/config/mod.ts";
+import { ParameterStore, parameterValueText } from "../../src/control/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+const PARAMS: ParameterConfig[] = [
+  { name: "temp", type: "double", default: 30, min: 10, max: 80.5, allowedValues: [] },
+  { name: "count", type: "int64", default: 5, min: 0, max: 10, allowedValues: [] },
+  { name: "armed", type: "bool", default: false, allowedValues: [] },
+  { name: "profile", type: "string", default: "eco", allowedValues: ["eco", "boost"] },
+  { name: "label", type: "string", default: "", allowedValues: [] },
+];
+
+function store(params: ParameterConfig[] = PARAMS) {
+  const bus = new EventBus();
+  const events: RuntimeEvent[] = [];
+  bus.subscribe((e) => events.push(e.event));
+  return {
+    s: new ParameterStore({ parameters: params, bus, clock: systemClock, log: testLogger() }),
+    events,
+  };
+}
+
+Deno.test("ParameterStore lists declared parameters with defaults and their rules", () => {
+  const { s } = store();
+  assert.deepEqual(s.list(), [
+    { name: "temp", type: "double", value: 30, min: 10, max: 80.5 },
+    { name: "count", type: "int64", value: 5, min: 0, max: 10 },
+    { name: "armed", type: "bool", value: false },
+    { name: "profile", type: "string", value: "eco", allowed_values: ["eco", "boost"] },
+    { name: "label", type: "string", value: "" },
+  ]);
+  assert.equal(s.get("nope"), undefined);
+});
+
+// [parameter, value, rule broken or null when accepted]
+const TABLE: Array<[string, unknown, string | null]> = [
+  ["temp", 42.5, null],
+  ["temp", 42, null], // any number is a double
+  ["temp", 10, null], // bounds inclusive
+  ["temp", 80.5, null],
+  ["temp", 9.99, "min"],
+  ["temp", 80.6, "max"],
+  ["temp", "42", "type"],
+  ["temp", null, "type"],
+  ["temp", true, "type"],
+  ["count", 7, null],
+  ["count", 7.5, "type"],
+  ["count", -1, "min"],
+  ["count", 11, "max"],
+  ["count", 2 ** 60, "type"],
+  ["armed", true, null],
+  ["armed", 1, "type"],
+  ["armed", "true", "type"],
+  ["profile", "boost", null],
+  ["profile", "turbo", "allowed_values"],
+  ["profile", 3, "type"],
+  ["label", "anything goes", null],
+  ["label", ["a"], "type"],
+];
+
+for (const [name, value, rule] of TABLE) {
+  Deno.test(`ParameterStore set ${name}=${JSON.stringify(value)} ${rule ? `breaks rule ${rule}` : "is accepted"}`, () => {
+    const { s, events } = store();
+    const before = s.get(name)!.value;
+    if (rule === null) {
+      assert.deepEqual(s.set(name, value), { name, value });
+      assert.equal(s.get(name)!.value, value);
+      assert.equal(events.length, 1);
+    } else {
+      assert.throws(() => s.set(name, value), (e: RuntimeError) => {
+        assert.equal(e.code, "INVALID_ARGUMENT");
+        assert.match(e.message, new RegExp(`parameter '${name}'.*\\(rule: ${rule}\\)`));
+        return true;
+      });
+      assert.equal(s.get(name)!.value, before);
+      assert.equal(events.length, 0);
+    }
+  });
+}
+
+Deno.test("ParameterStore set of an unknown name is NOT_FOUND", () => {
+  assert.throws(() => store().s.set("nope", 1), { code: "NOT_FOUND" });
+});
+
+Deno.test("ParameterStore publishes parameter_change with text values and skips same-value sets", () => {
+  const { s, events } = store();
+  s.set("temp", 31.25);
+  s.set("temp", 31.25);
+  s.set("count", 6);
+  s.set("armed", true);
+  s.set("profile", "boost");
+  assert.deepEqual(
+    events.map((e) =>
+      e.kind === "parameter_change" && [e.parameter_name, e.old_value, e.new_value]
+    ),
+    [
+      ["temp", "30.000000", "31.250000"],
+      ["count", "5", "6"],
+      ["armed", "false", "true"],
+      ["profile", "eco", "boost"],
+    ],
+  );
+  assert.equal(parameterValueText("double", 0.1), "0.100000");
+});
+
+Deno.test("ParameterStore leaves out a parameter whose default breaks its own rules", () => {
+  const { s } = store([
+    { name: "bad", type: "double", default: 99, max: 10, allowedValues: [] },
+    { name: "good", type: "bool", default: true, allowedValues: [] },
+  ]);
+  assert.deepEqual(s.list().map((p) => p.name), ["good"]);
+});

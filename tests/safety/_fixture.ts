@@ -1,0 +1,108 @@
+/** Shared builders for the modes/safety tests (config literals, declared calls, state reads). */
+import type {
+  CallArgValue,
+  CallConfig,
+  HookConfig,
+  ProviderConfig,
+  RuntimeMode,
+} from "../../src/config/mod.ts";
+import type { TypedValue } from "../../src/common/mod.ts";
+import { scalarOf } from "../../src/common/mod.ts";
+import type { Runtime } from "../../src/runtime.ts";
+import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
+
+export { SIM_INERT_YAML, simProvider };
+
+const PLANT_MAIN = new URL("./_plant_provider.ts", import.meta.url).pathname;
+
+/** A provider entry running tests/safety/_plant_provider.ts (device plant0). */
+export function plantProvider(id: string): ProviderConfig {
+  return {
+    id,
+    command: Deno.execPath(),
+    args: ["run", "--quiet", "--allow-read", "--allow-env", PLANT_MAIN],
+    timeoutMs: 5000,
+    helloTimeoutMs: 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: {
+      enabled: false,
+      maxAttempts: 1,
+      backoffMs: [100],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    },
+  };
+}
+
+/** An inert sim provider (values change only through calls). */
+export function inertSim(
+  id = "sim0",
+  extra: Parameters<typeof simProvider>[1] = {},
+): ProviderConfig {
+  return simProvider(id, { yaml: SIM_INERT_YAML, ...extra });
+}
+
+/** YAML-like scalars for declared call args: numbers with a dot or `d` suffix become doubles. */
+export type ArgLiteral = boolean | string | number | { double: number };
+
+function arg(v: ArgLiteral): CallArgValue {
+  if (typeof v === "boolean") return { type: "bool", bool: v };
+  if (typeof v === "string") return { type: "string", string: v };
+  if (typeof v === "number") return { type: "int64", int64: v };
+  return { type: "double", double: v.double };
+}
+
+/** A declared call; `fn` is a function name or a function id. */
+export function call(
+  handle: string,
+  fn: string | number,
+  args: Record<string, ArgLiteral> = {},
+  path = `test.calls[${handle} ${fn}]`,
+): CallConfig {
+  return {
+    deviceHandle: handle,
+    functionId: typeof fn === "number" ? fn : 0,
+    functionName: typeof fn === "string" ? fn : "",
+    args: Object.fromEntries(Object.entries(args).map(([k, v]) => [k, arg(v)])),
+    path,
+  };
+}
+
+/** A mode-transition hook. */
+export function hook(
+  from: RuntimeMode | "*",
+  to: RuntimeMode | "*",
+  calls: CallConfig[],
+  failOnError = true,
+  path = `test.hooks[${from}->${to}]`,
+): HookConfig {
+  return { from, to, failOnError, calls, path };
+}
+
+/** A manual (HTTP-like) call through the runtime's router. */
+export function manualCall(
+  rt: Runtime,
+  providerId: string,
+  deviceId: string,
+  functionId: number,
+  args: Record<string, TypedValue> = {},
+) {
+  return rt.router.call({ providerId, deviceId, functionId, args, origin: "manual" });
+}
+
+/** Typed value shorthands. */
+export const b = (v: boolean): TypedValue => ({ type: "bool", bool: v });
+export const d = (v: number): TypedValue => ({ type: "double", double: v });
+export const i = (v: number): TypedValue => ({ type: "int64", int64: v });
+
+/** Polls the device now and returns the cached scalar of one signal. */
+export async function readSignal(
+  rt: Runtime,
+  providerId: string,
+  deviceId: string,
+  signalId: string,
+): Promise<number | boolean | string | undefined> {
+  await rt.cache.pollDevice(providerId, deviceId);
+  const s = rt.cache.signal(providerId, deviceId, signalId);
+  return s ? scalarOf(s.value) : undefined;
+}

@@ -1,0 +1,75 @@
+/**
+ * A minimal ADPP provider for safety tests, run as a real child process. One device `plant0`:
+ * a heater relay and a fan duty (ACTUATE) plus `read_status` (READ, no side effects).
+ *
+ * Why not the simulated provider: its always-present chaos_control device has actuating
+ * functions (crash, send_garbage_frame, ...) that no setpoint may call, so the sim can never be
+ * fully covered by setpoints, and the sim has no READ function to show that read-only calls pass
+ * the latch.
+ */
+import { DeviceProvider, runStdioProvider } from "../../src/provider_sdk/mod.ts";
+
+const state = { heater: false, fanDuty: 0, reads: 0 };
+
+const provider = new DeviceProvider({ name: "plant-test", version: "0.0.1" }, [{
+  deviceId: "plant0",
+  typeId: "test.plant",
+  typeVersion: "1.0",
+  label: "Test plant (heater + fan)",
+  signals: [
+    {
+      id: "heater_on",
+      name: "Heater On",
+      type: "bool",
+      pollHintHz: 2,
+      staleAfterMs: 2000,
+      read: () => state.heater,
+    },
+    {
+      id: "fan_duty",
+      name: "Fan Duty",
+      type: "double",
+      pollHintHz: 2,
+      staleAfterMs: 2000,
+      read: () => state.fanDuty,
+    },
+    {
+      id: "status_reads",
+      name: "Status Reads",
+      type: "int64",
+      pollHintHz: 2,
+      staleAfterMs: 2000,
+      read: () => state.reads,
+    },
+  ],
+  functions: [
+    {
+      id: 1,
+      name: "set_heater",
+      category: "ACTUATE",
+      args: [{ name: "enabled", type: "bool" }],
+      handler: (args) => {
+        state.heater = args.bool("enabled");
+      },
+    },
+    {
+      id: 2,
+      name: "set_fan",
+      category: "ACTUATE",
+      args: [{ name: "duty", type: "double", min: 0, max: 1 }],
+      handler: (args) => {
+        state.fanDuty = args.double("duty");
+      },
+    },
+    {
+      id: 3,
+      name: "read_status",
+      category: "READ",
+      handler: () => {
+        state.reads++;
+      },
+    },
+  ],
+}]);
+
+await runStdioProvider(provider);

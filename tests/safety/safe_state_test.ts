@@ -1,0 +1,255 @@
+import assert from "node:assert/strict";
+import type {
+  ArgSpec,
+  DeviceCapabilities,
+  FunctionCategory,
+  FunctionSpec,
+  ValueType,
+} from "../../src/common/mod.ts";
+import type { Config } from "../../src/config/mod.ts";
+import { CallRouter } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import {
+  effectiveSafeState,
+  Estop,
+  type LatchEvent,
+  type LatchState,
+  latchTransition,
+  NO_SAFE_STATE_WARNING,
+  planSafeState,
+  type SafeStateConfig,
+  zeroArgSets,
+} from "../../src/safety/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { call, hook } from "./_fixture.ts";
+
+function arg(name: string, type: ValueType | null, o: Partial<ArgSpec> = {}): ArgSpec {
+  return { name, type, unit: "", description: "", required: true, allowedValues: [], ...o };
+}
+function fn(
+  id: number,
+  name: string,
+  args: ArgSpec[],
+  category: FunctionCategory = "ACTUATE",
+): FunctionSpec {
+  return { functionId: id, name, description: "", category, actuating: category !== "READ", args };
+}
+function device(deviceId: string, functions: FunctionSpec[], providerId = "p"): DeviceCapabilities {
+  return {
+    device: {
+      providerId,
+      deviceId,
+      providerName: "",
+      typeId: "",
+      typeVersion: "",
+      label: "",
+      address: "",
+      tags: {},
+    },
+    functions,
+    signals: [],
+  };
+}
+
+const MOTOR = device("motor", [
+  fn(10, "set_motor_duty", [
+    arg("motor_index", "int64", { min: 1, max: 2 }),
+    arg("duty", "double", { min: 0, max: 1 }),
+  ]),
+]);
+const RELAYS = device("relays", [
+  fn(1, "set_relay_ch1", [arg("enabled", "bool")]),
+  fn(2, "set_relay_ch2", [arg("enabled", "bool")]),
+]);
+const TOOLS = device("tools", [
+  fn(1, "reboot", []), // no args: an action, never zeroed
+  fn(2, "set_mode", [arg("mode", "string")]),
+  fn(3, "crash", [arg("exit_code", "int64", { min: 0, max: 255 })]), // 0 in range: ambiguous
+  fn(4, "calibrate", [arg("channel", "int64", { min: 1, max: 4 })]), // selector only
+  fn(5, "read_temp", [], "READ"),
+  fn(6, "set_level", [arg("level", "double"), arg("note", "string", { required: false })]),
+  fn(7, "set_offset", [arg("offset", "double", { min: 1, max: 5 })]), // 0 not allowed
+]);
+const DEVICES = [MOTOR, RELAYS, TOOLS];
+const NO_SAFETY: SafeStateConfig = { hooks: [], setpoints: [], zeroIsSafe: false };
+
+Deno.test("zeroArgSets zeroes levels and fans out over index selectors", () => {
+  assert.deepEqual(zeroArgSets(MOTOR.functions[0]), [
+    { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0 } },
+    { motor_index: { type: "int64", int64: 2 }, duty: { type: "double", double: 0 } },
+  ]);
+  assert.deepEqual(zeroArgSets(RELAYS.functions[0]), [{ enabled: { type: "bool", bool: false } }]);
+  assert.deepEqual(zeroArgSets(TOOLS.functions[5]), [{ level: { type: "double", double: 0 } }]);
+});
+
+Deno.test("zeroArgSets refuses functions it cannot zero without guessing", () => {
+  for (const f of TOOLS.functions.filter((f) => f.name !== "set_level")) {
+    assert.equal(zeroArgSets(f), null, f.name);
+  }
+  const wide = fn(1, "set_pixel", [
+    arg("x", "int64", { min: 1, max: 8 }),
+    arg("y", "int64", { min: 1, max: 8 }),
+    arg("on", "bool"),
+  ]);
+  assert.equal(zeroArgSets(wide), null, "64 calls exceed the per-function bound");
+});
+
+Deno.test("planSafeState with nothing declared is rung none and counts every actuating function", () => {
+  const plan = planSafeState(NO_SAFETY, DEVICES);
+  assert.equal(plan.rung, "none");
+  assert.equal(plan.calls.length, 0);
+  assert.equal(plan.uncovered.length, 9); // 1 + 2 + 6 (read_temp is READ)
+});
+
+Deno.test("planSafeState prefers hooks and reports what they leave untouched", () => {
+  const plan = planSafeState(
+    {
+      hooks: [call("p/relays", "set_relay_ch1", { enabled: false })],
+      setpoints: [],
+      zeroIsSafe: true,
+    },
+    DEVICES,
+  );
+  assert.equal(plan.rung, "hooks");
+  assert.deepEqual(plan.calls.map((c) => c.label), [{
+    device_handle: "p/relays",
+    function: "set_relay_ch1",
+  }]);
+  assert.equal(plan.uncovered.length, 8);
+});
+
+Deno.test("planSafeState takes setpoints only when they cover every actuating function", () => {
+  const full = [
+    call("p/motor", 10, { motor_index: 1, duty: { double: 0 } }),
+    call("p/relays", "set_relay_ch1", { enabled: false }),
+    call("p/relays", "set_relay_ch2", { enabled: false }),
+    ...["reboot", "set_mode", "crash", "calibrate", "set_level", "set_offset"].map((n) =>
+      call("p/tools", n)
+    ),
+  ];
+  const covered = planSafeState({ ...NO_SAFETY, setpoints: full }, DEVICES);
+  assert.equal(covered.rung, "setpoints");
+  assert.equal(covered.uncovered.length, 0);
+  // id-labelled: function_name when given, else the id as text
+  assert.deepEqual(covered.calls[0].label, { device_handle: "p/motor", function: "10" });
+
+  const partial = full.slice(1);
+  assert.equal(planSafeState({ ...NO_SAFETY, setpoints: partial }, DEVICES).rung, "none");
+  const zero = planSafeState({ ...NO_SAFETY, setpoints: partial, zeroIsSafe: true }, DEVICES);
+  assert.equal(zero.rung, "zero");
+  // a call whose id and name disagree covers nothing
+  const mismatch = [...partial, { ...call("p/motor", 10), functionName: "set_relay_ch1" }];
+  assert.equal(planSafeState({ ...NO_SAFETY, setpoints: mismatch }, DEVICES).rung, "none");
+});
+
+Deno.test("planSafeState zero rung calls every zeroable function and counts the rest", () => {
+  const plan = planSafeState({ ...NO_SAFETY, zeroIsSafe: true }, DEVICES);
+  assert.equal(plan.rung, "zero");
+  assert.deepEqual(
+    plan.calls.map((c) => `${c.label.device_handle} ${c.label.function}`),
+    [
+      "p/motor set_motor_duty",
+      "p/motor set_motor_duty",
+      "p/relays set_relay_ch1",
+      "p/relays set_relay_ch2",
+      "p/tools set_level",
+    ],
+  );
+  assert.deepEqual(
+    plan.uncovered.map((u) => u.function),
+    ["reboot", "set_mode", "crash", "calibrate", "set_offset"],
+  );
+});
+
+Deno.test("effectiveSafeState adopts *->FAULT hooks only without a safety section and with automation", () => {
+  const faultHook = hook("*", "FAULT", [call("p/relays", "set_relay_ch1", { enabled: false })]);
+  const autoFault = hook("AUTO", "FAULT", [call("p/relays", "set_relay_ch2", { enabled: false })]);
+  const withHooks = (o: Parameters<typeof testConfig>[0] = {}): Config =>
+    testConfig({
+      ...o,
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [autoFault], afterTransition: [faultHook] },
+      },
+    });
+
+  const adopted = effectiveSafeState(withHooks());
+  assert.equal(adopted.adopted, true);
+  assert.deepEqual(adopted.safeState.hooks, faultHook.calls);
+
+  assert.equal(effectiveSafeState(withHooks({ safety: { present: true } })).adopted, false);
+  const disabled = testConfig({
+    automation: {
+      enabled: false,
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [faultHook] },
+    },
+  });
+  assert.equal(effectiveSafeState(disabled).adopted, false);
+  assert.deepEqual(effectiveSafeState(disabled).safeState.hooks, []);
+});
+
+const LATCH: Array<{ from: LatchState; event: LatchEvent; to: LatchState }> = [
+  { from: "released", event: "trigger", to: "latched" },
+  { from: "latched", event: "trigger", to: "latched" },
+  { from: "latched", event: "clear", to: "released" },
+  { from: "released", event: "clear", to: "released" },
+];
+for (const row of LATCH) {
+  Deno.test(`latchTransition ${row.from} -${row.event}-> ${row.to}`, () => {
+    assert.equal(latchTransition(row.from, row.event), row.to);
+  });
+}
+
+function estopWithoutDevices() {
+  const log = testLogger();
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([], {
+    spawn: () => {
+      throw new Error("no processes in this test");
+    },
+    clock: systemClock,
+    log,
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 100,
+  });
+  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
+  const router = new CallRouter({ registry, cache, log });
+  return new Estop({ router, registry, clock: systemClock, log, safeState: NO_SAFETY });
+}
+
+Deno.test("Estop latch gate refuses actuating calls and passes read-only ones while latched", async () => {
+  const estop = estopWithoutDevices();
+  const read = { fn: TOOLS.functions[4], device: TOOLS, origin: "manual" as const };
+  const actuate = { fn: RELAYS.functions[0], device: RELAYS, origin: "automated" as const };
+  const config = { fn: TOOLS.functions[1], device: TOOLS, origin: "manual" as const };
+  assert.equal(estop.gate(actuate), null);
+
+  const result = await estop.trigger("unit test");
+  assert.deepEqual(result, {
+    latched: true,
+    software_safe_state: "none",
+    actions: [],
+    warning: NO_SAFE_STATE_WARNING,
+  });
+  assert.equal(estop.gate(read), null);
+  assert.equal(estop.gate(actuate)?.code, "FAILED_PRECONDITION");
+  assert.equal(estop.gate(config)?.code, "FAILED_PRECONDITION", "CONFIG counts as actuating");
+  assert.equal(estop.gate({ ...actuate, origin: "safety" }), null);
+  const status = estop.status();
+  assert.equal(status.latched, true);
+  assert.equal(typeof status.latched_at_epoch_ms, "number");
+
+  assert.deepEqual(estop.clear(), { latched: false });
+  assert.equal(estop.gate(actuate), null);
+  assert.deepEqual(estop.status(), {
+    latched: false,
+    software_safe_state: "none",
+    latched_at_epoch_ms: null,
+    uncovered_actuating_functions: 0,
+  });
+});
