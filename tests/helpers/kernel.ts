@@ -15,11 +15,18 @@ export function testLogger(): LineLogger {
   });
 }
 
-/** Starts a Runtime; the caller must `await rt.stop()` (use `using`-style try/finally). */
-export async function startRuntime(config: Config): Promise<Runtime> {
+/**
+ * Starts a Runtime; the caller must `await rt.stop()` (try/finally). With `arm`, switches the
+ * mode from IDLE to MANUAL so actuating calls are allowed.
+ */
+export async function startRuntime(
+  config: Config,
+  options: { arm?: boolean } = {},
+): Promise<Runtime> {
   const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
   try {
     await rt.start();
+    if (options.arm) await rt.modes.request("MANUAL");
   } catch (err) {
     await rt.stop();
     throw err;
@@ -57,4 +64,9 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** startRuntime in MANUAL mode: actuating calls allowed. */
+export function startArmed(config: Config): Promise<Runtime> {
+  return startRuntime(config, { arm: true });
 }

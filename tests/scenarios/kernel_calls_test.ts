@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
 import type { CallRequest } from "../../src/control/mod.ts";
-import { startRuntime } from "../helpers/kernel.ts";
+import { startArmed } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 
 const D = (double: number): TypedValue => ({ type: "double", double });
@@ -83,7 +83,7 @@ const REFUSED: Array<
 ];
 
 Deno.test("CallRouter routes valid calls and refuses invalid ones before the provider", async (t) => {
-  const rt = await startRuntime(
+  const rt = await startArmed(
     testConfig({ providers: [simProvider("sim0", { yaml: SIM_INERT_YAML })] }),
   );
   try {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
 import type { Runtime } from "../../src/runtime.ts";
-import { processAlive, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { processAlive, recordEvents, startArmed, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 
 function chaos(
@@ -20,7 +20,7 @@ function chaos(
 }
 
 Deno.test("a provider killed with SIGKILL restarts after its backoff and its devices come back", async () => {
-  const rt = await startRuntime(
+  const rt = await startArmed(
     testConfig({ providers: [simProvider("sim0", { restart: { backoffMs: [300, 300, 300] } })] }),
   );
   const rec = recordEvents(rt);
@@ -69,7 +69,7 @@ Deno.test("a provider killed with SIGKILL restarts after its backoff and its dev
 });
 
 Deno.test("a provider that keeps crashing opens the circuit after max_attempts restarts", async () => {
-  const rt = await startRuntime(testConfig({
+  const rt = await startArmed(testConfig({
     providers: [simProvider("sim0", {
       extraArgs: ["--crash-after", "0.4"],
       restart: { maxAttempts: 2, backoffMs: [50, 50], successResetMs: 60000 },
@@ -99,7 +99,7 @@ Deno.test("a provider that keeps crashing opens the circuit after max_attempts r
 });
 
 Deno.test("restart_policy disabled: the first crash opens the circuit", async () => {
-  const rt = await startRuntime(
+  const rt = await startArmed(
     testConfig({ providers: [simProvider("sim0", { restart: false })] }),
   );
   try {
@@ -113,7 +113,7 @@ Deno.test("restart_policy disabled: the first crash opens the circuit", async ()
 });
 
 Deno.test("a hung provider is detected by failing liveness checks and restarted", async () => {
-  const rt = await startRuntime(testConfig({
+  const rt = await startArmed(testConfig({
     pollingIntervalMs: 100,
     providers: [simProvider("sim0", { timeoutMs: 300 })],
   }));
@@ -130,7 +130,7 @@ Deno.test("a hung provider is detected by failing liveness checks and restarted"
 });
 
 Deno.test("one slow call answers DEADLINE_EXCEEDED without restarting the provider", async () => {
-  const rt = await startRuntime(
+  const rt = await startArmed(
     testConfig({ providers: [simProvider("sim0", { timeoutMs: 400 })] }),
   );
   try {
@@ -169,7 +169,7 @@ Deno.test("one slow call answers DEADLINE_EXCEEDED without restarting the provid
 
 for (const fault of ["send_garbage_frame", "send_oversize_frame"]) {
   Deno.test(`a ${fault.replace("send_", "").replaceAll("_", " ")} ends only that provider's session`, async () => {
-    const rt = await startRuntime(
+    const rt = await startArmed(
       testConfig({ providers: [simProvider("sim0"), simProvider("sim1")] }),
     );
     try {
@@ -192,7 +192,7 @@ for (const fault of ["send_garbage_frame", "send_oversize_frame"]) {
 }
 
 Deno.test("two providers: while one is down the other keeps serving state and calls", async () => {
-  const rt = await startRuntime(testConfig({
+  const rt = await startArmed(testConfig({
     providers: [
       simProvider("sim0", { restart: { backoffMs: [60000, 60000, 60000] } }),
       simProvider("sim1"),
