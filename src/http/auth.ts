@@ -1,0 +1,70 @@
+/**
+ * Bearer-token authentication (spec "Authentication", contract/README.md 401 shape). The token is
+ * compared in constant time and never logged or echoed.
+ */
+import { type HttpConfig, isLoopback } from "../config/mod.ts";
+import { errorResponse } from "./envelope.ts";
+
+/** The effective token: RUNTIME_API_TOKEN when set and non-empty, else `http.auth_token`. */
+export function resolveApiToken(http: HttpConfig, envToken: string | undefined): string {
+  return envToken !== undefined && envToken !== "" ? envToken : http.authToken;
+}
+
+/**
+ * Whether a client address is loopback: all of 127.0.0.0/8, `::1` and IPv4-mapped
+ * `::ffff:127.x.x.x` (the same rule as the bind safety gate).
+ */
+export function isLoopbackAddress(address: string): boolean {
+  return isLoopback(address);
+}
+
+/** Checks requests against the configured token; one instance per server. */
+export class BearerAuth {
+  readonly #enabled: boolean;
+  readonly #exemptLoopback: boolean;
+  /** SHA-256 of the token, so comparison time does not depend on where the bytes differ. */
+  readonly #tokenDigest: Promise<Uint8Array> | null;
+
+  constructor(http: HttpConfig, token: string) {
+    this.#enabled = http.authEnabled;
+    this.#exemptLoopback = http.authExemptLoopback;
+    // An empty configured token never authorizes anyone.
+    this.#tokenDigest = token === "" ? null : sha256(token);
+  }
+
+  /** Resolves true when the request may proceed. */
+  async allows(req: Request, remoteAddr: string): Promise<boolean> {
+    if (!this.#enabled) return true;
+    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr)) return true;
+    const header = req.headers.get("authorization");
+    // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
+    if (header === null || !header.startsWith("Bearer ") || this.#tokenDigest === null) {
+      return false;
+    }
+    const presented = await sha256(header.slice("Bearer ".length));
+    return constantTimeEqual(presented, await this.#tokenDigest);
+  }
+}
+
+/** 401 with `WWW-Authenticate: Bearer` and the project's body (status envelope + flat error). */
+export function unauthorizedResponse(): Response {
+  return errorResponse(
+    "UNAUTHENTICATED",
+    "Missing or invalid bearer token",
+    { error: "unauthorized" },
+    { "www-authenticate": "Bearer" },
+  );
+}
+
+async function sha256(text: string): Promise<Uint8Array> {
+  const data = new TextEncoder().encode(text);
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+}
+
+/** Compares equal-length digests without an early exit. */
+function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}

@@ -1,0 +1,49 @@
+/**
+ * The JSON envelope and the one place that maps status codes to HTTP statuses (http-api.md §1).
+ */
+import { RuntimeError, type StatusCode } from "../common/mod.ts";
+
+/** Status code -> HTTP status. Nothing else in the runtime knows HTTP numbers. */
+export const HTTP_STATUS_OF: Readonly<Record<StatusCode, number>> = {
+  OK: 200,
+  INVALID_ARGUMENT: 400,
+  UNAUTHENTICATED: 401,
+  NOT_FOUND: 404,
+  FAILED_PRECONDITION: 409,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+  DEADLINE_EXCEEDED: 504,
+};
+
+/** The success status object. */
+export const OK_STATUS = { code: "OK", message: "ok" } as const;
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+/** A 200 response: `{status: OK, ...body}`. */
+export function okResponse(body: object = {}): Response {
+  return new Response(JSON.stringify({ status: OK_STATUS, ...body }), {
+    status: 200,
+    headers: JSON_HEADERS,
+  });
+}
+
+/** An error response: exactly `{status: {code, message}}` (plus `extra` members, e.g. for 401). */
+export function errorResponse(
+  code: Exclude<StatusCode, "OK">,
+  message: string,
+  extra: object = {},
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify({ status: { code, message }, ...extra }), {
+    status: HTTP_STATUS_OF[code],
+    headers: { ...JSON_HEADERS, ...headers },
+  });
+}
+
+/** Any thrown value as an error response; non-RuntimeErrors become 500 INTERNAL with their text. */
+export function responseForError(err: unknown): Response {
+  if (err instanceof RuntimeError) return errorResponse(err.code, err.message);
+  const message = err instanceof Error ? err.message : String(err);
+  return errorResponse("INTERNAL", message || "internal error");
+}

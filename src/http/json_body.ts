@@ -1,0 +1,104 @@
+/**
+ * Request bodies: bounded in size and in the time a client may take to send them, then parsed as
+ * JSON. Every failure is a 400 INVALID_ARGUMENT naming the problem.
+ */
+import { invalidArgument, RuntimeError } from "../common/mod.ts";
+
+/** Largest accepted request body (64 KiB): every v0 body is a few hundred bytes. */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** A client that has not sent its whole body after this long is answered 400 (contract: 5 s). */
+export const BODY_READ_TIMEOUT_MS = 5000;
+
+export interface BodyLimits {
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+}
+
+/** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
+export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<Uint8Array> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > limits.maxBytes) {
+    await req.body?.cancel().catch(() => {});
+    throw tooLarge(limits.maxBytes);
+  }
+  if (req.body === null) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    reader.cancel().catch(() => {});
+  }, limits.timeoutMs);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > limits.maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(limits.maxBytes);
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof RuntimeError) throw err;
+    if (timedOut) throw slow(limits.timeoutMs);
+    throw invalidArgument(`body: could not be read (${(err as Error)?.message ?? err})`);
+  } finally {
+    clearTimeout(timer);
+    reader.releaseLock();
+  }
+  if (timedOut) throw slow(limits.timeoutMs);
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Reads and parses a JSON body. Resolves `undefined` for an empty (or whitespace-only) body so
+ * routes with an optional body can tell "absent" from "invalid".
+ */
+export async function readJsonBody(req: Request, limits: BodyLimits): Promise<unknown> {
+  const bytes = await readBodyBytes(req, limits);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw invalidArgument("Invalid JSON: body is not valid UTF-8");
+  }
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw invalidArgument(`Invalid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Reads a body that must be a JSON object (missing body included: it is not an object). */
+export async function readJsonObject(
+  req: Request,
+  limits: BodyLimits,
+): Promise<Record<string, unknown>> {
+  const value = await readJsonBody(req, limits);
+  if (value === undefined) throw invalidArgument("body: missing, expected a JSON object");
+  if (!isPlainObject(value)) throw invalidArgument("body: must be a JSON object");
+  return value;
+}
+
+/** A JSON object (not an array, not null). */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function tooLarge(max: number): RuntimeError {
+  return invalidArgument(`body: larger than the ${max}-byte limit`);
+}
+
+function slow(ms: number): RuntimeError {
+  return invalidArgument(`body: not received completely within ${ms} ms`);
+}

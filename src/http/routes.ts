@@ -1,0 +1,441 @@
+/**
+ * The /v0 route table and its handlers. Handlers return the success body (the envelope adds
+ * `status`) or throw RuntimeError; http_api.ts turns both into responses in one place.
+ */
+import {
+  type DeviceCapabilities,
+  failedPrecondition,
+  invalidArgument,
+  notFound,
+  type Quality,
+  RUNTIME_VERSION,
+  unavailable,
+  worstQuality,
+} from "../common/mod.ts";
+import { RUNTIME_MODES, type RuntimeMode } from "../config/mod.ts";
+import { okResponse } from "./envelope.ts";
+import { type BodyLimits, isPlainObject, readJsonBody, readJsonObject } from "./json_body.ts";
+import type { EstopStatus } from "../safety/mod.ts";
+import type { HttpServices } from "./services.ts";
+import type { SseHub } from "./sse_hub.ts";
+import { parseArgs } from "./typed_value_json.ts";
+
+/** What a route handler receives. */
+export interface RouteContext {
+  readonly req: Request;
+  readonly url: URL;
+  /** Decoded path parameters by name. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly services: HttpServices;
+  readonly sse: SseHub;
+  readonly limits: BodyLimits;
+}
+
+export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
+
+interface Route {
+  readonly method: "GET" | "POST";
+  /** Path segments after the leading "/"; `:name` captures one segment. */
+  readonly segments: readonly string[];
+  readonly handler: RouteHandler;
+}
+
+const route = (method: "GET" | "POST", path: string, handler: RouteHandler): Route => ({
+  method,
+  segments: path.slice(1).split("/"),
+  handler,
+});
+
+/** Every endpoint of http-api.md §3. */
+export const ROUTES: readonly Route[] = [
+  route("GET", "/v0/runtime/status", runtimeStatus),
+  route("GET", "/v0/providers/health", providersHealth),
+  route("GET", "/v0/telemetry/status", telemetryStatus),
+  route("GET", "/v0/devices", listDevices),
+  route("GET", "/v0/devices/:provider_id/:device_id/capabilities", deviceCapabilities),
+  route("GET", "/v0/state", allState),
+  route("GET", "/v0/state/:provider_id/:device_id", deviceState),
+  route("POST", "/v0/call", call),
+  route("GET", "/v0/mode", getMode),
+  route("POST", "/v0/mode", setMode),
+  route("POST", "/v0/estop", estopTrigger),
+  route("POST", "/v0/estop/clear", estopClear),
+  route("GET", "/v0/parameters", listParameters),
+  route("POST", "/v0/parameters", setParameter),
+  route("GET", "/v0/automation/tree", automationTree),
+  route("GET", "/v0/automation/status", automationStatus),
+  route("GET", "/v0/runs", listRuns),
+  route("POST", "/v0/runs", openRun),
+  route("GET", "/v0/runs/:run_id", getRun),
+  route("POST", "/v0/runs/:run_id/close", closeRun),
+  route("GET", "/v0/runs/:run_id/events", listRunEvents),
+  route("POST", "/v0/runs/:run_id/events", addRunMarker),
+  route("GET", "/v0/events", events),
+];
+
+/**
+ * Finds the route for a method and path; null when none matches (the caller answers 404
+ * "Route not found"). Throws INVALID_ARGUMENT for a path parameter with broken %-encoding.
+ */
+export function matchRoute(
+  method: string,
+  pathname: string,
+): { handler: RouteHandler; params: Record<string, string> } | null {
+  const parts = pathname.slice(1).split("/");
+  for (const r of ROUTES) {
+    if (r.method !== method || r.segments.length !== parts.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < parts.length && ok; i++) {
+      const seg = r.segments[i];
+      if (seg.startsWith(":")) {
+        if (parts[i] === "") ok = false;
+        else params[seg.slice(1)] = decodeSegment(parts[i], seg.slice(1));
+      } else if (seg !== parts[i]) {
+        ok = false;
+      }
+    }
+    if (ok) return { handler: r.handler, params };
+  }
+  return null;
+}
+
+function decodeSegment(raw: string, name: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw invalidArgument(`${name}: invalid percent-encoding in path`);
+  }
+}
+
+// ---- runtime, providers, telemetry ----
+
+function runtimeStatus({ services }: RouteContext): Response {
+  const providers = services.registry.hosts.map((h) => ({
+    provider_id: h.id,
+    state: h.available ? "AVAILABLE" : "UNAVAILABLE",
+    device_count: h.devices.length,
+  }));
+  return okResponse({
+    version: RUNTIME_VERSION,
+    mode: services.modes?.current() ?? "IDLE",
+    uptime_seconds: services.uptimeSeconds(),
+    polling_interval_ms: services.config.polling.intervalMs,
+    providers,
+    device_count: providers.reduce((n, p) => n + p.device_count, 0),
+    estop: services.estop?.status() ?? estopStatusWithoutService(services),
+  });
+}
+
+/** With no e-stop service nothing would be actuated: every actuating function is uncovered. */
+function estopStatusWithoutService(services: HttpServices): EstopStatus {
+  const actuating = services.registry.hosts
+    .flatMap((h) => h.devices)
+    .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
+  return {
+    latched: false,
+    software_safe_state: "none",
+    latched_at_epoch_ms: null,
+    uncovered_actuating_functions: actuating,
+  };
+}
+
+function providersHealth({ services }: RouteContext): Response {
+  const providers = services.providerHealth().map((p) => ({
+    ...p,
+    // type_version is a telemetry field, not part of the HTTP body.
+    devices: p.devices.map(({ type_version: _omit, ...d }) => d),
+  }));
+  return okResponse({ providers });
+}
+
+function telemetryStatus({ services }: RouteContext): Response {
+  return okResponse(
+    services.telemetry?.status() ?? {
+      enabled: false,
+      running: false,
+      connected: false,
+      total_written: 0,
+      total_failed: 0,
+      pending_batch: 0,
+      queue_depth: 0,
+      dropped_events: 0,
+    },
+  );
+}
+
+// ---- devices and state ----
+
+function listDevices({ services }: RouteContext): Response {
+  const devices = services.registry.devices().map((d) => ({
+    provider_id: d.providerId,
+    device_id: d.deviceId,
+    display_name: d.label || d.deviceId,
+    type: d.typeId || "unknown",
+  }));
+  return okResponse({ devices });
+}
+
+function requireDevice(services: HttpServices, p: string, d: string): DeviceCapabilities {
+  const caps = services.registry.capabilities(p, d);
+  if (!caps) throw notFound(`Device not found: ${p}/${d}`);
+  return caps;
+}
+
+function deviceCapabilities({ services, params }: RouteContext): Response {
+  const { provider_id: p, device_id: d } = params;
+  const caps = requireDevice(services, p, d);
+  const signals = [...caps.signals]
+    .sort((a, b) => compareText(a.signalId, b.signalId))
+    .map((s) => ({
+      signal_id: s.signalId,
+      value_type: s.valueType ?? "unspecified",
+      label: s.name || s.description,
+    }));
+  const functions = [...caps.functions]
+    .sort((a, b) => a.functionId - b.functionId || compareText(a.name, b.name))
+    .map((f) => ({
+      function_id: f.functionId,
+      name: f.name,
+      label: f.description,
+      args: Object.fromEntries(f.args.map((a) => {
+        const spec: Record<string, unknown> = {
+          type: a.type ?? "unspecified",
+          required: a.required,
+        };
+        if (a.description) spec.description = a.description;
+        if (a.unit) spec.unit = a.unit;
+        if (a.min !== undefined) spec.min = a.min;
+        if (a.max !== undefined) spec.max = a.max;
+        return [a.name, spec];
+      })),
+      category: f.category,
+      actuating: f.actuating,
+    }));
+  return okResponse({ provider_id: p, device_id: d, capabilities: { signals, functions } });
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** One device's cached values, optionally restricted to `only` signal ids. */
+function deviceStateBody(
+  services: HttpServices,
+  p: string,
+  d: string,
+  nowMs: number,
+  only: ReadonlySet<string> | null,
+) {
+  const state = services.cache.device(p, d);
+  const values = [];
+  for (const signalId of state?.pollable ?? []) {
+    if (only && !only.has(signalId)) continue;
+    const s = state?.signals.get(signalId);
+    if (!s) continue;
+    values.push({
+      signal_id: signalId,
+      value: s.value,
+      timestamp_epoch_ms: s.timestampMs,
+      quality: s.quality,
+      age_ms: Math.max(0, nowMs - s.timestampMs),
+    });
+  }
+  const quality: Quality = !state?.available
+    ? "UNAVAILABLE"
+    : worstQuality(values.map((v) => v.quality));
+  return { provider_id: p, device_id: d, quality, values };
+}
+
+function allState({ services }: RouteContext): Response {
+  const now = services.host.clock.nowMs();
+  const devices = services.cache.devices()
+    .filter((s) => s.pollable.length > 0)
+    .map((s) => deviceStateBody(services, s.providerId, s.deviceId, now, null));
+  return okResponse({ generated_at_epoch_ms: now, devices });
+}
+
+function deviceState({ services, params, url }: RouteContext): Response {
+  const { provider_id: p, device_id: d } = params;
+  const known = services.registry.capabilities(p, d) ?? services.cache.device(p, d);
+  if (!known) throw notFound(`Device not found: ${p}/${d}`);
+  const state = services.cache.device(p, d);
+  if (!state || state.pollable.length === 0) {
+    throw unavailable(`No cached state for device: ${p}/${d} (it has no pollable signals)`);
+  }
+  const ids = url.searchParams.getAll("signal_id").filter((s) => s !== "");
+  const now = services.host.clock.nowMs();
+  const body = deviceStateBody(services, p, d, now, ids.length > 0 ? new Set(ids) : null);
+  return okResponse({ generated_at_epoch_ms: now, ...body });
+}
+
+// ---- calls ----
+
+const MAX_UINT32 = 0xffff_ffff;
+
+async function call({ services, req, limits }: RouteContext): Promise<Response> {
+  const body = await readJsonObject(req, limits);
+  const providerId = requireString(body, "provider_id");
+  const deviceId = requireString(body, "device_id");
+  if (!("function_id" in body)) {
+    throw invalidArgument("function_id: missing (name dispatch is not accepted over HTTP)");
+  }
+  const functionId = body.function_id;
+  if (
+    typeof functionId !== "number" || !Number.isInteger(functionId) || functionId < 0 ||
+    functionId > MAX_UINT32
+  ) {
+    throw invalidArgument(`function_id: must be an integer from 0 to ${MAX_UINT32}`);
+  }
+  const args = parseArgs(body.args);
+  const result = await services.router.call({
+    providerId,
+    deviceId,
+    functionId,
+    args,
+    origin: "manual",
+    // No abort signal: a call is bounded by the provider's timeout_ms, and once queued it is
+    // cheaper to finish than to half-cancel (Deno's request.signal also fires after success).
+  });
+  return okResponse({
+    provider_id: result.providerId,
+    device_id: result.deviceId,
+    function_id: result.functionId,
+    post_call_poll_triggered: true,
+  });
+}
+
+function requireString(body: Record<string, unknown>, field: string): string {
+  if (!(field in body)) throw invalidArgument(`${field}: missing`);
+  const v = body[field];
+  if (typeof v !== "string") throw invalidArgument(`${field}: must be a string`);
+  return v;
+}
+
+// ---- modes, e-stop, parameters, automation ----
+
+function getMode({ services }: RouteContext): Response {
+  return okResponse({ mode: services.modes?.current() ?? "IDLE" });
+}
+
+async function setMode({ services, req, limits }: RouteContext): Promise<Response> {
+  const modes = services.modes;
+  if (!modes) throw unavailable("Mode manager not available");
+  const body = await readJsonObject(req, limits);
+  const mode = requireString(body, "mode");
+  if (!(RUNTIME_MODES as readonly string[]).includes(mode)) {
+    throw invalidArgument(`mode: must be one of MANUAL, AUTO, IDLE, FAULT (got "${mode}")`);
+  }
+  if (mode === "AUTO" && !services.config.automation.enabled) {
+    throw failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
+  }
+  return okResponse({ mode: await modes.request(mode as RuntimeMode) });
+}
+
+async function estopTrigger({ services, req, limits }: RouteContext): Promise<Response> {
+  const estop = services.estop;
+  if (!estop) throw unavailable("E-stop controller not available");
+  // The reason is optional and informative only: an unreadable body never blocks an e-stop.
+  let reason: string | undefined;
+  try {
+    const body = await readJsonBody(req, limits);
+    if (isPlainObject(body) && typeof body.reason === "string") reason = body.reason;
+  } catch {
+    reason = undefined;
+  }
+  return okResponse(await estop.trigger(reason));
+}
+
+async function estopClear({ services, req }: RouteContext): Promise<Response> {
+  const estop = services.estop;
+  if (!estop) throw unavailable("E-stop controller not available");
+  await req.body?.cancel().catch(() => {}); // body ignored
+  return okResponse(estop.clear());
+}
+
+function parameterService(services: HttpServices) {
+  if (!services.parameters) throw unavailable("Parameters not available: automation is disabled");
+  return services.parameters;
+}
+
+function listParameters({ services }: RouteContext): Response {
+  return okResponse({ parameters: parameterService(services).list() });
+}
+
+async function setParameter({ services, req, limits }: RouteContext): Promise<Response> {
+  const parameters = parameterService(services);
+  const body = await readJsonObject(req, limits);
+  const name = requireString(body, "name");
+  if (!("value" in body)) throw invalidArgument("value: missing");
+  return okResponse({ parameter: parameters.set(name, body.value) });
+}
+
+function automationService(services: HttpServices) {
+  if (!services.automation) {
+    throw unavailable(
+      services.config.automation.enabled
+        ? "Automation not available: the automation engine is not running"
+        : "Automation not available: automation is disabled",
+    );
+  }
+  return services.automation;
+}
+
+async function automationTree({ services }: RouteContext): Promise<Response> {
+  return okResponse({ tree: await automationService(services).treeXml() });
+}
+
+function automationStatus({ services }: RouteContext): Response {
+  return okResponse(automationService(services).status());
+}
+
+// ---- runs ----
+
+function runsService(services: HttpServices) {
+  if (!services.runs) throw unavailable("Run registry not available");
+  return services.runs;
+}
+
+/** Optional JSON body: absent -> {} (defaults); present -> parsed as is (the registry checks it). */
+async function optionalBody(ctx: RouteContext): Promise<unknown> {
+  return (await readJsonBody(ctx.req, ctx.limits)) ?? {};
+}
+
+async function listRuns({ services, url }: RouteContext): Promise<Response> {
+  return okResponse(await runsService(services).list(url.searchParams));
+}
+
+async function openRun(ctx: RouteContext): Promise<Response> {
+  const runs = runsService(ctx.services);
+  return okResponse(await runs.open(await optionalBody(ctx)));
+}
+
+async function getRun({ services, params }: RouteContext): Promise<Response> {
+  return okResponse(await runsService(services).get(params.run_id));
+}
+
+async function closeRun(ctx: RouteContext): Promise<Response> {
+  const runs = runsService(ctx.services);
+  return okResponse(await runs.close(ctx.params.run_id, await optionalBody(ctx)));
+}
+
+async function listRunEvents({ services, params, url }: RouteContext): Promise<Response> {
+  return okResponse(await runsService(services).listEvents(params.run_id, url.searchParams));
+}
+
+async function addRunMarker(ctx: RouteContext): Promise<Response> {
+  const runs = runsService(ctx.services);
+  return okResponse(await runs.addMarker(ctx.params.run_id, await optionalBody(ctx)));
+}
+
+// ---- events ----
+
+/** The stream ends (and frees its subscription) when the client goes: Deno cancels the body. */
+function events({ sse, url }: RouteContext): Response {
+  const q = url.searchParams;
+  return sse.open({
+    providerId: q.get("provider_id") ?? "",
+    deviceId: q.get("device_id") ?? "",
+    signalId: q.get("signal_id") ?? "",
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * What the HTTP layer needs from the rest of the runtime. The composition root (Runtime) satisfies
+ * `HttpServices` structurally; the optional services are absent until their subsystems exist or
+ * when they are disabled, and the routes answer as http-api.md says for that case.
+ *
+ * The service interfaces are the ones pinned in prompts/services.md: ModeService and
+ * ParameterService from control/, EstopService from safety/; the automation, telemetry and runs
+ * interfaces are declared here and their modules satisfy them structurally.
+ */
+import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
+import type { Config } from "../config/mod.ts";
+import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
+import type { EventBus } from "../events/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
+import type { EstopService } from "../safety/mod.ts";
+import type { StateCache } from "../state/mod.ts";
+
+/**
+ * Behavior-tree automation. `status()` returns http-api.md §10 without `status`; typed `object`
+ * (not Record) so implementations returning a named interface satisfy it.
+ */
+export interface AutomationService {
+  /** XML of the configured tree; NOT_FOUND when none is configured, INTERNAL when unreadable. */
+  treeXml(): Promise<string>;
+  status(): object;
+}
+
+/** Telemetry writer status (http-api.md §4 fields without `status`). */
+export interface TelemetryService {
+  status(): object;
+}
+
+/** Run records (src/runs/ RunRegistry); each method may also return a Promise. */
+export interface RunsService {
+  open(body: unknown): MaybePromise<{ run: unknown }>;
+  list(query: URLSearchParams): MaybePromise<{ runs: unknown[]; count: number }>;
+  get(runId: string): MaybePromise<{ run: unknown }>;
+  close(runId: string, body: unknown): MaybePromise<{ run: unknown }>;
+  listEvents(
+    runId: string,
+    query: URLSearchParams,
+  ): MaybePromise<{ events: unknown[]; count: number }>;
+  addMarker(runId: string, body: unknown): MaybePromise<{ event: unknown }>;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** Everything the request handler reads or calls; Runtime satisfies it structurally. */
+export interface HttpServices {
+  readonly config: Config;
+  readonly host: { readonly clock: Clock; readonly log: Logger };
+  readonly bus: EventBus;
+  readonly registry: ProviderRegistry;
+  readonly cache: StateCache;
+  readonly router: CallRouter;
+  providerHealth(): ProviderHealthView[];
+  uptimeSeconds(): number;
+  /** Absent: mode reads as IDLE and POST /v0/mode answers 503. */
+  readonly modes?: ModeService;
+  /** Absent (automation disabled): /v0/parameters answers 503. */
+  readonly parameters?: ParameterService;
+  /** Absent: /v0/estop answers 503; runtime status reports an unlatched "none" rung. */
+  readonly estop?: EstopService;
+  /** Absent (automation disabled): /v0/automation/* answers 503. */
+  readonly automation?: AutomationService;
+  /** Absent: /v0/telemetry/status reports the disabled shape. */
+  readonly telemetry?: TelemetryService;
+  /** Absent: /v0/runs* answers 503. */
+  readonly runs?: RunsService;
+}

@@ -1,0 +1,135 @@
+/**
+ * The one place HTTP tests boot a runtime: a real Runtime over real simulated provider processes
+ * (or, with `start: false`, a Runtime that was never started — no processes, no providers up),
+ * an HttpApi over it, and optionally a real socket server.
+ */
+import type { Config } from "../../src/config/mod.ts";
+import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
+import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { startRuntime, testLogger } from "./kernel.ts";
+import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+
+/** The optional services a test may plug in (fakes until the real ones are wired in Runtime). */
+export type OptionalServices = Partial<
+  Pick<HttpServices, "modes" | "parameters" | "estop" | "automation" | "telemetry" | "runs">
+>;
+
+export interface HttpFixtureOptions {
+  /** Number of simulated providers sim0..simN-1 (default 1); ignored when config.providers is set. */
+  providers?: number;
+  /** Config overrides (polling interval, http auth/cors, ...). */
+  config?: TestConfigOptions;
+  /** false: construct the Runtime but do not start it (no provider processes). Default true. */
+  start?: boolean;
+  services?: OptionalServices;
+  api?: Partial<HttpApiOptions>;
+}
+
+/** What a direct handler call returned, body parsed as JSON when it is JSON. */
+export interface FixtureResponse {
+  status: number;
+  headers: Headers;
+  // deno-lint-ignore no-explicit-any
+  json: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  /** A JS value is sent as JSON; a string is sent verbatim. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  remoteAddr?: string;
+}
+
+/** A runtime + API under test; `close()` releases everything (servers, streams, processes). */
+export class HttpFixture {
+  readonly runtime: Runtime;
+  readonly services: HttpServices;
+  readonly api: HttpApi;
+  readonly config: Config;
+  readonly #servers: HttpServerHandle[] = [];
+
+  constructor(runtime: Runtime, services: HttpServices, api: HttpApi) {
+    this.runtime = runtime;
+    this.services = services;
+    this.api = api;
+    this.config = runtime.config;
+  }
+
+  /** Calls the handler directly (no socket); default remote address is loopback. */
+  async request(method: string, path: string, o: RequestOptions = {}): Promise<FixtureResponse> {
+    const init: RequestInit = { method, headers: { ...o.headers } };
+    if (o.body !== undefined) {
+      init.body = typeof o.body === "string" ? o.body : JSON.stringify(o.body);
+      (init.headers as Record<string, string>)["content-type"] ??= "application/json";
+    }
+    const res = await this.api.handle(new Request(`http://localhost${path}`, init), {
+      remoteAddr: o.remoteAddr ?? "127.0.0.1",
+    });
+    const text = await res.text();
+    let json: unknown = undefined;
+    if (res.headers.get("content-type")?.startsWith("application/json")) json = JSON.parse(text);
+    return { status: res.status, headers: res.headers, json, text };
+  }
+
+  /** Serves the API on a real socket (127.0.0.1, free port unless given). */
+  async serve(
+    o: { tlsCertPath?: string; tlsKeyPath?: string; hostname?: string } = {},
+  ): Promise<HttpServerHandle> {
+    const http = this.config.http;
+    const server = await serveHttp({
+      hostname: o.hostname ?? "127.0.0.1",
+      port: 0,
+      tlsCertPath: o.tlsCertPath ?? null,
+      tlsKeyPath: o.tlsKeyPath ?? null,
+      authEnabled: http.authEnabled,
+      allowInsecureBind: http.allowInsecureBind,
+      handler: this.api.handle,
+      log: testLogger(),
+      onShutdown: () => this.api.close(),
+    });
+    this.#servers.push(server);
+    return server;
+  }
+
+  async close(): Promise<void> {
+    this.api.close();
+    await Promise.all(this.#servers.map((s) => s.shutdown()));
+    await this.runtime.stop();
+  }
+}
+
+/** Boots a runtime with simulated providers and an HttpApi over it. */
+export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<HttpFixture> {
+  const n = o.providers ?? 1;
+  const config = testConfig({
+    providers: Array.from({ length: n }, (_, i) => simProvider(`sim${i}`)),
+    ...o.config,
+  });
+  const runtime = o.start === false
+    ? new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
+    : await startRuntime(config);
+  // The runtime's own optional services (those it has wired so far), then the test's overrides.
+  const own = runtime as Runtime & OptionalServices;
+  const services: HttpServices = {
+    modes: own.modes,
+    parameters: own.parameters,
+    estop: own.estop,
+    automation: own.automation,
+    telemetry: own.telemetry,
+    runs: own.runs,
+    config: runtime.config,
+    host: runtime.host,
+    bus: runtime.bus,
+    registry: runtime.registry,
+    cache: runtime.cache,
+    router: runtime.router,
+    providerHealth: () => runtime.providerHealth(),
+    uptimeSeconds: () => runtime.uptimeSeconds(),
+    ...o.services,
+  };
+  const api = new HttpApi(services, { apiToken: "", ...o.api });
+  return new HttpFixture(runtime, services, api);
+}

@@ -1,0 +1,228 @@
+/**
+ * Bearer auth (loopback exempt / not exempt / remote clients), CORS and preflight, and the
+ * concurrency bound, through the request handler with injected remote addresses.
+ */
+import assert from "node:assert/strict";
+import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
+
+const TOKEN = "s3cret-token";
+const AUTH = { authEnabled: true, authToken: TOKEN };
+
+function assert401(r: FixtureResponse) {
+  assert.equal(r.status, 401, r.text);
+  assert.equal(r.headers.get("www-authenticate"), "Bearer");
+  assert.equal(r.json.error, "unauthorized");
+  assert.equal(r.json.status.code, "UNAUTHENTICATED");
+  assert.equal(typeof r.json.status.message, "string");
+  assert.equal(r.text.includes(TOKEN), false);
+}
+
+Deno.test("BearerAuth exempts loopback clients and requires the token from others", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: { http: AUTH },
+    api: { apiToken: TOKEN },
+  });
+  try {
+    for (const loop of ["127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1"]) {
+      assert.equal(
+        (await fx.request("GET", "/v0/runtime/status", { remoteAddr: loop })).status,
+        200,
+        loop,
+      );
+    }
+    const remote = "192.0.2.10";
+    assert401(await fx.request("GET", "/v0/runtime/status", { remoteAddr: remote }));
+    assert401(
+      await fx.request("GET", "/v0/runtime/status", {
+        remoteAddr: remote,
+        headers: { authorization: "Bearer wrong" },
+      }),
+    );
+    assert401(
+      await fx.request("GET", "/v0/runtime/status", {
+        remoteAddr: remote,
+        headers: { authorization: `bearer ${TOKEN}` }, // prefix is case-sensitive
+      }),
+    );
+    assert401(
+      await fx.request("GET", "/v0/runtime/status", {
+        remoteAddr: remote,
+        headers: { authorization: `Bearer  ${TOKEN}` }, // exactly one space
+      }),
+    );
+    assert401(
+      await fx.request("GET", "/v0/runtime/status", {
+        remoteAddr: remote,
+        headers: { authorization: `Bearer ${TOKEN}x` },
+      }),
+    );
+    const ok = await fx.request("GET", "/v0/runtime/status", {
+      remoteAddr: remote,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(ok.status, 200);
+    // Auth runs before routing: unknown routes and the event stream are covered too.
+    assert401(await fx.request("GET", "/v0/nope", { remoteAddr: remote }));
+    assert401(await fx.request("GET", "/v0/events", { remoteAddr: remote }));
+    assert401(await fx.request("POST", "/v0/call", { remoteAddr: remote, body: "{" }));
+    assert.equal(fx.api.sseClientCount, 0);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("BearerAuth does not exempt loopback when auth_exempt_loopback is false", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: { http: { ...AUTH, authExemptLoopback: false } },
+    api: { apiToken: TOKEN },
+  });
+  try {
+    assert401(await fx.request("GET", "/v0/devices", { remoteAddr: "127.0.0.1" }));
+    const ok = await fx.request("GET", "/v0/devices", {
+      remoteAddr: "127.0.0.1",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(ok.status, 200);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("BearerAuth never authorizes with an empty configured token", async () => {
+  const fx = await startHttpFixture({ start: false, config: { http: { authEnabled: true } } });
+  try {
+    for (const authorization of ["Bearer ", "Bearer"]) {
+      assert401(
+        await fx.request("GET", "/v0/devices", {
+          remoteAddr: "10.0.0.1",
+          headers: { authorization },
+        }),
+      );
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi adds CORS headers for a matching origin on every response, errors included", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: {
+      http: {
+        ...AUTH,
+        corsAllowedOrigins: ["http://localhost:*", "https://ops.example.com"],
+        corsAllowCredentials: true,
+      },
+    },
+    api: { apiToken: TOKEN },
+  });
+  try {
+    const origin = "http://localhost:5173";
+    const ok = await fx.request("GET", "/v0/devices", { headers: { origin } });
+    assert.equal(ok.headers.get("access-control-allow-origin"), origin);
+    assert.equal(ok.headers.get("vary"), "Origin");
+    assert.equal(ok.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
+    assert.equal(ok.headers.get("access-control-allow-headers"), "Content-Type, Authorization");
+    assert.equal(ok.headers.get("access-control-allow-credentials"), "true");
+    const nf = await fx.request("GET", "/v0/nope", { headers: { origin } });
+    assert.equal(nf.status, 404);
+    assert.equal(nf.headers.get("access-control-allow-origin"), origin);
+    const denied = await fx.request("GET", "/v0/devices", {
+      headers: { origin },
+      remoteAddr: "10.1.1.1",
+    });
+    assert401(denied);
+    assert.equal(denied.headers.get("access-control-allow-origin"), origin);
+    // A non-matching origin and a request without Origin get no CORS headers.
+    const other = await fx.request("GET", "/v0/devices", {
+      headers: { origin: "http://evil.test" },
+    });
+    assert.equal(other.headers.get("access-control-allow-origin"), null);
+    assert.equal(
+      (await fx.request("GET", "/v0/devices")).headers.get("access-control-allow-origin"),
+      null,
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi answers * for the wildcard origin entry without Vary", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const r = await fx.request("GET", "/v0/devices", { headers: { origin: "http://anything" } });
+    assert.equal(r.headers.get("access-control-allow-origin"), "*");
+    assert.equal(r.headers.get("vary"), null);
+    assert.equal(r.headers.get("access-control-allow-credentials"), null);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi answers a CORS preflight with 204 before auth", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: { http: { ...AUTH, corsAllowedOrigins: ["http://localhost:*"] } },
+    api: { apiToken: TOKEN },
+  });
+  try {
+    const pre = await fx.request("OPTIONS", "/v0/call", {
+      remoteAddr: "10.1.1.1",
+      headers: {
+        origin: "http://localhost:3000",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type",
+      },
+    });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.text, "");
+    assert.equal(pre.headers.get("access-control-allow-origin"), "http://localhost:3000");
+    assert.equal(pre.headers.get("access-control-allow-headers"), "Content-Type, Authorization");
+    assert.equal(pre.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
+    // Allow-Methods/Headers are always set on a preflight, even for an origin that does not match.
+    const foreign = await fx.request("OPTIONS", "/v0/state", {
+      headers: { origin: "http://evil.test" },
+    });
+    assert.equal(foreign.status, 204);
+    assert.equal(foreign.headers.get("access-control-allow-origin"), null);
+    assert.equal(foreign.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
+    // OPTIONS outside /v0 is just an unknown route.
+    assert.equal((await fx.request("OPTIONS", "/other")).status, 404);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi answers 503 at once past http.thread_pool_size concurrent requests", async () => {
+  const fx = await startHttpFixture({ start: false, config: { http: { threadPoolSize: 1 } } });
+  try {
+    // The first request holds its slot while its body trickles in.
+    let body!: ReadableStreamDefaultController<Uint8Array>;
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        body = c;
+        c.enqueue(new TextEncoder().encode('{"mode":'));
+      },
+    });
+    const first = fx.api.handle(
+      new Request("http://localhost/v0/mode", { method: "POST", body: stream }),
+      { remoteAddr: "127.0.0.1" },
+    );
+    assert.equal(fx.api.inFlight, 1);
+    const busy = await fx.request("GET", "/v0/runtime/status");
+    assert.equal(busy.status, 503);
+    assert.equal(busy.json.status.code, "UNAVAILABLE");
+    assert.match(busy.json.status.message, /http\.thread_pool_size/);
+    body.enqueue(new TextEncoder().encode('"MANUAL"}'));
+    body.close();
+    const res = await first;
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    assert.equal(fx.api.inFlight, 0);
+    assert.equal((await fx.request("GET", "/v0/runtime/status")).status, 200);
+  } finally {
+    await fx.close();
+  }
+});

@@ -1,0 +1,395 @@
+/**
+ * Routes to the later issues' services (modes, parameters, e-stop, automation, telemetry, runs)
+ * through the one router and envelope. The runtime is constructed but not started (no provider
+ * processes): these routes do not need devices.
+ */
+import assert from "node:assert/strict";
+import { notFound } from "../../src/common/mod.ts";
+import type { EstopResult } from "../../src/safety/mod.ts";
+import { journalFiles, systemClock } from "../../src/host/mod.ts";
+import type { RunsService, TelemetryService } from "../../src/http/mod.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
+import type { TelemetryWriter } from "../../src/telemetry/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
+
+const OK = { code: "OK", message: "ok" };
+
+function assertError(res: FixtureResponse, http: number, code: string, message: string | RegExp) {
+  assert.equal(res.status, http, res.text);
+  assert.deepEqual(Object.keys(res.json), ["status"]);
+  assert.equal(res.json.status.code, code);
+  if (typeof message === "string") assert.equal(res.json.status.message, message);
+  else assert.match(res.json.status.message, message);
+}
+
+// Compile-time: the real modules satisfy the HTTP layer's service interfaces.
+export const _telemetryFits = (w: TelemetryWriter): TelemetryService => w;
+export const _runsFit = (r: RunRegistry): RunsService => r;
+
+const AUTOMATION = {
+  enabled: true,
+  parameters: [{
+    name: "temp_setpoint",
+    type: "double" as const,
+    default: 25,
+    min: 0,
+    max: 100,
+    allowedValues: [],
+  }],
+};
+
+Deno.test("GET/POST /v0/mode read and change the mode, validating the body", async () => {
+  const fx = await startHttpFixture({ start: false, config: { automation: AUTOMATION } });
+  try {
+    assert.deepEqual((await fx.request("GET", "/v0/mode")).json, { status: OK, mode: "IDLE" });
+    const bad: Array<[unknown, string | RegExp]> = [
+      [{}, "mode: missing"],
+      [{ mode: 1 }, "mode: must be a string"],
+      [{ mode: "manual" }, /^mode: must be one of MANUAL, AUTO, IDLE, FAULT/],
+      ["{", /^Invalid JSON: /],
+    ];
+    for (const [body, message] of bad) {
+      assertError(await fx.request("POST", "/v0/mode", { body }), 400, "INVALID_ARGUMENT", message);
+    }
+    // IDLE -> AUTO is not in the transition table.
+    assertError(
+      await fx.request("POST", "/v0/mode", { body: { mode: "AUTO" } }),
+      409,
+      "FAILED_PRECONDITION",
+      /IDLE -> AUTO/,
+    );
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+    assert.deepEqual(r.json, { status: OK, mode: "MANUAL" });
+    assert.equal((await fx.request("GET", "/v0/runtime/status")).json.mode, "MANUAL");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("POST /v0/mode AUTO is 409 while automation is disabled", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "AUTO" } });
+    assertError(r, 409, "FAILED_PRECONDITION", /automation/);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/mode reads IDLE and POST answers 503 without a mode service", async () => {
+  const fx = await startHttpFixture({ start: false, services: { modes: undefined } });
+  try {
+    assert.deepEqual((await fx.request("GET", "/v0/mode")).json, { status: OK, mode: "IDLE" });
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+    assertError(r, 503, "UNAVAILABLE", /[Mm]ode/);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET/POST /v0/parameters list and set parameters with validation", async () => {
+  const fx = await startHttpFixture({ start: false, config: { automation: AUTOMATION } });
+  try {
+    const list = await fx.request("GET", "/v0/parameters");
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json.parameters, [
+      { name: "temp_setpoint", type: "double", value: 25, min: 0, max: 100 },
+    ]);
+    const set = await fx.request("POST", "/v0/parameters", {
+      body: { name: "temp_setpoint", value: 30.0 },
+    });
+    assert.deepEqual(set.json, { status: OK, parameter: { name: "temp_setpoint", value: 30 } });
+    const rows: Array<[unknown, number, string, string | RegExp]> = [
+      ["{", 400, "INVALID_ARGUMENT", /^Invalid JSON: /],
+      [{ value: 1 }, 400, "INVALID_ARGUMENT", "name: missing"],
+      [{ name: 5, value: 1 }, 400, "INVALID_ARGUMENT", "name: must be a string"],
+      [{ name: "temp_setpoint" }, 400, "INVALID_ARGUMENT", "value: missing"],
+      [{ name: "nope", value: 1 }, 404, "NOT_FOUND", /nope/],
+      [{ name: "temp_setpoint", value: "hot" }, 400, "INVALID_ARGUMENT", /.+/],
+      [{ name: "temp_setpoint", value: 101 }, 400, "INVALID_ARGUMENT", /.+/],
+    ];
+    for (const [body, http, code, message] of rows) {
+      assertError(await fx.request("POST", "/v0/parameters", { body }), http, code, message);
+    }
+    const after = await fx.request("GET", "/v0/parameters");
+    assert.equal(after.json.parameters[0].value, 30); // failed sets changed nothing
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("/v0/parameters and /v0/automation/* answer 503 while automation is disabled", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    for (
+      const [method, path] of [
+        ["GET", "/v0/parameters"],
+        ["POST", "/v0/parameters"],
+        ["GET", "/v0/automation/tree"],
+        ["GET", "/v0/automation/status"],
+      ]
+    ) {
+      const body = method === "POST" ? { name: "x", value: 1 } : undefined;
+      const r = await fx.request(method, path, { body });
+      assertError(r, 503, "UNAVAILABLE", /automation is disabled/);
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("POST /v0/estop passes the optional reason and never rejects a body", async () => {
+  const reasons: Array<string | undefined> = [];
+  const result: EstopResult = {
+    latched: true,
+    software_safe_state: "zero",
+    actions: [{ device_handle: "sim0/motorctl0", function: "set_motor_duty", success: true }],
+  };
+  const fx = await startHttpFixture({
+    start: false,
+    services: {
+      estop: {
+        trigger: (reason) => {
+          reasons.push(reason);
+          return Promise.resolve(result);
+        },
+        clear: () => ({ latched: false }),
+        status: () => ({
+          latched: true,
+          software_safe_state: "zero",
+          latched_at_epoch_ms: 5,
+          uncovered_actuating_functions: 0,
+        }),
+      },
+    },
+  });
+  try {
+    for (
+      const body of [
+        { reason: "door open" },
+        "{not json",
+        undefined,
+        { reason: 7 },
+        "x".repeat(70_000),
+      ]
+    ) {
+      const r = await fx.request("POST", "/v0/estop", { body });
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.json, { status: OK, ...result });
+    }
+    assert.deepEqual(reasons, ["door open", undefined, undefined, undefined, undefined]);
+    assert.deepEqual((await fx.request("POST", "/v0/estop/clear", { body: "ignored" })).json, {
+      status: OK,
+      latched: false,
+    });
+    assert.deepEqual((await fx.request("GET", "/v0/runtime/status")).json.estop, {
+      latched: true,
+      software_safe_state: "zero",
+      latched_at_epoch_ms: 5,
+      uncovered_actuating_functions: 0,
+    });
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("/v0/estop answers 503 and runtime status reports an idle latch without an e-stop service", async () => {
+  const fx = await startHttpFixture({ start: false, services: { estop: undefined } });
+  try {
+    assertError(await fx.request("POST", "/v0/estop"), 503, "UNAVAILABLE", /E-stop/);
+    assertError(await fx.request("POST", "/v0/estop/clear"), 503, "UNAVAILABLE", /E-stop/);
+    assert.deepEqual((await fx.request("GET", "/v0/runtime/status")).json.estop, {
+      latched: false,
+      software_safe_state: "none",
+      latched_at_epoch_ms: null,
+      uncovered_actuating_functions: 0, // no provider up: no functions known
+    });
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/automation/tree and status route to the automation service", async () => {
+  let tree: () => Promise<string> = () => Promise.resolve("<root/>");
+  const fx = await startHttpFixture({
+    start: false,
+    services: {
+      automation: {
+        treeXml: () => tree(),
+        status: () => ({ execution_status: "idle", execution_reason: "no_definition" }),
+      },
+    },
+  });
+  try {
+    assert.deepEqual((await fx.request("GET", "/v0/automation/tree")).json, {
+      status: OK,
+      tree: "<root/>",
+    });
+    assert.deepEqual((await fx.request("GET", "/v0/automation/status")).json, {
+      status: OK,
+      execution_status: "idle",
+      execution_reason: "no_definition",
+    });
+    tree = () => Promise.reject(notFound("No behavior tree configured"));
+    assertError(
+      await fx.request("GET", "/v0/automation/tree"),
+      404,
+      "NOT_FOUND",
+      "No behavior tree configured",
+    );
+    tree = () => Promise.reject(new Error("EACCES: tree.xml"));
+    assertError(
+      await fx.request("GET", "/v0/automation/tree"),
+      500,
+      "INTERNAL",
+      "EACCES: tree.xml",
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/telemetry/status answers the disabled shape without a telemetry service", async () => {
+  const fx = await startHttpFixture({ start: false, services: { telemetry: undefined } });
+  try {
+    assert.deepEqual((await fx.request("GET", "/v0/telemetry/status")).json, {
+      status: OK,
+      enabled: false,
+      running: false,
+      connected: false,
+      total_written: 0,
+      total_failed: 0,
+      pending_batch: 0,
+      queue_depth: 0,
+      dropped_events: 0,
+    });
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/telemetry/status returns the telemetry service's status", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    services: { telemetry: { status: () => ({ enabled: true, running: true, total_written: 3 }) } },
+  });
+  try {
+    assert.deepEqual((await fx.request("GET", "/v0/telemetry/status")).json, {
+      status: OK,
+      enabled: true,
+      running: true,
+      total_written: 3,
+    });
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("/v0/runs* answer 503 without a run registry", async () => {
+  const fx = await startHttpFixture({ start: false, services: { runs: undefined } });
+  try {
+    for (
+      const [method, path] of [
+        ["GET", "/v0/runs"],
+        ["POST", "/v0/runs"],
+        ["GET", "/v0/runs/x"],
+        ["POST", "/v0/runs/x/close"],
+        ["GET", "/v0/runs/x/events"],
+        ["POST", "/v0/runs/x/events"],
+      ]
+    ) {
+      assertError(await fx.request(method, path), 503, "UNAVAILABLE", /[Rr]un/);
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("/v0/runs* route to the run registry: open, list, get, markers, close", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "http-runs-" });
+  const runs = new RunRegistry({
+    dataDir,
+    runtimeName: "lab1",
+    pollingIntervalMs: 100,
+    files: journalFiles,
+    clock: systemClock,
+    logger: testLogger(),
+  });
+  await runs.start();
+  const fx = await startHttpFixture({ start: false, services: { runs } });
+  try {
+    const open = await fx.request("POST", "/v0/runs", { body: { experiment_label: "trial-3" } });
+    assert.equal(open.status, 200, open.text);
+    const run = open.json.run;
+    assert.match(run.run_id, /^lab1-[0-9A-Z]{26}$/);
+    assert.equal(run.experiment_label, "trial-3");
+    assertError(await fx.request("POST", "/v0/runs"), 409, "FAILED_PRECONDITION", /already open/);
+    assertError(
+      await fx.request("POST", "/v0/runs", { body: "{" }),
+      400,
+      "INVALID_ARGUMENT",
+      /^Invalid JSON/,
+    );
+
+    const list = await fx.request("GET", "/v0/runs?limit=10");
+    assert.equal(list.json.count, 1);
+    assert.equal(list.json.runs[0].run_id, run.run_id);
+    assert.equal((await fx.request("GET", `/v0/runs/${run.run_id}`)).json.run.run_id, run.run_id);
+    assertError(await fx.request("GET", "/v0/runs/nope"), 404, "NOT_FOUND", /nope/);
+
+    const marker = await fx.request("POST", `/v0/runs/${run.run_id}/events`, {
+      body: { type: "valve_opened", payload: { n: 1 } },
+    });
+    assert.equal(marker.status, 200, marker.text);
+    assert.equal(marker.json.event.category, "annotation");
+    assertError(
+      await fx.request("POST", `/v0/runs/${run.run_id}/events`, { body: {} }),
+      400,
+      "INVALID_ARGUMENT",
+      /type/,
+    );
+    const events = await fx.request("GET", `/v0/runs/${run.run_id}/events`);
+    assert.deepEqual(events.json.events.map((e: { category: string }) => e.category), [
+      "run_opened",
+      "annotation",
+    ]);
+    assert.equal(events.json.count, 2);
+
+    assertError(
+      await fx.request("POST", `/v0/runs/${run.run_id}/close`, { body: { close_reason: "bored" } }),
+      400,
+      "INVALID_ARGUMENT",
+      /close_reason/,
+    );
+    const closed = await fx.request("POST", `/v0/runs/${run.run_id}/close`);
+    assert.equal(closed.json.run.state, "closed");
+    assert.equal(closed.json.run.close_reason, "operator_stop");
+  } finally {
+    await fx.close();
+    await runs.shutdown();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("HttpApi answers 500 INTERNAL with the message when a handler throws", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    services: {
+      automation: {
+        treeXml: () => Promise.resolve(""),
+        status: () => {
+          throw new TypeError("kaput");
+        },
+      },
+    },
+  });
+  try {
+    const r = await fx.request("GET", "/v0/automation/status");
+    assert.equal(r.status, 500);
+    assert.deepEqual(r.json, { status: { code: "INTERNAL", message: "kaput" } });
+  } finally {
+    await fx.close();
+  }
+});
