@@ -38,7 +38,8 @@ async function* walk(dir: string): AsyncGenerator<string> {
 }
 
 const problems: string[] = [];
-const IMPORT_RE = /^\s*(?:import|export)\b[^'"]*?from\s+["']([^"']+)["']|^\s*import\s+["']([^"']+)["']/gm;
+const IMPORT_RE =
+  /^\s*(?:import|export)\b[^'"]*?from\s+["']([^"']+)["']|^\s*import\s+["']([^"']+)["']/gm;
 
 for await (const file of walk(SRC)) {
   const from = folderOf(file);
@@ -69,7 +70,9 @@ for await (const file of walk(SRC)) {
       if (from === "provider_sdk" && !["common", "adpp"].includes(to)) {
         problems.push(`${where}: provider_sdk may only use common/ and adpp/`);
       }
-      if (to === "provider_sdk") problems.push(`${where}: the runtime must not import provider_sdk/`);
+      if (to === "provider_sdk") {
+        problems.push(`${where}: the runtime must not import provider_sdk/`);
+      }
       continue;
     }
     if (from === "host") {

@@ -36,7 +36,13 @@ export const WireValueType = {
 export const WireQuality = { UNSPECIFIED: 0, OK: 1, STALE: 2, FAULT: 3, UNKNOWN: 4 } as const;
 export const WireCategory = { UNSPECIFIED: 0, READ: 1, CONFIG: 2, ACTUATE: 3 } as const;
 export const WireProviderState = { UNSPECIFIED: 0, OK: 1, DEGRADED: 2, FAULT: 3 } as const;
-export const WireDeviceState = { UNSPECIFIED: 0, OK: 1, STALE: 2, UNREACHABLE: 3, FAULT: 4 } as const;
+export const WireDeviceState = {
+  UNSPECIFIED: 0,
+  OK: 1,
+  STALE: 2,
+  UNREACHABLE: 3,
+  FAULT: 4,
+} as const;
 
 // ---- Plain-object shapes of the messages (snake_case as in the schema; enums numeric). ----
 
@@ -185,14 +191,18 @@ export const PAYLOAD_KINDS: readonly PayloadKind[] = [
 ];
 
 /** A decoded Request: id plus at most one payload member (`payload` names it). */
-export type WireRequest = { request_id: number; payload?: PayloadKind } & {
-  [K in PayloadKind]?: RequestPayloads[K];
-};
+export type WireRequest =
+  & { request_id: number; payload?: PayloadKind }
+  & {
+    [K in PayloadKind]?: RequestPayloads[K];
+  };
 
 /** A decoded Response. */
-export type WireResponse = { request_id: number; status?: WireStatus; payload?: PayloadKind } & {
-  [K in PayloadKind]?: ResponsePayloads[K];
-};
+export type WireResponse =
+  & { request_id: number; status?: WireStatus; payload?: PayloadKind }
+  & {
+    [K in PayloadKind]?: ResponsePayloads[K];
+  };
 
 /** Longs as numbers, enums numeric, bytes left as Uint8Array, `payload` names the oneof member. */
 const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: Number, oneofs: true };

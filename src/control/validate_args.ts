@@ -56,7 +56,9 @@ function checkArg(spec: ArgSpec, value: TypedValue): TypedValue {
     case "string":
       if (spec.allowedValues.length > 0 && !spec.allowedValues.includes(v.string)) {
         throw invalidArgument(
-          `${where}: '${v.string}' is not one of the allowed values (${spec.allowedValues.join(", ")})`,
+          `${where}: '${v.string}' is not one of the allowed values (${
+            spec.allowedValues.join(", ")
+          })`,
         );
       }
       break;
@@ -81,7 +83,9 @@ function coerce(value: TypedValue, target: ValueType, where: string): TypedValue
 function checkWellFormed(value: TypedValue, where: string): void {
   switch (value.type) {
     case "double":
-      if (typeof value.double !== "number") throw invalidArgument(`${where}: double must be a number`);
+      if (typeof value.double !== "number") {
+        throw invalidArgument(`${where}: double must be a number`);
+      }
       return;
     case "int64":
       if (!Number.isInteger(value.int64) || Math.abs(value.int64) > MAX_SAFE) {

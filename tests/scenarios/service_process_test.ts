@@ -9,7 +9,7 @@ import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 
 const MAIN = `${REPO}src/main.ts`;
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
@@ -74,7 +74,7 @@ async function statusOf(port: number): Promise<Record<string, unknown> | null> {
 
 Deno.test("runtime --config serves the API and exits 0 on SIGTERM, leaving no provider behind", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-proc-" });
-  const port = await freePort();
+  const port = freePort();
   const child = spawnRuntime(await writeConfig(dir, port), ["--log-level", "debug"]);
   const stderr = new Response(child.stderr).text();
   const stdout = new Response(child.stdout).text();
@@ -103,7 +103,7 @@ Deno.test("runtime --config serves the API and exits 0 on SIGTERM, leaving no pr
 
 Deno.test("providers do not outlive a runtime killed with SIGKILL", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-proc-" });
-  const port = await freePort();
+  const port = freePort();
   const child = spawnRuntime(await writeConfig(dir, port));
   const stderr = new Response(child.stderr).text();
   const stdout = new Response(child.stdout).text();
@@ -128,7 +128,7 @@ Deno.test("runtime --config exits 3 when a provider cannot start", async () => {
     const path = `${dir}/bad.yaml`;
     await Deno.writeTextFile(
       path,
-      `providers: [{id: gone, command: /nonexistent/provider}]\nhttp: {port: ${await freePort()}}\nruntime: {data_dir: ${dir}/data}\n`,
+      `providers: [{id: gone, command: /nonexistent/provider}]\nhttp: {port: ${freePort()}}\nruntime: {data_dir: ${dir}/data}\n`,
     );
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "--quiet", MAIN, "--config", path],
