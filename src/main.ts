@@ -2,9 +2,10 @@
  * The `runtime` command: parses flags, runs `--check-config`, or loads the configuration and
  * starts the service. Exit codes: 0 ok, 1 configuration errors, 2 usage error or unreadable file.
  */
-import { delimiter, join, resolve } from "node:path";
+import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
+import { verifyBehaviorTreeFile } from "./automation/mod.ts";
 import { createStderrLogger } from "./host/mod.ts";
 import { runService } from "./service.ts";
 import {
@@ -120,6 +121,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   // Diagnostics name the file as it was typed on the command line.
   const shown = diagnostics.map((d) => d.file === absPath ? { ...d, file: cli.file } : d);
+  // The configured behavior tree (with its includes) is part of the configuration.
+  const treeDiagnostics = config ? behaviorTreeDiagnostics(config) : [];
+  shown.push(...treeDiagnostics);
+  const treeErrors = treeDiagnostics.some((d) => d.severity === "error");
   if (cli.kind === "check") {
     if (cli.format === "json") {
       console.log(JSON.stringify(diagnosticsReport(cli.file, shown), null, 2));
@@ -127,14 +132,29 @@ export async function main(argv: readonly string[]): Promise<number> {
       printDiagnostics(shown, console.log);
       console.log(formatSummary(cli.file, shown));
     }
-    return config === null ? 1 : 0;
+    return config === null || treeErrors ? 1 : 0;
   }
   printDiagnostics(shown, console.error);
-  if (config === null) {
+  if (config === null || treeErrors) {
     console.error(`runtime: refusing to start: ${formatSummary(cli.file, shown)}`);
     return 1;
   }
   return await startService(config, cli.logLevel);
+}
+
+/**
+ * Diagnostics of automation.behavior_tree when automation is enabled and the file exists (a
+ * missing file is already a config diagnostic). Files are named relative to the working
+ * directory when they lie below it, else by absolute path.
+ */
+function behaviorTreeDiagnostics(config: Config): Diagnostic[] {
+  const path = config.automation.behaviorTree;
+  if (!config.automation.enabled || path === null || !isFile(path)) return [];
+  const cwd = Deno.cwd();
+  return verifyBehaviorTreeFile(path, (p) => Deno.readFileSync(p)).map((d) => {
+    const rel = relative(cwd, d.file);
+    return { ...d, file: rel !== "" && !rel.startsWith("..") ? rel : d.file };
+  });
 }
 
 function printDiagnostics(diagnostics: readonly Diagnostic[], write: (line: string) => void): void {

@@ -10,12 +10,17 @@ import { EventBus } from "./events/mod.ts";
 import { ProviderRegistry } from "./providers/mod.ts";
 import { providerHealthViews, StateCache } from "./state/mod.ts";
 import { effectiveSafeState, Estop } from "./safety/mod.ts";
+// --- automation (issue 6) ---
+import { AutomationEngine, type ReadFileFn } from "./automation/mod.ts";
 
 /** What the runtime needs from the host (injected so tests can pass their own). */
 export interface RuntimeHost {
   readonly spawn: SpawnFn;
   readonly clock: Clock;
   readonly log: Logger;
+  // --- automation (issue 6) ---
+  /** Reads behavior-tree files (default: Deno.readFileSync); tests may pass their own. */
+  readonly readFile?: ReadFileFn;
 }
 
 /** The running service's kernel: providers, state cache, call router and event bus. */
@@ -34,6 +39,10 @@ export class Runtime {
   /** Software e-stop latch and safe-state ladder; its gate is on the router. */
   readonly estop: Estop;
   // --- end modes, parameters, e-stop ---
+  // --- automation (issue 6) ---
+  /** Behavior-tree automation; absent when automation is disabled (HTTP answers 503). */
+  readonly automation?: AutomationEngine;
+  // --- end automation ---
   #startedAtMono = 0;
   #stopping: Promise<void> | null = null;
 
@@ -97,11 +106,30 @@ export class Runtime {
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
     for (const h of this.registry.hosts) h.onInventory(() => void this.modes.recheckAutoGate());
     // --- end modes, parameters, e-stop ---
+    // --- automation (issue 6): ticks only in AUTO; an e-stop forces FAULT, which halts it ---
+    if (automation.enabled) {
+      this.automation = new AutomationEngine({
+        behaviorTree: automation.behaviorTree,
+        tickRateHz: automation.tickRateHz,
+        cache: this.cache,
+        router: this.router,
+        ...(this.parameters ? { parameters: this.parameters } : {}),
+        modes: this.modes,
+        bus: this.bus,
+        clock: host.clock,
+        log,
+        readFile: host.readFile ?? ((path) => Deno.readFileSync(path)),
+      });
+    }
+    // --- end automation ---
   }
 
   /** Brings every provider up (fail-fast), primes the cache and starts polling. */
   async start(): Promise<void> {
     this.#startedAtMono = this.host.clock.monoMs();
+    // --- automation (issue 6): a tree that does not load fails the start before any spawn ---
+    await this.automation?.load();
+    // --- end automation ---
     await this.registry.startAll(
       this.config.runtime.startupTimeoutMs,
       this.config.runtime.shutdownTimeoutMs,
@@ -122,6 +150,9 @@ export class Runtime {
       );
     }
     // --- end modes, parameters, e-stop ---
+    // --- automation (issue 6) ---
+    this.automation?.start();
+    // --- end automation ---
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
@@ -161,6 +192,7 @@ export class Runtime {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
+      this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
       await this.cache.stop();
       await this.registry.stopAll(budget);
       this.host.log.info("runtime stopped");

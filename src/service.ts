@@ -62,9 +62,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
     files: journalFiles,
     clock,
     logger: log.child("runs"),
-    automationVersion: () => null,
+    automationVersion: () => runtime.automation?.automationVersion() ?? null,
     telemetrySink: (event, run) => telemetry.recordRunEvent(event, run.experiment_label),
   });
+  runtime.automation?.setOpenRunId(() => runs.openRunId());
 
   let http: HttpServerHandle | null = null;
   let api: HttpApi | null = null;
@@ -124,6 +125,7 @@ function servicesOf(runtime: Runtime) {
     modes: runtime.modes,
     estop: runtime.estop,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
+    ...(runtime.automation ? { automation: runtime.automation } : {}),
   };
 }
 

@@ -17,3 +17,5 @@ export type { NodeStatus } from "./bt/tree_node.ts";
 export { NODE_SPECS } from "./bt/node_registry.ts";
 export type { NodeSpec } from "./bt/node_registry.ts";
 export { parseCallArgs, SERVICE_CONTEXT_KEY } from "./bt/custom_nodes.ts";
+export { AutomationEngine } from "./automation_engine.ts";
+export type { AutomationEngineOptions, AutomationModes } from "./automation_engine.ts";

@@ -45,7 +45,7 @@ export class LineLogger implements Logger {
 
   #emit(level: LogLevel, message: string): void {
     if (RANK[level] < RANK[this.#opts.level]) return;
-    const text = message.replace(/\r?\n/g, "\\n");
+    const text = escapeControl(message);
     const scope = this.#scope ? `[${this.#scope}] ` : "";
     const line = this.#opts.journald
       ? `<${SYSLOG_PRIORITY[level]}>${scope}${text}`
@@ -54,6 +54,20 @@ export class LineLogger implements Logger {
       } ${scope}${text}`;
     this.#opts.write(line);
   }
+}
+
+/**
+ * Keeps one event on one line and printable: newlines become the two characters `\n`, other
+ * control characters (CR, ESC from a provider's coloured stderr, ...) `\xNN`; tabs stay.
+ * journald splits on newlines and shows a message holding control characters as a blob; a
+ * terminal would interpret them.
+ */
+function escapeControl(message: string): string {
+  // deno-lint-ignore no-control-regex
+  return message.replace(/\r\n|[\x00-\x08\x0a-\x1f\x7f]/g, (c) => {
+    if (c === "\r\n" || c === "\n") return "\\n";
+    return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  });
 }
 
 const encoder = new TextEncoder();
