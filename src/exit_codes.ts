@@ -1,0 +1,43 @@
+/**
+ * Process exit codes of the `runtime` command. Each failure class has its own code so that a
+ * supervisor can react differently: systemd's `RestartPreventExitStatus=1 2` stops a bad
+ * configuration from restart-looping, while start-up failures (3) and crashes (4) are retried by
+ * `Restart=on-failure`. Documented in docs/deployment.md and examples/systemd/README.md; the
+ * numbers are part of the deployment contract, so never renumber them.
+ */
+
+/** Clean shutdown (SIGTERM/SIGINT handled), or a successful `--check-config`/`--version`/`--help`. */
+export const EXIT_OK = 0;
+
+/** The configuration has errors (`--check-config` found errors, or start-up refused the config). */
+export const EXIT_CONFIG_ERROR = 1;
+
+/** Usage error (unknown flag, missing `--config`) or the configuration file cannot be read. */
+export const EXIT_USAGE = 2;
+
+/**
+ * Start-up failure with a valid configuration: a provider did not come up within
+ * `runtime.startup_timeout_ms`, or the HTTP listener could not bind. Worth retrying: the
+ * hardware or the port may be back a moment later.
+ */
+export const EXIT_STARTUP_FAILURE = 3;
+
+/** The running service crashed: an unexpected internal error after start-up. */
+export const EXIT_INTERNAL_ERROR = 4;
+
+/** Every exit code of the `runtime` command. */
+export type ExitCode =
+  | typeof EXIT_OK
+  | typeof EXIT_CONFIG_ERROR
+  | typeof EXIT_USAGE
+  | typeof EXIT_STARTUP_FAILURE
+  | typeof EXIT_INTERNAL_ERROR;
+
+/** One line per exit code, for `--help` text and documentation tests. */
+export const EXIT_CODE_DESCRIPTIONS: Readonly<Record<ExitCode, string>> = {
+  [EXIT_OK]: "clean shutdown, or the configuration is valid",
+  [EXIT_CONFIG_ERROR]: "configuration error",
+  [EXIT_USAGE]: "usage error, or the configuration file cannot be read",
+  [EXIT_STARTUP_FAILURE]: "start-up failure (provider not up within startup_timeout_ms, HTTP bind)",
+  [EXIT_INTERNAL_ERROR]: "runtime crash or internal error",
+};

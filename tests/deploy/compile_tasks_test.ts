@@ -1,0 +1,93 @@
+/**
+ * The compile tasks in deno.json: targets, outputs, and permissions that are enough for the
+ * code paths the binaries run. `deno compile` itself cannot run without downloading `denort`
+ * (docs/deployment.md), so the source runs here with exactly the permissions of the tasks.
+ */
+import assert from "node:assert/strict";
+import { EXIT_OK } from "../../src/exit_codes.ts";
+import { compileEnvAllowList, repoPath } from "./_helpers.ts";
+
+const TASKS = JSON.parse(Deno.readTextFileSync(repoPath("deno.json"))).tasks as Record<
+  string,
+  string
+>;
+
+/** The `deno compile` flags of a task, with target, output and entry point split off. */
+function compileTask(name: string) {
+  const words = (TASKS[name] ?? "").split(/\s+/);
+  assert.equal(words.slice(0, 2).join(" "), "deno compile", `${name}: not a deno compile task`);
+  const target = words[words.indexOf("--target") + 1];
+  const output = words[words.indexOf("--output") + 1];
+  const permissions = words.filter((w) => w.startsWith("--allow-"));
+  return { target, output, entry: words[words.length - 1], permissions };
+}
+
+Deno.test("compile tasks build the runtime and the simulated provider for x86_64 and aarch64", () => {
+  const expected = [
+    ["compile", "x86_64-unknown-linux-gnu", "dist/runtime", "src/main.ts"],
+    ["compile:arm64", "aarch64-unknown-linux-gnu", "dist/runtime-aarch64", "src/main.ts"],
+    [
+      "compile:sim",
+      "x86_64-unknown-linux-gnu",
+      "dist/sim-provider",
+      "examples/providers/sim/main.ts",
+    ],
+    [
+      "compile:sim:arm64",
+      "aarch64-unknown-linux-gnu",
+      "dist/sim-provider-aarch64",
+      "examples/providers/sim/main.ts",
+    ],
+  ];
+  for (const [name, target, output, entry] of expected) {
+    const task = compileTask(name);
+    assert.deepEqual([task.target, task.output, task.entry], [target, output, entry], name);
+  }
+  // Both architectures get the same permissions.
+  assert.deepEqual(compileTask("compile:arm64").permissions, compileTask("compile").permissions);
+  assert.deepEqual(
+    compileTask("compile:sim:arm64").permissions,
+    compileTask("compile:sim").permissions,
+  );
+  for (const p of compileTask("compile").permissions) {
+    assert.notEqual(p, "--allow-env", "the runtime's env access must be a named list");
+  }
+});
+
+async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", "--no-prompt", ...args],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
+
+Deno.test("runtime --check-config works with the compile task's permissions", async () => {
+  const r = await run([
+    "--allow-read",
+    `--allow-env=${compileEnvAllowList()}`,
+    repoPath("src/main.ts"),
+    "--check-config",
+    repoPath("examples/demo.yaml"),
+    "--format",
+    "json",
+  ]);
+  assert.equal(r.code, EXIT_OK, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.valid, true, r.stdout);
+  assert.equal(report.errors, 0);
+});
+
+Deno.test("simulated provider loads its configuration with the compile:sim permissions", async () => {
+  const r = await run([
+    ...compileTask("compile:sim").permissions,
+    repoPath("examples/providers/sim/main.ts"),
+    "--check-config",
+    repoPath("examples/providers/sim/sim.yaml"),
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+});
