@@ -1,0 +1,188 @@
+/** AutomationEngine over in-memory kernel doubles: the BtServices adapter, mode following, faults. */
+import assert from "node:assert/strict";
+import type { Logger, Quality, TypedValue } from "../../src/common/mod.ts";
+import type { RuntimeMode } from "../../src/config/mod.ts";
+import type { CallRequest, ModeChangeListener } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import {
+  AutomationEngine,
+  type AutomationEngineOptions,
+  type TickScheduler,
+} from "../../src/automation/mod.ts";
+import { ManualClock, memFiles, xmlRoot } from "./bt/_helpers.ts";
+
+const SILENT: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child: () => SILENT,
+};
+
+class FakeModes {
+  mode: RuntimeMode = "IDLE";
+  readonly listeners = new Set<ModeChangeListener>();
+  readonly faults: string[] = [];
+  current(): RuntimeMode {
+    return this.mode;
+  }
+  onModeChange(l: ModeChangeListener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+  set(mode: RuntimeMode): void {
+    const previous = this.mode;
+    this.mode = mode;
+    for (const l of this.listeners) l({ previous, current: mode });
+  }
+  forceFault(reason: string): Promise<boolean> {
+    this.faults.push(reason);
+    this.set("FAULT");
+    return Promise.resolve(true);
+  }
+}
+
+/** Never fires on its own: the test ticks with runner.tickOnce(). */
+const NO_TIMER: TickScheduler = { setInterval: () => 1, clearInterval: () => {} };
+
+const TREE = "/bt/demo.xml";
+
+function setup(body: string, o: Partial<AutomationEngineOptions> = {}) {
+  const modes = new FakeModes();
+  const calls: CallRequest[] = [];
+  const signals = new Map<string, { value: TypedValue; quality: Quality; timestampMs: number }>();
+  const engine = new AutomationEngine({
+    behaviorTree: TREE,
+    tickRateHz: 10,
+    cache: { signal: (p, d, s) => signals.get(`${p}/${d}/${s}`) },
+    router: {
+      call: (req) => {
+        calls.push(req);
+        return Promise.reject(new Error("not reached"));
+      },
+    },
+    parameters: {
+      get: (name) => name === "target_temp" ? { name, type: "double", value: 40 } : undefined,
+    },
+    modes,
+    bus: new EventBus(),
+    clock: new ManualClock(),
+    log: SILENT,
+    readFile: memFiles({ [TREE]: xmlRoot(body, "Main") }),
+    scheduler: NO_TIMER,
+    ...o,
+  });
+  return { engine, modes, calls, signals };
+}
+
+const SLEEP = `<BehaviorTree ID="Main"><Sleep msec="1000"/></BehaviorTree>`;
+
+Deno.test("AutomationEngine services read the cache with UNAVAILABLE as UNKNOWN and read parameters", () => {
+  const { engine, signals } = setup(SLEEP);
+  signals.set("sim0/tempctl0/tc1_temp", {
+    value: { type: "double", double: 31.5 },
+    quality: "UNAVAILABLE",
+    timestampMs: 1,
+  });
+  assert.deepEqual(engine.services.readSignal("sim0/tempctl0", "tc1_temp"), {
+    value: { type: "double", double: 31.5 },
+    quality: "UNKNOWN",
+  });
+  assert.equal(engine.services.readSignal("sim0/tempctl0", "tc2_temp"), null);
+  assert.equal(engine.services.readSignal("no-slash", "tc1_temp"), null);
+  assert.deepEqual(engine.services.getParameter("target_temp"), { type: "double", value: 40 });
+  assert.equal(engine.services.getParameter("nope"), null);
+});
+
+Deno.test("AutomationEngine services call the router as automated with the halt signal", async () => {
+  const { engine, calls } = setup(SLEEP);
+  const abort = new AbortController();
+  await assert.rejects(
+    engine.services.callDevice("sim0/motorctl0", "set_motor_duty", {}, abort.signal),
+  );
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].providerId, "sim0");
+  assert.equal(calls[0].deviceId, "motorctl0");
+  assert.equal(calls[0].functionName, "set_motor_duty");
+  assert.equal(calls[0].origin, "automated");
+  assert.equal(calls[0].signal, abort.signal);
+  await assert.rejects(
+    engine.services.callDevice("motorctl0", "set_motor_duty", {}, abort.signal),
+    { code: "INVALID_ARGUMENT" },
+  );
+  assert.equal(calls.length, 1);
+});
+
+Deno.test("AutomationEngine ticks only in AUTO and halts the tree when leaving it", async () => {
+  const { engine, modes } = setup(SLEEP);
+  await engine.load();
+  engine.start();
+  const runner = engine.runner!;
+  assert.equal(runner.active, false);
+  assert.equal(runner.tickOnce(), null);
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(runner.tickOnce(), "RUNNING");
+  assert.equal(engine.status().engine_diagnostics.current_running_node, "Main/Sleep[0]");
+  modes.set("FAULT");
+  assert.equal(runner.active, false);
+  assert.equal(engine.status().engine_diagnostics.current_running_node, null);
+  assert.equal(engine.status().execution_reason, "mode_gate");
+  engine.stop();
+  assert.equal(engine.status().execution_reason, "stopped");
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(runner.active, false, "a stopped engine no longer follows the mode");
+});
+
+Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
+  const { engine, modes } = setup(`<BehaviorTree ID="Main"><Script code="x := y"/></BehaviorTree>`);
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), null);
+  assert.equal(modes.faults.length, 1);
+  assert.match(modes.faults[0], /^automation fault: .*'y'.*Main\/Script\[0\]/);
+  assert.equal(modes.mode, "FAULT");
+  assert.equal(engine.status().execution_status, "failed");
+});
+
+Deno.test("AutomationEngine load fails with every error diagnostic", async () => {
+  const { engine } = setup(
+    `<BehaviorTree ID="Main"><Sequence><Nope/><Sleep/></Sequence></BehaviorTree>`,
+  );
+  await assert.rejects(engine.load(), (err: Error & { code?: string }) => {
+    assert.equal(err.code, "INVALID_ARGUMENT");
+    assert.match(err.message, /Failed to load behavior tree \/bt\/demo\.xml: 2 error\(s\)/);
+    assert.match(err.message, /\/bt\/demo\.xml:2:\d+: error: .*Nope/);
+    assert.match(err.message, /\/bt\/demo\.xml:2:\d+: error: .*msec/);
+    return true;
+  });
+  assert.equal(engine.runner, null);
+});
+
+Deno.test("AutomationEngine treeXml re-reads the file, NOT_FOUND without a tree, INTERNAL when unreadable", async () => {
+  const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
+  const { engine } = setup(SLEEP, { readFile: memFiles(files) });
+  assert.equal(await engine.treeXml(), files[TREE]);
+  files[TREE] = "<root/>";
+  assert.equal(await engine.treeXml(), "<root/>");
+  delete files[TREE];
+  await assert.rejects(engine.treeXml(), { code: "INTERNAL" });
+  const none = setup(SLEEP, { behaviorTree: null }).engine;
+  await assert.rejects(none.treeXml(), { code: "NOT_FOUND" });
+  await none.load();
+  assert.equal(none.status().execution_reason, "no_definition");
+  assert.equal(none.automationVersion(), null);
+});
+
+Deno.test("AutomationEngine status carries the open run id and the version once loaded", async () => {
+  const { engine } = setup(SLEEP);
+  assert.equal(engine.automationVersion(), null);
+  await engine.load();
+  engine.setOpenRunId(() => "demo-01RUN");
+  assert.equal(engine.status().run_id, "demo-01RUN");
+  assert.equal(engine.automationVersion()?.id, "demo");
+  assert.match(engine.automationVersion()?.digest ?? "", /^[0-9a-f]{64}$/);
+});

@@ -1,0 +1,94 @@
+/** GET /v0/automation/tree and /status over the runtime's own automation service. */
+import assert from "node:assert/strict";
+import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { automationOptions, enterAuto, MOTOR_THEN_SLEEP, TreeDir } from "./automation_helpers.ts";
+
+async function sha256Hex(text: string): Promise<string> {
+  const bytes = new TextEncoder().encode(text);
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return [...hash].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its ticks and its version", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("recipe.xml", MOTOR_THEN_SLEEP);
+    const fx = await startHttpFixture({ config: automationOptions(tree) });
+    try {
+      const t = await fx.request("GET", "/v0/automation/tree");
+      assert.equal(t.status, 200);
+      assert.equal(t.json.status.code, "OK");
+      assert.equal(t.json.tree, MOTOR_THEN_SLEEP);
+
+      const version = {
+        engine_kind: "behavior_tree",
+        id: "recipe",
+        digest: await sha256Hex(MOTOR_THEN_SLEEP),
+        digest_scope: "top_level_file",
+      };
+      const idle = await fx.request("GET", "/v0/automation/status");
+      assert.equal(idle.status, 200);
+      assert.deepEqual(idle.json, {
+        status: { code: "OK", message: "ok" },
+        execution_status: "running",
+        execution_reason: "mode_gate",
+        automation_version: version,
+        last_evaluation_at_epoch_ms: 0,
+        engine_diagnostics: {
+          total_ticks: 0,
+          ticks_since_progress: 0,
+          error_count: 0,
+          stall_suspected: false,
+          current_running_node: null,
+          last_tick_status: null,
+        },
+        run_id: null,
+        last_error: null,
+      });
+
+      await enterAuto(fx.runtime);
+      await waitFor(
+        "tree sleeping",
+        () =>
+          fx.runtime.automation!.status().engine_diagnostics.current_running_node ===
+            "Main/Sequence[0]/Sleep[1]",
+      );
+      const auto = await fx.request("GET", "/v0/automation/status");
+      assert.equal(auto.json.execution_status, "running");
+      assert.equal(auto.json.execution_reason, undefined);
+      assert.deepEqual(auto.json.automation_version, version);
+      assert.ok(auto.json.last_evaluation_at_epoch_ms > 0);
+      assert.ok(auto.json.engine_diagnostics.total_ticks > 0);
+      assert.equal(auto.json.engine_diagnostics.last_tick_status, "RUNNING");
+      assert.equal(auto.json.engine_diagnostics.current_running_node, "Main/Sequence[0]/Sleep[1]");
+
+      // The tree is re-read per request: a file that became unreadable is a 500.
+      await Deno.remove(tree);
+      const gone = await fx.request("GET", "/v0/automation/tree");
+      assert.equal(gone.status, 500);
+      assert.equal(gone.json.status.code, "INTERNAL");
+      assert.match(gone.json.status.message, /recipe\.xml/);
+    } finally {
+      await fx.close();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("GET /v0/automation/tree is 404 and status idle/no_definition when automation has no tree", async () => {
+  const fx = await startHttpFixture({ start: false, config: automationOptions(null) });
+  try {
+    const t = await fx.request("GET", "/v0/automation/tree");
+    assert.equal(t.status, 404);
+    assert.equal(t.json.status.code, "NOT_FOUND");
+    const s = await fx.request("GET", "/v0/automation/status");
+    assert.equal(s.status, 200);
+    assert.equal(s.json.execution_status, "idle");
+    assert.equal(s.json.execution_reason, "no_definition");
+    assert.equal(s.json.automation_version, null);
+  } finally {
+    await fx.close();
+  }
+});
