@@ -95,6 +95,8 @@ export class BtRunner {
   #ticking = false;
   #totalTicks = 0;
   #ticksSinceProgress = 0;
+  /** Consecutive RUNNING ticks (see tickOnce: what counts as progress). */
+  #runningStreak = 0;
   #errorCount = 0;
   #lastError: string | null = null;
   #lastThrew = false;
@@ -217,6 +219,7 @@ export class BtRunner {
     this.#ticking = false;
     this.#lastStatus = status;
     this.#lastThrew = false;
+    if (status === "SUCCESS") this.#runningStreak = 0;
     if (status === "FAILURE") {
       this.#ticksSinceProgress++;
       if (!this.#failureReported) {
@@ -230,7 +233,12 @@ export class BtRunner {
           timestamp_ms: clock.nowMs(),
         });
       }
-    } else {
+      this.#runningStreak = 0;
+    } else if (status === "SUCCESS" || ++this.#runningStreak >= 2) {
+      // Progress is SUCCESS, or RUNNING on consecutive ticks. A single RUNNING tick between
+      // failures is an asynchronous action restarting (e.g. a CallDevice that keeps failing
+      // alternates RUNNING/FAILURE): counting it as progress would hide the stall and repeat
+      // bt_error every other tick.
       this.#ticksSinceProgress = 0;
       this.#failureReported = false;
     }

@@ -1,4 +1,5 @@
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { RuntimeError } from "../../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../../src/events/mod.ts";
 import {
   BtRunner,
@@ -286,4 +287,22 @@ Deno.test("BtRunner refuses an out-of-range tick rate", () => {
       }),
     RangeError,
   );
+});
+
+Deno.test("BtRunner treats a CallDevice that keeps failing as stalled, not as progress", async () => {
+  const { runner, seen, services } = setup(CALL_TREE);
+  services.autoSettle = new RuntimeError("FAILED_PRECONDITION", "e-stop latched");
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  const statuses = [];
+  for (let i = 0; i < 30; i++) {
+    statuses.push(runner.tickOnce());
+    await flush();
+  }
+  // The asynchronous call alternates RUNNING (started) and FAILURE (rejected).
+  ok(statuses.includes("RUNNING") && statuses.includes("FAILURE"));
+  equal(seen.filter((e) => e.kind === "bt_error").length, 1, "one bt_error for the whole streak");
+  equal(runner.status().execution_status, "blocked");
+  runner.stop();
 });
