@@ -8,6 +8,7 @@ import { USAGE } from "./cli_usage.ts";
 import { verifyBehaviorTreeFile } from "./automation/mod.ts";
 import { createStderrLogger } from "./host/mod.ts";
 import { runService } from "./service.ts";
+import { EXIT_INTERNAL_ERROR } from "./exit_codes.ts";
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,
@@ -201,6 +202,21 @@ function isOnPath(command: string): boolean {
 /** Starts the service with a valid configuration and resolves with the exit code. */
 function startService(config: Config, logLevelOverride: LogLevel | null): Promise<number> {
   const log = createStderrLogger(logLevelOverride ?? config.logging.level);
+  // Deno exits 1 on an uncaught error, which would read as a configuration error (and systemd
+  // would not restart us): a crash is logged on one line and exits with its own code.
+  const crash = (what: unknown) => {
+    const text = what instanceof Error ? (what.stack ?? what.message) : String(what);
+    log.error(`crash: ${text}`);
+    Deno.exit(EXIT_INTERNAL_ERROR);
+  };
+  globalThis.addEventListener("error", (e) => {
+    e.preventDefault();
+    crash(e.error ?? e.message);
+  });
+  globalThis.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    crash(e.reason);
+  });
   return runService(config, log);
 }
 

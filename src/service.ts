@@ -11,6 +11,7 @@ import type { Logger } from "./common/mod.ts";
 import type { Config } from "./config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
+  detachNotifySocket,
   type HttpServerHandle,
   journalFiles,
   type LineLogger,
@@ -131,30 +132,26 @@ function servicesOf(runtime: Runtime) {
 
 /**
  * Runs the service until SIGINT/SIGTERM and resolves with the process exit code:
- * 0 after a clean shutdown, 3 when start-up fails, 4 when shutdown itself fails.
+ * 0 after a clean shutdown, 3 when start-up fails, 4 when shutdown itself fails or overruns.
  */
 export async function runService(config: Config, log: LineLogger): Promise<ExitCode> {
+  // Providers must not inherit NOTIFY_SOCKET: with NotifyAccess=all one could report READY early.
+  detachNotifySocket();
+  // Signals are watched from the start, so a SIGTERM during start-up still stops providers
+  // cleanly (once start-up, bounded by startup_timeout_ms, has finished or failed).
+  const signal = waitForStopSignal();
+
   let service: Service;
   try {
     service = await startService(config, log);
   } catch (err) {
+    signal.dispose();
     log.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT_STARTUP_FAILURE;
   }
   await notifyReady(log);
 
-  const signal = await new Promise<string>((resolve) => {
-    const handlers: Array<[Deno.Signal, () => void]> = [];
-    for (const sig of ["SIGINT", "SIGTERM"] as const) {
-      const h = () => {
-        for (const [s, f] of handlers) Deno.removeSignalListener(s, f);
-        resolve(sig);
-      };
-      handlers.push([sig, h]);
-      Deno.addSignalListener(sig, h);
-    }
-  });
-  log.info(`${signal} received: shutting down`);
+  log.info(`${await signal.received} received: shutting down`);
   await notifyStopping(log);
 
   // The budget is enforced: whatever is still running past it must not keep the process alive.
@@ -175,4 +172,24 @@ export async function runService(config: Config, log: LineLogger): Promise<ExitC
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Resolves with the first SIGINT/SIGTERM; `dispose` removes the listeners. */
+function waitForStopSignal(): { received: Promise<string>; dispose: () => void } {
+  const handlers: Array<[Deno.Signal, () => void]> = [];
+  const dispose = () => {
+    for (const [s, f] of handlers) Deno.removeSignalListener(s, f);
+    handlers.length = 0;
+  };
+  const received = new Promise<string>((resolve) => {
+    for (const sig of ["SIGINT", "SIGTERM"] as const) {
+      const h = () => {
+        dispose();
+        resolve(sig);
+      };
+      handlers.push([sig, h]);
+      Deno.addSignalListener(sig, h);
+    }
+  });
+  return { received, dispose };
 }
