@@ -21,7 +21,7 @@ import {
   spawnProcess,
   systemClock,
 } from "./host/mod.ts";
-import { HttpApi, resolveApiToken } from "./http/mod.ts";
+import { HttpApi, type HttpServices, resolveApiToken } from "./http/mod.ts";
 import { RunRegistry } from "./runs/mod.ts";
 import { Runtime } from "./runtime.ts";
 import { telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
@@ -85,7 +85,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     runs.attach(runtime.bus);
     if (config.http.enabled) {
       api = new HttpApi(
-        { ...servicesOf(runtime), telemetry, runs },
+        httpServicesOf(runtime, { telemetry, runs }),
         { apiToken: resolveApiToken(config.http, envVar("RUNTIME_API_TOKEN")) },
       );
       http = await serveHttp({
@@ -112,8 +112,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
   return { runtime, http, telemetry, runs, stop };
 }
 
-/** The runtime's services as the HTTP layer sees them. */
-function servicesOf(runtime: Runtime) {
+/** The runtime's services as the HTTP layer sees them, plus the service-level ones. */
+export function httpServicesOf(
+  runtime: Runtime,
+  extra: Pick<HttpServices, "telemetry" | "runs"> = {},
+): HttpServices {
   return {
     config: runtime.config,
     host: runtime.host,
@@ -127,6 +130,7 @@ function servicesOf(runtime: Runtime) {
     estop: runtime.estop,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
     ...(runtime.automation ? { automation: runtime.automation } : {}),
+    ...extra,
   };
 }
 

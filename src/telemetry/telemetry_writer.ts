@@ -23,24 +23,17 @@
  */
 import { InfluxDB } from "@influxdata/influxdb-client";
 import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
-import type { Config } from "../config/mod.ts";
+import type { Config, InfluxConfig } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
 import { healthRows, rowForEvent, type RunEventRecord, runEventRow } from "./rows.ts";
 import { RingBuffer } from "./_ring_buffer.ts";
 
-/** Target and buffer sizes (config `telemetry.influxdb`), token already resolved. */
-export interface InfluxSettings {
-  readonly url: string;
-  readonly org: string;
-  readonly bucket: string;
-  /** Effective token: config value, else INFLUXDB_TOKEN. Empty -> the writer does not start. */
-  readonly token: string;
-  readonly batchSize: number;
-  readonly flushIntervalMs: number;
-  readonly maxRetryBufferSize: number;
-  readonly queueSize: number;
-}
+/**
+ * Target and buffer sizes (config `telemetry.influxdb`) with the token already resolved: config
+ * value, else INFLUXDB_TOKEN. An empty token means the writer does not start.
+ */
+export type InfluxSettings = InfluxConfig;
 
 /** Timing knobs with production defaults; tests shorten them. */
 export interface TelemetryTuning {

@@ -7,6 +7,7 @@ import type { Config } from "../../src/config/mod.ts";
 import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
 import { Runtime } from "../../src/runtime.ts";
+import { httpServicesOf } from "../../src/service.ts";
 import { startRuntime, testLogger } from "./kernel.ts";
 import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
@@ -111,25 +112,7 @@ export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<Http
   const runtime = o.start === false
     ? new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
     : await startRuntime(config);
-  // The runtime's own optional services (those it has wired so far), then the test's overrides.
-  const own = runtime as Runtime & OptionalServices;
-  const services: HttpServices = {
-    modes: own.modes,
-    parameters: own.parameters,
-    estop: own.estop,
-    automation: own.automation,
-    telemetry: own.telemetry,
-    runs: own.runs,
-    config: runtime.config,
-    host: runtime.host,
-    bus: runtime.bus,
-    registry: runtime.registry,
-    cache: runtime.cache,
-    router: runtime.router,
-    providerHealth: () => runtime.providerHealth(),
-    uptimeSeconds: () => runtime.uptimeSeconds(),
-    ...o.services,
-  };
+  const services: HttpServices = { ...httpServicesOf(runtime), ...o.services };
   const api = new HttpApi(services, { apiToken: "", ...o.api });
   return new HttpFixture(runtime, services, api);
 }
