@@ -2,8 +2,8 @@
  * The running service: the runtime kernel plus run records, telemetry and the HTTP server, under
  * the process lifecycle (signals, readiness notification, shutdown budget, exit codes).
  *
- * Start order: run journal replay -> providers (fail-fast, bounded by startup_timeout_ms) ->
- * telemetry + run journaling on the event bus -> HTTP -> READY. Stop order: HTTP (streams first)
+ * Start order: run journal replay -> telemetry + run journaling on the event bus -> providers
+ * (fail-fast, bounded by startup_timeout_ms) -> HTTP -> READY. Stop order: HTTP (streams first)
  * -> runtime (polling, providers) -> run journal -> telemetry flush, all within
  * runtime.shutdown_timeout_ms.
  */
@@ -80,9 +80,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   try {
     await runs.start();
-    await runtime.start();
+    // Subscribed before the providers start: the priming poll's first samples must be written
+    // too (a signal that never changes is never published again).
     telemetry.start(runtime.bus);
     runs.attach(runtime.bus);
+    await runtime.start();
     if (config.http.enabled) {
       api = new HttpApi(
         httpServicesOf(runtime, { telemetry, runs }),
