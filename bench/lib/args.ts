@@ -1,0 +1,212 @@
+/** Command-line parsing for `deno task bench` (pure: no I/O). */
+
+/** What the user asked for. Commands are already split into argv arrays. */
+export interface BenchArgs {
+  readonly quick: boolean;
+  readonly soak: boolean;
+  /** Runtime A: spawned with `--config <generated file>` appended. */
+  readonly runtimeCmd: readonly string[];
+  /** Runtime B for `--compare`, or null. */
+  readonly compareCmd: readonly string[] | null;
+  /** Provider command; `--config <generated sim yaml>` is appended in the runtime config. */
+  readonly providerCmd: readonly string[];
+  /** Workload numbers to run (1-7); all of the profile when not given. */
+  readonly only: ReadonlySet<number> | null;
+  /** Overrides the profile's repetition count of the repeated workloads. */
+  readonly reps: number | null;
+  /** Result file path; default bench/results/<date>[-quick|-soak].json. */
+  readonly out: string | null;
+  /** Skip writing the result file (development runs). */
+  readonly noWrite: boolean;
+  readonly help: boolean;
+}
+
+/** A usage error: the message names the flag. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** The help text of `deno task bench --help`. */
+export const BENCH_USAGE = `Usage: deno task bench [flags]
+
+  --quick                 short run (< 1 min): fewer repetitions, shorter windows, 1/10 providers
+  --soak                  also run workload 7's 10-minute memory soak at 50 providers
+  --runtime-cmd "<cmd>"   runtime A (default: deno run -A src/main.ts); --config FILE is appended
+  --compare "<cmd>"       runtime B, run alternately with A; the table shows B/A per metric
+  --provider-cmd "<cmd>"  provider command (default: the simulated provider under deno);
+                          --config <generated sim yaml> is appended
+  --only 1,3,5            run only these workloads (1-7)
+  --reps N                repetitions of the repeated workloads (default 3, quick 2)
+  --out FILE              result file (default bench/results/<date>[-quick|-soak].json)
+  --no-write              do not write a result file
+  --help                  this text
+
+Commands are split on spaces; quote with '...' or "..." to keep spaces inside one argument.`;
+
+/**
+ * Splits a command line into argv the way a POSIX shell would for plain words and quotes
+ * ('...' literal, "..." with \\ escapes, backslash outside quotes). No expansion of any kind.
+ */
+export function splitCommand(line: string): string[] {
+  const out: string[] = [];
+  let cur = "";
+  let inWord = false;
+  let quote: "'" | '"' | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote === "'") {
+      if (c === "'") quote = null;
+      else cur += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = null;
+      else if (c === "\\" && i + 1 < line.length && '"\\$`'.includes(line[i + 1])) cur += line[++i];
+      else cur += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      inWord = true;
+    } else if (c === "\\" && i + 1 < line.length) {
+      cur += line[++i];
+      inWord = true;
+    } else if (/\s/.test(c)) {
+      if (inWord) out.push(cur);
+      cur = "";
+      inWord = false;
+    } else {
+      cur += c;
+      inWord = true;
+    }
+  }
+  if (quote !== null) throw new UsageError(`unterminated ${quote} quote in command: ${line}`);
+  if (inWord) out.push(cur);
+  return out;
+}
+
+/** Default commands, given the repository root (absolute, no trailing slash). */
+export function defaultCommands(repoRoot: string): { runtime: string[]; provider: string[] } {
+  return {
+    runtime: ["deno", "run", "-A", `${repoRoot}/src/main.ts`],
+    provider: [
+      "deno",
+      "run",
+      "--quiet",
+      "--allow-read",
+      "--allow-env",
+      `${repoRoot}/examples/providers/sim/main.ts`,
+    ],
+  };
+}
+
+/** Parses the harness flags (`--flag value` or `--flag=value`). */
+export function parseBenchArgs(argv: readonly string[], repoRoot: string): BenchArgs {
+  const defaults = defaultCommands(repoRoot);
+  let quick = false;
+  let soak = false;
+  let help = false;
+  let noWrite = false;
+  let runtimeCmd: string[] = defaults.runtime;
+  let compareCmd: string[] | null = null;
+  let providerCmd: string[] = defaults.provider;
+  let only: Set<number> | null = null;
+  let reps: number | null = null;
+  let out: string | null = null;
+
+  const command = (flag: string, value: string): string[] => {
+    const words = splitCommand(value);
+    if (words.length === 0) throw new UsageError(`${flag}: empty command`);
+    return words;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    let flag = argv[i];
+    let inline: string | undefined;
+    const eq = flag.indexOf("=");
+    if (flag.startsWith("--") && eq > 0) {
+      inline = flag.slice(eq + 1);
+      flag = flag.slice(0, eq);
+    }
+    const value = (): string => {
+      if (inline !== undefined) return inline;
+      const v = argv[i + 1];
+      if (v === undefined) throw new UsageError(`${flag}: missing value`);
+      i++;
+      return v;
+    };
+    const noValue = () => {
+      if (inline !== undefined) throw new UsageError(`${flag}: takes no value`);
+    };
+    switch (flag) {
+      case "--quick":
+        noValue();
+        quick = true;
+        break;
+      case "--soak":
+        noValue();
+        soak = true;
+        break;
+      case "--no-write":
+        noValue();
+        noWrite = true;
+        break;
+      case "--help":
+      case "-h":
+        noValue();
+        help = true;
+        break;
+      case "--runtime-cmd":
+        runtimeCmd = command(flag, value());
+        break;
+      case "--compare":
+        compareCmd = command(flag, value());
+        break;
+      case "--provider-cmd":
+        providerCmd = command(flag, value());
+        break;
+      case "--only": {
+        const raw = value();
+        only = new Set();
+        for (const part of raw.split(",")) {
+          const n = Number(part.trim());
+          if (!Number.isInteger(n) || n < 1 || n > 7) {
+            throw new UsageError(`--only: '${part}' is not a workload number 1-7`);
+          }
+          only.add(n);
+        }
+        break;
+      }
+      case "--reps": {
+        const raw = value();
+        const n = Number(raw);
+        if (!Number.isInteger(n) || n < 1 || n > 50) {
+          throw new UsageError(`--reps: '${raw}' is not an integer in 1..50`);
+        }
+        reps = n;
+        break;
+      }
+      case "--out":
+        out = value();
+        if (out === "") throw new UsageError("--out: empty path");
+        break;
+      default:
+        throw new UsageError(`unknown flag: ${argv[i]}`);
+    }
+  }
+  return { quick, soak, runtimeCmd, compareCmd, providerCmd, only, reps, out, noWrite, help };
+}
+
+/**
+ * Makes a command's relative file arguments absolute. Generated configs live in a temporary
+ * folder and the runtime resolves provider paths against that folder, so `examples/x.ts` typed
+ * at the repository root would not be found. A word is rewritten only when it does not start with
+ * "-" and `exists(resolve(cwd, word))` is true; a bare command name stays a PATH lookup.
+ */
+export function absolutizeCommand(
+  argv: readonly string[],
+  cwd: string,
+  exists: (absPath: string) => boolean,
+): string[] {
+  return argv.map((word, i) => {
+    if (word.startsWith("/") || word.startsWith("-")) return word;
+    if (i === 0 && !word.includes("/")) return word;
+    const abs = `${cwd.replace(/\/+$/, "")}/${word.replace(/^\.\//, "")}`;
+    return exists(abs) ? abs : word;
+  });
+}

@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import {
+  absolutizeCommand,
+  defaultCommands,
+  parseBenchArgs,
+  splitCommand,
+  UsageError,
+} from "../../bench/lib/args.ts";
+
+Deno.test("splitCommand splits on spaces and honours quotes and backslashes", () => {
+  assert.deepEqual(splitCommand("deno run -A src/main.ts"), ["deno", "run", "-A", "src/main.ts"]);
+  assert.deepEqual(splitCommand(`  ./rt   'a b'  "c \\"d\\""  e\\ f ''`), [
+    "./rt",
+    "a b",
+    'c "d"',
+    "e f",
+    "",
+  ]);
+  assert.deepEqual(splitCommand(""), []);
+  assert.throws(() => splitCommand("deno 'run"), UsageError);
+});
+
+Deno.test("parseBenchArgs defaults to our runtime and the simulated provider", () => {
+  const a = parseBenchArgs([], "/repo");
+  assert.deepEqual(a.runtimeCmd, defaultCommands("/repo").runtime);
+  assert.deepEqual(a.providerCmd, defaultCommands("/repo").provider);
+  assert.equal(a.compareCmd, null);
+  assert.equal(a.quick, false);
+  assert.equal(a.soak, false);
+  assert.equal(a.only, null);
+  assert.equal(a.reps, null);
+});
+
+Deno.test("parseBenchArgs reads every flag in both --flag value and --flag=value forms", () => {
+  const a = parseBenchArgs(
+    [
+      "--quick",
+      "--soak",
+      "--runtime-cmd",
+      "./dist/runtime",
+      "--compare=deno run -A /b/src/main.ts",
+      "--provider-cmd",
+      "./sim",
+      "--only",
+      "1,3",
+      "--reps=4",
+      "--out",
+      "x.json",
+      "--no-write",
+    ],
+    "/repo",
+  );
+  assert.equal(a.quick, true);
+  assert.equal(a.soak, true);
+  assert.deepEqual(a.runtimeCmd, ["./dist/runtime"]);
+  assert.deepEqual(a.compareCmd, ["deno", "run", "-A", "/b/src/main.ts"]);
+  assert.deepEqual(a.providerCmd, ["./sim"]);
+  assert.deepEqual([...a.only!], [1, 3]);
+  assert.equal(a.reps, 4);
+  assert.equal(a.out, "x.json");
+  assert.equal(a.noWrite, true);
+});
+
+Deno.test("parseBenchArgs names the flag in usage errors", () => {
+  assert.throws(() => parseBenchArgs(["--only", "8"], "/r"), /--only: '8'/);
+  assert.throws(() => parseBenchArgs(["--reps", "0"], "/r"), /--reps/);
+  assert.throws(() => parseBenchArgs(["--compare"], "/r"), /--compare: missing value/);
+  assert.throws(() => parseBenchArgs(["--compare", "  "], "/r"), /--compare: empty command/);
+  assert.throws(() => parseBenchArgs(["--quick=yes"], "/r"), /--quick: takes no value/);
+  assert.throws(() => parseBenchArgs(["--fast"], "/r"), /unknown flag: --fast/);
+});
+
+Deno.test("absolutizeCommand rewrites only relative words naming existing files", () => {
+  const files = new Set(["/w/examples/sim.ts", "/w/bin/rt"]);
+  const out = absolutizeCommand(
+    ["deno", "run", "-A", "examples/sim.ts", "./bin/rt", "missing.ts", "/abs.ts"],
+    "/w/",
+    (p) => files.has(p),
+  );
+  assert.deepEqual(out, [
+    "deno",
+    "run",
+    "-A",
+    "/w/examples/sim.ts",
+    "/w/bin/rt",
+    "missing.ts",
+    "/abs.ts",
+  ]);
+  assert.deepEqual(absolutizeCommand(["bin/rt"], "/w", (p) => files.has(p)), ["/w/bin/rt"]);
+});

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { providerIds, runtimeYaml, simProviderYaml } from "../../bench/lib/config_gen.ts";
+import { defaultCommands } from "../../bench/lib/args.ts";
+
+const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
+
+async function run(args: string[]): Promise<{ code: number; out: string }> {
+  const out = await new Deno.Command("deno", { args, stdout: "piped", stderr: "piped" }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, out: dec.decode(out.stdout) + dec.decode(out.stderr) };
+}
+
+Deno.test("runtimeYaml rejects an empty provider list or command", () => {
+  const base = {
+    providerCount: 1,
+    port: 1,
+    providerCmd: ["x"],
+    simConfigPath: "/s.yaml",
+    pollIntervalMs: 100,
+    dataDir: "/d",
+  };
+  assert.throws(() => runtimeYaml({ ...base, providerCount: 0 }), RangeError);
+  assert.throws(() => runtimeYaml({ ...base, providerCmd: [] }), RangeError);
+  assert.deepEqual(providerIds(3), ["sim0", "sim1", "sim2"]);
+});
+
+Deno.test("runtimeYaml and simProviderYaml produce configs both programs accept without warnings", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bench-config-test-" });
+  try {
+    const sim = `${dir}/sim.yaml`;
+    await Deno.writeTextFile(sim, simProviderYaml());
+    const [, ...providerArgs] = defaultCommands(ROOT).provider;
+    const simCheck = await run([...providerArgs, "--check-config", sim]);
+    assert.equal(simCheck.code, 0, simCheck.out);
+
+    const rt = `${dir}/runtime.yaml`;
+    await Deno.writeTextFile(
+      rt,
+      runtimeYaml({
+        providerCount: 3,
+        port: 18080,
+        providerCmd: defaultCommands(ROOT).provider,
+        simConfigPath: sim,
+        pollIntervalMs: 100,
+        dataDir: `${dir}/data with space`,
+      }),
+    );
+    const check = await run([
+      "run",
+      "-A",
+      `${ROOT}/src/main.ts`,
+      "--check-config",
+      rt,
+      "--format",
+      "json",
+    ]);
+    assert.equal(check.code, 0, check.out);
+    const report = JSON.parse(check.out.slice(check.out.indexOf("{")));
+    assert.equal(report.valid, true);
+    // No warnings either: an unknown or misspelt key would be ignored silently otherwise.
+    assert.deepEqual(report.diagnostics, []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
