@@ -13,13 +13,14 @@ import {
   UsageError,
 } from "./lib/args.ts";
 import { BenchFailure } from "./lib/api.ts";
-import { providerIds, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
+import { benchTreeXml, providerIds, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { DEFAULT_PROFILE, type Profile, QUICK_PROFILE } from "./lib/profile.ts";
 import { clockTicksPerSecond, loadAverage, machineInfo, readRssKb } from "./lib/proc.ts";
 import { markdownTable, type MetricKey, Recorder, type RuntimeLabel } from "./lib/results.ts";
 import { RuntimeProcess } from "./lib/runtime_proc.ts";
 import {
   armManual,
+  btTickRate,
   callRoundTrip,
   estop,
   memorySoak,
@@ -39,6 +40,8 @@ const COMMAND_TIMEOUT_MS = 60_000;
 interface SessionPlan {
   readonly name: string;
   readonly providers: number;
+  /** Run with behavior-tree automation enabled (workload 8). */
+  readonly automation?: boolean;
   readonly reps: number;
   readonly phases: readonly { name: string; run: (ctx: SessionContext) => Promise<void> }[];
 }
@@ -64,6 +67,15 @@ function buildPlan(args: BenchArgs, prof: Profile): SessionPlan[] {
     if (phases.length > 0 || startupPoint) {
       plans.push({ name: `scale-${n}`, providers: n, reps: 1, phases });
     }
+  }
+  if (on(8)) {
+    plans.push({
+      name: "bt",
+      providers: 1,
+      reps: 1,
+      automation: true,
+      phases: [{ name: "8 behavior-tree tick rate", run: btTickRate }],
+    });
   }
   if (args.soak && on(7)) {
     plans.push({
@@ -346,6 +358,13 @@ async function withDeadline<T>(work: Promise<T>, ms: number, what: string): Prom
   }
 }
 
+/** Writes workload 8's tree next to the generated configs. */
+async function writeBenchTree(env: SessionEnv): Promise<{ treePath: string; tickRateHz: number }> {
+  const treePath = `${env.tmp}/bench-tree.xml`;
+  await Deno.writeTextFile(treePath, benchTreeXml(providerIds(1)[0]));
+  return { treePath, tickRateHz: env.prof.btTickRateHz };
+}
+
 interface SessionEnv {
   readonly prof: Profile;
   readonly providerCmd: readonly string[];
@@ -374,6 +393,7 @@ async function runSession(
       simConfigPath: env.simConfigPath,
       pollIntervalMs: env.prof.pollIntervalMs,
       dataDir: `${env.tmp}/data-${label}`,
+      ...(plan.automation ? { automation: await writeBenchTree(env) } : {}),
     }),
   );
   const rt = await RuntimeProcess.start({

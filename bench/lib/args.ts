@@ -10,7 +10,7 @@ export interface BenchArgs {
   readonly compareCmd: readonly string[] | null;
   /** Provider command; `--config <generated sim yaml>` is appended in the runtime config. */
   readonly providerCmd: readonly string[];
-  /** Workload numbers to run (1-7); all of the profile when not given. */
+  /** Workload numbers to run (1-8); all of the profile when not given. */
   readonly only: ReadonlySet<number> | null;
   /** Overrides the profile's repetition count of the repeated workloads. */
   readonly reps: number | null;
@@ -35,7 +35,7 @@ export const BENCH_USAGE = `Usage: deno task bench [flags]
   --compare "<cmd>"       runtime B, run alternately with A; the table shows B/A per metric
   --provider-cmd "<cmd>"  provider command (default: the simulated provider under deno);
                           --config <generated sim yaml> is appended
-  --only 1,3,5            run only these workloads (1-7)
+  --only 1,3,5            run only these workloads (1-8)
   --reps N                repetitions of the repeated workloads (default 3, quick 2)
   --out FILE              result file (default bench/results/<date>[-quick|-soak].json)
   --no-write              do not write a result file
@@ -165,8 +165,8 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
         only = new Set();
         for (const part of raw.split(",")) {
           const n = Number(part.trim());
-          if (!Number.isInteger(n) || n < 1 || n > 7) {
-            throw new UsageError(`--only: '${part}' is not a workload number 1-7`);
+          if (!Number.isInteger(n) || n < 1 || n > 8) {
+            throw new UsageError(`--only: '${part}' is not a workload number 1-8`);
           }
           only.add(n);
         }

@@ -21,6 +21,24 @@ export interface RuntimeConfigOptions {
   readonly pollIntervalMs: number;
   /** Absolute folder for run records, so a bench run never writes into the working tree. */
   readonly dataDir: string;
+  /** Behavior-tree automation (workload 8): the tree file and tick rate. */
+  readonly automation?: { readonly treePath: string; readonly tickRateHz: number };
+}
+
+/**
+ * The tree of workload 8: reads a signal and runs a script each tick, never calls a device, so
+ * the figure is the engine's tick cadence and not provider latency.
+ */
+export function benchTreeXml(providerId: string): string {
+  return `<root BTCPP_format="4" main_tree_to_execute="Bench">
+  <BehaviorTree ID="Bench">
+    <Sequence>
+      <ReadSignal device_handle="${providerId}/${BENCH_DEVICES.tempctl}" signal_id="tc1_temp" value="{t}" />
+      <Script code="n := t + 1" />
+    </Sequence>
+  </BehaviorTree>
+</root>
+`;
 }
 
 /** Provider ids sim0..sim{n-1}. */
@@ -101,6 +119,25 @@ export function runtimeYaml(o: RuntimeConfigOptions): string {
     for (const a of [...args, "--config", o.simConfigPath]) lines.push(`      - ${q(a)}`);
     lines.push("    hello_timeout_ms: 30000");
     lines.push("    ready_timeout_ms: 30000");
+  }
+  if (o.automation) {
+    const first = providerIds(1)[0];
+    lines.push(
+      "automation:",
+      "  enabled: true",
+      `  behavior_tree: ${q(o.automation.treePath)}`,
+      `  tick_rate_hz: ${o.automation.tickRateHz}`,
+      "  mode_transition_hooks:",
+      "    before_transition:",
+      // Entering AUTO needs a hook covering AUTO -> FAULT (the runtime refuses AUTO otherwise).
+      "      - from: AUTO",
+      "        to: FAULT",
+      "        fail_on_error: false",
+      "        calls:",
+      `          - device_handle: ${first}/${BENCH_DEVICES.motorctl}`,
+      "            function_name: set_motor_duty",
+      "            args: {motor_index: 1, duty: 0.0}",
+    );
   }
   lines.push("");
   return lines.join("\n");

@@ -30,6 +30,9 @@ export interface Profile {
   readonly soakProviders: number;
   readonly soakWindowMs: number;
   readonly soakSampleMs: number;
+  /** Workload 8: behavior-tree tick rate configured, and the measuring window. */
+  readonly btTickRateHz: number;
+  readonly btWindowMs: number;
 }
 
 /** The default run. */
@@ -55,6 +58,8 @@ export const DEFAULT_PROFILE: Profile = {
   soakProviders: 50,
   soakWindowMs: 600_000,
   soakSampleMs: 10_000,
+  btTickRateHz: 50,
+  btWindowMs: 10_000,
 };
 
 /** --quick: fewer repetitions, shorter windows, 1 and 10 providers. */
@@ -73,4 +78,5 @@ export const QUICK_PROFILE: Profile = {
   fanoutWindowMs: 4000,
   estopReps: 3,
   checkConfigReps: 1,
+  btWindowMs: 3000,
 };

@@ -85,6 +85,7 @@ export const WORKLOAD_TITLES: Record<number, string> = {
   5: "start-up",
   6: "e-stop",
   7: "memory",
+  8: "behavior tree",
 };
 
 /** The markdown table: one row per metric; with two runtimes, A, B and the B/A ratio. */

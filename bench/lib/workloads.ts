@@ -558,3 +558,35 @@ async function expectDuty(ctx: SessionContext, provider: string, duty: number): 
     `${provider}/${BENCH_DEVICES.motorctl} motor1_duty is ${seen} after e-stop, expected ${duty}`,
   );
 }
+
+/**
+ * Workload 8: behavior-tree tick rate. Enters AUTO with a tree that never calls a device and
+ * compares the engine's tick count over a window with tick_rate_hz.
+ */
+export async function btTickRate(ctx: SessionContext): Promise<void> {
+  const api = ctx.rt.api;
+  const auto = await api.post("/v0/mode", { mode: "AUTO" });
+  if (auto.mode !== "AUTO") throw new BenchFailure(`POST /v0/mode AUTO left mode ${auto.mode}`);
+  await sleep(500); // let the first ticks run
+  const sample = async () => {
+    const s = await api.get("/v0/automation/status");
+    const d = s.engine_diagnostics ?? {};
+    if (s.execution_status !== "running" || (d.error_count ?? 0) > 0) {
+      throw new BenchFailure(
+        `automation is ${s.execution_status} (${s.last_error ?? "no error"}) during workload 8`,
+      );
+    }
+    return { ticks: Number(d.total_ticks), at: performance.now() };
+  };
+  const a = await sample();
+  await sleep(ctx.profile.btWindowMs);
+  const b = await sample();
+  await api.post("/v0/mode", { mode: "MANUAL" });
+  const hz = ((b.ticks - a.ticks) * 1000) / (b.at - a.at);
+  const want = ctx.profile.btTickRateHz;
+  ctx.record({ workload: 8, name: `BT ticks/s at tick_rate_hz ${want}`, unit: "Hz" }, hz);
+  ctx.record(
+    { workload: 8, name: `BT achieved / configured tick rate`, unit: "%" },
+    (100 * hz) / want,
+  );
+}

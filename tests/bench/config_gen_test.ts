@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { providerIds, runtimeYaml, simProviderYaml } from "../../bench/lib/config_gen.ts";
 import { defaultCommands } from "../../bench/lib/args.ts";
+import { loadConfig } from "../../src/config/mod.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -61,5 +62,37 @@ Deno.test("runtimeYaml and simProviderYaml produce configs both programs accept 
     assert.deepEqual(report.diagnostics, []);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("runtimeYaml adds automation with the AUTO -> FAULT hook workload 8 needs", () => {
+  const text = runtimeYaml({
+    providerCount: 1,
+    port: 18080,
+    providerCmd: ["deno", "run", "sim.ts"],
+    simConfigPath: "/tmp/sim.yaml",
+    pollIntervalMs: 100,
+    dataDir: "/tmp/bench-data",
+    automation: { treePath: "/tmp/tree.xml", tickRateHz: 50 },
+  });
+  const { config, diagnostics } = loadConfig(text, {
+    path: "/tmp/bench.yaml",
+    mode: "check",
+    env: {},
+    fileExists: () => true,
+    commandExists: () => true,
+    cwd: "/tmp",
+  });
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  if (errors.length > 0) throw new Error(JSON.stringify(errors));
+  const a = config!.automation;
+  if (!a.enabled || a.tickRateHz !== 50 || a.behaviorTree !== "/tmp/tree.xml") {
+    throw new Error(`automation not configured: ${JSON.stringify(a)}`);
+  }
+  const hook = a.modeTransitionHooks.beforeTransition[0];
+  if (
+    hook.from !== "AUTO" || hook.to !== "FAULT" || hook.calls[0].functionName !== "set_motor_duty"
+  ) {
+    throw new Error(`unexpected hook ${JSON.stringify(hook)}`);
   }
 });
