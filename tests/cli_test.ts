@@ -1,50 +1,12 @@
 /** The `runtime` command line, run as a real child process (`deno run -A src/main.ts ...`). */
 import assert from "node:assert/strict";
+import { runCli, withFiles } from "./helpers/cli.ts";
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,
   HTTP_CONTRACT_VERSION,
   RUNTIME_VERSION,
 } from "../src/common/mod.ts";
-
-const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function runtime(
-  args: string[],
-  opts: { cwd?: string; env?: Record<string, string> } = {},
-): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, ...args],
-    cwd: opts.cwd,
-    env: { NO_COLOR: "1", ...opts.env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
-}
-
-/** Runs `fn` with a temp folder holding the given files; removes it afterwards. */
-async function withFiles(
-  files: Record<string, string>,
-  fn: (dir: string) => Promise<void>,
-): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-cli-" });
-  try {
-    for (const [name, text] of Object.entries(files)) {
-      await Deno.writeTextFile(`${dir}/${name}`, text);
-    }
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 const VALID = "providers: [{id: p0, command: deno}]\n";
 const INVALID = `runtime:
@@ -61,7 +23,7 @@ providers: [{id: p0, command: /nonexistent/provider}]
 
 Deno.test("runtime --check-config exits 0 on a valid file and prints the summary", async () => {
   await withFiles({ "ok.yaml": VALID }, async (dir) => {
-    const r = await runtime(["--check-config", "ok.yaml"], { cwd: dir });
+    const r = await runCli(["--check-config", "ok.yaml"], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, "ok.yaml: 0 errors, 0 warnings\n");
   });
@@ -69,7 +31,7 @@ Deno.test("runtime --check-config exits 0 on a valid file and prints the summary
 
 Deno.test("runtime --check-config exits 1 and prints every diagnostic as FILE:LINE:COL", async () => {
   await withFiles({ "bad.yaml": INVALID }, async (dir) => {
-    const r = await runtime(["--check-config", "bad.yaml"], { cwd: dir });
+    const r = await runCli(["--check-config", "bad.yaml"], { cwd: dir });
     assert.equal(r.code, 1);
     const lines = r.stdout.trimEnd().split("\n");
     assert.deepEqual(lines.map((l) => l.split(": ").slice(0, 3).join(": ")), [
@@ -83,7 +45,7 @@ Deno.test("runtime --check-config exits 1 and prints every diagnostic as FILE:LI
 
 Deno.test("runtime --check-config --format json prints one JSON document", async () => {
   await withFiles({ "bad.yaml": INVALID }, async (dir) => {
-    const r = await runtime(["--check-config", "bad.yaml", "--format", "json"], { cwd: dir });
+    const r = await runCli(["--check-config", "bad.yaml", "--format", "json"], { cwd: dir });
     assert.equal(r.code, 1);
     const doc = JSON.parse(r.stdout);
     assert.equal(doc.file, "bad.yaml");
@@ -103,7 +65,7 @@ Deno.test("runtime --check-config --format json prints one JSON document", async
 
 Deno.test("runtime --check-config --format=json reports a valid file as valid", async () => {
   await withFiles({ "ok.yaml": VALID }, async (dir) => {
-    const r = await runtime(["--check-config=ok.yaml", "--format=json"], { cwd: dir });
+    const r = await runCli(["--check-config=ok.yaml", "--format=json"], { cwd: dir });
     assert.equal(r.code, 0);
     assert.deepEqual(JSON.parse(r.stdout), {
       file: "ok.yaml",
@@ -117,7 +79,7 @@ Deno.test("runtime --check-config --format=json reports a valid file as valid", 
 
 Deno.test("runtime --check-config exits 2 when the file cannot be read", async () => {
   await withFiles({}, async (dir) => {
-    const r = await runtime(["--check-config", "missing.yaml"], { cwd: dir });
+    const r = await runCli(["--check-config", "missing.yaml"], { cwd: dir });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /cannot read config file missing\.yaml/);
     assert.equal(r.stdout, "");
@@ -126,13 +88,13 @@ Deno.test("runtime --check-config exits 2 when the file cannot be read", async (
 
 Deno.test("runtime --check-config warns about a missing token, start-up refuses it", async () => {
   await withFiles({ "auth.yaml": AUTH_NO_TOKEN }, async (dir) => {
-    const check = await runtime(["--check-config", "auth.yaml"], { cwd: dir });
+    const check = await runCli(["--check-config", "auth.yaml"], { cwd: dir });
     assert.equal(check.code, 0);
     assert.match(check.stdout, /auth\.yaml:2:3: warning: http\.auth_enabled: .*RUNTIME_API_TOKEN/);
-    const start = await runtime(["--config", "auth.yaml"], { cwd: dir });
+    const start = await runCli(["--config", "auth.yaml"], { cwd: dir });
     assert.equal(start.code, 1);
     assert.match(start.stderr, /auth\.yaml:2:3: error: http\.auth_enabled/);
-    const withEnv = await runtime(["--config", "auth.yaml"], {
+    const withEnv = await runCli(["--config", "auth.yaml"], {
       cwd: dir,
       env: { RUNTIME_API_TOKEN: "s3cret" },
     });
@@ -146,7 +108,7 @@ Deno.test("runtime --check-config warns about a missing token, start-up refuses 
 
 Deno.test("runtime --config exits 1 with the diagnostics on stderr", async () => {
   await withFiles({ "bad.yaml": INVALID }, async (dir) => {
-    const r = await runtime(["--config", "bad.yaml"], { cwd: dir });
+    const r = await runCli(["--config", "bad.yaml"], { cwd: dir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /bad\.yaml:2:3: error: runtime\.mode/);
     assert.match(r.stderr, /refusing to start: bad\.yaml: 2 errors, 1 warning/);
@@ -154,7 +116,7 @@ Deno.test("runtime --config exits 1 with the diagnostics on stderr", async () =>
 });
 
 Deno.test("runtime --version prints the runtime, HTTP contract and ADPP versions", async () => {
-  const r = await runtime(["--version"]);
+  const r = await runCli(["--version"]);
   assert.equal(r.code, 0);
   assert.equal(
     r.stdout,
@@ -164,7 +126,7 @@ Deno.test("runtime --version prints the runtime, HTTP contract and ADPP versions
 });
 
 Deno.test("runtime --help prints the usage on stdout", async () => {
-  const r = await runtime(["--help"]);
+  const r = await runCli(["--help"]);
   assert.equal(r.code, 0);
   assert.match(r.stdout, /^Usage:/);
   assert.match(r.stdout, /--check-config FILE/);
@@ -185,7 +147,7 @@ const USAGE_ERRORS: { name: string; args: string[] }[] = [
 
 for (const c of USAGE_ERRORS) {
   Deno.test(`runtime exits 2 with the usage on stderr for ${c.name}`, async () => {
-    const r = await runtime(c.args);
+    const r = await runCli(c.args);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^runtime: .*\n\nUsage:/);
     assert.equal(r.stdout, "");

@@ -1,42 +1,8 @@
 /** `--check-config` and `--config` verify the configured behavior tree (with includes). */
 import assert from "node:assert/strict";
+import { runCli, withFiles } from "../helpers/cli.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
-const MAIN = `${REPO}src/main.ts`;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function runtime(args: string[], cwd: string): Promise<Run> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, ...args],
-    cwd,
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
-}
-
-async function withFiles(
-  files: Record<string, string>,
-  fn: (dir: string) => Promise<void>,
-): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-bt-cli-" });
-  try {
-    for (const [name, text] of Object.entries(files)) {
-      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
-      await Deno.writeTextFile(`${dir}/${name}`, text);
-    }
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 const config = (enabled: boolean) =>
   `providers: [{id: sim0, command: deno}]
@@ -62,14 +28,14 @@ const SUB_XML = `<root BTCPP_format="4">
 const BROKEN = { "cfg.yaml": config(true), "bt/main.xml": MAIN_XML, "bt/sub.xml": SUB_XML };
 
 Deno.test("--check-config accepts the shipped demo configuration and its tree", async () => {
-  const r = await runtime(["--check-config", "examples/demo.yaml"], REPO);
+  const r = await runCli(["--check-config", "examples/demo.yaml"], { cwd: REPO });
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.equal(r.stdout.trim(), "examples/demo.yaml: 0 errors, 0 warnings");
 });
 
 Deno.test("--check-config reports behavior tree diagnostics of the file and its includes and exits 1", async () => {
   await withFiles(BROKEN, async (dir) => {
-    const r = await runtime(["--check-config", "cfg.yaml"], dir);
+    const r = await runCli(["--check-config", "cfg.yaml"], { cwd: dir });
     assert.equal(r.code, 1, r.stdout + r.stderr);
     const lines = r.stdout.trim().split("\n");
     assert.equal(lines.length, 3, r.stdout);
@@ -82,7 +48,7 @@ Deno.test("--check-config reports behavior tree diagnostics of the file and its 
 
 Deno.test("--check-config --format json counts behavior tree diagnostics", async () => {
   await withFiles(BROKEN, async (dir) => {
-    const r = await runtime(["--check-config", "cfg.yaml", "--format", "json"], dir);
+    const r = await runCli(["--check-config", "cfg.yaml", "--format", "json"], { cwd: dir });
     assert.equal(r.code, 1);
     const report = JSON.parse(r.stdout);
     assert.equal(report.valid, false);
@@ -96,7 +62,7 @@ Deno.test("--check-config --format json counts behavior tree diagnostics", async
 
 Deno.test("--config refuses to start with behavior tree errors and exits 1", async () => {
   await withFiles(BROKEN, async (dir) => {
-    const r = await runtime(["--config", "cfg.yaml"], dir);
+    const r = await runCli(["--config", "cfg.yaml"], { cwd: dir });
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /bt\/main\.xml:4:15: error: /);
     assert.match(r.stderr, /bt\/sub\.xml:3:5: error: /);
@@ -106,7 +72,7 @@ Deno.test("--config refuses to start with behavior tree errors and exits 1", asy
 
 Deno.test("--check-config does not verify the tree while automation is disabled", async () => {
   await withFiles({ ...BROKEN, "cfg.yaml": config(false) }, async (dir) => {
-    const r = await runtime(["--check-config", "cfg.yaml"], dir);
+    const r = await runCli(["--check-config", "cfg.yaml"], { cwd: dir });
     assert.equal(r.code, 0, r.stdout);
     assert.equal(r.stdout.trim(), "cfg.yaml: 0 errors, 0 warnings");
   });

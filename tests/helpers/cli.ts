@@ -1,0 +1,41 @@
+/** Runs the `runtime` command line as a real child process (`deno run -A src/main.ts ...`). */
+const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `src/main.ts` with `args` and collects its exit code and output. */
+export async function runCli(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliRun> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", MAIN, ...args],
+    cwd: opts.cwd,
+    env: { NO_COLOR: "1", ...opts.env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
+
+/** Runs `fn` with a temp folder holding the given files (sub-folders allowed); removes it after. */
+export async function withFiles(
+  files: Record<string, string>,
+  fn: (dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-cli-" });
+  try {
+    for (const [name, text] of Object.entries(files)) {
+      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
