@@ -53,6 +53,8 @@ export class ProviderHost {
   readonly #log: Logger;
   #state: SupervisorState = INITIAL_SUPERVISOR_STATE;
   #session: ProviderSession | null = null;
+  /** A session being brought up (initial start or restart attempt), not yet committed. */
+  #starting: ProviderSession | null = null;
   #devices: readonly DeviceCapabilities[] = [];
   #livenessFailures = 0;
   #restartTimer: ReturnType<typeof setTimeout> | undefined;
@@ -166,7 +168,9 @@ export class ProviderHost {
     const attempt = this.#attempt;
     const session = this.#session;
     this.#session = null;
-    if (session) await session.terminate(budgetMs);
+    // A session still handshaking would otherwise hold shutdown for its Hello/WaitReady deadline.
+    const starting = this.#starting;
+    await Promise.all([session?.terminate(budgetMs), starting?.terminate(budgetMs)]);
     if (attempt) await attempt.catch(() => {});
   }
 
@@ -182,6 +186,7 @@ export class ProviderHost {
       monoMs: () => this.#deps.clock.monoMs(),
       cwd: this.#deps.cwd,
     });
+    this.#starting = session;
     const overBudget = () =>
       budget !== null && this.#deps.clock.monoMs() - budget.startedAt >= budget.timeoutMs;
     try {
@@ -193,6 +198,7 @@ export class ProviderHost {
       if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
       return { session, devices };
     } catch (err) {
+      this.#starting = null;
       const exitCode = session.exitCode; // known only if the process died on its own
       await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
       if (exitCode === null) throw err;
@@ -206,6 +212,7 @@ export class ProviderHost {
 
   #commit(up: { session: ProviderSession; devices: DeviceCapabilities[] }): void {
     const { session, devices } = up;
+    this.#starting = null;
     this.#session = session;
     this.#devices = devices;
     this.#livenessFailures = 0;
