@@ -7,6 +7,7 @@ import { type Clock, type Logger, type ProviderHealthView, type SpawnFn } from "
 import type { Config } from "./config/mod.ts";
 import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "./control/mod.ts";
 import { EventBus } from "./events/mod.ts";
+import { readFileBytes } from "./host/mod.ts";
 import { ProviderRegistry } from "./providers/mod.ts";
 import { providerHealthViews, StateCache } from "./state/mod.ts";
 import { effectiveSafeState, Estop } from "./safety/mod.ts";
@@ -19,7 +20,7 @@ export interface RuntimeHost {
   readonly clock: Clock;
   readonly log: Logger;
   // --- automation (issue 6) ---
-  /** Reads behavior-tree files (default: Deno.readFileSync); tests may pass their own. */
+  /** Reads behavior-tree files (default: host readFileBytes); tests may pass their own. */
   readonly readFile?: ReadFileFn;
 }
 
@@ -118,7 +119,7 @@ export class Runtime {
         bus: this.bus,
         clock: host.clock,
         log,
-        readFile: host.readFile ?? ((path) => Deno.readFileSync(path)),
+        readFile: host.readFile ?? readFileBytes,
       });
     }
     // --- end automation ---

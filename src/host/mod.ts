@@ -4,3 +4,4 @@ export * from "./spawn.ts";
 export * from "./journal_file.ts";
 export * from "./serve.ts";
 export * from "./notify.ts";
+export * from "./files.ts";
