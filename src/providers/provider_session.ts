@@ -204,26 +204,35 @@ export class ProviderSession {
     let windowStart = this.#deps.monoMs();
     let inWindow = 0;
     let suppressed = 0;
+    let notice: ReturnType<typeof setTimeout> | undefined;
+    // The count is reported when the window closes, even if the provider then stays silent.
+    const report = () => {
+      notice = undefined;
+      if (suppressed > 0) log.warn(`${suppressed} stderr lines suppressed (rate limit)`);
+      suppressed = 0;
+    };
     try {
       const lines = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new LineSplitter());
       for await (const raw of lines) {
         const now = this.#deps.monoMs();
         if (now - windowStart >= 1000) {
-          if (suppressed > 0) log.warn(`${suppressed} stderr lines suppressed (rate limit)`);
           windowStart = now;
           inWindow = 0;
-          suppressed = 0;
         }
         if (++inWindow > STDERR_LINES_PER_SECOND) {
-          suppressed++;
+          if (suppressed++ === 0) {
+            notice = setTimeout(report, Math.max(1, 1000 - (now - windowStart)));
+          }
           continue;
         }
         const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}…` : raw;
         if (line.trim()) log.info(`stderr: ${line}`);
       }
-      if (suppressed > 0) log.warn(`${suppressed} stderr lines suppressed (rate limit)`);
     } catch {
       // stderr closed abruptly with the process: nothing to report
+    } finally {
+      clearTimeout(notice);
+      report();
     }
   }
 }
