@@ -96,13 +96,16 @@ export class Runtime {
         `no safety section: ${safeState.hooks.length} call(s) of *->FAULT mode-transition hooks adopted as safety.safe_state.hooks`,
       );
     }
+    // The e-stop always commits FAULT (with or without automation: a reset must never leave the
+    // machine armed) and refuses arming while latched.
     this.estop = new Estop({
       router: this.router,
       registry: this.registry,
       clock: host.clock,
       log,
       safeState,
-      ...(automation.enabled ? { modes: this.modes } : {}),
+      modes: this.modes,
+      bus: this.bus,
     });
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
     for (const h of this.registry.hosts) h.onInventory(() => void this.modes.recheckAutoGate());
@@ -114,6 +117,10 @@ export class Runtime {
         tickRateHz: automation.tickRateHz,
         cache: this.cache,
         router: this.router,
+        inventory: {
+          providerAvailable: (id) => this.registry.host(id)?.available ?? false,
+          devicesOf: (id) => this.registry.host(id)?.devices.map((d) => d.device.deviceId) ?? [],
+        },
         ...(this.parameters ? { parameters: this.parameters } : {}),
         modes: this.modes,
         bus: this.bus,
@@ -140,16 +147,8 @@ export class Runtime {
     for (const problem of validateDeclaredCalls(this.config, this.registry)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
     }
-    const estop = this.estop.status();
-    if (estop.software_safe_state === "none") {
-      this.host.log.warn(
-        "safe-state ladder resolves to none: an e-stop will latch without actuating",
-      );
-    } else if (estop.uncovered_actuating_functions > 0) {
-      this.host.log.warn(
-        `safe-state rung '${estop.software_safe_state}' leaves ${estop.uncovered_actuating_functions} actuating function(s) untouched`,
-      );
-    }
+    // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
+    this.estop.logPlan("start-up");
     // --- end modes, parameters, e-stop ---
     // --- automation (issue 6) ---
     this.automation?.start();

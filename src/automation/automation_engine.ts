@@ -4,6 +4,10 @@
  * parameters, clock) to BtServices, ticks only in AUTO (every committed mode change toggles the
  * runner; leaving AUTO — including the FAULT an e-stop forces — halts the tree), turns a tick that
  * throws into a forced FAULT, and answers GET /v0/automation/tree and /status.
+ *
+ * Around the tree (issue 19): entering AUTO is refused while a device the tree names literally is
+ * unavailable; the device-loss latch refuses automated calls to a device lost since AUTO was last
+ * entered; and status names every device the tree's recent calls to all failed (an outage).
  */
 import {
   type Clock,
@@ -17,7 +21,13 @@ import {
   type TypedValue,
 } from "../common/mod.ts";
 import { type Diagnostic, formatDiagnostic, type RuntimeMode } from "../config/mod.ts";
-import type { CallRouter, ModeChangeListener, ParameterService } from "../control/mod.ts";
+import type {
+  ArmCheck,
+  CallGate,
+  CallRouter,
+  ModeChangeListener,
+  ParameterService,
+} from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import {
@@ -26,7 +36,9 @@ import {
   BtRunner,
   type TickScheduler,
 } from "./bt/bt_runner.ts";
+import { literalDeviceHandles } from "./bt/device_handles.ts";
 import { loadBehaviorTree } from "./bt/load.ts";
+import { DeviceLossLatch } from "./device_loss_latch.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 
 /** The part of the mode manager automation depends on (ModeManager satisfies it). */
@@ -35,7 +47,34 @@ export interface AutomationModes {
   onModeChange(listener: ModeChangeListener): () => void;
   /** Un-vetoable transition to FAULT (automation faults). */
   forceFault(reason: string): Promise<boolean>;
+  /** Registers a check that may refuse arming (entering AUTO with a device down). */
+  addArmCheck?(check: ArmCheck): void;
 }
+
+/** What automation needs to know about providers and their inventories. */
+export interface AutomationInventory {
+  providerAvailable(providerId: string): boolean;
+  /** Device ids the provider has now ([] for an unknown provider). */
+  devicesOf(providerId: string): readonly string[];
+}
+
+/** Consecutive failed calls to one device after which status reports an outage. */
+export const DEVICE_OUTAGE_FAILURES = 2;
+
+/** A device the tree's recent calls to all failed (GET /v0/automation/status). */
+export interface DeviceOutage {
+  device_handle: string;
+  consecutive_failures: number;
+  last_error: string;
+  since_epoch_ms: number;
+}
+
+/** AutomationStatus plus the project's additions (issue 19). */
+export type EngineStatus = AutomationStatus & {
+  /** Devices automation may not command until AUTO is entered again. */
+  device_loss_latched: string[];
+  device_outages: DeviceOutage[];
+};
 
 /** Construction options of AutomationEngine. */
 export interface AutomationEngineOptions {
@@ -43,8 +82,10 @@ export interface AutomationEngineOptions {
   readonly behaviorTree: string | null;
   /** automation.tick_rate_hz. */
   readonly tickRateHz: number;
-  readonly cache: Pick<StateCache, "signal">;
-  readonly router: Pick<CallRouter, "call">;
+  readonly cache: Pick<StateCache, "signal"> & Partial<Pick<StateCache, "device">>;
+  readonly router: Pick<CallRouter, "call"> & { addGate?(gate: CallGate): void };
+  /** Provider availability and inventories (AUTO preconditions, device-loss latch). */
+  readonly inventory?: AutomationInventory;
   /** Absent: every GetParameter* node fails (no parameters declared). */
   readonly parameters?: Pick<ParameterService, "get">;
   readonly modes: AutomationModes;
@@ -65,11 +106,50 @@ export class AutomationEngine {
   #runner: BtRunner | null = null;
   #openRunId: () => string | null = () => null;
   #unsubscribe: (() => void) | null = null;
+  #handles: readonly string[] = [];
+  readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
+  readonly #lossLatch: DeviceLossLatch | null = null;
 
   constructor(options: AutomationEngineOptions) {
     this.#o = options;
     this.#log = options.log.child("automation");
-    this.#services = kernelServices(options);
+    this.#services = kernelServices(options, (handle, err) => this.#noteCall(handle, err));
+    const inventory = options.inventory;
+    if (inventory) {
+      const latch = new DeviceLossLatch({
+        bus: options.bus,
+        clock: options.clock,
+        log: this.#log,
+        devicesOf: (p) => inventory.devicesOf(p),
+      });
+      this.#lossLatch = latch;
+      options.router.addGate?.(latch.gate);
+      options.modes.onModeChange((change) => latch.onModeChange(change));
+      options.modes.addArmCheck?.((_from, to) => to === "AUTO" ? this.autoProblem() : null);
+    }
+  }
+
+  /** Why entering AUTO must be refused now (a device the tree names is down), else null. */
+  autoProblem(): string | null {
+    const inventory = this.#o.inventory;
+    if (!inventory) return null;
+    const down: string[] = [];
+    for (const handle of this.#handles) {
+      const dev = parseDeviceHandle(handle);
+      if (!dev) continue;
+      if (!inventory.providerAvailable(dev.providerId)) {
+        down.push(`${handle} (provider ${dev.providerId} unavailable)`);
+      } else if (!inventory.devicesOf(dev.providerId).includes(dev.deviceId)) {
+        down.push(`${handle} (device not found)`);
+      } else {
+        const state = this.#o.cache.device?.(dev.providerId, dev.deviceId);
+        if (state && state.pollable.length > 0 && !state.available) {
+          down.push(`${handle} (device unavailable)`);
+        }
+      }
+    }
+    if (down.length === 0) return null;
+    return `refusing AUTO: the behavior tree names ${down.join(", ")}`;
   }
 
   /** The services the tree's custom nodes use (exposed for tests). */
@@ -99,6 +179,7 @@ export class AutomationEngine {
       if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
     }
     if (!tree) throw treeLoadError(path, diagnostics);
+    this.#handles = literalDeviceHandles(tree);
     this.#runner = new BtRunner({
       parsed: tree,
       services: this.#services,
@@ -135,6 +216,7 @@ export class AutomationEngine {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#runner?.stop();
+    this.#lossLatch?.dispose();
   }
 
   /** Where status() finds the open run id (the run registry lives outside the kernel). */
@@ -166,8 +248,52 @@ export class AutomationEngine {
     }
   }
 
-  /** GET /v0/automation/status (http-api.md §10, without `status`). */
-  status(): AutomationStatus {
+  /** GET /v0/automation/status (http-api.md §10 without `status`, plus issue 19's fields). */
+  status(): EngineStatus {
+    const base = this.#baseStatus();
+    const outages: DeviceOutage[] = [];
+    for (const [handle, c] of this.#calls) {
+      if (c.failures < DEVICE_OUTAGE_FAILURES) continue;
+      outages.push({
+        device_handle: handle,
+        consecutive_failures: c.failures,
+        last_error: c.lastError,
+        since_epoch_ms: c.sinceMs,
+      });
+    }
+    const lastError = base.last_error ??
+      (outages.length > 0
+        ? `device outage: ${
+          outages.map((o) => `${o.device_handle} (${o.consecutive_failures} calls failed)`)
+            .join(", ")
+        }`
+        : null);
+    return {
+      ...base,
+      last_error: lastError,
+      device_loss_latched: this.#lossLatch?.latched() ?? [],
+      device_outages: outages,
+    };
+  }
+
+  /** Records the outcome of one automated call (outage tracking). */
+  #noteCall(handle: string, err: unknown): void {
+    if (err === null) {
+      this.#calls.delete(handle);
+      return;
+    }
+    // A call cancelled by a halt (leaving AUTO) says nothing about the device.
+    if (err instanceof DOMException && err.name === "AbortError") return;
+    const message = err instanceof Error ? err.message : String(err);
+    const prev = this.#calls.get(handle);
+    this.#calls.set(handle, {
+      failures: (prev?.failures ?? 0) + 1,
+      lastError: message,
+      sinceMs: prev?.sinceMs ?? this.#o.clock.nowMs(),
+    });
+  }
+
+  #baseStatus(): AutomationStatus {
     const runId = this.#openRunId();
     if (this.#runner) return this.#runner.status(runId);
     return {
@@ -214,7 +340,10 @@ function btQuality(q: Quality): BtQuality {
 }
 
 /** The BtServices adapter over the kernel: cache reads, router writes, parameters, clock. */
-function kernelServices(o: AutomationEngineOptions): BtServices {
+function kernelServices(
+  o: AutomationEngineOptions,
+  noteCall: (handle: string, err: unknown) => void,
+): BtServices {
   return {
     clock: o.clock,
     readSignal(handle: string, signalId: string) {
@@ -233,14 +362,20 @@ function kernelServices(o: AutomationEngineOptions): BtServices {
       if (!dev) {
         throw invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
       }
-      await o.router.call({
-        providerId: dev.providerId,
-        deviceId: dev.deviceId,
-        functionName,
-        args,
-        origin: "automated",
-        signal,
-      });
+      try {
+        await o.router.call({
+          providerId: dev.providerId,
+          deviceId: dev.deviceId,
+          functionName,
+          args,
+          origin: "automated",
+          signal,
+        });
+      } catch (err) {
+        noteCall(handle, signal.aborted ? new DOMException("halted", "AbortError") : err);
+        throw err;
+      }
+      noteCall(handle, null);
     },
     getParameter(name: string) {
       const p = o.parameters?.get(name);

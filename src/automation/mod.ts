@@ -18,4 +18,13 @@ export { NODE_SPECS } from "./bt/node_registry.ts";
 export type { NodeSpec } from "./bt/node_registry.ts";
 export { parseCallArgs, SERVICE_CONTEXT_KEY } from "./bt/custom_nodes.ts";
 export { AutomationEngine } from "./automation_engine.ts";
-export type { AutomationEngineOptions, AutomationModes } from "./automation_engine.ts";
+export type {
+  AutomationEngineOptions,
+  AutomationInventory,
+  AutomationModes,
+  DeviceOutage,
+  EngineStatus,
+} from "./automation_engine.ts";
+export { DEVICE_OUTAGE_FAILURES } from "./automation_engine.ts";
+export { DeviceLossLatch } from "./device_loss_latch.ts";
+export { literalDeviceHandles } from "./bt/device_handles.ts";

@@ -19,6 +19,7 @@ import {
   type ParameterType,
   RUNTIME_MODES,
   type RuntimeMode,
+  type SafeStateExpectation,
 } from "./types.ts";
 
 const CALL_KEYS = ["device_handle", "function_id", "function_name", "args"] as const;
@@ -26,6 +27,9 @@ const HOOK_KEYS = ["from", "to", "fail_on_error", "calls"] as const;
 const PARAMETER_KEYS = ["name", "type", "default", "min", "max", "allowed_values"] as const;
 const PARAMETER_TYPES: readonly ParameterType[] = ["double", "int64", "bool", "string"];
 const HANDLE_RE = /^([^/]+)\/.+$/;
+const EXPECT_KEYS = ["signal", "equals", "min", "max"] as const;
+/** `provider/device/signal`: provider up to the first `/`, signal after the last. */
+const SIGNAL_RE = /^([^/]+)\/(.+)\/([^/]+)$/;
 
 /** What call validation needs besides the checker. */
 export interface CallContext {
@@ -259,4 +263,86 @@ function readParameterValues(
     ...(max === undefined ? {} : { max }),
     allowedValues,
   };
+}
+
+/** safety.safe_state.expect: what each signal must read back as after an e-stop. */
+export function readExpectations(
+  ctx: CallContext,
+  raw: unknown,
+  path: Path,
+): SafeStateExpectation[] {
+  const c = ctx.checker;
+  const list = c.sequence(raw, path) ?? [];
+  const out: SafeStateExpectation[] = [];
+  const seen = new Map<string, string>();
+  list.forEach((item, i) => {
+    const p = [...path, i];
+    const obj = c.mapping(item, p, true);
+    if (obj === null) return;
+    c.knownKeys(obj, p, EXPECT_KEYS);
+    const signal = c.requiredString(obj, p, "signal");
+    const m = SIGNAL_RE.exec(signal);
+    if (signal !== "" && m === null) {
+      c.error([...p, "signal"], `must be \`provider/device/signal\`, got ${describeValue(signal)}`);
+    } else if (m !== null && !ctx.providerIds.has(m[1])) {
+      c.warning(
+        [...p, "signal"],
+        `provider '${m[1]}' is not declared in providers; this expectation can never verify`,
+      );
+    }
+    const hasEquals = present(obj, "equals");
+    const hasMin = present(obj, "min");
+    const hasMax = present(obj, "max");
+    let ok = m !== null;
+    if (hasEquals && (hasMin || hasMax)) {
+      c.error(p, "give either `equals` or `min`/`max`, not both");
+      ok = false;
+    } else if (!hasEquals && !hasMin && !hasMax) {
+      c.error(p, "needs `equals`, or `min` and/or `max`");
+      ok = false;
+    }
+    const equals = obj.equals;
+    if (
+      hasEquals && typeof equals !== "boolean" && typeof equals !== "string" &&
+      !(typeof equals === "number" && Number.isFinite(equals))
+    ) {
+      c.error([...p, "equals"], `must be a bool, number or string, got ${describeValue(equals)}`);
+      ok = false;
+    }
+    const bound = (key: "min" | "max"): number | undefined => {
+      const v = obj[key];
+      if (v === undefined || v === null) return undefined;
+      if (typeof v !== "number" || !Number.isFinite(v)) {
+        c.error([...p, key], `must be a number, got ${describeValue(v)}`);
+        ok = false;
+        return undefined;
+      }
+      return v;
+    };
+    const min = bound("min");
+    const max = bound("max");
+    if (min !== undefined && max !== undefined && min > max) {
+      c.error([...p, "max"], `must be >= min (${max} < ${min})`);
+      ok = false;
+    }
+    if (m !== null) {
+      const previous = seen.get(signal);
+      if (previous !== undefined) {
+        c.warning([...p, "signal"], `also expected at ${previous}; both must hold`);
+      }
+      seen.set(signal, formatPath(p));
+    }
+    if (!ok || m === null) return;
+    out.push({
+      signal,
+      providerId: m[1],
+      deviceId: m[2],
+      signalId: m[3],
+      ...(hasEquals ? { equals: equals as boolean | number | string } : {}),
+      ...(min !== undefined ? { min } : {}),
+      ...(max !== undefined ? { max } : {}),
+      path: formatPath(p),
+    });
+  });
+  return out;
 }

@@ -85,6 +85,28 @@ const CALL: Json = {
 
 const CALL_LIST: Json = { type: ["array", "null"], items: { $ref: "#/$defs/call" } };
 
+const EXPECTATION: Json = {
+  type: "object",
+  description: "What one signal must read back as after an e-stop: `equals`, or `min`/`max`.",
+  required: ["signal"],
+  properties: {
+    signal: {
+      type: "string",
+      description: "`provider/device/signal`.",
+      pattern: "^[^/]+/.+/[^/]+$",
+      errorMessage: "must be `provider/device/signal`",
+    },
+    equals: {
+      type: ["boolean", "number", "string"],
+      description: "The exact value (bool, number or string) the signal must read.",
+    },
+    min: { type: "number", description: "Inclusive lower bound on a numeric signal." },
+    max: { type: "number", description: "Inclusive upper bound on a numeric signal." },
+  },
+  anyOf: [{ required: ["equals"] }, { required: ["min"] }, { required: ["max"] }],
+  errorMessage: "needs `equals`, or `min` and/or `max`",
+};
+
 const HOOK: Json = {
   type: "object",
   description: "Calls run when the mode changes from `from` to `to`.",
@@ -361,6 +383,18 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         hooks: CALL_LIST,
         setpoints: CALL_LIST,
         zero_is_safe: bool("Allow zeroing every actuating output as the last rung.", false),
+        expect: {
+          type: ["array", "null"],
+          description: "Signals read back fresh from the providers after every e-stop; the " +
+            "e-stop answer says whether each one holds (verified safe state).",
+          items: { $ref: "#/$defs/expectation" },
+        },
+        verify_timeout_ms: int(
+          "How long the read-back may take before it reports mismatch or unreachable.",
+          2000,
+          100,
+          30000,
+        ),
       }),
     }),
     health: section("Liveness health.", {
@@ -370,5 +404,5 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
       }),
     }),
   },
-  $defs: { call: CALL, hook: HOOK, parameter: PARAMETER },
+  $defs: { call: CALL, hook: HOOK, parameter: PARAMETER, expectation: EXPECTATION },
 };

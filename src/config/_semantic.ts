@@ -6,7 +6,13 @@
 import { posix } from "node:path";
 import { LOG_LEVELS } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
-import { type CallContext, readCalls, readHooks, readParameters } from "./_calls.ts";
+import {
+  type CallContext,
+  readCalls,
+  readExpectations,
+  readHooks,
+  readParameters,
+} from "./_calls.ts";
 import type { Path, YamlSource } from "./_source.ts";
 import { isLoopback } from "./loopback.ts";
 import type {
@@ -15,6 +21,11 @@ import type {
   InfluxConfig,
   ProviderConfig,
   RestartPolicyConfig,
+} from "./types.ts";
+import {
+  VERIFY_TIMEOUT_DEFAULT_MS,
+  VERIFY_TIMEOUT_MAX_MS,
+  VERIFY_TIMEOUT_MIN_MS,
 } from "./types.ts";
 
 /** What the semantic layer needs from the outside world (injected; no Deno.* here). */
@@ -517,7 +528,13 @@ function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
   c.knownKeys(s, ["safety"], ["safe_state"]);
   const P = ["safety", "safe_state"];
   const ss = c.mapping(s.safe_state, P) ?? {};
-  c.knownKeys(ss, P, ["hooks", "setpoints", "zero_is_safe"]);
+  c.knownKeys(ss, P, [
+    "hooks",
+    "setpoints",
+    "zero_is_safe",
+    "expect",
+    "verify_timeout_ms",
+  ]);
   return {
     // An explicit `safety:` key, even empty, disables adoption of FAULT hooks (config.md §6).
     present: "safety" in root,
@@ -525,6 +542,11 @@ function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
       hooks: readCalls(callCtx, ss.hooks, [...P, "hooks"]),
       setpoints: readCalls(callCtx, ss.setpoints, [...P, "setpoints"]),
       zeroIsSafe: c.boolean(ss, P, "zero_is_safe", false),
+      expect: readExpectations(callCtx, ss.expect, [...P, "expect"]),
+      verifyTimeoutMs: c.integer(ss, P, "verify_timeout_ms", VERIFY_TIMEOUT_DEFAULT_MS, {
+        min: VERIFY_TIMEOUT_MIN_MS,
+        max: VERIFY_TIMEOUT_MAX_MS,
+      }),
     },
   };
 }

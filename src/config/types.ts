@@ -16,6 +16,28 @@ export type CallArgValue =
   | { type: "bool"; bool: boolean }
   | { type: "string"; string: string };
 
+/**
+ * One expectation on a signal after an e-stop (safety.safe_state.expect[]): either `equals`, or
+ * `min` and/or `max` (inclusive) on a number.
+ */
+export interface SafeStateExpectation {
+  /** `provider/device/signal` as written. */
+  readonly signal: string;
+  readonly providerId: string;
+  readonly deviceId: string;
+  readonly signalId: string;
+  readonly equals?: boolean | number | string;
+  readonly min?: number;
+  readonly max?: number;
+  /** Config key path, e.g. `safety.safe_state.expect[2]`. */
+  readonly path: string;
+}
+
+/** Default and bounds of safety.safe_state.verify_timeout_ms. */
+export const VERIFY_TIMEOUT_DEFAULT_MS = 2000;
+export const VERIFY_TIMEOUT_MIN_MS = 100;
+export const VERIFY_TIMEOUT_MAX_MS = 30000;
+
 /** A declared device call (mode-transition hooks and safety.safe_state). */
 export interface CallConfig {
   /** `provider/device`. */
@@ -138,6 +160,10 @@ export interface Config {
       readonly hooks: readonly CallConfig[];
       readonly setpoints: readonly CallConfig[];
       readonly zeroIsSafe: boolean;
+      /** What the safe state must read back as after an e-stop (verification). */
+      readonly expect: readonly SafeStateExpectation[];
+      /** How long verification may take before it reports mismatch/unreachable. */
+      readonly verifyTimeoutMs: number;
     };
   };
   readonly health: {

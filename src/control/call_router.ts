@@ -13,8 +13,14 @@ import type { ProviderRegistry } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import { validateArgs } from "./validate_args.ts";
 
-/** Who asked for a call: HTTP clients are manual; BT and hooks are automated; e-stop is safety. */
-export type CallOrigin = "manual" | "automated" | "safety";
+/**
+ * Who asked for a call. `manual`: an HTTP client. `automated`: the behavior tree. `hook`: a
+ * mode-transition hook of a transition that is not into FAULT (gated like automated calls).
+ * `safety`: a stop action — the e-stop ladder and the hooks of a transition into FAULT; these
+ * skip the mode, latch and device-loss gates (they are how the machine is made safe) but are
+ * still validated and still need the provider up.
+ */
+export type CallOrigin = "manual" | "automated" | "hook" | "safety";
 
 export interface CallRequest {
   readonly providerId: string;
@@ -149,6 +155,34 @@ export class CallRouter {
     };
   }
 
+  /**
+   * A barrier behind every call already admitted to `providerId`: resolves once each of them
+   * has finished (or been refused under the lock by a gate that changed since), or with false
+   * when that takes longer than `timeoutMs`. Calls are serialised FIFO per provider, so taking
+   * the lock once is enough; the barrier never counts against the queue bound.
+   */
+  async drain(providerId: string, timeoutMs: number): Promise<boolean> {
+    const lock = this.#locks.get(providerId);
+    if (!lock || lock.idle) return true;
+    const ctl = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => {
+        ctl.abort();
+        resolve(false);
+      }, timeoutMs);
+    });
+    const acquired = lock.acquire(ctl.signal, { unbounded: true }).then((release) => {
+      release();
+      return true as const;
+    }, () => false as const);
+    try {
+      return await Promise.race([acquired, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   #checkGates(ctx: GateContext): void {
     if (ctx.origin === "safety") return;
     for (const gate of this.#gates) {
@@ -174,7 +208,12 @@ class ProviderLock {
     this.#providerId = providerId;
   }
 
-  acquire(signal?: AbortSignal): Promise<() => void> {
+  /** Nothing holds or waits for the lock. */
+  get idle(): boolean {
+    return !this.#held && this.#waiters.length === 0;
+  }
+
+  acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {
     const release = () => {
       const next = this.#waiters.shift();
       if (next) next();
@@ -184,7 +223,7 @@ class ProviderLock {
       this.#held = true;
       return Promise.resolve(release);
     }
-    if (this.#waiters.length >= MAX_QUEUED_CALLS_PER_PROVIDER) {
+    if (!options.unbounded && this.#waiters.length >= MAX_QUEUED_CALLS_PER_PROVIDER) {
       return Promise.reject(
         unavailable(`Provider busy: ${this.#providerId} has ${this.#waiters.length} calls queued`),
       );

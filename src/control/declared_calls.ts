@@ -158,3 +158,29 @@ export function validateDeclaredCalls(config: Config, registry: ProviderRegistry
   }
   return problems;
 }
+
+/**
+ * Runs `run` for every item, grouped by the provider of `handleOf(item)` (`provider/...`):
+ * items of one provider one after another in their given order, providers concurrently, so a
+ * slow or hung provider never delays another's calls. Every item is attempted: `run` should
+ * report its own failures; a rejection is caught so the rest still run. Resolves when all are
+ * done.
+ */
+export async function fanOutByProvider<T>(
+  items: readonly T[],
+  handleOf: (item: T) => string,
+  run: (item: T) => Promise<void>,
+): Promise<void> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const handle = handleOf(item);
+    const slash = handle.indexOf("/");
+    const provider = slash < 0 ? handle : handle.slice(0, slash);
+    let group = groups.get(provider);
+    if (!group) groups.set(provider, group = []);
+    group.push(item);
+  }
+  await Promise.all([...groups.values()].map(async (group) => {
+    for (const item of group) await run(item).catch(() => {});
+  }));
+}

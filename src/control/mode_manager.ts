@@ -9,6 +9,18 @@
  * actuating FAULT-entry actions in before_transition hooks (they run in the old mode) or in
  * safety.safe_state. Read-only calls (category READ) always pass. In AUTO, manual calls follow
  * automation.manual_gating_policy; automated calls (behavior tree, hooks) pass.
+ *
+ * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of style.md
+ * "Safety paths": FAULT is committed synchronously, before any await (listeners halt the tree in
+ * the same step), and only then do the matching before_transition and after_transition hooks run,
+ * as stop actions (origin "safety": they skip the mode and latch gates — they are how the machine
+ * is made safe). Every call of every matching hook is attempted whatever failed before it, calls
+ * to different providers run concurrently (declared order is kept within a provider), and every
+ * failed call is reported in the answer and as a `hook_failure` event. FAULT cannot be vetoed.
+ *
+ * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO — the e-stop latch
+ * refuses both while engaged, so releasing the latch never re-arms by itself; automation refuses
+ * AUTO while a device its tree names is unavailable.
  */
 import {
   type Clock,
@@ -21,17 +33,57 @@ import {
 import type { HookConfig, RuntimeMode } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
-import type { CallRouter, GateContext } from "./call_router.ts";
-import { declaredFunctionLabel, registeredDevices, runDeclaredCall } from "./declared_calls.ts";
+import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
+import {
+  declaredFunctionLabel,
+  fanOutByProvider,
+  registeredDevices,
+  runDeclaredCall,
+} from "./declared_calls.ts";
+
+/** One hook call that failed (or timed out) during a transition. */
+export interface HookFailure {
+  /** `FROM->TO` of the transition. */
+  readonly transition: string;
+  readonly phase: "before" | "after";
+  /** Config path of the hook, e.g. `automation.mode_transition_hooks.before_transition[0]`. */
+  readonly hook: string;
+  readonly device_handle: string;
+  readonly function: string;
+  /** `CODE: message`. */
+  readonly error: string;
+}
+
+/** What a transition did: the mode after it and every hook call that failed. */
+export interface TransitionReport {
+  readonly mode: RuntimeMode;
+  readonly hook_failures: readonly HookFailure[];
+}
 
 /** What the HTTP layer needs (prompts/services.md). */
 export interface ModeService {
   current(): RuntimeMode;
   /**
-   * Runs the transition (hooks, events); resolves with the mode after it. Same mode = no-op.
-   * Throws FAILED_PRECONDITION for a refused transition or a vetoing hook.
+   * Runs the transition (hooks, events); resolves with the mode after it and the hook calls
+   * that failed. Same mode = no-op. Throws FAILED_PRECONDITION for a refused transition or a
+   * vetoing hook.
    */
-  request(mode: RuntimeMode): Promise<RuntimeMode>;
+  requestWithReport(mode: RuntimeMode): Promise<TransitionReport>;
+}
+
+/**
+ * A check that may refuse arming: called for every transition into MANUAL or AUTO; returns the
+ * refusal message, or null to allow.
+ */
+export type ArmCheck = (from: RuntimeMode, to: RuntimeMode) => string | null;
+
+/** A FAULT entry committed synchronously; its hooks run when `runHooks` is called. */
+export interface FaultEntry {
+  /** False when the mode was already FAULT (nothing was committed, no hooks run). */
+  readonly committed: boolean;
+  readonly from: RuntimeMode;
+  /** Runs the matching hooks once (later calls return the same promise). */
+  runHooks(): Promise<HookFailure[]>;
 }
 
 /** A committed mode change, as listeners (the behavior-tree runner) receive it. */
@@ -93,6 +145,7 @@ export class ModeManager implements ModeService {
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
+  readonly #armChecks: ArmCheck[] = [];
 
   constructor(options: ModeManagerOptions) {
     this.#o = options;
@@ -104,23 +157,54 @@ export class ModeManager implements ModeService {
     return this.#mode;
   }
 
-  /** See ModeService.request. FAULT is always reachable and cannot be vetoed by hooks. */
-  request(mode: RuntimeMode): Promise<RuntimeMode> {
+  /** Runs a transition and resolves with the mode after it (see requestWithReport). */
+  async request(mode: RuntimeMode): Promise<RuntimeMode> {
+    return (await this.requestWithReport(mode)).mode;
+  }
+
+  /** See ModeService.requestWithReport. FAULT is always reachable and cannot be vetoed. */
+  requestWithReport(mode: RuntimeMode): Promise<TransitionReport> {
+    if (mode === "FAULT") return this.#faultReport(this.enterFault("requested"));
     return this.#transition(mode, "requested");
   }
 
   /**
-   * Enters FAULT without any possible veto (e-stop, lost AUTO preconditions). Resolves true when
-   * the mode is FAULT afterwards.
+   * Commits FAULT now, synchronously (mode_change published, listeners told — the tree halts),
+   * unless the mode is FAULT already. The transition's hooks run when the caller calls
+   * `runHooks()`: the e-stop runs its ladder first.
+   */
+  enterFault(reason: string): FaultEntry {
+    const from = this.#mode;
+    if (from === "FAULT") {
+      return { committed: false, from, runHooks: () => Promise.resolve([]) };
+    }
+    this.#log.info(`transition ${from} -> FAULT (${reason})`);
+    this.#commit(from, "FAULT");
+    let hooks: Promise<HookFailure[]> | null = null;
+    return {
+      committed: true,
+      from,
+      runHooks: () => (hooks ??= this.#runFaultHooks(from)),
+    };
+  }
+
+  /**
+   * Enters FAULT without any possible veto (lost AUTO preconditions, automation faults) and runs
+   * its hooks. Resolves true when the mode is FAULT afterwards.
    */
   async forceFault(reason: string): Promise<boolean> {
     try {
-      await this.#transition("FAULT", reason);
+      await this.enterFault(reason).runHooks();
     } catch (err) {
-      // Not expected (FAULT ignores vetoes); never let it escape into the e-stop path.
-      this.#log.error(`forcing FAULT failed: ${toRuntimeError(err).message}`);
+      // Not expected (hook failures are collected); never let it escape into a stop path.
+      this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`);
     }
     return this.#mode === "FAULT";
+  }
+
+  /** Adds a check that may refuse arming (transitions into MANUAL or AUTO). */
+  addArmCheck(check: ArmCheck): void {
+    this.#armChecks.push(check);
   }
 
   /** Subscribes to committed mode changes; returns the unsubscribe function. */
@@ -132,6 +216,7 @@ export class ModeManager implements ModeService {
   /** The call gate (registered on the router): see the module comment for the rules. */
   readonly gate = (ctx: GateContext): RuntimeError | null => {
     if (!ctx.fn.actuating || ctx.origin === "safety") return null;
+    const automated = ctx.origin === "automated" || ctx.origin === "hook";
     const what = `${
       deviceHandle(ctx.device.device.providerId, ctx.device.device.deviceId)
     } ${ctx.fn.name}`;
@@ -145,7 +230,7 @@ export class ModeManager implements ModeService {
           `Call blocked in FAULT mode: ${what} is actuating (switch to MANUAL to re-arm)`,
         );
       case "AUTO":
-        if (ctx.origin === "manual" && this.#o.manualGatingPolicy === "BLOCK") {
+        if (!automated && this.#o.manualGatingPolicy === "BLOCK") {
           return failedPrecondition(
             `Manual call blocked in AUTO mode: ${what} is actuating (manual_gating_policy BLOCK)`,
           );
@@ -181,11 +266,10 @@ export class ModeManager implements ModeService {
     if (problem) await this.forceFault(problem);
   }
 
-  async #transition(target: RuntimeMode, reason: string): Promise<RuntimeMode> {
+  /** A transition that is not into FAULT: gated, vetoable by before-hooks. */
+  async #transition(target: RuntimeMode, reason: string): Promise<TransitionReport> {
     const from = this.#mode;
-    if (target === from) return from;
-    // FAULT is the way out of anything: no busy check, no veto, no concurrent-change refusal.
-    const toFault = target === "FAULT";
+    if (target === from) return { mode: from, hook_failures: [] };
     if (!isTransitionAllowed(from, target)) {
       throw failedPrecondition(`Invalid mode transition: ${from} -> ${target}`);
     }
@@ -194,40 +278,110 @@ export class ModeManager implements ModeService {
         `Invalid mode transition: ${from} -> AUTO requires automation.enabled (automation is disabled)`,
       );
     }
-    if (!toFault && this.#busy) {
+    if (this.#busy) {
       throw failedPrecondition(
         `Mode transition ${this.#busy.from} -> ${this.#busy.to} is in progress; retry ${from} -> ${target}`,
       );
+    }
+    if (target === "MANUAL" || target === "AUTO") {
+      for (const check of this.#armChecks) {
+        const refusal = check(from, target);
+        if (refusal) throw failedPrecondition(refusal);
+      }
     }
     if (target === "AUTO") {
       const problem = this.autoGateProblem();
       if (problem) throw failedPrecondition(problem);
     }
     const token = { from, to: target };
-    if (!toFault) this.#busy = token;
+    this.#busy = token;
     try {
       this.#log.info(`transition ${from} -> ${target} (${reason})`);
-      const veto = await this.#runHooks("before", from, target);
-      if (veto) {
-        if (!toFault) {
-          throw failedPrecondition(`Mode transition ${from} -> ${target} vetoed: ${veto}`);
-        }
-        this.#log.warn(`FAULT cannot be vetoed; continuing after: ${veto}`);
+      const before = await this.#runHooks("before", from, target);
+      if (before.veto) {
+        throw failedPrecondition(`Mode transition ${from} -> ${target} vetoed: ${before.veto}`);
       }
       if (this.#mode !== from) {
-        if (toFault && this.#mode === "FAULT") return "FAULT";
-        if (!toFault) {
-          throw failedPrecondition(
-            `Mode changed concurrently during ${from} -> ${target} hooks (now ${this.#mode})`,
-          );
+        throw failedPrecondition(
+          `Mode changed concurrently during ${from} -> ${target} hooks (now ${this.#mode})`,
+        );
+      }
+      // An arming check may have become true while the before-hooks ran (e-stop latched).
+      if (target === "MANUAL" || target === "AUTO") {
+        for (const check of this.#armChecks) {
+          const refusal = check(from, target);
+          if (refusal) throw failedPrecondition(refusal);
         }
       }
-      const previous = this.#mode;
-      this.#commit(previous, target);
-      await this.#runHooks("after", previous, target);
-      return this.#mode;
+      this.#commit(from, target);
+      const after = await this.#runHooks("after", from, target);
+      return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
       if (this.#busy === token) this.#busy = null;
+    }
+  }
+
+  async #faultReport(entry: FaultEntry): Promise<TransitionReport> {
+    const failures = await entry.runHooks();
+    return { mode: this.#mode, hook_failures: failures };
+  }
+
+  /**
+   * The hooks of `from -> FAULT` as stop actions: before-phase hooks, then after-phase hooks,
+   * each phase fanned out per provider, every call attempted; failures are collected, logged
+   * and published.
+   */
+  async #runFaultHooks(from: RuntimeMode): Promise<HookFailure[]> {
+    const failures: HookFailure[] = [];
+    for (const phase of ["before", "after"] as const) {
+      const hooks = phase === "before"
+        ? this.#o.hooks.beforeTransition
+        : this.#o.hooks.afterTransition;
+      const calls = hooks
+        .filter((h) => hookMatches(h, from, "FAULT"))
+        .flatMap((hook) => hook.calls.map((call) => ({ hook, call })));
+      if (calls.length === 0) continue;
+      await fanOutByProvider(calls, ({ call }) => call.deviceHandle, async ({ hook, call }) => {
+        const failure = await this.#runHookCall(phase, hook, call, from, "FAULT", "safety");
+        if (failure) failures.push(failure);
+      });
+    }
+    return failures;
+  }
+
+  /** Runs one hook call; returns its failure (logged and published), or null. */
+  async #runHookCall(
+    phase: "before" | "after",
+    hook: HookConfig,
+    call: HookConfig["calls"][number],
+    from: RuntimeMode,
+    to: RuntimeMode,
+    origin: CallOrigin,
+  ): Promise<HookFailure | null> {
+    try {
+      await runDeclaredCall(this.#o.router, call, origin);
+      return null;
+    } catch (err) {
+      const e = toRuntimeError(err);
+      const failure: HookFailure = {
+        transition: `${from}->${to}`,
+        phase,
+        hook: hook.path,
+        device_handle: call.deviceHandle,
+        function: declaredFunctionLabel(call),
+        error: `${e.code}: ${e.message}`,
+      };
+      const text = `${phase}_transition hook ${hook.path} call ${call.deviceHandle} ${
+        declaredFunctionLabel(call)
+      } failed: ${failure.error}`;
+      if (hook.failOnError || to === "FAULT") this.#log.error(text);
+      else this.#log.warn(text);
+      this.#o.bus.publish({
+        kind: "hook_failure",
+        ...failure,
+        timestamp_ms: this.#o.clock.nowMs(),
+      });
+      return failure;
     }
   }
 
@@ -255,38 +409,35 @@ export class ModeManager implements ModeService {
   }
 
   /**
-   * Runs the matching hooks of one phase in config order, each hook's calls in order. Calls are
-   * "automated" and gated by the mode current at call time. Before-phase: a failure in a hook
-   * with fail_on_error stops every remaining hook call and is returned as the veto reason.
-   * After-phase: failures are logged (error with fail_on_error, else warning) and the rest run.
+   * Runs the matching hooks of one phase of a transition that is not into FAULT, in config
+   * order, each hook's calls in order, with origin "hook" (gated by the mode current at call
+   * time). Before-phase: a failure in a hook with fail_on_error stops every remaining hook call
+   * and is returned as the veto. Otherwise failures are collected and the rest run.
    */
   async #runHooks(
     phase: "before" | "after",
     from: RuntimeMode,
     to: RuntimeMode,
-  ): Promise<string | null> {
+  ): Promise<{ veto: string | null; failures: HookFailure[] }> {
     const hooks = phase === "before"
       ? this.#o.hooks.beforeTransition
       : this.#o.hooks.afterTransition;
+    const failures: HookFailure[] = [];
     for (const hook of hooks) {
       if (!hookMatches(hook, from, to)) continue;
       for (const call of hook.calls) {
-        try {
-          await runDeclaredCall(this.#o.router, call, "automated");
-        } catch (err) {
-          const e = toRuntimeError(err);
-          const text = `${phase}_transition hook ${hook.path} call ${call.deviceHandle} ${
-            declaredFunctionLabel(call)
-          } failed: ${e.code}: ${e.message}`;
-          if (phase === "before" && hook.failOnError) {
-            this.#log.error(text);
-            return text;
-          }
-          if (hook.failOnError) this.#log.error(text);
-          else this.#log.warn(text);
+        const failure = await this.#runHookCall(phase, hook, call, from, to, "hook");
+        if (!failure) continue;
+        if (phase === "before" && hook.failOnError) {
+          return {
+            veto:
+              `${phase}_transition hook ${hook.path} call ${failure.device_handle} ${failure.function} failed: ${failure.error}`,
+            failures,
+          };
         }
+        failures.push(failure);
       }
     }
-    return null;
+    return { veto: null, failures };
   }
 }

@@ -51,7 +51,49 @@ export type RuntimeEvent =
     timestamp_ms: number;
   }
   | { kind: "bt_error"; node: string; error: string; timestamp_ms: number }
-  | { kind: "automation_fault"; locus: string; error: string; timestamp_ms: number };
+  | { kind: "automation_fault"; locus: string; error: string; timestamp_ms: number }
+  // ---- project additions (issue 19): what a stop achieved, not only what it attempted ----
+  | {
+    /** A mode-transition hook call failed or timed out (every one is reported). */
+    kind: "hook_failure";
+    transition: string;
+    phase: "before" | "after";
+    hook: string;
+    device_handle: string;
+    function: string;
+    error: string;
+    timestamp_ms: number;
+  }
+  | {
+    /** The e-stop latch engaged or was released. */
+    kind: "estop_change";
+    latched: boolean;
+    reason: string | null;
+    timestamp_ms: number;
+  }
+  | {
+    /** An e-stop's safe state was read back (or could not be). */
+    kind: "estop_verification";
+    outcome: "verified" | "mismatch" | "unreachable" | "unverifiable";
+    elapsed_ms: number;
+    checks_total: number;
+    checks_verified: number;
+    /** `provider/device/signal` of every check that did not verify. */
+    failed_signals: string[];
+    timestamp_ms: number;
+  }
+  | {
+    /**
+     * Automation may (no longer) command a device: latched after the device or its provider
+     * was lost, released when an operator enters AUTO again.
+     */
+    kind: "device_loss_latch";
+    provider_id: string;
+    device_id: string;
+    latched: boolean;
+    reason: string;
+    timestamp_ms: number;
+  };
 
 export type EventKind = RuntimeEvent["kind"];
 

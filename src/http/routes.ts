@@ -329,7 +329,8 @@ async function setMode({ services, req, limits }: RouteContext): Promise<Respons
   if (mode === "AUTO" && !services.config.automation.enabled) {
     throw failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
   }
-  return okResponse({ mode: await modes.request(mode as RuntimeMode) });
+  const report = await modes.requestWithReport(mode as RuntimeMode);
+  return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
 }
 
 async function estopTrigger({ services, req, limits }: RouteContext): Promise<Response> {

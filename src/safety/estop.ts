@@ -1,16 +1,22 @@
 /**
- * The software e-stop: a latch (released | latched) plus the safe-state ladder (safe_state.ts).
+ * The software e-stop: a latch (released | latched), the safe-state ladder (safe_state.ts) and
+ * the read-back of the safe state (verify.ts). Stop rules: style.md "Safety paths".
  *
- * Trigger order (http-api.md §6): the latch engages synchronously — from then on the router's
- * latch gate refuses every actuating non-safety call, including calls already queued on a
- * provider lock (the gate is re-checked under the lock) — then the ladder runs its calls in
- * order with origin "safety" (bypasses mode and latch gates, still validated, still needs the
- * provider up), then, with automation enabled, the mode is forced to FAULT.
+ * Trigger order:
+ *  1. synchronously, before any await: the latch engages (from then on the router's latch gate
+ *     refuses every actuating call that is not a stop action, including calls already queued on a
+ *     provider lock — the gate is re-checked under the lock), FAULT is committed (the tree halts
+ *     in the same step) and `estop_change` is published;
+ *  2. the ladder's calls, origin "safety" (bypass mode and latch gates, still validated, still
+ *     need the provider up), fanned out per provider — declared order within a provider, providers
+ *     concurrently — with every call attempted; at the same time every provider's in-flight calls
+ *     are drained (a barrier behind each provider's call queue, bounded and reported);
+ *  3. the hooks of the transition into FAULT, as stop actions, every call attempted;
+ *  4. verification: the expected signals read back fresh until they hold or the timeout passes.
+ * The answer carries all of it. A re-trigger while a stop runs runs again after it.
  *
- * Because calls to one provider are serialised FIFO, a ladder call to a provider is written
- * after every call that was already on its way there, so a racing call cannot overwrite the
- * safe state. A provider the ladder does not touch gets no such barrier: a call written to it
- * just before the latch may still complete after trigger() resolves.
+ * Releasing the latch changes nothing physical and never re-arms: the mode stays FAULT and
+ * arming (MANUAL, AUTO) is refused while the latch holds.
  *
  * The latch is a software stop. It does not replace a hardware power cut.
  */
@@ -21,21 +27,37 @@ import {
   type Logger,
   RuntimeError,
   toRuntimeError,
+  type TypedValue,
 } from "../common/mod.ts";
+import type { RuntimeMode } from "../config/mod.ts";
 import {
+  type ArmCheck,
   type CallRouter,
+  fanOutByProvider,
+  type FaultEntry,
+  findDeclaredTarget,
   type GateContext,
+  type HookFailure,
   registeredDevices,
   runDeclaredCall,
+  toTypedArgs,
 } from "../control/mod.ts";
+import type { EventBus } from "../events/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
 import {
+  type FunctionRef,
   type PlannedCall,
   planSafeState,
   type SafeStateConfig,
   type SafeStatePlan,
   type SoftwareSafeState,
 } from "./safe_state.ts";
+import {
+  unresolvedExpectations,
+  unverifiedDevices,
+  type Verification,
+  verifySafeState,
+} from "./verify.ts";
 
 /** One call the ladder made. */
 export interface EstopAction {
@@ -45,15 +67,45 @@ export interface EstopAction {
   error?: string;
 }
 
+/** Whether every provider's in-flight calls finished before the answer (bounded wait). */
+export interface DrainReport {
+  /** True when every provider's call queue drained in time. */
+  readonly complete: boolean;
+  /** Providers whose in-flight calls had not finished when the bounded wait ended. */
+  readonly pending_providers: readonly string[];
+}
+
 /** POST /v0/estop body without `status`. */
 export interface EstopResult {
   latched: true;
   software_safe_state: SoftwareSafeState;
   actions: EstopAction[];
-  /** Only when software_safe_state is "none". */
+  /** Actuating functions the rung left untouched (count and list). */
+  uncovered_actuating_functions: number;
+  uncovered: FunctionRef[];
+  /** Whenever the rung leaves any actuating function untouched (every rung). */
   warning?: string;
-  /** Only when automation is enabled: whether the mode is FAULT afterwards. */
-  fault_engaged?: boolean;
+  /** Whether the mode is FAULT afterwards. */
+  fault_engaged: boolean;
+  /** Calls of the hooks into FAULT that failed (each one; every call is attempted). */
+  hook_failures: HookFailure[];
+  drain: DrainReport;
+  /** The safe state read back fresh from the providers. */
+  verification: Verification;
+}
+
+/** One call of the plan as status shows it. */
+export interface PlannedCallView {
+  device_handle: string;
+  function: string;
+  args: Record<string, TypedValue>;
+}
+
+/** What an e-stop would do now: every call with its arguments, and what it leaves untouched. */
+export interface EstopPlanView {
+  rung: SoftwareSafeState;
+  calls: PlannedCallView[];
+  uncovered: FunctionRef[];
 }
 
 /** GET /v0/runtime/status `.estop`. */
@@ -63,6 +115,12 @@ export interface EstopStatus {
   software_safe_state: SoftwareSafeState;
   latched_at_epoch_ms: number | null;
   uncovered_actuating_functions: number;
+  /** The exact plan (absent only without an e-stop service). */
+  plan?: EstopPlanView;
+  /** Actuating devices with no expectation on any of their signals. */
+  unverified_devices?: string[];
+  /** The last e-stop's read-back, whatever triggered it; null before the first. */
+  verification?: Verification | null;
 }
 
 /** What the HTTP layer needs (prompts/services.md). */
@@ -86,15 +144,32 @@ export function latchTransition(_state: LatchState, event: LatchEvent): LatchSta
   return event === "trigger" ? "latched" : "released";
 }
 
+/** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
+export const DRAIN_MARGIN_MS = 1000;
+
 /** Warning returned with the "none" rung. */
 export const NO_SAFE_STATE_WARNING =
   "No software safe state applies: safety.safe_state has no hooks, its setpoints do not cover " +
   "every actuating function and zero_is_safe is false. The latch blocks further actuating " +
   "calls but no output was changed; use the hardware emergency stop to remove power.";
 
-/** The mode manager's part in an e-stop (present only with automation enabled). */
-export interface FaultSink {
-  forceFault(reason: string): Promise<boolean>;
+/** Warning returned whenever a rung other than "none" leaves actuating functions untouched. */
+export function uncoveredWarning(
+  rung: SoftwareSafeState,
+  uncovered: readonly FunctionRef[],
+): string {
+  const list = uncovered.map((u) => `${u.device_handle} ${u.function}`).join(", ");
+  return `The '${rung}' rung leaves ${uncovered.length} actuating function(s) untouched: ${list}. ` +
+    "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
+    "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.";
+}
+
+/** The mode manager's part in an e-stop (ModeManager satisfies it). */
+export interface EstopModes {
+  current(): RuntimeMode;
+  /** Commits FAULT synchronously; its hooks run when asked. */
+  enterFault(reason: string): FaultEntry;
+  addArmCheck(check: ArmCheck): void;
 }
 
 export interface EstopOptions {
@@ -104,8 +179,10 @@ export interface EstopOptions {
   readonly log: Logger;
   /** safety.safe_state after the adoption rule (effectiveSafeState). */
   readonly safeState: SafeStateConfig;
-  /** Set when automation is enabled: the e-stop then forces FAULT (and reports fault_engaged). */
-  readonly modes?: FaultSink;
+  /** The e-stop commits FAULT, refuses arming while latched and runs the FAULT hooks. */
+  readonly modes?: EstopModes;
+  /** Where estop_change / estop_verification are published. */
+  readonly bus?: EventBus;
 }
 
 /** The e-stop latch and ladder. Registers the latch gate on the router at construction. */
@@ -114,13 +191,28 @@ export class Estop implements EstopService {
   readonly #log: Logger;
   #state: LatchState = "released";
   #latchedAtMs: number | null = null;
-  /** Ladders run one after another (a re-trigger re-runs the ladder after the running one). */
-  #ladderTail: Promise<unknown> = Promise.resolve();
+  /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
+  #stopTail: Promise<unknown> = Promise.resolve();
+  #plan: SafeStatePlan | null = null;
+  #lastVerification: Verification | null = null;
+  #logPlanChanges = false;
 
   constructor(options: EstopOptions) {
     this.#o = options;
     this.#log = options.log.child("estop");
     options.router.addGate(this.gate);
+    options.modes?.addArmCheck((from, to) =>
+      this.#state === "latched"
+        ? `E-stop latched: ${from} -> ${to} refused; the latch must be released first ` +
+          "(POST /v0/estop/clear), then re-arm deliberately"
+        : null
+    );
+    for (const h of options.registry.hosts) {
+      h.onInventory(() => {
+        this.#plan = null;
+        if (this.#logPlanChanges) this.logPlan("inventory changed");
+      });
+    }
   }
 
   /** True while latched. */
@@ -138,34 +230,92 @@ export class Estop implements EstopService {
     );
   };
 
-  /** What a trigger would do now, for the current device inventory. */
+  /** What a trigger would do now, for the current device inventory (cached per inventory). */
   plan(): SafeStatePlan {
-    return planSafeState(this.#o.safeState, registeredDevices(this.#o.registry));
+    return this.#plan ??= planSafeState(this.#o.safeState, registeredDevices(this.#o.registry));
+  }
+
+  /** The plan as status shows it: every call with its arguments, and what it leaves untouched. */
+  planView(): EstopPlanView {
+    const plan = this.plan();
+    const devices = registeredDevices(this.#o.registry);
+    return {
+      rung: plan.rung,
+      calls: plan.calls.map((c) => {
+        if (c.kind === "zero") return { ...c.label, args: { ...c.args } };
+        const target = findDeclaredTarget(c.call, devices);
+        const args = "fn" in target ? toTypedArgs(target.fn, c.call.args) : { ...c.call.args };
+        return { ...c.label, args };
+      }),
+      uncovered: [...plan.uncovered],
+    };
+  }
+
+  /**
+   * Logs the plan (one line per call) and its gaps; done once at start-up and, after that,
+   * whenever a provider's inventory changes. Also logs expectations that do not resolve.
+   */
+  logPlan(why: string): void {
+    this.#logPlanChanges = true;
+    const view = this.planView();
+    this.#log.info(
+      `e-stop plan (${why}): rung '${view.rung}', ${view.calls.length} call(s), ${view.uncovered.length} actuating function(s) untouched`,
+    );
+    for (const c of view.calls) {
+      const args = Object.entries(c.args).map(([k, v]) => `${k}=${argText(v)}`).join(", ");
+      this.#log.info(`e-stop plan call: ${c.device_handle} ${c.function}(${args})`);
+    }
+    if (view.rung === "none") {
+      this.#log.warn("safe-state ladder resolves to none: an e-stop will latch without actuating");
+    } else if (view.uncovered.length > 0) {
+      this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
+    }
+    const devices = registeredDevices(this.#o.registry);
+    for (const problem of unresolvedExpectations(this.#o.safeState.expect, devices)) {
+      this.#log.warn(`safe-state expectation does not resolve: ${problem}`);
+    }
+    const unverified = unverifiedDevices(this.#o.safeState.expect, devices);
+    if (unverified.length > 0) {
+      this.#log.warn(
+        `no safe-state expectation covers ${unverified.length} actuating device(s): ${
+          unverified.join(", ")
+        } (an e-stop cannot verify them; add safety.safe_state.expect entries)`,
+      );
+    }
   }
 
   async trigger(reason?: string): Promise<EstopResult> {
-    // Synchronous, before any await: the gate refuses racing calls from here on.
+    // Synchronous, before any await: latch (the gate refuses racing calls from here on), then
+    // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#latchedAtMs = this.#o.clock.nowMs();
+    const why = `e-stop${reason ? `: ${reason}` : ""}`;
     this.#log.warn(`E-STOP latched${reason ? `: ${reason}` : ""}`);
-    const ladder = this.#ladderTail.then(() => this.#runLadder());
-    this.#ladderTail = ladder.catch(() => {});
-    const { rung, actions } = await ladder;
-    const result: EstopResult = { latched: true, software_safe_state: rung, actions };
-    if (rung === "none") {
-      result.warning = NO_SAFE_STATE_WARNING;
-      this.#log.warn(NO_SAFE_STATE_WARNING);
-    }
-    if (this.#o.modes) {
-      result.fault_engaged = await this.#o.modes.forceFault(`e-stop${reason ? `: ${reason}` : ""}`);
-    }
-    return result;
+    const fault = this.#o.modes?.enterFault(why) ?? null;
+    this.#o.bus?.publish({
+      kind: "estop_change",
+      latched: true,
+      reason: reason ?? null,
+      timestamp_ms: this.#latchedAtMs,
+    });
+    const stop = this.#stopTail.then(() => this.#stop(fault));
+    this.#stopTail = stop.catch(() => {});
+    return await stop;
   }
 
   clear(): { latched: false } {
-    if (this.#state === "latched") this.#log.warn("E-stop latch cleared");
+    const was = this.#state;
     this.#state = latchTransition(this.#state, "clear");
     this.#latchedAtMs = null;
+    if (was === "latched") {
+      this.#log.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
+      this.#o.bus?.publish({
+        kind: "estop_change",
+        latched: false,
+        reason: null,
+        timestamp_ms: this.#o.clock.nowMs(),
+      });
+    }
     return { latched: false };
   }
 
@@ -176,11 +326,74 @@ export class Estop implements EstopService {
       software_safe_state: plan.rung,
       latched_at_epoch_ms: this.#latchedAtMs,
       uncovered_actuating_functions: plan.uncovered.length,
+      plan: this.planView(),
+      unverified_devices: unverifiedDevices(
+        this.#o.safeState.expect,
+        registeredDevices(this.#o.registry),
+      ),
+      verification: this.#lastVerification,
     };
   }
 
-  async #runLadder(): Promise<{ rung: SoftwareSafeState; actions: EstopAction[] }> {
+  /** Steps 2-4 of the trigger (module comment). */
+  async #stop(fault: FaultEntry | null): Promise<EstopResult> {
     const plan = this.plan();
+    const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
+    const hookFailures = fault ? await fault.runHooks() : [];
+    const verification = await verifySafeState({
+      registry: this.#o.registry,
+      clock: this.#o.clock,
+      expect: this.#o.safeState.expect,
+      timeoutMs: this.#o.safeState.verifyTimeoutMs,
+    });
+    this.#lastVerification = verification;
+    this.#reportVerification(verification);
+    const result: EstopResult = {
+      latched: true,
+      software_safe_state: plan.rung,
+      actions,
+      uncovered_actuating_functions: plan.uncovered.length,
+      uncovered: [...plan.uncovered],
+      fault_engaged: this.#o.modes?.current() === "FAULT",
+      hook_failures: hookFailures,
+      drain,
+      verification,
+    };
+    if (plan.rung === "none") {
+      result.warning = NO_SAFE_STATE_WARNING;
+      this.#log.warn(NO_SAFE_STATE_WARNING);
+    } else if (plan.uncovered.length > 0) {
+      result.warning = uncoveredWarning(plan.rung, plan.uncovered);
+    }
+    return result;
+  }
+
+  #reportVerification(v: Verification): void {
+    const failed = v.checks.filter((c) => c.outcome !== "verified");
+    const text = `e-stop verification: ${v.outcome} after ${v.elapsed_ms} ms (${
+      v.checks.length - failed.length
+    }/${v.checks.length} verified)`;
+    if (v.outcome === "verified") this.#log.info(text);
+    else this.#log.error(text);
+    for (const c of failed) {
+      this.#log.error(`e-stop verification ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
+    }
+    this.#o.bus?.publish({
+      kind: "estop_verification",
+      outcome: v.outcome,
+      elapsed_ms: v.elapsed_ms,
+      checks_total: v.checks.length,
+      checks_verified: v.checks.length - failed.length,
+      failed_signals: failed.map((c) => c.signal),
+      timestamp_ms: this.#o.clock.nowMs(),
+    });
+  }
+
+  /**
+   * The ladder: fanned out per provider (declared order within a provider), every call
+   * attempted. Actions are reported in plan order.
+   */
+  async #runLadder(plan: SafeStatePlan): Promise<EstopAction[]> {
     this.#log.warn(
       `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
     );
@@ -191,24 +404,37 @@ export class Estop implements EstopService {
         }`,
       );
     }
-    const actions: EstopAction[] = [];
-    // Sequential in plan order: declared hooks/setpoints may depend on their order. Each call is
-    // bounded by its provider's timeout_ms; a provider that is down fails at once.
-    for (const planned of plan.calls) {
-      const action: EstopAction = { ...planned.label, success: true };
+    const actions: EstopAction[] = plan.calls.map((c) => ({ ...c.label, success: true }));
+    const indexed = plan.calls.map((planned, i) => ({ planned, i }));
+    await fanOutByProvider(indexed, ({ planned }) => planned.label.device_handle, async (item) => {
+      const action = actions[item.i];
       try {
-        await this.#runWhileBusy(planned);
+        await this.#runWhileBusy(item.planned);
       } catch (err) {
         const e = toRuntimeError(err);
         action.success = false;
         action.error = `${e.code}: ${e.message}`;
         this.#log.error(
-          `safe-state call ${planned.label.device_handle} ${planned.label.function} failed: ${action.error}`,
+          `safe-state call ${action.device_handle} ${action.function} failed: ${action.error}`,
         );
       }
-      actions.push(action);
+    });
+    return actions;
+  }
+
+  /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
+  async #drainAll(): Promise<DrainReport> {
+    const pending: string[] = [];
+    await Promise.all(this.#o.registry.hosts.map(async (h) => {
+      const done = await this.#o.router.drain(h.id, h.config.timeoutMs + DRAIN_MARGIN_MS);
+      if (!done) pending.push(h.id);
+    }));
+    if (pending.length > 0) {
+      this.#log.error(
+        `e-stop: in-flight calls to ${pending.join(", ")} had not finished within their bound`,
+      );
     }
-    return { rung: plan.rung, actions };
+    return { complete: pending.length === 0, pending_providers: pending };
   }
 
   /**
@@ -247,5 +473,22 @@ export class Estop implements EstopService {
       args: planned.args,
       origin: "safety",
     });
+  }
+}
+
+function argText(v: TypedValue): string {
+  switch (v.type) {
+    case "string":
+      return JSON.stringify(v.string);
+    case "bytes":
+      return `bytes(${v.base64})`;
+    case "bool":
+      return String(v.bool);
+    case "double":
+      return String(v.double);
+    case "int64":
+      return String(v.int64);
+    case "uint64":
+      return String(v.uint64);
   }
 }

@@ -31,7 +31,7 @@ import {
   type FunctionSpec,
   type TypedValue,
 } from "../common/mod.ts";
-import type { CallConfig, Config } from "../config/mod.ts";
+import type { CallConfig, Config, SafeStateExpectation } from "../config/mod.ts";
 import { declaredFunctionLabel, findDeclaredTarget } from "../control/mod.ts";
 
 /** The rung of the ladder. */
@@ -42,6 +42,9 @@ export interface SafeStateConfig {
   readonly hooks: readonly CallConfig[];
   readonly setpoints: readonly CallConfig[];
   readonly zeroIsSafe: boolean;
+  /** Read-back expectations (verification); empty = unverifiable. */
+  readonly expect: readonly SafeStateExpectation[];
+  readonly verifyTimeoutMs: number;
 }
 
 /** One call the ladder will make. */

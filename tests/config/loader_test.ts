@@ -74,7 +74,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
   });
   assert.deepEqual(config.safety, {
     present: false,
-    safeState: { hooks: [], setpoints: [], zeroIsSafe: false },
+    safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 2000 },
   });
   assert.deepEqual(config.health, { staleness: { warnAfterMs: 0, staleAfterMs: 0 } });
 });

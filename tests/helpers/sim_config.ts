@@ -124,6 +124,8 @@ export function testConfig(o: TestConfigOptions = {}): Config {
         hooks: o.safety?.hooks ?? [],
         setpoints: o.safety?.setpoints ?? [],
         zeroIsSafe: o.safety?.zeroIsSafe ?? false,
+        expect: o.safety?.expect ?? [],
+        verifyTimeoutMs: o.safety?.verifyTimeoutMs ?? 2000,
       },
     },
     health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 } },

@@ -50,12 +50,17 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
       const actuating = fx.runtime.registry.hosts.flatMap((h) => h.devices)
         .flatMap((d) => d.functions).filter((f) => f.actuating).length;
       assert.ok(actuating >= 15);
-      assert.deepEqual(r.json.estop, {
+      const { plan, unverified_devices, verification, ...estop } = r.json.estop;
+      assert.deepEqual(estop, {
         latched: false,
         software_safe_state: "none",
         latched_at_epoch_ms: null,
         uncovered_actuating_functions: actuating,
       });
+      assert.deepEqual(plan.calls, []);
+      assert.equal(plan.uncovered.length, actuating);
+      assert.equal(unverified_devices.length, 5);
+      assert.equal(verification, null);
     });
 
     await t.step(
@@ -224,7 +229,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
 
     await t.step("POST /v0/mode arms the runtime (MANUAL)", async () => {
       const r = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
-      assert.deepEqual(r.json, { status: OK, mode: "MANUAL" });
+      assert.deepEqual(r.json, { status: OK, mode: "MANUAL", hook_failures: [] });
     });
 
     await t.step("POST /v0/call runs a call and reports the post-call poll", async () => {
@@ -399,6 +404,16 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
           const c = await fx.request("POST", "/v0/estop/clear");
           assert.deepEqual(c.json, { status: OK, latched: false });
         }
+        // The e-stop entered FAULT and the clear did not re-arm: an operator must.
+        assert.equal((await fx.request("GET", "/v0/mode")).json.mode, "FAULT");
+        assertError(
+          await fx.request("POST", "/v0/call", { body: DUTY }),
+          409,
+          "FAILED_PRECONDITION",
+          /FAULT/,
+        );
+        const armed = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+        assert.equal(armed.status, 200, armed.text);
         assert.equal((await fx.request("POST", "/v0/call", { body: DUTY })).status, 200);
       },
     );

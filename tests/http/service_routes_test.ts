@@ -60,7 +60,7 @@ Deno.test("GET/POST /v0/mode read and change the mode, validating the body", asy
       /IDLE -> AUTO/,
     );
     const r = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
-    assert.deepEqual(r.json, { status: OK, mode: "MANUAL" });
+    assert.deepEqual(r.json, { status: OK, mode: "MANUAL", hook_failures: [] });
     assert.equal((await fx.request("GET", "/v0/runtime/status")).json.mode, "MANUAL");
   } finally {
     await fx.close();
@@ -146,6 +146,12 @@ Deno.test("POST /v0/estop passes the optional reason and never rejects a body", 
     latched: true,
     software_safe_state: "zero",
     actions: [{ device_handle: "sim0/motorctl0", function: "set_motor_duty", success: true }],
+    uncovered_actuating_functions: 0,
+    uncovered: [],
+    fault_engaged: true,
+    hook_failures: [],
+    drain: { complete: true, pending_providers: [] },
+    verification: { outcome: "unverifiable", elapsed_ms: 0, checks: [] },
   };
   const fx = await startHttpFixture({
     start: false,

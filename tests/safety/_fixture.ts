@@ -5,6 +5,7 @@ import type {
   HookConfig,
   ProviderConfig,
   RuntimeMode,
+  SafeStateExpectation,
 } from "../../src/config/mod.ts";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { scalarOf } from "../../src/common/mod.ts";
@@ -105,4 +106,22 @@ export async function readSignal(
   await rt.cache.pollDevice(providerId, deviceId);
   const s = rt.cache.signal(providerId, deviceId, signalId);
   return s ? scalarOf(s.value) : undefined;
+}
+
+/** A safety.safe_state.expect entry for `provider/device/signal`. */
+export function expectation(
+  signal: string,
+  want: { equals: boolean | number | string } | { min?: number; max?: number },
+  index = 0,
+): SafeStateExpectation {
+  const [providerId, ...rest] = signal.split("/");
+  const signalId = rest.pop()!;
+  return {
+    signal,
+    providerId,
+    deviceId: rest.join("/"),
+    signalId,
+    ...want,
+    path: `safety.safe_state.expect[${index}]`,
+  };
 }

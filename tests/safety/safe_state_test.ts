@@ -75,7 +75,13 @@ const TOOLS = device("tools", [
   fn(7, "set_offset", [arg("offset", "double", { min: 1, max: 5 })]), // 0 not allowed
 ]);
 const DEVICES = [MOTOR, RELAYS, TOOLS];
-const NO_SAFETY: SafeStateConfig = { hooks: [], setpoints: [], zeroIsSafe: false };
+const NO_SAFETY: SafeStateConfig = {
+  hooks: [],
+  setpoints: [],
+  zeroIsSafe: false,
+  expect: [],
+  verifyTimeoutMs: 2000,
+};
 
 Deno.test("zeroArgSets zeroes levels and fans out over index selectors", () => {
   assert.deepEqual(zeroArgSets(MOTOR.functions[0]), [
@@ -108,8 +114,8 @@ Deno.test("planSafeState with nothing declared is rung none and counts every act
 Deno.test("planSafeState prefers hooks and reports what they leave untouched", () => {
   const plan = planSafeState(
     {
+      ...NO_SAFETY,
       hooks: [call("p/relays", "set_relay_ch1", { enabled: false })],
-      setpoints: [],
       zeroIsSafe: true,
     },
     DEVICES,
@@ -234,7 +240,13 @@ Deno.test("Estop latch gate refuses actuating calls and passes read-only ones wh
     latched: true,
     software_safe_state: "none",
     actions: [],
+    uncovered_actuating_functions: 0,
+    uncovered: [],
     warning: NO_SAFE_STATE_WARNING,
+    fault_engaged: false,
+    hook_failures: [],
+    drain: { complete: true, pending_providers: [] },
+    verification: { outcome: "unverifiable", elapsed_ms: 0, checks: [] },
   });
   assert.equal(estop.gate(read), null);
   assert.equal(estop.gate(actuate)?.code, "FAILED_PRECONDITION");
@@ -251,5 +263,12 @@ Deno.test("Estop latch gate refuses actuating calls and passes read-only ones wh
     software_safe_state: "none",
     latched_at_epoch_ms: null,
     uncovered_actuating_functions: 0,
+    plan: { rung: "none", calls: [], uncovered: [] },
+    unverified_devices: [],
+    verification: {
+      outcome: "unverifiable",
+      elapsed_ms: 0,
+      checks: [],
+    },
   });
 });

@@ -1,4 +1,7 @@
-/** E-stop while the tree is mid-recipe: the latch refuses its calls, FAULT halts it, outputs go safe. */
+/**
+ * E-stop while the tree is mid-recipe: the latch refuses its calls, FAULT halts it, outputs go
+ * safe; re-arming is refused while latched, and releasing the latch restarts nothing.
+ */
 import assert from "node:assert/strict";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import {
@@ -54,18 +57,24 @@ Deno.test("AutomationEngine halts on an e-stop mid-tree and its calls stay refus
         { code: "FAILED_PRECONDITION" },
       );
 
-      // Re-armed to AUTO while still latched: the tree ticks but its CallDevice fails.
-      await enterAuto(rt);
-      const err = await waitFor("bt_error", () => eventsOf(rec.events, "bt_error")[0]);
-      assert.equal(err.error, "BT returned FAILURE");
-      assert.equal(err.node, "Main/Sequence[0]/CallDevice[0]");
-      assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
-      assert.deepEqual(eventsOf(rec.events, "automation_fault"), [], "a FAILURE is not a fault");
+      // Re-arming is refused while latched: no MANUAL, no AUTO.
+      await assert.rejects(enterAuto(rt), /E-stop latched: FAULT -> MANUAL refused/);
+      assert.equal(rt.modes.current(), "FAULT");
 
-      // Releasing the latch lets the same tree proceed.
+      // Releasing the latch re-arms nothing: the mode stays FAULT, the tree does not tick and
+      // the motor stays at 0 across several tick periods and polls.
       rt.estop.clear();
+      const ticks = engine.status().engine_diagnostics.total_ticks;
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal(rt.modes.current(), "FAULT");
+      assert.equal(engine.status().engine_diagnostics.total_ticks, ticks);
+      assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
+      assert.deepEqual(eventsOf(rec.events, "automation_fault"), []);
+
+      // Only a deliberate re-arm (MANUAL, then AUTO) lets the same tree proceed.
+      await enterAuto(rt);
       await waitFor(
-        "motor restarted after clear",
+        "motor restarted after the operator re-armed",
         () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0.5,
       );
     } finally {

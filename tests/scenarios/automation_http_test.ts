@@ -45,6 +45,8 @@ Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its tic
         },
         run_id: null,
         last_error: null,
+        device_loss_latched: [],
+        device_outages: [],
       });
 
       await enterAuto(fx.runtime);

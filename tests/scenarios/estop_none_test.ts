@@ -8,22 +8,32 @@ import { b, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
 Deno.test("Estop none rung latches without actuating and warns", async () => {
   const rt = await startRuntime(testConfig({ providers: [inertSim()] }));
   try {
-    assert.deepEqual(rt.estop.status(), {
-      latched: false,
-      software_safe_state: "none",
-      latched_at_epoch_ms: null,
-      uncovered_actuating_functions: 19,
-    });
+    const before = rt.estop.status();
+    assert.equal(before.latched, false);
+    assert.equal(before.software_safe_state, "none");
+    assert.equal(before.latched_at_epoch_ms, null);
+    assert.equal(before.uncovered_actuating_functions, 19);
+    assert.deepEqual(before.plan?.calls, []);
+    assert.equal(before.plan?.uncovered.length, 19);
+    // Every sim device has actuating functions and none is expected: nothing can be verified.
+    assert.deepEqual(before.unverified_devices, [
+      "sim0/analogsensor0",
+      "sim0/motorctl0",
+      "sim0/relayio0",
+      "sim0/tempctl0",
+      "sim0/chaos_control",
+    ]);
+    assert.equal(before.verification, null);
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "relayio0", 3, { enabled: b(true) });
 
     const result = await rt.estop.trigger();
-    assert.deepEqual(result, {
-      latched: true,
-      software_safe_state: "none",
-      actions: [],
-      warning: NO_SAFE_STATE_WARNING,
-    });
+    assert.equal(result.latched, true);
+    assert.equal(result.software_safe_state, "none");
+    assert.deepEqual(result.actions, []);
+    assert.equal(result.warning, NO_SAFE_STATE_WARNING);
+    assert.equal(result.uncovered_actuating_functions, 19);
+    assert.equal(result.verification.outcome, "unverifiable");
     // Nothing was actuated: the relay is still on, and it cannot be switched while latched.
     assert.equal(await readSignal(rt, "sim0", "relayio0", "relay_ch3_state"), true);
     await assert.rejects(

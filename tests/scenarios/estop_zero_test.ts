@@ -31,8 +31,12 @@ Deno.test("Estop zero rung zeroes every zeroable actuating function and leaves t
 
     const result = await rt.estop.trigger();
     assert.equal(result.software_safe_state, "zero");
-    assert.equal(result.warning, undefined);
-    assert.equal(result.fault_engaged, undefined);
+    // The rung leaves 11 functions untouched: the answer says so (not only the log and status).
+    assert.equal(result.uncovered_actuating_functions, 11);
+    assert.equal(result.uncovered.length, 11);
+    assert.match(result.warning ?? "", /'zero' rung leaves 11 actuating function\(s\) untouched/);
+    assert.equal(result.fault_engaged, true, "the e-stop always enters FAULT");
+    assert.equal(result.verification.outcome, "unverifiable", "nothing is expected");
     assert.deepEqual(
       result.actions.map((a) => `${a.device_handle} ${a.function} ${a.success}`),
       [

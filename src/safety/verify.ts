@@ -1,0 +1,301 @@
+/**
+ * Verified safe state: after the ladder, the expected signals are read back **fresh from the
+ * providers** (a ReadSignals round-trip, never the cache), repeatedly at a short bounded interval,
+ * until every expectation holds or verify_timeout_ms passes. The result says what was achieved:
+ *
+ *   verified     every check's last fresh read met its expectation with quality OK
+ *   mismatch     at least one check read a value (or a non-OK quality) that did not meet it
+ *   unreachable  no mismatch, but at least one check could not be read (provider or device
+ *                down, read failed or timed out, signal not returned or without a value)
+ *   unverifiable nothing is expected (safety.safe_state.expect is empty)
+ *
+ * A bad, stale or missing input counts as unsafe: only a fresh value with quality OK verifies.
+ * "verified" proves a value was read back, not a stopped shaft: the expectation must name the
+ * signal that shows the physical state (docs/safety.md).
+ */
+import { qualityFromWire, typedValueFromWire } from "../adpp/mod.ts";
+import {
+  type Clock,
+  type DeviceCapabilities,
+  deviceHandle,
+  type Quality,
+  toRuntimeError,
+  type TypedValue,
+} from "../common/mod.ts";
+import type { SafeStateExpectation } from "../config/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
+
+/** Pause between two read-backs of a device whose checks do not all hold yet. */
+export const VERIFY_RETRY_INTERVAL_MS = 50;
+
+export type CheckOutcome = "verified" | "mismatch" | "unreachable";
+export type VerificationOutcome = CheckOutcome | "unverifiable";
+
+/** What one expectation asks for, as the answer shows it. */
+export type ExpectedValue =
+  | { readonly equals: boolean | number | string }
+  | { readonly min?: number; readonly max?: number };
+
+/** One expectation's result. */
+export interface VerificationCheck {
+  /** `provider/device/signal`. */
+  readonly signal: string;
+  readonly expected: ExpectedValue;
+  /** The last fresh value read (null when none could be read). */
+  readonly observed: TypedValue | null;
+  /** The provider's quality of that value (null when none was read). */
+  readonly quality: Quality | null;
+  readonly outcome: CheckOutcome;
+  /** Why it is unreachable or does not match, in words. */
+  readonly reason?: string;
+}
+
+/** The answer's `verification` (and status `estop.verification`). */
+export interface Verification {
+  readonly outcome: VerificationOutcome;
+  readonly elapsed_ms: number;
+  readonly checks: readonly VerificationCheck[];
+}
+
+export interface VerifyOptions {
+  readonly registry: ProviderRegistry;
+  readonly clock: Clock;
+  readonly expect: readonly SafeStateExpectation[];
+  readonly timeoutMs: number;
+  /** Pause between read-backs (default VERIFY_RETRY_INTERVAL_MS). */
+  readonly retryIntervalMs?: number;
+}
+
+/** Reads every expected signal back until all hold or the timeout passes (module comment). */
+export async function verifySafeState(o: VerifyOptions): Promise<Verification> {
+  const started = o.clock.monoMs();
+  if (o.expect.length === 0) return { outcome: "unverifiable", elapsed_ms: 0, checks: [] };
+  const deadline = started + o.timeoutMs;
+  const groups = new Map<string, SafeStateExpectation[]>();
+  for (const e of o.expect) {
+    const key = `${e.providerId}\u0000${e.deviceId}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, g = []);
+    g.push(e);
+  }
+  const results = new Map<SafeStateExpectation, VerificationCheck>();
+  await Promise.all(
+    [...groups.values()].map((g) => verifyDevice(o, g, deadline, results)),
+  );
+  const checks = o.expect.map((e) => results.get(e)!);
+  const outcome: VerificationOutcome = checks.every((c) => c.outcome === "verified")
+    ? "verified"
+    : checks.some((c) => c.outcome === "mismatch")
+    ? "mismatch"
+    : "unreachable";
+  return { outcome, elapsed_ms: Math.round(o.clock.monoMs() - started), checks };
+}
+
+/** One device's expectations: read, judge, repeat until all hold or the deadline. */
+async function verifyDevice(
+  o: VerifyOptions,
+  group: readonly SafeStateExpectation[],
+  deadline: number,
+  out: Map<SafeStateExpectation, VerificationCheck>,
+): Promise<void> {
+  const { providerId, deviceId } = group[0];
+  const signalIds = [...new Set(group.map((e) => e.signalId))];
+  const interval = o.retryIntervalMs ?? VERIFY_RETRY_INTERVAL_MS;
+  for (;;) {
+    const remaining = deadline - o.clock.monoMs();
+    const read = await readFresh(o.registry, providerId, deviceId, signalIds, remaining);
+    let allHold = true;
+    for (const e of group) {
+      const check = judge(e, read);
+      out.set(e, check);
+      if (check.outcome !== "verified") allHold = false;
+    }
+    if (allHold) return;
+    const left = deadline - o.clock.monoMs();
+    if (left <= 0) return;
+    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
+  }
+}
+
+type FreshRead =
+  | { readonly ok: true; readonly samples: ReadonlyMap<string, Sample> }
+  | { readonly ok: false; readonly reason: string };
+
+interface Sample {
+  readonly value: TypedValue | null;
+  readonly quality: Quality;
+}
+
+async function readFresh(
+  registry: ProviderRegistry,
+  providerId: string,
+  deviceId: string,
+  signalIds: string[],
+  remainingMs: number,
+): Promise<FreshRead> {
+  const host = registry.host(providerId);
+  if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
+  if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
+  if (!host.devices.some((d: DeviceCapabilities) => d.device.deviceId === deviceId)) {
+    return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
+  }
+  try {
+    const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(remainingMs)));
+    const r = await host.request(
+      "read_signals",
+      { device_id: deviceId, signal_ids: signalIds },
+      timeout,
+    );
+    const samples = new Map<string, Sample>();
+    for (const sv of r.values ?? []) {
+      const id = sv.signal_id ?? "";
+      if (!signalIds.includes(id)) continue;
+      samples.set(id, {
+        value: typedValueFromWire(sv.value),
+        quality: qualityFromWire(sv.quality),
+      });
+    }
+    return { ok: true, samples };
+  } catch (err) {
+    const e = toRuntimeError(err);
+    return { ok: false, reason: `read failed: ${e.code}: ${e.message}` };
+  }
+}
+
+function expectedOf(e: SafeStateExpectation): ExpectedValue {
+  if (e.equals !== undefined) return { equals: e.equals };
+  return {
+    ...(e.min !== undefined ? { min: e.min } : {}),
+    ...(e.max !== undefined ? { max: e.max } : {}),
+  };
+}
+
+function judge(e: SafeStateExpectation, read: FreshRead): VerificationCheck {
+  const base = { signal: e.signal, expected: expectedOf(e) };
+  if (!read.ok) {
+    return { ...base, observed: null, quality: null, outcome: "unreachable", reason: read.reason };
+  }
+  const sample = read.samples.get(e.signalId);
+  if (!sample || sample.value === null) {
+    return {
+      ...base,
+      observed: null,
+      quality: sample?.quality ?? null,
+      outcome: "unreachable",
+      reason: sample ? "the provider returned no value" : "the provider did not return the signal",
+    };
+  }
+  const { value, quality } = sample;
+  const observed = { ...base, observed: value, quality };
+  if (quality !== "OK") {
+    return { ...observed, outcome: "mismatch", reason: `quality ${quality}` };
+  }
+  const problem = mismatch(e, value);
+  return problem === null
+    ? { ...observed, outcome: "verified" }
+    : { ...observed, outcome: "mismatch", reason: problem };
+}
+
+/** Null when `value` meets the expectation, else why not. */
+export function mismatch(e: SafeStateExpectation, value: TypedValue): string | null {
+  if (e.equals !== undefined) {
+    const want = e.equals;
+    if (typeof want === "boolean") {
+      if (value.type !== "bool") return `expected a bool, the signal is ${value.type}`;
+      return value.bool === want ? null : `reads ${value.bool}`;
+    }
+    if (typeof want === "string") {
+      if (value.type !== "string") return `expected a string, the signal is ${value.type}`;
+      return value.string === want ? null : `reads ${JSON.stringify(value.string)}`;
+    }
+    const n = numeric(value);
+    if (n === null) return `expected a number, the signal is ${value.type}`;
+    return equalNumber(n, want) ? null : `reads ${String(n)}`;
+  }
+  const n = numeric(value);
+  if (n === null) return `expected a number, the signal is ${value.type}`;
+  if (typeof n === "number" && !Number.isFinite(n)) return `reads ${String(n)}`;
+  if (e.min !== undefined && lessThan(n, e.min)) return `reads ${String(n)}, below ${e.min}`;
+  if (e.max !== undefined && lessThan(e.max, n)) return `reads ${String(n)}, above ${e.max}`;
+  return null;
+}
+
+function numeric(v: TypedValue): number | bigint | null {
+  switch (v.type) {
+    case "double":
+      return v.double;
+    case "int64":
+      return v.int64;
+    case "uint64":
+      return v.uint64;
+    default:
+      return null;
+  }
+}
+
+function equalNumber(a: number | bigint, b: number): boolean {
+  if (typeof a === "number") return a === b;
+  return Number.isInteger(b) && a === BigInt(b);
+}
+
+/** a < b for a mix of numbers and bigints (bigints only ever hold integers). */
+function lessThan(a: number | bigint, b: number | bigint): boolean {
+  if (typeof a === "number" && typeof b === "number") return a < b;
+  if (typeof a === "bigint" && typeof b === "bigint") return a < b;
+  // Mixed: compare against the bigint through the number's floor/ceil, exact for integers.
+  if (typeof a === "bigint") return a < BigInt(Math.ceil(b as number));
+  return BigInt(Math.floor(a)) < (b as bigint);
+}
+
+/**
+ * Actuating devices with no expectation on any of their signals (`provider/device`): an e-stop
+ * can never prove anything about them.
+ */
+export function unverifiedDevices(
+  expect: readonly SafeStateExpectation[],
+  devices: readonly DeviceCapabilities[],
+): string[] {
+  const expected = new Set(expect.map((e) => `${e.providerId}\u0000${e.deviceId}`));
+  return devices
+    .filter((d) => d.functions.some((f) => f.actuating))
+    .filter((d) => !expected.has(`${d.device.providerId}\u0000${d.device.deviceId}`))
+    .map((d) => deviceHandle(d.device.providerId, d.device.deviceId));
+}
+
+/**
+ * Expectations that cannot resolve against the inventory (unknown provider, device or signal),
+ * one message each with its config path; logged at start-up.
+ */
+export function unresolvedExpectations(
+  expect: readonly SafeStateExpectation[],
+  devices: readonly DeviceCapabilities[],
+): string[] {
+  const problems: string[] = [];
+  for (const e of expect) {
+    const dev = devices.find((d) =>
+      d.device.providerId === e.providerId && d.device.deviceId === e.deviceId
+    );
+    if (!dev) {
+      problems.push(`${e.path}: device not found: ${deviceHandle(e.providerId, e.deviceId)}`);
+      continue;
+    }
+    const sig = dev.signals.find((s) => s.signalId === e.signalId);
+    if (!sig) {
+      problems.push(`${e.path}: signal not found: ${e.signal}`);
+      continue;
+    }
+    const t = sig.valueType;
+    const wantsNumber = e.equals === undefined || typeof e.equals === "number";
+    const isNumber = t === "double" || t === "int64" || t === "uint64";
+    const ok = t === null ||
+      (wantsNumber ? isNumber : typeof e.equals === "boolean" ? t === "bool" : t === "string");
+    if (!ok) {
+      problems.push(
+        `${e.path}: ${e.signal} is declared ${t}, the expectation wants a ${
+          wantsNumber ? "number" : typeof e.equals
+        }`,
+      );
+    }
+  }
+  return problems;
+}
