@@ -270,6 +270,8 @@ export class ModeManager implements ModeService {
   async #transition(target: RuntimeMode, reason: string): Promise<TransitionReport> {
     const from = this.#mode;
     if (target === from) return { mode: from, hook_failures: [] };
+    // Arming checks first: "the e-stop is latched" is the reason an operator needs to see.
+    this.#checkArming(from, target);
     if (!isTransitionAllowed(from, target)) {
       throw failedPrecondition(`Invalid mode transition: ${from} -> ${target}`);
     }
@@ -282,12 +284,6 @@ export class ModeManager implements ModeService {
       throw failedPrecondition(
         `Mode transition ${this.#busy.from} -> ${this.#busy.to} is in progress; retry ${from} -> ${target}`,
       );
-    }
-    if (target === "MANUAL" || target === "AUTO") {
-      for (const check of this.#armChecks) {
-        const refusal = check(from, target);
-        if (refusal) throw failedPrecondition(refusal);
-      }
     }
     if (target === "AUTO") {
       const problem = this.autoGateProblem();
@@ -307,17 +303,21 @@ export class ModeManager implements ModeService {
         );
       }
       // An arming check may have become true while the before-hooks ran (e-stop latched).
-      if (target === "MANUAL" || target === "AUTO") {
-        for (const check of this.#armChecks) {
-          const refusal = check(from, target);
-          if (refusal) throw failedPrecondition(refusal);
-        }
-      }
+      this.#checkArming(from, target);
       this.#commit(from, target);
       const after = await this.#runHooks("after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
       if (this.#busy === token) this.#busy = null;
+    }
+  }
+
+  /** Throws the first arming check's refusal for a transition into MANUAL or AUTO. */
+  #checkArming(from: RuntimeMode, target: RuntimeMode): void {
+    if (target !== "MANUAL" && target !== "AUTO") return;
+    for (const check of this.#armChecks) {
+      const refusal = check(from, target);
+      if (refusal) throw failedPrecondition(refusal);
     }
   }
 

@@ -17,11 +17,18 @@ export { SIM_INERT_YAML, simProvider };
 const PLANT_MAIN = new URL("./_plant_provider.ts", import.meta.url).pathname;
 
 /** A provider entry running tests/safety/_plant_provider.ts (device plant0). */
-export function plantProvider(id: string): ProviderConfig {
+export function plantProvider(id: string, o: { latencyMs?: number } = {}): ProviderConfig {
   return {
     id,
     command: Deno.execPath(),
-    args: ["run", "--quiet", "--allow-read", "--allow-env", PLANT_MAIN],
+    args: [
+      "run",
+      "--quiet",
+      "--allow-read",
+      "--allow-env",
+      PLANT_MAIN,
+      ...(o.latencyMs ? ["--latency-ms", String(o.latencyMs)] : []),
+    ],
     timeoutMs: 5000,
     helloTimeoutMs: 10000,
     readyTimeoutMs: 10000,

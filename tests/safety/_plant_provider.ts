@@ -9,7 +9,20 @@
  */
 import { DeviceProvider, runStdioProvider } from "../../src/provider_sdk/mod.ts";
 
-const state = { heater: false, fanDuty: 0, reads: 0 };
+/**
+ * `--latency-ms N`: every actuating call answers N ms after it arrived (a slow provider; the
+ * provider serves one request at a time, so its polls wait too).
+ */
+const latencyArg = Deno.args.indexOf("--latency-ms");
+const LATENCY_MS = latencyArg >= 0 ? Number(Deno.args[latencyArg + 1]) : 0;
+
+/** lastCallMs: epoch ms at which the last actuating call arrived (before any latency). */
+const state = { heater: false, fanDuty: 0, reads: 0, lastCallMs: 0 };
+
+async function arrived(): Promise<void> {
+  state.lastCallMs = Date.now();
+  if (LATENCY_MS > 0) await new Promise((r) => setTimeout(r, LATENCY_MS));
+}
 
 const provider = new DeviceProvider({ name: "plant-test", version: "0.0.1" }, [{
   deviceId: "plant0",
@@ -41,6 +54,14 @@ const provider = new DeviceProvider({ name: "plant-test", version: "0.0.1" }, [{
       staleAfterMs: 2000,
       read: () => state.reads,
     },
+    {
+      id: "last_call_ms",
+      name: "Last actuating call arrival (epoch ms)",
+      type: "double",
+      pollHintHz: 2,
+      staleAfterMs: 2000,
+      read: () => state.lastCallMs,
+    },
   ],
   functions: [
     {
@@ -48,7 +69,8 @@ const provider = new DeviceProvider({ name: "plant-test", version: "0.0.1" }, [{
       name: "set_heater",
       category: "ACTUATE",
       args: [{ name: "enabled", type: "bool" }],
-      handler: (args) => {
+      handler: async (args) => {
+        await arrived();
         state.heater = args.bool("enabled");
       },
     },
@@ -57,7 +79,8 @@ const provider = new DeviceProvider({ name: "plant-test", version: "0.0.1" }, [{
       name: "set_fan",
       category: "ACTUATE",
       args: [{ name: "duty", type: "double", min: 0, max: 1 }],
-      handler: (args) => {
+      handler: async (args) => {
+        await arrived();
         state.fanDuty = args.double("duty");
       },
     },

@@ -1,0 +1,154 @@
+/**
+ * safety.safe_state.expect and verify_timeout_ms: valid forms, and every malformed expectation
+ * reported once with its key path and line (both validation layers agree), as --check-config
+ * prints it.
+ */
+import assert from "node:assert/strict";
+import { formatDiagnostic } from "../../src/config/mod.ts";
+import { load, PROV, summary } from "./_helpers.ts";
+
+Deno.test("loadConfig reads safety.safe_state.expect and verify_timeout_ms", () => {
+  const r = load(`
+safety:
+  safe_state:
+    verify_timeout_ms: 500
+    expect:
+      - { signal: p0/motorctl0/motor1_duty, equals: 0 }
+      - { signal: p0/relayio0/relay_ch1_state, equals: false }
+      - { signal: p0/tempctl0/control_mode, equals: open }
+      - { signal: p0/tempctl0/tc1_temp, max: 60 }
+      - { signal: p0/a/b/speed, min: -1, max: 1 }
+${PROV}
+`);
+  assert.deepEqual(summary(r), []);
+  const ss = r.config!.safety.safeState;
+  assert.equal(ss.verifyTimeoutMs, 500);
+  assert.deepEqual(ss.expect.map((e) => [e.providerId, e.deviceId, e.signalId]), [
+    ["p0", "motorctl0", "motor1_duty"],
+    ["p0", "relayio0", "relay_ch1_state"],
+    ["p0", "tempctl0", "control_mode"],
+    ["p0", "tempctl0", "tc1_temp"],
+    ["p0", "a/b", "speed"],
+  ]);
+  assert.equal(ss.expect[0].equals, 0);
+  assert.equal(ss.expect[1].equals, false);
+  assert.equal(ss.expect[2].equals, "open");
+  assert.deepEqual([ss.expect[3].min, ss.expect[3].max], [undefined, 60]);
+  assert.equal(ss.expect[4].path, "safety.safe_state.expect[4]");
+});
+
+const BAD: Array<{ name: string; yaml: string; expect: string[]; message?: RegExp }> = [
+  {
+    name: "a signal that is not provider/device/signal",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - { signal: p0/motor1_duty, equals: 0 }
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0].signal @4"],
+    message: /must be `provider\/device\/signal`/,
+  },
+  {
+    name: "neither equals nor min/max",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - signal: p0/m/duty
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0] @4"],
+    message: /needs `equals`, or `min` and\/or `max`/,
+  },
+  {
+    name: "equals together with a bound",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - { signal: p0/m/duty, equals: 0, max: 1 }
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0] @4"],
+  },
+  {
+    name: "a non-numeric bound",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - { signal: p0/m/duty, min: low }
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0].min @4"],
+  },
+  {
+    name: "min above max",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - signal: p0/m/duty
+        min: 2
+        max: 1
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0].max @6"],
+  },
+  {
+    name: "equals that is a mapping",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - signal: p0/m/duty
+        equals: {a: 1}
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0].equals @5"],
+  },
+  {
+    name: "a provider that is not declared is a warning",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - { signal: ghost/m/duty, equals: 0 }
+${PROV}
+`,
+    expect: ["warning safety.safe_state.expect[0].signal @4"],
+  },
+  {
+    name: "verify_timeout_ms out of bounds",
+    yaml: `
+safety:
+  safe_state:
+    verify_timeout_ms: 50
+${PROV}
+`,
+    expect: ["error safety.safe_state.verify_timeout_ms @3"],
+    message: /between 100 and 30000/,
+  },
+  {
+    name: "an unknown key in an expectation",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - { signal: p0/m/duty, equal: 0, equals: 0 }
+${PROV}
+`,
+    expect: ["warning safety.safe_state.expect[0].equal @4"],
+  },
+];
+
+for (const c of BAD) {
+  Deno.test(`loadConfig reports ${c.name}`, () => {
+    const r = load(c.yaml);
+    assert.deepEqual(summary(r), c.expect);
+    if (c.message) assert.match(r.diagnostics.map(formatDiagnostic).join("\n"), c.message);
+    for (const d of r.diagnostics) assert.ok(d.column > 0, `column for ${d.path}`);
+  });
+}

@@ -1,0 +1,110 @@
+/**
+ * AUTO with the commanded device gone: entering AUTO is refused while a device the tree names is
+ * down; a device lost while in AUTO is latched — automation may not command it again when it
+ * returns (the status names it and its failed calls) — until an operator enters AUTO again.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeError } from "../../src/common/mod.ts";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider } from "../helpers/sim_config.ts";
+import { i, manualCall } from "../safety/_fixture.ts";
+import { automationConfig, cached, eventsOf, TreeDir, treeXml } from "./automation_helpers.ts";
+
+/** Keeps motor 1 at duty 0.5: a call whenever the readback differs. */
+const HOLD_MOTOR = treeXml(
+  `<Sequence name="hold">
+      <ReadSignal name="read" device_handle="sim0/motorctl0" signal_id="motor1_duty"
+                  value="{duty_now}" />
+      <Fallback name="at_duty">
+        <ScriptCondition name="matches" code="duty_now == 0.5" />
+        <CallDevice name="run" device_handle="sim0/motorctl0" function_name="set_motor_duty"
+                    args='json:{"motor_index": 1, "duty": 0.5}' />
+      </Fallback>
+    </Sequence>`,
+);
+
+Deno.test("AutomationEngine refuses AUTO while a named device is down and latches a device lost in AUTO", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("hold.xml", HOLD_MOTOR);
+    const rt = await startRuntime(automationConfig(tree, {
+      // OVERRIDE: the test crashes the provider with a manual chaos call while in AUTO.
+      manualGatingPolicy: "OVERRIDE",
+      config: {
+        providers: [simProvider("sim0", {
+          restart: { backoffMs: [1000, 1000, 1000], successResetMs: 200 },
+        })],
+      },
+    }));
+    const rec = recordEvents(rt);
+    const crash = () => manualCall(rt, "sim0", "chaos_control", 6, { exit_code: i(9) });
+    const host = rt.registry.host("sim0")!;
+    try {
+      // 1. Provider down: entering AUTO is refused, naming the device.
+      await rt.modes.request("MANUAL");
+      await crash();
+      await waitFor("sim0 down", () => !host.available);
+      await assert.rejects(rt.modes.request("AUTO"), (e: RuntimeError) => {
+        assert.equal(e.code, "FAILED_PRECONDITION");
+        assert.match(e.message, /refusing AUTO: .*sim0\/motorctl0 \(provider sim0 unavailable\)/);
+        return true;
+      });
+      assert.equal(rt.modes.current(), "MANUAL");
+
+      // 2. Back: AUTO is accepted (entering AUTO releases the latch the loss set).
+      await waitFor("sim0 back", () => host.available, 10000);
+      await waitFor("motorctl0 polled", () => rt.cache.device("sim0", "motorctl0")?.available);
+      await rt.modes.request("AUTO");
+      assert.deepEqual(rt.automation!.status().device_loss_latched, []);
+      await waitFor("tree runs motor 1", () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0.5);
+
+      // 3. Lost while in AUTO: latched; when it returns the tree may not command it.
+      await crash();
+      await waitFor("sim0 down again", () => !host.available);
+      assert.ok(rt.automation!.status().device_loss_latched.includes("sim0/motorctl0"));
+      const latched = eventsOf(rec.events, "device_loss_latch").filter((e) =>
+        e.latched && e.device_id === "motorctl0"
+      );
+      assert.equal(latched.length, 2, "one latch per loss");
+      await waitFor("sim0 back again", () => host.available, 10000);
+      await waitFor("fresh provider polled", () => rt.cache.device("sim0", "motorctl0")?.available);
+      assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
+      const outage = await waitFor(
+        "outage reported",
+        () =>
+          rt.automation!.status().device_outages.find((o) => o.device_handle === "sim0/motorctl0"),
+      );
+      assert.ok(outage.consecutive_failures >= 2);
+      assert.match(outage.last_error, /Device-loss latch: sim0\/motorctl0 was lost/);
+      assert.match(rt.automation!.status().last_error ?? "", /device outage: sim0\/motorctl0/);
+      await new Promise((r) => setTimeout(r, 400));
+      assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0, "not restarted by itself");
+      assert.equal(rt.modes.current(), "AUTO");
+      // Manual calls are exempt from the device-loss latch.
+      await manualCall(rt, "sim0", "motorctl0", 10, {
+        motor_index: i(2),
+        duty: { type: "double", double: 0.1 },
+      });
+
+      // 4. An operator enters AUTO again: released, the tree commands the motor again.
+      await rt.modes.request("MANUAL");
+      await rt.modes.request("AUTO");
+      assert.deepEqual(rt.automation!.status().device_loss_latched, []);
+      await waitFor(
+        "tree runs motor 1 again",
+        () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0.5,
+      );
+      await waitFor("outage cleared", () => rt.automation!.status().device_outages.length === 0);
+      assert.ok(
+        eventsOf(rec.events, "device_loss_latch").some((e) =>
+          !e.latched && e.device_id === "motorctl0"
+        ),
+      );
+    } finally {
+      rec.stop();
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});

@@ -1,0 +1,59 @@
+/**
+ * The shipped demo (examples/demo.yaml, what `deno task start` runs): arm, AUTO, let the tree
+ * heat, e-stop — every ladder action succeeds and the safe state is verified by read-back.
+ */
+import assert from "node:assert/strict";
+import { loadConfig } from "../../src/config/mod.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { REPO } from "../helpers/sim_config.ts";
+import { cached } from "./automation_helpers.ts";
+
+const DEMO = `${REPO}examples/demo.yaml`;
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("the demo's e-stop runs every action successfully and verifies the safe state", async () => {
+  const { config, diagnostics } = loadConfig(await Deno.readTextFile(DEMO), {
+    path: DEMO,
+    mode: "start",
+    env: {},
+    fileExists: isFile,
+    commandExists: () => true,
+    cwd: REPO,
+  });
+  assert.deepEqual(diagnostics, []);
+  // The demo polls every 500 ms; a faster cadence only shortens the test.
+  const rt = await startRuntime({ ...config!, polling: { intervalMs: 100 } });
+  try {
+    const status = rt.estop.status();
+    assert.equal(status.software_safe_state, "hooks");
+    assert.equal(status.plan?.calls.length, 10);
+    await rt.modes.request("MANUAL");
+    await rt.modes.request("AUTO");
+    await waitFor(
+      "the tree heats in closed-loop mode",
+      () =>
+        cached(rt, "sim0/tempctl0", "control_mode") === "closed" &&
+        cached(rt, "sim0/tempctl0", "relay1_state") === true,
+      10000,
+    );
+
+    const result = await rt.estop.trigger("demo");
+    assert.deepEqual(result.actions.filter((a) => !a.success), [], "every action succeeded");
+    assert.equal(result.actions.length, 10);
+    assert.deepEqual(result.hook_failures, []);
+    assert.equal(result.fault_engaged, true);
+    assert.equal(result.verification.outcome, "verified");
+    assert.equal(result.verification.checks.length, 9);
+    assert.equal(cached(rt, "sim0/tempctl0", "relay1_state"), false);
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await rt.stop();
+  }
+});

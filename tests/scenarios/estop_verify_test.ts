@@ -1,0 +1,94 @@
+/**
+ * Verified safe state: after the ladder the expected signals are read back fresh from the
+ * providers. A killed provider is `unreachable`; an output the ladder left untouched is a
+ * `mismatch` (the released-brake case); the last verification stands in status.
+ */
+import assert from "node:assert/strict";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { b, call, d, expectation, i, inertSim, manualCall } from "../safety/_fixture.ts";
+import { eventsOf } from "./automation_helpers.ts";
+
+const VERIFY_TIMEOUT_MS = 300;
+
+Deno.test("Estop verification reports a killed provider's checks as unreachable", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [inertSim("sim0"), inertSim("sim1", { restart: false })],
+    safety: {
+      hooks: [call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 })],
+      expect: [
+        expectation("sim0/motorctl0/motor1_duty", { equals: 0 }, 0),
+        expectation("sim1/motorctl0/motor1_duty", { max: 0 }, 1),
+      ],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  }));
+  const rec = recordEvents(rt);
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
+    await manualCall(rt, "sim1", "chaos_control", 6, { exit_code: i(9) });
+    await waitFor("sim1 down", () => !rt.registry.host("sim1")!.available);
+
+    const result = await rt.estop.trigger("verify");
+    const v = result.verification;
+    assert.equal(v.outcome, "unreachable");
+    assert.deepEqual(v.checks.map((c) => [c.signal, c.outcome]), [
+      ["sim0/motorctl0/motor1_duty", "verified"],
+      ["sim1/motorctl0/motor1_duty", "unreachable"],
+    ]);
+    assert.deepEqual(v.checks[0].observed, { type: "double", double: 0 });
+    assert.equal(v.checks[0].quality, "OK");
+    assert.equal(v.checks[1].observed, null);
+    assert.match(v.checks[1].reason ?? "", /provider unavailable: sim1/);
+    assert.deepEqual(v.checks[1].expected, { max: 0 });
+    // It kept trying until the timeout (the provider might have come back), and no longer.
+    assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS, `elapsed ${v.elapsed_ms} ms`);
+    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + 2000, `elapsed ${v.elapsed_ms} ms`);
+
+    assert.deepEqual(rt.estop.status().verification, v);
+    const [event] = eventsOf(rec.events, "estop_verification");
+    assert.equal(event.outcome, "unreachable");
+    assert.equal(event.checks_total, 2);
+    assert.equal(event.checks_verified, 1);
+    assert.deepEqual(event.failed_signals, ["sim1/motorctl0/motor1_duty"]);
+  } finally {
+    rec.stop();
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop verification reports an output the ladder left untouched as a mismatch", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [inertSim()],
+    safety: {
+      // The hooks cover relay 1 only; relay 3 (think: a brake release) stays as it was.
+      hooks: [call("sim0/relayio0", "set_relay_ch1", { enabled: false })],
+      expect: [
+        expectation("sim0/relayio0/relay_ch1_state", { equals: false }, 0),
+        expectation("sim0/relayio0/relay_ch3_state", { equals: false }, 1),
+      ],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "relayio0", 1, { enabled: b(true) });
+    await manualCall(rt, "sim0", "relayio0", 3, { enabled: b(true) });
+
+    const result = await rt.estop.trigger();
+    assert.ok(result.actions.every((a) => a.success), "every ladder action succeeded ...");
+    const v = result.verification;
+    assert.equal(v.outcome, "mismatch", "... yet the safe state is not reached");
+    assert.deepEqual(v.checks.map((c) => [c.signal, c.outcome]), [
+      ["sim0/relayio0/relay_ch1_state", "verified"],
+      ["sim0/relayio0/relay_ch3_state", "mismatch"],
+    ]);
+    assert.deepEqual(v.checks[1].observed, { type: "bool", bool: true });
+    assert.deepEqual(v.checks[1].expected, { equals: false });
+    assert.equal(v.checks[1].quality, "OK");
+    assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS);
+  } finally {
+    await rt.stop();
+  }
+});
