@@ -4,6 +4,7 @@
  * the default so validation carries on and reports every problem, not just the first.
  */
 import { MAX_INT } from "./_schema.ts";
+import { isSecretKey, isSecretPath, printableKey, REDACTED } from "./_secrets.ts";
 import { formatPath, type Path, type YamlSource } from "./_source.ts";
 import type { Diagnostic } from "./types.ts";
 
@@ -25,6 +26,9 @@ export function present(obj: Obj, key: string): boolean {
 /** Collects diagnostics and reads typed values with defaults. */
 export class Checker {
   readonly diagnostics: Diagnostic[] = [];
+  /** Formatted paths that have an error, so `hasErrorAt` does not scan every diagnostic. */
+  readonly #errorPaths = new Set<string>();
+  #steps = 0;
   readonly #source: YamlSource;
   readonly #file: string;
 
@@ -43,22 +47,27 @@ export class Checker {
     this.#add("warning", path, message);
   }
 
+  /** Work done by `hasErrorAt` (one step per call); see `YamlSource.lookupSteps`. */
+  get lookupSteps(): number {
+    return this.#steps;
+  }
+
   /** Whether an error was recorded at exactly `path`. */
   hasErrorAt(path: Path): boolean {
-    const p = formatPath(path);
-    return this.diagnostics.some((d) => d.severity === "error" && d.path === p);
+    this.#steps++;
+    return this.#errorPaths.has(formatPath(path));
   }
 
   #add(severity: "error" | "warning", path: Path, message: string): void {
     const { line, column } = this.#source.position(path);
-    this.diagnostics.push({
-      severity,
-      path: formatPath(path),
-      message,
-      line,
-      column,
-      file: this.#file,
-    });
+    const formatted = formatPath(path);
+    if (severity === "error") this.#errorPaths.add(formatted);
+    this.diagnostics.push({ severity, path: formatted, message, line, column, file: this.#file });
+  }
+
+  /** `describeValue`, but a value at a secret-bearing key is described by its type only. */
+  #show(path: Path, v: unknown): string {
+    return isSecretPath(path) ? describeType(v) : describeValue(v);
   }
 
   /**
@@ -74,7 +83,7 @@ export class Checker {
       return {};
     }
     if (typeof value !== "object" || Array.isArray(value)) {
-      this.error(path, `must be a mapping, got ${describeValue(value)}`);
+      this.error(path, `must be a mapping, got ${this.#show(path, value)}`);
       return null;
     }
     return value as Obj;
@@ -84,7 +93,7 @@ export class Checker {
   sequence(value: unknown, path: Path): unknown[] | null {
     if (value === undefined || value === null) return [];
     if (!Array.isArray(value)) {
-      this.error(path, `must be a sequence, got ${describeValue(value)}`);
+      this.error(path, `must be a sequence, got ${this.#show(path, value)}`);
       return null;
     }
     return value;
@@ -97,7 +106,9 @@ export class Checker {
       const near = closest(key, known);
       this.warning(
         [...path, key],
-        `unknown key '${key}' will be ignored${near ? ` (did you mean '${near}'?)` : ""}`,
+        `unknown key '${printableKey(key)}' will be ignored${
+          near ? ` (did you mean '${near}'?)` : ""
+        }`,
       );
     }
   }
@@ -108,7 +119,7 @@ export class Checker {
     if (v === undefined || v === null) return def;
     const path = [...parent, key];
     if (typeof v !== "number" || !Number.isInteger(v)) {
-      this.error(path, `must be an integer, got ${describeValue(v)}`);
+      this.error(path, `must be an integer, got ${this.#show(path, v)}`);
       return def;
     }
     const enforce = bounds.enforce ?? true;
@@ -116,7 +127,7 @@ export class Checker {
     // Without an explicit bound, MAX_INT (the largest timer delay) keeps values sane.
     const max = enforce && bounds.max !== undefined ? bounds.max : MAX_INT;
     if ((min !== undefined && v < min) || v > max) {
-      this.error(path, rangeMessage(v, min, max));
+      this.error(path, rangeMessage(isSecretPath(path) ? null : v, min, max));
       return def;
     }
     return v;
@@ -141,9 +152,9 @@ export class Checker {
     const out: number[] = [];
     list.forEach((item, i) => {
       if (typeof item !== "number" || !Number.isInteger(item)) {
-        this.error([...path, i], `must be an integer, got ${describeValue(item)}`);
+        this.error([...path, i], `must be an integer, got ${this.#show(path, item)}`);
       } else if ((opts.min !== undefined && item < opts.min) || item > MAX_INT) {
-        this.error([...path, i], rangeMessage(item, opts.min, MAX_INT));
+        this.error([...path, i], rangeMessage(isSecretPath(path) ? null : item, opts.min, MAX_INT));
       } else {
         out.push(item);
       }
@@ -156,7 +167,8 @@ export class Checker {
     const v = obj[key];
     if (v === undefined || v === null) return def;
     if (typeof v !== "boolean") {
-      this.error([...parent, key], `must be a boolean (true or false), got ${describeValue(v)}`);
+      const path = [...parent, key];
+      this.error(path, `must be a boolean (true or false), got ${this.#show(path, v)}`);
       return def;
     }
     return v;
@@ -167,7 +179,8 @@ export class Checker {
     const v = obj[key];
     if (v === undefined || v === null) return def;
     if (typeof v !== "string") {
-      this.error([...parent, key], `must be a string, got ${describeValue(v)}`);
+      const path = [...parent, key];
+      this.error(path, `must be a string, got ${this.#show(path, v)}`);
       return def;
     }
     if (nonEmpty && v === "") {
@@ -191,26 +204,49 @@ export class Checker {
     const v = obj[key];
     if (v === undefined || v === null) return def;
     if (typeof v !== "string" || !(allowed as readonly string[]).includes(v)) {
-      this.error([...parent, key], `must be one of ${allowed.join(", ")}, got ${describeValue(v)}`);
+      const path = [...parent, key];
+      this.error(path, `must be one of ${allowed.join(", ")}, got ${this.#show(path, v)}`);
       return def;
     }
     return v as T;
   }
 }
 
-function rangeMessage(v: number, min: number | undefined, max: number): string {
-  if (min !== undefined && max !== MAX_INT) return `must be between ${min} and ${max}, got ${v}`;
-  if (min !== undefined && v < min) return `must be >= ${min}, got ${v}`;
-  return `must be <= ${max}, got ${v}`;
+/** The range error; `v` null when the value is a secret (then the bounds alone are named). */
+function rangeMessage(v: number | null, min: number | undefined, max: number): string {
+  const got = v === null ? "" : `, got ${v}`;
+  if (min !== undefined && max !== MAX_INT) return `must be between ${min} and ${max}${got}`;
+  if (min !== undefined && v !== null && v < min) return `must be >= ${min}${got}`;
+  if (min !== undefined && v === null) return `must be >= ${min} and <= ${max}`;
+  return `must be <= ${max}${got}`;
 }
 
-/** Short description of a YAML value for messages: `"abc"`, `12`, `a sequence`. */
+/**
+ * Short description of a YAML value for messages: `"abc"`, `12`, `a sequence`. A string that
+ * mentions a secret key (`"auth_token=abc123"`, a line missing its colon) is not echoed.
+ */
 export function describeValue(v: unknown): string {
   if (v === null || v === undefined) return "an empty value";
   if (Array.isArray(v)) return "a sequence";
   if (typeof v === "object") return "a mapping";
-  if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v);
+  if (typeof v === "string") {
+    if (isSecretKey(v)) return `a string (${REDACTED}: it mentions a secret key)`;
+    return JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v);
+  }
   return String(v);
+}
+
+/** The type of a value without the value: what messages show for a secret. */
+function describeType(v: unknown): string {
+  if (v === null || v === undefined || Array.isArray(v) || typeof v === "object") {
+    return describeValue(v);
+  }
+  const kind = typeof v === "number"
+    ? "a number"
+    : typeof v === "boolean"
+    ? "a boolean"
+    : "a string";
+  return `${kind} (${REDACTED})`;
 }
 
 /** The known key closest to a misspelt one (edit distance <= 2), for "did you mean". */

@@ -3,17 +3,21 @@
  * point at the line and column of the key (or value) it is about.
  */
 import {
+  type Alias,
   type Document,
   isAlias,
   isMap,
-  isPair,
   isScalar,
   isSeq,
   LineCounter,
   type Node,
+  type Pair,
   parseDocument,
   type Scalar,
+  visit,
+  type YAMLMap,
 } from "yaml";
+import { isSecretKey, printableKey } from "./_secrets.ts";
 import type { Diagnostic } from "./types.ts";
 
 /** One step of a key path: a mapping key or a sequence index. */
@@ -24,12 +28,15 @@ export type Path = readonly Segment[];
 /** Bound on alias expansion so a hostile file cannot blow up memory ("billion laughs"). */
 const MAX_ALIAS_COUNT = 100;
 
-/** Formats a key path the way diagnostics print it: `providers[1].restart_policy.backoff_ms`. */
+/**
+ * Formats a key path the way diagnostics print it: `providers[1].restart_policy.backoff_ms`. A key
+ * that looks like a pasted secret (`auth_token=abc123`) prints as `<redacted>`.
+ */
 export function formatPath(path: Path): string {
   let out = "";
   for (const seg of path) {
     if (typeof seg === "number") out += `[${seg}]`;
-    else out += out === "" ? seg : `.${seg}`;
+    else out += out === "" ? printableKey(seg) : `.${printableKey(seg)}`;
   }
   return out;
 }
@@ -40,14 +47,94 @@ export interface Position {
   readonly column: number;
 }
 
-/** The parsed document, its plain data and a way back from key paths to positions. */
+/** The text of a file, or where its first byte that is not UTF-8 is. */
+export type DecodedText = { ok: true; text: string } | {
+  ok: false;
+  /** Byte offset of the first byte that does not start (or continue) a valid UTF-8 sequence. */
+  offset: number;
+  /** Its line and column (column counted like every other diagnostic, in UTF-16 units). */
+  position: Position;
+};
+
+/**
+ * Decodes a file as UTF-8, strictly: an invalid byte is reported with its position instead of
+ * being replaced by U+FFFD (which would silently change a key or a value). A leading BOM is
+ * skipped.
+ */
+export function decodeUtf8(bytes: Uint8Array): DecodedText {
+  try {
+    return { ok: true, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
+  } catch {
+    // Fall through: find where (only on the error path, valid files are decoded once).
+  }
+  const offset = Math.max(firstInvalidUtf8(bytes), 0);
+  const lineStart = bytes.lastIndexOf(0x0a, offset - 1) + 1;
+  let line = 1;
+  for (let i = 0; i < lineStart; i++) if (bytes[i] === 0x0a) line++;
+  const before = new TextDecoder("utf-8").decode(bytes.subarray(lineStart, offset));
+  return { ok: false, offset, position: { line, column: before.length + 1 } };
+}
+
+/**
+ * Offset of the first byte that is not part of a well-formed UTF-8 sequence (Unicode Table 3-7:
+ * no overlong forms, no surrogates, nothing above U+10FFFF), or the start of a truncated sequence;
+ * -1 when every byte is valid.
+ */
+function firstInvalidUtf8(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    let need: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c === 0xe0) lo = 0xa0;
+      if (c === 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c === 0xf0) lo = 0x90;
+      if (c === 0xf4) hi = 0x8f;
+    } else return i;
+    for (let k = 1; k <= need; k++) {
+      const d = b[i + k];
+      if (d === undefined || d < (k === 1 ? lo : 0x80) || d > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += need + 1;
+  }
+  return -1;
+}
+
+/**
+ * The parsed document, its plain data and a way back from key paths to positions. Lookups are
+ * indexed (each mapping's keys once, every alias once), so reporting N diagnostics costs O(N), not
+ * O(N x file size): `--check-config` stays linear in the size of the file.
+ */
 export class YamlSource {
   readonly #doc: Document.Parsed;
   readonly #lines: LineCounter;
+  /** Each mapping's pairs by key text, built on the first lookup into that mapping. */
+  readonly #pairs = new WeakMap<YAMLMap, Map<string, Pair>>();
+  /** Every alias and the node it stands for, built on the first alias met by a lookup. */
+  #aliases: Map<Alias, unknown> | null = null;
+  #steps = 0;
 
   private constructor(doc: Document.Parsed, lines: LineCounter) {
     this.#doc = doc;
     this.#lines = lines;
+  }
+
+  /**
+   * Work done by lookups so far: path steps taken plus YAML nodes visited to build the indexes.
+   * Deterministic, so tests can assert that checking stays linear without timing anything.
+   */
+  get lookupSteps(): number {
+    return this.#steps;
   }
 
   /**
@@ -112,9 +199,10 @@ export class YamlSource {
     let node: unknown = this.#doc.contents;
     let offset = rangeStart(node) ?? 0;
     for (const seg of path) {
+      this.#steps++;
       node = this.#deref(node);
       if (isMap(node)) {
-        const pair = node.items.find((p) => isPair(p) && keyText(p.key) === String(seg));
+        const pair = this.#pair(node, seg);
         if (!pair) break;
         offset = rangeStart(pair.key) ?? offset;
         node = pair.value;
@@ -133,9 +221,10 @@ export class YamlSource {
   scalarAt(path: Path): Scalar | null {
     let node: unknown = this.#doc.contents;
     for (const seg of path) {
+      this.#steps++;
       node = this.#deref(node);
       if (isMap(node)) {
-        const pair = node.items.find((p) => isPair(p) && keyText(p.key) === String(seg));
+        const pair = this.#pair(node, seg);
         if (!pair) return null;
         node = pair.value;
       } else if (isSeq(node) && typeof seg === "number") {
@@ -148,8 +237,66 @@ export class YamlSource {
     return isScalar(node) ? node : null;
   }
 
+  /**
+   * The source text of every scalar written under a secret-bearing key (`auth_token: 0x1F` is
+   * `0x1F` here, `31` in the data), so diagnostics can be scrubbed of both forms.
+   */
+  secretScalarTexts(): string[] {
+    const out: string[] = [];
+    const stack: { node: unknown; secret: boolean }[] = [{
+      node: this.#doc.contents,
+      secret: false,
+    }];
+    for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+      const { node, secret } = top;
+      if (isMap(node)) {
+        for (const pair of node.items) {
+          const key = keyText(pair.key);
+          stack.push({ node: pair.value, secret: secret || (key !== null && isSecretKey(key)) });
+        }
+      } else if (isSeq(node)) {
+        for (const item of node.items) stack.push({ node: item, secret });
+      } else if (secret && isScalar(node) && typeof node.source === "string") {
+        out.push(node.source);
+      }
+    }
+    return out;
+  }
+
+  /** The pair of `map` whose key is `seg` (the first one when a key is repeated). */
+  #pair(map: YAMLMap, seg: Segment): Pair | undefined {
+    let index = this.#pairs.get(map);
+    if (index === undefined) {
+      index = new Map();
+      for (const pair of map.items) {
+        this.#steps++;
+        const key = keyText(pair.key);
+        if (key !== null && !index.has(key)) index.set(key, pair);
+      }
+      this.#pairs.set(map, index);
+    }
+    return index.get(String(seg));
+  }
+
+  /**
+   * The node an alias stands for: the last node anchored with its name before it, as the yaml
+   * library resolves it; that library's own `resolve` walks the whole document on every call.
+   */
   #deref(node: unknown): unknown {
-    return isAlias(node) ? node.resolve(this.#doc) : node;
+    if (!isAlias(node)) return node;
+    if (this.#aliases === null) {
+      const aliases = new Map<Alias, unknown>();
+      const anchored = new Map<string, unknown>();
+      visit(this.#doc, {
+        Node: (_key, n) => {
+          this.#steps++;
+          if (isAlias(n)) aliases.set(n, anchored.get(n.source));
+          else if (n.anchor) anchored.set(n.anchor, n);
+        },
+      });
+      this.#aliases = aliases;
+    }
+    return this.#aliases.get(node);
   }
 
   /** Duplicate keys are always an error (project rule), reported at the repeated key. */

@@ -1,14 +1,24 @@
 /**
- * Loads the runtime YAML file: parse with positions -> structure layer (JSON Schema) -> semantic
- * layer -> one immutable `Config`, or every diagnostic found. Pure: file reading, the environment
- * and PATH lookups are supplied by the caller (src/main.ts), so nothing here touches Deno.*.
+ * Loads the runtime YAML file: bounded read -> strict UTF-8 -> parse with positions -> structure
+ * layer (JSON Schema) -> semantic layer -> one immutable `Config`, or every diagnostic found, with
+ * every secret scrubbed. Pure: file reading, the environment and PATH lookups are supplied by the
+ * caller (src/main.ts), so nothing here touches Deno.*.
  */
 import { posix } from "node:path";
 import { Checker, describeValue, type Obj } from "./_checker.ts";
+import { scrubDiagnostics, secretTexts } from "./_secrets.ts";
 import { readConfig } from "./_semantic.ts";
-import { formatPath, type Path, YamlSource } from "./_source.ts";
+import { decodeUtf8, formatPath, type Path, YamlSource } from "./_source.ts";
 import { validateStructure } from "./_structure.ts";
 import type { Config, Diagnostic } from "./types.ts";
+
+/**
+ * Largest configuration file the runtime reads: 2 MiB, some 250 times examples/full.yaml. A larger
+ * file, or anything that is not a regular file (a FIFO, a device such as /dev/zero), is refused
+ * before it is read, with exit code 2. The bound also caps what a check costs: the YAML parser
+ * needs up to ~150 bytes of memory per byte of dense flow-style input (~300 MB at the limit).
+ */
+export const MAX_CONFIG_FILE_BYTES = 2 * 1024 * 1024;
 
 /** What `loadConfig` needs from the host. */
 export interface LoadConfigOptions {
@@ -23,6 +33,11 @@ export interface LoadConfigOptions {
   readonly commandExists: (command: string) => boolean;
   /** Working directory (the default data_dir lives under it). */
   readonly cwd: string;
+  /**
+   * Test hook: receives the work spent locating diagnostics (YAML nodes visited by position
+   * lookups, error-path checks), a deterministic measure that must grow linearly with the file.
+   */
+  readonly onLookupWork?: (steps: number) => void;
 }
 
 /** The outcome of a load: the config (null on any error) and every diagnostic, in file order. */
@@ -31,14 +46,94 @@ export interface LoadConfigResult {
   readonly diagnostics: Diagnostic[];
 }
 
-/** Parses and validates a runtime configuration file's text. */
-export function loadConfig(text: string, options: LoadConfigOptions): LoadConfigResult {
+/** What a bounded file read gives: the bytes, or why the file was refused (for the message). */
+export type BoundedFileRead =
+  | { readonly ok: true; readonly bytes: Uint8Array }
+  | { readonly ok: false; readonly message: string };
+
+/** `loadConfig` options plus the host's bounded reader. */
+export interface LoadConfigFileOptions extends LoadConfigOptions {
+  /**
+   * Reads `absPath` if it is a regular file of at most `maxBytes` bytes, reading no more than
+   * `maxBytes + 1` bytes whatever the file does meanwhile (src/host: `readRegularFile`).
+   */
+  readonly readFile: (absPath: string, maxBytes: number) => Promise<BoundedFileRead>;
+}
+
+/** A loaded file, or a file that could not be read at all (exit code 2: nothing to diagnose). */
+export type LoadConfigFileResult =
+  | ({ readonly readable: true } & LoadConfigResult)
+  | { readonly readable: false; readonly message: string };
+
+/**
+ * Reads and loads the configuration file at `options.path`. The one way the runtime reads its
+ * configuration (`--check-config`, `--config`, and any future reload): the size bound and the
+ * regular-file rule hold for every caller.
+ */
+export async function loadConfigFile(
+  options: LoadConfigFileOptions,
+): Promise<LoadConfigFileResult> {
+  const read = await options.readFile(options.path, MAX_CONFIG_FILE_BYTES);
+  if (!read.ok) return { readable: false, message: read.message };
+  if (read.bytes.length > MAX_CONFIG_FILE_BYTES) {
+    // The reader promised the bound; hold it here too rather than parse an unbounded buffer.
+    return {
+      readable: false,
+      message: `larger than the ${MAX_CONFIG_FILE_BYTES}-byte limit (${read.bytes.length} bytes)`,
+    };
+  }
+  return { readable: true, ...loadConfig(read.bytes, options) };
+}
+
+/**
+ * Parses and validates a runtime configuration: the file's bytes (strict UTF-8) or its text.
+ * Diagnostics never contain a value held by a secret-bearing key (`http.auth_token`, ...).
+ */
+export function loadConfig(
+  input: string | Uint8Array,
+  options: LoadConfigOptions,
+): LoadConfigResult {
+  const file = options.path;
+  let text: string;
+  if (typeof input === "string") {
+    text = input;
+  } else {
+    const decoded = decodeUtf8(input);
+    if (!decoded.ok) {
+      return {
+        config: null,
+        diagnostics: [{
+          severity: "error",
+          path: "",
+          message: `the file is not valid UTF-8: invalid byte at byte offset ${decoded.offset} ` +
+            "(save the file as UTF-8)",
+          ...decoded.position,
+          file,
+        }],
+      };
+    }
+    text = decoded.text;
+  }
+  const result = parseAndValidate(text, options);
+  return {
+    config: result.config,
+    diagnostics: scrubDiagnostics(result.diagnostics, result.secrets),
+  };
+}
+
+function parseAndValidate(
+  text: string,
+  options: LoadConfigOptions,
+): LoadConfigResult & { secrets: readonly string[] } {
   const file = options.path;
   const parsed = YamlSource.parse(text, file);
   const diagnostics = [...parsed.diagnostics];
-  if (parsed.source === null) return { config: null, diagnostics: sorted(diagnostics) };
+  if (parsed.source === null) {
+    return { config: null, diagnostics: sorted(diagnostics), secrets: [] };
+  }
   const source = parsed.source;
   const data = parsed.data;
+  const secrets = secretTexts(data, source.secretScalarTexts());
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     const got = data === null || data === undefined ? "an empty file" : describeValue(data);
     diagnostics.push({
@@ -48,7 +143,7 @@ export function loadConfig(text: string, options: LoadConfigOptions): LoadConfig
       ...source.position([]),
       file,
     });
-    return { config: null, diagnostics: sorted(diagnostics) };
+    return { config: null, diagnostics: sorted(diagnostics), secrets };
   }
 
   const checker = new Checker(source, file);
@@ -63,7 +158,8 @@ export function loadConfig(text: string, options: LoadConfigOptions): LoadConfig
     configPath: options.path,
     configDir: posix.dirname(options.path),
   });
-  diagnostics.push(...checker.diagnostics);
+  // One at a time: spreading a huge list into push() overflows the call stack (160k arguments).
+  for (const d of checker.diagnostics) diagnostics.push(d);
 
   // The semantic layer names the problem better; a schema error is kept only where the semantic
   // layer found nothing at the same key, and once per key.
@@ -77,8 +173,13 @@ export function loadConfig(text: string, options: LoadConfigOptions): LoadConfig
     diagnostics.push(structureDiagnostic(source, e.path, e.message, file));
   }
 
+  options.onLookupWork?.(source.lookupSteps + checker.lookupSteps);
   const hasError = diagnostics.some((d) => d.severity === "error");
-  return { config: hasError ? null : deepFreeze(config), diagnostics: sorted(diagnostics) };
+  return {
+    config: hasError ? null : deepFreeze(config),
+    diagnostics: sorted(diagnostics),
+    secrets,
+  };
 }
 
 function structureDiagnostic(

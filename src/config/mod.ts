@@ -1,6 +1,12 @@
 export * from "./types.ts";
-export { loadConfig } from "./loader.ts";
-export type { LoadConfigOptions, LoadConfigResult } from "./loader.ts";
+export { loadConfig, loadConfigFile, MAX_CONFIG_FILE_BYTES } from "./loader.ts";
+export type {
+  BoundedFileRead,
+  LoadConfigFileOptions,
+  LoadConfigFileResult,
+  LoadConfigOptions,
+  LoadConfigResult,
+} from "./loader.ts";
 export { countDiagnostics, diagnosticsReport, formatDiagnostic, formatSummary } from "./report.ts";
 export type { DiagnosticsReport } from "./report.ts";
 export { isLoopback } from "./loopback.ts";

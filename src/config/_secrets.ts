@@ -1,0 +1,117 @@
+/**
+ * Secrets never appear in a diagnostic. A key whose name mentions a token, password, secret,
+ * passphrase or API key holds a secret (today http.auth_token,
+ * telemetry.influxdb.token and its alias telemetry.influx_token; the rule is by name so a key added
+ * later, or a call argument such as `password`, is covered without a schema marker). Three layers:
+ * values at such a key are described by type only, text that mentions such a key name is not
+ * echoed, and a last pass scrubs every secret value the file holds (and the password of any URL
+ * with one, `http://user:pass@host`) out of every diagnostic, whichever layer wrote it.
+ */
+import type { Diagnostic } from "./types.ts";
+
+/** What replaces a secret in a diagnostic. */
+export const REDACTED = "<redacted>";
+
+/**
+ * Secrets shorter than this are not scrubbed from unrelated text by the last pass: scrubbing "1"
+ * would garble every line number, and a value that short protects nothing. Values at a secret key
+ * are still never echoed, whatever their length.
+ */
+export const MIN_SCRUBBED_SECRET_LENGTH = 4;
+
+const SECRET_WORD_RE = /token|passw(?:or)?d|passphrase|secret|api_?key/i;
+/** The password of a URL's user information: `scheme://user:PASSWORD@host...`. */
+const URL_PASSWORD_RE = /^[a-z][a-z0-9+.-]*:\/\/[^/@:\s]*:([^/@\s]+)@/i;
+/** A plain key name: letters, digits, `_`, `-`, `.` (anything else may be a pasted value). */
+const PLAIN_KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * Whether `key` names a secret-bearing setting (`auth_token`, `token`, `password`, ...); also
+ * whether free text mentions one (`auth_token=abc123` pasted as a key or a value carries the
+ * secret along).
+ */
+export function isSecretKey(key: string): boolean {
+  return SECRET_WORD_RE.test(key);
+}
+
+/** Whether a key path passes through a secret-bearing key (its value and anything under it). */
+export function isSecretPath(path: readonly (string | number)[]): boolean {
+  return path.some((seg) => typeof seg === "string" && isSecretKey(seg));
+}
+
+/** A key as diagnostics may print it: a key that mentions a secret and is not a plain name is hidden. */
+export function printableKey(key: string): string {
+  return isSecretKey(key) && !PLAIN_KEY_RE.test(key) ? REDACTED : key;
+}
+
+/**
+ * Most secret values the last pass scrubs (a real file holds a handful). It costs one substring
+ * search per secret form per diagnostic, so a file with thousands of secret-named keys must not
+ * make checking quadratic; secrets past this bound still get the first two layers.
+ */
+export const MAX_SCRUBBED_SECRETS = 32;
+
+/**
+ * Text forms of the secrets in a file, longest first so a longer form is scrubbed before a shorter
+ * one inside it: every scalar stored under a secret key in `data` (the value, its JSON form when
+ * that escapes something, and the shortened form diagnostics use for long strings), the same
+ * scalars as written in the file (`sourceTexts`: `0x1F` is `31` in the data), and the password of
+ * any URL with one. At most MAX_SCRUBBED_SECRETS values, in file order. Iterative: a deeply nested
+ * file cannot overflow the stack here.
+ */
+export function secretTexts(data: unknown, sourceTexts: readonly string[] = []): string[] {
+  const values: string[] = [];
+  const add = (text: string) => {
+    if (text.length >= MIN_SCRUBBED_SECRET_LENGTH && !values.includes(text)) values.push(text);
+  };
+  for (const text of sourceTexts) {
+    if (values.length >= MAX_SCRUBBED_SECRETS) break;
+    add(text);
+  }
+  const stack: { node: unknown; secret: boolean }[] = [{ node: data, secret: false }];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    if (values.length >= MAX_SCRUBBED_SECRETS) break;
+    const { node, secret } = top;
+    if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push({ node: node[i], secret });
+    } else if (node !== null && typeof node === "object") {
+      for (const [k, v] of Object.entries(node).reverse()) {
+        stack.push({ node: v, secret: secret || isSecretKey(k) });
+      }
+    } else if (typeof node === "string" && !secret) {
+      // A URL with a password in it (`http://user:pass@host`) carries a secret under any key.
+      const password = URL_PASSWORD_RE.exec(node)?.[1];
+      if (password !== undefined) add(password);
+    } else if (secret && node !== null && node !== undefined) {
+      add(String(node));
+    }
+  }
+  const forms = new Set<string>();
+  for (const text of values) {
+    forms.add(text);
+    const json = JSON.stringify(text);
+    if (json !== `"${text}"`) forms.add(json);
+    if (text.length > 40) forms.add(text.slice(0, 37));
+  }
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every secret replaced by `<redacted>`. */
+export function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (out.includes(s)) out = out.replaceAll(s, REDACTED);
+  return out;
+}
+
+/** Diagnostics with every secret scrubbed from their message and key path. */
+export function scrubDiagnostics(
+  diagnostics: readonly Diagnostic[],
+  secrets: readonly string[],
+): Diagnostic[] {
+  if (secrets.length === 0) return [...diagnostics];
+  return diagnostics.map((d) => {
+    const message = scrub(d.message, secrets);
+    const path = scrub(d.path, secrets);
+    return message === d.message && path === d.path ? d : { ...d, message, path };
+  });
+}
