@@ -1,14 +1,28 @@
 /**
- * InfluxDB line protocol formatting (telemetry.md §2-§4, §8).
+ * InfluxDB line protocol formatting (telemetry.md §2-§4, §8; docs/telemetry.md "Line protocol").
  *
  * We format rows ourselves instead of using the client's `Point`: the contract fixes escaping
  * (§8: newline/CR/tab become literal `\n` `\r` `\t`, other control bytes are dropped) and field
  * order, which `Point` does not reproduce.
  *
+ * Every line {@link formatRow} returns is valid line protocol (InfluxDB v2 reference, "Line
+ * protocol": special characters, naming, at least one field):
+ * - measurement: `,` space `\` escaped; tag keys, tag values, field keys: `,` `=` space `\`
+ *   escaped; string field values: `"` `\` escaped (a doubled backslash reads as one backslash).
+ * - newlines are never written raw (the protocol has no escape for them): \n \r \t become the
+ *   two visible characters `\n` `\r` `\t`, other control characters (<0x20, 0x7F) are dropped.
+ * - a name or tag value is never empty: one made only of dropped control characters is written
+ *   as those characters percent-encoded (`\x01\x02` -> `%01%02`), an empty one as
+ *   {@link EMPTY_ID_TEXT}. Ids without control characters are written exactly as before.
+ * - names never start with what the protocol reserves: a measurement, tag key or field key
+ *   starting with `_` gets `%5F`, a measurement starting with `#` (a comment line) gets `%23`.
+ *   (Our names are fixed `runtime_...` words; tag values may start with anything.)
+ * - a row with no writable field or a non-finite timestamp yields null (never an invalid line).
+ *
  * Doubles are printed with JavaScript's shortest round-trip formatting (`String(n)`, e.g.
  * 23.456789 stays 23.456789, 1e21 prints as 1e+21) instead of anolis' 6 significant digits, so
  * no precision is lost. NaN and ±Infinity are not representable in line protocol: such fields are
- * omitted.
+ * omitted. 64-bit integers (number or bigint) are printed exactly, never through a double.
  */
 
 /** A typed line-protocol field value. */
@@ -30,11 +44,18 @@ export interface Row {
 const INT64_MAX = (1n << 63n) - 1n;
 const INT64_MIN = -(1n << 63n);
 const UINT64_MAX = (1n << 64n) - 1n;
+/** Largest |timestamp| in ms that fits InfluxDB's int64 nanosecond timestamps. */
+const MAX_TIMESTAMP_MS = 9_223_372_036_854;
+
+/** Written for a name or tag value that is the empty string (line protocol forbids empty ones). */
+export const EMPTY_ID_TEXT = "(empty)";
+
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\x00-\x1f\x7f]/g;
 
 /** Drops control bytes (<0x20, 0x7F) except \n \r \t, which become their two-char escapes. */
 function escapeControls(s: string): string {
-  // deno-lint-ignore no-control-regex
-  return s.replace(/[\x00-\x1f\x7f]/g, (c) => {
+  return s.replace(CONTROL, (c) => {
     if (c === "\n") return "\\n";
     if (c === "\r") return "\\r";
     if (c === "\t") return "\\t";
@@ -42,14 +63,38 @@ function escapeControls(s: string): string {
   });
 }
 
-/** Escapes a tag key or tag value: `,` `=` space `\` get a backslash (§8). */
-export function escapeTag(s: string): string {
-  return escapeControls(s.replace(/[\\,= ]/g, (c) => `\\${c}`));
+const percent = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`;
+
+/**
+ * Keeps an escaped name or tag value from being empty: if escaping left nothing, the raw id was
+ * empty or made only of dropped control characters; write it visibly instead.
+ */
+function nonEmpty(escaped: string, raw: string): string {
+  if (escaped !== "") return escaped;
+  return raw === "" ? EMPTY_ID_TEXT : raw.replace(/[^]/g, percent);
 }
 
-/** Escapes a measurement name: `,` space `\` get a backslash. */
+/** Percent-encodes a first character that a name may not start with (`_` reserved, `#` comment). */
+function allowedStart(escaped: string, reserved: RegExp): string {
+  return reserved.test(escaped) ? percent(escaped[0]) + escaped.slice(1) : escaped;
+}
+
+/** Escapes a tag value: `,` `=` space `\` get a backslash (§8); never empty. */
+export function escapeTag(s: string): string {
+  return nonEmpty(escapeControls(s.replace(/[\\,= ]/g, (c) => `\\${c}`)), s);
+}
+
+/** Escapes a tag key or field key like a tag value; a leading `_` (reserved) is written `%5F`. */
+export function escapeKey(s: string): string {
+  return allowedStart(escapeTag(s), /^_/);
+}
+
+/**
+ * Escapes a measurement name: `,` space `\` get a backslash; never empty; a leading `_`
+ * (reserved) or `#` (it would make the line a comment) is percent-encoded.
+ */
 export function escapeMeasurement(s: string): string {
-  return escapeControls(s.replace(/[\\, ]/g, (c) => `\\${c}`));
+  return allowedStart(nonEmpty(escapeControls(s.replace(/[\\, ]/g, (c) => `\\${c}`)), s), /^[_#]/);
 }
 
 /** Escapes a string field value (without the surrounding quotes): `"` and `\` (§8). */
@@ -57,22 +102,25 @@ export function escapeStringField(s: string): string {
   return escapeControls(s.replace(/["\\]/g, (c) => `\\${c}`));
 }
 
+/** The exact integer a number or bigint holds, or null (NaN, ±Infinity, a fraction). */
 function toBigInt(v: number | bigint): bigint | null {
   if (typeof v === "bigint") return v;
-  if (!Number.isFinite(v)) return null;
-  return BigInt(Math.trunc(v));
+  return Number.isInteger(v) ? BigInt(v) : null;
 }
 
-/** Formats one field value, or null when it cannot be represented (NaN, out of range). */
+/** Formats one field value, or null when it cannot be represented (NaN, ±Infinity, out of range). */
 export function formatFieldValue(f: FieldValue): string | null {
   switch (f.kind) {
     case "double":
       return Number.isFinite(f.value) ? String(f.value) : null;
     case "int": {
+      // Safe integers print directly; anything else goes through bigint, never through a double.
+      if (Number.isSafeInteger(f.value)) return `${f.value}i`;
       const b = toBigInt(f.value);
       return b === null || b > INT64_MAX || b < INT64_MIN ? null : `${b}i`;
     }
     case "uint": {
+      if (Number.isSafeInteger(f.value)) return (f.value as number) < 0 ? null : `${f.value}u`;
       const b = toBigInt(f.value);
       return b === null || b < 0n || b > UINT64_MAX ? null : `${b}u`;
     }
@@ -84,23 +132,22 @@ export function formatFieldValue(f: FieldValue): string | null {
 }
 
 /**
- * Formats a row as one line (no trailing newline). Tags with an empty value are left out (line
- * protocol forbids them); unrepresentable fields are left out; a row without any field is not a
- * valid line and yields null.
+ * Formats a row as one line (no trailing newline). Names and tag values are escaped and never
+ * empty (see the module comment); unrepresentable fields are left out. A row without any
+ * writable field, or with a timestamp outside what InfluxDB can store, is not a valid line: null.
  */
 export function formatRow(row: Row): string | null {
+  const ts = row.timestampMs;
+  if (!Number.isFinite(ts) || Math.abs(ts) > MAX_TIMESTAMP_MS) return null;
   let head = escapeMeasurement(row.measurement);
-  for (const [k, v] of row.tags) {
-    if (v === "") continue;
-    head += `,${escapeTag(k)}=${escapeTag(v)}`;
-  }
-  const parts: string[] = [];
+  for (const [k, v] of row.tags) head += `,${escapeKey(k)}=${escapeTag(v)}`;
+  let fields = "";
   for (const [k, f] of row.fields) {
     const text = formatFieldValue(f);
-    if (text !== null) parts.push(`${escapeTag(k)}=${text}`);
+    if (text !== null) fields += `${fields === "" ? "" : ","}${escapeKey(k)}=${text}`;
   }
-  if (parts.length === 0) return null;
-  return `${head} ${parts.join(",")} ${Math.trunc(row.timestampMs)}`;
+  if (fields === "") return null;
+  return `${head} ${fields} ${Math.trunc(ts)}`;
 }
 
 const encoder = new TextEncoder();

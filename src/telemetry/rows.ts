@@ -23,21 +23,66 @@ const MAX_RUN_PAYLOAD_BYTES = 4096;
 
 type Fields = [string, FieldValue][];
 
+/**
+ * A signal value as telemetry accepts it: a TypedValue whose int64/uint64 member may be a bigint
+ * (outside the safe-integer range; issue 18 §3), or null (a declared signal the provider answered
+ * without a value: the row keeps its quality field and has no value field).
+ */
+export type SignalValue =
+  | TypedValue
+  | { type: "int64"; int64: number | bigint }
+  | { type: "uint64"; uint64: number | bigint }
+  | null;
+
+/** Why a row builder left something out of a row; the writer counts each kind. */
+export type RowOmission =
+  /** The signal's value cannot be carried by line protocol (NaN/±Infinity, integer range). */
+  | { readonly kind: "value"; readonly reason: "non_finite" | "out_of_range" }
+  /** A run event's payload could not be serialised; `reason` names why. */
+  | { readonly kind: "payload"; readonly reason: string };
+
+/** A row plus what its builder had to leave out. */
+export interface BuiltRow extends Row {
+  readonly omission?: RowOmission;
+}
+
 const str = (value: string): FieldValue => ({ kind: "string", value });
 const int = (value: number | bigint): FieldValue => ({ kind: "int", value });
 const bool = (value: boolean): FieldValue => ({ kind: "bool", value });
 
-/** The typed value field of a signal row; null when the value is not representable. */
-function valueField(v: TypedValue): [string, FieldValue] | null {
+const INT64_MIN = -(1n << 63n);
+const INT64_MAX = (1n << 63n) - 1n;
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/** True when `v` is an integer within [min, max] (min is 0 or INT64_MIN, max beyond 2^53). */
+function integerWithin(v: number | bigint, min: bigint, max: bigint): boolean {
+  if (typeof v === "number") {
+    // Fast path: a safe integer is within both ranges unless negative for uint64.
+    if (Number.isSafeInteger(v)) return min < 0n || v >= 0;
+    if (!Number.isInteger(v)) return false;
+    v = BigInt(v);
+  }
+  return v >= min && v <= max;
+}
+
+/** The typed value field of a signal row, "none" for a null value, or why it is left out. */
+function valueField(
+  v: SignalValue,
+): [string, FieldValue] | "none" | "non_finite" | "out_of_range" {
+  if (v === null) return "none";
   switch (v.type) {
     case "double":
       return Number.isFinite(v.double)
         ? ["value_double", { kind: "double", value: v.double }]
-        : null;
+        : "non_finite";
     case "int64":
-      return ["value_int", int(v.int64)];
+      return integerWithin(v.int64, INT64_MIN, INT64_MAX)
+        ? ["value_int", int(v.int64)]
+        : "out_of_range";
     case "uint64":
-      return ["value_uint", { kind: "uint", value: v.uint64 }];
+      return integerWithin(v.uint64, 0n, UINT64_MAX)
+        ? ["value_uint", { kind: "uint", value: v.uint64 }]
+        : "out_of_range";
     case "bool":
       return ["value_bool", bool(v.bool)];
     case "string":
@@ -49,14 +94,18 @@ function valueField(v: TypedValue): [string, FieldValue] | null {
 }
 
 /** The row for a bus event, or null for events that are not written (§1 "Events written"). */
-export function rowForEvent(runtimeName: string, event: RuntimeEvent): Row | null {
+export function rowForEvent(runtimeName: string, event: RuntimeEvent): BuiltRow | null {
   switch (event.kind) {
     case "state_update": {
+      // The quality field is always there, so the row always has a field (valid line protocol).
       const fields: Fields = [];
       const vf = valueField(event.value);
-      if (vf) fields.push(vf);
+      let omission: RowOmission | undefined;
+      if (typeof vf !== "string") fields.push(vf);
+      else if (vf !== "none") omission = { kind: "value", reason: vf };
       fields.push(["quality", str(event.quality)]);
       return {
+        omission,
         measurement: MEASUREMENTS.signal,
         tags: [
           ["runtime_name", runtimeName],
@@ -240,13 +289,16 @@ export interface RunEventRecord {
  * run_id is deliberately a string FIELD, never a tag (contract: a run id as tag would create a
  * new series per run). Fields: run_id, type (close reason / marker type / ""), sequence (int),
  * experiment_label (run_opened only, when set), payload (compact JSON, only when non-empty,
- * truncated to 4096 bytes). Timestamp: occurred_at_epoch_ms.
+ * truncated to 4096 bytes, then also `payload_truncated=true`). A payload that cannot be
+ * serialised never costs the event its row: the row is written with `payload_error` (the reason)
+ * instead of `payload`, and carries a payload {@link RowOmission} for the writer to count and log.
+ * Timestamp: occurred_at_epoch_ms.
  */
 export function runEventRow(
   runtimeName: string,
   event: RunEventRecord,
   experimentLabel: string | null,
-): Row {
+): BuiltRow {
   const fields: Fields = [
     ["run_id", str(event.run_id)],
     ["type", str(event.type)],
@@ -255,19 +307,38 @@ export function runEventRow(
   if (event.category === "run_opened" && experimentLabel) {
     fields.push(["experiment_label", str(experimentLabel)]);
   }
-  if (Object.keys(event.payload).length > 0) {
-    let json: string;
-    try {
-      json = JSON.stringify(event.payload);
-    } catch {
-      json = "";
-    }
-    if (json) fields.push(["payload", str(truncateUtf8(json, MAX_RUN_PAYLOAD_BYTES))]);
+  let omission: RowOmission | undefined;
+  const payload = serialisePayload(event.payload);
+  if (payload.error !== null) {
+    omission = { kind: "payload", reason: payload.error };
+    fields.push(["payload_error", str(truncateUtf8(payload.error, MAX_STRING_METRIC_BYTES))]);
+  } else if (payload.json !== null) {
+    const text = truncateUtf8(payload.json, MAX_RUN_PAYLOAD_BYTES);
+    fields.push(["payload", str(text)]);
+    if (text.length < payload.json.length) fields.push(["payload_truncated", bool(true)]);
   }
   return {
     measurement: MEASUREMENTS.runEvent,
     tags: [["runtime_name", runtimeName], ["category", event.category]],
     fields,
     timestampMs: event.occurred_at_epoch_ms,
+    omission,
   };
+}
+
+/** Compact JSON of a run payload (null when empty or absent), or why it cannot be serialised. */
+function serialisePayload(payload: unknown): { json: string | null; error: string | null } {
+  try {
+    if (payload === undefined || payload === null) return { json: null, error: null };
+    if (typeof payload === "object" && Object.keys(payload).length === 0) {
+      return { json: null, error: null };
+    }
+    const json = JSON.stringify(payload);
+    if (typeof json !== "string") {
+      return { json: null, error: `payload: a ${typeof payload} has no JSON form` };
+    }
+    return { json, error: null };
+  } catch (err) {
+    return { json: null, error: `payload: ${err instanceof Error ? err.message : String(err)}` };
+  }
 }

@@ -18,8 +18,17 @@
  * - one write in flight at a time, aborted after `writeTimeoutMs`; a write carries at most
  *   max(batch_size, 1000) retry rows plus the current batch.
  *
- * Non-retryable answers (400, 413, 422: InfluxDB refused the data itself) drop the rows and count
- * them in `total_failed`; any other failure (network, timeout, 401/403/404, 429, 5xx) is retried.
+ * A refused write (400, 413, 422: the database refused the data itself) must not cost the rows of
+ * other devices: the writer isolates the refused rows by splitting the write in halves and sending
+ * each half again, recursively, in order, at most `isolationMaxRequests` (default
+ * {@link MAX_ISOLATION_REQUESTS}) extra requests per refused write. Accepted parts count in
+ * `total_written`; a single refused row is dropped and counted in `dropped_rejected` (and
+ * `total_failed`); a part still refused when the budget is spent is dropped and counted the same
+ * way. Any other failure (network, timeout, 401/403/404, 429, 5xx) is retried, during isolation
+ * too: the rows not yet settled go back to the front of the retry buffer.
+ *
+ * Rows are valid line protocol by construction (line_protocol.ts); a row that cannot be made into
+ * a valid line is dropped and counted in `dropped_unformattable`, never sent.
  */
 import { InfluxDB } from "@influxdata/influxdb-client";
 import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
@@ -35,7 +44,7 @@ import { RingBuffer } from "./_ring_buffer.ts";
  */
 export type InfluxSettings = InfluxConfig;
 
-/** Timing knobs with production defaults; tests shorten them. */
+/** Timing knobs and the isolation bound, with production defaults; tests shorten them. */
 export interface TelemetryTuning {
   /** Abort a write after this long (contract: 5 s). */
   readonly writeTimeoutMs: number;
@@ -46,7 +55,17 @@ export interface TelemetryTuning {
   readonly errorLogIntervalMs: number;
   /** Housekeeping tick (contract: the flush loop wakes at least every 100 ms). */
   readonly tickMs: number;
+  /** Extra write requests spent isolating the refused rows of one refused write. */
+  readonly isolationMaxRequests: number;
 }
+
+/**
+ * Default bound on the extra requests that isolate the refused rows of one refused write. Halving
+ * costs up to 2·log2(n) requests per refused row (fewer when they share halves): 64 isolates any
+ * 3 refused rows in a write of 2,000 rows (the defaults write at most 1,000 retry rows + a batch
+ * of 100), 2 in 10,000, 5 in 100.
+ */
+export const MAX_ISOLATION_REQUESTS = 64;
 
 /** Production defaults of {@link TelemetryTuning}. */
 export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
@@ -55,6 +74,7 @@ export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
   retryMaxMs: 30000,
   errorLogIntervalMs: 10000,
   tickMs: 100,
+  isolationMaxRequests: MAX_ISOLATION_REQUESTS,
 };
 
 /** Extra rows the batch may hold beyond batch_size (health snapshots bypass the queue). */
@@ -85,7 +105,10 @@ export interface TelemetryStatus {
   connected: boolean;
   /** Rows accepted by the database since start. */
   total_written: number;
-  /** Rows given up: retry-buffer overflow, refused by the database (4xx), or unsent at shutdown. */
+  /**
+   * Rows given up: retry-buffer overflow, refused by the database (4xx), not formattable, or
+   * unsent at shutdown.
+   */
   total_failed: number;
   /** Rows in the current batch (excludes the retry buffer). */
   pending_batch: number;
@@ -101,6 +124,27 @@ export interface TelemetryStatus {
   dropped_retry: number;
   /** Write requests that failed (each retry counts); rising while connected=false = retrying. */
   write_failures: number;
+  /**
+   * Rows the database refused (HTTP 400/413/422) and that were dropped after isolating them from
+   * the rest of their write (a subset of total_failed).
+   */
+  dropped_rejected: number;
+  /**
+   * Rows that could not be made into a valid line (no writable field, timestamp out of range, the
+   * row builder failed) and were never sent (a subset of total_failed).
+   */
+  dropped_unformattable: number;
+  /**
+   * Signal rows written without their value field because line protocol cannot carry the value
+   * (a NaN/±Infinity double, an integer outside int64/uint64); the row keeps its quality. A
+   * signal without a value (null) is not counted here.
+   */
+  omitted_values: number;
+  /**
+   * Run-event rows written with `payload_error` instead of their payload because the payload
+   * could not be serialised (each one is also logged).
+   */
+  run_payload_errors: number;
   last_error: string | null;
   last_error_at_epoch_ms: number | null;
   /** Wall time of the last successful write. */
@@ -133,11 +177,22 @@ export function telemetryOptionsFromConfig(
   };
 }
 
-type QueueItem =
-  | RuntimeEvent
-  | { kind: "run_event"; event: RunEventRecord; experimentLabel: string | null };
+/** A bus event, or a line formatted when it was recorded (run events). */
+type QueueItem = RuntimeEvent | { kind: "formatted_line"; line: string };
 
 type WriteOutcome = "ok" | "rejected" | "failed";
+
+/** What one POST came to; `refused` is the database refusing the data (400/413/422). */
+type PostResult =
+  | { kind: "ok" }
+  | { kind: "refused"; status: number; detail: string }
+  | { kind: "failed" };
+
+/** A contiguous part of a refused write during isolation; `refused`: known to hold refused rows. */
+interface Segment {
+  rows: string[];
+  refused: boolean;
+}
 
 interface Transport {
   request(path: string, body: string, options: {
@@ -179,6 +234,12 @@ export class TelemetryWriter {
   #totalFailed = 0;
   #droppedEvents = 0;
   #droppedRetry = 0;
+  #droppedRejected = 0;
+  #droppedUnformattable = 0;
+  #omittedValues = 0;
+  #runPayloadErrors = 0;
+  /** Set when stop() aborts the write in flight: an isolation in progress sends nothing more. */
+  #abortWrites = false;
   #writeFailures = 0;
   #lastError: string | null = null;
   #lastErrorAt: number | null = null;
@@ -243,10 +304,28 @@ export class TelemetryWriter {
     this.#log.info(`writing to ${url} org=${org} bucket=${bucket}`);
   }
 
-  /** Queues a run open/close/marker row (connected to the run registry's telemetry sink). */
+  /**
+   * Queues a run open/close/marker row (connected to the run registry's telemetry sink). The row
+   * is formatted here, synchronously, so the caller need not copy the event; a payload that cannot
+   * be serialised is counted in `run_payload_errors` and logged, and the row is still written.
+   */
   recordRunEvent(event: RunEventRecord, experimentLabel: string | null = null): void {
     if (!this.#running) return;
-    this.#enqueue({ kind: "run_event", event, experimentLabel });
+    let line: string | null;
+    try {
+      const row = runEventRow(this.#runtimeName, event, experimentLabel);
+      if (row.omission?.kind === "payload") {
+        this.#runPayloadErrors++;
+        this.#reportError(
+          `run event ${event.run_id} #${event.sequence}: ${row.omission.reason}; written with payload_error instead of its payload`,
+        );
+      }
+      line = this.#format(row);
+    } catch (err) {
+      this.#unformattable(`run event ${event.run_id} #${event.sequence}: ${errorText(err)}`);
+      return;
+    }
+    if (line !== null) this.#enqueue({ kind: "formatted_line", line });
   }
 
   /** The status body for GET /v0/telemetry/status (without the `status` envelope). */
@@ -264,6 +343,10 @@ export class TelemetryWriter {
       retry_buffer_depth: this.#retry.length,
       dropped_retry: this.#droppedRetry,
       write_failures: this.#writeFailures,
+      dropped_rejected: this.#droppedRejected,
+      dropped_unformattable: this.#droppedUnformattable,
+      omitted_values: this.#omittedValues,
+      run_payload_errors: this.#runPayloadErrors,
       last_error: this.#lastError,
       last_error_at_epoch_ms: this.#lastErrorAt,
       last_flush_at_epoch_ms: this.#lastFlushAt,
@@ -298,7 +381,7 @@ export class TelemetryWriter {
       while (this.#retry.length + this.#batch.length > 0) {
         const remaining = deadline - mono();
         if (remaining <= 0) break;
-        const outcome = await this.#writeOnce(Math.min(this.#tuning.writeTimeoutMs, remaining));
+        const outcome = await this.#writeOnce(deadline);
         if (outcome === "failed") break;
       }
     } catch (err) {
@@ -346,24 +429,44 @@ export class TelemetryWriter {
   #fillBatch(limit: number): void {
     while (this.#batch.length < limit && this.#queue.length > 0) {
       const item = this.#queue.shift() as QueueItem;
-      let row: Row | null;
-      try {
-        row = item.kind === "run_event"
-          ? runEventRow(this.#runtimeName, item.event, item.experimentLabel)
-          : rowForEvent(this.#runtimeName, item);
-      } catch (err) {
-        this.#totalFailed++;
-        this.#reportError(`format: ${errorText(err)}`);
+      if (item.kind === "formatted_line") {
+        this.#batch.push(item.line);
         continue;
       }
-      const line = row === null ? null : formatRow(row);
+      let line: string | null;
+      try {
+        const row = rowForEvent(this.#runtimeName, item);
+        if (row === null) continue; // an event kind that is not written
+        if (row.omission?.kind === "value") this.#omittedValues++;
+        line = this.#format(row);
+      } catch (err) {
+        this.#unformattable(`${item.kind}: ${errorText(err)}`);
+        continue;
+      }
       if (line !== null) this.#batch.push(line);
     }
   }
 
+  /** One row as a line, or null (counted and reported) when it cannot be a valid line. */
+  #format(row: Row): string | null {
+    const line = formatRow(row);
+    if (line === null) {
+      this.#unformattable(
+        `${row.measurement} row at ${row.timestampMs}: no writable field or timestamp out of range`,
+      );
+    }
+    return line;
+  }
+
+  #unformattable(reason: string): void {
+    this.#droppedUnformattable++;
+    this.#totalFailed++;
+    this.#reportError(`row dropped, cannot be formatted: ${reason}`);
+  }
+
   #appendRows(rows: readonly Row[]): void {
     for (const row of rows) {
-      const line = formatRow(row);
+      const line = this.#format(row);
       if (line !== null) this.#batch.push(line);
     }
     const cap = this.#batchSize + BATCH_HEALTH_ALLOWANCE;
@@ -397,7 +500,7 @@ export class TelemetryWriter {
         return;
       }
       if (this.#retry.length > 0 || batchDue()) {
-        this.#inFlight = this.#writeOnce(this.#tuning.writeTimeoutMs).then(() => {}).finally(
+        this.#inFlight = this.#writeOnce(Infinity).then(() => {}).finally(
           () => {
             this.#inFlight = null;
             if (this.#hasUrgentWork()) this.#kick();
@@ -425,70 +528,176 @@ export class TelemetryWriter {
     }
   }
 
-  /** One POST: the oldest retry rows, plus the current batch once the retry buffer fits. */
-  async #writeOnce(timeoutMs: number): Promise<WriteOutcome> {
+  /**
+   * One write: the oldest retry rows, plus the current batch once the retry buffer fits, in one
+   * POST; if the database refuses it, the isolation requests that follow (see the module comment).
+   * Every request ends by `deadlineMono` (Infinity: only the write timeout applies).
+   */
+  async #writeOnce(deadlineMono: number): Promise<WriteOutcome> {
     const maxRetryRows = Math.max(this.#batchSize, MIN_ROWS_PER_WRITE);
     const retried = this.#retry.peek(maxRetryRows);
     const fresh = retried.length === this.#retry.length ? this.#batch.splice(0) : [];
-    const count = retried.length + fresh.length;
-    if (count === 0) return "ok";
+    const rows = retried.concat(fresh);
+    if (rows.length === 0) return "ok";
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
-    const outcome = await this.#post(retried.concat(fresh).join("\n") + "\n", timeoutMs);
-    // Nothing else touches the retry buffer while a write is in flight (see #tick), so the
-    // peeked rows are still its oldest entries here.
-    if (outcome === "ok") {
-      this.#retry.dropFront(retried.length);
-      this.#totalWritten += count;
-      this.#lastFlushAt = this.#opts.clock.nowMs();
-      if (!this.#connected && this.#lastError !== null) this.#log.info("write succeeded again");
-      this.#connected = true;
-      this.#backoffMs = 0;
-      this.#backoffUntilMono = 0;
-    } else if (outcome === "rejected") {
-      this.#retry.dropFront(retried.length);
-      this.#totalFailed += count;
-      this.#connected = true;
-    } else {
-      this.#connected = false;
-      this.#writeFailures++;
+    const result = await this.#post(rows, this.#requestTimeout(deadlineMono));
+    if (result.kind === "failed") {
+      // The retried rows are still the retry buffer's oldest entries (nothing else touches it
+      // while a write is in flight, see #tick); the fresh ones join them.
       this.#park(fresh);
-      this.#backoffMs = this.#backoffMs === 0
-        ? this.#tuning.retryInitialMs
-        : Math.min(this.#backoffMs * 2, this.#tuning.retryMaxMs);
-      this.#backoffUntilMono = this.#opts.clock.monoMs() + this.#backoffMs;
+      this.#writeFailed();
+      return "failed";
     }
-    return outcome;
+    this.#retry.dropFront(retried.length);
+    if (result.kind === "ok") {
+      this.#written(rows.length);
+      return "ok";
+    }
+    const unsent = await this.#isolate(rows, result, deadlineMono);
+    if (unsent.length > 0) {
+      this.#requeueFront(unsent);
+      this.#writeFailed();
+      return "failed";
+    }
+    this.#connected = true;
+    this.#backoffMs = 0;
+    this.#backoffUntilMono = 0;
+    return "rejected";
   }
 
-  async #post(body: string, timeoutMs: number): Promise<WriteOutcome> {
+  /**
+   * Isolates the refused rows of a refused write: splits it in halves and sends each again,
+   * depth first and in order, until every refused part is a single row, which is dropped. Spends
+   * at most `isolationMaxRequests` requests; a refused part that cannot be split within them is
+   * dropped whole. Returns the rows left unsettled by a retryable failure or the deadline.
+   */
+  async #isolate(
+    rows: string[],
+    first: { status: number; detail: string },
+    deadlineMono: number,
+  ): Promise<string[]> {
+    const budget = Math.max(0, Math.floor(this.#tuning.isolationMaxRequests));
+    const work: Segment[] = [{ rows, refused: true }];
+    let requests = 0;
+    let untried = 0; // untried segments in `work`: each will cost one request
+    let written = 0;
+    let dropped = 0;
+    let firstDropped = null as string | null;
+    let refusal = first;
+    const drop = (seg: Segment) => {
+      dropped += seg.rows.length;
+      firstDropped ??= seg.rows[0];
+    };
+    let unsent: string[] = [];
+    while (work.length > 0) {
+      const seg = work.shift() as Segment;
+      if (seg.refused) {
+        if (seg.rows.length === 1 || requests + untried + 2 > budget) {
+          drop(seg);
+        } else {
+          const mid = Math.ceil(seg.rows.length / 2);
+          work.unshift(
+            { rows: seg.rows.slice(0, mid), refused: false },
+            { rows: seg.rows.slice(mid), refused: false },
+          );
+          untried += 2;
+        }
+        continue;
+      }
+      untried--;
+      const remaining = deadlineMono - this.#opts.clock.monoMs();
+      if (this.#abortWrites || remaining <= 0) {
+        unsent = [seg, ...work].flatMap((w) => w.rows);
+        break;
+      }
+      requests++;
+      const result = await this.#post(seg.rows, this.#requestTimeout(deadlineMono));
+      if (result.kind === "ok") {
+        written += seg.rows.length;
+      } else if (result.kind === "refused") {
+        refusal = result;
+        work.unshift({ rows: seg.rows, refused: true });
+      } else {
+        unsent = [seg, ...work].flatMap((w) => w.rows);
+        break;
+      }
+    }
+    this.#written(written);
+    this.#droppedRejected += dropped;
+    this.#totalFailed += dropped;
+    const detail = refusal.detail ? `: ${refusal.detail}` : "";
+    const example = firstDropped === null
+      ? ""
+      : `; first dropped row: ${firstDropped.slice(0, 200)}`;
+    this.#reportError(
+      `write refused (HTTP ${refusal.status}${detail}): ${dropped} of ${rows.length} rows dropped, ` +
+        `${written} written, ${unsent.length} to retry, after ${requests} isolating requests${example}`,
+    );
+    return unsent;
+  }
+
+  /** Counts accepted rows and records a successful write. */
+  #written(count: number): void {
+    if (count === 0) return;
+    this.#totalWritten += count;
+    this.#lastFlushAt = this.#opts.clock.nowMs();
+    if (!this.#connected && this.#lastError !== null) this.#log.info("write succeeded again");
+    this.#connected = true;
+    this.#backoffMs = 0;
+    this.#backoffUntilMono = 0;
+  }
+
+  /** Records a retryable write failure and backs off. */
+  #writeFailed(): void {
+    this.#connected = false;
+    this.#writeFailures++;
+    this.#backoffMs = this.#backoffMs === 0
+      ? this.#tuning.retryInitialMs
+      : Math.min(this.#backoffMs * 2, this.#tuning.retryMaxMs);
+    this.#backoffUntilMono = this.#opts.clock.monoMs() + this.#backoffMs;
+  }
+
+  /** Puts rows back in front of the retry buffer (oldest first), counting what it evicts. */
+  #requeueFront(rows: readonly string[]): void {
+    const rest = this.#retry.peek(this.#retry.length);
+    this.#retry.clear();
+    this.#park(rows.concat(rest));
+  }
+
+  #requestTimeout(deadlineMono: number): number {
+    const remaining = deadlineMono - this.#opts.clock.monoMs();
+    return Math.max(1, Math.min(this.#tuning.writeTimeoutMs, remaining));
+  }
+
+  async #post(rows: readonly string[], timeoutMs: number): Promise<PostResult> {
     const transport = this.#transport;
-    if (!transport) return "failed";
+    if (!transport) return { kind: "failed" };
     const abort = new AbortController();
     this.#abort = abort;
     const timer = setTimeout(() => abort.abort(), Math.max(1, timeoutMs));
     try {
-      await transport.request(this.#writePath, body, {
+      await transport.request(this.#writePath, rows.join("\n") + "\n", {
         method: "POST",
         // accept text: the client then always reads the response body (no leaked stream).
         headers: { "content-type": "text/plain; charset=utf-8", accept: "text/plain" },
         signal: abort.signal,
       });
-      return "ok";
+      return { kind: "ok" };
     } catch (err) {
       const status = (err as { statusCode?: unknown })?.statusCode;
       if (typeof status === "number") {
-        const detail = String((err as { body?: unknown }).body ?? "").slice(0, 200);
-        const rejected = status === 400 || status === 413 || status === 422;
-        this.#reportError(
-          `write ${rejected ? "refused, rows dropped" : "failed, will retry"}: HTTP ${status}${
-            detail ? `: ${detail}` : ""
-          }`,
-        );
-        return rejected ? "rejected" : "failed";
+        // One log line per event: the database's answer may span lines.
+        const detail = String((err as { body?: unknown }).body ?? "").replace(/\s+/g, " ").trim()
+          .slice(0, 200);
+        if (status === 400 || status === 413 || status === 422) {
+          return { kind: "refused", status, detail };
+        }
+        this.#reportError(`write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}`);
+        return { kind: "failed" };
       }
       const reason = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : errorText(err);
       this.#reportError(`write failed, will retry: ${reason}`);
-      return "failed";
+      return { kind: "failed" };
     } finally {
       clearTimeout(timer);
       this.#abort = null;
@@ -505,8 +714,10 @@ export class TelemetryWriter {
     });
     await Promise.race([inFlight, expired]);
     clearTimeout(timer);
+    this.#abortWrites = true;
     this.#abort?.abort();
     await inFlight;
+    this.#abortWrites = false;
   }
 
   // ---- health snapshots -----------------------------------------------------------------------

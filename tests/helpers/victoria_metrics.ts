@@ -190,10 +190,11 @@ export class LineRecorder {
         });
         const payload = await res.arrayBuffer();
         const nullBody = res.status === 204 || res.status === 304;
-        return new Response(nullBody ? null : payload, {
-          status: res.status,
-          headers: res.headers,
-        });
+        // fetch has already decoded the body: do not pass on its (gzip) encoding and length.
+        const headers = new Headers(res.headers);
+        headers.delete("content-encoding");
+        headers.delete("content-length");
+        return new Response(nullBody ? null : payload, { status: res.status, headers });
       },
     );
   }

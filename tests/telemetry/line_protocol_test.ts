@@ -1,6 +1,8 @@
 import { deepEqual as assertEquals } from "node:assert/strict";
-import type { ProviderHealthView } from "../../src/common/mod.ts";
+import type { ProviderHealthView, TypedValue } from "../../src/common/mod.ts";
 import {
+  EMPTY_ID_TEXT,
+  escapeMeasurement,
   escapeStringField,
   escapeTag,
   formatRow,
@@ -9,6 +11,7 @@ import {
   runEventRow,
   truncateUtf8,
 } from "../../src/telemetry/mod.ts";
+import { parseLine } from "./line_protocol_check.ts";
 
 const TS = 1760000000123;
 
@@ -112,7 +115,7 @@ Deno.test("escapeTag and escapeStringField follow the contract's escaping rules"
   assertEquals(escapeStringField("a,b=c d"), "a,b=c d");
 });
 
-Deno.test("formatRow leaves out empty tag values and refuses rows without fields", () => {
+Deno.test("formatRow writes empty ids visibly and refuses rows without fields", () => {
   assertEquals(
     formatRow({
       measurement: "m",
@@ -120,7 +123,7 @@ Deno.test("formatRow leaves out empty tag values and refuses rows without fields
       fields: [["f", { kind: "int", value: 3 }]],
       timestampMs: 5,
     }),
-    "m,b=1 f=3i 5",
+    "m,a=(empty),b=1 f=3i 5",
   );
   assertEquals(
     formatRow({
@@ -252,5 +255,270 @@ Deno.test("runEventRow keeps run_id a field and tags only runtime_name and categ
     formatRow(marker),
     'runtime_run_event,runtime_name=lab1,category=annotation run_id="r",type="valve_open",' +
       `sequence=4i,payload="{\\"note\\":\\"a \\\\\\"b\\\\\\"\\"}" ${TS}`,
+  );
+});
+
+// ---- issue 18 §4: every line is valid line protocol; ids never escape to nothing -------------
+
+Deno.test("formatRow writes an id made only of control characters visibly, ordinary ids unchanged", () => {
+  const ctl = line({ ...sig, device_id: "\x01\x02", signal_id: "\x7f", value: null! });
+  assertEquals(
+    ctl,
+    `runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=%01%02,signal_id=%7F quality="OK" ${TS}`,
+  );
+  parseLine(ctl as string);
+  // Mixed ids keep the contract's rule (control characters dropped, \n \r \t visible).
+  assertEquals(
+    line({ ...sig, device_id: "dev\x01", signal_id: "a\nb", value: null! }),
+    `runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=dev,signal_id=a\\nb quality="OK" ${TS}`,
+  );
+  // Measurement and field keys get the same treatment; an empty id is written as EMPTY_ID_TEXT.
+  assertEquals(
+    formatRow({
+      measurement: "\x1f",
+      tags: [["\x00", "\t"], ["k", ""]],
+      fields: [["\x05", { kind: "bool", value: true }]],
+      timestampMs: 1,
+    }),
+    `%1F,%00=\\t,k=${EMPTY_ID_TEXT} %05=true 1`,
+  );
+  // Names never start with what line protocol reserves (`_`) or reads as a comment (`#`).
+  assertEquals(
+    formatRow({
+      measurement: "#m",
+      tags: [["_k", "_v"]],
+      fields: [["_f", { kind: "bool", value: true }]],
+      timestampMs: 1,
+    }),
+    "%23m,%5Fk=_v %5Ff=true 1",
+  );
+  assertEquals(escapeMeasurement("_m"), "%5Fm");
+  // Ordinary ids are byte-identical to what the writer always wrote (dashboards depend on them).
+  assertEquals(
+    line({ ...sig, value: { type: "double", double: 1 } }),
+    `${TAGS} value_double=1,quality="OK" ${TS}`,
+  );
+  assertEquals(escapeTag("tempctl0"), "tempctl0");
+  assertEquals(escapeTag("a,b=c d\\e%01"), "a\\,b\\=c\\ d\\\\e%01");
+});
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SPECIALS = [",", "=", " ", "\\", '"', "#", "_", "a", "Z", "0", "é", "🍭", "%", "'", "\\,"];
+const CONTROLS = ["\x00", "\x01", "\n", "\r", "\t", "\x1b", "\x7f"];
+const ADVERSARIAL = [
+  "",
+  "\x01",
+  "\x01\x02\x03",
+  "\n",
+  "\r\n",
+  ",",
+  "=",
+  " ",
+  "\\",
+  "a\\",
+  "\\\\",
+  "a\\,b",
+  '"',
+  '\\"',
+  "#comment",
+  "_internal",
+  "🍭",
+  "\ud800",
+  "a=b,c d",
+  "x\x01y",
+];
+
+function randomIds(count: number, alphabet: readonly string[], seed: number): string[] {
+  const rnd = prng(seed);
+  return Array.from({ length: count }, () => {
+    let id = "";
+    const n = Math.floor(rnd() * 8);
+    for (let i = 0; i < n; i++) id += alphabet[Math.floor(rnd() * alphabet.length)];
+    return id;
+  });
+}
+
+/** What a database reads back for an id without control characters: the id itself. */
+function checkRoundTrip(id: string): void {
+  const text = formatRow({
+    measurement: id === "" ? "m" : `m${id}`,
+    tags: [["runtime_name", "lab1"], ["device_id", id], [`k${id}`, "v"]],
+    fields: [["value_string", { kind: "string", value: id }], [`f${id}`, {
+      kind: "int",
+      value: 1,
+    }]],
+    timestampMs: TS,
+  });
+  // Parse what goes on the wire: a lone surrogate is not UTF-8, TextEncoder sends U+FFFD.
+  const wire = (t: string) => new TextDecoder().decode(new TextEncoder().encode(t));
+  const parsed = parseLine(wire(text as string));
+  const sent = wire(id);
+  const tagText = sent === "" ? EMPTY_ID_TEXT : sent;
+  assertEquals(parsed.measurement, `m${sent}`);
+  assertEquals(parsed.tags, [["runtime_name", "lab1"], ["device_id", tagText], [`k${sent}`, "v"]]);
+  assertEquals(parsed.fields, [
+    ["value_string", { type: "string", value: sent }],
+    [`f${sent}`, { type: "int", value: 1n }],
+  ]);
+  assertEquals(parsed.timestamp, BigInt(TS));
+}
+
+Deno.test("formatRow lines are valid line protocol and read back as the ids, for any id", () => {
+  const plain = [
+    ...ADVERSARIAL.filter((id) => !CONTROLS.some((c) => id.includes(c))),
+    ...randomIds(400, SPECIALS, 18),
+  ];
+  for (const id of plain) checkRoundTrip(id);
+  // With control characters: always valid, never an empty name or tag value.
+  for (const id of [...ADVERSARIAL, ...randomIds(400, [...SPECIALS, ...CONTROLS], 4)]) {
+    for (const measurement of [id, "runtime_signal"]) {
+      const text = formatRow({
+        measurement,
+        tags: [["device_id", id], ["signal_id", `${id}\x01`], [id, "v"]],
+        fields: [["quality", { kind: "string", value: id }], [id, { kind: "bool", value: true }]],
+        timestampMs: TS,
+      });
+      const parsed = parseLine(text as string);
+      assertEquals(parsed.tags.length, 3);
+      assertEquals(parsed.fields.length, 2);
+      assertEquals(parsed.fields[0][1], {
+        type: "string",
+        value: escapeStringField(id).replace(/\\(["\\])/g, "$1"),
+      });
+    }
+  }
+});
+
+Deno.test("rowForEvent writes 64-bit integers exactly, as bigint or number", () => {
+  const cases: [TypedValue, string][] = [
+    [
+      { type: "int64", int64: -(2n ** 63n) } as unknown as TypedValue,
+      "value_int=-9223372036854775808i",
+    ],
+    [
+      { type: "int64", int64: 2n ** 63n - 1n } as unknown as TypedValue,
+      "value_int=9223372036854775807i",
+    ],
+    [
+      { type: "int64", int64: 2n ** 53n + 1n } as unknown as TypedValue,
+      "value_int=9007199254740993i",
+    ],
+    [
+      { type: "uint64", uint64: 2n ** 64n - 1n } as unknown as TypedValue,
+      "value_uint=18446744073709551615u",
+    ],
+    [{ type: "int64", int64: Number.MIN_SAFE_INTEGER }, "value_int=-9007199254740991i"],
+    [{ type: "uint64", uint64: Number.MAX_SAFE_INTEGER }, "value_uint=9007199254740991u"],
+    [{ type: "uint64", uint64: 0 }, "value_uint=0u"],
+  ];
+  for (const [value, field] of cases) {
+    const row = rowForEvent("lab1", { ...sig, value });
+    assertEquals(row?.omission, undefined);
+    const text = formatRow(row!);
+    assertEquals(text, `${TAGS} ${field},quality="OK" ${TS}`);
+    parseLine(text!);
+  }
+});
+
+Deno.test("rowForEvent writes a signal without a value as a row with its quality only", () => {
+  // The producer side types this as `value: TypedValue | null` (issue 18 §3).
+  const row = rowForEvent("lab1", {
+    ...sig,
+    value: null as unknown as TypedValue,
+    quality: "UNAVAILABLE",
+  });
+  assertEquals(row?.omission, undefined);
+  assertEquals(formatRow(row!), `${TAGS} quality="UNAVAILABLE" ${TS}`);
+});
+
+Deno.test("rowForEvent leaves out and reports values line protocol cannot carry", () => {
+  const cases: [TypedValue, string][] = [
+    [{ type: "double", double: NaN }, "non_finite"],
+    [{ type: "double", double: Infinity }, "non_finite"],
+    [{ type: "double", double: -Infinity }, "non_finite"],
+    [{ type: "int64", int64: 2 ** 63 }, "out_of_range"],
+    [{ type: "int64", int64: 1.5 }, "out_of_range"],
+    [{ type: "uint64", uint64: -1 }, "out_of_range"],
+    [{ type: "uint64", uint64: 2n ** 64n } as unknown as TypedValue, "out_of_range"],
+  ];
+  for (const [value, reason] of cases) {
+    const row = rowForEvent("lab1", { ...sig, value, quality: "FAULT" });
+    assertEquals(row?.omission, { kind: "value", reason });
+    // Never a row with zero fields: the quality stays.
+    assertEquals(formatRow(row!), `${TAGS} quality="FAULT" ${TS}`);
+  }
+});
+
+Deno.test("formatRow refuses a timestamp line protocol cannot carry", () => {
+  const row = (timestampMs: number) => ({
+    measurement: "m",
+    tags: [],
+    fields: [["f", { kind: "bool", value: true }] as const],
+    timestampMs,
+  });
+  for (const bad of [NaN, Infinity, -Infinity, 9_223_372_036_855, -9_223_372_036_855, 1e21]) {
+    assertEquals(formatRow(row(bad)), null, String(bad));
+  }
+  assertEquals(formatRow(row(9_223_372_036_854)), "m f=true 9223372036854");
+  assertEquals(formatRow(row(-1)), "m f=true -1");
+});
+
+Deno.test("runEventRow writes the row whatever the payload, and reports what it could not write", () => {
+  const event = {
+    run_id: "r",
+    sequence: 4,
+    category: "annotation",
+    type: "note",
+    occurred_at_epoch_ms: TS,
+  };
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  for (
+    const [payload, pattern] of [
+      [{ big: 1n }, /BigInt/],
+      [cyclic, /circular/i],
+      [{
+        toJSON: () => {
+          throw new Error("no JSON here");
+        },
+      }, /no JSON here/],
+    ] as const
+  ) {
+    const row = runEventRow("lab1", { ...event, payload }, null);
+    assertEquals(row.omission?.kind, "payload");
+    assertEquals(pattern.test(row.omission?.kind === "payload" ? row.omission.reason : ""), true);
+    const parsed = parseLine(formatRow(row)!);
+    assertEquals(parsed.fields.map(([k]) => k), ["run_id", "type", "sequence", "payload_error"]);
+  }
+  // A deep payload serialises; one longer than 4096 bytes is truncated and says so.
+  let deep: Record<string, unknown> = { leaf: true };
+  for (let i = 0; i < 10000; i++) deep = { a: deep };
+  const row = runEventRow("lab1", { ...event, payload: deep }, null);
+  assertEquals(row.omission, undefined);
+  const parsed = parseLine(formatRow(row)!);
+  assertEquals(parsed.fields.map(([k]) => k), [
+    "run_id",
+    "type",
+    "sequence",
+    "payload",
+    "payload_truncated",
+  ]);
+  const payload = parsed.fields[3][1];
+  assertEquals(payload.type === "string" && payload.value.length, 4096);
+  // A payload that fits is not marked.
+  assertEquals(
+    parseLine(formatRow(runEventRow("lab1", { ...event, payload: { a: 1 } }, null))!).fields.map((
+      [k],
+    ) => k),
+    ["run_id", "type", "sequence", "payload"],
   );
 });

@@ -3,7 +3,7 @@
  * Skipped, loudly, when /usr/bin/victoria-metrics is missing.
  */
 import { deepEqual, equal, match, ok } from "node:assert/strict";
-import type { Logger, ProviderHealthView } from "../../src/common/mod.ts";
+import type { Logger, ProviderHealthView, TypedValue } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import {
@@ -18,6 +18,7 @@ import {
   victoriaMetricsMissing,
   waitFor,
 } from "../helpers/victoria_metrics.ts";
+import { parseLine } from "./line_protocol_check.ts";
 
 const ignore = victoriaMetricsMissing();
 
@@ -77,6 +78,11 @@ async function exportedValues(vm: VictoriaMetrics, signal = "temp"): Promise<num
   const series = await vm.export(`runtime_signal_value_double{signal_id="${signal}"}`);
   return series.flatMap((s) => s.values).sort((a, b) => a - b);
 }
+
+const dbl = (double: number): TypedValue => ({ type: "double", double });
+// The producer side widens int64/uint64 to `number | bigint` (issue 18 §3).
+const uint64 = (v: bigint) => ({ type: "uint64", uint64: v }) as unknown as TypedValue;
+const int64 = (v: bigint) => ({ type: "int64", int64: v }) as unknown as TypedValue;
 
 const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
@@ -459,9 +465,11 @@ Deno.test("TelemetryWriter counts rows it cannot write at shutdown as failed", a
   ok(logs.some((l) => l.startsWith("warn shutdown: 7 telemetry rows")));
 });
 
-Deno.test("TelemetryWriter drops rows the database refuses with HTTP 400", async () => {
+Deno.test("TelemetryWriter drops rows the database refuses with HTTP 400, each one isolated", async () => {
+  let requests = 0;
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     await req.text();
+    requests++;
     return new Response("unable to parse", { status: 400 });
   });
   const bus = new EventBus();
@@ -473,7 +481,14 @@ Deno.test("TelemetryWriter drops rows the database refuses with HTTP 400", async
     const s = w.status();
     equal(s.retry_buffer_depth, 0);
     equal(s.total_written, 0);
-    match(s.last_error ?? "", /^write refused, rows dropped: HTTP 400: unable to parse/);
+    equal(s.dropped_rejected, 4);
+    equal(s.write_failures, 0);
+    // The write, its two halves, and the four single rows.
+    equal(requests, 7);
+    match(
+      s.last_error ?? "",
+      /^write refused \(HTTP 400: unable to parse\): 4 of 4 rows dropped, 0 written, 0 to retry, after 6 isolating requests; first dropped row: runtime_signal,/,
+    );
   } finally {
     await w.stop(500);
     await server.shutdown();
@@ -510,9 +525,339 @@ Deno.test("TelemetryWriter reports zeros and no backend when disabled", () => {
     retry_buffer_depth: 0,
     dropped_retry: 0,
     write_failures: 0,
+    dropped_rejected: 0,
+    dropped_unformattable: 0,
+    omitted_values: 0,
+    run_payload_errors: 0,
     last_error: null,
     last_error_at_epoch_ms: null,
     last_flush_at_epoch_ms: null,
     last_health_snapshot_at_epoch_ms: null,
   });
+});
+
+// ---- issue 18 §4: one bad id or one refused row must not cost the other devices their rows ----
+
+/** VictoriaMetrics' count of InfluxDB lines it could not parse (and skipped). */
+async function invalidLines(vm: VictoriaMetrics): Promise<number> {
+  const text = await (await fetch(`${vm.url}/metrics`)).text();
+  const m = text.match(/^vm_rows_invalid_total\{type="influx"\} (\d+)$/m);
+  if (!m) throw new Error('vm_rows_invalid_total{type="influx"} not found in /metrics');
+  return Number(m[1]);
+}
+
+function publishSignal(
+  bus: EventBus,
+  device: string,
+  signal: string,
+  value: TypedValue | null,
+  ts: number,
+  quality: "OK" | "FAULT" | "UNAVAILABLE" = "OK",
+): void {
+  bus.publish({
+    kind: "state_update",
+    provider_id: "sim0",
+    device_id: device,
+    signal_id: signal,
+    // The producer side types this as `TypedValue | null` (issue 18 §3).
+    value: value as TypedValue,
+    quality,
+    timestamp_ms: ts,
+  });
+}
+
+/**
+ * `{device_id: [distinct values, sorted]}` of one exported metric. Distinct: like InfluxDB 1.x, a
+ * VictoriaMetrics that refuses a write may already have stored the rows before the refused one,
+ * which isolation then sends again (same series, timestamp and value: a duplicate point).
+ */
+async function valuesByDevice(
+  vm: VictoriaMetrics,
+  match: string,
+): Promise<Record<string, number[]>> {
+  const out: Record<string, number[]> = {};
+  for (const s of await vm.export(match)) {
+    (out[s.metric.device_id] ??= []).push(...s.values);
+  }
+  for (const [k, v] of Object.entries(out)) out[k] = [...new Set(v)].sort((a, b) => a - b);
+  return out;
+}
+
+const HEALTHY = ["dev0", "dev1", "dev2", "dev3"];
+const T0 = 1760000000000;
+
+Deno.test({
+  name:
+    "TelemetryWriter writes a device with a control-character-only id next to healthy devices, every line valid",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    const recorder = new LineRecorder(vm.url);
+    const bus = new EventBus();
+    const w = writer({ influx: settings(recorder.url, { batchSize: 100 }) });
+    try {
+      w.start(bus);
+      let ts = T0;
+      // One batch: healthy devices around a device and a signal whose ids are control characters.
+      for (const device of HEALTHY) {
+        for (let i = 0; i < 5; i++) publishSignal(bus, device, "temp", dbl(i), ts++);
+      }
+      for (let i = 0; i < 3; i++) publishSignal(bus, "\x01\x02", "temp", dbl(100 + i), ts++);
+      publishSignal(bus, "dev0", "\x03", dbl(7), ts++);
+      // The value changes made in parallel: exact 64-bit integers, no value, a non-finite double.
+      publishSignal(bus, "dev1", "count", uint64(2n ** 64n - 1n), ts++);
+      publishSignal(bus, "dev1", "offset", int64(-(2n ** 63n)), ts++);
+      publishSignal(bus, "dev2", "ph", null, ts++, "UNAVAILABLE");
+      publishSignal(bus, "dev3", "temp", dbl(NaN), ts++, "FAULT");
+      const published = ts - T0;
+      await w.stop(5000);
+
+      const s = w.status();
+      equal(s.total_written, published);
+      equal(s.total_failed, 0);
+      equal(s.dropped_rejected, 0);
+      equal(s.dropped_unformattable, 0);
+      equal(s.omitted_values, 1);
+      equal(recorder.lines.length, published);
+      for (const l of recorder.lines) parseLine(l);
+      equal(await invalidLines(vm), 0, "VictoriaMetrics skipped a line");
+
+      const sigTags = "runtime_signal,runtime_name=lab1,provider_id=sim0";
+      for (
+        const expected of [
+          `${sigTags},device_id=%01%02,signal_id=temp value_double=100,quality="OK" ${T0 + 20}`,
+          `${sigTags},device_id=dev0,signal_id=%03 value_double=7,quality="OK" ${T0 + 23}`,
+          `${sigTags},device_id=dev1,signal_id=count value_uint=18446744073709551615u,quality="OK" ${
+            T0 + 24
+          }`,
+          `${sigTags},device_id=dev1,signal_id=offset value_int=-9223372036854775808i,quality="OK" ${
+            T0 + 25
+          }`,
+          `${sigTags},device_id=dev2,signal_id=ph quality="UNAVAILABLE" ${T0 + 26}`,
+          `${sigTags},device_id=dev3,signal_id=temp quality="FAULT" ${T0 + 27}`,
+        ]
+      ) {
+        ok(recorder.lines.includes(expected), `missing line: ${expected}`);
+      }
+      // Every row is queryable: the healthy devices and the one with the encoded id.
+      deepEqual(await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="temp"}'), {
+        dev0: [0, 1, 2, 3, 4],
+        dev1: [0, 1, 2, 3, 4],
+        dev2: [0, 1, 2, 3, 4],
+        dev3: [0, 1, 2, 3, 4],
+        "%01%02": [100, 101, 102],
+      });
+      deepEqual(await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="%03"}'), {
+        dev0: [7],
+      });
+      equal((await vm.export('runtime_signal_quality{device_id="dev2",signal_id="ph"}')).length, 1);
+    } finally {
+      await w.stop(0);
+      await recorder.close();
+      await vm.dispose();
+    }
+  },
+});
+
+/**
+ * A string value well over VictoriaMetrics' 256 KiB line limit (-influx.maxLineSize): it refuses
+ * the write with 400 "too long line" (InfluxDB refuses strings over 64 KiB).
+ */
+const TOO_LONG = "x".repeat(600 * 1024);
+
+Deno.test({
+  name:
+    "TelemetryWriter isolates the row a database refuses and writes every other row of the write",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    const recorder = new LineRecorder(vm.url);
+    const bus = new EventBus();
+    // Nothing leaves before stop(): all rows go in one write.
+    const w = writer({
+      influx: settings(recorder.url, { batchSize: 1000, flushIntervalMs: 60000 }),
+    });
+    try {
+      w.start(bus);
+      let ts = T0;
+      for (const device of HEALTHY) {
+        for (let i = 0; i < 5; i++) {
+          publishSignal(bus, device, "temp", dbl(i), ts++);
+          if (device === "dev2" && i === 2) {
+            publishSignal(bus, "dev2", "log", { type: "string", string: TOO_LONG }, ts++);
+          }
+        }
+      }
+      await w.stop(10000);
+
+      const s = w.status();
+      equal(s.total_written, 20);
+      equal(s.total_failed, 1);
+      equal(s.dropped_rejected, 1);
+      equal(s.retry_buffer_depth, 0);
+      equal(s.write_failures, 0);
+      equal(s.connected, true);
+      match(
+        s.last_error ?? "",
+        /^write refused \(HTTP 400: .*\): 1 of 21 rows dropped, 20 written, 0 to retry, after \d+ isolating requests; first dropped row: runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=dev2,signal_id=log value_string="xxx/,
+      );
+      // Halving: at most two requests per level of a 21-row write, plus the write itself.
+      const requests = recorder.requests.length;
+      ok(requests >= 3 && requests <= 1 + 2 * Math.ceil(Math.log2(21)), `requests: ${requests}`);
+      deepEqual(await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="temp"}'), {
+        dev0: [0, 1, 2, 3, 4],
+        dev1: [0, 1, 2, 3, 4],
+        dev2: [0, 1, 2, 3, 4],
+        dev3: [0, 1, 2, 3, 4],
+      });
+      deepEqual(await vm.export('{signal_id="log"}'), []);
+    } finally {
+      await w.stop(0);
+      await recorder.close();
+      await vm.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "TelemetryWriter spends at most isolationMaxRequests on a refused write and counts every row",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    const recorder = new LineRecorder(vm.url);
+    const bus = new EventBus();
+    const w = writer({
+      influx: settings(recorder.url, { batchSize: 1000, flushIntervalMs: 60000 }),
+      tuning: { isolationMaxRequests: 6, writeTimeoutMs: 5000 },
+    });
+    try {
+      w.start(bus);
+      // 16 rows, every fourth refused (positions 1, 5, 9, 13).
+      for (let i = 0; i < 16; i++) {
+        if (i % 4 === 1) {
+          publishSignal(bus, "dev9", "log", { type: "string", string: TOO_LONG }, T0 + i);
+        } else publishSignal(bus, "dev0", "temp", dbl(i), T0 + i);
+      }
+      await w.stop(10000);
+
+      const s = w.status();
+      equal(recorder.requests.length, 1 + 6, "the write plus the whole isolation budget");
+      // Depth first: [0-7] refused, [0-3] refused, [0-1] refused and dropped whole (no budget
+      // left to split it), [2-3] written, [4-7] and [8-15] refused and dropped whole.
+      equal(s.total_written, 2);
+      equal(s.dropped_rejected, 14);
+      equal(s.total_failed, 14);
+      equal(s.retry_buffer_depth, 0);
+      const stored = await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="temp"}');
+      ok(stored.dev0.includes(2) && stored.dev0.includes(3), `stored: ${stored.dev0}`);
+    } finally {
+      await w.stop(0);
+      await recorder.close();
+      await vm.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "TelemetryWriter puts the unsettled rows of an isolation back when the database fails midway",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    // In front of the real database: the second request (the first isolating one) gets a 503.
+    let requests = 0;
+    const proxy = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      async (req) => {
+        const body = await req.text();
+        const u = new URL(req.url);
+        if (++requests === 2) return new Response("busy", { status: 503 });
+        const res = await fetch(`${vm.url}${u.pathname}${u.search}`, { method: "POST", body });
+        return new Response(res.status === 204 ? null : await res.text(), { status: res.status });
+      },
+    );
+    const bus = new EventBus();
+    const w = writer({
+      influx: settings(`http://127.0.0.1:${proxy.addr.port}`, { batchSize: 9 }),
+    });
+    try {
+      w.start(bus);
+      for (let i = 0; i < 9; i++) {
+        if (i === 6) {
+          publishSignal(bus, "dev9", "log", { type: "string", string: TOO_LONG }, T0 + i);
+        } else publishSignal(bus, "dev0", "temp", dbl(i), T0 + i);
+      }
+      await waitFor(() => w.status().dropped_rejected === 1, "the refused row to be isolated");
+      const s = w.status();
+      equal(s.write_failures, 1);
+      equal(s.total_written, 8);
+      equal(s.total_failed, 1);
+      equal(s.retry_buffer_depth, 0);
+      equal(s.connected, true);
+      deepEqual(await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="temp"}'), {
+        dev0: [0, 1, 2, 3, 4, 5, 7, 8],
+      });
+    } finally {
+      await w.stop(0);
+      await proxy.shutdown();
+      await vm.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "TelemetryWriter writes run events whatever their payload and counts payloads it cannot serialise",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    const recorder = new LineRecorder(vm.url);
+    const bus = new EventBus();
+    const logs: string[] = [];
+    const w = writer({ influx: settings(recorder.url), logger: quietLogger(logs) });
+    try {
+      w.start(bus);
+      const event = { run_id: "r1", category: "annotation", type: "note" };
+      let deep: Record<string, unknown> = { leaf: 1 };
+      for (let i = 0; i < 10000; i++) deep = { a: deep };
+      w.recordRunEvent({ ...event, sequence: 2, occurred_at_epoch_ms: T0 + 2, payload: deep });
+      w.recordRunEvent({
+        ...event,
+        sequence: 3,
+        occurred_at_epoch_ms: T0 + 3,
+        payload: { n: 10n },
+      });
+      // A row that cannot be a valid line (timestamp out of range) is counted, never sent.
+      publishSignal(bus, "dev0", "temp", dbl(1), NaN);
+      await w.stop(3000);
+
+      const s = w.status();
+      equal(s.total_written, 2);
+      equal(s.run_payload_errors, 1);
+      equal(s.dropped_unformattable, 1);
+      equal(s.total_failed, 1);
+      const lines = recorder.lines;
+      equal(lines.length, 2);
+      for (const l of lines) parseLine(l);
+      match(lines[0], /,payload="\{\\"a\\":.*",payload_truncated=true 1760000000002$/);
+      match(
+        lines[1],
+        /^runtime_run_event,runtime_name=lab1,category=annotation run_id="r1",type="note",sequence=3i,payload_error="payload: .*BigInt.*" 1760000000003$/,
+      );
+      ok(
+        logs.some((l) => /^error run event r1 #3: payload: .*BigInt/.test(l)),
+        `logged: ${logs.join("\n")}`,
+      );
+      equal(await invalidLines(vm), 0);
+      equal(
+        (await vm.export('runtime_run_event_sequence{category="annotation"}'))[0].values.length,
+        2,
+      );
+    } finally {
+      await w.stop(0);
+      await recorder.close();
+      await vm.dispose();
+    }
+  },
 });
