@@ -197,9 +197,9 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           false,
         ),
         allowed_hosts: {
-          type: ["array", "null"],
+          type: ["string", "array", "null"],
           description:
-            "Host names (optionally `name:port`) a loopback-bound API answers for besides localhost, 127.0.0.0/8 and [::1].",
+            "Host names (optionally `name:port`; one string or a list) a loopback-bound API answers for besides localhost, 127.0.0.0/8 and [::1].",
           default: [],
           items: { type: "string", minLength: 1 },
         },

@@ -248,12 +248,19 @@ function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly st
 }
 
 /**
- * allowed_hosts: host names, optionally with `:port` (IPv6 in brackets). No scheme, path or
- * wildcard: a wildcard would switch the DNS-rebinding protection off.
+ * allowed_hosts: host names, optionally with `:port` (IPv6 in brackets); a string is a
+ * one-element list. No scheme, path or wildcard: a wildcard would switch the DNS-rebinding
+ * protection off.
  */
 function readAllowedHosts(c: Checker, h: Obj, P: Path): readonly string[] {
   const path = [...P, "allowed_hosts"];
-  const list = c.sequence(h.allowed_hosts, path);
+  const value = h.allowed_hosts;
+  if (typeof value === "string") {
+    if (HOST_ENTRY.test(value)) return [value.toLowerCase()];
+    c.error(path, `'${value}' is not a host name: write \`name\` or \`name:port\``);
+    return [];
+  }
+  const list = c.sequence(value, path);
   if (list === null) return [];
   const out: string[] = [];
   list.forEach((v, i) => {

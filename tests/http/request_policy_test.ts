@@ -327,6 +327,10 @@ Deno.test("http.allowed_hosts is read lower-cased and refuses wildcards and URLs
     "[fe80::1]:8080",
   ]);
   assert.deepEqual(load("[]").config?.http.allowedHosts, []);
+  assert.deepEqual(load("Rig.Local:8080").config?.http.allowedHosts, ["rig.local:8080"]);
+  assert.deepEqual(load('"*.lab"').diagnostics.map((d) => [d.path, d.line, d.column]), [
+    ["http.allowed_hosts", 3, 3],
+  ]);
   const bad = load('["*", "http://rig.local", 5]');
   assert.deepEqual(
     bad.diagnostics.map((d) => [d.path, d.line, d.column, d.severity]),
