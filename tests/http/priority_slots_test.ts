@@ -15,7 +15,7 @@ const encoder = new TextEncoder();
 Deno.test("POST /v0/estop answers 200 while slow bodies and a hung provider hold every request slot", async () => {
   const fx = await startHttpFixture({
     config: {
-      providers: [simProvider("sim0", { timeoutMs: 1500, restart: false })],
+      providers: [simProvider("sim0", { timeoutMs: 3000, restart: false })],
       pollingIntervalMs: 5000,
       http: { threadPoolSize: 3 },
     },
@@ -25,26 +25,7 @@ Deno.test("POST /v0/estop answers 200 while slow bodies and a hung provider hold
   let hungCall: Promise<unknown> | null = null;
   try {
     assert.equal((await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } })).status, 200);
-    // chaos_control hang: the provider answers this call, then nothing for 1.2 s.
-    const hang = await fx.request("POST", "/v0/call", {
-      body: {
-        provider_id: "sim0",
-        device_id: "chaos_control",
-        function_id: 7,
-        args: { duration_ms: { type: "int64", int64: 1200 } },
-      },
-    });
-    assert.equal(hang.status, 200, hang.text);
-    // Slot 1: a call that waits on the hung provider.
-    hungCall = fx.request("POST", "/v0/call", {
-      body: {
-        provider_id: "sim0",
-        device_id: "relayio0",
-        function_id: 1,
-        args: { enabled: { type: "bool", bool: true } },
-      },
-    });
-    // Slots 2 and 3: bodies that never finish arriving, over real sockets.
+    // Slots 1 and 2: bodies that never finish arriving, over real sockets.
     for (let i = 0; i < 2; i++) {
       const conn = await Deno.connect({ hostname: "127.0.0.1", port });
       slow.push(conn);
@@ -53,6 +34,26 @@ Deno.test("POST /v0/estop answers 200 while slow bodies and a hung provider hold
           `Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"mode":`,
       ));
     }
+    await waitFor("2 requests in flight", () => fx.api.inFlight === 2);
+    // chaos_control hang: the provider answers this call, then nothing for 2 s.
+    const hang = await fx.request("POST", "/v0/call", {
+      body: {
+        provider_id: "sim0",
+        device_id: "chaos_control",
+        function_id: 7,
+        args: { duration_ms: { type: "int64", int64: 2000 } },
+      },
+    });
+    assert.equal(hang.status, 200, hang.text);
+    // Slot 3: a call that waits on the hung provider.
+    hungCall = fx.request("POST", "/v0/call", {
+      body: {
+        provider_id: "sim0",
+        device_id: "relayio0",
+        function_id: 1,
+        args: { enabled: { type: "bool", bool: true } },
+      },
+    });
     await waitFor("3 requests in flight", () => fx.api.inFlight === 3);
     const busy = await fx.request("GET", "/v0/devices");
     assert.equal(busy.status, 503, "every ordinary slot is taken");
