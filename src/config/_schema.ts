@@ -218,6 +218,13 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           "Send Access-Control-Allow-Credentials (not with `*`).",
           false,
         ),
+        allowed_hosts: {
+          type: ["string", "array", "null"],
+          description:
+            "Host names (optionally `name:port`; one string or a list) a loopback-bound API answers for besides localhost, 127.0.0.0/8 and [::1].",
+          default: [],
+          items: { type: "string", minLength: 1 },
+        },
         thread_pool_size: int("Bound on concurrently handled requests.", 40),
         auth_enabled: bool("Require `Authorization: Bearer <token>`.", false),
         auth_token: str("Bearer token; RUNTIME_API_TOKEN overrides it.", ""),

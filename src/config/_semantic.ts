@@ -59,6 +59,7 @@ const HTTP_KEYS = [
   "port",
   "cors_allowed_origins",
   "cors_allow_credentials",
+  "allowed_hosts",
   "thread_pool_size",
   "auth_enabled",
   "auth_token",
@@ -180,6 +181,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
       "`*` is not allowed with cors_allow_credentials: true (list the origins explicitly)",
     );
   }
+  const allowedHosts = readAllowedHosts(c, h, P);
   const authEnabled = c.boolean(h, P, "auth_enabled", false);
   const authToken = c.string(h, P, "auth_token", "");
   const allowInsecureBind = c.boolean(h, P, "allow_insecure_bind", false);
@@ -222,6 +224,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     port,
     corsAllowedOrigins: origins,
     corsAllowCredentials,
+    allowedHosts,
     threadPoolSize,
     authEnabled,
     authToken,
@@ -254,6 +257,41 @@ function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly st
   });
   return out.length > 0 ? out : ["*"];
 }
+
+/**
+ * allowed_hosts: host names, optionally with `:port` (IPv6 in brackets); a string is a
+ * one-element list. No scheme, path or wildcard: a wildcard would switch the DNS-rebinding
+ * protection off.
+ */
+function readAllowedHosts(c: Checker, h: Obj, P: Path): readonly string[] {
+  const path = [...P, "allowed_hosts"];
+  const value = h.allowed_hosts;
+  if (typeof value === "string") {
+    if (HOST_ENTRY.test(value)) return [value.toLowerCase()];
+    c.error(path, `'${value}' is not a host name: write \`name\` or \`name:port\``);
+    return [];
+  }
+  const list = c.sequence(value, path);
+  if (list === null) return [];
+  const out: string[] = [];
+  list.forEach((v, i) => {
+    if (typeof v !== "string") {
+      c.error([...path, i], "must be a string");
+    } else if (!HOST_ENTRY.test(v)) {
+      c.error(
+        [...path, i],
+        `'${v}' is not a host name: write \`name\` or \`name:port\` (no scheme, path or wildcard)`,
+      );
+    } else {
+      out.push(v.toLowerCase());
+    }
+  });
+  return out;
+}
+
+/** `name`, `name:port`, `[v6]` or `[v6]:port`; a name is letters, digits, `-`, `_` and dots. */
+const HOST_ENTRY =
+  /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /** A TLS file key: both or neither; relative to the config folder; must exist at start-up. */
 function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): string | null {

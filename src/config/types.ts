@@ -96,6 +96,11 @@ export interface HttpConfig {
   readonly port: number;
   readonly corsAllowedOrigins: readonly string[];
   readonly corsAllowCredentials: boolean;
+  /**
+   * Extra host names (optionally `name:port`, lower case) a loopback-bound API answers for, on
+   * top of `localhost`, 127.0.0.0/8 and `[::1]`; also the names a same-origin request may use.
+   */
+  readonly allowedHosts: readonly string[];
   /** Bound on concurrently handled requests (Deno has no worker threads to size). */
   readonly threadPoolSize: number;
   readonly authEnabled: boolean;

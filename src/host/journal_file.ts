@@ -12,6 +12,18 @@ export interface JournalAppendHandle {
   close(): void;
 }
 
+/** One line of a file and where it lies (readLinesAt). */
+export interface JournalLine {
+  /** The line without its newline, cut to `maxLineBytes`. */
+  readonly text: string;
+  /** Byte offset of the line's first byte. */
+  readonly start: number;
+  /** Byte offset just past the line (past its newline when it has one). */
+  readonly end: number;
+  /** False for a last line without a newline (torn, or still being written). */
+  readonly terminated: boolean;
+}
+
 const encoder = new TextEncoder();
 const NEWLINE = 10;
 const READ_CHUNK_BYTES = 64 * 1024;
@@ -116,6 +128,70 @@ export const journalFiles = {
         if (start < n) keep(chunk.subarray(start, n));
       }
       if (lineBytes > 0) yield take();
+    } finally {
+      file.close();
+    }
+  },
+
+  /**
+   * Streams the lines of a file from byte `startByte` (a line start) with their byte positions,
+   * so a reader can come back to any line without rescanning the file. A missing file yields
+   * nothing; long lines are cut as in readLines.
+   */
+  async *readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncGenerator<JournalLine> {
+    const maxLineBytes = options.maxLineBytes;
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return;
+      throw err;
+    }
+    const decoder = new TextDecoder();
+    const chunk = new Uint8Array(READ_CHUNK_BYTES);
+    let parts: Uint8Array[] = [];
+    let kept = 0;
+    let lineStart = options.startByte;
+    let pos = options.startByte;
+    const take = (end: number, terminated: boolean): JournalLine => {
+      const buf = new Uint8Array(kept);
+      let off = 0;
+      for (const p of parts) {
+        buf.set(p, off);
+        off += p.length;
+      }
+      const line = { text: decoder.decode(buf), start: lineStart, end, terminated };
+      parts = [];
+      kept = 0;
+      lineStart = end;
+      return line;
+    };
+    const keep = (bytes: Uint8Array): void => {
+      const n = Math.min(bytes.length, maxLineBytes - kept);
+      if (n > 0) {
+        parts.push(bytes.slice(0, n));
+        kept += n;
+      }
+    };
+    try {
+      if (options.startByte > 0) await file.seek(options.startByte, Deno.SeekMode.Start);
+      while (true) {
+        const n = await file.read(chunk);
+        if (n === null) break;
+        let start = 0;
+        for (let i = 0; i < n; i++) {
+          if (chunk[i] !== NEWLINE) continue;
+          keep(chunk.subarray(start, i));
+          yield take(pos + i + 1, true);
+          start = i + 1;
+        }
+        if (start < n) keep(chunk.subarray(start, n));
+        pos += n;
+      }
+      if (pos > lineStart) yield take(pos, false);
     } finally {
       file.close();
     }

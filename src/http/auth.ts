@@ -36,6 +36,14 @@ export class BearerAuth {
   async allows(req: Request, remoteAddr: string): Promise<boolean> {
     if (!this.#enabled) return true;
     if (this.#exemptLoopback && isLoopbackAddress(remoteAddr)) return true;
+    return await this.presentsToken(req);
+  }
+
+  /**
+   * Whether the request carries the configured token, whether or not auth is enabled (the
+   * request policy lets a cross-origin request with the token change state).
+   */
+  async presentsToken(req: Request): Promise<boolean> {
     const header = req.headers.get("authorization");
     // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
     if (header === null || !header.startsWith("Bearer ") || this.#tokenDigest === null) {

@@ -1,16 +1,26 @@
 /**
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
- * concurrency bound -> CORS preflight -> auth -> route -> handler; every outcome, errors
- * included, leaves through one place that adds CORS headers.
+ * host check -> concurrency bound (priority routes have their own slots) -> CORS preflight ->
+ * auth -> origin check -> route -> content-type check -> handler; every outcome, errors
+ * included, leaves through one place that adds CORS headers (and drops the body of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
 import { BearerAuth, unauthorizedResponse } from "./auth.ts";
 import { CorsPolicy, withHeaders } from "./cors.ts";
 import { errorResponse, responseForError } from "./envelope.ts";
 import { BODY_READ_TIMEOUT_MS, type BodyLimits, MAX_BODY_BYTES } from "./json_body.ts";
-import { matchRoute } from "./routes.ts";
+import { type PolicyRefusal, RequestPolicy } from "./request_policy.ts";
+import { isPriorityRequest, matchRoute } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
+
+/**
+ * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
+ * and apart from `http.thread_pool_size`. An e-stop holds its slot only while the stop ladder
+ * runs (bounded by the safety layer) and while its optional body arrives (at most
+ * ESTOP_REASON_READ_TIMEOUT_MS).
+ */
+export const PRIORITY_REQUEST_SLOTS = 16;
 
 /** Connection facts the server passes with each request (injected so tests can fake them). */
 export interface RequestInfo {
@@ -29,6 +39,25 @@ export interface HttpApiOptions {
   readonly sseKeepAliveMs?: number;
   readonly maxSseClients?: number;
   readonly sseQueueSize?: number;
+  /** Default PRIORITY_REQUEST_SLOTS. */
+  readonly priorityRequestSlots?: number;
+}
+
+/** A counted bound on concurrent requests. */
+class RequestSlots {
+  readonly limit: number;
+  inUse = 0;
+  constructor(limit: number) {
+    this.limit = Math.max(1, limit);
+  }
+  tryAcquire(): boolean {
+    if (this.inUse >= this.limit) return false;
+    this.inUse++;
+    return true;
+  }
+  release(): void {
+    this.inUse--;
+  }
 }
 
 /** The /v0 API over the runtime's services. */
@@ -38,9 +67,10 @@ export class HttpApi {
   readonly #auth: BearerAuth;
   readonly #cors: CorsPolicy;
   readonly #sse: SseHub;
+  readonly #policy: RequestPolicy;
   readonly #limits: BodyLimits;
-  readonly #maxConcurrent: number;
-  #inFlight = 0;
+  readonly #slots: RequestSlots;
+  readonly #prioritySlots: RequestSlots;
 
   constructor(services: HttpServices, options: HttpApiOptions) {
     const http = services.config.http;
@@ -48,6 +78,7 @@ export class HttpApi {
     this.#log = services.host.log.child("http");
     this.#auth = new BearerAuth(http, options.apiToken);
     this.#cors = new CorsPolicy(http);
+    this.#policy = new RequestPolicy(http);
     this.#sse = new SseHub({
       bus: services.bus,
       log: this.#log,
@@ -59,7 +90,8 @@ export class HttpApi {
       maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
       timeoutMs: options.bodyReadTimeoutMs ?? BODY_READ_TIMEOUT_MS,
     };
-    this.#maxConcurrent = Math.max(1, options.maxConcurrentRequests ?? http.threadPoolSize);
+    this.#slots = new RequestSlots(options.maxConcurrentRequests ?? http.threadPoolSize);
+    this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);
   }
 
   /** Open SSE streams. */
@@ -67,9 +99,12 @@ export class HttpApi {
     return this.#sse.clientCount;
   }
 
-  /** Requests being handled now (SSE streams count only until their response starts). */
+  /**
+   * Requests being handled now, priority ones included (SSE streams count only until their
+   * response starts).
+   */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#slots.inUse + this.#prioritySlots.inUse;
   }
 
   /** Handles one request; never rejects. */
@@ -80,21 +115,33 @@ export class HttpApi {
       const url = new URL(req.url);
       const preflight = req.method === "OPTIONS" && url.pathname.startsWith("/v0/");
       cors = this.#cors.headersFor(req, preflight);
-      // http.thread_pool_size bounds concurrently handled requests: Deno has no worker threads,
-      // so the bound protects providers and memory instead. Excess requests are answered 503 at
-      // once rather than queued, so a client never waits behind a stuck peer. An SSE stream
-      // holds its slot only until its response starts; streams have their own bound.
-      if (this.#inFlight >= this.#maxConcurrent) {
-        res = errorResponse(
-          "UNAVAILABLE",
-          `Server busy: ${this.#maxConcurrent} requests in progress (http.thread_pool_size)`,
-        );
+      // DNS rebinding: a loopback-bound API answers only for loopback names (and allowed_hosts),
+      // before anything else is looked at.
+      const wrongHost = this.#policy.checkHost(req, url);
+      if (wrongHost) {
+        res = await refuse(req, wrongHost);
       } else {
-        this.#inFlight++;
-        try {
-          res = await this.#dispatch(req, url, info, preflight);
-        } finally {
-          this.#inFlight--;
+        // http.thread_pool_size bounds concurrently handled requests: Deno has no worker
+        // threads, so the bound protects providers and memory instead. Excess requests are
+        // answered 503 at once rather than queued, so a client never waits behind a stuck
+        // peer. An SSE stream holds its slot only until its response starts; streams have
+        // their own bound. The e-stop, its clear and runtime status have slots of their own.
+        const priority = isPriorityRequest(req.method, url.pathname);
+        const slots = priority ? this.#prioritySlots : this.#slots;
+        if (!slots.tryAcquire()) {
+          await req.body?.cancel().catch(() => {});
+          res = errorResponse(
+            "UNAVAILABLE",
+            priority
+              ? `Server busy: ${slots.limit} e-stop/status requests in progress`
+              : `Server busy: ${slots.limit} requests in progress (http.thread_pool_size)`,
+          );
+        } else {
+          try {
+            res = await this.#dispatch(req, url, info, preflight);
+          } finally {
+            slots.release();
+          }
         }
       }
     } catch (err) {
@@ -102,6 +149,7 @@ export class HttpApi {
     }
     if (res.status >= 500) this.#log.warn(`${req.method} ${safePath(req)} -> ${res.status}`);
     else this.#log.debug(`${req.method} ${safePath(req)} -> ${res.status}`);
+    if (req.method === "HEAD") res = await withoutBody(res);
     return withHeaders(res, cors);
   };
 
@@ -123,10 +171,20 @@ export class HttpApi {
       await req.body?.cancel().catch(() => {});
       return unauthorizedResponse();
     }
+    // A state-changing request from a web page runs only for a trusted origin or with the token.
+    if (RequestPolicy.changesState(req.method) && req.headers.has("origin")) {
+      const foreign = this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req));
+      if (foreign) return await refuse(req, foreign);
+    }
     try {
       const match = matchRoute(req.method, url.pathname);
       if (!match) {
+        await req.body?.cancel().catch(() => {});
         return errorResponse("NOT_FOUND", `Route not found: ${req.method} ${url.pathname}`);
+      }
+      if (!match.anyBody) {
+        const notJson = this.#policy.checkContentType(req);
+        if (notJson) return await refuse(req, notJson);
       }
       return await match.handler({
         req,
@@ -144,6 +202,31 @@ export class HttpApi {
       return res;
     }
   }
+}
+
+/** A policy refusal as an error response; the body is discarded unread. */
+async function refuse(req: Request, refusal: PolicyRefusal): Promise<Response> {
+  await req.body?.cancel().catch(() => {});
+  return new Response(
+    JSON.stringify({ status: { code: refusal.code, message: refusal.message } }),
+    { status: refusal.httpStatus, headers: { "content-type": "application/json" } },
+  );
+}
+
+/**
+ * The HEAD form of a response: same status and headers, no body (RFC 9110 §9.3.2). A finite
+ * body's length is kept as Content-Length; an event stream is cancelled (which closes it).
+ */
+async function withoutBody(res: Response): Promise<Response> {
+  const headers = new Headers(res.headers);
+  if (res.body !== null) {
+    if ((headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+      await res.body.cancel().catch(() => {});
+    } else {
+      headers.set("content-length", String((await res.arrayBuffer()).byteLength));
+    }
+  }
+  return new Response(null, { status: res.status, headers });
 }
 
 /** Path without query (queries are never logged: they are client data). */

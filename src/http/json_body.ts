@@ -8,6 +8,12 @@ import { invalidArgument, RuntimeError } from "../common/mod.ts";
 export const MAX_BODY_BYTES = 64 * 1024;
 /** A client that has not sent its whole body after this long is answered 400 (contract: 5 s). */
 export const BODY_READ_TIMEOUT_MS = 5000;
+/**
+ * Deepest nesting of arrays and objects in a request body (the body's own object is level 1).
+ * Checked on the text before it is parsed, so nothing deeper reaches a handler, the run journal
+ * or telemetry.
+ */
+export const MAX_JSON_DEPTH = 32;
 
 export interface BodyLimits {
   readonly maxBytes: number;
@@ -72,6 +78,11 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
     throw invalidArgument("Invalid JSON: body is not valid UTF-8");
   }
   if (text.trim() === "") return undefined;
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    throw invalidArgument(
+      `Invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels (arrays and objects)`,
+    );
+  }
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -88,6 +99,29 @@ export async function readJsonObject(
   if (value === undefined) throw invalidArgument("body: missing, expected a JSON object");
   if (!isPlainObject(value)) throw invalidArgument("body: must be a JSON object");
   return value;
+}
+
+/**
+ * Whether JSON text nests arrays/objects deeper than `max` (brackets inside strings do not
+ * count). Linear in the text; the text need not be valid JSON (JSON.parse judges that after).
+ */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
 }
 
 /** A JSON object (not an array, not null). */

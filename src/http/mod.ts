@@ -4,6 +4,8 @@ export * from "./json_body.ts";
 export * from "./typed_value_json.ts";
 export * from "./auth.ts";
 export * from "./cors.ts";
+export * from "./request_policy.ts";
+export * from "./run_bodies.ts";
 export * from "./sse_hub.ts";
 export * from "./routes.ts";
 export * from "./http_api.ts";

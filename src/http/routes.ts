@@ -15,6 +15,13 @@ import {
 import { RUNTIME_MODES, type RuntimeMode } from "../config/mod.ts";
 import { okResponse } from "./envelope.ts";
 import { type BodyLimits, isPlainObject, readJsonBody, readJsonObject } from "./json_body.ts";
+import {
+  parseCloseRun,
+  parseEventsPage,
+  parseMarker,
+  parseOpenRun,
+  parseRunsPage,
+} from "./run_bodies.ts";
 import type { EstopStatus } from "../safety/mod.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
@@ -33,22 +40,35 @@ export interface RouteContext {
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
 
-interface Route {
+/** How the request handler treats a route beyond calling it. */
+export interface RouteOptions {
+  /**
+   * Outside `http.thread_pool_size`: served from PRIORITY_REQUEST_SLOTS of its own, so the
+   * e-stop, its clear and the status that shows them are never refused because ordinary
+   * requests (slow bodies, calls to a hung provider) hold every slot.
+   */
+  readonly priority?: boolean;
+  /** Any body is accepted (not only JSON): the e-stop is never refused for its body. */
+  readonly anyBody?: boolean;
+}
+
+interface Route extends RouteOptions {
   readonly method: "GET" | "POST";
   /** Path segments after the leading "/"; `:name` captures one segment. */
   readonly segments: readonly string[];
   readonly handler: RouteHandler;
 }
 
-const route = (method: "GET" | "POST", path: string, handler: RouteHandler): Route => ({
-  method,
-  segments: path.slice(1).split("/"),
-  handler,
-});
+const route = (
+  method: "GET" | "POST",
+  path: string,
+  handler: RouteHandler,
+  options: RouteOptions = {},
+): Route => ({ method, segments: path.slice(1).split("/"), handler, ...options });
 
-/** Every endpoint of http-api.md §3. */
+/** Every endpoint of http-api.md §3. HEAD is served by every GET route (RFC 9110 §9.3.2). */
 export const ROUTES: readonly Route[] = [
-  route("GET", "/v0/runtime/status", runtimeStatus),
+  route("GET", "/v0/runtime/status", runtimeStatus, { priority: true }),
   route("GET", "/v0/providers/health", providersHealth),
   route("GET", "/v0/telemetry/status", telemetryStatus),
   route("GET", "/v0/devices", listDevices),
@@ -58,8 +78,8 @@ export const ROUTES: readonly Route[] = [
   route("POST", "/v0/call", call),
   route("GET", "/v0/mode", getMode),
   route("POST", "/v0/mode", setMode),
-  route("POST", "/v0/estop", estopTrigger),
-  route("POST", "/v0/estop/clear", estopClear),
+  route("POST", "/v0/estop", estopTrigger, { priority: true, anyBody: true }),
+  route("POST", "/v0/estop/clear", estopClear, { priority: true }),
   route("GET", "/v0/parameters", listParameters),
   route("POST", "/v0/parameters", setParameter),
   route("GET", "/v0/automation/tree", automationTree),
@@ -73,17 +93,22 @@ export const ROUTES: readonly Route[] = [
   route("GET", "/v0/events", events),
 ];
 
+/** A matched route: its handler, options and decoded path parameters. */
+export interface RouteMatch extends RouteOptions {
+  readonly handler: RouteHandler;
+  readonly params: Record<string, string>;
+}
+
 /**
- * Finds the route for a method and path; null when none matches (the caller answers 404
- * "Route not found"). Throws INVALID_ARGUMENT for a path parameter with broken %-encoding.
+ * Finds the route for a method and path (HEAD finds the GET route); null when none matches
+ * (the caller answers 404 "Route not found"). Throws INVALID_ARGUMENT for a path parameter with
+ * broken %-encoding.
  */
-export function matchRoute(
-  method: string,
-  pathname: string,
-): { handler: RouteHandler; params: Record<string, string> } | null {
+export function matchRoute(method: string, pathname: string): RouteMatch | null {
+  const wanted = method === "HEAD" ? "GET" : method;
   const parts = pathname.slice(1).split("/");
   for (const r of ROUTES) {
-    if (r.method !== method || r.segments.length !== parts.length) continue;
+    if (r.method !== wanted || r.segments.length !== parts.length) continue;
     const params: Record<string, string> = {};
     let ok = true;
     for (let i = 0; i < parts.length && ok; i++) {
@@ -95,9 +120,17 @@ export function matchRoute(
         ok = false;
       }
     }
-    if (ok) return { handler: r.handler, params };
+    if (ok) return { handler: r.handler, params, priority: r.priority, anyBody: r.anyBody };
   }
   return null;
+}
+
+/** Whether a request goes to a priority route (no %-decoding needed: none has parameters). */
+export function isPriorityRequest(method: string, pathname: string): boolean {
+  const wanted = method === "HEAD" ? "GET" : method;
+  return ROUTES.some((r) =>
+    r.priority === true && r.method === wanted && `/${r.segments.join("/")}` === pathname
+  );
 }
 
 function decodeSegment(raw: string, name: string): string {
@@ -333,13 +366,23 @@ async function setMode({ services, req, limits }: RouteContext): Promise<Respons
   return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
 }
 
+/**
+ * How long the e-stop waits for its optional body (the reason) before it triggers without it;
+ * shorter than BODY_READ_TIMEOUT_MS because a slow client must not delay the stop.
+ */
+export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
+
 async function estopTrigger({ services, req, limits }: RouteContext): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
-  // The reason is optional and informative only: an unreadable body never blocks an e-stop.
+  // The reason is optional and informative only: an unreadable, non-JSON or slow body never
+  // blocks an e-stop.
   let reason: string | undefined;
   try {
-    const body = await readJsonBody(req, limits);
+    const body = await readJsonBody(req, {
+      maxBytes: limits.maxBytes,
+      timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
+    });
     if (isPlainObject(body) && typeof body.reason === "string") reason = body.reason;
   } catch {
     reason = undefined;
@@ -397,36 +440,36 @@ function runsService(services: HttpServices) {
   return services.runs;
 }
 
-/** Optional JSON body: absent -> {} (defaults); present -> parsed as is (the registry checks it). */
-async function optionalBody(ctx: RouteContext): Promise<unknown> {
-  return (await readJsonBody(ctx.req, ctx.limits)) ?? {};
-}
-
 async function listRuns({ services, url }: RouteContext): Promise<Response> {
-  return okResponse(await runsService(services).list(url.searchParams));
+  return okResponse(await runsService(services).list(parseRunsPage(url.searchParams)));
 }
 
-async function openRun(ctx: RouteContext): Promise<Response> {
-  const runs = runsService(ctx.services);
-  return okResponse(await runs.open(await optionalBody(ctx)));
+async function openRun({ services, req, limits }: RouteContext): Promise<Response> {
+  const runs = runsService(services);
+  return okResponse(await runs.open(parseOpenRun(await readJsonBody(req, limits))));
 }
 
 async function getRun({ services, params }: RouteContext): Promise<Response> {
   return okResponse(await runsService(services).get(params.run_id));
 }
 
-async function closeRun(ctx: RouteContext): Promise<Response> {
-  const runs = runsService(ctx.services);
-  return okResponse(await runs.close(ctx.params.run_id, await optionalBody(ctx)));
+async function closeRun({ services, req, limits, params }: RouteContext): Promise<Response> {
+  const runs = runsService(services);
+  return okResponse(
+    await runs.close(params.run_id, parseCloseRun(await readJsonBody(req, limits))),
+  );
 }
 
 async function listRunEvents({ services, params, url }: RouteContext): Promise<Response> {
-  return okResponse(await runsService(services).listEvents(params.run_id, url.searchParams));
+  const page = parseEventsPage(url.searchParams);
+  return okResponse(await runsService(services).listEvents(params.run_id, page));
 }
 
-async function addRunMarker(ctx: RouteContext): Promise<Response> {
-  const runs = runsService(ctx.services);
-  return okResponse(await runs.addMarker(ctx.params.run_id, await optionalBody(ctx)));
+async function addRunMarker({ services, req, limits, params }: RouteContext): Promise<Response> {
+  const runs = runsService(services);
+  return okResponse(
+    await runs.addMarker(params.run_id, parseMarker(await readJsonBody(req, limits))),
+  );
 }
 
 // ---- events ----

@@ -12,6 +12,13 @@ import type { Config } from "../config/mod.ts";
 import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
+import type {
+  CloseRunRequest,
+  EventPageRequest,
+  MarkerRequest,
+  OpenRunRequest,
+  PageRequest,
+} from "../runs/mod.ts";
 import type { EstopService } from "../safety/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 
@@ -30,17 +37,20 @@ export interface TelemetryService {
   status(): object;
 }
 
-/** Run records (src/runs/ RunRegistry); each method may also return a Promise. */
+/**
+ * Run records (src/runs/ RunRegistry); each method may also return a Promise. Inputs are the
+ * registry's typed requests: the HTTP layer parses bodies and queries (run_bodies.ts).
+ */
 export interface RunsService {
-  open(body: unknown): MaybePromise<{ run: unknown }>;
-  list(query: URLSearchParams): MaybePromise<{ runs: unknown[]; count: number }>;
+  open(request: OpenRunRequest): MaybePromise<{ run: unknown }>;
+  list(page: PageRequest): MaybePromise<{ runs: unknown[]; count: number }>;
   get(runId: string): MaybePromise<{ run: unknown }>;
-  close(runId: string, body: unknown): MaybePromise<{ run: unknown }>;
+  close(runId: string, request: CloseRunRequest): MaybePromise<{ run: unknown }>;
   listEvents(
     runId: string,
-    query: URLSearchParams,
+    page: EventPageRequest,
   ): MaybePromise<{ events: unknown[]; count: number }>;
-  addMarker(runId: string, body: unknown): MaybePromise<{ event: unknown }>;
+  addMarker(runId: string, marker: MarkerRequest): MaybePromise<{ event: unknown }>;
 }
 
 type MaybePromise<T> = T | Promise<T>;

@@ -14,14 +14,21 @@
  * Bus events (mode/parameter change, automation fault) are appended at once but fsync'd in a
  * batch at most 1 s later, or at the next marker/close/shutdown.
  *
+ * Writes (open, close, markers, bus events) go through one queue, so the journal's order is the
+ * calls' order. Reads never enter that queue: listing runs answers from memory, and a page of
+ * events is read from the run's file through a sparse index (_event_index.ts), so a page costs
+ * O(page size) and reading a run never delays writing one.
+ *
  * Memory: run records live in memory (a few hundred bytes each plus params, whose record is
- * capped at 64 KiB). Events are never held in memory: a page is read from the run's file
- * (limit <= 1000, lines <= 256 KiB). At most 1000 bus events wait for the disk; more are dropped
- * and counted.
+ * capped at 64 KiB and nested at most MAX_RUN_JSON_DEPTH levels). Events are never held in
+ * memory: a page is read from the run's file (limit <= 1000, lines <= 256 KiB); the index holds
+ * one entry per EVENT_INDEX_STRIDE events for at most MAX_INDEXED_RUNS runs. At most 1000 bus
+ * events wait for the disk; more are dropped and counted.
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
- * start. Corrupt journal lines (e.g. a partial trailing line after a crash) are skipped and
- * reported through the logger and {@link RunRegistry.startupReport}; they are never fatal.
+ * start. Journal lines replay cannot use (corrupt, torn by a crash, nested too deep, or failing in
+ * any other way) are skipped, counted and reported through the logger and
+ * {@link RunRegistry.startupReport}; they are never fatal.
  */
 import {
   type Clock,
@@ -34,6 +41,9 @@ import {
   unavailable,
 } from "../common/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
+import { EventIndex, parseEventLine } from "./_event_index.ts";
+import { exceedsJsonDepth } from "./_json_depth.ts";
+import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
 import {
   type AutomationVersion,
   CLIENT_CLOSE_REASONS,
@@ -44,24 +54,14 @@ import {
   type RunEventCategory,
   type TagScope,
 } from "./run_record.ts";
+import type {
+  CloseRunRequest,
+  EventPageRequest,
+  MarkerRequest,
+  OpenRunRequest,
+  PageRequest,
+} from "./run_requests.ts";
 import { ULID_PATTERN, UlidGenerator } from "./ulid.ts";
-
-/** An open append-only file (host/journal_file.ts implements it). */
-export interface JournalAppendHandle {
-  append(text: string): Promise<void>;
-  sync(): Promise<void>;
-  close(): void;
-}
-
-/** The file operations the registry needs; the runtime injects host's `journalFiles`. */
-export interface JournalFiles {
-  ensureDir(path: string): Promise<void>;
-  openAppend(path: string): Promise<JournalAppendHandle>;
-  /** True when the file is missing, empty or ends with a newline. */
-  endsWithNewline(path: string): Promise<boolean>;
-  /** Lines without newline; missing file yields nothing; long lines cut to maxLineBytes. */
-  readLines(path: string, maxLineBytes: number): AsyncIterable<string>;
-}
 
 /** Called after a run opened, closed or got a marker (the runtime forwards it to telemetry). */
 export type RunTelemetrySink = (event: RunEvent, run: Run) => void;
@@ -104,18 +104,28 @@ export interface RunRegistryInfo {
 }
 
 const SCHEMA_VERSION = 1 as const;
-const MAX_RECORD_BYTES = 64 * 1024;
+/** Largest journal record (a run with its params, or one event with its payload). */
+export const MAX_RECORD_BYTES = 64 * 1024;
+/** Deepest nesting of `params` and marker `payload` (arrays and objects, one level each). */
+export const MAX_RUN_JSON_DEPTH = 32;
+/** Deepest stored line replay and reads accept: a run or event record around MAX_RUN_JSON_DEPTH. */
+const MAX_STORED_JSON_DEPTH = MAX_RUN_JSON_DEPTH + 4;
 const MAX_LINE_BYTES = 256 * 1024;
-const MAX_MARKER_TYPE_CHARS = 256;
+export const MAX_MARKER_TYPE_CHARS = 256;
 const MAX_PENDING_BUS_EVENTS = 1000;
 const BUS_EVENT_SYNC_DELAY_MS = 1000;
-const RUNS_LIST_LIMIT = { default: 50, max: 200 };
-const EVENTS_LIST_LIMIT = { default: 200, max: 1000 };
+/** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
+export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
+export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
+/** Runs whose event index is kept (least recently read dropped first; rebuilt on demand). */
+export const MAX_INDEXED_RUNS = 32;
 
 interface OpenRun {
   run: Run;
   nextSequence: number;
   handle: JournalAppendHandle;
+  /** A failed append may have left a partial line: start the next one on a new line. */
+  needsNewline: boolean;
 }
 
 type Body = Record<string, unknown>;
@@ -124,29 +134,22 @@ function isObject(v: unknown): v is Body {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** An optional JSON body: absent -> {}, else it must be an object. */
-function bodyObject(body: unknown): Body {
-  if (body === undefined || body === null) return {};
-  if (!isObject(body)) throw invalidArgument("body: must be a JSON object");
-  return body;
-}
-
 function stringList(v: unknown): string[] {
   return Array.isArray(v) && v.every((s) => typeof s === "string") ? [...v] : [];
 }
 
-/** limit/offset query parsing: unparseable -> default, limit clamped to max (< 1 -> default). */
-function pageParams(
-  query: URLSearchParams,
-  limits: { default: number; max: number },
+/** limit/offset: absent or < 1 limit -> default, clamped to max; absent or negative offset -> 0. */
+function pageBounds(
+  page: PageRequest,
+  limits: { readonly default: number; readonly max: number },
 ): { limit: number; offset: number } {
-  const int = (s: string | null): number | null =>
-    s !== null && /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : null;
-  const l = int(query.get("limit"));
-  const o = int(query.get("offset"));
+  const l = page.limit;
+  const o = page.offset;
   return {
-    limit: l === null || l < 1 ? limits.default : Math.min(l, limits.max),
-    offset: o === null || o < 0 ? 0 : o,
+    limit: l === undefined || !Number.isFinite(l) || l < 1
+      ? limits.default
+      : Math.min(Math.floor(l), limits.max),
+    offset: o === undefined || !Number.isFinite(o) || o < 0 ? 0 : Math.floor(o),
   };
 }
 
@@ -183,11 +186,6 @@ function parseRun(v: unknown): Run | null {
   };
 }
 
-function isRunEvent(v: unknown, runId: string): v is RunEvent {
-  return isObject(v) && v.run_id === runId && Number.isSafeInteger(v.sequence) &&
-    typeof v.category === "string";
-}
-
 /** Run records with markers, durable across restarts. */
 export class RunRegistry {
   readonly #opts: RunRegistryOptions;
@@ -212,6 +210,7 @@ export class RunRegistry {
   #unsubscribe: (() => void) | null = null;
   #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [] };
   readonly #warnedCorruptRuns = new Set<string>();
+  readonly #indexes = new Map<string, EventIndex>();
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -279,38 +278,36 @@ export class RunRegistry {
     };
   }
 
-  /** POST /v0/runs. Throws FAILED_PRECONDITION when a run is open, UNAVAILABLE on I/O failure. */
-  open(body: unknown): Promise<{ run: Run }> {
-    return this.#serial(async () => {
+  /**
+   * POST /v0/runs. Throws INVALID_ARGUMENT for params nested deeper than MAX_RUN_JSON_DEPTH or a
+   * record over MAX_RECORD_BYTES (before anything is written), FAILED_PRECONDITION when a run is
+   * open, UNAVAILABLE on I/O failure.
+   */
+  async open(request: OpenRunRequest = {}): Promise<{ run: Run }> {
+    // Checked before the write queue: a bad request never waits, nor writes anything.
+    this.#requireReady();
+    const params = request.params ?? {};
+    if (!isObject(params)) throw invalidArgument("params: must be a JSON object");
+    if (exceedsJsonDepth(params, MAX_RUN_JSON_DEPTH)) {
+      throw invalidArgument(`params: nested deeper than ${MAX_RUN_JSON_DEPTH} levels`);
+    }
+    const scope = request.tag_scope ?? {};
+    const tagScope: TagScope = {
+      provider_ids: [...(scope.provider_ids ?? [])],
+      device_ids: [...(scope.device_ids ?? [])],
+      signal_ids: [...(scope.signal_ids ?? [])],
+    };
+    const experimentLabel = request.experiment_label ?? null;
+    return await this.#serial(async () => {
       this.#requireReady();
-      const b = bodyObject(body);
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
-      const scope = isObject(b.tag_scope) ? b.tag_scope : {};
-      const tagScope: TagScope = {
-        provider_ids: stringList(scope.provider_ids),
-        device_ids: stringList(scope.device_ids),
-        signal_ids: stringList(scope.signal_ids),
-      };
       const now = this.#opts.clock.nowMs();
       let runId: string;
       do {
         // A restarted process with a clock behind the previous one could repeat an id.
         runId = `${this.#prefix}-${this.#ulid.next()}`;
       } while (this.#runs.has(runId));
-      const run: Run = {
-        schema_version: SCHEMA_VERSION,
-        run_id: runId,
-        state: "open",
-        close_reason: null,
-        started_at_epoch_ms: now,
-        ended_at_epoch_ms: null,
-        automation_version: this.#automationVersion(),
-        runtime_version: this.#opts.runtimeVersion ?? RUNTIME_VERSION,
-        polling_interval_ms: this.#opts.pollingIntervalMs,
-        params: isObject(b.params) ? b.params : {},
-        tag_scope: tagScope,
-        experiment_label: typeof b.experiment_label === "string" ? b.experiment_label : null,
-      };
+      const run = this.#newRun(runId, now, structuredClone(params), tagScope, experimentLabel);
       const record = JSON.stringify({ v: SCHEMA_VERSION, op: "open", run });
       if (byteLength(record) > MAX_RECORD_BYTES) {
         throw invalidArgument(
@@ -332,116 +329,110 @@ export class RunRegistry {
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
-      this.#open = { run, nextSequence: 2, handle };
+      this.#open = { run, nextSequence: 2, handle, needsNewline: false };
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };
     });
   }
 
-  /** GET /v0/runs: newest first. */
-  list(query: URLSearchParams): Promise<{ runs: Run[]; count: number }> {
-    return this.#serial(() => {
+  /** GET /v0/runs: newest first, from memory (never waits for a write). */
+  list(page: PageRequest = {}): Promise<{ runs: Run[]; count: number }> {
+    return settled(() => {
       this.#requireReady();
-      const { limit, offset } = pageParams(query, RUNS_LIST_LIMIT);
+      const { limit, offset } = pageBounds(page, RUNS_PAGE_LIMIT);
       const runs: Run[] = [];
       for (let i = this.#order.length - 1 - offset; i >= 0 && runs.length < limit; i--) {
         runs.push(structuredClone(this.#runs.get(this.#order[i]) as Run));
       }
-      return Promise.resolve({ runs, count: runs.length });
+      return { runs, count: runs.length };
     });
   }
 
-  /** GET /v0/runs/{run_id}. */
+  /** GET /v0/runs/{run_id}, from memory. */
   get(runId: string): Promise<{ run: Run }> {
-    return this.#serial(() => {
+    return settled(() => {
       this.#requireReady();
-      return Promise.resolve({ run: structuredClone(this.#runOrThrow(runId)) });
+      return { run: structuredClone(this.#runOrThrow(runId)) };
     });
   }
 
   /** POST /v0/runs/{run_id}/close: idempotent (a closed run is returned unchanged). */
-  close(runId: string, body: unknown): Promise<{ run: Run }> {
-    return this.#serial(async () => {
+  async close(runId: string, request: CloseRunRequest = {}): Promise<{ run: Run }> {
+    this.#requireReady();
+    const reason: CloseReason = request.close_reason ?? "operator_stop";
+    if (!(CLIENT_CLOSE_REASONS as readonly string[]).includes(reason)) {
+      throw invalidArgument(`close_reason: must be one of ${CLIENT_CLOSE_REASONS.join(", ")}`);
+    }
+    return await this.#serial(async () => {
       this.#requireReady();
-      const b = bodyObject(body);
-      let reason: CloseReason = "operator_stop";
-      if (b.close_reason !== undefined) {
-        if (!(CLIENT_CLOSE_REASONS as readonly unknown[]).includes(b.close_reason)) {
-          throw invalidArgument(`close_reason: must be one of ${CLIENT_CLOSE_REASONS.join(", ")}`);
-        }
-        reason = b.close_reason as CloseReason;
-      }
       const run = this.#runOrThrow(runId);
       if (run.state === "open") await this.#closeRun(run, reason, this.#opts.clock.nowMs());
       return { run: structuredClone(run) };
     });
   }
 
-  /** GET /v0/runs/{run_id}/events: oldest first, paged from the run's file. */
-  listEvents(
+  /**
+   * GET /v0/runs/{run_id}/events: oldest first, read from the run's file through its index.
+   * Never enters the write queue, so a read never delays an append; a page reads at most
+   * EVENT_INDEX_STRIDE lines beyond its own (plus, once per run and process, one pass to build
+   * the index). `after_sequence` starts after that sequence number; `offset` counts from there.
+   */
+  async listEvents(
     runId: string,
-    query: URLSearchParams,
+    page: EventPageRequest = {},
   ): Promise<{ events: RunEvent[]; count: number }> {
-    return this.#serial(async () => {
-      this.#requireReady();
-      this.#runOrThrow(runId);
-      const { limit, offset } = pageParams(query, EVENTS_LIST_LIMIT);
-      const events: RunEvent[] = [];
-      let index = 0;
-      let corrupt = 0;
-      try {
-        for await (
-          const line of this.#opts.files.readLines(this.#eventFile(runId), MAX_LINE_BYTES)
-        ) {
-          if (line.trim() === "") continue;
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(line);
-          } catch {
-            parsed = null;
-          }
-          if (!isRunEvent(parsed, runId)) {
-            corrupt++;
-            continue;
-          }
-          if (index++ < offset) continue;
-          events.push(parsed);
-          if (events.length >= limit) break;
-        }
-      } catch (err) {
-        throw this.#ioError("read run events", err);
-      }
-      if (corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
-        this.#warnedCorruptRuns.add(runId);
-        this.#log.warn(`run ${runId}: ${corrupt} corrupt event lines skipped`);
-      }
-      return { events, count: events.length };
-    });
+    this.#requireReady();
+    const run = this.#runOrThrow(runId);
+    const after = page.after_sequence;
+    if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) {
+      throw invalidArgument("after_sequence: must be a non-negative integer");
+    }
+    const { limit, offset } = pageBounds(page, EVENTS_PAGE_LIMIT);
+    const index = this.#eventIndex(runId);
+    let events: RunEvent[];
+    try {
+      await index.catchUp(run.state === "closed");
+      const start = after === undefined ? 0 : await index.ordinalAfter(after);
+      events = await index.page(start + offset, limit);
+    } catch (err) {
+      throw this.#ioError("read run events", err);
+    }
+    if (index.corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
+      this.#warnedCorruptRuns.add(runId);
+      this.#log.warn(`run ${runId}: ${index.corrupt} corrupt event lines skipped`);
+    }
+    return { events, count: events.length };
   }
 
-  /** POST /v0/runs/{run_id}/events: an operator marker (category annotation), fsync'd. */
-  addMarker(runId: string, body: unknown): Promise<{ event: RunEvent }> {
-    return this.#serial(async () => {
+  /**
+   * POST /v0/runs/{run_id}/events: an operator marker (category annotation), fsync'd. The
+   * marker is checked (type, nesting, size) before it is queued: a bad one writes nothing.
+   */
+  async addMarker(runId: string, marker: MarkerRequest): Promise<{ event: RunEvent }> {
+    this.#requireReady();
+    const run = this.#runOrThrow(runId);
+    const { type, occurred_at_epoch_ms: occurred } = marker;
+    const payload = marker.payload ?? {};
+    if (typeof type !== "string" || type === "") {
+      throw invalidArgument("type: must be a non-empty string");
+    }
+    if (type.length > MAX_MARKER_TYPE_CHARS) {
+      throw invalidArgument(`type: longer than ${MAX_MARKER_TYPE_CHARS} characters`);
+    }
+    if (!isObject(payload)) throw invalidArgument("payload: must be a JSON object");
+    if (exceedsJsonDepth(payload, MAX_RUN_JSON_DEPTH)) {
+      throw invalidArgument(`payload: nested deeper than ${MAX_RUN_JSON_DEPTH} levels`);
+    }
+    if (
+      occurred !== undefined &&
+      !(typeof occurred === "number" && Number.isSafeInteger(occurred) && occurred >= 0)
+    ) {
+      throw invalidArgument("occurred_at_epoch_ms: must be a non-negative integer");
+    }
+    const stored = structuredClone(payload) as Record<string, unknown>;
+    return await this.#serial(async () => {
       this.#requireReady();
-      const run = this.#runOrThrow(runId);
-      if (!isObject(body)) throw invalidArgument("body: must be a JSON object with a type");
-      const { type, payload, occurred_at_epoch_ms: occurred } = body;
-      if (typeof type !== "string" || type === "") {
-        throw invalidArgument("type: must be a non-empty string");
-      }
-      if (type.length > MAX_MARKER_TYPE_CHARS) {
-        throw invalidArgument(`type: longer than ${MAX_MARKER_TYPE_CHARS} characters`);
-      }
-      if (payload !== undefined && !isObject(payload)) {
-        throw invalidArgument("payload: must be a JSON object");
-      }
-      if (
-        occurred !== undefined &&
-        !(typeof occurred === "number" && Number.isSafeInteger(occurred) && occurred >= 0)
-      ) {
-        throw invalidArgument("occurred_at_epoch_ms: must be a non-negative integer");
-      }
       const open = this.#open;
       if (run.state !== "open" || !open || open.run !== run) {
         throw failedPrecondition(`Run is closed: ${runId}`);
@@ -454,7 +445,7 @@ export class RunRegistry {
         type,
         occurred ?? now,
         now,
-        payload ?? {},
+        stored,
       );
       const line = JSON.stringify(event);
       if (byteLength(line) > MAX_RECORD_BYTES) {
@@ -462,7 +453,7 @@ export class RunRegistry {
       }
       open.nextSequence++;
       try {
-        await open.handle.append(line + "\n");
+        await this.#appendEvent(open, line);
         await open.handle.sync();
       } catch (err) {
         throw this.#ioError("write marker", err);
@@ -558,7 +549,7 @@ export class RunRegistry {
       if (!open || open.run.run_id !== runId) return;
       const now = this.#opts.clock.nowMs();
       const event = this.#event(runId, open.nextSequence++, category, type, occurred, now, payload);
-      await open.handle.append(JSON.stringify(event) + "\n");
+      await this.#appendEvent(open, JSON.stringify(event));
       this.#scheduleSync();
     }).catch((err) => {
       this.#log.error(`run ${runId}: journaling ${category} failed: ${errorText(err)}`);
@@ -584,7 +575,13 @@ export class RunRegistry {
     for await (const line of this.#opts.files.readLines(this.#runsFile, MAX_LINE_BYTES)) {
       lineNo++;
       if (line.trim() === "") continue;
-      const problem = this.#applyJournalLine(line);
+      let problem: string | null;
+      try {
+        problem = this.#applyJournalLine(line);
+      } catch (err) {
+        // Whatever a record does to the code that applies it, replay goes on without it.
+        problem = `cannot be applied: ${errorText(err)}`;
+      }
       if (problem !== null) {
         corrupt.push(`${this.#runsFile}:${lineNo}`);
         this.#log.warn(
@@ -604,6 +601,9 @@ export class RunRegistry {
       return "not JSON";
     }
     if (!isObject(rec)) return "not an object";
+    if (exceedsJsonDepth(rec, MAX_STORED_JSON_DEPTH)) {
+      return `nested deeper than ${MAX_STORED_JSON_DEPTH} levels`;
+    }
     if (rec.op === "open") {
       const run = parseRun(rec.run);
       if (!run) return "open record without a valid run";
@@ -644,7 +644,8 @@ export class RunRegistry {
         if (!clean) await handle.append("\n");
       }
       const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, {});
-      await (handle as JournalAppendHandle).append(JSON.stringify(event) + "\n");
+      if (open) await this.#appendEvent(open, JSON.stringify(event));
+      else await (handle as JournalAppendHandle).append(JSON.stringify(event) + "\n");
       await (handle as JournalAppendHandle).sync();
       await this.#appendJournal(JSON.stringify({
         v: SCHEMA_VERSION,
@@ -671,16 +672,67 @@ export class RunRegistry {
   }
 
   async #lastSequence(runId: string): Promise<number> {
+    const rules = this.#eventRules(runId);
     let max = 0;
     for await (const line of this.#opts.files.readLines(this.#eventFile(runId), MAX_LINE_BYTES)) {
-      try {
-        const ev: unknown = JSON.parse(line);
-        if (isRunEvent(ev, runId) && ev.sequence > max) max = ev.sequence;
-      } catch {
-        // corrupt line (e.g. the partial last line of a crash): skipped
-      }
+      // Corrupt lines (e.g. the partial last line of a crash) are skipped.
+      const ev = parseEventLine(line, rules);
+      if (ev !== null && ev.sequence > max) max = ev.sequence;
     }
     return max;
+  }
+
+  /** Appends one event line to the open run's file (after a newline if a write failed before). */
+  async #appendEvent(open: OpenRun, line: string): Promise<void> {
+    try {
+      await open.handle.append((open.needsNewline ? "\n" : "") + line + "\n");
+      open.needsNewline = false;
+    } catch (err) {
+      open.needsNewline = true;
+      throw err;
+    }
+  }
+
+  /** The event index of a run, created on first use; at most MAX_INDEXED_RUNS are kept. */
+  #eventIndex(runId: string): EventIndex {
+    let index = this.#indexes.get(runId);
+    if (index) {
+      this.#indexes.delete(runId); // re-inserted below: most recently used last
+    } else {
+      index = new EventIndex(this.#opts.files, this.#eventFile(runId), this.#eventRules(runId));
+    }
+    this.#indexes.set(runId, index);
+    while (this.#indexes.size > MAX_INDEXED_RUNS) {
+      this.#indexes.delete(this.#indexes.keys().next().value as string);
+    }
+    return index;
+  }
+
+  #eventRules(runId: string) {
+    return { runId, maxLineBytes: MAX_LINE_BYTES, maxDepth: MAX_STORED_JSON_DEPTH };
+  }
+
+  #newRun(
+    runId: string,
+    now: number,
+    params: Record<string, unknown>,
+    tagScope: TagScope,
+    experimentLabel: string | null,
+  ): Run {
+    return {
+      schema_version: SCHEMA_VERSION,
+      run_id: runId,
+      state: "open",
+      close_reason: null,
+      started_at_epoch_ms: now,
+      ended_at_epoch_ms: null,
+      automation_version: this.#automationVersion(),
+      runtime_version: this.#opts.runtimeVersion ?? RUNTIME_VERSION,
+      polling_interval_ms: this.#opts.pollingIntervalMs,
+      params,
+      tag_scope: tagScope,
+      experiment_label: experimentLabel,
+    };
   }
 
   async #appendJournal(line: string): Promise<void> {
@@ -764,6 +816,15 @@ export class RunRegistry {
     const result = this.#chain.then(fn);
     this.#chain = result.then(() => {}, () => {});
     return result;
+  }
+}
+
+/** `fn()` as a promise: its value resolves it, its exception rejects it. */
+function settled<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
 

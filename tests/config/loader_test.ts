@@ -25,6 +25,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
     port: 8080,
     corsAllowedOrigins: ["*"],
     corsAllowCredentials: false,
+    allowedHosts: [],
     threadPoolSize: 40,
     authEnabled: false,
     authToken: "",

@@ -82,6 +82,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       port: 0,
       corsAllowedOrigins: ["*"],
       corsAllowCredentials: false,
+      allowedHosts: [],
       threadPoolSize: 40,
       authEnabled: false,
       authToken: "",

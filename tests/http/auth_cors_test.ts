@@ -211,7 +211,7 @@ Deno.test("HttpApi answers 503 at once past http.thread_pool_size concurrent req
       { remoteAddr: "127.0.0.1" },
     );
     assert.equal(fx.api.inFlight, 1);
-    const busy = await fx.request("GET", "/v0/runtime/status");
+    const busy = await fx.request("GET", "/v0/devices");
     assert.equal(busy.status, 503);
     assert.equal(busy.json.status.code, "UNAVAILABLE");
     assert.match(busy.json.status.message, /http\.thread_pool_size/);
@@ -221,7 +221,7 @@ Deno.test("HttpApi answers 503 at once past http.thread_pool_size concurrent req
     assert.equal(res.status, 200);
     await res.body?.cancel();
     assert.equal(fx.api.inFlight, 0);
-    assert.equal((await fx.request("GET", "/v0/runtime/status")).status, 200);
+    assert.equal((await fx.request("GET", "/v0/devices")).status, 200);
   } finally {
     await fx.close();
   }

@@ -42,3 +42,31 @@ Deno.test("journalFiles.readLines cuts over-long lines and reads across chunk bo
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("journalFiles.readLinesAt gives byte positions and resumes at any line start", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "journal_test_" });
+  try {
+    const path = `${dir}/j.jsonl`;
+    const long = "y".repeat(70_000); // crosses a 64 KiB read chunk
+    await Deno.writeTextFile(path, `é1\n${long}\n\nlast`);
+    const all = [];
+    for await (const l of journalFiles.readLinesAt(path, { maxLineBytes: 10, startByte: 0 })) {
+      all.push(l);
+    }
+    deepEqual(all.map((l) => [l.text, l.start, l.end, l.terminated]), [
+      ["é1", 0, 4, true],
+      ["y".repeat(10), 4, 70_005, true],
+      ["", 70_005, 70_006, true],
+      ["last", 70_006, 70_010, false],
+    ]);
+    const resumed = [];
+    for await (const l of journalFiles.readLinesAt(path, { maxLineBytes: 10, startByte: 4 })) {
+      resumed.push(l.start);
+    }
+    deepEqual(resumed, [4, 70_005, 70_006]);
+    const missing = journalFiles.readLinesAt(`${dir}/none`, { maxLineBytes: 10, startByte: 0 });
+    for await (const _ of missing) throw new Error("a missing file has no lines");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -17,7 +17,11 @@ Deno.test("startService: a run opened over HTTP captures the tree version and ap
     const service = await startService(config, testLogger());
     try {
       const base = `http://127.0.0.1:${service.http!.port}/v0`;
-      const opened = await fetch(`${base}/runs`, { method: "POST", body: "{}" });
+      const opened = await fetch(`${base}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
       assert.equal(opened.status, 200);
       const { run } = await opened.json();
       const status = await (await fetch(`${base}/automation/status`)).json();

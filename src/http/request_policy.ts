@@ -1,0 +1,191 @@
+/**
+ * What a web page in the operator's browser may do (README "Browser requests"; http-api.md
+ * "Request policy"). Three checks, all before a route runs and before a body is read:
+ *
+ * 1. Host (DNS rebinding). When the API is bound to loopback, a request whose `Host` is not
+ *    `localhost`, 127.0.0.0/8 or `[::1]` (any port) nor listed in `http.allowed_hosts` is 403.
+ * 2. Origin (cross-site requests). A state-changing request (any method but GET, HEAD, OPTIONS)
+ *    that carries `Origin` runs only when the origin is the API's own (same scheme, host and
+ *    port as the request, on a trusted host name), matches an explicit
+ *    `http.cors_allowed_origins` entry (an exact origin or a one-star glob; never the lone `*`,
+ *    which lets pages read, not write), or the request carries the valid bearer token. Else 403.
+ * 3. Content type (simple requests). A state-changing request with a body must declare
+ *    `Content-Type: application/json` (a `charset=utf-8` parameter is fine), else 415: browsers
+ *    send `text/plain` bodies cross-site without a preflight, JSON never.
+ *
+ * Clients that are not browsers send no `Origin` and are unaffected by 2.
+ */
+import { type HttpConfig, isLoopback } from "../config/mod.ts";
+import { originMatches } from "./cors.ts";
+
+/** Longest client-supplied text (a Host or Origin value) quoted back in an error message. */
+export const MAX_QUOTED_HEADER_CHARS = 200;
+
+/** A refusal: HTTP status, envelope code and message. */
+export interface PolicyRefusal {
+  readonly httpStatus: 403 | 415;
+  readonly code: "PERMISSION_DENIED" | "INVALID_ARGUMENT";
+  readonly message: string;
+}
+
+/** Methods that never change state (RFC 9110 safe methods). */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The request policy of one configuration. */
+export class RequestPolicy {
+  readonly #loopbackBound: boolean;
+  readonly #allowedHosts: readonly string[];
+  readonly #explicitOrigins: readonly string[];
+
+  constructor(http: HttpConfig) {
+    this.#loopbackBound = isLoopback(http.bind);
+    this.#allowedHosts = http.allowedHosts.map((h) => h.toLowerCase());
+    this.#explicitOrigins = http.corsAllowedOrigins.filter((o) => o !== "*");
+  }
+
+  /**
+   * Check 1: null when the request's host is acceptable. Both the `Host` header and the
+   * request target's authority (they differ for an absolute-form target) must pass.
+   */
+  checkHost(req: Request, url: URL): PolicyRefusal | null {
+    if (!this.#loopbackBound) return null;
+    const header = req.headers.get("host");
+    for (const host of header === null ? [url.host] : [header, url.host]) {
+      if (!this.#isTrustedHost(host)) {
+        return {
+          httpStatus: 403,
+          code: "PERMISSION_DENIED",
+          message: `Host not allowed: '${quote(host)}' (the API is bound to loopback and answers ` +
+            "only for localhost, 127.0.0.0/8, [::1] and http.allowed_hosts)",
+        };
+      }
+    }
+    return null;
+  }
+
+  /** Whether the method changes state (everything but GET, HEAD, OPTIONS). */
+  static changesState(method: string): boolean {
+    return !SAFE_METHODS.has(method);
+  }
+
+  /**
+   * Check 2: null when a state-changing request may run as far as its origin goes.
+   * `hasValidToken` is whether it presents the configured bearer token.
+   */
+  checkOrigin(req: Request, url: URL, hasValidToken: boolean): PolicyRefusal | null {
+    if (!RequestPolicy.changesState(req.method)) return null;
+    const origin = req.headers.get("origin");
+    if (origin === null || hasValidToken) return null;
+    if (this.#isOwnOrigin(origin, req, url)) return null;
+    if (isSerializedOrigin(origin) && this.#explicitOrigins.some((e) => originMatches(e, origin))) {
+      return null;
+    }
+    return {
+      httpStatus: 403,
+      code: "PERMISSION_DENIED",
+      message: `Origin not allowed to change state: '${quote(origin)}' (list it in ` +
+        "http.cors_allowed_origins, `*` does not count, or send the bearer token)",
+    };
+  }
+
+  /**
+   * Check 3: null when a state-changing request has no body, or a JSON one. A request has a
+   * body when it declares a non-zero Content-Length or any Transfer-Encoding.
+   */
+  checkContentType(req: Request): PolicyRefusal | null {
+    if (!RequestPolicy.changesState(req.method) || !hasBody(req)) return null;
+    const type = req.headers.get("content-type");
+    if (type !== null && isJsonContentType(type)) return null;
+    return {
+      httpStatus: 415,
+      code: "INVALID_ARGUMENT",
+      message: `Content-Type must be application/json for a request with a body (got ${
+        type === null ? "none" : `'${quote(type)}'`
+      })`,
+    };
+  }
+
+  /** Loopback names and addresses, and http.allowed_hosts (with or without the port). */
+  #isTrustedHost(hostPort: string): boolean {
+    const parsed = splitHostPort(hostPort.toLowerCase());
+    if (parsed === null) return false;
+    const { host, port } = parsed;
+    if (host === "localhost" || isIpv4Loopback(host) || host === "[::1]") return true;
+    return this.#allowedHosts.some((entry) => {
+      const e = splitHostPort(entry);
+      return e !== null && e.host === host && (e.port === null || e.port === port);
+    });
+  }
+
+  /**
+   * The API's own origin: scheme, host and port of the request itself. The host must be one the
+   * API knows is its own — a loopback name, an IP literal or an allowed host — since a page
+   * served under any DNS name pointing here (DNS rebinding) also "matches" itself.
+   */
+  #isOwnOrigin(origin: string, req: Request, url: URL): boolean {
+    const host = req.headers.get("host") ?? url.host;
+    let own: string;
+    try {
+      own = new URL(`${url.protocol}//${host}`).origin;
+    } catch {
+      return false;
+    }
+    if (origin.toLowerCase() !== own.toLowerCase()) return false;
+    const parsed = splitHostPort(host.toLowerCase());
+    if (parsed === null) return false;
+    return this.#isTrustedHost(host) || isIpLiteral(parsed.host);
+  }
+}
+
+/** `application/json`, optionally with parameters; a charset, if given, must be UTF-8. */
+export function isJsonContentType(value: string): boolean {
+  const [type, ...params] = value.split(";");
+  if (type.trim().toLowerCase() !== "application/json") return false;
+  for (const p of params) {
+    const eq = p.indexOf("=");
+    if (eq < 0) continue;
+    if (p.slice(0, eq).trim().toLowerCase() !== "charset") continue;
+    const charset = p.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase();
+    if (charset !== "utf-8" && charset !== "utf8") return false;
+  }
+  return true;
+}
+
+function hasBody(req: Request): boolean {
+  if (req.headers.has("transfer-encoding")) return true;
+  const length = req.headers.get("content-length");
+  return length !== null && length.trim() !== "0";
+}
+
+/** `host[:port]` with IPv6 in brackets; null when malformed. The host keeps its brackets. */
+function splitHostPort(value: string): { host: string; port: string | null } | null {
+  const m = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value);
+  if (m === null) return null;
+  return { host: m[1], port: m[2] ?? null };
+}
+
+function isIpv4Loopback(host: string): boolean {
+  return /^127(?:\.\d{1,3}){3}$/.test(host) && isLoopback(host);
+}
+
+/** A dotted-quad IPv4 address or a bracketed IPv6 address (not a name DNS could rebind). */
+function isIpLiteral(host: string): boolean {
+  if (host.startsWith("[")) return true;
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  return m !== null && m.slice(1).every((o) => Number(o) <= 255);
+}
+
+/** Whether `origin` is an origin as browsers send it: `scheme://host[:port]`, nothing more. */
+function isSerializedOrigin(origin: string): boolean {
+  try {
+    return new URL(origin).origin === origin.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+function quote(text: string): string {
+  return text.length > MAX_QUOTED_HEADER_CHARS
+    ? `${text.slice(0, MAX_QUOTED_HEADER_CHARS)}…`
+    : text;
+}

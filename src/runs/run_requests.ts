@@ -1,0 +1,40 @@
+/**
+ * The registry's typed inputs. The HTTP layer parses request bodies and query strings into these
+ * (naming any mistyped field in a 400); the registry checks only domain rules (sizes, nesting,
+ * ranges, which run is open).
+ */
+import type { CLIENT_CLOSE_REASONS, TagScope } from "./run_record.ts";
+
+/** A close reason a client may give. */
+export type ClientCloseReason = (typeof CLIENT_CLOSE_REASONS)[number];
+
+/** POST /v0/runs. An absent member takes its default ({}, empty lists, null). */
+export interface OpenRunRequest {
+  readonly params?: Readonly<Record<string, unknown>>;
+  readonly tag_scope?: Readonly<Partial<TagScope>>;
+  readonly experiment_label?: string | null;
+}
+
+/** POST /v0/runs/{run_id}/close. Default reason: operator_stop. */
+export interface CloseRunRequest {
+  readonly close_reason?: ClientCloseReason;
+}
+
+/** POST /v0/runs/{run_id}/events: an operator marker. */
+export interface MarkerRequest {
+  readonly type: string;
+  readonly payload?: Readonly<Record<string, unknown>>;
+  /** Default: the time it is recorded. */
+  readonly occurred_at_epoch_ms?: number;
+}
+
+/** A page of a list. `limit` < 1 or absent takes the default; above the maximum it is clamped. */
+export interface PageRequest {
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** A page of a run's events: `after_sequence` (a cursor) starts after that sequence number. */
+export interface EventPageRequest extends PageRequest {
+  readonly after_sequence?: number;
+}

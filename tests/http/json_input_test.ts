@@ -1,0 +1,172 @@
+/**
+ * Hostile and mistyped JSON (issue 13 §4, §5): nesting is bounded for every body before anything
+ * runs, and a run request's mistyped member is a 400 naming it, with nothing opened or written.
+ */
+import assert from "node:assert/strict";
+import { journalFiles, systemClock } from "../../src/host/mod.ts";
+import { MAX_JSON_DEPTH } from "../../src/http/mod.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import {
+  type FixtureResponse,
+  type HttpFixture,
+  startHttpFixture,
+} from "../helpers/runtime_fixture.ts";
+
+function assert400(r: FixtureResponse, message: string | RegExp) {
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.status.code, "INVALID_ARGUMENT");
+  if (typeof message === "string") assert.equal(r.json.status.message, message);
+  else assert.match(r.json.status.message, message);
+}
+
+/** JSON text of an array nested `depth` levels (`[[]]` is 2). */
+const nestedText = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+
+async function withRuns(
+  fn: (fx: HttpFixture, runs: RunRegistry, dataDir: string) => Promise<void>,
+): Promise<void> {
+  const dataDir = await Deno.makeTempDir({ prefix: "http-json-" });
+  const registry = () =>
+    new RunRegistry({
+      dataDir,
+      runtimeName: "t",
+      pollingIntervalMs: 100,
+      files: journalFiles,
+      clock: systemClock,
+      logger: testLogger(),
+    });
+  const runs = registry();
+  await runs.start();
+  const fx = await startHttpFixture({ start: false, services: { runs } });
+  try {
+    await fn(fx, runs, dataDir);
+  } finally {
+    await fx.close();
+    await runs.shutdown();
+    // Whatever was written must replay cleanly.
+    const again = registry();
+    await again.start();
+    assert.deepEqual(again.startupReport().corruptLines, []);
+    assert.equal(again.info().available, true);
+    await again.shutdown();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+}
+
+const DEPTH_MESSAGE =
+  `Invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels (arrays and objects)`;
+
+Deno.test("POST /v0/runs with 4,000 nested arrays in params is 400 and opens nothing", async () => {
+  await withRuns(async (fx, _runs, dataDir) => {
+    const body = `{"params":{"p":${nestedText(4000)}}}`;
+    assert.ok(body.length < 9000);
+    assert400(await fx.request("POST", "/v0/runs", { body }), DEPTH_MESSAGE);
+    const list = await fx.request("GET", "/v0/runs");
+    assert.equal(list.status, 200);
+    assert.equal(list.json.count, 0);
+    assert.equal(await Deno.readTextFile(`${dataDir}/runs.jsonl`), "");
+  });
+});
+
+Deno.test("Every JSON body is bounded to MAX_JSON_DEPTH levels, brackets in strings not counted", async () => {
+  await withRuns(async (fx) => {
+    assert.equal(MAX_JSON_DEPTH, 32);
+    // Level 1 is the body object: params at level 2, so 31 more levels fit exactly.
+    const fits = await fx.request("POST", "/v0/runs", {
+      body: `{"params":{"p":${nestedText(MAX_JSON_DEPTH - 2)}},"experiment_label":"[[[[{{{{"}`,
+    });
+    assert.equal(fits.status, 200, fits.text);
+    const id = fits.json.run.run_id;
+    const tooDeep = `{"type":"t","payload":{"p":${nestedText(MAX_JSON_DEPTH - 1)}}}`;
+    assert400(await fx.request("POST", `/v0/runs/${id}/events`, { body: tooDeep }), DEPTH_MESSAGE);
+    assert.equal((await fx.request("GET", `/v0/runs/${id}/events`)).json.count, 1);
+    for (
+      const path of ["/v0/mode", "/v0/call", `/v0/runs/${id}/close`, "/v0/runs", "/v0/estop/clear"]
+    ) {
+      const r = await fx.request("POST", path, { body: `{"x":${nestedText(MAX_JSON_DEPTH)}}` });
+      if (path === "/v0/estop/clear") {
+        assert.equal(r.status, 200, "the clear reads no body");
+      } else {
+        assert400(r, DEPTH_MESSAGE);
+      }
+    }
+    assert.equal(fx.runtime.modes.current(), "IDLE");
+    assert.equal((await fx.request("GET", `/v0/runs/${id}`)).json.run.state, "open");
+    // The e-stop never refuses: an over-deep reason body is ignored and the stop happens.
+    const estop = await fx.request("POST", "/v0/estop", { body: nestedText(5000) });
+    assert.equal(estop.status, 200);
+    assert.equal(estop.json.latched, true);
+  });
+});
+
+Deno.test("POST /v0/runs answers 400 naming a mistyped member and opens nothing", async () => {
+  await withRuns(async (fx, _runs, dataDir) => {
+    const cases: Array<[unknown, string]> = [
+      [{ params: "x" }, "params: must be a JSON object, got string"],
+      [{ params: [1] }, "params: must be a JSON object, got array"],
+      [{ experiment_label: 5 }, "experiment_label: must be a string or null, got number"],
+      [
+        { tag_scope: { provider_ids: "sim0" } },
+        "tag_scope.provider_ids: must be an array of strings, got string",
+      ],
+      [
+        { tag_scope: { signal_ids: ["a", 2] } },
+        "tag_scope.signal_ids[1]: must be a string, got number",
+      ],
+      [{ tag_scope: "all" }, "tag_scope: must be a JSON object, got string"],
+      [[1], "body: must be a JSON object"],
+      ["7", "body: must be a JSON object"],
+    ];
+    for (const [body, message] of cases) {
+      assert400(await fx.request("POST", "/v0/runs", { body }), message);
+    }
+    assert.equal((await fx.request("GET", "/v0/runs")).json.count, 0);
+    assert.equal(await Deno.readTextFile(`${dataDir}/runs.jsonl`), "");
+    // null counts as absent; unknown members are ignored.
+    const open = await fx.request("POST", "/v0/runs", {
+      body: { params: null, experiment_label: null, tag_scope: { device_ids: null }, extra: 1 },
+    });
+    assert.equal(open.status, 200, open.text);
+    assert.deepEqual(open.json.run.params, {});
+    assert.equal(open.json.run.experiment_label, null);
+    assert.deepEqual(open.json.run.tag_scope, { provider_ids: [], device_ids: [], signal_ids: [] });
+  });
+});
+
+Deno.test("Run markers, close and event pages answer 400 naming a mistyped member", async () => {
+  await withRuns(async (fx) => {
+    const id = (await fx.request("POST", "/v0/runs")).json.run.run_id;
+    const markers: Array<[unknown, string]> = [
+      [{}, "type: missing"],
+      [{ type: 5 }, "type: must be a string, got number"],
+      [{ type: "t", payload: "x" }, "payload: must be a JSON object, got string"],
+      [
+        { type: "t", occurred_at_epoch_ms: "now" },
+        "occurred_at_epoch_ms: must be a non-negative integer",
+      ],
+      ['"x"', "body: must be a JSON object with a type"],
+    ];
+    for (const [body, message] of markers) {
+      assert400(await fx.request("POST", `/v0/runs/${id}/events`, { body }), message);
+    }
+    assert400(
+      await fx.request("POST", `/v0/runs/${id}/close`, { body: { close_reason: 3 } }),
+      /^close_reason: must be one of operator_stop, completed, failed, superseded/,
+    );
+    for (const q of ["after_sequence=-1", "after_sequence=x", "after_sequence=1.5"]) {
+      assert400(
+        await fx.request("GET", `/v0/runs/${id}/events?${q}`),
+        "after_sequence: must be a non-negative integer",
+      );
+    }
+    await fx.request("POST", `/v0/runs/${id}/events`, { body: { type: "a" } });
+    await fx.request("POST", `/v0/runs/${id}/events`, { body: { type: "b" } });
+    const page = await fx.request("GET", `/v0/runs/${id}/events?after_sequence=1&limit=1`);
+    assert.deepEqual(page.json.events.map((e: { type: string }) => e.type), ["a"]);
+    // limit/offset keep the contract's leniency: unparseable takes the default.
+    assert.equal((await fx.request("GET", `/v0/runs/${id}/events?limit=x`)).json.count, 3);
+    assert.equal((await fx.request("GET", "/v0/runs?limit=x&offset=y")).json.count, 1);
+    assert.equal((await fx.request("GET", `/v0/runs/${id}`)).json.run.state, "open");
+  });
+});
