@@ -6,7 +6,7 @@ import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
 import { verifyBehaviorTreeFile } from "./automation/mod.ts";
-import { createStderrLogger } from "./host/mod.ts";
+import { createStderrLogger, secretFromEnvironment } from "./host/mod.ts";
 import { runService } from "./service.ts";
 import { EXIT_INTERNAL_ERROR } from "./exit_codes.ts";
 import {
@@ -112,9 +112,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   const { config, diagnostics } = loadConfig(text, {
     path: absPath,
     mode: cli.kind,
+    // Read through the host, which also keeps them out of the providers' environment.
     env: {
-      RUNTIME_API_TOKEN: readEnv("RUNTIME_API_TOKEN"),
-      INFLUXDB_TOKEN: readEnv("INFLUXDB_TOKEN"),
+      RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
+      INFLUXDB_TOKEN: secretFromEnvironment("INFLUXDB_TOKEN"),
     },
     fileExists: isFile,
     commandExists: isOnPath,
@@ -160,15 +161,6 @@ function behaviorTreeDiagnostics(config: Config): Diagnostic[] {
 
 function printDiagnostics(diagnostics: readonly Diagnostic[], write: (line: string) => void): void {
   for (const d of diagnostics) write(formatDiagnostic(d));
-}
-
-/** An environment variable, or undefined when unset or not permitted to this process. */
-function readEnv(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
 }
 
 function isFile(absPath: string): boolean {

@@ -17,6 +17,7 @@ import {
   type LineLogger,
   notifyReady,
   notifyStopping,
+  secretFromEnvironment,
   serveHttp,
   spawnProcess,
   systemClock,
@@ -38,20 +39,12 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Builds and starts the whole service; throws (after cleaning up) when start-up fails. */
 export async function startService(config: Config, log: Logger): Promise<Service> {
   const clock = systemClock;
   const runtime = new Runtime(config, { spawn: spawnProcess, clock, log });
   const telemetry = new TelemetryWriter(telemetryOptionsFromConfig(config, {
-    envToken: envVar("INFLUXDB_TOKEN"),
+    envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
     clock,
     logger: log.child("telemetry"),
     healthSnapshot: () => runtime.providerHealthLive(),
@@ -88,7 +81,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     if (config.http.enabled) {
       api = new HttpApi(
         httpServicesOf(runtime, { telemetry, runs }),
-        { apiToken: resolveApiToken(config.http, envVar("RUNTIME_API_TOKEN")) },
+        { apiToken: resolveApiToken(config.http, secretFromEnvironment("RUNTIME_API_TOKEN")) },
       );
       http = await serveHttp({
         hostname: config.http.bind,
