@@ -6,7 +6,11 @@ import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
 import { verifyBehaviorTreeFile } from "./automation/mod.ts";
-import { createStderrLogger, secretFromEnvironment } from "./host/mod.ts";
+import {
+  createStderrLogger,
+  secretFromEnvironment,
+  terminateProviderProcesses,
+} from "./host/mod.ts";
 import { runService } from "./service.ts";
 import { EXIT_INTERNAL_ERROR } from "./exit_codes.ts";
 import {
@@ -199,6 +203,8 @@ function startService(config: Config, logLevelOverride: LogLevel | null): Promis
   const crash = (what: unknown) => {
     const text = what instanceof Error ? (what.stack ?? what.message) : String(what);
     log.error(`crash: ${text}`);
+    // Providers also see their stdin close when we exit; SIGTERM reaches their helpers too.
+    terminateProviderProcesses();
     Deno.exit(EXIT_INTERNAL_ERROR);
   };
   globalThis.addEventListener("error", (e) => {
