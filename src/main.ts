@@ -6,7 +6,12 @@ import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
 import { verifyBehaviorTreeFile } from "./automation/mod.ts";
-import { createStderrLogger, readRegularFile } from "./host/mod.ts";
+import {
+  createStderrLogger,
+  readRegularFile,
+  secretFromEnvironment,
+  terminateProviderProcesses,
+} from "./host/mod.ts";
 import { runService } from "./service.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_USAGE } from "./exit_codes.ts";
 import {
@@ -104,9 +109,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     readFile: readRegularFile,
     path: absPath,
     mode: cli.kind,
+    // Read through the host, which also keeps them out of the providers' environment.
     env: {
-      RUNTIME_API_TOKEN: readEnv("RUNTIME_API_TOKEN"),
-      INFLUXDB_TOKEN: readEnv("INFLUXDB_TOKEN"),
+      RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
+      INFLUXDB_TOKEN: secretFromEnvironment("INFLUXDB_TOKEN"),
     },
     // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
     fileExists: memoized(isFile),
@@ -171,15 +177,6 @@ function memoized(fn: (arg: string) => boolean): (arg: string) => boolean {
   };
 }
 
-/** An environment variable, or undefined when unset or not permitted to this process. */
-function readEnv(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
 function isFile(absPath: string): boolean {
   try {
     return Deno.statSync(absPath).isFile;
@@ -216,6 +213,8 @@ function startService(config: Config, logLevelOverride: LogLevel | null): Promis
   const crash = (what: unknown) => {
     const text = what instanceof Error ? (what.stack ?? what.message) : String(what);
     log.error(`crash: ${text}`);
+    // Providers also see their stdin close when we exit; SIGTERM reaches their helpers too.
+    terminateProviderProcesses();
     Deno.exit(EXIT_INTERNAL_ERROR);
   };
   globalThis.addEventListener("error", (e) => {

@@ -1,9 +1,17 @@
 /**
  * Composition root: config + host -> subsystems, and their start/stop order.
- * Start: providers (concurrently, bounded by startup_timeout_ms) -> one priming poll -> polling
- * -> (HTTP etc. added by main). Stop: stop accepting work -> stop polling -> end providers.
+ * Start: providers (concurrently) -> one priming poll -> polling -> (HTTP etc. added by main);
+ * providers and the priming poll together are bounded by startup_timeout_ms.
+ * Stop: stop accepting work -> stop polling -> end providers.
  */
-import { type Clock, type Logger, type ProviderHealthView, type SpawnFn } from "./common/mod.ts";
+import {
+  type Clock,
+  type Logger,
+  type ProviderHealthView,
+  RuntimeError,
+  type SpawnFn,
+  unavailable,
+} from "./common/mod.ts";
 import type { Config } from "./config/mod.ts";
 import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "./control/mod.ts";
 import { EventBus } from "./events/mod.ts";
@@ -45,6 +53,7 @@ export class Runtime {
   readonly automation?: AutomationEngine;
   // --- end automation ---
   #startedAtMono = 0;
+  #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
 
   constructor(config: Config, host: RuntimeHost) {
@@ -132,17 +141,32 @@ export class Runtime {
     // --- end automation ---
   }
 
-  /** Brings every provider up (fail-fast), primes the cache and starts polling. */
-  async start(): Promise<void> {
-    this.#startedAtMono = this.host.clock.monoMs();
+  /**
+   * Brings every provider up (fail-fast), primes the cache with one poll pass and starts polling.
+   * Provider start-up and the first poll pass share runtime.startup_timeout_ms; past it, or when
+   * stop() is called meanwhile, everything started is stopped and start() throws.
+   */
+  start(): Promise<void> {
+    this.#starting ??= this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const clock = this.host.clock;
+    this.#startedAtMono = clock.monoMs();
     // --- automation (issue 6): a tree that does not load fails the start before any spawn ---
     await this.automation?.load();
     // --- end automation ---
-    await this.registry.startAll(
-      this.config.runtime.startupTimeoutMs,
-      this.config.runtime.shutdownTimeoutMs,
-    );
-    await this.cache.start();
+    this.#throwIfStopping();
+    const budgetMs = this.config.runtime.startupTimeoutMs;
+    const providersFrom = clock.monoMs();
+    await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
+    this.#throwIfStopping();
+    await this.#primeCache(budgetMs, budgetMs - (clock.monoMs() - providersFrom));
+    if (this.#stopping) {
+      await this.cache.stop(); // the poll loops began after stop() had stopped the cache
+      this.#throwIfStopping();
+    }
     // --- modes, parameters, e-stop (issue 5): start-up preflight, log only (config.md §6) ---
     for (const problem of validateDeclaredCalls(this.config, this.registry)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
@@ -156,6 +180,37 @@ export class Runtime {
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
+  }
+
+  /**
+   * The first poll pass, bounded by what is left of the start-up budget. A provider whose first
+   * poll has not answered by then fails the start: providers are stopped (which ends the polls
+   * still waiting), then the poll loops the pass started.
+   */
+  async #primeCache(budgetMs: number, remainingMs: number): Promise<void> {
+    const priming = this.cache.start();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<"expired">((r) => {
+      timer = setTimeout(() => r("expired"), Math.max(0, remainingMs));
+    });
+    const outcome = await Promise.race([priming, expired]).finally(() => clearTimeout(timer));
+    if (outcome !== "expired") return;
+    const unanswered = this.registry.hosts.filter((h) =>
+      this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
+    ).map((h) => h.id);
+    await this.registry.stopAll(this.config.runtime.shutdownTimeoutMs);
+    await priming;
+    await this.cache.stop();
+    throw new RuntimeError(
+      "DEADLINE_EXCEEDED",
+      `start-up not complete within runtime.startup_timeout_ms (${budgetMs} ms): first poll ${
+        unanswered.length > 0 ? `of ${unanswered.join(", ")} ` : ""
+      }not answered`,
+    );
+  }
+
+  #throwIfStopping(): void {
+    if (this.#stopping) throw unavailable("start-up aborted: the runtime is stopping");
   }
 
   /** Seconds since start() began. */
@@ -188,13 +243,20 @@ export class Runtime {
     }, live);
   }
 
-  /** Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. */
+  /**
+   * Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. During
+   * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
+   */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
       this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
       await this.cache.stop();
       await this.registry.stopAll(budget);
+      if (this.#starting) {
+        await this.#starting.catch(() => {}); // settles once its providers are gone
+        await this.cache.stop();
+      }
       this.host.log.info("runtime stopped");
     })();
     return this.#stopping;

@@ -2,21 +2,24 @@
  * The running service: the runtime kernel plus run records, telemetry and the HTTP server, under
  * the process lifecycle (signals, readiness notification, shutdown budget, exit codes).
  *
- * Start order: run journal replay -> telemetry + run journaling on the event bus -> providers
- * (fail-fast, bounded by startup_timeout_ms) -> HTTP -> READY. Stop order: HTTP (streams first)
- * -> runtime (polling, providers) -> run journal -> telemetry flush, all within
+ * Start order: run journal replay -> telemetry + run journaling on the event bus -> providers and
+ * their first poll (fail-fast, bounded by startup_timeout_ms) -> HTTP -> READY; a stop signal
+ * aborts it between any two steps and at once while providers start. Stop order: HTTP (streams
+ * first) -> runtime (polling, providers) -> run journal -> telemetry flush, all within
  * runtime.shutdown_timeout_ms.
  */
-import type { Logger } from "./common/mod.ts";
+import { type Logger, RuntimeError } from "./common/mod.ts";
 import type { Config } from "./config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
   type HttpServerHandle,
   journalFiles,
+  killProviderProcesses,
   type LineLogger,
   notifyReady,
   notifyStopping,
+  secretFromEnvironment,
   serveHttp,
   spawnProcess,
   systemClock,
@@ -28,6 +31,10 @@ import { telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts"
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;
+/** After a second stop signal: how much longer the rest of shutdown may take. */
+export const HURRIED_SHUTDOWN_MS = 1000;
+/** Longest wait for killed providers to be reaped before the process exits. */
+export const PROVIDER_REAP_TIMEOUT_MS = 2000;
 
 /** Everything a running service holds; `stop()` ends it. */
 export interface Service {
@@ -38,20 +45,25 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
+/** Options of startService. */
+export interface StartServiceOptions {
+  /**
+   * Aborting it during start-up stops at once what has started (providers first: the stage
+   * waiting on them ends with them); startService then throws once everything is stopped.
+   */
+  readonly abort?: AbortSignal;
 }
 
 /** Builds and starts the whole service; throws (after cleaning up) when start-up fails. */
-export async function startService(config: Config, log: Logger): Promise<Service> {
+export async function startService(
+  config: Config,
+  log: Logger,
+  options: StartServiceOptions = {},
+): Promise<Service> {
   const clock = systemClock;
   const runtime = new Runtime(config, { spawn: spawnProcess, clock, log });
   const telemetry = new TelemetryWriter(telemetryOptionsFromConfig(config, {
-    envToken: envVar("INFLUXDB_TOKEN"),
+    envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
     clock,
     logger: log.child("telemetry"),
     healthSnapshot: () => runtime.providerHealthLive(),
@@ -70,25 +82,36 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   let http: HttpServerHandle | null = null;
   let api: HttpApi | null = null;
-  const stop = async () => {
-    api?.close();
-    await http?.shutdown();
-    await runtime.stop();
-    await runs.shutdown();
-    await telemetry.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2));
-  };
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    stopping ??= (async () => {
+      api?.close();
+      await http?.shutdown();
+      await runtime.stop();
+      await runs.shutdown();
+      await telemetry.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2));
+    })();
 
+  const abort = options.abort;
+  const throwIfAborted = () => {
+    if (abort?.aborted) throw new RuntimeError("UNAVAILABLE", "start-up aborted: stopping");
+  };
+  const onAbort = () => void runtime.stop().catch(() => {}); // reported by stop() below
+  abort?.addEventListener("abort", onAbort, { once: true });
   try {
+    throwIfAborted();
     await runs.start();
+    throwIfAborted();
     // Subscribed before the providers start: the priming poll's first samples must be written
     // too (a signal that never changes is never published again).
     telemetry.start(runtime.bus);
     runs.attach(runtime.bus);
     await runtime.start();
+    throwIfAborted();
     if (config.http.enabled) {
       api = new HttpApi(
         httpServicesOf(runtime, { telemetry, runs }),
-        { apiToken: resolveApiToken(config.http, envVar("RUNTIME_API_TOKEN")) },
+        { apiToken: resolveApiToken(config.http, secretFromEnvironment("RUNTIME_API_TOKEN")) },
       );
       http = await serveHttp({
         hostname: config.http.bind,
@@ -101,6 +124,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
         log: log.child("http"),
         onShutdown: () => api?.close(),
       });
+      throwIfAborted();
       log.info(
         `API listening on ${http.tls ? "https" : "http"}://${http.hostname}:${http.port}/v0`,
       );
@@ -110,6 +134,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
   } catch (err) {
     await stop().catch(() => {});
     throw err;
+  } finally {
+    abort?.removeEventListener("abort", onAbort);
   }
   return { runtime, http, telemetry, runs, stop };
 }
@@ -139,35 +165,74 @@ export function httpServicesOf(
 /**
  * Runs the service until SIGINT/SIGTERM and resolves with the process exit code:
  * 0 after a clean shutdown, 3 when start-up fails, 4 when shutdown itself fails or overruns.
+ *
+ * A stop signal during start-up stops at once (exit 0 once stopped). A second stop signal hurries
+ * shutdown: providers get SIGKILL now and the rest has HURRIED_SHUTDOWN_MS more. Whichever way
+ * the process ends, no provider outlives it: what still runs is killed and reaped first.
  */
 export async function runService(config: Config, log: LineLogger): Promise<ExitCode> {
   // Providers must not inherit NOTIFY_SOCKET: with NotifyAccess=all one could report READY early.
   detachNotifySocket();
-  // Signals are watched from the start, so a SIGTERM during start-up still stops providers
-  // cleanly (once start-up, bounded by startup_timeout_ms, has finished or failed).
-  const signal = waitForStopSignal();
-
-  let service: Service;
+  // Signals are watched from the start and for the whole life of the process: a signal during
+  // start-up stops it at once, and a later one must never fall back to the default (exit now).
+  const signals = watchStopSignals();
+  const startup = new AbortController();
+  const starting = startService(config, log, { abort: startup.signal });
   try {
-    service = await startService(config, log);
-  } catch (err) {
-    signal.dispose();
-    log.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
-    return EXIT_STARTUP_FAILURE;
+    const first = await Promise.race([
+      starting.then(() => null, (err: unknown) => ({ err })),
+      signals.first.then((signal) => ({ signal })),
+    ]);
+    if (first !== null && "err" in first) {
+      const err = first.err;
+      log.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
+      return EXIT_STARTUP_FAILURE;
+    }
+    if (first === null) {
+      await notifyReady(log);
+      log.info(`${await signals.first} received: shutting down`);
+    } else {
+      log.info(`${first.signal} received during start-up: stopping`);
+      startup.abort();
+    }
+    await notifyStopping(log);
+    // A start-up that was aborted has stopped what it started; one that completed is stopped here.
+    const stopped = starting.then((service) => service.stop(), () => {});
+    return await shutDown(stopped, signals, config, log);
+  } finally {
+    // Nothing may outlive the process: a provider still running now is killed and reaped.
+    const killed = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
+    if (killed > 0) log.error(`${killed} provider process(es) still running at exit: killed`);
+    signals.dispose();
   }
-  await notifyReady(log);
+}
 
-  log.info(`${await signal.received} received: shutting down`);
-  await notifyStopping(log);
-
+/** Waits for `stopped` within the shutdown budget, hurrying it on a second stop signal. */
+async function shutDown(
+  stopped: Promise<void>,
+  signals: StopSignals,
+  config: Config,
+  log: Logger,
+): Promise<ExitCode> {
   // The budget is enforced: whatever is still running past it must not keep the process alive.
-  const budget = config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const overrun = new Promise<"overrun">((r) => (timer = setTimeout(() => r("overrun"), budget)));
+  const budgetMs = config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
+  let limit = `${budgetMs} ms`;
+  let expire: (outcome: "overrun") => void = () => {};
+  const overrun = new Promise<"overrun">((r) => (expire = r));
+  let timer = setTimeout(() => expire("overrun"), budgetMs);
+  let hurried: Promise<number> | null = null;
+  signals.onRepeat((signal) => {
+    log.warn(`${signal} received again: killing providers now`);
+    hurried ??= killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
+    clearTimeout(timer);
+    timer = setTimeout(() => expire("overrun"), HURRIED_SHUTDOWN_MS);
+    limit = `${HURRIED_SHUTDOWN_MS} ms after the second signal`;
+  });
   try {
-    const outcome = await Promise.race([service.stop().then(() => "done" as const), overrun]);
+    const outcome = await Promise.race([stopped.then(() => "done" as const), overrun]);
+    await hurried;
     if (outcome === "overrun") {
-      log.error(`shutdown exceeded ${budget} ms; exiting anyway`);
+      log.error(`shutdown exceeded ${limit}; exiting anyway`);
       return EXIT_INTERNAL_ERROR;
     }
     log.info("shutdown complete");
@@ -180,22 +245,42 @@ export async function runService(config: Config, log: LineLogger): Promise<ExitC
   }
 }
 
-/** Resolves with the first SIGINT/SIGTERM; `dispose` removes the listeners. */
-function waitForStopSignal(): { received: Promise<string>; dispose: () => void } {
+/** SIGINT/SIGTERM as seen by the service: the first starts shutdown, later ones hurry it. */
+interface StopSignals {
+  /** Resolves with the first signal. */
+  readonly first: Promise<Deno.Signal>;
+  /** Calls `listener` for every signal after the first (at once for one already received). */
+  onRepeat(listener: (signal: Deno.Signal) => void): void;
+  /** Removes the signal listeners. */
+  dispose(): void;
+}
+
+/** Watches SIGINT/SIGTERM until disposed (so no later signal ends the process outright). */
+function watchStopSignals(): StopSignals {
   const handlers: Array<[Deno.Signal, () => void]> = [];
-  const dispose = () => {
-    for (const [s, f] of handlers) Deno.removeSignalListener(s, f);
-    handlers.length = 0;
+  let count = 0;
+  let resolveFirst: (signal: Deno.Signal) => void = () => {};
+  const first = new Promise<Deno.Signal>((r) => (resolveFirst = r));
+  let repeatListener: ((signal: Deno.Signal) => void) | null = null;
+  let missedRepeat: Deno.Signal | null = null;
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    const h = () => {
+      if (++count === 1) return resolveFirst(sig);
+      if (repeatListener) repeatListener(sig);
+      else missedRepeat = sig;
+    };
+    handlers.push([sig, h]);
+    Deno.addSignalListener(sig, h);
+  }
+  return {
+    first,
+    onRepeat(listener) {
+      repeatListener = listener;
+      if (missedRepeat !== null) listener(missedRepeat);
+    },
+    dispose() {
+      for (const [s, f] of handlers) Deno.removeSignalListener(s, f);
+      handlers.length = 0;
+    },
   };
-  const received = new Promise<string>((resolve) => {
-    for (const sig of ["SIGINT", "SIGTERM"] as const) {
-      const h = () => {
-        dispose();
-        resolve(sig);
-      };
-      handlers.push([sig, h]);
-      Deno.addSignalListener(sig, h);
-    }
-  });
-  return { received, dispose };
 }

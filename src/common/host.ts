@@ -25,14 +25,21 @@ export interface Logger {
   child(scope: string): Logger;
 }
 
-/** A spawned provider process: the shape of a Deno.ChildProcess, used once. */
+/**
+ * A spawned provider process: the shape of a Deno.ChildProcess, used once. The provider leads its
+ * own process group, which holds whatever it spawns (helpers).
+ */
 export interface ProviderProcess {
   readonly pid: number;
   readonly stdin: WritableStream<Uint8Array>;
   readonly stdout: ReadableStream<Uint8Array>;
   readonly stderr: ReadableStream<Uint8Array>;
-  /** Resolves with the exit code (128+signal for a signal) once the process ended. */
+  /**
+   * Resolves with the exit code (128+signal for a signal) once the process ended; by then
+   * whatever it left in its process group has been sent SIGKILL.
+   */
   readonly exited: Promise<{ code: number; signal: string | null }>;
+  /** Signals the provider's whole process group (a no-op once the provider has exited). */
   kill(signal: "SIGTERM" | "SIGKILL"): void;
 }
 
@@ -42,5 +49,8 @@ export interface SpawnOptions {
   readonly cwd?: string;
 }
 
-/** Starts a provider process with piped stdin/stdout/stderr. Throws when it cannot start. */
+/**
+ * Starts a provider process with piped stdin/stdout/stderr, in its own process group, without the
+ * runtime's secrets in its environment. Throws when it cannot start.
+ */
 export type SpawnFn = (options: SpawnOptions) => ProviderProcess;

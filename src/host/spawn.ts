@@ -1,27 +1,138 @@
 import type { ProviderProcess, SpawnFn, SpawnOptions } from "../common/mod.ts";
 
-/** Spawns a provider with piped stdio via Deno.Command. */
+/**
+ * Environment variables that hold the runtime's secrets. The runtime reads them (through
+ * secretFromEnvironment) and removes them from its own environment before any provider starts,
+ * so no provider process inherits them.
+ */
+export const SECRET_ENV_VARS = ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN"] as const;
+
+/** One of SECRET_ENV_VARS. */
+export type SecretEnvVar = (typeof SECRET_ENV_VARS)[number];
+
+/** Secrets taken out of the environment: name -> value (absent: never set). */
+const secrets = new Map<SecretEnvVar, string>();
+/** Secrets this process may not read or delete (no env permission): blanked at spawn instead. */
+const unscrubbable = new Set<SecretEnvVar>();
+
+/**
+ * Moves every secret still in this process's environment into memory. Runs before each spawn:
+ * a secret set again later (tests do) is taken out again.
+ */
+function takeSecrets(): void {
+  for (const name of SECRET_ENV_VARS) {
+    try {
+      const value = Deno.env.get(name);
+      if (value === undefined) continue;
+      secrets.set(name, value);
+      Deno.env.delete(name);
+    } catch {
+      unscrubbable.add(name); // not permitted: the child gets it as an empty string
+    }
+  }
+}
+
+/**
+ * The value of a secret as the runtime's environment gave it (undefined when unset or not
+ * readable). Reading it also removes it from the environment that providers inherit.
+ */
+export function secretFromEnvironment(name: SecretEnvVar): string | undefined {
+  takeSecrets();
+  return secrets.get(name);
+}
+
+/** A spawned provider's process group, while its leader runs. */
+interface LiveGroup {
+  kill(signal: "SIGTERM" | "SIGKILL"): void;
+  readonly exited: Promise<unknown>;
+}
+
+/** Every provider spawned by this process whose leader has not exited yet. */
+const live = new Set<LiveGroup>();
+
+/**
+ * Spawns a provider with piped stdio via Deno.Command, in a new session and so in its own process
+ * group (Deno's `detached` calls setsid(): the provider leads a group holding everything it
+ * spawns, and a terminal's Ctrl-C reaches only the runtime, which then stops its providers in
+ * order). `kill` signals the whole group; once the provider has exited, whatever it left in its
+ * group gets SIGKILL. The runtime's secrets (SECRET_ENV_VARS) are not inherited.
+ */
 export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess => {
+  takeSecrets();
+  const blanked = Object.fromEntries([...unscrubbable].map((n) => [n, ""]));
   const child = new Deno.Command(options.command, {
     args: [...options.args],
     cwd: options.cwd,
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
+    detached: true,
+    ...(unscrubbable.size > 0 ? { env: blanked } : {}),
   }).spawn();
-  const exited = child.status.then((s) => ({ code: s.code, signal: s.signal ?? null }));
+  const pgid = child.pid;
+  let groupEnded = false;
+  const kill = (signal: "SIGTERM" | "SIGKILL") => {
+    if (groupEnded) return; // the id may belong to someone else by now
+    if (!signalGroup(pgid, signal)) {
+      try {
+        child.kill(signal); // the group could not be signalled: at least the provider
+      } catch {
+        // already exited
+      }
+    }
+  };
+  const exited = child.status.then((s) => {
+    // Helpers outliving the provider would hold its hardware against the next instance.
+    signalGroup(pgid, "SIGKILL");
+    groupEnded = true;
+    live.delete(group);
+    return { code: s.code, signal: s.signal ?? null };
+  });
+  const group: LiveGroup = { kill, exited };
+  live.add(group);
   return {
     pid: child.pid,
     stdin: child.stdin,
     stdout: child.stdout,
     stderr: child.stderr,
     exited,
-    kill(signal) {
-      try {
-        child.kill(signal);
-      } catch {
-        // already exited
-      }
-    },
+    kill,
   };
 };
+
+/**
+ * Sends `signal` to process group `pgid`. True when delivered or when the group no longer exists
+ * (nothing left to signal); false when it could not be signalled (e.g. no permission).
+ */
+function signalGroup(pgid: number, signal: "SIGTERM" | "SIGKILL"): boolean {
+  // kill(-1) would signal every process we may signal, kill(-0) our own group: never.
+  if (!Number.isInteger(pgid) || pgid <= 1) return false;
+  try {
+    Deno.kill(-pgid, signal);
+    return true;
+  } catch (err) {
+    return err instanceof Deno.errors.NotFound;
+  }
+}
+
+/**
+ * Sends SIGKILL to the process group of every provider still running (the last resort before the
+ * runtime exits: a second stop signal, an overrun shutdown) and waits up to `timeoutMs` for them
+ * to be reaped. Resolves with the number of groups signalled.
+ */
+export async function killProviderProcesses(timeoutMs: number): Promise<number> {
+  const groups = [...live];
+  for (const g of groups) g.kill("SIGKILL");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    Promise.all(groups.map((g) => g.exited)),
+    new Promise((r) => (timer = setTimeout(r, timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  return groups.length;
+}
+
+/** Sends SIGTERM to every provider's process group without waiting (for a crashing runtime). */
+export function terminateProviderProcesses(): void {
+  for (const g of live) g.kill("SIGTERM");
+}

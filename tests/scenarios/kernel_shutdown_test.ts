@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
-import { startArmed, waitFor } from "../helpers/kernel.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { processAlive, startArmed, testLogger, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
+import { killLeftovers, readScriptedLog, scriptedProvider } from "./process_helpers.ts";
 
 Deno.test("Runtime.stop ends a restart attempt that is still waiting for Hello, within the shutdown budget", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-stop-" });
@@ -34,6 +38,31 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
     assert.equal(outcome, "stopped", `stop must finish within ${budget} ms`);
   } finally {
     await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Runtime.stop while the first poll hangs makes start() fail at once and leaves nothing running", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-stop-" });
+  const log = `${dir}/provider.log`;
+  const config = testConfig({
+    providers: [scriptedProvider("hung", ["--log", log, "--hang", "read_signals"], {
+      timeoutMs: 60000,
+    })],
+  });
+  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  try {
+    const started = rt.start().then(() => "started", (e) => e);
+    await waitFor("first poll hanging", () => readScriptedLog(log).hangs.length > 0);
+    await rt.stop();
+    const outcome = await started;
+    assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${outcome}`);
+    assert.equal(outcome.code, "UNAVAILABLE");
+    assert.equal(processAlive(readScriptedLog(log).pids[0]), false);
+    // Deno's sanitizers fail this test if a poll loop (a timer) is still running.
+  } finally {
+    await rt.stop();
+    killLeftovers(readScriptedLog(log).pids);
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -5,16 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
-import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
-
-const MAIN = `${REPO}src/main.ts`;
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { freePort, MAIN, runtimeStatus as statusOf } from "./process_helpers.ts";
 
 async function writeConfig(dir: string, port: number): Promise<string> {
   const path = `${dir}/runtime.yaml`;
@@ -61,15 +53,6 @@ function childrenOf(pid: number): number[] {
     }
   }
   return out;
-}
-
-async function statusOf(port: number): Promise<Record<string, unknown> | null> {
-  try {
-    const r = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
-    return r.ok ? await r.json() : (await r.body?.cancel(), null);
-  } catch {
-    return null;
-  }
 }
 
 Deno.test("runtime --config serves the API and exits 0 on SIGTERM, leaving no provider behind", async () => {

@@ -1,0 +1,183 @@
+/**
+ * The runtime as a process (`src/main.ts --config FILE` as a child of the test) and the scripted
+ * provider (tests/providers/_scripted_provider.ts) for the process and signal scenarios.
+ */
+import type { ProviderConfig } from "../../src/config/mod.ts";
+import { processAlive, waitFor } from "../helpers/kernel.ts";
+import { REPO } from "../helpers/sim_config.ts";
+
+export { processAlive, waitFor };
+
+export const MAIN = `${REPO}src/main.ts`;
+export const SCRIPTED_MAIN = `${REPO}tests/providers/_scripted_provider.ts`;
+
+/** Deno permissions the scripted provider runs with. */
+const SCRIPTED_PERMISSIONS = ["--allow-read", "--allow-write", "--allow-env", "--allow-run"];
+
+/** Command and args running the scripted provider with `flags`. */
+export function scriptedCommand(flags: readonly string[]): { command: string; args: string[] } {
+  return {
+    command: Deno.execPath(),
+    args: ["run", "--quiet", ...SCRIPTED_PERMISSIONS, SCRIPTED_MAIN, ...flags],
+  };
+}
+
+/** A provider entry (typed config) running the scripted provider with `flags`. */
+export function scriptedProvider(
+  id: string,
+  flags: readonly string[],
+  o: { timeoutMs?: number; restart?: boolean; helloTimeoutMs?: number } = {},
+): ProviderConfig {
+  return {
+    id,
+    ...scriptedCommand(flags),
+    timeoutMs: o.timeoutMs ?? 5000,
+    helloTimeoutMs: o.helloTimeoutMs ?? 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: {
+      enabled: o.restart ?? false,
+      maxAttempts: 3,
+      backoffMs: [0, 0, 0],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    },
+  };
+}
+
+/** What the scripted provider wrote to its --log file. */
+export interface ScriptedLog {
+  readonly pids: number[];
+  readonly helpers: number[];
+  readonly hangs: string[];
+}
+
+/** Reads a scripted provider's --log file (empty when it does not exist yet). */
+export function readScriptedLog(path: string): ScriptedLog {
+  let text = "";
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch {
+    // not written yet
+  }
+  const log: ScriptedLog = { pids: [], helpers: [], hangs: [] };
+  for (const line of text.split("\n")) {
+    const [what, value] = line.split(" ");
+    if (what === "pid") log.pids.push(Number(value));
+    if (what === "helper") log.helpers.push(Number(value));
+    if (what === "hang") log.hangs.push(value);
+  }
+  return log;
+}
+
+/** A free loopback TCP port. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** YAML of one provider entry (list item under `providers:`). */
+export function providerYaml(
+  id: string,
+  command: { command: string; args: readonly string[] },
+  extra = "",
+): string {
+  const args = command.args.map((a) => JSON.stringify(a)).join(", ");
+  return `  - id: ${id}\n    command: ${
+    JSON.stringify(command.command)
+  }\n    args: [${args}]\n${extra}`;
+}
+
+/** Writes runtime.yaml into `dir` and returns its path. */
+export async function writeRuntimeConfig(
+  dir: string,
+  o: { port: number; providers: string; runtime?: string; http?: string },
+): Promise<string> {
+  const path = `${dir}/runtime.yaml`;
+  await Deno.writeTextFile(
+    path,
+    `runtime:
+  name: proc
+  data_dir: ${dir}/data
+${o.runtime ?? "  shutdown_timeout_ms: 2000\n"}http:
+  port: ${o.port}
+${o.http ?? ""}providers:
+${o.providers}polling:
+  interval_ms: 100
+`,
+  );
+  return path;
+}
+
+/** A runtime process; `exit` resolves with its exit code once it ended and its pipes drained. */
+export interface RuntimeProcess {
+  readonly child: Deno.ChildProcess;
+  readonly exit: Promise<{ code: number; stderr: string }>;
+  /** Kills the runtime (SIGKILL) if still running and waits for it; for finally blocks. */
+  dispose(): Promise<void>;
+}
+
+/** Starts `src/main.ts --config path` with `env` added to this process's environment. */
+export function spawnRuntime(
+  config: string,
+  o: { env?: Record<string, string>; extraArgs?: string[] } = {},
+): RuntimeProcess {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", MAIN, "--config", config, ...(o.extraArgs ?? [])],
+    env: { NO_COLOR: "1", ...o.env },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const exit = Promise.all([child.status, stderr]).then(([s, text]) => ({
+    code: s.code,
+    stderr: text,
+  }));
+  return {
+    child,
+    exit,
+    async dispose() {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+      await exit;
+    },
+  };
+}
+
+/** GET /v0/runtime/status, or null while the API does not answer. */
+export async function runtimeStatus(port: number): Promise<Record<string, unknown> | null> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
+    return r.ok ? await r.json() : (await r.body?.cancel(), null);
+  } catch {
+    return null;
+  }
+}
+
+/** Resolves with `p`'s value, or "timeout" after `ms` (the timer is always cleared). */
+export async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)));
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** SIGKILLs every pid still alive (test cleanup: nothing may outlive a failed test). */
+export function killLeftovers(pids: readonly number[]): void {
+  for (const pid of pids) {
+    if (pid <= 1 || !processAlive(pid)) continue;
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch {
+      // ended meanwhile
+    }
+  }
+}

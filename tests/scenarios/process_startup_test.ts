@@ -1,0 +1,90 @@
+/**
+ * runtime.startup_timeout_ms bounds the whole bring-up, the first poll pass included, and a stop
+ * signal during start-up acts at once (scripted providers that hang at each start-up stage).
+ */
+import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import {
+  freePort,
+  killLeftovers,
+  processAlive,
+  providerYaml,
+  readScriptedLog,
+  scriptedCommand,
+  scriptedProvider,
+  spawnRuntime,
+  waitFor,
+  within,
+  writeRuntimeConfig,
+} from "./process_helpers.ts";
+
+Deno.test("Runtime.start fails within runtime.startup_timeout_ms when a provider hangs on its first poll, leaving nothing running", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
+  const log = `${dir}/provider.log`;
+  const config = testConfig({
+    runtime: { startupTimeoutMs: 1500 },
+    // timeout_ms far beyond the start-up budget: only the budget can end the first poll.
+    providers: [
+      simProvider("sim0"),
+      scriptedProvider("hung", ["--log", log, "--hang", "read_signals"], { timeoutMs: 60000 }),
+    ],
+  });
+  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  try {
+    const outcome = await within(rt.start().then(() => "started", (e) => e), 15000);
+    assert.notEqual(outcome, "timeout", "start() must end within the start-up budget");
+    assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${outcome}`);
+    assert.equal(outcome.code, "DEADLINE_EXCEEDED");
+    assert.match(outcome.message, /runtime\.startup_timeout_ms \(1500 ms\)/);
+    assert.match(outcome.message, /hung/);
+    assert.deepEqual(readScriptedLog(log).hangs, ["read_signals"]);
+    assert.equal(rt.registry.host("sim0")!.available, false, "the healthy provider was stopped");
+    await waitFor("hung provider ended", () => !processAlive(readScriptedLog(log).pids[0]), 5000);
+  } finally {
+    await rt.stop();
+    killLeftovers(readScriptedLog(log).pids);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+for (const stage of ["hello", "wait_ready", "read_signals"]) {
+  Deno.test(`SIGTERM while a provider hangs in ${stage} during start-up stops the runtime at once`, async () => {
+    const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
+    const log = `${dir}/provider.log`;
+    const port = freePort();
+    const config = await writeRuntimeConfig(dir, {
+      port,
+      runtime: "  shutdown_timeout_ms: 2000\n  startup_timeout_ms: 120000\n",
+      providers: providerYaml(
+        "hung",
+        scriptedCommand(["--log", log, "--hang", stage, "--spawn-helper"]),
+        "    timeout_ms: 60000\n    hello_timeout_ms: 60000\n    ready_timeout_ms: 60000\n",
+      ),
+    });
+    const rt = spawnRuntime(config);
+    try {
+      await waitFor(
+        `provider hanging in ${stage}`,
+        () => readScriptedLog(log).hangs.length > 0,
+        30000,
+      );
+      rt.child.kill("SIGTERM");
+      // The stop budget is 2 s (+1 s grace); start-up alone would wait 60 s for the provider.
+      const exit = await within(rt.exit, 10000);
+      if (exit === "timeout") assert.fail("SIGTERM during start-up must act at once");
+      assert.equal(exit.code, 0, exit.stderr);
+      const { pids, helpers } = readScriptedLog(log);
+      assert.equal(processAlive(pids[0]), false, "the provider is gone");
+      await waitFor("helper gone", () => !processAlive(helpers[0]), 2000);
+    } finally {
+      await rt.dispose();
+      const { pids, helpers } = readScriptedLog(log);
+      killLeftovers([...pids, ...helpers]);
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
