@@ -67,7 +67,10 @@ Deno.test("POST /v0/estop answers 200 while slow bodies and a hung provider hold
     const clear = await rawRequest(port, browserLike(port, "POST", "/v0/estop/clear"));
     assert.equal(clear.status, 200, clear.body);
     assert.equal(fx.runtime.estop.status().latched, false);
-    assert.equal(fx.api.inFlight, 3, "the ordinary requests are still held");
+    // The slow bodies still hold their slots. (The call to the hung provider may have finished:
+    // the e-stop drains in-flight calls, bounded by timeout_ms + 1 s, before it answers.)
+    assert.ok(fx.api.inFlight >= 2, "the ordinary requests are still held");
+    assert.deepEqual(estop.json.drain, { complete: true, pending_providers: [] });
   } finally {
     for (const c of slow) c.close();
     await hungCall;
