@@ -21,8 +21,8 @@ Deno.test("Estop hooks rung runs the declared hooks in order and leaves the devi
     assert.equal(before.software_safe_state, "hooks");
     assert.equal(before.latched, false);
     assert.equal(before.latched_at_epoch_ms, null);
-    // 19 actuating functions on the sim (CONFIG counts), 4 targeted.
-    assert.equal(before.uncovered_actuating_functions, 15);
+    // 20 actuating functions on the sim (CONFIG counts), 4 targeted.
+    assert.equal(before.uncovered_actuating_functions, 16);
 
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.8) });

@@ -12,7 +12,7 @@ Deno.test("Estop none rung latches without actuating and warns", async () => {
       latched: false,
       software_safe_state: "none",
       latched_at_epoch_ms: null,
-      uncovered_actuating_functions: 19,
+      uncovered_actuating_functions: 20,
     });
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "relayio0", 3, { enabled: b(true) });

@@ -17,8 +17,8 @@ Deno.test("Estop zero rung zeroes every zeroable actuating function and leaves t
     const before = rt.estop.status();
     assert.equal(before.software_safe_state, "zero");
     // Not zeroable: tempctl0 set_mode (string), analogsensor0 calibrate_channel (selector only),
-    // the 9 chaos_control functions (strings, no args, or integers whose range admits 0).
-    assert.equal(before.uncovered_actuating_functions, 11);
+    // the 10 chaos_control functions (strings, no args, or integers whose range admits 0).
+    assert.equal(before.uncovered_actuating_functions, 12);
 
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) });
