@@ -150,7 +150,9 @@ export async function serveProvider(
     const first = await Promise.race([loop, stopped]);
     stop.removeEventListener("abort", onAbort);
     if (first === null) {
-      reader.cancel().catch(() => {}); // the loop sees EOF and ends on its own
+      // The loop sees EOF once its request in progress (if any) ends; nobody waits for it.
+      loop.catch(() => {});
+      reader.cancel().catch(() => {});
       exitCode = ProviderExitCode.CLEAN;
       reason = stop.reason === "SIGTERM" || stop.reason === "SIGINT" ? stop.reason : "stopped";
     } else {
