@@ -22,6 +22,7 @@ import {
 } from "./capability.ts";
 import { CallArgs } from "./call_args.ts";
 import { ProviderError } from "./provider_error.ts";
+import type { SafeStateReason, SafeStateSummary } from "./safe_state.ts";
 import type { ProviderHandler, ReplyContext } from "./serve.ts";
 import { type ScalarValue, toWireValue } from "./wire_values.ts";
 
@@ -57,6 +58,11 @@ export interface DeviceDefinition {
   readonly tags?: Readonly<Record<string, string>>;
   readonly signals: readonly SignalDefinition[];
   readonly functions: readonly FunctionDefinition[];
+  /**
+   * Drives this device's outputs to their safe state: the values it starts with (declare them once
+   * and use them for both). Absent for a device with nothing to make safe. Must be idempotent.
+   */
+  readonly applySafeState?: () => MaybePromise<void>;
 }
 
 /** A DeviceDefinition compiled to wire specs and lookup tables. */
@@ -276,6 +282,32 @@ export class DeviceProvider implements ProviderHandler {
       message: "ok",
     }));
     return { provider: { state: WireProviderState.OK, message: "ok" }, devices };
+  }
+
+  /**
+   * Applies the safe state of every device that declares one, hidden ones included, all started
+   * at once in list order; a failing device does not stop the others. Resolves with the devices
+   * made safe; rejects naming every device that failed.
+   */
+  async applySafeState(_reason: SafeStateReason): Promise<SafeStateSummary> {
+    const targets = [...this.devices.values()].filter((d) =>
+      d.definition.applySafeState !== undefined
+    );
+    const results = await Promise.allSettled(
+      targets.map((d) => Promise.resolve().then(() => this.applyDeviceSafeState(d))),
+    );
+    const failed = results.flatMap((r, i) =>
+      r.status === "rejected"
+        ? [`${targets[i].definition.deviceId}: ${(r.reason as Error)?.message ?? r.reason}`]
+        : []
+    );
+    if (failed.length > 0) throw new Error(`safe state failed for ${failed.join("; ")}`);
+    return { devices: targets.map((d) => d.definition.deviceId) };
+  }
+
+  /** Applies one device's declared safe state. Override to interpose (fault injection). */
+  protected applyDeviceSafeState(device: ProviderDevice): MaybePromise<void> {
+    return device.definition.applySafeState?.();
   }
 
   /** Device lookup with the reference's errors: empty id INVALID_ARGUMENT, unknown NOT_FOUND. */

@@ -1,13 +1,16 @@
 /**
  * Provider SDK: write ADPP v1 providers in TypeScript. A provider declares devices (signals,
  * functions with ArgSpecs) in a DeviceProvider, or implements ProviderHandler directly, and runs
- * it with `runStdioProvider()`. The runtime never imports this folder.
+ * it with `runStdioProvider()`. A provider that declares its safe state (`applySafeState`, per
+ * device in a DeviceDefinition) goes safe on its own: on stdin EOF, SIGTERM/SIGINT and, with a
+ * lease (`leaseMs`), when the runtime stops sending requests. The runtime never imports this folder.
  */
 export * from "./provider_error.ts";
 export * from "./wire_values.ts";
 export * from "./capability.ts";
 export * from "./call_args.ts";
 export * from "./serve.ts";
+export * from "./safe_state.ts";
 export * from "./device_provider.ts";
 export * from "./stderr_logger.ts";
 export * from "./run_stdio_provider.ts";

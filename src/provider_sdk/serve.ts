@@ -13,6 +13,13 @@ import {
   type WireResponse,
 } from "../adpp/mod.ts";
 import { ProviderError } from "./provider_error.ts";
+import {
+  type ProviderClock,
+  SafeStateKeeper,
+  type SafeStateReason,
+  type SafeStateSummary,
+  SYSTEM_PROVIDER_CLOCK,
+} from "./safe_state.ts";
 
 /** Process exit codes of a provider (the reference simulator's numbers). */
 export const ProviderExitCode = {
@@ -28,6 +35,11 @@ export const ProviderExitCode = {
   SERIALIZE: 4,
   /** stdout write failure. */
   WRITE: 5,
+  /**
+   * The safe state could not be applied on the way out (applySafeState threw or took longer than
+   * SAFE_STATE_TIMEOUT_MS). Our extension: the reference has no safe-state hook.
+   */
+  SAFE_STATE_FAILED: 6,
 } as const;
 
 /** One of the ProviderExitCode values. */
@@ -71,27 +83,96 @@ export interface ProviderHandler {
     req: RequestPayloads["get_health"],
     ctx: ReplyContext,
   ): MaybePromise<ResponsePayloads["get_health"]>;
+  /**
+   * Drives every output to the provider's safe state: the same safe defaults it starts with. The
+   * SDK calls it when the lease runs out, when stdin reaches EOF or the loop ends on an error, and
+   * on SIGTERM/SIGINT (runStdioProvider). Must be idempotent; bounded by SAFE_STATE_TIMEOUT_MS.
+   * Optional: a provider without it has no safe state (and cannot take a lease).
+   */
+  applySafeState?(reason: SafeStateReason): MaybePromise<SafeStateSummary | void>;
 }
 
-/** Where a provider reads requests and writes responses. */
+/** Where a provider reads requests and writes responses, and how it keeps its lease. */
 export interface ProviderIo {
   readonly readable: ReadableStream<Uint8Array>;
   readonly writable: WritableStream<Uint8Array>;
   readonly logger?: Logger;
+  /**
+   * Apply the safe state when no request has arrived for this long after the last reply
+   * (0 or absent = no lease). Integer in [0, MAX_LEASE_MS]; needs `handler.applySafeState`. The
+   * runtime's polling is the heartbeat: choose it well above the polling interval.
+   */
+  readonly leaseMs?: number;
+  /**
+   * Ends serving: the safe state is applied at once (without waiting for a request in progress)
+   * and serveProvider resolves CLEAN (SAFE_STATE_FAILED if that failed). An abort reason of
+   * "SIGTERM" or "SIGINT" is reported as such.
+   */
+  readonly stop?: AbortSignal;
+  /** Clock and timers for the lease (default: the process's). */
+  readonly clock?: ProviderClock;
 }
 
 /**
  * Serves ADPP requests from `readable` until EOF or a fatal error, strictly one at a time (a
  * handler that sleeps blocks the provider, like the reference). Echoes request_id, wraps handler
- * errors into Status. Resolves with the exit code the process should end with; never calls exit.
+ * errors into Status. Applies the handler's safe state when the lease runs out and when serving
+ * ends (EOF, error, `stop`). Resolves with the exit code the process should end with; never
+ * calls exit.
  */
 export async function serveProvider(
   handler: ProviderHandler,
   io: ProviderIo,
 ): Promise<ProviderExitCodeNumber> {
-  const log = io.logger;
+  const keeper = new SafeStateKeeper({
+    apply: handler.applySafeState === undefined
+      ? undefined
+      : (reason) => handler.applySafeState!(reason),
+    leaseMs: io.leaseMs ?? 0,
+    clock: io.clock ?? SYSTEM_PROVIDER_CLOCK,
+    ...(io.logger === undefined ? {} : { logger: io.logger }),
+  });
   const frames = io.readable.pipeThrough(new FrameDecoderStream());
   const reader = frames.getReader();
+  const loop = serveLoop(handler, io, reader, keeper);
+  let exitCode: ProviderExitCodeNumber;
+  let reason: SafeStateReason;
+  const stop = io.stop;
+  if (stop === undefined) {
+    [exitCode, reason] = await loop;
+  } else {
+    let onAbort = () => {};
+    const stopped = new Promise<null>((resolve) => {
+      onAbort = () => resolve(null);
+      if (stop.aborted) resolve(null);
+      else stop.addEventListener("abort", onAbort, { once: true });
+    });
+    const first = await Promise.race([loop, stopped]);
+    stop.removeEventListener("abort", onAbort);
+    if (first === null) {
+      // The loop sees EOF once its request in progress (if any) ends; nobody waits for it.
+      loop.catch(() => {});
+      reader.cancel().catch(() => {});
+      exitCode = ProviderExitCode.CLEAN;
+      reason = stop.reason === "SIGTERM" || stop.reason === "SIGINT" ? stop.reason : "stopped";
+    } else {
+      [exitCode, reason] = first;
+    }
+  }
+  const record = await keeper.applyFinal(reason);
+  if (record?.outcome === "failed" && exitCode === ProviderExitCode.CLEAN) {
+    return ProviderExitCode.SAFE_STATE_FAILED;
+  }
+  return exitCode;
+}
+
+async function serveLoop(
+  handler: ProviderHandler,
+  io: ProviderIo,
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  keeper: SafeStateKeeper,
+): Promise<[ProviderExitCodeNumber, SafeStateReason]> {
+  const log = io.logger;
   const writer = io.writable.getWriter();
   try {
     for (;;) {
@@ -101,18 +182,21 @@ export async function serveProvider(
       } catch (err) {
         const what = err instanceof FrameError ? `framing error (${err.kind})` : "stdin read error";
         log?.error(`${what}: ${errorText(err)}`);
-        return ProviderExitCode.FRAMING;
+        return [ProviderExitCode.FRAMING, "serve_error"];
       }
       if (chunk.done) {
         log?.info("stdin closed, shutting down");
-        return ProviderExitCode.CLEAN;
+        return [ProviderExitCode.CLEAN, "stdin_eof"];
       }
+      keeper.requestStarted();
+      // A safe state being applied (lease expiry) completes before the next request runs.
+      if (keeper.applying !== null) await keeper.applying;
       let req: WireRequest;
       try {
         req = decodeRequest(chunk.value);
       } catch (err) {
         log?.error(`unparseable request (${chunk.value.length} bytes): ${errorText(err)}`);
-        return ProviderExitCode.BAD_REQUEST;
+        return [ProviderExitCode.BAD_REQUEST, "serve_error"];
       }
       const actions: Array<() => void | Promise<void>> = [];
       let raw: Uint8Array | null = null;
@@ -120,7 +204,10 @@ export async function serveProvider(
         afterReply: (a) => void actions.push(a),
         replaceReplyWithRawBytes: (b) => void (raw = b),
       };
-      const response = await dispatch(handler, req, ctx, log);
+      let response = await dispatch(handler, req, ctx, log);
+      if (response.get_health !== undefined) {
+        response = { ...response, get_health: keeper.decorateHealth(response.get_health) };
+      }
       let out: Uint8Array;
       if (raw !== null) {
         out = raw;
@@ -129,16 +216,17 @@ export async function serveProvider(
           out = encodeFrame(encodeResponse(response));
         } catch (err) {
           log?.error(`cannot serialise response ${response.request_id}: ${errorText(err)}`);
-          return ProviderExitCode.SERIALIZE;
+          return [ProviderExitCode.SERIALIZE, "serve_error"];
         }
       }
       try {
         await writer.write(out);
       } catch (err) {
         log?.error(`stdout write failed: ${errorText(err)}`);
-        return ProviderExitCode.WRITE;
+        return [ProviderExitCode.WRITE, "serve_error"];
       }
       for (const action of actions) await action();
+      keeper.requestEnded(req.payload === "call" && response.status?.code === WireStatusCode.OK);
     }
   } finally {
     reader.cancel().catch(() => {});

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
 import { StatusCode, WireCategory, WireQuality, WireValueType } from "../../src/adpp/mod.ts";
 import {
   argSpec,
@@ -351,4 +351,41 @@ Deno.test("DeviceProvider refuses duplicate device, signal and function declarat
     () => p.addDevice({ ...d, deviceId: "y", functions: [...d.functions, d.functions[0]] }),
     TypeError,
   );
+});
+
+Deno.test("DeviceProvider applySafeState applies every declared device safe state, hidden devices included", async () => {
+  const lamps = [{ on: true, level: 0.9 }, { on: true, level: 0.9 }];
+  const safe = (s: { on: boolean }) => () => void (s.on = false);
+  class HidingProvider extends DeviceProvider {
+    protected override findDevice() {
+      return undefined; // every device hidden (e.g. an injected unavailability)
+    }
+    protected override listedDevices() {
+      return [];
+    }
+  }
+  const p = new HidingProvider({ name: "p", version: "1" }, [
+    { ...lampDevice(lamps[0]), deviceId: "lamp0", applySafeState: safe(lamps[0]) },
+    { ...lampDevice(lamps[1]), deviceId: "lamp1", applySafeState: safe(lamps[1]) },
+    { ...lampDevice(), deviceId: "sensor0" }, // declares nothing
+  ]);
+  deepStrictEqual(await p.applySafeState("lease_expired"), { devices: ["lamp0", "lamp1"] });
+  deepStrictEqual(lamps.map((l) => l.on), [false, false]);
+});
+
+Deno.test("DeviceProvider applySafeState attempts every device when one fails and names it", async () => {
+  const order: string[] = [];
+  const p = new DeviceProvider({ name: "p", version: "1" }, [
+    {
+      ...lampDevice(),
+      deviceId: "a",
+      applySafeState: () => {
+        order.push("a");
+        throw new Error("bus down");
+      },
+    },
+    { ...lampDevice(), deviceId: "b", applySafeState: () => void order.push("b") },
+  ]);
+  await rejects(p.applySafeState("stdin_eof"), /safe state failed for a: bus down/);
+  deepStrictEqual(order, ["a", "b"]);
 });

@@ -40,8 +40,8 @@ Deno.test("Estop hooks rung runs the declared hooks in order and leaves the devi
     assert.equal(before.software_safe_state, "hooks");
     assert.equal(before.latched, false);
     assert.equal(before.latched_at_epoch_ms, null);
-    // 19 actuating functions on the sim (CONFIG counts), 4 targeted.
-    assert.equal(before.uncovered_actuating_functions, 15);
+    // 20 actuating functions on the sim (CONFIG counts), 4 targeted.
+    assert.equal(before.uncovered_actuating_functions, 16);
 
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.8) });
@@ -59,9 +59,9 @@ Deno.test("Estop hooks rung runs the declared hooks in order and leaves the devi
       { device_handle: "sim0/relayio0", function: "set_relay_ch2", success: true },
       { device_handle: "sim0/tempctl0", function: "set_relay", success: true },
     ]);
-    assert.equal(result.uncovered_actuating_functions, 15);
-    assert.equal(result.uncovered.length, 15);
-    assert.match(result.warning ?? "", /'hooks' rung leaves 15 actuating function\(s\) untouched/);
+    assert.equal(result.uncovered_actuating_functions, 16);
+    assert.equal(result.uncovered.length, 16);
+    assert.match(result.warning ?? "", /'hooks' rung leaves 16 actuating function\(s\) untouched/);
     assert.equal(result.fault_engaged, true);
     assert.deepEqual(result.hook_failures, []);
     assert.deepEqual(result.drain, { complete: true, pending_providers: [] });

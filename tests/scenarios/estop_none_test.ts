@@ -12,9 +12,9 @@ Deno.test("Estop none rung latches without actuating and warns", async () => {
     assert.equal(before.latched, false);
     assert.equal(before.software_safe_state, "none");
     assert.equal(before.latched_at_epoch_ms, null);
-    assert.equal(before.uncovered_actuating_functions, 19);
+    assert.equal(before.uncovered_actuating_functions, 20);
     assert.deepEqual(before.plan?.calls, []);
-    assert.equal(before.plan?.uncovered.length, 19);
+    assert.equal(before.plan?.uncovered.length, 20);
     // Every sim device has actuating functions and none is expected: nothing can be verified.
     assert.deepEqual(before.unverified_devices, [
       "sim0/analogsensor0",
@@ -32,7 +32,7 @@ Deno.test("Estop none rung latches without actuating and warns", async () => {
     assert.equal(result.software_safe_state, "none");
     assert.deepEqual(result.actions, []);
     assert.equal(result.warning, NO_SAFE_STATE_WARNING);
-    assert.equal(result.uncovered_actuating_functions, 19);
+    assert.equal(result.uncovered_actuating_functions, 20);
     assert.equal(result.verification.outcome, "unverifiable");
     // Nothing was actuated: the relay is still on, and it cannot be switched while latched.
     assert.equal(await readSignal(rt, "sim0", "relayio0", "relay_ch3_state"), true);

@@ -17,8 +17,8 @@ Deno.test("Estop zero rung zeroes every zeroable actuating function and leaves t
     const before = rt.estop.status();
     assert.equal(before.software_safe_state, "zero");
     // Not zeroable: tempctl0 set_mode (string), analogsensor0 calibrate_channel (selector only),
-    // the 9 chaos_control functions (strings, no args, or integers whose range admits 0).
-    assert.equal(before.uncovered_actuating_functions, 11);
+    // the 10 chaos_control functions (strings, no args, or integers whose range admits 0).
+    assert.equal(before.uncovered_actuating_functions, 12);
 
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) });
@@ -31,10 +31,10 @@ Deno.test("Estop zero rung zeroes every zeroable actuating function and leaves t
 
     const result = await rt.estop.trigger();
     assert.equal(result.software_safe_state, "zero");
-    // The rung leaves 11 functions untouched: the answer says so (not only the log and status).
-    assert.equal(result.uncovered_actuating_functions, 11);
-    assert.equal(result.uncovered.length, 11);
-    assert.match(result.warning ?? "", /'zero' rung leaves 11 actuating function\(s\) untouched/);
+    // The rung leaves 12 functions untouched: the answer says so (not only the log and status).
+    assert.equal(result.uncovered_actuating_functions, 12);
+    assert.equal(result.uncovered.length, 12);
+    assert.match(result.warning ?? "", /'zero' rung leaves 12 actuating function\(s\) untouched/);
     assert.equal(result.fault_engaged, true, "the e-stop always enters FAULT");
     assert.equal(result.verification.outcome, "unverifiable", "nothing is expected");
     assert.deepEqual(

@@ -33,6 +33,8 @@ export class SimProcess {
   #exited = false;
   readonly #status: Promise<Deno.CommandStatus>;
   readonly #stderr: Promise<string>;
+  /** stderr received so far. */
+  #stderrText = "";
 
   private constructor(args: string[]) {
     this.child = new Deno.Command(Deno.execPath(), {
@@ -48,7 +50,31 @@ export class SimProcess {
       this.#exited = true;
       return s;
     });
-    this.#stderr = new Response(this.child.stderr).text();
+    const stderr = this.child.stderr;
+    this.#stderr = (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of stderr) {
+        this.#stderrText += decoder.decode(chunk, { stream: true });
+      }
+      return this.#stderrText;
+    })();
+  }
+
+  /**
+   * Resolves with the first stderr line matching `pattern`, looking every 20 ms until the
+   * deadline; throws when none arrives in time (the provider is not sent anything meanwhile).
+   */
+  async waitForStderr(pattern: RegExp, timeoutMs = REPLY_TIMEOUT_MS): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.#exited) await this.#stderr; // drained: the last look sees everything
+      const line = this.#stderrText.split("\n").find((l) => pattern.test(l));
+      if (line !== undefined) return line;
+      if (Date.now() > deadline || this.#exited) {
+        throw new Error(`no stderr line matching ${pattern} in time; stderr:\n${this.#stderrText}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   /** Starts the sim with `--config <config>` plus extra arguments. */

@@ -127,6 +127,10 @@ const CATALOGUE: Record<string, { signals: SignalRow[]; functions: FunctionRow[]
       [7, "hang", ACTUATE, [arg("duration_ms", T.INT64, { unit: "ms", min_int64: 0 })]],
       [8, "send_garbage_frame", ACTUATE, []],
       [9, "send_oversize_frame", ACTUATE, []],
+      [10, "inject_stuck_outputs", ACTUATE, [
+        arg("device_id", T.STRING),
+        arg("duration_ms", T.INT64, { unit: "ms", min_int64: 1 }),
+      ]],
     ],
   },
 };

@@ -154,3 +154,75 @@ Deno.test("sim send_oversize_frame writes a length prefix over 1 MiB", async () 
     equal(len, 2 * MAX_FRAME_BYTES);
   });
 });
+
+Deno.test("sim inject_stuck_outputs acknowledges writes without changing outputs until clear_faults", async () => {
+  await withSim(async (sim) => {
+    const duty = async () =>
+      (await sim.request({
+        read_signals: { device_id: "motorctl0", signal_ids: ["motor1_duty"] },
+      })).read_signals?.values?.[0].value?.double_value;
+    const mode = async () =>
+      (await sim.request({
+        read_signals: { device_id: "tempctl0", signal_ids: ["control_mode"] },
+      })).read_signals?.values?.[0].value?.string_value;
+    equal(
+      (await sim.call("motorctl0", 10, { motor_index: i(1), duty: d(0.7) })).status?.code,
+      S.OK,
+    );
+    for (const device of ["motorctl0", "tempctl0"]) {
+      const r = await sim.call(CHAOS, 10, { device_id: s(device), duration_ms: i(600_000) });
+      equal(r.status?.code, S.OK);
+    }
+
+    const write = await sim.call("motorctl0", 10, { motor_index: i(1), duty: d(0.2) });
+    equal(write.status?.code, S.OK, "acknowledged");
+    equal(await duty(), 0.7, "the output did not move");
+    equal(await duty(), 0.7, "and reads keep reporting it");
+    equal((await sim.call("tempctl0", 1, { mode: s("closed") })).status?.code, S.OK);
+    equal(await mode(), "open");
+    // The device's own checks still answer: a stuck actuator is not a different device.
+    equal(
+      (await sim.call("motorctl0", 10, { motor_index: i(3), duty: d(0.2) })).status?.code,
+      S.INVALID_ARGUMENT,
+    );
+    // Other devices obey.
+    equal((await sim.call("relayio0", 1, { enabled: b(true) })).status?.code, S.OK);
+    const relay = await sim.request({
+      read_signals: { device_id: "relayio0", signal_ids: ["relay_ch1_state"] },
+    });
+    equal(relay.read_signals?.values?.[0].value?.bool_value, true);
+
+    equal((await sim.call(CHAOS, 5)).status?.code, S.OK);
+    equal(
+      (await sim.call("motorctl0", 10, { motor_index: i(1), duty: d(0.2) })).status?.code,
+      S.OK,
+    );
+    equal(await duty(), 0.2);
+  });
+});
+
+Deno.test("sim inject_stuck_outputs expires after duration_ms and refuses a duration of 0", async () => {
+  await withSim(async (sim) => {
+    const bad = await sim.call(CHAOS, 10, { device_id: s("motorctl0"), duration_ms: i(0) });
+    equal(bad.status?.code, S.INVALID_ARGUMENT);
+    equal(
+      bad.status?.message,
+      "inject_stuck_outputs: argument 'duration_ms' = 0 is below the minimum 1",
+    );
+    const r = await sim.call(CHAOS, 10, { device_id: s("motorctl0"), duration_ms: i(200) });
+    equal(r.status?.code, S.OK);
+    // Once expired, a write takes effect again (bounded wait; each try writes a new value).
+    const deadline = Date.now() + REPLY_TIMEOUT_MS;
+    for (let n = 1;; n++) {
+      const target = n / 1000;
+      await sim.call("motorctl0", 10, { motor_index: i(2), duty: d(target) });
+      const v = (await sim.request({
+        read_signals: { device_id: "motorctl0", signal_ids: ["motor2_duty"] },
+      })).read_signals?.values?.[0].value?.double_value;
+      if (v === target) break;
+      equal(v, 0, "while stuck the output stays at its start value");
+      ok(Date.now() < deadline, "the fault did not expire");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+});

@@ -9,13 +9,27 @@ const DRIFT_V_PER_S = 0.002;
 const NOISY_AFTER_S = 30;
 const FAULT_AFTER_S = 60;
 
+/**
+ * Safe state, also the start-up state: noise injection off, quality GOOD, no drift (what
+ * inject_noise(false) does). The sensor drives nothing; this only undoes an injected degradation.
+ */
+const SAFE_OUTPUTS: Readonly<
+  { noise: boolean; quality: SensorQuality; drift: number; timer: number }
+> = {
+  noise: false,
+  quality: "GOOD",
+  drift: 0,
+  timer: 0,
+};
+
 /** analogsensor: four voltage channels with injectable drift and noise (sim-devices.md §7). */
 export function createAnalogSensor(
   deviceId: string,
   _cfg: Readonly<Record<string, unknown>>,
   rng: SeededRandom,
 ): SimDevice {
-  const s = { quality: "GOOD" as SensorQuality, noise: false, drift: 0, timer: 0 };
+  /** What calls write; the physics step advances drift, timer and quality too. */
+  const s = { ...SAFE_OUTPUTS };
   // Noise is applied at read time, always (also with noise injection off).
   const reading = (ch: number) => {
     const v = BASE_VOLTS[ch] + s.drift + rng.gaussian() * SIGMA_BY_QUALITY[s.quality];
@@ -74,16 +88,14 @@ export function createAnalogSensor(
           category: "CONFIG",
           args: [{ name: "enabled", type: "bool" }],
           handler: (args) => {
-            s.noise = args.bool("enabled");
-            if (!s.noise) {
-              s.quality = "GOOD";
-              s.timer = 0;
-              s.drift = 0;
-            }
+            if (args.bool("enabled")) s.noise = true;
+            else Object.assign(s, SAFE_OUTPUTS);
           },
         },
       ],
+      applySafeState: () => void Object.assign(s, SAFE_OUTPUTS),
     },
+    outputs: s,
     tick(dt) {
       s.timer += dt;
       if (!s.noise) return;

@@ -21,6 +21,8 @@ export class ChaosState {
   readonly #latencyMs = new Map<string, number>();
   /** `device_id\u0000function_id` -> failure rate. */
   readonly #failureRate = new Map<string, number>();
+  /** device_id -> expiry (monotonic ms) of a stuck-output fault. */
+  readonly #stuck = new Map<string, number>();
 
   constructor(monoMs: () => number, rng: SeededRandom) {
     this.#monoMs = monoMs;
@@ -43,6 +45,15 @@ export class ChaosState {
     return this.#signalFaults.some((f) => f.deviceId === deviceId && f.signalId === signalId);
   }
 
+  /** True while writes to the device are acknowledged without changing its outputs. */
+  hasStuckOutputs(deviceId: string): boolean {
+    const until = this.#stuck.get(deviceId);
+    if (until === undefined) return false;
+    if (this.#monoMs() < until) return true;
+    this.#stuck.delete(deviceId);
+    return false;
+  }
+
   /** Injected latency for calls to the device (0 when none). */
   callLatencyMs(deviceId: string): number {
     return this.#latencyMs.get(deviceId) ?? 0;
@@ -63,6 +74,10 @@ export class ChaosState {
     this.#signalFaults.push({ deviceId, signalId, until: this.#monoMs() + durationMs });
   }
 
+  setStuckOutputs(deviceId: string, durationMs: number): void {
+    this.#stuck.set(deviceId, this.#monoMs() + durationMs);
+  }
+
   setCallLatency(deviceId: string, latencyMs: number): void {
     this.#latencyMs.set(deviceId, latencyMs);
   }
@@ -76,6 +91,7 @@ export class ChaosState {
     this.#signalFaults = [];
     this.#latencyMs.clear();
     this.#failureRate.clear();
+    this.#stuck.clear();
   }
 }
 
@@ -102,7 +118,7 @@ function oversizeFrame(): Uint8Array {
 
 const ms = { unit: "ms" } as const;
 
-/** The chaos_control device (sim-devices.md §8, plus functions 6-9 documented in README.md). */
+/** The chaos_control device (sim-devices.md §8, plus functions 6-10 documented in README.md). */
 export function createChaosDevice(chaos: ChaosState, host: ChaosHost): DeviceDefinition {
   return {
     deviceId: CHAOS_DEVICE_ID,
@@ -228,6 +244,20 @@ export function createChaosDevice(chaos: ChaosState, host: ChaosHost): DeviceDef
         description: "Answer with a length prefix of 2 MiB (over the 1 MiB limit)",
         category: "ACTUATE",
         handler: (_args, ctx) => ctx.replaceReplyWithRawBytes(oversizeFrame()),
+      },
+      {
+        id: 10,
+        name: "inject_stuck_outputs",
+        description:
+          "Acknowledge calls to a device without changing its outputs for duration_ms (an actuator that does not obey)",
+        category: "ACTUATE",
+        args: [
+          { name: "device_id", type: "string" },
+          { name: "duration_ms", type: "int64", min: 1, ...ms },
+        ],
+        handler: (args) => {
+          chaos.setStuckOutputs(args.string("device_id"), args.int64("duration_ms"));
+        },
       },
     ],
   };

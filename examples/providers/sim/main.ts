@@ -4,12 +4,17 @@
  *
  *   deno run --allow-read --allow-env examples/providers/sim/main.ts --config <yaml>
  *     [--crash-after <seconds>]    exit 42 after that time (crash tests)
+ *     [--lease-ms <ms>]            apply the safe state when no request arrives for that long
+ *                                  (default 0 = no lease; the runtime's polling is the heartbeat)
  *   ... main.ts --check-config <yaml>   validate and exit 0 (1 on errors)
  *
+ * The safe state (motor duties 0, relays off, open loop, noise injection off: the start-up values)
+ * is also applied on stdin EOF and on SIGTERM/SIGINT (then exit 0).
  * stdout carries ADPP frames only; logs go to stderr, one line per event.
  */
 import {
   createStderrLogger,
+  MAX_LEASE_MS,
   ProviderExitCode,
   runStdioProvider,
 } from "../../../src/provider_sdk/mod.ts";
@@ -34,19 +39,31 @@ interface CliArgs {
   config: string | null;
   checkConfig: string | null;
   crashAfterS: number | null;
+  leaseMs: number;
 }
 
 function parseArgs(argv: readonly string[]): CliArgs {
-  const out: CliArgs = { config: null, checkConfig: null, crashAfterS: null };
+  const out: CliArgs = { config: null, checkConfig: null, crashAfterS: null, leaseMs: 0 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
-    if (flag === "--config" || flag === "--check-config" || flag === "--crash-after") {
+    if (
+      flag === "--config" || flag === "--check-config" || flag === "--crash-after" ||
+      flag === "--lease-ms"
+    ) {
       if (value === undefined) throw new SimConfigError([`${flag}: missing value`]);
       i++;
       if (flag === "--config") out.config = value;
       else if (flag === "--check-config") out.checkConfig = value;
-      else {
+      else if (flag === "--lease-ms") {
+        const n = Number(value);
+        if (!/^[0-9]+$/.test(value) || n > MAX_LEASE_MS) {
+          throw new SimConfigError([
+            `--lease-ms: must be an integer in [0, ${MAX_LEASE_MS}] (0 = no lease), got '${value}'`,
+          ]);
+        }
+        out.leaseMs = n;
+      } else {
         const s = Number(value);
         if (!Number.isFinite(s) || s < 0) {
           throw new SimConfigError([`--crash-after: must be seconds >= 0, got '${value}'`]);
@@ -192,9 +209,10 @@ async function main(): Promise<number> {
   log.info(
     `started: ${devices.length} device(s) + chaos_control, mode ${config.mode}` +
       (config.tickRateHz === null ? "" : ` @ ${config.tickRateHz} Hz`) +
-      `, startup_policy ${config.startupPolicy}`,
+      `, startup_policy ${config.startupPolicy}` +
+      (cli.leaseMs > 0 ? `, lease ${cli.leaseMs} ms` : ""),
   );
-  return await runStdioProvider(provider, log);
+  return await runStdioProvider(provider, { logger: log, leaseMs: cli.leaseMs });
 }
 
 if (import.meta.main) Deno.exit(await main());

@@ -10,6 +10,9 @@ const DEFAULT_MAX_RPM = 3200;
 const MAX_RPM_LIMIT = 10000;
 const TAU_S = 0.8;
 
+/** Safe state, also the start-up state: both motors at zero duty. */
+const SAFE_OUTPUTS: Readonly<{ duty1: number; duty2: number }> = { duty1: 0.0, duty2: 0.0 };
+
 /** motorctl: two DC motors driven by duty cycle (sim-devices.md §5). */
 export function createMotorCtl(
   deviceId: string,
@@ -21,8 +24,7 @@ export function createMotorCtl(
       `devices[${deviceId}].max_speed: ${maxRpm} is outside (0, ${MAX_RPM_LIMIT}]`,
     );
   }
-  // Safe defaults: both motors at zero duty.
-  const duty = [0.0, 0.0];
+  const out = { ...SAFE_OUTPUTS };
   const speed = [0.0, 0.0];
   const sig = { pollHintHz: 5, staleAfterMs: 800 };
   const dsig = { pollHintHz: 2, staleAfterMs: 1500, inDefaultSet: false };
@@ -51,8 +53,8 @@ export function createMotorCtl(
           ...sig,
           read: () => speed[1],
         },
-        { id: "motor1_duty", name: "Motor 1 Duty", type: "double", ...dsig, read: () => duty[0] },
-        { id: "motor2_duty", name: "Motor 2 Duty", type: "double", ...dsig, read: () => duty[1] },
+        { id: "motor1_duty", name: "Motor 1 Duty", type: "double", ...dsig, read: () => out.duty1 },
+        { id: "motor2_duty", name: "Motor 2 Duty", type: "double", ...dsig, read: () => out.duty2 },
       ],
       functions: [
         {
@@ -65,14 +67,16 @@ export function createMotorCtl(
             { name: "duty", type: "double", min: 0.0, max: 1.0 },
           ],
           handler: (args) => {
-            duty[args.int64("motor_index") - 1] = args.double("duty");
+            out[args.int64("motor_index") === 1 ? "duty1" : "duty2"] = args.double("duty");
           },
         },
       ],
+      applySafeState: () => void Object.assign(out, SAFE_OUTPUTS),
     },
+    outputs: out,
     tick(dt) {
       for (let i = 0; i < 2; i++) {
-        const target = Math.min(Math.max(duty[i], 0), 1) * maxRpm;
+        const target = Math.min(Math.max(i === 0 ? out.duty1 : out.duty2, 0), 1) * maxRpm;
         speed[i] = firstOrderLag(speed[i], target, dt, TAU_S);
       }
     },

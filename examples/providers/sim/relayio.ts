@@ -3,13 +3,21 @@ import { type SimDevice, simDeviceFields } from "./sim_device.ts";
 
 const CHANNELS = [1, 2, 3, 4] as const;
 
+/** Safe state, also the start-up state: all four relays off. */
+const SAFE_OUTPUTS: Readonly<Record<`relay${(typeof CHANNELS)[number]}`, boolean>> = {
+  relay1: false,
+  relay2: false,
+  relay3: false,
+  relay4: false,
+};
+
 /** relayio: four relays and four GPIO inputs wired back to them (sim-devices.md §6). */
 export function createRelayIo(
   deviceId: string,
   _cfg: Readonly<Record<string, unknown>>,
 ): SimDevice {
-  // Safe defaults: all relays off; GPIO reads false until the first physics tick.
-  const relays = [false, false, false, false];
+  const out = { ...SAFE_OUTPUTS };
+  // GPIO reads false until the first physics tick.
   const gpio = [false, false, false, false];
   const hints = { pollHintHz: 1, staleAfterMs: 2000 };
   const signals: SignalDefinition[] = [
@@ -18,7 +26,7 @@ export function createRelayIo(
       name: `Relay Ch${n} State`,
       type: "bool" as const,
       ...hints,
-      read: () => relays[n - 1],
+      read: () => out[`relay${n}`],
     })),
     ...CHANNELS.map((n) => ({
       id: `gpio_input_${n}`,
@@ -44,16 +52,18 @@ export function createRelayIo(
         category: "ACTUATE" as const,
         args: [{ name: "enabled", type: "bool" as const }],
         handler: (args) => {
-          relays[n - 1] = args.bool("enabled");
+          out[`relay${n}`] = args.bool("enabled");
         },
       })),
+      applySafeState: () => void Object.assign(out, SAFE_OUTPUTS),
     },
+    outputs: out,
     tick() {
       // Inputs 2 and 4 are wired through inverters.
-      gpio[0] = relays[0];
-      gpio[1] = !relays[1];
-      gpio[2] = relays[2];
-      gpio[3] = !relays[3];
+      gpio[0] = out.relay1;
+      gpio[1] = !out.relay2;
+      gpio[2] = out.relay3;
+      gpio[3] = !out.relay4;
     },
   };
 }

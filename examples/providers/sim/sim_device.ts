@@ -4,9 +4,20 @@ import type { DeviceDefinition } from "../../../src/provider_sdk/mod.ts";
 export const SIM_PROVIDER_NAME = "anolis-provider-sim";
 export const SIM_PROVIDER_VERSION = "0.2.3";
 
-/** A simulated device: its ADPP declaration plus a physics step. */
+/** One value a call can write. */
+export type OutputValue = number | boolean | string;
+
+/**
+ * A simulated device: its ADPP declaration (with its safe state, `definition.applySafeState`), the
+ * values calls write, and a physics step.
+ */
 export interface SimDevice {
   readonly definition: DeviceDefinition;
+  /**
+   * Everything a call to the device can change, mutated in place by its handlers: an injected
+   * stuck-output fault copies it before a call and puts it back afterwards.
+   */
+  readonly outputs: Record<string, OutputValue>;
   /** Advances the physics by `dt` seconds (only called in non_interacting mode). */
   tick(dt: number): void;
 }

@@ -37,6 +37,7 @@ export class SimProvider extends DeviceProvider {
   readonly #chaos: ChaosState;
   readonly #host: ChaosHost;
   readonly #startup: StartupReport;
+  readonly #simDevices: ReadonlyMap<string, SimDevice>;
 
   constructor(o: SimProviderOptions) {
     const startup = o.startup;
@@ -64,6 +65,7 @@ export class SimProvider extends DeviceProvider {
       a.definition.deviceId < b.definition.deviceId ? -1 : 1
     );
     for (const d of sorted) this.addDevice(d.definition);
+    this.#simDevices = new Map(sorted.map((d) => [d.definition.deviceId, d]));
     this.addDevice(createChaosDevice(o.chaos, o.host));
   }
 
@@ -83,6 +85,32 @@ export class SimProvider extends DeviceProvider {
 
   protected override beforeCall(req: RequestPayloads["call"], ctx: ReplyContext): Promise<void> {
     return applyCallFaults(this.#chaos, this.#host, req, ctx);
+  }
+
+  /**
+   * Under an injected stuck-output fault the call runs as usual (checks, errors, OK) but the
+   * device's outputs are put back afterwards: an actuator that acknowledges and does not obey.
+   */
+  override async call(
+    req: RequestPayloads["call"],
+    ctx: ReplyContext,
+  ): Promise<ResponsePayloads["call"]> {
+    const device = this.#simDevices.get(req.device_id ?? "");
+    if (device === undefined || !this.#chaos.hasStuckOutputs(device.definition.deviceId)) {
+      return await super.call(req, ctx);
+    }
+    const held = { ...device.outputs };
+    try {
+      return await super.call(req, ctx);
+    } finally {
+      Object.assign(device.outputs, held);
+    }
+  }
+
+  /** A device with stuck outputs ignores the provider's own safe state too. */
+  protected override applyDeviceSafeState(device: ProviderDevice): void | Promise<void> {
+    if (this.#chaos.hasStuckOutputs(device.definition.deviceId)) return;
+    return super.applyDeviceSafeState(device);
   }
 
   /** An unavailable device answers an empty read with no values, explicit ids with NOT_FOUND. */

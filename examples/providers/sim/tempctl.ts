@@ -12,6 +12,17 @@ const AMBIENT_C = 23.0;
 const OPEN_LOOP_RISE_C = [0, 45.0, 75.0];
 const TAU_S = 6.0;
 const TC2_OFFSET_C = 1.5;
+const INITIAL_SETPOINT_C = 60.0;
+
+/**
+ * Safe state, also the start-up state: heaters off, open loop (no closed-loop heating until
+ * set_mode closed). The setpoint is kept: it is inactive in open mode.
+ */
+const SAFE_OUTPUTS: Readonly<{ relay1: boolean; relay2: boolean; mode: "open" | "closed" }> = {
+  relay1: false,
+  relay2: false,
+  mode: "open",
+};
 
 /** tempctl: two thermocouples, two heater relays, open/closed loop (sim-devices.md §4). */
 export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unknown>>): SimDevice {
@@ -35,15 +46,9 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
     }
   }
 
-  // Safe defaults: heaters off, open loop (no closed-loop heating until set_mode closed).
-  const s = {
-    tc1: initial,
-    tc2: initial,
-    relay1: false,
-    relay2: false,
-    mode: "open" as "open" | "closed",
-    setpoint: 60.0,
-  };
+  /** What calls write (the safe state plus the setpoint). */
+  const out = { ...SAFE_OUTPUTS, setpoint: INITIAL_SETPOINT_C };
+  const s = { tc1: initial, tc2: initial };
 
   const sig = (hz: number, stale: number, inDefaultSet: boolean) => ({
     pollHintHz: hz,
@@ -81,21 +86,21 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
           name: "Relay 1 State",
           type: "bool",
           ...sig(2, 1500, true),
-          read: () => s.relay1,
+          read: () => out.relay1,
         },
         {
           id: "relay2_state",
           name: "Relay 2 State",
           type: "bool",
           ...sig(2, 1500, true),
-          read: () => s.relay2,
+          read: () => out.relay2,
         },
         {
           id: "control_mode",
           name: "Control Mode",
           type: "string",
           ...sig(0.5, 3000, false),
-          read: () => s.mode,
+          read: () => out.mode,
         },
         {
           id: "setpoint",
@@ -103,7 +108,7 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
           type: "double",
           unit: "C",
           ...sig(0.5, 3000, false),
-          read: () => s.setpoint,
+          read: () => out.setpoint,
         },
       ],
       functions: [
@@ -120,7 +125,7 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
                 `set_mode: mode must be 'open' or 'closed', got '${mode}'`,
               );
             }
-            s.mode = mode;
+            out.mode = mode;
           },
         },
         {
@@ -130,7 +135,7 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
           category: "CONFIG",
           args: [{ name: "value", type: "double", unit: "C", min: -50.0, max: 400.0 }],
           handler: (args) => {
-            s.setpoint = args.double("value");
+            out.setpoint = args.double("value");
           },
         },
         {
@@ -145,33 +150,35 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
           // The mode precondition comes before any argument check (reference order).
           precheckArgs: false,
           handler: (args) => {
-            if (s.mode !== "open") {
+            if (out.mode !== "open") {
               throw ProviderError.failedPrecondition("set_relay: only allowed in open mode");
             }
             const index = args.int64("relay_index");
             const state = args.bool("state");
-            if (index === 1) s.relay1 = state;
-            else s.relay2 = state;
+            if (index === 1) out.relay1 = state;
+            else out.relay2 = state;
           },
         },
       ],
+      applySafeState: () => void Object.assign(out, SAFE_OUTPUTS),
     },
+    outputs: out,
     tick(dt) {
-      if (s.mode === "closed") {
-        const err = s.setpoint - s.tc1;
+      if (out.mode === "closed") {
+        const err = out.setpoint - s.tc1;
         if (err > 10) {
-          s.relay1 = true;
-          s.relay2 = true;
+          out.relay1 = true;
+          out.relay2 = true;
         } else if (err > 2) {
-          s.relay1 = true;
-          s.relay2 = false;
+          out.relay1 = true;
+          out.relay2 = false;
         } else if (err < -2) {
-          s.relay1 = false;
-          s.relay2 = false;
+          out.relay1 = false;
+          out.relay2 = false;
         }
       }
-      const on = (s.relay1 ? 1 : 0) + (s.relay2 ? 1 : 0);
-      const target = s.mode === "open" ? AMBIENT_C + OPEN_LOOP_RISE_C[on] : s.setpoint;
+      const on = (out.relay1 ? 1 : 0) + (out.relay2 ? 1 : 0);
+      const target = out.mode === "open" ? AMBIENT_C + OPEN_LOOP_RISE_C[on] : out.setpoint;
       s.tc1 = firstOrderLag(s.tc1, target, dt, TAU_S);
       s.tc2 = firstOrderLag(s.tc2, target - TC2_OFFSET_C, dt, TAU_S);
     },

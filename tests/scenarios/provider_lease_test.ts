@@ -1,0 +1,185 @@
+/**
+ * Providers that go safe on their own (issue 19 §5), end to end: the runtime as users run it
+ * (`src/main.ts --config FILE`, its own process) with the simulated provider on a 500 ms lease.
+ * When the runtime stops polling (SIGSTOP) the provider applies its safe state by itself; after
+ * SIGCONT the runtime shows the safe values and the provider's health message, from the same
+ * provider process (no restart reset the outputs).
+ */
+import assert from "node:assert/strict";
+import { processAlive, waitFor } from "../helpers/kernel.ts";
+import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+
+const MAIN = `${REPO}src/main.ts`;
+const LEASE_MS = 500;
+const POLL_MS = 100;
+/**
+ * How long the runtime is stopped: past the lease with room for a late timer on a loaded machine,
+ * and well under the provider's timeout_ms (a request that outlives it would restart the
+ * provider, which resets its outputs by another path).
+ */
+const STOPPED_MS = 4 * LEASE_MS;
+const PROVIDER_TIMEOUT_MS = 15_000;
+/** Bound for each wait below; reported health is refreshed every 5 s. */
+const WAIT_MS = 20_000;
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+async function writeConfig(dir: string, port: number): Promise<string> {
+  const path = `${dir}/runtime.yaml`;
+  await Deno.writeTextFile(
+    path,
+    `runtime:
+  name: lease
+  data_dir: ${dir}/data
+  shutdown_timeout_ms: 2000
+http:
+  port: ${port}
+providers:
+  - id: sim0
+    command: ${Deno.execPath()}
+    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}, --lease-ms, "${LEASE_MS}"]
+    timeout_ms: ${PROVIDER_TIMEOUT_MS}
+polling:
+  interval_ms: ${POLL_MS}
+`,
+  );
+  return path;
+}
+
+/** Pids of the direct children of `pid` (from /proc). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) out.push(Number(e.name));
+    } catch {
+      // process ended while listing
+    }
+  }
+  return out;
+}
+
+type Json = Record<string, unknown>;
+
+async function api(port: number, method: string, path: string, body?: unknown): Promise<Json> {
+  const r = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+  });
+  const json = await r.json() as Json;
+  assert.equal(r.status, 200, `${method} ${path}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** The cached value of one signal, or undefined. */
+async function signal(port: number, device: string, id: string): Promise<unknown> {
+  const r = await fetch(`http://127.0.0.1:${port}/v0/state/sim0/${device}?signal_id=${id}`);
+  if (!r.ok) return void await r.body?.cancel();
+  const json = await r.json() as { values?: Array<{ value: Record<string, unknown> }> };
+  const v = json.values?.[0]?.value;
+  return v === undefined ? undefined : v[String(v.type)];
+}
+
+async function apiUp(port: number): Promise<Json | null> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
+    return r.ok ? await r.json() : (await r.body?.cancel(), null);
+  } catch {
+    return null;
+  }
+}
+
+Deno.test("a provider on a lease goes safe while the runtime is stopped, and the runtime shows it after SIGCONT", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "provider-lease-" });
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", MAIN, "--config", await writeConfig(dir, port)],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const stdout = new Response(child.stdout).text();
+  let stopped = false;
+  try {
+    await waitFor("API answering", () => apiUp(port), 30000);
+    await waitFor(
+      "motorctl0 polled",
+      async () => (await signal(port, "motorctl0", "motor1_duty")) === 0 || null,
+      WAIT_MS,
+    );
+    const [provider] = childrenOf(child.pid);
+    assert.ok(provider !== undefined, "the provider runs as a child of the runtime");
+
+    await api(port, "POST", "/v0/mode", { mode: "MANUAL" });
+    await api(port, "POST", "/v0/call", {
+      provider_id: "sim0",
+      device_id: "motorctl0",
+      function_id: 10,
+      args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.7 } },
+    });
+    await waitFor(
+      "duty 0.7 in the cache",
+      async () => (await signal(port, "motorctl0", "motor1_duty")) === 0.7 || null,
+      WAIT_MS,
+    );
+    // Still 0.7 after several lease lengths of normal polling: the heartbeat keeps the lease.
+    await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
+    assert.equal(await signal(port, "motorctl0", "motor1_duty"), 0.7);
+
+    child.kill("SIGSTOP");
+    stopped = true;
+    await new Promise((resolve) => setTimeout(resolve, STOPPED_MS));
+    child.kill("SIGCONT");
+    stopped = false;
+
+    await waitFor(
+      "the safe duty in /v0/state",
+      async () => (await signal(port, "motorctl0", "motor1_duty")) === 0 || null,
+      WAIT_MS,
+    );
+    const reported = await waitFor("the lease expiry in /v0/providers/health", async () => {
+      const h = await api(port, "GET", "/v0/providers/health");
+      const p = (h.providers as Json[])[0];
+      const r = p.reported as { state: string; message: string; metrics: Record<string, string> };
+      return r?.message.startsWith("lease expired") ? { p, r } : null;
+    }, WAIT_MS);
+    assert.match(
+      reported.r.message,
+      /^lease expired: safe state applied at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+    );
+    assert.equal(reported.r.state, "STATE_DEGRADED");
+    assert.equal(reported.r.metrics.lease_ms, String(LEASE_MS));
+    assert.equal(reported.r.metrics.safe_state_reason, "lease_expired");
+    assert.equal(reported.p.state, "AVAILABLE");
+    assert.equal(reported.p.degraded, true);
+    // The same process: the lease made it safe, not a restart.
+    assert.deepEqual(childrenOf(child.pid), [provider]);
+    // Polling resumed and does not undo it.
+    assert.equal(await signal(port, "motorctl0", "motor1_duty"), 0);
+
+    child.kill("SIGTERM");
+    assert.equal((await child.status).code, 0);
+    assert.equal(processAlive(provider), false);
+  } finally {
+    try {
+      if (stopped) child.kill("SIGCONT");
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.status;
+    await stdout;
+    await stderr;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
