@@ -92,3 +92,40 @@ Deno.test("Estop verification reports an output the ladder left untouched as a m
     await rt.stop();
   }
 });
+
+Deno.test("Estop verification catches an actuator that acknowledges but does not obey (stuck outputs)", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [inertSim()],
+    safety: {
+      hooks: [call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 })],
+      expect: [expectation("sim0/motorctl0/motor1_duty", { equals: 0 })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.6) });
+    await manualCall(rt, "sim0", "chaos_control", 10, {
+      device_id: { type: "string", string: "motorctl0" },
+      duration_ms: i(60000),
+    });
+
+    const result = await rt.estop.trigger("stuck");
+    assert.deepEqual(
+      result.actions.map((a) => [a.function, a.success]),
+      [["set_motor_duty", true]],
+      "the provider acknowledged the stop ...",
+    );
+    const [check] = result.verification.checks;
+    assert.equal(
+      result.verification.outcome,
+      "mismatch",
+      "... and the read-back shows it is false",
+    );
+    assert.equal(check.outcome, "mismatch");
+    assert.deepEqual(check.observed, { type: "double", double: 0.6 });
+    assert.match(check.reason ?? "", /reads 0\.6/);
+  } finally {
+    await rt.stop();
+  }
+});
