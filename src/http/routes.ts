@@ -368,25 +368,23 @@ async function setMode({ services, req, limits }: RouteContext): Promise<Respons
 
 /**
  * How long the e-stop waits for its optional body (the reason) before it triggers without it;
- * shorter than BODY_READ_TIMEOUT_MS because a slow client must not delay the stop.
+ * shorter than BODY_READ_TIMEOUT_MS because a slow client must not delay the answer (the latch
+ * itself never waits for the body).
  */
 export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
 
 async function estopTrigger({ services, req, limits }: RouteContext): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
-  // The reason is optional and informative only: an unreadable, non-JSON or slow body never
-  // blocks an e-stop.
-  let reason: string | undefined;
-  try {
-    const body = await readJsonBody(req, {
-      maxBytes: limits.maxBytes,
-      timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
-    });
-    if (isPlainObject(body) && typeof body.reason === "string") reason = body.reason;
-  } catch {
-    reason = undefined;
-  }
+  // The reason is optional and informative only: the latch engages before the body is read, so
+  // an unreadable, non-JSON or slow body never delays or blocks the stop.
+  const reason = req.body === null ? undefined : readJsonBody(req, {
+    maxBytes: limits.maxBytes,
+    timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
+  }).then(
+    (body) => isPlainObject(body) && typeof body.reason === "string" ? body.reason : undefined,
+    () => undefined,
+  );
   return okResponse(await estop.trigger(reason));
 }
 

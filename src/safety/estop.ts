@@ -125,7 +125,11 @@ export interface EstopStatus {
 
 /** What the HTTP layer needs (prompts/services.md). */
 export interface EstopService {
-  trigger(reason?: string): Promise<EstopResult>;
+  /**
+   * Latches at once. A reason that is still arriving (an HTTP body) may be passed as a promise:
+   * it is logged when it arrives and never delays the latch.
+   */
+  trigger(reason?: string | PromiseLike<string | undefined>): Promise<EstopResult>;
   clear(): { latched: false };
   status(): EstopStatus;
 }
@@ -284,20 +288,26 @@ export class Estop implements EstopService {
     }
   }
 
-  async trigger(reason?: string): Promise<EstopResult> {
+  async trigger(reason?: string | PromiseLike<string | undefined>): Promise<EstopResult> {
     // Synchronous, before any await: latch (the gate refuses racing calls from here on), then
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#latchedAtMs = this.#o.clock.nowMs();
-    const why = `e-stop${reason ? `: ${reason}` : ""}`;
-    this.#log.warn(`E-STOP latched${reason ? `: ${reason}` : ""}`);
+    const text = typeof reason === "string" ? reason : undefined;
+    const why = `e-stop${text ? `: ${text}` : ""}`;
+    this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
     const fault = this.#o.modes?.enterFault(why) ?? null;
     this.#o.bus?.publish({
       kind: "estop_change",
       latched: true,
-      reason: reason ?? null,
+      reason: text ?? null,
       timestamp_ms: this.#latchedAtMs,
     });
+    if (reason !== undefined && typeof reason !== "string") {
+      void Promise.resolve(reason).then((r) => {
+        if (r) this.#log.warn(`E-STOP reason: ${r}`);
+      }, () => {});
+    }
     const stop = this.#stopTail.then(() => this.#stop(fault));
     this.#stopTail = stop.catch(() => {});
     return await stop;

@@ -141,7 +141,7 @@ Deno.test("/v0/parameters and /v0/automation/* answer 503 while automation is di
 });
 
 Deno.test("POST /v0/estop passes the optional reason and never rejects a body", async () => {
-  const reasons: Array<string | undefined> = [];
+  const reasons: Array<Promise<string | undefined>> = [];
   const result: EstopResult = {
     latched: true,
     software_safe_state: "zero",
@@ -158,7 +158,8 @@ Deno.test("POST /v0/estop passes the optional reason and never rejects a body", 
     services: {
       estop: {
         trigger: (reason) => {
-          reasons.push(reason);
+          // The route latches before the body has arrived: the reason comes as a promise.
+          reasons.push(Promise.resolve(reason));
           return Promise.resolve(result);
         },
         clear: () => ({ latched: false }),
@@ -185,7 +186,13 @@ Deno.test("POST /v0/estop passes the optional reason and never rejects a body", 
       assert.equal(r.status, 200);
       assert.deepEqual(r.json, { status: OK, ...result });
     }
-    assert.deepEqual(reasons, ["door open", undefined, undefined, undefined, undefined]);
+    assert.deepEqual(await Promise.all(reasons), [
+      "door open",
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     assert.deepEqual((await fx.request("POST", "/v0/estop/clear", { body: "ignored" })).json, {
       status: OK,
       latched: false,
