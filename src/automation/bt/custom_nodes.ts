@@ -5,7 +5,7 @@
  * anolis. CallDevice is asynchronous: it starts the call on its first tick and reports RUNNING
  * until the call settles; halting aborts the call.
  */
-import type { TypedValue } from "../../common/mod.ts";
+import { exactInteger, INT64_MAX, INT64_MIN, type TypedValue } from "../../common/mod.ts";
 import type { BtServices } from "./services.ts";
 import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } from "./tree_node.ts";
 
@@ -19,15 +19,18 @@ function servicesOf(node: TreeNode): BtServices | undefined {
   return v?.type === "object" ? v.value as BtServices : undefined;
 }
 
-/** A signal value as a double: integers cast, bool -> 1/0, string/bytes -> 0. */
+/**
+ * A signal value as a double: integers cast (a 64-bit integer beyond ±2^53 rounds to the nearest
+ * double, as the C++ cast does), bool -> 1/0, string/bytes -> 0.
+ */
 export function signalAsDouble(v: TypedValue): number {
   switch (v.type) {
     case "double":
       return v.double;
     case "int64":
-      return v.int64;
+      return Number(v.int64);
     case "uint64":
-      return v.uint64;
+      return Number(v.uint64);
     case "bool":
       return v.bool ? 1 : 0;
     case "string":
@@ -36,7 +39,10 @@ export function signalAsDouble(v: TypedValue): number {
   }
 }
 
-/** ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent. */
+/**
+ * ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent, or if
+ * the provider never gave it a value (a missing input is never read as 0).
+ */
 export class ReadSignalNode extends SyncActionNode {
   protected override tickSync(): NodeStatus {
     const services = servicesOf(this);
@@ -44,7 +50,7 @@ export class ReadSignalNode extends SyncActionNode {
     const signal = this.getString("signal_id");
     if (!services || !handle.ok || !signal.ok) return "FAILURE";
     const cached = services.readSignal(handle.value, signal.value);
-    if (!cached) return "FAILURE";
+    if (!cached || cached.value === null) return "FAILURE";
     this.setOutput("value", { type: "double", value: signalAsDouble(cached.value) });
     this.setOutput("quality", { type: "string", value: cached.quality });
     return "SUCCESS";
@@ -74,7 +80,8 @@ interface JsonReviverContext {
 /**
  * Parses CallDevice `args` (after the `json:` prefix): a JSON object whose values are numbers,
  * booleans or strings. JSON floats (with `.`/exponent in the source text) become double, JSON
- * integers int64. Returns the typed args or an error message.
+ * integers int64, exactly from their source digits (beyond ±2^53 too, within the int64 range).
+ * Returns the typed args or an error message.
  */
 export function parseCallArgs(
   text: string,
@@ -112,7 +119,13 @@ export function parseCallArgs(
       const isFloat = src !== undefined ? /[.eE]/.test(src) : !Number.isInteger(value);
       if (isFloat) out[name] = { type: "double", double: value };
       else if (Number.isSafeInteger(value)) out[name] = { type: "int64", int64: value };
-      else return { ok: false, error: `arg '${name}': integer ${src ?? value} is out of range` };
+      else {
+        const exact = src !== undefined ? BigInt(src) : null;
+        if (exact === null || exact < INT64_MIN || exact > INT64_MAX) {
+          return { ok: false, error: `arg '${name}': integer ${src ?? value} is out of range` };
+        }
+        out[name] = { type: "int64", int64: exactInteger(exact) };
+      }
     } else {
       const kind = value === null ? "null" : Array.isArray(value) ? "array" : "object";
       return { ok: false, error: `arg '${name}': unsupported JSON value (${kind})` };
