@@ -44,7 +44,7 @@ export interface DataFaultCounts {
   undeclared_signal: number;
 }
 
-/** Log lines about refused or faulted samples per provider and window; the rest is counted. */
+/** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
 export const DATA_FAULT_LOG_LINES = 5;
 /** The window of DATA_FAULT_LOG_LINES. */
 export const DATA_FAULT_LOG_WINDOW_MS = 60_000;
@@ -81,10 +81,10 @@ interface MutableDeviceState {
   available: boolean;
 }
 
-/** Per provider: data-fault counters and their rate-limited log. */
+/** Per provider: data-fault counters and a rate-limited log per kind. */
 interface ProviderDataFaults {
   readonly counts: DataFaultCounts;
-  readonly log: RateLimitedLog;
+  readonly log: Readonly<Record<keyof DataFaultCounts, RateLimitedLog>>;
 }
 
 export interface StateCacheOptions {
@@ -136,13 +136,15 @@ export class StateCache {
     this.#log = opts.log.child("state");
     for (const host of opts.registry.hosts) {
       this.#byProvider.set(host.id, new Map());
-      this.#faults.set(host.id, {
-        counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
-        log: new RateLimitedLog(this.#log, {
+      const limited = () =>
+        new RateLimitedLog(this.#log, {
           lines: DATA_FAULT_LOG_LINES,
           windowMs: DATA_FAULT_LOG_WINDOW_MS,
           monoMs: () => opts.clock.monoMs(),
-        }),
+        });
+      this.#faults.set(host.id, {
+        counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+        log: { type_mismatch: limited(), non_finite: limited(), undeclared_signal: limited() },
       });
       host.onInventory((devices) => this.#applyInventory(host, devices));
       host.onAvailability((up) => {
@@ -380,7 +382,7 @@ export class StateCache {
   #undeclared(dev: MutableDeviceState, signalId: string): void {
     const f = this.#faults.get(dev.providerId)!;
     f.counts.undeclared_signal++;
-    f.log.warn(
+    f.log.undeclared_signal.warn(
       `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a sample of undeclared signal ${
         quoteId(signalId)
       } (${f.counts.undeclared_signal} so far)`,
@@ -399,7 +401,7 @@ export class StateCache {
     const why = declared !== null && declared !== member
       ? `a ${member} value on a signal declared ${declared}`
       : `a ${member} value in a Value of type ${wireType}`;
-    f.log.warn(
+    f.log.type_mismatch.warn(
       `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
         quoteId(signalId)
       }: ${why}; stored as FAULT (${f.counts.type_mismatch} so far)`,
@@ -409,7 +411,7 @@ export class StateCache {
   #nonFinite(dev: MutableDeviceState, signalId: string, what: string): void {
     const f = this.#faults.get(dev.providerId)!;
     f.counts.non_finite++;
-    f.log.warn(
+    f.log.non_finite.warn(
       `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
         quoteId(signalId)
       }: non-finite double ${what}; stored as FAULT (${f.counts.non_finite} so far)`,

@@ -115,10 +115,11 @@ function valuesScenario(): Scenario {
             sample("i64_min", { type: T.INT64, int64_value: -9223372036854775808n }),
             sample("i64_max", { type: T.INT64, int64_value: 9223372036854775807n }),
             sample("small", { type: T.INT64, int64_value: -42 }),
-            // Changes on every poll, so SSE clients see state updates of a huge value.
+            // Alternates between 2^64-1 and 2^64-2 (one double apart from neither): every poll
+            // is a change only when the runtime keeps the value exact.
             sample("big_counter", {
               type: T.UINT64,
-              uint64_value: 9007199254740993n + BigInt(polls % 2),
+              uint64_value: 18446744073709551615n - BigInt(polls % 2),
             }),
           ];
         },
