@@ -6,6 +6,7 @@
  * Scenarios:
  * - `discovery`: ListDevices lists a, b, ".", "..", a again, "" and c; DescribeDevice(b) answers
  *   for device a (a rename attempt), DescribeDevice(c) answers without a device id.
+ * - `many_bad`: ListDevices lists device ok, then ok 30 times more (31 entries, 30 duplicates).
  * - `values`: devices `ints` (exact 64-bit integers), `types` (type mismatches, NaN/±Infinity),
  *   `missing` (declared signals answered without a value) and `junk` (50 undeclared signal ids
  *   per poll). Function `drop_values` (READ, id 1) on `missing` makes `fading` lose its value.
@@ -87,6 +88,10 @@ function discoveryScenario(): Scenario {
       c: plain("c", "Device C", ""),
     },
   };
+}
+
+function manyBadScenario(): Scenario {
+  return { list: Array(31).fill("ok"), devices: { ok: plain("ok", "The only one") } };
 }
 
 function valuesScenario(): Scenario {
@@ -221,6 +226,7 @@ function overlapScenario(): Scenario {
 
 const SCENARIOS: Record<string, () => Scenario> = {
   discovery: discoveryScenario,
+  many_bad: manyBadScenario,
   values: valuesScenario,
   overlap: overlapScenario,
 };

@@ -4,6 +4,7 @@
  * path segment are refused with a warning that provider health shows.
  */
 import assert from "node:assert/strict";
+import { MAX_DISCOVERY_WARNINGS } from "../../src/providers/mod.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { dataProvider } from "./_data_helpers.ts";
 
@@ -61,6 +62,21 @@ Deno.test("Discovery refuses a DescribeDevice answer that renames a device onto 
     assert.equal(named(/"\.\." cannot be addressed/), 1);
     assert.equal(named(/"a" more than once/), 1);
     assert.equal(named(/without id/), 1);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery warnings are bounded: the last kept entry counts the rest", async () => {
+  const fx = await startHttpFixture({ config: { providers: [dataProvider("p0", "many_bad")] } });
+  try {
+    assert.deepEqual(fx.runtime.registry.devices().map((d) => d.deviceId), ["ok"]);
+    const warnings = fx.runtime.providerHealth()[0].discovery_warnings!;
+    assert.equal(warnings.length, MAX_DISCOVERY_WARNINGS);
+    const duplicates = warnings.filter((w) => /"ok" more than once; device skipped$/.test(w));
+    assert.equal(duplicates.length, MAX_DISCOVERY_WARNINGS - 1);
+    // 30 duplicates in all: 19 listed, the 20th entry stands for the other 11.
+    assert.equal(warnings[MAX_DISCOVERY_WARNINGS - 1], "11 more devices skipped");
   } finally {
     await fx.close();
   }
