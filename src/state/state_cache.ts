@@ -62,12 +62,17 @@ export interface DeviceState {
   readonly available: boolean;
 }
 
-/** What the device declared about one signal, looked up once per sample. */
+/**
+ * What the device declared about one signal plus its cached sample: one lookup per sample gives
+ * both the declared type and the previous state.
+ */
 interface SignalSlot {
   /** Declared value type; null when the provider left it unspecified (any member accepted). */
   readonly type: ValueType | null;
   /** Has a poll hint: requested by ReadSignals, cached and served. */
   readonly polled: boolean;
+  /** The cached sample (the same object as in `signals`); undefined before the first. */
+  last: SignalState | undefined;
 }
 
 interface MutableDeviceState {
@@ -79,6 +84,8 @@ interface MutableDeviceState {
   signals: Map<string, SignalState>;
   lastPollMs: number;
   available: boolean;
+  /** A pollDevice queued behind another poll and not started yet (joined, not repeated). */
+  queuedPoll: Promise<void> | null;
 }
 
 /** Per provider: data-fault counters and a rate-limited log per kind. */
@@ -125,10 +132,8 @@ export class StateCache {
   readonly #loops = new Map<string, PollLoop>();
   readonly #faults = new Map<string, ProviderDataFaults>();
   readonly #discoveryWarnings = new Map<string, readonly string[]>();
-  /** provider id -> the end of its poll queue. */
-  readonly #pollTail = new Map<string, Promise<void>>();
-  /** provider/device -> a post-call poll queued and not started yet (joined, not repeated). */
-  readonly #queuedPolls = new Map<string, Promise<void>>();
+  /** provider id -> its poll queue (ReadSignals one at a time). */
+  readonly #pollQueues = new Map<string, PollQueue>();
   #running = false;
 
   constructor(opts: StateCacheOptions) {
@@ -225,17 +230,17 @@ export class StateCache {
     if (!host || !known || known.pollable.length === 0 || !host.available) {
       return Promise.resolve();
     }
-    const key = deviceHandle(providerId, deviceId);
-    const queued = this.#queuedPolls.get(key);
-    if (queued) return queued;
+    if (known.queuedPoll) return known.queuedPoll;
+    let started = false;
     const run = this.#serial(providerId, async () => {
-      this.#queuedPolls.delete(key);
+      started = true; // from now on a new pollDevice must poll again, not join this one
+      known.queuedPoll = null;
       // The inventory may have changed while this poll waited.
       const dev = this.#byProvider.get(providerId)?.get(deviceId);
       if (!dev || dev.pollable.length === 0 || !host.available) return;
       await this.#pollOne(host, dev);
     });
-    this.#queuedPolls.set(key, run);
+    if (!started) known.queuedPoll = run; // it waits behind another poll
     return run;
   }
 
@@ -295,14 +300,9 @@ export class StateCache {
 
   /** Runs `poll` once every poll of this provider queued before it has ended (one at a time). */
   #serial<T>(providerId: string, poll: () => Promise<T>): Promise<T> {
-    const before = this.#pollTail.get(providerId) ?? Promise.resolve();
-    const run = before.then(poll);
-    const tail = run.then(() => {}, () => {});
-    this.#pollTail.set(providerId, tail);
-    tail.then(() => {
-      if (this.#pollTail.get(providerId) === tail) this.#pollTail.delete(providerId);
-    });
-    return run;
+    let q = this.#pollQueues.get(providerId);
+    if (!q) this.#pollQueues.set(providerId, q = new PollQueue());
+    return q.run(poll);
   }
 
   /** Polls one device; returns false when the provider did not answer in time. */
@@ -347,36 +347,24 @@ export class StateCache {
       const timestampMs = timestampToMs(sv.timestamp) ?? now;
       let next: SignalState;
       if (value === null) {
-        next = this.#withoutValue(dev, signalId, qualityFromWire(sv.quality), timestampMs);
+        next = withoutValue(slot.last, qualityFromWire(sv.quality), timestampMs);
       } else if (
         (slot.type !== null && slot.type !== value.type) || !wireTypeAgrees(sv.value!, value.type)
       ) {
         this.#typeMismatch(dev, signalId, slot.type, value.type, sv.value!.type ?? 0);
-        next = this.#withoutValue(dev, signalId, "FAULT", timestampMs);
+        next = withoutValue(slot.last, "FAULT", timestampMs);
       } else if (value.type === "double" && value.non_finite !== undefined) {
         this.#nonFinite(dev, signalId, value.non_finite);
         next = { value, quality: "FAULT", timestampMs };
       } else {
         next = { value, quality: qualityFromWire(sv.quality), timestampMs };
       }
-      this.#store(dev, signalId, next, now);
+      this.#store(dev, signalId, slot, next, now);
     }
     if (!dev.available) {
       dev.available = true;
       this.#publishAvailability(dev, true, now);
     }
-  }
-
-  /** A sample without a usable value: the last good value (with its time) stays, or none. */
-  #withoutValue(
-    dev: MutableDeviceState,
-    signalId: string,
-    quality: Quality,
-    timestampMs: number,
-  ): SignalState {
-    const prev = dev.signals.get(signalId);
-    if (prev?.value) return { value: prev.value, quality, timestampMs: prev.timestampMs };
-    return { value: null, quality, timestampMs };
   }
 
   #undeclared(dev: MutableDeviceState, signalId: string): void {
@@ -418,8 +406,15 @@ export class StateCache {
     );
   }
 
-  #store(dev: MutableDeviceState, signalId: string, next: SignalState, now: number): void {
-    const prev = dev.signals.get(signalId);
+  #store(
+    dev: MutableDeviceState,
+    signalId: string,
+    slot: SignalSlot,
+    next: SignalState,
+    now: number,
+  ): void {
+    const prev = slot.last;
+    slot.last = next;
     dev.signals.set(signalId, next);
     const qualityChanged = prev !== undefined && prev.quality !== next.quality;
     // state_update carries a value: a signal that never had one shows in quality_change only.
@@ -454,7 +449,10 @@ export class StateCache {
   #markDeviceUnavailable(dev: MutableDeviceState): void {
     const now = this.#opts.clock.nowMs();
     for (const [id, s] of dev.signals) {
-      if (s.quality !== "UNAVAILABLE") this.#store(dev, id, { ...s, quality: "UNAVAILABLE" }, now);
+      const slot = dev.slots.get(id);
+      if (slot && s.quality !== "UNAVAILABLE") {
+        this.#store(dev, id, slot, { ...s, quality: "UNAVAILABLE" }, now);
+      }
     }
     if (dev.available) {
       dev.available = false;
@@ -492,16 +490,19 @@ export class StateCache {
         const polled = s.pollHintHz > 0;
         if (polled) pollable.push(s.signalId);
         // A signal declared twice: polled if either declaration has a poll hint.
-        if (!slots.get(s.signalId)?.polled) slots.set(s.signalId, { type: s.valueType, polled });
+        if (!slots.get(s.signalId)?.polled) {
+          slots.set(s.signalId, { type: s.valueType, polled, last: undefined });
+        }
       }
       const prev = old.get(id);
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
         const s = prev?.signals.get(sid);
-        const declared = slots.get(sid)!.type;
+        const slot = slots.get(sid)!;
         // A value kept across rediscovery must still have the declared type.
-        if (s && (s.value === null || declared === null || s.value.type === declared)) {
+        if (s && (s.value === null || slot.type === null || s.value.type === slot.type)) {
           signals.set(sid, s);
+          slot.last = s;
         }
       }
       next.set(id, {
@@ -512,6 +513,7 @@ export class StateCache {
         signals,
         lastPollMs: prev?.lastPollMs ?? 0,
         available: prev?.available ?? false,
+        queuedPoll: null,
       });
     }
     const now = this.#opts.clock.nowMs();
@@ -522,9 +524,57 @@ export class StateCache {
   }
 }
 
+/** A sample without a usable value: the last good value (with its time) stays, or none. */
+function withoutValue(
+  last: SignalState | undefined,
+  quality: Quality,
+  timestampMs: number,
+): SignalState {
+  if (last?.value) return { value: last.value, quality, timestampMs: last.timestampMs };
+  return { value: null, quality, timestampMs };
+}
+
 /** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */
 function quoteId(id: string): string {
   return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id);
+}
+
+/**
+ * Runs polls one at a time, in arrival order. Bounded: the poll loop waits for its own poll, and
+ * pollDevice joins a queued poll of the same device, so at most one poll per device waits.
+ */
+class PollQueue {
+  #busy = false;
+  readonly #waiting: Array<() => void> = [];
+
+  run<T>(poll: () => Promise<T>): Promise<T> {
+    if (!this.#busy) {
+      this.#busy = true;
+      return this.#start(poll);
+    }
+    return new Promise<void>((resolve) => this.#waiting.push(resolve)).then(() =>
+      this.#start(poll)
+    );
+  }
+
+  #start<T>(poll: () => Promise<T>): Promise<T> {
+    let p: Promise<T>;
+    try {
+      p = poll();
+    } catch (err) {
+      this.#release();
+      return Promise.reject(err);
+    }
+    p.then(this.#release, this.#release);
+    return p;
+  }
+
+  /** Hands the queue to the next waiting poll (it stays busy), or frees it. */
+  readonly #release = (): void => {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#busy = false;
+  };
 }
 
 /** A fixed-cadence loop that never overlaps itself and stops promptly. */

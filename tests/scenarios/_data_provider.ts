@@ -11,7 +11,8 @@
  *   `missing` (declared signals answered without a value) and `junk` (50 undeclared signal ids
  *   per poll). Function `drop_values` (READ, id 1) on `missing` makes `fading` lose its value.
  * - `overlap`: device `slow0` answers ReadSignals after 150 ms, handling requests concurrently,
- *   and reports the most ReadSignals it ever had in flight as signal `max_inflight`. Function
+ *   and reports the most ReadSignals it ever had in flight as signal `max_inflight` and the
+ *   number of ReadSignals it received (this one included) as `reads`. Function
  *   `ping` (READ, id 1) answers at once.
  */
 import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
@@ -199,6 +200,7 @@ function valuesScenario(): Scenario {
 function overlapScenario(): Scenario {
   let inflight = 0;
   let maxInflight = 0;
+  let reads = 0;
   return {
     concurrent: true,
     list: ["slow0"],
@@ -207,16 +209,20 @@ function overlapScenario(): Scenario {
         describe: () => ({
           device: { device_id: "slow0" },
           capabilities: {
-            signals: [signal("max_inflight", T.INT64)],
+            signals: [signal("max_inflight", T.INT64), signal("reads", T.INT64)],
             functions: [{ function_id: 1, name: "ping", policy: { category: READ } }],
           },
         }),
         read: async () => {
+          const n = ++reads;
           inflight++;
           maxInflight = Math.max(maxInflight, inflight);
           await new Promise((r) => setTimeout(r, 150));
           inflight--;
-          return [sample("max_inflight", { type: T.INT64, int64_value: maxInflight })];
+          return [
+            sample("max_inflight", { type: T.INT64, int64_value: maxInflight }),
+            sample("reads", { type: T.INT64, int64_value: n }),
+          ];
         },
         call: () => ({}),
       },

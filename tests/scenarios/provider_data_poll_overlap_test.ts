@@ -30,3 +30,26 @@ Deno.test("Post-call polls and loop polls of one provider never overlap", async 
     await fx.close();
   }
 });
+
+Deno.test("pollDevice polls again once the previous poll ended, and joins a poll still queued", async () => {
+  // No loop poll during the test: only the priming poll of start() runs on its own.
+  const { fx } = await startDataFixture("overlap", { pollingIntervalMs: 60_000 });
+  try {
+    const cache = fx.runtime.cache;
+    const reads = () => cache.signal("p0", "slow0", "reads")?.value;
+    assert.deepEqual(reads(), { type: "int64", int64: 1 });
+    for (const n of [2, 3, 4]) {
+      await cache.pollDevice("p0", "slow0");
+      assert.deepEqual(reads(), { type: "int64", int64: n });
+    }
+    // Three at once: the first polls, the second waits for it, the third joins the second.
+    await Promise.all([1, 2, 3].map(() => cache.pollDevice("p0", "slow0")));
+    assert.deepEqual(reads(), { type: "int64", int64: 6 });
+    assert.deepEqual(cache.signal("p0", "slow0", "max_inflight")?.value, {
+      type: "int64",
+      int64: 1,
+    });
+  } finally {
+    await fx.close();
+  }
+});
