@@ -20,17 +20,18 @@ function servicesOf(node: TreeNode): BtServices | undefined {
 }
 
 /**
- * A signal value as a double: integers cast (a 64-bit integer beyond ±2^53 rounds to the nearest
- * double, as the C++ cast does), bool -> 1/0, string/bytes -> 0.
+ * A signal value as a double: integers cast, bool -> 1/0, string/bytes -> 0. Null for a 64-bit
+ * integer that no double holds exactly (beyond 2^53 and not a multiple of its spacing): the tree
+ * never reads a rounded value as if it were the provider's.
  */
-export function signalAsDouble(v: TypedValue): number {
+export function signalAsDouble(v: TypedValue): number | null {
   switch (v.type) {
     case "double":
       return v.double;
     case "int64":
-      return Number(v.int64);
+      return integerAsDouble(v.int64);
     case "uint64":
-      return Number(v.uint64);
+      return integerAsDouble(v.uint64);
     case "bool":
       return v.bool ? 1 : 0;
     case "string":
@@ -39,9 +40,16 @@ export function signalAsDouble(v: TypedValue): number {
   }
 }
 
+function integerAsDouble(n: number | bigint): number | null {
+  if (typeof n === "number") return n;
+  const d = Number(n);
+  return BigInt(d) === n ? d : null;
+}
+
 /**
- * ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent, or if
- * the provider never gave it a value (a missing input is never read as 0).
+ * ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent, if the
+ * provider never gave it a value (a missing input is never read as 0), or if it is a 64-bit
+ * integer no double holds exactly (never rounded silently).
  */
 export class ReadSignalNode extends SyncActionNode {
   protected override tickSync(): NodeStatus {
@@ -51,7 +59,9 @@ export class ReadSignalNode extends SyncActionNode {
     if (!services || !handle.ok || !signal.ok) return "FAILURE";
     const cached = services.readSignal(handle.value, signal.value);
     if (!cached || cached.value === null) return "FAILURE";
-    this.setOutput("value", { type: "double", value: signalAsDouble(cached.value) });
+    const value = signalAsDouble(cached.value);
+    if (value === null) return "FAILURE";
+    this.setOutput("value", { type: "double", value });
     this.setOutput("quality", { type: "string", value: cached.quality });
     return "SUCCESS";
   }

@@ -16,8 +16,8 @@ const READ_CASES: [string, TypedValue, number][] = [
   ["int64", { type: "int64", int64: -4 }, -4],
   ["uint64", { type: "uint64", uint64: 7 }, 7],
   // Beyond 2^53 the nearest double, as the C++ cast gives.
-  ["int64 beyond 2^53", { type: "int64", int64: -(2n ** 60n) - 1n }, -(2 ** 60)],
-  ["uint64 max", { type: "uint64", uint64: 2n ** 64n - 1n }, 2 ** 64],
+  ["int64 beyond 2^53", { type: "int64", int64: -(2n ** 60n) }, -(2 ** 60)],
+  ["uint64 2^63", { type: "uint64", uint64: 2n ** 63n }, 2 ** 63],
   ["bool", { type: "bool", bool: true }, 1],
   ["string", { type: "string", string: "12" }, 0],
   ["bytes", { type: "bytes", base64: "AQ==" }, 0],
@@ -46,6 +46,21 @@ Deno.test("ReadSignal fails for a signal the provider gave no value; CheckQualit
     `expected_quality="UNKNOWN"/>`;
   equal(tree(check, s).tickRoot(), "SUCCESS");
 });
+
+for (
+  const value of [{ type: "uint64", uint64: 2n ** 64n - 1n }, {
+    type: "int64",
+    int64: 2n ** 53n + 1n,
+  }] as TypedValue[]
+) {
+  Deno.test(`ReadSignal fails for ${value.type} ${String(Object.values(value)[1])}, which no double holds exactly`, () => {
+    const s = new FakeServices();
+    s.setSignal("sim0/tempctl0", "temp", value, "OK");
+    const t = tree(READ, s);
+    equal(t.tickRoot(), "FAILURE");
+    equal(t.blackboard.get("v"), undefined);
+  });
+}
 
 Deno.test("ReadSignal fails without runtime services", () => {
   equal(tree(READ).tickRoot(), "FAILURE");
