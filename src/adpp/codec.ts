@@ -42,21 +42,26 @@ interface ValueMessage {
   fromObject(this: { fromObject(o: unknown): unknown }, object: unknown) {
     return this.fromObject(object); // Long.fromValue accepts number, string and bigint
   },
-  toObject(message: unknown) {
-    return valueToObject(message as ValueMessage);
+  toObject(message: unknown, options?: protobuf.IConversionOptions) {
+    return valueToObject(message as ValueMessage, options?.oneofs === true);
   },
 };
 
-function valueToObject(m: ValueMessage): WireValue {
+/** Value -> plain object as the generated converter makes it under TO_OBJECT, 64-bit exact. */
+function valueToObject(m: ValueMessage, oneofs: boolean): WireValue {
   const d: WireValue = {};
   const own = Object.hasOwn;
   if (own(m, "type")) d.type = m.type;
-  if (own(m, "bool_value")) d.bool_value = m.bool_value;
-  else if (own(m, "int64_value")) d.int64_value = exactFromLong(m.int64_value!, false);
-  else if (own(m, "uint64_value")) d.uint64_value = exactFromLong(m.uint64_value!, true);
-  else if (own(m, "double_value")) d.double_value = m.double_value;
-  else if (own(m, "string_value")) d.string_value = m.string_value;
-  else if (own(m, "bytes_value")) d.bytes_value = m.bytes_value;
+  let kind: WireValue["kind"];
+  if (own(m, "bool_value")) d.bool_value = m.bool_value, kind = "bool_value";
+  else if (own(m, "int64_value")) {
+    d.int64_value = exactFromLong(m.int64_value!, false), kind = "int64_value";
+  } else if (own(m, "uint64_value")) {
+    d.uint64_value = exactFromLong(m.uint64_value!, true), kind = "uint64_value";
+  } else if (own(m, "double_value")) d.double_value = m.double_value, kind = "double_value";
+  else if (own(m, "string_value")) d.string_value = m.string_value, kind = "string_value";
+  else if (own(m, "bytes_value")) d.bytes_value = m.bytes_value, kind = "bytes_value";
+  if (oneofs && kind !== undefined) d.kind = kind;
   return d;
 }
 
@@ -118,6 +123,14 @@ export interface WireValue {
   double_value?: number;
   string_value?: string;
   bytes_value?: Uint8Array;
+  /** Decoded only: the name of the member that is set (the `kind` oneof). */
+  kind?:
+    | "bool_value"
+    | "int64_value"
+    | "uint64_value"
+    | "double_value"
+    | "string_value"
+    | "bytes_value";
 }
 
 export interface WireStatus {
