@@ -1,9 +1,72 @@
 import protobuf from "protobufjs";
+import { type ExactInteger, exactInteger } from "../common/mod.ts";
 import { ADPP_SCHEMA_JSON } from "./_schema.ts";
+
+const PKG = "anolis.deviceprovider.v1";
+
+/** A decoded 64-bit field: protobufjs gives a Long (low/high 32-bit halves) or a number. */
+type LongLike = number | { low: number; high: number };
+
+const TWO_POW_32 = 4294967296;
+
+/**
+ * A decoded 64-bit integer, exactly: a number when it is a safe integer, else a bigint. The
+ * float sum is exact whenever the true value is safe, and lands outside the safe range whenever
+ * it is not, so the check needs no bigint in the common case.
+ */
+export function exactFromLong(v: LongLike, unsigned: boolean): ExactInteger {
+  if (typeof v === "number") return v;
+  const lo = v.low >>> 0;
+  const approx = (unsigned ? v.high >>> 0 : v.high | 0) * TWO_POW_32 + lo;
+  if (Number.isSafeInteger(approx)) return approx;
+  const bits = (BigInt(v.high >>> 0) << 32n) | BigInt(lo);
+  return exactInteger(unsigned ? bits : BigInt.asIntN(64, bits));
+}
+
+interface ValueMessage {
+  type?: number;
+  bool_value?: boolean;
+  int64_value?: LongLike;
+  uint64_value?: LongLike;
+  double_value?: number;
+  string_value?: string;
+  bytes_value?: Uint8Array;
+}
+
+/**
+ * Value decodes with its 64-bit members exact (every other int64 field of the protocol, e.g.
+ * timestamps and argument bounds, stays a plain number through `longs: Number`). Registered before
+ * the first use of the root: protobufjs applies wrappers when it sets a type up.
+ */
+(protobuf.wrappers as Record<string, unknown>)[`.${PKG}.Value`] = {
+  fromObject(this: { fromObject(o: unknown): unknown }, object: unknown) {
+    return this.fromObject(object); // Long.fromValue accepts number, string and bigint
+  },
+  toObject(message: unknown, options?: protobuf.IConversionOptions) {
+    return valueToObject(message as ValueMessage, options?.oneofs === true);
+  },
+};
+
+/** Value -> plain object as the generated converter makes it under TO_OBJECT, 64-bit exact. */
+function valueToObject(m: ValueMessage, oneofs: boolean): WireValue {
+  const d: WireValue = {};
+  const own = Object.hasOwn;
+  if (own(m, "type")) d.type = m.type;
+  let kind: WireValue["kind"];
+  if (own(m, "bool_value")) d.bool_value = m.bool_value, kind = "bool_value";
+  else if (own(m, "int64_value")) {
+    d.int64_value = exactFromLong(m.int64_value!, false), kind = "int64_value";
+  } else if (own(m, "uint64_value")) {
+    d.uint64_value = exactFromLong(m.uint64_value!, true), kind = "uint64_value";
+  } else if (own(m, "double_value")) d.double_value = m.double_value, kind = "double_value";
+  else if (own(m, "string_value")) d.string_value = m.string_value, kind = "string_value";
+  else if (own(m, "bytes_value")) d.bytes_value = m.bytes_value, kind = "bytes_value";
+  if (oneofs && kind !== undefined) d.kind = kind;
+  return d;
+}
 
 /** protobufjs root for anolis.deviceprovider.v1, built from the embedded descriptor. */
 const root = protobuf.Root.fromJSON(ADPP_SCHEMA_JSON as unknown as protobuf.INamespace);
-const PKG = "anolis.deviceprovider.v1";
 const RequestType = root.lookupType(`${PKG}.Request`);
 const ResponseType = root.lookupType(`${PKG}.Response`);
 
@@ -51,14 +114,23 @@ export interface WireTimestamp {
   nanos?: number;
 }
 
+/** A wire Value; 64-bit members decode exactly (a bigint only beyond ±(2^53-1)). */
 export interface WireValue {
   type?: number;
   bool_value?: boolean;
-  int64_value?: number;
-  uint64_value?: number;
+  int64_value?: ExactInteger;
+  uint64_value?: ExactInteger;
   double_value?: number;
   string_value?: string;
   bytes_value?: Uint8Array;
+  /** Decoded only: the name of the member that is set (the `kind` oneof). */
+  kind?:
+    | "bool_value"
+    | "int64_value"
+    | "uint64_value"
+    | "double_value"
+    | "string_value"
+    | "bytes_value";
 }
 
 export interface WireStatus {

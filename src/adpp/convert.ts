@@ -1,13 +1,14 @@
-import type {
-  ArgSpec,
-  DeviceCapabilities,
-  DeviceInfo,
-  FunctionCategory,
-  FunctionSpec,
-  Quality,
-  SignalSpec,
-  TypedValue,
-  ValueType,
+import {
+  type ArgSpec,
+  type DeviceCapabilities,
+  type DeviceInfo,
+  doubleValue,
+  type FunctionCategory,
+  type FunctionSpec,
+  type Quality,
+  type SignalSpec,
+  type TypedValue,
+  type ValueType,
 } from "../common/mod.ts";
 import {
   type ResponsePayloads,
@@ -51,17 +52,26 @@ export function valueTypeToWire(t: ValueType): number {
 
 /**
  * Wire Value -> typed value, using the populated oneof member (as the runtime validates it).
- * Returns null for a Value with no member set.
+ * Returns null for a Value with no member set. 64-bit integers stay exact; a non-finite double
+ * carries its `non_finite` name.
  */
 export function typedValueFromWire(v: WireValue | undefined): TypedValue | null {
   if (!v) return null;
-  if (v.double_value !== undefined) return { type: "double", double: v.double_value };
-  if (v.int64_value !== undefined) return { type: "int64", int64: Number(v.int64_value) };
-  if (v.uint64_value !== undefined) return { type: "uint64", uint64: Number(v.uint64_value) };
+  if (v.double_value !== undefined) return doubleValue(v.double_value);
+  if (v.int64_value !== undefined) return { type: "int64", int64: v.int64_value };
+  if (v.uint64_value !== undefined) return { type: "uint64", uint64: v.uint64_value };
   if (v.bool_value !== undefined) return { type: "bool", bool: v.bool_value };
   if (v.string_value !== undefined) return { type: "string", string: v.string_value };
   if (v.bytes_value !== undefined) return { type: "bytes", base64: toBase64(v.bytes_value) };
   return null;
+}
+
+/**
+ * Whether a Value's own `type` agrees with its populated member's type `t`. An UNSPECIFIED (0)
+ * `type` states nothing and agrees with any member.
+ */
+export function wireTypeAgrees(v: WireValue, t: ValueType): boolean {
+  return !v.type || v.type === TYPE_TO_WIRE[t];
 }
 
 /** Typed value -> wire Value with both `type` and the oneof member set (adpp-wire.md §7). */
@@ -170,7 +180,10 @@ export function deviceInfoFromWire(providerId: string, d: WireDevice): DeviceInf
   };
 }
 
-/** DescribeDevice response -> capabilities (the Device from DescribeDevice, not ListDevices). */
+/**
+ * DescribeDevice response -> capabilities (the Device from DescribeDevice, not ListDevices),
+ * keyed by `deviceId`, the id that was asked for: the caller rejects an answer naming another.
+ */
 export function capabilitiesFromWire(
   providerId: string,
   deviceId: string,
@@ -178,7 +191,7 @@ export function capabilitiesFromWire(
 ): DeviceCapabilities {
   const device = deviceInfoFromWire(providerId, r.device ?? { device_id: deviceId });
   return {
-    device: device.deviceId ? device : { ...device, deviceId },
+    device: { ...device, deviceId },
     functions: (r.capabilities?.functions ?? []).map(functionFromWire),
     signals: (r.capabilities?.signals ?? []).map(signalFromWire),
   };

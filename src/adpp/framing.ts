@@ -34,20 +34,33 @@ export function encodeFrame(payload: Uint8Array, maxBytes = MAX_FRAME_BYTES): Ui
  * Splits a byte stream into payloads. Handles fragments and several frames per chunk; errors the
  * stream on an oversize or zero-length prefix (before buffering it) and on EOF mid-frame.
  * A clean EOF between frames just ends the stream.
+ *
+ * Linear in the bytes received however the writer splits them: a frame that arrives in pieces
+ * is gathered into one buffer allocated once its length is known, so every payload byte is
+ * copied exactly once (a frame inside one chunk is copied once too, so it does not pin the
+ * chunk's memory).
  */
 export class FrameDecoderStream extends TransformStream<Uint8Array, Uint8Array> {
   constructor(maxBytes = MAX_FRAME_BYTES) {
-    let buf: Uint8Array = new Uint8Array(0);
-    let need = -1; // payload length of the frame being read, -1 while reading the prefix
+    const prefix = new Uint8Array(4);
+    let prefixFill = 0; // bytes of the length prefix received so far
+    let payload: Uint8Array | null = null; // the frame being gathered (its length is known)
+    let payloadFill = 0;
     super({
       transform(chunk, controller) {
-        buf = buf.length === 0 ? chunk : concat(buf, chunk);
         let off = 0;
-        for (;;) {
-          if (need < 0) {
-            if (buf.length - off < 4) break;
-            need = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0, true);
-            off += 4;
+        while (off < chunk.length) {
+          if (payload === null) {
+            let need: number;
+            if (prefixFill === 0 && chunk.length - off >= 4) {
+              need = readLength(chunk, off);
+              off += 4;
+            } else {
+              while (prefixFill < 4 && off < chunk.length) prefix[prefixFill++] = chunk[off++];
+              if (prefixFill < 4) return;
+              prefixFill = 0;
+              need = readLength(prefix, 0);
+            }
             if (need > maxBytes) {
               controller.error(
                 new FrameError("oversize", `frame length ${need} exceeds ${maxBytes}`),
@@ -58,21 +71,35 @@ export class FrameDecoderStream extends TransformStream<Uint8Array, Uint8Array> 
               controller.error(new FrameError("zero_length", "zero-length frame"));
               return;
             }
+            if (chunk.length - off >= need) {
+              controller.enqueue(chunk.slice(off, off + need)); // whole frame in this chunk
+              off += need;
+              continue;
+            }
+            payload = new Uint8Array(need);
+            payloadFill = 0;
           }
-          if (buf.length - off < need) break;
-          controller.enqueue(buf.slice(off, off + need));
-          off += need;
-          need = -1;
+          const take = Math.min(payload.length - payloadFill, chunk.length - off);
+          payload.set(chunk.subarray(off, off + take), payloadFill);
+          payloadFill += take;
+          off += take;
+          if (payloadFill === payload.length) {
+            controller.enqueue(payload);
+            payload = null;
+          }
         }
-        buf = off === 0 ? buf : buf.slice(off);
       },
       flush(controller) {
-        if (need >= 0 || buf.length > 0) {
+        if (payload !== null || prefixFill > 0) {
           controller.error(new FrameError("truncated", "stream ended in the middle of a frame"));
         }
       },
     });
   }
+}
+
+function readLength(bytes: Uint8Array, at: number): number {
+  return (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
 }
 
 /** Prefixes each payload with its length; errors on an oversize or empty payload. */
@@ -84,11 +111,4 @@ export class FrameEncoderStream extends TransformStream<Uint8Array, Uint8Array> 
       },
     });
   }
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
 }

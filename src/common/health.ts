@@ -43,6 +43,16 @@ export interface ProviderDeviceHealthView {
   type_version?: string;
 }
 
+/** Samples of a provider not stored as good values since start (counted by the state cache). */
+export interface ProviderDataFaultsView {
+  /** Value member disagreeing with its `Value.type` or the signal's declared type (FAULT). */
+  type_mismatch: number;
+  /** NaN or ±Infinity doubles (stored with quality FAULT). */
+  non_finite: number;
+  /** Samples of signal ids the device did not declare (dropped). */
+  undeclared_signal: number;
+}
+
 export interface ProviderHealthView {
   provider_id: string;
   state: "AVAILABLE" | "UNAVAILABLE";
@@ -55,4 +65,12 @@ export interface ProviderHealthView {
   reported: ReportedProviderHealth | null;
   supervision: ProviderSupervisionView;
   devices: ProviderDeviceHealthView[];
+  /**
+   * What the provider's last discovery refused (a device skipped, and why), at most 20 entries.
+   * Not in anolis. Always set by the state layer's providerHealthViews (optional only so views
+   * built elsewhere, e.g. in tests, need not carry it).
+   */
+  discovery_warnings?: string[];
+  /** Samples refused or stored as FAULT since start. Not in anolis. Set like discovery_warnings. */
+  data_faults?: ProviderDataFaultsView;
 }

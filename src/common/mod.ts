@@ -1,5 +1,6 @@
 export * from "./errors.ts";
 export * from "./typed_value.ts";
+export * from "./json_text.ts";
 export * from "./capabilities.ts";
 export * from "./host.ts";
 export * from "./version.ts";

@@ -2,8 +2,13 @@
  * Typed values: the ADPP value encoding in the JSON shape of the HTTP contract
  * (`{type, <member named like the type>}`). Used unchanged inside the runtime, on HTTP and SSE.
  *
- * int64/uint64 are JS numbers: values beyond ±2^53 are refused at the HTTP boundary (JSON numbers
- * that large are already lossy) and rounded when a provider reports them.
+ * int64/uint64 are exact: a JS number while the value is a safe integer (|v| <= 2^53-1), a bigint
+ * only beyond that range (normalised where values are made, see `exactInteger`), so equality
+ * stays `Object.is` and the common case allocates nothing new. JSON writes either as the exact
+ * decimal digits (see `toJsonText`).
+ *
+ * A double that is NaN or ±Infinity carries `non_finite` naming it, because JSON has no such
+ * numbers: its JSON is `{"type":"double","double":null,"non_finite":"NaN"}` (see `doubleValue`).
  */
 export type ValueType = "double" | "int64" | "uint64" | "bool" | "string" | "bytes";
 
@@ -16,10 +21,16 @@ export const VALUE_TYPES: readonly ValueType[] = [
   "bytes",
 ];
 
+/** How a non-finite double is named in JSON (`non_finite`). */
+export type NonFiniteName = "NaN" | "Infinity" | "-Infinity";
+
+/** An exact 64-bit integer: a number when safe, else a bigint (never a bigint that fits). */
+export type ExactInteger = number | bigint;
+
 export type TypedValue =
-  | { type: "double"; double: number }
-  | { type: "int64"; int64: number }
-  | { type: "uint64"; uint64: number }
+  | { type: "double"; double: number; non_finite?: NonFiniteName }
+  | { type: "int64"; int64: ExactInteger }
+  | { type: "uint64"; uint64: ExactInteger }
   | { type: "bool"; bool: boolean }
   | { type: "string"; string: string }
   | { type: "bytes"; base64: string };
@@ -42,8 +53,28 @@ export function worstQuality(qualities: Iterable<Quality>): Quality {
   return worst;
 }
 
+/** Inclusive ranges of the 64-bit integer types. */
+export const INT64_MIN = -(1n << 63n);
+export const INT64_MAX = (1n << 63n) - 1n;
+export const UINT64_MAX = (1n << 64n) - 1n;
+
+/** The normal form of an exact integer: a number when it is a safe integer, else the bigint. */
+export function exactInteger(v: bigint): ExactInteger {
+  return v >= -9007199254740991n && v <= 9007199254740991n ? Number(v) : v;
+}
+
+/** A double typed value; NaN and ±Infinity get their `non_finite` name. */
+export function doubleValue(x: number): TypedValue {
+  if (Number.isFinite(x)) return { type: "double", double: x };
+  return {
+    type: "double",
+    double: x,
+    non_finite: x > 0 ? "Infinity" : x < 0 ? "-Infinity" : "NaN",
+  };
+}
+
 /** The JS scalar inside a typed value (bytes stay base64 text). */
-export function scalarOf(v: TypedValue): number | boolean | string {
+export function scalarOf(v: TypedValue): number | bigint | boolean | string {
   switch (v.type) {
     case "double":
       return v.double;
@@ -60,7 +91,10 @@ export function scalarOf(v: TypedValue): number | boolean | string {
   }
 }
 
-/** Equality for change detection: doubles compare bitwise (NaN equals NaN, 0 differs from -0). */
+/**
+ * Equality for change detection: doubles compare bitwise (NaN equals NaN, 0 differs from -0);
+ * 64-bit integers by value (normalised, so a number never equals a bigint).
+ */
 export function sameValue(a: TypedValue, b: TypedValue): boolean {
   if (a.type !== b.type) return false;
   const x = scalarOf(a);
@@ -68,15 +102,21 @@ export function sameValue(a: TypedValue, b: TypedValue): boolean {
   return Object.is(x, y);
 }
 
-/** Builds a typed value from a type name and a scalar (caller guarantees the scalar fits). */
-export function makeTypedValue(type: ValueType, scalar: number | boolean | string): TypedValue {
+/**
+ * Builds a typed value from a type name and a scalar (caller guarantees the scalar fits; a bigint
+ * for int64/uint64 is normalised, a number is taken as is).
+ */
+export function makeTypedValue(
+  type: ValueType,
+  scalar: number | bigint | boolean | string,
+): TypedValue {
   switch (type) {
     case "double":
-      return { type, double: Number(scalar) };
+      return doubleValue(Number(scalar));
     case "int64":
-      return { type, int64: Number(scalar) };
+      return { type, int64: toExact(scalar) };
     case "uint64":
-      return { type, uint64: Number(scalar) };
+      return { type, uint64: toExact(scalar) };
     case "bool":
       return { type, bool: Boolean(scalar) };
     case "string":
@@ -84,4 +124,14 @@ export function makeTypedValue(type: ValueType, scalar: number | boolean | strin
     case "bytes":
       return { type, base64: String(scalar) };
   }
+}
+
+function toExact(scalar: number | bigint | boolean | string): ExactInteger {
+  if (typeof scalar === "bigint") return exactInteger(scalar);
+  return Number(scalar);
+}
+
+/** An integer typed value as a bigint (exact for both representations). */
+export function integerAsBigInt(v: ExactInteger): bigint {
+  return typeof v === "bigint" ? v : BigInt(v);
 }

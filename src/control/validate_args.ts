@@ -1,18 +1,22 @@
 import {
   type ArgSpec,
+  type ExactInteger,
+  exactInteger,
   type FunctionSpec,
+  INT64_MAX,
+  INT64_MIN,
   invalidArgument,
   type TypedValue,
+  UINT64_MAX,
   type ValueType,
 } from "../common/mod.ts";
-
-const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 /**
  * Checks call arguments against the function's ArgSpecs before anything reaches the provider:
  * required args present (ArgSpec order), no unknown names, type (with exact widening
- * int64 -> uint64/double and uint64 -> int64/double), integer validity, present bounds
- * (inclusive), allowed_values for strings. Returns the args converted to the declared types.
+ * int64 -> uint64/double and uint64 -> int64/double), integer validity (exact: a safe-integer
+ * number or a bigint within the type's 64-bit range), present bounds (inclusive),
+ * allowed_values for strings. Returns the args converted to the declared types.
  * Throws INVALID_ARGUMENT naming the argument.
  */
 export function validateArgs(
@@ -68,16 +72,27 @@ function checkArg(spec: ArgSpec, value: TypedValue): TypedValue {
 
 function coerce(value: TypedValue, target: ValueType, where: string): TypedValue {
   checkWellFormed(value, where);
+  value = normalised(value);
   if (value.type === target) return value;
   const isInt = value.type === "int64" || value.type === "uint64";
-  const n = value.type === "int64" ? value.int64 : value.type === "uint64" ? value.uint64 : NaN;
-  if (isInt && target === "double") return { type: "double", double: n };
-  if (isInt && target === "uint64") {
-    if (n < 0) throw invalidArgument(`${where}: ${n} does not fit uint64`);
-    return { type: "uint64", uint64: n };
+  if (!isInt) throw invalidArgument(`${where}: expected ${target}, got ${value.type}`);
+  const n = value.type === "int64" ? value.int64 : (value as { uint64: ExactInteger }).uint64;
+  switch (target) {
+    case "double":
+      // A double holds integers exactly only within ±(2^53-1).
+      if (typeof n === "bigint") {
+        throw invalidArgument(`${where}: ${n} cannot be given exactly as a double`);
+      }
+      return { type: "double", double: n };
+    case "uint64":
+      if (n < 0) throw invalidArgument(`${where}: ${n} does not fit uint64`);
+      return { type: "uint64", uint64: n };
+    case "int64":
+      if (n > INT64_MAX) throw invalidArgument(`${where}: ${n} does not fit int64`);
+      return { type: "int64", int64: n };
+    default:
+      throw invalidArgument(`${where}: expected ${target}, got ${value.type}`);
   }
-  if (isInt && target === "int64") return { type: "int64", int64: n };
-  throw invalidArgument(`${where}: expected ${target}, got ${value.type}`);
 }
 
 function checkWellFormed(value: TypedValue, where: string): void {
@@ -88,22 +103,49 @@ function checkWellFormed(value: TypedValue, where: string): void {
       }
       return;
     case "int64":
-      if (!Number.isInteger(value.int64) || Math.abs(value.int64) > MAX_SAFE) {
-        throw invalidArgument(`${where}: int64 must be an integer within ±2^53`);
-      }
+      checkExact(value.int64, INT64_MIN, INT64_MAX, `${where}: int64`);
       return;
     case "uint64":
-      if (!Number.isInteger(value.uint64) || value.uint64 < 0 || value.uint64 > MAX_SAFE) {
-        throw invalidArgument(`${where}: uint64 must be a non-negative integer below 2^53`);
-      }
+      checkExact(value.uint64, 0n, UINT64_MAX, `${where}: uint64`);
       return;
     default:
       return;
   }
 }
 
-function checkBounds(spec: ArgSpec, n: number, where: string): void {
-  // NaN fails both comparisons, so it passes bounds (as in anolis); the provider validates.
+/**
+ * An exact 64-bit integer within [min, max]: a number must be a safe integer (a larger number
+ * was already rounded), a bigint carries any value of the range exactly.
+ */
+function checkExact(n: unknown, min: bigint, max: bigint, what: string): void {
+  if (typeof n === "bigint") {
+    if (n < min || n > max) throw invalidArgument(`${what} ${n} is outside ${min}..${max}`);
+    return;
+  }
+  if (typeof n !== "number" || !Number.isSafeInteger(n)) {
+    throw invalidArgument(
+      min < 0n
+        ? `${what} must be an integer within ±2^53 (or an exact 64-bit integer)`
+        : `${what} must be a non-negative integer below 2^53 (or an exact 64-bit integer)`,
+    );
+  }
+  if (n < min) throw invalidArgument(`${what} must be a non-negative integer below 2^53`);
+}
+
+/** The value with a 64-bit integer in its normal form (a number whenever it is safe). */
+function normalised(value: TypedValue): TypedValue {
+  if (value.type === "int64" && typeof value.int64 === "bigint") {
+    return { type: "int64", int64: exactInteger(value.int64) };
+  }
+  if (value.type === "uint64" && typeof value.uint64 === "bigint") {
+    return { type: "uint64", uint64: exactInteger(value.uint64) };
+  }
+  return value;
+}
+
+function checkBounds(spec: ArgSpec, n: number | bigint, where: string): void {
+  // bigint and number compare exactly. NaN fails both comparisons, so it passes bounds (as in
+  // anolis); the provider validates.
   if (spec.min !== undefined && n < spec.min) {
     throw invalidArgument(`${where}: ${n} is below the minimum ${spec.min}`);
   }

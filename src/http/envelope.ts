@@ -1,7 +1,8 @@
 /**
  * The JSON envelope and the one place that maps status codes to HTTP statuses (http-api.md §1).
+ * Bodies are written by toJsonText: exact 64-bit integers (bigint) as their decimal digits.
  */
-import { RuntimeError, type StatusCode } from "../common/mod.ts";
+import { RuntimeError, type StatusCode, toJsonText } from "../common/mod.ts";
 
 /** Status code -> HTTP status. Nothing else in the runtime knows HTTP numbers. */
 export const HTTP_STATUS_OF: Readonly<Record<StatusCode, number>> = {
@@ -22,7 +23,7 @@ const JSON_HEADERS = { "content-type": "application/json" };
 
 /** A 200 response: `{status: OK, ...body}`. */
 export function okResponse(body: object = {}): Response {
-  return new Response(JSON.stringify({ status: OK_STATUS, ...body }), {
+  return new Response(toJsonText({ status: OK_STATUS, ...body }), {
     status: 200,
     headers: JSON_HEADERS,
   });
@@ -35,7 +36,7 @@ export function errorResponse(
   extra: object = {},
   headers: Record<string, string> = {},
 ): Response {
-  return new Response(JSON.stringify({ status: { code, message }, ...extra }), {
+  return new Response(toJsonText({ status: { code, message }, ...extra }), {
     status: HTTP_STATUS_OF[code],
     headers: { ...JSON_HEADERS, ...headers },
   });

@@ -25,7 +25,7 @@ import {
 import type { EstopStatus } from "../safety/mod.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
-import { parseArgs } from "./typed_value_json.ts";
+import { parseArgs, signalValueJson } from "./typed_value_json.ts";
 
 /** What a route handler receives. */
 export interface RouteContext {
@@ -268,7 +268,7 @@ function deviceStateBody(
     if (!s) continue;
     values.push({
       signal_id: signalId,
-      value: s.value,
+      value: signalValueJson(s.value),
       timestamp_epoch_ms: s.timestampMs,
       quality: s.quality,
       age_ms: Math.max(0, nowMs - s.timestampMs),

@@ -7,7 +7,7 @@
  * frames (the runtime and other clients never wait for it) and is told so by a comment block
  * `: dropped N events` sent right before the next frame it receives.
  */
-import { type Logger, unavailable } from "../common/mod.ts";
+import { type Logger, toJsonText, unavailable } from "../common/mod.ts";
 import type { EventBus, PublishedEvent, RuntimeEvent } from "../events/mod.ts";
 
 /** Concurrent event streams allowed (contract: 32; the 33rd gets 503). */
@@ -54,10 +54,13 @@ export function eventPasses(e: RuntimeEvent, f: SseFilter): boolean {
   return true;
 }
 
-/** One SSE frame: `event:`, `id:`, one-line JSON `data:`, blank line. */
+/**
+ * One SSE frame: `event:`, `id:`, one-line JSON `data:`, blank line. Exact 64-bit integers are
+ * written as their decimal digits (toJsonText), as in HTTP bodies.
+ */
 export function formatSseFrame(published: PublishedEvent): string {
   const { kind, ...data } = published.event;
-  return `event: ${kind}\nid: ${published.id}\ndata: ${JSON.stringify(data)}\n\n`;
+  return `event: ${kind}\nid: ${published.id}\ndata: ${toJsonText(data)}\n\n`;
 }
 
 /** Owns every open event stream; bounded in clients and per-client queue. */

@@ -76,3 +76,14 @@ export function parseArgs(json: unknown, path = "args"): Record<string, TypedVal
   }
   return out;
 }
+
+/**
+ * The JSON of a value-less signal in GET /v0/state: what the C++ runtime writes for a Value
+ * without a type (a declared signal the provider answered without a value).
+ */
+export const NO_VALUE_JSON: { readonly type: "unknown" } = Object.freeze({ type: "unknown" });
+
+/** A cached signal's value as served: the typed value, or NO_VALUE_JSON when it has none. */
+export function signalValueJson(v: TypedValue | null): TypedValue | { readonly type: "unknown" } {
+  return v ?? NO_VALUE_JSON;
+}

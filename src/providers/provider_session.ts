@@ -24,6 +24,14 @@ export const CLIENT_NAME = "anolis-runtime";
 export const STDERR_LINES_PER_SECOND = 20;
 /** Longest stderr line kept (longer lines are cut). */
 const STDERR_MAX_LINE = 2000;
+/** Discovery warnings kept per session (provider health `discovery_warnings`); the rest counted. */
+export const MAX_DISCOVERY_WARNINGS = 20;
+/** Longest device id quoted in a discovery warning (longer ids are cut). */
+const WARNING_ID_CHARS = 80;
+/** Longest discovery warning (a provider's error message inside it is cut). */
+const WARNING_CHARS = 300;
+/** Device ids that cannot be addressed as a URL path segment (RFC 3986 dot-segments). */
+const UNADDRESSABLE_IDS: ReadonlySet<string> = new Set([".", ".."]);
 
 export interface ProviderSessionDeps {
   readonly spawn: SpawnFn;
@@ -54,6 +62,11 @@ export class ProviderSession {
   /** GetHealth support: unknown until tried, then remembered for the session. */
   supportsGetHealth: boolean | null = null;
   hello: HelloInfo | null = null;
+  /**
+   * What discovery refused (devices skipped and why), at most MAX_DISCOVERY_WARNINGS entries
+   * (the last one then says how many more there were). Empty before discovery.
+   */
+  discoveryWarnings: readonly string[] = [];
   readonly ended: Promise<string>;
 
   constructor(cfg: ProviderConfig, command: string, deps: ProviderSessionDeps) {
@@ -143,32 +156,66 @@ export class ProviderSession {
     return this.hello;
   }
 
-  /** ListDevices, then DescribeDevice per device in list order (a failing device is skipped). */
+  /**
+   * ListDevices, then DescribeDevice per device in list order. Each device is keyed by the id that
+   * was asked for, so device ids are unique whatever the provider sends: a device without an id,
+   * a duplicate, an id that is not addressable as a URL path segment (`.`, `..`), a failing
+   * DescribeDevice, and an answer describing another device are each skipped with a warning
+   * (logged, and kept in `discoveryWarnings` for provider health).
+   */
   async discover(): Promise<DeviceCapabilities[]> {
     const list = await this.request("list_devices", {}).catch((err) => {
       throw wrap(err, "ListDevices failed");
     });
     const out: DeviceCapabilities[] = [];
     const seen = new Set<string>();
+    const warnings: string[] = [];
+    let extra = 0; // skips beyond MAX_DISCOVERY_WARNINGS: counted, neither kept nor logged
+    const skip = (why: string) => {
+      if (warnings.length === MAX_DISCOVERY_WARNINGS) {
+        extra++;
+        return;
+      }
+      const line = `${why.length > WARNING_CHARS ? `${why.slice(0, WARNING_CHARS)}…` : why}; ` +
+        "device skipped";
+      this.#deps.log.warn(`discovery: ${line}`);
+      warnings.push(line);
+    };
     for (const d of list.devices ?? []) {
       const id = d.device_id ?? "";
-      if (!id || seen.has(id)) {
-        this.#deps.log.warn(
-          `ListDevices returned ${
-            id ? `duplicate device '${id}'` : "a device without id"
-          }; skipped`,
-        );
+      if (!id) {
+        skip("ListDevices returned a device without id");
+        continue;
+      }
+      if (seen.has(id)) {
+        skip(`ListDevices returned device ${quote(id)} more than once`);
         continue;
       }
       seen.add(id);
+      if (UNADDRESSABLE_IDS.has(id)) {
+        skip(`device id ${quote(id)} cannot be addressed as a URL path segment`);
+        continue;
+      }
+      let desc: ResponsePayloads["describe_device"];
       try {
-        const desc = await this.request("describe_device", { device_id: id });
-        out.push(capabilitiesFromWire(this.#cfg.id, id, desc));
+        desc = await this.request("describe_device", { device_id: id });
       } catch (err) {
         if (!this.#client.open) throw wrap(err, `DescribeDevice ${id} failed`);
-        this.#deps.log.warn(`DescribeDevice ${id} failed: ${errText(err)}; device skipped`);
+        skip(`DescribeDevice ${quote(id)} failed: ${errText(err)}`);
+        continue;
       }
+      const answered = desc.device?.device_id ?? "";
+      if (answered !== "" && answered !== id) {
+        skip(`DescribeDevice ${quote(id)} answered for device ${quote(answered)}`);
+        continue;
+      }
+      out.push(capabilitiesFromWire(this.#cfg.id, id, desc));
     }
+    if (extra > 0) {
+      warnings[MAX_DISCOVERY_WARNINGS - 1] = `${extra + 1} more devices skipped`;
+      this.#deps.log.warn(`discovery: ${extra} more devices skipped`);
+    }
+    this.discoveryWarnings = warnings;
     if (out.length === 0) throw unavailable("provider described no devices");
     return out;
   }
@@ -273,6 +320,11 @@ function wrap(err: unknown, what: string): RuntimeError {
     return new RuntimeError(err.code, `${what}: ${err.message}`, { cause: err });
   }
   return new RuntimeError("INTERNAL", `${what}: ${errText(err)}`, { cause: err });
+}
+
+/** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */
+function quote(id: string): string {
+  return JSON.stringify(id.length > WARNING_ID_CHARS ? `${id.slice(0, WARNING_ID_CHARS)}…` : id);
 }
 
 function errText(err: unknown): string {

@@ -172,6 +172,8 @@ function providerView(
     reported: reportedProvider,
     supervision: host.supervision(),
     devices,
+    discovery_warnings: [...cache.discoveryWarnings(host.id)],
+    data_faults: cache.dataFaults(host.id),
   };
 }
 

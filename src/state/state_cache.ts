@@ -1,26 +1,53 @@
-import { qualityFromWire, timestampToMs, typedValueFromWire } from "../adpp/mod.ts";
+import {
+  qualityFromWire,
+  type ResponsePayloads,
+  timestampToMs,
+  typedValueFromWire,
+  type WireSignalValue,
+  wireTypeAgrees,
+} from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
   type Logger,
-  pollableSignals,
   type Quality,
   RuntimeError,
   sameValue,
   type TypedValue,
+  type ValueType,
   worstQuality,
 } from "../common/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import { RateLimitedLog } from "./_rate_limited_log.ts";
 
-/** One cached signal sample. */
+/**
+ * One cached signal sample. `value` is null for a declared signal the provider has only answered
+ * without a usable value; a sample without a usable value keeps the last good value (with its
+ * timestamp) and takes the sample's quality.
+ */
 export interface SignalState {
-  readonly value: TypedValue;
+  readonly value: TypedValue | null;
   readonly quality: Quality;
   /** Provider sample time (epoch ms), else the time the poll answer arrived. */
   readonly timestampMs: number;
 }
+
+/** Samples of one provider that were not stored as good values, counted since start. */
+export interface DataFaultCounts {
+  /** Value member disagreeing with its `Value.type` or the signal's declared type (FAULT). */
+  type_mismatch: number;
+  /** NaN or ±Infinity doubles (stored with quality FAULT). */
+  non_finite: number;
+  /** Samples of signal ids the device did not declare (dropped). */
+  undeclared_signal: number;
+}
+
+/** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
+export const DATA_FAULT_LOG_LINES = 5;
+/** The window of DATA_FAULT_LOG_LINES. */
+export const DATA_FAULT_LOG_WINDOW_MS = 60_000;
 
 /** Cached state of one device. */
 export interface DeviceState {
@@ -35,13 +62,36 @@ export interface DeviceState {
   readonly available: boolean;
 }
 
+/**
+ * What the device declared about one signal plus its cached sample: one lookup per sample gives
+ * both the declared type and the previous state.
+ */
+interface SignalSlot {
+  /** Declared value type; null when the provider left it unspecified (any member accepted). */
+  readonly type: ValueType | null;
+  /** Has a poll hint: requested by ReadSignals, cached and served. */
+  readonly polled: boolean;
+  /** The cached sample (the same object as in `signals`); undefined before the first. */
+  last: SignalState | undefined;
+}
+
 interface MutableDeviceState {
   providerId: string;
   deviceId: string;
   pollable: string[];
+  /** Every declared signal (built at inventory time, not per sample). */
+  slots: Map<string, SignalSlot>;
   signals: Map<string, SignalState>;
   lastPollMs: number;
   available: boolean;
+  /** A pollDevice queued behind another poll and not started yet (joined, not repeated). */
+  queuedPoll: Promise<void> | null;
+}
+
+/** Per provider: data-fault counters and a rate-limited log per kind. */
+interface ProviderDataFaults {
+  readonly counts: DataFaultCounts;
+  readonly log: Readonly<Record<keyof DataFaultCounts, RateLimitedLog>>;
 }
 
 export interface StateCacheOptions {
@@ -58,12 +108,20 @@ export interface StateCacheOptions {
 /** Provider-reported health kept from the last GetHealth answer. */
 export interface ReportedHealthEntry {
   readonly atMs: number;
-  readonly response: import("../adpp/mod.ts").ResponsePayloads["get_health"];
+  readonly response: ResponsePayloads["get_health"];
 }
 
 /**
  * The runtime's view of every device's signals, filled by polling. Each provider has its own
- * poll loop, so a slow provider never delays another; one provider's polls never overlap.
+ * poll loop, so a slow provider never delays another. One provider's polls never overlap: the
+ * loop's polls and the post-call polls (pollDevice) share one queue per provider, so an older
+ * answer is never applied over a newer one.
+ *
+ * Only what a device declared is stored, as declared: samples of undeclared signal ids are
+ * dropped; a value whose member disagrees with its `Value.type` or the declared type is refused
+ * (quality FAULT, last good value kept); NaN/±Infinity are stored with quality FAULT; a declared
+ * signal answered without a value keeps its place with the provider's quality. Each refusal is
+ * counted per provider (health view) and logged at a bounded rate.
  */
 export class StateCache {
   readonly #opts: StateCacheOptions;
@@ -72,6 +130,10 @@ export class StateCache {
   readonly #byProvider = new Map<string, Map<string, MutableDeviceState>>();
   readonly #reported = new Map<string, ReportedHealthEntry>();
   readonly #loops = new Map<string, PollLoop>();
+  readonly #faults = new Map<string, ProviderDataFaults>();
+  readonly #discoveryWarnings = new Map<string, readonly string[]>();
+  /** provider id -> its poll queue (ReadSignals one at a time). */
+  readonly #pollQueues = new Map<string, PollQueue>();
   #running = false;
 
   constructor(opts: StateCacheOptions) {
@@ -79,12 +141,22 @@ export class StateCache {
     this.#log = opts.log.child("state");
     for (const host of opts.registry.hosts) {
       this.#byProvider.set(host.id, new Map());
-      host.onInventory((devices) => this.#applyInventory(host.id, devices));
+      const limited = () =>
+        new RateLimitedLog(this.#log, {
+          lines: DATA_FAULT_LOG_LINES,
+          windowMs: DATA_FAULT_LOG_WINDOW_MS,
+          monoMs: () => opts.clock.monoMs(),
+        });
+      this.#faults.set(host.id, {
+        counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+        log: { type_mismatch: limited(), non_finite: limited(), undeclared_signal: limited() },
+      });
+      host.onInventory((devices) => this.#applyInventory(host, devices));
       host.onAvailability((up) => {
         if (!up) this.#markProviderDown(host.id);
         else this.#loops.get(host.id)?.wake();
       });
-      if (host.devices.length > 0) this.#applyInventory(host.id, host.devices);
+      if (host.devices.length > 0) this.#applyInventory(host, host.devices);
     }
   }
 
@@ -135,15 +207,41 @@ export class StateCache {
     return this.#reported.get(providerId);
   }
 
+  /** Samples of one provider not stored as good values, since start (a copy). */
+  dataFaults(providerId: string): DataFaultCounts {
+    const f = this.#faults.get(providerId);
+    return f ? { ...f.counts } : { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 };
+  }
+
+  /** What the provider's last discovery refused (devices skipped, and why); kept while down. */
+  discoveryWarnings(providerId: string): readonly string[] {
+    return this.#discoveryWarnings.get(providerId) ?? [];
+  }
+
   /**
    * Polls one device now (best effort; used right after a successful call so the cache reflects
-   * the effect). Resolves when done; never throws.
+   * the effect). It waits for a poll of the same provider in flight instead of running beside it,
+   * and joins a poll of the same device that is queued and not started yet. Resolves when done;
+   * never throws.
    */
-  async pollDevice(providerId: string, deviceId: string): Promise<void> {
+  pollDevice(providerId: string, deviceId: string): Promise<void> {
     const host = this.#opts.registry.host(providerId);
-    const dev = this.#byProvider.get(providerId)?.get(deviceId);
-    if (!host || !dev || dev.pollable.length === 0 || !host.available) return;
-    await this.#pollOne(host, dev);
+    const known = this.#byProvider.get(providerId)?.get(deviceId);
+    if (!host || !known || known.pollable.length === 0 || !host.available) {
+      return Promise.resolve();
+    }
+    if (known.queuedPoll) return known.queuedPoll;
+    let started = false;
+    const run = this.#serial(providerId, async () => {
+      started = true; // from now on a new pollDevice must poll again, not join this one
+      known.queuedPoll = null;
+      // The inventory may have changed while this poll waited.
+      const dev = this.#byProvider.get(providerId)?.get(deviceId);
+      if (!dev || dev.pollable.length === 0 || !host.available) return;
+      await this.#pollOne(host, dev);
+    });
+    if (!started) known.queuedPoll = run; // it waits behind another poll
+    return run;
   }
 
   /**
@@ -195,9 +293,16 @@ export class StateCache {
     }
     for (const dev of devices) {
       if (!host.available) return;
-      const answered = await this.#pollOne(host, dev);
+      const answered = await this.#serial(host.id, () => this.#pollOne(host, dev));
       if (!answered) return; // hung: do not queue more requests behind it this cycle
     }
+  }
+
+  /** Runs `poll` once every poll of this provider queued before it has ended (one at a time). */
+  #serial<T>(providerId: string, poll: () => Promise<T>): Promise<T> {
+    let q = this.#pollQueues.get(providerId);
+    if (!q) this.#pollQueues.set(providerId, q = new PollQueue());
+    return q.run(poll);
   }
 
   /** Polls one device; returns false when the provider did not answer in time. */
@@ -226,22 +331,35 @@ export class StateCache {
     }
   }
 
-  #applySamples(
-    dev: MutableDeviceState,
-    values: readonly import("../adpp/mod.ts").WireSignalValue[],
-  ): void {
+  #applySamples(dev: MutableDeviceState, values: readonly WireSignalValue[]): void {
     const now = this.#opts.clock.nowMs();
     dev.lastPollMs = now;
+    const slots = dev.slots;
     for (const sv of values) {
       const signalId = sv.signal_id ?? "";
+      const slot = slots.get(signalId);
+      if (slot === undefined) {
+        this.#undeclared(dev, signalId);
+        continue;
+      }
+      if (!slot.polled) continue; // declared without a poll hint: never requested, not cached
       const value = typedValueFromWire(sv.value);
-      if (!signalId || value === null) continue;
-      const next: SignalState = {
-        value,
-        quality: qualityFromWire(sv.quality),
-        timestampMs: timestampToMs(sv.timestamp) ?? now,
-      };
-      this.#store(dev, signalId, next, now);
+      const timestampMs = timestampToMs(sv.timestamp) ?? now;
+      let next: SignalState;
+      if (value === null) {
+        next = withoutValue(slot.last, qualityFromWire(sv.quality), timestampMs);
+      } else if (
+        (slot.type !== null && slot.type !== value.type) || !wireTypeAgrees(sv.value!, value.type)
+      ) {
+        this.#typeMismatch(dev, signalId, slot.type, value.type, sv.value!.type ?? 0);
+        next = withoutValue(slot.last, "FAULT", timestampMs);
+      } else if (value.type === "double" && value.non_finite !== undefined) {
+        this.#nonFinite(dev, signalId, value.non_finite);
+        next = { value, quality: "FAULT", timestampMs };
+      } else {
+        next = { value, quality: qualityFromWire(sv.quality), timestampMs };
+      }
+      this.#store(dev, signalId, slot, next, now);
     }
     if (!dev.available) {
       dev.available = true;
@@ -249,11 +367,61 @@ export class StateCache {
     }
   }
 
-  #store(dev: MutableDeviceState, signalId: string, next: SignalState, now: number): void {
-    const prev = dev.signals.get(signalId);
+  #undeclared(dev: MutableDeviceState, signalId: string): void {
+    const f = this.#faults.get(dev.providerId)!;
+    f.counts.undeclared_signal++;
+    f.log.undeclared_signal.warn(
+      `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a sample of undeclared signal ${
+        quoteId(signalId)
+      } (${f.counts.undeclared_signal} so far)`,
+    );
+  }
+
+  #typeMismatch(
+    dev: MutableDeviceState,
+    signalId: string,
+    declared: ValueType | null,
+    member: ValueType,
+    wireType: number,
+  ): void {
+    const f = this.#faults.get(dev.providerId)!;
+    f.counts.type_mismatch++;
+    const why = declared !== null && declared !== member
+      ? `a ${member} value on a signal declared ${declared}`
+      : `a ${member} value in a Value of type ${wireType}`;
+    f.log.type_mismatch.warn(
+      `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
+        quoteId(signalId)
+      }: ${why}; stored as FAULT (${f.counts.type_mismatch} so far)`,
+    );
+  }
+
+  #nonFinite(dev: MutableDeviceState, signalId: string, what: string): void {
+    const f = this.#faults.get(dev.providerId)!;
+    f.counts.non_finite++;
+    f.log.non_finite.warn(
+      `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
+        quoteId(signalId)
+      }: non-finite double ${what}; stored as FAULT (${f.counts.non_finite} so far)`,
+    );
+  }
+
+  #store(
+    dev: MutableDeviceState,
+    signalId: string,
+    slot: SignalSlot,
+    next: SignalState,
+    now: number,
+  ): void {
+    const prev = slot.last;
+    slot.last = next;
     dev.signals.set(signalId, next);
     const qualityChanged = prev !== undefined && prev.quality !== next.quality;
-    if (prev === undefined || qualityChanged || !sameValue(prev.value, next.value)) {
+    // state_update carries a value: a signal that never had one shows in quality_change only.
+    if (
+      next.value !== null &&
+      (!prev?.value || qualityChanged || !sameValue(prev.value, next.value))
+    ) {
       this.#opts.bus.publish({
         kind: "state_update",
         provider_id: dev.providerId,
@@ -281,7 +449,10 @@ export class StateCache {
   #markDeviceUnavailable(dev: MutableDeviceState): void {
     const now = this.#opts.clock.nowMs();
     for (const [id, s] of dev.signals) {
-      if (s.quality !== "UNAVAILABLE") this.#store(dev, id, { ...s, quality: "UNAVAILABLE" }, now);
+      const slot = dev.slots.get(id);
+      if (slot && s.quality !== "UNAVAILABLE") {
+        this.#store(dev, id, slot, { ...s, quality: "UNAVAILABLE" }, now);
+      }
     }
     if (dev.available) {
       dev.available = false;
@@ -306,25 +477,43 @@ export class StateCache {
   }
 
   /** New inventory after (re)discovery: keep known devices' samples, rebuild the poll plan. */
-  #applyInventory(providerId: string, devices: readonly DeviceCapabilities[]): void {
+  #applyInventory(host: ProviderHost, devices: readonly DeviceCapabilities[]): void {
+    const providerId = host.id;
+    this.#discoveryWarnings.set(providerId, host.session?.discoveryWarnings ?? []);
     const old = this.#byProvider.get(providerId) ?? new Map<string, MutableDeviceState>();
     const next = new Map<string, MutableDeviceState>();
     for (const caps of devices) {
       const id = caps.device.deviceId;
-      const pollable = pollableSignals(caps);
+      const slots = new Map<string, SignalSlot>();
+      const pollable: string[] = [];
+      for (const s of caps.signals) {
+        const polled = s.pollHintHz > 0;
+        if (polled) pollable.push(s.signalId);
+        // A signal declared twice: polled if either declaration has a poll hint.
+        if (!slots.get(s.signalId)?.polled) {
+          slots.set(s.signalId, { type: s.valueType, polled, last: undefined });
+        }
+      }
       const prev = old.get(id);
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
         const s = prev?.signals.get(sid);
-        if (s) signals.set(sid, s);
+        const slot = slots.get(sid)!;
+        // A value kept across rediscovery must still have the declared type.
+        if (s && (s.value === null || slot.type === null || s.value.type === slot.type)) {
+          signals.set(sid, s);
+          slot.last = s;
+        }
       }
       next.set(id, {
         providerId,
         deviceId: id,
         pollable,
+        slots,
         signals,
         lastPollMs: prev?.lastPollMs ?? 0,
         available: prev?.available ?? false,
+        queuedPoll: null,
       });
     }
     const now = this.#opts.clock.nowMs();
@@ -333,6 +522,59 @@ export class StateCache {
     }
     this.#byProvider.set(providerId, next);
   }
+}
+
+/** A sample without a usable value: the last good value (with its time) stays, or none. */
+function withoutValue(
+  last: SignalState | undefined,
+  quality: Quality,
+  timestampMs: number,
+): SignalState {
+  if (last?.value) return { value: last.value, quality, timestampMs: last.timestampMs };
+  return { value: null, quality, timestampMs };
+}
+
+/** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */
+function quoteId(id: string): string {
+  return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id);
+}
+
+/**
+ * Runs polls one at a time, in arrival order. Bounded: the poll loop waits for its own poll, and
+ * pollDevice joins a queued poll of the same device, so at most one poll per device waits.
+ */
+class PollQueue {
+  #busy = false;
+  readonly #waiting: Array<() => void> = [];
+
+  run<T>(poll: () => Promise<T>): Promise<T> {
+    if (!this.#busy) {
+      this.#busy = true;
+      return this.#start(poll);
+    }
+    return new Promise<void>((resolve) => this.#waiting.push(resolve)).then(() =>
+      this.#start(poll)
+    );
+  }
+
+  #start<T>(poll: () => Promise<T>): Promise<T> {
+    let p: Promise<T>;
+    try {
+      p = poll();
+    } catch (err) {
+      this.#release();
+      return Promise.reject(err);
+    }
+    p.then(this.#release, this.#release);
+    return p;
+  }
+
+  /** Hands the queue to the next waiting poll (it stays busy), or frees it. */
+  readonly #release = (): void => {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#busy = false;
+  };
 }
 
 /** A fixed-cadence loop that never overlaps itself and stops promptly. */

@@ -190,3 +190,49 @@ function stripKind(v: unknown): unknown {
       .map(([k, x]) => [k, stripKind(x)]),
   );
 }
+
+const EXACT_CASES: Array<[string, "int64" | "uint64", number | bigint]> = [
+  ["int64 2^53-1 (a number)", "int64", 9007199254740991],
+  ["int64 2^53 (a bigint)", "int64", 9007199254740992n],
+  ["int64 2^53+1", "int64", 9007199254740993n],
+  ["int64 -(2^53-1) (a number)", "int64", -9007199254740991],
+  ["int64 -(2^53)", "int64", -9007199254740992n],
+  ["int64 -1", "int64", -1],
+  ["int64 min", "int64", -9223372036854775808n],
+  ["int64 max", "int64", 9223372036854775807n],
+  ["uint64 2^32", "uint64", 4294967296],
+  ["uint64 2^63", "uint64", 9223372036854775808n],
+  ["uint64 max", "uint64", 18446744073709551615n],
+];
+
+for (const [name, type, value] of EXACT_CASES) {
+  Deno.test(`decodeResponse reads Value ${name} exactly, a bigint only beyond 2^53-1`, () => {
+    const member = type === "int64" ? "int64_value" : "uint64_value";
+    const wireType = type === "int64" ? WireValueType.INT64 : WireValueType.UINT64;
+    const bytes = encodeResponse({
+      request_id: 9,
+      status: { code: StatusCode.OK },
+      read_signals: {
+        device_id: "d",
+        values: [{ signal_id: "s", value: { type: wireType, [member]: value } }],
+      },
+    });
+    const v = decodeResponse(bytes).read_signals?.values?.[0].value;
+    deepStrictEqual(v, { type: wireType, [member]: value, kind: member });
+    equal(typeof v?.[member], typeof value);
+  });
+}
+
+Deno.test("decodeRequest reads exact 64-bit call arguments (the provider side decodes them too)", () => {
+  const msg = {
+    request_id: 4,
+    call: {
+      device_id: "d",
+      function_id: 1,
+      args: { n: { type: WireValueType.UINT64, uint64_value: 18446744073709551615n } },
+    },
+  };
+  deepStrictEqual(decodeRequest(encodeRequest(msg)).call?.args, {
+    n: { ...msg.call.args.n, kind: "uint64_value" },
+  });
+});

@@ -115,3 +115,62 @@ Deno.test("FrameEncoderStream frames each payload and errors on an oversize one"
     isFrameError("oversize"),
   );
 });
+
+/**
+ * Counts the bytes copied by Uint8Array `set` and `slice` while `run` runs (every copy the
+ * decoder makes goes through one of them): a deterministic measure of work, not of time.
+ */
+async function bytesCopiedDuring(run: () => Promise<unknown>): Promise<number> {
+  const proto = Uint8Array.prototype;
+  const hadSet = Object.hasOwn(proto, "set");
+  const hadSlice = Object.hasOwn(proto, "slice");
+  const { set, slice } = proto;
+  let copied = 0;
+  Object.defineProperty(proto, "set", {
+    configurable: true,
+    writable: true,
+    value: function (this: Uint8Array, src: ArrayLike<number>, offset?: number) {
+      copied += src.length;
+      return set.call(this, src, offset);
+    },
+  });
+  Object.defineProperty(proto, "slice", {
+    configurable: true,
+    writable: true,
+    value: function (this: Uint8Array, start?: number, end?: number) {
+      const out = slice.call(this, start, end);
+      copied += out.length;
+      return out;
+    },
+  });
+  try {
+    await run();
+  } finally {
+    if (hadSet) Object.defineProperty(proto, "set", { value: set, configurable: true });
+    else delete (proto as { set?: unknown }).set;
+    if (hadSlice) Object.defineProperty(proto, "slice", { value: slice, configurable: true });
+    else delete (proto as { slice?: unknown }).slice;
+  }
+  return copied;
+}
+
+for (const piece of [1, 7, 100]) {
+  Deno.test(`FrameDecoderStream copies each payload byte once when frames arrive in ${piece}-byte pieces`, async () => {
+    const payloads = [16_384, 5_000, 1, 32_768].map((n, i) => new Uint8Array(n).fill(i + 1));
+    const stream = new Uint8Array(payloads.reduce((n, p) => n + 4 + p.length, 0));
+    let at = 0;
+    for (const p of payloads) {
+      stream.set(lePrefix(p.length), at);
+      stream.set(p, at + 4);
+      at += 4 + p.length;
+    }
+    const chunks: Uint8Array[] = [];
+    for (let i = 0; i < stream.length; i += piece) chunks.push(stream.subarray(i, i + piece));
+    let frames: Uint8Array[] = [];
+    const copied = await bytesCopiedDuring(async () => (frames = await decodeChunks(chunks)));
+    deepStrictEqual(frames, payloads);
+    const payloadBytes = payloads.reduce((n, p) => n + p.length, 0);
+    // Linear: the payload bytes once (a quadratic reassembly copies ~n^2/2 per frame).
+    ok(copied <= payloadBytes + 4 * payloads.length, `copied ${copied} bytes for ${payloadBytes}`);
+  });
+}

@@ -147,3 +147,68 @@ Deno.test("validateArgs lets NaN through bounds like anolis (the provider valida
   const r = validateArgs(FN, { ...ok, duty: { type: "double", double: NaN } });
   assert.ok(Number.isNaN((r.duty as { double: number }).double));
 });
+
+/** Unbounded 64-bit arguments, for exact values beyond ±2^53. */
+const WIDE: FunctionSpec = {
+  ...FN,
+  args: [
+    { name: "i", type: "int64", unit: "", description: "", required: false, allowedValues: [] },
+    { name: "u", type: "uint64", unit: "", description: "", required: false, allowedValues: [] },
+    { name: "d", type: "double", unit: "", description: "", required: false, allowedValues: [] },
+  ],
+};
+
+Deno.test("validateArgs accepts exact 64-bit integers across their whole range", () => {
+  assert.deepEqual(
+    validateArgs(WIDE, {
+      i: { type: "int64", int64: -(2n ** 63n) },
+      u: { type: "uint64", uint64: 2n ** 64n - 1n },
+    }),
+    {
+      i: { type: "int64", int64: -(2n ** 63n) },
+      u: { type: "uint64", uint64: 2n ** 64n - 1n },
+    },
+  );
+  // A bigint that fits a number is normalised; uint64 beyond 2^53 widens to int64 exactly.
+  assert.deepEqual(
+    validateArgs(WIDE, {
+      i: { type: "uint64", uint64: 2n ** 62n },
+      u: { type: "int64", int64: 5n },
+    }),
+    { i: { type: "int64", int64: 2n ** 62n }, u: { type: "uint64", uint64: 5 } },
+  );
+});
+
+const INVALID_WIDE: Array<[string, Record<string, TypedValue>, RegExp]> = [
+  ["int64 above 2^63-1", { i: { type: "int64", int64: 2n ** 63n } }, /args\.i: int64 .* outside/],
+  [
+    "uint64 above 2^64-1",
+    { u: { type: "uint64", uint64: 2n ** 64n } },
+    /args\.u: uint64 .*outside/,
+  ],
+  ["negative uint64 bigint", { u: { type: "uint64", uint64: -(2n ** 60n) } }, /outside/],
+  ["uint64 beyond int64 into int64", { i: { type: "uint64", uint64: 2n ** 63n } }, /not fit int64/],
+  [
+    "integer beyond 2^53 into double",
+    { d: { type: "int64", int64: 2n ** 53n + 1n } },
+    /args\.d: 9007199254740993 cannot be given exactly as a double/,
+  ],
+];
+
+for (const [name, args, message] of INVALID_WIDE) {
+  Deno.test(`validateArgs rejects ${name} with INVALID_ARGUMENT`, () => {
+    assert.throws(() => validateArgs(WIDE, args), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "INVALID_ARGUMENT");
+      assert.match(e.message, message);
+      return true;
+    });
+  });
+}
+
+Deno.test("validateArgs compares exact integers with declared bounds exactly", () => {
+  assert.throws(
+    () => validateArgs(FN, { ...ok, motor_index: { type: "int64", int64: 2n ** 60n } }),
+    /args\.motor_index: 1152921504606846976 is above the maximum 2/,
+  );
+});

@@ -109,10 +109,10 @@ export async function readSignal(
   providerId: string,
   deviceId: string,
   signalId: string,
-): Promise<number | boolean | string | undefined> {
+): Promise<number | bigint | boolean | string | undefined> {
   await rt.cache.pollDevice(providerId, deviceId);
   const s = rt.cache.signal(providerId, deviceId, signalId);
-  return s ? scalarOf(s.value) : undefined;
+  return s?.value ? scalarOf(s.value) : undefined;
 }
 
 /** A safety.safe_state.expect entry for `provider/device/signal`. */

@@ -117,10 +117,10 @@ export function cached(
   rt: Runtime,
   handle: string,
   signalId: string,
-): number | boolean | string | undefined {
+): number | bigint | boolean | string | undefined {
   const [p, dev] = handle.split("/");
   const s = rt.cache.signal(p, dev, signalId);
-  return s ? scalarOf(s.value) : undefined;
+  return s?.value ? scalarOf(s.value) : undefined;
 }
 
 /** Calls a function as the given origin (test set-up and fault injection). */

@@ -5,7 +5,7 @@
  * anolis. CallDevice is asynchronous: it starts the call on its first tick and reports RUNNING
  * until the call settles; halting aborts the call.
  */
-import type { TypedValue } from "../../common/mod.ts";
+import { exactInteger, INT64_MAX, INT64_MIN, type TypedValue } from "../../common/mod.ts";
 import type { BtServices } from "./services.ts";
 import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } from "./tree_node.ts";
 
@@ -19,15 +19,19 @@ function servicesOf(node: TreeNode): BtServices | undefined {
   return v?.type === "object" ? v.value as BtServices : undefined;
 }
 
-/** A signal value as a double: integers cast, bool -> 1/0, string/bytes -> 0. */
-export function signalAsDouble(v: TypedValue): number {
+/**
+ * A signal value as a double: integers cast, bool -> 1/0, string/bytes -> 0. Null for a 64-bit
+ * integer that no double holds exactly (beyond 2^53 and not a multiple of its spacing): the tree
+ * never reads a rounded value as if it were the provider's.
+ */
+export function signalAsDouble(v: TypedValue): number | null {
   switch (v.type) {
     case "double":
       return v.double;
     case "int64":
-      return v.int64;
+      return integerAsDouble(v.int64);
     case "uint64":
-      return v.uint64;
+      return integerAsDouble(v.uint64);
     case "bool":
       return v.bool ? 1 : 0;
     case "string":
@@ -36,7 +40,17 @@ export function signalAsDouble(v: TypedValue): number {
   }
 }
 
-/** ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent. */
+function integerAsDouble(n: number | bigint): number | null {
+  if (typeof n === "number") return n;
+  const d = Number(n);
+  return BigInt(d) === n ? d : null;
+}
+
+/**
+ * ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent, if the
+ * provider never gave it a value (a missing input is never read as 0), or if it is a 64-bit
+ * integer no double holds exactly (never rounded silently).
+ */
 export class ReadSignalNode extends SyncActionNode {
   protected override tickSync(): NodeStatus {
     const services = servicesOf(this);
@@ -44,8 +58,10 @@ export class ReadSignalNode extends SyncActionNode {
     const signal = this.getString("signal_id");
     if (!services || !handle.ok || !signal.ok) return "FAILURE";
     const cached = services.readSignal(handle.value, signal.value);
-    if (!cached) return "FAILURE";
-    this.setOutput("value", { type: "double", value: signalAsDouble(cached.value) });
+    if (!cached || cached.value === null) return "FAILURE";
+    const value = signalAsDouble(cached.value);
+    if (value === null) return "FAILURE";
+    this.setOutput("value", { type: "double", value });
     this.setOutput("quality", { type: "string", value: cached.quality });
     return "SUCCESS";
   }
@@ -74,7 +90,8 @@ interface JsonReviverContext {
 /**
  * Parses CallDevice `args` (after the `json:` prefix): a JSON object whose values are numbers,
  * booleans or strings. JSON floats (with `.`/exponent in the source text) become double, JSON
- * integers int64. Returns the typed args or an error message.
+ * integers int64, exactly from their source digits (beyond ±2^53 too, within the int64 range).
+ * Returns the typed args or an error message.
  */
 export function parseCallArgs(
   text: string,
@@ -112,7 +129,13 @@ export function parseCallArgs(
       const isFloat = src !== undefined ? /[.eE]/.test(src) : !Number.isInteger(value);
       if (isFloat) out[name] = { type: "double", double: value };
       else if (Number.isSafeInteger(value)) out[name] = { type: "int64", int64: value };
-      else return { ok: false, error: `arg '${name}': integer ${src ?? value} is out of range` };
+      else {
+        const exact = src !== undefined ? BigInt(src) : null;
+        if (exact === null || exact < INT64_MIN || exact > INT64_MAX) {
+          return { ok: false, error: `arg '${name}': integer ${src ?? value} is out of range` };
+        }
+        out[name] = { type: "int64", int64: exactInteger(exact) };
+      }
     } else {
       const kind = value === null ? "null" : Array.isArray(value) ? "array" : "object";
       return { ok: false, error: `arg '${name}': unsupported JSON value (${kind})` };

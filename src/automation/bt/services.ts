@@ -10,11 +10,14 @@ export type BtQuality = "OK" | "STALE" | "FAULT" | "UNKNOWN" | "UNSPECIFIED";
 
 /** What custom nodes need from the runtime. */
 export interface BtServices {
-  /** Last cached value of a signal from the state cache, or null when absent. */
+  /**
+   * Last cached value of a signal from the state cache, or null when absent. `value` is null for
+   * a signal the provider answered only without a value (its quality still tells why).
+   */
   readSignal(
     deviceHandle: string,
     signalId: string,
-  ): { value: TypedValue; quality: BtQuality } | null;
+  ): { value: TypedValue | null; quality: BtQuality } | null;
   /**
    * Calls a device function by name through the runtime's call router (automated call: same
    * validation, IDLE gate, e-stop latch as /v0/call). Rejects with RuntimeError. Must honour the

@@ -49,7 +49,7 @@ export interface RecordedCall {
 /** In-memory BtServices: signals and parameters set by the test, calls recorded and held. */
 export class FakeServices implements BtServices {
   readonly clock = new ManualClock();
-  readonly signals = new Map<string, { value: TypedValue; quality: BtQuality }>();
+  readonly signals = new Map<string, { value: TypedValue | null; quality: BtQuality }>();
   readonly params = new Map<
     string,
     { type: "double" | "int64" | "bool" | "string"; value: number | boolean | string }
@@ -58,7 +58,12 @@ export class FakeServices implements BtServices {
   /** When set, calls settle immediately with this outcome instead of being held. */
   autoSettle: "resolve" | Error | undefined;
 
-  setSignal(handle: string, signal: string, value: TypedValue, quality: BtQuality = "OK"): void {
+  setSignal(
+    handle: string,
+    signal: string,
+    value: TypedValue | null,
+    quality: BtQuality = "OK",
+  ): void {
     this.signals.set(`${handle}|${signal}`, { value, quality });
   }
 

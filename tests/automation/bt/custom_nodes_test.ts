@@ -15,6 +15,9 @@ const READ_CASES: [string, TypedValue, number][] = [
   ["double", { type: "double", double: 21.5 }, 21.5],
   ["int64", { type: "int64", int64: -4 }, -4],
   ["uint64", { type: "uint64", uint64: 7 }, 7],
+  // Beyond 2^53 the nearest double, as the C++ cast gives.
+  ["int64 beyond 2^53", { type: "int64", int64: -(2n ** 60n) }, -(2 ** 60)],
+  ["uint64 2^63", { type: "uint64", uint64: 2n ** 63n }, 2 ** 63],
   ["bool", { type: "bool", bool: true }, 1],
   ["string", { type: "string", string: "12" }, 0],
   ["bytes", { type: "bytes", base64: "AQ==" }, 0],
@@ -34,6 +37,30 @@ for (const [name, value, expected] of READ_CASES) {
 Deno.test("ReadSignal fails when the signal is not in the cache", () => {
   equal(tree(READ, new FakeServices()).tickRoot(), "FAILURE");
 });
+
+Deno.test("ReadSignal fails for a signal the provider gave no value; CheckQuality still sees its quality", () => {
+  const s = new FakeServices();
+  s.setSignal("sim0/tempctl0", "temp", null, "UNKNOWN");
+  equal(tree(READ, s).tickRoot(), "FAILURE");
+  const check = `<CheckQuality device_handle="sim0/tempctl0" signal_id="temp" ` +
+    `expected_quality="UNKNOWN"/>`;
+  equal(tree(check, s).tickRoot(), "SUCCESS");
+});
+
+for (
+  const value of [{ type: "uint64", uint64: 2n ** 64n - 1n }, {
+    type: "int64",
+    int64: 2n ** 53n + 1n,
+  }] as TypedValue[]
+) {
+  Deno.test(`ReadSignal fails for ${value.type} ${String(Object.values(value)[1])}, which no double holds exactly`, () => {
+    const s = new FakeServices();
+    s.setSignal("sim0/tempctl0", "temp", value, "OK");
+    const t = tree(READ, s);
+    equal(t.tickRoot(), "FAILURE");
+    equal(t.blackboard.get("v"), undefined);
+  });
+}
 
 Deno.test("ReadSignal fails without runtime services", () => {
   equal(tree(READ).tickRoot(), "FAILURE");
@@ -160,6 +187,21 @@ Deno.test("parseCallArgs types JSON floats as double and integers as int64", () 
     },
   });
   equal(parseCallArgs(`{"a": 123456789012345678901}`).ok, false);
+});
+
+Deno.test("parseCallArgs keeps integers beyond 2^53 exact within the int64 range", () => {
+  deepStrictEqual(
+    parseCallArgs(`{"a": 9007199254740993, "b": -9223372036854775808, "c": 9007199254740991}`),
+    {
+      ok: true,
+      args: {
+        a: { type: "int64", int64: 9007199254740993n },
+        b: { type: "int64", int64: -9223372036854775808n },
+        c: { type: "int64", int64: 9007199254740991 },
+      },
+    },
+  );
+  equal(parseCallArgs(`{"a": 9223372036854775808}`).ok, false);
 });
 
 Deno.test("GetParameter reads double and int64 parameters as double", () => {

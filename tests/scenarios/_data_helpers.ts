@@ -1,0 +1,96 @@
+/** Shared pieces of the provider-data scenarios: the scripted provider and a capturing logger. */
+import type { ProviderConfig } from "../../src/config/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { HttpApi } from "../../src/http/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { httpServicesOf } from "../../src/service.ts";
+import { HttpFixture } from "../helpers/runtime_fixture.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+const DATA_PROVIDER = new URL("./_data_provider.ts", import.meta.url).pathname;
+
+/** A provider entry running tests/scenarios/_data_provider.ts with one scenario. */
+export function dataProvider(id: string, scenario: string): ProviderConfig {
+  return {
+    id,
+    command: Deno.execPath(),
+    args: ["run", "--quiet", DATA_PROVIDER, scenario],
+    timeoutMs: 5000,
+    helloTimeoutMs: 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: {
+      enabled: false,
+      maxAttempts: 1,
+      backoffMs: [100],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    },
+  };
+}
+
+/** A logger keeping every line at `warn` and above (for asserting what was logged, and how much). */
+export function capturingLogger(): { log: LineLogger; lines: string[] } {
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "warn",
+    journald: false,
+    now: () => Date.now(),
+    write: (line) => lines.push(line),
+  });
+  return { log, lines };
+}
+
+/** A runtime over the scripted provider `p0` running `scenario`, with its API and its log lines. */
+export async function startDataFixture(
+  scenario: string,
+  o: { pollingIntervalMs?: number } = {},
+): Promise<{ fx: HttpFixture; lines: string[] }> {
+  const { log, lines } = capturingLogger();
+  const config = testConfig({
+    providers: [dataProvider("p0", scenario)],
+    pollingIntervalMs: o.pollingIntervalMs ?? 50,
+  });
+  const runtime = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log });
+  try {
+    await runtime.start();
+  } catch (err) {
+    await runtime.stop();
+    throw err;
+  }
+  const services = httpServicesOf(runtime);
+  const api = new HttpApi(services, { apiToken: "" });
+  return { fx: new HttpFixture(runtime, services, api), lines };
+}
+
+/** Raw SSE frames (text, JSON unparsed so exact digits can be checked) from a live stream. */
+export class RawSseFrames {
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #decoder = new TextDecoder();
+  #buf = "";
+
+  constructor(body: ReadableStream<Uint8Array>) {
+    this.#reader = body.getReader();
+  }
+
+  /** The next frame that carries an event: its `event:` name and raw `data:` text. */
+  async next(): Promise<{ event: string; data: string }> {
+    for (;;) {
+      const end = this.#buf.indexOf("\n\n");
+      if (end >= 0) {
+        const raw = this.#buf.slice(0, end);
+        this.#buf = this.#buf.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(raw)?.[1];
+        const data = /^data: (.*)$/m.exec(raw)?.[1];
+        if (event !== undefined && data !== undefined) return { event, data };
+        continue;
+      }
+      const { done, value } = await this.#reader.read();
+      if (done) throw new Error("event stream ended");
+      this.#buf += this.#decoder.decode(value, { stream: true });
+    }
+  }
+
+  async cancel(): Promise<void> {
+    await this.#reader.cancel().catch(() => {});
+  }
+}
