@@ -65,7 +65,8 @@ Deno.test("Estop fans the ladder out per provider and commits FAULT before the f
     // The fast provider's safe calls arrive while the slow one is still busy with its first.
     const fastArrival = await waitFor("fast provider received its safe-state calls", () => {
       const s = rt.cache.signal("fast", "plant0", "last_call_ms");
-      return s && s.value.type === "double" && s.value.double >= t0 ? s.value.double : null;
+      const v = s?.value;
+      return v?.type === "double" && v.double >= t0 ? v.double : null;
     });
     assert.ok(
       fastArrival - t0 <= START_BOUND_MS + CI_SLACK_MS,
