@@ -6,7 +6,7 @@ import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
 import { verifyBehaviorTreeFile } from "./automation/mod.ts";
-import { createStderrLogger } from "./host/mod.ts";
+import { createStderrLogger, fileKind } from "./host/mod.ts";
 import { runService } from "./service.ts";
 import { EXIT_INTERNAL_ERROR } from "./exit_codes.ts";
 import {
@@ -117,6 +117,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       INFLUXDB_TOKEN: readEnv("INFLUXDB_TOKEN"),
     },
     fileExists: isFile,
+    pathKind,
     commandExists: isOnPath,
     cwd: Deno.cwd(),
   });
@@ -176,6 +177,16 @@ function isFile(absPath: string): boolean {
     return Deno.statSync(absPath).isFile;
   } catch {
     return false;
+  }
+}
+
+/** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
+function pathKind(absPath: string): string | null {
+  try {
+    const info = Deno.statSync(absPath);
+    return info.isFile ? null : fileKind(info);
+  } catch {
+    return null;
   }
 }
 
