@@ -53,9 +53,20 @@ interface ConnectionServer {
   shutdown(): Promise<void>;
 }
 
+/**
+ * What serveHttpOnConnection does with its `signal`: it only registers one "abort" listener that
+ * cancels the connection. We pass this object instead of an AbortSignal to get that listener and
+ * call it ourselves: an AbortSignal would run it inside event dispatch, where its error (Bad
+ * resource ID, when the connection ended an instant before) is reported as an uncaught error,
+ * which src/main.ts treats as a crash.
+ */
+interface CancelHook {
+  addEventListener(type: "abort", listener: () => void, options?: unknown): void;
+}
+
 type ServeOnConnection = (
   conn: Deno.Conn,
-  signal: AbortSignal,
+  signal: CancelHook,
   handler: (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response>,
   onError: (err: unknown) => Response,
   onListen: () => void,
@@ -113,7 +124,8 @@ interface Conn {
   requests: number;
   inFlight: number;
   closed: boolean;
-  abort: AbortController | null;
+  /** Cancels Deno's connection server (drops the connection); null once it has ended. */
+  cancel: (() => void) | null;
   server: ConnectionServer | null;
   /** HTTPS: our end of the loopback connection to the TLS listener, and its local port. */
   inner: Deno.Conn | null;
@@ -186,6 +198,7 @@ export class ConnectionLayer {
     for (const c of [...this.#conns]) {
       if (c.inFlight === 0 || c.server === null) this.#close(c);
       else this.#track(c.server.shutdown().catch(() => this.#close(c)));
+      // (#close cancels at most once and catches a cancel that comes too late.)
     }
     while (this.#pending.size > 0) await Promise.all(this.#pending);
   }
@@ -265,7 +278,7 @@ export class ConnectionLayer {
       requests: 0,
       inFlight: 0,
       closed: false,
-      abort: null,
+      cancel: null,
       server: null,
       inner: null,
       innerPort: 0,
@@ -283,20 +296,22 @@ export class ConnectionLayer {
 
   /** Hands a connection (the client's, or the TLS side of the relay) to Deno's HTTP engine. */
   #serve(c: Conn, conn: Deno.Conn): void {
-    const abort = new AbortController();
-    c.abort = abort;
     const handler = this.#o.handler;
     const serverDone = () => {
-      // The server is gone: aborting its signal now would cancel a closed resource.
-      c.abort = null;
+      c.cancel = null; // the server is gone; nothing left to cancel
       this.#close(c);
       if (c.inner === null) this.#ended(c);
+    };
+    const hook: CancelHook = {
+      addEventListener: (_type, listener) => {
+        c.cancel = listener;
+      },
     };
     let server: ConnectionServer;
     try {
       server = this.#o.serveOnConnection(
         conn,
-        abort.signal,
+        hook,
         (req, info) => {
           c.requests++;
           c.inFlight++;
@@ -309,7 +324,7 @@ export class ConnectionLayer {
     } catch (err) {
       this.#o.log.warn(`cannot serve a connection: ${errorText(err)}`);
       closeQuietly(conn);
-      c.abort = null;
+      c.cancel = null;
       this.#close(c);
       if (c.inner === null) this.#ended(c);
       return;
@@ -385,9 +400,18 @@ export class ConnectionLayer {
     c.closed = true;
     this.#conns.delete(c);
     if (c.innerPort !== 0) this.#awaitingTls.delete(c.innerPort);
-    // Aborting Deno's connection server drops the connection (its socket is closed).
-    if (c.abort !== null) c.abort.abort();
-    else if (c.inner === null) closeQuietly(c.conn);
+    // Cancelling Deno's connection server drops the connection (its socket is closed).
+    if (c.cancel !== null) {
+      const cancel = c.cancel;
+      c.cancel = null;
+      try {
+        cancel();
+      } catch {
+        // The connection ended on its own an instant ago (its resource is gone already).
+      }
+    } else if (c.inner === null && c.server === null) {
+      closeQuietly(c.conn);
+    }
     if (c.inner !== null) {
       // HTTPS: closing our end ends the TLS side too, even mid-handshake (Deno cannot drop a
       // TLS connection whose handshake is pending: its socket would stay open until the peer
