@@ -14,7 +14,7 @@ async function openssl(args: string[], cwd?: string): Promise<void> {
 // rustls refuses a CA certificate as the server's own (CaUsedAsEndEntity): CA:FALSE.
 const EXTENSIONS = [
   "basicConstraints=critical,CA:FALSE",
-  "subjectAltName=DNS:localhost,IP:127.0.0.1",
+  "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
 ];
 
 /** A self-signed localhost certificate valid from now for `days` days. */

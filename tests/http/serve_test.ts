@@ -302,3 +302,44 @@ Deno.test("the http connection keys default to serveHttp's documented defaults",
   assert.equal(config?.http.keepAliveTimeoutMs, HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT);
   assert.equal(config?.http.tlsAllowExpiredCert, false);
 });
+
+/** Whether this machine has the IPv6 loopback (the relay's own side is always 127.0.0.1). */
+function hasIpv6Loopback(): boolean {
+  try {
+    Deno.listen({ hostname: "::1", port: 0 }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "serveHttp over TLS gives the handler the client's address, not the relay's",
+  ignore: !hasIpv6Loopback(),
+  fn: async () => {
+    await inTempDir(async (dir) => {
+      const { cert, key } = await selfSignedCert(dir);
+      const seen: string[] = [];
+      const server = await serveHttp({
+        ...tlsOptions(cert, key, testLogger()),
+        hostname: "::1",
+        handler: (_req, info) => {
+          seen.push(info.remoteAddr);
+          return Promise.resolve(Response.json({ ok: true }));
+        },
+      });
+      const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cert)] });
+      try {
+        const res = await fetch(`https://[::1]:${server.port}/v0/runtime/status`, { client });
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+        // The TLS engine sees the relay (127.0.0.1); the loopback auth exemption must see "::1",
+        // and a remote client's own address, never the relay's.
+        assert.deepEqual(seen, ["::1"]);
+      } finally {
+        client.close();
+        await server.shutdown();
+      }
+    });
+  },
+});
