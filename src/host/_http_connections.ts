@@ -198,15 +198,15 @@ export class ConnectionLayer {
     for (const c of [...this.#conns]) {
       if (c.inFlight === 0 || c.server === null) this.#close(c);
       else this.#track(c.server.shutdown().catch(() => this.#close(c)));
-      // (#close cancels at most once and catches a cancel that comes too late.)
     }
     while (this.#pending.size > 0) await Promise.all(this.#pending);
   }
 
   #track(p: Promise<unknown>): void {
-    const settled: Promise<void> = p.then(() => {
+    const forget = () => {
       this.#pending.delete(settled);
-    });
+    };
+    const settled: Promise<void> = p.then(forget, forget);
     this.#pending.add(settled);
   }
 

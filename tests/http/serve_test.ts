@@ -343,3 +343,42 @@ Deno.test({
     });
   },
 });
+
+Deno.test("the http connection keys are range-checked with their position, and a bound not above thread_pool_size is warned about", () => {
+  const load = (http: string) =>
+    loadConfig(`providers: [{id: p0, command: prov}]\nhttp:\n${http}`, {
+      path: "/cfg/runtime.yaml",
+      mode: "check",
+      env: {},
+      fileExists: () => true,
+      commandExists: () => true,
+      cwd: "/",
+    });
+  const bad = load(
+    "  max_connections: 7\n  request_header_timeout_ms: 999\n  keep_alive_timeout_ms: 600001\n" +
+      "  tls_allow_expired_cert: yes please\n",
+  );
+  assert.equal(bad.config, null);
+  const errors = bad.diagnostics.filter((d) => d.severity === "error");
+  assert.deepEqual(
+    errors.map((d) => [d.path, d.line, d.column]),
+    [
+      ["http.max_connections", 3, 3],
+      ["http.request_header_timeout_ms", 4, 3],
+      ["http.keep_alive_timeout_ms", 5, 3],
+      ["http.tls_allow_expired_cert", 6, 3],
+    ],
+  );
+  // The boundaries themselves are accepted.
+  const edge = load(
+    "  max_connections: 41\n  thread_pool_size: 40\n  request_header_timeout_ms: 1000\n" +
+      "  keep_alive_timeout_ms: 600000\n",
+  );
+  assert.deepEqual(edge.diagnostics, []);
+  const tight = load("  max_connections: 40\n  thread_pool_size: 40\n");
+  assert.deepEqual(
+    tight.diagnostics.map((d) => [d.severity, d.path]),
+    [["warning", "http.max_connections"]],
+  );
+  assert.match(tight.diagnostics[0].message, /an e-stop too\) is refused/);
+});
