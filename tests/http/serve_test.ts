@@ -243,7 +243,7 @@ Deno.test("serveHttp warns at start-up about a certificate expiring within 14 da
     await server.shutdown();
     const warnings = lines.filter((l) => l.startsWith("WARN"));
     assert.equal(warnings.length, 1, lines.join("\n"));
-    assert.match(warnings[0], /http\.tls_cert_path: the certificate '.*' expires in 2 days/);
+    assert.match(warnings[0], /http\.tls_cert_path: the certificate '.*' expires in 2 day\(s\)/);
     // 15 days left: past the 14-day threshold, no warning.
     const later = await selfSignedCert(dir, 16);
     const quiet = capturingLogger();
