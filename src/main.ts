@@ -8,6 +8,7 @@ import { USAGE } from "./cli_usage.ts";
 import { verifyBehaviorTreeFile } from "./automation/mod.ts";
 import {
   createStderrLogger,
+  fileKind,
   readRegularFile,
   secretFromEnvironment,
   terminateProviderProcesses,
@@ -116,6 +117,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     },
     // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
     fileExists: memoized(isFile),
+    pathKind,
     commandExists: memoized(isOnPath),
     cwd: Deno.cwd(),
   });
@@ -182,6 +184,16 @@ function isFile(absPath: string): boolean {
     return Deno.statSync(absPath).isFile;
   } catch {
     return false;
+  }
+}
+
+/** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
+function pathKind(absPath: string): string | null {
+  try {
+    const info = Deno.statSync(absPath);
+    return info.isFile ? null : fileKind(info);
+  } catch {
+    return null;
   }
 }
 

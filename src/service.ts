@@ -13,6 +13,7 @@ import type { Config } from "./config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
+  httpReservedFds,
   type HttpServerHandle,
   journalFiles,
   killProviderProcesses,
@@ -120,6 +121,11 @@ export async function startService(
         tlsKeyPath: config.http.tlsKeyPath,
         authEnabled: config.http.authEnabled,
         allowInsecureBind: config.http.allowInsecureBind,
+        tlsAllowExpiredCert: config.http.tlsAllowExpiredCert,
+        maxConnections: config.http.maxConnections,
+        requestHeaderTimeoutMs: config.http.requestHeaderTimeoutMs,
+        keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
+        reservedFds: httpReservedFds(config.providers.length),
         handler: api.handle,
         log: log.child("http"),
         onShutdown: () => api?.close(),

@@ -232,6 +232,29 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         allow_insecure_bind: bool("Allow a non-loopback bind without authentication.", false),
         tls_cert_path: str("TLS certificate (PEM); with tls_key_path enables HTTPS.", ""),
         tls_key_path: str("TLS private key (PEM); with tls_cert_path enables HTTPS.", ""),
+        tls_allow_expired_cert: bool(
+          "Serve an expired or not-yet-valid certificate (with a warning) instead of refusing to " +
+            "start.",
+          false,
+        ),
+        max_connections: int(
+          "Bound on open connections; at the limit the oldest idle one is closed for a new one.",
+          128,
+          8,
+          100000,
+        ),
+        request_header_timeout_ms: int(
+          "A connection's first request (HTTPS: TLS handshake included) must arrive within this.",
+          10000,
+          1000,
+          120000,
+        ),
+        keep_alive_timeout_ms: int(
+          "An idle kept-alive connection is closed after this (event streams are never idle).",
+          30000,
+          1000,
+          600000,
+        ),
       },
       {
         allOf: [

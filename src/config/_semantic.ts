@@ -35,6 +35,8 @@ export interface SemanticContext {
   readonly mode: "check" | "start";
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
   readonly fileExists: (absPath: string) => boolean;
+  /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
+  readonly pathKind?: (absPath: string) => string | null;
   readonly commandExists: (command: string) => boolean;
   readonly cwd: string;
   readonly configPath: string;
@@ -67,6 +69,10 @@ const HTTP_KEYS = [
   "allow_insecure_bind",
   "tls_cert_path",
   "tls_key_path",
+  "tls_allow_expired_cert",
+  "max_connections",
+  "request_header_timeout_ms",
+  "keep_alive_timeout_ms",
 ];
 const PROVIDER_KEYS = [
   "id",
@@ -187,6 +193,22 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
   const allowInsecureBind = c.boolean(h, P, "allow_insecure_bind", false);
   const tlsCertPath = readTlsPath(ctx, h, "tls_cert_path", "tls_key_path");
   const tlsKeyPath = readTlsPath(ctx, h, "tls_key_path", "tls_cert_path");
+  const maxConnections = c.integer(h, P, "max_connections", 128, { min: 8, max: 100000 });
+  const requestHeaderTimeoutMs = c.integer(h, P, "request_header_timeout_ms", 10000, {
+    min: 1000,
+    max: 120000,
+  });
+  const keepAliveTimeoutMs = c.integer(h, P, "keep_alive_timeout_ms", 30000, {
+    min: 1000,
+    max: 600000,
+  });
+  if (enabled && maxConnections <= threadPoolSize) {
+    c.warning(
+      [...P, "max_connections"],
+      `${maxConnections} is not above thread_pool_size (${threadPoolSize}): when every ` +
+        "connection has a request in flight, a new one (an e-stop too) is refused",
+    );
+  }
   if (enabled) {
     const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
     if (authEnabled && authToken === "" && envToken === "") {
@@ -232,6 +254,10 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     allowInsecureBind,
     tlsCertPath,
     tlsKeyPath,
+    tlsAllowExpiredCert: c.boolean(h, P, "tls_allow_expired_cert", false),
+    maxConnections,
+    requestHeaderTimeoutMs,
+    keepAliveTimeoutMs,
   };
 }
 
@@ -304,7 +330,10 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
   const abs = posix.resolve(ctx.configDir, v);
   if (!ctx.fileExists(abs)) {
     // A build machine usually lacks the target's certificates; start-up cannot do without them.
-    const message = `file not found: ${abs}`;
+    const kind = ctx.pathKind?.(abs) ?? null;
+    const message = kind === null
+      ? `file not found: ${abs}`
+      : `is not a regular file: ${abs} is ${kind}`;
     if (ctx.mode === "start") c.error([...P, key], message);
     else c.warning([...P, key], message);
   }

@@ -29,6 +29,8 @@ export interface LoadConfigOptions {
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
   /** Whether a regular file exists at an absolute path. */
   readonly fileExists: (absPath: string) => boolean;
+  /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
+  readonly pathKind?: (absPath: string) => string | null;
   /** Whether a bare command name is found on PATH. */
   readonly commandExists: (command: string) => boolean;
   /** Working directory (the default data_dir lives under it). */
@@ -153,6 +155,7 @@ function parseAndValidate(
     mode: options.mode,
     env: options.env,
     fileExists: options.fileExists,
+    ...(options.pathKind ? { pathKind: options.pathKind } : {}),
     commandExists: options.commandExists,
     cwd: options.cwd,
     configPath: options.path,

@@ -111,6 +111,14 @@ export interface HttpConfig {
   /** Absolute paths (resolved against the config folder) or null. */
   readonly tlsCertPath: string | null;
   readonly tlsKeyPath: string | null;
+  /** Serve an expired or not-yet-valid certificate (warned) instead of refusing to start. */
+  readonly tlsAllowExpiredCert: boolean;
+  /** Bound on open connections (idle ones are evicted first at the limit). */
+  readonly maxConnections: number;
+  /** Accept (HTTPS: and TLS handshake) to the first request's complete headers. */
+  readonly requestHeaderTimeoutMs: number;
+  /** An idle kept-alive connection is closed after this; a streaming response is never idle. */
+  readonly keepAliveTimeoutMs: number;
 }
 
 export interface InfluxConfig {

@@ -1,9 +1,59 @@
 /**
- * The HTTP(S) server: Deno.serve around the API's request handler. Reads TLS files, passes the
- * client address to the handler, re-checks the non-loopback-without-auth safety gate at bind,
- * and shuts down gracefully (event streams first, then in-flight requests).
+ * The HTTP(S) server: the API's request handler on Deno's HTTP engine, behind our own connection
+ * layer (_http_connections.ts). Reads and checks the TLS files, passes the client address to the
+ * handler, re-checks the non-loopback-without-auth safety gate at bind, and shuts down gracefully
+ * (event streams first, then in-flight requests).
+ *
+ * Connection layer, and why (issue 13 items 1-2, issue 18 item 7). Deno.serve in Deno 2.9.6 has
+ * no connection limit, no header-read or keep-alive timeout (a silent connection stayed open for
+ * over 90 s; a slowloris for ever), cannot be observed per connection, cannot take a listener of
+ * ours, and an accept error (EMFILE at ~230 idle connections under a 256-descriptor limit) rejects
+ * its `finished` promise and ends the server, which reached main as a crash. Options weighed, with
+ * the server's CPU per request measured on loopback (16 clients, /proc utime+stime):
+ * - Deno.serve: ~10 µs per keep-alive request, ~29 µs per `Connection: close` request; none of the
+ *   bounds above.
+ * - node:http (Deno's Node compatibility): headersTimeout, requestTimeout, keepAliveTimeout and
+ *   maxConnections do work (headersTimeout only at connectionsCheckingInterval granularity), but
+ *   ~24 µs per keep-alive request and ~60 µs per new connection before any Request/Response
+ *   conversion: 2.3x the cost on every request.
+ * - Our accept loop (Deno.listen) handing each connection to Deno's own engine through
+ *   `serveHttpOnConnection` (what Deno.serve is made of; internal, see _http_connections.ts):
+ *   ~10 µs per keep-alive request (no measurable change) and ~45 µs per new connection (+~16 µs
+ *   of JS accept and per-connection set-up). Chosen: the request path keeps Deno.serve's cost and
+ *   only connection set-up pays, once per connection.
+ * The whole runtime, old vs new, GET /v0/state from 16 clients on one machine: 21-22 µs per
+ * kept-alive request both; per `Connection: close` request 40-53 µs before, 58-70 µs after
+ * (+~16 µs per new connection). `deno task bench --only 1,2` showed no change beyond its noise.
+ * HTTPS through the relay, kept-alive fetch clients: 41-49 µs per request after, 65-79 before.
+ * TLS: Deno cannot drop a TLS connection whose handshake is pending (its socket stays open until
+ * the peer closes it, whatever JS does), so for HTTPS the public listener is plain TCP and each
+ * connection is relayed to a TLS listener on 127.0.0.1 that only the relay uses. Closing the
+ * relay closes both ends, so unfinished handshakes are bounded by the request-header timeout. The
+ * relay costs HTTPS a copy through JS each way; plain HTTP does not have it.
  */
 import { type Logger, RuntimeError } from "../common/mod.ts";
+import {
+  ConnectionLayer,
+  type ConnectionStats,
+  internalServeOnConnection,
+} from "./_http_connections.ts";
+
+export type { ConnectionStats } from "./_http_connections.ts";
+
+/** Default of http.max_connections: connections held at once (idle ones are evicted first). */
+export const HTTP_MAX_CONNECTIONS_DEFAULT = 128;
+/** Default of http.request_header_timeout_ms: accept (HTTPS: and handshake) to first request. */
+export const HTTP_REQUEST_HEADER_TIMEOUT_MS_DEFAULT = 10_000;
+/** Default of http.keep_alive_timeout_ms: an idle kept-alive connection is closed after this. */
+export const HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT = 30_000;
+/** Open files kept free for everything but HTTP connections (providers' pipes, journal, ...). */
+export const HTTP_RESERVED_FDS_BASE = 64;
+/** Extra open files kept free per configured provider (stdin, stdout, stderr pipes, margin). */
+export const HTTP_RESERVED_FDS_PER_PROVIDER = 4;
+/** A certificate expiring within this many days is warned about at start-up. */
+export const TLS_CERT_EXPIRY_WARNING_DAYS = 14;
+/** A TLS certificate or key file larger than this is refused before it is read. */
+export const TLS_FILE_MAX_BYTES = 1024 * 1024;
 
 /** The request handler the server drives (HttpApi.handle). */
 export type ServeHandler = (req: Request, info: { remoteAddr: string }) => Promise<Response>;
@@ -23,6 +73,20 @@ export interface ServeOptions {
   readonly log: Logger;
   /** Runs first on shutdown: ends event streams, which would otherwise keep shutdown waiting. */
   readonly onShutdown?: () => void;
+  /** http.max_connections (default HTTP_MAX_CONNECTIONS_DEFAULT). */
+  readonly maxConnections?: number;
+  /** http.request_header_timeout_ms (default HTTP_REQUEST_HEADER_TIMEOUT_MS_DEFAULT). */
+  readonly requestHeaderTimeoutMs?: number;
+  /** http.keep_alive_timeout_ms (default HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT). */
+  readonly keepAliveTimeoutMs?: number;
+  /** http.tls_allow_expired_cert: serve an expired or not-yet-valid certificate (with a warning). */
+  readonly tlsAllowExpiredCert?: boolean;
+  /** Open files to leave to the rest of the runtime (default httpReservedFds(0)). */
+  readonly reservedFds?: number;
+  /** The open-file limit to size against; default: this process's soft RLIMIT_NOFILE. */
+  readonly openFileLimit?: number | null;
+  /** Wall clock for the certificate dates (tests). */
+  readonly now?: () => number;
 }
 
 /** A listening server. */
@@ -30,6 +94,10 @@ export interface HttpServerHandle {
   readonly hostname: string;
   readonly port: number;
   readonly tls: boolean;
+  /** The connection bound in force (http.max_connections, lowered to fit the open-file limit). */
+  readonly maxConnections: number;
+  /** Connection counters since start. */
+  connectionStats(): ConnectionStats;
   /** Stops accepting, ends streams, waits for in-flight requests. Idempotent. */
   shutdown(): Promise<void>;
 }
@@ -41,6 +109,68 @@ export function isLoopbackBind(hostname: string): boolean {
   return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
+/** Open files serveHttp leaves to the rest of a runtime with `providers` providers. */
+export function httpReservedFds(providers: number): number {
+  return HTTP_RESERVED_FDS_BASE + HTTP_RESERVED_FDS_PER_PROVIDER * providers;
+}
+
+/** This process's soft open-file limit (Linux /proc/self/limits), or null when unknown. */
+export function openFileLimit(): number | null {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(Deno.readTextFileSync("/proc/self/limits"));
+    if (m === null || m[1] === "unlimited") return null;
+    return Number(m[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The connection bound that fits the open-file limit: each plain connection holds one file
+ * descriptor, each HTTPS connection three (client, relay, TLS side).
+ */
+export function fittedMaxConnections(
+  configured: number,
+  limit: number | null,
+  reserved: number,
+  tls: boolean,
+): number {
+  if (limit === null) return configured;
+  const fit = Math.floor((limit - reserved) / (tls ? 3 : 1));
+  return Math.max(1, Math.min(configured, fit));
+}
+
+/** What the start-up check found about the server certificate's dates. */
+export interface CertificateCheck {
+  readonly validFrom: Date;
+  readonly validTo: Date;
+  /** "expired" / "not-yet-valid" refuse to start unless allowed; "expires-soon" warns. */
+  readonly problem: "expired" | "not-yet-valid" | "expires-soon" | null;
+  /** Whole days left until validTo (negative once expired). */
+  readonly daysLeft: number;
+}
+
+/** Reads the validity dates of the first certificate in `pem` (the server's own). */
+export async function checkCertificate(pem: string, nowMs: number): Promise<CertificateCheck> {
+  // node:crypto parses X.509 in Deno without a dependency; imported only when TLS is on.
+  const { X509Certificate } = await import("node:crypto");
+  const cert = new X509Certificate(pem);
+  const validFrom = new Date(cert.validFrom);
+  const validTo = new Date(cert.validTo);
+  if (Number.isNaN(validFrom.getTime()) || Number.isNaN(validTo.getTime())) {
+    throw new Error(`unreadable validity dates '${cert.validFrom}' .. '${cert.validTo}'`);
+  }
+  const daysLeft = Math.floor((validTo.getTime() - nowMs) / 86_400_000);
+  const problem = nowMs < validFrom.getTime()
+    ? "not-yet-valid"
+    : nowMs > validTo.getTime()
+    ? "expired"
+    : validTo.getTime() - nowMs < TLS_CERT_EXPIRY_WARNING_DAYS * 86_400_000
+    ? "expires-soon"
+    : null;
+  return { validFrom, validTo, problem, daysLeft };
+}
+
 /** Binds and serves; throws RuntimeError when the gate refuses, a TLS file is unreadable or the port is taken. */
 export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
   if (!isLoopbackBind(opts.hostname) && !opts.authEnabled && !opts.allowInsecureBind) {
@@ -50,28 +180,41 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
         "refusing to serve (set http.auth_enabled: true, or http.allow_insecure_bind: true)",
     );
   }
+  const serveOnConnection = internalServeOnConnection();
+  if (serveOnConnection === null) {
+    // Never silently fall back to Deno.serve: that would drop every connection bound.
+    throw new RuntimeError(
+      "INTERNAL",
+      `http: this Deno (${Deno.version.deno}) has no serveHttpOnConnection; the connection ` +
+        "layer (src/host/_http_connections.ts) needs the Deno the runtime was built for (2.9)",
+    );
+  }
   const tls = opts.tlsCertPath !== null && opts.tlsKeyPath !== null;
   const files = tls
     ? {
       cert: await readTlsFile(opts.tlsCertPath!, "http.tls_cert_path"),
       key: await readTlsFile(opts.tlsKeyPath!, "http.tls_key_path"),
     }
-    : {};
-  let server: Deno.HttpServer<Deno.NetAddr>;
+    : null;
+  if (files !== null) {
+    await checkServerCertificate(files.cert, opts);
+  }
+  const configured = opts.maxConnections ?? HTTP_MAX_CONNECTIONS_DEFAULT;
+  const limit = opts.openFileLimit === undefined ? openFileLimit() : opts.openFileLimit;
+  const reserved = opts.reservedFds ?? httpReservedFds(0);
+  const maxConnections = fittedMaxConnections(configured, limit, reserved, tls);
+  if (maxConnections < configured) {
+    opts.log.warn(
+      `http.max_connections ${configured} does not fit the open-file limit ${limit} ` +
+        `(${reserved} kept for the rest of the runtime${tls ? ", 3 per HTTPS connection" : ""}); ` +
+        `serving at most ${maxConnections} connections (raise LimitNOFILE / ulimit -n)`,
+    );
+  }
+
+  let listener: Deno.Listener;
+  let tlsListener: Deno.TlsListener | null = null;
   try {
-    server = Deno.serve({
-      hostname: opts.hostname,
-      port: opts.port,
-      ...files,
-      onListen: () => {},
-      onError: (err) => {
-        opts.log.error(`request failed: ${err instanceof Error ? err.message : String(err)}`);
-        return new Response(
-          JSON.stringify({ status: { code: "INTERNAL", message: "internal error" } }),
-          { status: 500, headers: { "content-type": "application/json" } },
-        );
-      },
-    }, (req, info) => opts.handler(req, { remoteAddr: info.remoteAddr.hostname }));
+    listener = Deno.listen({ hostname: opts.hostname, port: opts.port });
   } catch (err) {
     throw new RuntimeError(
       "UNAVAILABLE",
@@ -79,26 +222,134 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
       { cause: err },
     );
   }
-  const addr = server.addr;
-  opts.log.debug(`listening on ${tls ? "https" : "http"}://${fmtHost(addr.hostname)}:${addr.port}`);
+  if (files !== null) {
+    try {
+      tlsListener = Deno.listenTls({
+        hostname: "127.0.0.1",
+        port: 0,
+        cert: files.cert,
+        key: files.key,
+        alpnProtocols: ["h2", "http/1.1"],
+      });
+    } catch (err) {
+      listener.close();
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `http.tls_cert_path / http.tls_key_path: cannot use the certificate and key: ` +
+          (err as Error).message,
+        { cause: err },
+      );
+    }
+  }
+  const log = opts.log;
+  const layer = new ConnectionLayer({
+    listener,
+    tlsListener,
+    maxConnections,
+    requestHeaderTimeoutMs: opts.requestHeaderTimeoutMs ?? HTTP_REQUEST_HEADER_TIMEOUT_MS_DEFAULT,
+    keepAliveTimeoutMs: opts.keepAliveTimeoutMs ?? HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT,
+    handler: opts.handler,
+    onError: (err) => {
+      log.error(`request failed: ${err instanceof Error ? err.message : String(err)}`);
+      return new Response(
+        JSON.stringify({ status: { code: "INTERNAL", message: "internal error" } }),
+        { status: 500, headers: { "content-type": "application/json" } },
+      );
+    },
+    log,
+    serveOnConnection,
+  });
+  const addr = listener.addr as Deno.NetAddr;
+  log.debug(
+    `listening on ${tls ? "https" : "http"}://${fmtHost(addr.hostname)}:${addr.port} ` +
+      `(at most ${maxConnections} connections)`,
+  );
   let stopping: Promise<void> | null = null;
   return {
     hostname: addr.hostname,
     port: addr.port,
     tls,
+    maxConnections,
+    connectionStats: () => layer.stats(),
     shutdown() {
       stopping ??= (async () => {
         opts.onShutdown?.();
-        await server.shutdown();
-        await server.finished;
-        opts.log.info("http server stopped");
+        await layer.shutdown();
+        log.info("http server stopped");
       })();
       return stopping;
     },
   };
 }
 
+/** Refuses an expired or not-yet-valid certificate (unless allowed), warns when it expires soon. */
+async function checkServerCertificate(pem: string, opts: ServeOptions): Promise<void> {
+  let check: CertificateCheck;
+  try {
+    check = await checkCertificate(pem, (opts.now ?? Date.now)());
+  } catch (err) {
+    throw new RuntimeError(
+      "FAILED_PRECONDITION",
+      `http.tls_cert_path: '${opts.tlsCertPath}' is not a readable PEM certificate: ` +
+        (err as Error).message,
+      { cause: err },
+    );
+  }
+  const dates = `valid from ${check.validFrom.toISOString()} to ${check.validTo.toISOString()}`;
+  const where = `http.tls_cert_path: the certificate '${opts.tlsCertPath}'`;
+  switch (check.problem) {
+    case null:
+      return;
+    case "expires-soon":
+      opts.log.warn(
+        `${where} expires in ${
+          check.daysLeft < 1 ? "less than a day" : `${check.daysLeft} day(s)`
+        } (${dates}); renew it before then`,
+      );
+      return;
+    case "expired":
+    case "not-yet-valid": {
+      const what = check.problem === "expired" ? "has expired" : "is not valid yet";
+      if (opts.tlsAllowExpiredCert) {
+        opts.log.warn(
+          `${where} ${what} (${dates}); serving it because ` +
+            "http.tls_allow_expired_cert is true",
+        );
+        return;
+      }
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `${where} ${what} (${dates}); clients will refuse it. Renew it, fix the clock, or set ` +
+          "http.tls_allow_expired_cert: true",
+      );
+    }
+  }
+}
+
 async function readTlsFile(path: string, key: string): Promise<string> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch (err) {
+    throw new RuntimeError(
+      "FAILED_PRECONDITION",
+      `${key}: cannot read '${path}': ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  if (!info.isFile) {
+    // A directory or a FIFO: say so (reading a FIFO would block start-up for ever).
+    throw new RuntimeError(
+      "FAILED_PRECONDITION",
+      `${key}: '${path}' is not a regular file (${fileKind(info)})`,
+    );
+  }
+  if (info.size > TLS_FILE_MAX_BYTES) {
+    throw new RuntimeError(
+      "FAILED_PRECONDITION",
+      `${key}: '${path}' is ${info.size} bytes, more than ${TLS_FILE_MAX_BYTES} for a PEM file`,
+    );
+  }
   try {
     return await Deno.readTextFile(path);
   } catch (err) {
@@ -108,6 +359,17 @@ async function readTlsFile(path: string, key: string): Promise<string> {
       { cause: err },
     );
   }
+}
+
+/** A short name for what a non-regular path is. */
+export function fileKind(info: Deno.FileInfo): string {
+  if (info.isDirectory) return "a directory";
+  if (info.isSymlink) return "a symbolic link";
+  if (info.isFifo) return "a FIFO";
+  if (info.isSocket) return "a socket";
+  if (info.isCharDevice) return "a character device";
+  if (info.isBlockDevice) return "a block device";
+  return "not a regular file";
 }
 
 function fmtHost(h: string): string {

@@ -33,6 +33,10 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
     allowInsecureBind: false,
     tlsCertPath: null,
     tlsKeyPath: null,
+    tlsAllowExpiredCert: false,
+    maxConnections: 128,
+    requestHeaderTimeoutMs: 10000,
+    keepAliveTimeoutMs: 30000,
   });
   assert.deepEqual(config.providers, [{
     id: "p0",

@@ -1,0 +1,542 @@
+/**
+ * The connection layer under the HTTP server: our own accept loop that counts connections,
+ * bounds them, closes idle and slow ones, survives accept errors, and hands each admitted
+ * connection to Deno's HTTP engine (the hyper-based one behind Deno.serve).
+ *
+ * Why not Deno.serve alone (Deno 2.9.6): it accepts in Rust and exposes no connection count, no
+ * limit, no header-read or keep-alive timeout (an idle connection stays open for ever), and an
+ * accept error such as EMFILE ends the whole server with a rejected `finished` promise. The only
+ * way to keep its engine and still see connections is `serveHttpOnConnection`, the function
+ * Deno.serve itself is built from, reached through `Deno[Deno.internal]` (no public API hands a
+ * connection to it; `Deno.serveHttp` is the removed 1.x API). See serve.ts for the measurements
+ * behind the choice and `internalServeOnConnection` for how its absence is reported.
+ *
+ * Per request the layer adds two counter updates and a `completed` callback; the sweeper that
+ * enforces the timeouts is one interval over at most `maxConnections` records, not a timer per
+ * request.
+ */
+import type { Logger } from "../common/mod.ts";
+import type { ServeHandler } from "./serve.ts";
+
+/** How often the sweeper checks deadlines at most / at least (ms). */
+const SWEEP_INTERVAL_MIN_MS = 50;
+const SWEEP_INTERVAL_MAX_MS = 1000;
+/** Back-off after a failed accept (EMFILE, ENFILE, ...): doubles from MIN up to MAX (ms). */
+export const ACCEPT_ERROR_BACKOFF_MIN_MS = 10;
+export const ACCEPT_ERROR_BACKOFF_MAX_MS = 1000;
+/** At most one log line per this period for accept errors and for refused/evicted connections. */
+export const CONNECTION_LOG_INTERVAL_MS = 10_000;
+/** Size of each direction's copy buffer of the TLS relay (one TLS record is at most 16 KiB). */
+export const TLS_RELAY_BUFFER_BYTES = 16 * 1024;
+/** At the limit, the next accept waits for the evicted connection's socket at most this long. */
+const EVICTION_WAIT_MAX_MS = 1000;
+/** A connection to the internal TLS listener that no relay claims within this time is closed. */
+const TLS_RELAY_MATCH_TIMEOUT_MS = 1000;
+
+/** The answer a refused plain-HTTP connection gets before it is closed. */
+function refusalResponse(maxConnections: number): Uint8Array {
+  const body = JSON.stringify({
+    status: {
+      code: "UNAVAILABLE",
+      message: `too many open connections (http.max_connections = ${maxConnections}); retry later`,
+    },
+  });
+  return new TextEncoder().encode(
+    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n" +
+      `content-length: ${body.length}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** What Deno's internal per-connection server returns (the shape of Deno.HttpServer). */
+interface ConnectionServer {
+  readonly finished: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * What serveHttpOnConnection does with its `signal`: it only registers one "abort" listener that
+ * cancels the connection. We pass this object instead of an AbortSignal to get that listener and
+ * call it ourselves: an AbortSignal would run it inside event dispatch, where its error (Bad
+ * resource ID, when the connection ended an instant before) is reported as an uncaught error,
+ * which src/main.ts treats as a crash.
+ */
+interface CancelHook {
+  addEventListener(type: "abort", listener: () => void, options?: unknown): void;
+}
+
+type ServeOnConnection = (
+  conn: Deno.Conn,
+  signal: CancelHook,
+  handler: (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response>,
+  onError: (err: unknown) => Response,
+  onListen: () => void,
+) => ConnectionServer;
+
+/**
+ * Deno's `serveHttpOnConnection` (ext/http/00_serve.ts), or null when this Deno does not have it.
+ * It is internal: a Deno upgrade may move it, which tests/http/connection_limits_test.ts catches.
+ */
+export function internalServeOnConnection(): ServeOnConnection | null {
+  const key = (Deno as unknown as { internal?: symbol }).internal;
+  if (key === undefined) return null;
+  const internals = (Deno as unknown as Record<symbol, Record<string, unknown> | undefined>)[key];
+  const fn = internals?.serveHttpOnConnection;
+  return typeof fn === "function" ? fn as ServeOnConnection : null;
+}
+
+export interface ConnectionLayerOptions {
+  /** The public listener (plain TCP, also for HTTPS: TLS runs behind the relay). */
+  readonly listener: Deno.Listener;
+  /** HTTPS: the loopback TLS listener the relay feeds; null for plain HTTP. */
+  readonly tlsListener: Deno.TlsListener | null;
+  readonly maxConnections: number;
+  readonly requestHeaderTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly handler: ServeHandler;
+  readonly onError: (err: unknown) => Response;
+  readonly log: Logger;
+  readonly serveOnConnection: ServeOnConnection;
+}
+
+/** Counters since start (observability and tests). */
+export interface ConnectionStats {
+  /** Connections held now (admitted, not yet closed). */
+  open: number;
+  accepted: number;
+  /** Closed because the first request's headers (HTTPS: and the TLS handshake) took too long. */
+  headerTimeouts: number;
+  /** Closed after http.keep_alive_timeout_ms without a request. */
+  idleTimeouts: number;
+  /** Idle connections closed to make room for a new one at the limit. */
+  evicted: number;
+  /** New connections refused at the limit (every held connection had a request in flight). */
+  refused: number;
+  acceptErrors: number;
+}
+
+/** One admitted connection. */
+interface Conn {
+  /** The client's TCP connection. */
+  readonly conn: Deno.Conn;
+  readonly info: { readonly remoteAddr: string };
+  readonly acceptedAt: number;
+  idleSince: number;
+  requests: number;
+  inFlight: number;
+  closed: boolean;
+  /** Cancels Deno's connection server (drops the connection); null once it has ended. */
+  cancel: (() => void) | null;
+  server: ConnectionServer | null;
+  /** HTTPS: our end of the loopback connection to the TLS listener, and its local port. */
+  inner: Deno.Conn | null;
+  innerPort: number;
+  /** Called once the connection's socket is gone (its server or relay has ended). */
+  onEnded: (() => void) | null;
+  ended: boolean;
+  readonly requestDone: () => void;
+}
+
+/** The accept loop, the admitted connections and their deadlines. */
+export class ConnectionLayer {
+  readonly #o: ConnectionLayerOptions;
+  readonly #conns = new Set<Conn>();
+  readonly #stats: ConnectionStats = {
+    open: 0,
+    accepted: 0,
+    headerTimeouts: 0,
+    idleTimeouts: 0,
+    evicted: 0,
+    refused: 0,
+    acceptErrors: 0,
+  };
+  readonly #refusal: Uint8Array;
+  readonly #sweeper: ReturnType<typeof setInterval>;
+  readonly #loops: Promise<void>[] = [];
+  /** HTTPS relay: connections waiting for their TLS side, by the relay's local port. */
+  readonly #awaitingTls = new Map<number, Conn>();
+  /** HTTPS relay: TLS-side connections accepted before their relay registered. */
+  readonly #unclaimedTls = new Map<number, { conn: Deno.TlsConn; at: number }>();
+  /** Everything started per connection (servers, relays, refusals); shutdown waits for it. */
+  readonly #pending = new Set<Promise<void>>();
+  #stopping = false;
+  #wakeBackoff: (() => void) | null = null;
+  #lastLimitLog = -Infinity;
+  #limitSuppressed = 0;
+  #lastAcceptLog = -Infinity;
+  #acceptSuppressed = 0;
+
+  constructor(o: ConnectionLayerOptions) {
+    this.#o = o;
+    this.#refusal = refusalResponse(o.maxConnections);
+    const sweep = Math.min(o.requestHeaderTimeoutMs, o.keepAliveTimeoutMs) / 4;
+    this.#sweeper = setInterval(
+      () => this.#sweep(),
+      Math.max(SWEEP_INTERVAL_MIN_MS, Math.min(SWEEP_INTERVAL_MAX_MS, sweep)),
+    );
+    this.#loops.push(this.#acceptLoop());
+    if (o.tlsListener) this.#loops.push(this.#tlsAcceptLoop(o.tlsListener));
+  }
+
+  stats(): ConnectionStats {
+    return { ...this.#stats, open: this.#conns.size };
+  }
+
+  /**
+   * Stops accepting, closes connections without a request in flight at once, lets the others
+   * finish their requests (graceful), and resolves when every connection has ended.
+   */
+  async shutdown(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    clearInterval(this.#sweeper);
+    this.#wakeBackoff?.();
+    closeQuietly(this.#o.listener);
+    if (this.#o.tlsListener) closeQuietly(this.#o.tlsListener);
+    await Promise.all(this.#loops);
+    for (const { conn } of this.#unclaimedTls.values()) closeQuietly(conn);
+    this.#unclaimedTls.clear();
+    for (const c of [...this.#conns]) {
+      if (c.inFlight === 0 || c.server === null) this.#close(c);
+      else this.#track(c.server.shutdown().catch(() => this.#close(c)));
+    }
+    while (this.#pending.size > 0) await Promise.all(this.#pending);
+  }
+
+  #track(p: Promise<unknown>): void {
+    const forget = () => {
+      this.#pending.delete(settled);
+    };
+    const settled: Promise<void> = p.then(forget, forget);
+    this.#pending.add(settled);
+  }
+
+  async #acceptLoop(): Promise<void> {
+    let backoff = ACCEPT_ERROR_BACKOFF_MIN_MS;
+    while (!this.#stopping) {
+      let conn: Deno.Conn;
+      try {
+        conn = await this.#o.listener.accept();
+      } catch (err) {
+        if (this.#stopping) return;
+        // EMFILE/ENFILE and the like: the listener is still good. Log, back off, go on; the
+        // connection stays in the kernel's backlog until descriptors free up.
+        this.#stats.acceptErrors++;
+        this.#logAcceptError(err);
+        await this.#sleep(backoff);
+        backoff = Math.min(backoff * 2, ACCEPT_ERROR_BACKOFF_MAX_MS);
+        continue;
+      }
+      backoff = ACCEPT_ERROR_BACKOFF_MIN_MS;
+      if (this.#stopping) {
+        closeQuietly(conn);
+        return;
+      }
+      const making = this.#admit(conn);
+      // At the limit, accept the next one only once the connection closed for this one is gone:
+      // a flood then cannot hold more descriptors than the bound while closes catch up.
+      if (making !== null) await this.#bounded(making, EVICTION_WAIT_MAX_MS);
+    }
+  }
+
+  /** Admits a connection; at the limit returns what to wait for before the next accept. */
+  #admit(conn: Deno.Conn): Promise<void> | null {
+    this.#stats.accepted++;
+    if (this.#conns.size >= this.#o.maxConnections) {
+      // Make room by closing the oldest connection that has no request in flight (an idle
+      // keep-alive one or one still waiting for its first request): a flood of idle connections
+      // then cannot lock out a client that has something to say, such as POST /v0/estop.
+      let victim: Conn | null = null;
+      for (const c of this.#conns) {
+        if (c.inFlight === 0) {
+          victim = c;
+          break;
+        }
+      }
+      if (victim === null) {
+        this.#stats.refused++;
+        this.#logLimit("refused a new connection: every connection has a request in flight");
+        return this.#refuse(conn);
+      }
+      this.#stats.evicted++;
+      this.#logLimit("closed the oldest idle connection to admit a new one");
+      const gone = victim.ended ? null : new Promise<void>((r) => (victim.onEnded = r));
+      this.#close(victim);
+      this.#start(conn);
+      return gone;
+    }
+    this.#start(conn);
+    return null;
+  }
+
+  #start(conn: Deno.Conn): void {
+    const now = performance.now();
+    const c: Conn = {
+      conn,
+      info: { remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname },
+      acceptedAt: now,
+      idleSince: now,
+      requests: 0,
+      inFlight: 0,
+      closed: false,
+      cancel: null,
+      server: null,
+      inner: null,
+      innerPort: 0,
+      onEnded: null,
+      ended: false,
+      requestDone: () => {
+        c.inFlight--;
+        c.idleSince = performance.now();
+      },
+    };
+    this.#conns.add(c);
+    if (this.#o.tlsListener === null) this.#serve(c, conn);
+    else this.#track(this.#relay(c).then(() => this.#ended(c)));
+  }
+
+  /** Hands a connection (the client's, or the TLS side of the relay) to Deno's HTTP engine. */
+  #serve(c: Conn, conn: Deno.Conn): void {
+    const handler = this.#o.handler;
+    const serverDone = () => {
+      c.cancel = null; // the server is gone; nothing left to cancel
+      this.#close(c);
+      if (c.inner === null) this.#ended(c);
+    };
+    const hook: CancelHook = {
+      addEventListener: (_type, listener) => {
+        c.cancel = listener;
+      },
+    };
+    let server: ConnectionServer;
+    try {
+      server = this.#o.serveOnConnection(
+        conn,
+        hook,
+        (req, info) => {
+          c.requests++;
+          c.inFlight++;
+          info.completed.then(c.requestDone, c.requestDone);
+          return handler(req, c.info);
+        },
+        this.#o.onError,
+        () => {},
+      );
+    } catch (err) {
+      this.#o.log.warn(`cannot serve a connection: ${errorText(err)}`);
+      closeQuietly(conn);
+      c.cancel = null;
+      this.#close(c);
+      if (c.inner === null) this.#ended(c);
+      return;
+    }
+    c.server = server;
+    this.#track(server.finished.then(serverDone, (err) => {
+      this.#o.log.debug(`connection ended with an error: ${errorText(err)}`);
+      serverDone();
+    }));
+  }
+
+  /** HTTPS: copies bytes between the client and the loopback TLS listener both ways. */
+  async #relay(c: Conn): Promise<void> {
+    const tls = this.#o.tlsListener!;
+    let inner: Deno.Conn;
+    try {
+      inner = await Deno.connect({
+        hostname: (tls.addr as Deno.NetAddr).hostname,
+        port: (tls.addr as Deno.NetAddr).port,
+      });
+    } catch (err) {
+      this.#o.log.warn(`cannot reach the TLS listener: ${errorText(err)}`);
+      this.#close(c);
+      return;
+    }
+    if (c.closed) {
+      closeQuietly(inner);
+      return;
+    }
+    c.inner = inner;
+    c.innerPort = (inner.localAddr as Deno.NetAddr).port;
+    const early = this.#unclaimedTls.get(c.innerPort);
+    if (early !== undefined) {
+      this.#unclaimedTls.delete(c.innerPort);
+      this.#serve(c, early.conn);
+    } else {
+      this.#awaitingTls.set(c.innerPort, c);
+    }
+    const end = () => this.#close(c);
+    await Promise.all([pump(c.conn, inner).then(end), pump(inner, c.conn).then(end)]);
+  }
+
+  async #tlsAcceptLoop(listener: Deno.TlsListener): Promise<void> {
+    while (!this.#stopping) {
+      let conn: Deno.TlsConn;
+      try {
+        conn = await listener.accept();
+      } catch (err) {
+        if (this.#stopping) return;
+        this.#stats.acceptErrors++;
+        this.#logAcceptError(err);
+        await this.#sleep(ACCEPT_ERROR_BACKOFF_MIN_MS);
+        continue;
+      }
+      const port = (conn.remoteAddr as Deno.NetAddr).port;
+      const c = this.#awaitingTls.get(port);
+      if (c !== undefined) {
+        this.#awaitingTls.delete(port);
+        this.#serve(c, conn);
+      } else if (this.#unclaimedTls.size < this.#o.maxConnections) {
+        // Accepted before the relay's connect() returned; the relay claims it by port, and the
+        // sweeper closes it if nobody does (a stray local client).
+        this.#unclaimedTls.set(port, { conn, at: performance.now() });
+      } else {
+        closeQuietly(conn);
+      }
+    }
+  }
+
+  /** Closes a connection at once (no request in flight, or shutting down). Idempotent. */
+  #close(c: Conn): void {
+    if (c.closed) return;
+    c.closed = true;
+    this.#conns.delete(c);
+    if (c.innerPort !== 0) this.#awaitingTls.delete(c.innerPort);
+    // Cancelling Deno's connection server drops the connection (its socket is closed).
+    if (c.cancel !== null) {
+      const cancel = c.cancel;
+      c.cancel = null;
+      try {
+        cancel();
+      } catch {
+        // The connection ended on its own an instant ago (its resource is gone already).
+      }
+    } else if (c.inner === null && c.server === null) {
+      closeQuietly(c.conn);
+    }
+    if (c.inner !== null) {
+      // HTTPS: closing our end ends the TLS side too, even mid-handshake (Deno cannot drop a
+      // TLS connection whose handshake is pending: its socket would stay open until the peer
+      // closes it, which is why TLS runs behind this relay).
+      closeQuietly(c.inner);
+      closeQuietly(c.conn);
+    }
+  }
+
+  #ended(c: Conn): void {
+    if (c.ended) return;
+    c.ended = true;
+    c.onEnded?.();
+  }
+
+  #refuse(conn: Deno.Conn): Promise<void> | null {
+    if (this.#o.tlsListener !== null) {
+      closeQuietly(conn);
+      return null;
+    }
+    const p = conn.write(this.#refusal).then(() => {}, () => {}).finally(() => closeQuietly(conn));
+    this.#track(p);
+    return p;
+  }
+
+  /** Waits for `p`, at most `ms` (and not past shutdown). */
+  #bounded(p: Promise<void>, ms: number): Promise<void> {
+    let t: ReturnType<typeof setTimeout> | undefined;
+    return Promise.race([p, new Promise<void>((r) => (t = setTimeout(r, ms)))])
+      .finally(() => clearTimeout(t));
+  }
+
+  #sweep(): void {
+    const now = performance.now();
+    const header = this.#o.requestHeaderTimeoutMs;
+    const idle = this.#o.keepAliveTimeoutMs;
+    for (const c of this.#conns) {
+      if (c.inFlight > 0) continue;
+      if (c.requests === 0) {
+        if (now - c.acceptedAt >= header) {
+          this.#stats.headerTimeouts++;
+          this.#close(c);
+        }
+      } else if (now - c.idleSince >= idle) {
+        this.#stats.idleTimeouts++;
+        this.#close(c);
+      }
+    }
+    for (const [port, u] of this.#unclaimedTls) {
+      if (now - u.at >= TLS_RELAY_MATCH_TIMEOUT_MS) {
+        this.#unclaimedTls.delete(port);
+        closeQuietly(u.conn);
+      }
+    }
+    if (this.#limitSuppressed > 0 && now - this.#lastLimitLog >= CONNECTION_LOG_INTERVAL_MS) {
+      this.#logLimit(null);
+    }
+  }
+
+  #logLimit(what: string | null): void {
+    const now = performance.now();
+    if (now - this.#lastLimitLog < CONNECTION_LOG_INTERVAL_MS) {
+      if (what !== null) this.#limitSuppressed++;
+      return;
+    }
+    const more = this.#limitSuppressed > 0
+      ? ` (${this.#limitSuppressed} more refused or evicted in the last period)`
+      : "";
+    this.#limitSuppressed = 0;
+    this.#lastLimitLog = now;
+    this.#o.log.warn(
+      `connection limit http.max_connections = ${this.#o.maxConnections} reached` +
+        (what === null ? "" : `: ${what}`) + more,
+    );
+  }
+
+  #logAcceptError(err: unknown): void {
+    const now = performance.now();
+    if (now - this.#lastAcceptLog < CONNECTION_LOG_INTERVAL_MS) {
+      this.#acceptSuppressed++;
+      return;
+    }
+    const more = this.#acceptSuppressed > 0
+      ? ` (${this.#acceptSuppressed} more since the last report)`
+      : "";
+    this.#acceptSuppressed = 0;
+    this.#lastAcceptLog = now;
+    this.#o.log.error(`accepting a connection failed, still serving: ${errorText(err)}${more}`);
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#wakeBackoff = done;
+    });
+  }
+}
+
+/** Copies `from` to `to` until either ends or fails. */
+async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  const buf = new Uint8Array(TLS_RELAY_BUFFER_BYTES);
+  try {
+    for (;;) {
+      const n = await from.read(buf);
+      if (n === null) return;
+      let off = 0;
+      while (off < n) off += await to.write(buf.subarray(off, n));
+    }
+  } catch {
+    // closed from the other side or by #close
+  }
+}
+
+function closeQuietly(c: { close(): void }): void {
+  try {
+    c.close();
+  } catch {
+    // already closed
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,113 @@
+/** Raw TCP helpers for the connection-layer tests: what a careless or hostile client does. */
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Connects to 127.0.0.1:port. */
+export function connect(port: number): Promise<Deno.TcpConn> {
+  return Deno.connect({ hostname: "127.0.0.1", port });
+}
+
+/** Writes the whole string. */
+export async function send(conn: Deno.Conn, text: string | Uint8Array): Promise<void> {
+  const bytes = typeof text === "string" ? enc.encode(text) : text;
+  let off = 0;
+  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}
+
+/** A keep-alive GET request. */
+export function getRequest(path: string): string {
+  return `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+}
+
+/**
+ * Reads one HTTP/1.1 response with a content-length body; null when the server closed first.
+ * Throws after `timeoutMs` (closing `conn`), so a server that never answers cannot hang a test.
+ */
+export async function readResponse(
+  conn: Deno.Conn,
+  timeoutMs = 10_000,
+): Promise<{ status: number; headers: string; body: string } | null> {
+  let expired = false;
+  const timer = setTimeout(() => {
+    expired = true;
+    try {
+      conn.close();
+    } catch { /* already closed */ }
+  }, timeoutMs);
+  try {
+    return await readOne(conn);
+  } catch (err) {
+    if (expired) throw new Error(`no response within ${timeoutMs} ms`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readOne(
+  conn: Deno.Conn,
+): Promise<{ status: number; headers: string; body: string } | null> {
+  let buf = new Uint8Array(0);
+  const chunk = new Uint8Array(16 * 1024);
+  for (;;) {
+    const text = dec.decode(buf);
+    const end = text.indexOf("\r\n\r\n");
+    if (end >= 0) {
+      const head = text.slice(0, end);
+      const len = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? "0");
+      const bodyBytes = buf.length - enc.encode(text.slice(0, end + 4)).length;
+      if (bodyBytes >= len) {
+        return {
+          status: Number(head.split(" ")[1]),
+          headers: head,
+          body: text.slice(end + 4),
+        };
+      }
+    }
+    const n = await conn.read(chunk);
+    if (n === null) return null;
+    const next = new Uint8Array(buf.length + n);
+    next.set(buf);
+    next.set(chunk.subarray(0, n), buf.length);
+    buf = next;
+  }
+}
+
+/**
+ * Waits until the server closes `conn` (EOF or reset), reading and discarding what it sends;
+ * resolves with the ms waited, or null when it is still open after `limitMs`. Closes `conn`.
+ */
+export async function closedWithin(conn: Deno.Conn, limitMs: number): Promise<number | null> {
+  const t0 = performance.now();
+  const buf = new Uint8Array(4096);
+  const reading = (async () => {
+    try {
+      while ((await conn.read(buf)) !== null) { /* discard */ }
+    } catch {
+      // reset by the server, or closed by us below
+    }
+    return performance.now() - t0;
+  })();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<null>((r) => (timer = setTimeout(() => r(null), limitMs)));
+  const result = await Promise.race([reading, timeout]);
+  clearTimeout(timer);
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
+  await reading;
+  return result;
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Number of open file descriptors of this process. */
+export function openFds(): number {
+  return [...Deno.readDirSync("/proc/self/fd")].length;
+}

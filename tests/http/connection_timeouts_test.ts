@@ -1,0 +1,189 @@
+/**
+ * The connection layer's deadlines over real sockets (issue 13 item 2, issue 18 item 7): a
+ * connection that sends nothing, a slowloris, an idle kept-alive connection and a half-finished
+ * TLS handshake are closed; an event stream is not.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { type HttpServerHandle, serveHttp, type ServeOptions } from "../../src/host/mod.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import {
+  closedWithin,
+  connect,
+  getRequest,
+  openFds,
+  readResponse,
+  send,
+  sleep,
+} from "./_raw_socket.ts";
+import { selfSignedCert } from "./_tls_certs.ts";
+
+/** Generous: the sweeper's period plus a loaded machine's scheduling delay. */
+const SLACK_MS = 2000;
+
+async function serve(
+  fx: HttpFixture,
+  o: Partial<ServeOptions> & { requestHeaderTimeoutMs: number; keepAliveTimeoutMs: number },
+): Promise<HttpServerHandle> {
+  return await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: false,
+    allowInsecureBind: false,
+    handler: fx.api.handle,
+    log: testLogger(),
+    onShutdown: () => fx.api.close(),
+    ...o,
+  });
+}
+
+Deno.test("serveHttp closes a connection that sends no request once http.request_header_timeout_ms has passed", async () => {
+  const fx = await startHttpFixture({ start: false });
+  const server = await serve(fx, { requestHeaderTimeoutMs: 600, keepAliveTimeoutMs: 60_000 });
+  try {
+    const waited = await closedWithin(await connect(server.port), 600 + SLACK_MS);
+    assert.notEqual(waited, null, "a silent connection is still open");
+    assert.ok(waited! >= 550, `closed after ${waited} ms, before the timeout`);
+    assert.equal(server.connectionStats().headerTimeouts, 1);
+    assert.equal(server.connectionStats().open, 0);
+  } finally {
+    await server.shutdown();
+    await fx.close();
+  }
+});
+
+Deno.test("serveHttp closes a slowloris connection sending one header byte per second", async () => {
+  const fx = await startHttpFixture({ start: false });
+  const server = await serve(fx, { requestHeaderTimeoutMs: 2000, keepAliveTimeoutMs: 60_000 });
+  const conn = await connect(server.port);
+  let writing = true;
+  const drip = (async () => {
+    const head = "GET /v0/runtime/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + "a".repeat(60);
+    for (const ch of head) {
+      if (!writing) return;
+      try {
+        await send(conn, ch);
+      } catch {
+        return; // closed by the server
+      }
+      await sleep(1000);
+    }
+  })();
+  try {
+    const waited = await closedWithin(conn, 2000 + SLACK_MS);
+    assert.notEqual(waited, null, "a slowloris connection is still open");
+    assert.ok(waited! >= 1900, `closed after ${waited} ms, before the timeout`);
+    assert.equal(server.connectionStats().headerTimeouts, 1);
+  } finally {
+    writing = false;
+    await drip;
+    await server.shutdown();
+    await fx.close();
+  }
+});
+
+Deno.test("serveHttp keeps a connection for requests within http.keep_alive_timeout_ms and closes it once idle that long", async () => {
+  const fx = await startHttpFixture({ start: false });
+  const server = await serve(fx, { requestHeaderTimeoutMs: 60_000, keepAliveTimeoutMs: 1000 });
+  const conn = await connect(server.port);
+  try {
+    await send(conn, getRequest("/v0/runtime/status"));
+    assert.equal((await readResponse(conn))?.status, 200);
+    await sleep(400);
+    // Within the keep-alive timeout the same connection serves the next request.
+    await send(conn, getRequest("/v0/runtime/status"));
+    assert.equal((await readResponse(conn))?.status, 200);
+    const waited = await closedWithin(conn, 1000 + SLACK_MS);
+    assert.notEqual(waited, null, "an idle kept-alive connection is still open");
+    assert.ok(waited! >= 950, `closed after ${waited} ms of idleness, before the timeout`);
+    assert.equal(server.connectionStats().idleTimeouts, 1);
+    assert.equal(server.connectionStats().headerTimeouts, 0);
+  } finally {
+    await server.shutdown();
+    await fx.close();
+  }
+});
+
+Deno.test("serveHttp never closes an event stream for idleness, though its client sends nothing", async () => {
+  const fx = await startHttpFixture({ start: false });
+  const server = await serve(fx, { requestHeaderTimeoutMs: 300, keepAliveTimeoutMs: 300 });
+  const res = await fetch(`http://127.0.0.1:${server.port}/v0/events`);
+  const reader = res.body!.getReader();
+  try {
+    assert.equal(res.status, 200);
+    // Five times both timeouts, with no byte in either direction.
+    await sleep(1500);
+    assert.equal(server.connectionStats().open, 1);
+    const event: RuntimeEvent = {
+      kind: "mode_change",
+      previous_mode: "IDLE",
+      new_mode: "MANUAL",
+      timestamp_ms: 1,
+    };
+    const id = fx.runtime.bus.publish(event);
+    let text = "";
+    while (!text.includes(`id: ${id}\n`)) {
+      const { done, value } = await reader.read();
+      assert.equal(done, false, "the event stream was closed");
+      text += new TextDecoder().decode(value);
+    }
+    assert.equal(server.connectionStats().idleTimeouts, 0);
+    assert.equal(server.connectionStats().headerTimeouts, 0);
+  } finally {
+    await reader.cancel();
+    await server.shutdown();
+    await fx.close();
+  }
+});
+
+Deno.test("serveHttp over TLS closes connections that never finish the handshake, and frees their sockets", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "http-tls-hs-" });
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const { cert, key } = await selfSignedCert(dir);
+    const server = await serve(fx, {
+      tlsCertPath: cert,
+      tlsKeyPath: key,
+      requestHeaderTimeoutMs: 800,
+      keepAliveTimeoutMs: 60_000,
+    });
+    try {
+      const baseline = openFds();
+      const silent = await Promise.all([1, 2, 3].map(() => connect(server.port)));
+      // Half a ClientHello: a TLS record header announcing 512 bytes, and 5 of them.
+      const half = await connect(server.port);
+      await send(
+        half,
+        new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]),
+      );
+      const waited = await Promise.all(
+        [...silent, half].map((c) => closedWithin(c, 800 + SLACK_MS)),
+      );
+      for (const w of waited) {
+        assert.notEqual(w, null, "an unfinished TLS handshake is still open");
+        assert.ok(w! >= 750, `closed after ${w} ms, before the timeout`);
+      }
+      assert.equal(server.connectionStats().headerTimeouts, 4);
+      // Deno alone keeps a pending handshake's socket open until the peer leaves; the relay must
+      // not: every descriptor opened for these connections is released.
+      await waitFor("descriptors released", () => openFds() <= baseline, 5000);
+      // And the server still completes a real handshake.
+      const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cert)] });
+      try {
+        const res = await fetch(`https://localhost:${server.port}/v0/runtime/status`, { client });
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+      } finally {
+        client.close();
+      }
+    } finally {
+      await server.shutdown();
+    }
+  } finally {
+    await fx.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
