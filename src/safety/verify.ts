@@ -107,7 +107,11 @@ async function verifyDevice(
     let allHold = true;
     for (const e of group) {
       const check = judge(e, read);
-      out.set(e, check);
+      // A read that fails (often the last one, cut short by the deadline) does not erase what an
+      // earlier fresh read showed: "mismatch" is about the last fresh value.
+      const previous = out.get(e);
+      const keep = !read.ok && previous !== undefined && previous.observed !== null;
+      if (!keep) out.set(e, check);
       if (check.outcome !== "verified") allHold = false;
     }
     if (allHold) return;

@@ -8,6 +8,7 @@
  *   --log FILE                            append what happens to FILE, one line each:
  *                                         `pid N` at start, `helper N`, `hang OP`
  *   --hang hello|wait_ready|read_signals  never answer the first such request
+ *   --hang-after-reads N                  answer N ReadSignals, then never answer another
  *   --spawn-helper                        start `sleep 1000` (a helper: the runtime's grandchild)
  *   --ignore-sigterm                      SIGTERM does nothing
  *   --ignore-stdin-eof                    keep running after stdin closes (the ADPP stop signal)
@@ -24,6 +25,7 @@ const { values } = parseArgs({
   args: Deno.args,
   options: {
     hang: { type: "string" },
+    "hang-after-reads": { type: "string" },
     "spawn-helper": { type: "boolean" },
     "ignore-sigterm": { type: "boolean" },
     "ignore-stdin-eof": { type: "boolean" },
@@ -49,6 +51,9 @@ if (values["spawn-helper"]) {
 }
 
 const hang = values.hang;
+let readsLeft = values["hang-after-reads"] === undefined
+  ? Infinity
+  : Number(values["hang-after-reads"]);
 
 /** A request that is never answered (the SDK serves one request at a time: the provider hangs). */
 function never(op: string): Promise<never> {
@@ -86,7 +91,8 @@ const provider: ProviderHandler = {
   waitReady: (req) => devices.waitReady(req),
   listDevices: (req) => devices.listDevices(req),
   describeDevice: (req) => devices.describeDevice(req),
-  readSignals: (req) => hang === "read_signals" ? never("read_signals") : devices.readSignals(req),
+  readSignals: (req) =>
+    hang === "read_signals" || readsLeft-- <= 0 ? never("read_signals") : devices.readSignals(req),
   call: (req, ctx) => devices.call(req, ctx),
   getHealth: (req) => devices.getHealth(req),
 };

@@ -8,6 +8,7 @@ import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, i, inertSim, manualCall } from "../safety/_fixture.ts";
 import { eventsOf } from "./automation_helpers.ts";
+import { scriptedProvider } from "./process_helpers.ts";
 
 const VERIFY_TIMEOUT_MS = 300;
 
@@ -125,6 +126,27 @@ Deno.test("Estop verification catches an actuator that acknowledges but does not
     assert.equal(check.outcome, "mismatch");
     assert.deepEqual(check.observed, { type: "double", double: 0.6 });
     assert.match(check.reason ?? "", /reads 0\.6/);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop verification keeps a fresh mismatch when a later read-back is cut off by the deadline", async () => {
+  // The provider answers the priming poll and the first read-back, then never again.
+  const rt = await startRuntime(testConfig({
+    providers: [scriptedProvider("probe", ["--hang-after-reads", "2"], { timeoutMs: 5000 })],
+    pollingIntervalMs: 60000,
+    safety: {
+      expect: [expectation("probe/probe0/env_probe_marker", { equals: "armed" })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  }));
+  try {
+    const v = (await rt.estop.trigger("cut off")).verification;
+    assert.equal(v.outcome, "mismatch");
+    assert.equal(v.checks[0].outcome, "mismatch");
+    assert.deepEqual(v.checks[0].observed, { type: "string", string: "<unset>" });
+    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + 1000, `bounded: ${v.elapsed_ms} ms`);
   } finally {
     await rt.stop();
   }
