@@ -374,7 +374,8 @@ export class RunRegistry {
 
   /**
    * GET /v0/runs/{run_id}/events: oldest first, read from the run's file through its index.
-   * Never enters the write queue, so a read never delays an append; a page reads at most
+   * Waits for the appends queued before it but never enters the write queue, so a read never
+   * delays an append; a page reads at most
    * EVENT_INDEX_STRIDE lines beyond its own (plus, once per run and process, one pass to build
    * the index). `after_sequence` starts after that sequence number; `offset` counts from there.
    */
@@ -389,6 +390,9 @@ export class RunRegistry {
       throw invalidArgument("after_sequence: must be a non-negative integer");
     }
     const { limit, offset } = pageBounds(page, EVENTS_PAGE_LIMIT);
+    // Read your writes: wait for the appends queued before this read (the chain as it is now),
+    // without joining the queue — appends queued after it never wait for the read.
+    await this.#chain;
     const index = this.#eventIndex(runId);
     let events: RunEvent[];
     try {
