@@ -1,6 +1,3 @@
-import { constants, type Stats } from "node:fs";
-import { type FileHandle, open } from "node:fs/promises";
-
 /** Reads a whole file as bytes (behavior trees: the digest covers the exact file bytes). */
 export function readFileBytes(path: string): Uint8Array {
   return Deno.readFileSync(path);
@@ -15,27 +12,54 @@ export type RegularFileRead =
 const READ_CHUNK_BYTES = 64 * 1024;
 
 /**
- * Reads a regular file of at most `maxBytes` bytes. The file is opened first (non-blocking, so a
- * FIFO without a writer cannot hang the open) and the open file is checked, so a path swapped for
- * a FIFO or a device after a check cannot slip through; then at most `maxBytes + 1` bytes are read,
- * so a file that grows meanwhile (or a /proc file whose stat size is 0) is still bounded.
+ * Bound on opening a file that stat showed to be regular. Only a path swapped for a FIFO between
+ * the stat and the open can make open(2) wait; that wait is cut off here.
+ */
+export const REGULAR_FILE_OPEN_TIMEOUT_MS = 2000;
+
+/**
+ * Reads a regular file of at most `maxBytes` bytes. The path is stat'ed first (a FIFO, a device
+ * or a directory is refused without being opened, so a FIFO without a writer cannot hang us), the
+ * open is bounded (REGULAR_FILE_OPEN_TIMEOUT_MS) and the open file is checked again, so a path
+ * swapped after the stat cannot slip through; then at most `maxBytes + 1` bytes are read, so a
+ * file that grows meanwhile (or a /proc file whose stat size is 0) is still bounded.
+ *
+ * Deno APIs only: importing node:fs for O_NONBLOCK cost ~7 MB of resident memory at start-up.
  */
 export async function readRegularFile(path: string, maxBytes: number): Promise<RegularFileRead> {
-  let handle: FileHandle;
+  let info: Deno.FileInfo;
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    info = await Deno.stat(path);
   } catch (e) {
     return { ok: false, message: openErrorMessage(e) };
   }
+  const refused = checkRegular(info, maxBytes);
+  if (refused) return refused;
+  const opening = Deno.open(path, { read: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<"timeout">((r) => {
+    timer = setTimeout(() => r("timeout"), REGULAR_FILE_OPEN_TIMEOUT_MS);
+  });
+  let file: Deno.FsFile;
   try {
-    const info = await handle.stat();
-    if (!info.isFile()) return { ok: false, message: `not a regular file (${fileKind(info)})` };
-    if (info.size > maxBytes) {
+    const opened = await Promise.race([opening, timedOut]);
+    if (opened === "timeout") {
+      opening.then((f) => f.close(), () => {});
       return {
         ok: false,
-        message: `too large: ${info.size} bytes, the limit is ${limit(maxBytes)}`,
+        message: `could not be opened within ${REGULAR_FILE_OPEN_TIMEOUT_MS} ms ` +
+          "(replaced by a FIFO or a device?)",
       };
     }
+    file = opened;
+  } catch (e) {
+    return { ok: false, message: openErrorMessage(e) };
+  } finally {
+    clearTimeout(timer);
+  }
+  try {
+    const again = checkRegular(await file.stat(), maxBytes);
+    if (again) return again;
     let buffer = new Uint8Array(Math.min(info.size, maxBytes) + 1);
     let length = 0;
     while (length <= maxBytes) {
@@ -44,9 +68,9 @@ export async function readRegularFile(path: string, maxBytes: number): Promise<R
         grown.set(buffer);
         buffer = grown;
       }
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-      if (bytesRead === 0) return { ok: true, bytes: buffer.subarray(0, length) };
-      length += bytesRead;
+      const n = await file.read(buffer.subarray(length));
+      if (n === null) return { ok: true, bytes: buffer.subarray(0, length) };
+      length += n;
     }
     return {
       ok: false,
@@ -55,8 +79,16 @@ export async function readRegularFile(path: string, maxBytes: number): Promise<R
   } catch (e) {
     return { ok: false, message: e instanceof Error ? e.message : String(e) };
   } finally {
-    await handle.close();
+    file.close();
   }
+}
+
+function checkRegular(info: Deno.FileInfo, maxBytes: number): RegularFileRead | null {
+  if (!info.isFile) return { ok: false, message: `not a regular file (${fileKind(info)})` };
+  if (info.size > maxBytes) {
+    return { ok: false, message: `too large: ${info.size} bytes, the limit is ${limit(maxBytes)}` };
+  }
+  return null;
 }
 
 function limit(maxBytes: number): string {
@@ -64,19 +96,19 @@ function limit(maxBytes: number): string {
   return Number.isInteger(mib) ? `${maxBytes} bytes (${mib} MiB)` : `${maxBytes} bytes`;
 }
 
-function fileKind(info: Stats): string {
-  if (info.isDirectory()) return "a directory";
-  if (info.isFIFO()) return "a FIFO";
-  if (info.isCharacterDevice()) return "a character device";
-  if (info.isBlockDevice()) return "a block device";
-  if (info.isSocket()) return "a socket";
-  return "not a file";
+/** A short name for what a non-regular path is. */
+export function fileKind(info: Deno.FileInfo): string {
+  if (info.isDirectory) return "a directory";
+  if (info.isSymlink) return "a symbolic link";
+  if (info.isFifo) return "a FIFO";
+  if (info.isSocket) return "a socket";
+  if (info.isCharDevice) return "a character device";
+  if (info.isBlockDevice) return "a block device";
+  return "not a regular file";
 }
 
 function openErrorMessage(e: unknown): string {
-  const code = (e as { code?: unknown } | null)?.code;
-  if (code === "ENOENT") return "no such file";
-  if (code === "EACCES" || code === "EPERM") return "permission denied";
-  if (code === "ENXIO") return "not a regular file (a FIFO or socket that cannot be opened)";
+  if (e instanceof Deno.errors.NotFound) return "no such file";
+  if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
   return e instanceof Error ? e.message : String(e);
 }

@@ -32,6 +32,7 @@
  * relay costs HTTPS a copy through JS each way; plain HTTP does not have it.
  */
 import { type Logger, RuntimeError } from "../common/mod.ts";
+import { fileKind } from "./files.ts";
 import {
   ConnectionLayer,
   type ConnectionStats,
@@ -359,17 +360,6 @@ async function readTlsFile(path: string, key: string): Promise<string> {
       { cause: err },
     );
   }
-}
-
-/** A short name for what a non-regular path is. */
-export function fileKind(info: Deno.FileInfo): string {
-  if (info.isDirectory) return "a directory";
-  if (info.isSymlink) return "a symbolic link";
-  if (info.isFifo) return "a FIFO";
-  if (info.isSocket) return "a socket";
-  if (info.isCharDevice) return "a character device";
-  if (info.isBlockDevice) return "a block device";
-  return "not a regular file";
 }
 
 function fmtHost(h: string): string {
