@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { formatDiagnostic } from "../../src/config/mod.ts";
 import { load, PROV, summary } from "./_helpers.ts";
+import { runCli, withFiles } from "../helpers/cli.ts";
 
 Deno.test("loadConfig reads safety.safe_state.expect and verify_timeout_ms", () => {
   const r = load(`
@@ -152,3 +153,25 @@ for (const c of BAD) {
     for (const d of r.diagnostics) assert.ok(d.column > 0, `column for ${d.path}`);
   });
 }
+
+Deno.test("runtime --check-config prints a malformed expectation as FILE:LINE:COL", async () => {
+  await withFiles({
+    "rig.yaml": [
+      "providers: [{id: p0, command: deno}]",
+      "safety:",
+      "  safe_state:",
+      "    expect:",
+      "      - { signal: p0/motor1_duty, equals: 0 }",
+      "      - { signal: p0/m/duty, min: 2, max: 1 }",
+      "",
+    ].join("\n"),
+  }, async (dir) => {
+    const r = await runCli(["--check-config", "rig.yaml"], { cwd: dir });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      /^rig\.yaml:5:\d+: error: safety\.safe_state\.expect\[0\]\.signal: must be `provider\/device\/signal`/m,
+    );
+    assert.match(r.stdout, /^rig\.yaml:6:\d+: error: safety\.safe_state\.expect\[1\]\.max: /m);
+  });
+});
