@@ -1,0 +1,140 @@
+/**
+ * deno task mutate [scope ...] — mutation testing of the code the machine's safety rests on.
+ *
+ * StrykerJS (tools/mutation, run under Deno) with its command test runner: for every mutant it
+ * runs `deno test` on the test files of that scope, so a mutant is "killed" when a real test
+ * fails. Scopes pair source files with the tests that exercise them, so each mutant runs seconds
+ * of tests instead of the whole suite. Every scope writes tools/mutation/reports/<scope>.json
+ * (Stryker's mutation-testing-report schema); `--report` merges them into docs/mutation-report.md
+ * (score per file, survivors, equivalent mutants with their reasons), with the date and commit.
+ *
+ *   deno task mutate                       every scope, then the report
+ *   deno task mutate safety-plan http-policy   some scopes, then the report
+ *   deno task mutate --list                the scopes
+ *   deno task mutate --report              only rebuild the report from the last runs
+ */
+import { parseArgs } from "node:util";
+import {
+  type EquivalentMutant,
+  MUTATION_SCOPES,
+  type MutationScope,
+  renderReport,
+  type StrykerReport,
+  summarize,
+} from "./mutation_report.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const TOOL = `${ROOT}tools/mutation/`;
+const STRYKER = `${TOOL}node_modules/@stryker-mutator/core/bin/stryker.js`;
+const REPORTS = `${TOOL}reports/`;
+const EQUIVALENT = `${TOOL}equivalent.json`;
+const REPORT_MD = `${ROOT}docs/mutation-report.md`;
+
+async function run(cmd: string, args: string[], cwd: string): Promise<number> {
+  const child = new Deno.Command(cmd, { args, cwd, stdout: "inherit", stderr: "inherit" }).spawn();
+  return (await child.status).code;
+}
+
+async function ensureStryker(): Promise<void> {
+  try {
+    await Deno.stat(STRYKER);
+  } catch {
+    console.log("mutate: installing StrykerJS (tools/mutation/package-lock.json) with npm ci");
+    const code = await run("npm", ["ci", "--silent", "--no-audit", "--no-fund"], TOOL);
+    if (code !== 0) throw new Error(`npm ci in tools/mutation failed (exit ${code})`);
+  }
+}
+
+function strykerConfig(scope: MutationScope): Record<string, unknown> {
+  return {
+    testRunner: "command",
+    commandRunner: {
+      command: `deno test --allow-all --no-check --quiet ${scope.tests.join(" ")}`,
+    },
+    mutate: scope.files,
+    plugins: [`${TOOL}ignore_logging.js`],
+    ignorers: ["logging"],
+    ignorePatterns: [
+      "tools/mutation/node_modules",
+      "tools/mutation/reports",
+      "bench/results",
+      "dist",
+      ".git",
+    ],
+    concurrency: Math.max(1, navigator.hardwareConcurrency),
+    timeoutMS: scope.timeoutMs,
+    reporters: ["clear-text", "json"],
+    clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+    jsonReporter: { fileName: `${REPORTS}${scope.name}.json` },
+    tempDirName: ".stryker-tmp",
+    cleanTempDir: true,
+    disableTypeChecks: "{src,tests}/**/*.ts",
+  };
+}
+
+async function runScope(scope: MutationScope): Promise<void> {
+  const config = `${REPORTS}${scope.name}.stryker.json`;
+  await Deno.writeTextFile(config, JSON.stringify(strykerConfig(scope), null, 2));
+  console.log(`mutate: scope ${scope.name}: ${scope.files.join(", ")}`);
+  const code = await run(Deno.execPath(), ["run", "-A", STRYKER, "run", config], ROOT);
+  if (code !== 0) throw new Error(`Stryker failed on scope ${scope.name} (exit ${code})`);
+}
+
+async function readJson<T>(path: string): Promise<T | null> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as T;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return null;
+    throw err;
+  }
+}
+
+async function writeReport(): Promise<void> {
+  const reports: Array<{ scope: string; report: StrykerReport; at: Date }> = [];
+  for (const scope of MUTATION_SCOPES) {
+    const path = `${REPORTS}${scope.name}.json`;
+    const report = await readJson<StrykerReport>(path);
+    if (report) reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime! });
+  }
+  const equivalents = (await readJson<EquivalentMutant[]>(EQUIVALENT)) ?? [];
+  const commit = new TextDecoder().decode(
+    (await new Deno.Command("git", { args: ["rev-parse", "--short=12", "HEAD"], cwd: ROOT })
+      .output()).stdout,
+  ).trim();
+  const summary = summarize(reports, equivalents);
+  await Deno.writeTextFile(REPORT_MD, renderReport(summary, { commit }));
+  await run(Deno.execPath(), ["fmt", "--quiet", REPORT_MD], ROOT);
+  console.log(`mutate: report written to docs/mutation-report.md`);
+  for (const f of summary.files) {
+    console.log(`  ${f.score.toFixed(1).padStart(5)} %  ${f.file}`);
+  }
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: Deno.args,
+    allowPositionals: true,
+    options: { list: { type: "boolean" }, report: { type: "boolean" } },
+  });
+  if (values.list) {
+    for (const s of MUTATION_SCOPES) console.log(`${s.name}: ${s.files.join(", ")}`);
+    return 0;
+  }
+  await Deno.mkdir(REPORTS, { recursive: true });
+  if (!values.report) {
+    const unknown = positionals.filter((p) => !MUTATION_SCOPES.some((s) => s.name === p));
+    if (unknown.length > 0) {
+      console.error(`mutate: unknown scope(s) ${unknown.join(", ")} (see --list)`);
+      return 2;
+    }
+    await ensureStryker();
+    const chosen = positionals.length === 0
+      ? MUTATION_SCOPES
+      : MUTATION_SCOPES.filter((s) => positionals.includes(s.name));
+    for (const scope of chosen) await runScope(scope);
+  }
+  await writeReport();
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main());

@@ -1,0 +1,324 @@
+/**
+ * The mutation-testing scopes (which source files, which tests) and the report: per-file scores
+ * from StrykerJS JSON reports, survivors, and equivalent mutants excluded with their reasons.
+ */
+
+/** Source files mutated together and the tests run against every one of their mutants. */
+export interface MutationScope {
+  readonly name: string;
+  readonly files: readonly string[];
+  readonly tests: readonly string[];
+  /**
+   * Added to the scope's own test time before a mutant counts as timed out (an endless loop):
+   * small for unit tests, larger where the tests drive real processes.
+   */
+  readonly timeoutMs: number;
+}
+
+/** Extra time for a mutant of a scope whose tests are unit tests. */
+const UNIT_TIMEOUT_MS = 5_000;
+/** Extra time for a mutant of a scope whose tests start provider processes. */
+const PROCESS_TIMEOUT_MS = 30_000;
+
+/**
+ * Issue 22's scope: safety, control, auth/CORS/request policy, supervision and liveness, quality
+ * and liveness health, config bounds, typed values. Tests are the files that exercise the code,
+ * unit tests first, then the scenarios that drive real processes.
+ */
+export const MUTATION_SCOPES: readonly MutationScope[] = [
+  {
+    name: "common",
+    files: ["src/common/typed_value.ts"],
+    tests: ["tests/common/", "tests/adpp/codec_test.ts", "tests/control/validate_args_test.ts"],
+    timeoutMs: UNIT_TIMEOUT_MS,
+  },
+  {
+    name: "safety-plan",
+    files: ["src/safety/safe_state.ts"],
+    tests: ["tests/safety/"],
+    timeoutMs: UNIT_TIMEOUT_MS,
+  },
+  {
+    name: "safety-estop",
+    files: ["src/safety/estop.ts", "src/safety/verify.ts"],
+    tests: [
+      "tests/safety/",
+      "tests/scenarios/estop_hooks_test.ts",
+      "tests/scenarios/estop_zero_test.ts",
+      "tests/scenarios/estop_none_test.ts",
+      "tests/scenarios/estop_setpoints_test.ts",
+      "tests/scenarios/estop_fault_test.ts",
+      "tests/scenarios/estop_verify_test.ts",
+      "tests/scenarios/estop_drain_test.ts",
+      "tests/scenarios/estop_fanout_test.ts",
+      "tests/scenarios/estop_provider_down_test.ts",
+      "tests/scenarios/estop_reset_test.ts",
+      "tests/scenarios/estop_concurrency_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    name: "control-modes",
+    files: ["src/control/mode_manager.ts"],
+    tests: [
+      "tests/control/mode_manager_test.ts",
+      "tests/control/mode_hooks_test.ts",
+      "tests/scenarios/mode_fault_hooks_test.ts",
+      "tests/scenarios/estop_reset_test.ts",
+      "tests/scenarios/automation_gating_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    name: "control-calls",
+    files: [
+      "src/control/call_router.ts",
+      "src/control/declared_calls.ts",
+      "src/control/validate_args.ts",
+      "src/control/parameters.ts",
+    ],
+    tests: [
+      "tests/control/",
+      "tests/scenarios/kernel_calls_test.ts",
+      "tests/scenarios/estop_drain_test.ts",
+      "tests/http/call_deadline_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    name: "http-policy",
+    files: ["src/http/auth.ts", "src/http/cors.ts", "src/http/request_policy.ts"],
+    tests: [
+      "tests/http/auth_cors_test.ts",
+      "tests/http/request_policy_test.ts",
+      "tests/http/pieces_test.ts",
+    ],
+    timeoutMs: UNIT_TIMEOUT_MS,
+  },
+  {
+    name: "providers-supervision",
+    files: ["src/providers/supervisor.ts"],
+    tests: ["tests/providers/supervisor_test.ts"],
+    timeoutMs: UNIT_TIMEOUT_MS,
+  },
+  {
+    name: "providers-host",
+    files: [
+      "src/providers/provider_host.ts",
+      "src/providers/provider_session.ts",
+      "src/providers/registry.ts",
+    ],
+    tests: [
+      "tests/providers/",
+      "tests/scenarios/kernel_supervision_test.ts",
+      "tests/scenarios/kernel_discovery_test.ts",
+      "tests/scenarios/provider_data_discovery_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    name: "state",
+    files: ["src/state/health.ts", "src/state/state_cache.ts"],
+    tests: [
+      "tests/state/",
+      "tests/scenarios/provider_data_types_test.ts",
+      "tests/scenarios/provider_data_missing_value_test.ts",
+      "tests/scenarios/provider_data_undeclared_test.ts",
+      "tests/scenarios/provider_data_integers_test.ts",
+      "tests/scenarios/provider_data_poll_overlap_test.ts",
+      "tests/scenarios/kernel_calls_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    name: "config-semantic",
+    files: ["src/config/_semantic.ts"],
+    tests: ["tests/config/"],
+    timeoutMs: UNIT_TIMEOUT_MS,
+  },
+];
+
+/** The parts of a StrykerJS JSON report (mutation-testing-report-schema) this reads. */
+export interface StrykerReport {
+  readonly files: Record<string, {
+    readonly source: string;
+    readonly mutants: readonly StrykerMutant[];
+  }>;
+}
+
+export interface StrykerMutant {
+  readonly id: string;
+  readonly mutatorName: string;
+  readonly replacement?: string;
+  readonly status: string;
+  readonly location: {
+    readonly start: { readonly line: number; readonly column: number };
+    readonly end: { readonly line: number; readonly column: number };
+  };
+}
+
+/**
+ * A mutant that cannot change behaviour (tools/mutation/equivalent.json): matched by file,
+ * mutator, the original source text and the replacement, so it survives line shifts.
+ */
+export interface EquivalentMutant {
+  readonly file: string;
+  readonly mutator: string;
+  readonly original: string;
+  readonly replacement: string;
+  readonly reason: string;
+}
+
+/** One surviving (or uncovered) mutant as the report lists it. */
+export interface Survivor {
+  readonly line: number;
+  readonly mutator: string;
+  readonly original: string;
+  readonly replacement: string;
+  readonly status: string;
+}
+
+export interface FileSummary {
+  readonly scope: string;
+  readonly file: string;
+  readonly total: number;
+  readonly killed: number;
+  readonly timeout: number;
+  readonly survived: number;
+  readonly noCoverage: number;
+  readonly equivalent: number;
+  readonly errors: number;
+  /** (killed + timeout) / (killed + timeout + survived + no coverage), in %. */
+  readonly score: number;
+  readonly survivors: readonly Survivor[];
+  readonly equivalents: ReadonlyArray<Survivor & { readonly reason: string }>;
+}
+
+export interface MutationSummary {
+  readonly files: readonly FileSummary[];
+  /** Earliest and latest run time of the scopes included. */
+  readonly from: Date | null;
+  readonly to: Date | null;
+}
+
+/** The source text a mutant replaces (mutation-testing-report-schema: 1-based line and column). */
+export function originalText(source: string, m: StrykerMutant): string {
+  const lines = source.split("\n");
+  const { start, end } = m.location;
+  const from = start.column - 1;
+  const to = end.column - 1;
+  if (start.line === end.line) return lines[start.line - 1].slice(from, to);
+  const parts = [lines[start.line - 1].slice(from)];
+  for (let l = start.line; l < end.line - 1; l++) parts.push(lines[l]);
+  parts.push(lines[end.line - 1].slice(0, to));
+  return parts.join("\n");
+}
+
+/** Per-file counts and survivors over every scope's report. */
+export function summarize(
+  reports: ReadonlyArray<{ scope: string; report: StrykerReport; at: Date }>,
+  equivalents: readonly EquivalentMutant[],
+): MutationSummary {
+  const files: FileSummary[] = [];
+  let from: Date | null = null;
+  let to: Date | null = null;
+  for (const { scope, report, at } of reports) {
+    if (from === null || at < from) from = at;
+    if (to === null || at > to) to = at;
+    for (const [file, { source, mutants }] of Object.entries(report.files)) {
+      const counts = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, errors: 0 };
+      const survivors: Survivor[] = [];
+      const equivalent: Array<Survivor & { reason: string }> = [];
+      for (const m of mutants) {
+        const entry: Survivor = {
+          line: m.location.start.line,
+          mutator: m.mutatorName,
+          original: originalText(source, m),
+          replacement: m.replacement ?? "",
+          status: m.status,
+        };
+        if (m.status === "Killed") counts.killed++;
+        else if (m.status === "Timeout") counts.timeout++;
+        else if (m.status === "Survived" || m.status === "NoCoverage") {
+          const eq = equivalents.find((e) =>
+            e.file === file && e.mutator === entry.mutator && e.original === entry.original &&
+            e.replacement === entry.replacement
+          );
+          if (eq) equivalent.push({ ...entry, reason: eq.reason });
+          else {
+            survivors.push(entry);
+            if (m.status === "Survived") counts.survived++;
+            else counts.noCoverage++;
+          }
+        } else if (m.status === "CompileError" || m.status === "RuntimeError") counts.errors++;
+      }
+      const detected = counts.killed + counts.timeout;
+      const considered = detected + counts.survived + counts.noCoverage;
+      files.push({
+        scope,
+        file,
+        total: mutants.length,
+        ...counts,
+        equivalent: equivalent.length,
+        score: considered === 0 ? 100 : (100 * detected) / considered,
+        survivors,
+        equivalents: equivalent,
+      });
+    }
+  }
+  return { files, from, to };
+}
+
+/** The committed report: docs/mutation-report.md. */
+export function renderReport(s: MutationSummary, o: { commit: string }): string {
+  const day = (d: Date | null) => d === null ? "–" : d.toISOString().slice(0, 16).replace("T", " ");
+  const lines = [
+    "# Mutation testing report",
+    "",
+    "Generated by `deno task mutate` (StrykerJS, command runner running `deno test` on each",
+    "scope's tests; scopes in `scripts/mutation_report.ts`). How to read it: README, Development.",
+    "",
+    `Commit \`${o.commit}\`; scopes run ${day(s.from)} – ${day(s.to)} UTC.`,
+    "",
+    "Score = (killed + timed out) / (killed + timed out + survived + not covered); equivalent",
+    "mutants (listed below with their reasons) and mutants that do not compile are excluded.",
+    "",
+    "| scope | file | mutants | killed | timeout | survived | no cov | equivalent | errors | score |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const f of s.files) {
+    lines.push(
+      `| ${f.scope} | \`${f.file}\` | ${f.total} | ${f.killed} | ${f.timeout} | ${f.survived} | ` +
+        `${f.noCoverage} | ${f.equivalent} | ${f.errors} | ${f.score.toFixed(1)} % |`,
+    );
+  }
+  lines.push("", "## Survivors", "");
+  const any = s.files.some((f) => f.survivors.length > 0);
+  if (!any) lines.push("None.");
+  for (const f of s.files) {
+    if (f.survivors.length === 0) continue;
+    lines.push(`### \`${f.file}\``, "");
+    for (const m of f.survivors) {
+      lines.push(
+        `- line ${m.line}, ${m.mutator}${m.status === "NoCoverage" ? " (not covered)" : ""}: ` +
+          `\`${oneLine(m.original)}\` → \`${oneLine(m.replacement)}\``,
+      );
+    }
+    lines.push("");
+  }
+  lines.push("## Equivalent mutants (excluded)", "");
+  const eq = s.files.flatMap((f) => f.equivalents.map((e) => ({ file: f.file, ...e })));
+  if (eq.length === 0) lines.push("None.");
+  for (const e of eq) {
+    lines.push(
+      `- \`${e.file}\` line ${e.line}, ${e.mutator}: \`${oneLine(e.original)}\` → ` +
+        `\`${oneLine(e.replacement)}\` — ${e.reason}`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return (flat.length > 100 ? `${flat.slice(0, 97)}...` : flat).replaceAll("`", "'");
+}

@@ -1,0 +1,105 @@
+/** The mutation report: source text of a mutant, per-file scores, equivalents, rendering. */
+import assert from "node:assert/strict";
+import {
+  MUTATION_SCOPES,
+  originalText,
+  renderReport,
+  type StrykerMutant,
+  type StrykerReport,
+  summarize,
+} from "../../scripts/mutation_report.ts";
+
+const SOURCE = "function f(a, b) {\n  return a < b\n    && b > 0;\n}\n";
+
+function mutant(
+  id: string,
+  status: string,
+  start: [number, number],
+  end: [number, number],
+  replacement: string,
+  mutatorName = "EqualityOperator",
+): StrykerMutant {
+  return {
+    id,
+    mutatorName,
+    replacement,
+    status,
+    location: {
+      start: { line: start[0], column: start[1] },
+      end: { line: end[0], column: end[1] },
+    },
+  };
+}
+
+Deno.test("originalText reads the mutated span with 1-based lines and columns", () => {
+  assert.equal(originalText(SOURCE, mutant("1", "Killed", [2, 10], [2, 15], "a <= b")), "a < b");
+  assert.equal(
+    originalText(SOURCE, mutant("2", "Killed", [2, 10], [3, 13], "false")),
+    "a < b\n    && b > 0",
+  );
+});
+
+Deno.test("summarize scores each file and excludes listed equivalent mutants only", () => {
+  const report: StrykerReport = {
+    files: {
+      "src/x.ts": {
+        source: SOURCE,
+        mutants: [
+          mutant("1", "Killed", [2, 10], [2, 15], "a <= b"),
+          mutant("2", "Timeout", [2, 10], [2, 15], "true", "ConditionalExpression"),
+          mutant("3", "Survived", [3, 8], [3, 13], "b >= 0"),
+          mutant("4", "Survived", [3, 8], [3, 13], "b < 0"),
+          mutant("5", "NoCoverage", [2, 10], [2, 15], "a > b"),
+          mutant("6", "CompileError", [2, 10], [2, 15], "a b"),
+        ],
+      },
+    },
+  };
+  const s = summarize([{ scope: "x", report, at: new Date(0) }], [
+    {
+      file: "src/x.ts",
+      mutator: "EqualityOperator",
+      original: "b > 0",
+      replacement: "b >= 0",
+      reason: "b is never 0 here",
+    },
+    // Same text in another file: must not match.
+    {
+      file: "src/y.ts",
+      mutator: "EqualityOperator",
+      original: "b > 0",
+      replacement: "b < 0",
+      reason: "other file",
+    },
+  ]);
+  const [f] = s.files;
+  assert.deepEqual(
+    [f.total, f.killed, f.timeout, f.survived, f.noCoverage, f.equivalent, f.errors],
+    [6, 1, 1, 1, 1, 1, 1],
+  );
+  assert.equal(f.score, 50); // (1 killed + 1 timeout) / (2 + 1 survived + 1 not covered)
+  assert.deepEqual(f.survivors.map((m) => [m.line, m.replacement, m.status]), [
+    [3, "b < 0", "Survived"],
+    [2, "a > b", "NoCoverage"],
+  ]);
+  assert.equal(f.equivalents[0].reason, "b is never 0 here");
+  const md = renderReport(s, { commit: "abc123" });
+  assert.match(md, /\| x \| `src\/x\.ts` \| 6 \| 1 \| 1 \| 1 \| 1 \| 1 \| 1 \| 50\.0 % \|/);
+  assert.match(md, /line 3, EqualityOperator: `b > 0` → `b < 0`/);
+  assert.match(md, /line 2, EqualityOperator \(not covered\): `a < b` → `a > b`/);
+  assert.match(md, /`src\/x\.ts` line 3, EqualityOperator: `b > 0` → `b >= 0` — b is never 0 here/);
+  assert.match(md, /Commit `abc123`/);
+});
+
+Deno.test("MUTATION_SCOPES name existing source and test paths, each file in one scope", async () => {
+  const seen = new Set<string>();
+  for (const scope of MUTATION_SCOPES) {
+    for (const f of scope.files) {
+      assert.ok(!seen.has(f), `${f} in two scopes`);
+      seen.add(f);
+      await Deno.stat(new URL(`../../${f}`, import.meta.url));
+    }
+    for (const t of scope.tests) await Deno.stat(new URL(`../../${t}`, import.meta.url));
+    assert.ok(scope.timeoutMs > 0);
+  }
+});
