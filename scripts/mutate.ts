@@ -63,7 +63,7 @@ function strykerConfig(scope: MutationScope): Record<string, unknown> {
     ],
     concurrency: Math.max(1, navigator.hardwareConcurrency),
     timeoutMS: scope.timeoutMs,
-    reporters: ["clear-text", "json"],
+    reporters: ["clear-text", "json", "progress-append-only"],
     clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
     jsonReporter: { fileName: `${REPORTS}${scope.name}.json` },
     tempDirName: ".stryker-tmp",
