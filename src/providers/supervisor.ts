@@ -135,9 +135,8 @@ export function isAvailable(state: SupervisorState): boolean {
 export function lifecycleOf(state: SupervisorState): LifecycleState {
   if (state.phase === "UP") return state.attemptCount > 0 ? "RECOVERING" : "RUNNING";
   if (state.phase === "CIRCUIT_OPEN") return "CIRCUIT_OPEN";
-  if (state.crashDetected || state.attemptCount > 0 || state.restartDueAt !== null) {
-    return "RESTARTING";
-  }
+  // A restart is due or running exactly when a failure streak is open (restartDueAt implies it).
+  if (state.crashDetected || state.attemptCount > 0) return "RESTARTING";
   return "DOWN";
 }
 
@@ -153,7 +152,8 @@ export function supervisionView(
     max_attempts: policy.enabled ? policy.maxAttempts : 0,
     crash_detected: state.crashDetected,
     circuit_open: state.phase === "CIRCUIT_OPEN",
-    next_restart_in_ms: state.phase === "BACKOFF" && state.restartDueAt !== null
+    // restartDueAt is set in BACKOFF and only there.
+    next_restart_in_ms: state.restartDueAt !== null
       ? Math.max(0, Math.round(state.restartDueAt - nowMono))
       : state.phase === "ATTEMPTING"
       ? 0

@@ -166,7 +166,11 @@ export function planSafeState(
   return { rung: "none", calls: [], uncovered: actuating.map((a) => ref(a.device, a.fn)) };
 }
 
-type ArgPlan = { kind: "level"; value: TypedValue } | { kind: "selector"; values: TypedValue[] };
+/** How one required argument is set when zeroing: a level (one value) or a selector (each value). */
+interface ArgPlan {
+  readonly level: boolean;
+  readonly values: readonly TypedValue[];
+}
 
 /** The argument sets that zero one function, or null when it is not zeroable (module comment). */
 export function zeroArgSets(fn: FunctionSpec): Record<string, TypedValue>[] | null {
@@ -178,11 +182,10 @@ export function zeroArgSets(fn: FunctionSpec): Record<string, TypedValue>[] | nu
     if (plan === null) return null;
     plans.push([arg.name, plan]);
   }
-  if (!plans.some(([, p]) => p.kind === "level")) return null;
+  if (!plans.some(([, p]) => p.level)) return null;
   let sets: Record<string, TypedValue>[] = [{}];
   for (const [name, plan] of plans) {
-    const values = plan.kind === "level" ? [plan.value] : plan.values;
-    sets = sets.flatMap((s) => values.map((v) => ({ ...s, [name]: v })));
+    sets = sets.flatMap((s) => plan.values.map((v) => ({ ...s, [name]: v })));
     if (sets.length > MAX_ZERO_CALLS_PER_FUNCTION) return null;
   }
   return sets;
@@ -193,21 +196,25 @@ function zeroPlanFor(arg: ArgSpec): ArgPlan | null {
     (arg.max === undefined || arg.max >= 0);
   switch (arg.type) {
     case "bool":
-      return { kind: "level", value: { type: "bool", bool: false } };
+      return { level: true, values: [{ type: "bool", bool: false }] };
     case "double":
-      return admitsZero ? { kind: "level", value: { type: "double", double: 0 } } : null;
+      return admitsZero ? { level: true, values: [{ type: "double", double: 0 }] } : null;
     case "int64":
     case "uint64": {
+      // A selector: both bounds declared, 0 not among them, 1 to 8 integers in between.
       const { min, max } = arg;
-      if (min === undefined || max === undefined || min <= 0 || max < min) return null;
-      if (max - min + 1 > MAX_ZERO_SELECTOR_VALUES) return null;
+      if (min === undefined || max === undefined || min <= 0) return null;
+      const first = Math.ceil(min);
+      const last = Math.floor(max);
+      const count = last - first + 1;
+      if (count < 1 || count > MAX_ZERO_SELECTOR_VALUES) return null;
       const values: TypedValue[] = [];
-      for (let v = Math.ceil(min); v <= max; v++) {
+      for (let v = first; v <= last; v++) {
         values.push(
           arg.type === "int64" ? { type: "int64", int64: v } : { type: "uint64", uint64: v },
         );
       }
-      return values.length > 0 ? { kind: "selector", values } : null;
+      return { level: false, values };
     }
     default:
       return null;

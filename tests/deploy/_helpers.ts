@@ -1,4 +1,4 @@
-/** Shared pieces of the deployment tests: repo paths, the compile task's permissions, ports. */
+/** Shared pieces of the deployment tests: repo paths, the compile task's permissions, lines. */
 
 /** Repository root (absolute, with a trailing slash). */
 export const REPO = new URL("../../", import.meta.url).pathname;
@@ -20,14 +20,6 @@ export function compileEnvAllowList(task = "compile"): string {
   const match = line.match(/--allow-env=(\S+)/);
   if (!match) throw new Error(`deno.json: task '${task}' has no --allow-env=<list>`);
   return match[1];
-}
-
-/** A currently free loopback TCP port. */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Reads a byte stream as text lines; `next()` resolves null at the end of the stream. */

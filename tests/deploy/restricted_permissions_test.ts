@@ -10,7 +10,8 @@
 import assert from "node:assert/strict";
 import { parse, stringify } from "yaml";
 import { EXIT_OK } from "../../src/exit_codes.ts";
-import { compileEnvAllowList, freePort, repoPath } from "./_helpers.ts";
+import { startOnFreePort } from "../helpers/ports.ts";
+import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 
 const EXAMPLES = repoPath("examples");
 /** Bound on start-up (providers + HTTP); generous for a busy 2-core CI machine. */
@@ -80,32 +81,55 @@ async function pollUntilOk(url: string, child: { exited: boolean }): Promise<unk
 Deno.test("runtime starts and serves the demo with --allow-read limited to config, behavior tree and provider binary", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-restricted-" });
   await Deno.mkdir(`${dir}/data`);
-  const port = freePort();
-  const configPath = await demoConfigIn(dir, port);
   const allowRead = [dir, `${EXAMPLES}/behaviors`, Deno.execPath()].join(",");
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      "--allow-net=127.0.0.1",
-      "--allow-run",
-      `--allow-env=${compileEnvAllowList()}`,
-      `--allow-read=${allowRead}`,
-      `--allow-write=${dir}/data`,
-      repoPath("src/main.ts"),
-      "--config",
-      configPath,
-    ],
-    env: { NO_COLOR: "1", JOURNAL_STREAM: "", NOTIFY_SOCKET: "" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const state = { exited: false };
-  const status = child.status.finally(() => (state.exited = true));
-  const stdout = new Response(child.stdout).text();
-  const stderr = new Response(child.stderr).text();
+  /** The runtime with the demo on `port`, its output collected. */
+  const start = async (port: number) => {
+    const configPath = await demoConfigIn(dir, port);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--no-prompt",
+        "--allow-net=127.0.0.1",
+        "--allow-run",
+        `--allow-env=${compileEnvAllowList()}`,
+        `--allow-read=${allowRead}`,
+        `--allow-write=${dir}/data`,
+        repoPath("src/main.ts"),
+        "--config",
+        configPath,
+      ],
+      env: { NO_COLOR: "1", JOURNAL_STREAM: "", NOTIFY_SOCKET: "" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const state = { exited: false };
+    const status = child.status.finally(() => (state.exited = true));
+    const stdout = new Response(child.stdout).text();
+    const stderr = new Response(child.stderr).text();
+    return { child, state, status, stdout, stderr };
+  };
+  let started: Awaited<ReturnType<typeof start>>;
+  let port: number;
+  try {
+    // startOnFreePort: returns once this runtime listens on its port (another port when a
+    // stranger took the first); pollUntilOk below still bounds the start-up.
+    ({ port, started } = await startOnFreePort(
+      start,
+      (s) => ({ pid: s.child.pid, ended: s.status }),
+      async (s) => {
+        kill(s.child);
+        await Promise.all([s.status, s.stdout, s.stderr]);
+        console.error(`runtime output:\n${await s.stderr}`);
+      },
+      { timeoutMs: START_BOUND_MS },
+    ));
+  } catch (err) {
+    await Deno.remove(dir, { recursive: true });
+    throw err;
+  }
+  const { child, state, status, stdout, stderr } = started;
   let stopped = false;
   try {
     const base = `http://127.0.0.1:${port}/v0`;

@@ -1,13 +1,16 @@
 /**
- * Test helper: a real VictoriaMetrics (Debian package `victoria-metrics`) on a free loopback port
- * with a temporary data dir. It accepts InfluxDB line protocol on /api/v2/write and serves the
- * stored points through /api/v1/export.
+ * Test helper: a real VictoriaMetrics (Debian package `victoria-metrics`) on a loopback port it
+ * binds itself (port 0, read back from /proc: no free-port race) with a temporary data dir. It
+ * accepts InfluxDB line protocol on /api/v2/write and serves the stored points through
+ * /api/v1/export.
  *
  * VictoriaMetrics stores line protocol `m,tags f=v` as metric `m_f` with the tags as labels. It
  * keeps only numbers: bools become 1/0, and string fields become a series whose value is 0 (the
  * text is lost). Tests therefore check series, labels and numeric values here, and check the
  * exact text (string fields included) with {@link LineRecorder}.
  */
+
+import { waitForListeningPort } from "./ports.ts";
 
 /** Path of the Debian binary. */
 export const VICTORIA_METRICS_BIN = "/usr/bin/victoria-metrics";
@@ -39,25 +42,22 @@ export interface ExportedSeries {
   timestamps: number[];
 }
 
-/** Returns a currently free loopback TCP port. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A running (or stopped, restartable) VictoriaMetrics instance. */
 export class VictoriaMetrics {
-  readonly port: number;
   readonly dataDir: string;
+  /** The port it bound on its first start (0 before), kept for {@link resume}. */
+  #port = 0;
   #child: Deno.ChildProcess | null = null;
 
-  private constructor(port: number, dataDir: string) {
-    this.port = port;
+  private constructor(dataDir: string) {
     this.dataDir = dataDir;
+  }
+
+  /** The loopback port it serves on. */
+  get port(): number {
+    return this.#port;
   }
 
   /** Base URL, e.g. `http://127.0.0.1:PORT`. */
@@ -65,10 +65,10 @@ export class VictoriaMetrics {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Starts an instance on a free port with a fresh temporary data dir; waits for /health. */
+  /** Starts an instance on a port of its own with a fresh temporary data dir; waits for /health. */
   static async start(): Promise<VictoriaMetrics> {
     const dir = await Deno.makeTempDir({ prefix: "vm_test_" });
-    const vm = new VictoriaMetrics(freePort(), dir);
+    const vm = new VictoriaMetrics(dir);
     try {
       await vm.resume();
     } catch (err) {
@@ -78,12 +78,16 @@ export class VictoriaMetrics {
     return vm;
   }
 
-  /** (Re)starts the process on the same port and data dir; waits until /health answers OK. */
+  /**
+   * (Re)starts the process and waits until /health answers OK. The first start binds port 0
+   * and reads the port back; a restart binds that same port again (the runtime under test keeps
+   * its URL), which only a stranger grabbing it during the pause could spoil.
+   */
   async resume(): Promise<void> {
     if (this.#child) return;
-    this.#child = new Deno.Command(VICTORIA_METRICS_BIN, {
+    const child = new Deno.Command(VICTORIA_METRICS_BIN, {
       args: [
-        `-httpListenAddr=127.0.0.1:${this.port}`,
+        `-httpListenAddr=127.0.0.1:${this.#port}`,
         `-storageDataPath=${this.dataDir}`,
         "-retentionPeriod=100y",
         "-loggerLevel=ERROR",
@@ -92,6 +96,16 @@ export class VictoriaMetrics {
       stdout: "null",
       stderr: "null",
     }).spawn();
+    this.#child = child;
+    try {
+      this.#port = await waitForListeningPort(
+        { pid: child.pid, ended: child.status },
+        { port: this.#port === 0 ? undefined : this.#port, timeoutMs: 15000 },
+      );
+    } catch (err) {
+      await this.pause();
+      throw err;
+    }
     const deadline = Date.now() + 15000;
     while (Date.now() < deadline) {
       try {

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { serveHttp } from "../../src/host/mod.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { startOnFreePort } from "../helpers/ports.ts";
 import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { closedWithin, connect, getRequest, readResponse, send, sleep } from "./_raw_socket.ts";
 
@@ -125,13 +126,6 @@ function spawnLimited(fds: number, args: string[]): Deno.ChildProcess {
   }).spawn();
 }
 
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
 // deno-lint-ignore no-explicit-any
 async function fetchJson(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
   const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
@@ -140,11 +134,14 @@ async function fetchJson(url: string, init?: RequestInit): Promise<{ status: num
 
 Deno.test("the runtime under a 256-descriptor limit keeps serving, and takes an e-stop, with 300 idle connections open", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-fds-" });
-  const port = freePort();
   const config = `${dir}/runtime.yaml`;
-  await Deno.writeTextFile(
-    config,
-    `runtime: {name: fds, data_dir: ${dir}/data}
+  // startOnFreePort: returns once this runtime listens on its port (another port when a
+  // stranger took the first).
+  const { port, started: { child, stderr, stdout } } = await startOnFreePort(
+    async (port) => {
+      await Deno.writeTextFile(
+        config,
+        `runtime: {name: fds, data_dir: ${dir}/data}
 http: {port: ${port}}
 providers:
   - id: sim0
@@ -152,10 +149,22 @@ providers:
     args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
 polling: {interval_ms: 100}
 `,
+      );
+      const child = spawnLimited(256, ["run", "-A", "--quiet", MAIN, "--config", config]);
+      return {
+        child,
+        stderr: new Response(child.stderr).text(),
+        stdout: new Response(child.stdout).text(),
+      };
+    },
+    (s) => ({ pid: s.child.pid, ended: s.child.status }),
+    async (s) => {
+      try {
+        s.child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await Promise.all([s.child.status, s.stdout, s.stderr]);
+    },
   );
-  const child = spawnLimited(256, ["run", "-A", "--quiet", MAIN, "--config", config]);
-  const stderr = new Response(child.stderr).text();
-  const stdout = new Response(child.stdout).text();
   const idle: Deno.TcpConn[] = [];
   try {
     await waitFor("API answering", async () => {

@@ -3,10 +3,12 @@ import type { RestartPolicyConfig } from "../../src/config/mod.ts";
 import {
   backoffFor,
   INITIAL_SUPERVISOR_STATE,
+  isAvailable,
   lifecycleOf,
   supervise,
   supervisionView,
   type SupervisorEvent,
+  type SupervisorPhase,
   type SupervisorState,
 } from "../../src/providers/mod.ts";
 
@@ -29,7 +31,8 @@ interface Row {
   from: SupervisorState;
   event: SupervisorEvent;
   policy?: RestartPolicyConfig;
-  to: Partial<SupervisorState>;
+  /** Expected fields; "unchanged" = the very state passed in (the host skips unchanged states). */
+  to: Partial<SupervisorState> | "unchanged";
   lifecycle: string;
 }
 
@@ -39,8 +42,15 @@ const ROWS: Row[] = [
     name: "initial start succeeds",
     from: INITIAL_SUPERVISOR_STATE,
     event: { type: "up", at: 5 },
-    to: { phase: "UP", upSince: 5, attemptCount: 0 },
+    to: { phase: "UP", upSince: 5, attemptCount: 0, crashDetected: false },
     lifecycle: "RUNNING",
+  },
+  {
+    name: "time passing during initial start changes nothing",
+    from: INITIAL_SUPERVISOR_STATE,
+    event: { type: "tick", at: 60_000 },
+    to: "unchanged",
+    lifecycle: "DOWN",
   },
   {
     name: "crash while running schedules restart 1 after backoff_ms[0]",
@@ -89,8 +99,29 @@ const ROWS: Row[] = [
     name: "failed attempt max_attempts opens the circuit",
     from: S({ phase: "ATTEMPTING", attemptCount: 3, crashDetected: true }),
     event: { type: "attempt_failed", at: 9000 },
-    to: { phase: "CIRCUIT_OPEN", attemptCount: 4 },
+    to: { phase: "CIRCUIT_OPEN", attemptCount: 4, crashDetected: true, restartDueAt: null },
     lifecycle: "CIRCUIT_OPEN",
+  },
+  {
+    name: "the restarted process failing before it is up counts as a failed attempt",
+    from: S({ phase: "ATTEMPTING", attemptCount: 1, crashDetected: true }),
+    event: { type: "failed", at: 2000 },
+    to: { phase: "BACKOFF", attemptCount: 2, restartDueAt: 3000 },
+    lifecycle: "RESTARTING",
+  },
+  {
+    name: "time passing during an attempt changes nothing",
+    from: S({ phase: "ATTEMPTING", attemptCount: 1, crashDetected: true }),
+    event: { type: "tick", at: 60_000 },
+    to: "unchanged",
+    lifecycle: "RESTARTING",
+  },
+  {
+    name: "backoff elapsed: time passing alone does not start the attempt",
+    from: S({ phase: "BACKOFF", attemptCount: 1, crashDetected: true, restartDueAt: 1100 }),
+    event: { type: "tick", at: 5000 },
+    to: "unchanged",
+    lifecycle: "RESTARTING",
   },
   {
     name: "recovering provider crashing again continues the streak",
@@ -110,15 +141,36 @@ const ROWS: Row[] = [
     name: "healthy for less than success_reset_ms keeps the streak",
     from: S({ phase: "UP", attemptCount: 2, upSince: 100 }),
     event: { type: "tick", at: 1099 },
-    to: { phase: "UP", attemptCount: 2 },
+    to: "unchanged",
+    lifecycle: "RECOVERING",
+  },
+  {
+    name: "a late tick without a streak leaves the state as it is",
+    from: UP0,
+    event: { type: "tick", at: 60_000 },
+    to: "unchanged",
+    lifecycle: "RUNNING",
+  },
+  {
+    name: "only time passing resets the streak, not a stray up",
+    from: S({ phase: "UP", attemptCount: 2, upSince: 100 }),
+    event: { type: "up", at: 60_000 },
+    to: "unchanged",
     lifecycle: "RECOVERING",
   },
   {
     name: "an open circuit never closes by itself",
     from: S({ phase: "CIRCUIT_OPEN", attemptCount: 4, crashDetected: true }),
     event: { type: "up", at: 1 },
-    to: { phase: "CIRCUIT_OPEN" },
+    to: "unchanged",
     lifecycle: "CIRCUIT_OPEN",
+  },
+  {
+    name: "a stopped provider stays stopped",
+    from: S({ phase: "STOPPED" }),
+    event: { type: "up", at: 1 },
+    to: "unchanged",
+    lifecycle: "DOWN",
   },
   {
     name: "stop from any phase",
@@ -139,8 +191,11 @@ const ROWS: Row[] = [
 for (const row of ROWS) {
   Deno.test(`supervise: ${row.name}`, () => {
     const next = supervise(row.from, row.event, row.policy ?? POLICY);
-    for (const [k, v] of Object.entries(row.to)) {
-      assert.equal(next[k as keyof SupervisorState], v, `${k}`);
+    if (row.to === "unchanged") assert.equal(next, row.from);
+    else {
+      for (const [k, v] of Object.entries(row.to)) {
+        assert.equal(next[k as keyof SupervisorState], v, `${k}`);
+      }
     }
     assert.equal(lifecycleOf(next), row.lifecycle);
   });
@@ -150,7 +205,8 @@ Deno.test("supervise walks the worked example to an open circuit after max_attem
   let s = supervise(INITIAL_SUPERVISOR_STATE, { type: "up", at: 0 }, POLICY);
   const waits: number[] = [];
   s = supervise(s, { type: "failed", at: 0 }, POLICY);
-  while (s.phase === "BACKOFF") {
+  // Bounded: a circuit that never opens fails the assertions below instead of hanging.
+  for (let i = 0; i <= POLICY.maxAttempts + 1 && s.phase === "BACKOFF"; i++) {
     waits.push(s.restartDueAt!);
     s = supervise(s, { type: "attempt", at: s.restartDueAt! }, POLICY);
     s = supervise(s, { type: "attempt_failed", at: waits.at(-1)! }, POLICY);
@@ -164,6 +220,19 @@ Deno.test("backoffFor clamps to the last entry", () => {
   assert.equal(backoffFor(POLICY, 1), 100);
   assert.equal(backoffFor(POLICY, 3), 5000);
   assert.equal(backoffFor(POLICY, 7), 5000);
+  assert.equal(backoffFor({ ...POLICY, backoffMs: [] }, 1), 0, "no list: restart at once");
+});
+
+Deno.test("isAvailable: a provider serves only while UP", () => {
+  const phases: SupervisorPhase[] = [
+    "STARTING",
+    "UP",
+    "BACKOFF",
+    "ATTEMPTING",
+    "CIRCUIT_OPEN",
+    "STOPPED",
+  ];
+  assert.deepEqual(phases.filter((phase) => isAvailable(S({ phase }))), ["UP"]);
 });
 
 Deno.test("supervisionView reports next_restart_in_ms only while waiting", () => {
@@ -181,4 +250,16 @@ Deno.test("supervisionView reports next_restart_in_ms only while waiting", () =>
   assert.equal(supervisionView(open, POLICY, 0).circuit_open, true);
   assert.equal(supervisionView(open, POLICY, 0).next_restart_in_ms, null);
   assert.equal(supervisionView(UP0, DISABLED, 0).max_attempts, 0);
+  const attempting = S({ phase: "ATTEMPTING", attemptCount: 1, crashDetected: true });
+  assert.equal(supervisionView(attempting, POLICY, 0).next_restart_in_ms, 0);
+  // Past due (the timer fires late): 0, never negative.
+  assert.equal(supervisionView(waiting, POLICY, 900).next_restart_in_ms, 0);
+  assert.deepEqual(supervisionView(INITIAL_SUPERVISOR_STATE, POLICY, 0), {
+    enabled: true,
+    attempt_count: 0,
+    max_attempts: 3,
+    crash_detected: false,
+    circuit_open: false,
+    next_restart_in_ms: null,
+  });
 });

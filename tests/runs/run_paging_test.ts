@@ -11,7 +11,7 @@ import {
   type RunEvent,
   RunRegistry,
 } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 
 const T0 = 1760000000000;
 const ULID = "01JB0Z8Q6M5S2K7T9V3W4X5Y6Z";
@@ -207,7 +207,7 @@ Deno.test("RunRegistry never queues an append behind a read", async () => {
     files.gate = new Promise<void>((r) => (release = r));
     const reading = registry.listEvents(run.run_id, {});
     try {
-      while (files.readsWaiting === 0) await new Promise((r) => setTimeout(r, 1));
+      await waitFor("the read to reach the file system", () => files.readsWaiting > 0);
       // The read is stuck in the file system; the marker must not wait for it.
       let timer: ReturnType<typeof setTimeout> | undefined;
       const outcome = await Promise.race([

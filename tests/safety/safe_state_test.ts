@@ -4,6 +4,7 @@ import type {
   DeviceCapabilities,
   FunctionCategory,
   FunctionSpec,
+  TypedValue,
   ValueType,
 } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
@@ -17,6 +18,8 @@ import {
   type LatchEvent,
   type LatchState,
   latchTransition,
+  MAX_ZERO_CALLS_PER_FUNCTION,
+  MAX_ZERO_SELECTOR_VALUES,
   NO_SAFE_STATE_WARNING,
   planSafeState,
   type SafeStateConfig,
@@ -104,28 +107,114 @@ Deno.test("zeroArgSets refuses functions it cannot zero without guessing", () =>
   assert.equal(zeroArgSets(wide), null, "64 calls exceed the per-function bound");
 });
 
+/** A function with one integer selector and one level (bool). */
+function selectorFn(type: "int64" | "uint64", min?: number, max?: number): FunctionSpec {
+  return fn(1, "set_output", [arg("channel", type, { min, max }), arg("on", "bool")]);
+}
+
+Deno.test("zeroArgSets never drives an integer whose range contains 0 (0..3 may be a level)", () => {
+  assert.equal(zeroArgSets(selectorFn("int64", 0, 3)), null, "0..3");
+  assert.equal(zeroArgSets(selectorFn("int64", -2, 3)), null, "-2..3");
+  assert.equal(zeroArgSets(selectorFn("uint64", 0, 1)), null, "uint64 0..1");
+  assert.equal(zeroArgSets(selectorFn("int64", undefined, 3)), null, "no min: 0 may be legal");
+  assert.equal(zeroArgSets(selectorFn("int64", 1, undefined)), null, "no max: unbounded");
+});
+
+Deno.test("zeroArgSets fans a selector out over exactly the integers within its bounds", () => {
+  const on = (ch: TypedValue) => ({ channel: ch, on: { type: "bool", bool: false } });
+  assert.deepEqual(zeroArgSets(selectorFn("int64", 2, 2)), [on({ type: "int64", int64: 2 })]);
+  assert.deepEqual(zeroArgSets(selectorFn("uint64", 1, 2)), [
+    on({ type: "uint64", uint64: 1 }),
+    on({ type: "uint64", uint64: 2 }),
+  ]);
+  // Fractional bounds: only the integers inside them.
+  assert.deepEqual(zeroArgSets(selectorFn("int64", 0.5, 2.5)), [
+    on({ type: "int64", int64: 1 }),
+    on({ type: "int64", int64: 2 }),
+  ]);
+  // No integer within the bounds, or an empty range: nothing to call, so not zeroable.
+  assert.equal(zeroArgSets(selectorFn("int64", 1.5, 1.9)), null, "1.5..1.9");
+  assert.equal(zeroArgSets(selectorFn("int64", 3, 1)), null, "3..1");
+  // At most MAX_ZERO_SELECTOR_VALUES values.
+  assert.equal(MAX_ZERO_SELECTOR_VALUES, 8);
+  assert.equal(zeroArgSets(selectorFn("int64", 1, 8))?.length, 8);
+  assert.equal(zeroArgSets(selectorFn("int64", 1, 9)), null, "9 values");
+  assert.equal(zeroArgSets(selectorFn("int64", 11, 19)), null, "9 values from 11");
+});
+
+Deno.test("zeroArgSets allows up to MAX_ZERO_CALLS_PER_FUNCTION calls per function", () => {
+  assert.equal(MAX_ZERO_CALLS_PER_FUNCTION, 16);
+  const grid = (rows: number) =>
+    fn(1, "set_cell", [
+      arg("row", "int64", { min: 1, max: rows }),
+      arg("col", "int64", { min: 1, max: 4 }),
+      arg("on", "bool"),
+    ]);
+  const sixteen = zeroArgSets(grid(4));
+  assert.equal(sixteen?.length, 16);
+  assert.deepEqual(sixteen?.at(-1), {
+    row: { type: "int64", int64: 4 },
+    col: { type: "int64", int64: 4 },
+    on: { type: "bool", bool: false },
+  });
+  assert.equal(zeroArgSets(grid(5)), null, "20 calls");
+});
+
+Deno.test("zeroArgSets zeroes a double only when its bounds admit 0", () => {
+  const level = (min?: number, max?: number) =>
+    zeroArgSets(fn(1, "set_bias", [arg("bias", "double", { min, max })]));
+  const zero = [{ bias: { type: "double", double: 0 } }];
+  assert.deepEqual(level(-1, 0), zero, "-1..0");
+  assert.deepEqual(level(0, 1), zero, "0..1");
+  assert.deepEqual(level(undefined, 0), zero, "..0");
+  assert.equal(level(-5, -1), null, "-5..-1");
+  assert.equal(level(0.1, 1), null, "0.1..1");
+});
+
+Deno.test("zeroArgSets never zeroes a READ function, whatever its arguments", () => {
+  assert.equal(zeroArgSets(fn(1, "read_channel", [arg("enabled", "bool")], "READ")), null);
+});
+
 Deno.test("planSafeState with nothing declared is rung none and counts every actuating function", () => {
   const plan = planSafeState(NO_SAFETY, DEVICES);
   assert.equal(plan.rung, "none");
   assert.equal(plan.calls.length, 0);
-  assert.equal(plan.uncovered.length, 9); // 1 + 2 + 6 (read_temp is READ)
+  assert.deepEqual(plan.uncovered.map((u) => `${u.device_handle} ${u.function}`), [
+    "p/motor set_motor_duty",
+    "p/relays set_relay_ch1",
+    "p/relays set_relay_ch2",
+    ...["reboot", "set_mode", "crash", "calibrate", "set_level", "set_offset"].map((n) =>
+      `p/tools ${n}`
+    ), // not read_temp: READ
+  ]);
 });
 
 Deno.test("planSafeState prefers hooks and reports what they leave untouched", () => {
-  const plan = planSafeState(
-    {
-      ...NO_SAFETY,
-      hooks: [call("p/relays", "set_relay_ch1", { enabled: false })],
-      zeroIsSafe: true,
-    },
-    DEVICES,
-  );
+  const hooks = [
+    call("p/relays", "set_relay_ch1", { enabled: false }),
+    call("p/absent", "set_relay_ch2", { enabled: false }), // covers nothing: no such device
+  ];
+  const plan = planSafeState({ ...NO_SAFETY, hooks, zeroIsSafe: true }, DEVICES);
   assert.equal(plan.rung, "hooks");
-  assert.deepEqual(plan.calls.map((c) => c.label), [{
-    device_handle: "p/relays",
-    function: "set_relay_ch1",
-  }]);
-  assert.equal(plan.uncovered.length, 8);
+  assert.deepEqual(plan.calls, [
+    {
+      kind: "declared",
+      call: hooks[0],
+      label: { device_handle: "p/relays", function: "set_relay_ch1" },
+    },
+    {
+      kind: "declared",
+      call: hooks[1],
+      label: { device_handle: "p/absent", function: "set_relay_ch2" },
+    },
+  ]);
+  assert.deepEqual(plan.uncovered.map((u) => `${u.device_handle} ${u.function}`), [
+    "p/motor set_motor_duty",
+    "p/relays set_relay_ch2",
+    ...["reboot", "set_mode", "crash", "calibrate", "set_level", "set_offset"].map((n) =>
+      `p/tools ${n}`
+    ),
+  ]);
 });
 
 Deno.test("planSafeState takes setpoints only when they cover every actuating function", () => {
@@ -165,6 +254,15 @@ Deno.test("planSafeState zero rung calls every zeroable function and counts the 
       "p/tools set_level",
     ],
   );
+  // A zero call names the function by id, with the zeroed arguments.
+  assert.deepEqual(plan.calls[1], {
+    kind: "zero",
+    providerId: "p",
+    deviceId: "motor",
+    functionId: 10,
+    args: { motor_index: { type: "int64", int64: 2 }, duty: { type: "double", double: 0 } },
+    label: { device_handle: "p/motor", function: "set_motor_duty" },
+  });
   assert.deepEqual(
     plan.uncovered.map((u) => u.function),
     ["reboot", "set_mode", "crash", "calibrate", "set_offset"],
@@ -174,12 +272,16 @@ Deno.test("planSafeState zero rung calls every zeroable function and counts the 
 Deno.test("effectiveSafeState adopts *->FAULT hooks only without a safety section and with automation", () => {
   const faultHook = hook("*", "FAULT", [call("p/relays", "set_relay_ch1", { enabled: false })]);
   const autoFault = hook("AUTO", "FAULT", [call("p/relays", "set_relay_ch2", { enabled: false })]);
+  const anyManual = hook("*", "MANUAL", [call("p/relays", "set_relay_ch2", { enabled: true })]);
   const withHooks = (o: Parameters<typeof testConfig>[0] = {}): Config =>
     testConfig({
       ...o,
       automation: {
         enabled: true,
-        modeTransitionHooks: { beforeTransition: [autoFault], afterTransition: [faultHook] },
+        modeTransitionHooks: {
+          beforeTransition: [autoFault, anyManual],
+          afterTransition: [faultHook],
+        },
       },
     });
 
@@ -196,6 +298,17 @@ Deno.test("effectiveSafeState adopts *->FAULT hooks only without a safety sectio
   });
   assert.equal(effectiveSafeState(disabled).adopted, false);
   assert.deepEqual(effectiveSafeState(disabled).safeState.hooks, []);
+  // Automation on but no * -> FAULT hook: nothing adopted, the configured safe state stands.
+  const noFaultHook = testConfig({
+    automation: {
+      enabled: true,
+      modeTransitionHooks: { beforeTransition: [autoFault, anyManual], afterTransition: [] },
+    },
+  });
+  assert.deepEqual(effectiveSafeState(noFaultHook), {
+    safeState: noFaultHook.safety.safeState,
+    adopted: false,
+  });
 });
 
 const LATCH: Array<{ from: LatchState; event: LatchEvent; to: LatchState }> = [

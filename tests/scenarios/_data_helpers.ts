@@ -72,8 +72,12 @@ export class RawSseFrames {
     this.#reader = body.getReader();
   }
 
-  /** The next frame that carries an event: its `event:` name and raw `data:` text. */
-  async next(): Promise<{ event: string; data: string }> {
+  /**
+   * The next frame that carries an event: its `event:` name and raw `data:` text. Throws when
+   * none arrives within `timeoutMs` (a stalled stream fails the test instead of hanging it).
+   */
+  async next(timeoutMs = 10_000): Promise<{ event: string; data: string }> {
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       const end = this.#buf.indexOf("\n\n");
       if (end >= 0) {
@@ -84,7 +88,17 @@ export class RawSseFrames {
         if (event !== undefined && data !== undefined) return { event, data };
         continue;
       }
-      const { done, value } = await this.#reader.read();
+      const left = deadline - performance.now();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const { done, value } = await Promise.race([
+        this.#reader.read(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no event frame within ${timeoutMs} ms`)),
+            Math.max(0, left),
+          );
+        }),
+      ]).finally(() => clearTimeout(timer));
       if (done) throw new Error("event stream ended");
       this.#buf += this.#decoder.decode(value, { stream: true });
     }

@@ -5,12 +5,11 @@
  */
 import assert from "node:assert/strict";
 import {
-  freePort,
   killLeftovers,
   providerYaml,
   readScriptedLog,
   scriptedCommand,
-  spawnRuntime,
+  startRuntimeOnFreePort,
   waitFor,
   writeRuntimeConfig,
 } from "./process_helpers.ts";
@@ -32,13 +31,14 @@ async function probeSignal(port: number, signal: string): Promise<string | null>
 Deno.test("a provider's environment holds neither RUNTIME_API_TOKEN nor INFLUXDB_TOKEN, and the API token still works", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-env-" });
   const log = `${dir}/provider.log`;
-  const port = freePort();
-  const config = await writeRuntimeConfig(dir, {
-    port,
-    http: "  auth_enabled: true\n  auth_exempt_loopback: false\n",
-    providers: providerYaml("probe", scriptedCommand(["--log", log])),
-  });
-  const rt = spawnRuntime(config, {
+  const { port, rt } = await startRuntimeOnFreePort(async (port) => {
+    await Deno.remove(log).catch(() => {}); // a try that lost its port to a stranger
+    return await writeRuntimeConfig(dir, {
+      port,
+      http: "  auth_enabled: true\n  auth_exempt_loopback: false\n",
+      providers: providerYaml("probe", scriptedCommand(["--log", log])),
+    });
+  }, {
     env: { RUNTIME_API_TOKEN: API_TOKEN, INFLUXDB_TOKEN: "influx-secret-0815", PROBE_MARKER: "m1" },
   });
   try {

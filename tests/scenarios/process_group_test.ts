@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import {
-  freePort,
   killLeftovers,
   processAlive,
   providerYaml,
@@ -14,7 +13,7 @@ import {
   runtimeStatus,
   scriptedCommand,
   scriptedProvider,
-  spawnRuntime,
+  startRuntimeOnFreePort,
   waitFor,
   writeRuntimeConfig,
 } from "./process_helpers.ts";
@@ -74,14 +73,15 @@ Deno.test("a supervised restart ends the helper the crashed provider left behind
 Deno.test("after SIGTERM the runtime process exits leaving neither its provider nor the provider's helper", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-group-" });
   const log = `${dir}/provider.log`;
-  const port = freePort();
-  const config = await writeRuntimeConfig(dir, {
-    port,
-    providers: providerYaml("helped", scriptedCommand(["--log", log, "--spawn-helper"])),
+  const { port, rt } = await startRuntimeOnFreePort(async (port) => {
+    await Deno.remove(log).catch(() => {}); // a try that lost its port to a stranger
+    return await writeRuntimeConfig(dir, {
+      port,
+      providers: providerYaml("helped", scriptedCommand(["--log", log, "--spawn-helper"])),
+    });
   });
-  const rt = spawnRuntime(config);
   try {
-    await waitFor("API answering", () => runtimeStatus(port), 30000);
+    assert.ok(await runtimeStatus(port), "API answering");
     const { pids, helpers } = readScriptedLog(log);
     rt.child.kill("SIGTERM");
     const exit = await rt.exit;

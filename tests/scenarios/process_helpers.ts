@@ -4,9 +4,10 @@
  */
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
+import { freePort, NotListeningError, startOnFreePort } from "../helpers/ports.ts";
 import { REPO } from "../helpers/sim_config.ts";
 
-export { processAlive, waitFor };
+export { freePort, processAlive, waitFor };
 
 export const MAIN = `${REPO}src/main.ts`;
 export const SCRIPTED_MAIN = `${REPO}tests/providers/_scripted_provider.ts`;
@@ -67,14 +68,6 @@ export function readScriptedLog(path: string): ScriptedLog {
     if (what === "hang") log.hangs.push(value);
   }
   return log;
-}
-
-/** A free loopback TCP port. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 /** YAML of one provider entry (list item under `providers:`). */
@@ -147,6 +140,32 @@ export function spawnRuntime(
       await exit;
     },
   };
+}
+
+/**
+ * Starts the runtime with the config `config(port)` writes, on a free port, and returns once this
+ * very process listens on it (startOnFreePort: started again on another port when a stranger
+ * took it first). When the runtime ends without listening, the error carries its stderr.
+ */
+export async function startRuntimeOnFreePort(
+  config: (port: number) => Promise<string>,
+  o: { env?: Record<string, string>; extraArgs?: string[] } = {},
+): Promise<{ port: number; rt: RuntimeProcess }> {
+  let stderr = "";
+  try {
+    const { port, started } = await startOnFreePort(
+      async (port) => spawnRuntime(await config(port), o),
+      (rt) => ({ pid: rt.child.pid, ended: rt.exit }),
+      async (rt) => {
+        await rt.dispose();
+        stderr = (await rt.exit).stderr;
+      },
+    );
+    return { port, rt: started };
+  } catch (err) {
+    if (err instanceof NotListeningError && stderr !== "") err.message += `\n${stderr}`;
+    throw err;
+  }
 }
 
 /** GET /v0/runtime/status, or null while the API does not answer. */

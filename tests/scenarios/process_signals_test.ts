@@ -4,14 +4,13 @@
  */
 import assert from "node:assert/strict";
 import {
-  freePort,
   killLeftovers,
   processAlive,
   providerYaml,
   readScriptedLog,
   runtimeStatus,
   scriptedCommand,
-  spawnRuntime,
+  startRuntimeOnFreePort,
   waitFor,
   within,
   writeRuntimeConfig,
@@ -20,19 +19,20 @@ import {
 Deno.test("a second stop signal kills a provider that ignores stdin EOF and SIGTERM, and the runtime exits only once it is gone", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-signals-" });
   const log = `${dir}/provider.log`;
-  const port = freePort();
   // A long shutdown budget: without the second signal the stop ladder would wait 9 s for it.
-  const config = await writeRuntimeConfig(dir, {
-    port,
-    runtime: "  shutdown_timeout_ms: 10000\n",
-    providers: providerYaml(
-      "stubborn",
-      scriptedCommand(["--log", log, "--ignore-sigterm", "--ignore-stdin-eof", "--spawn-helper"]),
-    ),
+  const { port, rt } = await startRuntimeOnFreePort(async (port) => {
+    await Deno.remove(log).catch(() => {}); // a try that lost its port to a stranger
+    return await writeRuntimeConfig(dir, {
+      port,
+      runtime: "  shutdown_timeout_ms: 10000\n",
+      providers: providerYaml(
+        "stubborn",
+        scriptedCommand(["--log", log, "--ignore-sigterm", "--ignore-stdin-eof", "--spawn-helper"]),
+      ),
+    });
   });
-  const rt = spawnRuntime(config);
   try {
-    await waitFor("API answering", () => runtimeStatus(port), 30000);
+    assert.ok(await runtimeStatus(port), "API answering");
     const { pids, helpers } = readScriptedLog(log);
     assert.equal(pids.length, 1);
     assert.equal(helpers.length, 1);

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
+import { startOnFreePort } from "../helpers/ports.ts";
 import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 
 const MAIN = `${REPO}src/main.ts`;
@@ -21,13 +22,6 @@ const STOPPED_MS = 4 * LEASE_MS;
 const PROVIDER_TIMEOUT_MS = 15_000;
 /** Bound for each wait below; reported health is refreshed every 5 s. */
 const WAIT_MS = 20_000;
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 async function writeConfig(dir: string, port: number): Promise<string> {
   const path = `${dir}/runtime.yaml`;
@@ -101,16 +95,29 @@ async function apiUp(port: number): Promise<Json | null> {
 
 Deno.test("a provider on a lease goes safe while the runtime is stopped, and the runtime shows it after SIGCONT", async () => {
   const dir = await Deno.makeTempDir({ prefix: "provider-lease-" });
-  const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, "--config", await writeConfig(dir, port)],
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = new Response(child.stderr).text();
-  const stdout = new Response(child.stdout).text();
+  const { port, started: { child, stderr, stdout } } = await startOnFreePort(
+    async (port) => {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--quiet", MAIN, "--config", await writeConfig(dir, port)],
+        env: { NO_COLOR: "1" },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      return {
+        child,
+        stderr: new Response(child.stderr).text(),
+        stdout: new Response(child.stdout).text(),
+      };
+    },
+    (s) => ({ pid: s.child.pid, ended: s.child.status }),
+    async (s) => {
+      try {
+        s.child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await Promise.all([s.child.status, s.stdout, s.stderr]);
+    },
+  );
   let stopped = false;
   try {
     await waitFor("API answering", () => apiUp(port), 30000);

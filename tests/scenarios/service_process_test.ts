@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
-import { freePort, MAIN, runtimeStatus as statusOf } from "./process_helpers.ts";
+import { freePort, startOnFreePort } from "../helpers/ports.ts";
+import { MAIN, runtimeStatus as statusOf } from "./process_helpers.ts";
 
 async function writeConfig(dir: string, port: number): Promise<string> {
   const path = `${dir}/runtime.yaml`;
@@ -39,6 +40,33 @@ function spawnRuntime(config: string, extra: string[] = []): Deno.ChildProcess {
   }).spawn();
 }
 
+/**
+ * The runtime on a free port (startOnFreePort: returns once this process listens on it), with
+ * its output collected; the temporary dir is removed when it cannot start.
+ */
+async function startOnPort(dir: string, extra: string[] = []) {
+  try {
+    return await startOnFreePort(
+      async (port) => {
+        const child = spawnRuntime(await writeConfig(dir, port), extra);
+        const stderr = new Response(child.stderr).text();
+        const stdout = new Response(child.stdout).text();
+        return { child, stderr, stdout };
+      },
+      (s) => ({ pid: s.child.pid, ended: s.child.status }),
+      async (s) => {
+        try {
+          s.child.kill("SIGKILL");
+        } catch { /* already gone */ }
+        await Promise.all([s.child.status, s.stdout, s.stderr]);
+      },
+    );
+  } catch (err) {
+    await Deno.remove(dir, { recursive: true });
+    throw err;
+  }
+}
+
 /** Pids of the direct children of `pid` (from /proc). */
 function childrenOf(pid: number): number[] {
   const out: number[] = [];
@@ -57,10 +85,10 @@ function childrenOf(pid: number): number[] {
 
 Deno.test("runtime --config serves the API and exits 0 on SIGTERM, leaving no provider behind", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-proc-" });
-  const port = freePort();
-  const child = spawnRuntime(await writeConfig(dir, port), ["--log-level", "debug"]);
-  const stderr = new Response(child.stderr).text();
-  const stdout = new Response(child.stdout).text();
+  const { port, started: { child, stderr, stdout } } = await startOnPort(dir, [
+    "--log-level",
+    "debug",
+  ]);
   try {
     const status = await waitFor("API answering", () => statusOf(port), 30000);
     assert.equal(status.mode, "IDLE");
@@ -86,10 +114,7 @@ Deno.test("runtime --config serves the API and exits 0 on SIGTERM, leaving no pr
 
 Deno.test("providers do not outlive a runtime killed with SIGKILL", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-proc-" });
-  const port = freePort();
-  const child = spawnRuntime(await writeConfig(dir, port));
-  const stderr = new Response(child.stderr).text();
-  const stdout = new Response(child.stdout).text();
+  const { port, started: { child, stderr, stdout } } = await startOnPort(dir);
   try {
     await waitFor("API answering", () => statusOf(port), 30000);
     const providers = childrenOf(child.pid);

@@ -18,6 +18,11 @@ Deno.test("stalenessBounds derives warn/stale from cadence when unset (spec form
     warnAfterMs: 3000,
     staleAfterMs: 8000,
   });
+  // No polling interval: the 500 ms default cadence (3 x 500 x 2, 8 x 500 x 2).
+  assert.deepEqual(stalenessBounds({ warnAfterMs: 0, staleAfterMs: 0 }, 0, 2), {
+    warnAfterMs: 3000,
+    staleAfterMs: 8000,
+  });
 });
 
 Deno.test("stalenessBounds uses configured values and keeps warn <= stale", () => {
@@ -72,6 +77,40 @@ Deno.test("deviceLiveness grades by poll age and signal quality with the contrac
   for (const [name, state, up, expected] of cases) {
     assert.equal(deviceLiveness(state, up, B, noDeclared, now).health, expected, name);
   }
+});
+
+Deno.test("deviceLiveness: a device with nothing to poll has no liveness, even when its provider is down", () => {
+  const now = 100_000;
+  const none = { ...device(now - 10, []), pollable: [] };
+  for (const up of [true, false]) {
+    assert.deepEqual(deviceLiveness(none, up, B, noDeclared, now), {
+      health: "UNKNOWN",
+      stalenessMs: 0,
+      staleSignalCount: 0,
+      faultSignalCount: 0,
+    });
+  }
+});
+
+Deno.test("deviceLiveness: a sample exactly at the stale bound is still fresh, 1 ms past it is stale", () => {
+  const now = 100_000;
+  const at = deviceLiveness(device(now - 10, ["OK"], now - 5000), true, B, noDeclared, now);
+  assert.equal(at.health, "OK");
+  assert.equal(at.staleSignalCount, 0);
+  const past = deviceLiveness(device(now - 10, ["OK"], now - 5001), true, B, noDeclared, now);
+  assert.equal(past.health, "STALE");
+  assert.equal(past.staleSignalCount, 1);
+});
+
+Deno.test("deviceLiveness: a device never polled has staleness 0, not the age of the epoch", () => {
+  const l = deviceLiveness(device(0, ["OK"]), true, B, noDeclared, 100_000);
+  assert.equal(l.health, "UNKNOWN");
+  assert.equal(l.stalenessMs, 0);
+  // Polled at a clock that reads ahead of now (another clock's timestamp): never negative.
+  assert.equal(
+    deviceLiveness(device(100_050, ["OK"]), true, B, noDeclared, 100_000).stalenessMs,
+    0,
+  );
 });
 
 Deno.test("deviceLiveness counts fault and stale signals and honours declared stale_after_ms", () => {

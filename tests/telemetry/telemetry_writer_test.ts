@@ -11,8 +11,8 @@ import {
   TelemetryWriter,
   type TelemetryWriterOptions,
 } from "../../src/telemetry/mod.ts";
+import { freePort } from "../helpers/ports.ts";
 import {
-  freePort,
   LineRecorder,
   VictoriaMetrics,
   victoriaMetricsMissing,

@@ -7,6 +7,7 @@ import {
   type ParsedTree,
   type TickScheduler,
 } from "../../../src/automation/mod.ts";
+import { waitFor } from "../../helpers/kernel.ts";
 import { FakeServices, flush, memFiles, xmlRoot } from "./_helpers.ts";
 
 /** Scheduler whose interval the test fires by hand. */
@@ -262,11 +263,16 @@ Deno.test("BtRunner with the default timers ticks and stops cleanly", async () =
   await runner.ready;
   runner.start();
   runner.setActive(true);
-  // Wait for at least one real timer tick without asserting on timing.
-  while (runner.status().engine_diagnostics.total_ticks === 0) {
-    await new Promise((r) => setTimeout(r, 2));
+  // Wait for at least one real timer tick without asserting on timing (bounded: a runner that
+  // never ticks fails here instead of hanging the suite).
+  try {
+    await waitFor(
+      "a tick of the real timer",
+      () => runner.status().engine_diagnostics.total_ticks > 0,
+    );
+  } finally {
+    runner.stop();
   }
-  runner.stop();
   equal(runner.status().execution_status, "idle");
 });
 

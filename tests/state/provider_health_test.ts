@@ -1,0 +1,276 @@
+/**
+ * providerHealthViews: GET /v0/providers/health as built from supervision, the state cache and
+ * the provider's own GetHealth answer (reported states, devices only the provider knows,
+ * the degraded roll-up).
+ */
+import assert from "node:assert/strict";
+import {
+  type WireDeviceHealth,
+  WireDeviceState,
+  type WireProviderHealth,
+  WireProviderState,
+} from "../../src/adpp/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { providerHealthViews, type ReportedHealthEntry, StateCache } from "../../src/state/mod.ts";
+import { startRuntime, testLogger } from "../helpers/kernel.ts";
+import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
+import { dataProvider } from "../scenarios/_data_helpers.ts";
+
+const STALENESS = { warnAfterMs: 0, staleAfterMs: 0 };
+
+/** A registry whose provider was never started (down, no devices) and its cache. */
+function providerDown() {
+  const log = testLogger();
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([simProvider("sim0")], {
+    spawn: () => {
+      throw new Error("no processes in this test");
+    },
+    clock: systemClock,
+    log,
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 100,
+  });
+  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
+  return { registry, cache };
+}
+
+function reported(
+  provider: WireProviderHealth | undefined,
+  devices: WireDeviceHealth[] = [],
+): ReportedHealthEntry {
+  return { atMs: 0, response: { ...(provider ? { provider } : {}), devices } };
+}
+
+Deno.test("providerHealthViews maps a down provider's reported health and lists devices only it reports", () => {
+  const { registry, cache } = providerDown();
+  const entry = reported(
+    { state: WireProviderState.OK, message: "ok", metrics: { impl: "test" } },
+    [
+      {
+        device_id: "a0",
+        state: WireDeviceState.OK,
+        message: "fine",
+        metrics: { temp: "41" },
+        last_seen: { seconds: 1_700_000_000, nanos: 5_000_000 },
+      },
+      { device_id: "b0", state: WireDeviceState.STALE },
+      { device_id: "c0", state: WireDeviceState.UNREACHABLE, message: "no answer" },
+      { device_id: "", state: WireDeviceState.FAULT }, // no id: cannot be listed
+      { state: WireDeviceState.FAULT },
+    ],
+  );
+  const [view] = providerHealthViews(
+    registry,
+    cache,
+    { pollingIntervalMs: 100, staleness: STALENESS, nowMs: Date.now() },
+    new Map([["sim0", entry]]),
+  );
+  const unregistered = {
+    health: "UNAVAILABLE",
+    last_poll_ms: 0,
+    staleness_ms: 0,
+    registered: false,
+    stale_signal_count: 0,
+    fault_signal_count: 0,
+  };
+  assert.deepEqual(view, {
+    provider_id: "sim0",
+    state: "UNAVAILABLE",
+    lifecycle_state: "DOWN",
+    last_seen_ago_ms: null,
+    uptime_seconds: 0,
+    device_count: 0,
+    degraded: true, // c0 is unreachable
+    failed_device_count: 1,
+    reported: { state: "STATE_OK", message: "ok", metrics: { impl: "test" } },
+    supervision: registry.host("sim0")!.supervision(),
+    devices: [
+      {
+        device_id: "a0",
+        ...unregistered,
+        reported: {
+          state: "STATE_OK",
+          message: "fine",
+          metrics: { temp: "41" },
+          last_seen_epoch_ms: 1_700_000_000_005,
+        },
+      },
+      {
+        device_id: "b0",
+        ...unregistered,
+        reported: { state: "STATE_STALE", message: "", metrics: {}, last_seen_epoch_ms: null },
+      },
+      {
+        device_id: "c0",
+        ...unregistered,
+        reported: {
+          state: "STATE_UNREACHABLE",
+          message: "no answer",
+          metrics: {},
+          last_seen_epoch_ms: null,
+        },
+      },
+    ],
+    discovery_warnings: [],
+    data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+  });
+});
+
+Deno.test("providerHealthViews: degraded when the provider says DEGRADED or FAULT or a device is UNREACHABLE or FAULT", () => {
+  const { registry, cache } = providerDown();
+  const view = (entry: ReportedHealthEntry | null) =>
+    providerHealthViews(
+      registry,
+      cache,
+      { pollingIntervalMs: 100, staleness: STALENESS, nowMs: 0 },
+      new Map([["sim0", entry]]),
+    )[0];
+  const OK = { state: WireProviderState.OK };
+  const dev = (state: number): WireDeviceHealth => ({ device_id: "d0", state });
+  const cases: Array<[string, ReportedHealthEntry | null, string | null, boolean, number]> = [
+    ["all OK", reported(OK, [dev(WireDeviceState.OK)]), "STATE_OK", false, 0],
+    ["a STALE device", reported(OK, [dev(WireDeviceState.STALE)]), "STATE_OK", false, 0],
+    [
+      "an UNREACHABLE device",
+      reported(OK, [dev(WireDeviceState.UNREACHABLE)]),
+      "STATE_OK",
+      true,
+      1,
+    ],
+    ["a FAULT device", reported(OK, [dev(WireDeviceState.FAULT)]), "STATE_OK", true, 1],
+    ["an unknown device state", reported(OK, [dev(9)]), "STATE_OK", false, 0],
+    [
+      "provider DEGRADED",
+      reported({ state: WireProviderState.DEGRADED }),
+      "STATE_DEGRADED",
+      true,
+      0,
+    ],
+    ["provider FAULT", reported({ state: WireProviderState.FAULT }), "STATE_FAULT", true, 0],
+    ["provider state unset", reported({ message: "?" }), "STATE_UNSPECIFIED", false, 0],
+    ["provider state unknown", reported({ state: 7 }), "STATE_UNSPECIFIED", false, 0],
+    ["no provider part", reported(undefined), null, false, 0],
+    ["nothing reported", null, null, false, 0],
+  ];
+  for (const [name, entry, state, degraded, failed] of cases) {
+    const v = view(entry);
+    assert.equal(v.reported?.state ?? null, state, name);
+    assert.equal(v.degraded, degraded, name);
+    assert.equal(v.failed_device_count, failed, name);
+  }
+  assert.equal(view(reported(OK, [dev(9)])).devices[0].reported?.state, "STATE_UNSPECIFIED");
+  assert.deepEqual(view(reported({ state: WireProviderState.FAULT })).reported, {
+    state: "STATE_FAULT",
+    message: "",
+    metrics: {},
+  });
+  // Without an override the cache's last GetHealth answer is used: none yet.
+  const [cached] = providerHealthViews(registry, cache, {
+    pollingIntervalMs: 100,
+    staleness: STALENESS,
+    nowMs: 0,
+  });
+  assert.equal(cached.reported, null);
+  assert.deepEqual(cached.devices, []);
+});
+
+Deno.test("providerHealthViews grades each registered device of a running provider and attaches its reported health", async () => {
+  const rt = await startRuntime(
+    testConfig({
+      providers: [
+        simProvider("sim0", { yaml: SIM_INERT_YAML }),
+        dataProvider("p0", "discovery"), // refuses some devices, with warnings
+      ],
+      pollingIntervalMs: 60_000, // the priming poll only: the cache holds still
+    }),
+  );
+  try {
+    const host = rt.registry.host("sim0")!;
+    const live = await rt.cache.fetchReportedHealth(host);
+    assert.ok(live, "the sim answers GetHealth");
+    const withGhost: ReportedHealthEntry = {
+      ...live,
+      response: {
+        ...live.response,
+        devices: [
+          ...(live.response.devices ?? []),
+          { device_id: "ghost0", state: WireDeviceState.UNREACHABLE, message: "init failed" },
+        ],
+      },
+    };
+    const analog = rt.cache.device("sim0", "analogsensor0")!;
+    // Sample timestamps are the provider's, the poll time the runtime's: start after both.
+    const t0 = Math.max(
+      analog.lastPollMs,
+      ...[...analog.signals.values()].map((s) => s.timestampMs),
+    );
+    const views = (nowMs: number) =>
+      providerHealthViews(
+        rt.registry,
+        rt.cache,
+        // stale_after 1000 ms: above the analog channels' declared 500, below sensor_quality's 3000
+        { pollingIntervalMs: 60_000, staleness: { warnAfterMs: 0, staleAfterMs: 1000 }, nowMs },
+        new Map([["sim0", withGhost]]),
+      )[0];
+
+    const fresh = views(t0 + 100);
+    assert.equal(fresh.state, "AVAILABLE");
+    assert.equal(fresh.device_count, 5);
+    assert.equal(fresh.failed_device_count, 1, "ghost0");
+    assert.equal(fresh.degraded, true);
+    assert.deepEqual(fresh.reported, {
+      state: "STATE_OK",
+      message: "ok",
+      metrics: live.response.provider!.metrics,
+    });
+    assert.deepEqual(
+      fresh.devices.map((d) => [d.device_id, d.registered, d.health, d.reported?.state]),
+      [
+        ["analogsensor0", true, "OK", "STATE_OK"],
+        ["motorctl0", true, "OK", "STATE_OK"],
+        ["relayio0", true, "OK", "STATE_OK"],
+        ["tempctl0", true, "OK", "STATE_OK"],
+        ["chaos_control", true, "UNKNOWN", "STATE_OK"],
+        ["ghost0", false, "UNKNOWN", "STATE_UNREACHABLE"], // provider up: unknown, not unavailable
+      ],
+    );
+    const a = fresh.devices[0];
+    assert.equal(a.last_poll_ms, analog.lastPollMs);
+    assert.equal(a.staleness_ms, t0 + 100 - analog.lastPollMs);
+    assert.equal(a.type_version, "1.0");
+    assert.deepEqual(a.reported, {
+      state: "STATE_OK",
+      message: "ok",
+      metrics: { impl: "sim" },
+      last_seen_epoch_ms: null,
+    });
+
+    // 2 s later: the four voltage channels (stale_after 500) are stale under the 1000 ms bound,
+    // sensor_quality (declares 3000) is not.
+    const late = views(t0 + 2000).devices[0];
+    assert.equal(late.health, "STALE");
+    assert.equal(late.stale_signal_count, 4);
+    assert.equal(late.staleness_ms, t0 + 2000 - analog.lastPollMs);
+
+    // A GetHealth answer without devices: registered devices carry no reported part.
+    const [bare, p0] = providerHealthViews(
+      rt.registry,
+      rt.cache,
+      { pollingIntervalMs: 60_000, staleness: STALENESS, nowMs: t0 },
+      new Map([["sim0", reported({ state: WireProviderState.OK })]]),
+    );
+    assert.deepEqual(bare.devices.map((d) => d.reported), [null, null, null, null, null]);
+    assert.equal(bare.degraded, false);
+    assert.equal(bare.failed_device_count, 0);
+    assert.deepEqual(bare.discovery_warnings, []);
+    // The refused devices' warnings are part of the provider's view.
+    assert.equal(p0.discovery_warnings?.length, 5);
+    assert.deepEqual(p0.discovery_warnings, rt.cache.discoveryWarnings("p0"));
+  } finally {
+    await rt.stop();
+  }
+});
