@@ -125,7 +125,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "state-health",
     files: ["src/state/health.ts"],
     tests: ["tests/state/"],
-    timeoutMs: UNIT_TIMEOUT_MS,
+    timeoutMs: PROCESS_TIMEOUT_MS,
   },
   {
     name: "state-cache",
