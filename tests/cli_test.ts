@@ -239,3 +239,76 @@ for (const c of USAGE_ERRORS) {
     assert.equal(r.stdout, "");
   });
 }
+
+const TREE = '<root BTCPP_format="4" main_tree_to_execute="T">' +
+  '<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree></root>\n';
+
+/** A configuration with automation enabled and the given mode_transition_hooks (YAML lines). */
+function automationConfig(hooks: string): string {
+  return `providers: [{id: p0, command: deno}]
+automation:
+  enabled: true
+  behavior_tree: tree.xml
+${hooks}`;
+}
+
+const hook = (phase: string, from: string, to: string) =>
+  `  mode_transition_hooks:
+    ${phase}:
+      - from: "${from}"
+        to: "${to}"
+        calls: [{device_handle: p0/d0, function_name: stop}]
+`;
+
+const AUTO_GATE_CASES: { name: string; hooks: string; warned: boolean }[] = [
+  { name: "no hook at all", hooks: "", warned: true },
+  {
+    name: "only an AUTO -> IDLE hook",
+    hooks: hook("before_transition", "AUTO", "IDLE"),
+    warned: true,
+  },
+  { name: "only a * -> MANUAL hook", hooks: hook("after_transition", "*", "MANUAL"), warned: true },
+  {
+    name: "only a MANUAL -> FAULT hook",
+    hooks: hook("before_transition", "MANUAL", "FAULT"),
+    warned: true,
+  },
+  {
+    name: "an AUTO -> FAULT hook",
+    hooks: hook("before_transition", "AUTO", "FAULT"),
+    warned: false,
+  },
+  { name: "a * -> FAULT hook", hooks: hook("after_transition", "*", "FAULT"), warned: false },
+  { name: "an AUTO -> * hook", hooks: hook("before_transition", "AUTO", "*"), warned: false },
+  { name: "a * -> * hook", hooks: hook("after_transition", "*", "*"), warned: false },
+];
+
+for (const c of AUTO_GATE_CASES) {
+  Deno.test(`runtime --check-config ${c.warned ? "warns" : "does not warn"} that AUTO will be refused with ${c.name}`, async () => {
+    await withFiles({ "auto.yaml": automationConfig(c.hooks), "tree.xml": TREE }, async (dir) => {
+      const r = await runCli(["--check-config", "auto.yaml"], { cwd: dir });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const warning = r.stdout.split("\n").filter((l) => l.includes("covers AUTO -> FAULT"));
+      if (!c.warned) {
+        assert.deepEqual(warning, []);
+        assert.match(r.stdout, /auto\.yaml: 0 errors, 0 warnings/);
+        return;
+      }
+      assert.equal(warning.length, 1, r.stdout);
+      assert.match(
+        warning[0],
+        /^auto\.yaml:2:1: warning: automation: is enabled but no mode_transition_hooks entry covers AUTO -> FAULT .*POST \/v0\/mode AUTO will be refused/,
+      );
+    });
+  });
+}
+
+Deno.test("runtime --check-config does not warn about the AUTO hook when automation is disabled", async () => {
+  await withFiles({
+    "off.yaml": "providers: [{id: p0, command: deno}]\nautomation:\n  enabled: false\n",
+  }, async (dir) => {
+    const r = await runCli(["--check-config", "off.yaml"], { cwd: dir });
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, "off.yaml: 0 errors, 0 warnings\n");
+  });
+});
