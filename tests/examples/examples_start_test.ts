@@ -6,10 +6,8 @@
  *
  * Each configuration runs from a temp folder, so run journals (data_dir) never land in the
  * checkout. What the folder holds besides the configuration, and why:
- * - a mirror of the checkout made of symlinks: `examples/providers`, `examples/behaviors`, `src`,
- *   `deno.json`, `deno.lock`, with the configuration at `examples/config.yaml`, so its relative
- *   paths resolve exactly as they do in the checkout (Deno resolves the simulated provider's
- *   `../../../src` imports and its `yaml` import map entry from the symlinked path);
+ * - a mirror of the checkout made of symlinks (withCheckoutMirror), with the configuration at
+ *   `examples/config.yaml`, so its relative paths resolve exactly as they do in the checkout;
  * - the API port: `--port` with a free port instead of http.port (8080 may be taken);
  * - examples/full.yaml's second provider, `./bin/bench-io-provider --bus /dev/ttyUSB0`, is a
  *   stand-in script there (no such hardware here) that runs the simulated provider with
@@ -22,41 +20,17 @@
  *   it as step 4 installs them.
  */
 import assert from "node:assert/strict";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import {
+  freePort,
+  type RuntimeChild,
+  startRuntimeChild,
+  withCheckoutMirror as inTempFolder,
+} from "../helpers/runtime_process.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 const EXAMPLES = `${REPO}examples`;
 const SIM_MAIN = `${EXAMPLES}/providers/sim/main.ts`;
 const J = { "content-type": "application/json" };
-
-/**
- * A temp mirror of the checkout with the configuration at `examples/config.yaml` (see above) and
- * `extra` files (executable) under `examples/`; `fn` gets the `examples` folder. Removed after.
- */
-async function inTempFolder(
-  config: string,
-  fn: (dir: string) => Promise<void>,
-  extra: Record<string, string> = {},
-): Promise<void> {
-  const root = await Deno.makeTempDir({ prefix: "runtime-example-" });
-  const dir = `${root}/examples`;
-  try {
-    await Deno.mkdir(dir);
-    for (
-      const path of ["src", "deno.json", "deno.lock", "examples/providers", "examples/behaviors"]
-    ) {
-      await Deno.symlink(`${REPO}${path}`, `${root}/${path}`);
-    }
-    await Deno.writeTextFile(`${dir}/config.yaml`, config);
-    for (const [name, text] of Object.entries(extra)) {
-      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
-      await Deno.writeTextFile(`${dir}/${name}`, text, { mode: 0o755 });
-    }
-    await fn(dir);
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
-}
 
 /** A shell script that runs the simulated provider from source with `yaml`, ignoring its args. */
 function simStandIn(yaml: string): string {

@@ -2,7 +2,8 @@
  * The `runtime` command as a real child process (`deno run src/main.ts --config ...`), started
  * until its API answers and every provider is AVAILABLE, and stopped with SIGTERM.
  */
-const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+const REPO = new URL("../../", import.meta.url).pathname;
+const MAIN = `${REPO}src/main.ts`;
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 /** How long a test waits for the runtime to come up (a loaded CI machine starts slowly). */
 const READY_TIMEOUT_MS = 60000;
@@ -38,6 +39,8 @@ export interface RuntimeChildOptions {
    * binary (net, run, read, write, and only the compile task's environment variables).
    */
   readonly permissions?: readonly string[] | "compiled";
+  /** Bearer token for the readiness check (a runtime with auth and no loopback exemption). */
+  readonly token?: string;
 }
 
 export interface RuntimeChild {
@@ -50,9 +53,11 @@ export interface RuntimeChild {
 }
 
 /** GET /v0/runtime/status as JSON, or null while the API does not answer. */
-async function status(base: string): Promise<Record<string, unknown> | null> {
+async function status(base: string, token?: string): Promise<Record<string, unknown> | null> {
   try {
-    const r = await fetch(`${base}/v0/runtime/status`);
+    const r = await fetch(`${base}/v0/runtime/status`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
     if (!r.ok) {
       await r.body?.cancel();
       return null;
@@ -116,7 +121,7 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
       const code = await exit;
       throw new Error(`runtime exited with code ${code} before it was ready:\n${text}`);
     }
-    const s = await status(base);
+    const s = await status(base, o.token);
     const providers = (s?.providers ?? []) as { state: string }[];
     if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
       return { port: o.port, base, stderr: () => text, stop };
@@ -126,5 +131,38 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
       throw new Error(`runtime not ready within ${READY_TIMEOUT_MS} ms:\n${text}`);
     }
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Runs `fn` with a temp mirror of the checkout made of symlinks (`src`, `deno.json`, `deno.lock`,
+ * `examples/providers`, `examples/behaviors`) and `config` written to `examples/config.yaml`, so
+ * an example configuration's relative paths resolve as they do in the checkout while its run
+ * journals (data_dir) land in the temp folder. Deno resolves the simulated provider's
+ * `../../../src` imports and its import-map entries from the symlinked path. `extra` files
+ * (executable) are written under `examples/`. `fn` gets the `examples` folder; all is removed after.
+ */
+export async function withCheckoutMirror(
+  config: string,
+  fn: (dir: string) => Promise<void>,
+  extra: Record<string, string> = {},
+): Promise<void> {
+  const root = await Deno.makeTempDir({ prefix: "runtime-example-" });
+  const dir = `${root}/examples`;
+  try {
+    await Deno.mkdir(dir);
+    for (
+      const path of ["src", "deno.json", "deno.lock", "examples/providers", "examples/behaviors"]
+    ) {
+      await Deno.symlink(`${REPO}${path}`, `${root}/${path}`);
+    }
+    await Deno.writeTextFile(`${dir}/config.yaml`, config);
+    for (const [name, text] of Object.entries(extra)) {
+      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
+      await Deno.writeTextFile(`${dir}/${name}`, text, { mode: 0o755 });
+    }
+    await fn(dir);
+  } finally {
+    await Deno.remove(root, { recursive: true });
   }
 }
