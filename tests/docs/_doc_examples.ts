@@ -664,6 +664,11 @@ async function startDemo(dir: string, env: Record<string, string> = {}): Promise
   });
 }
 
+/** A block of nothing but `NAME=value` lines (what a reader pastes before the commands). */
+function isDefinitions(b: Block): boolean {
+  return b.setup.length > 0 && b.setup.every((l) => /^[A-Z_][A-Z0-9_]*=/.test(l.trim()));
+}
+
 /** What checkDocExamples ran. */
 export interface DocCheckReport {
   /** `$` lines run and compared (assignments included). */
@@ -675,14 +680,15 @@ export interface DocCheckReport {
 /**
  * Runs every `$` example of `file` (relative to the checkout) against a fresh demo and throws,
  * listing every example whose answer differs from the documented one. `commandBlocksOnly`: only
- * blocks with `$` lines are read (a README whose other blocks are plain commands).
+ * blocks with `$` lines and blocks of `NAME=value` definitions are read (a README whose other
+ * blocks are plain commands).
  */
 export async function checkDocExamples(
   file: string,
   o: { commandBlocksOnly?: boolean } = {},
 ): Promise<DocCheckReport> {
   const blocks = parseDoc(file, await Deno.readTextFile(`${REPO}${file}`))
-    .filter((b) => !o.commandBlocksOnly || b.examples.length > 0);
+    .filter((b) => !o.commandBlocksOnly || b.examples.length > 0 || isDefinitions(b));
   const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
   const failures: string[] = [];
   let checked = 0;
