@@ -1,10 +1,17 @@
 import { MAX_CONFIG_FILE_BYTES } from "./config/mod.ts";
+import { EXIT_CODE_DESCRIPTIONS } from "./exit_codes.ts";
 
 const LIMIT_MIB = MAX_CONFIG_FILE_BYTES / (1024 * 1024);
 
+/** One line per exit code, from src/exit_codes.ts, so the help cannot miss one. */
+const EXIT_CODES = Object.entries(EXIT_CODE_DESCRIPTIONS)
+  .map(([code, text]) => `  ${code}  ${text}`)
+  .join("\n");
+
 /** The `runtime --help` text (also printed, on stderr, after a usage error). */
 export const USAGE = `Usage:
-  runtime --config FILE [--log-level LEVEL]   start the runtime with a YAML configuration
+  runtime --config FILE [--port PORT] [--log-level LEVEL]
+                                              start the runtime with a YAML configuration
   runtime --check-config FILE [--format text|json]
                                               validate a configuration and exit
   runtime --version                           print the runtime and protocol versions
@@ -12,6 +19,7 @@ export const USAGE = `Usage:
 
 Options:
   --config FILE          configuration file (also --config=FILE)
+  --port PORT            serve the API on this TCP port (1-65535) instead of http.port
   --check-config FILE    print every diagnostic as FILE:LINE:COL: error|warning: key: message,
                          then a summary; exit 0 when valid (warnings allowed), 1 on errors,
                          2 when the file cannot be read
@@ -24,6 +32,9 @@ a device, a larger file) is refused before it is read, with exit code 2.
 Environment:
   RUNTIME_API_TOKEN      bearer token for http.auth_enabled (preferred over http.auth_token)
   INFLUXDB_TOKEN         InfluxDB token when telemetry.influxdb.token is empty
+  RUNTIME_HTTP_PORT      like --port (which wins over it); ignored when empty
 
-Exit codes: 0 ok, 1 configuration errors, 2 usage error or unreadable configuration file
-(missing, not a regular file, or larger than ${LIMIT_MIB} MiB).`;
+Exit codes:
+${EXIT_CODES}
+Exit code 2 also covers a configuration file that is missing, not a regular file, or larger
+than ${LIMIT_MIB} MiB. The example systemd unit restarts 3 and 4, never 1 or 2.`;

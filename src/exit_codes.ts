@@ -35,9 +35,13 @@ export type ExitCode =
 
 /** One line per exit code, for `--help` text and documentation tests. */
 export const EXIT_CODE_DESCRIPTIONS: Readonly<Record<ExitCode, string>> = {
-  [EXIT_OK]: "clean shutdown, or the configuration is valid",
-  [EXIT_CONFIG_ERROR]: "configuration error",
-  [EXIT_USAGE]: "usage error, or the configuration file cannot be read",
-  [EXIT_STARTUP_FAILURE]: "start-up failure (provider not up within startup_timeout_ms, HTTP bind)",
-  [EXIT_INTERNAL_ERROR]: "runtime crash or internal error",
+  [EXIT_OK]:
+    "clean shutdown after SIGTERM/SIGINT; --check-config found no errors; --version, --help",
+  [EXIT_CONFIG_ERROR]: "configuration errors (--check-config, or a start refused for them)",
+  [EXIT_USAGE]: "usage error (unknown flag, missing --config), or the file cannot be read",
+  [EXIT_STARTUP_FAILURE]:
+    "start-up failure: a provider not up, or its first poll unanswered, within\n" +
+    "     runtime.startup_timeout_ms; the HTTP listener cannot bind; an expired TLS certificate",
+  [EXIT_INTERNAL_ERROR]:
+    "crash or internal error while running; a shutdown that overran its budget",
 };

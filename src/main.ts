@@ -1,6 +1,7 @@
 /**
  * The `runtime` command: parses flags, runs `--check-config`, or loads the configuration and
- * starts the service. Exit codes: 0 ok, 1 configuration errors, 2 usage error or unreadable file.
+ * starts the service. Exit codes: src/exit_codes.ts (0 ok, 1 configuration errors, 2 usage error or
+ * unreadable file, 3 start-up failure, 4 crash).
  */
 import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -37,7 +38,7 @@ export type CliCommand =
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "check"; file: string; format: "text" | "json" }
-  | { kind: "start"; file: string; logLevel: LogLevel | null }
+  | { kind: "start"; file: string; logLevel: LogLevel | null; port: number | null }
   | { kind: "usage-error"; message: string };
 
 /** Parses the command line (no side effects). */
@@ -53,6 +54,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
         "check-config": { type: "string" },
         format: { type: "string" },
         "log-level": { type: "string" },
+        port: { type: "string" },
         version: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -75,6 +77,9 @@ export function parseCli(argv: readonly string[]): CliCommand {
     if (format !== "text" && format !== "json") {
       return { kind: "usage-error", message: "--format must be text or json" };
     }
+    if (values.port !== undefined) {
+      return { kind: "usage-error", message: "--port applies to --config only" };
+    }
     return { kind: "check", file: check, format };
   }
   if (values.format !== undefined) {
@@ -83,7 +88,42 @@ export function parseCli(argv: readonly string[]): CliCommand {
   if (values.config === undefined) {
     return { kind: "usage-error", message: "missing --config FILE or --check-config FILE" };
   }
-  return { kind: "start", file: values.config, logLevel: (logLevel ?? null) as LogLevel | null };
+  let port: number | null = null;
+  if (values.port !== undefined) {
+    const parsed = parsePort("--port", values.port);
+    if (typeof parsed === "string") return { kind: "usage-error", message: parsed };
+    port = parsed;
+  }
+  return {
+    kind: "start",
+    file: values.config,
+    logLevel: (logLevel ?? null) as LogLevel | null,
+    port,
+  };
+}
+
+/** Environment variable that overrides `http.port` when starting (the `--port` flag wins). */
+export const PORT_ENV_VAR = "RUNTIME_HTTP_PORT";
+
+/** A TCP port given on the command line or in the environment, or the message saying why not. */
+export function parsePort(source: string, text: string): number | string {
+  const port = /^[0-9]{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (port >= 1 && port <= 65535) return port;
+  return `${source} must be a TCP port from 1 to 65535, got ${JSON.stringify(text)}`;
+}
+
+/**
+ * The port that replaces `http.port`: `--port`, else a non-empty RUNTIME_HTTP_PORT, else none.
+ * Returns the port and where it came from, or a usage-error message.
+ */
+export function portOverride(
+  flag: number | null,
+  env: string | undefined,
+): { port: number; source: string } | null | string {
+  if (flag !== null) return { port: flag, source: "--port" };
+  if (env === undefined || env.trim() === "") return null;
+  const parsed = parsePort(PORT_ENV_VAR, env);
+  return typeof parsed === "string" ? parsed : { port: parsed, source: PORT_ENV_VAR };
 }
 
 /** Runs the command and returns the process exit code. */
@@ -104,6 +144,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     case "check":
     case "start":
       break;
+  }
+  const override = cli.kind === "start" ? portOverride(cli.port, readEnv(PORT_ENV_VAR)) : null;
+  if (typeof override === "string") {
+    console.error(`runtime: ${override}\n\n${USAGE}`);
+    return EXIT_USAGE;
   }
   const absPath = resolve(Deno.cwd(), cli.file);
   const loaded = await loadConfigFile({
@@ -146,7 +191,21 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`runtime: refusing to start: ${formatSummary(cli.file, shown)}`);
     return 1;
   }
-  return await startService(config, cli.logLevel);
+  return await startService(withPort(config, override), cli.logLevel, override);
+}
+
+/** The configuration with `http.port` replaced by the override, if any. */
+function withPort(config: Config, override: { port: number } | null): Config {
+  return override === null ? config : { ...config, http: { ...config.http, port: override.port } };
+}
+
+/** An environment variable, or undefined when unset or not readable with this permission set. */
+function readEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // a binary compiled without --allow-env for it: as if unset
+  }
 }
 
 /**
@@ -218,8 +277,13 @@ function isOnPath(command: string): boolean {
 }
 
 /** Starts the service with a valid configuration and resolves with the exit code. */
-function startService(config: Config, logLevelOverride: LogLevel | null): Promise<number> {
+function startService(
+  config: Config,
+  logLevelOverride: LogLevel | null,
+  portFrom: { port: number; source: string } | null,
+): Promise<number> {
   const log = createStderrLogger(logLevelOverride ?? config.logging.level);
+  if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
   // Deno exits 1 on an uncaught error, which would read as a configuration error (and systemd
   // would not restart us): a crash is logged on one line and exits with its own code.
   const crash = (what: unknown) => {

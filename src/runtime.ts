@@ -173,6 +173,14 @@ export class Runtime {
     }
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
     this.estop.logPlan("start-up");
+    // Once the inventory is known: a tree that AUTO could never start is said now, not at the
+    // operator's first POST /v0/mode.
+    const autoProblem = this.config.automation.enabled ? this.modes.autoGateProblem() : null;
+    if (autoProblem) {
+      this.host.log.warn(
+        `automation is enabled but POST /v0/mode AUTO will answer 409: ${autoProblem}`,
+      );
+    }
     // --- end modes, parameters, e-stop ---
     // --- automation (issue 6) ---
     this.automation?.start();

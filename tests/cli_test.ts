@@ -1,6 +1,8 @@
 /** The `runtime` command line, run as a real child process (`deno run -A src/main.ts ...`). */
 import assert from "node:assert/strict";
 import { runCli, withFiles } from "./helpers/cli.ts";
+import { freePort, startRuntimeChild } from "./helpers/runtime_process.ts";
+import { EXIT_CODE_DESCRIPTIONS } from "../src/exit_codes.ts";
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,
@@ -130,6 +132,86 @@ Deno.test("runtime --help prints the usage on stdout", async () => {
   assert.equal(r.code, 0);
   assert.match(r.stdout, /^Usage:/);
   assert.match(r.stdout, /--check-config FILE/);
+  assert.match(r.stdout, /--port PORT/);
+  assert.match(r.stdout, /RUNTIME_HTTP_PORT/);
+});
+
+Deno.test("runtime --help lists every exit code with its meaning", async () => {
+  const r = await runCli(["--help"]);
+  assert.equal(r.code, 0);
+  const codes = Object.entries(EXIT_CODE_DESCRIPTIONS);
+  assert.equal(codes.length, 5);
+  for (const [code, text] of codes) {
+    assert.ok(r.stdout.includes(`\n  ${code}  ${text.split("\n")[0]}`), `exit code ${code} listed`);
+  }
+});
+
+const PORT_CONFIG = (port: number) =>
+  `http:\n  port: ${port}\nproviders:\n  - id: sim0\n    command: deno\n    args: [run, --quiet, ` +
+  `--allow-read, --allow-env, ${
+    new URL("../examples/providers/sim/main.ts", import.meta.url).pathname
+  }, --config, ${new URL("../examples/providers/sim/sim-inert.yaml", import.meta.url).pathname}]\n`;
+
+Deno.test("runtime --port serves the API on that port instead of http.port, and wins over RUNTIME_HTTP_PORT", async () => {
+  const [file, flag, env] = [freePort(), freePort(), freePort()];
+  await withFiles({ "port.yaml": PORT_CONFIG(file) }, async (dir) => {
+    const rt = await startRuntimeChild({
+      config: `${dir}/port.yaml`,
+      port: flag,
+      args: ["--port", String(flag)],
+      env: { RUNTIME_HTTP_PORT: String(env) },
+      cwd: dir,
+    });
+    try {
+      const r = await fetch(`${rt.base}/v0/mode`);
+      assert.equal((await r.json()).mode, "IDLE");
+      for (const other of [file, env]) {
+        await assert.rejects(fetch(`http://127.0.0.1:${other}/v0/mode`), `nothing on ${other}`);
+      }
+      assert.match(rt.stderr(), new RegExp(`http\\.port ${flag} \\(from --port\\)`));
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+    }
+  });
+});
+
+Deno.test("runtime takes the API port from RUNTIME_HTTP_PORT with the compiled binary's permissions", async () => {
+  const [file, env] = [freePort(), freePort()];
+  await withFiles({ "port.yaml": PORT_CONFIG(file) }, async (dir) => {
+    // The single binary reads only the variables of the compile task's --allow-env list.
+    const rt = await startRuntimeChild({
+      config: `${dir}/port.yaml`,
+      port: env,
+      env: { RUNTIME_HTTP_PORT: String(env) },
+      cwd: dir,
+      permissions: "compiled",
+    });
+    try {
+      const r = await fetch(`${rt.base}/v0/mode`);
+      assert.equal((await r.json()).mode, "IDLE");
+      await assert.rejects(fetch(`http://127.0.0.1:${file}/v0/mode`), `nothing on ${file}`);
+      assert.match(rt.stderr(), new RegExp(`http\\.port ${env} \\(from RUNTIME_HTTP_PORT\\)`));
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+    }
+  });
+});
+
+Deno.test("runtime exits 2 naming RUNTIME_HTTP_PORT when it is not a port", async () => {
+  // A provider that cannot start: should the variable be ignored, the start fails at once (3).
+  const config =
+    `http:\n  port: ${freePort()}\nproviders: [{id: p0, command: /nonexistent/provider}]\n`;
+  await withFiles({ "port.yaml": config }, async (dir) => {
+    const r = await runCli(["--config", "port.yaml"], {
+      cwd: dir,
+      env: { RUNTIME_HTTP_PORT: "eighty" },
+    });
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /^runtime: RUNTIME_HTTP_PORT must be a TCP port from 1 to 65535, got "eighty"\n/,
+    );
+  });
 });
 
 const USAGE_ERRORS: { name: string; args: string[] }[] = [
@@ -139,6 +221,10 @@ const USAGE_ERRORS: { name: string; args: string[] }[] = [
   { name: "a positional argument", args: ["config.yaml"] },
   { name: "an unknown --format", args: ["--check-config", "x.yaml", "--format", "xml"] },
   { name: "an unknown --log-level", args: ["--config", "x.yaml", "--log-level", "loud"] },
+  { name: "--port 0", args: ["--config", "x.yaml", "--port", "0"] },
+  { name: "--port 65536", args: ["--config", "x.yaml", "--port", "65536"] },
+  { name: "a --port that is not a number", args: ["--config", "x.yaml", "--port", "80a"] },
+  { name: "--port with --check-config", args: ["--check-config", "x.yaml", "--port", "8080"] },
   {
     name: "both --config and --check-config",
     args: ["--config", "a.yaml", "--check-config", "b.yaml"],
@@ -153,3 +239,76 @@ for (const c of USAGE_ERRORS) {
     assert.equal(r.stdout, "");
   });
 }
+
+const TREE = '<root BTCPP_format="4" main_tree_to_execute="T">' +
+  '<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree></root>\n';
+
+/** A configuration with automation enabled and the given mode_transition_hooks (YAML lines). */
+function automationConfig(hooks: string): string {
+  return `providers: [{id: p0, command: deno}]
+automation:
+  enabled: true
+  behavior_tree: tree.xml
+${hooks}`;
+}
+
+const hook = (phase: string, from: string, to: string) =>
+  `  mode_transition_hooks:
+    ${phase}:
+      - from: "${from}"
+        to: "${to}"
+        calls: [{device_handle: p0/d0, function_name: stop}]
+`;
+
+const AUTO_GATE_CASES: { name: string; hooks: string; warned: boolean }[] = [
+  { name: "no hook at all", hooks: "", warned: true },
+  {
+    name: "only an AUTO -> IDLE hook",
+    hooks: hook("before_transition", "AUTO", "IDLE"),
+    warned: true,
+  },
+  { name: "only a * -> MANUAL hook", hooks: hook("after_transition", "*", "MANUAL"), warned: true },
+  {
+    name: "only a MANUAL -> FAULT hook",
+    hooks: hook("before_transition", "MANUAL", "FAULT"),
+    warned: true,
+  },
+  {
+    name: "an AUTO -> FAULT hook",
+    hooks: hook("before_transition", "AUTO", "FAULT"),
+    warned: false,
+  },
+  { name: "a * -> FAULT hook", hooks: hook("after_transition", "*", "FAULT"), warned: false },
+  { name: "an AUTO -> * hook", hooks: hook("before_transition", "AUTO", "*"), warned: false },
+  { name: "a * -> * hook", hooks: hook("after_transition", "*", "*"), warned: false },
+];
+
+for (const c of AUTO_GATE_CASES) {
+  Deno.test(`runtime --check-config ${c.warned ? "warns" : "does not warn"} that AUTO will be refused with ${c.name}`, async () => {
+    await withFiles({ "auto.yaml": automationConfig(c.hooks), "tree.xml": TREE }, async (dir) => {
+      const r = await runCli(["--check-config", "auto.yaml"], { cwd: dir });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const warning = r.stdout.split("\n").filter((l) => l.includes("covers AUTO -> FAULT"));
+      if (!c.warned) {
+        assert.deepEqual(warning, []);
+        assert.match(r.stdout, /auto\.yaml: 0 errors, 0 warnings/);
+        return;
+      }
+      assert.equal(warning.length, 1, r.stdout);
+      assert.match(
+        warning[0],
+        /^auto\.yaml:2:1: warning: automation: is enabled but no mode_transition_hooks entry covers AUTO -> FAULT .*POST \/v0\/mode AUTO will be refused/,
+      );
+    });
+  });
+}
+
+Deno.test("runtime --check-config does not warn about the AUTO hook when automation is disabled", async () => {
+  await withFiles({
+    "off.yaml": "providers: [{id: p0, command: deno}]\nautomation:\n  enabled: false\n",
+  }, async (dir) => {
+    const r = await runCli(["--check-config", "off.yaml"], { cwd: dir });
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, "off.yaml: 0 errors, 0 warnings\n");
+  });
+});

@@ -534,22 +534,38 @@ function readAutomation(
   const hooksPath = [...P, "mode_transition_hooks"];
   const hooks = c.mapping(a.mode_transition_hooks, hooksPath) ?? {};
   c.knownKeys(hooks, hooksPath, ["before_transition", "after_transition"]);
+  const tickRateHz = c.integer(a, P, "tick_rate_hz", 10, { min: 1, max: 1000, enforce: enabled });
+  const manualGatingPolicy = c.oneOf(a, P, "manual_gating_policy", ["BLOCK", "OVERRIDE"], "BLOCK");
+  const parameters = readParameters(c, a.parameters, [...P, "parameters"]);
+  const beforeTransition = readHooks(callCtx, hooks.before_transition, [
+    ...hooksPath,
+    "before_transition",
+  ]);
+  const afterTransition = readHooks(callCtx, hooks.after_transition, [
+    ...hooksPath,
+    "after_transition",
+  ]);
+  // The runtime's AUTO gate (ModeManager.autoGateProblem) refuses AUTO without such a hook as
+  // soon as any actuating function is registered: the tree could never run.
+  const coversAutoFault = [...beforeTransition, ...afterTransition].some((h) =>
+    (h.from === "AUTO" || h.from === "*") && (h.to === "FAULT" || h.to === "*")
+  );
+  if (enabled && !coversAutoFault) {
+    c.warning(
+      P,
+      "is enabled but no mode_transition_hooks entry covers AUTO -> FAULT (from AUTO " +
+        "or *, to FAULT or *): POST /v0/mode AUTO will be refused with 409 once any actuating " +
+        "function is registered; add a before_transition hook from AUTO to FAULT whose calls " +
+        "stop the outputs (safety.safe_state does not count)",
+    );
+  }
   return {
     enabled,
     behaviorTree: tree,
-    tickRateHz: c.integer(a, P, "tick_rate_hz", 10, { min: 1, max: 1000, enforce: enabled }),
-    manualGatingPolicy: c.oneOf(a, P, "manual_gating_policy", ["BLOCK", "OVERRIDE"], "BLOCK"),
-    parameters: readParameters(c, a.parameters, [...P, "parameters"]),
-    modeTransitionHooks: {
-      beforeTransition: readHooks(callCtx, hooks.before_transition, [
-        ...hooksPath,
-        "before_transition",
-      ]),
-      afterTransition: readHooks(callCtx, hooks.after_transition, [
-        ...hooksPath,
-        "after_transition",
-      ]),
-    },
+    tickRateHz,
+    manualGatingPolicy,
+    parameters,
+    modeTransitionHooks: { beforeTransition, afterTransition },
   };
 }
 

@@ -10,6 +10,7 @@ import {
   ADPP_PROTOCOL_VERSION,
   type DeviceCapabilities,
   type Logger,
+  type LogLevel,
   type ProviderProcess,
   RUNTIME_VERSION,
   RuntimeError,
@@ -24,6 +25,42 @@ export const CLIENT_NAME = "anolis-runtime";
 export const STDERR_LINES_PER_SECOND = 20;
 /** Longest stderr line kept (longer lines are cut). */
 const STDERR_MAX_LINE = 2000;
+/** A provider's last stderr lines quoted in its start-up failure message (its last words). */
+export const STDERR_TAIL_LINES = 5;
+/** Longest stderr line quoted in a start-up failure message (longer lines are cut). */
+const STDERR_TAIL_LINE_CHARS = 300;
+/**
+ * How long a failed start-up waits for the provider's stderr to end before quoting its last
+ * lines (a process that just exited may still have lines in the pipe).
+ */
+export const STDERR_DRAIN_WAIT_MS = 500;
+/**
+ * A level word at the start of a stderr line, bare (`ERROR msg`, `WARN: msg`) or bracketed
+ * (`[warn] msg`), as the SDK's stderr logger and C/C++ providers write it.
+ */
+const STDERR_LEVEL =
+  /^\s*(?:\[(error|err|fatal|critical|crit|warning|warn|info|debug|trace)\]|(error|err|fatal|critical|crit|warning|warn|info|debug|trace)(?=[:\s]|$))/i;
+const STDERR_LEVELS: Readonly<Record<string, LogLevel>> = {
+  error: "error",
+  err: "error",
+  fatal: "error",
+  critical: "error",
+  crit: "error",
+  warning: "warn",
+  warn: "warn",
+  info: "info",
+  debug: "debug",
+  trace: "debug",
+};
+
+/**
+ * The level a provider stderr line states with its first word (`ERROR`, `[WARN]`, `info:`, ...;
+ * FATAL/CRITICAL count as error, TRACE as debug), or null when it states none (logged as info).
+ */
+export function stderrLineLevel(line: string): LogLevel | null {
+  const m = STDERR_LEVEL.exec(line);
+  return m ? STDERR_LEVELS[(m[1] ?? m[2]).toLowerCase()] ?? null : null;
+}
 /** Discovery warnings kept per session (provider health `discovery_warnings`); the rest counted. */
 export const MAX_DISCOVERY_WARNINGS = 20;
 /** Longest device id quoted in a discovery warning (longer ids are cut). */
@@ -59,6 +96,10 @@ export class ProviderSession {
   readonly #startedAt: number;
   #exitCode: number | null = null;
   #terminating = false;
+  /** The last STDERR_TAIL_LINES non-blank stderr lines (rate-limited ones included). */
+  readonly #stderrTail: string[] = [];
+  /** Settles once the provider's stderr has ended and every line was handled. */
+  readonly #stderrDone: Promise<void>;
   /** GetHealth support: unknown until tried, then remembered for the session. */
   supportsGetHealth: boolean | null = null;
   hello: HelloInfo | null = null;
@@ -79,7 +120,7 @@ export class ProviderSession {
       throw unavailable(`cannot start provider '${cfg.id}' (${command}): ${errText(err)}`, err);
     }
     this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin);
-    this.#pumpStderr(this.#proc.stderr);
+    this.#stderrDone = this.#pumpStderr(this.#proc.stderr);
     const exited = this.#proc.exited.then((s) => {
       this.#exitCode = s.code;
       return s.signal ? `process ended by ${s.signal}` : `process exited with code ${s.code}`;
@@ -119,8 +160,57 @@ export class ProviderSession {
     return this.#client.request(kind, payload, timeoutMs);
   }
 
-  /** Hello (protocol check), then WaitReady when the provider advertises it. */
+  /** The provider's last stderr lines, oldest first (at most STDERR_TAIL_LINES). */
+  get stderrTail(): readonly string[] {
+    return [...this.#stderrTail];
+  }
+
+  /**
+   * Hello (protocol check), then WaitReady when the provider advertises it. A failure names the
+   * provider's last stderr lines, which usually say why.
+   */
   async handshake(): Promise<HelloInfo> {
+    try {
+      return await this.#handshake();
+    } catch (err) {
+      throw await this.#withStderrTail(err);
+    }
+  }
+
+  /**
+   * Discovery (see #discover); a failure names the provider's last stderr lines, like Hello's.
+   */
+  async discover(): Promise<DeviceCapabilities[]> {
+    try {
+      return await this.#discover();
+    } catch (err) {
+      throw await this.#withStderrTail(err);
+    }
+  }
+
+  /**
+   * `err` with the provider's last stderr lines appended to its message (same code), once its
+   * stderr has ended or STDERR_DRAIN_WAIT_MS have passed; `err` itself when there are none.
+   */
+  async #withStderrTail(err: unknown): Promise<unknown> {
+    // Once stderr has ended the process is exiting: its exit code is then known too.
+    await raceTimeout(this.#stderrDone.then(() => this.#proc.exited), STDERR_DRAIN_WAIT_MS, null);
+    if (this.#stderrTail.length === 0) return err;
+    const n = this.#stderrTail.length;
+    const quoted = this.#stderrTail.map((l) =>
+      JSON.stringify(
+        l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}…` : l,
+      )
+    ).join(", ");
+    const code = err instanceof RuntimeError ? err.code : "UNAVAILABLE";
+    return new RuntimeError(
+      code,
+      `${errText(err)}; provider's last stderr line${n === 1 ? "" : "s"}: ${quoted}`,
+      { cause: err },
+    );
+  }
+
+  async #handshake(): Promise<HelloInfo> {
     const hello = await this.request("hello", {
       protocol_version: ADPP_PROTOCOL_VERSION,
       client_name: CLIENT_NAME,
@@ -163,7 +253,7 @@ export class ProviderSession {
    * DescribeDevice, and an answer describing another device are each skipped with a warning
    * (logged, and kept in `discoveryWarnings` for provider health).
    */
-  async discover(): Promise<DeviceCapabilities[]> {
+  async #discover(): Promise<DeviceCapabilities[]> {
     const list = await this.request("list_devices", {}).catch((err) => {
       throw wrap(err, "ListDevices failed");
     });
@@ -261,6 +351,10 @@ export class ProviderSession {
     try {
       const lines = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new LineSplitter());
       for await (const raw of lines) {
+        if (raw.trim()) {
+          this.#stderrTail.push(raw.length > STDERR_MAX_LINE ? raw.slice(0, STDERR_MAX_LINE) : raw);
+          if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
+        }
         const now = this.#deps.monoMs();
         if (now - windowStart >= 1000) {
           windowStart = now;
@@ -273,7 +367,7 @@ export class ProviderSession {
           continue;
         }
         const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}…` : raw;
-        if (line.trim()) log.info(`stderr: ${line}`);
+        if (line.trim()) log[stderrLineLevel(line) ?? "info"](`stderr: ${line}`);
       }
     } catch {
       // stderr closed abruptly with the process: nothing to report

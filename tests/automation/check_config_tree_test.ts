@@ -9,6 +9,9 @@ const config = (enabled: boolean) =>
 automation:
   enabled: ${enabled}
   behavior_tree: bt/main.xml
+  mode_transition_hooks:
+    before_transition:
+      - { from: AUTO, to: FAULT, calls: [{ device_handle: sim0/motorctl0, function_name: stop }] }
 `;
 
 // Line 4: unknown node type; sub.xml line 3: CallDevice without its required function_name.

@@ -114,6 +114,8 @@ providers:
 automation:
   enabled: true
   behavior_tree: ../trees/main.xml
+  mode_transition_hooks:
+    before_transition: [{from: AUTO, to: FAULT, calls: [{device_handle: a/d, function_name: stop}]}]
 `,
     {
       files: [
@@ -144,6 +146,8 @@ ${PROV}
 automation:
   enabled: true
   behavior_tree_path: bt.xml
+  mode_transition_hooks:
+    after_transition: [{from: "*", to: FAULT, calls: [{device_handle: p0/d, function_name: stop}]}]
 `);
   assert.equal(diagnostics.length, 1);
   assert.equal(diagnostics[0].severity, "warning");

@@ -737,7 +737,11 @@ automation:
   enabled: true
 ${PROV}
 `,
-    expect: ["error automation.behavior_tree @1"],
+    expect: [
+      // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
+      "warning automation @1",
+      "error automation.behavior_tree @1",
+    ],
   },
   {
     name: "automation enabled with an empty behavior_tree is an error",
@@ -747,7 +751,11 @@ automation:
   behavior_tree: ""
 ${PROV}
 `,
-    expect: ["error automation.behavior_tree @3"],
+    expect: [
+      // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
+      "warning automation @1",
+      "error automation.behavior_tree @3",
+    ],
   },
   {
     name: "automation enabled with a missing behavior-tree file is an error",
@@ -757,7 +765,11 @@ automation:
   behavior_tree: nowhere.xml
 ${PROV}
 `,
-    expect: ["error automation.behavior_tree @3"],
+    expect: [
+      // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
+      "warning automation @1",
+      "error automation.behavior_tree @3",
+    ],
   },
   {
     name: "automation enabled with an existing behavior tree is valid",
@@ -767,7 +779,10 @@ automation:
   behavior_tree: bt.xml
 ${PROV}
 `,
-    expect: [],
+    expect: [
+      // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
+      "warning automation @1",
+    ],
   },
   {
     name: "behavior_tree_path alias is accepted with a deprecation warning",
@@ -777,7 +792,11 @@ automation:
   behavior_tree_path: bt.xml
 ${PROV}
 `,
-    expect: ["warning automation.behavior_tree_path @3"],
+    expect: [
+      // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
+      "warning automation @1",
+      "warning automation.behavior_tree_path @3",
+    ],
   },
   {
     name: "behavior_tree_path alias is ignored with a warning when behavior_tree is set",
@@ -788,7 +807,11 @@ automation:
   behavior_tree_path: other.xml
 ${PROV}
 `,
-    expect: ["warning automation.behavior_tree_path @4"],
+    expect: [
+      // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
+      "warning automation @1",
+      "warning automation.behavior_tree_path @4",
+    ],
   },
   {
     name: "automation disabled does not need a behavior tree",
@@ -810,7 +833,7 @@ automation:
   tick_rate_hz: 0
 ${PROV}
 `,
-    expect: ["error automation.tick_rate_hz @4"],
+    expect: ["error automation.tick_rate_hz @4", "warning automation @1"],
   },
   {
     name: "automation.tick_rate_hz 1001 is an error when enabled",
@@ -821,7 +844,7 @@ automation:
   tick_rate_hz: 1001
 ${PROV}
 `,
-    expect: ["error automation.tick_rate_hz @4"],
+    expect: ["error automation.tick_rate_hz @4", "warning automation @1"],
   },
   {
     name: "automation.manual_gating_policy must be BLOCK or OVERRIDE even when disabled",

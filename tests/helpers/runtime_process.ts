@@ -1,0 +1,168 @@
+/**
+ * The `runtime` command as a real child process (`deno run src/main.ts --config ...`), started
+ * until its API answers and every provider is AVAILABLE, and stopped with SIGTERM.
+ */
+const REPO = new URL("../../", import.meta.url).pathname;
+const MAIN = `${REPO}src/main.ts`;
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+/** How long a test waits for the runtime to come up (a loaded CI machine starts slowly). */
+const READY_TIMEOUT_MS = 60000;
+/** How long a SIGTERM'd runtime has to exit before it is killed. */
+const STOP_TIMEOUT_MS = 15000;
+
+/** A free loopback TCP port. */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** The `--allow-env=` list of the `compile` task: what the single binary may read. */
+export function compiledAllowEnv(): string {
+  const tasks = JSON.parse(Deno.readTextFileSync(DENO_JSON)).tasks as Record<string, string>;
+  const m = /--allow-env=(\S+)/.exec(tasks.compile);
+  if (!m) throw new Error("deno.json: the compile task has no --allow-env= list");
+  return m[1];
+}
+
+export interface RuntimeChildOptions {
+  /** The configuration file (absolute, or relative to `cwd`). */
+  readonly config: string;
+  /** Where the API is expected (the configured port or the --port / RUNTIME_HTTP_PORT one). */
+  readonly port: number;
+  readonly args?: readonly string[];
+  readonly env?: Record<string, string>;
+  readonly cwd?: string;
+  /**
+   * Deno permissions; default `-A`. `["compiled"]` grants what `deno task compile` bakes into the
+   * binary (net, run, read, write, and only the compile task's environment variables).
+   */
+  readonly permissions?: readonly string[] | "compiled";
+  /** Bearer token for the readiness check (a runtime with auth and no loopback exemption). */
+  readonly token?: string;
+}
+
+export interface RuntimeChild {
+  readonly port: number;
+  readonly base: string;
+  /** Everything the runtime wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM, then the exit code (SIGKILL after STOP_TIMEOUT_MS; then the code is -1). */
+  stop(): Promise<number>;
+}
+
+/** GET /v0/runtime/status as JSON, or null while the API does not answer. */
+async function status(base: string, token?: string): Promise<Record<string, unknown> | null> {
+  try {
+    const r = await fetch(`${base}/v0/runtime/status`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
+    if (!r.ok) {
+      await r.body?.cancel();
+      return null;
+    }
+    return await r.json();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts the runtime and resolves once its API answers with every provider AVAILABLE. Throws,
+ * with the runtime's stderr, when it exits first or does not get there within READY_TIMEOUT_MS.
+ */
+export async function startRuntimeChild(o: RuntimeChildOptions): Promise<RuntimeChild> {
+  const permissions = o.permissions === "compiled"
+    ? [
+      "--allow-net",
+      "--allow-run",
+      "--allow-read",
+      "--allow-write",
+      `--allow-env=${compiledAllowEnv()}`,
+    ]
+    : o.permissions ?? ["-A"];
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...permissions, "--quiet", MAIN, "--config", o.config, ...(o.args ?? [])],
+    cwd: o.cwd,
+    env: { NO_COLOR: "1", ...o.env },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const decoder = new TextDecoder();
+  const drained = (async () => {
+    for await (const chunk of child.stderr) text += decoder.decode(chunk, { stream: true });
+  })();
+  const exit = Promise.all([child.status, drained]).then(([s]) => s.code);
+  let exited = false;
+  exit.then(() => exited = true);
+  const base = `http://127.0.0.1:${o.port}`;
+  const stop = async (): Promise<number> => {
+    if (!exited) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), STOP_TIMEOUT_MS));
+    const code = await Promise.race([exit, late]).finally(() => clearTimeout(timer));
+    if (code !== "late") return code;
+    child.kill("SIGKILL");
+    await exit;
+    return -1;
+  };
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (exited) {
+      const code = await exit;
+      throw new Error(`runtime exited with code ${code} before it was ready:\n${text}`);
+    }
+    const s = await status(base, o.token);
+    const providers = (s?.providers ?? []) as { state: string }[];
+    if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
+      return { port: o.port, base, stderr: () => text, stop };
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`runtime not ready within ${READY_TIMEOUT_MS} ms:\n${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Runs `fn` with a temp mirror of the checkout made of symlinks (`src`, `deno.json`, `deno.lock`,
+ * `examples/providers`, `examples/behaviors`) and `config` written to `examples/config.yaml`, so
+ * an example configuration's relative paths resolve as they do in the checkout while its run
+ * journals (data_dir) land in the temp folder. Deno resolves the simulated provider's
+ * `../../../src` imports and its import-map entries from the symlinked path. `extra` files
+ * (executable) are written under `examples/`. `fn` gets the `examples` folder; all is removed after.
+ */
+export async function withCheckoutMirror(
+  config: string,
+  fn: (dir: string) => Promise<void>,
+  extra: Record<string, string> = {},
+): Promise<void> {
+  const root = await Deno.makeTempDir({ prefix: "runtime-example-" });
+  const dir = `${root}/examples`;
+  try {
+    await Deno.mkdir(dir);
+    for (
+      const path of ["src", "deno.json", "deno.lock", "examples/providers", "examples/behaviors"]
+    ) {
+      await Deno.symlink(`${REPO}${path}`, `${root}/${path}`);
+    }
+    await Deno.writeTextFile(`${dir}/config.yaml`, config);
+    for (const [name, text] of Object.entries(extra)) {
+      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
+      await Deno.writeTextFile(`${dir}/${name}`, text, { mode: 0o755 });
+    }
+    await fn(dir);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * Provider stderr: a line's own level survives into the runtime's log, and a provider that fails
+ * its start-up is reported with its last stderr lines (issue 23 item 1: examples/minimal.yaml
+ * failed with "provider closed its stdout" while the reason sat in an INFO line).
+ */
+import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import {
+  ProviderRegistry,
+  ProviderSession,
+  STDERR_TAIL_LINES,
+  stderrLineLevel,
+} from "../../src/providers/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { simProvider } from "../helpers/sim_config.ts";
+
+function capturingLogger(lines: string[]): LineLogger {
+  return new LineLogger({
+    level: "debug",
+    journald: false,
+    now: () => 0,
+    write: (l) => lines.push(l),
+  });
+}
+
+const LEVELS: { line: string; level: string | null }[] = [
+  // The SDK's stderr logger (src/provider_sdk/stderr_logger.ts) and the simulated provider.
+  { line: "ERROR [sim] config: --config <yaml> is required", level: "error" },
+  { line: "WARN [sim] slow bus", level: "warn" },
+  { line: "INFO [sim] started", level: "info" },
+  { line: "DEBUG [sim] frame", level: "debug" },
+  // Bracketed, with or without a space after the bracket, any case.
+  { line: "[ERROR] i2c bus /dev/i2c-1: no such device", level: "error" },
+  { line: "[warning]retrying", level: "warn" },
+  { line: "[Info] ready", level: "info" },
+  // With a colon, leading blanks, and the usual synonyms.
+  { line: "warning: deprecated option", level: "warn" },
+  { line: "  error: cannot open port", level: "error" },
+  { line: "FATAL: out of memory", level: "error" },
+  { line: "CRITICAL sensor lost", level: "error" },
+  { line: "TRACE tick", level: "debug" },
+  { line: "Error: uncaught exception", level: "error" },
+  { line: "ERROR", level: "error" },
+  // No level word first: the runtime's default (info).
+  { line: "Errors found: 0", level: null },
+  { line: "information only", level: null },
+  { line: "[sim] ERROR late level word", level: null },
+  { line: "starting up", level: null },
+  { line: "[ERR", level: null },
+];
+
+for (const c of LEVELS) {
+  Deno.test(`stderrLineLevel reads ${JSON.stringify(c.line)} as ${c.level ?? "no level"}`, () => {
+    assert.equal(stderrLineLevel(c.line), c.level);
+  });
+}
+
+Deno.test("ProviderSession logs each provider stderr line at the level it starts with", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("leveled"),
+    command: "sh",
+    args: [
+      "-c",
+      'printf "%s\\n" "ERROR [sim] broken" "[WARN] slow" "info: fine" "DEBUG detail" "plain" >&2;' +
+      " exec cat",
+    ],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("leveled"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor(
+      "the last stderr line",
+      () => lines.some((l) => l.endsWith("stderr: plain")),
+      5000,
+    );
+    const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split(" ")[0]);
+    assert.deepEqual(logged, ["ERROR", "WARN", "INFO", "DEBUG", "INFO"]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+/** Starts one provider through the registry and returns the start-up error. */
+async function startupError(
+  script: string,
+  o: { helloTimeoutMs?: number } = {},
+): Promise<RuntimeError> {
+  const provider = {
+    ...simProvider("p0"),
+    command: "sh",
+    args: ["-c", script],
+    ...(o.helloTimeoutMs ? { helloTimeoutMs: o.helloTimeoutMs } : {}),
+  };
+  const registry = new ProviderRegistry([provider], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: capturingLogger([]),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    await registry.startAll(20000, 1000);
+  } catch (e) {
+    assert.ok(e instanceof RuntimeError, String(e));
+    return e;
+  } finally {
+    await registry.stopAll(1000);
+  }
+  throw new Error("the provider started");
+}
+
+Deno.test("A provider that exits during start-up is reported with its last stderr lines", async () => {
+  const count = STDERR_TAIL_LINES + 3;
+  const e = await startupError(
+    `for i in $(seq 1 ${count}); do echo "ERROR line $i" >&2; done; exit 1`,
+  );
+  assert.equal(e.code, "UNAVAILABLE");
+  const quoted = Array.from(
+    { length: STDERR_TAIL_LINES },
+    (_, i) => JSON.stringify(`ERROR line ${count - STDERR_TAIL_LINES + i + 1}`),
+  ).join(", ");
+  assert.ok(
+    e.message.includes(`provider's last stderr lines: ${quoted} (process exit code 1)`),
+    e.message,
+  );
+  assert.ok(!e.message.includes(`"ERROR line ${count - STDERR_TAIL_LINES}"`), e.message);
+  assert.match(e.message, /^provider start failed: p0: Hello failed: /);
+});
+
+Deno.test("A provider that never answers Hello is reported with what it wrote to stderr", async () => {
+  const e = await startupError('echo "WARN waiting for the bus" >&2; exec sleep 30', {
+    helloTimeoutMs: 300,
+  });
+  assert.equal(e.code, "UNAVAILABLE");
+  assert.match(
+    e.message,
+    /^provider start failed: p0: Hello failed: hello got no answer within 300 ms; provider's last stderr line: "WARN waiting for the bus"$/,
+  );
+});
+
+Deno.test("A provider that fails start-up silently is reported without a stderr part", async () => {
+  const e = await startupError("exit 7");
+  assert.ok(!e.message.includes("stderr"), e.message);
+  assert.match(e.message, /\(process exit code 7\)$/);
+});
