@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import {
   encodeFrame,
   FrameDecoderStream,

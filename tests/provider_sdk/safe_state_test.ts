@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import {
   MAX_LEASE_MS,

@@ -1,4 +1,4 @@
-import { deepEqual, equal } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, strictEqual as equal } from "node:assert/strict";
 import { journalFiles } from "../../src/host/mod.ts";
 
 async function collect(it: AsyncIterable<string>): Promise<string[]> {

@@ -2,7 +2,12 @@
  * Reading a run never stalls writing one (issue 18 §6): reads stay out of the write queue, and a
  * page of a large run costs O(page size) through the sparse event index.
  */
-import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import {

@@ -1,4 +1,10 @@
-import { deepEqual, equal, match, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  match,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import type { Clock, Logger, StatusCode } from "../../src/common/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";

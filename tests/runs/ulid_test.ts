@@ -1,4 +1,4 @@
-import { equal, match, ok } from "node:assert/strict";
+import { match, ok, strictEqual as equal } from "node:assert/strict";
 import { ULID_PATTERN, UlidGenerator } from "../../src/runs/mod.ts";
 
 Deno.test("UlidGenerator encodes the millisecond time in the first 10 characters", () => {

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { StatusCode as S, type WireValue, WireValueType as T } from "../../src/adpp/mod.ts";
 import { SIM_YAML, type SimProcess, withSim } from "./_sim_process.ts";
 

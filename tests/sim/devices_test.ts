@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { CallArgs, type ReplyContext, type WireValue } from "../../src/provider_sdk/mod.ts";
 import { WireValueType as T } from "../../src/adpp/mod.ts";
 import { createAnalogSensor } from "../../examples/providers/sim/analogsensor.ts";

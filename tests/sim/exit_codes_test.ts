@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { encodeFrame, encodeRequest } from "../../src/adpp/mod.ts";
 import { GOLDEN, unhex } from "../adpp/_golden.ts";
 import { SIM_INERT_YAML, SimProcess, tempConfig } from "./_sim_process.ts";

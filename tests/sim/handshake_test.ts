@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import { encodeFrame, StatusCode } from "../../src/adpp/mod.ts";
 import { GOLDEN, unhex } from "../adpp/_golden.ts";
 import { SIM_YAML, SimProcess, tempConfig, withSim } from "./_sim_process.ts";

@@ -2,7 +2,7 @@
  * The simulated provider goes safe on its own (issue 19 §5): after `--lease-ms` without a request,
  * on stdin EOF and on SIGTERM/SIGINT. Driven directly over stdio as a real process.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import {
   StatusCode as S,
   WireProviderState,

@@ -1,4 +1,4 @@
-import { deepEqual as assertEquals } from "node:assert/strict";
+import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import type { ProviderHealthView, TypedValue } from "../../src/common/mod.ts";
 import {
   EMPTY_ID_TEXT,

@@ -2,7 +2,7 @@
  * TelemetryWriter against a real VictoriaMetrics (InfluxDB line protocol on /api/v2/write).
  * Skipped, loudly, when /usr/bin/victoria-metrics is missing.
  */
-import { deepEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import type { Logger, ProviderHealthView, TypedValue } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";

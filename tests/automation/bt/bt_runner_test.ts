@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { RuntimeError } from "../../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../../src/events/mod.ts";
 import {

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { NodeStatus } from "../../../src/automation/mod.ts";
 import { buildXml, StubWorld, xmlRoot } from "./_helpers.ts";
 

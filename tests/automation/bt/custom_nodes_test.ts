@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { TypedValue } from "../../../src/common/mod.ts";
 import { RuntimeError } from "../../../src/common/mod.ts";
 import { parseCallArgs } from "../../../src/automation/mod.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { buildXml, ManualClock, StubWorld, xmlRoot } from "./_helpers.ts";
 
 function tree(body: string, opts: { world?: StubWorld; clock?: ManualClock } = {}) {

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { type BbValue, Blackboard } from "../../../src/automation/bt/blackboard.ts";
 import { parseScript, runScript, ScriptSyntaxError } from "../../../src/automation/bt/script.ts";
 

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { Blackboard } from "../../../src/automation/bt/blackboard.ts";
 import { buildXml, FakeServices, xmlRoot } from "./_helpers.ts";
 

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { Diagnostic } from "../../../src/config/mod.ts";
 import { loadBehaviorTree, verifyBehaviorTreeFile } from "../../../src/automation/mod.ts";
 import { memFiles, xmlRoot } from "./_helpers.ts";
