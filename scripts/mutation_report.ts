@@ -96,6 +96,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     tests: [
       "tests/http/auth_cors_test.ts",
       "tests/http/request_policy_test.ts",
+      "tests/http/request_policy_rules_test.ts",
       "tests/http/pieces_test.ts",
     ],
     timeoutMs: UNIT_TIMEOUT_MS,
