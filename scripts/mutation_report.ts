@@ -29,7 +29,12 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   {
     name: "common",
     files: ["src/common/typed_value.ts"],
-    tests: ["tests/common/", "tests/adpp/codec_test.ts", "tests/control/validate_args_test.ts"],
+    tests: [
+      "tests/common/",
+      "tests/http/pieces_test.ts",
+      "tests/adpp/codec_test.ts",
+      "tests/control/validate_args_test.ts",
+    ],
     timeoutMs: UNIT_TIMEOUT_MS,
   },
   {

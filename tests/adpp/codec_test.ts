@@ -1,4 +1,5 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+// strictEqual: Deno 2.9's node:assert/strict exports the loose `equal` (5n == 5) under that name.
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import {
   decodeRequest,
   decodeResponse,
