@@ -29,7 +29,12 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   {
     name: "common",
     files: ["src/common/typed_value.ts"],
-    tests: ["tests/common/", "tests/adpp/codec_test.ts", "tests/control/validate_args_test.ts"],
+    tests: [
+      "tests/common/",
+      "tests/http/pieces_test.ts",
+      "tests/adpp/codec_test.ts",
+      "tests/control/validate_args_test.ts",
+    ],
     timeoutMs: UNIT_TIMEOUT_MS,
   },
   {
@@ -96,6 +101,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     tests: [
       "tests/http/auth_cors_test.ts",
       "tests/http/request_policy_test.ts",
+      "tests/http/request_policy_rules_test.ts",
       "tests/http/pieces_test.ts",
     ],
     timeoutMs: UNIT_TIMEOUT_MS,

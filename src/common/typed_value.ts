@@ -66,11 +66,8 @@ export function exactInteger(v: bigint): ExactInteger {
 /** A double typed value; NaN and ±Infinity get their `non_finite` name. */
 export function doubleValue(x: number): TypedValue {
   if (Number.isFinite(x)) return { type: "double", double: x };
-  return {
-    type: "double",
-    double: x,
-    non_finite: x > 0 ? "Infinity" : x < 0 ? "-Infinity" : "NaN",
-  };
+  // String() spells a non-finite number exactly as its JSON name: NaN, Infinity, -Infinity.
+  return { type: "double", double: x, non_finite: String(x) as NonFiniteName };
 }
 
 /** The JS scalar inside a typed value (bytes stay base64 text). */
@@ -100,38 +97,4 @@ export function sameValue(a: TypedValue, b: TypedValue): boolean {
   const x = scalarOf(a);
   const y = scalarOf(b);
   return Object.is(x, y);
-}
-
-/**
- * Builds a typed value from a type name and a scalar (caller guarantees the scalar fits; a bigint
- * for int64/uint64 is normalised, a number is taken as is).
- */
-export function makeTypedValue(
-  type: ValueType,
-  scalar: number | bigint | boolean | string,
-): TypedValue {
-  switch (type) {
-    case "double":
-      return doubleValue(Number(scalar));
-    case "int64":
-      return { type, int64: toExact(scalar) };
-    case "uint64":
-      return { type, uint64: toExact(scalar) };
-    case "bool":
-      return { type, bool: Boolean(scalar) };
-    case "string":
-      return { type, string: String(scalar) };
-    case "bytes":
-      return { type, base64: String(scalar) };
-  }
-}
-
-function toExact(scalar: number | bigint | boolean | string): ExactInteger {
-  if (typeof scalar === "bigint") return exactInteger(scalar);
-  return Number(scalar);
-}
-
-/** An integer typed value as a bigint (exact for both representations). */
-export function integerAsBigInt(v: ExactInteger): bigint {
-  return typeof v === "bigint" ? v : BigInt(v);
 }

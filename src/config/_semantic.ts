@@ -512,12 +512,9 @@ function readInfluxKey(c: Checker, obj: Obj, parent: Path, key: string): string 
 }
 
 function isHttpUrl(url: string): boolean {
-  try {
-    const u = new URL(url);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
+  if (!URL.canParse(url)) return false;
+  const { protocol } = new URL(url);
+  return protocol === "http:" || protocol === "https:";
 }
 
 function readAutomation(
@@ -642,7 +639,8 @@ function readHealth(root: Obj, c: Checker): Config["health"] {
   c.knownKeys(s, P, ["warn_after_ms", "stale_after_ms"]);
   const warnAfterMs = c.integer(s, P, "warn_after_ms", 0, { min: 0 });
   const staleAfterMs = c.integer(s, P, "stale_after_ms", 0, { min: 0 });
-  if (warnAfterMs > 0 && staleAfterMs > 0 && staleAfterMs <= warnAfterMs) {
+  // A positive stale_after_ms at or below warn_after_ms means both are set (0 = derived).
+  if (staleAfterMs > 0 && staleAfterMs <= warnAfterMs) {
     c.error(
       [...P, "stale_after_ms"],
       `must be greater than warn_after_ms (${staleAfterMs} <= ${warnAfterMs})`,

@@ -29,7 +29,7 @@ export class BearerAuth {
     this.#enabled = http.authEnabled;
     this.#exemptLoopback = http.authExemptLoopback;
     // An empty configured token never authorizes anyone.
-    this.#tokenDigest = token === "" ? null : sha256(token);
+    this.#tokenDigest = token.length === 0 ? null : sha256(token);
   }
 
   /** Resolves true when the request may proceed. */
@@ -69,10 +69,9 @@ async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", data));
 }
 
-/** Compares equal-length digests without an early exit. */
+/** Compares two digests without an early exit (digests of different lengths differ). */
 function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
+  let diff = a.length ^ b.length;
   for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
   return diff === 0;
 }

@@ -7,11 +7,14 @@ import type { HttpConfig } from "../config/mod.ts";
 export const CORS_ALLOW_METHODS = "GET, POST, OPTIONS";
 export const CORS_ALLOW_HEADERS = "Content-Type, Authorization";
 
-/** Whether one configured entry matches an origin: `*`, a single-`*` glob, or exact text. */
+/**
+ * Whether one configured entry matches an origin: a single-`*` glob (the star stands for any
+ * text, none included; the lone `*` is the glob that matches everything), or exact text (no star,
+ * or more than one).
+ */
 export function originMatches(entry: string, origin: string): boolean {
-  if (entry === "*") return true;
   const star = entry.indexOf("*");
-  if (star < 0 || entry.indexOf("*", star + 1) >= 0) return entry === origin;
+  if (star < 0 || entry.lastIndexOf("*") !== star) return entry === origin;
   const prefix = entry.slice(0, star);
   const suffix = entry.slice(star + 1);
   return origin.length >= prefix.length + suffix.length && origin.startsWith(prefix) &&

@@ -34,12 +34,13 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 /** The request policy of one configuration. */
 export class RequestPolicy {
   readonly #loopbackBound: boolean;
-  readonly #allowedHosts: readonly string[];
+  readonly #allowedHosts: ReadonlyArray<{ host: string; port: string | null }>;
   readonly #explicitOrigins: readonly string[];
 
   constructor(http: HttpConfig) {
     this.#loopbackBound = isLoopback(http.bind);
-    this.#allowedHosts = http.allowedHosts.map((h) => h.toLowerCase());
+    // Config validation guarantees every entry is `host[:port]`; one that is not never matches.
+    this.#allowedHosts = http.allowedHosts.flatMap((h) => splitHostPort(h.toLowerCase()) ?? []);
     this.#explicitOrigins = http.corsAllowedOrigins.filter((o) => o !== "*");
   }
 
@@ -111,10 +112,7 @@ export class RequestPolicy {
     if (parsed === null) return false;
     const { host, port } = parsed;
     if (host === "localhost" || isIpv4Loopback(host) || host === "[::1]") return true;
-    return this.#allowedHosts.some((entry) => {
-      const e = splitHostPort(entry);
-      return e !== null && e.host === host && (e.port === null || e.port === port);
-    });
+    return this.#allowedHosts.some((e) => e.host === host && (e.port === null || e.port === port));
   }
 
   /**
@@ -124,18 +122,16 @@ export class RequestPolicy {
    */
   #isOwnOrigin(origin: string, req: Request, url: URL): boolean {
     const host = req.headers.get("host") ?? url.host;
-    let own: string;
-    try {
-      own = new URL(`${url.protocol}//${host}`).origin;
-    } catch {
-      return false;
-    }
-    if (origin.toLowerCase() !== own.toLowerCase()) return false;
-    const parsed = splitHostPort(host.toLowerCase());
-    if (parsed === null) return false;
-    return this.#isTrustedHost(host) || isIpLiteral(parsed.host);
+    const authority = `${url.protocol}//${host}`;
+    if (!URL.canParse(authority)) return false;
+    const own = new URL(authority);
+    if (origin.toLowerCase() !== own.origin) return false;
+    return this.#isTrustedHost(host) || isIpLiteral(own.hostname);
   }
 }
+
+/** The charset values that mean UTF-8, bare or quoted (lower case). */
+const UTF8_CHARSETS = new Set(["utf-8", "utf8", '"utf-8"', '"utf8"']);
 
 /** `application/json`, optionally with parameters; a charset, if given, must be UTF-8. */
 export function isJsonContentType(value: string): boolean {
@@ -145,16 +141,16 @@ export function isJsonContentType(value: string): boolean {
     const eq = p.indexOf("=");
     if (eq < 0) continue;
     if (p.slice(0, eq).trim().toLowerCase() !== "charset") continue;
-    const charset = p.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase();
-    if (charset !== "utf-8" && charset !== "utf8") return false;
+    if (!UTF8_CHARSETS.has(p.slice(eq + 1).trim().toLowerCase())) return false;
   }
   return true;
 }
 
 function hasBody(req: Request): boolean {
   if (req.headers.has("transfer-encoding")) return true;
+  // Header values come trimmed (Fetch normalizes them).
   const length = req.headers.get("content-length");
-  return length !== null && length.trim() !== "0";
+  return length !== null && length !== "0";
 }
 
 /** `host[:port]` with IPv6 in brackets; null when malformed. The host keeps its brackets. */
@@ -168,20 +164,17 @@ function isIpv4Loopback(host: string): boolean {
   return /^127(?:\.\d{1,3}){3}$/.test(host) && isLoopback(host);
 }
 
-/** A dotted-quad IPv4 address or a bracketed IPv6 address (not a name DNS could rebind). */
-function isIpLiteral(host: string): boolean {
-  if (host.startsWith("[")) return true;
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  return m !== null && m.slice(1).every((o) => Number(o) <= 255);
+/**
+ * Whether a URL's host name (canonical: IPv4 as a dotted quad, IPv6 in brackets) is an address,
+ * not a name DNS could rebind.
+ */
+function isIpLiteral(hostname: string): boolean {
+  return hostname.startsWith("[") || /^\d+\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
 /** Whether `origin` is an origin as browsers send it: `scheme://host[:port]`, nothing more. */
 function isSerializedOrigin(origin: string): boolean {
-  try {
-    return new URL(origin).origin === origin.toLowerCase();
-  } catch {
-    return false;
-  }
+  return URL.canParse(origin) && new URL(origin).origin === origin.toLowerCase();
 }
 
 function quote(text: string): string {

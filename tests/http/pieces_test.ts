@@ -155,6 +155,14 @@ Deno.test("originMatches handles *, one-star globs and exact entries", () => {
   assert.equal(originMatches("https://*.example.com", "https://example.com"), false);
   assert.equal(originMatches("http://a", "http://a"), true);
   assert.equal(originMatches("http://a", "http://ab"), false);
+  // The star stands for any text, none included, between a prefix and a suffix that never overlap.
+  assert.equal(originMatches("http://ui*.lab.local", "http://ui.lab.local"), true);
+  assert.equal(originMatches("https://a*a.lab", "https://aa.lab"), true);
+  assert.equal(originMatches("https://a*a.lab", "https://a.lab"), false);
+  // More than one star: exact text, neither star a wildcard.
+  assert.equal(originMatches("http://*.*.lab", "http://*.*.lab"), true);
+  assert.equal(originMatches("http://*.*.lab", "http://a.b.lab"), false);
+  assert.equal(originMatches("http://*.*.lab", "http://a.*.lab"), false);
 });
 
 Deno.test("eventPasses applies device filters to device events and signal filter to signal events", () => {

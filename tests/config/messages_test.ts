@@ -1,0 +1,526 @@
+/**
+ * What the operator reads for each semantic rule: the exact bound of every limited key (one past
+ * it is refused, naming the range and the value given), each cross-field rule naming the fix, and
+ * one diagnostic per problem at the key that has it. rules_test.ts pins severities, paths and
+ * lines; this pins the content, which the semantic layer owns (the schema layer's own message is
+ * shown only where the semantic layer says nothing).
+ */
+import assert from "node:assert/strict";
+import { loadConfig, type LoadConfigResult } from "../../src/config/mod.ts";
+import { load, type LoadOverrides, PROV } from "./_helpers.ts";
+
+interface Case {
+  name: string;
+  yaml: string;
+  o?: LoadOverrides;
+  /** Every diagnostic, as `severity path` and a text its message contains. */
+  expect: Array<[string, string]>;
+}
+
+/** Automation enabled without an AUTO -> FAULT hook: AUTO will be refused (issue 23). */
+const NO_AUTO_HOOK: [string, string] = [
+  "warning automation",
+  "is enabled but no mode_transition_hooks entry covers AUTO -> FAULT",
+];
+
+function assertDiagnostics(result: LoadConfigResult, expect: Array<[string, string]>): void {
+  const got = result.diagnostics.map((d) => ({
+    at: `${d.severity} ${d.path}`,
+    message: d.message,
+  }));
+  const shown = got.map((d) => `${d.at}: ${d.message}`).join("\n");
+  assert.deepEqual(got.map((d) => d.at).sort(), expect.map(([at]) => at).sort(), shown);
+  const left = [...got];
+  for (const [at, text] of expect) {
+    const i = left.findIndex((d) => d.at === at && d.message.includes(text));
+    assert.ok(i >= 0, `no '${at}' saying '${text}' in:\n${shown}`);
+    left.splice(i, 1);
+  }
+  const hasError = expect.some(([at]) => at.startsWith("error"));
+  assert.equal(result.config === null, hasError, "config is null exactly when there are errors");
+}
+
+/** One past each bound of `key` under `section` is refused with the range and the value. */
+function range(section: string, key: string, min: number, max: number): Case[] {
+  const path = `${section}.${key}`;
+  const [head, ...rest] = section.split(".");
+  const yaml = (v: number) =>
+    `${PROV}\n${head}:\n${rest.map((s, i) => `${"  ".repeat(i + 1)}${s}:\n`).join("")}${
+      "  ".repeat(rest.length + 1)
+    }${key}: ${v}\n`;
+  return [
+    {
+      name: `${path} ${min - 1} is below ${min}`,
+      yaml: yaml(min - 1),
+      expect: [[`error ${path}`, `must be between ${min} and ${max}, got ${min - 1}`]],
+    },
+    {
+      name: `${path} ${max + 1} is above ${max}`,
+      yaml: yaml(max + 1),
+      expect: [[`error ${path}`, `must be between ${min} and ${max}, got ${max + 1}`]],
+    },
+    { name: `${path} ${min} is valid`, yaml: yaml(min), expect: [] },
+    { name: `${path} ${max} is valid`, yaml: yaml(max), expect: [] },
+  ];
+}
+
+/** One below the lower bound of `key` is refused naming the bound and the value. */
+function atLeast(yaml: (v: number) => string, path: string, min: number): Case[] {
+  return [
+    {
+      name: `${path} ${min - 1} is below ${min}`,
+      yaml: yaml(min - 1),
+      expect: [[`error ${path}`, `must be >= ${min}, got ${min - 1}`]],
+    },
+    { name: `${path} ${min} is valid`, yaml: yaml(min), expect: [] },
+  ];
+}
+
+const RESTART = (extra: string) => `
+providers:
+  - id: p0
+    command: prov
+    restart_policy:
+      enabled: true
+      max_attempts: 1
+      backoff_ms: [0]
+      timeout_ms: 1000
+${extra}`;
+
+const CASES: Case[] = [
+  // --- bounds --------------------------------------------------------------------------------
+  ...range("runtime", "shutdown_timeout_ms", 500, 30000),
+  ...range("runtime", "startup_timeout_ms", 5000, 300000),
+  ...range("http", "port", 1, 65535),
+  ...range("http", "max_connections", 8, 100000).map((c) => ({
+    ...c,
+    yaml: c.yaml.replace("http:\n", "http:\n  thread_pool_size: 1\n"),
+  })),
+  ...range("http", "request_header_timeout_ms", 1000, 120000),
+  ...range("http", "keep_alive_timeout_ms", 1000, 600000),
+  ...atLeast((v) => `${PROV}\nhttp:\n  thread_pool_size: ${v}\n`, "http.thread_pool_size", 1),
+  ...atLeast((v) => `${PROV}\npolling:\n  interval_ms: ${v}\n`, "polling.interval_ms", 100),
+  ...atLeast(
+    (v) => `providers: [{id: p0, command: prov, timeout_ms: ${v}}]`,
+    "providers[0].timeout_ms",
+    100,
+  ),
+  ...atLeast(
+    (v) => `providers: [{id: p0, command: prov, hello_timeout_ms: ${v}}]`,
+    "providers[0].hello_timeout_ms",
+    100,
+  ),
+  ...atLeast(
+    (v) => `providers: [{id: p0, command: prov, ready_timeout_ms: ${v}}]`,
+    "providers[0].ready_timeout_ms",
+    1000,
+  ),
+  ...atLeast(
+    (v) => RESTART(`      success_reset_ms: ${v}\n`),
+    "providers[0].restart_policy.success_reset_ms",
+    0,
+  ),
+  {
+    name: "restart_policy bounds of max_attempts, backoff_ms entries and timeout_ms",
+    yaml: `
+providers:
+  - id: p0
+    command: prov
+    restart_policy: {enabled: true, max_attempts: 0, backoff_ms: [-1], timeout_ms: 999}
+`,
+    expect: [
+      ["error providers[0].restart_policy.max_attempts", "must be >= 1, got 0"],
+      ["error providers[0].restart_policy.backoff_ms[0]", "must be >= 0, got -1"],
+      ["error providers[0].restart_policy.timeout_ms", "must be >= 1000, got 999"],
+    ],
+  },
+  ...atLeast(
+    (v) => `${PROV}\ntelemetry:\n  health_interval_ms: ${v}\n`,
+    "telemetry.health_interval_ms",
+    0,
+  ),
+  ...(["batch_size", "flush_interval_ms", "queue_size"] as const).flatMap((key) =>
+    atLeast(
+      (v) => `${PROV}\ntelemetry:\n  influxdb:\n    ${key}: ${v}\n`,
+      `telemetry.influxdb.${key}`,
+      1,
+    )
+  ),
+  ...atLeast(
+    (v) => `${PROV}\ntelemetry:\n  influxdb:\n    max_retry_buffer_size: ${v}\n`,
+    "telemetry.influxdb.max_retry_buffer_size",
+    0,
+  ),
+  ...atLeast(
+    (v) => `${PROV}\ntelemetry:\n  influx_bucket: b\n  batch_size: ${v}\n`,
+    "telemetry.batch_size",
+    1,
+  ).map((c) => ({
+    ...c,
+    expect: [
+      ...c.expect,
+      ["warning telemetry.batch_size", "use telemetry.influxdb.batch_size"] as [string, string],
+      ["warning telemetry.influx_bucket", "use telemetry.influxdb.bucket"] as [string, string],
+    ],
+  })),
+  ...range("automation", "tick_rate_hz", 1, 1000).map((c) => ({
+    ...c,
+    yaml: c.yaml.replace(
+      "automation:\n",
+      "automation:\n  enabled: true\n  behavior_tree: bt.xml\n",
+    ),
+    expect: [...c.expect, NO_AUTO_HOOK],
+  })),
+  ...(["warn_after_ms", "stale_after_ms"] as const).flatMap((key) =>
+    atLeast(
+      (v) => `${PROV}\nhealth:\n  staleness:\n    ${key}: ${v}\n`,
+      `health.staleness.${key}`,
+      0,
+    )
+  ),
+
+  // --- cross-field rules -------------------------------------------------------------------
+  {
+    name: "runtime.mode names the way to change modes",
+    yaml: `${PROV}\nruntime:\n  mode: AUTO\n`,
+    expect: [["error runtime.mode", "always starts in IDLE (use POST /v0/mode)"]],
+  },
+  {
+    name: "`*` with cors_allow_credentials names the fix",
+    yaml: `${PROV}\nhttp:\n  cors_allow_credentials: true\n  cors_allowed_origins: [x, "*"]\n`,
+    expect: [[
+      "error http.cors_allowed_origins",
+      "`*` is not allowed with cors_allow_credentials: true (list the origins explicitly)",
+    ]],
+  },
+  {
+    name: "an empty http.bind is one error",
+    yaml: `${PROV}\nhttp:\n  bind: ""\n`,
+    expect: [["error http.bind", "must not be empty"]],
+  },
+  {
+    name: "max_connections equal to thread_pool_size is warned about",
+    yaml: `${PROV}\nhttp:\n  max_connections: 40\n  thread_pool_size: 40\n`,
+    expect: [[
+      "warning http.max_connections",
+      "40 is not above thread_pool_size (40): when every connection has a request in flight, " +
+      "a new one (an e-stop too) is refused",
+    ]],
+  },
+  {
+    name: "max_connections one above thread_pool_size is valid",
+    yaml: `${PROV}\nhttp:\n  max_connections: 41\n  thread_pool_size: 40\n`,
+    expect: [],
+  },
+  {
+    name: "max_connections is not compared when http is disabled",
+    yaml: `${PROV}\nhttp:\n  enabled: false\n  max_connections: 8\n  thread_pool_size: 40\n`,
+    expect: [],
+  },
+  {
+    name: "auth without a token says where a token may come from (check)",
+    yaml: `${PROV}\nhttp:\n  auth_enabled: true\n`,
+    expect: [["warning http.auth_enabled", "the token may come from RUNTIME_API_TOKEN"]],
+  },
+  {
+    name: "auth without a token names both places to set one (start)",
+    yaml: `${PROV}\nhttp:\n  auth_enabled: true\n`,
+    o: { mode: "start" },
+    expect: [["error http.auth_enabled", "set RUNTIME_API_TOKEN or http.auth_token"]],
+  },
+  {
+    name: "a non-loopback bind without auth names the risk and the fixes",
+    yaml: `${PROV}\nhttp:\n  bind: 0.0.0.0\n`,
+    expect: [[
+      "error http.bind",
+      "'0.0.0.0' is not a loopback address and auth_enabled is false: anyone on the network " +
+      "could operate the machine (enable auth, or set allow_insecure_bind: true)",
+    ]],
+  },
+  {
+    name: "auth on a non-loopback bind without TLS names the fixes",
+    yaml: `${PROV}\nhttp:\n  bind: 0.0.0.0\n  auth_enabled: true\n  auth_token: t\n`,
+    expect: [[
+      "warning http.bind",
+      "'0.0.0.0' is not a loopback address and TLS is off: the bearer token travels in " +
+      "plaintext (set tls_cert_path and tls_key_path, or terminate TLS in a reverse proxy)",
+    ]],
+  },
+  ...(["tls_cert_path", "tls_key_path"] as const).map((key): Case => {
+    const other = key === "tls_cert_path" ? "tls_key_path" : "tls_cert_path";
+    return {
+      name: `only ${key} on a non-loopback bind is half a TLS setup: TLS is off`,
+      yaml: `${PROV}\nhttp:\n  bind: 0.0.0.0\n  auth_enabled: true\n  auth_token: t\n` +
+        `  ${key}: tls/${key === "tls_cert_path" ? "cert" : "key"}.pem\n`,
+      expect: [
+        [`error http.${key}`, `is set but ${other} is not: TLS needs both or neither`],
+        ["warning http.bind", "TLS is off"],
+      ],
+    };
+  }),
+  {
+    name: "cors_allowed_origins empty string, empty list, wrong kind and bad entries",
+    yaml: `${PROV}\nhttp:\n  cors_allowed_origins: ""\n`,
+    expect: [["error http.cors_allowed_origins", "must not be empty"]],
+  },
+  {
+    name: "cors_allowed_origins empty list",
+    yaml: `${PROV}\nhttp:\n  cors_allowed_origins: []\n`,
+    expect: [["error http.cors_allowed_origins", "must have at least 1 item"]],
+  },
+  {
+    name: "cors_allowed_origins of the wrong kind",
+    yaml: `${PROV}\nhttp:\n  cors_allowed_origins: 5\n`,
+    expect: [["error http.cors_allowed_origins", "must be a string or a sequence of strings"]],
+  },
+  {
+    name: "cors_allowed_origins entries that are not text, or empty",
+    yaml: `${PROV}\nhttp:\n  cors_allowed_origins: [5, "", http://ok.example]\n`,
+    expect: [
+      ["error http.cors_allowed_origins[0]", "must be a string"],
+      ["error http.cors_allowed_origins[1]", "must not be empty"],
+    ],
+  },
+  {
+    name: "allowed_hosts as one string must be a host name",
+    yaml: `${PROV}\nhttp:\n  allowed_hosts: "*.lab"\n`,
+    expect: [[
+      "error http.allowed_hosts",
+      "'*.lab' is not a host name: write `name` or `name:port`",
+    ]],
+  },
+  {
+    name: "allowed_hosts of the wrong kind",
+    yaml: `${PROV}\nhttp:\n  allowed_hosts: 5\n`,
+    expect: [["error http.allowed_hosts", "must be a sequence, got 5"]],
+  },
+  {
+    name: "allowed_hosts entries that are not host[:port]",
+    yaml: `${PROV}\nhttp:\n  allowed_hosts: ["*.lab", "http://rig.local", 5, "rig.local/x", ` +
+      `"rig.local:123456", "rig.local:8o", "[fe80::zz]", "-rig", "rig.local.", "[::1]x"]\n`,
+    expect: [
+      ...[0, 1, 3, 4, 5, 6, 7, 8, 9].map((i): [string, string] => [
+        `error http.allowed_hosts[${i}]`,
+        "is not a host name: write `name` or `name:port` (no scheme, path or wildcard)",
+      ]),
+      ["error http.allowed_hosts[2]", "must be a string"],
+    ],
+  },
+
+  // --- providers -----------------------------------------------------------------------------
+  {
+    name: "no providers key asks for one",
+    yaml: "polling: {interval_ms: 500}\n",
+    expect: [["error providers", "is required: declare at least one provider"]],
+  },
+  {
+    name: "an empty providers list asks for one",
+    yaml: "providers: []\n",
+    expect: [["error providers", "must have at least one provider"]],
+  },
+  {
+    name: "a provider entry that is not a mapping",
+    yaml: "providers: [5, {id: p0, command: prov}]\n",
+    expect: [["error providers[0]", "must be a mapping, got 5"]],
+  },
+  {
+    name: "an empty provider entry",
+    yaml: "providers:\n  -\n  - {id: p0, command: prov}\n",
+    expect: [["error providers[0]", "must be a mapping, got an empty value"]],
+  },
+  {
+    name: "two providers without an id are not duplicates of each other",
+    yaml: "providers: [{command: prov}, {command: prov}]\n",
+    expect: [["error providers[0].id", "is required"], ["error providers[1].id", "is required"]],
+  },
+  {
+    name: "a duplicate provider id names the first",
+    yaml:
+      "providers: [{id: p0, command: prov}, {id: p1, command: prov}, {id: p0, command: prov}]\n",
+    expect: [["error providers[2].id", "duplicate provider id 'p0' (first at providers[0])"]],
+  },
+  {
+    name: "a provider without a command is one error",
+    yaml: "providers: [{id: p0}]\n",
+    expect: [["error providers[0].command", "is required"]],
+  },
+  {
+    name: "a missing provider command is named, as a bare name or a path",
+    yaml: "providers: [{id: p0, command: nope}, {id: p1, command: bin/prov}]\n",
+    expect: [
+      ["warning providers[0].command", "'nope' not found on PATH"],
+      ["warning providers[1].command", "file not found: /etc/rig/bin/prov"],
+    ],
+  },
+  {
+    name: "provider args must be quoted when they look like numbers or booleans",
+    yaml: "providers: [{id: p0, command: prov, args: [5, ok, true]}]\n",
+    expect: [
+      ["error providers[0].args[0]", "must be a string (quote numbers and booleans)"],
+      ["error providers[0].args[2]", "must be a string (quote numbers and booleans)"],
+    ],
+  },
+  {
+    name: "provider args of the wrong kind",
+    yaml: "providers: [{id: p0, command: prov, args: run}]\n",
+    expect: [["error providers[0].args", "must be a sequence"]],
+  },
+  {
+    name: "an enabled restart_policy names each required key",
+    yaml: "providers: [{id: p0, command: prov, restart_policy: {enabled: true}}]\n",
+    expect: ["max_attempts", "backoff_ms", "timeout_ms"].map((k) => [
+      `error providers[0].restart_policy.${k}`,
+      "is required when restart_policy.enabled is true",
+    ]),
+  },
+  {
+    name: "an enabled restart_policy with an empty backoff_ms",
+    yaml: RESTART("").replace("backoff_ms: [0]", "backoff_ms: []"),
+    expect: [["error providers[0].restart_policy.backoff_ms", "must have at least 1 item"]],
+  },
+  {
+    name: "backoff_ms shorter than max_attempts counts its entry",
+    yaml: RESTART("").replace("max_attempts: 1", "max_attempts: 2"),
+    expect: [["error providers[0].restart_policy.backoff_ms", "has 1 entry, max_attempts is 2"]],
+  },
+  {
+    name: "backoff_ms longer than max_attempts counts its entries",
+    yaml: RESTART("").replace("backoff_ms: [0]", "backoff_ms: [0, 1]"),
+    expect: [[
+      "error providers[0].restart_policy.backoff_ms",
+      "has 2 entries, max_attempts is 1",
+    ]],
+  },
+
+  // --- telemetry -----------------------------------------------------------------------------
+  {
+    name: "unknown telemetry and influxdb keys are warned about",
+    yaml: `${PROV}\ntelemetry:\n  bucket: x\n  influxdb:\n    urls: http://x\n`,
+    expect: [
+      ["warning telemetry.bucket", "unknown key 'bucket' will be ignored"],
+      ["warning telemetry.influxdb.urls", "unknown key 'urls' will be ignored"],
+    ],
+  },
+  {
+    name: "an ignored flat alias is still type-checked",
+    yaml: `${PROV}\ntelemetry:\n  influx_org: 5\n  influxdb:\n    org: o\n`,
+    expect: [
+      ["error telemetry.influx_org", "must be a string, got 5"],
+      ["warning telemetry.influx_org", "ignored here: telemetry.influxdb.org is also set"],
+    ],
+  },
+  {
+    name: "a bad InfluxDB URL given by the flat alias is reported at the alias",
+    yaml: `${PROV}\ntelemetry:\n  enabled: true\n  influx_url: ftp://db\n  influx_token: t\n`,
+    expect: [
+      ["error telemetry.influx_url", "must be an http(s) URL, got 'ftp://db'"],
+      ["warning telemetry.influx_url", "use telemetry.influxdb.url"],
+      ["warning telemetry.influx_token", "use telemetry.influxdb.token"],
+    ],
+  },
+  {
+    name: "an InfluxDB URL that is not a URL",
+    yaml: `${PROV}\ntelemetry:\n  enabled: true\n  influxdb: {url: "not a url", token: t}\n`,
+    expect: [["error telemetry.influxdb.url", "must be an http(s) URL, got 'not a url'"]],
+  },
+  {
+    name: "telemetry without a token names INFLUXDB_TOKEN",
+    yaml: `${PROV}\ntelemetry:\n  enabled: true\n`,
+    expect: [[
+      "warning telemetry.influxdb.token",
+      "is empty and INFLUXDB_TOKEN is not set here; InfluxDB will reject writes without a token",
+    ]],
+  },
+  {
+    name: "telemetry without a token by the flat alias is reported at the alias",
+    yaml: `${PROV}\ntelemetry:\n  enabled: true\n  influx_token: ""\n`,
+    expect: [
+      ["warning telemetry.influx_token", "INFLUXDB_TOKEN is not set here"],
+      ["warning telemetry.influx_token", "use telemetry.influxdb.token"],
+    ],
+  },
+
+  // --- automation ----------------------------------------------------------------------------
+  {
+    name: "unknown automation keys are warned about",
+    yaml: `${PROV}\nautomation:\n  tick_rate: 5\n`,
+    expect: [["warning automation.tick_rate", "unknown key 'tick_rate' will be ignored"]],
+  },
+  {
+    name: "automation enabled without a tree says it is required",
+    yaml: `${PROV}\nautomation:\n  enabled: true\n`,
+    expect: [
+      ["error automation.behavior_tree", "is required when automation is enabled"],
+      NO_AUTO_HOOK,
+    ],
+  },
+  {
+    name: "automation enabled with a missing tree names the file",
+    yaml: `${PROV}\nautomation:\n  enabled: true\n  behavior_tree: trees/nope.xml\n`,
+    expect: [
+      ["error automation.behavior_tree", "file not found: /etc/rig/trees/nope.xml"],
+      NO_AUTO_HOOK,
+    ],
+  },
+  {
+    name: "an ignored behavior_tree_path is still type-checked",
+    yaml: `${PROV}\nautomation:\n  behavior_tree: bt.xml\n  behavior_tree_path: 5\n`,
+    expect: [
+      ["error automation.behavior_tree_path", "must be a string, got 5"],
+      [
+        "warning automation.behavior_tree_path",
+        "is a deprecated alias and is ignored: behavior_tree is also set",
+      ],
+    ],
+  },
+
+  // --- sections of the wrong kind, unknown keys ------------------------------------------
+  ...["polling", "logging", "health", "safety"].map((section): Case => ({
+    name: `${section} of the wrong kind is one error at ${section}`,
+    yaml: `${PROV}\n${section}: 5\n`,
+    expect: [[`error ${section}`, "must be a mapping, got 5"]],
+  })),
+  {
+    name: "unknown safety and health keys are warned about at their place",
+    yaml: `${PROV}\nsafety:\n  zero_is_safe: true\nhealth:\n  stale_after_ms: 5\n`,
+    expect: [
+      ["warning safety.zero_is_safe", "unknown key 'zero_is_safe' will be ignored"],
+      ["warning health.stale_after_ms", "unknown key 'stale_after_ms' will be ignored"],
+    ],
+  },
+  {
+    name: "stale_after_ms equal to warn_after_ms names both values",
+    yaml: `${PROV}\nhealth:\n  staleness: {warn_after_ms: 100, stale_after_ms: 100}\n`,
+    expect: [[
+      "error health.staleness.stale_after_ms",
+      "must be greater than warn_after_ms (100 <= 100)",
+    ]],
+  },
+];
+
+for (const c of CASES) {
+  Deno.test(`loadConfig message: ${c.name}`, () => {
+    assertDiagnostics(load(c.yaml, c.o), c.expect);
+  });
+}
+
+Deno.test("loadConfig tells a TLS path that is missing from one that is not a file", () => {
+  const result = (mode: "check" | "start") =>
+    loadConfig(`${PROV}\nhttp:\n  tls_cert_path: tls\n  tls_key_path: tls/key.pem\n`, {
+      path: "/etc/rig/runtime.yaml",
+      mode,
+      env: {},
+      fileExists: () => false,
+      pathKind: (p) => p === "/etc/rig/tls" ? "a directory" : null,
+      commandExists: () => true,
+      cwd: "/var/lib/rig",
+    });
+  assertDiagnostics(result("check"), [
+    ["warning http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
+    ["warning http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
+  ]);
+  assertDiagnostics(result("start"), [
+    ["error http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
+    ["error http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
+  ]);
+});
