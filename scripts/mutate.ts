@@ -2,9 +2,10 @@
  * deno task mutate [scope ...] — mutation testing of the code the machine's safety rests on.
  *
  * StrykerJS (tools/mutation, run under Deno) with its command test runner: for every mutant it
- * runs `deno test` on the test files of that scope, so a mutant is "killed" when a real test
- * fails. Scopes pair source files with the tests that exercise them, so each mutant runs seconds
- * of tests instead of the whole suite. Every scope writes tools/mutation/reports/<scope>.json
+ * runs `deno test` on the test files of that scope that reach the mutant (scripts/mutant_tests.ts
+ * maps them in Stryker's initial run), so a mutant is "killed" when a real test fails. Scopes
+ * pair source files with the tests that exercise them, so each mutant runs seconds of tests
+ * instead of the whole suite. Every scope writes tools/mutation/reports/<scope>.json
  * (Stryker's mutation-testing-report schema); `--report` merges them into docs/mutation-report.md
  * (score per file, survivors, equivalent mutants with their reasons), with the date and commit.
  *
@@ -49,7 +50,9 @@ function strykerConfig(scope: MutationScope): Record<string, unknown> {
   return {
     testRunner: "command",
     commandRunner: {
-      command: `deno test --allow-all --no-check --quiet ${scope.tests.join(" ")}`,
+      // Only the test files that reach the active mutant (scripts/mutant_tests.ts).
+      command:
+        `deno run --allow-all --no-check scripts/mutant_tests.ts ${scope.name} ${REPORTS}${scope.name}.coverage.json`,
     },
     mutate: scope.files,
     plugins: [`${TOOL}ignore_logging.js`],

@@ -125,10 +125,16 @@ Deno.test("serveHttp never closes an event stream for idleness, though its clien
     };
     const id = fx.runtime.bus.publish(event);
     let text = "";
-    while (!text.includes(`id: ${id}\n`)) {
-      const { done, value } = await reader.read();
-      assert.equal(done, false, "the event stream was closed");
-      text += new TextDecoder().decode(value);
+    // Bounded: a stream that stays open without the event is cancelled, so the read ends.
+    const deadline = setTimeout(() => reader.cancel("no event within 10 s"), 10_000);
+    try {
+      while (!text.includes(`id: ${id}\n`)) {
+        const { done, value } = await reader.read();
+        assert.equal(done, false, "the event stream was closed, or the event never came");
+        text += new TextDecoder().decode(value);
+      }
+    } finally {
+      clearTimeout(deadline);
     }
     assert.equal(server.connectionStats().idleTimeouts, 0);
     assert.equal(server.connectionStats().headerTimeouts, 0);
