@@ -81,8 +81,13 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/control/validate_args.ts",
       "src/control/parameters.ts",
     ],
-    tests: ["tests/control/validate_args_test.ts", "tests/control/parameters_test.ts"],
-    timeoutMs: UNIT_TIMEOUT_MS,
+    tests: [
+      "tests/control/validate_args_test.ts",
+      "tests/control/parameters_test.ts",
+      "tests/control/declared_calls_test.ts",
+      "tests/control/declared_calls_sim_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
   },
   {
     name: "control-router",

@@ -8,6 +8,7 @@ import {
   type FunctionSpec,
   invalidArgument,
   parseDeviceHandle,
+  scalarOf,
   type TypedValue,
 } from "../common/mod.ts";
 import type { CallArgValue, CallConfig, Config } from "../config/mod.ts";
@@ -38,22 +39,14 @@ export function toTypedArgs(
   return out;
 }
 
+/** `want` is null for an argument the function does not declare: that value is left as written. */
 function convertScalar(value: CallArgValue, want: string | null): TypedValue {
-  if (want === null || want === value.type) return value;
+  if (want === value.type) return value;
   if (value.type === "int64") {
     if (want === "double") return { type: "double", double: value.int64 };
     if (want === "uint64" && value.int64 >= 0) return { type: "uint64", uint64: value.int64 };
   }
-  if (want === "string") {
-    const text = value.type === "int64"
-      ? String(value.int64)
-      : value.type === "double"
-      ? String(value.double)
-      : value.type === "bool"
-      ? String(value.bool)
-      : value.string;
-    return { type: "string", string: text };
-  }
+  if (want === "string") return { type: "string", string: String(scalarOf(value)) };
   return value;
 }
 
@@ -153,7 +146,8 @@ export function validateDeclaredCalls(config: Config, registry: ProviderRegistry
     try {
       validateArgs(target.fn, toTypedArgs(target.fn, call.args));
     } catch (err) {
-      problems.push(`${call.path}: ${err instanceof Error ? err.message : String(err)}`);
+      // validateArgs throws RuntimeError only.
+      problems.push(`${call.path}: ${(err as Error).message}`);
     }
   }
   return problems;
@@ -173,9 +167,7 @@ export async function fanOutByProvider<T>(
 ): Promise<void> {
   const groups = new Map<string, T[]>();
   for (const item of items) {
-    const handle = handleOf(item);
-    const slash = handle.indexOf("/");
-    const provider = slash < 0 ? handle : handle.slice(0, slash);
+    const provider = handleOf(item).split("/", 1)[0];
     let group = groups.get(provider);
     if (!group) groups.set(provider, group = []);
     group.push(item);

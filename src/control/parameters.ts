@@ -36,49 +36,44 @@ export function parameterValueText(type: ParameterType, value: ParameterValue): 
 
 /**
  * Checks `value` against a parameter's rules; returns the value or throws INVALID_ARGUMENT
- * whose message names the rule: type, min, max or allowed_values.
+ * whose message names the rule: type, min, max or allowed_values. Bounds belong to double and
+ * int64 parameters, allowed_values to strings (config.md §4; the loader refuses them elsewhere).
  */
 export function checkParameterValue(def: ParameterConfig, value: unknown): ParameterValue {
   const bad = (rule: string, why: string) =>
     invalidArgument(`Invalid value for parameter '${def.name}': ${why} (rule: ${rule})`);
+  const inBounds = (n: number): number => {
+    // Bounds are compared as doubles (config.md §4), int64 included.
+    if (def.min !== undefined && n < def.min) throw bad("min", `${n} is below min ${def.min}`);
+    if (def.max !== undefined && n > def.max) throw bad("max", `${n} is above max ${def.max}`);
+    return n;
+  };
   switch (def.type) {
     case "double":
       if (typeof value !== "number" || !Number.isFinite(value)) {
         throw bad("type", `expected a number (double), got ${describe(value)}`);
       }
-      break;
+      return inBounds(value);
     case "int64":
       if (typeof value !== "number" || !Number.isSafeInteger(value)) {
         throw bad("type", `expected an integer (int64) within ±2^53, got ${describe(value)}`);
       }
-      break;
+      return inBounds(value);
     case "bool":
       if (typeof value !== "boolean") {
         throw bad("type", `expected a boolean, got ${describe(value)}`);
       }
-      break;
+      return value;
     case "string":
       if (typeof value !== "string") throw bad("type", `expected a string, got ${describe(value)}`);
-      break;
+      if (def.allowedValues.length > 0 && !def.allowedValues.includes(value)) {
+        throw bad(
+          "allowed_values",
+          `'${value}' is not one of ${def.allowedValues.map((v) => `'${v}'`).join(", ")}`,
+        );
+      }
+      return value;
   }
-  if (typeof value === "number") {
-    // Bounds are compared as doubles (config.md §4), int64 included.
-    if (def.min !== undefined && value < def.min) {
-      throw bad("min", `${value} is below min ${def.min}`);
-    }
-    if (def.max !== undefined && value > def.max) {
-      throw bad("max", `${value} is above max ${def.max}`);
-    }
-  }
-  if (
-    typeof value === "string" && def.allowedValues.length > 0 && !def.allowedValues.includes(value)
-  ) {
-    throw bad(
-      "allowed_values",
-      `'${value}' is not one of ${def.allowedValues.map((v) => `'${v}'`).join(", ")}`,
-    );
-  }
-  return value as ParameterValue;
 }
 
 function describe(v: unknown): string {

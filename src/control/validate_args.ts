@@ -108,8 +108,6 @@ function checkWellFormed(value: TypedValue, where: string): void {
     case "uint64":
       checkExact(value.uint64, 0n, UINT64_MAX, `${where}: uint64`);
       return;
-    default:
-      return;
   }
 }
 
@@ -134,13 +132,15 @@ function checkExact(n: unknown, min: bigint, max: bigint, what: string): void {
 
 /** The value with a 64-bit integer in its normal form (a number whenever it is safe). */
 function normalised(value: TypedValue): TypedValue {
-  if (value.type === "int64" && typeof value.int64 === "bigint") {
-    return { type: "int64", int64: exactInteger(value.int64) };
+  // checkWellFormed ran first: the integer is a safe-integer number or an in-range bigint.
+  switch (value.type) {
+    case "int64":
+      return { type: "int64", int64: exactInteger(BigInt(value.int64)) };
+    case "uint64":
+      return { type: "uint64", uint64: exactInteger(BigInt(value.uint64)) };
+    default:
+      return value;
   }
-  if (value.type === "uint64" && typeof value.uint64 === "bigint") {
-    return { type: "uint64", uint64: exactInteger(value.uint64) };
-  }
-  return value;
 }
 
 function checkBounds(spec: ArgSpec, n: number | bigint, where: string): void {

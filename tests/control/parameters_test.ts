@@ -114,3 +114,75 @@ Deno.test("ParameterStore leaves out a parameter whose default breaks its own ru
   ]);
   assert.deepEqual(s.list().map((p) => p.name), ["good"]);
 });
+
+// [parameter, value, the whole message]: the rule, the limit and what was given.
+const MESSAGES: Array<[string, unknown, string]> = [
+  ["temp", "42", "expected a number (double), got string '42' (rule: type)"],
+  ["temp", null, "expected a number (double), got null (rule: type)"],
+  ["temp", NaN, "expected a number (double), got number NaN (rule: type)"],
+  ["free", Infinity, "expected a number (double), got number Infinity (rule: type)"],
+  ["free", -Infinity, "expected a number (double), got number -Infinity (rule: type)"],
+  ["count", 7.5, "expected an integer (int64) within ±2^53, got number 7.5 (rule: type)"],
+  ["count", "7", "expected an integer (int64) within ±2^53, got string '7' (rule: type)"],
+  ["armed", 1, "expected a boolean, got number 1 (rule: type)"],
+  ["armed", { on: true }, "expected a boolean, got an object (rule: type)"],
+  ["label", ["a"], "expected a string, got an array (rule: type)"],
+  ["label", true, "expected a string, got boolean true (rule: type)"],
+  ["temp", 9.99, "9.99 is below min 10 (rule: min)"],
+  ["temp", 80.6, "80.6 is above max 80.5 (rule: max)"],
+  ["count", -1, "-1 is below min 0 (rule: min)"],
+  ["count", 11, "11 is above max 10 (rule: max)"],
+  ["profile", "turbo", "'turbo' is not one of 'eco', 'boost' (rule: allowed_values)"],
+];
+
+for (const [name, value, message] of MESSAGES) {
+  Deno.test(`ParameterStore set ${name}=${String(value)} is refused: ${message}`, () => {
+    const { s } = store([
+      ...PARAMS,
+      { name: "free", type: "double", default: 0, allowedValues: [] },
+    ]);
+    assert.throws(() => s.set(name, value), (e: RuntimeError) => {
+      assert.equal(e.code, "INVALID_ARGUMENT");
+      assert.equal(e.message, `Invalid value for parameter '${name}': ${message}`);
+      return true;
+    });
+  });
+}
+
+Deno.test("ParameterStore set answers with the value, also when it is unchanged", () => {
+  const { s, events } = store();
+  assert.deepEqual(s.set("count", 5), { name: "count", value: 5 });
+  assert.deepEqual(s.set("profile", "eco"), { name: "profile", value: "eco" });
+  assert.equal(events.length, 0);
+});
+
+Deno.test("ParameterStore value() is the current value, undefined for an unknown name", () => {
+  const { s } = store();
+  assert.equal(s.value("temp"), 30);
+  assert.equal(s.value("armed"), false);
+  s.set("temp", 55.5);
+  assert.equal(s.value("temp"), 55.5);
+  assert.equal(s.value("nope"), undefined);
+});
+
+Deno.test("ParameterStore set of an unknown name names it", () => {
+  assert.throws(() => store().s.set("nope", 1), (e: RuntimeError) => {
+    assert.equal(e.code, "NOT_FOUND");
+    assert.equal(e.message, "Parameter not found: nope");
+    return true;
+  });
+});
+
+Deno.test("ParameterStore keeps the first of two parameters with one name", () => {
+  const { s } = store([
+    { name: "x", type: "int64", default: 1, min: 0, max: 5, allowedValues: [] },
+    { name: "x", type: "string", default: "a", allowedValues: [] },
+    { name: "y", type: "bool", default: true, allowedValues: [] },
+  ]);
+  assert.deepEqual(s.list(), [
+    { name: "x", type: "int64", value: 1, min: 0, max: 5 },
+    { name: "y", type: "bool", value: true },
+  ]);
+  assert.throws(() => s.set("x", "b"), { code: "INVALID_ARGUMENT" });
+  assert.throws(() => s.set("x", 6), /\(rule: max\)/);
+});

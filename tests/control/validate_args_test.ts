@@ -212,3 +212,149 @@ Deno.test("validateArgs compares exact integers with declared bounds exactly", (
     /args\.motor_index: 1152921504606846976 is above the maximum 2/,
   );
 });
+
+// Exact messages: the argument, the rule and the offending value, as the HTTP answer carries them.
+const MESSAGES: Array<[string, FunctionSpec, Record<string, TypedValue>, string]> = [
+  [
+    "an unknown argument lists the known ones",
+    FN,
+    { ...ok, speed: { type: "double", double: 1 } },
+    "args.speed: unknown argument for set_motor_duty (known: motor_index, duty, count, mode, note, raw)",
+  ],
+  [
+    "an unknown argument of a function without arguments",
+    { ...FN, name: "reset", args: [] },
+    { speed: { type: "double", double: 1 } },
+    "args.speed: unknown argument for reset (known: none)",
+  ],
+  [
+    "the first bad argument by name",
+    WIDE,
+    { u: { type: "int64", int64: -1 }, i: { type: "double", double: 1 } },
+    "args.i: expected int64, got double",
+  ],
+  [
+    "the first unknown argument by name",
+    WIDE,
+    { zeta: { type: "int64", int64: 1 }, alpha: { type: "int64", int64: 1 } },
+    "args.alpha: unknown argument for set_motor_duty (known: i, u, d)",
+  ],
+  [
+    "a string outside allowed_values lists them",
+    FN,
+    { ...ok, mode: { type: "string", string: "auto" } },
+    "args.mode: 'auto' is not one of the allowed values (open, closed)",
+  ],
+  [
+    "an integer for a string argument",
+    FN,
+    { ...ok, note: { type: "int64", int64: 5 } },
+    "args.note: expected string, got int64",
+  ],
+  [
+    "a uint64 for a bool argument",
+    { ...FN, args: [{ ...FN.args[4], name: "on", type: "bool" }] },
+    { on: { type: "uint64", uint64: 1 } },
+    "args.on: expected bool, got uint64",
+  ],
+  [
+    "a double that is not a number",
+    FN,
+    { ...ok, duty: { type: "double", double: "0.5" as unknown as number } },
+    "args.duty: double must be a number",
+  ],
+  [
+    "a non-integer int64",
+    FN,
+    { ...ok, motor_index: { type: "int64", int64: 1.5 } },
+    "args.motor_index: int64 must be an integer within ±2^53 (or an exact 64-bit integer)",
+  ],
+  [
+    "a non-integer uint64",
+    FN,
+    { ...ok, count: { type: "uint64", uint64: 1.5 } },
+    "args.count: uint64 must be a non-negative integer below 2^53 (or an exact 64-bit integer)",
+  ],
+  [
+    "a uint64 given as text",
+    FN,
+    { ...ok, count: { type: "uint64", uint64: "1" as unknown as number } },
+    "args.count: uint64 must be a non-negative integer below 2^53 (or an exact 64-bit integer)",
+  ],
+  [
+    "a negative uint64 number",
+    FN,
+    { ...ok, count: { type: "uint64", uint64: -1 } },
+    "args.count: uint64 must be a non-negative integer below 2^53",
+  ],
+  [
+    "an int64 beyond 2^63-1",
+    WIDE,
+    { i: { type: "int64", int64: 2n ** 63n } },
+    "args.i: int64 9223372036854775808 is outside -9223372036854775808..9223372036854775807",
+  ],
+  [
+    "a negative int64 into uint64",
+    WIDE,
+    { u: { type: "int64", int64: -1n } },
+    "args.u: -1 does not fit uint64",
+  ],
+  [
+    "a uint64 of 2^63 into int64",
+    WIDE,
+    { i: { type: "uint64", uint64: 2n ** 63n } },
+    "args.i: 9223372036854775808 does not fit int64",
+  ],
+  [
+    "a value below the minimum",
+    FN,
+    { ...ok, motor_index: { type: "int64", int64: 0 } },
+    "args.motor_index: 0 is below the minimum 1",
+  ],
+];
+
+for (const [name, fn, args, message] of MESSAGES) {
+  Deno.test(`validateArgs message: ${name}`, () => {
+    assert.throws(() => validateArgs(fn, args), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "INVALID_ARGUMENT");
+      assert.equal(e.message, message);
+      return true;
+    });
+  });
+}
+
+Deno.test("validateArgs accepts the exact edges of the widening conversions", () => {
+  assert.deepEqual(
+    validateArgs(WIDE, {
+      i: { type: "uint64", uint64: 2n ** 63n - 1n }, // INT64_MAX still fits int64
+      u: { type: "int64", int64: 0 }, // zero fits uint64
+    }),
+    { i: { type: "int64", int64: 2n ** 63n - 1n }, u: { type: "uint64", uint64: 0 } },
+  );
+  assert.deepEqual(
+    validateArgs(FN, { ...ok, count: { type: "uint64", uint64: 0 } }).count,
+    { type: "uint64", uint64: 0 },
+  );
+});
+
+Deno.test("validateArgs normalises small bigints to numbers before converting", () => {
+  assert.deepEqual(
+    validateArgs(WIDE, {
+      u: { type: "uint64", uint64: 5n },
+      i: { type: "int64", int64: -7n },
+      d: { type: "uint64", uint64: 9n },
+    }),
+    {
+      u: { type: "uint64", uint64: 5 },
+      i: { type: "int64", int64: -7 },
+      d: { type: "double", double: 9 },
+    },
+  );
+  assert.deepEqual(validateArgs(WIDE, { d: { type: "int64", int64: 3n } }), {
+    d: { type: "double", double: 3 },
+  });
+  assert.deepEqual(validateArgs(WIDE, { d: { type: "double", double: 0.5 } }), {
+    d: { type: "double", double: 0.5 },
+  });
+});
