@@ -160,9 +160,20 @@ export class Runtime {
     this.#throwIfStopping();
     const budgetMs = this.config.runtime.startupTimeoutMs;
     const providersFrom = clock.monoMs();
-    await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
-    this.#throwIfStopping();
-    await this.#primeCache(budgetMs, budgetMs - (clock.monoMs() - providersFrom));
+    // Said the moment the budget runs out (launchers written for anolis wait for this phrase),
+    // not once the providers are stopped, which takes up to shutdown_timeout_ms more.
+    const overrun = setTimeout(() => {
+      this.host.log.error(
+        `Runtime startup timeout exceeded: runtime.startup_timeout_ms (${budgetMs} ms) ran out, ${this.#startupPending()}; stopping`,
+      );
+    }, budgetMs);
+    try {
+      await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
+      this.#throwIfStopping();
+      await this.#primeCache(budgetMs, budgetMs - (clock.monoMs() - providersFrom));
+    } finally {
+      clearTimeout(overrun);
+    }
     if (this.#stopping) {
       await this.cache.stop(); // the poll loops began after stop() had stopped the cache
       this.#throwIfStopping();
@@ -215,6 +226,31 @@ export class Runtime {
         unanswered.length > 0 ? `of ${unanswered.join(", ")} ` : ""
       }not answered`,
     );
+  }
+
+  /** What start-up still waits for: providers not up, else first polls not answered. */
+  #startupPending(): string {
+    const down = this.registry.hosts.filter((h) => !h.available).map((h) => h.id);
+    if (down.length > 0) return `providers not ready: ${down.join(", ")}`;
+    const unanswered = this.registry.hosts.filter((h) =>
+      this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
+    ).map((h) => h.id);
+    return `first poll not answered by: ${unanswered.join(", ")}`;
+  }
+
+  /**
+   * Calls `listener` once, as soon as every provider is AVAILABLE (at once when they all are
+   * now); never after stop(). The service says "Runtime Ready" with it.
+   */
+  whenAllProvidersAvailable(listener: () => void): void {
+    let called = false;
+    const check = () => {
+      if (called || this.#stopping || !this.registry.hosts.every((h) => h.available)) return;
+      called = true;
+      listener();
+    };
+    for (const h of this.registry.hosts) h.onAvailability(check);
+    check();
   }
 
   #throwIfStopping(): void {
