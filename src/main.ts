@@ -37,7 +37,7 @@ import {
 export type CliCommand =
   | { kind: "help" }
   | { kind: "version" }
-  | { kind: "check"; file: string; format: "text" | "json" }
+  | { kind: "check"; file: string; format: "text" | "json"; strict: boolean }
   | { kind: "start"; file: string; logLevel: LogLevel | null; port: number | null }
   | { kind: "usage-error"; message: string };
 
@@ -53,6 +53,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
         config: { type: "string" },
         "check-config": { type: "string" },
         format: { type: "string" },
+        strict: { type: "boolean" },
         "log-level": { type: "string" },
         port: { type: "string" },
         version: { type: "boolean" },
@@ -80,10 +81,13 @@ export function parseCli(argv: readonly string[]): CliCommand {
     if (values.port !== undefined) {
       return { kind: "usage-error", message: "--port applies to --config only" };
     }
-    return { kind: "check", file: check, format };
+    return { kind: "check", file: check, format, strict: values.strict === true };
   }
   if (values.format !== undefined) {
     return { kind: "usage-error", message: "--format applies to --check-config only" };
+  }
+  if (values.strict !== undefined) {
+    return { kind: "usage-error", message: "--strict applies to --check-config only" };
   }
   if (values.config === undefined) {
     return { kind: "usage-error", message: "missing --config FILE or --check-config FILE" };
@@ -155,6 +159,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     readFile: readRegularFile,
     path: absPath,
     mode: cli.kind,
+    strict: cli.kind === "check" && cli.strict,
     // Read through the host, which also keeps them out of the providers' environment.
     env: {
       RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
@@ -210,8 +215,9 @@ function readEnv(name: string): string | undefined {
 
 /**
  * Diagnostics of automation.behavior_tree when automation is enabled and the file exists (a
- * missing file is already a config diagnostic). Files are named relative to the working
- * directory when they lie below it, else by absolute path.
+ * missing file is already a config diagnostic: a warning under plain `--check-config`, an error
+ * under `--strict` and at start). Files are named relative to the working directory when they lie
+ * below it, else by absolute path.
  */
 function behaviorTreeDiagnostics(config: Config): Diagnostic[] {
   const path = config.automation.behaviorTree;
