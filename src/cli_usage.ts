@@ -36,6 +36,8 @@ Environment:
   RUNTIME_API_TOKEN      bearer token for http.auth_enabled (preferred over http.auth_token)
   INFLUXDB_TOKEN         InfluxDB token when telemetry.influxdb.token is empty
   RUNTIME_HTTP_PORT      like --port (which wins over it); ignored when empty
+  ANOLIS_API_TOKEN       not read (the anolis runtime's variable); set without
+                         RUNTIME_API_TOKEN, a warning at start says to use RUNTIME_API_TOKEN
 
 Exit codes:
 ${EXIT_CODES}

@@ -109,6 +109,9 @@ export function parseCli(argv: readonly string[]): CliCommand {
 /** Environment variable that overrides `http.port` when starting (the `--port` flag wins). */
 export const PORT_ENV_VAR = "RUNTIME_HTTP_PORT";
 
+/** The anolis runtime's API token variable: not read here (RUNTIME_API_TOKEN is), only named. */
+export const ANOLIS_TOKEN_ENV_VAR = "ANOLIS_API_TOKEN";
+
 /** A TCP port given on the command line or in the environment, or the message saying why not. */
 export function parsePort(source: string, text: string): number | string {
   const port = /^[0-9]{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
@@ -290,6 +293,13 @@ function startService(
 ): Promise<number> {
   const log = createStderrLogger(logLevelOverride ?? config.logging.level);
   if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
+  // A deployment moved over from anolis may still set the anolis variable: say so, without
+  // its value, rather than run without the token the operator meant.
+  if ((readEnv(ANOLIS_TOKEN_ENV_VAR) ?? "") !== "" && !secretFromEnvironment("RUNTIME_API_TOKEN")) {
+    log.warn(
+      `${ANOLIS_TOKEN_ENV_VAR} is set but ignored: this runtime takes the API token from RUNTIME_API_TOKEN (else http.auth_token); set RUNTIME_API_TOKEN instead`,
+    );
+  }
   // Deno exits 1 on an uncaught error, which would read as a configuration error (and systemd
   // would not restart us): a crash is logged on one line and exits with its own code.
   const crash = (what: unknown) => {
