@@ -159,18 +159,22 @@ export class Runtime {
     // --- end automation ---
     this.#throwIfStopping();
     const budgetMs = this.config.runtime.startupTimeoutMs;
-    const providersFrom = clock.monoMs();
     // Said the moment the budget runs out (launchers written for anolis wait for this phrase),
-    // not once the providers are stopped, which takes up to shutdown_timeout_ms more.
+    // not once the providers are stopped, which takes up to shutdown_timeout_ms more. This timer
+    // also ends the priming poll, and the registry's own (set after it) fires after it: what
+    // is pending is read before anything is stopped.
+    let expire: () => void = () => {};
+    const expired = new Promise<"expired">((r) => (expire = () => r("expired")));
     const overrun = setTimeout(() => {
       this.host.log.error(
         `Runtime startup timeout exceeded: runtime.startup_timeout_ms (${budgetMs} ms) ran out, ${this.#startupPending()}; stopping`,
       );
+      expire();
     }, budgetMs);
     try {
       await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
       this.#throwIfStopping();
-      await this.#primeCache(budgetMs, budgetMs - (clock.monoMs() - providersFrom));
+      await this.#primeCache(budgetMs, expired);
     } finally {
       clearTimeout(overrun);
     }
@@ -202,17 +206,13 @@ export class Runtime {
   }
 
   /**
-   * The first poll pass, bounded by what is left of the start-up budget. A provider whose first
-   * poll has not answered by then fails the start: providers are stopped (which ends the polls
-   * still waiting), then the poll loops the pass started.
+   * The first poll pass, bounded by what is left of the start-up budget (`expired` resolves when
+   * it runs out). A provider whose first poll has not answered by then fails the start: providers
+   * are stopped (which ends the polls still waiting), then the poll loops the pass started.
    */
-  async #primeCache(budgetMs: number, remainingMs: number): Promise<void> {
+  async #primeCache(budgetMs: number, expired: Promise<"expired">): Promise<void> {
     const priming = this.cache.start();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((r) => {
-      timer = setTimeout(() => r("expired"), Math.max(0, remainingMs));
-    });
-    const outcome = await Promise.race([priming, expired]).finally(() => clearTimeout(timer));
+    const outcome = await Promise.race([priming, expired]);
     if (outcome !== "expired") return;
     const unanswered = this.registry.hosts.filter((h) =>
       this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)

@@ -178,7 +178,7 @@ Deno.test("Runtime.whenAllProvidersAvailable calls back once, when every provide
   }
 });
 
-Deno.test("runtime --config logs 'Runtime Ready' once, after the API listens, as an INFO line", async () => {
+Deno.test("runtime --config logs 'Runtime Ready' once, after the API listens, as an INFO line, and ends with 'shutdown complete'", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-phrase-" });
   try {
     const { rt } = await startRuntimeOnFreePort((port) =>
@@ -206,6 +206,8 @@ Deno.test("runtime --config logs 'Runtime Ready' once, after the API listens, as
     const listening = lines.findIndex((l) => l.includes("API listening on"));
     assert.ok(listening >= 0 && ready > listening, stderr);
     assert.equal(lines.filter((l) => l.includes("Runtime Ready")).length, 1, stderr);
+    // anolis ends with "Shutdown complete"; this runtime with "shutdown complete".
+    assert.match(lines.at(-1)!, /^INFO {2}\S+ shutdown complete$/);
     assert.match(
       lines[ready],
       /^INFO {2}\S+ Runtime Ready: 1 provider\(s\) AVAILABLE, 5 device\(s\)/,
