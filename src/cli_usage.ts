@@ -12,7 +12,7 @@ const EXIT_CODES = Object.entries(EXIT_CODE_DESCRIPTIONS)
 export const USAGE = `Usage:
   runtime --config FILE [--port PORT] [--log-level LEVEL]
                                               start the runtime with a YAML configuration
-  runtime --check-config FILE [--format text|json]
+  runtime --check-config FILE [--format text|json] [--strict]
                                               validate a configuration and exit
   runtime --version                           print the runtime and protocol versions
   runtime --help                              print this help
@@ -24,6 +24,9 @@ Options:
                          then a summary; exit 0 when valid (warnings allowed), 1 on errors,
                          2 when the file cannot be read
   --format text|json     output of --check-config (default text)
+  --strict               --check-config on the target: a behavior tree, TLS file or provider
+                         command this machine lacks, or a missing API token, is an error (by
+                         default a warning, so configurations can be checked anywhere)
   --log-level LEVEL      debug, info, warn or error; overrides logging.level
 
 Configuration file: a regular file of at most ${LIMIT_MIB} MiB, UTF-8. Anything else (a FIFO,
@@ -33,6 +36,8 @@ Environment:
   RUNTIME_API_TOKEN      bearer token for http.auth_enabled (preferred over http.auth_token)
   INFLUXDB_TOKEN         InfluxDB token when telemetry.influxdb.token is empty
   RUNTIME_HTTP_PORT      like --port (which wins over it); ignored when empty
+  ANOLIS_API_TOKEN       not read (the anolis runtime's variable); set without
+                         RUNTIME_API_TOKEN, a warning at start says to use RUNTIME_API_TOKEN
 
 Exit codes:
 ${EXIT_CODES}

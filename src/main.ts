@@ -37,7 +37,7 @@ import {
 export type CliCommand =
   | { kind: "help" }
   | { kind: "version" }
-  | { kind: "check"; file: string; format: "text" | "json" }
+  | { kind: "check"; file: string; format: "text" | "json"; strict: boolean }
   | { kind: "start"; file: string; logLevel: LogLevel | null; port: number | null }
   | { kind: "usage-error"; message: string };
 
@@ -53,6 +53,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
         config: { type: "string" },
         "check-config": { type: "string" },
         format: { type: "string" },
+        strict: { type: "boolean" },
         "log-level": { type: "string" },
         port: { type: "string" },
         version: { type: "boolean" },
@@ -80,10 +81,13 @@ export function parseCli(argv: readonly string[]): CliCommand {
     if (values.port !== undefined) {
       return { kind: "usage-error", message: "--port applies to --config only" };
     }
-    return { kind: "check", file: check, format };
+    return { kind: "check", file: check, format, strict: values.strict === true };
   }
   if (values.format !== undefined) {
     return { kind: "usage-error", message: "--format applies to --check-config only" };
+  }
+  if (values.strict !== undefined) {
+    return { kind: "usage-error", message: "--strict applies to --check-config only" };
   }
   if (values.config === undefined) {
     return { kind: "usage-error", message: "missing --config FILE or --check-config FILE" };
@@ -104,6 +108,9 @@ export function parseCli(argv: readonly string[]): CliCommand {
 
 /** Environment variable that overrides `http.port` when starting (the `--port` flag wins). */
 export const PORT_ENV_VAR = "RUNTIME_HTTP_PORT";
+
+/** The anolis runtime's API token variable: not read here (RUNTIME_API_TOKEN is), only named. */
+export const ANOLIS_TOKEN_ENV_VAR = "ANOLIS_API_TOKEN";
 
 /** A TCP port given on the command line or in the environment, or the message saying why not. */
 export function parsePort(source: string, text: string): number | string {
@@ -155,6 +162,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     readFile: readRegularFile,
     path: absPath,
     mode: cli.kind,
+    strict: cli.kind === "check" && cli.strict,
     // Read through the host, which also keeps them out of the providers' environment.
     env: {
       RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
@@ -210,8 +218,9 @@ function readEnv(name: string): string | undefined {
 
 /**
  * Diagnostics of automation.behavior_tree when automation is enabled and the file exists (a
- * missing file is already a config diagnostic). Files are named relative to the working
- * directory when they lie below it, else by absolute path.
+ * missing file is already a config diagnostic: a warning under plain `--check-config`, an error
+ * under `--strict` and at start). Files are named relative to the working directory when they lie
+ * below it, else by absolute path.
  */
 function behaviorTreeDiagnostics(config: Config): Diagnostic[] {
   const path = config.automation.behaviorTree;
@@ -284,6 +293,13 @@ function startService(
 ): Promise<number> {
   const log = createStderrLogger(logLevelOverride ?? config.logging.level);
   if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
+  // A deployment moved over from anolis may still set the anolis variable: say so, without
+  // its value, rather than run without the token the operator meant.
+  if ((readEnv(ANOLIS_TOKEN_ENV_VAR) ?? "") !== "" && !secretFromEnvironment("RUNTIME_API_TOKEN")) {
+    log.warn(
+      `${ANOLIS_TOKEN_ENV_VAR} is set but ignored: this runtime takes the API token from RUNTIME_API_TOKEN (else http.auth_token); set RUNTIME_API_TOKEN instead`,
+    );
+  }
   // Deno exits 1 on an uncaught error, which would read as a configuration error (and systemd
   // would not restart us): a crash is logged on one line and exits with its own code.
   const crash = (what: unknown) => {

@@ -159,10 +159,25 @@ export class Runtime {
     // --- end automation ---
     this.#throwIfStopping();
     const budgetMs = this.config.runtime.startupTimeoutMs;
-    const providersFrom = clock.monoMs();
-    await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
-    this.#throwIfStopping();
-    await this.#primeCache(budgetMs, budgetMs - (clock.monoMs() - providersFrom));
+    // Said the moment the budget runs out (launchers written for anolis wait for this phrase),
+    // not once the providers are stopped, which takes up to shutdown_timeout_ms more. This timer
+    // also ends the priming poll, and the registry's own (set after it) fires after it: what
+    // is pending is read before anything is stopped.
+    let expire: () => void = () => {};
+    const expired = new Promise<"expired">((r) => (expire = () => r("expired")));
+    const overrun = setTimeout(() => {
+      this.host.log.error(
+        `Runtime startup timeout exceeded: runtime.startup_timeout_ms (${budgetMs} ms) ran out, ${this.#startupPending()}; stopping`,
+      );
+      expire();
+    }, budgetMs);
+    try {
+      await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
+      this.#throwIfStopping();
+      await this.#primeCache(budgetMs, expired);
+    } finally {
+      clearTimeout(overrun);
+    }
     if (this.#stopping) {
       await this.cache.stop(); // the poll loops began after stop() had stopped the cache
       this.#throwIfStopping();
@@ -191,17 +206,13 @@ export class Runtime {
   }
 
   /**
-   * The first poll pass, bounded by what is left of the start-up budget. A provider whose first
-   * poll has not answered by then fails the start: providers are stopped (which ends the polls
-   * still waiting), then the poll loops the pass started.
+   * The first poll pass, bounded by what is left of the start-up budget (`expired` resolves when
+   * it runs out). A provider whose first poll has not answered by then fails the start: providers
+   * are stopped (which ends the polls still waiting), then the poll loops the pass started.
    */
-  async #primeCache(budgetMs: number, remainingMs: number): Promise<void> {
+  async #primeCache(budgetMs: number, expired: Promise<"expired">): Promise<void> {
     const priming = this.cache.start();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((r) => {
-      timer = setTimeout(() => r("expired"), Math.max(0, remainingMs));
-    });
-    const outcome = await Promise.race([priming, expired]).finally(() => clearTimeout(timer));
+    const outcome = await Promise.race([priming, expired]);
     if (outcome !== "expired") return;
     const unanswered = this.registry.hosts.filter((h) =>
       this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
@@ -215,6 +226,31 @@ export class Runtime {
         unanswered.length > 0 ? `of ${unanswered.join(", ")} ` : ""
       }not answered`,
     );
+  }
+
+  /** What start-up still waits for: providers not up, else first polls not answered. */
+  #startupPending(): string {
+    const down = this.registry.hosts.filter((h) => !h.available).map((h) => h.id);
+    if (down.length > 0) return `providers not ready: ${down.join(", ")}`;
+    const unanswered = this.registry.hosts.filter((h) =>
+      this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
+    ).map((h) => h.id);
+    return `first poll not answered by: ${unanswered.join(", ")}`;
+  }
+
+  /**
+   * Calls `listener` once, as soon as every provider is AVAILABLE (at once when they all are
+   * now); never after stop(). The service says "Runtime Ready" with it.
+   */
+  whenAllProvidersAvailable(listener: () => void): void {
+    let called = false;
+    const check = () => {
+      if (called || this.#stopping || !this.registry.hosts.every((h) => h.available)) return;
+      called = true;
+      listener();
+    };
+    for (const h of this.registry.hosts) h.onAvailability(check);
+    check();
   }
 
   #throwIfStopping(): void {

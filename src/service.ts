@@ -137,6 +137,13 @@ export async function startService(
     } else {
       log.info("http.enabled is false: running headless");
     }
+    // The line launchers written for anolis wait for: once, when the API is up and every
+    // provider is AVAILABLE (a provider that went down meanwhile delays it until it is back).
+    runtime.whenAllProvidersAvailable(() =>
+      log.info(
+        `Runtime Ready: ${runtime.registry.hosts.length} provider(s) AVAILABLE, ${runtime.registry.devices().length} device(s)`,
+      )
+    );
   } catch (err) {
     await stop().catch(() => {});
     throw err;

@@ -38,9 +38,19 @@ export interface ProviderDeviceHealthView {
   registered: boolean;
   stale_signal_count: number;
   fault_signal_count: number;
+  /**
+   * The device type's version as its provider declared it in DescribeDevice; "" when it declared
+   * none and for devices only the provider reports. At most 128 UTF-8 bytes (later anolis
+   * OpenAPI). Telemetry writes it as a field when non-empty.
+   */
+  type_version: string;
+  /**
+   * The provider's descriptor tags, verbatim, bounded: at most 32, keys over 128 UTF-8 bytes
+   * dropped, values cut to 128 bytes; {} when none (later anolis OpenAPI). Not written to
+   * telemetry.
+   */
+  descriptor_tags: Record<string, string>;
   reported: ReportedDeviceHealth | null;
-  /** Not part of the HTTP body (stripped there); telemetry writes it as a field when non-empty. */
-  type_version?: string;
 }
 
 /** Samples of a provider not stored as good values since start (counted by the state cache). */

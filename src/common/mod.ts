@@ -5,3 +5,4 @@ export * from "./capabilities.ts";
 export * from "./host.ts";
 export * from "./version.ts";
 export * from "./health.ts";
+export * from "./utf8.ts";

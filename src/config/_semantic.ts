@@ -33,6 +33,8 @@ export interface SemanticContext {
   readonly checker: Checker;
   readonly source: YamlSource;
   readonly mode: "check" | "start";
+  /** `--check-config --strict`: what the checking machine lacks is an error. */
+  readonly strict: boolean;
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
   readonly fileExists: (absPath: string) => boolean;
   /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
@@ -212,7 +214,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
   if (enabled) {
     const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
     if (authEnabled && authToken === "" && envToken === "") {
-      if (ctx.mode === "check") {
+      if (environmentSeverity(ctx, "error") === "warning") {
         c.warning(
           [...P, "auth_enabled"],
           "is true but auth_token is empty; the token may come from RUNTIME_API_TOKEN on the target",
@@ -334,10 +336,34 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
     const message = kind === null
       ? `file not found: ${abs}`
       : `is not a regular file: ${abs} is ${kind}`;
-    if (ctx.mode === "start") c.error([...P, key], message);
-    else c.warning([...P, key], message);
+    environmentProblem(ctx, [...P, key], message, "error");
   }
   return abs;
+}
+
+/**
+ * How a problem of the checking machine rather than of the file is reported (a file, command or
+ * token the configuration names is missing here): a warning under plain `--check-config`, since
+ * pipelines validate configurations away from the machine they deploy to; an error under
+ * `--check-config --strict`; `atStart` when the service starts.
+ */
+function environmentSeverity(
+  ctx: SemanticContext,
+  atStart: "error" | "warning",
+): "error" | "warning" {
+  if (ctx.mode === "start") return atStart;
+  return ctx.strict ? "error" : "warning";
+}
+
+/** Reports an environment problem with environmentSeverity. */
+function environmentProblem(
+  ctx: SemanticContext,
+  path: Path,
+  message: string,
+  atStart: "error" | "warning",
+): void {
+  if (environmentSeverity(ctx, atStart) === "error") ctx.checker.error(path, message);
+  else ctx.checker.warning(path, message);
 }
 
 function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
@@ -385,19 +411,23 @@ function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
 
 /**
  * A command containing `/` is a path, resolved against the config folder; a bare name is looked up
- * on PATH when the provider starts. Either way a missing command is only a warning: configs are
- * often checked on a build machine without the provider binaries.
+ * on PATH when the provider starts. A missing command is an environment problem (configs are
+ * often checked on a build machine without the provider binaries); at start it stays a warning,
+ * the start-up failure (exit 3) naming the provider says the rest.
  */
 function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   const c = ctx.checker;
   const command = c.requiredString(p, pp, "command");
   if (command === "") return "";
+  const path = [...pp, "command"];
   if (command.includes("/")) {
     const abs = posix.resolve(ctx.configDir, command);
-    if (!ctx.fileExists(abs)) c.warning([...pp, "command"], `file not found: ${abs}`);
+    if (!ctx.fileExists(abs)) environmentProblem(ctx, path, `file not found: ${abs}`, "warning");
     return abs;
   }
-  if (!ctx.commandExists(command)) c.warning([...pp, "command"], `'${command}' not found on PATH`);
+  if (!ctx.commandExists(command)) {
+    environmentProblem(ctx, path, `'${command}' not found on PATH`, "warning");
+  }
   return command;
 }
 
@@ -598,7 +628,9 @@ function readBehaviorTree(ctx: SemanticContext, a: Obj, enabled: boolean): strin
   const value = c.string(a, P, key, "", enabled);
   if (value === "") return null;
   const abs = posix.resolve(ctx.configDir, value);
-  if (enabled && !ctx.fileExists(abs)) c.error(path, `file not found: ${abs}`);
+  if (enabled && !ctx.fileExists(abs)) {
+    environmentProblem(ctx, path, `file not found: ${abs}`, "error");
+  }
   return abs;
 }
 

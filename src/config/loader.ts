@@ -24,8 +24,14 @@ export const MAX_CONFIG_FILE_BYTES = 2 * 1024 * 1024;
 export interface LoadConfigOptions {
   /** Absolute path of the file (relative paths inside it are resolved against its folder). */
   readonly path: string;
-  /** "check": `--check-config` (a missing token is a warning); "start": the service starts. */
+  /**
+   * "check": `--check-config`; "start": the service starts. What the checking machine may lack
+   * (behavior tree, TLS files, provider command, API token) is a warning under "check", an error
+   * under "check" with `strict` and under "start" (the provider command: start-up reports it).
+   */
   readonly mode: "check" | "start";
+  /** `--check-config --strict`: environment problems are errors (ignored under "start"). */
+  readonly strict?: boolean;
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
   /** Whether a regular file exists at an absolute path. */
   readonly fileExists: (absPath: string) => boolean;
@@ -153,6 +159,7 @@ function parseAndValidate(
     checker,
     source,
     mode: options.mode,
+    strict: options.strict ?? false,
     env: options.env,
     fileExists: options.fileExists,
     ...(options.pathKind ? { pathKind: options.pathKind } : {}),

@@ -174,12 +174,7 @@ function estopStatusWithoutService(services: HttpServices): EstopStatus {
 }
 
 function providersHealth({ services }: RouteContext): Response {
-  const providers = services.providerHealth().map((p) => ({
-    ...p,
-    // type_version is a telemetry field, not part of the HTTP body.
-    devices: p.devices.map(({ type_version: _omit, ...d }) => d),
-  }));
-  return okResponse({ providers });
+  return okResponse({ providers: services.providerHealth() });
 }
 
 function telemetryStatus({ services }: RouteContext): Response {

@@ -38,6 +38,14 @@ export interface ProviderHostDeps {
   readonly shutdownTimeoutMs: number;
 }
 
+/** The budget of one restart attempt (restart_policy.timeout_ms from its start, after backoff). */
+interface RestartBudget {
+  readonly startedAt: number;
+  readonly timeoutMs: number;
+  /** Hears why the attempt failed, before its half-started process is ended. */
+  readonly onFailure: (err: unknown) => void;
+}
+
 /** Listener for a provider's device inventory (after every successful discovery). */
 export type InventoryListener = (devices: readonly DeviceCapabilities[]) => void;
 /** Listener for availability flips of a provider. */
@@ -176,8 +184,12 @@ export class ProviderHost {
 
   // ---- internals ----
 
-  /** Spawns and brings a new session up to "discovered"; terminates it on failure. */
-  async #bringUp(budget: { startedAt: number; timeoutMs: number } | null): Promise<
+  /**
+   * Spawns and brings a new session up to "discovered"; terminates it on failure. A restart
+   * attempt passes its budget (restart_policy.timeout_ms, checked after the handshake and after
+   * discovery) and hears of a failure before the half-started process is ended.
+   */
+  async #bringUp(budget: RestartBudget | null): Promise<
     { session: ProviderSession; devices: DeviceCapabilities[] }
   > {
     const session = new ProviderSession(this.config, this.config.command, {
@@ -187,26 +199,34 @@ export class ProviderHost {
       cwd: this.#deps.cwd,
     });
     this.#starting = session;
-    const overBudget = () =>
-      budget !== null && this.#deps.clock.monoMs() - budget.startedAt >= budget.timeoutMs;
+    // anolis words it "Restart timeout exceeded ..."; launchers match "restart timeout".
+    const checkBudget = (after: string) => {
+      if (budget === null) return;
+      const elapsed = Math.round(this.#deps.clock.monoMs() - budget.startedAt);
+      if (elapsed < budget.timeoutMs) return;
+      throw unavailable(
+        `restart timeout exceeded after ${after} (${elapsed} ms >= restart_policy.timeout_ms ${budget.timeoutMs} ms)`,
+      );
+    };
     try {
       // A process that dies during bring-up fails the pending request through the session end.
       await session.handshake();
-      if (overBudget()) throw unavailable(`restart exceeded ${budget!.timeoutMs} ms`);
+      checkBudget("handshake");
       const devices = await session.discover();
-      if (overBudget()) throw unavailable(`restart exceeded ${budget!.timeoutMs} ms`);
+      checkBudget("discovery");
       if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
       return { session, devices };
     } catch (err) {
       this.#starting = null;
       const exitCode = session.exitCode; // known only if the process died on its own
-      await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
-      if (exitCode === null) throw err;
-      throw new RuntimeError(
+      const failure = exitCode === null ? err : new RuntimeError(
         err instanceof RuntimeError ? err.code : "UNAVAILABLE",
         `${err instanceof Error ? err.message : String(err)} (process exit code ${exitCode})`,
         { cause: err },
       );
+      budget?.onFailure(failure); // said now: ending the process may take up to 2 s
+      await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
+      throw failure;
     }
   }
 
@@ -292,10 +312,21 @@ export class ProviderHost {
       return;
     }
     if (this.#state.phase !== "ATTEMPTING") return;
+    let reported = false;
+    const report = (err: unknown) => {
+      if (reported || this.#state.phase !== "ATTEMPTING") return;
+      reported = true;
+      this.#log.error(
+        `restart attempt ${this.#state.attemptCount} failed: ${
+          err instanceof Error ? err.message : err
+        }`,
+      );
+    };
     try {
       const up = await this.#bringUp({
         startedAt,
         timeoutMs: this.config.restartPolicy.timeoutMs,
+        onFailure: report,
       });
       if (this.#state.phase !== "ATTEMPTING") {
         await up.session.terminate(this.#deps.shutdownTimeoutMs);
@@ -305,11 +336,7 @@ export class ProviderHost {
       this.#commit(up);
     } catch (err) {
       if (this.#state.phase !== "ATTEMPTING") return;
-      this.#log.error(
-        `restart attempt ${this.#state.attemptCount} failed: ${
-          err instanceof Error ? err.message : err
-        }`,
-      );
+      report(err);
       this.#apply({ type: "attempt_failed", at: this.#deps.clock.monoMs() });
     }
   }

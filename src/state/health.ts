@@ -1,13 +1,40 @@
-import type {
-  DeviceLivenessHealth,
-  ProviderDeviceHealthView,
-  ProviderHealthView,
-  ReportedDeviceHealth,
-  ReportedProviderHealth,
+import {
+  type DeviceLivenessHealth,
+  type ProviderDeviceHealthView,
+  type ProviderHealthView,
+  type ReportedDeviceHealth,
+  type ReportedProviderHealth,
+  truncateUtf8,
+  utf8Length,
 } from "../common/mod.ts";
 import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
+
+/**
+ * Bounds on what a provider declares about a device, as GET /v0/providers/health shows it (later
+ * anolis OpenAPI, ProviderDeviceHealth): `type_version` and each descriptor tag value are cut to
+ * MAX_DESCRIPTOR_TEXT_BYTES UTF-8 bytes on a character boundary, a tag whose key is longer is
+ * dropped, and at most MAX_DESCRIPTOR_TAGS tags are shown (the first in key order).
+ */
+export const MAX_DESCRIPTOR_TEXT_BYTES = 128;
+/** See MAX_DESCRIPTOR_TEXT_BYTES. */
+export const MAX_DESCRIPTOR_TAGS = 32;
+
+/** A device's descriptor tags within the bounds above, in key order. */
+export function boundedDescriptorTags(
+  tags: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  let n = 0;
+  for (const key of Object.keys(tags).sort()) {
+    if (n === MAX_DESCRIPTOR_TAGS) break;
+    if (utf8Length(key) > MAX_DESCRIPTOR_TEXT_BYTES) continue;
+    out[key] = truncateUtf8(tags[key], MAX_DESCRIPTOR_TEXT_BYTES);
+    n++;
+  }
+  return out;
+}
 
 /** Liveness thresholds for one provider's devices (spec "health.staleness"). */
 export interface StalenessBounds {
@@ -129,8 +156,9 @@ function providerView(
       registered: true,
       stale_signal_count: l.staleSignalCount,
       fault_signal_count: l.faultSignalCount,
+      type_version: truncateUtf8(caps.device.typeVersion, MAX_DESCRIPTOR_TEXT_BYTES),
+      descriptor_tags: boundedDescriptorTags(caps.device.tags),
       reported: rd ? reportedDevice(rd) : null,
-      ...(caps.device.typeVersion ? { type_version: caps.device.typeVersion } : {}),
     };
   });
   // Devices only the provider reports (e.g. failed initialisation) are listed, unregistered.
@@ -144,6 +172,8 @@ function providerView(
       registered: false,
       stale_signal_count: 0,
       fault_signal_count: 0,
+      type_version: "", // no descriptor exists for a device the registry does not carry
+      descriptor_tags: {},
       reported: reportedDevice(rd),
     });
   }

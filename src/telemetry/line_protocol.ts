@@ -150,15 +150,5 @@ export function formatRow(row: Row): string | null {
   return `${head} ${fields} ${Math.trunc(ts)}`;
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** Truncates to at most `maxBytes` UTF-8 bytes without splitting a code point. */
-export function truncateUtf8(s: string, maxBytes: number): string {
-  const bytes = encoder.encode(s);
-  if (bytes.length <= maxBytes) return s;
-  let end = maxBytes;
-  // Back off continuation bytes (10xxxxxx) so the cut lands on a code point boundary.
-  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
-  return decoder.decode(bytes.subarray(0, end));
-}
+/** Truncates to at most `maxBytes` UTF-8 bytes without splitting a code point (from common/). */
+export { truncateUtf8 } from "../common/mod.ts";

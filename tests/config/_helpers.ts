@@ -7,6 +7,8 @@ export const PROV = "providers: [{id: p0, command: prov}]";
 
 export interface LoadOverrides {
   mode?: "check" | "start";
+  /** `--check-config --strict` (with mode "check"). */
+  strict?: boolean;
   env?: { RUNTIME_API_TOKEN?: string; INFLUXDB_TOKEN?: string };
   /** Absolute paths that exist; default: the behavior tree and TLS files used by fixtures. */
   files?: readonly string[];
@@ -23,6 +25,7 @@ export function load(yaml: string, o: LoadOverrides = {}): LoadConfigResult {
   return loadConfig(yaml.replace(/^\n/, ""), {
     path: CONFIG_PATH,
     mode: o.mode ?? "check",
+    strict: o.strict ?? false,
     env: o.env ?? {},
     fileExists: (p) => files.has(p),
     commandExists: (c) => commands.has(c),

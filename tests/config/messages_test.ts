@@ -229,6 +229,12 @@ providers:
     expect: [["error http.auth_enabled", "set RUNTIME_API_TOKEN or http.auth_token"]],
   },
   {
+    name: "auth without a token names both places to set one (check --strict)",
+    yaml: `${PROV}\nhttp:\n  auth_enabled: true\n`,
+    o: { strict: true },
+    expect: [["error http.auth_enabled", "set RUNTIME_API_TOKEN or http.auth_token"]],
+  },
+  {
     name: "a non-loopback bind without auth names the risk and the fixes",
     yaml: `${PROV}\nhttp:\n  bind: 0.0.0.0\n`,
     expect: [[
@@ -344,14 +350,17 @@ providers:
     yaml: "providers: [{id: p0}]\n",
     expect: [["error providers[0].command", "is required"]],
   },
-  {
-    name: "a missing provider command is named, as a bare name or a path",
+  ...([["check", "warning"], ["strict", "error"], ["start", "warning"]] as const).map((
+    [mode, severity],
+  ): Case => ({
+    name: `a missing provider command is named, as a bare name or a path (${mode}: ${severity})`,
     yaml: "providers: [{id: p0, command: nope}, {id: p1, command: bin/prov}]\n",
+    o: mode === "strict" ? { strict: true } : { mode },
     expect: [
-      ["warning providers[0].command", "'nope' not found on PATH"],
-      ["warning providers[1].command", "file not found: /etc/rig/bin/prov"],
+      [`${severity} providers[0].command`, "'nope' not found on PATH"],
+      [`${severity} providers[1].command`, "file not found: /etc/rig/bin/prov"],
     ],
-  },
+  })),
   {
     name: "provider args must be quoted when they look like numbers or booleans",
     yaml: "providers: [{id: p0, command: prov, args: [5, ok, true]}]\n",
@@ -454,14 +463,17 @@ providers:
       NO_AUTO_HOOK,
     ],
   },
-  {
-    name: "automation enabled with a missing tree names the file",
+  ...([["check", "warning"], ["strict", "error"], ["start", "error"]] as const).map((
+    [mode, severity],
+  ): Case => ({
+    name: `automation enabled with a missing tree names the file (${mode}: ${severity})`,
     yaml: `${PROV}\nautomation:\n  enabled: true\n  behavior_tree: trees/nope.xml\n`,
+    o: mode === "strict" ? { strict: true } : { mode },
     expect: [
-      ["error automation.behavior_tree", "file not found: /etc/rig/trees/nope.xml"],
+      [`${severity} automation.behavior_tree`, "file not found: /etc/rig/trees/nope.xml"],
       NO_AUTO_HOOK,
     ],
-  },
+  })),
   {
     name: "an ignored behavior_tree_path is still type-checked",
     yaml: `${PROV}\nautomation:\n  behavior_tree: bt.xml\n  behavior_tree_path: 5\n`,
@@ -505,10 +517,11 @@ for (const c of CASES) {
 }
 
 Deno.test("loadConfig tells a TLS path that is missing from one that is not a file", () => {
-  const result = (mode: "check" | "start") =>
+  const result = (mode: "check" | "start", strict = false) =>
     loadConfig(`${PROV}\nhttp:\n  tls_cert_path: tls\n  tls_key_path: tls/key.pem\n`, {
       path: "/etc/rig/runtime.yaml",
       mode,
+      strict,
       env: {},
       fileExists: () => false,
       pathKind: (p) => p === "/etc/rig/tls" ? "a directory" : null,
@@ -519,8 +532,10 @@ Deno.test("loadConfig tells a TLS path that is missing from one that is not a fi
     ["warning http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
     ["warning http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
   ]);
-  assertDiagnostics(result("start"), [
-    ["error http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
-    ["error http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
-  ]);
+  for (const r of [result("start"), result("check", true)]) {
+    assertDiagnostics(r, [
+      ["error http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
+      ["error http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
+    ]);
+  }
 });

@@ -758,18 +758,29 @@ ${PROV}
     ],
   },
   {
-    name: "automation enabled with a missing behavior-tree file is an error",
+    name: "automation enabled with a missing behavior-tree file is an error at start",
     yaml: `
 automation:
   enabled: true
   behavior_tree: nowhere.xml
 ${PROV}
 `,
+    o: { mode: "start" },
     expect: [
       // automation enabled without an AUTO -> FAULT hook: AUTO would be refused
       "warning automation @1",
       "error automation.behavior_tree @3",
     ],
+  },
+  {
+    name: "automation enabled with a missing behavior-tree file is a warning under --check-config",
+    yaml: `
+automation:
+  enabled: true
+  behavior_tree: nowhere.xml
+${PROV}
+`,
+    expect: ["warning automation @1", "warning automation.behavior_tree @3"],
   },
   {
     name: "automation enabled with an existing behavior tree is valid",

@@ -118,7 +118,11 @@ Deno.test({
 Deno.test("runtime.service checks the config first and does not restart on config errors", async () => {
   const unit = settings(await Deno.readTextFile(UNIT));
   const pre = one(unit, "ExecStartPre");
-  assert.match(pre, /^-?\/opt\/runtime\/bin\/runtime --check-config \/etc\/runtime\/config\.yaml$/);
+  // --strict: on the target, a tree, TLS file, provider command or token it lacks is an error.
+  assert.match(
+    pre,
+    /^-?\/opt\/runtime\/bin\/runtime --check-config \/etc\/runtime\/config\.yaml --strict$/,
+  );
   assert.equal(one(unit, "ExecStart"), `${BINARY} --config /etc/runtime/config.yaml`);
   assert.equal(one(unit, "Restart"), "on-failure");
   const prevented = one(unit, "RestartPreventExitStatus").split(/\s+/).map(Number);

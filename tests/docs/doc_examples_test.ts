@@ -5,8 +5,9 @@
  *   watched it, and pressed the e-stop" (issue 23); its watch waits for the demo to heat (~13 s);
  * - every captured `$ curl` example of docs/http-api.md, in document order;
  * - the walkthrough of docs/automation.md (the demo in AUTO), which waits as a reader does
- *   (`sleep`) for the heating and for an injected signal fault (~20 s).
- * The three run concurrently (they mostly wait), so the file costs about as long as the longest.
+ *   (`sleep`) for the heating and for an injected signal fault (~20 s);
+ * - the examples of docs/migrating-from-anolis.md (differences an anolis client notices).
+ * The four run concurrently (they mostly wait), so the file costs about as long as the longest.
  * The counts pin how many examples ran, so that an example cannot silently stop being checked.
  */
 import assert from "node:assert/strict";
@@ -21,9 +22,10 @@ const DOCUMENTS: {
   { file: "README.md", commandBlocksOnly: true, checked: 9, skipped: 0 },
   { file: "docs/http-api.md", commandBlocksOnly: false, checked: 53, skipped: 2 },
   { file: "docs/automation.md", commandBlocksOnly: true, checked: 19, skipped: 0 },
+  { file: "docs/migrating-from-anolis.md", commandBlocksOnly: true, checked: 12, skipped: 0 },
 ];
 
-Deno.test("The README quickstart, docs/http-api.md and the docs/automation.md walkthrough answer as documented", async () => {
+Deno.test("The README quickstart, docs/http-api.md, the docs/automation.md walkthrough and the anolis migration examples answer as documented", async () => {
   const results = await Promise.allSettled(
     DOCUMENTS.map((d) => checkDocExamples(d.file, { commandBlocksOnly: d.commandBlocksOnly })),
   );

@@ -64,7 +64,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
     });
 
     await t.step(
-      "GET /v0/providers/health returns the health view without type_version",
+      "GET /v0/providers/health gives every device its declared type_version and descriptor_tags",
       async () => {
         const r = await fx.request("GET", "/v0/providers/health");
         assert.equal(r.status, 200);
@@ -75,10 +75,10 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
         assert.equal(typeof p.supervision.enabled, "boolean");
         assert.equal(p.devices.length, 5);
         for (const d of p.devices) {
-          assert.equal("type_version" in d, false);
           assert.deepEqual(
             Object.keys(d).sort(),
             [
+              "descriptor_tags",
               "device_id",
               "fault_signal_count",
               "health",
@@ -87,9 +87,19 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
               "reported",
               "stale_signal_count",
               "staleness_ms",
+              "type_version",
             ],
           );
+          assert.equal(d.type_version, "1.0", d.device_id);
         }
+        const tags = Object.fromEntries(
+          p.devices.map((d: { device_id: string; descriptor_tags: unknown }) => [
+            d.device_id,
+            d.descriptor_tags,
+          ]),
+        );
+        assert.deepEqual(tags.motorctl0, { family: "sim", kind: "motor_control" });
+        assert.deepEqual(tags.chaos_control, { family: "chaos", kind: "fault_injection" });
       },
     );
 

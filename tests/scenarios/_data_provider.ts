@@ -14,6 +14,9 @@
  *   and reports the most ReadSignals it ever had in flight as signal `max_inflight` and the
  *   number of ReadSignals it received (this one included) as `reads`. Function
  *   `ping` (READ, id 1) answers at once.
+ * - `descriptors`: device `tagged` declares a 201-byte type_version ("v" and 100 "é") and 42
+ *   descriptor tags: `long` (100 "ü", 200 bytes), a key of 129 bytes, and `t00`..`t39`; device
+ *   `bare` declares neither.
  */
 import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
 import {
@@ -230,7 +233,27 @@ function overlapScenario(): Scenario {
   };
 }
 
+function descriptorsScenario(): Scenario {
+  const tags: Record<string, string> = { long: "ü".repeat(100), ["k".repeat(129)]: "dropped" };
+  for (let k = 0; k < 40; k++) tags[`t${String(k).padStart(2, "0")}`] = "x";
+  const device = (id: string, extra: object): Device => ({
+    describe: () => ({
+      device: { device_id: id, type_id: "test.descriptor", ...extra },
+      capabilities: { signals: [signal("x", T.DOUBLE)] },
+    }),
+    read: () => [sample("x", { type: T.DOUBLE, double_value: 1 })],
+  });
+  return {
+    list: ["tagged", "bare"],
+    devices: {
+      tagged: device("tagged", { type_version: `v${"é".repeat(100)}`, tags }),
+      bare: device("bare", {}),
+    },
+  };
+}
+
 const SCENARIOS: Record<string, () => Scenario> = {
+  descriptors: descriptorsScenario,
   discovery: discoveryScenario,
   many_bad: manyBadScenario,
   values: valuesScenario,

@@ -76,6 +76,8 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
     registered: false,
     stale_signal_count: 0,
     fault_signal_count: 0,
+    type_version: "", // no descriptor for a device the registry does not carry
+    descriptor_tags: {},
   };
   assert.deepEqual(view, {
     provider_id: "sim0",
@@ -242,6 +244,11 @@ Deno.test("providerHealthViews grades each registered device of a running provid
     assert.equal(a.last_poll_ms, analog.lastPollMs);
     assert.equal(a.staleness_ms, t0 + 100 - analog.lastPollMs);
     assert.equal(a.type_version, "1.0");
+    assert.deepEqual(a.descriptor_tags, { family: "sim", kind: "analog_input" });
+    // A device only the provider reports has no descriptor: "" and {} (anolis OpenAPI).
+    const ghost = fresh.devices[5];
+    assert.equal(ghost.type_version, "");
+    assert.deepEqual(ghost.descriptor_tags, {});
     assert.deepEqual(a.reported, {
       state: "STATE_OK",
       message: "ok",

@@ -187,6 +187,8 @@ const HEALTH: ProviderHealthView = {
       stale_signal_count: 0,
       fault_signal_count: 1,
       type_version: "1.2",
+      // Descriptor tags are HTTP only: no field below carries them.
+      descriptor_tags: { module_version: "1.0.0" },
       reported: {
         state: "STATE_OK",
         message: "",
@@ -209,6 +211,8 @@ const HEALTH: ProviderHealthView = {
       registered: false,
       stale_signal_count: 0,
       fault_signal_count: 0,
+      type_version: "",
+      descriptor_tags: {},
       reported: null,
     },
   ],

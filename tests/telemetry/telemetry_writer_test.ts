@@ -112,6 +112,8 @@ const HEALTH: ProviderHealthView[] = [{
     registered: true,
     stale_signal_count: 0,
     fault_signal_count: 0,
+    type_version: "",
+    descriptor_tags: {},
     reported: null,
   }],
 }];

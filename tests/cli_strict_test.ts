@@ -1,0 +1,134 @@
+/**
+ * `--check-config` away from the target (issue 14): what depends on the checking machine — the
+ * behavior tree file, the TLS files, the provider command, the API token from the environment —
+ * is a warning by default, so a pipeline can validate a configuration for another machine (anolis's
+ * own "valid" fixtures name trees that are not there); `--strict` makes each an error (the systemd
+ * unit's ExecStartPre uses it); and the runtime itself still refuses to start on them.
+ */
+import assert from "node:assert/strict";
+import { runCli, withFiles } from "./helpers/cli.ts";
+
+const TREE = '<root BTCPP_format="4" main_tree_to_execute="T">' +
+  '<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree></root>\n';
+
+/** Every environment problem at once, each on its own line. */
+const AWAY = `http:
+  tls_cert_path: tls/cert.pem
+  tls_key_path: tls/key.pem
+  auth_enabled: true
+providers:
+  - id: p0
+    command: bin/provider
+  - id: p1
+    command: no-such-provider-on-path
+automation:
+  enabled: true
+  behavior_tree: trees/main.xml
+  mode_transition_hooks:
+    before_transition:
+      - {from: AUTO, to: FAULT, calls: [{device_handle: p0/d0, function_name: stop}]}
+`;
+
+const PROBLEMS = [
+  ["away.yaml:2:3", "http.tls_cert_path", /file not found: .*\/tls\/cert\.pem/],
+  ["away.yaml:3:3", "http.tls_key_path", /file not found: .*\/tls\/key\.pem/],
+  ["away.yaml:4:3", "http.auth_enabled", /RUNTIME_API_TOKEN/],
+  ["away.yaml:7:5", "providers[0].command", /file not found: .*\/bin\/provider/],
+  ["away.yaml:9:5", "providers[1].command", /'no-such-provider-on-path' not found on PATH/],
+  ["away.yaml:12:3", "automation.behavior_tree", /file not found: .*\/trees\/main\.xml/],
+] as const;
+
+function assertProblems(stdout: string, severity: "error" | "warning"): void {
+  const lines = stdout.trimEnd().split("\n");
+  assert.equal(lines.length, PROBLEMS.length + 1, stdout);
+  PROBLEMS.forEach(([where, key, message], i) => {
+    assert.ok(lines[i].startsWith(`${where}: ${severity}: ${key}: `), `${lines[i]}\n${stdout}`);
+    assert.match(lines[i], message);
+  });
+}
+
+Deno.test("runtime --check-config warns about every file, command and token the checking machine lacks, and exits 0", async () => {
+  await withFiles({ "away.yaml": AWAY }, async (dir) => {
+    const r = await runCli(["--check-config", "away.yaml"], { cwd: dir });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assertProblems(r.stdout, "warning");
+    assert.match(r.stdout, /\naway\.yaml: 0 errors, 6 warnings\n$/);
+  });
+});
+
+Deno.test("runtime --check-config --strict makes each of them an error, as text and as JSON", async () => {
+  await withFiles({ "away.yaml": AWAY }, async (dir) => {
+    const r = await runCli(["--check-config", "away.yaml", "--strict"], { cwd: dir });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assertProblems(r.stdout, "error");
+    assert.match(r.stdout, /\naway\.yaml: 6 errors, 0 warnings\n$/);
+    const j = await runCli(["--strict", "--check-config", "away.yaml", "--format", "json"], {
+      cwd: dir,
+    });
+    assert.equal(j.code, 1);
+    const doc = JSON.parse(j.stdout);
+    assert.equal(doc.valid, false);
+    assert.deepEqual(
+      doc.diagnostics.map((d: { severity: string; path: string }) => `${d.severity} ${d.path}`),
+      PROBLEMS.map(([, key]) => `error ${key}`),
+    );
+  });
+});
+
+Deno.test("runtime --check-config --strict passes when the machine has everything", async () => {
+  await withFiles({
+    "away.yaml": AWAY,
+    "tls/cert.pem": "x",
+    "tls/key.pem": "x",
+    "bin/provider": "#!/bin/sh\n",
+    "trees/main.xml": TREE,
+  }, async (dir) => {
+    const yaml = AWAY.replace("no-such-provider-on-path", "sh");
+    await Deno.writeTextFile(`${dir}/away.yaml`, yaml);
+    const r = await runCli(["--check-config", "away.yaml", "--strict"], {
+      cwd: dir,
+      env: { RUNTIME_API_TOKEN: "t0ken" },
+    });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(r.stdout, "away.yaml: 0 errors, 0 warnings\n");
+  });
+});
+
+Deno.test("runtime --check-config without --strict still verifies a behavior tree that is there", async () => {
+  await withFiles({ "away.yaml": AWAY, "trees/main.xml": "<root>" }, async (dir) => {
+    const r = await runCli(["--check-config", "away.yaml"], { cwd: dir });
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stdout, /trees\/main\.xml:\d+:\d+: error: /);
+  });
+});
+
+Deno.test("runtime --config still refuses to start on a missing behavior tree or TLS file (exit 1)", async () => {
+  const cases: [string, string, RegExp][] = [
+    [
+      "tree",
+      "providers: [{id: p0, command: sh}]\nautomation: {enabled: true, behavior_tree: nope.xml}\n",
+      /tree\.yaml:2:\d+: error: automation\.behavior_tree: file not found/,
+    ],
+    [
+      "tls",
+      "providers: [{id: p0, command: sh}]\nhttp: {tls_cert_path: c.pem, tls_key_path: k.pem}\n",
+      /tls\.yaml:2:\d+: error: http\.tls_cert_path: file not found/,
+    ],
+  ];
+  for (const [name, yaml, message] of cases) {
+    await withFiles({ [`${name}.yaml`]: yaml }, async (dir) => {
+      const r = await runCli(["--config", `${name}.yaml`], { cwd: dir });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, message);
+      assert.match(r.stderr, /refusing to start/);
+    });
+  }
+});
+
+Deno.test("runtime exits 2 for --strict without --check-config", async () => {
+  for (const args of [["--strict"], ["--config", "x.yaml", "--strict"]]) {
+    const r = await runCli(args);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^runtime: --strict applies to --check-config only\n\nUsage:/);
+  }
+});
