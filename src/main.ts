@@ -110,7 +110,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
 export const PORT_ENV_VAR = "RUNTIME_HTTP_PORT";
 
 /** The anolis runtime's API token variable: not read here (RUNTIME_API_TOKEN is), only named. */
-export const ANOLIS_TOKEN_ENV_VAR = "ANOLIS_API_TOKEN";
+export const ANOLIS_TOKEN_ENV_VAR = "ANOLIS_API_TOKEN" as const;
 
 /** A TCP port given on the command line or in the environment, or the message saying why not. */
 export function parsePort(source: string, text: string): number | string {
@@ -295,7 +295,8 @@ function startService(
   if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
   // A deployment moved over from anolis may still set the anolis variable: say so, without
   // its value, rather than run without the token the operator meant.
-  if ((readEnv(ANOLIS_TOKEN_ENV_VAR) ?? "") !== "" && !secretFromEnvironment("RUNTIME_API_TOKEN")) {
+  const anolisToken = secretFromEnvironment(ANOLIS_TOKEN_ENV_VAR) ?? "";
+  if (anolisToken !== "" && !secretFromEnvironment("RUNTIME_API_TOKEN")) {
     log.warn(
       `${ANOLIS_TOKEN_ENV_VAR} is set but ignored: this runtime takes the API token from RUNTIME_API_TOKEN (else http.auth_token); set RUNTIME_API_TOKEN instead`,
     );

@@ -1,11 +1,12 @@
 import type { ProviderProcess, SpawnFn, SpawnOptions } from "../common/mod.ts";
 
 /**
- * Environment variables that hold the runtime's secrets. The runtime reads them (through
+ * Environment variables that hold the runtime's secrets (ANOLIS_API_TOKEN is only named in a
+ * warning, but it is a token all the same). The runtime reads them (through
  * secretFromEnvironment) and removes them from its own environment before any provider starts,
  * so no provider process inherits them.
  */
-export const SECRET_ENV_VARS = ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN"] as const;
+export const SECRET_ENV_VARS = ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN", "ANOLIS_API_TOKEN"] as const;
 
 /** One of SECRET_ENV_VARS. */
 export type SecretEnvVar = (typeof SECRET_ENV_VARS)[number];

@@ -1,8 +1,8 @@
 /**
  * A small ADPP provider for process tests, run as a real child process. One device `probe0` whose
  * string signals report this process's environment:
- *   env_runtime_api_token, env_influxdb_token, env_probe_marker
- * (the value of RUNTIME_API_TOKEN, INFLUXDB_TOKEN and PROBE_MARKER, or "<unset>").
+ *   env_runtime_api_token, env_influxdb_token, env_anolis_api_token, env_probe_marker
+ * (the value of RUNTIME_API_TOKEN, INFLUXDB_TOKEN, ANOLIS_API_TOKEN and PROBE_MARKER, or "<unset>").
  *
  * Misbehaviour is chosen on the command line:
  *   --log FILE                            append what happens to FILE, one line each:
@@ -75,7 +75,9 @@ const devices = new DeviceProvider({
   typeId: "test.probe",
   typeVersion: "1.0",
   label: "Environment probe",
-  signals: ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN", "PROBE_MARKER"].map((name) => ({
+  signals: ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN", "ANOLIS_API_TOKEN", "PROBE_MARKER"].map((
+    name,
+  ) => ({
     id: `env_${name.toLowerCase()}`,
     name,
     type: "string" as const,

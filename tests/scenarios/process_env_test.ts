@@ -28,7 +28,7 @@ async function probeSignal(port: number, signal: string): Promise<string | null>
   return body.values?.[0]?.value?.string ?? null;
 }
 
-Deno.test("a provider's environment holds neither RUNTIME_API_TOKEN nor INFLUXDB_TOKEN, and the API token still works", async () => {
+Deno.test("a provider's environment holds none of RUNTIME_API_TOKEN, INFLUXDB_TOKEN, ANOLIS_API_TOKEN, and the API token still works", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-env-" });
   const log = `${dir}/provider.log`;
   const { port, rt } = await startRuntimeOnFreePort(async (port) => {
@@ -39,13 +39,19 @@ Deno.test("a provider's environment holds neither RUNTIME_API_TOKEN nor INFLUXDB
       providers: providerYaml("probe", scriptedCommand(["--log", log])),
     });
   }, {
-    env: { RUNTIME_API_TOKEN: API_TOKEN, INFLUXDB_TOKEN: "influx-secret-0815", PROBE_MARKER: "m1" },
+    env: {
+      RUNTIME_API_TOKEN: API_TOKEN,
+      INFLUXDB_TOKEN: "influx-secret-0815",
+      ANOLIS_API_TOKEN: "anolis-secret-1234",
+      PROBE_MARKER: "m1",
+    },
   });
   try {
     const marker = await waitFor("probe state", () => probeSignal(port, "env_probe_marker"), 30000);
     assert.equal(marker, "m1", "the rest of the environment reaches the provider");
     assert.equal(await probeSignal(port, "env_runtime_api_token"), "<unset>");
     assert.equal(await probeSignal(port, "env_influxdb_token"), "<unset>");
+    assert.equal(await probeSignal(port, "env_anolis_api_token"), "<unset>");
     const anonymous = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
     await anonymous.body?.cancel();
     assert.equal(
