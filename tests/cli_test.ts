@@ -79,6 +79,22 @@ Deno.test("runtime --check-config --format=json reports a valid file as valid", 
   });
 });
 
+Deno.test("runtime --check-config accepts telemetry.measurement_names anolis and points at an unknown one", async () => {
+  const names = (v: string) => `telemetry:\n  enabled: false\n  measurement_names: ${v}\n${VALID}`;
+  await withFiles({ "anolis.yaml": names("anolis"), "bad.yaml": names("influx") }, async (dir) => {
+    const ok = await runCli(["--check-config", "anolis.yaml"], { cwd: dir });
+    assert.equal(ok.code, 0, ok.stdout);
+    assert.equal(ok.stdout, "anolis.yaml: 0 errors, 0 warnings\n");
+    const bad = await runCli(["--check-config", "bad.yaml"], { cwd: dir });
+    assert.equal(bad.code, 1);
+    assert.equal(
+      bad.stdout,
+      'bad.yaml:3:3: error: telemetry.measurement_names: must be one of runtime, anolis, got "influx"\n' +
+        "bad.yaml: 1 error, 0 warnings\n",
+    );
+  });
+});
+
 Deno.test("runtime --check-config exits 2 when the file cannot be read", async () => {
   await withFiles({}, async (dir) => {
     const r = await runCli(["--check-config", "missing.yaml"], { cwd: dir });

@@ -345,6 +345,13 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
     telemetry: section("InfluxDB telemetry.", {
       enabled: bool("Write telemetry to InfluxDB.", false),
       health_interval_ms: int("Health snapshot cadence; 0 disables.", 15000, 0),
+      measurement_names: {
+        enum: ["runtime", "anolis", null],
+        default: "runtime",
+        description: "Measurement names: runtime (runtime_signal, runtime_mode_change, ...) or " +
+          "anolis (anolis_signal, mode_change, parameter_change, anolis_provider_health, " +
+          "anolis_device_health) for dashboards made for the anolis runtime.",
+      },
       influxdb: section("InfluxDB target.", {
         url: str("Server URL.", "http://localhost:8086"),
         org: str("Organisation.", "anolis"),

@@ -23,6 +23,7 @@ import type {
   RestartPolicyConfig,
 } from "./types.ts";
 import {
+  MEASUREMENT_NAMINGS,
   VERIFY_TIMEOUT_DEFAULT_MS,
   VERIFY_TIMEOUT_MAX_MS,
   VERIFY_TIMEOUT_MIN_MS,
@@ -108,6 +109,7 @@ const FLAT_TELEMETRY_ALIASES: Readonly<Record<string, string>> = {
 const TELEMETRY_KEYS = [
   "enabled",
   "health_interval_ms",
+  "measurement_names",
   "influxdb",
   ...Object.keys(FLAT_TELEMETRY_ALIASES),
 ];
@@ -473,6 +475,7 @@ function readTelemetry(root: Obj, ctx: SemanticContext): Config["telemetry"] {
   c.knownKeys(t, P, TELEMETRY_KEYS);
   const enabled = c.boolean(t, P, "enabled", false);
   const healthIntervalMs = c.integer(t, P, "health_interval_ms", 15000, { min: 0 });
+  const measurementNames = c.oneOf(t, P, "measurement_names", MEASUREMENT_NAMINGS, "runtime");
   const IP = [...P, "influxdb"];
   const influx = c.mapping(t.influxdb, IP) ?? {};
   c.knownKeys(influx, IP, INFLUX_KEYS);
@@ -521,7 +524,7 @@ function readTelemetry(root: Obj, ctx: SemanticContext): Config["telemetry"] {
       );
     }
   }
-  return { enabled, healthIntervalMs, influxdb };
+  return { enabled, healthIntervalMs, measurementNames, influxdb };
 }
 
 const INFLUX_DEFAULTS: Readonly<Record<string, string | number>> = {

@@ -7,6 +7,14 @@ export const RUNTIME_MODES: readonly RuntimeMode[] = ["IDLE", "MANUAL", "AUTO", 
 export type ParameterType = "double" | "int64" | "bool" | "string";
 
 /**
+ * The measurement names telemetry writes (`telemetry.measurement_names`): `runtime`, the project's
+ * `runtime_` names, or `anolis`, the names the anolis runtime writes (docs/telemetry.md).
+ */
+export type MeasurementNaming = "runtime" | "anolis";
+/** Every value of {@link MeasurementNaming}, the default first. */
+export const MEASUREMENT_NAMINGS: readonly MeasurementNaming[] = ["runtime", "anolis"];
+
+/**
  * A hook/safety call argument after YAML scalar conversion (config.md §5): `true`/`false` -> bool,
  * `[+-]?digits` -> int64, decimal with a dot (optional exponent) -> double, else string.
  */
@@ -151,6 +159,8 @@ export interface Config {
   readonly telemetry: {
     readonly enabled: boolean;
     readonly healthIntervalMs: number;
+    /** Measurement names written; default `runtime`. */
+    readonly measurementNames: MeasurementNaming;
     readonly influxdb: InfluxConfig;
   };
   readonly logging: { readonly level: LogLevel };

@@ -1,20 +1,51 @@
 /**
- * Row builders for every measurement the runtime writes (telemetry.md §2-§4, with the project's
- * `runtime_` prefix on every measurement name).
+ * Row builders for every measurement the runtime writes (telemetry.md §2-§4). The measurement
+ * names follow `telemetry.measurement_names`: the project's `runtime_` names (default) or the
+ * names the anolis runtime writes; tags, fields and field types are the same under both.
  */
 import type { ProviderDeviceHealthView, ProviderHealthView, TypedValue } from "../common/mod.ts";
+import type { MeasurementNaming } from "../config/mod.ts";
 import type { RuntimeEvent } from "../events/mod.ts";
 import { type FieldValue, type Row, truncateUtf8 } from "./line_protocol.ts";
 
-/** Measurement names (project rule: `runtime_` instead of `anolis_`). */
-export const MEASUREMENTS = {
-  signal: "runtime_signal",
-  modeChange: "runtime_mode_change",
-  parameterChange: "runtime_parameter_change",
-  providerHealth: "runtime_provider_health",
-  deviceHealth: "runtime_device_health",
-  runEvent: "runtime_run_event",
-} as const;
+/** The measurement name of each kind of row. */
+export interface MeasurementNames {
+  readonly signal: string;
+  readonly modeChange: string;
+  readonly parameterChange: string;
+  readonly providerHealth: string;
+  readonly deviceHealth: string;
+  readonly runEvent: string;
+}
+
+/**
+ * The names under each setting. `runtime` is the project rule (`runtime_` prefix, spec). `anolis`
+ * is what the C++ anolis runtime writes: v0.1.21 `core/telemetry/influx_sink.*` (anolis_signal,
+ * mode_change, parameter_change) and later releases' `core/telemetry/health_line_protocol.hpp`
+ * (anolis_provider_health, anolis_device_health). anolis writes no run events: that measurement
+ * keeps our name under both settings rather than invent an anolis one.
+ */
+export const MEASUREMENT_NAMES: Readonly<Record<MeasurementNaming, MeasurementNames>> = {
+  runtime: {
+    signal: "runtime_signal",
+    modeChange: "runtime_mode_change",
+    parameterChange: "runtime_parameter_change",
+    providerHealth: "runtime_provider_health",
+    deviceHealth: "runtime_device_health",
+    runEvent: "runtime_run_event",
+  },
+  anolis: {
+    signal: "anolis_signal",
+    modeChange: "mode_change",
+    parameterChange: "parameter_change",
+    providerHealth: "anolis_provider_health",
+    deviceHealth: "anolis_device_health",
+    runEvent: "runtime_run_event",
+  },
+};
+
+/** The default names (`measurement_names: runtime`). */
+export const MEASUREMENTS: MeasurementNames = MEASUREMENT_NAMES.runtime;
 
 /** String health fields are truncated to this many UTF-8 bytes (§4). */
 const MAX_STRING_METRIC_BYTES = 128;
@@ -88,13 +119,18 @@ function valueField(
     case "string":
       return ["value_string", str(v.string)];
     case "bytes":
-      // anolis writes raw bytes as text (a bug); we write the base64 form.
+      // anolis writes the raw bytes as text (a bug: arbitrary bytes are not text and can end the
+      // line); we write the base64 form the HTTP API shows, under both measurement_names.
       return ["value_string", str(v.base64)];
   }
 }
 
 /** The row for a bus event, or null for events that are not written (§1 "Events written"). */
-export function rowForEvent(runtimeName: string, event: RuntimeEvent): BuiltRow | null {
+export function rowForEvent(
+  runtimeName: string,
+  event: RuntimeEvent,
+  names: MeasurementNames = MEASUREMENTS,
+): BuiltRow | null {
   switch (event.kind) {
     case "state_update": {
       // The quality field is always there, so the row always has a field (valid line protocol).
@@ -106,7 +142,7 @@ export function rowForEvent(runtimeName: string, event: RuntimeEvent): BuiltRow 
       fields.push(["quality", str(event.quality)]);
       return {
         omission,
-        measurement: MEASUREMENTS.signal,
+        measurement: names.signal,
         tags: [
           ["runtime_name", runtimeName],
           ["provider_id", event.provider_id],
@@ -120,14 +156,14 @@ export function rowForEvent(runtimeName: string, event: RuntimeEvent): BuiltRow 
     case "mode_change":
       // No tags, not even runtime_name (contract §3, kept for dashboard compatibility).
       return {
-        measurement: MEASUREMENTS.modeChange,
+        measurement: names.modeChange,
         tags: [],
         fields: [["previous_mode", str(event.previous_mode)], ["new_mode", str(event.new_mode)]],
         timestampMs: event.timestamp_ms,
       };
     case "parameter_change":
       return {
-        measurement: MEASUREMENTS.parameterChange,
+        measurement: names.parameterChange,
         tags: [["parameter_name", event.parameter_name]],
         fields: [["old_value", str(event.old_value)], ["new_value", str(event.new_value)]],
         timestampMs: event.timestamp_ms,
@@ -198,14 +234,15 @@ const DEVICE_METRIC_INTS = [
 const DEVICE_METRIC_BOOLS = ["watchdog_armed", "watchdog_tripped", "missing", "excluded"] as const;
 const DEVICE_METRIC_STRINGS = ["startup_firmware", "startup_product_code", "firmware_version"];
 
-/** A `runtime_provider_health` row (§4, field order as listed there). */
+/** A provider health row (§4, field order as listed there). */
 export function providerHealthRow(
   runtimeName: string,
   p: ProviderHealthView,
   timestampMs: number,
+  names: MeasurementNames = MEASUREMENTS,
 ): Row {
   return {
-    measurement: MEASUREMENTS.providerHealth,
+    measurement: names.providerHealth,
     tags: [["runtime_name", runtimeName], ["provider_id", p.provider_id]],
     fields: [
       ["state", str(p.state)],
@@ -224,12 +261,18 @@ export function providerHealthRow(
   };
 }
 
-/** A `runtime_device_health` row (§4, field order as listed there). */
+/**
+ * A device health row (§4, field order as listed there). Every device of the snapshot gets one,
+ * a device without signals (the sim's chaos_control) too, as later anolis writes it
+ * (`collect_providers_health` walks every registered device): `health="UNKNOWN"` and no staleness
+ * fields, since it is never polled.
+ */
 export function deviceHealthRow(
   runtimeName: string,
   providerId: string,
   d: ProviderDeviceHealthView,
   timestampMs: number,
+  names: MeasurementNames = MEASUREMENTS,
 ): Row {
   const fields: Fields = [["health", str(d.health)], ["registered", bool(d.registered)]];
   if (d.last_poll_ms > 0) {
@@ -249,7 +292,7 @@ export function deviceHealthRow(
     ...metricStrings(metrics, DEVICE_METRIC_STRINGS),
   );
   return {
-    measurement: MEASUREMENTS.deviceHealth,
+    measurement: names.deviceHealth,
     tags: [["runtime_name", runtimeName], ["provider_id", providerId], ["device_id", d.device_id]],
     fields,
     timestampMs,
@@ -261,12 +304,13 @@ export function healthRows(
   runtimeName: string,
   providers: readonly ProviderHealthView[],
   timestampMs: number,
+  names: MeasurementNames = MEASUREMENTS,
 ): Row[] {
   const rows: Row[] = [];
   for (const p of providers) {
-    rows.push(providerHealthRow(runtimeName, p, timestampMs));
+    rows.push(providerHealthRow(runtimeName, p, timestampMs, names));
     for (const d of p.devices) {
-      rows.push(deviceHealthRow(runtimeName, p.provider_id, d, timestampMs));
+      rows.push(deviceHealthRow(runtimeName, p.provider_id, d, timestampMs, names));
     }
   }
   return rows;
@@ -298,6 +342,7 @@ export function runEventRow(
   runtimeName: string,
   event: RunEventRecord,
   experimentLabel: string | null,
+  names: MeasurementNames = MEASUREMENTS,
 ): BuiltRow {
   const fields: Fields = [
     ["run_id", str(event.run_id)],
@@ -318,7 +363,7 @@ export function runEventRow(
     if (text.length < payload.json.length) fields.push(["payload_truncated", bool(true)]);
   }
   return {
-    measurement: MEASUREMENTS.runEvent,
+    measurement: names.runEvent,
     tags: [["runtime_name", runtimeName], ["category", event.category]],
     fields,
     timestampMs: event.occurred_at_epoch_ms,

@@ -32,10 +32,17 @@
  */
 import { InfluxDB } from "@influxdata/influxdb-client";
 import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
-import type { Config, InfluxConfig } from "../config/mod.ts";
+import type { Config, InfluxConfig, MeasurementNaming } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
-import { healthRows, rowForEvent, type RunEventRecord, runEventRow } from "./rows.ts";
+import {
+  healthRows,
+  MEASUREMENT_NAMES,
+  type MeasurementNames,
+  rowForEvent,
+  type RunEventRecord,
+  runEventRow,
+} from "./rows.ts";
 import { RingBuffer } from "./_ring_buffer.ts";
 
 /**
@@ -87,6 +94,8 @@ export interface TelemetryWriterOptions {
   readonly enabled: boolean;
   /** `runtime.name`; "" is written as "default". */
   readonly runtimeName: string;
+  /** `telemetry.measurement_names`; default `runtime`. */
+  readonly measurementNames?: MeasurementNaming;
   readonly influx: InfluxSettings;
   /** 0 disables health snapshots. */
   readonly healthIntervalMs: number;
@@ -168,6 +177,7 @@ export function telemetryOptionsFromConfig(
   return {
     enabled: t.enabled,
     runtimeName: config.runtime.name,
+    measurementNames: t.measurementNames,
     influx: { ...t.influxdb, token: t.influxdb.token || deps.envToken || "" },
     healthIntervalMs: t.healthIntervalMs,
     healthSnapshot: deps.healthSnapshot,
@@ -207,6 +217,7 @@ export class TelemetryWriter {
   readonly #opts: TelemetryWriterOptions;
   readonly #tuning: TelemetryTuning;
   readonly #runtimeName: string;
+  readonly #names: MeasurementNames;
   readonly #batchSize: number;
   readonly #flushIntervalMs: number;
   readonly #log: Logger;
@@ -252,6 +263,7 @@ export class TelemetryWriter {
     this.#opts = opts;
     this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...opts.tuning };
     this.#runtimeName = opts.runtimeName || "default";
+    this.#names = MEASUREMENT_NAMES[opts.measurementNames ?? "runtime"];
     this.#batchSize = Math.max(1, Math.floor(opts.influx.batchSize));
     this.#flushIntervalMs = Math.max(10, Math.floor(opts.influx.flushIntervalMs));
     this.#log = opts.logger;
@@ -313,7 +325,7 @@ export class TelemetryWriter {
     if (!this.#running) return;
     let line: string | null;
     try {
-      const row = runEventRow(this.#runtimeName, event, experimentLabel);
+      const row = runEventRow(this.#runtimeName, event, experimentLabel, this.#names);
       if (row.omission?.kind === "payload") {
         this.#runPayloadErrors++;
         this.#reportError(
@@ -435,7 +447,7 @@ export class TelemetryWriter {
       }
       let line: string | null;
       try {
-        const row = rowForEvent(this.#runtimeName, item);
+        const row = rowForEvent(this.#runtimeName, item, this.#names);
         if (row === null) continue; // an event kind that is not written
         if (row.omission?.kind === "value") this.#omittedValues++;
         line = this.#format(row);
@@ -731,7 +743,7 @@ export class TelemetryWriter {
       const providers = await snapshot();
       // A snapshot that resolves after stop() is discarded: the final flush is already done.
       if (!this.#running) return;
-      this.#appendRows(healthRows(this.#runtimeName, providers, ts));
+      this.#appendRows(healthRows(this.#runtimeName, providers, ts, this.#names));
       this.#lastHealthAt = ts;
       if (this.#batch.length >= this.#batchSize) this.#kick();
     } catch (err) {

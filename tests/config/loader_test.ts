@@ -57,6 +57,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
   assert.deepEqual(config.telemetry, {
     enabled: false,
     healthIntervalMs: 15000,
+    measurementNames: "runtime",
     influxdb: {
       url: "http://localhost:8086",
       org: "anolis",

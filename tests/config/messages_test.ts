@@ -179,6 +179,15 @@ providers:
     )
   ),
 
+  {
+    name: "telemetry.measurement_names names both settings and the value given",
+    yaml: `${PROV}\ntelemetry:\n  measurement_names: Anolis\n`,
+    expect: [[
+      "error telemetry.measurement_names",
+      'must be one of runtime, anolis, got "Anolis"',
+    ]],
+  },
+
   // --- cross-field rules -------------------------------------------------------------------
   {
     name: "runtime.mode names the way to change modes",

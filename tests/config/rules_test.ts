@@ -657,6 +657,34 @@ ${PROV}
     expect: [],
   },
   {
+    name: "telemetry.measurement_names runtime and anolis are valid",
+    yaml: `
+telemetry:
+  measurement_names: anolis
+${PROV}
+`,
+    expect: [],
+  },
+  {
+    name: "telemetry.measurement_names other than runtime or anolis is an error even when disabled",
+    yaml: `
+telemetry:
+  enabled: false
+  measurement_names: influx
+${PROV}
+`,
+    expect: ["error telemetry.measurement_names @3"],
+  },
+  {
+    name: "telemetry.measurement_names is case-sensitive and not a sequence",
+    yaml: `
+telemetry:
+  measurement_names: [ANOLIS]
+${PROV}
+`,
+    expect: ["error telemetry.measurement_names @2"],
+  },
+  {
     name: "telemetry enabled with a bad URL is an error",
     yaml: `
 telemetry:

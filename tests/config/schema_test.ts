@@ -86,6 +86,11 @@ const INVALID: { name: string; yaml: string; paths: string[] }[] = [
     yaml: `${PROV}telemetry: {health_interval_ms: -1}\n`,
     paths: ["/telemetry/health_interval_ms"],
   },
+  {
+    name: "unknown telemetry.measurement_names",
+    yaml: `${PROV}telemetry: {measurement_names: influx}\n`,
+    paths: ["/telemetry/measurement_names"],
+  },
 ];
 
 for (const c of INVALID) {

@@ -57,6 +57,7 @@ polling:
 telemetry:
   enabled: true
   health_interval_ms: 0
+  measurement_names: anolis
   influxdb:
     url: https://influx.example:8086
     org: o
@@ -126,6 +127,7 @@ health:
   assert.deepEqual(config.telemetry, {
     enabled: true,
     healthIntervalMs: 0,
+    measurementNames: "anolis",
     influxdb: {
       url: "https://influx.example:8086",
       org: "o",

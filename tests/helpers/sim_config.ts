@@ -101,6 +101,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     telemetry: {
       enabled: false,
       healthIntervalMs: 15000,
+      measurementNames: "runtime",
       influxdb: {
         url: "http://127.0.0.1:8086",
         org: "anolis",

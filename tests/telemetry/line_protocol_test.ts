@@ -7,6 +7,7 @@ import {
   escapeTag,
   formatRow,
   healthRows,
+  MEASUREMENT_NAMES,
   rowForEvent,
   runEventRow,
   truncateUtf8,
@@ -231,6 +232,55 @@ Deno.test("healthRows writes provider and device rows with conditional fields in
     "runtime_device_health,runtime_name=lab1,provider_id=sim0,device_id=motor0 " +
     `health="UNKNOWN",registered=false ${TS}`,
   ]);
+});
+
+Deno.test("measurement_names anolis writes anolis's measurement names with the same tags and fields", () => {
+  const names = MEASUREMENT_NAMES.anolis;
+  const one = (e: Parameters<typeof rowForEvent>[1]) => formatRow(rowForEvent("lab1", e, names)!);
+  assertEquals(
+    one({ ...sig, value: { type: "double", double: 24.5 } }),
+    `anolis_signal,runtime_name=lab1,provider_id=sim0,device_id=tempctl0,signal_id=tc1_temp value_double=24.5,quality="OK" ${TS}`,
+  );
+  assertEquals(
+    one({ kind: "mode_change", previous_mode: "MANUAL", new_mode: "AUTO", timestamp_ms: TS }),
+    `mode_change previous_mode="MANUAL",new_mode="AUTO" ${TS}`,
+  );
+  assertEquals(
+    one({
+      kind: "parameter_change",
+      parameter_name: "temp_setpoint",
+      old_value: "25.000000",
+      new_value: "30.000000",
+      timestamp_ms: TS,
+    }),
+    `parameter_change,parameter_name=temp_setpoint old_value="25.000000",new_value="30.000000" ${TS}`,
+  );
+  const runtime = healthRows("lab1", [HEALTH], TS).map(formatRow);
+  const anolis = healthRows("lab1", [HEALTH], TS, names).map(formatRow);
+  assertEquals(
+    anolis,
+    runtime.map((l) => l!.replace(/^runtime_(provider|device)_health,/, "anolis_$1_health,")),
+  );
+  assertEquals(anolis.map((l) => l!.split(",")[0]), [
+    "anolis_provider_health",
+    "anolis_device_health",
+    "anolis_device_health",
+  ]);
+  // anolis writes no run events: the measurement keeps our name.
+  const run = runEventRow(
+    "lab1",
+    {
+      run_id: "lab1-01",
+      sequence: 1,
+      category: "run_opened",
+      type: "",
+      occurred_at_epoch_ms: TS,
+      payload: {},
+    },
+    null,
+    names,
+  );
+  assertEquals(run.measurement, "runtime_run_event");
 });
 
 Deno.test("runEventRow keeps run_id a field and tags only runtime_name and category", () => {
