@@ -182,14 +182,15 @@ export class VictoriaMetrics {
 
 /**
  * A tiny HTTP recorder in front of a database: forwards every request unchanged and keeps the
- * request bodies, so tests can assert the exact line-protocol text.
+ * request bodies, so tests can assert the exact line-protocol text. Without a database
+ * (`targetUrl` null) it records and answers every write itself with 204, as InfluxDB does.
  */
 export class LineRecorder {
   readonly bodies: string[] = [];
   readonly requests: { path: string; headers: Headers }[] = [];
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
 
-  constructor(targetUrl: string) {
+  constructor(targetUrl: string | null) {
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
       async (req) => {
@@ -197,6 +198,7 @@ export class LineRecorder {
         const body = await req.text();
         this.bodies.push(body);
         this.requests.push({ path: u.pathname + u.search, headers: req.headers });
+        if (targetUrl === null) return new Response(null, { status: 204 });
         const res = await fetch(`${targetUrl}${u.pathname}${u.search}`, {
           method: req.method,
           headers: req.headers,
