@@ -31,7 +31,8 @@ export const BENCH_USAGE = `Usage: deno task bench [flags]
 
   --quick                 short run (< 1 min): fewer repetitions, shorter windows, 1/10 providers
   --soak                  also run workload 7's 10-minute memory soak at 50 providers
-  --runtime-cmd "<cmd>"   runtime A (default: deno run -A src/main.ts); --config FILE is appended
+  --runtime-cmd "<cmd>"   runtime A (default: deno run -A --v8-flags=... src/main.ts, the
+                          flags of deno task start); --config FILE is appended
   --compare "<cmd>"       runtime B, run alternately with A; the table shows B/A per metric
   --provider-cmd "<cmd>"  provider command (default: the simulated provider under deno);
                           --config <generated sim yaml> is appended
@@ -81,14 +82,21 @@ export function splitCommand(line: string): string[] {
   return out;
 }
 
+/**
+ * The V8 heap flags every way of running the runtime and the simulated provider applies
+ * (`deno task start`, the compile tasks, the examples): the bench measures them as users run them.
+ */
+export const RUNTIME_V8_FLAGS = "--v8-flags=--max-semi-space-size=4";
+
 /** Default commands, given the repository root (absolute, no trailing slash). */
 export function defaultCommands(repoRoot: string): { runtime: string[]; provider: string[] } {
   return {
-    runtime: ["deno", "run", "-A", `${repoRoot}/src/main.ts`],
+    runtime: ["deno", "run", "-A", RUNTIME_V8_FLAGS, `${repoRoot}/src/main.ts`],
     provider: [
       "deno",
       "run",
       "--quiet",
+      RUNTIME_V8_FLAGS,
       "--allow-read",
       "--allow-env",
       `${repoRoot}/examples/providers/sim/main.ts`,

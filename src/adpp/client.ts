@@ -14,7 +14,7 @@ import {
   type WireRequest,
   type WireResponse,
 } from "./codec.ts";
-import { encodeFrame, FrameDecoderStream, MAX_FRAME_BYTES } from "./framing.ts";
+import { encodeFrame, FrameReader, MAX_FRAME_BYTES } from "./framing.ts";
 
 /** Why a session ended. */
 export interface SessionEnd {
@@ -194,8 +194,7 @@ export class AdppClient {
   }
 
   async #readLoop(readable: ReadableStream<Uint8Array>): Promise<void> {
-    const frames = readable.pipeThrough(new FrameDecoderStream(this.#maxFrameBytes));
-    const reader = frames.getReader();
+    const reader = new FrameReader(readable, this.#maxFrameBytes);
     try {
       for (;;) {
         const { value, done } = await reader.read();

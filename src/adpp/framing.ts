@@ -31,70 +31,170 @@ export function encodeFrame(payload: Uint8Array, maxBytes = MAX_FRAME_BYTES): Ui
 }
 
 /**
- * Splits a byte stream into payloads. Handles fragments and several frames per chunk; errors the
- * stream on an oversize or zero-length prefix (before buffering it) and on EOF mid-frame.
- * A clean EOF between frames just ends the stream.
- *
- * Linear in the bytes received however the writer splits them: a frame that arrives in pieces
- * is gathered into one buffer allocated once its length is known, so every payload byte is
- * copied exactly once (a frame inside one chunk is copied once too, so it does not pin the
- * chunk's memory).
+ * Splits bytes into payloads, whatever the chunk boundaries: a frame that arrives in pieces is
+ * gathered into one buffer allocated once its length is known, so every payload byte is copied
+ * exactly once; a frame inside one chunk is copied too, so an emitted payload never aliases the
+ * chunk (whose buffer the caller may reuse). Throws FrameError on an oversize or zero-length
+ * prefix (before buffering it) and, from `end`, on EOF mid-frame.
+ */
+class FrameSplitter {
+  readonly #maxBytes: number;
+  readonly #prefix = new Uint8Array(4);
+  #prefixFill = 0; // bytes of the length prefix received so far
+  #payload: Uint8Array | null = null; // the frame being gathered (its length is known)
+  #payloadFill = 0;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Feeds one chunk; calls `emit` for each payload completed by it. */
+  push(chunk: Uint8Array, emit: (payload: Uint8Array) => void): void {
+    let off = 0;
+    while (off < chunk.length) {
+      if (this.#payload === null) {
+        let need: number;
+        if (this.#prefixFill === 0 && chunk.length - off >= 4) {
+          need = readLength(chunk, off);
+          off += 4;
+        } else {
+          while (this.#prefixFill < 4 && off < chunk.length) {
+            this.#prefix[this.#prefixFill++] = chunk[off++];
+          }
+          if (this.#prefixFill < 4) return;
+          this.#prefixFill = 0;
+          need = readLength(this.#prefix, 0);
+        }
+        if (need > this.#maxBytes) {
+          throw new FrameError("oversize", `frame length ${need} exceeds ${this.#maxBytes}`);
+        }
+        if (need === 0) throw new FrameError("zero_length", "zero-length frame");
+        if (chunk.length - off >= need) {
+          emit(chunk.slice(off, off + need)); // whole frame in this chunk
+          off += need;
+          continue;
+        }
+        this.#payload = new Uint8Array(need);
+        this.#payloadFill = 0;
+      }
+      const payload = this.#payload;
+      const take = Math.min(payload.length - this.#payloadFill, chunk.length - off);
+      payload.set(chunk.subarray(off, off + take), this.#payloadFill);
+      this.#payloadFill += take;
+      off += take;
+      if (this.#payloadFill === payload.length) {
+        this.#payload = null;
+        emit(payload);
+      }
+    }
+  }
+
+  /** The input ended: throws FrameError (truncated) when it ended in the middle of a frame. */
+  end(): void {
+    if (this.#payload !== null || this.#prefixFill > 0) {
+      throw new FrameError("truncated", "stream ended in the middle of a frame");
+    }
+  }
+}
+
+/**
+ * Splits a byte stream into payloads (see FrameSplitter). Errors the stream on an oversize or
+ * zero-length prefix and on EOF mid-frame; a clean EOF between frames just ends the stream.
  */
 export class FrameDecoderStream extends TransformStream<Uint8Array, Uint8Array> {
   constructor(maxBytes = MAX_FRAME_BYTES) {
-    const prefix = new Uint8Array(4);
-    let prefixFill = 0; // bytes of the length prefix received so far
-    let payload: Uint8Array | null = null; // the frame being gathered (its length is known)
-    let payloadFill = 0;
+    const splitter = new FrameSplitter(maxBytes);
     super({
       transform(chunk, controller) {
-        let off = 0;
-        while (off < chunk.length) {
-          if (payload === null) {
-            let need: number;
-            if (prefixFill === 0 && chunk.length - off >= 4) {
-              need = readLength(chunk, off);
-              off += 4;
-            } else {
-              while (prefixFill < 4 && off < chunk.length) prefix[prefixFill++] = chunk[off++];
-              if (prefixFill < 4) return;
-              prefixFill = 0;
-              need = readLength(prefix, 0);
-            }
-            if (need > maxBytes) {
-              controller.error(
-                new FrameError("oversize", `frame length ${need} exceeds ${maxBytes}`),
-              );
-              return;
-            }
-            if (need === 0) {
-              controller.error(new FrameError("zero_length", "zero-length frame"));
-              return;
-            }
-            if (chunk.length - off >= need) {
-              controller.enqueue(chunk.slice(off, off + need)); // whole frame in this chunk
-              off += need;
-              continue;
-            }
-            payload = new Uint8Array(need);
-            payloadFill = 0;
-          }
-          const take = Math.min(payload.length - payloadFill, chunk.length - off);
-          payload.set(chunk.subarray(off, off + take), payloadFill);
-          payloadFill += take;
-          off += take;
-          if (payloadFill === payload.length) {
-            controller.enqueue(payload);
-            payload = null;
-          }
-        }
+        splitter.push(chunk, (payload) => controller.enqueue(payload));
       },
-      flush(controller) {
-        if (payload !== null || prefixFill > 0) {
-          controller.error(new FrameError("truncated", "stream ended in the middle of a frame"));
-        }
+      flush() {
+        splitter.end();
       },
     });
+  }
+}
+
+/**
+ * Bytes asked for per read from a byte stream (a provider's stdout, the process's stdin). One
+ * buffer of this size per FrameReader, reused for every read.
+ */
+export const FRAME_READ_CHUNK_BYTES = 65_536;
+
+/**
+ * Reads payloads from a byte stream, like `readable.pipeThrough(new FrameDecoderStream())` but
+ * without allocating per read: a byte stream (Deno's stdio and child pipes) is read through a
+ * BYOB reader into one reused buffer of FRAME_READ_CHUNK_BYTES, where the default reader would
+ * allocate a fresh 64 KiB buffer for every read (each poll answer) and leave it to the garbage
+ * collector. Any other stream is read with its default reader. `read` rejects with FrameError on
+ * a framing error and resolves `done` on a clean EOF between frames.
+ */
+export class FrameReader {
+  readonly #splitter: FrameSplitter;
+  readonly #byob: ReadableStreamBYOBReader | null;
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array> | null;
+  #buffer: ArrayBuffer | null;
+  /** Payloads completed by the last chunk and not yet returned (drained before the next read). */
+  #ready: Uint8Array[] = [];
+  #readyAt = 0;
+  readonly #emit = (payload: Uint8Array) => void this.#ready.push(payload);
+
+  constructor(
+    readable: ReadableStream<Uint8Array>,
+    maxBytes = MAX_FRAME_BYTES,
+    chunkBytes = FRAME_READ_CHUNK_BYTES,
+  ) {
+    this.#splitter = new FrameSplitter(maxBytes);
+    let byob: ReadableStreamBYOBReader | null = null;
+    try {
+      byob = readable.getReader({ mode: "byob" });
+    } catch {
+      // not a byte stream: the default reader below
+    }
+    this.#byob = byob;
+    this.#reader = byob === null ? readable.getReader() : null;
+    this.#buffer = byob === null ? null : new ArrayBuffer(chunkBytes);
+  }
+
+  /** The next payload, or done at a clean EOF between frames. */
+  read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+    // Promise chains rather than async functions: a payload reaches the caller in as few
+    // microtask turns as through a pipeThrough (callers may rely on that ordering).
+    if (this.#readyAt < this.#ready.length) return Promise.resolve(this.#take());
+    if (this.#byob === null) return this.#reader!.read().then(this.#onChunk);
+    return this.#byob.read(new Uint8Array(this.#buffer!)).then(this.#onView);
+  }
+
+  /** Stops reading and releases the stream. */
+  cancel(reason?: unknown): Promise<void> {
+    return (this.#byob ?? this.#reader)!.cancel(reason);
+  }
+
+  readonly #onView = (r: ReadableStreamReadResult<Uint8Array>) => {
+    if (r.value !== undefined) this.#buffer = r.value.buffer as ArrayBuffer; // the same memory, handed back
+    return this.#onChunk(r);
+  };
+
+  readonly #onChunk = (
+    r: ReadableStreamReadResult<Uint8Array>,
+  ): ReadableStreamReadResult<Uint8Array> | Promise<ReadableStreamReadResult<Uint8Array>> => {
+    if (r.done) {
+      this.#splitter.end();
+      return { done: true, value: undefined };
+    }
+    try {
+      this.#splitter.push(r.value, this.#emit);
+    } catch (err) {
+      this.#ready.length = this.#readyAt = 0; // an erroring stream delivers nothing more
+      throw err;
+    }
+    return this.#readyAt < this.#ready.length ? this.#take() : this.read();
+  };
+
+  #take(): ReadableStreamReadResult<Uint8Array> {
+    const value = this.#ready[this.#readyAt++];
+    if (this.#readyAt === this.#ready.length) this.#ready.length = this.#readyAt = 0;
+    return { done: false, value };
   }
 }
 

@@ -6,6 +6,9 @@
  * Unknown keys are allowed here on purpose: the loader warns about them and ignores them. Optional
  * keys accept `null` (an empty YAML value) as "not given". `errorMessage` and `deprecationMessage`
  * are annotations understood by yaml-language-server; the loader uses `errorMessage` too.
+ *
+ * After changing the schema, run `deno task config:validator`: the validator the loader runs is
+ * generated from this object (src/config/_structure_validator.ts; a test fails when it is stale).
  */
 
 /** Largest delay a JS timer accepts; larger durations would fire immediately. */

@@ -1,11 +1,11 @@
 /**
- * Structure layer: validates the plain YAML data against the embedded JSON Schema with ajv
- * (allErrors) and maps every error back to a key path, so it can be positioned and deduplicated
- * against the semantic layer.
+ * Structure layer: validates the plain YAML data against the embedded JSON Schema (allErrors) and
+ * maps every error back to a key path, so it can be positioned and deduplicated against the
+ * semantic layer. The validator is ajv's standalone code for RUNTIME_CONFIG_SCHEMA, generated at
+ * build time (`deno task config:validator` -> _structure_validator.ts), so neither ajv nor a
+ * schema compile runs at start-up.
  */
-import { Ajv2020 } from "ajv/dist/2020.js";
-import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
-import { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
+import { validate as generatedValidate } from "./_structure_validator.ts";
 import type { Path, Segment } from "./_source.ts";
 
 /** One structure error: where and what, before positions are attached. */
@@ -14,27 +14,26 @@ export interface StructureError {
   readonly message: string;
 }
 
-let validator: ValidateFunction | null = null;
-
-/** Compiled once per process: compiling the schema costs more than validating a file. */
-function compiled(): ValidateFunction {
-  if (validator === null) {
-    // strictTypes off: conditional `then` branches carry bounds without repeating the type.
-    const ajv = new Ajv2020({
-      allErrors: true,
-      verbose: true,
-      strictTypes: false,
-      allowUnionTypes: true,
-    });
-    ajv.addVocabulary(["errorMessage", "deprecationMessage"]);
-    validator = ajv.compile(RUNTIME_CONFIG_SCHEMA);
-  }
-  return validator;
+/** The fields of an ajv error object (verbose mode) that the structure layer reads. */
+interface ErrorObject {
+  readonly keyword: string;
+  readonly instancePath: string;
+  readonly schemaPath: string;
+  readonly params: Record<string, unknown>;
+  readonly message?: string;
+  readonly parentSchema?: unknown;
 }
+
+/** An ajv validate function: true when valid, else its errors are in `errors`. */
+interface ValidateFunction {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
+
+const validate = generatedValidate as unknown as ValidateFunction;
 
 /** Validates `data` against the runtime configuration schema. */
 export function validateStructure(data: unknown): StructureError[] {
-  const validate = compiled();
   if (validate(data)) return [];
   const out: StructureError[] = [];
   for (const e of validate.errors ?? []) {

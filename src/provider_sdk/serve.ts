@@ -3,8 +3,8 @@ import {
   decodeRequest,
   encodeFrame,
   encodeResponse,
-  FrameDecoderStream,
   FrameError,
+  FrameReader,
   type PayloadKind,
   type RequestPayloads,
   type ResponsePayloads,
@@ -132,8 +132,7 @@ export async function serveProvider(
     clock: io.clock ?? SYSTEM_PROVIDER_CLOCK,
     ...(io.logger === undefined ? {} : { logger: io.logger }),
   });
-  const frames = io.readable.pipeThrough(new FrameDecoderStream());
-  const reader = frames.getReader();
+  const reader = new FrameReader(io.readable);
   const loop = serveLoop(handler, io, reader, keeper);
   let exitCode: ProviderExitCodeNumber;
   let reason: SafeStateReason;
@@ -169,7 +168,7 @@ export async function serveProvider(
 async function serveLoop(
   handler: ProviderHandler,
   io: ProviderIo,
-  reader: ReadableStreamDefaultReader<Uint8Array>,
+  reader: FrameReader,
   keeper: SafeStateKeeper,
 ): Promise<[ProviderExitCodeNumber, SafeStateReason]> {
   const log = io.logger;

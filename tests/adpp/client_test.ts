@@ -4,6 +4,7 @@ import {
   decodeRequest,
   encodeFrame,
   encodeResponse,
+  FRAME_READ_CHUNK_BYTES,
   FrameDecoderStream,
   mapProviderCode,
   ProviderStatusError,
@@ -12,6 +13,7 @@ import {
   type WireResponse,
 } from "../../src/adpp/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
+import { byteStream } from "../helpers/byte_stream.ts";
 
 /** A scripted peer: reads the client's requests, lets the test write arbitrary bytes back. */
 function pair() {
@@ -157,4 +159,21 @@ Deno.test("mapProviderCode follows the contract's HTTP mapping", () => {
     [StatusCode.UNSPECIFIED, "INTERNAL"],
   ];
   for (const [wire, code] of table) assert.equal(mapProviderCode(wire), code, `wire ${wire}`);
+});
+
+Deno.test("AdppClient reads a provider's byte stream into its own reused buffer (BYOB)", async () => {
+  // A provider's stdout is a byte stream. Read with a default reader, Deno allocates a fresh
+  // 64 KiB buffer for every read (every poll answer); the client must offer its own instead.
+  const answers = [1, 2, 3].map((id) =>
+    encodeFrame(encodeResponse({ request_id: id, status: OK, get_health: {} }))
+  );
+  const views: number[] = [];
+  const toProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const drain = toProvider.readable.pipeTo(new WritableStream());
+  const client = new AdppClient(byteStream(answers, views), toProvider.writable);
+  for (let i = 0; i < 3; i++) assert.deepEqual(await client.request("get_health", {}, 1000), {});
+  assert.equal(views.length, 3);
+  assert.deepEqual(new Set(views), new Set([FRAME_READ_CHUNK_BYTES]));
+  await client.close();
+  await drain;
 });

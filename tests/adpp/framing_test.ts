@@ -4,9 +4,11 @@ import {
   FrameDecoderStream,
   FrameEncoderStream,
   FrameError,
+  FrameReader,
   MAX_FRAME_BYTES,
 } from "../../src/adpp/mod.ts";
 import { frameHex, GOLDEN, hex, unhex } from "./_golden.ts";
+import { byteStream } from "../helpers/byte_stream.ts";
 
 /** Feeds `chunks` through a FrameDecoderStream; resolves with the payloads or rejects. */
 async function decodeChunks(chunks: Uint8Array[]): Promise<Uint8Array[]> {
@@ -174,3 +176,105 @@ for (const piece of [1, 7, 100]) {
     ok(copied <= payloadBytes + 4 * payloads.length, `copied ${copied} bytes for ${payloadBytes}`);
   });
 }
+
+/** Reads every payload with a FrameReader; resolves with them or rejects. */
+async function readAll(reader: FrameReader): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return out;
+    out.push(value);
+  }
+}
+
+const SOURCES = {
+  "a byte stream": (chunks: Uint8Array[]) => byteStream(chunks),
+  "a plain stream": (chunks: Uint8Array[]) => ReadableStream.from(chunks.map((c) => c.slice())),
+};
+
+for (const [what, source] of Object.entries(SOURCES)) {
+  const frameReader = (chunks: Uint8Array[], chunkBytes = 8) =>
+    new FrameReader(source(chunks), MAX_FRAME_BYTES, chunkBytes);
+
+  Deno.test(`FrameReader on ${what} reads golden frames delivered byte by byte`, async () => {
+    const chunks = Array.from(STREAM, (b) => new Uint8Array([b]));
+    deepStrictEqual((await readAll(frameReader(chunks))).map(hex), PAYLOADS);
+  });
+
+  Deno.test(`FrameReader on ${what} reads several frames from one chunk`, async () => {
+    deepStrictEqual((await readAll(frameReader([STREAM], 4096))).map(hex), PAYLOADS);
+  });
+
+  Deno.test(`FrameReader on ${what} keeps every payload intact while it reuses its buffer`, async () => {
+    // 8-byte reads: every frame spans several reads into the same buffer.
+    const chunks = [
+      STREAM.slice(0, 2),
+      STREAM.slice(2, 37),
+      STREAM.slice(37, 40),
+      STREAM.slice(40),
+    ];
+    const frames = await readAll(frameReader(chunks));
+    deepStrictEqual(frames.map(hex), PAYLOADS);
+  });
+
+  Deno.test(`FrameReader on ${what} ends cleanly on EOF between frames`, async () => {
+    deepStrictEqual(await readAll(frameReader([])), []);
+    equal((await readAll(frameReader([STREAM.slice(0, 4 + 31)]))).length, 1);
+  });
+
+  Deno.test(`FrameReader on ${what} errors with truncated on EOF mid-prefix and mid-payload`, async () => {
+    await rejects(readAll(frameReader([new Uint8Array([0x1f, 0x00])])), isFrameError("truncated"));
+    await rejects(readAll(frameReader([STREAM.slice(0, 10)])), isFrameError("truncated"));
+  });
+
+  Deno.test(`FrameReader on ${what} errors on a zero-length frame and delivers nothing after it`, async () => {
+    const reader = frameReader([concat(lePrefix(0), STREAM)], 4096);
+    await rejects(reader.read(), isFrameError("zero_length"));
+  });
+
+  Deno.test(`FrameReader on ${what} accepts exactly the limit and refuses one byte more`, async () => {
+    const at = (n: number) => new FrameReader(source([lePrefix(n), new Uint8Array(n)]), 100, 64);
+    equal((await readAll(at(100)))[0].length, 100);
+    await rejects(readAll(at(101)), isFrameError("oversize"));
+  });
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, (at += p.length) - p.length);
+  return out;
+}
+
+Deno.test("FrameReader reads a byte stream through BYOB views of its own chunk size", async () => {
+  const views: number[] = [];
+  const reader = new FrameReader(byteStream([STREAM], views), MAX_FRAME_BYTES, 16);
+  deepStrictEqual((await readAll(reader)).map(hex), PAYLOADS);
+  // Every read offered the reader's one 16-byte buffer (none was allocated by the stream).
+  equal(views.length, Math.ceil(STREAM.length / 16));
+  deepStrictEqual(new Set(views), new Set([16]));
+});
+
+Deno.test("FrameReader rejects an oversize prefix before any payload arrives", async () => {
+  let pulls = 0;
+  const source = new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      if (pulls++ > 0) return; // later pulls never deliver: waiting for the payload would hang
+      const request = controller.byobRequest!;
+      (request.view as Uint8Array).set(lePrefix(MAX_FRAME_BYTES + 1));
+      request.respond(4);
+    },
+  });
+  const reader = new FrameReader(source);
+  await rejects(reader.read(), isFrameError("oversize"));
+  await reader.cancel();
+});
+
+Deno.test("FrameReader.cancel ends a pending read with done", async () => {
+  const source = new ReadableStream({ type: "bytes", pull() {} });
+  const reader = new FrameReader(source);
+  const pending = reader.read();
+  await reader.cancel();
+  equal((await pending).done, true);
+});

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { EXIT_OK } from "../../src/exit_codes.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
+import { defaultCommands, RUNTIME_V8_FLAGS } from "../../bench/lib/args.ts";
 
 const TASKS = JSON.parse(Deno.readTextFileSync(repoPath("deno.json"))).tasks as Record<
   string,
@@ -90,4 +91,24 @@ Deno.test("simulated provider loads its configuration with the compile:sim permi
     repoPath("examples/providers/sim/sim.yaml"),
   ]);
   assert.equal(r.code, 0, r.stderr);
+});
+
+Deno.test("start, every compile task, the examples' simulated providers and the bench apply the same V8 flags", () => {
+  // docs/deployment.md, "Memory: V8 heap settings": chosen by measurement, applied everywhere the
+  // runtime or the simulated provider is started, so the bench measures what users run.
+  assert.match(RUNTIME_V8_FLAGS, /^--v8-flags=\S+$/);
+  for (const name of ["start", "compile", "compile:arm64", "compile:sim", "compile:sim:arm64"]) {
+    const words = (TASKS[name] ?? "").split(/\s+/);
+    assert.deepEqual(words.filter((w) => w.startsWith("--v8-flags")), [RUNTIME_V8_FLAGS], name);
+  }
+  for (const example of ["demo.yaml", "minimal.yaml", "full.yaml"]) {
+    const text = Deno.readTextFileSync(repoPath(`examples/${example}`));
+    assert.ok(
+      text.includes(`      - ${RUNTIME_V8_FLAGS}\n`),
+      `${example}: the sim's deno run args`,
+    );
+  }
+  const bench = defaultCommands("/repo");
+  assert.deepEqual(bench.runtime.filter((w) => w.startsWith("--v8-flags")), [RUNTIME_V8_FLAGS]);
+  assert.deepEqual(bench.provider.filter((w) => w.startsWith("--v8-flags")), [RUNTIME_V8_FLAGS]);
 });

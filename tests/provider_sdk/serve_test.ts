@@ -1,5 +1,10 @@
 import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
-import { encodeFrame, encodeRequest, StatusCode } from "../../src/adpp/mod.ts";
+import {
+  encodeFrame,
+  encodeRequest,
+  FRAME_READ_CHUNK_BYTES,
+  StatusCode,
+} from "../../src/adpp/mod.ts";
 import {
   ProviderError,
   ProviderExitCode,
@@ -8,6 +13,7 @@ import {
 } from "../../src/provider_sdk/mod.ts";
 import { GOLDEN, unhex } from "../adpp/_golden.ts";
 import { decodeFrames, serveBytes, serveRequests } from "./_harness.ts";
+import { byteStream } from "../helpers/byte_stream.ts";
 
 /** A handler whose every operation records the call and answers a fixed payload. */
 function recordingHandler(seen: string[]): ProviderHandler {
@@ -94,6 +100,23 @@ Deno.test("serveProvider serves the golden Hello frame delivered byte by byte", 
   const [resp] = await decodeFrames(output);
   equal(resp.request_id, 1);
   equal(resp.hello?.provider_name, "t");
+});
+
+Deno.test("serveProvider reads a byte stream (stdin) into its own reused buffer (BYOB)", async () => {
+  // Read with a default reader, Deno's stdin allocates a fresh 64 KiB buffer for every read.
+  const requests = [1, 2, 3].map((id) =>
+    encodeFrame(encodeRequest({ request_id: id, get_health: {} }))
+  );
+  const views: number[] = [];
+  const written: Uint8Array[] = [];
+  const code = await serveProvider(recordingHandler([]), {
+    readable: byteStream(requests, views),
+    writable: new WritableStream({ write: (c) => void written.push(c) }),
+  });
+  equal(code, ProviderExitCode.CLEAN);
+  equal(written.length, 3);
+  equal(views.length, 3);
+  deepStrictEqual(new Set(views), new Set([FRAME_READ_CHUNK_BYTES]));
 });
 
 Deno.test("serveProvider exits 0 on EOF before any prefix byte", async () => {
