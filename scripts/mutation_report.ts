@@ -67,8 +67,10 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: ["src/control/mode_manager.ts"],
     tests: [
       "tests/control/mode_manager_test.ts",
+      "tests/control/mode_auto_gate_test.ts",
       "tests/control/mode_hooks_test.ts",
       "tests/scenarios/mode_fault_hooks_test.ts",
+      "tests/scenarios/mode_auto_gate_restart_test.ts",
       "tests/scenarios/estop_reset_test.ts",
       "tests/scenarios/automation_gating_test.ts",
     ],

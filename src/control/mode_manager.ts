@@ -126,11 +126,6 @@ export interface ModeManagerOptions {
     readonly beforeTransition: readonly HookConfig[];
     readonly afterTransition: readonly HookConfig[];
   };
-  /**
-   * The refuse-hookless AUTO gate (automation.md §6, later anolis): entering AUTO needs a hook
-   * covering AUTO -> FAULT while any actuating function is registered. Default true.
-   */
-  readonly requireFaultHookForAuto?: boolean;
 }
 
 /**
@@ -242,11 +237,11 @@ export class ModeManager implements ModeService {
   };
 
   /**
-   * The refuse-hookless AUTO gate: a message when entering AUTO must be refused, else null.
-   * `safety.safe_state` does not satisfy it (automation.md §6).
+   * The refuse-hookless AUTO gate (automation.md §6, later anolis): entering AUTO needs a hook
+   * covering AUTO -> FAULT while any actuating function is registered. A message when entering
+   * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
   autoGateProblem(): string | null {
-    if (this.#o.requireFaultHookForAuto === false) return null;
     const actuating = registeredDevices(this.#o.registry)
       .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
     if (actuating === 0) return null;
@@ -289,8 +284,7 @@ export class ModeManager implements ModeService {
       const problem = this.autoGateProblem();
       if (problem) throw failedPrecondition(problem);
     }
-    const token = { from, to: target };
-    this.#busy = token;
+    this.#busy = { from, to: target };
     try {
       this.#log.info(`transition ${from} -> ${target} (${reason})`);
       const before = await this.#runHooks("before", from, target);
@@ -308,7 +302,8 @@ export class ModeManager implements ModeService {
       const after = await this.#runHooks("after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
-      if (this.#busy === token) this.#busy = null;
+      // Only this transition can have set it: another one is refused above while it is set.
+      this.#busy = null;
     }
   }
 
@@ -340,7 +335,6 @@ export class ModeManager implements ModeService {
       const calls = hooks
         .filter((h) => hookMatches(h, from, "FAULT"))
         .flatMap((hook) => hook.calls.map((call) => ({ hook, call })));
-      if (calls.length === 0) continue;
       await fanOutByProvider(calls, ({ call }) => call.deviceHandle, async ({ hook, call }) => {
         const failure = await this.#runHookCall(phase, hook, call, from, "FAULT", "safety");
         if (failure) failures.push(failure);
