@@ -95,6 +95,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "control-router",
     files: ["src/control/call_router.ts"],
     tests: [
+      "tests/control/call_router_test.ts",
       "tests/scenarios/kernel_calls_test.ts",
       "tests/scenarios/estop_drain_test.ts",
       "tests/scenarios/estop_concurrency_test.ts",
