@@ -121,9 +121,9 @@ export class CallRouter {
     const release = await lock.acquire(req.signal);
     let response;
     try {
-      // Re-checked under the provider lock: nothing may have latched since validation.
+      // Re-checked under the provider lock: nothing may have latched since validation. (A
+      // provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
       this.#checkGates({ fn, device, origin: req.origin });
-      if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
       const wireArgs = Object.fromEntries(
         Object.entries(args).map(([k, v]) => [k, typedValueToWire(v)]),
       );
@@ -208,9 +208,12 @@ class ProviderLock {
     this.#providerId = providerId;
   }
 
-  /** Nothing holds or waits for the lock. */
+  /**
+   * Nothing holds or waits for the lock (a release hands the lock to the next waiter, so the
+   * lock is free only when nobody waits).
+   */
   get idle(): boolean {
-    return !this.#held && this.#waiters.length === 0;
+    return !this.#held;
   }
 
   acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {
@@ -233,12 +236,13 @@ class ProviderLock {
         signal?.removeEventListener("abort", onAbort);
         resolve(release);
       };
+      // Runs only while `grant` is queued: granting removes this listener first, and a signal
+      // fires "abort" once.
       const onAbort = () => {
-        const i = this.#waiters.indexOf(grant);
-        if (i >= 0) this.#waiters.splice(i, 1);
+        this.#waiters.splice(this.#waiters.indexOf(grant), 1);
         reject(new RuntimeError("UNAVAILABLE", "call cancelled while queued"));
       };
-      signal?.addEventListener("abort", onAbort, { once: true });
+      signal?.addEventListener("abort", onAbort);
       this.#waiters.push(grant);
     });
   }
