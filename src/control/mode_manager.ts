@@ -160,7 +160,7 @@ export class ModeManager implements ModeService {
   /** See ModeService.requestWithReport. FAULT is always reachable and cannot be vetoed. */
   requestWithReport(mode: RuntimeMode): Promise<TransitionReport> {
     if (mode === "FAULT") return this.#faultReport(this.enterFault("requested"));
-    return this.#transition(mode, "requested");
+    return this.#transition(mode);
   }
 
   /**
@@ -262,7 +262,7 @@ export class ModeManager implements ModeService {
   }
 
   /** A transition that is not into FAULT: gated, vetoable by before-hooks. */
-  async #transition(target: RuntimeMode, reason: string): Promise<TransitionReport> {
+  async #transition(target: RuntimeMode): Promise<TransitionReport> {
     const from = this.#mode;
     if (target === from) return { mode: from, hook_failures: [] };
     // Arming checks first: "the e-stop is latched" is the reason an operator needs to see.
@@ -286,7 +286,7 @@ export class ModeManager implements ModeService {
     }
     this.#busy = { from, to: target };
     try {
-      this.#log.info(`transition ${from} -> ${target} (${reason})`);
+      this.#log.info(`transition ${from} -> ${target} (requested)`);
       const before = await this.#runHooks("before", from, target);
       if (before.veto) {
         throw failedPrecondition(`Mode transition ${from} -> ${target} vetoed: ${before.veto}`);
@@ -365,9 +365,7 @@ export class ModeManager implements ModeService {
         function: declaredFunctionLabel(call),
         error: `${e.code}: ${e.message}`,
       };
-      const text = `${phase}_transition hook ${hook.path} call ${call.deviceHandle} ${
-        declaredFunctionLabel(call)
-      } failed: ${failure.error}`;
+      const text = describeHookFailure(failure);
       if (hook.failOnError || to === "FAULT") this.#log.error(text);
       else this.#log.warn(text);
       this.#o.bus.publish({
@@ -423,15 +421,16 @@ export class ModeManager implements ModeService {
         const failure = await this.#runHookCall(phase, hook, call, from, to, "hook");
         if (!failure) continue;
         if (phase === "before" && hook.failOnError) {
-          return {
-            veto:
-              `${phase}_transition hook ${hook.path} call ${failure.device_handle} ${failure.function} failed: ${failure.error}`,
-            failures,
-          };
+          return { veto: describeHookFailure(failure), failures };
         }
         failures.push(failure);
       }
     }
     return { veto: null, failures };
   }
+}
+
+/** One line naming the hook call that failed and why (the log line and a veto's reason). */
+function describeHookFailure(f: HookFailure): string {
+  return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${f.error}`;
 }
