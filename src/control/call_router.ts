@@ -159,27 +159,17 @@ export class CallRouter {
    * A barrier behind every call already admitted to `providerId`: resolves once each of them
    * has finished (or been refused under the lock by a gate that changed since), or with false
    * when that takes longer than `timeoutMs`. Calls are serialised FIFO per provider, so taking
-   * the lock once is enough; the barrier never counts against the queue bound.
+   * the lock once is enough; the barrier is admitted even when the queue is full.
    */
   async drain(providerId: string, timeoutMs: number): Promise<boolean> {
     const lock = this.#locks.get(providerId);
-    if (!lock || lock.idle) return true;
-    const ctl = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => {
-        ctl.abort();
-        resolve(false);
-      }, timeoutMs);
-    });
-    const acquired = lock.acquire(ctl.signal, { unbounded: true }).then((release) => {
-      release();
-      return true as const;
-    }, () => false as const);
+    if (!lock) return true;
     try {
-      return await Promise.race([acquired, timeout]);
-    } finally {
-      clearTimeout(timer);
+      const release = await lock.acquire(AbortSignal.timeout(timeoutMs), { unbounded: true });
+      release();
+      return true;
+    } catch {
+      return false; // the bound ran out: the barrier left the queue
     }
   }
 
@@ -206,14 +196,6 @@ class ProviderLock {
 
   constructor(providerId: string) {
     this.#providerId = providerId;
-  }
-
-  /**
-   * Nothing holds or waits for the lock (a release hands the lock to the next waiter, so the
-   * lock is free only when nobody waits).
-   */
-  get idle(): boolean {
-    return !this.#held;
   }
 
   acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {

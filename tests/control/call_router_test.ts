@@ -28,6 +28,19 @@ async function withPlant(
   }
 }
 
+/** `p`, or a rejection naming the bound when it has not settled within `ms`. */
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function rejectsWith(code: string, message: string) {
   return (e: unknown) => {
     assert.ok(e instanceof RuntimeError, String(e));
@@ -217,6 +230,34 @@ Deno.test("CallRouter cancels a queued call on abort and the calls behind it sti
     late.abort();
     await granted;
     assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), true);
+  });
+});
+
+Deno.test("CallRouter: an abort after the call got the lock neither stops it nor drops the calls behind it", async () => {
+  await withPlant(async (rt) => {
+    const ctl = new AbortController();
+    let heaterChecks = 0;
+    // Gates are checked again right after a call gets the lock: the abort comes exactly then.
+    rt.router.addGate(({ fn }) => {
+      if (fn.name === "set_heater" && ++heaterChecks === 2) ctl.abort();
+      return null;
+    });
+    const calls = [
+      manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.3) }),
+      rt.router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: SET_HEATER,
+        args: { enabled: b(true) },
+        origin: "manual",
+        signal: ctl.signal,
+      }),
+      manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.8) }),
+    ];
+    await within(5000, Promise.all(calls));
+    assert.equal(heaterChecks, 2);
+    assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), true);
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.8);
   });
 });
 
