@@ -257,9 +257,9 @@ for (const mode of RUNTIME_MODES) {
         for (const category of ["READ", "ACTUATE", "CONFIG", "UNSPECIFIED"] as const) {
           const refusal = modes.gate({ fn: fnSpec(category), device: DEVICE, origin });
           const allowed = category === "READ" || GATE[mode][policy][origin];
-          assert.equal(refusal === null, allowed, `${origin} ${category}`);
-          if (refusal) {
-            assert.ok(refusal instanceof RuntimeError);
+          if (allowed) assert.equal(refusal, null, `${origin} ${category}`);
+          else {
+            assert.ok(refusal instanceof RuntimeError, `${origin} ${category}: ${refusal}`);
             assert.equal(refusal.code, "FAILED_PRECONDITION");
             const what = `p/d fn_${category.toLowerCase()} is actuating`;
             assert.equal(
