@@ -67,8 +67,10 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: ["src/control/mode_manager.ts"],
     tests: [
       "tests/control/mode_manager_test.ts",
+      "tests/control/mode_auto_gate_test.ts",
       "tests/control/mode_hooks_test.ts",
       "tests/scenarios/mode_fault_hooks_test.ts",
+      "tests/scenarios/mode_auto_gate_restart_test.ts",
       "tests/scenarios/estop_reset_test.ts",
       "tests/scenarios/automation_gating_test.ts",
     ],
@@ -93,6 +95,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "control-router",
     files: ["src/control/call_router.ts"],
     tests: [
+      "tests/control/call_router_test.ts",
       "tests/scenarios/kernel_calls_test.ts",
       "tests/scenarios/estop_drain_test.ts",
       "tests/scenarios/estop_concurrency_test.ts",

@@ -121,9 +121,9 @@ export class CallRouter {
     const release = await lock.acquire(req.signal);
     let response;
     try {
-      // Re-checked under the provider lock: nothing may have latched since validation.
+      // Re-checked under the provider lock: nothing may have latched since validation. (A
+      // provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
       this.#checkGates({ fn, device, origin: req.origin });
-      if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
       const wireArgs = Object.fromEntries(
         Object.entries(args).map(([k, v]) => [k, typedValueToWire(v)]),
       );
@@ -159,27 +159,17 @@ export class CallRouter {
    * A barrier behind every call already admitted to `providerId`: resolves once each of them
    * has finished (or been refused under the lock by a gate that changed since), or with false
    * when that takes longer than `timeoutMs`. Calls are serialised FIFO per provider, so taking
-   * the lock once is enough; the barrier never counts against the queue bound.
+   * the lock once is enough; the barrier is admitted even when the queue is full.
    */
   async drain(providerId: string, timeoutMs: number): Promise<boolean> {
     const lock = this.#locks.get(providerId);
-    if (!lock || lock.idle) return true;
-    const ctl = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => {
-        ctl.abort();
-        resolve(false);
-      }, timeoutMs);
-    });
-    const acquired = lock.acquire(ctl.signal, { unbounded: true }).then((release) => {
-      release();
-      return true as const;
-    }, () => false as const);
+    if (!lock) return true;
     try {
-      return await Promise.race([acquired, timeout]);
-    } finally {
-      clearTimeout(timer);
+      const release = await lock.acquire(AbortSignal.timeout(timeoutMs), { unbounded: true });
+      release();
+      return true;
+    } catch {
+      return false; // the bound ran out: the barrier left the queue
     }
   }
 
@@ -208,11 +198,6 @@ class ProviderLock {
     this.#providerId = providerId;
   }
 
-  /** Nothing holds or waits for the lock. */
-  get idle(): boolean {
-    return !this.#held && this.#waiters.length === 0;
-  }
-
   acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {
     const release = () => {
       const next = this.#waiters.shift();
@@ -233,12 +218,13 @@ class ProviderLock {
         signal?.removeEventListener("abort", onAbort);
         resolve(release);
       };
+      // Runs only while `grant` is queued: granting removes this listener first, and a signal
+      // fires "abort" once.
       const onAbort = () => {
-        const i = this.#waiters.indexOf(grant);
-        if (i >= 0) this.#waiters.splice(i, 1);
+        this.#waiters.splice(this.#waiters.indexOf(grant), 1);
         reject(new RuntimeError("UNAVAILABLE", "call cancelled while queued"));
       };
-      signal?.addEventListener("abort", onAbort, { once: true });
+      signal?.addEventListener("abort", onAbort);
       this.#waiters.push(grant);
     });
   }

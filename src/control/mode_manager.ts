@@ -126,11 +126,6 @@ export interface ModeManagerOptions {
     readonly beforeTransition: readonly HookConfig[];
     readonly afterTransition: readonly HookConfig[];
   };
-  /**
-   * The refuse-hookless AUTO gate (automation.md §6, later anolis): entering AUTO needs a hook
-   * covering AUTO -> FAULT while any actuating function is registered. Default true.
-   */
-  readonly requireFaultHookForAuto?: boolean;
 }
 
 /**
@@ -165,7 +160,7 @@ export class ModeManager implements ModeService {
   /** See ModeService.requestWithReport. FAULT is always reachable and cannot be vetoed. */
   requestWithReport(mode: RuntimeMode): Promise<TransitionReport> {
     if (mode === "FAULT") return this.#faultReport(this.enterFault("requested"));
-    return this.#transition(mode, "requested");
+    return this.#transition(mode);
   }
 
   /**
@@ -242,11 +237,11 @@ export class ModeManager implements ModeService {
   };
 
   /**
-   * The refuse-hookless AUTO gate: a message when entering AUTO must be refused, else null.
-   * `safety.safe_state` does not satisfy it (automation.md §6).
+   * The refuse-hookless AUTO gate (automation.md §6, later anolis): entering AUTO needs a hook
+   * covering AUTO -> FAULT while any actuating function is registered. A message when entering
+   * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
   autoGateProblem(): string | null {
-    if (this.#o.requireFaultHookForAuto === false) return null;
     const actuating = registeredDevices(this.#o.registry)
       .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
     if (actuating === 0) return null;
@@ -267,7 +262,7 @@ export class ModeManager implements ModeService {
   }
 
   /** A transition that is not into FAULT: gated, vetoable by before-hooks. */
-  async #transition(target: RuntimeMode, reason: string): Promise<TransitionReport> {
+  async #transition(target: RuntimeMode): Promise<TransitionReport> {
     const from = this.#mode;
     if (target === from) return { mode: from, hook_failures: [] };
     // Arming checks first: "the e-stop is latched" is the reason an operator needs to see.
@@ -289,10 +284,9 @@ export class ModeManager implements ModeService {
       const problem = this.autoGateProblem();
       if (problem) throw failedPrecondition(problem);
     }
-    const token = { from, to: target };
-    this.#busy = token;
+    this.#busy = { from, to: target };
     try {
-      this.#log.info(`transition ${from} -> ${target} (${reason})`);
+      this.#log.info(`transition ${from} -> ${target} (requested)`);
       const before = await this.#runHooks("before", from, target);
       if (before.veto) {
         throw failedPrecondition(`Mode transition ${from} -> ${target} vetoed: ${before.veto}`);
@@ -308,7 +302,8 @@ export class ModeManager implements ModeService {
       const after = await this.#runHooks("after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
-      if (this.#busy === token) this.#busy = null;
+      // Only this transition can have set it: another one is refused above while it is set.
+      this.#busy = null;
     }
   }
 
@@ -340,7 +335,6 @@ export class ModeManager implements ModeService {
       const calls = hooks
         .filter((h) => hookMatches(h, from, "FAULT"))
         .flatMap((hook) => hook.calls.map((call) => ({ hook, call })));
-      if (calls.length === 0) continue;
       await fanOutByProvider(calls, ({ call }) => call.deviceHandle, async ({ hook, call }) => {
         const failure = await this.#runHookCall(phase, hook, call, from, "FAULT", "safety");
         if (failure) failures.push(failure);
@@ -371,9 +365,7 @@ export class ModeManager implements ModeService {
         function: declaredFunctionLabel(call),
         error: `${e.code}: ${e.message}`,
       };
-      const text = `${phase}_transition hook ${hook.path} call ${call.deviceHandle} ${
-        declaredFunctionLabel(call)
-      } failed: ${failure.error}`;
+      const text = describeHookFailure(failure);
       if (hook.failOnError || to === "FAULT") this.#log.error(text);
       else this.#log.warn(text);
       this.#o.bus.publish({
@@ -429,15 +421,16 @@ export class ModeManager implements ModeService {
         const failure = await this.#runHookCall(phase, hook, call, from, to, "hook");
         if (!failure) continue;
         if (phase === "before" && hook.failOnError) {
-          return {
-            veto:
-              `${phase}_transition hook ${hook.path} call ${failure.device_handle} ${failure.function} failed: ${failure.error}`,
-            failures,
-          };
+          return { veto: describeHookFailure(failure), failures };
         }
         failures.push(failure);
       }
     }
     return { veto: null, failures };
   }
+}
+
+/** One line naming the hook call that failed and why (the log line and a veto's reason). */
+function describeHookFailure(f: HookFailure): string {
+  return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${f.error}`;
 }

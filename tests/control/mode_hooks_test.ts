@@ -184,6 +184,25 @@ Deno.test("ModeManager refuses a second transition while hooks run, but FAULT al
   });
 });
 
+Deno.test("ModeManager forceFault resolves false when an operator re-armed before its hooks finished", async () => {
+  await withRuntime({ after: [hook("*", "FAULT", [relay(1, false)], false)] }, async (rt) => {
+    await rt.modes.request("MANUAL");
+    // Slow the FAULT hook's call down inside the provider.
+    await rt.router.call({
+      providerId: "sim0",
+      deviceId: "chaos_control",
+      functionName: "inject_call_latency",
+      args: { device_id: { type: "string", string: "relayio0" }, latency_ms: i(300) },
+      origin: "manual",
+    });
+    const forced = rt.modes.forceFault("test");
+    assert.equal(rt.modes.current(), "FAULT", "committed before any await");
+    assert.equal(await rt.modes.request("MANUAL"), "MANUAL");
+    assert.equal(await forced, false);
+    assert.equal(await rt.modes.forceFault("again"), true);
+  });
+});
+
 Deno.test("ModeManager refuses AUTO without a hook covering AUTO -> FAULT while actuating functions exist", async () => {
   await withRuntime({ before: [hook("MANUAL", "AUTO", [relay(1, false)])] }, async (rt) => {
     await rt.modes.request("MANUAL");

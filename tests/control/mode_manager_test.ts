@@ -5,14 +5,14 @@ import { type HookConfig, RUNTIME_MODES, type RuntimeMode } from "../../src/conf
 import {
   type CallOrigin,
   CallRouter,
+  type HookFailure,
   isTransitionAllowed,
   ModeManager,
 } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 
 /** A mode manager over an empty registry (no processes): hook calls fail with NOT_FOUND. */
@@ -22,7 +22,14 @@ function setup(o: {
   before?: HookConfig[];
   after?: HookConfig[];
 } = {}) {
-  const log = testLogger();
+  // Log lines at warn and above, kept for the tests that pin a log level (automation.md §6).
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "warn",
+    journald: false,
+    now: () => 0,
+    write: (line) => lines.push(line),
+  });
   const bus = new EventBus();
   const registry = new ProviderRegistry([], {
     spawn: () => {
@@ -40,7 +47,7 @@ function setup(o: {
     router,
     registry,
     bus,
-    clock: systemClock,
+    clock: { nowMs: () => NOW_MS, monoMs: () => 0 },
     log,
     automationEnabled: o.automation ?? true,
     manualGatingPolicy: o.policy ?? "BLOCK",
@@ -48,8 +55,11 @@ function setup(o: {
   });
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));
-  return { modes, events };
+  return { modes, events, bus, router, lines };
 }
+
+/** The wall clock the manager under test reads (event timestamps). */
+const NOW_MS = 1_700_000_000_123;
 
 /** Drives the manager from IDLE to `mode` along allowed edges. */
 async function reach(modes: ModeManager, mode: RuntimeMode): Promise<void> {
@@ -113,8 +123,18 @@ for (const from of RUNTIME_MODES) {
 Deno.test("ModeManager refuses AUTO with FAILED_PRECONDITION when automation is disabled", async () => {
   const { modes } = setup({ automation: false });
   await modes.request("MANUAL");
-  await assert.rejects(modes.request("AUTO"), { code: "FAILED_PRECONDITION" });
+  await assert.rejects(modes.request("AUTO"), (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(
+      e.message,
+      "Invalid mode transition: MANUAL -> AUTO requires automation.enabled (automation is disabled)",
+    );
+    return true;
+  });
   assert.equal(modes.current(), "MANUAL");
+  // Only AUTO needs automation: the other transitions work as usual.
+  assert.equal(await modes.request("IDLE"), "IDLE");
+  assert.equal(await modes.request("FAULT"), "FAULT");
 });
 
 Deno.test("ModeManager tells mode-change listeners and stops after unsubscribe", async () => {
@@ -237,14 +257,292 @@ for (const mode of RUNTIME_MODES) {
         for (const category of ["READ", "ACTUATE", "CONFIG", "UNSPECIFIED"] as const) {
           const refusal = modes.gate({ fn: fnSpec(category), device: DEVICE, origin });
           const allowed = category === "READ" || GATE[mode][policy][origin];
-          assert.equal(refusal === null, allowed, `${origin} ${category}`);
-          if (refusal) {
-            assert.ok(refusal instanceof RuntimeError);
+          if (allowed) assert.equal(refusal, null, `${origin} ${category}`);
+          else {
+            assert.ok(refusal instanceof RuntimeError, `${origin} ${category}: ${refusal}`);
             assert.equal(refusal.code, "FAILED_PRECONDITION");
-            if (mode === "IDLE") assert.match(refusal.message, /blocked in IDLE/);
+            const what = `p/d fn_${category.toLowerCase()} is actuating`;
+            assert.equal(
+              refusal.message,
+              {
+                IDLE: `Call blocked in IDLE mode: ${what} (switch to MANUAL to arm)`,
+                FAULT: `Call blocked in FAULT mode: ${what} (switch to MANUAL to re-arm)`,
+                AUTO: `Manual call blocked in AUTO mode: ${what} (manual_gating_policy BLOCK)`,
+                MANUAL: "(MANUAL refuses nothing)",
+              }[mode],
+            );
           }
         }
       }
     });
   }
 }
+
+// ---- reports, FAULT entry, hook failures ----
+
+/** A hook call that fails with NOT_FOUND (no provider `ghost`), told apart by its function. */
+const ghost = (fn: string) => call("ghost/dev0", fn);
+
+/** What a hook call to `ghost/dev0 fn` reports when it fails. */
+function ghostFailure(
+  transition: string,
+  phase: "before" | "after",
+  hookPath: string,
+  fn: string,
+): HookFailure {
+  return {
+    transition,
+    phase,
+    hook: hookPath,
+    device_handle: "ghost/dev0",
+    function: fn,
+    error: "NOT_FOUND: Provider not found: ghost",
+  };
+}
+
+function hookFailureEvents(events: RuntimeEvent[]): RuntimeEvent[] {
+  return events.filter((e) => e.kind === "hook_failure");
+}
+
+/** The level of each log line (lines start with the level). */
+function levels(lines: string[]): string[] {
+  return lines.map((l) => l.split(" ", 1)[0]);
+}
+
+Deno.test("ModeManager requestWithReport of the current mode reports no hook failures and runs no hooks", async () => {
+  for (const mode of RUNTIME_MODES) {
+    const { modes, events } = setup({
+      before: [hook("*", "*", [ghost("b")], false)],
+      after: [hook("*", "*", [ghost("a")], false)],
+    });
+    await reach(modes, mode);
+    const n = events.length;
+    assert.deepEqual(await modes.requestWithReport(mode), { mode, hook_failures: [] });
+    assert.equal(events.length, n, `${mode}: nothing published`);
+  }
+});
+
+Deno.test("ModeManager FAULT entry runs before- then after-hooks as stop actions and reports every failure", async () => {
+  const B0 = "automation.mode_transition_hooks.before_transition[0]";
+  const B2 = "automation.mode_transition_hooks.before_transition[2]";
+  const A0 = "automation.mode_transition_hooks.after_transition[0]";
+  const { modes, events, lines } = setup({
+    before: [
+      hook("AUTO", "FAULT", [ghost("b0_first"), ghost("b0_second")], false, B0),
+      hook("MANUAL", "FAULT", [ghost("not_matching")], true, "b1"),
+      hook("*", "FAULT", [ghost("b2")], true, B2),
+    ],
+    after: [
+      hook("AUTO", "*", [ghost("a0")], false, A0),
+      hook("MANUAL", "*", [ghost("not_matching")], true, "a1"),
+    ],
+  });
+  await reach(modes, "AUTO");
+  const n = events.length;
+  lines.length = 0;
+  const report = await modes.requestWithReport("FAULT");
+  const expected = [
+    ghostFailure("AUTO->FAULT", "before", B0, "b0_first"),
+    ghostFailure("AUTO->FAULT", "before", B0, "b0_second"),
+    ghostFailure("AUTO->FAULT", "before", B2, "b2"),
+    ghostFailure("AUTO->FAULT", "after", A0, "a0"),
+  ];
+  assert.deepEqual(report, { mode: "FAULT", hook_failures: expected });
+  // FAULT is committed first; each failure is published, stamped with the clock.
+  assert.deepEqual(events.slice(n), [
+    { kind: "mode_change", previous_mode: "AUTO", new_mode: "FAULT", timestamp_ms: NOW_MS },
+    ...expected.map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
+  ]);
+  // A failed stop action is an error, whatever the hook's fail_on_error says.
+  assert.deepEqual(levels(lines), ["ERROR", "ERROR", "ERROR", "ERROR"]);
+});
+
+Deno.test("ModeManager enterFault commits FAULT synchronously and runs its hooks once, on demand", async () => {
+  const { modes, events } = setup({ before: [hook("*", "FAULT", [ghost("stop")], true, "h")] });
+  await reach(modes, "MANUAL");
+  const seen: string[] = [];
+  modes.onModeChange((c) => seen.push(`${c.previous}->${c.current}`));
+  const n = events.length;
+  const entry = modes.enterFault("test");
+  // No await yet: the mode, the event and the listeners already show FAULT, no hook ran.
+  assert.equal(entry.committed, true);
+  assert.equal(entry.from, "MANUAL");
+  assert.equal(modes.current(), "FAULT");
+  assert.deepEqual(seen, ["MANUAL->FAULT"]);
+  assert.deepEqual(events.slice(n).map((e) => e.kind), ["mode_change"]);
+  const first = entry.runHooks();
+  assert.equal(entry.runHooks(), first, "later calls return the same promise");
+  assert.deepEqual(await first, [ghostFailure("MANUAL->FAULT", "before", "h", "stop")]);
+  assert.equal(hookFailureEvents(events).length, 1, "the hooks ran once");
+
+  // Already in FAULT: nothing is committed and no hook runs.
+  const again = modes.enterFault("again");
+  assert.equal(again.committed, false);
+  assert.equal(again.from, "FAULT");
+  assert.deepEqual(await again.runHooks(), []);
+  assert.equal(await modes.forceFault("and again"), true);
+  assert.deepEqual(events.slice(n).map((e) => e.kind), ["mode_change", "hook_failure"]);
+  assert.deepEqual(seen, ["MANUAL->FAULT"]);
+});
+
+Deno.test("ModeManager reports before- and after-hook failures of a transition, every after-hook call attempted", async () => {
+  const B0 = "automation.mode_transition_hooks.before_transition[0]";
+  const A0 = "automation.mode_transition_hooks.after_transition[0]";
+  const A1 = "automation.mode_transition_hooks.after_transition[1]";
+  const { modes, events, lines } = setup({
+    before: [hook("MANUAL", "AUTO", [ghost("b0"), ghost("b1")], false, B0)],
+    after: [
+      // fail_on_error on an after-hook changes only the log level: the rest still runs.
+      hook("MANUAL", "AUTO", [ghost("a0"), ghost("a1")], true, A0),
+      hook("*", "AUTO", [ghost("a2")], false, A1),
+    ],
+  });
+  await reach(modes, "MANUAL");
+  const n = events.length;
+  lines.length = 0;
+  const report = await modes.requestWithReport("AUTO");
+  const expected = [
+    ghostFailure("MANUAL->AUTO", "before", B0, "b0"),
+    ghostFailure("MANUAL->AUTO", "before", B0, "b1"),
+    ghostFailure("MANUAL->AUTO", "after", A0, "a0"),
+    ghostFailure("MANUAL->AUTO", "after", A0, "a1"),
+    ghostFailure("MANUAL->AUTO", "after", A1, "a2"),
+  ];
+  assert.deepEqual(report, { mode: "AUTO", hook_failures: expected });
+  // Before-hook failures come before the commit, after-hook failures after it.
+  assert.deepEqual(events.slice(n), [
+    ...expected.slice(0, 2).map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
+    { kind: "mode_change", previous_mode: "MANUAL", new_mode: "AUTO", timestamp_ms: NOW_MS },
+    ...expected.slice(2).map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
+  ]);
+  // automation.md §6: a failure is a warning unless the hook has fail_on_error.
+  assert.deepEqual(levels(lines), ["WARN", "WARN", "ERROR", "ERROR", "WARN"]);
+});
+
+Deno.test("ModeManager veto names the failed hook call and skips every remaining hook call", async () => {
+  const B1 = "automation.mode_transition_hooks.before_transition[1]";
+  const { modes, events } = setup({
+    before: [
+      hook("MANUAL", "AUTO", [ghost("tolerated")], false, "b0"),
+      hook("MANUAL", "AUTO", [ghost("vetoing"), ghost("skipped")], true, B1),
+      hook("*", "AUTO", [ghost("skipped_too")], false, "b2"),
+    ],
+    after: [hook("*", "*", [ghost("after")], false, "a0")],
+  });
+  await reach(modes, "MANUAL");
+  const n = events.length;
+  await assert.rejects(modes.request("AUTO"), (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(
+      e.message,
+      `Mode transition MANUAL -> AUTO vetoed: before_transition hook ${B1} call ghost/dev0 vetoing failed: NOT_FOUND: Provider not found: ghost`,
+    );
+    return true;
+  });
+  assert.equal(modes.current(), "MANUAL");
+  assert.deepEqual(
+    events.slice(n).map((e) => e.kind === "hook_failure" ? e.function : e.kind),
+    ["tolerated", "vetoing"],
+  );
+  // The vetoed transition is over: the next one is accepted.
+  assert.equal(await modes.request("IDLE"), "IDLE");
+});
+
+Deno.test("ModeManager refuses a transition while another one's hooks run; FAULT gets through", async () => {
+  const { modes, events } = setup({ before: [hook("MANUAL", "AUTO", [ghost("slow")], false)] });
+  await reach(modes, "MANUAL");
+  // Both requests are made while MANUAL -> AUTO runs its before-hooks (no await in between).
+  const toAuto = modes.request("AUTO");
+  const toIdle = modes.request("IDLE");
+  const toFault = modes.request("FAULT");
+  await assert.rejects(toIdle, (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(e.message, "Mode transition MANUAL -> AUTO is in progress; retry MANUAL -> IDLE");
+    return true;
+  });
+  assert.equal(await toFault, "FAULT");
+  await assert.rejects(toAuto, (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(e.message, "Mode changed concurrently during MANUAL -> AUTO hooks (now FAULT)");
+    return true;
+  });
+  assert.equal(modes.current(), "FAULT");
+  assert.deepEqual(
+    events.filter((e) => e.kind === "mode_change").map((e) =>
+      e.kind === "mode_change" && `${e.previous_mode}->${e.new_mode}`
+    ),
+    ["IDLE->MANUAL", "MANUAL->FAULT"],
+  );
+  // The refused transition released the manager: re-arming works.
+  assert.equal(await modes.request("MANUAL"), "MANUAL");
+});
+
+Deno.test("ModeManager arm checks refuse MANUAL and AUTO only, first refusal first, before the table", async () => {
+  const { modes, events } = setup();
+  const asked: string[] = [];
+  let refusing = false;
+  modes.addArmCheck((from, to) => {
+    asked.push(`${from}->${to}`);
+    return refusing ? "E-stop latched: clear it first" : null;
+  });
+  modes.addArmCheck(() => refusing ? "second check" : null);
+  const refused = (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(e.message, "E-stop latched: clear it first");
+    return true;
+  };
+  assert.equal(await modes.request("MANUAL"), "MANUAL");
+  assert.equal(await modes.request("AUTO"), "AUTO");
+  // Asked before the hooks and again right before the commit.
+  assert.deepEqual(asked, ["IDLE->MANUAL", "IDLE->MANUAL", "MANUAL->AUTO", "MANUAL->AUTO"]);
+  refusing = true;
+  await assert.rejects(modes.request("MANUAL"), refused);
+  assert.equal(modes.current(), "AUTO");
+  // Leaving for IDLE or FAULT is never refused by an arm check.
+  assert.equal(await modes.request("FAULT"), "FAULT");
+  asked.length = 0;
+  // FAULT -> AUTO is not in the table, but the latch is what the operator must see.
+  await assert.rejects(modes.request("AUTO"), refused);
+  await assert.rejects(modes.request("MANUAL"), refused);
+  assert.deepEqual(asked, ["FAULT->AUTO", "FAULT->MANUAL"]);
+  refusing = false;
+  assert.equal(await modes.request("MANUAL"), "MANUAL");
+  refusing = true;
+  asked.length = 0;
+  assert.equal(await modes.request("IDLE"), "IDLE");
+  assert.deepEqual(asked, [], "no check for a transition into IDLE");
+  assert.equal(events.filter((e) => e.kind === "mode_change").length, 5);
+});
+
+Deno.test("ModeManager re-checks arming after the before-hooks: a latch engaged meanwhile refuses", async () => {
+  const { modes, events, bus } = setup({
+    before: [hook("IDLE", "MANUAL", [ghost("slow")], false)],
+    after: [hook("IDLE", "MANUAL", [ghost("after")], false)],
+  });
+  let latched = false;
+  modes.addArmCheck(() => latched ? "E-stop latched" : null);
+  // The latch engages while the before-hook call runs (its failure is published meanwhile).
+  bus.subscribe(({ event }) => {
+    if (event.kind === "hook_failure") latched = true;
+  });
+  await assert.rejects(modes.request("MANUAL"), (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(e.message, "E-stop latched");
+    return true;
+  });
+  assert.equal(modes.current(), "IDLE");
+  assert.deepEqual(events.map((e) => e.kind === "hook_failure" ? e.function : e.kind), ["slow"]);
+});
+
+Deno.test("ModeManager commits and tells every listener even when one throws", async () => {
+  const { modes, events } = setup();
+  const seen: string[] = [];
+  modes.onModeChange(() => {
+    throw new Error("listener bug");
+  });
+  modes.onModeChange((c) => seen.push(`${c.previous}->${c.current}`));
+  assert.equal(await modes.request("MANUAL"), "MANUAL");
+  assert.equal(modes.enterFault("test").committed, true);
+  assert.deepEqual(seen, ["IDLE->MANUAL", "MANUAL->FAULT"]);
+  assert.equal(events.filter((e) => e.kind === "mode_change").length, 2);
+});

@@ -16,8 +16,15 @@ export { SIM_INERT_YAML, simProvider };
 
 const PLANT_MAIN = new URL("./_plant_provider.ts", import.meta.url).pathname;
 
-/** A provider entry running tests/safety/_plant_provider.ts (device plant0). */
-export function plantProvider(id: string, o: { latencyMs?: number } = {}): ProviderConfig {
+/**
+ * A provider entry running tests/safety/_plant_provider.ts (device plant0): `latencyMs` slows
+ * its actuating calls, `growMarker` makes its first process declare only its READ function, and
+ * `restartBackoffMs` enables one restart after that backoff.
+ */
+export function plantProvider(
+  id: string,
+  o: { latencyMs?: number; growMarker?: string; restartBackoffMs?: number } = {},
+): ProviderConfig {
   return {
     id,
     command: Deno.execPath(),
@@ -26,16 +33,18 @@ export function plantProvider(id: string, o: { latencyMs?: number } = {}): Provi
       "--quiet",
       "--allow-read",
       "--allow-env",
+      ...(o.growMarker ? [`--allow-write=${o.growMarker}`] : []),
       PLANT_MAIN,
       ...(o.latencyMs ? ["--latency-ms", String(o.latencyMs)] : []),
+      ...(o.growMarker ? ["--grow-marker", o.growMarker] : []),
     ],
     timeoutMs: 5000,
     helloTimeoutMs: 10000,
     readyTimeoutMs: 10000,
     restartPolicy: {
-      enabled: false,
+      enabled: o.restartBackoffMs !== undefined,
       maxAttempts: 1,
-      backoffMs: [100],
+      backoffMs: [o.restartBackoffMs ?? 100],
       timeoutMs: 30000,
       successResetMs: 1000,
     },

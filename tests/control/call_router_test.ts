@@ -1,0 +1,278 @@
+/**
+ * CallRouter against a real provider process (tests/safety/_plant_provider.ts, device plant0):
+ * what a call answers, the selector rules, the per-provider FIFO lock with its queue bound, a
+ * queued call's cancellation, the drain barrier and the availability check.
+ */
+import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { MAX_QUEUED_CALLS_PER_PROVIDER } from "../../src/control/mod.ts";
+import type { Runtime } from "../../src/runtime.ts";
+import { startArmed, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { b, d, i, manualCall, plantProvider, readSignal } from "../safety/_fixture.ts";
+
+const SET_HEATER = 1;
+const SET_FAN = 2;
+const READ_STATUS = 3;
+
+async function withPlant(
+  body: (rt: Runtime) => Promise<void>,
+  o: { arm?: boolean } = {},
+): Promise<void> {
+  const config = testConfig({ providers: [plantProvider("plant")] });
+  const rt = await (o.arm === false ? startRuntime(config) : startArmed(config));
+  try {
+    await body(rt);
+  } finally {
+    await rt.stop();
+  }
+}
+
+/** `p`, or a rejection naming the bound when it has not settled within `ms`. */
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function rejectsWith(code: string, message: string) {
+  return (e: unknown) => {
+    assert.ok(e instanceof RuntimeError, String(e));
+    assert.equal(e.code, code);
+    assert.equal(e.message, message);
+    return true;
+  };
+}
+
+Deno.test("CallRouter answers with the call's identity and the provider's results, then polls", async () => {
+  await withPlant(async (rt) => {
+    const first = await rt.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: READ_STATUS,
+      args: {},
+      origin: "manual",
+    });
+    // `unset` (a result without a value) is dropped.
+    assert.deepEqual(first, {
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: READ_STATUS,
+      functionName: "read_status",
+      results: { reads: i(1) },
+      postCallPollTriggered: true,
+    });
+    // The post-call poll ran before the answer: the cache already holds the new count.
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "status_reads")?.value, i(1));
+
+    const fan = await rt.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionName: "set_fan",
+      args: { duty: d(0.4) },
+      origin: "manual",
+    });
+    assert.deepEqual(fan, {
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_FAN,
+      functionName: "set_fan",
+      results: {},
+      postCallPollTriggered: true,
+    });
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0.4));
+  });
+});
+
+Deno.test("CallRouter accepts a function_id with its own name and resolves by id or by name", async () => {
+  await withPlant(async (rt) => {
+    const r = await rt.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_FAN,
+      functionName: "set_fan",
+      args: { duty: d(0.2) },
+      origin: "manual",
+    });
+    assert.equal(r.functionId, SET_FAN);
+    assert.deepEqual(
+      rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionId: 1 })
+        .fn.name,
+      "set_heater",
+    );
+    assert.deepEqual(
+      rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionName: "set_heater" }).fn
+        .functionId,
+      SET_HEATER,
+    );
+    assert.throws(
+      () => rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionName: "" }),
+      rejectsWith("INVALID_ARGUMENT", "missing function selector: function_id must not be 0"),
+    );
+    assert.throws(
+      () =>
+        rt.router.resolve({
+          providerId: "plant",
+          deviceId: "plant0",
+          functionId: 2,
+          functionName: "set_heater",
+        }),
+      rejectsWith(
+        "INVALID_ARGUMENT",
+        "function_id 2 is 'set_fan', not 'set_heater' (plant/plant0)",
+      ),
+    );
+    assert.throws(
+      () => rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionId: 9 }),
+      rejectsWith("NOT_FOUND", "Function not found: plant/plant0 function_id 9"),
+    );
+    assert.throws(
+      () => rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionName: "fly" }),
+      rejectsWith("NOT_FOUND", "Function not found: plant/plant0 'fly'"),
+    );
+    assert.throws(
+      () => rt.router.resolve({ providerId: "plant", deviceId: "plant9", functionId: 1 }),
+      rejectsWith("NOT_FOUND", "Device not found: plant/plant9"),
+    );
+    assert.throws(
+      () => rt.router.resolve({ providerId: "nope", deviceId: "plant0", functionId: 1 }),
+      rejectsWith("NOT_FOUND", "Provider not found: nope"),
+    );
+  });
+});
+
+Deno.test("CallRouter refuses a gated call before validating its arguments; READ calls pass the gate", async () => {
+  await withPlant(async (rt) => {
+    // IDLE: the mode gate refuses the actuating call, whatever its arguments.
+    await assert.rejects(
+      manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(5) }),
+      rejectsWith(
+        "FAILED_PRECONDITION",
+        "Call blocked in IDLE mode: plant/plant0 set_fan is actuating (switch to MANUAL to arm)",
+      ),
+    );
+    await manualCall(rt, "plant", "plant0", READ_STATUS);
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0);
+    await rt.modes.request("MANUAL");
+    await assert.rejects(
+      manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(5) }),
+      rejectsWith("INVALID_ARGUMENT", "args.duty: 5 is above the maximum 1"),
+    );
+  }, { arm: false });
+});
+
+Deno.test("CallRouter serialises calls to a provider FIFO and refuses beyond the queue bound", async () => {
+  await withPlant(async (rt) => {
+    // All issued in one synchronous step: one takes the lock, the bound wait, the rest are refused.
+    const total = MAX_QUEUED_CALLS_PER_PROVIDER + 6;
+    const calls = Array.from(
+      { length: total },
+      (_, k) =>
+        manualCall(rt, "plant", "plant0", SET_FAN, { duty: d((k + 1) / 100) }).then(
+          () => "ok",
+          (e: RuntimeError) => `${e.code}: ${e.message}`,
+        ),
+    );
+    // The barrier is not bounded by the queue: it waits behind the full queue.
+    assert.equal(await rt.router.drain("plant", 20_000), true);
+    // Every admitted call was answered, in order: the last admitted one wrote last.
+    const admitted = MAX_QUEUED_CALLS_PER_PROVIDER + 1;
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), admitted / 100);
+    const outcomes = await Promise.all(calls);
+    assert.deepEqual(outcomes, [
+      ...Array(admitted).fill("ok"),
+      ...Array(total - admitted).fill(
+        `UNAVAILABLE: Provider busy: plant has ${MAX_QUEUED_CALLS_PER_PROVIDER} calls queued`,
+      ),
+    ]);
+    // Nothing is left holding the lock.
+    assert.equal(await rt.router.drain("plant", 1), true);
+    await manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.05) });
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.05);
+  });
+});
+
+Deno.test("CallRouter cancels a queued call on abort and the calls behind it still run", async () => {
+  await withPlant(async (rt) => {
+    const ctl = new AbortController();
+    const first = manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.3) });
+    const cancelled = rt.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_HEATER,
+      args: { enabled: b(true) },
+      origin: "manual",
+      signal: ctl.signal,
+    });
+    const last = manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.7) });
+    ctl.abort(); // the heater call is first in the queue
+    await assert.rejects(cancelled, rejectsWith("UNAVAILABLE", "call cancelled while queued"));
+    await first;
+    await last;
+    assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), false, "never sent");
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.7);
+    // A signal that aborts after its call got the lock changes nothing.
+    const late = new AbortController();
+    const granted = rt.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_HEATER,
+      args: { enabled: b(true) },
+      origin: "manual",
+      signal: late.signal,
+    });
+    late.abort();
+    await granted;
+    assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), true);
+  });
+});
+
+Deno.test("CallRouter: an abort after the call got the lock neither stops it nor drops the calls behind it", async () => {
+  await withPlant(async (rt) => {
+    const ctl = new AbortController();
+    let heaterChecks = 0;
+    // Gates are checked again right after a call gets the lock: the abort comes exactly then.
+    rt.router.addGate(({ fn }) => {
+      if (fn.name === "set_heater" && ++heaterChecks === 2) ctl.abort();
+      return null;
+    });
+    const calls = [
+      manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.3) }),
+      rt.router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: SET_HEATER,
+        args: { enabled: b(true) },
+        origin: "manual",
+        signal: ctl.signal,
+      }),
+      manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.8) }),
+    ];
+    await within(5000, Promise.all(calls));
+    assert.equal(heaterChecks, 2);
+    assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), true);
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.8);
+  });
+});
+
+Deno.test("CallRouter refuses calls to a provider that is down with UNAVAILABLE before the device lookup", async () => {
+  await withPlant(async (rt) => {
+    const host = rt.registry.host("plant")!;
+    Deno.kill(host.session!.pid, "SIGKILL");
+    await waitFor("plant down", () => !host.available);
+    for (const deviceId of ["plant0", "plant9"]) {
+      await assert.rejects(
+        manualCall(rt, "plant", deviceId, SET_FAN, { duty: d(0.1) }),
+        rejectsWith("UNAVAILABLE", "Provider unavailable: plant"),
+      );
+    }
+    // Nothing was admitted, so there is nothing to drain.
+    assert.equal(await rt.router.drain("plant", 1), true);
+  });
+});
