@@ -204,6 +204,10 @@ class ProviderLock {
       if (next) next();
       else this.#held = false;
     };
+    // A call cancelled before it reached the lock is never sent ("abort" will not fire again).
+    if (signal?.aborted) {
+      return Promise.reject(new RuntimeError("UNAVAILABLE", "call cancelled before it was sent"));
+    }
     if (!this.#held) {
       this.#held = true;
       return Promise.resolve(release);

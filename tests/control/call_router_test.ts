@@ -233,6 +233,28 @@ Deno.test("CallRouter cancels a queued call on abort and the calls behind it sti
   });
 });
 
+Deno.test("CallRouter never sends a call whose signal was aborted before it reached the lock, free or busy", async () => {
+  await withPlant(async (rt) => {
+    const heater = () =>
+      rt.router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: SET_HEATER,
+        args: { enabled: b(true) },
+        origin: "manual",
+        signal: AbortSignal.abort(),
+      });
+    // The lock is free.
+    await assert.rejects(heater(), rejectsWith("UNAVAILABLE", "call cancelled before it was sent"));
+    // The lock is held: the call would have queued behind the fan call.
+    const busy = manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.4) });
+    await assert.rejects(heater(), rejectsWith("UNAVAILABLE", "call cancelled before it was sent"));
+    await busy;
+    assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.4);
+    assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), false, "never sent");
+  });
+});
+
 Deno.test("CallRouter: an abort after the call got the lock neither stops it nor drops the calls behind it", async () => {
   await withPlant(async (rt) => {
     const ctl = new AbortController();
