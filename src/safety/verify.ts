@@ -107,10 +107,13 @@ async function verifyDevice(
     let allHold = true;
     for (const e of group) {
       const check = judge(e, read);
-      // A read that fails (often the last one, cut short by the deadline) does not erase what an
-      // earlier fresh read showed: "mismatch" is about the last fresh value.
+      // A read that fails does not erase what an earlier fresh read showed ("mismatch" is about
+      // the last fresh value), and one that got no answer in time (the last one, often, cut
+      // short by the deadline) says nothing new: the earlier result and its reason stand. A
+      // provider that hung is marked down by its own timeout, which the next read reports.
       const previous = out.get(e);
-      const keep = !read.ok && previous !== undefined && previous.observed !== null;
+      const keep = !read.ok && previous !== undefined &&
+        (previous.observed !== null || read.timedOut);
       if (!keep) out.set(e, check);
       if (check.outcome !== "verified") allHold = false;
     }
@@ -123,7 +126,12 @@ async function verifyDevice(
 
 type FreshRead =
   | { readonly ok: true; readonly samples: ReadonlyMap<string, Sample> }
-  | { readonly ok: false; readonly reason: string };
+  | {
+    readonly ok: false;
+    readonly reason: string;
+    /** No answer within the time the read was given. */
+    readonly timedOut: boolean;
+  };
 
 interface Sample {
   readonly value: TypedValue | null;
@@ -138,10 +146,13 @@ async function readFresh(
   remainingMs: number,
 ): Promise<FreshRead> {
   const host = registry.host(providerId);
-  if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
-  if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
+  if (!host) return { ok: false, reason: `provider not found: ${providerId}`, timedOut: false };
+  if (!host.available) {
+    return { ok: false, reason: `provider unavailable: ${providerId}`, timedOut: false };
+  }
   if (!host.devices.some((d: DeviceCapabilities) => d.device.deviceId === deviceId)) {
-    return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
+    const reason = `device not found: ${deviceHandle(providerId, deviceId)}`;
+    return { ok: false, reason, timedOut: false };
   }
   try {
     const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(remainingMs)));
@@ -162,7 +173,8 @@ async function readFresh(
     return { ok: true, samples };
   } catch (err) {
     const e = toRuntimeError(err);
-    return { ok: false, reason: `read failed: ${e.code}: ${e.message}` };
+    const timedOut = e.code === "DEADLINE_EXCEEDED";
+    return { ok: false, reason: `read failed: ${e.code}: ${e.message}`, timedOut };
   }
 }
 
