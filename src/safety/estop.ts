@@ -26,6 +26,8 @@ import {
   failedPrecondition,
   type Logger,
   RuntimeError,
+  scalarOf,
+  toJsonText,
   toRuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
@@ -266,8 +268,11 @@ export class Estop implements EstopService {
       `e-stop plan (${why}): rung '${view.rung}', ${view.calls.length} call(s), ${view.uncovered.length} actuating function(s) untouched`,
     );
     for (const c of view.calls) {
-      const args = Object.entries(c.args).map(([k, v]) => `${k}=${argText(v)}`).join(", ");
-      this.#log.info(`e-stop plan call: ${c.device_handle} ${c.function}(${args})`);
+      this.#log.info(
+        `e-stop plan call: ${c.device_handle} ${c.function}(${
+          Object.entries(c.args).map(([k, v]) => `${k}=${toJsonText(scalarOf(v))}`).join(", ")
+        })`,
+      );
     }
     if (view.rung === "none") {
       this.#log.warn("safe-state ladder resolves to none: an e-stop will latch without actuating");
@@ -369,22 +374,29 @@ export class Estop implements EstopService {
       drain,
       verification,
     };
-    if (plan.rung === "none") {
-      result.warning = NO_SAFE_STATE_WARNING;
-      this.#log.warn(NO_SAFE_STATE_WARNING);
-    } else if (plan.uncovered.length > 0) {
-      result.warning = uncoveredWarning(plan.rung, plan.uncovered);
+    const warning = plan.rung === "none"
+      ? NO_SAFE_STATE_WARNING
+      : plan.uncovered.length > 0
+      ? uncoveredWarning(plan.rung, plan.uncovered)
+      : undefined;
+    if (warning !== undefined) {
+      result.warning = warning;
+      this.#log.warn(warning);
     }
     return result;
   }
 
   #reportVerification(v: Verification): void {
     const failed = v.checks.filter((c) => c.outcome !== "verified");
-    const text = `e-stop verification: ${v.outcome} after ${v.elapsed_ms} ms (${
-      v.checks.length - failed.length
-    }/${v.checks.length} verified)`;
-    if (v.outcome === "verified") this.#log.info(text);
-    else this.#log.error(text);
+    if (v.outcome === "verified") {
+      this.#log.info(`e-stop verification: verified after ${v.elapsed_ms} ms`);
+    } else {
+      this.#log.error(
+        `e-stop verification: ${v.outcome} after ${v.elapsed_ms} ms (${
+          v.checks.length - failed.length
+        }/${v.checks.length} verified)`,
+      );
+    }
     for (const c of failed) {
       this.#log.error(`e-stop verification ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
     }
@@ -404,16 +416,10 @@ export class Estop implements EstopService {
    * attempted. Actions are reported in plan order.
    */
   async #runLadder(plan: SafeStatePlan): Promise<EstopAction[]> {
+    // What it leaves untouched is the answer's warning, logged with it.
     this.#log.warn(
       `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
     );
-    if (plan.uncovered.length > 0 && plan.rung !== "none") {
-      this.#log.warn(
-        `not touched by the '${plan.rung}' rung: ${
-          plan.uncovered.map((u) => `${u.device_handle} ${u.function}`).join(", ")
-        }`,
-      );
-    }
     const actions: EstopAction[] = plan.calls.map((c) => ({ ...c.label, success: true }));
     const indexed = plan.calls.map((planned, i) => ({ planned, i }));
     await fanOutByProvider(indexed, ({ planned }) => planned.label.device_handle, async (item) => {
@@ -436,14 +442,11 @@ export class Estop implements EstopService {
   async #drainAll(): Promise<DrainReport> {
     const pending: string[] = [];
     await Promise.all(this.#o.registry.hosts.map(async (h) => {
-      const done = await this.#o.router.drain(h.id, h.config.timeoutMs + DRAIN_MARGIN_MS);
-      if (!done) pending.push(h.id);
+      const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
+      if (await this.#o.router.drain(h.id, boundMs)) return;
+      pending.push(h.id);
+      this.#log.error(`e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`);
     }));
-    if (pending.length > 0) {
-      this.#log.error(
-        `e-stop: in-flight calls to ${pending.join(", ")} had not finished within their bound`,
-      );
-    }
     return { complete: pending.length === 0, pending_providers: pending };
   }
 
@@ -483,22 +486,5 @@ export class Estop implements EstopService {
       args: planned.args,
       origin: "safety",
     });
-  }
-}
-
-function argText(v: TypedValue): string {
-  switch (v.type) {
-    case "string":
-      return JSON.stringify(v.string);
-    case "bytes":
-      return `bytes(${v.base64})`;
-    case "bool":
-      return String(v.bool);
-    case "double":
-      return String(v.double);
-    case "int64":
-      return String(v.int64);
-    case "uint64":
-      return String(v.uint64);
   }
 }

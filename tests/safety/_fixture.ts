@@ -17,7 +17,10 @@ export { SIM_INERT_YAML, simProvider };
 const PLANT_MAIN = new URL("./_plant_provider.ts", import.meta.url).pathname;
 
 /** A provider entry running tests/safety/_plant_provider.ts (device plant0). */
-export function plantProvider(id: string, o: { latencyMs?: number } = {}): ProviderConfig {
+export function plantProvider(
+  id: string,
+  o: { latencyMs?: number; timeoutMs?: number } = {},
+): ProviderConfig {
   return {
     id,
     command: Deno.execPath(),
@@ -29,7 +32,7 @@ export function plantProvider(id: string, o: { latencyMs?: number } = {}): Provi
       PLANT_MAIN,
       ...(o.latencyMs ? ["--latency-ms", String(o.latencyMs)] : []),
     ],
-    timeoutMs: 5000,
+    timeoutMs: o.timeoutMs ?? 5000,
     helloTimeoutMs: 10000,
     readyTimeoutMs: 10000,
     restartPolicy: {

@@ -1,0 +1,203 @@
+/**
+ * The e-stop ladder against real provider processes: every call attempted and each failure
+ * reported at once (never retried into the provider's timeout), the plan as status shows it,
+ * the bounded drain of in-flight calls, and the bounded retry of a call refused because its
+ * provider's queue is full.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeError } from "../../src/common/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { startRuntime, testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
+import { readbackProvider } from "./_readback.ts";
+
+/**
+ * Lets calls just made pass the router's gate re-check under the provider lock (the admission
+ * the latch cannot undo): the first of them is then on the wire, the rest queued behind it.
+ */
+function admitted(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** Generous bound on an e-stop whose failed calls fail at once (a retry costs timeout_ms + 1 s). */
+const FAILS_AT_ONCE_BOUND_MS = 2500;
+
+Deno.test("Estop attempts every ladder call and reports each failure at once, in plan order", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "estop-ladder-" });
+  const rt = await startRuntime(testConfig({
+    providers: [
+      plantProvider("plant"),
+      readbackProvider("rb", {
+        dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "unavailable" },
+      }, { logFile }),
+      readbackProvider("gone", {
+        dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "ok" },
+      }),
+    ],
+    safety: {
+      hooks: [
+        call("plant/plant0", "no_such_function"),
+        call("ghost/dev0", "set_output", { level: 1 }),
+        call("gone/dev0", "set_output"),
+        call("rb/dev0", "set_output"),
+        call("plant/plant0", "set_fan", { duty: 0 }), // an integer literal for a double
+      ],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+    },
+  }));
+  try {
+    await rt.registry.host("gone")!.stop(2000);
+    assert.equal(rt.registry.host("gone")!.available, false);
+    const before = rt.estop.status();
+    assert.deepEqual(before.plan?.calls, [
+      { device_handle: "plant/plant0", function: "no_such_function", args: {} },
+      // No such provider: the arguments as configured.
+      {
+        device_handle: "ghost/dev0",
+        function: "set_output",
+        args: { level: { type: "int64", int64: 1 } },
+      },
+      { device_handle: "gone/dev0", function: "set_output", args: {} },
+      { device_handle: "rb/dev0", function: "set_output", args: {} },
+      // Resolved: typed as the function declares them.
+      {
+        device_handle: "plant/plant0",
+        function: "set_fan",
+        args: { duty: { type: "double", double: 0 } },
+      },
+    ]);
+    assert.deepEqual(before.plan?.uncovered, [
+      { device_handle: "plant/plant0", function: "set_heater" },
+    ]);
+    assert.deepEqual(before.unverified_devices, ["plant/plant0", "gone/dev0"]);
+
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "plant", "plant0", 2, { duty: d(0.8) });
+    const t0 = performance.now();
+    const result = await rt.estop.trigger("ladder");
+    const took = performance.now() - t0;
+    assert.deepEqual(result.actions, [
+      {
+        device_handle: "plant/plant0",
+        function: "no_such_function",
+        success: false,
+        error: "NOT_FOUND: Function not found: plant/plant0 'no_such_function'",
+      },
+      {
+        device_handle: "ghost/dev0",
+        function: "set_output",
+        success: false,
+        error: "NOT_FOUND: Provider not found: ghost",
+      },
+      {
+        device_handle: "gone/dev0",
+        function: "set_output",
+        success: false,
+        error: "UNAVAILABLE: Provider unavailable: gone",
+      },
+      {
+        device_handle: "rb/dev0",
+        function: "set_output",
+        success: false,
+        error: "UNAVAILABLE: provider answered UNAVAILABLE: scripted call failure",
+      },
+      { device_handle: "plant/plant0", function: "set_fan", success: true },
+    ]);
+    // The provider-side failure was attempted once, not retried.
+    const calls = Deno.readTextFileSync(logFile).split("\n").filter((l) => l.startsWith("call "));
+    assert.deepEqual(calls, ["call dev0 set_output"]);
+    assert.ok(took < FAILS_AT_ONCE_BOUND_MS, `the e-stop answered after ${took} ms`);
+    assert.equal(rt.cache.signal("plant", "plant0", "fan_duty")?.value?.type, "double");
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
+    assert.equal(result.verification.outcome, "verified");
+    assert.match(
+      result.warning ?? "",
+      /^The 'hooks' rung leaves 1 actuating function\(s\) untouched: plant\/plant0 set_heater\. /,
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(logFile);
+  }
+});
+
+Deno.test("Estop status follows the inventory: a plan asked for before discovery is not kept", async () => {
+  const rt = new Runtime(
+    testConfig({
+      providers: [plantProvider("plant")],
+      safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
+    }),
+    { spawn: spawnProcess, clock: systemClock, log: testLogger() },
+  );
+  try {
+    const early = rt.estop.status();
+    assert.equal(early.uncovered_actuating_functions, 0, "no devices known yet");
+    assert.deepEqual(early.plan?.calls[0].args, { duty: { type: "int64", int64: 0 } });
+    await rt.start();
+    const status = rt.estop.status();
+    assert.equal(status.uncovered_actuating_functions, 1);
+    assert.deepEqual(status.plan?.uncovered, [{
+      device_handle: "plant/plant0",
+      function: "set_heater",
+    }]);
+    assert.deepEqual(status.plan?.calls[0].args, { duty: { type: "double", double: 0 } });
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_ms + 1 s, and says which did not finish", async () => {
+  // `held`: a call on the wire when the e-stop fires, then the ladder's own call, 1400 ms each:
+  // the drain barrier behind them needs ~2800 ms, past 1500 + 1000. `busy`: one call of 1000 ms
+  // in flight, inside its bound (but past timeout_ms - 1 s).
+  const rt = await startRuntime(testConfig({
+    providers: [
+      plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
+      plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
+    ],
+    safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    const inFlight = [
+      manualCall(rt, "held", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
+      manualCall(rt, "busy", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
+    ];
+    await admitted();
+    const result = await rt.estop.trigger("drain bound");
+    assert.deepEqual(result.drain, { complete: false, pending_providers: ["held"] });
+    await Promise.all(inFlight);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop ladder call retries a full queue for up to the provider's timeout_ms + 1 s", async () => {
+  // A call on the wire for 1500 ms and 64 queued behind it (the bound): the ladder's call is
+  // refused as busy until the queue clears, ~1.5 s later — past 1 s and past timeout_ms - 1 s,
+  // within timeout_ms + 1 s.
+  const rt = await startRuntime(testConfig({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    const flood = Array.from(
+      { length: 70 },
+      (_, k) =>
+        manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
+          .then(() => "ok", (e: RuntimeError) => e.code),
+    );
+    await admitted();
+    const result = await rt.estop.trigger("flood");
+    const codes = await Promise.all(flood);
+    assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
+    assert.deepEqual(result.actions, [
+      { device_handle: "plant/plant0", function: "set_fan", success: true },
+    ]);
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
+  } finally {
+    await rt.stop();
+  }
+});
