@@ -62,8 +62,6 @@ export interface VerifyOptions {
   readonly clock: Clock;
   readonly expect: readonly SafeStateExpectation[];
   readonly timeoutMs: number;
-  /** Pause between read-backs (default VERIFY_RETRY_INTERVAL_MS). */
-  readonly retryIntervalMs?: number;
 }
 
 /** Reads every expected signal back until all hold or the timeout passes (module comment). */
@@ -100,7 +98,6 @@ async function verifyDevice(
 ): Promise<void> {
   const { providerId, deviceId } = group[0];
   const signalIds = [...new Set(group.map((e) => e.signalId))];
-  const interval = o.retryIntervalMs ?? VERIFY_RETRY_INTERVAL_MS;
   for (;;) {
     const remaining = deadline - o.clock.monoMs();
     const read = await readFresh(o.registry, providerId, deviceId, signalIds, remaining);
@@ -120,7 +117,7 @@ async function verifyDevice(
     if (allHold) return;
     const left = deadline - o.clock.monoMs();
     if (left <= 0) return;
-    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
+    await new Promise((r) => setTimeout(r, Math.min(VERIFY_RETRY_INTERVAL_MS, left)));
   }
 }
 
@@ -161,11 +158,10 @@ async function readFresh(
       { device_id: deviceId, signal_ids: signalIds },
       timeout,
     );
+    // Keyed by signal id; only the expected ones are ever looked up.
     const samples = new Map<string, Sample>();
     for (const sv of r.values ?? []) {
-      const id = sv.signal_id ?? "";
-      if (!signalIds.includes(id)) continue;
-      samples.set(id, {
+      samples.set(sv.signal_id ?? "", {
         value: typedValueFromWire(sv.value),
         quality: qualityFromWire(sv.quality),
       });
@@ -231,8 +227,8 @@ export function mismatch(e: SafeStateExpectation, value: TypedValue): string | n
   const n = numeric(value);
   if (n === null) return `expected a number, the signal is ${value.type}`;
   if (typeof n === "number" && !Number.isFinite(n)) return `reads ${String(n)}`;
-  if (e.min !== undefined && lessThan(n, e.min)) return `reads ${String(n)}, below ${e.min}`;
-  if (e.max !== undefined && lessThan(e.max, n)) return `reads ${String(n)}, above ${e.max}`;
+  if (e.min !== undefined && below(n, e.min)) return `reads ${String(n)}, below ${e.min}`;
+  if (e.max !== undefined && above(n, e.max)) return `reads ${String(n)}, above ${e.max}`;
   return null;
 }
 
@@ -254,13 +250,17 @@ function equalNumber(a: number | bigint, b: number): boolean {
   return Number.isInteger(b) && a === BigInt(b);
 }
 
-/** a < b for a mix of numbers and bigints (bigints only ever hold integers). */
-function lessThan(a: number | bigint, b: number | bigint): boolean {
-  if (typeof a === "number" && typeof b === "number") return a < b;
-  if (typeof a === "bigint" && typeof b === "bigint") return a < b;
-  // Mixed: compare against the bigint through the number's floor/ceil, exact for integers.
-  if (typeof a === "bigint") return a < BigInt(Math.ceil(b as number));
-  return BigInt(Math.floor(a)) < (b as bigint);
+/**
+ * n < bound, exact for a bigint (an integer): n < bound exactly when n < ceil(bound). Bounds are
+ * finite (config checks them).
+ */
+function below(n: number | bigint, bound: number): boolean {
+  return typeof n === "number" ? n < bound : n < BigInt(Math.ceil(bound));
+}
+
+/** n > bound, exact for a bigint: n > bound exactly when n > floor(bound). */
+function above(n: number | bigint, bound: number): boolean {
+  return typeof n === "number" ? n > bound : n > BigInt(Math.floor(bound));
 }
 
 /**
