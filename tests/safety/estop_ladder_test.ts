@@ -156,6 +156,7 @@ Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_m
       plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
       plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
     ],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
     safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
   }));
   try {
@@ -179,6 +180,7 @@ Deno.test("Estop ladder call retries a full queue for up to the provider's timeo
   // within timeout_ms + 1 s.
   const rt = await startRuntime(testConfig({
     providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
   }));
   try {
