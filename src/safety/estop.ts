@@ -25,7 +25,7 @@ import {
   deviceHandle,
   failedPrecondition,
   type Logger,
-  RuntimeError,
+  type RuntimeError,
   scalarOf,
   toJsonText,
   toRuntimeError,
@@ -299,16 +299,16 @@ export class Estop implements EstopService {
     this.#state = latchTransition(this.#state, "trigger");
     this.#latchedAtMs = this.#o.clock.nowMs();
     const text = typeof reason === "string" ? reason : undefined;
-    const why = `e-stop${text ? `: ${text}` : ""}`;
     this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
-    const fault = this.#o.modes?.enterFault(why) ?? null;
+    // The reason is on the line above; the mode manager logs the transition "(e-stop)".
+    const fault = this.#o.modes?.enterFault("e-stop") ?? null;
     this.#o.bus?.publish({
       kind: "estop_change",
       latched: true,
       reason: text ?? null,
       timestamp_ms: this.#latchedAtMs,
     });
-    if (reason !== undefined && typeof reason !== "string") {
+    if (typeof reason !== "string") {
       void Promise.resolve(reason).then((r) => {
         if (r) this.#log.warn(`E-STOP reason: ${r}`);
       }, () => {});
@@ -467,11 +467,11 @@ export class Estop implements EstopService {
         await this.#run(planned);
         return;
       } catch (err) {
+        const e = toRuntimeError(err);
         // Runtime-side UNAVAILABLE (no provider status code) while the provider is up = queue full.
-        const busy = err instanceof RuntimeError && err.code === "UNAVAILABLE" &&
-          err.details?.provider_code === undefined && host?.available === true &&
-          this.#o.clock.monoMs() < deadline;
-        if (!busy) throw err;
+        const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
+          host?.available === true && this.#o.clock.monoMs() < deadline;
+        if (!busy) throw e;
         await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_INTERVAL_MS));
       }
     }

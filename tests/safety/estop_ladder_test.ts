@@ -203,3 +203,43 @@ Deno.test("Estop ladder call retries a full queue for up to the provider's timeo
     await rt.stop();
   }
 });
+
+Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has passed", async () => {
+  // The same flood, on a clock the test moves: once the runtime's monotonic time is past the
+  // ladder call's bound (2000 + 1000 ms) the call stops retrying and is reported as failed.
+  let offsetMs = 0;
+  const clock = {
+    nowMs: () => Date.now() + offsetMs,
+    monoMs: () => performance.now() + offsetMs,
+  };
+  const rt = new Runtime(
+    testConfig({
+      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+      pollingIntervalMs: 60000,
+      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    }),
+    { spawn: spawnProcess, clock, log: testLogger() },
+  );
+  try {
+    await rt.start();
+    await rt.modes.request("MANUAL");
+    const flood = Array.from(
+      { length: 70 },
+      (_, k) =>
+        manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
+          .then(() => "ok", (e: RuntimeError) => e.code),
+    );
+    await admitted();
+    const stop = rt.estop.trigger("flood past the bound");
+    await new Promise((r) => setTimeout(r, 100)); // the ladder call is retrying
+    offsetMs = 3001;
+    const result = await stop;
+    assert.deepEqual(result.actions.map((a) => [a.device_handle, a.function, a.success]), [
+      ["plant/plant0", "set_fan", false],
+    ]);
+    assert.match(result.actions[0].error ?? "", /^UNAVAILABLE: Provider busy: plant has \d+ calls/);
+    await Promise.all(flood);
+  } finally {
+    await rt.stop();
+  }
+});

@@ -22,14 +22,24 @@ import {
   uncoveredWarning,
 } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 import { call, hook } from "./_fixture.ts";
 
 /** Wall clock fixed at a known instant (the e-stop stamps its events and latch with it). */
 const NOW_MS = 1_767_000_000_123;
 
 function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> } = {}) {
-  const log = testLogger();
+  /** The e-stop's own warn and error lines (journald form: `<N>[estop] text`). */
+  const logLines: string[] = [];
+  const log = new LineLogger({
+    level: "warn",
+    journald: true,
+    now: () => NOW_MS,
+    write: (line) => {
+      const m = /^<\d>\[estop\] (.*)$/.exec(line);
+      if (m) logLines.push(m[1]);
+    },
+  });
   const bus = new EventBus();
   let wallMs = NOW_MS;
   const clock: Clock & { set(ms: number): void } = {
@@ -72,7 +82,7 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
   bus.subscribe((e) => events.push(e.event));
   const estopEvents = () =>
     events.filter((e) => e.kind === "estop_change" || e.kind === "estop_verification");
-  return { estop, modes, clock, events, estopEvents };
+  return { estop, modes, clock, events, estopEvents, logLines };
 }
 
 const RELAYS: DeviceCapabilities = {
@@ -136,7 +146,7 @@ Deno.test("Estop trigger latches, commits FAULT and publishes estop_change befor
 });
 
 Deno.test("Estop trigger without a reason, or with one still arriving, publishes reason null", async () => {
-  const { estop, estopEvents } = parts();
+  const { estop, estopEvents, logLines } = parts();
   await estop.trigger();
   let late: (r: string) => void = () => {};
   const arriving = new Promise<string>((resolve) => (late = resolve));
@@ -146,11 +156,32 @@ Deno.test("Estop trigger without a reason, or with one still arriving, publishes
     { kind: "estop_change", latched: true, reason: null, timestamp_ms: NOW_MS },
     { kind: "estop_change", latched: true, reason: null, timestamp_ms: NOW_MS },
   ]);
-  // The reason arriving later changes nothing the e-stop reports.
+  // The reason arriving later changes nothing the e-stop reports; it is logged when it arrives.
   late("body arrived");
   const result = await second;
   assert.equal(result.latched, true);
   assert.equal(estopEvents().filter((e) => e.kind === "estop_change").length, 2);
+  assert.deepEqual(logLines.filter((l) => l.startsWith("E-STOP")), [
+    "E-STOP latched",
+    "E-STOP latched",
+    "E-STOP reason: body arrived",
+  ]);
+});
+
+Deno.test("Estop logs a reason once: given at once, arriving later, or arriving empty or failed", async () => {
+  const { estop, logLines } = parts();
+  await estop.trigger("at once");
+  await estop.trigger(Promise.resolve(undefined));
+  await estop.trigger(Promise.reject(new Error("body unreadable")));
+  await estop.trigger(Promise.resolve("late"));
+  await new Promise((r) => setTimeout(r, 0)); // every reason has arrived
+  assert.deepEqual(logLines.filter((l) => l.startsWith("E-STOP")), [
+    "E-STOP latched: at once",
+    "E-STOP latched",
+    "E-STOP latched",
+    "E-STOP latched",
+    "E-STOP reason: late",
+  ]);
 });
 
 Deno.test("Estop clear releases the latch once, publishes it, and leaves the mode in FAULT", async () => {
