@@ -6,11 +6,16 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
+import { CallRouter } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
 import { Runtime } from "../../src/runtime.ts";
 import { startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
+import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
 
 /**
@@ -241,5 +246,88 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     await Promise.all(flood);
   } finally {
     await rt.stop();
+  }
+});
+
+Deno.test("Estop status shows the zero rung's calls with the arguments it will send", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [plantProvider("plant")],
+    safety: { zeroIsSafe: true },
+  }));
+  try {
+    assert.deepEqual(rt.estop.status().plan, {
+      rung: "zero",
+      calls: [
+        {
+          device_handle: "plant/plant0",
+          function: "set_heater",
+          args: { enabled: { type: "bool", bool: false } },
+        },
+        {
+          device_handle: "plant/plant0",
+          function: "set_fan",
+          args: { duty: { type: "double", double: 0 } },
+        },
+      ],
+      uncovered: [],
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop latch alone (no mode manager) refuses actuating calls through the router", async () => {
+  const log = testLogger();
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([plantProvider("plant")], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log,
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 2000,
+  });
+  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
+  const router = new CallRouter({ registry, cache, log });
+  const estop = new Estop({
+    router,
+    registry,
+    clock: systemClock,
+    log,
+    safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
+  });
+  const heaterOn = () =>
+    router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: 1,
+      args: { enabled: b(true) },
+      origin: "manual",
+    });
+  try {
+    await registry.startAll(20000, 2000);
+    await heaterOn();
+    await estop.trigger("latch only");
+    await assert.rejects(heaterOn(), (e: RuntimeError) => {
+      assert.equal(e.code, "FAILED_PRECONDITION");
+      assert.equal(
+        e.message,
+        "E-stop latched: actuating call plant/plant0 set_heater refused " +
+          "(POST /v0/estop/clear releases the latch)",
+      );
+      return true;
+    });
+    // A read-only call passes the latch.
+    await router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: 3,
+      args: {},
+      origin: "manual",
+    });
+    estop.clear();
+    await heaterOn();
+  } finally {
+    await registry.stopAll(2000);
   }
 });

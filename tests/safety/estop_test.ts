@@ -283,3 +283,12 @@ Deno.test("uncoveredWarning names the rung, the count and every untouched functi
       "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.",
   );
 });
+
+Deno.test("NO_SAFE_STATE_WARNING says nothing was changed and to use the hardware stop", () => {
+  assert.equal(
+    NO_SAFE_STATE_WARNING,
+    "No software safe state applies: safety.safe_state has no hooks, its setpoints do not cover " +
+      "every actuating function and zero_is_safe is false. The latch blocks further actuating " +
+      "calls but no output was changed; use the hardware emergency stop to remove power.",
+  );
+});
