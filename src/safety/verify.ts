@@ -122,12 +122,12 @@ async function verifyDevice(
 }
 
 type FreshRead =
-  | { readonly ok: true; readonly samples: ReadonlyMap<string, Sample> }
+  | { readonly ok: true; readonly samples: ReadonlyMap<string | undefined, Sample> }
   | {
     readonly ok: false;
     readonly reason: string;
-    /** No answer within the time the read was given. */
-    readonly timedOut: boolean;
+    /** The request got no answer within the time it was given. */
+    readonly timedOut?: boolean;
   };
 
 interface Sample {
@@ -143,13 +143,10 @@ async function readFresh(
   remainingMs: number,
 ): Promise<FreshRead> {
   const host = registry.host(providerId);
-  if (!host) return { ok: false, reason: `provider not found: ${providerId}`, timedOut: false };
-  if (!host.available) {
-    return { ok: false, reason: `provider unavailable: ${providerId}`, timedOut: false };
-  }
+  if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
+  if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
   if (!host.devices.some((d: DeviceCapabilities) => d.device.deviceId === deviceId)) {
-    const reason = `device not found: ${deviceHandle(providerId, deviceId)}`;
-    return { ok: false, reason, timedOut: false };
+    return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
   }
   try {
     const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(remainingMs)));
@@ -158,14 +155,14 @@ async function readFresh(
       { device_id: deviceId, signal_ids: signalIds },
       timeout,
     );
-    // Keyed by signal id; only the expected ones are ever looked up.
-    const samples = new Map<string, Sample>();
-    for (const sv of r.values ?? []) {
-      samples.set(sv.signal_id ?? "", {
+    // Keyed by signal id as answered; only the expected ones are ever looked up.
+    const samples = new Map<string | undefined, Sample>();
+    r.values?.forEach((sv) =>
+      samples.set(sv.signal_id, {
         value: typedValueFromWire(sv.value),
         quality: qualityFromWire(sv.quality),
-      });
-    }
+      })
+    );
     return { ok: true, samples };
   } catch (err) {
     const e = toRuntimeError(err);
@@ -227,8 +224,9 @@ export function mismatch(e: SafeStateExpectation, value: TypedValue): string | n
   const n = numeric(value);
   if (n === null) return `expected a number, the signal is ${value.type}`;
   if (typeof n === "number" && !Number.isFinite(n)) return `reads ${String(n)}`;
-  if (e.min !== undefined && below(n, e.min)) return `reads ${String(n)}, below ${e.min}`;
-  if (e.max !== undefined && above(n, e.max)) return `reads ${String(n)}, above ${e.max}`;
+  // A bigint compares with a number exactly (by mathematical value).
+  if (n < (e.min ?? -Infinity)) return `reads ${String(n)}, below ${e.min}`;
+  if (n > (e.max ?? Infinity)) return `reads ${String(n)}, above ${e.max}`;
   return null;
 }
 
@@ -248,19 +246,6 @@ function numeric(v: TypedValue): number | bigint | null {
 function equalNumber(a: number | bigint, b: number): boolean {
   if (typeof a === "number") return a === b;
   return Number.isInteger(b) && a === BigInt(b);
-}
-
-/**
- * n < bound, exact for a bigint (an integer): n < bound exactly when n < ceil(bound). Bounds are
- * finite (config checks them).
- */
-function below(n: number | bigint, bound: number): boolean {
-  return typeof n === "number" ? n < bound : n < BigInt(Math.ceil(bound));
-}
-
-/** n > bound, exact for a bigint: n > bound exactly when n > floor(bound). */
-function above(n: number | bigint, bound: number): boolean {
-  return typeof n === "number" ? n > bound : n > BigInt(Math.floor(bound));
 }
 
 /**

@@ -117,6 +117,11 @@ Deno.test("mismatch: bounds against integers beyond 2^53 are exact", () => {
     "reads 1152921504606846976, above 0.5",
   );
   assert.equal(mismatch(range({ min: -1e300, max: 1e300 }), i64(-BIG)), null);
+  // One bound only.
+  assert.equal(mismatch(range({ max: 5 }), i64(-BIG)), null);
+  assert.equal(mismatch(range({ min: 0 }), u64(BIG)), null);
+  assert.equal(mismatch(range({ max: 5 }), u64(BIG)), "reads 1152921504606846976, above 5");
+  assert.equal(mismatch(range({ min: 0 }), i64(-BIG)), "reads -1152921504606846976, below 0");
 });
 
 function device(
@@ -262,6 +267,7 @@ Deno.test("verifySafeState reads each device once when its checks hold, all its 
       expectation("rb/dev0/flag", { equals: false }, 2),
       expectation("rb/dev0/level", { equals: 0.25 }, 3), // the same signal twice: read once
       expectation("rb/dev0/name", { equals: "idle" }, 4),
+      expectation("rb/dev0/other", { min: 5 }, 5),
     ];
     const before = performance.now();
     const v = await verifySafeState({
@@ -308,9 +314,16 @@ Deno.test("verifySafeState reads each device once when its checks hold, all its 
         quality: "OK",
         outcome: "verified",
       },
+      {
+        signal: "rb/dev0/other",
+        expected: { min: 5 },
+        observed: dbl(9),
+        quality: "OK",
+        outcome: "verified",
+      },
     ]);
     // One round-trip per device, every expected signal of it once (and nothing else).
-    assert.deepEqual(fx.reads().sort(), ["dev0 level,flag,name", "dev1 count"]);
+    assert.deepEqual(fx.reads().sort(), ["dev0 level,flag,name,other", "dev1 count"]);
     // Whole milliseconds, measured on the injected clock.
     assert.ok(Number.isInteger(v.elapsed_ms), `elapsed_ms ${v.elapsed_ms}`);
     assert.ok(v.elapsed_ms >= 0 && v.elapsed_ms <= Math.ceil(took), `${v.elapsed_ms} <= ${took}`);
