@@ -454,14 +454,18 @@ export class Estop implements EstopService {
    * Runs one ladder call, retrying while its provider is up but its call queue is full (a flood
    * of calls queued before the latch): those queued calls are refused one after another as soon
    * as the call on the wire returns, so the queue drains within about the provider's timeout_ms.
-   * A provider that is down fails at once.
+   * A provider that is down, or not configured, fails at once.
    */
   async #runWhileBusy(planned: PlannedCall): Promise<void> {
     const providerId = planned.kind === "zero"
       ? planned.providerId
       : planned.call.deviceHandle.split("/")[0];
     const host = this.#o.registry.host(providerId);
-    const deadline = this.#o.clock.monoMs() + (host?.config.timeoutMs ?? 0) + BUSY_RETRY_MARGIN_MS;
+    if (!host) {
+      await this.#run(planned); // rejects: the router names the unknown provider
+      return;
+    }
+    const deadline = this.#o.clock.monoMs() + host.config.timeoutMs + BUSY_RETRY_MARGIN_MS;
     for (;;) {
       try {
         await this.#run(planned);
@@ -470,7 +474,7 @@ export class Estop implements EstopService {
         const e = toRuntimeError(err);
         // Runtime-side UNAVAILABLE (no provider status code) while the provider is up = queue full.
         const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
-          host?.available === true && this.#o.clock.monoMs() < deadline;
+          host.available && this.#o.clock.monoMs() < deadline;
         if (!busy) throw e;
         await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_INTERVAL_MS));
       }

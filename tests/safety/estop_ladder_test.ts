@@ -117,6 +117,8 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
     assert.equal(rt.cache.signal("plant", "plant0", "fan_duty")?.value?.type, "double");
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
     assert.equal(result.verification.outcome, "verified");
+    assert.equal(result.uncovered_actuating_functions, 1);
+    assert.deepEqual(result.uncovered, [{ device_handle: "plant/plant0", function: "set_heater" }]);
     assert.match(
       result.warning ?? "",
       /^The 'hooks' rung leaves 1 actuating function\(s\) untouched: plant\/plant0 set_heater\. /,
@@ -249,7 +251,7 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
   }
 });
 
-Deno.test("Estop status shows the zero rung's calls with the arguments it will send", async () => {
+Deno.test("Estop zero rung: status shows the calls with their arguments, a trigger makes them", async () => {
   const rt = await startRuntime(testConfig({
     providers: [plantProvider("plant")],
     safety: { zeroIsSafe: true },
@@ -271,6 +273,19 @@ Deno.test("Estop status shows the zero rung's calls with the arguments it will s
       ],
       uncovered: [],
     });
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "plant", "plant0", 1, { enabled: b(true) });
+    await manualCall(rt, "plant", "plant0", 2, { duty: d(0.4) });
+    const result = await rt.estop.trigger("zero");
+    assert.deepEqual(result.actions, [
+      { device_handle: "plant/plant0", function: "set_heater", success: true },
+      { device_handle: "plant/plant0", function: "set_fan", success: true },
+    ]);
+    assert.deepEqual(result.uncovered, []);
+    assert.equal(result.uncovered_actuating_functions, 0);
+    assert.equal(Object.hasOwn(result, "warning"), false, "nothing untouched: no warning");
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "heater_on")?.value, b(false));
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
   } finally {
     await rt.stop();
   }

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { Runtime } from "../../src/runtime.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -143,8 +144,21 @@ Deno.test("Estop logs a read-back that failed as errors, one per check, and a ve
   try {
     await rt.modes.request("MANUAL");
     await manualCall(rt, "plant", "plant0", 1, { enabled: b(true) });
+    const events: RuntimeEvent[] = [];
+    const unsubscribe = rt.bus.subscribe((e) => events.push(e.event));
     const failed = await rt.estop.trigger("heater left on");
+    unsubscribe();
     assert.equal(failed.verification.outcome, "mismatch");
+    const [event] = events.filter((e) => e.kind === "estop_verification");
+    assert.deepEqual(event, {
+      kind: "estop_verification",
+      outcome: "mismatch",
+      elapsed_ms: failed.verification.elapsed_ms,
+      checks_total: 2,
+      checks_verified: 1,
+      failed_signals: ["plant/plant0/heater_on"],
+      timestamp_ms: event.timestamp_ms,
+    });
     const errors = at(lines, "error");
     assert.equal(errors.length, 2, errors.join("\n"));
     assert.match(errors[0], /^e-stop verification: mismatch after \d+ ms \(1\/2 verified\)$/);
