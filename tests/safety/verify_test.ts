@@ -484,7 +484,10 @@ Deno.test("verifySafeState: a mismatch anywhere outweighs an unreachable check",
     [expectation("rb/dev0/a", { equals: 0 }, 0), expectation("rb/dev1/b", { equals: false }, 1)],
   );
   assert.equal(v.outcome, "mismatch");
-  assert.deepEqual(v.checks.map((c) => c.outcome), ["unreachable", "mismatch"]);
+  assert.deepEqual(v.checks.map((c) => [c.outcome, c.reason]), [
+    ["unreachable", "the provider did not return the signal"], // an answer without any value
+    ["mismatch", "reads true"],
+  ]);
 });
 
 Deno.test("verifySafeState: a failed read keeps the last fresh value, else says why it failed", async () => {
