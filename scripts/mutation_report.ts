@@ -40,7 +40,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   {
     name: "safety-plan",
     files: ["src/safety/safe_state.ts"],
-    tests: ["tests/safety/"],
+    tests: ["tests/safety/safe_state_test.ts"],
     timeoutMs: UNIT_TIMEOUT_MS,
   },
   {

@@ -25,7 +25,9 @@ import {
   deviceHandle,
   failedPrecondition,
   type Logger,
-  RuntimeError,
+  type RuntimeError,
+  scalarOf,
+  toJsonText,
   toRuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
@@ -266,8 +268,11 @@ export class Estop implements EstopService {
       `e-stop plan (${why}): rung '${view.rung}', ${view.calls.length} call(s), ${view.uncovered.length} actuating function(s) untouched`,
     );
     for (const c of view.calls) {
-      const args = Object.entries(c.args).map(([k, v]) => `${k}=${argText(v)}`).join(", ");
-      this.#log.info(`e-stop plan call: ${c.device_handle} ${c.function}(${args})`);
+      this.#log.info(
+        `e-stop plan call: ${c.device_handle} ${c.function}(${
+          Object.entries(c.args).map(([k, v]) => `${k}=${toJsonText(scalarOf(v))}`).join(", ")
+        })`,
+      );
     }
     if (view.rung === "none") {
       this.#log.warn("safe-state ladder resolves to none: an e-stop will latch without actuating");
@@ -294,16 +299,16 @@ export class Estop implements EstopService {
     this.#state = latchTransition(this.#state, "trigger");
     this.#latchedAtMs = this.#o.clock.nowMs();
     const text = typeof reason === "string" ? reason : undefined;
-    const why = `e-stop${text ? `: ${text}` : ""}`;
     this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
-    const fault = this.#o.modes?.enterFault(why) ?? null;
+    // The reason is on the line above; the mode manager logs the transition "(e-stop)".
+    const fault = this.#o.modes?.enterFault("e-stop") ?? null;
     this.#o.bus?.publish({
       kind: "estop_change",
       latched: true,
       reason: text ?? null,
       timestamp_ms: this.#latchedAtMs,
     });
-    if (reason !== undefined && typeof reason !== "string") {
+    if (typeof reason !== "string") {
       void Promise.resolve(reason).then((r) => {
         if (r) this.#log.warn(`E-STOP reason: ${r}`);
       }, () => {});
@@ -369,22 +374,29 @@ export class Estop implements EstopService {
       drain,
       verification,
     };
-    if (plan.rung === "none") {
-      result.warning = NO_SAFE_STATE_WARNING;
-      this.#log.warn(NO_SAFE_STATE_WARNING);
-    } else if (plan.uncovered.length > 0) {
-      result.warning = uncoveredWarning(plan.rung, plan.uncovered);
+    const warning = plan.rung === "none"
+      ? NO_SAFE_STATE_WARNING
+      : plan.uncovered.length > 0
+      ? uncoveredWarning(plan.rung, plan.uncovered)
+      : undefined;
+    if (warning !== undefined) {
+      result.warning = warning;
+      this.#log.warn(warning);
     }
     return result;
   }
 
   #reportVerification(v: Verification): void {
     const failed = v.checks.filter((c) => c.outcome !== "verified");
-    const text = `e-stop verification: ${v.outcome} after ${v.elapsed_ms} ms (${
-      v.checks.length - failed.length
-    }/${v.checks.length} verified)`;
-    if (v.outcome === "verified") this.#log.info(text);
-    else this.#log.error(text);
+    if (v.outcome === "verified") {
+      this.#log.info(`e-stop verification: verified after ${v.elapsed_ms} ms`);
+    } else {
+      this.#log.error(
+        `e-stop verification: ${v.outcome} after ${v.elapsed_ms} ms (${
+          v.checks.length - failed.length
+        }/${v.checks.length} verified)`,
+      );
+    }
     for (const c of failed) {
       this.#log.error(`e-stop verification ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
     }
@@ -404,16 +416,10 @@ export class Estop implements EstopService {
    * attempted. Actions are reported in plan order.
    */
   async #runLadder(plan: SafeStatePlan): Promise<EstopAction[]> {
+    // What it leaves untouched is the answer's warning, logged with it.
     this.#log.warn(
       `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
     );
-    if (plan.uncovered.length > 0 && plan.rung !== "none") {
-      this.#log.warn(
-        `not touched by the '${plan.rung}' rung: ${
-          plan.uncovered.map((u) => `${u.device_handle} ${u.function}`).join(", ")
-        }`,
-      );
-    }
     const actions: EstopAction[] = plan.calls.map((c) => ({ ...c.label, success: true }));
     const indexed = plan.calls.map((planned, i) => ({ planned, i }));
     await fanOutByProvider(indexed, ({ planned }) => planned.label.device_handle, async (item) => {
@@ -436,14 +442,11 @@ export class Estop implements EstopService {
   async #drainAll(): Promise<DrainReport> {
     const pending: string[] = [];
     await Promise.all(this.#o.registry.hosts.map(async (h) => {
-      const done = await this.#o.router.drain(h.id, h.config.timeoutMs + DRAIN_MARGIN_MS);
-      if (!done) pending.push(h.id);
+      const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
+      if (await this.#o.router.drain(h.id, boundMs)) return;
+      pending.push(h.id);
+      this.#log.error(`e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`);
     }));
-    if (pending.length > 0) {
-      this.#log.error(
-        `e-stop: in-flight calls to ${pending.join(", ")} had not finished within their bound`,
-      );
-    }
     return { complete: pending.length === 0, pending_providers: pending };
   }
 
@@ -451,24 +454,28 @@ export class Estop implements EstopService {
    * Runs one ladder call, retrying while its provider is up but its call queue is full (a flood
    * of calls queued before the latch): those queued calls are refused one after another as soon
    * as the call on the wire returns, so the queue drains within about the provider's timeout_ms.
-   * A provider that is down fails at once.
+   * A provider that is down, or not configured, fails at once.
    */
   async #runWhileBusy(planned: PlannedCall): Promise<void> {
     const providerId = planned.kind === "zero"
       ? planned.providerId
       : planned.call.deviceHandle.split("/")[0];
     const host = this.#o.registry.host(providerId);
-    const deadline = this.#o.clock.monoMs() + (host?.config.timeoutMs ?? 0) + BUSY_RETRY_MARGIN_MS;
+    if (!host) {
+      await this.#run(planned); // rejects: the router names the unknown provider
+      return;
+    }
+    const deadline = this.#o.clock.monoMs() + host.config.timeoutMs + BUSY_RETRY_MARGIN_MS;
     for (;;) {
       try {
         await this.#run(planned);
         return;
       } catch (err) {
+        const e = toRuntimeError(err);
         // Runtime-side UNAVAILABLE (no provider status code) while the provider is up = queue full.
-        const busy = err instanceof RuntimeError && err.code === "UNAVAILABLE" &&
-          err.details?.provider_code === undefined && host?.available === true &&
-          this.#o.clock.monoMs() < deadline;
-        if (!busy) throw err;
+        const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
+          host.available && this.#o.clock.monoMs() < deadline;
+        if (!busy) throw e;
         await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_INTERVAL_MS));
       }
     }
@@ -483,22 +490,5 @@ export class Estop implements EstopService {
       args: planned.args,
       origin: "safety",
     });
-  }
-}
-
-function argText(v: TypedValue): string {
-  switch (v.type) {
-    case "string":
-      return JSON.stringify(v.string);
-    case "bytes":
-      return `bytes(${v.base64})`;
-    case "bool":
-      return String(v.bool);
-    case "double":
-      return String(v.double);
-    case "int64":
-      return String(v.int64);
-    case "uint64":
-      return String(v.uint64);
   }
 }

@@ -62,8 +62,6 @@ export interface VerifyOptions {
   readonly clock: Clock;
   readonly expect: readonly SafeStateExpectation[];
   readonly timeoutMs: number;
-  /** Pause between read-backs (default VERIFY_RETRY_INTERVAL_MS). */
-  readonly retryIntervalMs?: number;
 }
 
 /** Reads every expected signal back until all hold or the timeout passes (module comment). */
@@ -100,30 +98,37 @@ async function verifyDevice(
 ): Promise<void> {
   const { providerId, deviceId } = group[0];
   const signalIds = [...new Set(group.map((e) => e.signalId))];
-  const interval = o.retryIntervalMs ?? VERIFY_RETRY_INTERVAL_MS;
   for (;;) {
     const remaining = deadline - o.clock.monoMs();
     const read = await readFresh(o.registry, providerId, deviceId, signalIds, remaining);
     let allHold = true;
     for (const e of group) {
       const check = judge(e, read);
-      // A read that fails (often the last one, cut short by the deadline) does not erase what an
-      // earlier fresh read showed: "mismatch" is about the last fresh value.
+      // A read that fails does not erase what an earlier fresh read showed ("mismatch" is about
+      // the last fresh value), and one that got no answer in time (the last one, often, cut
+      // short by the deadline) says nothing new: the earlier result and its reason stand. A
+      // provider that hung is marked down by its own timeout, which the next read reports.
       const previous = out.get(e);
-      const keep = !read.ok && previous !== undefined && previous.observed !== null;
+      const keep = !read.ok && previous !== undefined &&
+        (previous.observed !== null || read.timedOut);
       if (!keep) out.set(e, check);
       if (check.outcome !== "verified") allHold = false;
     }
     if (allHold) return;
     const left = deadline - o.clock.monoMs();
     if (left <= 0) return;
-    await new Promise((r) => setTimeout(r, Math.min(interval, left)));
+    await new Promise((r) => setTimeout(r, Math.min(VERIFY_RETRY_INTERVAL_MS, left)));
   }
 }
 
 type FreshRead =
-  | { readonly ok: true; readonly samples: ReadonlyMap<string, Sample> }
-  | { readonly ok: false; readonly reason: string };
+  | { readonly ok: true; readonly samples: ReadonlyMap<string | undefined, Sample> }
+  | {
+    readonly ok: false;
+    readonly reason: string;
+    /** The request got no answer within the time it was given. */
+    readonly timedOut?: boolean;
+  };
 
 interface Sample {
   readonly value: TypedValue | null;
@@ -150,19 +155,19 @@ async function readFresh(
       { device_id: deviceId, signal_ids: signalIds },
       timeout,
     );
-    const samples = new Map<string, Sample>();
-    for (const sv of r.values ?? []) {
-      const id = sv.signal_id ?? "";
-      if (!signalIds.includes(id)) continue;
-      samples.set(id, {
+    // Keyed by signal id as answered; only the expected ones are ever looked up.
+    const samples = new Map<string | undefined, Sample>();
+    r.values?.forEach((sv) =>
+      samples.set(sv.signal_id, {
         value: typedValueFromWire(sv.value),
         quality: qualityFromWire(sv.quality),
-      });
-    }
+      })
+    );
     return { ok: true, samples };
   } catch (err) {
     const e = toRuntimeError(err);
-    return { ok: false, reason: `read failed: ${e.code}: ${e.message}` };
+    const timedOut = e.code === "DEADLINE_EXCEEDED";
+    return { ok: false, reason: `read failed: ${e.code}: ${e.message}`, timedOut };
   }
 }
 
@@ -219,8 +224,9 @@ export function mismatch(e: SafeStateExpectation, value: TypedValue): string | n
   const n = numeric(value);
   if (n === null) return `expected a number, the signal is ${value.type}`;
   if (typeof n === "number" && !Number.isFinite(n)) return `reads ${String(n)}`;
-  if (e.min !== undefined && lessThan(n, e.min)) return `reads ${String(n)}, below ${e.min}`;
-  if (e.max !== undefined && lessThan(e.max, n)) return `reads ${String(n)}, above ${e.max}`;
+  // A bigint compares with a number exactly (by mathematical value).
+  if (n < (e.min ?? -Infinity)) return `reads ${String(n)}, below ${e.min}`;
+  if (n > (e.max ?? Infinity)) return `reads ${String(n)}, above ${e.max}`;
   return null;
 }
 
@@ -240,15 +246,6 @@ function numeric(v: TypedValue): number | bigint | null {
 function equalNumber(a: number | bigint, b: number): boolean {
   if (typeof a === "number") return a === b;
   return Number.isInteger(b) && a === BigInt(b);
-}
-
-/** a < b for a mix of numbers and bigints (bigints only ever hold integers). */
-function lessThan(a: number | bigint, b: number | bigint): boolean {
-  if (typeof a === "number" && typeof b === "number") return a < b;
-  if (typeof a === "bigint" && typeof b === "bigint") return a < b;
-  // Mixed: compare against the bigint through the number's floor/ceil, exact for integers.
-  if (typeof a === "bigint") return a < BigInt(Math.ceil(b as number));
-  return BigInt(Math.floor(a)) < (b as bigint);
 }
 
 /**

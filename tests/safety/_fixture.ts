@@ -18,12 +18,14 @@ const PLANT_MAIN = new URL("./_plant_provider.ts", import.meta.url).pathname;
 
 /**
  * A provider entry running tests/safety/_plant_provider.ts (device plant0): `latencyMs` slows
- * its actuating calls, `growMarker` makes its first process declare only its READ function, and
- * `restartBackoffMs` enables one restart after that backoff.
+ * its actuating calls, `timeoutMs` is the provider's call timeout (default 5000), `growMarker`
+ * makes its first process declare only its READ function, and `restartBackoffMs` enables one
+ * restart after that backoff.
  */
 export function plantProvider(
   id: string,
-  o: { latencyMs?: number; growMarker?: string; restartBackoffMs?: number } = {},
+  o: { latencyMs?: number; timeoutMs?: number; growMarker?: string; restartBackoffMs?: number } =
+    {},
 ): ProviderConfig {
   return {
     id,
@@ -38,7 +40,7 @@ export function plantProvider(
       ...(o.latencyMs ? ["--latency-ms", String(o.latencyMs)] : []),
       ...(o.growMarker ? ["--grow-marker", o.growMarker] : []),
     ],
-    timeoutMs: 5000,
+    timeoutMs: o.timeoutMs ?? 5000,
     helloTimeoutMs: 10000,
     readyTimeoutMs: 10000,
     restartPolicy: {

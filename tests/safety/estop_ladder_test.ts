@@ -1,0 +1,348 @@
+/**
+ * The e-stop ladder against real provider processes: every call attempted and each failure
+ * reported at once (never retried into the provider's timeout), the plan as status shows it,
+ * the bounded drain of in-flight calls, and the bounded retry of a call refused because its
+ * provider's queue is full.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeError } from "../../src/common/mod.ts";
+import { CallRouter } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { startRuntime, testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
+import { readbackProvider } from "./_readback.ts";
+
+/**
+ * Lets calls just made pass the router's gate re-check under the provider lock (the admission
+ * the latch cannot undo): the first of them is then on the wire, the rest queued behind it.
+ */
+function admitted(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** Generous bound on an e-stop whose failed calls fail at once (a retry costs timeout_ms + 1 s). */
+const FAILS_AT_ONCE_BOUND_MS = 2500;
+
+Deno.test("Estop attempts every ladder call and reports each failure at once, in plan order", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "estop-ladder-" });
+  const rt = await startRuntime(testConfig({
+    providers: [
+      plantProvider("plant"),
+      readbackProvider("rb", {
+        dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "unavailable" },
+      }, { logFile }),
+      readbackProvider("gone", {
+        dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "ok" },
+      }),
+    ],
+    safety: {
+      hooks: [
+        call("plant/plant0", "no_such_function"),
+        call("ghost/dev0", "set_output", { level: 1 }),
+        call("gone/dev0", "set_output"),
+        call("rb/dev0", "set_output"),
+        call("plant/plant0", "set_fan", { duty: 0 }), // an integer literal for a double
+      ],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+    },
+  }));
+  try {
+    await rt.registry.host("gone")!.stop(2000);
+    assert.equal(rt.registry.host("gone")!.available, false);
+    const before = rt.estop.status();
+    assert.deepEqual(before.plan?.calls, [
+      { device_handle: "plant/plant0", function: "no_such_function", args: {} },
+      // No such provider: the arguments as configured.
+      {
+        device_handle: "ghost/dev0",
+        function: "set_output",
+        args: { level: { type: "int64", int64: 1 } },
+      },
+      { device_handle: "gone/dev0", function: "set_output", args: {} },
+      { device_handle: "rb/dev0", function: "set_output", args: {} },
+      // Resolved: typed as the function declares them.
+      {
+        device_handle: "plant/plant0",
+        function: "set_fan",
+        args: { duty: { type: "double", double: 0 } },
+      },
+    ]);
+    assert.deepEqual(before.plan?.uncovered, [
+      { device_handle: "plant/plant0", function: "set_heater" },
+    ]);
+    assert.deepEqual(before.unverified_devices, ["plant/plant0", "gone/dev0"]);
+
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "plant", "plant0", 2, { duty: d(0.8) });
+    const t0 = performance.now();
+    const result = await rt.estop.trigger("ladder");
+    const took = performance.now() - t0;
+    assert.deepEqual(result.actions, [
+      {
+        device_handle: "plant/plant0",
+        function: "no_such_function",
+        success: false,
+        error: "NOT_FOUND: Function not found: plant/plant0 'no_such_function'",
+      },
+      {
+        device_handle: "ghost/dev0",
+        function: "set_output",
+        success: false,
+        error: "NOT_FOUND: Provider not found: ghost",
+      },
+      {
+        device_handle: "gone/dev0",
+        function: "set_output",
+        success: false,
+        error: "UNAVAILABLE: Provider unavailable: gone",
+      },
+      {
+        device_handle: "rb/dev0",
+        function: "set_output",
+        success: false,
+        error: "UNAVAILABLE: provider answered UNAVAILABLE: scripted call failure",
+      },
+      { device_handle: "plant/plant0", function: "set_fan", success: true },
+    ]);
+    // The provider-side failure was attempted once, not retried.
+    const calls = Deno.readTextFileSync(logFile).split("\n").filter((l) => l.startsWith("call "));
+    assert.deepEqual(calls, ["call dev0 set_output"]);
+    assert.ok(took < FAILS_AT_ONCE_BOUND_MS, `the e-stop answered after ${took} ms`);
+    assert.equal(rt.cache.signal("plant", "plant0", "fan_duty")?.value?.type, "double");
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
+    assert.equal(result.verification.outcome, "verified");
+    assert.equal(result.uncovered_actuating_functions, 1);
+    assert.deepEqual(result.uncovered, [{ device_handle: "plant/plant0", function: "set_heater" }]);
+    assert.match(
+      result.warning ?? "",
+      /^The 'hooks' rung leaves 1 actuating function\(s\) untouched: plant\/plant0 set_heater\. /,
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(logFile);
+  }
+});
+
+Deno.test("Estop status follows the inventory: a plan asked for before discovery is not kept", async () => {
+  const rt = new Runtime(
+    testConfig({
+      providers: [plantProvider("plant")],
+      safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
+    }),
+    { spawn: spawnProcess, clock: systemClock, log: testLogger() },
+  );
+  try {
+    const early = rt.estop.status();
+    assert.equal(early.uncovered_actuating_functions, 0, "no devices known yet");
+    assert.deepEqual(early.plan?.calls[0].args, { duty: { type: "int64", int64: 0 } });
+    await rt.start();
+    const status = rt.estop.status();
+    assert.equal(status.uncovered_actuating_functions, 1);
+    assert.deepEqual(status.plan?.uncovered, [{
+      device_handle: "plant/plant0",
+      function: "set_heater",
+    }]);
+    assert.deepEqual(status.plan?.calls[0].args, { duty: { type: "double", double: 0 } });
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_ms + 1 s, and says which did not finish", async () => {
+  // `held`: a call on the wire when the e-stop fires, then the ladder's own call, 1400 ms each:
+  // the drain barrier behind them needs ~2800 ms, past 1500 + 1000. `busy`: one call of 1000 ms
+  // in flight, inside its bound (but past timeout_ms - 1 s).
+  const rt = await startRuntime(testConfig({
+    providers: [
+      plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
+      plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
+    ],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    const inFlight = [
+      manualCall(rt, "held", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
+      manualCall(rt, "busy", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
+    ];
+    await admitted();
+    const result = await rt.estop.trigger("drain bound");
+    assert.deepEqual(result.drain, { complete: false, pending_providers: ["held"] });
+    await Promise.all(inFlight);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop ladder call retries a full queue for up to the provider's timeout_ms + 1 s", async () => {
+  // A call on the wire for 1500 ms and 64 queued behind it (the bound): the ladder's call is
+  // refused as busy until the queue clears, ~1.5 s later — past 1 s and past timeout_ms - 1 s,
+  // within timeout_ms + 1 s.
+  const rt = await startRuntime(testConfig({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    const flood = Array.from(
+      { length: 70 },
+      (_, k) =>
+        manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
+          .then(() => "ok", (e: RuntimeError) => e.code),
+    );
+    await admitted();
+    const result = await rt.estop.trigger("flood");
+    const codes = await Promise.all(flood);
+    assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
+    assert.deepEqual(result.actions, [
+      { device_handle: "plant/plant0", function: "set_fan", success: true },
+    ]);
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has passed", async () => {
+  // The same flood, on a clock the test moves: once the runtime's monotonic time is past the
+  // ladder call's bound (2000 + 1000 ms) the call stops retrying and is reported as failed.
+  let offsetMs = 0;
+  const clock = {
+    nowMs: () => Date.now() + offsetMs,
+    monoMs: () => performance.now() + offsetMs,
+  };
+  const rt = new Runtime(
+    testConfig({
+      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+      pollingIntervalMs: 60000,
+      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    }),
+    { spawn: spawnProcess, clock, log: testLogger() },
+  );
+  try {
+    await rt.start();
+    await rt.modes.request("MANUAL");
+    const flood = Array.from(
+      { length: 70 },
+      (_, k) =>
+        manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
+          .then(() => "ok", (e: RuntimeError) => e.code),
+    );
+    await admitted();
+    const stop = rt.estop.trigger("flood past the bound");
+    await new Promise((r) => setTimeout(r, 100)); // the ladder call is retrying
+    offsetMs = 3001;
+    const result = await stop;
+    assert.deepEqual(result.actions.map((a) => [a.device_handle, a.function, a.success]), [
+      ["plant/plant0", "set_fan", false],
+    ]);
+    assert.match(result.actions[0].error ?? "", /^UNAVAILABLE: Provider busy: plant has \d+ calls/);
+    await Promise.all(flood);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop zero rung: status shows the calls with their arguments, a trigger makes them", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [plantProvider("plant")],
+    safety: { zeroIsSafe: true },
+  }));
+  try {
+    assert.deepEqual(rt.estop.status().plan, {
+      rung: "zero",
+      calls: [
+        {
+          device_handle: "plant/plant0",
+          function: "set_heater",
+          args: { enabled: { type: "bool", bool: false } },
+        },
+        {
+          device_handle: "plant/plant0",
+          function: "set_fan",
+          args: { duty: { type: "double", double: 0 } },
+        },
+      ],
+      uncovered: [],
+    });
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "plant", "plant0", 1, { enabled: b(true) });
+    await manualCall(rt, "plant", "plant0", 2, { duty: d(0.4) });
+    const result = await rt.estop.trigger("zero");
+    assert.deepEqual(result.actions, [
+      { device_handle: "plant/plant0", function: "set_heater", success: true },
+      { device_handle: "plant/plant0", function: "set_fan", success: true },
+    ]);
+    assert.deepEqual(result.uncovered, []);
+    assert.equal(result.uncovered_actuating_functions, 0);
+    assert.equal(Object.hasOwn(result, "warning"), false, "nothing untouched: no warning");
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "heater_on")?.value, b(false));
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop latch alone (no mode manager) refuses actuating calls through the router", async () => {
+  const log = testLogger();
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([plantProvider("plant")], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log,
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 2000,
+  });
+  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
+  const router = new CallRouter({ registry, cache, log });
+  const estop = new Estop({
+    router,
+    registry,
+    clock: systemClock,
+    log,
+    safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
+  });
+  const heaterOn = () =>
+    router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: 1,
+      args: { enabled: b(true) },
+      origin: "manual",
+    });
+  try {
+    await registry.startAll(20000, 2000);
+    await heaterOn();
+    await estop.trigger("latch only");
+    await assert.rejects(heaterOn(), (e: RuntimeError) => {
+      assert.equal(e.code, "FAILED_PRECONDITION");
+      assert.equal(
+        e.message,
+        "E-stop latched: actuating call plant/plant0 set_heater refused " +
+          "(POST /v0/estop/clear releases the latch)",
+      );
+      return true;
+    });
+    // A read-only call passes the latch.
+    await router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: 3,
+      args: {},
+      origin: "manual",
+    });
+    estop.clear();
+    await heaterOn();
+  } finally {
+    await registry.stopAll(2000);
+  }
+});

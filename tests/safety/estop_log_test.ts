@@ -1,0 +1,177 @@
+/**
+ * What the e-stop tells the operator in the log (docs/safety.md §2-3): the plan with its gaps at
+ * start-up and again whenever a provider's inventory changes, expectations that do not resolve,
+ * actuating devices nothing verifies, and an e-stop whose read-back failed as an error. These
+ * lines are the documented output, so here the log is what is asserted: which lines, at which
+ * level — their key content, not every word.
+ */
+import assert from "node:assert/strict";
+import type { Config } from "../../src/config/mod.ts";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { Runtime } from "../../src/runtime.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";
+
+interface Line {
+  level: "info" | "warn" | "error";
+  text: string;
+}
+
+const LEVEL: Record<string, Line["level"]> = { "6": "info", "4": "warn", "3": "error" };
+
+/** A runtime whose e-stop log lines (scope `estop`) are kept, at info and above. */
+async function start(config: Config): Promise<{ rt: Runtime; lines: Line[] }> {
+  const lines: Line[] = [];
+  const log = new LineLogger({
+    level: "info",
+    journald: true,
+    now: () => Date.now(),
+    write: (line) => {
+      const m = /^<(\d)>\[estop\] (.*)$/.exec(line);
+      if (m) lines.push({ level: LEVEL[m[1]], text: m[2] });
+    },
+  });
+  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log });
+  try {
+    await rt.start();
+  } catch (err) {
+    await rt.stop();
+    throw err;
+  }
+  return { rt, lines };
+}
+
+const at = (lines: Line[], level: Line["level"]) =>
+  lines.filter((l) => l.level === level).map((l) => l.text);
+
+Deno.test("Estop logs its plan at start-up: every call, the untouched functions, unresolved expectations", async () => {
+  const { rt, lines } = await start(testConfig({
+    providers: [plantProvider("plant")],
+    safety: {
+      hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+      expect: [expectation("plant/plant0/nope", { equals: 0 })],
+    },
+  }));
+  try {
+    assert.deepEqual(at(lines, "info"), [
+      "e-stop plan (start-up): rung 'hooks', 1 call(s), 1 actuating function(s) untouched",
+      "e-stop plan call: plant/plant0 set_fan(duty=0)",
+    ]);
+    assert.deepEqual(at(lines, "warn"), [
+      "The 'hooks' rung leaves 1 actuating function(s) untouched: " +
+      "plant/plant0 set_heater. The e-stop did not change them; cover them with " +
+      "safety.safe_state.hooks and check the outputs that matter with " +
+      "safety.safe_state.expect, or use the hardware emergency stop.",
+      "safe-state expectation does not resolve: safety.safe_state.expect[0]: " +
+      "signal not found: plant/plant0/nope",
+    ]);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop logs a plan that covers everything and verifies every device without warnings", async () => {
+  const { rt, lines } = await start(testConfig({
+    providers: [plantProvider("plant")],
+    safety: {
+      setpoints: [
+        call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+        call("plant/plant0", "set_heater", { enabled: false }),
+      ],
+      expect: [expectation("plant/plant0/heater_on", { equals: false })],
+    },
+  }));
+  try {
+    assert.equal(at(lines, "info").length, 3);
+    assert.deepEqual(at(lines, "warn"), []);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop logs a none rung and the actuating devices nothing verifies", async () => {
+  const { rt, lines } = await start(testConfig({ providers: [plantProvider("plant")] }));
+  try {
+    const warn = at(lines, "warn");
+    assert.equal(warn.length, 2, warn.join("\n"));
+    assert.match(warn[0], /ladder resolves to none/);
+    assert.match(
+      warn[1],
+      /^no safe-state expectation covers 1 actuating device\(s\): plant\/plant0 /,
+    );
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop logs its plan again when a provider's inventory changes", async () => {
+  const { rt, lines } = await start(testConfig({
+    providers: [inertSim("sim0", { restart: { backoffMs: [50] } })],
+    safety: { zeroIsSafe: true },
+  }));
+  const headers = () => at(lines, "info").filter((t) => t.startsWith("e-stop plan ("));
+  try {
+    assert.deepEqual(headers(), [
+      "e-stop plan (start-up): rung 'zero', 10 call(s), 12 actuating function(s) untouched",
+    ]);
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "chaos_control", 6, { exit_code: { type: "int64", int64: 9 } })
+      .catch(() => {});
+    await waitFor("plan logged after the restart", () => headers().length === 2);
+    assert.equal(
+      headers()[1],
+      "e-stop plan (inventory changed): rung 'zero', 10 call(s), 12 actuating function(s) untouched",
+    );
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop logs a read-back that failed as errors, one per check, and a verified one as info", async () => {
+  const { rt, lines } = await start(testConfig({
+    providers: [plantProvider("plant")],
+    safety: {
+      hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+      expect: [
+        expectation("plant/plant0/fan_duty", { equals: 0 }, 0),
+        expectation("plant/plant0/heater_on", { equals: false }, 1),
+      ],
+      verifyTimeoutMs: 100,
+    },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "plant", "plant0", 1, { enabled: b(true) });
+    const events: RuntimeEvent[] = [];
+    const unsubscribe = rt.bus.subscribe((e) => events.push(e.event));
+    const failed = await rt.estop.trigger("heater left on");
+    unsubscribe();
+    assert.equal(failed.verification.outcome, "mismatch");
+    const [event] = events.filter((e) => e.kind === "estop_verification");
+    assert.deepEqual(event, {
+      kind: "estop_verification",
+      outcome: "mismatch",
+      elapsed_ms: failed.verification.elapsed_ms,
+      checks_total: 2,
+      checks_verified: 1,
+      failed_signals: ["plant/plant0/heater_on"],
+      timestamp_ms: event.timestamp_ms,
+    });
+    const errors = at(lines, "error");
+    assert.equal(errors.length, 2, errors.join("\n"));
+    assert.match(errors[0], /^e-stop verification: mismatch after \d+ ms \(1\/2 verified\)$/);
+    assert.equal(errors[1], "e-stop verification mismatch: plant/plant0/heater_on: reads true");
+
+    rt.estop.clear();
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "plant", "plant0", 1, { enabled: b(false) });
+    const verified = await rt.estop.trigger("all off");
+    assert.equal(verified.verification.outcome, "verified");
+    assert.equal(at(lines, "error").length, 2, "nothing more at error");
+    assert.match(at(lines, "info").at(-1) ?? "", /^e-stop verification: verified after \d+ ms$/);
+  } finally {
+    await rt.stop();
+  }
+});

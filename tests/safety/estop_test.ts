@@ -1,0 +1,294 @@
+/**
+ * The e-stop latch, its events, its status and its answer, with the real router, mode manager
+ * and event bus over a registry without providers (no processes): what happens synchronously
+ * on a trigger, what a clear does, the arm check, the gate's refusal, the FAULT hooks' failures
+ * in the answer, and the warning texts. The ladder against real providers: estop_ladder_test.ts.
+ */
+import assert from "node:assert/strict";
+import type {
+  Clock,
+  DeviceCapabilities,
+  FunctionSpec,
+  RuntimeError,
+} from "../../src/common/mod.ts";
+import type { HookConfig } from "../../src/config/mod.ts";
+import { CallRouter, ModeManager } from "../../src/control/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import {
+  Estop,
+  NO_SAFE_STATE_WARNING,
+  type SafeStateConfig,
+  uncoveredWarning,
+} from "../../src/safety/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { call, hook } from "./_fixture.ts";
+
+/** Wall clock fixed at a known instant (the e-stop stamps its events and latch with it). */
+const NOW_MS = 1_767_000_000_123;
+
+function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> } = {}) {
+  /** The e-stop's own warn and error lines (journald form: `<N>[estop] text`). */
+  const logLines: string[] = [];
+  const log = new LineLogger({
+    level: "warn",
+    journald: true,
+    now: () => NOW_MS,
+    write: (line) => {
+      const m = /^<\d>\[estop\] (.*)$/.exec(line);
+      if (m) logLines.push(m[1]);
+    },
+  });
+  const bus = new EventBus();
+  let wallMs = NOW_MS;
+  const clock: Clock & { set(ms: number): void } = {
+    nowMs: () => wallMs,
+    monoMs: () => performance.now(),
+    set: (ms) => (wallMs = ms),
+  };
+  const registry = new ProviderRegistry([], {
+    spawn: () => {
+      throw new Error("no processes in this test");
+    },
+    clock,
+    log,
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 100,
+  });
+  const cache = new StateCache({ registry, bus, clock, log, intervalMs: 100 });
+  const router = new CallRouter({ registry, cache, log });
+  const modes = new ModeManager({
+    router,
+    registry,
+    bus,
+    clock,
+    log,
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: { beforeTransition: [], afterTransition: o.hooks ?? [] },
+  });
+  const safeState: SafeStateConfig = {
+    hooks: [],
+    setpoints: [],
+    zeroIsSafe: false,
+    expect: [],
+    verifyTimeoutMs: 2000,
+    ...o.safeState,
+  };
+  const estop = new Estop({ router, registry, clock, log, safeState, modes, bus });
+  const events: RuntimeEvent[] = [];
+  bus.subscribe((e) => events.push(e.event));
+  const estopEvents = () =>
+    events.filter((e) => e.kind === "estop_change" || e.kind === "estop_verification");
+  return { estop, modes, clock, events, estopEvents, logLines };
+}
+
+const RELAYS: DeviceCapabilities = {
+  device: {
+    providerId: "p",
+    deviceId: "relays",
+    providerName: "",
+    typeId: "",
+    typeVersion: "",
+    label: "",
+    address: "",
+    tags: {},
+  },
+  functions: [],
+  signals: [],
+};
+const SET_RELAY: FunctionSpec = {
+  functionId: 1,
+  name: "set_relay",
+  description: "",
+  category: "ACTUATE",
+  actuating: true,
+  args: [],
+};
+
+Deno.test("Estop trigger latches, commits FAULT and publishes estop_change before its first await", async () => {
+  const { estop, modes, estopEvents } = parts();
+  await modes.request("MANUAL");
+  assert.equal(estop.status().latched_at_epoch_ms, null);
+
+  const pending = estop.trigger("operator pressed stop");
+  // Nothing has been awaited yet.
+  assert.equal(estop.latched, true);
+  assert.equal(modes.current(), "FAULT");
+  assert.equal(estop.status().latched, true);
+  assert.equal(estop.status().latched_at_epoch_ms, NOW_MS);
+  assert.deepEqual(estopEvents(), [
+    { kind: "estop_change", latched: true, reason: "operator pressed stop", timestamp_ms: NOW_MS },
+  ]);
+  const refusal = estop.gate({ fn: SET_RELAY, device: RELAYS, origin: "manual" });
+  assert.equal(refusal?.code, "FAILED_PRECONDITION");
+  assert.equal(
+    refusal?.message,
+    "E-stop latched: actuating call p/relays set_relay refused " +
+      "(POST /v0/estop/clear releases the latch)",
+  );
+
+  const result = await pending;
+  assert.equal(result.fault_engaged, true);
+  assert.deepEqual(result.hook_failures, []);
+  assert.equal(result.warning, NO_SAFE_STATE_WARNING);
+  assert.deepEqual(estopEvents().slice(1), [{
+    kind: "estop_verification",
+    outcome: "unverifiable",
+    elapsed_ms: 0,
+    checks_total: 0,
+    checks_verified: 0,
+    failed_signals: [],
+    timestamp_ms: NOW_MS,
+  }]);
+});
+
+Deno.test("Estop trigger without a reason, or with one still arriving, publishes reason null", async () => {
+  const { estop, estopEvents, logLines } = parts();
+  await estop.trigger();
+  let late: (r: string) => void = () => {};
+  const arriving = new Promise<string>((resolve) => (late = resolve));
+  const second = estop.trigger(arriving);
+  const changes = estopEvents().filter((e) => e.kind === "estop_change");
+  assert.deepEqual(changes, [
+    { kind: "estop_change", latched: true, reason: null, timestamp_ms: NOW_MS },
+    { kind: "estop_change", latched: true, reason: null, timestamp_ms: NOW_MS },
+  ]);
+  // The reason arriving later changes nothing the e-stop reports; it is logged when it arrives.
+  late("body arrived");
+  const result = await second;
+  assert.equal(result.latched, true);
+  assert.equal(estopEvents().filter((e) => e.kind === "estop_change").length, 2);
+  assert.deepEqual(logLines.filter((l) => l.startsWith("E-STOP")), [
+    "E-STOP latched",
+    "E-STOP latched",
+    "E-STOP reason: body arrived",
+  ]);
+});
+
+Deno.test("Estop logs a reason once: given at once, arriving later, or arriving empty or failed", async () => {
+  const { estop, logLines } = parts();
+  await estop.trigger("at once");
+  await estop.trigger(Promise.resolve(undefined));
+  await estop.trigger(Promise.reject(new Error("body unreadable")));
+  await estop.trigger(Promise.resolve("late"));
+  await new Promise((r) => setTimeout(r, 0)); // every reason has arrived
+  assert.deepEqual(logLines.filter((l) => l.startsWith("E-STOP")), [
+    "E-STOP latched: at once",
+    "E-STOP latched",
+    "E-STOP latched",
+    "E-STOP latched",
+    "E-STOP reason: late",
+  ]);
+});
+
+Deno.test("Estop clear releases the latch once, publishes it, and leaves the mode in FAULT", async () => {
+  const { estop, modes, clock, estopEvents } = parts();
+  assert.deepEqual(estop.clear(), { latched: false }, "a clear while released ...");
+  assert.deepEqual(estopEvents(), [], "... publishes nothing");
+
+  await estop.trigger("test");
+  clock.set(NOW_MS + 5000);
+  assert.deepEqual(estop.clear(), { latched: false });
+  assert.equal(estop.latched, false);
+  assert.equal(estop.status().latched, false);
+  assert.equal(estop.status().latched_at_epoch_ms, null);
+  assert.equal(modes.current(), "FAULT");
+  assert.equal(estop.gate({ fn: SET_RELAY, device: RELAYS, origin: "manual" }), null);
+  assert.deepEqual(estopEvents().filter((e) => e.kind === "estop_change"), [
+    { kind: "estop_change", latched: true, reason: "test", timestamp_ms: NOW_MS },
+    { kind: "estop_change", latched: false, reason: null, timestamp_ms: NOW_MS + 5000 },
+  ]);
+  estop.clear();
+  assert.equal(estopEvents().filter((e) => e.kind === "estop_change").length, 2, "idempotent");
+});
+
+Deno.test("Estop refuses arming while latched, naming the transition and the way out", async () => {
+  const { estop, modes } = parts();
+  await estop.trigger();
+  for (const to of ["MANUAL", "AUTO"] as const) {
+    await assert.rejects(modes.request(to), (e: RuntimeError) => {
+      assert.equal(e.code, "FAILED_PRECONDITION");
+      assert.ok(
+        e.message.includes(
+          `E-stop latched: FAULT -> ${to} refused; the latch must be released first ` +
+            "(POST /v0/estop/clear), then re-arm deliberately",
+        ),
+        e.message,
+      );
+      return true;
+    });
+  }
+  estop.clear();
+  await modes.request("MANUAL");
+  assert.equal(modes.current(), "MANUAL");
+});
+
+Deno.test("Estop answers with every failed call of the hooks into FAULT", async () => {
+  const { estop } = parts({
+    hooks: [
+      hook(
+        "*",
+        "FAULT",
+        [
+          call("ghost/dev0", "set_relay", { enabled: false }),
+          call("p/relays", "set_relay", { enabled: false }),
+        ],
+        false,
+        "automation.mode_transition_hooks.after_transition[0]",
+      ),
+    ],
+  });
+  const result = await estop.trigger();
+  assert.equal(result.fault_engaged, true);
+  assert.deepEqual(result.hook_failures, [
+    {
+      transition: "IDLE->FAULT",
+      phase: "after",
+      hook: "automation.mode_transition_hooks.after_transition[0]",
+      device_handle: "ghost/dev0",
+      function: "set_relay",
+      error: "NOT_FOUND: Provider not found: ghost",
+    },
+    {
+      transition: "IDLE->FAULT",
+      phase: "after",
+      hook: "automation.mode_transition_hooks.after_transition[0]",
+      device_handle: "p/relays",
+      function: "set_relay",
+      error: "NOT_FOUND: Provider not found: p",
+    },
+  ]);
+});
+
+Deno.test("Estop re-triggered while latched stamps the latest trigger", async () => {
+  const { estop, clock } = parts();
+  await estop.trigger("first");
+  clock.set(NOW_MS + 1000);
+  const second = await estop.trigger("second");
+  assert.equal(second.latched, true);
+  assert.equal(estop.status().latched_at_epoch_ms, NOW_MS + 1000);
+});
+
+Deno.test("uncoveredWarning names the rung, the count and every untouched function", () => {
+  assert.equal(
+    uncoveredWarning("zero", [
+      { device_handle: "p/tools", function: "reboot" },
+      { device_handle: "q/axis", function: "set_mode" },
+    ]),
+    "The 'zero' rung leaves 2 actuating function(s) untouched: p/tools reboot, q/axis set_mode. " +
+      "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
+      "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.",
+  );
+});
+
+Deno.test("NO_SAFE_STATE_WARNING says nothing was changed and to use the hardware stop", () => {
+  assert.equal(
+    NO_SAFE_STATE_WARNING,
+    "No software safe state applies: safety.safe_state has no hooks, its setpoints do not cover " +
+      "every actuating function and zero_is_safe is false. The latch blocks further actuating " +
+      "calls but no output was changed; use the hardware emergency stop to remove power.",
+  );
+});
