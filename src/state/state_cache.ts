@@ -1,4 +1,5 @@
 import {
+  ProviderStatusError,
   qualityFromWire,
   type ResponsePayloads,
   timestampToMs,
@@ -286,7 +287,7 @@ export class StateCache {
       // Nothing to poll: a heartbeat keeps liveness checks running.
       const answered = await host.request("get_health", {}).then(
         () => true,
-        (err) => !(err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED"),
+        (err) => !noAnswer(err),
       );
       if (host.available) host.noteLiveness(answered);
       return;
@@ -316,11 +317,9 @@ export class StateCache {
       this.#applySamples(dev, r.values ?? []);
       return true;
     } catch (err) {
-      const timedOut = err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED";
+      const timedOut = noAnswer(err);
       if (timedOut) host.noteLiveness(false);
-      else if (err instanceof RuntimeError && err.details?.provider_code !== undefined) {
-        host.noteLiveness(true); // an error status is still an answer
-      }
+      else if (err instanceof ProviderStatusError) host.noteLiveness(true); // still an answer
       if (host.available) {
         this.#log.debug(
           `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
@@ -522,6 +521,15 @@ export class StateCache {
     }
     this.#byProvider.set(providerId, next);
   }
+}
+
+/**
+ * A request that got no answer in time (a liveness miss). A provider answering with a status,
+ * even DEADLINE_EXCEEDED, did answer.
+ */
+function noAnswer(err: unknown): boolean {
+  return err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED" &&
+    !(err instanceof ProviderStatusError);
 }
 
 /** A sample without a usable value: the last good value (with its time) stays, or none. */

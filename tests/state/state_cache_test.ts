@@ -1,0 +1,489 @@
+/**
+ * StateCache over the programmable provider (a real child process whose ReadSignals answers the
+ * test sets): what a poll answer stores (values, timestamps, per-signal quality, declared-only
+ * signals, type checks), the events it publishes, device availability, and what a failed or
+ * timed-out poll does. Nothing polls unless the test asks (pollDevice), except where a test
+ * starts the poll loop.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { StatusCode } from "../../src/adpp/mod.ts";
+import {
+  dbl,
+  type ProgrammableFixture,
+  Q,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const D0 = {
+  devices: {
+    d0: {
+      signals: [
+        { id: "x", type: T.DOUBLE },
+        { id: "n", type: T.INT64 },
+        { id: "s", type: T.STRING },
+      ],
+    },
+  },
+};
+
+/** The events about signals and devices (provider health changes left out), then cleared. */
+function take(fx: ProgrammableFixture): RuntimeEvent[] {
+  const out = fx.events.filter((e) => e.kind !== "provider_health_change");
+  fx.events.length = 0;
+  return out;
+}
+
+async function withFixture(
+  inventory: Parameters<typeof startProgrammable>[0],
+  body: (fx: ProgrammableFixture) => Promise<void>,
+  o: Parameters<typeof startProgrammable>[1] = {},
+): Promise<void> {
+  const fx = await startProgrammable(inventory, o);
+  try {
+    await body(fx);
+  } finally {
+    await fx.close();
+  }
+}
+
+Deno.test("StateCache stores each sample with the provider's time, else the time the answer arrived", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_123_000;
+    await fx.program("d0", {
+      read: {
+        values: [
+          dbl("x", 1.5, { ts: 1_650_000_000_250 }),
+          { id: "n", type: T.INT64, int64: "42", quality: Q.OK },
+          { id: "s", type: T.STRING, string: "hi", quality: Q.OK, ts: 1_650_000_001_999 },
+        ],
+      },
+    });
+    assert.equal(fx.cache.device("p0", "d0")!.lastPollMs, 0, "never polled yet");
+    assert.equal(fx.cache.device("p0", "d0")!.available, false);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 1.5 },
+      quality: "OK",
+      timestampMs: 1_650_000_000_250,
+    });
+    assert.deepEqual(fx.cache.signal("p0", "d0", "n"), {
+      value: { type: "int64", int64: 42 },
+      quality: "OK",
+      timestampMs: 1_700_000_123_000,
+    });
+    assert.equal(fx.cache.signal("p0", "d0", "s")?.timestampMs, 1_650_000_001_999);
+    const dev = fx.cache.device("p0", "d0")!;
+    assert.equal(dev.lastPollMs, 1_700_000_123_000);
+    assert.equal(dev.available, true);
+    assert.deepEqual(dev.pollable, ["x", "n", "s"]);
+    assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "n", "s"]);
+  });
+});
+
+Deno.test("StateCache keeps each signal's quality as the provider reported it; the device shows the worst", async () => {
+  const inventory = {
+    devices: {
+      d0: {
+        signals: ["ok", "stale", "fault", "unknown", "unspecified"].map((id) => ({
+          id,
+          type: T.DOUBLE,
+        })),
+      },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    const all = (q: Record<string, number>) =>
+      fx.program("d0", {
+        read: { values: Object.entries(q).map(([id, quality]) => dbl(id, 1, { quality })) },
+      });
+    await all({ ok: Q.OK });
+    await fx.cache.pollDevice("p0", "d0");
+    const dev = () => fx.cache.device("p0", "d0")!;
+    assert.equal(fx.cache.deviceQuality(dev()), "OK");
+    await all({
+      ok: Q.OK,
+      stale: Q.STALE,
+      fault: Q.FAULT,
+      unknown: Q.UNKNOWN,
+      unspecified: Q.UNSPECIFIED,
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    const quality = (id: string) => fx.cache.signal("p0", "d0", id)?.quality;
+    assert.deepEqual(
+      ["ok", "stale", "fault", "unknown", "unspecified"].map(quality),
+      ["OK", "STALE", "FAULT", "UNAVAILABLE", "UNAVAILABLE"],
+    );
+    assert.equal(fx.cache.deviceQuality(dev()), "UNAVAILABLE");
+    await all({ ok: Q.OK, stale: Q.STALE, fault: Q.OK, unknown: Q.OK, unspecified: Q.OK });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.deviceQuality(dev()), "STALE");
+  });
+});
+
+Deno.test("StateCache publishes state_update on a first value, a changed value or quality, and nothing for a repeat", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_500;
+    const read = (values: ReturnType<typeof dbl>[]) => fx.program("d0", { read: { values } });
+    await read([dbl("x", 1.5, { ts: 1_000 })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), [
+      {
+        kind: "state_update",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        value: { type: "double", double: 1.5 },
+        quality: "OK",
+        timestamp_ms: 1_700_000_000_500,
+      },
+      {
+        kind: "device_availability",
+        provider_id: "p0",
+        device_id: "d0",
+        available: true,
+        timestamp_ms: 1_700_000_000_500,
+      },
+    ]);
+
+    // The same value and quality again (a newer sample time): nothing to say.
+    await read([dbl("x", 1.5, { ts: 2_000 })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), []);
+    assert.equal(fx.cache.signal("p0", "d0", "x")?.timestampMs, 2_000, "the sample is stored");
+
+    // A changed value: state_update only.
+    fx.clock.wallMs += 100;
+    await read([dbl("x", 2.5)]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx).map((e) => e.kind === "state_update" && [e.value, e.quality]), [
+      [{ type: "double", double: 2.5 }, "OK"],
+    ]);
+
+    // The same value with another quality: state_update (value with its new quality) and
+    // quality_change.
+    fx.clock.wallMs += 100;
+    await read([dbl("x", 2.5, { quality: Q.STALE })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), [
+      {
+        kind: "state_update",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        value: { type: "double", double: 2.5 },
+        quality: "STALE",
+        timestamp_ms: 1_700_000_000_700,
+      },
+      {
+        kind: "quality_change",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        old_quality: "OK",
+        new_quality: "STALE",
+        timestamp_ms: 1_700_000_000_700,
+      },
+    ]);
+  });
+});
+
+Deno.test("StateCache compares values exactly: -0 differs from 0, NaN repeats are no change", async () => {
+  await withFixture(D0, async (fx) => {
+    const poll = async (v: number | string) => {
+      await fx.program("d0", { read: { values: [dbl("x", v)] } });
+      await fx.cache.pollDevice("p0", "d0");
+      return take(fx).filter((e) => e.kind === "state_update").length;
+    };
+    assert.equal(await poll(0), 1);
+    assert.equal(await poll(0), 0);
+    assert.equal(await poll("-0"), 1);
+    assert.equal(await poll(1), 1);
+    assert.equal(await poll("NaN"), 1);
+    assert.equal(await poll("NaN"), 0);
+  });
+});
+
+Deno.test("StateCache: a signal answered without a value keeps its last value and time and takes the sample's quality", async () => {
+  await withFixture(D0, async (fx) => {
+    // Never had a value: stored without one, with the sample's quality and time; no state_update.
+    fx.clock.wallMs = 1_700_000_000_000;
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.UNKNOWN, ts: 5_000 }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: null,
+      quality: "UNAVAILABLE",
+      timestampMs: 5_000,
+    });
+    assert.deepEqual(take(fx).map((e) => e.kind), ["device_availability"]);
+
+    // Its quality changes, still without a value: quality_change only.
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.FAULT }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: null,
+      quality: "FAULT",
+      timestampMs: 1_700_000_000_000,
+    });
+    assert.deepEqual(take(fx).map((e) => e.kind === "quality_change" && e.new_quality), [
+      "FAULT",
+    ]);
+
+    // A first value: state_update (and quality_change, FAULT -> OK).
+    await fx.program("d0", { read: { values: [dbl("x", 7.25, { ts: 6_000 })] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx).map((e) => e.kind), ["state_update", "quality_change"]);
+
+    // The value goes away: the last value and its time stay, with the new quality.
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.STALE, ts: 9_000 }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 7.25 },
+      quality: "STALE",
+      timestampMs: 6_000,
+    });
+    assert.deepEqual(
+      take(fx).map((e) =>
+        e.kind === "quality_change" ? [e.kind, e.old_quality, e.new_quality] : [e.kind]
+      ),
+      [["state_update"], ["quality_change", "OK", "STALE"]],
+    );
+  });
+});
+
+Deno.test("StateCache refuses a value whose member disagrees with the declared type or its own Value.type", async () => {
+  const inventory = {
+    devices: {
+      d0: {
+        signals: [
+          { id: "x", type: T.DOUBLE },
+          { id: "any", type: 0 },
+          { id: "n", type: T.INT64 },
+        ],
+      },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    const poll = async (values: object[]) => {
+      await fx.program("d0", { read: { values: values as never } });
+      await fx.cache.pollDevice("p0", "d0");
+    };
+    // Good values first.
+    await poll([
+      dbl("x", 1.5, { ts: 1_000 }),
+      { id: "any", type: T.STRING, string: "free", quality: Q.OK },
+      // A Value without its own type agrees with any member.
+      { id: "n", int64: "3", quality: Q.OK },
+    ]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "n")?.value, { type: "int64", int64: 3 });
+    // A signal declared without a type takes any member, but not one its Value.type denies.
+    await poll([{ id: "any", type: T.BOOL, bool: true, quality: Q.OK }]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "any")?.value, { type: "bool", bool: true });
+    assert.equal(fx.cache.signal("p0", "d0", "any")?.quality, "OK");
+    assert.deepEqual(fx.cache.dataFaults("p0").type_mismatch, 0);
+    take(fx);
+
+    fx.clock.wallMs += 1000;
+    await poll([
+      // An int64 on a double signal.
+      { id: "x", type: T.INT64, int64: "2", quality: Q.OK, ts: 2_000 },
+      // Value.type says STRING, the member is a bool.
+      { id: "any", type: T.STRING, bool: false, quality: Q.OK },
+    ]);
+    // Refused: the last good value (and its time) kept, quality FAULT.
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 1.5 },
+      quality: "FAULT",
+      timestampMs: 1_000,
+    });
+    assert.deepEqual(fx.cache.signal("p0", "d0", "any")?.value, { type: "bool", bool: true });
+    assert.equal(fx.cache.signal("p0", "d0", "any")?.quality, "FAULT");
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 2,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+    const warned = fx.lines.filter((l) => l.includes("stored as FAULT"));
+    assert.equal(warned.length, 2);
+    assert.match(
+      warned[0],
+      /^WARN .*p0\/d0 signal "x": a int64 value on a signal declared double;/,
+    );
+    assert.match(warned[1], /p0\/d0 signal "any": a bool value in a Value of type 5;/);
+    assert.match(warned[1], /\(2 so far\)$/);
+
+    // A refused value on a signal that never had one: stored without a value.
+    await poll([{ id: "n", type: T.DOUBLE, double: 1, quality: Q.OK, ts: 3_000 }]);
+    await poll([{ id: "n", type: T.STRING, string: "3", quality: Q.OK, ts: 4_000 }]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "n")?.value, { type: "int64", int64: 3 });
+    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 4);
+  });
+});
+
+Deno.test("StateCache stores NaN and infinities with quality FAULT and counts them", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", "NaN", { ts: 1_000 })] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: NaN, non_finite: "NaN" },
+      quality: "FAULT",
+      timestampMs: 1_000,
+    });
+    await fx.program("d0", { read: { values: [dbl("x", "-Infinity")] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.dataFaults("p0").non_finite, 2);
+    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 0);
+    // A finite value again: OK.
+    await fx.program("d0", { read: { values: [dbl("x", 3)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.signal("p0", "d0", "x")?.quality, "OK");
+    assert.equal(fx.cache.dataFaults("p0").non_finite, 2);
+  });
+});
+
+Deno.test("StateCache drops samples of undeclared signals and ignores declared signals without a poll hint", async () => {
+  const inventory = {
+    devices: {
+      d0: {
+        signals: [
+          { id: "x", type: T.DOUBLE },
+          { id: "quiet", type: T.DOUBLE, hint: 0 },
+          // Declared twice, polled by the second declaration.
+          { id: "twice", type: T.DOUBLE, hint: 0 },
+          { id: "twice", type: T.DOUBLE, hint: 5 },
+          // Declared twice, polled by the first declaration.
+          { id: "again", type: T.DOUBLE, hint: 5 },
+          { id: "again", type: T.DOUBLE, hint: 0 },
+        ],
+      },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    await fx.program("d0", {
+      read: {
+        values: [dbl("x", 1), dbl("quiet", 2), dbl("twice", 3), dbl("again", 4), dbl("ghost", 5)],
+      },
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "twice", "again"]);
+    assert.deepEqual(
+      [...fx.cache.device("p0", "d0")!.signals.keys()].sort(),
+      ["again", "twice", "x"],
+    );
+    assert.equal(fx.cache.signal("p0", "d0", "quiet"), undefined);
+    assert.equal(fx.cache.signal("p0", "d0", "ghost"), undefined);
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 1,
+    });
+    const signals = take(fx).filter((e) => e.kind === "state_update").map((e) =>
+      e.kind === "state_update" && e.signal_id
+    );
+    assert.deepEqual(signals, ["x", "twice", "again"]);
+    assert.match(
+      fx.lines.find((l) => l.includes("undeclared"))!,
+      /^WARN .*p0\/d0: dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
+    );
+  });
+});
+
+Deno.test("StateCache.dataFaults is a copy, and zero for a provider it does not know", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("ghost", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const faults = fx.cache.dataFaults("p0");
+    faults.undeclared_signal = 99;
+    assert.equal(fx.cache.dataFaults("p0").undeclared_signal, 1);
+    assert.deepEqual(fx.cache.dataFaults("nope"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+  });
+});
+
+Deno.test("StateCache: a poll answered with an error status marks the device unavailable, keeping its values", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1.5, { ts: 1_000 })] } });
+    await fx.cache.pollDevice("p0", "d0");
+    take(fx);
+    fx.clock.wallMs += 500;
+    await fx.program("d0", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    await fx.cache.pollDevice("p0", "d0");
+    const dev = fx.cache.device("p0", "d0")!;
+    assert.equal(dev.available, false);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 1.5 },
+      quality: "UNAVAILABLE",
+      timestampMs: 1_000,
+    });
+    assert.equal(fx.cache.deviceQuality(dev), "UNAVAILABLE");
+    const t = fx.clock.wallMs;
+    assert.deepEqual(take(fx), [
+      {
+        kind: "state_update",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        value: { type: "double", double: 1.5 },
+        quality: "UNAVAILABLE",
+        timestamp_ms: t,
+      },
+      {
+        kind: "quality_change",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        old_quality: "OK",
+        new_quality: "UNAVAILABLE",
+        timestamp_ms: t,
+      },
+      {
+        kind: "device_availability",
+        provider_id: "p0",
+        device_id: "d0",
+        available: false,
+        timestamp_ms: t,
+      },
+    ]);
+    // Failing again says nothing new.
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), []);
+    // The provider is still up: the error was an answer.
+    assert.equal(fx.host.available, true);
+    // Answering again makes the device available again.
+    await fx.program("d0", { read: { values: [dbl("x", 1.5)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    assert.deepEqual(take(fx).map((e) => e.kind), [
+      "state_update",
+      "quality_change",
+      "device_availability",
+    ]);
+  });
+});
+
+Deno.test("StateCache.pollDevice does nothing for unknown devices, devices without polled signals and a down provider", async () => {
+  const inventory = {
+    devices: {
+      d0: { signals: [{ id: "x", type: T.DOUBLE }] },
+      quiet: { signals: [{ id: "q", type: T.DOUBLE, hint: 0 }] },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "nope");
+    await fx.cache.pollDevice("nope", "d0");
+    await fx.cache.pollDevice("p0", "quiet");
+    assert.equal((await fx.stats("quiet")).reads, 0);
+    assert.equal((await fx.stats("d0")).reads, 0);
+    assert.deepEqual(fx.cache.device("p0", "quiet")?.pollable, []);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal((await fx.stats("d0")).reads, 1);
+    await fx.registry.stopAll(1000);
+    await fx.cache.pollDevice("p0", "d0"); // provider down: resolves without asking
+    assert.equal(fx.host.available, false);
+  });
+});
