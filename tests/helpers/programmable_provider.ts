@@ -25,7 +25,13 @@ export interface SignalDecl {
 export interface Inventory {
   /** ListDevices order; default: the keys of `devices`. */
   readonly list?: readonly string[];
-  readonly devices: Readonly<Record<string, { readonly signals: readonly SignalDecl[] }>>;
+  readonly devices: Readonly<
+    Record<string, {
+      readonly signals: readonly SignalDecl[];
+      /** ReadSignals answer until the device is programmed (default: no values). */
+      readonly values?: readonly Sample[];
+    }>
+  >;
 }
 
 /**

@@ -6,6 +6,7 @@
  * starts the poll loop.
  */
 import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import {
@@ -486,4 +487,220 @@ Deno.test("StateCache.pollDevice does nothing for unknown devices, devices witho
     await fx.cache.pollDevice("p0", "d0"); // provider down: resolves without asking
     assert.equal(fx.host.available, false);
   });
+});
+
+Deno.test("StateCache.fetchReportedHealth stores the answer; after UNIMPLEMENTED it stops asking this session", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_042;
+    assert.equal(fx.cache.reportedHealth("p0"), undefined);
+    const entry = await fx.cache.fetchReportedHealth(fx.host);
+    assert.deepEqual(entry, { atMs: 1_700_000_000_042, response: {} });
+    assert.deepEqual(fx.cache.reportedHealth("p0"), entry);
+    assert.equal(fx.host.session!.supportsGetHealth, true);
+
+    // Another error: no answer to keep (the last one stays), asked again next time.
+    await fx.program("d0", { health: { error: { code: StatusCode.INTERNAL } } });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal((await fx.stats("d0")).health, 3);
+    assert.deepEqual(fx.cache.reportedHealth("p0"), entry);
+    assert.equal(fx.host.session!.supportsGetHealth, true);
+
+    // UNIMPLEMENTED: remembered for the session, never asked again.
+    await fx.program("d0", { health: { error: { code: StatusCode.UNIMPLEMENTED } } });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal(fx.host.session!.supportsGetHealth, false);
+    await fx.program("d0", { health: {} });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal((await fx.stats("d0")).health, 4);
+
+    // Down: null without asking.
+    fx.host.session!.supportsGetHealth = null;
+    await fx.registry.stopAll(1000);
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+  });
+});
+
+Deno.test("StateCache's poll loop refreshes the provider's own health every reportedHealthIntervalMs", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    const reads = async () => (await fx.stats("d0")).reads;
+    const health = async () => (await fx.stats("d0")).health;
+    // The first cycle asks (nothing reported yet), the next cycles do not: the wall clock stands.
+    await waitFor("first GetHealth", async () => (await health()) === 1);
+    const r = await reads();
+    await waitFor("three more polls", async () => (await reads()) >= r + 3);
+    assert.equal(await health(), 1);
+    fx.clock.wallMs += 999;
+    await waitFor("three more polls", async () => (await reads()) >= r + 6);
+    assert.equal(await health(), 1);
+    fx.clock.wallMs += 1;
+    await waitFor("second GetHealth", async () => (await health()) === 2);
+  }, { intervalMs: 100, reportedHealthIntervalMs: 1000 });
+});
+
+Deno.test("StateCache asks for the provider's own health every 5 s by default", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    const health = async () => (await fx.stats("d0")).health;
+    await waitFor("first GetHealth", async () => (await health()) === 1);
+    fx.clock.wallMs += 4999;
+    const r = (await fx.stats("d0")).reads;
+    await waitFor("three more polls", async () => (await fx.stats("d0")).reads >= r + 3);
+    assert.equal(await health(), 1);
+    fx.clock.wallMs += 1;
+    await waitFor("second GetHealth", async () => (await health()) === 2);
+  }, { intervalMs: 100 });
+});
+
+Deno.test("StateCache polls every interval and stops polling on stop()", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    // The priming pass polled once, before start() resolved.
+    assert.equal((await fx.stats("d0")).reads, 1);
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    await waitFor("the loop polls", async () => (await fx.stats("d0")).reads >= 3);
+    await fx.cache.start(); // already running: no second loop, no second priming pass
+    await fx.cache.stop();
+    const after = (await fx.stats("d0")).reads;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await fx.stats("d0")).reads, after, "no poll after stop()");
+  }, { intervalMs: 50 });
+});
+
+Deno.test("StateCache after rediscovery keeps samples whose declared type still holds and polls the new plan", async () => {
+  const before = {
+    devices: {
+      d0: {
+        signals: [
+          { id: "same", type: T.DOUBLE },
+          { id: "retyped", type: T.DOUBLE },
+          { id: "untyped", type: T.DOUBLE },
+          { id: "valueless", type: T.DOUBLE },
+          { id: "unpolled", type: T.DOUBLE },
+          { id: "dropped", type: T.DOUBLE },
+        ],
+      },
+      gone: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+  };
+  await withFixture(before, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_000;
+    await fx.program("d0", {
+      read: {
+        values: [
+          dbl("same", 1, { ts: 1_000 }),
+          dbl("retyped", 2),
+          dbl("untyped", 3),
+          { id: "valueless", quality: Q.UNKNOWN },
+          dbl("unpolled", 4),
+          dbl("dropped", 5),
+        ],
+      },
+    });
+    await fx.program("gone", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    await fx.cache.pollDevice("p0", "gone");
+    await fx.setInventory({
+      devices: {
+        fresh: { signals: [{ id: "x", type: T.DOUBLE }] },
+        d0: {
+          signals: [
+            { id: "same", type: T.DOUBLE },
+            { id: "retyped", type: T.INT64 },
+            { id: "untyped", type: 0 },
+            { id: "valueless", type: T.STRING },
+            { id: "unpolled", type: T.DOUBLE, hint: 0 },
+            { id: "added", type: T.DOUBLE },
+          ],
+        },
+      },
+    });
+    const pid = fx.host.session!.pid;
+    fx.clock.wallMs += 10_000;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.deepEqual(fx.cache.devices().map((d) => d.deviceId), ["fresh", "d0"]);
+    assert.equal(fx.cache.device("p0", "gone"), undefined);
+    const d0 = fx.cache.device("p0", "d0")!;
+    assert.deepEqual(d0.pollable, ["same", "retyped", "untyped", "valueless", "added"]);
+    // Kept: the value and time (its quality is still the one the outage left).
+    assert.deepEqual(d0.signals.get("same"), {
+      value: { type: "double", double: 1 },
+      quality: "UNAVAILABLE",
+      timestampMs: 1_000,
+    });
+    assert.equal(d0.signals.get("retyped"), undefined, "a double is no value of an int64 signal");
+    assert.deepEqual(d0.signals.get("untyped")?.value, { type: "double", double: 3 });
+    assert.equal(d0.signals.get("valueless")?.value, null);
+    assert.equal(d0.signals.has("unpolled"), false);
+    assert.equal(d0.signals.has("dropped"), false);
+    assert.deepEqual([...d0.signals.keys()], ["same", "untyped", "valueless"]);
+    assert.equal(d0.lastPollMs, 1_700_000_000_000, "the last poll is remembered");
+    assert.equal(d0.available, false, "not polled since the outage");
+    assert.equal(fx.cache.device("p0", "fresh")!.lastPollMs, 0);
+    assert.equal(fx.cache.device("p0", "fresh")!.available, false);
+
+    // The next poll: a stored value with the old type compared afresh, events for changes.
+    fx.events.length = 0;
+    await fx.program("d0", {
+      read: {
+        values: [
+          dbl("same", 1, { ts: 2_000 }),
+          { id: "retyped", type: T.INT64, int64: "7", quality: Q.OK },
+          { id: "untyped", type: T.STRING, string: "now a string", quality: Q.OK },
+        ],
+      },
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    const updates = take(fx).filter((e) => e.kind === "state_update").map((e) =>
+      e.kind === "state_update" && e.signal_id
+    );
+    assert.deepEqual(updates, ["same", "retyped", "untyped"]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "retyped")?.value, { type: "int64", int64: 7 });
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache marks a down provider's devices unavailable and polls again as soon as it is back", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    // A long interval: only the wake-up on the provider's return can poll within the test.
+    await fx.cache.start();
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    fx.events.length = 0;
+    // The restarted process answers x = 2 from the start.
+    await fx.setInventory({ devices: { d0: { ...D0.devices.d0, values: [dbl("x", 2)] } } });
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("down", () => !fx.cache.device("p0", "d0")!.available);
+    await waitFor("polled after the restart", () => fx.cache.device("p0", "d0")!.available);
+    assert.notEqual(fx.host.session!.pid, pid);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 2 },
+      quality: "OK",
+      timestampMs: fx.clock.wallMs,
+    });
+    const seen = fx.events.map((e) =>
+      e.kind === "device_availability"
+        ? [e.kind, e.available]
+        : e.kind === "provider_health_change"
+        ? [e.kind, e.state]
+        : e.kind === "quality_change"
+        ? [e.kind, e.new_quality]
+        : [e.kind]
+    );
+    assert.deepEqual(seen, [
+      ["provider_health_change", "UNAVAILABLE"],
+      ["state_update"],
+      ["quality_change", "UNAVAILABLE"],
+      ["device_availability", false],
+      ["provider_health_change", "AVAILABLE"],
+      ["state_update"],
+      ["quality_change", "OK"],
+      ["device_availability", true],
+    ]);
+  }, { intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
 });
