@@ -119,7 +119,7 @@ export class ProviderSession {
     } catch (err) {
       throw unavailable(`cannot start provider '${cfg.id}' (${command}): ${errText(err)}`, err);
     }
-    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin);
+    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin, { monoMs: deps.monoMs });
     this.#stderrDone = this.#pumpStderr(this.#proc.stderr);
     const exited = this.#proc.exited.then((s) => {
       this.#exitCode = s.code;

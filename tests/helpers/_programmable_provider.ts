@@ -1,6 +1,6 @@
 /**
  * An ADPP provider whose answers the test programs while it runs, run as a real child process:
- * `deno run --allow-read tests/helpers/_programmable_provider.ts INVENTORY_JSON_FILE`.
+ * `deno run --allow-read --allow-write tests/helpers/_programmable_provider.ts INVENTORY_JSON_FILE`.
  * It speaks raw frames through the codec (the provider SDK refuses most of what these tests
  * send: values of the wrong type, NaN, missing timestamps, error statuses on demand) and handles
  * requests concurrently, so a program call gets through while a ReadSignals hangs.
@@ -10,7 +10,8 @@
  * - function 1 `program` (arg `answer`: JSON `Program`): how this device (or `device`) answers
  *   ReadSignals from now on, and how the provider answers GetHealth;
  * - function 2 `stats`: results `reads` (ReadSignals of this device so far), `health` (GetHealth
- *   requests so far) and `last_read` (the signal ids of the last ReadSignals, JSON).
+ *   requests so far) and `last_read` (the signal ids of the last ReadSignals, JSON);
+ * - function 3 `exit`: answers, then exits with code 0.
  */
 import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
 import {
@@ -28,6 +29,7 @@ import {
 import type { AnswerProgram, Inventory, Program, Sample } from "./programmable_provider.ts";
 
 const inventory = JSON.parse(Deno.readTextFileSync(Deno.args[0])) as Inventory;
+if (inventory.pidFile) Deno.writeTextFileSync(inventory.pidFile, `${Deno.pid}\n`, { append: true });
 const list = inventory.list ?? Object.keys(inventory.devices);
 const reads = new Map<string, number>();
 const lastRead = new Map<string, string[]>();
@@ -58,12 +60,14 @@ function wireSample(s: Sample): WireSignalValue {
   };
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** Never settles: the request is never answered (the provider keeps serving others). */
 const never = () => new Promise<never>(() => {});
 
 async function applyProgram(p: AnswerProgram | undefined): Promise<WireResponse["status"]> {
   if (p?.hang) await never();
-  if (p?.delayMs) await new Promise((r) => setTimeout(r, p.delayMs));
+  if (p?.delayMs) await sleep(p.delayMs);
   if (p?.error) return { code: p.error.code, message: p.error.message ?? "programmed error" };
   return { code: StatusCode.OK };
 }
@@ -76,13 +80,27 @@ async function answer(req: WireRequest): Promise<WireResponse> {
   const id = req.request_id;
   const ok = { code: StatusCode.OK };
   if (req.hello) {
+    const h = inventory.hello ?? {};
+    if (h.hang) await never();
+    if (h.delayMs) await sleep(h.delayMs);
     return {
       request_id: id,
       status: ok,
-      hello: { protocol_version: ADPP_PROTOCOL_VERSION, provider_name: "programmable" },
+      hello: {
+        protocol_version: h.protocol ?? ADPP_PROTOCOL_VERSION,
+        provider_name: "programmable",
+        ...(h.metadata ? { metadata: h.metadata } : {}),
+      },
     };
   }
+  if (req.wait_ready) {
+    const w = inventory.waitReady ?? {};
+    if (w.hang) await never();
+    if (w.delayMs) await sleep(w.delayMs);
+    return { request_id: id, status: ok, wait_ready: {} };
+  }
   if (req.list_devices) {
+    if (inventory.listDelayMs) await sleep(inventory.listDelayMs);
     return {
       request_id: id,
       status: ok,
@@ -101,11 +119,12 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     return { request_id: id, status: { code: StatusCode.NOT_FOUND, message: deviceId } };
   }
   if (req.describe_device) {
+    if (inventory.describeDelayMs) await sleep(inventory.describeDelayMs);
     return {
       request_id: id,
       status: ok,
       describe_device: {
-        device: { device_id: deviceId, type_id: "test.programmable" },
+        device: { device_id: deviceId, type_id: "test.programmable", tags: dev.tags ?? {} },
         capabilities: {
           signals: dev.signals.map((s) => ({
             signal_id: s.id,
@@ -134,6 +153,10 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     const p = JSON.parse(req.call.args?.answer?.string_value ?? "{}") as Program;
     if (p.read) readPrograms.set(p.device ?? deviceId, p.read);
     if (p.health) healthProgram = p.health;
+    return { request_id: id, status: ok, call: {} };
+  }
+  if (req.call?.function_id === 3) {
+    setTimeout(() => Deno.exit(0), 50);
     return { request_id: id, status: ok, call: {} };
   }
   if (req.call?.function_id === 2) {

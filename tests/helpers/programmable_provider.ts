@@ -21,8 +21,25 @@ export interface SignalDecl {
   readonly hint?: number;
 }
 
+/** How a start-up step is answered: after `delayMs`, or never (`hang`). */
+export interface StepProgram {
+  readonly hang?: boolean;
+  readonly delayMs?: number;
+}
+
 /** What the provider lists and describes (read from a file when the process starts). */
 export interface Inventory {
+  /** Hello: protocol version (default the runtime's) and metadata, delayed or never answered. */
+  readonly hello?: StepProgram & {
+    readonly protocol?: string;
+    readonly metadata?: Readonly<Record<string, string>>;
+  };
+  /** WaitReady (asked when Hello's metadata says supports_wait_ready). */
+  readonly waitReady?: StepProgram;
+  /** Each process appends its pid to this file when it starts. */
+  readonly pidFile?: string;
+  readonly listDelayMs?: number;
+  readonly describeDelayMs?: number;
   /** ListDevices order; default: the keys of `devices`. */
   readonly list?: readonly string[];
   readonly devices: Readonly<
@@ -30,6 +47,7 @@ export interface Inventory {
       readonly signals: readonly SignalDecl[];
       /** ReadSignals answer until the device is programmed (default: no values). */
       readonly values?: readonly Sample[];
+      readonly tags?: Readonly<Record<string, string>>;
     }>
   >;
 }
@@ -78,15 +96,28 @@ export function dbl(id: string, v: number | string, o: Partial<Sample> = {}): Sa
 export function programmableProvider(
   id: string,
   file: string,
-  o: { timeoutMs?: number; restart?: Partial<RestartPolicyConfig> } = {},
+  o: {
+    timeoutMs?: number;
+    helloTimeoutMs?: number;
+    readyTimeoutMs?: number;
+    restart?: Partial<RestartPolicyConfig>;
+    /**
+     * Run under `sh`, which closes the provider's stdout once the provider exited (function 3)
+     * and lives on as `sleep`: a provider process whose session ended while it still runs.
+     */
+    lingering?: boolean;
+  } = {},
 ): ProviderConfig {
+  const args = ["run", "--quiet", "--allow-read", "--allow-write", MAIN, file];
+  const quoted = [Deno.execPath(), ...args].map((a) => `'${a}'`).join(" ");
   return {
     id,
-    command: Deno.execPath(),
-    args: ["run", "--quiet", "--allow-read", MAIN, file],
+    ...(o.lingering
+      ? { command: "sh", args: ["-c", `${quoted}; exec 1>&-; exec sleep 1000`] }
+      : { command: Deno.execPath(), args }),
     timeoutMs: o.timeoutMs ?? 5000,
-    helloTimeoutMs: 10000,
-    readyTimeoutMs: 10000,
+    helloTimeoutMs: o.helloTimeoutMs ?? 10000,
+    readyTimeoutMs: o.readyTimeoutMs ?? 10000,
     restartPolicy: {
       enabled: o.restart !== undefined,
       maxAttempts: 3,
@@ -98,14 +129,18 @@ export function programmableProvider(
   };
 }
 
-/** A wall clock the test sets; monotonic time is real. */
+/**
+ * A wall clock the test sets; monotonic time is real unless the test sets `mono` (then it stands
+ * still until set again: only for tests without restarts, whose backoff runs on it).
+ */
 export class TestClock {
   wallMs = 1_700_000_000_000;
+  mono: number | null = null;
   nowMs(): number {
     return this.wallMs;
   }
   monoMs(): number {
-    return performance.now();
+    return this.mono ?? performance.now();
   }
 }
 
@@ -137,8 +172,13 @@ export async function startProgrammable(
     poll?: boolean;
     intervalMs?: number;
     timeoutMs?: number;
+    helloTimeoutMs?: number;
+    readyTimeoutMs?: number;
     restart?: Partial<RestartPolicyConfig>;
+    lingering?: boolean;
     reportedHealthIntervalMs?: number;
+    /** A monotonic clock standing at this value from the start (see TestClock). */
+    mono?: number;
   } = {},
 ): Promise<ProgrammableFixture> {
   const inventoryFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
@@ -154,6 +194,7 @@ export async function startProgrammable(
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));
   const clock = new TestClock();
+  if (o.mono !== undefined) clock.mono = o.mono;
   const cfg = programmableProvider("p0", inventoryFile, o);
   const registry = new ProviderRegistry([cfg], {
     spawn: spawnProcess,

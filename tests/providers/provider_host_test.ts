@@ -1,0 +1,185 @@
+/**
+ * ProviderHost over the programmable provider (a real child process): what it reports (uptime,
+ * last seen, availability events), start-up deadlines and the restart budget, a session the
+ * provider ends while its process lives on, and stop() while a start is under way.
+ */
+import assert from "node:assert/strict";
+import { ADPP_PROTOCOL_VERSION, RuntimeError } from "../../src/common/mod.ts";
+import { processAlive, waitFor } from "../helpers/kernel.ts";
+import {
+  type Inventory,
+  type ProgrammableFixture,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
+
+async function withFixture(
+  inventory: Inventory,
+  body: (fx: ProgrammableFixture) => Promise<void>,
+  o: Parameters<typeof startProgrammable>[1] = {},
+): Promise<void> {
+  const fx = await startProgrammable(inventory, o);
+  try {
+    await body(fx);
+  } finally {
+    await fx.close();
+  }
+}
+
+Deno.test("ProviderHost reports whole seconds of uptime and the time since the provider last answered", async () => {
+  await withFixture(D0, async (fx) => {
+    const clock = fx.clock;
+    // Up at monotonic 10 000 (the clock stands still), every frame so far arrived then.
+    assert.equal(fx.host.uptimeSeconds(), 0);
+    assert.equal(fx.host.lastSeenAgoMs(), 0);
+    clock.mono = 12_999.6;
+    assert.equal(fx.host.uptimeSeconds(), 2);
+    assert.equal(fx.host.lastSeenAgoMs(), 3000, "rounded to the millisecond");
+    clock.mono = 13_000;
+    assert.equal(fx.host.uptimeSeconds(), 3);
+    // An answer now: last seen is now.
+    await fx.stats("d0");
+    assert.equal(fx.host.lastSeenAgoMs(), 0);
+    clock.mono = 13_250.4;
+    assert.equal(fx.host.lastSeenAgoMs(), 250);
+    // A clock read before the last frame never gives a negative age.
+    clock.mono = 12_000;
+    assert.equal(fx.host.lastSeenAgoMs(), 0);
+    clock.mono = 20_000;
+    await fx.registry.stopAll(1000);
+    assert.equal(fx.host.uptimeSeconds(), 0, "0 while unavailable");
+    assert.equal(fx.host.lastSeenAgoMs(), null, "no session");
+  }, { mono: 10_000 });
+});
+
+Deno.test("ProviderHost publishes provider_health_change with the wall-clock time on each availability flip", async () => {
+  await withFixture(D0, async (fx) => {
+    assert.deepEqual(fx.events, [{
+      kind: "provider_health_change",
+      provider_id: "p0",
+      state: "AVAILABLE",
+      timestamp_ms: 1_700_000_000_000,
+    }]);
+    const flips: boolean[] = [];
+    fx.host.onAvailability((up) => flips.push(up));
+    fx.events.length = 0;
+    fx.clock.wallMs = 1_700_000_005_000;
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.deepEqual(fx.events, [
+      {
+        kind: "provider_health_change",
+        provider_id: "p0",
+        state: "UNAVAILABLE",
+        timestamp_ms: 1_700_000_005_000,
+      },
+      {
+        kind: "provider_health_change",
+        provider_id: "p0",
+        state: "AVAILABLE",
+        timestamp_ms: 1_700_000_005_000,
+      },
+    ]);
+    assert.deepEqual(flips, [false, true]);
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("ProviderHost kills a provider that ended its session but lives on, and restarts it", async () => {
+  await withFixture(D0, async (fx) => {
+    const pid = fx.host.session!.pid;
+    await fx.host.request("call", { device_id: "d0", function_id: 3 });
+    await waitFor("session ended", () => fx.host.session?.pid !== pid);
+    await waitFor("process killed", () => !processAlive(pid));
+    await waitFor("restarted", () => fx.host.available);
+  }, { lingering: true, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("ProviderHost.start fails on a provider that speaks another protocol version", async () => {
+  await assert.rejects(
+    startProgrammable({ ...D0, hello: { protocol: "0.9.0" } }),
+    (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.ok(
+        e.message.endsWith(
+          `p0: provider speaks protocol '0.9.0', expected '${ADPP_PROTOCOL_VERSION}'`,
+        ),
+        e.message,
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("ProviderHost.start waits for WaitReady when Hello advertises it", async () => {
+  await withFixture(
+    { ...D0, hello: { metadata: { supports_wait_ready: "true" } }, waitReady: { delayMs: 200 } },
+    async (fx) => {
+      assert.equal(fx.host.available, true);
+      assert.deepEqual(fx.host.session!.hello, {
+        providerName: "programmable",
+        providerVersion: "",
+        metadata: { supports_wait_ready: "true" },
+      });
+    },
+  );
+  // WaitReady that never answers: start-up fails within ready_timeout_ms.
+  await assert.rejects(
+    startProgrammable({
+      ...D0,
+      hello: { metadata: { supports_wait_ready: "true" } },
+      waitReady: { hang: true },
+    }, { readyTimeoutMs: 300 }),
+    /WaitReady failed: wait_ready got no answer within 300 ms/,
+  );
+  // Not advertised: never asked, even by a provider that would never answer it.
+  await withFixture({ ...D0, waitReady: { hang: true } }, (fx) => {
+    assert.equal(fx.host.available, true);
+    return Promise.resolve();
+  }, { readyTimeoutMs: 300 });
+});
+
+Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_ms fails and counts", async () => {
+  // The first start has no budget; every restart's discovery takes longer than its budget.
+  await withFixture({ ...D0, describeDelayMs: 1500 }, async (fx) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN", 20_000);
+    assert.equal(fx.host.available, false);
+    assert.equal(fx.host.supervision().attempt_count, 2);
+    const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 1);
+    assert.match(
+      failures[0],
+      /restart timeout exceeded after discovery \(\d+ ms >= restart_policy\.timeout_ms 1000 ms\)/,
+    );
+  }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 1000 } });
+});
+
+Deno.test("ProviderHost.stop ends a provider that is still starting, without waiting for its Hello deadline", async () => {
+  const pidFile = await Deno.makeTempFile();
+  const fx = await startProgrammable({ ...D0, pidFile }, {
+    helloTimeoutMs: 60_000,
+    restart: { backoffMs: [0, 0, 0] },
+  });
+  try {
+    // The restarted process never answers Hello.
+    await fx.setInventory({ ...D0, pidFile, hello: { hang: true } });
+    const pids = () => Deno.readTextFileSync(pidFile).trim().split("\n").map(Number);
+    Deno.kill(pids()[0], "SIGKILL");
+    const starting = await waitFor("restart attempt started", () => pids()[1]);
+    await waitFor("the restart attempt waits for Hello", () => fx.host.lifecycle === "RESTARTING");
+    assert.ok(processAlive(starting));
+    await fx.registry.stopAll(1000);
+    // stop() ended it (a Hello deadline of 60 s would have held it far longer).
+    assert.equal(processAlive(starting), false);
+    assert.equal(fx.host.available, false);
+    assert.equal(fx.host.session, null);
+  } finally {
+    await fx.close();
+    await Deno.remove(pidFile);
+  }
+});
