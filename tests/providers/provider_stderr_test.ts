@@ -10,6 +10,7 @@ import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import {
   ProviderRegistry,
   ProviderSession,
+  STDERR_LINES_PER_SECOND,
   STDERR_TAIL_LINES,
   stderrLineLevel,
 } from "../../src/providers/mod.ts";
@@ -150,4 +151,75 @@ Deno.test("A provider that fails start-up silently is reported without a stderr 
   const e = await startupError("exit 7");
   assert.ok(!e.message.includes("stderr"), e.message);
   assert.match(e.message, /\(process exit code 7\)$/);
+});
+
+Deno.test("ProviderSession rate-limits stderr per one-second window and logs again in the next", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("noisy"),
+    command: "sh",
+    args: [
+      "-c",
+      'for i in $(seq 1 25); do echo "a$i" >&2; done; sleep 1.2;' +
+      ' for i in 1 2 3; do echo "b$i" >&2; done; exec cat',
+    ],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("noisy"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("the second window's lines", () => lines.some((l) => l.endsWith(": b3")), 5000);
+    const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split(": ")[1]);
+    assert.deepEqual(logged, [
+      ...Array.from({ length: STDERR_LINES_PER_SECOND }, (_, i) => `a${i + 1}`),
+      "b1",
+      "b2",
+      "b3",
+    ]);
+    const notices = lines.filter((l) => l.includes("suppressed"));
+    assert.deepEqual(notices.map((l) => l.split("] ")[1]), [
+      `${25 - STDERR_LINES_PER_SECOND} stderr lines suppressed (rate limit)`,
+    ]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("ProviderSession cuts a stderr line of more than 2000 characters and strips CR line ends", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("long"),
+    command: "sh",
+    args: ["-c", `printf 'x%.0s' $(seq 1 2500) >&2; printf '\\ncrlf\\r\\nlast\\n' >&2; exec cat`],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("long"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("the last line", () => lines.some((l) => l.endsWith("stderr: last")), 5000);
+    const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split("stderr: ")[1]);
+    assert.deepEqual(logged, [`${"x".repeat(2000)}…`, "crlf", "last"]);
+    assert.deepEqual(session.stderrTail, ["x".repeat(2000), "crlf", "last"]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("A start-up failure quotes at most 300 characters of each stderr line, and no blank ones", async () => {
+  const e = await startupError(
+    `printf 'y%.0s' $(seq 1 400) >&2; printf '\\n\\n   \\nshort\\n' >&2; exit 3`,
+  );
+  assert.ok(
+    e.message.endsWith(
+      `provider's last stderr lines: ${JSON.stringify(`${"y".repeat(300)}…`)}, "short" ` +
+        "(process exit code 3)",
+    ),
+    e.message,
+  );
 });

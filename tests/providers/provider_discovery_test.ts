@@ -1,0 +1,74 @@
+/**
+ * ProviderSession discovery over the programmable provider: a DescribeDevice answered with an
+ * error skips that device with a warning, warnings quote ids and messages cut to a bound, and a
+ * provider that describes no device at all does not start.
+ */
+import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { type Inventory, startProgrammable, T } from "../helpers/programmable_provider.ts";
+
+const SIGNALS = [{ id: "x", type: T.DOUBLE }];
+
+Deno.test("Discovery skips a device whose DescribeDevice fails, with a warning, and keeps the others", async () => {
+  const fx = await startProgrammable({
+    list: ["a", "missing", "b"],
+    devices: { a: { signals: SIGNALS }, b: { signals: SIGNALS } },
+  });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a", "b"]);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, [
+      'DescribeDevice "missing" failed: provider answered NOT_FOUND: missing; device skipped',
+    ]);
+    assert.deepEqual(fx.cache.discoveryWarnings("p0"), fx.host.session!.discoveryWarnings);
+    assert.ok(
+      fx.lines.some((l) =>
+        /^WARN .*\[p0\] discovery: DescribeDevice "missing" failed: .*; device skipped$/.test(l)
+      ),
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery warnings quote at most 80 characters of an id and 300 of the reason", async () => {
+  const long = "L".repeat(400);
+  const fx = await startProgrammable({ list: ["a", long], devices: { a: { signals: SIGNALS } } });
+  try {
+    const [w] = fx.host.session!.discoveryWarnings;
+    const why = `DescribeDevice "${"L".repeat(80)}…" failed: provider answered NOT_FOUND: ${long}`;
+    assert.equal(w, `${why.slice(0, 300)}…; device skipped`);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A provider that describes no device does not start", async () => {
+  const inventory: Inventory = { list: ["ghost"], devices: {} };
+  await assert.rejects(startProgrammable(inventory), (e) => {
+    assert.ok(e instanceof RuntimeError);
+    assert.equal(e.code, "UNAVAILABLE");
+    assert.equal(e.message, "provider start failed: p0: provider described no devices");
+    return true;
+  });
+  await assert.rejects(
+    startProgrammable({ devices: {} }),
+    /provider start failed: p0: provider described no devices$/,
+  );
+});
+
+Deno.test("A ListDevices that goes unanswered fails the start naming the step", async () => {
+  await assert.rejects(
+    startProgrammable({ devices: { a: { signals: SIGNALS } }, listDelayMs: 5000 }, {
+      timeoutMs: 300,
+    }),
+    (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.equal(
+        e.message,
+        "provider start failed: p0: ListDevices failed: list_devices got no answer within 300 ms",
+      );
+      return true;
+    },
+  );
+});
