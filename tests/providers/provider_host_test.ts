@@ -5,10 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { ADPP_PROTOCOL_VERSION, RuntimeError } from "../../src/common/mod.ts";
-import { processAlive, waitFor } from "../helpers/kernel.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import {
   type Inventory,
   type ProgrammableFixture,
+  programmableProvider,
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
@@ -181,5 +185,67 @@ Deno.test("ProviderHost.stop ends a provider that is still starting, without wai
   } finally {
     await fx.close();
     await Deno.remove(pidFile);
+  }
+});
+
+Deno.test("ProviderHost.request waits timeout_ms by default or the given time, and refuses while down", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { hang: true } });
+    const read = { device_id: "d0", signal_ids: ["x"] };
+    await assert.rejects(fx.host.request("read_signals", read, 150), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "DEADLINE_EXCEEDED");
+      assert.equal(e.message, "read_signals got no answer within 150 ms");
+      return true;
+    });
+    await assert.rejects(
+      fx.host.request("read_signals", read),
+      /^RuntimeError: read_signals got no answer within 400 ms$/,
+    );
+    // A slow request is no reason to give up on the provider.
+    assert.equal(fx.host.available, true);
+    await fx.registry.stopAll(1000);
+    await assert.rejects(fx.host.request("read_signals", read), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.equal(e.message, "Provider unavailable: p0");
+      return true;
+    });
+  }, { timeoutMs: 400 });
+});
+
+Deno.test("ProviderHost.start rejects with its cause's code, and the exit code of a provider that died", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  try {
+    await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
+    const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+      spawn: spawnProcess,
+      clock: systemClock,
+      log: testLogger(),
+      bus: new EventBus(),
+      cwd: Deno.cwd(),
+      shutdownTimeoutMs: 1000,
+    });
+    try {
+      await assert.rejects(registry.host("p0")!.start(), (e) => {
+        assert.ok(e instanceof RuntimeError);
+        assert.equal(e.code, "FAILED_PRECONDITION");
+        assert.ok(!e.message.includes("exit code"), "the process was still running");
+        return true;
+      });
+      assert.equal(registry.host("p0")!.available, false);
+      // A provider that exits before answering: the exit code is part of the reason.
+      await Deno.writeTextFile(file, "not json");
+      await assert.rejects(registry.host("p0")!.start(), (e) => {
+        assert.ok(e instanceof RuntimeError);
+        assert.equal(e.code, "UNAVAILABLE");
+        assert.match(e.message, /^Hello failed: .* \(process exit code 1\)$/);
+        return true;
+      });
+    } finally {
+      await registry.stopAll(1000);
+    }
+  } finally {
+    await Deno.remove(file);
   }
 });
