@@ -11,7 +11,8 @@
  *   ReadSignals from now on, and how the provider answers GetHealth;
  * - function 2 `stats`: results `reads` (ReadSignals of this device so far), `health` (GetHealth
  *   requests so far) and `last_read` (the signal ids of the last ReadSignals, JSON);
- * - function 3 `exit`: answers, then exits with code 0.
+ * - function 3 `exit`: answers, then exits with code 0;
+ * - function 4 `garbage`: answers, then writes a frame that is no Response.
  */
 import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
 import {
@@ -120,6 +121,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
   }
   if (req.describe_device) {
     if (inventory.describeDelayMs) await sleep(inventory.describeDelayMs);
+    if (inventory.exitOnDescribe === deviceId) Deno.exit(4);
     return {
       request_id: id,
       status: ok,
@@ -157,6 +159,11 @@ async function answer(req: WireRequest): Promise<WireResponse> {
   }
   if (req.call?.function_id === 3) {
     setTimeout(() => Deno.exit(0), 50);
+    return { request_id: id, status: ok, call: {} };
+  }
+  if (req.call?.function_id === 4) {
+    // A frame whose bytes are no Response: the runtime must end the session (and the process).
+    setTimeout(() => writer.write(encodeFrame(new Uint8Array([0xff, 0xff, 0xff]))), 50);
     return { request_id: id, status: ok, call: {} };
   }
   if (req.call?.function_id === 2) {

@@ -40,6 +40,8 @@ export interface Inventory {
   readonly pidFile?: string;
   readonly listDelayMs?: number;
   readonly describeDelayMs?: number;
+  /** Exit (code 4) when asked to describe this device. */
+  readonly exitOnDescribe?: string;
   /** ListDevices order; default: the keys of `devices`. */
   readonly list?: readonly string[];
   readonly devices: Readonly<

@@ -72,3 +72,21 @@ Deno.test("A ListDevices that goes unanswered fails the start naming the step", 
     },
   );
 });
+
+Deno.test("A provider that dies during discovery fails the start instead of skipping its devices", async () => {
+  await assert.rejects(
+    startProgrammable({
+      list: ["a", "b", "c"],
+      devices: { a: { signals: SIGNALS }, b: { signals: SIGNALS }, c: { signals: SIGNALS } },
+      exitOnDescribe: "b",
+    }),
+    (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.match(
+        e.message,
+        /^provider start failed: p0: DescribeDevice b failed: .*\(process exit code 4\)$/,
+      );
+      return true;
+    },
+  );
+});

@@ -188,12 +188,15 @@ Deno.test("ProviderSession rate-limits stderr per one-second window and logs aga
   }
 });
 
-Deno.test("ProviderSession cuts a stderr line of more than 2000 characters and strips CR line ends", async () => {
+Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, strips CR line ends and skips blank lines", async () => {
   const lines: string[] = [];
   const cfg = {
     ...simProvider("long"),
     command: "sh",
-    args: ["-c", `printf 'x%.0s' $(seq 1 2500) >&2; printf '\\ncrlf\\r\\nlast\\n' >&2; exec cat`],
+    args: [
+      "-c",
+      `printf 'x%.0s' $(seq 1 2500) >&2; printf '\\ncrlf\\r\\n\\n   \\nlast\\n' >&2; exec cat`,
+    ],
   };
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
@@ -222,4 +225,37 @@ Deno.test("A start-up failure quotes at most 300 characters of each stderr line,
     ),
     e.message,
   );
+});
+
+Deno.test("A start-up failure quotes the provider's last stderr line even without a newline", async () => {
+  const e = await startupError(`printf 'first\\nlast words' >&2; exit 2`);
+  assert.ok(
+    e.message.endsWith(`provider's last stderr lines: "first", "last words" (process exit code 2)`),
+    e.message,
+  );
+});
+
+Deno.test("ProviderSession bounds a stderr line without newline: flushed in pieces past 64 KiB", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("flood"),
+    command: "sh",
+    args: ["-c", `head -c 300000 /dev/zero | tr '\\0' z >&2; printf '\\nend\\n' >&2; exec cat`],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("flood"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("the last line", () => lines.some((l) => l.endsWith("stderr: end")), 5000);
+    const pieces = lines.filter((l) => l.includes("stderr: zzz"));
+    // 300 000 characters, flushed whenever more than 65 536 wait for a newline (how many pieces
+    // depends on how the pipe delivers them; never one 300 000-character line).
+    assert.ok(pieces.length >= 2, `${pieces.length} pieces`);
+    for (const p of pieces) assert.ok(p.endsWith(`${"z".repeat(2000)}…`));
+  } finally {
+    await session.terminate(2000);
+  }
 });
