@@ -6,8 +6,9 @@
  * starts the poll loop.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../helpers/kernel.ts";
-import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import {
   dbl,
@@ -703,4 +704,57 @@ Deno.test("StateCache marks a down provider's devices unavailable and polls agai
       ["device_availability", true],
     ]);
   }, { intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache.stop waits for the poll in flight; start() after stop() polls again", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    await fx.program("d0", { read: { values: [dbl("x", 2)], delayMs: 300 } });
+    const before = (await fx.stats("d0")).reads;
+    await waitFor("a slow poll in flight", async () => (await fx.stats("d0")).reads > before);
+    await fx.cache.stop();
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 2 });
+    await fx.program("d0", { read: { values: [dbl("x", 3)] } });
+    await fx.cache.start();
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 3 });
+    const reads = (await fx.stats("d0")).reads;
+    await waitFor("the loop polls again", async () => (await fx.stats("d0")).reads >= reads + 2);
+  }, { intervalMs: 50 });
+});
+
+Deno.test("StateCache built after its providers started knows their devices at once", async () => {
+  await withFixture(D0, async (fx) => {
+    const late = new StateCache({
+      registry: fx.registry,
+      bus: new EventBus(),
+      clock: fx.clock,
+      log: testLogger(),
+      intervalMs: 60_000,
+    });
+    assert.deepEqual(late.devices().map((d) => [d.providerId, d.deviceId, d.pollable]), [
+      ["p0", "d0", ["x", "n", "s"]],
+    ]);
+    assert.deepEqual(late.providerDevices("p0").map((d) => d.deviceId), ["d0"]);
+    assert.deepEqual(late.providerDevices("nope"), []);
+    assert.deepEqual(late.discoveryWarnings("p0"), []);
+    assert.deepEqual(late.discoveryWarnings("nope"), []);
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await late.pollDevice("p0", "d0");
+    assert.deepEqual(late.signal("p0", "d0", "x")?.value, { type: "double", double: 1 });
+  });
+});
+
+Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut to 64 characters", async () => {
+  await withFixture(D0, async (fx) => {
+    const id = "g".repeat(100);
+    await fx.program("d0", { read: { values: [dbl(id, 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.ok(
+      fx.lines.some((l) =>
+        l.endsWith(`dropped a sample of undeclared signal "${"g".repeat(64)}…" (1 so far)`)
+      ),
+      fx.lines.join("\n"),
+    );
+  });
 });
