@@ -81,8 +81,9 @@ export class ProviderHost {
     return this.config.id;
   }
 
+  /** Up: a committed session exists exactly while the supervisor is UP (see #commit, #onSessionEnded). */
   get available(): boolean {
-    return isAvailable(this.#state) && this.#session !== null;
+    return isAvailable(this.#state);
   }
 
   get state(): SupervisorState {
@@ -112,10 +113,10 @@ export class ProviderHost {
     return Math.floor((this.#deps.clock.monoMs() - this.#state.upSince) / 1000);
   }
 
-  /** Milliseconds since the provider last answered anything; null before it was first up. */
+  /** Milliseconds since the provider last answered anything; null while there is no session. */
   lastSeenAgoMs(): number | null {
     const s = this.#session;
-    if (!s || s.hello === null) return null;
+    if (!s) return null;
     return Math.max(0, Math.round(this.#deps.clock.monoMs() - s.lastFrameAtMs));
   }
 
@@ -242,17 +243,27 @@ export class ProviderHost {
     for (const l of this.#inventoryListeners) l(devices);
     this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
     session.ended.then((why) => this.#onSessionEnded(session, why));
-    if (this.#state.attemptCount > 0) {
-      clearTimeout(this.#resetTimer);
-      this.#resetTimer = setTimeout(
-        () => this.#apply({ type: "tick", at: this.#deps.clock.monoMs() }),
-        this.config.restartPolicy.successResetMs + 1,
-      );
-    }
+    this.#armStreakReset();
+  }
+
+  /**
+   * After a restart, ends the failure streak once the provider has run success_reset_ms (a tick
+   * to the supervisor); a timer that fires early against the monotonic clock is armed again.
+   */
+  #armStreakReset(): void {
+    clearTimeout(this.#resetTimer);
+    const s = this.#state;
+    if (s.phase !== "UP" || s.attemptCount === 0) return;
+    const dueAt = s.upSince! + this.config.restartPolicy.successResetMs;
+    this.#resetTimer = setTimeout(() => {
+      this.#apply({ type: "tick", at: this.#deps.clock.monoMs() });
+      this.#armStreakReset();
+    }, Math.max(0, dueAt - this.#deps.clock.monoMs()));
   }
 
   #onSessionEnded(session: ProviderSession, why: string): void {
-    if (session !== this.#session || this.#state.phase === "STOPPED") return;
+    // Not the current session: stop() let go of it first and is ending its process gracefully.
+    if (session !== this.#session) return;
     this.#session = null;
     this.#log.error(`provider down: ${why}`);
     session.kill(); // make sure a broken-but-alive process does not linger

@@ -187,4 +187,5 @@ for await (const frame of Deno.stdin.readable.pipeThrough(new FrameDecoderStream
   answer(decodeRequest(frame)).then((res) => writer.write(encodeFrame(encodeResponse(res))));
 }
 // stdin closed (the ADPP stop signal): a hung request must not keep the process alive.
+if (inventory.exitDelayMs) await sleep(inventory.exitDelayMs);
 Deno.exit(0);

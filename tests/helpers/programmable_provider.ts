@@ -40,6 +40,8 @@ export interface Inventory {
   readonly pidFile?: string;
   readonly listDelayMs?: number;
   readonly describeDelayMs?: number;
+  /** Once stdin closed (the ADPP stop signal), take this long to exit (code 0). */
+  readonly exitDelayMs?: number;
   /** Exit (code 4) when asked to describe this device. */
   readonly exitOnDescribe?: string;
   /** ListDevices order; default: the keys of `devices`. */

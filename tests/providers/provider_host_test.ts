@@ -182,6 +182,8 @@ Deno.test("ProviderHost.stop ends a provider that is still starting, without wai
     assert.equal(processAlive(starting), false);
     assert.equal(fx.host.available, false);
     assert.equal(fx.host.session, null);
+    // An attempt ended by stop() is no failed attempt.
+    assert.deepEqual(fx.lines.filter((l) => /restart attempt \d failed/.test(l)), []);
   } finally {
     await fx.close();
     await Deno.remove(pidFile);
@@ -240,6 +242,8 @@ Deno.test("ProviderHost.start rejects with its cause's code, and the exit code o
         assert.ok(e instanceof RuntimeError);
         assert.equal(e.code, "UNAVAILABLE");
         assert.match(e.message, /^Hello failed: .* \(process exit code 1\)$/);
+        assert.ok(e.cause instanceof RuntimeError);
+        assert.match(e.cause.message, /^Hello failed: /);
         return true;
       });
     } finally {
@@ -248,4 +252,51 @@ Deno.test("ProviderHost.start rejects with its cause's code, and the exit code o
   } finally {
     await Deno.remove(file);
   }
+});
+
+Deno.test("ProviderHost.stop lets a provider finish its graceful exit and ends supervision", async () => {
+  await withFixture({ ...D0, exitDelayMs: 300 }, async (fx) => {
+    const session = fx.host.session!;
+    await fx.registry.stopAll(3000);
+    assert.equal(session.exitCode, 0, "exited by itself after stdin closed, not killed");
+    assert.equal(fx.host.state.phase, "STOPPED");
+    assert.equal(fx.host.lifecycle, "DOWN");
+    assert.equal(fx.host.available, false);
+  });
+});
+
+Deno.test("ProviderHost restarts after the backoff on the monotonic clock, however early its timer fires", async () => {
+  // The monotonic clock stands still: every restart timer fires "early" and must wait again.
+  await withFixture(D0, async (fx) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("down", () => fx.host.lifecycle === "RESTARTING");
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(fx.host.lifecycle, "RESTARTING", "the backoff has not elapsed on the clock");
+    assert.equal(fx.host.supervision().next_restart_in_ms, 100);
+    fx.clock.mono = 10_100;
+    await waitFor("restarted", () => fx.host.available);
+    assert.notEqual(fx.host.session!.pid, pid);
+    assert.equal(fx.host.lifecycle, "RECOVERING");
+    // success_reset_ms (200) of healthy running ends the streak, on the same clock.
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(fx.host.lifecycle, "RECOVERING");
+    fx.clock.mono = 10_300;
+    await waitFor("streak reset", () => fx.host.lifecycle === "RUNNING");
+    assert.equal(fx.host.supervision().attempt_count, 0);
+  }, { mono: 10_000, restart: { backoffMs: [100, 100, 100], successResetMs: 200 } });
+});
+
+Deno.test("ProviderHost: a restart budget is used up when the elapsed time reaches it", async () => {
+  // The monotonic clock stands still: the attempt's elapsed time is 0 ms, its budget 0 ms.
+  await withFixture(D0, async (fx) => {
+    Deno.kill(fx.host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN");
+    const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 1);
+    assert.match(
+      failures[0],
+      /restart attempt 1 failed: restart timeout exceeded after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
+    );
+  }, { mono: 10_000, restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 0 } });
 });

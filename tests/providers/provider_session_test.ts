@@ -30,8 +30,9 @@ Deno.test("ProviderSession ends and kills its process when the provider sends a 
     await s.request("call", { device_id: "d0", function_id: 4 });
     const why = await s.ended;
     assert.match(why, /^session ended: /);
-    await waitFor("process killed", () => !processAlive(s.pid));
-    assert.equal(s.exitCode, 128 + 9);
+    await waitFor("process killed", () => s.exitCode !== null);
+    assert.equal(s.exitCode, 128 + 9, "ended by SIGKILL");
+    assert.equal(processAlive(s.pid), false);
   } finally {
     s.kill();
     await s.terminate(1000);
