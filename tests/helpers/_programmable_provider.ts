@@ -31,6 +31,9 @@ import type { AnswerProgram, Inventory, Program, Sample } from "./programmable_p
 
 const inventory = JSON.parse(Deno.readTextFileSync(Deno.args[0])) as Inventory;
 if (inventory.pidFile) Deno.writeTextFileSync(inventory.pidFile, `${Deno.pid}\n`, { append: true });
+for (const line of inventory.stderr ?? []) console.error(line);
+let helloRequest: unknown = null;
+let waitReadyRequest: unknown = null;
 const list = inventory.list ?? Object.keys(inventory.devices);
 const reads = new Map<string, number>();
 const lastRead = new Map<string, string[]>();
@@ -81,6 +84,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
   const id = req.request_id;
   const ok = { code: StatusCode.OK };
   if (req.hello) {
+    helloRequest = req.hello;
     const h = inventory.hello ?? {};
     if (h.hang) await never();
     if (h.delayMs) await sleep(h.delayMs);
@@ -88,13 +92,15 @@ async function answer(req: WireRequest): Promise<WireResponse> {
       request_id: id,
       status: ok,
       hello: {
-        protocol_version: h.protocol ?? ADPP_PROTOCOL_VERSION,
-        provider_name: "programmable",
+        ...(h.protocol !== null ? { protocol_version: h.protocol ?? ADPP_PROTOCOL_VERSION } : {}),
+        ...(h.name !== null ? { provider_name: h.name ?? "programmable" } : {}),
+        ...(h.version ? { provider_version: h.version } : {}),
         ...(h.metadata ? { metadata: h.metadata } : {}),
       },
     };
   }
   if (req.wait_ready) {
+    waitReadyRequest = req.wait_ready;
     const w = inventory.waitReady ?? {};
     if (w.hang) await never();
     if (w.delayMs) await sleep(w.delayMs);
@@ -126,7 +132,9 @@ async function answer(req: WireRequest): Promise<WireResponse> {
       request_id: id,
       status: ok,
       describe_device: {
-        device: { device_id: deviceId, type_id: "test.programmable", tags: dev.tags ?? {} },
+        ...(dev.noDevice ? {} : {
+          device: { device_id: deviceId, type_id: "test.programmable", tags: dev.tags ?? {} },
+        }),
         capabilities: {
           signals: dev.signals.map((s) => ({
             signal_id: s.id,
@@ -175,6 +183,8 @@ async function answer(req: WireRequest): Promise<WireResponse> {
           reads: str(String(reads.get(deviceId) ?? 0)),
           health: str(String(healthRequests)),
           last_read: str(JSON.stringify(lastRead.get(deviceId) ?? null)),
+          hello: str(JSON.stringify(helloRequest)),
+          wait_ready: str(JSON.stringify(waitReadyRequest)),
         },
       },
     };

@@ -31,11 +31,17 @@ export interface StepProgram {
 export interface Inventory {
   /** Hello: protocol version (default the runtime's) and metadata, delayed or never answered. */
   readonly hello?: StepProgram & {
-    readonly protocol?: string;
+    /** Default the runtime's; null: left out. */
+    readonly protocol?: string | null;
+    /** Default "programmable"; null: left out. */
+    readonly name?: string | null;
+    readonly version?: string;
     readonly metadata?: Readonly<Record<string, string>>;
   };
   /** WaitReady (asked when Hello's metadata says supports_wait_ready). */
   readonly waitReady?: StepProgram;
+  /** Lines written to stderr at start. */
+  readonly stderr?: readonly string[];
   /** Each process appends its pid to this file when it starts. */
   readonly pidFile?: string;
   readonly listDelayMs?: number;
@@ -52,6 +58,8 @@ export interface Inventory {
       /** ReadSignals answer until the device is programmed (default: no values). */
       readonly values?: readonly Sample[];
       readonly tags?: Readonly<Record<string, string>>;
+      /** DescribeDevice answers without its Device message. */
+      readonly noDevice?: boolean;
     }>
   >;
 }
@@ -106,18 +114,18 @@ export function programmableProvider(
     readyTimeoutMs?: number;
     restart?: Partial<RestartPolicyConfig>;
     /**
-     * Run under `sh`, which closes the provider's stdout once the provider exited (function 3)
-     * and lives on as `sleep`: a provider process whose session ended while it still runs.
+     * Run under `sh -c SCRIPT`, `PROVIDER` in the script standing for the provider's command
+     * (see SH_LINGERING and friends).
      */
-    lingering?: boolean;
+    sh?: string;
   } = {},
 ): ProviderConfig {
   const args = ["run", "--quiet", "--allow-read", "--allow-write", MAIN, file];
   const quoted = [Deno.execPath(), ...args].map((a) => `'${a}'`).join(" ");
   return {
     id,
-    ...(o.lingering
-      ? { command: "sh", args: ["-c", `${quoted}; exec 1>&-; exec sleep 1000`] }
+    ...(o.sh
+      ? { command: "sh", args: ["-c", o.sh.replace("PROVIDER", quoted)] }
       : { command: Deno.execPath(), args }),
     timeoutMs: o.timeoutMs ?? 5000,
     helloTimeoutMs: o.helloTimeoutMs ?? 10000,
@@ -132,6 +140,22 @@ export function programmableProvider(
     },
   };
 }
+
+/**
+ * Once the provider exited (function 3) its stdout closes and the process lives on as `sleep`:
+ * a provider process whose session ended while it still runs.
+ */
+export const SH_LINGERING = "PROVIDER; exec 1>&-; exec sleep 1000";
+/**
+ * Once the provider exited (function 3) nobody reads its stdin any more, its stdout stays open
+ * and the process lives on: the next request cannot be written.
+ */
+export const SH_DEAF = "PROVIDER; exec 0<&-; exec sleep 1000";
+/**
+ * A helper holds the provider's stdout; once the provider exited (function 3) the process exits
+ * with code 3 while its stdout is still open.
+ */
+export const SH_EXIT_3 = "sleep 1000 & PROVIDER; exit 3";
 
 /**
  * A wall clock the test sets; monotonic time is real unless the test sets `mono` (then it stands
@@ -159,7 +183,14 @@ export interface ProgrammableFixture {
   /** Programs the provider (function 1 on `device`). */
   program(device: string, p: Program): Promise<void>;
   /** The provider's counters for `device` (function 2). */
-  stats(device: string): Promise<{ reads: number; health: number; lastRead: string[] | null }>;
+  stats(device: string): Promise<{
+    reads: number;
+    health: number;
+    lastRead: string[] | null;
+    /** The Hello and WaitReady requests this process received (null: none). */
+    hello: unknown;
+    waitReady: unknown;
+  }>;
   /** Rewrites the inventory file (read by the next process that starts). */
   setInventory(inv: Inventory): Promise<void>;
   close(): Promise<void>;
@@ -179,7 +210,7 @@ export async function startProgrammable(
     helloTimeoutMs?: number;
     readyTimeoutMs?: number;
     restart?: Partial<RestartPolicyConfig>;
-    lingering?: boolean;
+    sh?: string;
     reportedHealthIntervalMs?: number;
     /** A monotonic clock standing at this value from the start (see TestClock). */
     mono?: number;
@@ -256,6 +287,8 @@ export async function startProgrammable(
         reads: Number(r.reads?.string_value),
         health: Number(r.health?.string_value),
         lastRead: JSON.parse(r.last_read?.string_value ?? "null"),
+        hello: JSON.parse(r.hello?.string_value ?? "null"),
+        waitReady: JSON.parse(r.wait_ready?.string_value ?? "null"),
       };
     },
     async setInventory(inv) {

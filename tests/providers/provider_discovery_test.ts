@@ -5,7 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { type Inventory, startProgrammable, T } from "../helpers/programmable_provider.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import {
+  type Inventory,
+  programmableProvider,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
 
 const SIGNALS = [{ id: "x", type: T.DOUBLE }];
 
@@ -89,4 +97,68 @@ Deno.test("A provider that dies during discovery fails the start instead of skip
       return true;
     },
   );
+});
+
+Deno.test("Discovery warnings: a reason of exactly 300 characters and an id of exactly 80 are not cut", async () => {
+  const exact = "E".repeat(164); // quoted cut (83) + the fixed words + itself: 300 characters
+  const id80 = "I".repeat(80);
+  const fx = await startProgrammable({
+    list: ["a", exact, id80],
+    devices: { a: { signals: SIGNALS } },
+  });
+  try {
+    const [w1, w2] = fx.host.session!.discoveryWarnings;
+    const why = `DescribeDevice "${"E".repeat(80)}…" failed: provider answered NOT_FOUND: ${exact}`;
+    assert.equal(why.length, 300);
+    assert.equal(w1, `${why}; device skipped`);
+    assert.equal(
+      w2,
+      `DescribeDevice "${id80}" failed: provider answered NOT_FOUND: ${id80}; device skipped`,
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery keys a device by the asked id when DescribeDevice leaves out the Device message", async () => {
+  const fx = await startProgrammable({ devices: { bare: { signals: SIGNALS, noDevice: true } } });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["bare"]);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, []);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A discovery failure quotes the provider's last stderr lines, and an empty list warns of nothing", async () => {
+  const lines: string[] = [];
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ devices: {}, stderr: ["ERROR no bus found"] }));
+  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: new LineLogger({
+      level: "debug",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    await assert.rejects(registry.startAll(30_000, 1000), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(
+        e.message,
+        'provider start failed: p0: provider described no devices; provider\'s last stderr line: "ERROR no bus found"',
+      );
+      return true;
+    });
+    assert.deepEqual(lines.filter((l) => l.includes("discovery:")), []);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(file);
+  }
 });

@@ -4,7 +4,7 @@
  * provider ends while its process lives on, and stop() while a start is under way.
  */
 import assert from "node:assert/strict";
-import { ADPP_PROTOCOL_VERSION, RuntimeError } from "../../src/common/mod.ts";
+import { ADPP_PROTOCOL_VERSION, RUNTIME_VERSION, RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
@@ -13,6 +13,7 @@ import {
   type Inventory,
   type ProgrammableFixture,
   programmableProvider,
+  SH_LINGERING,
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
@@ -98,7 +99,7 @@ Deno.test("ProviderHost kills a provider that ended its session but lives on, an
     await waitFor("session ended", () => fx.host.session?.pid !== pid);
     await waitFor("process killed", () => !processAlive(pid));
     await waitFor("restarted", () => fx.host.available);
-  }, { lingering: true, restart: { backoffMs: [0, 0, 0] } });
+  }, { sh: SH_LINGERING, restart: { backoffMs: [0, 0, 0] } });
 });
 
 Deno.test("ProviderHost.start fails on a provider that speaks another protocol version", async () => {
@@ -128,7 +129,15 @@ Deno.test("ProviderHost.start waits for WaitReady when Hello advertises it", asy
         providerVersion: "",
         metadata: { supports_wait_ready: "true" },
       });
+      const { hello, waitReady } = await fx.stats("d0");
+      assert.deepEqual(hello, {
+        protocol_version: ADPP_PROTOCOL_VERSION,
+        client_name: "anolis-runtime",
+        client_version: RUNTIME_VERSION,
+      });
+      assert.deepEqual(waitReady, { max_wait_ms_hint: 7000 });
     },
+    { readyTimeoutMs: 7000 },
   );
   // WaitReady that never answers: start-up fails within ready_timeout_ms.
   await assert.rejects(
@@ -140,10 +149,33 @@ Deno.test("ProviderHost.start waits for WaitReady when Hello advertises it", asy
     /WaitReady failed: wait_ready got no answer within 300 ms/,
   );
   // Not advertised: never asked, even by a provider that would never answer it.
-  await withFixture({ ...D0, waitReady: { hang: true } }, (fx) => {
+  await withFixture({ ...D0, waitReady: { hang: true } }, async (fx) => {
     assert.equal(fx.host.available, true);
-    return Promise.resolve();
+    assert.equal((await fx.stats("d0")).waitReady, null);
   }, { readyTimeoutMs: 300 });
+});
+
+Deno.test("ProviderHost keeps Hello's name, version and metadata, empty when the provider leaves them out", async () => {
+  await withFixture({ ...D0, hello: { name: "named", version: "1.2.3" } }, (fx) => {
+    assert.deepEqual(fx.host.session!.hello, {
+      providerName: "named",
+      providerVersion: "1.2.3",
+      metadata: {},
+    });
+    return Promise.resolve();
+  });
+  await withFixture({ ...D0, hello: { name: null } }, (fx) => {
+    assert.deepEqual(fx.host.session!.hello, {
+      providerName: "",
+      providerVersion: "",
+      metadata: {},
+    });
+    return Promise.resolve();
+  });
+  await assert.rejects(
+    startProgrammable({ ...D0, hello: { protocol: null } }),
+    /p0: provider speaks protocol '', expected '/,
+  );
 });
 
 Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_ms fails and counts", async () => {
@@ -242,8 +274,16 @@ Deno.test("ProviderHost.start rejects with its cause's code, and the exit code o
         assert.ok(e instanceof RuntimeError);
         assert.equal(e.code, "UNAVAILABLE");
         assert.match(e.message, /^Hello failed: .* \(process exit code 1\)$/);
-        assert.ok(e.cause instanceof RuntimeError);
-        assert.match(e.cause.message, /^Hello failed: /);
+        // The cause chain: the start-up failure with the provider's last words, the failed
+        // Hello it explains, the session end that failed it.
+        const withStderr = e.cause;
+        assert.ok(withStderr instanceof RuntimeError);
+        assert.match(withStderr.message, /^Hello failed: .*; provider's last stderr lines?: /);
+        const hello = withStderr.cause;
+        assert.ok(hello instanceof RuntimeError);
+        assert.match(hello.message, /^Hello failed: /);
+        assert.ok(!hello.message.includes("stderr"));
+        assert.ok(hello.cause instanceof RuntimeError);
         return true;
       });
     } finally {

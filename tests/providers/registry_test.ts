@@ -138,3 +138,89 @@ Deno.test("ProviderRegistry.startAll refuses two devices on one bus address and 
     for (const f of files) await Deno.remove(f);
   }
 });
+
+/** A registry over programmable providers p0, p1, ... with these inventories. */
+async function registryOf(inventories: object[]) {
+  const files: string[] = [];
+  for (const inv of inventories) {
+    const file = await Deno.makeTempFile({ suffix: ".json" });
+    await Deno.writeTextFile(file, JSON.stringify(inv));
+    files.push(file);
+  }
+  const registry = new ProviderRegistry(
+    files.map((f, i) => programmableProvider(`p${i}`, f, { helloTimeoutMs: 60_000 })),
+    {
+      spawn: spawnProcess,
+      clock: systemClock,
+      log: testLogger(),
+      bus: new EventBus(),
+      cwd: Deno.cwd(),
+      shutdownTimeoutMs: 1000,
+    },
+  );
+  return {
+    registry,
+    async close() {
+      await registry.stopAll(1000);
+      for (const f of files) await Deno.remove(f);
+    },
+  };
+}
+
+const OK_INVENTORY = { devices: { d: { signals: [{ id: "x", type: T.DOUBLE }] } } };
+
+Deno.test("ProviderRegistry.startAll names every provider that failed, and every one still starting at the deadline", async () => {
+  const failing = await registryOf([
+    { ...OK_INVENTORY, hello: { protocol: "old" } },
+    OK_INVENTORY,
+    { ...OK_INVENTORY, hello: { protocol: "older" } },
+  ]);
+  try {
+    await assert.rejects(failing.registry.startAll(30_000, 1000), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.match(
+        e.message,
+        /^provider start failed: p0: provider speaks protocol 'old', expected '\w+'; p2: provider speaks protocol 'older', expected '\w+'$/,
+      );
+      return true;
+    });
+  } finally {
+    await failing.close();
+  }
+  const slow = await registryOf([
+    { ...OK_INVENTORY, hello: { hang: true } },
+    OK_INVENTORY,
+    { ...OK_INVENTORY, hello: { hang: true } },
+  ]);
+  try {
+    await assert.rejects(
+      slow.registry.startAll(1500, 1000),
+      /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0, p2$/,
+    );
+  } finally {
+    await slow.close();
+  }
+});
+
+Deno.test("ProviderRegistry lists devices in provider order and finds capabilities by provider and device", async () => {
+  const r = await registryOf([
+    { devices: { b: OK_INVENTORY.devices.d, a: OK_INVENTORY.devices.d } },
+    { devices: { c: OK_INVENTORY.devices.d } },
+  ]);
+  try {
+    await r.registry.startAll(30_000, 1000);
+    assert.deepEqual(r.registry.devices().map((d) => `${d.providerId}/${d.deviceId}`), [
+      "p0/b",
+      "p0/a",
+      "p1/c",
+    ]);
+    assert.equal(r.registry.capabilities("p1", "c")?.device.deviceId, "c");
+    assert.equal(r.registry.capabilities("p1", "a"), undefined);
+    assert.equal(r.registry.capabilities("nope", "a"), undefined);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0", "p1"]);
+    assert.equal(r.registry.host("nope"), undefined);
+  } finally {
+    await r.close();
+  }
+});
