@@ -93,7 +93,6 @@ export class ProviderSession {
   readonly #deps: ProviderSessionDeps;
   readonly #proc: ProviderProcess;
   readonly #client: AdppClient;
-  readonly #startedAt: number;
   #exitCode: number | null = null;
   #terminating = false;
   /** The last STDERR_TAIL_LINES non-blank stderr lines (rate-limited ones included). */
@@ -113,7 +112,6 @@ export class ProviderSession {
   constructor(cfg: ProviderConfig, command: string, deps: ProviderSessionDeps) {
     this.#cfg = cfg;
     this.#deps = deps;
-    this.#startedAt = deps.monoMs();
     try {
       this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
     } catch (err) {
@@ -145,10 +143,6 @@ export class ProviderSession {
 
   get lastFrameAtMs(): number {
     return this.#client.lastFrameAtMs;
-  }
-
-  get startedAtMs(): number {
-    return this.#startedAt;
   }
 
   /** Sends one request on this session (see AdppClient.request). */

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { ADPP_PROTOCOL_VERSION, RUNTIME_VERSION, RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import {
@@ -339,4 +339,48 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
       /restart attempt 1 failed: restart timeout exceeded after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
     );
   }, { mono: 10_000, restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 0 } });
+});
+
+Deno.test("ProviderHost: a restart whose process cannot be spawned is a failed attempt, said once", async () => {
+  const dir = await Deno.makeTempDir();
+  const launcher = `${dir}/provider.sh`;
+  const file = `${dir}/inventory.json`;
+  await Deno.writeTextFile(file, JSON.stringify(D0));
+  const inner = programmableProvider("p0", file);
+  await Deno.writeTextFile(
+    launcher,
+    `#!/bin/sh\nexec ${[inner.command, ...inner.args].map((a) => `'${a}'`).join(" ")}\n`,
+  );
+  await Deno.chmod(launcher, 0o755);
+  const lines: string[] = [];
+  const registry = new ProviderRegistry([{
+    ...programmableProvider("p0", file, { restart: { maxAttempts: 1, backoffMs: [0] } }),
+    command: launcher,
+    args: [],
+  }], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: new LineLogger({
+      level: "warn",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    bus: new EventBus(),
+    cwd: dir,
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    await registry.startAll(30_000, 1000);
+    const host = registry.host("p0")!;
+    await Deno.remove(launcher);
+    Deno.kill(host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => host.lifecycle === "CIRCUIT_OPEN");
+    const failures = lines.filter((l) => l.includes("restart attempt 1 failed"));
+    assert.equal(failures.length, 1, lines.join("\n"));
+    assert.match(failures[0], /restart attempt 1 failed: cannot start provider 'p0' \(/);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(dir, { recursive: true });
+  }
 });
