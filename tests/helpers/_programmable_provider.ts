@@ -153,7 +153,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
   if (req.read_signals) {
     reads.set(deviceId, (reads.get(deviceId) ?? 0) + 1);
     lastRead.set(deviceId, req.read_signals.signal_ids ?? []);
-    const program = readPrograms.get(deviceId) ?? { values: dev.values };
+    const program = readPrograms.get(deviceId) ?? { values: dev.values, delayMs: dev.readDelayMs };
     const status = await applyProgram(program);
     if (status?.code !== ok.code) return { request_id: id, status };
     const values = (program?.values ?? []).map(wireSample);

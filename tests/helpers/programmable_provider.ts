@@ -57,6 +57,8 @@ export interface Inventory {
       readonly signals: readonly SignalDecl[];
       /** ReadSignals answer until the device is programmed (default: no values). */
       readonly values?: readonly Sample[];
+      /** How long ReadSignals takes until the device is programmed. */
+      readonly readDelayMs?: number;
       readonly tags?: Readonly<Record<string, string>>;
       /** DescribeDevice answers without its Device message. */
       readonly noDevice?: boolean;

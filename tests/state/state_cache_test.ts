@@ -758,3 +758,26 @@ Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut t
     );
   });
 });
+
+Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and starts at once after an overrun", async () => {
+  // The monotonic clock stands at 10 000 unless the test moves it; the interval is 60 s, so only
+  // the wake-up after a restart and an overrun can start a cycle within the test.
+  await withFixture(D0, async (fx) => {
+    await fx.cache.start();
+    await fx.setInventory({
+      devices: { d0: { ...D0.devices.d0, values: [dbl("x", 1)], readDelayMs: 300 } },
+    });
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    // The wake-up cycle's poll is in flight: 60 s pass on the monotonic clock meanwhile.
+    await waitFor("the wake-up poll", async () => (await fx.stats("d0")).reads === 1);
+    fx.clock.mono = 70_000;
+    // That cycle overran the interval: the next one starts at once ...
+    await waitFor("the next cycle", async () => (await fx.stats("d0")).reads === 2);
+    // ... and took no time on the clock: the one after waits its 60 s.
+    await waitFor("the cycle ended", () => fx.cache.device("p0", "d0")!.available);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal((await fx.stats("d0")).reads, 2);
+  }, { mono: 10_000, intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
+});
