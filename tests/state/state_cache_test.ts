@@ -8,11 +8,14 @@
 import assert from "node:assert/strict";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { DATA_FAULT_LOG_LINES, DATA_FAULT_LOG_WINDOW_MS, StateCache } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import {
   dbl,
   type ProgrammableFixture,
+  programmableProvider,
   Q,
   startProgrammable,
   T,
@@ -332,6 +335,11 @@ Deno.test("StateCache stores NaN and infinities with quality FAULT and counts th
       quality: "FAULT",
       timestampMs: 1_000,
     });
+    assert.ok(
+      fx.lines.some((l) =>
+        /^WARN .*p0\/d0 signal "x": non-finite double NaN; stored as FAULT \(1 so far\)$/.test(l)
+      ),
+    );
     await fx.program("d0", { read: { values: [dbl("x", "-Infinity")] } });
     await fx.cache.pollDevice("p0", "d0");
     assert.equal(fx.cache.dataFaults("p0").non_finite, 2);
@@ -748,14 +756,19 @@ Deno.test("StateCache built after its providers started knows their devices at o
 Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut to 64 characters", async () => {
   await withFixture(D0, async (fx) => {
     const id = "g".repeat(100);
-    await fx.program("d0", { read: { values: [dbl(id, 1)] } });
+    const id64 = "h".repeat(64);
+    await fx.program("d0", {
+      read: { values: [dbl(id, 1), dbl(id64, 1), { id: undefined as never, double: 1 }] },
+    });
     await fx.cache.pollDevice("p0", "d0");
-    assert.ok(
-      fx.lines.some((l) =>
-        l.endsWith(`dropped a sample of undeclared signal "${"g".repeat(64)}…" (1 so far)`)
-      ),
-      fx.lines.join("\n"),
+    const dropped = fx.lines.filter((l) => l.includes("dropped a sample")).map((l) =>
+      l.split(": dropped a sample of undeclared signal ")[1]
     );
+    assert.deepEqual(dropped, [
+      `"${"g".repeat(64)}…" (1 so far)`,
+      `"${id64}" (2 so far)`,
+      `"" (3 so far)`,
+    ]);
   });
 });
 
@@ -780,4 +793,123 @@ Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and st
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal((await fx.stats("d0")).reads, 2);
   }, { mono: 10_000, intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache logs refused samples at most DATA_FAULT_LOG_LINES per kind and window, then says how many it held back", async () => {
+  await withFixture(D0, async (fx) => {
+    const ghosts = Array.from({ length: DATA_FAULT_LOG_LINES + 2 }, (_, i) => dbl(`ghost${i}`, 1));
+    await fx.program("d0", { read: { values: [...ghosts, dbl("n", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const undeclared = () => fx.lines.filter((l) => l.includes("undeclared signal"));
+    const mismatched = () => fx.lines.filter((l) => l.includes("stored as FAULT"));
+    assert.equal(undeclared().length, DATA_FAULT_LOG_LINES);
+    assert.equal(mismatched().length, 1, "another kind has its own bound");
+    // The same window (the monotonic clock stands still): nothing more.
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(undeclared().length, DATA_FAULT_LOG_LINES);
+    // The next window: the first line says what was held back.
+    fx.clock.mono = 10_000 + DATA_FAULT_LOG_WINDOW_MS;
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(undeclared().length, 2 * DATA_FAULT_LOG_LINES);
+    assert.match(
+      undeclared()[DATA_FAULT_LOG_LINES],
+      new RegExp(`\\(${2 + DATA_FAULT_LOG_LINES + 2} similar lines suppressed before this one\\)$`),
+    );
+    assert.equal(fx.cache.dataFaults("p0").undeclared_signal, 3 * ghosts.length);
+  }, { mono: 10_000 });
+});
+
+Deno.test("StateCache answers for unknown providers and devices, and for a device never polled", async () => {
+  await withFixture(D0, async (fx) => {
+    assert.equal(fx.cache.device("nope", "d0"), undefined);
+    assert.equal(fx.cache.device("p0", "nope"), undefined);
+    assert.equal(fx.cache.signal("nope", "d0", "x"), undefined);
+    assert.equal(fx.cache.signal("p0", "d0", "x"), undefined);
+    assert.equal(fx.cache.reportedHealth("nope"), undefined);
+    // Never polled: no signals, and unavailable (not the OK of an empty list).
+    assert.equal(fx.cache.deviceQuality(fx.cache.device("p0", "d0")!), "UNAVAILABLE");
+    // An answer without values: available, nothing stored, nothing counted.
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    assert.equal(fx.cache.device("p0", "d0")!.signals.size, 0);
+    assert.equal(fx.cache.deviceQuality(fx.cache.device("p0", "d0")!), "OK");
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+  });
+});
+
+Deno.test("StateCache over providers that never started: devices unknown, no warnings, polls do nothing", async () => {
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([programmableProvider("p0", "/nonexistent.json")], {
+    spawn: () => {
+      throw new Error("no processes in this test");
+    },
+    clock: systemClock,
+    log: testLogger(),
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 100,
+  });
+  const cache = new StateCache({
+    registry,
+    bus,
+    clock: systemClock,
+    log: testLogger(),
+    intervalMs: 100,
+  });
+  assert.deepEqual(cache.devices(), []);
+  assert.deepEqual(cache.providerDevices("p0"), []);
+  assert.deepEqual(cache.discoveryWarnings("p0"), []);
+  assert.equal(await cache.fetchReportedHealth(registry.host("p0")!), null);
+  await cache.pollDevice("p0", "d0");
+});
+
+Deno.test("StateCache keeps devices in provider order, whichever provider finishes discovery first", async () => {
+  const files: string[] = [];
+  for (const inv of [{ ...D0, describeDelayMs: 300 }, { devices: { e0: D0.devices.d0 } }]) {
+    const f = await Deno.makeTempFile({ suffix: ".json" });
+    await Deno.writeTextFile(f, JSON.stringify(inv));
+    files.push(f);
+  }
+  const bus = new EventBus();
+  const registry = new ProviderRegistry(files.map((f, i) => programmableProvider(`p${i}`, f)), {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus,
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  const cache = new StateCache({
+    registry,
+    bus,
+    clock: systemClock,
+    log: testLogger(),
+    intervalMs: 60_000,
+  });
+  const order: string[] = [];
+  for (const h of registry.hosts) h.onInventory(() => order.push(h.id));
+  try {
+    await registry.startAll(30_000, 1000);
+    assert.deepEqual(order, ["p1", "p0"], "p0's discovery is the slower one");
+    assert.deepEqual(cache.devices().map((d) => `${d.providerId}/${d.deviceId}`), [
+      "p0/d0",
+      "p1/e0",
+    ]);
+  } finally {
+    await cache.stop();
+    await registry.stopAll(1000);
+    for (const f of files) await Deno.remove(f);
+  }
+});
+
+Deno.test("StateCache.fetchReportedHealth resolves null when GetHealth goes unanswered", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { health: { hang: true } });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal(fx.host.session!.supportsGetHealth, null, "still unknown");
+  }, { timeoutMs: 200 });
 });
