@@ -67,6 +67,7 @@ export class ProviderHost {
   #livenessFailures = 0;
   #restartTimer: ReturnType<typeof setTimeout> | undefined;
   #resetTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
   readonly #inventoryListeners: InventoryListener[] = [];
   readonly #availabilityListeners: AvailabilityListener[] = [];
@@ -180,7 +181,7 @@ export class ProviderHost {
     // A session still handshaking would otherwise hold shutdown for its Hello/WaitReady deadline.
     const starting = this.#starting;
     await Promise.all([session?.terminate(budgetMs), starting?.terminate(budgetMs)]);
-    if (attempt) await attempt.catch(() => {});
+    await attempt;
   }
 
   // ---- internals ----
@@ -299,19 +300,20 @@ export class ProviderHost {
     for (const l of this.#availabilityListeners) l(available);
   }
 
-  #scheduleRestart(state: SupervisorState): void {
-    const delay = Math.max(0, (state.restartDueAt ?? 0) - this.#deps.clock.monoMs());
-    if (delay >= 1) {
+  /**
+   * Arms the restart timer for a state in BACKOFF (on entering it, or `again` when the timer
+   * fired before restartDueAt on the monotonic clock); no other restart timer is pending then.
+   */
+  #scheduleRestart(state: SupervisorState, again = false): void {
+    const delay = Math.max(0, state.restartDueAt! - this.#deps.clock.monoMs());
+    if (!again) {
       this.#log.warn(
         `restart attempt ${state.attemptCount}/${this.config.restartPolicy.maxAttempts} in ${
           Math.round(delay)
         } ms`,
       );
     }
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = setTimeout(() => {
-      this.#attempt = this.#runAttempt().finally(() => (this.#attempt = null));
-    }, Math.ceil(delay));
+    this.#restartTimer = setTimeout(() => (this.#attempt = this.#runAttempt()), Math.ceil(delay));
   }
 
   async #runAttempt(): Promise<void> {
@@ -319,7 +321,7 @@ export class ProviderHost {
     this.#apply({ type: "attempt", at: startedAt });
     if (this.#state.phase === "BACKOFF") {
       // Timers may fire a fraction of a millisecond early against the monotonic clock: re-arm.
-      this.#scheduleRestart(this.#state);
+      this.#scheduleRestart(this.#state, true);
       return;
     }
     if (this.#state.phase !== "ATTEMPTING") return;

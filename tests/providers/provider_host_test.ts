@@ -314,6 +314,9 @@ Deno.test("ProviderHost restarts after the backoff on the monotonic clock, howev
     await new Promise((r) => setTimeout(r, 400));
     assert.equal(fx.host.lifecycle, "RESTARTING", "the backoff has not elapsed on the clock");
     assert.equal(fx.host.supervision().next_restart_in_ms, 100);
+    // Announced once, however often the timer was armed again.
+    assert.deepEqual(fx.lines.filter((l) => l.includes("restart attempt 1/3 in")).length, 1);
+    assert.match(fx.lines.find((l) => l.includes("restart attempt 1/3 in"))!, /in 100 ms$/);
     fx.clock.mono = 10_100;
     await waitFor("restarted", () => fx.host.available);
     assert.notEqual(fx.host.session!.pid, pid);
@@ -382,5 +385,43 @@ Deno.test("ProviderHost: a restart whose process cannot be spawned is a failed a
   } finally {
     await registry.stopAll(1000);
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("ProviderHost.stop during a backoff cancels the restart", async () => {
+  await withFixture(D0, async (fx) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("backing off", () => fx.host.supervision().next_restart_in_ms !== null);
+    await fx.registry.stopAll(1000);
+    assert.equal(fx.host.state.phase, "STOPPED");
+    assert.equal(fx.host.supervision().next_restart_in_ms, null);
+    // (A restart timer left behind would also fail this test as a leaked timer.)
+  }, { restart: { backoffMs: [60_000, 60_000, 60_000] } });
+});
+
+Deno.test("ProviderHost ends a provider that failed to start within 2 s, whatever shutdown_timeout_ms allows", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
+  // Ignores SIGTERM (and so does what it runs once the provider is gone): only SIGKILL ends it.
+  const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  const registry = new ProviderRegistry([cfg], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 60_000,
+  });
+  try {
+    const started = performance.now();
+    await assert.rejects(registry.host("p0")!.start(), /provider speaks protocol 'v0'/);
+    const took = performance.now() - started;
+    // 2 s for the process to end (SIGKILL after 1.8 s), plus its start: far below 60 s.
+    assert.ok(took >= 1800, `ended after ${took} ms: before SIGKILL was due`);
+    assert.ok(took < 20_000, `took ${took} ms`);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(file);
   }
 });
