@@ -180,7 +180,7 @@ Deno.test("ProviderHost keeps Hello's name, version and metadata, empty when the
 
 Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_ms fails and counts", async () => {
   // The first start has no budget; every restart's discovery takes longer than its budget.
-  await withFixture({ ...D0, describeDelayMs: 1500 }, async (fx) => {
+  await withFixture({ ...D0, describeDelayMs: 2500 }, async (fx) => {
     const pid = fx.host.session!.pid;
     Deno.kill(pid, "SIGKILL");
     await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN", 20_000);
@@ -190,9 +190,9 @@ Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_
     assert.equal(failures.length, 1);
     assert.match(
       failures[0],
-      /restart timeout exceeded after discovery \(\d+ ms >= restart_policy\.timeout_ms 1000 ms\)/,
+      /restart timeout exceeded after discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
     );
-  }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 1000 } });
+  }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 2000 } });
 });
 
 Deno.test("ProviderHost.stop ends a provider that is still starting, without waiting for its Hello deadline", async () => {

@@ -173,7 +173,10 @@ Deno.test("StateCache: a heartbeat answered with an error status proves liveness
     await stillServing(fx, pid, "q0");
     // Alternating: unanswered, answered with an error, unanswered — never two misses in a row.
     fx.host.noteLiveness(false);
-    await waitFor("two more heartbeats", async () => (await fx.stats("q0")).health >= 6);
+    // Each cycle sends a heartbeat, waits for its answer, then asks GetHealth for the health
+    // view: of any three requests from now on, one is a heartbeat answered since.
+    const seen = (await fx.stats("q0")).health;
+    await waitFor("a heartbeat answered", async () => (await fx.stats("q0")).health >= seen + 3);
     fx.host.noteLiveness(false);
     await stillServing(fx, pid, "q0");
   } finally {

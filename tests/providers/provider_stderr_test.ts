@@ -164,7 +164,7 @@ Deno.test("ProviderSession rate-limits stderr per one-second window and logs aga
     command: "sh",
     args: [
       "-c",
-      'for i in $(seq 1 25); do echo "a$i" >&2; done; sleep 1.2;' +
+      'for i in $(seq 1 25); do echo "a$i" >&2; done; sleep 1.5;' +
       ' for i in 1 2 3; do echo "b$i" >&2; done; exec cat',
     ],
   };
