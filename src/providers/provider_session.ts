@@ -403,11 +403,10 @@ export function raceTimeout<T, F = T>(p: Promise<T>, ms: number, fallback: F): P
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** `err` (a request's rejection) as the failure of `what`, same code (INTERNAL if it has none). */
 function wrap(err: unknown, what: string): RuntimeError {
-  if (err instanceof RuntimeError) {
-    return new RuntimeError(err.code, `${what}: ${err.message}`, { cause: err });
-  }
-  return new RuntimeError("INTERNAL", `${what}: ${errText(err)}`, { cause: err });
+  const code = err instanceof RuntimeError ? err.code : "INTERNAL";
+  return new RuntimeError(code, `${what}: ${errText(err)}`, { cause: err });
 }
 
 /** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */

@@ -151,6 +151,12 @@ Deno.test("A provider that never answers Hello is reported with what it wrote to
   );
 });
 
+Deno.test("A start-up failure waits for the provider's exit to name its exit code", async () => {
+  // stdout and stderr close at once (Hello fails), the process exits 300 ms later.
+  const e = await startupError("exec 1>&- 2>&-; sleep 0.3; exit 5");
+  assert.match(e.message, /^provider start failed: p0: Hello failed: .*\(process exit code 5\)$/);
+});
+
 Deno.test("A provider that fails start-up silently is reported without a stderr part", async () => {
   const e = await startupError("exit 7");
   assert.ok(!e.message.includes("stderr"), e.message);
@@ -305,6 +311,7 @@ Deno.test("ProviderSession reports even one suppressed stderr line when its wind
     assert.match(lines[notice], /\] 1 stderr lines suppressed \(rate limit\)$/);
     // Said when the one-second window of the first line closes, not when the line came.
     assert.ok(at[notice] - first >= 900, `notice after ${at[notice] - first} ms`);
+    assert.ok(at[notice] - first < 1800, `notice after ${at[notice] - first} ms`);
     assert.ok(!lines.some((l) => l.endsWith("stderr: late")));
   } finally {
     await session.terminate(2000);
