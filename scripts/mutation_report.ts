@@ -145,6 +145,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "state-cache",
     files: ["src/state/state_cache.ts"],
     tests: [
+      "tests/state/state_cache_test.ts",
+      "tests/providers/provider_liveness_test.ts",
       "tests/scenarios/provider_data_types_test.ts",
       "tests/scenarios/provider_data_missing_value_test.ts",
       "tests/scenarios/provider_data_undeclared_test.ts",

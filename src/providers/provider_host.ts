@@ -67,6 +67,7 @@ export class ProviderHost {
   #livenessFailures = 0;
   #restartTimer: ReturnType<typeof setTimeout> | undefined;
   #resetTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
   readonly #inventoryListeners: InventoryListener[] = [];
   readonly #availabilityListeners: AvailabilityListener[] = [];
@@ -81,8 +82,9 @@ export class ProviderHost {
     return this.config.id;
   }
 
+  /** Up: a committed session exists exactly while the supervisor is UP (see #commit, #onSessionEnded). */
   get available(): boolean {
-    return isAvailable(this.#state) && this.#session !== null;
+    return isAvailable(this.#state);
   }
 
   get state(): SupervisorState {
@@ -112,10 +114,10 @@ export class ProviderHost {
     return Math.floor((this.#deps.clock.monoMs() - this.#state.upSince) / 1000);
   }
 
-  /** Milliseconds since the provider last answered anything; null before it was first up. */
+  /** Milliseconds since the provider last answered anything; null while there is no session. */
   lastSeenAgoMs(): number | null {
     const s = this.#session;
-    if (!s || s.hello === null) return null;
+    if (!s) return null;
     return Math.max(0, Math.round(this.#deps.clock.monoMs() - s.lastFrameAtMs));
   }
 
@@ -179,7 +181,7 @@ export class ProviderHost {
     // A session still handshaking would otherwise hold shutdown for its Hello/WaitReady deadline.
     const starting = this.#starting;
     await Promise.all([session?.terminate(budgetMs), starting?.terminate(budgetMs)]);
-    if (attempt) await attempt.catch(() => {});
+    await attempt;
   }
 
   // ---- internals ----
@@ -242,17 +244,27 @@ export class ProviderHost {
     for (const l of this.#inventoryListeners) l(devices);
     this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
     session.ended.then((why) => this.#onSessionEnded(session, why));
-    if (this.#state.attemptCount > 0) {
-      clearTimeout(this.#resetTimer);
-      this.#resetTimer = setTimeout(
-        () => this.#apply({ type: "tick", at: this.#deps.clock.monoMs() }),
-        this.config.restartPolicy.successResetMs + 1,
-      );
-    }
+    this.#armStreakReset();
+  }
+
+  /**
+   * After a restart, ends the failure streak once the provider has run success_reset_ms (a tick
+   * to the supervisor); a timer that fires early against the monotonic clock is armed again.
+   */
+  #armStreakReset(): void {
+    clearTimeout(this.#resetTimer);
+    const s = this.#state;
+    if (s.phase !== "UP" || s.attemptCount === 0) return;
+    const dueAt = s.upSince! + this.config.restartPolicy.successResetMs;
+    this.#resetTimer = setTimeout(() => {
+      this.#apply({ type: "tick", at: this.#deps.clock.monoMs() });
+      this.#armStreakReset();
+    }, Math.max(0, dueAt - this.#deps.clock.monoMs()));
   }
 
   #onSessionEnded(session: ProviderSession, why: string): void {
-    if (session !== this.#session || this.#state.phase === "STOPPED") return;
+    // Not the current session: stop() let go of it first and is ending its process gracefully.
+    if (session !== this.#session) return;
     this.#session = null;
     this.#log.error(`provider down: ${why}`);
     session.kill(); // make sure a broken-but-alive process does not linger
@@ -288,19 +300,20 @@ export class ProviderHost {
     for (const l of this.#availabilityListeners) l(available);
   }
 
-  #scheduleRestart(state: SupervisorState): void {
-    const delay = Math.max(0, (state.restartDueAt ?? 0) - this.#deps.clock.monoMs());
-    if (delay >= 1) {
+  /**
+   * Arms the restart timer for a state in BACKOFF (on entering it, or `again` when the timer
+   * fired before restartDueAt on the monotonic clock); no other restart timer is pending then.
+   */
+  #scheduleRestart(state: SupervisorState, again = false): void {
+    const delay = Math.max(0, state.restartDueAt! - this.#deps.clock.monoMs());
+    if (!again) {
       this.#log.warn(
         `restart attempt ${state.attemptCount}/${this.config.restartPolicy.maxAttempts} in ${
           Math.round(delay)
         } ms`,
       );
     }
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = setTimeout(() => {
-      this.#attempt = this.#runAttempt().finally(() => (this.#attempt = null));
-    }, Math.ceil(delay));
+    this.#restartTimer = setTimeout(() => (this.#attempt = this.#runAttempt()), Math.ceil(delay));
   }
 
   async #runAttempt(): Promise<void> {
@@ -308,7 +321,7 @@ export class ProviderHost {
     this.#apply({ type: "attempt", at: startedAt });
     if (this.#state.phase === "BACKOFF") {
       // Timers may fire a fraction of a millisecond early against the monotonic clock: re-arm.
-      this.#scheduleRestart(this.#state);
+      this.#scheduleRestart(this.#state, true);
       return;
     }
     if (this.#state.phase !== "ATTEMPTING") return;

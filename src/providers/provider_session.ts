@@ -93,7 +93,6 @@ export class ProviderSession {
   readonly #deps: ProviderSessionDeps;
   readonly #proc: ProviderProcess;
   readonly #client: AdppClient;
-  readonly #startedAt: number;
   #exitCode: number | null = null;
   #terminating = false;
   /** The last STDERR_TAIL_LINES non-blank stderr lines (rate-limited ones included). */
@@ -113,13 +112,12 @@ export class ProviderSession {
   constructor(cfg: ProviderConfig, command: string, deps: ProviderSessionDeps) {
     this.#cfg = cfg;
     this.#deps = deps;
-    this.#startedAt = deps.monoMs();
     try {
       this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
     } catch (err) {
       throw unavailable(`cannot start provider '${cfg.id}' (${command}): ${errText(err)}`, err);
     }
-    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin);
+    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin, { monoMs: deps.monoMs });
     this.#stderrDone = this.#pumpStderr(this.#proc.stderr);
     const exited = this.#proc.exited.then((s) => {
       this.#exitCode = s.code;
@@ -145,10 +143,6 @@ export class ProviderSession {
 
   get lastFrameAtMs(): number {
     return this.#client.lastFrameAtMs;
-  }
-
-  get startedAtMs(): number {
-    return this.#startedAt;
   }
 
   /** Sends one request on this session (see AdppClient.request). */
@@ -409,11 +403,10 @@ export function raceTimeout<T, F = T>(p: Promise<T>, ms: number, fallback: F): P
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** `err` (a request's rejection) as the failure of `what`, same code (INTERNAL if it has none). */
 function wrap(err: unknown, what: string): RuntimeError {
-  if (err instanceof RuntimeError) {
-    return new RuntimeError(err.code, `${what}: ${err.message}`, { cause: err });
-  }
-  return new RuntimeError("INTERNAL", `${what}: ${errText(err)}`, { cause: err });
+  const code = err instanceof RuntimeError ? err.code : "INTERNAL";
+  return new RuntimeError(code, `${what}: ${errText(err)}`, { cause: err });
 }
 
 /** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */

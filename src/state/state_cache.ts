@@ -1,4 +1,5 @@
 import {
+  ProviderStatusError,
   qualityFromWire,
   type ResponsePayloads,
   timestampToMs,
@@ -140,7 +141,6 @@ export class StateCache {
     this.#opts = opts;
     this.#log = opts.log.child("state");
     for (const host of opts.registry.hosts) {
-      this.#byProvider.set(host.id, new Map());
       const limited = () =>
         new RateLimitedLog(this.#log, {
           lines: DATA_FAULT_LOG_LINES,
@@ -156,7 +156,7 @@ export class StateCache {
         if (!up) this.#markProviderDown(host.id);
         else this.#loops.get(host.id)?.wake();
       });
-      if (host.devices.length > 0) this.#applyInventory(host, host.devices);
+      this.#applyInventory(host, host.devices); // none yet unless the host is already up
     }
   }
 
@@ -166,9 +166,10 @@ export class StateCache {
     this.#running = true;
     await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h)));
     for (const host of this.#opts.registry.hosts) {
-      const loop = new PollLoop(this.#opts.intervalMs, () => this.#cycle(host), this.#opts.clock);
-      this.#loops.set(host.id, loop);
-      loop.start();
+      this.#loops.set(
+        host.id,
+        new PollLoop(this.#opts.intervalMs, () => this.#cycle(host), this.#opts.clock),
+      );
     }
   }
 
@@ -232,13 +233,13 @@ export class StateCache {
     }
     if (known.queuedPoll) return known.queuedPoll;
     let started = false;
+    // A queued poll polls the device it was given: the inventory changes only on a restart, and
+    // the session end before it fails the poll ahead in the queue, so a queued poll starts while
+    // the provider is down (its request then fails harmlessly), never after rediscovery.
     const run = this.#serial(providerId, async () => {
       started = true; // from now on a new pollDevice must poll again, not join this one
       known.queuedPoll = null;
-      // The inventory may have changed while this poll waited.
-      const dev = this.#byProvider.get(providerId)?.get(deviceId);
-      if (!dev || dev.pollable.length === 0 || !host.available) return;
-      await this.#pollOne(host, dev);
+      await this.#pollOne(host, known);
     });
     if (!started) known.queuedPoll = run; // it waits behind another poll
     return run;
@@ -267,26 +268,23 @@ export class StateCache {
 
   // ---- polling ----
 
+  /** One poll pass, then the provider's own health when due (both skip a provider that is down). */
   async #cycle(host: ProviderHost): Promise<void> {
-    if (!host.available) return;
     await this.#pollProvider(host);
     const every = this.#opts.reportedHealthIntervalMs ?? 5000;
     const last = this.#reported.get(host.id)?.atMs ?? 0;
-    if (host.available && this.#opts.clock.nowMs() - last >= every) {
-      await this.fetchReportedHealth(host);
-    }
+    if (this.#opts.clock.nowMs() - last >= every) await this.fetchReportedHealth(host);
   }
 
   async #pollProvider(host: ProviderHost): Promise<void> {
-    if (!host.available) return;
-    const devices = [...(this.#byProvider.get(host.id)?.values() ?? [])].filter((d) =>
+    const devices = [...this.#byProvider.get(host.id)!.values()].filter((d) =>
       d.pollable.length > 0
     );
     if (devices.length === 0) {
       // Nothing to poll: a heartbeat keeps liveness checks running.
       const answered = await host.request("get_health", {}).then(
         () => true,
-        (err) => !(err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED"),
+        (err) => !noAnswer(err),
       );
       if (host.available) host.noteLiveness(answered);
       return;
@@ -316,17 +314,14 @@ export class StateCache {
       this.#applySamples(dev, r.values ?? []);
       return true;
     } catch (err) {
-      const timedOut = err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED";
+      const timedOut = noAnswer(err);
       if (timedOut) host.noteLiveness(false);
-      else if (err instanceof RuntimeError && err.details?.provider_code !== undefined) {
-        host.noteLiveness(true); // an error status is still an answer
-      }
-      if (host.available) {
-        this.#log.debug(
-          `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
-        );
-        this.#markDeviceUnavailable(dev);
-      }
+      else if (err instanceof ProviderStatusError) host.noteLiveness(true); // still an answer
+      // (A provider that went down has its devices marked already: marking again changes nothing.)
+      this.#log.debug(
+        `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
+      );
+      this.#markDeviceUnavailable(dev);
       return !timedOut;
     }
   }
@@ -445,14 +440,14 @@ export class StateCache {
     }
   }
 
-  /** Keeps the last values but marks every signal UNAVAILABLE (and says so once). */
+  /**
+   * Keeps the last values but marks every signal UNAVAILABLE (and says so once: storing the same
+   * sample again publishes nothing).
+   */
   #markDeviceUnavailable(dev: MutableDeviceState): void {
     const now = this.#opts.clock.nowMs();
     for (const [id, s] of dev.signals) {
-      const slot = dev.slots.get(id);
-      if (slot && s.quality !== "UNAVAILABLE") {
-        this.#store(dev, id, slot, { ...s, quality: "UNAVAILABLE" }, now);
-      }
+      this.#store(dev, id, dev.slots.get(id)!, { ...s, quality: "UNAVAILABLE" }, now);
     }
     if (dev.available) {
       dev.available = false;
@@ -461,7 +456,7 @@ export class StateCache {
   }
 
   #markProviderDown(providerId: string): void {
-    for (const dev of this.#byProvider.get(providerId)?.values() ?? []) {
+    for (const dev of this.#byProvider.get(providerId)!.values()) {
       this.#markDeviceUnavailable(dev);
     }
   }
@@ -516,12 +511,19 @@ export class StateCache {
         queuedPoll: null,
       });
     }
-    const now = this.#opts.clock.nowMs();
-    for (const [id, dev] of old) {
-      if (!next.has(id) && dev.available) this.#publishAvailability(dev, false, now);
-    }
+    // A device gone from the new inventory needs no notice: rediscovery follows a restart, and
+    // every device was marked unavailable when the provider went down.
     this.#byProvider.set(providerId, next);
   }
+}
+
+/**
+ * A request that got no answer in time (a liveness miss). A provider answering with a status,
+ * even DEADLINE_EXCEEDED, did answer.
+ */
+function noAnswer(err: unknown): boolean {
+  return err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED" &&
+    !(err instanceof ProviderStatusError);
 }
 
 /** A sample without a usable value: the last good value (with its time) stays, or none. */
@@ -557,14 +559,9 @@ class PollQueue {
     );
   }
 
+  /** `poll` is an async function: it never throws, it rejects. */
   #start<T>(poll: () => Promise<T>): Promise<T> {
-    let p: Promise<T>;
-    try {
-      p = poll();
-    } catch (err) {
-      this.#release();
-      return Promise.reject(err);
-    }
+    const p = poll();
     p.then(this.#release, this.#release);
     return p;
   }
@@ -577,24 +574,20 @@ class PollQueue {
   };
 }
 
-/** A fixed-cadence loop that never overlaps itself and stops promptly. */
+/** A fixed-cadence loop (running from construction) that never overlaps itself and stops promptly. */
 class PollLoop {
   readonly #intervalMs: number;
   readonly #body: () => Promise<void>;
   readonly #clock: Clock;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #running = false;
+  #running = true;
   #current: Promise<void> | null = null;
 
   constructor(intervalMs: number, body: () => Promise<void>, clock: Clock) {
     this.#intervalMs = intervalMs;
     this.#body = body;
     this.#clock = clock;
-  }
-
-  start(): void {
-    this.#running = true;
-    this.#schedule(this.#intervalMs);
+    this.#schedule(intervalMs);
   }
 
   /** Runs the next cycle now (e.g. a provider just came back) unless one is in flight. */
@@ -614,8 +607,8 @@ class PollLoop {
     this.#timer = setTimeout(() => this.#run(), delay);
   }
 
+  /** Runs only from its timer, which stop() clears: never after stop(). */
   async #run(): Promise<void> {
-    if (!this.#running) return;
     const started = this.#clock.monoMs();
     this.#current = this.#body().catch(() => {});
     await this.#current;

@@ -10,6 +10,7 @@ import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import {
   ProviderRegistry,
   ProviderSession,
+  STDERR_LINES_PER_SECOND,
   STDERR_TAIL_LINES,
   stderrLineLevel,
 } from "../../src/providers/mod.ts";
@@ -39,6 +40,9 @@ const LEVELS: { line: string; level: string | null }[] = [
   { line: "warning: deprecated option", level: "warn" },
   { line: "  error: cannot open port", level: "error" },
   { line: "FATAL: out of memory", level: "error" },
+  { line: "ERR: bus reset", level: "error" },
+  { line: "[crit] overheated", level: "error" },
+  { line: "crit overheated", level: "error" },
   { line: "CRITICAL sensor lost", level: "error" },
   { line: "TRACE tick", level: "debug" },
   { line: "Error: uncaught exception", level: "error" },
@@ -85,6 +89,7 @@ Deno.test("ProviderSession logs each provider stderr line at the level it starts
   } finally {
     await session.terminate(2000);
   }
+  assert.deepEqual(lines.filter((l) => l.includes("suppressed")), [], "nothing was suppressed");
 });
 
 /** Starts one provider through the registry and returns the start-up error. */
@@ -146,8 +151,186 @@ Deno.test("A provider that never answers Hello is reported with what it wrote to
   );
 });
 
+Deno.test("A start-up failure waits for the provider's exit to name its exit code", async () => {
+  // stdout and stderr close at once (Hello fails), the process exits 300 ms later.
+  const e = await startupError("exec 1>&- 2>&-; sleep 0.3; exit 5");
+  assert.match(e.message, /^provider start failed: p0: Hello failed: .*\(process exit code 5\)$/);
+});
+
 Deno.test("A provider that fails start-up silently is reported without a stderr part", async () => {
   const e = await startupError("exit 7");
   assert.ok(!e.message.includes("stderr"), e.message);
   assert.match(e.message, /\(process exit code 7\)$/);
+});
+
+Deno.test("ProviderSession rate-limits stderr per one-second window and logs again in the next", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("noisy"),
+    command: "sh",
+    args: [
+      "-c",
+      'for i in $(seq 1 25); do echo "a$i" >&2; done; sleep 1.5;' +
+      ' for i in 1 2 3; do echo "b$i" >&2; done; exec cat',
+    ],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("noisy"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("the second window's lines", () => lines.some((l) => l.endsWith(": b3")), 5000);
+    const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split(": ")[1]);
+    assert.deepEqual(logged, [
+      ...Array.from({ length: STDERR_LINES_PER_SECOND }, (_, i) => `a${i + 1}`),
+      "b1",
+      "b2",
+      "b3",
+    ]);
+    const notices = lines.filter((l) => l.includes("suppressed"));
+    assert.deepEqual(notices.map((l) => l.split("] ")[1]), [
+      `${25 - STDERR_LINES_PER_SECOND} stderr lines suppressed (rate limit)`,
+    ]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, strips CR line ends and skips blank lines", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("long"),
+    command: "sh",
+    args: [
+      "-c",
+      `printf 'x%.0s' $(seq 1 2500) >&2;` +
+      ` printf '\\ncrlf\\r\\n\\n   \\nin\\rner\\r\\nlast\\n' >&2; exec cat`,
+    ],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("long"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("the last line", () => lines.some((l) => l.endsWith("stderr: last")), 5000);
+    const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split("stderr: ")[1]);
+    assert.deepEqual(logged.filter((l) => !l.startsWith("in")), [
+      `${"x".repeat(2000)}…`,
+      "crlf",
+      "last",
+    ]);
+    assert.deepEqual(session.stderrTail, ["x".repeat(2000), "crlf", "in\rner", "last"]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("A start-up failure quotes at most 300 characters of each stderr line, and no blank ones", async () => {
+  const e = await startupError(
+    `printf 'y%.0s' $(seq 1 400) >&2; printf '\\n\\n   \\nshort\\n' >&2; exit 3`,
+  );
+  assert.ok(
+    e.message.endsWith(
+      `provider's last stderr lines: ${JSON.stringify(`${"y".repeat(300)}…`)}, "short" ` +
+        "(process exit code 3)",
+    ),
+    e.message,
+  );
+});
+
+Deno.test("A start-up failure quotes the provider's last stderr line even without a newline", async () => {
+  const e = await startupError(`printf 'first\\nlast words' >&2; exit 2`);
+  assert.ok(
+    e.message.endsWith(`provider's last stderr lines: "first", "last words" (process exit code 2)`),
+    e.message,
+  );
+});
+
+Deno.test("ProviderSession bounds a stderr line without newline: flushed in pieces past 64 KiB", async () => {
+  const lines: string[] = [];
+  const cfg = {
+    ...simProvider("flood"),
+    command: "sh",
+    args: ["-c", `head -c 300000 /dev/zero | tr '\\0' z >&2; printf '\\nend\\n' >&2; exec cat`],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("flood"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("the last line", () => lines.some((l) => l.endsWith("stderr: end")), 5000);
+    const pieces = lines.filter((l) => l.includes("stderr: ") && !l.endsWith("stderr: end"));
+    for (const p of pieces) assert.match(p, /stderr: z+…$/);
+    // 300 000 characters, flushed whenever more than 65 536 wait for a newline (how many pieces
+    // depends on how the pipe delivers them; never one 300 000-character line).
+    assert.ok(pieces.length >= 2, `${pieces.length} pieces`);
+    for (const p of pieces) assert.ok(p.endsWith(`${"z".repeat(2000)}…`));
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+/** A session of `sh -c script` whose log lines land in `lines`, with when each was written. */
+function shSession(script: string, lines: string[], at: number[] = []): ProviderSession {
+  const cfg = { ...simProvider("sh"), command: "sh", args: ["-c", script] };
+  return new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: new LineLogger({
+      level: "debug",
+      journald: false,
+      now: () => 0,
+      write: (l) => {
+        lines.push(l);
+        at.push(performance.now());
+      },
+    }).child("sh"),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+}
+
+Deno.test("ProviderSession reports even one suppressed stderr line when its window closes", async () => {
+  const lines: string[] = [];
+  const at: number[] = [];
+  const session = shSession(
+    `for i in $(seq 1 ${STDERR_LINES_PER_SECOND}); do echo "a$i" >&2; done; sleep 0.5;` +
+      ` echo late >&2; exec cat`,
+    lines,
+    at,
+  );
+  try {
+    await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")), 5000);
+    const first = at[lines.findIndex((l) => l.endsWith("stderr: a1"))];
+    const notice = lines.findIndex((l) => l.includes("suppressed"));
+    assert.match(lines[notice], /\] 1 stderr lines suppressed \(rate limit\)$/);
+    // Said when the one-second window of the first line closes, not when the line came.
+    assert.ok(at[notice] - first >= 900, `notice after ${at[notice] - first} ms`);
+    assert.ok(at[notice] - first < 1800, `notice after ${at[notice] - first} ms`);
+    assert.ok(!lines.some((l) => l.endsWith("stderr: late")));
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("ProviderSession reports suppressed stderr lines when the provider exits before the window closes", async () => {
+  const lines: string[] = [];
+  const session = shSession(
+    `for i in $(seq 1 ${STDERR_LINES_PER_SECOND + 3}); do echo "a$i" >&2; done; exit 0`,
+    lines,
+  );
+  try {
+    await session.ended;
+    await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")), 900);
+    assert.deepEqual(lines.filter((l) => l.includes("suppressed")).map((l) => l.split("] ")[1]), [
+      "3 stderr lines suppressed (rate limit)",
+    ]);
+  } finally {
+    await session.terminate(2000);
+  }
 });

@@ -1,0 +1,164 @@
+/**
+ * ProviderSession discovery over the programmable provider: a DescribeDevice answered with an
+ * error skips that device with a warning, warnings quote ids and messages cut to a bound, and a
+ * provider that describes no device at all does not start.
+ */
+import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import {
+  type Inventory,
+  programmableProvider,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const SIGNALS = [{ id: "x", type: T.DOUBLE }];
+
+Deno.test("Discovery skips a device whose DescribeDevice fails, with a warning, and keeps the others", async () => {
+  const fx = await startProgrammable({
+    list: ["a", "missing", "b"],
+    devices: { a: { signals: SIGNALS }, b: { signals: SIGNALS } },
+  });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a", "b"]);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, [
+      'DescribeDevice "missing" failed: provider answered NOT_FOUND: missing; device skipped',
+    ]);
+    assert.deepEqual(fx.cache.discoveryWarnings("p0"), fx.host.session!.discoveryWarnings);
+    assert.ok(
+      fx.lines.some((l) =>
+        /^WARN .*\[p0\] discovery: DescribeDevice "missing" failed: .*; device skipped$/.test(l)
+      ),
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery warnings quote at most 80 characters of an id and 300 of the reason", async () => {
+  const long = "L".repeat(400);
+  const fx = await startProgrammable({ list: ["a", long], devices: { a: { signals: SIGNALS } } });
+  try {
+    const [w] = fx.host.session!.discoveryWarnings;
+    const why = `DescribeDevice "${"L".repeat(80)}…" failed: provider answered NOT_FOUND: ${long}`;
+    assert.equal(w, `${why.slice(0, 300)}…; device skipped`);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A provider that describes no device does not start", async () => {
+  const inventory: Inventory = { list: ["ghost"], devices: {} };
+  await assert.rejects(startProgrammable(inventory), (e) => {
+    assert.ok(e instanceof RuntimeError);
+    assert.equal(e.code, "UNAVAILABLE");
+    assert.equal(e.message, "provider start failed: p0: provider described no devices");
+    return true;
+  });
+  await assert.rejects(
+    startProgrammable({ devices: {} }),
+    /provider start failed: p0: provider described no devices$/,
+  );
+});
+
+Deno.test("A ListDevices that goes unanswered fails the start naming the step", async () => {
+  await assert.rejects(
+    startProgrammable({ devices: { a: { signals: SIGNALS } }, listDelayMs: 5000 }, {
+      timeoutMs: 300,
+    }),
+    (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.equal(
+        e.message,
+        "provider start failed: p0: ListDevices failed: list_devices got no answer within 300 ms",
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("A provider that dies during discovery fails the start instead of skipping its devices", async () => {
+  await assert.rejects(
+    startProgrammable({
+      list: ["a", "b", "c"],
+      devices: { a: { signals: SIGNALS }, b: { signals: SIGNALS }, c: { signals: SIGNALS } },
+      exitOnDescribe: "b",
+    }),
+    (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.match(
+        e.message,
+        /^provider start failed: p0: DescribeDevice b failed: .*\(process exit code 4\)$/,
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("Discovery warnings: a reason of exactly 300 characters and an id of exactly 80 are not cut", async () => {
+  const exact = "E".repeat(164); // quoted cut (83) + the fixed words + itself: 300 characters
+  const id80 = "I".repeat(80);
+  const fx = await startProgrammable({
+    list: ["a", exact, id80],
+    devices: { a: { signals: SIGNALS } },
+  });
+  try {
+    const [w1, w2] = fx.host.session!.discoveryWarnings;
+    const why = `DescribeDevice "${"E".repeat(80)}…" failed: provider answered NOT_FOUND: ${exact}`;
+    assert.equal(why.length, 300);
+    assert.equal(w1, `${why}; device skipped`);
+    assert.equal(
+      w2,
+      `DescribeDevice "${id80}" failed: provider answered NOT_FOUND: ${id80}; device skipped`,
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery keys a device by the asked id when DescribeDevice leaves out the Device message", async () => {
+  const fx = await startProgrammable({ devices: { bare: { signals: SIGNALS, noDevice: true } } });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["bare"]);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, []);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A discovery failure quotes the provider's last stderr lines, and an empty list warns of nothing", async () => {
+  const lines: string[] = [];
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ devices: {}, stderr: ["ERROR no bus found"] }));
+  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: new LineLogger({
+      level: "debug",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    await assert.rejects(registry.startAll(30_000, 1000), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(
+        e.message,
+        'provider start failed: p0: provider described no devices; provider\'s last stderr line: "ERROR no bus found"',
+      );
+      return true;
+    });
+    assert.deepEqual(lines.filter((l) => l.includes("discovery:")), []);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(file);
+  }
+});

@@ -1,0 +1,427 @@
+/**
+ * ProviderHost over the programmable provider (a real child process): what it reports (uptime,
+ * last seen, availability events), start-up deadlines and the restart budget, a session the
+ * provider ends while its process lives on, and stop() while a start is under way.
+ */
+import assert from "node:assert/strict";
+import { ADPP_PROTOCOL_VERSION, RUNTIME_VERSION, RuntimeError } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
+import {
+  type Inventory,
+  type ProgrammableFixture,
+  programmableProvider,
+  SH_LINGERING,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
+
+async function withFixture(
+  inventory: Inventory,
+  body: (fx: ProgrammableFixture) => Promise<void>,
+  o: Parameters<typeof startProgrammable>[1] = {},
+): Promise<void> {
+  const fx = await startProgrammable(inventory, o);
+  try {
+    await body(fx);
+  } finally {
+    await fx.close();
+  }
+}
+
+Deno.test("ProviderHost reports whole seconds of uptime and the time since the provider last answered", async () => {
+  await withFixture(D0, async (fx) => {
+    const clock = fx.clock;
+    // Up at monotonic 10 000 (the clock stands still), every frame so far arrived then.
+    assert.equal(fx.host.uptimeSeconds(), 0);
+    assert.equal(fx.host.lastSeenAgoMs(), 0);
+    clock.mono = 12_999.6;
+    assert.equal(fx.host.uptimeSeconds(), 2);
+    assert.equal(fx.host.lastSeenAgoMs(), 3000, "rounded to the millisecond");
+    clock.mono = 13_000;
+    assert.equal(fx.host.uptimeSeconds(), 3);
+    // An answer now: last seen is now.
+    await fx.stats("d0");
+    assert.equal(fx.host.lastSeenAgoMs(), 0);
+    clock.mono = 13_250.4;
+    assert.equal(fx.host.lastSeenAgoMs(), 250);
+    // A clock read before the last frame never gives a negative age.
+    clock.mono = 12_000;
+    assert.equal(fx.host.lastSeenAgoMs(), 0);
+    clock.mono = 20_000;
+    await fx.registry.stopAll(1000);
+    assert.equal(fx.host.uptimeSeconds(), 0, "0 while unavailable");
+    assert.equal(fx.host.lastSeenAgoMs(), null, "no session");
+  }, { mono: 10_000 });
+});
+
+Deno.test("ProviderHost publishes provider_health_change with the wall-clock time on each availability flip", async () => {
+  await withFixture(D0, async (fx) => {
+    assert.deepEqual(fx.events, [{
+      kind: "provider_health_change",
+      provider_id: "p0",
+      state: "AVAILABLE",
+      timestamp_ms: 1_700_000_000_000,
+    }]);
+    const flips: boolean[] = [];
+    fx.host.onAvailability((up) => flips.push(up));
+    fx.events.length = 0;
+    fx.clock.wallMs = 1_700_000_005_000;
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.deepEqual(fx.events, [
+      {
+        kind: "provider_health_change",
+        provider_id: "p0",
+        state: "UNAVAILABLE",
+        timestamp_ms: 1_700_000_005_000,
+      },
+      {
+        kind: "provider_health_change",
+        provider_id: "p0",
+        state: "AVAILABLE",
+        timestamp_ms: 1_700_000_005_000,
+      },
+    ]);
+    assert.deepEqual(flips, [false, true]);
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("ProviderHost kills a provider that ended its session but lives on, and restarts it", async () => {
+  await withFixture(D0, async (fx) => {
+    const pid = fx.host.session!.pid;
+    await fx.host.request("call", { device_id: "d0", function_id: 3 });
+    await waitFor("session ended", () => fx.host.session?.pid !== pid);
+    await waitFor("process killed", () => !processAlive(pid));
+    await waitFor("restarted", () => fx.host.available);
+  }, { sh: SH_LINGERING, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("ProviderHost.start fails on a provider that speaks another protocol version", async () => {
+  await assert.rejects(
+    startProgrammable({ ...D0, hello: { protocol: "0.9.0" } }),
+    (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.ok(
+        e.message.endsWith(
+          `p0: provider speaks protocol '0.9.0', expected '${ADPP_PROTOCOL_VERSION}'`,
+        ),
+        e.message,
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("ProviderHost.start waits for WaitReady when Hello advertises it", async () => {
+  await withFixture(
+    { ...D0, hello: { metadata: { supports_wait_ready: "true" } }, waitReady: { delayMs: 200 } },
+    async (fx) => {
+      assert.equal(fx.host.available, true);
+      assert.deepEqual(fx.host.session!.hello, {
+        providerName: "programmable",
+        providerVersion: "",
+        metadata: { supports_wait_ready: "true" },
+      });
+      const { hello, waitReady } = await fx.stats("d0");
+      assert.deepEqual(hello, {
+        protocol_version: ADPP_PROTOCOL_VERSION,
+        client_name: "anolis-runtime",
+        client_version: RUNTIME_VERSION,
+      });
+      assert.deepEqual(waitReady, { max_wait_ms_hint: 7000 });
+    },
+    { readyTimeoutMs: 7000 },
+  );
+  // WaitReady that never answers: start-up fails within ready_timeout_ms.
+  await assert.rejects(
+    startProgrammable({
+      ...D0,
+      hello: { metadata: { supports_wait_ready: "true" } },
+      waitReady: { hang: true },
+    }, { readyTimeoutMs: 300 }),
+    /WaitReady failed: wait_ready got no answer within 300 ms/,
+  );
+  // Not advertised: never asked, even by a provider that would never answer it.
+  await withFixture({ ...D0, waitReady: { hang: true } }, async (fx) => {
+    assert.equal(fx.host.available, true);
+    assert.equal((await fx.stats("d0")).waitReady, null);
+  }, { readyTimeoutMs: 300 });
+});
+
+Deno.test("ProviderHost keeps Hello's name, version and metadata, empty when the provider leaves them out", async () => {
+  await withFixture({ ...D0, hello: { name: "named", version: "1.2.3" } }, (fx) => {
+    assert.deepEqual(fx.host.session!.hello, {
+      providerName: "named",
+      providerVersion: "1.2.3",
+      metadata: {},
+    });
+    return Promise.resolve();
+  });
+  await withFixture({ ...D0, hello: { name: null } }, (fx) => {
+    assert.deepEqual(fx.host.session!.hello, {
+      providerName: "",
+      providerVersion: "",
+      metadata: {},
+    });
+    return Promise.resolve();
+  });
+  await assert.rejects(
+    startProgrammable({ ...D0, hello: { protocol: null } }),
+    /p0: provider speaks protocol '', expected '/,
+  );
+});
+
+Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_ms fails and counts", async () => {
+  // The first start has no budget; every restart's discovery takes longer than its budget.
+  await withFixture({ ...D0, describeDelayMs: 2500 }, async (fx) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN", 20_000);
+    assert.equal(fx.host.available, false);
+    assert.equal(fx.host.supervision().attempt_count, 2);
+    const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 1);
+    assert.match(
+      failures[0],
+      /restart timeout exceeded after discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
+    );
+  }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 2000 } });
+});
+
+Deno.test("ProviderHost.stop ends a provider that is still starting, without waiting for its Hello deadline", async () => {
+  const pidFile = await Deno.makeTempFile();
+  const fx = await startProgrammable({ ...D0, pidFile }, {
+    helloTimeoutMs: 60_000,
+    restart: { backoffMs: [0, 0, 0] },
+  });
+  try {
+    // The restarted process never answers Hello.
+    await fx.setInventory({ ...D0, pidFile, hello: { hang: true } });
+    const pids = () => Deno.readTextFileSync(pidFile).trim().split("\n").map(Number);
+    Deno.kill(pids()[0], "SIGKILL");
+    const starting = await waitFor("restart attempt started", () => pids()[1]);
+    await waitFor("the restart attempt waits for Hello", () => fx.host.lifecycle === "RESTARTING");
+    assert.ok(processAlive(starting));
+    await fx.registry.stopAll(1000);
+    // stop() ended it (a Hello deadline of 60 s would have held it far longer).
+    assert.equal(processAlive(starting), false);
+    assert.equal(fx.host.available, false);
+    assert.equal(fx.host.session, null);
+    // An attempt ended by stop() is no failed attempt.
+    assert.deepEqual(fx.lines.filter((l) => /restart attempt \d failed/.test(l)), []);
+  } finally {
+    await fx.close();
+    await Deno.remove(pidFile);
+  }
+});
+
+Deno.test("ProviderHost.request waits timeout_ms by default or the given time, and refuses while down", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { hang: true } });
+    const read = { device_id: "d0", signal_ids: ["x"] };
+    await assert.rejects(fx.host.request("read_signals", read, 150), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "DEADLINE_EXCEEDED");
+      assert.equal(e.message, "read_signals got no answer within 150 ms");
+      return true;
+    });
+    await assert.rejects(
+      fx.host.request("read_signals", read),
+      /^RuntimeError: read_signals got no answer within 400 ms$/,
+    );
+    // A slow request is no reason to give up on the provider.
+    assert.equal(fx.host.available, true);
+    await fx.registry.stopAll(1000);
+    await assert.rejects(fx.host.request("read_signals", read), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.equal(e.message, "Provider unavailable: p0");
+      return true;
+    });
+  }, { timeoutMs: 400 });
+});
+
+Deno.test("ProviderHost.start rejects with its cause's code, and the exit code of a provider that died", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  try {
+    await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
+    const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+      spawn: spawnProcess,
+      clock: systemClock,
+      log: testLogger(),
+      bus: new EventBus(),
+      cwd: Deno.cwd(),
+      shutdownTimeoutMs: 1000,
+    });
+    try {
+      await assert.rejects(registry.host("p0")!.start(), (e) => {
+        assert.ok(e instanceof RuntimeError);
+        assert.equal(e.code, "FAILED_PRECONDITION");
+        assert.ok(!e.message.includes("exit code"), "the process was still running");
+        return true;
+      });
+      assert.equal(registry.host("p0")!.available, false);
+      // A provider that exits before answering: the exit code is part of the reason.
+      await Deno.writeTextFile(file, "not json");
+      await assert.rejects(registry.host("p0")!.start(), (e) => {
+        assert.ok(e instanceof RuntimeError);
+        assert.equal(e.code, "UNAVAILABLE");
+        assert.match(e.message, /^Hello failed: .* \(process exit code 1\)$/);
+        // The cause chain: the start-up failure with the provider's last words, the failed
+        // Hello it explains, the session end that failed it.
+        const withStderr = e.cause;
+        assert.ok(withStderr instanceof RuntimeError);
+        assert.match(withStderr.message, /^Hello failed: .*; provider's last stderr lines?: /);
+        const hello = withStderr.cause;
+        assert.ok(hello instanceof RuntimeError);
+        assert.match(hello.message, /^Hello failed: /);
+        assert.ok(!hello.message.includes("stderr"));
+        assert.ok(hello.cause instanceof RuntimeError);
+        return true;
+      });
+    } finally {
+      await registry.stopAll(1000);
+    }
+  } finally {
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("ProviderHost.stop lets a provider finish its graceful exit and ends supervision", async () => {
+  await withFixture({ ...D0, exitDelayMs: 300 }, async (fx) => {
+    const session = fx.host.session!;
+    await fx.registry.stopAll(3000);
+    assert.equal(session.exitCode, 0, "exited by itself after stdin closed, not killed");
+    assert.equal(fx.host.state.phase, "STOPPED");
+    assert.equal(fx.host.lifecycle, "DOWN");
+    assert.equal(fx.host.available, false);
+  });
+});
+
+Deno.test("ProviderHost restarts after the backoff on the monotonic clock, however early its timer fires", async () => {
+  // The monotonic clock stands still: every restart timer fires "early" and must wait again.
+  await withFixture(D0, async (fx) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("down", () => fx.host.lifecycle === "RESTARTING");
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(fx.host.lifecycle, "RESTARTING", "the backoff has not elapsed on the clock");
+    assert.equal(fx.host.supervision().next_restart_in_ms, 100);
+    // Announced once, however often the timer was armed again.
+    assert.deepEqual(fx.lines.filter((l) => l.includes("restart attempt 1/3 in")).length, 1);
+    assert.match(fx.lines.find((l) => l.includes("restart attempt 1/3 in"))!, /in 100 ms$/);
+    fx.clock.mono = 10_100;
+    await waitFor("restarted", () => fx.host.available);
+    assert.notEqual(fx.host.session!.pid, pid);
+    assert.equal(fx.host.lifecycle, "RECOVERING");
+    // success_reset_ms (200) of healthy running ends the streak, on the same clock.
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(fx.host.lifecycle, "RECOVERING");
+    fx.clock.mono = 10_300;
+    await waitFor("streak reset", () => fx.host.lifecycle === "RUNNING");
+    assert.equal(fx.host.supervision().attempt_count, 0);
+  }, { mono: 10_000, restart: { backoffMs: [100, 100, 100], successResetMs: 200 } });
+});
+
+Deno.test("ProviderHost: a restart budget is used up when the elapsed time reaches it", async () => {
+  // The monotonic clock stands still: the attempt's elapsed time is 0 ms, its budget 0 ms.
+  await withFixture(D0, async (fx) => {
+    Deno.kill(fx.host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN");
+    const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 1);
+    assert.match(
+      failures[0],
+      /restart attempt 1 failed: restart timeout exceeded after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
+    );
+  }, { mono: 10_000, restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 0 } });
+});
+
+Deno.test("ProviderHost: a restart whose process cannot be spawned is a failed attempt, said once", async () => {
+  const dir = await Deno.makeTempDir();
+  const launcher = `${dir}/provider.sh`;
+  const file = `${dir}/inventory.json`;
+  await Deno.writeTextFile(file, JSON.stringify(D0));
+  const inner = programmableProvider("p0", file);
+  await Deno.writeTextFile(
+    launcher,
+    `#!/bin/sh\nexec ${[inner.command, ...inner.args].map((a) => `'${a}'`).join(" ")}\n`,
+  );
+  await Deno.chmod(launcher, 0o755);
+  const lines: string[] = [];
+  const registry = new ProviderRegistry([{
+    ...programmableProvider("p0", file, { restart: { maxAttempts: 1, backoffMs: [0] } }),
+    command: launcher,
+    args: [],
+  }], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: new LineLogger({
+      level: "warn",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    bus: new EventBus(),
+    cwd: dir,
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    await registry.startAll(30_000, 1000);
+    const host = registry.host("p0")!;
+    await Deno.remove(launcher);
+    Deno.kill(host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => host.lifecycle === "CIRCUIT_OPEN");
+    const failures = lines.filter((l) => l.includes("restart attempt 1 failed"));
+    assert.equal(failures.length, 1, lines.join("\n"));
+    assert.match(failures[0], /restart attempt 1 failed: cannot start provider 'p0' \(/);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("ProviderHost.stop during a backoff cancels the restart", async () => {
+  await withFixture(D0, async (fx) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("backing off", () => fx.host.supervision().next_restart_in_ms !== null);
+    await fx.registry.stopAll(1000);
+    assert.equal(fx.host.state.phase, "STOPPED");
+    assert.equal(fx.host.supervision().next_restart_in_ms, null);
+    // (A restart timer left behind would also fail this test as a leaked timer.)
+  }, { restart: { backoffMs: [60_000, 60_000, 60_000] } });
+});
+
+Deno.test("ProviderHost ends a provider that failed to start within 2 s, whatever shutdown_timeout_ms allows", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
+  // Ignores SIGTERM (and so does what it runs once the provider is gone): only SIGKILL ends it.
+  const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  const registry = new ProviderRegistry([cfg], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 60_000,
+  });
+  try {
+    const started = performance.now();
+    await assert.rejects(registry.host("p0")!.start(), /provider speaks protocol 'v0'/);
+    const took = performance.now() - started;
+    // 2 s for the process to end (SIGKILL after 1.8 s), plus its start: far below 60 s.
+    assert.ok(took >= 1800, `ended after ${took} ms: before SIGKILL was due`);
+    assert.ok(took < 20_000, `took ${took} ms`);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(file);
+  }
+});

@@ -1,0 +1,185 @@
+/**
+ * Liveness: a provider is killed (and supervision takes over) after LIVENESS_FAILURE_LIMIT
+ * liveness checks in a row got no answer, never after one, never after misses with an answer
+ * in between. Driven through ProviderHost.noteLiveness on a real provider process, then through
+ * the state cache's polls and heartbeats of the programmable provider.
+ */
+import assert from "node:assert/strict";
+import { StatusCode } from "../../src/adpp/mod.ts";
+import { LIVENESS_FAILURE_LIMIT } from "../../src/providers/mod.ts";
+import { processAlive, waitFor } from "../helpers/kernel.ts";
+import {
+  dbl,
+  type ProgrammableFixture,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const D0 = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
+/** A device with nothing to poll: the poll pass sends a GetHealth heartbeat instead. */
+const QUIET = { devices: { q0: { signals: [{ id: "q", type: T.DOUBLE, hint: 0 }] } } };
+
+/** The provider still answers, on the same process. */
+async function stillServing(fx: ProgrammableFixture, pid: number, device = "d0"): Promise<void> {
+  await fx.stats(device);
+  assert.equal(fx.host.available, true);
+  assert.equal(fx.host.session?.pid, pid);
+  assert.ok(processAlive(pid));
+}
+
+Deno.test("LIVENESS_FAILURE_LIMIT is two checks", () => {
+  assert.equal(LIVENESS_FAILURE_LIMIT, 2);
+});
+
+Deno.test("ProviderHost kills its provider after two missed liveness checks in a row, not after one", async () => {
+  const fx = await startProgrammable(D0);
+  try {
+    const pid = fx.host.session!.pid;
+    fx.host.noteLiveness(false);
+    await stillServing(fx, pid);
+    fx.host.noteLiveness(false);
+    await waitFor("provider declared unresponsive", () => !fx.host.available);
+    await waitFor("process killed", () => !processAlive(pid));
+    assert.equal(fx.host.lifecycle, "CIRCUIT_OPEN", "restart_policy disabled: it stays down");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("ProviderHost: an answer between two missed liveness checks starts the count again", async () => {
+  const fx = await startProgrammable(D0);
+  try {
+    const pid = fx.host.session!.pid;
+    for (let i = 0; i < 3; i++) {
+      fx.host.noteLiveness(false);
+      fx.host.noteLiveness(true);
+    }
+    fx.host.noteLiveness(false);
+    await stillServing(fx, pid);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("ProviderHost: a restarted provider starts with no missed liveness checks", async () => {
+  const fx = await startProgrammable(D0, { restart: { backoffMs: [0, 0, 0] } });
+  try {
+    const first = fx.host.session!.pid;
+    fx.host.noteLiveness(false);
+    Deno.kill(first, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== first);
+    const second = fx.host.session!.pid;
+    fx.host.noteLiveness(false);
+    await stillServing(fx, second);
+    // Killed for unresponsiveness, restarted: the count starts again too.
+    fx.host.noteLiveness(false);
+    await waitFor("restarted again", () => fx.host.available && fx.host.session!.pid !== second);
+    const third = fx.host.session!.pid;
+    fx.host.noteLiveness(false);
+    await stillServing(fx, third);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache: two polls in a row without an answer get the provider killed, one does not", async () => {
+  const fx = await startProgrammable(D0, { timeoutMs: 300 });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    await fx.program("d0", { read: { hang: true } });
+    await fx.cache.pollDevice("p0", "d0");
+    // One poll timed out: the device is unavailable, the provider is not killed.
+    assert.equal(fx.cache.device("p0", "d0")!.available, false);
+    assert.equal(fx.cache.signal("p0", "d0", "x")?.quality, "UNAVAILABLE");
+    await stillServing(fx, pid);
+    await fx.cache.pollDevice("p0", "d0");
+    await waitFor("provider declared unresponsive", () => !fx.host.available);
+    await waitFor("process killed", () => !processAlive(pid));
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache: a poll answered with an error status proves liveness, whatever the status", async () => {
+  const fx = await startProgrammable(D0, { timeoutMs: 300 });
+  try {
+    const pid = fx.host.session!.pid;
+    for (const code of [StatusCode.INTERNAL, StatusCode.DEADLINE_EXCEEDED]) {
+      await fx.program("d0", { read: { hang: true } });
+      await fx.cache.pollDevice("p0", "d0");
+      await fx.program("d0", { read: { error: { code } } });
+      await fx.cache.pollDevice("p0", "d0");
+      await fx.program("d0", { read: { hang: true } });
+      await fx.cache.pollDevice("p0", "d0");
+      await stillServing(fx, pid);
+      await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+      await fx.cache.pollDevice("p0", "d0");
+    }
+    // Only error answers, several in a row: still alive.
+    await fx.program("d0", { read: { error: { code: StatusCode.DEADLINE_EXCEEDED } } });
+    for (let i = 0; i < 3; i++) await fx.cache.pollDevice("p0", "d0");
+    await stillServing(fx, pid);
+    assert.equal(fx.cache.device("p0", "d0")!.available, false);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache: the poll pass stops at a provider that did not answer, the next device waits", async () => {
+  const inventory = {
+    devices: {
+      a: { signals: [{ id: "x", type: T.DOUBLE }] },
+      b: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+  };
+  const fx = await startProgrammable(inventory, { timeoutMs: 300 });
+  try {
+    await fx.program("a", { read: { hang: true } });
+    await fx.program("b", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start(); // the priming pass: a times out, b is not asked
+    assert.equal((await fx.stats("a")).reads, 1);
+    assert.equal((await fx.stats("b")).reads, 0);
+    assert.equal(fx.host.available, true);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache: with nothing to poll, GetHealth heartbeats check liveness; two unanswered kill the provider", async () => {
+  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("q0", { health: { hang: true } });
+    await fx.cache.start(); // priming pass: one heartbeat, unanswered
+    assert.equal((await fx.stats("q0")).health, 1);
+    await stillServing(fx, pid, "q0");
+    // The loop's next heartbeat goes unanswered too.
+    await waitFor("provider declared unresponsive", () => !fx.host.available);
+    await waitFor("process killed", () => !processAlive(pid));
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache: a heartbeat answered with an error status proves liveness", async () => {
+  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("q0", { health: { error: { code: StatusCode.DEADLINE_EXCEEDED } } });
+    await fx.cache.start();
+    await waitFor("several heartbeats", async () => (await fx.stats("q0")).health >= 4);
+    await stillServing(fx, pid, "q0");
+    // Alternating: unanswered, answered with an error, unanswered — never two misses in a row.
+    fx.host.noteLiveness(false);
+    // Each cycle sends a heartbeat, waits for its answer, then asks GetHealth for the health
+    // view: of any three requests from now on, one is a heartbeat answered since.
+    const seen = (await fx.stats("q0")).health;
+    await waitFor("a heartbeat answered", async () => (await fx.stats("q0")).health >= seen + 3);
+    fx.host.noteLiveness(false);
+    await stillServing(fx, pid, "q0");
+  } finally {
+    await fx.close();
+  }
+});

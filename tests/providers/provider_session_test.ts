@@ -1,0 +1,117 @@
+/**
+ * ProviderSession on its own (no host): a session the provider breaks ends, and its process is
+ * killed.
+ */
+import assert from "node:assert/strict";
+import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
+import { ProviderSession } from "../../src/providers/mod.ts";
+import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
+import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
+
+const D0 = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
+
+async function session(inventory: object): Promise<{ s: ProviderSession; file: string }> {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const cfg = programmableProvider("p0", file);
+  const s = new ProviderSession(cfg, cfg.command, {
+    spawn: spawnProcess,
+    log: testLogger(),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  return { s, file };
+}
+
+Deno.test("ProviderSession ends and kills its process when the provider sends a frame that is no Response", async () => {
+  const { s, file } = await session({
+    devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } },
+  });
+  try {
+    await s.handshake();
+    await s.request("call", { device_id: "d0", function_id: 4 });
+    const why = await s.ended;
+    assert.match(why, /^session ended: /);
+    await waitFor("process killed", () => s.exitCode !== null);
+    assert.equal(s.exitCode, 128 + 9, "ended by SIGKILL");
+    assert.equal(processAlive(s.pid), false);
+  } finally {
+    s.kill();
+    await s.terminate(1000);
+    await Deno.remove(file);
+  }
+});
+
+/** A session of the programmable provider run under `sh -c script` (see programmable_provider). */
+async function shSession(script: string) {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(D0));
+  const cfg = programmableProvider("p0", file, { sh: script });
+  const lines: string[] = [];
+  const s = new ProviderSession(cfg, cfg.command, {
+    spawn: spawnProcess,
+    log: new LineLogger({
+      level: "warn",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    monoMs: () => performance.now(),
+    cwd: Deno.cwd(),
+  });
+  return { s, file, lines };
+}
+
+Deno.test("ProviderSession ends and kills its process when a request cannot be written", async () => {
+  const { s, file, lines } = await shSession(SH_DEAF);
+  try {
+    await s.handshake();
+    await s.request("call", { device_id: "d0", function_id: 3 }); // the provider exits
+    // Nobody reads stdin any more: this request cannot be written.
+    await waitFor("a failed write", async () => {
+      await s.request("get_health", {}, 200).catch(() => {});
+      return s.exitCode !== null;
+    });
+    assert.match(await s.ended, /^session ended: write failed: /);
+    assert.equal(s.exitCode, 128 + 9, "ended by SIGKILL");
+    assert.ok(lines.some((l) => /session broken \(transport_error\)/.test(l)));
+  } finally {
+    s.kill();
+    await s.terminate(1000);
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("ProviderSession.ended says with which code the process exited, or by which signal", async () => {
+  const exited = await shSession(SH_EXIT_3);
+  try {
+    await exited.s.handshake();
+    await exited.s.request("call", { device_id: "d0", function_id: 3 });
+    assert.equal(await exited.s.ended, "process exited with code 3");
+    assert.equal(exited.s.exitCode, 3);
+  } finally {
+    await exited.s.terminate(1000);
+    await Deno.remove(exited.file);
+  }
+  const signalled = await shSession(SH_EXIT_3);
+  try {
+    await signalled.s.handshake();
+    Deno.kill(signalled.s.pid, "SIGTERM"); // sh only: the provider under it holds stdout
+    assert.equal(await signalled.s.ended, "process ended by SIGTERM");
+  } finally {
+    await signalled.s.terminate(1000);
+    await Deno.remove(signalled.file);
+  }
+});
+
+Deno.test("ProviderSession has no discovery warnings before discovery", async () => {
+  const { s, file } = await shSession("exec PROVIDER");
+  try {
+    assert.deepEqual(s.discoveryWarnings, []);
+    assert.equal(s.hello, null);
+    assert.equal(s.supportsGetHealth, null);
+  } finally {
+    await s.terminate(1000);
+    await Deno.remove(file);
+  }
+});

@@ -1,0 +1,915 @@
+/**
+ * StateCache over the programmable provider (a real child process whose ReadSignals answers the
+ * test sets): what a poll answer stores (values, timestamps, per-signal quality, declared-only
+ * signals, type checks), the events it publishes, device availability, and what a failed or
+ * timed-out poll does. Nothing polls unless the test asks (pollDevice), except where a test
+ * starts the poll loop.
+ */
+import assert from "node:assert/strict";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { DATA_FAULT_LOG_LINES, DATA_FAULT_LOG_WINDOW_MS, StateCache } from "../../src/state/mod.ts";
+import { StatusCode } from "../../src/adpp/mod.ts";
+import {
+  dbl,
+  type ProgrammableFixture,
+  programmableProvider,
+  Q,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const D0 = {
+  devices: {
+    d0: {
+      signals: [
+        { id: "x", type: T.DOUBLE },
+        { id: "n", type: T.INT64 },
+        { id: "s", type: T.STRING },
+      ],
+    },
+  },
+};
+
+/** The events about signals and devices (provider health changes left out), then cleared. */
+function take(fx: ProgrammableFixture): RuntimeEvent[] {
+  const out = fx.events.filter((e) => e.kind !== "provider_health_change");
+  fx.events.length = 0;
+  return out;
+}
+
+async function withFixture(
+  inventory: Parameters<typeof startProgrammable>[0],
+  body: (fx: ProgrammableFixture) => Promise<void>,
+  o: Parameters<typeof startProgrammable>[1] = {},
+): Promise<void> {
+  const fx = await startProgrammable(inventory, o);
+  try {
+    await body(fx);
+  } finally {
+    await fx.close();
+  }
+}
+
+Deno.test("StateCache stores each sample with the provider's time, else the time the answer arrived", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_123_000;
+    await fx.program("d0", {
+      read: {
+        values: [
+          dbl("x", 1.5, { ts: 1_650_000_000_250 }),
+          { id: "n", type: T.INT64, int64: "42", quality: Q.OK },
+          { id: "s", type: T.STRING, string: "hi", quality: Q.OK, ts: 1_650_000_001_999 },
+        ],
+      },
+    });
+    assert.equal(fx.cache.device("p0", "d0")!.lastPollMs, 0, "never polled yet");
+    assert.equal(fx.cache.device("p0", "d0")!.available, false);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 1.5 },
+      quality: "OK",
+      timestampMs: 1_650_000_000_250,
+    });
+    assert.deepEqual(fx.cache.signal("p0", "d0", "n"), {
+      value: { type: "int64", int64: 42 },
+      quality: "OK",
+      timestampMs: 1_700_000_123_000,
+    });
+    assert.equal(fx.cache.signal("p0", "d0", "s")?.timestampMs, 1_650_000_001_999);
+    const dev = fx.cache.device("p0", "d0")!;
+    assert.equal(dev.lastPollMs, 1_700_000_123_000);
+    assert.equal(dev.available, true);
+    assert.deepEqual(dev.pollable, ["x", "n", "s"]);
+    assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "n", "s"]);
+  });
+});
+
+Deno.test("StateCache keeps each signal's quality as the provider reported it; the device shows the worst", async () => {
+  const inventory = {
+    devices: {
+      d0: {
+        signals: ["ok", "stale", "fault", "unknown", "unspecified"].map((id) => ({
+          id,
+          type: T.DOUBLE,
+        })),
+      },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    const all = (q: Record<string, number>) =>
+      fx.program("d0", {
+        read: { values: Object.entries(q).map(([id, quality]) => dbl(id, 1, { quality })) },
+      });
+    await all({ ok: Q.OK });
+    await fx.cache.pollDevice("p0", "d0");
+    const dev = () => fx.cache.device("p0", "d0")!;
+    assert.equal(fx.cache.deviceQuality(dev()), "OK");
+    await all({
+      ok: Q.OK,
+      stale: Q.STALE,
+      fault: Q.FAULT,
+      unknown: Q.UNKNOWN,
+      unspecified: Q.UNSPECIFIED,
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    const quality = (id: string) => fx.cache.signal("p0", "d0", id)?.quality;
+    assert.deepEqual(
+      ["ok", "stale", "fault", "unknown", "unspecified"].map(quality),
+      ["OK", "STALE", "FAULT", "UNAVAILABLE", "UNAVAILABLE"],
+    );
+    assert.equal(fx.cache.deviceQuality(dev()), "UNAVAILABLE");
+    await all({ ok: Q.OK, stale: Q.STALE, fault: Q.OK, unknown: Q.OK, unspecified: Q.OK });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.deviceQuality(dev()), "STALE");
+  });
+});
+
+Deno.test("StateCache publishes state_update on a first value, a changed value or quality, and nothing for a repeat", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_500;
+    const read = (values: ReturnType<typeof dbl>[]) => fx.program("d0", { read: { values } });
+    await read([dbl("x", 1.5, { ts: 1_000 })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), [
+      {
+        kind: "state_update",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        value: { type: "double", double: 1.5 },
+        quality: "OK",
+        timestamp_ms: 1_700_000_000_500,
+      },
+      {
+        kind: "device_availability",
+        provider_id: "p0",
+        device_id: "d0",
+        available: true,
+        timestamp_ms: 1_700_000_000_500,
+      },
+    ]);
+
+    // The same value and quality again (a newer sample time): nothing to say.
+    await read([dbl("x", 1.5, { ts: 2_000 })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), []);
+    assert.equal(fx.cache.signal("p0", "d0", "x")?.timestampMs, 2_000, "the sample is stored");
+
+    // A changed value: state_update only.
+    fx.clock.wallMs += 100;
+    await read([dbl("x", 2.5)]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx).map((e) => e.kind === "state_update" && [e.value, e.quality]), [
+      [{ type: "double", double: 2.5 }, "OK"],
+    ]);
+
+    // The same value with another quality: state_update (value with its new quality) and
+    // quality_change.
+    fx.clock.wallMs += 100;
+    await read([dbl("x", 2.5, { quality: Q.STALE })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), [
+      {
+        kind: "state_update",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        value: { type: "double", double: 2.5 },
+        quality: "STALE",
+        timestamp_ms: 1_700_000_000_700,
+      },
+      {
+        kind: "quality_change",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        old_quality: "OK",
+        new_quality: "STALE",
+        timestamp_ms: 1_700_000_000_700,
+      },
+    ]);
+  });
+});
+
+Deno.test("StateCache compares values exactly: -0 differs from 0, NaN repeats are no change", async () => {
+  await withFixture(D0, async (fx) => {
+    const poll = async (v: number | string) => {
+      await fx.program("d0", { read: { values: [dbl("x", v)] } });
+      await fx.cache.pollDevice("p0", "d0");
+      return take(fx).filter((e) => e.kind === "state_update").length;
+    };
+    assert.equal(await poll(0), 1);
+    assert.equal(await poll(0), 0);
+    assert.equal(await poll("-0"), 1);
+    assert.equal(await poll(1), 1);
+    assert.equal(await poll("NaN"), 1);
+    assert.equal(await poll("NaN"), 0);
+  });
+});
+
+Deno.test("StateCache: a signal answered without a value keeps its last value and time and takes the sample's quality", async () => {
+  await withFixture(D0, async (fx) => {
+    // Never had a value: stored without one, with the sample's quality and time; no state_update.
+    fx.clock.wallMs = 1_700_000_000_000;
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.UNKNOWN, ts: 5_000 }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: null,
+      quality: "UNAVAILABLE",
+      timestampMs: 5_000,
+    });
+    assert.deepEqual(take(fx).map((e) => e.kind), ["device_availability"]);
+
+    // Its quality changes, still without a value: quality_change only.
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.FAULT }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: null,
+      quality: "FAULT",
+      timestampMs: 1_700_000_000_000,
+    });
+    assert.deepEqual(take(fx).map((e) => e.kind === "quality_change" && e.new_quality), [
+      "FAULT",
+    ]);
+
+    // A first value: state_update (and quality_change, FAULT -> OK).
+    await fx.program("d0", { read: { values: [dbl("x", 7.25, { ts: 6_000 })] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx).map((e) => e.kind), ["state_update", "quality_change"]);
+
+    // The value goes away: the last value and its time stay, with the new quality.
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.STALE, ts: 9_000 }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 7.25 },
+      quality: "STALE",
+      timestampMs: 6_000,
+    });
+    assert.deepEqual(
+      take(fx).map((e) =>
+        e.kind === "quality_change" ? [e.kind, e.old_quality, e.new_quality] : [e.kind]
+      ),
+      [["state_update"], ["quality_change", "OK", "STALE"]],
+    );
+  });
+});
+
+Deno.test("StateCache refuses a value whose member disagrees with the declared type or its own Value.type", async () => {
+  const inventory = {
+    devices: {
+      d0: {
+        signals: [
+          { id: "x", type: T.DOUBLE },
+          { id: "any", type: 0 },
+          { id: "n", type: T.INT64 },
+        ],
+      },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    const poll = async (values: object[]) => {
+      await fx.program("d0", { read: { values: values as never } });
+      await fx.cache.pollDevice("p0", "d0");
+    };
+    // Good values first.
+    await poll([
+      dbl("x", 1.5, { ts: 1_000 }),
+      { id: "any", type: T.STRING, string: "free", quality: Q.OK },
+      // A Value without its own type agrees with any member.
+      { id: "n", int64: "3", quality: Q.OK },
+    ]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "n")?.value, { type: "int64", int64: 3 });
+    // A signal declared without a type takes any member, but not one its Value.type denies.
+    await poll([{ id: "any", type: T.BOOL, bool: true, quality: Q.OK }]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "any")?.value, { type: "bool", bool: true });
+    assert.equal(fx.cache.signal("p0", "d0", "any")?.quality, "OK");
+    assert.deepEqual(fx.cache.dataFaults("p0").type_mismatch, 0);
+    take(fx);
+
+    fx.clock.wallMs += 1000;
+    await poll([
+      // An int64 on a double signal.
+      { id: "x", type: T.INT64, int64: "2", quality: Q.OK, ts: 2_000 },
+      // Value.type says STRING, the member is a bool.
+      { id: "any", type: T.STRING, bool: false, quality: Q.OK },
+    ]);
+    // Refused: the last good value (and its time) kept, quality FAULT.
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 1.5 },
+      quality: "FAULT",
+      timestampMs: 1_000,
+    });
+    assert.deepEqual(fx.cache.signal("p0", "d0", "any")?.value, { type: "bool", bool: true });
+    assert.equal(fx.cache.signal("p0", "d0", "any")?.quality, "FAULT");
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 2,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+    const warned = fx.lines.filter((l) => l.includes("stored as FAULT"));
+    assert.equal(warned.length, 2);
+    assert.match(
+      warned[0],
+      /^WARN .*p0\/d0 signal "x": a int64 value on a signal declared double;/,
+    );
+    assert.match(warned[1], /p0\/d0 signal "any": a bool value in a Value of type 5;/);
+    assert.match(warned[1], /\(2 so far\)$/);
+
+    // A refused value on a signal that never had one: stored without a value.
+    await poll([{ id: "n", type: T.DOUBLE, double: 1, quality: Q.OK, ts: 3_000 }]);
+    await poll([{ id: "n", type: T.STRING, string: "3", quality: Q.OK, ts: 4_000 }]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "n")?.value, { type: "int64", int64: 3 });
+    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 4);
+  });
+});
+
+Deno.test("StateCache stores NaN and infinities with quality FAULT and counts them", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", "NaN", { ts: 1_000 })] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: NaN, non_finite: "NaN" },
+      quality: "FAULT",
+      timestampMs: 1_000,
+    });
+    assert.ok(
+      fx.lines.some((l) =>
+        /^WARN .*p0\/d0 signal "x": non-finite double NaN; stored as FAULT \(1 so far\)$/.test(l)
+      ),
+    );
+    await fx.program("d0", { read: { values: [dbl("x", "-Infinity")] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.dataFaults("p0").non_finite, 2);
+    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 0);
+    // A finite value again: OK.
+    await fx.program("d0", { read: { values: [dbl("x", 3)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.signal("p0", "d0", "x")?.quality, "OK");
+    assert.equal(fx.cache.dataFaults("p0").non_finite, 2);
+  });
+});
+
+Deno.test("StateCache drops samples of undeclared signals and ignores declared signals without a poll hint", async () => {
+  const inventory = {
+    devices: {
+      d0: {
+        signals: [
+          { id: "x", type: T.DOUBLE },
+          { id: "quiet", type: T.DOUBLE, hint: 0 },
+          // Declared twice, polled by the second declaration.
+          { id: "twice", type: T.DOUBLE, hint: 0 },
+          { id: "twice", type: T.DOUBLE, hint: 5 },
+          // Declared twice, polled by the first declaration.
+          { id: "again", type: T.DOUBLE, hint: 5 },
+          { id: "again", type: T.DOUBLE, hint: 0 },
+        ],
+      },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    await fx.program("d0", {
+      read: {
+        values: [dbl("x", 1), dbl("quiet", 2), dbl("twice", 3), dbl("again", 4), dbl("ghost", 5)],
+      },
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "twice", "again"]);
+    assert.deepEqual(
+      [...fx.cache.device("p0", "d0")!.signals.keys()].sort(),
+      ["again", "twice", "x"],
+    );
+    assert.equal(fx.cache.signal("p0", "d0", "quiet"), undefined);
+    assert.equal(fx.cache.signal("p0", "d0", "ghost"), undefined);
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 1,
+    });
+    const signals = take(fx).filter((e) => e.kind === "state_update").map((e) =>
+      e.kind === "state_update" && e.signal_id
+    );
+    assert.deepEqual(signals, ["x", "twice", "again"]);
+    assert.match(
+      fx.lines.find((l) => l.includes("undeclared"))!,
+      /^WARN .*p0\/d0: dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
+    );
+  });
+});
+
+Deno.test("StateCache.dataFaults is a copy, and zero for a provider it does not know", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("ghost", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const faults = fx.cache.dataFaults("p0");
+    faults.undeclared_signal = 99;
+    assert.equal(fx.cache.dataFaults("p0").undeclared_signal, 1);
+    assert.deepEqual(fx.cache.dataFaults("nope"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+  });
+});
+
+Deno.test("StateCache: a poll answered with an error status marks the device unavailable, keeping its values", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1.5, { ts: 1_000 })] } });
+    await fx.cache.pollDevice("p0", "d0");
+    take(fx);
+    fx.clock.wallMs += 500;
+    await fx.program("d0", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    await fx.cache.pollDevice("p0", "d0");
+    const dev = fx.cache.device("p0", "d0")!;
+    assert.equal(dev.available, false);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 1.5 },
+      quality: "UNAVAILABLE",
+      timestampMs: 1_000,
+    });
+    assert.equal(fx.cache.deviceQuality(dev), "UNAVAILABLE");
+    const t = fx.clock.wallMs;
+    assert.deepEqual(take(fx), [
+      {
+        kind: "state_update",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        value: { type: "double", double: 1.5 },
+        quality: "UNAVAILABLE",
+        timestamp_ms: t,
+      },
+      {
+        kind: "quality_change",
+        provider_id: "p0",
+        device_id: "d0",
+        signal_id: "x",
+        old_quality: "OK",
+        new_quality: "UNAVAILABLE",
+        timestamp_ms: t,
+      },
+      {
+        kind: "device_availability",
+        provider_id: "p0",
+        device_id: "d0",
+        available: false,
+        timestamp_ms: t,
+      },
+    ]);
+    // Failing again says nothing new.
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(take(fx), []);
+    // The provider is still up: the error was an answer.
+    assert.equal(fx.host.available, true);
+    // Answering again makes the device available again.
+    await fx.program("d0", { read: { values: [dbl("x", 1.5)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    assert.deepEqual(take(fx).map((e) => e.kind), [
+      "state_update",
+      "quality_change",
+      "device_availability",
+    ]);
+  });
+});
+
+Deno.test("StateCache.pollDevice does nothing for unknown devices, devices without polled signals and a down provider", async () => {
+  const inventory = {
+    devices: {
+      d0: { signals: [{ id: "x", type: T.DOUBLE }] },
+      quiet: { signals: [{ id: "q", type: T.DOUBLE, hint: 0 }] },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "nope");
+    await fx.cache.pollDevice("nope", "d0");
+    await fx.cache.pollDevice("p0", "quiet");
+    assert.equal((await fx.stats("quiet")).reads, 0);
+    assert.equal((await fx.stats("d0")).reads, 0);
+    assert.deepEqual(fx.cache.device("p0", "quiet")?.pollable, []);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal((await fx.stats("d0")).reads, 1);
+    await fx.registry.stopAll(1000);
+    await fx.cache.pollDevice("p0", "d0"); // provider down: resolves without asking
+    assert.equal(fx.host.available, false);
+  });
+});
+
+Deno.test("StateCache.fetchReportedHealth stores the answer; after UNIMPLEMENTED it stops asking this session", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_042;
+    assert.equal(fx.cache.reportedHealth("p0"), undefined);
+    const entry = await fx.cache.fetchReportedHealth(fx.host);
+    assert.deepEqual(entry, { atMs: 1_700_000_000_042, response: {} });
+    assert.deepEqual(fx.cache.reportedHealth("p0"), entry);
+    assert.equal(fx.host.session!.supportsGetHealth, true);
+
+    // Another error: no answer to keep (the last one stays), asked again next time.
+    await fx.program("d0", { health: { error: { code: StatusCode.INTERNAL } } });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal((await fx.stats("d0")).health, 3);
+    assert.deepEqual(fx.cache.reportedHealth("p0"), entry);
+    assert.equal(fx.host.session!.supportsGetHealth, true);
+
+    // UNIMPLEMENTED: remembered for the session, never asked again.
+    await fx.program("d0", { health: { error: { code: StatusCode.UNIMPLEMENTED } } });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal(fx.host.session!.supportsGetHealth, false);
+    await fx.program("d0", { health: {} });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal((await fx.stats("d0")).health, 4);
+
+    // Down: null without asking.
+    fx.host.session!.supportsGetHealth = null;
+    await fx.registry.stopAll(1000);
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+  });
+});
+
+Deno.test("StateCache's poll loop refreshes the provider's own health every reportedHealthIntervalMs", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    const reads = async () => (await fx.stats("d0")).reads;
+    const health = async () => (await fx.stats("d0")).health;
+    // The first cycle asks (nothing reported yet), the next cycles do not: the wall clock stands.
+    await waitFor("first GetHealth", async () => (await health()) === 1);
+    const r = await reads();
+    await waitFor("three more polls", async () => (await reads()) >= r + 3);
+    assert.equal(await health(), 1);
+    fx.clock.wallMs += 999;
+    await waitFor("three more polls", async () => (await reads()) >= r + 6);
+    assert.equal(await health(), 1);
+    fx.clock.wallMs += 1;
+    await waitFor("second GetHealth", async () => (await health()) === 2);
+  }, { intervalMs: 100, reportedHealthIntervalMs: 1000 });
+});
+
+Deno.test("StateCache asks for the provider's own health every 5 s by default", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    const health = async () => (await fx.stats("d0")).health;
+    await waitFor("first GetHealth", async () => (await health()) === 1);
+    fx.clock.wallMs += 4999;
+    const r = (await fx.stats("d0")).reads;
+    await waitFor("three more polls", async () => (await fx.stats("d0")).reads >= r + 3);
+    assert.equal(await health(), 1);
+    fx.clock.wallMs += 1;
+    await waitFor("second GetHealth", async () => (await health()) === 2);
+  }, { intervalMs: 100 });
+});
+
+Deno.test("StateCache polls every interval and stops polling on stop()", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    // The priming pass polled once, before start() resolved.
+    assert.equal((await fx.stats("d0")).reads, 1);
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    await waitFor("the loop polls", async () => (await fx.stats("d0")).reads >= 3);
+    await fx.cache.start(); // already running: no second loop, no second priming pass
+    await fx.cache.stop();
+    const after = (await fx.stats("d0")).reads;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await fx.stats("d0")).reads, after, "no poll after stop()");
+  }, { intervalMs: 50 });
+});
+
+Deno.test("StateCache after rediscovery keeps samples whose declared type still holds and polls the new plan", async () => {
+  const before = {
+    devices: {
+      d0: {
+        signals: [
+          { id: "same", type: T.DOUBLE },
+          { id: "retyped", type: T.DOUBLE },
+          { id: "untyped", type: T.DOUBLE },
+          { id: "valueless", type: T.DOUBLE },
+          { id: "unpolled", type: T.DOUBLE },
+          { id: "dropped", type: T.DOUBLE },
+        ],
+      },
+      gone: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+  };
+  await withFixture(before, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_000;
+    await fx.program("d0", {
+      read: {
+        values: [
+          dbl("same", 1, { ts: 1_000 }),
+          dbl("retyped", 2),
+          dbl("untyped", 3),
+          { id: "valueless", quality: Q.UNKNOWN },
+          dbl("unpolled", 4),
+          dbl("dropped", 5),
+        ],
+      },
+    });
+    await fx.program("gone", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    await fx.cache.pollDevice("p0", "gone");
+    await fx.setInventory({
+      devices: {
+        fresh: { signals: [{ id: "x", type: T.DOUBLE }] },
+        d0: {
+          signals: [
+            { id: "same", type: T.DOUBLE },
+            { id: "retyped", type: T.INT64 },
+            { id: "untyped", type: 0 },
+            { id: "valueless", type: T.STRING },
+            { id: "unpolled", type: T.DOUBLE, hint: 0 },
+            { id: "added", type: T.DOUBLE },
+          ],
+        },
+      },
+    });
+    const pid = fx.host.session!.pid;
+    fx.clock.wallMs += 10_000;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.deepEqual(fx.cache.devices().map((d) => d.deviceId), ["fresh", "d0"]);
+    assert.equal(fx.cache.device("p0", "gone"), undefined);
+    const d0 = fx.cache.device("p0", "d0")!;
+    assert.deepEqual(d0.pollable, ["same", "retyped", "untyped", "valueless", "added"]);
+    // Kept: the value and time (its quality is still the one the outage left).
+    assert.deepEqual(d0.signals.get("same"), {
+      value: { type: "double", double: 1 },
+      quality: "UNAVAILABLE",
+      timestampMs: 1_000,
+    });
+    assert.equal(d0.signals.get("retyped"), undefined, "a double is no value of an int64 signal");
+    assert.deepEqual(d0.signals.get("untyped")?.value, { type: "double", double: 3 });
+    assert.equal(d0.signals.get("valueless")?.value, null);
+    assert.equal(d0.signals.has("unpolled"), false);
+    assert.equal(d0.signals.has("dropped"), false);
+    assert.deepEqual([...d0.signals.keys()], ["same", "untyped", "valueless"]);
+    assert.equal(d0.lastPollMs, 1_700_000_000_000, "the last poll is remembered");
+    assert.equal(d0.available, false, "not polled since the outage");
+    assert.equal(fx.cache.device("p0", "fresh")!.lastPollMs, 0);
+    assert.equal(fx.cache.device("p0", "fresh")!.available, false);
+
+    // The next poll: a stored value with the old type compared afresh, events for changes.
+    fx.events.length = 0;
+    await fx.program("d0", {
+      read: {
+        values: [
+          dbl("same", 1, { ts: 2_000 }),
+          { id: "retyped", type: T.INT64, int64: "7", quality: Q.OK },
+          { id: "untyped", type: T.STRING, string: "now a string", quality: Q.OK },
+        ],
+      },
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    const updates = take(fx).filter((e) => e.kind === "state_update").map((e) =>
+      e.kind === "state_update" && e.signal_id
+    );
+    assert.deepEqual(updates, ["same", "retyped", "untyped"]);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "retyped")?.value, { type: "int64", int64: 7 });
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache marks a down provider's devices unavailable and polls again as soon as it is back", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    // A long interval: only the wake-up on the provider's return can poll within the test.
+    await fx.cache.start();
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    fx.events.length = 0;
+    // The restarted process answers x = 2 from the start.
+    await fx.setInventory({ devices: { d0: { ...D0.devices.d0, values: [dbl("x", 2)] } } });
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("down", () => !fx.cache.device("p0", "d0")!.available);
+    await waitFor("polled after the restart", () => fx.cache.device("p0", "d0")!.available);
+    assert.notEqual(fx.host.session!.pid, pid);
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+      value: { type: "double", double: 2 },
+      quality: "OK",
+      timestampMs: fx.clock.wallMs,
+    });
+    const seen = fx.events.map((e) =>
+      e.kind === "device_availability"
+        ? [e.kind, e.available]
+        : e.kind === "provider_health_change"
+        ? [e.kind, e.state]
+        : e.kind === "quality_change"
+        ? [e.kind, e.new_quality]
+        : [e.kind]
+    );
+    assert.deepEqual(seen, [
+      ["provider_health_change", "UNAVAILABLE"],
+      ["state_update"],
+      ["quality_change", "UNAVAILABLE"],
+      ["device_availability", false],
+      ["provider_health_change", "AVAILABLE"],
+      ["state_update"],
+      ["quality_change", "OK"],
+      ["device_availability", true],
+    ]);
+  }, { intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache.stop waits for the poll in flight; start() after stop() polls again", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    await fx.program("d0", { read: { values: [dbl("x", 2)], delayMs: 300 } });
+    const before = (await fx.stats("d0")).reads;
+    await waitFor("a slow poll in flight", async () => (await fx.stats("d0")).reads > before);
+    await fx.cache.stop();
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 2 });
+    await fx.program("d0", { read: { values: [dbl("x", 3)] } });
+    await fx.cache.start();
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 3 });
+    const reads = (await fx.stats("d0")).reads;
+    await waitFor("the loop polls again", async () => (await fx.stats("d0")).reads >= reads + 2);
+  }, { intervalMs: 50 });
+});
+
+Deno.test("StateCache built after its providers started knows their devices at once", async () => {
+  await withFixture(D0, async (fx) => {
+    const late = new StateCache({
+      registry: fx.registry,
+      bus: new EventBus(),
+      clock: fx.clock,
+      log: testLogger(),
+      intervalMs: 60_000,
+    });
+    assert.deepEqual(late.devices().map((d) => [d.providerId, d.deviceId, d.pollable]), [
+      ["p0", "d0", ["x", "n", "s"]],
+    ]);
+    assert.deepEqual(late.providerDevices("p0").map((d) => d.deviceId), ["d0"]);
+    assert.deepEqual(late.providerDevices("nope"), []);
+    assert.deepEqual(late.discoveryWarnings("p0"), []);
+    assert.deepEqual(late.discoveryWarnings("nope"), []);
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await late.pollDevice("p0", "d0");
+    assert.deepEqual(late.signal("p0", "d0", "x")?.value, { type: "double", double: 1 });
+  });
+});
+
+Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut to 64 characters", async () => {
+  await withFixture(D0, async (fx) => {
+    const id = "g".repeat(100);
+    const id64 = "h".repeat(64);
+    await fx.program("d0", {
+      read: { values: [dbl(id, 1), dbl(id64, 1), { id: undefined as never, double: 1 }] },
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    const dropped = fx.lines.filter((l) => l.includes("dropped a sample")).map((l) =>
+      l.split(": dropped a sample of undeclared signal ")[1]
+    );
+    assert.deepEqual(dropped, [
+      `"${"g".repeat(64)}…" (1 so far)`,
+      `"${id64}" (2 so far)`,
+      `"" (3 so far)`,
+    ]);
+  });
+});
+
+Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and starts at once after an overrun", async () => {
+  // The monotonic clock stands at 10 000 unless the test moves it; the interval is 60 s, so only
+  // the wake-up after a restart and an overrun can start a cycle within the test.
+  await withFixture(D0, async (fx) => {
+    await fx.cache.start();
+    await fx.setInventory({
+      devices: { d0: { ...D0.devices.d0, values: [dbl("x", 1)], readDelayMs: 300 } },
+    });
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    // The wake-up cycle's poll is in flight: 60 s pass on the monotonic clock meanwhile.
+    await waitFor("the wake-up poll", async () => (await fx.stats("d0")).reads === 1);
+    fx.clock.mono = 70_000;
+    // That cycle overran the interval: the next one starts at once ...
+    await waitFor("the next cycle", async () => (await fx.stats("d0")).reads === 2);
+    // ... and took no time on the clock: the one after waits its 60 s.
+    await waitFor("the cycle ended", () => fx.cache.device("p0", "d0")!.available);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal((await fx.stats("d0")).reads, 2);
+  }, { mono: 10_000, intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache logs refused samples at most DATA_FAULT_LOG_LINES per kind and window, then says how many it held back", async () => {
+  await withFixture(D0, async (fx) => {
+    const ghosts = Array.from({ length: DATA_FAULT_LOG_LINES + 2 }, (_, i) => dbl(`ghost${i}`, 1));
+    await fx.program("d0", { read: { values: [...ghosts, dbl("n", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const undeclared = () => fx.lines.filter((l) => l.includes("undeclared signal"));
+    const mismatched = () => fx.lines.filter((l) => l.includes("stored as FAULT"));
+    assert.equal(undeclared().length, DATA_FAULT_LOG_LINES);
+    assert.equal(mismatched().length, 1, "another kind has its own bound");
+    // The same window (the monotonic clock stands still): nothing more.
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(undeclared().length, DATA_FAULT_LOG_LINES);
+    // The next window: the first line says what was held back.
+    fx.clock.mono = 10_000 + DATA_FAULT_LOG_WINDOW_MS;
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(undeclared().length, 2 * DATA_FAULT_LOG_LINES);
+    assert.match(
+      undeclared()[DATA_FAULT_LOG_LINES],
+      new RegExp(`\\(${2 + DATA_FAULT_LOG_LINES + 2} similar lines suppressed before this one\\)$`),
+    );
+    assert.equal(fx.cache.dataFaults("p0").undeclared_signal, 3 * ghosts.length);
+  }, { mono: 10_000 });
+});
+
+Deno.test("StateCache answers for unknown providers and devices, and for a device never polled", async () => {
+  await withFixture(D0, async (fx) => {
+    assert.equal(fx.cache.device("nope", "d0"), undefined);
+    assert.equal(fx.cache.device("p0", "nope"), undefined);
+    assert.equal(fx.cache.signal("nope", "d0", "x"), undefined);
+    assert.equal(fx.cache.signal("p0", "d0", "x"), undefined);
+    assert.equal(fx.cache.reportedHealth("nope"), undefined);
+    // Never polled: no signals, and unavailable (not the OK of an empty list).
+    assert.equal(fx.cache.deviceQuality(fx.cache.device("p0", "d0")!), "UNAVAILABLE");
+    // An answer without values: available, nothing stored, nothing counted.
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.device("p0", "d0")!.available, true);
+    assert.equal(fx.cache.device("p0", "d0")!.signals.size, 0);
+    assert.equal(fx.cache.deviceQuality(fx.cache.device("p0", "d0")!), "OK");
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+  });
+});
+
+Deno.test("StateCache over providers that never started: devices unknown, no warnings, polls do nothing", async () => {
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([programmableProvider("p0", "/nonexistent.json")], {
+    spawn: () => {
+      throw new Error("no processes in this test");
+    },
+    clock: systemClock,
+    log: testLogger(),
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 100,
+  });
+  const cache = new StateCache({
+    registry,
+    bus,
+    clock: systemClock,
+    log: testLogger(),
+    intervalMs: 100,
+  });
+  assert.deepEqual(cache.devices(), []);
+  assert.deepEqual(cache.providerDevices("p0"), []);
+  assert.deepEqual(cache.discoveryWarnings("p0"), []);
+  assert.equal(await cache.fetchReportedHealth(registry.host("p0")!), null);
+  await cache.pollDevice("p0", "d0");
+});
+
+Deno.test("StateCache keeps devices in provider order, whichever provider finishes discovery first", async () => {
+  const files: string[] = [];
+  for (const inv of [{ ...D0, describeDelayMs: 300 }, { devices: { e0: D0.devices.d0 } }]) {
+    const f = await Deno.makeTempFile({ suffix: ".json" });
+    await Deno.writeTextFile(f, JSON.stringify(inv));
+    files.push(f);
+  }
+  const bus = new EventBus();
+  const registry = new ProviderRegistry(files.map((f, i) => programmableProvider(`p${i}`, f)), {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus,
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  const cache = new StateCache({
+    registry,
+    bus,
+    clock: systemClock,
+    log: testLogger(),
+    intervalMs: 60_000,
+  });
+  const order: string[] = [];
+  for (const h of registry.hosts) h.onInventory(() => order.push(h.id));
+  try {
+    await registry.startAll(30_000, 1000);
+    assert.deepEqual(order, ["p1", "p0"], "p0's discovery is the slower one");
+    assert.deepEqual(cache.devices().map((d) => `${d.providerId}/${d.deviceId}`), [
+      "p0/d0",
+      "p1/e0",
+    ]);
+  } finally {
+    await cache.stop();
+    await registry.stopAll(1000);
+    for (const f of files) await Deno.remove(f);
+  }
+});
+
+Deno.test("StateCache.fetchReportedHealth resolves null when GetHealth goes unanswered", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { health: { hang: true } });
+    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    assert.equal(fx.host.session!.supportsGetHealth, null, "still unknown");
+  }, { timeoutMs: 200 });
+});
