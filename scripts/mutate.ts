@@ -104,12 +104,19 @@ async function writeReport(): Promise<void> {
     (await new Deno.Command("git", { args: ["rev-parse", "--short=12", "HEAD"], cwd: ROOT })
       .output()).stdout,
   ).trim();
-  const summary = summarize(reports, equivalents);
+  const current = new Map<string, string>();
+  for (const { report } of reports) {
+    for (const file of Object.keys(report.files)) {
+      current.set(file, await Deno.readTextFile(`${ROOT}${file}`).catch(() => ""));
+    }
+  }
+  const summary = summarize(reports, equivalents, current);
   await Deno.writeTextFile(REPORT_MD, renderReport(summary, { commit }));
   await run(Deno.execPath(), ["fmt", "--quiet", REPORT_MD], ROOT);
   console.log(`mutate: report written to docs/mutation-report.md`);
   for (const f of summary.files) {
-    console.log(`  ${f.score.toFixed(1).padStart(5)} %  ${f.file}`);
+    const stale = f.changedSinceRun ? "  (source changed since the run)" : "";
+    console.log(`  ${f.score.toFixed(1).padStart(5)} %  ${f.file}${stale}`);
   }
 }
 

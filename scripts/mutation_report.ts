@@ -229,6 +229,8 @@ export interface FileSummary {
   readonly errors: number;
   /** (killed + timeout) / (killed + timeout + survived + no coverage), in %. */
   readonly score: number;
+  /** The file's source differs from the one the run mutated: the score is not of today's code. */
+  readonly changedSinceRun: boolean;
   readonly survivors: readonly Survivor[];
   readonly equivalents: ReadonlyArray<Survivor & { readonly reason: string }>;
 }
@@ -257,6 +259,8 @@ export function originalText(source: string, m: StrykerMutant): string {
 export function summarize(
   reports: ReadonlyArray<{ scope: string; report: StrykerReport; at: Date }>,
   equivalents: readonly EquivalentMutant[],
+  /** Today's source of each file (absent: not compared). */
+  current: ReadonlyMap<string, string> = new Map(),
 ): MutationSummary {
   const files: FileSummary[] = [];
   let from: Date | null = null;
@@ -300,6 +304,7 @@ export function summarize(
         ...counts,
         equivalent: equivalent.length,
         score: considered === 0 ? 100 : (100 * detected) / considered,
+        changedSinceRun: current.has(file) && current.get(file) !== source,
         survivors,
         equivalents: equivalent,
       });
@@ -322,13 +327,17 @@ export function renderReport(s: MutationSummary, o: { commit: string }): string 
     "Score = (killed + timed out) / (killed + timed out + survived + not covered); equivalent",
     "mutants (listed below with their reasons) and mutants that do not compile are excluded.",
     "",
+    "A score marked † is of an older version of the file: the source changed after that run,",
+    "so run its scope again before reading the score as today's.",
+    "",
     "| scope | file | mutants | killed | timeout | survived | no cov | equivalent | errors | score |",
     "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const f of s.files) {
     lines.push(
       `| ${f.scope} | \`${f.file}\` | ${f.total} | ${f.killed} | ${f.timeout} | ${f.survived} | ` +
-        `${f.noCoverage} | ${f.equivalent} | ${f.errors} | ${f.score.toFixed(1)} % |`,
+        `${f.noCoverage} | ${f.equivalent} | ${f.errors} | ${f.score.toFixed(1)} %` +
+        `${f.changedSinceRun ? " †" : ""} |`,
     );
   }
   lines.push("", "## Survivors", "");

@@ -91,6 +91,26 @@ Deno.test("summarize scores each file and excludes listed equivalent mutants onl
   assert.match(md, /Commit `abc123`/);
 });
 
+Deno.test("summarize marks a file whose source changed after its run, and the report says so", () => {
+  const report: StrykerReport = {
+    files: {
+      "src/x.ts": { source: SOURCE, mutants: [mutant("1", "Killed", [2, 10], [2, 15], "a <= b")] },
+    },
+  };
+  const at = new Date(0);
+  const same = summarize([{ scope: "x", report, at }], [], new Map([["src/x.ts", SOURCE]]));
+  assert.equal(same.files[0].changedSinceRun, false);
+  assert.match(renderReport(same, { commit: "c" }), /\| 100\.0 % \|/);
+  const changed = summarize(
+    [{ scope: "x", report, at }],
+    [],
+    new Map([["src/x.ts", SOURCE + "//"]]),
+  );
+  assert.equal(changed.files[0].changedSinceRun, true);
+  assert.match(renderReport(changed, { commit: "c" }), /\| 100\.0 % † \|/);
+  assert.equal(summarize([{ scope: "x", report, at }], []).files[0].changedSinceRun, false);
+});
+
 Deno.test("MUTATION_SCOPES name existing source and test paths, each file in one scope", async () => {
   const seen = new Set<string>();
   for (const scope of MUTATION_SCOPES) {
