@@ -147,6 +147,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     tests: [
       "tests/state/state_cache_test.ts",
       "tests/providers/provider_liveness_test.ts",
+      "tests/providers/provider_discovery_test.ts",
       "tests/scenarios/provider_data_types_test.ts",
       "tests/scenarios/provider_data_missing_value_test.ts",
       "tests/scenarios/provider_data_undeclared_test.ts",

@@ -173,11 +173,10 @@ export class StateCache {
     }
   }
 
-  /** Stops polling and waits for polls in flight. */
+  /** Stops polling and waits for polls in flight (start() makes new loops). */
   async stop(): Promise<void> {
     this.#running = false;
     await Promise.all([...this.#loops.values()].map((l) => l.stop()));
-    this.#loops.clear();
   }
 
   device(providerId: string, deviceId: string): DeviceState | undefined {
@@ -250,8 +249,8 @@ export class StateCache {
    * health view. Resolves null when the provider is down or does not implement GetHealth.
    */
   async fetchReportedHealth(host: ProviderHost): Promise<ReportedHealthEntry | null> {
-    const session = host.session;
-    if (!host.available || !session || session.supportsGetHealth === false) return null;
+    const session = host.session; // there is one exactly while the provider is up
+    if (!session || session.supportsGetHealth === false) return null;
     try {
       const response = await host.request("get_health", {});
       session.supportsGetHealth = true;
@@ -286,7 +285,7 @@ export class StateCache {
         () => true,
         (err) => !noAnswer(err),
       );
-      if (host.available) host.noteLiveness(answered);
+      host.noteLiveness(answered); // (a provider that is down has no session to kill)
       return;
     }
     for (const dev of devices) {

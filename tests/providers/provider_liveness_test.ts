@@ -183,3 +183,46 @@ Deno.test("StateCache: a heartbeat answered with an error status proves liveness
     await fx.close();
   }
 });
+
+Deno.test("StateCache: heartbeats answered keep a provider with nothing to poll up", async () => {
+  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.cache.start();
+    fx.host.noteLiveness(false); // one miss before: every answered heartbeat starts over
+    await waitFor("several heartbeats", async () => (await fx.stats("q0")).health >= 6);
+    fx.host.noteLiveness(false);
+    await stillServing(fx, pid, "q0");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache: a poll refused for too many requests in flight is neither an answer nor a miss", async () => {
+  const fx = await startProgrammable(D0, { timeoutMs: 300 });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("d0", { read: { hang: true } });
+    // 64 requests the provider never answers: the session takes no more.
+    const hung = Array.from(
+      { length: 64 },
+      () =>
+        fx.host.request("read_signals", { device_id: "d0", signal_ids: ["x"] }, 60_000).catch(
+          () => {},
+        ),
+    );
+    // Refused twice in a row: not two misses.
+    await fx.cache.pollDevice("p0", "d0");
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.host.available, true);
+    assert.ok(processAlive(pid));
+    // Nor an answer: a miss, a refusal and a miss are two misses in a row.
+    fx.host.noteLiveness(false);
+    await fx.cache.pollDevice("p0", "d0");
+    fx.host.noteLiveness(false);
+    await waitFor("provider declared unresponsive", () => !fx.host.available);
+    await Promise.all(hung);
+  } finally {
+    await fx.close();
+  }
+});

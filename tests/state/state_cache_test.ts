@@ -318,11 +318,17 @@ Deno.test("StateCache refuses a value whose member disagrees with the declared t
     assert.match(warned[1], /p0\/d0 signal "any": a bool value in a Value of type 5;/);
     assert.match(warned[1], /\(2 so far\)$/);
 
+    // A typed signal whose sample's Value.type disagrees with its (declared) member.
+    await poll([{ id: "x", type: T.INT64, double: 5, quality: Q.OK }]);
+    assert.match(
+      fx.lines.filter((l) => l.includes("stored as FAULT"))[2],
+      /p0\/d0 signal "x": a double value in a Value of type 2;/,
+    );
     // A refused value on a signal that never had one: stored without a value.
     await poll([{ id: "n", type: T.DOUBLE, double: 1, quality: Q.OK, ts: 3_000 }]);
     await poll([{ id: "n", type: T.STRING, string: "3", quality: Q.OK, ts: 4_000 }]);
     assert.deepEqual(fx.cache.signal("p0", "d0", "n")?.value, { type: "int64", int64: 3 });
-    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 4);
+    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 5);
   });
 });
 
@@ -723,6 +729,9 @@ Deno.test("StateCache.stop waits for the poll in flight; start() after stop() po
     await waitFor("a slow poll in flight", async () => (await fx.stats("d0")).reads > before);
     await fx.cache.stop();
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 2 });
+    const stoppedAt = (await fx.stats("d0")).reads;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await fx.stats("d0")).reads, stoppedAt, "no poll after stop()");
     await fx.program("d0", { read: { values: [dbl("x", 3)] } });
     await fx.cache.start();
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 3 });
@@ -912,4 +921,33 @@ Deno.test("StateCache.fetchReportedHealth resolves null when GetHealth goes unan
     assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
     assert.equal(fx.host.session!.supportsGetHealth, null, "still unknown");
   }, { timeoutMs: 200 });
+});
+
+Deno.test("StateCache stopped: a provider coming back is not polled", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.cache.start();
+    await fx.cache.stop();
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await fx.stats("d0")).reads, 0);
+  }, { intervalMs: 100, restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache: the poll after a provider's return replaces the pending cycle, it adds no second cadence", async () => {
+  // The monotonic clock stands still: every cycle takes 0 ms, so cycles start 500 ms apart.
+  await withFixture(D0, async (fx) => {
+    await fx.cache.start();
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    const from = performance.now();
+    await new Promise((r) => setTimeout(r, 2000));
+    const reads = (await fx.stats("d0")).reads;
+    const window = performance.now() - from;
+    // The wake-up poll, then one every 500 ms at most (timers are never early).
+    assert.ok(reads <= 1 + Math.floor(window / 500) + 1, `${reads} polls in ${window} ms`);
+    assert.ok(reads >= 1);
+  }, { mono: 10_000, intervalMs: 500, restart: { backoffMs: [0, 0, 0] } });
 });
