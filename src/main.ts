@@ -6,7 +6,6 @@
 import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
-import { verifyBehaviorTreeFile } from "./automation/mod.ts";
 import {
   createStderrLogger,
   fileKind,
@@ -182,7 +181,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   // Diagnostics name the file as it was typed on the command line.
   const shown = diagnostics.map((d) => d.file === absPath ? { ...d, file: cli.file } : d);
   // The configured behavior tree (with its includes) is part of the configuration.
-  const treeDiagnostics = config ? behaviorTreeDiagnostics(config) : [];
+  const treeDiagnostics = config ? await behaviorTreeDiagnostics(config) : [];
   shown.push(...treeDiagnostics);
   const treeErrors = treeDiagnostics.some((d) => d.severity === "error");
   if (cli.kind === "check") {
@@ -222,9 +221,11 @@ function readEnv(name: string): string | undefined {
  * under `--strict` and at start). Files are named relative to the working directory when they lie
  * below it, else by absolute path.
  */
-function behaviorTreeDiagnostics(config: Config): Diagnostic[] {
+async function behaviorTreeDiagnostics(config: Config): Promise<Diagnostic[]> {
   const path = config.automation.behaviorTree;
   if (!config.automation.enabled || path === null || !isFile(path)) return [];
+  // Loaded only here: a configuration without automation never loads the tree engine.
+  const { verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
   const cwd = Deno.cwd();
   return verifyBehaviorTreeFile(path, (p) => Deno.readFileSync(p)).map((d) => {
     const rel = relative(cwd, d.file);

@@ -28,7 +28,7 @@ import {
 import { HttpApi, type HttpServices, resolveApiToken } from "./http/mod.ts";
 import { RunRegistry } from "./runs/mod.ts";
 import { Runtime } from "./runtime.ts";
-import { telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
+import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;
@@ -105,6 +105,7 @@ export async function startService(
     throwIfAborted();
     // Subscribed before the providers start: the priming poll's first samples must be written
     // too (a signal that never changes is never published again).
+    if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
     telemetry.start(runtime.bus);
     runs.attach(runtime.bus);
     await runtime.start();

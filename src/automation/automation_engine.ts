@@ -30,14 +30,12 @@ import type {
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { StateCache } from "../state/mod.ts";
-import {
-  type AutomationStatus,
-  type AutomationVersion,
+import type {
+  AutomationStatus,
+  AutomationVersion,
   BtRunner,
-  type TickScheduler,
+  TickScheduler,
 } from "./bt/bt_runner.ts";
-import { literalDeviceHandles } from "./bt/device_handles.ts";
-import { loadBehaviorTree } from "./bt/load.ts";
 import { DeviceLossLatch } from "./device_loss_latch.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 
@@ -174,6 +172,8 @@ export class AutomationEngine {
       this.#log.warn("automation enabled without a behavior tree: nothing will tick in AUTO");
       return;
     }
+    // The engine is loaded here, not at start-up: a runtime without a tree never loads it.
+    const { BtRunner, literalDeviceHandles, loadBehaviorTree } = await import("./bt/mod.ts");
     const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
     for (const d of diagnostics) {
       if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));

@@ -30,7 +30,7 @@
  * Rows are valid line protocol by construction (line_protocol.ts); a row that cannot be made into
  * a valid line is dropped and counted in `dropped_unformattable`, never sent.
  */
-import { InfluxDB } from "@influxdata/influxdb-client";
+import type { InfluxDB } from "@influxdata/influxdb-client";
 import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
 import type { Config, InfluxConfig, MeasurementNaming } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
@@ -187,6 +187,18 @@ export function telemetryOptionsFromConfig(
   };
 }
 
+/** The InfluxDB client's constructor, once loadInfluxClient() has run. */
+let influxClient: typeof InfluxDB | null = null;
+
+/**
+ * Loads the InfluxDB client. The composition root calls it before start() only when telemetry is
+ * enabled, so a runtime without telemetry never loads the client (~2 MiB of RSS, bench/README.md
+ * "Footprint"). Idempotent.
+ */
+export async function loadInfluxClient(): Promise<void> {
+  influxClient ??= (await import("@influxdata/influxdb-client")).InfluxDB;
+}
+
 /** A bus event, or a line formatted when it was recorded (run events). */
 type QueueItem = RuntimeEvent | { kind: "formatted_line"; line: string };
 
@@ -290,8 +302,16 @@ export class TelemetryWriter {
       this.#log.warn(this.#lastError ?? "");
       return;
     }
+    if (influxClient === null) {
+      this.#setError(
+        "the InfluxDB client is not loaded (loadInfluxClient() before start()): " +
+          "telemetry writer not started",
+      );
+      this.#log.error(this.#lastError ?? "");
+      return;
+    }
     try {
-      this.#transport = new InfluxDB({ url, token }).transport as Transport;
+      this.#transport = new influxClient({ url, token }).transport as Transport;
     } catch (err) {
       this.#setError(`telemetry.influxdb.url: ${errorText(err)}: telemetry writer not started`);
       this.#log.error(this.#lastError ?? "");

@@ -152,7 +152,14 @@ export async function withCheckoutMirror(
   try {
     await Deno.mkdir(dir);
     for (
-      const path of ["src", "deno.json", "deno.lock", "examples/providers", "examples/behaviors"]
+      const path of [
+        "src",
+        "vendor",
+        "deno.json",
+        "deno.lock",
+        "examples/providers",
+        "examples/behaviors",
+      ]
     ) {
       await Deno.symlink(`${REPO}${path}`, `${root}/${path}`);
     }

@@ -8,6 +8,7 @@ import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import {
   type InfluxSettings,
+  loadInfluxClient,
   TelemetryWriter,
   type TelemetryWriterOptions,
 } from "../../src/telemetry/mod.ts";
@@ -19,6 +20,8 @@ import {
   waitFor,
 } from "../helpers/victoria_metrics.ts";
 import { parseLine } from "./line_protocol_check.ts";
+
+await loadInfluxClient(); // as the service does when telemetry is enabled
 
 const ignore = victoriaMetricsMissing();
 

@@ -17,7 +17,7 @@ import {
   parseBehaviorTree,
   type ReadFileFn,
   verifyParsedTree,
-} from "../../../src/automation/mod.ts";
+} from "../../../src/automation/bt/mod.ts";
 import { TreeNode } from "../../../src/automation/bt/tree_node.ts";
 
 /** Clock moved by hand. */

@@ -6,7 +6,7 @@ import {
   loadBehaviorTree,
   type ParsedTree,
   type TickScheduler,
-} from "../../../src/automation/mod.ts";
+} from "../../../src/automation/bt/mod.ts";
 import { waitFor } from "../../helpers/kernel.ts";
 import { FakeServices, flush, memFiles, xmlRoot } from "./_helpers.ts";
 

@@ -1,5 +1,5 @@
 import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
-import type { NodeStatus } from "../../../src/automation/mod.ts";
+import type { NodeStatus } from "../../../src/automation/bt/mod.ts";
 import { buildXml, StubWorld, xmlRoot } from "./_helpers.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { TypedValue } from "../../../src/common/mod.ts";
 import { RuntimeError } from "../../../src/common/mod.ts";
-import { parseCallArgs } from "../../../src/automation/mod.ts";
+import { parseCallArgs } from "../../../src/automation/bt/mod.ts";
 import { buildXml, FakeServices, flush, xmlRoot } from "./_helpers.ts";
 
 function tree(body: string, services?: FakeServices) {

@@ -1,5 +1,5 @@
 import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
-import type { NodeStatus } from "../../../src/automation/mod.ts";
+import type { NodeStatus } from "../../../src/automation/bt/mod.ts";
 import { buildXml, ManualClock, StubWorld, xmlRoot } from "./_helpers.ts";
 
 /** A case: tree body, stub plans, clock advance before each tick, expected `STATUS: log` lines. */

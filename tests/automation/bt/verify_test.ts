@@ -1,6 +1,6 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { Diagnostic } from "../../../src/config/mod.ts";
-import { loadBehaviorTree, verifyBehaviorTreeFile } from "../../../src/automation/mod.ts";
+import { loadBehaviorTree, verifyBehaviorTreeFile } from "../../../src/automation/bt/mod.ts";
 import { memFiles, xmlRoot } from "./_helpers.ts";
 
 function load(files: Record<string, string>, path = "/bt/main.xml") {

@@ -1,0 +1,24 @@
+/**
+ * The behavior-tree engine (parse -> verify -> build -> tick). Loaded on demand: the automation
+ * engine imports it when it loads a tree, and `--check-config` when the configuration names one,
+ * so a runtime without automation never loads it (nor its XML parser).
+ */
+export { loadBehaviorTree, verifyBehaviorTreeFile } from "./load.ts";
+export type { ParsedTree, TreeDefinition } from "./parse.ts";
+export { parseBehaviorTree } from "./parse.ts";
+export { verifyParsedTree } from "./verify.ts";
+export { buildTree } from "./build.ts";
+export type { BuildOptions, BuiltTree } from "./build.ts";
+export { BtRunner, computeAutomationVersion, STALL_FAILURE_TICKS } from "./bt_runner.ts";
+export type {
+  AutomationStatus,
+  AutomationVersion,
+  BtRunnerOptions,
+  TickScheduler,
+} from "./bt_runner.ts";
+export type { BtQuality, BtServices, ReadFileFn } from "./services.ts";
+export type { NodeStatus } from "./tree_node.ts";
+export { NODE_SPECS } from "./node_registry.ts";
+export type { NodeSpec } from "./node_registry.ts";
+export { parseCallArgs, SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
+export { literalDeviceHandles } from "./device_handles.ts";
