@@ -38,6 +38,8 @@ export class ProtoReader {
   end = 0;
   /** High 32 bits of the last 64-bit value read (`varint`, `fixed64`). */
   hi = 0;
+  /** Where the last tag started (errors about a field point at its tag). */
+  tagAt = 0;
 
   /** Starts reading `bytes` from its first byte. */
   reset(bytes: Uint8Array): void {
@@ -45,6 +47,7 @@ export class ProtoReader {
     this.pos = 0;
     this.end = bytes.length;
     this.hi = 0;
+    this.tagAt = 0;
   }
 
   /** The error for malformed input at the current position. */
@@ -57,6 +60,7 @@ export class ProtoReader {
     return this.malformed(
       `${field} (field ${tag >>> 3}) has wire type ${WIRE_TYPE_NAMES[tag & 7]}, ` +
         `expected ${WIRE_TYPE_NAMES[expected]}`,
+      this.tagAt,
     );
   }
 
@@ -112,7 +116,7 @@ export class ProtoReader {
 
   /** A field tag (field number << 3 | wire type); throws on field number 0 or a tag past 32 bits. */
   tag(): number {
-    const at = this.pos;
+    const at = this.tagAt = this.pos;
     const t = this.varint() >>> 0;
     if (this.hi !== 0) throw this.malformed("tag longer than 32 bits", at);
     if (t < 8) throw this.malformed(`field number 0 (tag ${t})`, at);
@@ -124,7 +128,7 @@ export class ProtoReader {
     const at = this.pos;
     const n = this.varint();
     if (this.hi !== 0 || n < 0 || n > this.end - this.pos) {
-      const v = this.hi !== 0 || n < 0 ? "over 2^31" : String(n);
+      const v = this.hi !== 0 ? "over 2^32" : String(n >>> 0);
       throw this.malformed(
         `length ${v} runs past the end of its message (${this.end - this.pos} bytes left)`,
         at,
@@ -293,17 +297,22 @@ export class ProtoReader {
       case WIRE_I64:
         this.#advance(8);
         return;
-      case WIRE_LEN:
-        this.pos += this.len();
+      case WIRE_LEN: {
+        const n = this.len(); // (not `this.pos += this.len()`: len() moves pos first)
+        this.pos += n;
         return;
+      }
       case WIRE_I32:
         this.#advance(4);
         return;
       case 3:
       case 4:
-        throw this.malformed(`group (wire type ${tag & 7}, field ${tag >>> 3}) not supported`);
+        throw this.malformed(
+          `group (wire type ${tag & 7}, field ${tag >>> 3}) not supported`,
+          this.tagAt,
+        );
       default:
-        throw this.malformed(`invalid wire type ${tag & 7} (field ${tag >>> 3})`);
+        throw this.malformed(`invalid wire type ${tag & 7} (field ${tag >>> 3})`, this.tagAt);
     }
   }
 

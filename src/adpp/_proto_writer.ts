@@ -221,14 +221,21 @@ export class ProtoWriter {
 
   /**
    * Checks a 64-bit integer (a number or a bigint) and leaves its two's-complement halves in
-   * `lo`/`hi`. A fractional number is truncated toward zero (as protobufjs did); NaN, ±Infinity
-   * and values out of range throw RangeError, other types TypeError.
+   * `lo`/`hi`. A fractional number is truncated toward zero (as protobufjs did); the number
+   * 2^63 (int64) or 2^64 (uint64) stands for the largest value, being the double it rounds to;
+   * NaN, ±Infinity and values out of range throw RangeError, other types TypeError.
    */
   split64(v: unknown, unsigned: boolean, field: string): void {
     if (typeof v === "number") {
       if (!Number.isFinite(v)) throw new RangeError(`${field}: ${v} is not an integer`);
       const t = Math.trunc(v);
-      if (unsigned ? t < 0 || t >= TWO_POW_64 : t < -TWO_POW_63 || t >= TWO_POW_63) {
+      if (t === (unsigned ? TWO_POW_64 : TWO_POW_63)) {
+        // The double nearest to the largest value (what decoding it as a number gives).
+        this.lo = 0xffffffff;
+        this.hi = unsigned ? 0xffffffff : 0x7fffffff;
+        return;
+      }
+      if (unsigned ? t < 0 || t > TWO_POW_64 : t < -TWO_POW_63 || t > TWO_POW_63) {
         throw new RangeError(`${field}: ${v} is out of the ${unsigned ? "uint64" : "int64"} range`);
       }
       this.lo = t >>> 0;

@@ -87,6 +87,8 @@ for (const [i, c] of CODECS.entries()) {
       } catch (err) {
         assert.fail(`message ${n} (${hex(bytes)}) decodes differently: ${(err as Error).message}`);
       }
+      // and encoding the decoded object gives it back
+      assert.deepStrictEqual(normalize(c.decode(c.encode(got))), expected);
     }
   });
 
