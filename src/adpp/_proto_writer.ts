@@ -1,22 +1,22 @@
 /**
- * Protobuf wire-format writing for the generated codec (_codec.ts). One writer per module encodes
- * into a reused buffer; a sub-message reserves one length byte and is shifted in the rare case
- * its length needs more (`begin`/`end`), so nothing is measured twice. `finish` copies the bytes
- * out, so a returned message never aliases the reused buffer.
+ * Protobuf wire-format writing for the generated codec (_codec.ts). One writer per module writes
+ * each message straight into a slab of ENCODE_SLAB_BYTES and hands out a view of it (as Node's
+ * Buffer pool does): allocating an ArrayBuffer per message costs ~10x a view in Deno, and the
+ * poll path encodes one request per device and cycle. Views never overlap and a slab is never
+ * written again where a message was handed out, so a returned message is never changed by a later
+ * encode. A sub-message reserves one length byte and is shifted in the rare case its length needs
+ * more (`begin`/`end`), so nothing is measured twice.
  *
  * Input checks throw TypeError/RangeError naming the field: an unencodable object is a bug of the
  * code that built it, never something a peer sent.
  */
 
-/** Initial size of the reused encode buffer. */
-export const ENCODE_BUFFER_INITIAL_BYTES = 4096;
-
 /**
- * The encode buffer grows to the largest message encoded; beyond this size it is dropped after
- * the message (the next encode starts again at ENCODE_BUFFER_INITIAL_BYTES), so a rare large
- * message does not pin its memory.
+ * Size of the slabs encoded messages are written into. A slab stays allocated while any message
+ * written into it is referenced; a message that does not fit the rest of the slab starts a new
+ * one, and a message larger than a slab gets a buffer of its own (never reused).
  */
-export const ENCODE_BUFFER_RETAINED_BYTES = 65_536;
+export const ENCODE_SLAB_BYTES = 8192;
 
 const TWO_POW_32 = 4294967296;
 const TWO_POW_63 = 9223372036854775808; // exact as a double
@@ -43,40 +43,47 @@ export function badType(field: string, expected: string, v: unknown): TypeError 
   return new TypeError(`${field}: expected ${expected}, got ${describe(v)}`);
 }
 
-/** Reused encode buffer with a write position. */
+/** Encode buffer (the current slab) with the start of the message being written. */
 export class ProtoWriter {
-  buf = new Uint8Array(ENCODE_BUFFER_INITIAL_BYTES);
+  buf = new Uint8Array(0);
   view = new DataView(this.buf.buffer);
+  /** Where the message being written starts in `buf`. */
+  start = 0;
   pos = 0;
   /** Halves of the last 64-bit integer checked by `split64` (two's complement). */
   lo = 0;
   hi = 0;
 
-  /** Starts a new message. */
+  /** Starts a new message (dropping what a refused one left). */
   reset(): void {
-    this.pos = 0;
+    this.pos = this.start;
   }
 
-  /** The encoded message, copied out; drops an oversized buffer. */
+  /** The encoded message: a view of the slab, never written again. */
   finish(): Uint8Array {
-    const out = this.buf.slice(0, this.pos);
-    if (this.buf.length > ENCODE_BUFFER_RETAINED_BYTES) {
-      this.buf = new Uint8Array(ENCODE_BUFFER_INITIAL_BYTES);
+    const out = this.buf.subarray(this.start, this.pos);
+    if (this.buf.length > ENCODE_SLAB_BYTES) {
+      // A buffer grown for one large message stays that message's alone.
+      this.buf = new Uint8Array(0);
       this.view = new DataView(this.buf.buffer);
+      this.pos = 0;
     }
-    this.pos = 0;
+    this.start = this.pos;
     return out;
   }
 
-  /** Makes room for `n` more bytes. */
+  /** Makes room for `n` more bytes, moving the message so far to a new slab if needed. */
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.pos + n) size *= 2;
+    const used = this.pos - this.start;
+    let size = ENCODE_SLAB_BYTES;
+    while (size < used + n) size *= 2;
     const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.pos));
+    next.set(this.buf.subarray(this.start, this.pos));
     this.buf = next;
     this.view = new DataView(next.buffer);
+    this.start = 0;
+    this.pos = used;
   }
 
   /** Writes a varint below 2^32 (tags, lengths, uint32). */
@@ -197,25 +204,29 @@ export class ProtoWriter {
     this.pos += b.length;
   }
 
-  /** Reserves one length byte for a sub-message; pass the result to `end`. */
+  /**
+   * Reserves one length byte for a sub-message; pass the result to `end`. (Positions are relative
+   * to the message's start: `ensure` may move the message to another slab in between.)
+   */
   begin(): number {
     this.ensure(1);
-    return ++this.pos;
+    return ++this.pos - this.start;
   }
 
-  /** Writes the length of the sub-message started at `start`, moving it when it needs more. */
-  end(start: number): void {
-    const len = this.pos - start;
+  /** Writes the length of the sub-message begun at `rel`, moving it when the length needs more. */
+  end(rel: number): void {
+    const len = this.pos - this.start - rel;
     if (len < 0x80) {
-      this.buf[start - 1] = len;
+      this.buf[this.start + rel - 1] = len;
       return;
     }
     const extra = len < 0x4000 ? 1 : len < 0x200000 ? 2 : len < 0x10000000 ? 3 : 4;
     this.ensure(extra);
-    this.buf.copyWithin(start + extra, start, this.pos);
+    const at = this.start + rel;
+    this.buf.copyWithin(at + extra, at, this.pos);
     const end = this.pos + extra;
-    this.pos = start - 1;
-    this.uint32(len);
+    this.pos = at - 1;
+    this.uint32(len); // fits: `extra` more bytes were ensured past the old end
     this.pos = end;
   }
 

@@ -11,7 +11,7 @@ import {
   encodeResponse as encodeResponseObject,
 } from "./_codec.ts";
 
-export { ENCODE_BUFFER_INITIAL_BYTES, ENCODE_BUFFER_RETAINED_BYTES } from "./_proto_writer.ts";
+export { ENCODE_SLAB_BYTES } from "./_proto_writer.ts";
 
 /** Numeric enums of the wire (adpp-wire.md §6). */
 export const StatusCode = {

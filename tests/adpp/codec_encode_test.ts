@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import {
   decodeRequest,
   decodeResponse,
-  ENCODE_BUFFER_RETAINED_BYTES,
+  ENCODE_SLAB_BYTES,
   encodeRequest,
   encodeResponse,
   type WireRequest,
@@ -273,24 +273,30 @@ for (const size of [127, 128, 16383, 16384, 2097151, 2097152]) {
   });
 }
 
-Deno.test("encodeResponse never hands out its reused buffer: earlier results survive later encodes", () => {
-  const big = resp({
-    request_id: 1,
-    status: { message: "m".repeat(ENCODE_BUFFER_RETAINED_BYTES * 2) },
-  });
-  const small1 = resp({ request_id: 2, status: { message: "first" } });
-  const bigCopy = big.slice();
-  const small1Copy = small1.slice();
-  const small2 = resp({ request_id: 3, status: { message: "second message" } });
-  const big2 = resp({
-    request_id: 4,
-    status: { message: "n".repeat(ENCODE_BUFFER_RETAINED_BYTES) },
-  });
-  assert.deepStrictEqual(big, bigCopy);
-  assert.deepStrictEqual(small1, small1Copy);
-  assert.equal(decodeResponse(small2).status?.message, "second message");
-  assert.equal(decodeResponse(big2).status?.message?.length, ENCODE_BUFFER_RETAINED_BYTES);
-  assert.notEqual(big.buffer, small1.buffer);
+Deno.test("encodeResponse never changes a message it returned, across slabs and large messages", () => {
+  const kept: Array<[Uint8Array, Uint8Array]> = [];
+  for (let i = 0; i < 2000; i++) {
+    // Mostly small messages (several slabs' worth), now and then one larger than a slab.
+    const size = i % 97 === 0 ? ENCODE_SLAB_BYTES * 3 : i % 13;
+    const bytes = resp({ request_id: i + 1, status: { message: "x".repeat(size) } });
+    kept.push([bytes, bytes.slice()]);
+  }
+  for (const [bytes, copy] of kept) assert.deepStrictEqual(bytes, copy);
+  for (const [i, [bytes]] of kept.entries()) assert.equal(decodeResponse(bytes).request_id, i + 1);
+});
+
+Deno.test("encodeRequest writes small messages into a shared slab, a large one into its own buffer", () => {
+  const a = req({ request_id: 1, list_devices: {} });
+  const b = req({ request_id: 2, list_devices: {} });
+  const large = resp({ request_id: 3, status: { message: "m".repeat(ENCODE_SLAB_BYTES * 2) } });
+  const c = req({ request_id: 4, list_devices: {} });
+  // (unless a happened to fill its slab: then the next two share the next one)
+  const shared = a.buffer === b.buffer ||
+    req({ request_id: 5 }).buffer === req({ request_id: 6 }).buffer;
+  assert.ok(shared, "consecutive small messages share a slab");
+  assert.notEqual(c.buffer, large.buffer);
+  assert.equal(hex(a), "08015a00");
+  assert.equal(hex(c), "08045a00");
 });
 
 Deno.test("encodeRequest starts afresh after an input it refused", () => {
