@@ -54,7 +54,7 @@ for (const entry of ["src/main.ts", "examples/providers/sim/main.ts"]) {
       modules.some((m) => m.endsWith("/src/adpp/_codec.ts")),
       "the graph includes the generated codec",
     );
-    assert.deepEqual(npm.filter((p) => /^(protobufjs|long)@/.test(p)), []);
-    assert.deepEqual(modules.filter((m) => /protobufjs|[/:]long@/.test(m)), []);
+    assert.deepStrictEqual(npm.filter((p) => /^(protobufjs|long)@/.test(p)), []);
+    assert.deepStrictEqual(modules.filter((m) => /protobufjs|[/:]long@/.test(m)), []);
   });
 }
