@@ -1,74 +1,17 @@
-import protobuf from "protobufjs";
-import { type ExactInteger, exactInteger } from "../common/mod.ts";
-import { ADPP_SCHEMA_JSON } from "./_schema.ts";
-
-const PKG = "anolis.deviceprovider.v1";
-
-/** A decoded 64-bit field: protobufjs gives a Long (low/high 32-bit halves) or a number. */
-type LongLike = number | { low: number; high: number };
-
-const TWO_POW_32 = 4294967296;
-
 /**
- * A decoded 64-bit integer, exactly: a number when it is a safe integer, else a bigint. The
- * float sum is exact whenever the true value is safe, and lands outside the safe range whenever
- * it is not, so the check needs no bigint in the common case.
+ * ADPP messages as plain objects <-> protobuf bytes. The work is done by src/adpp/_codec.ts,
+ * plain TypeScript generated from proto/ by `deno task proto` (scripts/gen_proto_module.ts
+ * documents its semantics): no protobuf library is loaded at run time.
  */
-export function exactFromLong(v: LongLike, unsigned: boolean): ExactInteger {
-  if (typeof v === "number") return v;
-  const lo = v.low >>> 0;
-  const approx = (unsigned ? v.high >>> 0 : v.high | 0) * TWO_POW_32 + lo;
-  if (Number.isSafeInteger(approx)) return approx;
-  const bits = (BigInt(v.high >>> 0) << 32n) | BigInt(lo);
-  return exactInteger(unsigned ? bits : BigInt.asIntN(64, bits));
-}
+import type { ExactInteger } from "../common/mod.ts";
+import {
+  decodeRequest as decodeRequestObject,
+  decodeResponse as decodeResponseObject,
+  encodeRequest as encodeRequestObject,
+  encodeResponse as encodeResponseObject,
+} from "./_codec.ts";
 
-interface ValueMessage {
-  type?: number;
-  bool_value?: boolean;
-  int64_value?: LongLike;
-  uint64_value?: LongLike;
-  double_value?: number;
-  string_value?: string;
-  bytes_value?: Uint8Array;
-}
-
-/**
- * Value decodes with its 64-bit members exact (every other int64 field of the protocol, e.g.
- * timestamps and argument bounds, stays a plain number through `longs: Number`). Registered before
- * the first use of the root: protobufjs applies wrappers when it sets a type up.
- */
-(protobuf.wrappers as Record<string, unknown>)[`.${PKG}.Value`] = {
-  fromObject(this: { fromObject(o: unknown): unknown }, object: unknown) {
-    return this.fromObject(object); // Long.fromValue accepts number, string and bigint
-  },
-  toObject(message: unknown, options?: protobuf.IConversionOptions) {
-    return valueToObject(message as ValueMessage, options?.oneofs === true);
-  },
-};
-
-/** Value -> plain object as the generated converter makes it under TO_OBJECT, 64-bit exact. */
-function valueToObject(m: ValueMessage, oneofs: boolean): WireValue {
-  const d: WireValue = {};
-  const own = Object.hasOwn;
-  if (own(m, "type")) d.type = m.type;
-  let kind: WireValue["kind"];
-  if (own(m, "bool_value")) d.bool_value = m.bool_value, kind = "bool_value";
-  else if (own(m, "int64_value")) {
-    d.int64_value = exactFromLong(m.int64_value!, false), kind = "int64_value";
-  } else if (own(m, "uint64_value")) {
-    d.uint64_value = exactFromLong(m.uint64_value!, true), kind = "uint64_value";
-  } else if (own(m, "double_value")) d.double_value = m.double_value, kind = "double_value";
-  else if (own(m, "string_value")) d.string_value = m.string_value, kind = "string_value";
-  else if (own(m, "bytes_value")) d.bytes_value = m.bytes_value, kind = "bytes_value";
-  if (oneofs && kind !== undefined) d.kind = kind;
-  return d;
-}
-
-/** protobufjs root for anolis.deviceprovider.v1, built from the embedded descriptor. */
-const root = protobuf.Root.fromJSON(ADPP_SCHEMA_JSON as unknown as protobuf.INamespace);
-const RequestType = root.lookupType(`${PKG}.Request`);
-const ResponseType = root.lookupType(`${PKG}.Response`);
+export { ENCODE_SLAB_BYTES } from "./_proto_writer.ts";
 
 /** Numeric enums of the wire (adpp-wire.md §6). */
 export const StatusCode = {
@@ -276,33 +219,25 @@ export type WireResponse =
     [K in PayloadKind]?: ResponsePayloads[K];
   };
 
-/** Longs as numbers, enums numeric, bytes left as Uint8Array, `payload` names the oneof member. */
-const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: Number, oneofs: true };
-
-/** Encodes a Request message (without the length prefix). Throws on a malformed object. */
+/**
+ * Encodes a Request message (without the length prefix): canonical proto3, `payload` ignored.
+ * Throws TypeError/RangeError naming the field on a malformed object.
+ */
 export function encodeRequest(msg: WireRequest): Uint8Array {
-  return RequestType.encode(RequestType.fromObject(stripPayloadName(msg))).finish();
+  return encodeRequestObject(msg);
 }
 
-/** Encodes a Response message (without the length prefix). */
+/** Encodes a Response message (without the length prefix); throws like encodeRequest. */
 export function encodeResponse(msg: WireResponse): Uint8Array {
-  return ResponseType.encode(ResponseType.fromObject(stripPayloadName(msg))).finish();
+  return encodeResponseObject(msg);
 }
 
 /** Decodes a Request; throws on bytes that are not a valid message. */
 export function decodeRequest(bytes: Uint8Array): WireRequest {
-  const m = RequestType.decode(bytes);
-  return RequestType.toObject(m, TO_OBJECT) as WireRequest;
+  return decodeRequestObject(bytes) as WireRequest;
 }
 
 /** Decodes a Response; throws on bytes that are not a valid message. */
 export function decodeResponse(bytes: Uint8Array): WireResponse {
-  const m = ResponseType.decode(bytes);
-  return ResponseType.toObject(m, TO_OBJECT) as WireResponse;
-}
-
-function stripPayloadName<T extends { payload?: unknown }>(msg: T): Omit<T, "payload"> {
-  if (!("payload" in msg)) return msg;
-  const { payload: _p, ...rest } = msg;
-  return rest;
+  return decodeResponseObject(bytes) as WireResponse;
 }
