@@ -523,16 +523,11 @@ function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
   L.push(`  while (r.pos < r.end) {`);
   L.push(`    const t = r.tag();`);
   L.push(`    switch (t) {`);
-  const wrong: string[] = [];
-  for (const p of plans) {
-    L.push(...decodeCases(p, stem).map((x) => `      ${x}`));
-    const expected = p.kind === "scalar" && !p.packed ? p.scalar!.wire : 2;
-    wrong.push(`case ${p.id}: throw r.wrongWireType(${JSON.stringify(p.F)}, t, ${expected});`);
-  }
+  // A known field that arrives with another wire type is skipped as an unknown field, as the C++,
+  // Go and Python protobuf runtimes do (golang/protobuf#511): a provider the C++ anolis runtime
+  // accepts must not be cut off here.
+  for (const p of plans) L.push(...decodeCases(p, stem).map((x) => `      ${x}`));
   L.push(`      default:`);
-  if (wrong.length > 0) {
-    L.push(`        switch (t >>> 3) {`, ...wrong.map((x) => `          ${x}`), `        }`);
-  }
   L.push(`        r.skip(t);`);
   L.push(`    }`);
   L.push(`  }`);
@@ -612,13 +607,7 @@ function decodeCases(p: FieldPlan, stem: Stem): string[] {
         `  if (t2 === 10) k = r.string();`,
         `  else if (t2 === ${tagOf(2, valueWire)}) {`,
         ...valueRead.map((s) => `    ${s}`),
-        `  } else if (t2 >>> 3 === 1) throw r.wrongWireType(${
-          JSON.stringify(`${p.F} key`)
-        }, t2, 2);`,
-        `  else if (t2 >>> 3 === 2) throw r.wrongWireType(${
-          JSON.stringify(`${p.F} value`)
-        }, t2, ${valueWire});`,
-        `  else r.skip(t2);`,
+        `  } else r.skip(t2);`,
         `}`,
       ]),
       `put(${p.local} ??= {}, k, ${val.message ? "x ?? {}" : "x"});`,

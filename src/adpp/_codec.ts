@@ -100,11 +100,6 @@ function d_HelloRequest(): Obj {
         f3 = r.string();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("HelloRequest.protocol_version", t, 2);
-          case 2: throw r.wrongWireType("HelloRequest.client_name", t, 2);
-          case 3: throw r.wrongWireType("HelloRequest.client_version", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -136,9 +131,6 @@ function d_ListDevicesRequest(): Obj {
         f1 = r.bool();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("ListDevicesRequest.include_health", t, 0);
-        }
         r.skip(t);
     }
   }
@@ -168,9 +160,6 @@ function d_DescribeDeviceRequest(): Obj {
         f1 = r.string();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("DescribeDeviceRequest.device_id", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -212,10 +201,6 @@ function d_Timestamp(): Obj {
         f2 = r.int32();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("Timestamp.seconds", t, 0);
-          case 2: throw r.wrongWireType("Timestamp.nanos", t, 0);
-        }
         r.skip(t);
     }
   }
@@ -278,11 +263,6 @@ function d_ReadSignalsRequest(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("ReadSignalsRequest.device_id", t, 2);
-          case 2: throw r.wrongWireType("ReadSignalsRequest.signal_ids", t, 2);
-          case 3: throw r.wrongWireType("ReadSignalsRequest.min_timestamp", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -383,15 +363,6 @@ function d_Value(): Obj {
         o_kind = 7; v_kind = r.bytes();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("Value.type", t, 0);
-          case 2: throw r.wrongWireType("Value.bool_value", t, 0);
-          case 3: throw r.wrongWireType("Value.int64_value", t, 0);
-          case 4: throw r.wrongWireType("Value.uint64_value", t, 0);
-          case 5: throw r.wrongWireType("Value.double_value", t, 1);
-          case 6: throw r.wrongWireType("Value.string_value", t, 2);
-          case 7: throw r.wrongWireType("Value.bytes_value", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -523,9 +494,7 @@ function d_CallRequest(): Obj {
             r.end = r.pos + n2;
             x = d_Value();
             r.end = e2;
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("CallRequest.args key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("CallRequest.args value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f4 ??= {}, k, x ?? {});
@@ -544,14 +513,6 @@ function d_CallRequest(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("CallRequest.device_id", t, 2);
-          case 2: throw r.wrongWireType("CallRequest.function_id", t, 0);
-          case 3: throw r.wrongWireType("CallRequest.function_name", t, 2);
-          case 4: throw r.wrongWireType("CallRequest.args", t, 2);
-          case 5: throw r.wrongWireType("CallRequest.idempotency_key", t, 2);
-          case 6: throw r.wrongWireType("CallRequest.deadline", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -601,9 +562,6 @@ function d_WaitReadyRequest(): Obj {
         f1 = r.uint32();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("WaitReadyRequest.max_wait_ms_hint", t, 0);
-        }
         r.skip(t);
     }
   }
@@ -769,16 +727,6 @@ function d_Request(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("Request.request_id", t, 0);
-          case 10: throw r.wrongWireType("Request.hello", t, 2);
-          case 11: throw r.wrongWireType("Request.list_devices", t, 2);
-          case 12: throw r.wrongWireType("Request.describe_device", t, 2);
-          case 13: throw r.wrongWireType("Request.read_signals", t, 2);
-          case 14: throw r.wrongWireType("Request.call", t, 2);
-          case 15: throw r.wrongWireType("Request.get_health", t, 2);
-          case 16: throw r.wrongWireType("Request.wait_ready", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -878,20 +826,13 @@ function d_Status(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("Status.details key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("Status.details value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f3 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("Status.code", t, 0);
-          case 2: throw r.wrongWireType("Status.message", t, 2);
-          case 3: throw r.wrongWireType("Status.details", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -975,21 +916,13 @@ function d_HelloResponse(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("HelloResponse.metadata key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("HelloResponse.metadata value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f4 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("HelloResponse.protocol_version", t, 2);
-          case 2: throw r.wrongWireType("HelloResponse.provider_name", t, 2);
-          case 3: throw r.wrongWireType("HelloResponse.provider_version", t, 2);
-          case 4: throw r.wrongWireType("HelloResponse.metadata", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1110,24 +1043,13 @@ function d_Device(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("Device.tags key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("Device.tags value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f7 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("Device.device_id", t, 2);
-          case 2: throw r.wrongWireType("Device.provider_name", t, 2);
-          case 3: throw r.wrongWireType("Device.type_id", t, 2);
-          case 4: throw r.wrongWireType("Device.type_version", t, 2);
-          case 5: throw r.wrongWireType("Device.label", t, 2);
-          case 6: throw r.wrongWireType("Device.address", t, 2);
-          case 7: throw r.wrongWireType("Device.tags", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1233,22 +1155,13 @@ function d_DeviceHealth(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("DeviceHealth.metrics key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("DeviceHealth.metrics value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f5 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("DeviceHealth.device_id", t, 2);
-          case 2: throw r.wrongWireType("DeviceHealth.state", t, 0);
-          case 3: throw r.wrongWireType("DeviceHealth.message", t, 2);
-          case 4: throw r.wrongWireType("DeviceHealth.last_seen", t, 2);
-          case 5: throw r.wrongWireType("DeviceHealth.metrics", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1314,10 +1227,6 @@ function d_ListDevicesResponse(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("ListDevicesResponse.devices", t, 2);
-          case 2: throw r.wrongWireType("ListDevicesResponse.device_health", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1410,14 +1319,6 @@ function d_FunctionPolicy(): Obj {
         f6 = r.bool();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("FunctionPolicy.category", t, 0);
-          case 2: throw r.wrongWireType("FunctionPolicy.allowed_modes", t, 2);
-          case 3: throw r.wrongWireType("FunctionPolicy.requires_lease", t, 0);
-          case 4: throw r.wrongWireType("FunctionPolicy.safety_profile", t, 2);
-          case 5: throw r.wrongWireType("FunctionPolicy.min_interval_ms", t, 0);
-          case 6: throw r.wrongWireType("FunctionPolicy.is_idempotent", t, 0);
-        }
         r.skip(t);
     }
   }
@@ -1574,20 +1475,6 @@ function d_ArgSpec(): Obj {
         (f12 ??= []).push(r.string());
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("ArgSpec.name", t, 2);
-          case 2: throw r.wrongWireType("ArgSpec.type", t, 0);
-          case 3: throw r.wrongWireType("ArgSpec.unit", t, 2);
-          case 4: throw r.wrongWireType("ArgSpec.description", t, 2);
-          case 5: throw r.wrongWireType("ArgSpec.required", t, 0);
-          case 6: throw r.wrongWireType("ArgSpec.min_double", t, 1);
-          case 7: throw r.wrongWireType("ArgSpec.max_double", t, 1);
-          case 8: throw r.wrongWireType("ArgSpec.min_int64", t, 0);
-          case 9: throw r.wrongWireType("ArgSpec.max_int64", t, 0);
-          case 10: throw r.wrongWireType("ArgSpec.min_uint64", t, 0);
-          case 11: throw r.wrongWireType("ArgSpec.max_uint64", t, 0);
-          case 12: throw r.wrongWireType("ArgSpec.allowed_values", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1714,14 +1601,6 @@ function d_FunctionSpec(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("FunctionSpec.function_id", t, 0);
-          case 2: throw r.wrongWireType("FunctionSpec.name", t, 2);
-          case 3: throw r.wrongWireType("FunctionSpec.description", t, 2);
-          case 4: throw r.wrongWireType("FunctionSpec.policy", t, 2);
-          case 5: throw r.wrongWireType("FunctionSpec.args", t, 2);
-          case 6: throw r.wrongWireType("FunctionSpec.results", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1828,15 +1707,6 @@ function d_SignalSpec(): Obj {
         f7 = r.uint32();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("SignalSpec.signal_id", t, 2);
-          case 2: throw r.wrongWireType("SignalSpec.name", t, 2);
-          case 3: throw r.wrongWireType("SignalSpec.description", t, 2);
-          case 4: throw r.wrongWireType("SignalSpec.value_type", t, 0);
-          case 5: throw r.wrongWireType("SignalSpec.unit", t, 2);
-          case 6: throw r.wrongWireType("SignalSpec.poll_hint_hz", t, 1);
-          case 7: throw r.wrongWireType("SignalSpec.stale_after_ms", t, 0);
-        }
         r.skip(t);
     }
   }
@@ -1904,10 +1774,6 @@ function d_CapabilitySet(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("CapabilitySet.functions", t, 2);
-          case 2: throw r.wrongWireType("CapabilitySet.signals", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -1962,10 +1828,6 @@ function d_DescribeDeviceResponse(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("DescribeDeviceResponse.device", t, 2);
-          case 2: throw r.wrongWireType("DescribeDeviceResponse.capabilities", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2072,22 +1934,13 @@ function d_SignalValue(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("SignalValue.metadata key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("SignalValue.metadata value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f5 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("SignalValue.signal_id", t, 2);
-          case 2: throw r.wrongWireType("SignalValue.value", t, 2);
-          case 3: throw r.wrongWireType("SignalValue.timestamp", t, 2);
-          case 4: throw r.wrongWireType("SignalValue.quality", t, 0);
-          case 5: throw r.wrongWireType("SignalValue.metadata", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2143,10 +1996,6 @@ function d_ReadSignalsResponse(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("ReadSignalsResponse.device_id", t, 2);
-          case 2: throw r.wrongWireType("ReadSignalsResponse.values", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2220,9 +2069,7 @@ function d_CallResponse(): Obj {
             r.end = r.pos + n2;
             x = d_Value();
             r.end = e2;
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("CallResponse.results key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("CallResponse.results value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f2 ??= {}, k, x ?? {});
@@ -2232,11 +2079,6 @@ function d_CallResponse(): Obj {
         f3 = r.string();
         break;
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("CallResponse.device_id", t, 2);
-          case 2: throw r.wrongWireType("CallResponse.results", t, 2);
-          case 3: throw r.wrongWireType("CallResponse.operation_id", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2308,20 +2150,13 @@ function d_ProviderHealth(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("ProviderHealth.metrics key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("ProviderHealth.metrics value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f3 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("ProviderHealth.state", t, 0);
-          case 2: throw r.wrongWireType("ProviderHealth.message", t, 2);
-          case 3: throw r.wrongWireType("ProviderHealth.metrics", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2381,10 +2216,6 @@ function d_GetHealthResponse(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("GetHealthResponse.provider", t, 2);
-          case 2: throw r.wrongWireType("GetHealthResponse.devices", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2431,18 +2262,13 @@ function d_WaitReadyResponse(): Obj {
           if (t2 === 10) k = r.string();
           else if (t2 === 18) {
             x = r.string();
-          } else if (t2 >>> 3 === 1) throw r.wrongWireType("WaitReadyResponse.diagnostics key", t2, 2);
-          else if (t2 >>> 3 === 2) throw r.wrongWireType("WaitReadyResponse.diagnostics value", t2, 2);
-          else r.skip(t2);
+          } else r.skip(t2);
         }
         r.end = e;
         put(f1 ??= {}, k, x);
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("WaitReadyResponse.diagnostics", t, 2);
-        }
         r.skip(t);
     }
   }
@@ -2626,17 +2452,6 @@ function d_Response(): Obj {
         break;
       }
       default:
-        switch (t >>> 3) {
-          case 1: throw r.wrongWireType("Response.request_id", t, 0);
-          case 2: throw r.wrongWireType("Response.status", t, 2);
-          case 10: throw r.wrongWireType("Response.hello", t, 2);
-          case 11: throw r.wrongWireType("Response.list_devices", t, 2);
-          case 12: throw r.wrongWireType("Response.describe_device", t, 2);
-          case 13: throw r.wrongWireType("Response.read_signals", t, 2);
-          case 14: throw r.wrongWireType("Response.call", t, 2);
-          case 15: throw r.wrongWireType("Response.get_health", t, 2);
-          case 16: throw r.wrongWireType("Response.wait_ready", t, 2);
-        }
         r.skip(t);
     }
   }

@@ -28,7 +28,6 @@ export const WIRE_I64 = 1;
 export const WIRE_LEN = 2;
 export const WIRE_I32 = 5;
 
-const WIRE_TYPE_NAMES = ["VARINT", "I64", "LEN", "SGROUP", "EGROUP", "I32", "6", "7"];
 
 /** Cursor over one input buffer. The generated decoders use one instance per module. */
 export class ProtoReader {
@@ -53,15 +52,6 @@ export class ProtoReader {
   /** The error for malformed input at the current position. */
   malformed(what: string, at = this.pos): Error {
     return new Error(`malformed protobuf at byte ${at}: ${what}`);
-  }
-
-  /** The error for a known field that arrived with another wire type than its own. */
-  wrongWireType(field: string, tag: number, expected: number): Error {
-    return this.malformed(
-      `${field} (field ${tag >>> 3}) has wire type ${WIRE_TYPE_NAMES[tag & 7]}, ` +
-        `expected ${WIRE_TYPE_NAMES[expected]}`,
-      this.tagAt,
-    );
   }
 
   /**

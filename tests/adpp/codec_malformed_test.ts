@@ -51,28 +51,10 @@ const MALFORMED: Array<[string, "Request" | "Response", string, RegExp]> = [
   ["field number 0", "Request", "0001", /field number 0/],
   ["a tag beyond 32 bits", "Request", "8080808080" + "01", /tag longer than 32 bits/],
   [
-    "request_id as a length-delimited field",
-    "Request",
-    "0a00",
-    /Request\.request_id \(field 1\) has wire type LEN, expected VARINT/,
-  ],
-  [
     "request_id with a group wire type",
     "Response",
     "0b",
-    /Response\.request_id .* wire type SGROUP/,
-  ],
-  [
-    "a payload message as a varint",
-    "Request",
-    "5001",
-    /Request\.hello \(field 10\) has wire type VARINT, expected LEN/,
-  ],
-  [
-    "a nested Value.double_value as a varint",
-    "Response",
-    responseWithValue("2801"),
-    /Value\.double_value \(field 5\) has wire type VARINT, expected I64/,
+    /group \(wire type 3, field 1\)/,
   ],
   [
     "a double cut short inside its message",
@@ -81,18 +63,6 @@ const MALFORMED: Array<[string, "Request" | "Response", string, RegExp]> = [
     /truncated: 8 bytes needed, 3 left/,
   ],
   ["a fixed32 cut short", "Request", "fd03" + "0000", /truncated: 4 bytes needed, 2 left/],
-  [
-    "a map key as a varint",
-    "Response",
-    "0801" + ld("12", ld("1a", "0801" + "1201" + "78")),
-    /Status\.details key \(field 1\) has wire type VARINT, expected LEN/,
-  ],
-  [
-    "a map value of the wrong wire type",
-    "Request",
-    "0801" + ld("72", ld("22", "0a0178" + "1001")),
-    /CallRequest\.args value \(field 2\) has wire type VARINT, expected LEN/,
-  ],
   [
     "a string whose length runs past its map entry",
     "Response",
@@ -110,6 +80,41 @@ for (const [what, type, bytes, message] of MALFORMED) {
       assert.match(err.message, message);
       return true;
     });
+  });
+}
+
+/**
+ * A known field with another wire type than its own is an unknown field, skipped by its wire type:
+ * what the C++ protobuf runtime (and so the C++ anolis runtime), Go since golang/protobuf#511 and
+ * Python do. A provider those accept is not cut off here.
+ */
+const WRONG_WIRE_TYPE: [string, "Request" | "Response", string, unknown][] = [
+  ["request_id as a length-delimited field", "Request", "0a00" + "0807", { request_id: 7 }],
+  ["a payload message as a varint", "Request", "0801" + "5001", { request_id: 1 }],
+  [
+    "a nested Value.double_value as a varint",
+    "Response",
+    responseWithValue("2801"),
+    decodeResponse(unhex(responseWithValue(""))),
+  ],
+  [
+    "a map key as a varint (the entry keeps the default key)",
+    "Response",
+    "0801" + ld("12", ld("1a", "0801" + "1201" + "78")),
+    { request_id: 1, status: { details: { "": "x" } } },
+  ],
+  [
+    "a map value of the wrong wire type (the entry keeps the default value)",
+    "Request",
+    "0801" + ld("72", ld("22", "0a0178" + "1001")),
+    { request_id: 1, payload: "call", call: { args: { x: {} } } },
+  ],
+];
+
+for (const [what, type, bytes, expected] of WRONG_WIRE_TYPE) {
+  Deno.test(`decode${type} skips ${what} as an unknown field`, () => {
+    const decode = type === "Request" ? decodeRequest : decodeResponse;
+    assert.deepStrictEqual(decode(unhex(bytes)), expected);
   });
 }
 
