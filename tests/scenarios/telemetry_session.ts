@@ -286,6 +286,26 @@ export const ROW_SHAPES: Readonly<Record<keyof MeasurementNames, RowShape>> = {
         : `category ${category}`;
     },
   },
+  alarm: {
+    tags: ["runtime_name", "alarm_id", "transition"],
+    required: {
+      state: "string",
+      level: "string",
+      cause: "string",
+      signal: "string",
+      quality: "string",
+    },
+    optional: { limit: "float", limit_text: "string", ...VALUE_FIELDS },
+    values: {
+      state: ["normal", "active", "active_acked", "shelved"],
+      level: ["", "MINOR", "MAJOR"],
+      cause: ["", "hihi", "hi", "lo", "lolo", "alarm_when", "bad_quality"],
+    },
+    rule: (row) => {
+      const t = row.tags.find(([k]) => k === "transition")?.[1] ?? "";
+      return ["raise", "clear", "ack", "shelve", "unshelve"].includes(t) ? null : `transition ${t}`;
+    },
+  },
 };
 
 /** The kind of row a measurement name stands for under `names`, or null. */
