@@ -179,6 +179,8 @@ export class AlarmEngine implements AlarmService {
   readonly #log: Logger;
   readonly #timers: AlarmTimers;
   readonly #alarms = new Map<string, AlarmEntry>();
+  /** The same entries in config order (indexed loops allocate no iterator). */
+  readonly #alarmList: AlarmEntry[] = [];
   readonly #interlocks: InterlockEntry[] = [];
   readonly #inputs = new Map<string, SignalInput>();
   /** provider id -> device id -> what reads it (two lookups, no key string built per poll). */
@@ -207,6 +209,7 @@ export class AlarmEngine implements AlarmService {
       const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
       const entry: AlarmEntry = { monitor: new AlarmMonitor(config), input, shelveTimer: null };
       this.#alarms.set(config.id, entry);
+      this.#alarmList.push(entry);
       this.#watch(config.providerId, config.deviceId).alarms.push(entry);
     }
     for (const config of options.interlocks) {
@@ -257,8 +260,10 @@ export class AlarmEngine implements AlarmService {
     if (!this.#started || this.#stopped) return;
     const mono = this.#o.clock.monoMs();
     const wall = this.#o.clock.nowMs();
-    for (const entry of this.#alarms.values()) this.#evaluateAlarm(entry, mono, wall);
-    for (const entry of this.#interlocks) this.#evaluateInterlock(entry, wall);
+    const alarms = this.#alarmList;
+    for (let i = 0; i < alarms.length; i++) this.#evaluateAlarm(alarms[i], mono, wall);
+    const interlocks = this.#interlocks;
+    for (let i = 0; i < interlocks.length; i++) this.#evaluateInterlock(interlocks[i], wall);
   }
 
   /**
