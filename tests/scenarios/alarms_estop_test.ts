@@ -1,13 +1,15 @@
 /**
- * An over-temperature alarm with action estop on the simulated provider: it latches the e-stop
- * (cause `alarm:<id>` in status and in estop_change) inside the poll that saw the temperature,
- * and the safe-state ladder runs in full although an engaged interlock blocks the very functions
- * it calls; an operator's call to them is refused meanwhile.
+ * Alarm actions on the simulated provider. An over-temperature alarm with action estop latches
+ * the e-stop (cause `alarm:<id>` in status and in estop_change) inside the poll that saw the
+ * temperature, and the safe-state ladder runs in full although an engaged interlock blocks the
+ * very functions it calls; an operator's call to them is refused meanwhile. An alarm with action
+ * fault forces FAULT through the mode manager, its hooks included.
  */
 import assert from "node:assert/strict";
 import type { CallArgValue, CallConfig } from "../../src/config/mod.ts";
 import { recordEvents, waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
 import { alarmsConfig, Api, callBody } from "./alarms_helpers.ts";
 import { eventsOf } from "./automation_helpers.ts";
 
@@ -125,6 +127,60 @@ interlocks:
     assert.equal(alarm.action, "estop");
     assert.equal(alarm.transitions[0].transition, "raise");
     assert.equal(alarm.transitions[0].level, "MAJOR");
+  } finally {
+    rec.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("An alarm with action fault forces FAULT through the normal transition, its hooks included", async () => {
+  const fx = await startHttpFixture({
+    config: {
+      providers: [simProvider("sim0", { yaml: SIM_INERT_YAML })],
+      automation: {
+        modeTransitionHooks: {
+          beforeTransition: [{
+            from: "*",
+            to: "FAULT",
+            failOnError: true,
+            path: "automation.mode_transition_hooks.before_transition[0]",
+            calls: [call("sim0/relayio0", "set_relay_ch1", { enabled: b(false) })],
+          }],
+          afterTransition: [],
+        },
+      },
+      ...alarmsConfig(`
+alarms:
+  - { id: too_fast, signal: sim0/motorctl0/motor1_duty, hi: 0.5, action: fault }
+`),
+    },
+  });
+  const rec = recordEvents(fx.runtime);
+  try {
+    const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const relay = callBody("sim0/relayio0", 1, { enabled: { type: "bool", bool: true } });
+    assert.equal((await api.post("/v0/call", relay)).status, 200);
+    const fast = callBody("sim0/motorctl0", 10, {
+      motor_index: { type: "int64", int64: 1 },
+      duty: { type: "double", double: 0.7 },
+    });
+    assert.equal((await api.post("/v0/call", fast)).status, 200);
+    await waitFor("FAULT", () => fx.runtime.modes.current() === "FAULT");
+    await waitFor("the FAULT hook switched relay 1 off", () => {
+      const v = fx.runtime.cache.signal("sim0", "relayio0", "relay_ch1_state")?.value;
+      return v?.type === "bool" && v.bool === false;
+    });
+    assert.deepEqual(
+      eventsOf(rec.events, "mode_change").map((e) => `${e.previous_mode}->${e.new_mode}`),
+      ["IDLE->MANUAL", "MANUAL->FAULT"],
+    );
+    assert.deepEqual(eventsOf(rec.events, "hook_failure"), []);
+    assert.equal(fx.runtime.estop.latched, false, "fault is not the e-stop");
+    assert.equal((await api.get("/v0/runtime/status")).json.estop.cause, null);
+    assert.equal((await api.get("/v0/alarms/too_fast")).json.alarm.state, "active");
+    const refused = await api.post("/v0/call", fast);
+    assert.equal(refused.status, 409, "FAULT refuses actuating calls until an operator re-arms");
   } finally {
     rec.stop();
     await fx.close();

@@ -141,3 +141,32 @@ alarms:
     await fx.close();
   }
 });
+
+Deno.test("/v0/alarms and /v0/interlocks answer 503 without an alarm service, and empty lists without alarms", async () => {
+  const bare = await startHttpFixture({ start: false, services: { alarms: undefined } });
+  try {
+    for (
+      const [method, path] of [
+        ["GET", "/v0/alarms"],
+        ["GET", "/v0/alarms/x"],
+        ["POST", "/v0/alarms/x/ack"],
+        ["POST", "/v0/alarms/x/shelve"],
+        ["POST", "/v0/alarms/x/unshelve"],
+        ["GET", "/v0/interlocks"],
+      ]
+    ) {
+      const r = await bare.request(method, path);
+      assert.equal(r.status, 503, path);
+      assert.deepEqual(r.json.status, { code: "UNAVAILABLE", message: "Alarms not available" });
+    }
+  } finally {
+    await bare.close();
+  }
+  const none = await startHttpFixture({ start: false });
+  try {
+    assert.deepEqual((await none.request("GET", "/v0/alarms")).json.alarms, []);
+    assert.deepEqual((await none.request("GET", "/v0/interlocks")).json.interlocks, []);
+  } finally {
+    await none.close();
+  }
+});
