@@ -132,6 +132,15 @@ export interface InterlockView {
   unresolved_block: string[];
 }
 
+/**
+ * Log lines about the transitions of one alarm or interlock per window; the rest are counted and
+ * said on the next line written (a value dithering around a limit or condition must not flood
+ * the log). Events, telemetry rows and run events are never limited.
+ */
+export const TRANSITION_LOG_LINES = 5;
+/** The window of TRANSITION_LOG_LINES. */
+export const TRANSITION_LOG_WINDOW_MS = 60_000;
+
 /** What the HTTP layer needs. */
 export interface AlarmService {
   alarms(): AlarmView[];
@@ -142,14 +151,41 @@ export interface AlarmService {
   interlocks(): InterlockView[];
 }
 
+/** TRANSITION_LOG_LINES per TRANSITION_LOG_WINDOW_MS for one alarm or interlock. */
+class TransitionLog {
+  #windowStart = -Infinity;
+  #written = 0;
+  #suppressed = 0;
+
+  /** Writes `line` with `write` unless the window's lines are used up (then counts it). */
+  write(nowMono: number, line: string, write: (line: string) => void): void {
+    if (nowMono - this.#windowStart >= TRANSITION_LOG_WINDOW_MS) {
+      this.#windowStart = nowMono;
+      this.#written = 0;
+    }
+    if (this.#written >= TRANSITION_LOG_LINES) {
+      this.#suppressed++;
+      return;
+    }
+    this.#written++;
+    const suppressed = this.#suppressed;
+    this.#suppressed = 0;
+    write(
+      suppressed > 0 ? `${line} (${suppressed} transition lines suppressed before this one)` : line,
+    );
+  }
+}
+
 interface AlarmEntry {
   readonly monitor: AlarmMonitor;
   readonly input: SignalInput;
+  readonly log: TransitionLog;
   shelveTimer: unknown;
 }
 
 interface InterlockEntry {
   readonly interlock: Interlock;
+  readonly log: TransitionLog;
   blocking: boolean;
   sinceWall: number | null;
   unresolved: string[];
@@ -207,14 +243,25 @@ export class AlarmEngine implements AlarmService {
     };
     for (const config of options.alarms) {
       const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
-      const entry: AlarmEntry = { monitor: new AlarmMonitor(config), input, shelveTimer: null };
+      const entry: AlarmEntry = {
+        monitor: new AlarmMonitor(config),
+        input,
+        log: new TransitionLog(),
+        shelveTimer: null,
+      };
       this.#alarms.set(config.id, entry);
       this.#alarmList.push(entry);
       this.#watch(config.providerId, config.deviceId).alarms.push(entry);
     }
     for (const config of options.interlocks) {
       const interlock = new Interlock(config, options.cache, inputFor);
-      const entry: InterlockEntry = { interlock, blocking: false, sinceWall: null, unresolved: [] };
+      const entry: InterlockEntry = {
+        interlock,
+        log: new TransitionLog(),
+        blocking: false,
+        sinceWall: null,
+        unresolved: [],
+      };
       this.#interlocks.push(entry);
       const devices = new Set<string>();
       for (const input of interlock.inputs) {
@@ -416,14 +463,17 @@ export class AlarmEngine implements AlarmService {
     if (first && !blocking) return blocking; // starting released is no transition
     const config = entry.interlock.config;
     const reason = blocking ? entry.interlock.reason(wall) : null;
+    const mono = this.#o.clock.monoMs();
     if (blocking) {
-      this.#log.warn(
+      entry.log.write(
+        mono,
         `interlock ${config.id} engaged: ${config.message} (${reason}); blocks ${
           config.block.map((b) => b.handle).join(", ")
         }`,
+        (line) => this.#log.warn(line),
       );
     } else {
-      this.#log.info(`interlock ${config.id} released`);
+      entry.log.write(mono, `interlock ${config.id} released`, (line) => this.#log.info(line));
     }
     this.#o.bus.publish({
       kind: "interlock",
@@ -485,32 +535,31 @@ export class AlarmEngine implements AlarmService {
     const value = `${config.signal} = ${valueText(t.value)}${
       t.quality && t.quality !== "OK" ? ` (${t.quality})` : ""
     }`;
+    let line: string;
+    let write = (l: string) => this.#log.info(l);
     switch (t.transition) {
-      case "raise": {
-        const line = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${value}${
+      case "raise":
+        line = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${value}${
           config.message ? ` - ${config.message}` : ""
         }`;
-        if (t.level === "MAJOR") this.#log.error(line);
-        else this.#log.warn(line);
-        return;
-      }
+        write = t.level === "MAJOR" ? (l) => this.#log.error(l) : (l) => this.#log.warn(l);
+        break;
       case "clear":
-        this.#log.info(`alarm ${config.id} cleared: ${value}`);
-        return;
+        line = `alarm ${config.id} cleared: ${value}`;
+        break;
       case "ack":
-        this.#log.info(`alarm ${config.id} acknowledged`);
-        return;
+        line = `alarm ${config.id} acknowledged`;
+        break;
       case "shelve":
-        this.#log.info(
-          `alarm ${config.id} shelved until ${
-            new Date(entry.monitor.shelvedUntilEpochMs ?? 0).toISOString()
-          }`,
-        );
-        return;
+        line = `alarm ${config.id} shelved until ${
+          new Date(entry.monitor.shelvedUntilEpochMs ?? 0).toISOString()
+        }`;
+        break;
       case "unshelve":
-        this.#log.info(`alarm ${config.id} unshelved: ${t.state}`);
-        return;
+        line = `alarm ${config.id} unshelved: ${t.state}`;
+        break;
     }
+    entry.log.write(this.#o.clock.monoMs(), line, write);
   }
 
   #view(entry: AlarmEntry): AlarmView {

@@ -229,7 +229,9 @@ function readId(c: Checker, obj: Obj, p: Path, firstById: Map<string, Path>): st
   if (!ALARM_ID_PATTERN.test(id)) {
     c.error(
       [...p, "id"],
-      `${describeValue(id)} is not an id: use 1 to 64 letters, digits, '_', '.' or '-'`,
+      `${
+        describeValue(id)
+      } is not an id: use 1 to 64 letters, digits, '_', '.' or '-', not starting with '.'`,
     );
     return "";
   }

@@ -12,6 +12,7 @@
  */
 
 import {
+  ALARM_ID_PATTERN,
   MAX_ALARM_DELAY_MS,
   MAX_ALARM_MESSAGE_LENGTH,
   MAX_ALARMS,
@@ -186,9 +187,10 @@ const PARAMETER: Json = {
 
 const ID: Json = {
   type: "string",
-  description: "Unique id: 1 to 64 letters, digits, `_`, `.` or `-` (used in URLs).",
-  pattern: "^[A-Za-z0-9_.-]{1,64}$",
-  errorMessage: "must be 1 to 64 letters, digits, `_`, `.` or `-`",
+  description: "Unique id: 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.` " +
+    "(used in URLs).",
+  pattern: ALARM_ID_PATTERN.source,
+  errorMessage: "must be 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.`",
 };
 
 const LIMIT = (description: string): Json => ({ type: ["number", "null"], description });

@@ -80,8 +80,11 @@ export const MAX_INTERLOCK_BLOCK_ENTRIES = 64;
 export const MAX_ALARM_DELAY_MS = 3_600_000;
 /** Bound on the characters of an alarm's or an interlock's `message`. */
 export const MAX_ALARM_MESSAGE_LENGTH = 256;
-/** Alarm and interlock ids: what a URL path segment carries unescaped, at most 64 characters. */
-export const ALARM_ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+/**
+ * Alarm and interlock ids: what a URL path segment carries unescaped, at most 64 characters, not
+ * starting with a dot (`.` and `..` are path segments of their own).
+ */
+export const ALARM_ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
 
 /** The numeric limits of an alarm; any subset (ordered lolo < lo < hi < hihi). */
 export interface AlarmLimits {

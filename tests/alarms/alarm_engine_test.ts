@@ -5,7 +5,12 @@
  * the test asks (no poll loop).
  */
 import assert from "node:assert/strict";
-import { AlarmEngine, type AlarmTimers } from "../../src/alarms/mod.ts";
+import {
+  AlarmEngine,
+  type AlarmTimers,
+  TRANSITION_LOG_LINES,
+  TRANSITION_LOG_WINDOW_MS,
+} from "../../src/alarms/mod.ts";
 import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/config/mod.ts";
 import type { CallOrigin } from "../../src/control/mod.ts";
@@ -549,6 +554,37 @@ Deno.test("AlarmEngine evaluation allocates nothing when nothing changes (100 al
     // One 16-byte object per evaluation would be 320 KB; per alarm, 32 MB.
     assert.ok(grown < 100_000, `heap grew by ${grown} bytes over ${rounds} evaluations`);
     assert.deepEqual(s.events, [], "nothing changed");
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine logs at most TRANSITION_LOG_LINES transitions per alarm per window and says how many it left out; every event is published", async () => {
+  const s = await setup(`
+alarms:
+  - { id: dither, signal: p0/probe/temp, hi: 80 }
+interlocks:
+  - { id: gate, block: [p0/probe/f], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    const transitions = TRANSITION_LOG_LINES + 3;
+    for (let i = 0; i < transitions; i++) await s.read([temp(i % 2 === 0 ? 85 : 75)]);
+    assert.equal(alarmEvents(s.events).length, transitions);
+    assert.equal(interlockEvents(s.events).length, transitions);
+    const lines = (what: RegExp) => s.lines.filter((l) => what.test(l));
+    assert.equal(lines(/alarm dither (raised|cleared)/).length, TRANSITION_LOG_LINES);
+    assert.equal(lines(/interlock gate (engaged|released)/).length, TRANSITION_LOG_LINES);
+    s.fx.clock.mono += TRANSITION_LOG_WINDOW_MS;
+    await s.read([temp(transitions % 2 === 0 ? 85 : 75)]);
+    assert.match(
+      lines(/alarm dither/).at(-1)!,
+      / \(3 transition lines suppressed before this one\)$/,
+    );
+    assert.match(
+      lines(/interlock gate/).at(-1)!,
+      /^WARN .*interlock gate engaged: .* \(3 transition lines suppressed before this one\)$/,
+    );
   } finally {
     await s.close();
   }

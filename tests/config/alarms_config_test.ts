@@ -112,10 +112,13 @@ ${PROV}
     yaml: `
 alarms:
   - { id: "tc 1/hot", signal: p0/d/s, hi: 1 }
+  - { id: "..", signal: p0/d/s, hi: 1 }
+  - { id: "${"x".repeat(65)}", signal: p0/d/s, hi: 1 }
+  - { id: "${"x".repeat(64)}", signal: p0/d/s, hi: 1 }
 ${PROV}
 `,
-    expect: ["error alarms[0].id @2"],
-    message: /is not an id: use 1 to 64 letters, digits, '_', '.' or '-'/,
+    expect: ["error alarms[0].id @2", "error alarms[1].id @3", "error alarms[2].id @4"],
+    message: /is not an id: use 1 to 64 letters, digits, '_', '.' or '-', not starting with '.'/,
   },
   {
     name: "limits out of order (each given pair: lolo < lo < hi < hihi)",
