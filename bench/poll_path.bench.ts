@@ -5,7 +5,13 @@
  *
  * The provider is a stand-in object (no process, no pipe) so the figure is the runtime's own
  * work per poll answer; the answers alternate between two encodings whose values differ, so
- * every poll publishes state updates as it does with noisy sensors.
+ * every poll publishes state updates as it does with noisy sensors ("unchanged": one encoding,
+ * nothing is published).
+ *
+ * Alarms (issue 20): the same 100-signal device with 100 alarms (one per signal) and 20
+ * interlocks (each comparing 5 of its signals and one bad()) evaluated after every poll, none of
+ * them raised; and the engine's evaluation alone (evaluateAll: the work one poll of that device
+ * causes). Cost per polled signal = figure / 100. bench/README.md has the figures.
  */
 import {
   decodeResponse,
@@ -14,6 +20,13 @@ import {
   WireValueType,
 } from "../src/adpp/mod.ts";
 import type { DeviceCapabilities, Logger, SignalSpec, ValueType } from "../src/common/mod.ts";
+import { AlarmEngine } from "../src/alarms/mod.ts";
+import {
+  type AlarmConfig,
+  conditionSignals,
+  type InterlockConfig,
+  parseCondition,
+} from "../src/config/mod.ts";
 import { EventBus } from "../src/events/mod.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
 import { StateCache } from "../src/state/mod.ts";
@@ -97,34 +110,101 @@ function caps(deviceId: string, defs: SignalDef[]): DeviceCapabilities {
 }
 
 /** A cache over one stand-in provider whose ReadSignals answers decode the given frames. */
-function setup(deviceId: string, defs: SignalDef[]) {
-  const frames = [answer(defs, 0), answer(defs, 1)];
+function setup(
+  deviceId: string,
+  defs: SignalDef[],
+  o: { unchanged?: boolean; alarms?: boolean } = {},
+) {
+  const frames = o.unchanged ? [answer(defs, 0)] : [answer(defs, 0), answer(defs, 1)];
   let n = 0;
+  const capabilities = caps(deviceId, defs);
   const host = {
     id: "p",
     available: true,
-    devices: [caps(deviceId, defs)],
+    devices: [capabilities],
     session: null,
     onInventory() {},
     onAvailability() {},
     noteLiveness() {},
     request() {
-      return Promise.resolve(decodeResponse(frames[n++ & 1]).read_signals!);
+      return Promise.resolve(decodeResponse(frames[n++ % frames.length]).read_signals!);
     },
   };
-  const registry = { hosts: [host], host: () => host } as unknown as ProviderRegistry;
-  const cache = new StateCache({
-    registry,
-    bus: new EventBus(),
-    clock: { nowMs: () => 1_760_000_000_000, monoMs: () => performance.now() },
-    log: silent,
-    intervalMs: 100,
-  });
-  return () => cache.pollDevice("p", deviceId);
+  const registry = {
+    hosts: [host],
+    host: () => host,
+    capabilities: () => capabilities,
+  } as unknown as ProviderRegistry;
+  const clock = { nowMs: () => 1_760_000_000_000, monoMs: () => performance.now() };
+  const bus = new EventBus();
+  const cache = new StateCache({ registry, bus, clock, log: silent, intervalMs: 100 });
+  let engine: AlarmEngine | null = null;
+  if (o.alarms) {
+    engine = new AlarmEngine({
+      alarms: benchAlarms(deviceId, defs),
+      interlocks: benchInterlocks(deviceId, defs),
+      cache,
+      registry,
+      bus,
+      clock,
+      log: silent,
+      pollingIntervalMs: 100,
+      staleness: { warnAfterMs: 0, staleAfterMs: 0 },
+      actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
+    });
+  }
+  return { poll: () => cache.pollDevice("p", deviceId), engine };
 }
 
-const tempctl = setup("tempctl0", TEMPCTL);
-const wide = setup("wide0", WIDE);
+/** One alarm per signal, limits far outside the values (never raised). */
+function benchAlarms(deviceId: string, defs: SignalDef[]): AlarmConfig[] {
+  return defs.map((d, i) => ({
+    id: `a${i}`,
+    signal: `p/${deviceId}/${d.id}`,
+    providerId: "p",
+    deviceId,
+    signalId: d.id,
+    limits: { lo: -1000, hi: 1000 },
+    level: "MAJOR",
+    hysteresis: 1,
+    delayMs: 0,
+    onBadQuality: "alarm",
+    action: "none",
+    message: "",
+    path: `alarms[${i}]`,
+  }));
+}
+
+/** 20 interlocks, each over 5 signals: `a > 900 or b > 900 and not bad(c) or d < -900 or e == 5`. */
+function benchInterlocks(deviceId: string, defs: SignalDef[]): InterlockConfig[] {
+  return Array.from({ length: 20 }, (_, k) => {
+    const h = (j: number) => `p/${deviceId}/${defs[(k * 5 + j) % defs.length].id}`;
+    const text = `${h(0)} > 900 or ${h(1)} > 900 and not bad(${h(2)}) or ${h(3)} < -900 or ` +
+      `${h(4)} == 5`;
+    const parsed = parseCondition(text);
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    return {
+      id: `i${k}`,
+      block: [{ handle: `p/${deviceId}/f`, providerId: "p", deviceId, functionName: "f" }],
+      conditionText: text,
+      condition: parsed.condition,
+      signals: conditionSignals(parsed.condition),
+      message: "bench",
+      path: `interlocks[${k}]`,
+    };
+  });
+}
+
+const tempctl = setup("tempctl0", TEMPCTL).poll;
+const wide = setup("wide0", WIDE).poll;
+const wideUnchanged = setup("wide0", WIDE, { unchanged: true }).poll;
+const alarmed = setup("wide0", WIDE, { alarms: true });
+const alarmedUnchanged = setup("wide0", WIDE, { alarms: true, unchanged: true });
+// Started after a first poll, as the runtime starts them after its priming poll.
+for (const s of [alarmed, alarmedUnchanged]) {
+  await s.poll();
+  s.engine!.start();
+}
 
 Deno.bench("poll path: decode + apply, 8 signals", { group: "poll" }, async () => {
   await tempctl();
@@ -133,3 +213,31 @@ Deno.bench("poll path: decode + apply, 8 signals", { group: "poll" }, async () =
 Deno.bench("poll path: decode + apply, 100 signals", { group: "poll" }, async () => {
   await wide();
 });
+
+Deno.bench("poll path: decode + apply, 100 signals, unchanged", { group: "poll" }, async () => {
+  await wideUnchanged();
+});
+
+Deno.bench(
+  "poll path + 100 alarms & 20 interlocks: 100 signals",
+  { group: "alarms" },
+  async () => {
+    await alarmed.poll();
+  },
+);
+
+Deno.bench(
+  "poll path + 100 alarms & 20 interlocks: 100 signals, unchanged",
+  { group: "alarms" },
+  async () => {
+    await alarmedUnchanged.poll();
+  },
+);
+
+Deno.bench(
+  "alarm engine alone: 100 alarms & 20 interlocks (one poll's evaluation)",
+  { group: "alarms" },
+  () => {
+    alarmedUnchanged.engine!.evaluateAll();
+  },
+);

@@ -21,6 +21,8 @@ import { providerHealthViews, StateCache } from "./state/mod.ts";
 import { effectiveSafeState, Estop } from "./safety/mod.ts";
 // --- automation (issue 6) ---
 import { AutomationEngine, type ReadFileFn } from "./automation/mod.ts";
+// --- alarms and interlocks (issue 20) ---
+import { AlarmEngine } from "./alarms/mod.ts";
 
 /** What the runtime needs from the host (injected so tests can pass their own). */
 export interface RuntimeHost {
@@ -52,6 +54,8 @@ export class Runtime {
   /** Behavior-tree automation; absent when automation is disabled (HTTP answers 503). */
   readonly automation?: AutomationEngine;
   // --- end automation ---
+  /** Alarms and interlocks (issue 20); always present (empty without configured ones). */
+  readonly alarms: AlarmEngine;
   #startedAtMono = 0;
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
@@ -116,6 +120,27 @@ export class Runtime {
       modes: this.modes,
       bus: this.bus,
     });
+    // --- alarms and interlocks (issue 20): evaluated after every poll, in every mode. Their
+    // actions go through the same paths as an operator's: forceFault (hooks included) and the
+    // e-stop's trigger (cause alarm:<id>). The interlock gate runs for every call but the stop
+    // actions (origin safety: the ladder and the hooks into FAULT), which skip every gate.
+    this.alarms = new AlarmEngine({
+      alarms: config.alarms,
+      interlocks: config.interlocks,
+      cache: this.cache,
+      registry: this.registry,
+      bus: this.bus,
+      clock: host.clock,
+      log,
+      pollingIntervalMs: config.polling.intervalMs,
+      staleness: config.health.staleness,
+      actions: {
+        fault: (reason) => this.modes.forceFault(reason),
+        estop: (reason, cause) => this.estop.trigger(reason, { cause }),
+      },
+    });
+    this.router.addGate(this.alarms.gate);
+    // --- end alarms and interlocks ---
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
     for (const h of this.registry.hosts) h.onInventory(() => void this.modes.recheckAutoGate());
     // --- end modes, parameters, e-stop ---
@@ -197,6 +222,9 @@ export class Runtime {
       );
     }
     // --- end modes, parameters, e-stop ---
+    // Alarms (issue 20) saw the priming poll already; now what no poll reaches (an unknown
+    // device or signal) is evaluated too.
+    this.alarms.start();
     // --- automation (issue 6) ---
     this.automation?.start();
     // --- end automation ---
@@ -295,6 +323,7 @@ export class Runtime {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
       this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
+      this.alarms.stop(); // issue 20: no alarm action while the runtime shuts down
       await this.cache.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {

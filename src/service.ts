@@ -170,6 +170,7 @@ export function httpServicesOf(
     uptimeSeconds: () => runtime.uptimeSeconds(),
     modes: runtime.modes,
     estop: runtime.estop,
+    alarms: runtime.alarms,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
     ...(runtime.automation ? { automation: runtime.automation } : {}),
     ...extra,

@@ -11,6 +11,16 @@
  * generated from this object (src/config/_structure_validator.ts; a test fails when it is stale).
  */
 
+import {
+  ALARM_ID_PATTERN,
+  MAX_ALARM_DELAY_MS,
+  MAX_ALARM_MESSAGE_LENGTH,
+  MAX_ALARMS,
+  MAX_INTERLOCK_BLOCK_ENTRIES,
+  MAX_INTERLOCKS,
+} from "./types.ts";
+import { MAX_CONDITION_LENGTH } from "./condition.ts";
+
 /** Largest delay a JS timer accepts; larger durations would fire immediately. */
 export const MAX_INT = 2147483647;
 /** Largest value of a uint32 function id (ADPP). */
@@ -173,6 +183,111 @@ const PARAMETER: Json = {
       then: { properties: { default: { type: "string" }, min: false, max: false } },
     },
   ],
+};
+
+const ID: Json = {
+  type: "string",
+  description: "Unique id: 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.` " +
+    "(used in URLs).",
+  pattern: ALARM_ID_PATTERN.source,
+  errorMessage: "must be 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.`",
+};
+
+const LIMIT = (description: string): Json => ({ type: ["number", "null"], description });
+
+const ALARM: Json = {
+  type: "object",
+  description: "Alarm limits on one signal, evaluated after every poll in every mode " +
+    "(docs/alarms.md).",
+  required: ["id", "signal"],
+  properties: {
+    id: ID,
+    signal: {
+      type: "string",
+      description: "`provider/device/signal` (the provider must be declared).",
+      pattern: "^[^/]+/.+/[^/]+$",
+      errorMessage: "must be `provider/device/signal`",
+    },
+    hihi: LIMIT("Raises MAJOR above this value."),
+    hi: LIMIT("Raises MINOR above this value."),
+    lo: LIMIT("Raises MINOR below this value."),
+    lolo: LIMIT("Raises MAJOR below this value."),
+    alarm_when: {
+      type: ["boolean", "string"],
+      description: "For bool and string signals instead of limits: the value that raises it.",
+    },
+    level: {
+      enum: ["MINOR", "MAJOR", null],
+      description: "Level an alarm_when alarm raises.",
+      default: "MAJOR",
+    },
+    hysteresis: {
+      type: ["number", "null"],
+      description: "How far back inside the limit the value must come before the alarm clears.",
+      minimum: 0,
+      default: 0,
+    },
+    delay_ms: int(
+      "How long the condition must hold before the alarm raises.",
+      0,
+      0,
+      MAX_ALARM_DELAY_MS,
+    ),
+    on_bad_quality: {
+      enum: ["alarm", "ignore", null],
+      description: "A stale, unavailable or faulty input: an alarm itself (fail safe), or ignored.",
+      default: "alarm",
+    },
+    action: {
+      enum: ["none", "fault", "estop", null],
+      description: "On raise: nothing, mode FAULT (hooks included), or the e-stop.",
+      default: "none",
+    },
+    message: str("Operator text.", "", { maxLength: MAX_ALARM_MESSAGE_LENGTH }),
+  },
+  anyOf: [
+    { required: ["hihi"] },
+    { required: ["hi"] },
+    { required: ["lo"] },
+    { required: ["lolo"] },
+    { required: ["alarm_when"] },
+  ],
+  errorMessage: "needs at least one limit (hihi, hi, lo, lolo) or alarm_when",
+};
+
+const INTERLOCK: Json = {
+  type: "object",
+  description: "Refuses calls to functions while a condition holds or an input is bad " +
+    "(docs/alarms.md).",
+  required: ["id", "block", "while", "message"],
+  properties: {
+    id: ID,
+    block: {
+      type: "array",
+      description: "`provider/device/function_name`, or `provider/device/*` for every actuating " +
+        "function of the device.",
+      minItems: 1,
+      maxItems: MAX_INTERLOCK_BLOCK_ENTRIES,
+      items: {
+        type: "string",
+        pattern: "^[^/]+/.+/[^/]+$",
+        errorMessage: "must be `provider/device/function` or `provider/device/*`",
+      },
+    },
+    while: {
+      type: "string",
+      description: "Condition over signals: comparisons, and, or, not, parentheses, literals, " +
+        "bad(provider/device/signal).",
+      minLength: 1,
+      maxLength: MAX_CONDITION_LENGTH,
+    },
+    message: {
+      type: "string",
+      description: "Why calls are refused (in the 409 answer).",
+      minLength: 1,
+      maxLength: MAX_ALARM_MESSAGE_LENGTH,
+    },
+  },
 };
 
 const INFLUX_ALIAS = (nested: string) => ({
@@ -443,6 +558,25 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         stale_after_ms: int("Age at which health becomes STALE (> warn_after_ms).", 0, 0),
       }),
     }),
+    alarms: {
+      type: ["array", "null"],
+      description: "Alarm limits on signals (docs/alarms.md).",
+      maxItems: MAX_ALARMS,
+      items: { $ref: "#/$defs/alarm" },
+    },
+    interlocks: {
+      type: ["array", "null"],
+      description: "Conditions that refuse calls while they hold (docs/alarms.md).",
+      maxItems: MAX_INTERLOCKS,
+      items: { $ref: "#/$defs/interlock" },
+    },
   },
-  $defs: { call: CALL, hook: HOOK, parameter: PARAMETER, expectation: EXPECTATION },
+  $defs: {
+    call: CALL,
+    hook: HOOK,
+    parameter: PARAMETER,
+    expectation: EXPECTATION,
+    alarm: ALARM,
+    interlock: INTERLOCK,
+  },
 };

@@ -6,6 +6,7 @@
 import { posix } from "node:path";
 import { LOG_LEVELS } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
+import { readAlarms, readInterlocks } from "./_alarms.ts";
 import {
   type CallContext,
   readCalls,
@@ -56,6 +57,8 @@ const ROOT_KEYS = [
   "automation",
   "safety",
   "health",
+  "alarms",
+  "interlocks",
 ] as const;
 const RUNTIME_KEYS = ["name", "shutdown_timeout_ms", "startup_timeout_ms", "data_dir", "mode"];
 const HTTP_KEYS = [
@@ -149,6 +152,8 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     automation: readAutomation(root, ctx, callCtx),
     safety: readSafety(root, callCtx),
     health: readHealth(root, c),
+    alarms: readAlarms(callCtx, root.alarms, ["alarms"]),
+    interlocks: readInterlocks(callCtx, root.interlocks, ["interlocks"]),
   };
 }
 

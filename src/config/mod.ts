@@ -11,3 +11,4 @@ export { countDiagnostics, diagnosticsReport, formatDiagnostic, formatSummary } 
 export type { DiagnosticsReport } from "./report.ts";
 export { isLoopback } from "./loopback.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
+export * from "./condition.ts";

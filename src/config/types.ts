@@ -1,4 +1,5 @@
 import type { LogLevel } from "../common/mod.ts";
+import type { ConditionNode, ConditionSignal } from "./condition.ts";
 
 /** Runtime modes. Startup is always IDLE. */
 export type RuntimeMode = "IDLE" | "MANUAL" | "AUTO" | "FAULT";
@@ -56,6 +57,90 @@ export interface CallConfig {
   readonly functionName: string;
   readonly args: Readonly<Record<string, CallArgValue>>;
   /** Config key path, e.g. `safety.safe_state.setpoints[1]`, for start-up diagnostics. */
+  readonly path: string;
+}
+
+/** Alarm severity: hi/lo raise MINOR, hihi/lolo MAJOR (`alarm_when` alarms choose with `level`). */
+export type AlarmLevel = "MINOR" | "MAJOR";
+export const ALARM_LEVELS: readonly AlarmLevel[] = ["MINOR", "MAJOR"];
+/** What a raise does besides being reported: nothing, mode FAULT, or the e-stop. */
+export type AlarmAction = "none" | "fault" | "estop";
+export const ALARM_ACTIONS: readonly AlarmAction[] = ["none", "fault", "estop"];
+/** A stale, unavailable or faulty input: an alarm itself (default, fail safe) or ignored. */
+export type BadQualityPolicy = "alarm" | "ignore";
+export const BAD_QUALITY_POLICIES: readonly BadQualityPolicy[] = ["alarm", "ignore"];
+
+/** Bound on configured alarms (`alarms:` entries). */
+export const MAX_ALARMS = 1000;
+/** Bound on configured interlocks (`interlocks:` entries). */
+export const MAX_INTERLOCKS = 256;
+/** Bound on the `block` entries of one interlock. */
+export const MAX_INTERLOCK_BLOCK_ENTRIES = 64;
+/** Bound on `alarms[].delay_ms` (1 hour). */
+export const MAX_ALARM_DELAY_MS = 3_600_000;
+/** Bound on the characters of an alarm's or an interlock's `message`. */
+export const MAX_ALARM_MESSAGE_LENGTH = 256;
+/**
+ * Alarm and interlock ids: what a URL path segment carries unescaped, at most 64 characters, not
+ * starting with a dot (`.` and `..` are path segments of their own).
+ */
+export const ALARM_ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+
+/** The numeric limits of an alarm; any subset (ordered lolo < lo < hi < hihi). */
+export interface AlarmLimits {
+  readonly hihi?: number;
+  readonly hi?: number;
+  readonly lo?: number;
+  readonly lolo?: number;
+}
+
+/** One `alarms:` entry. */
+export interface AlarmConfig {
+  readonly id: string;
+  /** `provider/device/signal` as written. */
+  readonly signal: string;
+  readonly providerId: string;
+  readonly deviceId: string;
+  readonly signalId: string;
+  /** Numeric limits (empty for an `alarm_when` alarm). */
+  readonly limits: AlarmLimits;
+  /** The bool or string value that raises a discrete alarm; undefined for a limit alarm. */
+  readonly alarmWhen?: boolean | string;
+  /** Level an `alarm_when` alarm raises (default MAJOR); unused for limit alarms. */
+  readonly level: AlarmLevel;
+  /** How far back inside a limit the value must come before the alarm clears (>= 0). */
+  readonly hysteresis: number;
+  /** How long the condition must hold before the alarm raises. */
+  readonly delayMs: number;
+  readonly onBadQuality: BadQualityPolicy;
+  readonly action: AlarmAction;
+  /** Operator text ("" when not given). */
+  readonly message: string;
+  /** Config key path, e.g. `alarms[2]`. */
+  readonly path: string;
+}
+
+/** One `interlocks[].block` entry: a function of a device, or every actuating function (`*`). */
+export interface InterlockBlock {
+  /** As written: `provider/device/function_name` or `provider/device/*`. */
+  readonly handle: string;
+  readonly providerId: string;
+  readonly deviceId: string;
+  /** A function name, or `*`. */
+  readonly functionName: string;
+}
+
+/** One `interlocks:` entry. */
+export interface InterlockConfig {
+  readonly id: string;
+  readonly block: readonly InterlockBlock[];
+  /** The condition as written (`while:`). */
+  readonly conditionText: string;
+  readonly condition: ConditionNode;
+  /** Every signal the condition reads, each once. */
+  readonly signals: readonly ConditionSignal[];
+  readonly message: string;
+  /** Config key path, e.g. `interlocks[0]`. */
   readonly path: string;
 }
 
@@ -192,6 +277,10 @@ export interface Config {
   readonly health: {
     readonly staleness: { readonly warnAfterMs: number; readonly staleAfterMs: number };
   };
+  /** Alarm limits on signals, evaluated after every poll in every mode (docs/alarms.md). */
+  readonly alarms: readonly AlarmConfig[];
+  /** Conditions that refuse calls to functions while they hold (docs/alarms.md). */
+  readonly interlocks: readonly InterlockConfig[];
 }
 
 /** One finding of the loader: a position in the file, a key path and a message. */

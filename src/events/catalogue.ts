@@ -1,5 +1,12 @@
 import type { Quality, TypedValue } from "../common/mod.ts";
-import type { RuntimeMode } from "../config/mod.ts";
+import type { AlarmAction, AlarmLevel, RuntimeMode } from "../config/mod.ts";
+
+/** An alarm as the operator sees it (docs/alarms.md). */
+export type AlarmState = "normal" | "active" | "active_acked" | "shelved";
+/** The transitions of an alarm: each one is an `alarm` event, a telemetry row and a run event. */
+export type AlarmTransition = "raise" | "clear" | "ack" | "shelve" | "unshelve";
+/** What raised an alarm: a limit, its `alarm_when` value, or a bad input. */
+export type AlarmCause = "hihi" | "hi" | "lo" | "lolo" | "alarm_when" | "bad_quality";
 
 /**
  * Every event the runtime publishes. `kind` is the SSE event name; the other fields are the SSE
@@ -69,6 +76,8 @@ export type RuntimeEvent =
     kind: "estop_change";
     latched: boolean;
     reason: string | null;
+    /** What latched it: `api` (POST /v0/estop) or `alarm:<id>`; null on release. */
+    cause: string | null;
     timestamp_ms: number;
   }
   | {
@@ -92,6 +101,43 @@ export type RuntimeEvent =
     device_id: string;
     latched: boolean;
     reason: string;
+    timestamp_ms: number;
+  }
+  // ---- project additions (issue 20): alarms and interlocks ----
+  | {
+    /** An alarm changed state (docs/alarms.md): raise, clear, ack, shelve or unshelve. */
+    kind: "alarm";
+    alarm_id: string;
+    transition: AlarmTransition;
+    /** The state after the transition. */
+    state: AlarmState;
+    /** The level of the condition (also while shelved); null when it does not hold. */
+    level: AlarmLevel | null;
+    /** What raised it (the limit crossed, alarm_when, bad_quality); null when it does not hold. */
+    cause: AlarmCause | null;
+    /** The value of that limit (or of alarm_when); null for bad_quality or none. */
+    limit: number | boolean | string | null;
+    /** `provider/device/signal`. */
+    signal: string;
+    /** The signal's value when the transition happened (null: none yet). */
+    value: TypedValue | null;
+    /** Its quality then (null: the signal is not in the cache). */
+    quality: Quality | null;
+    action: AlarmAction;
+    message: string;
+    shelved_until_epoch_ms: number | null;
+    timestamp_ms: number;
+  }
+  | {
+    /** An interlock engaged (blocking) or released. */
+    kind: "interlock";
+    interlock_id: string;
+    blocking: boolean;
+    /** What it saw: the values that made its condition hold, or the bad input; null on release. */
+    reason: string | null;
+    message: string;
+    /** The handles it blocks. */
+    block: string[];
     timestamp_ms: number;
   };
 

@@ -6,6 +6,7 @@ export * from "./auth.ts";
 export * from "./cors.ts";
 export * from "./request_policy.ts";
 export * from "./run_bodies.ts";
+export * from "./alarm_bodies.ts";
 export * from "./sse_hub.ts";
 export * from "./routes.ts";
 export * from "./http_api.ts";

@@ -23,6 +23,7 @@ import {
   parseRunsPage,
 } from "./run_bodies.ts";
 import type { EstopStatus } from "../safety/mod.ts";
+import { parseNoArguments, parseShelve } from "./alarm_bodies.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
 import { parseArgs, signalValueJson } from "./typed_value_json.ts";
@@ -84,6 +85,12 @@ export const ROUTES: readonly Route[] = [
   route("POST", "/v0/parameters", setParameter),
   route("GET", "/v0/automation/tree", automationTree),
   route("GET", "/v0/automation/status", automationStatus),
+  route("GET", "/v0/alarms", listAlarms),
+  route("GET", "/v0/alarms/:alarm_id", getAlarm),
+  route("POST", "/v0/alarms/:alarm_id/ack", ackAlarm),
+  route("POST", "/v0/alarms/:alarm_id/shelve", shelveAlarm),
+  route("POST", "/v0/alarms/:alarm_id/unshelve", unshelveAlarm),
+  route("GET", "/v0/interlocks", listInterlocks),
   route("GET", "/v0/runs", listRuns),
   route("POST", "/v0/runs", openRun),
   route("GET", "/v0/runs/:run_id", getRun),
@@ -424,6 +431,43 @@ async function automationTree({ services }: RouteContext): Promise<Response> {
 
 function automationStatus({ services }: RouteContext): Response {
   return okResponse(automationService(services).status());
+}
+
+// ---- alarms and interlocks (docs/alarms.md) ----
+
+function alarmService(services: HttpServices) {
+  if (!services.alarms) throw unavailable("Alarms not available");
+  return services.alarms;
+}
+
+function listAlarms({ services }: RouteContext): Response {
+  return okResponse({ alarms: alarmService(services).alarms() });
+}
+
+function getAlarm({ services, params }: RouteContext): Response {
+  return okResponse({ alarm: alarmService(services).alarm(params.alarm_id) });
+}
+
+async function ackAlarm({ services, req, limits, params }: RouteContext): Promise<Response> {
+  const alarms = alarmService(services);
+  parseNoArguments(await readJsonBody(req, limits));
+  return okResponse({ alarm: alarms.ack(params.alarm_id) });
+}
+
+async function shelveAlarm({ services, req, limits, params }: RouteContext): Promise<Response> {
+  const alarms = alarmService(services);
+  const { durationMs } = parseShelve(await readJsonBody(req, limits));
+  return okResponse({ alarm: alarms.shelve(params.alarm_id, durationMs) });
+}
+
+async function unshelveAlarm({ services, req, limits, params }: RouteContext): Promise<Response> {
+  const alarms = alarmService(services);
+  parseNoArguments(await readJsonBody(req, limits));
+  return okResponse({ alarm: alarms.unshelve(params.alarm_id) });
+}
+
+function listInterlocks({ services }: RouteContext): Response {
+  return okResponse({ interlocks: alarmService(services).interlocks() });
 }
 
 // ---- runs ----

@@ -7,6 +7,7 @@
  * ParameterService from control/, EstopService from safety/; the automation, telemetry and runs
  * interfaces are declared here and their modules satisfy them structurally.
  */
+import type { AlarmService } from "../alarms/mod.ts";
 import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
@@ -77,4 +78,6 @@ export interface HttpServices {
   readonly telemetry?: TelemetryService;
   /** Absent: /v0/runs* answers 503. */
   readonly runs?: RunsService;
+  /** Absent: /v0/alarms* and /v0/interlocks answer 503. */
+  readonly alarms?: AlarmService;
 }

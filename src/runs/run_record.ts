@@ -18,7 +18,9 @@ export type RunEventCategory =
   | "mode_change"
   | "parameter_change"
   | "automation_fault"
-  | "annotation";
+  | "annotation"
+  | "alarm"
+  | "interlock";
 
 /** Identity of the automation definition (http-api.md §10), captured when a run opens. */
 export interface AutomationVersion {
@@ -58,7 +60,10 @@ export interface RunEvent {
   /** Per-run, monotonic from 1. */
   sequence: number;
   category: RunEventCategory;
-  /** Close reason, parameter name, fault locus, marker type, else "". */
+  /**
+   * Close reason, parameter name, fault locus, marker type, alarm transition (raise, clear, ack,
+   * shelve, unshelve), interlock engage/release, else "".
+   */
   type: string;
   occurred_at_epoch_ms: number;
   recorded_at_epoch_ms: number;

@@ -38,6 +38,7 @@ import {
   notFound,
   RUNTIME_VERSION,
   RuntimeError,
+  type TypedValue,
   unavailable,
 } from "../common/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
@@ -468,8 +469,9 @@ export class RunRegistry {
   }
 
   /**
-   * Journals mode changes, parameter changes and automation faults into the open run. The
-   * listener only queues (bounded); returns the unsubscribe function.
+   * Journals mode changes, parameter changes, automation faults, alarm transitions and interlock
+   * engages/releases into the open run. The listener only queues (bounded); returns the
+   * unsubscribe function.
    */
   attach(bus: EventBus): () => void {
     this.#unsubscribe?.();
@@ -533,6 +535,31 @@ export class RunRegistry {
         category = "automation_fault";
         type = e.locus;
         payload = { message: e.error };
+        break;
+      case "alarm":
+        category = "alarm";
+        type = e.transition;
+        payload = {
+          alarm_id: e.alarm_id,
+          state: e.state,
+          level: e.level,
+          cause: e.cause,
+          limit: e.limit,
+          signal: e.signal,
+          // A 64-bit integer beyond 2^53 is kept exact as its decimal digits (the journal is JSON).
+          value: e.value === null ? null : jsonSafeValue(e.value),
+          quality: e.quality,
+        };
+        break;
+      case "interlock":
+        category = "interlock";
+        type = e.blocking ? "engage" : "release";
+        payload = {
+          interlock_id: e.interlock_id,
+          blocking: e.blocking,
+          reason: e.reason,
+          message: e.message,
+        };
         break;
       default:
         return;
@@ -836,4 +863,11 @@ const encoder = new TextEncoder();
 
 function byteLength(s: string): number {
   return encoder.encode(s).length;
+}
+
+/** A typed value whose bigint member (an integer beyond 2^53) is written as its digits. */
+function jsonSafeValue(v: TypedValue): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...v };
+  for (const [k, x] of Object.entries(out)) if (typeof x === "bigint") out[k] = x.toString();
+  return out;
 }

@@ -117,6 +117,12 @@ export interface EstopStatus {
   software_safe_state: SoftwareSafeState;
   latched_at_epoch_ms: number | null;
   uncovered_actuating_functions: number;
+  /**
+   * What latched it (the first trigger since the latch engaged): `api` (POST /v0/estop) or
+   * `alarm:<id>` (an alarm with action estop); null while released. Absent only without an
+   * e-stop service.
+   */
+  cause?: string | null;
   /** The exact plan (absent only without an e-stop service). */
   plan?: EstopPlanView;
   /** Actuating devices with no expectation on any of their signals. */
@@ -125,13 +131,25 @@ export interface EstopStatus {
   verification?: Verification | null;
 }
 
+/** Who triggers an e-stop, for status and events (default {@link ESTOP_CAUSE_API}). */
+export interface EstopTriggerOptions {
+  /** `api` or `alarm:<id>`. */
+  readonly cause?: string;
+}
+
+/** The cause of an e-stop requested over the API (POST /v0/estop). */
+export const ESTOP_CAUSE_API = "api";
+
 /** What the HTTP layer needs (prompts/services.md). */
 export interface EstopService {
   /**
    * Latches at once. A reason that is still arriving (an HTTP body) may be passed as a promise:
    * it is logged when it arrives and never delays the latch.
    */
-  trigger(reason?: string | PromiseLike<string | undefined>): Promise<EstopResult>;
+  trigger(
+    reason?: string | PromiseLike<string | undefined>,
+    options?: EstopTriggerOptions,
+  ): Promise<EstopResult>;
   clear(): { latched: false };
   status(): EstopStatus;
 }
@@ -197,6 +215,7 @@ export class Estop implements EstopService {
   readonly #log: Logger;
   #state: LatchState = "released";
   #latchedAtMs: number | null = null;
+  #cause: string | null = null;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
   #plan: SafeStatePlan | null = null;
@@ -293,11 +312,17 @@ export class Estop implements EstopService {
     }
   }
 
-  async trigger(reason?: string | PromiseLike<string | undefined>): Promise<EstopResult> {
+  async trigger(
+    reason?: string | PromiseLike<string | undefined>,
+    options: EstopTriggerOptions = {},
+  ): Promise<EstopResult> {
     // Synchronous, before any await: latch (the gate refuses racing calls from here on), then
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#latchedAtMs = this.#o.clock.nowMs();
+    const cause = options.cause ?? ESTOP_CAUSE_API;
+    // Status keeps what latched it: a later trigger while latched does not replace the cause.
+    this.#cause ??= cause;
     const text = typeof reason === "string" ? reason : undefined;
     this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
     // The reason is on the line above; the mode manager logs the transition "(e-stop)".
@@ -306,6 +331,7 @@ export class Estop implements EstopService {
       kind: "estop_change",
       latched: true,
       reason: text ?? null,
+      cause,
       timestamp_ms: this.#latchedAtMs,
     });
     if (typeof reason !== "string") {
@@ -322,12 +348,14 @@ export class Estop implements EstopService {
     const was = this.#state;
     this.#state = latchTransition(this.#state, "clear");
     this.#latchedAtMs = null;
+    this.#cause = null;
     if (was === "latched") {
       this.#log.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
       this.#o.bus?.publish({
         kind: "estop_change",
         latched: false,
         reason: null,
+        cause: null,
         timestamp_ms: this.#o.clock.nowMs(),
       });
     }
@@ -341,6 +369,7 @@ export class Estop implements EstopService {
       software_safe_state: plan.rung,
       latched_at_epoch_ms: this.#latchedAtMs,
       uncovered_actuating_functions: plan.uncovered.length,
+      cause: this.#cause,
       plan: this.planView(),
       unverified_devices: unverifiedDevices(
         this.#o.safeState.expect,

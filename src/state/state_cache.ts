@@ -106,6 +106,14 @@ export interface StateCacheOptions {
   readonly reportedHealthIntervalMs?: number;
 }
 
+/**
+ * Told after every poll of a device: answered (the samples are stored) or failed (its signals
+ * are marked UNAVAILABLE), and when its provider goes down. It receives the cache's own state
+ * object (no copy: nothing is allocated per poll for it), must not keep it across inventory
+ * changes, and must not throw (a listener that throws is logged, at a bounded rate, and skipped).
+ */
+export type DevicePolledListener = (device: DeviceState) => void;
+
 /** Provider-reported health kept from the last GetHealth answer. */
 export interface ReportedHealthEntry {
   readonly atMs: number;
@@ -135,11 +143,19 @@ export class StateCache {
   readonly #discoveryWarnings = new Map<string, readonly string[]>();
   /** provider id -> its poll queue (ReadSignals one at a time). */
   readonly #pollQueues = new Map<string, PollQueue>();
+  /** An array, not a Set: iterating it by index allocates nothing on the poll path. */
+  readonly #polledListeners: DevicePolledListener[] = [];
+  readonly #listenerErrors: RateLimitedLog;
   #running = false;
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
     this.#log = opts.log.child("state");
+    this.#listenerErrors = new RateLimitedLog(this.#log, {
+      lines: DATA_FAULT_LOG_LINES,
+      windowMs: DATA_FAULT_LOG_WINDOW_MS,
+      monoMs: () => opts.clock.monoMs(),
+    });
     for (const host of opts.registry.hosts) {
       const limited = () =>
         new RateLimitedLog(this.#log, {
@@ -177,6 +193,19 @@ export class StateCache {
   async stop(): Promise<void> {
     this.#running = false;
     await Promise.all([...this.#loops.values()].map((l) => l.stop()));
+  }
+
+  /**
+   * Subscribes to every poll of every device (see DevicePolledListener); returns the
+   * unsubscribe function. Listeners run in subscription order, synchronously, right after the
+   * poll's samples (and their events) are stored.
+   */
+  onDevicePolled(listener: DevicePolledListener): () => void {
+    this.#polledListeners.push(listener);
+    return () => {
+      const i = this.#polledListeners.indexOf(listener);
+      if (i >= 0) this.#polledListeners.splice(i, 1);
+    };
   }
 
   device(providerId: string, deviceId: string): DeviceState | undefined {
@@ -359,6 +388,22 @@ export class StateCache {
       dev.available = true;
       this.#publishAvailability(dev, true, now);
     }
+    this.#notifyPolled(dev);
+  }
+
+  #notifyPolled(dev: MutableDeviceState): void {
+    const listeners = this.#polledListeners;
+    for (let i = 0; i < listeners.length; i++) {
+      try {
+        listeners[i](dev);
+      } catch (err) {
+        this.#listenerErrors.warn(
+          `device poll listener failed for ${deviceHandle(dev.providerId, dev.deviceId)}: ${
+            err instanceof Error ? err.message : String(err)
+          }`,
+        );
+      }
+    }
   }
 
   #undeclared(dev: MutableDeviceState, signalId: string): void {
@@ -452,6 +497,7 @@ export class StateCache {
       dev.available = false;
       this.#publishAvailability(dev, false, now);
     }
+    this.#notifyPolled(dev);
   }
 
   #markProviderDown(providerId: string): void {

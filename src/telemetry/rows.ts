@@ -16,14 +16,15 @@ export interface MeasurementNames {
   readonly providerHealth: string;
   readonly deviceHealth: string;
   readonly runEvent: string;
+  readonly alarm: string;
 }
 
 /**
  * The names under each setting. `runtime` is the project rule (`runtime_` prefix, spec). `anolis`
  * is what the C++ anolis runtime writes: v0.1.21 `core/telemetry/influx_sink.*` (anolis_signal,
  * mode_change, parameter_change) and later releases' `core/telemetry/health_line_protocol.hpp`
- * (anolis_provider_health, anolis_device_health). anolis writes no run events: that measurement
- * keeps our name under both settings rather than invent an anolis one.
+ * (anolis_provider_health, anolis_device_health). anolis writes no run events and has no alarms:
+ * those measurements keep our names under both settings rather than invent anolis ones.
  */
 export const MEASUREMENT_NAMES: Readonly<Record<MeasurementNaming, MeasurementNames>> = {
   runtime: {
@@ -33,6 +34,7 @@ export const MEASUREMENT_NAMES: Readonly<Record<MeasurementNaming, MeasurementNa
     providerHealth: "runtime_provider_health",
     deviceHealth: "runtime_device_health",
     runEvent: "runtime_run_event",
+    alarm: "runtime_alarm",
   },
   anolis: {
     signal: "anolis_signal",
@@ -41,6 +43,7 @@ export const MEASUREMENT_NAMES: Readonly<Record<MeasurementNaming, MeasurementNa
     providerHealth: "anolis_provider_health",
     deviceHealth: "anolis_device_health",
     runEvent: "runtime_run_event",
+    alarm: "runtime_alarm",
   },
 };
 
@@ -168,9 +171,50 @@ export function rowForEvent(
         fields: [["old_value", str(event.old_value)], ["new_value", str(event.new_value)]],
         timestampMs: event.timestamp_ms,
       };
+    case "alarm":
+      return alarmRow(runtimeName, event, names);
     default:
       return null;
   }
+}
+
+/**
+ * A `runtime_alarm` row: one per alarm transition (docs/telemetry.md). Tags: runtime_name,
+ * alarm_id (bounded by MAX_ALARMS), transition (raise · clear · ack · shelve · unshelve). Fields:
+ * state, level ("" when the condition does not hold), cause ("" likewise), limit (a numeric limit
+ * as a double; alarm_when's value as text in limit_text), signal, quality ("" when not cached),
+ * and the value as in signal rows (value_double, value_int, ...; left out when none or not
+ * writable).
+ */
+function alarmRow(
+  runtimeName: string,
+  event: Extract<RuntimeEvent, { kind: "alarm" }>,
+  names: MeasurementNames,
+): BuiltRow {
+  const fields: Fields = [
+    ["state", str(event.state)],
+    ["level", str(event.level ?? "")],
+    ["cause", str(event.cause ?? "")],
+  ];
+  if (typeof event.limit === "number") {
+    fields.push(["limit", { kind: "double", value: event.limit }]);
+  } else if (event.limit !== null) fields.push(["limit_text", str(String(event.limit))]);
+  fields.push(["signal", str(event.signal)], ["quality", str(event.quality ?? "")]);
+  let omission: RowOmission | undefined;
+  const vf = valueField(event.value);
+  if (typeof vf !== "string") fields.push(vf);
+  else if (vf !== "none") omission = { kind: "value", reason: vf };
+  return {
+    omission,
+    measurement: names.alarm,
+    tags: [
+      ["runtime_name", runtimeName],
+      ["alarm_id", event.alarm_id],
+      ["transition", event.transition],
+    ],
+    fields,
+    timestampMs: event.timestamp_ms,
+  };
 }
 
 /** Digits only, and within int64 (a larger value would make InfluxDB reject the whole batch). */

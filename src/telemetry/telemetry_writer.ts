@@ -433,7 +433,7 @@ export class TelemetryWriter {
     // Only the kinds that become rows take queue space (§1 "Events written").
     if (
       event.kind === "state_update" || event.kind === "mode_change" ||
-      event.kind === "parameter_change"
+      event.kind === "parameter_change" || event.kind === "alarm"
     ) {
       this.#enqueue(event);
     }

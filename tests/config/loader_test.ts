@@ -330,7 +330,7 @@ Deno.test("loadConfig accepts the shipped example configurations", async () => {
       return false;
     }
   };
-  for (const name of ["minimal.yaml", "demo.yaml", "full.yaml"]) {
+  for (const name of ["minimal.yaml", "demo.yaml", "full.yaml", "alarms.yaml"]) {
     const path = `${dir}${name}`;
     const { config, diagnostics } = loadConfig(await Deno.readTextFile(path), {
       path,

@@ -39,7 +39,7 @@ Deno.test("RUNTIME_CONFIG_SCHEMA is identical to schemas/runtime-config.schema.j
 });
 
 Deno.test("runtime-config schema accepts the shipped examples", () => {
-  for (const name of ["minimal.yaml", "demo.yaml", "full.yaml"]) {
+  for (const name of ["minimal.yaml", "demo.yaml", "full.yaml", "alarms.yaml"]) {
     const text = Deno.readTextFileSync(new URL(`../../examples/${name}`, import.meta.url));
     assert.deepEqual(errorPaths(text), [], name);
   }
@@ -85,6 +85,17 @@ const INVALID: { name: string; yaml: string; paths: string[] }[] = [
     name: "negative health_interval_ms",
     yaml: `${PROV}telemetry: {health_interval_ms: -1}\n`,
     paths: ["/telemetry/health_interval_ms"],
+  },
+  {
+    name: "an alarm without a limit and an alarm with an unknown action",
+    yaml:
+      `${PROV}alarms: [{id: a, signal: p0/d/s}, {id: b, signal: p0/d/s, hi: 1, action: stop}]\n`,
+    paths: ["/alarms/0", "/alarms/1/action"],
+  },
+  {
+    name: "an interlock without a condition and with an empty block list",
+    yaml: `${PROV}interlocks: [{id: i, block: [], message: m}]\n`,
+    paths: ["/interlocks/0/block", "/interlocks/0/while"],
   },
   {
     name: "unknown telemetry.measurement_names",

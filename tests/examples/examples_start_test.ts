@@ -110,6 +110,29 @@ Deno.test("examples/demo.yaml starts, and AUTO is allowed", async () => {
   });
 });
 
+Deno.test("examples/alarms.yaml starts with every alarm normal and no interlock blocking, and AUTO is allowed", async () => {
+  await inTempFolder(await Deno.readTextFile(`${EXAMPLES}/alarms.yaml`), async (dir) => {
+    await withRuntime(dir, async (rt) => {
+      assert.deepEqual(await providerStates(rt), { sim0: "AVAILABLE" });
+      const alarms = await get(rt, "/v0/alarms");
+      assert.deepEqual(alarms.body.alarms.map((a: { state: string }) => a.state), [
+        "normal",
+        "normal",
+        "normal",
+      ]);
+      const interlocks = await get(rt, "/v0/interlocks");
+      assert.deepEqual(interlocks.body.interlocks.map((i: { blocking: boolean }) => i.blocking), [
+        false,
+      ]);
+      assert.deepEqual(interlocks.body.interlocks[0].unresolved_block, []);
+      const auto = await enterAuto(rt);
+      assert.equal(auto.status, 200, JSON.stringify(auto.body));
+      assert.doesNotMatch(rt.stderr(), WARNED_AUTO);
+      assert.doesNotMatch(rt.stderr(), /ERROR/);
+    });
+  });
+});
+
 Deno.test("examples/full.yaml starts with a stand-in for its bench-io provider, and AUTO is allowed", async () => {
   const extra = { "bin/bench-io-provider": simStandIn(`${EXAMPLES}/providers/sim/sim-inert.yaml`) };
   await inTempFolder(await Deno.readTextFile(`${EXAMPLES}/full.yaml`), async (dir) => {

@@ -14,7 +14,10 @@ import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 
 /** The optional services a test may plug in (fakes until the real ones are wired in Runtime). */
 export type OptionalServices = Partial<
-  Pick<HttpServices, "modes" | "parameters" | "estop" | "automation" | "telemetry" | "runs">
+  Pick<
+    HttpServices,
+    "modes" | "parameters" | "estop" | "automation" | "telemetry" | "runs" | "alarms"
+  >
 >;
 
 export interface HttpFixtureOptions {

@@ -62,6 +62,8 @@ export interface TestConfigOptions {
   http?: Partial<Config["http"]>;
   telemetry?: Partial<Config["telemetry"]>;
   runtime?: Partial<Config["runtime"]>;
+  alarms?: Config["alarms"];
+  interlocks?: Config["interlocks"];
 }
 
 /** A complete Config with defaults from the contract and one simulated provider `sim0`. */
@@ -135,5 +137,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       },
     },
     health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 } },
+    alarms: o.alarms ?? [],
+    interlocks: o.interlocks ?? [],
   };
 }

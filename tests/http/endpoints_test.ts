@@ -56,6 +56,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
         software_safe_state: "none",
         latched_at_epoch_ms: null,
         uncovered_actuating_functions: actuating,
+        cause: null,
       });
       assert.deepEqual(plan.calls, []);
       assert.equal(plan.uncovered.length, actuating);

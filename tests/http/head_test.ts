@@ -9,6 +9,7 @@ const PARAMS: Record<string, string> = {
   provider_id: "sim0",
   device_id: "tempctl0",
   run_id: "nope",
+  alarm_id: "nope",
 };
 
 Deno.test("HttpApi answers HEAD on every GET route with the GET status and headers and no body", async () => {

@@ -571,6 +571,82 @@ Deno.test("RunRegistry journals mode, parameter and automation fault events into
   });
 });
 
+Deno.test("RunRegistry journals alarm transitions and interlock engage/release, a 64-bit value beyond 2^53 as its digits", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock } = await harness(dir);
+    const bus = new EventBus();
+    registry.attach(bus);
+    try {
+      const { run } = await registry.open({});
+      clock.now = T0 + 5;
+      bus.publish({
+        kind: "alarm",
+        alarm_id: "count_high",
+        transition: "raise",
+        state: "active",
+        level: "MAJOR",
+        cause: "hihi",
+        limit: 100,
+        signal: "p/d/count",
+        value: { type: "uint64", uint64: 2n ** 60n },
+        quality: "OK",
+        action: "none",
+        message: "",
+        shelved_until_epoch_ms: null,
+        timestamp_ms: T0 + 1,
+      });
+      bus.publish({
+        kind: "interlock",
+        interlock_id: "hot",
+        blocking: true,
+        reason: "p/d/t = 81",
+        message: "m",
+        block: ["p/d/f"],
+        timestamp_ms: T0 + 2,
+      });
+      bus.publish({
+        kind: "interlock",
+        interlock_id: "hot",
+        blocking: false,
+        reason: null,
+        message: "m",
+        block: ["p/d/f"],
+        timestamp_ms: T0 + 3,
+      });
+      const { events } = await registry.listEvents(run.run_id, {});
+      deepEqual(
+        events.slice(1).map((e) => [e.category, e.type, e.occurred_at_epoch_ms, e.payload]),
+        [
+          ["alarm", "raise", T0 + 1, {
+            alarm_id: "count_high",
+            state: "active",
+            level: "MAJOR",
+            cause: "hihi",
+            limit: 100,
+            signal: "p/d/count",
+            value: { type: "uint64", uint64: "1152921504606846976" },
+            quality: "OK",
+          }],
+          ["interlock", "engage", T0 + 2, {
+            interlock_id: "hot",
+            blocking: true,
+            reason: "p/d/t = 81",
+            message: "m",
+          }],
+          ["interlock", "release", T0 + 3, {
+            interlock_id: "hot",
+            blocking: false,
+            reason: null,
+            message: "m",
+          }],
+        ],
+      );
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry answers UNAVAILABLE when its data dir cannot be used", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runs_test_" });
   try {

@@ -120,8 +120,15 @@ Deno.test("Estop trigger latches, commits FAULT and publishes estop_change befor
   assert.equal(estop.status().latched, true);
   assert.equal(estop.status().latched_at_epoch_ms, NOW_MS);
   assert.deepEqual(estopEvents(), [
-    { kind: "estop_change", latched: true, reason: "operator pressed stop", timestamp_ms: NOW_MS },
+    {
+      kind: "estop_change",
+      latched: true,
+      reason: "operator pressed stop",
+      cause: "api",
+      timestamp_ms: NOW_MS,
+    },
   ]);
+  assert.equal(estop.status().cause, "api");
   const refusal = estop.gate({ fn: SET_RELAY, device: RELAYS, origin: "manual" });
   assert.equal(refusal?.code, "FAILED_PRECONDITION");
   assert.equal(
@@ -153,8 +160,8 @@ Deno.test("Estop trigger without a reason, or with one still arriving, publishes
   const second = estop.trigger(arriving);
   const changes = estopEvents().filter((e) => e.kind === "estop_change");
   assert.deepEqual(changes, [
-    { kind: "estop_change", latched: true, reason: null, timestamp_ms: NOW_MS },
-    { kind: "estop_change", latched: true, reason: null, timestamp_ms: NOW_MS },
+    { kind: "estop_change", latched: true, reason: null, cause: "api", timestamp_ms: NOW_MS },
+    { kind: "estop_change", latched: true, reason: null, cause: "api", timestamp_ms: NOW_MS },
   ]);
   // The reason arriving later changes nothing the e-stop reports; it is logged when it arrives.
   late("body arrived");
@@ -198,11 +205,37 @@ Deno.test("Estop clear releases the latch once, publishes it, and leaves the mod
   assert.equal(modes.current(), "FAULT");
   assert.equal(estop.gate({ fn: SET_RELAY, device: RELAYS, origin: "manual" }), null);
   assert.deepEqual(estopEvents().filter((e) => e.kind === "estop_change"), [
-    { kind: "estop_change", latched: true, reason: "test", timestamp_ms: NOW_MS },
-    { kind: "estop_change", latched: false, reason: null, timestamp_ms: NOW_MS + 5000 },
+    { kind: "estop_change", latched: true, reason: "test", cause: "api", timestamp_ms: NOW_MS },
+    {
+      kind: "estop_change",
+      latched: false,
+      reason: null,
+      cause: null,
+      timestamp_ms: NOW_MS + 5000,
+    },
   ]);
+  assert.equal(estop.status().cause, null);
   estop.clear();
   assert.equal(estopEvents().filter((e) => e.kind === "estop_change").length, 2, "idempotent");
+});
+
+Deno.test("Estop status names what latched it until the latch is released; estop_change names each trigger's cause", async () => {
+  const { estop, estopEvents } = parts();
+  assert.equal(estop.status().cause, null);
+  await estop.trigger("too hot", { cause: "alarm:tc1_overtemp" });
+  assert.equal(estop.status().cause, "alarm:tc1_overtemp");
+  await estop.trigger("operator");
+  assert.equal(estop.status().cause, "alarm:tc1_overtemp", "a later trigger keeps the cause");
+  estop.clear();
+  assert.equal(estop.status().cause, null);
+  await estop.trigger("operator");
+  assert.equal(estop.status().cause, "api");
+  assert.deepEqual(
+    estopEvents().filter((e) => e.kind === "estop_change").map((e) =>
+      e.kind === "estop_change" ? e.cause : undefined
+    ),
+    ["alarm:tc1_overtemp", "api", null, "api"],
+  );
 });
 
 Deno.test("Estop refuses arming while latched, naming the transition and the way out", async () => {

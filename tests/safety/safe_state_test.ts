@@ -376,6 +376,7 @@ Deno.test("Estop latch gate refuses actuating calls and passes read-only ones wh
     software_safe_state: "none",
     latched_at_epoch_ms: null,
     uncovered_actuating_functions: 0,
+    cause: null,
     plan: { rung: "none", calls: [], uncovered: [] },
     unverified_devices: [],
     verification: {

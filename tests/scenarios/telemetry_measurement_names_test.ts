@@ -76,6 +76,13 @@ function assertRowsMatchTheContract(rec: Recording): void {
     rowsOf(rec, names.runEvent).map((r) => tagOf(r, "category")),
     ["run_opened", "annotation", "run_closed"],
   );
+  // sim0 killed: its temperature alarm raised on the lost input, and cleared once sim0 was back.
+  assert.deepEqual(
+    rowsOf(rec, names.alarm).map((r) =>
+      `${tagOf(r, "transition")} ${fieldOf(r, "cause")?.value} ${fieldOf(r, "quality")?.value}`
+    ),
+    ["raise bad_quality UNAVAILABLE", "clear  OK"],
+  );
 
   // The sim's chaos_control has no signals: like later anolis, a row per snapshot that knows the
   // device, never polled, so UNKNOWN without staleness fields.

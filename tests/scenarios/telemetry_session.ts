@@ -1,6 +1,6 @@
 /**
  * A demo session with telemetry on, recorded: the shipped demo (examples/demo.yaml, loaded by the
- * real loader with a `telemetry` section appended, `measurement_names` included) plus a small
+ * real loader with `telemetry` and `alarms` sections appended, `measurement_names` included) plus a small
  * provider with int64, uint64 and bytes signals and reported health metrics
  * (tests/telemetry/_typed_provider.ts). The session arms, calls, changes a parameter, opens a run
  * with a marker, enters AUTO, e-stops and clears, re-arms, has the simulated provider killed and
@@ -51,9 +51,17 @@ function isFile(path: string): boolean {
   }
 }
 
-/** examples/demo.yaml with telemetry to `url`, through the real loader; then test-speed knobs. */
+/**
+ * examples/demo.yaml with telemetry to `url` and an alarm that only a lost input raises (the
+ * session kills sim0: raise, then clear once it is back), through the real loader; then
+ * test-speed knobs.
+ */
 function demoConfig(naming: MeasurementNaming, url: string, dataDir: string): Config {
   const yaml = `${Deno.readTextFileSync(DEMO)}
+alarms:
+  - id: tc1_lost
+    signal: sim0/tempctl0/tc1_temp
+    hi: 1000
 telemetry:
   enabled: true
   health_interval_ms: 300
@@ -284,6 +292,26 @@ export const ROW_SHAPES: Readonly<Record<keyof MeasurementNames, RowShape>> = {
       return ["run_opened", "run_closed", "annotation"].includes(category)
         ? null
         : `category ${category}`;
+    },
+  },
+  alarm: {
+    tags: ["runtime_name", "alarm_id", "transition"],
+    required: {
+      state: "string",
+      level: "string",
+      cause: "string",
+      signal: "string",
+      quality: "string",
+    },
+    optional: { limit: "float", limit_text: "string", ...VALUE_FIELDS },
+    values: {
+      state: ["normal", "active", "active_acked", "shelved"],
+      level: ["", "MINOR", "MAJOR"],
+      cause: ["", "hihi", "hi", "lo", "lolo", "alarm_when", "bad_quality"],
+    },
+    rule: (row) => {
+      const t = row.tags.find(([k]) => k === "transition")?.[1] ?? "";
+      return ["raise", "clear", "ack", "shelve", "unshelve"].includes(t) ? null : `transition ${t}`;
     },
   },
 };

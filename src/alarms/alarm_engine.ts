@@ -1,0 +1,764 @@
+/**
+ * Alarms and interlocks (docs/alarms.md): evaluated right after every poll of a device they read
+ * (StateCache.onDevicePolled), in every mode, with or without automation; again when a provider's
+ * inventory changes; interlocks also right before every call they could refuse.
+ *
+ * - Each alarm transition (raise, clear, ack, shelve, unshelve) is published as an `alarm` event
+ *   (SSE, telemetry `runtime_alarm`, run events) and logged; a raise of an alarm with action
+ *   `fault` forces FAULT through the mode manager (hooks included), one with action `estop`
+ *   triggers the e-stop exactly as POST /v0/estop does, with the cause `alarm:<id>`. The action
+ *   is called synchronously, so the latch engages (or FAULT is committed) inside the poll that
+ *   saw the raise; nothing the engine does after it can hold it back.
+ * - Each interlock registers nothing itself: the composition root adds {@link AlarmEngine.gate}
+ *   to the call router, which runs it for every call except the stop actions (origin `safety`:
+ *   the e-stop ladder and the hooks into FAULT are never blocked). Engage and release are
+ *   `interlock` events and run events.
+ *
+ * These are protective functions at polling latency, not safety functions: see docs/alarms.md.
+ */
+import {
+  type Clock,
+  deviceHandle,
+  type Logger,
+  notFound,
+  type Quality,
+  RuntimeError,
+  type TypedValue,
+} from "../common/mod.ts";
+import type {
+  AlarmAction,
+  AlarmConfig,
+  AlarmLevel,
+  AlarmLimits,
+  BadQualityPolicy,
+  InterlockConfig,
+} from "../config/mod.ts";
+import type { GateContext } from "../control/mod.ts";
+import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
+import {
+  type DeviceState,
+  type StalenessBounds,
+  stalenessBounds,
+  type StateCache,
+} from "../state/mod.ts";
+import { alarmAccepts, AlarmMonitor, type AlarmTransitionRecord } from "./alarm_monitor.ts";
+import { Interlock } from "./interlock.ts";
+import { InputProblem, isNumericType, SignalInput, valueText } from "./signal_input.ts";
+
+/** What an alarm's action does; the composition root wires these to the mode manager and e-stop. */
+export interface AlarmActions {
+  /** Forces mode FAULT through the normal transition (hooks included). */
+  fault(reason: string): Promise<unknown>;
+  /** Triggers the e-stop (latch, FAULT, ladder) with this cause, as POST /v0/estop does. */
+  estop(reason: string, cause: string): Promise<unknown>;
+}
+
+/** Timers for shelve expiry (injected so tests can run them by hand). */
+export interface AlarmTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export interface AlarmEngineOptions {
+  readonly alarms: readonly AlarmConfig[];
+  readonly interlocks: readonly InterlockConfig[];
+  readonly cache: StateCache;
+  readonly registry: ProviderRegistry;
+  readonly bus: EventBus;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly actions: AlarmActions;
+  /** polling.interval_ms and health.staleness: the age past which a sample is stale. */
+  readonly pollingIntervalMs: number;
+  readonly staleness: StalenessBounds;
+  readonly timers?: AlarmTimers;
+}
+
+/** One alarm in GET /v0/alarms. */
+export interface AlarmView {
+  id: string;
+  signal: string;
+  message: string;
+  action: AlarmAction;
+  state: AlarmState;
+  /** Level of the raised condition (also while shelved); null when it does not hold. */
+  level: AlarmLevel | null;
+  /** What raised it: the limit crossed, alarm_when or bad_quality; null when it does not hold. */
+  cause: AlarmCause | null;
+  /** The limit crossed (or the alarm_when value); null for bad_quality or when not raised. */
+  limit: number | boolean | string | null;
+  /** The signal's cached value now (typed, as in the state API); null when there is none. */
+  value: TypedValue | null;
+  quality: Quality | null;
+  /** Why the input is not usable now (stale, unavailable, unknown signal, wrong type); else null. */
+  bad_input: string | null;
+  /** When the current state was entered; null while normal since start. */
+  since_epoch_ms: number | null;
+  shelved_until_epoch_ms: number | null;
+  /** The configured limits that apply (only those given). */
+  limits: AlarmLimits;
+  alarm_when: boolean | string | null;
+  hysteresis: number;
+  delay_ms: number;
+  on_bad_quality: BadQualityPolicy;
+  /** The last MAX_ALARM_TRANSITIONS transitions, oldest first. */
+  transitions: AlarmTransitionRecord[];
+}
+
+/** One signal an interlock reads, as GET /v0/interlocks shows it. */
+export interface InterlockInputView {
+  signal: string;
+  value: TypedValue | null;
+  quality: Quality | null;
+  /** Why it is not usable now; null when it is. */
+  bad_input: string | null;
+}
+
+/** One interlock in GET /v0/interlocks. */
+export interface InterlockView {
+  id: string;
+  message: string;
+  /** The condition as configured (`while`). */
+  condition: string;
+  block: string[];
+  blocking: boolean;
+  /** What it sees while blocking: the bad input, a type mismatch or its values; null otherwise. */
+  reason: string | null;
+  /** When it last engaged or released; null before the first evaluation. */
+  since_epoch_ms: number | null;
+  inputs: InterlockInputView[];
+  /** Block entries no device or function of the current inventory matches (they block nothing). */
+  unresolved_block: string[];
+}
+
+/**
+ * Log lines about the transitions of one alarm or interlock per window; the rest are counted and
+ * said on the next line written (a value dithering around a limit or condition must not flood
+ * the log). Events, telemetry rows and run events are never limited.
+ */
+export const TRANSITION_LOG_LINES = 5;
+/** The window of TRANSITION_LOG_LINES. */
+export const TRANSITION_LOG_WINDOW_MS = 60_000;
+
+/** What the HTTP layer needs. */
+export interface AlarmService {
+  alarms(): AlarmView[];
+  alarm(id: string): AlarmView;
+  ack(id: string): AlarmView;
+  shelve(id: string, durationMs: number): AlarmView;
+  unshelve(id: string): AlarmView;
+  interlocks(): InterlockView[];
+}
+
+/** TRANSITION_LOG_LINES per TRANSITION_LOG_WINDOW_MS for one alarm or interlock. */
+class TransitionLog {
+  #windowStart = -Infinity;
+  #written = 0;
+  #suppressed = 0;
+
+  /** Writes `line` with `write` unless the window's lines are used up (then counts it). */
+  write(nowMono: number, line: string, write: (line: string) => void): void {
+    if (nowMono - this.#windowStart >= TRANSITION_LOG_WINDOW_MS) {
+      this.#windowStart = nowMono;
+      this.#written = 0;
+    }
+    if (this.#written >= TRANSITION_LOG_LINES) {
+      this.#suppressed++;
+      return;
+    }
+    this.#written++;
+    const suppressed = this.#suppressed;
+    this.#suppressed = 0;
+    write(
+      suppressed > 0 ? `${line} (${suppressed} transition lines suppressed before this one)` : line,
+    );
+  }
+}
+
+interface AlarmEntry {
+  readonly monitor: AlarmMonitor;
+  readonly input: SignalInput;
+  readonly log: TransitionLog;
+  shelveTimer: unknown;
+}
+
+interface InterlockEntry {
+  readonly interlock: Interlock;
+  readonly log: TransitionLog;
+  blocking: boolean;
+  sinceWall: number | null;
+  unresolved: string[];
+}
+
+/** What is evaluated after a poll of one device. */
+interface DeviceWatch {
+  readonly alarms: AlarmEntry[];
+  readonly interlocks: InterlockEntry[];
+}
+
+/** A block entry on the device it names. */
+interface BlockRule {
+  readonly entry: InterlockEntry;
+  /** A function name, or `*` (every actuating function). */
+  readonly functionName: string;
+}
+
+const REAL_TIMERS: AlarmTimers = {
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
+
+/** The alarms and interlocks of one runtime (see the module comment). */
+export class AlarmEngine implements AlarmService {
+  readonly #o: AlarmEngineOptions;
+  readonly #log: Logger;
+  readonly #timers: AlarmTimers;
+  readonly #alarms = new Map<string, AlarmEntry>();
+  /** The same entries in config order (indexed loops allocate no iterator). */
+  readonly #alarmList: AlarmEntry[] = [];
+  readonly #interlocks: InterlockEntry[] = [];
+  readonly #inputs = new Map<string, SignalInput>();
+  /** provider id -> device id -> what reads it (two lookups, no key string built per poll). */
+  readonly #byDevice = new Map<string, Map<string, DeviceWatch>>();
+  /** provider id -> device id -> the block rules on it. */
+  readonly #blocks = new Map<string, Map<string, BlockRule[]>>();
+  readonly #unsubscribe: () => void;
+  /**
+   * Nothing is evaluated before start(): until the priming poll has answered there is no sample
+   * to judge, and "no sample yet" must not raise (an alarm with action estop would stop a
+   * machine that is starting normally).
+   */
+  #started = false;
+  #stopped = false;
+
+  constructor(options: AlarmEngineOptions) {
+    this.#o = options;
+    this.#log = options.log.child("alarms");
+    this.#timers = options.timers ?? REAL_TIMERS;
+    const inputFor = (handle: string, p: string, d: string, s: string): SignalInput => {
+      let input = this.#inputs.get(handle);
+      if (input === undefined) this.#inputs.set(handle, input = new SignalInput(handle, p, d, s));
+      return input;
+    };
+    for (const config of options.alarms) {
+      const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
+      const entry: AlarmEntry = {
+        monitor: new AlarmMonitor(config),
+        input,
+        log: new TransitionLog(),
+        shelveTimer: null,
+      };
+      this.#alarms.set(config.id, entry);
+      this.#alarmList.push(entry);
+      this.#watch(config.providerId, config.deviceId).alarms.push(entry);
+    }
+    for (const config of options.interlocks) {
+      const interlock = new Interlock(config, options.cache, inputFor);
+      const entry: InterlockEntry = {
+        interlock,
+        log: new TransitionLog(),
+        blocking: false,
+        sinceWall: null,
+        unresolved: [],
+      };
+      this.#interlocks.push(entry);
+      const devices = new Set<string>();
+      for (const input of interlock.inputs) {
+        const key = deviceHandle(input.providerId, input.deviceId);
+        if (devices.has(key)) continue;
+        devices.add(key);
+        this.#watch(input.providerId, input.deviceId).interlocks.push(entry);
+      }
+      for (const b of config.block) {
+        let byDevice = this.#blocks.get(b.providerId);
+        if (!byDevice) this.#blocks.set(b.providerId, byDevice = new Map());
+        let rules = byDevice.get(b.deviceId);
+        if (!rules) byDevice.set(b.deviceId, rules = []);
+        rules.push({ entry, functionName: b.functionName });
+      }
+    }
+    this.#unsubscribe = this.#alarms.size + this.#interlocks.length === 0
+      ? () => {}
+      : options.cache.onDevicePolled(this.#onDevicePolled);
+    for (const h of options.registry.hosts) h.onInventory(() => this.#inventoryChanged());
+    this.#rebind(false);
+  }
+
+  /**
+   * Binds every input to the current inventory and evaluates everything once; call it once the
+   * cache's priming poll is done. From then on every poll is evaluated.
+   */
+  start(): void {
+    this.#started = true;
+    this.#rebind(true);
+    this.evaluateAll();
+  }
+
+  /** Stops evaluating and clears the shelve timers. */
+  stop(): void {
+    this.#stopped = true;
+    this.#unsubscribe();
+    for (const entry of this.#alarms.values()) this.#clearShelveTimer(entry);
+  }
+
+  /** Evaluates every alarm and interlock now (not before start()). */
+  evaluateAll(): void {
+    if (!this.#started || this.#stopped) return;
+    const mono = this.#o.clock.monoMs();
+    const wall = this.#o.clock.nowMs();
+    const alarms = this.#alarmList;
+    for (let i = 0; i < alarms.length; i++) this.#evaluateAlarm(alarms[i], mono, wall);
+    const interlocks = this.#interlocks;
+    for (let i = 0; i < interlocks.length; i++) this.#evaluateInterlock(interlocks[i], wall);
+  }
+
+  /**
+   * The call gate (registered on the router by the composition root): refuses a call to a
+   * function an interlock blocks while it blocks, evaluated now. Stop actions (origin `safety`)
+   * are never refused (the router does not even ask).
+   */
+  readonly gate = (ctx: GateContext): RuntimeError | null => {
+    if (ctx.origin === "safety") return null;
+    const info = ctx.device.device;
+    const rules = this.#blocks.get(info.providerId)?.get(info.deviceId);
+    if (rules === undefined) return null;
+    for (const rule of rules) {
+      if (rule.functionName === "*" ? !ctx.fn.actuating : rule.functionName !== ctx.fn.name) {
+        continue;
+      }
+      const entry = rule.entry;
+      const id = entry.interlock.config.id;
+      const what = `${deviceHandle(info.providerId, info.deviceId)} ${ctx.fn.name}`;
+      let blocking: boolean;
+      try {
+        blocking = this.#evaluateInterlock(entry, this.#o.clock.nowMs());
+      } catch (err) {
+        // Fail safe: an interlock that cannot be evaluated refuses the call.
+        return new RuntimeError(
+          "FAILED_PRECONDITION",
+          `Interlock ${id} could not be evaluated (${errText(err)}): call ${what} refused`,
+          { details: { interlock_id: id } },
+        );
+      }
+      if (!blocking) continue;
+      return new RuntimeError(
+        "FAILED_PRECONDITION",
+        `Interlock ${id} blocks ${what}: ${entry.interlock.config.message} (${
+          entry.interlock.reason(this.#o.clock.nowMs())
+        })`,
+        { details: { interlock_id: id } },
+      );
+    }
+    return null;
+  };
+
+  // ---- AlarmService ----
+
+  alarms(): AlarmView[] {
+    this.#expireShelves();
+    return [...this.#alarms.values()].map((e) => this.#view(e));
+  }
+
+  alarm(id: string): AlarmView {
+    this.#expireShelves();
+    return this.#view(this.#entry(id));
+  }
+
+  ack(id: string): AlarmView {
+    const entry = this.#entry(id);
+    this.#expireShelves();
+    const t = entry.monitor.ack(this.#o.clock.nowMs());
+    if (t) this.#publishAlarm(entry, t);
+    return this.#view(entry);
+  }
+
+  shelve(id: string, durationMs: number): AlarmView {
+    const entry = this.#entry(id);
+    const t = entry.monitor.shelve(durationMs, this.#o.clock.monoMs(), this.#o.clock.nowMs());
+    this.#armShelveTimer(entry, durationMs);
+    this.#publishAlarm(entry, t);
+    return this.#view(entry);
+  }
+
+  unshelve(id: string): AlarmView {
+    const entry = this.#entry(id);
+    this.#expireShelves();
+    const t = entry.monitor.unshelve(this.#o.clock.nowMs());
+    this.#clearShelveTimer(entry);
+    this.#publishAlarm(entry, t);
+    return this.#view(entry);
+  }
+
+  interlocks(): InterlockView[] {
+    const wall = this.#o.clock.nowMs();
+    return this.#interlocks.map((entry) => {
+      this.#evaluateInterlock(entry, wall);
+      const il = entry.interlock;
+      return {
+        id: il.config.id,
+        message: il.config.message,
+        condition: il.config.conditionText,
+        block: il.config.block.map((b) => b.handle),
+        blocking: entry.blocking,
+        reason: entry.blocking ? il.reason(wall) : null,
+        since_epoch_ms: entry.sinceWall,
+        inputs: il.inputs.map((input) => {
+          const s = input.sample(this.#o.cache);
+          const problem = input.classify(this.#o.cache, wall);
+          return {
+            signal: input.handle,
+            value: s?.value ?? null,
+            quality: s?.quality ?? null,
+            bad_input: problem === InputProblem.GOOD
+              ? null
+              : input.describe(problem, this.#o.cache, wall),
+          };
+        }),
+        unresolved_block: [...entry.unresolved],
+      };
+    });
+  }
+
+  // ---- evaluation ----
+
+  /** After every poll of a device: its alarms and the interlocks that read it. */
+  readonly #onDevicePolled = (dev: DeviceState): void => {
+    if (!this.#started || this.#stopped) return;
+    const watch = this.#byDevice.get(dev.providerId)?.get(dev.deviceId);
+    if (watch === undefined) return;
+    const mono = this.#o.clock.monoMs();
+    const wall = this.#o.clock.nowMs();
+    const alarms = watch.alarms;
+    for (let i = 0; i < alarms.length; i++) this.#evaluateAlarm(alarms[i], mono, wall);
+    const interlocks = watch.interlocks;
+    for (let i = 0; i < interlocks.length; i++) this.#evaluateInterlock(interlocks[i], wall);
+  };
+
+  #evaluateAlarm(entry: AlarmEntry, mono: number, wall: number): void {
+    const monitor = entry.monitor;
+    if (monitor.shelvedUntilMono !== null) {
+      const expired = monitor.expireShelve(mono, wall);
+      if (expired) {
+        this.#clearShelveTimer(entry);
+        this.#publishAlarm(entry, expired);
+      }
+    }
+    const cache = this.#o.cache;
+    const problem = entry.input.classify(cache, wall);
+    const s = problem === InputProblem.NO_DEVICE ? undefined : entry.input.sample(cache);
+    const value = s?.value ?? null;
+    const usable = problem === InputProblem.GOOD && alarmAccepts(monitor.config, value!);
+    const t = monitor.evaluate(value, s?.quality ?? null, usable, mono, wall);
+    if (t !== null) this.#publishAlarm(entry, t);
+  }
+
+  /** Evaluates one interlock, publishes an engage or release; returns whether it blocks. */
+  #evaluateInterlock(entry: InterlockEntry, wall: number): boolean {
+    const blocking = entry.interlock.evaluate(wall);
+    if (blocking === entry.blocking && entry.sinceWall !== null) return blocking;
+    const first = entry.sinceWall === null;
+    entry.blocking = blocking;
+    entry.sinceWall = wall;
+    if (first && !blocking) return blocking; // starting released is no transition
+    const config = entry.interlock.config;
+    const reason = blocking ? entry.interlock.reason(wall) : null;
+    const mono = this.#o.clock.monoMs();
+    if (blocking) {
+      entry.log.write(
+        mono,
+        `interlock ${config.id} engaged: ${config.message} (${reason}); blocks ${
+          config.block.map((b) => b.handle).join(", ")
+        }`,
+        (line) => this.#log.warn(line),
+      );
+    } else {
+      entry.log.write(mono, `interlock ${config.id} released`, (line) => this.#log.info(line));
+    }
+    this.#o.bus.publish({
+      kind: "interlock",
+      interlock_id: config.id,
+      blocking,
+      reason,
+      message: config.message,
+      block: config.block.map((b) => b.handle),
+      timestamp_ms: wall,
+    });
+    return blocking;
+  }
+
+  #publishAlarm(entry: AlarmEntry, t: AlarmTransitionRecord): void {
+    const config = entry.monitor.config;
+    try {
+      this.#logTransition(entry, t);
+      this.#o.bus.publish({
+        kind: "alarm",
+        alarm_id: config.id,
+        transition: t.transition,
+        state: t.state,
+        level: t.level,
+        cause: t.cause,
+        limit: t.limit,
+        signal: config.signal,
+        value: t.value,
+        quality: t.quality,
+        action: config.action,
+        message: config.message,
+        shelved_until_epoch_ms: entry.monitor.shelvedUntilEpochMs,
+        timestamp_ms: t.at_epoch_ms,
+      });
+    } catch (err) {
+      this.#log.error(`alarm ${config.id}: publishing its ${t.transition} failed: ${errText(err)}`);
+    }
+    if (t.transition === "raise" && config.action !== "none") this.#act(config, t);
+  }
+
+  /** Runs a raise's action; nothing here may keep it from being called. */
+  #act(config: AlarmConfig, t: AlarmTransitionRecord): void {
+    const reason = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${config.signal} ${
+      t.cause === "bad_quality" ? "is not usable" : `= ${valueText(t.value)}`
+    }${config.message ? ` - ${config.message}` : ""}`;
+    try {
+      const done = config.action === "estop"
+        ? this.#o.actions.estop(reason, `alarm:${config.id}`)
+        : this.#o.actions.fault(reason);
+      done.catch((err) =>
+        this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errText(err)}`)
+      );
+    } catch (err) {
+      this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errText(err)}`);
+    }
+  }
+
+  #logTransition(entry: AlarmEntry, t: AlarmTransitionRecord): void {
+    const config = entry.monitor.config;
+    const value = `${config.signal} = ${valueText(t.value)}${
+      t.quality && t.quality !== "OK" ? ` (${t.quality})` : ""
+    }`;
+    let line: string;
+    let write = (l: string) => this.#log.info(l);
+    switch (t.transition) {
+      case "raise":
+        line = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${value}${
+          config.message ? ` - ${config.message}` : ""
+        }`;
+        write = t.level === "MAJOR" ? (l) => this.#log.error(l) : (l) => this.#log.warn(l);
+        break;
+      case "clear":
+        line = `alarm ${config.id} cleared: ${value}`;
+        break;
+      case "ack":
+        line = `alarm ${config.id} acknowledged`;
+        break;
+      case "shelve":
+        line = `alarm ${config.id} shelved until ${
+          new Date(entry.monitor.shelvedUntilEpochMs ?? 0).toISOString()
+        }`;
+        break;
+      case "unshelve":
+        line = `alarm ${config.id} unshelved: ${t.state}`;
+        break;
+    }
+    entry.log.write(this.#o.clock.monoMs(), line, write);
+  }
+
+  #view(entry: AlarmEntry): AlarmView {
+    const m = entry.monitor;
+    const c = m.config;
+    const cache = this.#o.cache;
+    const wall = this.#o.clock.nowMs();
+    const s = entry.input.sample(cache);
+    const problem = entry.input.classify(cache, wall);
+    let badInput: string | null = null;
+    if (problem !== InputProblem.GOOD) {
+      badInput = entry.input.describe(problem, cache, wall);
+    } else if (!alarmAccepts(c, s!.value!)) {
+      badInput = `${c.signal} is ${s!.value!.type}; ${
+        c.alarmWhen === undefined
+          ? "limits compare numbers"
+          : `alarm_when is a ${typeof c.alarmWhen}`
+      }`;
+    }
+    return {
+      id: c.id,
+      signal: c.signal,
+      message: c.message,
+      action: c.action,
+      state: m.state,
+      level: m.level,
+      cause: m.cause,
+      limit: m.limit,
+      value: s?.value ?? null,
+      quality: s?.quality ?? null,
+      bad_input: badInput,
+      since_epoch_ms: m.sinceEpochMs,
+      shelved_until_epoch_ms: m.shelvedUntilEpochMs,
+      limits: { ...c.limits },
+      alarm_when: c.alarmWhen ?? null,
+      hysteresis: c.hysteresis,
+      delay_ms: c.delayMs,
+      on_bad_quality: c.onBadQuality,
+      transitions: m.transitions(),
+    };
+  }
+
+  #entry(id: string): AlarmEntry {
+    const entry = this.#alarms.get(id);
+    if (!entry) throw notFound(`Alarm not found: ${id}`);
+    return entry;
+  }
+
+  // ---- shelve expiry ----
+
+  #armShelveTimer(entry: AlarmEntry, ms: number): void {
+    this.#clearShelveTimer(entry);
+    entry.shelveTimer = this.#timers.set(() => {
+      entry.shelveTimer = null;
+      if (this.#stopped) return;
+      const until = entry.monitor.shelvedUntilMono;
+      if (until === null) return;
+      const left = until - this.#o.clock.monoMs();
+      if (left > 0) return this.#armShelveTimer(entry, left); // the timer ran early
+      const t = entry.monitor.expireShelve(this.#o.clock.monoMs(), this.#o.clock.nowMs());
+      if (t) this.#publishAlarm(entry, t);
+    }, ms);
+  }
+
+  #clearShelveTimer(entry: AlarmEntry): void {
+    if (entry.shelveTimer === null) return;
+    this.#timers.clear(entry.shelveTimer);
+    entry.shelveTimer = null;
+  }
+
+  /** Ends every shelve that has run out (reads never show an expired shelve). */
+  #expireShelves(): void {
+    const mono = this.#o.clock.monoMs();
+    const wall = this.#o.clock.nowMs();
+    for (const entry of this.#alarms.values()) {
+      const t = entry.monitor.expireShelve(mono, wall);
+      if (t === null) continue;
+      this.#clearShelveTimer(entry);
+      this.#publishAlarm(entry, t);
+    }
+  }
+
+  // ---- inventory ----
+
+  #inventoryChanged(): void {
+    if (this.#stopped) return;
+    this.#rebind(this.#started); // before start(), start() reports what does not resolve
+    this.evaluateAll();
+  }
+
+  /**
+   * Binds every input to the current inventory: the declared type and the staleness bound of
+   * each signal, and what does not resolve (logged when `report`: the alarm raises and the
+   * interlock blocks on it as on any bad input).
+   */
+  #rebind(report: boolean): void {
+    const registry = this.#o.registry;
+    for (const input of this.#inputs.values()) {
+      const host = registry.host(input.providerId);
+      const caps = registry.capabilities(input.providerId, input.deviceId);
+      const bounds = stalenessBounds(
+        this.#o.staleness,
+        this.#o.pollingIntervalMs,
+        host?.devices.length ?? 1,
+      );
+      const spec = caps?.signals.find((s) => s.signalId === input.signalId);
+      let problem: string | null = null;
+      if (!caps) {
+        problem =
+          `device ${input.providerId}/${input.deviceId} is not in the inventory of ${input.providerId}`;
+      } else if (!spec) {
+        problem =
+          `device ${input.providerId}/${input.deviceId} declares no signal '${input.signalId}'`;
+      } else if (spec.pollHintHz <= 0) {
+        problem = "declared without a poll hint: the runtime never polls it";
+      }
+      input.binding = {
+        declaredType: spec ? spec.valueType : undefined,
+        staleAfterMs: Math.max(spec?.staleAfterMs ?? 0, bounds.staleAfterMs),
+        problem,
+      };
+    }
+    for (const entry of this.#interlocks) entry.unresolved = this.#unresolvedBlocks(entry);
+    if (!report) return;
+    const up = (providerId: string) => registry.host(providerId)?.available ?? false;
+    for (const { monitor, input } of this.#alarms.values()) {
+      const c = monitor.config;
+      if (!up(c.providerId)) continue;
+      const t = input.binding.declaredType;
+      if (input.binding.problem !== null) {
+        this.#log.error(
+          `alarm ${c.id}: ${c.signal}: ${input.binding.problem}; the alarm treats it as a bad input`,
+        );
+      } else if (
+        t !== undefined && t !== null &&
+        (c.alarmWhen === undefined
+          ? !isNumericType(t)
+          : t !== (typeof c.alarmWhen === "boolean" ? "bool" : "string"))
+      ) {
+        this.#log.error(
+          `alarm ${c.id}: ${c.signal} is declared ${t}; ${
+            c.alarmWhen === undefined ? "limits compare numbers" : `alarm_when is a ${typeof c
+              .alarmWhen}`
+          }: the alarm treats it as a bad input`,
+        );
+      }
+    }
+    for (const entry of this.#interlocks) {
+      const il = entry.interlock;
+      const id = il.config.id;
+      for (const input of il.inputs) {
+        if (input.binding.problem !== null && up(input.providerId)) {
+          this.#log.error(
+            `interlock ${id}: ${input.handle}: ${input.binding.problem}; the interlock blocks on it`,
+          );
+        }
+      }
+      for (const problem of il.typeProblems(false)) {
+        this.#log.error(`interlock ${id}: ${problem}; the interlock blocks while it does`);
+      }
+      for (const handle of entry.unresolved) {
+        this.#log.error(
+          `interlock ${id}: block entry ${handle} matches no function: it blocks nothing`,
+        );
+      }
+    }
+  }
+
+  /** Block entries naming a device or function the inventory lacks (providers up only). */
+  #unresolvedBlocks(entry: InterlockEntry): string[] {
+    const registry = this.#o.registry;
+    const out: string[] = [];
+    for (const b of entry.interlock.config.block) {
+      if (!(registry.host(b.providerId)?.available ?? false)) continue;
+      const caps = registry.capabilities(b.providerId, b.deviceId);
+      const matches = caps !== undefined &&
+        caps.functions.some((f) =>
+          b.functionName === "*" ? f.actuating : f.name === b.functionName
+        );
+      if (!matches) out.push(b.handle);
+    }
+    return out;
+  }
+
+  #watch(providerId: string, deviceId: string): DeviceWatch {
+    let byDevice = this.#byDevice.get(providerId);
+    if (!byDevice) this.#byDevice.set(providerId, byDevice = new Map());
+    let watch = byDevice.get(deviceId);
+    if (!watch) byDevice.set(deviceId, watch = { alarms: [], interlocks: [] });
+    return watch;
+  }
+}
+
+function describeCause(t: AlarmTransitionRecord): string {
+  if (t.cause === "bad_quality") return "bad input";
+  if (t.cause === "alarm_when") return `alarm_when ${JSON.stringify(t.limit)}`;
+  return `${t.cause} ${t.limit}`;
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

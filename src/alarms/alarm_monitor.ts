@@ -1,0 +1,309 @@
+/**
+ * One alarm's state machine, on typed inputs only (a value, its quality, whether it is usable,
+ * the time): limits with hysteresis, the raise delay, the bad-quality rule, ack and shelve. It
+ * touches nothing else; the engine (alarm_engine.ts) feeds it readings and publishes what it
+ * returns. docs/alarms.md describes the rules; in short:
+ *
+ * - a limit raises when the value is strictly past it (`> hi`, `< lo`): hi and lo raise MINOR,
+ *   hihi and lolo MAJOR; an `alarm_when` alarm raises its `level` when the value equals it;
+ * - a bad input (stale, unavailable, faulty, missing, of the wrong type) raises MAJOR with cause
+ *   `bad_quality` unless `on_bad_quality: ignore` (then it changes nothing);
+ * - a raise needs its condition to hold for `delay_ms` (measured on the monotonic clock from the
+ *   first reading that showed it, reset by any reading that does not); a higher level while
+ *   active is a new raise after the same delay, and needs a new ack;
+ * - an active alarm clears only when no limit holds any more with hysteresis: the value is below
+ *   `hi - hysteresis` (or `hihi - hysteresis` without hi) and above `lo + hysteresis`; clearing
+ *   has no delay. Its level stays the highest reached until it clears;
+ * - while shelved, the condition is still tracked but no raise or clear is published; unshelving
+ *   (expiry or request) shows it active (unacknowledged) or normal, whichever it is then.
+ *
+ * Evaluating a reading that changes nothing allocates nothing.
+ */
+import {
+  failedPrecondition,
+  invalidArgument,
+  type Quality,
+  type TypedValue,
+} from "../common/mod.ts";
+import type { AlarmConfig, AlarmLevel } from "../config/mod.ts";
+import type { AlarmCause, AlarmState, AlarmTransition } from "../events/mod.ts";
+
+/** Recent transitions kept per alarm (GET /v0/alarms `transitions`), oldest dropped first. */
+export const MAX_ALARM_TRANSITIONS = 20;
+/** Longest shelve (8 hours): a shelved alarm always comes back. */
+export const MAX_SHELVE_MS = 8 * 60 * 60 * 1000;
+
+/** One transition as recorded and published. */
+export interface AlarmTransitionRecord {
+  readonly transition: AlarmTransition;
+  /** The state after it. */
+  readonly state: AlarmState;
+  readonly level: AlarmLevel | null;
+  readonly cause: AlarmCause | null;
+  readonly limit: number | boolean | string | null;
+  /** The signal's value then (null: none). */
+  readonly value: TypedValue | null;
+  readonly quality: Quality | null;
+  readonly at_epoch_ms: number;
+}
+
+const RANK: Readonly<Record<AlarmLevel, number>> = { MINOR: 1, MAJOR: 2 };
+
+/** The numeric member of a numeric typed value (callers check the type first). */
+function numericOf(v: TypedValue): number | bigint {
+  switch (v.type) {
+    case "double":
+      return v.double;
+    case "int64":
+      return v.int64;
+    case "uint64":
+      return v.uint64;
+    default:
+      return NaN;
+  }
+}
+
+/** Whether `v` is of a type this alarm can judge (numbers for limits, alarm_when's type else). */
+export function alarmAccepts(config: AlarmConfig, v: TypedValue): boolean {
+  if (config.alarmWhen === undefined) {
+    return v.type === "double" || v.type === "int64" || v.type === "uint64";
+  }
+  return typeof config.alarmWhen === "boolean" ? v.type === "bool" : v.type === "string";
+}
+
+/** One alarm's state (see the module comment). */
+export class AlarmMonitor {
+  readonly config: AlarmConfig;
+  /** Level, cause and limit of the raised condition; level null = not raised. */
+  #level: AlarmLevel | null = null;
+  #cause: AlarmCause | null = null;
+  #limit: number | boolean | string | null = null;
+  #acked = false;
+  #shelvedUntilMono: number | null = null;
+  #shelvedUntilWall: number | null = null;
+  /** Since when (monotonic) a raise beyond the current level has been wanted; null: not. */
+  #pendingSinceMono: number | null = null;
+  #sinceWall: number | null = null;
+  #lastValue: TypedValue | null = null;
+  #lastQuality: Quality | null = null;
+  readonly #transitions: AlarmTransitionRecord[] = [];
+
+  constructor(config: AlarmConfig) {
+    this.config = config;
+  }
+
+  /** The state an operator sees. */
+  get state(): AlarmState {
+    if (this.#shelvedUntilMono !== null) return "shelved";
+    if (this.#level === null) return "normal";
+    return this.#acked ? "active_acked" : "active";
+  }
+
+  /** Whether the condition is raised (also while shelved). */
+  get raised(): boolean {
+    return this.#level !== null;
+  }
+
+  get level(): AlarmLevel | null {
+    return this.#level;
+  }
+
+  get cause(): AlarmCause | null {
+    return this.#cause;
+  }
+
+  get limit(): number | boolean | string | null {
+    return this.#limit;
+  }
+
+  /** Wall time the current state was entered; null while normal since start. */
+  get sinceEpochMs(): number | null {
+    return this.#sinceWall;
+  }
+
+  get shelvedUntilEpochMs(): number | null {
+    return this.#shelvedUntilWall;
+  }
+
+  /** Monotonic time the shelve ends; null when not shelved. */
+  get shelvedUntilMono(): number | null {
+    return this.#shelvedUntilMono;
+  }
+
+  /** The last value and quality evaluated (null before the first). */
+  get lastValue(): TypedValue | null {
+    return this.#lastValue;
+  }
+
+  get lastQuality(): Quality | null {
+    return this.#lastQuality;
+  }
+
+  /** Recent transitions, oldest first (a copy). */
+  transitions(): AlarmTransitionRecord[] {
+    return [...this.#transitions];
+  }
+
+  /**
+   * Evaluates one reading. `usable` false means the input is bad (its quality is not OK, it is
+   * stale, missing or of a type this alarm cannot judge); when true, `value` is non-null and
+   * accepted by {@link alarmAccepts}. Returns the transition to publish (a raise or a clear), or
+   * null. `raise.level` and `.cause` say what raised.
+   */
+  evaluate(
+    value: TypedValue | null,
+    quality: Quality | null,
+    usable: boolean,
+    nowMono: number,
+    nowWall: number,
+  ): AlarmTransitionRecord | null {
+    this.#lastValue = value;
+    this.#lastQuality = quality;
+    const c = this.config;
+    let want: AlarmLevel | null = null;
+    let cause: AlarmCause | null = null;
+    let limit: number | boolean | string | null = null;
+    let hold: boolean;
+    if (!usable) {
+      if (c.onBadQuality === "ignore") {
+        // No information: nothing raises or clears on it, and a pending raise starts over.
+        this.#pendingSinceMono = null;
+        return null;
+      }
+      want = "MAJOR";
+      cause = "bad_quality";
+      hold = true;
+    } else if (c.alarmWhen !== undefined) {
+      const v = value!;
+      hold = v.type === "bool" ? v.bool === c.alarmWhen : v.type === "string" &&
+        v.string === c.alarmWhen;
+      if (hold) {
+        want = c.level;
+        cause = "alarm_when";
+        limit = c.alarmWhen;
+      }
+    } else {
+      const v = numericOf(value!);
+      const { hihi, hi, lo, lolo } = c.limits;
+      const h = c.hysteresis;
+      if (hihi !== undefined && v > hihi) {
+        want = "MAJOR";
+        cause = "hihi";
+        limit = hihi;
+      } else if (lolo !== undefined && v < lolo) {
+        want = "MAJOR";
+        cause = "lolo";
+        limit = lolo;
+      } else if (hi !== undefined && v > hi) {
+        want = "MINOR";
+        cause = "hi";
+        limit = hi;
+      } else if (lo !== undefined && v < lo) {
+        want = "MINOR";
+        cause = "lo";
+        limit = lo;
+      }
+      hold = (hi !== undefined && v >= hi - h) || (hihi !== undefined && v >= hihi - h) ||
+        (lo !== undefined && v <= lo + h) || (lolo !== undefined && v <= lolo + h);
+    }
+    const current = this.#level;
+    if (current !== null && want === null && !hold) {
+      this.#pendingSinceMono = null;
+      return this.#change(null, null, null, "clear", nowWall);
+    }
+    if (want === null || (current !== null && RANK[want] <= RANK[current])) {
+      this.#pendingSinceMono = null;
+      return null;
+    }
+    this.#pendingSinceMono ??= nowMono;
+    if (nowMono - this.#pendingSinceMono < c.delayMs) return null;
+    this.#pendingSinceMono = null;
+    this.#acked = false;
+    return this.#change(want, cause, limit, "raise", nowWall);
+  }
+
+  /** Acknowledges an active alarm; null when it is already acknowledged (nothing changes). */
+  ack(nowWall: number): AlarmTransitionRecord | null {
+    const state = this.state;
+    if (state === "active_acked") return null;
+    if (state !== "active") {
+      throw failedPrecondition(
+        `Alarm ${this.config.id} is ${state}: only an active alarm is acknowledged`,
+      );
+    }
+    this.#acked = true;
+    return this.#record("ack", nowWall);
+  }
+
+  /**
+   * Shelves the alarm for `durationMs` (1 ms to MAX_SHELVE_MS; again while shelved: a new
+   * expiry). Refused for an alarm whose action faults or stops the machine.
+   */
+  shelve(durationMs: number, nowMono: number, nowWall: number): AlarmTransitionRecord {
+    if (this.config.action !== "none") {
+      throw failedPrecondition(
+        `Alarm ${this.config.id} has action ${this.config.action}: an alarm that ${
+          this.config.action === "estop" ? "stops" : "faults"
+        } the machine cannot be shelved`,
+      );
+    }
+    if (!Number.isInteger(durationMs) || durationMs < 1 || durationMs > MAX_SHELVE_MS) {
+      throw invalidArgument(
+        `duration_ms: must be an integer from 1 to ${MAX_SHELVE_MS} (8 h), got ${durationMs}`,
+      );
+    }
+    this.#shelvedUntilMono = nowMono + durationMs;
+    this.#shelvedUntilWall = nowWall + durationMs;
+    this.#acked = false;
+    return this.#record("shelve", nowWall);
+  }
+
+  /** Ends a shelve now; the alarm shows active (unacknowledged) or normal, as it is. */
+  unshelve(nowWall: number): AlarmTransitionRecord {
+    if (this.#shelvedUntilMono === null) {
+      throw failedPrecondition(`Alarm ${this.config.id} is not shelved`);
+    }
+    this.#shelvedUntilMono = null;
+    this.#shelvedUntilWall = null;
+    this.#acked = false;
+    return this.#record("unshelve", nowWall);
+  }
+
+  /** Unshelves when the shelve has run out; null otherwise. */
+  expireShelve(nowMono: number, nowWall: number): AlarmTransitionRecord | null {
+    if (this.#shelvedUntilMono === null || nowMono < this.#shelvedUntilMono) return null;
+    return this.unshelve(nowWall);
+  }
+
+  /** A raise or clear: published unless shelved (then only the condition changes). */
+  #change(
+    level: AlarmLevel | null,
+    cause: AlarmCause | null,
+    limit: number | boolean | string | null,
+    transition: "raise" | "clear",
+    nowWall: number,
+  ): AlarmTransitionRecord | null {
+    this.#level = level;
+    this.#cause = cause;
+    this.#limit = limit;
+    if (this.#shelvedUntilMono !== null) return null;
+    return this.#record(transition, nowWall);
+  }
+
+  #record(transition: AlarmTransition, nowWall: number): AlarmTransitionRecord {
+    this.#sinceWall = nowWall;
+    const record: AlarmTransitionRecord = {
+      transition,
+      state: this.state,
+      level: this.#level,
+      cause: this.#cause,
+      limit: this.#limit,
+      value: this.#lastValue,
+      quality: this.#lastQuality,
+      at_epoch_ms: nowWall,
+    };
+    this.#transitions.push(record);
+    if (this.#transitions.length > MAX_ALARM_TRANSITIONS) this.#transitions.shift();
+    return record;
+  }
+}

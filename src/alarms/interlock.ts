@@ -1,0 +1,281 @@
+/**
+ * One interlock: its condition compiled against shared signal inputs, and the rule that decides
+ * whether it blocks. It blocks while its condition holds, and also — fail safe — while any signal
+ * the condition compares is not usable (stale, unavailable, faulty, missing) or a comparison
+ * meets a value of a type it cannot compare. A signal read only inside `bad(...)` is the
+ * condition's own business: `bad(x)` is true exactly when x is not usable.
+ *
+ * Evaluating allocates nothing; the texts saying why (reason, type problems) are built only when
+ * someone asks (an engage event, GET /v0/interlocks, a refused call).
+ */
+import type { ValueType } from "../common/mod.ts";
+import type { CompareOp, ConditionNode, ConditionOperand, InterlockConfig } from "../config/mod.ts";
+import type { StateCache } from "../state/mod.ts";
+import { InputProblem, isNumericType, SignalInput } from "./signal_input.ts";
+
+/** Outcome of a (sub)condition: false, true, or a comparison that could not be made. */
+const FALSE = 0;
+const TRUE = 1;
+const TYPE_ERROR = 2;
+type Truth = typeof FALSE | typeof TRUE | typeof TYPE_ERROR;
+
+type Operand =
+  | { readonly input: SignalInput; readonly literal: null }
+  | { readonly input: null; readonly literal: number | boolean | string };
+
+type Node =
+  | { readonly k: "and" | "or"; readonly a: Node; readonly b: Node }
+  | { readonly k: "not"; readonly a: Node }
+  | { readonly k: "bad"; readonly input: SignalInput }
+  | { readonly k: "constant"; readonly value: boolean }
+  | {
+    readonly k: "compare";
+    readonly op: CompareOp;
+    readonly l: Operand;
+    readonly r: Operand;
+    readonly column: number;
+  };
+
+/** An interlock compiled for evaluation (see the module comment). */
+export class Interlock {
+  readonly config: InterlockConfig;
+  /** Every signal the condition reads, each once. */
+  readonly inputs: readonly SignalInput[];
+  /** The signals it compares: any of them not usable makes it block. */
+  readonly valueInputs: readonly SignalInput[];
+  readonly #root: Node;
+  readonly #cache: StateCache;
+  /** What the last evaluation found: the bad input (and why), or a type error. */
+  #badInput: SignalInput | null = null;
+  #badProblem: InputProblem = InputProblem.GOOD;
+  #typeError = false;
+
+  /** `inputFor` returns the shared input of a handle (one per signal across the engine). */
+  constructor(
+    config: InterlockConfig,
+    cache: StateCache,
+    inputFor: (handle: string, p: string, d: string, s: string) => SignalInput,
+  ) {
+    this.config = config;
+    this.#cache = cache;
+    const compared = new Set<SignalInput>();
+    const operand = (o: ConditionOperand): Operand => {
+      if (o.kind === "literal") return { input: null, literal: o.value };
+      const s = o.signal;
+      const input = inputFor(s.handle, s.providerId, s.deviceId, s.signalId);
+      compared.add(input);
+      return { input, literal: null };
+    };
+    const compile = (n: ConditionNode): Node => {
+      switch (n.kind) {
+        case "and":
+        case "or":
+          return { k: n.kind, a: compile(n.left), b: compile(n.right) };
+        case "not":
+          return { k: "not", a: compile(n.operand) };
+        case "bad": {
+          const s = n.signal;
+          return { k: "bad", input: inputFor(s.handle, s.providerId, s.deviceId, s.signalId) };
+        }
+        case "constant":
+          return { k: "constant", value: n.value };
+        case "compare":
+          return {
+            k: "compare",
+            op: n.op,
+            l: operand(n.left),
+            r: operand(n.right),
+            column: n.column,
+          };
+      }
+    };
+    this.#root = compile(config.condition);
+    this.inputs = config.signals.map((s) =>
+      inputFor(s.handle, s.providerId, s.deviceId, s.signalId)
+    );
+    this.valueInputs = [...compared];
+  }
+
+  /** Whether it blocks now (see the module comment). */
+  evaluate(nowWall: number): boolean {
+    const inputs = this.valueInputs;
+    for (let i = 0; i < inputs.length; i++) {
+      const problem = inputs[i].classify(this.#cache, nowWall);
+      if (problem !== InputProblem.GOOD) {
+        this.#badInput = inputs[i];
+        this.#badProblem = problem;
+        this.#typeError = false;
+        return true;
+      }
+    }
+    this.#badInput = null;
+    const t = this.#eval(this.#root, nowWall);
+    this.#typeError = t === TYPE_ERROR;
+    return t !== FALSE;
+  }
+
+  /**
+   * Why it blocks, as the last evaluation found it: the bad input, the comparison that met a
+   * wrong type, or the values its condition saw.
+   */
+  reason(nowWall: number): string {
+    if (this.#badInput !== null) {
+      return `bad input: ${this.#badInput.describe(this.#badProblem, this.#cache, nowWall)}`;
+    }
+    if (this.#typeError) return `type mismatch: ${this.typeProblems(true).join("; ")}`;
+    return this.valuesText(nowWall);
+  }
+
+  /** `handle = value` of every signal the condition reads, or why it has none. */
+  valuesText(nowWall: number): string {
+    return this.inputs.map((i) =>
+      i.describe(i.classify(this.#cache, nowWall), this.#cache, nowWall)
+    )
+      .join(", ");
+  }
+
+  /**
+   * Comparisons whose operand types do not fit: with `cached`, judged on the cached values;
+   * otherwise on the types the providers declared (unknown types are not reported).
+   */
+  typeProblems(cached: boolean): string[] {
+    const out: string[] = [];
+    const typeOf = (o: Operand): ValueType | "number" | "boolean" | "string" | null => {
+      if (o.input === null) return typeof o.literal as "number" | "boolean" | "string";
+      if (cached) return o.input.sample(this.#cache)?.value?.type ?? null;
+      return o.input.binding.declaredType ?? null;
+    };
+    const walk = (n: Node): void => {
+      switch (n.k) {
+        case "and":
+        case "or":
+          walk(n.a);
+          walk(n.b);
+          return;
+        case "not":
+          walk(n.a);
+          return;
+        case "compare": {
+          const l = typeOf(n.l);
+          const r = typeOf(n.r);
+          if (l === null || r === null || comparable(n.op, kindOf(l), kindOf(r))) return;
+          out.push(
+            `column ${n.column} of the condition: '${n.op}' cannot compare ${
+              describeOperand(n.l, l)
+            } with ${describeOperand(n.r, r)}`,
+          );
+          return;
+        }
+        default:
+          return;
+      }
+    };
+    walk(this.#root);
+    return out;
+  }
+
+  #eval(n: Node, nowWall: number): Truth {
+    switch (n.k) {
+      case "and": {
+        const a = this.#eval(n.a, nowWall);
+        if (a === TYPE_ERROR) return a;
+        const b = this.#eval(n.b, nowWall);
+        if (b === TYPE_ERROR) return b;
+        return a === TRUE && b === TRUE ? TRUE : FALSE;
+      }
+      case "or": {
+        const a = this.#eval(n.a, nowWall);
+        if (a === TYPE_ERROR) return a;
+        const b = this.#eval(n.b, nowWall);
+        if (b === TYPE_ERROR) return b;
+        return a === TRUE || b === TRUE ? TRUE : FALSE;
+      }
+      case "not": {
+        const a = this.#eval(n.a, nowWall);
+        return a === TYPE_ERROR ? a : a === TRUE ? FALSE : TRUE;
+      }
+      case "bad":
+        return n.input.classify(this.#cache, nowWall) === InputProblem.GOOD ? FALSE : TRUE;
+      case "constant":
+        return n.value ? TRUE : FALSE;
+      case "compare":
+        return compare(n.op, this.#scalar(n.l), this.#scalar(n.r));
+    }
+  }
+
+  /** The operand's scalar; undefined for a value that cannot be compared (bytes, none). */
+  #scalar(o: Operand): number | bigint | boolean | string | undefined {
+    if (o.input === null) return o.literal;
+    const v = o.input.sample(this.#cache)?.value;
+    if (v === null || v === undefined) return undefined;
+    switch (v.type) {
+      case "double":
+        return v.double;
+      case "int64":
+        return v.int64;
+      case "uint64":
+        return v.uint64;
+      case "bool":
+        return v.bool;
+      case "string":
+        return v.string;
+      case "bytes":
+        return undefined;
+    }
+  }
+}
+
+type Kind = "number" | "boolean" | "string" | "other";
+
+function kindOf(t: ValueType | "number" | "boolean" | "string"): Kind {
+  if (t === "number" || t === "boolean" || t === "string") return t;
+  if (isNumericType(t)) return "number";
+  if (t === "bool") return "boolean";
+  return "other"; // bytes
+}
+
+/** Whether `op` can compare values of these kinds. */
+function comparable(op: CompareOp, l: Kind, r: Kind): boolean {
+  if (l === "other" || r === "other") return false;
+  if (op === "==" || op === "!=") return l === r;
+  return l === "number" && r === "number";
+}
+
+function describeOperand(o: Operand, t: ValueType | "number" | "boolean" | "string"): string {
+  if (o.input === null) {
+    return typeof o.literal === "string"
+      ? `the string ${JSON.stringify(o.literal)}`
+      : String(o.literal);
+  }
+  return `${o.input.handle} (${t})`;
+}
+
+function compare(
+  op: CompareOp,
+  a: number | bigint | boolean | string | undefined,
+  b: number | bigint | boolean | string | undefined,
+): Truth {
+  if (a === undefined || b === undefined) return TYPE_ERROR;
+  const ta = typeof a === "bigint" ? "number" : typeof a;
+  const tb = typeof b === "bigint" ? "number" : typeof b;
+  if (op === "==" || op === "!=") {
+    if (ta !== tb) return TYPE_ERROR;
+    // Loose equality compares a bigint with a number by value; both sides have the same kind.
+    // deno-lint-ignore eqeqeq
+    const equal = ta === "number" ? a == b : a === b;
+    return equal === (op === "==") ? TRUE : FALSE;
+  }
+  if (ta !== "number" || tb !== "number") return TYPE_ERROR;
+  const x = a as number | bigint;
+  const y = b as number | bigint;
+  switch (op) {
+    case "<":
+      return x < y ? TRUE : FALSE;
+    case "<=":
+      return x <= y ? TRUE : FALSE;
+    case ">":
+      return x > y ? TRUE : FALSE;
+    case ">=":
+      return x >= y ? TRUE : FALSE;
+  }
+}

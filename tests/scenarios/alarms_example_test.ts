@@ -1,0 +1,90 @@
+/**
+ * The worked example docs/alarms.md walks through (examples/alarms.yaml: the demo machine with
+ * alarms and an interlock), started as a real `runtime` process with its simulated provider, and
+ * driven over HTTP as the document does: heat with both relays, the motor is refused above
+ * 45 °C, a warning above 50 °C, and above 60 °C the over-temperature alarm stops the machine.
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import { REPO } from "../helpers/sim_config.ts";
+import { Api, callBody } from "./alarms_helpers.ts";
+
+const relay = (index: number) =>
+  callBody("sim0/tempctl0", 3, {
+    relay_index: { type: "int64", int64: index },
+    state: { type: "bool", bool: true },
+  });
+
+Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-temperature alarm stops the machine", async () => {
+  const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
+  await withCheckoutMirror(config, async (dir) => {
+    const port = freePort();
+    const rt = await startRuntimeChild({
+      config: `${dir}/config.yaml`,
+      port,
+      args: ["--port", String(port)],
+      cwd: dir,
+    });
+    try {
+      const api = new Api(rt.base);
+      const alarms = (await api.get("/v0/alarms")).json.alarms;
+      assert.deepEqual(
+        alarms.map((a: { id: string; state: string }) => `${a.id}:${a.state}`),
+        ["tc1_high:normal", "tc1_overtemp:normal", "relay4_on:normal"],
+      );
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      assert.equal((await api.post("/v0/call", relay(1))).status, 200);
+      assert.equal((await api.post("/v0/call", relay(2))).status, 200);
+
+      await waitFor(
+        "the interlock engaged",
+        async () => (await api.get("/v0/interlocks")).json.interlocks[0].blocking,
+        30_000,
+      );
+      const motor = await api.post(
+        "/v0/call",
+        callBody("sim0/motorctl0", 10, {
+          motor_index: { type: "int64", int64: 1 },
+          duty: { type: "double", double: 0.5 },
+        }),
+      );
+      assert.equal(motor.status, 409);
+      assert.match(
+        motor.json.status.message,
+        /^Interlock motor_blocked_while_hot blocks sim0\/motorctl0 set_motor_duty: Motors stay as they are while the heater is above 45 °C \(sim0\/tempctl0\/tc1_temp = \d+\.\d+\)$/,
+      );
+
+      const status = await waitFor("the over-temperature alarm stopped the machine", async () => {
+        const s = (await api.get("/v0/runtime/status")).json;
+        return s.estop.latched && s.estop.verification ? s : null;
+      }, 30_000);
+      assert.equal(status.mode, "FAULT");
+      assert.equal(status.estop.cause, "alarm:tc1_overtemp");
+      assert.equal(status.estop.verification.outcome, "verified");
+      const after = (await api.get("/v0/alarms")).json.alarms;
+      const byId = Object.fromEntries(after.map((a: { id: string }) => [a.id, a]));
+      assert.deepEqual(byId.tc1_high.transitions[0].cause, "hi");
+      const overtemp = byId.tc1_overtemp.transitions[0];
+      assert.deepEqual([overtemp.transition, overtemp.level, overtemp.cause, overtemp.limit], [
+        "raise",
+        "MAJOR",
+        "hihi",
+        60,
+      ]);
+      assert.ok(overtemp.value.double > 60);
+      // The ladder switched the heater off (set_mode open, relays off) despite the interlock.
+      const state =
+        (await api.get("/v0/state/sim0/tempctl0?signal_id=relay1_state&signal_id=relay2_state"))
+          .json;
+      assert.deepEqual(
+        state.values.map((v: { value: unknown }) => v.value),
+        [{ type: "bool", bool: false }, { type: "bool", bool: false }],
+      );
+      assert.match(rt.stderr(), /ERROR .*alarm tc1_overtemp raised MAJOR \(hihi 60\)/);
+      assert.match(rt.stderr(), /WARN .*E-STOP latched: alarm tc1_overtemp raised MAJOR/);
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+    }
+  });
+});
