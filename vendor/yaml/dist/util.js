@@ -1,0 +1,11 @@
+export { createNode } from './doc/createNode.js';
+export { debug, warn } from './log.js';
+export { createPair } from './nodes/Pair.js';
+export { toJS } from './nodes/toJS.js';
+export { findPair } from './nodes/YAMLMap.js';
+export { map as mapTag } from './schema/common/map.js';
+export { seq as seqTag } from './schema/common/seq.js';
+export { string as stringTag } from './schema/common/string.js';
+export { foldFlowLines } from './stringify/foldFlowLines.js';
+export { stringifyNumber } from './stringify/stringifyNumber.js';
+export { stringifyString } from './stringify/stringifyString.js';
