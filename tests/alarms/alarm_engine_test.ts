@@ -548,11 +548,21 @@ Deno.test("AlarmEngine evaluation allocates nothing when nothing changes (100 al
     await s.read([temp(25), mode("open"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
     const rounds = 20_000;
     for (let i = 0; i < rounds; i++) s.engine.evaluateAll(); // optimised before measuring
-    const before = Deno.memoryUsage().heapUsed;
-    for (let i = 0; i < rounds; i++) s.engine.evaluateAll();
-    const grown = Deno.memoryUsage().heapUsed - before;
+    // The median growth of three passes: one pass can see V8 install code compiled in the
+    // background, or a scavenge (one-offs either way), while an allocation per evaluation shows
+    // in every pass.
+    const growths: number[] = [];
+    for (let pass = 0; pass < 3; pass++) {
+      const before = Deno.memoryUsage().heapUsed;
+      for (let i = 0; i < rounds; i++) s.engine.evaluateAll();
+      growths.push(Deno.memoryUsage().heapUsed - before);
+    }
+    const grown = [...growths].sort((a, b) => a - b)[1];
     // One 16-byte object per evaluation would be 320 KB; per alarm, 32 MB.
-    assert.ok(grown < 100_000, `heap grew by ${grown} bytes over ${rounds} evaluations`);
+    assert.ok(
+      grown < 100_000,
+      `heap grew by ${growths.join(", ")} bytes over ${rounds} evaluations`,
+    );
     assert.deepEqual(s.events, [], "nothing changed");
   } finally {
     await s.close();
