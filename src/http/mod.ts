@@ -8,4 +8,5 @@ export * from "./request_policy.ts";
 export * from "./run_bodies.ts";
 export * from "./sse_hub.ts";
 export * from "./routes.ts";
+export * from "./console_site.ts";
 export * from "./http_api.ts";
