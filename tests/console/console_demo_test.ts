@@ -14,6 +14,7 @@ import {
   launchChromium,
   PAGE_WAIT_MS,
   type PageGlobal,
+  sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
 import {
@@ -57,6 +58,7 @@ Deno.test({
   name: "Operator console drives the demo: values, calls, mode, parameters, runs, e-stop, restart",
   ignore: chromiumMissing(),
   fn: async (t) => {
+    const step = sequentialSteps(t);
     const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
     await withCheckoutMirror(demo, async (dir) => {
       const port = freePort();
@@ -75,7 +77,7 @@ Deno.test({
         const requests: string[] = [];
         page.on("request", (r) => requests.push(`${r.method()} ${new URL(r.url()).pathname}`));
 
-        await t.step("the page paints within 1 s and shows the machine at a glance", async () => {
+        await step("the page paints within 1 s and shows the machine at a glance", async () => {
           await page.goto(`${rt.base}/`);
           const paint = await page.evaluate(() =>
             performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? -1
@@ -99,7 +101,7 @@ Deno.test({
           assert.equal(await page.title(), "demo — operator console");
         });
 
-        await t.step("the e-stop is the first control in the focus order", async () => {
+        await step("the e-stop is the first control in the focus order", async () => {
           await page.evaluate(() => (globalThis as PageGlobal).document.activeElement?.blur());
           await page.keyboard.press("Tab"); // the skip link
           await page.keyboard.press("Tab");
@@ -109,7 +111,7 @@ Deno.test({
           );
         });
 
-        await t.step("devices and their live values appear, from the event stream", async () => {
+        await step("devices and their live values appear, from the event stream", async () => {
           const devices = (await api(rt, "GET", "/v0/devices")).json.devices as Json[];
           await page.waitForFunction(
             (n) =>
@@ -139,13 +141,13 @@ Deno.test({
           assert.ok(requests.includes("GET /v0/events"), requests.join("\n"));
         });
 
-        await t.step("actuating functions are marked apart from read-only ones", async () => {
+        await step("actuating functions are marked apart from read-only ones", async () => {
           const form = page.locator(MOTOR_FORM);
           assert.equal(await form.getAttribute("class"), "fn fn-actuating");
           assert.equal(await form.locator(".badge").textContent(), "actuating");
         });
 
-        await t.step("the form checks its arguments before sending", async () => {
+        await step("the form checks its arguments before sending", async () => {
           const calls = requests.filter((r) => r === "POST /v0/call").length;
           const result = await runMotor(page, "1", "1.5");
           assert.equal(result, "Not sent: 1 field(s) need fixing.");
@@ -164,7 +166,7 @@ Deno.test({
           assert.equal(requests.filter((r) => r === "POST /v0/call").length, calls);
         });
 
-        await t.step("an actuating call in IDLE shows the runtime's refusal as it is", async () => {
+        await step("an actuating call in IDLE shows the runtime's refusal as it is", async () => {
           const refused = await api(rt, "POST", "/v0/call", {
             provider_id: "sim0",
             device_id: "motorctl0",
@@ -180,7 +182,7 @@ Deno.test({
           assert.match(result, /IDLE/);
         });
 
-        await t.step("the mode offers the allowed transitions only and switches", async () => {
+        await step("the mode offers the allowed transitions only and switches", async () => {
           const offered = () =>
             page.locator("#mode-buttons button").evaluateAll((els) =>
               els.map((e) => e.getAttribute("data-mode"))
@@ -200,7 +202,7 @@ Deno.test({
           assert.equal((await api(rt, "GET", "/v0/mode")).json.mode, "MANUAL");
         });
 
-        await t.step("a call from the form changes the device's state", async () => {
+        await step("a call from the form changes the device's state", async () => {
           const result = await runMotor(page, "1", "0.5");
           assert.match(result, /^OK at /);
           await waitForText(page, MOTOR1_DUTY, /^0\.5$/);
@@ -208,7 +210,7 @@ Deno.test({
           assert.equal(state.json.values[0].value.double, 0.5);
         });
 
-        await t.step("parameters: view with bounds, set, and a value out of bounds", async () => {
+        await step("parameters: view with bounds, set, and a value out of bounds", async () => {
           await page.locator('.tabs a[href="#parameters"]').click();
           const form = page.locator('form[data-parameter="target_temp"]');
           await form.waitFor({ timeout: PAGE_WAIT_MS });
@@ -232,7 +234,7 @@ Deno.test({
           assert.equal(params.find((p) => p.name === "target_temp").value, 35);
         });
 
-        await t.step("health shows the provider's supervision and device liveness", async () => {
+        await step("health shows the provider's supervision and device liveness", async () => {
           await page.locator('.tabs a[href="#health"]').click();
           await waitForText(page, '[data-provider="sim0"] h3', /AVAILABLE/);
           const text = await page.locator('[data-provider="sim0"]').textContent() ?? "";
@@ -242,7 +244,7 @@ Deno.test({
           assert.match(text, /motorctl0OK/);
         });
 
-        await t.step("runs: open, add a marker, close, listed", async () => {
+        await step("runs: open, add a marker, close, listed", async () => {
           await page.locator('.tabs a[href="#runs"]').click();
           await page.getByLabel("Experiment label").fill("console-trial");
           await page.getByRole("button", { name: "Open run" }).click();
@@ -271,13 +273,13 @@ Deno.test({
           assert.deepEqual([marker.type, marker.payload], ["valve_opened", { valve: "v1" }]);
         });
 
-        await t.step("telemetry shows the status counters", async () => {
+        await step("telemetry shows the status counters", async () => {
           await page.locator('.tabs a[href="#telemetry"]').click();
           await waitForText(page, "#telemetry", /total written0/);
           assert.match(await page.locator("#telemetry").textContent() ?? "", /dropped events0/);
         });
 
-        await t.step("automation: the tree as an outline, and its status in AUTO", async () => {
+        await step("automation: the tree as an outline, and its status in AUTO", async () => {
           await page.locator('.tabs a[href="#automation"]').click();
           await waitForText(page, "#automation-tree", /BehaviorTree/);
           const top = await page.locator("#automation-tree .outline > li > .node").textContent();
@@ -287,7 +289,7 @@ Deno.test({
           await waitForText(page, "#automation-status", /Ticks[1-9]\d* total/);
         });
 
-        await t.step(
+        await step(
           "the e-stop latches from the keyboard and shows what it achieved",
           async () => {
             const answer = page.waitForResponse((r) =>
@@ -316,7 +318,7 @@ Deno.test({
           },
         );
 
-        await t.step("while latched, calls and arming are refused, the refusal shown", async () => {
+        await step("while latched, calls and arming are refused, the refusal shown", async () => {
           await page.locator('.tabs a[href="#devices"]').click();
           const refusedCall = await api(rt, "POST", "/v0/call", {
             provider_id: "sim0",
@@ -347,7 +349,7 @@ Deno.test({
           );
         });
 
-        await t.step("clearing takes a deliberate confirmation, and re-arms nothing", async () => {
+        await step("clearing takes a deliberate confirmation, and re-arms nothing", async () => {
           await page.locator("#estop-clear").click();
           assert.equal(await page.locator("#clear-dialog").isVisible(), true);
           assert.equal(
@@ -369,7 +371,7 @@ Deno.test({
           await waitForText(page, "#mode", /^MANUAL$/);
         });
 
-        await t.step(
+        await step(
           "on a tablet the page fits the screen and the e-stop stays in view",
           async () => {
             await page.setViewportSize({ width: 820, height: 1180 });
@@ -392,7 +394,7 @@ Deno.test({
           },
         );
 
-        await t.step(
+        await step(
           "after a runtime restart the stream reconnects and the page resyncs",
           async () => {
             await page.evaluate(() =>

@@ -15,6 +15,7 @@ import {
   collectPageErrors,
   launchChromium,
   type PageGlobal,
+  sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
@@ -67,6 +68,7 @@ Deno.test({
   name: "Operator console over the network: token prompt over TLS, every argument type, origins",
   ignore: chromiumMissing(),
   fn: async (t) => {
+    const step = sequentialSteps(t);
     const lan = lanAddress();
     const dir = await Deno.makeTempDir({ prefix: "console-network-" });
     const browser = await launchChromium([
@@ -103,21 +105,21 @@ Deno.test({
         page.on("request", (r) => seen.push({ url: r.url(), auth: r.headers()["authorization"] }));
         const origin = `https://${lan}:${tlsPort}`;
 
-        await t.step("the page loads without a token and asks for one", async () => {
+        await step("the page loads without a token and asks for one", async () => {
           await page.goto(`${origin}/`);
           await page.locator("#token-dialog[open]").waitFor();
           assert.equal(await page.locator("#token-refused").isVisible(), false);
           assert.equal(await page.locator("#estop").isVisible(), true);
         });
 
-        await t.step("a wrong token is refused and asked for again", async () => {
+        await step("a wrong token is refused and asked for again", async () => {
           await page.locator("#token-input").fill("wrong-token");
           await page.locator("#token-input").press("Enter");
           await page.locator("#token-refused").waitFor({ state: "visible" });
           assert.equal(await page.locator("#token-dialog").isVisible(), true);
         });
 
-        await t.step("the right token opens the API and the event stream", async () => {
+        await step("the right token opens the API and the event stream", async () => {
           await page.locator("#token-input").fill(TOKEN);
           await page.getByRole("button", { name: "Use token" }).click();
           await page.locator("#token-dialog").waitFor({ state: "hidden" });
@@ -126,7 +128,7 @@ Deno.test({
           await waitForText(page, signal("last_choice"), /^“”$/);
         });
 
-        await t.step("the token is kept per tab and travels only in the header", async () => {
+        await step("the token is kept per tab and travels only in the header", async () => {
           assert.equal(await page.evaluate((k) => sessionStorage.getItem(k), TOKEN_KEY), TOKEN);
           assert.deepEqual(seen.filter((r) => r.url.includes(TOKEN)), []);
           const events = seen.filter((r) => new URL(r.url).pathname === "/v0/events");
@@ -137,7 +139,7 @@ Deno.test({
           assert.ok(statics.every((r) => r.auth === undefined), "the files load without the token");
         });
 
-        await t.step("read-only functions run in IDLE, actuating ones are refused", async () => {
+        await step("read-only functions run in IDLE, actuating ones are refused", async () => {
           assert.equal(await page.locator(PING).getAttribute("class"), "fn fn-read");
           assert.equal(await page.locator(`${PING} .badge`).textContent(), "read-only");
           assert.equal(await page.locator(CONFIGURE).getAttribute("class"), "fn fn-actuating");
@@ -146,7 +148,7 @@ Deno.test({
           assert.match(await run(page, REFUSE, "refuse"), /^409 FAILED_PRECONDITION: .*IDLE/);
         });
 
-        await t.step("arming from the LAN address passes the request policy", async () => {
+        await step("arming from the LAN address passes the request policy", async () => {
           await page.locator('#mode-buttons [data-mode="MANUAL"]').click();
           await waitForText(page, "#mode", /^MANUAL$/);
           // Automation is disabled: AUTO is not offered.
@@ -156,7 +158,7 @@ Deno.test({
           assert.deepEqual(offered, ["IDLE", "FAULT"]);
         });
 
-        await t.step("the device's own refusal is shown as the runtime words it", async () => {
+        await step("the device's own refusal is shown as the runtime words it", async () => {
           const res = await fetch(`https://127.0.0.1:${tlsPort}/v0/call`, {
             client,
             method: "POST",
@@ -171,7 +173,7 @@ Deno.test({
           assert.match(body.status.message, /the panel is locked/);
         });
 
-        await t.step(
+        await step(
           "a form built from the ArgSpecs checks every type before sending",
           async () => {
             const form = page.locator(CONFIGURE);
@@ -215,7 +217,7 @@ Deno.test({
           },
         );
 
-        await t.step("a call with every type reaches the device as entered", async () => {
+        await step("a call with every type reaches the device as entered", async () => {
           const form = page.locator(CONFIGURE);
           await form.getByLabel("level").fill("-2.5");
           await form.getByLabel("count").fill("3");
@@ -234,7 +236,7 @@ Deno.test({
           await waitForText(page, signal("last_blob"), /^010203$/);
         });
 
-        await t.step("views of disabled subsystems show the runtime's answer", async () => {
+        await step("views of disabled subsystems show the runtime's answer", async () => {
           await page.locator('.tabs a[href="#parameters"]').click();
           await waitForText(
             page,
@@ -244,7 +246,7 @@ Deno.test({
           await page.locator('.tabs a[href="#devices"]').click();
         });
 
-        await t.step("a reload keeps the token; a new tab asks again", async () => {
+        await step("a reload keeps the token; a new tab asks again", async () => {
           await page.reload();
           await waitForText(page, "#conn", /^Live$/);
           await waitForText(page, "#mode", /^MANUAL$/);
@@ -268,7 +270,7 @@ Deno.test({
         client.close();
       }
 
-      await t.step(
+      await step(
         "without auth: by IP address or an allowed host name the page may arm",
         async () => {
           const port = freePort();
@@ -293,7 +295,7 @@ Deno.test({
         },
       );
 
-      await t.step(
+      await step(
         "without auth: by another name the refusal and its remedy are shown",
         async () => {
           const port = runtimes[1].port;

@@ -88,3 +88,20 @@ export async function waitForText(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * Steps that build on each other: once one fails, the later ones are reported as ignored
+ * instead of each waiting out its own timeout against a page in the wrong state.
+ */
+export function sequentialSteps(
+  t: Deno.TestContext,
+): (name: string, fn: () => Promise<void>) => Promise<void> {
+  let failed = false;
+  return async (name, fn) => {
+    if (failed) {
+      await t.step({ name, ignore: true, fn: () => {} });
+      return;
+    }
+    if (!(await t.step(name, fn))) failed = true;
+  };
+}
