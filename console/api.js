@@ -71,6 +71,8 @@ export class Api {
     this.token = storedToken();
     /** @type {Promise<string | null> | null} one prompt at a time, shared by every caller */
     this.asking = null;
+    /** The operator cancelled the prompt: do not ask again by ourselves. */
+    this.declined = false;
   }
 
   /** Request headers: the bearer token when one is known. */
@@ -80,13 +82,20 @@ export class Api {
 
   /**
    * Answers 401 for `usedToken`: asks once for a (new) token, shared by concurrent callers.
-   * Resolves true when there is a token to retry with.
+   * Resolves true when there is a token to retry with. Once the operator cancels, 401s stop
+   * asking (the page would otherwise prompt again at every refresh) until `force` (the "Enter
+   * API token" button) asks anew.
    */
-  async authenticate(usedToken) {
+  async authenticate(usedToken, force = false) {
     if (this.token !== usedToken) return true; // someone else already got a new one
+    if (this.declined && !force) return false;
     this.asking ??= this.askToken(usedToken !== "").finally(() => this.asking = null);
     const token = await this.asking;
-    if (token === null || token === "") return false;
+    if (token === null || token === "") {
+      this.declined = true;
+      return false;
+    }
+    this.declined = false;
     this.token = token;
     storeToken(token);
     return true;

@@ -1196,9 +1196,6 @@ function main() {
     byId("estop-clear").focus();
   });
   byId("clear-confirm").addEventListener("click", confirmClear);
-  byId("token-button").addEventListener("click", async () => {
-    if (await api.authenticate(api.token)) refresh(true);
-  });
   addEventListener("hashchange", showView);
   let opened = false;
   showView();
@@ -1217,6 +1214,11 @@ function main() {
     },
     onState: onStreamState,
     onUnauthorized: () => api.authenticate(api.token),
+  });
+  byId("token-button").addEventListener("click", async () => {
+    if (!(await api.authenticate(api.token, true))) return;
+    refresh(true);
+    stream.retryNow();
   });
   stream.start();
   // The stream's first opening usually lands while this first read runs; later openings

@@ -130,6 +130,14 @@ export class EventStream {
     this.setState("stopped", {});
   }
 
+  /** Ends the wait before the next attempt (e.g. once a token was entered). */
+  retryNow() {
+    if (this.state !== "disconnected") return;
+    this.failures = 0;
+    clearTimeout(this.retryTimer);
+    this.wake?.();
+  }
+
   setState(state, detail) {
     this.state = state;
     this.options.onState?.(state, detail);

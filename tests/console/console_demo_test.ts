@@ -78,6 +78,9 @@ Deno.test({
         page.on("request", (r) => requests.push(`${r.method()} ${new URL(r.url()).pathname}`));
 
         await step("the page paints within 1 s and shows the machine at a glance", async () => {
+          // The runtime runs from a mirror without console/: the page comes from the module
+          // embedded in the runtime, as in the compiled binary.
+          await assert.rejects(Deno.stat(`${dir}/../console`), Deno.errors.NotFound);
           await page.goto(`${rt.base}/`);
           // The paint entry may be recorded after the load event: wait for it (bounded).
           const paint = await page.evaluate(() =>
@@ -117,6 +120,23 @@ Deno.test({
             await page.evaluate(() => (globalThis as PageGlobal).document.activeElement?.id),
             "estop",
           );
+        });
+
+        await step("every control has a label or a name", async () => {
+          await page.locator("article.device").first().waitFor();
+          const unnamed = await page.evaluate(() => {
+            const d: PageGlobal = (globalThis as PageGlobal).document;
+            const out: string[] = [];
+            for (const el of d.querySelectorAll("input, select")) {
+              if (el.labels.length === 0) out.push(`${el.tagName} #${el.id}`);
+            }
+            for (const el of d.querySelectorAll("button, a[href]")) {
+              const name = el.getAttribute("aria-label") ?? el.textContent.trim();
+              if (name === "") out.push(`${el.tagName} ${el.outerHTML.slice(0, 60)}`);
+            }
+            return out;
+          });
+          assert.deepEqual(unnamed, []);
         });
 
         await step("devices and their live values appear, from the event stream", async () => {

@@ -14,6 +14,7 @@ import {
   chromiumMissing,
   collectPageErrors,
   launchChromium,
+  PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
   waitForText,
@@ -253,11 +254,27 @@ Deno.test({
           assert.equal(await page.locator("#token-dialog").isVisible(), false);
           const other = await context.newPage();
           try {
+            let streams = 0;
+            other.on("request", (r) => {
+              if (new URL(r.url()).pathname === "/v0/events") streams++;
+            });
             await other.goto(`${origin}/`);
             await other.locator("#token-dialog[open]").waitFor();
             await other.getByRole("button", { name: "Cancel" }).click();
             await waitForText(other, "#refresh-error", /^401 UNAUTHENTICATED: /);
-            assert.equal(await other.locator("#token-button").isVisible(), true);
+            // Cancelled: the stream keeps retrying (and is refused) without asking again.
+            const before = streams;
+            const deadline = Date.now() + PAGE_WAIT_MS;
+            while (streams < before + 2) {
+              assert.ok(Date.now() < deadline, "the stream stopped retrying");
+              await other.waitForTimeout(50);
+            }
+            assert.equal(await other.locator("#token-dialog").isVisible(), false);
+            await other.getByRole("button", { name: "Enter API token" }).click();
+            await other.locator("#token-input").fill(TOKEN);
+            await other.locator("#token-input").press("Enter");
+            await waitForText(other, "#conn", /^Live$/);
+            await waitForText(other, "#runtime-name", /^panel-test$/);
           } finally {
             await other.close();
           }
