@@ -64,7 +64,11 @@ const model = {
   runFormsFor: /** @type {string | null} */ (null),
   runsKey: "",
   treeShown: false,
-  lastRefreshError: "",
+  /** Status reads started / the latest one shown (a slower, older answer is dropped). */
+  statusStarted: 0,
+  statusShown: 0,
+  /** mode_change events seen; a status read that started before the last one keeps its mode. */
+  modeEvents: 0,
   /** The mode a "Mode X" result names; the result is cleared once the mode moves on. */
   modeResultFor: /** @type {string | null} */ (null),
 };
@@ -344,7 +348,7 @@ async function loadInventory() {
   model.inventoryKey = inventoryKey;
   model.devices = withCaps;
   renderDevices();
-  await loadState();
+  await Promise.all([loadState(), loadHealth()]);
 }
 
 let inventoryTimer = 0;
@@ -535,7 +539,14 @@ function tickAges() {
 // ---- status and health ----
 
 async function loadStatus() {
-  model.status = await api.get("/v0/runtime/status");
+  const seq = ++model.statusStarted;
+  const modeEvents = model.modeEvents;
+  const s = await api.get("/v0/runtime/status");
+  if (seq < model.statusShown) return;
+  model.statusShown = seq;
+  // A mode change streamed while this read was under way is newer than its answer.
+  if (modeEvents !== model.modeEvents && model.status) s.mode = model.status.mode;
+  model.status = s;
   renderStatus();
 }
 
@@ -1144,6 +1155,7 @@ function onEvent(e) {
         model.modeResultFor = null;
         setResult(byId("mode-result"), "", "");
       }
+      model.modeEvents++;
       if (model.status) {
         model.status.mode = data.new_mode;
         renderStatus();
