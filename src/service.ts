@@ -132,9 +132,9 @@ export async function startService(
         onShutdown: () => api?.close(),
       });
       throwIfAborted();
-      log.info(
-        `API listening on ${http.tls ? "https" : "http"}://${http.hostname}:${http.port}/v0`,
-      );
+      const origin = `${http.tls ? "https" : "http"}://${http.hostname}:${http.port}`;
+      log.info(`API listening on ${origin}/v0`);
+      if (config.http.consoleEnabled) log.info(`Operator console on ${origin}/`);
     } else {
       log.info("http.enabled is false: running headless");
     }

@@ -373,6 +373,10 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           1000,
           600000,
         ),
+        console_enabled: bool(
+          "Serve the operator console (a web page over the /v0 API) at `/`.",
+          true,
+        ),
       },
       {
         allOf: [

@@ -79,6 +79,7 @@ const HTTP_KEYS = [
   "max_connections",
   "request_header_timeout_ms",
   "keep_alive_timeout_ms",
+  "console_enabled",
 ];
 const PROVIDER_KEYS = [
   "id",
@@ -267,6 +268,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     maxConnections,
     requestHeaderTimeoutMs,
     keepAliveTimeoutMs,
+    consoleEnabled: c.boolean(h, P, "console_enabled", true),
   };
 }
 

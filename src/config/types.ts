@@ -212,6 +212,8 @@ export interface HttpConfig {
   readonly requestHeaderTimeoutMs: number;
   /** An idle kept-alive connection is closed after this; a streaming response is never idle. */
   readonly keepAliveTimeoutMs: number;
+  /** Serve the operator console (static page over the /v0 API) at `/` and its asset paths. */
+  readonly consoleEnabled: boolean;
 }
 
 export interface InfluxConfig {

@@ -1,11 +1,13 @@
 /**
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
- * host check -> concurrency bound (priority routes have their own slots) -> CORS preflight ->
- * auth -> origin check -> route -> content-type check -> handler; every outcome, errors
- * included, leaves through one place that adds CORS headers (and drops the body of a HEAD).
+ * host check -> operator console (paths outside /v0, when enabled) -> concurrency bound
+ * (priority routes have their own slots) -> CORS preflight -> auth -> origin check -> route ->
+ * content-type check -> handler; every outcome, errors included, leaves through one place that
+ * adds CORS headers (and drops the body of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
 import { BearerAuth, unauthorizedResponse } from "./auth.ts";
+import { ConsoleSite, isConsolePath } from "./console_site.ts";
 import { CorsPolicy, withHeaders } from "./cors.ts";
 import { errorResponse, responseForError } from "./envelope.ts";
 import { BODY_READ_TIMEOUT_MS, type BodyLimits, MAX_BODY_BYTES } from "./json_body.ts";
@@ -71,6 +73,8 @@ export class HttpApi {
   readonly #limits: BodyLimits;
   readonly #slots: RequestSlots;
   readonly #prioritySlots: RequestSlots;
+  /** null when http.console_enabled is false. */
+  readonly #console: ConsoleSite | null;
 
   constructor(services: HttpServices, options: HttpApiOptions) {
     const http = services.config.http;
@@ -92,6 +96,7 @@ export class HttpApi {
     };
     this.#slots = new RequestSlots(options.maxConcurrentRequests ?? http.threadPoolSize);
     this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);
+    this.#console = http.consoleEnabled ? new ConsoleSite() : null;
   }
 
   /** Open SSE streams. */
@@ -120,6 +125,10 @@ export class HttpApi {
       const wrongHost = this.#policy.checkHost(req, url);
       if (wrongHost) {
         res = await refuse(req, wrongHost);
+      } else if (this.#console !== null && isConsolePath(url.pathname)) {
+        // The console's files hold no data: no auth (the page asks for the token when the API
+        // answers 401), and no request slot (answered from memory at once).
+        res = await this.#console.serve(req, url);
       } else {
         // http.thread_pool_size bounds concurrently handled requests: Deno has no worker
         // threads, so the bound protects providers and memory instead. Excess requests are

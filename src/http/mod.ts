@@ -9,4 +9,5 @@ export * from "./run_bodies.ts";
 export * from "./alarm_bodies.ts";
 export * from "./sse_hub.ts";
 export * from "./routes.ts";
+export * from "./console_site.ts";
 export * from "./http_api.ts";

@@ -158,6 +158,8 @@ function runtimeStatus({ services }: RouteContext): Response {
   }));
   return okResponse({
     version: RUNTIME_VERSION,
+    // Project addition: the configured runtime.name ("" when none), for the operator console.
+    runtime_name: services.config.runtime.name,
     mode: services.modes?.current() ?? "IDLE",
     uptime_seconds: services.uptimeSeconds(),
     polling_interval_ms: services.config.polling.intervalMs,
@@ -242,6 +244,8 @@ function deviceCapabilities({ services, params }: RouteContext): Response {
         if (a.unit) spec.unit = a.unit;
         if (a.min !== undefined) spec.min = a.min;
         if (a.max !== undefined) spec.max = a.max;
+        // Project addition (as for parameters): what the router accepts for a string argument.
+        if (a.allowedValues.length > 0) spec.allowed_values = [...a.allowedValues];
         return [a.name, spec];
       })),
       category: f.category,

@@ -37,6 +37,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
     maxConnections: 128,
     requestHeaderTimeoutMs: 10000,
     keepAliveTimeoutMs: 30000,
+    consoleEnabled: true,
   });
   assert.deepEqual(config.providers, [{
     id: "p0",

@@ -154,6 +154,25 @@ ${PROV}
     expect: [],
   },
   {
+    name: "http.console_enabled that is not a boolean is an error at its line",
+    yaml: `
+http:
+  port: 8080
+  console_enabled: "yes"
+${PROV}
+`,
+    expect: ["error http.console_enabled @3"],
+  },
+  {
+    name: "http.console_enabled false is valid",
+    yaml: `
+http:
+  console_enabled: false
+${PROV}
+`,
+    expect: [],
+  },
+  {
     name: "http.thread_pool_size 0 is an error when http is enabled",
     yaml: `
 http:

@@ -39,6 +39,7 @@ http:
   max_connections: 100000
   request_header_timeout_ms: 120000
   keep_alive_timeout_ms: 600000
+  console_enabled: false
 providers:
   - id: p0
     command: prov
@@ -107,6 +108,7 @@ health:
     maxConnections: 100000,
     requestHeaderTimeoutMs: 120000,
     keepAliveTimeoutMs: 600000,
+    consoleEnabled: false,
   });
   assert.deepEqual(config.providers, [{
     id: "p0",

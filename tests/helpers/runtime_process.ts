@@ -41,6 +41,8 @@ export interface RuntimeChildOptions {
   readonly permissions?: readonly string[] | "compiled";
   /** Bearer token for the readiness check (a runtime with auth and no loopback exemption). */
   readonly token?: string;
+  /** PEM of the certificate the runtime serves HTTPS with: the base URL is then https. */
+  readonly caCert?: string;
 }
 
 export interface RuntimeChild {
@@ -53,10 +55,15 @@ export interface RuntimeChild {
 }
 
 /** GET /v0/runtime/status as JSON, or null while the API does not answer. */
-async function status(base: string, token?: string): Promise<Record<string, unknown> | null> {
+async function status(
+  base: string,
+  token?: string,
+  client?: Deno.HttpClient,
+): Promise<Record<string, unknown> | null> {
   try {
     const r = await fetch(`${base}/v0/runtime/status`, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
+      ...(client ? { client } : {}),
     });
     if (!r.ok) {
       await r.body?.cancel();
@@ -98,7 +105,7 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
   const exit = Promise.all([child.status, drained]).then(([s]) => s.code);
   let exited = false;
   exit.then(() => exited = true);
-  const base = `http://127.0.0.1:${o.port}`;
+  const base = `${o.caCert === undefined ? "http" : "https"}://127.0.0.1:${o.port}`;
   const stop = async (): Promise<number> => {
     if (!exited) {
       try {
@@ -116,21 +123,28 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
     return -1;
   };
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (;;) {
-    if (exited) {
-      const code = await exit;
-      throw new Error(`runtime exited with code ${code} before it was ready:\n${text}`);
+  const client = o.caCert === undefined
+    ? undefined
+    : Deno.createHttpClient({ caCerts: [o.caCert] });
+  try {
+    for (;;) {
+      if (exited) {
+        const code = await exit;
+        throw new Error(`runtime exited with code ${code} before it was ready:\n${text}`);
+      }
+      const s = await status(base, o.token, client);
+      const providers = (s?.providers ?? []) as { state: string }[];
+      if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
+        return { port: o.port, base, stderr: () => text, stop };
+      }
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`runtime not ready within ${READY_TIMEOUT_MS} ms:\n${text}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
     }
-    const s = await status(base, o.token);
-    const providers = (s?.providers ?? []) as { state: string }[];
-    if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
-      return { port: o.port, base, stderr: () => text, stop };
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`runtime not ready within ${READY_TIMEOUT_MS} ms:\n${text}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  } finally {
+    client?.close();
   }
 }
 

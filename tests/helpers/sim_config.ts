@@ -96,6 +96,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       maxConnections: 128,
       requestHeaderTimeoutMs: 10000,
       keepAliveTimeoutMs: 30000,
+      consoleEnabled: true,
       ...o.http,
     },
     providers: o.providers ?? [simProvider("sim0")],

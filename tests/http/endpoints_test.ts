@@ -458,7 +458,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
         "NOT_FOUND",
         "Route not found: GET /v0/call",
       );
-      assertError(await fx.request("GET", "/"), 404, "NOT_FOUND", "Route not found: GET /");
+      assertError(await fx.request("GET", "/nope"), 404, "NOT_FOUND", "Route not found: GET /nope");
       assertError(
         await fx.request("GET", "/v0/devices/"),
         404,

@@ -1,0 +1,158 @@
+// The /v0 API as the console uses it: JSON in and out, the bearer token from sessionStorage
+// (asked for when an answer is 401, never put in a URL), errors kept exactly as the API words
+// them.
+
+/** sessionStorage key of the bearer token (per tab, gone when the tab closes). */
+export const TOKEN_STORAGE_KEY = "runtime-console.api-token";
+
+/** An API refusal or a failed request: HTTP status, status code and the API's own message. */
+export class ApiError extends Error {
+  /**
+   * @param {number} status HTTP status, 0 when no answer arrived
+   * @param {string} code the API's status code (NETWORK when no answer arrived)
+   * @param {string} message the API's message, verbatim
+   */
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+
+  /** How the console shows it: `409 FAILED_PRECONDITION: <message>`. */
+  toString() {
+    return this.status === 0 ? this.message : `${this.status} ${this.code}: ${this.message}`;
+  }
+}
+
+/**
+ * JSON.parse that keeps integers beyond ±2^53 exact: the API writes 64-bit integers as their
+ * decimal digits, which a plain parse would round. Such a number becomes its digit string.
+ * @param {string} text
+ */
+export function parseJson(text) {
+  return JSON.parse(text, (_key, value, context) => {
+    if (
+      typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value) &&
+      context && typeof context.source === "string" && /^-?\d+$/.test(context.source)
+    ) {
+      return context.source;
+    }
+    return value;
+  });
+}
+
+/** The token kept for this tab, or "". */
+export function storedToken() {
+  try {
+    return sessionStorage.getItem(TOKEN_STORAGE_KEY) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+/** Keeps (or, with "", forgets) the token for this tab. */
+export function storeToken(token) {
+  try {
+    if (token === "") sessionStorage.removeItem(TOKEN_STORAGE_KEY);
+    else sessionStorage.setItem(TOKEN_STORAGE_KEY, token);
+  } catch {
+    // storage disabled: the token lives as long as the page
+  }
+}
+
+/** Client of the runtime's /v0 API on the page's own origin. */
+export class Api {
+  /**
+   * @param {{askToken: (refused: boolean) => Promise<string | null>}} options `askToken` asks
+   *   the operator for a token (refused: the last one was wrong); null when they cancel.
+   */
+  constructor(options) {
+    this.askToken = options.askToken;
+    this.token = storedToken();
+    /** @type {Promise<string | null> | null} one prompt at a time, shared by every caller */
+    this.asking = null;
+    /** The operator cancelled the prompt: do not ask again by ourselves. */
+    this.declined = false;
+  }
+
+  /** Request headers: the bearer token when one is known. */
+  headers() {
+    return this.token === "" ? {} : { authorization: `Bearer ${this.token}` };
+  }
+
+  /**
+   * Answers 401 for `usedToken`: asks once for a (new) token, shared by concurrent callers.
+   * Resolves true when there is a token to retry with. Once the operator cancels, 401s stop
+   * asking (the page would otherwise prompt again at every refresh) until `force` (the "Enter
+   * API token" button) asks anew.
+   */
+  async authenticate(usedToken, force = false) {
+    if (this.token !== usedToken) return true; // someone else already got a new one
+    if (this.declined && !force) return false;
+    this.asking ??= this.askToken(usedToken !== "").finally(() => this.asking = null);
+    const token = await this.asking;
+    if (token === null || token === "") {
+      this.declined = true;
+      return false;
+    }
+    this.declined = false;
+    this.token = token;
+    storeToken(token);
+    return true;
+  }
+
+  /**
+   * Sends one request; resolves with the parsed JSON answer, rejects with ApiError.
+   * @param {string} method
+   * @param {string} path e.g. `/v0/mode`
+   * @param {unknown} [body] sent as JSON when given
+   */
+  async request(method, path, body) {
+    for (;;) {
+      const used = this.token;
+      /** @type {Record<string, string>} */
+      const headers = { accept: "application/json", ...this.headers() };
+      if (body !== undefined) headers["content-type"] = "application/json";
+      let res;
+      try {
+        res = await fetch(path, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          cache: "no-store",
+        });
+      } catch (err) {
+        throw new ApiError(
+          0,
+          "NETWORK",
+          `No answer from the runtime (${err instanceof Error ? err.message : err})`,
+        );
+      }
+      const text = await res.text();
+      let json = null;
+      try {
+        json = text === "" ? null : parseJson(text);
+      } catch {
+        json = null;
+      }
+      if (res.status === 401 && await this.authenticate(used)) continue;
+      if (!res.ok) {
+        const status = json?.status;
+        throw new ApiError(
+          res.status,
+          typeof status?.code === "string" ? status.code : "HTTP",
+          typeof status?.message === "string" ? status.message : text || res.statusText,
+        );
+      }
+      return json;
+    }
+  }
+
+  get(path) {
+    return this.request("GET", path);
+  }
+
+  post(path, body) {
+    return this.request("POST", path, body);
+  }
+}

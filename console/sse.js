@@ -1,0 +1,237 @@
+// GET /v0/events read with fetch (EventSource cannot send the bearer header), with its own
+// reconnection: backoff after a failure, a "stale" state when nothing (not even the server's
+// keep-alive comment) arrives for a while, and a fresh connection when the silence goes on.
+
+/** The runtime sends `: keepalive` after 15 s without events; silence past this is "stale". */
+export const STALE_AFTER_MS = 20000;
+/** Silence past this ends the connection and opens a new one. */
+export const RECONNECT_AFTER_MS = 35000;
+/** First wait before reconnecting after a failure; doubled per failure up to the maximum. */
+export const BACKOFF_INITIAL_MS = 500;
+export const BACKOFF_MAX_MS = 10000;
+/** Longest text kept while waiting for the end of one event (the server's are < 64 KiB). */
+export const MAX_PENDING_CHARS = 1 << 20;
+
+/**
+ * Splits an event stream into events (the SSE wire format: `event:`, `data:`, `id:` lines, a
+ * blank line ends an event, `:` starts a comment).
+ */
+export class SseParser {
+  /**
+   * @param {(e: {event: string, data: string, id: string}) => void} onEvent
+   * @param {(text: string) => void} [onComment]
+   */
+  constructor(onEvent, onComment = () => {}) {
+    this.onEvent = onEvent;
+    this.onComment = onComment;
+    this.buffer = "";
+    this.reset();
+  }
+
+  reset() {
+    this.event = "";
+    /** @type {string[]} */
+    this.data = [];
+    this.id = "";
+  }
+
+  /** Feeds decoded text; complete lines are handled, a partial one is kept. */
+  push(text) {
+    this.buffer += text;
+    if (this.buffer.length > MAX_PENDING_CHARS) {
+      throw new Error(`event stream: no line end within ${MAX_PENDING_CHARS} characters`);
+    }
+    for (;;) {
+      const m = /\r\n|\r|\n/.exec(this.buffer);
+      if (m === null) return;
+      // A lone \r at the very end may be the first half of \r\n: wait for more.
+      if (m[0] === "\r" && m.index === this.buffer.length - 1) return;
+      const line = this.buffer.slice(0, m.index);
+      this.buffer = this.buffer.slice(m.index + m[0].length);
+      this.line(line);
+    }
+  }
+
+  line(line) {
+    if (line === "") {
+      if (this.data.length > 0) {
+        this.onEvent({ event: this.event || "message", data: this.data.join("\n"), id: this.id });
+      }
+      this.reset();
+      return;
+    }
+    if (line.startsWith(":")) {
+      this.onComment(line.slice(1).trim());
+      return;
+    }
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") this.event = value;
+    else if (field === "data") this.data.push(value);
+    else if (field === "id") this.id = value;
+  }
+}
+
+/**
+ * One event stream that keeps itself connected. States: `connecting`, `live`, `stale`,
+ * `disconnected` (waiting `retryInMs` before the next attempt), `stopped`.
+ */
+export class EventStream {
+  /**
+   * @param {{
+   *   url: string,
+   *   headers?: () => Record<string, string>,
+   *   onEvent: (e: {event: string, data: string, id: string}) => void,
+   *   onComment?: (text: string) => void,
+   *   onOpen?: () => void,
+   *   onState?: (state: string, detail: {retryInMs?: number, error?: string, silentMs?: number}) => void,
+   *   onUnauthorized?: () => Promise<boolean>,
+   *   staleAfterMs?: number,
+   *   reconnectAfterMs?: number,
+   *   backoffInitialMs?: number,
+   *   backoffMaxMs?: number,
+   * }} options
+   */
+  constructor(options) {
+    this.options = options;
+    this.state = "stopped";
+    this.running = false;
+    /** @type {AbortController | null} */
+    this.abort = null;
+    this.failures = 0;
+    this.lastDataAt = 0;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    this.watchTimer = undefined;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    this.retryTimer = undefined;
+    /** @type {(() => void) | null} */
+    this.wake = null;
+    /** @type {Promise<void> | null} */
+    this.loop = null;
+  }
+
+  /** Starts connecting (no-op when running). */
+  start() {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Closes the stream and stops reconnecting; resolves once everything is released. */
+  async stop() {
+    this.running = false;
+    this.abort?.abort();
+    clearTimeout(this.retryTimer);
+    clearTimeout(this.watchTimer);
+    this.wake?.();
+    await this.loop;
+    this.setState("stopped", {});
+  }
+
+  /** Ends the wait before the next attempt (e.g. once a token was entered). */
+  retryNow() {
+    if (this.state !== "disconnected") return;
+    this.failures = 0;
+    clearTimeout(this.retryTimer);
+    this.wake?.();
+  }
+
+  setState(state, detail) {
+    this.state = state;
+    this.options.onState?.(state, detail);
+  }
+
+  async run() {
+    while (this.running) {
+      let error = "";
+      try {
+        error = await this.connectOnce();
+      } catch (err) {
+        error = err instanceof Error ? err.message : String(err);
+      }
+      clearTimeout(this.watchTimer);
+      if (!this.running) break;
+      const initial = this.options.backoffInitialMs ?? BACKOFF_INITIAL_MS;
+      const max = this.options.backoffMaxMs ?? BACKOFF_MAX_MS;
+      const wait = Math.min(max, initial * 2 ** Math.min(this.failures, 20));
+      this.failures++;
+      this.setState("disconnected", { retryInMs: wait, error });
+      await new Promise((resolve) => {
+        this.wake = () => resolve(undefined);
+        this.retryTimer = setTimeout(resolve, wait);
+      });
+      this.wake = null;
+    }
+  }
+
+  /** One connection, until it ends; resolves with why it ended. */
+  async connectOnce() {
+    this.setState("connecting", {});
+    const abort = new AbortController();
+    this.abort = abort;
+    let res;
+    try {
+      res = await fetch(this.options.url, {
+        headers: { accept: "text/event-stream", ...(this.options.headers?.() ?? {}) },
+        signal: abort.signal,
+        cache: "no-store",
+      });
+    } catch (err) {
+      return `no answer (${err instanceof Error ? err.message : err})`;
+    }
+    if (res.status === 401) {
+      await res.body?.cancel();
+      if (this.options.onUnauthorized && await this.options.onUnauthorized()) {
+        this.failures = 0;
+        return "unauthorized; retrying with the new token";
+      }
+      return "401 UNAUTHENTICATED";
+    }
+    if (!res.ok || res.body === null) {
+      const text = await res.text().catch(() => "");
+      return `${res.status} ${text}`.trim();
+    }
+    const parser = new SseParser(this.options.onEvent, this.options.onComment);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    this.failures = 0;
+    this.lastDataAt = Date.now();
+    this.setState("live", {});
+    this.options.onOpen?.();
+    this.watch(abort);
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return "the runtime ended the stream";
+        this.lastDataAt = Date.now();
+        if (this.state !== "live") this.setState("live", {});
+        parser.push(value);
+      }
+    } catch (err) {
+      return abort.signal.aborted
+        ? "closed"
+        : `stream broken (${err instanceof Error ? err.message : err})`;
+    } finally {
+      abort.abort();
+      await reader.cancel().catch(() => {});
+    }
+  }
+
+  /** Marks the stream stale after a silence, and ends it after a longer one. */
+  watch(abort) {
+    const stale = this.options.staleAfterMs ?? STALE_AFTER_MS;
+    const dead = this.options.reconnectAfterMs ?? RECONNECT_AFTER_MS;
+    const check = () => {
+      if (abort.signal.aborted) return;
+      const silent = Date.now() - this.lastDataAt;
+      if (silent >= dead) {
+        abort.abort();
+        return;
+      }
+      if (silent >= stale && this.state === "live") this.setState("stale", { silentMs: silent });
+      this.watchTimer = setTimeout(check, Math.max(50, Math.min(stale, dead) / 4));
+    };
+    this.watchTimer = setTimeout(check, Math.max(50, Math.min(stale, dead) / 4));
+  }
+}

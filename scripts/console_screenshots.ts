@@ -1,0 +1,78 @@
+/**
+ * Regenerates the operator console's screenshots in docs/console/ (deno task
+ * console:screenshots): runs the demo configuration as the real runtime, operates it from the
+ * page in headless Chromium (Debian's `chromium`, as the browser tests use) and captures the main
+ * views, desktop and tablet. Values differ from run to run; the layout is what matters.
+ */
+import type { Page } from "playwright-core";
+import { launchChromium, waitForText } from "../tests/helpers/browser.ts";
+import {
+  freePort,
+  startRuntimeChild,
+  withCheckoutMirror,
+} from "../tests/helpers/runtime_process.ts";
+
+const REPO = new URL("../", import.meta.url).pathname;
+const OUT = `${REPO}docs/console`;
+const DESKTOP = { width: 1280, height: 860 };
+const TABLET = { width: 820, height: 1180 };
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: `${OUT}/${name}.png` });
+  console.log(`wrote docs/console/${name}.png`);
+}
+
+async function view(page: Page, name: string, ready: string): Promise<void> {
+  await page.locator(`.tabs a[href="#${name}"]`).click();
+  await page.locator(ready).first().waitFor();
+  await page.waitForTimeout(600); // let the next refresh fill ages and counters
+}
+
+await Deno.mkdir(OUT, { recursive: true });
+const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+await withCheckoutMirror(demo, async (dir) => {
+  const port = freePort();
+  const rt = await startRuntimeChild({
+    config: `${dir}/config.yaml`,
+    port,
+    args: ["--port", String(port)],
+    cwd: dir,
+  });
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage({ viewport: DESKTOP });
+    await page.goto(`${rt.base}/`);
+    await waitForText(page, "#conn", /^Live$/);
+    await page.locator('#mode-buttons [data-mode="MANUAL"]').click();
+    await waitForText(page, "#mode", /^MANUAL$/);
+    const motor = page.locator('form[data-fn="sim0/motorctl0/10"]');
+    await motor.getByLabel("motor_index").fill("1");
+    await motor.getByLabel("duty").fill("0.5");
+    await motor.getByRole("button", { name: "Run set_motor_duty" }).click();
+    await waitForText(page, 'tr[data-signal="sim0/motorctl0/motor1_duty"] td.value', /^0\.5$/);
+    await page.waitForTimeout(1500);
+    await shot(page, "devices");
+
+    await page.setViewportSize(TABLET);
+    await page.waitForTimeout(300);
+    await shot(page, "tablet");
+    await page.setViewportSize(DESKTOP);
+
+    await view(page, "health", '[data-provider="sim0"]');
+    await shot(page, "health");
+
+    await page.locator('#mode-buttons [data-mode="AUTO"]').click();
+    await waitForText(page, "#mode", /^AUTO$/);
+    await view(page, "automation", "#automation-tree .outline");
+    await waitForText(page, "#automation-status", /Ticks[1-9]\d* total/);
+    await shot(page, "automation");
+
+    await page.locator("#estop").click();
+    await waitForText(page, "#estop-result .estop-summary", /^Latched\./);
+    await page.waitForTimeout(600);
+    await shot(page, "estop");
+  } finally {
+    await browser.close();
+    await rt.stop();
+  }
+});

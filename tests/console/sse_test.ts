@@ -1,0 +1,190 @@
+/**
+ * The console's event-stream client (console/sse.js) under Deno: the SSE parser on awkward
+ * chunking, and EventStream against a real HTTP server on loopback — reconnection with backoff
+ * after the server ends a stream, "stale" after a silence and a new connection after a longer
+ * one, and a 401 answered by asking for a token and retrying with it.
+ */
+import assert from "node:assert/strict";
+import { EventStream, MAX_PENDING_CHARS, SseParser } from "../../console/sse.js";
+
+type Frame = { event: string; data: string; id: string };
+
+Deno.test("SseParser splits events across chunks, CRLF included, and reports comments", () => {
+  const events: Frame[] = [];
+  const comments: string[] = [];
+  const p = new SseParser((e: Frame) => events.push(e), (c: string) => comments.push(c));
+  const text = 'event: mode_change\r\nid: 7\r\ndata: {"a":1}\r\n\r\n: keepalive\n' +
+    "data: line1\ndata: line2\n\n: dropped 3 events\nevent: x\n\nid: 9\nevent: y\ndata:z\n\n";
+  // Every split point, CR and LF apart included.
+  for (let cut = 0; cut <= text.length; cut++) {
+    events.length = 0;
+    comments.length = 0;
+    p.push(text.slice(0, cut));
+    p.push(text.slice(cut));
+    assert.deepEqual(events, [
+      { event: "mode_change", data: '{"a":1}', id: "7" },
+      { event: "message", data: "line1\nline2", id: "" },
+      { event: "y", data: "z", id: "9" },
+    ], `cut at ${cut}`);
+    assert.deepEqual(comments, ["keepalive", "dropped 3 events"], `cut at ${cut}`);
+  }
+});
+
+Deno.test("SseParser refuses a line longer than MAX_PENDING_CHARS", () => {
+  const p = new SseParser(() => {});
+  p.push("data: " + "x".repeat(MAX_PENDING_CHARS - 6));
+  assert.throws(() => p.push("x"), /no line end within/);
+});
+
+/** A loopback server whose answer to each request the test decides. */
+function serve(handler: (req: Request, n: number) => Response) {
+  let n = 0;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req) => handler(req, ++n),
+  );
+  return { url: `http://127.0.0.1:${server.addr.port}/v0/events`, server, count: () => n };
+}
+
+/** A stream that sends `frames` and then stays open (silent) until the client goes. */
+function stream(frames: string[], close = false): Response {
+  const enc = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (const f of frames) c.enqueue(enc.encode(f));
+      if (close) c.close();
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream" } });
+}
+
+async function until(what: string, test: () => boolean, timeoutMs = 10000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!test()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+Deno.test("EventStream reconnects with backoff when the server ends the stream, reopening each time", async () => {
+  const s = serve((_req, n) => stream([`event: e\nid: ${n}\ndata: {"n":${n}}\n\n`], n === 1) // the first one ends at once
+  );
+  const states: string[] = [];
+  const retries: number[] = [];
+  const events: string[] = [];
+  let opens = 0;
+  const es = new EventStream({
+    url: s.url,
+    onEvent: (e: Frame) => events.push(e.data),
+    onOpen: () => opens++,
+    onState: (st: string, d: { retryInMs?: number }) => {
+      states.push(st);
+      if (st === "disconnected") retries.push(d.retryInMs ?? -1);
+    },
+    backoffInitialMs: 40,
+    backoffMaxMs: 1000,
+  });
+  try {
+    es.start();
+    await until("the second stream's event", () => events.length === 2);
+    assert.deepEqual(events, ['{"n":1}', '{"n":2}']);
+    assert.equal(opens, 2);
+    assert.deepEqual(retries, [40]);
+    assert.deepEqual(states, ["connecting", "live", "disconnected", "connecting", "live"]);
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+  assert.equal(es.state, "stopped");
+});
+
+Deno.test("EventStream doubles its wait after each failed attempt, up to the maximum", async () => {
+  const s = serve(() => new Response("busy", { status: 503 }));
+  const retries: number[] = [];
+  const errors: string[] = [];
+  const es = new EventStream({
+    url: s.url,
+    onEvent: () => {},
+    onState: (st: string, d: { retryInMs?: number; error?: string }) => {
+      if (st === "disconnected") {
+        retries.push(d.retryInMs ?? -1);
+        errors.push(d.error ?? "");
+      }
+    },
+    backoffInitialMs: 10,
+    backoffMaxMs: 40,
+  });
+  try {
+    es.start();
+    await until("five attempts", () => retries.length >= 5);
+    assert.deepEqual(retries.slice(0, 5), [10, 20, 40, 40, 40]);
+    assert.equal(errors[0], "503 busy");
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+});
+
+Deno.test("EventStream turns stale after a silence and reconnects after a longer one", async () => {
+  const s = serve(() => stream([": hello\n\n"]));
+  const states: string[] = [];
+  let opens = 0;
+  const es = new EventStream({
+    url: s.url,
+    onEvent: () => {},
+    onOpen: () => opens++,
+    onState: (st: string) => states.push(st),
+    staleAfterMs: 100,
+    reconnectAfterMs: 300,
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await until("a second connection", () => opens === 2);
+    assert.deepEqual(states.slice(0, 6), [
+      "connecting",
+      "live",
+      "stale",
+      "disconnected",
+      "connecting",
+      "live",
+    ]);
+    assert.equal(s.count(), 2);
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+});
+
+Deno.test("EventStream answers 401 by asking for a token and retrying with it", async () => {
+  const seen: Array<string | null> = [];
+  const s = serve((req) => {
+    seen.push(req.headers.get("authorization"));
+    return req.headers.get("authorization") === "Bearer t0k"
+      ? stream(["data: ok\n\n"])
+      : new Response("{}", { status: 401 });
+  });
+  let token = "";
+  let asked = 0;
+  const events: string[] = [];
+  const es = new EventStream({
+    url: s.url,
+    headers: (): Record<string, string> => token ? { authorization: `Bearer ${token}` } : {},
+    onEvent: (e: Frame) => events.push(e.data),
+    onUnauthorized: () => {
+      asked++;
+      token = "t0k";
+      return Promise.resolve(true);
+    },
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await until("the event", () => events.length === 1);
+    assert.equal(asked, 1);
+    assert.deepEqual(seen, [null, "Bearer t0k"]);
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+});

@@ -1,0 +1,107 @@
+/**
+ * Headless Chromium for the operator console's tests: Debian's `chromium` package driven by
+ * playwright-core (which downloads no browser). Tests that need it skip with a loud message when
+ * it is not installed (`.ci/run` installs it), like the time-series database tests.
+ */
+import { type Browser, chromium, type Page } from "playwright-core";
+
+/** How long a test waits for something to appear on the page (a loaded CI machine is slow). */
+export const PAGE_WAIT_MS = 20000;
+
+let warned = false;
+
+/** The `chromium` executable on PATH, or null. */
+export function chromiumPath(): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir === "") continue;
+    for (const name of ["chromium", "chromium-browser"]) {
+      try {
+        const path = `${dir}/${name}`;
+        if (Deno.statSync(path).isFile) return path;
+      } catch {
+        // not here
+      }
+    }
+  }
+  return null;
+}
+
+/** True when Chromium is missing; prints a loud message once so a skip is never silent. */
+export function chromiumMissing(): boolean {
+  const missing = chromiumPath() === null;
+  if (missing && !warned) {
+    warned = true;
+    console.warn(
+      "\n!!!!!!!! chromium not found on PATH: operator console browser tests are SKIPPED. " +
+        "Install it with: apt-get install -y chromium !!!!!!!!\n",
+    );
+  }
+  return missing;
+}
+
+/** Launches headless Chromium (extra command-line switches in `args`). */
+export async function launchChromium(args: string[] = []): Promise<Browser> {
+  const executablePath = chromiumPath();
+  if (executablePath === null) throw new Error("chromium not found on PATH");
+  return await chromium.launch({ executablePath, headless: true, args });
+}
+
+/** Collects the page's uncaught errors and console errors (a test asserts there are none). */
+export function collectPageErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(`console.error: ${m.text()}`);
+  });
+  return errors;
+}
+
+/**
+ * The page's global object inside functions Playwright runs in the browser: Deno's type checker
+ * has no DOM library, and the cast is gone once the function is sent to the page.
+ */
+// deno-lint-ignore no-explicit-any
+export type PageGlobal = any;
+
+/**
+ * Waits until the text of the first element `selector` (a Playwright selector) matches `test`;
+ * returns the text. Fails naming the selector, the expectation and the last text seen.
+ */
+export async function waitForText(
+  page: Page,
+  selector: string,
+  test: RegExp,
+  timeout = PAGE_WAIT_MS,
+): Promise<string> {
+  const deadline = Date.now() + timeout;
+  let last: string | null = null;
+  for (;;) {
+    last = await page.locator(selector).first().textContent({ timeout: 500 }).catch(() => null);
+    if (last !== null && test.test(last)) return last;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `${selector}: text never matched ${test} within ${timeout} ms (last: ${
+          JSON.stringify(last)
+        })`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Steps that build on each other: once one fails, the later ones are reported as ignored
+ * instead of each waiting out its own timeout against a page in the wrong state.
+ */
+export function sequentialSteps(
+  t: Deno.TestContext,
+): (name: string, fn: () => Promise<void>) => Promise<void> {
+  let failed = false;
+  return async (name, fn) => {
+    if (failed) {
+      await t.step({ name, ignore: true, fn: () => {} });
+      return;
+    }
+    if (!(await t.step(name, fn))) failed = true;
+  };
+}
