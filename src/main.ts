@@ -3,7 +3,6 @@
  * starts the service. Exit codes: src/exit_codes.ts (0 ok, 1 configuration errors, 2 usage error or
  * unreadable file, 3 start-up failure, 4 crash).
  */
-import { delimiter, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { USAGE } from "./cli_usage.ts";
 import {
@@ -21,6 +20,8 @@ import {
   HTTP_CONTRACT_VERSION,
   LOG_LEVELS,
   type LogLevel,
+  pathBelow,
+  resolvePath,
   RUNTIME_VERSION,
 } from "./common/mod.ts";
 import {
@@ -156,7 +157,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`runtime: ${override}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
-  const absPath = resolve(Deno.cwd(), cli.file);
+  const absPath = resolvePath(Deno.cwd(), cli.file);
   const loaded = await loadConfigFile({
     readFile: readRegularFile,
     path: absPath,
@@ -228,8 +229,7 @@ async function behaviorTreeDiagnostics(config: Config): Promise<Diagnostic[]> {
   const { verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
   const cwd = Deno.cwd();
   return verifyBehaviorTreeFile(path, (p) => Deno.readFileSync(p)).map((d) => {
-    const rel = relative(cwd, d.file);
-    return { ...d, file: rel !== "" && !rel.startsWith("..") ? rel : d.file };
+    return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
 }
 
@@ -274,10 +274,10 @@ function isOnPath(command: string): boolean {
   } catch {
     return true; // PATH not readable here (e.g. a binary compiled without it): cannot tell.
   }
-  for (const dir of (path ?? "").split(delimiter)) {
+  for (const dir of (path ?? "").split(":")) {
     if (dir === "") continue;
     try {
-      const info = Deno.statSync(join(dir, command));
+      const info = Deno.statSync(`${dir}/${command}`);
       if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return true;
     } catch {
       // not in this folder

@@ -6,3 +6,4 @@ export * from "./host.ts";
 export * from "./version.ts";
 export * from "./health.ts";
 export * from "./utf8.ts";
+export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";

@@ -3,8 +3,7 @@
  * defaults explicitly and applying every bound of the spec's Limits table and every cross-field
  * rule (issue 2 §3, contract/config.md, project rules in contract/README.md).
  */
-import { posix } from "node:path";
-import { LOG_LEVELS } from "../common/mod.ts";
+import { LOG_LEVELS, resolvePath } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
 import { readAlarms, readInterlocks } from "./_alarms.ts";
 import {
@@ -175,8 +174,8 @@ function readRuntime(root: Obj, ctx: SemanticContext): Config["runtime"] {
     shutdownTimeoutMs: c.integer(r, P, "shutdown_timeout_ms", 2000, { min: 500, max: 30000 }),
     startupTimeoutMs: c.integer(r, P, "startup_timeout_ms", 30000, { min: 5000, max: 300000 }),
     dataDir: dataDir === ""
-      ? posix.resolve(ctx.cwd, "anolis-data")
-      : posix.resolve(ctx.configDir, dataDir),
+      ? resolvePath(ctx.cwd, "anolis-data")
+      : resolvePath(ctx.configDir, dataDir),
   };
 }
 
@@ -338,7 +337,7 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
   const otherSet = typeof h[other] === "string" && h[other] !== "";
   if (v === "") return null;
   if (!otherSet) c.error([...P, key], `is set but ${other} is not: TLS needs both or neither`);
-  const abs = posix.resolve(ctx.configDir, v);
+  const abs = resolvePath(ctx.configDir, v);
   if (!ctx.fileExists(abs)) {
     // A build machine usually lacks the target's certificates; start-up cannot do without them.
     const kind = ctx.pathKind?.(abs) ?? null;
@@ -430,7 +429,7 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   if (command === "") return "";
   const path = [...pp, "command"];
   if (command.includes("/")) {
-    const abs = posix.resolve(ctx.configDir, command);
+    const abs = resolvePath(ctx.configDir, command);
     if (!ctx.fileExists(abs)) environmentProblem(ctx, path, `file not found: ${abs}`, "warning");
     return abs;
   }
@@ -637,7 +636,7 @@ function readBehaviorTree(ctx: SemanticContext, a: Obj, enabled: boolean): strin
   }
   const value = c.string(a, P, key, "", enabled);
   if (value === "") return null;
-  const abs = posix.resolve(ctx.configDir, value);
+  const abs = resolvePath(ctx.configDir, value);
   if (enabled && !ctx.fileExists(abs)) {
     environmentProblem(ctx, path, `file not found: ${abs}`, "error");
   }

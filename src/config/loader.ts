@@ -4,7 +4,7 @@
  * every secret scrubbed. Pure: file reading, the environment and PATH lookups are supplied by the
  * caller (src/main.ts), so nothing here touches Deno.*.
  */
-import { posix } from "node:path";
+import { dirnameOf, resolvePath } from "../common/mod.ts";
 import { Checker, describeValue, type Obj } from "./_checker.ts";
 import { scrubDiagnostics, secretTexts } from "./_secrets.ts";
 import { readConfig } from "./_semantic.ts";
@@ -166,7 +166,7 @@ function parseAndValidate(
     commandExists: options.commandExists,
     cwd: options.cwd,
     configPath: options.path,
-    configDir: posix.dirname(options.path),
+    configDir: resolvePath(options.cwd, dirnameOf(options.path)),
   });
   // One at a time: spreading a huge list into push() overflows the call stack (160k arguments).
   for (const d of checker.diagnostics) diagnostics.push(d);

@@ -46,3 +46,8 @@ Deno.test("src/main.ts loads neither the tree engine, its XML parser nor the Inf
   );
   assert.deepStrictEqual(eager, []);
 });
+
+Deno.test("the runtime does not load node:path (its own POSIX helpers are src/common/paths.ts)", async () => {
+  const graph = [...await staticGraph("../../src/main.ts")];
+  assert.deepStrictEqual(graph.filter((s) => s === "node:path"), []);
+});

@@ -5,7 +5,7 @@
  */
 import type { Diagnostic } from "../../config/mod.ts";
 import { errorAt, type SourcePos, warningAt } from "./diagnostics.ts";
-import { basenameWithoutExtension, dirnameOf, resolvePath } from "./file_paths.ts";
+import { basenameWithoutExtension, dirnameOf, resolvePath } from "../../common/mod.ts";
 import type { ReadFileFn } from "./services.ts";
 import { parseXmlDocument, type XmlElement } from "./xml_document.ts";
 
