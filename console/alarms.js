@@ -566,6 +566,10 @@ export class AlarmsPanel {
       const r = await this.api.post(`/v0/alarms/${encodeURIComponent(id)}/${op}`, body);
       const at = new Date().toLocaleTimeString();
       const a = r.alarm;
+      // The answer is the alarm right after the change: newer than any read under way.
+      this.alarmEvents++;
+      this.alarms = (this.alarms ?? []).map((x) => x.id === a.id ? a : x);
+      this.render();
       setResult(
         row.result,
         "ok",
@@ -578,7 +582,8 @@ export class AlarmsPanel {
     } catch (err) {
       setResult(row.result, "error", this.errorText(err));
     }
-    await this.load();
+    // Read again shortly: what else changed meanwhile (a refusal means the alarm moved on).
+    this.scheduleLoad();
   }
 
   // ---- interlocks ----
