@@ -1,8 +1,19 @@
 // The operator console: everything it shows and does goes through the public /v0 API (REST and
 // the event stream), so nothing here is impossible with curl.
 
+import { AlarmsPanel } from "./alarms.js";
 import { Api, ApiError } from "./api.js";
-import { byId, fill, formatAge, formatTime, formatValue, h, setText } from "./dom.js";
+import {
+  badge,
+  byId,
+  fill,
+  formatAge,
+  formatTime,
+  formatValue,
+  h,
+  setResult,
+  setText,
+} from "./dom.js";
 import { field, readArg, readParameter } from "./forms.js";
 import { EventStream } from "./sse.js";
 
@@ -39,9 +50,10 @@ const RUNG_TEXT = {
   none: "nothing (no safe state declared)",
 };
 const CLOSE_REASONS = ["operator_stop", "completed", "failed", "superseded"];
-const VIEWS = ["devices", "parameters", "health", "automation", "runs", "telemetry"];
+const VIEWS = ["devices", "alarms", "parameters", "health", "automation", "runs", "telemetry"];
 
 const api = new Api({ askToken });
+const alarms = new AlarmsPanel({ api, errorText, onChange: renderEstopCause });
 
 const model = {
   /** @type {any} GET /v0/runtime/status */
@@ -140,7 +152,32 @@ function renderStatus() {
     ),
   );
   byId("estop-clear").hidden = e.latched !== true;
+  renderEstopCause();
   renderModeButtons();
+}
+
+/** While latched: what latched it (`api`, or `alarm:<id>` with the alarm's message). */
+function renderEstopCause() {
+  const e = model.status?.estop;
+  const el = byId("estop-cause");
+  const cause = e?.latched === true && typeof e.cause === "string" ? e.cause : "";
+  const alarm = cause.startsWith("alarm:") ? alarms.alarm(cause.slice(6)) : undefined;
+  const key = `${cause}|${alarm?.message ?? ""}`;
+  el.hidden = cause === "";
+  if (el.dataset.key === key) return;
+  el.dataset.key = key;
+  fill(
+    el,
+    "Cause: ",
+    cause.startsWith("alarm:")
+      ? h("a", { href: "#alarms", "data-cause": cause, text: cause })
+      : h("strong", { "data-cause": cause, text: cause }),
+    alarm?.message
+      ? ` — ${alarm.message}`
+      : cause === "api"
+      ? " — an e-stop request (POST /v0/estop: this page or another client)"
+      : "",
+  );
 }
 
 function renderModeButtons() {
@@ -1005,10 +1042,6 @@ async function loadTelemetry() {
 
 // ---- shared pieces ----
 
-function badge(text, cls) {
-  return h("span", { class: `badge ${cls}`, text });
-}
-
 function facts(pairs) {
   return h(
     "dl",
@@ -1042,11 +1075,6 @@ function errorText(err) {
       "console by IP address.";
   }
   return text;
-}
-
-function setResult(el, kind, text) {
-  el.className = `result ${kind}`;
-  el.textContent = text;
 }
 
 function cssId(text) {
@@ -1089,7 +1117,8 @@ function showView() {
 }
 
 async function refreshView(view, full) {
-  if (view === "health") await loadHealth();
+  if (view === "alarms") await alarms.load();
+  else if (view === "health") await loadHealth();
   else if (view === "automation") await loadAutomation(full);
   else if (view === "runs") await loadRuns();
   else if (view === "telemetry") await loadTelemetry();
@@ -1106,7 +1135,7 @@ function refresh(full) {
   const run = async () => {
     const tasks = [loadStatus(), loadHealth(), refreshView(currentView(), full)];
     if (full) {
-      tasks.push(loadInventory(), loadParameters(), loadAutomation(true));
+      tasks.push(loadInventory(), loadParameters(), loadAutomation(true), alarms.load());
     } else {
       tasks.push(loadState());
     }
@@ -1127,22 +1156,18 @@ function onEvent(e) {
     return;
   }
   switch (e.event) {
-    case "state_update":
-      showValue(
-        key(data.provider_id, data.device_id, data.signal_id),
-        data.value,
-        data.quality,
-        data.timestamp_ms,
-      );
+    case "state_update": {
+      const sk = key(data.provider_id, data.device_id, data.signal_id);
+      showValue(sk, data.value, data.quality, data.timestamp_ms);
+      alarms.onSignal(sk, data.value, data.quality);
       break;
-    case "quality_change":
-      showValue(
-        key(data.provider_id, data.device_id, data.signal_id),
-        undefined,
-        data.new_quality,
-        undefined,
-      );
+    }
+    case "quality_change": {
+      const sk = key(data.provider_id, data.device_id, data.signal_id);
+      showValue(sk, undefined, data.new_quality, undefined);
+      alarms.onSignal(sk, undefined, data.new_quality);
       break;
+    }
     case "device_availability":
     case "provider_health_change":
       scheduleInventory();
@@ -1168,6 +1193,12 @@ function onEvent(e) {
     case "estop_change":
     case "estop_verification":
       loadStatus().catch(showRefreshError);
+      break;
+    case "alarm":
+      alarms.onAlarmEvent(data);
+      break;
+    case "interlock":
+      alarms.onInterlockEvent(data);
       break;
     case "bt_error":
     case "automation_fault":
@@ -1216,8 +1247,11 @@ function main() {
     headers: () => api.headers(),
     onEvent,
     onComment: (text) => {
-      // A slow reader lost events: re-read the values.
-      if (text.startsWith("dropped")) loadState().catch(showRefreshError);
+      // A slow reader lost events: re-read the values, alarms and interlocks.
+      if (text.startsWith("dropped")) {
+        loadState().catch(showRefreshError);
+        alarms.load();
+      }
     },
     // After every reconnection: resync everything, since events may have been missed.
     onOpen: () => {

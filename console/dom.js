@@ -40,6 +40,17 @@ export function byId(id) {
   return el;
 }
 
+/** A small coloured label (`cls`: its colour class, e.g. `q-OK`); always with its word. */
+export function badge(text, cls) {
+  return h("span", { class: `badge ${cls}`, text });
+}
+
+/** Shows the outcome of an operator action: `kind` is ok, pending, warn, error or "". */
+export function setResult(el, kind, text) {
+  el.className = `result ${kind}`;
+  el.textContent = text;
+}
+
 /** Sets text only when it changed (keeps screen readers and layout calm). */
 export function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;

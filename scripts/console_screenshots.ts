@@ -1,8 +1,9 @@
 /**
  * Regenerates the operator console's screenshots in docs/console/ (deno task
- * console:screenshots): runs the demo configuration as the real runtime, operates it from the
- * page in headless Chromium (Debian's `chromium`, as the browser tests use) and captures the main
- * views, desktop and tablet. Values differ from run to run; the layout is what matters.
+ * console:screenshots): runs the demo configuration with its alarms (examples/alarms.yaml) as the
+ * real runtime, operates it from the page in headless Chromium (Debian's `chromium`, as the
+ * browser tests use) and captures the main views, desktop and tablet. Values differ from run to
+ * run; the layout is what matters.
  */
 import type { Page } from "playwright-core";
 import { launchChromium, waitForText } from "../tests/helpers/browser.ts";
@@ -17,8 +18,8 @@ const OUT = `${REPO}docs/console`;
 const DESKTOP = { width: 1280, height: 860 };
 const TABLET = { width: 820, height: 1180 };
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: `${OUT}/${name}.png` });
+async function shot(page: Page, name: string, fullPage = false): Promise<void> {
+  await page.screenshot({ path: `${OUT}/${name}.png`, fullPage });
   console.log(`wrote docs/console/${name}.png`);
 }
 
@@ -29,7 +30,7 @@ async function view(page: Page, name: string, ready: string): Promise<void> {
 }
 
 await Deno.mkdir(OUT, { recursive: true });
-const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+const demo = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
 await withCheckoutMirror(demo, async (dir) => {
   const port = freePort();
   const rt = await startRuntimeChild({
@@ -71,6 +72,30 @@ await withCheckoutMirror(demo, async (dir) => {
     await waitForText(page, "#estop-result .estop-summary", /^Latched\./);
     await page.waitForTimeout(600);
     await shot(page, "estop");
+
+    // Alarms: re-arm, relay 4 on (an alarm), the heater held at 55 °C in closed loop (the
+    // interlock blocks above 45 °C, the warning raises above 50 °C; the stop is at 60 °C).
+    await page.locator("#estop-result-hide").click();
+    await page.locator("#estop-clear").click();
+    await page.locator("#clear-confirm").click();
+    await waitForText(page, "#latch", /^released$/);
+    await page.locator('#mode-buttons [data-mode="MANUAL"]').click();
+    await waitForText(page, "#mode", /^MANUAL$/);
+    await page.locator('.tabs a[href="#devices"]').click();
+    await page.locator('form[data-fn="sim0/relayio0/4"]').getByLabel("enabled").check();
+    await page.locator('form[data-fn="sim0/relayio0/4"]').getByRole("button").click();
+    const tempctl = (fn: number) => page.locator(`form[data-fn="sim0/tempctl0/${fn}"]`);
+    await tempctl(2).getByLabel("value").fill("55");
+    await tempctl(2).getByRole("button").click();
+    await tempctl(1).getByLabel("mode").fill("closed");
+    await tempctl(1).getByRole("button").click();
+    await view(page, "alarms", 'tr[data-alarm="relay4_on"][data-state="active"]');
+    await page.locator('tr[data-alarm="tc1_high"][data-state="active"]').waitFor({
+      timeout: 30000,
+    });
+    await page.locator('tr[data-alarm="relay4_on"] summary').click();
+    await page.waitForTimeout(600);
+    await shot(page, "alarms", true);
   } finally {
     await browser.close();
     await rt.stop();

@@ -301,6 +301,20 @@ Deno.test({
           assert.deepEqual([marker.type, marker.payload], ["valve_opened", { valve: "v1" }]);
         });
 
+        await step("without alarms configured, the Alarms view says so plainly", async () => {
+          // The runtime always has the alarm engine: no alarms is an empty list, not a 503.
+          const listed = await api(rt, "GET", "/v0/alarms");
+          assert.equal(listed.status, 200);
+          assert.deepEqual(listed.json.alarms, []);
+          assert.deepEqual((await api(rt, "GET", "/v0/interlocks")).json.interlocks, []);
+          await waitForText(page, "#alarm-summary", /^none configured$/);
+          await waitForText(page, "#interlock-summary", /^none configured$/);
+          await page.locator('.tabs a[href="#alarms"]').click();
+          await waitForText(page, '[data-empty="alarms"]', /^No alarms configured/);
+          await waitForText(page, '[data-empty="interlocks"]', /^No interlocks configured/);
+          assert.equal(await page.locator("tr[data-alarm], tr[data-interlock]").count(), 0);
+        });
+
         await step("telemetry shows the status counters", async () => {
           await page.locator('.tabs a[href="#telemetry"]').click();
           await waitForText(page, "#telemetry", /total written0/);
@@ -343,6 +357,8 @@ Deno.test({
             await waitForText(page, "#latch", /^LATCHED since /);
             await waitForText(page, "#mode", /^FAULT$/);
             assert.equal(await page.locator("#estop-clear").isVisible(), true);
+            await waitForText(page, "#estop-cause", /^Cause: api — an e-stop request/);
+            assert.equal(await page.locator("#estop-cause").isVisible(), true);
           },
         );
 
@@ -390,6 +406,7 @@ Deno.test({
           await page.locator("#estop-clear").click();
           await page.locator("#clear-confirm").click();
           await waitForText(page, "#latch", /^released$/);
+          assert.equal(await page.locator("#estop-cause").isVisible(), false);
           await waitForText(page, "#mode-result", /^E-stop latch released\./);
           const status = (await api(rt, "GET", "/v0/runtime/status")).json;
           assert.equal(status.estop.latched, false);
