@@ -146,6 +146,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: ["src/state/state_cache.ts"],
     tests: [
       "tests/state/state_cache_test.ts",
+      "tests/state/device_polled_test.ts",
       "tests/providers/provider_liveness_test.ts",
       "tests/providers/provider_discovery_test.ts",
       "tests/scenarios/provider_data_types_test.ts",
