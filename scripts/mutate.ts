@@ -61,7 +61,7 @@ function strykerConfig(scope: MutationScope): Record<string, unknown> {
       "tools/mutation/node_modules",
       "tools/mutation/reports",
       "bench/results",
-      "dist",
+      "/dist", // the compile output; not vendor/yaml/dist
       ".git",
     ],
     concurrency: Math.max(1, navigator.hardwareConcurrency),
