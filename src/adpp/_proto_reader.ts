@@ -28,7 +28,6 @@ export const WIRE_I64 = 1;
 export const WIRE_LEN = 2;
 export const WIRE_I32 = 5;
 
-
 /** Cursor over one input buffer. The generated decoders use one instance per module. */
 export class ProtoReader {
   buf: Uint8Array = new Uint8Array(0);
