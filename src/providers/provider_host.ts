@@ -7,6 +7,7 @@ import {
   type ProviderSupervisionView,
   RuntimeError,
   type SpawnFn,
+  toRuntimeError,
   unavailable,
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
@@ -110,8 +111,9 @@ export class ProviderHost {
 
   /** Seconds since the current process came up; 0 while unavailable. */
   uptimeSeconds(): number {
-    if (!this.available || this.#state.upSince === null) return 0;
-    return Math.floor((this.#deps.clock.monoMs() - this.#state.upSince) / 1000);
+    if (!this.available) return 0;
+    // Every transition into UP sets upSince.
+    return Math.floor((this.#deps.clock.monoMs() - this.#state.upSince!) / 1000);
   }
 
   /** Milliseconds since the provider last answered anything; null while there is no session. */
@@ -221,9 +223,10 @@ export class ProviderHost {
     } catch (err) {
       this.#starting = null;
       const exitCode = session.exitCode; // known only if the process died on its own
+      const cause = toRuntimeError(err);
       const failure = exitCode === null ? err : new RuntimeError(
-        err instanceof RuntimeError ? err.code : "UNAVAILABLE",
-        `${err instanceof Error ? err.message : String(err)} (process exit code ${exitCode})`,
+        cause.code,
+        `${cause.message} (process exit code ${exitCode})`,
         { cause: err },
       );
       budget?.onFailure(failure); // said now: ending the process may take up to 2 s
@@ -280,8 +283,9 @@ export class ProviderHost {
       `supervision ${before.phase}(${before.attemptCount}) -${event.type}-> ${after.phase}(${after.attemptCount})`,
     );
     if (isAvailable(before) !== isAvailable(after)) this.#emitAvailability(isAvailable(after));
-    if (after.phase === "BACKOFF" && before.phase !== "BACKOFF") this.#scheduleRestart(after);
-    if (after.phase === "CIRCUIT_OPEN" && before.phase !== "CIRCUIT_OPEN") {
+    // The state changed, so a phase was entered: BACKOFF and CIRCUIT_OPEN change only by leaving.
+    if (after.phase === "BACKOFF") this.#scheduleRestart(after);
+    if (after.phase === "CIRCUIT_OPEN") {
       this.#log.error(
         this.config.restartPolicy.enabled
           ? `circuit open after ${after.attemptCount - 1} failed restart(s); not restarting again`
@@ -318,13 +322,14 @@ export class ProviderHost {
 
   async #runAttempt(): Promise<void> {
     const startedAt = this.#deps.clock.monoMs();
+    // The restart timer runs only in BACKOFF (stop() clears it, nothing else leaves BACKOFF):
+    // the attempt begins (ATTEMPTING) unless the timer fired early.
     this.#apply({ type: "attempt", at: startedAt });
     if (this.#state.phase === "BACKOFF") {
       // Timers may fire a fraction of a millisecond early against the monotonic clock: re-arm.
       this.#scheduleRestart(this.#state, true);
       return;
     }
-    if (this.#state.phase !== "ATTEMPTING") return;
     let reported = false;
     const report = (err: unknown) => {
       if (reported || this.#state.phase !== "ATTEMPTING") return;
@@ -336,19 +341,16 @@ export class ProviderHost {
       );
     };
     try {
+      // Only stop() ends ATTEMPTING meanwhile, and then #bringUp fails ("runtime is stopping").
       const up = await this.#bringUp({
         startedAt,
         timeoutMs: this.config.restartPolicy.timeoutMs,
         onFailure: report,
       });
-      if (this.#state.phase !== "ATTEMPTING") {
-        await up.session.terminate(this.#deps.shutdownTimeoutMs);
-        return;
-      }
       this.#log.info(`restart attempt ${this.#state.attemptCount} succeeded`);
       this.#commit(up);
     } catch (err) {
-      if (this.#state.phase !== "ATTEMPTING") return;
+      // After stop() (no longer ATTEMPTING) neither is said nor changes anything.
       report(err);
       this.#apply({ type: "attempt_failed", at: this.#deps.clock.monoMs() });
     }

@@ -15,6 +15,7 @@ import {
   RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
+  toRuntimeError,
   unavailable,
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
@@ -196,10 +197,10 @@ export class ProviderSession {
         l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}…` : l,
       )
     ).join(", ");
-    const code = err instanceof RuntimeError ? err.code : "UNAVAILABLE";
+    const e = toRuntimeError(err);
     return new RuntimeError(
-      code,
-      `${errText(err)}; provider's last stderr line${n === 1 ? "" : "s"}: ${quoted}`,
+      e.code,
+      `${e.message}; provider's last stderr line${n === 1 ? "" : "s"}: ${quoted}`,
       { cause: err },
     );
   }
@@ -234,8 +235,9 @@ export class ProviderSession {
       }, this.#cfg.readyTimeoutMs).catch((err) => {
         throw wrap(err, "WaitReady failed");
       });
-      const init = ready.diagnostics?.["init_time_ms"];
-      this.#deps.log.info(`ready${init !== undefined ? ` (init_time_ms ${init})` : ""}`);
+      this.#deps.log.info(
+        `ready (init_time_ms ${ready.diagnostics?.["init_time_ms"] ?? "not reported"})`,
+      );
     }
     return this.hello;
   }
@@ -316,7 +318,8 @@ export class ProviderSession {
     this.#terminating = true;
     const gone = this.#proc.exited.then(() => true);
     await this.#client.close();
-    if (this.#exitCode !== null || await raceTimeout(gone, budgetMs * 0.6, false)) return;
+    // A process already gone settles `gone` at once.
+    if (await raceTimeout(gone, budgetMs * 0.6, false)) return;
     this.#deps.log.warn(`provider did not exit after stdin closed; sending SIGTERM`);
     this.#proc.kill("SIGTERM");
     if (await raceTimeout(gone, budgetMs * 0.3, false)) return;
@@ -346,7 +349,7 @@ export class ProviderSession {
       const lines = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new LineSplitter());
       for await (const raw of lines) {
         if (raw.trim()) {
-          this.#stderrTail.push(raw.length > STDERR_MAX_LINE ? raw.slice(0, STDERR_MAX_LINE) : raw);
+          this.#stderrTail.push(raw.slice(0, STDERR_MAX_LINE));
           if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
         }
         const now = this.#deps.monoMs();
@@ -372,8 +375,11 @@ export class ProviderSession {
   }
 }
 
-/** Splits text into lines (bounded: a line longer than 64 KiB is flushed as is). */
-class LineSplitter extends TransformStream<string, string> {
+/** Longest stderr text held while waiting for its newline (longer is passed on as one line). */
+export const LINE_SPLITTER_MAX_CHARS = 65536;
+
+/** Splits text into lines, without CR line ends (bounded: see LINE_SPLITTER_MAX_CHARS). */
+export class LineSplitter extends TransformStream<string, string> {
   constructor() {
     let buf = "";
     super({
@@ -384,7 +390,7 @@ class LineSplitter extends TransformStream<string, string> {
           controller.enqueue(buf.slice(0, i).replace(/\r$/, ""));
           buf = buf.slice(i + 1);
         }
-        if (buf.length > 65536) {
+        if (buf.length > LINE_SPLITTER_MAX_CHARS) {
           controller.enqueue(buf);
           buf = "";
         }
@@ -405,8 +411,8 @@ export function raceTimeout<T, F = T>(p: Promise<T>, ms: number, fallback: F): P
 
 /** `err` (a request's rejection) as the failure of `what`, same code (INTERNAL if it has none). */
 function wrap(err: unknown, what: string): RuntimeError {
-  const code = err instanceof RuntimeError ? err.code : "INTERNAL";
-  return new RuntimeError(code, `${what}: ${errText(err)}`, { cause: err });
+  const e = toRuntimeError(err);
+  return new RuntimeError(e.code, `${what}: ${e.message}`, { cause: err });
 }
 
 /** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */

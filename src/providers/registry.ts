@@ -85,11 +85,11 @@ export function findAddressConflict(devices: readonly DeviceCapabilities[]): str
     const bus = d.device.tags["hw.bus_path"];
     const addr = d.device.tags["hw.i2c_address"];
     const handle = deviceHandle(d.device.providerId, d.device.deviceId);
-    if ((bus === undefined) !== (addr === undefined)) {
+    if (bus === undefined || addr === undefined) {
+      if (bus === addr) continue; // neither
       return `device ${handle}: tags hw.bus_path and hw.i2c_address must be given together`;
     }
-    if (bus === undefined || addr === undefined) continue;
-    const n = Number(addr.trim());
+    const n = Number(addr); // Number() ignores surrounding white space
     const key = `${bus}@${Number.isFinite(n) ? `0x${n.toString(16)}` : addr.trim().toLowerCase()}`;
     const other = owners.get(key);
     if (other) return `devices ${other} and ${handle} both claim bus address ${key}`;

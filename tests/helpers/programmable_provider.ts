@@ -4,6 +4,7 @@
  * loop unless asked), every published event recorded, every log line kept, and a wall clock the
  * test sets (the monotonic clock stays real: supervision and deadlines run on real timers).
  */
+import type { SpawnFn } from "../../src/common/mod.ts";
 import type { ProviderConfig, RestartPolicyConfig } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
@@ -216,6 +217,8 @@ export async function startProgrammable(
     reportedHealthIntervalMs?: number;
     /** A monotonic clock standing at this value from the start (see TestClock). */
     mono?: number;
+    /** How provider processes are started (default spawnProcess). */
+    spawn?: SpawnFn;
   } = {},
 ): Promise<ProgrammableFixture> {
   const inventoryFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
@@ -234,7 +237,7 @@ export async function startProgrammable(
   if (o.mono !== undefined) clock.mono = o.mono;
   const cfg = programmableProvider("p0", inventoryFile, o);
   const registry = new ProviderRegistry([cfg], {
-    spawn: spawnProcess,
+    spawn: o.spawn ?? spawnProcess,
     clock,
     log,
     bus,

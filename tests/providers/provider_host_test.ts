@@ -4,7 +4,12 @@
  * provider ends while its process lives on, and stop() while a start is under way.
  */
 import assert from "node:assert/strict";
-import { ADPP_PROTOCOL_VERSION, RUNTIME_VERSION, RuntimeError } from "../../src/common/mod.ts";
+import {
+  ADPP_PROTOCOL_VERSION,
+  RUNTIME_VERSION,
+  RuntimeError,
+  type SpawnFn,
+} from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
@@ -17,6 +22,7 @@ import {
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
+import { openTimerLedger } from "../helpers/timers.ts";
 
 const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -92,6 +98,72 @@ Deno.test("ProviderHost publishes provider_health_change with the wall-clock tim
   }, { restart: { backoffMs: [0, 0, 0] } });
 });
 
+Deno.test("ProviderHost.stop while recovering from a restart leaves no streak reset pending", async () => {
+  const timers = openTimerLedger();
+  try {
+    await withFixture(D0, async (fx) => {
+      const pid = fx.host.session!.pid;
+      Deno.kill(pid, "SIGKILL");
+      await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+      assert.equal(fx.host.lifecycle, "RECOVERING");
+      // success_reset_ms on the monotonic clock (standing still): due in 60 s.
+      assert.deepEqual(timers.pending(), [60_000]);
+      await fx.registry.stopAll(1000);
+      assert.deepEqual(timers.pending(), []);
+    }, { mono: 10_000, restart: { backoffMs: [0, 0, 0], successResetMs: 60_000 } });
+  } finally {
+    timers.close();
+  }
+});
+
+Deno.test("ProviderHost starts one process per restart and arms only the timers it needs: none while RUNNING, the streak reset while RECOVERING, the restart while backing off", async () => {
+  const timers = openTimerLedger();
+  let spawned = 0;
+  const spawn: SpawnFn = (o) => {
+    spawned++;
+    return spawnProcess(o);
+  };
+  const crash = async (fx: ProgrammableFixture, restarts: boolean) => {
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    if (restarts) {
+      await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    }
+  };
+  try {
+    await withFixture(D0, async (fx) => {
+      // Never failed: no failure streak to end, nothing armed.
+      assert.equal(fx.host.lifecycle, "RUNNING");
+      assert.deepEqual(timers.pending(), []);
+      // Restarted (backoff 0): the streak ends success_reset_ms after the restart, on the
+      // monotonic clock (standing still, so the timer is armed again each time it fires).
+      await crash(fx, true);
+      assert.equal(fx.host.lifecycle, "RECOVERING");
+      assert.deepEqual(timers.pending(), [200]);
+      // Restarted again: the streak reset counts from the new process, the old one is gone.
+      await crash(fx, true);
+      assert.deepEqual(timers.pending(), [200]);
+      // Crashed a third time: backing off 60 s. The streak reset still due fires and arms
+      // nothing more (the provider is not up).
+      await crash(fx, false);
+      await waitFor("backing off", () => fx.host.supervision().next_restart_in_ms === 60_000);
+      await waitFor("only the restart pending", () => {
+        const p = timers.pending();
+        return p.length === 1 && p[0] === 60_000;
+      });
+      await fx.registry.stopAll(1000);
+      assert.deepEqual(timers.pending(), [], "stop() cancels the restart");
+      assert.equal(spawned, 3, "the first process and one per restart");
+    }, {
+      mono: 10_000,
+      spawn,
+      restart: { backoffMs: [0, 0, 60_000], successResetMs: 200 },
+    });
+  } finally {
+    timers.close();
+  }
+});
+
 Deno.test("ProviderHost kills a provider that ended its session but lives on, and restarts it", async () => {
   await withFixture(D0, async (fx) => {
     const pid = fx.host.session!.pid;
@@ -117,6 +189,41 @@ Deno.test("ProviderHost.start fails on a provider that speaks another protocol v
       return true;
     },
   );
+});
+
+Deno.test("ProviderHost.start after stop() refuses and ends the process it started", async () => {
+  const pidFile = await Deno.makeTempFile();
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ ...D0, pidFile }));
+  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    const host = registry.host("p0")!;
+    await host.stop(1000);
+    await assert.rejects(host.start(), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "UNAVAILABLE");
+      assert.equal(e.message, "runtime is stopping");
+      return true;
+    });
+    assert.equal(host.session, null);
+    assert.equal(host.available, false);
+    assert.equal(host.state.phase, "STOPPED");
+    // The process did start (handshake and discovery), and is gone again.
+    const pid = Number(Deno.readTextFileSync(pidFile).trim());
+    assert.ok(pid > 0);
+    assert.equal(processAlive(pid), false);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(file);
+    await Deno.remove(pidFile);
+  }
 });
 
 Deno.test("ProviderHost.start waits for WaitReady when Hello advertises it", async () => {
@@ -238,7 +345,17 @@ Deno.test("ProviderHost.request waits timeout_ms by default or the given time, a
     );
     // A slow request is no reason to give up on the provider.
     assert.equal(fx.host.available, true);
+    // Refused from the moment stop() begins, before its session is gone.
+    const duringStop: Promise<unknown>[] = [];
+    fx.host.onAvailability((up) => {
+      if (!up) duringStop.push(fx.host.request("read_signals", read).catch((e) => e));
+    });
     await fx.registry.stopAll(1000);
+    assert.equal(duringStop.length, 1);
+    const refused = await duringStop[0];
+    assert.ok(refused instanceof RuntimeError);
+    assert.equal(refused.code, "UNAVAILABLE");
+    assert.equal(refused.message, "Provider unavailable: p0");
     await assert.rejects(fx.host.request("read_signals", read), (e) => {
       assert.ok(e instanceof RuntimeError);
       assert.equal(e.code, "UNAVAILABLE");
@@ -341,7 +458,31 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
       failures[0],
       /restart attempt 1 failed: restart timeout exceeded after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
     );
+    // The operator is told once that supervision gave up.
+    assert.deepEqual(circuitOpenLines(fx.lines), [
+      "circuit open after 1 failed restart(s); not restarting again",
+    ]);
   }, { mono: 10_000, restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 0 } });
+});
+
+/** The log lines (level and message) that say a provider's circuit opened. */
+function circuitOpenLines(lines: readonly string[]): string[] {
+  return lines.filter((l) => l.includes("circuit open")).map((l) => l.replace(/^.*?\] /, ""));
+}
+
+Deno.test("ProviderHost with restart_policy disabled stays down after a crash, and says so once", async () => {
+  await withFixture(D0, async (fx) => {
+    assert.deepEqual(circuitOpenLines(fx.lines), []);
+    Deno.kill(fx.host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN");
+    assert.equal(fx.host.available, false);
+    assert.equal(fx.host.supervision().attempt_count, 0);
+    assert.deepEqual(circuitOpenLines(fx.lines), [
+      "restart_policy disabled: provider stays down (circuit open)",
+    ]);
+    await fx.registry.stopAll(1000);
+    assert.equal(circuitOpenLines(fx.lines).length, 1);
+  });
 });
 
 Deno.test("ProviderHost: a restart whose process cannot be spawned is a failed attempt, said once", async () => {
@@ -396,7 +537,6 @@ Deno.test("ProviderHost.stop during a backoff cancels the restart", async () => 
     await fx.registry.stopAll(1000);
     assert.equal(fx.host.state.phase, "STOPPED");
     assert.equal(fx.host.supervision().next_restart_in_ms, null);
-    // (A restart timer left behind would also fail this test as a leaked timer.)
   }, { restart: { backoffMs: [60_000, 60_000, 60_000] } });
 });
 

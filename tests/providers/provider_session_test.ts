@@ -1,12 +1,18 @@
 /**
  * ProviderSession on its own (no host): a session the provider breaks ends, and its process is
- * killed.
+ * killed. Its pieces: raceTimeout, and LineSplitter (provider stderr into lines).
  */
 import assert from "node:assert/strict";
 import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
-import { ProviderSession } from "../../src/providers/mod.ts";
+import {
+  LINE_SPLITTER_MAX_CHARS,
+  LineSplitter,
+  ProviderSession,
+  raceTimeout,
+} from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
+import { openTimerLedger } from "../helpers/timers.ts";
 
 const D0 = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -114,4 +120,34 @@ Deno.test("ProviderSession has no discovery warnings before discovery", async ()
     await s.terminate(1000);
     await Deno.remove(file);
   }
+});
+
+Deno.test("raceTimeout settles with the promise's value, or the fallback once its time is up, and leaves no timer behind", async () => {
+  const timers = openTimerLedger();
+  try {
+    assert.equal(await raceTimeout(Promise.resolve("value"), 60_000, "fallback"), "value");
+    assert.deepEqual(timers.pending(), []);
+    assert.equal(await raceTimeout(new Promise<string>(() => {}), 10, "fallback"), "fallback");
+    assert.deepEqual(timers.pending(), []);
+  } finally {
+    timers.close();
+  }
+});
+
+/** The lines LineSplitter makes of `chunks`. */
+async function split(chunks: string[]): Promise<string[]> {
+  const out: string[] = [];
+  await ReadableStream.from(chunks).pipeThrough(new LineSplitter()).pipeTo(
+    new WritableStream({ write: (l) => void out.push(l) }),
+  );
+  return out;
+}
+
+Deno.test("LineSplitter holds up to LINE_SPLITTER_MAX_CHARS waiting for a newline and passes on more as a line", async () => {
+  assert.deepEqual(await split(["a\r\nb", "c\n\n", "tail"]), ["a", "bc", "", "tail"]);
+  const max = "m".repeat(LINE_SPLITTER_MAX_CHARS);
+  // Exactly the bound: still one line, ended by its newline.
+  assert.deepEqual(await split([max, "\nnext\n"]), [max, "next"]);
+  // One past it: passed on as it is; the newline then ends an empty line.
+  assert.deepEqual(await split([`${max}x`, "\nnext\n"]), [`${max}x`, "", "next"]);
 });

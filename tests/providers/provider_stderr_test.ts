@@ -16,6 +16,7 @@ import {
 } from "../../src/providers/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
+import { openTimerLedger } from "../helpers/timers.ts";
 
 function capturingLogger(lines: string[]): LineLogger {
   return new LineLogger({
@@ -198,6 +199,43 @@ Deno.test("ProviderSession rate-limits stderr per one-second window and logs aga
   }
 });
 
+Deno.test("ProviderSession starts a new stderr window when exactly one second has passed on its monotonic clock", async () => {
+  const lines: string[] = [];
+  let mono = 0;
+  // The provider writes a full window of lines, then one more once it reads a byte on stdin.
+  const cfg = {
+    ...simProvider("window"),
+    command: "sh",
+    args: [
+      "-c",
+      `for i in $(seq 1 ${STDERR_LINES_PER_SECOND}); do echo "a$i" >&2; done;` +
+      ` head -c 1 >/dev/null; echo next >&2; exec cat >/dev/null`,
+    ],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger(lines).child("window"),
+    monoMs: () => mono,
+    cwd: Deno.cwd(),
+  });
+  try {
+    const last = `stderr: a${STDERR_LINES_PER_SECOND}`;
+    await waitFor("a full window", () => lines.some((l) => l.endsWith(last)), 5000);
+    mono = 1000;
+    // Any request puts bytes on the provider's stdin (it never answers).
+    session.request("hello", { protocol_version: "x" }, 60_000).catch(() => {});
+    await waitFor(
+      "the line after the window",
+      () => lines.some((l) => l.endsWith("stderr: next") || l.includes("suppressed")),
+      5000,
+    );
+    assert.ok(lines.some((l) => l.endsWith("stderr: next")), lines.join("\n"));
+    assert.deepEqual(lines.filter((l) => l.includes("suppressed")), []);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
 Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, strips CR line ends and skips blank lines", async () => {
   const lines: string[] = [];
   const cfg = {
@@ -224,6 +262,35 @@ Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, stri
       "last",
     ]);
     assert.deepEqual(session.stderrTail, ["x".repeat(2000), "crlf", "in\rner", "last"]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("ProviderSession keeps a stderr line of exactly 2000 characters whole, and a start-up failure quotes one of exactly 300 whole", async () => {
+  const lines: string[] = [];
+  const session = shSession(
+    `printf 'v%.0s' $(seq 1 300) >&2; echo >&2; printf 'w%.0s' $(seq 1 2000) >&2; echo >&2; exit 1`,
+    lines,
+  );
+  try {
+    await assert.rejects(session.handshake(), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.ok(
+        e.message.endsWith(
+          `; provider's last stderr lines: "${"v".repeat(300)}", "${"w".repeat(300)}…"`,
+        ),
+        e.message,
+      );
+      return true;
+    });
+    // The start-up failure waited for stderr to end: every line was handled by now.
+    assert.deepEqual(
+      lines.filter((l) => l.includes("stderr: ")).map((l) => l.split("stderr: ")[1]),
+      ["v".repeat(300), "w".repeat(2000)],
+    );
+    assert.deepEqual(session.stderrTail, ["v".repeat(300), "w".repeat(2000)]);
+    assert.deepEqual(lines.filter((l) => l.includes("suppressed")), [], "nothing was suppressed");
   } finally {
     await session.terminate(2000);
   }
@@ -320,17 +387,25 @@ Deno.test("ProviderSession reports even one suppressed stderr line when its wind
 
 Deno.test("ProviderSession reports suppressed stderr lines when the provider exits before the window closes", async () => {
   const lines: string[] = [];
-  const session = shSession(
-    `for i in $(seq 1 ${STDERR_LINES_PER_SECOND + 3}); do echo "a$i" >&2; done; exit 0`,
-    lines,
-  );
+  const timers = openTimerLedger();
   try {
-    await session.ended;
-    await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")), 900);
-    assert.deepEqual(lines.filter((l) => l.includes("suppressed")).map((l) => l.split("] ")[1]), [
-      "3 stderr lines suppressed (rate limit)",
-    ]);
+    const session = shSession(
+      `for i in $(seq 1 ${STDERR_LINES_PER_SECOND + 3}); do echo "a$i" >&2; done; exit 0`,
+      lines,
+    );
+    try {
+      await session.ended;
+      await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")), 900);
+      assert.deepEqual(
+        lines.filter((l) => l.includes("suppressed")).map((l) => l.split("] ")[1]),
+        ["3 stderr lines suppressed (rate limit)"],
+      );
+      // Said at the end of stderr: the notice due when the window closes is cancelled.
+      assert.deepEqual(timers.pending(), []);
+    } finally {
+      await session.terminate(2000);
+    }
   } finally {
-    await session.terminate(2000);
+    timers.close();
   }
 });
