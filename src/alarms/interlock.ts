@@ -8,7 +8,7 @@
  * Evaluating allocates nothing; the texts saying why (reason, type problems) are built only when
  * someone asks (an engage event, GET /v0/interlocks, a refused call).
  */
-import type { ValueType } from "../common/mod.ts";
+import { scalarOf, type ValueType } from "../common/mod.ts";
 import type { CompareOp, ConditionNode, ConditionOperand, InterlockConfig } from "../config/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import { InputProblem, isNumericType, SignalInput } from "./signal_input.ts";
@@ -207,21 +207,8 @@ export class Interlock {
   #scalar(o: Operand): number | bigint | boolean | string | undefined {
     if (o.input === null) return o.literal;
     const v = o.input.sample(this.#cache)?.value;
-    if (v === null || v === undefined) return undefined;
-    switch (v.type) {
-      case "double":
-        return v.double;
-      case "int64":
-        return v.int64;
-      case "uint64":
-        return v.uint64;
-      case "bool":
-        return v.bool;
-      case "string":
-        return v.string;
-      case "bytes":
-        return undefined;
-    }
+    if (v === null || v === undefined || v.type === "bytes") return undefined;
+    return scalarOf(v);
   }
 }
 
