@@ -3,6 +3,7 @@
  * vendor:yaml), and neither the runtime nor the simulated provider loads the CommonJS build.
  */
 import assert from "node:assert/strict";
+import { ModuleGraph } from "../helpers/module_graph.ts";
 import {
   listFiles,
   modSource,
@@ -34,34 +35,14 @@ Deno.test("vendor/yaml holds the pinned package's ES build byte for byte (deno t
   assert.strictEqual(await Deno.readTextFile(`${vendorPath}/mod.ts`), modSource(spec));
 });
 
-interface GraphDependency {
-  code?: { specifier: string };
-  type?: { specifier: string };
-}
-
-/** Every code (not type-only) dependency specifier of `entry`'s module graph. */
-async function codeDependencies(entry: string): Promise<string[]> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", new URL(entry, import.meta.url).pathname],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    modules: { dependencies?: GraphDependency[] }[];
-  };
-  return info.modules.flatMap((m) => m.dependencies ?? [])
-    .flatMap((d) => d.code ? [d.code.specifier] : []);
-}
-
 for (
   const [name, entry] of [
-    ["runtime", "../../src/main.ts"],
-    ["simulated provider", "../../examples/providers/sim/main.ts"],
+    ["runtime", "src/main.ts"],
+    ["simulated provider", "examples/providers/sim/main.ts"],
   ]
 ) {
   Deno.test(`the ${name} loads yaml's ES build, not its CommonJS build`, async () => {
-    const deps = await codeDependencies(entry);
+    const deps = (await ModuleGraph.of(entry)).codeDependencies;
     assert.ok(deps.some((s) => s.endsWith("/vendor/yaml/dist/index.js")), deps.join("\n"));
     assert.deepStrictEqual(deps.filter((s) => /^npm:\/?yaml@/.test(s)), []);
   });
