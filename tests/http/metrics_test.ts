@@ -13,6 +13,7 @@ import {
   parsePrometheusText,
   sampleValue,
 } from "../helpers/prometheus_text.ts";
+import { parse } from "yaml";
 import { METRICS_CONTENT_TYPE } from "../../src/http/mod.ts";
 
 /** Every family the runtime exposes with the services the fixture wires (docs/metrics.md). */
@@ -280,5 +281,41 @@ Deno.test("GET /metrics counts events dropped from a slow event-stream client's 
     }
   } finally {
     await fx.close();
+  }
+});
+
+Deno.test("examples/prometheus: the scrape config targets /metrics and the Grafana dashboard queries only metrics the runtime exposes", async () => {
+  const dir = new URL("../../examples/prometheus/", import.meta.url);
+  const scrapeConfig = parse(await Deno.readTextFile(new URL("prometheus.yml", dir))) as {
+    scrape_configs: { metrics_path: string; static_configs: { targets: string[] }[] }[];
+  };
+  assert.equal(scrapeConfig.scrape_configs[0].metrics_path, "/metrics");
+  const dashboard = JSON.parse(await Deno.readTextFile(new URL("grafana-dashboard.json", dir)));
+  const exprs: string[] = [];
+  const walk = (v: unknown) => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v !== null && typeof v === "object") {
+      for (const [k, x] of Object.entries(v)) {
+        if (k === "expr" && typeof x === "string") exprs.push(x);
+        else walk(x);
+      }
+    }
+  };
+  walk(dashboard.panels);
+  assert.ok(exprs.length >= 14, `${exprs.length} queries`);
+  const used = new Set(
+    exprs.flatMap((e) => [...e.matchAll(/\bruntime_[a-z_]+/g)].map((m) => m[0])).map((n) =>
+      n.replace(/_(bucket|sum|count)$/, "")
+    ),
+  );
+  for (const name of used) assert.ok(name in FAMILIES, `the dashboard queries ${name}`);
+  for (const e of exprs) {
+    for (const m of e.matchAll(/(\w+)_bucket\b/g)) {
+      assert.equal(FAMILIES[m[1]], "histogram", `${m[0]} in ${e}`);
+    }
+    for (const m of e.matchAll(/(?:rate|increase)\((runtime_[a-z_]+?)(?:_bucket)?[{[]/g)) {
+      const type = FAMILIES[m[1]];
+      assert.ok(type === "counter" || type === "histogram", `rate of a ${type}: ${e}`);
+    }
   }
 });
