@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { simProvider } from "../helpers/sim_config.ts";
 import {
   checkHistogram,
   type Family,
@@ -317,5 +318,20 @@ Deno.test("examples/prometheus: the scrape config targets /metrics and the Grafa
       const type = FAMILIES[m[1]];
       assert.ok(type === "counter" || type === "histogram", `rate of a ${type}: ${e}`);
     }
+  }
+});
+
+Deno.test("GET /metrics escapes a provider id holding a quote, a backslash and a line feed", async () => {
+  // Provider ids are free text in the configuration (only uniqueness is checked).
+  const id = 'rig "A"\\bay\n2';
+  const fx = await startHttpFixture({ config: { providers: [simProvider(id)] } });
+  try {
+    const r = await fx.request("GET", "/metrics");
+    assert.ok(r.text.includes('provider="rig \\"A\\"\\\\bay\\n2"'), "escaped as the format says");
+    const families = parsePrometheusText(r.text);
+    assert.equal(sampleValue(families, "runtime_provider_up", { provider: id }), 1);
+    assert.ok(sampleValue(families, "runtime_poll_duration_seconds_count", { provider: id }) > 0);
+  } finally {
+    await fx.close();
   }
 });
