@@ -256,7 +256,7 @@ export class StateCache {
     return f ? { ...f.counts } : { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 };
   }
 
-  /** Poll duration and errors of one provider since start (live, not a copy); undefined if unknown. */
+  /** Poll duration and errors of one provider since start (live, not a copy). */
   pollMetrics(providerId: string): Readonly<PollMetrics> | undefined {
     return this.#pollMetrics.get(providerId);
   }
