@@ -2,8 +2,8 @@
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
  * host check -> operator console (paths outside /v0 but /metrics, when enabled) -> concurrency
  * bound (priority routes have their own slots) -> CORS preflight -> auth -> origin check ->
- * /metrics or route -> content-type check -> handler; every outcome, errors included, leaves through one place that
- * adds CORS headers (and drops the body of a HEAD).
+ * /metrics or route -> content-type check -> handler; every outcome, errors included, leaves
+ * through one place that adds CORS headers (and drops the body of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
 import { BearerAuth, unauthorizedResponse } from "./auth.ts";
