@@ -82,7 +82,12 @@ export class Runtime {
       log,
       intervalMs: config.polling.intervalMs,
     });
-    this.router = new CallRouter({ registry: this.registry, cache: this.cache, log });
+    this.router = new CallRouter({
+      registry: this.registry,
+      cache: this.cache,
+      log,
+      clock: host.clock,
+    });
     // --- modes, parameters, e-stop (issue 5): gates register on the router here, mode first ---
     const automation = config.automation;
     this.modes = new ModeManager({

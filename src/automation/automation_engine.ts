@@ -248,6 +248,12 @@ export class AutomationEngine {
     }
   }
 
+  /** Ticks and tick errors since start (GET /metrics): the runner's, 0 before one is loaded. */
+  tickCounts(): { ticks: number; errors: number } {
+    const d = this.#baseStatus().engine_diagnostics;
+    return { ticks: d.total_ticks, errors: d.error_count };
+  }
+
   /** GET /v0/automation/status (http-api.md §10 without `status`, plus issue 19's fields). */
   status(): EngineStatus {
     const base = this.#baseStatus();

@@ -54,3 +54,11 @@ export interface SpawnOptions {
  * runtime's secrets in its environment. Throws when it cannot start.
  */
 export type SpawnFn = (options: SpawnOptions) => ProviderProcess;
+
+/** What the process uses (GET /metrics); read by src/host/, injected by the composition root. */
+export interface ProcessStats {
+  /** Resident set size in bytes. */
+  readonly rssBytes: number;
+  /** User + system CPU time in seconds since the process started; null where unreadable. */
+  readonly cpuSeconds: number | null;
+}

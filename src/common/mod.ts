@@ -7,3 +7,4 @@ export * from "./version.ts";
 export * from "./health.ts";
 export * from "./utf8.ts";
 export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";
+export * from "./metrics.ts";

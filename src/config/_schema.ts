@@ -377,6 +377,10 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           "Serve the operator console (a web page over the /v0 API) at `/`.",
           true,
         ),
+        metrics_enabled: bool(
+          "Serve Prometheus metrics at `/metrics` (same authentication as /v0).",
+          true,
+        ),
       },
       {
         allOf: [

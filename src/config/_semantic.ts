@@ -79,6 +79,7 @@ const HTTP_KEYS = [
   "request_header_timeout_ms",
   "keep_alive_timeout_ms",
   "console_enabled",
+  "metrics_enabled",
 ];
 const PROVIDER_KEYS = [
   "id",
@@ -268,6 +269,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     requestHeaderTimeoutMs,
     keepAliveTimeoutMs,
     consoleEnabled: c.boolean(h, P, "console_enabled", true),
+    metricsEnabled: c.boolean(h, P, "metrics_enabled", true),
   };
 }
 

@@ -214,6 +214,8 @@ export interface HttpConfig {
   readonly keepAliveTimeoutMs: number;
   /** Serve the operator console (static page over the /v0 API) at `/` and its asset paths. */
   readonly consoleEnabled: boolean;
+  /** Serve Prometheus metrics at /metrics (same auth rules as /v0). */
+  readonly metricsEnabled: boolean;
 }
 
 export interface InfluxConfig {

@@ -1,11 +1,14 @@
 import { typedValueFromWire, typedValueToWire } from "../adpp/mod.ts";
 import {
+  type Clock,
   type DeviceCapabilities,
   type FunctionSpec,
+  Histogram,
   invalidArgument,
   type Logger,
   notFound,
   RuntimeError,
+  type StatusCode,
   type TypedValue,
   unavailable,
 } from "../common/mod.ts";
@@ -56,6 +59,19 @@ export interface GateContext {
  */
 export type CallGate = (ctx: GateContext) => RuntimeError | null;
 
+/**
+ * Call figures of one provider and outcome code since start (GET /metrics). Only providers of
+ * the configuration are counted (a call naming another is answered 404 and counted by the HTTP
+ * layer), and codes come from the status vocabulary: the series are bounded.
+ */
+export interface CallMetricsSeries {
+  readonly providerId: string;
+  /** "OK" or the RuntimeError code the call failed with (INTERNAL for anything else). */
+  readonly code: "OK" | StatusCode;
+  /** Duration from validation to the answer (post-call poll included), in seconds. */
+  readonly duration: Histogram;
+}
+
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
 export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
 
@@ -66,11 +82,22 @@ export class CallRouter {
   readonly #log: Logger;
   readonly #gates: CallGate[] = [];
   readonly #locks = new Map<string, ProviderLock>();
+  readonly #clock: Clock;
+  /** `${provider}\u0000${code}` -> series. */
+  readonly #metrics = new Map<string, CallMetricsSeries>();
 
-  constructor(options: { registry: ProviderRegistry; cache: StateCache; log: Logger }) {
+  constructor(
+    options: { registry: ProviderRegistry; cache: StateCache; log: Logger; clock: Clock },
+  ) {
     this.#registry = options.registry;
     this.#cache = options.cache;
     this.#log = options.log.child("call");
+    this.#clock = options.clock;
+  }
+
+  /** Every call series recorded so far (GET /metrics). */
+  callMetrics(): CallMetricsSeries[] {
+    return [...this.#metrics.values()];
   }
 
   addGate(gate: CallGate): void {
@@ -113,6 +140,29 @@ export class CallRouter {
 
   /** Validates, gates and sends one call; polls the device right after a success. */
   async call(req: CallRequest): Promise<CallResult> {
+    const startedMs = this.#clock.monoMs();
+    try {
+      const result = await this.#call(req);
+      this.#record(req.providerId, "OK", startedMs);
+      return result;
+    } catch (err) {
+      this.#record(req.providerId, err instanceof RuntimeError ? err.code : "INTERNAL", startedMs);
+      throw err;
+    }
+  }
+
+  #record(providerId: string, code: "OK" | StatusCode, startedMs: number): void {
+    if (!this.#registry.host(providerId)) return; // unbounded ids stay out of the metrics
+    const key = `${providerId}\u0000${code}`;
+    let series = this.#metrics.get(key);
+    if (!series) {
+      series = { providerId, code, duration: new Histogram() };
+      this.#metrics.set(key, series);
+    }
+    series.duration.observe((this.#clock.monoMs() - startedMs) / 1000);
+  }
+
+  async #call(req: CallRequest): Promise<CallResult> {
     const { device, fn } = this.resolve(req);
     this.#checkGates({ fn, device, origin: req.origin });
     const args = validateArgs(fn, req.args);

@@ -35,6 +35,11 @@ export class EventBus {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Events published since start. */
+  get publishedCount(): number {
+    return this.#nextId - 1;
+  }
+
   get subscriberCount(): number {
     return this.#listeners.size;
   }

@@ -5,3 +5,4 @@ export * from "./journal_file.ts";
 export * from "./serve.ts";
 export * from "./notify.ts";
 export * from "./files.ts";
+export * from "./process_stats.ts";

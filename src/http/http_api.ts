@@ -1,9 +1,9 @@
 /**
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
- * host check -> operator console (paths outside /v0, when enabled) -> concurrency bound
- * (priority routes have their own slots) -> CORS preflight -> auth -> origin check -> route ->
- * content-type check -> handler; every outcome, errors included, leaves through one place that
- * adds CORS headers (and drops the body of a HEAD).
+ * host check -> operator console (paths outside /v0 but /metrics, when enabled) -> concurrency
+ * bound (priority routes have their own slots) -> CORS preflight -> auth -> origin check ->
+ * /metrics or route -> content-type check -> handler; every outcome, errors included, leaves
+ * through one place that adds CORS headers (and drops the body of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
 import { BearerAuth, unauthorizedResponse } from "./auth.ts";
@@ -12,7 +12,15 @@ import { CorsPolicy, withHeaders } from "./cors.ts";
 import { errorResponse, responseForError } from "./envelope.ts";
 import { BODY_READ_TIMEOUT_MS, type BodyLimits, MAX_BODY_BYTES } from "./json_body.ts";
 import { type PolicyRefusal, RequestPolicy } from "./request_policy.ts";
-import { isPriorityRequest, matchRoute } from "./routes.ts";
+import {
+  CONSOLE_ROUTE,
+  HttpRequestMetrics,
+  METRICS_CONTENT_TYPE,
+  METRICS_PATH,
+  renderMetrics,
+  UNMATCHED_ROUTE,
+} from "./metrics.ts";
+import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
 
@@ -75,6 +83,8 @@ export class HttpApi {
   readonly #prioritySlots: RequestSlots;
   /** null when http.console_enabled is false. */
   readonly #console: ConsoleSite | null;
+  /** null when http.metrics_enabled is false (GET /metrics is then a 404). */
+  readonly #metrics: HttpRequestMetrics | null;
 
   constructor(services: HttpServices, options: HttpApiOptions) {
     const http = services.config.http;
@@ -97,6 +107,7 @@ export class HttpApi {
     this.#slots = new RequestSlots(options.maxConcurrentRequests ?? http.threadPoolSize);
     this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);
     this.#console = http.consoleEnabled ? new ConsoleSite() : null;
+    this.#metrics = http.metricsEnabled ? new HttpRequestMetrics() : null;
   }
 
   /** Open SSE streams. */
@@ -114,10 +125,13 @@ export class HttpApi {
 
   /** Handles one request; never rejects. */
   handle = async (req: Request, info: RequestInfo): Promise<Response> => {
+    const startedMs = this.#services.host.clock.monoMs();
     let cors: Record<string, string> = {};
     let res: Response;
+    let route = UNMATCHED_ROUTE;
     try {
       const url = new URL(req.url);
+      route = this.#routeLabel(url.pathname);
       const preflight = req.method === "OPTIONS" && url.pathname.startsWith("/v0/");
       cors = this.#cors.headersFor(req, preflight);
       // DNS rebinding: a loopback-bound API answers only for loopback names (and allowed_hosts),
@@ -125,7 +139,7 @@ export class HttpApi {
       const wrongHost = this.#policy.checkHost(req, url);
       if (wrongHost) {
         res = await refuse(req, wrongHost);
-      } else if (this.#console !== null && isConsolePath(url.pathname)) {
+      } else if (this.#console !== null && route === CONSOLE_ROUTE) {
         // The console's files hold no data: no auth (the page asks for the token when the API
         // answers 401), and no request slot (answered from memory at once).
         res = await this.#console.serve(req, url);
@@ -159,8 +173,31 @@ export class HttpApi {
     if (res.status >= 500) this.#log.warn(`${req.method} ${safePath(req)} -> ${res.status}`);
     else this.#log.debug(`${req.method} ${safePath(req)} -> ${res.status}`);
     if (req.method === "HEAD") res = await withoutBody(res);
+    this.#metrics?.record(
+      req.method,
+      route,
+      res.status,
+      (this.#services.host.clock.monoMs() - startedMs) / 1000,
+    );
     return withHeaders(res, cors);
   };
+
+  /** The bounded route label of a path: a route template, /metrics, console or unmatched. */
+  #routeLabel(pathname: string): string {
+    if (this.#metrics !== null && pathname === METRICS_PATH) return METRICS_PATH;
+    if (this.#console !== null && isConsolePath(pathname)) return CONSOLE_ROUTE;
+    return routeTemplate(pathname) ?? UNMATCHED_ROUTE;
+  }
+
+  /** GET /metrics (HEAD too): the Prometheus exposition. */
+  #scrape(): Response {
+    const text = renderMetrics(this.#services, {
+      requests: this.#metrics!,
+      sse: this.#sse,
+      inFlight: this.inFlight,
+    });
+    return new Response(text, { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } });
+  }
 
   /** Ends every SSE stream and refuses new ones; call before the server shuts down. */
   close(): void {
@@ -186,6 +223,11 @@ export class HttpApi {
       if (foreign) return await refuse(req, foreign);
     }
     try {
+      if (this.#metrics !== null && url.pathname === METRICS_PATH) {
+        await req.body?.cancel().catch(() => {});
+        if (req.method === "GET" || req.method === "HEAD") return this.#scrape();
+        return errorResponse("NOT_FOUND", `Route not found: ${req.method} ${url.pathname}`);
+      }
       const match = matchRoute(req.method, url.pathname);
       if (!match) {
         await req.body?.cancel().catch(() => {});

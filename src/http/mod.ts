@@ -11,3 +11,4 @@ export * from "./sse_hub.ts";
 export * from "./routes.ts";
 export * from "./console_site.ts";
 export * from "./http_api.ts";
+export * from "./metrics.ts";

@@ -132,6 +132,24 @@ export function matchRoute(method: string, pathname: string): RouteMatch | null 
   return null;
 }
 
+/**
+ * The route template a path falls under, whatever the method (`/v0/state/:provider_id/:device_id`),
+ * or null when no route has that shape: a bounded label for metrics, never the raw path.
+ */
+export function routeTemplate(pathname: string): string | null {
+  const parts = pathname.slice(1).split("/");
+  for (const r of ROUTES) {
+    if (r.segments.length !== parts.length) continue;
+    let ok = true;
+    for (let i = 0; i < parts.length && ok; i++) {
+      const seg = r.segments[i];
+      ok = seg.startsWith(":") ? parts[i] !== "" : seg === parts[i];
+    }
+    if (ok) return `/${r.segments.join("/")}`;
+  }
+  return null;
+}
+
 /** Whether a request goes to a priority route (no %-decoding needed: none has parameters). */
 export function isPriorityRequest(method: string, pathname: string): boolean {
   const wanted = method === "HEAD" ? "GET" : method;

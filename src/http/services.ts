@@ -8,7 +8,7 @@
  * interfaces are declared here and their modules satisfy them structurally.
  */
 import type { AlarmService } from "../alarms/mod.ts";
-import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
+import type { Clock, Logger, ProcessStats, ProviderHealthView } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -31,6 +31,8 @@ export interface AutomationService {
   /** XML of the configured tree; NOT_FOUND when none is configured, INTERNAL when unreadable. */
   treeXml(): Promise<string>;
   status(): object;
+  /** Ticks and tick errors since start (GET /metrics); absent: not exposed. */
+  tickCounts?(): { ticks: number; errors: number };
 }
 
 /** Telemetry writer status (http-api.md §4 fields without `status`). */
@@ -80,4 +82,6 @@ export interface HttpServices {
   readonly runs?: RunsService;
   /** Absent: /v0/alarms* and /v0/interlocks answer 503. */
   readonly alarms?: AlarmService;
+  /** This process's RSS and CPU time (GET /metrics); absent: those metrics are left out. */
+  processStats?(): ProcessStats;
 }

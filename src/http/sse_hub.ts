@@ -72,6 +72,8 @@ export class SseHub {
   readonly #queueSize: number;
   readonly #clients = new Set<SseClient>();
   #closed = false;
+  /** Frames dropped from any client's full queue since start. */
+  #droppedTotal = 0;
   /** The bus fans out synchronously, so consecutive clients reuse the last encoding. */
   #lastEncoded: { id: number; bytes: Uint8Array } | null = null;
 
@@ -85,6 +87,18 @@ export class SseHub {
 
   get clientCount(): number {
     return this.#clients.size;
+  }
+
+  /** Frames dropped from full client queues since start (every client, closed ones included). */
+  get droppedTotal(): number {
+    return this.#droppedTotal;
+  }
+
+  /** Frames waiting in client queues now. */
+  get queuedFrames(): number {
+    let n = 0;
+    for (const c of this.#clients) n += c.queued;
+    return n;
   }
 
   /**
@@ -102,6 +116,7 @@ export class SseHub {
       queueSize: this.#queueSize,
       keepAliveMs: this.#keepAliveMs,
       encode: (p) => this.#encode(p),
+      onDrop: () => this.#droppedTotal++,
       onClose: (c) => {
         this.#clients.delete(c);
         this.#log.debug(`event stream closed (${this.#clients.size} open)`);
@@ -132,6 +147,7 @@ interface SseClientOptions {
   readonly queueSize: number;
   readonly keepAliveMs: number;
   readonly encode: (p: PublishedEvent) => Uint8Array;
+  readonly onDrop: () => void;
   readonly onClose: (c: SseClient) => void;
 }
 
@@ -156,6 +172,10 @@ class SseClient {
       pull: (controller) => this.#pull(controller),
       cancel: () => this.close(),
     }, { highWaterMark: 0 });
+  }
+
+  get queued(): number {
+    return this.#queue.length;
   }
 
   attach(bus: EventBus): void {
@@ -183,6 +203,7 @@ class SseClient {
     if (this.#queue.length > this.#opts.queueSize) {
       this.#queue.shift();
       this.#dropped++;
+      this.#opts.onDrop();
     }
     this.#wake?.();
   }

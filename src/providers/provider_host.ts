@@ -48,6 +48,14 @@ interface RestartBudget {
 }
 
 /** Listener for a provider's device inventory (after every successful discovery). */
+/** Supervision events of one provider since the runtime started. */
+export interface ProviderHostCounts {
+  /** Times the running provider was declared down: crash, unresponsive, protocol error. */
+  failures: number;
+  /** Restart attempts begun (after backoff). */
+  restart_attempts: number;
+}
+
 export type InventoryListener = (devices: readonly DeviceCapabilities[]) => void;
 /** Listener for availability flips of a provider. */
 export type AvailabilityListener = (available: boolean) => void;
@@ -70,6 +78,7 @@ export class ProviderHost {
   #resetTimer: ReturnType<typeof setTimeout> | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
+  readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
   readonly #availabilityListeners: AvailabilityListener[] = [];
 
@@ -107,6 +116,11 @@ export class ProviderHost {
 
   supervision(): ProviderSupervisionView {
     return supervisionView(this.#state, this.config.restartPolicy, this.#deps.clock.monoMs());
+  }
+
+  /** Supervision counts since start (GET /metrics), a copy. */
+  counts(): ProviderHostCounts {
+    return { ...this.#counts };
   }
 
   /** Seconds since the current process came up; 0 while unavailable. */
@@ -279,6 +293,8 @@ export class ProviderHost {
     const after = supervise(before, event, this.config.restartPolicy);
     if (after === before) return;
     this.#state = after;
+    if (event.type === "failed") this.#counts.failures++;
+    else if (event.type === "attempt") this.#counts.restart_attempts++;
     this.#log.debug(
       `supervision ${before.phase}(${before.attemptCount}) -${event.type}-> ${after.phase}(${after.attemptCount})`,
     );

@@ -152,6 +152,10 @@ export interface EstopService {
   ): Promise<EstopResult>;
   clear(): { latched: false };
   status(): EstopStatus;
+  /** Triggers since start, each one counted (GET /metrics); absent in older implementations. */
+  readonly triggerCount?: number;
+  /** True while latched (cheaper than status(), which builds the plan). */
+  readonly latched?: boolean;
 }
 
 /** Pause between attempts of a ladder call refused because its provider's queue is full. */
@@ -215,6 +219,7 @@ export class Estop implements EstopService {
   readonly #log: Logger;
   #state: LatchState = "released";
   #latchedAtMs: number | null = null;
+  #triggerCount = 0;
   #cause: string | null = null;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
@@ -238,6 +243,11 @@ export class Estop implements EstopService {
         if (this.#logPlanChanges) this.logPlan("inventory changed");
       });
     }
+  }
+
+  /** Triggers since start (a trigger while latched counts too). */
+  get triggerCount(): number {
+    return this.#triggerCount;
   }
 
   /** True while latched. */
@@ -319,6 +329,7 @@ export class Estop implements EstopService {
     // Synchronous, before any await: latch (the gate refuses racing calls from here on), then
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
+    this.#triggerCount++;
     this.#latchedAtMs = this.#o.clock.nowMs();
     const cause = options.cause ?? ESTOP_CAUSE_API;
     // Status keeps what latched it: a later trigger while latched does not replace the cause.

@@ -11,6 +11,7 @@ import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
+  Histogram,
   type Logger,
   type Quality,
   RuntimeError,
@@ -89,6 +90,17 @@ interface MutableDeviceState {
   queuedPoll: Promise<void> | null;
 }
 
+/**
+ * Poll figures of one provider since start (GET /metrics). Preallocated per provider at
+ * construction and updated in place: recording a poll allocates nothing.
+ */
+export interface PollMetrics {
+  /** Duration of every ReadSignals round-trip (answered or not), in seconds. */
+  readonly duration: Histogram;
+  /** Polls that failed: no answer in time, an error status, or the provider down. */
+  errors: number;
+}
+
 /** Per provider: data-fault counters and a rate-limited log per kind. */
 interface ProviderDataFaults {
   readonly counts: DataFaultCounts;
@@ -140,6 +152,7 @@ export class StateCache {
   readonly #reported = new Map<string, ReportedHealthEntry>();
   readonly #loops = new Map<string, PollLoop>();
   readonly #faults = new Map<string, ProviderDataFaults>();
+  readonly #pollMetrics = new Map<string, PollMetrics>();
   readonly #discoveryWarnings = new Map<string, readonly string[]>();
   /** provider id -> its poll queue (ReadSignals one at a time). */
   readonly #pollQueues = new Map<string, PollQueue>();
@@ -167,6 +180,7 @@ export class StateCache {
         counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
         log: { type_mismatch: limited(), non_finite: limited(), undeclared_signal: limited() },
       });
+      this.#pollMetrics.set(host.id, { duration: new Histogram(), errors: 0 });
       host.onInventory((devices) => this.#applyInventory(host, devices));
       host.onAvailability((up) => {
         if (!up) this.#markProviderDown(host.id);
@@ -240,6 +254,11 @@ export class StateCache {
   dataFaults(providerId: string): DataFaultCounts {
     const f = this.#faults.get(providerId);
     return f ? { ...f.counts } : { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 };
+  }
+
+  /** Poll duration and errors of one provider since start (live, not a copy). */
+  pollMetrics(providerId: string): Readonly<PollMetrics> | undefined {
+    return this.#pollMetrics.get(providerId);
   }
 
   /** What the provider's last discovery refused (devices skipped, and why); kept while down. */
@@ -333,15 +352,21 @@ export class StateCache {
 
   /** Polls one device; returns false when the provider did not answer in time. */
   async #pollOne(host: ProviderHost, dev: MutableDeviceState): Promise<boolean> {
+    const metrics = this.#pollMetrics.get(host.id)!;
+    const clock = this.#opts.clock;
+    const startedMs = clock.monoMs();
     try {
       const r = await host.request("read_signals", {
         device_id: dev.deviceId,
         signal_ids: dev.pollable,
       });
+      metrics.duration.observe((clock.monoMs() - startedMs) / 1000);
       host.noteLiveness(true);
       this.#applySamples(dev, r.values ?? []);
       return true;
     } catch (err) {
+      metrics.duration.observe((clock.monoMs() - startedMs) / 1000);
+      metrics.errors++;
       const timedOut = noAnswer(err);
       if (timedOut) host.noteLiveness(false);
       else if (err instanceof ProviderStatusError) host.noteLiveness(true); // still an answer

@@ -38,6 +38,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
     requestHeaderTimeoutMs: 10000,
     keepAliveTimeoutMs: 30000,
     consoleEnabled: true,
+    metricsEnabled: true,
   });
   assert.deepEqual(config.providers, [{
     id: "p0",

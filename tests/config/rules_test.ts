@@ -164,6 +164,16 @@ ${PROV}
     expect: ["error http.console_enabled @3"],
   },
   {
+    name: "http.metrics_enabled that is not a boolean is an error at its line",
+    yaml: `
+http:
+  port: 8080
+  metrics_enabled: 1
+${PROV}
+`,
+    expect: ["error http.metrics_enabled @3"],
+  },
+  {
     name: "http.console_enabled false is valid",
     yaml: `
 http:

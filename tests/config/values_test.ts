@@ -40,6 +40,7 @@ http:
   request_header_timeout_ms: 120000
   keep_alive_timeout_ms: 600000
   console_enabled: false
+  metrics_enabled: false
 providers:
   - id: p0
     command: prov
@@ -109,6 +110,7 @@ health:
     requestHeaderTimeoutMs: 120000,
     keepAliveTimeoutMs: 600000,
     consoleEnabled: false,
+    metricsEnabled: false,
   });
   assert.deepEqual(config.providers, [{
     id: "p0",

@@ -34,7 +34,7 @@ function managerWith(
 ): ModeManager {
   const log = testLogger();
   return new ModeManager({
-    router: new CallRouter({ registry: rt.registry, cache: rt.cache, log }),
+    router: new CallRouter({ registry: rt.registry, cache: rt.cache, log, clock: rt.host.clock }),
     registry: rt.registry,
     bus: new EventBus(),
     clock: systemClock,

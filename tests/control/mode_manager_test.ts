@@ -42,7 +42,7 @@ function setup(o: {
     shutdownTimeoutMs: 100,
   });
   const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
-  const router = new CallRouter({ registry, cache, log });
+  const router = new CallRouter({ registry, cache, log, clock: systemClock });
   const modes = new ModeManager({
     router,
     registry,

@@ -97,6 +97,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       requestHeaderTimeoutMs: 10000,
       keepAliveTimeoutMs: 30000,
       consoleEnabled: true,
+      metricsEnabled: true,
       ...o.http,
     },
     providers: o.providers ?? [simProvider("sim0")],

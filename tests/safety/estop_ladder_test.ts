@@ -303,7 +303,7 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
     shutdownTimeoutMs: 2000,
   });
   const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
-  const router = new CallRouter({ registry, cache, log });
+  const router = new CallRouter({ registry, cache, log, clock: systemClock });
   const estop = new Estop({
     router,
     registry,

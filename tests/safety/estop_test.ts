@@ -58,7 +58,7 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
     shutdownTimeoutMs: 100,
   });
   const cache = new StateCache({ registry, bus, clock, log, intervalMs: 100 });
-  const router = new CallRouter({ registry, cache, log });
+  const router = new CallRouter({ registry, cache, log, clock });
   const modes = new ModeManager({
     router,
     registry,

@@ -337,7 +337,7 @@ function estopWithoutDevices() {
     shutdownTimeoutMs: 100,
   });
   const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
-  const router = new CallRouter({ registry, cache, log });
+  const router = new CallRouter({ registry, cache, log, clock: systemClock });
   return new Estop({ router, registry, clock: systemClock, log, safeState: NO_SAFETY });
 }
 

@@ -1,0 +1,316 @@
+/**
+ * GET /metrics: the runtime's internals in the Prometheus text format (docs/metrics.md lists
+ * every metric). Figures are read from the subsystems when scraped; only the HTTP layer's own
+ * request counts are kept here. Labels are bounded: provider ids of the configuration, route
+ * templates, status codes and fixed vocabularies — never a device value or a raw path.
+ */
+import {
+  ExpositionWriter,
+  Histogram,
+  type LifecycleState,
+  RUNTIME_VERSION,
+} from "../common/mod.ts";
+import { RUNTIME_MODES } from "../config/mod.ts";
+import type { AlarmState } from "../events/mod.ts";
+import type { HttpServices } from "./services.ts";
+import type { SseHub } from "./sse_hub.ts";
+
+/** The exposition's content type (text format 0.0.4). */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** The path the metrics are served on (outside /v0, where scrapers look by default). */
+export const METRICS_PATH = "/metrics";
+
+/** Route label of a path no route has (a 404), and of the operator console's files. */
+export const UNMATCHED_ROUTE = "unmatched";
+export const CONSOLE_ROUTE = "console";
+
+/** Methods counted by name; any other method is counted as `other` (the label stays bounded). */
+const COUNTED_METHODS = new Set(["GET", "HEAD", "POST", "OPTIONS"]);
+
+const LIFECYCLE_STATES: readonly LifecycleState[] = [
+  "RUNNING",
+  "RECOVERING",
+  "RESTARTING",
+  "CIRCUIT_OPEN",
+  "DOWN",
+];
+const ALARM_STATES: readonly AlarmState[] = ["normal", "active", "active_acked", "shelved"];
+
+interface RequestSeries {
+  readonly method: string;
+  readonly route: string;
+  readonly code: number;
+  count: number;
+}
+
+/**
+ * Requests by method, route template and status code, and their duration by route (until the
+ * response starts: an event stream counts until its headers). Bounded: at most
+ * (routes + 3) x 5 methods x the status codes the API answers with.
+ */
+export class HttpRequestMetrics {
+  readonly #requests = new Map<string, RequestSeries>();
+  readonly #durations = new Map<string, Histogram>();
+
+  /** Records one answered request. */
+  record(method: string, route: string, code: number, seconds: number): void {
+    const m = COUNTED_METHODS.has(method) ? method : "other";
+    const key = `${m} ${route} ${code}`;
+    let series = this.#requests.get(key);
+    if (!series) this.#requests.set(key, series = { method: m, route, code, count: 0 });
+    series.count++;
+    let h = this.#durations.get(route);
+    if (!h) this.#durations.set(route, h = new Histogram());
+    h.observe(seconds);
+  }
+
+  get requests(): ReadonlyMap<string, Readonly<RequestSeries>> {
+    return this.#requests;
+  }
+
+  get durations(): ReadonlyMap<string, Histogram> {
+    return this.#durations;
+  }
+}
+
+/** What the exposition reads besides the services: the HTTP layer's own figures. */
+export interface HttpMetricsSources {
+  readonly requests: HttpRequestMetrics;
+  readonly sse: SseHub;
+  readonly inFlight: number;
+}
+
+/** Renders the whole exposition. */
+export function renderMetrics(services: HttpServices, http: HttpMetricsSources): string {
+  const w = new ExpositionWriter();
+  const gauge1 = (name: string, help: string, value: number) =>
+    w.family(name, "gauge", help).sample(name, value);
+
+  // ---- process ----
+  w.family("runtime_info", "gauge", "Runtime version (always 1).")
+    .sample("runtime_info", 1, { version: RUNTIME_VERSION });
+  gauge1("runtime_uptime_seconds", "Seconds since the runtime started.", services.uptimeSeconds());
+  const proc = services.processStats?.();
+  if (proc) {
+    gauge1(
+      "runtime_process_resident_memory_bytes",
+      "Resident set size of the runtime process in bytes (providers not included).",
+      proc.rssBytes,
+    );
+    if (proc.cpuSeconds !== null) {
+      w.family(
+        "runtime_process_cpu_seconds_total",
+        "counter",
+        "User and system CPU time of the runtime process in seconds (providers not included).",
+      ).sample("runtime_process_cpu_seconds_total", proc.cpuSeconds);
+    }
+  }
+
+  // ---- providers ----
+  const hosts = services.registry.hosts;
+  w.family("runtime_provider_up", "gauge", "1 while the provider is AVAILABLE, else 0.");
+  for (const h of hosts) w.sample("runtime_provider_up", h.available ? 1 : 0, { provider: h.id });
+  w.family(
+    "runtime_provider_circuit_open",
+    "gauge",
+    "1 once the provider's restart circuit is open (it is not restarted again), else 0.",
+  );
+  for (const h of hosts) {
+    w.sample("runtime_provider_circuit_open", h.lifecycle === "CIRCUIT_OPEN" ? 1 : 0, {
+      provider: h.id,
+    });
+  }
+  w.family(
+    "runtime_provider_lifecycle_state",
+    "gauge",
+    "1 for the provider's lifecycle state (RUNNING, RECOVERING, RESTARTING, CIRCUIT_OPEN, DOWN), 0 for the others.",
+  );
+  for (const h of hosts) {
+    const now = h.lifecycle;
+    for (const state of LIFECYCLE_STATES) {
+      w.sample("runtime_provider_lifecycle_state", now === state ? 1 : 0, {
+        provider: h.id,
+        state,
+      });
+    }
+  }
+  const counts = hosts.map((h) => h.counts());
+  w.family(
+    "runtime_provider_failures_total",
+    "counter",
+    "Times the provider was declared down (crash, unresponsive, protocol error).",
+  );
+  hosts.forEach((h, i) =>
+    w.sample("runtime_provider_failures_total", counts[i].failures, { provider: h.id })
+  );
+  w.family("runtime_provider_restarts_total", "counter", "Restart attempts begun.");
+  hosts.forEach((h, i) =>
+    w.sample("runtime_provider_restarts_total", counts[i].restart_attempts, { provider: h.id })
+  );
+  w.family("runtime_provider_devices", "gauge", "Devices the provider's last discovery gave.");
+  for (const h of hosts) {
+    w.sample("runtime_provider_devices", h.devices.length, { provider: h.id });
+  }
+
+  // ---- polling ----
+  w.family(
+    "runtime_poll_duration_seconds",
+    "histogram",
+    "Duration of one device poll (ReadSignals round-trip), answered or not.",
+  );
+  for (const h of hosts) {
+    const m = services.cache.pollMetrics(h.id);
+    if (m) w.histogram("runtime_poll_duration_seconds", m.duration, { provider: h.id });
+  }
+  w.family(
+    "runtime_poll_errors_total",
+    "counter",
+    "Device polls that failed (no answer in time, an error status, provider down).",
+  );
+  for (const h of hosts) {
+    const m = services.cache.pollMetrics(h.id);
+    if (m) w.sample("runtime_poll_errors_total", m.errors, { provider: h.id });
+  }
+  w.family(
+    "runtime_signal_samples_refused_total",
+    "counter",
+    "Signal samples not stored as good values, by kind (type_mismatch, non_finite, undeclared_signal).",
+  );
+  for (const h of hosts) {
+    const f = services.cache.dataFaults(h.id);
+    for (const kind of ["type_mismatch", "non_finite", "undeclared_signal"] as const) {
+      w.sample("runtime_signal_samples_refused_total", f[kind], { provider: h.id, kind });
+    }
+  }
+
+  // ---- calls ----
+  const calls = services.router.callMetrics();
+  w.family(
+    "runtime_calls_total",
+    "counter",
+    "Device calls by provider and outcome code (OK or the error code).",
+  );
+  for (const c of calls) {
+    w.sample("runtime_calls_total", c.duration.count, { provider: c.providerId, code: c.code });
+  }
+  w.family(
+    "runtime_call_duration_seconds",
+    "histogram",
+    "Duration of a device call, validation to answer (post-call poll included).",
+  );
+  for (const c of calls) {
+    w.histogram("runtime_call_duration_seconds", c.duration, {
+      provider: c.providerId,
+      code: c.code,
+    });
+  }
+
+  // ---- HTTP and event streams ----
+  w.family(
+    "runtime_http_requests_total",
+    "counter",
+    "HTTP requests by method, route template and status code.",
+  );
+  for (const r of http.requests.requests.values()) {
+    w.sample("runtime_http_requests_total", r.count, {
+      method: r.method,
+      route: r.route,
+      code: String(r.code),
+    });
+  }
+  w.family(
+    "runtime_http_request_duration_seconds",
+    "histogram",
+    "Time from a request's arrival to its response headers, by route template.",
+  );
+  for (const [route, h] of http.requests.durations) {
+    w.histogram("runtime_http_request_duration_seconds", h, { route });
+  }
+  gauge1("runtime_http_requests_in_flight", "Requests being handled now.", http.inFlight);
+  gauge1("runtime_sse_clients", "Open event streams (GET /v0/events).", http.sse.clientCount);
+  w.family(
+    "runtime_sse_events_dropped_total",
+    "counter",
+    "Events dropped from a slow event-stream client's full queue.",
+  ).sample("runtime_sse_events_dropped_total", http.sse.droppedTotal);
+  gauge1(
+    "runtime_sse_queued_events",
+    "Events waiting in event-stream client queues.",
+    http.sse.queuedFrames,
+  );
+  w.family("runtime_events_published_total", "counter", "Events published on the event bus.")
+    .sample("runtime_events_published_total", services.bus.publishedCount);
+
+  // ---- telemetry ----
+  const t = services.telemetry?.status() as Record<string, unknown> | undefined;
+  const num = (key: string) => (typeof t?.[key] === "number" ? t[key] as number : 0);
+  gauge1("runtime_telemetry_enabled", "1 when telemetry is enabled.", t?.enabled === true ? 1 : 0);
+  gauge1(
+    "runtime_telemetry_connected",
+    "1 when the last write to the database succeeded.",
+    t?.connected === true ? 1 : 0,
+  );
+  const telemetryCounters: Array<[string, string, string]> = [
+    ["runtime_telemetry_rows_written_total", "total_written", "Rows the database accepted."],
+    [
+      "runtime_telemetry_rows_failed_total",
+      "total_failed",
+      "Rows given up (retry buffer overflow, refused, unformattable, unsent at shutdown).",
+    ],
+    [
+      "runtime_telemetry_write_failures_total",
+      "write_failures",
+      "Write requests that failed (each retry counts).",
+    ],
+    [
+      "runtime_telemetry_events_dropped_total",
+      "dropped_events",
+      "Events lost to the telemetry subscriber queue's overflow.",
+    ],
+  ];
+  for (const [name, key, help] of telemetryCounters) {
+    w.family(name, "counter", help).sample(name, num(key));
+  }
+  gauge1(
+    "runtime_telemetry_queue_depth",
+    "Events waiting in the telemetry queue.",
+    num("queue_depth"),
+  );
+  gauge1("runtime_telemetry_batch_rows", "Rows in the current batch.", num("pending_batch"));
+  gauge1(
+    "runtime_telemetry_retry_buffer_rows",
+    "Rows waiting for a retry.",
+    num("retry_buffer_depth"),
+  );
+
+  // ---- modes, e-stop, automation, alarms ----
+  const mode = services.modes?.current() ?? "IDLE";
+  w.family("runtime_mode", "gauge", "1 for the current runtime mode, 0 for the others.");
+  for (const m of RUNTIME_MODES) w.sample("runtime_mode", m === mode ? 1 : 0, { mode: m });
+  const estop = services.estop;
+  gauge1(
+    "runtime_estop_latched",
+    "1 while the software e-stop is latched.",
+    (estop?.latched ?? estop?.status().latched) ? 1 : 0,
+  );
+  w.family("runtime_estop_triggers_total", "counter", "Software e-stop triggers (API and alarms).")
+    .sample("runtime_estop_triggers_total", estop?.triggerCount ?? 0);
+  const ticks = services.automation?.tickCounts?.() ?? { ticks: 0, errors: 0 };
+  w.family("runtime_bt_ticks_total", "counter", "Behavior-tree ticks.")
+    .sample("runtime_bt_ticks_total", ticks.ticks);
+  w.family("runtime_bt_tick_errors_total", "counter", "Behavior-tree ticks that threw.")
+    .sample("runtime_bt_tick_errors_total", ticks.errors);
+  if (services.alarms) {
+    const byState = new Map<string, number>(ALARM_STATES.map((s) => [s, 0]));
+    for (const a of services.alarms.alarms()) byState.set(a.state, (byState.get(a.state) ?? 0) + 1);
+    w.family("runtime_alarms", "gauge", "Configured alarms by state.");
+    for (const [state, n] of byState) w.sample("runtime_alarms", n, { state });
+    gauge1(
+      "runtime_interlocks_blocking",
+      "Interlocks blocking calls now.",
+      services.alarms.interlocks().filter((i) => i.blocking).length,
+    );
+  }
+  return w.text();
+}
