@@ -18,6 +18,23 @@ export function isLoopbackAddress(address: string): boolean {
   return isLoopback(address);
 }
 
+/**
+ * Who a request acts as, for the record (audit) and for authorization: the token's name
+ * (`default` for the single configured token), `local` for a loopback-exempt request that
+ * presented no valid token, `anonymous` when auth is off. The token itself is never kept here.
+ */
+export interface Principal {
+  readonly name: string;
+  /** The client's address as the connection reported it. */
+  readonly address: string;
+}
+
+/** The principal names that are not token names. */
+export const LOCAL_PRINCIPAL = "local";
+export const ANONYMOUS_PRINCIPAL = "anonymous";
+/** The name the single configured token (`http.auth_token` / RUNTIME_API_TOKEN) acts under. */
+export const DEFAULT_TOKEN_NAME = "default";
+
 /** Checks requests against the configured token; one instance per server. */
 export class BearerAuth {
   readonly #enabled: boolean;
@@ -32,11 +49,14 @@ export class BearerAuth {
     this.#tokenDigest = token.length === 0 ? null : sha256(token);
   }
 
-  /** Resolves true when the request may proceed. */
-  async allows(req: Request, remoteAddr: string): Promise<boolean> {
-    if (!this.#enabled) return true;
-    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr)) return true;
-    return await this.presentsToken(req);
+  /** Who the request acts as, or null when it may not proceed (answer 401). */
+  async identify(req: Request, remoteAddr: string): Promise<Principal | null> {
+    if (!this.#enabled) return { name: ANONYMOUS_PRINCIPAL, address: remoteAddr };
+    if (await this.presentsToken(req)) return { name: DEFAULT_TOKEN_NAME, address: remoteAddr };
+    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr)) {
+      return { name: LOCAL_PRINCIPAL, address: remoteAddr };
+    }
+    return null;
   }
 
   /**

@@ -213,7 +213,8 @@ export class HttpApi {
     // Preflights carry no credentials by design (browsers never send Authorization on them), so
     // they are answered before auth: they reveal nothing and run nothing.
     if (preflight) return new Response(null, { status: 204 });
-    if (!(await this.#auth.allows(req, info.remoteAddr))) {
+    const principal = await this.#auth.identify(req, info.remoteAddr);
+    if (principal === null) {
       await req.body?.cancel().catch(() => {});
       return unauthorizedResponse();
     }
@@ -241,6 +242,7 @@ export class HttpApi {
         req,
         url,
         params: match.params,
+        principal,
         services: this.#services,
         sse: this.#sse,
         limits: this.#limits,

@@ -24,6 +24,7 @@ import {
 } from "./run_bodies.ts";
 import type { EstopStatus } from "../safety/mod.ts";
 import { parseNoArguments, parseShelve } from "./alarm_bodies.ts";
+import type { Principal } from "./auth.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
 import { parseArgs, signalValueJson } from "./typed_value_json.ts";
@@ -34,6 +35,8 @@ export interface RouteContext {
   readonly url: URL;
   /** Decoded path parameters by name. */
   readonly params: Readonly<Record<string, string>>;
+  /** Who the request acts as (auth.ts). */
+  readonly principal: Principal;
   readonly services: HttpServices;
   readonly sse: SseHub;
   readonly limits: BodyLimits;

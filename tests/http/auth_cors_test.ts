@@ -3,7 +3,9 @@
  * concurrency bound, through the request handler with injected remote addresses.
  */
 import assert from "node:assert/strict";
+import { BearerAuth } from "../../src/http/mod.ts";
 import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { testConfig } from "../helpers/sim_config.ts";
 
 const TOKEN = "s3cret-token";
 const AUTH = { authEnabled: true, authToken: TOKEN };
@@ -238,4 +240,32 @@ Deno.test("HttpApi answers 503 at once past http.thread_pool_size concurrent req
   } finally {
     await fx.close();
   }
+});
+
+Deno.test("BearerAuth.identify names who a request acts as: default, local, anonymous or nobody", async () => {
+  const base = testConfig({}).http;
+  const req = (authorization?: string) =>
+    new Request("http://x/v0/devices", {
+      headers: authorization === undefined ? {} : { authorization },
+    });
+  const on = new BearerAuth({ ...base, authEnabled: true, authExemptLoopback: true }, TOKEN);
+  assert.deepStrictEqual(await on.identify(req(`Bearer ${TOKEN}`), "192.0.2.1"), {
+    name: "default",
+    address: "192.0.2.1",
+  });
+  // A loopback client that presents the token acts under the token's name, not as "local".
+  assert.deepStrictEqual(await on.identify(req(`Bearer ${TOKEN}`), "127.0.0.1"), {
+    name: "default",
+    address: "127.0.0.1",
+  });
+  assert.deepStrictEqual(await on.identify(req("Bearer wrong"), "::1"), {
+    name: "local",
+    address: "::1",
+  });
+  assert.strictEqual(await on.identify(req("Bearer wrong"), "192.0.2.1"), null);
+  const off = new BearerAuth({ ...base, authEnabled: false }, TOKEN);
+  assert.deepStrictEqual(await off.identify(req(), "192.0.2.1"), {
+    name: "anonymous",
+    address: "192.0.2.1",
+  });
 });
