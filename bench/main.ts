@@ -156,7 +156,16 @@ async function main(): Promise<number> {
     console.log(BENCH_USAGE);
     return 0;
   }
-  const prof = args.quick ? QUICK_PROFILE : DEFAULT_PROFILE;
+  const base = args.quick ? QUICK_PROFILE : DEFAULT_PROFILE;
+  const prof: Profile = args.fanout === null ? base : {
+    ...base,
+    // Workload 4 runs in the scale session of its provider count: make sure there is one.
+    scaleProviders: [...new Set([...base.scaleProviders, args.fanout.providers])].sort((a, b) =>
+      a - b
+    ),
+    fanoutProviders: args.fanout.providers,
+    fanoutClients: args.fanout.clients,
+  };
   const cwd = Deno.cwd();
   const cmds: Partial<Record<RuntimeLabel, string[]>> = {
     A: absolutizeCommand(args.runtimeCmd, cwd, exists),

@@ -76,4 +76,47 @@ export class Api {
     }
     return ms;
   }
+
+  /**
+   * One timed request on a connection of its own, closed after the answer (`Connection: close`),
+   * as a client that does not keep connections alive (a shell script's curl, a PLC, anolis's own
+   * clients). Raw HTTP/1.1 over a TCP socket, so the client's cost is a connect, one write and
+   * reads to EOF (a fetch() client would add its connection-pool work to the shared cores).
+   * Returns the latency in ms from connect to EOF; throws BenchFailure on a non-2xx status.
+   */
+  async timedNewConnection(method: string, path: string, body = ""): Promise<number> {
+    const url = new URL(this.baseUrl);
+    const payload = ENCODER.encode(body);
+    const head = `${method} ${path} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: close\r\n` +
+      (payload.length > 0 ? `content-type: application/json\r\n` : "") +
+      `content-length: ${payload.length}\r\n\r\n`;
+    const request = new Uint8Array([...ENCODER.encode(head), ...payload]);
+    const t0 = performance.now();
+    let answer = "";
+    try {
+      const conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) });
+      try {
+        await conn.write(request);
+        const decoder = new TextDecoder();
+        const buf = new Uint8Array(16_384);
+        for (;;) {
+          const n = await conn.read(buf);
+          if (n === null) break;
+          answer += decoder.decode(buf.subarray(0, n), { stream: true });
+        }
+      } finally {
+        conn.close();
+      }
+    } catch (err) {
+      throw new BenchFailure(`${method} ${path}: ${err instanceof Error ? err.message : err}`);
+    }
+    const ms = performance.now() - t0;
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+    if (!(status >= 200 && status <= 299)) {
+      throw new BenchFailure(`${method} ${path} (new connection) -> ${answer.slice(0, 300)}`);
+    }
+    return ms;
+  }
 }
+
+const ENCODER = new TextEncoder();

@@ -14,6 +14,8 @@ export interface BenchArgs {
   readonly only: ReadonlySet<number> | null;
   /** Overrides the profile's repetition count of the repeated workloads. */
   readonly reps: number | null;
+  /** Overrides workload 4's session size: providers and SSE clients (`--fanout 10x8`). */
+  readonly fanout: { readonly providers: number; readonly clients: number } | null;
   /** Result file path; default bench/results/<date>[-quick|-soak].json. */
   readonly out: string | null;
   /** Skip writing the result file (development runs). */
@@ -38,6 +40,7 @@ export const BENCH_USAGE = `Usage: deno task bench [flags]
                           --config <generated sim yaml> is appended
   --only 1,3,5            run only these workloads (1-8)
   --reps N                repetitions of the repeated workloads (default 3, quick 2)
+  --fanout PxC            workload 4 with P providers and C SSE clients (default 50x32, quick 10x32)
   --out FILE              result file (default bench/results/<date>[-quick|-soak].json)
   --no-write              do not write a result file
   --help                  this text
@@ -116,6 +119,7 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
   let providerCmd: string[] = defaults.provider;
   let only: Set<number> | null = null;
   let reps: number | null = null;
+  let fanout: { providers: number; clients: number } | null = null;
   let out: string | null = null;
 
   const command = (flag: string, value: string): string[] => {
@@ -189,6 +193,18 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
         reps = n;
         break;
       }
+      case "--fanout": {
+        const raw = value();
+        const m = /^(\d+)x(\d+)$/.exec(raw);
+        const [providers, clients] = m === null ? [NaN, NaN] : [Number(m[1]), Number(m[2])];
+        if (!(providers >= 1 && providers <= 200 && clients >= 1 && clients <= 256)) {
+          throw new UsageError(
+            `--fanout: '${raw}' is not PROVIDERSxCLIENTS with 1..200 providers and 1..256 clients`,
+          );
+        }
+        fanout = { providers, clients };
+        break;
+      }
       case "--out":
         out = value();
         if (out === "") throw new UsageError("--out: empty path");
@@ -197,7 +213,19 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
         throw new UsageError(`unknown flag: ${argv[i]}`);
     }
   }
-  return { quick, soak, runtimeCmd, compareCmd, providerCmd, only, reps, out, noWrite, help };
+  return {
+    quick,
+    soak,
+    runtimeCmd,
+    compareCmd,
+    providerCmd,
+    only,
+    reps,
+    fanout,
+    out,
+    noWrite,
+    help,
+  };
 }
 
 /**

@@ -125,6 +125,30 @@ export async function callRoundTrip(ctx: SessionContext): Promise<void> {
       percentile(c.latencies, 99),
     );
   }
+  // The same actuating call from clients that open a connection per call (`Connection: close`).
+  const name = "actuating call, new connection per call";
+  const fresh = (i: number) => api.timedNewConnection("POST", "/v0/call", duty[i % 2]);
+  await sequential(prof.warmupCalls, fresh);
+  const seq = await sequential(prof.sequentialCalls, fresh);
+  ctx.record({ workload: 1, name: `${name}, sequential p50`, unit: "ms" }, percentile(seq, 50));
+  ctx.record({ workload: 1, name: `${name}, sequential p99`, unit: "ms" }, percentile(seq, 99));
+  const h0 = sampleCpuMem(Deno.pid, []);
+  const r0 = sampleCpuMem(ctx.rt.pid, []);
+  const c = await closedLoop(prof.concurrentClients, prof.concurrentWindowMs, fresh);
+  const tag = `${prof.concurrentClients} clients`;
+  ctx.record({ workload: 1, name: `${name}, ${tag}`, unit: "calls/s" }, c.perSecond);
+  ctx.record({ workload: 1, name: `${name}, ${tag} p99`, unit: "ms" }, percentile(c.latencies, 99));
+  // On a 2-core machine the harness's own share says how far the clients, not the runtime, set
+  // the rate.
+  const ticks = ctx.ticksPerSecond;
+  ctx.record(
+    { workload: 1, name: `${name}, ${tag}: runtime CPU`, unit: "% of 1 core" },
+    cpuPercent(r0, sampleCpuMem(ctx.rt.pid, []), ticks).main,
+  );
+  ctx.record(
+    { workload: 1, name: `${name}, ${tag}: harness CPU`, unit: "% of 1 core" },
+    cpuPercent(h0, sampleCpuMem(Deno.pid, []), ticks).main,
+  );
   // Leave the motor stopped for the next workloads.
   await api.post("/v0/call", JSON.parse(dutyCall(p, 0)));
 }
