@@ -24,12 +24,12 @@ import {
   type WireRequest,
 } from "../src/adpp/mod.ts";
 import { defaultCommands, splitCommand } from "./lib/args.ts";
-import { BENCH_DEVICES, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
+import { runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { clockTicksPerSecond, readProcStat } from "./lib/proc.ts";
 import { median } from "./lib/stats.ts";
 
 const REPO = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
-const REPLAY = `${REPO}/bench/lib/replay_provider.py`;
+export const REPLAY = `${REPO}/bench/lib/replay_provider.py`;
 /** Readiness poll period: the start-up figures are quantized to this. */
 const READY_POLL_MS = 2;
 /** Give up on one start-up after this long. */
@@ -65,14 +65,18 @@ function channel(cmd: readonly string[]): Channel {
 }
 
 /** Records the sim's answers to everything the runtime asks at start-up and while polling. */
-async function record(
+export async function record(
   simCmd: readonly string[],
   simConfig: string,
 ): Promise<Record<string, string>> {
   const ch = channel([...simCmd, "--config", simConfig]);
   const out: Record<string, string> = {};
+  let devices: string[] = [];
   const keep = async (key: string, req: WireRequest) => {
     const res = decodeResponse(await ch.ask(req));
+    if (key === "list_devices") {
+      devices = (res.list_devices?.devices ?? []).map((d) => d.device_id!);
+    }
     if (res.status?.code !== 1) {
       throw new Error(`sim answered ${key} with ${JSON.stringify(res.status)}`);
     }
@@ -85,7 +89,8 @@ async function record(
   try {
     await keep("hello", req("hello", { protocol_version: "v1", client_name: "bench" }));
     await keep("list_devices", req("list_devices", {}));
-    for (const id of Object.values(BENCH_DEVICES)) {
+    // Every device the sim lists (the bench's four and the sim's own chaos_control).
+    for (const id of devices) {
       await keep(`describe_device/${id}`, req("describe_device", { device_id: id }));
       await keep(`read_signals/${id}`, req("read_signals", { device_id: id }));
     }

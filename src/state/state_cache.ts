@@ -195,10 +195,18 @@ export class StateCache {
     if (this.#running) return;
     this.#running = true;
     await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h)));
+    // One grid for every loop: cycles of all providers start at the same instants, so the
+    // process wakes once per interval for all of them, not once per provider at drifting phases.
+    const gridOriginMs = this.#opts.clock.monoMs();
     for (const host of this.#opts.registry.hosts) {
       this.#loops.set(
         host.id,
-        new PollLoop(this.#opts.intervalMs, () => this.#cycle(host), this.#opts.clock),
+        new PollLoop(
+          this.#opts.intervalMs,
+          () => this.#cycle(host),
+          this.#opts.clock,
+          gridOriginMs,
+        ),
       );
     }
   }
@@ -644,20 +652,27 @@ class PollQueue {
   };
 }
 
-/** A fixed-cadence loop (running from construction) that never overlaps itself and stops promptly. */
-class PollLoop {
+/**
+ * A fixed-cadence loop (running from construction) that never overlaps itself and stops promptly.
+ * Cycles start on a grid (`gridOriginMs + k × intervalMs`), shared by every loop of the cache: a
+ * cycle that ends within its interval waits for the next grid instant (no drift from timer
+ * lateness, and loops stay in step), one that overran starts the next at once.
+ */
+export class PollLoop {
   readonly #intervalMs: number;
   readonly #body: () => Promise<void>;
   readonly #clock: Clock;
+  readonly #gridOriginMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running = true;
   #current: Promise<void> | null = null;
 
-  constructor(intervalMs: number, body: () => Promise<void>, clock: Clock) {
+  constructor(intervalMs: number, body: () => Promise<void>, clock: Clock, gridOriginMs: number) {
     this.#intervalMs = intervalMs;
     this.#body = body;
     this.#clock = clock;
-    this.#schedule(intervalMs);
+    this.#gridOriginMs = gridOriginMs;
+    this.#schedule(this.#delayToNextTick(clock.monoMs()));
   }
 
   /** Runs the next cycle now (e.g. a provider just came back) unless one is in flight. */
@@ -677,6 +692,14 @@ class PollLoop {
     this.#timer = setTimeout(() => this.#run(), delay);
   }
 
+  /** Milliseconds from `nowMs` to the first grid instant after the one at or before `fromMs`. */
+  #delayToNextTick(fromMs: number): number {
+    const sinceOrigin = Math.max(0, fromMs - this.#gridOriginMs);
+    const next = this.#gridOriginMs +
+      (Math.floor(sinceOrigin / this.#intervalMs) + 1) * this.#intervalMs;
+    return Math.max(0, next - this.#clock.monoMs());
+  }
+
   /** Runs only from its timer, which stop() clears: never after stop(). */
   async #run(): Promise<void> {
     const started = this.#clock.monoMs();
@@ -685,6 +708,6 @@ class PollLoop {
     this.#current = null;
     if (!this.#running) return;
     const elapsed = this.#clock.monoMs() - started;
-    this.#schedule(Math.max(0, this.#intervalMs - elapsed));
+    this.#schedule(elapsed >= this.#intervalMs ? 0 : this.#delayToNextTick(started));
   }
 }

@@ -29,6 +29,7 @@ Deno.test("parseBenchArgs defaults to our runtime and the simulated provider", (
   assert.equal(a.soak, false);
   assert.equal(a.only, null);
   assert.equal(a.reps, null);
+  assert.equal(a.fanout, null);
 });
 
 Deno.test("parseBenchArgs reads every flag in both --flag value and --flag=value forms", () => {
@@ -44,6 +45,8 @@ Deno.test("parseBenchArgs reads every flag in both --flag value and --flag=value
       "--only",
       "1,3",
       "--reps=4",
+      "--fanout",
+      "10x8",
       "--out",
       "x.json",
       "--no-write",
@@ -57,6 +60,7 @@ Deno.test("parseBenchArgs reads every flag in both --flag value and --flag=value
   assert.deepEqual(a.providerCmd, ["./sim"]);
   assert.deepEqual([...a.only!], [1, 3]);
   assert.equal(a.reps, 4);
+  assert.deepStrictEqual(a.fanout, { providers: 10, clients: 8 });
   assert.equal(a.out, "x.json");
   assert.equal(a.noWrite, true);
 });
@@ -65,6 +69,9 @@ Deno.test("parseBenchArgs names the flag in usage errors", () => {
   assert.throws(() => parseBenchArgs(["--only", "9"], "/r"), /--only: '9'/);
   assert.throws(() => parseBenchArgs(["--reps", "0"], "/r"), /--reps/);
   assert.throws(() => parseBenchArgs(["--compare"], "/r"), /--compare: missing value/);
+  for (const bad of ["10", "10x", "x8", "0x8", "10x0", "201x8", "10x257", "10X8", "1.5x8"]) {
+    assert.throws(() => parseBenchArgs(["--fanout", bad], "/r"), new RegExp(`--fanout: '${bad}'`));
+  }
   assert.throws(() => parseBenchArgs(["--compare", "  "], "/r"), /--compare: empty command/);
   assert.throws(() => parseBenchArgs(["--quick=yes"], "/r"), /--quick: takes no value/);
   assert.throws(() => parseBenchArgs(["--fast"], "/r"), /unknown flag: --fast/);

@@ -1,0 +1,95 @@
+/**
+ * PollLoop's cadence: cycles start on a grid shared by every loop of the cache, so timer lateness
+ * does not accumulate and the loops of all providers stay in step (the process wakes once per
+ * interval for all of them). The clock is injected; the timers run for real (short intervals) and
+ * their delays are read from the timer ledger.
+ */
+import assert from "node:assert/strict";
+import type { Clock } from "../../src/common/mod.ts";
+import { PollLoop } from "../../src/state/mod.ts";
+import { openTimerLedger } from "../helpers/timers.ts";
+
+const INTERVAL = 20;
+
+function fakeClock(startMs: number): Clock & { set(ms: number): void } {
+  let now = startMs;
+  return { nowMs: () => now, monoMs: () => now, set: (ms) => void (now = ms) };
+}
+
+/** Resolves when `cond()` holds (polled every ms; the timers run for real). */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+  assert.ok(cond(), "condition not reached within 2 s");
+}
+
+Deno.test("PollLoop starts each cycle on the grid: a late timer does not shift the next cycle", async () => {
+  const clock = fakeClock(1000);
+  const ledger = openTimerLedger();
+  let cycles = 0;
+  let loop: PollLoop | undefined;
+  try {
+    // Each cycle takes 7 ms.
+    loop = new PollLoop(
+      INTERVAL,
+      () => {
+        cycles++;
+        clock.set(clock.monoMs() + 7);
+        return Promise.resolve();
+      },
+      clock,
+      1000,
+    );
+    assert.deepStrictEqual(ledger.pending(), [INTERVAL], "first cycle at the first grid instant");
+    clock.set(1000 + INTERVAL + 3); // the first timer fires 3 ms late
+    await until(() => cycles === 1 && ledger.pending().length === 1);
+    // Started at 1023 (3 late), ended at 1030: the next grid instant is 1040, 10 ms away. A loop
+    // timed from its own start would wait 20 - 7 = 13 ms and drift 3 ms per cycle.
+    assert.deepStrictEqual(ledger.pending(), [10]);
+  } finally {
+    await loop?.stop();
+    ledger.close();
+  }
+  assert.strictEqual(cycles, 1);
+});
+
+Deno.test("PollLoop starts the next cycle at once after a cycle that overran its interval", async () => {
+  const clock = fakeClock(500);
+  const ledger = openTimerLedger();
+  let cycles = 0;
+  let loop: PollLoop | undefined;
+  try {
+    loop = new PollLoop(
+      INTERVAL,
+      () => {
+        cycles++;
+        if (cycles === 1) clock.set(clock.monoMs() + INTERVAL + 5); // the first cycle overruns
+        return Promise.resolve();
+      },
+      clock,
+      500,
+    );
+    clock.set(500 + INTERVAL);
+    await until(() => cycles === 1 && ledger.pending().length === 1);
+    assert.deepStrictEqual(ledger.pending(), [0]);
+  } finally {
+    await loop?.stop();
+    ledger.close();
+  }
+});
+
+Deno.test("PollLoops with one grid origin wait for the same instant whenever they were made", async () => {
+  const clock = fakeClock(10_000);
+  const ledger = openTimerLedger();
+  const loops: PollLoop[] = [];
+  try {
+    // Made 0, 7 and 13 ms after the origin (a provider's loop made later): all aim at 10_020.
+    for (const at of [10_000, 10_007, 10_013]) {
+      clock.set(at);
+      loops.push(new PollLoop(INTERVAL, () => Promise.resolve(), clock, 10_000));
+    }
+    assert.deepStrictEqual(ledger.pending(), [20, 13, 7]);
+  } finally {
+    for (const l of loops) await l.stop();
+    ledger.close();
+  }
+});
