@@ -128,7 +128,7 @@ Deno.test("runtime --check-config reads http.tokens[].token_env from the environ
   const yaml = `http:
   auth_enabled: true
   tokens:
-    - {name: dash, role: viewer, token_env: RUNTIME_TEST_DASH_TOKEN}
+    - {name: dash, role: viewer, token_env: RUNTIME_TOKEN_TEST_DASH}
     - {name: dash, role: operator, token: operator-token-8b21e0d4a9c6}
 providers: [{id: p0, command: /nonexistent/provider}]
 `;
@@ -137,7 +137,7 @@ providers: [{id: p0, command: /nonexistent/provider}]
     assert.equal(unset.code, 1);
     assert.match(
       unset.stdout,
-      /tokens\.yaml:4:34: warning: http\.tokens\[0\]\.token_env: environment variable RUNTIME_TEST_DASH_TOKEN is not set/,
+      /tokens\.yaml:4:34: warning: http\.tokens\[0\]\.token_env: environment variable RUNTIME_TOKEN_TEST_DASH is not set/,
     );
     assert.match(
       unset.stdout,
@@ -145,7 +145,7 @@ providers: [{id: p0, command: /nonexistent/provider}]
     );
     const set = await runCli(["--check-config", "tokens.yaml"], {
       cwd: dir,
-      env: { RUNTIME_TEST_DASH_TOKEN: "short" },
+      env: { RUNTIME_TOKEN_TEST_DASH: "short" },
     });
     assert.match(
       set.stdout,

@@ -13,6 +13,7 @@ import {
   MIN_RECOMMENDED_TOKEN_CHARS,
   RESERVED_TOKEN_NAMES,
   TOKEN_ENV_PATTERN,
+  TOKEN_ENV_PREFIX,
   TOKEN_NAME_PATTERN,
   TOKEN_ROLES,
   type TokenRole,
@@ -178,7 +179,8 @@ function readSource(
   if (!TOKEN_ENV_PATTERN.test(v)) {
     c.error(
       [...ip, "token_env"],
-      "must be an environment variable name (letters, digits and `_`, not starting with a digit)",
+      `must be an environment variable name starting with ${TOKEN_ENV_PREFIX} (then 1 to 64 ` +
+        "letters, digits or `_`): the runtime may read only those",
     );
     return null;
   }

@@ -197,8 +197,14 @@ export const MAX_API_TOKENS = 64;
 export const MIN_RECOMMENDED_TOKEN_CHARS = 16;
 /** `http.tokens[].name`: 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.`. */
 export const TOKEN_NAME_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
-/** `http.tokens[].token_env`: an environment variable name. */
-export const TOKEN_ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/**
+ * What every `http.tokens[].token_env` variable name starts with: the single binary may read only
+ * the environment variables it was compiled for, and `RUNTIME_TOKEN_*` is among them (deno.json
+ * compile tasks), so named tokens come from variables such as RUNTIME_TOKEN_WALL_DASHBOARD.
+ */
+export const TOKEN_ENV_PREFIX = "RUNTIME_TOKEN_";
+/** `http.tokens[].token_env`: TOKEN_ENV_PREFIX followed by 1 to 64 letters, digits or `_`. */
+export const TOKEN_ENV_PATTERN = /^RUNTIME_TOKEN_[A-Za-z0-9_]{1,64}$/;
 /**
  * Names a named token may not take: they already name who a request acts as (`default` is the
  * single `http.auth_token` / RUNTIME_API_TOKEN, `local` a loopback-exempt request, `anonymous`

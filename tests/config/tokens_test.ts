@@ -20,16 +20,16 @@ Deno.test("loadConfig reads http.tokens into name, role, token and token_env", (
 http:
   auth_enabled: true
   tokens:
-    - {name: dash, role: viewer, token_env: DASH_TOKEN}
+    - {name: dash, role: viewer, token_env: RUNTIME_TOKEN_DASH}
     - {name: shift-1, role: operator, token: ${OPERATOR}}
     - {name: boss, role: admin, token: admin-token-5c4e2f1a9b77}
 ${PROV}
 `,
-    { mode: "start", secretEnv: { DASH_TOKEN: VIEWER } },
+    { mode: "start", secretEnv: { RUNTIME_TOKEN_DASH: VIEWER } },
   );
   assert.deepEqual(lines(r.diagnostics), []);
   assert.deepEqual(r.config?.http.tokens, [
-    { name: "dash", role: "viewer", token: "", tokenEnv: "DASH_TOKEN" },
+    { name: "dash", role: "viewer", token: "", tokenEnv: "RUNTIME_TOKEN_DASH" },
     { name: "shift-1", role: "operator", token: OPERATOR, tokenEnv: "" },
     { name: "boss", role: "admin", token: "admin-token-5c4e2f1a9b77", tokenEnv: "" },
   ]);
@@ -68,10 +68,10 @@ http:
     - name: both
       role: viewer
       token: ${VIEWER}
-      token_env: DASH_TOKEN
+      token_env: RUNTIME_TOKEN_DASH
     - name: norole
       token: ${OPERATOR}
-    - {name: badenv, role: viewer, token_env: "1-not-a-name"}
+    - {name: badenv, role: viewer, token_env: DASH_TOKEN}
     - {name: empty, role: viewer, token: ""}
 ${PROV}
 `);
@@ -80,8 +80,8 @@ ${PROV}
     "value admits nobody",
     "error http.tokens[1] @6:7 has both token and token_env: set exactly one",
     "error http.tokens[2].role @10:7 is required (one of viewer, operator, admin)",
-    "error http.tokens[3].token_env @12:36 must be an environment variable name (letters, digits " +
-    "and `_`, not starting with a digit)",
+    "error http.tokens[3].token_env @12:36 must be an environment variable name starting with " +
+    "RUNTIME_TOKEN_ (then 1 to 64 letters, digits or `_`): the runtime may read only those",
     "error http.tokens[4].token @13:35 must not be empty",
   ]);
 });
@@ -94,11 +94,11 @@ http:
   auth_token: ${OPERATOR}
   tokens:
     - {name: dash, role: viewer, token: ${VIEWER}}
-    - {name: wall, role: viewer, token_env: WALL_TOKEN}
+    - {name: wall, role: viewer, token_env: RUNTIME_TOKEN_WALL}
     - {name: ops, role: operator, token: ${OPERATOR}}
 ${PROV}
 `,
-    { secretEnv: { WALL_TOKEN: VIEWER } },
+    { secretEnv: { RUNTIME_TOKEN_WALL: VIEWER } },
   );
   assert.deepEqual(lines(r.diagnostics), [
     "error http.tokens[1].token_env @6:34 token 'wall' has the same value as http.tokens[0] " +
@@ -147,10 +147,11 @@ Deno.test("loadConfig treats an unset token_env like a missing RUNTIME_API_TOKEN
 http:
   auth_enabled: true
   tokens:
-    - {name: dash, role: viewer, token_env: DASH_TOKEN}
+    - {name: dash, role: viewer, token_env: RUNTIME_TOKEN_DASH}
 ${PROV}
 `;
-  const message = "environment variable DASH_TOKEN is not set or empty: token 'dash' has no value";
+  const message =
+    "environment variable RUNTIME_TOKEN_DASH is not set or empty: token 'dash' has no value";
   assert.deepEqual(lines(load(yaml).diagnostics), [
     `warning http.tokens[0].token_env @4:34 ${message}`,
   ]);
@@ -158,14 +159,14 @@ ${PROV}
     `error http.tokens[0].token_env @4:34 ${message}`,
   ]);
   assert.deepEqual(
-    lines(load(yaml, { mode: "start", secretEnv: { DASH_TOKEN: "" } }).diagnostics),
+    lines(load(yaml, { mode: "start", secretEnv: { RUNTIME_TOKEN_DASH: "" } }).diagnostics),
     [
       `error http.tokens[0].token_env @4:34 ${message}`,
     ],
   );
   // Named tokens alone satisfy auth_enabled: no "no token is set" about auth_enabled.
   assert.deepEqual(
-    lines(load(yaml, { mode: "start", secretEnv: { DASH_TOKEN: VIEWER } }).diagnostics),
+    lines(load(yaml, { mode: "start", secretEnv: { RUNTIME_TOKEN_DASH: VIEWER } }).diagnostics),
     [],
   );
 });

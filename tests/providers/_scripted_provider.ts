@@ -2,7 +2,7 @@
  * A small ADPP provider for process tests, run as a real child process. One device `probe0` whose
  * string signals report this process's environment:
  *   env_runtime_api_token, env_influxdb_token, env_anolis_api_token, env_probe_marker,
- *   env_named_token_probe (the variable a test's http.tokens entry names in token_env)
+ *   env_runtime_token_probe (the variable a test's http.tokens entry names in token_env)
  * (the value of RUNTIME_API_TOKEN, INFLUXDB_TOKEN, ANOLIS_API_TOKEN and PROBE_MARKER, or "<unset>").
  *
  * Misbehaviour is chosen on the command line:
@@ -81,7 +81,7 @@ const devices = new DeviceProvider({
     "INFLUXDB_TOKEN",
     "ANOLIS_API_TOKEN",
     "PROBE_MARKER",
-    "NAMED_TOKEN_PROBE",
+    "RUNTIME_TOKEN_PROBE",
   ].map((
     name,
   ) => ({

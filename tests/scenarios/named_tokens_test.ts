@@ -1,16 +1,17 @@
 /**
- * Named tokens with roles end to end (issue 21 §2): the runtime command with `http.tokens` (one
- * token from `token_env`, one inline) and RUNTIME_API_TOKEN, over real HTTP. Each token acts with
+ * Named tokens with roles end to end (issue 21 §2): the runtime command, with the single
+ * binary's permissions, with `http.tokens` (one token from `token_env`, one inline) and
+ * RUNTIME_API_TOKEN, over real HTTP. Each token acts with
  * its role, the viewer may stop the machine but not clear the stop, the token_env variable never
  * reaches the provider's environment, and no token appears in the runtime's log at debug level.
  */
 import assert from "node:assert/strict";
+import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import {
   killLeftovers,
   providerYaml,
   readScriptedLog,
   scriptedCommand,
-  startRuntimeOnFreePort,
   waitFor,
   writeRuntimeConfig,
 } from "./process_helpers.ts";
@@ -40,21 +41,25 @@ async function request(
 Deno.test("runtime with http.tokens: each token acts with its role, the token_env variable stays out of the provider and every token out of the log", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-roles-" });
   const log = `${dir}/provider.log`;
-  const { port, rt } = await startRuntimeOnFreePort(async (port) => {
-    await Deno.remove(log).catch(() => {});
-    return await writeRuntimeConfig(dir, {
-      port,
-      http: `  auth_enabled: true
+  const port = freePort();
+  const config = await writeRuntimeConfig(dir, {
+    port,
+    http: `  auth_enabled: true
   auth_exempt_loopback: false
   tokens:
-    - {name: dash, role: viewer, token_env: NAMED_TOKEN_PROBE}
+    - {name: dash, role: viewer, token_env: RUNTIME_TOKEN_PROBE}
     - {name: shift, role: operator, token: ${OPERATOR}}
 `,
-      providers: providerYaml("probe", scriptedCommand(["--log", log])),
-    });
-  }, {
-    env: { RUNTIME_API_TOKEN: ADMIN, NAMED_TOKEN_PROBE: VIEWER, PROBE_MARKER: "m2" },
-    extraArgs: ["--log-level", "debug"],
+    providers: providerYaml("probe", scriptedCommand(["--log", log])),
+  });
+  // With the single binary's permissions: it may read RUNTIME_TOKEN_* and nothing else of note.
+  const rt = await startRuntimeChild({
+    config,
+    port,
+    env: { RUNTIME_API_TOKEN: ADMIN, RUNTIME_TOKEN_PROBE: VIEWER, PROBE_MARKER: "m2" },
+    args: ["--log-level", "debug"],
+    permissions: "compiled",
+    token: ADMIN,
   });
   try {
     const probe = async (signal: string) => {
@@ -64,7 +69,7 @@ Deno.test("runtime with http.tokens: each token acts with its role, the token_en
     };
     // The viewer token (from token_env) reads.
     assert.equal(await waitFor("probe state", () => probe("env_probe_marker"), 30000), "m2");
-    assert.equal(await probe("env_named_token_probe"), "<unset>", "token_env not inherited");
+    assert.equal(await probe("env_runtime_token_probe"), "<unset>", "token_env not inherited");
     assert.equal(await probe("env_runtime_api_token"), "<unset>");
 
     const call = { provider_id: "probe", device_id: "probe0", function_id: 1, args: {} };
@@ -86,15 +91,15 @@ Deno.test("runtime with http.tokens: each token acts with its role, the token_en
     assert.equal((await request(port, "POST", "/v0/mode", ADMIN, { mode: "IDLE" })).status, 200);
     assert.equal((await request(port, "GET", "/v0/mode", "not-a-token-000000")).status, 401);
 
-    rt.child.kill("SIGTERM");
-    const { code, stderr } = await rt.exit;
+    const code = await rt.stop();
+    const stderr = rt.stderr();
     assert.equal(code, 0, stderr);
     assert.match(stderr, /DEBUG .*POST \/v0\/call -> 403/, "requests were logged at debug");
     for (const token of [ADMIN, VIEWER, OPERATOR]) {
       assert.ok(!stderr.includes(token), "no token in the runtime's log");
     }
   } finally {
-    await rt.dispose();
+    await rt.stop();
     killLeftovers(readScriptedLog(log).pids);
     await Deno.remove(dir, { recursive: true });
   }
