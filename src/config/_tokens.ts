@@ -146,7 +146,12 @@ function readRole(c: Checker, entry: Obj, ip: Path): TokenRole | null {
   }
   const role = entry.role;
   if (typeof role !== "string" || !(TOKEN_ROLES as readonly string[]).includes(role)) {
-    const got = typeof role === "string" ? `'${role.slice(0, 40)}'` : `a ${typeof role}`;
+    // A short word is echoed; anything longer may be a token pasted into the wrong key.
+    const got = typeof role !== "string"
+      ? `a ${typeof role}`
+      : /^[A-Za-z_-]{1,16}$/.test(role)
+      ? `'${role}'`
+      : "a string that is not a role (not shown: it may be a token)";
     c.error(path, `must be one of ${TOKEN_ROLES.join(", ")}, got ${got}`);
     return null;
   }

@@ -207,13 +207,17 @@ http:
   tokens:
     - {name: dash, role: viewer, token: 31415926535897}
     - {name: wall, role: 27182818284590, token: ${VIEWER}}
+    - {name: swapped, role: ${OPERATOR}, token: swapped-by-mistake-0001}
 ${PROV}
 `);
   const shown = lines(r.diagnostics);
   assert.deepEqual(shown, [
     "error http.tokens[0].token @4:34 must be a string, got a number (<redacted>)",
     "error http.tokens[1].role @5:20 must be one of viewer, operator, admin, got a number",
+    "error http.tokens[2].role @6:23 must be one of viewer, operator, admin, got a string that " +
+    "is not a role (not shown: it may be a token)",
   ]);
+  for (const l of shown) assert.ok(!l.includes(OPERATOR), l);
   const pasted = lines(
     load(`
 http:
