@@ -251,7 +251,8 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
       } else {
         c.error(
           [...P, "auth_enabled"],
-          "is true but no token is set: set RUNTIME_API_TOKEN or http.auth_token, or list http.tokens",
+          "is true but no token is set: set RUNTIME_API_TOKEN or http.auth_token, or list " +
+            "http.tokens",
         );
       }
     }

@@ -2,8 +2,9 @@
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
  * host check -> operator console (paths outside /v0 but /metrics, when enabled) -> concurrency
  * bound (priority routes have their own slots) -> CORS preflight -> auth -> origin check ->
- * /metrics (any role) or route -> role check -> content-type check -> handler; every outcome, errors included, leaves
- * through one place that adds CORS headers (and drops the body of a HEAD).
+ * /metrics (any role) or route -> role check (403) -> content-type check -> handler; every
+ * outcome, errors included, leaves through one place that adds CORS headers (and drops the body
+ * of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
 import {
