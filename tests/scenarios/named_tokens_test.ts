@@ -60,6 +60,10 @@ Deno.test("runtime with http.tokens: each token acts with its role, the token_en
     args: ["--log-level", "debug"],
     permissions: "compiled",
     token: ADMIN,
+  }).catch(async (err) => {
+    killLeftovers(readScriptedLog(log).pids);
+    await Deno.remove(dir, { recursive: true });
+    throw err;
   });
   try {
     const probe = async (signal: string) => {
