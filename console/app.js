@@ -1064,7 +1064,11 @@ function table(caption, heads, rows, cls = "") {
   );
 }
 
-/** An API error as shown: verbatim, plus what to configure when the origin policy refused. */
+/**
+ * An API error as shown: verbatim, plus what to configure when the origin policy refused, or how
+ * to go on when the token's role may not do this (the API names the role needed; the "Enter API
+ * token" button is offered to switch to a token that has it).
+ */
 function errorText(err) {
   const text = String(err);
   if (
@@ -1074,7 +1078,18 @@ function errorText(err) {
     return `${text} — Opened under a host name? List it in http.allowed_hosts, or open the ` +
       "console by IP address.";
   }
+  if (isRoleRefusal(err)) {
+    byId("token-button").hidden = false;
+    return `${text} — This token may not do this: use "Enter API token" to switch to a token ` +
+      "with that role.";
+  }
   return text;
+}
+
+/** Whether the API refused a request for the token's role (403 "... role X required ..."). */
+function isRoleRefusal(err) {
+  return err instanceof ApiError && err.status === 403 && err.code === "PERMISSION_DENIED" &&
+    /\brole \w+ required\b/.test(err.message);
 }
 
 function cssId(text) {

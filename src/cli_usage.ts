@@ -36,6 +36,9 @@ Environment:
   RUNTIME_API_TOKEN      bearer token for http.auth_enabled (preferred over http.auth_token)
   INFLUXDB_TOKEN         InfluxDB token when telemetry.influxdb.token is empty
   RUNTIME_HTTP_PORT      like --port (which wins over it); ignored when empty
+  http.tokens[].token_env
+                         each names a variable holding a named token; like the two
+                         tokens above, it is kept out of the providers' environment
   ANOLIS_API_TOKEN       not read (the anolis runtime's variable); set without
                          RUNTIME_API_TOKEN, a warning at start says to use RUNTIME_API_TOKEN
 

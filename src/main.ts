@@ -168,6 +168,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
       INFLUXDB_TOKEN: secretFromEnvironment("INFLUXDB_TOKEN"),
     },
+    // The variables http.tokens name: read (and taken out of the environment) while checking.
+    secretEnv: secretFromEnvironment,
     // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
     fileExists: memoized(isFile),
     pathKind,

@@ -26,7 +26,7 @@ import {
   spawnProcess,
   systemClock,
 } from "./host/mod.ts";
-import { HttpApi, type HttpServices, resolveApiToken } from "./http/mod.ts";
+import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "./http/mod.ts";
 import { RunRegistry } from "./runs/mod.ts";
 import { Runtime } from "./runtime.ts";
 import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
@@ -63,6 +63,9 @@ export async function startService(
   options: StartServiceOptions = {},
 ): Promise<Service> {
   const clock = systemClock;
+  // Read before any provider is spawned: reading a token_env variable also takes it out of the
+  // environment the providers inherit.
+  const namedTokens = resolveNamedTokens(config.http, secretFromEnvironment);
   const runtime = new Runtime(config, { spawn: spawnProcess, clock, log });
   const telemetry = new TelemetryWriter(telemetryOptionsFromConfig(config, {
     envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
@@ -114,7 +117,10 @@ export async function startService(
     if (config.http.enabled) {
       api = new HttpApi(
         httpServicesOf(runtime, { telemetry, runs }),
-        { apiToken: resolveApiToken(config.http, secretFromEnvironment("RUNTIME_API_TOKEN")) },
+        {
+          apiToken: resolveApiToken(config.http, secretFromEnvironment("RUNTIME_API_TOKEN")),
+          tokens: namedTokens,
+        },
       );
       http = await serveHttp({
         hostname: config.http.bind,

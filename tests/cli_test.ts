@@ -124,6 +124,37 @@ Deno.test("runtime --check-config warns about a missing token, start-up refuses 
   });
 });
 
+Deno.test("runtime --check-config reads http.tokens[].token_env from the environment and reports problems as FILE:LINE:COL", async () => {
+  const yaml = `http:
+  auth_enabled: true
+  tokens:
+    - {name: dash, role: viewer, token_env: RUNTIME_TOKEN_TEST_DASH}
+    - {name: dash, role: operator, token: operator-token-8b21e0d4a9c6}
+providers: [{id: p0, command: /nonexistent/provider}]
+`;
+  await withFiles({ "tokens.yaml": yaml }, async (dir) => {
+    const unset = await runCli(["--check-config", "tokens.yaml"], { cwd: dir });
+    assert.equal(unset.code, 1);
+    assert.match(
+      unset.stdout,
+      /tokens\.yaml:4:34: warning: http\.tokens\[0\]\.token_env: environment variable RUNTIME_TOKEN_TEST_DASH is not set/,
+    );
+    assert.match(
+      unset.stdout,
+      /tokens\.yaml:5:8: error: http\.tokens\[1\]\.name: duplicate token name 'dash'/,
+    );
+    const set = await runCli(["--check-config", "tokens.yaml"], {
+      cwd: dir,
+      env: { RUNTIME_TOKEN_TEST_DASH: "short" },
+    });
+    assert.match(
+      set.stdout,
+      /tokens\.yaml:4:34: warning: http\.tokens\[0\]\.token_env: token 'dash' is shorter than 16/,
+    );
+    assert.doesNotMatch(set.stdout, /is not set/);
+  });
+});
+
 Deno.test("runtime --config exits 1 with the diagnostics on stderr", async () => {
   await withFiles({ "bad.yaml": INVALID }, async (dir) => {
     const r = await runCli(["--config", "bad.yaml"], { cwd: dir });

@@ -7,7 +7,8 @@ export type StatusCode =
   | "UNAVAILABLE"
   | "DEADLINE_EXCEEDED"
   | "INTERNAL"
-  | "UNAUTHENTICATED";
+  | "UNAUTHENTICATED"
+  | "PERMISSION_DENIED";
 
 /** The one domain error: callers branch on `code`, never on message text. */
 export class RuntimeError extends Error {

@@ -16,8 +16,13 @@ import {
   MAX_ALARM_DELAY_MS,
   MAX_ALARM_MESSAGE_LENGTH,
   MAX_ALARMS,
+  MAX_API_TOKENS,
   MAX_INTERLOCK_BLOCK_ENTRIES,
   MAX_INTERLOCKS,
+  RESERVED_TOKEN_NAMES,
+  TOKEN_ENV_PATTERN,
+  TOKEN_NAME_PATTERN,
+  TOKEN_ROLES,
 } from "./types.ts";
 import { MAX_CONDITION_LENGTH } from "./condition.ts";
 
@@ -290,6 +295,44 @@ const INTERLOCK: Json = {
   },
 };
 
+const API_TOKEN: Json = {
+  type: "object",
+  description: "A named bearer token: a name (for logs and the audit trail), a role, and the " +
+    "token itself or the environment variable holding it.",
+  required: ["name", "role"],
+  properties: {
+    name: {
+      type: "string",
+      description: "Unique name: 1 to 64 letters, digits, `_`, `.` or `-`, not starting with " +
+        "`.`; not default, local or anonymous.",
+      pattern: TOKEN_NAME_PATTERN.source,
+      not: { enum: [...RESERVED_TOKEN_NAMES] },
+      errorMessage: "must be 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.`, " +
+        "and not default, local or anonymous",
+    },
+    role: {
+      enum: [...TOKEN_ROLES],
+      description: "viewer: reads and the e-stop; operator: also calls, mode, parameters, runs, " +
+        "alarms and e-stop clear; admin: everything.",
+    },
+    token: {
+      type: "string",
+      description: "The token (at least 16 characters recommended); or use token_env.",
+      minLength: 1,
+    },
+    token_env: {
+      type: "string",
+      description: "Environment variable holding the token (RUNTIME_TOKEN_…), read at start-up " +
+        "and kept out of the providers' environment.",
+      pattern: TOKEN_ENV_PATTERN.source,
+      errorMessage: "must be an environment variable name starting with RUNTIME_TOKEN_",
+    },
+  },
+  anyOf: [{ required: ["token"] }, { required: ["token_env"] }],
+  not: { required: ["token", "token_env"] },
+  errorMessage: "needs exactly one of token and token_env",
+};
+
 const INFLUX_ALIAS = (nested: string) => ({
   deprecationMessage: `Deprecated: use telemetry.influxdb.${nested}.`,
   description: `Deprecated alias of telemetry.influxdb.${nested} (applied; the nested key wins).`,
@@ -347,6 +390,13 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         auth_enabled: bool("Require `Authorization: Bearer <token>`.", false),
         auth_token: str("Bearer token; RUNTIME_API_TOKEN overrides it.", ""),
         auth_exempt_loopback: bool("Loopback clients skip authentication.", true),
+        tokens: {
+          type: ["array", "null"],
+          description: "Named bearer tokens with roles (viewer, operator, admin); the single " +
+            "auth_token / RUNTIME_API_TOKEN keeps acting as the admin token `default`.",
+          maxItems: MAX_API_TOKENS,
+          items: { $ref: "#/$defs/api_token" },
+        },
         allow_insecure_bind: bool("Allow a non-loopback bind without authentication.", false),
         tls_cert_path: str("TLS certificate (PEM); with tls_key_path enables HTTPS.", ""),
         tls_key_path: str("TLS private key (PEM); with tls_cert_path enables HTTPS.", ""),
@@ -580,6 +630,7 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
     },
   },
   $defs: {
+    api_token: API_TOKEN,
     call: CALL,
     hook: HOOK,
     parameter: PARAMETER,

@@ -34,9 +34,38 @@ export function isSecretKey(key: string): boolean {
   return SECRET_WORD_RE.test(key);
 }
 
-/** Whether a key path passes through a secret-bearing key (its value and anything under it). */
+/**
+ * Whether a value is secret, walking down from the root. A list under a key named `tokens`
+ * (`http.tokens`) is secret as a whole (a token pasted in its place stays hidden), and so is each
+ * entry, except the entry's `name`, `role` and `token_env` (a variable name): those are shown in
+ * diagnostics, the entry's `token` is not.
+ */
+export type SecretState = "plain" | "secret" | "token-list" | "token-entry";
+
+/** The fields of a `tokens` entry that are not secret. */
+const TOKEN_ENTRY_PLAIN_KEYS: ReadonlySet<string> = new Set(["name", "role", "token_env"]);
+
+/** The state of the value at `key` (a mapping key, or a sequence index) under one in `state`. */
+export function childSecretState(state: SecretState, key: string | number): SecretState {
+  switch (state) {
+    case "secret":
+      return "secret";
+    case "token-list":
+      return typeof key === "number" ? "token-entry" : "secret";
+    case "token-entry":
+      return typeof key === "string" && TOKEN_ENTRY_PLAIN_KEYS.has(key) ? "plain" : "secret";
+    case "plain":
+      if (typeof key === "number") return "plain";
+      if (key === "tokens") return "token-list";
+      return isSecretKey(key) ? "secret" : "plain";
+  }
+}
+
+/** Whether a key path leads to a secret value (or to a mapping or sequence holding secrets). */
 export function isSecretPath(path: readonly (string | number)[]): boolean {
-  return path.some((seg) => typeof seg === "string" && isSecretKey(seg));
+  let state: SecretState = "plain";
+  for (const seg of path) state = childSecretState(state, seg);
+  return state !== "plain";
 }
 
 /** A key as diagnostics may print it: a key that mentions a secret and is not a plain name is hidden. */
@@ -68,15 +97,18 @@ export function secretTexts(data: unknown, sourceTexts: readonly string[] = []):
     if (values.length >= MAX_SCRUBBED_SECRETS) break;
     add(text);
   }
-  const stack: { node: unknown; secret: boolean }[] = [{ node: data, secret: false }];
+  const stack: { node: unknown; state: SecretState }[] = [{ node: data, state: "plain" }];
   for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
     if (values.length >= MAX_SCRUBBED_SECRETS) break;
-    const { node, secret } = top;
+    const { node, state } = top;
+    const secret = state !== "plain";
     if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push({ node: node[i], secret });
+      for (let i = node.length - 1; i >= 0; i--) {
+        stack.push({ node: node[i], state: childSecretState(state, i) });
+      }
     } else if (node !== null && typeof node === "object") {
       for (const [k, v] of Object.entries(node).reverse()) {
-        stack.push({ node: v, secret: secret || isSecretKey(k) });
+        stack.push({ node: v, state: childSecretState(state, k) });
       }
     } else if (typeof node === "string" && !secret) {
       // A URL with a password in it (`http://user:pass@host`) carries a secret under any key.

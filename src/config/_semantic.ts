@@ -15,6 +15,7 @@ import {
 } from "./_calls.ts";
 import type { Path, YamlSource } from "./_source.ts";
 import { isLoopback } from "./loopback.ts";
+import { readTokens } from "./_tokens.ts";
 import type {
   Config,
   HttpConfig,
@@ -37,6 +38,11 @@ export interface SemanticContext {
   /** `--check-config --strict`: what the checking machine lacks is an error. */
   readonly strict: boolean;
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
+  /**
+   * The value of the environment variable an `http.tokens[].token_env` names (undefined when
+   * unset). Absent: every such variable counts as unset.
+   */
+  readonly secretEnv?: (name: string) => string | undefined;
   readonly fileExists: (absPath: string) => boolean;
   /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
   readonly pathKind?: (absPath: string) => string | null;
@@ -71,6 +77,7 @@ const HTTP_KEYS = [
   "auth_enabled",
   "auth_token",
   "auth_exempt_loopback",
+  "tokens",
   "allow_insecure_bind",
   "tls_cert_path",
   "tls_key_path",
@@ -219,9 +226,23 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
         "connection has a request in flight, a new one (an e-stop too) is refused",
     );
   }
+  const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
+  const tokens = readTokens(h, P, {
+    checker: c,
+    secretEnv: ctx.secretEnv ?? (() => undefined),
+    environmentProblem: (path, message) => environmentProblem(ctx, path, message, "error"),
+    defaultToken: envToken !== "" ? envToken : authToken,
+  });
+  // Entries with errors still count: the message about them is enough.
+  const tokensGiven = Array.isArray(h.tokens) && h.tokens.length > 0;
+  if (enabled && !authEnabled && tokens.length > 0) {
+    c.warning(
+      [...P, "tokens"],
+      "are ignored while auth_enabled is false: every request acts as 'anonymous' with role admin",
+    );
+  }
   if (enabled) {
-    const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
-    if (authEnabled && authToken === "" && envToken === "") {
+    if (authEnabled && authToken === "" && envToken === "" && !tokensGiven) {
       if (environmentSeverity(ctx, "error") === "warning") {
         c.warning(
           [...P, "auth_enabled"],
@@ -230,7 +251,8 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
       } else {
         c.error(
           [...P, "auth_enabled"],
-          "is true but no token is set: set RUNTIME_API_TOKEN or http.auth_token",
+          "is true but no token is set: set RUNTIME_API_TOKEN or http.auth_token, or list " +
+            "http.tokens",
         );
       }
     }
@@ -261,6 +283,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     authEnabled,
     authToken,
     authExemptLoopback: c.boolean(h, P, "auth_exempt_loopback", true),
+    tokens,
     allowInsecureBind,
     tlsCertPath,
     tlsKeyPath,

@@ -17,7 +17,7 @@ import {
   visit,
   type YAMLMap,
 } from "yaml";
-import { isSecretKey, printableKey } from "./_secrets.ts";
+import { childSecretState, printableKey, type SecretState } from "./_secrets.ts";
 import type { Diagnostic } from "./types.ts";
 
 /** One step of a key path: a mapping key or a sequence index. */
@@ -243,20 +243,22 @@ export class YamlSource {
    */
   secretScalarTexts(): string[] {
     const out: string[] = [];
-    const stack: { node: unknown; secret: boolean }[] = [{
+    const stack: { node: unknown; state: SecretState }[] = [{
       node: this.#doc.contents,
-      secret: false,
+      state: "plain",
     }];
     for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
-      const { node, secret } = top;
+      const { node, state } = top;
       if (isMap(node)) {
         for (const pair of node.items) {
-          const key = keyText(pair.key);
-          stack.push({ node: pair.value, secret: secret || (key !== null && isSecretKey(key)) });
+          const key = keyText(pair.key) ?? "";
+          stack.push({ node: pair.value, state: childSecretState(state, key) });
         }
       } else if (isSeq(node)) {
-        for (const item of node.items) stack.push({ node: item, secret });
-      } else if (secret && isScalar(node) && typeof node.source === "string") {
+        node.items.forEach((item, i) =>
+          stack.push({ node: item, state: childSecretState(state, i) })
+        );
+      } else if (state !== "plain" && isScalar(node) && typeof node.source === "string") {
         out.push(node.source);
       }
     }

@@ -33,6 +33,8 @@ export interface LoadConfigOptions {
   /** `--check-config --strict`: environment problems are errors (ignored under "start"). */
   readonly strict?: boolean;
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
+  /** The value of an environment variable named by `http.tokens[].token_env` (undefined: unset). */
+  readonly secretEnv?: (name: string) => string | undefined;
   /** Whether a regular file exists at an absolute path. */
   readonly fileExists: (absPath: string) => boolean;
   /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
@@ -161,6 +163,7 @@ function parseAndValidate(
     mode: options.mode,
     strict: options.strict ?? false,
     env: options.env,
+    ...(options.secretEnv ? { secretEnv: options.secretEnv } : {}),
     fileExists: options.fileExists,
     ...(options.pathKind ? { pathKind: options.pathKind } : {}),
     commandExists: options.commandExists,

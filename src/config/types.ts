@@ -183,6 +183,45 @@ export interface ProviderConfig {
   readonly restartPolicy: RestartPolicyConfig;
 }
 
+/**
+ * What an API client may do (README "Roles"): `viewer` reads (GET routes, the event stream,
+ * /metrics) and may trigger the e-stop; `operator` also acts (calls, mode, parameters, runs and
+ * markers, alarm ack/shelve, e-stop clear); `admin` may do everything. Ordered lowest first.
+ */
+export type TokenRole = "viewer" | "operator" | "admin";
+export const TOKEN_ROLES: readonly TokenRole[] = ["viewer", "operator", "admin"];
+
+/** Most entries in `http.tokens` (every request compares its token against all of them). */
+export const MAX_API_TOKENS = 64;
+/** A token shorter than this is warned about by --check-config (it can be guessed). */
+export const MIN_RECOMMENDED_TOKEN_CHARS = 16;
+/** `http.tokens[].name`: 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.`. */
+export const TOKEN_NAME_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+/**
+ * What every `http.tokens[].token_env` variable name starts with: the single binary may read only
+ * the environment variables it was compiled for, and `RUNTIME_TOKEN_*` is among them (deno.json
+ * compile tasks), so named tokens come from variables such as RUNTIME_TOKEN_WALL_DASHBOARD.
+ */
+export const TOKEN_ENV_PREFIX = "RUNTIME_TOKEN_";
+/** `http.tokens[].token_env`: TOKEN_ENV_PREFIX followed by 1 to 64 letters, digits or `_`. */
+export const TOKEN_ENV_PATTERN = /^RUNTIME_TOKEN_[A-Za-z0-9_]{1,64}$/;
+/**
+ * Names a named token may not take: they already name who a request acts as (`default` is the
+ * single `http.auth_token` / RUNTIME_API_TOKEN, `local` a loopback-exempt request, `anonymous`
+ * any request while auth is off).
+ */
+export const RESERVED_TOKEN_NAMES: readonly string[] = ["default", "local", "anonymous"];
+
+/** One entry of `http.tokens`. */
+export interface ApiTokenConfig {
+  readonly name: string;
+  readonly role: TokenRole;
+  /** The token as written in YAML ("" when it comes from `tokenEnv`). */
+  readonly token: string;
+  /** Environment variable holding the token, read at start-up ("" when `token` is given). */
+  readonly tokenEnv: string;
+}
+
 export interface HttpConfig {
   readonly enabled: boolean;
   readonly bind: string;
@@ -200,6 +239,8 @@ export interface HttpConfig {
   /** From YAML only; RUNTIME_API_TOKEN (read at start-up) takes precedence. */
   readonly authToken: string;
   readonly authExemptLoopback: boolean;
+  /** Named tokens with roles (besides the single token above, which acts as admin `default`). */
+  readonly tokens: readonly ApiTokenConfig[];
   readonly allowInsecureBind: boolean;
   /** Absolute paths (resolved against the config folder) or null. */
   readonly tlsCertPath: string | null;

@@ -11,17 +11,22 @@ export const SECRET_ENV_VARS = ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN", "ANOLIS_A
 /** One of SECRET_ENV_VARS. */
 export type SecretEnvVar = (typeof SECRET_ENV_VARS)[number];
 
+/**
+ * Every variable treated as a secret: SECRET_ENV_VARS plus each one read through
+ * secretFromEnvironment (the `http.tokens[].token_env` variables).
+ */
+const secretNames = new Set<string>(SECRET_ENV_VARS);
 /** Secrets taken out of the environment: name -> value (absent: never set). */
-const secrets = new Map<SecretEnvVar, string>();
+const secrets = new Map<string, string>();
 /** Secrets this process may not read or delete (no env permission): blanked at spawn instead. */
-const unscrubbable = new Set<SecretEnvVar>();
+const unscrubbable = new Set<string>();
 
 /**
  * Moves every secret still in this process's environment into memory. Runs before each spawn:
  * a secret set again later (tests do) is taken out again.
  */
 function takeSecrets(): void {
-  for (const name of SECRET_ENV_VARS) {
+  for (const name of secretNames) {
     try {
       const value = Deno.env.get(name);
       if (value === undefined) continue;
@@ -35,9 +40,11 @@ function takeSecrets(): void {
 
 /**
  * The value of a secret as the runtime's environment gave it (undefined when unset or not
- * readable). Reading it also removes it from the environment that providers inherit.
+ * readable). Reading it also removes it from the environment that providers inherit, and makes
+ * `name` a secret from then on (a named token's `token_env` variable is one).
  */
-export function secretFromEnvironment(name: SecretEnvVar): string | undefined {
+export function secretFromEnvironment(name: string): string | undefined {
+  secretNames.add(name);
   takeSecrets();
   return secrets.get(name);
 }

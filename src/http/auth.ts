@@ -1,8 +1,9 @@
 /**
- * Bearer-token authentication (spec "Authentication", contract/README.md 401 shape). The token is
- * compared in constant time and never logged or echoed.
+ * Bearer-token authentication (spec "Authentication", contract/README.md 401 shape) and the roles
+ * of named tokens (README "Roles"). Tokens are compared in constant time over all entries and
+ * never logged or echoed.
  */
-import { type HttpConfig, isLoopback } from "../config/mod.ts";
+import { type HttpConfig, isLoopback, TOKEN_ROLES, type TokenRole } from "../config/mod.ts";
 import { errorResponse } from "./envelope.ts";
 
 /** The effective token: RUNTIME_API_TOKEN when set and non-empty, else `http.auth_token`. */
@@ -20,13 +21,16 @@ export function isLoopbackAddress(address: string): boolean {
 
 /**
  * Who a request acts as, for the record (audit) and for authorization: the token's name
- * (`default` for the single configured token), `local` for a loopback-exempt request that
- * presented no valid token, `anonymous` when auth is off. The token itself is never kept here.
+ * (`default` for the single configured token, else the `http.tokens` entry's name), `local` for a
+ * loopback-exempt request that presented no valid token, `anonymous` when auth is off. The token
+ * itself is never kept here.
  */
 export interface Principal {
   readonly name: string;
   /** The client's address as the connection reported it. */
   readonly address: string;
+  /** What it may do: `default`, `local` and `anonymous` are admin; a named token has its role. */
+  readonly role: TokenRole;
 }
 
 /** The principal names that are not token names. */
@@ -35,42 +39,102 @@ export const ANONYMOUS_PRINCIPAL = "anonymous";
 /** The name the single configured token (`http.auth_token` / RUNTIME_API_TOKEN) acts under. */
 export const DEFAULT_TOKEN_NAME = "default";
 
-/** Checks requests against the configured token; one instance per server. */
+/** A named token with its value resolved (`token`, or the variable `token_env` names). */
+export interface NamedToken {
+  readonly name: string;
+  readonly role: TokenRole;
+  /** The token; "" admits nobody. */
+  readonly token: string;
+}
+
+/** The `http.tokens` entries with their values: `token`, else `env(token_env)` ("" when unset). */
+export function resolveNamedTokens(
+  http: HttpConfig,
+  env: (name: string) => string | undefined,
+): NamedToken[] {
+  return http.tokens.map((t) => ({
+    name: t.name,
+    role: t.role,
+    token: t.tokenEnv !== "" ? env(t.tokenEnv) ?? "" : t.token,
+  }));
+}
+
+/** Whether `have` may do what needs `need` (viewer < operator < admin). */
+export function roleAllows(have: TokenRole, need: TokenRole): boolean {
+  return TOKEN_ROLES.indexOf(have) >= TOKEN_ROLES.indexOf(need);
+}
+
+/** One token as compared: its digest and who it names. */
+interface TokenEntry {
+  readonly digest: Uint8Array;
+  readonly name: string;
+  readonly role: TokenRole;
+}
+
+/** Checks requests against the configured tokens; one instance per server. */
 export class BearerAuth {
   readonly #enabled: boolean;
   readonly #exemptLoopback: boolean;
-  /** SHA-256 of the token, so comparison time does not depend on where the bytes differ. */
-  readonly #tokenDigest: Promise<Uint8Array> | null;
+  /**
+   * The single token (as admin `default`) and every named token, as SHA-256 digests: comparison
+   * time does not depend on where the bytes differ. Empty tokens are left out (they admit nobody).
+   */
+  readonly #entries: Promise<TokenEntry[]>;
 
-  constructor(http: HttpConfig, token: string) {
+  constructor(http: HttpConfig, token: string, named: readonly NamedToken[] = []) {
     this.#enabled = http.authEnabled;
     this.#exemptLoopback = http.authExemptLoopback;
-    // An empty configured token never authorizes anyone.
-    this.#tokenDigest = token.length === 0 ? null : sha256(token);
+    const all = [{ name: DEFAULT_TOKEN_NAME, role: "admin" as TokenRole, token }, ...named];
+    this.#entries = Promise.all(
+      all.filter((t) => t.token.length > 0).map(async (t) => ({
+        digest: await sha256(t.token),
+        name: t.name,
+        role: t.role,
+      })),
+    );
   }
 
   /** Who the request acts as, or null when it may not proceed (answer 401). */
   async identify(req: Request, remoteAddr: string): Promise<Principal | null> {
-    if (!this.#enabled) return { name: ANONYMOUS_PRINCIPAL, address: remoteAddr };
-    if (await this.presentsToken(req)) return { name: DEFAULT_TOKEN_NAME, address: remoteAddr };
+    if (!this.#enabled) {
+      return { name: ANONYMOUS_PRINCIPAL, address: remoteAddr, role: "admin" };
+    }
+    const entry = await this.#match(req);
+    if (entry !== null) return { name: entry.name, address: remoteAddr, role: entry.role };
     if (this.#exemptLoopback && isLoopbackAddress(remoteAddr)) {
-      return { name: LOCAL_PRINCIPAL, address: remoteAddr };
+      return { name: LOCAL_PRINCIPAL, address: remoteAddr, role: "admin" };
     }
     return null;
   }
 
   /**
-   * Whether the request carries the configured token, whether or not auth is enabled (the
-   * request policy lets a cross-origin request with the token change state).
+   * Whether the request carries a configured token (any of them), whether or not auth is
+   * enabled (the request policy lets a cross-origin request with a token change state).
    */
   async presentsToken(req: Request): Promise<boolean> {
+    return (await this.#match(req)) !== null;
+  }
+
+  /**
+   * The entry whose token the request presents, or null. The presented token is digested once
+   * and compared with EVERY entry without an early exit, and the match is selected by masking,
+   * not by branching: the time taken says nothing about which entry (if any) matched.
+   */
+  async #match(req: Request): Promise<TokenEntry | null> {
     const header = req.headers.get("authorization");
     // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
-    if (header === null || !header.startsWith("Bearer ") || this.#tokenDigest === null) {
-      return false;
-    }
+    if (header === null || !header.startsWith("Bearer ")) return null;
+    const entries = await this.#entries;
+    if (entries.length === 0) return null;
     const presented = await sha256(header.slice("Bearer ".length));
-    return constantTimeEqual(presented, await this.#tokenDigest);
+    // index + 1 of the matching entry, 0 for none; config validation keeps token values unique.
+    let found = 0;
+    for (let i = 0; i < entries.length; i++) {
+      const hit = digestsEqualBit(presented, entries[i].digest);
+      const mask = -hit; // 0 or all ones
+      found = (found & ~mask) | ((i + 1) & mask);
+    }
+    return found === 0 ? null : entries[found - 1];
   }
 }
 
@@ -84,14 +148,34 @@ export function unauthorizedResponse(): Response {
   );
 }
 
+/**
+ * 403 for a principal whose role is below what the route needs. Names the route, the role needed
+ * and the token's name and role; never the token.
+ */
+export function forbiddenResponse(
+  method: string,
+  path: string,
+  principal: Principal,
+  need: TokenRole,
+): Response {
+  return errorResponse(
+    "PERMISSION_DENIED",
+    `${method} ${path}: role ${need} required (token '${principal.name}' has role ${principal.role})`,
+  );
+}
+
 async function sha256(text: string): Promise<Uint8Array> {
   const data = new TextEncoder().encode(text);
   return new Uint8Array(await crypto.subtle.digest("SHA-256", data));
 }
 
-/** Compares two digests without an early exit (digests of different lengths differ). */
-function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+/**
+ * 1 when two digests are equal, else 0, without an early exit or a branch on the bytes (digests of
+ * different lengths differ).
+ */
+function digestsEqualBit(a: Uint8Array, b: Uint8Array): number {
   let diff = a.length ^ b.length;
   for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
+  // diff is 0..255 (or a small length difference): (diff - 1) >>> 31 is 1 exactly when diff is 0.
+  return ((diff - 1) >>> 31) & 1;
 }

@@ -2,11 +2,18 @@
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
  * host check -> operator console (paths outside /v0 but /metrics, when enabled) -> concurrency
  * bound (priority routes have their own slots) -> CORS preflight -> auth -> origin check ->
- * /metrics or route -> content-type check -> handler; every outcome, errors included, leaves
- * through one place that adds CORS headers (and drops the body of a HEAD).
+ * /metrics (any role) or route -> role check (403) -> content-type check -> handler; every
+ * outcome, errors included, leaves through one place that adds CORS headers (and drops the body
+ * of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
-import { BearerAuth, unauthorizedResponse } from "./auth.ts";
+import {
+  BearerAuth,
+  forbiddenResponse,
+  type NamedToken,
+  roleAllows,
+  unauthorizedResponse,
+} from "./auth.ts";
 import { ConsoleSite, isConsolePath } from "./console_site.ts";
 import { CorsPolicy, withHeaders } from "./cors.ts";
 import { errorResponse, responseForError } from "./envelope.ts";
@@ -39,8 +46,10 @@ export interface RequestInfo {
 }
 
 export interface HttpApiOptions {
-  /** Effective API token (see resolveApiToken); "" = none configured. */
+  /** Effective API token (see resolveApiToken); "" = none configured. It acts as admin `default`. */
   readonly apiToken: string;
+  /** The `http.tokens` entries with their values (see resolveNamedTokens). */
+  readonly tokens?: readonly NamedToken[];
   /** Default http.thread_pool_size. */
   readonly maxConcurrentRequests?: number;
   readonly maxBodyBytes?: number;
@@ -90,7 +99,7 @@ export class HttpApi {
     const http = services.config.http;
     this.#services = services;
     this.#log = services.host.log.child("http");
-    this.#auth = new BearerAuth(http, options.apiToken);
+    this.#auth = new BearerAuth(http, options.apiToken, options.tokens ?? []);
     this.#cors = new CorsPolicy(http);
     this.#policy = new RequestPolicy(http);
     this.#sse = new SseHub({
@@ -233,6 +242,10 @@ export class HttpApi {
       if (!match) {
         await req.body?.cancel().catch(() => {});
         return errorResponse("NOT_FOUND", `Route not found: ${req.method} ${url.pathname}`);
+      }
+      if (!roleAllows(principal.role, match.role)) {
+        await req.body?.cancel().catch(() => {});
+        return forbiddenResponse(req.method, url.pathname, principal, match.role);
       }
       if (!match.anyBody) {
         const notJson = this.#policy.checkContentType(req);

@@ -8,7 +8,8 @@
  *    that carries `Origin` runs only when the origin is the API's own (same scheme, host and
  *    port as the request, on a trusted host name), matches an explicit
  *    `http.cors_allowed_origins` entry (an exact origin or a one-star glob; never the lone `*`,
- *    which lets pages read, not write), or the request carries the valid bearer token. Else 403.
+ *    which lets pages read, not write), or the request carries a valid bearer token (the single
+ *    token or any `http.tokens` entry; the route's role check still applies). Else 403.
  * 3. Content type (simple requests). A state-changing request with a body must declare
  *    `Content-Type: application/json` (a `charset=utf-8` parameter is fine), else 415: browsers
  *    send `text/plain` bodies cross-site without a preflight, JSON never.
@@ -71,7 +72,7 @@ export class RequestPolicy {
 
   /**
    * Check 2: null when a state-changing request may run as far as its origin goes.
-   * `hasValidToken` is whether it presents the configured bearer token.
+   * `hasValidToken` is whether it presents a configured bearer token (any of them).
    */
   checkOrigin(req: Request, url: URL, hasValidToken: boolean): PolicyRefusal | null {
     if (!RequestPolicy.changesState(req.method)) return null;

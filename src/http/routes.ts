@@ -12,7 +12,7 @@ import {
   unavailable,
   worstQuality,
 } from "../common/mod.ts";
-import { RUNTIME_MODES, type RuntimeMode } from "../config/mod.ts";
+import { RUNTIME_MODES, type RuntimeMode, type TokenRole } from "../config/mod.ts";
 import { okResponse } from "./envelope.ts";
 import { type BodyLimits, isPlainObject, readJsonBody, readJsonObject } from "./json_body.ts";
 import {
@@ -54,6 +54,11 @@ export interface RouteOptions {
   readonly priority?: boolean;
   /** Any body is accepted (not only JSON): the e-stop is never refused for its body. */
   readonly anyBody?: boolean;
+  /**
+   * The least role that may use the route (README "Roles"). A GET defaults to viewer; every
+   * POST declares its role (a test walks ROUTES), and one that did not would need admin.
+   */
+  readonly role?: TokenRole;
 }
 
 interface Route extends RouteOptions {
@@ -79,34 +84,41 @@ export const ROUTES: readonly Route[] = [
   route("GET", "/v0/devices/:provider_id/:device_id/capabilities", deviceCapabilities),
   route("GET", "/v0/state", allState),
   route("GET", "/v0/state/:provider_id/:device_id", deviceState),
-  route("POST", "/v0/call", call),
+  route("POST", "/v0/call", call, { role: "operator" }),
   route("GET", "/v0/mode", getMode),
-  route("POST", "/v0/mode", setMode),
-  route("POST", "/v0/estop", estopTrigger, { priority: true, anyBody: true }),
-  route("POST", "/v0/estop/clear", estopClear, { priority: true }),
+  route("POST", "/v0/mode", setMode, { role: "operator" }),
+  // Anyone who may read may stop the machine.
+  route("POST", "/v0/estop", estopTrigger, { priority: true, anyBody: true, role: "viewer" }),
+  route("POST", "/v0/estop/clear", estopClear, { priority: true, role: "operator" }),
   route("GET", "/v0/parameters", listParameters),
-  route("POST", "/v0/parameters", setParameter),
+  route("POST", "/v0/parameters", setParameter, { role: "operator" }),
   route("GET", "/v0/automation/tree", automationTree),
   route("GET", "/v0/automation/status", automationStatus),
   route("GET", "/v0/alarms", listAlarms),
   route("GET", "/v0/alarms/:alarm_id", getAlarm),
-  route("POST", "/v0/alarms/:alarm_id/ack", ackAlarm),
-  route("POST", "/v0/alarms/:alarm_id/shelve", shelveAlarm),
-  route("POST", "/v0/alarms/:alarm_id/unshelve", unshelveAlarm),
+  route("POST", "/v0/alarms/:alarm_id/ack", ackAlarm, { role: "operator" }),
+  route("POST", "/v0/alarms/:alarm_id/shelve", shelveAlarm, { role: "operator" }),
+  route("POST", "/v0/alarms/:alarm_id/unshelve", unshelveAlarm, { role: "operator" }),
   route("GET", "/v0/interlocks", listInterlocks),
   route("GET", "/v0/runs", listRuns),
-  route("POST", "/v0/runs", openRun),
+  route("POST", "/v0/runs", openRun, { role: "operator" }),
   route("GET", "/v0/runs/:run_id", getRun),
-  route("POST", "/v0/runs/:run_id/close", closeRun),
+  route("POST", "/v0/runs/:run_id/close", closeRun, { role: "operator" }),
   route("GET", "/v0/runs/:run_id/events", listRunEvents),
-  route("POST", "/v0/runs/:run_id/events", addRunMarker),
+  route("POST", "/v0/runs/:run_id/events", addRunMarker, { role: "operator" }),
   route("GET", "/v0/events", events),
 ];
 
-/** A matched route: its handler, options and decoded path parameters. */
+/** A matched route: its handler, options (the role resolved) and decoded path parameters. */
 export interface RouteMatch extends RouteOptions {
   readonly handler: RouteHandler;
   readonly params: Record<string, string>;
+  readonly role: TokenRole;
+}
+
+/** The role a route needs: as declared, else viewer for a GET and admin (fail closed) otherwise. */
+export function requiredRole(r: { readonly method: string; readonly role?: TokenRole }): TokenRole {
+  return r.role ?? (r.method === "GET" ? "viewer" : "admin");
 }
 
 /**
@@ -130,7 +142,15 @@ export function matchRoute(method: string, pathname: string): RouteMatch | null 
         ok = false;
       }
     }
-    if (ok) return { handler: r.handler, params, priority: r.priority, anyBody: r.anyBody };
+    if (ok) {
+      return {
+        handler: r.handler,
+        params,
+        priority: r.priority,
+        anyBody: r.anyBody,
+        role: requiredRole(r),
+      };
+    }
   }
   return null;
 }

@@ -10,6 +10,8 @@ export interface LoadOverrides {
   /** `--check-config --strict` (with mode "check"). */
   strict?: boolean;
   env?: { RUNTIME_API_TOKEN?: string; INFLUXDB_TOKEN?: string };
+  /** Variables `http.tokens[].token_env` may name (all others are unset). */
+  secretEnv?: Record<string, string>;
   /** Absolute paths that exist; default: the behavior tree and TLS files used by fixtures. */
   files?: readonly string[];
   /** Bare commands found on PATH; default: `prov` and `deno`. */
@@ -27,6 +29,7 @@ export function load(yaml: string, o: LoadOverrides = {}): LoadConfigResult {
     mode: o.mode ?? "check",
     strict: o.strict ?? false,
     env: o.env ?? {},
+    secretEnv: (name) => o.secretEnv?.[name],
     fileExists: (p) => files.has(p),
     commandExists: (c) => commands.has(c),
     cwd: "/var/lib/rig",

@@ -30,6 +30,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
     authEnabled: false,
     authToken: "",
     authExemptLoopback: true,
+    tokens: [],
     allowInsecureBind: false,
     tlsCertPath: null,
     tlsKeyPath: null,

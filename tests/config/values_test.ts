@@ -102,6 +102,7 @@ health:
     authEnabled: true,
     authToken: "tok",
     authExemptLoopback: false,
+    tokens: [],
     allowInsecureBind: true,
     tlsCertPath: "/etc/rig/tls/cert.pem",
     tlsKeyPath: "/etc/rig/tls/key.pem",

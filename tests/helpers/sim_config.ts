@@ -89,6 +89,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       authEnabled: false,
       authToken: "",
       authExemptLoopback: true,
+      tokens: [],
       allowInsecureBind: false,
       tlsCertPath: null,
       tlsKeyPath: null,

@@ -242,7 +242,7 @@ Deno.test("HttpApi answers 503 at once past http.thread_pool_size concurrent req
   }
 });
 
-Deno.test("BearerAuth.identify names who a request acts as: default, local, anonymous or nobody", async () => {
+Deno.test("BearerAuth.identify names who a request acts as: default, local, anonymous (all admin) or nobody", async () => {
   const base = testConfig({}).http;
   const req = (authorization?: string) =>
     new Request("http://x/v0/devices", {
@@ -252,20 +252,24 @@ Deno.test("BearerAuth.identify names who a request acts as: default, local, anon
   assert.deepStrictEqual(await on.identify(req(`Bearer ${TOKEN}`), "192.0.2.1"), {
     name: "default",
     address: "192.0.2.1",
+    role: "admin",
   });
   // A loopback client that presents the token acts under the token's name, not as "local".
   assert.deepStrictEqual(await on.identify(req(`Bearer ${TOKEN}`), "127.0.0.1"), {
     name: "default",
     address: "127.0.0.1",
+    role: "admin",
   });
   assert.deepStrictEqual(await on.identify(req("Bearer wrong"), "::1"), {
     name: "local",
     address: "::1",
+    role: "admin",
   });
   assert.strictEqual(await on.identify(req("Bearer wrong"), "192.0.2.1"), null);
   const off = new BearerAuth({ ...base, authEnabled: false }, TOKEN);
   assert.deepStrictEqual(await off.identify(req(), "192.0.2.1"), {
     name: "anonymous",
     address: "192.0.2.1",
+    role: "admin",
   });
 });

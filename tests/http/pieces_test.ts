@@ -30,6 +30,7 @@ Deno.test("HTTP_STATUS_OF maps every status code of the contract", () => {
     OK: 200,
     INVALID_ARGUMENT: 400,
     UNAUTHENTICATED: 401,
+    PERMISSION_DENIED: 403,
     NOT_FOUND: 404,
     FAILED_PRECONDITION: 409,
     INTERNAL: 500,

@@ -1,7 +1,8 @@
 /**
  * A small ADPP provider for process tests, run as a real child process. One device `probe0` whose
  * string signals report this process's environment:
- *   env_runtime_api_token, env_influxdb_token, env_anolis_api_token, env_probe_marker
+ *   env_runtime_api_token, env_influxdb_token, env_anolis_api_token, env_probe_marker,
+ *   env_runtime_token_probe (the variable a test's http.tokens entry names in token_env)
  * (the value of RUNTIME_API_TOKEN, INFLUXDB_TOKEN, ANOLIS_API_TOKEN and PROBE_MARKER, or "<unset>").
  *
  * Misbehaviour is chosen on the command line:
@@ -75,7 +76,13 @@ const devices = new DeviceProvider({
   typeId: "test.probe",
   typeVersion: "1.0",
   label: "Environment probe",
-  signals: ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN", "ANOLIS_API_TOKEN", "PROBE_MARKER"].map((
+  signals: [
+    "RUNTIME_API_TOKEN",
+    "INFLUXDB_TOKEN",
+    "ANOLIS_API_TOKEN",
+    "PROBE_MARKER",
+    "RUNTIME_TOKEN_PROBE",
+  ].map((
     name,
   ) => ({
     id: `env_${name.toLowerCase()}`,

@@ -118,3 +118,21 @@ Deno.test("spawnProcess keeps the runtime's secrets out of the provider's enviro
     for (const [n, v] of saved) v === undefined ? Deno.env.delete(n) : Deno.env.set(n, v);
   }
 });
+
+Deno.test("spawnProcess keeps a variable read through secretFromEnvironment (a token_env) out of the provider's environment", async () => {
+  const name = "RUNTIME_TEST_TOKEN_ENV_PROBE";
+  Deno.env.set(name, "named-secret-0042");
+  let p: ReturnType<typeof sh> | null = null;
+  try {
+    assert.equal(secretFromEnvironment(name), "named-secret-0042");
+    assert.equal(Deno.env.get(name), undefined, "taken out of the runtime's environment");
+    Deno.env.set(name, "set-again-later"); // taken out again before the next spawn
+    p = sh("env | cut -d= -f1 | sort | tr '\\n' ' '; echo");
+    const names = (await firstLine(p)).split(" ");
+    assert.ok(names.includes("PATH"), "the rest of the environment passes through");
+    assert.ok(!names.includes(name));
+  } finally {
+    if (p !== null) await finish(p);
+    Deno.env.delete(name);
+  }
+});

@@ -1,0 +1,363 @@
+/**
+ * Named tokens with roles (issue 21 §2): every route of the table for every role, the e-stop for
+ * everyone, 403 naming the role, `default`/`local`/`anonymous` unchanged (admin), the comparison
+ * over all entries, cross-origin requests with a named token, and tokens kept out of the logs.
+ * Real runtime with the simulated provider; requests through the handler with injected client
+ * addresses (a non-loopback one unless the test is about loopback).
+ */
+import assert from "node:assert/strict";
+import { TOKEN_ROLES, type TokenRole } from "../../src/config/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import {
+  BearerAuth,
+  HttpApi,
+  type NamedToken,
+  requiredRole,
+  roleAllows,
+  ROUTES,
+} from "../../src/http/mod.ts";
+import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+const REMOTE = "192.0.2.40";
+const DEFAULT_TOKEN = "default-token-6d1f0b9e3a27c4";
+const NAMED: readonly NamedToken[] = [
+  { name: "dash", role: "viewer", token: "viewer-token-3f9a1c7e55d2" },
+  { name: "shift", role: "operator", token: "operator-token-8b21e0d4a9c6" },
+  { name: "boss", role: "admin", token: "admin-token-5c4e2f1a9b77" },
+];
+const ALL_TOKENS = [DEFAULT_TOKEN, ...NAMED.map((t) => t.token)];
+const tokenOf = (name: string) => NAMED.find((t) => t.name === name)!.token;
+
+interface Answer {
+  status: number;
+  // deno-lint-ignore no-explicit-any
+  json: any;
+  text: string;
+}
+
+/** A request through the handler; an event stream is cancelled, not read. */
+async function send(
+  api: HttpApi,
+  method: string,
+  path: string,
+  o: { token?: string; remoteAddr?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...o.headers };
+  if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
+  let body: string | undefined;
+  if (o.body !== undefined) {
+    body = JSON.stringify(o.body);
+    headers["content-type"] = "application/json";
+  }
+  const res = await api.handle(new Request(`http://localhost${path}`, { method, headers, body }), {
+    remoteAddr: o.remoteAddr ?? REMOTE,
+  });
+  if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    await res.body?.cancel();
+    return { status: res.status, json: undefined, text: "" };
+  }
+  const text = await res.text();
+  const json = (res.headers.get("content-type") ?? "").startsWith("application/json")
+    ? JSON.parse(text)
+    : undefined;
+  return { status: res.status, json, text };
+}
+
+/** Every route of the table as a concrete request: parameters filled in, POSTs with `{}`. */
+function everyRoute(): { method: string; path: string; need: TokenRole }[] {
+  return ROUTES.map((r) => ({
+    method: r.method,
+    path: "/" + r.segments.map((s) => s.startsWith(":") ? "x" : s).join("/"),
+    need: requiredRole(r),
+  }));
+}
+
+async function fixture(): Promise<HttpFixture> {
+  return await startHttpFixture({
+    config: { http: { authEnabled: true, authToken: DEFAULT_TOKEN } },
+    api: { apiToken: DEFAULT_TOKEN, tokens: NAMED },
+  });
+}
+
+Deno.test("ROUTES declares a role on every POST, the e-stop's is viewer, and an undeclared POST would need admin", () => {
+  const posts = ROUTES.filter((r) => r.method !== "GET");
+  assert.ok(posts.length >= 11, "the table has its POST routes");
+  for (const r of posts) {
+    const path = `/${r.segments.join("/")}`;
+    assert.ok(r.role !== undefined, `${r.method} ${path} declares its role`);
+    assert.ok(TOKEN_ROLES.includes(r.role!), `${path}: ${r.role} is a role`);
+  }
+  const estop = ROUTES.find((r) => r.method === "POST" && r.segments.join("/") === "v0/estop");
+  assert.equal(estop?.role, "viewer", "anyone who may read may stop the machine");
+  for (const r of ROUTES.filter((r) => r.method === "GET")) {
+    assert.equal(requiredRole(r), "viewer", `GET /${r.segments.join("/")}`);
+  }
+  assert.equal(requiredRole({ method: "POST" }), "admin", "fail closed");
+  assert.equal(requiredRole({ method: "GET" }), "viewer");
+});
+
+Deno.test("roleAllows orders viewer < operator < admin", () => {
+  const table: [TokenRole, TokenRole, boolean][] = [
+    ["viewer", "viewer", true],
+    ["viewer", "operator", false],
+    ["viewer", "admin", false],
+    ["operator", "viewer", true],
+    ["operator", "operator", true],
+    ["operator", "admin", false],
+    ["admin", "viewer", true],
+    ["admin", "operator", true],
+    ["admin", "admin", true],
+  ];
+  for (const [have, need, allowed] of table) {
+    assert.equal(roleAllows(have, need), allowed, `${have} for ${need}`);
+  }
+});
+
+Deno.test("HttpApi gives each role exactly what the route table says, on every route, and 403 names the role needed", async () => {
+  const fx = await fixture();
+  try {
+    const principals: { who: string; token: string; role: TokenRole }[] = [
+      ...NAMED.map((t) => ({ who: t.name, token: t.token, role: t.role })),
+      { who: "default", token: DEFAULT_TOKEN, role: "admin" },
+    ];
+    let refused = 0;
+    for (const p of principals) {
+      for (const r of everyRoute()) {
+        const a = await send(fx.api, r.method, r.path, {
+          token: p.token,
+          ...(r.method === "POST" ? { body: {} } : {}),
+        });
+        const label = `${p.who} (${p.role}) ${r.method} ${r.path} -> ${a.status} ${a.text}`;
+        assert.notEqual(a.status, 401, label);
+        if (roleAllows(p.role, r.need)) {
+          assert.notEqual(a.status, 403, label);
+        } else {
+          refused++;
+          assert.equal(a.status, 403, label);
+          assert.deepEqual(a.json, {
+            status: {
+              code: "PERMISSION_DENIED",
+              message: `${r.method} ${r.path}: role ${r.need} required (token '${p.who}' has ` +
+                `role ${p.role})`,
+            },
+          }, label);
+          for (const t of ALL_TOKENS) assert.ok(!a.text.includes(t), "no token in the answer");
+        }
+        // Leave the latch open for the next request (the e-stop is in the walk).
+        if (r.path === "/v0/estop") {
+          assert.equal(a.status, 200, label);
+          await send(fx.api, "POST", "/v0/estop/clear", { token: DEFAULT_TOKEN });
+        }
+      }
+    }
+    // The viewer is refused every POST but the e-stop; nobody else is refused anything today.
+    const viewerRefusals = ROUTES.filter((r) => r.method === "POST").length - 1;
+    assert.equal(refused, viewerRefusals);
+    // GET /metrics is open to every role.
+    for (const t of NAMED) {
+      assert.equal((await send(fx.api, "GET", "/metrics", { token: t.token })).status, 200);
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi refuses a viewer's actuating request before it runs: the mode stays IDLE", async () => {
+  const fx = await fixture();
+  try {
+    const a = await send(fx.api, "POST", "/v0/mode", {
+      token: tokenOf("dash"),
+      body: { mode: "MANUAL" },
+    });
+    assert.equal(a.status, 403);
+    assert.equal(
+      a.json.status.message,
+      "POST /v0/mode: role operator required (token 'dash' has role viewer)",
+    );
+    assert.equal(fx.services.modes?.current(), "IDLE");
+    const b = await send(fx.api, "POST", "/v0/mode", {
+      token: tokenOf("shift"),
+      body: { mode: "MANUAL" },
+    });
+    assert.equal(b.status, 200, b.text);
+    assert.equal(fx.services.modes?.current(), "MANUAL");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi lets every role trigger the e-stop, and only operator and admin clear it", async () => {
+  const fx = await fixture();
+  try {
+    const everyone = [...NAMED.map((t) => t.token), DEFAULT_TOKEN];
+    for (const token of everyone) {
+      const stop = await send(fx.api, "POST", "/v0/estop", { token, body: { reason: "test" } });
+      assert.equal(stop.status, 200, stop.text);
+      assert.equal(fx.services.estop?.status().latched, true);
+      const viewerClear = await send(fx.api, "POST", "/v0/estop/clear", {
+        token: tokenOf("dash"),
+      });
+      assert.equal(viewerClear.status, 403);
+      assert.equal(
+        viewerClear.json.status.message,
+        "POST /v0/estop/clear: role operator required (token 'dash' has role viewer)",
+      );
+      assert.equal(fx.services.estop?.status().latched, true, "still latched");
+      const clear = await send(fx.api, "POST", "/v0/estop/clear", { token: tokenOf("shift") });
+      assert.equal(clear.status, 200, clear.text);
+      assert.equal(fx.services.estop?.status().latched, false);
+    }
+    // An e-stop with no body, from the viewer, too.
+    assert.equal(
+      (await send(fx.api, "POST", "/v0/estop", { token: tokenOf("dash") })).status,
+      200,
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi keeps loopback-exempt (local) and auth-off (anonymous) requests as admin", async () => {
+  const fx = await fixture();
+  try {
+    // Loopback without a token, and loopback with a wrong one: local, may do anything.
+    const tokenless: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer wrong-token-0000000000" },
+    ];
+    for (const headers of tokenless) {
+      const a = await send(fx.api, "POST", "/v0/mode", {
+        remoteAddr: "127.0.0.1",
+        headers,
+        body: { mode: "MANUAL" },
+      });
+      assert.equal(a.status, 200, a.text);
+      await send(fx.api, "POST", "/v0/mode", { remoteAddr: "::1", body: { mode: "IDLE" } });
+    }
+    // A viewer token from loopback acts as the viewer, not as local.
+    const v = await send(fx.api, "POST", "/v0/mode", {
+      remoteAddr: "127.0.0.1",
+      token: tokenOf("dash"),
+      body: { mode: "MANUAL" },
+    });
+    assert.equal(v.status, 403);
+    // No token from elsewhere: 401 before routing, for known and unknown routes alike.
+    for (const path of ["/v0/mode", "/v0/no/such/route"]) {
+      const a = await send(fx.api, "POST", path, { body: { mode: "MANUAL" } });
+      assert.equal(a.status, 401, path);
+    }
+  } finally {
+    await fx.close();
+  }
+  const off = await startHttpFixture({
+    config: { http: { authEnabled: false } },
+    api: { apiToken: DEFAULT_TOKEN, tokens: NAMED },
+  });
+  try {
+    // Auth off: every request is anonymous admin, a viewer token changes nothing.
+    const a = await send(off.api, "POST", "/v0/mode", {
+      token: tokenOf("dash"),
+      body: { mode: "MANUAL" },
+    });
+    assert.equal(a.status, 200, a.text);
+  } finally {
+    await off.close();
+  }
+});
+
+Deno.test("BearerAuth matches every entry by its own token, and refuses wrong, prefix, extended and empty tokens", async () => {
+  const base = testConfig({}).http;
+  const http = { ...base, authEnabled: true, authExemptLoopback: false };
+  const withEmpty = [...NAMED, { name: "blank", role: "admin" as const, token: "" }];
+  const auth = new BearerAuth(http, DEFAULT_TOKEN, withEmpty);
+  const req = (authorization?: string) =>
+    new Request("http://x/v0/devices", {
+      headers: authorization === undefined ? {} : { authorization },
+    });
+  for (const t of NAMED) {
+    assert.deepEqual(await auth.identify(req(`Bearer ${t.token}`), REMOTE), {
+      name: t.name,
+      address: REMOTE,
+      role: t.role,
+    });
+    assert.equal(await auth.presentsToken(req(`Bearer ${t.token}`)), true);
+    for (const wrong of [t.token.slice(0, -1), `${t.token}x`, t.token.toUpperCase(), " "]) {
+      assert.equal(await auth.identify(req(`Bearer ${wrong}`), REMOTE), null, wrong);
+      assert.equal(await auth.presentsToken(req(`Bearer ${wrong}`)), false, wrong);
+    }
+  }
+  assert.deepEqual(await auth.identify(req(`Bearer ${DEFAULT_TOKEN}`), REMOTE), {
+    name: "default",
+    address: REMOTE,
+    role: "admin",
+  });
+  // The empty entry admits nobody, not even with an empty token.
+  assert.equal(await auth.identify(req("Bearer "), REMOTE), null);
+  assert.equal(await auth.identify(req(), REMOTE), null);
+  // Only named tokens, no default token: they still work.
+  const named = new BearerAuth(http, "", NAMED);
+  assert.equal((await named.identify(req(`Bearer ${tokenOf("shift")}`), REMOTE))?.name, "shift");
+  assert.equal(await named.identify(req("Bearer "), REMOTE), null);
+});
+
+Deno.test("HttpApi lets a cross-origin request with a named token past the origin check, then applies its role", async () => {
+  const fx = await startHttpFixture({
+    config: { http: { authEnabled: true, corsAllowedOrigins: ["*"] } },
+    api: { apiToken: DEFAULT_TOKEN, tokens: NAMED },
+  });
+  try {
+    const origin = { origin: "http://dashboard.example" };
+    const viewer = await send(fx.api, "POST", "/v0/mode", {
+      token: tokenOf("dash"),
+      headers: origin,
+      body: { mode: "MANUAL" },
+    });
+    assert.equal(viewer.status, 403);
+    assert.match(viewer.json.status.message, /role operator required/, "the role, not the origin");
+    const operator = await send(fx.api, "POST", "/v0/mode", {
+      token: tokenOf("shift"),
+      headers: origin,
+      body: { mode: "MANUAL" },
+    });
+    assert.equal(operator.status, 200, operator.text);
+    const none = await send(fx.api, "POST", "/v0/mode", {
+      remoteAddr: "127.0.0.1",
+      headers: origin,
+      body: { mode: "IDLE" },
+    });
+    assert.equal(none.status, 403);
+    assert.match(none.json.status.message, /^Origin not allowed/);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi never logs a token, allowed or refused, at debug level", async () => {
+  const fx = await fixture();
+  const logged: string[] = [];
+  const log = new LineLogger({
+    level: "debug",
+    journald: false,
+    now: () => 0,
+    write: (line) => logged.push(line),
+  });
+  const api = new HttpApi(
+    { ...fx.services, host: { ...fx.services.host, log } },
+    { apiToken: DEFAULT_TOKEN, tokens: NAMED },
+  );
+  try {
+    for (const token of [...ALL_TOKENS, "wrong-token-1111111111"]) {
+      await send(api, "GET", "/v0/devices", { token });
+      await send(api, "POST", "/v0/call", { token, body: {} });
+      await send(api, "POST", "/v0/parameters?token=" + token, { token, body: {} });
+    }
+    assert.ok(logged.length >= 12, `the requests were logged (${logged.length} lines)`);
+    for (const line of logged) {
+      for (const t of ALL_TOKENS) assert.ok(!line.includes(t), `token in the log: ${line}`);
+    }
+  } finally {
+    api.close();
+    await fx.close();
+  }
+});
