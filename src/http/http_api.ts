@@ -20,6 +20,7 @@ import {
   renderMetrics,
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
+import { readRequestBody, requestValidator } from "./request_validation.ts";
 import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
@@ -246,6 +247,8 @@ export class HttpApi {
         services: this.#services,
         sse: this.#sse,
         limits: this.#limits,
+        body: <T>() => readRequestBody<T>(req, this.#limits, match.doc),
+        bodyMatches: (value) => requestValidator(match.doc.operationId)(value),
       });
     } catch (err) {
       const res = responseForError(err);
