@@ -31,6 +31,7 @@ import {
   startRuntimeChild,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 /** The demo's documented address; the test's own port replaces it. */
@@ -460,7 +461,7 @@ function curlFlag(command: string, letter: string): boolean {
 }
 
 async function post(base: string, path: string, body: unknown): Promise<void> {
-  const r = await fetch(`${base}${path}`, {
+  const r = await apiFetch(`${base}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -645,7 +646,7 @@ function authDemo(demo: string): string {
 async function untilProviderHealthReported(rt: RuntimeChild): Promise<void> {
   const deadline = Date.now() + EXAMPLE_TIMEOUT_MS;
   for (;;) {
-    const health = await (await fetch(`${rt.base}/v0/providers/health`)).json();
+    const health = await (await apiFetch(`${rt.base}/v0/providers/health`)).json();
     if (health.providers?.every((p: { reported: unknown }) => p.reported !== null)) return;
     assert.ok(Date.now() < deadline, "the provider's health report within the example timeout");
     await new Promise((r) => setTimeout(r, 100));

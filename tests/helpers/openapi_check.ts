@@ -138,7 +138,10 @@ export function assertApiAnswer(a: ApiAnswer): void {
  * returned (its body is still unread: a clone was read). An event stream is checked by status
  * and content type only (its body never ends).
  */
-export async function apiFetch(input: string | URL, init?: RequestInit): Promise<Response> {
+export async function apiFetch(
+  input: string | URL,
+  init?: RequestInit & { client?: Deno.HttpClient },
+): Promise<Response> {
   const res = await fetch(input, init);
   const method = (init?.method ?? "GET").toUpperCase();
   const path = new URL(String(input)).pathname;
