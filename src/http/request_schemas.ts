@@ -152,10 +152,8 @@ export const SET_PARAMETER_BODY_SCHEMA: JsonSchema = {
   properties: {
     name: { type: "string" },
     value: {
-      type: ["number", "boolean", "string"],
-      description: "Checked against the parameter's declared type, range and allowed values by " +
-        "the parameter service.",
-      "x-errors": { type: "must be a number, boolean or string" },
+      description: "Any JSON value: the parameter service checks it against the parameter's " +
+        "declared type, range and allowed values (400 `Invalid value …`).",
     },
   },
   "x-errors": { absent: "missing, expected a JSON object", type: "must be a JSON object" },
@@ -293,7 +291,7 @@ export interface ModeBody {
 
 export interface SetParameterBody {
   readonly name: string;
-  readonly value: number | boolean | string;
+  readonly value: unknown;
 }
 
 export interface ShelveBody {
