@@ -20,7 +20,7 @@ import {
   renderMetrics,
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
-import { readRequestBody, requestValidator } from "./request_validation.ts";
+import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
 import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
@@ -248,7 +248,10 @@ export class HttpApi {
         sse: this.#sse,
         limits: this.#limits,
         body: <T>() => readRequestBody<T>(req, this.#limits, match.doc),
-        bodyMatches: (value) => requestValidator(match.doc.operationId)(value),
+        bodyMatches: async (value) => {
+          await loadRequestValidators();
+          return requestValidator(match.doc.operationId)(value);
+        },
       });
     } catch (err) {
       const res = responseForError(err);

@@ -5,7 +5,6 @@
  * number`), with the schema's `x-errors` message when it has one.
  */
 import { invalidArgument } from "../common/mod.ts";
-import * as GENERATED from "./_request_validators.ts";
 import { type BodyLimits, readJsonBody } from "./json_body.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
@@ -23,11 +22,25 @@ export type RequestValidator = ((data: unknown) => boolean) & {
   errors?: readonly ValidatorError[] | null;
 };
 
-const VALIDATORS = GENERATED as unknown as Readonly<Record<string, RequestValidator | undefined>>;
+let validators: Readonly<Record<string, RequestValidator | undefined>> | null = null;
 
-/** The generated validator of a route's body, by operationId; throws when it was not generated. */
+/**
+ * Loads the generated validators: on the first request with a body, so a runtime that is only
+ * read from never holds their code. Resolves at once after the first time.
+ */
+export async function loadRequestValidators(): Promise<void> {
+  validators ??= await import("./_request_validators.ts") as unknown as Readonly<
+    Record<string, RequestValidator | undefined>
+  >;
+}
+
+/**
+ * The generated validator of a route's body, by operationId (after loadRequestValidators);
+ * throws when it was not generated.
+ */
 export function requestValidator(operationId: string): RequestValidator {
-  const v = VALIDATORS[operationId];
+  if (validators === null) throw new Error("requestValidator before loadRequestValidators()");
+  const v = validators[operationId];
   if (typeof v !== "function") {
     throw new Error(
       `no generated validator for ${operationId}: run \`deno task api:validators\``,
@@ -37,7 +50,8 @@ export function requestValidator(operationId: string): RequestValidator {
 }
 
 /**
- * Checks a parsed body (`undefined`: none was sent) against a route's schema and returns it
+ * Checks a parsed body (`undefined`: none was sent) against a route's schema (after
+ * loadRequestValidators) and returns it
  * typed; throws INVALID_ARGUMENT naming the first wrong field. An absent body is `null` for a
  * schema that allows null, else refused with the schema's `absent` message.
  */
@@ -78,11 +92,9 @@ export async function readRequestBody<T>(
     await req.body?.cancel().catch(() => {});
     return null as T;
   }
-  return validateRequestBody<T>(
-    spec.operationId,
-    spec.body.schema,
-    await readJsonBody(req, limits),
-  );
+  const body = await readJsonBody(req, limits);
+  await loadRequestValidators();
+  return validateRequestBody<T>(spec.operationId, spec.body.schema, body);
 }
 
 /** Wrapper keywords whose own error only repeats what their subschemas said. */

@@ -65,7 +65,7 @@ export interface RouteContext {
    */
   readonly body: <T>() => Promise<T>;
   /** Whether a value matches the route's request schema (for a `lenient` body). */
-  readonly bodyMatches: (value: unknown) => boolean;
+  readonly bodyMatches: (value: unknown) => Promise<boolean>;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
@@ -784,8 +784,10 @@ async function estopTrigger(
     maxBytes: limits.maxBytes,
     timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
   }).then(
-    (body: unknown) =>
-      body !== undefined && bodyMatches(body) ? (body as { reason?: string }).reason : undefined,
+    async (body: unknown) =>
+      body !== undefined && await bodyMatches(body)
+        ? (body as { reason?: string }).reason
+        : undefined,
     () => undefined,
   );
   return okResponse(await estop.trigger(reason));

