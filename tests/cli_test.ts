@@ -9,6 +9,7 @@ import {
   HTTP_CONTRACT_VERSION,
   RUNTIME_VERSION,
 } from "../src/common/mod.ts";
+import { apiFetch } from "./helpers/openapi_check.ts";
 
 const VALID = "providers: [{id: p0, command: deno}]\n";
 const INVALID = `runtime:
@@ -210,7 +211,7 @@ Deno.test("runtime --port serves the API on that port instead of http.port, and 
       cwd: dir,
     });
     try {
-      const r = await fetch(`${rt.base}/v0/mode`);
+      const r = await apiFetch(`${rt.base}/v0/mode`);
       assert.equal((await r.json()).mode, "IDLE");
       for (const other of [file, env]) {
         await assert.rejects(fetch(`http://127.0.0.1:${other}/v0/mode`), `nothing on ${other}`);
@@ -234,7 +235,7 @@ Deno.test("runtime takes the API port from RUNTIME_HTTP_PORT with the compiled b
       permissions: "compiled",
     });
     try {
-      const r = await fetch(`${rt.base}/v0/mode`);
+      const r = await apiFetch(`${rt.base}/v0/mode`);
       assert.equal((await r.json()).mode, "IDLE");
       await assert.rejects(fetch(`http://127.0.0.1:${file}/v0/mode`), `nothing on ${file}`);
       assert.match(rt.stderr(), new RegExp(`http\\.port ${env} \\(from RUNTIME_HTTP_PORT\\)`));

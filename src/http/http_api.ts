@@ -27,6 +27,7 @@ import {
   renderMetrics,
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
+import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
 import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
@@ -259,6 +260,11 @@ export class HttpApi {
         services: this.#services,
         sse: this.#sse,
         limits: this.#limits,
+        body: <T>() => readRequestBody<T>(req, this.#limits, match.doc),
+        bodyMatches: async (value) => {
+          await loadRequestValidators();
+          return requestValidator(match.doc.operationId)(value);
+        },
       });
     } catch (err) {
       const res = responseForError(err);

@@ -12,22 +12,41 @@ import {
   unavailable,
   worstQuality,
 } from "../common/mod.ts";
-import { RUNTIME_MODES, type RuntimeMode, type TokenRole } from "../config/mod.ts";
+import type { TokenRole } from "../config/mod.ts";
 import { okResponse } from "./envelope.ts";
-import { type BodyLimits, isPlainObject, readJsonBody, readJsonObject } from "./json_body.ts";
+import { type BodyLimits, readJsonBody } from "./json_body.ts";
 import {
-  parseCloseRun,
+  CALL_BODY_SCHEMA,
+  type CallBody,
+  CLOSE_RUN_BODY_SCHEMA,
+  type CloseRunBody,
+  ESTOP_BODY_SCHEMA,
+  IGNORED_BODY_SCHEMA,
+  type JsonSchema,
+  MARKER_BODY_SCHEMA,
+  type MarkerBody,
+  MODE_BODY_SCHEMA,
+  type ModeBody,
+  NO_ARGUMENTS_BODY_SCHEMA,
+  OPEN_RUN_BODY_SCHEMA,
+  type OpenRunBody,
+  SET_PARAMETER_BODY_SCHEMA,
+  type SetParameterBody,
+  SHELVE_BODY_SCHEMA,
+  type ShelveBody,
+} from "./request_schemas.ts";
+import {
+  closeRunRequest,
+  markerRequest,
+  openRunRequest,
   parseEventsPage,
-  parseMarker,
-  parseOpenRun,
   parseRunsPage,
 } from "./run_bodies.ts";
 import type { EstopStatus } from "../safety/mod.ts";
-import { parseNoArguments, parseShelve } from "./alarm_bodies.ts";
 import type { Principal } from "./auth.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
-import { parseArgs, signalValueJson } from "./typed_value_json.ts";
+import { callArgs, signalValueJson } from "./typed_value_json.ts";
 
 /** What a route handler receives. */
 export interface RouteContext {
@@ -40,9 +59,77 @@ export interface RouteContext {
   readonly services: HttpServices;
   readonly sse: SseHub;
   readonly limits: BodyLimits;
+  /**
+   * Reads the JSON body (bounded by `limits`) and checks it against the route's request schema
+   * (doc.body): resolves the body typed as that schema says (`null` for an absent optional one),
+   * or throws INVALID_ARGUMENT naming the wrong field. Call it once.
+   */
+  readonly body: <T>() => Promise<T>;
+  /** Whether a value matches the route's request schema (for a `lenient` body). */
+  readonly bodyMatches: (value: unknown) => Promise<boolean>;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
+
+/** Groups of operations in the OpenAPI document. */
+export type ApiTag =
+  | "runtime"
+  | "devices"
+  | "control"
+  | "safety"
+  | "automation"
+  | "alarms"
+  | "runs"
+  | "events"
+  | "meta";
+
+/** One query parameter of a route. */
+export interface QueryParameterDoc {
+  readonly name: string;
+  readonly description: string;
+  readonly schema: JsonSchema;
+  /** May be given more than once (`?signal_id=a&signal_id=b`). */
+  readonly repeated?: boolean;
+}
+
+/** A route's request body. */
+export interface RequestBodyDoc {
+  readonly schema: JsonSchema;
+  /** A body must be sent (else absent = `null`). */
+  readonly required: boolean;
+  /**
+   * `validated` (default): `ctx.body()` checks it against the schema. `lenient`: read by the
+   * handler itself, and a body that does not match is ignored (the e-stop). `ignored`: discarded
+   * unread.
+   */
+  readonly handling?: "validated" | "lenient" | "ignored";
+}
+
+/** A success answer that is not a JSON envelope (the event stream, the document itself). */
+export interface RawResponseDoc {
+  readonly contentType: string;
+  readonly description: string;
+  readonly schema: JsonSchema;
+}
+
+/**
+ * What GET /v0/openapi.json says about a route (openapi.ts builds the document from these).
+ * Every route also answers 401, 403, 500 and 503 (busy); every POST 400 and 415; every route
+ * with path parameters 400 (broken %-encoding): those need not be listed.
+ */
+export interface RouteDoc {
+  /** Unique; also the name of the route's generated body validator. */
+  readonly operationId: string;
+  readonly summary: string;
+  readonly tag: ApiTag;
+  readonly description?: string;
+  readonly query?: readonly QueryParameterDoc[];
+  readonly body?: RequestBodyDoc;
+  /** The 200 answer: a response schema's name (response_schemas.ts), or a raw answer. */
+  readonly response: string | RawResponseDoc;
+  /** The other statuses this route itself can answer (e.g. 404, 409). */
+  readonly errors?: readonly number[];
+}
 
 /** How the request handler treats a route beyond calling it. */
 export interface RouteOptions {
@@ -61,58 +148,383 @@ export interface RouteOptions {
   readonly role?: TokenRole;
 }
 
-interface Route extends RouteOptions {
+/** One route: method, path, handler, its documentation and schemas, and options. */
+export interface Route extends RouteOptions {
   readonly method: "GET" | "POST";
   /** Path segments after the leading "/"; `:name` captures one segment. */
   readonly segments: readonly string[];
   readonly handler: RouteHandler;
+  readonly doc: RouteDoc;
 }
 
 const route = (
   method: "GET" | "POST",
   path: string,
   handler: RouteHandler,
-  options: RouteOptions = {},
+  options: RouteOptions & { readonly doc: RouteDoc },
 ): Route => ({ method, segments: path.slice(1).split("/"), handler, ...options });
 
-/** Every endpoint of http-api.md §3. HEAD is served by every GET route (RFC 9110 §9.3.2). */
-export const ROUTES: readonly Route[] = [
-  route("GET", "/v0/runtime/status", runtimeStatus, { priority: true }),
-  route("GET", "/v0/providers/health", providersHealth),
-  route("GET", "/v0/telemetry/status", telemetryStatus),
-  route("GET", "/v0/devices", listDevices),
-  route("GET", "/v0/devices/:provider_id/:device_id/capabilities", deviceCapabilities),
-  route("GET", "/v0/state", allState),
-  route("GET", "/v0/state/:provider_id/:device_id", deviceState),
-  route("POST", "/v0/call", call, { role: "operator" }),
-  route("GET", "/v0/mode", getMode),
-  route("POST", "/v0/mode", setMode, { role: "operator" }),
-  // Anyone who may read may stop the machine.
-  route("POST", "/v0/estop", estopTrigger, { priority: true, anyBody: true, role: "viewer" }),
-  route("POST", "/v0/estop/clear", estopClear, { priority: true, role: "operator" }),
-  route("GET", "/v0/parameters", listParameters),
-  route("POST", "/v0/parameters", setParameter, { role: "operator" }),
-  route("GET", "/v0/automation/tree", automationTree),
-  route("GET", "/v0/automation/status", automationStatus),
-  route("GET", "/v0/alarms", listAlarms),
-  route("GET", "/v0/alarms/:alarm_id", getAlarm),
-  route("POST", "/v0/alarms/:alarm_id/ack", ackAlarm, { role: "operator" }),
-  route("POST", "/v0/alarms/:alarm_id/shelve", shelveAlarm, { role: "operator" }),
-  route("POST", "/v0/alarms/:alarm_id/unshelve", unshelveAlarm, { role: "operator" }),
-  route("GET", "/v0/interlocks", listInterlocks),
-  route("GET", "/v0/runs", listRuns),
-  route("POST", "/v0/runs", openRun, { role: "operator" }),
-  route("GET", "/v0/runs/:run_id", getRun),
-  route("POST", "/v0/runs/:run_id/close", closeRun, { role: "operator" }),
-  route("GET", "/v0/runs/:run_id/events", listRunEvents),
-  route("POST", "/v0/runs/:run_id/events", addRunMarker, { role: "operator" }),
-  route("GET", "/v0/events", events),
+const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[] => [
+  {
+    name: "limit",
+    description:
+      `Page size (default ${defaultLimit}, at most ${maxLimit}; a larger value is cut, ` +
+      "a value below 1 or one that does not parse takes the default).",
+    schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
+  },
+  {
+    name: "offset",
+    description: "Entries to skip (default 0; a value that does not parse takes the default).",
+    schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
+  },
 ];
 
-/** A matched route: its handler, options (the role resolved) and decoded path parameters. */
+/**
+ * Every endpoint of http-api.md §3, with its documentation and schemas (GET /v0/openapi.json).
+ * HEAD is served by every GET route (RFC 9110 §9.3.2).
+ */
+export const ROUTES: readonly Route[] = [
+  route("GET", "/v0/runtime/status", runtimeStatus, {
+    priority: true,
+    doc: {
+      operationId: "getRuntimeStatus",
+      summary: "Version, mode, uptime, providers and the e-stop",
+      tag: "runtime",
+      response: "RuntimeStatusResponse",
+    },
+  }),
+  route("GET", "/v0/providers/health", providersHealth, {
+    doc: {
+      operationId: "getProvidersHealth",
+      summary: "Provider and device health, supervision and discovery warnings",
+      tag: "runtime",
+      response: "ProvidersHealthResponse",
+    },
+  }),
+  route("GET", "/v0/telemetry/status", telemetryStatus, {
+    doc: {
+      operationId: "getTelemetryStatus",
+      summary: "Telemetry writer counters (also when telemetry is disabled)",
+      tag: "runtime",
+      response: "TelemetryStatusResponse",
+    },
+  }),
+  route("GET", "/v0/devices", listDevices, {
+    doc: {
+      operationId: "listDevices",
+      summary: "Every device of every provider",
+      tag: "devices",
+      response: "DevicesResponse",
+    },
+  }),
+  route("GET", "/v0/devices/:provider_id/:device_id/capabilities", deviceCapabilities, {
+    doc: {
+      operationId: "getDeviceCapabilities",
+      summary: "A device's signals and functions (with their arguments)",
+      tag: "devices",
+      response: "DeviceCapabilitiesResponse",
+      errors: [404],
+    },
+  }),
+  route("GET", "/v0/state", allState, {
+    doc: {
+      operationId: "getState",
+      summary: "Cached values of every device that has polled signals",
+      tag: "devices",
+      response: "StateCollectionResponse",
+    },
+  }),
+  route("GET", "/v0/state/:provider_id/:device_id", deviceState, {
+    doc: {
+      operationId: "getDeviceState",
+      summary: "One device's cached values",
+      tag: "devices",
+      query: [{
+        name: "signal_id",
+        description: "Only these signals (may repeat; unknown ids are ignored).",
+        schema: { type: "string" },
+        repeated: true,
+      }],
+      response: "DeviceStateResponse",
+      errors: [404, 503],
+    },
+  }),
+  route("POST", "/v0/call", call, {
+    role: "operator",
+    doc: {
+      operationId: "callFunction",
+      summary: "Call a device function",
+      tag: "control",
+      description: "Checks in this order: JSON, provider, device, function, mode and e-stop " +
+        "gates, interlocks, then the arguments against the function's declaration. A provider " +
+        "that is down answers 503, one that does not reply within its timeout_ms 504.",
+      body: { schema: CALL_BODY_SCHEMA, required: true },
+      response: "CallResponse",
+      errors: [404, 409, 503, 504],
+    },
+  }),
+  route("GET", "/v0/mode", getMode, {
+    doc: {
+      operationId: "getMode",
+      summary: "The runtime mode",
+      tag: "control",
+      response: "ModeResponse",
+    },
+  }),
+  route("POST", "/v0/mode", setMode, {
+    role: "operator",
+    doc: {
+      operationId: "setMode",
+      summary: "Change the runtime mode (runs the mode-transition hooks)",
+      tag: "control",
+      body: { schema: MODE_BODY_SCHEMA, required: true },
+      response: "ModeResponse",
+      errors: [409],
+    },
+  }),
+  route("POST", "/v0/estop", estopTrigger, {
+    // Anyone who may read may stop the machine.
+    role: "viewer",
+    priority: true,
+    anyBody: true,
+    doc: {
+      operationId: "triggerEstop",
+      summary: "Latch the software e-stop, enter FAULT and run the safe-state ladder",
+      tag: "safety",
+      description: "Any body is accepted (whatever its Content-Type): the latch engages before " +
+        "it is read, and the answer waits at most ESTOP_REASON_READ_TIMEOUT_MS for it.",
+      body: { schema: ESTOP_BODY_SCHEMA, required: false, handling: "lenient" },
+      response: "EstopResponse",
+    },
+  }),
+  route("POST", "/v0/estop/clear", estopClear, {
+    role: "operator",
+    priority: true,
+    doc: {
+      operationId: "clearEstop",
+      summary: "Release the e-stop latch (re-arms nothing)",
+      tag: "safety",
+      body: { schema: IGNORED_BODY_SCHEMA, required: false, handling: "ignored" },
+      response: "EstopClearResponse",
+    },
+  }),
+  route("GET", "/v0/parameters", listParameters, {
+    doc: {
+      operationId: "listParameters",
+      summary: "Automation parameters",
+      tag: "automation",
+      response: "ParametersResponse",
+    },
+  }),
+  route("POST", "/v0/parameters", setParameter, {
+    role: "operator",
+    doc: {
+      operationId: "setParameter",
+      summary: "Set an automation parameter",
+      tag: "automation",
+      body: { schema: SET_PARAMETER_BODY_SCHEMA, required: true },
+      response: "SetParameterResponse",
+      errors: [404],
+    },
+  }),
+  route("GET", "/v0/automation/tree", automationTree, {
+    doc: {
+      operationId: "getAutomationTree",
+      summary: "The behavior-tree XML (re-read per request)",
+      tag: "automation",
+      response: "AutomationTreeResponse",
+      errors: [404],
+    },
+  }),
+  route("GET", "/v0/automation/status", automationStatus, {
+    doc: {
+      operationId: "getAutomationStatus",
+      summary: "The automation engine's execution status",
+      tag: "automation",
+      response: "AutomationStatusResponse",
+    },
+  }),
+  route("GET", "/v0/alarms", listAlarms, {
+    doc: {
+      operationId: "listAlarms",
+      summary: "Every configured alarm with its state",
+      tag: "alarms",
+      response: "AlarmsResponse",
+    },
+  }),
+  route("GET", "/v0/alarms/:alarm_id", getAlarm, {
+    doc: {
+      operationId: "getAlarm",
+      summary: "One alarm",
+      tag: "alarms",
+      response: "AlarmResponse",
+      errors: [404],
+    },
+  }),
+  route("POST", "/v0/alarms/:alarm_id/ack", ackAlarm, {
+    role: "operator",
+    doc: {
+      operationId: "ackAlarm",
+      summary: "Acknowledge an active alarm",
+      tag: "alarms",
+      body: { schema: NO_ARGUMENTS_BODY_SCHEMA, required: false },
+      response: "AlarmResponse",
+      errors: [404, 409],
+    },
+  }),
+  route("POST", "/v0/alarms/:alarm_id/shelve", shelveAlarm, {
+    role: "operator",
+    doc: {
+      operationId: "shelveAlarm",
+      summary: "Shelve an alarm for a while (not one whose action is fault or estop)",
+      tag: "alarms",
+      body: { schema: SHELVE_BODY_SCHEMA, required: true },
+      response: "AlarmResponse",
+      errors: [404, 409],
+    },
+  }),
+  route("POST", "/v0/alarms/:alarm_id/unshelve", unshelveAlarm, {
+    role: "operator",
+    doc: {
+      operationId: "unshelveAlarm",
+      summary: "Unshelve a shelved alarm",
+      tag: "alarms",
+      body: { schema: NO_ARGUMENTS_BODY_SCHEMA, required: false },
+      response: "AlarmResponse",
+      errors: [404, 409],
+    },
+  }),
+  route("GET", "/v0/interlocks", listInterlocks, {
+    doc: {
+      operationId: "listInterlocks",
+      summary: "Every configured interlock and whether it blocks now",
+      tag: "alarms",
+      response: "InterlocksResponse",
+    },
+  }),
+  route("GET", "/v0/runs", listRuns, {
+    doc: {
+      operationId: "listRuns",
+      summary: "Run records, newest first",
+      tag: "runs",
+      query: PAGE_QUERY(50, 200),
+      response: "RunsListResponse",
+    },
+  }),
+  route("POST", "/v0/runs", openRun, {
+    role: "operator",
+    doc: {
+      operationId: "openRun",
+      summary: "Open a run (one at a time)",
+      tag: "runs",
+      body: { schema: OPEN_RUN_BODY_SCHEMA, required: false },
+      response: "RunResponse",
+      errors: [409],
+    },
+  }),
+  route("GET", "/v0/runs/:run_id", getRun, {
+    doc: {
+      operationId: "getRun",
+      summary: "One run record",
+      tag: "runs",
+      response: "RunResponse",
+      errors: [404],
+    },
+  }),
+  route("POST", "/v0/runs/:run_id/close", closeRun, {
+    role: "operator",
+    doc: {
+      operationId: "closeRun",
+      summary: "Close a run (idempotent)",
+      tag: "runs",
+      body: { schema: CLOSE_RUN_BODY_SCHEMA, required: false },
+      response: "RunResponse",
+      errors: [404],
+    },
+  }),
+  route("GET", "/v0/runs/:run_id/events", listRunEvents, {
+    doc: {
+      operationId: "listRunEvents",
+      summary: "A run's event log, oldest first",
+      tag: "runs",
+      query: [
+        ...PAGE_QUERY(200, 1000),
+        {
+          name: "after_sequence",
+          description: "Only events with a larger sequence (a cursor; offset counts from there).",
+          schema: { type: "string", pattern: "^\\d{1,15}$" },
+        },
+      ],
+      response: "RunEventsListResponse",
+      errors: [404],
+    },
+  }),
+  route("POST", "/v0/runs/:run_id/events", addRunMarker, {
+    role: "operator",
+    doc: {
+      operationId: "addRunMarker",
+      summary: "Record an operator marker in an open run",
+      tag: "runs",
+      body: { schema: MARKER_BODY_SCHEMA, required: true },
+      response: "RunEventResponse",
+      errors: [404, 409],
+    },
+  }),
+  route("GET", "/v0/events", events, {
+    doc: {
+      operationId: "streamEvents",
+      summary: "Server-Sent Events: state updates, mode changes, alarms, …",
+      tag: "events",
+      query: [
+        {
+          name: "provider_id",
+          description: "Only this provider's device events.",
+          schema: { type: "string" },
+        },
+        {
+          name: "device_id",
+          description: "Only this device's device events.",
+          schema: { type: "string" },
+        },
+        {
+          name: "signal_id",
+          description: "Only this signal's signal events.",
+          schema: { type: "string" },
+        },
+      ],
+      response: {
+        contentType: "text/event-stream",
+        description: "An endless stream of `event: <kind>`, `id: <n>`, `data: <JSON>` frames " +
+          "(the kinds are listed in the document's description of this operation); comments " +
+          "`: keepalive` and `: dropped N events`.",
+        schema: { type: "string" },
+      },
+      errors: [503],
+    },
+  }),
+  route("GET", "/v0/openapi.json", openApiDocument, {
+    doc: {
+      operationId: "getOpenApiDocument",
+      summary: "This document (OpenAPI 3.1), built from the route table",
+      tag: "meta",
+      description: "The one answer without the `status` envelope: it is the document itself.",
+      response: {
+        contentType: "application/json",
+        description: "The OpenAPI 3.1 document.",
+        schema: { type: "object", required: ["openapi", "info", "paths"] },
+      },
+    },
+  }),
+];
+
+/**
+ * A matched route: its handler, options (the role resolved), documentation and decoded path
+ * parameters.
+ */
 export interface RouteMatch extends RouteOptions {
   readonly handler: RouteHandler;
   readonly params: Record<string, string>;
+  readonly doc: RouteDoc;
   readonly role: TokenRole;
 }
 
@@ -148,6 +560,7 @@ export function matchRoute(method: string, pathname: string): RouteMatch | null 
         params,
         priority: r.priority,
         anyBody: r.anyBody,
+        doc: r.doc,
         role: requiredRole(r),
       };
     }
@@ -351,28 +764,13 @@ function deviceState({ services, params, url }: RouteContext): Response {
 
 // ---- calls ----
 
-const MAX_UINT32 = 0xffff_ffff;
-
-async function call({ services, req, limits }: RouteContext): Promise<Response> {
-  const body = await readJsonObject(req, limits);
-  const providerId = requireString(body, "provider_id");
-  const deviceId = requireString(body, "device_id");
-  if (!("function_id" in body)) {
-    throw invalidArgument("function_id: missing (name dispatch is not accepted over HTTP)");
-  }
-  const functionId = body.function_id;
-  if (
-    typeof functionId !== "number" || !Number.isInteger(functionId) || functionId < 0 ||
-    functionId > MAX_UINT32
-  ) {
-    throw invalidArgument(`function_id: must be an integer from 0 to ${MAX_UINT32}`);
-  }
-  const args = parseArgs(body.args);
+async function call({ services, body }: RouteContext): Promise<Response> {
+  const b = await body<CallBody>();
   const result = await services.router.call({
-    providerId,
-    deviceId,
-    functionId,
-    args,
+    providerId: b.provider_id,
+    deviceId: b.device_id,
+    functionId: b.function_id,
+    args: callArgs(b.args),
     origin: "manual",
     // No abort signal: a call is bounded by the provider's timeout_ms, and once queued it is
     // cheaper to finish than to half-cancel (Deno's request.signal also fires after success).
@@ -385,31 +783,20 @@ async function call({ services, req, limits }: RouteContext): Promise<Response> 
   });
 }
 
-function requireString(body: Record<string, unknown>, field: string): string {
-  if (!(field in body)) throw invalidArgument(`${field}: missing`);
-  const v = body[field];
-  if (typeof v !== "string") throw invalidArgument(`${field}: must be a string`);
-  return v;
-}
-
 // ---- modes, e-stop, parameters, automation ----
 
 function getMode({ services }: RouteContext): Response {
   return okResponse({ mode: services.modes?.current() ?? "IDLE" });
 }
 
-async function setMode({ services, req, limits }: RouteContext): Promise<Response> {
+async function setMode({ services, body }: RouteContext): Promise<Response> {
   const modes = services.modes;
   if (!modes) throw unavailable("Mode manager not available");
-  const body = await readJsonObject(req, limits);
-  const mode = requireString(body, "mode");
-  if (!(RUNTIME_MODES as readonly string[]).includes(mode)) {
-    throw invalidArgument(`mode: must be one of MANUAL, AUTO, IDLE, FAULT (got "${mode}")`);
-  }
+  const { mode } = await body<ModeBody>();
   if (mode === "AUTO" && !services.config.automation.enabled) {
     throw failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
   }
-  const report = await modes.requestWithReport(mode as RuntimeMode);
+  const report = await modes.requestWithReport(mode);
   return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
 }
 
@@ -420,7 +807,9 @@ async function setMode({ services, req, limits }: RouteContext): Promise<Respons
  */
 export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
 
-async function estopTrigger({ services, req, limits }: RouteContext): Promise<Response> {
+async function estopTrigger(
+  { services, req, limits, bodyMatches }: RouteContext,
+): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
   // The reason is optional and informative only: the latch engages before the body is read, so
@@ -429,7 +818,10 @@ async function estopTrigger({ services, req, limits }: RouteContext): Promise<Re
     maxBytes: limits.maxBytes,
     timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
   }).then(
-    (body) => isPlainObject(body) && typeof body.reason === "string" ? body.reason : undefined,
+    async (body: unknown) =>
+      body !== undefined && await bodyMatches(body)
+        ? (body as { reason?: string }).reason
+        : undefined,
     () => undefined,
   );
   return okResponse(await estop.trigger(reason));
@@ -451,12 +843,10 @@ function listParameters({ services }: RouteContext): Response {
   return okResponse({ parameters: parameterService(services).list() });
 }
 
-async function setParameter({ services, req, limits }: RouteContext): Promise<Response> {
+async function setParameter({ services, body }: RouteContext): Promise<Response> {
   const parameters = parameterService(services);
-  const body = await readJsonObject(req, limits);
-  const name = requireString(body, "name");
-  if (!("value" in body)) throw invalidArgument("value: missing");
-  return okResponse({ parameter: parameters.set(name, body.value) });
+  const { name, value } = await body<SetParameterBody>();
+  return okResponse({ parameter: parameters.set(name, value) });
 }
 
 function automationService(services: HttpServices) {
@@ -493,21 +883,21 @@ function getAlarm({ services, params }: RouteContext): Response {
   return okResponse({ alarm: alarmService(services).alarm(params.alarm_id) });
 }
 
-async function ackAlarm({ services, req, limits, params }: RouteContext): Promise<Response> {
+async function ackAlarm({ services, body, params }: RouteContext): Promise<Response> {
   const alarms = alarmService(services);
-  parseNoArguments(await readJsonBody(req, limits));
+  await body<unknown>();
   return okResponse({ alarm: alarms.ack(params.alarm_id) });
 }
 
-async function shelveAlarm({ services, req, limits, params }: RouteContext): Promise<Response> {
+async function shelveAlarm({ services, body, params }: RouteContext): Promise<Response> {
   const alarms = alarmService(services);
-  const { durationMs } = parseShelve(await readJsonBody(req, limits));
-  return okResponse({ alarm: alarms.shelve(params.alarm_id, durationMs) });
+  const { duration_ms } = await body<ShelveBody>();
+  return okResponse({ alarm: alarms.shelve(params.alarm_id, duration_ms) });
 }
 
-async function unshelveAlarm({ services, req, limits, params }: RouteContext): Promise<Response> {
+async function unshelveAlarm({ services, body, params }: RouteContext): Promise<Response> {
   const alarms = alarmService(services);
-  parseNoArguments(await readJsonBody(req, limits));
+  await body<unknown>();
   return okResponse({ alarm: alarms.unshelve(params.alarm_id) });
 }
 
@@ -526,19 +916,19 @@ async function listRuns({ services, url }: RouteContext): Promise<Response> {
   return okResponse(await runsService(services).list(parseRunsPage(url.searchParams)));
 }
 
-async function openRun({ services, req, limits }: RouteContext): Promise<Response> {
+async function openRun({ services, body }: RouteContext): Promise<Response> {
   const runs = runsService(services);
-  return okResponse(await runs.open(parseOpenRun(await readJsonBody(req, limits))));
+  return okResponse(await runs.open(openRunRequest(await body<OpenRunBody | null>())));
 }
 
 async function getRun({ services, params }: RouteContext): Promise<Response> {
   return okResponse(await runsService(services).get(params.run_id));
 }
 
-async function closeRun({ services, req, limits, params }: RouteContext): Promise<Response> {
+async function closeRun({ services, body, params }: RouteContext): Promise<Response> {
   const runs = runsService(services);
   return okResponse(
-    await runs.close(params.run_id, parseCloseRun(await readJsonBody(req, limits))),
+    await runs.close(params.run_id, closeRunRequest(await body<CloseRunBody | null>())),
   );
 }
 
@@ -547,11 +937,9 @@ async function listRunEvents({ services, params, url }: RouteContext): Promise<R
   return okResponse(await runsService(services).listEvents(params.run_id, page));
 }
 
-async function addRunMarker({ services, req, limits, params }: RouteContext): Promise<Response> {
+async function addRunMarker({ services, body, params }: RouteContext): Promise<Response> {
   const runs = runsService(services);
-  return okResponse(
-    await runs.addMarker(params.run_id, parseMarker(await readJsonBody(req, limits))),
-  );
+  return okResponse(await runs.addMarker(params.run_id, markerRequest(await body<MarkerBody>())));
 }
 
 // ---- events ----
@@ -563,5 +951,19 @@ function events({ sse, url }: RouteContext): Response {
     providerId: q.get("provider_id") ?? "",
     deviceId: q.get("device_id") ?? "",
     signalId: q.get("signal_id") ?? "",
+  });
+}
+
+// ---- the document ----
+
+/**
+ * GET /v0/openapi.json: built from ROUTES on the first request and kept (openapi.ts is loaded
+ * only then, so a runtime nobody asks costs nothing for it).
+ */
+async function openApiDocument(): Promise<Response> {
+  const { openApiDocumentText } = await import("./openapi.ts");
+  return new Response(openApiDocumentText(), {
+    status: 200,
+    headers: { "content-type": "application/json" },
   });
 }

@@ -1,40 +1,30 @@
 /**
- * Request bodies and query strings of /v0/runs* parsed into the run registry's typed requests.
- * A member of the wrong type is a 400 naming it (never silently dropped); `null` counts as
- * absent for optional members; unknown members are ignored.
+ * Validated bodies (request_schemas.ts) and query strings of /v0/runs* as the run registry's
+ * typed requests: `null` members are absent, unknown members are dropped.
  */
 import { invalidArgument } from "../common/mod.ts";
-import {
-  CLIENT_CLOSE_REASONS,
-  type ClientCloseReason,
-  type CloseRunRequest,
-  type EventPageRequest,
-  type MarkerRequest,
-  type OpenRunRequest,
-  type PageRequest,
-  type TagScope,
+import type {
+  CloseRunRequest,
+  EventPageRequest,
+  MarkerRequest,
+  OpenRunRequest,
+  PageRequest,
+  TagScope,
 } from "../runs/mod.ts";
-import { isPlainObject } from "./json_body.ts";
+import type { CloseRunBody, MarkerBody, OpenRunBody } from "./request_schemas.ts";
 
-/** POST /v0/runs: `undefined` (no body) or null is the empty request. */
-export function parseOpenRun(body: unknown): OpenRunRequest {
-  const b = optionalBodyObject(body);
+/** POST /v0/runs: no body (null) is the empty request. */
+export function openRunRequest(body: OpenRunBody | null): OpenRunRequest {
   const out: { -readonly [K in keyof OpenRunRequest]: OpenRunRequest[K] } = {};
-  const params = optionalObject(b, "params");
-  if (params !== undefined) out.params = params;
-  const label = b.experiment_label;
-  if (label !== undefined && label !== null) {
-    if (typeof label !== "string") {
-      throw invalidArgument(`experiment_label: must be a string or null, got ${typeName(label)}`);
-    }
-    out.experiment_label = label;
-  }
-  const scope = optionalObject(b, "tag_scope");
-  if (scope !== undefined) {
+  if (body === null) return out;
+  if (body.params != null) out.params = body.params;
+  if (body.experiment_label != null) out.experiment_label = body.experiment_label;
+  const scope = body.tag_scope;
+  if (scope != null) {
     const tagScope: Partial<TagScope> = {};
     for (const key of ["provider_ids", "device_ids", "signal_ids"] as const) {
-      const list = optionalStringList(scope[key], `tag_scope.${key}`);
-      if (list !== undefined) tagScope[key] = list;
+      const list = scope[key];
+      if (list != null) tagScope[key] = list;
     }
     out.tag_scope = tagScope;
   }
@@ -42,36 +32,16 @@ export function parseOpenRun(body: unknown): OpenRunRequest {
 }
 
 /** POST /v0/runs/{run_id}/close. */
-export function parseCloseRun(body: unknown): CloseRunRequest {
-  const b = optionalBodyObject(body);
-  const reason = b.close_reason;
-  if (reason === undefined || reason === null) return {};
-  if (
-    typeof reason !== "string" || !(CLIENT_CLOSE_REASONS as readonly string[]).includes(reason)
-  ) {
-    throw invalidArgument(`close_reason: must be one of ${CLIENT_CLOSE_REASONS.join(", ")}`);
-  }
-  return { close_reason: reason as ClientCloseReason };
+export function closeRunRequest(body: CloseRunBody | null): CloseRunRequest {
+  const reason = body?.close_reason;
+  return reason == null ? {} : { close_reason: reason };
 }
 
-/** POST /v0/runs/{run_id}/events: a marker; the body is required. */
-export function parseMarker(body: unknown): MarkerRequest {
-  if (!isPlainObject(body)) throw invalidArgument("body: must be a JSON object with a type");
-  const type = body.type;
-  if (type === undefined || type === null) throw invalidArgument("type: missing");
-  if (typeof type !== "string") {
-    throw invalidArgument(`type: must be a string, got ${typeName(type)}`);
-  }
-  const out: { -readonly [K in keyof MarkerRequest]: MarkerRequest[K] } = { type };
-  const payload = optionalObject(body, "payload");
-  if (payload !== undefined) out.payload = payload;
-  const occurred = body.occurred_at_epoch_ms;
-  if (occurred !== undefined && occurred !== null) {
-    if (typeof occurred !== "number" || !Number.isSafeInteger(occurred) || occurred < 0) {
-      throw invalidArgument("occurred_at_epoch_ms: must be a non-negative integer");
-    }
-    out.occurred_at_epoch_ms = occurred;
-  }
+/** POST /v0/runs/{run_id}/events: a marker. */
+export function markerRequest(body: MarkerBody): MarkerRequest {
+  const out: { -readonly [K in keyof MarkerRequest]: MarkerRequest[K] } = { type: body.type };
+  if (body.payload != null) out.payload = body.payload;
+  if (body.occurred_at_epoch_ms != null) out.occurred_at_epoch_ms = body.occurred_at_epoch_ms;
   return out;
 }
 
@@ -103,46 +73,7 @@ export function parseEventsPage(query: URLSearchParams): EventPageRequest {
   return page;
 }
 
-/** An optional body: absent or null -> {}; otherwise it must be a JSON object. */
-function optionalBodyObject(body: unknown): Record<string, unknown> {
-  if (body === undefined || body === null) return {};
-  if (!isPlainObject(body)) throw invalidArgument("body: must be a JSON object");
-  return body;
-}
-
-function optionalObject(
-  b: Record<string, unknown>,
-  field: string,
-): Record<string, unknown> | undefined {
-  const v = b[field];
-  if (v === undefined || v === null) return undefined;
-  if (!isPlainObject(v)) {
-    throw invalidArgument(`${field}: must be a JSON object, got ${typeName(v)}`);
-  }
-  return v;
-}
-
-function optionalStringList(v: unknown, field: string): string[] | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v)) {
-    throw invalidArgument(`${field}: must be an array of strings, got ${typeName(v)}`);
-  }
-  v.forEach((s, i) => {
-    if (typeof s !== "string") {
-      throw invalidArgument(`${field}[${i}]: must be a string, got ${typeName(s)}`);
-    }
-  });
-  return v as string[];
-}
-
 /** `[+-]digits` -> the number; anything else -> undefined (the default applies). */
 function lenientInt(s: string | null): number | undefined {
   return s !== null && /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : undefined;
-}
-
-/** JSON type name for messages: string, number, boolean, array, object, null. */
-function typeName(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "array";
-  return typeof v;
 }

@@ -27,6 +27,7 @@ import {
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -35,7 +36,7 @@ const row = (id: string) => `tr[data-alarm="${id}"]`;
 const INTERLOCK = 'tr[data-interlock="motor_blocked_while_hot"]';
 
 async function api(rt: RuntimeChild, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${rt.base}${path}`, {
+  const res = await apiFetch(`${rt.base}${path}`, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),

@@ -24,6 +24,7 @@ import {
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 /** Issue 15: first paint within 1 s on this machine. */
 const FIRST_PAINT_LIMIT_MS = 1000;
@@ -35,7 +36,7 @@ const MOTOR1_DUTY = 'tr[data-signal="sim0/motorctl0/motor1_duty"] td.value';
 type Json = any;
 
 async function api(rt: RuntimeChild, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${rt.base}${path}`, {
+  const res = await apiFetch(`${rt.base}${path}`, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),

@@ -22,6 +22,7 @@ import {
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const TOKEN = "console-test-token-7f3a";
 const TOKEN_KEY = "runtime-console.api-token";
@@ -160,7 +161,7 @@ Deno.test({
         });
 
         await step("the device's own refusal is shown as the runtime words it", async () => {
-          const res = await fetch(`https://127.0.0.1:${tlsPort}/v0/call`, {
+          const res = await apiFetch(`https://127.0.0.1:${tlsPort}/v0/call`, {
             client,
             method: "POST",
             headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },

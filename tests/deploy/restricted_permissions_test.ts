@@ -12,6 +12,7 @@ import { parse, stringify } from "yaml";
 import { EXIT_OK } from "../../src/exit_codes.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const EXAMPLES = repoPath("examples");
 /** Bound on start-up (providers + HTTP); generous for a busy 2-core CI machine. */
@@ -65,7 +66,7 @@ async function pollUntilOk(url: string, child: { exited: boolean }): Promise<unk
   let last = "no answer yet";
   while (Date.now() < deadline && !child.exited) {
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      const res = await apiFetch(url, { signal: AbortSignal.timeout(2_000) });
       const body = await res.text();
       if (res.status === 200) return JSON.parse(body);
       last = `HTTP ${res.status}: ${body}`;
@@ -142,10 +143,10 @@ Deno.test("runtime starts and serves the demo with --allow-read limited to confi
       [["sim0", "AVAILABLE"]],
     );
     // The behavior tree was read from its folder and built.
-    const tree = await fetch(`${base}/automation/tree`);
+    const tree = await apiFetch(`${base}/automation/tree`);
     assert.equal(tree.status, 200, await tree.text());
     // A run record is written to the data dir (--allow-write).
-    const run = await fetch(`${base}/runs`, { method: "POST" });
+    const run = await apiFetch(`${base}/runs`, { method: "POST" });
     assert.equal(run.status, 200, await run.text());
     const written = [];
     for await (const e of Deno.readDir(`${dir}/data`)) written.push(e.name);

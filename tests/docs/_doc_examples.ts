@@ -31,6 +31,7 @@ import {
   startRuntimeChild,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
+import { apiFetch, assertApiAnswer } from "../helpers/openapi_check.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 /** The demo's documented address; the test's own port replaces it. */
@@ -438,18 +439,42 @@ interface Target {
   readonly substitutions: Map<string, string>;
 }
 
-/** Runs a non-stream command with bash; resolves with its stdout. */
+/** What curl writes to stderr about each answer (its -w format; see runShell). */
+const ANSWER_MARK = "@@answer";
+
+/**
+ * Runs a non-stream command with bash; resolves with its stdout. Every curl in it reports its
+ * answer's method, status, URL and content type on stderr; when the command's output is one
+ * curl's answer (curl last in its pipeline), that answer is checked against GET
+ * /v0/openapi.json's document like every other answer the tests get (openapi_check.ts).
+ */
 async function runShell(command: string, env: Record<string, string>): Promise<string> {
+  const wrap = `curl() { command curl -w '%{stderr}${ANSWER_MARK} %{method} %{http_code} ` +
+    `%{url_effective} %{content_type}\\n' "$@"; }\n`;
   const out = await new Deno.Command("bash", {
-    args: ["-c", command],
+    args: ["-c", wrap + command],
     env,
     stdout: "piped",
     stderr: "piped",
     signal: AbortSignal.timeout(EXAMPLE_TIMEOUT_MS),
   }).output();
   const stdout = new TextDecoder().decode(out.stdout);
-  if (!out.success && stdout === "") {
-    throw new Error(`exit ${out.code}: ${new TextDecoder().decode(out.stderr)}`);
+  const stderrLines = new TextDecoder().decode(out.stderr).split("\n");
+  const answers = stderrLines.filter((l) => l.startsWith(`${ANSWER_MARK} `));
+  const stderr = stderrLines.filter((l) => !l.startsWith(`${ANSWER_MARK} `)).join("\n");
+  if (!out.success && stdout === "") throw new Error(`exit ${out.code}: ${stderr}`);
+  const lastSegment = command.split(/\||;|&&/).at(-1) ?? "";
+  if (answers.length === 1 && /^\s*curl\b/.test(lastSegment)) {
+    const [, method, status, url, ...type] = answers[0].split(" ");
+    const withHeaders = curlFlag(lastSegment, "i");
+    const split = stdout.indexOf("\r\n\r\n");
+    assertApiAnswer({
+      method,
+      path: new URL(url).pathname,
+      status: Number(status),
+      contentType: type.join(" ") || null,
+      body: withHeaders ? (split < 0 ? "" : stdout.slice(split + 4)) : stdout,
+    });
   }
   return stdout;
 }
@@ -460,7 +485,7 @@ function curlFlag(command: string, letter: string): boolean {
 }
 
 async function post(base: string, path: string, body: unknown): Promise<void> {
-  const r = await fetch(`${base}${path}`, {
+  const r = await apiFetch(`${base}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -645,7 +670,7 @@ function authDemo(demo: string): string {
 async function untilProviderHealthReported(rt: RuntimeChild): Promise<void> {
   const deadline = Date.now() + EXAMPLE_TIMEOUT_MS;
   for (;;) {
-    const health = await (await fetch(`${rt.base}/v0/providers/health`)).json();
+    const health = await (await apiFetch(`${rt.base}/v0/providers/health`)).json();
     if (health.providers?.every((p: { reported: unknown }) => p.reported !== null)) return;
     assert.ok(Date.now() < deadline, "the provider's health report within the example timeout");
     await new Promise((r) => setTimeout(r, 100));

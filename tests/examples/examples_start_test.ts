@@ -26,6 +26,7 @@ import {
   startRuntimeChild,
   withCheckoutMirror as inTempFolder,
 } from "../helpers/runtime_process.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 const EXAMPLES = `${REPO}examples`;
@@ -40,7 +41,7 @@ function simStandIn(yaml: string): string {
 }
 
 async function post(rt: RuntimeChild, path: string, body: unknown) {
-  const r = await fetch(`${rt.base}${path}`, {
+  const r = await apiFetch(`${rt.base}${path}`, {
     method: "POST",
     headers: J,
     body: JSON.stringify(body),
@@ -49,7 +50,7 @@ async function post(rt: RuntimeChild, path: string, body: unknown) {
 }
 
 async function get(rt: RuntimeChild, path: string) {
-  const r = await fetch(`${rt.base}${path}`);
+  const r = await apiFetch(`${rt.base}${path}`);
   return { status: r.status, body: await r.json() };
 }
 

@@ -4,6 +4,7 @@
  * it is not installed (`.ci/run` installs it), like the time-series database tests.
  */
 import { type Browser, chromium, type Page } from "playwright-core";
+import { apiAnswerProblem } from "./openapi_check.ts";
 
 /** How long a test waits for something to appear on the page (a loaded CI machine is slow). */
 export const PAGE_WAIT_MS = 20000;
@@ -46,12 +47,31 @@ export async function launchChromium(args: string[] = []): Promise<Browser> {
   return await chromium.launch({ executablePath, headless: true, args });
 }
 
-/** Collects the page's uncaught errors and console errors (a test asserts there are none). */
+/**
+ * Collects the page's uncaught errors and console errors (a test asserts there are none), and
+ * every API answer the page got that GET /v0/openapi.json's document does not allow
+ * (openapi_check.ts; an event stream by status and content type).
+ */
 export function collectPageErrors(page: Page): string[] {
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(`console.error: ${m.text()}`);
+  });
+  page.on("response", (r) => {
+    const path = new URL(r.url()).pathname;
+    if (!path.startsWith("/v0/") && path !== "/metrics") return;
+    const method = r.request().method();
+    const contentType = r.headers()["content-type"] ?? null;
+    const bodyless = method === "HEAD" || (contentType ?? "").startsWith("text/event-stream");
+    (bodyless ? Promise.resolve("") : r.text()).then((body) => {
+      const problem = apiAnswerProblem({ method, path, status: r.status(), contentType, body });
+      if (problem !== "") {
+        errors.push(
+          `answer not in the OpenAPI document: ${method} ${path} -> ${r.status()}: ${problem}`,
+        );
+      }
+    }, () => {}); // the page went away before the body was read
   });
   return errors;
 }

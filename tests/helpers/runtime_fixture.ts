@@ -9,6 +9,7 @@ import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/
 import { Runtime } from "../../src/runtime.ts";
 import { httpServicesOf } from "../../src/service.ts";
 import { startRuntime, testLogger } from "./kernel.ts";
+import { assertApiAnswer } from "./openapi_check.ts";
 import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 
@@ -62,7 +63,11 @@ export class HttpFixture {
     this.config = runtime.config;
   }
 
-  /** Calls the handler directly (no socket); default remote address is loopback. */
+  /**
+   * Calls the handler directly (no socket); default remote address is loopback. The answer is
+   * checked against GET /v0/openapi.json's document (openapi_check.ts): one that breaks it fails
+   * the test (an event stream: by status and content type).
+   */
   async request(method: string, path: string, o: RequestOptions = {}): Promise<FixtureResponse> {
     const init: RequestInit = { method, headers: { ...o.headers } };
     if (o.body !== undefined) {
@@ -72,7 +77,11 @@ export class HttpFixture {
     const res = await this.api.handle(new Request(`http://localhost${path}`, init), {
       remoteAddr: o.remoteAddr ?? "127.0.0.1",
     });
-    const text = await res.text();
+    const contentType = res.headers.get("content-type");
+    const streaming = (contentType ?? "").startsWith("text/event-stream");
+    const text = streaming ? "" : await res.text();
+    if (streaming) await res.body?.cancel();
+    assertApiAnswer({ method, path, status: res.status, contentType, body: text });
     let json: unknown = undefined;
     if (res.headers.get("content-type")?.startsWith("application/json")) json = JSON.parse(text);
     return { status: res.status, headers: res.headers, json, text };

@@ -2,6 +2,7 @@
  * The `runtime` command as a real child process (`deno run src/main.ts --config ...`), started
  * until its API answers and every provider is AVAILABLE, and stopped with SIGTERM.
  */
+import { assertApiAnswer } from "./openapi_check.ts";
 const REPO = new URL("../../", import.meta.url).pathname;
 const MAIN = `${REPO}src/main.ts`;
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
@@ -54,25 +55,34 @@ export interface RuntimeChild {
   stop(): Promise<number>;
 }
 
-/** GET /v0/runtime/status as JSON, or null while the API does not answer. */
+/**
+ * GET /v0/runtime/status as JSON, or null while the API does not answer. An answer that breaks
+ * the OpenAPI document throws (openapi_check.ts).
+ */
 async function status(
   base: string,
   token?: string,
   client?: Deno.HttpClient,
 ): Promise<Record<string, unknown> | null> {
+  let r: Response;
+  let text: string;
   try {
-    const r = await fetch(`${base}/v0/runtime/status`, {
+    r = await fetch(`${base}/v0/runtime/status`, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
       ...(client ? { client } : {}),
     });
-    if (!r.ok) {
-      await r.body?.cancel();
-      return null;
-    }
-    return await r.json();
+    text = await r.text();
   } catch {
     return null;
   }
+  assertApiAnswer({
+    method: "GET",
+    path: "/v0/runtime/status",
+    status: r.status,
+    contentType: r.headers.get("content-type"),
+    body: text,
+  });
+  return r.ok ? JSON.parse(text) : null;
 }
 
 /**
@@ -132,7 +142,10 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
         const code = await exit;
         throw new Error(`runtime exited with code ${code} before it was ready:\n${text}`);
       }
-      const s = await status(base, o.token, client);
+      const s = await status(base, o.token, client).catch(async (err) => {
+        await stop();
+        throw err;
+      });
       const providers = (s?.providers ?? []) as { state: string }[];
       if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
         return { port: o.port, base, stderr: () => text, stop };

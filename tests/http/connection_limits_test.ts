@@ -11,6 +11,7 @@ import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
 import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { closedWithin, connect, getRequest, readResponse, send, sleep } from "./_raw_socket.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const MAIN = `${REPO}src/main.ts`;
 const ACCEPT_ERROR_SERVER = new URL("./_accept_error_server.ts", import.meta.url).pathname;
@@ -128,7 +129,7 @@ function spawnLimited(fds: number, args: string[]): Deno.ChildProcess {
 
 // deno-lint-ignore no-explicit-any
 async function fetchJson(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+  const res = await apiFetch(url, { ...init, signal: AbortSignal.timeout(5000) });
   return { status: res.status, body: await res.json() };
 }
 

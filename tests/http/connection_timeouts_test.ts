@@ -18,6 +18,7 @@ import {
   sleep,
 } from "./_raw_socket.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 /** Generous: the sweeper's period plus a loaded machine's scheduling delay. */
 const SLACK_MS = 2000;
@@ -110,7 +111,7 @@ Deno.test("serveHttp keeps a connection for requests within http.keep_alive_time
 Deno.test("serveHttp never closes an event stream for idleness, though its client sends nothing", async () => {
   const fx = await startHttpFixture({ start: false });
   const server = await serve(fx, { requestHeaderTimeoutMs: 300, keepAliveTimeoutMs: 300 });
-  const res = await fetch(`http://127.0.0.1:${server.port}/v0/events`);
+  const res = await apiFetch(`http://127.0.0.1:${server.port}/v0/events`);
   const reader = res.body!.getReader();
   try {
     assert.equal(res.status, 200);
@@ -179,7 +180,9 @@ Deno.test("serveHttp over TLS closes connections that never finish the handshake
       // And the server still completes a real handshake.
       const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cert)] });
       try {
-        const res = await fetch(`https://localhost:${server.port}/v0/runtime/status`, { client });
+        const res = await apiFetch(`https://localhost:${server.port}/v0/runtime/status`, {
+          client,
+        });
         assert.equal(res.status, 200);
         await res.body?.cancel();
       } finally {

@@ -16,6 +16,7 @@ import {
 } from "../helpers/prometheus_text.ts";
 import { parse } from "yaml";
 import { METRICS_CONTENT_TYPE } from "../../src/http/mod.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 /** Every family the runtime exposes with the services the fixture wires (docs/metrics.md). */
 const FAMILIES: Record<string, Family["type"]> = {
@@ -67,7 +68,7 @@ const CALL = {
 };
 
 async function scrape(base: string): Promise<{ text: string; families: Map<string, Family> }> {
-  const res = await fetch(`${base}/metrics`);
+  const res = await apiFetch(`${base}/metrics`);
   const text = await res.text();
   assert.equal(res.status, 200, text);
   assert.equal(res.headers.get("content-type"), METRICS_CONTENT_TYPE);
@@ -114,7 +115,7 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
 
     // One call refused in IDLE, then one that runs in MANUAL; a request by path with ids; a 404.
     const post = (path: string, body: unknown) =>
-      fetch(`${base}${path}`, {
+      apiFetch(`${base}${path}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
@@ -126,8 +127,8 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
     const ok = await post("/v0/call", CALL);
     await ok.body?.cancel();
     assert.equal(ok.status, 200);
-    await (await fetch(`${base}/v0/state/sim0/motorctl0?signal_id=motor1_duty`)).body?.cancel();
-    await (await fetch(`${base}/v0/no/such/route`)).body?.cancel();
+    await (await apiFetch(`${base}/v0/state/sim0/motorctl0?signal_id=motor1_duty`)).body?.cancel();
+    await (await apiFetch(`${base}/v0/no/such/route`)).body?.cancel();
     await (await post("/v0/estop", {})).body?.cancel();
     await waitFor(
       "more polls of sim0",

@@ -1,19 +1,24 @@
 /** Unit tests of the HTTP building blocks that need no runtime. */
 import assert from "node:assert/strict";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
 import {
+  CALL_BODY_SCHEMA,
+  callArgs,
+  type CallBody,
   eventPasses,
   formatSseFrame,
   HTTP_STATUS_OF,
   isLoopbackAddress,
+  loadRequestValidators,
   originMatches,
-  parseArgs,
-  parseTypedValue,
   readJsonBody,
   resolveApiToken,
   responseForError,
+  validateRequestBody,
 } from "../../src/http/mod.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+
+await loadRequestValidators();
 
 function invalid(fn: () => unknown, message: string | RegExp): void {
   assert.throws(fn, (err: unknown) => {
@@ -23,6 +28,18 @@ function invalid(fn: () => unknown, message: string | RegExp): void {
     else assert.match(err.message, message);
     return true;
   });
+}
+
+/** A POST /v0/call body through its generated validator, as the router gets its args. */
+function parseArgs(args: unknown): Record<string, TypedValue> {
+  const body = { provider_id: "p", device_id: "d", function_id: 1, args };
+  return callArgs(validateRequestBody<CallBody>("callFunction", CALL_BODY_SCHEMA, body).args);
+}
+
+/** One argument `args.<name>` of a POST /v0/call body through the validator. */
+function parseTypedValue(json: unknown, path: string): TypedValue {
+  const name = path.replace(/^args\./, "");
+  return parseArgs({ [name]: json })[name];
 }
 
 Deno.test("HTTP_STATUS_OF maps every status code of the contract", () => {
@@ -50,7 +67,7 @@ Deno.test("responseForError turns a plain exception into 500 INTERNAL with its t
   });
 });
 
-Deno.test("parseTypedValue accepts every value type in its JSON shape", () => {
+Deno.test("POST /v0/call's schema accepts every value type in its JSON shape", () => {
   assert.deepEqual(parseTypedValue({ type: "double", double: 0.5 }, "v"), {
     type: "double",
     double: 0.5,
@@ -81,7 +98,7 @@ Deno.test("parseTypedValue accepts every value type in its JSON shape", () => {
   });
 });
 
-Deno.test("parseTypedValue rejects malformed values naming the field", () => {
+Deno.test("POST /v0/call's schema rejects malformed typed values naming the field", () => {
   invalid(
     () => parseTypedValue({ type: "double" }, "args.duty"),
     'args.duty: missing "double" member',
@@ -124,12 +141,21 @@ Deno.test("parseTypedValue rejects malformed values naming the field", () => {
   }
 });
 
-Deno.test("parseArgs keeps argument names as data, even __proto__", () => {
+Deno.test("POST /v0/call's args keep argument names as data, even __proto__", () => {
   const args = parseArgs(JSON.parse('{"__proto__":{"type":"bool","bool":true}}'));
   assert.deepEqual(Object.keys(args), ["__proto__"]);
   assert.equal("toString" in args, false);
   invalid(() => parseArgs([]), "args: must be an object of typed values");
-  assert.deepEqual(parseArgs(undefined), {});
+  assert.deepEqual(
+    callArgs(
+      validateRequestBody<CallBody>("callFunction", CALL_BODY_SCHEMA, {
+        provider_id: "p",
+        device_id: "d",
+        function_id: 1,
+      }).args,
+    ),
+    {},
+  );
 });
 
 Deno.test("isLoopbackAddress covers 127.0.0.0/8, ::1 and IPv4-mapped loopback only", () => {

@@ -26,6 +26,8 @@ export interface RawRequest {
   readonly version?: string;
 }
 
+import { assertApiAnswer } from "../helpers/openapi_check.ts";
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -45,7 +47,16 @@ export async function rawRequest(port: number, r: RawRequest): Promise<RawRespon
       if (n === null) break;
       chunks.push(buf.slice(0, n));
     }
-    return parseResponse(decoder.decode(concat(chunks)), r.method === "HEAD");
+    const res = parseResponse(decoder.decode(concat(chunks)), r.method === "HEAD");
+    // Checked against GET /v0/openapi.json's document like every other answer.
+    assertApiAnswer({
+      method: r.method,
+      path: r.target.startsWith("/") ? r.target : new URL(r.target).pathname,
+      status: res.status,
+      contentType: res.headers.get("content-type") ?? null,
+      body: res.body,
+    });
+    return res;
   } finally {
     try {
       conn.close();

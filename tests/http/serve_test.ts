@@ -15,6 +15,7 @@ import { runCli, withFiles } from "../helpers/cli.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { certWithDates, selfSignedCert } from "./_tls_certs.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 Deno.test("serveHttp serves HTTPS with the configured certificate and key", async () => {
   const dir = await Deno.makeTempDir({ prefix: "http-tls-" });
@@ -25,7 +26,7 @@ Deno.test("serveHttp serves HTTPS with the configured certificate and key", asyn
     assert.equal(server.tls, true);
     const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cert)] });
     try {
-      const res = await fetch(`https://localhost:${server.port}/v0/runtime/status`, { client });
+      const res = await apiFetch(`https://localhost:${server.port}/v0/runtime/status`, { client });
       assert.equal(res.status, 200);
       const body = await res.json();
       assert.equal(body.status.code, "OK");
@@ -55,15 +56,15 @@ Deno.test("serveHttp passes the client address so loopback exemption applies ove
   });
   try {
     const a = await exempt.serve();
-    const r1 = await fetch(`http://127.0.0.1:${a.port}/v0/devices`);
+    const r1 = await apiFetch(`http://127.0.0.1:${a.port}/v0/devices`);
     assert.equal(r1.status, 200);
     await r1.body?.cancel();
     const b = await strict.serve();
-    const r2 = await fetch(`http://127.0.0.1:${b.port}/v0/devices`);
+    const r2 = await apiFetch(`http://127.0.0.1:${b.port}/v0/devices`);
     assert.equal(r2.status, 401);
     assert.equal(r2.headers.get("www-authenticate"), "Bearer");
     await r2.body?.cancel();
-    const r3 = await fetch(`http://127.0.0.1:${b.port}/v0/devices`, {
+    const r3 = await apiFetch(`http://127.0.0.1:${b.port}/v0/devices`, {
       headers: { authorization: `Bearer ${token}` },
     });
     assert.equal(r3.status, 200);

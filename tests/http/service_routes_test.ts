@@ -224,6 +224,17 @@ Deno.test("/v0/estop answers 503 and runtime status reports an idle latch withou
   }
 });
 
+/** A whole status as the engine gives it (answers are checked against the OpenAPI document). */
+const AUTOMATION_STATUS = {
+  execution_status: "idle",
+  execution_reason: "no_definition",
+  automation_version: null,
+  last_evaluation_at_epoch_ms: 0,
+  engine_diagnostics: {},
+  run_id: null,
+  last_error: null,
+} as const;
+
 Deno.test("GET /v0/automation/tree and status route to the automation service", async () => {
   let tree: () => Promise<string> = () => Promise.resolve("<root/>");
   const fx = await startHttpFixture({
@@ -231,7 +242,7 @@ Deno.test("GET /v0/automation/tree and status route to the automation service", 
     services: {
       automation: {
         treeXml: () => tree(),
-        status: () => ({ execution_status: "idle", execution_reason: "no_definition" }),
+        status: () => ({ ...AUTOMATION_STATUS }),
       },
     },
   });
@@ -242,8 +253,7 @@ Deno.test("GET /v0/automation/tree and status route to the automation service", 
     });
     assert.deepEqual((await fx.request("GET", "/v0/automation/status")).json, {
       status: OK,
-      execution_status: "idle",
-      execution_reason: "no_definition",
+      ...AUTOMATION_STATUS,
     });
     tree = () => Promise.reject(notFound("No behavior tree configured"));
     assertError(
@@ -283,17 +293,26 @@ Deno.test("GET /v0/telemetry/status answers the disabled shape without a telemet
   }
 });
 
+const TELEMETRY_STATUS = {
+  enabled: true,
+  running: true,
+  connected: true,
+  total_written: 3,
+  total_failed: 0,
+  pending_batch: 0,
+  queue_depth: 0,
+  dropped_events: 0,
+};
+
 Deno.test("GET /v0/telemetry/status returns the telemetry service's status", async () => {
   const fx = await startHttpFixture({
     start: false,
-    services: { telemetry: { status: () => ({ enabled: true, running: true, total_written: 3 }) } },
+    services: { telemetry: { status: () => ({ ...TELEMETRY_STATUS }) } },
   });
   try {
     assert.deepEqual((await fx.request("GET", "/v0/telemetry/status")).json, {
       status: OK,
-      enabled: true,
-      running: true,
-      total_written: 3,
+      ...TELEMETRY_STATUS,
     });
   } finally {
     await fx.close();

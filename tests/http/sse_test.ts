@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 interface SseBlock {
   comments: string[];
@@ -74,7 +75,7 @@ Deno.test("GET /v0/events streams real state_update frames, filtered, with SSE h
   const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
   try {
     const server = await fx.serve();
-    const res = await fetch(
+    const res = await apiFetch(
       `http://127.0.0.1:${server.port}/v0/events?provider_id=sim0&device_id=analogsensor0&signal_id=voltage_ch1`,
     );
     assert.equal(res.status, 200);
@@ -116,9 +117,9 @@ Deno.test("GET /v0/events shares global ids across clients and always delivers u
   try {
     const server = await fx.serve();
     const base = `http://127.0.0.1:${server.port}/v0/events`;
-    const all = new SseReader((await fetch(base)).body!);
+    const all = new SseReader((await apiFetch(base)).body!);
     const filtered = new SseReader(
-      (await fetch(`${base}?device_id=tempctl0&signal_id=tc1_temp`)).body!,
+      (await apiFetch(`${base}?device_id=tempctl0&signal_id=tc1_temp`)).body!,
     );
     try {
       const bus = fx.runtime.bus;
@@ -172,7 +173,7 @@ Deno.test("GET /v0/events sends keep-alive comments while no events flow", async
   const fx = await startHttpFixture({ start: false, api: { sseKeepAliveMs: 30 } });
   try {
     const server = await fx.serve();
-    const sse = new SseReader((await fetch(`http://127.0.0.1:${server.port}/v0/events`)).body!);
+    const sse = new SseReader((await apiFetch(`http://127.0.0.1:${server.port}/v0/events`)).body!);
     try {
       const first = await sse.next();
       assert.deepEqual(first, { comments: ["keepalive"] });
@@ -197,7 +198,7 @@ Deno.test("GET /v0/events: a client that never reads loses its oldest events, a 
         new TextEncoder().encode("GET /v0/events HTTP/1.1\r\nHost: localhost\r\n\r\n"),
       );
       await waitFor("slow stream open", () => fx.api.sseClientCount === 1);
-      const fastRes = await fetch(`http://127.0.0.1:${server.port}/v0/events`);
+      const fastRes = await apiFetch(`http://127.0.0.1:${server.port}/v0/events`);
       const fast = new SseReader(fastRes.body!);
       try {
         // 500 x 64 KiB = 32 MiB: far beyond socket buffers plus the 100-frame queue.
@@ -257,12 +258,12 @@ Deno.test("GET /v0/events refuses the 33rd concurrent stream with 503 JSON", asy
     const open: Response[] = [];
     try {
       for (let i = 0; i < 32; i++) {
-        const r = await fetch(url);
+        const r = await apiFetch(url);
         assert.equal(r.status, 200);
         open.push(r);
       }
       assert.equal(fx.api.sseClientCount, 32);
-      const refused = await fetch(url);
+      const refused = await apiFetch(url);
       assert.equal(refused.status, 503);
       assert.equal(refused.headers.get("content-type"), "application/json");
       const body = await refused.json();
@@ -270,7 +271,7 @@ Deno.test("GET /v0/events refuses the 33rd concurrent stream with 503 JSON", asy
       // Closing one stream frees its place.
       await open.pop()!.body!.cancel();
       await waitFor("slot freed", () => fx.api.sseClientCount === 31);
-      const again = await fetch(url);
+      const again = await apiFetch(url);
       assert.equal(again.status, 200);
       open.push(again);
     } finally {
@@ -287,7 +288,7 @@ Deno.test("GET /v0/events: a client abort frees its bus subscription", async () 
     const server = await fx.serve();
     const before = fx.runtime.bus.subscriberCount;
     const ctl = new AbortController();
-    const res = await fetch(`http://127.0.0.1:${server.port}/v0/events`, { signal: ctl.signal });
+    const res = await apiFetch(`http://127.0.0.1:${server.port}/v0/events`, { signal: ctl.signal });
     assert.equal(res.status, 200);
     assert.equal(fx.runtime.bus.subscriberCount, before + 1);
     ctl.abort();
@@ -304,7 +305,7 @@ Deno.test("GET /v0/events: a client abort frees its bus subscription", async () 
 Deno.test("GET /v0/events streams end when the server shuts down", async () => {
   const fx = await startHttpFixture({ start: false });
   const server = await fx.serve();
-  const sse = new SseReader((await fetch(`http://127.0.0.1:${server.port}/v0/events`)).body!);
+  const sse = new SseReader((await apiFetch(`http://127.0.0.1:${server.port}/v0/events`)).body!);
   const id = fx.runtime.bus.publish(modeChange(1));
   assert.equal((await sse.nextEvent()).id, id);
   await server.shutdown();

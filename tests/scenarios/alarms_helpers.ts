@@ -9,6 +9,7 @@ import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/co
 import type { Runtime } from "../../src/runtime.ts";
 import { T } from "../helpers/programmable_provider.ts";
 import type { Program } from "../helpers/programmable_provider.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 /** `alarms:` / `interlocks:` YAML through the real loader, for the given provider ids. */
 export function alarmsConfig(
@@ -65,13 +66,13 @@ export class Api {
 
   // deno-lint-ignore no-explicit-any
   async get(path: string): Promise<{ status: number; json: any }> {
-    const r = await fetch(`${this.base}${path}`);
+    const r = await apiFetch(`${this.base}${path}`);
     return { status: r.status, json: await r.json() };
   }
 
   // deno-lint-ignore no-explicit-any
   async post(path: string, body?: unknown): Promise<{ status: number; json: any }> {
-    const r = await fetch(`${this.base}${path}`, {
+    const r = await apiFetch(`${this.base}${path}`, {
       method: "POST",
       headers: body === undefined ? {} : { "content-type": "application/json" },
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),

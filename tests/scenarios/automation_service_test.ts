@@ -6,6 +6,7 @@ import { Runtime } from "../../src/runtime.ts";
 import { startService } from "../../src/service.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { automationConfig, MOTOR_THEN_SLEEP, TreeDir, treeXml } from "./automation_helpers.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 Deno.test("startService: a run opened over HTTP captures the tree version and appears in /v0/automation/status", async () => {
   const dir = await TreeDir.create();
@@ -17,14 +18,14 @@ Deno.test("startService: a run opened over HTTP captures the tree version and ap
     const service = await startService(config, testLogger());
     try {
       const base = `http://127.0.0.1:${service.http!.port}/v0`;
-      const opened = await fetch(`${base}/runs`, {
+      const opened = await apiFetch(`${base}/runs`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: "{}",
       });
       assert.equal(opened.status, 200);
       const { run } = await opened.json();
-      const status = await (await fetch(`${base}/automation/status`)).json();
+      const status = await (await apiFetch(`${base}/automation/status`)).json();
       assert.equal(status.run_id, run.run_id);
       assert.equal(status.automation_version.id, "recipe");
       assert.deepEqual(run.automation_version, status.automation_version);

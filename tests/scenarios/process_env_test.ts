@@ -13,12 +13,13 @@ import {
   waitFor,
   writeRuntimeConfig,
 } from "./process_helpers.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const API_TOKEN = "api-secret-4711";
 
 /** The cached value of one of probe0's string signals, or null while not available. */
 async function probeSignal(port: number, signal: string): Promise<string | null> {
-  const r = await fetch(
+  const r = await apiFetch(
     `http://127.0.0.1:${port}/v0/state/probe/probe0?signal_id=${signal}`,
     { headers: { authorization: `Bearer ${API_TOKEN}` } },
   ).catch(() => null);
@@ -52,7 +53,7 @@ Deno.test("a provider's environment holds none of RUNTIME_API_TOKEN, INFLUXDB_TO
     assert.equal(await probeSignal(port, "env_runtime_api_token"), "<unset>");
     assert.equal(await probeSignal(port, "env_influxdb_token"), "<unset>");
     assert.equal(await probeSignal(port, "env_anolis_api_token"), "<unset>");
-    const anonymous = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
+    const anonymous = await apiFetch(`http://127.0.0.1:${port}/v0/runtime/status`);
     await anonymous.body?.cancel();
     assert.equal(
       anonymous.status,

@@ -6,6 +6,7 @@ import type { ProviderConfig } from "../../src/config/mod.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { freePort, NotListeningError, startOnFreePort } from "../helpers/ports.ts";
 import { REPO } from "../helpers/sim_config.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 export { freePort, processAlive, waitFor };
 
@@ -171,7 +172,7 @@ export async function startRuntimeOnFreePort(
 /** GET /v0/runtime/status, or null while the API does not answer. */
 export async function runtimeStatus(port: number): Promise<Record<string, unknown> | null> {
   try {
-    const r = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
+    const r = await apiFetch(`http://127.0.0.1:${port}/v0/runtime/status`);
     return r.ok ? await r.json() : (await r.body?.cancel(), null);
   } catch {
     return null;

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { startDataFixture } from "./_data_helpers.ts";
 import { RawSseFrames } from "./_data_helpers.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 Deno.test("int64/uint64 values beyond 2^53 are stored and served exactly", async () => {
   const { fx } = await startDataFixture("values");
@@ -35,7 +36,7 @@ Deno.test("int64/uint64 values beyond 2^53 are stored and served exactly", async
 
     // big_counter alternates 2^64-1 / 2^64-2: SSE sees each change with its exact digits.
     const server = await fx.serve();
-    const stream = await fetch(
+    const stream = await apiFetch(
       `http://127.0.0.1:${server.port}/v0/events?provider_id=p0&device_id=ints&signal_id=big_counter`,
     );
     assert.equal(stream.status, 200);

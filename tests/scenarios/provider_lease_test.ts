@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
 import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 
 const MAIN = `${REPO}src/main.ts`;
 const LEASE_MS = 500;
@@ -64,7 +65,7 @@ function childrenOf(pid: number): number[] {
 type Json = Record<string, unknown>;
 
 async function api(port: number, method: string, path: string, body?: unknown): Promise<Json> {
-  const r = await fetch(`http://127.0.0.1:${port}${path}`, {
+  const r = await apiFetch(`http://127.0.0.1:${port}${path}`, {
     method,
     ...(body === undefined
       ? {}
@@ -77,7 +78,7 @@ async function api(port: number, method: string, path: string, body?: unknown): 
 
 /** The cached value of one signal, or undefined. */
 async function signal(port: number, device: string, id: string): Promise<unknown> {
-  const r = await fetch(`http://127.0.0.1:${port}/v0/state/sim0/${device}?signal_id=${id}`);
+  const r = await apiFetch(`http://127.0.0.1:${port}/v0/state/sim0/${device}?signal_id=${id}`);
   if (!r.ok) return void await r.body?.cancel();
   const json = await r.json() as { values?: Array<{ value: Record<string, unknown> }> };
   const v = json.values?.[0]?.value;
@@ -86,7 +87,7 @@ async function signal(port: number, device: string, id: string): Promise<unknown
 
 async function apiUp(port: number): Promise<Json | null> {
   try {
-    const r = await fetch(`http://127.0.0.1:${port}/v0/runtime/status`);
+    const r = await apiFetch(`http://127.0.0.1:${port}/v0/runtime/status`);
     return r.ok ? await r.json() : (await r.body?.cancel(), null);
   } catch {
     return null;

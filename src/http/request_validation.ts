@@ -1,0 +1,215 @@
+/**
+ * POST bodies checked by the validators generated from their schemas (request_schemas.ts ->
+ * `deno task api:validators` -> _request_validators.ts): the first problem, in the order of the
+ * schema's members, becomes a 400 INVALID_ARGUMENT naming the field (`args.duty.double: must be a
+ * number`), with the schema's `x-errors` message when it has one.
+ */
+import { invalidArgument } from "../common/mod.ts";
+import { type BodyLimits, readJsonBody } from "./json_body.ts";
+import type { JsonSchema } from "./request_schemas.ts";
+
+/** One error of a generated validator (ajv's shape, `verbose`: with its schema and data). */
+export interface ValidatorError {
+  readonly instancePath: string;
+  readonly keyword: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly parentSchema?: JsonSchema;
+  readonly data?: unknown;
+}
+
+/** A generated validator: true when valid, else its `errors`. */
+export type RequestValidator = ((data: unknown) => boolean) & {
+  errors?: readonly ValidatorError[] | null;
+};
+
+let validators: Readonly<Record<string, RequestValidator | undefined>> | null = null;
+
+/**
+ * Loads the generated validators: on the first request with a body, so a runtime that is only
+ * read from never holds their code. Resolves at once after the first time.
+ */
+export async function loadRequestValidators(): Promise<void> {
+  validators ??= await import("./_request_validators.ts") as unknown as Readonly<
+    Record<string, RequestValidator | undefined>
+  >;
+}
+
+/**
+ * The generated validator of a route's body, by operationId (after loadRequestValidators);
+ * throws when it was not generated.
+ */
+export function requestValidator(operationId: string): RequestValidator {
+  if (validators === null) throw new Error("requestValidator before loadRequestValidators()");
+  const v = validators[operationId];
+  if (typeof v !== "function") {
+    throw new Error(
+      `no generated validator for ${operationId}: run \`deno task api:validators\``,
+    );
+  }
+  return v;
+}
+
+/**
+ * Checks a parsed body (`undefined`: none was sent) against a route's schema (after
+ * loadRequestValidators) and returns it
+ * typed; throws INVALID_ARGUMENT naming the first wrong field. An absent body is `null` for a
+ * schema that allows null, else refused with the schema's `absent` message.
+ */
+export function validateRequestBody<T>(
+  operationId: string,
+  schema: JsonSchema,
+  body: unknown,
+): T {
+  const validate = requestValidator(operationId);
+  const value = body === undefined ? null : body;
+  if (validate(value)) return value as T;
+  if (body === undefined) {
+    const absent = xErrors(schema).absent;
+    if (typeof absent === "string") throw invalidArgument(`body: ${absent}`);
+  }
+  throw invalidArgument(firstProblem(validate.errors ?? [], schema));
+}
+
+/** What readRequestBody needs of a route's documentation (routes.ts RouteDoc). */
+export interface BodySpec {
+  readonly operationId: string;
+  readonly body?: {
+    readonly schema: JsonSchema;
+    readonly handling?: "validated" | "lenient" | "ignored";
+  };
+}
+
+/**
+ * A route's body, read (bounded by `limits`) and checked against its schema; a route without a
+ * checked body has its body discarded unread and gets `null`.
+ */
+export async function readRequestBody<T>(
+  req: Request,
+  limits: BodyLimits,
+  spec: BodySpec,
+): Promise<T> {
+  if (spec.body === undefined || (spec.body.handling ?? "validated") !== "validated") {
+    await req.body?.cancel().catch(() => {});
+    return null as T;
+  }
+  const body = await readJsonBody(req, limits);
+  await loadRequestValidators();
+  return validateRequestBody<T>(spec.operationId, spec.body.schema, body);
+}
+
+/** Wrapper keywords whose own error only repeats what their subschemas said. */
+const WRAPPERS = new Set(["if", "then", "else", "allOf", "anyOf", "oneOf", "not"]);
+
+/** The message of the first error, in the order of the root schema's members. */
+export function firstProblem(errors: readonly ValidatorError[], root: JsonSchema): string {
+  const order = Object.keys((root.properties ?? {}) as object);
+  let best: { rank: number; text: string } | null = null;
+  for (const e of errors) {
+    if (WRAPPERS.has(e.keyword)) continue;
+    const p = describe(e);
+    const rank = p.path.length === 0 ? -1 : order.indexOf(String(p.path[0]));
+    if (best === null || rank < best.rank) best = { rank, text: p.text };
+  }
+  return best?.text ?? "body: does not match the request schema";
+}
+
+function describe(e: ValidatorError): { path: (string | number)[]; text: string } {
+  const path = e.instancePath.split("/").slice(1).map((s) => {
+    const key = s.replaceAll("~1", "/").replaceAll("~0", "~");
+    return /^\d+$/.test(key) ? Number(key) : key;
+  });
+  const own = e.parentSchema === undefined ? {} : xErrors(e.parentSchema);
+  if (e.keyword === "required") {
+    const missing = String(e.params.missingProperty);
+    // A message for the parent (`args.duty: missing "double" member`) or for the member itself.
+    if (typeof own.required === "string") {
+      return { path, text: at(path, fill(own.required, undefined, missing)) };
+    }
+    const memberSchema = (e.parentSchema?.properties as Record<string, JsonSchema> | undefined)
+      ?.[missing];
+    const text = memberSchema === undefined ? undefined : xErrors(memberSchema).required;
+    return {
+      path: [...path, missing],
+      text: at([...path, missing], typeof text === "string" ? text : "missing"),
+    };
+  }
+  if (e.keyword === "type" && e.data === null && path.length > 0) {
+    // null counts as absent.
+    return {
+      path,
+      text: at(path, typeof own.required === "string" ? own.required : "missing"),
+    };
+  }
+  const template = own[e.keyword] ?? own["*"];
+  const text = typeof template === "string"
+    ? fill(template, e.data, undefined)
+    : defaultMessage(e, path.length === 0);
+  return { path, text: at(path, text) };
+}
+
+function xErrors(schema: JsonSchema): Record<string, unknown> {
+  const x = schema["x-errors"];
+  return typeof x === "object" && x !== null ? x as Record<string, unknown> : {};
+}
+
+/** `args.duty.double`, `tag_scope.provider_ids[2]`; the root is `body`. */
+function at(path: readonly (string | number)[], text: string): string {
+  if (path.length === 0) return `body: ${text}`;
+  let name = "";
+  for (const p of path) name += typeof p === "number" ? `[${p}]` : name === "" ? p : `.${p}`;
+  return `${name}: ${text}`;
+}
+
+function fill(template: string, data: unknown, missing: string | undefined): string {
+  return template
+    .replaceAll("{data}", String(data))
+    .replaceAll("{json}", JSON.stringify(data) ?? "undefined")
+    .replaceAll("{type}", typeName(data))
+    .replaceAll("{missing}", missing ?? "");
+}
+
+const A_TYPE: Readonly<Record<string, string>> = {
+  object: "a JSON object",
+  array: "an array",
+  string: "a string",
+  number: "a number",
+  integer: "an integer",
+  boolean: "a boolean",
+  null: "null",
+};
+
+function defaultMessage(e: ValidatorError, root: boolean): string {
+  const p = e.params;
+  switch (e.keyword) {
+    case "type": {
+      const types = String(p.type).split(",").map((t) => A_TYPE[t] ?? t);
+      return root && types[0] === "a JSON object"
+        ? "must be a JSON object"
+        : `must be ${types.join(" or ")}`;
+    }
+    case "enum":
+      return `must be one of ${(p.allowedValues as unknown[]).map(String).join(", ")}`;
+    case "const":
+      return `must be ${JSON.stringify(p.allowedValue)}`;
+    case "minimum":
+    case "maximum":
+    case "exclusiveMinimum":
+    case "exclusiveMaximum":
+      return `must be ${p.comparison} ${p.limit}`;
+    case "minLength":
+      return `must be at least ${p.limit} characters long`;
+    case "maxLength":
+      return `must be at most ${p.limit} characters long`;
+    case "pattern":
+      return `must match ${p.pattern}`;
+    default:
+      return `does not match the schema (${e.keyword})`;
+  }
+}
+
+/** JSON type name for messages: string, number, boolean, array, object, null. */
+function typeName(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  return typeof v;
+}

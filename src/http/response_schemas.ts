@@ -1,0 +1,585 @@
+/**
+ * The response schemas of GET /v0/openapi.json (`components.schemas`), by name. The names and
+ * the `required` lists of anolis's runtime-http.openapi.v0.yaml are kept (our `required` lists
+ * only add members), so an anolis client reads our answers; objects stay open
+ * (`additionalProperties` is not false) and the members we add are listed with a description.
+ * Built on demand (only by openapi.ts, loaded when the document is first asked for).
+ */
+import { VALUE_TYPES } from "../common/mod.ts";
+import { RUNTIME_MODES } from "../config/mod.ts";
+import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
+import type { JsonSchema } from "./request_schemas.ts";
+
+/** Every status code an answer can carry (`PERMISSION_DENIED`: the request policy's 403). */
+export const STATUS_CODES = [
+  "OK",
+  "INVALID_ARGUMENT",
+  "UNAUTHENTICATED",
+  "PERMISSION_DENIED",
+  "NOT_FOUND",
+  "FAILED_PRECONDITION",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DEADLINE_EXCEEDED",
+] as const;
+
+const str: JsonSchema = { type: "string" };
+const int: JsonSchema = { type: "integer" };
+const num: JsonSchema = { type: "number" };
+const bool: JsonSchema = { type: "boolean" };
+const orNull = (s: JsonSchema): JsonSchema => ({ oneOf: [s, { type: "null" }] });
+const arr = (items: JsonSchema): JsonSchema => ({ type: "array", items });
+const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+const strMap: JsonSchema = { type: "object", additionalProperties: str };
+const obj = (
+  required: readonly string[],
+  properties: Record<string, JsonSchema>,
+  description?: string,
+): JsonSchema => ({
+  type: "object",
+  ...(description ? { description } : {}),
+  required: [...required],
+  properties,
+});
+/** A success body: `status` plus the members. */
+const ok = (
+  required: readonly string[],
+  properties: Record<string, JsonSchema>,
+  description?: string,
+): JsonSchema =>
+  obj(["status", ...required], { status: ref("Status"), ...properties }, description);
+const note = (s: JsonSchema, description: string): JsonSchema => ({ ...s, description });
+
+const QUALITY: JsonSchema = { enum: ["OK", "STALE", "UNAVAILABLE", "FAULT"] };
+const RUNG: JsonSchema = { enum: ["none", "hooks", "setpoints", "zero"] };
+const SCALAR: JsonSchema = { type: ["number", "boolean", "string"] };
+
+/** `components.schemas` of the document. */
+export function responseComponents(): Record<string, JsonSchema> {
+  return {
+    Status: obj(["code", "message"], {
+      code: { enum: [...STATUS_CODES] },
+      message: str,
+    }),
+    ErrorResponse: {
+      ...obj(["status"], { status: ref("Status") }),
+      description: "Every error: exactly `{status: {code, message}}`.",
+    },
+    UnauthorizedResponse: obj(
+      ["status", "error"],
+      { status: ref("Status"), error: { const: "unauthorized" } },
+      "401: anolis's `{error}` plus our `status` (every JSON body carries `status`).",
+    ),
+    RuntimeMode: { enum: [...RUNTIME_MODES] },
+    TypedValue: {
+      type: "object",
+      description: "A typed value `{type, <member>}`. int64/uint64 are exact decimal numbers " +
+        "(also beyond ±2^53); a non-finite double is `double: null` with `non_finite`; a signal " +
+        'that never had a value is `{"type":"unknown"}`.',
+      required: ["type"],
+      properties: {
+        type: { enum: [...VALUE_TYPES, "unknown"] },
+        double: { type: ["number", "null"] },
+        non_finite: { enum: ["NaN", "Infinity", "-Infinity"] },
+        int64: int,
+        uint64: { type: "integer", minimum: 0 },
+        bool,
+        string: str,
+        base64: str,
+      },
+    },
+    FunctionRef: obj(["device_handle", "function"], { device_handle: str, function: str }),
+    HookFailure: obj(
+      ["transition", "phase", "hook", "device_handle", "function", "error"],
+      {
+        transition: str,
+        phase: { enum: ["before", "after"] },
+        hook: str,
+        device_handle: str,
+        function: str,
+        error: str,
+      },
+      "A failed call of a mode-transition hook (project addition).",
+    ),
+    Verification: obj(["outcome", "elapsed_ms", "checks"], {
+      outcome: { enum: ["verified", "mismatch", "unreachable", "unverifiable"] },
+      elapsed_ms: int,
+      checks: arr(obj(["signal", "expected", "observed", "quality", "outcome"], {
+        signal: str,
+        expected: { type: "object" },
+        observed: orNull(ref("TypedValue")),
+        quality: orNull(QUALITY),
+        outcome: { enum: ["verified", "mismatch", "unreachable"] },
+        reason: str,
+      })),
+    }, "The safe state read back after an e-stop (project addition)."),
+    EstopStatus: obj(
+      ["latched", "software_safe_state", "latched_at_epoch_ms", "uncovered_actuating_functions"],
+      {
+        latched: bool,
+        software_safe_state: RUNG,
+        latched_at_epoch_ms: { type: ["integer", "null"] },
+        uncovered_actuating_functions: int,
+        cause: note({ type: ["string", "null"] }, "`api` or `alarm:<id>`; null while released."),
+        plan: obj(["rung", "calls", "uncovered"], {
+          rung: RUNG,
+          calls: arr(obj(["device_handle", "function", "args"], {
+            device_handle: str,
+            function: str,
+            args: { type: "object", additionalProperties: ref("TypedValue") },
+          })),
+          uncovered: arr(ref("FunctionRef")),
+        }),
+        unverified_devices: arr(str),
+        verification: orNull(ref("Verification")),
+      },
+    ),
+    RuntimeStatusResponse: ok(
+      ["version", "mode", "uptime_seconds", "polling_interval_ms", "providers"],
+      {
+        version: str,
+        runtime_name: note(str, 'runtime.name (project addition; "" when none).'),
+        mode: ref("RuntimeMode"),
+        uptime_seconds: int,
+        polling_interval_ms: int,
+        providers: arr(obj(["provider_id", "state", "device_count"], {
+          provider_id: str,
+          state: { enum: ["AVAILABLE", "UNAVAILABLE"] },
+          device_count: int,
+        })),
+        device_count: int,
+        estop: ref("EstopStatus"),
+      },
+    ),
+    ProviderDeviceHealth: obj(
+      [
+        "device_id",
+        "health",
+        "last_poll_ms",
+        "staleness_ms",
+        "registered",
+        "stale_signal_count",
+        "fault_signal_count",
+        "type_version",
+        "descriptor_tags",
+        "reported",
+      ],
+      {
+        device_id: str,
+        health: { enum: ["OK", "WARNING", "STALE", "FAULT", "UNAVAILABLE", "UNKNOWN"] },
+        last_poll_ms: int,
+        staleness_ms: int,
+        registered: bool,
+        stale_signal_count: { type: "integer", minimum: 0 },
+        fault_signal_count: { type: "integer", minimum: 0 },
+        type_version: str,
+        descriptor_tags: {
+          type: "object",
+          maxProperties: 32,
+          propertyNames: { maxLength: 128 },
+          additionalProperties: { type: "string" },
+        },
+        reported: orNull(obj(["state", "message", "metrics", "last_seen_epoch_ms"], {
+          state: {
+            enum: [
+              "STATE_UNSPECIFIED",
+              "STATE_OK",
+              "STATE_STALE",
+              "STATE_UNREACHABLE",
+              "STATE_FAULT",
+            ],
+          },
+          message: str,
+          metrics: strMap,
+          last_seen_epoch_ms: orNull(int),
+        })),
+      },
+    ),
+    ProviderHealth: obj(
+      [
+        "provider_id",
+        "state",
+        "lifecycle_state",
+        "last_seen_ago_ms",
+        "uptime_seconds",
+        "device_count",
+        "degraded",
+        "failed_device_count",
+        "reported",
+        "supervision",
+        "devices",
+      ],
+      {
+        provider_id: str,
+        state: { enum: ["AVAILABLE", "UNAVAILABLE"] },
+        lifecycle_state: {
+          enum: ["RUNNING", "RECOVERING", "RESTARTING", "CIRCUIT_OPEN", "DOWN"],
+        },
+        last_seen_ago_ms: orNull(int),
+        uptime_seconds: int,
+        device_count: int,
+        degraded: bool,
+        failed_device_count: int,
+        reported: orNull(obj(["state", "message", "metrics"], {
+          state: { enum: ["STATE_UNSPECIFIED", "STATE_OK", "STATE_DEGRADED", "STATE_FAULT"] },
+          message: str,
+          metrics: strMap,
+        })),
+        supervision: obj(
+          [
+            "enabled",
+            "attempt_count",
+            "max_attempts",
+            "crash_detected",
+            "circuit_open",
+            "next_restart_in_ms",
+          ],
+          {
+            enabled: bool,
+            attempt_count: int,
+            max_attempts: int,
+            crash_detected: bool,
+            circuit_open: bool,
+            next_restart_in_ms: orNull(int),
+          },
+        ),
+        devices: arr(ref("ProviderDeviceHealth")),
+        discovery_warnings: note(arr(str), "The last discovery's warnings (project addition)."),
+        data_faults: note(
+          obj(["type_mismatch", "non_finite", "undeclared_signal"], {
+            type_mismatch: int,
+            non_finite: int,
+            undeclared_signal: int,
+          }),
+          "Refused samples since start (project addition).",
+        ),
+      },
+    ),
+    ProvidersHealthResponse: ok(["providers"], { providers: arr(ref("ProviderHealth")) }),
+    TelemetryStatusResponse: ok(
+      [
+        "enabled",
+        "running",
+        "connected",
+        "total_written",
+        "total_failed",
+        "pending_batch",
+        "queue_depth",
+        "dropped_events",
+      ],
+      {
+        enabled: bool,
+        running: bool,
+        connected: bool,
+        total_written: int,
+        total_failed: int,
+        pending_batch: int,
+        queue_depth: int,
+        dropped_events: int,
+        backend: obj(["url", "org", "bucket"], { url: str, org: str, bucket: str }),
+        last_error: { type: ["string", "null"] },
+        last_error_at_epoch_ms: { type: ["integer", "null"] },
+        last_flush_at_epoch_ms: { type: ["integer", "null"] },
+        last_health_snapshot_at_epoch_ms: { type: ["integer", "null"] },
+      },
+      "Project additions (retry_buffer_depth, dropped_*, write_failures, …) are described in " +
+        "docs/telemetry.md.",
+    ),
+    DevicesResponse: ok(["devices"], {
+      devices: arr(obj(["provider_id", "device_id", "display_name", "type"], {
+        provider_id: str,
+        device_id: str,
+        display_name: str,
+        type: str,
+      })),
+    }),
+    DeviceCapabilitiesResponse: ok(["provider_id", "device_id", "capabilities"], {
+      provider_id: str,
+      device_id: str,
+      capabilities: obj(["signals", "functions"], {
+        signals: arr(obj(["signal_id", "value_type", "label"], {
+          signal_id: str,
+          value_type: { enum: [...VALUE_TYPES, "unspecified"] },
+          label: str,
+        })),
+        functions: arr(obj(["function_id", "name", "label", "args", "category", "actuating"], {
+          function_id: int,
+          name: str,
+          label: str,
+          args: {
+            type: "object",
+            additionalProperties: obj(["type", "required"], {
+              type: { enum: [...VALUE_TYPES, "unspecified"] },
+              required: bool,
+              description: str,
+              unit: str,
+              min: num,
+              max: num,
+              allowed_values: note(
+                arr(str),
+                "The only values a string argument takes " +
+                  "(project addition).",
+              ),
+            }),
+          },
+          category: { enum: ["UNSPECIFIED", "READ", "CONFIG", "ACTUATE"] },
+          actuating: bool,
+        })),
+      }),
+    }),
+    SignalValue: obj(["signal_id", "value", "timestamp_epoch_ms", "quality", "age_ms"], {
+      signal_id: str,
+      value: ref("TypedValue"),
+      timestamp_epoch_ms: int,
+      quality: QUALITY,
+      age_ms: int,
+    }),
+    StateCollectionResponse: ok(["generated_at_epoch_ms", "devices"], {
+      generated_at_epoch_ms: int,
+      devices: arr(obj(["provider_id", "device_id", "quality", "values"], {
+        provider_id: str,
+        device_id: str,
+        quality: QUALITY,
+        values: arr(ref("SignalValue")),
+      })),
+    }),
+    DeviceStateResponse: ok(
+      ["generated_at_epoch_ms", "provider_id", "device_id", "quality", "values"],
+      {
+        generated_at_epoch_ms: int,
+        provider_id: str,
+        device_id: str,
+        quality: QUALITY,
+        values: arr(ref("SignalValue")),
+      },
+    ),
+    CallResponse: ok(["provider_id", "device_id", "function_id", "post_call_poll_triggered"], {
+      provider_id: str,
+      device_id: str,
+      function_id: int,
+      post_call_poll_triggered: bool,
+    }),
+    ModeResponse: ok(["mode"], {
+      mode: ref("RuntimeMode"),
+      hook_failures: note(arr(ref("HookFailure")), "POST only (project addition)."),
+    }),
+    EstopResponse: ok(["latched", "software_safe_state", "actions"], {
+      latched: bool,
+      software_safe_state: RUNG,
+      actions: arr(obj(["device_handle", "function", "success"], {
+        device_handle: str,
+        function: str,
+        success: bool,
+        error: str,
+      })),
+      warning: str,
+      fault_engaged: bool,
+      uncovered_actuating_functions: int,
+      uncovered: arr(ref("FunctionRef")),
+      hook_failures: arr(ref("HookFailure")),
+      drain: obj(["complete", "pending_providers"], {
+        complete: bool,
+        pending_providers: arr(str),
+      }),
+      verification: ref("Verification"),
+    }),
+    EstopClearResponse: ok(["latched"], { latched: bool }),
+    Parameter: obj(["name", "type", "value"], {
+      name: str,
+      type: { enum: ["double", "int64", "bool", "string"] },
+      value: SCALAR,
+      min: num,
+      max: num,
+      allowed_values: arr(str),
+    }),
+    ParametersResponse: ok(["parameters"], { parameters: arr(ref("Parameter")) }),
+    SetParameterResponse: ok(["parameter"], {
+      parameter: obj(["name", "value"], { name: str, value: SCALAR }),
+    }),
+    AutomationTreeResponse: ok(["tree"], { tree: note(str, "The behavior-tree XML file.") }),
+    AutomationVersion: obj(["engine_kind", "id", "digest", "digest_scope"], {
+      engine_kind: str,
+      id: str,
+      digest: str,
+      digest_scope: { enum: ["include_closure", "top_level_file"] },
+    }),
+    AutomationStatusResponse: ok(
+      [
+        "execution_status",
+        "automation_version",
+        "last_evaluation_at_epoch_ms",
+        "engine_diagnostics",
+        "run_id",
+      ],
+      {
+        execution_status: {
+          enum: ["idle", "running", "blocked", "failed", "completed", "unknown"],
+        },
+        execution_reason: {
+          enum: [
+            "mode_gate",
+            "waiting",
+            "terminal_failure",
+            "engine_fault",
+            "no_definition",
+            "stopped",
+          ],
+        },
+        automation_version: orNull(ref("AutomationVersion")),
+        last_evaluation_at_epoch_ms: int,
+        engine_diagnostics: { type: "object" },
+        run_id: orNull(str),
+        last_error: orNull(str),
+        device_loss_latched: note(
+          arr(str),
+          "Devices automation may not command until AUTO is " +
+            "entered again (project addition).",
+        ),
+        device_outages: note(
+          arr({ type: "object" }),
+          "Devices whose recent automated calls " +
+            "all failed (project addition).",
+        ),
+      },
+    ),
+    Alarm: obj(
+      [
+        "id",
+        "signal",
+        "message",
+        "action",
+        "state",
+        "level",
+        "cause",
+        "limit",
+        "value",
+        "quality",
+        "since_epoch_ms",
+        "shelved_until_epoch_ms",
+        "transitions",
+      ],
+      {
+        id: str,
+        signal: str,
+        message: str,
+        action: { enum: ["none", "fault", "estop"] },
+        state: { enum: ["normal", "active", "active_acked", "shelved"] },
+        level: { enum: ["MINOR", "MAJOR", null] },
+        cause: { enum: ["hihi", "hi", "lo", "lolo", "alarm_when", "bad_quality", null] },
+        limit: { type: ["number", "boolean", "string", "null"] },
+        value: orNull(ref("TypedValue")),
+        quality: orNull(QUALITY),
+        bad_input: { type: ["string", "null"] },
+        since_epoch_ms: { type: ["integer", "null"] },
+        shelved_until_epoch_ms: { type: ["integer", "null"] },
+        limits: { type: "object", additionalProperties: num },
+        alarm_when: { type: ["boolean", "string", "null"] },
+        hysteresis: num,
+        delay_ms: int,
+        on_bad_quality: { enum: ["alarm", "ignore"] },
+        transitions: arr({ type: "object" }),
+      },
+      "An alarm (project addition; docs/alarms.md).",
+    ),
+    AlarmsResponse: ok(["alarms"], { alarms: arr(ref("Alarm")) }),
+    AlarmResponse: ok(["alarm"], { alarm: ref("Alarm") }),
+    Interlock: obj(
+      ["id", "message", "condition", "block", "blocking", "reason", "since_epoch_ms", "inputs"],
+      {
+        id: str,
+        message: str,
+        condition: str,
+        block: arr(str),
+        blocking: bool,
+        reason: { type: ["string", "null"] },
+        since_epoch_ms: { type: ["integer", "null"] },
+        inputs: arr(obj(["signal", "value", "quality", "bad_input"], {
+          signal: str,
+          value: orNull(ref("TypedValue")),
+          quality: orNull(QUALITY),
+          bad_input: { type: ["string", "null"] },
+        })),
+        unresolved_block: arr(str),
+      },
+      "An interlock (project addition; docs/alarms.md).",
+    ),
+    InterlocksResponse: ok(["interlocks"], { interlocks: arr(ref("Interlock")) }),
+    Run: obj(
+      [
+        "schema_version",
+        "run_id",
+        "state",
+        "close_reason",
+        "started_at_epoch_ms",
+        "ended_at_epoch_ms",
+        "automation_version",
+        "runtime_version",
+        "polling_interval_ms",
+        "params",
+        "tag_scope",
+        "experiment_label",
+      ],
+      {
+        schema_version: int,
+        run_id: str,
+        state: { enum: ["open", "closed"] },
+        close_reason: { enum: [...CLIENT_CLOSE_REASONS, "abandoned", null] },
+        started_at_epoch_ms: int,
+        ended_at_epoch_ms: orNull(int),
+        automation_version: orNull(ref("AutomationVersion")),
+        runtime_version: str,
+        polling_interval_ms: int,
+        params: { type: "object" },
+        tag_scope: obj(["provider_ids", "device_ids", "signal_ids"], {
+          provider_ids: arr(str),
+          device_ids: arr(str),
+          signal_ids: arr(str),
+        }),
+        experiment_label: orNull(str),
+      },
+    ),
+    RunResponse: ok(["run"], { run: ref("Run") }),
+    RunsListResponse: ok(["runs", "count"], {
+      runs: arr(ref("Run")),
+      count: note(int, "Runs in this page (not the total)."),
+    }),
+    RunEvent: obj(
+      [
+        "schema_version",
+        "run_id",
+        "sequence",
+        "category",
+        "type",
+        "occurred_at_epoch_ms",
+        "recorded_at_epoch_ms",
+        "payload",
+      ],
+      {
+        schema_version: int,
+        run_id: str,
+        sequence: int,
+        category: {
+          enum: [
+            "run_opened",
+            "run_closed",
+            "mode_change",
+            "parameter_change",
+            "automation_fault",
+            "annotation",
+            "alarm",
+            "interlock",
+          ],
+        },
+        type: str,
+        occurred_at_epoch_ms: int,
+        recorded_at_epoch_ms: int,
+        payload: { type: "object" },
+      },
+    ),
+    RunEventResponse: ok(["event"], { event: ref("RunEvent") }),
+    RunEventsListResponse: ok(["events", "count"], {
+      events: arr(ref("RunEvent")),
+      count: int,
+    }),
+  };
+}
