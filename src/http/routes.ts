@@ -9,6 +9,7 @@ import {
   notFound,
   type Quality,
   RUNTIME_VERSION,
+  type RuntimeError,
   unavailable,
   worstQuality,
 } from "../common/mod.ts";
@@ -25,6 +26,7 @@ import {
 import type { EstopStatus } from "../safety/mod.ts";
 import { parseNoArguments, parseShelve } from "./alarm_bodies.ts";
 import type { Principal } from "./auth.ts";
+import { httpOrigin, parseAuditQuery } from "./audit_http.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
 import { parseArgs, signalValueJson } from "./typed_value_json.ts";
@@ -101,6 +103,7 @@ export const ROUTES: readonly Route[] = [
   route("GET", "/v0/runs/:run_id/events", listRunEvents),
   route("POST", "/v0/runs/:run_id/events", addRunMarker),
   route("GET", "/v0/events", events),
+  route("GET", "/v0/audit", listAudit),
 ];
 
 /** A matched route: its handler, options and decoded path parameters. */
@@ -204,7 +207,9 @@ function estopStatusWithoutService(services: HttpServices): EstopStatus {
 }
 
 function providersHealth({ services }: RouteContext): Response {
-  return okResponse({ providers: services.providerHealth() });
+  // Project addition (issue 21): the audit journal's health (a failing write shows here).
+  const audit = services.audit?.status();
+  return okResponse({ providers: services.providerHealth(), ...(audit ? { audit } : {}) });
 }
 
 function telemetryStatus({ services }: RouteContext): Response {
@@ -333,7 +338,7 @@ function deviceState({ services, params, url }: RouteContext): Response {
 
 const MAX_UINT32 = 0xffff_ffff;
 
-async function call({ services, req, limits }: RouteContext): Promise<Response> {
+async function call({ services, req, limits, principal }: RouteContext): Promise<Response> {
   const body = await readJsonObject(req, limits);
   const providerId = requireString(body, "provider_id");
   const deviceId = requireString(body, "device_id");
@@ -354,6 +359,7 @@ async function call({ services, req, limits }: RouteContext): Promise<Response> 
     functionId,
     args,
     origin: "manual",
+    source: httpOrigin(principal),
     // No abort signal: a call is bounded by the provider's timeout_ms, and once queued it is
     // cheaper to finish than to half-cancel (Deno's request.signal also fires after success).
   });
@@ -378,18 +384,35 @@ function getMode({ services }: RouteContext): Response {
   return okResponse({ mode: services.modes?.current() ?? "IDLE" });
 }
 
-async function setMode({ services, req, limits }: RouteContext): Promise<Response> {
+async function setMode({ services, req, limits, principal }: RouteContext): Promise<Response> {
   const modes = services.modes;
   if (!modes) throw unavailable("Mode manager not available");
   const body = await readJsonObject(req, limits);
   const mode = requireString(body, "mode");
+  const source = httpOrigin(principal);
+  const refuse = (err: RuntimeError, refusedBy: string): never => {
+    services.audit?.refused({
+      action: "mode",
+      origin: source,
+      function: mode,
+      reason: `${err.code}: ${err.message}`,
+      refused_by: refusedBy,
+    });
+    throw err;
+  };
   if (!(RUNTIME_MODES as readonly string[]).includes(mode)) {
-    throw invalidArgument(`mode: must be one of MANUAL, AUTO, IDLE, FAULT (got "${mode}")`);
+    refuse(
+      invalidArgument(`mode: must be one of MANUAL, AUTO, IDLE, FAULT (got "${mode}")`),
+      "validation",
+    );
   }
   if (mode === "AUTO" && !services.config.automation.enabled) {
-    throw failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
+    refuse(
+      failedPrecondition("Mode AUTO requires automation (automation.enabled is false)"),
+      "mode",
+    );
   }
-  const report = await modes.requestWithReport(mode as RuntimeMode);
+  const report = await modes.requestWithReport(mode as RuntimeMode, source);
   return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
 }
 
@@ -400,7 +423,9 @@ async function setMode({ services, req, limits }: RouteContext): Promise<Respons
  */
 export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
 
-async function estopTrigger({ services, req, limits }: RouteContext): Promise<Response> {
+async function estopTrigger(
+  { services, req, limits, principal }: RouteContext,
+): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
   // The reason is optional and informative only: the latch engages before the body is read, so
@@ -412,14 +437,14 @@ async function estopTrigger({ services, req, limits }: RouteContext): Promise<Re
     (body) => isPlainObject(body) && typeof body.reason === "string" ? body.reason : undefined,
     () => undefined,
   );
-  return okResponse(await estop.trigger(reason));
+  return okResponse(await estop.trigger(reason, { source: httpOrigin(principal) }));
 }
 
-async function estopClear({ services, req }: RouteContext): Promise<Response> {
+async function estopClear({ services, req, principal }: RouteContext): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
   await req.body?.cancel().catch(() => {}); // body ignored
-  return okResponse(estop.clear());
+  return okResponse(estop.clear(httpOrigin(principal)));
 }
 
 function parameterService(services: HttpServices) {
@@ -431,12 +456,14 @@ function listParameters({ services }: RouteContext): Response {
   return okResponse({ parameters: parameterService(services).list() });
 }
 
-async function setParameter({ services, req, limits }: RouteContext): Promise<Response> {
+async function setParameter(
+  { services, req, limits, principal }: RouteContext,
+): Promise<Response> {
   const parameters = parameterService(services);
   const body = await readJsonObject(req, limits);
   const name = requireString(body, "name");
   if (!("value" in body)) throw invalidArgument("value: missing");
-  return okResponse({ parameter: parameters.set(name, body.value) });
+  return okResponse({ parameter: parameters.set(name, body.value, httpOrigin(principal)) });
 }
 
 function automationService(services: HttpServices) {
@@ -532,6 +559,15 @@ async function addRunMarker({ services, req, limits, params }: RouteContext): Pr
   return okResponse(
     await runs.addMarker(params.run_id, parseMarker(await readJsonBody(req, limits))),
   );
+}
+
+// ---- audit trail (issue 21) ----
+
+/** GET /v0/audit: entries oldest first, filtered, paged with an opaque cursor. */
+async function listAudit({ services, url }: RouteContext): Promise<Response> {
+  const query = parseAuditQuery(url.searchParams);
+  if (!services.audit) throw unavailable("Audit trail not available");
+  return okResponse(await services.audit.query(query));
 }
 
 // ---- events ----
