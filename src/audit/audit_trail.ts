@@ -487,7 +487,10 @@ export class AuditTrail implements AuditSink {
         if (n < cursor.segment) continue;
         if (n === cursor.segment) start = cursor.offset;
       }
-      const lines = journal.files.readLinesAt(segmentPath(journal, n), {
+      const path = segmentPath(journal, n);
+      // Nothing past `start` (an empty file; a device file standing in for one reads as empty).
+      if ((await journal.files.fileSize(path).catch(() => 0)) <= start) continue;
+      const lines = journal.files.readLinesAt(path, {
         maxLineBytes: AUDIT_MAX_ENTRY_BYTES * 2,
         startByte: start,
       });

@@ -47,7 +47,7 @@ export interface AutomationModes {
   /** Un-vetoable transition to FAULT (automation faults). */
   forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
   /** Registers a check that may refuse arming (entering AUTO with a device down). */
-  addArmCheck?(check: ArmCheck): void;
+  addArmCheck?(check: ArmCheck, name?: string): void;
 }
 
 /** What automation needs to know about providers and their inventories. */
@@ -124,7 +124,10 @@ export class AutomationEngine {
       this.#lossLatch = latch;
       options.router.addGate?.(latch.gate, "device_loss");
       options.modes.onModeChange((change) => latch.onModeChange(change));
-      options.modes.addArmCheck?.((_from, to) => to === "AUTO" ? this.autoProblem() : null);
+      options.modes.addArmCheck?.(
+        (_from, to) => to === "AUTO" ? this.autoProblem() : null,
+        "device_loss",
+      );
     }
   }
 

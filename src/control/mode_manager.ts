@@ -146,7 +146,9 @@ export class ModeManager implements ModeService {
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
-  readonly #armChecks: ArmCheck[] = [];
+  readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
+  /** Which arm check refused, by the error it threw (audit `refused_by`). */
+  readonly #armRefusals = new WeakMap<object, string>();
 
   constructor(options: ModeManagerOptions) {
     this.#o = options;
@@ -197,7 +199,7 @@ export class ModeManager implements ModeService {
         function: mode,
         args: { from },
         reason: `${e.code}: ${e.message}`,
-        refused_by: "mode",
+        refused_by: this.#armRefusals.get(err as object) ?? "mode",
         latency_ms: this.#o.clock.monoMs() - startedMs,
       });
       throw err;
@@ -246,9 +248,12 @@ export class ModeManager implements ModeService {
     return this.#mode === "FAULT";
   }
 
-  /** Adds a check that may refuse arming (transitions into MANUAL or AUTO). */
-  addArmCheck(check: ArmCheck): void {
-    this.#armChecks.push(check);
+  /**
+   * Adds a check that may refuse arming (transitions into MANUAL or AUTO); `name` says in the
+   * audit trail which check refused (`estop`, `automation`).
+   */
+  addArmCheck(check: ArmCheck, name = "mode"): void {
+    this.#armChecks.push({ check, name });
   }
 
   /** Subscribes to committed mode changes; returns the unsubscribe function. */
@@ -359,9 +364,13 @@ export class ModeManager implements ModeService {
   /** Throws the first arming check's refusal for a transition into MANUAL or AUTO. */
   #checkArming(from: RuntimeMode, target: RuntimeMode): void {
     if (target !== "MANUAL" && target !== "AUTO") return;
-    for (const check of this.#armChecks) {
+    for (const { check, name } of this.#armChecks) {
       const refusal = check(from, target);
-      if (refusal) throw failedPrecondition(refusal);
+      if (refusal) {
+        const err = failedPrecondition(refusal);
+        this.#armRefusals.set(err, name);
+        throw err;
+      }
     }
   }
 

@@ -209,7 +209,7 @@ export interface EstopModes {
   current(): RuntimeMode;
   /** Commits FAULT synchronously; its hooks run when asked. */
   enterFault(reason: string, source?: AuditOrigin): FaultEntry;
-  addArmCheck(check: ArmCheck): void;
+  addArmCheck(check: ArmCheck, name?: string): void;
 }
 
 export interface EstopOptions {
@@ -247,11 +247,13 @@ export class Estop implements EstopService {
     this.#o = options;
     this.#log = options.log.child("estop");
     options.router.addGate(this.gate, "estop");
-    options.modes?.addArmCheck((from, to) =>
-      this.#state === "latched"
-        ? `E-stop latched: ${from} -> ${to} refused; the latch must be released first ` +
-          "(POST /v0/estop/clear), then re-arm deliberately"
-        : null
+    options.modes?.addArmCheck(
+      (from, to) =>
+        this.#state === "latched"
+          ? `E-stop latched: ${from} -> ${to} refused; the latch must be released first ` +
+            "(POST /v0/estop/clear), then re-arm deliberately"
+          : null,
+      "estop",
     );
     for (const h of options.registry.hosts) {
       h.onInventory(() => {
