@@ -356,8 +356,8 @@ export class Runtime {
         await this.#starting.catch(() => {}); // settles once its providers are gone
         await this.cache.stop();
       }
-      // The open (collapsing) audit entry is closed: nothing is called any more.
-      this.audit.flushOpen();
+      // The open (collapsing) audit entry is closed; a call still settling records on its own.
+      this.audit.seal();
       this.host.log.info("runtime stopped");
     })();
     return this.#stopping;

@@ -165,6 +165,8 @@ export class AuditTrail implements AuditSink {
   #queue: AuditEntry[] = [];
   #writing: Promise<void> | null = null;
   readonly #listeners: AuditEntryListener[] = [];
+  /** After seal(): nothing collapses any more (no timer outlives the runtime). */
+  #sealed = false;
 
   constructor(options: AuditTrailOptions) {
     this.#o = options;
@@ -241,7 +243,7 @@ export class AuditTrail implements AuditSink {
       result: d.result ?? null,
       latency_ms: d.latency_ms ?? null,
     };
-    if (key === null) {
+    if (key === null || this.#sealed) {
       this.#emit(entry);
       return;
     }
@@ -306,9 +308,19 @@ export class AuditTrail implements AuditSink {
     this.#kick();
   }
 
-  /** Closes the open entry, writes what is queued and closes the journal (shutdown). */
-  async close(): Promise<void> {
+  /**
+   * Closes the open entry and stops collapsing: a decision after this (a call that was in flight
+   * when the runtime stopped) is an entry of its own at once, and no timer is left running.
+   */
+  seal(): void {
+    this.#sealed = true;
     this.#closeOpen();
+  }
+
+  /** Seals, writes what is queued (one more try after a failure) and closes the journal. */
+  async close(): Promise<void> {
+    this.seal();
+    this.#kick();
     await this.#writing;
     this.#journal?.handle?.close();
     if (this.#journal) this.#journal.handle = null;

@@ -108,7 +108,7 @@ Deno.test("AuditTrail never keeps a collapsed entry open longer than AUDIT_COLLA
     t.record(duty(0.5));
     time.advance(10);
   }
-  await t.close();
+  t.flushOpen();
   const bound = Math.ceil((ticks * 10) / AUDIT_COLLAPSE_MAX_OPEN_MS);
   assert.equal(closed.length, bound);
   assert.equal(closed.reduce((n, e) => n + e.count, 0), ticks);
@@ -123,6 +123,21 @@ Deno.test("AuditTrail never keeps a collapsed entry open longer than AUDIT_COLLA
   time.advance(1);
   assert.equal(closed.length, bound + 1);
   assert.equal(time.pending, 0);
+  await t.close();
+});
+
+Deno.test("AuditTrail.seal closes the open entry and records later calls at once, leaving no timer", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  t.record(duty(0.5));
+  assert.equal(time.pending, 1);
+  t.seal();
+  assert.equal(time.pending, 0);
+  t.record(duty(0.5));
+  t.record(duty(0.5));
+  assert.equal(time.pending, 0);
+  assert.deepEqual((await all(t)).map((e) => e.count), [1, 1, 1]);
+  await t.close();
 });
 
 Deno.test("AuditTrail does not collapse calls of different origins, outcomes or modes, nor non-call entries", async () => {

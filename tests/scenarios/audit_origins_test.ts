@@ -184,6 +184,15 @@ Deno.test("GET /v0/audit names every origin with its identity and every refusal 
     assert.equal(entries[1].action, "estop_clear");
     assert.equal(entries[1].origin.token_name, "default");
 
+    // A request without a valid token from the network (401) is recorded as refused by auth.
+    const denied = await fx.request("POST", "/v0/estop/clear", { remoteAddr: "10.1.2.3" });
+    assert.equal(denied.status, 401);
+    const [unauthenticated] = (await audit()).slice(-1);
+    assert.equal(unauthenticated.action, "estop_clear");
+    assert.equal(unauthenticated.outcome, "refused");
+    assert.equal(unauthenticated.refused_by, "auth");
+    assert.deepEqual(unauthenticated.origin, { kind: "http", address: "10.1.2.3" });
+
     // Filters and paging.
     const hooks = await audit("?origin=hook");
     assert.deepEqual(hooks.map((e) => e.origin.transition), ["IDLE->MANUAL", "AUTO->FAULT"]);
