@@ -7,12 +7,19 @@
  *
  * The collapse figure of a tree calling at 100 Hz for a minute (entries and journal bytes) is
  * printed by `deno run --allow-all bench/audit_trail.bench.ts --collapse` (a fast clock, a real
- * journal in a temporary folder). bench/README.md has the figures.
+ * journal in a temporary folder). `--http-ab [rounds]` runs the whole service (the simulated
+ * provider as a child process, the journal in a temporary folder) and times blocks of 400
+ * sequential actuating calls over real HTTP, alternating the audit sink connected and
+ * disconnected in the same process, so the machine's load hits both alike.
+ * bench/README.md has the figures.
  */
 import { type AuditTimers, AuditTrail } from "../src/audit/mod.ts";
 import type { DeviceCapabilities, Logger, TypedValue } from "../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../src/control/mod.ts";
 import { journalFiles } from "../src/host/mod.ts";
+import { startService } from "../src/service.ts";
+import { testLogger } from "../tests/helpers/kernel.ts";
+import { testConfig } from "../tests/helpers/sim_config.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
 import type { StateCache } from "../src/state/mod.ts";
 
@@ -180,4 +187,61 @@ async function collapseFigure(): Promise<void> {
   }
 }
 
+/** Sequential HTTP calls with the audit trail connected and disconnected, alternating. */
+async function httpAb(rounds: number): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "audit_ab_" });
+  const service = await startService(
+    testConfig({ runtime: { dataDir: dir }, http: { port: 0 } }),
+    testLogger(),
+  );
+  try {
+    const base = `http://127.0.0.1:${service.http!.port}/v0`;
+    const post = async (path: string, body: unknown) => {
+      const r = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      await r.body?.cancel();
+      if (r.status !== 200) throw new Error(`${path}: ${r.status}`);
+    };
+    await post("/mode", { mode: "MANUAL" });
+    let k = 0;
+    const block = async (n: number) => {
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) {
+        await post("/call", {
+          provider_id: "sim0",
+          device_id: "motorctl0",
+          function_id: 10,
+          args: {
+            motor_index: { type: "int64", int64: 1 },
+            duty: { type: "double", double: k++ % 2 ? 0.25 : 0.5 },
+          },
+        });
+      }
+      return (performance.now() - t0) / n;
+    };
+    await block(400);
+    const on: number[] = [];
+    const off: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      service.runtime.router.setAuditSink(service.runtime.audit);
+      on.push(await block(400));
+      service.runtime.router.setAuditSink(null);
+      off.push(await block(400));
+    }
+    const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
+    const show = (a: number[]) => a.map((x) => x.toFixed(3)).join(" ");
+    console.log(`audit connected    ms/call: ${show(on)}; median ${median(on).toFixed(3)}`);
+    console.log(`audit disconnected ms/call: ${show(off)}; median ${median(off).toFixed(3)}`);
+    console.log(`journal: ${JSON.stringify(service.runtime.audit.status())}`);
+  } finally {
+    await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 if (Deno.args.includes("--collapse")) await collapseFigure();
+const ab = Deno.args.indexOf("--http-ab");
+if (ab >= 0) await httpAb(Number(Deno.args[ab + 1] ?? 8) || 8);

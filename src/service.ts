@@ -84,7 +84,9 @@ export async function startService(
   runtime.automation?.setOpenRunId(() => runs.openRunId());
   // Calls decided while a run is open are events of that run (issue 21).
   runtime.audit.onEntry((entry) => {
-    if (entry.action === "call") runs.recordCall(JSON.parse(boundedEntryText(entry)));
+    if (entry.action === "call" && runs.openRunId() !== null) {
+      runs.recordCall(JSON.parse(boundedEntryText(entry)));
+    }
   });
 
   let http: HttpServerHandle | null = null;

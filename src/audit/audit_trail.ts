@@ -5,7 +5,7 @@
  *
  * - Recording never blocks and never throws: `record` builds the entry synchronously and queues
  *   it (at most AUDIT_QUEUE_MAX_ENTRIES wait for the disk; more are dropped and counted). One
- *   writer appends batches and fsyncs each. A write that fails (full disk, read-only folder) is
+ *   writer appends each batch in one write per file and fsyncs within AUDIT_SYNC_INTERVAL_MS. A write that fails (full disk, read-only folder) is
  *   counted, shown in status() (GET /v0/providers/health `audit`) and metrics, and the entries
  *   of that batch are dropped; the next batch tries again.
  * - Collapse: consecutive identical call decisions (same action, origin, device, function, args,
@@ -44,6 +44,10 @@ export const AUDIT_PAGE_LIMIT = { default: 100, max: 1000 } as const;
 export const AUDIT_SCAN_MAX_BYTES = 8 * 1024 * 1024;
 /** Largest journal line; longer entries have their args and result replaced by a note. */
 export const AUDIT_MAX_ENTRY_BYTES = 16 * 1024;
+/** How long a recorded entry may wait for the writer (entries are written in batches). */
+export const AUDIT_WRITE_BATCH_MS = 50;
+/** Longest time between an entry's write and its fsync. */
+export const AUDIT_SYNC_INTERVAL_MS = 1000;
 /** How long a read waits for queued entries to reach the journal before it reads anyway. */
 export const AUDIT_READ_FLUSH_TIMEOUT_MS = 2000;
 /** Defaults of `audit.max_file_bytes` and `audit.max_files`. */
@@ -167,6 +171,10 @@ export class AuditTrail implements AuditSink {
   readonly #listeners: AuditEntryListener[] = [];
   /** After seal(): nothing collapses any more (no timer outlives the runtime). */
   #sealed = false;
+  #syncTimer: unknown = null;
+  #batchTimer: unknown = null;
+  /** An fsync is due (the sync timer fired, or close()). */
+  #syncDue = false;
 
   constructor(options: AuditTrailOptions) {
     this.#o = options;
@@ -286,7 +294,14 @@ export class AuditTrail implements AuditSink {
       return;
     }
     this.#queue.push(entry);
-    this.#kick();
+    // Entries are written in batches: a burst of calls costs one write, not one per call.
+    if (this.#queue.length >= AUDIT_QUEUE_MAX_ENTRIES / 2) this.#kick();
+    else if (this.#batchTimer === null) {
+      this.#batchTimer = this.#timers.set(() => {
+        this.#batchTimer = null;
+        this.#kick();
+      }, AUDIT_WRITE_BATCH_MS);
+    }
   }
 
   /**
@@ -320,7 +335,14 @@ export class AuditTrail implements AuditSink {
   /** Seals, writes what is queued (one more try after a failure) and closes the journal. */
   async close(): Promise<void> {
     this.seal();
+    if (this.#syncTimer !== null) this.#timers.clear(this.#syncTimer);
+    if (this.#batchTimer !== null) this.#timers.clear(this.#batchTimer);
+    this.#syncTimer = null;
+    this.#batchTimer = null;
+    this.#syncDue = this.#journal?.handle != null;
     this.#kick();
+    await this.#writing;
+    this.#kick(); // what was queued while the last batch was written
     await this.#writing;
     this.#journal?.handle?.close();
     if (this.#journal) this.#journal.handle = null;
@@ -356,11 +378,16 @@ export class AuditTrail implements AuditSink {
 
   async #drain(): Promise<void> {
     const journal = this.#journal!;
-    while (this.#queue.length > 0) {
+    while (this.#queue.length > 0 || this.#syncDue) {
       const batch = this.#queue.splice(0);
       try {
-        for (const entry of batch) await this.#append(journal, entryLine(entry));
-        await journal.handle?.sync();
+        if (batch.length > 0) {
+          await this.#append(journal, batch.map(entryLine));
+          this.#scheduleSync();
+        } else if (this.#syncDue) {
+          this.#syncDue = false;
+          await journal.handle?.sync();
+        }
         if (this.#failing) {
           this.#failing = false;
           this.#log.info(`audit journal writable again: ${journal.dir}`);
@@ -368,38 +395,64 @@ export class AuditTrail implements AuditSink {
       } catch (err) {
         journal.handle?.close();
         journal.handle = null;
+        this.#syncDue = false;
         this.#writeFailed(err, batch.length);
         return;
       }
     }
   }
 
-  async #append(journal: Journal, line: string): Promise<void> {
-    const bytes = utf8Length(line);
+  /** Entries reach the OS at once; fsync follows within AUDIT_SYNC_INTERVAL_MS (and at close). */
+  #scheduleSync(): void {
+    if (this.#syncTimer !== null) return;
+    this.#syncTimer = this.#timers.set(() => {
+      this.#syncTimer = null;
+      this.#syncDue = true;
+      this.#kick();
+    }, AUDIT_SYNC_INTERVAL_MS);
+  }
+
+  /** Appends the lines, as many per write as fit the current segment (at least one). */
+  async #append(journal: Journal, lines: string[]): Promise<void> {
+    let i = 0;
+    while (i < lines.length) {
+      await this.#openSegment(journal, utf8Length(lines[i]));
+      let text = journal.needsNewline ? "\n" : "";
+      let size = journal.size + text.length;
+      do {
+        text += lines[i];
+        size += utf8Length(lines[i]);
+        i++;
+      } while (i < lines.length && size + utf8Length(lines[i]) <= journal.maxFileBytes);
+      await journal.handle!.append(text);
+      journal.needsNewline = false;
+      journal.size = size;
+    }
+  }
+
+  /** Makes the current segment ready for a line of `bytes`: rotates when it would overflow. */
+  async #openSegment(journal: Journal, bytes: number): Promise<void> {
     if (
       journal.handle !== null && journal.size > 0 && journal.size + bytes > journal.maxFileBytes
     ) {
+      await journal.handle.sync();
       journal.handle.close();
       journal.handle = null;
       journal.segment++;
       await this.#prune(journal);
     }
-    if (journal.handle === null) {
+    while (journal.handle === null) {
       const path = segmentPath(journal, journal.segment);
       await journal.files.ensureDir(journal.dir);
       journal.size = await journal.files.fileSize(path);
       if (journal.size > 0 && journal.size + bytes > journal.maxFileBytes) {
         journal.segment++;
         await this.#prune(journal);
-        return await this.#append(journal, line);
+        continue;
       }
       journal.needsNewline = !(await journal.files.endsWithNewline(path));
       journal.handle = await journal.files.openAppend(path);
     }
-    const text = journal.needsNewline ? `\n${line}` : line;
-    await journal.handle.append(text);
-    journal.needsNewline = false;
-    journal.size += utf8Length(text);
   }
 
   /** Removes the oldest segments so at most max_files remain, counting the current one. */
@@ -562,7 +615,10 @@ function segmentPath(journal: AuditJournalOptions, n: number): string {
   return `${journal.dir}/audit-${String(n).padStart(8, "0")}.jsonl`;
 }
 
+const NON_ASCII = /[^ -~\t\n\r]/; // anything but printable ASCII and common whitespace
+
 function utf8Length(text: string): number {
+  if (!NON_ASCII.test(text)) return text.length; // the common case, without a loop in JS
   let n = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
