@@ -22,7 +22,9 @@ import { validateArgs } from "./validate_args.ts";
  * mode-transition hook of a transition that is not into FAULT (gated like automated calls).
  * `safety`: a stop action — the e-stop ladder and the hooks of a transition into FAULT; these
  * skip the mode, latch and device-loss gates (they are how the machine is made safe) but are
- * still validated and still need the provider up.
+ * still validated and still need the provider up. Who exactly asked (client and token, tree node,
+ * hook, ladder rung, alarm) travels apart, as `CallRequest.source`, for the audit trail: gates
+ * decide on the kind, never on the identity.
  */
 export type CallOrigin = "manual" | "automated" | "hook" | "safety";
 
@@ -88,8 +90,6 @@ interface CallProgress {
   /** True once the request was written to the provider. */
   sent: boolean;
   results: Record<string, TypedValue> | null;
-  /** Monotonic ms when the provider answered. */
-  answeredMs: number;
 }
 
 /**
@@ -198,7 +198,6 @@ export class CallRouter {
       refusedBy: null,
       sent: false,
       results: null,
-      answeredMs: 0,
     };
     try {
       const result = await this.#call(req, progress);

@@ -94,3 +94,33 @@ interlocks:
     await fx.close();
   }
 });
+
+Deno.test("GET /v0/audit records the FAULT an alarm with action fault forced, with the alarm id", async () => {
+  const fx = await startHttpFixture({
+    config: alarmsConfig(`
+alarms:
+  - { id: too_fast, signal: sim0/motorctl0/motor1_duty, hi: 0.5, action: fault }
+`),
+  });
+  try {
+    const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const fast = callBody("sim0/motorctl0", 10, {
+      motor_index: { type: "int64", int64: 1 },
+      duty: { type: "double", double: 0.7 },
+    });
+    assert.equal((await api.post("/v0/call", fast)).status, 200);
+    await waitFor("FAULT", () => fx.runtime.modes.current() === "FAULT", 30_000);
+    // deno-lint-ignore no-explicit-any
+    const entries: any[] = (await api.get("/v0/audit?origin=alarm")).json.entries;
+    assert.equal(entries.length, 1);
+    assert.equal(entries[0].action, "mode");
+    assert.equal(entries[0].function, "FAULT");
+    assert.equal(entries[0].outcome, "accepted");
+    assert.deepEqual(entries[0].origin, { kind: "alarm", alarm_id: "too_fast" });
+    assert.equal(entries[0].args.from, "MANUAL");
+    assert.match(entries[0].args.reason, /too_fast/);
+  } finally {
+    await fx.close();
+  }
+});
