@@ -3,7 +3,7 @@
  * folder without going through its mod.ts, or touches a `_private.ts` file of another folder.
  *
  * Layers, low to high (../shared/style.md): common -> {config, adpp, events} -> providers -> state
- * -> control -> safety -> {automation, alarms, runs, telemetry} -> http -> runtime.ts/main.ts.
+ * -> control -> safety -> {automation, alarms, runs, audit, telemetry} -> http -> runtime.ts/main.ts.
  * host/ touches Deno.* and is imported only by the composition root (runtime.ts, main.ts).
  * provider_sdk/ is a separate product for provider authors; the runtime never imports it.
  */
@@ -19,6 +19,7 @@ const RANK: Record<string, number> = {
   automation: 6,
   alarms: 6,
   runs: 6,
+  audit: 6,
   telemetry: 6,
   http: 7,
   "": 9, // src/runtime.ts, src/main.ts

@@ -23,6 +23,8 @@ import { effectiveSafeState, Estop } from "./safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "./automation/mod.ts";
 // --- alarms and interlocks (issue 20) ---
 import { AlarmEngine } from "./alarms/mod.ts";
+// --- audit trail (issue 21) ---
+import { AuditTrail } from "./audit/mod.ts";
 
 /** What the runtime needs from the host (injected so tests can pass their own). */
 export interface RuntimeHost {
@@ -56,6 +58,11 @@ export class Runtime {
   // --- end automation ---
   /** Alarms and interlocks (issue 20); always present (empty without configured ones). */
   readonly alarms: AlarmEngine;
+  /**
+   * Audit trail of every actuating decision (issue 21): in memory until the service opens its
+   * journal under runtime.data_dir (startService).
+   */
+  readonly audit: AuditTrail;
   #startedAtMono = 0;
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
@@ -82,11 +89,17 @@ export class Runtime {
       log,
       intervalMs: config.polling.intervalMs,
     });
+    this.audit = new AuditTrail({
+      clock: host.clock,
+      log,
+      mode: () => this.modes.current(),
+    });
     this.router = new CallRouter({
       registry: this.registry,
       cache: this.cache,
       log,
       clock: host.clock,
+      audit: this.audit,
     });
     // --- modes, parameters, e-stop (issue 5): gates register on the router here, mode first ---
     const automation = config.automation;
@@ -99,6 +112,7 @@ export class Runtime {
       automationEnabled: automation.enabled,
       manualGatingPolicy: automation.manualGatingPolicy,
       hooks: automation.modeTransitionHooks,
+      audit: this.audit,
     });
     if (automation.enabled) {
       this.parameters = new ParameterStore({
@@ -106,6 +120,7 @@ export class Runtime {
         bus: this.bus,
         clock: host.clock,
         log,
+        audit: this.audit,
       });
     }
     const { safeState, adopted } = effectiveSafeState(config);
@@ -124,6 +139,7 @@ export class Runtime {
       safeState,
       modes: this.modes,
       bus: this.bus,
+      audit: this.audit,
     });
     // --- alarms and interlocks (issue 20): evaluated after every poll, in every mode. Their
     // actions go through the same paths as an operator's: forceFault (hooks included) and the
@@ -140,11 +156,16 @@ export class Runtime {
       pollingIntervalMs: config.polling.intervalMs,
       staleness: config.health.staleness,
       actions: {
-        fault: (reason) => this.modes.forceFault(reason),
-        estop: (reason, cause) => this.estop.trigger(reason, { cause }),
+        fault: (reason, alarmId) =>
+          this.modes.forceFault(reason, { kind: "alarm", alarm_id: alarmId }),
+        estop: (reason, cause) =>
+          this.estop.trigger(reason, {
+            cause,
+            source: { kind: "alarm", alarm_id: cause.replace(/^alarm:/, "") },
+          }),
       },
     });
-    this.router.addGate(this.alarms.gate);
+    this.router.addGate(this.alarms.gate, "interlock");
     // --- end alarms and interlocks ---
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
     for (const h of this.registry.hosts) h.onInventory(() => void this.modes.recheckAutoGate());
@@ -335,6 +356,8 @@ export class Runtime {
         await this.#starting.catch(() => {}); // settles once its providers are gone
         await this.cache.stop();
       }
+      // The open (collapsing) audit entry is closed; a call still settling records on its own.
+      this.audit.seal();
       this.host.log.info("runtime stopped");
     })();
     return this.#stopping;

@@ -2,10 +2,10 @@
  * The running service: the runtime kernel plus run records, telemetry and the HTTP server, under
  * the process lifecycle (signals, readiness notification, shutdown budget, exit codes).
  *
- * Start order: run journal replay -> telemetry + run journaling on the event bus -> providers and
+ * Start order: audit journal -> run journal replay -> telemetry + run journaling on the event bus -> providers and
  * their first poll (fail-fast, bounded by startup_timeout_ms) -> HTTP -> READY; a stop signal
  * aborts it between any two steps and at once while providers start. Stop order: HTTP (streams
- * first) -> runtime (polling, providers) -> run journal -> telemetry flush, all within
+ * first) -> runtime (polling, providers) -> audit journal -> run journal -> telemetry flush, all within
  * runtime.shutdown_timeout_ms.
  */
 import { type Logger, RuntimeError } from "./common/mod.ts";
@@ -27,6 +27,7 @@ import {
   systemClock,
 } from "./host/mod.ts";
 import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "./http/mod.ts";
+import { boundedEntryText } from "./audit/mod.ts";
 import { RunRegistry } from "./runs/mod.ts";
 import { Runtime } from "./runtime.ts";
 import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
@@ -84,6 +85,12 @@ export async function startService(
     telemetrySink: (event, run) => telemetry.recordRunEvent(event, run.experiment_label),
   });
   runtime.automation?.setOpenRunId(() => runs.openRunId());
+  // Calls decided while a run is open are events of that run (issue 21).
+  runtime.audit.onEntry((entry) => {
+    if (entry.action === "call" && runs.openRunId() !== null) {
+      runs.recordCall(JSON.parse(boundedEntryText(entry)));
+    }
+  });
 
   let http: HttpServerHandle | null = null;
   let api: HttpApi | null = null;
@@ -93,6 +100,7 @@ export async function startService(
       api?.close();
       await http?.shutdown();
       await runtime.stop();
+      await runtime.audit.close();
       await runs.shutdown();
       await telemetry.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2));
     })();
@@ -105,6 +113,14 @@ export async function startService(
   abort?.addEventListener("abort", onAbort, { once: true });
   try {
     throwIfAborted();
+    // The audit journal first: every decision from the first call on is journaled. It never
+    // fails the start (a folder that cannot be written is reported in health and metrics).
+    await runtime.audit.openJournal({
+      dir: `${config.runtime.dataDir}/audit`,
+      files: journalFiles,
+      maxFileBytes: config.audit.maxFileBytes,
+      maxFiles: config.audit.maxFiles,
+    });
     await runs.start();
     throwIfAborted();
     // Subscribed before the providers start: the priming poll's first samples must be written
@@ -178,6 +194,7 @@ export function httpServicesOf(
     modes: runtime.modes,
     estop: runtime.estop,
     alarms: runtime.alarms,
+    audit: runtime.audit,
     processStats: readProcessStats,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
     ...(runtime.automation ? { automation: runtime.automation } : {}),

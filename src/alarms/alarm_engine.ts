@@ -48,8 +48,8 @@ import { InputProblem, isNumericType, SignalInput, valueText } from "./signal_in
 
 /** What an alarm's action does; the composition root wires these to the mode manager and e-stop. */
 export interface AlarmActions {
-  /** Forces mode FAULT through the normal transition (hooks included). */
-  fault(reason: string): Promise<unknown>;
+  /** Forces mode FAULT through the normal transition (hooks included); `alarmId` raised it. */
+  fault(reason: string, alarmId: string): Promise<unknown>;
   /** Triggers the e-stop (latch, FAULT, ladder) with this cause, as POST /v0/estop does. */
   estop(reason: string, cause: string): Promise<unknown>;
 }
@@ -521,7 +521,7 @@ export class AlarmEngine implements AlarmService {
     try {
       const done = config.action === "estop"
         ? this.#o.actions.estop(reason, `alarm:${config.id}`)
-        : this.#o.actions.fault(reason);
+        : this.#o.actions.fault(reason, config.id);
       done.catch((err) =>
         this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errText(err)}`)
       );

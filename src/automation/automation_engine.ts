@@ -23,6 +23,7 @@ import {
 import { type Diagnostic, formatDiagnostic, type RuntimeMode } from "../config/mod.ts";
 import type {
   ArmCheck,
+  AuditOrigin,
   CallGate,
   CallRouter,
   ModeChangeListener,
@@ -44,9 +45,9 @@ export interface AutomationModes {
   current(): RuntimeMode;
   onModeChange(listener: ModeChangeListener): () => void;
   /** Un-vetoable transition to FAULT (automation faults). */
-  forceFault(reason: string): Promise<boolean>;
+  forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
   /** Registers a check that may refuse arming (entering AUTO with a device down). */
-  addArmCheck?(check: ArmCheck): void;
+  addArmCheck?(check: ArmCheck, name?: string): void;
 }
 
 /** What automation needs to know about providers and their inventories. */
@@ -81,7 +82,7 @@ export interface AutomationEngineOptions {
   /** automation.tick_rate_hz. */
   readonly tickRateHz: number;
   readonly cache: Pick<StateCache, "signal"> & Partial<Pick<StateCache, "device">>;
-  readonly router: Pick<CallRouter, "call"> & { addGate?(gate: CallGate): void };
+  readonly router: Pick<CallRouter, "call"> & { addGate?(gate: CallGate, name?: string): void };
   /** Provider availability and inventories (AUTO preconditions, device-loss latch). */
   readonly inventory?: AutomationInventory;
   /** Absent: every GetParameter* node fails (no parameters declared). */
@@ -121,9 +122,12 @@ export class AutomationEngine {
         devicesOf: (p) => inventory.devicesOf(p),
       });
       this.#lossLatch = latch;
-      options.router.addGate?.(latch.gate);
+      options.router.addGate?.(latch.gate, "device_loss");
       options.modes.onModeChange((change) => latch.onModeChange(change));
-      options.modes.addArmCheck?.((_from, to) => to === "AUTO" ? this.autoProblem() : null);
+      options.modes.addArmCheck?.(
+        (_from, to) => to === "AUTO" ? this.autoProblem() : null,
+        "device_loss",
+      );
     }
   }
 
@@ -322,9 +326,11 @@ export class AutomationEngine {
 
   #fault(error: string): void {
     // automation.md §5 (later anolis): a tick that throws forces FAULT, un-vetoably.
-    void this.#o.modes.forceFault(`automation fault: ${error}`).catch((err) => {
-      this.#log.error(`forcing FAULT after an automation fault failed: ${String(err)}`);
-    });
+    void this.#o.modes.forceFault(`automation fault: ${error}`, { kind: "automation" }).catch(
+      (err) => {
+        this.#log.error(`forcing FAULT after an automation fault failed: ${String(err)}`);
+      },
+    );
   }
 }
 
@@ -363,6 +369,7 @@ function kernelServices(
       functionName: string,
       args: Record<string, TypedValue>,
       signal: AbortSignal,
+      node?: string,
     ): Promise<void> {
       const dev = parseDeviceHandle(handle);
       if (!dev) {
@@ -375,6 +382,7 @@ function kernelServices(
           functionName,
           args,
           origin: "automated",
+          source: node === undefined ? { kind: "automation" } : { kind: "automation", node },
           signal,
         });
       } catch (err) {

@@ -616,6 +616,18 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         stale_after_ms: int("Age at which health becomes STALE (> warn_after_ms).", 0, 0),
       }),
     }),
+    audit: section(
+      "Audit trail of actuating decisions: a rotated JSONL journal in data_dir/audit.",
+      {
+        max_file_bytes: int(
+          "Size at which the journal moves to a new file.",
+          16 * 1024 * 1024,
+          4096,
+          1024 * 1024 * 1024,
+        ),
+        max_files: int("Journal files kept (the oldest is removed).", 8, 2, 1000),
+      },
+    ),
     alarms: {
       type: ["array", "null"],
       description: "Alarm limits on signals (docs/alarms.md).",

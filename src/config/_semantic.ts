@@ -62,6 +62,7 @@ const ROOT_KEYS = [
   "automation",
   "safety",
   "health",
+  "audit",
   "alarms",
   "interlocks",
 ] as const;
@@ -160,6 +161,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     automation: readAutomation(root, ctx, callCtx),
     safety: readSafety(root, callCtx),
     health: readHealth(root, c),
+    audit: readAudit(root, c),
     alarms: readAlarms(callCtx, root.alarms, ["alarms"]),
     interlocks: readInterlocks(callCtx, root.interlocks, ["interlocks"]),
   };
@@ -694,6 +696,19 @@ function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
         max: VERIFY_TIMEOUT_MAX_MS,
       }),
     },
+  };
+}
+
+function readAudit(root: Obj, c: Checker): Config["audit"] {
+  const P = ["audit"];
+  const a = c.mapping(root.audit, P) ?? {};
+  c.knownKeys(a, P, ["max_file_bytes", "max_files"]);
+  return {
+    maxFileBytes: c.integer(a, P, "max_file_bytes", 16 * 1024 * 1024, {
+      min: 4096,
+      max: 1024 * 1024 * 1024,
+    }),
+    maxFiles: c.integer(a, P, "max_files", 8, { min: 2, max: 1000 }),
   };
 }
 

@@ -322,6 +322,13 @@ export interface Config {
   readonly health: {
     readonly staleness: { readonly warnAfterMs: number; readonly staleAfterMs: number };
   };
+  /** Audit trail journal bounds (`<data_dir>/audit/`, docs/http-api.md "Audit trail"). */
+  readonly audit: {
+    /** A journal file that would grow past this is closed and the next one begun. */
+    readonly maxFileBytes: number;
+    /** Journal files kept, the current one included; the oldest is removed. */
+    readonly maxFiles: number;
+  };
   /** Alarm limits on signals, evaluated after every poll in every mode (docs/alarms.md). */
   readonly alarms: readonly AlarmConfig[];
   /** Conditions that refuse calls to functions while they hold (docs/alarms.md). */

@@ -14,6 +14,7 @@ import {
 } from "../common/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
+import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import { validateArgs } from "./validate_args.ts";
 
 /**
@@ -21,7 +22,9 @@ import { validateArgs } from "./validate_args.ts";
  * mode-transition hook of a transition that is not into FAULT (gated like automated calls).
  * `safety`: a stop action — the e-stop ladder and the hooks of a transition into FAULT; these
  * skip the mode, latch and device-loss gates (they are how the machine is made safe) but are
- * still validated and still need the provider up.
+ * still validated and still need the provider up. Who exactly asked (client and token, tree node,
+ * hook, ladder rung, alarm) travels apart, as `CallRequest.source`, for the audit trail: gates
+ * decide on the kind, never on the identity.
  */
 export type CallOrigin = "manual" | "automated" | "hook" | "safety";
 
@@ -33,8 +36,27 @@ export interface CallRequest {
   readonly functionName?: string;
   readonly args: Readonly<Record<string, TypedValue>>;
   readonly origin: CallOrigin;
+  /**
+   * Who asked, for the audit trail (HTTP client and token, tree node, hook transition, e-stop
+   * rung, alarm). Absent: the kind implied by `origin`, without identity.
+   */
+  readonly source?: AuditOrigin;
   /** Cancels waiting (the provider may still execute the call). */
   readonly signal?: AbortSignal;
+}
+
+/** The audit origin of a call that names none: the kind its gate origin implies. */
+export function defaultAuditOrigin(origin: CallOrigin): AuditOrigin {
+  switch (origin) {
+    case "manual":
+      return { kind: "http" };
+    case "automated":
+      return { kind: "automation" };
+    case "hook":
+      return { kind: "hook" };
+    case "safety":
+      return { kind: "estop" };
+  }
 }
 
 export interface CallResult {
@@ -59,6 +81,17 @@ export interface GateContext {
  */
 export type CallGate = (ctx: GateContext) => RuntimeError | null;
 
+/** How far a call got, for the audit entry of one that did not succeed. */
+interface CallProgress {
+  fn: FunctionSpec | null;
+  args: Readonly<Record<string, TypedValue>>;
+  /** The name of the gate or check that refused; null when nothing refused (yet). */
+  refusedBy: string | null;
+  /** True once the request was written to the provider. */
+  sent: boolean;
+  results: Record<string, TypedValue> | null;
+}
+
 /**
  * Call figures of one provider and outcome code since start (GET /metrics). Only providers of
  * the configuration are counted (a call naming another is answered 404 and counted by the HTTP
@@ -80,19 +113,36 @@ export class CallRouter {
   readonly #registry: ProviderRegistry;
   readonly #cache: StateCache;
   readonly #log: Logger;
-  readonly #gates: CallGate[] = [];
+  readonly #gates: Array<{ gate: CallGate; name: string }> = [];
   readonly #locks = new Map<string, ProviderLock>();
   readonly #clock: Clock;
   /** `${provider}\u0000${code}` -> series. */
   readonly #metrics = new Map<string, CallMetricsSeries>();
+  #audit: AuditSink | null;
 
   constructor(
-    options: { registry: ProviderRegistry; cache: StateCache; log: Logger; clock: Clock },
+    options: {
+      registry: ProviderRegistry;
+      cache: StateCache;
+      log: Logger;
+      clock: Clock;
+      /** Where decisions on actuating calls are recorded (also settable with setAuditSink). */
+      audit?: AuditSink;
+    },
   ) {
     this.#registry = options.registry;
     this.#cache = options.cache;
     this.#log = options.log.child("call");
     this.#clock = options.clock;
+    this.#audit = options.audit ?? null;
+  }
+
+  /**
+   * Records every decision on an actuating call (accepted, refused, failed) in `sink`. Read-only
+   * functions (actuating false) are not recorded: they change nothing.
+   */
+  setAuditSink(sink: AuditSink | null): void {
+    this.#audit = sink;
   }
 
   /** Every call series recorded so far (GET /metrics). */
@@ -100,8 +150,9 @@ export class CallRouter {
     return [...this.#metrics.values()];
   }
 
-  addGate(gate: CallGate): void {
-    this.#gates.push(gate);
+  /** Adds a gate; `name` says in the audit trail which check refused (`mode`, `estop`, ...). */
+  addGate(gate: CallGate, name = "gate"): void {
+    this.#gates.push({ gate, name });
   }
 
   /**
@@ -141,14 +192,41 @@ export class CallRouter {
   /** Validates, gates and sends one call; polls the device right after a success. */
   async call(req: CallRequest): Promise<CallResult> {
     const startedMs = this.#clock.monoMs();
+    const progress: CallProgress = {
+      fn: null,
+      args: req.args,
+      refusedBy: null,
+      sent: false,
+      results: null,
+    };
     try {
-      const result = await this.#call(req);
+      const result = await this.#call(req, progress);
       this.#record(req.providerId, "OK", startedMs);
       return result;
     } catch (err) {
       this.#record(req.providerId, err instanceof RuntimeError ? err.code : "INTERNAL", startedMs);
+      this.#auditFailure(req, progress, err, startedMs);
       throw err;
     }
+  }
+
+  /** The audit entry of an actuating call that was refused or failed. */
+  #auditFailure(req: CallRequest, p: CallProgress, err: unknown, startedMs: number): void {
+    if (!this.#audit || !p.fn?.actuating || p.results) return;
+    const e = err instanceof RuntimeError ? err : null;
+    const refused = !p.sent;
+    this.#audit.record({
+      action: "call",
+      origin: req.source ?? defaultAuditOrigin(req.origin),
+      outcome: refused ? "refused" : "failed",
+      device_handle: `${req.providerId}/${req.deviceId}`,
+      function: p.fn.name,
+      args: p.args,
+      reason: `${e?.code ?? "INTERNAL"}: ${err instanceof Error ? err.message : String(err)}`,
+      refused_by: refused ? (p.refusedBy ?? "unavailable") : null,
+      result: null,
+      latency_ms: this.#clock.monoMs() - startedMs,
+    });
   }
 
   #record(providerId: string, code: "OK" | StatusCode, startedMs: number): void {
@@ -162,30 +240,42 @@ export class CallRouter {
     series.duration.observe((this.#clock.monoMs() - startedMs) / 1000);
   }
 
-  async #call(req: CallRequest): Promise<CallResult> {
+  async #call(req: CallRequest, progress: CallProgress): Promise<CallResult> {
+    const startedMs = this.#clock.monoMs();
     const { device, fn } = this.resolve(req);
-    this.#checkGates({ fn, device, origin: req.origin });
+    progress.fn = fn;
+    this.#checkGates({ fn, device, origin: req.origin }, progress);
+    progress.refusedBy = "validation";
     const args = validateArgs(fn, req.args);
+    progress.args = args;
+    progress.refusedBy = "queue";
     const host = this.#registry.host(req.providerId)!;
     const lock = this.#lockFor(req.providerId);
     const release = await lock.acquire(req.signal);
+    progress.refusedBy = null;
     let response;
     try {
       // Re-checked under the provider lock: nothing may have latched since validation. (A
       // provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
-      this.#checkGates({ fn, device, origin: req.origin });
+      this.#checkGates({ fn, device, origin: req.origin }, progress);
+      progress.refusedBy = "unavailable";
       const wireArgs = Object.fromEntries(
         Object.entries(args).map(([k, v]) => [k, typedValueToWire(v)]),
       );
       this.#log.debug(
         `${req.origin} call ${req.providerId}/${req.deviceId} ${fn.name}(${fn.functionId})`,
       );
-      response = await host.request("call", {
+      const available = host.available;
+      const pending = host.request("call", {
         device_id: req.deviceId,
         function_id: fn.functionId,
         function_name: fn.name,
         args: wireArgs,
       });
+      // Written unless the provider was down (host.request refuses that before it writes).
+      progress.sent = available;
+      if (available) progress.refusedBy = null;
+      response = await pending;
     } finally {
       release();
     }
@@ -193,6 +283,21 @@ export class CallRouter {
     for (const [k, v] of Object.entries(response.results ?? {})) {
       const tv = typedValueFromWire(v);
       if (tv) results[k] = tv;
+    }
+    progress.results = results;
+    if (fn.actuating && this.#audit) {
+      this.#audit.record({
+        action: "call",
+        origin: req.source ?? defaultAuditOrigin(req.origin),
+        outcome: "accepted",
+        device_handle: `${req.providerId}/${req.deviceId}`,
+        function: fn.name,
+        args,
+        reason: null,
+        refused_by: null,
+        result: results,
+        latency_ms: this.#clock.monoMs() - startedMs,
+      });
     }
     await this.#cache.pollDevice(req.providerId, req.deviceId);
     return {
@@ -223,11 +328,14 @@ export class CallRouter {
     }
   }
 
-  #checkGates(ctx: GateContext): void {
+  #checkGates(ctx: GateContext, progress: CallProgress): void {
     if (ctx.origin === "safety") return;
-    for (const gate of this.#gates) {
+    for (const { gate, name } of this.#gates) {
       const refusal = gate(ctx);
-      if (refusal) throw refusal;
+      if (refusal) {
+        progress.refusedBy = name;
+        throw refusal;
+      }
     }
   }
 

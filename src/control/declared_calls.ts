@@ -13,6 +13,7 @@ import {
 } from "../common/mod.ts";
 import type { CallArgValue, CallConfig, Config } from "../config/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
+import type { AuditOrigin } from "./audit_sink.ts";
 import type { CallOrigin, CallResult, CallRouter } from "./call_router.ts";
 import { validateArgs } from "./validate_args.ts";
 
@@ -89,6 +90,7 @@ export function runDeclaredCall(
   router: CallRouter,
   call: CallConfig,
   origin: CallOrigin,
+  source?: AuditOrigin,
 ): Promise<CallResult> {
   const addr = parseDeviceHandle(call.deviceHandle);
   if (!addr) {
@@ -104,7 +106,12 @@ export function runDeclaredCall(
       functionName: call.functionName,
     };
     const { fn } = router.resolve(selector);
-    return router.call({ ...selector, args: toTypedArgs(fn, call.args), origin });
+    return router.call({
+      ...selector,
+      args: toTypedArgs(fn, call.args),
+      origin,
+      ...(source ? { source } : {}),
+    });
   } catch (err) {
     return Promise.reject(err);
   }

@@ -3,3 +3,4 @@ export * from "./call_router.ts";
 export * from "./declared_calls.ts";
 export * from "./mode_manager.ts";
 export * from "./parameters.ts";
+export * from "./audit_sink.ts";

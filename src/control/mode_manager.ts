@@ -33,6 +33,7 @@ import {
 import type { HookConfig, RuntimeMode } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
+import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
 import {
   declaredFunctionLabel,
@@ -68,7 +69,7 @@ export interface ModeService {
    * that failed. Same mode = no-op. Throws FAILED_PRECONDITION for a refused transition or a
    * vetoing hook.
    */
-  requestWithReport(mode: RuntimeMode): Promise<TransitionReport>;
+  requestWithReport(mode: RuntimeMode, source?: AuditOrigin): Promise<TransitionReport>;
 }
 
 /**
@@ -126,7 +127,12 @@ export interface ModeManagerOptions {
     readonly beforeTransition: readonly HookConfig[];
     readonly afterTransition: readonly HookConfig[];
   };
+  /** Where mode requests (accepted or refused) are recorded. */
+  readonly audit?: AuditSink;
 }
+
+/** The origin of a mode change that names none (a runtime-internal one: a lost AUTO gate). */
+const INTERNAL_ORIGIN: AuditOrigin = { kind: "automation" };
 
 /**
  * The runtime mode state machine. Starts in IDLE, always. Registers its gate on the router at
@@ -140,12 +146,14 @@ export class ModeManager implements ModeService {
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
-  readonly #armChecks: ArmCheck[] = [];
+  readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
+  /** Which arm check refused, by the error it threw (audit `refused_by`). */
+  readonly #armRefusals = new WeakMap<object, string>();
 
   constructor(options: ModeManagerOptions) {
     this.#o = options;
     this.#log = options.log.child("mode");
-    options.router.addGate(this.gate);
+    options.router.addGate(this.gate, "mode");
   }
 
   current(): RuntimeMode {
@@ -157,24 +165,67 @@ export class ModeManager implements ModeService {
     return (await this.requestWithReport(mode)).mode;
   }
 
-  /** See ModeService.requestWithReport. FAULT is always reachable and cannot be vetoed. */
-  requestWithReport(mode: RuntimeMode): Promise<TransitionReport> {
-    if (mode === "FAULT") return this.#faultReport(this.enterFault("requested"));
-    return this.#transition(mode);
+  /**
+   * See ModeService.requestWithReport. FAULT is always reachable and cannot be vetoed. The
+   * request, accepted or refused, is recorded with `source` (default: an HTTP client).
+   */
+  requestWithReport(
+    mode: RuntimeMode,
+    source: AuditOrigin = { kind: "http" },
+  ): Promise<TransitionReport> {
+    if (mode === "FAULT") return this.#faultReport(this.enterFault("requested", source));
+    const from = this.#mode;
+    const startedMs = this.#o.clock.monoMs();
+    const audit = this.#o.audit;
+    const done = this.#transition(mode);
+    if (!audit || from === mode) return done;
+    return done.then((report) => {
+      audit.record({
+        action: "mode",
+        origin: source,
+        outcome: "accepted",
+        function: mode,
+        args: { from },
+        result: { mode: report.mode, hook_failures: report.hook_failures.length },
+        latency_ms: this.#o.clock.monoMs() - startedMs,
+      });
+      return report;
+    }, (err) => {
+      const e = toRuntimeError(err);
+      audit.record({
+        action: "mode",
+        origin: source,
+        outcome: "refused",
+        function: mode,
+        args: { from },
+        reason: `${e.code}: ${e.message}`,
+        refused_by: this.#armRefusals.get(err as object) ?? "mode",
+        latency_ms: this.#o.clock.monoMs() - startedMs,
+      });
+      throw err;
+    });
   }
 
   /**
    * Commits FAULT now, synchronously (mode_change published, listeners told — the tree halts),
    * unless the mode is FAULT already. The transition's hooks run when the caller calls
-   * `runHooks()`: the e-stop runs its ladder first.
+   * `runHooks()`: the e-stop runs its ladder first. A committed entry is recorded with `source`.
    */
-  enterFault(reason: string): FaultEntry {
+  enterFault(reason: string, source: AuditOrigin = INTERNAL_ORIGIN): FaultEntry {
     const from = this.#mode;
     if (from === "FAULT") {
       return { committed: false, from, runHooks: () => Promise.resolve([]) };
     }
     this.#log.info(`transition ${from} -> FAULT (${reason})`);
     this.#commit(from, "FAULT");
+    this.#o.audit?.record({
+      action: "mode",
+      origin: source,
+      outcome: "accepted",
+      function: "FAULT",
+      args: { from, reason },
+      latency_ms: 0,
+    });
     let hooks: Promise<HookFailure[]> | null = null;
     return {
       committed: true,
@@ -187,9 +238,9 @@ export class ModeManager implements ModeService {
    * Enters FAULT without any possible veto (lost AUTO preconditions, automation faults) and runs
    * its hooks. Resolves true when the mode is FAULT afterwards.
    */
-  async forceFault(reason: string): Promise<boolean> {
+  async forceFault(reason: string, source: AuditOrigin = INTERNAL_ORIGIN): Promise<boolean> {
     try {
-      await this.enterFault(reason).runHooks();
+      await this.enterFault(reason, source).runHooks();
     } catch (err) {
       // Not expected (hook failures are collected); never let it escape into a stop path.
       this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`);
@@ -197,9 +248,12 @@ export class ModeManager implements ModeService {
     return this.#mode === "FAULT";
   }
 
-  /** Adds a check that may refuse arming (transitions into MANUAL or AUTO). */
-  addArmCheck(check: ArmCheck): void {
-    this.#armChecks.push(check);
+  /**
+   * Adds a check that may refuse arming (transitions into MANUAL or AUTO); `name` says in the
+   * audit trail which check refused (`estop`, `automation`).
+   */
+  addArmCheck(check: ArmCheck, name = "mode"): void {
+    this.#armChecks.push({ check, name });
   }
 
   /** Subscribes to committed mode changes; returns the unsubscribe function. */
@@ -310,9 +364,13 @@ export class ModeManager implements ModeService {
   /** Throws the first arming check's refusal for a transition into MANUAL or AUTO. */
   #checkArming(from: RuntimeMode, target: RuntimeMode): void {
     if (target !== "MANUAL" && target !== "AUTO") return;
-    for (const check of this.#armChecks) {
+    for (const { check, name } of this.#armChecks) {
       const refusal = check(from, target);
-      if (refusal) throw failedPrecondition(refusal);
+      if (refusal) {
+        const err = failedPrecondition(refusal);
+        this.#armRefusals.set(err, name);
+        throw err;
+      }
     }
   }
 
@@ -353,7 +411,11 @@ export class ModeManager implements ModeService {
     origin: CallOrigin,
   ): Promise<HookFailure | null> {
     try {
-      await runDeclaredCall(this.#o.router, call, origin);
+      await runDeclaredCall(this.#o.router, call, origin, {
+        kind: "hook",
+        transition: `${from}->${to}`,
+        hook: hook.path,
+      });
       return null;
     } catch (err) {
       const e = toRuntimeError(err);

@@ -6,6 +6,7 @@
 import { type Clock, invalidArgument, type Logger, notFound } from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
+import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 
 /** A parameter value as JSON carries it. */
 export type ParameterValue = number | boolean | string;
@@ -24,7 +25,7 @@ export interface ParameterView {
 export interface ParameterService {
   list(): ParameterView[];
   /** Throws NOT_FOUND for an unknown name, INVALID_ARGUMENT naming the rule (type/min/max/allowed). */
-  set(name: string, value: unknown): { name: string; value: ParameterValue };
+  set(name: string, value: unknown, source?: AuditOrigin): { name: string; value: ParameterValue };
   get(name: string): ParameterView | undefined;
 }
 
@@ -89,6 +90,8 @@ export interface ParameterStoreOptions {
   readonly bus: EventBus;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Where parameter sets (accepted or refused) are recorded. */
+  readonly audit?: AuditSink;
 }
 
 /** The declared parameters and their current values (in memory only; see module comment). */
@@ -135,7 +138,45 @@ export class ParameterStore implements ParameterService {
     return this.#values.get(name);
   }
 
-  set(name: string, value: unknown): { name: string; value: ParameterValue } {
+  /** Sets a value; the set, accepted or refused, is recorded with `source` (default: HTTP). */
+  set(
+    name: string,
+    value: unknown,
+    source: AuditOrigin = { kind: "http" },
+  ): { name: string; value: ParameterValue } {
+    const audit = this.#o.audit;
+    if (!audit) return this.#set(name, value);
+    // The value as given, if JSON can carry it (the audit entry is JSON).
+    const args = { value: isJsonScalar(value) ? value : String(value) };
+    try {
+      const done = this.#set(name, value);
+      audit.record({
+        action: "parameter",
+        origin: source,
+        outcome: "accepted",
+        function: name,
+        args,
+        result: { value: done.value },
+        latency_ms: 0,
+      });
+      return done;
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      audit.record({
+        action: "parameter",
+        origin: source,
+        outcome: "refused",
+        function: name,
+        args,
+        reason: `${e.code ?? "INTERNAL"}: ${e.message ?? String(err)}`,
+        refused_by: "validation",
+        latency_ms: 0,
+      });
+      throw err;
+    }
+  }
+
+  #set(name: string, value: unknown): { name: string; value: ParameterValue } {
     const def = this.#defs.get(name);
     if (!def) throw notFound(`Parameter not found: ${name}`);
     const next = checkParameterValue(def, value);
@@ -151,4 +192,8 @@ export class ParameterStore implements ParameterService {
     });
     return { name, value: next };
   }
+}
+
+function isJsonScalar(v: unknown): boolean {
+  return v === null || typeof v === "number" || typeof v === "boolean" || typeof v === "string";
 }

@@ -1,6 +1,6 @@
 /**
  * File I/O for append-only JSONL journals (the run registry's `runs.jsonl` and per-run event
- * files). Only Deno.* plumbing lives here; the runs module receives `journalFiles` by injection.
+ * files, the audit journal's segments). Only Deno.* plumbing lives here; the runs module receives `journalFiles` by injection.
  */
 
 /** An open append-only file. */
@@ -200,5 +200,36 @@ export const journalFiles = {
   /** Renames (moves) a file. */
   async rename(from: string, to: string): Promise<void> {
     await Deno.rename(from, to);
+  },
+
+  /** Size in bytes; 0 for a missing file (the audit journal's rotation). */
+  async fileSize(path: string): Promise<number> {
+    try {
+      return (await Deno.stat(path)).size;
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return 0;
+      throw err;
+    }
+  },
+
+  /** Removes a file; a missing one is not an error. */
+  async remove(path: string): Promise<void> {
+    try {
+      await Deno.remove(path);
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+  },
+
+  /** Names in a directory ([] when it is missing). */
+  async listNames(dir: string): Promise<string[]> {
+    const names: string[] = [];
+    try {
+      for await (const e of Deno.readDir(dir)) names.push(e.name);
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return [];
+      throw err;
+    }
+    return names;
   },
 };

@@ -7,6 +7,7 @@
  * of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
+import { auditHttpRefusal } from "./audit_http.ts";
 import {
   BearerAuth,
   forbiddenResponse,
@@ -224,14 +225,29 @@ export class HttpApi {
     // they are answered before auth: they reveal nothing and run nothing.
     if (preflight) return new Response(null, { status: 204 });
     const principal = await this.#auth.identify(req, info.remoteAddr);
+    const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
     if (principal === null) {
       await req.body?.cancel().catch(() => {});
+      auditHttpRefusal(this.#services, {
+        ...refusal,
+        principal,
+        refusedBy: "auth",
+        reason: "UNAUTHENTICATED: Missing or invalid bearer token",
+      });
       return unauthorizedResponse();
     }
     // A state-changing request from a web page runs only for a trusted origin or with the token.
     if (RequestPolicy.changesState(req.method) && req.headers.has("origin")) {
       const foreign = this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req));
-      if (foreign) return await refuse(req, foreign);
+      if (foreign) {
+        auditHttpRefusal(this.#services, {
+          ...refusal,
+          principal,
+          refusedBy: "origin",
+          reason: `${foreign.code}: ${foreign.message}`,
+        });
+        return await refuse(req, foreign);
+      }
     }
     try {
       if (this.#metrics !== null && url.pathname === METRICS_PATH) {
@@ -246,6 +262,13 @@ export class HttpApi {
       }
       if (!roleAllows(principal.role, match.role)) {
         await req.body?.cancel().catch(() => {});
+        auditHttpRefusal(this.#services, {
+          ...refusal,
+          principal,
+          refusedBy: "role",
+          reason: `PERMISSION_DENIED: role ${match.role} required (${principal.name} has role ` +
+            `${principal.role})`,
+        });
         return forbiddenResponse(req.method, url.pathname, principal, match.role);
       }
       if (!match.anyBody) {

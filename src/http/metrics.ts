@@ -312,5 +312,18 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       services.alarms.interlocks().filter((i) => i.blocking).length,
     );
   }
+  // ---- audit trail (issue 21) ----
+  const audit = services.audit?.status();
+  if (audit) {
+    w.family("runtime_audit_entries_total", "counter", "Audit entries recorded (closed).")
+      .sample("runtime_audit_entries_total", audit.entries_total);
+    w.family("runtime_audit_write_errors_total", "counter", "Audit journal writes that failed.")
+      .sample("runtime_audit_write_errors_total", audit.write_errors_total);
+    w.family(
+      "runtime_audit_dropped_total",
+      "counter",
+      "Audit entries not journaled (queue full or write failed).",
+    ).sample("runtime_audit_dropped_total", audit.dropped_total);
+  }
   return w.text();
 }

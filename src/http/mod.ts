@@ -13,3 +13,4 @@ export * from "./routes.ts";
 export * from "./console_site.ts";
 export * from "./http_api.ts";
 export * from "./metrics.ts";
+export * from "./audit_http.ts";

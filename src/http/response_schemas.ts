@@ -7,6 +7,7 @@
  */
 import { VALUE_TYPES } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
+import { AUDIT_ORIGIN_KINDS } from "../control/mod.ts";
 import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
@@ -255,7 +256,87 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
       },
     ),
-    ProvidersHealthResponse: ok(["providers"], { providers: arr(ref("ProviderHealth")) }),
+    ProvidersHealthResponse: ok(["providers"], {
+      providers: arr(ref("ProviderHealth")),
+      audit: note(
+        ref("AuditStatus"),
+        "The audit journal's health (project addition, issue 21): a failing write shows here.",
+      ),
+    }),
+    AuditStatus: obj(
+      [
+        "journal",
+        "path",
+        "entries_total",
+        "write_errors_total",
+        "dropped_total",
+        "queued",
+        "last_error",
+        "last_error_at_epoch_ms",
+      ],
+      {
+        journal: { enum: ["memory", "ok", "failing"] },
+        path: orNull(str),
+        entries_total: int,
+        write_errors_total: int,
+        dropped_total: int,
+        queued: int,
+        last_error: orNull(str),
+        last_error_at_epoch_ms: orNull(int),
+      },
+    ),
+    AuditEntry: obj(
+      [
+        "seq",
+        "time_epoch_ms",
+        "first_time_epoch_ms",
+        "last_time_epoch_ms",
+        "count",
+        "origin",
+        "action",
+        "device_handle",
+        "function",
+        "args",
+        "mode",
+        "outcome",
+        "reason",
+        "refused_by",
+        "result",
+        "latency_ms",
+      ],
+      {
+        seq: note(int, "Order of closing within this process (restarts at 1)."),
+        time_epoch_ms: note(int, "The first decision's time."),
+        first_time_epoch_ms: int,
+        last_time_epoch_ms: int,
+        count: note(int, "Decisions this entry stands for (> 1: collapsed repeats)."),
+        origin: obj(["kind"], {
+          kind: { enum: [...AUDIT_ORIGIN_KINDS] },
+          address: str,
+          token_name: str,
+          node: str,
+          transition: str,
+          hook: str,
+          rung: str,
+          cause: str,
+          alarm_id: str,
+        }),
+        action: { enum: ["call", "mode", "parameter", "estop", "estop_clear"] },
+        device_handle: orNull(str),
+        function: orNull(str),
+        args: orNull({ type: "object" }),
+        mode: str,
+        outcome: { enum: ["accepted", "refused", "failed"] },
+        reason: orNull(str),
+        refused_by: orNull(str),
+        result: orNull({ type: "object" }),
+        latency_ms: orNull(num),
+      },
+    ),
+    AuditResponse: ok(["entries", "next_cursor"], {
+      entries: arr(ref("AuditEntry")),
+      next_cursor: note(orNull(str), "Pass as `cursor` for the next page; null at the end."),
+    }),
     TelemetryStatusResponse: ok(
       [
         "enabled",
@@ -568,6 +649,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "annotation",
             "alarm",
             "interlock",
+            "call",
           ],
         },
         type: str,

@@ -9,6 +9,7 @@ import {
   notFound,
   type Quality,
   RUNTIME_VERSION,
+  RuntimeError,
   unavailable,
   worstQuality,
 } from "../common/mod.ts";
@@ -44,6 +45,7 @@ import {
 } from "./run_bodies.ts";
 import type { EstopStatus } from "../safety/mod.ts";
 import type { Principal } from "./auth.ts";
+import { AUDIT_QUERY_DOC, httpOrigin, parseAuditQuery } from "./audit_http.ts";
 import type { HttpServices } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
 import { callArgs, signalValueJson } from "./typed_value_json.ts";
@@ -502,6 +504,19 @@ export const ROUTES: readonly Route[] = [
       errors: [503],
     },
   }),
+  route("GET", "/v0/audit", listAudit, {
+    doc: {
+      operationId: "listAudit",
+      summary: "The audit trail: who commanded what, when, and what the machine answered",
+      tag: "safety",
+      description: "Every decision on an actuating call (accepted, refused or failed), mode " +
+        "change, parameter set, e-stop and clear, with its origin; consecutive identical calls " +
+        "from one origin are collapsed into one entry with a count. Oldest first; page with " +
+        "`next_cursor` (null at the end). Project addition (issue 21).",
+      query: AUDIT_QUERY_DOC,
+      response: "AuditResponse",
+    },
+  }),
   route("GET", "/v0/openapi.json", openApiDocument, {
     doc: {
       operationId: "getOpenApiDocument",
@@ -637,7 +652,9 @@ function estopStatusWithoutService(services: HttpServices): EstopStatus {
 }
 
 function providersHealth({ services }: RouteContext): Response {
-  return okResponse({ providers: services.providerHealth() });
+  // Project addition (issue 21): the audit journal's health (a failing write shows here).
+  const audit = services.audit?.status();
+  return okResponse({ providers: services.providerHealth(), ...(audit ? { audit } : {}) });
 }
 
 function telemetryStatus({ services }: RouteContext): Response {
@@ -764,7 +781,7 @@ function deviceState({ services, params, url }: RouteContext): Response {
 
 // ---- calls ----
 
-async function call({ services, body }: RouteContext): Promise<Response> {
+async function call({ services, body, principal }: RouteContext): Promise<Response> {
   const b = await body<CallBody>();
   const result = await services.router.call({
     providerId: b.provider_id,
@@ -772,6 +789,7 @@ async function call({ services, body }: RouteContext): Promise<Response> {
     functionId: b.function_id,
     args: callArgs(b.args),
     origin: "manual",
+    source: httpOrigin(principal),
     // No abort signal: a call is bounded by the provider's timeout_ms, and once queued it is
     // cheaper to finish than to half-cancel (Deno's request.signal also fires after success).
   });
@@ -789,14 +807,37 @@ function getMode({ services }: RouteContext): Response {
   return okResponse({ mode: services.modes?.current() ?? "IDLE" });
 }
 
-async function setMode({ services, body }: RouteContext): Promise<Response> {
+async function setMode({ services, body, principal }: RouteContext): Promise<Response> {
   const modes = services.modes;
   if (!modes) throw unavailable("Mode manager not available");
-  const { mode } = await body<ModeBody>();
-  if (mode === "AUTO" && !services.config.automation.enabled) {
-    throw failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
+  const source = httpOrigin(principal);
+  /** Records a refusal decided here (the request never reaches the mode manager). */
+  const refused = (err: unknown, refusedBy: string, mode: string | null): unknown => {
+    if (err instanceof RuntimeError) {
+      services.audit?.refused({
+        action: "mode",
+        origin: source,
+        function: mode,
+        reason: `${err.code}: ${err.message}`,
+        refused_by: refusedBy,
+      });
+    }
+    return err;
+  };
+  let mode: ModeBody["mode"];
+  try {
+    ({ mode } = await body<ModeBody>());
+  } catch (err) {
+    throw refused(err, "validation", null);
   }
-  const report = await modes.requestWithReport(mode);
+  if (mode === "AUTO" && !services.config.automation.enabled) {
+    throw refused(
+      failedPrecondition("Mode AUTO requires automation (automation.enabled is false)"),
+      "mode",
+      mode,
+    );
+  }
+  const report = await modes.requestWithReport(mode, source);
   return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
 }
 
@@ -808,7 +849,7 @@ async function setMode({ services, body }: RouteContext): Promise<Response> {
 export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
 
 async function estopTrigger(
-  { services, req, limits, bodyMatches }: RouteContext,
+  { services, req, limits, bodyMatches, principal }: RouteContext,
 ): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
@@ -824,14 +865,14 @@ async function estopTrigger(
         : undefined,
     () => undefined,
   );
-  return okResponse(await estop.trigger(reason));
+  return okResponse(await estop.trigger(reason, { source: httpOrigin(principal) }));
 }
 
-async function estopClear({ services, req }: RouteContext): Promise<Response> {
+async function estopClear({ services, req, principal }: RouteContext): Promise<Response> {
   const estop = services.estop;
   if (!estop) throw unavailable("E-stop controller not available");
   await req.body?.cancel().catch(() => {}); // body ignored
-  return okResponse(estop.clear());
+  return okResponse(estop.clear(httpOrigin(principal)));
 }
 
 function parameterService(services: HttpServices) {
@@ -843,10 +884,10 @@ function listParameters({ services }: RouteContext): Response {
   return okResponse({ parameters: parameterService(services).list() });
 }
 
-async function setParameter({ services, body }: RouteContext): Promise<Response> {
+async function setParameter({ services, body, principal }: RouteContext): Promise<Response> {
   const parameters = parameterService(services);
   const { name, value } = await body<SetParameterBody>();
-  return okResponse({ parameter: parameters.set(name, value) });
+  return okResponse({ parameter: parameters.set(name, value, httpOrigin(principal)) });
 }
 
 function automationService(services: HttpServices) {
@@ -940,6 +981,15 @@ async function listRunEvents({ services, params, url }: RouteContext): Promise<R
 async function addRunMarker({ services, body, params }: RouteContext): Promise<Response> {
   const runs = runsService(services);
   return okResponse(await runs.addMarker(params.run_id, markerRequest(await body<MarkerBody>())));
+}
+
+// ---- audit trail (issue 21) ----
+
+/** GET /v0/audit: entries oldest first, filtered, paged with an opaque cursor. */
+async function listAudit({ services, url }: RouteContext): Promise<Response> {
+  const query = parseAuditQuery(url.searchParams);
+  if (!services.audit) throw unavailable("Audit trail not available");
+  return okResponse(await services.audit.query(query));
 }
 
 // ---- events ----

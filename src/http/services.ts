@@ -8,6 +8,7 @@
  * interfaces are declared here and their modules satisfy them structurally.
  */
 import type { AlarmService } from "../alarms/mod.ts";
+import type { AuditTrail } from "../audit/mod.ts";
 import type { Clock, Logger, ProcessStats, ProviderHealthView } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
@@ -82,6 +83,8 @@ export interface HttpServices {
   readonly runs?: RunsService;
   /** Absent: /v0/alarms* and /v0/interlocks answer 503. */
   readonly alarms?: AlarmService;
+  /** Audit trail (issue 21); absent: GET /v0/audit answers 503 and nothing is recorded here. */
+  readonly audit?: Pick<AuditTrail, "query" | "status" | "refused">;
   /** This process's RSS and CPU time (GET /metrics); absent: those metrics are left out. */
   processStats?(): ProcessStats;
 }

@@ -20,7 +20,9 @@ export type RunEventCategory =
   | "automation_fault"
   | "annotation"
   | "alarm"
-  | "interlock";
+  | "interlock"
+  /** An actuating call decided during the run (its audit trail entry). */
+  | "call";
 
 /** Identity of the automation definition (http-api.md §10), captured when a run opens. */
 export interface AutomationVersion {

@@ -564,6 +564,31 @@ export class RunRegistry {
       default:
         return;
     }
+    this.#queueEvent(category, type, e.timestamp_ms, payload);
+  }
+
+  /**
+   * Records an actuating call decided while a run is open (the audit trail's entry: origin,
+   * device, function, args, outcome, result, count of collapsed repeats) as a `call` event of
+   * the open run; type is `device_handle function`. Queued like bus events (bounded).
+   */
+  recordCall(
+    entry: {
+      readonly first_time_epoch_ms: number;
+      readonly device_handle: string | null;
+      readonly function: string | null;
+    } & Record<string, unknown>,
+  ): void {
+    const type = `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
+    this.#queueEvent("call", type, entry.first_time_epoch_ms, { ...entry });
+  }
+
+  #queueEvent(
+    category: RunEventCategory,
+    type: string,
+    occurred: number,
+    payload: Record<string, unknown>,
+  ): void {
     if (!this.#open || this.#state !== "ready") return;
     if (this.#pendingBusEvents >= MAX_PENDING_BUS_EVENTS) {
       if (this.#droppedBusEvents++ === 0) {
@@ -572,7 +597,6 @@ export class RunRegistry {
       return;
     }
     const runId = this.#open.run.run_id;
-    const occurred = e.timestamp_ms;
     this.#pendingBusEvents++;
     this.#serial(async () => {
       const open = this.#open;

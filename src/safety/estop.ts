@@ -34,6 +34,8 @@ import {
 import type { RuntimeMode } from "../config/mod.ts";
 import {
   type ArmCheck,
+  type AuditOrigin,
+  type AuditSink,
   type CallRouter,
   fanOutByProvider,
   type FaultEntry,
@@ -135,6 +137,8 @@ export interface EstopStatus {
 export interface EstopTriggerOptions {
   /** `api` or `alarm:<id>`. */
   readonly cause?: string;
+  /** Who triggered it, for the audit trail (default: an HTTP client, or the alarm of `cause`). */
+  readonly source?: AuditOrigin;
 }
 
 /** The cause of an e-stop requested over the API (POST /v0/estop). */
@@ -150,12 +154,20 @@ export interface EstopService {
     reason?: string | PromiseLike<string | undefined>,
     options?: EstopTriggerOptions,
   ): Promise<EstopResult>;
-  clear(): { latched: false };
+  /** Releases the latch; `source` is who asked (audit trail; default an HTTP client). */
+  clear(source?: AuditOrigin): { latched: false };
   status(): EstopStatus;
   /** Triggers since start, each one counted (GET /metrics); absent in older implementations. */
   readonly triggerCount?: number;
   /** True while latched (cheaper than status(), which builds the plan). */
   readonly latched?: boolean;
+}
+
+/** The audit origin of a trigger that names none: the alarm of an `alarm:<id>` cause, else HTTP. */
+function estopSource(cause: string): AuditOrigin {
+  return cause.startsWith("alarm:")
+    ? { kind: "alarm", alarm_id: cause.slice("alarm:".length) }
+    : { kind: "http" };
 }
 
 /** Pause between attempts of a ladder call refused because its provider's queue is full. */
@@ -196,8 +208,8 @@ export function uncoveredWarning(
 export interface EstopModes {
   current(): RuntimeMode;
   /** Commits FAULT synchronously; its hooks run when asked. */
-  enterFault(reason: string): FaultEntry;
-  addArmCheck(check: ArmCheck): void;
+  enterFault(reason: string, source?: AuditOrigin): FaultEntry;
+  addArmCheck(check: ArmCheck, name?: string): void;
 }
 
 export interface EstopOptions {
@@ -211,6 +223,8 @@ export interface EstopOptions {
   readonly modes?: EstopModes;
   /** Where estop_change / estop_verification are published. */
   readonly bus?: EventBus;
+  /** Where triggers and clears are recorded (the ladder's calls are recorded by the router). */
+  readonly audit?: AuditSink;
 }
 
 /** The e-stop latch and ladder. Registers the latch gate on the router at construction. */
@@ -221,6 +235,8 @@ export class Estop implements EstopService {
   #latchedAtMs: number | null = null;
   #triggerCount = 0;
   #cause: string | null = null;
+  /** What triggered the stop whose ladder runs (audit origin of its calls). */
+  #activeCause: string = ESTOP_CAUSE_API;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
   #plan: SafeStatePlan | null = null;
@@ -230,12 +246,14 @@ export class Estop implements EstopService {
   constructor(options: EstopOptions) {
     this.#o = options;
     this.#log = options.log.child("estop");
-    options.router.addGate(this.gate);
-    options.modes?.addArmCheck((from, to) =>
-      this.#state === "latched"
-        ? `E-stop latched: ${from} -> ${to} refused; the latch must be released first ` +
-          "(POST /v0/estop/clear), then re-arm deliberately"
-        : null
+    options.router.addGate(this.gate, "estop");
+    options.modes?.addArmCheck(
+      (from, to) =>
+        this.#state === "latched"
+          ? `E-stop latched: ${from} -> ${to} refused; the latch must be released first ` +
+            "(POST /v0/estop/clear), then re-arm deliberately"
+          : null,
+      "estop",
     );
     for (const h of options.registry.hosts) {
       h.onInventory(() => {
@@ -336,8 +354,19 @@ export class Estop implements EstopService {
     this.#cause ??= cause;
     const text = typeof reason === "string" ? reason : undefined;
     this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
+    const source = options.source ?? estopSource(cause);
+    // Recorded as decided (the latch), before anything physical: the ladder's calls follow
+    // as their own entries (origin estop).
+    this.#o.audit?.record({
+      action: "estop",
+      origin: source,
+      outcome: "accepted",
+      args: { reason: text ?? null, cause },
+      latency_ms: 0,
+    });
+    this.#activeCause = cause;
     // The reason is on the line above; the mode manager logs the transition "(e-stop)".
-    const fault = this.#o.modes?.enterFault("e-stop") ?? null;
+    const fault = this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null;
     this.#o.bus?.publish({
       kind: "estop_change",
       latched: true,
@@ -355,8 +384,15 @@ export class Estop implements EstopService {
     return await stop;
   }
 
-  clear(): { latched: false } {
+  clear(source: AuditOrigin = { kind: "http" }): { latched: false } {
     const was = this.#state;
+    this.#o.audit?.record({
+      action: "estop_clear",
+      origin: source,
+      outcome: "accepted",
+      args: { was_latched: was === "latched" },
+      latency_ms: 0,
+    });
     this.#state = latchTransition(this.#state, "clear");
     this.#latchedAtMs = null;
     this.#cause = null;
@@ -522,13 +558,21 @@ export class Estop implements EstopService {
   }
 
   #run(planned: PlannedCall): Promise<unknown> {
-    if (planned.kind === "declared") return runDeclaredCall(this.#o.router, planned.call, "safety");
+    const source: AuditOrigin = {
+      kind: "estop",
+      rung: this.plan().rung,
+      cause: this.#activeCause,
+    };
+    if (planned.kind === "declared") {
+      return runDeclaredCall(this.#o.router, planned.call, "safety", source);
+    }
     return this.#o.router.call({
       providerId: planned.providerId,
       deviceId: planned.deviceId,
       functionId: planned.functionId,
       args: planned.args,
       origin: "safety",
+      source,
     });
   }
 }

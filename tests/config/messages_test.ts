@@ -171,6 +171,8 @@ providers:
     ),
     expect: [...c.expect, NO_AUTO_HOOK],
   })),
+  ...range("audit", "max_file_bytes", 4096, 1073741824),
+  ...range("audit", "max_files", 2, 1000),
   ...(["warn_after_ms", "stale_after_ms"] as const).flatMap((key) =>
     atLeast(
       (v) => `${PROV}\nhealth:\n  staleness:\n    ${key}: ${v}\n`,

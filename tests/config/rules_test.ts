@@ -635,6 +635,16 @@ ${PROV}
     expect: ["error polling.interval_ms @2"],
   },
   {
+    name: "audit bounds are errors with their line",
+    yaml: `
+audit:
+  max_file_bytes: 100
+  max_files: 1
+${PROV}
+`,
+    expect: ["error audit.max_file_bytes @2", "error audit.max_files @3"],
+  },
+  {
     name: "health.staleness negative values are errors",
     yaml: `
 health:

@@ -84,6 +84,9 @@ safety:
     zero_is_safe: true
 health:
   staleness: {warn_after_ms: 100, stale_after_ms: 101}
+audit:
+  max_file_bytes: 4096
+  max_files: 1000
 `);
   assert.deepEqual(config.runtime, {
     name: "rig-7",
@@ -151,6 +154,7 @@ health:
   assert.equal(config.automation.manualGatingPolicy, "OVERRIDE");
   assert.equal(config.safety.safeState.zeroIsSafe, true);
   assert.deepEqual(config.health, { staleness: { warnAfterMs: 100, staleAfterMs: 101 } });
+  assert.deepEqual(config.audit, { maxFileBytes: 4096, maxFiles: 1000 });
 });
 
 Deno.test("loadConfig applies every flat telemetry alias when the nested key is absent", () => {

@@ -63,6 +63,7 @@ export interface TestConfigOptions {
   telemetry?: Partial<Config["telemetry"]>;
   runtime?: Partial<Config["runtime"]>;
   alarms?: Config["alarms"];
+  audit?: Partial<Config["audit"]>;
   interlocks?: Config["interlocks"];
 }
 
@@ -140,6 +141,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       },
     },
     health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 } },
+    audit: { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8, ...o.audit },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],
   };

@@ -122,7 +122,17 @@ Deno.test("every demo answer carries what the later anolis OpenAPI document requ
       ];
       for (const [method, path, body, schema] of runSteps) {
         const r = await request(rt, method, path, body);
-        const p = r.status === 200 ? problems(schema, r.json) : `status ${r.status}`;
+        let json = r.json;
+        if (schema === "RunEventsListResponse" && r.status === 200) {
+          // A documented addition (docs/migrating-from-anolis.md, audit trail): the calls made
+          // during the run (here the e-stop ladder's) are events of category `call`, which the
+          // anolis enum does not list. Everything else is validated as anolis requires it.
+          // deno-lint-ignore no-explicit-any
+          const events = (json as any).events as { category: string }[];
+          if (!events.some((e) => e.category === "call")) found.push(`${path}: no call events`);
+          json = { ...(json as object), events: events.filter((e) => e.category !== "call") };
+        }
+        const p = r.status === 200 ? problems(schema, json) : `status ${r.status}`;
         if (p !== "") found.push(`${method} ${path} (${schema}):\n${p}\n${JSON.stringify(r.json)}`);
       }
       assert.deepEqual(found, []);

@@ -58,6 +58,9 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_bt_tick_errors_total: "counter",
   runtime_alarms: "gauge",
   runtime_interlocks_blocking: "gauge",
+  runtime_audit_entries_total: "counter",
+  runtime_audit_write_errors_total: "counter",
+  runtime_audit_dropped_total: "counter",
 };
 
 const CALL = {
@@ -166,6 +169,10 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
     assert.equal(v("runtime_mode", { mode: "FAULT" }), 1);
     assert.equal(v("runtime_mode", { mode: "MANUAL" }), 0);
     assert.ok(v("runtime_events_published_total") > 0);
+    // Audit: the refused call, MANUAL, the call, the e-stop and FAULT (memory: no journal).
+    assert.equal(v("runtime_audit_entries_total"), 5);
+    assert.equal(v("runtime_audit_write_errors_total"), 0);
+    assert.equal(v("runtime_audit_dropped_total"), 0);
 
     // A provider that dies is counted down, restarted (backoff 100 ms) and counted back up.
     const sim1 = fx.runtime.registry.host("sim1")!;

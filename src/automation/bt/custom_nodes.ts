@@ -177,6 +177,7 @@ export class CallDeviceNode extends StatefulActionNode {
         fn.value,
         args.args,
         abort.signal,
+        this.path,
       );
     } catch (err) {
       call = Promise.reject(err);

@@ -29,6 +29,8 @@ export interface BtServices {
     functionName: string,
     args: Record<string, TypedValue>,
     signal: AbortSignal,
+    /** Path of the calling node (`Main/Sequence[0]/CallDevice[2]`), for the audit trail. */
+    node?: string,
   ): Promise<void>;
   /** Current value of a declared parameter, or null when unknown. */
   getParameter(

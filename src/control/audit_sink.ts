@@ -1,0 +1,72 @@
+/**
+ * The audit seam of the domain layers: who asked for an actuating decision (AuditOrigin) and
+ * what was decided (AuditDecision). The router, the mode manager, the parameter store and the
+ * e-stop report every decision to an AuditSink; src/audit/ implements it (collapse, journal,
+ * queries). `record` must never block or throw: it is called on the call path and the stop path.
+ */
+
+/** The kinds of origin an audit entry names (docs/http-api.md "Audit trail"). */
+export const AUDIT_ORIGIN_KINDS = ["http", "automation", "hook", "estop", "alarm"] as const;
+export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
+
+/**
+ * Who asked, with the identity that applies to its kind (snake_case: the entry's JSON shape).
+ * `http`: client address and token name (`default`, `local`, `anonymous` or a named token).
+ * `automation`: the behavior-tree node path. `hook`: the transition (`AUTO->FAULT`) and the hook's
+ * config path. `estop`: the ladder rung and what triggered the stop (`api`, `alarm:<id>`).
+ * `alarm`: the alarm id.
+ */
+export interface AuditOrigin {
+  readonly kind: AuditOriginKind;
+  readonly address?: string;
+  readonly token_name?: string;
+  readonly node?: string;
+  readonly transition?: string;
+  readonly hook?: string;
+  readonly rung?: string;
+  readonly cause?: string;
+  readonly alarm_id?: string;
+}
+
+/** What a decision was about. */
+export type AuditAction = "call" | "mode" | "parameter" | "estop" | "estop_clear";
+
+/**
+ * `accepted`: every gate passed and the request was carried out (a call: the provider answered
+ * OK). `refused`: a gate or a check said no before anything was sent. `failed`: a call passed
+ * every gate but the provider answered with an error or did not answer in time.
+ */
+export type AuditOutcome = "accepted" | "refused" | "failed";
+
+/**
+ * Which check refused: `mode` (IDLE/FAULT/AUTO gate, or a refused transition), `estop` (the
+ * latch), `interlock`, `device_loss` (automation's device-loss latch), `validation` (arguments,
+ * parameter value, body), `queue` (the provider's call queue was full), `role` (authorization,
+ * HTTP layer), `auth` (no valid token, HTTP layer), or a gate's own name.
+ */
+export type AuditRefusal = string;
+
+/** One decision as a domain layer reports it; the sink adds time, mode and count. */
+export interface AuditDecision {
+  readonly action: AuditAction;
+  readonly origin: AuditOrigin;
+  readonly outcome: AuditOutcome;
+  /** `provider/device` for a call; null otherwise. */
+  readonly device_handle?: string | null;
+  /** Function name of a call; parameter name; target mode. */
+  readonly function?: string | null;
+  /** Call arguments (typed values), the parameter value, the e-stop reason. */
+  readonly args?: Readonly<Record<string, unknown>> | null;
+  /** Refusal or failure message (`CODE: message`); null when accepted. */
+  readonly reason?: string | null;
+  readonly refused_by?: AuditRefusal | null;
+  /** The provider's results of an accepted call, or what a mode/e-stop request achieved. */
+  readonly result?: Readonly<Record<string, unknown>> | null;
+  /** From the request to the decision (a call: to the provider's answer), in ms. */
+  readonly latency_ms?: number | null;
+}
+
+/** Where decisions go. `record` never blocks and never throws. */
+export interface AuditSink {
+  record(decision: AuditDecision): void;
+}

@@ -1,0 +1,268 @@
+/**
+ * AuditTrail over real files: collapse of repeated calls (count, first/last time, the open-entry
+ * bound), rotation at max_file_bytes with max_files kept, paging across rotated files with a
+ * cursor that survives further rotation, and a journal on a full disk (/dev/full) that never
+ * throws into the caller and shows in status().
+ */
+import assert from "node:assert/strict";
+import {
+  AUDIT_COLLAPSE_MAX_OPEN_MS,
+  AUDIT_MEMORY_ENTRIES,
+  type AuditEntry,
+  type AuditTimers,
+  AuditTrail,
+} from "../../src/audit/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+import type { AuditDecision } from "../../src/control/mod.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+/** A wall clock moved by hand and timers run by hand. */
+class ManualTime implements AuditTimers {
+  now = 1_700_000_000_000;
+  #timers = new Map<number, { at: number; fn: () => void }>();
+  #next = 1;
+  readonly clock = { nowMs: () => this.now, monoMs: () => this.now };
+  set(fn: () => void, ms: number): unknown {
+    const id = this.#next++;
+    this.#timers.set(id, { at: this.now + ms, fn });
+    return id;
+  }
+  clear(handle: unknown): void {
+    this.#timers.delete(handle as number);
+  }
+  get pending(): number {
+    return this.#timers.size;
+  }
+  advance(ms: number): void {
+    this.now += ms;
+    for (const [id, t] of [...this.#timers]) {
+      if (t.at <= this.now) {
+        this.#timers.delete(id);
+        t.fn();
+      }
+    }
+  }
+}
+
+function trail(time: ManualTime, mode = "AUTO"): AuditTrail {
+  return new AuditTrail({ clock: time.clock, log: testLogger(), mode: () => mode, timers: time });
+}
+
+function duty(value: number, node = "Main/Sequence[0]/CallDevice[0]"): AuditDecision {
+  return {
+    action: "call",
+    origin: { kind: "automation", node },
+    outcome: "accepted",
+    device_handle: "sim0/motorctl0",
+    function: "set_motor_duty",
+    args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: value } },
+    result: {},
+    latency_ms: 1,
+  };
+}
+
+async function all(t: AuditTrail, limit = 1000): Promise<AuditEntry[]> {
+  const out: AuditEntry[] = [];
+  let cursor: string | undefined;
+  for (let pages = 0; pages < 10_000; pages++) {
+    const page = await t.query({ limit, ...(cursor ? { cursor } : {}) });
+    out.push(...page.entries);
+    if (page.next_cursor === null) return out;
+    cursor = page.next_cursor;
+  }
+  throw new Error("paging did not end");
+}
+
+Deno.test("AuditTrail collapses consecutive identical calls into one entry with count and first/last time", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  const first = time.now;
+  for (let i = 0; i < 50; i++) {
+    t.record(duty(0.5));
+    time.advance(10); // 100 Hz
+  }
+  t.record(duty(0.6)); // different args: closes the open entry
+  const entries = await all(t);
+  assert.equal(entries.length, 2);
+  assert.equal(entries[0].count, 50);
+  assert.equal(entries[0].first_time_epoch_ms, first);
+  assert.equal(entries[0].time_epoch_ms, first);
+  assert.equal(entries[0].last_time_epoch_ms, first + 490);
+  assert.equal(entries[0].origin.node, "Main/Sequence[0]/CallDevice[0]");
+  assert.equal(entries[0].mode, "AUTO");
+  assert.equal(entries[1].count, 1);
+  assert.deepEqual(entries[1].args?.duty, { type: "double", double: 0.6 });
+  await t.close();
+  assert.equal(time.pending, 0);
+});
+
+Deno.test("AuditTrail never keeps a collapsed entry open longer than AUDIT_COLLAPSE_MAX_OPEN_MS", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  const closed: AuditEntry[] = [];
+  t.onEntry((e) => closed.push(e));
+  // 100 Hz for a minute, the same call every tick.
+  const ticks = 60 * 100;
+  for (let i = 0; i < ticks; i++) {
+    t.record(duty(0.5));
+    time.advance(10);
+  }
+  t.flushOpen();
+  const bound = Math.ceil((ticks * 10) / AUDIT_COLLAPSE_MAX_OPEN_MS);
+  assert.equal(closed.length, bound);
+  assert.equal(closed.reduce((n, e) => n + e.count, 0), ticks);
+  for (const e of closed) {
+    assert.ok(e.last_time_epoch_ms - e.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS);
+  }
+  // The timer closes an open entry with no later call.
+  t.record(duty(0.7));
+  assert.equal(closed.length, bound);
+  time.advance(AUDIT_COLLAPSE_MAX_OPEN_MS - 1);
+  assert.equal(closed.length, bound);
+  time.advance(1);
+  assert.equal(closed.length, bound + 1);
+  assert.equal(time.pending, 0);
+  await t.close();
+});
+
+Deno.test("AuditTrail.seal closes the open entry and records later calls at once, leaving no timer", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  t.record(duty(0.5));
+  assert.equal(time.pending, 1);
+  t.seal();
+  assert.equal(time.pending, 0);
+  t.record(duty(0.5));
+  t.record(duty(0.5));
+  assert.equal(time.pending, 0);
+  assert.deepEqual((await all(t)).map((e) => e.count), [1, 1, 1]);
+  await t.close();
+});
+
+Deno.test("AuditTrail does not collapse calls of different origins, outcomes or modes, nor non-call entries", async () => {
+  const time = new ManualTime();
+  let mode = "MANUAL";
+  const t = new AuditTrail({
+    clock: time.clock,
+    log: testLogger(),
+    mode: () => mode,
+    timers: time,
+  });
+  t.record(duty(0.5, "A"));
+  t.record(duty(0.5, "B"));
+  t.record({ ...duty(0.5, "B"), outcome: "refused", reason: "x", refused_by: "mode" });
+  mode = "AUTO";
+  t.record({ ...duty(0.5, "B"), outcome: "refused", reason: "x", refused_by: "mode" });
+  const estop: AuditDecision = { action: "estop", origin: { kind: "http" }, outcome: "accepted" };
+  t.record(estop);
+  t.record(estop);
+  const entries = await all(t);
+  assert.deepEqual(entries.map((e) => [e.action, e.count, e.mode]), [
+    ["call", 1, "MANUAL"],
+    ["call", 1, "MANUAL"],
+    ["call", 1, "MANUAL"],
+    ["call", 1, "AUTO"],
+    ["estop", 1, "AUTO"],
+    ["estop", 1, "AUTO"],
+  ]);
+  assert.deepEqual(entries.map((e) => e.seq), [1, 2, 3, 4, 5, 6]);
+  await t.close();
+});
+
+Deno.test("AuditTrail without a journal keeps the last AUDIT_MEMORY_ENTRIES entries and pages them", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  for (let i = 0; i < AUDIT_MEMORY_ENTRIES + 5; i++) t.record(duty(i / 10_000));
+  const entries = await all(t, 333);
+  assert.equal(entries.length, AUDIT_MEMORY_ENTRIES);
+  assert.equal(entries[0].seq, 6);
+  assert.equal(entries.at(-1)!.seq, AUDIT_MEMORY_ENTRIES + 5);
+  assert.equal(t.status().journal, "memory");
+  await t.close();
+});
+
+Deno.test("AuditTrail rotates at max_file_bytes, keeps max_files and pages across files with a cursor stable over rotation", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_rotate_" });
+  try {
+    const time = new ManualTime();
+    const t = trail(time);
+    const maxFileBytes = 4096;
+    await t.openJournal({ dir, files: journalFiles, maxFileBytes, maxFiles: 3 });
+    for (let i = 0; i < 40; i++) {
+      t.record(duty(i / 1000));
+      time.advance(1);
+    }
+    t.flushOpen();
+    const firstPage = await t.query({ limit: 5 });
+    // Every file at most max_file_bytes, at most max_files of them, the oldest removed.
+    const names = (await journalFiles.listNames(dir)).sort();
+    assert.equal(names.length, 3, names.join(", "));
+    for (const name of names) {
+      const size = (await Deno.stat(`${dir}/${name}`)).size;
+      assert.ok(size <= maxFileBytes, `${name}: ${size} bytes`);
+    }
+    assert.notEqual(names[0], "audit-00000001.jsonl");
+    // The retained entries are one contiguous, ordered tail of what was recorded, read across
+    // the files in pages of 5.
+    const retained = await all(t, 5);
+    assert.ok(retained.length > 5 && retained.length < 40, `${retained.length} retained`);
+    const seqs = retained.map((e) => e.seq);
+    assert.deepEqual(seqs, seqs.map((_, i) => seqs[0] + i));
+    assert.equal(seqs.at(-1), 40);
+    const lineCounts = await Promise.all(
+      names.map(async (n) =>
+        (await Deno.readTextFile(`${dir}/${n}`)).split("\n").filter(Boolean).length
+      ),
+    );
+    assert.equal(retained.length, lineCounts.reduce((a, b) => a + b, 0));
+    // A cursor taken before more rotation still resumes after the same entry.
+    const mid = await t.query({ limit: 3, cursor: firstPage.next_cursor! });
+    const lastSeen = mid.entries.at(-1)!.seq;
+    for (let i = 0; i < 3; i++) {
+      t.record(duty(1 + i / 1000));
+      time.advance(1);
+    }
+    t.flushOpen();
+    const resumed = await t.query({ limit: 1, cursor: mid.next_cursor! });
+    assert.equal(resumed.entries[0].seq, lastSeen + 1);
+    await assert.rejects(
+      t.query({ limit: 1, cursor: "bm90LWEtY3Vyc29y" }),
+      (e: unknown) =>
+        e instanceof RuntimeError && e.code === "INVALID_ARGUMENT" && /^cursor:/.test(e.message),
+    );
+    await t.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("AuditTrail on a full disk never throws into the caller, drops and counts the entries and recovers", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_full_" });
+  try {
+    // The journal file is /dev/full: every write fails with ENOSPC, as on a full disk.
+    await Deno.symlink("/dev/full", `${dir}/audit-00000001.jsonl`);
+    const time = new ManualTime();
+    const t = trail(time);
+    await t.openJournal({ dir, files: journalFiles, maxFileBytes: 1 << 20, maxFiles: 2 });
+    t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    const page = await t.query({ limit: 10 }); // waits for the write to fail
+    assert.deepEqual(page.entries, []);
+    const failing = t.status();
+    assert.equal(failing.journal, "failing");
+    assert.equal(failing.write_errors_total, 1);
+    assert.equal(failing.dropped_total, 1);
+    assert.equal(failing.entries_total, 1);
+    assert.match(failing.last_error ?? "", /space/i);
+    // The disk is freed (the file replaced): the next entry is written.
+    await Deno.remove(`${dir}/audit-00000001.jsonl`);
+    t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
+    const after = await t.query({ limit: 10 });
+    assert.deepEqual(after.entries.map((e) => e.action), ["estop_clear"]);
+    assert.equal(t.status().journal, "ok");
+    assert.equal(t.status().write_errors_total, 1);
+    await t.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,131 @@
+/**
+ * The audit journal of the whole service (startService, real HTTP, the simulated provider):
+ * rotated at audit.max_file_bytes with audit.max_files kept and paged across files by
+ * GET /v0/audit; the open run's events include the calls; a journal on a full disk leaves calls
+ * and the e-stop working and shows in GET /v0/providers/health and /metrics.
+ */
+import assert from "node:assert/strict";
+import { startService } from "../../src/service.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+function duty(value: number) {
+  return {
+    provider_id: "sim0",
+    device_id: "motorctl0",
+    function_id: 10,
+    args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: value } },
+  };
+}
+
+async function post(base: string, path: string, body?: unknown) {
+  const r = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+async function get(base: string, path: string) {
+  const r = await fetch(`${base}${path}`);
+  return { status: r.status, json: await r.json() };
+}
+
+Deno.test("startService journals audit entries, rotates at audit.max_file_bytes and pages across files; run events include the calls", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_service_" });
+  const config = testConfig({
+    runtime: { dataDir: dir },
+    http: { port: 0 },
+    audit: { maxFileBytes: 4096, maxFiles: 3 },
+  });
+  const service = await startService(config, testLogger());
+  try {
+    const base = `http://127.0.0.1:${service.http!.port}`;
+    assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+    const { run } = (await post(base, "/v0/runs", {})).json;
+    const calls = 30;
+    for (let k = 0; k < calls; k++) {
+      assert.equal((await post(base, "/v0/call", duty(k / 100))).status, 200);
+    }
+    // Every page of 7 across the files, oldest first: the retained tail, in order.
+    const entries = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; json: { entries: unknown[]; next_cursor: string | null } } =
+        await get(base, `/v0/audit?limit=7${cursor ? `&cursor=${cursor}` : ""}`);
+      assert.equal(page.status, 200);
+      assert.ok(page.json.entries.length <= 7);
+      entries.push(...page.json.entries);
+      cursor = page.json.next_cursor;
+    } while (cursor !== null);
+    const names = [...Deno.readDirSync(`${dir}/audit`)].map((e) => e.name).sort();
+    assert.equal(names.length, 3, names.join(", "));
+    assert.ok(!names.includes("audit-00000001.jsonl"), "the oldest file was removed");
+    for (const n of names) assert.ok(Deno.statSync(`${dir}/audit/${n}`).size <= 4096, n);
+    const onDisk = names.flatMap((n) =>
+      Deno.readTextFileSync(`${dir}/audit/${n}`).split("\n").filter(Boolean).map((l) =>
+        JSON.parse(l)
+      )
+    );
+    assert.deepEqual(entries, onDisk);
+    // deno-lint-ignore no-explicit-any
+    const last = entries.at(-1) as any;
+    assert.deepEqual(last.args.duty, { type: "double", double: (calls - 1) / 100 });
+    assert.ok(entries.length < calls, "rotation removed the oldest entries");
+
+    // The open run's events: one `call` event per call made during the run.
+    const events = (await get(base, `/v0/runs/${run.run_id}/events?limit=1000`)).json.events;
+    // deno-lint-ignore no-explicit-any
+    const callEvents = events.filter((e: any) => e.category === "call");
+    assert.equal(callEvents.length, calls);
+    assert.equal(callEvents[0].type, "sim0/motorctl0 set_motor_duty");
+    assert.deepEqual(callEvents[0].payload.origin, {
+      kind: "http",
+      address: "127.0.0.1",
+      token_name: "anonymous",
+    });
+    assert.equal(callEvents[0].payload.outcome, "accepted");
+    const health = (await get(base, "/v0/providers/health")).json.audit;
+    assert.equal(health.journal, "ok");
+    assert.equal(health.path, `${dir}/audit`);
+    assert.equal(health.write_errors_total, 0);
+  } finally {
+    await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("startService with an audit journal on a full disk keeps calls and the e-stop working and reports it in health and metrics", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_full_" });
+  await Deno.mkdir(`${dir}/audit`);
+  // Every write to the journal fails with ENOSPC, as on a full disk.
+  await Deno.symlink("/dev/full", `${dir}/audit/audit-00000001.jsonl`);
+  const config = testConfig({ runtime: { dataDir: dir }, http: { port: 0 } });
+  const service = await startService(config, testLogger());
+  try {
+    const base = `http://127.0.0.1:${service.http!.port}`;
+    assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+    assert.equal((await post(base, "/v0/call", duty(0.2))).status, 200);
+    const stop = await post(base, "/v0/estop", { reason: "disk full test" });
+    assert.equal(stop.status, 200);
+    assert.equal(stop.json.latched, true);
+    assert.equal(stop.json.fault_engaged, true);
+    // A read waits for the queued writes (which fail) and answers what the journal holds.
+    assert.deepEqual((await get(base, "/v0/audit")).json.entries, []);
+    const health = (await get(base, "/v0/providers/health")).json.audit;
+    assert.equal(health.journal, "failing");
+    assert.ok(health.write_errors_total >= 1, JSON.stringify(health));
+    assert.ok(health.dropped_total >= 4, JSON.stringify(health)); // mode, call, estop, FAULT
+    assert.match(health.last_error, /No space left on device/);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const sample = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(metrics)?.[1]);
+    assert.equal(sample("runtime_audit_write_errors_total"), health.write_errors_total);
+    assert.equal(sample("runtime_audit_dropped_total"), health.dropped_total);
+    assert.equal(sample("runtime_audit_entries_total"), health.entries_total);
+    assert.equal((await post(base, "/v0/estop/clear")).status, 200);
+  } finally {
+    await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
