@@ -9,7 +9,7 @@ import type { EventKind } from "../events/mod.ts";
 import { METRICS_CONTENT_TYPE, METRICS_PATH } from "./metrics.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 import { responseComponents } from "./response_schemas.ts";
-import { type Route, ROUTES } from "./routes.ts";
+import { requiredRole, type Route, ROUTES } from "./routes.ts";
 
 /** Every SSE event kind with what it carries (the `data:` members; all have `timestamp_ms`). */
 export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
@@ -96,7 +96,8 @@ const ERROR_RESPONSES: Readonly<Record<number, { name: string; description: stri
   401: { name: "Unauthenticated", description: "UNAUTHENTICATED: missing or wrong bearer token" },
   403: {
     name: "PermissionDenied",
-    description: "PERMISSION_DENIED: Host not allowed, or a foreign Origin on a POST",
+    description: "PERMISSION_DENIED: Host not allowed, a foreign Origin on a POST, or the " +
+      "token's role is below the operation's `x-required-role`",
   },
   404: { name: "NotFound", description: "NOT_FOUND" },
   409: { name: "FailedPrecondition", description: "FAILED_PRECONDITION" },
@@ -160,6 +161,8 @@ function operation(r: Route): Record<string, unknown> {
     operationId: d.operationId,
     summary: d.summary,
     tags: [d.tag],
+    // The least role of a named token (`http.tokens`) that may call it (README "Roles").
+    "x-required-role": requiredRole(r),
   };
   let description = d.description ?? "";
   if (d.operationId === "streamEvents") {

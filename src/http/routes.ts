@@ -515,6 +515,7 @@ export const ROUTES: readonly Route[] = [
         "`next_cursor` (null at the end). Project addition (issue 21).",
       query: AUDIT_QUERY_DOC,
       response: "AuditResponse",
+      errors: [400],
     },
   }),
   route("GET", "/v0/openapi.json", openApiDocument, {

@@ -3,6 +3,7 @@
  * words it (the role needed, the token's name and role) with how to go on, the "Enter API token"
  * button is offered to switch tokens, and the e-stop still works for the viewer.
  */
+import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
 import {
   chromiumMissing,
@@ -88,7 +89,7 @@ providers:
         await page.locator("#token-input").fill(OPERATOR);
         await page.getByRole("button", { name: "Use token" }).click();
         await page.locator("#token-dialog").waitFor({ state: "hidden" });
-        const res = await fetch(`${rt.base}/v0/estop/clear`, {
+        const res = await apiFetch(`${rt.base}/v0/estop/clear`, {
           method: "POST",
           headers: { authorization: `Bearer ${VIEWER}` },
         });

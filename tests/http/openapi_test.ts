@@ -128,6 +128,20 @@ Deno.test("the document has every route of ROUTES and no other operation but GET
   }
 });
 
+Deno.test("every operation names the role it needs (x-required-role), as the request handler checks it", () => {
+  const doc = openApiDocument();
+  const roles: Record<string, string> = {};
+  for (const r of ROUTES) {
+    const op = (doc.paths as Json)[openApiPath(r.segments)][r.method.toLowerCase()];
+    roles[`${r.method} ${openApiPath(r.segments)}`] = op["x-required-role"];
+  }
+  // Every GET is for viewers; anyone may stop the machine; every other POST needs an operator.
+  for (const [op, role] of Object.entries(roles)) {
+    const expected = op.startsWith("GET ") || op === "POST /v0/estop" ? "viewer" : "operator";
+    assert.strictEqual(role, expected, op);
+  }
+});
+
 Deno.test("every POST route has a request schema, checked by its generated validator", () => {
   for (const r of ROUTES.filter((r) => r.method === "POST")) {
     const body = r.doc.body;

@@ -4,6 +4,7 @@
  * GET /v0/audit; the open run's events include the calls; a journal on a full disk leaves calls
  * and the e-stop working and shows in GET /v0/providers/health and /metrics.
  */
+import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
 import { startService } from "../../src/service.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -19,7 +20,7 @@ function duty(value: number) {
 }
 
 async function post(base: string, path: string, body?: unknown) {
-  const r = await fetch(`${base}${path}`, {
+  const r = await apiFetch(`${base}${path}`, {
     method: "POST",
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -28,7 +29,7 @@ async function post(base: string, path: string, body?: unknown) {
 }
 
 async function get(base: string, path: string) {
-  const r = await fetch(`${base}${path}`);
+  const r = await apiFetch(`${base}${path}`);
   return { status: r.status, json: await r.json() };
 }
 
@@ -118,7 +119,7 @@ Deno.test("startService with an audit journal on a full disk keeps calls and the
     assert.ok(health.write_errors_total >= 1, JSON.stringify(health));
     assert.ok(health.dropped_total >= 4, JSON.stringify(health)); // mode, call, estop, FAULT
     assert.match(health.last_error, /No space left on device/);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await apiFetch(`${base}/metrics`)).text();
     const sample = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(metrics)?.[1]);
     assert.equal(sample("runtime_audit_write_errors_total"), health.write_errors_total);
     assert.equal(sample("runtime_audit_dropped_total"), health.dropped_total);

@@ -4,6 +4,7 @@
  * e-stop ladder's rung) and every refusal with its reason (IDLE gate, validation, e-stop latch);
  * GET /v0/audit filters and rejects bad parameters naming them.
  */
+import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
 import type { CallArgValue, CallConfig, HookConfig } from "../../src/config/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -76,7 +77,7 @@ Deno.test("GET /v0/audit names every origin with its identity and every refusal 
       const headers: Record<string, string> = {};
       if (token) headers.authorization = `Bearer ${TOKEN}`;
       if (body !== undefined) headers["content-type"] = "application/json";
-      const r = await fetch(`${url}${path}`, {
+      const r = await apiFetch(`${url}${path}`, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),

@@ -5,6 +5,7 @@
  * its role, the viewer may stop the machine but not clear the stop, the token_env variable never
  * reaches the provider's environment, and no token appears in the runtime's log at debug level.
  */
+import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import {
@@ -27,7 +28,7 @@ async function request(
   token: string,
   body?: unknown,
 ): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+  const res = await apiFetch(`http://127.0.0.1:${port}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${token}`,
