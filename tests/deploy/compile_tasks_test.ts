@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { EXIT_OK } from "../../src/exit_codes.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
-import { defaultCommands, RUNTIME_V8_FLAGS } from "../../bench/lib/args.ts";
+import { defaultCommands, PROVIDER_V8_FLAGS, RUNTIME_V8_FLAGS } from "../../bench/lib/args.ts";
 
 const TASKS = JSON.parse(Deno.readTextFileSync(repoPath("deno.json"))).tasks as Record<
   string,
@@ -97,18 +97,22 @@ Deno.test("start, every compile task, the examples' simulated providers and the 
   // docs/deployment.md, "Memory: V8 heap settings": chosen by measurement, applied everywhere the
   // runtime or the simulated provider is started, so the bench measures what users run.
   assert.match(RUNTIME_V8_FLAGS, /^--v8-flags=\S+$/);
-  for (const name of ["start", "compile", "compile:arm64", "compile:sim", "compile:sim:arm64"]) {
-    const words = (TASKS[name] ?? "").split(/\s+/);
-    assert.deepEqual(words.filter((w) => w.startsWith("--v8-flags")), [RUNTIME_V8_FLAGS], name);
+  assert.strictEqual(PROVIDER_V8_FLAGS, `${RUNTIME_V8_FLAGS},--lite-mode`);
+  const flagsOf = (words: readonly string[]) => words.filter((w) => w.startsWith("--v8-flags"));
+  for (const name of ["start", "compile", "compile:arm64"]) {
+    assert.deepEqual(flagsOf((TASKS[name] ?? "").split(/\s+/)), [RUNTIME_V8_FLAGS], name);
   }
-  for (const example of ["demo.yaml", "minimal.yaml", "full.yaml"]) {
+  for (const name of ["compile:sim", "compile:sim:arm64"]) {
+    assert.deepEqual(flagsOf((TASKS[name] ?? "").split(/\s+/)), [PROVIDER_V8_FLAGS], name);
+  }
+  for (const example of ["demo.yaml", "minimal.yaml", "full.yaml", "alarms.yaml"]) {
     const text = Deno.readTextFileSync(repoPath(`examples/${example}`));
     assert.ok(
-      text.includes(`      - ${RUNTIME_V8_FLAGS}\n`),
+      text.includes(`      - ${PROVIDER_V8_FLAGS}\n`),
       `${example}: the sim's deno run args`,
     );
   }
   const bench = defaultCommands("/repo");
-  assert.deepEqual(bench.runtime.filter((w) => w.startsWith("--v8-flags")), [RUNTIME_V8_FLAGS]);
-  assert.deepEqual(bench.provider.filter((w) => w.startsWith("--v8-flags")), [RUNTIME_V8_FLAGS]);
+  assert.deepEqual(flagsOf(bench.runtime), [RUNTIME_V8_FLAGS]);
+  assert.deepEqual(flagsOf(bench.provider), [PROVIDER_V8_FLAGS]);
 });
