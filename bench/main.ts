@@ -437,6 +437,13 @@ async function runSession(
       log(`  workload ${phase.name}`);
       await withDeadline(phase.run(ctx), phaseBudgetMs(env.prof), `workload ${phase.name}`);
     }
+    if (plan.phases.length > 0) {
+      // What the session's workloads left behind (the api session: after the HTTP workloads).
+      record(
+        { workload: 7, name: `runtime RSS after the session's workloads, ${at}`, unit: "MB" },
+        (readRssKb(rt.pid) ?? NaN) / 1024,
+      );
+    }
   } catch (err) {
     if (err instanceof BenchFailure) {
       err.message += `\n--- runtime ${label} output (tail) ---\n${rt.outputTail()}`;

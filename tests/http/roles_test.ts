@@ -361,3 +361,39 @@ Deno.test("HttpApi never logs a token, allowed or refused, at debug level", asyn
     await fx.close();
   }
 });
+
+Deno.test("HttpApi records a role refusal of an actuating route in the audit trail, with the token's name", async () => {
+  const fx = await fixture();
+  try {
+    const refused = await send(fx.api, "POST", "/v0/call", {
+      token: tokenOf("dash"),
+      body: {
+        provider_id: "sim0",
+        device_id: "motorctl0",
+        function_id: 10,
+        args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
+      },
+    });
+    assert.strictEqual(refused.status, 403);
+    // A role refusal of a route that actuates nothing (a run marker) is not an audit decision.
+    const marker = await send(fx.api, "POST", "/v0/runs", { token: tokenOf("dash"), body: {} });
+    assert.strictEqual(marker.status, 403);
+    const page = await send(fx.api, "GET", "/v0/audit", { token: tokenOf("boss") });
+    assert.strictEqual(page.status, 200, page.text);
+    const entries = page.json.entries.filter((e: { refused_by: string }) =>
+      e.refused_by === "role"
+    );
+    assert.strictEqual(entries.length, 1, JSON.stringify(page.json.entries));
+    const [e] = entries;
+    assert.strictEqual(e.action, "call");
+    assert.strictEqual(e.outcome, "refused");
+    assert.deepStrictEqual(e.origin, { kind: "http", address: REMOTE, token_name: "dash" });
+    assert.strictEqual(
+      e.reason,
+      "PERMISSION_DENIED: role operator required (dash has role viewer)",
+    );
+    assert.ok(!page.text.includes(tokenOf("dash")), "the token itself is never recorded");
+  } finally {
+    await fx.close();
+  }
+});
