@@ -104,6 +104,13 @@ export class CallRouter {
     this.#gates.push(gate);
   }
 
+  /** Puts `next` in the place of `old` (same order among the gates); appends it when absent. */
+  replaceGate(old: CallGate, next: CallGate): void {
+    const i = this.#gates.indexOf(old);
+    if (i >= 0) this.#gates[i] = next;
+    else this.#gates.push(next);
+  }
+
   /**
    * Resolves provider, device and function; throws NOT_FOUND, UNAVAILABLE or INVALID_ARGUMENT
    * in the contract's order (provider, availability, device, selector).
