@@ -231,3 +231,144 @@ Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every d
     await rig.dispose();
   }
 });
+
+const TREE_A = `<root BTCPP_format="4" main_tree_to_execute="Main">
+  <BehaviorTree ID="Main"><AlwaysSuccess name="tree_a"/></BehaviorTree>
+</root>
+`;
+const TREE_B = TREE_A.replace("tree_a", "tree_b");
+
+/** automation: with a tree file, parameters and the AUTO -> FAULT hook AUTO needs. */
+function automationYaml(tree: string, parameters: string): string {
+  return `automation:
+  enabled: true
+  behavior_tree: ${tree}
+  parameters:
+${parameters}
+  mode_transition_hooks:
+    before_transition:
+      - {from: AUTO, to: FAULT, calls: [{device_handle: p0/relayio0, function_id: 1, args: {enabled: false}}]}
+`;
+}
+
+Deno.test("SIGHUP applies log level and parameters (values kept where declared alike), refuses a new tree in AUTO and loads it in MANUAL, reports http.port as needing a restart", async () => {
+  const rig = await Rig.create(["p0"]);
+  await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
+  await Deno.writeTextFile(`${rig.dir}/tree-b.xml`, TREE_B);
+  const params = [
+    "    - {name: keep, type: double, default: 1.5}",
+    "    - {name: redo, type: int64, default: 1, min: 0, max: 10}",
+    "    - {name: gone, type: bool, default: true}",
+  ];
+  await rig.write(
+    `logging: {level: info}\n${automationYaml("tree-a.xml", params.join("\n"))}providers:\n${
+      rig.provider("p0")
+    }\n`,
+  );
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    for (const [name, value] of [["keep", 2.5], ["redo", 5]] as const) {
+      const r = await api.post("/v0/parameters", { name, value });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+    }
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const auto = await api.post("/v0/mode", { mode: "AUTO" });
+    assert.equal(auto.status, 200, JSON.stringify(auto.json));
+    const debugBefore = rt.stderr().split("\n").filter((l) => l.startsWith("DEBUG")).length;
+    assert.equal(debugBefore, 0);
+
+    const next = [
+      params[0],
+      params[1].replace("max: 10", "max: 20"),
+      "    - {name: fresh, type: string, default: hello}",
+    ];
+    await Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http: {port: ${freePort()}}\nlogging: {level: debug}\n${
+          automationYaml("tree-b.xml", next.join("\n"))
+        }providers:\n${rig.provider("p0")}\n`,
+    );
+    const first = await reload(rt, 1);
+    assert.match(first, /^WARN /);
+    assert.match(first, /log level info->debug/);
+    assert.match(first, /applied: parameters/);
+    assert.match(first, /behavior tree refused: mode is AUTO/);
+    assert.match(first, /needs restart: http\.port$/);
+    const list = (await api.get("/v0/parameters")).json.parameters as {
+      name: string;
+      value: unknown;
+    }[];
+    assert.deepEqual(list.map((p) => [p.name, p.value]), [
+      ["keep", 2.5],
+      ["redo", 1],
+      ["fresh", "hello"],
+    ]);
+    assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
+    assert.equal((await api.get("/v0/mode")).json.mode, "AUTO", "the reload left AUTO running");
+    await waitFor("a DEBUG line", () => rt.stderr().split("\n").some((l) => l.startsWith("DEBUG")));
+
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const second = await reload(rt, 2);
+    assert.match(second, /behavior tree reloaded/);
+    assert.doesNotMatch(second, /applied: parameters/, "parameters are as declared already");
+    assert.match(second, /needs restart: http\.port$/, "still not applied: still reported");
+    assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_b/);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("POST /v0/estop answers while a reload restarts a provider, and the restarted provider is brought to the safe state once up", async () => {
+  const rig = await Rig.create(["keep", "change"]);
+  const body = (change: string) =>
+    `safety: {safe_state: {zero_is_safe: true}}\nproviders:\n${rig.provider("keep")}\n${change}\n`;
+  await rig.write(body(rig.provider("change")));
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    const oldPid = providerPids(rt, rig).get("change");
+    // The changed entry starts the simulator 5 s late: the reload is mid-restart meanwhile.
+    const sim =
+      `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ${rig.dir}/sim-change.yaml`;
+    await rig.write(
+      body(
+        `  - {id: change, command: /bin/sh, args: [-c, "sleep 5; exec ${sim}"], hello_timeout_ms: 30000}`,
+      ),
+    );
+    rt.signal("SIGHUP");
+    await waitFor("the restarted provider's new process", () => {
+      const pid = providerPids(rt, rig).get("change");
+      return pid !== undefined && pid !== oldPid;
+    });
+    const stop = await api.post("/v0/estop", { reason: "during reload" });
+    assert.equal(stop.status, 200, JSON.stringify(stop.json));
+    assert.equal(stop.json.latched, true);
+    assert.deepEqual(summaries(rt), [], "the e-stop answered before the reload finished");
+    // Two more SIGHUPs during the reload are coalesced into one reload after it.
+    rt.signal("SIGHUP");
+    rt.signal("SIGHUP");
+    const keepCalls = stop.json.actions.filter((a: { device_handle: string }) =>
+      a.device_handle.startsWith("keep/")
+    );
+    assert.ok(keepCalls.length > 0 && keepCalls.every((a: { success: boolean }) => a.success));
+
+    const summary = await waitFor("reload summary", () => summaries(rt)[0]);
+    const plan = (await api.get("/v0/runtime/status")).json.estop.plan.calls as {
+      device_handle: string;
+    }[];
+    const changeCalls = plan.filter((c) => c.device_handle.startsWith("change/")).length;
+    assert.ok(changeCalls > 0);
+    assert.match(summary, /providers \+0 -0 ~1 =1/);
+    assert.match(summary, new RegExp(`e-stop latched: ${changeCalls} safe-state call\\(s\\) run`));
+    assert.equal((await api.get("/v0/runtime/status")).json.estop.latched, true);
+    assert.match(await waitFor("the coalesced reload", () => summaries(rt)[1]), /no change$/);
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    assert.equal(summaries(rt).length, 2, "three SIGHUPs, two reloads");
+  } finally {
+    await rt.stop();
+    await rig.dispose();
+  }
+});
