@@ -372,3 +372,58 @@ Deno.test("POST /v0/estop answers while a reload restarts a provider, and the re
     await rig.dispose();
   }
 });
+
+/** A stand-in InfluxDB on loopback: answers 204 to everything and keeps each write's body. */
+class FakeInflux {
+  readonly writes: string[] = [];
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+
+  constructor() {
+    this.#server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const body = await req.text();
+      if (new URL(req.url).pathname === "/api/v2/write") this.writes.push(body);
+      return new Response(null, { status: 204 });
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  close(): Promise<void> {
+    return this.#server.shutdown();
+  }
+}
+
+Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from then on", async () => {
+  const rig = await Rig.create(["p0"]);
+  const first = new FakeInflux();
+  const second = new FakeInflux();
+  const telemetry = (url: string) =>
+    `telemetry: {enabled: true, influxdb: {url: "${url}", token: t0k3n, flush_interval_ms: 100}}\n`;
+  try {
+    await rig.write(`${telemetry(first.url)}providers:\n${rig.provider("p0")}\n`);
+    const rt = await rig.start();
+    try {
+      await waitFor("rows at the first target", () => first.writes.length > 0);
+      await rig.write(`${telemetry(second.url)}providers:\n${rig.provider("p0")}\n`);
+      const summary = await reload(rt, 1);
+      assert.match(summary, new RegExp(`telemetry changed \\(writing to ${second.url}\\)`));
+      const api = new Api(rt.base);
+      // A mode change after the reload is a row only the new writer can have written.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor(
+        "the mode change at the second target",
+        () => second.writes.some((w) => /mode_change.*MANUAL/.test(w)),
+      );
+      assert.ok(!first.writes.some((w) => /mode_change.*MANUAL/.test(w)));
+      assert.ok(!rt.stderr().includes("t0k3n"), "the token is never logged");
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+    }
+  } finally {
+    await first.close();
+    await second.close();
+    await rig.dispose();
+  }
+});
