@@ -197,6 +197,34 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
   }
 });
 
+Deno.test("SIGHUP applies new health thresholds and a new e-stop ladder at once", async () => {
+  const rig = await Rig.create(["p0"]);
+  const body = `polling: {interval_ms: 1000}\nproviders:\n${rig.provider("p0")}\n`;
+  await rig.write(body);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  const healths = async () =>
+    ((await api.get("/v0/providers/health")).json.providers[0].devices as { health: string }[])
+      .map((d) => d.health);
+  try {
+    // Defaults: WARNING only after 3 polling cycles without a poll.
+    assert.ok(!(await healths()).includes("WARNING"));
+    const rung = async () => (await api.get("/v0/runtime/status")).json.estop.software_safe_state;
+    assert.equal(await rung(), "none");
+    await rig.write(
+      "health: {staleness: {warn_after_ms: 1, stale_after_ms: 600000}}\n" +
+        `safety: {safe_state: {zero_is_safe: true}}\n${body}`,
+    );
+    assert.match(await reload(rt, 1), /applied: health, safety/);
+    assert.equal(await rung(), "zero");
+    // Now a sample older than 1 ms is a warning: within a 1 s cycle that is nearly always.
+    await waitFor("WARNING health", async () => (await healths()).includes("WARNING"));
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
 Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every diagnostic with line:column and counts the failure", async () => {
   const rig = await Rig.create(["p0"]);
   await rig.write(`polling: {interval_ms: 100}\nproviders:\n${rig.provider("p0")}\n`);
