@@ -225,6 +225,43 @@ Deno.test("SIGHUP applies new health thresholds and a new e-stop ladder at once"
   }
 });
 
+Deno.test("SIGHUP applies new alarms and interlocks at once", async () => {
+  const rig = await Rig.create(["p0"]);
+  const body = `providers:\n${rig.provider("p0")}\n`;
+  await rig.write(body);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  const relay = {
+    provider_id: "p0",
+    device_id: "relayio0",
+    function_id: 1,
+    args: { enabled: { type: "bool", bool: true } },
+  };
+  try {
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    assert.deepEqual((await api.get("/v0/alarms")).json.alarms, []);
+    assert.equal((await api.post("/v0/call", relay)).status, 200);
+    // The inert simulator holds tc1_temp at 25.
+    await rig.write(
+      "alarms: [{id: hot, signal: p0/tempctl0/tc1_temp, hi: 10}]\n" +
+        "interlocks: [{id: lock, block: [p0/relayio0/set_relay_ch1], " +
+        "while: p0/tempctl0/tc1_temp > 10, message: too hot}]\n" + body,
+    );
+    assert.match(await reload(rt, 1), /applied: alarms/);
+    const alarm = await waitFor("alarm hot active", async () => {
+      const a = (await api.get("/v0/alarms")).json.alarms as { id: string; state: string }[];
+      return a.find((x) => x.state === "active");
+    });
+    assert.equal(alarm.id, "hot");
+    const refused = await api.post("/v0/call", relay);
+    assert.equal(refused.status, 409, JSON.stringify(refused.json));
+    assert.match(refused.json.status.message, /lock/);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
 Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every diagnostic with line:column and counts the failure", async () => {
   const rig = await Rig.create(["p0"]);
   await rig.write(`polling: {interval_ms: 100}\nproviders:\n${rig.provider("p0")}\n`);
