@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Config, diffConfig, isEmptyDiff } from "../../src/config/mod.ts";
+import { type Config, diffConfig, isEmptyDiff, RESTART_ONLY_KEYS } from "../../src/config/mod.ts";
 import { load } from "./_helpers.ts";
 
 /** Loads inline YAML that must be valid. */
@@ -83,6 +83,13 @@ Deno.test("diffConfig names every changed http key and runtime key as needing a 
     "http.port",
     "http.cors_allowed_origins",
   ]);
+  // Every key reported is one the documented list names (`http.*` stands for each http key).
+  for (const key of d.needsRestart) {
+    assert.ok(
+      RESTART_ONLY_KEYS.includes(key) || RESTART_ONLY_KEYS.includes(key.replace(/\.[^.]+$/, ".*")),
+      key,
+    );
+  }
   assert.ok(!d.telemetry && !d.safety && d.pollingIntervalMs === null);
 });
 

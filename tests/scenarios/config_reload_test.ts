@@ -87,6 +87,12 @@ async function waitFor<T>(what: string, check: () => Promise<T> | T): Promise<No
   }
 }
 
+/** SHA-256 of a text's UTF-8 bytes, lower-case hex (a tree's automation_version digest). */
+async function sha256Hex(text: string): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** The `config reload:` summary lines logged so far. */
 function summaries(rt: RuntimeChild): string[] {
   return rt.stderr().split("\n").filter((l) => / config reload: (providers|no change)/.test(l));
@@ -380,6 +386,65 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     assert.doesNotMatch(second, /applied: parameters/, "parameters are as declared already");
     assert.match(second, /needs restart: http\.port$/, "still not applied: still reported");
     assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_b/);
+
+    // The same path with new content is a new tree too.
+    await Deno.writeTextFile(`${rig.dir}/tree-b.xml`, TREE_B.replace("tree_b", "tree_c"));
+    assert.match(await reload(rt, 3), /behavior tree reloaded/);
+    const status = (await api.get("/v0/automation/status")).json;
+    assert.equal(
+      status.automation_version.digest,
+      await sha256Hex(TREE_B.replace("tree_b", "tree_c")),
+    );
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process goes on) but starts an added one; after AUTO the change applies", async () => {
+  const rig = await Rig.create(["p0", "p1", "p2", "p3"]);
+  await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
+  const automation = automationYaml("tree-a.xml", "    - {name: k, type: bool, default: true}");
+  await rig.write(
+    `${automation}providers:\n${rig.provider("p0")}\n${rig.provider("p1")}\n${
+      rig.provider("p3")
+    }\n`,
+  );
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    const before = providerPids(rt, rig);
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    assert.equal((await api.post("/v0/mode", { mode: "AUTO" })).status, 200);
+    // p1 changed, p2 added, p3 removed.
+    await rig.write(
+      `${automation}providers:\n${rig.provider("p0")}\n${rig.provider("p1", "timeout_ms: 6000")}\n${
+        rig.provider("p2")
+      }\n`,
+    );
+    const first = await reload(rt, 1);
+    assert.match(
+      first,
+      /^WARN .*providers \+1 -0 ~0 =1; refused in AUTO: p3, p1 \(provider removal\/change\)/,
+    );
+    const inAuto = await waitFor("p2 up", () => {
+      const pids = providerPids(rt, rig);
+      return pids.has("p2") ? pids : undefined;
+    });
+    assert.equal(inAuto.get("p1"), before.get("p1"), "p1 was not restarted in AUTO");
+    assert.equal(inAuto.get("p3"), before.get("p3"), "p3 was not stopped in AUTO");
+    assert.equal((await api.get("/v0/mode")).json.mode, "AUTO");
+
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const second = await reload(rt, 2);
+    assert.match(second, /^INFO .*providers \+0 -1 ~1 =2/);
+    const after = await waitFor("p3 gone", () => {
+      const pids = providerPids(rt, rig);
+      return pids.has("p3") ? undefined : pids;
+    });
+    assert.notEqual(after.get("p1"), before.get("p1"), "p1 restarted once AUTO was left");
+    assert.equal(after.get("p2"), inAuto.get("p2"));
+    assert.equal(after.get("p0"), before.get("p0"));
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
