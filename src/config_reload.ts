@@ -89,7 +89,7 @@ export class ConfigReloader {
 
   async #reloadOnce(): Promise<void> {
     const { runtime, log } = this.#o;
-    log.info("config reload: re-reading the configuration file");
+    log.debug("config reload: re-reading the configuration file");
     let loaded: ReloadedConfig;
     try {
       loaded = await this.#o.load();
