@@ -134,6 +134,8 @@ function setup(
     hosts: [host],
     host: () => host,
     capabilities: () => capabilities,
+    eachHost: (listener: (h: typeof host) => void) => listener(host),
+    onHostRemoved() {},
   } as unknown as ProviderRegistry;
   const clock = { nowMs: () => 1_760_000_000_000, monoMs: () => performance.now() };
   const bus = new EventBus();

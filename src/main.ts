@@ -13,6 +13,7 @@ import {
   terminateProviderProcesses,
 } from "./host/mod.ts";
 import { runService } from "./service.ts";
+import type { ReloadedConfig } from "./config_reload.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_USAGE } from "./exit_codes.ts";
 import {
   ADPP_PROTOCOL_VERSION,
@@ -158,24 +159,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return EXIT_USAGE;
   }
   const absPath = resolvePath(Deno.cwd(), cli.file);
-  const loaded = await loadConfigFile({
-    readFile: readRegularFile,
-    path: absPath,
-    mode: cli.kind,
-    strict: cli.kind === "check" && cli.strict,
-    // Read through the host, which also keeps them out of the providers' environment.
-    env: {
-      RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
-      INFLUXDB_TOKEN: secretFromEnvironment("INFLUXDB_TOKEN"),
-    },
-    // The variables http.tokens name: read (and taken out of the environment) while checking.
-    secretEnv: secretFromEnvironment,
-    // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
-    fileExists: memoized(isFile),
-    pathKind,
-    commandExists: memoized(isOnPath),
-    cwd: Deno.cwd(),
-  });
+  const loaded = await readConfigFile(absPath, cli.kind, cli.kind === "check" && cli.strict);
   if (!loaded.readable) {
     console.error(`runtime: cannot read config file ${cli.file}: ${loaded.message}`);
     return EXIT_USAGE;
@@ -201,7 +185,44 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`runtime: refusing to start: ${formatSummary(cli.file, shown)}`);
     return 1;
   }
-  return await startService(withPort(config, override), cli.logLevel, override);
+  // SIGHUP: the same file, loader and checks as this start (and the same port override).
+  const reload = async (): Promise<ReloadedConfig> => {
+    const again = await readConfigFile(absPath, "start", false);
+    if (!again.readable) {
+      return { ok: false, errors: [`cannot read ${cli.file}: ${again.message}`] };
+    }
+    const lines = again.diagnostics.map((d) => d.file === absPath ? { ...d, file: cli.file } : d);
+    const tree = again.config ? await behaviorTreeDiagnostics(again.config) : [];
+    lines.push(...tree);
+    const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
+    const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
+    if (again.config === null || errors.length > 0) return { ok: false, errors };
+    return { ok: true, config: withPort(again.config, override), warnings };
+  };
+  return await startService(withPort(config, override), cli.logLevel, override, reload);
+}
+
+/** Reads and validates the configuration file: the one way it is read (start, check, reload). */
+function readConfigFile(absPath: string, mode: "check" | "start", strict: boolean) {
+  return loadConfigFile({
+    readFile: readRegularFile,
+    path: absPath,
+    mode,
+    strict,
+    // Read through the host, which also keeps them out of the providers' environment.
+    env: {
+      RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
+      INFLUXDB_TOKEN: secretFromEnvironment("INFLUXDB_TOKEN"),
+    },
+    // The variables http.tokens name: read (and taken out of the environment) while checking;
+    // kept by the host, so a reload reads the same values.
+    secretEnv: secretFromEnvironment,
+    // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
+    fileExists: memoized(isFile),
+    pathKind,
+    commandExists: memoized(isOnPath),
+    cwd: Deno.cwd(),
+  });
 }
 
 /** The configuration with `http.port` replaced by the override, if any. */
@@ -293,6 +314,7 @@ function startService(
   config: Config,
   logLevelOverride: LogLevel | null,
   portFrom: { port: number; source: string } | null,
+  reload: () => Promise<ReloadedConfig>,
 ): Promise<number> {
   const log = createStderrLogger(logLevelOverride ?? config.logging.level);
   if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
@@ -321,7 +343,10 @@ function startService(
     e.preventDefault();
     crash(e.reason);
   });
-  return runService(config, log);
+  return runService(config, log, {
+    loadConfig: reload,
+    logLevelFixed: logLevelOverride !== null,
+  });
 }
 
 if (import.meta.main) {

@@ -12,7 +12,7 @@ import {
   type SpawnFn,
   unavailable,
 } from "./common/mod.ts";
-import type { Config } from "./config/mod.ts";
+import type { Config, ConfigDiff, ProviderConfig } from "./config/mod.ts";
 import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "./control/mod.ts";
 import { EventBus } from "./events/mod.ts";
 import { readFileBytes } from "./host/mod.ts";
@@ -20,7 +20,7 @@ import { ProviderRegistry } from "./providers/mod.ts";
 import { providerHealthViews, StateCache } from "./state/mod.ts";
 import { effectiveSafeState, Estop } from "./safety/mod.ts";
 // --- automation (issue 6) ---
-import { AutomationEngine, type ReadFileFn } from "./automation/mod.ts";
+import { AutomationEngine, type ReadFileFn, type TreeReload } from "./automation/mod.ts";
 // --- alarms and interlocks (issue 20) ---
 import { AlarmEngine } from "./alarms/mod.ts";
 // --- audit trail (issue 21) ---
@@ -38,7 +38,7 @@ export interface RuntimeHost {
 
 /** The running service's kernel: providers, state cache, call router and event bus. */
 export class Runtime {
-  readonly config: Config;
+  #config: Config;
   readonly host: RuntimeHost;
   readonly bus: EventBus;
   readonly registry: ProviderRegistry;
@@ -56,8 +56,7 @@ export class Runtime {
   /** Behavior-tree automation; absent when automation is disabled (HTTP answers 503). */
   readonly automation?: AutomationEngine;
   // --- end automation ---
-  /** Alarms and interlocks (issue 20); always present (empty without configured ones). */
-  readonly alarms: AlarmEngine;
+  #alarms: AlarmEngine;
   /**
    * Audit trail of every actuating decision (issue 21): in memory until the service opens its
    * journal under runtime.data_dir (startService).
@@ -68,7 +67,7 @@ export class Runtime {
   #stopping: Promise<void> | null = null;
 
   constructor(config: Config, host: RuntimeHost) {
-    this.config = config;
+    this.#config = config;
     this.host = host;
     const log = host.log;
     this.bus = new EventBus({
@@ -145,30 +144,13 @@ export class Runtime {
     // actions go through the same paths as an operator's: forceFault (hooks included) and the
     // e-stop's trigger (cause alarm:<id>). The interlock gate runs for every call but the stop
     // actions (origin safety: the ladder and the hooks into FAULT), which skip every gate.
-    this.alarms = new AlarmEngine({
-      alarms: config.alarms,
-      interlocks: config.interlocks,
-      cache: this.cache,
-      registry: this.registry,
-      bus: this.bus,
-      clock: host.clock,
-      log,
-      pollingIntervalMs: config.polling.intervalMs,
-      staleness: config.health.staleness,
-      actions: {
-        fault: (reason, alarmId) =>
-          this.modes.forceFault(reason, { kind: "alarm", alarm_id: alarmId }),
-        estop: (reason, cause) =>
-          this.estop.trigger(reason, {
-            cause,
-            source: { kind: "alarm", alarm_id: cause.replace(/^alarm:/, "") },
-          }),
-      },
-    });
-    this.router.addGate(this.alarms.gate, "interlock");
+    this.#alarms = this.#buildAlarms(config);
+    this.registry.eachHost((h) => h.onInventory(() => this.#alarms.inventoryChanged()));
+    this.registry.onHostRemoved(() => this.#alarms.inventoryChanged());
+    this.router.addGate(this.#alarms.gate, "interlock");
     // --- end alarms and interlocks ---
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
-    for (const h of this.registry.hosts) h.onInventory(() => void this.modes.recheckAutoGate());
+    this.registry.eachHost((h) => h.onInventory(() => void this.modes.recheckAutoGate()));
     // --- end modes, parameters, e-stop ---
     // --- automation (issue 6): ticks only in AUTO; an e-stop forces FAULT, which halts it ---
     if (automation.enabled) {
@@ -190,6 +172,41 @@ export class Runtime {
       });
     }
     // --- end automation ---
+  }
+
+  /** The configuration in effect (after a reload: what of the new file could be applied). */
+  get config(): Config {
+    return this.#config;
+  }
+
+  /** Alarms and interlocks (issue 20); always present (empty without configured ones). */
+  get alarms(): AlarmEngine {
+    return this.#alarms;
+  }
+
+  /** An alarm engine for `config` (at construction, and rebuilt by a reload). */
+  #buildAlarms(config: Config): AlarmEngine {
+    return new AlarmEngine({
+      alarms: config.alarms,
+      interlocks: config.interlocks,
+      cache: this.cache,
+      registry: this.registry,
+      bus: this.bus,
+      clock: this.host.clock,
+      log: this.host.log,
+      pollingIntervalMs: config.polling.intervalMs,
+      staleness: config.health.staleness,
+      actions: {
+        fault: (reason, alarmId) =>
+          this.modes.forceFault(reason, { kind: "alarm", alarm_id: alarmId }),
+        estop: (reason, cause) =>
+          this.estop.trigger(reason, {
+            cause,
+            source: { kind: "alarm", alarm_id: cause.replace(/^alarm:/, "") },
+          }),
+      },
+      watchInventory: false,
+    });
   }
 
   /**
@@ -250,7 +267,7 @@ export class Runtime {
     // --- end modes, parameters, e-stop ---
     // Alarms (issue 20) saw the priming poll already; now what no poll reaches (an unknown
     // device or signal) is evaluated too.
-    this.alarms.start();
+    this.#alarms.start();
     // --- automation (issue 6) ---
     this.automation?.start();
     // --- end automation ---
@@ -342,6 +359,153 @@ export class Runtime {
   }
 
   /**
+   * Applies a validated configuration's difference from the running one (SIGHUP reload; the
+   * caller serializes reloads). Unchanged providers are not touched. While the mode is AUTO,
+   * provider removals and changes and a new behavior tree are refused (the tree and the devices
+   * it drives keep running) and reported; additions still apply. Providers that stop go the way
+   * shutdown stops them (stdin closed, then SIGTERM/SIGKILL within runtime.shutdown_timeout_ms);
+   * providers that start do the handshake and discovery of start-up (bounded by their
+   * hello/ready timeouts) and, if the e-stop is latched, are brought to the safe state at once.
+   * What `diff.needsRestart` names is left as it is. The effective configuration (`config`)
+   * keeps the old values of everything refused or not applied, so the next reload tries again.
+   */
+  async applyConfig(next: Config, diff: ConfigDiff): Promise<KernelReloadReport> {
+    if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
+    const log = this.host.log;
+    const budget = this.#config.runtime.shutdownTimeoutMs;
+    const auto = this.modes.current() === "AUTO";
+    const d = diff.providers;
+    const refusedInAuto = auto ? [...d.removed, ...d.changed.map((p) => p.id)] : [];
+    const removed = auto ? [] : [...d.removed];
+    const changed = auto ? [] : [...d.changed];
+    // Stop first: a changed provider's old process is gone before its successor starts (they may
+    // share a device or a bus address).
+    await Promise.all([
+      ...removed.map((id) => this.registry.remove(id)?.stop(budget)),
+      ...changed.map((p) => this.registry.remove(p.id)?.stop(budget)),
+    ]);
+    const starting = [...changed, ...d.added];
+    const failed: string[] = [];
+    const startedOk: ProviderConfig[] = [];
+    await Promise.all(starting.map(async (p) => {
+      if (this.#stopping) return void failed.push(`${p.id}: the runtime is stopping`);
+      const host = this.registry.add(p);
+      try {
+        await host.start();
+        // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
+        if (this.#stopping) throw unavailable("the runtime is stopping");
+        startedOk.push(p);
+      } catch (err) {
+        failed.push(`${p.id}: ${errText(err)}`);
+        this.registry.remove(p.id);
+        await host.stop(budget);
+      }
+    }));
+    const startedIds = new Set(startedOk.map((p) => p.id));
+    // The effective provider list: new order; refused changes keep their old entries.
+    const old = new Map(this.#config.providers.map((p) => [p.id, p]));
+    const providers: ProviderConfig[] = [];
+    for (const p of next.providers) {
+      if (startedIds.has(p.id)) providers.push(p);
+      else if (refusedInAuto.includes(p.id) || d.unchanged.includes(p.id)) {
+        providers.push(old.get(p.id)!);
+      }
+    }
+    for (const id of refusedInAuto) {
+      if (!providers.some((p) => p.id === id)) providers.push(old.get(id)!);
+    }
+    this.registry.reorder(providers.map((p) => p.id));
+
+    const applied: string[] = [];
+    if (diff.pollingIntervalMs) {
+      this.cache.setIntervalMs(next.polling.intervalMs);
+      applied.push("polling");
+    }
+    if (diff.health) applied.push("health");
+    if (diff.safety) {
+      const { safeState } = effectiveSafeState(next);
+      this.estop.reconfigure(safeState);
+      applied.push("safety");
+    } else if (diff.modeHooks && !next.safety.present) {
+      // Without a safety: section the ladder adopts the *->FAULT hooks: they changed.
+      this.estop.reconfigure(effectiveSafeState(next).safeState);
+    }
+    const na = next.automation;
+    if (diff.modeHooks) {
+      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
+      applied.push("mode_hooks");
+    }
+    const params = diff.parameters;
+    if (
+      this.parameters && params.added.length + params.removed.length + params.redeclared.length > 0
+    ) {
+      this.parameters.redeclare(na.parameters);
+      applied.push("parameters");
+    }
+    if (diff.alarms || diff.health || diff.pollingIntervalMs) {
+      const rebuilt = this.#buildAlarms(next);
+      const before = this.#alarms;
+      before.stop();
+      this.router.replaceGate(before.gate, rebuilt.gate, "interlock");
+      this.#alarms = rebuilt;
+      rebuilt.start();
+      if (diff.alarms) applied.push("alarms");
+    }
+    let tree: KernelReloadReport["tree"] = "n/a";
+    let treeError: string | null = null;
+    const ca = this.#config.automation;
+    let treePath = ca.behaviorTree;
+    let tickRateHz = ca.tickRateHz;
+    if (this.automation && ca.enabled === na.enabled) {
+      try {
+        tree = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz);
+        if (tree !== "refused_auto") [treePath, tickRateHz] = [na.behaviorTree, na.tickRateHz];
+        if (tree === "unchanged") tree = "n/a";
+      } catch (err) {
+        tree = "failed";
+        treeError = errText(err);
+      }
+    }
+    this.#config = {
+      ...next,
+      runtime: this.#config.runtime,
+      http: this.#config.http,
+      providers,
+      automation: {
+        ...na,
+        enabled: ca.enabled,
+        behaviorTree: treePath,
+        tickRateHz,
+        ...(this.parameters ? {} : { parameters: ca.parameters }),
+      },
+    };
+    if (starting.length + removed.length > 0) {
+      for (const problem of validateDeclaredCalls(this.#config, this.registry)) {
+        log.error(`declared call does not resolve: ${problem}`);
+      }
+      void this.modes.recheckAutoGate();
+    }
+    let estopActions = 0;
+    if (this.estop.latched && startedOk.length > 0) {
+      estopActions = (await this.estop.secureProviders([...startedIds])).length;
+    }
+    return {
+      providers: {
+        added: d.added.filter((p) => startedIds.has(p.id)).map((p) => p.id),
+        restarted: changed.filter((p) => startedIds.has(p.id)).map((p) => p.id),
+        removed,
+        unchanged: [...d.unchanged],
+        failed,
+        refusedInAuto,
+      },
+      tree,
+      treeError,
+      applied,
+      estopActions,
+    };
+  }
+
+  /**
    * Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. During
    * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
    */
@@ -349,7 +513,7 @@ export class Runtime {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
       this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
-      this.alarms.stop(); // issue 20: no alarm action while the runtime shuts down
+      this.#alarms.stop(); // issue 20: no alarm action while the runtime shuts down
       await this.cache.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {
@@ -362,6 +526,29 @@ export class Runtime {
     })();
     return this.#stopping;
   }
+}
+
+/** What Runtime.applyConfig did with each part of a reload (the service adds its own parts). */
+export interface KernelReloadReport {
+  readonly providers: {
+    /** Started (added, or restarted because their entry changed). */
+    readonly added: string[];
+    readonly restarted: string[];
+    readonly removed: string[];
+    readonly unchanged: string[];
+    /** Added or changed providers that did not come up: `id: why` (they are not running). */
+    readonly failed: string[];
+    /** Removals and changes refused while the mode is AUTO (ids; they run as before). */
+    readonly refusedInAuto: string[];
+  };
+  /** "n/a" when automation is disabled or the tree settings did not change. */
+  readonly tree: TreeReload | "failed" | "n/a";
+  /** Why the tree did not load (tree "failed"). */
+  readonly treeError: string | null;
+  /** Sections that took effect: `polling`, `health`, `safety`, `mode_hooks`, `parameters`, `alarms`. */
+  readonly applied: string[];
+  /** Ladder calls run for started providers because the e-stop is latched. */
+  readonly estopActions: number;
 }
 
 function errText(err: unknown): string {

@@ -8,8 +8,8 @@
  * first) -> runtime (polling, providers) -> audit journal -> run journal -> telemetry flush, all within
  * runtime.shutdown_timeout_ms.
  */
-import { type Logger, RuntimeError } from "./common/mod.ts";
-import type { Config } from "./config/mod.ts";
+import { type Logger, type LogLevel, RuntimeError } from "./common/mod.ts";
+import type { Config, ConfigDiff } from "./config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
@@ -31,6 +31,7 @@ import { boundedEntryText } from "./audit/mod.ts";
 import { RunRegistry } from "./runs/mod.ts";
 import { Runtime } from "./runtime.ts";
 import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
+import { ConfigReloader, type ReloadedConfig } from "./config_reload.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;
@@ -43,9 +44,20 @@ export const PROVIDER_REAP_TIMEOUT_MS = 2000;
 export interface Service {
   readonly runtime: Runtime;
   readonly http: HttpServerHandle | null;
+  /** The telemetry writer now (a reload that changes telemetry: replaces it). */
   readonly telemetry: TelemetryWriter;
   readonly runs: RunRegistry;
+  /** Reloads the configuration (coalesced; see ConfigReloader); absent without a loader. */
+  readonly reloader: ConfigReloader | null;
   stop(): Promise<void>;
+}
+
+/** How the service re-reads its configuration file (SIGHUP). */
+export interface ServiceReload {
+  /** Reads and validates the --config file as start-up did. */
+  readonly load: () => Promise<ReloadedConfig>;
+  /** Sets the process log level; absent when --log-level fixed it. */
+  readonly setLogLevel?: (level: LogLevel) => void;
 }
 
 /** Options of startService. */
@@ -55,6 +67,8 @@ export interface StartServiceOptions {
    * waiting on them ends with them); startService then throws once everything is stopped.
    */
   readonly abort?: AbortSignal;
+  /** Enables configuration reload (service.reloader). */
+  readonly reload?: ServiceReload;
 }
 
 /** Builds and starts the whole service; throws (after cleaning up) when start-up fails. */
@@ -68,12 +82,15 @@ export async function startService(
   // environment the providers inherit.
   const namedTokens = resolveNamedTokens(config.http, secretFromEnvironment);
   const runtime = new Runtime(config, { spawn: spawnProcess, clock, log });
-  const telemetry = new TelemetryWriter(telemetryOptionsFromConfig(config, {
-    envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
-    clock,
-    logger: log.child("telemetry"),
-    healthSnapshot: () => runtime.providerHealthLive(),
-  }));
+  const newTelemetry = (c: Config) =>
+    new TelemetryWriter(telemetryOptionsFromConfig(c, {
+      envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
+      clock,
+      logger: log.child("telemetry"),
+      healthSnapshot: () => runtime.providerHealthLive(),
+    }));
+  // Replaced by a reload that changes telemetry: everything reads it through this variable.
+  let telemetry = newTelemetry(config);
   const runs = new RunRegistry({
     dataDir: config.runtime.dataDir,
     runtimeName: config.runtime.name,
@@ -94,6 +111,7 @@ export async function startService(
 
   let http: HttpServerHandle | null = null;
   let api: HttpApi | null = null;
+  let reloader: ConfigReloader | null = null;
   let stopping: Promise<void> | null = null;
   const stop = () =>
     stopping ??= (async () => {
@@ -132,7 +150,14 @@ export async function startService(
     throwIfAborted();
     if (config.http.enabled) {
       api = new HttpApi(
-        httpServicesOf(runtime, { telemetry, runs }),
+        httpServicesOf(runtime, {
+          runs,
+          get telemetry() {
+            return telemetry;
+          },
+          configReloads: () =>
+            reloader?.counts() ?? { success: 0, failure: 0, lastSuccessEpochSeconds: null },
+        }),
         {
           apiToken: resolveApiToken(config.http, secretFromEnvironment("RUNTIME_API_TOKEN")),
           tokens: namedTokens,
@@ -174,16 +199,51 @@ export async function startService(
   } finally {
     abort?.removeEventListener("abort", onAbort);
   }
-  return { runtime, http, telemetry, runs, stop };
+  if (options.reload) {
+    reloader = new ConfigReloader({
+      runtime,
+      load: options.reload.load,
+      log,
+      ...(options.reload.setLogLevel ? { setLogLevel: options.reload.setLogLevel } : {}),
+      applyService: async (next: Config, diff: ConfigDiff) => {
+        if (!diff.telemetry) return [];
+        // The old writer flushes what it holds (bounded) before the new one subscribes: rows
+        // published in between go to neither (said in the README).
+        const budget = Math.max(200, config.runtime.shutdownTimeoutMs / 2);
+        await telemetry.stop(budget);
+        if (next.telemetry.enabled) await loadInfluxClient();
+        telemetry = newTelemetry(next);
+        telemetry.start(runtime.bus);
+        return [
+          next.telemetry.enabled
+            ? `telemetry changed (writing to ${next.telemetry.influxdb.url})`
+            : "telemetry changed (disabled)",
+        ];
+      },
+    });
+  }
+  return {
+    runtime,
+    http,
+    get telemetry() {
+      return telemetry;
+    },
+    runs,
+    reloader,
+    stop,
+  };
 }
 
 /** The runtime's services as the HTTP layer sees them, plus the service-level ones. */
 export function httpServicesOf(
   runtime: Runtime,
-  extra: Pick<HttpServices, "telemetry" | "runs"> = {},
+  extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads"> = {},
 ): HttpServices {
-  return {
-    config: runtime.config,
+  const base: HttpServices = {
+    // Getters: a configuration reload replaces both.
+    get config() {
+      return runtime.config;
+    },
     host: runtime.host,
     bus: runtime.bus,
     registry: runtime.registry,
@@ -193,13 +253,17 @@ export function httpServicesOf(
     uptimeSeconds: () => runtime.uptimeSeconds(),
     modes: runtime.modes,
     estop: runtime.estop,
-    alarms: runtime.alarms,
+    get alarms() {
+      return runtime.alarms;
+    },
     audit: runtime.audit,
     processStats: readProcessStats,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
     ...(runtime.automation ? { automation: runtime.automation } : {}),
-    ...extra,
   };
+  // Descriptors, not a spread: a getter in `extra` (the telemetry writer a reload replaces)
+  // must stay a getter.
+  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(extra));
 }
 
 /**
@@ -210,14 +274,36 @@ export function httpServicesOf(
  * shutdown: providers get SIGKILL now and the rest has HURRIED_SHUTDOWN_MS more. Whichever way
  * the process ends, no provider outlives it: what still runs is killed and reaped first.
  */
-export async function runService(config: Config, log: LineLogger): Promise<ExitCode> {
+export async function runService(
+  config: Config,
+  log: LineLogger,
+  options: RunServiceOptions = {},
+): Promise<ExitCode> {
   // Providers must not inherit NOTIFY_SOCKET: with NotifyAccess=all one could report READY early.
   detachNotifySocket();
   // Signals are watched from the start and for the whole life of the process: a signal during
   // start-up stops it at once, and a later one must never fall back to the default (exit now).
   const signals = watchStopSignals();
   const startup = new AbortController();
-  const starting = startService(config, log, { abort: startup.signal });
+  const reload = options.loadConfig
+    ? {
+      load: options.loadConfig,
+      ...(options.logLevelFixed ? {} : { setLogLevel: (l: LogLevel) => (log.level = l) }),
+    }
+    : undefined;
+  const starting = startService(config, log, {
+    abort: startup.signal,
+    ...(reload ? { reload } : {}),
+  });
+  // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it.
+  // Watched from the start too: the default action of SIGHUP would end the process.
+  const hangup = watchReloadSignal(() => {
+    log.info("SIGHUP received: reloading the configuration");
+    void starting.then((service) => {
+      if (service.reloader) void service.reloader.request();
+      else log.warn("SIGHUP ignored: configuration reload is not available");
+    }, () => {});
+  });
   try {
     const first = await Promise.race([
       starting.then(() => null, (err: unknown) => ({ err })),
@@ -244,7 +330,22 @@ export async function runService(config: Config, log: LineLogger): Promise<ExitC
     const killed = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
     if (killed > 0) log.error(`${killed} provider process(es) still running at exit: killed`);
     signals.dispose();
+    hangup();
   }
+}
+
+/** Options of runService. */
+export interface RunServiceOptions {
+  /** Re-reads the --config file (SIGHUP); absent: SIGHUP is logged and ignored. */
+  readonly loadConfig?: () => Promise<ReloadedConfig>;
+  /** --log-level was given: a reload leaves the log level alone. */
+  readonly logLevelFixed?: boolean;
+}
+
+/** Calls `onHangup` for every SIGHUP until the returned function is called. */
+function watchReloadSignal(onHangup: () => void): () => void {
+  Deno.addSignalListener("SIGHUP", onHangup);
+  return () => Deno.removeSignalListener("SIGHUP", onHangup);
 }
 
 /** Waits for `stopped` within the shutdown budget, hurrying it on a second stop signal. */

@@ -73,6 +73,12 @@ export interface AlarmEngineOptions {
   readonly pollingIntervalMs: number;
   readonly staleness: StalenessBounds;
   readonly timers?: AlarmTimers;
+  /**
+   * Default true: follow every provider's inventory (and removals) on the registry. False: the
+   * owner calls inventoryChanged() (an engine rebuilt by a configuration reload must not leave
+   * listeners behind on the hosts).
+   */
+  readonly watchInventory?: boolean;
 }
 
 /** One alarm in GET /v0/alarms. */
@@ -281,7 +287,10 @@ export class AlarmEngine implements AlarmService {
     this.#unsubscribe = this.#alarms.size + this.#interlocks.length === 0
       ? () => {}
       : options.cache.onDevicePolled(this.#onDevicePolled);
-    for (const h of options.registry.hosts) h.onInventory(() => this.#inventoryChanged());
+    if (options.watchInventory ?? true) {
+      options.registry.eachHost((h) => h.onInventory(() => this.inventoryChanged()));
+      options.registry.onHostRemoved(() => this.inventoryChanged());
+    }
     this.#rebind(false);
   }
 
@@ -644,7 +653,8 @@ export class AlarmEngine implements AlarmService {
 
   // ---- inventory ----
 
-  #inventoryChanged(): void {
+  /** Rebinds inputs after a provider's inventory changed or a provider was added or removed. */
+  inventoryChanged(): void {
     if (this.#stopped) return;
     this.#rebind(this.#started); // before start(), start() reports what does not resolve
     this.evaluateAll();

@@ -75,6 +75,9 @@ export type EngineStatus = AutomationStatus & {
   device_outages: DeviceOutage[];
 };
 
+/** What a configuration reload did with the behavior tree (AutomationEngine.reloadTree). */
+export type TreeReload = "unchanged" | "replaced" | "refused_auto";
+
 /** Construction options of AutomationEngine. */
 export interface AutomationEngineOptions {
   /** automation.behavior_tree (absolute path), or null when none is configured. */
@@ -99,7 +102,7 @@ export interface AutomationEngineOptions {
 
 /** Behavior-tree automation wired to the runtime kernel; satisfies the HTTP AutomationService. */
 export class AutomationEngine {
-  readonly #o: AutomationEngineOptions;
+  #o: AutomationEngineOptions;
   readonly #log: Logger;
   readonly #services: BtServices;
   #runner: BtRunner | null = null;
@@ -221,6 +224,64 @@ export class AutomationEngine {
     this.#unsubscribe = null;
     this.#runner?.stop();
     this.#lossLatch?.dispose();
+  }
+
+  /**
+   * Configuration reload of automation.behavior_tree / tick_rate_hz: loads the tree (throws
+   * INVALID_ARGUMENT with every diagnostic when it does not load, keeping the running one) and
+   * swaps it in unless it is the same (path, tick rate and digest): "unchanged". Refused while
+   * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
+   * again after the load, synchronously with the swap.
+   */
+  async reloadTree(behaviorTree: string | null, tickRateHz: number): Promise<TreeReload> {
+    const before = this.#runner;
+    if (this.#o.modes.current() === "AUTO") {
+      const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
+        (behaviorTree === null || (await this.#digestOf(behaviorTree)) === before?.version?.digest);
+      return same ? "unchanged" : "refused_auto";
+    }
+    let next: BtRunner | null = null;
+    let handles: readonly string[] = [];
+    if (behaviorTree !== null) {
+      const { BtRunner, literalDeviceHandles, loadBehaviorTree } = await import("./bt/mod.ts");
+      const { tree, diagnostics } = loadBehaviorTree(behaviorTree, this.#o.readFile);
+      for (const d of diagnostics) {
+        if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
+      }
+      if (!tree) throw treeLoadError(behaviorTree, diagnostics);
+      handles = literalDeviceHandles(tree);
+      next = new BtRunner({
+        parsed: tree,
+        services: this.#services,
+        events: this.#o.bus,
+        tickRateHz,
+        log: this.#log,
+        onFault: (error) => this.#fault(error),
+        ...(this.#o.scheduler ? { scheduler: this.#o.scheduler } : {}),
+      });
+      await next.ready;
+    }
+    const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
+      next?.version?.digest === before?.version?.digest;
+    if (same) return "unchanged";
+    if (this.#o.modes.current() === "AUTO") return "refused_auto"; // entered AUTO meanwhile
+    const started = this.#unsubscribe !== null;
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    before?.stop();
+    this.#o = { ...this.#o, behaviorTree, tickRateHz };
+    this.#runner = next;
+    this.#handles = handles;
+    this.#log.info(`behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload`);
+    if (started) this.start();
+    return "replaced";
+  }
+
+  /** The digest a tree file would get, or null when it does not load. */
+  async #digestOf(path: string): Promise<string | null> {
+    const { computeAutomationVersion, loadBehaviorTree } = await import("./bt/mod.ts");
+    const { tree } = loadBehaviorTree(path, this.#o.readFile);
+    return tree ? (await computeAutomationVersion(tree)).digest : null;
   }
 
   /** Where status() finds the open run id (the run registry lives outside the kernel). */

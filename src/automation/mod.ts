@@ -20,6 +20,7 @@ export type {
   AutomationModes,
   DeviceOutage,
   EngineStatus,
+  TreeReload,
 } from "./automation_engine.ts";
 export { DEVICE_OUTAGE_FAILURES } from "./automation_engine.ts";
 export { DeviceLossLatch } from "./device_loss_latch.ts";

@@ -12,3 +12,11 @@ export type { DiagnosticsReport } from "./report.ts";
 export { isLoopback } from "./loopback.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
 export * from "./condition.ts";
+export {
+  diffConfig,
+  diffParameters,
+  diffProviders,
+  isEmptyDiff,
+  RESTART_ONLY_KEYS,
+} from "./diff.ts";
+export type { ConfigDiff, ParameterDiff, ProviderDiff, ValueChange } from "./diff.ts";

@@ -155,6 +155,13 @@ export class CallRouter {
     this.#gates.push({ gate, name });
   }
 
+  /** Puts `next` in the place of `old` (same order among the gates); appends it when absent. */
+  replaceGate(old: CallGate, next: CallGate, name = "gate"): void {
+    const i = this.#gates.findIndex((g) => g.gate === old);
+    if (i >= 0) this.#gates[i] = { gate: next, name: this.#gates[i].name };
+    else this.#gates.push({ gate: next, name });
+  }
+
   /**
    * Resolves provider, device and function; throws NOT_FOUND, UNAVAILABLE or INVALID_ARGUMENT
    * in the contract's order (provider, availability, device, selector).

@@ -140,7 +140,7 @@ const INTERNAL_ORIGIN: AuditOrigin = { kind: "automation" };
  * by mode changes.
  */
 export class ModeManager implements ModeService {
-  readonly #o: ModeManagerOptions;
+  #o: ModeManagerOptions;
   readonly #log: Logger;
   #mode: RuntimeMode = "IDLE";
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
@@ -158,6 +158,18 @@ export class ModeManager implements ModeService {
 
   current(): RuntimeMode {
     return this.#mode;
+  }
+
+  /**
+   * Replaces the mode-transition hooks and the manual gating policy (configuration reload); the
+   * next transition and the next gated call use them. A transition whose hooks are running
+   * finishes with the hooks it started with.
+   */
+  reconfigure(
+    hooks: ModeManagerOptions["hooks"],
+    manualGatingPolicy: ModeManagerOptions["manualGatingPolicy"],
+  ): void {
+    this.#o = { ...this.#o, hooks, manualGatingPolicy };
   }
 
   /** Runs a transition and resolves with the mode after it (see requestWithReport). */

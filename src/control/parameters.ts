@@ -94,6 +94,13 @@ export interface ParameterStoreOptions {
   readonly audit?: AuditSink;
 }
 
+/** Whether two declarations are the same in every field (type, default, bounds, allowed values). */
+function sameDeclaration(a: ParameterConfig, b: ParameterConfig): boolean {
+  return a.type === b.type && a.default === b.default && a.min === b.min && a.max === b.max &&
+    a.allowedValues.length === b.allowedValues.length &&
+    a.allowedValues.every((v, i) => v === b.allowedValues[i]);
+}
+
 /** The declared parameters and their current values (in memory only; see module comment). */
 export class ParameterStore implements ParameterService {
   readonly #defs = new Map<string, ParameterConfig>();
@@ -115,6 +122,50 @@ export class ParameterStore implements ParameterService {
         // config.md §4: a default outside its own rules is not a load error; the parameter is
         // absent at runtime. (The loader normally rejects it earlier.)
         log.warn(`Failed to define parameter '${def.name}': ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /**
+   * Replaces the declarations (configuration reload): a parameter declared exactly as before
+   * keeps its value, a new or changed declaration starts at its default, one no longer declared
+   * disappears. A value that changes (a reset to the default) is published as parameter_change.
+   */
+  redeclare(parameters: readonly ParameterConfig[]): void {
+    const log = this.#o.log.child("parameters");
+    const oldDefs = new Map(this.#defs);
+    const oldValues = new Map(this.#values);
+    this.#defs.clear();
+    this.#values.clear();
+    for (const def of parameters) {
+      if (this.#defs.has(def.name)) {
+        log.warn(`Duplicate parameter '${def.name}' ignored (first definition wins)`);
+        continue;
+      }
+      const prev = oldDefs.get(def.name);
+      if (prev !== undefined && sameDeclaration(prev, def)) {
+        this.#defs.set(def.name, def);
+        this.#values.set(def.name, oldValues.get(def.name)!);
+        continue;
+      }
+      let value: ParameterValue;
+      try {
+        value = checkParameterValue(def, def.default);
+      } catch (err) {
+        log.warn(`Failed to define parameter '${def.name}': ${(err as Error).message}`);
+        continue;
+      }
+      this.#defs.set(def.name, def);
+      this.#values.set(def.name, value);
+      const old = oldValues.get(def.name);
+      if (prev !== undefined && old !== value) {
+        this.#o.bus.publish({
+          kind: "parameter_change",
+          parameter_name: def.name,
+          old_value: parameterValueText(prev.type, old!),
+          new_value: parameterValueText(def.type, value),
+          timestamp_ms: this.#o.clock.nowMs(),
+        });
       }
     }
   }

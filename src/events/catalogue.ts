@@ -139,6 +139,30 @@ export type RuntimeEvent =
     /** The handles it blocks. */
     block: string[];
     timestamp_ms: number;
+  }
+  // ---- project addition (issue 16): configuration reload on SIGHUP ----
+  | {
+    /**
+     * The configuration file was re-read (SIGHUP): `applied` (valid; what could change changed,
+     * see the lists) or `failed` (invalid or unreadable: the old configuration keeps running).
+     */
+    kind: "config_reload";
+    result: "applied" | "failed";
+    /** The reload's one-line summary, as logged. */
+    summary: string;
+    providers_added: string[];
+    providers_removed: string[];
+    providers_restarted: string[];
+    providers_unchanged: string[];
+    /** `id: why` of added or changed providers that did not come up. */
+    providers_failed: string[];
+    /** What was refused and kept as it was (e.g. a provider change or a new tree in AUTO). */
+    refused: string[];
+    /** Changed keys that take effect only after a restart, e.g. `http.port`. */
+    needs_restart: string[];
+    /** Errors found in the file (`failed`), as `--check-config` prints them; else empty. */
+    errors: string[];
+    timestamp_ms: number;
   };
 
 export type EventKind = RuntimeEvent["kind"];

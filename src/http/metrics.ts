@@ -325,5 +325,22 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       "Audit entries not journaled (queue full or write failed).",
     ).sample("runtime_audit_dropped_total", audit.dropped_total);
   }
+
+  // ---- configuration reload (SIGHUP) ----
+  const reloads = services.configReloads?.();
+  if (reloads) {
+    w.family(
+      "runtime_config_reloads_total",
+      "counter",
+      "Configuration reloads (SIGHUP) by result: success (the file was valid and applied) or failure (invalid or unreadable: the previous configuration kept running).",
+    );
+    w.sample("runtime_config_reloads_total", reloads.success, { result: "success" });
+    w.sample("runtime_config_reloads_total", reloads.failure, { result: "failure" });
+    gauge1(
+      "runtime_config_last_reload_success_timestamp_seconds",
+      "Unix time of the last successful configuration reload; 0 before the first.",
+      reloads.lastSuccessEpochSeconds ?? 0,
+    );
+  }
   return w.text();
 }

@@ -35,6 +35,10 @@ export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
     "quality, action, message, shelved_until_epoch_ms (project addition)",
   interlock: "an interlock engaged or released: interlock_id, blocking, reason, message, block " +
     "(project addition)",
+  config_reload: "the configuration was reloaded (SIGHUP) or a reload failed: result " +
+    "(applied/failed), summary, providers_added, providers_removed, providers_restarted, " +
+    "providers_unchanged, providers_failed, refused, needs_restart, errors, timestamp_ms " +
+    "(project addition)",
 };
 
 /** Where our contract departs from anolis's (shared/contract/README.md, migrating-from-anolis). */

@@ -87,4 +87,14 @@ export interface HttpServices {
   readonly audit?: Pick<AuditTrail, "query" | "status" | "refused">;
   /** This process's RSS and CPU time (GET /metrics); absent: those metrics are left out. */
   processStats?(): ProcessStats;
+  /** Configuration reloads since start (GET /metrics); absent: those metrics are left out. */
+  configReloads?(): ConfigReloadCounts;
+}
+
+/** Configuration reloads (SIGHUP) since start, by outcome. */
+export interface ConfigReloadCounts {
+  readonly success: number;
+  readonly failure: number;
+  /** Unix time in seconds of the last successful reload; null before the first. */
+  readonly lastSuccessEpochSeconds: number | null;
 }

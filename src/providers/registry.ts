@@ -8,12 +8,71 @@ import type { ProviderConfig } from "../config/mod.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { raceTimeout } from "./provider_session.ts";
 
-/** All configured providers, in config order, and the devices they expose. */
+/** Told of every provider host: those there now (at once) and each one added later. */
+export type HostListener = (host: ProviderHost) => void;
+
+/**
+ * All configured providers, in config order, and the devices they expose. A configuration
+ * reload adds and removes hosts (add/remove); subsystems that keep per-provider state follow
+ * with eachHost and onHostRemoved.
+ */
 export class ProviderRegistry {
-  readonly #hosts = new Map<string, ProviderHost>();
+  #hosts = new Map<string, ProviderHost>();
+  readonly #deps: ProviderHostDeps;
+  readonly #added: HostListener[] = [];
+  readonly #removed: HostListener[] = [];
 
   constructor(providers: readonly ProviderConfig[], deps: ProviderHostDeps) {
+    this.#deps = deps;
     for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, deps));
+  }
+
+  /** Calls `listener` for every host now and for every host added later (before it starts). */
+  eachHost(listener: HostListener): void {
+    for (const h of this.#hosts.values()) listener(h);
+    this.#added.push(listener);
+  }
+
+  /** Calls `listener` for every host removed from now on (after it left the registry). */
+  onHostRemoved(listener: HostListener): void {
+    this.#removed.push(listener);
+  }
+
+  /**
+   * Adds a host for a new provider entry (not started: the caller starts it). Throws
+   * FAILED_PRECONDITION when the id is taken.
+   */
+  add(config: ProviderConfig): ProviderHost {
+    if (this.#hosts.has(config.id)) {
+      throw new RuntimeError("FAILED_PRECONDITION", `Provider already registered: ${config.id}`);
+    }
+    const host = new ProviderHost(config, this.#deps);
+    this.#hosts.set(config.id, host);
+    for (const l of this.#added) l(host);
+    return host;
+  }
+
+  /**
+   * Takes a host out of the registry (calls to it are refused NOT_FOUND from now on) and returns
+   * it; the caller stops it. Undefined when no such provider is registered.
+   */
+  remove(providerId: string): ProviderHost | undefined {
+    const host = this.#hosts.get(providerId);
+    if (!host) return undefined;
+    this.#hosts.delete(providerId);
+    for (const l of this.#removed) l(host);
+    return host;
+  }
+
+  /** Puts the hosts in the order of `ids` (the configuration's); ids not listed keep their place after. */
+  reorder(ids: readonly string[]): void {
+    const next = new Map<string, ProviderHost>();
+    for (const id of ids) {
+      const h = this.#hosts.get(id);
+      if (h) next.set(id, h);
+    }
+    for (const [id, h] of this.#hosts) if (!next.has(id)) next.set(id, h);
+    this.#hosts = next;
   }
 
   get hosts(): readonly ProviderHost[] {

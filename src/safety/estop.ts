@@ -229,7 +229,7 @@ export interface EstopOptions {
 
 /** The e-stop latch and ladder. Registers the latch gate on the router at construction. */
 export class Estop implements EstopService {
-  readonly #o: EstopOptions;
+  #o: EstopOptions;
   readonly #log: Logger;
   #state: LatchState = "released";
   #latchedAtMs: number | null = null;
@@ -255,12 +255,13 @@ export class Estop implements EstopService {
           : null,
       "estop",
     );
-    for (const h of options.registry.hosts) {
-      h.onInventory(() => {
-        this.#plan = null;
-        if (this.#logPlanChanges) this.logPlan("inventory changed");
-      });
-    }
+    // Providers added or removed by a configuration reload change the plan as an inventory does.
+    const replan = (why: string) => {
+      this.#plan = null;
+      if (this.#logPlanChanges) this.logPlan(why);
+    };
+    options.registry.eachHost((h) => h.onInventory(() => replan("inventory changed")));
+    options.registry.onHostRemoved((h) => replan(`provider ${h.id} removed`));
   }
 
   /** Triggers since start (a trigger while latched counts too). */
@@ -382,6 +383,42 @@ export class Estop implements EstopService {
     const stop = this.#stopTail.then(() => this.#stop(fault));
     this.#stopTail = stop.catch(() => {});
     return await stop;
+  }
+
+  /**
+   * Replaces safety.safe_state (configuration reload): the plan is recomputed and logged. A stop
+   * running now finishes with the plan it started with.
+   */
+  reconfigure(safeState: SafeStateConfig): void {
+    this.#o = { ...this.#o, safeState };
+    this.#plan = null;
+    if (this.#logPlanChanges) this.logPlan("configuration reloaded");
+  }
+
+  /**
+   * While latched, runs the ladder's calls for devices of `providerIds` (providers a reload just
+   * started), so they reach the safe state like the others did; every call attempted, one after
+   * another within a provider. Queued behind a stop that is running. Resolves with the actions
+   * (none when the latch is released).
+   */
+  secureProviders(providerIds: readonly string[]): Promise<EstopAction[]> {
+    const run = this.#stopTail.then(async () => {
+      if (this.#state !== "latched") return [];
+      const ids = new Set(providerIds);
+      const plan = this.plan();
+      const calls = plan.calls.filter((c) =>
+        ids.has(c.kind === "zero" ? c.providerId : c.call.deviceHandle.split("/")[0])
+      );
+      if (calls.length === 0) return [];
+      this.#log.warn(
+        `e-stop latched: bringing ${
+          providerIds.join(", ")
+        } to the safe state (${calls.length} call(s))`,
+      );
+      return await this.#runLadder({ ...plan, calls });
+    });
+    this.#stopTail = run.catch(() => {});
+    return run;
   }
 
   clear(source: AuditOrigin = { kind: "http" }): { latched: false } {

@@ -160,6 +160,12 @@ export class StateCache {
   readonly #polledListeners: DevicePolledListener[] = [];
   readonly #listenerErrors: RateLimitedLog;
   #running = false;
+  #intervalMs: number;
+  /**
+   * Origin of the poll grid every loop shares (PollLoop): set when polling starts, so the cycles
+   * of all providers, also of one a reload adds, start at the same instants.
+   */
+  #gridOriginMs: number | null = null;
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
@@ -169,25 +175,73 @@ export class StateCache {
       windowMs: DATA_FAULT_LOG_WINDOW_MS,
       monoMs: () => opts.clock.monoMs(),
     });
-    for (const host of opts.registry.hosts) {
-      const limited = () =>
-        new RateLimitedLog(this.#log, {
-          lines: DATA_FAULT_LOG_LINES,
-          windowMs: DATA_FAULT_LOG_WINDOW_MS,
-          monoMs: () => opts.clock.monoMs(),
-        });
-      this.#faults.set(host.id, {
-        counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
-        log: { type_mismatch: limited(), non_finite: limited(), undeclared_signal: limited() },
+    this.#intervalMs = opts.intervalMs;
+    opts.registry.eachHost((host) => this.#addHost(host));
+    opts.registry.onHostRemoved((host) => this.#removeHost(host));
+  }
+
+  /** polling.interval_ms now in use. */
+  get intervalMs(): number {
+    return this.#intervalMs;
+  }
+
+  /**
+   * Changes polling.interval_ms (configuration reload): every poll loop's next cycle is scheduled
+   * with the new interval; a cycle in flight finishes first.
+   */
+  setIntervalMs(intervalMs: number): void {
+    this.#intervalMs = intervalMs;
+    for (const loop of this.#loops.values()) loop.setInterval(intervalMs);
+  }
+
+  /** Per-provider state for a host (at construction, or added by a reload). */
+  #addHost(host: ProviderHost): void {
+    const opts = this.#opts;
+    const limited = () =>
+      new RateLimitedLog(this.#log, {
+        lines: DATA_FAULT_LOG_LINES,
+        windowMs: DATA_FAULT_LOG_WINDOW_MS,
+        monoMs: () => opts.clock.monoMs(),
       });
-      this.#pollMetrics.set(host.id, { duration: new Histogram(), errors: 0 });
-      host.onInventory((devices) => this.#applyInventory(host, devices));
-      host.onAvailability((up) => {
-        if (!up) this.#markProviderDown(host.id);
-        else this.#loops.get(host.id)?.wake();
-      });
-      this.#applyInventory(host, host.devices); // none yet unless the host is already up
-    }
+    this.#faults.set(host.id, {
+      counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+      log: { type_mismatch: limited(), non_finite: limited(), undeclared_signal: limited() },
+    });
+    this.#pollMetrics.set(host.id, { duration: new Histogram(), errors: 0 });
+    this.#reported.delete(host.id);
+    // A host that left the registry (removed or replaced by a reload) no longer reaches the
+    // cache: its id may already belong to its successor.
+    const current = () => this.#isCurrent(host);
+    host.onInventory((devices) => {
+      if (current()) this.#applyInventory(host, devices);
+    });
+    host.onAvailability((up) => {
+      if (!current()) return;
+      if (!up) this.#markProviderDown(host.id);
+      else this.#loops.get(host.id)?.wake();
+    });
+    this.#byProvider.delete(host.id);
+    this.#applyInventory(host, host.devices); // none yet unless the host is already up
+    if (this.#running) this.#loops.set(host.id, this.#newLoop(host));
+  }
+
+  /** Whether `host` is still the registered one of its id (a reload may remove or replace it). */
+  #isCurrent(host: ProviderHost): boolean {
+    return this.#opts.registry.host(host.id) === host;
+  }
+
+  /** Drops a removed host's state and stops its poll loop (a poll in flight finishes alone). */
+  #removeHost(host: ProviderHost): void {
+    const id = host.id;
+    const loop = this.#loops.get(id);
+    this.#loops.delete(id);
+    void loop?.stop();
+    this.#byProvider.delete(id);
+    this.#reported.delete(id);
+    this.#faults.delete(id);
+    this.#pollMetrics.delete(id);
+    this.#discoveryWarnings.delete(id);
+    this.#pollQueues.delete(id);
   }
 
   /** Primes the cache with one poll pass of every provider, then starts the poll loops. */
@@ -197,23 +251,20 @@ export class StateCache {
     await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h)));
     // One grid for every loop: cycles of all providers start at the same instants, so the
     // process wakes once per interval for all of them, not once per provider at drifting phases.
-    const gridOriginMs = this.#opts.clock.monoMs();
-    for (const host of this.#opts.registry.hosts) {
-      this.#loops.set(
-        host.id,
-        new PollLoop(
-          this.#opts.intervalMs,
-          () => this.#cycle(host),
-          this.#opts.clock,
-          gridOriginMs,
-        ),
-      );
-    }
+    this.#gridOriginMs ??= this.#opts.clock.monoMs();
+    for (const host of this.#opts.registry.hosts) this.#loops.set(host.id, this.#newLoop(host));
+  }
+
+  #newLoop(host: ProviderHost): PollLoop {
+    const clock = this.#opts.clock;
+    this.#gridOriginMs ??= clock.monoMs();
+    return new PollLoop(this.#intervalMs, () => this.#cycle(host), clock, this.#gridOriginMs);
   }
 
   /** Stops polling and waits for polls in flight (start() makes new loops). */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#gridOriginMs = null; // start() lays a new grid
     await Promise.all([...this.#loops.values()].map((l) => l.stop()));
   }
 
@@ -332,7 +383,7 @@ export class StateCache {
   }
 
   async #pollProvider(host: ProviderHost): Promise<void> {
-    const devices = [...this.#byProvider.get(host.id)!.values()].filter((d) =>
+    const devices = [...(this.#byProvider.get(host.id)?.values() ?? [])].filter((d) =>
       d.pollable.length > 0
     );
     if (devices.length === 0) {
@@ -360,7 +411,8 @@ export class StateCache {
 
   /** Polls one device; returns false when the provider did not answer in time. */
   async #pollOne(host: ProviderHost, dev: MutableDeviceState): Promise<boolean> {
-    const metrics = this.#pollMetrics.get(host.id)!;
+    // A host removed by a reload while this poll waited: its figures are gone with it.
+    const metrics = this.#pollMetrics.get(host.id) ?? DETACHED_POLL_METRICS;
     const clock = this.#opts.clock;
     const startedMs = clock.monoMs();
     try {
@@ -370,6 +422,7 @@ export class StateCache {
       });
       metrics.duration.observe((clock.monoMs() - startedMs) / 1000);
       host.noteLiveness(true);
+      if (!this.#isCurrent(host)) return true; // removed by a reload meanwhile: not stored
       this.#applySamples(dev, r.values ?? []);
       return true;
     } catch (err) {
@@ -379,6 +432,7 @@ export class StateCache {
       if (timedOut) host.noteLiveness(false);
       else if (err instanceof ProviderStatusError) host.noteLiveness(true); // still an answer
       // (A provider that went down has its devices marked already: marking again changes nothing.)
+      if (!this.#isCurrent(host)) return true; // removed by a reload meanwhile
       this.#log.debug(
         `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
       );
@@ -534,7 +588,7 @@ export class StateCache {
   }
 
   #markProviderDown(providerId: string): void {
-    for (const dev of this.#byProvider.get(providerId)!.values()) {
+    for (const dev of this.#byProvider.get(providerId)?.values() ?? []) {
       this.#markDeviceUnavailable(dev);
     }
   }
@@ -594,6 +648,9 @@ export class StateCache {
     this.#byProvider.set(providerId, next);
   }
 }
+
+/** Where a poll of a host removed meanwhile records its figures (read by nobody). */
+const DETACHED_POLL_METRICS: PollMetrics = { duration: new Histogram(), errors: 0 };
 
 /**
  * A request that got no answer in time (a liveness miss). A provider answering with a status,
@@ -659,7 +716,7 @@ class PollQueue {
  * lateness, and loops stay in step), one that overran starts the next at once.
  */
 export class PollLoop {
-  readonly #intervalMs: number;
+  #intervalMs: number;
   readonly #body: () => Promise<void>;
   readonly #clock: Clock;
   readonly #gridOriginMs: number;
@@ -673,6 +730,18 @@ export class PollLoop {
     this.#clock = clock;
     this.#gridOriginMs = gridOriginMs;
     this.#schedule(this.#delayToNextTick(clock.monoMs()));
+  }
+
+  /**
+   * Uses `intervalMs` from the next cycle on (a waiting cycle is rescheduled at once onto the new
+   * grid when the interval got shorter).
+   */
+  setInterval(intervalMs: number): void {
+    const previous = this.#intervalMs;
+    this.#intervalMs = intervalMs;
+    if (!this.#running || this.#current || intervalMs >= previous) return;
+    clearTimeout(this.#timer); // a shorter interval must not wait out the longer one
+    this.#schedule(this.#delayToNextTick(this.#clock.monoMs()));
   }
 
   /** Runs the next cycle now (e.g. a provider just came back) unless one is in flight. */
@@ -692,7 +761,7 @@ export class PollLoop {
     this.#timer = setTimeout(() => this.#run(), delay);
   }
 
-  /** Milliseconds from `nowMs` to the first grid instant after the one at or before `fromMs`. */
+  /** Milliseconds from now to the first grid instant after the one at or before `fromMs`. */
   #delayToNextTick(fromMs: number): number {
     const sinceOrigin = Math.max(0, fromMs - this.#gridOriginMs);
     const next = this.#gridOriginMs +

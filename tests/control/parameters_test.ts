@@ -186,3 +186,33 @@ Deno.test("ParameterStore keeps the first of two parameters with one name", () =
   assert.throws(() => s.set("x", "b"), { code: "INVALID_ARGUMENT" });
   assert.throws(() => s.set("x", 6), /\(rule: max\)/);
 });
+
+Deno.test("ParameterStore.redeclare keeps values of identical declarations, resets changed ones to their default (with an event), drops removed ones and adds new ones at their default", async () => {
+  const { s, events } = store();
+  s.set("temp", 42);
+  s.set("count", 7);
+  s.set("profile", "boost");
+  await Promise.resolve();
+  events.length = 0;
+  s.redeclare([
+    PARAMS[0], // temp: identical
+    { ...PARAMS[1], max: 20 }, // count: redeclared
+    { ...PARAMS[3], allowedValues: ["eco", "boost", "max"] }, // profile: redeclared
+    { name: "fresh", type: "bool", default: true, allowedValues: [] },
+  ]);
+  assert.deepEqual(s.list().map((p) => [p.name, p.value]), [
+    ["temp", 42],
+    ["count", 5],
+    ["profile", "eco"],
+    ["fresh", true],
+  ]);
+  assert.equal(s.get("armed"), undefined);
+  assert.equal(s.get("count")!.max, 20);
+  await Promise.resolve();
+  assert.deepEqual(
+    events.map((e) =>
+      e.kind === "parameter_change" ? [e.parameter_name, e.old_value, e.new_value] : e.kind
+    ),
+    [["count", "7", "5"], ["profile", "boost", "eco"]],
+  );
+});

@@ -129,6 +129,11 @@ Deno.test("runtime.service checks the config first and does not restart on confi
   assert.deepEqual(prevented.sort(), [EXIT_CONFIG_ERROR, EXIT_USAGE].sort());
 });
 
+Deno.test("runtime.service reloads the configuration with SIGHUP to the main process (systemctl reload)", async () => {
+  const unit = settings(await Deno.readTextFile(UNIT));
+  assert.equal(one(unit, "ExecReload"), "/bin/kill -HUP $MAINPID");
+});
+
 Deno.test("runtime.service time budgets cover the runtime's own start and stop budgets", async () => {
   const unit = settings(await Deno.readTextFile(UNIT));
   assert.ok(seconds(one(unit, "TimeoutStopSec")) * 1000 > MAX_SHUTDOWN_MS);

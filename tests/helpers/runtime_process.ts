@@ -49,6 +49,10 @@ export interface RuntimeChildOptions {
 export interface RuntimeChild {
   readonly port: number;
   readonly base: string;
+  /** Process id of the runtime (its providers are its children). */
+  readonly pid: number;
+  /** Sends a signal to the runtime (e.g. SIGHUP: reload the configuration). */
+  signal(signal: Deno.Signal): void;
   /** Everything the runtime wrote to stderr so far. */
   stderr(): string;
   /** SIGTERM, then the exit code (SIGKILL after STOP_TIMEOUT_MS; then the code is -1). */
@@ -148,7 +152,14 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
       });
       const providers = (s?.providers ?? []) as { state: string }[];
       if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
-        return { port: o.port, base, stderr: () => text, stop };
+        return {
+          port: o.port,
+          base,
+          pid: child.pid,
+          signal: (sig) => child.kill(sig),
+          stderr: () => text,
+          stop,
+        };
       }
       if (Date.now() > deadline) {
         await stop();

@@ -224,3 +224,36 @@ Deno.test("ProviderRegistry lists devices in provider order and finds capabiliti
     await r.close();
   }
 });
+
+Deno.test("ProviderRegistry add/remove/reorder: eachHost sees present and added hosts, onHostRemoved removed ones, a taken id is refused", () => {
+  const entry = (id: string) => programmableProvider(id, "/nonexistent.json");
+  const registry = new ProviderRegistry([entry("a"), entry("b")], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  const seen: string[] = [];
+  const gone: string[] = [];
+  registry.eachHost((h) => seen.push(h.id));
+  registry.onHostRemoved((h) => gone.push(h.id));
+  assert.deepEqual(seen, ["a", "b"]);
+  const c = registry.add(entry("c"));
+  assert.deepEqual(seen, ["a", "b", "c"]);
+  assert.equal(registry.host("c"), c);
+  assert.throws(() => registry.add(entry("a")), (e) => {
+    assert.ok(e instanceof RuntimeError);
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(e.message, "Provider already registered: a");
+    return true;
+  });
+  const a = registry.host("a");
+  assert.equal(registry.remove("a"), a);
+  assert.equal(registry.remove("a"), undefined);
+  assert.deepEqual(gone, ["a"]);
+  assert.equal(registry.host("a"), undefined);
+  registry.reorder(["c", "b"]);
+  assert.deepEqual(registry.hosts.map((h) => h.id), ["c", "b"]);
+});

@@ -951,3 +951,19 @@ Deno.test("StateCache: the poll after a provider's return replaces the pending c
     assert.ok(reads >= 1);
   }, { mono: 10_000, intervalMs: 500, restart: { backoffMs: [0, 0, 0] } });
 });
+
+Deno.test("StateCache.setIntervalMs: a waiting cycle is rescheduled to the shorter interval at once", async () => {
+  // The monotonic clock stands still: cycles start exactly one interval apart.
+  await withFixture(D0, async (fx) => {
+    await fx.cache.start(); // the priming poll
+    const primed = (await fx.stats("d0")).reads;
+    assert.equal(fx.cache.intervalMs, 60_000);
+    fx.cache.setIntervalMs(100);
+    assert.equal(fx.cache.intervalMs, 100);
+    // At 60 s nothing would be polled again during this test; at 100 ms several polls are.
+    await waitFor(
+      "polls at the new interval",
+      async () => (await fx.stats("d0")).reads >= primed + 3,
+    );
+  }, { mono: 10_000, intervalMs: 60_000 });
+});

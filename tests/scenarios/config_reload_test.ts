@@ -1,0 +1,559 @@
+/**
+ * Configuration reload on SIGHUP (issue 16 part 3), end to end: the `runtime` command as a real
+ * child process with simulated providers as its children, its configuration file rewritten and
+ * SIGHUP sent. Provider processes are told apart by the simulator file each one is given.
+ */
+import assert from "node:assert/strict";
+import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { Api, EventStream } from "./alarms_helpers.ts";
+
+/** How long a test waits for a reload (or anything it causes) to show. */
+const WAIT_MS = 60000;
+
+/** A temp folder with one simulator file per provider id (so its process can be found). */
+class Rig {
+  constructor(readonly dir: string, readonly port: number) {}
+
+  static async create(ids: readonly string[]): Promise<Rig> {
+    const dir = await Deno.makeTempDir({ prefix: "runtime-reload-" });
+    const sim = await Deno.readTextFile(SIM_INERT_YAML);
+    for (const id of ids) await Deno.writeTextFile(`${dir}/sim-${id}.yaml`, sim);
+    return new Rig(dir, freePort());
+  }
+
+  get configPath(): string {
+    return `${this.dir}/runtime.yaml`;
+  }
+
+  /** A provider entry (YAML flow mapping) running the simulator with this id's file. */
+  provider(id: string, extra = ""): string {
+    return `  - {id: ${id}, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, ` +
+      `--allow-env, ${SIM_MAIN}, --config, ${this.dir}/sim-${id}.yaml]${
+        extra ? `, ${extra}` : ""
+      }}`;
+  }
+
+  /** Writes the configuration file: the runtime section, then `body` (providers etc.). */
+  async write(body: string): Promise<void> {
+    await Deno.writeTextFile(
+      this.configPath,
+      `runtime: {data_dir: ${this.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http: {port: ${this.port}}\n${body}`,
+    );
+  }
+
+  start(): Promise<RuntimeChild> {
+    return startRuntimeChild({ config: this.configPath, port: this.port });
+  }
+
+  dispose(): Promise<void> {
+    return Deno.remove(this.dir, { recursive: true });
+  }
+}
+
+/** Provider id -> pid of the runtime's child processes running a simulator file of this rig. */
+function providerPids(rt: RuntimeChild, rig: Rig): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const task of Deno.readDirSync(`/proc/${rt.pid}/task`)) {
+    let children = "";
+    try {
+      children = Deno.readTextFileSync(`/proc/${rt.pid}/task/${task.name}/children`);
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    for (const pid of children.trim().split(/\s+/).filter((p) => p !== "").map(Number)) {
+      let cmdline = "";
+      try {
+        cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
+      } catch {
+        continue;
+      }
+      const m = new RegExp(`${rig.dir}/sim-([a-z0-9]+)\\.yaml`).exec(cmdline);
+      if (m) out.set(m[1], pid);
+    }
+  }
+  return out;
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after WAIT_MS. */
+async function waitFor<T>(what: string, check: () => Promise<T> | T): Promise<NonNullable<T>> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== null && v !== false) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** SHA-256 of a text's UTF-8 bytes, lower-case hex (a tree's automation_version digest). */
+async function sha256Hex(text: string): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The `config reload:` summary lines logged so far. */
+function summaries(rt: RuntimeChild): string[] {
+  return rt.stderr().split("\n").filter((l) => / config reload: (providers|no change)/.test(l));
+}
+
+/** Sends SIGHUP and waits for the reload's summary line (the `n`th one); returns it. */
+async function reload(rt: RuntimeChild, n: number): Promise<string> {
+  rt.signal("SIGHUP");
+  return await waitFor(`reload summary #${n}`, () => summaries(rt)[n - 1]);
+}
+
+async function metric(api: Api, sample: string): Promise<number | undefined> {
+  const text = await (await fetch(`${api.base}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${sample} `));
+  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+}
+
+Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged one untouched (same process, state, no availability event)", async () => {
+  const rig = await Rig.create(["keep", "change", "gone", "added"]);
+  await rig.write(
+    `polling: {interval_ms: 100}\nproviders:\n${rig.provider("keep")}\n${rig.provider("change")}\n${
+      rig.provider("gone")
+    }\n`,
+  );
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  let events: EventStream | null = null;
+  try {
+    const before = providerPids(rt, rig);
+    assert.deepEqual([...before.keys()].sort(), ["change", "gone", "keep"]);
+    // State of the unchanged provider: a relay switched on before the reload.
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const on = await api.post("/v0/call", {
+      provider_id: "keep",
+      device_id: "relayio0",
+      function_id: 1,
+      args: { enabled: { type: "bool", bool: true } },
+    });
+    assert.equal(on.status, 200, JSON.stringify(on.json));
+    await waitFor("relay on", async () => {
+      const s = await api.get("/v0/state/keep/relayio0");
+      return s.json.values?.find((x: { signal_id: string }) => x.signal_id === "relay_ch1_state")
+        ?.value?.bool === true;
+    });
+    events = await EventStream.open(rt.base);
+
+    await rig.write(
+      `polling: {interval_ms: 200}\nproviders:\n${rig.provider("added")}\n${
+        rig.provider("keep")
+      }\n${rig.provider("change", "timeout_ms: 6000")}\n`,
+    );
+    const summary = await reload(rt, 1);
+    assert.match(summary, /^INFO .*config reload: providers \+1 -1 ~1 =1; polling 100->200 ms/);
+
+    const status = await waitFor("providers available", async () => {
+      const s = await api.get("/v0/runtime/status");
+      const all = s.json.providers as { provider_id: string; state: string }[];
+      return all.length === 3 && all.every((p) => p.state === "AVAILABLE") ? s.json : undefined;
+    });
+    assert.deepEqual(
+      status.providers.map((p: { provider_id: string }) => p.provider_id),
+      ["added", "keep", "change"],
+    );
+    assert.equal(status.polling_interval_ms, 200);
+    const after = await waitFor("gone's process to end", () => {
+      const pids = providerPids(rt, rig);
+      return pids.has("gone") ? undefined : pids;
+    });
+    assert.deepEqual([...after.keys()].sort(), ["added", "change", "keep"]);
+    assert.equal(after.get("keep"), before.get("keep"), "the unchanged provider kept its process");
+    assert.notEqual(after.get("change"), before.get("change"), "the changed one was restarted");
+    const relay = await api.get("/v0/state/keep/relayio0");
+    assert.equal(
+      relay.json.values.find((x: { signal_id: string }) => x.signal_id === "relay_ch1_state")
+        .value.bool,
+      true,
+      "the unchanged provider's device state survived",
+    );
+    const reloadEvents = await waitFor("config_reload event", () => {
+      const e = events!.of("config_reload");
+      return e.length > 0 ? e : undefined;
+    });
+    assert.equal(reloadEvents.length, 1);
+    assert.equal(reloadEvents[0].data.result, "applied");
+    assert.deepEqual(reloadEvents[0].data.providers_added, ["added"]);
+    assert.deepEqual(reloadEvents[0].data.providers_removed, ["gone"]);
+    assert.deepEqual(reloadEvents[0].data.providers_restarted, ["change"]);
+    assert.deepEqual(reloadEvents[0].data.providers_unchanged, ["keep"]);
+    const blips = events.frames.filter((f) =>
+      (f.event === "provider_health_change" || f.event === "device_availability") &&
+      f.data.provider_id === "keep"
+    );
+    assert.deepEqual(blips, [], "no availability change for the unchanged provider");
+    assert.ok(
+      events.frames.some((f) =>
+        f.event === "provider_health_change" && f.data.provider_id === "gone" &&
+        f.data.state === "UNAVAILABLE"
+      ),
+      "the removed provider went UNAVAILABLE on the stream",
+    );
+    assert.equal(await metric(api, 'runtime_config_reloads_total{result="success"}'), 1);
+    assert.equal(await metric(api, 'runtime_config_reloads_total{result="failure"}'), 0);
+    assert.ok((await metric(api, "runtime_config_last_reload_success_timestamp_seconds"))! > 0);
+  } finally {
+    await events?.close();
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP applies new health thresholds and a new e-stop ladder at once", async () => {
+  const rig = await Rig.create(["p0"]);
+  const body = `polling: {interval_ms: 1000}\nproviders:\n${rig.provider("p0")}\n`;
+  await rig.write(body);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  const healths = async () =>
+    ((await api.get("/v0/providers/health")).json.providers[0].devices as { health: string }[])
+      .map((d) => d.health);
+  try {
+    // Defaults: WARNING only after 3 polling cycles without a poll.
+    assert.ok(!(await healths()).includes("WARNING"));
+    const rung = async () => (await api.get("/v0/runtime/status")).json.estop.software_safe_state;
+    assert.equal(await rung(), "none");
+    await rig.write(
+      "health: {staleness: {warn_after_ms: 1, stale_after_ms: 600000}}\n" +
+        `safety: {safe_state: {zero_is_safe: true}}\n${body}`,
+    );
+    assert.match(await reload(rt, 1), /applied: health, safety/);
+    assert.equal(await rung(), "zero");
+    // Now a sample older than 1 ms is a warning: within a 1 s cycle that is nearly always.
+    await waitFor("WARNING health", async () => (await healths()).includes("WARNING"));
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP applies new alarms and interlocks at once", async () => {
+  const rig = await Rig.create(["p0"]);
+  const body = `providers:\n${rig.provider("p0")}\n`;
+  await rig.write(body);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  const relay = {
+    provider_id: "p0",
+    device_id: "relayio0",
+    function_id: 1,
+    args: { enabled: { type: "bool", bool: true } },
+  };
+  try {
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    assert.deepEqual((await api.get("/v0/alarms")).json.alarms, []);
+    assert.equal((await api.post("/v0/call", relay)).status, 200);
+    // The inert simulator holds tc1_temp at 25.
+    await rig.write(
+      "alarms: [{id: hot, signal: p0/tempctl0/tc1_temp, hi: 10}]\n" +
+        "interlocks: [{id: lock, block: [p0/relayio0/set_relay_ch1], " +
+        "while: p0/tempctl0/tc1_temp > 10, message: too hot}]\n" + body,
+    );
+    assert.match(await reload(rt, 1), /applied: alarms/);
+    const alarm = await waitFor("alarm hot active", async () => {
+      const a = (await api.get("/v0/alarms")).json.alarms as { id: string; state: string }[];
+      return a.find((x) => x.state === "active");
+    });
+    assert.equal(alarm.id, "hot");
+    const refused = await api.post("/v0/call", relay);
+    assert.equal(refused.status, 409, JSON.stringify(refused.json));
+    assert.match(refused.json.status.message, /lock/);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every diagnostic with line:column and counts the failure", async () => {
+  const rig = await Rig.create(["p0"]);
+  await rig.write(`polling: {interval_ms: 100}\nproviders:\n${rig.provider("p0")}\n`);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    const pid = providerPids(rt, rig).get("p0");
+    // Two errors: line 3 (polling below its minimum) and line 4 (an unknown log level).
+    await rig.write(
+      `polling: {interval_ms: 5}\nlogging: {level: loud}\nproviders:\n${rig.provider("p0")}\n`,
+    );
+    rt.signal("SIGHUP");
+    const failed = await waitFor(
+      "reload failure",
+      () => rt.stderr().split("\n").find((l) => l.includes("config reload failed")),
+    );
+    assert.match(failed, /^ERROR .*config reload failed: 2 error\(s\) in the file/);
+    const diagnostics = rt.stderr().split("\n").filter((l) =>
+      /^ERROR .*config reload: .*runtime\.yaml:\d+:\d+: error: /.test(l)
+    );
+    assert.equal(diagnostics.length, 2, rt.stderr());
+    assert.match(diagnostics[0], /runtime\.yaml:3:\d+: error: polling\.interval_ms/);
+    assert.match(diagnostics[1], /runtime\.yaml:4:\d+: error: logging\.level/);
+    assert.equal(await metric(api, 'runtime_config_reloads_total{result="failure"}'), 1);
+    assert.equal(await metric(api, 'runtime_config_reloads_total{result="success"}'), 0);
+    assert.equal(await metric(api, "runtime_config_last_reload_success_timestamp_seconds"), 0);
+    const status = await api.get("/v0/runtime/status");
+    assert.equal(status.json.polling_interval_ms, 100, "the old configuration still runs");
+    assert.equal(providerPids(rt, rig).get("p0"), pid, "the provider was not touched");
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+const TREE_A = `<root BTCPP_format="4" main_tree_to_execute="Main">
+  <BehaviorTree ID="Main"><AlwaysSuccess name="tree_a"/></BehaviorTree>
+</root>
+`;
+const TREE_B = TREE_A.replace("tree_a", "tree_b");
+
+/** automation: with a tree file, parameters and the AUTO -> FAULT hook AUTO needs. */
+function automationYaml(tree: string, parameters: string): string {
+  return `automation:
+  enabled: true
+  behavior_tree: ${tree}
+  parameters:
+${parameters}
+  mode_transition_hooks:
+    before_transition:
+      - {from: AUTO, to: FAULT, calls: [{device_handle: p0/relayio0, function_id: 1, args: {enabled: false}}]}
+`;
+}
+
+Deno.test("SIGHUP applies log level and parameters (values kept where declared alike), refuses a new tree in AUTO and loads it in MANUAL, reports http.port as needing a restart", async () => {
+  const rig = await Rig.create(["p0"]);
+  await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
+  await Deno.writeTextFile(`${rig.dir}/tree-b.xml`, TREE_B);
+  const params = [
+    "    - {name: keep, type: double, default: 1.5}",
+    "    - {name: redo, type: int64, default: 1, min: 0, max: 10}",
+    "    - {name: gone, type: bool, default: true}",
+  ];
+  await rig.write(
+    `logging: {level: info}\n${automationYaml("tree-a.xml", params.join("\n"))}providers:\n${
+      rig.provider("p0")
+    }\n`,
+  );
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    for (const [name, value] of [["keep", 2.5], ["redo", 5]] as const) {
+      const r = await api.post("/v0/parameters", { name, value });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+    }
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const auto = await api.post("/v0/mode", { mode: "AUTO" });
+    assert.equal(auto.status, 200, JSON.stringify(auto.json));
+    const debugBefore = rt.stderr().split("\n").filter((l) => l.startsWith("DEBUG")).length;
+    assert.equal(debugBefore, 0);
+
+    const next = [
+      params[0],
+      params[1].replace("max: 10", "max: 20"),
+      "    - {name: fresh, type: string, default: hello}",
+    ];
+    await Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http: {port: ${freePort()}}\nlogging: {level: debug}\n${
+          automationYaml("tree-b.xml", next.join("\n"))
+        }providers:\n${rig.provider("p0")}\n`,
+    );
+    const first = await reload(rt, 1);
+    assert.match(first, /^WARN /);
+    assert.match(first, /log level info->debug/);
+    assert.match(first, /applied: parameters/);
+    assert.match(first, /behavior tree refused: mode is AUTO/);
+    assert.match(first, /needs restart: http\.port$/);
+    const list = (await api.get("/v0/parameters")).json.parameters as {
+      name: string;
+      value: unknown;
+    }[];
+    assert.deepEqual(list.map((p) => [p.name, p.value]), [
+      ["keep", 2.5],
+      ["redo", 1],
+      ["fresh", "hello"],
+    ]);
+    assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
+    assert.equal((await api.get("/v0/mode")).json.mode, "AUTO", "the reload left AUTO running");
+    await waitFor("a DEBUG line", () => rt.stderr().split("\n").some((l) => l.startsWith("DEBUG")));
+
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const second = await reload(rt, 2);
+    assert.match(second, /behavior tree reloaded/);
+    assert.doesNotMatch(second, /applied: parameters/, "parameters are as declared already");
+    assert.match(second, /needs restart: http\.port$/, "still not applied: still reported");
+    assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_b/);
+
+    // The same path with new content is a new tree too.
+    await Deno.writeTextFile(`${rig.dir}/tree-b.xml`, TREE_B.replace("tree_b", "tree_c"));
+    assert.match(await reload(rt, 3), /behavior tree reloaded/);
+    const status = (await api.get("/v0/automation/status")).json;
+    assert.equal(
+      status.automation_version.digest,
+      await sha256Hex(TREE_B.replace("tree_b", "tree_c")),
+    );
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process goes on) but starts an added one; after AUTO the change applies", async () => {
+  const rig = await Rig.create(["p0", "p1", "p2", "p3"]);
+  await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
+  const automation = automationYaml("tree-a.xml", "    - {name: k, type: bool, default: true}");
+  await rig.write(
+    `${automation}providers:\n${rig.provider("p0")}\n${rig.provider("p1")}\n${
+      rig.provider("p3")
+    }\n`,
+  );
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    const before = providerPids(rt, rig);
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    assert.equal((await api.post("/v0/mode", { mode: "AUTO" })).status, 200);
+    // p1 changed, p2 added, p3 removed.
+    await rig.write(
+      `${automation}providers:\n${rig.provider("p0")}\n${rig.provider("p1", "timeout_ms: 6000")}\n${
+        rig.provider("p2")
+      }\n`,
+    );
+    const first = await reload(rt, 1);
+    assert.match(
+      first,
+      /^WARN .*providers \+1 -0 ~0 =1; refused in AUTO: p3, p1 \(provider removal\/change\)/,
+    );
+    const inAuto = await waitFor("p2 up", () => {
+      const pids = providerPids(rt, rig);
+      return pids.has("p2") ? pids : undefined;
+    });
+    assert.equal(inAuto.get("p1"), before.get("p1"), "p1 was not restarted in AUTO");
+    assert.equal(inAuto.get("p3"), before.get("p3"), "p3 was not stopped in AUTO");
+    assert.equal((await api.get("/v0/mode")).json.mode, "AUTO");
+
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const second = await reload(rt, 2);
+    assert.match(second, /^INFO .*providers \+0 -1 ~1 =2/);
+    const after = await waitFor("p3 gone", () => {
+      const pids = providerPids(rt, rig);
+      return pids.has("p3") ? undefined : pids;
+    });
+    assert.notEqual(after.get("p1"), before.get("p1"), "p1 restarted once AUTO was left");
+    assert.equal(after.get("p2"), inAuto.get("p2"));
+    assert.equal(after.get("p0"), before.get("p0"));
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("POST /v0/estop answers while a reload restarts a provider, and the restarted provider is brought to the safe state once up", async () => {
+  const rig = await Rig.create(["keep", "change"]);
+  const body = (change: string) =>
+    `safety: {safe_state: {zero_is_safe: true}}\nproviders:\n${rig.provider("keep")}\n${change}\n`;
+  await rig.write(body(rig.provider("change")));
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    const oldPid = providerPids(rt, rig).get("change");
+    // The changed entry starts the simulator 5 s late: the reload is mid-restart meanwhile.
+    const sim =
+      `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ${rig.dir}/sim-change.yaml`;
+    await rig.write(
+      body(
+        `  - {id: change, command: /bin/sh, args: [-c, "sleep 5; exec ${sim}"], hello_timeout_ms: 30000}`,
+      ),
+    );
+    rt.signal("SIGHUP");
+    await waitFor("the restarted provider's new process", () => {
+      const pid = providerPids(rt, rig).get("change");
+      return pid !== undefined && pid !== oldPid;
+    });
+    const stop = await api.post("/v0/estop", { reason: "during reload" });
+    assert.equal(stop.status, 200, JSON.stringify(stop.json));
+    assert.equal(stop.json.latched, true);
+    assert.deepEqual(summaries(rt), [], "the e-stop answered before the reload finished");
+    // Two more SIGHUPs during the reload are coalesced into one reload after it.
+    rt.signal("SIGHUP");
+    rt.signal("SIGHUP");
+    const keepCalls = stop.json.actions.filter((a: { device_handle: string }) =>
+      a.device_handle.startsWith("keep/")
+    );
+    assert.ok(keepCalls.length > 0 && keepCalls.every((a: { success: boolean }) => a.success));
+
+    const summary = await waitFor("reload summary", () => summaries(rt)[0]);
+    const plan = (await api.get("/v0/runtime/status")).json.estop.plan.calls as {
+      device_handle: string;
+    }[];
+    const changeCalls = plan.filter((c) => c.device_handle.startsWith("change/")).length;
+    assert.ok(changeCalls > 0);
+    assert.match(summary, /providers \+0 -0 ~1 =1/);
+    assert.match(summary, new RegExp(`e-stop latched: ${changeCalls} safe-state call\\(s\\) run`));
+    assert.equal((await api.get("/v0/runtime/status")).json.estop.latched, true);
+    assert.match(await waitFor("the coalesced reload", () => summaries(rt)[1]), /no change$/);
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    assert.equal(summaries(rt).length, 2, "three SIGHUPs, two reloads");
+  } finally {
+    await rt.stop();
+    await rig.dispose();
+  }
+});
+
+/** A stand-in InfluxDB on loopback: answers 204 to everything and keeps each write's body. */
+class FakeInflux {
+  readonly writes: string[] = [];
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+
+  constructor() {
+    this.#server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const body = await req.text();
+      if (new URL(req.url).pathname === "/api/v2/write") this.writes.push(body);
+      return new Response(null, { status: 204 });
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  close(): Promise<void> {
+    return this.#server.shutdown();
+  }
+}
+
+Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from then on", async () => {
+  const rig = await Rig.create(["p0"]);
+  const first = new FakeInflux();
+  const second = new FakeInflux();
+  const telemetry = (url: string) =>
+    `telemetry: {enabled: true, influxdb: {url: "${url}", token: t0k3n, flush_interval_ms: 100}}\n`;
+  try {
+    await rig.write(`${telemetry(first.url)}providers:\n${rig.provider("p0")}\n`);
+    const rt = await rig.start();
+    try {
+      await waitFor("rows at the first target", () => first.writes.length > 0);
+      await rig.write(`${telemetry(second.url)}providers:\n${rig.provider("p0")}\n`);
+      const summary = await reload(rt, 1);
+      assert.match(summary, new RegExp(`telemetry changed \\(writing to ${second.url}\\)`));
+      const api = new Api(rt.base);
+      // A mode change after the reload is a row only the new writer can have written.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor(
+        "the mode change at the second target",
+        () => second.writes.some((w) => /mode_change.*MANUAL/.test(w)),
+      );
+      assert.ok(!first.writes.some((w) => /mode_change.*MANUAL/.test(w)));
+      assert.ok(!rt.stderr().includes("t0k3n"), "the token is never logged");
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+    }
+  } finally {
+    await first.close();
+    await second.close();
+    await rig.dispose();
+  }
+});
