@@ -61,4 +61,7 @@ export interface ProcessStats {
   readonly rssBytes: number;
   /** User + system CPU time in seconds since the process started; null where unreadable. */
   readonly cpuSeconds: number | null;
+  /** JavaScript heap in use and reserved (V8), bytes: a leak shows as rising heap in use. */
+  readonly heapUsedBytes: number;
+  readonly heapTotalBytes: number;
 }

@@ -22,7 +22,10 @@ export function cpuSecondsFromProcStat(text: string): number | null {
   return (utime + stime) / PROC_CLOCK_TICKS_PER_SECOND;
 }
 
-/** This process's RSS (Deno.memoryUsage) and CPU time (/proc/self/stat; null off Linux). */
+/**
+ * This process's RSS and V8 heap (Deno.memoryUsage) and CPU time (/proc/self/stat; null off
+ * Linux).
+ */
 export function readProcessStats(): ProcessStats {
   let cpuSeconds: number | null = null;
   try {
@@ -30,5 +33,11 @@ export function readProcessStats(): ProcessStats {
   } catch {
     // no procfs (not Linux, or a sandbox without it): the metric is left out
   }
-  return { rssBytes: Deno.memoryUsage().rss, cpuSeconds };
+  const mem = Deno.memoryUsage();
+  return {
+    rssBytes: mem.rss,
+    cpuSeconds,
+    heapUsedBytes: mem.heapUsed,
+    heapTotalBytes: mem.heapTotal,
+  };
 }

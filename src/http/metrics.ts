@@ -98,6 +98,16 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       "Resident set size of the runtime process in bytes (providers not included).",
       proc.rssBytes,
     );
+    gauge1(
+      "runtime_process_heap_used_bytes",
+      "V8 JavaScript heap in use in bytes (a leak shows as a rising floor between collections).",
+      proc.heapUsedBytes,
+    );
+    gauge1(
+      "runtime_process_heap_total_bytes",
+      "V8 JavaScript heap reserved in bytes.",
+      proc.heapTotalBytes,
+    );
     if (proc.cpuSeconds !== null) {
       w.family(
         "runtime_process_cpu_seconds_total",

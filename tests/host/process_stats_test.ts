@@ -13,5 +13,6 @@ Deno.test("cpuSecondsFromProcStat adds utime and stime after a command name hold
 Deno.test("readProcessStats reads this process's RSS and CPU time", () => {
   const s = readProcessStats();
   assert.ok(s.rssBytes > 1024 * 1024, `rss ${s.rssBytes}`);
+  assert.ok(s.heapUsedBytes > 0 && s.heapUsedBytes <= s.heapTotalBytes, JSON.stringify(s));
   if (Deno.build.os === "linux") assert.ok(s.cpuSeconds !== null && s.cpuSeconds > 0);
 });

@@ -23,6 +23,8 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_info: "gauge",
   runtime_uptime_seconds: "gauge",
   runtime_process_resident_memory_bytes: "gauge",
+  runtime_process_heap_used_bytes: "gauge",
+  runtime_process_heap_total_bytes: "gauge",
   runtime_process_cpu_seconds_total: "counter",
   runtime_provider_up: "gauge",
   runtime_provider_circuit_open: "gauge",
@@ -110,6 +112,9 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
     }
     assert.equal(sampleValue(first.families, "runtime_mode", { mode: "IDLE" }), 1);
     assert.ok(sampleValue(first.families, "runtime_process_resident_memory_bytes") > 1e6);
+    const heapUsed = sampleValue(first.families, "runtime_process_heap_used_bytes");
+    const heapTotal = sampleValue(first.families, "runtime_process_heap_total_bytes");
+    assert.ok(heapUsed > 1e6 && heapUsed <= heapTotal, `heap ${heapUsed} of ${heapTotal}`);
     const polls0 = sampleValue(first.families, "runtime_poll_duration_seconds_count", {
       provider: "sim0",
     });

@@ -3,6 +3,7 @@
  * child process with simulated providers as its children, its configuration file rewritten and
  * SIGHUP sent. Provider processes are told apart by the simulator file each one is given.
  */
+import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
@@ -105,7 +106,7 @@ async function reload(rt: RuntimeChild, n: number): Promise<string> {
 }
 
 async function metric(api: Api, sample: string): Promise<number | undefined> {
-  const text = await (await fetch(`${api.base}/metrics`)).text();
+  const text = await (await apiFetch(`${api.base}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${sample} `));
   return line === undefined ? undefined : Number(line.slice(sample.length + 1));
 }
@@ -376,7 +377,7 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
       ["redo", 1],
       ["fresh", "hello"],
     ]);
-    assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
+    assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
     assert.equal((await api.get("/v0/mode")).json.mode, "AUTO", "the reload left AUTO running");
     await waitFor("a DEBUG line", () => rt.stderr().split("\n").some((l) => l.startsWith("DEBUG")));
 
@@ -385,7 +386,7 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     assert.match(second, /behavior tree reloaded/);
     assert.doesNotMatch(second, /applied: parameters/, "parameters are as declared already");
     assert.match(second, /needs restart: http\.port$/, "still not applied: still reported");
-    assert.match(await (await fetch(`${rt.base}/v0/automation/tree`)).text(), /tree_b/);
+    assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_b/);
 
     // The same path with new content is a new tree too.
     await Deno.writeTextFile(`${rig.dir}/tree-b.xml`, TREE_B.replace("tree_b", "tree_c"));
