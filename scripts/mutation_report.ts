@@ -111,6 +111,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/http/request_policy_test.ts",
       "tests/http/request_policy_rules_test.ts",
       "tests/http/pieces_test.ts",
+      "tests/http/roles_test.ts",
     ],
     timeoutMs: UNIT_TIMEOUT_MS,
   },

@@ -125,7 +125,6 @@ export class BearerAuth {
     // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
     if (header === null || !header.startsWith("Bearer ")) return null;
     const entries = await this.#entries;
-    if (entries.length === 0) return null;
     const presented = await sha256(header.slice("Bearer ".length));
     // index + 1 of the matching entry, 0 for none; config validation keeps token values unique.
     let found = 0;

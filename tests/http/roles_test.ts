@@ -13,6 +13,7 @@ import {
   HttpApi,
   type NamedToken,
   requiredRole,
+  resolveNamedTokens,
   roleAllows,
   ROUTES,
 } from "../../src/http/mod.ts";
@@ -396,4 +397,21 @@ Deno.test("HttpApi records a role refusal of an actuating route in the audit tra
   } finally {
     await fx.close();
   }
+});
+
+Deno.test("resolveNamedTokens takes each entry's token inline or from its token_env variable ('' when unset)", () => {
+  const http = {
+    ...testConfig({}).http,
+    tokens: [
+      { name: "inline", role: "viewer" as const, token: "inline-token-0123456789", tokenEnv: "" },
+      { name: "fromenv", role: "operator" as const, token: "", tokenEnv: "RUNTIME_TOKEN_A" },
+      { name: "unset", role: "admin" as const, token: "", tokenEnv: "RUNTIME_TOKEN_B" },
+    ],
+  };
+  const env: Record<string, string> = { RUNTIME_TOKEN_A: "env-token-abcdefghijkl" };
+  assert.deepStrictEqual(resolveNamedTokens(http, (n) => env[n]), [
+    { name: "inline", role: "viewer", token: "inline-token-0123456789" },
+    { name: "fromenv", role: "operator", token: "env-token-abcdefghijkl" },
+    { name: "unset", role: "admin", token: "" },
+  ]);
 });
