@@ -470,6 +470,8 @@ export class Runtime {
       ...next,
       runtime: this.#config.runtime,
       http: this.#config.http,
+      // The journal was sized at start: `audit.*` needs a restart (reported again next reload).
+      audit: this.#config.audit,
       providers,
       automation: {
         ...na,

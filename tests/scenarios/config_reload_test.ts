@@ -358,7 +358,7 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     await Deno.writeTextFile(
       rig.configPath,
       `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
-        `http: {port: ${freePort()}}\nlogging: {level: debug}\n${
+        `http: {port: ${freePort()}}\naudit: {max_files: 3}\nlogging: {level: debug}\n${
           automationYaml("tree-b.xml", next.join("\n"))
         }providers:\n${rig.provider("p0")}\n`,
     );
@@ -367,7 +367,7 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     assert.match(first, /log level info->debug/);
     assert.match(first, /applied: parameters/);
     assert.match(first, /behavior tree refused: mode is AUTO/);
-    assert.match(first, /needs restart: http\.port$/);
+    assert.match(first, /needs restart: http\.port, audit\.max_files$/);
     const list = (await api.get("/v0/parameters")).json.parameters as {
       name: string;
       value: unknown;
@@ -385,7 +385,11 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     const second = await reload(rt, 2);
     assert.match(second, /behavior tree reloaded/);
     assert.doesNotMatch(second, /applied: parameters/, "parameters are as declared already");
-    assert.match(second, /needs restart: http\.port$/, "still not applied: still reported");
+    assert.match(
+      second,
+      /needs restart: http\.port, audit\.max_files$/,
+      "still not applied: still reported",
+    );
     assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_b/);
 
     // The same path with new content is a new tree too.
