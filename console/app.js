@@ -1215,6 +1215,10 @@ function onEvent(e) {
     case "interlock":
       alarms.onInterlockEvent(data);
       break;
+    case "config_reload":
+      // Providers, parameters, alarms or the tree may have changed: re-read everything.
+      if (data.result === "applied") refresh(true);
+      break;
     case "bt_error":
     case "automation_fault":
     case "device_loss_latch":

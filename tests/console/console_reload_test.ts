@@ -1,0 +1,59 @@
+/**
+ * The operator console follows a configuration reload (SIGHUP) without a page reload: on a
+ * `config_reload` event with result `applied` it re-reads everything, so a parameter the new file
+ * declares appears in the Parameters view (a new declaration publishes no parameter_change of its
+ * own). The demo configuration as a real `runtime` process, the page in headless Chromium.
+ */
+import assert from "node:assert/strict";
+import {
+  chromiumMissing,
+  collectPageErrors,
+  launchChromium,
+  PAGE_WAIT_MS,
+} from "../helpers/browser.ts";
+import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import { REPO } from "../helpers/sim_config.ts";
+import { waitFor } from "../helpers/kernel.ts";
+
+Deno.test({
+  name: "Operator console shows what a configuration reload declared, without a page reload",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+    assert.match(demo, /\n  parameters:\n/, "the demo declares parameters");
+    await withCheckoutMirror(demo, async (dir) => {
+      const port = freePort();
+      const rt = await startRuntimeChild({
+        config: `${dir}/config.yaml`,
+        port,
+        args: ["--port", String(port)],
+        cwd: dir,
+      });
+      const browser = await launchChromium();
+      try {
+        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+        const errors = collectPageErrors(page);
+        await page.goto(`${rt.base}/#parameters`);
+        await page.locator('form[data-parameter="target_temp"]').waitFor({ timeout: PAGE_WAIT_MS });
+        assert.strictEqual(await page.locator('form[data-parameter="reload_probe"]').count(), 0);
+
+        await Deno.writeTextFile(
+          `${dir}/config.yaml`,
+          demo.replace(
+            "\n  parameters:\n",
+            "\n  parameters:\n    - name: reload_probe\n      type: double\n      default: 1.5\n",
+          ),
+        );
+        rt.signal("SIGHUP");
+        await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
+        const probe = page.locator('form[data-parameter="reload_probe"]');
+        await probe.waitFor({ timeout: PAGE_WAIT_MS });
+        assert.match(await probe.locator("strong.value").textContent() ?? "", /^1\.5$/);
+        assert.deepStrictEqual(errors, []);
+      } finally {
+        await browser.close();
+        await rt.stop();
+      }
+    });
+  },
+});
