@@ -20,7 +20,7 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async () => {
     const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
-    assert.match(demo, /\n  parameters:\n/, "the demo declares parameters");
+    assert.match(demo, /\n {2}parameters:\n/, "the demo declares parameters");
     await withCheckoutMirror(demo, async (dir) => {
       const port = freePort();
       const rt = await startRuntimeChild({
