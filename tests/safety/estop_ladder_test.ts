@@ -6,10 +6,10 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
-import { CallRouter } from "../../src/control/mod.ts";
+import { type AuditDecision, CallRouter } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { Runtime } from "../../src/runtime.ts";
@@ -343,6 +343,79 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
     estop.clear();
     await heaterOn();
   } finally {
+    await registry.stopAll(2000);
+  }
+});
+
+Deno.test("Estop with two providers: the latch refuses as gate 'estop', secureProviders runs one provider's zero calls, a removed provider leaves the plan", async () => {
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "info",
+    journald: false,
+    now: () => Date.now(),
+    write: (line) => lines.push(line),
+  });
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([plantProvider("plant"), plantProvider("other")], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log,
+    bus,
+    cwd: ".",
+    shutdownTimeoutMs: 2000,
+  });
+  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
+  const audit: AuditDecision[] = [];
+  const router = new CallRouter({
+    registry,
+    cache,
+    log,
+    clock: systemClock,
+    audit: { record: (d) => audit.push(d) },
+  });
+  const estop = new Estop({
+    router,
+    registry,
+    clock: systemClock,
+    log,
+    safeState: { hooks: [], setpoints: [], zeroIsSafe: true, expect: [], verifyTimeoutMs: 100 },
+  });
+  let removed: ProviderHost | undefined;
+  try {
+    await registry.startAll(20000, 2000);
+    estop.logPlan("start-up");
+    await estop.trigger("two providers");
+    await assert.rejects(
+      router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: 1,
+        args: { enabled: b(true) },
+        origin: "manual",
+      }),
+    );
+    const refused = audit.filter((a) => a.outcome === "refused");
+    assert.deepEqual(refused.map((a) => [a.device_handle, a.refused_by]), [
+      ["plant/plant0", "estop"],
+    ]);
+
+    const secured = await estop.secureProviders(["other"]);
+    assert.deepEqual(secured, [
+      { device_handle: "other/plant0", function: "set_heater", success: true },
+      { device_handle: "other/plant0", function: "set_fan", success: true },
+    ]);
+
+    removed = registry.remove("other");
+    assert.deepEqual(estop.plan().calls.map((c) => c.label.device_handle), [
+      "plant/plant0",
+      "plant/plant0",
+    ]);
+    assert.ok(
+      lines.some((l) => l.includes("e-stop plan (provider other removed): rung 'zero', 2 call(s)")),
+      lines.join("\n"),
+    );
+  } finally {
+    await removed?.stop(2000);
     await registry.stopAll(2000);
   }
 });

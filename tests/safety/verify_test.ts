@@ -588,3 +588,39 @@ Deno.test("verifySafeState: a provider that hangs during the read-back is report
     await fx.close();
   }
 });
+
+Deno.test("verifySafeState: a read that ends exactly at the deadline is the last one", async () => {
+  // Monotonic time stands still while the first read is made, then reads exactly the deadline.
+  let calls = 0;
+  let after = 1300;
+  const clock = { nowMs: () => Date.now(), monoMs: () => (++calls <= 2 ? 1000 : after) };
+  const fx = await startReadback((log) => [
+    readbackProvider(
+      "rb",
+      { dev0: { signals: { duty: "double" }, reads: [{ duty: { v: 0.6 } }] } },
+      {
+        logFile: log,
+      },
+    ),
+  ]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const verifying = verifySafeState({
+      registry: fx.registry,
+      clock,
+      expect: [expectation("rb/dev0/duty", { equals: 0 })],
+      timeoutMs: 300,
+    });
+    // Bound on a loop that would never end (time does not pass at the deadline).
+    const bound = new Promise<"unbounded">((r) => (timer = setTimeout(() => r("unbounded"), 5000)));
+    const v = await Promise.race([verifying, bound]);
+    after = 1e12; // ends a loop still running, so the test cleans up either way
+    await verifying;
+    assert.notEqual(v, "unbounded", "verification did not stop at its deadline");
+    assert.equal(v === "unbounded" ? null : v.outcome, "mismatch");
+    assert.equal(fx.reads().length, 1, fx.reads().join("\n"));
+  } finally {
+    clearTimeout(timer);
+    await fx.close();
+  }
+});
