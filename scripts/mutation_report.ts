@@ -101,6 +101,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: ["src/control/call_router.ts"],
     tests: [
       "tests/control/call_router_test.ts",
+      "tests/control/call_router_audit_test.ts",
+      "tests/http/metrics_test.ts",
       "tests/scenarios/kernel_calls_test.ts",
       "tests/scenarios/estop_drain_test.ts",
       "tests/scenarios/estop_concurrency_test.ts",

@@ -230,7 +230,7 @@ export class CallRouter {
       function: p.fn.name,
       args: p.args,
       reason: `${e?.code ?? "INTERNAL"}: ${err instanceof Error ? err.message : String(err)}`,
-      refused_by: refused ? (p.refusedBy ?? "unavailable") : null,
+      refused_by: refused ? p.refusedBy : null,
       result: null,
       latency_ms: this.#clock.monoMs() - startedMs,
     });
@@ -279,9 +279,9 @@ export class CallRouter {
         function_name: fn.name,
         args: wireArgs,
       });
-      // Written unless the provider was down (host.request refuses that before it writes).
+      // Written unless the provider was down (host.request refuses that before it writes):
+      // once sent, a failure is `failed` and names no refusing check.
       progress.sent = available;
-      if (available) progress.refusedBy = null;
       response = await pending;
     } finally {
       release();
@@ -338,11 +338,10 @@ export class CallRouter {
   #checkGates(ctx: GateContext, progress: CallProgress): void {
     if (ctx.origin === "safety") return;
     for (const { gate, name } of this.#gates) {
+      // Named before it runs: a gate that throws instead of answering is named as the refuser.
+      progress.refusedBy = name;
       const refusal = gate(ctx);
-      if (refusal) {
-        progress.refusedBy = name;
-        throw refusal;
-      }
+      if (refusal) throw refusal;
     }
   }
 
