@@ -90,6 +90,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     tests: [
       "tests/control/validate_args_test.ts",
       "tests/control/parameters_test.ts",
+      "tests/control/parameters_reload_audit_test.ts",
       "tests/control/declared_calls_test.ts",
       "tests/control/declared_calls_sim_test.ts",
       "tests/scenarios/audit_origins_test.ts",

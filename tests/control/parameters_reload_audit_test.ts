@@ -1,0 +1,155 @@
+/**
+ * ParameterStore under a configuration reload (redeclare: which declarations count as unchanged,
+ * duplicates, invalid defaults, removed parameters, events) and its audit records (every set,
+ * accepted or refused, with who asked). No processes: the store alone with an event bus and a
+ * recording audit sink.
+ */
+import assert from "node:assert/strict";
+import type { ParameterConfig } from "../../src/config/mod.ts";
+import { type AuditDecision, ParameterStore } from "../../src/control/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+const BASE: ParameterConfig[] = [
+  { name: "temp", type: "double", default: 30, min: 10, max: 80, allowedValues: [] },
+  { name: "profile", type: "string", default: "eco", allowedValues: ["eco", "boost"] },
+];
+
+function store(params: ParameterConfig[] = BASE) {
+  const bus = new EventBus();
+  const events: RuntimeEvent[] = [];
+  bus.subscribe((e) => events.push(e.event));
+  const audit: AuditDecision[] = [];
+  const s = new ParameterStore({
+    parameters: params,
+    bus,
+    clock: systemClock,
+    log: testLogger(),
+    audit: { record: (d) => void audit.push(d) },
+  });
+  return { s, events, audit };
+}
+
+Deno.test("ParameterStore.redeclare keeps a value only when every field of the declaration is the same", () => {
+  const changes: [string, Partial<ParameterConfig>][] = [
+    ["nothing", {}],
+    ["default", { default: 31 }],
+    ["min", { min: 11 }],
+    ["max", { max: 79 }],
+  ];
+  for (const [what, change] of changes) {
+    const { s } = store();
+    s.set("temp", 55);
+    s.redeclare([{ ...BASE[0], ...change }, BASE[1]]);
+    const expected = what === "nothing" ? 55 : (change.default ?? 30);
+    assert.strictEqual(s.value("temp"), expected, `changed ${what}`);
+  }
+  const strings: [string, string[]][] = [
+    ["same", ["eco", "boost"]],
+    ["one value differs", ["eco", "turbo"]],
+    ["one more value", ["eco", "boost", "max"]],
+  ];
+  for (const [what, allowedValues] of strings) {
+    const { s } = store();
+    s.set("profile", "boost");
+    s.redeclare([BASE[0], { ...BASE[1], allowedValues }]);
+    assert.strictEqual(s.value("profile"), what === "same" ? "boost" : "eco", what);
+  }
+  const { s } = store();
+  s.set("temp", 55);
+  s.redeclare([{ ...BASE[0], type: "int64", default: 30 }, BASE[1]]);
+  assert.strictEqual(s.value("temp"), 30, "changed type");
+});
+
+Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid default is skipped, a removed one is gone, only a changed value is an event", () => {
+  const { s, events } = store();
+  s.set("temp", 55);
+  events.length = 0;
+  s.redeclare([
+    { ...BASE[0], default: 20 },
+    { ...BASE[0], default: 70 }, // duplicate: ignored
+    { name: "bad", type: "double", default: 500, min: 0, max: 10, allowedValues: [] },
+    { name: "fresh", type: "bool", default: true, allowedValues: [] },
+  ]);
+  assert.deepStrictEqual(s.list().map((p) => [p.name, p.value]), [["temp", 20], ["fresh", true]]);
+  assert.strictEqual(s.value("profile"), undefined, "removed");
+  assert.strictEqual(s.value("bad"), undefined, "an invalid default is not declared");
+  // One event: temp reset 55 -> 20. A new parameter and a removed one publish nothing.
+  assert.deepStrictEqual(
+    events.map((e) =>
+      e.kind === "parameter_change" ? [e.parameter_name, e.old_value, e.new_value] : e.kind
+    ),
+    [["temp", "55.000000", "20.000000"]],
+  );
+  // Declared again exactly as now: no event, value kept.
+  s.set("temp", 42);
+  events.length = 0;
+  s.redeclare([{ ...BASE[0], default: 20 }, {
+    name: "fresh",
+    type: "bool",
+    default: true,
+    allowedValues: [],
+  }]);
+  assert.strictEqual(s.value("temp"), 42);
+  assert.deepStrictEqual(events.filter((e) => e.kind === "parameter_change"), []);
+});
+
+Deno.test("ParameterStore.set records every set in the audit trail: accepted with the result, refused with the reason", () => {
+  const { s, audit } = store();
+  s.set("temp", 55, { kind: "automation", node: "Root/Set" });
+  s.set("profile", "boost"); // default origin: an HTTP client
+  assert.throws(() => s.set("temp", 500));
+  assert.throws(() => s.set("temp", { not: "a scalar" }));
+  assert.deepStrictEqual(audit, [
+    {
+      action: "parameter",
+      origin: { kind: "automation", node: "Root/Set" },
+      outcome: "accepted",
+      function: "temp",
+      args: { value: 55 },
+      result: { value: 55 },
+      latency_ms: 0,
+    },
+    {
+      action: "parameter",
+      origin: { kind: "http" },
+      outcome: "accepted",
+      function: "profile",
+      args: { value: "boost" },
+      result: { value: "boost" },
+      latency_ms: 0,
+    },
+    {
+      action: "parameter",
+      origin: { kind: "http" },
+      outcome: "refused",
+      function: "temp",
+      args: { value: 500 },
+      reason: audit[2].reason,
+      refused_by: "validation",
+      latency_ms: 0,
+    },
+    {
+      action: "parameter",
+      origin: { kind: "http" },
+      outcome: "refused",
+      function: "temp",
+      args: { value: "[object Object]" },
+      reason: audit[3].reason,
+      refused_by: "validation",
+      latency_ms: 0,
+    },
+  ]);
+  assert.match(audit[2].reason ?? "", /^INVALID_ARGUMENT: .*500.*max 80/);
+  assert.match(audit[3].reason ?? "", /^INVALID_ARGUMENT: /);
+  // Scalars of every JSON kind are kept as given.
+  const scalars = store([{ name: "any", type: "string", default: "", allowedValues: [] }]);
+  for (const v of [null, true, 7, "x"]) assert.throws(() => scalars.s.set("nope", v));
+  assert.deepStrictEqual(scalars.audit.map((d) => d.args), [
+    { value: null },
+    { value: true },
+    { value: 7 },
+    { value: "x" },
+  ]);
+});
