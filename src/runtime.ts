@@ -250,7 +250,7 @@ export class Runtime {
       await this.cache.stop(); // the poll loops began after stop() had stopped the cache
       this.#throwIfStopping();
     }
-    // --- modes, parameters, e-stop (issue 5): start-up preflight, log only (config.md §6) ---
+    // --- modes, parameters, e-stop (issue 5): start-up preflight, log only (config.md sec. 6) ---
     for (const problem of validateDeclaredCalls(this.config, this.registry)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
     }

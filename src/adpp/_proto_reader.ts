@@ -143,7 +143,7 @@ export class ProtoReader {
     return (this.varint() | this.hi) !== 0;
   }
 
-  /** int64 as a number (rounded beyond ±2^53, like protobufjs with `longs: Number`). */
+  /** int64 as a number (rounded beyond +/-2^53, like protobufjs with `longs: Number`). */
   int64(): number {
     const lo = this.varint() >>> 0;
     return (this.hi | 0) * TWO_POW_32 + lo;

@@ -234,7 +234,7 @@ export class ProtoWriter {
    * Checks a 64-bit integer (a number or a bigint) and leaves its two's-complement halves in
    * `lo`/`hi`. A fractional number is truncated toward zero (as protobufjs did); the number
    * 2^63 (int64) or 2^64 (uint64) stands for the largest value, being the double it rounds to;
-   * NaN, ±Infinity and values out of range throw RangeError, other types TypeError.
+   * NaN, +/-Infinity and values out of range throw RangeError, other types TypeError.
    */
   split64(v: unknown, unsigned: boolean, field: string): void {
     if (typeof v === "number") {

@@ -32,7 +32,7 @@ export class ProviderStatusError extends RuntimeError {
   }
 }
 
-/** Provider status code -> runtime code (adpp-wire.md §9; anything unknown is INTERNAL). */
+/** Provider status code -> runtime code (adpp-wire.md sec. 9; anything unknown is INTERNAL). */
 export function mapProviderCode(code: number): Exclude<RuntimeCode, "OK"> {
   switch (code) {
     case StatusCode.INVALID_ARGUMENT:

@@ -13,7 +13,7 @@ import {
 
 export { ENCODE_SLAB_BYTES } from "./_proto_writer.ts";
 
-/** Numeric enums of the wire (adpp-wire.md §6). */
+/** Numeric enums of the wire (adpp-wire.md sec. 6). */
 export const StatusCode = {
   UNSPECIFIED: 0,
   OK: 1,
@@ -57,7 +57,7 @@ export interface WireTimestamp {
   nanos?: number;
 }
 
-/** A wire Value; 64-bit members decode exactly (a bigint only beyond ±(2^53-1)). */
+/** A wire Value; 64-bit members decode exactly (a bigint only beyond +/-(2^53-1)). */
 export interface WireValue {
   type?: number;
   bool_value?: boolean;

@@ -1,6 +1,6 @@
 /**
  * One interlock: its condition compiled against shared signal inputs, and the rule that decides
- * whether it blocks. It blocks while its condition holds, and also — fail safe — while any signal
+ * whether it blocks. It blocks while its condition holds, and also -- fail safe -- while any signal
  * the condition compares is not usable (stale, unavailable, faulty, missing) or a comparison
  * meets a value of a type it cannot compare. A signal read only inside `bad(...)` is the
  * condition's own business: `bad(x)` is true exactly when x is not usable.

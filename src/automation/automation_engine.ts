@@ -2,7 +2,7 @@
  * AutomationEngine: the behavior-tree automation as the runtime runs it. Loads the configured
  * tree at start-up (every diagnostic fails the start), adapts the kernel (state cache, call router,
  * parameters, clock) to BtServices, ticks only in AUTO (every committed mode change toggles the
- * runner; leaving AUTO — including the FAULT an e-stop forces — halts the tree), turns a tick that
+ * runner; leaving AUTO -- including the FAULT an e-stop forces -- halts the tree), turns a tick that
  * throws into a forced FAULT, and answers GET /v0/automation/tree and /status.
  *
  * Around the tree (issue 19): entering AUTO is refused while a device the tree names literally is
@@ -319,7 +319,7 @@ export class AutomationEngine {
     return { ticks: d.total_ticks, errors: d.error_count };
   }
 
-  /** GET /v0/automation/status (http-api.md §10 without `status`, plus issue 19's fields). */
+  /** GET /v0/automation/status (http-api.md sec. 10 without `status`, plus issue 19's fields). */
   status(): EngineStatus {
     const base = this.#baseStatus();
     const outages: DeviceOutage[] = [];
@@ -386,7 +386,7 @@ export class AutomationEngine {
   }
 
   #fault(error: string): void {
-    // automation.md §5 (later anolis): a tick that throws forces FAULT, un-vetoably.
+    // automation.md sec. 5 (later anolis): a tick that throws forces FAULT, un-vetoably.
     void this.#o.modes.forceFault(`automation fault: ${error}`, { kind: "automation" }).catch(
       (err) => {
         this.#log.error(`forcing FAULT after an automation fault failed: ${String(err)}`);
@@ -407,7 +407,7 @@ function treeLoadError(path: string, diagnostics: readonly Diagnostic[]): Runtim
   );
 }
 
-/** BT quality names (automation.md §2): the runtime's UNAVAILABLE reads as UNKNOWN. */
+/** BT quality names (automation.md sec. 2): the runtime's UNAVAILABLE reads as UNKNOWN. */
 function btQuality(q: Quality): BtQuality {
   return q === "UNAVAILABLE" ? "UNKNOWN" : q;
 }

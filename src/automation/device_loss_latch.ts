@@ -1,7 +1,7 @@
 /**
- * The device-loss latch (later anolis releases; issue 19 §4): after a device was lost — its
+ * The device-loss latch (later anolis releases; issue 19 sec. 4): after a device was lost -- its
  * provider crashed or restarted, or the device stopped answering or dropped out of the inventory
- * — automation may not command that device again until an operator deliberately enters AUTO
+ * -- automation may not command that device again until an operator deliberately enters AUTO
  * again. Their reason: on their reference rig an impeller restarted by itself ~1.4 s after power
  * returned to its provider, because the tree simply carried on.
  *

@@ -1,6 +1,6 @@
 /**
  * Provider and device health views, in the exact JSON shape of GET /v0/providers/health
- * (http-api.md §4). The kernel produces them; HTTP serves them; telemetry writes them as
+ * (http-api.md sec. 4). The kernel produces them; HTTP serves them; telemetry writes them as
  * runtime_provider_health / runtime_device_health rows.
  */
 
@@ -57,7 +57,7 @@ export interface ProviderDeviceHealthView {
 export interface ProviderDataFaultsView {
   /** Value member disagreeing with its `Value.type` or the signal's declared type (FAULT). */
   type_mismatch: number;
-  /** NaN or ±Infinity doubles (stored with quality FAULT). */
+  /** NaN or +/-Infinity doubles (stored with quality FAULT). */
   non_finite: number;
   /** Samples of signal ids the device did not declare (dropped). */
   undeclared_signal: number;

@@ -14,7 +14,7 @@ function bigintAsNumber(_key: string, value: unknown): unknown {
 /**
  * JSON text of `value`; never throws for a bigint anywhere inside it. Takes JSON.stringify's fast
  * path and falls back to a replacer only when a bigint made that throw (rare: integers beyond
- * ±2^53 only).
+ * +/-2^53 only).
  */
 export function toJsonText(value: unknown): string {
   try {

@@ -7,7 +7,7 @@
  * stays `Object.is` and the common case allocates nothing new. JSON writes either as the exact
  * decimal digits (see `toJsonText`).
  *
- * A double that is NaN or ±Infinity carries `non_finite` naming it, because JSON has no such
+ * A double that is NaN or +/-Infinity carries `non_finite` naming it, because JSON has no such
  * numbers: its JSON is `{"type":"double","double":null,"non_finite":"NaN"}` (see `doubleValue`).
  */
 export type ValueType = "double" | "int64" | "uint64" | "bool" | "string" | "bytes";
@@ -63,7 +63,7 @@ export function exactInteger(v: bigint): ExactInteger {
   return v >= -9007199254740991n && v <= 9007199254740991n ? Number(v) : v;
 }
 
-/** A double typed value; NaN and ±Infinity get their `non_finite` name. */
+/** A double typed value; NaN and +/-Infinity get their `non_finite` name. */
 export function doubleValue(x: number): TypedValue {
   if (Number.isFinite(x)) return { type: "double", double: x };
   // String() spells a non-finite number exactly as its JSON name: NaN, Infinity, -Infinity.

@@ -5,7 +5,7 @@
  * These are validated as errors whether or not automation is enabled. anolis checks some of them
  * only with automation on, but in this project modes (and so mode-transition hooks) exist without
  * automation, the safety ladder never depends on it, and a parameter that is wrong today would
- * break the day automation is switched on — the issue lists the rules unconditionally.
+ * break the day automation is switched on -- the issue lists the rules unconditionally.
  */
 import { type Checker, describeValue, type Obj, present } from "./_checker.ts";
 import { convertCallArg } from "./_scalars.ts";
@@ -86,7 +86,7 @@ function readCall(ctx: CallContext, raw: unknown, path: Path): CallConfig | null
       );
       continue;
     }
-    // The scalar's source text, quotes removed: quotes are not significant (config.md §5).
+    // The scalar's source text, quotes removed: quotes are not significant (config.md sec. 5).
     const converted = convertCallArg(scalar.source ?? String(scalar.value));
     if (converted.ok) args[name] = converted.value;
     else c.error(argPath, converted.reason);

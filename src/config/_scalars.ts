@@ -1,5 +1,5 @@
 /**
- * Hook and safety call arguments: YAML scalar text -> typed value (config.md §5). Quotes are not
+ * Hook and safety call arguments: YAML scalar text -> typed value (config.md sec. 5). Quotes are not
  * significant, so `"120"` and `120` are both int64 and `1e3` is a string whether quoted or not;
  * this is how anolis reads them and existing configs rely on it.
  */
@@ -28,7 +28,7 @@ export function convertCallArg(text: string): ScalarConversion {
     if (!Number.isSafeInteger(n)) {
       return {
         ok: false,
-        reason: `value out of range: ${text} is beyond ±${Number.MAX_SAFE_INTEGER} ` +
+        reason: `value out of range: ${text} is beyond \u00b1${Number.MAX_SAFE_INTEGER} ` +
           `and would lose precision`,
       };
     }

@@ -322,7 +322,8 @@ const API_TOKEN: Json = {
     },
     token_env: {
       type: "string",
-      description: "Environment variable holding the token (RUNTIME_TOKEN_…), read at start-up " +
+      description:
+        "Environment variable holding the token (RUNTIME_TOKEN_\u2026), read at start-up " +
         "and kept out of the providers' environment.",
       pattern: TOKEN_ENV_PATTERN.source,
       errorMessage: "must be an environment variable name starting with RUNTIME_TOKEN_",

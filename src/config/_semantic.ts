@@ -1,7 +1,7 @@
 /**
  * Semantic layer: reads the plain YAML data section by section into the typed `Config`, merging
  * defaults explicitly and applying every bound of the spec's Limits table and every cross-field
- * rule (issue 2 §3, contract/config.md, project rules in contract/README.md).
+ * rule (issue 2 sec. 3, contract/config.md, project rules in contract/README.md).
  */
 import { LOG_LEVELS, resolvePath } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
@@ -684,7 +684,7 @@ function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
     "verify_timeout_ms",
   ]);
   return {
-    // An explicit `safety:` key, even empty, disables adoption of FAULT hooks (config.md §6).
+    // An explicit `safety:` key, even empty, disables adoption of FAULT hooks (config.md sec. 6).
     present: "safety" in root,
     safeState: {
       hooks: readCalls(callCtx, ss.hooks, [...P, "hooks"]),

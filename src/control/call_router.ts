@@ -20,7 +20,7 @@ import { validateArgs } from "./validate_args.ts";
 /**
  * Who asked for a call. `manual`: an HTTP client. `automated`: the behavior tree. `hook`: a
  * mode-transition hook of a transition that is not into FAULT (gated like automated calls).
- * `safety`: a stop action — the e-stop ladder and the hooks of a transition into FAULT; these
+ * `safety`: a stop action -- the e-stop ladder and the hooks of a transition into FAULT; these
  * skip the mode, latch and device-loss gates (they are how the machine is made safe) but are
  * still validated and still need the provider up. Who exactly asked (client and token, tree node,
  * hook, ladder rung, alarm) travels apart, as `CallRequest.source`, for the audit trail: gates

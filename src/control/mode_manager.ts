@@ -1,9 +1,9 @@
 /**
- * Runtime modes (IDLE, MANUAL, AUTO, FAULT): the transition table of http-api.md §8, the
- * mode-transition hooks of automation.md §6 and the mode gate on every call.
+ * Runtime modes (IDLE, MANUAL, AUTO, FAULT): the transition table of http-api.md sec. 8, the
+ * mode-transition hooks of automation.md sec. 6 and the mode gate on every call.
  *
- * Gate decision (issue 5 over http-api.md §7): IDLE **and FAULT** refuse actuating calls, manual
- * and automated alike — FAULT means "something went wrong", so nothing actuates until an
+ * Gate decision (issue 5 over http-api.md sec. 7): IDLE **and FAULT** refuse actuating calls, manual
+ * and automated alike -- FAULT means "something went wrong", so nothing actuates until an
  * operator re-arms by switching to MANUAL. Consequence: after_transition hooks entering FAULT
  * (and before-hooks leaving FAULT) that actuate are refused, exactly like hooks around IDLE; put
  * actuating FAULT-entry actions in before_transition hooks (they run in the old mode) or in
@@ -13,12 +13,12 @@
  * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of style.md
  * "Safety paths": FAULT is committed synchronously, before any await (listeners halt the tree in
  * the same step), and only then do the matching before_transition and after_transition hooks run,
- * as stop actions (origin "safety": they skip the mode and latch gates — they are how the machine
+ * as stop actions (origin "safety": they skip the mode and latch gates -- they are how the machine
  * is made safe). Every call of every matching hook is attempted whatever failed before it, calls
  * to different providers run concurrently (declared order is kept within a provider), and every
  * failed call is reported in the answer and as a `hook_failure` event. FAULT cannot be vetoed.
  *
- * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO — the e-stop latch
+ * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO -- the e-stop latch
  * refuses both while engaged, so releasing the latch never re-arms by itself; automation refuses
  * AUTO while a device its tree names is unavailable.
  */
@@ -96,7 +96,7 @@ export interface ModeChange {
 /** Called synchronously when a new mode is committed (before after_transition hooks run). */
 export type ModeChangeListener = (change: ModeChange) => void;
 
-/** Allowed targets per mode (http-api.md §8); same-mode requests are a no-op, not listed. */
+/** Allowed targets per mode (http-api.md sec. 8); same-mode requests are a no-op, not listed. */
 export const MODE_TRANSITIONS: Readonly<Record<RuntimeMode, readonly RuntimeMode[]>> = {
   IDLE: ["MANUAL", "FAULT"],
   MANUAL: ["IDLE", "AUTO", "FAULT"],
@@ -219,7 +219,7 @@ export class ModeManager implements ModeService {
   }
 
   /**
-   * Commits FAULT now, synchronously (mode_change published, listeners told — the tree halts),
+   * Commits FAULT now, synchronously (mode_change published, listeners told -- the tree halts),
    * unless the mode is FAULT already. The transition's hooks run when the caller calls
    * `runHooks()`: the e-stop runs its ladder first. A committed entry is recorded with `source`.
    */
@@ -303,7 +303,7 @@ export class ModeManager implements ModeService {
   };
 
   /**
-   * The refuse-hookless AUTO gate (automation.md §6, later anolis): entering AUTO needs a hook
+   * The refuse-hookless AUTO gate (automation.md sec. 6, later anolis): entering AUTO needs a hook
    * covering AUTO -> FAULT while any actuating function is registered. A message when entering
    * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
@@ -453,7 +453,7 @@ export class ModeManager implements ModeService {
 
   /**
    * Sets the mode, publishes `mode_change` and tells listeners. Done before after_transition
-   * hooks (automation.md §8 publishes after them): the event stream then always follows the
+   * hooks (automation.md sec. 8 publishes after them): the event stream then always follows the
    * real mode history, even when an e-stop forces FAULT while after-hooks run, and a behavior
    * tree leaving AUTO is halted before any after-hook call.
    */

@@ -1,7 +1,7 @@
 /**
- * Automation parameters (automation.parameters, http-api.md §9). Values live in memory: they
+ * Automation parameters (automation.parameters, http-api.md sec. 9). Values live in memory: they
  * survive mode changes (modes never touch them) and reset to the configured defaults on restart
- * — nothing is persisted.
+ * -- nothing is persisted.
  */
 import { type Clock, invalidArgument, type Logger, notFound } from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
@@ -38,13 +38,13 @@ export function parameterValueText(type: ParameterType, value: ParameterValue): 
 /**
  * Checks `value` against a parameter's rules; returns the value or throws INVALID_ARGUMENT
  * whose message names the rule: type, min, max or allowed_values. Bounds belong to double and
- * int64 parameters, allowed_values to strings (config.md §4; the loader refuses them elsewhere).
+ * int64 parameters, allowed_values to strings (config.md sec. 4; the loader refuses them elsewhere).
  */
 export function checkParameterValue(def: ParameterConfig, value: unknown): ParameterValue {
   const bad = (rule: string, why: string) =>
     invalidArgument(`Invalid value for parameter '${def.name}': ${why} (rule: ${rule})`);
   const inBounds = (n: number): number => {
-    // Bounds are compared as doubles (config.md §4), int64 included.
+    // Bounds are compared as doubles (config.md sec. 4), int64 included.
     if (def.min !== undefined && n < def.min) throw bad("min", `${n} is below min ${def.min}`);
     if (def.max !== undefined && n > def.max) throw bad("max", `${n} is above max ${def.max}`);
     return n;
@@ -57,7 +57,7 @@ export function checkParameterValue(def: ParameterConfig, value: unknown): Param
       return inBounds(value);
     case "int64":
       if (typeof value !== "number" || !Number.isSafeInteger(value)) {
-        throw bad("type", `expected an integer (int64) within ±2^53, got ${describe(value)}`);
+        throw bad("type", `expected an integer (int64) within \u00b12^53, got ${describe(value)}`);
       }
       return inBounds(value);
     case "bool":
@@ -119,7 +119,7 @@ export class ParameterStore implements ParameterService {
         this.#values.set(def.name, checkParameterValue(def, def.default));
         this.#defs.set(def.name, def);
       } catch (err) {
-        // config.md §4: a default outside its own rules is not a load error; the parameter is
+        // config.md sec. 4: a default outside its own rules is not a load error; the parameter is
         // absent at runtime. (The loader normally rejects it earlier.)
         log.warn(`Failed to define parameter '${def.name}': ${(err as Error).message}`);
       }

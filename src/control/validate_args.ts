@@ -79,7 +79,7 @@ function coerce(value: TypedValue, target: ValueType, where: string): TypedValue
   const n = value.type === "int64" ? value.int64 : (value as { uint64: ExactInteger }).uint64;
   switch (target) {
     case "double":
-      // A double holds integers exactly only within ±(2^53-1).
+      // A double holds integers exactly only within +/-(2^53-1).
       if (typeof n === "bigint") {
         throw invalidArgument(`${where}: ${n} cannot be given exactly as a double`);
       }
@@ -123,7 +123,7 @@ function checkExact(n: unknown, min: bigint, max: bigint, what: string): void {
   if (typeof n !== "number" || !Number.isSafeInteger(n)) {
     throw invalidArgument(
       min < 0n
-        ? `${what} must be an integer within ±2^53 (or an exact 64-bit integer)`
+        ? `${what} must be an integer within \u00b12^53 (or an exact 64-bit integer)`
         : `${what} must be a non-negative integer below 2^53 (or an exact 64-bit integer)`,
     );
   }

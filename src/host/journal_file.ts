@@ -81,7 +81,7 @@ export const journalFiles = {
   /**
    * Streams the lines of a file (without the newline; the last line may lack one). A missing
    * file yields nothing. Lines longer than `maxLineBytes` are cut to that length (a cut JSON
-   * record no longer parses, so the reader reports it as corrupt) — memory stays bounded.
+   * record no longer parses, so the reader reports it as corrupt) -- memory stays bounded.
    */
   async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
     let file: Deno.FsFile;

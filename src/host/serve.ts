@@ -10,21 +10,21 @@
  * ours, and an accept error (EMFILE at ~230 idle connections under a 256-descriptor limit) rejects
  * its `finished` promise and ends the server, which reached main as a crash. Options weighed, with
  * the server's CPU per request measured on loopback (16 clients, /proc utime+stime):
- * - Deno.serve: ~10 µs per keep-alive request, ~29 µs per `Connection: close` request; none of the
+ * - Deno.serve: ~10 us per keep-alive request, ~29 us per `Connection: close` request; none of the
  *   bounds above.
  * - node:http (Deno's Node compatibility): headersTimeout, requestTimeout, keepAliveTimeout and
  *   maxConnections do work (headersTimeout only at connectionsCheckingInterval granularity), but
- *   ~24 µs per keep-alive request and ~60 µs per new connection before any Request/Response
+ *   ~24 us per keep-alive request and ~60 us per new connection before any Request/Response
  *   conversion: 2.3x the cost on every request.
  * - Our accept loop (Deno.listen) handing each connection to Deno's own engine through
  *   `serveHttpOnConnection` (what Deno.serve is made of; internal, see _http_connections.ts):
- *   ~10 µs per keep-alive request (no measurable change) and ~45 µs per new connection (+~16 µs
+ *   ~10 us per keep-alive request (no measurable change) and ~45 us per new connection (+~16 us
  *   of JS accept and per-connection set-up). Chosen: the request path keeps Deno.serve's cost and
  *   only connection set-up pays, once per connection.
- * The whole runtime, old vs new, GET /v0/state from 16 clients on one machine: 21-22 µs per
- * kept-alive request both; per `Connection: close` request 40-53 µs before, 58-70 µs after
- * (+~16 µs per new connection). `deno task bench --only 1,2` showed no change beyond its noise.
- * HTTPS through the relay, kept-alive fetch clients: 41-49 µs per request after, 65-79 before.
+ * The whole runtime, old vs new, GET /v0/state from 16 clients on one machine: 21-22 us per
+ * kept-alive request both; per `Connection: close` request 40-53 us before, 58-70 us after
+ * (+~16 us per new connection). `deno task bench --only 1,2` showed no change beyond its noise.
+ * HTTPS through the relay, kept-alive fetch clients: 41-49 us per request after, 65-79 before.
  * TLS: Deno cannot drop a TLS connection whose handshake is pending (its socket stays open until
  * the peer closes it, whatever JS does), so for HTTPS the public listener is plain TCP and each
  * connection is relayed to a TLS listener on 127.0.0.1 that only the relay uses. Closing the

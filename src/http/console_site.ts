@@ -59,7 +59,7 @@ export function isConsolePath(pathname: string): boolean {
   return pathname !== "/v0" && !pathname.startsWith("/v0/");
 }
 
-/** Whether an Accept-Encoding value admits gzip (RFC 9110 §12.5.3: `q=0` refuses it). */
+/** Whether an Accept-Encoding value admits gzip (RFC 9110 sec. 12.5.3: `q=0` refuses it). */
 export function acceptsGzip(acceptEncoding: string | null): boolean {
   if (acceptEncoding === null) return false;
   let gzip: boolean | null = null;
@@ -144,7 +144,7 @@ function notFound(req: Request, url: URL): Response {
   );
 }
 
-/** If-None-Match: `*` or a list of entity tags, weak ones compared weakly (RFC 9110 §13.1.2). */
+/** If-None-Match: `*` or a list of entity tags, weak ones compared weakly (RFC 9110 sec. 13.1.2). */
 function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
   if (ifNoneMatch === null) return false;
   return ifNoneMatch.split(",").some((t) => {

@@ -1,5 +1,5 @@
 /**
- * CORS per http-api.md §2 plus the project additions: `Authorization` is an allowed header and
+ * CORS per http-api.md sec. 2 plus the project additions: `Authorization` is an allowed header and
  * `Vary: Origin` accompanies an echoed origin.
  */
 import type { HttpConfig } from "../config/mod.ts";

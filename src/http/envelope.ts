@@ -1,5 +1,5 @@
 /**
- * The JSON envelope and the one place that maps status codes to HTTP statuses (http-api.md §1).
+ * The JSON envelope and the one place that maps status codes to HTTP statuses (http-api.md sec. 1).
  * Bodies are written by toJsonText: exact 64-bit integers (bigint) as their decimal digits.
  */
 import { RuntimeError, type StatusCode, toJsonText } from "../common/mod.ts";

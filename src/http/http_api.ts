@@ -309,7 +309,7 @@ async function refuse(req: Request, refusal: PolicyRefusal): Promise<Response> {
 }
 
 /**
- * The HEAD form of a response: same status and headers, no body (RFC 9110 §9.3.2). A finite
+ * The HEAD form of a response: same status and headers, no body (RFC 9110 sec. 9.3.2). A finite
  * body's length is kept as Content-Length; an event stream is cancelled (which closes it).
  */
 async function withoutBody(res: Response): Promise<Response> {

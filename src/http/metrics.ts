@@ -2,7 +2,7 @@
  * GET /metrics: the runtime's internals in the Prometheus text format (docs/metrics.md lists
  * every metric). Figures are read from the subsystems when scraped; only the HTTP layer's own
  * request counts are kept here. Labels are bounded: provider ids of the configuration, route
- * templates, status codes and fixed vocabularies — never a device value or a raw path.
+ * templates, status codes and fixed vocabularies -- never a device value or a raw path.
  */
 import {
   ExpositionWriter,

@@ -118,7 +118,7 @@ export class RequestPolicy {
 
   /**
    * The API's own origin: scheme, host and port of the request itself. The host must be one the
-   * API knows is its own — a loopback name, an IP literal or an allowed host — since a page
+   * API knows is its own -- a loopback name, an IP literal or an allowed host -- since a page
    * served under any DNS name pointing here (DNS rebinding) also "matches" itself.
    */
   #isOwnOrigin(origin: string, req: Request, url: URL): boolean {
@@ -180,6 +180,6 @@ function isSerializedOrigin(origin: string): boolean {
 
 function quote(text: string): string {
   return text.length > MAX_QUOTED_HEADER_CHARS
-    ? `${text.slice(0, MAX_QUOTED_HEADER_CHARS)}…`
+    ? `${text.slice(0, MAX_QUOTED_HEADER_CHARS)}\u2026`
     : text;
 }

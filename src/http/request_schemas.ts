@@ -23,7 +23,7 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 const MAX_EXACT = Number.MAX_SAFE_INTEGER;
 const MAX_UINT32 = 0xffff_ffff;
 
-/** Standard base64 alphabet, padded to a multiple of 4 (RFC 4648 §4). */
+/** Standard base64 alphabet, padded to a multiple of 4 (RFC 4648 sec. 4). */
 export const BASE64_PATTERN = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
 
 /** The JSON member that carries the value of each type (bytes travel as `base64`). */
@@ -35,7 +35,7 @@ const VALUE_MEMBER: Readonly<Record<string, { member: string; schema: JsonSchema
       type: "integer",
       minimum: -MAX_EXACT,
       maximum: MAX_EXACT,
-      "x-errors": { "*": "must be an integer within ±(2^53-1)" },
+      "x-errors": { "*": "must be an integer within \u00b1(2^53-1)" },
     },
   },
   uint64: {
@@ -63,7 +63,7 @@ const VALUE_MEMBER: Readonly<Record<string, { member: string; schema: JsonSchema
 export const TYPED_VALUE_INPUT_SCHEMA: JsonSchema = {
   type: "object",
   description: "A typed value: `{type, <member>}`; bytes travel as `base64` (standard, padded). " +
-    "int64/uint64 are limited to ±(2^53-1) in a request (a JSON body is parsed into doubles).",
+    "int64/uint64 are limited to \u00b1(2^53-1) in a request (a JSON body is parsed into doubles).",
   required: ["type"],
   properties: {
     type: {
@@ -153,7 +153,7 @@ export const SET_PARAMETER_BODY_SCHEMA: JsonSchema = {
     name: { type: "string" },
     value: {
       description: "Any JSON value: the parameter service checks it against the parameter's " +
-        "declared type, range and allowed values (400 `Invalid value …`).",
+        "declared type, range and allowed values (400 `Invalid value \u2026`).",
     },
   },
   "x-errors": { absent: "missing, expected a JSON object", type: "must be a JSON object" },

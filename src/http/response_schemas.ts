@@ -75,7 +75,7 @@ export function responseComponents(): Record<string, JsonSchema> {
     TypedValue: {
       type: "object",
       description: "A typed value `{type, <member>}`. int64/uint64 are exact decimal numbers " +
-        "(also beyond ±2^53); a non-finite double is `double: null` with `non_finite`; a signal " +
+        "(also beyond \u00b12^53); a non-finite double is `double: null` with `non_finite`; a signal " +
         'that never had a value is `{"type":"unknown"}`.',
       required: ["type"],
       properties: {
@@ -363,7 +363,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         last_flush_at_epoch_ms: { type: ["integer", "null"] },
         last_health_snapshot_at_epoch_ms: { type: ["integer", "null"] },
       },
-      "Project additions (retry_buffer_depth, dropped_*, write_failures, …) are described in " +
+      "Project additions (retry_buffer_depth, dropped_*, write_failures, \u2026) are described in " +
         "docs/telemetry.md.",
     ),
     DevicesResponse: ok(["devices"], {

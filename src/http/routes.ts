@@ -182,8 +182,8 @@ const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[]
 ];
 
 /**
- * Every endpoint of http-api.md §3, with its documentation and schemas (GET /v0/openapi.json).
- * HEAD is served by every GET route (RFC 9110 §9.3.2).
+ * Every endpoint of http-api.md sec. 3, with its documentation and schemas (GET /v0/openapi.json).
+ * HEAD is served by every GET route (RFC 9110 sec. 9.3.2).
  */
 export const ROUTES: readonly Route[] = [
   route("GET", "/v0/runtime/status", runtimeStatus, {
@@ -475,7 +475,7 @@ export const ROUTES: readonly Route[] = [
   route("GET", "/v0/events", events, {
     doc: {
       operationId: "streamEvents",
-      summary: "Server-Sent Events: state updates, mode changes, alarms, …",
+      summary: "Server-Sent Events: state updates, mode changes, alarms, \u2026",
       tag: "events",
       query: [
         {

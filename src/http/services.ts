@@ -25,7 +25,7 @@ import type { EstopService } from "../safety/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 
 /**
- * Behavior-tree automation. `status()` returns http-api.md §10 without `status`; typed `object`
+ * Behavior-tree automation. `status()` returns http-api.md sec. 10 without `status`; typed `object`
  * (not Record) so implementations returning a named interface satisfy it.
  */
 export interface AutomationService {
@@ -36,7 +36,7 @@ export interface AutomationService {
   tickCounts?(): { ticks: number; errors: number };
 }
 
-/** Telemetry writer status (http-api.md §4 fields without `status`). */
+/** Telemetry writer status (http-api.md sec. 4 fields without `status`). */
 export interface TelemetryService {
   status(): object;
 }

@@ -1,5 +1,5 @@
 /**
- * Server-Sent Events for GET /v0/events (http-api.md §12).
+ * Server-Sent Events for GET /v0/events (http-api.md sec. 12).
  *
  * Each client subscribes to the event bus with a bounded queue of encoded frames. The bus
  * publishes synchronously, so the listener only filters and queues; the response stream pulls
@@ -17,7 +17,7 @@ export const SSE_QUEUE_SIZE = 100;
 /** A `: keepalive` comment is sent after this long without events (contract: ~15 s). */
 export const SSE_KEEPALIVE_MS = 15_000;
 
-/** Exact-match filters; "" means no filter (http-api.md §12 filter scope). */
+/** Exact-match filters; "" means no filter (http-api.md sec. 12 filter scope). */
 export interface SseFilter {
   readonly providerId: string;
   readonly deviceId: string;

@@ -194,7 +194,7 @@ export class ProviderSession {
     const n = this.#stderrTail.length;
     const quoted = this.#stderrTail.map((l) =>
       JSON.stringify(
-        l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}…` : l,
+        l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}\u2026` : l,
       )
     ).join(", ");
     const e = toRuntimeError(err);
@@ -262,7 +262,8 @@ export class ProviderSession {
         extra++;
         return;
       }
-      const line = `${why.length > WARNING_CHARS ? `${why.slice(0, WARNING_CHARS)}…` : why}; ` +
+      const line =
+        `${why.length > WARNING_CHARS ? `${why.slice(0, WARNING_CHARS)}\u2026` : why}; ` +
         "device skipped";
       this.#deps.log.warn(`discovery: ${line}`);
       warnings.push(line);
@@ -363,7 +364,7 @@ export class ProviderSession {
           }
           continue;
         }
-        const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}…` : raw;
+        const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}\u2026` : raw;
         if (line.trim()) log[stderrLineLevel(line) ?? "info"](`stderr: ${line}`);
       }
     } catch {
@@ -417,7 +418,9 @@ function wrap(err: unknown, what: string): RuntimeError {
 
 /** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */
 function quote(id: string): string {
-  return JSON.stringify(id.length > WARNING_ID_CHARS ? `${id.slice(0, WARNING_ID_CHARS)}…` : id);
+  return JSON.stringify(
+    id.length > WARNING_ID_CHARS ? `${id.slice(0, WARNING_ID_CHARS)}\u2026` : id,
+  );
 }
 
 function errText(err: unknown): string {

@@ -2,7 +2,7 @@ import type { LifecycleState, ProviderSupervisionView } from "../common/mod.ts";
 import type { RestartPolicyConfig } from "../config/mod.ts";
 
 /**
- * Provider supervision as an explicit state machine (adpp-runtime-behaviour.md §4-§6).
+ * Provider supervision as an explicit state machine (adpp-runtime-behaviour.md sec. 4-sec. 6).
  *
  * Phases: STARTING (initial bring-up), UP (session healthy), BACKOFF (waiting to restart),
  * ATTEMPTING (a restart attempt is running), CIRCUIT_OPEN (given up), STOPPED (runtime shutdown).

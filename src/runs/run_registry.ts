@@ -1,12 +1,12 @@
 /**
- * The run registry (http-api.md §11): at most one open run, markers, and a durable append-only
+ * The run registry (http-api.md sec. 11): at most one open run, markers, and a durable append-only
  * JSONL journal under `runtime.data_dir`.
  *
  * On-disk layout (all files append-only JSONL):
- * - `<data_dir>/runs.jsonl` — run lifecycle records: `{"v":1,"op":"open","run":{...}}` and
+ * - `<data_dir>/runs.jsonl` -- run lifecycle records: `{"v":1,"op":"open","run":{...}}` and
  *   `{"v":1,"op":"close","run_id":...,"close_reason":...,"ended_at_epoch_ms":...}`. Replayed at
  *   start; the last record per run wins.
- * - `<data_dir>/runs/<ULID>.jsonl` — one RunEvent per line for that run (the ULID part of the
+ * - `<data_dir>/runs/<ULID>.jsonl` -- one RunEvent per line for that run (the ULID part of the
  *   run id names the file, so a runtime name never becomes part of a path).
  *
  * Durability: open and close are fsync'd (event file and journal) before the call answers; every
@@ -392,7 +392,7 @@ export class RunRegistry {
     }
     const { limit, offset } = pageBounds(page, EVENTS_PAGE_LIMIT);
     // Read your writes: wait for the appends queued before this read (the chain as it is now),
-    // without joining the queue — appends queued after it never wait for the read.
+    // without joining the queue -- appends queued after it never wait for the read.
     await this.#chain;
     const index = this.#eventIndex(runId);
     let events: RunEvent[];

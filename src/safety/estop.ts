@@ -5,11 +5,11 @@
  * Trigger order:
  *  1. synchronously, before any await: the latch engages (from then on the router's latch gate
  *     refuses every actuating call that is not a stop action, including calls already queued on a
- *     provider lock — the gate is re-checked under the lock), FAULT is committed (the tree halts
+ *     provider lock -- the gate is re-checked under the lock), FAULT is committed (the tree halts
  *     in the same step) and `estop_change` is published;
  *  2. the ladder's calls, origin "safety" (bypass mode and latch gates, still validated, still
- *     need the provider up), fanned out per provider — declared order within a provider, providers
- *     concurrently — with every call attempted; at the same time every provider's in-flight calls
+ *     need the provider up), fanned out per provider -- declared order within a provider, providers
+ *     concurrently -- with every call attempted; at the same time every provider's in-flight calls
  *     are drained (a barrier behind each provider's call queue, bounded and reported);
  *  3. the hooks of the transition into FAULT, as stop actions, every call attempted;
  *  4. verification: the expected signals read back fresh until they hold or the timeout passes.

@@ -11,16 +11,16 @@
  *
  * "Cover": a declared call covers the function it resolves to (device_handle + function_id or
  * function_name). Coverage is per function, not per channel: one set_relay(relay_index 1) covers
- * set_relay although relay 2 is untouched — listing every channel is the config author's job.
+ * set_relay although relay 2 is untouched -- listing every channel is the config author's job.
  *
- * "Zeroable" (rung 3) — chosen to never guess an action: a function is zeroed only when every
+ * "Zeroable" (rung 3) -- chosen to never guess an action: a function is zeroed only when every
  * required argument is one of
  *   - bool                  -> false                      (a level)
  *   - double whose bounds admit 0 -> 0                    (a level)
  *   - int64/uint64 with both bounds declared, min > 0 and at most 8 values -> each value in
  *     turn (a channel/index selector: 0 is not a legal value, so it cannot be a level)
  * and at least one argument is a level. Everything else is uncovered: string/bytes args,
- * integers whose range admits 0 (a level or an id? e.g. exit_code 0..255 — unknowable), functions
+ * integers whose range admits 0 (a level or an id? e.g. exit_code 0..255 -- unknowable), functions
  * without arguments or with selectors only (calling them performs an action, it sets no level).
  * Optional arguments are left out. A function fans out to at most 16 calls.
  */
@@ -85,7 +85,7 @@ export const MAX_ZERO_SELECTOR_VALUES = 8;
 export const MAX_ZERO_CALLS_PER_FUNCTION = 16;
 
 /**
- * The adoption rule (config.md §6): with no `safety:` section and automation enabled, the calls
+ * The adoption rule (config.md sec. 6): with no `safety:` section and automation enabled, the calls
  * of every hook with to=FAULT and from "*" (or empty) become safe-state hooks, in config order
  * (before_transition first). An explicit `safety:` block, even empty, disables adoption.
  */

@@ -66,7 +66,7 @@ export interface DeviceLiveness {
 
 /**
  * Device liveness from data age and signal qualities; precedence
- * UNAVAILABLE > FAULT > STALE > WARNING > OK (telemetry.md §5).
+ * UNAVAILABLE > FAULT > STALE > WARNING > OK (telemetry.md sec. 5).
  */
 export function deviceLiveness(
   state: DeviceState | undefined,

@@ -40,7 +40,7 @@ export interface SignalState {
 export interface DataFaultCounts {
   /** Value member disagreeing with its `Value.type` or the signal's declared type (FAULT). */
   type_mismatch: number;
-  /** NaN or ±Infinity doubles (stored with quality FAULT). */
+  /** NaN or +/-Infinity doubles (stored with quality FAULT). */
   non_finite: number;
   /** Samples of signal ids the device did not declare (dropped). */
   undeclared_signal: number;
@@ -140,7 +140,7 @@ export interface ReportedHealthEntry {
  *
  * Only what a device declared is stored, as declared: samples of undeclared signal ids are
  * dropped; a value whose member disagrees with its `Value.type` or the declared type is refused
- * (quality FAULT, last good value kept); NaN/±Infinity are stored with quality FAULT; a declared
+ * (quality FAULT, last good value kept); NaN/+/-Infinity are stored with quality FAULT; a declared
  * signal answered without a value keeps its place with the provider's quality. Each refusal is
  * counted per provider (health view) and logged at a bounded rate.
  */
@@ -673,7 +673,7 @@ function withoutValue(
 
 /** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */
 function quoteId(id: string): string {
-  return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}…` : id);
+  return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}\u2026` : id);
 }
 
 /**
@@ -711,7 +711,7 @@ class PollQueue {
 
 /**
  * A fixed-cadence loop (running from construction) that never overlaps itself and stops promptly.
- * Cycles start on a grid (`gridOriginMs + k × intervalMs`), shared by every loop of the cache: a
+ * Cycles start on a grid (`gridOriginMs + k x intervalMs`), shared by every loop of the cache: a
  * cycle that ends within its interval waits for the next grid instant (no drift from timer
  * lateness, and loops stay in step), one that overran starts the next at once.
  */

@@ -1,8 +1,8 @@
 /**
- * InfluxDB line protocol formatting (telemetry.md §2-§4, §8; docs/telemetry.md "Line protocol").
+ * InfluxDB line protocol formatting (telemetry.md sec. 2-sec. 4, sec. 8; docs/telemetry.md "Line protocol").
  *
  * We format rows ourselves instead of using the client's `Point`: the contract fixes escaping
- * (§8: newline/CR/tab become literal `\n` `\r` `\t`, other control bytes are dropped) and field
+ * (sec. 8: newline/CR/tab become literal `\n` `\r` `\t`, other control bytes are dropped) and field
  * order, which `Point` does not reproduce.
  *
  * Every line {@link formatRow} returns is valid line protocol (InfluxDB v2 reference, "Line
@@ -21,7 +21,7 @@
  *
  * Doubles are printed with JavaScript's shortest round-trip formatting (`String(n)`, e.g.
  * 23.456789 stays 23.456789, 1e21 prints as 1e+21) instead of anolis' 6 significant digits, so
- * no precision is lost. NaN and ±Infinity are not representable in line protocol: such fields are
+ * no precision is lost. NaN and +/-Infinity are not representable in line protocol: such fields are
  * omitted. 64-bit integers (number or bigint) are printed exactly, never through a double.
  */
 
@@ -79,7 +79,7 @@ function allowedStart(escaped: string, reserved: RegExp): string {
   return reserved.test(escaped) ? percent(escaped[0]) + escaped.slice(1) : escaped;
 }
 
-/** Escapes a tag value: `,` `=` space `\` get a backslash (§8); never empty. */
+/** Escapes a tag value: `,` `=` space `\` get a backslash (sec. 8); never empty. */
 export function escapeTag(s: string): string {
   return nonEmpty(escapeControls(s.replace(/[\\,= ]/g, (c) => `\\${c}`)), s);
 }
@@ -97,18 +97,18 @@ export function escapeMeasurement(s: string): string {
   return allowedStart(nonEmpty(escapeControls(s.replace(/[\\, ]/g, (c) => `\\${c}`)), s), /^[_#]/);
 }
 
-/** Escapes a string field value (without the surrounding quotes): `"` and `\` (§8). */
+/** Escapes a string field value (without the surrounding quotes): `"` and `\` (sec. 8). */
 export function escapeStringField(s: string): string {
   return escapeControls(s.replace(/["\\]/g, (c) => `\\${c}`));
 }
 
-/** The exact integer a number or bigint holds, or null (NaN, ±Infinity, a fraction). */
+/** The exact integer a number or bigint holds, or null (NaN, +/-Infinity, a fraction). */
 function toBigInt(v: number | bigint): bigint | null {
   if (typeof v === "bigint") return v;
   return Number.isInteger(v) ? BigInt(v) : null;
 }
 
-/** Formats one field value, or null when it cannot be represented (NaN, ±Infinity, out of range). */
+/** Formats one field value, or null when it cannot be represented (NaN, +/-Infinity, out of range). */
 export function formatFieldValue(f: FieldValue): string | null {
   switch (f.kind) {
     case "double":

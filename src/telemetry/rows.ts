@@ -1,5 +1,5 @@
 /**
- * Row builders for every measurement the runtime writes (telemetry.md §2-§4). The measurement
+ * Row builders for every measurement the runtime writes (telemetry.md sec. 2-sec. 4). The measurement
  * names follow `telemetry.measurement_names`: the project's `runtime_` names (default) or the
  * names the anolis runtime writes; tags, fields and field types are the same under both.
  */
@@ -50,7 +50,7 @@ export const MEASUREMENT_NAMES: Readonly<Record<MeasurementNaming, MeasurementNa
 /** The default names (`measurement_names: runtime`). */
 export const MEASUREMENTS: MeasurementNames = MEASUREMENT_NAMES.runtime;
 
-/** String health fields are truncated to this many UTF-8 bytes (§4). */
+/** String health fields are truncated to this many UTF-8 bytes (sec. 4). */
 const MAX_STRING_METRIC_BYTES = 128;
 /** Bound on the JSON payload text of a run event row (rows must stay small). */
 const MAX_RUN_PAYLOAD_BYTES = 4096;
@@ -59,7 +59,7 @@ type Fields = [string, FieldValue][];
 
 /**
  * A signal value as telemetry accepts it: a TypedValue whose int64/uint64 member may be a bigint
- * (outside the safe-integer range; issue 18 §3), or null (a declared signal the provider answered
+ * (outside the safe-integer range; issue 18 sec. 3), or null (a declared signal the provider answered
  * without a value: the row keeps its quality field and has no value field).
  */
 export type SignalValue =
@@ -70,7 +70,7 @@ export type SignalValue =
 
 /** Why a row builder left something out of a row; the writer counts each kind. */
 export type RowOmission =
-  /** The signal's value cannot be carried by line protocol (NaN/±Infinity, integer range). */
+  /** The signal's value cannot be carried by line protocol (NaN/+/-Infinity, integer range). */
   | { readonly kind: "value"; readonly reason: "non_finite" | "out_of_range" }
   /** A run event's payload could not be serialised; `reason` names why. */
   | { readonly kind: "payload"; readonly reason: string };
@@ -128,7 +128,7 @@ function valueField(
   }
 }
 
-/** The row for a bus event, or null for events that are not written (§1 "Events written"). */
+/** The row for a bus event, or null for events that are not written (sec. 1 "Events written"). */
 export function rowForEvent(
   runtimeName: string,
   event: RuntimeEvent,
@@ -157,7 +157,7 @@ export function rowForEvent(
       };
     }
     case "mode_change":
-      // No tags, not even runtime_name (contract §3, kept for dashboard compatibility).
+      // No tags, not even runtime_name (contract sec. 3, kept for dashboard compatibility).
       return {
         measurement: names.modeChange,
         tags: [],
@@ -180,7 +180,7 @@ export function rowForEvent(
 
 /**
  * A `runtime_alarm` row: one per alarm transition (docs/telemetry.md). Tags: runtime_name,
- * alarm_id (bounded by MAX_ALARMS), transition (raise · clear · ack · shelve · unshelve). Fields:
+ * alarm_id (bounded by MAX_ALARMS), transition (raise | clear | ack | shelve | unshelve). Fields:
  * state, level ("" when the condition does not hold), cause ("" likewise), limit (a numeric limit
  * as a double; alarm_when's value as text in limit_text), signal, quality ("" when not cached),
  * and the value as in signal rows (value_double, value_int, ...; left out when none or not
@@ -278,7 +278,7 @@ const DEVICE_METRIC_INTS = [
 const DEVICE_METRIC_BOOLS = ["watchdog_armed", "watchdog_tripped", "missing", "excluded"] as const;
 const DEVICE_METRIC_STRINGS = ["startup_firmware", "startup_product_code", "firmware_version"];
 
-/** A provider health row (§4, field order as listed there). */
+/** A provider health row (sec. 4, field order as listed there). */
 export function providerHealthRow(
   runtimeName: string,
   p: ProviderHealthView,
@@ -306,7 +306,7 @@ export function providerHealthRow(
 }
 
 /**
- * A device health row (§4, field order as listed there). Every device of the snapshot gets one,
+ * A device health row (sec. 4, field order as listed there). Every device of the snapshot gets one,
  * a device without signals (the sim's chaos_control) too, as later anolis writes it
  * (`collect_providers_health` walks every registered device): `health="UNKNOWN"` and no staleness
  * fields, since it is never polled.
@@ -373,7 +373,7 @@ export interface RunEventRecord {
 /**
  * A `runtime_run_event` row: run open/close and operator markers, for Grafana annotations.
  *
- * Tags: runtime_name, category (run_opened · run_closed · annotation) — low cardinality only.
+ * Tags: runtime_name, category (run_opened | run_closed | annotation) -- low cardinality only.
  * run_id is deliberately a string FIELD, never a tag (contract: a run id as tag would create a
  * new series per run). Fields: run_id, type (close reason / marker type / ""), sequence (int),
  * experiment_label (run_opened only, when set), payload (compact JSON, only when non-empty,

@@ -1,5 +1,5 @@
 /**
- * The InfluxDB telemetry writer (telemetry.md §1, §6, §7): event bus -> bounded queue -> batch ->
+ * The InfluxDB telemetry writer (telemetry.md sec. 1, sec. 6, sec. 7): event bus -> bounded queue -> batch ->
  * HTTP write, with a bounded retry buffer, retry timer with backoff, periodic health snapshots and
  * a status view for GET /v0/telemetry/status.
  *
@@ -68,7 +68,7 @@ export interface TelemetryTuning {
 
 /**
  * Default bound on the extra requests that isolate the refused rows of one refused write. Halving
- * costs up to 2·log2(n) requests per refused row (fewer when they share halves): 64 isolates any
+ * costs up to 2|log2(n) requests per refused row (fewer when they share halves): 64 isolates any
  * 3 refused rows in a write of 2,000 rows (the defaults write at most 1,000 retry rows + a batch
  * of 100), 2 in 10,000, 5 in 100.
  */
@@ -106,7 +106,7 @@ export interface TelemetryWriterOptions {
   readonly tuning?: Partial<TelemetryTuning>;
 }
 
-/** Body of GET /v0/telemetry/status without `status` (http-api.md §4 plus operator fields). */
+/** Body of GET /v0/telemetry/status without `status` (http-api.md sec. 4 plus operator fields). */
 export interface TelemetryStatus {
   enabled: boolean;
   running: boolean;
@@ -145,7 +145,7 @@ export interface TelemetryStatus {
   dropped_unformattable: number;
   /**
    * Signal rows written without their value field because line protocol cannot carry the value
-   * (a NaN/±Infinity double, an integer outside int64/uint64); the row keeps its quality. A
+   * (a NaN/+/-Infinity double, an integer outside int64/uint64); the row keeps its quality. A
    * signal without a value (null) is not counted here.
    */
   omitted_values: number;
@@ -317,7 +317,7 @@ export class TelemetryWriter {
       this.#log.error(this.#lastError ?? "");
       return;
     }
-    // Contract §1 inserts org/bucket unencoded; encoding is identical for ordinary names and
+    // Contract sec. 1 inserts org/bucket unencoded; encoding is identical for ordinary names and
     // keeps names with `&` or spaces from corrupting the query string.
     this.#writePath = `/api/v2/write?org=${encodeURIComponent(org)}&bucket=${
       encodeURIComponent(bucket)
@@ -430,7 +430,7 @@ export class TelemetryWriter {
   // ---- event intake ---------------------------------------------------------------------------
 
   #onEvent(event: RuntimeEvent): void {
-    // Only the kinds that become rows take queue space (§1 "Events written").
+    // Only the kinds that become rows take queue space (sec. 1 "Events written").
     if (
       event.kind === "state_update" || event.kind === "mode_change" ||
       event.kind === "parameter_change" || event.kind === "alarm"

@@ -10,7 +10,7 @@ export interface SimDeviceConfig {
   readonly extra: Readonly<Record<string, unknown>>;
 }
 
-/** The simulator's validated configuration (sim-devices.md §2). */
+/** The simulator's validated configuration (sim-devices.md sec. 2). */
 export interface SimConfig {
   readonly providerName: string | null;
   readonly startupPolicy: "strict" | "degraded";

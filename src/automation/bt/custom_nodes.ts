@@ -1,5 +1,5 @@
 /**
- * The anolis custom nodes (automation.md §2) with their exact ports, defaults and return rules.
+ * The anolis custom nodes (automation.md sec. 2) with their exact ports, defaults and return rules.
  * Nodes that reach the runtime find BtServices on their blackboard under SERVICE_CONTEXT_KEY (set
  * on the root blackboard), so inside a SubTree without `_autoremap` they return FAILURE, as in
  * anolis. CallDevice is asynchronous: it starts the call on its first tick and reports RUNNING
@@ -90,7 +90,7 @@ interface JsonReviverContext {
 /**
  * Parses CallDevice `args` (after the `json:` prefix): a JSON object whose values are numbers,
  * booleans or strings. JSON floats (with `.`/exponent in the source text) become double, JSON
- * integers int64, exactly from their source digits (beyond ±2^53 too, within the int64 range).
+ * integers int64, exactly from their source digits (beyond +/-2^53 too, within the int64 range).
  * Returns the typed args or an error message.
  */
 export function parseCallArgs(

@@ -4,7 +4,7 @@ import type { XmlElement } from "./xml_document.ts";
 
 /**
  * Every `device_handle` attribute value of every tree definition (included files too) that is
- * written literally — `sim0/motorctl0`, not `{motor}` — in document order, without repeats.
+ * written literally -- `sim0/motorctl0`, not `{motor}` -- in document order, without repeats.
  */
 export function literalDeviceHandles(parsed: ParsedTree): string[] {
   const out = new Set<string>();

@@ -30,17 +30,17 @@ const prettifyError = (src, lc) => (error) => {
     // Trim to max 80 chars, keeping col position near the middle
     if (ci >= 60 && lineStr.length > 80) {
         const trimStart = Math.min(ci - 39, lineStr.length - 79);
-        lineStr = '…' + lineStr.substring(trimStart);
+        lineStr = '\u2026' + lineStr.substring(trimStart);
         ci -= trimStart - 1;
     }
     if (lineStr.length > 80)
-        lineStr = lineStr.substring(0, 79) + '…';
+        lineStr = lineStr.substring(0, 79) + '\u2026';
     // Include previous line in context if pointing at line start
     if (line > 1 && /^ *$/.test(lineStr.substring(0, ci))) {
         // Regexp won't match if start is trimmed
         let prev = src.substring(lc.lineStarts[line - 2], lc.lineStarts[line - 1]);
         if (prev.length > 80)
-            prev = prev.substring(0, 79) + '…\n';
+            prev = prev.substring(0, 79) + '\u2026\n';
         lineStr = prev + lineStr;
     }
     if (/[^ ]/.test(lineStr)) {

@@ -87,7 +87,7 @@ function resolveFlowCollection({ composeNode, composeEmptyNode }, ctx, fc, onErr
         }
         if (!isMap && !sep && !props.found) {
             // item is a value in a seq
-            // → key & sep are empty, start does not include ? or :
+            // \u2192 key & sep are empty, start does not include ? or :
             const valueNode = value
                 ? composeNode(ctx, value, props, onError)
                 : composeEmptyNode(ctx, props.end, sep, null, props, onError);

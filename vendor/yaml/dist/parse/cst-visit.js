@@ -7,13 +7,13 @@ const REMOVE = Symbol('remove item');
  * Walks through the tree (depth-first) starting from the root, calling a
  * `visitor` function with two arguments when entering each item:
  *   - `item`: The current item, which included the following members:
- *     - `start: SourceToken[]` – Source tokens before the key or value,
+ *     - `start: SourceToken[]` \u2013 Source tokens before the key or value,
  *       possibly including its anchor or tag.
- *     - `key?: Token | null` – Set for pair values. May then be `null`, if
+ *     - `key?: Token | null` \u2013 Set for pair values. May then be `null`, if
  *       the key before the `:` separator is empty.
- *     - `sep?: SourceToken[]` – Source tokens between the key and the value,
+ *     - `sep?: SourceToken[]` \u2013 Source tokens between the key and the value,
  *       which should include the `:` map value indicator if `value` is set.
- *     - `value?: Token` – The value of a sequence item, or of a map pair.
+ *     - `value?: Token` \u2013 The value of a sequence item, or of a map pair.
  *   - `path`: The steps from the root to the current node, as an array of
  *     `['key' | 'value', number]` tuples.
  *
