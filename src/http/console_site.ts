@@ -2,7 +2,8 @@
  * The operator console: a static web page (console/ in the repository) served at `/` and its
  * asset paths, outside /v0. The page talks only to the public /v0 API. Its files are built into
  * the runtime by `deno task console:build` (src/http/_console_assets.ts), so the binary reads no
- * file at run time.
+ * file at run time. That module (~170 KB of text and gzip copies) is imported on the first
+ * console request, not at start-up: a runtime whose console nobody opens never holds it.
  *
  * The files hold no data, so they are served without authentication; the page asks for the
  * bearer token when an API call answers 401. The Host check (DNS rebinding) still applies: it
@@ -10,7 +11,6 @@
  * style, connections to the page's own origin only, no framing: the e-stop clear must not be
  * clickjackable).
  */
-import { CONSOLE_ASSETS } from "./_console_assets.ts";
 import { errorResponse } from "./envelope.ts";
 
 /** One file of the console as `deno task console:build` embeds it. */
@@ -80,20 +80,42 @@ interface Prepared {
   gzip: Uint8Array | null;
 }
 
-/** Serves the embedded console files. */
-export class ConsoleSite {
-  readonly #byPath = new Map<string, Prepared>();
+/** Where the console's files come from: the embedded build by default. */
+export type ConsoleAssetSource = () => Promise<readonly ConsoleAsset[]>;
 
-  constructor(assets: readonly ConsoleAsset[] = CONSOLE_ASSETS) {
-    const encoder = new TextEncoder();
-    for (const asset of assets) {
-      this.#byPath.set(asset.path, { asset, plain: encoder.encode(asset.text), gzip: null });
-    }
+/** The files `deno task console:build` embedded (a static specifier: `deno compile` includes it). */
+export const EMBEDDED_CONSOLE_ASSETS: ConsoleAssetSource = async () =>
+  (await import("./_console_assets.ts")).CONSOLE_ASSETS;
+
+/** Serves the embedded console files, loaded on the first request. */
+export class ConsoleSite {
+  readonly #source: ConsoleAssetSource;
+  #byPath: Promise<Map<string, Prepared>> | null = null;
+
+  constructor(source: ConsoleAssetSource = EMBEDDED_CONSOLE_ASSETS) {
+    this.#source = source;
+  }
+
+  /** Whether the files have been loaded (by a request or `paths()`). */
+  get loaded(): boolean {
+    return this.#byPath !== null;
   }
 
   /** URL paths served, sorted. */
-  get paths(): string[] {
-    return [...this.#byPath.keys()].sort();
+  async paths(): Promise<string[]> {
+    return [...(await this.#files()).keys()].sort();
+  }
+
+  #files(): Promise<Map<string, Prepared>> {
+    this.#byPath ??= this.#source().then((assets) => {
+      const encoder = new TextEncoder();
+      const byPath = new Map<string, Prepared>();
+      for (const asset of assets) {
+        byPath.set(asset.path, { asset, plain: encoder.encode(asset.text), gzip: null });
+      }
+      return byPath;
+    });
+    return this.#byPath;
   }
 
   /**
@@ -101,7 +123,7 @@ export class ConsoleSite {
    * current, 404 for an unknown path, 405 for a method other than GET or HEAD on a file.
    */
   async serve(req: Request, url: URL): Promise<Response> {
-    const found = this.#byPath.get(url.pathname);
+    const found = (await this.#files()).get(url.pathname);
     if (req.method !== "GET" && req.method !== "HEAD") {
       await req.body?.cancel().catch(() => {});
       if (found === undefined) return notFound(req, url);

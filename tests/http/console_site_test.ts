@@ -100,7 +100,7 @@ Deno.test("HttpApi serves every console file with its type, gzip only when accep
   const fx = await startHttpFixture({ start: false });
   try {
     const built = await buildConsoleAssets();
-    assert.deepEqual(new ConsoleSite().paths, built.map((a) => a.path));
+    assert.deepEqual(await new ConsoleSite().paths(), built.map((a) => a.path));
     for (const a of built) {
       const plain = await get(fx, a.path);
       assert.equal(plain.status, 200, a.path);
@@ -284,4 +284,36 @@ Deno.test("GET capabilities lists a string argument's allowed_values, and only w
   } finally {
     await fx.close();
   }
+});
+
+Deno.test("ConsoleSite loads its files on the first request, once, however many requests wait for them", async () => {
+  let loads = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => release = resolve);
+  const site = new ConsoleSite(async () => {
+    loads++;
+    await gate;
+    return [{
+      path: "/",
+      contentType: "text/html; charset=utf-8",
+      etag: '"e1"',
+      text: "<p>hi</p>",
+      gzipBase64: "",
+    }];
+  });
+  assert.equal(site.loaded, false);
+  assert.equal(loads, 0, "nothing is loaded before a request");
+  const url = new URL("http://127.0.0.1/");
+  const answers = [site.serve(new Request(url), url), site.serve(new Request(url), url)];
+  assert.equal(site.loaded, true);
+  release();
+  for (const res of await Promise.all(answers)) {
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "<p>hi</p>");
+  }
+  const missing = new URL("http://127.0.0.1/nope.js");
+  const res = await site.serve(new Request(missing), missing);
+  assert.equal(res.status, 404);
+  await res.body?.cancel();
+  assert.equal(loads, 1);
 });

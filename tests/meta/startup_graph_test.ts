@@ -1,7 +1,8 @@
 /**
  * What the runtime loads at start-up is what every configuration pays for (bench/README.md,
  * "Footprint"): the behavior-tree engine (with its XML parser) and the InfluxDB client are loaded
- * on demand, only when the configuration enables automation or telemetry.
+ * on demand, only when the configuration enables automation or telemetry, and the operator
+ * console's files on its first request.
  */
 import assert from "node:assert/strict";
 import { ModuleGraph } from "../helpers/module_graph.ts";
@@ -18,4 +19,13 @@ Deno.test("src/main.ts loads neither the tree engine, its XML parser nor the Inf
 Deno.test("the runtime does not load node:path (its own POSIX helpers are src/common/paths.ts)", async () => {
   const graph = (await ModuleGraph.of("src/main.ts")).staticModules;
   assert.deepStrictEqual(graph.filter((s) => s === "node:path"), []);
+});
+
+Deno.test("src/main.ts loads the operator console's files only on the first console request", async () => {
+  const graph = await ModuleGraph.of("src/main.ts");
+  assert.ok(graph.modules.some((s) => s.includes("/src/http/_console_assets.")), "in the graph");
+  assert.deepStrictEqual(
+    graph.staticModules.filter((s) => s.includes("/src/http/_console_assets.")),
+    [],
+  );
 });
