@@ -1,7 +1,7 @@
 /**
  * The operator console: a static web page (console/ in the repository) served at `/` and its
  * asset paths, outside /v0. The page talks only to the public /v0 API. Its files are built into
- * the runtime by `deno task console:build` (src/http/_console_assets.ts), so the binary reads no
+ * the runtime by `deno task console:build` (src/http/_console_assets.js), so the binary reads no
  * file at run time.
  *
  * The files hold no data, so they are served without authentication; the page asks for the
@@ -10,7 +10,7 @@
  * style, connections to the page's own origin only, no framing: the e-stop clear must not be
  * clickjackable).
  */
-import { CONSOLE_ASSETS } from "./_console_assets.ts";
+import { CONSOLE_ASSETS } from "./_console_assets.js";
 import { errorResponse } from "./envelope.ts";
 
 /** One file of the console as `deno task console:build` embeds it. */
