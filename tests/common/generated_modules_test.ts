@@ -59,6 +59,7 @@ Deno.test("every .js module under src/ takes its types from a declaration file t
     const dts = await Deno.readTextFile(new URL(`${base}.d.ts`, js));
     const exported = Object.keys(await import(js.href)).sort();
     assert.ok(exported.length > 0, `src/${rel} exports something`);
-    assert.deepEqual(declaredNames(dts), exported, `src/${base}.d.ts vs. src/${rel}`);
+    const where = `src/${rel.slice(0, -".js".length)}.d.ts vs. src/${rel}`;
+    assert.deepEqual(declaredNames(dts), exported, where);
   }
 });
