@@ -3,12 +3,15 @@
  *
  * - src/adpp/_schema.ts: the parsed schema as a protobufjs JSON descriptor (the tests build a
  *   protobufjs reference codec from it);
- * - src/adpp/_codec.ts: plain TypeScript encode/decode functions for every message reachable
- *   from Request and Response, generated from that descriptor. The runtime and the provider SDK
- *   use these and load no protobufjs (nor its CommonJS Node layer) at run time.
+ * - src/adpp/_codec.js: plain JavaScript encode/decode functions for every message reachable
+ *   from Request and Response, generated from that descriptor, with their types in
+ *   src/adpp/_codec.d.ts. The runtime and the provider SDK use these and load no protobufjs (nor
+ *   its CommonJS Node layer) at run time. JavaScript in ASCII, as every generated module
+ *   (scripts/generated_js.ts): Deno keeps no transpiled copy and no source map of it. (_schema.ts
+ *   stays TypeScript: only tests load it, and its `as const` type is what they use.)
  *
  * The runtime must not read .proto files at run time (deno compile embeds modules, not assets),
- * so both are committed. tests/adpp/codec_generated_test.ts fails when either is out of date.
+ * so they are committed. tests/adpp/codec_generated_test.ts fails when one is out of date.
  *
  * Semantics of the generated code (the plain-object shapes of src/adpp/codec.ts, as protobufjs
  * `toObject` with `{longs: Number, enums: Number, oneofs: true}` made them):
@@ -32,6 +35,7 @@
  * string, recursive message types.
  */
 import protobuf from "protobufjs";
+import { asciiOnly, fileNameOf, selfTypesLine, typesUrlOf } from "./generated_js.ts";
 
 const PROTO_ROOT = new URL("../proto/", import.meta.url);
 const FILES = [
@@ -48,9 +52,10 @@ const FILES = [
 ];
 const PKG = "anolis.deviceprovider.v1";
 
-/** Where the generated modules live. */
+/** Where the generated modules (and the codec's declaration file) live. */
 export const SCHEMA_MODULE = new URL("../src/adpp/_schema.ts", import.meta.url);
-export const CODEC_MODULE = new URL("../src/adpp/_codec.ts", import.meta.url);
+export const CODEC_MODULE = new URL("../src/adpp/_codec.js", import.meta.url);
+export const CODEC_TYPES = typesUrlOf(CODEC_MODULE);
 
 /** Parses proto/ (plus google.protobuf.Timestamp) into a protobufjs root. */
 export async function parseAdppProtos(): Promise<protobuf.Root> {
@@ -83,14 +88,23 @@ export const ADPP_SCHEMA_JSON = ${JSON.stringify(json, null, 1)} as const;
 `;
 }
 
-/** The text of src/adpp/_codec.ts for the ADPP descriptor (the JSON of _schema.ts). */
+/** What the ADPP codec is generated with. */
+const ADPP_CODEC: CodecOptions = {
+  roots: [`${PKG}.Request`, `${PKG}.Response`],
+  exact64: [`${PKG}.Value.int64_value`, `${PKG}.Value.uint64_value`],
+  title: "ADPP v1 (anolis.deviceprovider.v1, protocol v1.2.0)",
+  source: "proto/anolis/deviceprovider/v1/*.proto",
+  typesFile: fileNameOf(CODEC_TYPES),
+};
+
+/** The text of src/adpp/_codec.js for the ADPP descriptor (the JSON of _schema.ts). */
 export function adppCodecSource(schemaJson: unknown): string {
-  return codecModuleSource(schemaJson, {
-    roots: [`${PKG}.Request`, `${PKG}.Response`],
-    exact64: [`${PKG}.Value.int64_value`, `${PKG}.Value.uint64_value`],
-    title: "ADPP v1 (anolis.deviceprovider.v1, protocol v1.2.0)",
-    source: "proto/anolis/deviceprovider/v1/*.proto",
-  });
+  return codecModuleSource(schemaJson, ADPP_CODEC);
+}
+
+/** The text of src/adpp/_codec.d.ts for the ADPP descriptor. */
+export function adppCodecTypes(schemaJson: unknown): string {
+  return codecModuleTypes(schemaJson, ADPP_CODEC);
 }
 
 /** What to generate a codec module for. */
@@ -104,6 +118,8 @@ export interface CodecOptions {
   /** What the header says the module is, and where it comes from. */
   title: string;
   source: string;
+  /** Declaration file (next to the module) named in its `@ts-self-types` line; none if absent. */
+  typesFile?: string;
 }
 
 interface ScalarInfo {
@@ -116,10 +132,10 @@ interface ScalarInfo {
   write(v: string): string;
   /** Expression reading one value. */
   read(exact: boolean): string;
-  /** The proto3 default as a TypeScript literal (decode locals). */
+  /** The proto3 default as a JavaScript literal (decode locals). */
   zero: string;
-  /** TypeScript type of a decoded value. */
-  ts: string;
+  /** Whether a decoded value is `number | bigint` (a 64-bit integer), else one JS type. */
+  int64: boolean;
   packable: boolean;
 }
 
@@ -132,7 +148,7 @@ const int32Scalar = (range: string, write: string, read: string, wire = 0): Scal
   write: (v) => `w.${write}(${v});`,
   read: () => `r.${read}()`,
   zero: "0",
-  ts: "number",
+  int64: false,
   packable: true,
 });
 const int64Scalar = (unsigned: boolean, write: string, read: string, wire = 0): ScalarInfo => ({
@@ -142,7 +158,7 @@ const int64Scalar = (unsigned: boolean, write: string, read: string, wire = 0): 
   write: () => `w.${write}();`,
   read: (exact) => exact ? `r.${read}Exact()` : `r.${read}()`,
   zero: "0",
-  ts: "number | bigint",
+  int64: true,
   packable: true,
 });
 const floatScalar = (write: "double" | "float", wire: number): ScalarInfo => ({
@@ -154,7 +170,7 @@ const floatScalar = (write: "double" | "float", wire: number): ScalarInfo => ({
   write: (v) => `w.${write}(${v});`,
   read: () => `r.${write}()`,
   zero: "0",
-  ts: "number",
+  int64: false,
   packable: true,
 });
 
@@ -179,7 +195,7 @@ const SCALARS: Record<string, ScalarInfo> = {
     write: (v) => `w.bool(${v});`,
     read: () => "r.bool()",
     zero: "false",
-    ts: "boolean",
+    int64: false,
     packable: true,
   },
   string: {
@@ -190,7 +206,7 @@ const SCALARS: Record<string, ScalarInfo> = {
     write: (v) => `w.string(${v});`,
     read: () => "r.string()",
     zero: '""',
-    ts: "string",
+    int64: false,
     packable: false,
   },
   bytes: {
@@ -203,7 +219,7 @@ const SCALARS: Record<string, ScalarInfo> = {
     write: (v) => `w.bytes(${v});`,
     read: () => "r.bytes()",
     zero: "EMPTY_BYTES",
-    ts: "Uint8Array",
+    int64: false,
     packable: false,
   },
 };
@@ -234,12 +250,18 @@ function tagOf(id: number, wire: number): number {
   return id * 8 + wire;
 }
 
-/** The text of a generated codec module for a protobufjs JSON descriptor. */
-export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): string {
+/** The messages a codec module covers and the names of their functions. */
+interface CodecPlan {
+  /** The messages that get exported functions. */
+  rootTypes: protobuf.Type[];
+  /** Every message reachable from the roots, dependencies first. */
+  order: protobuf.Type[];
+  stem: Stem;
+}
+
+function codecPlan(schemaJson: unknown, opts: CodecOptions): CodecPlan {
   const root = protobuf.Root.fromJSON(schemaJson as protobuf.INamespace);
   root.resolveAll();
-  const exact64 = new Set((opts.exact64 ?? []).map((n) => `.${n}`));
-  const runtimeDir = opts.runtimeDir ?? "./";
 
   // Every message reachable from the roots, dependencies first; recursion is refused.
   const order: protobuf.Type[] = [];
@@ -267,6 +289,17 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
   for (const t of order) shortCount.set(t.name, (shortCount.get(t.name) ?? 0) + 1);
   const stem: Stem = (t) =>
     shortCount.get(t.name) === 1 ? t.name : t.fullName.slice(1).replace(/\./g, "_");
+  return { rootTypes, order, stem };
+}
+
+/**
+ * The text of a generated codec module (JavaScript, ASCII only) for a protobufjs JSON
+ * descriptor; its types are codecModuleTypes().
+ */
+export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): string {
+  const { rootTypes, order, stem } = codecPlan(schemaJson, opts);
+  const exact64 = new Set((opts.exact64 ?? []).map((n) => `.${n}`));
+  const runtimeDir = opts.runtimeDir ?? "./";
 
   const body: string[] = [];
   for (const t of rootTypes) {
@@ -275,7 +308,7 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
     body.push(
       ``,
       `/** Encodes a ${name} from its plain object. */`,
-      `export function encode${s}(m: Obj): Uint8Array {`,
+      `export function encode${s}(m) {`,
       `  if (m === null || typeof m !== "object") throw badType(${
         JSON.stringify(t.name)
       }, "an object", m);`,
@@ -285,7 +318,7 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
       `}`,
       ``,
       `/** Decodes a ${name} into its plain object; throws on malformed bytes. */`,
-      `export function decode${s}(bytes: Uint8Array): Obj {`,
+      `export function decode${s}(bytes) {`,
       `  r.reset(bytes);`,
       `  try {`,
       `    return d_${s}();`,
@@ -306,6 +339,7 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
     "ProtoWriter",
   ];
   const head = [
+    ...(opts.typesFile === undefined ? [] : [selfTypesLine(opts.typesFile)]),
     `// Generated by deno task proto. Do not edit.`,
     `// ${opts.title}: encode/decode of plain objects, from ${opts.source}`,
     `// (scripts/gen_proto_module.ts documents the semantics).`,
@@ -313,9 +347,6 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
     `// deno-lint-ignore-file`,
     `import { ProtoReader } from "${runtimeDir}_proto_reader.ts";`,
     `import { ${writerImports.join(", ")} } from "${runtimeDir}_proto_writer.ts";`,
-    ``,
-    `// deno-lint-ignore no-explicit-any`,
-    `type Obj = Record<string, any>;`,
     ``,
     `const r = new ProtoReader();`,
     `const w = new ProtoWriter();`,
@@ -325,13 +356,40 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
     head.push(
       ``,
       `/** Stores a decoded map entry; "__proto__" becomes an own property, not the prototype. */`,
-      `function put(map: Obj, k: string, v: unknown): void {`,
+      `function put(map, k, v) {`,
       `  if (k === "__proto__") Object.defineProperty(map, k, { value: v, enumerable: true, writable: true, configurable: true });`,
       `  else map[k] = v;`,
       `}`,
     );
   }
-  return [...head, text].join("\n") + "\n";
+  return asciiOnly([...head, text].join("\n") + "\n");
+}
+
+/** The text of the declaration file of a generated codec module (codecModuleSource()). */
+export function codecModuleTypes(schemaJson: unknown, opts: CodecOptions): string {
+  const { rootTypes, stem } = codecPlan(schemaJson, opts);
+  const L = [
+    `// Generated by deno task proto: the types of the codec module. Do not edit.`,
+    `// ${opts.title}, from ${opts.source}.`,
+    `// deno-fmt-ignore-file`,
+    `// deno-lint-ignore-file`,
+    ``,
+    `/** A message as a plain object (the shapes of src/adpp/codec.ts). */`,
+    `type Obj = Record<string, any>;`,
+  ];
+  for (const t of rootTypes) {
+    const s = stem(t);
+    const name = t.fullName.slice(1);
+    L.push(
+      ``,
+      `/** Encodes a ${name} from its plain object. */`,
+      `export declare function encode${s}(m: Obj): Uint8Array;`,
+      ``,
+      `/** Decodes a ${name} into its plain object; throws on malformed bytes. */`,
+      `export declare function decode${s}(bytes: Uint8Array): Obj;`,
+    );
+  }
+  return asciiOnly(L.join("\n") + "\n");
 }
 
 function planFields(t: protobuf.Type, exact64: Set<string>): FieldPlan[] {
@@ -375,8 +433,8 @@ function valueOf(f: protobuf.Field, F: string): { scalar?: ScalarInfo; message?:
 
 function encoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
   const L: string[] = [];
-  L.push(`function e_${stem(t)}(${plans.length > 0 ? "m" : "_m"}: Obj): void {`);
-  if (plans.length > 0) L.push(`  let v: any;`);
+  L.push(`function e_${stem(t)}(${plans.length > 0 ? "m" : "_m"}) {`);
+  if (plans.length > 0) L.push(`  let v;`);
   const oneofs = [...new Set(plans.filter((p) => p.oneof).map((p) => p.oneof!))];
   for (const o of oneofs) L.push(`  let o_${o} = "";`);
   for (const p of plans) {
@@ -507,18 +565,15 @@ function encodeMap(p: FieldPlan, stem: Stem): string[] {
 
 function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
   const L: string[] = [];
-  L.push(`function d_${stem(t)}(): Obj {`);
+  L.push(`function d_${stem(t)}() {`);
   const oneofs = [...new Set(plans.filter((p) => p.oneof).map((p) => p.oneof!))];
-  for (const o of oneofs) L.push(`  let o_${o} = 0;`, `  let v_${o}: any;`);
+  for (const o of oneofs) L.push(`  let o_${o} = 0;`, `  let v_${o};`);
   for (const p of plans) {
     if (p.oneof) continue;
-    if (p.kind === "map") L.push(`  let ${p.local}: Obj | undefined;`);
-    else if (p.repeated) {
-      const ts = p.kind === "message" ? "Obj" : p.scalar!.ts;
-      L.push(`  let ${p.local}: ${ts.includes("|") ? `(${ts})` : ts}[] | undefined;`);
-    } else if (p.kind === "message" || p.presence) {
-      L.push(`  let ${p.local}: ${p.kind === "message" ? "Obj" : p.scalar!.ts} | undefined;`);
-    } else L.push(`  let ${p.local}: ${p.scalar!.ts} = ${p.scalar!.zero};`);
+    // Absent until seen: maps, repeated fields, sub-messages and fields with presence.
+    if (p.kind === "map" || p.repeated || p.kind === "message" || p.presence) {
+      L.push(`  let ${p.local};`);
+    } else L.push(`  let ${p.local} = ${p.scalar!.zero};`);
   }
   L.push(`  while (r.pos < r.end) {`);
   L.push(`    const t = r.tag();`);
@@ -531,7 +586,7 @@ function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
   L.push(`        r.skip(t);`);
   L.push(`    }`);
   L.push(`  }`);
-  L.push(`  const m: Obj = {};`);
+  L.push(`  const m = {};`);
   const emitted = new Set<string>();
   for (const p of plans) {
     if (p.oneof) {
@@ -552,7 +607,7 @@ function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
     let cond: string;
     if (p.kind === "map" || p.kind === "message" || p.presence) cond = `${p.local} !== undefined`;
     else if (p.repeated) cond = `${p.local} !== undefined && ${p.local}.length !== 0`;
-    else if (p.scalar!.ts === "number | bigint") cond = `${p.local} !== 0`;
+    else if (p.scalar!.int64) cond = `${p.local} !== 0`;
     else cond = p.scalar!.nonDefault(p.local);
     L.push(`  if (${cond}) m.${p.name} = ${p.local};`);
   }
@@ -596,12 +651,11 @@ function decodeCases(p: FieldPlan, stem: Stem): string[] {
         `r.end = e2;`,
       ]
       : [`x = ${val.scalar!.read(p.exact)};`];
-    const valueType = val.message ? "Obj | undefined" : val.scalar!.ts;
     const valueZero = val.message ? "undefined" : val.scalar!.zero;
     return block(tagOf(p.id, 2), [
       ...bounded([
         `let k = "";`,
-        `let x: ${valueType} = ${valueZero};`,
+        `let x = ${valueZero};`,
         `while (r.pos < r.end) {`,
         `  const t2 = r.tag();`,
         `  if (t2 === 10) k = r.string();`,
@@ -631,6 +685,8 @@ if (import.meta.main) {
   const root = await parseAdppProtos();
   await Deno.writeTextFile(SCHEMA_MODULE, schemaModuleSource(root));
   console.log("wrote src/adpp/_schema.ts");
-  await Deno.writeTextFile(CODEC_MODULE, adppCodecSource(root.toJSON({ keepComments: false })));
-  console.log("wrote src/adpp/_codec.ts");
+  const json = root.toJSON({ keepComments: false });
+  await Deno.writeTextFile(CODEC_MODULE, adppCodecSource(json));
+  await Deno.writeTextFile(CODEC_TYPES, adppCodecTypes(json));
+  console.log(`wrote src/adpp/${fileNameOf(CODEC_MODULE)} and ${fileNameOf(CODEC_TYPES)}`);
 }

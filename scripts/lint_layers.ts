@@ -6,6 +6,7 @@
  * -> control -> safety -> {automation, alarms, runs, audit, telemetry} -> http -> runtime.ts/main.ts.
  * host/ touches Deno.* and is imported only by the composition root (runtime.ts, main.ts).
  * provider_sdk/ is a separate product for provider authors; the runtime never imports it.
+ * Every module is checked: `.ts` (declaration files too) and the generated `.js` ones.
  */
 const RANK: Record<string, number> = {
   common: 0,
@@ -26,74 +27,82 @@ const RANK: Record<string, number> = {
 };
 const SRC = new URL("../src/", import.meta.url).pathname;
 
-function folderOf(path: string): string {
-  const rel = path.slice(SRC.length);
-  return rel.includes("/") ? rel.split("/")[0] : "";
-}
-
 async function* walk(dir: string): AsyncGenerator<string> {
   for await (const e of Deno.readDir(dir)) {
     const p = `${dir}${e.name}`;
     if (e.isDirectory) yield* walk(`${p}/`);
-    else if (e.name.endsWith(".ts")) yield p;
+    else if (e.name.endsWith(".ts") || e.name.endsWith(".js")) yield p;
   }
 }
 
-const problems: string[] = [];
 const IMPORT_RE =
   /^\s*(?:import|export)\b[^'"]*?from\s+["']([^"']+)["']|^\s*import\s+["']([^"']+)["']/gm;
 
-for await (const file of walk(SRC)) {
-  const from = folderOf(file);
-  const text = await Deno.readTextFile(file);
-  for (const m of text.matchAll(IMPORT_RE)) {
-    const spec = m[1] ?? m[2];
-    if (!spec.startsWith(".")) continue;
-    const target = new URL(spec, `file://${file}`).pathname;
-    if (!target.startsWith(SRC)) {
-      problems.push(`${file.slice(SRC.length)}: imports outside src/: ${spec}`);
-      continue;
-    }
-    const to = folderOf(target);
-    if (to === from) continue;
-    const where = `src/${file.slice(SRC.length)}`;
-    const base = target.split("/").pop() ?? "";
-    if (to !== "" && base !== "mod.ts") {
-      problems.push(`${where}: imports ${spec}; use ${to}/mod.ts`);
-    }
-    if (base.startsWith("_")) problems.push(`${where}: imports private file ${spec}`);
-    if (to === "host") {
-      if (from !== "") {
-        problems.push(`${where}: only the composition root (src/*.ts) may import host/`);
+/** Every layering problem of the modules under `root` (a path ending in `/`; src/ by default). */
+export async function layerProblems(root: string = SRC): Promise<string[]> {
+  const folderOf = (path: string): string => {
+    const rel = path.slice(root.length);
+    return rel.includes("/") ? rel.split("/")[0] : "";
+  };
+  const problems: string[] = [];
+  for await (const file of walk(root)) {
+    const from = folderOf(file);
+    const text = await Deno.readTextFile(file);
+    for (const m of text.matchAll(IMPORT_RE)) {
+      const spec = m[1] ?? m[2];
+      if (!spec.startsWith(".")) continue;
+      const target = new URL(spec, `file://${file}`).pathname;
+      if (!target.startsWith(root)) {
+        problems.push(`${file.slice(root.length)}: imports outside src/: ${spec}`);
+        continue;
       }
-      continue;
-    }
-    if (to === "provider_sdk" || from === "provider_sdk") {
-      if (from === "provider_sdk" && !["common", "adpp"].includes(to)) {
-        problems.push(`${where}: provider_sdk may only use common/ and adpp/`);
+      const to = folderOf(target);
+      if (to === from) continue;
+      const where = `src/${file.slice(root.length)}`;
+      const base = target.split("/").pop() ?? "";
+      if (to !== "" && base !== "mod.ts") {
+        problems.push(`${where}: imports ${spec}; use ${to}/mod.ts`);
       }
-      if (to === "provider_sdk") {
-        problems.push(`${where}: the runtime must not import provider_sdk/`);
+      if (base.startsWith("_")) problems.push(`${where}: imports private file ${spec}`);
+      if (to === "host") {
+        if (from !== "") {
+          problems.push(`${where}: only the composition root (src/*.ts) may import host/`);
+        }
+        continue;
       }
-      continue;
-    }
-    if (from === "host") {
-      if (to !== "common") problems.push(`${where}: host/ may only import common/`);
-      continue;
-    }
-    const rf = RANK[from];
-    const rt = RANK[to];
-    if (rf === undefined || rt === undefined) {
-      problems.push(`${where}: folder not in the layer table (${from || "."} -> ${to || "."})`);
-    } else if (rt > rf) {
-      problems.push(`${where}: upward import ${from || "."} (layer ${rf}) -> ${to} (layer ${rt})`);
+      if (to === "provider_sdk" || from === "provider_sdk") {
+        if (from === "provider_sdk" && !["common", "adpp"].includes(to)) {
+          problems.push(`${where}: provider_sdk may only use common/ and adpp/`);
+        }
+        if (to === "provider_sdk") {
+          problems.push(`${where}: the runtime must not import provider_sdk/`);
+        }
+        continue;
+      }
+      if (from === "host") {
+        if (to !== "common") problems.push(`${where}: host/ may only import common/`);
+        continue;
+      }
+      const rf = RANK[from];
+      const rt = RANK[to];
+      if (rf === undefined || rt === undefined) {
+        problems.push(`${where}: folder not in the layer table (${from || "."} -> ${to || "."})`);
+      } else if (rt > rf) {
+        problems.push(
+          `${where}: upward import ${from || "."} (layer ${rf}) -> ${to} (layer ${rt})`,
+        );
+      }
     }
   }
+  return problems;
 }
 
-if (problems.length > 0) {
-  for (const p of problems) console.error(`error: ${p}`);
-  console.error(`lint:layers: ${problems.length} problem(s)`);
-  Deno.exit(1);
+if (import.meta.main) {
+  const problems = await layerProblems();
+  if (problems.length > 0) {
+    for (const p of problems) console.error(`error: ${p}`);
+    console.error(`lint:layers: ${problems.length} problem(s)`);
+    Deno.exit(1);
+  }
+  console.log("lint:layers: ok");
 }
-console.log("lint:layers: ok");

@@ -175,8 +175,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   {
     name: "config-semantic",
     files: ["src/config/_semantic.ts"],
-    // Not structure_validator_test.ts: Stryker's sandbox prefixes src/ files with
-    // `// @ts-nocheck`, so the committed generated validator never equals a fresh generation there.
+    // Not structure_validator_test.ts: Stryker's sandbox prefixes src/ .ts files with
+    // `// @ts-nocheck`, so the committed generated validator's declaration file
+    // (_structure_validator.d.ts) never equals a fresh generation there.
     tests: [
       "tests/config/linear_check_test.ts",
       "tests/config/loader_test.ts",

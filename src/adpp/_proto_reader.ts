@@ -1,5 +1,5 @@
 /**
- * Protobuf wire-format reading for the generated codec (_codec.ts): varints, fixed-width numbers,
+ * Protobuf wire-format reading for the generated codec (_codec.js): varints, fixed-width numbers,
  * length-delimited fields, unknown-field skipping. Every read is bounded by `end` (the end of the
  * message being decoded, not of the buffer), so a field can never read past its enclosing
  * message; anything malformed throws an Error that says what and at which byte. Nothing is

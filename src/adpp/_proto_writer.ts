@@ -1,5 +1,5 @@
 /**
- * Protobuf wire-format writing for the generated codec (_codec.ts). One writer per module writes
+ * Protobuf wire-format writing for the generated codec (_codec.js). One writer per module writes
  * each message straight into a slab of ENCODE_SLAB_BYTES and hands out a view of it (as Node's
  * Buffer pool does): allocating an ArrayBuffer per message costs ~10x a view in Deno, and the
  * poll path encodes one request per device and cycle. Views never overlap and a slab is never

@@ -1,5 +1,5 @@
 /**
- * ADPP messages as plain objects <-> protobuf bytes. The work is done by src/adpp/_codec.ts,
+ * ADPP messages as plain objects <-> protobuf bytes. The work is done by src/adpp/_codec.js,
  * plain TypeScript generated from proto/ by `deno task proto` (scripts/gen_proto_module.ts
  * documents its semantics): no protobuf library is loaded at run time.
  */
@@ -9,7 +9,7 @@ import {
   decodeResponse as decodeResponseObject,
   encodeRequest as encodeRequestObject,
   encodeResponse as encodeResponseObject,
-} from "./_codec.ts";
+} from "./_codec.js";
 
 export { ENCODE_SLAB_BYTES } from "./_proto_writer.ts";
 

@@ -8,7 +8,7 @@
  * are annotations understood by yaml-language-server; the loader uses `errorMessage` too.
  *
  * After changing the schema, run `deno task config:validator`: the validator the loader runs is
- * generated from this object (src/config/_structure_validator.ts; a test fails when it is stale).
+ * generated from this object (src/config/_structure_validator.js; a test fails when it is stale).
  */
 
 import {

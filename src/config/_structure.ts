@@ -2,10 +2,10 @@
  * Structure layer: validates the plain YAML data against the embedded JSON Schema (allErrors) and
  * maps every error back to a key path, so it can be positioned and deduplicated against the
  * semantic layer. The validator is ajv's standalone code for RUNTIME_CONFIG_SCHEMA, generated at
- * build time (`deno task config:validator` -> _structure_validator.ts), so neither ajv nor a
+ * build time (`deno task config:validator` -> _structure_validator.js), so neither ajv nor a
  * schema compile runs at start-up.
  */
-import { validate as generatedValidate } from "./_structure_validator.ts";
+import { validate as generatedValidate } from "./_structure_validator.js";
 import type { Path, Segment } from "./_source.ts";
 
 /** One structure error: where and what, before positions are attached. */

@@ -1,7 +1,7 @@
 /**
  * The operator console: a static web page (console/ in the repository) served at `/` and its
  * asset paths, outside /v0. The page talks only to the public /v0 API. Its files are built into
- * the runtime by `deno task console:build` (src/http/_console_assets.ts), so the binary reads no
+ * the runtime by `deno task console:build` (src/http/_console_assets.js), so the binary reads no
  * file at run time. That module (~170 KB of text and gzip copies) is imported on the first
  * console request, not at start-up: a runtime whose console nobody opens never holds it.
  *
@@ -85,7 +85,7 @@ export type ConsoleAssetSource = () => Promise<readonly ConsoleAsset[]>;
 
 /** The files `deno task console:build` embedded (a static specifier: `deno compile` includes it). */
 export const EMBEDDED_CONSOLE_ASSETS: ConsoleAssetSource = async () =>
-  (await import("./_console_assets.ts")).CONSOLE_ASSETS;
+  (await import("./_console_assets.js")).CONSOLE_ASSETS;
 
 /** Serves the embedded console files, loaded on the first request. */
 export class ConsoleSite {

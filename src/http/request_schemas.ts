@@ -1,7 +1,7 @@
 /**
  * JSON Schemas (2020-12, the dialect of OpenAPI 3.1) of every POST body, with the TypeScript type
  * each one validates to. They are the one source of truth: the route table (routes.ts) puts each
- * next to its route, `deno task api:validators` compiles them into src/http/_request_validators.ts
+ * next to its route, `deno task api:validators` compiles them into src/http/_request_validators.js
  * (no ajv at run time), request_validation.ts turns a failed check into the 400 message naming the
  * field, and GET /v0/openapi.json publishes them.
  *

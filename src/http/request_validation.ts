@@ -1,6 +1,6 @@
 /**
  * POST bodies checked by the validators generated from their schemas (request_schemas.ts ->
- * `deno task api:validators` -> _request_validators.ts): the first problem, in the order of the
+ * `deno task api:validators` -> _request_validators.js): the first problem, in the order of the
  * schema's members, becomes a 400 INVALID_ARGUMENT naming the field (`args.duty.double: must be a
  * number`), with the schema's `x-errors` message when it has one.
  */
@@ -29,7 +29,7 @@ let validators: Readonly<Record<string, RequestValidator | undefined>> | null = 
  * read from never holds their code. Resolves at once after the first time.
  */
 export async function loadRequestValidators(): Promise<void> {
-  validators ??= await import("./_request_validators.ts") as unknown as Readonly<
+  validators ??= await import("./_request_validators.js") as unknown as Readonly<
     Record<string, RequestValidator | undefined>
   >;
 }

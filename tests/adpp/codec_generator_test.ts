@@ -86,7 +86,7 @@ async function generated(roots: string[], exact64: string[] = []): Promise<Codec
     title: "codec test schema",
     source: "tests/adpp/codec_generator_test.ts",
   });
-  const path = await Deno.makeTempFile({ prefix: "codec_", suffix: ".ts" });
+  const path = await Deno.makeTempFile({ prefix: "codec_", suffix: ".js" });
   try {
     await Deno.writeTextFile(path, source);
     return await import(`file://${path}`);

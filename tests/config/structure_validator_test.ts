@@ -1,15 +1,24 @@
 /**
- * The committed config validator (src/config/_structure_validator.ts) is ajv's standalone code
+ * The committed config validator (src/config/_structure_validator.js) is ajv's standalone code
  * for the current RUNTIME_CONFIG_SCHEMA, and the runtime loads no ajv to use it.
  */
 import assert from "node:assert/strict";
 import { ModuleGraph } from "../helpers/module_graph.ts";
-import { configValidatorSource, VALIDATOR_MODULE } from "../../scripts/gen_config_validator.ts";
+import {
+  configValidatorSource,
+  configValidatorTypes,
+  VALIDATOR_MODULE,
+  VALIDATOR_TYPES,
+} from "../../scripts/gen_config_validator.ts";
 
-Deno.test("_structure_validator.ts is generated from the current schema (deno task config:validator)", () => {
+Deno.test("_structure_validator.js is generated from the current schema (deno task config:validator)", () => {
   assert.ok(
     Deno.readTextFileSync(VALIDATOR_MODULE) === configValidatorSource(),
-    "src/config/_structure_validator.ts is out of date: run `deno task config:validator`",
+    "src/config/_structure_validator.js is out of date: run `deno task config:validator`",
+  );
+  assert.ok(
+    Deno.readTextFileSync(VALIDATOR_TYPES) === configValidatorTypes(),
+    "src/config/_structure_validator.d.ts is out of date: run `deno task config:validator`",
   );
 });
 

@@ -1,21 +1,23 @@
 /**
- * The embedded console (src/http/_console_assets.ts) is exactly what `deno task console:build`
+ * The embedded console (src/http/_console_assets.js) is exactly what `deno task console:build`
  * makes of console/ today, fits the size budget, and the page refers only to files it serves and
  * to nothing its Content-Security-Policy would block (inline script or style, handlers).
  */
 import assert from "node:assert/strict";
 import { gunzipSync } from "node:zlib";
-import { CONSOLE_ASSETS } from "../../src/http/_console_assets.ts";
+import { CONSOLE_ASSETS } from "../../src/http/_console_assets.js";
 import {
   buildConsoleAssets,
+  CONSOLE_ASSETS_TYPES,
   CONSOLE_GZIP_BUDGET_BYTES,
+  consoleAssetsTypes,
   etagOf,
   gzipTotalBytes,
 } from "../../scripts/gen_console_assets.ts";
 
-const STALE = "src/http/_console_assets.ts is out of date: run `deno task console:build`";
+const STALE = "src/http/_console_assets.js is out of date: run `deno task console:build`";
 
-Deno.test("_console_assets.ts holds exactly the current console/ files (deno task console:build)", async () => {
+Deno.test("_console_assets.js holds exactly the current console/ files (deno task console:build)", async () => {
   const built = await buildConsoleAssets();
   // The gzip bytes may differ between zlib versions; what they decompress to may not.
   const shape = (a: { path: string; contentType: string; etag: string; text: string }) => ({
@@ -30,6 +32,10 @@ Deno.test("_console_assets.ts holds exactly the current console/ files (deno tas
     assert.equal(new TextDecoder().decode(gunzipSync(bytes)), a.text, `${a.path}: ${STALE}`);
     assert.equal(a.etag, await etagOf(new TextEncoder().encode(a.text)), a.path);
   }
+  assert.ok(
+    Deno.readTextFileSync(CONSOLE_ASSETS_TYPES) === consoleAssetsTypes(),
+    "src/http/_console_assets.d.ts is out of date: run `deno task console:build`",
+  );
 });
 
 Deno.test("the console's files fit the 150 KB gzip budget", () => {
