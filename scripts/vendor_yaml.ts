@@ -14,6 +14,8 @@
  * the vendored files differ from the pinned package.
  */
 
+import { asciiOnly } from "./generated_js.ts";
+
 /** The folder the vendored build lives in. */
 export const VENDOR_DIR = new URL("../vendor/yaml/", import.meta.url);
 
@@ -56,19 +58,6 @@ export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
     else if (e.isFile) out.push(rel);
   }
   return out.sort();
-}
-
-/**
- * `text` with every non-ASCII UTF-16 code unit written as a `\\uXXXX` escape. V8 stores a module
- * source that holds even one non-ASCII character as a two-byte string (twice the memory, for as
- * long as the process runs); in yaml's build such characters occur only in string literals and
- * comments, where the escape keeps the value (tests/scripts/vendor_yaml_test.ts parses with it).
- */
-export function asciiOnly(text: string): string {
-  return text.replace(
-    /[^\x00-\x7f]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
 }
 
 /** The text of vendor/yaml/mod.ts for `spec`. */

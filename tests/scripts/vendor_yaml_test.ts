@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { ModuleGraph } from "../helpers/module_graph.ts";
+import { asciiOnly } from "../../scripts/generated_js.ts";
 import {
-  asciiOnly,
   listFiles,
   modSource,
   npmPackageDir,
@@ -49,15 +49,3 @@ for (
     assert.deepStrictEqual(deps.filter((s) => /^npm:\/?yaml@/.test(s)), []);
   });
 }
-
-Deno.test("asciiOnly escapes every non-ASCII code unit and keeps the value of a literal", () => {
-  const source = 'export const s = "a\u2026b \u00b1 \u{1f600}"; // \u2192 note\n';
-  const escaped = asciiOnly(source);
-  assert.ok(/^[\x00-\x7f]*$/.test(escaped), escaped);
-  assert.strictEqual(
-    escaped,
-    'export const s = "a\\u2026b \\u00b1 \\ud83d\\ude00"; // \\u2192 note\n',
-  );
-  const value = (text: string) => new Function(`${text.replace("export ", "")}; return s;`)();
-  assert.strictEqual(value(escaped), value(source));
-});
