@@ -12,6 +12,7 @@ import {
   parseBenchArgs,
   UsageError,
 } from "./lib/args.ts";
+import { buildAll, BUNDLE_DIR } from "../scripts/bundle.ts";
 import { BenchFailure } from "./lib/api.ts";
 import { benchTreeXml, providerIds, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { DEFAULT_PROFILE, type Profile, QUICK_PROFILE } from "./lib/profile.ts";
@@ -198,6 +199,14 @@ async function main(): Promise<number> {
   const rec = new Recorder();
   const notes: string[] = [];
   try {
+    // The default commands run the bundles: build them from the current source first.
+    const bundled = [...Object.values(cmds), providerCmd].some((c) =>
+      c.some((w) => w.startsWith(BUNDLE_DIR.pathname))
+    );
+    if (bundled) {
+      await buildAll();
+      log(`bench: bundled the runtime and the sim into ${BUNDLE_DIR.pathname} (deno task bundle)`);
+    }
     // Versions first: they also prove each command works and warm Deno's module cache, so the
     // first start-up figure does not include compiling the sources.
     const versions: Record<string, string> = {

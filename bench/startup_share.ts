@@ -24,6 +24,7 @@ import {
   type WireRequest,
 } from "../src/adpp/mod.ts";
 import { defaultCommands, splitCommand } from "./lib/args.ts";
+import { buildAll, BUNDLE_DIR } from "../scripts/bundle.ts";
 import { runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { clockTicksPerSecond, readProcStat } from "./lib/proc.ts";
 import { median } from "./lib/stats.ts";
@@ -197,6 +198,9 @@ if (import.meta.main) {
   const counts = values.providers.split(",").map(Number);
   const defaults = defaultCommands(REPO);
   const runtimeCmd = values["runtime-cmd"] ? splitCommand(values["runtime-cmd"]) : defaults.runtime;
+  if ([...runtimeCmd, ...defaults.provider].some((w) => w.startsWith(BUNDLE_DIR.pathname))) {
+    await buildAll();
+  }
   const dir = await Deno.makeTempDir({ prefix: "startup-share-" });
   try {
     const simConfig = `${dir}/sim.yaml`;

@@ -33,10 +33,11 @@ export const BENCH_USAGE = `Usage: deno task bench [flags]
 
   --quick                 short run (< 1 min): fewer repetitions, shorter windows, 1/10 providers
   --soak                  also run workload 7's 10-minute memory soak at 50 providers
-  --runtime-cmd "<cmd>"   runtime A (default: deno run -A --v8-flags=... src/main.ts, the
-                          flags of deno task start); --config FILE is appended
+  --runtime-cmd "<cmd>"   runtime A (default: deno run -A --v8-flags=... on the bundle
+                          dist/bundle/runtime/main.js, built first: what deno task start
+                          and the compile tasks run); --config FILE is appended
   --compare "<cmd>"       runtime B, run alternately with A; the table shows B/A per metric
-  --provider-cmd "<cmd>"  provider command (default: the simulated provider under deno);
+  --provider-cmd "<cmd>"  provider command (default: the simulated provider's bundle under deno);
                           --config <generated sim yaml> is appended
   --only 1,3,5            run only these workloads (1-8)
   --reps N                repetitions of the repeated workloads (default 3, quick 2)
@@ -99,10 +100,14 @@ export const RUNTIME_V8_FLAGS = "--v8-flags=--max-semi-space-size=4";
  */
 export const PROVIDER_V8_FLAGS = `${RUNTIME_V8_FLAGS},--lite-mode`;
 
-/** Default commands, given the repository root (absolute, no trailing slash). */
+/**
+ * Default commands, given the repository root (absolute, no trailing slash): the bundles of
+ * `deno task bundle` (scripts/bundle.ts), which the harness builds before measuring — what
+ * `deno task start` and the compile tasks run.
+ */
 export function defaultCommands(repoRoot: string): { runtime: string[]; provider: string[] } {
   return {
-    runtime: ["deno", "run", "-A", RUNTIME_V8_FLAGS, `${repoRoot}/src/main.ts`],
+    runtime: ["deno", "run", "-A", RUNTIME_V8_FLAGS, `${repoRoot}/dist/bundle/runtime/main.js`],
     provider: [
       "deno",
       "run",
@@ -110,7 +115,7 @@ export function defaultCommands(repoRoot: string): { runtime: string[]; provider
       PROVIDER_V8_FLAGS,
       "--allow-read",
       "--allow-env",
-      `${repoRoot}/examples/providers/sim/main.ts`,
+      `${repoRoot}/dist/bundle/sim/main.js`,
     ],
   };
 }

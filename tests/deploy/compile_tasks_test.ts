@@ -1,21 +1,29 @@
 /**
  * The compile tasks in deno.json: targets, outputs, and permissions that are enough for the
  * code paths the binaries run. `deno compile` itself cannot run without downloading `denort`
- * (docs/deployment.md), so the source runs here with exactly the permissions of the tasks.
+ * (docs/deployment.md), so the bundles it compiles (`deno task bundle`) run here with exactly
+ * the permissions of the tasks.
  */
 import assert from "node:assert/strict";
 import { EXIT_OK } from "../../src/exit_codes.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 import { defaultCommands, PROVIDER_V8_FLAGS, RUNTIME_V8_FLAGS } from "../../bench/lib/args.ts";
+import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 
 const TASKS = JSON.parse(Deno.readTextFileSync(repoPath("deno.json"))).tasks as Record<
   string,
   string
 >;
 
-/** The `deno compile` flags of a task, with target, output and entry point split off. */
+/**
+ * The `deno compile` flags of a task, with target, output and entry point split off. Every
+ * compile task first builds the bundles it compiles (`deno task bundle && deno compile ...`).
+ */
 function compileTask(name: string) {
-  const words = (TASKS[name] ?? "").split(/\s+/);
+  const [first, second, ...rest] = (TASKS[name] ?? "").split(" && ");
+  assert.equal(first, "deno task bundle", `${name}: does not build the bundles first`);
+  assert.equal(rest.length, 0, name);
+  const words = (second ?? "").split(/\s+/);
   assert.equal(words.slice(0, 2).join(" "), "deno compile", `${name}: not a deno compile task`);
   const target = words[words.indexOf("--target") + 1];
   const output = words[words.indexOf("--output") + 1];
@@ -25,19 +33,24 @@ function compileTask(name: string) {
 
 Deno.test("compile tasks build the runtime and the simulated provider for x86_64 and aarch64", () => {
   const expected = [
-    ["compile", "x86_64-unknown-linux-gnu", "dist/runtime", "src/main.ts"],
-    ["compile:arm64", "aarch64-unknown-linux-gnu", "dist/runtime-aarch64", "src/main.ts"],
+    ["compile", "x86_64-unknown-linux-gnu", "dist/runtime", "dist/bundle/runtime/main.js"],
+    [
+      "compile:arm64",
+      "aarch64-unknown-linux-gnu",
+      "dist/runtime-aarch64",
+      "dist/bundle/runtime/main.js",
+    ],
     [
       "compile:sim",
       "x86_64-unknown-linux-gnu",
       "dist/sim-provider",
-      "examples/providers/sim/main.ts",
+      "dist/bundle/sim/main.js",
     ],
     [
       "compile:sim:arm64",
       "aarch64-unknown-linux-gnu",
       "dist/sim-provider-aarch64",
-      "examples/providers/sim/main.ts",
+      "dist/bundle/sim/main.js",
     ],
   ];
   for (const [name, target, output, entry] of expected) {
@@ -69,9 +82,10 @@ async function run(args: string[]): Promise<{ code: number; stdout: string; stde
 
 Deno.test("runtime --check-config works with the compile task's permissions", async () => {
   const r = await run([
+    BUNDLE_RUN_CONFIG,
     "--allow-read",
     `--allow-env=${compileEnvAllowList()}`,
-    repoPath("src/main.ts"),
+    (await bundles()).runtime,
     "--check-config",
     repoPath("examples/demo.yaml"),
     "--format",
@@ -85,8 +99,9 @@ Deno.test("runtime --check-config works with the compile task's permissions", as
 
 Deno.test("simulated provider loads its configuration with the compile:sim permissions", async () => {
   const r = await run([
+    BUNDLE_RUN_CONFIG,
     ...compileTask("compile:sim").permissions,
-    repoPath("examples/providers/sim/main.ts"),
+    (await bundles()).sim,
     "--check-config",
     repoPath("examples/providers/sim/sim.yaml"),
   ]);
@@ -99,7 +114,7 @@ Deno.test("start, every compile task, the examples' simulated providers and the 
   assert.match(RUNTIME_V8_FLAGS, /^--v8-flags=\S+$/);
   assert.strictEqual(PROVIDER_V8_FLAGS, `${RUNTIME_V8_FLAGS},--lite-mode`);
   const flagsOf = (words: readonly string[]) => words.filter((w) => w.startsWith("--v8-flags"));
-  for (const name of ["start", "compile", "compile:arm64"]) {
+  for (const name of ["start", "start:src", "compile", "compile:arm64"]) {
     assert.deepEqual(flagsOf((TASKS[name] ?? "").split(/\s+/)), [RUNTIME_V8_FLAGS], name);
   }
   for (const name of ["compile:sim", "compile:sim:arm64"]) {

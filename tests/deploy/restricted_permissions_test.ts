@@ -3,8 +3,9 @@
  * --allow-read limited to its config folder, the behavior-tree folder and the provider binary,
  * with the single binary's exact --allow-env list, and stops cleanly (exit 0) on SIGTERM.
  *
- * Module loading (`deno run` reading src/**.ts and the npm cache) is not gated by --allow-read,
- * so this stands in for the compiled binary, which embeds those modules. The simulated provider
+ * The runtime is the bundle the compile task compiles (`deno task bundle`); module loading (its
+ * chunks, the npm cache) is not gated by --allow-read, so this stands in for the compiled binary,
+ * which embeds those modules. The simulated provider
  * is a separate `deno run --allow-read ...` process: its reads are its own permissions.
  */
 import assert from "node:assert/strict";
@@ -13,6 +14,7 @@ import { EXIT_OK } from "../../src/exit_codes.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
+import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 
 const EXAMPLES = repoPath("examples");
 /** Bound on start-up (providers + HTTP); generous for a busy 2-core CI machine. */
@@ -83,6 +85,7 @@ Deno.test("runtime starts and serves the demo with --allow-read limited to confi
   const dir = await Deno.makeTempDir({ prefix: "runtime-restricted-" });
   await Deno.mkdir(`${dir}/data`);
   const allowRead = [dir, `${EXAMPLES}/behaviors`, Deno.execPath()].join(",");
+  const runtimeBundle = (await bundles()).runtime;
   /** The runtime with the demo on `port`, its output collected. */
   const start = async (port: number) => {
     const configPath = await demoConfigIn(dir, port);
@@ -91,12 +94,13 @@ Deno.test("runtime starts and serves the demo with --allow-read limited to confi
         "run",
         "--quiet",
         "--no-prompt",
+        BUNDLE_RUN_CONFIG,
         "--allow-net=127.0.0.1",
         "--allow-run",
         `--allow-env=${compileEnvAllowList()}`,
         `--allow-read=${allowRead}`,
         `--allow-write=${dir}/data`,
-        repoPath("src/main.ts"),
+        runtimeBundle,
         "--config",
         configPath,
       ],
@@ -151,6 +155,36 @@ Deno.test("runtime starts and serves the demo with --allow-read limited to confi
     const written = [];
     for await (const e of Deno.readDir(`${dir}/data`)) written.push(e.name);
     assert.ok(written.length > 0, "nothing written to data_dir");
+    // What the bundle loads on first use, each from its own chunk: the console's files, the
+    // OpenAPI document, the request validators (a POST body), and the e-stop answers.
+    const page = await fetch(`http://127.0.0.1:${port}/`);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<!doctype html>/i);
+    const doc = await apiFetch(`${base}/openapi.json`);
+    assert.equal(doc.status, 200);
+    assert.equal((await doc.json()).openapi, "3.1.0");
+    const bad = await apiFetch(`${base}/mode`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ mode: 7 }),
+    });
+    assert.equal(bad.status, 400, "the request validators refuse a mode that is not a string");
+    await bad.body?.cancel();
+    const manual = await apiFetch(`${base}/mode`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ mode: "MANUAL" }),
+    });
+    assert.equal(manual.status, 200, await manual.text());
+    const estop = await apiFetch(`${base}/estop`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ reason: "bundle check" }),
+    });
+    assert.equal(estop.status, 200, await estop.text());
+    // deno-lint-ignore no-explicit-any
+    const latched: any = await pollUntilOk(`${base}/runtime/status`, state);
+    assert.equal(latched.estop.latched, true);
 
     child.kill("SIGTERM");
     stopped = true;

@@ -33,6 +33,10 @@ export interface RuntimeChildOptions {
   /** Where the API is expected (the configured port or the --port / RUNTIME_HTTP_PORT one). */
   readonly port: number;
   readonly args?: readonly string[];
+  /** The module to run (default src/main.ts; e.g. a bundle of scripts/bundle.ts). */
+  readonly entry?: string;
+  /** More `deno run` flags before the module (e.g. `--config=<repo>/deno.json` for a bundle). */
+  readonly denoFlags?: readonly string[];
   readonly env?: Record<string, string>;
   readonly cwd?: string;
   /**
@@ -104,7 +108,16 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
     ]
     : o.permissions ?? ["-A"];
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...permissions, "--quiet", MAIN, "--config", o.config, ...(o.args ?? [])],
+    args: [
+      "run",
+      ...permissions,
+      "--quiet",
+      ...(o.denoFlags ?? []),
+      o.entry ?? MAIN,
+      "--config",
+      o.config,
+      ...(o.args ?? []),
+    ],
     cwd: o.cwd,
     env: { NO_COLOR: "1", ...o.env },
     stdin: "null",

@@ -8,11 +8,11 @@
 import assert from "node:assert/strict";
 import { ModuleGraph } from "../helpers/module_graph.ts";
 
-/** `file:line:column U+XXXX` of each line's first non-ASCII character in `text`. */
+/** `file:line:column U+XXXX` of each line's first character outside printable ASCII (tab and CR allowed). */
 export function nonAsciiPlaces(file: string, text: string): string[] {
   const places: string[] = [];
   text.split("\n").forEach((line, i) => {
-    const col = line.search(/[^\x00-\x7f]/);
+    const col = line.search(/[^\t\n\r\x20-\x7e]/);
     if (col >= 0) {
       const code = line.charCodeAt(col).toString(16).toUpperCase().padStart(4, "0");
       places.push(`${file}:${i + 1}:${col + 1} U+${code}`);

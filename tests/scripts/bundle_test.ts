@@ -1,0 +1,142 @@
+/**
+ * `deno task bundle` (scripts/bundle.ts): what `deno task start`, the compile tasks and the bench
+ * run. The bundle keeps loading on demand what the source loads on demand, leaves the on-demand
+ * npm packages to Deno (the same build of each package as from source), and runs: the deploy
+ * tests (tests/deploy/) start the demo from it with the compiled binary's permissions; here it
+ * writes telemetry through the external InfluxDB client.
+ */
+import assert from "node:assert/strict";
+import { buildBundle, bundleArgs, EXTERNAL_PACKAGES } from "../../scripts/bundle.ts";
+import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
+import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { VictoriaMetrics, victoriaMetricsMissing, waitFor } from "../helpers/victoria_metrics.ts";
+import { SIM_YAML } from "../helpers/sim_config.ts";
+
+/** The bundle files `main.js` loads through static imports, transitively (names only). */
+async function staticClosure(dir: string): Promise<Set<string>> {
+  const seen = new Set<string>();
+  const todo = ["main.js"];
+  while (todo.length > 0) {
+    const name = todo.pop()!;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const text = await Deno.readTextFile(`${dir}/${name}`);
+    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)[^;]*?from\s*"\.\/([^"]+)"/g)) {
+      todo.push(m[1]);
+    }
+    for (const m of text.matchAll(/(?:^|\n)\s*import\s*"\.\/([^"]+)"/g)) todo.push(m[1]);
+  }
+  return seen;
+}
+
+Deno.test("bundleArgs splits chunks at dynamic imports and leaves the on-demand npm packages external", () => {
+  const args = bundleArgs("src/main.ts", "/tmp/out");
+  assert.deepStrictEqual(args.slice(0, 5), [
+    "bundle",
+    "--quiet",
+    "--platform",
+    "deno",
+    "--code-splitting",
+  ]);
+  for (const p of EXTERNAL_PACKAGES) {
+    assert.ok(args.join(" ").includes(`--external ${p}`), p);
+  }
+  assert.deepStrictEqual(args.slice(-3), ["--outdir", "/tmp/out", "src/main.ts"]);
+});
+
+Deno.test("buildBundle names the entry that failed and shows deno's message", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await assert.rejects(
+      () => buildBundle("src/no_such_module.ts", `${dir}/out`),
+      (e: Error) =>
+        e.message.startsWith("deno bundle src/no_such_module.ts failed (exit 1):\nerror: ") &&
+        e.message.length > 60,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the runtime's bundle loads the console files, the request validators, the OpenAPI document and the tree engine only on demand", async () => {
+  const { runtime } = await bundles();
+  const dir = runtime.slice(0, runtime.lastIndexOf("/"));
+  const files = [...Deno.readDirSync(dir)].map((e) => e.name);
+  const eager = await staticClosure(dir);
+  for (const lazy of ["_console_assets-", "_request_validators-", "openapi-"]) {
+    const chunk = files.find((f) => f.startsWith(lazy));
+    assert.ok(chunk, `no chunk for ${lazy}: ${files.join(", ")}`);
+    assert.ok(!eager.has(chunk), `${chunk} is loaded at start-up`);
+  }
+  const eagerText = [...eager].map((f) => Deno.readTextFileSync(`${dir}/${f}`)).join("\n");
+  assert.ok(!/<!doctype html>/i.test(eagerText), "the console's page is in the start-up code");
+  // esbuild writes `class X {` as `var X = class {`.
+  const allText = files.map((f) => Deno.readTextFileSync(`${dir}/${f}`)).join("\n");
+  assert.ok(allText.includes("BtRunner = class"), "the tree engine is in no chunk");
+  assert.ok(!eagerText.includes("BtRunner = class"), "the tree engine is in the start-up code");
+  for (const p of EXTERNAL_PACKAGES) {
+    assert.ok(eagerText.includes(`import("${p}")`) || !eagerText.includes(p), p);
+  }
+  assert.ok(eager.size < files.length, "every chunk is loaded at start-up");
+});
+
+Deno.test({
+  name:
+    "the bundled runtime and sim poll, and write telemetry through the external InfluxDB client",
+  ignore: victoriaMetricsMissing(),
+  async fn() {
+    const { runtime, sim } = await bundles();
+    const vm = await VictoriaMetrics.start();
+    const dir = await Deno.makeTempDir({ prefix: "bundle-telemetry-" });
+    const port = freePort();
+    const config = `${dir}/runtime.yaml`;
+    await Deno.writeTextFile(
+      config,
+      `runtime:
+  name: bundle
+  data_dir: ${dir}/data
+http:
+  port: ${port}
+polling:
+  interval_ms: 100
+providers:
+  - id: sim0
+    command: ${Deno.execPath()}
+    args: [run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}]
+telemetry:
+  enabled: true
+  influxdb:
+    url: ${vm.url}
+    token: any-token-victoria-metrics-ignores
+    flush_interval_ms: 200
+`,
+    );
+    const rt = await startRuntimeChild({
+      config,
+      port,
+      entry: runtime,
+      denoFlags: [BUNDLE_RUN_CONFIG],
+    });
+    try {
+      await waitFor(
+        async () => {
+          await vm.forceFlush();
+          return (await vm.export('{__name__=~"runtime_signal.*"}')).length > 0;
+        },
+        "signal rows in VictoriaMetrics",
+        20_000,
+      );
+      assert.ok(
+        !/not a dependency|Cannot (find|resolve)|Import .* failed/i.test(rt.stderr()),
+        rt.stderr(),
+      );
+    } catch (err) {
+      console.error(rt.stderr());
+      throw err;
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+      await vm.dispose();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
