@@ -1,6 +1,6 @@
 /**
  * ADPP messages as plain objects <-> protobuf bytes. The work is done by src/adpp/_codec.js,
- * plain TypeScript generated from proto/ by `deno task proto` (scripts/gen_proto_module.ts
+ * plain JavaScript generated from proto/ by `deno task proto` (scripts/gen_proto_module.ts
  * documents its semantics): no protobuf library is loaded at run time.
  */
 import type { ExactInteger } from "../common/mod.ts";
