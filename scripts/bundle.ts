@@ -7,7 +7,7 @@
  * source inside it, base64) plus V8's copy of that map's URL, a module record and its own
  * compile caches. The runtime loads ~200 modules, the sim ~110. As one entry module plus a few
  * chunks of plain JavaScript, the runtime idles at 71–73 MiB instead of 83–85 at 10 providers,
- * and the sim at ~44 instead of ~49 MiB.
+ * and a polled sim at 45.2–45.6 instead of 48.5–48.8 MiB.
  *
  * What: `deno bundle` (esbuild) with `--code-splitting`, so every dynamic `import()` stays a
  * separate chunk loaded on first use (console files, request validators, OpenAPI document,
