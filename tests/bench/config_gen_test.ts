@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { providerIds, runtimeYaml, simProviderYaml } from "../../bench/lib/config_gen.ts";
 import { defaultCommands } from "../../bench/lib/args.ts";
 import { loadConfig } from "../../src/config/mod.ts";
+import { bundles } from "../helpers/bundles.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -30,7 +31,14 @@ Deno.test("runtimeYaml and simProviderYaml produce configs both programs accept 
   try {
     const sim = `${dir}/sim.yaml`;
     await Deno.writeTextFile(sim, simProviderYaml());
-    const [, ...providerArgs] = defaultCommands(ROOT).provider;
+    // The bench's provider command runs the sim's bundle (built by the harness): here, one built
+    // from this checkout.
+    const bundled = `${ROOT}/dist/bundle/sim/main.js`;
+    const provider = defaultCommands(ROOT).provider;
+    assert.ok(provider.includes(bundled), provider.join(" "));
+    const { sim: simBundle } = await bundles();
+    const providerCmd = provider.map((w) => w === bundled ? simBundle : w);
+    const [, ...providerArgs] = providerCmd;
     const simCheck = await run([...providerArgs, "--check-config", sim]);
     assert.equal(simCheck.code, 0, simCheck.out);
 
@@ -40,7 +48,7 @@ Deno.test("runtimeYaml and simProviderYaml produce configs both programs accept 
       runtimeYaml({
         providerCount: 3,
         port: 18080,
-        providerCmd: defaultCommands(ROOT).provider,
+        providerCmd,
         simConfigPath: sim,
         pollIntervalMs: 100,
         dataDir: `${dir}/data with space`,
