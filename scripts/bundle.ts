@@ -35,6 +35,9 @@ export const BUNDLES: ReadonlyArray<{ readonly name: string; readonly entry: str
 /** npm packages the runtime loads on demand, left for Deno to load at run time. */
 export const EXTERNAL_PACKAGES: readonly string[] = ["@influxdata/influxdb-client", "saxes"];
 
+/** Bound on one `deno bundle` run (~0.5 s here; the first run on a machine fetches esbuild). */
+export const BUNDLE_TIMEOUT_MS = 120_000;
+
 /** The `deno bundle` arguments that build `entry` into `outDir`. */
 export function bundleArgs(entry: string, outDir: string): string[] {
   return [
@@ -53,12 +56,18 @@ export function bundleArgs(entry: string, outDir: string): string[] {
 /**
  * Builds `entry` (relative to the repository root) into `outDir` (emptied first, so no chunk of
  * an earlier build is left); its entry module is `<outDir>/main.js`. Throws with deno's output
- * when the build fails.
+ * when the build fails or outlasts `timeoutMs`.
  */
-export async function buildBundle(entry: string, outDir: string): Promise<string> {
+export async function buildBundle(
+  entry: string,
+  outDir: string,
+  timeoutMs: number = BUNDLE_TIMEOUT_MS,
+): Promise<string> {
   await Deno.remove(outDir, { recursive: true }).catch((e) => {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
   });
+  // An aborted run is killed (SIGTERM) and resolves; the signal says it was the bound.
+  const timeout = AbortSignal.timeout(timeoutMs);
   const out = await new Deno.Command(Deno.execPath(), {
     args: bundleArgs(entry, outDir),
     cwd: REPO_ROOT.pathname,
@@ -66,7 +75,11 @@ export async function buildBundle(entry: string, outDir: string): Promise<string
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
+    signal: timeout,
   }).output();
+  if (timeout.aborted) {
+    throw new Error(`deno bundle ${entry} did not finish within ${timeoutMs} ms`);
+  }
   const text = new TextDecoder();
   if (!out.success) {
     throw new Error(

@@ -9,10 +9,10 @@ import { buildAll, REPO_ROOT } from "../../scripts/bundle.ts";
 /** `deno run` flag that gives a bundle outside the repository the repository's import map. */
 export const BUNDLE_RUN_CONFIG = `--config=${REPO_ROOT.pathname}deno.json`;
 
-let built: Promise<{ dir: string; runtime: string; sim: string }> | null = null;
+let built: Promise<{ runtime: string; sim: string }> | null = null;
 
 /** The bundles' entry modules (built on the first call; removed when the process ends). */
-export function bundles(): Promise<{ dir: string; runtime: string; sim: string }> {
+export function bundles(): Promise<{ runtime: string; sim: string }> {
   built ??= (async () => {
     const dir = await Deno.makeTempDir({ prefix: "runtime-bundles-" });
     globalThis.addEventListener("unload", () => {
@@ -23,7 +23,7 @@ export function bundles(): Promise<{ dir: string; runtime: string; sim: string }
       }
     });
     const out = await buildAll(dir);
-    return { dir, runtime: out.runtime, sim: out.sim };
+    return { runtime: out.runtime, sim: out.sim };
   })();
   return built;
 }
