@@ -11,7 +11,7 @@ import {
   launchChromium,
   PAGE_WAIT_MS,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { waitFor } from "../helpers/kernel.ts";
 
@@ -22,13 +22,7 @@ Deno.test({
     const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
     assert.match(demo, /\n {2}parameters:\n/, "the demo declares parameters");
     await withCheckoutMirror(demo, async (dir) => {
-      const port = freePort();
-      const rt = await startRuntimeChild({
-        config: `${dir}/config.yaml`,
-        port,
-        args: ["--port", String(port)],
-        cwd: dir,
-      });
+      const rt = await startRuntimeInMirror(dir);
       const browser = await launchChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

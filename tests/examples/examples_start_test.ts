@@ -21,9 +21,8 @@
  */
 import assert from "node:assert/strict";
 import {
-  freePort,
   type RuntimeChild,
-  startRuntimeChild,
+  startRuntimeInMirror,
   withCheckoutMirror as inTempFolder,
 } from "../helpers/runtime_process.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -56,13 +55,7 @@ async function get(rt: RuntimeChild, path: string) {
 
 /** Starts `dir/config.yaml` on a free port, runs `fn`, stops it and expects exit code 0. */
 async function withRuntime(dir: string, fn: (rt: RuntimeChild) => Promise<void>): Promise<void> {
-  const port = freePort();
-  const rt = await startRuntimeChild({
-    config: `${dir}/config.yaml`,
-    port,
-    args: ["--port", String(port)],
-    cwd: dir,
-  });
+  const rt = await startRuntimeInMirror(dir);
   try {
     await fn(rt);
   } finally {

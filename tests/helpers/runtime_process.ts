@@ -224,3 +224,17 @@ export async function withCheckoutMirror(
     await Deno.remove(root, { recursive: true });
   }
 }
+
+/**
+ * The runtime on `examples/config.yaml` of a {@link withCheckoutMirror} folder `dir`, on a free
+ * port (given as `--port`, overriding the file's), started from that folder.
+ */
+export function startRuntimeInMirror(dir: string): Promise<RuntimeChild> {
+  const port = freePort();
+  return startRuntimeChild({
+    config: `${dir}/config.yaml`,
+    port,
+    args: ["--port", String(port)],
+    cwd: dir,
+  });
+}

@@ -11,9 +11,8 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import {
-  freePort,
   type RuntimeChild,
-  startRuntimeChild,
+  startRuntimeInMirror,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -50,13 +49,7 @@ async function request(
 Deno.test("every demo answer carries what the later anolis OpenAPI document requires", async () => {
   const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
   await withCheckoutMirror(demo, async (dir) => {
-    const port = freePort();
-    const rt = await startRuntimeChild({
-      config: `${dir}/config.yaml`,
-      port,
-      args: ["--port", String(port)],
-      cwd: dir,
-    });
+    const rt = await startRuntimeInMirror(dir);
     try {
       // The demo answers GetHealth: wait for its first report (devices carry `reported`).
       await waitFor("provider health reported", async () => {

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import openapiTS, { astToString } from "openapi-typescript";
-import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
@@ -75,13 +75,7 @@ async function deno(
 Deno.test("a client generated from GET /v0/openapi.json type-checks and calls a real runtime", async () => {
   const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
   await withCheckoutMirror(demo, async (dir) => {
-    const port = freePort();
-    const rt = await startRuntimeChild({
-      config: `${dir}/config.yaml`,
-      port,
-      args: ["--port", String(port)],
-      cwd: dir,
-    });
+    const rt = await startRuntimeInMirror(dir);
     try {
       const doc = await (await apiFetch(`${rt.base}/v0/openapi.json`)).json();
       const types = astToString(await openapiTS(doc));

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { Api, callBody } from "./alarms_helpers.ts";
 
@@ -19,13 +19,7 @@ const relay = (index: number) =>
 Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-temperature alarm stops the machine", async () => {
   const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
   await withCheckoutMirror(config, async (dir) => {
-    const port = freePort();
-    const rt = await startRuntimeChild({
-      config: `${dir}/config.yaml`,
-      port,
-      args: ["--port", String(port)],
-      cwd: dir,
-    });
+    const rt = await startRuntimeInMirror(dir);
     try {
       const api = new Api(rt.base);
       const alarms = (await api.get("/v0/alarms")).json.alarms;
