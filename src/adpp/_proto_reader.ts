@@ -15,6 +15,19 @@ const UTF8 = new TextDecoder("utf-8", { ignoreBOM: true });
 /** Strings up to this many bytes are tried as ASCII in JS (faster than TextDecoder up to ~24). */
 const ASCII_FAST_MAX = 24;
 
+/**
+ * Slots of the cache of short ASCII strings (a power of two; one string per slot, a collision
+ * replaces it): at most 1024 strings of at most ASCII_FAST_MAX characters.
+ */
+export const INTERNED_STRING_SLOTS = 1024;
+const INTERNED: Array<string | undefined> = new Array(INTERNED_STRING_SLOTS);
+
+/** True when `s` (one-byte characters) equals the bytes of `buf` from `at` on. */
+function sameAscii(s: string, buf: Uint8Array, at: number): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) !== buf[at + i]) return false;
+  return true;
+}
+
 // Scratch for fixed-width floats (no DataView per decoded message).
 const F64 = new Float64Array(1);
 const F64_BYTES = new Uint8Array(F64.buffer);
@@ -252,17 +265,26 @@ export class ProtoReader {
     if (n === 0) return "";
     const buf = this.buf;
     if (n <= ASCII_FAST_MAX) {
+      // Short ASCII (ids, units, "ok"): looked up by a hash of its bytes among the strings decoded
+      // before, so the ids every poll repeats are not allocated again (FNV-1a, 32 bit).
+      let hash = 0x811c9dc5;
       let ascii = true;
       for (let i = p; i < end; i++) {
-        if (buf[i] >= 0x80) {
+        const b = buf[i];
+        if (b >= 0x80) {
           ascii = false;
           break;
         }
+        hash = Math.imul(hash ^ b, 0x01000193);
       }
       if (ascii) {
-        // Short ASCII: one-byte characters, no TextDecoder round trip.
+        const slot = hash & (INTERNED_STRING_SLOTS - 1);
+        const known = INTERNED[slot];
+        if (known !== undefined && known.length === n && sameAscii(known, buf, p)) return known;
+        // One-byte characters, no TextDecoder round trip.
         let s = "";
         for (let i = p; i < end; i++) s += String.fromCharCode(buf[i]);
+        INTERNED[slot] = s;
         return s;
       }
     }

@@ -73,6 +73,78 @@ Deno.test("AdppClient times out with DEADLINE_EXCEEDED and discards the late ans
   await p.end();
 });
 
+Deno.test("AdppClient: a shorter deadline after a longer one still expires on time", async () => {
+  // One timer serves every deadline: a request with a shorter timeout must re-arm it earlier.
+  const p = pair();
+  const long = p.client.request("list_devices", {}, 10_000);
+  const short = p.client.request("list_devices", {}, 20);
+  const [rLong] = [await p.nextRequest(), await p.nextRequest()];
+  const started = performance.now();
+  await assert.rejects(short, (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED");
+  // Not a timing assertion on speed: it proves the short request did not wait for the long one.
+  assert.ok(performance.now() - started < 5_000, "the short request expired before the long one");
+  assert.equal(p.client.inFlight, 1, "the long request is still pending");
+  await p.reply({ request_id: rLong.request_id, status: OK, list_devices: { devices: [] } });
+  assert.deepEqual(await long, {});
+  await p.end();
+});
+
+Deno.test("AdppClient expires several pending requests in turn and keeps the answered ones", async () => {
+  const p = pair();
+  const a = p.client.request("list_devices", {}, 20);
+  const b = p.client.request("list_devices", {}, 60);
+  const c = p.client.request("list_devices", {}, 60);
+  const reqs = [await p.nextRequest(), await p.nextRequest(), await p.nextRequest()];
+  await p.reply({ request_id: reqs[2].request_id, status: OK, list_devices: {} }); // c answered
+  const order: string[] = [];
+  const expired = (name: string, r: Promise<unknown>) =>
+    r.then(
+      () => order.push(`${name} ok`),
+      (e) => order.push(`${name} ${(e as RuntimeError).code}`),
+    );
+  await Promise.all([expired("a", a), expired("b", b), expired("c", c)]);
+  assert.deepEqual(order, ["c ok", "a DEADLINE_EXCEEDED", "b DEADLINE_EXCEEDED"]);
+  assert.equal(p.client.inFlight, 0);
+  assert.equal(p.client.open, true);
+  await p.end();
+});
+
+Deno.test("AdppClient: requests pending when the session ends are rejected UNAVAILABLE, not expired", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 20);
+  await p.nextRequest();
+  await p.end();
+  await assert.rejects(pending, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  // The deadline timer is gone with the session: waiting past it changes nothing.
+  await new Promise((r) => setTimeout(r, 40));
+  assert.equal(p.client.inFlight, 0);
+});
+
+Deno.test("AdppClient: a frame still waiting to be written when the session ends is never written", async () => {
+  // The first write blocks (a provider that does not read); the second request waits behind it.
+  // Its promise is rejected when the session ends, so the provider must never receive it.
+  const written: Uint8Array[] = [];
+  let unblock!: () => void;
+  const blocked = new Promise<void>((r) => (unblock = r));
+  const writable = new WritableStream<Uint8Array>({
+    async write(chunk) {
+      written.push(chunk);
+      if (written.length === 1) await blocked;
+    },
+  });
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), writable);
+  const first = client.request("list_devices", {}, 10_000);
+  const second = client.request("call", { device_id: "motor0", function_id: 1 }, 10_000);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(written.length, 1, "the second frame waits behind the first");
+  const closed = client.close();
+  await assert.rejects(first, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  await assert.rejects(second, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  unblock();
+  await closed;
+  assert.equal(written.length, 1, "the call's frame was dropped, not written after the end");
+});
+
 Deno.test("AdppClient maps a non-OK status and keeps the session", async () => {
   const p = pair();
   const call = p.client.request("call", { device_id: "x" }, 1000);
