@@ -26,13 +26,12 @@ import { createMotorCtl } from "./motorctl.ts";
 import { createRelayIo } from "./relayio.ts";
 import { SeededRandom } from "./rng.ts";
 import { createTempCtl } from "./tempctl.ts";
+import { PhysicsClock } from "./physics_clock.ts";
 import { SimProvider, type StartupReport } from "./sim_provider.ts";
 import { DeviceInitError, type SimDevice } from "./sim_device.ts";
 
 /** The reference simulator seeds its noise generator with 42. */
 const RNG_SEED = 42;
-/** Physics dt is capped so a stalled process does not jump the simulation. */
-const MAX_DT_S = 0.25;
 const EXIT_CRASH_AFTER = 42;
 
 interface CliArgs {
@@ -189,15 +188,10 @@ async function main(): Promise<number> {
     }, s * 1000);
   }
 
-  if (config.mode === "non_interacting" && config.tickRateHz !== null) {
-    let last = performance.now();
-    setInterval(() => {
-      const now = performance.now();
-      const dt = Math.min((now - last) / 1000, MAX_DT_S);
-      last = now;
-      for (const d of devices) d.tick(dt);
-    }, 1000 / config.tickRateHz);
-  }
+  // non_interacting: the physics steps at tick_rate_hz, run when a request looks at a device.
+  const physics = config.mode === "non_interacting" && config.tickRateHz !== null
+    ? new PhysicsClock(devices, config.tickRateHz, () => performance.now())
+    : null;
 
   const host = makeHost(log);
   const provider = new SimProvider({
@@ -205,6 +199,7 @@ async function main(): Promise<number> {
     startup: { policy: config.startupPolicy, configured: config.devices.length, failed },
     chaos: new ChaosState(() => performance.now(), new SeededRandom(RNG_SEED)),
     host,
+    ...(physics === null ? {} : { physics }),
   });
   log.info(
     `started: ${devices.length} device(s) + chaos_control, mode ${config.mode}` +

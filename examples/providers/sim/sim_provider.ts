@@ -29,6 +29,8 @@ export interface SimProviderOptions {
   readonly host: ChaosHost;
   /** Called when WaitReady is handled (reserved for a `sim` mode ticker). */
   readonly onReady?: () => void;
+  /** non_interacting physics: advanced before any request looks at a device. */
+  readonly physics?: { advance(): void };
   readonly nowMs?: () => number;
 }
 
@@ -38,6 +40,7 @@ export class SimProvider extends DeviceProvider {
   readonly #host: ChaosHost;
   readonly #startup: StartupReport;
   readonly #simDevices: ReadonlyMap<string, SimDevice>;
+  readonly #physics: { advance(): void } | undefined;
 
   constructor(o: SimProviderOptions) {
     const startup = o.startup;
@@ -60,6 +63,7 @@ export class SimProvider extends DeviceProvider {
     });
     this.#chaos = o.chaos;
     this.#host = o.host;
+    this.#physics = o.physics;
     this.#startup = startup;
     const sorted = [...o.devices].sort((a, b) =>
       a.definition.deviceId < b.definition.deviceId ? -1 : 1
@@ -74,6 +78,7 @@ export class SimProvider extends DeviceProvider {
   }
 
   protected override findDevice(deviceId: string): ProviderDevice | undefined {
+    this.#physics?.advance();
     return this.#chaos.isUnavailable(deviceId) ? undefined : super.findDevice(deviceId);
   }
 
@@ -95,6 +100,7 @@ export class SimProvider extends DeviceProvider {
     req: RequestPayloads["call"],
     ctx: ReplyContext,
   ): Promise<ResponsePayloads["call"]> {
+    this.#physics?.advance(); // before outputs are held: the steps due so far ran with the old ones
     const device = this.#simDevices.get(req.device_id ?? "");
     if (device === undefined || !this.#chaos.hasStuckOutputs(device.definition.deviceId)) {
       return await super.call(req, ctx);
@@ -109,6 +115,7 @@ export class SimProvider extends DeviceProvider {
 
   /** A device with stuck outputs ignores the provider's own safe state too. */
   protected override applyDeviceSafeState(device: ProviderDevice): void | Promise<void> {
+    this.#physics?.advance(); // the time before the safe state ran with the outputs before it
     if (this.#chaos.hasStuckOutputs(device.definition.deviceId)) return;
     return super.applyDeviceSafeState(device);
   }
