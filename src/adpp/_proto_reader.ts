@@ -22,6 +22,20 @@ const ASCII_FAST_MAX = 24;
 export const INTERNED_STRING_SLOTS = 1024;
 const INTERNED: Array<string | undefined> = new Array(INTERNED_STRING_SLOTS);
 
+/**
+ * The cache slot of the bytes `buf[start..end)` (FNV-1a, 32 bit, low bits), or -1 when one of them
+ * is not ASCII (such strings are decoded as UTF-8, not cached).
+ */
+export function asciiSlot(buf: Uint8Array, start: number, end: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = start; i < end; i++) {
+    const b = buf[i];
+    if (b >= 0x80) return -1;
+    hash = Math.imul(hash ^ b, 0x01000193);
+  }
+  return hash & (INTERNED_STRING_SLOTS - 1);
+}
+
 /** True when `s` (one-byte characters) equals the bytes of `buf` from `at` on. */
 function sameAscii(s: string, buf: Uint8Array, at: number): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) !== buf[at + i]) return false;
@@ -265,20 +279,10 @@ export class ProtoReader {
     if (n === 0) return "";
     const buf = this.buf;
     if (n <= ASCII_FAST_MAX) {
-      // Short ASCII (ids, units, "ok"): looked up by a hash of its bytes among the strings decoded
-      // before, so the ids every poll repeats are not allocated again (FNV-1a, 32 bit).
-      let hash = 0x811c9dc5;
-      let ascii = true;
-      for (let i = p; i < end; i++) {
-        const b = buf[i];
-        if (b >= 0x80) {
-          ascii = false;
-          break;
-        }
-        hash = Math.imul(hash ^ b, 0x01000193);
-      }
-      if (ascii) {
-        const slot = hash & (INTERNED_STRING_SLOTS - 1);
+      // Short ASCII (ids, units, "ok"): looked up among the strings decoded before, so the ids
+      // every poll repeats are not allocated again.
+      const slot = asciiSlot(buf, p, end);
+      if (slot >= 0) {
         const known = INTERNED[slot];
         if (known !== undefined && known.length === n && sameAscii(known, buf, p)) return known;
         // One-byte characters, no TextDecoder round trip.

@@ -74,7 +74,7 @@ Deno.test("AdppClient times out with DEADLINE_EXCEEDED and discards the late ans
 });
 
 Deno.test("AdppClient: a shorter deadline after a longer one still expires on time", async () => {
-  // One timer serves every deadline: a request with a shorter timeout must re-arm it earlier.
+  // Deadlines are per request: a short one issued after a long one must not wait for it.
   const p = pair();
   const long = p.client.request("list_devices", {}, 10_000);
   const short = p.client.request("list_devices", {}, 20);
@@ -115,7 +115,7 @@ Deno.test("AdppClient: requests pending when the session ends are rejected UNAVA
   await p.nextRequest();
   await p.end();
   await assert.rejects(pending, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
-  // The deadline timer is gone with the session: waiting past it changes nothing.
+  // Its deadline timer went with the session: waiting past the deadline changes nothing.
   await new Promise((r) => setTimeout(r, 40));
   assert.equal(p.client.inFlight, 0);
 });

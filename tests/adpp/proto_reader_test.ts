@@ -1,7 +1,7 @@
 // The reader's cache of short ASCII strings: a hit returns the string decoded before only when
 // every byte matches; a collision in a slot replaces the cached string, never returns it.
 import assert from "node:assert/strict";
-import { INTERNED_STRING_SLOTS, ProtoReader } from "../../src/adpp/_proto_reader.ts";
+import { asciiSlot, INTERNED_STRING_SLOTS, ProtoReader } from "../../src/adpp/_proto_reader.ts";
 
 const ENC = new TextEncoder();
 
@@ -20,11 +20,10 @@ function decodeString(s: string): string {
   return out;
 }
 
-/** The cache slot the reader uses for ASCII `s` (FNV-1a over its bytes, low bits). */
+/** The cache slot the reader uses for ASCII `s` (its own function, so collisions are real). */
 function slotOf(s: string): number {
-  let hash = 0x811c9dc5;
-  for (const b of ENC.encode(s)) hash = Math.imul(hash ^ b, 0x01000193);
-  return hash & (INTERNED_STRING_SLOTS - 1);
+  const bytes = ENC.encode(s);
+  return asciiSlot(bytes, 0, bytes.length);
 }
 
 /** Two different ASCII strings of `len` characters that share a cache slot. */
@@ -70,6 +69,13 @@ Deno.test("ProtoReader.string keeps decoding correctly past the cache's slot cou
   const n = INTERNED_STRING_SLOTS * 3;
   for (let i = 0; i < n; i++) assert.strictEqual(decodeString(`id-${i}`), `id-${i}`);
   for (let i = n - 1; i >= 0; i -= 7) assert.strictEqual(decodeString(`id-${i}`), `id-${i}`);
+});
+
+Deno.test("asciiSlot is -1 for bytes that are not ASCII, a slot in range otherwise", () => {
+  const deg = ENC.encode("\u00b0C");
+  assert.strictEqual(asciiSlot(deg, 0, deg.length), -1);
+  const slot = slotOf("tempctl0");
+  assert.ok(slot >= 0 && slot < INTERNED_STRING_SLOTS);
 });
 
 Deno.test("ProtoReader.string: non-ASCII and long strings bypass the cache and decode as UTF-8", () => {
