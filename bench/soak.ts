@@ -22,6 +22,10 @@ const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const SAMPLE_EVERY_S = 10;
 /** Width of the windows whose lowest heap-in-use sample is reported, seconds. */
 const FLOOR_WINDOW_S = 120;
+/** A scrape of `GET /metrics` that takes longer ends the soak (a runtime that stopped answering). */
+const SCRAPE_TIMEOUT_MS = 5000;
+/** How long the runtime may take to report every provider AVAILABLE. */
+const READY_TIMEOUT_MS = 120_000;
 
 interface Sample {
   readonly t: number;
@@ -82,7 +86,7 @@ if (import.meta.main) {
       configPath: `${dir}/runtime.yaml`,
       port,
       expectedProviders: providers,
-      readyTimeoutMs: 120_000,
+      readyTimeoutMs: READY_TIMEOUT_MS,
     });
     const ticks = await clockTicksPerSecond();
     const cpuTicks = () => {
@@ -97,7 +101,9 @@ if (import.meta.main) {
         const wait = t * 1000 - (performance.now() - t0);
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         const rssMiB = (readRssKb(rt.pid) ?? NaN) / 1024;
-        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, {
+          signal: AbortSignal.timeout(SCRAPE_TIMEOUT_MS),
+        })).text();
         samples.push({
           t,
           rssMiB,
