@@ -11,8 +11,14 @@
  * - Collapse: consecutive identical call decisions (same action, origin, device, function, args,
  *   outcome, reason and mode) are one entry with `count` and first/last times. The open entry is
  *   closed by a different decision, after AUDIT_COLLAPSE_MAX_OPEN_MS, by a read (GET /v0/audit)
- *   and at shutdown. Only calls collapse: mode, parameter and e-stop entries are written as
- *   they happen.
+ *   and at shutdown. Calls and untrusted refusals (below) collapse; mode, parameter and e-stop
+ *   entries are written as they happen.
+ * - Untrusted refusals (refusedUntrusted: a request with no valid token, from a foreign web page,
+ *   or under a role without the right; anyone who can reach the port can cause them): at most
+ *   AUDIT_UNTRUSTED_PER_WINDOW entries per AUDIT_UNTRUSTED_WINDOW_MS are written one by one
+ *   (identical consecutive ones collapse and count once); the rest of the window is summed up in
+ *   one entry, so that a flood of refused requests can neither rotate the record of what was done
+ *   out of the journal nor fill its queue.
  * - Rotation: segments `audit-00000001.jsonl`, `audit-00000002.jsonl`, ... A segment that would
  *   grow past `audit.max_file_bytes` is closed and the next one begun; beyond `audit.max_files`
  *   segments the oldest is removed. Segment numbers never repeat, so a cursor (segment, byte
@@ -38,6 +44,10 @@ export const AUDIT_QUEUE_MAX_ENTRIES = 1000;
 export const AUDIT_MEMORY_ENTRIES = 1000;
 /** Longest time a collapsed entry stays open (unwritten) after its first call. */
 export const AUDIT_COLLAPSE_MAX_OPEN_MS = 5000;
+/** Untrusted refusals written one by one per AUDIT_UNTRUSTED_WINDOW_MS; the rest are summed up. */
+export const AUDIT_UNTRUSTED_PER_WINDOW = 60;
+/** The window of AUDIT_UNTRUSTED_PER_WINDOW, in ms. */
+export const AUDIT_UNTRUSTED_WINDOW_MS = 60_000;
 /** Page sizes of GET /v0/audit. */
 export const AUDIT_PAGE_LIMIT = { default: 100, max: 1000 } as const;
 /** Bytes of journal one GET /v0/audit reads at most; past it the page ends with a cursor. */
@@ -157,6 +167,12 @@ export class AuditTrail implements AuditSink {
   readonly #log: Logger;
   readonly #timers: AuditTimers;
   #open: { key: string; entry: AuditEntry; timer: unknown } | null = null;
+  /** Untrusted refusals: this window's start and entries written; the summing-up entry. */
+  #untrusted: {
+    windowStart: number;
+    written: number;
+    over: { entry: AuditEntry; firstReason: string; timer: unknown } | null;
+  } = { windowStart: -Infinity, written: 0, over: null };
   #seq = 0;
   #entriesTotal = 0;
   #writeErrors = 0;
@@ -200,26 +216,85 @@ export class AuditTrail implements AuditSink {
     this.record({ ...d, outcome: "refused" });
   }
 
+  /**
+   * Records the refusal of a request that was not allowed to act at all (no valid token, a
+   * foreign web page, a role without the right). Anyone who can reach the port can cause these,
+   * so they are bounded: identical consecutive ones collapse like calls, at most
+   * AUDIT_UNTRUSTED_PER_WINDOW entries per AUDIT_UNTRUSTED_WINDOW_MS are written one by one, and
+   * the rest of the window is summed up in one entry (the first one's origin, action and reason,
+   * with `count` the number summed up). Never throws.
+   */
+  refusedUntrusted(d: Omit<AuditDecision, "outcome">): void {
+    try {
+      const decision: AuditDecision = { ...d, outcome: "refused" };
+      const now = this.#o.clock.nowMs();
+      const u = this.#untrusted;
+      if (now - u.windowStart >= AUDIT_UNTRUSTED_WINDOW_MS) {
+        this.#closeUntrusted();
+        u.windowStart = now;
+        u.written = 0;
+      }
+      // An identical refusal counts into the open entry (there is none once refusals are being
+      // summed up: the first of them closed it).
+      if (this.#sealed || this.#collapsesIntoOpen(decision, now)) {
+        this.#record(decision, true);
+        return;
+      }
+      if (u.written < AUDIT_UNTRUSTED_PER_WINDOW) {
+        u.written++;
+        this.#record(decision, true);
+        return;
+      }
+      if (u.over !== null) {
+        u.over.entry.count++;
+        u.over.entry.last_time_epoch_ms = now;
+        return;
+      }
+      // A different decision closes the open entry, as in #record.
+      this.#closeOpen();
+      const entry = this.#entry(decision, now, this.#o.mode());
+      const timer = this.#timers.set(
+        () => this.#closeUntrusted(),
+        u.windowStart + AUDIT_UNTRUSTED_WINDOW_MS - now,
+      );
+      u.over = { entry, firstReason: decision.reason ?? "", timer };
+    } catch (err) {
+      this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+
   /** Subscribes to closed entries. */
   onEntry(listener: AuditEntryListener): void {
     this.#listeners.push(listener);
   }
 
-  #record(d: AuditDecision): void {
+  /** What makes two decisions identical for collapsing. */
+  #key(d: AuditDecision, mode: string): string {
+    return toJsonText([
+      d.action,
+      d.origin,
+      d.device_handle ?? null,
+      d.function ?? null,
+      d.args ?? null,
+      d.outcome,
+      d.reason ?? null,
+      d.refused_by ?? null,
+      mode,
+    ]);
+  }
+
+  /** True when `d` would be counted into the open entry. */
+  #collapsesIntoOpen(d: AuditDecision, now: number): boolean {
+    const open = this.#open;
+    return open !== null && now - open.entry.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS &&
+      open.key === this.#key(d, this.#o.mode());
+  }
+
+  /** `collapsible`: an untrusted refusal (calls always collapse). */
+  #record(d: AuditDecision, collapsible = false): void {
     const now = this.#o.clock.nowMs();
     const mode = this.#o.mode();
-    const key = d.action === "call"
-      ? toJsonText([
-        d.origin,
-        d.device_handle ?? null,
-        d.function ?? null,
-        d.args ?? null,
-        d.outcome,
-        d.reason ?? null,
-        d.refused_by ?? null,
-        mode,
-      ])
-      : null;
+    const key = d.action === "call" || collapsible ? this.#key(d, mode) : null;
     const open = this.#open;
     if (
       open !== null && key !== null && open.key === key &&
@@ -233,7 +308,20 @@ export class AuditTrail implements AuditSink {
       return;
     }
     this.#closeOpen();
-    const entry: AuditEntry = {
+    const entry = this.#entry(d, now, mode);
+    if (key === null || this.#sealed) {
+      this.#emit(entry);
+      return;
+    }
+    const timer = this.#timers.set(() => {
+      if (this.#open?.entry === entry) this.#closeOpen();
+    }, AUDIT_COLLAPSE_MAX_OPEN_MS);
+    this.#open = { key, entry, timer };
+  }
+
+  /** A new entry of one decision. */
+  #entry(d: AuditDecision, now: number, mode: string): AuditEntry {
+    return {
       seq: 0,
       time_epoch_ms: now,
       first_time_epoch_ms: now,
@@ -251,14 +339,21 @@ export class AuditTrail implements AuditSink {
       result: d.result ?? null,
       latency_ms: d.latency_ms ?? null,
     };
-    if (key === null || this.#sealed) {
-      this.#emit(entry);
-      return;
-    }
-    const timer = this.#timers.set(() => {
-      if (this.#open?.entry === entry) this.#closeOpen();
-    }, AUDIT_COLLAPSE_MAX_OPEN_MS);
-    this.#open = { key, entry, timer };
+  }
+
+  /** Writes the entry summing up this window's untrusted refusals over the bound, if any. */
+  #closeUntrusted(): void {
+    const over = this.#untrusted.over;
+    if (over === null) return;
+    this.#untrusted.over = null;
+    this.#timers.clear(over.timer);
+    const e = over.entry;
+    e.reason = `${e.count} refusal${e.count === 1 ? "" : "s"} of requests not allowed to act, ` +
+      `over the ${AUDIT_UNTRUSTED_PER_WINDOW} per ${AUDIT_UNTRUSTED_WINDOW_MS / 1000} s ` +
+      `written one by one, summed up here (origins, actions and reasons may differ); ` +
+      `the first: ${over.firstReason}`;
+    this.#closeOpen();
+    this.#emit(e);
   }
 
   /** Closes the open (collapsing) entry: it is queued for the journal. */
@@ -330,6 +425,7 @@ export class AuditTrail implements AuditSink {
   seal(): void {
     this.#sealed = true;
     this.#closeOpen();
+    this.#closeUntrusted();
   }
 
   /** Seals, writes what is queued (one more try after a failure) and closes the journal. */
@@ -351,6 +447,7 @@ export class AuditTrail implements AuditSink {
   /** Closes the open entry (a read or a test wants everything recorded so far). */
   flushOpen(): void {
     this.#closeOpen();
+    this.#closeUntrusted();
   }
 
   status(): AuditStatus {
@@ -492,7 +589,7 @@ export class AuditTrail implements AuditSink {
    * includes every decision made before the request.
    */
   async query(q: AuditQuery): Promise<AuditPage> {
-    this.#closeOpen();
+    this.flushOpen();
     const cursor = q.cursor === undefined ? null : parseCursor(q.cursor);
     const journal = this.#journal;
     if (!journal) {

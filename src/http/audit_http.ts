@@ -47,7 +47,8 @@ export function auditHttpRefusal(
 ): void {
   const action = ACTUATING_ROUTES[`${refusal.method} ${refusal.pathname}`];
   if (!action || !services.audit) return;
-  services.audit.refused({
+  // Anyone who can reach the port can cause these: the trail bounds how many it writes.
+  services.audit.refusedUntrusted({
     action,
     origin: refusal.principal
       ? httpOrigin(refusal.principal)

@@ -84,7 +84,7 @@ export interface HttpServices {
   /** Absent: /v0/alarms* and /v0/interlocks answer 503. */
   readonly alarms?: AlarmService;
   /** Audit trail (issue 21); absent: GET /v0/audit answers 503 and nothing is recorded here. */
-  readonly audit?: Pick<AuditTrail, "query" | "status" | "refused">;
+  readonly audit?: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
   /** This process's RSS and CPU time (GET /metrics); absent: those metrics are left out. */
   processStats?(): ProcessStats;
   /** Configuration reloads since start (GET /metrics); absent: those metrics are left out. */

@@ -1,6 +1,6 @@
 /**
  * AuditTrail over real files: collapse of repeated calls (count, first/last time, the open-entry
- * bound), rotation at max_file_bytes with max_files kept, paging across rotated files with a
+ * bound), the bound on untrusted refusals (a flood of refused requests), rotation at max_file_bytes with max_files kept, paging across rotated files with a
  * cursor that survives further rotation, and a journal on a full disk (/dev/full) that never
  * throws into the caller and shows in status().
  */
@@ -8,6 +8,8 @@ import assert from "node:assert/strict";
 import {
   AUDIT_COLLAPSE_MAX_OPEN_MS,
   AUDIT_MEMORY_ENTRIES,
+  AUDIT_UNTRUSTED_PER_WINDOW,
+  AUDIT_UNTRUSTED_WINDOW_MS,
   type AuditEntry,
   type AuditTimers,
   AuditTrail,
@@ -123,6 +125,100 @@ Deno.test("AuditTrail never keeps a collapsed entry open longer than AUDIT_COLLA
   time.advance(1);
   assert.equal(closed.length, bound + 1);
   assert.equal(time.pending, 0);
+  await t.close();
+});
+
+/** A refusal of an unauthenticated request from `address`. */
+function unauthenticated(address: string, action: "estop_clear" | "mode" = "estop_clear") {
+  return {
+    action,
+    origin: { kind: "http" as const, address },
+    refused_by: "auth",
+    reason: "UNAUTHENTICATED: Missing or invalid bearer token",
+  };
+}
+
+Deno.test("AuditTrail collapses a flood of identical untrusted refusals like calls", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  const closed: AuditEntry[] = [];
+  t.onEntry((e) => closed.push(e));
+  // 1000 per second for 10 s from one client.
+  for (let i = 0; i < 10_000; i++) {
+    t.refusedUntrusted(unauthenticated("192.0.2.7"));
+    time.advance(1);
+  }
+  t.flushOpen();
+  assert.strictEqual(closed.length, (10_000 * 1) / AUDIT_COLLAPSE_MAX_OPEN_MS);
+  assert.strictEqual(closed.reduce((n, e) => n + e.count, 0), 10_000);
+  assert.ok(closed.every((e) => e.outcome === "refused" && e.refused_by === "auth"));
+  assert.strictEqual(time.pending, 0);
+  await t.close();
+});
+
+Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted refusals per window one by one and sums up the rest", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  const closed: AuditEntry[] = [];
+  t.onEntry((e) => closed.push(e));
+  const start = time.now;
+  // Alternating addresses and actions, so that nothing collapses: 1000 within one window.
+  const n = 1000;
+  for (let i = 0; i < n; i++) {
+    t.refusedUntrusted(unauthenticated(`192.0.2.${i % 2}`, i % 3 === 0 ? "mode" : "estop_clear"));
+    if (i === 500) t.record(duty(0.5)); // an operator's call in the middle of the flood
+    time.advance(10);
+  }
+  const calls = () => closed.filter((e) => e.action === "call");
+  const oneByOne = () => closed.filter((e) => e.action !== "call" && e.count === 1);
+  assert.strictEqual(oneByOne().length, AUDIT_UNTRUSTED_PER_WINDOW);
+  // The call is recorded as it happens (closed by the refusal after it), never summed up.
+  assert.strictEqual(calls().length, 1);
+  assert.strictEqual(calls()[0].time_epoch_ms, start + 500 * 10);
+  // The rest of the window is one entry, written when the window ends.
+  time.advance(start + AUDIT_UNTRUSTED_WINDOW_MS - time.now - 1);
+  assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 1);
+  time.advance(1);
+  assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 2);
+  const sum = closed.at(-1)!;
+  assert.strictEqual(sum.count, n - AUDIT_UNTRUSTED_PER_WINDOW);
+  assert.strictEqual(sum.outcome, "refused");
+  assert.strictEqual(sum.refused_by, "auth");
+  assert.strictEqual(sum.first_time_epoch_ms, start + AUDIT_UNTRUSTED_PER_WINDOW * 10);
+  assert.strictEqual(sum.last_time_epoch_ms, start + (n - 1) * 10);
+  assert.match(
+    sum.reason ?? "",
+    /^940 refusals of requests not allowed to act, over the 60 per 60 s/,
+  );
+  assert.match(sum.reason ?? "", /the first: UNAUTHENTICATED: Missing or invalid bearer token$/);
+  assert.strictEqual(
+    closed.filter((e) => e.action !== "call").reduce((k, e) => k + e.count, 0),
+    n,
+    "every refusal is counted",
+  );
+  assert.strictEqual(time.pending, 0);
+  // A new window writes one by one again.
+  t.refusedUntrusted(unauthenticated("192.0.2.9"));
+  t.flushOpen();
+  assert.strictEqual(closed.at(-1)!.count, 1);
+  assert.deepStrictEqual(closed.at(-1)!.origin, { kind: "http", address: "192.0.2.9" });
+  await t.close();
+});
+
+Deno.test("AuditTrail.seal writes the summed-up untrusted refusals at once and leaves no timer", async () => {
+  const time = new ManualTime();
+  const t = trail(time);
+  for (let i = 0; i < AUDIT_UNTRUSTED_PER_WINDOW + 5; i++) {
+    t.refusedUntrusted(unauthenticated(`192.0.2.${i % 2}`));
+  }
+  // The summing-up entry's timer; the last entry written one by one was closed by the first
+  // refusal summed up.
+  assert.strictEqual(time.pending, 1);
+  t.seal();
+  assert.strictEqual(time.pending, 0);
+  const entries = await all(t);
+  assert.strictEqual(entries.length, AUDIT_UNTRUSTED_PER_WINDOW + 1);
+  assert.strictEqual(entries.at(-1)!.count, 5);
   await t.close();
 });
 

@@ -6,6 +6,7 @@
  * addresses (a non-loopback one unless the test is about loopback).
  */
 import assert from "node:assert/strict";
+import { AUDIT_UNTRUSTED_PER_WINDOW } from "../../src/audit/mod.ts";
 import { TOKEN_ROLES, type TokenRole } from "../../src/config/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import {
@@ -394,6 +395,44 @@ Deno.test("HttpApi records a role refusal of an actuating route in the audit tra
       "PERMISSION_DENIED: role operator required (dash has role viewer)",
     );
     assert.ok(!page.text.includes(tokenOf("dash")), "the token itself is never recorded");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi bounds what a flood of refused actuating requests writes to the audit trail, and still records the operator", async () => {
+  const fx = await fixture();
+  try {
+    // Varied (two addresses, three routes, no token / a viewer's token): nothing collapses.
+    const n = 300;
+    for (let i = 0; i < n; i++) {
+      const path = ["/v0/estop/clear", "/v0/mode", "/v0/parameters"][i % 3];
+      const r = await send(fx.api, "POST", path, {
+        remoteAddr: `192.0.2.${50 + (i % 2)}`,
+        body: {},
+        ...(i % 5 === 0 ? { token: tokenOf("dash") } : {}),
+      });
+      assert.ok(r.status === 401 || r.status === 403, `${r.status} ${r.text}`);
+    }
+    const mode = await send(fx.api, "POST", "/v0/mode", {
+      token: tokenOf("shift"),
+      body: { mode: "MANUAL" },
+    });
+    assert.strictEqual(mode.status, 200, mode.text);
+    const page = await send(fx.api, "GET", "/v0/audit?limit=1000", { token: tokenOf("boss") });
+    assert.strictEqual(page.status, 200, page.text);
+    // deno-lint-ignore no-explicit-any
+    const entries: any[] = page.json.entries;
+    const refusals = entries.filter((e) => ["auth", "role"].includes(e.refused_by));
+    assert.strictEqual(refusals.length, AUDIT_UNTRUSTED_PER_WINDOW + 1, JSON.stringify(refusals));
+    assert.strictEqual(refusals.reduce((k, e) => k + e.count, 0), n, "every refusal is counted");
+    const accepted = entries.filter((e) => e.action === "mode" && e.outcome === "accepted");
+    assert.strictEqual(accepted.length, 1);
+    assert.deepStrictEqual(accepted[0].origin, {
+      kind: "http",
+      address: REMOTE,
+      token_name: "shift",
+    });
   } finally {
     await fx.close();
   }
