@@ -4,10 +4,9 @@
  *
  * Gate decision (issue 5 over http-api.md sec. 7): IDLE **and FAULT** refuse actuating calls, manual
  * and automated alike -- FAULT means "something went wrong", so nothing actuates until an
- * operator re-arms by switching to MANUAL. Consequence: after_transition hooks entering FAULT
- * (and before-hooks leaving FAULT) that actuate are refused, exactly like hooks around IDLE; put
- * actuating FAULT-entry actions in before_transition hooks (they run in the old mode) or in
- * safety.safe_state. Read-only calls (category READ) always pass. In AUTO, manual calls follow
+ * operator re-arms by switching to MANUAL. Consequence: before_transition hooks leaving FAULT
+ * that actuate are refused (they run in FAULT), exactly like hooks around IDLE; the hooks entering
+ * FAULT are stop actions and pass (below). Read-only calls (category READ) always pass. In AUTO, manual calls follow
  * automation.manual_gating_policy; automated calls (behavior tree, hooks) pass.
  *
  * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of style.md
@@ -17,6 +16,8 @@
  * is made safe). Every call of every matching hook is attempted whatever failed before it, calls
  * to different providers run concurrently (declared order is kept within a provider), and every
  * failed call is reported in the answer and as a `hook_failure` event. FAULT cannot be vetoed.
+ * Leaving FAULT is refused while its hooks are still running: their stop actions must not land
+ * after the operator's first commands.
  *
  * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO -- the e-stop latch
  * refuses both while engaged, so releasing the latch never re-arms by itself; automation refuses
@@ -145,6 +146,8 @@ export class ModeManager implements ModeService {
   #mode: RuntimeMode = "IDLE";
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
+  /** FAULT entries whose hooks (stop actions) are running; leaving FAULT waits for them. */
+  #faultHooksRunning = 0;
   readonly #listeners = new Set<ModeChangeListener>();
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
@@ -346,6 +349,14 @@ export class ModeManager implements ModeService {
         `Mode transition ${this.#busy.from} -> ${this.#busy.to} is in progress; retry ${from} -> ${target}`,
       );
     }
+    // Re-arming while the FAULT hooks still make the machine safe would let their stop actions
+    // (which skip every gate) land after the operator's first commands.
+    if (from === "FAULT" && this.#faultHooksRunning > 0) {
+      throw failedPrecondition(
+        `FAULT hooks are still running (making the machine safe); retry FAULT -> ${target} ` +
+          "when they have finished",
+      );
+    }
     if (target === "AUTO") {
       const problem = this.autoGateProblem();
       if (problem) throw failedPrecondition(problem);
@@ -397,6 +408,15 @@ export class ModeManager implements ModeService {
    * and published.
    */
   async #runFaultHooks(from: RuntimeMode): Promise<HookFailure[]> {
+    this.#faultHooksRunning++;
+    try {
+      return await this.#runFaultHookPhases(from);
+    } finally {
+      this.#faultHooksRunning--;
+    }
+  }
+
+  async #runFaultHookPhases(from: RuntimeMode): Promise<HookFailure[]> {
     const failures: HookFailure[] = [];
     for (const phase of ["before", "after"] as const) {
       const hooks = phase === "before"

@@ -184,9 +184,10 @@ Deno.test("ModeManager refuses a second transition while hooks run, but FAULT al
   });
 });
 
-Deno.test("ModeManager forceFault resolves false when an operator re-armed before its hooks finished", async () => {
+Deno.test("ModeManager refuses an operator's re-arm until a forced FAULT's hooks have finished", async () => {
   await withRuntime({ after: [hook("*", "FAULT", [relay(1, false)], false)] }, async (rt) => {
     await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "relayio0", 1, { enabled: b(true) });
     // Slow the FAULT hook's call down inside the provider.
     await rt.router.call({
       providerId: "sim0",
@@ -197,9 +198,15 @@ Deno.test("ModeManager forceFault resolves false when an operator re-armed befor
     });
     const forced = rt.modes.forceFault("test");
     assert.equal(rt.modes.current(), "FAULT", "committed before any await");
+    // Before this was refused, the re-arm went through and the hook's relay-off landed after it.
+    await assert.rejects(rt.modes.request("MANUAL"), (e: RuntimeError) => {
+      assert.equal(e.code, "FAILED_PRECONDITION");
+      assert.match(e.message, /^FAULT hooks are still running/);
+      return true;
+    });
+    assert.equal(await forced, true);
     assert.equal(await rt.modes.request("MANUAL"), "MANUAL");
-    assert.equal(await forced, false);
-    assert.equal(await rt.modes.forceFault("again"), true);
+    assert.equal(await readSignal(rt, "sim0", "relayio0", "relay_ch1_state"), false);
   });
 });
 

@@ -477,6 +477,46 @@ Deno.test("ModeManager refuses a transition while another one's hooks run; FAULT
   assert.equal(await modes.request("MANUAL"), "MANUAL");
 });
 
+Deno.test("ModeManager refuses to leave FAULT while its hooks run, and re-arms once they have finished", async () => {
+  const { modes, events } = setup({
+    before: [hook("*", "FAULT", [ghost("stop")], true, "b")],
+    after: [hook("*", "FAULT", [ghost("after_stop")], true, "a")],
+  });
+  await reach(modes, "MANUAL");
+  // The re-arm is asked while the FAULT hooks run (no await in between).
+  const toFault = modes.requestWithReport("FAULT");
+  const rearm = modes.request("MANUAL");
+  await assert.rejects(rearm, (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(
+      e.message,
+      "FAULT hooks are still running (making the machine safe); retry FAULT -> MANUAL when they " +
+        "have finished",
+    );
+    return true;
+  });
+  assert.equal(modes.current(), "FAULT");
+  // Every stop action was attempted, and only then does re-arming work.
+  assert.deepEqual((await toFault).hook_failures.map((f) => f.function), ["stop", "after_stop"]);
+  assert.equal(await modes.request("MANUAL"), "MANUAL");
+  assert.deepEqual(
+    events.filter((e) => e.kind === "mode_change").map((e) =>
+      e.kind === "mode_change" && `${e.previous_mode}->${e.new_mode}`
+    ),
+    ["IDLE->MANUAL", "MANUAL->FAULT", "FAULT->MANUAL"],
+  );
+  // A FAULT entry whose hooks are run later (the e-stop runs its ladder first) blocks re-arming
+  // from when they start until they end.
+  const entry = modes.enterFault("test");
+  assert.equal(await modes.request("MANUAL"), "MANUAL", "hooks not started: nothing to wait for");
+  const late = modes.enterFault("again");
+  const hooks = late.runHooks();
+  await assert.rejects(modes.request("MANUAL"), /FAULT hooks are still running/);
+  await hooks;
+  assert.equal(await modes.request("MANUAL"), "MANUAL");
+  await entry.runHooks();
+});
+
 Deno.test("ModeManager arm checks refuse MANUAL and AUTO only, first refusal first, before the table", async () => {
   const { modes, events } = setup();
   const asked: string[] = [];
