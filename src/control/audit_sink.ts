@@ -6,7 +6,14 @@
  */
 
 /** The kinds of origin an audit entry names (docs/http-api.md "Audit trail"). */
-export const AUDIT_ORIGIN_KINDS = ["http", "automation", "hook", "estop", "alarm"] as const;
+export const AUDIT_ORIGIN_KINDS = [
+  "http",
+  "automation",
+  "hook",
+  "estop",
+  "alarm",
+  "reload",
+] as const;
 export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
 
 /**

@@ -129,9 +129,13 @@ export class ParameterStore implements ParameterService {
   /**
    * Replaces the declarations (configuration reload): a parameter declared exactly as before
    * keeps its value, a new or changed declaration starts at its default, one no longer declared
-   * disappears. A value that changes (a reset to the default) is published as parameter_change.
+   * disappears. A value that changes (a reset to the default) is published as parameter_change
+   * and recorded in the audit trail with `source` (default: a configuration reload).
    */
-  redeclare(parameters: readonly ParameterConfig[]): void {
+  redeclare(
+    parameters: readonly ParameterConfig[],
+    source: AuditOrigin = { kind: "reload" },
+  ): void {
     const log = this.#o.log.child("parameters");
     const oldDefs = new Map(this.#defs);
     const oldValues = new Map(this.#values);
@@ -165,6 +169,16 @@ export class ParameterStore implements ParameterService {
           old_value: parameterValueText(prev.type, old!),
           new_value: parameterValueText(def.type, value),
           timestamp_ms: this.#o.clock.nowMs(),
+        });
+        // Nobody asked for this value, but it changed what the machine runs with: on record.
+        this.#o.audit?.record({
+          action: "parameter",
+          origin: source,
+          outcome: "accepted",
+          function: def.name,
+          args: { value, from: old! },
+          result: { value },
+          latency_ms: 0,
         });
       }
     }

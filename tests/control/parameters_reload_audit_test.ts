@@ -1,7 +1,7 @@
 /**
  * ParameterStore under a configuration reload (redeclare: which declarations count as unchanged,
  * duplicates, invalid defaults, removed parameters, events) and its audit records (every set,
- * accepted or refused, with who asked). No processes: the store alone with an event bus and a
+ * accepted or refused, with who asked; every reset by a reload). No processes: the store alone with an event bus and a
  * recording audit sink.
  */
 import assert from "node:assert/strict";
@@ -93,6 +93,40 @@ Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid defaul
   }]);
   assert.strictEqual(s.value("temp"), 42);
   assert.deepStrictEqual(events.filter((e) => e.kind === "parameter_change"), []);
+});
+
+Deno.test("ParameterStore.redeclare records each reset of a value in the audit trail, as the reload's", () => {
+  const { s, audit } = store();
+  s.set("temp", 55);
+  s.set("profile", "boost");
+  audit.length = 0;
+  s.redeclare([
+    { ...BASE[0], default: 20 }, // reset 55 -> 20
+    { ...BASE[1], allowedValues: ["eco", "boost", "max"] }, // reset boost -> eco
+    { name: "fresh", type: "bool", default: true, allowedValues: [] }, // new: not a reset
+  ]);
+  // Declared as before, or reset to the value it had: nothing to record.
+  s.redeclare([{ ...BASE[0], default: 20 }, { ...BASE[1], allowedValues: ["eco"] }]);
+  assert.deepStrictEqual(audit, [
+    {
+      action: "parameter",
+      origin: { kind: "reload" },
+      outcome: "accepted",
+      function: "temp",
+      args: { value: 20, from: 55 },
+      result: { value: 20 },
+      latency_ms: 0,
+    },
+    {
+      action: "parameter",
+      origin: { kind: "reload" },
+      outcome: "accepted",
+      function: "profile",
+      args: { value: "eco", from: "boost" },
+      result: { value: "eco" },
+      latency_ms: 0,
+    },
+  ]);
 });
 
 Deno.test("ParameterStore.set records every set in the audit trail: accepted with the result, refused with the reason", () => {

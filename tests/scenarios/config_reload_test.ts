@@ -377,6 +377,18 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
       ["redo", 1],
       ["fresh", "hello"],
     ]);
+    // The reset of `redo` (5 -> its new default) is on record, as coming from the reload.
+    const audit = (await api.get("/v0/audit?origin=reload")).json.entries as {
+      origin: unknown;
+      action: string;
+      function: string;
+      args: unknown;
+      outcome: string;
+    }[];
+    assert.deepEqual(
+      audit.map((e) => [e.origin, e.action, e.function, e.args, e.outcome]),
+      [[{ kind: "reload" }, "parameter", "redo", { value: 1, from: 5 }, "accepted"]],
+    );
     assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
     assert.equal((await api.get("/v0/mode")).json.mode, "AUTO", "the reload left AUTO running");
     await waitFor("a DEBUG line", () => rt.stderr().split("\n").some((l) => l.startsWith("DEBUG")));
