@@ -6,8 +6,9 @@
  * and automated alike -- FAULT means "something went wrong", so nothing actuates until an
  * operator re-arms by switching to MANUAL. Consequence: before_transition hooks leaving FAULT
  * that actuate are refused (they run in FAULT), exactly like hooks around IDLE; the hooks entering
- * FAULT are stop actions and pass (below). Read-only calls (category READ) always pass. In AUTO, manual calls follow
- * automation.manual_gating_policy; automated calls (behavior tree, hooks) pass.
+ * FAULT are stop actions and pass (below). Read-only calls (category READ) always pass. In AUTO,
+ * manual calls follow automation.manual_gating_policy; automated calls (behavior tree, hooks)
+ * pass.
  *
  * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of style.md
  * "Safety paths": FAULT is committed synchronously, before any await (listeners halt the tree in

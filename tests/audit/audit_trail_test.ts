@@ -1,8 +1,9 @@
 /**
  * AuditTrail over real files: collapse of repeated calls (count, first/last time, the open-entry
- * bound), the bound on untrusted refusals (a flood of refused requests), rotation at max_file_bytes with max_files kept, paging across rotated files with a
- * cursor that survives further rotation, and a journal on a full disk (/dev/full) that never
- * throws into the caller and shows in status().
+ * bound), the bound on untrusted refusals (a flood of refused requests), rotation at
+ * max_file_bytes with max_files kept, paging across rotated files with a cursor that survives
+ * further rotation, and a journal on a full disk (/dev/full) that never throws into the caller and
+ * shows in status().
  */
 import assert from "node:assert/strict";
 import {
