@@ -185,8 +185,9 @@ export class Runtime {
   }
 
   /** An alarm engine for `config` (at construction, and rebuilt by a reload). */
-  #buildAlarms(config: Config): AlarmEngine {
+  #buildAlarms(config: Config, carryFrom?: AlarmEngine): AlarmEngine {
     return new AlarmEngine({
+      ...(carryFrom ? { carryFrom } : {}),
       alarms: config.alarms,
       interlocks: config.interlocks,
       cache: this.cache,
@@ -443,8 +444,8 @@ export class Runtime {
       applied.push("parameters");
     }
     if (diff.alarms || diff.health || diff.pollingIntervalMs) {
-      const rebuilt = this.#buildAlarms(next);
       const before = this.#alarms;
+      const rebuilt = this.#buildAlarms(next, before);
       before.stop();
       this.router.replaceGate(before.gate, rebuilt.gate, "interlock");
       this.#alarms = rebuilt;

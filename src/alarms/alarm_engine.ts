@@ -74,6 +74,14 @@ export interface AlarmEngineOptions {
   readonly staleness: StalenessBounds;
   readonly timers?: AlarmTimers;
   /**
+   * The engine this one replaces (configuration reload): an alarm the reload kept (same id and
+   * limits, signal, action and the rest; message and place may differ) carries on with its state
+   * (raised, acknowledged, shelved, its transitions), so a reload neither re-raises it (and
+   * re-runs its action) nor forgets an operator's ack or shelve. The previous engine must be
+   * stopped before this one starts.
+   */
+  readonly carryFrom?: AlarmEngine;
+  /**
    * Default true: follow every provider's inventory (and removals) on the registry. False: the
    * owner calls inventoryChanged() (an engine rebuilt by a configuration reload must not leave
    * listeners behind on the hosts).
@@ -247,10 +255,14 @@ export class AlarmEngine implements AlarmService {
       if (input === undefined) this.#inputs.set(handle, input = new SignalInput(handle, p, d, s));
       return input;
     };
+    const previous = options.carryFrom === undefined ? undefined : options.carryFrom.#alarms;
     for (const config of options.alarms) {
       const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
+      const before = previous?.get(config.id)?.monitor;
       const entry: AlarmEntry = {
-        monitor: new AlarmMonitor(config),
+        monitor: before !== undefined && sameAlarm(before.config, config)
+          ? AlarmMonitor.carriedOn(config, before)
+          : new AlarmMonitor(config),
         input,
         log: new TransitionLog(),
         shelveTimer: null,
@@ -301,6 +313,14 @@ export class AlarmEngine implements AlarmService {
   start(): void {
     this.#started = true;
     this.#rebind(true);
+    // A shelve carried over from the engine this one replaces runs out on this engine's timer.
+    const mono = this.#o.clock.monoMs();
+    for (const entry of this.#alarmList) {
+      const until = entry.monitor.shelvedUntilMono;
+      if (until !== null && entry.shelveTimer === null) {
+        this.#armShelveTimer(entry, Math.max(0, until - mono));
+      }
+    }
     this.evaluateAll();
   }
 
@@ -767,6 +787,15 @@ function describeCause(t: AlarmTransitionRecord): string {
   if (t.cause === "bad_quality") return "bad input";
   if (t.cause === "alarm_when") return `alarm_when ${JSON.stringify(t.limit)}`;
   return `${t.cause} ${t.limit}`;
+}
+
+/**
+ * Whether a reload kept an alarm: the same in every field that decides when it raises, clears and
+ * what it does (its operator text and its place in the file may change).
+ */
+function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {
+  const judged = (c: AlarmConfig) => JSON.stringify({ ...c, message: "", path: "" });
+  return judged(a) === judged(b);
 }
 
 function errText(err: unknown): string {

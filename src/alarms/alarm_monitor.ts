@@ -92,6 +92,26 @@ export class AlarmMonitor {
     this.config = config;
   }
 
+  /**
+   * A monitor of `config` that carries on with `previous`'s state: level, cause, limit, ack,
+   * shelve, a pending raise, the last reading and the transitions (a reload kept the alarm).
+   */
+  static carriedOn(config: AlarmConfig, previous: AlarmMonitor): AlarmMonitor {
+    const m = new AlarmMonitor(config);
+    m.#level = previous.#level;
+    m.#cause = previous.#cause;
+    m.#limit = previous.#limit;
+    m.#acked = previous.#acked;
+    m.#shelvedUntilMono = previous.#shelvedUntilMono;
+    m.#shelvedUntilWall = previous.#shelvedUntilWall;
+    m.#pendingSinceMono = previous.#pendingSinceMono;
+    m.#sinceWall = previous.#sinceWall;
+    m.#lastValue = previous.#lastValue;
+    m.#lastQuality = previous.#lastQuality;
+    m.#transitions.push(...previous.#transitions);
+    return m;
+  }
+
   /** The state an operator sees. */
   get state(): AlarmState {
     if (this.#shelvedUntilMono !== null) return "shelved";

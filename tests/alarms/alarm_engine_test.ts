@@ -86,6 +86,8 @@ interface Setup {
   timers: ManualTimers;
   /** Programs what probe's ReadSignals answers, then polls it (the engine evaluates). */
   read(values: Sample[]): Promise<void>;
+  /** A configuration reload: a new engine carrying on from this one replaces it. */
+  reload(yaml: string): void;
   close(): Promise<void>;
 }
 
@@ -107,32 +109,35 @@ async function setup(
     write: (l) => lines.push(l),
   });
   const timers = new ManualTimers();
-  const engine = new AlarmEngine({
-    alarms,
-    interlocks,
-    cache: fx.cache,
-    registry: fx.registry,
-    bus,
-    clock: fx.clock,
-    log,
-    pollingIntervalMs: 100,
-    staleness: { warnAfterMs: 0, staleAfterMs: 1000 },
-    timers,
-    actions: {
-      fault: (reason) => {
-        actions.push(`fault: ${reason}`);
-        return Promise.resolve();
+  const make = (c: ReturnType<typeof configOf>, carryFrom?: AlarmEngine) =>
+    new AlarmEngine({
+      ...(carryFrom ? { carryFrom } : {}),
+      alarms: c.alarms,
+      interlocks: c.interlocks,
+      cache: fx.cache,
+      registry: fx.registry,
+      bus,
+      clock: fx.clock,
+      log,
+      pollingIntervalMs: 100,
+      staleness: { warnAfterMs: 0, staleAfterMs: 1000 },
+      timers,
+      actions: {
+        fault: (reason) => {
+          actions.push(`fault: ${reason}`);
+          return Promise.resolve();
+        },
+        estop: (reason, cause) => {
+          o.estop?.(reason, cause);
+          actions.push(`estop ${cause}: ${reason}`);
+          return Promise.resolve();
+        },
       },
-      estop: (reason, cause) => {
-        o.estop?.(reason, cause);
-        actions.push(`estop ${cause}: ${reason}`);
-        return Promise.resolve();
-      },
-    },
-  });
+    });
+  const engine = make({ alarms, interlocks });
   await fx.cache.pollDevice("p0", "probe");
   engine.start();
-  return {
+  const out: Setup = {
     fx,
     engine,
     events,
@@ -143,11 +148,19 @@ async function setup(
       await fx.program("probe", { read: { values } });
       await fx.cache.pollDevice("p0", "probe");
     },
+    reload(yaml) {
+      const before = out.engine;
+      const next = make(configOf(yaml), before);
+      before.stop();
+      out.engine = next;
+      next.start();
+    },
     async close() {
-      engine.stop();
+      out.engine.stop();
       await fx.close();
     },
   };
+  return out;
 }
 
 const temp = (v: number, o: Partial<Sample> = {}) => dbl("temp", v, o);
@@ -525,6 +538,63 @@ alarms:
   } finally {
     await s.close();
     assert.equal(s.timers.pending.size, 0, "stop() clears the shelve timers");
+  }
+});
+
+Deno.test("AlarmEngine after a reload carries on with each alarm the reload kept: no new raise or action, ack and shelve kept; a changed one starts over", async () => {
+  const yaml = (hotHi: number, message = "too hot") => `
+alarms:
+  - { id: trip, signal: p0/probe/temp, hihi: 100, action: fault }
+  - { id: hot, signal: p0/probe/temp, hi: ${hotHi}, message: ${message} }
+  - { id: warm, signal: p0/probe/temp, hi: 50 }
+`;
+  const s = await setup(yaml(80));
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(120)]);
+    assert.equal(s.actions.length, 1, "trip's fault action ran once");
+    s.engine.ack("trip");
+    s.engine.shelve("warm", 60_000);
+    const before = s.engine.alarms();
+    const n = alarmEvents(s.events).length;
+
+    // A reload that keeps every alarm as it was (hot's message changed, and it moved).
+    s.reload(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80, message: much too hot }
+  - { id: trip, signal: p0/probe/temp, hihi: 100, action: fault }
+  - { id: warm, signal: p0/probe/temp, hi: 50 }
+`);
+    await s.read([temp(120)]);
+    assert.equal(s.actions.length, 1, "no second fault from the reload");
+    assert.deepEqual(alarmEvents(s.events).slice(n), [], "nothing raised again");
+    const after = s.engine.alarms();
+    const byId = (v: typeof before) => Object.fromEntries(v.map((a) => [a.id, a]));
+    for (const id of ["trip", "warm", "hot"]) {
+      const { message: _m, ...was } = byId(before)[id];
+      const { message: _n, ...now } = byId(after)[id];
+      assert.deepEqual(now, was, id);
+    }
+    assert.equal(byId(after).hot.message, "much too hot", "the new text is shown");
+    assert.equal(byId(after).trip.state, "active_acked");
+    assert.equal(byId(after).warm.state, "shelved");
+    // The carried shelve runs out on the new engine's timer.
+    assert.deepEqual([...s.timers.pending.values()].map((t) => t.ms), [60_000]);
+    s.fx.clock.mono = 1_000 + 60_000;
+    s.timers.fireAll();
+    assert.equal(s.engine.alarm("warm").state, "active");
+
+    // A changed limit is a new alarm: it starts over and raises on the next poll.
+    const m = alarmEvents(s.events).length;
+    s.reload(yaml(90));
+    await s.read([temp(120)]);
+    assert.deepEqual(
+      alarmEvents(s.events).slice(m).map((e) => [e.alarm_id, e.transition]),
+      [["hot", "raise"]],
+    );
+    assert.equal(s.actions.length, 1);
+  } finally {
+    await s.close();
   }
 });
 

@@ -263,6 +263,28 @@ Deno.test("SIGHUP applies new alarms and interlocks at once", async () => {
     const refused = await api.post("/v0/call", relay);
     assert.equal(refused.status, 409, JSON.stringify(refused.json));
     assert.match(refused.json.status.message, /lock/);
+
+    // A reload that changes the alarms but keeps `hot` as it was: the operator's ack stays, and
+    // `hot` is not raised again.
+    const ack = await api.post("/v0/alarms/hot/ack", {});
+    assert.equal(ack.status, 200, JSON.stringify(ack.json));
+    await rig.write(
+      "alarms: [{id: hot, signal: p0/tempctl0/tc1_temp, hi: 10}, " +
+        "{id: cold, signal: p0/tempctl0/tc1_temp, lo: 0}]\n" +
+        "interlocks: [{id: lock, block: [p0/relayio0/set_relay_ch1], " +
+        "while: p0/tempctl0/tc1_temp > 10, message: too hot}]\n" + body,
+    );
+    assert.match(await reload(rt, 2), /applied: alarms/);
+    const after = (await api.get("/v0/alarms")).json.alarms as {
+      id: string;
+      state: string;
+      transitions: { transition: string }[];
+    }[];
+    assert.deepEqual(after.map((a) => [a.id, a.state]), [["hot", "active_acked"], [
+      "cold",
+      "normal",
+    ]]);
+    assert.deepEqual(after[0].transitions.map((t) => t.transition), ["raise", "ack"]);
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
