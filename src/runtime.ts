@@ -65,6 +65,8 @@ export class Runtime {
   #startedAtMono = 0;
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
+  /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
+  #reloadRestarting: readonly string[] = [];
 
   constructor(config: Config, host: RuntimeHost) {
     this.#config = config;
@@ -113,6 +115,17 @@ export class Runtime {
       hooks: automation.modeTransitionHooks,
       audit: this.audit,
     });
+    // The AUTO rule of reloads (applyConfig) is decided when the reload starts: entering AUTO
+    // while it is taking providers away would let the tree start on devices about to go.
+    this.modes.addArmCheck(
+      (_from, to) =>
+        to === "AUTO" && this.#reloadRestarting.length > 0
+          ? `refusing AUTO: a configuration reload is stopping or restarting provider(s) ${
+            this.#reloadRestarting.join(", ")
+          }; retry when it has finished`
+          : null,
+      "reload",
+    );
     if (automation.enabled) {
       this.parameters = new ParameterStore({
         parameters: automation.parameters,
@@ -379,29 +392,34 @@ export class Runtime {
     const refusedInAuto = auto ? [...d.removed, ...d.changed.map((p) => p.id)] : [];
     const removed = auto ? [] : [...d.removed];
     const changed = auto ? [] : [...d.changed];
-    // Stop first: a changed provider's old process is gone before its successor starts (they may
-    // share a device or a bus address).
-    await Promise.all([
-      ...removed.map((id) => this.registry.remove(id)?.stop(budget)),
-      ...changed.map((p) => this.registry.remove(p.id)?.stop(budget)),
-    ]);
     const starting = [...changed, ...d.added];
     const failed: string[] = [];
     const startedOk: ProviderConfig[] = [];
-    await Promise.all(starting.map(async (p) => {
-      if (this.#stopping) return void failed.push(`${p.id}: the runtime is stopping`);
-      const host = this.registry.add(p);
-      try {
-        await host.start();
-        // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
-        if (this.#stopping) throw unavailable("the runtime is stopping");
-        startedOk.push(p);
-      } catch (err) {
-        failed.push(`${p.id}: ${errText(err)}`);
-        this.registry.remove(p.id);
-        await host.stop(budget);
-      }
-    }));
+    this.#reloadRestarting = [...removed, ...changed.map((p) => p.id)];
+    try {
+      // Stop first: a changed provider's old process is gone before its successor starts (they
+      // may share a device or a bus address).
+      await Promise.all([
+        ...removed.map((id) => this.registry.remove(id)?.stop(budget)),
+        ...changed.map((p) => this.registry.remove(p.id)?.stop(budget)),
+      ]);
+      await Promise.all(starting.map(async (p) => {
+        if (this.#stopping) return void failed.push(`${p.id}: the runtime is stopping`);
+        const host = this.registry.add(p);
+        try {
+          await host.start();
+          // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
+          if (this.#stopping) throw unavailable("the runtime is stopping");
+          startedOk.push(p);
+        } catch (err) {
+          failed.push(`${p.id}: ${errText(err)}`);
+          this.registry.remove(p.id);
+          await host.stop(budget);
+        }
+      }));
+    } finally {
+      this.#reloadRestarting = [];
+    }
     const startedIds = new Set(startedOk.map((p) => p.id));
     // The effective provider list: new order; refused changes keep their old entries.
     const old = new Map(this.#config.providers.map((p) => [p.id, p]));

@@ -490,6 +490,46 @@ Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process g
   }
 });
 
+Deno.test("SIGHUP that restarts a provider refuses AUTO until the restart is done", async () => {
+  const rig = await Rig.create(["p0", "p1"]);
+  await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
+  const automation = automationYaml("tree-a.xml", "    - {name: k, type: bool, default: true}");
+  await rig.write(`${automation}providers:\n${rig.provider("p0")}\n${rig.provider("p1")}\n`);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+    const oldPid = providerPids(rt, rig).get("p1");
+    // The changed p1 starts the simulator 3 s late: the reload is mid-restart meanwhile. It began
+    // in MANUAL, so the AUTO rule let it restart p1.
+    const sim =
+      `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ${rig.dir}/sim-p1.yaml`;
+    await rig.write(
+      `${automation}providers:\n${rig.provider("p0")}\n` +
+        `  - {id: p1, command: /bin/sh, args: [-c, "sleep 3; exec ${sim}"], hello_timeout_ms: 30000}\n`,
+    );
+    rt.signal("SIGHUP");
+    await waitFor("p1's new process", () => {
+      const pid = providerPids(rt, rig).get("p1");
+      return pid !== undefined && pid !== oldPid;
+    });
+    const refused = await api.post("/v0/mode", { mode: "AUTO" });
+    assert.equal(refused.status, 409, JSON.stringify(refused.json));
+    assert.equal(
+      refused.json.status.message,
+      "refusing AUTO: a configuration reload is stopping or restarting provider(s) p1; retry " +
+        "when it has finished",
+    );
+    assert.deepEqual(summaries(rt), [], "the reload was still running");
+    assert.match(await waitFor("reload summary", () => summaries(rt)[0]), /providers \+0 -0 ~1 =1/);
+    const auto = await api.post("/v0/mode", { mode: "AUTO" });
+    assert.equal(auto.status, 200, JSON.stringify(auto.json));
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
 Deno.test("POST /v0/estop answers while a reload restarts a provider, and the restarted provider is brought to the safe state once up", async () => {
   const rig = await Rig.create(["keep", "change"]);
   const body = (change: string) =>
