@@ -524,6 +524,16 @@ Deno.test("SIGHUP that restarts a provider refuses AUTO until the restart is don
     assert.match(await waitFor("reload summary", () => summaries(rt)[0]), /providers \+0 -0 ~1 =1/);
     const auto = await api.post("/v0/mode", { mode: "AUTO" });
     assert.equal(auto.status, 200, JSON.stringify(auto.json));
+    const modes = ((await api.get("/v0/audit")).json.entries as {
+      action: string;
+      function: string;
+      outcome: string;
+      refused_by: string | null;
+    }[]).filter((e) => e.action === "mode" && e.function === "AUTO");
+    assert.deepEqual(modes.map((e) => [e.outcome, e.refused_by]), [
+      ["refused", "reload"],
+      ["accepted", null],
+    ]);
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
