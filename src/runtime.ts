@@ -16,7 +16,7 @@ import type { Config, ConfigDiff, ProviderConfig } from "./config/mod.ts";
 import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "./control/mod.ts";
 import { EventBus } from "./events/mod.ts";
 import { readFileBytes } from "./host/mod.ts";
-import { ProviderRegistry } from "./providers/mod.ts";
+import { describeNotReady, ProviderRegistry } from "./providers/mod.ts";
 import { providerHealthViews, StateCache } from "./state/mod.ts";
 import { effectiveSafeState, Estop } from "./safety/mod.ts";
 // --- automation (issue 6) ---
@@ -315,7 +315,7 @@ export class Runtime {
 
   /** What start-up still waits for: providers not up, else first polls not answered. */
   #startupPending(): string {
-    const down = this.registry.hosts.filter((h) => !h.available).map((h) => h.id);
+    const down = this.registry.hosts.filter((h) => !h.available).map(describeNotReady);
     if (down.length > 0) return `providers not ready: ${down.join(", ")}`;
     const unanswered = this.registry.hosts.filter((h) =>
       this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)

@@ -114,6 +114,11 @@ export class ProviderHost {
     return this.#session;
   }
 
+  /** The last stderr lines of the process being started or running ([] without one). */
+  get stderrTail(): readonly string[] {
+    return (this.#session ?? this.#starting)?.stderrTail ?? [];
+  }
+
   supervision(): ProviderSupervisionView {
     return supervisionView(this.#state, this.config.restartPolicy, this.#deps.clock.monoMs());
   }

@@ -55,6 +55,20 @@ const STDERR_LEVELS: Readonly<Record<string, LogLevel>> = {
 };
 
 /**
+ * `provider's last stderr lines: "...", "..."` (each quoted, cut at STDERR_TAIL_LINE_CHARS): what a
+ * start-up failure message quotes; "" for none.
+ */
+export function lastStderrLines(tail: readonly string[]): string {
+  if (tail.length === 0) return "";
+  const quoted = tail.map((l) =>
+    JSON.stringify(
+      l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}\u2026` : l,
+    )
+  ).join(", ");
+  return `provider's last stderr line${tail.length === 1 ? "" : "s"}: ${quoted}`;
+}
+
+/**
  * The level a provider stderr line states with its first word (`ERROR`, `[WARN]`, `info:`, ...;
  * FATAL/CRITICAL count as error, TRACE as debug), or null when it states none (logged as info).
  */
@@ -191,18 +205,10 @@ export class ProviderSession {
     // Once stderr has ended the process is exiting: its exit code is then known too.
     await raceTimeout(this.#stderrDone.then(() => this.#proc.exited), STDERR_DRAIN_WAIT_MS, null);
     if (this.#stderrTail.length === 0) return err;
-    const n = this.#stderrTail.length;
-    const quoted = this.#stderrTail.map((l) =>
-      JSON.stringify(
-        l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}\u2026` : l,
-      )
-    ).join(", ");
     const e = toRuntimeError(err);
-    return new RuntimeError(
-      e.code,
-      `${e.message}; provider's last stderr line${n === 1 ? "" : "s"}: ${quoted}`,
-      { cause: err },
-    );
+    return new RuntimeError(e.code, `${e.message}; ${lastStderrLines(this.#stderrTail)}`, {
+      cause: err,
+    });
   }
 
   async #handshake(): Promise<HelloInfo> {

@@ -6,7 +6,7 @@ import {
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
-import { raceTimeout } from "./provider_session.ts";
+import { lastStderrLines, raceTimeout } from "./provider_session.ts";
 
 /** Told of every provider host: those there now (at once) and each one added later. */
 export type HostListener = (host: ProviderHost) => void;
@@ -106,7 +106,8 @@ export class ProviderRegistry {
     const all = Promise.all(results);
     const outcome = await raceTimeout(all, timeoutMs, "timeout" as const);
     if (outcome === "timeout") {
-      const pending = this.hosts.filter((h) => !h.available).map((h) => h.id);
+      // Said before they are stopped: what they last wrote usually says why they are not ready.
+      const pending = this.hosts.filter((h) => !h.available).map(describeNotReady);
       await this.stopAll(stopBudgetMs);
       await all;
       throw new RuntimeError(
@@ -132,6 +133,12 @@ export class ProviderRegistry {
   async stopAll(budgetMs: number): Promise<void> {
     await Promise.all(this.hosts.map((h) => h.stop(budgetMs)));
   }
+}
+
+/** A provider that is not ready, for a start-up failure: its id and its last stderr lines. */
+export function describeNotReady(host: ProviderHost): string {
+  const last = lastStderrLines(host.stderrTail);
+  return last === "" ? host.id : `${host.id} (${last})`;
 }
 
 /**

@@ -13,6 +13,7 @@
  *   --spawn-helper                        start `sleep 1000` (a helper: the runtime's grandchild)
  *   --ignore-sigterm                      SIGTERM does nothing
  *   --ignore-stdin-eof                    keep running after stdin closes (the ADPP stop signal)
+ *   --say TEXT                            write TEXT as a line to stderr at start
  */
 import { parseArgs } from "node:util";
 import {
@@ -31,6 +32,7 @@ const { values } = parseArgs({
     "ignore-sigterm": { type: "boolean" },
     "ignore-stdin-eof": { type: "boolean" },
     log: { type: "string" },
+    say: { type: "string" },
   },
 });
 
@@ -39,6 +41,7 @@ function note(line: string): void {
 }
 
 note(`pid ${Deno.pid}`);
+if (values.say !== undefined) console.error(values.say);
 if (values["ignore-sigterm"]) Deno.addSignalListener("SIGTERM", () => {});
 if (values["spawn-helper"]) {
   const helper = new Deno.Command("sleep", {

@@ -52,7 +52,16 @@ for (const stage of ["hello", "read_signals"]) {
         simProvider("sim0", { yaml: SIM_INERT_YAML }),
         scriptedProvider(
           "hung",
-          ["--log", plog, "--hang", stage, "--ignore-stdin-eof", "--ignore-sigterm"],
+          [
+            "--log",
+            plog,
+            "--hang",
+            stage,
+            "--ignore-stdin-eof",
+            "--ignore-sigterm",
+            "--say",
+            "waiting for /dev/ttyUSB0",
+          ],
           { timeoutMs: 60000, helloTimeoutMs: 60000 },
         ),
       ],
@@ -72,6 +81,12 @@ for (const stage of ["hello", "read_signals"]) {
       assert.match(said[0], /^ERROR /);
       assert.match(said[0], /runtime\.startup_timeout_ms \(1500 ms\)/);
       assert.match(said[0], stage === "hello" ? /not ready: hung\b/ : /first poll .*hung/);
+      if (stage === "hello") {
+        // What the provider last said, usually why it is not ready, in the log and the error.
+        const why = `hung (provider's last stderr line: "waiting for /dev/ttyUSB0")`;
+        assert.ok(said[0].includes(`not ready: ${why}`), said[0]);
+        assert.ok((outcome as Error).message.includes(why), (outcome as Error).message);
+      }
       assert.deepEqual(aliveWhenLogged, [true], "said while the hung provider still ran");
       assert.equal(lines.filter((l) => l.includes("Runtime Ready")).length, 0);
     } finally {
