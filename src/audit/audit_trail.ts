@@ -201,7 +201,9 @@ export class AuditTrail implements AuditSink {
   /** Records one decision (collapsing a repeat of the open call entry). Never throws. */
   record(d: AuditDecision): void {
     try {
-      this.#record(d);
+      const now = this.#o.clock.nowMs();
+      const mode = this.#o.mode();
+      this.#record(d, d.action === "call" ? this.#key(d, mode) : null, now, mode);
     } catch (err) {
       // Never let the record break a call or a stop.
       this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
@@ -228,6 +230,8 @@ export class AuditTrail implements AuditSink {
     try {
       const decision: AuditDecision = { ...d, outcome: "refused" };
       const now = this.#o.clock.nowMs();
+      const mode = this.#o.mode();
+      const key = this.#key(decision, mode);
       const u = this.#untrusted;
       if (now - u.windowStart >= AUDIT_UNTRUSTED_WINDOW_MS) {
         this.#closeUntrusted();
@@ -236,13 +240,13 @@ export class AuditTrail implements AuditSink {
       }
       // An identical refusal counts into the open entry (there is none once refusals are being
       // summed up: the first of them closed it).
-      if (this.#sealed || this.#collapsesIntoOpen(decision, now)) {
-        this.#record(decision, true);
+      if (this.#sealed || this.#collapses(key, now)) {
+        this.#record(decision, key, now, mode);
         return;
       }
       if (u.written < AUDIT_UNTRUSTED_PER_WINDOW) {
         u.written++;
-        this.#record(decision, true);
+        this.#record(decision, key, now, mode);
         return;
       }
       if (u.over !== null) {
@@ -252,7 +256,7 @@ export class AuditTrail implements AuditSink {
       }
       // A different decision closes the open entry, as in #record.
       this.#closeOpen();
-      const entry = this.#entry(decision, now, this.#o.mode());
+      const entry = this.#entry(decision, now, mode);
       const timer = this.#timers.set(
         () => this.#closeUntrusted(),
         u.windowStart + AUDIT_UNTRUSTED_WINDOW_MS - now,
@@ -283,23 +287,21 @@ export class AuditTrail implements AuditSink {
     ]);
   }
 
-  /** True when `d` would be counted into the open entry. */
-  #collapsesIntoOpen(d: AuditDecision, now: number): boolean {
+  /** True when a decision with this key counts into the open entry. */
+  #collapses(key: string, now: number): boolean {
     const open = this.#open;
-    return open !== null && now - open.entry.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS &&
-      open.key === this.#key(d, this.#o.mode());
+    return open !== null && open.key === key &&
+      now - open.entry.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS;
   }
 
-  /** `collapsible`: an untrusted refusal (calls always collapse). */
-  #record(d: AuditDecision, collapsible = false): void {
-    const now = this.#o.clock.nowMs();
-    const mode = this.#o.mode();
-    const key = d.action === "call" || collapsible ? this.#key(d, mode) : null;
+  /**
+   * Records `d` at `now` in `mode`: counted into the open entry when `key` matches it, else a new
+   * entry, kept open for repeats when it has a key (calls, untrusted refusals), written at once
+   * when not (`key` null).
+   */
+  #record(d: AuditDecision, key: string | null, now: number, mode: string): void {
     const open = this.#open;
-    if (
-      open !== null && key !== null && open.key === key &&
-      now - open.entry.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS
-    ) {
+    if (open !== null && key !== null && this.#collapses(key, now)) {
       const e = open.entry;
       e.count++;
       e.last_time_epoch_ms = now;
