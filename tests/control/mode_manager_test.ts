@@ -507,14 +507,13 @@ Deno.test("ModeManager refuses to leave FAULT while its hooks run, and re-arms o
   );
   // A FAULT entry whose hooks are run later (the e-stop runs its ladder first) blocks re-arming
   // from when they start until they end.
-  const entry = modes.enterFault("test");
+  modes.enterFault("test");
   assert.equal(await modes.request("MANUAL"), "MANUAL", "hooks not started: nothing to wait for");
   const late = modes.enterFault("again");
   const hooks = late.runHooks();
   await assert.rejects(modes.request("MANUAL"), /FAULT hooks are still running/);
   await hooks;
   assert.equal(await modes.request("MANUAL"), "MANUAL");
-  await entry.runHooks();
 });
 
 Deno.test("ModeManager arm checks refuse MANUAL and AUTO only, first refusal first, before the table", async () => {

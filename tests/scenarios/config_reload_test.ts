@@ -35,6 +35,17 @@ class Rig {
       }}`;
   }
 
+  /**
+   * A provider entry whose process starts the simulator `delayS` seconds late (through /bin/sh,
+   * `exec`: the same pid): a reload that starts it is mid-restart meanwhile.
+   */
+  lateProvider(id: string, delayS: number): string {
+    const sim = `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ` +
+      `${this.dir}/sim-${id}.yaml`;
+    return `  - {id: ${id}, command: /bin/sh, args: [-c, "sleep ${delayS}; exec ${sim}"], ` +
+      "hello_timeout_ms: 30000}";
+  }
+
   /** Writes the configuration file: the runtime section, then `body` (providers etc.). */
   async write(body: string): Promise<void> {
     await Deno.writeTextFile(
@@ -54,6 +65,14 @@ class Rig {
 }
 
 /** Provider id -> pid of the runtime's child processes running a simulator file of this rig. */
+/** Waits until provider `id` runs as a process other than `oldPid` (a restart has spawned it). */
+async function newProcess(rt: RuntimeChild, rig: Rig, id: string, oldPid: number | undefined) {
+  await waitFor(`${id}'s new process`, () => {
+    const pid = providerPids(rt, rig).get(id);
+    return pid !== undefined && pid !== oldPid;
+  });
+}
+
 function providerPids(rt: RuntimeChild, rig: Rig): Map<string, number> {
   const out = new Map<string, number>();
   for (const task of Deno.readDirSync(`/proc/${rt.pid}/task`)) {
@@ -502,17 +521,11 @@ Deno.test("SIGHUP that restarts a provider refuses AUTO until the restart is don
     const oldPid = providerPids(rt, rig).get("p1");
     // The changed p1 starts the simulator 3 s late: the reload is mid-restart meanwhile. It began
     // in MANUAL, so the AUTO rule let it restart p1.
-    const sim =
-      `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ${rig.dir}/sim-p1.yaml`;
     await rig.write(
-      `${automation}providers:\n${rig.provider("p0")}\n` +
-        `  - {id: p1, command: /bin/sh, args: [-c, "sleep 3; exec ${sim}"], hello_timeout_ms: 30000}\n`,
+      `${automation}providers:\n${rig.provider("p0")}\n${rig.lateProvider("p1", 3)}\n`,
     );
     rt.signal("SIGHUP");
-    await waitFor("p1's new process", () => {
-      const pid = providerPids(rt, rig).get("p1");
-      return pid !== undefined && pid !== oldPid;
-    });
+    await newProcess(rt, rig, "p1", oldPid);
     const refused = await api.post("/v0/mode", { mode: "AUTO" });
     assert.equal(refused.status, 409, JSON.stringify(refused.json));
     assert.equal(
@@ -550,18 +563,9 @@ Deno.test("POST /v0/estop answers while a reload restarts a provider, and the re
   try {
     const oldPid = providerPids(rt, rig).get("change");
     // The changed entry starts the simulator 5 s late: the reload is mid-restart meanwhile.
-    const sim =
-      `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ${rig.dir}/sim-change.yaml`;
-    await rig.write(
-      body(
-        `  - {id: change, command: /bin/sh, args: [-c, "sleep 5; exec ${sim}"], hello_timeout_ms: 30000}`,
-      ),
-    );
+    await rig.write(body(rig.lateProvider("change", 5)));
     rt.signal("SIGHUP");
-    await waitFor("the restarted provider's new process", () => {
-      const pid = providerPids(rt, rig).get("change");
-      return pid !== undefined && pid !== oldPid;
-    });
+    await newProcess(rt, rig, "change", oldPid);
     const stop = await api.post("/v0/estop", { reason: "during reload" });
     assert.equal(stop.status, 200, JSON.stringify(stop.json));
     assert.equal(stop.json.latched, true);
