@@ -714,6 +714,11 @@ class PollQueue {
  * Cycles start on a grid (`gridOriginMs + k x intervalMs`), shared by every loop of the cache: a
  * cycle that ends within its interval waits for the next grid instant (no drift from timer
  * lateness, and loops stay in step), one that overran starts the next at once.
+ *
+ * Each timer aims at a grid instant (its due time), and the next cycle is the grid instant after
+ * the later of that due time and the cycle's start. Timers may fire up to a millisecond early
+ * (a fractional delay is truncated): timed from the start alone, a cycle that began just before
+ * its grid instant would aim at that same instant and poll twice within a few milliseconds.
  */
 export class PollLoop {
   #intervalMs: number;
@@ -721,6 +726,8 @@ export class PollLoop {
   readonly #clock: Clock;
   readonly #gridOriginMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The instant the pending timer aims at: a grid instant, or when it was set for "at once". */
+  #dueMs: number;
   #running = true;
   #current: Promise<void> | null = null;
 
@@ -729,7 +736,7 @@ export class PollLoop {
     this.#body = body;
     this.#clock = clock;
     this.#gridOriginMs = gridOriginMs;
-    this.#schedule(this.#delayToNextTick(clock.monoMs()));
+    this.#dueMs = this.#scheduleAt(this.#nextGridInstant(clock.monoMs()));
   }
 
   /**
@@ -741,14 +748,14 @@ export class PollLoop {
     this.#intervalMs = intervalMs;
     if (!this.#running || this.#current || intervalMs >= previous) return;
     clearTimeout(this.#timer); // a shorter interval must not wait out the longer one
-    this.#schedule(this.#delayToNextTick(this.#clock.monoMs()));
+    this.#dueMs = this.#scheduleAt(this.#nextGridInstant(this.#clock.monoMs()));
   }
 
   /** Runs the next cycle now (e.g. a provider just came back) unless one is in flight. */
   wake(): void {
     if (!this.#running || this.#current) return;
     clearTimeout(this.#timer);
-    this.#schedule(0);
+    this.#dueMs = this.#scheduleAt(this.#clock.monoMs());
   }
 
   async stop(): Promise<void> {
@@ -757,26 +764,29 @@ export class PollLoop {
     await this.#current;
   }
 
-  #schedule(delay: number): void {
-    this.#timer = setTimeout(() => this.#run(), delay);
+  /** Sets the timer for `dueMs` (at once if that has passed) and returns `dueMs`. */
+  #scheduleAt(dueMs: number): number {
+    this.#timer = setTimeout(() => this.#run(), Math.max(0, dueMs - this.#clock.monoMs()));
+    return dueMs;
   }
 
-  /** Milliseconds from now to the first grid instant after the one at or before `fromMs`. */
-  #delayToNextTick(fromMs: number): number {
+  /** The first grid instant after the one at or before `fromMs`. */
+  #nextGridInstant(fromMs: number): number {
     const sinceOrigin = Math.max(0, fromMs - this.#gridOriginMs);
-    const next = this.#gridOriginMs +
-      (Math.floor(sinceOrigin / this.#intervalMs) + 1) * this.#intervalMs;
-    return Math.max(0, next - this.#clock.monoMs());
+    return this.#gridOriginMs + (Math.floor(sinceOrigin / this.#intervalMs) + 1) * this.#intervalMs;
   }
 
   /** Runs only from its timer, which stop() clears: never after stop(). */
   async #run(): Promise<void> {
     const started = this.#clock.monoMs();
+    const due = this.#dueMs;
     this.#current = this.#body().catch(() => {});
     await this.#current;
     this.#current = null;
     if (!this.#running) return;
-    const elapsed = this.#clock.monoMs() - started;
-    this.#schedule(elapsed >= this.#intervalMs ? 0 : this.#delayToNextTick(started));
+    const now = this.#clock.monoMs();
+    this.#dueMs = this.#scheduleAt(
+      now - started >= this.#intervalMs ? now : this.#nextGridInstant(Math.max(due, started)),
+    );
   }
 }
