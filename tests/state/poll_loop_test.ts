@@ -125,3 +125,29 @@ Deno.test("PollLoop: a timer that fires just before its grid instant does not po
   }
   assert.strictEqual(cycles, 1);
 });
+
+Deno.test("PollLoop: a timer more than an interval late waits for the next grid instant, no catch-up", async () => {
+  const clock = fakeClock(3000);
+  const ledger = openTimerLedger();
+  let cycles = 0;
+  let loop: PollLoop | undefined;
+  try {
+    loop = new PollLoop(
+      INTERVAL,
+      () => {
+        cycles++;
+        return Promise.resolve();
+      },
+      clock,
+      3000,
+    );
+    clock.set(3000 + INTERVAL + 25); // due at 3020, fires at 3045 (the event loop was blocked)
+    await until(() => cycles === 1 && ledger.pending().length === 1);
+    // The instant it missed (3040) is not polled after the fact: the next cycle is at 3060.
+    assert.deepStrictEqual(ledger.pending(), [15]);
+  } finally {
+    await loop?.stop();
+    ledger.close();
+  }
+  assert.strictEqual(cycles, 1);
+});
