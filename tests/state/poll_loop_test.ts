@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import { PollLoop } from "../../src/state/mod.ts";
-import { openTimerLedger } from "../helpers/timers.ts";
+import { openTimerLedger, type TimerLedger } from "../helpers/timers.ts";
 
 const INTERVAL = 20;
 
@@ -22,59 +22,65 @@ async function until(cond: () => boolean): Promise<void> {
   assert.ok(cond(), "condition not reached within 2 s");
 }
 
-Deno.test("PollLoop starts each cycle on the grid: a late timer does not shift the next cycle", async () => {
-  const clock = fakeClock(1000);
+type FakeClock = ReturnType<typeof fakeClock>;
+
+/**
+ * One PollLoop on a fake clock set to `originMs` (also the grid origin), its timers in a ledger:
+ * each cycle counts itself and calls `cycle(clock, n)` (n from 1); `drive` runs the test. The loop
+ * is stopped and the ledger closed whatever happens; resolves with the number of cycles run.
+ */
+async function withOneLoop(
+  originMs: number,
+  cycle: (clock: FakeClock, n: number) => void,
+  drive: (clock: FakeClock, ledger: TimerLedger, cycles: () => number) => Promise<void>,
+): Promise<number> {
+  const clock = fakeClock(originMs);
   const ledger = openTimerLedger();
   let cycles = 0;
   let loop: PollLoop | undefined;
   try {
-    // Each cycle takes 7 ms.
     loop = new PollLoop(
       INTERVAL,
       () => {
-        cycles++;
-        clock.set(clock.monoMs() + 7);
+        cycle(clock, ++cycles);
         return Promise.resolve();
       },
       clock,
-      1000,
+      originMs,
     );
-    assert.deepStrictEqual(ledger.pending(), [INTERVAL], "first cycle at the first grid instant");
-    clock.set(1000 + INTERVAL + 3); // the first timer fires 3 ms late
-    await until(() => cycles === 1 && ledger.pending().length === 1);
-    // Started at 1023 (3 late), ended at 1030: the next grid instant is 1040, 10 ms away. A loop
-    // timed from its own start would wait 20 - 7 = 13 ms and drift 3 ms per cycle.
-    assert.deepStrictEqual(ledger.pending(), [10]);
+    await drive(clock, ledger, () => cycles);
   } finally {
     await loop?.stop();
     ledger.close();
   }
+  return cycles;
+}
+
+Deno.test("PollLoop starts each cycle on the grid: a late timer does not shift the next cycle", async () => {
+  // Each cycle takes 7 ms.
+  const cycles = await withOneLoop(
+    1000,
+    (clock) => clock.set(clock.monoMs() + 7),
+    async (clock, ledger, n) => {
+      assert.deepStrictEqual(ledger.pending(), [INTERVAL], "first cycle at the first grid instant");
+      clock.set(1000 + INTERVAL + 3); // the first timer fires 3 ms late
+      await until(() => n() === 1 && ledger.pending().length === 1);
+      // Started at 1023 (3 late), ended at 1030: the next grid instant is 1040, 10 ms away. A loop
+      // timed from its own start would wait 20 - 7 = 13 ms and drift 3 ms per cycle.
+      assert.deepStrictEqual(ledger.pending(), [10]);
+    },
+  );
   assert.strictEqual(cycles, 1);
 });
 
 Deno.test("PollLoop starts the next cycle at once after a cycle that overran its interval", async () => {
-  const clock = fakeClock(500);
-  const ledger = openTimerLedger();
-  let cycles = 0;
-  let loop: PollLoop | undefined;
-  try {
-    loop = new PollLoop(
-      INTERVAL,
-      () => {
-        cycles++;
-        if (cycles === 1) clock.set(clock.monoMs() + INTERVAL + 5); // the first cycle overruns
-        return Promise.resolve();
-      },
-      clock,
-      500,
-    );
+  await withOneLoop(500, (clock, n) => {
+    if (n === 1) clock.set(clock.monoMs() + INTERVAL + 5); // the first cycle overruns
+  }, async (clock, ledger, n) => {
     clock.set(500 + INTERVAL);
-    await until(() => cycles === 1 && ledger.pending().length === 1);
+    await until(() => n() === 1 && ledger.pending().length === 1);
     assert.deepStrictEqual(ledger.pending(), [0]);
-  } finally {
-    await loop?.stop();
-    ledger.close();
-  }
+  });
 });
 
 Deno.test("PollLoops with one grid origin wait for the same instant whenever they were made", async () => {
@@ -99,55 +105,27 @@ Deno.test("PollLoop: a timer that fires just before its grid instant does not po
   // starts just before its grid instant; the next one is still a whole interval later. Timed
   // from the cycle's start alone it would aim at the instant it was meant for and run again at
   // once (the bench saw 11.4 instead of 10 polls/s, every tenth poll twice within 4 ms).
-  const clock = fakeClock(2000);
-  const ledger = openTimerLedger();
-  let cycles = 0;
-  let loop: PollLoop | undefined;
-  try {
-    loop = new PollLoop(
-      INTERVAL,
-      () => {
-        cycles++;
-        clock.set(clock.monoMs() + 0.25); // a quick cycle, still before the grid instant
-        return Promise.resolve();
-      },
-      clock,
-      2000,
-    );
-    assert.deepStrictEqual(ledger.pending(), [INTERVAL]);
-    clock.set(2000 + INTERVAL - 0.5); // the timer fires half a millisecond early
-    await until(() => cycles === 1 && ledger.pending().length === 1);
-    // Ended at 2019.75: the next cycle is at 2040, not at 2020.
-    assert.deepStrictEqual(ledger.pending(), [20.25]);
-  } finally {
-    await loop?.stop();
-    ledger.close();
-  }
+  // A quick cycle (0.25 ms), still before the grid instant.
+  const cycles = await withOneLoop(
+    2000,
+    (clock) => clock.set(clock.monoMs() + 0.25),
+    async (clock, ledger, n) => {
+      assert.deepStrictEqual(ledger.pending(), [INTERVAL]);
+      clock.set(2000 + INTERVAL - 0.5); // the timer fires half a millisecond early
+      await until(() => n() === 1 && ledger.pending().length === 1);
+      // Ended at 2019.75: the next cycle is at 2040, not at 2020.
+      assert.deepStrictEqual(ledger.pending(), [20.25]);
+    },
+  );
   assert.strictEqual(cycles, 1);
 });
 
 Deno.test("PollLoop: a timer more than an interval late waits for the next grid instant, no catch-up", async () => {
-  const clock = fakeClock(3000);
-  const ledger = openTimerLedger();
-  let cycles = 0;
-  let loop: PollLoop | undefined;
-  try {
-    loop = new PollLoop(
-      INTERVAL,
-      () => {
-        cycles++;
-        return Promise.resolve();
-      },
-      clock,
-      3000,
-    );
+  const cycles = await withOneLoop(3000, () => {}, async (clock, ledger, n) => {
     clock.set(3000 + INTERVAL + 25); // due at 3020, fires at 3045 (the event loop was blocked)
-    await until(() => cycles === 1 && ledger.pending().length === 1);
+    await until(() => n() === 1 && ledger.pending().length === 1);
     // The instant it missed (3040) is not polled after the fact: the next cycle is at 3060.
     assert.deepStrictEqual(ledger.pending(), [15]);
-  } finally {
-    await loop?.stop();
-    ledger.close();
-  }
+  });
   assert.strictEqual(cycles, 1);
 });
