@@ -129,3 +129,43 @@ Deno.test("PollLoop: a timer more than an interval late waits for the next grid 
   });
   assert.strictEqual(cycles, 1);
 });
+
+Deno.test("PollLoop: a grid instant that rounds across a power of two is not its own successor", async () => {
+  // origin + 20 crosses 2048 and rounds down: (instant - origin) / 20 = 0.99999999999999 and the
+  // next cycle was put on the instant that had just run, i.e. at once (seen as a second poll 5 ms
+  // after a grid poll in 5 of 24 start-ups watched for 6 s, with the process clock's origin).
+  const ORIGIN = 2031.7251737147647;
+  const cycles = await withOneLoop(
+    ORIGIN,
+    (clock) => clock.set(clock.monoMs() + 0.25),
+    async (clock, ledger, n) => {
+      const [first] = ledger.pending();
+      assert.ok(Math.abs(first - INTERVAL) < 1e-6, `first timer ${first} ms`);
+      clock.set(ORIGIN + first); // the timer fires on time
+      await until(() => n() === 1 && ledger.pending().length === 1);
+      // Ended 0.25 ms after its instant: the next cycle is the following instant, not at once.
+      const [next] = ledger.pending();
+      assert.ok(Math.abs(next - (INTERVAL - 0.25)) < 1e-6, `next timer ${next} ms`);
+    },
+  );
+  assert.strictEqual(cycles, 1);
+});
+
+Deno.test("PollLoop: a loop made a hair before a grid instant waits for that instant, not the one after", async () => {
+  // Far from the origin, (from - origin) / 20 rounds up to a whole number (1320) for a time just
+  // before instant 1320: without the correction the first cycle would skip that instant.
+  const ORIGIN = 301.7264008623879;
+  const INSTANT = ORIGIN + 1320 * INTERVAL;
+  const FROM = 26701.726400862386; // the double just below INSTANT
+  assert.ok(FROM < INSTANT && Math.floor((FROM - ORIGIN) / INTERVAL) === 1320);
+  const clock = fakeClock(FROM);
+  const ledger = openTimerLedger();
+  const loop = new PollLoop(INTERVAL, () => Promise.resolve(), clock, ORIGIN);
+  try {
+    const [first] = ledger.pending();
+    assert.ok(first < 1, `first timer ${first} ms`);
+  } finally {
+    await loop.stop();
+    ledger.close();
+  }
+});
