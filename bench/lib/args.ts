@@ -103,7 +103,12 @@ export const PROVIDER_V8_FLAGS = `${RUNTIME_V8_FLAGS},--lite-mode`;
 /**
  * Default commands, given the repository root (absolute, no trailing slash): the bundles of
  * `deno task bundle` (scripts/bundle.ts), which the harness builds before measuring — what
- * `deno task start` and the compile tasks run.
+ * `deno task start` and the compile tasks run. The sim runs with `--no-config`: its bundle
+ * resolves nothing through deno.json, and without the flag Deno loads this repository's
+ * deno.json and lockfile into every sim process because the bundle lies inside the repository
+ * (+2 MiB RSS each, bench/README.md, eighth round), which a provider installed outside a Deno
+ * project does not pay. The runtime's bundle keeps the config: it loads its npm packages on demand
+ * through deno.json's import map.
  */
 export function defaultCommands(repoRoot: string): { runtime: string[]; provider: string[] } {
   return {
@@ -112,6 +117,7 @@ export function defaultCommands(repoRoot: string): { runtime: string[]; provider
       "deno",
       "run",
       "--quiet",
+      "--no-config",
       PROVIDER_V8_FLAGS,
       "--allow-read",
       "--allow-env",

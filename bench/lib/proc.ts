@@ -53,6 +53,56 @@ export function parseVmRssKb(statusText: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
+/**
+ * Where a process's resident memory is, in kB, from the text of /proc/<pid>/smaps: the pages of
+ * its executable (`code`: r-xp, `rodata`: r--p, `data`: the rest of its mappings), the malloc
+ * heap (`[heap]`), anonymous mappings under 1 MiB (`smallAnon`: V8's heap pages are 256 KiB) and
+ * larger ones (`largeAnon`), and everything else (`other`: libraries, stacks, ...).
+ */
+export interface SmapsGroups {
+  readonly code: number;
+  readonly rodata: number;
+  readonly data: number;
+  readonly heap: number;
+  readonly smallAnon: number;
+  readonly largeAnon: number;
+  readonly other: number;
+}
+
+/** Groups smaps' `Rss:` lines as SmapsGroups; `exe` is the executable's path (/proc/<pid>/exe). */
+export function parseSmapsGroups(text: string, exe: string): SmapsGroups {
+  const g = { code: 0, rodata: 0, data: 0, heap: 0, smallAnon: 0, largeAnon: 0, other: 0 };
+  let key: keyof typeof g = "other";
+  for (const line of text.split("\n")) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+ *(.*)$/.exec(line);
+    if (m) {
+      const [, from, to, perm, path] = m;
+      const kB = (parseInt(to, 16) - parseInt(from, 16)) / 1024;
+      if (path === exe) {
+        key = perm.startsWith("r-x") ? "code" : perm.startsWith("r--") ? "rodata" : "data";
+      } else if (path === "[heap]") key = "heap";
+      else if (path === "") key = kB < 1024 ? "smallAnon" : "largeAnon";
+      else key = "other";
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB$/.exec(line);
+    if (rss) g[key] += Number(rss[1]);
+  }
+  return g;
+}
+
+/** SmapsGroups of a live process; null when it is gone or unreadable. */
+export function readSmapsGroups(pid: number): SmapsGroups | null {
+  try {
+    return parseSmapsGroups(
+      Deno.readTextFileSync(`/proc/${pid}/smaps`),
+      Deno.readLinkSync(`/proc/${pid}/exe`),
+    );
+  } catch {
+    return null;
+  }
+}
+
 /** The CPU model line of /proc/cpuinfo (x86 "model name", Arm "Model"/"Hardware"), or "unknown". */
 export function parseCpuModel(cpuinfo: string): string {
   for (const key of ["model name", "Model", "Hardware", "cpu model"]) {

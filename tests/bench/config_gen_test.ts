@@ -13,14 +13,7 @@ async function run(args: string[]): Promise<{ code: number; out: string }> {
 }
 
 Deno.test("runtimeYaml rejects an empty provider list or command", () => {
-  const base = {
-    providerCount: 1,
-    port: 1,
-    providerCmd: ["x"],
-    simConfigPath: "/s.yaml",
-    pollIntervalMs: 100,
-    dataDir: "/d",
-  };
+  const base = baseOptions();
   assert.throws(() => runtimeYaml({ ...base, providerCount: 0 }), RangeError);
   assert.throws(() => runtimeYaml({ ...base, providerCmd: [] }), RangeError);
   assert.deepEqual(providerIds(3), ["sim0", "sim1", "sim2"]);
@@ -104,3 +97,45 @@ Deno.test("runtimeYaml adds automation with the AUTO -> FAULT hook workload 8 ne
     throw new Error(`unexpected hook ${JSON.stringify(hook)}`);
   }
 });
+
+Deno.test("runtimeYaml gives provider i the command providerCmdAt(i), with --config appended", () => {
+  const text = runtimeYaml({
+    providerCount: 3,
+    port: 18080,
+    providerCmd: ["unused"],
+    providerCmdAt: (i) =>
+      i % 2 === 0 ? ["deno", "run", "sim.js"] : ["deno", "run", "floor.ts", "r.json"],
+    simConfigPath: "/tmp/sim.yaml",
+    pollIntervalMs: 100,
+    dataDir: "/tmp/bench-data",
+  });
+  const { config, diagnostics } = loadConfig(text, {
+    path: "/tmp/bench.yaml",
+    mode: "check",
+    env: {},
+    fileExists: () => true,
+    commandExists: () => true,
+    cwd: "/tmp",
+  });
+  assert.deepStrictEqual(diagnostics.filter((d) => d.severity === "error"), []);
+  assert.deepStrictEqual(
+    config!.providers.map((p) => [p.command, ...p.args]),
+    [
+      ["deno", "run", "sim.js", "--config", "/tmp/sim.yaml"],
+      ["deno", "run", "floor.ts", "r.json", "--config", "/tmp/sim.yaml"],
+      ["deno", "run", "sim.js", "--config", "/tmp/sim.yaml"],
+    ],
+  );
+  assert.throws(() => runtimeYaml({ ...baseOptions(), providerCmdAt: () => [] }), RangeError);
+});
+
+function baseOptions() {
+  return {
+    providerCount: 1,
+    port: 1,
+    providerCmd: ["x"],
+    simConfigPath: "/s.yaml",
+    pollIntervalMs: 100,
+    dataDir: "/d",
+  };
+}

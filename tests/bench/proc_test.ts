@@ -5,6 +5,7 @@ import {
   descendants,
   parseCpuModel,
   parseProcStat,
+  parseSmapsGroups,
   parseVmRssKb,
   readProcStat,
   readRssKb,
@@ -88,4 +89,30 @@ Deno.test("readProcStat, readRssKb and descendants see a real child process", as
   }
   assert.equal(readProcStat(child.pid), null);
   assert.throws(() => sampleCpuMem(child.pid, []), /gone/);
+});
+
+Deno.test("parseSmapsGroups sums Rss by mapping: the executable's code/rodata/data, [heap], small and large anonymous, other", () => {
+  const exe = "/usr/bin/deno";
+  const map = (range: string, perm: string, path: string, rssKb: number) =>
+    `${range} ${perm} 00000000 08:01 1234 ${path}\nSize: 4 kB\nRss: ${rssKb} kB\nPss: 1 kB\n`;
+  const text = [
+    map("55d000000000-55d000100000", "r--p", exe, 100),
+    map("55d000100000-55d000900000", "r-xp", exe, 700),
+    map("55d000900000-55d000a00000", "rw-p", exe, 30),
+    map("55d001000000-55d001200000", "rw-p", "[heap]", 200),
+    // 256 KiB: a V8 heap page; 2 MiB: a large region; an anonymous line has no path.
+    map("7f0000000000-7f0000040000", "rw-p", "", 256).replace(" 1234 \n", " 0\n"),
+    map("7f0000100000-7f0000300000", "rw-p", "", 40).replace(" 1234 \n", " 0\n"),
+    map("7f0000400000-7f0000500000", "r-xp", "/usr/lib/x86_64-linux-gnu/libc.so.6", 900),
+    map("7ffc00000000-7ffc00021000", "rw-p", "[stack]", 12),
+  ].join("");
+  assert.deepStrictEqual(parseSmapsGroups(text, exe), {
+    code: 700,
+    rodata: 100,
+    data: 30,
+    heap: 200,
+    smallAnon: 256,
+    largeAnon: 40,
+    other: 912,
+  });
 });
