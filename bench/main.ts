@@ -428,7 +428,7 @@ async function runSession(
   try {
     record({ workload: 5, name: `spawn → API ready, ${at}`, unit: "ms" }, rt.startupMs);
     record(
-      { workload: 7, name: `runtime RSS after start-up, ${at}`, unit: "MB" },
+      { workload: 7, name: `runtime RSS after start-up, ${at}`, unit: "MiB" },
       (readRssKb(rt.pid) ?? NaN) / 1024,
     );
     log(`  ready in ${Math.round(rt.startupMs)} ms (pid ${rt.pid}, port ${port})`);
@@ -449,7 +449,7 @@ async function runSession(
     if (plan.phases.length > 0) {
       // What the session's workloads left behind (the api session: after the HTTP workloads).
       record(
-        { workload: 7, name: `runtime RSS after the session's workloads, ${at}`, unit: "MB" },
+        { workload: 7, name: `runtime RSS after the session's workloads, ${at}`, unit: "MiB" },
         (readRssKb(rt.pid) ?? NaN) / 1024,
       );
     }

@@ -306,8 +306,8 @@ export async function pollingScale(ctx: SessionContext): Promise<void> {
     { workload: 3, name: `${at}: providers' CPU (sum)`, unit: "% of 1 core" },
     r.providersCpuPct,
   );
-  ctx.record({ workload: 3, name: `${at}: runtime RSS`, unit: "MB" }, r.runtimeRssMb);
-  ctx.record({ workload: 3, name: `${at}: providers' RSS (sum)`, unit: "MB" }, r.providersRssMb);
+  ctx.record({ workload: 3, name: `${at}: runtime RSS`, unit: "MiB" }, r.runtimeRssMb);
+  ctx.record({ workload: 3, name: `${at}: providers' RSS (sum)`, unit: "MiB" }, r.providersRssMb);
   ctx.record({
     workload: 3,
     name: `${at}: poll rate per device, median (set ${hz} Hz)`,
@@ -333,10 +333,10 @@ export async function memorySoak(ctx: SessionContext): Promise<void> {
   const growthMbPerH = slope(late.map((s) => s.atS / 3600), late.map((s) => s.mb));
   const at = `${ctx.providers.length} providers, ${Math.round(prof.soakWindowMs / 60000)} min`;
   ctx.record(
-    { workload: 7, name: `${at}: RSS at start of soak`, unit: "MB" },
+    { workload: 7, name: `${at}: RSS at start of soak`, unit: "MiB" },
     r.rssSamples[0]?.mb ?? NaN,
   );
-  ctx.record({ workload: 7, name: `${at}: RSS at end of soak`, unit: "MB" }, r.runtimeRssMb);
+  ctx.record({ workload: 7, name: `${at}: RSS at end of soak`, unit: "MiB" }, r.runtimeRssMb);
   ctx.record(
     { workload: 7, name: `${at}: RSS growth (fit after minute 1)`, unit: "MB/h" },
     growthMbPerH,
