@@ -8,3 +8,4 @@ export * from "./health.ts";
 export * from "./utf8.ts";
 export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";
 export * from "./metrics.ts";
+export * from "./grid.ts";

@@ -13,6 +13,7 @@ import {
   deviceHandle,
   Histogram,
   type Logger,
+  nextGridInstant,
   type Quality,
   RuntimeError,
   sameValue,
@@ -770,20 +771,9 @@ export class PollLoop {
     return dueMs;
   }
 
-  /**
-   * The first grid instant after `fromMs` (from before the origin: origin + interval). The
-   * division can land a hair below a whole number when `fromMs` is itself a grid instant (origin +
-   * k x interval rounds when it crosses a power of two): the index is corrected against the
-   * instants as computed, so a grid instant is never its own successor (a second poll at once) and
-   * none is skipped.
-   */
+  /** The first grid instant after `fromMs` (common/grid.ts). */
   #nextGridInstant(fromMs: number): number {
-    const origin = this.#gridOriginMs;
-    const interval = this.#intervalMs;
-    let k = Math.floor(Math.max(0, fromMs - origin) / interval) + 1;
-    while (origin + k * interval <= fromMs) k++;
-    while (k > 1 && origin + (k - 1) * interval > fromMs) k--;
-    return origin + k * interval;
+    return nextGridInstant(this.#gridOriginMs, this.#intervalMs, fromMs);
   }
 
   /** Runs only from its timer, which stop() clears: never after stop(). */

@@ -8,6 +8,7 @@ import {
   type TickScheduler,
 } from "../../../src/automation/bt/mod.ts";
 import { waitFor } from "../../helpers/kernel.ts";
+import { openTimerLedger } from "../../helpers/timers.ts";
 import { FakeServices, flush, memFiles, xmlRoot } from "./_helpers.ts";
 
 /** Scheduler whose interval the test fires by hand. */
@@ -274,6 +275,29 @@ Deno.test("BtRunner with the default timers ticks and stops cleanly", async () =
     runner.stop();
   }
   equal(runner.status().execution_status, "idle");
+});
+
+Deno.test("BtRunner's default timers tick on a grid: one timer per period, none left when inactive", async () => {
+  // setInterval stretched every period by its callback's lateness (48.3-48.6 ticks/s at 50 Hz in
+  // bench workload 8); the grid (common/grid.ts) arms one setTimeout aimed at the next instant.
+  const runner = new BtRunner({
+    parsed: parse(`<BehaviorTree ID="Demo"><AlwaysSuccess/></BehaviorTree>`),
+    services: new FakeServices(),
+    events: new EventBus(),
+    tickRateHz: 50,
+  });
+  await runner.ready;
+  const ledger = openTimerLedger();
+  try {
+    runner.start();
+    runner.setActive(true);
+    deepStrictEqual(ledger.pending(), [20]);
+    runner.setActive(false);
+    deepStrictEqual(ledger.pending(), []);
+  } finally {
+    runner.stop();
+    ledger.close();
+  }
 });
 
 Deno.test("BtRunner refuses an out-of-range tick rate", () => {
