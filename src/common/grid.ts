@@ -31,7 +31,8 @@ export interface GridInterval {
  * due time and the moment `fn` returned. Timers may fire up to a millisecond early (a fractional
  * delay is truncated): timed from the call alone, such a call would aim at the instant it was
  * meant for and run again at once. Unlike `setInterval`, whose period stretches by each call's
- * lateness, the calls keep the configured rate.
+ * lateness, the calls keep the configured rate. An exception from `fn` propagates as from any
+ * timer callback; the next call stays scheduled.
  */
 export function gridInterval(fn: () => void, periodMs: number, clock: Clock): GridInterval {
   const originMs = clock.monoMs();
