@@ -10,11 +10,12 @@
  * the median and range; `--out` writes JSON. Not a test; needs `chromium` on PATH.
  */
 import { parseArgs } from "node:util";
-import { chromium } from "playwright-core";
 import { defaultCommands } from "./lib/args.ts";
 import { buildAll } from "../scripts/bundle.ts";
 import { RuntimeProcess } from "./lib/runtime_proc.ts";
 import { median } from "./lib/stats.ts";
+import { chromiumMissing, launchChromium } from "../tests/helpers/browser.ts";
+import { freePort } from "../tests/helpers/ports.ts";
 
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 /** Issue 15: first paint within this, on this machine. */
@@ -24,30 +25,15 @@ const PAINT_WAIT_MS = 10_000;
 /** How long the demo may take to report its provider AVAILABLE. */
 const READY_TIMEOUT_MS = 60_000;
 
-function chromiumPath(): string {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
-    for (const name of ["chromium", "chromium-browser"]) {
-      try {
-        if (dir !== "" && Deno.statSync(`${dir}/${name}`).isFile) return `${dir}/${name}`;
-      } catch {
-        // not here
-      }
-    }
-  }
-  throw new Error("chromium not found on PATH (apt-get install -y chromium)");
-}
-
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: { loads: { type: "string", default: "7" }, out: { type: "string" } },
   });
   const loads = Number(values.loads);
-  const executablePath = chromiumPath();
+  if (chromiumMissing()) Deno.exit(1);
   await buildAll();
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = listener.addr.port;
-  listener.close();
+  const port = freePort();
   const rt = await RuntimeProcess.start({
     cmd: [...defaultCommands(REPO).runtime, "--port", String(port)],
     configPath: `${REPO}/examples/demo.yaml`,
@@ -55,7 +41,7 @@ if (import.meta.main) {
     expectedProviders: 1,
     readyTimeoutMs: READY_TIMEOUT_MS,
   });
-  const browser = await chromium.launch({ executablePath, headless: true });
+  const browser = await launchChromium();
   const paints: number[] = [];
   try {
     for (let i = 0; i < loads; i++) {

@@ -18,12 +18,13 @@
  * Prints the mean RSS per kind and round and the breakdown; `--out` writes JSON. Not a test; Linux.
  */
 import { parseArgs } from "node:util";
-import { defaultCommands, PROVIDER_V8_FLAGS } from "./lib/args.ts";
+import { defaultCommands } from "./lib/args.ts";
 import { buildAll } from "../scripts/bundle.ts";
 import { runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { descendants, readRssKb, readSmapsGroups, type SmapsGroups } from "./lib/proc.ts";
 import { RuntimeProcess } from "./lib/runtime_proc.ts";
 import { record } from "./startup_share.ts";
+import { freePort } from "../tests/helpers/ports.ts";
 
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const REPLAY = `${REPO}/bench/lib/replay_provider.ts`;
@@ -43,6 +44,9 @@ function kindOf(cmdline: string): Kind | null {
   if (!cmdline.includes("/sim/main.js")) return null;
   return cmdline.includes("--no-config") ? "sim" : "sim-repo-config";
 }
+
+/** An empty list per kind. */
+const byKind = <T>() => Object.fromEntries(KINDS.map((k) => [k, [] as T[]])) as Record<Kind, T[]>;
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const mib = (kB: number) => Math.round((kB / 1024) * 10) / 10;
@@ -70,16 +74,9 @@ if (import.meta.main) {
     const recording = `${dir}/recording.json`;
     // Also warms the sim bundle's code cache (the first run of a fresh bundle costs more RSS).
     await Deno.writeTextFile(recording, JSON.stringify(await record(defaults.provider, simConfig)));
-    const floor = [
-      "deno",
-      "run",
-      "--quiet",
-      "--no-config",
-      PROVIDER_V8_FLAGS,
-      "--allow-read",
-      REPLAY,
-      recording,
-    ];
+    // The sim's own `deno run` words (flags, permissions), another module: the same process
+    // settings as the sim.
+    const floor = [...defaults.provider.slice(0, -1), REPLAY, recording];
     const commands: Record<Kind, readonly string[]> = {
       sim: defaults.provider,
       "sim-repo-config": defaults.provider.filter((w) => w !== "--no-config"),
@@ -93,22 +90,10 @@ if (import.meta.main) {
       .output();
     await new Deno.Command(floor[0], { args: floor.slice(1), stdin: "null" }).output();
 
-    const perRound: Record<Kind, number[]> = {
-      sim: [],
-      "sim-repo-config": [],
-      "floor-streams": [],
-      "floor-raw": [],
-    };
-    const pages: Record<Kind, SmapsGroups[]> = {
-      sim: [],
-      "sim-repo-config": [],
-      "floor-streams": [],
-      "floor-raw": [],
-    };
+    const perRound = byKind<number>();
+    const pages = byKind<SmapsGroups>();
     for (let round = 0; round < rounds; round++) {
-      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-      const port = listener.addr.port;
-      listener.close();
+      const port = freePort();
       await Deno.writeTextFile(
         `${dir}/runtime.yaml`,
         runtimeYaml({
@@ -135,12 +120,7 @@ if (import.meta.main) {
           const kind = kindOf(cmdline);
           return kind === null ? [] : [{ pid, kind }];
         });
-        const samples: Record<Kind, number[]> = {
-          sim: [],
-          "sim-repo-config": [],
-          "floor-streams": [],
-          "floor-raw": [],
-        };
+        const samples = byKind<number>();
         for (let t = 0; t < Number(values.secs); t += SAMPLE_EVERY_S) {
           await new Promise((r) => setTimeout(r, SAMPLE_EVERY_S * 1000));
           for (const p of procs) {

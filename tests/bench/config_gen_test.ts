@@ -76,14 +76,7 @@ Deno.test("runtimeYaml adds automation with the AUTO -> FAULT hook workload 8 ne
     dataDir: "/tmp/bench-data",
     automation: { treePath: "/tmp/tree.xml", tickRateHz: 50 },
   });
-  const { config, diagnostics } = loadConfig(text, {
-    path: "/tmp/bench.yaml",
-    mode: "check",
-    env: {},
-    fileExists: () => true,
-    commandExists: () => true,
-    cwd: "/tmp",
-  });
+  const { config, diagnostics } = checkLoad(text);
   const errors = diagnostics.filter((d) => d.severity === "error");
   if (errors.length > 0) throw new Error(JSON.stringify(errors));
   const a = config!.automation;
@@ -109,14 +102,7 @@ Deno.test("runtimeYaml gives provider i the command providerCmdAt(i), with --con
     pollIntervalMs: 100,
     dataDir: "/tmp/bench-data",
   });
-  const { config, diagnostics } = loadConfig(text, {
-    path: "/tmp/bench.yaml",
-    mode: "check",
-    env: {},
-    fileExists: () => true,
-    commandExists: () => true,
-    cwd: "/tmp",
-  });
+  const { config, diagnostics } = checkLoad(text);
   assert.deepStrictEqual(diagnostics.filter((d) => d.severity === "error"), []);
   assert.deepStrictEqual(
     config!.providers.map((p) => [p.command, ...p.args]),
@@ -128,6 +114,18 @@ Deno.test("runtimeYaml gives provider i the command providerCmdAt(i), with --con
   );
   assert.throws(() => runtimeYaml({ ...baseOptions(), providerCmdAt: () => [] }), RangeError);
 });
+
+/** loadConfig in check mode with every file and command taken to exist. */
+function checkLoad(text: string) {
+  return loadConfig(text, {
+    path: "/tmp/bench.yaml",
+    mode: "check",
+    env: {},
+    fileExists: () => true,
+    commandExists: () => true,
+    cwd: "/tmp",
+  });
+}
 
 function baseOptions() {
   return {

@@ -4,8 +4,8 @@
  * real, with short periods).
  */
 import assert from "node:assert/strict";
-import { type Clock, gridInterval, nextGridInstant } from "../../src/common/mod.ts";
-import { openTimerLedger, type TimerLedger } from "../helpers/timers.ts";
+import { gridInterval, nextGridInstant } from "../../src/common/mod.ts";
+import { fakeClock, openTimerLedger, type TimerLedger, until } from "../helpers/timers.ts";
 
 const PERIOD = 20;
 
@@ -29,21 +29,6 @@ Deno.test("nextGridInstant: an instant that rounded is not its own successor, an
   assert.ok(before < o2 + 1320 * 20 && Math.floor((before - o2) / 20) === 1320);
   assert.strictEqual(nextGridInstant(o2, 20, before), o2 + 1320 * 20);
 });
-
-function fakeClock(startMs: number): Clock & { set(ms: number): void; add(ms: number): void } {
-  let now = startMs;
-  return {
-    nowMs: () => now,
-    monoMs: () => now,
-    set: (ms) => void (now = ms),
-    add: (ms) => void (now += ms),
-  };
-}
-
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
-  assert.ok(cond(), "condition not reached within 2 s");
-}
 
 type FakeClock = ReturnType<typeof fakeClock>;
 

@@ -41,3 +41,22 @@ export function openTimerLedger(): TimerLedger {
     },
   };
 }
+
+/** A clock a test moves by hand (monoMs and nowMs read the same number). */
+export function fakeClock(
+  startMs: number,
+): { nowMs(): number; monoMs(): number; set(ms: number): void; add(ms: number): void } {
+  let now = startMs;
+  return {
+    nowMs: () => now,
+    monoMs: () => now,
+    set: (ms) => void (now = ms),
+    add: (ms) => void (now += ms),
+  };
+}
+
+/** Resolves when `cond()` holds, polled every ms while real timers run; fails after 2 s. */
+export async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+  if (!cond()) throw new Error("condition not reached within 2 s");
+}

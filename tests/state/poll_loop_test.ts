@@ -5,22 +5,10 @@
  * their delays are read from the timer ledger.
  */
 import assert from "node:assert/strict";
-import type { Clock } from "../../src/common/mod.ts";
 import { PollLoop } from "../../src/state/mod.ts";
-import { openTimerLedger, type TimerLedger } from "../helpers/timers.ts";
+import { fakeClock, openTimerLedger, type TimerLedger, until } from "../helpers/timers.ts";
 
 const INTERVAL = 20;
-
-function fakeClock(startMs: number): Clock & { set(ms: number): void } {
-  let now = startMs;
-  return { nowMs: () => now, monoMs: () => now, set: (ms) => void (now = ms) };
-}
-
-/** Resolves when `cond()` holds (polled every ms; the timers run for real). */
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
-  assert.ok(cond(), "condition not reached within 2 s");
-}
 
 type FakeClock = ReturnType<typeof fakeClock>;
 
