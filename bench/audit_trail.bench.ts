@@ -14,9 +14,9 @@
  * bench/README.md has the figures.
  */
 import { type AuditTimers, AuditTrail } from "../src/audit/mod.ts";
-import type { DeviceCapabilities, Logger, TypedValue } from "../src/common/mod.ts";
+import type { Clock, DeviceCapabilities, Logger, TypedValue } from "../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../src/control/mod.ts";
-import { journalFiles } from "../src/host/mod.ts";
+import { journalFiles, systemClock } from "../src/host/mod.ts";
 import { startService } from "../src/service.ts";
 import { testLogger } from "../tests/helpers/kernel.ts";
 import { testConfig } from "../tests/helpers/sim_config.ts";
@@ -84,7 +84,7 @@ const registry = {
   capabilities: (p: string, d: string) => p === "p0" && d === "motor0" ? caps : undefined,
 } as unknown as ProviderRegistry;
 const cache = { pollDevice: () => Promise.resolve() } as unknown as StateCache;
-const clock = { nowMs: () => Date.now(), monoMs: () => performance.now() };
+const clock: Clock = systemClock;
 /** Timers that never fire: the bench measures the call, not the collapse bound. */
 const noTimers: AuditTimers = { set: () => 0, clear: () => {} };
 
@@ -164,7 +164,7 @@ async function collapseFigure(): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "audit_bench_" });
   try {
     let now = 1_700_000_000_000;
-    const fast = { nowMs: () => now, monoMs: () => now };
+    const fast: Clock = { ...systemClock, nowMs: () => now, monoMs: () => now };
     const t = new AuditTrail({ clock: fast, log: silent, mode: () => "AUTO", timers: noTimers });
     let entries = 0;
     t.onEntry(() => entries++);

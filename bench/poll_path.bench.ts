@@ -19,7 +19,14 @@ import {
   type WireSignalValue,
   WireValueType,
 } from "../src/adpp/mod.ts";
-import type { DeviceCapabilities, Logger, SignalSpec, ValueType } from "../src/common/mod.ts";
+import type {
+  Clock,
+  DeviceCapabilities,
+  Logger,
+  SignalSpec,
+  ValueType,
+} from "../src/common/mod.ts";
+import { systemClock } from "../src/host/mod.ts";
 import { AlarmEngine } from "../src/alarms/mod.ts";
 import {
   type AlarmConfig,
@@ -137,7 +144,7 @@ function setup(
     eachHost: (listener: (h: typeof host) => void) => listener(host),
     onHostRemoved() {},
   } as unknown as ProviderRegistry;
-  const clock = { nowMs: () => 1_760_000_000_000, monoMs: () => performance.now() };
+  const clock: Clock = { ...systemClock, nowMs: () => 1_760_000_000_000 };
   const bus = new EventBus();
   const cache = new StateCache({ registry, bus, clock, log: silent, intervalMs: 100 });
   let engine: AlarmEngine | null = null;

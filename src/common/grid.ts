@@ -38,7 +38,7 @@ export function gridInterval(fn: () => void, periodMs: number, clock: Clock): Gr
   const originMs = clock.monoMs();
   let dueMs = originMs + periodMs;
   let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: unknown;
   const run = () => {
     if (stopped) return;
     try {
@@ -47,15 +47,15 @@ export function gridInterval(fn: () => void, periodMs: number, clock: Clock): Gr
       if (!stopped) {
         const now = clock.monoMs();
         dueMs = nextGridInstant(originMs, periodMs, Math.max(dueMs, now));
-        timer = setTimeout(run, Math.max(0, dueMs - now));
+        timer = clock.setTimer(run, Math.max(0, dueMs - now));
       }
     }
   };
-  timer = setTimeout(run, periodMs);
+  timer = clock.setTimer(run, periodMs);
   return {
     stop() {
       stopped = true;
-      clearTimeout(timer);
+      clock.clearTimer(timer);
     },
   };
 }

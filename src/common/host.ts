@@ -3,12 +3,48 @@
  * only folder that touches Deno.*; everything else receives these through constructors.
  */
 
-/** Wall and monotonic time in milliseconds. */
+/**
+ * A timer set with {@link Clock.setTimer} (opaque: the host's timer handle, or a manual clock's
+ * number); cancel it with {@link Clock.clearTimer}.
+ */
+export type TimerId = unknown;
+
+/**
+ * Wall and monotonic time in milliseconds, and timers on the monotonic clock. Everything that
+ * reads the time or waits for it takes a Clock, so a test passes one manual clock
+ * (tests/helpers/clock.ts) and moves time by hand instead of sleeping.
+ *
+ * Durations, deadlines, ages and staleness are measured on `monoMs` only: the wall clock may
+ * step (NTP, an operator, a dead RTC battery on a Raspberry Pi) and is for display and records.
+ */
 export interface Clock {
-  /** Epoch milliseconds (wall clock). */
+  /** Epoch milliseconds (wall clock): for display and records, never for a duration. */
   nowMs(): number;
-  /** Monotonic milliseconds (for durations and deadlines). */
+  /** Monotonic milliseconds (for durations, ages and deadlines). */
   monoMs(): number;
+  /**
+   * Calls `fn` once, `ms` milliseconds from now on the monotonic clock (a negative or NaN delay
+   * counts as 0). A callback that throws is reported as an uncaught error, like a timer's.
+   */
+  setTimer(fn: () => void, ms: number): TimerId;
+  /** Cancels a timer (a no-op for one that has fired or was cleared already). */
+  clearTimer(id: TimerId): void;
+}
+
+/** Resolves after `ms` on `clock`; rejects with the signal's reason when `signal` aborts first. */
+export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clock.clearTimer(id);
+      reject(signal!.reason);
+    };
+    const id = clock.setTimer(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -19,13 +19,19 @@ import { RuntimeError } from "../../src/common/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import type { Clock } from "../../src/common/mod.ts";
 
 /** A wall clock moved by hand and timers run by hand. */
 class ManualTime implements AuditTimers {
   now = 1_700_000_000_000;
   #timers = new Map<number, { at: number; fn: () => void }>();
   #next = 1;
-  readonly clock = { nowMs: () => this.now, monoMs: () => this.now };
+  readonly clock: Clock = {
+    nowMs: () => this.now,
+    monoMs: () => this.now,
+    setTimer: (fn, ms) => this.set(fn, ms),
+    clearTimer: (id) => this.clear(id),
+  };
   set(fn: () => void, ms: number): unknown {
     const id = this.#next++;
     this.#timers.set(id, { at: this.now + ms, fn });

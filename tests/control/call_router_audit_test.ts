@@ -18,6 +18,7 @@ import type { Runtime } from "../../src/runtime.ts";
 import { startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { d, plantProvider } from "../safety/_fixture.ts";
+import { realClearTimer, realSetTimer } from "../helpers/clock.ts";
 
 const SET_FAN = 2;
 const READ_STATUS = 3;
@@ -31,6 +32,8 @@ class FakeClock implements Clock {
   monoMs(): number {
     return this.mono;
   }
+  setTimer = realSetTimer;
+  clearTimer = realClearTimer;
 }
 
 interface Fixture {

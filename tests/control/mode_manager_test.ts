@@ -14,6 +14,7 @@ import { LineLogger, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
+import { withRealTimers } from "../helpers/clock.ts";
 
 /** A mode manager over an empty registry (no processes): hook calls fail with NOT_FOUND. */
 function setup(o: {
@@ -47,7 +48,7 @@ function setup(o: {
     router,
     registry,
     bus,
-    clock: { nowMs: () => NOW_MS, monoMs: () => 0 },
+    clock: withRealTimers({ nowMs: () => NOW_MS, monoMs: () => 0 }),
     log,
     automationEnabled: o.automation ?? true,
     manualGatingPolicy: o.policy ?? "BLOCK",

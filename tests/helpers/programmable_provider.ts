@@ -12,6 +12,7 @@ import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { WireValueType } from "../../src/adpp/mod.ts";
+import { realClearTimer, realSetTimer } from "./clock.ts";
 
 const MAIN = new URL("./_programmable_provider.ts", import.meta.url).pathname;
 
@@ -173,6 +174,8 @@ export class TestClock {
   monoMs(): number {
     return this.mono ?? performance.now();
   }
+  setTimer = realSetTimer;
+  clearTimer = realClearTimer;
 }
 
 export interface ProgrammableFixture {

@@ -5,6 +5,8 @@
  * that assert "nothing left pending" keep this ledger. Timers still run for real; only their
  * arming and clearing are written down.
  */
+import type { Clock } from "../../src/common/mod.ts";
+import { realClearTimer, realSetTimer } from "./clock.ts";
 
 /** The timers armed since the ledger opened. */
 export interface TimerLedger {
@@ -42,14 +44,20 @@ export function openTimerLedger(): TimerLedger {
   };
 }
 
-/** A clock a test moves by hand (monoMs and nowMs read the same number). */
+/**
+ * A clock whose time a test sets by hand (monoMs and nowMs read the same number) while its timers
+ * run for real (the timer ledger above sees them). For time and timers both by hand: ManualClock
+ * (tests/helpers/clock.ts).
+ */
 export function fakeClock(
   startMs: number,
-): { nowMs(): number; monoMs(): number; set(ms: number): void; add(ms: number): void } {
+): Clock & { set(ms: number): void; add(ms: number): void } {
   let now = startMs;
   return {
     nowMs: () => now,
     monoMs: () => now,
+    setTimer: realSetTimer,
+    clearTimer: realClearTimer,
     set: (ms) => void (now = ms),
     add: (ms) => void (now += ms),
   };

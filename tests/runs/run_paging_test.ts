@@ -9,7 +9,7 @@ import {
   strictEqual as equal,
 } from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { journalFiles } from "../../src/host/mod.ts";
+import { journalFiles, systemClock } from "../../src/host/mod.ts";
 import {
   EVENT_INDEX_STRIDE,
   type JournalFiles,
@@ -128,7 +128,7 @@ async function withRegistry(
     runtimeName: "lab1",
     pollingIntervalMs: 500,
     files,
-    clock: { nowMs: () => Date.now(), monoMs: () => performance.now() },
+    clock: systemClock,
     logger: testLogger(),
   });
   try {

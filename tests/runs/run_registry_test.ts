@@ -18,6 +18,7 @@ import {
   RunRegistry,
   type RunRegistryOptions,
 } from "../../src/runs/mod.ts";
+import { realClearTimer, realSetTimer } from "../helpers/clock.ts";
 
 const T0 = 1760000000000;
 
@@ -29,6 +30,8 @@ class ManualClock implements Clock {
   monoMs(): number {
     return this.now - T0;
   }
+  setTimer = realSetTimer;
+  clearTimer = realClearTimer;
 }
 
 function logger(lines: string[] = []): Logger {

@@ -4,6 +4,7 @@
  * (secureProviders), with the real router over a registry without providers (no processes):
  * the ladder's calls to providers that are not there fail with NOT_FOUND, which names each call.
  */
+import { withRealTimers } from "../helpers/clock.ts";
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
@@ -29,7 +30,7 @@ function parts(safe: Partial<SafeStateConfig> = {}) {
     },
   });
   const bus = new EventBus();
-  const clock: Clock = { nowMs: () => NOW_MS, monoMs: () => performance.now() };
+  const clock: Clock = withRealTimers({ nowMs: () => NOW_MS, monoMs: () => performance.now() });
   const registry = new ProviderRegistry([], {
     spawn: () => {
       throw new Error("no processes in this test");

@@ -17,6 +17,7 @@ import { startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
+import { withRealTimers } from "../helpers/clock.ts";
 
 /**
  * Lets calls just made pass the router's gate re-check under the provider lock (the admission
@@ -215,10 +216,10 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
   // The same flood, on a clock the test moves: once the runtime's monotonic time is past the
   // ladder call's bound (2000 + 1000 ms) the call stops retrying and is reported as failed.
   let offsetMs = 0;
-  const clock = {
+  const clock = withRealTimers({
     nowMs: () => Date.now() + offsetMs,
     monoMs: () => performance.now() + offsetMs,
-  };
+  });
   const rt = new Runtime(
     testConfig({
       providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],

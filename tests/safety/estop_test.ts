@@ -24,6 +24,7 @@ import {
 import { StateCache } from "../../src/state/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import { call, hook } from "./_fixture.ts";
+import { realClearTimer, realSetTimer } from "../helpers/clock.ts";
 
 /** Wall clock fixed at a known instant (the e-stop stamps its events and latch with it). */
 const NOW_MS = 1_767_000_000_123;
@@ -45,6 +46,8 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
   const clock: Clock & { set(ms: number): void } = {
     nowMs: () => wallMs,
     monoMs: () => performance.now(),
+    setTimer: realSetTimer,
+    clearTimer: realClearTimer,
     set: (ms) => (wallMs = ms),
   };
   const registry = new ProviderRegistry([], {

@@ -22,6 +22,7 @@ import {
 } from "../../src/safety/mod.ts";
 import { expectation } from "./_fixture.ts";
 import { type DeviceScript, readbackProvider, startReadback } from "./_readback.ts";
+import { withRealTimers } from "../helpers/clock.ts";
 
 const dbl = (v: number): TypedValue => ({ type: "double", double: v });
 const i64 = (v: number | bigint): TypedValue => ({ type: "int64", int64: v });
@@ -249,7 +250,10 @@ Deno.test("verifySafeState with nothing expected is unverifiable and reads nothi
 });
 
 /** A clock whose monotonic time has a fractional part, as performance.now() usually does. */
-const fractionalClock = { nowMs: () => Date.now(), monoMs: () => performance.now() + 0.25 };
+const fractionalClock = withRealTimers({
+  nowMs: () => Date.now(),
+  monoMs: () => performance.now() + 0.25,
+});
 
 Deno.test("verifySafeState reads each device once when its checks hold, all its signals in one request", async () => {
   const script: Record<string, DeviceScript> = {
@@ -593,7 +597,10 @@ Deno.test("verifySafeState: a read that ends exactly at the deadline is the last
   // Monotonic time stands still while the first read is made, then reads exactly the deadline.
   let calls = 0;
   let after = 1300;
-  const clock = { nowMs: () => Date.now(), monoMs: () => (++calls <= 2 ? 1000 : after) };
+  const clock = withRealTimers({
+    nowMs: () => Date.now(),
+    monoMs: () => (++calls <= 2 ? 1000 : after),
+  });
   const fx = await startReadback((log) => [
     readbackProvider(
       "rb",

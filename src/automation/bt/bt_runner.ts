@@ -3,7 +3,7 @@
  * AUTO (setActive(false)) halts the tree, cancelling asynchronous actions. Reports FAILURE and
  * exceptions as `bt_error` / `automation_fault` events and keeps the status of http-api.md sec. 10.
  */
-import type { Logger } from "../../common/mod.ts";
+import type { Clock, Logger } from "../../common/mod.ts";
 import { type GridInterval, gridInterval, RuntimeError } from "../../common/mod.ts";
 import type { EventBus } from "../../events/mod.ts";
 import { buildTree, type BuiltTree } from "./build.ts";
@@ -80,11 +80,12 @@ export async function computeAutomationVersion(parsed: ParsedTree): Promise<Auto
  * period by its callback's lateness and ticked 48.3-48.6 times a second at 50 Hz (bench workload
  * 8); the grid keeps the configured rate, and a tick that ran long skips the missed instants.
  */
-const DEFAULT_SCHEDULER: TickScheduler = {
-  setInterval: (fn, ms) =>
-    gridInterval(fn, ms, { nowMs: () => Date.now(), monoMs: () => performance.now() }),
-  clearInterval: (h) => (h as GridInterval).stop(),
-};
+function gridScheduler(clock: Clock): TickScheduler {
+  return {
+    setInterval: (fn, ms) => gridInterval(fn, ms, clock),
+    clearInterval: (h) => (h as GridInterval).stop(),
+  };
+}
 
 /** Ticks a behavior tree while the runtime is in AUTO. */
 export class BtRunner {
@@ -130,7 +131,7 @@ export class BtRunner {
     }
     this.#tree = built.tree;
     this.#opts = options;
-    this.#scheduler = options.scheduler ?? DEFAULT_SCHEDULER;
+    this.#scheduler = options.scheduler ?? gridScheduler(options.services.clock);
     this.#periodMs = Math.max(1, Math.floor(1000 / rate));
     if (options.version) {
       this.#version = options.version;

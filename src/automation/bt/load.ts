@@ -1,4 +1,5 @@
 /** Public entry points: load (parse + verify + check-build) and verify-only for --check-config. */
+import type { Clock } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { buildTree } from "./build.ts";
 import { hasErrors } from "./diagnostics.ts";
@@ -6,7 +7,13 @@ import { parseBehaviorTree, type ParsedTree } from "./parse.ts";
 import type { ReadFileFn } from "./services.ts";
 import { verifyParsedTree } from "./verify.ts";
 
-const CHECK_CLOCK = { nowMs: () => 0, monoMs: () => 0 };
+/** The clock of a check-only build: nothing runs, so no time passes and no timer fires. */
+const CHECK_CLOCK: Clock = {
+  nowMs: () => 0,
+  monoMs: () => 0,
+  setTimer: () => undefined,
+  clearTimer: () => {},
+};
 
 /**
  * Loads a behavior-tree file (absolute path) with its includes and checks it completely. `tree` is

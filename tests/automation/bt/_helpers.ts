@@ -19,6 +19,7 @@ import {
   verifyParsedTree,
 } from "../../../src/automation/bt/mod.ts";
 import { TreeNode } from "../../../src/automation/bt/tree_node.ts";
+import { realClearTimer, realSetTimer } from "../../helpers/clock.ts";
 
 /** Clock moved by hand. */
 export class ManualClock implements Clock {
@@ -34,6 +35,9 @@ export class ManualClock implements Clock {
     this.mono += ms;
     this.wall += ms;
   }
+  /** Timers run for real (the runner's tick grid is counted by the timer ledger). */
+  setTimer = realSetTimer;
+  clearTimer = realClearTimer;
 }
 
 /** One recorded CallDevice invocation with controls to settle it. */

@@ -1,0 +1,128 @@
+/**
+ * Clocks for tests. A component takes a Clock (src/common/host.ts) for the time and its timers;
+ * a test passes a {@link ManualClock} and moves time by hand, so it never sleeps to wait for
+ * time to pass, or {@link withRealTimers} around its own time source when the component must run
+ * against real processes.
+ */
+import type { Clock, TimerId } from "../../src/common/mod.ts";
+
+/** The host's timers, for a test clock whose time it sets but whose timers run for real. */
+export const realSetTimer = (fn: () => void, ms: number): TimerId => setTimeout(fn, ms);
+/** See {@link realSetTimer}. */
+export const realClearTimer = (id: TimerId): void =>
+  clearTimeout(id as ReturnType<typeof setTimeout> | undefined);
+
+/** A clock reading `time` with real timers (the time the test sets; the delays real). */
+export function withRealTimers(time: Pick<Clock, "nowMs" | "monoMs">): Clock {
+  return {
+    nowMs: () => time.nowMs(),
+    monoMs: () => time.monoMs(),
+    setTimer: realSetTimer,
+    clearTimer: realClearTimer,
+  };
+}
+
+interface ManualTimer {
+  readonly id: number;
+  readonly dueMs: number;
+  readonly fn: () => void;
+}
+
+/**
+ * A clock moved by hand: `mono` and `wall` advance together with {@link advance}; timers fire
+ * only when time is advanced past their due time, in due order (then in the order they were
+ * set), each seeing the clock at its own due time. `wall` can also step on its own
+ * ({@link stepWall}), as a host clock does under NTP.
+ */
+export class ManualClock implements Clock {
+  mono: number;
+  wall: number;
+  #nextId = 1;
+  readonly #timers = new Map<number, ManualTimer>();
+
+  constructor(mono = 1_000, wall = 1_700_000_000_000) {
+    this.mono = mono;
+    this.wall = wall;
+  }
+
+  nowMs(): number {
+    return this.wall;
+  }
+
+  monoMs(): number {
+    return this.mono;
+  }
+
+  setTimer(fn: () => void, ms: number): TimerId {
+    const id = this.#nextId++;
+    const delay = Number.isFinite(ms) && ms > 0 ? ms : 0;
+    this.#timers.set(id, { id, dueMs: this.mono + delay, fn });
+    return id;
+  }
+
+  clearTimer(id: TimerId): void {
+    if (typeof id === "number") this.#timers.delete(id);
+  }
+
+  /** Timers set and neither fired nor cleared. */
+  get pendingTimers(): number {
+    return this.#timers.size;
+  }
+
+  /** Due times (monotonic) of the pending timers, soonest first. */
+  pendingDueTimes(): number[] {
+    return [...this.#timers.values()].map((t) => t.dueMs).sort((a, b) => a - b);
+  }
+
+  /** Steps the wall clock alone (the monotonic clock does not move). */
+  stepWall(deltaMs: number): void {
+    this.wall += deltaMs;
+  }
+
+  /**
+   * Moves time forward by `ms`, firing every timer that falls due on the way (synchronously,
+   * also those a callback sets within the span).
+   */
+  advance(ms: number): void {
+    const end = this.mono + ms;
+    for (let t = this.#nextDue(end); t !== undefined; t = this.#nextDue(end)) this.#fire(t);
+    this.wall += end - this.mono;
+    this.mono = end;
+  }
+
+  /**
+   * As {@link advance}, but lets promise callbacks run after each timer (a timer whose
+   * callback starts async work sees that work progress before the next timer fires).
+   */
+  async advanceAsync(ms: number): Promise<void> {
+    const end = this.mono + ms;
+    await flushMicrotasks();
+    for (let t = this.#nextDue(end); t !== undefined; t = this.#nextDue(end)) {
+      this.#fire(t);
+      await flushMicrotasks();
+    }
+    this.wall += end - this.mono;
+    this.mono = end;
+    await flushMicrotasks();
+  }
+
+  #nextDue(end: number): ManualTimer | undefined {
+    let next: ManualTimer | undefined;
+    for (const t of this.#timers.values()) {
+      if (t.dueMs <= end && (next === undefined || t.dueMs < next.dueMs)) next = t;
+    }
+    return next;
+  }
+
+  #fire(t: ManualTimer): void {
+    this.#timers.delete(t.id);
+    this.wall += t.dueMs - this.mono;
+    this.mono = Math.max(this.mono, t.dueMs);
+    t.fn();
+  }
+}
+
+/** Lets every queued promise callback run (a few macrotask turns' worth). */
+export async function flushMicrotasks(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
