@@ -157,8 +157,6 @@ function setup(
       bus,
       clock,
       log: silent,
-      pollingIntervalMs: 100,
-      staleness: { warnAfterMs: 0, staleAfterMs: 0 },
       actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
     });
   }

@@ -17,7 +17,7 @@ import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "
 import { EventBus } from "./events/mod.ts";
 import { readFileBytes } from "./host/mod.ts";
 import { describeNotReady, ProviderRegistry } from "./providers/mod.ts";
-import { providerHealthViews, StateCache } from "./state/mod.ts";
+import { deviceDownAfterMs, DeviceOutages, providerHealthViews, StateCache } from "./state/mod.ts";
 import { effectiveSafeState, Estop } from "./safety/mod.ts";
 // --- automation (issue 6) ---
 import { AutomationEngine, type ReadFileFn, type TreeReload } from "./automation/mod.ts";
@@ -43,6 +43,8 @@ export class Runtime {
   readonly bus: EventBus;
   readonly registry: ProviderRegistry;
   readonly cache: StateCache;
+  /** Whether each device is failing or down (AUTO gate, device-loss latch, alarms). */
+  readonly outages: DeviceOutages;
   readonly router: CallRouter;
   // --- modes, parameters, e-stop (issue 5) ---
   /** Runtime mode (IDLE at start); its gate is on the router. */
@@ -89,6 +91,13 @@ export class Runtime {
       clock: host.clock,
       log,
       intervalMs: config.polling.intervalMs,
+      staleness: config.health.staleness,
+    });
+    this.outages = new DeviceOutages({
+      registry: this.registry,
+      cache: this.cache,
+      clock: host.clock,
+      downAfterMs: deviceDownAfterMs(config.polling.intervalMs),
     });
     this.audit = new AuditTrail({
       clock: host.clock,
@@ -176,6 +185,7 @@ export class Runtime {
           providerAvailable: (id) => this.registry.host(id)?.available ?? false,
           devicesOf: (id) => this.registry.host(id)?.devices.map((d) => d.device.deviceId) ?? [],
         },
+        outages: this.outages,
         ...(this.parameters ? { parameters: this.parameters } : {}),
         modes: this.modes,
         bus: this.bus,
@@ -205,11 +215,10 @@ export class Runtime {
       interlocks: config.interlocks,
       cache: this.cache,
       registry: this.registry,
+      outages: this.outages,
       bus: this.bus,
       clock: this.host.clock,
       log: this.host.log,
-      pollingIntervalMs: config.polling.intervalMs,
-      staleness: config.health.staleness,
       actions: {
         fault: (reason, alarmId) =>
           this.modes.forceFault(reason, { kind: "alarm", alarm_id: alarmId }),
@@ -352,7 +361,7 @@ export class Runtime {
     return providerHealthViews(this.registry, this.cache, {
       pollingIntervalMs: this.config.polling.intervalMs,
       staleness: this.config.health.staleness,
-      nowMs: this.host.clock.nowMs(),
+      nowMono: this.host.clock.monoMs(),
     });
   }
 
@@ -368,7 +377,7 @@ export class Runtime {
     return providerHealthViews(this.registry, this.cache, {
       pollingIntervalMs: this.config.polling.intervalMs,
       staleness: this.config.health.staleness,
-      nowMs: this.host.clock.nowMs(),
+      nowMono: this.host.clock.monoMs(),
     }, live);
   }
 
@@ -438,9 +447,13 @@ export class Runtime {
     const applied: string[] = [];
     if (diff.pollingIntervalMs) {
       this.cache.setIntervalMs(next.polling.intervalMs);
+      this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
       applied.push("polling");
     }
-    if (diff.health) applied.push("health");
+    if (diff.health) {
+      this.cache.setStaleness(next.health.staleness);
+      applied.push("health");
+    }
     if (diff.safety) {
       const { safeState } = effectiveSafeState(next);
       this.estop.reconfigure(safeState);
@@ -461,14 +474,14 @@ export class Runtime {
       this.parameters.redeclare(na.parameters);
       applied.push("parameters");
     }
-    if (diff.alarms || diff.health || diff.pollingIntervalMs) {
+    if (diff.alarms) {
       const before = this.#alarms;
       const rebuilt = this.#buildAlarms(next, before);
       before.stop();
       this.router.replaceGate(before.gate, rebuilt.gate, "interlock");
       this.#alarms = rebuilt;
       rebuilt.start();
-      if (diff.alarms) applied.push("alarms");
+      applied.push("alarms");
     }
     let tree: KernelReloadReport["tree"] = "n/a";
     let treeError: string | null = null;
@@ -535,6 +548,7 @@ export class Runtime {
       const budget = this.config.runtime.shutdownTimeoutMs;
       this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
       this.#alarms.stop(); // issue 20: no alarm action while the runtime shuts down
+      this.outages.stop(); // nor a device-loss latch forcing FAULT
       await this.cache.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {

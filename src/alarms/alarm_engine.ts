@@ -1,7 +1,11 @@
 /**
  * Alarms and interlocks (docs/alarms.md): evaluated right after every poll of a device they read
  * (StateCache.onDevicePolled), in every mode, with or without automation; again when a provider's
- * inventory changes; interlocks also right before every call they could refuse.
+ * inventory changes; interlocks also right before every call they could refuse; and -- whether
+ * or not anything polls -- on time when something falls due without a poll: a pending raise's
+ * delay ends, or a usable sample goes stale (one timer on the clock, at the earliest such
+ * instant). A provider that is down or hung is not polled; its inputs still go bad, and a
+ * delayed alarm on them still raises, `delay_ms` after they became unusable.
  *
  * - Each alarm transition (raise, clear, ack, shelve, unshelve) is published as an `alarm` event
  *   (SSE, telemetry `runtime_alarm`, run events) and logged; a raise of an alarm with action
@@ -23,6 +27,7 @@ import {
   notFound,
   type Quality,
   RuntimeError,
+  type TimerId,
   type TypedValue,
 } from "../common/mod.ts";
 import type {
@@ -36,15 +41,16 @@ import type {
 import type { GateContext } from "../control/mod.ts";
 import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
-import {
-  type DeviceState,
-  type StalenessBounds,
-  stalenessBounds,
-  type StateCache,
-} from "../state/mod.ts";
+import type { DeviceOutages, DeviceState, StateCache } from "../state/mod.ts";
 import { alarmAccepts, AlarmMonitor, type AlarmTransitionRecord } from "./alarm_monitor.ts";
 import { Interlock } from "./interlock.ts";
-import { InputProblem, isNumericType, SignalInput, valueText } from "./signal_input.ts";
+import {
+  type InputContext,
+  InputProblem,
+  isNumericType,
+  SignalInput,
+  valueText,
+} from "./signal_input.ts";
 
 /** What an alarm's action does; the composition root wires these to the mode manager and e-stop. */
 export interface AlarmActions {
@@ -54,25 +60,21 @@ export interface AlarmActions {
   estop(reason: string, cause: string): Promise<unknown>;
 }
 
-/** Timers for shelve expiry (injected so tests can run them by hand). */
-export interface AlarmTimers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
 export interface AlarmEngineOptions {
   readonly alarms: readonly AlarmConfig[];
   readonly interlocks: readonly InterlockConfig[];
   readonly cache: StateCache;
   readonly registry: ProviderRegistry;
+  /**
+   * Whether each device is failing or down (state/device_outage.ts): an input of such a device
+   * is a bad input, with the device's reason. Absent: only each signal's own sample is judged.
+   */
+  readonly outages?: Pick<DeviceOutages, "condition">;
   readonly bus: EventBus;
+  /** The time (monotonic for every age and delay) and the timers (shelve expiry, wake-ups). */
   readonly clock: Clock;
   readonly log: Logger;
   readonly actions: AlarmActions;
-  /** polling.interval_ms and health.staleness: the age past which a sample is stale. */
-  readonly pollingIntervalMs: number;
-  readonly staleness: StalenessBounds;
-  readonly timers?: AlarmTimers;
   /**
    * The engine this one replaces (configuration reload): an alarm the reload kept (same id and
    * limits, signal, action and the rest; message and place may differ) carries on with its state
@@ -194,7 +196,7 @@ interface AlarmEntry {
   readonly monitor: AlarmMonitor;
   readonly input: SignalInput;
   readonly log: TransitionLog;
-  shelveTimer: unknown;
+  shelveTimer: TimerId | null;
 }
 
 interface InterlockEntry {
@@ -218,16 +220,11 @@ interface BlockRule {
   readonly functionName: string;
 }
 
-const REAL_TIMERS: AlarmTimers = {
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-};
-
 /** The alarms and interlocks of one runtime (see the module comment). */
 export class AlarmEngine implements AlarmService {
   readonly #o: AlarmEngineOptions;
   readonly #log: Logger;
-  readonly #timers: AlarmTimers;
+  readonly #ctx: InputContext;
   readonly #alarms = new Map<string, AlarmEntry>();
   /** The same entries in config order (indexed loops allocate no iterator). */
   readonly #alarmList: AlarmEntry[] = [];
@@ -245,11 +242,16 @@ export class AlarmEngine implements AlarmService {
    */
   #started = false;
   #stopped = false;
+  /** The wake-up timer (module comment) and the instant it is set for (Infinity: none). */
+  #wakeTimer: TimerId | null = null;
+  #wakeDueMono = Infinity;
 
   constructor(options: AlarmEngineOptions) {
     this.#o = options;
     this.#log = options.log.child("alarms");
-    this.#timers = options.timers ?? REAL_TIMERS;
+    this.#ctx = options.outages === undefined
+      ? { cache: options.cache }
+      : { cache: options.cache, outages: options.outages };
     const inputFor = (handle: string, p: string, d: string, s: string): SignalInput => {
       let input = this.#inputs.get(handle);
       if (input === undefined) this.#inputs.set(handle, input = new SignalInput(handle, p, d, s));
@@ -272,7 +274,7 @@ export class AlarmEngine implements AlarmService {
       this.#watch(config.providerId, config.deviceId).alarms.push(entry);
     }
     for (const config of options.interlocks) {
-      const interlock = new Interlock(config, options.cache, inputFor);
+      const interlock = new Interlock(config, this.#ctx, inputFor);
       const entry: InterlockEntry = {
         interlock,
         log: new TransitionLog(),
@@ -324,22 +326,59 @@ export class AlarmEngine implements AlarmService {
     this.evaluateAll();
   }
 
-  /** Stops evaluating and clears the shelve timers. */
+  /** Stops evaluating and clears the shelve and wake-up timers. */
   stop(): void {
     this.#stopped = true;
     this.#unsubscribe();
     for (const entry of this.#alarms.values()) this.#clearShelveTimer(entry);
+    this.#o.clock.clearTimer(this.#wakeTimer);
+    this.#wakeTimer = null;
+    this.#wakeDueMono = Infinity;
   }
 
-  /** Evaluates every alarm and interlock now (not before start()). */
+  /**
+   * Evaluates every alarm and interlock now (not before start()), then sets the wake-up timer
+   * for the earliest instant something falls due without a poll.
+   */
   evaluateAll(): void {
     if (!this.#started || this.#stopped) return;
     const mono = this.#o.clock.monoMs();
     const wall = this.#o.clock.nowMs();
+    let due = Infinity;
     const alarms = this.#alarmList;
-    for (let i = 0; i < alarms.length; i++) this.#evaluateAlarm(alarms[i], mono, wall);
+    for (let i = 0; i < alarms.length; i++) {
+      due = Math.min(due, this.#evaluateAlarm(alarms[i], mono, wall));
+    }
     const interlocks = this.#interlocks;
-    for (let i = 0; i < interlocks.length; i++) this.#evaluateInterlock(interlocks[i], wall);
+    for (let i = 0; i < interlocks.length; i++) {
+      this.#evaluateInterlock(interlocks[i], mono, wall);
+      due = Math.min(due, staleDue(interlocks[i].interlock));
+    }
+    this.#setWake(due);
+  }
+
+  /** Sets the wake-up timer for `dueMono` (replacing the one set; Infinity: none). */
+  #setWake(dueMono: number): void {
+    if (dueMono === this.#wakeDueMono && (this.#wakeTimer !== null || dueMono === Infinity)) {
+      return; // already set for it: nothing allocated when nothing changed
+    }
+    const clock = this.#o.clock;
+    if (this.#wakeTimer !== null) clock.clearTimer(this.#wakeTimer);
+    this.#wakeTimer = null;
+    this.#wakeDueMono = dueMono;
+    if (dueMono === Infinity || this.#stopped) return;
+    this.#wakeTimer = clock.setTimer(this.#onWake, Math.max(0, dueMono - clock.monoMs()));
+  }
+
+  readonly #onWake = (): void => {
+    this.#wakeTimer = null;
+    this.#wakeDueMono = Infinity;
+    this.evaluateAll();
+  };
+
+  /** Moves the wake-up earlier when `dueMono` comes before it (after a poll's evaluation). */
+  #wakeBy(dueMono: number): void {
+    if (dueMono < this.#wakeDueMono) this.#setWake(dueMono);
   }
 
   /**
@@ -361,7 +400,7 @@ export class AlarmEngine implements AlarmService {
       const what = `${deviceHandle(info.providerId, info.deviceId)} ${ctx.fn.name}`;
       let blocking: boolean;
       try {
-        blocking = this.#evaluateInterlock(entry, this.#o.clock.nowMs());
+        blocking = this.#evaluateInterlock(entry, this.#o.clock.monoMs(), this.#o.clock.nowMs());
       } catch (err) {
         // Fail safe: an interlock that cannot be evaluated refuses the call.
         return new RuntimeError(
@@ -374,7 +413,7 @@ export class AlarmEngine implements AlarmService {
       return new RuntimeError(
         "FAILED_PRECONDITION",
         `Interlock ${id} blocks ${what}: ${entry.interlock.config.message} (${
-          entry.interlock.reason(this.#o.clock.nowMs())
+          entry.interlock.reason(this.#o.clock.monoMs())
         })`,
         { details: { interlock_id: id } },
       );
@@ -421,8 +460,9 @@ export class AlarmEngine implements AlarmService {
 
   interlocks(): InterlockView[] {
     const wall = this.#o.clock.nowMs();
+    const mono = this.#o.clock.monoMs();
     return this.#interlocks.map((entry) => {
-      this.#evaluateInterlock(entry, wall);
+      this.#evaluateInterlock(entry, mono, wall);
       const il = entry.interlock;
       return {
         id: il.config.id,
@@ -430,18 +470,18 @@ export class AlarmEngine implements AlarmService {
         condition: il.config.conditionText,
         block: il.config.block.map((b) => b.handle),
         blocking: entry.blocking,
-        reason: entry.blocking ? il.reason(wall) : null,
+        reason: entry.blocking ? il.reason(mono) : null,
         since_epoch_ms: entry.sinceWall,
         inputs: il.inputs.map((input) => {
-          const s = input.sample(this.#o.cache);
-          const problem = input.classify(this.#o.cache, wall);
+          const s = input.sample(this.#ctx);
+          const problem = input.classify(this.#ctx, mono);
           return {
             signal: input.handle,
             value: s?.value ?? null,
             quality: s?.quality ?? null,
             bad_input: problem === InputProblem.GOOD
               ? null
-              : input.describe(problem, this.#o.cache, wall),
+              : input.describe(problem, this.#ctx, mono),
           };
         }),
         unresolved_block: [...entry.unresolved],
@@ -458,13 +498,24 @@ export class AlarmEngine implements AlarmService {
     if (watch === undefined) return;
     const mono = this.#o.clock.monoMs();
     const wall = this.#o.clock.nowMs();
+    let due = Infinity;
     const alarms = watch.alarms;
-    for (let i = 0; i < alarms.length; i++) this.#evaluateAlarm(alarms[i], mono, wall);
+    for (let i = 0; i < alarms.length; i++) {
+      due = Math.min(due, this.#evaluateAlarm(alarms[i], mono, wall));
+    }
     const interlocks = watch.interlocks;
-    for (let i = 0; i < interlocks.length; i++) this.#evaluateInterlock(interlocks[i], wall);
+    for (let i = 0; i < interlocks.length; i++) {
+      this.#evaluateInterlock(interlocks[i], mono, wall);
+      due = Math.min(due, staleDue(interlocks[i].interlock));
+    }
+    this.#wakeBy(due);
   };
 
-  #evaluateAlarm(entry: AlarmEntry, mono: number, wall: number): void {
+  /**
+   * Evaluates one alarm; returns the next instant (monotonic) it may change without a poll: its
+   * pending raise falls due, or its usable input goes stale (Infinity: none).
+   */
+  #evaluateAlarm(entry: AlarmEntry, mono: number, wall: number): number {
     const monitor = entry.monitor;
     if (monitor.shelvedUntilMono !== null) {
       const expired = monitor.expireShelve(mono, wall);
@@ -473,26 +524,30 @@ export class AlarmEngine implements AlarmService {
         this.#publishAlarm(entry, expired);
       }
     }
-    const cache = this.#o.cache;
-    const problem = entry.input.classify(cache, wall);
-    const s = problem === InputProblem.NO_DEVICE ? undefined : entry.input.sample(cache);
+    const input = entry.input;
+    const problem = input.classify(this.#ctx, mono);
+    const s = problem === InputProblem.NO_DEVICE ? undefined : input.sample(this.#ctx);
     const value = s?.value ?? null;
     const usable = problem === InputProblem.GOOD && alarmAccepts(monitor.config, value!);
-    const t = monitor.evaluate(value, s?.quality ?? null, usable, mono, wall);
+    // A good value of a type this alarm cannot judge became unusable when it was read.
+    const badSince = problem === InputProblem.GOOD ? null : input.badSinceMono;
+    const t = monitor.evaluate(value, s?.quality ?? null, usable, mono, wall, badSince);
     if (t !== null) this.#publishAlarm(entry, t);
+    const pending = monitor.pendingDueMono;
+    const stale = input.staleAtMono;
+    return Math.min(pending ?? Infinity, stale ?? Infinity);
   }
 
   /** Evaluates one interlock, publishes an engage or release; returns whether it blocks. */
-  #evaluateInterlock(entry: InterlockEntry, wall: number): boolean {
-    const blocking = entry.interlock.evaluate(wall);
+  #evaluateInterlock(entry: InterlockEntry, mono: number, wall: number): boolean {
+    const blocking = entry.interlock.evaluate(mono);
     if (blocking === entry.blocking && entry.sinceWall !== null) return blocking;
     const first = entry.sinceWall === null;
     entry.blocking = blocking;
     entry.sinceWall = wall;
     if (first && !blocking) return blocking; // starting released is no transition
     const config = entry.interlock.config;
-    const reason = blocking ? entry.interlock.reason(wall) : null;
-    const mono = this.#o.clock.monoMs();
+    const reason = blocking ? entry.interlock.reason(mono) : null;
     if (blocking) {
       entry.log.write(
         mono,
@@ -594,13 +649,12 @@ export class AlarmEngine implements AlarmService {
   #view(entry: AlarmEntry): AlarmView {
     const m = entry.monitor;
     const c = m.config;
-    const cache = this.#o.cache;
-    const wall = this.#o.clock.nowMs();
-    const s = entry.input.sample(cache);
-    const problem = entry.input.classify(cache, wall);
+    const mono = this.#o.clock.monoMs();
+    const s = entry.input.sample(this.#ctx);
+    const problem = entry.input.classify(this.#ctx, mono);
     let badInput: string | null = null;
     if (problem !== InputProblem.GOOD) {
-      badInput = entry.input.describe(problem, cache, wall);
+      badInput = entry.input.describe(problem, this.#ctx, mono);
     } else if (!alarmAccepts(c, s!.value!)) {
       badInput = `${c.signal} is ${s!.value!.type}; ${
         c.alarmWhen === undefined
@@ -641,7 +695,7 @@ export class AlarmEngine implements AlarmService {
 
   #armShelveTimer(entry: AlarmEntry, ms: number): void {
     this.#clearShelveTimer(entry);
-    entry.shelveTimer = this.#timers.set(() => {
+    entry.shelveTimer = this.#o.clock.setTimer(() => {
       entry.shelveTimer = null;
       if (this.#stopped) return;
       const until = entry.monitor.shelvedUntilMono;
@@ -655,7 +709,7 @@ export class AlarmEngine implements AlarmService {
 
   #clearShelveTimer(entry: AlarmEntry): void {
     if (entry.shelveTimer === null) return;
-    this.#timers.clear(entry.shelveTimer);
+    this.#o.clock.clearTimer(entry.shelveTimer);
     entry.shelveTimer = null;
   }
 
@@ -688,13 +742,7 @@ export class AlarmEngine implements AlarmService {
   #rebind(report: boolean): void {
     const registry = this.#o.registry;
     for (const input of this.#inputs.values()) {
-      const host = registry.host(input.providerId);
       const caps = registry.capabilities(input.providerId, input.deviceId);
-      const bounds = stalenessBounds(
-        this.#o.staleness,
-        this.#o.pollingIntervalMs,
-        host?.devices.length ?? 1,
-      );
       const spec = caps?.signals.find((s) => s.signalId === input.signalId);
       let problem: string | null = null;
       if (!caps) {
@@ -706,11 +754,7 @@ export class AlarmEngine implements AlarmService {
       } else if (spec.pollHintHz <= 0) {
         problem = "declared without a poll hint: the runtime never polls it";
       }
-      input.binding = {
-        declaredType: spec ? spec.valueType : undefined,
-        staleAfterMs: Math.max(spec?.staleAfterMs ?? 0, bounds.staleAfterMs),
-        problem,
-      };
+      input.binding = { declaredType: spec ? spec.valueType : undefined, problem };
     }
     for (const entry of this.#interlocks) entry.unresolved = this.#unresolvedBlocks(entry);
     if (!report) return;
@@ -781,6 +825,17 @@ export class AlarmEngine implements AlarmService {
     if (!watch) byDevice.set(deviceId, watch = { alarms: [], interlocks: [] });
     return watch;
   }
+}
+
+/** When the first of an interlock's usable inputs goes stale (Infinity: none is usable). */
+function staleDue(interlock: Interlock): number {
+  let due = Infinity;
+  const inputs = interlock.inputs;
+  for (let i = 0; i < inputs.length; i++) {
+    const at = inputs[i].staleAtMono;
+    if (at !== null && at < due) due = at;
+  }
+  return due;
 }
 
 function describeCause(t: AlarmTransitionRecord): string {

@@ -9,8 +9,10 @@
  * - a bad input (stale, unavailable, faulty, missing, of the wrong type) raises MAJOR with cause
  *   `bad_quality` unless `on_bad_quality: ignore` (then it changes nothing);
  * - a raise needs its condition to hold for `delay_ms` (measured on the monotonic clock from the
- *   first reading that showed it, reset by any reading that does not); a higher level while
- *   active is a new raise after the same delay, and needs a new ack;
+ *   first reading that showed it, reset by any reading that does not; for a bad input from the
+ *   moment the input became unusable, whatever made it so); a higher level while active is a new
+ *   raise after the same delay, and needs a new ack. The engine re-evaluates when a pending
+ *   raise falls due (pendingDueMono), so the delay ends on time whether or not anything polls;
  * - an active alarm clears only when no limit holds any more with hysteresis: the value is below
  *   `hi - hysteresis` (or `hihi - hysteresis` without hi) and above `lo + hysteresis`; clearing
  *   has no delay. Its level stays the highest reached until it clears;
@@ -150,6 +152,11 @@ export class AlarmMonitor {
     return this.#shelvedUntilMono;
   }
 
+  /** When the pending raise falls due (monotonic ms); null when none is pending. */
+  get pendingDueMono(): number | null {
+    return this.#pendingSinceMono === null ? null : this.#pendingSinceMono + this.config.delayMs;
+  }
+
   /** The last value and quality evaluated (null before the first). */
   get lastValue(): TypedValue | null {
     return this.#lastValue;
@@ -167,8 +174,9 @@ export class AlarmMonitor {
   /**
    * Evaluates one reading. `usable` false means the input is bad (its quality is not OK, it is
    * stale, missing or of a type this alarm cannot judge); when true, `value` is non-null and
-   * accepted by {@link alarmAccepts}. Returns the transition to publish (a raise or a clear), or
-   * null. `raise.level` and `.cause` say what raised.
+   * accepted by {@link alarmAccepts}. `badSinceMono` (a bad input) is when the input became
+   * unusable: the raise delay runs from there. Returns the transition to publish (a raise or a
+   * clear), or null. `raise.level` and `.cause` say what raised.
    */
   evaluate(
     value: TypedValue | null,
@@ -176,6 +184,7 @@ export class AlarmMonitor {
     usable: boolean,
     nowMono: number,
     nowWall: number,
+    badSinceMono: number | null = null,
   ): AlarmTransitionRecord | null {
     this.#lastValue = value;
     this.#lastQuality = quality;
@@ -193,6 +202,11 @@ export class AlarmMonitor {
       want = "MAJOR";
       cause = "bad_quality";
       hold = true;
+      // The delay of a bad input runs from when it became unusable, not from this reading.
+      if (badSinceMono !== null && badSinceMono < (this.#pendingSinceMono ?? Infinity)) {
+        const current = this.#level;
+        if (current === null || RANK.MAJOR > RANK[current]) this.#pendingSinceMono = badSinceMono;
+      }
     } else if (c.alarmWhen !== undefined) {
       const v = value!;
       hold = v.type === "bool" ? v.bool === c.alarmWhen : v.type === "string" &&

@@ -10,8 +10,7 @@
  */
 import { scalarOf, type ValueType } from "../common/mod.ts";
 import type { CompareOp, ConditionNode, ConditionOperand, InterlockConfig } from "../config/mod.ts";
-import type { StateCache } from "../state/mod.ts";
-import { InputProblem, isNumericType, SignalInput } from "./signal_input.ts";
+import { type InputContext, InputProblem, isNumericType, SignalInput } from "./signal_input.ts";
 
 /** Outcome of a (sub)condition: false, true, or a comparison that could not be made. */
 const FALSE = 0;
@@ -44,7 +43,7 @@ export class Interlock {
   /** The signals it compares: any of them not usable makes it block. */
   readonly valueInputs: readonly SignalInput[];
   readonly #root: Node;
-  readonly #cache: StateCache;
+  readonly #ctx: InputContext;
   /** What the last evaluation found: the bad input (and why), or a type error. */
   #badInput: SignalInput | null = null;
   #badProblem: InputProblem = InputProblem.GOOD;
@@ -53,11 +52,11 @@ export class Interlock {
   /** `inputFor` returns the shared input of a handle (one per signal across the engine). */
   constructor(
     config: InterlockConfig,
-    cache: StateCache,
+    ctx: InputContext,
     inputFor: (handle: string, p: string, d: string, s: string) => SignalInput,
   ) {
     this.config = config;
-    this.#cache = cache;
+    this.#ctx = ctx;
     const compared = new Set<SignalInput>();
     const operand = (o: ConditionOperand): Operand => {
       if (o.kind === "literal") return { input: null, literal: o.value };
@@ -96,11 +95,11 @@ export class Interlock {
     this.valueInputs = [...compared];
   }
 
-  /** Whether it blocks now (see the module comment). */
-  evaluate(nowWall: number): boolean {
+  /** Whether it blocks now (see the module comment); `nowMono` is the monotonic clock. */
+  evaluate(nowMono: number): boolean {
     const inputs = this.valueInputs;
     for (let i = 0; i < inputs.length; i++) {
-      const problem = inputs[i].classify(this.#cache, nowWall);
+      const problem = inputs[i].classify(this.#ctx, nowMono);
       if (problem !== InputProblem.GOOD) {
         this.#badInput = inputs[i];
         this.#badProblem = problem;
@@ -109,7 +108,7 @@ export class Interlock {
       }
     }
     this.#badInput = null;
-    const t = this.#eval(this.#root, nowWall);
+    const t = this.#eval(this.#root, nowMono);
     this.#typeError = t === TYPE_ERROR;
     return t !== FALSE;
   }
@@ -118,19 +117,17 @@ export class Interlock {
    * Why it blocks, as the last evaluation found it: the bad input, the comparison that met a
    * wrong type, or the values its condition saw.
    */
-  reason(nowWall: number): string {
+  reason(nowMono: number): string {
     if (this.#badInput !== null) {
-      return `bad input: ${this.#badInput.describe(this.#badProblem, this.#cache, nowWall)}`;
+      return `bad input: ${this.#badInput.describe(this.#badProblem, this.#ctx, nowMono)}`;
     }
     if (this.#typeError) return `type mismatch: ${this.typeProblems(true).join("; ")}`;
-    return this.valuesText(nowWall);
+    return this.valuesText(nowMono);
   }
 
   /** `handle = value` of every signal the condition reads, or why it has none. */
-  valuesText(nowWall: number): string {
-    return this.inputs.map((i) =>
-      i.describe(i.classify(this.#cache, nowWall), this.#cache, nowWall)
-    )
+  valuesText(nowMono: number): string {
+    return this.inputs.map((i) => i.describe(i.classify(this.#ctx, nowMono), this.#ctx, nowMono))
       .join(", ");
   }
 
@@ -142,7 +139,7 @@ export class Interlock {
     const out: string[] = [];
     const typeOf = (o: Operand): ValueType | "number" | "boolean" | "string" | null => {
       if (o.input === null) return typeof o.literal as "number" | "boolean" | "string";
-      if (cached) return o.input.sample(this.#cache)?.value?.type ?? null;
+      if (cached) return o.input.sample(this.#ctx)?.value?.type ?? null;
       return o.input.binding.declaredType ?? null;
     };
     const walk = (n: Node): void => {
@@ -174,28 +171,28 @@ export class Interlock {
     return out;
   }
 
-  #eval(n: Node, nowWall: number): Truth {
+  #eval(n: Node, nowMono: number): Truth {
     switch (n.k) {
       case "and": {
-        const a = this.#eval(n.a, nowWall);
+        const a = this.#eval(n.a, nowMono);
         if (a === TYPE_ERROR) return a;
-        const b = this.#eval(n.b, nowWall);
+        const b = this.#eval(n.b, nowMono);
         if (b === TYPE_ERROR) return b;
         return a === TRUE && b === TRUE ? TRUE : FALSE;
       }
       case "or": {
-        const a = this.#eval(n.a, nowWall);
+        const a = this.#eval(n.a, nowMono);
         if (a === TYPE_ERROR) return a;
-        const b = this.#eval(n.b, nowWall);
+        const b = this.#eval(n.b, nowMono);
         if (b === TYPE_ERROR) return b;
         return a === TRUE || b === TRUE ? TRUE : FALSE;
       }
       case "not": {
-        const a = this.#eval(n.a, nowWall);
+        const a = this.#eval(n.a, nowMono);
         return a === TYPE_ERROR ? a : a === TRUE ? FALSE : TRUE;
       }
       case "bad":
-        return n.input.classify(this.#cache, nowWall) === InputProblem.GOOD ? FALSE : TRUE;
+        return n.input.classify(this.#ctx, nowMono) === InputProblem.GOOD ? FALSE : TRUE;
       case "constant":
         return n.value ? TRUE : FALSE;
       case "compare":
@@ -206,7 +203,7 @@ export class Interlock {
   /** The operand's scalar; undefined for a value that cannot be compared (bytes, none). */
   #scalar(o: Operand): number | bigint | boolean | string | undefined {
     if (o.input === null) return o.literal;
-    const v = o.input.sample(this.#cache)?.value;
+    const v = o.input.sample(this.#ctx)?.value;
     if (v === null || v === undefined || v.type === "bytes") return undefined;
     return scalarOf(v);
   }

@@ -3,9 +3,24 @@
  * configuration names but the providers do not have (an unknown device or signal, a signal
  * declared without a poll hint) can only be known at run time: it is a bad input like a stale or
  * faulty one, so the alarm raises and the interlock blocks (fail safe), and the binding says why.
+ *
+ * Time is the runtime's monotonic clock: a sample is stale when the runtime received it longer
+ * ago than the signal's bound (the provider's timestamp is never trusted for an age), and each
+ * input remembers since when it has been unusable, whatever made it so, so an alarm's delay runs
+ * from that moment whether or not anything polls (a provider that is down is not polled).
  */
 import type { Quality, TypedValue, ValueType } from "../common/mod.ts";
-import type { SignalState, StateCache } from "../state/mod.ts";
+import type { DeviceOutages, SignalState, StateCache } from "../state/mod.ts";
+
+/** What an input is judged against: the cache, and (in the runtime) device conditions. */
+export interface InputContext {
+  readonly cache: StateCache;
+  /**
+   * Whether a device is failing or down (state/device_outage.ts): an input of such a device is
+   * unusable, with the device's reason. Absent: only the signal's own sample is judged.
+   */
+  readonly outages?: Pick<DeviceOutages, "condition">;
+}
 
 /** Why an input is not usable; GOOD when it is. Numbers, so classifying allocates nothing. */
 export const InputProblem = {
@@ -20,6 +35,8 @@ export const InputProblem = {
   QUALITY: 4,
   /** The sample is older than the signal's staleness bound. */
   AGE: 5,
+  /** The device is failing or down (provider down, reads failing, reported unreachable). */
+  DEVICE_DOWN: 6,
 } as const;
 /** One of {@link InputProblem}'s values. */
 export type InputProblem = typeof InputProblem[keyof typeof InputProblem];
@@ -28,8 +45,6 @@ export type InputProblem = typeof InputProblem[keyof typeof InputProblem];
 export interface SignalBinding {
   /** Declared value type; null when the provider left it unspecified; undefined: not declared. */
   readonly declaredType: ValueType | null | undefined;
-  /** Age past which a sample counts as stale (ms). */
-  readonly staleAfterMs: number;
   /** Why the inventory cannot serve this signal; null when it can. */
   readonly problem: string | null;
 }
@@ -40,7 +55,17 @@ export class SignalInput {
   readonly providerId: string;
   readonly deviceId: string;
   readonly signalId: string;
-  binding: SignalBinding = { declaredType: undefined, staleAfterMs: Infinity, problem: null };
+  binding: SignalBinding = { declaredType: undefined, problem: null };
+  /**
+   * Since when (monotonic ms) the input has been unusable: the first classification that found
+   * it bad, or for a stale sample the moment it went stale; null while it is usable.
+   */
+  #badSinceMono: number | null = null;
+  /**
+   * When the sample last found usable goes stale (monotonic ms: strictly past its bound); null
+   * while the input is unusable. The engine wakes then, whether or not anything polls.
+   */
+  #staleAtMono: number | null = null;
 
   constructor(handle: string, providerId: string, deviceId: string, signalId: string) {
     this.handle = handle;
@@ -49,26 +74,67 @@ export class SignalInput {
     this.signalId = signalId;
   }
 
-  /** The cached sample; undefined when there is none. */
-  sample(cache: StateCache): SignalState | undefined {
-    return cache.device(this.providerId, this.deviceId)?.signals.get(this.signalId);
+  /** Since when the input has been unusable (as last classified); null while it is usable. */
+  get badSinceMono(): number | null {
+    return this.#badSinceMono;
   }
 
-  /** Whether the cached sample is usable now (GOOD), else why not. */
-  classify(cache: StateCache, nowWall: number): InputProblem {
+  /** When the usable sample goes stale (as last classified); null while unusable. */
+  get staleAtMono(): number | null {
+    return this.#staleAtMono;
+  }
+
+  /** The cached sample; undefined when there is none. */
+  sample(ctx: InputContext): SignalState | undefined {
+    return ctx.cache.device(this.providerId, this.deviceId)?.signals.get(this.signalId);
+  }
+
+  /**
+   * Whether the cached sample is usable now (GOOD), else why not; remembers since when it has
+   * been unusable (badSinceMono) and when a usable one goes stale (staleAtMono). Allocates
+   * nothing.
+   */
+  classify(ctx: InputContext, nowMono: number): InputProblem {
+    const problem = this.#judge(ctx, nowMono);
+    if (problem === InputProblem.GOOD) {
+      this.#badSinceMono = null;
+    } else {
+      this.#staleAtMono = null;
+      if (this.#badSinceMono === null) {
+        // A stale sample went bad the moment its age passed the bound, not when it was seen.
+        this.#badSinceMono = problem === InputProblem.AGE ? this.#staleSince(ctx) : nowMono;
+      }
+    }
+    return problem;
+  }
+
+  #judge(ctx: InputContext, nowMono: number): InputProblem {
+    const cache = ctx.cache;
     const dev = cache.device(this.providerId, this.deviceId);
     if (dev === undefined) return InputProblem.NO_DEVICE;
     const s = dev.signals.get(this.signalId);
     if (s === undefined) return InputProblem.NO_SAMPLE;
     if (s.quality !== "OK") return InputProblem.QUALITY;
     if (s.value === null) return InputProblem.NO_VALUE;
-    if (nowWall - s.timestampMs > this.binding.staleAfterMs) return InputProblem.AGE;
+    const staleAfter = cache.staleAfterMs(this.providerId, this.deviceId, this.signalId);
+    if (nowMono - s.receivedMono > staleAfter) return InputProblem.AGE;
+    if (ctx.outages !== undefined) {
+      if (ctx.outages.condition(this.providerId, this.deviceId).kind !== "up") {
+        return InputProblem.DEVICE_DOWN;
+      }
+    }
+    this.#staleAtMono = s.receivedMono + staleAfter + 1;
     return InputProblem.GOOD;
   }
 
+  #staleSince(ctx: InputContext): number {
+    const s = this.sample(ctx)!;
+    return s.receivedMono + ctx.cache.staleAfterMs(this.providerId, this.deviceId, this.signalId);
+  }
+
   /** One line saying why the input is bad (for reasons and logs; allocates). */
-  describe(problem: InputProblem, cache: StateCache, nowWall: number): string {
-    const s = this.sample(cache);
+  describe(problem: InputProblem, ctx: InputContext, nowMono: number): string {
+    const s = this.sample(ctx);
     switch (problem) {
       case InputProblem.GOOD:
         return `${this.handle} = ${valueText(s?.value ?? null)}`;
@@ -84,8 +150,16 @@ export class SignalInput {
         return `${this.handle} is ${s?.quality ?? "UNAVAILABLE"}`;
       case InputProblem.AGE:
         return `${this.handle} is stale: its sample is ${
-          s ? nowWall - s.timestampMs : "?"
-        } ms old (stale after ${this.binding.staleAfterMs} ms)`;
+          s ? Math.round(nowMono - s.receivedMono) : "?"
+        } ms old (stale after ${
+          ctx.cache.staleAfterMs(this.providerId, this.deviceId, this.signalId)
+        } ms)`;
+      case InputProblem.DEVICE_DOWN: {
+        const c = ctx.outages?.condition(this.providerId, this.deviceId);
+        return `${this.handle}: device ${this.providerId}/${this.deviceId} is ${
+          c?.kind === "down" ? "down" : "failing"
+        } (${c?.reason ?? "unknown"})`;
+      }
     }
   }
 }

@@ -5,9 +5,12 @@
  * runner; leaving AUTO -- including the FAULT an e-stop forces -- halts the tree), turns a tick that
  * throws into a forced FAULT, and answers GET /v0/automation/tree and /status.
  *
- * Around the tree (issue 19): entering AUTO is refused while a device the tree names literally is
- * unavailable; the device-loss latch refuses automated calls to a device lost since AUTO was last
- * entered; and status names every device the tree's recent calls to all failed (an outage).
+ * Around the tree (issues 19 and 40): entering AUTO is refused while a device the tree names
+ * literally is failing or down (state/device_outage.ts); the device-loss latch refuses automated
+ * calls to a device lost since AUTO was last entered and, in AUTO, forces FAULT when a device the
+ * tree depends on goes down; status says why the tree is not running (`not_running`, one line in
+ * `why_not_running`, the devices that block it) and names every device the tree's recent calls
+ * to all failed (an outage).
  */
 import {
   type Clock,
@@ -30,14 +33,14 @@ import type {
   ParameterService,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { StateCache } from "../state/mod.ts";
+import type { DeviceOutages, StateCache } from "../state/mod.ts";
 import type {
   AutomationStatus,
   AutomationVersion,
   BtRunner,
   TickScheduler,
 } from "./bt/bt_runner.ts";
-import { DeviceLossLatch } from "./device_loss_latch.ts";
+import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 
 /** The part of the mode manager automation depends on (ModeManager satisfies it). */
@@ -68,8 +71,45 @@ export interface DeviceOutage {
   since_epoch_ms: number;
 }
 
-/** AutomationStatus plus the project's additions (issue 19). */
+/** A device the tree names that is failing or down (AUTO is refused while there is one). */
+export interface BlockedDevice {
+  device_handle: string;
+  /** `failing`: its reads fail (within the bound); `down`: lost (state/device_outage.ts). */
+  condition: "failing" | "down";
+  reason: string;
+  /** Wall time it started failing or went down; null when not known. */
+  since_epoch_ms: number | null;
+}
+
+/** Why the tree does not tick now (GET /v0/automation/status `not_running`). */
+export interface NotRunning {
+  /**
+   * `no_definition` (no tree configured), `stopped` (engine not started), `mode` (the mode is
+   * not AUTO), `device_loss_latch` (FAULT forced by a device the tree depends on going down),
+   * `automation_fault` (the last tick threw), `stalled` (ticking, but failing for more than
+   * bt_runner's STALL_FAILURE_TICKS ticks in a row).
+   */
+  cause:
+    | "no_definition"
+    | "stopped"
+    | "mode"
+    | "device_loss_latch"
+    | "automation_fault"
+    | "stalled";
+  /** The mode now. */
+  mode: RuntimeMode;
+}
+
+/** AutomationStatus plus the project's additions (issues 19 and 40). */
 export type EngineStatus = AutomationStatus & {
+  /** The runtime mode now. */
+  mode: RuntimeMode;
+  /** Why the tree does not tick (null while it runs in AUTO). */
+  not_running: NotRunning | null;
+  /** The same as one line an operator reads, with the remedy; null while it runs. */
+  why_not_running: string | null;
+  /** Devices the tree names that are failing or down (they block entering AUTO). */
+  blocked_devices: BlockedDevice[];
   /** Devices automation may not command until AUTO is entered again. */
   device_loss_latched: string[];
   device_outages: DeviceOutage[];
@@ -84,10 +124,18 @@ export interface AutomationEngineOptions {
   readonly behaviorTree: string | null;
   /** automation.tick_rate_hz. */
   readonly tickRateHz: number;
-  readonly cache: Pick<StateCache, "signal"> & Partial<Pick<StateCache, "device">>;
+  readonly cache:
+    & Pick<StateCache, "signal">
+    & Partial<Pick<StateCache, "device" | "qualityNow">>;
   readonly router: Pick<CallRouter, "call"> & { addGate?(gate: CallGate, name?: string): void };
   /** Provider availability and inventories (AUTO preconditions, device-loss latch). */
   readonly inventory?: AutomationInventory;
+  /**
+   * Whether a device is failing or down, and its changes (state/device_outage.ts): the AUTO
+   * gate, the device-loss latch and status use it. Absent: only provider availability and the
+   * inventory are judged (unit tests), and no device-loss latch is kept.
+   */
+  readonly outages?: Pick<DeviceOutages, "condition" | "onChange">;
   /** Absent: every GetParameter* node fails (no parameters declared). */
   readonly parameters?: Pick<ParameterService, "get">;
   readonly modes: AutomationModes;
@@ -111,22 +159,31 @@ export class AutomationEngine {
   #handles: readonly string[] = [];
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
   readonly #lossLatch: DeviceLossLatch | null = null;
+  /** Devices the tree commanded since AUTO was last entered (it depends on them). */
+  readonly #commanded = new Set<string>();
 
   constructor(options: AutomationEngineOptions) {
     this.#o = options;
     this.#log = options.log.child("automation");
     this.#services = kernelServices(options, (handle, err) => this.#noteCall(handle, err));
-    const inventory = options.inventory;
-    if (inventory) {
+    options.modes.onModeChange((change) => {
+      if (change.current === "AUTO" && change.previous !== "AUTO") this.#commanded.clear();
+    });
+    const outages = options.outages;
+    if (outages) {
       const latch = new DeviceLossLatch({
+        outages,
+        modes: options.modes,
         bus: options.bus,
         clock: options.clock,
         log: this.#log,
-        devicesOf: (p) => inventory.devicesOf(p),
+        treeDependsOn: (handle) => this.#handles.includes(handle) || this.#commanded.has(handle),
       });
       this.#lossLatch = latch;
       options.router.addGate?.(latch.gate, "device_loss");
       options.modes.onModeChange((change) => latch.onModeChange(change));
+    }
+    if (options.inventory || outages) {
       options.modes.addArmCheck?.(
         (_from, to) => to === "AUTO" ? this.autoProblem() : null,
         "device_loss",
@@ -134,27 +191,42 @@ export class AutomationEngine {
     }
   }
 
-  /** Why entering AUTO must be refused now (a device the tree names is down), else null. */
+  /** Why entering AUTO must be refused now (a device the tree names is failing or down). */
   autoProblem(): string | null {
+    const blocked = this.#blockedDevices();
+    if (blocked.length === 0) return null;
+    return `refusing AUTO: the behavior tree names ${
+      blocked.map((b) => `${b.device_handle} (${b.reason})`).join(", ")
+    }`;
+  }
+
+  /** The devices the tree names that are failing or down now. */
+  #blockedDevices(): BlockedDevice[] {
+    const out: BlockedDevice[] = [];
+    const outages = this.#o.outages;
     const inventory = this.#o.inventory;
-    if (!inventory) return null;
-    const down: string[] = [];
+    const clock = this.#o.clock;
     for (const handle of this.#handles) {
       const dev = parseDeviceHandle(handle);
       if (!dev) continue;
-      if (!inventory.providerAvailable(dev.providerId)) {
-        down.push(`${handle} (provider ${dev.providerId} unavailable)`);
-      } else if (!inventory.devicesOf(dev.providerId).includes(dev.deviceId)) {
-        down.push(`${handle} (device not found)`);
-      } else {
-        const state = this.#o.cache.device?.(dev.providerId, dev.deviceId);
-        if (state && state.pollable.length > 0 && !state.available) {
-          down.push(`${handle} (device unavailable)`);
-        }
+      if (outages) {
+        const c = outages.condition(dev.providerId, dev.deviceId);
+        if (c.kind === "up") continue;
+        out.push({
+          device_handle: handle,
+          condition: c.kind,
+          reason: c.reason,
+          since_epoch_ms: c.sinceMono === null
+            ? null
+            : Math.round(clock.nowMs() - (clock.monoMs() - c.sinceMono)),
+        });
+      } else if (inventory && !inventory.providerAvailable(dev.providerId)) {
+        out.push(blockedNow(handle, `provider ${dev.providerId} is UNAVAILABLE`));
+      } else if (inventory && !inventory.devicesOf(dev.providerId).includes(dev.deviceId)) {
+        out.push(blockedNow(handle, `not in the inventory of provider ${dev.providerId}`));
       }
     }
-    if (down.length === 0) return null;
-    return `refusing AUTO: the behavior tree names ${down.join(", ")}`;
+    return out;
   }
 
   /** The services the tree's custom nodes use (exposed for tests). */
@@ -322,6 +394,9 @@ export class AutomationEngine {
   /** GET /v0/automation/status (http-api.md sec. 10 without `status`, plus issue 19's fields). */
   status(): EngineStatus {
     const base = this.#baseStatus();
+    const mode = this.#o.modes.current();
+    const blocked = this.#blockedDevices();
+    const latched = this.#lossLatch?.entries() ?? [];
     const outages: DeviceOutage[] = [];
     for (const [handle, c] of this.#calls) {
       if (c.failures < DEVICE_OUTAGE_FAILURES) continue;
@@ -339,16 +414,38 @@ export class AutomationEngine {
             .join(", ")
         }`
         : null);
+    const notRunning = this.#notRunning(base, mode, latched.length > 0);
     return {
       ...base,
       last_error: lastError,
-      device_loss_latched: this.#lossLatch?.latched() ?? [],
+      mode,
+      not_running: notRunning,
+      why_not_running: notRunning === null
+        ? null
+        : whyNotRunning(notRunning, blocked, latched, base.last_error),
+      blocked_devices: blocked,
+      device_loss_latched: latched.map((e) => `${e.providerId}/${e.deviceId}`),
       device_outages: outages,
     };
   }
 
-  /** Records the outcome of one automated call (outage tracking). */
+  #notRunning(base: AutomationStatus, mode: RuntimeMode, latched: boolean): NotRunning | null {
+    if (base.execution_reason === "no_definition") return { cause: "no_definition", mode };
+    if (base.execution_reason === "stopped") return { cause: "stopped", mode };
+    if (mode !== "AUTO") {
+      if (base.execution_status === "failed") return { cause: "automation_fault", mode };
+      if (mode === "FAULT" && latched && this.#lossLatch?.forcedFault) {
+        return { cause: "device_loss_latch", mode };
+      }
+      return { cause: "mode", mode };
+    }
+    if (base.execution_status === "blocked") return { cause: "stalled", mode };
+    return null;
+  }
+
+  /** Records the outcome of one automated call (outage tracking, what the tree depends on). */
   #noteCall(handle: string, err: unknown): void {
+    if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
     if (err === null) {
       this.#calls.delete(handle);
       return;
@@ -395,6 +492,40 @@ export class AutomationEngine {
   }
 }
 
+function blockedNow(handle: string, reason: string): BlockedDevice {
+  return { device_handle: handle, condition: "down", reason, since_epoch_ms: null };
+}
+
+/** `not_running` as one line an operator reads, with the remedy. */
+function whyNotRunning(
+  n: NotRunning,
+  blocked: readonly BlockedDevice[],
+  latched: readonly LossEntry[],
+  lastError: string | null,
+): string {
+  const devices = blocked.map((b) =>
+    `${b.device_handle} is ${b.condition === "down" ? "down" : "failing"} (${b.reason})`
+  );
+  const blockedText = devices.length > 0 ? `; AUTO is refused while ${devices.join(", ")}` : "";
+  switch (n.cause) {
+    case "no_definition":
+      return "no behavior tree is configured (automation.behavior_tree)";
+    case "stopped":
+      return "the automation engine is stopped";
+    case "automation_fault":
+      return `the last tick threw (${lastError ?? "automation fault"}): mode ${n.mode}; ` +
+        `re-arm (FAULT -> MANUAL -> AUTO) after fixing the cause${blockedText}`;
+    case "device_loss_latch":
+      return `device-loss latch: ${
+        latched.map((e) => `${e.providerId}/${e.deviceId} was lost (${e.reason})`).join(", ")
+      }; mode FAULT: re-arm deliberately (FAULT -> MANUAL -> AUTO)${blockedText}`;
+    case "mode":
+      return `mode is ${n.mode}: the tree ticks only in AUTO${blockedText}`;
+    case "stalled":
+      return `the tree keeps failing tick after tick (${lastError ?? "no error"})`;
+  }
+}
+
 /** The load failure raised at start-up: every error diagnostic, one per line. */
 function treeLoadError(path: string, diagnostics: readonly Diagnostic[]): RuntimeError {
   const errors = diagnostics.filter((d) => d.severity === "error");
@@ -423,7 +554,10 @@ function kernelServices(
       const dev = parseDeviceHandle(handle);
       if (!dev) return null;
       const s = o.cache.signal(dev.providerId, dev.deviceId, signalId);
-      return s ? { value: s.value, quality: btQuality(s.quality) } : null;
+      if (!s) return null;
+      // STALE past the signal's bound (measured from receipt), as every reader sees it.
+      const q = o.cache.qualityNow?.(dev.providerId, dev.deviceId, signalId, s) ?? s.quality;
+      return { value: s.value, quality: btQuality(q) };
     },
     async callDevice(
       handle: string,

@@ -1,31 +1,50 @@
 /**
- * The device-loss latch (later anolis releases; issue 19 sec. 4): after a device was lost -- its
- * provider crashed or restarted, or the device stopped answering or dropped out of the inventory
- * -- automation may not command that device again until an operator deliberately enters AUTO
+ * The device-loss latch (later anolis releases; issue 19 sec. 4, issue 40): after a device was
+ * lost, automation may not command that device again until an operator deliberately enters AUTO
  * again. Their reason: on their reference rig an impeller restarted by itself ~1.4 s after power
  * returned to its provider, because the tree simply carried on.
  *
- * Only automated calls (the behavior tree) are refused; manual calls, mode-transition hooks and
- * the safe-state ladder are exempt. Every latch and release is published (`device_loss_latch`).
+ * "Lost" is the state layer's "device down" (state/device_outage.ts): its provider is down, it
+ * left the inventory, or its reads have failed for longer than the bound -- whether or not its
+ * provider stays up. Every device is followed, in every mode:
+ *  - a device that goes down is latched: automated calls to it are refused (manual calls, mode
+ *    transition hooks and the safe-state ladder are exempt);
+ *  - in AUTO, a device the tree depends on (named literally in the tree, or commanded by it since
+ *    AUTO was entered) going down forces FAULT at once (hooks included): the tree halts, and the
+ *    mode change is on the audit trail with origin `device_loss` naming the device. Nothing is
+ *    re-commanded when it returns: re-arming (FAULT -> MANUAL -> AUTO) is an operator's act, and
+ *    entering AUTO is refused while a device the tree names is failing or down.
+ * Every latch and release is published (`device_loss_latch`) and logged.
  */
 import { type Clock, deviceHandle, failedPrecondition, type Logger } from "../common/mod.ts";
-import type { GateContext, ModeChange } from "../control/mod.ts";
+import type { RuntimeMode } from "../config/mod.ts";
+import type { AuditOrigin, GateContext, ModeChange } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
+import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
 
 /** A latched device: when and why it was lost. */
-interface LossEntry {
+export interface LossEntry {
   readonly providerId: string;
   readonly deviceId: string;
   readonly atMs: number;
   readonly reason: string;
 }
 
+/** The part of the mode manager the latch uses. */
+export interface LatchModes {
+  current(): RuntimeMode;
+  /** Un-vetoable transition to FAULT (hooks included). */
+  forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
+}
+
 export interface DeviceLossLatchOptions {
+  readonly outages: Pick<DeviceOutages, "onChange">;
+  readonly modes: LatchModes;
   readonly bus: EventBus;
   readonly clock: Clock;
   readonly log: Logger;
-  /** Device ids a provider has now (the registry's inventory). */
-  readonly devicesOf: (providerId: string) => readonly string[];
+  /** Whether the tree depends on a device (named in it, or commanded since AUTO was entered). */
+  readonly treeDependsOn: (handle: string) => boolean;
 }
 
 /** Tracks lost devices and refuses automated calls to them until AUTO is entered again. */
@@ -34,24 +53,27 @@ export class DeviceLossLatch {
   readonly #log: Logger;
   readonly #latched = new Map<string, LossEntry>();
   readonly #unsubscribe: () => void;
+  #forcedFault: string | null = null;
 
   constructor(options: DeviceLossLatchOptions) {
     this.#o = options;
     this.#log = options.log.child("device-loss");
-    this.#unsubscribe = options.bus.subscribe(({ event: e }) => {
-      if (e.kind === "provider_health_change" && e.state === "UNAVAILABLE") {
-        for (const d of options.devicesOf(e.provider_id)) {
-          this.#latch(e.provider_id, d, `provider ${e.provider_id} went down`);
-        }
-      } else if (e.kind === "device_availability" && !e.available) {
-        this.#latch(e.provider_id, e.device_id, "device became unavailable");
-      }
-    });
+    this.#unsubscribe = options.outages.onChange((change) => this.#changed(change));
   }
 
   /** Handles of the latched devices, in the order they were lost. */
   latched(): string[] {
     return [...this.#latched.keys()];
+  }
+
+  /** The latched devices with when and why (status). */
+  entries(): LossEntry[] {
+    return [...this.#latched.values()];
+  }
+
+  /** The device whose loss forced the FAULT the runtime is in; null otherwise. */
+  get forcedFault(): string | null {
+    return this.#forcedFault;
   }
 
   /** The router gate: refuses automated calls to a latched device. */
@@ -70,6 +92,7 @@ export class DeviceLossLatch {
 
   /** Mode listener: entering AUTO (a deliberate operator act) releases every latch. */
   onModeChange(change: ModeChange): void {
+    if (change.current !== "FAULT") this.#forcedFault = null;
     if (change.current !== "AUTO" || change.previous === "AUTO") return;
     for (const [handle, entry] of this.#latched) {
       this.#latched.delete(handle);
@@ -85,15 +108,31 @@ export class DeviceLossLatch {
     }
   }
 
-  /** Stops listening for losses. */
+  /** Stops following device outages. */
   dispose(): void {
     this.#unsubscribe();
   }
 
-  #latch(providerId: string, deviceId: string, reason: string): void {
+  #changed(change: DeviceConditionChange): void {
+    if (change.condition.kind !== "down") return;
+    const { providerId, deviceId } = change;
+    const handle = deviceHandle(providerId, deviceId);
+    const reason = change.condition.reason;
+    // Decided in this step, before any await: FAULT is committed synchronously by forceFault.
+    const fault = this.#o.modes.current() === "AUTO" && this.#o.treeDependsOn(handle);
+    this.#latch(providerId, deviceId, reason, change.atWallMs);
+    if (!fault) return;
+    const why = `device-loss latch: ${handle} is down (${reason})`;
+    this.#forcedFault = handle;
+    this.#log.error(`${why}: forcing FAULT; the tree is halted until an operator re-arms`);
+    void this.#o.modes.forceFault(why, { kind: "device_loss", device_handle: handle }).catch(
+      (err) => this.#log.error(`forcing FAULT after the loss of ${handle} failed: ${String(err)}`),
+    );
+  }
+
+  #latch(providerId: string, deviceId: string, reason: string, atMs: number): void {
     const handle = deviceHandle(providerId, deviceId);
     if (this.#latched.has(handle)) return;
-    const atMs = this.#o.clock.nowMs();
     this.#latched.set(handle, { providerId, deviceId, atMs, reason });
     this.#log.warn(
       `latched ${handle}: ${reason}; automation may not command it until AUTO is entered again`,

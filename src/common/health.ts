@@ -83,4 +83,17 @@ export interface ProviderHealthView {
   discovery_warnings?: string[];
   /** Samples refused or stored as FAULT since start. Not in anolis. Set like discovery_warnings. */
   data_faults?: ProviderDataFaultsView;
+  /**
+   * Samples whose provider timestamp was far off the runtime's clock (state cache's
+   * TIMESTAMP_SKEW_LIMIT_MS), since start. Not in anolis. Set like discovery_warnings.
+   */
+  timestamp_skew?: TimestampSkewView;
+}
+
+/** Provider timestamps flagged as far off the runtime's clock (ages never use them). */
+export interface TimestampSkewView {
+  samples_total: number;
+  /** Provider time minus the runtime's wall time of the last flagged sample (ms; + = ahead). */
+  last_skew_ms: number | null;
+  last_at_epoch_ms: number | null;
 }

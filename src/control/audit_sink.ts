@@ -13,6 +13,7 @@ export const AUDIT_ORIGIN_KINDS = [
   "estop",
   "alarm",
   "reload",
+  "device_loss",
 ] as const;
 export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
 
@@ -21,7 +22,7 @@ export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
  * `http`: client address and token name (`default`, `local`, `anonymous` or a named token).
  * `automation`: the behavior-tree node path. `hook`: the transition (`AUTO->FAULT`) and the hook's
  * config path. `estop`: the ladder rung and what triggered the stop (`api`, `alarm:<id>`).
- * `alarm`: the alarm id.
+ * `alarm`: the alarm id. `device_loss`: the device whose outage forced FAULT (`device_handle`).
  */
 export interface AuditOrigin {
   readonly kind: AuditOriginKind;
@@ -33,6 +34,7 @@ export interface AuditOrigin {
   readonly rung?: string;
   readonly cause?: string;
   readonly alarm_id?: string;
+  readonly device_handle?: string;
 }
 
 /** What a decision was about. */

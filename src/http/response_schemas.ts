@@ -254,6 +254,15 @@ export function responseComponents(): Record<string, JsonSchema> {
           }),
           "Refused samples since start (project addition).",
         ),
+        timestamp_skew: note(
+          obj(["samples_total", "last_skew_ms", "last_at_epoch_ms"], {
+            samples_total: int,
+            last_skew_ms: orNull(int),
+            last_at_epoch_ms: orNull(int),
+          }),
+          "Samples whose provider timestamp was more than 30 s off the runtime's clock, since " +
+            "start; ages never use provider timestamps (project addition).",
+        ),
       },
     ),
     ProvidersHealthResponse: ok(["providers"], {
@@ -320,6 +329,7 @@ export function responseComponents(): Record<string, JsonSchema> {
           rung: str,
           cause: str,
           alarm_id: str,
+          device_handle: str,
         }),
         action: { enum: ["call", "mode", "parameter", "estop", "estop_clear"] },
         device_handle: orNull(str),
@@ -520,6 +530,37 @@ export function responseComponents(): Record<string, JsonSchema> {
           arr({ type: "object" }),
           "Devices whose recent automated calls " +
             "all failed (project addition).",
+        ),
+        mode: note(str, "The runtime mode now (project addition)."),
+        not_running: note(
+          orNull(obj(["cause", "mode"], {
+            cause: {
+              enum: [
+                "no_definition",
+                "stopped",
+                "mode",
+                "device_loss_latch",
+                "automation_fault",
+                "stalled",
+              ],
+            },
+            mode: str,
+          })),
+          "Why the tree does not tick now; null while it runs in AUTO (project addition).",
+        ),
+        why_not_running: note(
+          orNull(str),
+          "not_running as one line, with the remedy (project addition).",
+        ),
+        blocked_devices: note(
+          arr(obj(["device_handle", "condition", "reason", "since_epoch_ms"], {
+            device_handle: str,
+            condition: { enum: ["failing", "down"] },
+            reason: str,
+            since_epoch_ms: orNull(int),
+          })),
+          "Devices the tree names that are failing or down: AUTO is refused while there is " +
+            "one (project addition).",
         ),
       },
     ),

@@ -730,15 +730,20 @@ function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** One device's cached values, optionally restricted to `only` signal ids. */
+/**
+ * One device's cached values, optionally restricted to `only` signal ids. `age_ms` is how long ago
+ * the runtime received the value (monotonic: neither a provider's clock nor a step of the host's
+ * changes it) and an OK value past its staleness bound reads STALE; `timestamp_epoch_ms` is the
+ * provider's timestamp as it gave it.
+ */
 function deviceStateBody(
   services: HttpServices,
   p: string,
   d: string,
-  nowMs: number,
   only: ReadonlySet<string> | null,
 ) {
-  const state = services.cache.device(p, d);
+  const cache = services.cache;
+  const state = cache.device(p, d);
   const values = [];
   for (const signalId of state?.pollable ?? []) {
     if (only && !only.has(signalId)) continue;
@@ -748,8 +753,8 @@ function deviceStateBody(
       signal_id: signalId,
       value: signalValueJson(s.value),
       timestamp_epoch_ms: s.timestampMs,
-      quality: s.quality,
-      age_ms: Math.max(0, nowMs - s.timestampMs),
+      quality: cache.qualityNow(p, d, signalId, s),
+      age_ms: Math.round(cache.ageMs(s)),
     });
   }
   const quality: Quality = !state?.available
@@ -762,7 +767,7 @@ function allState({ services }: RouteContext): Response {
   const now = services.host.clock.nowMs();
   const devices = services.cache.devices()
     .filter((s) => s.pollable.length > 0)
-    .map((s) => deviceStateBody(services, s.providerId, s.deviceId, now, null));
+    .map((s) => deviceStateBody(services, s.providerId, s.deviceId, null));
   return okResponse({ generated_at_epoch_ms: now, devices });
 }
 
@@ -776,7 +781,7 @@ function deviceState({ services, params, url }: RouteContext): Response {
   }
   const ids = url.searchParams.getAll("signal_id").filter((s) => s !== "");
   const now = services.host.clock.nowMs();
-  const body = deviceStateBody(services, p, d, now, ids.length > 0 ? new Set(ids) : null);
+  const body = deviceStateBody(services, p, d, ids.length > 0 ? new Set(ids) : null);
   return okResponse({ generated_at_epoch_ms: now, ...body });
 }
 

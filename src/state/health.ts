@@ -10,6 +10,7 @@ import {
 import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
+import { type StalenessBounds, stalenessBounds } from "./staleness.ts";
 
 /**
  * Bounds on what a provider declares about a device, as GET /v0/providers/health shows it (later
@@ -36,27 +37,6 @@ export function boundedDescriptorTags(
   return out;
 }
 
-/** Liveness thresholds for one provider's devices (spec "health.staleness"). */
-export interface StalenessBounds {
-  readonly warnAfterMs: number;
-  readonly staleAfterMs: number;
-}
-
-/**
- * warn = configured > 0 ? configured : max(3 x interval x device_count, 2000);
- * stale = configured > 0 ? configured : max(8 x interval x device_count, 5000); warn <= stale.
- */
-export function stalenessBounds(
-  configured: StalenessBounds,
-  pollingIntervalMs: number,
-  deviceCount: number,
-): StalenessBounds {
-  const cycle = (pollingIntervalMs > 0 ? pollingIntervalMs : 500) * Math.max(1, deviceCount);
-  const stale = configured.staleAfterMs > 0 ? configured.staleAfterMs : Math.max(8 * cycle, 5000);
-  const warn = configured.warnAfterMs > 0 ? configured.warnAfterMs : Math.max(3 * cycle, 2000);
-  return { warnAfterMs: Math.min(warn, stale), staleAfterMs: stale };
-}
-
 export interface DeviceLiveness {
   readonly health: DeviceLivenessHealth;
   readonly stalenessMs: number;
@@ -66,14 +46,16 @@ export interface DeviceLiveness {
 
 /**
  * Device liveness from data age and signal qualities; precedence
- * UNAVAILABLE > FAULT > STALE > WARNING > OK (telemetry.md sec. 5).
+ * UNAVAILABLE > FAULT > STALE > WARNING > OK (telemetry.md sec. 5). Ages are monotonic: `nowMono`
+ * against when the runtime received each sample and answered each poll, never a provider's
+ * timestamp or the wall clock (either may step).
  */
 export function deviceLiveness(
   state: DeviceState | undefined,
   providerAvailable: boolean,
   bounds: StalenessBounds,
   signalStaleAfterMs: (signalId: string) => number,
-  nowMs: number,
+  nowMono: number,
 ): DeviceLiveness {
   if (!state || state.pollable.length === 0) {
     return { health: "UNKNOWN", stalenessMs: 0, staleSignalCount: 0, faultSignalCount: 0 };
@@ -84,10 +66,12 @@ export function deviceLiveness(
     if (s.quality === "FAULT") fault++;
     else if (
       s.quality !== "OK" ||
-      nowMs - s.timestampMs > Math.max(signalStaleAfterMs(id), bounds.staleAfterMs)
+      nowMono - s.receivedMono > Math.max(signalStaleAfterMs(id), bounds.staleAfterMs)
     ) stale++;
   }
-  const stalenessMs = state.lastPollMs > 0 ? Math.max(0, nowMs - state.lastPollMs) : 0;
+  const stalenessMs = state.lastPollMs > 0
+    ? Math.max(0, Math.round(nowMono - state.lastPollMono))
+    : 0;
   let health: DeviceLivenessHealth;
   if (!providerAvailable) health = "UNAVAILABLE";
   else if (state.lastPollMs === 0) health = "UNKNOWN";
@@ -110,11 +94,19 @@ const DEVICE_STATE: Record<number, ReportedDeviceHealth["state"]> = {
   [WireDeviceState.FAULT]: "STATE_FAULT",
 };
 
+/** What the health view needs besides the registry and the cache. */
+export interface HealthViewOptions {
+  readonly pollingIntervalMs: number;
+  readonly staleness: StalenessBounds;
+  /** Monotonic now (ages). */
+  readonly nowMono: number;
+}
+
 /** Builds GET /v0/providers/health entries from supervision, the cache and reported health. */
 export function providerHealthViews(
   registry: ProviderRegistry,
   cache: StateCache,
-  options: { pollingIntervalMs: number; staleness: StalenessBounds; nowMs: number },
+  options: HealthViewOptions,
   reportedOverride?: ReadonlyMap<string, ReportedHealthEntry | null>,
 ): ProviderHealthView[] {
   return registry.hosts.map((host) => {
@@ -128,7 +120,7 @@ export function providerHealthViews(
 function providerView(
   host: ProviderHost,
   cache: StateCache,
-  options: { pollingIntervalMs: number; staleness: StalenessBounds; nowMs: number },
+  options: HealthViewOptions,
   reported: ReportedHealthEntry | undefined,
 ): ProviderHealthView {
   const available = host.available;
@@ -144,7 +136,7 @@ function providerView(
       available,
       bounds,
       (sid) => staleBySignal.get(sid) ?? 0,
-      options.nowMs,
+      options.nowMono,
     );
     const rd = reportedDevices.get(id);
     reportedDevices.delete(id);
@@ -204,6 +196,7 @@ function providerView(
     devices,
     discovery_warnings: [...cache.discoveryWarnings(host.id)],
     data_faults: cache.dataFaults(host.id),
+    timestamp_skew: cache.timestampSkew(host.id),
   };
 }
 

@@ -24,6 +24,7 @@ import {
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { RateLimitedLog } from "./_rate_limited_log.ts";
+import { type StalenessBounds, stalenessBounds } from "./staleness.ts";
 
 /**
  * One cached signal sample. `value` is null for a declared signal the provider has only answered
@@ -33,8 +34,16 @@ import { RateLimitedLog } from "./_rate_limited_log.ts";
 export interface SignalState {
   readonly value: TypedValue | null;
   readonly quality: Quality;
-  /** Provider sample time (epoch ms), else the time the poll answer arrived. */
+  /**
+   * Provider sample time (epoch ms), else the time the poll answer arrived. Reported as the
+   * provider gave it and never used for an age: a provider's clock may be off by an hour.
+   */
   readonly timestampMs: number;
+  /**
+   * When the runtime received the value (monotonic ms): every age and staleness is measured
+   * from here. A sample without a usable value that keeps the last good value keeps its time.
+   */
+  readonly receivedMono: number;
 }
 
 /** Samples of one provider that were not stored as good values, counted since start. */
@@ -45,6 +54,23 @@ export interface DataFaultCounts {
   non_finite: number;
   /** Samples of signal ids the device did not declare (dropped). */
   undeclared_signal: number;
+}
+
+/**
+ * A provider timestamp further than this from the runtime's wall clock when the sample arrives
+ * (ahead or behind) is flagged: counted, logged at a bounded rate and shown in the provider's
+ * health. Ages never depend on it (they are measured from receipt on the monotonic clock).
+ */
+export const TIMESTAMP_SKEW_LIMIT_MS = 30_000;
+
+/** Samples whose provider timestamp was off by more than TIMESTAMP_SKEW_LIMIT_MS, since start. */
+export interface TimestampSkew {
+  /** Samples flagged since start. */
+  samples_total: number;
+  /** Provider time minus the runtime's wall time of the last flagged sample (ms; + = ahead). */
+  last_skew_ms: number | null;
+  /** Wall time the last flagged sample arrived; null before the first. */
+  last_at_epoch_ms: number | null;
 }
 
 /** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
@@ -59,8 +85,10 @@ export interface DeviceState {
   /** Signals polled for this device (those with a poll hint), in capability order. */
   readonly pollable: readonly string[];
   readonly signals: ReadonlyMap<string, SignalState>;
-  /** Epoch ms of the last successful poll; 0 if never. */
+  /** Epoch ms of the last successful poll (for display); 0 if never. */
   readonly lastPollMs: number;
+  /** Monotonic ms of the last successful poll (for ages); 0 if never. */
+  readonly lastPollMono: number;
   /** Provider up and the last poll of this device answered OK. */
   readonly available: boolean;
 }
@@ -74,6 +102,8 @@ interface SignalSlot {
   readonly type: ValueType | null;
   /** Has a poll hint: requested by ReadSignals, cached and served. */
   readonly polled: boolean;
+  /** Age (ms, monotonic) past which the cached sample is stale (staleAfterMs()). */
+  staleAfterMs: number;
   /** The cached sample (the same object as in `signals`); undefined before the first. */
   last: SignalState | undefined;
 }
@@ -86,6 +116,7 @@ interface MutableDeviceState {
   slots: Map<string, SignalSlot>;
   signals: Map<string, SignalState>;
   lastPollMs: number;
+  lastPollMono: number;
   available: boolean;
   /** A pollDevice queued behind another poll and not started yet (joined, not repeated). */
   queuedPoll: Promise<void> | null;
@@ -105,7 +136,8 @@ export interface PollMetrics {
 /** Per provider: data-fault counters and a rate-limited log per kind. */
 interface ProviderDataFaults {
   readonly counts: DataFaultCounts;
-  readonly log: Readonly<Record<keyof DataFaultCounts, RateLimitedLog>>;
+  readonly log: Readonly<Record<keyof DataFaultCounts | "skew", RateLimitedLog>>;
+  readonly skew: TimestampSkew;
 }
 
 export interface StateCacheOptions {
@@ -115,6 +147,11 @@ export interface StateCacheOptions {
   readonly log: Logger;
   /** polling.interval_ms */
   readonly intervalMs: number;
+  /**
+   * health.staleness (0 = derived from the cadence, stalenessBounds()); default both 0. With
+   * each signal's declared stale_after_ms it decides when a cached sample is stale.
+   */
+  readonly staleness?: StalenessBounds;
   /** How often the provider's own health (GetHealth) is refreshed for the health view. */
   readonly reportedHealthIntervalMs?: number;
 }
@@ -130,6 +167,8 @@ export type DevicePolledListener = (device: DeviceState) => void;
 /** Provider-reported health kept from the last GetHealth answer. */
 export interface ReportedHealthEntry {
   readonly atMs: number;
+  /** Monotonic time of the answer (when the next GetHealth is due). */
+  readonly atMono: number;
   readonly response: ResponsePayloads["get_health"];
 }
 
@@ -162,6 +201,7 @@ export class StateCache {
   readonly #listenerErrors: RateLimitedLog;
   #running = false;
   #intervalMs: number;
+  #staleness: StalenessBounds;
   /**
    * Origin of the poll grid every loop shares (PollLoop): set when polling starts, so the cycles
    * of all providers, also of one a reload adds, start at the same instants.
@@ -177,6 +217,7 @@ export class StateCache {
       monoMs: () => opts.clock.monoMs(),
     });
     this.#intervalMs = opts.intervalMs;
+    this.#staleness = opts.staleness ?? { warnAfterMs: 0, staleAfterMs: 0 };
     opts.registry.eachHost((host) => this.#addHost(host));
     opts.registry.onHostRemoved((host) => this.#removeHost(host));
   }
@@ -193,6 +234,68 @@ export class StateCache {
   setIntervalMs(intervalMs: number): void {
     this.#intervalMs = intervalMs;
     for (const loop of this.#loops.values()) loop.setInterval(intervalMs);
+    this.#restale();
+  }
+
+  /** health.staleness now in use. */
+  get staleness(): StalenessBounds {
+    return this.#staleness;
+  }
+
+  /** Changes health.staleness (configuration reload); applies to every cached sample at once. */
+  setStaleness(staleness: StalenessBounds): void {
+    this.#staleness = staleness;
+    this.#restale();
+  }
+
+  /**
+   * Age (ms, on the monotonic clock) past which the cached sample of a signal is stale: the
+   * larger of the signal's declared stale_after_ms and health.staleness's stale bound for its
+   * provider. Infinity for a signal the cache does not hold.
+   */
+  staleAfterMs(providerId: string, deviceId: string, signalId: string): number {
+    return this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId)?.staleAfterMs ??
+      Infinity;
+  }
+
+  /** How old a cached sample is now (ms since the runtime received it; monotonic). */
+  ageMs(s: SignalState): number {
+    return Math.max(0, this.#opts.clock.monoMs() - s.receivedMono);
+  }
+
+  /**
+   * The quality a reader sees: the sample's own, except STALE for an OK sample older than the
+   * signal's staleness bound (a provider that stopped answering a signal must not keep it OK).
+   */
+  qualityNow(providerId: string, deviceId: string, signalId: string, s: SignalState): Quality {
+    if (s.quality !== "OK") return s.quality;
+    return this.ageMs(s) > this.staleAfterMs(providerId, deviceId, signalId) ? "STALE" : "OK";
+  }
+
+  /** Provider timestamps flagged as far off the runtime's clock (a copy). */
+  timestampSkew(providerId: string): TimestampSkew {
+    const f = this.#faults.get(providerId);
+    return f ? { ...f.skew } : { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null };
+  }
+
+  /** Recomputes every slot's staleness bound (interval, staleness or inventory changed). */
+  #restale(): void {
+    for (const [providerId, devices] of this.#byProvider) {
+      const host = this.#opts.registry.host(providerId);
+      if (host) this.#boundSlots(host, devices);
+    }
+  }
+
+  #boundSlots(host: ProviderHost, devices: ReadonlyMap<string, MutableDeviceState>): void {
+    const bounds = stalenessBounds(this.#staleness, this.#intervalMs, host.devices.length);
+    for (const caps of host.devices) {
+      const dev = devices.get(caps.device.deviceId);
+      if (!dev) continue;
+      for (const spec of caps.signals) {
+        const slot = dev.slots.get(spec.signalId);
+        if (slot) slot.staleAfterMs = Math.max(spec.staleAfterMs, bounds.staleAfterMs);
+      }
+    }
   }
 
   /** Per-provider state for a host (at construction, or added by a reload). */
@@ -206,7 +309,13 @@ export class StateCache {
       });
     this.#faults.set(host.id, {
       counts: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
-      log: { type_mismatch: limited(), non_finite: limited(), undeclared_signal: limited() },
+      log: {
+        type_mismatch: limited(),
+        non_finite: limited(),
+        undeclared_signal: limited(),
+        skew: limited(),
+      },
+      skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
     });
     this.#pollMetrics.set(host.id, { duration: new Histogram(), errors: 0 });
     this.#reported.delete(host.id);
@@ -362,7 +471,8 @@ export class StateCache {
     try {
       const response = await host.request("get_health", {});
       session.supportsGetHealth = true;
-      const entry = { atMs: this.#opts.clock.nowMs(), response };
+      const clock = this.#opts.clock;
+      const entry = { atMs: clock.nowMs(), atMono: clock.monoMs(), response };
       this.#reported.set(host.id, entry);
       return entry;
     } catch (err) {
@@ -379,8 +489,8 @@ export class StateCache {
   async #cycle(host: ProviderHost): Promise<void> {
     await this.#pollProvider(host);
     const every = this.#opts.reportedHealthIntervalMs ?? 5000;
-    const last = this.#reported.get(host.id)?.atMs ?? 0;
-    if (this.#opts.clock.nowMs() - last >= every) await this.fetchReportedHealth(host);
+    const last = this.#reported.get(host.id)?.atMono ?? -Infinity;
+    if (this.#opts.clock.monoMs() - last >= every) await this.fetchReportedHealth(host);
   }
 
   async #pollProvider(host: ProviderHost): Promise<void> {
@@ -444,7 +554,9 @@ export class StateCache {
 
   #applySamples(dev: MutableDeviceState, values: readonly WireSignalValue[]): void {
     const now = this.#opts.clock.nowMs();
+    const mono = this.#opts.clock.monoMs();
     dev.lastPollMs = now;
+    dev.lastPollMono = mono;
     const slots = dev.slots;
     for (const sv of values) {
       const signalId = sv.signal_id ?? "";
@@ -455,20 +567,24 @@ export class StateCache {
       }
       if (!slot.polled) continue; // declared without a poll hint: never requested, not cached
       const value = typedValueFromWire(sv.value);
-      const timestampMs = timestampToMs(sv.timestamp) ?? now;
+      const stamped = timestampToMs(sv.timestamp);
+      const timestampMs = stamped ?? now;
+      if (stamped !== null && Math.abs(stamped - now) > TIMESTAMP_SKEW_LIMIT_MS) {
+        this.#skewed(dev, signalId, stamped - now, now);
+      }
       let next: SignalState;
       if (value === null) {
-        next = withoutValue(slot.last, qualityFromWire(sv.quality), timestampMs);
+        next = withoutValue(slot.last, qualityFromWire(sv.quality), timestampMs, mono);
       } else if (
         (slot.type !== null && slot.type !== value.type) || !wireTypeAgrees(sv.value!, value.type)
       ) {
         this.#typeMismatch(dev, signalId, slot.type, value.type, sv.value!.type ?? 0);
-        next = withoutValue(slot.last, "FAULT", timestampMs);
+        next = withoutValue(slot.last, "FAULT", timestampMs, mono);
       } else if (value.type === "double" && value.non_finite !== undefined) {
         this.#nonFinite(dev, signalId, value.non_finite);
-        next = { value, quality: "FAULT", timestampMs };
+        next = { value, quality: "FAULT", timestampMs, receivedMono: mono };
       } else {
-        next = { value, quality: qualityFromWire(sv.quality), timestampMs };
+        next = { value, quality: qualityFromWire(sv.quality), timestampMs, receivedMono: mono };
       }
       this.#store(dev, signalId, slot, next, now);
     }
@@ -501,6 +617,20 @@ export class StateCache {
       `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a sample of undeclared signal ${
         quoteId(signalId)
       } (${f.counts.undeclared_signal} so far)`,
+    );
+  }
+
+  #skewed(dev: MutableDeviceState, signalId: string, skewMs: number, now: number): void {
+    const f = this.#faults.get(dev.providerId)!;
+    f.skew.samples_total++;
+    f.skew.last_skew_ms = skewMs;
+    f.skew.last_at_epoch_ms = now;
+    f.log.skew.warn(
+      `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
+        quoteId(signalId)
+      }: provider timestamp ${Math.abs(skewMs)} ms ${
+        skewMs > 0 ? "ahead of" : "behind"
+      } the runtime's clock; reported as given, ages are measured from receipt (${f.skew.samples_total} so far)`,
     );
   }
 
@@ -619,7 +749,12 @@ export class StateCache {
         if (polled) pollable.push(s.signalId);
         // A signal declared twice: polled if either declaration has a poll hint.
         if (!slots.get(s.signalId)?.polled) {
-          slots.set(s.signalId, { type: s.valueType, polled, last: undefined });
+          slots.set(s.signalId, {
+            type: s.valueType,
+            polled,
+            staleAfterMs: Infinity,
+            last: undefined,
+          });
         }
       }
       const prev = old.get(id);
@@ -640,6 +775,7 @@ export class StateCache {
         slots,
         signals,
         lastPollMs: prev?.lastPollMs ?? 0,
+        lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
         queuedPoll: null,
       });
@@ -647,6 +783,7 @@ export class StateCache {
     // A device gone from the new inventory needs no notice: rediscovery follows a restart, and
     // every device was marked unavailable when the provider went down.
     this.#byProvider.set(providerId, next);
+    this.#boundSlots(host, next);
   }
 }
 
@@ -667,9 +804,17 @@ function withoutValue(
   last: SignalState | undefined,
   quality: Quality,
   timestampMs: number,
+  receivedMono: number,
 ): SignalState {
-  if (last?.value) return { value: last.value, quality, timestampMs: last.timestampMs };
-  return { value: null, quality, timestampMs };
+  if (last?.value) {
+    return {
+      value: last.value,
+      quality,
+      timestampMs: last.timestampMs,
+      receivedMono: last.receivedMono,
+    };
+  }
+  return { value: null, quality, timestampMs, receivedMono };
 }
 
 /** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */

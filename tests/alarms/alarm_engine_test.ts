@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import {
   AlarmEngine,
-  type AlarmTimers,
   TRANSITION_LOG_LINES,
   TRANSITION_LOG_WINDOW_MS,
 } from "../../src/alarms/mod.ts";
@@ -58,22 +57,40 @@ function configOf(yaml: string): { alarms: AlarmConfig[]; interlocks: InterlockC
   return { alarms: [...r.config!.alarms], interlocks: [...r.config!.interlocks] };
 }
 
-/** Timers the test fires by hand. */
-class ManualTimers implements AlarmTimers {
-  readonly pending = new Map<number, { fn: () => void; ms: number }>();
+/**
+ * The engine's clock's timers, fired by hand: `fireDue()` fires those whose time (on the
+ * fixture's monotonic clock) has come, `fireAll()` every one at once (a timer that fires early).
+ */
+class ManualTimers {
+  readonly pending = new Map<number, { fn: () => void; ms: number; due: number }>();
   #next = 1;
-  set(fn: () => void, ms: number): unknown {
+  constructor(readonly monoMs: () => number) {}
+  set(fn: () => void, ms: number): number {
     const h = this.#next++;
-    this.pending.set(h, { fn, ms });
+    this.pending.set(h, { fn, ms, due: this.monoMs() + ms });
     return h;
   }
   clear(handle: unknown): void {
     this.pending.delete(handle as number);
   }
+  /** Due times (monotonic) of the pending timers, soonest first. */
+  dueTimes(): number[] {
+    return [...this.pending.values()].map((t) => t.due).sort((a, b) => a - b);
+  }
   fireAll(): void {
     const due = [...this.pending.entries()];
     this.pending.clear();
     for (const [, t] of due) t.fn();
+  }
+  fireDue(): void {
+    for (;;) {
+      const now = this.monoMs();
+      const next = [...this.pending.entries()].filter(([, t]) => t.due <= now)
+        .sort((a, b) => a[1].due - b[1].due)[0];
+      if (next === undefined) return;
+      this.pending.delete(next[0]);
+      next[1].fn();
+    }
   }
 }
 
@@ -95,7 +112,11 @@ async function setup(
   yaml: string,
   o: { estop?: (reason: string, cause: string) => void } = {},
 ): Promise<Setup> {
-  const fx = await startProgrammable(INVENTORY);
+  // Samples go stale 1000 ms after the runtime received them (monotonic; the test moves it).
+  const fx = await startProgrammable(INVENTORY, {
+    mono: 1_000,
+    staleness: { warnAfterMs: 0, staleAfterMs: 1000 },
+  });
   const { alarms, interlocks } = configOf(yaml);
   const bus = new EventBus();
   const events: RuntimeEvent[] = [];
@@ -108,7 +129,7 @@ async function setup(
     now: () => 0,
     write: (l) => lines.push(l),
   });
-  const timers = new ManualTimers();
+  const timers = new ManualTimers(() => fx.clock.monoMs());
   const make = (c: ReturnType<typeof configOf>, carryFrom?: AlarmEngine) =>
     new AlarmEngine({
       ...(carryFrom ? { carryFrom } : {}),
@@ -117,11 +138,13 @@ async function setup(
       cache: fx.cache,
       registry: fx.registry,
       bus,
-      clock: fx.clock,
+      clock: {
+        nowMs: () => fx.clock.nowMs(),
+        monoMs: () => fx.clock.monoMs(),
+        setTimer: (fn, ms) => timers.set(fn, ms),
+        clearTimer: (id) => timers.clear(id),
+      },
       log,
-      pollingIntervalMs: 100,
-      staleness: { warnAfterMs: 0, staleAfterMs: 1000 },
-      timers,
       actions: {
         fault: (reason) => {
           actions.push(`fault: ${reason}`);
@@ -250,8 +273,14 @@ alarms:
     assert.equal(errors.length, 4, errors.join("\n"));
     assert.ok(errors.some((l) => l.includes("alarm wrong_type: p0/probe/mode is declared string")));
 
-    // A sample older than the staleness bound (1000 ms here) is stale whatever its quality says.
-    await s.read([temp(25, { ts: s.fx.clock.wallMs - 1001 })]);
+    // A sample the runtime received longer ago than the staleness bound (1000 ms here) is stale
+    // whatever its quality says; nothing polls meanwhile: the engine's timer decides it on time.
+    await s.read([temp(25)]);
+    s.fx.clock.mono = s.fx.clock.monoMs() + 1000;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("stale").state, "normal", "exactly at the bound: fresh");
+    s.fx.clock.mono = s.fx.clock.monoMs() + 1;
+    s.timers.fireDue();
     assert.deepEqual(
       alarmEvents(s.events).filter((e) => e.alarm_id === "stale").map((e) => e.transition),
       ["raise"],
@@ -260,8 +289,20 @@ alarms:
       why("stale"),
       "p0/probe/temp is stale: its sample is 1001 ms old (stale after 1000 ms)",
     );
-    await s.read([temp(25, { ts: s.fx.clock.wallMs - 1000 })]);
-    assert.equal(s.engine.alarm("stale").state, "normal", "exactly at the bound: fresh");
+    await s.read([temp(25)]);
+    assert.equal(s.engine.alarm("stale").state, "normal", "fresh again: cleared");
+    // The provider's timestamp is reported, never trusted for age: an hour ahead or behind
+    // changes nothing.
+    await s.read([temp(25, { ts: s.fx.clock.wallMs + 3_600_000 })]);
+    s.fx.clock.mono = s.fx.clock.monoMs() + 1001;
+    s.timers.fireDue();
+    assert.equal(
+      s.engine.alarm("stale").state,
+      "active",
+      "stamped an hour ahead: stale all the same",
+    );
+    await s.read([temp(25, { ts: s.fx.clock.wallMs - 3_600_000 })]);
+    assert.equal(s.engine.alarm("stale").state, "normal", "stamped an hour behind: fresh");
     await s.read([temp(25, { quality: Q.STALE })]);
     assert.equal(s.engine.alarm("stale").state, "active");
     assert.equal(s.engine.alarm("stale").quality, "STALE");
@@ -502,7 +543,7 @@ alarms:
     const shelved = s.engine.shelve("hot", 60_000);
     assert.equal(shelved.state, "shelved");
     assert.equal(shelved.shelved_until_epoch_ms, s.fx.clock.wallMs + 60_000);
-    assert.deepEqual([...s.timers.pending.values()].map((t) => t.ms), [60_000]);
+    assert.ok(s.timers.dueTimes().includes(1_000 + 60_000), "the shelve's timer");
     assert.throws(() => s.engine.shelve("stop", 1000), /cannot be shelved/);
     assert.throws(() => s.engine.ack("nope"), /^RuntimeError: Alarm not found: nope$/);
 
@@ -515,29 +556,33 @@ alarms:
     );
     s.fx.clock.mono = 1_000 + 59_999;
     s.timers.fireAll(); // early: re-armed for what is left
-    assert.deepEqual([...s.timers.pending.values()].map((t) => t.ms), [1]);
+    assert.ok(s.timers.dueTimes().includes(1_000 + 60_000), "re-armed for the 1 ms left");
     assert.equal(s.engine.alarm("hot").state, "shelved");
     s.fx.clock.mono = 1_000 + 60_000;
-    s.timers.fireAll();
+    s.timers.fireDue();
     const last = alarmEvents(s.events).at(-1)!;
     assert.deepEqual([last.transition, last.state, last.shelved_until_epoch_ms], [
       "unshelve",
       "active",
       null,
     ]);
-    assert.equal(s.timers.pending.size, 0);
+    const shelveAt = (t0: number) => s.timers.dueTimes().includes(t0 + 5_000);
+    assert.ok(!s.timers.dueTimes().includes(1_000 + 60_000), "the shelve's timer is gone");
 
+    let t0 = s.fx.clock.monoMs();
     s.engine.shelve("hot", 5_000);
+    assert.ok(shelveAt(t0));
     assert.equal(s.engine.unshelve("hot").state, "active");
-    assert.equal(s.timers.pending.size, 0, "unshelving clears its timer");
+    assert.ok(!shelveAt(t0), "unshelving clears its timer");
+    t0 = s.fx.clock.monoMs();
     s.engine.shelve("hot", 5_000);
     s.fx.clock.mono += 5_000;
     assert.equal(s.engine.alarms()[0].state, "active", "a read never shows an expired shelve");
-    assert.equal(s.timers.pending.size, 0);
+    assert.ok(!shelveAt(t0), "expiring it on a read clears its timer");
     s.engine.shelve("hot", 5_000);
   } finally {
     await s.close();
-    assert.equal(s.timers.pending.size, 0, "stop() clears the shelve timers");
+    assert.equal(s.timers.pending.size, 0, "stop() clears the shelve and wake-up timers");
   }
 });
 
@@ -579,9 +624,9 @@ alarms:
     assert.equal(byId(after).trip.state, "active_acked");
     assert.equal(byId(after).warm.state, "shelved");
     // The carried shelve runs out on the new engine's timer.
-    assert.deepEqual([...s.timers.pending.values()].map((t) => t.ms), [60_000]);
+    assert.ok(s.timers.dueTimes().includes(1_000 + 60_000));
     s.fx.clock.mono = 1_000 + 60_000;
-    s.timers.fireAll();
+    s.timers.fireDue();
     assert.equal(s.engine.alarm("warm").state, "active");
 
     // A changed limit is a new alarm: it starts over and raises on the next poll.

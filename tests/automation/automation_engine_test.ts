@@ -50,7 +50,10 @@ const TREE = "/bt/demo.xml";
 function setup(body: string, o: Partial<AutomationEngineOptions> = {}) {
   const modes = new FakeModes();
   const calls: CallRequest[] = [];
-  const signals = new Map<string, { value: TypedValue; quality: Quality; timestampMs: number }>();
+  const signals = new Map<
+    string,
+    { value: TypedValue; quality: Quality; timestampMs: number; receivedMono: number }
+  >();
   const engine = new AutomationEngine({
     behaviorTree: TREE,
     tickRateHz: 10,
@@ -83,6 +86,7 @@ Deno.test("AutomationEngine services read the cache with UNAVAILABLE as UNKNOWN 
     value: { type: "double", double: 31.5 },
     quality: "UNAVAILABLE",
     timestampMs: 1,
+    receivedMono: 1,
   });
   assert.deepEqual(engine.services.readSignal("sim0/tempctl0", "tc1_temp"), {
     value: { type: "double", double: 31.5 },

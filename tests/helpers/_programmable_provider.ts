@@ -117,7 +117,8 @@ async function answer(req: WireRequest): Promise<WireResponse> {
   if (req.get_health) {
     healthRequests++;
     const status = await applyProgram(healthProgram);
-    return { request_id: id, status, ...(status?.code === ok.code ? { get_health: {} } : {}) };
+    const answer = healthProgram.devices ? { devices: [...healthProgram.devices] } : {};
+    return { request_id: id, status, ...(status?.code === ok.code ? { get_health: answer } : {}) };
   }
   const deviceId = req.describe_device?.device_id ?? req.read_signals?.device_id ??
     req.call?.device_id ?? "";

@@ -91,6 +91,8 @@ export interface AnswerProgram {
   readonly error?: { readonly code: number; readonly message?: string };
   readonly hang?: boolean;
   readonly delayMs?: number;
+  /** GetHealth only: the devices' health in the answer (state: WireDeviceState). */
+  readonly devices?: readonly { readonly device_id: string; readonly state: number }[];
 }
 
 /** Function 1 `program`: ReadSignals of `device` (default the called one), and GetHealth. */
@@ -218,6 +220,8 @@ export async function startProgrammable(
     restart?: Partial<RestartPolicyConfig>;
     sh?: string;
     reportedHealthIntervalMs?: number;
+    /** health.staleness of the cache (default: derived from intervalMs). */
+    staleness?: { warnAfterMs: number; staleAfterMs: number };
     /** A monotonic clock standing at this value from the start (see TestClock). */
     mono?: number;
     /** How provider processes are started (default spawnProcess). */
@@ -253,6 +257,7 @@ export async function startProgrammable(
     clock,
     log,
     intervalMs: o.intervalMs ?? 60_000,
+    ...(o.staleness ? { staleness: o.staleness } : {}),
     ...(o.reportedHealthIntervalMs !== undefined
       ? { reportedHealthIntervalMs: o.reportedHealthIntervalMs }
       : {}),

@@ -65,6 +65,7 @@ export interface TestConfigOptions {
   alarms?: Config["alarms"];
   audit?: Partial<Config["audit"]>;
   interlocks?: Config["interlocks"];
+  health?: Partial<Config["health"]>;
 }
 
 /** A complete Config with defaults from the contract and one simulated provider `sim0`. */
@@ -140,7 +141,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
         verifyTimeoutMs: o.safety?.verifyTimeoutMs ?? 2000,
       },
     },
-    health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 } },
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 }, ...o.health },
     audit: { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8, ...o.audit },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],

@@ -45,6 +45,10 @@ Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its tic
         },
         run_id: null,
         last_error: null,
+        mode: "IDLE",
+        not_running: { cause: "mode", mode: "IDLE" },
+        why_not_running: "mode is IDLE: the tree ticks only in AUTO",
+        blocked_devices: [],
         device_loss_latched: [],
         device_outages: [],
       });
@@ -59,6 +63,9 @@ Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its tic
       const auto = await fx.request("GET", "/v0/automation/status");
       assert.equal(auto.json.execution_status, "running");
       assert.equal(auto.json.execution_reason, undefined);
+      assert.equal(auto.json.mode, "AUTO");
+      assert.equal(auto.json.not_running, null, "running: no reason");
+      assert.equal(auto.json.why_not_running, null);
       assert.deepEqual(auto.json.automation_version, version);
       assert.ok(auto.json.last_evaluation_at_epoch_ms > 0);
       assert.ok(auto.json.engine_diagnostics.total_ticks > 0);

@@ -37,7 +37,16 @@ Deno.test("stalenessBounds uses configured values and keeps warn <= stale", () =
   });
 });
 
-function device(lastPollMs: number, qualities: Quality[], sampleAt = lastPollMs): DeviceState {
+/**
+ * A device last polled at `lastPollMono` (monotonic; 0: never) whose samples the runtime received
+ * at `receivedAt`, stamped by the provider at `stampedAt` (wall).
+ */
+function device(
+  lastPollMono: number,
+  qualities: Quality[],
+  receivedAt = lastPollMono,
+  stampedAt = 1_700_000_000_000,
+): DeviceState {
   const signals = new Map(
     qualities.map((
       q,
@@ -45,7 +54,8 @@ function device(lastPollMs: number, qualities: Quality[], sampleAt = lastPollMs)
     ) => [`s${i}`, {
       value: { type: "double", double: i } as const,
       quality: q,
-      timestampMs: sampleAt,
+      timestampMs: stampedAt,
+      receivedMono: receivedAt,
     }]),
   );
   return {
@@ -53,7 +63,8 @@ function device(lastPollMs: number, qualities: Quality[], sampleAt = lastPollMs)
     deviceId: "d",
     pollable: qualities.map((_, i) => `s${i}`),
     signals,
-    lastPollMs,
+    lastPollMs: lastPollMono === 0 ? 0 : 1_700_000_000_000,
+    lastPollMono,
     available: true,
   };
 }
@@ -72,7 +83,21 @@ Deno.test("deviceLiveness grades by poll age and signal quality with the contrac
     ["a STALE signal", device(now - 10, ["OK", "STALE"]), true, "STALE"],
     ["a FAULT signal beats STALE", device(now - 6000, ["FAULT", "STALE"]), true, "FAULT"],
     ["provider down beats everything", device(now - 10, ["FAULT"]), false, "UNAVAILABLE"],
-    ["old sample timestamp", device(now - 10, ["OK"], now - 6000), true, "STALE"],
+    ["a sample received long ago", device(now - 10, ["OK"], now - 6000), true, "STALE"],
+    // Ages are measured from receipt: a provider clock an hour ahead keeps nothing fresh ...
+    [
+      "old, stamped an hour ahead",
+      device(now - 10, ["OK"], now - 6000, 1_700_003_600_000),
+      true,
+      "STALE",
+    ],
+    // ... and one an hour behind makes nothing stale.
+    [
+      "fresh, stamped an hour behind",
+      device(now - 10, ["OK"], now - 10, 1_699_996_400_000),
+      true,
+      "OK",
+    ],
   ];
   for (const [name, state, up, expected] of cases) {
     assert.equal(deviceLiveness(state, up, B, noDeclared, now).health, expected, name);

@@ -42,7 +42,7 @@ function reported(
   provider: WireProviderHealth | undefined,
   devices: WireDeviceHealth[] = [],
 ): ReportedHealthEntry {
-  return { atMs: 0, response: { ...(provider ? { provider } : {}), devices } };
+  return { atMs: 0, atMono: 0, response: { ...(provider ? { provider } : {}), devices } };
 }
 
 Deno.test("providerHealthViews maps a down provider's reported health and lists devices only it reports", () => {
@@ -66,7 +66,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
   const [view] = providerHealthViews(
     registry,
     cache,
-    { pollingIntervalMs: 100, staleness: STALENESS, nowMs: Date.now() },
+    { pollingIntervalMs: 100, staleness: STALENESS, nowMono: performance.now() },
     new Map([["sim0", entry]]),
   );
   const unregistered = {
@@ -119,6 +119,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
     ],
     discovery_warnings: [],
     data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+    timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
   });
 });
 
@@ -128,7 +129,7 @@ Deno.test("providerHealthViews: degraded when the provider says DEGRADED or FAUL
     providerHealthViews(
       registry,
       cache,
-      { pollingIntervalMs: 100, staleness: STALENESS, nowMs: 0 },
+      { pollingIntervalMs: 100, staleness: STALENESS, nowMono: 0 },
       new Map([["sim0", entry]]),
     )[0];
   const OK = { state: WireProviderState.OK };
@@ -174,7 +175,7 @@ Deno.test("providerHealthViews: degraded when the provider says DEGRADED or FAUL
   const [cached] = providerHealthViews(registry, cache, {
     pollingIntervalMs: 100,
     staleness: STALENESS,
-    nowMs: 0,
+    nowMono: 0,
   });
   assert.equal(cached.reported, null);
   assert.deepEqual(cached.devices, []);
@@ -205,17 +206,17 @@ Deno.test("providerHealthViews grades each registered device of a running provid
       },
     };
     const analog = rt.cache.device("sim0", "analogsensor0")!;
-    // Sample timestamps are the provider's, the poll time the runtime's: start after both.
+    // Ages run on the runtime's monotonic clock from the last poll and each sample's receipt.
     const t0 = Math.max(
-      analog.lastPollMs,
-      ...[...analog.signals.values()].map((s) => s.timestampMs),
+      analog.lastPollMono,
+      ...[...analog.signals.values()].map((s) => s.receivedMono),
     );
-    const views = (nowMs: number) =>
+    const views = (nowMono: number) =>
       providerHealthViews(
         rt.registry,
         rt.cache,
         // stale_after 1000 ms: above the analog channels' declared 500, below sensor_quality's 3000
-        { pollingIntervalMs: 60_000, staleness: { warnAfterMs: 0, staleAfterMs: 1000 }, nowMs },
+        { pollingIntervalMs: 60_000, staleness: { warnAfterMs: 0, staleAfterMs: 1000 }, nowMono },
         new Map([["sim0", withGhost]]),
       )[0];
 
@@ -242,7 +243,7 @@ Deno.test("providerHealthViews grades each registered device of a running provid
     );
     const a = fresh.devices[0];
     assert.equal(a.last_poll_ms, analog.lastPollMs);
-    assert.equal(a.staleness_ms, t0 + 100 - analog.lastPollMs);
+    assert.equal(a.staleness_ms, Math.round(t0 + 100 - analog.lastPollMono));
     assert.equal(a.type_version, "1.0");
     assert.deepEqual(a.descriptor_tags, { family: "sim", kind: "analog_input" });
     // A device only the provider reports has no descriptor: "" and {} (anolis OpenAPI).
@@ -261,13 +262,13 @@ Deno.test("providerHealthViews grades each registered device of a running provid
     const late = views(t0 + 2000).devices[0];
     assert.equal(late.health, "STALE");
     assert.equal(late.stale_signal_count, 4);
-    assert.equal(late.staleness_ms, t0 + 2000 - analog.lastPollMs);
+    assert.equal(late.staleness_ms, Math.round(t0 + 2000 - analog.lastPollMono));
 
     // A GetHealth answer without devices: registered devices carry no reported part.
     const [bare, p0] = providerHealthViews(
       rt.registry,
       rt.cache,
-      { pollingIntervalMs: 60_000, staleness: STALENESS, nowMs: t0 },
+      { pollingIntervalMs: 60_000, staleness: STALENESS, nowMono: t0 },
       new Map([["sim0", reported({ state: WireProviderState.OK })]]),
     );
     assert.deepEqual(bare.devices.map((d) => d.reported), [null, null, null, null, null]);

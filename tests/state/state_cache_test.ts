@@ -10,7 +10,12 @@ import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
-import { DATA_FAULT_LOG_LINES, DATA_FAULT_LOG_WINDOW_MS, StateCache } from "../../src/state/mod.ts";
+import {
+  DATA_FAULT_LOG_LINES,
+  DATA_FAULT_LOG_WINDOW_MS,
+  type SignalState,
+  StateCache,
+} from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import {
   dbl,
@@ -32,6 +37,13 @@ const D0 = {
     },
   },
 };
+
+/** A cached sample without its receipt time (the monotonic clock's; asserted on its own). */
+function stored(s: SignalState | undefined): Omit<SignalState, "receivedMono"> | undefined {
+  if (s === undefined) return undefined;
+  const { receivedMono: _, ...rest } = s;
+  return rest;
+}
 
 /** The events about signals and devices (provider health changes left out), then cleared. */
 function take(fx: ProgrammableFixture): RuntimeEvent[] {
@@ -68,12 +80,12 @@ Deno.test("StateCache stores each sample with the provider's time, else the time
     assert.equal(fx.cache.device("p0", "d0")!.lastPollMs, 0, "never polled yet");
     assert.equal(fx.cache.device("p0", "d0")!.available, false);
     await fx.cache.pollDevice("p0", "d0");
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: { type: "double", double: 1.5 },
       quality: "OK",
       timestampMs: 1_650_000_000_250,
     });
-    assert.deepEqual(fx.cache.signal("p0", "d0", "n"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "n")), {
       value: { type: "int64", int64: 42 },
       quality: "OK",
       timestampMs: 1_700_000_123_000,
@@ -216,7 +228,7 @@ Deno.test("StateCache: a signal answered without a value keeps its last value an
     fx.clock.wallMs = 1_700_000_000_000;
     await fx.program("d0", { read: { values: [{ id: "x", quality: Q.UNKNOWN, ts: 5_000 }] } });
     await fx.cache.pollDevice("p0", "d0");
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: null,
       quality: "UNAVAILABLE",
       timestampMs: 5_000,
@@ -226,7 +238,7 @@ Deno.test("StateCache: a signal answered without a value keeps its last value an
     // Its quality changes, still without a value: quality_change only.
     await fx.program("d0", { read: { values: [{ id: "x", quality: Q.FAULT }] } });
     await fx.cache.pollDevice("p0", "d0");
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: null,
       quality: "FAULT",
       timestampMs: 1_700_000_000_000,
@@ -243,7 +255,7 @@ Deno.test("StateCache: a signal answered without a value keeps its last value an
     // The value goes away: the last value and its time stay, with the new quality.
     await fx.program("d0", { read: { values: [{ id: "x", quality: Q.STALE, ts: 9_000 }] } });
     await fx.cache.pollDevice("p0", "d0");
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: { type: "double", double: 7.25 },
       quality: "STALE",
       timestampMs: 6_000,
@@ -297,7 +309,7 @@ Deno.test("StateCache refuses a value whose member disagrees with the declared t
       { id: "any", type: T.STRING, bool: false, quality: Q.OK },
     ]);
     // Refused: the last good value (and its time) kept, quality FAULT.
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: { type: "double", double: 1.5 },
       quality: "FAULT",
       timestampMs: 1_000,
@@ -336,7 +348,7 @@ Deno.test("StateCache stores NaN and infinities with quality FAULT and counts th
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", "NaN", { ts: 1_000 })] } });
     await fx.cache.pollDevice("p0", "d0");
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: { type: "double", double: NaN, non_finite: "NaN" },
       quality: "FAULT",
       timestampMs: 1_000,
@@ -430,7 +442,7 @@ Deno.test("StateCache: a poll answered with an error status marks the device una
     await fx.cache.pollDevice("p0", "d0");
     const dev = fx.cache.device("p0", "d0")!;
     assert.equal(dev.available, false);
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: { type: "double", double: 1.5 },
       quality: "UNAVAILABLE",
       timestampMs: 1_000,
@@ -507,9 +519,10 @@ Deno.test("StateCache.pollDevice does nothing for unknown devices, devices witho
 Deno.test("StateCache.fetchReportedHealth stores the answer; after UNIMPLEMENTED it stops asking this session", async () => {
   await withFixture(D0, async (fx) => {
     fx.clock.wallMs = 1_700_000_000_042;
+    fx.clock.mono = 7_000;
     assert.equal(fx.cache.reportedHealth("p0"), undefined);
     const entry = await fx.cache.fetchReportedHealth(fx.host);
-    assert.deepEqual(entry, { atMs: 1_700_000_000_042, response: {} });
+    assert.deepEqual(entry, { atMs: 1_700_000_000_042, atMono: 7_000, response: {} });
     assert.deepEqual(fx.cache.reportedHealth("p0"), entry);
     assert.equal(fx.host.session!.supportsGetHealth, true);
 
@@ -643,7 +656,7 @@ Deno.test("StateCache after rediscovery keeps samples whose declared type still 
     const d0 = fx.cache.device("p0", "d0")!;
     assert.deepEqual(d0.pollable, ["same", "retyped", "untyped", "valueless", "added"]);
     // Kept: the value and time (its quality is still the one the outage left).
-    assert.deepEqual(d0.signals.get("same"), {
+    assert.deepEqual(stored(d0.signals.get("same")), {
       value: { type: "double", double: 1 },
       quality: "UNAVAILABLE",
       timestampMs: 1_000,
@@ -693,7 +706,7 @@ Deno.test("StateCache marks a down provider's devices unavailable and polls agai
     await waitFor("down", () => !fx.cache.device("p0", "d0")!.available);
     await waitFor("polled after the restart", () => fx.cache.device("p0", "d0")!.available);
     assert.notEqual(fx.host.session!.pid, pid);
-    assert.deepEqual(fx.cache.signal("p0", "d0", "x"), {
+    assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
       value: { type: "double", double: 2 },
       quality: "OK",
       timestampMs: fx.clock.wallMs,

@@ -1,0 +1,289 @@
+/**
+ * Whether a device is down, in the sense an operator means (docs/safety.md "A device that drops
+ * out"), decided in one place for the AUTO gate, the device-loss latch, alarms and interlocks:
+ *
+ * | what is seen                                              | condition                          |
+ * |-----------------------------------------------------------|------------------------------------|
+ * | its provider is not configured, or not AVAILABLE          | down at once                       |
+ * | its provider is up but does not list it                   | down at once                       |
+ * | its last read failed, every polled signal is UNAVAILABLE  | failing; down once it has been so  |
+ * | or FAULT, or the provider's health reports it UNREACHABLE | for {@link deviceDownAfterMs}      |
+ * | it has no polled signal (nothing to judge reads by)       | up (listed by an AVAILABLE provider) |
+ * | otherwise                                                 | up                                 |
+ *
+ * "Failing" is already a bad input for an alarm or an interlock (they have their own delay) and
+ * refuses entering AUTO; "down" engages the device-loss latch. Time is the monotonic clock.
+ *
+ * Every device a provider lists is followed: each change of its condition is told to the
+ * listeners when it happens, including the step from failing to down, which a timer decides on
+ * time whether or not anything polls (a provider that hangs is not polled).
+ */
+import { WireDeviceState } from "../adpp/mod.ts";
+import type { Clock, DeviceCapabilities, TimerId } from "../common/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
+import type { DeviceState, StateCache } from "./state_cache.ts";
+
+/** Reads failing for at least this many poll intervals make a device down ... */
+export const DEVICE_DOWN_AFTER_POLLS = 3;
+/** ... and for at least this long (ms), whatever the interval. */
+export const DEVICE_DOWN_MIN_MS = 500;
+
+/** How long reads must fail before a device counts as down, for a polling interval. */
+export function deviceDownAfterMs(pollingIntervalMs: number): number {
+  return Math.max(DEVICE_DOWN_MIN_MS, DEVICE_DOWN_AFTER_POLLS * pollingIntervalMs);
+}
+
+/** A device's condition now. */
+export type DeviceConditionKind = "up" | "failing" | "down";
+
+/** What the monitor says about one device. */
+export interface DeviceCondition {
+  readonly kind: DeviceConditionKind;
+  /** Why it is failing or down (`provider sim0 is UNAVAILABLE`, `reads fail: ...`); "" when up. */
+  readonly reason: string;
+  /** Monotonic time the device started failing or went down; null when up (or not known). */
+  readonly sinceMono: number | null;
+}
+
+/** A change of a watched device's condition. */
+export interface DeviceConditionChange {
+  readonly providerId: string;
+  readonly deviceId: string;
+  readonly previous: DeviceConditionKind;
+  readonly condition: DeviceCondition;
+  /** Wall time of the change (for events and records). */
+  readonly atWallMs: number;
+}
+
+export type DeviceConditionListener = (change: DeviceConditionChange) => void;
+
+export interface DeviceOutagesOptions {
+  readonly registry: ProviderRegistry;
+  readonly cache: StateCache;
+  readonly clock: Clock;
+  /** How long reads must fail before the device is down (deviceDownAfterMs of the interval). */
+  readonly downAfterMs: number;
+}
+
+const UP: DeviceCondition = { kind: "up", reason: "", sinceMono: null };
+
+/** A device of the current inventory whose condition changes are told (every listed device). */
+interface Tracked {
+  readonly providerId: string;
+  readonly deviceId: string;
+  condition: DeviceCondition;
+  timer: TimerId | null;
+}
+
+/** Decides "device down" (module comment) and tells every change of a listed device. */
+export class DeviceOutages {
+  readonly #o: DeviceOutagesOptions;
+  #downAfterMs: number;
+  /**
+   * When each failing device started failing (monotonic); keyed by the cache's own device
+   * object (no key built per poll; a rediscovered device starts afresh).
+   */
+  readonly #failingSince = new WeakMap<DeviceState, number>();
+  /** Provider id -> monotonic time it went down (cleared when it comes back). */
+  readonly #providerDownSince = new Map<string, number>();
+  /** Provider id -> device id -> the device as followed (two lookups per poll, no key string). */
+  readonly #tracked = new Map<string, Map<string, Tracked>>();
+  readonly #listeners: DeviceConditionListener[] = [];
+  #stopped = false;
+
+  constructor(options: DeviceOutagesOptions) {
+    this.#o = options;
+    this.#downAfterMs = options.downAfterMs;
+    options.cache.onDevicePolled((dev) => this.#polled(dev));
+    options.registry.eachHost((host) => {
+      const current = () => options.registry.host(host.id) === host;
+      if (!host.available) this.#providerDownSince.set(host.id, options.clock.monoMs());
+      host.onAvailability((up) => {
+        if (!current()) return;
+        if (up) this.#providerDownSince.delete(host.id);
+        else this.#providerDownSince.set(host.id, options.clock.monoMs());
+        this.#recheckProvider(host.id);
+      });
+      const follow = (devices: readonly DeviceCapabilities[]) => {
+        if (!current()) return;
+        let tracked = this.#tracked.get(host.id);
+        if (tracked === undefined) this.#tracked.set(host.id, tracked = new Map());
+        for (const caps of devices) {
+          const id = caps.device.deviceId;
+          if (tracked.has(id)) continue;
+          // First seen: its condition now is where it starts (a device is lost only after it
+          // was seen, so a provider still starting loses nothing).
+          const t: Tracked = { providerId: host.id, deviceId: id, condition: UP, timer: null };
+          t.condition = this.condition(host.id, id);
+          tracked.set(id, t);
+        }
+        this.#recheckProvider(host.id);
+      };
+      host.onInventory(follow);
+      follow(host.devices); // none yet unless the host is up already
+    });
+    options.registry.onHostRemoved((host) => {
+      this.#providerDownSince.set(host.id, options.clock.monoMs());
+      this.#recheckProvider(host.id);
+      this.#providerDownSince.delete(host.id);
+    });
+  }
+
+  /** How long reads must fail before a device is down (ms). */
+  get downAfterMs(): number {
+    return this.#downAfterMs;
+  }
+
+  /** Changes the bound (polling interval reloaded); re-judges every device at once. */
+  setDownAfterMs(ms: number): void {
+    this.#downAfterMs = ms;
+    for (const providerId of this.#tracked.keys()) this.#recheckProvider(providerId);
+  }
+
+  /** The device's condition now (table in the module comment). */
+  condition(providerId: string, deviceId: string): DeviceCondition {
+    const host = this.#o.registry.host(providerId);
+    if (!host) {
+      return down(`provider ${providerId} is not configured`, this.#providerSince(providerId));
+    }
+    if (!host.available) {
+      return down(
+        `provider ${providerId} is unavailable (${host.lifecycle})`,
+        this.#providerSince(providerId),
+      );
+    }
+    // The cache holds an entry for every device the provider lists (polled or not).
+    const dev = this.#o.cache.device(providerId, deviceId);
+    if (dev === undefined) return down(`not in the inventory of provider ${providerId}`, null);
+    const failure = readFailure(dev, this.#o.cache);
+    if (failure === null) return UP;
+    const since = this.#failingSince.get(dev) ?? null;
+    if (since !== null && this.#o.clock.monoMs() - since >= this.#downAfterMs) {
+      return { kind: "down", reason: failure, sinceMono: since };
+    }
+    return { kind: "failing", reason: failure, sinceMono: since };
+  }
+
+  /** Subscribes to condition changes of listed devices; returns the unsubscribe function. */
+  onChange(listener: DeviceConditionListener): () => void {
+    this.#listeners.push(listener);
+    return () => {
+      const i = this.#listeners.indexOf(listener);
+      if (i >= 0) this.#listeners.splice(i, 1);
+    };
+  }
+
+  /** Stops every timer; no listener is told anything after this. */
+  stop(): void {
+    this.#stopped = true;
+    for (const devices of this.#tracked.values()) {
+      for (const t of devices.values()) this.#o.clock.clearTimer(t.timer);
+    }
+  }
+
+  #providerSince(providerId: string): number | null {
+    return this.#providerDownSince.get(providerId) ?? null;
+  }
+
+  /** After every poll of a device (answered or failed) and when its provider went down. */
+  #polled(dev: DeviceState): void {
+    const host = this.#o.registry.host(dev.providerId);
+    const failing = host !== undefined && host.available && readsFail(dev, this.#o.cache);
+    if (!failing) this.#failingSince.delete(dev);
+    else if (!this.#failingSince.has(dev)) this.#failingSince.set(dev, this.#o.clock.monoMs());
+    const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
+    if (t !== undefined) this.#recheck(t);
+  }
+
+  /** Re-judges every device of a provider; one no longer listed is told once, then forgotten. */
+  #recheckProvider(providerId: string): void {
+    const tracked = this.#tracked.get(providerId);
+    if (tracked === undefined) return;
+    const host = this.#o.registry.host(providerId);
+    for (const [id, t] of tracked) {
+      this.#recheck(t);
+      const listed = host !== undefined && host.devices.some((d) => d.device.deviceId === id);
+      if (!listed && (host === undefined || host.available)) {
+        this.#o.clock.clearTimer(t.timer);
+        tracked.delete(id);
+      }
+    }
+    if (host === undefined) this.#tracked.delete(providerId);
+  }
+
+  #recheck(t: Tracked): void {
+    if (this.#stopped) return;
+    const next = this.condition(t.providerId, t.deviceId);
+    const previous = t.condition;
+    t.condition = next;
+    this.#armDownTimer(t);
+    if (previous.kind === next.kind) return;
+    const change: DeviceConditionChange = {
+      providerId: t.providerId,
+      deviceId: t.deviceId,
+      previous: previous.kind,
+      condition: next,
+      atWallMs: this.#o.clock.nowMs(),
+    };
+    for (const l of [...this.#listeners]) l(change);
+  }
+
+  /** A failing device is re-judged when the bound runs out (nothing may poll it meanwhile). */
+  #armDownTimer(t: Tracked): void {
+    const clock = this.#o.clock;
+    if (t.timer !== null) {
+      clock.clearTimer(t.timer);
+      t.timer = null;
+    }
+    const c = t.condition;
+    if (c.kind !== "failing" || c.sinceMono === null || this.#stopped) return;
+    const dueIn = c.sinceMono + this.#downAfterMs - clock.monoMs();
+    t.timer = clock.setTimer(() => {
+      t.timer = null;
+      this.#recheck(t);
+    }, Math.max(0, dueIn));
+  }
+}
+
+function down(reason: string, sinceMono: number | null): DeviceCondition {
+  return { kind: "down", reason, sinceMono };
+}
+
+/**
+ * Whether the reads of a device fail: the last poll failed, every polled signal is UNAVAILABLE
+ * or FAULT, or the provider's own health says the device is UNREACHABLE. Allocates nothing (it
+ * runs after every poll).
+ */
+function readsFail(dev: DeviceState, cache: StateCache): boolean {
+  if (dev.pollable.length === 0) return false;
+  if (!dev.available) return true;
+  const pollable = dev.pollable;
+  let bad = 0;
+  for (let i = 0; i < pollable.length; i++) {
+    const q = dev.signals.get(pollable[i])?.quality;
+    if (q === "UNAVAILABLE" || q === "FAULT") bad++;
+  }
+  if (bad === pollable.length) return true;
+  return reportedUnreachable(dev, cache);
+}
+
+function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {
+  const devices = cache.reportedHealth(dev.providerId)?.response.devices;
+  if (devices === undefined) return false;
+  for (let i = 0; i < devices.length; i++) {
+    if (devices[i].device_id === dev.deviceId) {
+      return devices[i].state === WireDeviceState.UNREACHABLE;
+    }
+  }
+  return false;
+}
+
+/** Why the reads of a device fail (readsFail's reasons, as an operator reads them); else null. */
+function readFailure(dev: DeviceState, cache: StateCache): string | null {
+  if (!readsFail(dev, cache)) return null;
+  if (!dev.available) {
+    return dev.lastPollMs === 0 ? "it has not answered a read yet" : "its reads fail";
+  }
+  if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
+  return "every polled signal is UNAVAILABLE or FAULT";
+}

@@ -1,0 +1,256 @@
+/**
+ * DeviceOutages: what counts as "device down" (issue 40), table-driven over a real provider
+ * process (the programmable provider) and a real StateCache. Polls happen when the test asks;
+ * the monotonic clock stands still unless the test moves it, and the monitor's timers are fired
+ * by hand.
+ */
+import assert from "node:assert/strict";
+import type { Clock } from "../../src/common/mod.ts";
+import {
+  type DeviceConditionChange,
+  type DeviceConditionKind,
+  deviceDownAfterMs,
+  DeviceOutages,
+} from "../../src/state/mod.ts";
+import { StatusCode, WireDeviceState } from "../../src/adpp/mod.ts";
+import {
+  dbl,
+  type Inventory,
+  type ProgrammableFixture,
+  Q,
+  startProgrammable,
+  T,
+} from "../helpers/programmable_provider.ts";
+
+const DOWN_AFTER_MS = 500;
+
+const INVENTORY: Inventory = {
+  devices: {
+    pump: {
+      signals: [{ id: "flow", type: T.DOUBLE }, { id: "temp", type: T.DOUBLE }],
+      values: [dbl("flow", 1), dbl("temp", 20)],
+    },
+    // Declares a signal without a poll hint: nothing is read, so nothing to judge reads by.
+    switch: { signals: [{ id: "state", type: T.DOUBLE, hint: 0 }] },
+  },
+};
+
+/** The monitor's timers, fired by hand when the fixture's monotonic time has come. */
+class Timers {
+  readonly pending = new Map<number, { fn: () => void; due: number }>();
+  #next = 1;
+  constructor(readonly fx: ProgrammableFixture) {}
+  readonly clock: Clock = {
+    nowMs: () => this.fx.clock.nowMs(),
+    monoMs: () => this.fx.clock.monoMs(),
+    setTimer: (fn, ms) => {
+      const id = this.#next++;
+      this.pending.set(id, { fn, due: this.fx.clock.monoMs() + ms });
+      return id;
+    },
+    clearTimer: (id) => void this.pending.delete(id as number),
+  };
+  /** Moves the monotonic clock by `ms` and fires what fell due. */
+  advance(ms: number): void {
+    this.fx.clock.mono = this.fx.clock.monoMs() + ms;
+    for (const [id, t] of [...this.pending]) {
+      if (t.due > this.fx.clock.monoMs()) continue;
+      this.pending.delete(id);
+      t.fn();
+    }
+  }
+}
+
+interface Rig {
+  fx: ProgrammableFixture;
+  outages: DeviceOutages;
+  timers: Timers;
+  changes: DeviceConditionChange[];
+  kind(device: string): DeviceConditionKind;
+  poll(device: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function rig(): Promise<Rig> {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000 });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => changes.push(c));
+  await fx.cache.pollDevice("p0", "pump");
+  // Before its first answer the pump was failing ("has not answered a read yet"); now up.
+  assert.deepEqual(changes.map((c) => [c.deviceId, c.previous, c.condition.kind]), [
+    ["pump", "failing", "up"],
+  ]);
+  changes.length = 0;
+  return {
+    fx,
+    outages,
+    timers,
+    changes,
+    kind: (device) => outages.condition("p0", device).kind,
+    poll: (device) => fx.cache.pollDevice("p0", device),
+    async close() {
+      outages.stop();
+      await fx.close();
+    },
+  };
+}
+
+Deno.test("deviceDownAfterMs: at least DEVICE_DOWN_AFTER_POLLS intervals and never under 500 ms", () => {
+  assert.equal(deviceDownAfterMs(100), 500);
+  assert.equal(deviceDownAfterMs(1000), 3000);
+});
+
+/** One row: what the provider does, then the condition after a poll, then past the bound. */
+interface Row {
+  readonly name: string;
+  /** Makes the device's reads go bad (or not); the test polls after it. */
+  readonly act: (r: Rig) => Promise<void>;
+  readonly device: string;
+  readonly afterPoll: DeviceConditionKind;
+  readonly pastBound: DeviceConditionKind;
+  readonly reason: RegExp | "";
+}
+
+const ROWS: Row[] = [
+  {
+    name: "reads answer OK",
+    act: async () => {},
+    device: "pump",
+    afterPoll: "up",
+    pastBound: "up",
+    reason: "",
+  },
+  {
+    name: "some signals FAULT, one OK",
+    act: (r) =>
+      r.fx.program("pump", {
+        read: { values: [dbl("flow", 1, { quality: Q.FAULT }), dbl("temp", 20)] },
+      }),
+    device: "pump",
+    afterPoll: "up",
+    pastBound: "up",
+    reason: "",
+  },
+  {
+    name: "every polled signal FAULT or UNAVAILABLE",
+    act: (r) =>
+      r.fx.program("pump", {
+        read: {
+          values: [dbl("flow", 1, { quality: Q.FAULT }), dbl("temp", 2, { quality: Q.UNKNOWN })],
+        },
+      }),
+    device: "pump",
+    afterPoll: "failing",
+    pastBound: "down",
+    reason: /every polled signal is UNAVAILABLE or FAULT/,
+  },
+  {
+    name: "the read fails with a status (the provider says the device is gone)",
+    act: (r) => r.fx.program("pump", { read: { error: { code: StatusCode.NOT_FOUND } } }),
+    device: "pump",
+    afterPoll: "failing",
+    pastBound: "down",
+    reason: /its reads fail/,
+  },
+  {
+    name: "the provider's health reports it UNREACHABLE while its reads answer",
+    act: async (r) => {
+      await r.fx.program("pump", {
+        health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
+      });
+      await r.fx.cache.fetchReportedHealth(r.fx.host);
+    },
+    device: "pump",
+    afterPoll: "failing",
+    pastBound: "down",
+    reason: /reports it UNREACHABLE/,
+  },
+  {
+    name: "no polled signal: nothing to judge reads by",
+    act: async () => {},
+    device: "switch",
+    afterPoll: "up",
+    pastBound: "up",
+    reason: "",
+  },
+];
+
+for (const row of ROWS) {
+  Deno.test(`DeviceOutages: ${row.name} -> ${row.afterPoll}, past the bound ${row.pastBound}`, async () => {
+    const r = await rig();
+    try {
+      await row.act(r);
+      await r.poll(row.device);
+      assert.equal(r.kind(row.device), row.afterPoll, "after the poll");
+      // Nothing polls any more: the monitor's own timer decides the bound.
+      r.timers.advance(DOWN_AFTER_MS - 1);
+      assert.equal(r.kind(row.device), row.afterPoll, "1 ms before the bound");
+      r.timers.advance(1);
+      const c = r.outages.condition("p0", row.device);
+      assert.equal(c.kind, row.pastBound, "at the bound");
+      if (row.reason === "") assert.equal(c.reason, "");
+      else assert.match(c.reason, row.reason);
+      const told = r.changes.filter((ch) => ch.deviceId === row.device).map((ch) =>
+        ch.condition.kind
+      );
+      const expected = [row.afterPoll, row.pastBound].filter((k, i, a) =>
+        k !== "up" && a.indexOf(k) === i
+      );
+      assert.deepEqual(told, expected, "each change told once, when it happened");
+      if (row.pastBound === "down") {
+        // Answering again: up at once.
+        await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+        await r.fx.program("pump", { health: {} });
+        await r.fx.cache.fetchReportedHealth(r.fx.host);
+        await r.poll(row.device);
+        assert.equal(r.kind(row.device), "up");
+        assert.equal(r.changes.at(-1)?.condition.kind, "up");
+      }
+    } finally {
+      await r.close();
+    }
+  });
+}
+
+Deno.test("DeviceOutages: a provider that goes down makes every device down at once, with its reason", async () => {
+  const r = await rig();
+  try {
+    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
+    for (let i = 0; i < 200 && r.fx.host.available; i++) {
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    for (const device of ["pump", "switch"]) {
+      const c = r.outages.condition("p0", device);
+      assert.equal(c.kind, "down", device);
+      assert.match(c.reason, /^provider p0 is unavailable/);
+    }
+    assert.deepEqual(
+      r.changes.map((c) => [c.deviceId, c.previous, c.condition.kind]),
+      [["pump", "up", "down"], ["switch", "up", "down"]],
+    );
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device the provider does not list, or a provider not configured, is down", async () => {
+  const r = await rig();
+  try {
+    assert.deepEqual(r.outages.condition("p0", "ghost"), {
+      kind: "down",
+      reason: "not in the inventory of provider p0",
+      sinceMono: null,
+    });
+    assert.equal(r.outages.condition("p9", "pump").kind, "down");
+    assert.match(r.outages.condition("p9", "pump").reason, /provider p9 is not configured/);
+  } finally {
+    await r.close();
+  }
+});
