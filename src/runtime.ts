@@ -216,6 +216,7 @@ export class Runtime {
       cache: this.cache,
       registry: this.registry,
       outages: this.outages,
+      audit: this.audit,
       bus: this.bus,
       clock: this.host.clock,
       log: this.host.log,

@@ -38,7 +38,7 @@ import type {
   BadQualityPolicy,
   InterlockConfig,
 } from "../config/mod.ts";
-import type { GateContext } from "../control/mod.ts";
+import type { AuditOrigin, AuditSink, GateContext } from "../control/mod.ts";
 import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceOutages, DeviceState, StateCache } from "../state/mod.ts";
@@ -75,6 +75,8 @@ export interface AlarmEngineOptions {
   readonly clock: Clock;
   readonly log: Logger;
   readonly actions: AlarmActions;
+  /** Where an operator's ack, shelve and unshelve are recorded (who, which alarm, outcome). */
+  readonly audit?: AuditSink;
   /**
    * The engine this one replaces (configuration reload): an alarm the reload kept (same id and
    * limits, signal, action and the rest; message and place may differ) carries on with its state
@@ -157,15 +159,21 @@ export const TRANSITION_LOG_LINES = 5;
 /** The window of TRANSITION_LOG_LINES. */
 export const TRANSITION_LOG_WINDOW_MS = 60_000;
 
-/** What the HTTP layer needs. */
+/**
+ * What the HTTP layer needs. `source` is who asks (audit trail; default an HTTP client): every
+ * ack, shelve and unshelve is recorded, accepted or refused.
+ */
 export interface AlarmService {
   alarms(): AlarmView[];
   alarm(id: string): AlarmView;
-  ack(id: string): AlarmView;
-  shelve(id: string, durationMs: number): AlarmView;
-  unshelve(id: string): AlarmView;
+  ack(id: string, source?: AuditOrigin): AlarmView;
+  shelve(id: string, durationMs: number, source?: AuditOrigin): AlarmView;
+  unshelve(id: string, source?: AuditOrigin): AlarmView;
   interlocks(): InterlockView[];
 }
+
+/** Who asks when a caller names no one: an HTTP client. */
+const HTTP_ORIGIN: AuditOrigin = { kind: "http" };
 
 /** TRANSITION_LOG_LINES per TRANSITION_LOG_WINDOW_MS for one alarm or interlock. */
 class TransitionLog {
@@ -433,29 +441,69 @@ export class AlarmEngine implements AlarmService {
     return this.#view(this.#entry(id));
   }
 
-  ack(id: string): AlarmView {
-    const entry = this.#entry(id);
-    this.#expireShelves();
-    const t = entry.monitor.ack(this.#o.clock.nowMs());
-    if (t) this.#publishAlarm(entry, t);
-    return this.#view(entry);
+  ack(id: string, source: AuditOrigin = HTTP_ORIGIN): AlarmView {
+    return this.#operate("ack", id, null, source, (entry) => {
+      this.#expireShelves();
+      const t = entry.monitor.ack(this.#o.clock.nowMs());
+      if (t) this.#publishAlarm(entry, t);
+    });
   }
 
-  shelve(id: string, durationMs: number): AlarmView {
-    const entry = this.#entry(id);
-    const t = entry.monitor.shelve(durationMs, this.#o.clock.monoMs(), this.#o.clock.nowMs());
-    this.#armShelveTimer(entry, durationMs);
-    this.#publishAlarm(entry, t);
-    return this.#view(entry);
+  shelve(id: string, durationMs: number, source: AuditOrigin = HTTP_ORIGIN): AlarmView {
+    return this.#operate("shelve", id, durationMs, source, (entry) => {
+      const t = entry.monitor.shelve(durationMs, this.#o.clock.monoMs(), this.#o.clock.nowMs());
+      this.#armShelveTimer(entry, durationMs);
+      this.#publishAlarm(entry, t);
+    });
   }
 
-  unshelve(id: string): AlarmView {
-    const entry = this.#entry(id);
-    this.#expireShelves();
-    const t = entry.monitor.unshelve(this.#o.clock.nowMs());
-    this.#clearShelveTimer(entry);
-    this.#publishAlarm(entry, t);
-    return this.#view(entry);
+  unshelve(id: string, source: AuditOrigin = HTTP_ORIGIN): AlarmView {
+    return this.#operate("unshelve", id, null, source, (entry) => {
+      this.#expireShelves();
+      const t = entry.monitor.unshelve(this.#o.clock.nowMs());
+      this.#clearShelveTimer(entry);
+      this.#publishAlarm(entry, t);
+    });
+  }
+
+  /** An operator's ack, shelve or unshelve, recorded on the audit trail accepted or refused. */
+  #operate(
+    op: "ack" | "shelve" | "unshelve",
+    id: string,
+    durationMs: number | null,
+    source: AuditOrigin,
+    apply: (entry: AlarmEntry) => void,
+  ): AlarmView {
+    const started = this.#o.clock.monoMs();
+    const args = durationMs === null ? { alarm_id: id } : { alarm_id: id, duration_ms: durationMs };
+    try {
+      const entry = this.#entry(id);
+      apply(entry);
+      const view = this.#view(entry);
+      this.#o.audit?.record({
+        action: "alarm",
+        origin: source,
+        outcome: "accepted",
+        function: op,
+        args,
+        result: { state: view.state },
+        latency_ms: this.#o.clock.monoMs() - started,
+      });
+      return view;
+    } catch (err) {
+      const e = err instanceof RuntimeError ? err : null;
+      this.#o.audit?.record({
+        action: "alarm",
+        origin: source,
+        outcome: "refused",
+        function: op,
+        args,
+        reason: `${e?.code ?? "INTERNAL"}: ${errText(err)}`,
+        refused_by: "alarm",
+        latency_ms: this.#o.clock.monoMs() - started,
+      });
+      throw err;
+    }
   }
 
   interlocks(): InterlockView[] {

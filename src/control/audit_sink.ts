@@ -37,8 +37,18 @@ export interface AuditOrigin {
   readonly device_handle?: string;
 }
 
-/** What a decision was about. */
-export type AuditAction = "call" | "mode" | "parameter" | "estop" | "estop_clear";
+/** What a decision was about (`alarm`: an operator's ack, shelve or unshelve, in `function`). */
+export type AuditAction = "call" | "mode" | "parameter" | "estop" | "estop_clear" | "alarm";
+
+/** Every AuditAction (query filters, the response schema). */
+export const AUDIT_ACTIONS: readonly AuditAction[] = [
+  "call",
+  "mode",
+  "parameter",
+  "estop",
+  "estop_clear",
+  "alarm",
+];
 
 /**
  * `accepted`: every gate passed and the request was carried out (a call: the provider answered

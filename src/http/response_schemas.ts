@@ -7,7 +7,7 @@
  */
 import { VALUE_TYPES } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
-import { AUDIT_ORIGIN_KINDS } from "../control/mod.ts";
+import { AUDIT_ACTIONS, AUDIT_ORIGIN_KINDS } from "../control/mod.ts";
 import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
@@ -331,7 +331,7 @@ export function responseComponents(): Record<string, JsonSchema> {
           alarm_id: str,
           device_handle: str,
         }),
-        action: { enum: ["call", "mode", "parameter", "estop", "estop_clear"] },
+        action: { enum: [...AUDIT_ACTIONS] },
         device_handle: orNull(str),
         function: orNull(str),
         args: orNull({ type: "object" }),

@@ -930,22 +930,28 @@ function getAlarm({ services, params }: RouteContext): Response {
   return okResponse({ alarm: alarmService(services).alarm(params.alarm_id) });
 }
 
-async function ackAlarm({ services, body, params }: RouteContext): Promise<Response> {
+async function ackAlarm({ services, body, params, principal }: RouteContext): Promise<Response> {
   const alarms = alarmService(services);
   await body<unknown>();
-  return okResponse({ alarm: alarms.ack(params.alarm_id) });
+  return okResponse({ alarm: alarms.ack(params.alarm_id, httpOrigin(principal)) });
 }
 
-async function shelveAlarm({ services, body, params }: RouteContext): Promise<Response> {
+async function shelveAlarm(
+  { services, body, params, principal }: RouteContext,
+): Promise<Response> {
   const alarms = alarmService(services);
   const { duration_ms } = await body<ShelveBody>();
-  return okResponse({ alarm: alarms.shelve(params.alarm_id, duration_ms) });
+  return okResponse({
+    alarm: alarms.shelve(params.alarm_id, duration_ms, httpOrigin(principal)),
+  });
 }
 
-async function unshelveAlarm({ services, body, params }: RouteContext): Promise<Response> {
+async function unshelveAlarm(
+  { services, body, params, principal }: RouteContext,
+): Promise<Response> {
   const alarms = alarmService(services);
   await body<unknown>();
-  return okResponse({ alarm: alarms.unshelve(params.alarm_id) });
+  return okResponse({ alarm: alarms.unshelve(params.alarm_id, httpOrigin(principal)) });
 }
 
 function listInterlocks({ services }: RouteContext): Response {

@@ -714,3 +714,56 @@ interlocks:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine engages an interlock on time when its input goes stale, and raises a delayed alarm on a provider gone down, with no poll after", async () => {
+  const s = await setup(`
+alarms:
+  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 2000, action: estop }
+interlocks:
+  - { id: gate, block: [p0/probe/f], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25)]);
+    assert.equal(s.engine.interlocks()[0].blocking, false);
+    // Nothing polls: the engine's own timer finds the sample stale 1000 ms after receipt.
+    s.fx.clock.mono = 2_000;
+    s.timers.fireDue();
+    assert.deepEqual(interlockEvents(s.events).map((e) => e.blocking), []);
+    s.fx.clock.mono = 2_001;
+    s.timers.fireDue();
+    assert.deepEqual(interlockEvents(s.events).map((e) => [e.blocking, e.reason]), [
+      [true, "bad input: p0/probe/temp is stale: its sample is 1001 ms old (stale after 1000 ms)"],
+    ]);
+    // The alarm's delay runs from when the input went stale (2000), not from when it was seen.
+    s.fx.clock.mono = 3_999;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "normal");
+    s.fx.clock.mono = 4_000;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "active");
+    assert.deepEqual(s.actions, [
+      "estop alarm:guard: alarm guard raised MAJOR (bad input): p0/probe/temp is not usable",
+    ]);
+
+    // Fresh again, then the provider goes down: the delay runs from that moment, and the
+    // alarm raises on time although nothing polls a provider that is down.
+    await s.read([temp(25)]); // fresh and below hi: cleared (clearing has no delay)
+    assert.equal(s.engine.alarm("guard").state, "normal");
+    const downAt = s.fx.clock.monoMs();
+    await s.fx.host.request("call", { device_id: "probe", function_id: 3 }).catch(() => {});
+    for (let i = 0; i < 200 && s.fx.host.available; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(s.engine.alarm("guard").bad_input, "p0/probe/temp is UNAVAILABLE");
+    s.fx.clock.mono = downAt + 1_999;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "normal");
+    s.fx.clock.mono = downAt + 2_000;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "active");
+    assert.equal(s.actions.length, 2);
+  } finally {
+    await s.close();
+  }
+});

@@ -2,7 +2,12 @@
 import assert from "node:assert/strict";
 import type { Logger, Quality, TypedValue } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
-import type { CallRequest, ModeChangeListener } from "../../src/control/mod.ts";
+import type { CallRequest, GateContext, ModeChangeListener } from "../../src/control/mod.ts";
+import type {
+  DeviceCondition,
+  DeviceConditionKind,
+  DeviceConditionListener,
+} from "../../src/state/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import {
   AutomationEngine,
@@ -189,4 +194,94 @@ Deno.test("AutomationEngine status carries the open run id and the version once 
   assert.equal(engine.status().run_id, "demo-01RUN");
   assert.equal(engine.automationVersion()?.id, "demo");
   assert.match(engine.automationVersion()?.digest ?? "", /^[0-9a-f]{64}$/);
+});
+
+/** Device conditions the test sets, told to the engine's latch as DeviceOutages tells them. */
+class FakeOutages {
+  readonly kinds = new Map<string, DeviceConditionKind>();
+  readonly #listeners: DeviceConditionListener[] = [];
+  condition(p: string, d: string): DeviceCondition {
+    const kind = this.kinds.get(`${p}/${d}`) ?? "up";
+    return { kind, reason: kind === "up" ? "" : "its reads fail", sinceMono: null };
+  }
+  onChange(l: DeviceConditionListener): () => void {
+    this.#listeners.push(l);
+    return () => {};
+  }
+  set(handle: string, kind: DeviceConditionKind): void {
+    const [providerId, deviceId] = handle.split("/");
+    const previous = this.kinds.get(handle) ?? "up";
+    this.kinds.set(handle, kind);
+    for (const l of this.#listeners) {
+      l({
+        providerId,
+        deviceId,
+        previous,
+        condition: this.condition(providerId, deviceId),
+        atWallMs: 1,
+      });
+    }
+  }
+}
+
+const NAMES_MOTOR = `<BehaviorTree ID="Main">
+  <ReadSignal device_handle="sim0/motorctl0" signal_id="motor1_duty" value="{d}"/>
+</BehaviorTree>`;
+
+Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names going down forces FAULT; another device is latched only", async () => {
+  const outages = new FakeOutages();
+  const gates: Array<(ctx: GateContext) => unknown> = [];
+  const { engine, modes } = setup(NAMES_MOTOR, {
+    outages,
+    router: {
+      call: () => Promise.reject(new Error("not reached")),
+      addGate: (g) => void gates.push(g),
+    },
+  });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  // Failing (within the bound): AUTO is refused, naming the device and why.
+  outages.set("sim0/motorctl0", "failing");
+  assert.match(engine.autoProblem() ?? "", /sim0\/motorctl0 \(its reads fail\)/);
+  assert.deepEqual(engine.status().blocked_devices.map((b) => [b.device_handle, b.condition]), [
+    ["sim0/motorctl0", "failing"],
+  ]);
+  outages.set("sim0/motorctl0", "up");
+  assert.equal(engine.autoProblem(), null);
+  modes.set("AUTO");
+
+  // A device the tree neither names nor commanded: latched (automated calls refused), no FAULT.
+  outages.set("sim0/relayio0", "down");
+  assert.equal(modes.current(), "AUTO");
+  assert.deepEqual(engine.status().device_loss_latched, ["sim0/relayio0"]);
+  assert.deepEqual(modes.faults, []);
+  const ctx = (origin: string) =>
+    ({
+      origin,
+      device: { device: { providerId: "sim0", deviceId: "relayio0" } },
+      fn: { name: "set_relay", actuating: true },
+    }) as unknown as GateContext;
+  assert.equal(gates.length, 1);
+  assert.match(
+    String((gates[0](ctx("automated")) as Error).message),
+    /^Device-loss latch: sim0\/relayio0 was lost \(its reads fail at /,
+  );
+  assert.equal(gates[0](ctx("manual")), null, "manual calls are exempt");
+
+  // The device the tree names: FAULT at once, with the device in the reason.
+  outages.set("sim0/motorctl0", "down");
+  assert.equal(modes.current(), "FAULT");
+  assert.deepEqual(modes.faults, ["device-loss latch: sim0/motorctl0 is down (its reads fail)"]);
+  const status = engine.status();
+  assert.equal(status.not_running?.cause, "device_loss_latch");
+  assert.deepEqual(status.device_loss_latched, ["sim0/relayio0", "sim0/motorctl0"]);
+  // Back: still latched, nothing re-armed; entering AUTO again releases it.
+  outages.set("sim0/motorctl0", "up");
+  assert.equal(modes.current(), "FAULT");
+  modes.set("MANUAL");
+  assert.equal(engine.status().not_running?.cause, "mode");
+  modes.set("AUTO");
+  assert.deepEqual(engine.status().device_loss_latched, []);
+  assert.equal(engine.status().not_running, null);
 });

@@ -124,3 +124,46 @@ alarms:
     await fx.close();
   }
 });
+
+Deno.test("GET /v0/audit records an operator's alarm ack, shelve and unshelve, and a refused shelve, naming who", async () => {
+  const fx = await startHttpFixture({
+    config: {
+      ...alarmsConfig(`
+alarms:
+  - { id: always, signal: sim0/tempctl0/tc1_temp, lo: 1000, message: Always active }
+  - { id: trip, signal: sim0/tempctl0/tc1_temp, lolo: 999, action: fault }
+`),
+    },
+  });
+  try {
+    const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+    await waitFor(
+      "the alarm is active",
+      async () => (await api.get("/v0/alarms/always")).json.alarm.state === "active",
+    );
+    assert.equal((await api.post("/v0/alarms/always/ack", {})).status, 200);
+    assert.equal((await api.post("/v0/alarms/always/shelve", { duration_ms: 60_000 })).status, 200);
+    assert.equal((await api.post("/v0/alarms/always/unshelve", {})).status, 200);
+    assert.equal((await api.post("/v0/alarms/trip/shelve", { duration_ms: 1000 })).status, 409);
+    const entries = (await api.get("/v0/audit")).json.entries.filter((e: { action: string }) =>
+      e.action === "alarm"
+    );
+    assert.deepEqual(
+      entries.map((e: Record<string, unknown>) => [e.function, e.args, e.outcome]),
+      [
+        ["ack", { alarm_id: "always" }, "accepted"],
+        ["shelve", { alarm_id: "always", duration_ms: 60_000 }, "accepted"],
+        ["unshelve", { alarm_id: "always" }, "accepted"],
+        ["shelve", { alarm_id: "trip", duration_ms: 1000 }, "refused"],
+      ],
+    );
+    for (const e of entries) {
+      assert.equal(e.origin.kind, "http");
+      assert.equal(e.origin.address, "127.0.0.1");
+      assert.ok(typeof e.origin.token_name === "string" && e.origin.token_name !== "");
+    }
+    assert.match(entries[3].reason, /^FAILED_PRECONDITION: Alarm trip has action fault/);
+  } finally {
+    await fx.close();
+  }
+});
