@@ -36,7 +36,7 @@ import {
 } from "../src/config/mod.ts";
 import { EventBus } from "../src/events/mod.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
-import { StateCache } from "../src/state/mod.ts";
+import { DeviceOutages, StateCache } from "../src/state/mod.ts";
 
 const silent: Logger = {
   debug() {},
@@ -128,6 +128,7 @@ function setup(
   const host = {
     id: "p",
     available: true,
+    lifecycle: "RUNNING",
     devices: [capabilities],
     session: null,
     onInventory() {},
@@ -149,7 +150,11 @@ function setup(
   const cache = new StateCache({ registry, bus, clock, log: silent, intervalMs: 100 });
   let engine: AlarmEngine | null = null;
   if (o.alarms) {
+    // As the runtime runs them: every poll also updates the device's condition (device down),
+    // and every usable input asks it.
+    const outages = new DeviceOutages({ registry, cache, clock, downAfterMs: 500 });
     engine = new AlarmEngine({
+      outages,
       alarms: benchAlarms(deviceId, defs),
       interlocks: benchInterlocks(deviceId, defs),
       cache,

@@ -66,6 +66,9 @@ export class SignalInput {
    * while the input is unusable. The engine wakes then, whether or not anything polls.
    */
   #staleAtMono: number | null = null;
+  /** The signal's stale bound as last read from the cache, and the cache's boundsVersion then. */
+  #staleAfterMs = Infinity;
+  #boundsVersion = -1;
 
   constructor(handle: string, providerId: string, deviceId: string, signalId: string) {
     this.handle = handle;
@@ -116,7 +119,7 @@ export class SignalInput {
     if (s === undefined) return InputProblem.NO_SAMPLE;
     if (s.quality !== "OK") return InputProblem.QUALITY;
     if (s.value === null) return InputProblem.NO_VALUE;
-    const staleAfter = cache.staleAfterMs(this.providerId, this.deviceId, this.signalId);
+    const staleAfter = this.#staleBound(cache);
     if (nowMono - s.receivedMono > staleAfter) return InputProblem.AGE;
     if (ctx.outages !== undefined) {
       if (ctx.outages.condition(this.providerId, this.deviceId).kind !== "up") {
@@ -129,7 +132,17 @@ export class SignalInput {
 
   #staleSince(ctx: InputContext): number {
     const s = this.sample(ctx)!;
-    return s.receivedMono + ctx.cache.staleAfterMs(this.providerId, this.deviceId, this.signalId);
+    return s.receivedMono + this.#staleBound(ctx.cache);
+  }
+
+  /** The signal's stale bound, re-read from the cache only when it may have changed. */
+  #staleBound(cache: StateCache): number {
+    const version = cache.boundsVersion;
+    if (version !== this.#boundsVersion) {
+      this.#staleAfterMs = cache.staleAfterMs(this.providerId, this.deviceId, this.signalId);
+      this.#boundsVersion = version;
+    }
+    return this.#staleAfterMs;
   }
 
   /** One line saying why the input is bad (for reasons and logs; allocates). */

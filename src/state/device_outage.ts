@@ -114,7 +114,7 @@ export class DeviceOutages {
           // First seen: its condition now is where it starts (a device is lost only after it
           // was seen, so a provider still starting loses nothing).
           const t: Tracked = { providerId: host.id, deviceId: id, condition: UP, timer: null };
-          t.condition = this.condition(host.id, id);
+          t.condition = this.#judge(host.id, id);
           tracked.set(id, t);
         }
         this.#recheckProvider(host.id);
@@ -140,8 +140,16 @@ export class DeviceOutages {
     for (const providerId of this.#tracked.keys()) this.#recheckProvider(providerId);
   }
 
-  /** The device's condition now (table in the module comment). */
+  /**
+   * The device's condition now (table in the module comment). A listed device's is kept up to
+   * date on every poll, availability and inventory change and at the bound (two lookups).
+   */
   condition(providerId: string, deviceId: string): DeviceCondition {
+    const t = this.#tracked.get(providerId)?.get(deviceId);
+    return t === undefined || this.#stopped ? this.#judge(providerId, deviceId) : t.condition;
+  }
+
+  #judge(providerId: string, deviceId: string): DeviceCondition {
     const host = this.#o.registry.host(providerId);
     if (!host) {
       return down(`provider ${providerId} is not configured`, this.#providerSince(providerId));
@@ -213,7 +221,7 @@ export class DeviceOutages {
 
   #recheck(t: Tracked): void {
     if (this.#stopped) return;
-    const next = this.condition(t.providerId, t.deviceId);
+    const next = this.#judge(t.providerId, t.deviceId);
     const previous = t.condition;
     t.condition = next;
     this.#armDownTimer(t);

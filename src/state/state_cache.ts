@@ -202,6 +202,8 @@ export class StateCache {
   #running = false;
   #intervalMs: number;
   #staleness: StalenessBounds;
+  /** Bumped whenever any signal's stale bound may have changed (readers cache the bound). */
+  #boundsVersion = 0;
   /**
    * Origin of the poll grid every loop shares (PollLoop): set when polling starts, so the cycles
    * of all providers, also of one a reload adds, start at the same instants.
@@ -258,6 +260,14 @@ export class StateCache {
       Infinity;
   }
 
+  /**
+   * Changes whenever a signal's stale bound may have changed (inventory, interval, staleness): a
+   * reader that keeps a bound (staleAfterMs) re-reads it when this differs from what it saw.
+   */
+  get boundsVersion(): number {
+    return this.#boundsVersion;
+  }
+
   /** How old a cached sample is now (ms since the runtime received it; monotonic). */
   ageMs(s: SignalState): number {
     return Math.max(0, this.#opts.clock.monoMs() - s.receivedMono);
@@ -287,6 +297,7 @@ export class StateCache {
   }
 
   #boundSlots(host: ProviderHost, devices: ReadonlyMap<string, MutableDeviceState>): void {
+    this.#boundsVersion++;
     const bounds = stalenessBounds(this.#staleness, this.#intervalMs, host.devices.length);
     for (const caps of host.devices) {
       const dev = devices.get(caps.device.deviceId);
