@@ -31,7 +31,14 @@
  * a valid line is dropped and counted in `dropped_unformattable`, never sent.
  */
 import type { InfluxDB } from "@influxdata/influxdb-client";
-import type { Clock, Logger, ProviderHealthView } from "../common/mod.ts";
+import {
+  type Clock,
+  type GridInterval,
+  gridInterval,
+  type Logger,
+  type ProviderHealthView,
+  type TimerId,
+} from "../common/mod.ts";
 import type { Config, InfluxConfig, MeasurementNaming } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
@@ -101,9 +108,16 @@ export interface TelemetryWriterOptions {
   readonly healthIntervalMs: number;
   /** A live health snapshot (the runtime does a GetHealth round-trip per provider). */
   readonly healthSnapshot?: () => Promise<ProviderHealthView[]>;
+  /** The time, and every timer of the writer (flush tick, health, write timeout). */
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tuning?: Partial<TelemetryTuning>;
+  /**
+   * Where writes go; default the InfluxDB client's HTTP transport for `influx.url` (loaded by
+   * loadInfluxClient()). Tests pass their own to drive the retry and isolation logic without a
+   * database.
+   */
+  readonly transport?: TelemetryTransport;
 }
 
 /** Body of GET /v0/telemetry/status without `status` (http-api.md sec. 4 plus operator fields). */
@@ -216,7 +230,12 @@ interface Segment {
   refused: boolean;
 }
 
-interface Transport {
+/**
+ * One HTTP request to the database (the InfluxDB client's `Transport.request`): resolves when it
+ * was accepted; rejects with `{ statusCode, body }` for an HTTP error, or any other error for a
+ * network failure or an abort.
+ */
+export interface TelemetryTransport {
   request(path: string, body: string, options: {
     method: string;
     headers?: Record<string, string>;
@@ -237,13 +256,13 @@ export class TelemetryWriter {
   readonly #retry: RingBuffer<string>;
   #batch: string[] = [];
 
-  #transport: Transport | null = null;
+  #transport: TelemetryTransport | null = null;
   #writePath = "";
   #running = false;
   #unsubscribe: (() => void) | null = null;
-  #tickTimer: ReturnType<typeof setInterval> | undefined;
-  #kickTimer: ReturnType<typeof setTimeout> | undefined;
-  #healthTimer: ReturnType<typeof setInterval> | undefined;
+  #tickTimer: GridInterval | undefined;
+  #kickTimer: TimerId | undefined;
+  #healthTimer: GridInterval | undefined;
   #healthBusy = false;
 
   #inFlight: Promise<void> | null = null;
@@ -302,7 +321,7 @@ export class TelemetryWriter {
       this.#log.warn(this.#lastError ?? "");
       return;
     }
-    if (influxClient === null) {
+    if (this.#opts.transport === undefined && influxClient === null) {
       this.#setError(
         "the InfluxDB client is not loaded (loadInfluxClient() before start()): " +
           "telemetry writer not started",
@@ -311,7 +330,8 @@ export class TelemetryWriter {
       return;
     }
     try {
-      this.#transport = new influxClient({ url, token }).transport as Transport;
+      this.#transport = this.#opts.transport ??
+        new influxClient!({ url, token }).transport as TelemetryTransport;
     } catch (err) {
       this.#setError(`telemetry.influxdb.url: ${errorText(err)}: telemetry writer not started`);
       this.#log.error(this.#lastError ?? "");
@@ -326,11 +346,13 @@ export class TelemetryWriter {
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
     this.#unsubscribe = bus.subscribe((published) => this.#onEvent(published.event));
     const tickMs = Math.max(1, Math.min(this.#tuning.tickMs, this.#flushIntervalMs));
-    this.#tickTimer = setInterval(() => this.#tick(), tickMs);
+    const clock = this.#opts.clock;
+    this.#tickTimer = gridInterval(() => this.#tick(), tickMs, clock);
     if (this.#opts.healthIntervalMs > 0 && this.#opts.healthSnapshot) {
-      this.#healthTimer = setInterval(
-        () => this.#takeHealthSnapshot(),
+      this.#healthTimer = gridInterval(
+        () => void this.#takeHealthSnapshot(),
         this.#opts.healthIntervalMs,
+        clock,
       );
     }
     this.#log.info(`writing to ${url} org=${org} bucket=${bucket}`);
@@ -399,9 +421,9 @@ export class TelemetryWriter {
   async stop(budgetMs: number): Promise<void> {
     if (!this.#running) return;
     this.#running = false;
-    clearInterval(this.#healthTimer);
-    clearInterval(this.#tickTimer);
-    clearTimeout(this.#kickTimer);
+    this.#healthTimer?.stop();
+    this.#tickTimer?.stop();
+    if (this.#kickTimer !== undefined) this.#opts.clock.clearTimer(this.#kickTimer);
     this.#healthTimer = this.#tickTimer = this.#kickTimer = undefined;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
@@ -451,7 +473,7 @@ export class TelemetryWriter {
   /** Runs the flush loop soon (batch full or more work after a write) without waiting a tick. */
   #kick(): void {
     if (this.#kickTimer !== undefined || !this.#running || this.#inFlight) return;
-    this.#kickTimer = setTimeout(() => {
+    this.#kickTimer = this.#opts.clock.setTimer(() => {
       this.#kickTimer = undefined;
       this.#tick();
     }, 0);
@@ -706,7 +728,8 @@ export class TelemetryWriter {
     if (!transport) return { kind: "failed" };
     const abort = new AbortController();
     this.#abort = abort;
-    const timer = setTimeout(() => abort.abort(), Math.max(1, timeoutMs));
+    const clock = this.#opts.clock;
+    const timer = clock.setTimer(() => abort.abort(), Math.max(1, timeoutMs));
     try {
       await transport.request(this.#writePath, rows.join("\n") + "\n", {
         method: "POST",
@@ -731,7 +754,7 @@ export class TelemetryWriter {
       this.#reportError(`write failed, will retry: ${reason}`);
       return { kind: "failed" };
     } finally {
-      clearTimeout(timer);
+      clock.clearTimer(timer);
       this.#abort = null;
     }
   }
@@ -740,12 +763,13 @@ export class TelemetryWriter {
   async #awaitInFlight(ms: number): Promise<void> {
     const inFlight = this.#inFlight;
     if (!inFlight) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const clock = this.#opts.clock;
+    let timer: TimerId | undefined;
     const expired = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, Math.max(0, ms));
+      timer = clock.setTimer(resolve, Math.max(0, ms));
     });
     await Promise.race([inFlight, expired]);
-    clearTimeout(timer);
+    clock.clearTimer(timer);
     this.#abortWrites = true;
     this.#abort?.abort();
     await inFlight;
