@@ -17,6 +17,7 @@ import {
   type Quality,
   RuntimeError,
   sameValue,
+  type TimerId,
   type TypedValue,
   type ValueType,
   worstQuality,
@@ -882,7 +883,7 @@ export class PollLoop {
   readonly #body: () => Promise<void>;
   readonly #clock: Clock;
   readonly #gridOriginMs: number;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: TimerId | undefined;
   /** The instant the pending timer aims at: a grid instant, or when it was set for "at once". */
   #dueMs: number;
   #running = true;
@@ -904,26 +905,26 @@ export class PollLoop {
     const previous = this.#intervalMs;
     this.#intervalMs = intervalMs;
     if (!this.#running || this.#current || intervalMs >= previous) return;
-    clearTimeout(this.#timer); // a shorter interval must not wait out the longer one
+    this.#clock.clearTimer(this.#timer); // a shorter interval must not wait out the longer one
     this.#dueMs = this.#scheduleAt(this.#nextGridInstant(this.#clock.monoMs()));
   }
 
   /** Runs the next cycle now (e.g. a provider just came back) unless one is in flight. */
   wake(): void {
     if (!this.#running || this.#current) return;
-    clearTimeout(this.#timer);
+    this.#clock.clearTimer(this.#timer);
     this.#dueMs = this.#scheduleAt(this.#clock.monoMs());
   }
 
   async stop(): Promise<void> {
     this.#running = false;
-    clearTimeout(this.#timer);
+    this.#clock.clearTimer(this.#timer);
     await this.#current;
   }
 
   /** Sets the timer for `dueMs` (at once if that has passed) and returns `dueMs`. */
   #scheduleAt(dueMs: number): number {
-    this.#timer = setTimeout(() => this.#run(), Math.max(0, dueMs - this.#clock.monoMs()));
+    this.#timer = this.#clock.setTimer(this.#onTimer, Math.max(0, dueMs - this.#clock.monoMs()));
     return dueMs;
   }
 
@@ -931,6 +932,8 @@ export class PollLoop {
   #nextGridInstant(fromMs: number): number {
     return nextGridInstant(this.#gridOriginMs, this.#intervalMs, fromMs);
   }
+
+  readonly #onTimer = (): void => void this.#run();
 
   /** Runs only from its timer, which stop() clears: never after stop(). */
   async #run(): Promise<void> {
