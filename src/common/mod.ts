@@ -9,3 +9,4 @@ export * from "./utf8.ts";
 export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";
 export * from "./metrics.ts";
 export * from "./grid.ts";
+export { isLoopbackHost } from "./loopback.ts";

@@ -3,7 +3,7 @@
  * defaults explicitly and applying every bound of the spec's Limits table and every cross-field
  * rule (issue 2 sec. 3, contract/config.md, project rules in contract/README.md).
  */
-import { LOG_LEVELS, resolvePath } from "../common/mod.ts";
+import { isLoopbackHost, LOG_LEVELS, resolvePath } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
 import { readAlarms, readInterlocks } from "./_alarms.ts";
 import {
@@ -14,7 +14,6 @@ import {
   readParameters,
 } from "./_calls.ts";
 import type { Path, YamlSource } from "./_source.ts";
-import { isLoopback } from "./loopback.ts";
 import { readTokens } from "./_tokens.ts";
 import type {
   Config,
@@ -258,7 +257,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
         );
       }
     }
-    const loopback = isLoopback(bind);
+    const loopback = isLoopbackHost(bind);
     if (!loopback && !authEnabled && !allowInsecureBind) {
       c.error(
         [...P, "bind"],

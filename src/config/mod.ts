@@ -9,7 +9,6 @@ export type {
 } from "./loader.ts";
 export { countDiagnostics, diagnosticsReport, formatDiagnostic, formatSummary } from "./report.ts";
 export type { DiagnosticsReport } from "./report.ts";
-export { isLoopback } from "./loopback.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
 export * from "./condition.ts";
 export {

@@ -31,7 +31,7 @@
  * relay closes both ends, so unfinished handshakes are bounded by the request-header timeout. The
  * relay costs HTTPS a copy through JS each way; plain HTTP does not have it.
  */
-import { type Logger, RuntimeError } from "../common/mod.ts";
+import { isLoopbackHost, type Logger, RuntimeError } from "../common/mod.ts";
 import { fileKind } from "./files.ts";
 import {
   ConnectionLayer,
@@ -103,13 +103,6 @@ export interface HttpServerHandle {
   shutdown(): Promise<void>;
 }
 
-/** Whether a bind address only accepts local connections. */
-export function isLoopbackBind(hostname: string): boolean {
-  const h = hostname.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1");
-  if (h === "localhost" || h === "::1") return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
-
 /** Open files serveHttp leaves to the rest of a runtime with `providers` providers. */
 export function httpReservedFds(providers: number): number {
   return HTTP_RESERVED_FDS_BASE + HTTP_RESERVED_FDS_PER_PROVIDER * providers;
@@ -174,7 +167,7 @@ export async function checkCertificate(pem: string, nowMs: number): Promise<Cert
 
 /** Binds and serves; throws RuntimeError when the gate refuses, a TLS file is unreadable or the port is taken. */
 export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
-  if (!isLoopbackBind(opts.hostname) && !opts.authEnabled && !opts.allowInsecureBind) {
+  if (!isLoopbackHost(opts.hostname) && !opts.authEnabled && !opts.allowInsecureBind) {
     throw new RuntimeError(
       "FAILED_PRECONDITION",
       `http.bind: '${opts.hostname}' is not a loopback address and http.auth_enabled is false; ` +

@@ -3,7 +3,8 @@
  * of named tokens (README "Roles"). Tokens are compared in constant time over all entries and
  * never logged or echoed.
  */
-import { type HttpConfig, isLoopback, TOKEN_ROLES, type TokenRole } from "../config/mod.ts";
+import { isLoopbackHost } from "../common/mod.ts";
+import { type HttpConfig, TOKEN_ROLES, type TokenRole } from "../config/mod.ts";
 import { errorResponse } from "./envelope.ts";
 
 /** The effective token: RUNTIME_API_TOKEN when set and non-empty, else `http.auth_token`. */
@@ -16,7 +17,7 @@ export function resolveApiToken(http: HttpConfig, envToken: string | undefined):
  * `::ffff:127.x.x.x` (the same rule as the bind safety gate).
  */
 export function isLoopbackAddress(address: string): boolean {
-  return isLoopback(address);
+  return isLoopbackHost(address);
 }
 
 /**

@@ -16,7 +16,8 @@
  *
  * Clients that are not browsers send no `Origin` and are unaffected by 2.
  */
-import { type HttpConfig, isLoopback } from "../config/mod.ts";
+import { isLoopbackHost } from "../common/mod.ts";
+import type { HttpConfig } from "../config/mod.ts";
 import { originMatches } from "./cors.ts";
 
 /** Longest client-supplied text (a Host or Origin value) quoted back in an error message. */
@@ -39,7 +40,7 @@ export class RequestPolicy {
   readonly #explicitOrigins: readonly string[];
 
   constructor(http: HttpConfig) {
-    this.#loopbackBound = isLoopback(http.bind);
+    this.#loopbackBound = isLoopbackHost(http.bind);
     // Config validation guarantees every entry is `host[:port]`; one that is not never matches.
     this.#allowedHosts = http.allowedHosts.flatMap((h) => splitHostPort(h.toLowerCase()) ?? []);
     this.#explicitOrigins = http.corsAllowedOrigins.filter((o) => o !== "*");
@@ -162,7 +163,7 @@ function splitHostPort(value: string): { host: string; port: string | null } | n
 }
 
 function isIpv4Loopback(host: string): boolean {
-  return /^127(?:\.\d{1,3}){3}$/.test(host) && isLoopback(host);
+  return /^127(?:\.\d{1,3}){3}$/.test(host) && isLoopbackHost(host);
 }
 
 /**

@@ -6,7 +6,6 @@ import {
   HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT,
   HTTP_MAX_CONNECTIONS_DEFAULT,
   HTTP_REQUEST_HEADER_TIMEOUT_MS_DEFAULT,
-  isLoopbackBind,
   LineLogger,
   serveHttp,
   type ServeOptions,
@@ -93,15 +92,6 @@ Deno.test("serveHttp refuses a non-loopback bind without auth before binding", a
       return true;
     },
   );
-});
-
-Deno.test("isLoopbackBind accepts loopback names and addresses only", () => {
-  for (const h of ["127.0.0.1", "127.1.1.1", "::1", "[::1]", "localhost"]) {
-    assert.equal(isLoopbackBind(h), true, h);
-  }
-  for (const h of ["0.0.0.0", "::", "192.168.0.2", "example.com"]) {
-    assert.equal(isLoopbackBind(h), false, h);
-  }
 });
 
 Deno.test("serveHttp reports an unreadable TLS file naming the key", async () => {
