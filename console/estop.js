@@ -1,0 +1,207 @@
+// The e-stop (the header): the large button latches at once (no confirmation: a stop must never
+// wait for one) and shows the runtime's answer, what was achieved and what was attempted;
+// "Release latch…" asks for a confirmation; while latched, what latched it.
+
+import { badge, byId, fill, formatValue, h, setResult, table } from "./dom.js";
+
+/** The e-stop button, its answer, the release dialog and the latch's cause. */
+export class EstopPanel {
+  /**
+   * @param {{
+   *   api: {post: (path: string, body?: unknown) => Promise<any>},
+   *   errorText: (err: unknown) => string,
+   *   status: () => any,
+   *   alarm: (id: string) => any,
+   *   afterChange: () => Promise<void>,
+   *   clearModeResult: () => void,
+   * }} options `status`: GET /v0/runtime/status as last read; `alarm`: the alarm with this id
+   *   (the cause of a latch may name one); `afterChange`: re-reads the status after an action
+   */
+  constructor(options) {
+    this.api = options.api;
+    this.errorText = options.errorText;
+    this.status = options.status;
+    this.alarm = options.alarm;
+    this.afterChange = options.afterChange;
+    this.clearModeResult = options.clearModeResult;
+  }
+
+  /** Wires the buttons and the release dialog of index.html. */
+  bind() {
+    byId("estop").addEventListener("click", () => this.trigger());
+    byId("estop-clear").addEventListener("click", () => this.openClearDialog());
+    byId("estop-result-hide").addEventListener("click", () => {
+      byId("estop-result").hidden = true;
+      byId("estop").focus();
+    });
+    byId("clear-cancel").addEventListener("click", () => {
+      /** @type {HTMLDialogElement} */ (byId("clear-dialog")).close();
+      byId("estop-clear").focus();
+    });
+    byId("clear-confirm").addEventListener("click", () => this.confirmClear());
+  }
+
+  /** Follows the runtime status: the release button while latched, and the latch's cause. */
+  render() {
+    byId("estop-clear").hidden = this.status()?.estop?.latched !== true;
+    this.renderCause();
+  }
+
+  /** While latched: what latched it (`api`, or `alarm:<id>` with the alarm's message). */
+  renderCause() {
+    const e = this.status()?.estop;
+    const el = byId("estop-cause");
+    const cause = e?.latched === true && typeof e.cause === "string" ? e.cause : "";
+    const alarm = cause.startsWith("alarm:") ? this.alarm(cause.slice(6)) : undefined;
+    const key = `${cause}|${alarm?.message ?? ""}`;
+    el.hidden = cause === "";
+    if (el.dataset.key === key) return;
+    el.dataset.key = key;
+    fill(
+      el,
+      "Cause: ",
+      cause.startsWith("alarm:")
+        ? h("a", { href: "#alarms", "data-cause": cause, text: cause })
+        : h("strong", { "data-cause": cause, text: cause }),
+      alarm?.message
+        ? ` — ${alarm.message}`
+        : cause === "api"
+        ? " — an e-stop request (POST /v0/estop: this page or another client)"
+        : "",
+    );
+  }
+
+  /** Latches the e-stop at once. */
+  async trigger() {
+    const section = byId("estop-result");
+    const body = byId("estop-result-body");
+    section.hidden = false;
+    section.className = "estop-result pending";
+    this.clearModeResult();
+    fill(body, h("p", { role: "status", text: "E-stop sent…" }));
+    try {
+      const r = await this.api.post("/v0/estop", { reason: "operator console" });
+      this.renderResult(r);
+    } catch (err) {
+      section.className = "estop-result failed";
+      fill(
+        body,
+        h("p", { class: "error", role: "alert" }, `The e-stop request failed: ${err}`),
+        h("p", {
+          class: "error",
+          text: "The machine may still be running: use the hardware emergency stop.",
+        }),
+      );
+    }
+    await this.afterChange();
+  }
+
+  renderResult(r) {
+    const section = byId("estop-result");
+    const v = r.verification;
+    const outcome = v?.outcome ?? "unverifiable";
+    section.className = `estop-result estop-${outcome}`;
+    const failed = (r.actions ?? []).filter((a) => !a.success).length;
+    const children = [
+      h(
+        "p",
+        { class: "estop-summary", role: "status" },
+        h("strong", { text: r.latched ? "Latched. " : "Not latched. " }),
+        `Mode ${r.fault_engaged ? "FAULT" : "unchanged"}. Safe state read back: `,
+        h("span", { class: `badge outcome-${outcome}`, "data-outcome": outcome, text: outcome }),
+        v ? ` (${v.elapsed_ms} ms)` : "",
+        `. Rung ${r.software_safe_state}: ${(r.actions ?? []).length} call(s), ${failed} failed.`,
+      ),
+    ];
+    if (r.warning) children.push(h("p", { class: "warn", text: r.warning }));
+    if (v?.checks?.length) {
+      children.push(
+        table(
+          "What was achieved (fresh read-back)",
+          ["Signal", "Expected", "Observed", "Quality", "Outcome"],
+          v.checks.map((c) => [
+            c.signal,
+            JSON.stringify(c.expected),
+            formatValue(c.observed),
+            c.quality ?? "—",
+            badge(c.outcome + (c.reason ? ` — ${c.reason}` : ""), `outcome-${c.outcome}`),
+          ]),
+          "estop-checks",
+        ),
+      );
+    }
+    children.push(
+      table(
+        "What was attempted",
+        ["Device", "Function", "Result"],
+        (r.actions ?? []).map((a) => [
+          a.device_handle,
+          a.function,
+          a.success ? badge("ok", "q-OK") : badge(`failed: ${a.error}`, "q-FAULT"),
+        ]),
+        "estop-actions",
+      ),
+    );
+    if (r.hook_failures?.length) {
+      children.push(
+        h("p", { class: "warn" }, `${r.hook_failures.length} FAULT hook call(s) failed:`),
+        h(
+          "ul",
+          {},
+          ...r.hook_failures.map((f) =>
+            h("li", { text: `${f.device_handle} ${f.function}: ${f.error}` })
+          ),
+        ),
+      );
+    }
+    if (r.drain && !r.drain.complete) {
+      children.push(
+        h("p", {
+          class: "warn",
+          text: `Calls still in flight at: ${r.drain.pending_providers.join(", ")}`,
+        }),
+      );
+    }
+    if (r.uncovered?.length) {
+      children.push(
+        h(
+          "details",
+          {},
+          h("summary", {
+            text: `${r.uncovered_actuating_functions} actuating function(s) left untouched`,
+          }),
+          h(
+            "ul",
+            {},
+            ...r.uncovered.map((u) => h("li", { text: `${u.device_handle} ${u.function}` })),
+          ),
+        ),
+      );
+    }
+    fill(byId("estop-result-body"), ...children);
+  }
+
+  openClearDialog() {
+    const dialog = /** @type {HTMLDialogElement} */ (byId("clear-dialog"));
+    dialog.showModal();
+    byId("clear-cancel").focus();
+  }
+
+  async confirmClear() {
+    const dialog = /** @type {HTMLDialogElement} */ (byId("clear-dialog"));
+    dialog.close();
+    const out = byId("mode-result");
+    try {
+      await this.api.post("/v0/estop/clear");
+      setResult(
+        out,
+        "ok",
+        "E-stop latch released. The mode stays FAULT: switch to MANUAL to re-arm.",
+      );
+    } catch (err) {
+      setResult(out, "error", this.errorText(err));
+    }
+    await this.afterChange();
+    byId("estop").focus();
+  }
+}
