@@ -6,11 +6,12 @@
 import { AlarmsPanel } from "./alarms.js";
 import { Api } from "./api.js";
 import { AutomationView } from "./automation.js";
-import { AGE_TICK_MS, DevicesView, key } from "./devices.js";
+import { AGE_TICK_MS, DevicesView } from "./devices.js";
 import { byId, setText } from "./dom.js";
 import { clearRefreshError, errorText, showRefreshError } from "./errors.js";
 import { EstopPanel } from "./estop.js";
 import { HealthView } from "./health.js";
+import { signalKey } from "./keys.js";
 import { ModeSwitch } from "./mode.js";
 import { ParametersView } from "./parameters.js";
 import { RunsView } from "./runs.js";
@@ -130,13 +131,13 @@ function onEvent(e) {
   }
   switch (e.event) {
     case "state_update": {
-      const sk = key(data.provider_id, data.device_id, data.signal_id);
+      const sk = signalKey(data.provider_id, data.device_id, data.signal_id);
       devices.showValue(sk, data.value, data.quality, data.timestamp_ms);
       alarms.onSignal(sk, data.value, data.quality);
       break;
     }
     case "quality_change": {
-      const sk = key(data.provider_id, data.device_id, data.signal_id);
+      const sk = signalKey(data.provider_id, data.device_id, data.signal_id);
       devices.showValue(sk, undefined, data.new_quality, undefined);
       alarms.onSignal(sk, undefined, data.new_quality);
       break;

@@ -5,14 +5,12 @@
 import { badge, byId, cssId, fill, formatAge, formatValue, h, setResult, setText } from "./dom.js";
 import { field, readArg } from "./forms.js";
 import { healthClass } from "./health.js";
+import { deviceKey, signalKey } from "./keys.js";
 
 /** How often the ages shown are recomputed. */
 export const AGE_TICK_MS = 1000;
 /** Inventory changes (devices, capabilities) are re-read at most this often. */
 export const INVENTORY_DEBOUNCE_MS = 300;
-
-/** The key of a device, signal or function: its ids joined. */
-export const key = (...parts) => parts.join("/");
 
 /** The Devices view. */
 export class DevicesView {
@@ -32,9 +30,9 @@ export class DevicesView {
     /** @type {any[]} devices with their capabilities */
     this.devices = [];
     this.inventoryKey = "";
-    /** @type {Map<string, {valueEl: HTMLElement, qualityEl: HTMLElement, ageEl: HTMLElement, ts: number}>} */
+    /** @type {Map<string, {valueEl: HTMLElement, qualityEl: HTMLElement, ageEl: HTMLElement, ts: number}>} signalKey -> its cells */
     this.cells = new Map();
-    /** @type {Map<string, HTMLElement>} "p/d" -> liveness badge */
+    /** @type {Map<string, HTMLElement>} deviceKey -> liveness badge */
     this.healthBadges = new Map();
     /** runtime clock minus this browser's, from the last state read */
     this.clockOffsetMs = 0;
@@ -85,20 +83,26 @@ export class DevicesView {
   }
 
   deviceCard(d) {
-    const dk = key(d.provider_id, d.device_id);
-    const titleId = `dev-${cssId(dk)}`;
+    // The handle as the API writes it, for reading (and as a test hook); not a key: with ids
+    // that contain `/` two devices or signals can share it.
+    const dk = `${d.provider_id}/${d.device_id}`;
+    const titleId = `dev-${cssId(d.provider_id)}-${cssId(d.device_id)}`;
     const liveness = h("span", { class: "badge q-UNKNOWN", text: "liveness …" });
-    this.healthBadges.set(dk, liveness);
+    this.healthBadges.set(deviceKey(d.provider_id, d.device_id), liveness);
     const signals = d.caps.signals ?? [];
     const rows = signals.map((s) => {
-      const sk = key(d.provider_id, d.device_id, s.signal_id);
       const valueEl = h("td", { class: "value", text: "—" });
       const qualityEl = h("td", {}, badge("—", "q-UNKNOWN"));
       const ageEl = h("td", { class: "age", text: "—" });
-      this.cells.set(sk, { valueEl, qualityEl, ageEl, ts: 0 });
+      this.cells.set(signalKey(d.provider_id, d.device_id, s.signal_id), {
+        valueEl,
+        qualityEl,
+        ageEl,
+        ts: 0,
+      });
       return h(
         "tr",
-        { "data-signal": sk },
+        { "data-signal": `${dk}/${s.signal_id}` },
         h(
           "th",
           { scope: "row" },
@@ -145,12 +149,12 @@ export class DevicesView {
   }
 
   functionForm(d, f) {
-    const fk = key(d.provider_id, d.device_id, f.function_id);
-    const base = `fn-${cssId(fk)}`;
+    const fk = `${d.provider_id}/${d.device_id}/${f.function_id}`;
+    const base = `fn-${cssId(d.provider_id)}-${cssId(d.device_id)}-${cssId(f.function_id)}`;
     const fields = Object.entries(f.args ?? {}).map(([name, spec]) => ({
       name,
       spec,
-      ui: field(`${base}-${cssId(name)}`, name, spec),
+      ui: field(`${base}-arg-${cssId(name)}`, name, spec),
     }));
     const result = h("p", { class: "result", role: "status" });
     const kind = f.actuating ? "actuating" : "read";
@@ -220,7 +224,7 @@ export class DevicesView {
     for (const dev of r.devices ?? []) {
       for (const v of dev.values ?? []) {
         this.showValue(
-          key(dev.provider_id, dev.device_id, v.signal_id),
+          signalKey(dev.provider_id, dev.device_id, v.signal_id),
           v.value,
           v.quality,
           v.timestamp_epoch_ms,
@@ -229,7 +233,10 @@ export class DevicesView {
     }
   }
 
-  /** A signal's value, quality and sample time (`undefined`: unchanged). */
+  /**
+   * A signal's value, quality and sample time (`undefined`: unchanged).
+   * @param {string} sk its signalKey
+   */
   showValue(sk, value, quality, ts) {
     const cell = this.cells.get(sk);
     if (cell === undefined) return;
@@ -243,7 +250,7 @@ export class DevicesView {
 
   /** A device's liveness (GET /v0/providers/health). */
   showLiveness(providerId, deviceId, health) {
-    const b = this.healthBadges.get(key(providerId, deviceId));
+    const b = this.healthBadges.get(deviceKey(providerId, deviceId));
     if (b) {
       b.className = `badge q-${healthClass(health)}`;
       setText(b, `liveness ${health}`);

@@ -139,7 +139,14 @@ export function table(caption, heads, rows, cls = "") {
   );
 }
 
-/** Text made safe for an element id: every other character as `_<hex>`. */
+/**
+ * Text as a part of an element id: letters and digits kept, every other character (`_` and `-`
+ * too) as `_` and 4 hex digits. Two texts never give the same part, and no part has a `-`, so
+ * parts joined with `-` stay apart (`fn-<provider>-<device>-<function>`).
+ */
 export function cssId(text) {
-  return String(text).replace(/[^A-Za-z0-9_-]/g, (c) => `_${c.charCodeAt(0).toString(16)}`);
+  return String(text).replace(
+    /[^A-Za-z0-9]/g,
+    (c) => `_${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
