@@ -49,7 +49,7 @@ const mode = new ModeSwitch({
 const estop = new EstopPanel({
   api,
   errorText,
-  status: () => status.status,
+  machine: status,
   alarm: (id) => alarms.alarm(id),
   afterChange: reloadStatus,
   clearModeResult: () => mode.clearResult(),

@@ -1,8 +1,9 @@
 // The e-stop (the header): the large button latches at once (no confirmation: a stop must never
-// wait for one) and shows the runtime's answer, what was achieved and what was attempted;
-// "Release latch…" asks for a confirmation; while latched, what latched it.
+// wait for one) and shows the runtime's answer, what was achieved and what was attempted, and
+// once its latch is released (here or by another client), says so; "Release latch…" asks for a
+// confirmation; while latched, what latched it.
 
-import { badge, byId, fill, formatValue, h, setResult, table } from "./dom.js";
+import { badge, byId, fill, formatValue, h, setResult, setText, table } from "./dom.js";
 
 /** The e-stop button, its answer, the release dialog and the latch's cause. */
 export class EstopPanel {
@@ -10,20 +11,33 @@ export class EstopPanel {
    * @param {{
    *   api: {post: (path: string, body?: unknown) => Promise<any>},
    *   errorText: (err: unknown) => string,
-   *   status: () => any,
+   *   machine: {status: any, started: number, shown: number},
    *   alarm: (id: string) => any,
    *   afterChange: () => Promise<void>,
    *   clearModeResult: () => void,
-   * }} options `status`: GET /v0/runtime/status as last read; `alarm`: the alarm with this id
-   *   (the cause of a latch may name one); `afterChange`: re-reads the status after an action
+   * }} options `machine`: GET /v0/runtime/status as last read, with the count of reads started
+   *   and the number of the one shown (MachineStatus); `alarm`: the alarm with this id (the
+   *   cause of a latch may name one); `afterChange`: re-reads the status after an action
    */
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
-    this.status = options.status;
+    this.machine = options.machine;
     this.alarm = options.alarm;
     this.afterChange = options.afterChange;
     this.clearModeResult = options.clearModeResult;
+    /**
+     * The answer shown that latched, until its latch is seen released: the status reads started
+     * before it arrived (older news, ignored), the latch time the first later read showed, and
+     * the word the answer's summary starts with.
+     * @type {{readsBefore: number, latchedAt: number | null | undefined, word: HTMLElement} | null}
+     */
+    this.latchedAnswer = null;
+  }
+
+  /** The runtime status as last read. */
+  status() {
+    return this.machine.status;
   }
 
   /** Wires the buttons and the release dialog of index.html. */
@@ -41,10 +55,33 @@ export class EstopPanel {
     byId("clear-confirm").addEventListener("click", () => this.confirmClear());
   }
 
-  /** Follows the runtime status: the release button while latched, and the latch's cause. */
+  /**
+   * Follows the runtime status: the release button while latched, the latch's cause, and
+   * whether the answer shown still holds its latch.
+   */
   render() {
     byId("estop-clear").hidden = this.status()?.estop?.latched !== true;
     this.renderCause();
+    this.renderReleased();
+  }
+
+  /**
+   * The answer shown says "Latch released." once a status read that started after it arrived
+   * shows the latch released, or latched again at another time (released, then latched anew).
+   */
+  renderReleased() {
+    const a = this.latchedAnswer;
+    const e = this.status()?.estop;
+    if (a === null || e === undefined || this.machine.shown <= a.readsBefore) return;
+    if (
+      e.latched === true && (a.latchedAt === undefined || a.latchedAt === e.latched_at_epoch_ms)
+    ) {
+      a.latchedAt = e.latched_at_epoch_ms;
+      return;
+    }
+    this.latchedAnswer = null;
+    setText(a.word, "Latch released. ");
+    byId("estop-result").classList.add("released");
   }
 
   /** While latched: what latched it (`api`, or `alarm:<id>` with the alarm's message). */
@@ -77,6 +114,7 @@ export class EstopPanel {
     const body = byId("estop-result-body");
     section.hidden = false;
     section.className = "estop-result pending";
+    this.latchedAnswer = null;
     this.clearModeResult();
     fill(body, h("p", { role: "status", text: "E-stop sent…" }));
     try {
@@ -102,11 +140,15 @@ export class EstopPanel {
     const outcome = v?.outcome ?? "unverifiable";
     section.className = `estop-result estop-${outcome}`;
     const failed = (r.actions ?? []).filter((a) => !a.success).length;
+    const word = h("strong", { text: r.latched ? "Latched. " : "Not latched. " });
+    this.latchedAnswer = r.latched
+      ? { readsBefore: this.machine.started, latchedAt: undefined, word }
+      : null;
     const children = [
       h(
         "p",
         { class: "estop-summary", role: "status" },
-        h("strong", { text: r.latched ? "Latched. " : "Not latched. " }),
+        word,
         `Mode ${r.fault_engaged ? "FAULT" : "unchanged"}. Safe state read back: `,
         h("span", { class: `badge outcome-${outcome}`, "data-outcome": outcome, text: outcome }),
         v ? ` (${v.elapsed_ms} ms)` : "",
