@@ -35,10 +35,15 @@ const status = new MachineStatus({
   onRender: () => {
     estop.render();
     mode.render();
+    automation.renderWhy();
   },
 });
 const alarms = new AlarmsPanel({ api, errorText, onChange: () => estop.renderCause() });
-const automation = new AutomationView({ api, onEnabled: () => mode.render() });
+const automation = new AutomationView({
+  api,
+  onEnabled: () => mode.render(),
+  mode: () => status.mode,
+});
 const mode = new ModeSwitch({
   api,
   errorText,
@@ -152,6 +157,8 @@ function onEvent(e) {
       mode.onModeChange(data.new_mode);
       status.onModeChange(data.new_mode);
       reloadStatus();
+      // The tree starts or stops with the mode: the why line follows at once.
+      if (isVisible("automation")) automation.load(false).catch(showRefreshError);
       break;
     case "parameter_change":
       parameters.load().catch(showRefreshError);
