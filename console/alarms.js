@@ -6,6 +6,7 @@
 
 import { ApiError } from "./api.js";
 import { badge, fill, formatTime, formatValue, h, setResult, setText } from "./dom.js";
+import { handleKey } from "./keys.js";
 
 /** The longest shelve the runtime accepts (MAX_SHELVE_MS in src/alarms/alarm_monitor.ts): 8 h. */
 export const MAX_SHELVE_MS = 8 * 60 * 60 * 1000;
@@ -138,15 +139,15 @@ export function transitionText(t) {
 }
 
 /**
- * `signal` -> the ids of the items that read it.
+ * The key of a signal (keys.js) -> the ids of the items that read it.
  * @param {any[]} items with an `id`
- * @param {(item: any) => string[]} signalsOf
+ * @param {(item: any) => string[]} signalsOf the `provider/device/signal` handles it reads
  */
 function groupBySignal(items, signalsOf) {
   /** @type {Map<string, string[]>} */
   const out = new Map();
   for (const item of items) {
-    for (const signal of new Set(signalsOf(item))) {
+    for (const signal of new Set(signalsOf(item).map(handleKey))) {
       const ids = out.get(signal);
       if (ids) ids.push(item.id);
       else out.set(signal, [item.id]);
@@ -189,9 +190,9 @@ export class AlarmsPanel {
     /** @type {Map<string, any>} interlock id -> the parts of its row */
     this.interlockRows = new Map();
     this.interlockIdsKey = null;
-    /** @type {Map<string, string[]>} `provider/device/signal` -> the alarms watching it */
+    /** @type {Map<string, string[]>} signal key (keys.js) -> the alarms watching it */
     this.alarmsBySignal = new Map();
-    /** @type {Map<string, string[]>} `provider/device/signal` -> the interlocks reading it */
+    /** @type {Map<string, string[]>} signal key (keys.js) -> the interlocks reading it */
     this.interlocksBySignal = new Map();
   }
 
@@ -280,6 +281,7 @@ export class AlarmsPanel {
   /**
    * A signal's new value or quality from the stream (`undefined`: unchanged): the alarms and
    * interlock inputs that read it show it at once, as the Devices view does.
+   * @param {string} signal its key (keys.js signalKey)
    */
   onSignal(signal, value, quality) {
     const alarmIds = this.alarmsBySignal.get(signal);
@@ -301,7 +303,7 @@ export class AlarmsPanel {
           ? {
             ...x,
             inputs: x.inputs.map((i) =>
-              i.signal === signal
+              handleKey(i.signal) === signal
                 ? { ...i, value: value ?? i.value, quality: quality ?? i.quality }
                 : i
             ),

@@ -105,3 +105,48 @@ export function formatTime(ms) {
   if (typeof ms !== "number" || ms <= 0) return "—";
   return new Date(ms).toLocaleString();
 }
+
+/**
+ * A definition list of `[name, value]` pairs (a value is text or a node).
+ * @param {[string, Node | string][]} pairs
+ */
+export function facts(pairs) {
+  return h(
+    "dl",
+    { class: "kv" },
+    ...pairs.map(([k, v]) => h("div", {}, h("dt", { text: k }), h("dd", {}, v))),
+  );
+}
+
+/**
+ * A table with a caption, column heads and rows of cells (text or nodes).
+ * @param {string} caption
+ * @param {string[]} heads
+ * @param {(Node | string)[][]} rows
+ * @param {string} [cls] more classes
+ */
+export function table(caption, heads, rows, cls = "") {
+  return h(
+    "table",
+    { class: `grid ${cls}` },
+    h("caption", { text: caption }),
+    h("thead", {}, h("tr", {}, ...heads.map((t) => h("th", { scope: "col", text: t })))),
+    h(
+      "tbody",
+      {},
+      ...rows.map((cells) => h("tr", {}, ...cells.map((c) => h("td", {}, c)))),
+    ),
+  );
+}
+
+/**
+ * Text as a part of an element id: letters and digits kept, every other character (`_` and `-`
+ * too) as `_` and 4 hex digits. Two texts never give the same part, and no part has a `-`, so
+ * parts joined with `-` stay apart (`fn-<provider>-<device>-<function>`).
+ */
+export function cssId(text) {
+  return String(text).replace(
+    /[^A-Za-z0-9]/g,
+    (c) => `_${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}

@@ -404,6 +404,8 @@ Deno.test({
           await page.locator("#estop-clear").click();
           await page.locator("#clear-confirm").click();
           await waitForText(page, "#latch", /^released$/);
+          // The e-stop's answer stays in view, no longer saying it is latched.
+          await waitForText(page, "#estop-result .estop-summary", /^Latch released\. Mode FAULT\./);
           assert.equal(await page.locator("#estop-cause").isVisible(), false);
           await waitForText(page, "#mode-result", /^E-stop latch released\./);
           const status = (await api(rt, "GET", "/v0/runtime/status")).json;
@@ -411,6 +413,17 @@ Deno.test({
           assert.equal(status.mode, "FAULT");
           await waitForText(page, "#mode", /^FAULT$/);
           await page.locator('#mode-buttons [data-mode="MANUAL"]').click();
+          await waitForText(page, "#mode", /^MANUAL$/);
+        });
+
+        await step("a release by another client updates the e-stop's answer too", async () => {
+          await page.locator("#estop").click();
+          await waitForText(page, "#estop-result .estop-summary", /^Latched\./);
+          await waitForText(page, "#latch", /^LATCHED since /);
+          assert.equal((await api(rt, "POST", "/v0/estop/clear")).status, 200);
+          await waitForText(page, "#latch", /^released$/);
+          await waitForText(page, "#estop-result .estop-summary", /^Latch released\./);
+          assert.equal((await api(rt, "POST", "/v0/mode", { mode: "MANUAL" })).status, 200);
           await waitForText(page, "#mode", /^MANUAL$/);
         });
 

@@ -1,0 +1,252 @@
+// The Automation view: in one line why the tree runs or not, then execution status and reason,
+// tick counts, errors, last error, device-loss latches and outages, and the loaded behavior tree
+// as an indented outline.
+
+import { ApiError } from "./api.js";
+import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
+
+/**
+ * Why the behavior tree runs or not, in one line, from GET /v0/automation/status. Read from
+ * `execution_reason` (`running`, `gated_by_mode`, `blocked_by_device_outage`,
+ * `device_loss_latched`, `stopped`, `no_definition`, `fault`) with `blocked_devices` and `mode`
+ * when the runtime sends them; a runtime without them is read from `execution_status` and its
+ * older reasons (`mode_gate`, `waiting`, `terminal_failure`, `engine_fault`, none while running)
+ * with `device_outages`. A reason this console does not know is shown as the runtime words it.
+ * @param {any} s the answer
+ * @param {{mode?: string, timeOf?: (epochMs: number) => string}} [context] `mode`: the
+ *   runtime's mode, used when the answer has none; `timeOf`: a time as shown (default the
+ *   browser's local time of day)
+ * @returns {{kind: "running" | "stopped" | "blocked" | "latched" | "fault" | "unknown",
+ *   text: string}}
+ */
+export function automationWhy(s, context = {}) {
+  const timeOf = context.timeOf ?? ((ms) => new Date(ms).toLocaleTimeString());
+  const mode = typeof s.mode === "string" ? s.mode : context.mode;
+  const reason = s.execution_reason;
+  const fault = () => ({
+    kind: "fault",
+    text: `Fault: ${s.last_error ?? "the tree stopped on an error"}`,
+  });
+  const latched = () => {
+    const devices = s.device_loss_latched ?? [];
+    return {
+      kind: "latched",
+      text: `Latched: device-loss latch${devices.length ? ` on ${devices.join(", ")}` : ""}` +
+        " — re-arm by entering AUTO",
+    };
+  };
+  const since = (ms) => typeof ms === "number" && ms > 0 ? `since ${timeOf(ms)}` : "";
+  switch (reason) {
+    case "running":
+      return { kind: "running", text: "Running" };
+    case "gated_by_mode":
+    case "mode_gate":
+      // Today's runtime reports a tick that threw (which forces FAULT) as failed / mode_gate.
+      if (reason === "mode_gate" && s.execution_status === "failed") return fault();
+      return {
+        kind: "stopped",
+        text: `Not running: ${
+          mode ? `mode is ${mode}` : "the mode is not AUTO"
+        } (enter AUTO to run)`,
+      };
+    case "blocked_by_device_outage": {
+      const devices = s.blocked_devices ?? [];
+      if (devices.length === 0) {
+        return { kind: "blocked", text: "Blocked: a device the tree needs is down" };
+      }
+      return {
+        kind: "blocked",
+        text: `Blocked: ${
+          devices.map((b) => {
+            const why = [b.reason, since(b.since_epoch_ms)].filter((x) => x).join(" ");
+            return `${b.device_handle} is down${why ? ` (${why})` : ""}`;
+          }).join("; ")
+        }`,
+      };
+    }
+    case "device_loss_latched":
+      return latched();
+    case "stopped":
+      return { kind: "stopped", text: "Not running: automation is stopped" };
+    case "no_definition":
+      return { kind: "stopped", text: "Not running: no behavior tree is loaded" };
+    case "fault":
+    case "terminal_failure":
+    case "engine_fault":
+      return fault();
+    case "waiting":
+      return blockedByFailures(s, since);
+    case undefined:
+    case null:
+    case "":
+      break;
+    default:
+      return {
+        kind: "unknown",
+        text: s.execution_status ? `${s.execution_status}: ${reason}` : String(reason),
+      };
+  }
+  // No reason: today's runtime while the tree runs, or an older one.
+  switch (s.execution_status) {
+    case "running":
+      return (s.device_loss_latched ?? []).length
+        ? latched()
+        : { kind: "running", text: "Running" };
+    case "failed":
+      return fault();
+    case "blocked":
+      return blockedByFailures(s, since);
+    case "idle":
+      return { kind: "stopped", text: "Not running" };
+    case "completed":
+      return { kind: "stopped", text: "Not running: the tree completed" };
+    default:
+      return { kind: "unknown", text: String(s.execution_status) };
+  }
+}
+
+/** Today's `blocked` / `waiting`: the tree failed tick after tick; the devices whose calls fail. */
+function blockedByFailures(s, since) {
+  const outages = (s.device_outages ?? []).map((o) => {
+    const when = since(o.since_epoch_ms);
+    return `calls to ${o.device_handle} fail (${o.consecutive_failures} in a row${
+      when ? ` ${when}` : ""
+    })`;
+  });
+  return {
+    kind: "blocked",
+    text: `Blocked: the tree fails tick after tick${
+      outages.length ? `; ${outages.join("; ")}` : ""
+    }`,
+  };
+}
+
+/** The Automation view; it also learns whether automation is enabled (AUTO is offered then). */
+export class AutomationView {
+  /**
+   * @param {{
+   *   api: {get: (path: string) => Promise<any>},
+   *   onEnabled: () => void,
+   *   mode: () => string | undefined,
+   * }} options `onEnabled` runs after each read (`enabled` may have changed); `mode`: the
+   *   runtime's mode (the why line uses it when the answer has no `mode`)
+   */
+  constructor(options) {
+    this.api = options.api;
+    this.onEnabled = options.onEnabled;
+    this.mode = options.mode;
+    /** null until known: whether /v0/automation answers (AUTO is offered only then). */
+    this.enabled = /** @type {boolean | null} */ (null);
+    this.treeShown = false;
+    /** @type {any} the last status read; null when none (or the read failed) */
+    this.status = null;
+    /** The runtime's mode when it was read (undefined: not known then). */
+    this.modeAtRead = /** @type {string | undefined} */ (undefined);
+  }
+
+  /**
+   * The why line, from the last status read and the runtime's mode as known at that read (or
+   * now, when it was not known then: a mode newer than the status would contradict it).
+   */
+  renderWhy() {
+    const el = byId("automation-why");
+    el.hidden = this.status === null;
+    if (this.status === null) return;
+    const why = automationWhy(this.status, { mode: this.modeAtRead ?? this.mode() });
+    el.className = `why why-${why.kind}`;
+    setText(el, why.text);
+  }
+
+  /** Re-reads the status (and the tree when `withTree`, or when none is shown yet). */
+  async load(withTree) {
+    let s;
+    try {
+      s = await this.api.get("/v0/automation/status");
+      this.enabled = true;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 503) this.enabled = false;
+      this.status = null;
+      this.renderWhy();
+      fill(byId("automation-status"), h("p", { class: "muted", text: String(err) }));
+      fill(byId("automation-tree"));
+      this.onEnabled();
+      return;
+    }
+    this.onEnabled();
+    this.status = s;
+    this.modeAtRead = this.mode();
+    this.renderWhy();
+    const d = s.engine_diagnostics ?? {};
+    fill(
+      byId("automation-status"),
+      facts([
+        [
+          "Execution",
+          s.execution_reason
+            ? `${s.execution_status} (${s.execution_reason})`
+            : String(s.execution_status),
+        ],
+        [
+          "Tree",
+          s.automation_version
+            ? `${s.automation_version.id} · ${s.automation_version.digest.slice(0, 12)}`
+            : "—",
+        ],
+        ["Ticks", `${d.total_ticks} total, ${d.ticks_since_progress} since progress`],
+        ["Errors", String(d.error_count)],
+        ["Stall suspected", d.stall_suspected ? "yes" : "no"],
+        ["Running node", d.current_running_node ?? "—"],
+        ["Last tick", d.last_tick_status ?? "—"],
+        ["Last evaluation", formatTime(s.last_evaluation_at_epoch_ms)],
+        ["Last error", s.last_error ?? "none"],
+        ["Open run", s.run_id ?? "—"],
+        [
+          "Device-loss latched",
+          (s.device_loss_latched ?? []).length ? s.device_loss_latched.join(", ") : "none",
+        ],
+        [
+          "Device outages",
+          (s.device_outages ?? []).length ? JSON.stringify(s.device_outages) : "none",
+        ],
+        ...(Array.isArray(s.blocked_devices)
+          ? [[
+            "Blocked devices",
+            s.blocked_devices.length
+              ? s.blocked_devices.map((b) => {
+                const when = b.since_epoch_ms ? `since ${formatTime(b.since_epoch_ms)}` : "";
+                return `${b.device_handle} (${[b.reason, when].filter((x) => x).join(", ")})`;
+              }).join("; ")
+              : "none",
+          ]]
+          : []),
+      ]),
+    );
+    if (withTree || !this.treeShown) {
+      try {
+        const t = await this.api.get("/v0/automation/tree");
+        fill(byId("automation-tree"), treeOutline(t.tree));
+        this.treeShown = true;
+      } catch (err) {
+        fill(byId("automation-tree"), h("p", { class: "muted", text: String(err) }));
+      }
+    }
+  }
+}
+
+/** The behavior tree XML as an indented outline: node type, then its attributes. */
+function treeOutline(xml) {
+  const doc = new DOMParser().parseFromString(xml, "application/xml");
+  if (doc.querySelector("parsererror")) return h("pre", { text: xml });
+  const node = (el) => {
+    const attrs = [...el.attributes].map((a) => `${a.name}="${a.value}"`).join(" ");
+    const kids = [...el.children];
+    return h(
+      "li",
+      {},
+      h("span", { class: "node", text: el.tagName }),
+      attrs ? h("span", { class: "attrs", text: ` ${attrs}` }) : null,
+      kids.length ? h("ul", {}, ...kids.map(node)) : null,
+    );
+  };
+  return h("ul", { class: "outline", "aria-label": "Behavior tree" }, node(doc.documentElement));
+}

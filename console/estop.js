@@ -1,0 +1,249 @@
+// The e-stop (the header): the large button latches at once (no confirmation: a stop must never
+// wait for one) and shows the runtime's answer, what was achieved and what was attempted, and
+// once its latch is released (here or by another client), says so; "Release latch…" asks for a
+// confirmation; while latched, what latched it.
+
+import { badge, byId, fill, formatValue, h, setResult, setText, table } from "./dom.js";
+
+/** The e-stop button, its answer, the release dialog and the latch's cause. */
+export class EstopPanel {
+  /**
+   * @param {{
+   *   api: {post: (path: string, body?: unknown) => Promise<any>},
+   *   errorText: (err: unknown) => string,
+   *   machine: {status: any, started: number, shown: number},
+   *   alarm: (id: string) => any,
+   *   afterChange: () => Promise<void>,
+   *   clearModeResult: () => void,
+   * }} options `machine`: GET /v0/runtime/status as last read, with the count of reads started
+   *   and the number of the one shown (MachineStatus); `alarm`: the alarm with this id (the
+   *   cause of a latch may name one); `afterChange`: re-reads the status after an action
+   */
+  constructor(options) {
+    this.api = options.api;
+    this.errorText = options.errorText;
+    this.machine = options.machine;
+    this.alarm = options.alarm;
+    this.afterChange = options.afterChange;
+    this.clearModeResult = options.clearModeResult;
+    /**
+     * The answer shown that latched, until its latch is seen released: the status reads started
+     * before it arrived (older news, ignored), the latch time the first later read showed, and
+     * the word the answer's summary starts with.
+     * @type {{readsBefore: number, latchedAt: number | null | undefined, word: HTMLElement} | null}
+     */
+    this.latchedAnswer = null;
+  }
+
+  /** The runtime status as last read. */
+  status() {
+    return this.machine.status;
+  }
+
+  /** Wires the buttons and the release dialog of index.html. */
+  bind() {
+    byId("estop").addEventListener("click", () => this.trigger());
+    byId("estop-clear").addEventListener("click", () => this.openClearDialog());
+    byId("estop-result-hide").addEventListener("click", () => {
+      byId("estop-result").hidden = true;
+      byId("estop").focus();
+    });
+    byId("clear-cancel").addEventListener("click", () => {
+      /** @type {HTMLDialogElement} */ (byId("clear-dialog")).close();
+      byId("estop-clear").focus();
+    });
+    byId("clear-confirm").addEventListener("click", () => this.confirmClear());
+  }
+
+  /**
+   * Follows the runtime status: the release button while latched, the latch's cause, and
+   * whether the answer shown still holds its latch.
+   */
+  render() {
+    byId("estop-clear").hidden = this.status()?.estop?.latched !== true;
+    this.renderCause();
+    this.renderReleased();
+  }
+
+  /**
+   * The answer shown says "Latch released." once a status read that started after it arrived
+   * shows the latch released, or latched again at another time (released, then latched anew).
+   */
+  renderReleased() {
+    const a = this.latchedAnswer;
+    const e = this.status()?.estop;
+    if (a === null || e === undefined || this.machine.shown <= a.readsBefore) return;
+    if (
+      e.latched === true && (a.latchedAt === undefined || a.latchedAt === e.latched_at_epoch_ms)
+    ) {
+      a.latchedAt = e.latched_at_epoch_ms;
+      return;
+    }
+    this.latchedAnswer = null;
+    setText(a.word, "Latch released. ");
+    byId("estop-result").classList.add("released");
+  }
+
+  /** While latched: what latched it (`api`, or `alarm:<id>` with the alarm's message). */
+  renderCause() {
+    const e = this.status()?.estop;
+    const el = byId("estop-cause");
+    const cause = e?.latched === true && typeof e.cause === "string" ? e.cause : "";
+    const alarm = cause.startsWith("alarm:") ? this.alarm(cause.slice(6)) : undefined;
+    const key = `${cause}|${alarm?.message ?? ""}`;
+    el.hidden = cause === "";
+    if (el.dataset.key === key) return;
+    el.dataset.key = key;
+    fill(
+      el,
+      "Cause: ",
+      cause.startsWith("alarm:")
+        ? h("a", { href: "#alarms", "data-cause": cause, text: cause })
+        : h("strong", { "data-cause": cause, text: cause }),
+      alarm?.message
+        ? ` — ${alarm.message}`
+        : cause === "api"
+        ? " — an e-stop request (POST /v0/estop: this page or another client)"
+        : "",
+    );
+  }
+
+  /** Latches the e-stop at once. */
+  async trigger() {
+    const section = byId("estop-result");
+    const body = byId("estop-result-body");
+    section.hidden = false;
+    section.className = "estop-result pending";
+    this.latchedAnswer = null;
+    this.clearModeResult();
+    fill(body, h("p", { role: "status", text: "E-stop sent…" }));
+    try {
+      const r = await this.api.post("/v0/estop", { reason: "operator console" });
+      this.renderResult(r);
+    } catch (err) {
+      section.className = "estop-result failed";
+      fill(
+        body,
+        h("p", { class: "error", role: "alert" }, `The e-stop request failed: ${err}`),
+        h("p", {
+          class: "error",
+          text: "The machine may still be running: use the hardware emergency stop.",
+        }),
+      );
+    }
+    await this.afterChange();
+  }
+
+  renderResult(r) {
+    const section = byId("estop-result");
+    const v = r.verification;
+    const outcome = v?.outcome ?? "unverifiable";
+    section.className = `estop-result estop-${outcome}`;
+    const failed = (r.actions ?? []).filter((a) => !a.success).length;
+    const word = h("strong", { text: r.latched ? "Latched. " : "Not latched. " });
+    this.latchedAnswer = r.latched
+      ? { readsBefore: this.machine.started, latchedAt: undefined, word }
+      : null;
+    const children = [
+      h(
+        "p",
+        { class: "estop-summary", role: "status" },
+        word,
+        `Mode ${r.fault_engaged ? "FAULT" : "unchanged"}. Safe state read back: `,
+        h("span", { class: `badge outcome-${outcome}`, "data-outcome": outcome, text: outcome }),
+        v ? ` (${v.elapsed_ms} ms)` : "",
+        `. Rung ${r.software_safe_state}: ${(r.actions ?? []).length} call(s), ${failed} failed.`,
+      ),
+    ];
+    if (r.warning) children.push(h("p", { class: "warn", text: r.warning }));
+    if (v?.checks?.length) {
+      children.push(
+        table(
+          "What was achieved (fresh read-back)",
+          ["Signal", "Expected", "Observed", "Quality", "Outcome"],
+          v.checks.map((c) => [
+            c.signal,
+            JSON.stringify(c.expected),
+            formatValue(c.observed),
+            c.quality ?? "—",
+            badge(c.outcome + (c.reason ? ` — ${c.reason}` : ""), `outcome-${c.outcome}`),
+          ]),
+          "estop-checks",
+        ),
+      );
+    }
+    children.push(
+      table(
+        "What was attempted",
+        ["Device", "Function", "Result"],
+        (r.actions ?? []).map((a) => [
+          a.device_handle,
+          a.function,
+          a.success ? badge("ok", "q-OK") : badge(`failed: ${a.error}`, "q-FAULT"),
+        ]),
+        "estop-actions",
+      ),
+    );
+    if (r.hook_failures?.length) {
+      children.push(
+        h("p", { class: "warn" }, `${r.hook_failures.length} FAULT hook call(s) failed:`),
+        h(
+          "ul",
+          {},
+          ...r.hook_failures.map((f) =>
+            h("li", { text: `${f.device_handle} ${f.function}: ${f.error}` })
+          ),
+        ),
+      );
+    }
+    if (r.drain && !r.drain.complete) {
+      children.push(
+        h("p", {
+          class: "warn",
+          text: `Calls still in flight at: ${r.drain.pending_providers.join(", ")}`,
+        }),
+      );
+    }
+    if (r.uncovered?.length) {
+      children.push(
+        h(
+          "details",
+          {},
+          h("summary", {
+            text: `${r.uncovered_actuating_functions} actuating function(s) left untouched`,
+          }),
+          h(
+            "ul",
+            {},
+            ...r.uncovered.map((u) => h("li", { text: `${u.device_handle} ${u.function}` })),
+          ),
+        ),
+      );
+    }
+    fill(byId("estop-result-body"), ...children);
+  }
+
+  openClearDialog() {
+    const dialog = /** @type {HTMLDialogElement} */ (byId("clear-dialog"));
+    dialog.showModal();
+    byId("clear-cancel").focus();
+  }
+
+  async confirmClear() {
+    const dialog = /** @type {HTMLDialogElement} */ (byId("clear-dialog"));
+    dialog.close();
+    const out = byId("mode-result");
+    try {
+      await this.api.post("/v0/estop/clear");
+      setResult(
+        out,
+        "ok",
+        "E-stop latch released. The mode stays FAULT: switch to MANUAL to re-arm.",
+      );
+    } catch (err) {
+      setResult(out, "error", this.errorText(err));
+    }
+    await this.afterChange();
+    byId("estop").focus();
+  }
+}

@@ -1,0 +1,98 @@
+// The Health view: per provider its lifecycle, supervision, what it reports, data faults and
+// discovery warnings, and each device's liveness (GET /v0/providers/health; the Devices view
+// shows the liveness too).
+
+import { badge, byId, facts, fill, formatAge, h, table } from "./dom.js";
+
+/** The quality colour class a device liveness is shown with. */
+export function healthClass(health) {
+  return { OK: "OK", WARNING: "STALE", STALE: "STALE", FAULT: "FAULT" }[health] ?? "UNAVAILABLE";
+}
+
+/** The Health view. */
+export class HealthView {
+  /**
+   * @param {{
+   *   api: {get: (path: string) => Promise<any>},
+   *   isVisible: () => boolean,
+   *   onDevice: (providerId: string, deviceId: string, health: string) => void,
+   * }} options `onDevice` gets each device's liveness (the Devices view's badges)
+   */
+  constructor(options) {
+    this.api = options.api;
+    this.isVisible = options.isVisible;
+    this.onDevice = options.onDevice;
+  }
+
+  async load() {
+    const r = await this.api.get("/v0/providers/health");
+    for (const p of r.providers ?? []) {
+      for (const d of p.devices ?? []) this.onDevice(p.provider_id, d.device_id, d.health);
+    }
+    if (this.isVisible()) this.render(r.providers ?? []);
+  }
+
+  render(providers) {
+    fill(
+      byId("health"),
+      ...providers.map((p) => {
+        const sup = p.supervision ?? {};
+        return h(
+          "section",
+          { class: "card", "data-provider": p.provider_id },
+          h(
+            "h3",
+            {},
+            `Provider ${p.provider_id} `,
+            badge(p.state, p.state === "AVAILABLE" ? "q-OK" : "q-UNAVAILABLE"),
+          ),
+          facts([
+            ["Lifecycle", p.lifecycle_state],
+            [
+              "Last seen",
+              p.last_seen_ago_ms === null ? "—" : `${formatAge(p.last_seen_ago_ms)} ago`,
+            ],
+            ["Up for", formatAge((p.uptime_seconds ?? 0) * 1000)],
+            ["Devices", `${p.device_count} (${p.failed_device_count} failed)`],
+            ["Supervision", sup.enabled ? "restarts enabled" : "no restarts"],
+            ["Restarts attempted", `${sup.attempt_count ?? 0} of ${sup.max_attempts ?? 0}`],
+            ["Crash detected", sup.crash_detected ? "yes" : "no"],
+            ["Circuit", sup.circuit_open ? "OPEN (no further restarts)" : "closed"],
+            [
+              "Next restart",
+              sup.next_restart_in_ms === null || sup.next_restart_in_ms === undefined
+                ? "—"
+                : `in ${formatAge(sup.next_restart_in_ms)}`,
+            ],
+            [
+              "Provider reports",
+              p.reported
+                ? `${p.reported.state}${p.reported.message ? ` — ${p.reported.message}` : ""}`
+                : "—",
+            ],
+            [
+              "Data faults",
+              p.data_faults
+                ? `${p.data_faults.type_mismatch} type, ${p.data_faults.non_finite} non-finite, ${p.data_faults.undeclared_signal} undeclared`
+                : "—",
+            ],
+          ]),
+          (p.discovery_warnings ?? []).length
+            ? h("ul", { class: "warn" }, ...p.discovery_warnings.map((w) => h("li", { text: w })))
+            : null,
+          table(
+            `Device liveness of ${p.provider_id}`,
+            ["Device", "Liveness", "Last poll", "Stale signals", "Faulty signals"],
+            (p.devices ?? []).map((d) => [
+              d.device_id,
+              badge(d.health, `q-${healthClass(d.health)}`),
+              d.last_poll_ms ? `${formatAge(d.staleness_ms)} ago` : "never",
+              String(d.stale_signal_count),
+              String(d.fault_signal_count),
+            ]),
+          ),
+        );
+      }),
+    );
+  }
+}

@@ -1,0 +1,93 @@
+// The machine at a glance (the header): runtime name and version, mode, e-stop latch, the rung
+// an e-stop would run and what it leaves untouched, provider availability. From
+// GET /v0/runtime/status, kept current by `mode_change` events in between.
+
+import { MODE_HINTS } from "./mode.js";
+import { byId, fill, formatTime, h, setText } from "./dom.js";
+
+const RUNG_TEXT = {
+  hooks: "safe-state hooks",
+  setpoints: "safe-state setpoints",
+  zero: "zero every zeroable output",
+  none: "nothing (no safe state declared)",
+};
+
+/** GET /v0/runtime/status and the header that shows it. */
+export class MachineStatus {
+  /**
+   * @param {{
+   *   api: {get: (path: string) => Promise<any>},
+   *   onRender: (status: any) => void,
+   * }} options `onRender` runs after each render (the e-stop and mode controls follow it)
+   */
+  constructor(options) {
+    this.api = options.api;
+    this.onRender = options.onRender;
+    /** @type {any} GET /v0/runtime/status; null until read */
+    this.status = null;
+    /** Status reads started / the latest one shown (a slower, older answer is dropped). */
+    this.started = 0;
+    this.shown = 0;
+    /** mode_change events seen; a status read that started before the last one keeps its mode. */
+    this.modeEvents = 0;
+  }
+
+  /** The runtime's mode as last known (undefined before the first read). */
+  get mode() {
+    return this.status?.mode;
+  }
+
+  async load() {
+    const seq = ++this.started;
+    const modeEvents = this.modeEvents;
+    const s = await this.api.get("/v0/runtime/status");
+    if (seq < this.shown) return;
+    this.shown = seq;
+    // A mode change streamed while this read was under way is newer than its answer.
+    if (modeEvents !== this.modeEvents && this.status) s.mode = this.status.mode;
+    this.status = s;
+    this.render();
+  }
+
+  /** A `mode_change` event: shown at once (a status read follows). */
+  onModeChange(newMode) {
+    this.modeEvents++;
+    if (this.status) {
+      this.status.mode = newMode;
+      this.render();
+    }
+  }
+
+  render() {
+    const s = this.status;
+    if (s === null) return;
+    const name = s.runtime_name || "runtime";
+    setText(byId("runtime-name"), name);
+    setText(byId("runtime-version"), `v${s.version}`);
+    document.title = `${name} — operator console`;
+    const mode = byId("mode");
+    setText(mode, s.mode);
+    mode.className = `mode mode-${s.mode}`;
+    mode.title = MODE_HINTS[s.mode] ?? "";
+    const e = s.estop ?? {};
+    const latch = byId("latch");
+    setText(latch, e.latched ? `LATCHED since ${formatTime(e.latched_at_epoch_ms)}` : "released");
+    latch.className = e.latched ? "latched" : "released";
+    document.body.classList.toggle("is-latched", e.latched === true);
+    setText(byId("rung"), `${e.software_safe_state} — ${RUNG_TEXT[e.software_safe_state] ?? ""}`);
+    const uncovered = byId("uncovered");
+    setText(uncovered, String(e.uncovered_actuating_functions));
+    uncovered.className = e.uncovered_actuating_functions > 0 ? "warn" : "";
+    const providers = byId("providers");
+    fill(
+      providers,
+      ...(s.providers ?? []).map((p) =>
+        h("span", {
+          class: `badge ${p.state === "AVAILABLE" ? "q-OK" : "q-UNAVAILABLE"}`,
+          text: `${p.provider_id} ${p.state}`,
+        })
+      ),
+    );
+    this.onRender(s);
+  }
+}
