@@ -5,13 +5,32 @@
 import { ApiError } from "./api.js";
 import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
 
+/** The line's kind for each `not_running.cause` of the runtime (GET /v0/automation/status). */
+const CAUSE_KIND = {
+  mode: "stopped",
+  device_loss_latch: "latched",
+  automation_fault: "fault",
+  stalled: "blocked",
+  no_definition: "stopped",
+  stopped: "stopped",
+};
+
+/** How each kind of line begins. */
+const KIND_PREFIX = {
+  stopped: "Not running",
+  blocked: "Blocked",
+  latched: "Latched",
+  fault: "Fault",
+  unknown: "Not running",
+};
+
 /**
- * Why the behavior tree runs or not, in one line, from GET /v0/automation/status. Read from
- * `execution_reason` (`running`, `gated_by_mode`, `blocked_by_device_outage`,
- * `device_loss_latched`, `stopped`, `no_definition`, `fault`) with `blocked_devices` and `mode`
- * when the runtime sends them; a runtime without them is read from `execution_status` and its
- * older reasons (`mode_gate`, `waiting`, `terminal_failure`, `engine_fault`, none while running)
- * with `device_outages`. A reason this console does not know is shown as the runtime words it.
+ * Why the behavior tree runs or not, in one line, from GET /v0/automation/status. A runtime that
+ * says why (`not_running`: null while the tree runs in AUTO, else its `cause`; `why_not_running`:
+ * the same in words, with the remedy; `blocked_devices`) is shown in its own words. An older one
+ * is read from `execution_status` and its reasons (`mode_gate`, `waiting`, `terminal_failure`,
+ * `engine_fault`, `no_definition`, `stopped`, none while running) with `device_outages`. A reason
+ * this console does not know is shown as the runtime words it.
  * @param {any} s the answer
  * @param {{mode?: string, timeOf?: (epochMs: number) => string}} [context] `mode`: the
  *   runtime's mode, used when the answer has none; `timeOf`: a time as shown (default the
@@ -20,6 +39,7 @@ import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
  *   text: string}}
  */
 export function automationWhy(s, context = {}) {
+  if (s && Object.hasOwn(s, "not_running")) return runtimeWhy(s);
   const timeOf = context.timeOf ?? ((ms) => new Date(ms).toLocaleTimeString());
   const mode = typeof s.mode === "string" ? s.mode : context.mode;
   const reason = s.execution_reason;
@@ -37,40 +57,19 @@ export function automationWhy(s, context = {}) {
   };
   const since = (ms) => typeof ms === "number" && ms > 0 ? `since ${timeOf(ms)}` : "";
   switch (reason) {
-    case "running":
-      return { kind: "running", text: "Running" };
-    case "gated_by_mode":
     case "mode_gate":
-      // Today's runtime reports a tick that threw (which forces FAULT) as failed / mode_gate.
-      if (reason === "mode_gate" && s.execution_status === "failed") return fault();
+      // An older runtime reports a tick that threw (which forces FAULT) as failed / mode_gate.
+      if (s.execution_status === "failed") return fault();
       return {
         kind: "stopped",
         text: `Not running: ${
           mode ? `mode is ${mode}` : "the mode is not AUTO"
         } (enter AUTO to run)`,
       };
-    case "blocked_by_device_outage": {
-      const devices = s.blocked_devices ?? [];
-      if (devices.length === 0) {
-        return { kind: "blocked", text: "Blocked: a device the tree needs is down" };
-      }
-      return {
-        kind: "blocked",
-        text: `Blocked: ${
-          devices.map((b) => {
-            const why = [b.reason, since(b.since_epoch_ms)].filter((x) => x).join(" ");
-            return `${b.device_handle} is down${why ? ` (${why})` : ""}`;
-          }).join("; ")
-        }`,
-      };
-    }
-    case "device_loss_latched":
-      return latched();
     case "stopped":
       return { kind: "stopped", text: "Not running: automation is stopped" };
     case "no_definition":
       return { kind: "stopped", text: "Not running: no behavior tree is loaded" };
-    case "fault":
     case "terminal_failure":
     case "engine_fault":
       return fault();
@@ -86,7 +85,7 @@ export function automationWhy(s, context = {}) {
         text: s.execution_status ? `${s.execution_status}: ${reason}` : String(reason),
       };
   }
-  // No reason: today's runtime while the tree runs, or an older one.
+  // No reason: an older runtime while the tree runs.
   switch (s.execution_status) {
     case "running":
       return (s.device_loss_latched ?? []).length
@@ -103,6 +102,20 @@ export function automationWhy(s, context = {}) {
     default:
       return { kind: "unknown", text: String(s.execution_status) };
   }
+}
+
+/** The runtime's own why (`not_running`, `why_not_running`, `blocked_devices`). */
+function runtimeWhy(s) {
+  const n = s.not_running;
+  if (n === null) return { kind: "running", text: "Running" };
+  const cause = n && typeof n.cause === "string" ? n.cause : "";
+  let kind = CAUSE_KIND[cause] ?? "unknown";
+  // Out of AUTO with a device the tree needs down: AUTO would be refused, the line says why.
+  if (kind === "stopped" && (s.blocked_devices ?? []).length > 0) kind = "blocked";
+  const words = typeof s.why_not_running === "string" && s.why_not_running !== ""
+    ? s.why_not_running
+    : cause || "the runtime did not say why";
+  return { kind, text: `${KIND_PREFIX[kind]}: ${words}` };
 }
 
 /** Today's `blocked` / `waiting`: the tree failed tick after tick; the devices whose calls fail. */
@@ -214,7 +227,8 @@ export class AutomationView {
             s.blocked_devices.length
               ? s.blocked_devices.map((b) => {
                 const when = b.since_epoch_ms ? `since ${formatTime(b.since_epoch_ms)}` : "";
-                return `${b.device_handle} (${[b.reason, when].filter((x) => x).join(", ")})`;
+                const what = b.condition ? `${b.condition}: ${b.reason}` : b.reason;
+                return `${b.device_handle} (${[what, when].filter((x) => x).join(", ")})`;
               }).join("; ")
               : "none",
           ]]

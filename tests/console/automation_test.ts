@@ -1,7 +1,7 @@
 /**
- * The Automation view's why line (console/automation.js automationWhy), under Deno: every
- * `execution_reason` of the extended GET /v0/automation/status (issue 40 item 2), today's answer
- * without those fields, and a reason the console does not know.
+ * The Automation view's why line (console/automation.js automationWhy), under Deno: the runtime's
+ * own why (GET /v0/automation/status `not_running`, `why_not_running`, `blocked_devices`, issue 40
+ * item 2), an older runtime's answer without those fields, and a reason the console does not know.
  */
 import assert from "node:assert/strict";
 import { automationWhy } from "../../console/automation.js";
@@ -17,53 +17,60 @@ const today = {
 const why = (s: Record<string, unknown>, mode?: string) =>
   automationWhy({ ...today, ...s }, { mode, timeOf });
 
-Deno.test("automationWhy reads each reason of the extended answer", () => {
-  assert.deepEqual(why({ execution_reason: "running", mode: "AUTO" }), {
+Deno.test("automationWhy shows the runtime's own why: not_running, why_not_running, blocked_devices", () => {
+  // The runtime's answer always carries not_running (null while the tree runs in AUTO).
+  assert.deepEqual(why({ mode: "AUTO", not_running: null, why_not_running: null }), {
     kind: "running",
     text: "Running",
   });
-  assert.deepEqual(why({ execution_reason: "gated_by_mode", mode: "MANUAL" }, "AUTO"), {
+  const mode = {
+    mode: "MANUAL",
+    not_running: { cause: "mode", mode: "MANUAL" },
+    why_not_running: "mode is MANUAL: the tree ticks only in AUTO",
+    blocked_devices: [],
+  };
+  assert.deepEqual(why(mode), {
     kind: "stopped",
-    text: "Not running: mode is MANUAL (enter AUTO to run)",
+    text: "Not running: mode is MANUAL: the tree ticks only in AUTO",
+  });
+  // A device the tree names is down: AUTO would be refused, the line says so.
+  const blocked = {
+    ...mode,
+    why_not_running: "mode is MANUAL: the tree ticks only in AUTO; AUTO is refused while " +
+      "sim0/motorctl0 is down (its reads fail)",
+    blocked_devices: [{
+      device_handle: "sim0/motorctl0",
+      condition: "down",
+      reason: "its reads fail",
+      since_epoch_ms: 5,
+    }],
+  };
+  assert.deepEqual(why(blocked), {
+    kind: "blocked",
+    text: `Blocked: ${blocked.why_not_running}`,
   });
   assert.deepEqual(
     why({
-      execution_reason: "blocked_by_device_outage",
-      mode: "AUTO",
-      blocked_devices: [
-        { device_handle: "sim0/motorctl0", reason: "device unavailable", since_epoch_ms: 5 },
-        { device_handle: "sim0/tempctl0", reason: "", since_epoch_ms: null },
-      ],
-    }),
-    {
-      kind: "blocked",
-      text: "Blocked: sim0/motorctl0 is down (device unavailable since t5); sim0/tempctl0 is down",
-    },
+      mode: "FAULT",
+      not_running: { cause: "device_loss_latch", mode: "FAULT" },
+      why_not_running: "device-loss latch: sim0/motorctl0 was lost (its reads fail); mode FAULT: " +
+        "re-arm deliberately (FAULT -> MANUAL -> AUTO)",
+      device_loss_latched: ["sim0/motorctl0"],
+    }).kind,
+    "latched",
   );
   assert.equal(
-    why({ execution_reason: "blocked_by_device_outage", blocked_devices: [] }).text,
-    "Blocked: a device the tree needs is down",
+    why({ not_running: { cause: "automation_fault", mode: "FAULT" }, why_not_running: "x" }).text,
+    "Fault: x",
   );
-  assert.deepEqual(
-    why({ execution_reason: "device_loss_latched", device_loss_latched: ["sim0/a", "sim0/b"] }),
-    {
-      kind: "latched",
-      text: "Latched: device-loss latch on sim0/a, sim0/b — re-arm by entering AUTO",
-    },
-  );
-  assert.equal(why({ execution_reason: "stopped" }).text, "Not running: automation is stopped");
-  assert.equal(
-    why({ execution_reason: "no_definition" }).text,
-    "Not running: no behavior tree is loaded",
-  );
-  assert.deepEqual(why({ execution_reason: "fault", last_error: "boom" }), {
-    kind: "fault",
-    text: "Fault: boom",
+  assert.equal(why({ not_running: { cause: "stalled", mode: "AUTO" } }).kind, "blocked");
+  assert.deepEqual(why({ not_running: { cause: "future_cause", mode: "AUTO" } }), {
+    kind: "unknown",
+    text: "Not running: future_cause",
   });
-  assert.equal(why({ execution_reason: "fault" }).text, "Fault: the tree stopped on an error");
 });
 
-Deno.test("automationWhy reads today's answer from execution_status and its reasons", () => {
+Deno.test("automationWhy reads an older runtime's answer from execution_status and its reasons", () => {
   // Not in AUTO: the mode comes from the runtime status when the answer has none.
   assert.equal(
     why({ execution_reason: "mode_gate" }, "IDLE").text,
