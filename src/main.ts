@@ -209,6 +209,8 @@ function readConfigFile(absPath: string, mode: "check" | "start", strict: boolea
     path: absPath,
     mode,
     strict,
+    // --check-config only: at start-up the runtime reviews the e-stop with the inventory.
+    safetyReview: mode === "check",
     // Read through the host, which also keeps them out of the providers' environment.
     env: {
       RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),

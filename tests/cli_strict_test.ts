@@ -6,7 +6,7 @@
  * unit's ExecStartPre uses it); and the runtime itself still refuses to start on them.
  */
 import assert from "node:assert/strict";
-import { runCli, withFiles } from "./helpers/cli.ts";
+import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
 
 const TREE = '<root BTCPP_format="4" main_tree_to_execute="T">' +
   '<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree></root>\n';
@@ -27,7 +27,7 @@ automation:
   mode_transition_hooks:
     before_transition:
       - {from: AUTO, to: FAULT, calls: [{device_handle: p0/d0, function_name: stop}]}
-`;
+${safetySection()}`;
 
 const PROBLEMS = [
   ["away.yaml:2:3", "http.tls_cert_path", /file not found: .*\/tls\/cert\.pem/],
