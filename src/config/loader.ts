@@ -31,7 +31,10 @@ export interface LoadConfigOptions {
    * under "check" with `strict` and under "start" (the provider command: start-up reports it).
    */
   readonly mode: "check" | "start";
-  /** `--check-config --strict`: environment problems are errors (ignored under "start"). */
+  /**
+   * `--check-config --strict`: environment problems and unknown keys are errors (ignored under
+   * "start").
+   */
   readonly strict?: boolean;
   /**
    * `--check-config`: also review the e-stop from the file alone and warn when it would command
@@ -163,7 +166,8 @@ function parseAndValidate(
     return { config: null, diagnostics: sorted(diagnostics), secrets };
   }
 
-  const checker = new Checker(source, file);
+  const strict = options.mode === "check" && (options.strict ?? false);
+  const checker = new Checker(source, file, { unknownKeys: strict ? "error" : "warning" });
   const config = readConfig(data as Obj, {
     checker,
     source,
