@@ -13,6 +13,7 @@ import {
   terminateProviderProcesses,
 } from "./host/mod.ts";
 import { runService } from "./service.ts";
+import { authenticationSummary } from "./http/mod.ts";
 import type { ReloadedConfig } from "./config_reload.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_USAGE } from "./exit_codes.ts";
 import {
@@ -209,6 +210,8 @@ function readConfigFile(absPath: string, mode: "check" | "start", strict: boolea
     path: absPath,
     mode,
     strict,
+    // --check-config only: at start-up the runtime reviews the e-stop with the inventory.
+    safetyReview: mode === "check",
     // Read through the host, which also keeps them out of the providers' environment.
     env: {
       RUNTIME_API_TOKEN: secretFromEnvironment("RUNTIME_API_TOKEN"),
@@ -318,6 +321,11 @@ function startService(
 ): Promise<number> {
   const log = createStderrLogger(logLevelOverride ?? config.logging.level);
   if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
+  // Always said, on or off, with the setting that decides it (a misspelled key leaves it off).
+  const auth = authenticationSummary(config.http, {
+    envToken: (secretFromEnvironment("RUNTIME_API_TOKEN") ?? "") !== "",
+  });
+  log[auth.level](auth.message);
   // A deployment moved over from anolis may still set the anolis variable: say so, without
   // its value, rather than run without the token the operator meant.
   const anolisToken = secretFromEnvironment(ANOLIS_TOKEN_ENV_VAR) ?? "";

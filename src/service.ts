@@ -37,6 +37,15 @@ import { ConfigReloader, type ReloadedConfig } from "./config_reload.ts";
 const SHUTDOWN_GRACE_MS = 1000;
 /** After a second stop signal: how much longer the rest of shutdown may take. */
 export const HURRIED_SHUTDOWN_MS = 1000;
+/**
+ * A repeat of the first stop signal (the same signal) this soon after it is the same stop
+ * delivered twice, not a request to hurry: it is logged and ignored. One Ctrl-C in a terminal
+ * reaches the runtime twice under `deno task start` -- the terminal signals the whole foreground
+ * process group, and `deno task` forwards the SIGINT it got to its child as well -- the copies
+ * some 0.3 ms apart when idle. A later repeat, or the other signal (SIGTERM after SIGINT), hurries
+ * shutdown as before.
+ */
+export const STOP_SIGNAL_REPEAT_WINDOW_MS = 500;
 /** Longest wait for killed providers to be reaped before the process exits. */
 export const PROVIDER_REAP_TIMEOUT_MS = 2000;
 
@@ -271,7 +280,8 @@ export function httpServicesOf(
  * 0 after a clean shutdown, 3 when start-up fails, 4 when shutdown itself fails or overruns.
  *
  * A stop signal during start-up stops at once (exit 0 once stopped). A second stop signal hurries
- * shutdown: providers get SIGKILL now and the rest has HURRIED_SHUTDOWN_MS more. Whichever way
+ * shutdown: providers get SIGKILL now and the rest has HURRIED_SHUTDOWN_MS more -- unless it is the
+ * first one again within STOP_SIGNAL_REPEAT_WINDOW_MS (the same stop delivered twice: ignored). Whichever way
  * the process ends, no provider outlives it: what still runs is killed and reaped first.
  */
 export async function runService(
@@ -283,7 +293,7 @@ export async function runService(
   detachNotifySocket();
   // Signals are watched from the start and for the whole life of the process: a signal during
   // start-up stops it at once, and a later one must never fall back to the default (exit now).
-  const signals = watchStopSignals();
+  const signals = watchStopSignals(log);
   const startup = new AbortController();
   const reload = options.loadConfig
     ? {
@@ -386,6 +396,36 @@ async function shutDown(
   }
 }
 
+/** What a stop signal means to the service (see StopSignalFilter). */
+export type StopSignalMeaning = "stop" | "duplicate" | "hurry";
+
+/**
+ * Tells what each SIGINT/SIGTERM means: the first starts shutdown; the same signal again within
+ * `windowMs` of it is a duplicate (one stop delivered twice); anything else after it hurries.
+ */
+export class StopSignalFilter {
+  readonly #windowMs: number;
+  #first: { readonly signal: Deno.Signal; readonly atMs: number } | null = null;
+
+  constructor(windowMs: number = STOP_SIGNAL_REPEAT_WINDOW_MS) {
+    this.#windowMs = windowMs;
+  }
+
+  /** Classifies `signal` received at monotonic time `atMs`; the elapsed time since the first. */
+  classify(
+    signal: Deno.Signal,
+    atMs: number,
+  ): { meaning: StopSignalMeaning; sinceFirstMs: number } {
+    if (this.#first === null) {
+      this.#first = { signal, atMs };
+      return { meaning: "stop", sinceFirstMs: 0 };
+    }
+    const sinceFirstMs = atMs - this.#first.atMs;
+    const duplicate = signal === this.#first.signal && sinceFirstMs < this.#windowMs;
+    return { meaning: duplicate ? "duplicate" : "hurry", sinceFirstMs };
+  }
+}
+
 /** SIGINT/SIGTERM as seen by the service: the first starts shutdown, later ones hurry it. */
 interface StopSignals {
   /** Resolves with the first signal. */
@@ -396,17 +436,29 @@ interface StopSignals {
   dispose(): void;
 }
 
-/** Watches SIGINT/SIGTERM until disposed (so no later signal ends the process outright). */
-function watchStopSignals(): StopSignals {
+/**
+ * Watches SIGINT/SIGTERM until disposed (so no later signal ends the process outright). A
+ * duplicate of the first (StopSignalFilter) is logged here and goes no further.
+ */
+function watchStopSignals(log: Logger, monoMs: () => number = systemClock.monoMs): StopSignals {
   const handlers: Array<[Deno.Signal, () => void]> = [];
-  let count = 0;
+  const filter = new StopSignalFilter();
   let resolveFirst: (signal: Deno.Signal) => void = () => {};
   const first = new Promise<Deno.Signal>((r) => (resolveFirst = r));
   let repeatListener: ((signal: Deno.Signal) => void) | null = null;
   let missedRepeat: Deno.Signal | null = null;
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
     const h = () => {
-      if (++count === 1) return resolveFirst(sig);
+      const { meaning, sinceFirstMs } = filter.classify(sig, monoMs());
+      if (meaning === "stop") return resolveFirst(sig);
+      if (meaning === "duplicate") {
+        const ms = Math.round(sinceFirstMs);
+        return log.info(
+          `${sig} received again ${ms} ms after the first: the same stop delivered twice (a ` +
+            "terminal and `deno task` both pass on one Ctrl-C), ignored; one sent " +
+            `${STOP_SIGNAL_REPEAT_WINDOW_MS} ms or more after the first kills the providers now`,
+        );
+      }
       if (repeatListener) repeatListener(sig);
       else missedRepeat = sig;
     };

@@ -3,7 +3,7 @@
  * (issue 18 §5), strict UTF-8 and no secret in any output (issue 13 §13).
  */
 import assert from "node:assert/strict";
-import { withFiles } from "./helpers/cli.ts";
+import { safetySection, withFiles } from "./helpers/cli.ts";
 import { MAX_CONFIG_FILE_BYTES } from "../src/config/mod.ts";
 
 const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
@@ -99,7 +99,9 @@ for (const flag of ["--check-config", "--config"]) {
 }
 
 Deno.test("runtime --check-config accepts a file of exactly the size limit", async () => {
-  const at = VALID + "#".repeat(MAX_CONFIG_FILE_BYTES - VALID.length - 1) + "\n";
+  // With a safe state: --check-config's e-stop review stays out of the summary.
+  const head = VALID + safetySection();
+  const at = head + "#".repeat(MAX_CONFIG_FILE_BYTES - head.length - 1) + "\n";
   assert.equal(at.length, MAX_CONFIG_FILE_BYTES);
   await withFiles({ "at.yaml": at }, async (dir) => {
     const r = await run(["--check-config", "at.yaml"], { cwd: dir });

@@ -6,7 +6,7 @@
  * unit's ExecStartPre uses it); and the runtime itself still refuses to start on them.
  */
 import assert from "node:assert/strict";
-import { runCli, withFiles } from "./helpers/cli.ts";
+import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
 
 const TREE = '<root BTCPP_format="4" main_tree_to_execute="T">' +
   '<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree></root>\n';
@@ -27,7 +27,7 @@ automation:
   mode_transition_hooks:
     before_transition:
       - {from: AUTO, to: FAULT, calls: [{device_handle: p0/d0, function_name: stop}]}
-`;
+${safetySection()}`;
 
 const PROBLEMS = [
   ["away.yaml:2:3", "http.tls_cert_path", /file not found: .*\/tls\/cert\.pem/],
@@ -131,4 +131,43 @@ Deno.test("runtime exits 2 for --strict without --check-config", async () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^runtime: --strict applies to --check-config only\n\nUsage:/);
   }
+});
+
+/** http.auth_enabled misspelled (issue 34 item 13): plain check warns, --strict refuses. */
+const TYPO = `http:
+  auth_enable: true
+providers: [{id: p0, command: sh}]
+${safetySection()}`;
+
+Deno.test("runtime --check-config --strict refuses an unknown key (a misspelled auth_enabled) naming it with its line and column, and exits 1", async () => {
+  await withFiles({ "typo.yaml": TYPO }, async (dir) => {
+    const plain = await runCli(["--check-config", "typo.yaml"], { cwd: dir });
+    assert.equal(plain.code, 0, plain.stdout + plain.stderr);
+    assert.equal(
+      plain.stdout,
+      "typo.yaml:2:3: warning: http.auth_enable: unknown key 'auth_enable' will be ignored " +
+        "(did you mean 'auth_enabled'?)\ntypo.yaml: 0 errors, 1 warning\n",
+    );
+    const strict = await runCli(["--check-config", "typo.yaml", "--strict"], { cwd: dir });
+    assert.equal(strict.code, 1, strict.stdout + strict.stderr);
+    const lines = strict.stdout.trimEnd().split("\n");
+    assert.equal(lines.length, 2, strict.stdout);
+    assert.ok(
+      lines[0].startsWith(
+        "typo.yaml:2:3: error: http.auth_enable: unknown key 'auth_enable' (did you mean " +
+          "'auth_enabled'?)",
+      ),
+      lines[0],
+    );
+    assert.equal(lines[1], "typo.yaml: 1 error, 0 warnings");
+    const json = await runCli(["--check-config", "typo.yaml", "--strict", "--format", "json"], {
+      cwd: dir,
+    });
+    assert.equal(json.code, 1);
+    const doc = JSON.parse(json.stdout);
+    assert.deepEqual(
+      doc.diagnostics.map((d: Record<string, unknown>) => [d.severity, d.path, d.line, d.column]),
+      [["error", "http.auth_enable", 2, 3]],
+    );
+  });
 });

@@ -1,6 +1,6 @@
 /** The `runtime` command line, run as a real child process (`deno run -A src/main.ts ...`). */
 import assert from "node:assert/strict";
-import { runCli, withFiles } from "./helpers/cli.ts";
+import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
 import { freePort, startRuntimeChild } from "./helpers/runtime_process.ts";
 import { EXIT_CODE_DESCRIPTIONS } from "../src/exit_codes.ts";
 import {
@@ -11,7 +11,7 @@ import {
 } from "../src/common/mod.ts";
 import { apiFetch } from "./helpers/openapi_check.ts";
 
-const VALID = "providers: [{id: p0, command: deno}]\n";
+const VALID = `providers: [{id: p0, command: deno}]\n${safetySection()}`;
 const INVALID = `runtime:
   mode: AUTO
 polling:
@@ -297,7 +297,7 @@ function automationConfig(hooks: string): string {
 automation:
   enabled: true
   behavior_tree: tree.xml
-${hooks}`;
+${hooks}${safetySection()}`;
 }
 
 const hook = (phase: string, from: string, to: string) =>
@@ -353,7 +353,8 @@ for (const c of AUTO_GATE_CASES) {
 
 Deno.test("runtime --check-config does not warn about the AUTO hook when automation is disabled", async () => {
   await withFiles({
-    "off.yaml": "providers: [{id: p0, command: deno}]\nautomation:\n  enabled: false\n",
+    "off.yaml":
+      `providers: [{id: p0, command: deno}]\nautomation:\n  enabled: false\n${safetySection()}`,
   }, async (dir) => {
     const r = await runCli(["--check-config", "off.yaml"], { cwd: dir });
     assert.equal(r.code, 0);

@@ -71,6 +71,12 @@ interface Pending {
  * One ADPP session over a provider's stdout (readable) and stdin (writable). Request ids count up
  * from 1; responses are matched by id, so a late answer to a timed-out request is discarded.
  * A protocol violation (bad frame, unparseable message, id never issued) ends the session.
+ *
+ * A failed write (typically EPIPE: the provider exited, or closed its stdin) fails the request
+ * whose frame it was and stops all writing, but does not end the session at once: answers the
+ * provider wrote before it went may still be unread in its stdout (a `crash` call answered OK
+ * just before the exit). The session ends, with the write failure as its reason, once every
+ * request already written has its answer read, its deadline passed, or stdout reached its end.
  */
 export class AdppClient {
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
@@ -82,6 +88,8 @@ export class AdppClient {
   readonly #monoMs: () => number;
   #nextId = 1;
   #end: SessionEnd | null = null;
+  /** The first failed write: nothing is written after it; the session ends once drained. */
+  #writeFailure: SessionEnd | null = null;
   #resolveEnded!: (end: SessionEnd) => void;
   #lastFrameAt: number;
   #writeChain: Promise<void> = Promise.resolve();
@@ -103,9 +111,9 @@ export class AdppClient {
     this.#readLoop(readable);
   }
 
-  /** True until the session ended. */
+  /** True until the session ended or a write to the provider failed. */
   get open(): boolean {
-    return this.#end === null;
+    return this.#end === null && this.#writeFailure === null;
   }
 
   /** Monotonic time of the last frame received from the provider. */
@@ -127,8 +135,9 @@ export class AdppClient {
     payload: RequestPayloads[K],
     timeoutMs: number,
   ): Promise<ResponsePayloads[K]> {
-    if (this.#end) {
-      return Promise.reject(unavailable(`provider session ended: ${this.#end.message}`));
+    const ended = this.#end ?? this.#writeFailure;
+    if (ended) {
+      return Promise.reject(unavailable(`provider session ended: ${ended.message}`));
     }
     if (this.#pending.size >= this.#maxInFlight) {
       return Promise.reject(unavailable(`too many requests in flight (${this.#maxInFlight})`));
@@ -147,6 +156,7 @@ export class AdppClient {
         this.#pending.delete(id);
         this.#rememberExpired(id);
         reject(deadlineExceeded(`${kind} got no answer within ${timeoutMs} ms`));
+        this.#endIfDrained();
       }, timeoutMs);
       this.#pending.set(id, {
         kind,
@@ -167,7 +177,7 @@ export class AdppClient {
           resolve(body as ResponsePayloads[K]);
         },
       });
-      this.#write(frame);
+      this.#write(id, frame);
     });
   }
 
@@ -182,15 +192,36 @@ export class AdppClient {
     }
   }
 
-  #write(frame: Uint8Array): void {
+  #write(id: number, frame: Uint8Array): void {
     this.#writeChain = this.#writeChain.then(async () => {
       if (this.#end) return;
+      if (this.#writeFailure) return this.#failUnwritten(id, this.#writeFailure);
       try {
         await this.#writer.write(frame);
       } catch (err) {
-        this.#finish({ reason: "transport_error", message: `write failed: ${errText(err)}` });
+        this.#writeFailure ??= {
+          reason: "transport_error",
+          message: `write failed: ${errText(err)}`,
+        };
+        this.#failUnwritten(id, this.#writeFailure);
       }
     });
+  }
+
+  /** Rejects the request whose frame was not written (the provider never saw it). */
+  #failUnwritten(id: number, failure: SessionEnd): void {
+    const pending = this.#pending.get(id);
+    if (pending) {
+      this.#pending.delete(id);
+      clearTimeout(pending.timer);
+      pending.reject(unavailable(`provider session ended: ${failure.message}`));
+    }
+    this.#endIfDrained();
+  }
+
+  /** After a failed write: ends the session once no written request waits for its answer. */
+  #endIfDrained(): void {
+    if (this.#writeFailure && this.#pending.size === 0) this.#finish(this.#writeFailure);
   }
 
   async #readLoop(readable: ReadableStream<Uint8Array>): Promise<void> {
@@ -199,7 +230,9 @@ export class AdppClient {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) {
-          this.#finish({ reason: "eof", message: "provider closed its stdout" });
+          this.#finish(
+            this.#writeFailure ?? { reason: "eof", message: "provider closed its stdout" },
+          );
           return;
         }
         this.#lastFrameAt = this.#monoMs();
@@ -230,6 +263,7 @@ export class AdppClient {
       this.#pending.delete(id);
       clearTimeout(pending.timer);
       pending.resolve(response);
+      this.#endIfDrained();
       return;
     }
     if (this.#expired.delete(id)) return; // late answer to a timed-out request: discard

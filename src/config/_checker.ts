@@ -31,10 +31,20 @@ export class Checker {
   #steps = 0;
   readonly #source: YamlSource;
   readonly #file: string;
+  readonly #unknownKeys: "warning" | "error";
 
-  constructor(source: YamlSource, file: string) {
+  /**
+   * `unknownKeys`: the severity of a key the runtime does not know, "warning" (ignored) unless
+   * `--check-config --strict` makes it an error.
+   */
+  constructor(
+    source: YamlSource,
+    file: string,
+    o: { unknownKeys?: "warning" | "error" } = {},
+  ) {
     this.#source = source;
     this.#file = file;
+    this.#unknownKeys = o.unknownKeys ?? "warning";
   }
 
   /** Records an error at `path`. */
@@ -99,17 +109,24 @@ export class Checker {
     return value;
   }
 
-  /** Warns about every key of `obj` not in `known`; such keys are ignored. */
+  /**
+   * Reports every key of `obj` not in `known`: a warning (the key is ignored), or an error under
+   * `--check-config --strict` -- a misspelled `auth_enabled` must not pass a strict check.
+   */
   knownKeys(obj: Obj, path: Path, known: readonly string[]): void {
     for (const key of Object.keys(obj)) {
       if (known.includes(key)) continue;
       const near = closest(key, known);
-      this.warning(
-        [...path, key],
-        `unknown key '${printableKey(key)}' will be ignored${
-          near ? ` (did you mean '${near}'?)` : ""
-        }`,
-      );
+      const hint = near ? ` (did you mean '${near}'?)` : "";
+      if (this.#unknownKeys === "error") {
+        this.error(
+          [...path, key],
+          `unknown key '${printableKey(key)}'${hint}: --strict refuses keys the runtime does ` +
+            "not know (it would ignore them)",
+        );
+      } else {
+        this.warning([...path, key], `unknown key '${printableKey(key)}' will be ignored${hint}`);
+      }
     }
   }
 

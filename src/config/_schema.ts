@@ -372,8 +372,9 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         port: int("TCP port (1-65535 when enabled).", 8080, undefined, MAX_INT),
         cors_allowed_origins: {
           type: ["string", "array", "null"],
-          description: "Allowed CORS origins: one string or a list; `*` for any.",
-          default: ["*"],
+          description:
+            "Origins whose pages may read answers (CORS): one string or a list; exact, a one-star glob, or `*` for any. Default: none.",
+          default: [],
           items: { type: "string", minLength: 1 },
         },
         cors_allow_credentials: bool(
@@ -441,7 +442,7 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
               properties: {
                 port: { minimum: 1, maximum: 65535 },
                 thread_pool_size: { minimum: 1 },
-                cors_allowed_origins: { minLength: 1, minItems: 1 },
+                cors_allowed_origins: { minLength: 1 },
               },
             },
           },

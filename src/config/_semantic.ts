@@ -297,27 +297,32 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
   };
 }
 
-/** cors_allowed_origins: a string is a one-element list; must not be empty when http is on. */
+/**
+ * cors_allowed_origins: a string is a one-element list. Absent, null or `[]`: no origin gets CORS
+ * headers (issue 34 item 12: the former default `*` let any web page read state, audit and runs
+ * of a loopback runtime); the anolis workbench needs `cors_allowed_origins: http://localhost:3000`.
+ */
 function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly string[] {
   const path = [...P, "cors_allowed_origins"];
   const v = h.cors_allowed_origins;
-  if (v === undefined || v === null) return ["*"];
+  if (v === undefined || v === null) return [];
   if (typeof v === "string") {
-    if (v === "" && enabled) c.error(path, "must not be empty");
-    return v === "" ? ["*"] : [v];
+    if (v === "" && enabled) {
+      c.error(path, "must not be empty (leave the key out, or write [], for no CORS grant)");
+    }
+    return v === "" ? [] : [v];
   }
   if (!Array.isArray(v)) {
     c.error(path, "must be a string or a sequence of strings");
-    return ["*"];
+    return [];
   }
-  if (v.length === 0 && enabled) c.error(path, "must have at least 1 item");
   const out: string[] = [];
   v.forEach((o, i) => {
     if (typeof o !== "string") c.error([...path, i], "must be a string");
     else if (o === "") c.error([...path, i], "must not be empty");
     else out.push(o);
   });
-  return out.length > 0 ? out : ["*"];
+  return out;
 }
 
 /**

@@ -7,6 +7,7 @@
 import { dirnameOf, resolvePath } from "../common/mod.ts";
 import { Checker, describeValue, type Obj } from "./_checker.ts";
 import { scrubDiagnostics, secretTexts } from "./_secrets.ts";
+import { reviewSafeState } from "./_safety_review.ts";
 import { readConfig } from "./_semantic.ts";
 import { decodeUtf8, formatPath, type Path, YamlSource } from "./_source.ts";
 import { validateStructure } from "./_structure.ts";
@@ -30,8 +31,17 @@ export interface LoadConfigOptions {
    * under "check" with `strict` and under "start" (the provider command: start-up reports it).
    */
   readonly mode: "check" | "start";
-  /** `--check-config --strict`: environment problems are errors (ignored under "start"). */
+  /**
+   * `--check-config --strict`: environment problems and unknown keys are errors (ignored under
+   * "start").
+   */
   readonly strict?: boolean;
+  /**
+   * `--check-config`: also review the e-stop from the file alone and warn when it would command
+   * or verify nothing (src/config/_safety_review.ts). Start-up reviews it with the providers'
+   * inventory instead (the e-stop plan).
+   */
+  readonly safetyReview?: boolean;
   readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
   /** The value of an environment variable named by `http.tokens[].token_env` (undefined: unset). */
   readonly secretEnv?: (name: string) => string | undefined;
@@ -156,7 +166,8 @@ function parseAndValidate(
     return { config: null, diagnostics: sorted(diagnostics), secrets };
   }
 
-  const checker = new Checker(source, file);
+  const strict = options.mode === "check" && (options.strict ?? false);
+  const checker = new Checker(source, file, { unknownKeys: strict ? "error" : "warning" });
   const config = readConfig(data as Obj, {
     checker,
     source,
@@ -186,8 +197,19 @@ function parseAndValidate(
     diagnostics.push(structureDiagnostic(source, e.path, e.message, file));
   }
 
+  let hasError = diagnostics.some((d) => d.severity === "error");
+  if (options.safetyReview && !hasError) {
+    // Only on a valid file: the review reads the typed configuration.
+    const review = new Checker(source, file);
+    const safety = (data as Obj).safety;
+    reviewSafeState(config, review, {
+      safetyGiven: "safety" in data,
+      safeStateGiven: safety !== null && typeof safety === "object" && "safe_state" in safety,
+    });
+    for (const d of review.diagnostics) diagnostics.push(d);
+    hasError = diagnostics.some((d) => d.severity === "error");
+  }
   options.onLookupWork?.(source.lookupSteps + checker.lookupSteps);
-  const hasError = diagnostics.some((d) => d.severity === "error");
   return {
     config: hasError ? null : deepFreeze(config),
     diagnostics: sorted(diagnostics),

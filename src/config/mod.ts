@@ -9,6 +9,11 @@ export type {
 } from "./loader.ts";
 export { countDiagnostics, diagnosticsReport, formatDiagnostic, formatSummary } from "./report.ts";
 export type { DiagnosticsReport } from "./report.ts";
+export {
+  ESTOP_COMMANDS_NOTHING,
+  ESTOP_DEVICE_UNVERIFIED,
+  ESTOP_VERIFIES_NOTHING,
+} from "./_safety_review.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
 export * from "./condition.ts";
 export {

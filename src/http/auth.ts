@@ -12,6 +12,57 @@ export function resolveApiToken(http: HttpConfig, envToken: string | undefined):
   return envToken !== undefined && envToken !== "" ? envToken : http.authToken;
 }
 
+/** What the runtime logs at start-up about authentication: one line, at `level`. */
+export interface AuthenticationSummary {
+  readonly level: "info" | "warn";
+  readonly message: string;
+}
+
+/**
+ * The start-up line saying whether the API asks for a token and which setting decides it (issue 34
+ * item 13: a misspelled `auth_enabled` left authentication off without a word). Names settings and
+ * token sources only, never a token. `envToken`: RUNTIME_API_TOKEN is set and non-empty.
+ */
+export function authenticationSummary(
+  http: HttpConfig,
+  o: { readonly envToken: boolean },
+): AuthenticationSummary {
+  if (!http.enabled) {
+    return { level: "info", message: "authentication off: http.enabled is false, no API served" };
+  }
+  if (!http.authEnabled) {
+    const exposed = !isLoopbackHost(http.bind);
+    return {
+      level: exposed ? "warn" : "info",
+      message: "authentication off: http.auth_enabled is false (its default when absent); every " +
+        "request acts as admin 'anonymous'" +
+        (exposed
+          ? `, and the API on ${http.bind} is reachable from the network (http.allow_insecure_bind)`
+          : `, from loopback only (http.bind ${http.bind})`),
+    };
+  }
+  const tokens: string[] = [];
+  if (o.envToken) tokens.push("RUNTIME_API_TOKEN (admin 'default')");
+  else if (http.authToken !== "") tokens.push("http.auth_token (admin 'default')");
+  if (http.tokens.length > 0) tokens.push(`${http.tokens.length} named in http.tokens`);
+  const loopback = http.authExemptLoopback
+    ? "loopback clients exempt (http.auth_exempt_loopback)"
+    : "loopback clients too (http.auth_exempt_loopback is false)";
+  return tokens.length === 0
+    ? {
+      level: "warn",
+      message: `authentication on (http.auth_enabled: true) but no token is set: only ${
+        http.authExemptLoopback ? "loopback clients get in" : "nobody gets in"
+      }`,
+    }
+    : {
+      level: "info",
+      message: `authentication on (http.auth_enabled: true): bearer token from ${
+        tokens.join(" and ")
+      }; ${loopback}`,
+    };
+}
+
 /**
  * Whether a client address is loopback: all of 127.0.0.0/8, `::1` and IPv4-mapped
  * `::ffff:127.x.x.x` (the same rule as the bind safety gate).

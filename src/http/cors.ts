@@ -1,11 +1,34 @@
 /**
  * CORS per http-api.md sec. 2 plus the project additions: `Authorization` is an allowed header and
- * `Vary: Origin` accompanies an echoed origin.
+ * `Vary: Origin` accompanies an echoed origin. No origin has a grant unless
+ * `http.cors_allowed_origins` lists it (issue 34 item 12: the former default `*` let any web page
+ * read a loopback runtime's state, audit and runs). A page without a grant is told, and the log
+ * says, which key to set: its preflight is answered 403 naming `http.cors_allowed_origins`, and
+ * the first request of each such origin is logged.
  */
+import type { Logger } from "../common/mod.ts";
 import type { HttpConfig } from "../config/mod.ts";
+import { errorResponse } from "./envelope.ts";
 
 export const CORS_ALLOW_METHODS = "GET, POST, OPTIONS";
 export const CORS_ALLOW_HEADERS = "Content-Type, Authorization";
+
+/**
+ * Distinct origins without a CORS grant that are logged, one line each; past it one more line says
+ * that later ones are not (a page cannot make the log grow without bound by inventing origins).
+ */
+export const MAX_LOGGED_UNGRANTED_ORIGINS = 32;
+/** Longest part of a client-supplied Origin quoted in an answer or a log line. */
+const MAX_QUOTED_ORIGIN_CHARS = 200;
+
+/** What a page whose origin has no grant is told (preflight answer) and the log says. */
+export function ungrantedOriginMessage(origin: string): string {
+  return `Origin ${
+    quoteOrigin(origin)
+  } has no CORS grant, so browsers keep this API's answers from its pages: list it in ` +
+    "http.cors_allowed_origins (for the anolis workbench: " +
+    "`cors_allowed_origins: http://localhost:3000`)";
+}
 
 /**
  * Whether one configured entry matches an origin: a single-`*` glob (the star stands for any
@@ -25,10 +48,48 @@ export function originMatches(entry: string, origin: string): boolean {
 export class CorsPolicy {
   readonly #origins: readonly string[];
   readonly #credentials: boolean;
+  readonly #log: Logger | null;
+  /** Origins without a grant already logged (at most MAX_LOGGED_UNGRANTED_ORIGINS). */
+  readonly #logged = new Set<string>();
+  #loggingStopped = false;
 
-  constructor(http: HttpConfig) {
+  /** `log`: where an origin without a grant is reported, once (none: not reported). */
+  constructor(http: HttpConfig, log: Logger | null = null) {
     this.#origins = http.corsAllowedOrigins;
     this.#credentials = http.corsAllowCredentials;
+    this.#log = log;
+  }
+
+  /**
+   * The answer to a CORS preflight (OPTIONS under /v0/): 204 No Content, or, for an Origin that
+   * matches no entry, 403 PERMISSION_DENIED naming http.cors_allowed_origins (the browser refuses
+   * the request either way; this way its developer tools show why). Never runs anything.
+   */
+  preflightResponse(req: Request): Response {
+    const origin = req.headers.get("origin");
+    if (origin === null || this.#entryFor(origin) !== undefined) {
+      return new Response(null, { status: 204 });
+    }
+    return errorResponse("PERMISSION_DENIED", ungrantedOriginMessage(origin));
+  }
+
+  #entryFor(origin: string): string | undefined {
+    return this.#origins.find((e) => originMatches(e, origin));
+  }
+
+  /** Logs the first request of an origin without a grant (not the API's own origin). */
+  #noteUngranted(req: Request, origin: string): void {
+    if (this.#log === null || this.#loggingStopped || this.#logged.has(origin)) return;
+    if (isOwnOrigin(req, origin)) return; // the console: same origin, needs no grant
+    if (this.#logged.size >= MAX_LOGGED_UNGRANTED_ORIGINS) {
+      this.#loggingStopped = true;
+      this.#log.warn(
+        `more origins without a CORS grant: not logged (${MAX_LOGGED_UNGRANTED_ORIGINS} were)`,
+      );
+      return;
+    }
+    this.#logged.add(origin);
+    this.#log.warn(`cross-origin request refused CORS: ${ungrantedOriginMessage(origin)}`);
   }
 
   /**
@@ -43,8 +104,11 @@ export class CorsPolicy {
     }
     const origin = req.headers.get("origin");
     if (origin === null) return out;
-    const entry = this.#origins.find((e) => originMatches(e, origin));
-    if (entry === undefined) return out;
+    const entry = this.#entryFor(origin);
+    if (entry === undefined) {
+      this.#noteUngranted(req, origin);
+      return out;
+    }
     if (entry === "*") {
       out["access-control-allow-origin"] = "*";
     } else {
@@ -56,6 +120,32 @@ export class CorsPolicy {
     if (this.#credentials) out["access-control-allow-credentials"] = "true";
     return out;
   }
+}
+
+/** Whether `origin` is the request's own (scheme, Host and port): a same-origin page. */
+function isOwnOrigin(req: Request, origin: string): boolean {
+  try {
+    const url = new URL(req.url);
+    const own = new URL(`${url.protocol}//${req.headers.get("host") ?? url.host}`).origin;
+    return origin.toLowerCase() === own;
+  } catch {
+    return false;
+  }
+}
+
+/** A client-supplied origin as quoted text: bounded, control characters escaped (one log line). */
+function quoteOrigin(origin: string): string {
+  const cut = origin.length > MAX_QUOTED_ORIGIN_CHARS
+    ? `${origin.slice(0, MAX_QUOTED_ORIGIN_CHARS)}\u2026`
+    : origin;
+  let out = "";
+  for (const ch of cut) {
+    const code = ch.codePointAt(0)!;
+    out += code < 0x20 || code === 0x7f || ch === "'"
+      ? `\\u${code.toString(16).padStart(4, "0")}`
+      : ch;
+  }
+  return `'${out}'`;
 }
 
 /** Copies `headers` onto a response (responses built here have mutable headers). */

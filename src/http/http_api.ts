@@ -102,7 +102,7 @@ export class HttpApi {
     this.#services = services;
     this.#log = services.host.log.child("http");
     this.#auth = new BearerAuth(http, options.apiToken, options.tokens ?? []);
-    this.#cors = new CorsPolicy(http);
+    this.#cors = new CorsPolicy(http, this.#log);
     this.#policy = new RequestPolicy(http);
     this.#sse = new SseHub({
       bus: services.bus,
@@ -223,7 +223,7 @@ export class HttpApi {
   ): Promise<Response> {
     // Preflights carry no credentials by design (browsers never send Authorization on them), so
     // they are answered before auth: they reveal nothing and run nothing.
-    if (preflight) return new Response(null, { status: 204 });
+    if (preflight) return this.#cors.preflightResponse(req);
     const principal = await this.#auth.identify(req, info.remoteAddr);
     const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
     if (principal === null) {

@@ -145,6 +145,102 @@ Deno.test("AdppClient: a frame still waiting to be written when the session ends
   assert.equal(written.length, 1, "the call's frame was dropped, not written after the end");
 });
 
+/**
+ * A provider's stdin that takes `accepted` frames and then fails every write as a pipe whose
+ * reader has gone (the provider exited): EPIPE, "Broken pipe".
+ */
+function closingStdin(accepted: number) {
+  const written: Uint8Array[] = [];
+  let failed!: () => void;
+  const writeFailed = new Promise<void>((r) => (failed = r));
+  const writable = new WritableStream<Uint8Array>({
+    write(chunk) {
+      if (written.length >= accepted) {
+        failed();
+        throw new Deno.errors.BrokenPipe("Broken pipe (os error 32)");
+      }
+      written.push(chunk);
+    },
+  });
+  return { writable, written, writeFailed };
+}
+
+Deno.test("AdppClient: a write that fails because the provider exited does not fail a request whose answer is still to be read", async () => {
+  // The race of issue 34 item 16: the provider answers a call and exits; a poll written before
+  // the runtime has read that answer fails with EPIPE. The answer is in the pipe: the call gets
+  // it, the poll alone fails, and the session ends once no written request awaits its answer.
+  const stdin = closingStdin(1);
+  const stdout = new TransformStream<Uint8Array, Uint8Array>();
+  const client = new AdppClient(stdout.readable, stdin.writable);
+  const call = client.request("call", { device_id: "chaos0", function_id: 6 }, 10_000);
+  const poll = client.request("read_signals", { device_id: "motor0" }, 10_000);
+  await stdin.writeFailed;
+  await assert.rejects(poll, (e) => {
+    assert.ok(e instanceof RuntimeError);
+    assert.equal(e.code, "UNAVAILABLE");
+    assert.match(e.message, /write failed: Broken pipe/);
+    return true;
+  });
+  assert.equal(client.open, false, "nothing more can be written");
+  await assert.rejects(
+    client.request("list_devices", {}, 10_000),
+    (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE",
+  );
+  assert.equal(stdin.written.length, 1, "no frame is written after the failed one");
+  const out = stdout.writable.getWriter();
+  await out.write(encodeFrame(encodeResponse({ request_id: 1, status: OK, call: {} })));
+  assert.deepEqual(await call, {});
+  // Nothing written waits for an answer any more: the session ends (and stops reading stdout).
+  const end = await client.ended;
+  assert.equal(end.reason, "transport_error");
+  assert.match(end.message, /^write failed: Broken pipe/);
+  await client.close();
+});
+
+Deno.test("AdppClient: after a failed write, stdout reaching its end fails the requests still waiting", async () => {
+  const stdin = closingStdin(1);
+  const stdout = new TransformStream<Uint8Array, Uint8Array>();
+  const client = new AdppClient(stdout.readable, stdin.writable);
+  const written = client.request("list_devices", {}, 10_000);
+  const failing = client.request("list_devices", {}, 10_000);
+  await assert.rejects(failing, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  await stdout.writable.close(); // the provider exited without answering
+  await assert.rejects(written, (e) => {
+    assert.ok(e instanceof RuntimeError);
+    assert.equal(e.code, "UNAVAILABLE");
+    assert.match(e.message, /write failed: Broken pipe/);
+    return true;
+  });
+  assert.equal((await client.ended).reason, "transport_error");
+  await client.close();
+});
+
+Deno.test("AdppClient: a failed write with no other request waiting ends the session at once", async () => {
+  const stdin = closingStdin(0);
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable);
+  await assert.rejects(
+    client.request("list_devices", {}, 10_000),
+    (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE",
+  );
+  assert.equal((await client.ended).reason, "transport_error");
+  await client.close();
+});
+
+Deno.test("AdppClient: after a failed write, a written request that is never answered ends by its deadline, and the session with it", async () => {
+  const stdin = closingStdin(1);
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable);
+  const unanswered = client.request("list_devices", {}, 50);
+  const failing = client.request("list_devices", {}, 10_000);
+  await assert.rejects(failing, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  await assert.rejects(
+    unanswered,
+    (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED",
+  );
+  const end = await client.ended;
+  assert.equal(end.reason, "transport_error");
+  await client.close();
+});
+
 Deno.test("AdppClient maps a non-OK status and keeps the session", async () => {
   const p = pair();
   const call = p.client.request("call", { device_id: "x" }, 1000);

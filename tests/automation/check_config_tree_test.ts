@@ -1,6 +1,6 @@
 /** `--check-config` and `--config` verify the configured behavior tree (with includes). */
 import assert from "node:assert/strict";
-import { runCli, withFiles } from "../helpers/cli.ts";
+import { runCli, safetySection, withFiles } from "../helpers/cli.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 
@@ -12,7 +12,7 @@ automation:
   mode_transition_hooks:
     before_transition:
       - { from: AUTO, to: FAULT, calls: [{ device_handle: sim0/motorctl0, function_name: stop }] }
-`;
+${safetySection("sim0/motorctl0")}`;
 
 // Line 4: unknown node type; sub.xml line 3: CallDevice without its required function_name.
 const MAIN_XML = `<root BTCPP_format="4" main_tree_to_execute="Main">

@@ -9,6 +9,8 @@ export interface LoadOverrides {
   mode?: "check" | "start";
   /** `--check-config --strict` (with mode "check"). */
   strict?: boolean;
+  /** `--check-config`'s e-stop review (LoadConfigOptions.safetyReview). */
+  safetyReview?: boolean;
   env?: { RUNTIME_API_TOKEN?: string; INFLUXDB_TOKEN?: string };
   /** Variables `http.tokens[].token_env` may name (all others are unset). */
   secretEnv?: Record<string, string>;
@@ -28,6 +30,7 @@ export function load(yaml: string, o: LoadOverrides = {}): LoadConfigResult {
     path: CONFIG_PATH,
     mode: o.mode ?? "check",
     strict: o.strict ?? false,
+    safetyReview: o.safetyReview ?? false,
     env: o.env ?? {},
     secretEnv: (name) => o.secretEnv?.[name],
     fileExists: (p) => files.has(p),

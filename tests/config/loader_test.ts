@@ -23,7 +23,7 @@ Deno.test("loadConfig merges every default into a minimal config", () => {
     enabled: true,
     bind: "127.0.0.1",
     port: 8080,
-    corsAllowedOrigins: ["*"],
+    corsAllowedOrigins: [],
     corsAllowCredentials: false,
     allowedHosts: [],
     threadPoolSize: 40,

@@ -192,13 +192,13 @@ ${PROV}
     expect: ["error http.thread_pool_size @2"],
   },
   {
-    name: "http.cors_allowed_origins empty list is an error",
+    name: "http.cors_allowed_origins empty list is valid (no CORS grant)",
     yaml: `
 http:
   cors_allowed_origins: []
 ${PROV}
 `,
-    expect: ["error http.cors_allowed_origins @2"],
+    expect: [],
   },
   {
     name: "http.cors_allowed_origins empty string is an error",

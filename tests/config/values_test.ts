@@ -194,7 +194,7 @@ telemetry:
   );
 });
 
-Deno.test("loadConfig reads cors_allowed_origins as one string, a list, or the default", () => {
+Deno.test("loadConfig reads cors_allowed_origins as one string, a list, or the default: no origin", () => {
   const origins = (value: string, enabled = true) =>
     valid(`${PROV}\nhttp:\n  enabled: ${enabled}\n  cors_allowed_origins: ${value}\n`).http
       .corsAllowedOrigins;
@@ -203,10 +203,13 @@ Deno.test("loadConfig reads cors_allowed_origins as one string, a list, or the d
     "http://a.example",
     "http://b.example",
   ]);
-  assert.deepEqual(origins(""), ["*"]); // an empty YAML value: not given
-  // With the API off, an empty string or list is no error: the default stands.
-  assert.deepEqual(origins('""', false), ["*"]);
-  assert.deepEqual(origins("[]", false), ["*"]);
+  assert.deepEqual(origins('"*"'), ["*"]);
+  // No CORS grant unless asked for (issue 34 item 12: the default used to be `*`).
+  assert.deepEqual(origins(""), []); // an empty YAML value: not given
+  assert.deepEqual(origins("[]"), []);
+  assert.deepEqual(valid(PROV).http.corsAllowedOrigins, []);
+  // With the API off, an empty string is no error either.
+  assert.deepEqual(origins('""', false), []);
 });
 
 Deno.test("loadConfig reads http.allowed_hosts as one string or a list, lower-cased", () => {

@@ -26,6 +26,7 @@ import {
   withCheckoutMirror as inTempFolder,
 } from "../helpers/runtime_process.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
+import { systemdReadmeConfig } from "./_shipped.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 const EXAMPLES = `${REPO}examples`;
@@ -82,12 +83,26 @@ async function enterAuto(rt: RuntimeChild) {
 
 const WARNED_AUTO = /WARN .*automation is enabled but POST \/v0\/mode AUTO will answer 409/;
 
+/**
+ * POST /v0/estop: the example's safe state is commanded (a rung, not `none`; every call succeeded)
+ * and read back as `verified` (issue 34 item 14: minimal.yaml's e-stop did nothing).
+ */
+async function assertEstopVerified(rt: RuntimeChild): Promise<void> {
+  const r = await post(rt, "/v0/estop", { reason: "example check" });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.notEqual(r.body.software_safe_state, "none");
+  assert.ok(r.body.actions.length > 0);
+  assert.deepEqual(r.body.actions.filter((a: { success: boolean }) => !a.success), []);
+  assert.equal(r.body.verification.outcome, "verified", JSON.stringify(r.body.verification));
+}
+
 Deno.test("examples/minimal.yaml starts: its simulated provider is AVAILABLE", async () => {
   await inTempFolder(await Deno.readTextFile(`${EXAMPLES}/minimal.yaml`), async (dir) => {
     await withRuntime(dir, async (rt) => {
       assert.deepEqual(await providerStates(rt), { sim0: "AVAILABLE" });
       const devices = await get(rt, "/v0/devices");
       assert.equal(devices.body.devices.length, 5);
+      await assertEstopVerified(rt);
     });
   });
 });
@@ -100,6 +115,7 @@ Deno.test("examples/demo.yaml starts, and AUTO is allowed", async () => {
       assert.equal(auto.status, 200, JSON.stringify(auto.body));
       assert.equal(auto.body.mode, "AUTO");
       assert.doesNotMatch(rt.stderr(), WARNED_AUTO);
+      await assertEstopVerified(rt);
     });
   });
 });
@@ -123,6 +139,7 @@ Deno.test("examples/alarms.yaml starts with every alarm normal and no interlock 
       assert.equal(auto.status, 200, JSON.stringify(auto.body));
       assert.doesNotMatch(rt.stderr(), WARNED_AUTO);
       assert.doesNotMatch(rt.stderr(), /ERROR/);
+      await assertEstopVerified(rt);
     });
   });
 });
@@ -140,21 +157,12 @@ Deno.test("examples/full.yaml starts with a stand-in for its bench-io provider, 
         params.body.parameters.map((p: { name: string }) => p.name),
         ["target_temp", "cycles", "dry_run", "recipe"],
       );
+      await assertEstopVerified(rt);
     });
     // data_dir (anolis-data, relative to the configuration) was created in the temp folder.
     assert.ok((await Deno.stat(`${dir}/anolis-data`)).isDirectory);
   }, extra);
 });
-
-/** The configuration step 4 of examples/systemd/README.md writes to /etc/runtime/config.yaml. */
-async function systemdReadmeConfig(): Promise<string> {
-  const readme = await Deno.readTextFile(`${EXAMPLES}/systemd/README.md`);
-  const m = /sudo tee \/etc\/runtime\/config\.yaml >\/dev\/null <<'EOF'\n([\s\S]*?)\nEOF\n/.exec(
-    readme,
-  );
-  assert.ok(m, "examples/systemd/README.md: the config.yaml heredoc of step 4");
-  return m[1];
-}
 
 /** The README's configuration with the substitutions described at the top of this file. */
 function forThisMachine(config: string, dir: string): string {
@@ -182,6 +190,7 @@ Deno.test("The systemd README's Raspberry Pi configuration starts, and AUTO is a
       const auto = await enterAuto(rt);
       assert.equal(auto.status, 200, JSON.stringify(auto.body));
       assert.doesNotMatch(rt.stderr(), WARNED_AUTO);
+      await assertEstopVerified(rt);
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

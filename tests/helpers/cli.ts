@@ -23,6 +23,18 @@ export async function runCli(
   return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
 }
 
+/**
+ * A `safety:` section giving `device` a safe-state hook and an expectation. Appended to a fixture,
+ * it keeps `--check-config`'s e-stop review (no safe state, no expectations) out of its output.
+ */
+export function safetySection(device = "p0/d0"): string {
+  return `safety:
+  safe_state:
+    hooks: [{device_handle: ${device}, function_name: stop}]
+    expect: [{signal: ${device}/stopped, equals: true}]
+`;
+}
+
 /** Runs `fn` with a temp folder holding the given files (sub-folders allowed); removes it after. */
 export async function withFiles(
   files: Record<string, string>,

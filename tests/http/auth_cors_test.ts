@@ -3,7 +3,13 @@
  * concurrency bound, through the request handler with injected remote addresses.
  */
 import assert from "node:assert/strict";
-import { BearerAuth } from "../../src/http/mod.ts";
+import {
+  BearerAuth,
+  HttpApi,
+  MAX_LOGGED_UNGRANTED_ORIGINS,
+  ungrantedOriginMessage,
+} from "../../src/http/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
@@ -196,16 +202,79 @@ Deno.test("HttpApi answers a CORS preflight with 204 before auth", async () => {
     assert.equal(pre.headers.get("access-control-allow-origin"), "http://localhost:3000");
     assert.equal(pre.headers.get("access-control-allow-headers"), "Content-Type, Authorization");
     assert.equal(pre.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
-    // Allow-Methods/Headers are always set on a preflight, even for an origin that does not match.
+    // Allow-Methods/Headers are always set on a preflight, even for an origin that does not match;
+    // that one is refused, naming the key that would grant it.
     const foreign = await fx.request("OPTIONS", "/v0/state", {
       headers: { origin: "http://evil.test" },
     });
-    assert.equal(foreign.status, 204);
+    assert.equal(foreign.status, 403);
+    assert.equal(foreign.json.status.code, "PERMISSION_DENIED");
+    assert.match(foreign.json.status.message, /'http:\/\/evil\.test' .*http\.cors_allowed_origins/);
     assert.equal(foreign.headers.get("access-control-allow-origin"), null);
     assert.equal(foreign.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
+    // A preflight without Origin (not from a browser) is still 204.
+    assert.equal((await fx.request("OPTIONS", "/v0/state")).status, 204);
     // OPTIONS outside /v0 is just an unknown route.
     assert.equal((await fx.request("OPTIONS", "/other")).status, 404);
   } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi without a CORS grant (the default) sends no CORS headers, answers a preflight 403 naming http.cors_allowed_origins, and logs each origin once", async () => {
+  const fx = await startHttpFixture({ start: false, config: { http: { corsAllowedOrigins: [] } } });
+  const logged: string[] = [];
+  const log = new LineLogger({
+    level: "debug",
+    journald: false,
+    now: () => 0,
+    write: (line) => logged.push(line),
+  });
+  const api = new HttpApi({ ...fx.services, host: { ...fx.services.host, log } }, {
+    apiToken: "",
+  });
+  const send = async (method: string, headers: Record<string, string>, path = "/v0/devices") => {
+    const r = await api.handle(new Request(`http://localhost:8080${path}`, { method, headers }), {
+      remoteAddr: "127.0.0.1",
+    });
+    return { status: r.status, headers: r.headers, text: await r.text() };
+  };
+  const warned = () => logged.filter((l) => l.includes("CORS"));
+  try {
+    const workbench = "http://localhost:3000";
+    const read = await send("GET", { origin: workbench });
+    assert.equal(read.status, 200);
+    assert.equal(read.headers.get("access-control-allow-origin"), null, "the page cannot read it");
+    const pre = await send("OPTIONS", {
+      origin: workbench,
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "content-type",
+    }, "/v0/mode");
+    assert.equal(pre.status, 403);
+    assert.equal(pre.headers.get("access-control-allow-origin"), null);
+    const message = JSON.parse(pre.text).status.message;
+    assert.equal(message, ungrantedOriginMessage(workbench));
+    assert.match(
+      message,
+      /^Origin 'http:\/\/localhost:3000' has no CORS grant.*http\.cors_allowed_origins/,
+    );
+    // One line for that origin, however many requests; the API's own origin (the console) none.
+    await send("GET", { origin: workbench });
+    await send("GET", { origin: "http://localhost:8080" });
+    assert.equal(warned().length, 1, logged.join("\n"));
+    assert.match(warned()[0], /^WARN .*\[http\] .*'http:\/\/localhost:3000' has no CORS grant/);
+    // Bounded: MAX_LOGGED_UNGRANTED_ORIGINS origins, then one line saying the rest are not.
+    for (let i = 1; i <= MAX_LOGGED_UNGRANTED_ORIGINS + 5; i++) {
+      await send("GET", { origin: `http://page${i}.example` });
+    }
+    const lines = warned();
+    assert.equal(lines.length, MAX_LOGGED_UNGRANTED_ORIGINS + 1, lines.join("\n"));
+    assert.match(lines[MAX_LOGGED_UNGRANTED_ORIGINS - 1], /page31\.example/);
+    assert.match(lines[MAX_LOGGED_UNGRANTED_ORIGINS], /more origins without a CORS grant/);
+    // A control character in an Origin (a raw client could send one) cannot break a log line.
+    assert.ok(!ungrantedOriginMessage("http://a.example\nWARN forged").includes("\n"));
+  } finally {
+    api.close();
     await fx.close();
   }
 });

@@ -14,6 +14,10 @@
  *   --ignore-sigterm                      SIGTERM does nothing
  *   --ignore-stdin-eof                    keep running after stdin closes (the ADPP stop signal)
  *   --say TEXT                            write TEXT as a line to stderr at start
+ *   --safe-state-ms N                     declare a safe state that takes N ms to apply, then
+ *                                         logs `safe REASON` (stdin_eof: the runtime closed the
+ *                                         session; SIGINT/SIGTERM: a signal reached the provider);
+ *                                         a provider killed meanwhile logs nothing
  */
 import { parseArgs } from "node:util";
 import {
@@ -33,6 +37,7 @@ const { values } = parseArgs({
     "ignore-stdin-eof": { type: "boolean" },
     log: { type: "string" },
     say: { type: "string" },
+    "safe-state-ms": { type: "string" },
   },
 });
 
@@ -98,7 +103,15 @@ const devices = new DeviceProvider({
   functions: [],
 }]);
 
+const safeStateMs = values["safe-state-ms"] === undefined ? null : Number(values["safe-state-ms"]);
+
 const provider: ProviderHandler = {
+  ...(safeStateMs === null ? {} : {
+    applySafeState: async (reason) => {
+      await new Promise((r) => setTimeout(r, safeStateMs));
+      note(`safe ${reason}`);
+    },
+  }),
   hello: (req) => hang === "hello" ? never("hello") : devices.hello(req),
   waitReady: (req) => devices.waitReady(req),
   listDevices: (req) => devices.listDevices(req),

@@ -50,7 +50,7 @@ Deno.test("the demo's e-stop runs every action successfully and verifies the saf
     assert.deepEqual(result.hook_failures, []);
     assert.equal(result.fault_engaged, true);
     assert.equal(result.verification.outcome, "verified");
-    assert.equal(result.verification.checks.length, 9);
+    assert.equal(result.verification.checks.length, 10);
     assert.equal(cached(rt, "sim0/tempctl0", "relay1_state"), false);
     assert.equal(rt.modes.current(), "FAULT");
   } finally {

@@ -51,6 +51,8 @@ export interface ScriptedLog {
   readonly pids: number[];
   readonly helpers: number[];
   readonly hangs: string[];
+  /** Why the provider applied its safe state, each time it did (`--safe-state-ms`). */
+  readonly safe: string[];
 }
 
 /** Reads a scripted provider's --log file (empty when it does not exist yet). */
@@ -61,12 +63,13 @@ export function readScriptedLog(path: string): ScriptedLog {
   } catch {
     // not written yet
   }
-  const log: ScriptedLog = { pids: [], helpers: [], hangs: [] };
+  const log: ScriptedLog = { pids: [], helpers: [], hangs: [], safe: [] };
   for (const line of text.split("\n")) {
     const [what, value] = line.split(" ");
     if (what === "pid") log.pids.push(Number(value));
     if (what === "helper") log.helpers.push(Number(value));
     if (what === "hang") log.hangs.push(value);
+    if (what === "safe") log.safe.push(value);
   }
   return log;
 }
@@ -108,30 +111,69 @@ ${o.providers}polling:
 export interface RuntimeProcess {
   readonly child: Deno.ChildProcess;
   readonly exit: Promise<{ code: number; stderr: string }>;
+  /** Resolves with the first stderr line matching `pattern` (rejects if the process ends first). */
+  stderrLine(pattern: RegExp): Promise<string>;
   /** Kills the runtime (SIGKILL) if still running and waits for it; for finally blocks. */
   dispose(): Promise<void>;
 }
 
+/** Options of spawnRuntime. */
+export interface SpawnRuntimeOptions {
+  readonly env?: Record<string, string>;
+  readonly extraArgs?: string[];
+  /**
+   * Start the runtime in a process group of its own, as a shell starts a foreground job: then
+   * `Deno.kill(-child.pid, "SIGINT")` is what a terminal's Ctrl-C does.
+   */
+  readonly ownProcessGroup?: boolean;
+}
+
 /** Starts `src/main.ts --config path` with `env` added to this process's environment. */
-export function spawnRuntime(
-  config: string,
-  o: { env?: Record<string, string>; extraArgs?: string[] } = {},
-): RuntimeProcess {
+export function spawnRuntime(config: string, o: SpawnRuntimeOptions = {}): RuntimeProcess {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", MAIN, "--config", config, ...(o.extraArgs ?? [])],
     env: { NO_COLOR: "1", ...o.env },
     stdin: "null",
     stdout: "null",
     stderr: "piped",
+    detached: o.ownProcessGroup ?? false,
   }).spawn();
-  const stderr = new Response(child.stderr).text();
-  const exit = Promise.all([child.status, stderr]).then(([s, text]) => ({
-    code: s.code,
-    stderr: text,
-  }));
+  return runtimeProcess(child);
+}
+
+/** A spawned runtime (or a process running one, such as `deno task`) whose stderr is piped. */
+export function runtimeProcess(child: Deno.ChildProcess): RuntimeProcess {
+  let text = "";
+  const waiters = new Set<() => void>();
+  const decoder = new TextDecoder();
+  const drained = (async () => {
+    for await (const chunk of child.stderr) {
+      text += decoder.decode(chunk, { stream: true });
+      for (const w of waiters) w();
+    }
+  })();
+  const exit = Promise.all([child.status, drained]).then(([s]) => ({ code: s.code, stderr: text }));
+  let ended = false;
+  exit.then(() => {
+    ended = true;
+    for (const w of waiters) w();
+  });
   return {
     child,
     exit,
+    stderrLine(pattern) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = text.split("\n").find((l) => pattern.test(l));
+          if (line === undefined && !ended) return;
+          waiters.delete(check);
+          if (line !== undefined) return resolve(line);
+          reject(new Error(`the process ended with no stderr line matching ${pattern}:\n${text}`));
+        };
+        waiters.add(check);
+        check();
+      });
+    },
     async dispose() {
       try {
         child.kill("SIGKILL");
@@ -150,7 +192,7 @@ export function spawnRuntime(
  */
 export async function startRuntimeOnFreePort(
   config: (port: number) => Promise<string>,
-  o: { env?: Record<string, string>; extraArgs?: string[] } = {},
+  o: SpawnRuntimeOptions = {},
 ): Promise<{ port: number; rt: RuntimeProcess }> {
   let stderr = "";
   try {
