@@ -87,7 +87,8 @@ export function simProviderYaml(): string {
 
 /**
  * The runtime config. Automation and telemetry stay off (the workloads measure the kernel and the
- * API); `safety.safe_state.zero_is_safe: true` so the e-stop zeroes every actuator. Handshake
+ * API); `safety.safe_state.zero_is_safe: true` so the e-stop zeroes every actuator, and it
+ * verifies each provider's motor 1 at duty 0 (`--check-config` wants expectations). Handshake
  * deadlines are raised to 30 s because 50 providers starting at once on a small machine can need
  * more than the 5 s default, and a start-up figure is worth more than a start-up failure.
  */
@@ -114,6 +115,12 @@ export function runtimeYaml(o: RuntimeConfigOptions): string {
     "safety:",
     "  safe_state:",
     "    zero_is_safe: true",
+    // What the e-stop verifies: every provider's motor 1 at duty 0.
+    "    expect:",
+    ...providerIds(o.providerCount).flatMap((id) => [
+      `      - signal: ${id}/${BENCH_DEVICES.motorctl}/motor1_duty`,
+      "        equals: 0",
+    ]),
     "providers:",
   ];
   for (const [index, id] of providerIds(o.providerCount).entries()) {
