@@ -2,7 +2,7 @@
  * The file port of the audit journal: the run journal's port (runs/journal_files.ts, implemented
  * by host/journal_file.ts) plus what rotation needs (sizes, listing, removal).
  */
-import type { JournalFiles } from "../runs/mod.ts";
+import type { JournalFiles } from "../journal/mod.ts";
 
 /** The file operations the audit journal needs; the service injects host's `journalFiles`. */
 export interface AuditFiles

@@ -35,7 +35,7 @@ import type {
   AuditOutcome,
   AuditSink,
 } from "../control/mod.ts";
-import type { JournalAppendHandle } from "../runs/mod.ts";
+import type { JournalAppendHandle } from "../journal/mod.ts";
 import type { AuditFiles } from "./audit_files.ts";
 
 /** Entries waiting for the disk; past it new entries are dropped and counted. */
