@@ -3,6 +3,8 @@
  * what was decided (AuditDecision). The router, the mode manager, the parameter store and the
  * e-stop report every decision to an AuditSink; src/audit/ implements it (collapse, journal,
  * queries). `record` must never block or throw: it is called on the call path and the stop path.
+ * `writeAhead` is the one wait: the router writes a call's decision before the provider gets the
+ * call, bounded in time, and never refused for a failing journal.
  */
 
 /** The kinds of origin an audit entry names (docs/http-api.md "Audit trail"). */
@@ -13,6 +15,7 @@ export const AUDIT_ORIGIN_KINDS = [
   "estop",
   "alarm",
   "reload",
+  "runtime",
 ] as const;
 export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
 
@@ -21,7 +24,7 @@ export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
  * `http`: client address and token name (`default`, `local`, `anonymous` or a named token).
  * `automation`: the behavior-tree node path. `hook`: the transition (`AUTO->FAULT`) and the hook's
  * config path. `estop`: the ladder rung and what triggered the stop (`api`, `alarm:<id>`).
- * `alarm`: the alarm id.
+ * `alarm`: the alarm id. `runtime`: the runtime itself (the audit journal's own `gap` entries).
  */
 export interface AuditOrigin {
   readonly kind: AuditOriginKind;
@@ -71,9 +74,25 @@ export interface AuditDecision {
   readonly result?: Readonly<Record<string, unknown>> | null;
   /** From the request to the decision (a call: to the provider's answer), in ms. */
   readonly latency_ms?: number | null;
+  /** A call's decision written ahead (what `writeAhead` gave): its outcome settles it. */
+  readonly intent?: AuditIntent | null;
+}
+
+/** A call's decision as written before the call is sent (the record of its outcome follows). */
+export type AuditCallAhead = Pick<AuditDecision, "origin" | "device_handle" | "function" | "args">;
+
+/** What `writeAhead` wrote: handed back to `record` with the call's outcome. Opaque. */
+export interface AuditIntent {
+  readonly id: string;
 }
 
 /** Where decisions go. `record` never blocks and never throws. */
 export interface AuditSink {
   record(decision: AuditDecision): void;
+  /**
+   * Writes the decision to send an actuating call before it is sent, and resolves once its
+   * bytes reached the OS, its write failed or a bounded wait passed (never rejects): the call
+   * goes on in every case. Absent: nothing is written ahead (a sink kept in memory).
+   */
+  writeAhead?(call: AuditCallAhead): Promise<AuditIntent | null>;
 }
