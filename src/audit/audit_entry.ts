@@ -16,7 +16,7 @@ export const AUDIT_MAX_TEXT_BYTES = 4096;
 /** The bound of every text of an entry that is still too large once args and result gave way. */
 export const AUDIT_MAX_SHORT_TEXT_BYTES = 256;
 /** Room kept in a line for the write-ahead ids an entry settles (`intents`). */
-const LINE_RESERVE_BYTES = 512;
+export const AUDIT_LINE_RESERVE_BYTES = 512;
 
 /**
  * What an entry records: a decision (see AuditAction), `gap`: entries lost while the journal
@@ -82,7 +82,7 @@ export function bounded(
   value: Record<string, unknown>,
   bytes = utf8Length(toJsonText(value)),
 ): { entry: Record<string, unknown>; text: string } {
-  const limit = AUDIT_MAX_ENTRY_BYTES - LINE_RESERVE_BYTES;
+  const limit = AUDIT_MAX_ENTRY_BYTES - AUDIT_LINE_RESERVE_BYTES;
   let v = bytes > AUDIT_MAX_TEXT_BYTES ? boundTexts(value, AUDIT_MAX_TEXT_BYTES) : value;
   let text = toJsonText(v);
   if (utf8Length(text) <= limit) return { entry: v, text };

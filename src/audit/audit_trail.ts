@@ -101,9 +101,9 @@ export const AUDIT_WRITE_AHEAD_TIMEOUT_MS = 100;
 /** Bytes at the end of the journal searched at start for calls whose outcome is missing. */
 export const AUDIT_RECOVERY_SCAN_BYTES = 8 * 1024 * 1024;
 /** Write-ahead ids one entry line settles at most; more go on a line of their own. */
-const MAX_INTENTS_PER_LINE = 16;
+export const AUDIT_MAX_INTENTS_PER_LINE = 16;
 /** Positions of unreadable lines already logged (one WARN each); bounded. */
-const MAX_LOGGED_PROBLEMS = 1000;
+export const AUDIT_MAX_LOGGED_PROBLEMS = 1000;
 /** Defaults of `audit.max_file_bytes` and `audit.max_files`. */
 export const AUDIT_DEFAULTS = { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8 } as const;
 
@@ -493,9 +493,9 @@ export class AuditTrail implements AuditSink {
       if (this.#memory.length > AUDIT_MEMORY_ENTRIES) this.#memory.shift();
       return;
     }
-    void journal.writer.append(entryLine(text, intents.slice(0, MAX_INTENTS_PER_LINE)));
-    for (let i = MAX_INTENTS_PER_LINE; i < intents.length; i += MAX_INTENTS_PER_LINE) {
-      const covers = intents.slice(i, i + MAX_INTENTS_PER_LINE);
+    void journal.writer.append(entryLine(text, intents.slice(0, AUDIT_MAX_INTENTS_PER_LINE)));
+    for (let i = AUDIT_MAX_INTENTS_PER_LINE; i < intents.length; i += AUDIT_MAX_INTENTS_PER_LINE) {
+      const covers = intents.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE);
       void journal.writer.append(JSON.stringify({ covers }), { counted: false });
     }
   }
@@ -795,8 +795,9 @@ export class AuditTrail implements AuditSink {
     const file = path.slice(path.lastIndexOf("/") + 1);
     problems.push({ file, offset: line.start, bytes: storedLineBytes(line), problem });
     const at = `${file}:${line.start}`;
-    if (!this.#loggedProblems.has(at) && this.#loggedProblems.size < MAX_LOGGED_PROBLEMS) {
-      this.#loggedProblems.add(at);
+    // Counted and logged once per line (past AUDIT_MAX_LOGGED_PROBLEMS lines, once per read).
+    if (!this.#loggedProblems.has(at)) {
+      if (this.#loggedProblems.size < AUDIT_MAX_LOGGED_PROBLEMS) this.#loggedProblems.add(at);
       this.#unreadable++;
       this.#log.warn(`audit journal ${at}: unreadable line (${problem}); reported to readers`);
     }

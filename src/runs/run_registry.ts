@@ -129,7 +129,7 @@ export const MAX_PENDING_BUS_EVENTS = 1000;
 /** Longest time between a bus event's write and its fsync. */
 export const BUS_EVENT_SYNC_DELAY_MS = 1000;
 /** Records waiting for runs.jsonl at most (open and close wait for theirs: a handful at most). */
-const MAX_PENDING_RUN_RECORDS = 64;
+export const MAX_PENDING_RUN_RECORDS = 64;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
