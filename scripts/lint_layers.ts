@@ -2,7 +2,7 @@
  * deno task lint:layers — fails on an import that points up the layer stack, reaches into another
  * folder without going through its mod.ts, or touches a `_private.ts` file of another folder.
  *
- * Layers, low to high (../shared/style.md): common -> {config, adpp, events} -> providers -> state
+ * Layers, low to high (../shared/style.md): common -> {config, adpp, events, journal} -> providers -> state
  * -> control -> safety -> {automation, alarms, runs, audit, telemetry} -> http -> runtime.ts/main.ts.
  * host/ touches Deno.* and is imported only by the composition root (runtime.ts, main.ts).
  * provider_sdk/ is a separate product for provider authors; the runtime never imports it.
@@ -13,6 +13,7 @@ const RANK: Record<string, number> = {
   config: 1,
   adpp: 1,
   events: 1,
+  journal: 1, // the append-only JSONL journal shared by runs/ and audit/ (no Deno.* of its own)
   providers: 2,
   state: 3,
   control: 4,

@@ -1,13 +1,31 @@
 /**
  * The audit trail (issue 21): every decision on an actuating call, mode change, parameter set,
  * e-stop and clear, with who asked (AuditOrigin), kept in an append-only JSONL journal under
- * `<runtime.data_dir>/audit/` and served by GET /v0/audit.
+ * `<runtime.data_dir>/audit/` and served by GET /v0/audit. Written through a JournalWriter
+ * (src/journal/: group commit, batched fsync, bounded queue, torn-line recovery, rotation); this
+ * module keeps the audit's own rules.
  *
- * - Recording never blocks and never throws: `record` builds the entry synchronously and queues
- *   it (at most AUDIT_QUEUE_MAX_ENTRIES wait for the disk; more are dropped and counted). One
- *   writer appends each batch in one write per file and fsyncs within AUDIT_SYNC_INTERVAL_MS. A write that fails (full disk, read-only folder) is
- *   counted, shown in status() (GET /v0/providers/health `audit`) and metrics, and the entries
- *   of that batch are dropped; the next batch tries again.
+ * - Write ahead (issue 34 item 6): before the router sends an actuating call, `writeAhead`
+ *   writes the decision (origin, device, function, args, mode) and the call waits until its
+ *   bytes are handed to the OS (write(2) done; the fsync follows within AUDIT_SYNC_INTERVAL_MS),
+ *   at most AUDIT_WRITE_AHEAD_TIMEOUT_MS. Decisions of the same tick share one write. The record
+ *   of the call's outcome (the entry served) follows and settles it. A repeat of the open
+ *   accepted entry (below) writes nothing ahead: the same decision is on disk already.
+ * - What a crash (kill -9, power loss after the fsync) can lose: the outcome of a call, never
+ *   the call. At the next start, a decision written ahead whose outcome is not in the last
+ *   AUDIT_RECOVERY_SCAN_BYTES of the journal becomes an entry of outcome `interrupted` (its result
+ *   and latency unknown, count 1). Lost with the process: the count of repeats collapsed into an
+ *   entry still open (at most AUDIT_COLLAPSE_MAX_OPEN_MS of them, each identical to a decision
+ *   on disk), outcomes not yet written, and a gap count not yet written (below). Power loss can
+ *   lose, in addition, what was written in the last AUDIT_SYNC_INTERVAL_MS.
+ * - A journal that cannot be written (full disk, read-only folder) never blocks a call or a
+ *   stop: the write fails fast, the call goes on, and the failure is counted, logged (ERROR once
+ *   per failing streak) and shown in status() (GET /v0/providers/health `audit`) and metrics. The
+ *   entries lost are counted (`gap_pending`); when writing works again an entry of action `gap`
+ *   with that count (and the first and last time and the error) is written, and a WARN says so.
+ *   Entries are never claimed to be on disk when they are not. A restart before writing works
+ *   again loses the count (the ERROR in the log and the metrics scraped meanwhile are what is
+ *   known).
  * - Collapse: consecutive identical call decisions (same action, origin, device, function, args,
  *   outcome, reason and mode) are one entry with `count` and first/last times. The open entry is
  *   closed by a different decision, after AUDIT_COLLAPSE_MAX_OPEN_MS, by a read (GET /v0/audit)
@@ -19,6 +37,10 @@
  *   (identical consecutive ones collapse and count once); the rest of the window is summed up in
  *   one entry, so that a flood of refused requests can neither rotate the record of what was done
  *   out of the journal nor fill its queue.
+ * - Bounds (audit_entry.ts): every text of an entry at most AUDIT_MAX_TEXT_BYTES, every line at
+ *   most AUDIT_MAX_ENTRY_BYTES. A read never skips a line silently: a line it cannot use (torn by
+ *   a crash, damaged, longer than AUDIT_READ_MAX_LINE_BYTES) is reported in the page's `problems`
+ *   with its place, counted, and logged once.
  * - Rotation: segments `audit-00000001.jsonl`, `audit-00000002.jsonl`, ... A segment that would
  *   grow past `audit.max_file_bytes` is closed and the next one begun; beyond `audit.max_files`
  *   segments the oldest is removed. Segment numbers never repeat, so a cursor (segment, byte
@@ -28,21 +50,30 @@
  */
 import { type Clock, invalidArgument, type Logger, toJsonText } from "../common/mod.ts";
 import type {
-  AuditAction,
+  AuditCallAhead,
   AuditDecision,
-  AuditOrigin,
+  AuditIntent,
   AuditOriginKind,
-  AuditOutcome,
   AuditSink,
+  WriteAheadOptions,
 } from "../control/mod.ts";
-import type { JournalAppendHandle } from "../runs/mod.ts";
-import type { AuditFiles } from "./audit_files.ts";
+import {
+  isCutLine,
+  type JournalFiles,
+  type JournalGap,
+  type JournalLine,
+  JournalWriter,
+  segmentNumbers,
+  segmentPath,
+  storedLineBytes,
+} from "../journal/mod.ts";
+import { AUDIT_MAX_ENTRY_BYTES, type AuditEntry, bounded, boundedEntry } from "./audit_entry.ts";
 
-/** Entries waiting for the disk; past it new entries are dropped and counted. */
+/** Lines waiting for the disk; past it new entries are dropped and counted. */
 export const AUDIT_QUEUE_MAX_ENTRIES = 1000;
 /** Entries kept in memory when there is no journal. */
 export const AUDIT_MEMORY_ENTRIES = 1000;
-/** Longest time a collapsed entry stays open (unwritten) after its first call. */
+/** Longest time a collapsed entry stays open (its repeats uncounted on disk) after its first call. */
 export const AUDIT_COLLAPSE_MAX_OPEN_MS = 5000;
 /** Untrusted refusals written one by one per AUDIT_UNTRUSTED_WINDOW_MS; the rest are summed up. */
 export const AUDIT_UNTRUSTED_PER_WINDOW = 60;
@@ -52,44 +83,32 @@ export const AUDIT_UNTRUSTED_WINDOW_MS = 60_000;
 export const AUDIT_PAGE_LIMIT = { default: 100, max: 1000 } as const;
 /** Bytes of journal one GET /v0/audit reads at most; past it the page ends with a cursor. */
 export const AUDIT_SCAN_MAX_BYTES = 8 * 1024 * 1024;
-/** Largest journal line; longer entries have their args and result replaced by a note. */
-export const AUDIT_MAX_ENTRY_BYTES = 16 * 1024;
-/** How long a recorded entry may wait for the writer (entries are written in batches). */
-export const AUDIT_WRITE_BATCH_MS = 50;
+/** Unreadable lines one page reports at most; past it the page ends with a cursor. */
+export const AUDIT_PAGE_MAX_PROBLEMS = 100;
+/**
+ * Longest line a read parses (lines of an older version may exceed AUDIT_MAX_ENTRY_BYTES; they are
+ * served bounded); a longer line is reported as unreadable.
+ */
+export const AUDIT_READ_MAX_LINE_BYTES = 1024 * 1024;
 /** Longest time between an entry's write and its fsync. */
 export const AUDIT_SYNC_INTERVAL_MS = 1000;
 /** How long a read waits for queued entries to reach the journal before it reads anyway. */
 export const AUDIT_READ_FLUSH_TIMEOUT_MS = 2000;
+/**
+ * Longest time a call waits for its decision to reach the OS before it is sent anyway (a stalled
+ * disk must not hold up the machine; counted as `write_ahead_late_total`).
+ */
+export const AUDIT_WRITE_AHEAD_TIMEOUT_MS = 100;
+/** Bytes at the end of the journal searched at start for calls whose outcome is missing. */
+export const AUDIT_RECOVERY_SCAN_BYTES = 8 * 1024 * 1024;
+/** Write-ahead ids one entry line settles at most; more go on a line of their own. */
+export const AUDIT_MAX_INTENTS_PER_LINE = 16;
+/** Positions of unreadable lines already logged (one WARN each); bounded. */
+export const AUDIT_MAX_LOGGED_PROBLEMS = 1000;
 /** Defaults of `audit.max_file_bytes` and `audit.max_files`. */
 export const AUDIT_DEFAULTS = { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8 } as const;
 
-const SEGMENT_RE = /^audit-(\d{8})\.jsonl$/;
-
-/** One entry as written to the journal and served by GET /v0/audit. */
-export interface AuditEntry {
-  /** Runtime-wide order of closing (restarts at 1 with the process; not an id across restarts). */
-  seq: number;
-  /** The first decision's time (= first_time_epoch_ms). */
-  time_epoch_ms: number;
-  first_time_epoch_ms: number;
-  last_time_epoch_ms: number;
-  /** Decisions this entry stands for (> 1: collapsed). */
-  count: number;
-  origin: AuditOrigin;
-  action: AuditAction;
-  device_handle: string | null;
-  function: string | null;
-  args: Readonly<Record<string, unknown>> | null;
-  /** The runtime mode when the (first) decision was made. */
-  mode: string;
-  outcome: AuditOutcome;
-  reason: string | null;
-  refused_by: string | null;
-  /** The last decision's result. */
-  result: Readonly<Record<string, unknown>> | null;
-  /** The last decision's latency. */
-  latency_ms: number | null;
-}
+const SEGMENT_PREFIX = "audit";
 
 /** Journal health (GET /v0/providers/health `audit`). */
 export interface AuditStatus {
@@ -99,8 +118,15 @@ export interface AuditStatus {
   path: string | null;
   entries_total: number;
   write_errors_total: number;
+  /** Entries not journaled: refused by the full queue, or their write failed. */
   dropped_total: number;
   queued: number;
+  /** Entries lost since the journal last wrote, not yet recorded by a `gap` entry. */
+  gap_pending: number;
+  /** Calls sent before their decision reached the OS (AUDIT_WRITE_AHEAD_TIMEOUT_MS passed). */
+  write_ahead_late_total: number;
+  /** Journal lines a read could not use (reported in the page's `problems`). */
+  unreadable_lines_total: number;
   last_error: string | null;
   last_error_at_epoch_ms: number | null;
 }
@@ -117,13 +143,26 @@ export interface AuditQuery {
   readonly cursor?: string;
 }
 
+/** A journal line a read could not use. */
+export interface AuditProblem {
+  /** The journal file's name. */
+  file: string;
+  /** Byte offset of the line in it. */
+  offset: number;
+  /** Bytes of the line as stored. */
+  bytes: number;
+  problem: string;
+}
+
 /** A page of entries, oldest first; `next_cursor` null when nothing follows (yet). */
 export interface AuditPage {
   entries: AuditEntry[];
   next_cursor: string | null;
+  /** Lines of the part read that could not be used (never skipped silently). */
+  problems: AuditProblem[];
 }
 
-/** Timers for the collapse bound (injected so tests can run them by hand). */
+/** Timers for the collapse bound and the fsync (injected so tests can run them by hand). */
 export interface AuditTimers {
   set(fn: () => void, ms: number): unknown;
   clear(handle: unknown): void;
@@ -135,13 +174,15 @@ export interface AuditTrailOptions {
   /** The current runtime mode, stamped on every entry. */
   readonly mode: () => string;
   readonly timers?: AuditTimers;
+  /** Randomness of the process's write-ahead ids (default crypto.getRandomValues). */
+  readonly random?: (bytes: Uint8Array) => void;
 }
 
 /** Where the journal lives and its bounds (`audit.*`). */
 export interface AuditJournalOptions {
   /** Absolute folder (`<runtime.data_dir>/audit`). */
   readonly dir: string;
-  readonly files: AuditFiles;
+  readonly files: JournalFiles;
   readonly maxFileBytes: number;
   readonly maxFiles: number;
 }
@@ -150,11 +191,23 @@ export interface AuditJournalOptions {
 export type AuditEntryListener = (entry: AuditEntry) => void;
 
 interface Journal extends AuditJournalOptions {
-  segment: number;
-  size: number;
-  handle: JournalAppendHandle | null;
-  needsNewline: boolean;
+  readonly writer: JournalWriter;
 }
+
+/** A write-ahead record as stored (first key `intent`: the recovery scan looks for the prefix). */
+interface IntentRecord {
+  intent: string;
+  time_epoch_ms: number;
+  origin: AuditCallAhead["origin"];
+  device_handle: string | null;
+  function: string | null;
+  args: Readonly<Record<string, unknown>> | null;
+  mode: string;
+}
+
+const INTENT_PREFIX = '{"intent":';
+const INTENTS_PREFIX = '{"intents":[';
+const COVERS_PREFIX = '{"covers":[';
 
 const defaultTimers: AuditTimers = {
   set: (fn, ms) => setTimeout(fn, ms),
@@ -166,7 +219,8 @@ export class AuditTrail implements AuditSink {
   readonly #o: AuditTrailOptions;
   readonly #log: Logger;
   readonly #timers: AuditTimers;
-  #open: { key: string; entry: AuditEntry; timer: unknown } | null = null;
+  /** The open (collapsing) entry and the write-ahead ids its decisions settle. */
+  #open: { key: string; entry: AuditEntry; timer: unknown; intents: string[] } | null = null;
   /** Untrusted refusals: this window's start and entries written; the summing-up entry. */
   #untrusted: {
     windowStart: number;
@@ -175,27 +229,26 @@ export class AuditTrail implements AuditSink {
   } = { windowStart: -Infinity, written: 0, over: null };
   #seq = 0;
   #entriesTotal = 0;
-  #writeErrors = 0;
-  #dropped = 0;
-  #lastError: string | null = null;
-  #lastErrorAt: number | null = null;
-  #failing = false;
+  #aheadLate = 0;
+  #aheadLateLogged = false;
+  #unreadable = 0;
+  readonly #loggedProblems = new Set<string>();
   readonly #memory: AuditEntry[] = [];
   #journal: Journal | null = null;
-  #queue: AuditEntry[] = [];
-  #writing: Promise<void> | null = null;
   readonly #listeners: AuditEntryListener[] = [];
   /** After seal(): nothing collapses any more (no timer outlives the runtime). */
   #sealed = false;
-  #syncTimer: unknown = null;
-  #batchTimer: unknown = null;
-  /** An fsync is due (the sync timer fired, or close()). */
-  #syncDue = false;
+  /** This process's prefix of write-ahead ids, and the last number. */
+  readonly #boot: string;
+  #intentSeq = 0;
 
   constructor(options: AuditTrailOptions) {
     this.#o = options;
     this.#log = options.log.child("audit");
     this.#timers = options.timers ?? defaultTimers;
+    const bytes = new Uint8Array(4);
+    (options.random ?? ((b: Uint8Array) => crypto.getRandomValues(b)))(bytes);
+    this.#boot = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
   }
 
   /** Records one decision (collapsing a repeat of the open call entry). Never throws. */
@@ -207,6 +260,67 @@ export class AuditTrail implements AuditSink {
     } catch (err) {
       // Never let the record break a call or a stop.
       this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+
+  /**
+   * Writes the decision to send an actuating call before it is sent; resolves once its bytes
+   * reached the OS, its write failed (counted) or AUDIT_WRITE_AHEAD_TIMEOUT_MS passed (counted).
+   * Nothing is written for a repeat of the open accepted entry, nor without a journal. Never
+   * rejects.
+   */
+  async writeAhead(
+    call: AuditCallAhead,
+    options: WriteAheadOptions = {},
+  ): Promise<AuditIntent | null> {
+    try {
+      const journal = this.#journal;
+      if (journal === null) return null;
+      const now = this.#o.clock.nowMs();
+      const mode = this.#o.mode();
+      const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
+      if (!this.#sealed && this.#collapses(this.#key(accepted, mode), now)) return null;
+      const id = `${this.#boot}.${++this.#intentSeq}`;
+      const record: IntentRecord = {
+        intent: id,
+        time_epoch_ms: now,
+        origin: call.origin,
+        device_handle: call.device_handle ?? null,
+        function: call.function ?? null,
+        args: call.args ?? null,
+        mode,
+      };
+      const line = bounded(record as unknown as Record<string, unknown>).text;
+      const write = journal.writer.append(line, { counted: false });
+      if (options.wait === false) {
+        // A stop action: queued in order, never waited for (a slow disk must not delay it).
+        void write.catch(() => {});
+        return { id };
+      }
+      let timer: unknown;
+      const late = new Promise<"late">((r) => {
+        timer = this.#timers.set(() => r("late"), AUDIT_WRITE_AHEAD_TIMEOUT_MS);
+      });
+      const outcome = await Promise.race([write, late]);
+      this.#timers.clear(timer);
+      if (outcome === "late") {
+        this.#aheadLate++;
+        if (!this.#aheadLateLogged) {
+          this.#aheadLateLogged = true;
+          this.#log.warn(
+            `audit journal slow: a call was sent before its decision was written ` +
+              `(waited ${AUDIT_WRITE_AHEAD_TIMEOUT_MS} ms; counted as write_ahead_late_total)`,
+          );
+        }
+      } else {
+        this.#aheadLateLogged = false;
+      }
+      return { id };
+    } catch (err) {
+      this.#log.error(
+        `audit decision not written ahead: ${err instanceof Error ? err.message : err}`,
+      );
+      return null;
     }
   }
 
@@ -301,24 +415,27 @@ export class AuditTrail implements AuditSink {
    */
   #record(d: AuditDecision, key: string | null, now: number, mode: string): void {
     const open = this.#open;
+    const intent = d.intent?.id;
     if (open !== null && key !== null && this.#collapses(key, now)) {
       const e = open.entry;
       e.count++;
       e.last_time_epoch_ms = now;
       e.result = d.result ?? null;
       e.latency_ms = d.latency_ms ?? null;
+      if (intent !== undefined) open.intents.push(intent);
       return;
     }
     this.#closeOpen();
     const entry = this.#entry(d, now, mode);
+    const intents = intent === undefined ? [] : [intent];
     if (key === null || this.#sealed) {
-      this.#emit(entry);
+      this.#emit(entry, intents);
       return;
     }
     const timer = this.#timers.set(() => {
       if (this.#open?.entry === entry) this.#closeOpen();
     }, AUDIT_COLLAPSE_MAX_OPEN_MS);
-    this.#open = { key, entry, timer };
+    this.#open = { key, entry, timer, intents };
   }
 
   /** A new entry of one decision. */
@@ -355,21 +472,23 @@ export class AuditTrail implements AuditSink {
       `written one by one, summed up here (origins, actions and reasons may differ); ` +
       `the first: ${over.firstReason}`;
     this.#closeOpen();
-    this.#emit(e);
+    this.#emit(e, []);
   }
 
-  /** Closes the open (collapsing) entry: it is queued for the journal. */
+  /** Closes the open (collapsing) entry: it is written to the journal. */
   #closeOpen(): void {
     const open = this.#open;
     if (!open) return;
     this.#open = null;
     this.#timers.clear(open.timer);
-    this.#emit(open.entry);
+    this.#emit(open.entry, open.intents);
   }
 
-  #emit(entry: AuditEntry): void {
-    entry.seq = ++this.#seq;
+  /** Numbers, bounds and journals a closed entry; `intents`: the write-ahead ids it settles. */
+  #emit(raw: AuditEntry, intents: readonly string[]): void {
+    raw.seq = ++this.#seq;
     this.#entriesTotal++;
+    const { entry, text } = boundedEntry(raw);
     for (const listener of this.#listeners) {
       try {
         listener(entry);
@@ -377,47 +496,154 @@ export class AuditTrail implements AuditSink {
         this.#log.error(`audit listener failed: ${err instanceof Error ? err.message : err}`);
       }
     }
-    if (!this.#journal) {
+    const journal = this.#journal;
+    if (!journal) {
       this.#memory.push(entry);
       if (this.#memory.length > AUDIT_MEMORY_ENTRIES) this.#memory.shift();
       return;
     }
-    if (this.#queue.length >= AUDIT_QUEUE_MAX_ENTRIES) {
-      if (this.#dropped++ === 0) {
-        this.#log.error(
-          `audit journal too slow: ${AUDIT_QUEUE_MAX_ENTRIES} entries waiting, new ones are dropped`,
-        );
-      }
-      return;
+    void journal.writer.append(entryLine(text, intents.slice(0, AUDIT_MAX_INTENTS_PER_LINE)));
+    for (let i = AUDIT_MAX_INTENTS_PER_LINE; i < intents.length; i += AUDIT_MAX_INTENTS_PER_LINE) {
+      const covers = intents.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE);
+      void journal.writer.append(JSON.stringify({ covers }), { counted: false });
     }
-    this.#queue.push(entry);
-    // Entries are written in batches: a burst of calls costs one write, not one per call.
-    if (this.#queue.length >= AUDIT_QUEUE_MAX_ENTRIES / 2) this.#kick();
-    else if (this.#batchTimer === null) {
-      this.#batchTimer = this.#timers.set(() => {
-        this.#batchTimer = null;
-        this.#kick();
-      }, AUDIT_WRITE_BATCH_MS);
-    }
+  }
+
+  /** The `gap` entry of entries lost while the journal could not be written. */
+  #gapLine(gap: JournalGap): string {
+    const entry: AuditEntry = {
+      seq: ++this.#seq,
+      time_epoch_ms: gap.firstLostAtMs,
+      first_time_epoch_ms: gap.firstLostAtMs,
+      last_time_epoch_ms: gap.lastLostAtMs,
+      count: gap.lines,
+      origin: { kind: "runtime" },
+      action: "gap",
+      device_handle: null,
+      function: null,
+      args: null,
+      mode: this.#o.mode(),
+      outcome: "failed",
+      reason: `${gap.lines} entr${gap.lines === 1 ? "y was" : "ies were"} not journaled: ` +
+        gap.reason,
+      refused_by: null,
+      result: null,
+      latency_ms: null,
+    };
+    this.#entriesTotal++;
+    return boundedEntry(entry).text;
   }
 
   /**
    * Starts journaling into `options.dir` (created when missing): appends to the newest segment
-   * when it has room. Entries recorded before (memory) are queued for it. Never throws: a folder
-   * that cannot be used is reported like a failed write, and writing is retried per batch.
+   * when it has room; records an `interrupted` entry for every call written ahead by an earlier
+   * process whose outcome is missing; entries recorded before (memory) follow. Never throws: a
+   * folder that cannot be used is reported like a failed write, and writing is retried per entry.
    */
   async openJournal(options: AuditJournalOptions): Promise<void> {
-    const journal: Journal = { ...options, segment: 1, size: 0, handle: null, needsNewline: false };
+    const writer = new JournalWriter({
+      files: options.files,
+      target: {
+        segments: {
+          dir: options.dir,
+          prefix: SEGMENT_PREFIX,
+          maxFileBytes: options.maxFileBytes,
+          maxFiles: options.maxFiles,
+        },
+      },
+      name: "audit journal",
+      log: this.#log,
+      clock: this.#o.clock,
+      maxQueuedLines: AUDIT_QUEUE_MAX_ENTRIES,
+      syncIntervalMs: AUDIT_SYNC_INTERVAL_MS,
+      timers: this.#timers,
+      gapLine: (gap) => this.#gapLine(gap),
+    });
+    const journal: Journal = { ...options, writer };
+    let interrupted: IntentRecord[] = [];
     try {
-      await options.files.ensureDir(options.dir);
-      const segments = await this.#segments(journal);
-      if (segments.length > 0) journal.segment = segments[segments.length - 1];
+      interrupted = await this.#unsettledIntents(journal);
     } catch (err) {
-      this.#writeFailed(err, 0);
+      this.#log.error(
+        `audit journal not searched for interrupted calls: ${
+          err instanceof Error ? err.message : err
+        }`,
+      );
     }
+    await writer.open().catch(() => {}); // a failure is counted and reported by the writer
     this.#journal = journal;
-    this.#queue.push(...this.#memory.splice(0));
-    this.#kick();
+    for (const r of interrupted) {
+      this.#log.warn(
+        `audit: a call to ${r.device_handle} ${r.function} was written ahead by an earlier ` +
+          `process without an outcome: recorded as interrupted`,
+      );
+      this.#emit({
+        seq: 0,
+        time_epoch_ms: r.time_epoch_ms,
+        first_time_epoch_ms: r.time_epoch_ms,
+        last_time_epoch_ms: r.time_epoch_ms,
+        count: 1,
+        origin: r.origin,
+        action: "call",
+        device_handle: r.device_handle,
+        function: r.function,
+        args: r.args,
+        mode: r.mode,
+        outcome: "interrupted",
+        reason: "the runtime ended after this call passed every check and before its outcome " +
+          "was recorded: the provider may or may not have received it; its answer, and any " +
+          "repeats of it, are not known",
+        refused_by: null,
+        result: null,
+        latency_ms: null,
+      }, [r.intent]);
+    }
+    for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
+  }
+
+  /** Write-ahead records in the last AUDIT_RECOVERY_SCAN_BYTES that no entry settles. */
+  async #unsettledIntents(journal: AuditJournalOptions): Promise<IntentRecord[]> {
+    const files = journal.files;
+    const segments = await segmentNumbers(files, { dir: journal.dir, prefix: SEGMENT_PREFIX });
+    // The newest segments that hold the last AUDIT_RECOVERY_SCAN_BYTES, oldest first.
+    const tail: Array<{ path: string; start: number; size: number }> = [];
+    let budget = AUDIT_RECOVERY_SCAN_BYTES;
+    for (let i = segments.length - 1; i >= 0 && budget > 0; i--) {
+      const path = segmentPath({ dir: journal.dir, prefix: SEGMENT_PREFIX }, segments[i]);
+      const size = await files.fileSize(path);
+      tail.unshift({ path, start: Math.max(0, size - budget), size });
+      budget -= size;
+    }
+    const open = new Map<string, IntentRecord>();
+    for (const { path, start, size } of tail) {
+      // Nothing to read (an empty file; a device file standing in for one reads as empty).
+      if (size <= start) continue;
+      let first = start > 0; // the rest of a line cut by the start
+      const lines = files.readLinesAt(path, {
+        maxLineBytes: AUDIT_MAX_ENTRY_BYTES,
+        startByte: start,
+      });
+      for await (const line of lines) {
+        if (line.start >= size) break;
+        if (first) {
+          first = false;
+          continue;
+        }
+        if (!line.terminated) continue;
+        const t = line.text;
+        if (t.startsWith(INTENT_PREFIX)) {
+          const r = parseObject(t) as IntentRecord | null;
+          if (r && typeof r.intent === "string" && typeof r.time_epoch_ms === "number") {
+            open.set(r.intent, r);
+          }
+        } else if (t.startsWith(INTENTS_PREFIX) || t.startsWith(COVERS_PREFIX)) {
+          const v = parseObject(t);
+          const ids = v?.intents ?? v?.covers;
+          if (Array.isArray(ids)) { for (const id of ids) open.delete(String(id)); }
+        }
+      }
+    }
+    return [...open.values()];
   }
 
   /**
@@ -430,20 +656,10 @@ export class AuditTrail implements AuditSink {
     this.#closeUntrusted();
   }
 
-  /** Seals, writes what is queued (one more try after a failure) and closes the journal. */
+  /** Seals, writes what is queued (one more try after a failure), fsyncs and closes the journal. */
   async close(): Promise<void> {
     this.seal();
-    if (this.#syncTimer !== null) this.#timers.clear(this.#syncTimer);
-    if (this.#batchTimer !== null) this.#timers.clear(this.#batchTimer);
-    this.#syncTimer = null;
-    this.#batchTimer = null;
-    this.#syncDue = this.#journal?.handle != null;
-    this.#kick();
-    await this.#writing;
-    this.#kick(); // what was queued while the last batch was written
-    await this.#writing;
-    this.#journal?.handle?.close();
-    if (this.#journal) this.#journal.handle = null;
+    await this.#journal?.writer.close();
   }
 
   /** Closes the open entry (a read or a test wants everything recorded so far). */
@@ -453,134 +669,20 @@ export class AuditTrail implements AuditSink {
   }
 
   status(): AuditStatus {
+    const w = this.#journal?.writer.status();
     return {
-      journal: this.#journal === null ? "memory" : this.#failing ? "failing" : "ok",
+      journal: w === undefined ? "memory" : w.state === "failing" ? "failing" : "ok",
       path: this.#journal?.dir ?? null,
       entries_total: this.#entriesTotal,
-      write_errors_total: this.#writeErrors,
-      dropped_total: this.#dropped,
-      queued: this.#queue.length,
-      last_error: this.#lastError,
-      last_error_at_epoch_ms: this.#lastErrorAt,
+      write_errors_total: w?.writeErrors ?? 0,
+      dropped_total: w?.lost ?? 0,
+      queued: w?.queued ?? 0,
+      gap_pending: w?.gapPending ?? 0,
+      write_ahead_late_total: this.#aheadLate,
+      unreadable_lines_total: this.#unreadable,
+      last_error: w?.lastError ?? null,
+      last_error_at_epoch_ms: w?.lastErrorAtMs ?? null,
     };
-  }
-
-  // ---- writing ----------------------------------------------------------------------------------
-
-  #kick(): void {
-    if (this.#writing || !this.#journal) return;
-    this.#writing = this.#drain().finally(() => {
-      this.#writing = null;
-      // Entries queued while the last batch was failing wait for the next record (no hot loop).
-    });
-  }
-
-  async #drain(): Promise<void> {
-    const journal = this.#journal!;
-    while (this.#queue.length > 0 || this.#syncDue) {
-      const batch = this.#queue.splice(0);
-      try {
-        if (batch.length > 0) {
-          await this.#append(journal, batch.map(entryLine));
-          this.#scheduleSync();
-        } else if (this.#syncDue) {
-          this.#syncDue = false;
-          await journal.handle?.sync();
-        }
-        if (this.#failing) {
-          this.#failing = false;
-          this.#log.info(`audit journal writable again: ${journal.dir}`);
-        }
-      } catch (err) {
-        journal.handle?.close();
-        journal.handle = null;
-        this.#syncDue = false;
-        this.#writeFailed(err, batch.length);
-        return;
-      }
-    }
-  }
-
-  /** Entries reach the OS at once; fsync follows within AUDIT_SYNC_INTERVAL_MS (and at close). */
-  #scheduleSync(): void {
-    if (this.#syncTimer !== null) return;
-    this.#syncTimer = this.#timers.set(() => {
-      this.#syncTimer = null;
-      this.#syncDue = true;
-      this.#kick();
-    }, AUDIT_SYNC_INTERVAL_MS);
-  }
-
-  /** Appends the lines, as many per write as fit the current segment (at least one). */
-  async #append(journal: Journal, lines: string[]): Promise<void> {
-    let i = 0;
-    while (i < lines.length) {
-      await this.#openSegment(journal, utf8Length(lines[i]));
-      let text = journal.needsNewline ? "\n" : "";
-      let size = journal.size + text.length;
-      do {
-        text += lines[i];
-        size += utf8Length(lines[i]);
-        i++;
-      } while (i < lines.length && size + utf8Length(lines[i]) <= journal.maxFileBytes);
-      await journal.handle!.append(text);
-      journal.needsNewline = false;
-      journal.size = size;
-    }
-  }
-
-  /** Makes the current segment ready for a line of `bytes`: rotates when it would overflow. */
-  async #openSegment(journal: Journal, bytes: number): Promise<void> {
-    if (
-      journal.handle !== null && journal.size > 0 && journal.size + bytes > journal.maxFileBytes
-    ) {
-      await journal.handle.sync();
-      journal.handle.close();
-      journal.handle = null;
-      journal.segment++;
-      await this.#prune(journal);
-    }
-    while (journal.handle === null) {
-      const path = segmentPath(journal, journal.segment);
-      await journal.files.ensureDir(journal.dir);
-      journal.size = await journal.files.fileSize(path);
-      if (journal.size > 0 && journal.size + bytes > journal.maxFileBytes) {
-        journal.segment++;
-        await this.#prune(journal);
-        continue;
-      }
-      journal.needsNewline = !(await journal.files.endsWithNewline(path));
-      journal.handle = await journal.files.openAppend(path);
-    }
-  }
-
-  /** Removes the oldest segments so at most max_files remain, counting the current one. */
-  async #prune(journal: Journal): Promise<void> {
-    for (const n of await this.#segments(journal)) {
-      if (n <= journal.segment - journal.maxFiles) {
-        await journal.files.remove(segmentPath(journal, n));
-      }
-    }
-  }
-
-  #writeFailed(err: unknown, entries: number): void {
-    this.#writeErrors++;
-    this.#dropped += entries;
-    this.#lastError = err instanceof Error ? err.message : String(err);
-    this.#lastErrorAt = this.#o.clock.nowMs();
-    if (!this.#failing) {
-      this.#failing = true;
-      this.#log.error(`audit journal write failed (entries dropped): ${this.#lastError}`);
-    }
-  }
-
-  async #segments(journal: AuditJournalOptions): Promise<number[]> {
-    const out: number[] = [];
-    for (const name of await journal.files.listNames(journal.dir)) {
-      const m = SEGMENT_RE.exec(name);
-      if (m) out.push(Number(m[1]));
-    }
-    return out.sort((a, b) => a - b);
   }
 
   // ---- reading ----------------------------------------------------------------------------------
@@ -603,25 +705,19 @@ export class AuditTrail implements AuditSink {
     if (cursor && cursor.kind !== "file") {
       throw invalidArgument("cursor: not a cursor of this runtime's audit trail");
     }
-    await this.#waitWritten();
+    await this.#waitWritten(journal);
     return await this.#queryJournal(journal, q, cursor);
   }
 
-  async #waitWritten(): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<void>((r) => timer = setTimeout(r, AUDIT_READ_FLUSH_TIMEOUT_MS));
+  async #waitWritten(journal: Journal): Promise<void> {
+    let timer: unknown;
+    const timeout = new Promise<void>((r) => {
+      timer = this.#timers.set(r, AUDIT_READ_FLUSH_TIMEOUT_MS);
+    });
     try {
-      this.#kick();
-      while (this.#writing) {
-        const done = await Promise.race([
-          this.#writing.then(() => true),
-          timeout.then(() => false),
-        ]);
-        if (!done || this.#failing) return;
-        if (this.#queue.length > 0) this.#kick();
-      }
+      await Promise.race([journal.writer.flush(), timeout]);
     } finally {
-      clearTimeout(timer);
+      this.#timers.clear(timer);
     }
   }
 
@@ -630,11 +726,15 @@ export class AuditTrail implements AuditSink {
     for (const e of this.#memory) {
       if (e.seq <= afterSeq || !matches(e, q)) continue;
       if (entries.length === q.limit) {
-        return { entries, next_cursor: encodeCursor({ kind: "memory", seq: entries.at(-1)!.seq }) };
+        return {
+          entries,
+          next_cursor: encodeCursor({ kind: "memory", seq: entries.at(-1)!.seq }),
+          problems: [],
+        };
       }
       entries.push(e);
     }
-    return { entries, next_cursor: null };
+    return { entries, next_cursor: null, problems: [] };
   }
 
   async #queryJournal(
@@ -642,60 +742,93 @@ export class AuditTrail implements AuditSink {
     q: AuditQuery,
     cursor: Cursor | null,
   ): Promise<AuditPage> {
-    const entries: AuditEntry[] = [];
+    const page: AuditPage = { entries: [], next_cursor: null, problems: [] };
     let scanned = 0;
-    const segments = await this.#segments(journal).catch(() => [] as number[]);
-    for (const n of segments) {
+    const where = { dir: journal.dir, prefix: SEGMENT_PREFIX };
+    const segments = await segmentNumbers(journal.files, where).catch(() => [] as number[]);
+    for (const [i, n] of segments.entries()) {
       let start = 0;
       if (cursor?.kind === "file") {
         if (n < cursor.segment) continue;
         if (n === cursor.segment) start = cursor.offset;
       }
-      const path = segmentPath(journal, n);
+      const path = segmentPath(where, n);
       // Nothing past `start` (an empty file; a device file standing in for one reads as empty).
       if ((await journal.files.fileSize(path).catch(() => 0)) <= start) continue;
+      const newest = i === segments.length - 1;
       const lines = journal.files.readLinesAt(path, {
-        maxLineBytes: AUDIT_MAX_ENTRY_BYTES * 2,
+        maxLineBytes: AUDIT_READ_MAX_LINE_BYTES,
         startByte: start,
       });
       for await (const line of lines) {
-        if (!line.terminated) break; // being written (or torn): read next time
+        // The last line of the newest file without a newline is being written: read next time.
+        if (!line.terminated && newest) break;
         scanned += line.end - line.start;
-        const entry = parseEntry(line.text);
-        if (entry && matches(entry, q)) entries.push(entry);
-        if (entries.length === q.limit || scanned >= AUDIT_SCAN_MAX_BYTES) {
-          const next = encodeCursor({ kind: "file", segment: n, offset: line.end });
-          return { entries, next_cursor: next };
+        const entry = this.#readLine(path, line, page.problems);
+        if (entry && matches(entry, q)) page.entries.push(entry);
+        if (
+          page.entries.length === q.limit || scanned >= AUDIT_SCAN_MAX_BYTES ||
+          page.problems.length >= AUDIT_PAGE_MAX_PROBLEMS
+        ) {
+          page.next_cursor = encodeCursor({ kind: "file", segment: n, offset: line.end });
+          return page;
         }
       }
     }
-    return { entries, next_cursor: null };
+    return page;
+  }
+
+  /** The entry of a stored line, or null (bookkeeping lines; unusable ones go to `problems`). */
+  #readLine(path: string, line: JournalLine, problems: AuditProblem[]): AuditEntry | null {
+    const t = line.text;
+    let problem: string | null = null;
+    if (isCutLine(line, AUDIT_READ_MAX_LINE_BYTES)) {
+      problem = `longer than ${AUDIT_READ_MAX_LINE_BYTES} bytes: not read`;
+    } else if (!line.terminated) {
+      problem = "no newline at the end of a finished file: torn by a crash";
+    } else if (t.startsWith(INTENT_PREFIX) || t.startsWith(COVERS_PREFIX)) {
+      return null; // write-ahead bookkeeping, settled by the entries
+    } else if (t.trim() === "") {
+      return null;
+    } else {
+      const v = parseObject(t);
+      if (v === null || typeof v.time_epoch_ms !== "number" || typeof v.action !== "string") {
+        problem = "not an audit entry (torn by a crash, or damaged)";
+      } else {
+        delete v.intents;
+        const entry = v as unknown as AuditEntry;
+        // Lines of an older version may be longer than this one writes: served bounded.
+        return storedLineBytes(line) > AUDIT_MAX_ENTRY_BYTES ? boundedEntry(entry).entry : entry;
+      }
+    }
+    const file = path.slice(path.lastIndexOf("/") + 1);
+    problems.push({ file, offset: line.start, bytes: storedLineBytes(line), problem });
+    const at = `${file}:${line.start}`;
+    // Counted and logged once per line (past AUDIT_MAX_LOGGED_PROBLEMS lines, once per read).
+    if (!this.#loggedProblems.has(at)) {
+      if (this.#loggedProblems.size < AUDIT_MAX_LOGGED_PROBLEMS) this.#loggedProblems.add(at);
+      this.#unreadable++;
+      this.#log.warn(`audit journal ${at}: unreadable line (${problem}); reported to readers`);
+    }
+    return null;
   }
 }
 
-// ---- entries, lines and cursors -----------------------------------------------------------------
+// ---- lines and cursors --------------------------------------------------------------------------
 
-function entryLine(entry: AuditEntry): string {
-  return `${boundedEntryText(entry)}\n`;
+/** An entry's line: its JSON text, with the write-ahead ids it settles as the first member. */
+function entryLine(text: string, intents: readonly string[]): string {
+  return intents.length === 0
+    ? text
+    : `${INTENTS_PREFIX}${intents.map((id) => JSON.stringify(id)).join(",")}],${text.slice(1)}`;
 }
 
-/**
- * The JSON text of an entry, at most AUDIT_MAX_ENTRY_BYTES: a larger one has its args and result
- * replaced by a note saying so. 64-bit integers beyond 2^53 are written exactly.
- */
-export function boundedEntryText(entry: AuditEntry): string {
-  const line = toJsonText(entry);
-  if (utf8Length(line) <= AUDIT_MAX_ENTRY_BYTES) return line;
-  const note = { truncated: `entry exceeded ${AUDIT_MAX_ENTRY_BYTES} bytes` };
-  return toJsonText({ ...entry, args: note, result: entry.result === null ? null : note });
-}
-
-function parseEntry(text: string): AuditEntry | null {
+function parseObject(text: string): Record<string, unknown> | null {
   try {
     const v = JSON.parse(text);
-    return typeof v === "object" && v !== null && typeof v.time_epoch_ms === "number" ? v : null;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? v : null;
   } catch {
-    return null; // a corrupt or cut line is skipped
+    return null;
   }
 }
 
@@ -708,27 +841,6 @@ function matches(e: AuditEntry, q: AuditQuery): boolean {
     if (h === null || (h !== q.deviceId && !h.endsWith(`/${q.deviceId}`))) return false;
   }
   return true;
-}
-
-function segmentPath(journal: AuditJournalOptions, n: number): string {
-  return `${journal.dir}/audit-${String(n).padStart(8, "0")}.jsonl`;
-}
-
-const NON_ASCII = /[^ -~\t\n\r]/; // anything but printable ASCII and common whitespace
-
-function utf8Length(text: string): number {
-  if (!NON_ASCII.test(text)) return text.length; // the common case, without a loop in JS
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
 }
 
 type Cursor =

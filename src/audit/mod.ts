@@ -1,2 +1,2 @@
-export * from "./audit_files.ts";
+export * from "./audit_entry.ts";
 export * from "./audit_trail.ts";

@@ -3,6 +3,8 @@
  * what was decided (AuditDecision). The router, the mode manager, the parameter store and the
  * e-stop report every decision to an AuditSink; src/audit/ implements it (collapse, journal,
  * queries). `record` must never block or throw: it is called on the call path and the stop path.
+ * `writeAhead` is the one wait: the router writes a call's decision before the provider gets the
+ * call, bounded in time, and never refused for a failing journal.
  */
 
 /** The kinds of origin an audit entry names (docs/http-api.md "Audit trail"). */
@@ -14,6 +16,7 @@ export const AUDIT_ORIGIN_KINDS = [
   "alarm",
   "reload",
   "device_loss",
+  "runtime",
 ] as const;
 export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
 
@@ -23,6 +26,7 @@ export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
  * `automation`: the behavior-tree node path. `hook`: the transition (`AUTO->FAULT`) and the hook's
  * config path. `estop`: the ladder rung and what triggered the stop (`api`, `alarm:<id>`).
  * `alarm`: the alarm id. `device_loss`: the device whose outage forced FAULT (`device_handle`).
+ * `runtime`: the runtime itself (the audit journal's own `gap` entries).
  */
 export interface AuditOrigin {
   readonly kind: AuditOriginKind;
@@ -83,9 +87,35 @@ export interface AuditDecision {
   readonly result?: Readonly<Record<string, unknown>> | null;
   /** From the request to the decision (a call: to the provider's answer), in ms. */
   readonly latency_ms?: number | null;
+  /** A call's decision written ahead (what `writeAhead` gave): its outcome settles it. */
+  readonly intent?: AuditIntent | null;
+}
+
+/** A call's decision as written before the call is sent (the record of its outcome follows). */
+export type AuditCallAhead = Pick<AuditDecision, "origin" | "device_handle" | "function" | "args">;
+
+/** What `writeAhead` wrote: handed back to `record` with the call's outcome. Opaque. */
+export interface AuditIntent {
+  readonly id: string;
+}
+
+/** How a write ahead waits. */
+export interface WriteAheadOptions {
+  /**
+   * False: the decision is queued for the journal at once (in order before its outcome) and the
+   * call does not wait for the OS to have it: for the stop actions (the e-stop ladder, the hooks
+   * into FAULT), which a slow disk must never delay. Default true.
+   */
+  readonly wait?: boolean;
 }
 
 /** Where decisions go. `record` never blocks and never throws. */
 export interface AuditSink {
   record(decision: AuditDecision): void;
+  /**
+   * Writes the decision to send an actuating call before it is sent, and resolves once its
+   * bytes reached the OS, its write failed or a bounded wait passed (never rejects): the call
+   * goes on in every case. Absent: nothing is written ahead (a sink kept in memory).
+   */
+  writeAhead?(call: AuditCallAhead, options?: WriteAheadOptions): Promise<AuditIntent | null>;
 }

@@ -14,7 +14,7 @@ import {
 } from "../common/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
-import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
+import type { AuditIntent, AuditOrigin, AuditSink } from "./audit_sink.ts";
 import { validateArgs } from "./validate_args.ts";
 
 /**
@@ -90,6 +90,8 @@ interface CallProgress {
   /** True once the request was written to the provider. */
   sent: boolean;
   results: Record<string, TypedValue> | null;
+  /** The decision written ahead to the audit trail, settled by the call's audit entry. */
+  intent: AuditIntent | null;
 }
 
 /**
@@ -205,6 +207,7 @@ export class CallRouter {
       refusedBy: null,
       sent: false,
       results: null,
+      intent: null,
     };
     try {
       const result = await this.#call(req, progress);
@@ -233,6 +236,7 @@ export class CallRouter {
       refused_by: refused ? p.refusedBy : null,
       result: null,
       latency_ms: this.#clock.monoMs() - startedMs,
+      ...(p.intent ? { intent: p.intent } : {}),
     });
   }
 
@@ -262,8 +266,20 @@ export class CallRouter {
     progress.refusedBy = null;
     let response;
     try {
-      // Re-checked under the provider lock: nothing may have latched since validation. (A
-      // provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
+      // The decision is in the audit journal (handed to the OS) before the provider can get the
+      // call; the wait is bounded and a failing journal never stops the call (audit_trail.ts).
+      // Stop actions (origin safety: the e-stop ladder, the hooks into FAULT) queue theirs
+      // without waiting: a slow or full disk must never delay a stop.
+      if (fn.actuating && this.#audit?.writeAhead) {
+        progress.intent = await this.#audit.writeAhead({
+          origin: req.source ?? defaultAuditOrigin(req.origin),
+          device_handle: `${req.providerId}/${req.deviceId}`,
+          function: fn.name,
+          args,
+        }, { wait: req.origin !== "safety" });
+      }
+      // Re-checked under the provider lock, after that write: nothing may have latched since
+      // validation. (A provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
       this.#checkGates({ fn, device, origin: req.origin }, progress);
       progress.refusedBy = "unavailable";
       const wireArgs = Object.fromEntries(
@@ -304,6 +320,7 @@ export class CallRouter {
         refused_by: null,
         result: results,
         latency_ms: this.#clock.monoMs() - startedMs,
+        ...(progress.intent ? { intent: progress.intent } : {}),
       });
     }
     await this.#cache.pollDevice(req.providerId, req.deviceId);

@@ -1,6 +1,8 @@
 /**
  * File I/O for append-only JSONL journals (the run registry's `runs.jsonl` and per-run event
- * files, the audit journal's segments). Only Deno.* plumbing lives here; the runs module receives `journalFiles` by injection.
+ * files, the audit journal's segments): the Deno implementation of journal/journal_files.ts's
+ * port (restated here: host/ imports nothing above common/). Only Deno.* plumbing lives here;
+ * src/journal/ receives `journalFiles` by injection.
  */
 
 /** An open append-only file. */
@@ -28,7 +30,7 @@ const encoder = new TextEncoder();
 const NEWLINE = 10;
 const READ_CHUNK_BYTES = 64 * 1024;
 
-/** The Deno implementation of the run journal's file port. */
+/** The Deno implementation of the journal file port. */
 export const journalFiles = {
   /** Creates the directory and its parents when missing. */
   async ensureDir(path: string): Promise<void> {
@@ -134,9 +136,10 @@ export const journalFiles = {
   },
 
   /**
-   * Streams the lines of a file from byte `startByte` (a line start) with their byte positions,
-   * so a reader can come back to any line without rescanning the file. A missing file yields
-   * nothing; long lines are cut as in readLines.
+   * Streams the lines of a file from byte `startByte` with their byte positions, so a reader can
+   * come back to any line without rescanning the file (a `startByte` inside a line yields the
+   * rest of that line first: a bisection starts anywhere). A missing file yields nothing; long
+   * lines are cut as in readLines.
    */
   async *readLinesAt(
     path: string,
@@ -202,7 +205,7 @@ export const journalFiles = {
     await Deno.rename(from, to);
   },
 
-  /** Size in bytes; 0 for a missing file (the audit journal's rotation). */
+  /** Size in bytes; 0 for a missing file. */
   async fileSize(path: string): Promise<number> {
     try {
       return (await Deno.stat(path)).size;

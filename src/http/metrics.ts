@@ -334,6 +334,21 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       "counter",
       "Audit entries not journaled (queue full or write failed).",
     ).sample("runtime_audit_dropped_total", audit.dropped_total);
+    w.family(
+      "runtime_audit_gap_pending",
+      "gauge",
+      "Audit entries lost since the journal last wrote, not yet recorded by a gap entry.",
+    ).sample("runtime_audit_gap_pending", audit.gap_pending);
+    w.family(
+      "runtime_audit_write_ahead_late_total",
+      "counter",
+      "Actuating calls sent before their audit decision reached the OS (bounded wait passed).",
+    ).sample("runtime_audit_write_ahead_late_total", audit.write_ahead_late_total);
+    w.family(
+      "runtime_audit_unreadable_lines_total",
+      "counter",
+      "Audit journal lines a read could not use (torn, damaged, too long).",
+    ).sample("runtime_audit_unreadable_lines_total", audit.unreadable_lines_total);
   }
 
   // ---- configuration reload (SIGHUP) ----

@@ -280,6 +280,9 @@ export function responseComponents(): Record<string, JsonSchema> {
         "write_errors_total",
         "dropped_total",
         "queued",
+        "gap_pending",
+        "write_ahead_late_total",
+        "unreadable_lines_total",
         "last_error",
         "last_error_at_epoch_ms",
       ],
@@ -290,6 +293,15 @@ export function responseComponents(): Record<string, JsonSchema> {
         write_errors_total: int,
         dropped_total: int,
         queued: int,
+        gap_pending: note(
+          int,
+          "Entries lost since the journal last wrote, not yet recorded by a `gap` entry.",
+        ),
+        write_ahead_late_total: note(
+          int,
+          "Calls sent before their decision reached the OS (the bounded wait passed).",
+        ),
+        unreadable_lines_total: note(int, "Journal lines a read could not use (reported)."),
         last_error: orNull(str),
         last_error_at_epoch_ms: orNull(int),
       },
@@ -318,7 +330,10 @@ export function responseComponents(): Record<string, JsonSchema> {
         time_epoch_ms: note(int, "The first decision's time."),
         first_time_epoch_ms: int,
         last_time_epoch_ms: int,
-        count: note(int, "Decisions this entry stands for (> 1: collapsed repeats)."),
+        count: note(
+          int,
+          "Decisions this entry stands for (> 1: collapsed repeats); for `gap`, entries lost.",
+        ),
         origin: obj(["kind"], {
           kind: { enum: [...AUDIT_ORIGIN_KINDS] },
           address: str,
@@ -331,21 +346,30 @@ export function responseComponents(): Record<string, JsonSchema> {
           alarm_id: str,
           device_handle: str,
         }),
-        action: { enum: [...AUDIT_ACTIONS] },
+        action: { enum: [...AUDIT_ACTIONS, "gap"] },
         device_handle: orNull(str),
         function: orNull(str),
         args: orNull({ type: "object" }),
         mode: str,
-        outcome: { enum: ["accepted", "refused", "failed"] },
+        outcome: { enum: ["accepted", "refused", "failed", "interrupted"] },
         reason: orNull(str),
         refused_by: orNull(str),
         result: orNull({ type: "object" }),
         latency_ms: orNull(num),
       },
     ),
-    AuditResponse: ok(["entries", "next_cursor"], {
+    AuditResponse: ok(["entries", "next_cursor", "problems"], {
       entries: arr(ref("AuditEntry")),
       next_cursor: note(orNull(str), "Pass as `cursor` for the next page; null at the end."),
+      problems: note(
+        arr(obj(["file", "offset", "bytes", "problem"], {
+          file: str,
+          offset: int,
+          bytes: int,
+          problem: str,
+        })),
+        "Journal lines of the part read that could not be used (torn, damaged, too long).",
+      ),
     }),
     TelemetryStatusResponse: ok(
       [

@@ -9,21 +9,24 @@
  * - `<data_dir>/runs/<ULID>.jsonl` -- one RunEvent per line for that run (the ULID part of the
  *   run id names the file, so a runtime name never becomes part of a path).
  *
- * Durability: open and close are fsync'd (event file and journal) before the call answers; every
- * marker is fsync'd before it answers too (operators rely on a marker that was acknowledged).
- * Bus events (mode/parameter change, automation fault) are appended at once but fsync'd in a
- * batch at most 1 s later, or at the next marker/close/shutdown.
+ * Every file is written through a JournalWriter (src/journal/: group commit, batched fsync, torn
+ * line recovery, bounded queue); this module keeps the rules of runs. Durability: open and close
+ * are fsync'd (event file and journal) before the call answers; every marker is fsync'd before it
+ * answers too (operators rely on a marker that was acknowledged). Bus events (mode/parameter
+ * change, automation fault, alarm, interlock, call) are written at once but fsync'd in a batch at
+ * most 1 s later, or at the next marker/close/shutdown.
  *
- * Writes (open, close, markers, bus events) go through one queue, so the journal's order is the
- * calls' order. Reads never enter that queue: listing runs answers from memory, and a page of
- * events is read from the run's file through a sparse index (_event_index.ts), so a page costs
- * O(page size) and reading a run never delays writing one.
+ * Open, close and markers run one after another (a queue of operations), and every line of a run
+ * goes through the run's one writer in the order its sequence numbers were given, so sequence
+ * numbers ascend along the file. Reads never enter that queue: listing runs answers from memory,
+ * and a page of events is read from the run's file at the place a bisection on the sequence
+ * numbers finds (journal/journal_seek.ts), so a page costs O(page size + log(file size)) from the
+ * first read after a start on, and reading a run never delays writing one.
  *
  * Memory: run records live in memory (a few hundred bytes each plus params, whose record is
  * capped at 64 KiB and nested at most MAX_RUN_JSON_DEPTH levels). Events are never held in
- * memory: a page is read from the run's file (limit <= 1000, lines <= 256 KiB); the index holds
- * one entry per EVENT_INDEX_STRIDE events for at most MAX_INDEXED_RUNS runs. At most 1000 bus
- * events wait for the disk; more are dropped and counted.
+ * memory: a page is read from the run's file (limit <= 1000, lines <= 256 KiB). At most
+ * MAX_PENDING_BUS_EVENTS bus events wait for the disk; more are dropped and counted.
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start. Journal lines replay cannot use (corrupt, torn by a crash, nested too deep, or failing in
@@ -42,9 +45,17 @@ import {
   unavailable,
 } from "../common/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
-import { EventIndex, parseEventLine } from "./_event_index.ts";
+import {
+  type JournalAppendResult,
+  type JournalFiles,
+  type JournalLine,
+  JournalWriter,
+  type KeyedLines,
+  lastKeyed,
+  seekAfter,
+} from "../journal/mod.ts";
+import { type EventLineRules, eventOfLine } from "./_event_lines.ts";
 import { exceedsJsonDepth } from "./_json_depth.ts";
-import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
 import {
   type AutomationVersion,
   CLIENT_CLOSE_REASONS,
@@ -100,7 +111,7 @@ export interface RunRegistryInfo {
   unavailable_reason: string | null;
   open_run_id: string | null;
   run_count: number;
-  /** Bus events not journaled because too many were waiting for the disk. */
+  /** Bus events not journaled: too many were waiting for the disk, or their write failed. */
   dropped_bus_events: number;
 }
 
@@ -113,20 +124,23 @@ export const MAX_RUN_JSON_DEPTH = 32;
 const MAX_STORED_JSON_DEPTH = MAX_RUN_JSON_DEPTH + 4;
 const MAX_LINE_BYTES = 256 * 1024;
 export const MAX_MARKER_TYPE_CHARS = 256;
-const MAX_PENDING_BUS_EVENTS = 1000;
-const BUS_EVENT_SYNC_DELAY_MS = 1000;
+/** Bus events of the open run waiting for the disk at most; more are dropped and counted. */
+export const MAX_PENDING_BUS_EVENTS = 1000;
+/** Longest time between a bus event's write and its fsync. */
+export const BUS_EVENT_SYNC_DELAY_MS = 1000;
+/** Records waiting for runs.jsonl at most (open and close wait for theirs: a handful at most). */
+export const MAX_PENDING_RUN_RECORDS = 64;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
-/** Runs whose event index is kept (least recently read dropped first; rebuilt on demand). */
-export const MAX_INDEXED_RUNS = 32;
 
 interface OpenRun {
   run: Run;
   nextSequence: number;
-  handle: JournalAppendHandle;
-  /** A failed append may have left a partial line: start the next one on a new line. */
-  needsNewline: boolean;
+  /** The writer of the run's event file. */
+  writer: JournalWriter;
+  /** Its run_closed event is being written: nothing more is queued for it. */
+  closing: boolean;
 }
 
 type Body = Record<string, unknown>;
@@ -200,18 +214,14 @@ export class RunRegistry {
   readonly #order: string[] = [];
   #state: "new" | "ready" | "unavailable" | "stopped" = "new";
   #unavailableReason: string | null = "not started";
-  #journal: JournalAppendHandle | null = null;
-  /** A failed append may have left a partial line: start the next record on a new line. */
-  #journalNeedsNewline = false;
+  /** The writer of runs.jsonl. */
+  #journal: JournalWriter | null = null;
   #open: OpenRun | null = null;
   #chain: Promise<void> = Promise.resolve();
-  #pendingBusEvents = 0;
   #droppedBusEvents = 0;
-  #syncTimer: ReturnType<typeof setTimeout> | undefined;
   #unsubscribe: (() => void) | null = null;
   #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [] };
   readonly #warnedCorruptRuns = new Set<string>();
-  readonly #indexes = new Map<string, EventIndex>();
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -232,8 +242,9 @@ export class RunRegistry {
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
       await this.#replay();
-      this.#journalNeedsNewline = !(await this.#opts.files.endsWithNewline(this.#runsFile));
-      this.#journal = await this.#opts.files.openAppend(this.#runsFile);
+      const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
+      await journal.open();
+      this.#journal = journal;
       const now = this.#opts.clock.nowMs();
       const abandoned: string[] = [];
       for (const id of this.#order) {
@@ -250,7 +261,7 @@ export class RunRegistry {
       this.#state = "unavailable";
       this.#unavailableReason = `run journal ${this.#runsFile}: ${errorText(err)}`;
       this.#log.error(`run registry unavailable: ${this.#unavailableReason}`);
-      this.#journal?.close();
+      await this.#journal?.close();
       this.#journal = null;
     }
   }
@@ -316,21 +327,19 @@ export class RunRegistry {
         );
       }
       const event = this.#event(run.run_id, 1, "run_opened", "", now, now, {});
-      let handle: JournalAppendHandle | null = null;
+      const writer = this.#writer(this.#eventFile(run.run_id), MAX_PENDING_BUS_EVENTS);
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
         // record is the commit point.
-        handle = await this.#opts.files.openAppend(this.#eventFile(run.run_id));
-        await handle.append(JSON.stringify(event) + "\n");
-        await handle.sync();
+        written(await writer.append(JSON.stringify(event), { sync: true }));
         await this.#appendJournal(record);
       } catch (err) {
-        handle?.close();
+        await writer.close();
         throw this.#ioError("open run", err);
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
-      this.#open = { run, nextSequence: 2, handle, needsNewline: false };
+      this.#open = { run, nextSequence: 2, writer, closing: false };
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };
@@ -374,11 +383,14 @@ export class RunRegistry {
   }
 
   /**
-   * GET /v0/runs/{run_id}/events: oldest first, read from the run's file through its index.
-   * Waits for the appends queued before it but never enters the write queue, so a read never
-   * delays an append; a page reads at most
-   * EVENT_INDEX_STRIDE lines beyond its own (plus, once per run and process, one pass to build
-   * the index). `after_sequence` starts after that sequence number; `offset` counts from there.
+   * GET /v0/runs/{run_id}/events: oldest first, read from the run's file. Waits for the appends
+   * queued before it but never enters the write queue, so a read never delays an append.
+   * `after_sequence` starts after that sequence number, and `offset` skips that many sequence
+   * numbers more: the page starts at the first event whose sequence is greater than
+   * after_sequence + offset, found by bisection, so a page reads its own lines plus
+   * O(log(file size)) probes and at most SEEK_LINEAR_BYTES, however long the run. (Sequence
+   * numbers have no holes unless a write failed; across a hole an offset page may repeat an event
+   * of the page before it, never leave one out.)
    */
   async listEvents(
     runId: string,
@@ -391,23 +403,52 @@ export class RunRegistry {
       throw invalidArgument("after_sequence: must be a non-negative integer");
     }
     const { limit, offset } = pageBounds(page, EVENTS_PAGE_LIMIT);
-    // Read your writes: wait for the appends queued before this read (the chain as it is now),
-    // without joining the queue -- appends queued after it never wait for the read.
+    // Read your writes: wait for the operations and appends queued before this read, without
+    // joining the queue -- appends queued after it never wait for the read.
     await this.#chain;
-    const index = this.#eventIndex(runId);
-    let events: RunEvent[];
+    if (this.#open?.run === run) await this.#open.writer.flush();
+    const from = (after ?? 0) + offset;
+    const events: RunEvent[] = [];
+    let corrupt = 0;
     try {
-      await index.catchUp(run.state === "closed");
-      const start = after === undefined ? 0 : await index.ordinalAfter(after);
-      events = await index.page(start + offset, limit);
+      const final = run.state === "closed";
+      const lines = await this.#keyedEvents(runId, final);
+      const start = from > 0 ? await seekAfter(lines, from) : 0;
+      const read = this.#opts.files.readLinesAt(lines.path, {
+        maxLineBytes: MAX_LINE_BYTES,
+        startByte: start,
+      });
+      for await (const line of read) {
+        if (line.start >= lines.end || (!line.terminated && !final)) break;
+        const event = eventOfLine(line, this.#eventRules(runId), final);
+        if (event === null) {
+          if (line.text.trim() !== "") corrupt++;
+        } else if (event.sequence > from) {
+          events.push(event);
+          if (events.length >= limit) break;
+        }
+      }
     } catch (err) {
       throw this.#ioError("read run events", err);
     }
-    if (index.corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
+    if (corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
       this.#warnedCorruptRuns.add(runId);
-      this.#log.warn(`run ${runId}: ${index.corrupt} corrupt event lines skipped`);
+      this.#log.warn(`run ${runId}: corrupt event lines skipped (${corrupt} in one page)`);
     }
     return { events, count: events.length };
+  }
+
+  /** The run's event file as keyed lines (sequence numbers), up to its size now. */
+  async #keyedEvents(runId: string, final: boolean): Promise<KeyedLines> {
+    const path = this.#eventFile(runId);
+    const rules = this.#eventRules(runId);
+    return {
+      files: this.#opts.files,
+      path,
+      maxLineBytes: MAX_LINE_BYTES,
+      end: await this.#opts.files.fileSize(path),
+      key: (line: JournalLine) => eventOfLine(line, rules, final)?.sequence ?? null,
+    };
   }
 
   /**
@@ -458,8 +499,7 @@ export class RunRegistry {
       }
       open.nextSequence++;
       try {
-        await this.#appendEvent(open, line);
-        await open.handle.sync();
+        written(await open.writer.append(line, { sync: true }));
       } catch (err) {
         throw this.#ioError("write marker", err);
       }
@@ -492,18 +532,11 @@ export class RunRegistry {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     await this.#serial(async () => {
-      clearTimeout(this.#syncTimer);
-      this.#syncTimer = undefined;
       const open = this.#open;
       this.#open = null;
-      try {
-        if (open) await open.handle.sync();
-        await this.#journal?.sync();
-      } catch (err) {
-        this.#log.error(`run journal sync at shutdown failed: ${errorText(err)}`);
-      }
-      open?.handle.close();
-      this.#journal?.close();
+      // Writes what is queued and fsyncs; a failure is logged by the writer.
+      await open?.writer.close();
+      await this.#journal?.close();
       this.#journal = null;
       this.#state = "stopped";
       this.#unavailableReason = "run registry stopped";
@@ -583,45 +616,34 @@ export class RunRegistry {
     this.#queueEvent("call", type, entry.first_time_epoch_ms, { ...entry });
   }
 
+  /**
+   * Queues an event of the open run (bounded: a full queue drops it, counted, and it takes no
+   * sequence number). Written at once, fsync'd within BUS_EVENT_SYNC_DELAY_MS.
+   */
   #queueEvent(
     category: RunEventCategory,
     type: string,
     occurred: number,
     payload: Record<string, unknown>,
   ): void {
-    if (!this.#open || this.#state !== "ready") return;
-    if (this.#pendingBusEvents >= MAX_PENDING_BUS_EVENTS) {
-      if (this.#droppedBusEvents++ === 0) {
-        this.#log.error("run journal is too slow: bus events are being dropped");
-      }
+    const open = this.#open;
+    if (!open || open.closing || this.#state !== "ready") return;
+    if (!open.writer.hasRoom()) {
+      this.#droppedBusEvent(`${MAX_PENDING_BUS_EVENTS} events waiting for the disk`);
       return;
     }
-    const runId = this.#open.run.run_id;
-    this.#pendingBusEvents++;
-    this.#serial(async () => {
-      const open = this.#open;
-      // The run may have closed while this event waited.
-      if (!open || open.run.run_id !== runId) return;
-      const now = this.#opts.clock.nowMs();
-      const event = this.#event(runId, open.nextSequence++, category, type, occurred, now, payload);
-      await this.#appendEvent(open, JSON.stringify(event));
-      this.#scheduleSync();
-    }).catch((err) => {
-      this.#log.error(`run ${runId}: journaling ${category} failed: ${errorText(err)}`);
-    }).finally(() => {
-      this.#pendingBusEvents--;
+    const now = this.#opts.clock.nowMs();
+    const runId = open.run.run_id;
+    const event = this.#event(runId, open.nextSequence++, category, type, occurred, now, payload);
+    void open.writer.append(JSON.stringify(event)).then((r) => {
+      if (!r.ok) this.#droppedBusEvent(r.reason);
     });
   }
 
-  /** Bus events are fsync'd in batches: at most one sync per BUS_EVENT_SYNC_DELAY_MS. */
-  #scheduleSync(): void {
-    if (this.#syncTimer !== undefined) return;
-    this.#syncTimer = setTimeout(() => {
-      this.#syncTimer = undefined;
-      this.#serial(async () => {
-        await this.#open?.handle.sync();
-      }).catch((err) => this.#log.error(`run journal sync failed: ${errorText(err)}`));
-    }, BUS_EVENT_SYNC_DELAY_MS);
+  #droppedBusEvent(reason: string): void {
+    if (this.#droppedBusEvents++ === 0) {
+      this.#log.error(`run journal: bus events are being dropped (${reason})`);
+    }
   }
 
   async #replay(): Promise<void> {
@@ -685,23 +707,19 @@ export class RunRegistry {
   /** Writes run_closed + the close record (both fsync'd), then updates memory. */
   async #closeRun(run: Run, reason: CloseReason, now: number): Promise<void> {
     const open = this.#open?.run === run ? this.#open : null;
-    let handle: JournalAppendHandle | null = open?.handle ?? null;
-    let sequence: number;
+    // A run found open at start-up: its event file is continued after the last good line (the
+    // writer starts on a new line after a torn one).
+    const writer = open?.writer ?? this.#writer(this.#eventFile(run.run_id), 1);
     try {
+      let sequence: number;
       if (open) {
+        open.closing = true;
         sequence = open.nextSequence++;
       } else {
-        // A run found open at start-up: continue its event file after the last good line.
-        sequence = (await this.#lastSequence(run.run_id)) + 1;
-        const path = this.#eventFile(run.run_id);
-        const clean = await this.#opts.files.endsWithNewline(path);
-        handle = await this.#opts.files.openAppend(path);
-        if (!clean) await handle.append("\n");
+        sequence = ((await lastKeyed(await this.#keyedEvents(run.run_id, true)))?.key ?? 0) + 1;
       }
       const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, {});
-      if (open) await this.#appendEvent(open, JSON.stringify(event));
-      else await (handle as JournalAppendHandle).append(JSON.stringify(event) + "\n");
-      await (handle as JournalAppendHandle).sync();
+      written(await writer.append(JSON.stringify(event), { sync: true }));
       await this.#appendJournal(JSON.stringify({
         v: SCHEMA_VERSION,
         op: "close",
@@ -712,58 +730,31 @@ export class RunRegistry {
       run.state = "closed";
       run.close_reason = reason;
       run.ended_at_epoch_ms = now;
-      if (open) {
-        clearTimeout(this.#syncTimer);
-        this.#syncTimer = undefined;
-        this.#open = null;
-      }
-      handle?.close();
+      if (open) this.#open = null;
+      await writer.close();
       this.#log.info(`run ${run.run_id} closed (${reason})`);
       this.#emit(event, run);
     } catch (err) {
-      if (!open) handle?.close();
+      if (open) open.closing = false;
+      else await writer.close();
       throw this.#ioError("close run", err);
     }
   }
 
-  async #lastSequence(runId: string): Promise<number> {
-    const rules = this.#eventRules(runId);
-    let max = 0;
-    for await (const line of this.#opts.files.readLines(this.#eventFile(runId), MAX_LINE_BYTES)) {
-      // Corrupt lines (e.g. the partial last line of a crash) are skipped.
-      const ev = parseEventLine(line, rules);
-      if (ev !== null && ev.sequence > max) max = ev.sequence;
-    }
-    return max;
+  /** A writer of one of the registry's files. */
+  #writer(path: string, maxQueuedLines: number): JournalWriter {
+    return new JournalWriter({
+      files: this.#opts.files,
+      target: { path },
+      name: `run journal ${path.slice(path.lastIndexOf("/runs") + 1)}`,
+      log: this.#log,
+      clock: this.#opts.clock,
+      maxQueuedLines,
+      syncIntervalMs: BUS_EVENT_SYNC_DELAY_MS,
+    });
   }
 
-  /** Appends one event line to the open run's file (after a newline if a write failed before). */
-  async #appendEvent(open: OpenRun, line: string): Promise<void> {
-    try {
-      await open.handle.append((open.needsNewline ? "\n" : "") + line + "\n");
-      open.needsNewline = false;
-    } catch (err) {
-      open.needsNewline = true;
-      throw err;
-    }
-  }
-
-  /** The event index of a run, created on first use; at most MAX_INDEXED_RUNS are kept. */
-  #eventIndex(runId: string): EventIndex {
-    let index = this.#indexes.get(runId);
-    if (index) {
-      this.#indexes.delete(runId); // re-inserted below: most recently used last
-    } else {
-      index = new EventIndex(this.#opts.files, this.#eventFile(runId), this.#eventRules(runId));
-    }
-    this.#indexes.set(runId, index);
-    while (this.#indexes.size > MAX_INDEXED_RUNS) {
-      this.#indexes.delete(this.#indexes.keys().next().value as string);
-    }
-    return index;
-  }
-
-  #eventRules(runId: string) {
+  #eventRules(runId: string): EventLineRules {
     return { runId, maxLineBytes: MAX_LINE_BYTES, maxDepth: MAX_STORED_JSON_DEPTH };
   }
 
@@ -790,17 +781,11 @@ export class RunRegistry {
     };
   }
 
+  /** Appends a record to runs.jsonl and fsyncs it; throws when that fails. */
   async #appendJournal(line: string): Promise<void> {
     const journal = this.#journal;
     if (!journal) throw unavailable("run journal is not open");
-    try {
-      await journal.append((this.#journalNeedsNewline ? "\n" : "") + line + "\n");
-      this.#journalNeedsNewline = false;
-      await journal.sync();
-    } catch (err) {
-      this.#journalNeedsNewline = true;
-      throw err;
-    }
+    written(await journal.append(line, { sync: true }));
   }
 
   #event(
@@ -872,6 +857,11 @@ export class RunRegistry {
     this.#chain = result.then(() => {}, () => {});
     return result;
   }
+}
+
+/** Throws the reason of a line that was not written (and fsync'd). */
+function written(result: JournalAppendResult): void {
+  if (!result.ok) throw new Error(result.reason);
 }
 
 /** `fn()` as a promise: its value resolves it, its exception rejects it. */

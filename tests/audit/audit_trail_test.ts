@@ -3,23 +3,31 @@
  * bound), the bound on untrusted refusals (a flood of refused requests), rotation at
  * max_file_bytes with max_files kept, paging across rotated files with a cursor that survives
  * further rotation, and a journal on a full disk (/dev/full) that never throws into the caller and
- * shows in status().
+ * shows in status(); decisions written ahead of their calls and recovered as interrupted after a
+ * crash, gap entries for entries lost on a full disk (an injected file port), unreadable lines
+ * reported to readers, and the bounds of an entry.
  */
 import assert from "node:assert/strict";
 import {
   AUDIT_COLLAPSE_MAX_OPEN_MS,
+  AUDIT_MAX_ENTRY_BYTES,
+  AUDIT_MAX_SHORT_TEXT_BYTES,
+  AUDIT_MAX_TEXT_BYTES,
   AUDIT_MEMORY_ENTRIES,
+  AUDIT_READ_MAX_LINE_BYTES,
   AUDIT_UNTRUSTED_PER_WINDOW,
   AUDIT_UNTRUSTED_WINDOW_MS,
   type AuditEntry,
   type AuditTimers,
   AuditTrail,
+  boundedEntry,
 } from "../../src/audit/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import type { Clock } from "../../src/common/mod.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
 
 /** A wall clock moved by hand and timers run by hand. */
 class ManualTime implements AuditTimers {
@@ -361,11 +369,244 @@ Deno.test("AuditTrail on a full disk never throws into the caller, drops and cou
     await Deno.remove(`${dir}/audit-00000001.jsonl`);
     t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
     const after = await t.query({ limit: 10 });
-    assert.deepEqual(after.entries.map((e) => e.action), ["estop_clear"]);
+    // After the entry that was written, the `gap` entry counting the one lost.
+    assert.deepEqual(after.entries.map((e) => [e.action, e.count]), [["estop_clear", 1], [
+      "gap",
+      1,
+    ]]);
     assert.equal(t.status().journal, "ok");
+    assert.equal(t.status().gap_pending, 0);
     assert.equal(t.status().write_errors_total, 1);
     await t.close();
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+// ---- issue 34: write ahead, recovery, gaps, bounds, unreadable lines ---------------------------
+
+async function withJournal(
+  fn: (dir: string, files: SwitchableFiles) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "audit_issue34_" });
+  try {
+    await fn(dir, new SwitchableFiles());
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function journalLines(dir: string): Promise<string[]> {
+  const names = (await journalFiles.listNames(dir)).sort();
+  const texts = await Promise.all(names.map((n) => Deno.readTextFile(`${dir}/${n}`)));
+  return texts.join("").split("\n").filter(Boolean);
+}
+
+const call = (value: number) => {
+  const { outcome: _o, result: _r, latency_ms: _l, ...ahead } = duty(value);
+  return ahead;
+};
+
+Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and a repeat of the open entry writes nothing", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualTime();
+    const t = trail(time);
+    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const intent = await t.writeAhead(call(0.5));
+    assert.ok(intent);
+    const lines = await journalLines(dir);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0], /^\{"intent":/);
+    assert.equal(JSON.parse(lines[0]).args.duty.double, 0.5);
+    t.record({ ...duty(0.5), intent });
+    // The same call again: the open entry stands for it, nothing more is written ahead.
+    assert.equal(await t.writeAhead(call(0.5)), null);
+    t.record(duty(0.5));
+    const page = await t.query({ limit: 10 });
+    assert.deepEqual(page.entries.map((e) => [e.outcome, e.count]), [["accepted", 2]]);
+    assert.deepEqual(page.problems, []);
+    await t.close();
+    const all = await journalLines(dir);
+    assert.equal(all.length, 2, "the write-ahead record and the entry that settles it");
+    assert.deepEqual(JSON.parse(all[1]).intents, [intent.id]);
+    assert.equal(files.syncs, 1, "one fsync, at close: none per call");
+  });
+});
+
+Deno.test("AuditTrail records a call written ahead by an earlier process without an outcome as interrupted, and nothing else", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualTime();
+    const before = trail(time);
+    await before.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    // Settled: written ahead, then its outcome recorded and written.
+    const settled = await before.writeAhead(call(0.1));
+    before.record({ ...duty(0.1), intent: settled });
+    before.flushOpen();
+    // Unsettled: the process ends (no close, no outcome) right after the provider answered.
+    time.advance(7);
+    const lost = await before.writeAhead(call(0.2));
+    assert.ok(lost);
+    await before.query({ limit: 1 }); // everything queued so far is written
+
+    const after = trail(time);
+    await after.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const entries = (await after.query({ limit: 10 })).entries;
+    assert.deepEqual(entries.map((e) => [e.outcome, e.args?.duty]), [
+      ["accepted", { type: "double", double: 0.1 }],
+      ["interrupted", { type: "double", double: 0.2 }],
+    ]);
+    const e = entries[1];
+    assert.equal(e.count, 1);
+    assert.equal(e.time_epoch_ms, time.now);
+    assert.equal(e.result, null);
+    assert.equal(e.origin.node, "Main/Sequence[0]/CallDevice[0]");
+    assert.match(e.reason ?? "", /^the runtime ended after this call passed every check/);
+    await after.close();
+    // A third start finds it settled by the interrupted entry: recorded once.
+    const third = trail(time);
+    await third.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    assert.equal((await third.query({ limit: 10 })).entries.length, 2);
+    await third.close();
+    await before.close();
+  });
+});
+
+Deno.test("AuditTrail counts entries lost on a full disk (an injected file port), writes one gap entry when writing resumes, and a restart finds it", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualTime();
+    const t = trail(time);
+    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    await t.query({ limit: 1 });
+    files.full = true;
+    const firstLost = time.now + 10;
+    for (let i = 0; i < 5; i++) {
+      time.advance(10);
+      t.record({ action: "mode", origin: { kind: "http" }, outcome: "accepted", function: "AUTO" });
+      await t.query({ limit: 1 }); // each write fails
+    }
+    assert.equal(t.status().gap_pending, 5);
+    assert.equal(t.status().dropped_total, 5);
+    assert.equal(t.status().journal, "failing");
+    // A call still goes through: its decision is not on disk, and nothing claims it is.
+    const intent = await t.writeAhead(call(0.3));
+    assert.ok(intent);
+    assert.equal(t.status().gap_pending, 5, "write-ahead records are not entries");
+    files.full = false;
+    t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
+    const page = await t.query({ limit: 10 });
+    assert.deepEqual(page.entries.map((e) => e.action), ["estop", "estop_clear", "gap"]);
+    const gap = page.entries[2];
+    assert.equal(gap.count, 5);
+    assert.equal(gap.first_time_epoch_ms, firstLost);
+    assert.equal(gap.last_time_epoch_ms, firstLost + 40);
+    assert.match(gap.reason ?? "", /^5 entries were not journaled: .*No space left on device/);
+    assert.equal(t.status().gap_pending, 0);
+    await t.close();
+    const restarted = trail(time);
+    await restarted.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const again = await restarted.query({ limit: 10 });
+    assert.deepEqual(again.entries.slice(0, 3), page.entries);
+    await restarted.close();
+  });
+});
+
+Deno.test("AuditTrail.query reports a torn, a damaged and an over-long line with their places and serves the entries around them", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualTime();
+    const t = trail(time);
+    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    await t.query({ limit: 1 });
+    await t.close();
+    const path = `${dir}/audit-00000001.jsonl`;
+    const good = (await Deno.readTextFile(path)).trim();
+    const old = JSON.parse(good);
+    // An entry of an older version whose reason was never bounded (40 KB), a torn line, junk,
+    // a line longer than anything a read parses, and the good entry again.
+    const long = JSON.stringify({ ...old, seq: 2, reason: "E".repeat(40_000) });
+    const huge = "x".repeat(AUDIT_READ_MAX_LINE_BYTES + 10);
+    await Deno.writeTextFile(path, `${good}\n${long}\n{"seq":3,"ti\nnot json\n${huge}\n${good}\n`);
+    const reader = trail(time);
+    await reader.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const page = await reader.query({ limit: 100 });
+    assert.deepEqual(page.entries.map((e) => e.seq), [1, 2, 1]);
+    assert.match(page.entries[1].reason ?? "", /\[truncated: \d+ of 40000 bytes kept\]$/);
+    const at = (n: number) => good.length + 1 + long.length + 1 + n;
+    assert.deepEqual(page.problems, [
+      {
+        file: "audit-00000001.jsonl",
+        offset: at(0),
+        bytes: 12,
+        problem: "not an audit entry (torn by a crash, or damaged)",
+      },
+      {
+        file: "audit-00000001.jsonl",
+        offset: at(13),
+        bytes: 8,
+        problem: "not an audit entry (torn by a crash, or damaged)",
+      },
+      {
+        file: "audit-00000001.jsonl",
+        offset: at(22),
+        bytes: huge.length,
+        problem: `longer than ${AUDIT_READ_MAX_LINE_BYTES} bytes: not read`,
+      },
+    ]);
+    assert.equal(reader.status().unreadable_lines_total, 3);
+    await reader.query({ limit: 100 });
+    assert.equal(reader.status().unreadable_lines_total, 3, "a line is counted once");
+    await reader.close();
+  });
+});
+
+/** The fields of `base` that were long, short. */
+function short(_base: unknown) {
+  return {
+    origin: { kind: "http" as const, address: "a", token_name: "t" },
+    device_handle: "p/d",
+    function: "f",
+    args: { k: { type: "string", string: "é" } },
+  };
+}
+
+Deno.test("boundedEntry cuts every text to AUDIT_MAX_TEXT_BYTES with a marker and keeps a line within AUDIT_MAX_ENTRY_BYTES", () => {
+  const base = {
+    seq: 1,
+    time_epoch_ms: 1,
+    first_time_epoch_ms: 1,
+    last_time_epoch_ms: 1,
+    count: 1,
+    origin: { kind: "http" as const, address: "a".repeat(9000), token_name: "\u0001".repeat(9000) },
+    action: "call" as const,
+    device_handle: `p/${"d".repeat(9000)}`,
+    function: "f".repeat(9000),
+    args: { ["k".repeat(9000)]: { type: "string", string: "é".repeat(9000) } },
+    mode: "MANUAL",
+    outcome: "failed" as const,
+    reason: "r".repeat(40_000),
+    refused_by: null,
+    result: null,
+    latency_ms: 1,
+  };
+  const { entry, text } = boundedEntry(base);
+  const bytes = (s: string) => new TextEncoder().encode(s).length;
+  assert.ok(bytes(text) <= AUDIT_MAX_ENTRY_BYTES, `${bytes(text)} bytes`);
+  assert.match(entry.reason!, /^r+ \[truncated: \d+ of 40000 bytes kept\]$/);
+  // Still too large with every text at 4 KiB (five of them): args and result give way, then
+  // every text is cut to AUDIT_MAX_SHORT_TEXT_BYTES.
+  assert.deepEqual(entry.args, { truncated: `entry exceeded ${AUDIT_MAX_ENTRY_BYTES} bytes` });
+  const texts = [entry.origin.address!, entry.origin.token_name!, entry.function!, entry.reason!];
+  for (const v of [...texts, entry.device_handle!]) {
+    assert.match(v, /\[truncated: \d+ of \d+ bytes kept\]$/);
+    assert.ok(bytes(JSON.stringify(v)) - 2 <= AUDIT_MAX_SHORT_TEXT_BYTES, v.slice(0, 40));
+  }
+  // One long text alone is cut to AUDIT_MAX_TEXT_BYTES, the rest kept.
+  const one = boundedEntry({ ...base, ...short(base), reason: "r".repeat(40_000) }).entry;
+  assert.ok(bytes(JSON.stringify(one.reason)) - 2 <= AUDIT_MAX_TEXT_BYTES);
+  assert.ok(bytes(JSON.stringify(one.reason)) - 2 > AUDIT_MAX_TEXT_BYTES - 64);
+  assert.deepEqual(one.args, { k: { type: "string", string: "é" } });
+  // A small entry is the same object.
+  const small = { ...base, ...short(base), args: null, reason: "x" };
+  assert.equal(boundedEntry(small).entry, small);
 });

@@ -344,3 +344,26 @@ Deno.test("CallRouter audit: a call beyond the provider's queue bound is refused
     ]);
   });
 });
+
+Deno.test("CallRouter audit: a stop action never waits for its write ahead; any other call does", async () => {
+  await withRouter(async (f) => {
+    const waits: Array<boolean | undefined> = [];
+    // A journal that never gets the bytes to the OS: a waiting call would hang here.
+    f.router.setAuditSink({
+      record: (e) => f.entries.push(e),
+      writeAhead: (_call, options) => {
+        waits.push(options?.wait);
+        return options?.wait === false ? Promise.resolve({ id: "x" }) : new Promise(() => {});
+      },
+    });
+    await f.fan(0, { origin: "safety" });
+    assert.deepEqual(waits, [false], "the stop action asked not to wait");
+    assert.equal(f.entries.at(-1)?.outcome, "accepted");
+    let settled = false;
+    const manual = f.fan(0.5).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(settled, false, "a manual call waits for its decision to be written");
+    assert.deepEqual(waits, [false, true]);
+    void manual.catch(() => {});
+  });
+});

@@ -9,13 +9,10 @@ import {
   strictEqual as equal,
 } from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import {
-  EVENT_INDEX_STRIDE,
-  type JournalFiles,
-  type RunEvent,
-  RunRegistry,
-} from "../../src/runs/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { SEEK_LINEAR_BYTES } from "../../src/journal/mod.ts";
+import { type RunEvent, RunRegistry } from "../../src/runs/mod.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 
 const T0 = 1760000000000;
@@ -79,50 +76,12 @@ async function writeBigRun(
   );
 }
 
-/** journalFiles, counting the lines handed to the registry and optionally holding reads. */
-class CountingFiles implements JournalFiles {
-  linesRead = 0;
-  /** While set, every read waits for it before its first line. */
-  gate: Promise<void> | null = null;
-  readsWaiting = 0;
-
-  ensureDir = journalFiles.ensureDir;
-  openAppend = journalFiles.openAppend;
-  endsWithNewline = journalFiles.endsWithNewline;
-
-  async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
-    await this.#wait();
-    for await (const line of journalFiles.readLines(path, maxLineBytes)) {
-      this.linesRead++;
-      yield line;
-    }
-  }
-
-  async *readLinesAt(
-    path: string,
-    options: { maxLineBytes: number; startByte: number },
-  ) {
-    await this.#wait();
-    for await (const line of journalFiles.readLinesAt(path, options)) {
-      this.linesRead++;
-      yield line;
-    }
-  }
-
-  async #wait(): Promise<void> {
-    if (this.gate === null) return;
-    this.readsWaiting++;
-    await this.gate;
-    this.readsWaiting--;
-  }
-}
-
 async function withRegistry(
-  fn: (r: RunRegistry, files: CountingFiles, dataDir: string) => Promise<void>,
+  fn: (r: RunRegistry, files: SwitchableFiles, dataDir: string) => Promise<void>,
   setup: (dataDir: string) => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "runs_paging_" });
-  const files = new CountingFiles();
+  const files = new SwitchableFiles();
   const registry = new RunRegistry({
     dataDir: `${dir}/data`,
     runtimeName: "lab1",
@@ -142,13 +101,19 @@ async function withRegistry(
 }
 
 const sequences = (events: RunEvent[]) => events.map((e) => e.sequence);
+/**
+ * Lines a seek reads at most in these runs: two per bisection probe (about 20 for 20 MB), plus
+ * the last SEEK_LINEAR_BYTES line by line (event lines here are over 150 bytes).
+ */
+const SEEK_LINES = 2 * 20 + Math.ceil(SEEK_LINEAR_BYTES / 150);
+/** A number of events above one seek's linear part (pages cross it). */
+const MANY = 256;
 const range = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-Deno.test("RunRegistry reads a page of a 100,000-event run in O(page size) lines once indexed", async () => {
+Deno.test("RunRegistry reads a page of a 100,000-event run in O(page size) lines", async () => {
   const N = 100_000;
   await withRegistry(async (registry, files) => {
-    // The first read indexes the file once.
     const first = await registry.listEvents(BIG_RUN, { offset: 99_900, limit: 100 });
     deepEqual(sequences(first.events), range(99_901, N));
 
@@ -156,7 +121,7 @@ Deno.test("RunRegistry reads a page of a 100,000-event run in O(page size) lines
     const page = await registry.listEvents(BIG_RUN, { offset: 99_900, limit: 100 });
     deepEqual(sequences(page.events), range(99_901, N));
     ok(
-      files.linesRead <= EVENT_INDEX_STRIDE + 100,
+      files.linesRead <= SEEK_LINES + 100,
       `a page of 100 at offset 99,900 read ${files.linesRead} lines`,
     );
 
@@ -164,15 +129,37 @@ Deno.test("RunRegistry reads a page of a 100,000-event run in O(page size) lines
     const cursor = await registry.listEvents(BIG_RUN, { after_sequence: 99_900, limit: 100 });
     deepEqual(sequences(cursor.events), range(99_901, N));
     ok(
-      files.linesRead <= 2 * EVENT_INDEX_STRIDE + 100,
+      files.linesRead <= SEEK_LINES + 100,
       `a page of 100 after sequence 99,900 read ${files.linesRead} lines`,
     );
 
     files.linesRead = 0;
     const middle = await registry.listEvents(BIG_RUN, { offset: 50_000, limit: 1000 });
     deepEqual(sequences(middle.events), range(50_001, 51_000));
-    ok(files.linesRead <= EVENT_INDEX_STRIDE + 1000, `${files.linesRead} lines`);
+    ok(files.linesRead <= SEEK_LINES + 1000, `${files.linesRead} lines`);
   }, (dataDir) => writeBigRun(dataDir, N));
+});
+
+Deno.test("RunRegistry answers each first read of a 100,000-event run after a start without reading the whole file", async () => {
+  const N = 100_000;
+  // Each read on a registry just started (nothing cached): the first page, a middle page and the
+  // last page by cursor, and a page by offset. Before the fix the first read of a run indexed
+  // its whole file (100,000 lines, 722 ms over HTTP); a page now reads its own lines plus a
+  // bisection (a few probes and at most 64 KiB read line by line: ~300 lines of this run).
+  const reads: Array<[string, Parameters<RunRegistry["listEvents"]>[1], number[]]> = [
+    ["first page", {}, range(1, 200)],
+    ["middle page by cursor", { after_sequence: 50_000 }, range(50_001, 50_200)],
+    ["last page by cursor", { after_sequence: N - 200 }, range(N - 199, N)],
+    ["page by offset", { offset: 70_000, limit: 100 }, range(70_001, 70_100)],
+  ];
+  for (const [what, page, want] of reads) {
+    await withRegistry(async (registry, files) => {
+      files.linesRead = 0;
+      const got = await registry.listEvents(BIG_RUN, page);
+      deepEqual(sequences(got.events), want, what);
+      ok(files.linesRead <= SEEK_LINES + 200, `${what}: ${files.linesRead} lines read`);
+    }, (dataDir) => writeBigRun(dataDir, N));
+  }
 });
 
 Deno.test("RunRegistry appends a marker while three readers page through a 100,000-event run", async () => {
@@ -235,7 +222,7 @@ Deno.test("RunRegistry pages an open run by cursor and sees every acknowledged m
   await withRegistry(async (registry) => {
     const { run } = await registry.open({});
     const id = run.run_id;
-    const total = 2 * EVENT_INDEX_STRIDE + 10;
+    const total = 2 * MANY + 10;
     for (let i = 2; i <= total; i++) await registry.addMarker(id, { type: `m${i}` });
     const seen: number[] = [];
     let after = 0;
@@ -272,8 +259,8 @@ Deno.test("RunRegistry pages past corrupt, foreign and over-deep event lines con
   });
   const junk = new Map<number, string>([
     [10, "{torn"],
-    [EVENT_INDEX_STRIDE, JSON.stringify({ ...event(1), run_id: "lab1-other" })],
-    [EVENT_INDEX_STRIDE + 1, deep],
+    [MANY, JSON.stringify({ ...event(1), run_id: "lab1-other" })],
+    [MANY + 1, deep],
     [700, ""],
   ]);
   const N = 1000;
@@ -285,10 +272,10 @@ Deno.test("RunRegistry pages past corrupt, foreign and over-deep event lines con
     deepEqual(pages, range(1, N));
     deepEqual(
       sequences(
-        (await registry.listEvents(BIG_RUN, { after_sequence: EVENT_INDEX_STRIDE, limit: 3 }))
+        (await registry.listEvents(BIG_RUN, { after_sequence: MANY, limit: 3 }))
           .events,
       ),
-      range(EVENT_INDEX_STRIDE + 1, EVENT_INDEX_STRIDE + 3),
+      range(MANY + 1, MANY + 3),
     );
   }, (dataDir) => writeBigRun(dataDir, N, junk));
 });

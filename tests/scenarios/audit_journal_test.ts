@@ -64,10 +64,11 @@ Deno.test("startService journals audit entries, rotates at audit.max_file_bytes 
     assert.equal(names.length, 3, names.join(", "));
     assert.ok(!names.includes("audit-00000001.jsonl"), "the oldest file was removed");
     for (const n of names) assert.ok(Deno.statSync(`${dir}/audit/${n}`).size <= 4096, n);
+    // The entries on disk, without the calls' write-ahead records and the ids that settle them.
     const onDisk = names.flatMap((n) =>
       Deno.readTextFileSync(`${dir}/audit/${n}`).split("\n").filter(Boolean).map((l) =>
         JSON.parse(l)
-      )
+      ).filter((e) => e.intent === undefined).map(({ intents: _, ...e }) => e)
     );
     assert.deepEqual(entries, onDisk);
     // deno-lint-ignore no-explicit-any
@@ -97,13 +98,13 @@ Deno.test("startService journals audit entries, rotates at audit.max_file_bytes 
   }
 });
 
-Deno.test("startService with an audit journal on a full disk keeps calls and the e-stop working and reports it in health and metrics", async () => {
+Deno.test("startService with an audit journal on a full disk keeps calls and the e-stop working, reports it in health and metrics, and writes a gap entry that survives a restart once the disk has room", async () => {
   const dir = await Deno.makeTempDir({ prefix: "audit_full_" });
   await Deno.mkdir(`${dir}/audit`);
   // Every write to the journal fails with ENOSPC, as on a full disk.
   await Deno.symlink("/dev/full", `${dir}/audit/audit-00000001.jsonl`);
   const config = testConfig({ runtime: { dataDir: dir }, http: { port: 0 } });
-  const service = await startService(config, testLogger());
+  let service = await startService(config, testLogger());
   try {
     const base = `http://127.0.0.1:${service.http!.port}`;
     assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
@@ -124,7 +125,35 @@ Deno.test("startService with an audit journal on a full disk keeps calls and the
     assert.equal(sample("runtime_audit_write_errors_total"), health.write_errors_total);
     assert.equal(sample("runtime_audit_dropped_total"), health.dropped_total);
     assert.equal(sample("runtime_audit_entries_total"), health.entries_total);
+    // Every entry lost so far is waiting for a gap entry.
+    assert.equal(health.gap_pending, health.dropped_total);
+    assert.equal(sample("runtime_audit_gap_pending"), health.dropped_total);
+    const lost = health.dropped_total;
+
+    // The disk has room again (the file replaced): the next entry is written, and after it one
+    // entry of action `gap` counting what was lost.
+    await Deno.remove(`${dir}/audit/audit-00000001.jsonl`);
     assert.equal((await post(base, "/v0/estop/clear")).status, 200);
+    const after = (await get(base, "/v0/audit")).json.entries;
+    assert.deepEqual(after.map((e: { action: string }) => e.action), ["estop_clear", "gap"]);
+    const gap = after[1];
+    assert.equal(gap.count, lost);
+    assert.equal(gap.outcome, "failed");
+    assert.deepEqual(gap.origin, { kind: "runtime" });
+    assert.match(gap.reason, new RegExp(`^${lost} entries were not journaled: .*No space left`));
+    assert.ok(gap.first_time_epoch_ms <= gap.last_time_epoch_ms);
+    const recovered = (await get(base, "/v0/providers/health")).json.audit;
+    assert.equal(recovered.journal, "ok");
+    assert.equal(recovered.gap_pending, 0);
+    const metrics2 = await (await apiFetch(`${base}/metrics`)).text();
+    assert.match(metrics2, /^runtime_audit_gap_pending 0$/m);
+
+    // The count survives a restart: it is on disk.
+    await service.stop();
+    service = await startService(config, testLogger());
+    const base2 = `http://127.0.0.1:${service.http!.port}`;
+    const again = (await get(base2, "/v0/audit")).json.entries;
+    assert.deepEqual(again.slice(0, 2), after);
   } finally {
     await service.stop();
     await Deno.remove(dir, { recursive: true });

@@ -1,0 +1,456 @@
+/**
+ * The one writer of an append-only JSONL journal (one file, or a rotated series of segments):
+ *
+ * - **Group commit.** `append` queues a line and resolves once the line was handed to the OS
+ *   (write(2) done) or could not be. Lines appended in the same tick are one write; lines
+ *   appended while a write is in flight are the next one. A line never waits for a timer.
+ * - **Batched fsync.** A line appended with `sync` resolves after an fsync; any other line is
+ *   fsync'd within `syncIntervalMs` (and at close). A crash of the process loses nothing written
+ *   (the OS has it); a crash of the machine loses at most the last `syncIntervalMs` of lines.
+ * - **Bounded, drop-and-count.** At most `maxQueuedLines` wait; past it an append is refused at
+ *   once (`hasRoom()` tells beforehand). A failed write (full disk, read-only folder) drops its
+ *   lines; both are counted (`status()`), logged once per failing streak, and the writer tries
+ *   again with the next append (never in a loop of its own).
+ * - **Torn-line recovery.** A file is opened after a check of its last byte: when a crash or a
+ *   failed write left a partial line, the next write starts on a new line, so the partial line
+ *   stays one unreadable line instead of spoiling the next one.
+ * - **Gaps.** Lines lost since the last successful write are a gap: with `gapLine`, the first
+ *   write that succeeds again ends with the owner's line recording it (count, first and last
+ *   time, reason), and a WARN says so. A gap not yet written when the process ends is lost with
+ *   it (the ERROR logged at the first failure and `status().gapPending` are what is known).
+ *
+ * The owner keeps its own rules (what a line is, what must be fsync'd before an answer); the
+ * writer never throws into it.
+ */
+import type { Clock, Logger } from "../common/mod.ts";
+import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
+import { type JournalSegments, segmentNumbers, segmentPath } from "./journal_segments.ts";
+
+/** Timers of the batched fsync (injected so tests can run them by hand). */
+export interface JournalTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+/** Lines lost since the last successful write. */
+export interface JournalGap {
+  /** Lost lines appended with `counted` (the default). */
+  readonly lines: number;
+  readonly firstLostAtMs: number;
+  readonly lastLostAtMs: number;
+  /** Why the last of them was lost (the write error, or the queue bound). */
+  readonly reason: string;
+}
+
+/** Construction options. */
+export interface JournalWriterOptions {
+  readonly files: JournalFiles;
+  /** One file (its folder must exist), or a rotated series of files (the folder is created). */
+  readonly target: { readonly path: string } | { readonly segments: JournalSegments };
+  /** The journal's name in log lines and reasons (`audit journal`). */
+  readonly name: string;
+  readonly log: Logger;
+  readonly clock: Pick<Clock, "nowMs">;
+  /** Lines waiting for the disk at most; past it an append is refused and counted. */
+  readonly maxQueuedLines: number;
+  /** Longest time between a line's write and its fsync, for lines appended without `sync`. */
+  readonly syncIntervalMs: number;
+  readonly timers?: JournalTimers;
+  /** The line recording a gap, written at the end of the first write that succeeds after it. */
+  readonly gapLine?: (gap: JournalGap) => string;
+}
+
+/** Per-append options. */
+export interface JournalAppendOptions {
+  /** Resolve only after the line was fsync'd (default: fsync within syncIntervalMs). */
+  readonly sync?: boolean;
+  /** The line counts in `lost` and in a gap when it cannot be written (default true). */
+  readonly counted?: boolean;
+}
+
+/** What became of an appended line. */
+export type JournalAppendResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: string };
+
+/** Counters and state of a writer. */
+export interface JournalWriterStatus {
+  /** `failing`: the last write (or fsync) failed. */
+  readonly state: "ok" | "failing";
+  readonly linesWritten: number;
+  /** Writes and fsyncs that failed. */
+  readonly writeErrors: number;
+  /** Counted lines not journaled since start: refused (queue full) or their write failed. */
+  readonly lost: number;
+  readonly queued: number;
+  /** Counted lines lost since the last successful write (not yet recorded by a gap line). */
+  readonly gapPending: number;
+  readonly lastError: string | null;
+  readonly lastErrorAtMs: number | null;
+}
+
+interface GapCount {
+  lines: number;
+  first: number;
+  last: number;
+  reason: string;
+}
+
+interface Pending {
+  readonly text: string;
+  readonly sync: boolean;
+  readonly counted: boolean;
+  readonly settled: Promise<JournalAppendResult>;
+  done(result: JournalAppendResult): void;
+}
+
+const defaultTimers: JournalTimers = {
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (h) => clearTimeout(h as number),
+};
+
+/** Appends lines to one journal; see the module comment. */
+export class JournalWriter {
+  readonly #o: JournalWriterOptions;
+  readonly #timers: JournalTimers;
+  readonly #segments: JournalSegments | null;
+  #queue: Pending[] = [];
+  /** The batch being written. */
+  #inflight: Pending[] = [];
+  #writing: Promise<void> | null = null;
+  #handle: JournalAppendHandle | null = null;
+  /** Bytes in the current file (segments only). */
+  #size = 0;
+  /** Current segment number; null until the folder was listed. */
+  #segment: number | null = null;
+  #needsNewline = false;
+  #syncTimer: unknown = null;
+  #syncDue = false;
+  #closed = false;
+  /** close() is writing what is left: fsync at its end instead of by timer. */
+  #closing = false;
+  #failing = false;
+  #linesWritten = 0;
+  #writeErrors = 0;
+  #lost = 0;
+  #gap: GapCount | null = null;
+  #lastError: string | null = null;
+  #lastErrorAt: number | null = null;
+  /** The queue-full streak was logged. */
+  #fullLogged = false;
+
+  constructor(options: JournalWriterOptions) {
+    this.#o = options;
+    this.#timers = options.timers ?? defaultTimers;
+    this.#segments = "segments" in options.target ? options.target.segments : null;
+  }
+
+  /** The file being appended to (the current segment), or null before the first write. */
+  get currentPath(): string | null {
+    if (this.#segments === null) return (this.#o.target as { path: string }).path;
+    return this.#segment === null ? null : segmentPath(this.#segments, this.#segment);
+  }
+
+  /** Opens the file now (instead of at the first write); rejects when it cannot be opened. */
+  async open(): Promise<void> {
+    await this.#prepare(0);
+  }
+
+  /** True when an append now would be queued (not refused by `maxQueuedLines`). */
+  hasRoom(): boolean {
+    return !this.#closed && this.#queue.length < this.#o.maxQueuedLines;
+  }
+
+  /**
+   * Queues `line` (JSON text without a newline) and resolves once it was written (and, with
+   * `sync`, fsync'd), or could not be. Never rejects.
+   */
+  append(line: string, options: JournalAppendOptions = {}): Promise<JournalAppendResult> {
+    const counted = options.counted ?? true;
+    if (this.#closed) {
+      return Promise.resolve(this.#refuse(counted, `${this.#o.name} is closed`));
+    }
+    if (this.#queue.length >= this.#o.maxQueuedLines) {
+      const reason = `${this.#o.name}: ${this.#o.maxQueuedLines} lines waiting for the disk`;
+      if (!this.#fullLogged) {
+        this.#fullLogged = true;
+        this.#o.log.error(`${this.#o.name} too slow: ${reason}, new ones are dropped`);
+      }
+      return Promise.resolve(this.#refuse(counted, reason));
+    }
+    this.#fullLogged = false;
+    let done!: (r: JournalAppendResult) => void;
+    const settled = new Promise<JournalAppendResult>((r) => done = r);
+    this.#queue.push({ text: line, sync: options.sync ?? false, counted, settled, done });
+    this.#kick();
+    return settled;
+  }
+
+  /** Resolves once every line appended before the call was written or dropped. */
+  async flush(): Promise<void> {
+    const last = this.#queue.at(-1) ?? this.#inflight.at(-1);
+    if (last) await last.settled;
+  }
+
+  /** Writes what is queued, fsyncs and closes the file; later appends are refused. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closing = true;
+    if (this.#syncTimer !== null) this.#timers.clear(this.#syncTimer);
+    this.#syncTimer = null;
+    this.#syncDue = this.#handle !== null;
+    this.#kick();
+    while (this.#writing) await this.#writing;
+    this.#closed = true;
+    this.#handle?.close();
+    this.#handle = null;
+    if (this.#gap !== null) {
+      this.#o.log.error(
+        `${this.#o.name}: ${this.#gap.lines} lines lost and not recorded in the journal ` +
+          `(it could not be written again before it was closed)`,
+      );
+    }
+  }
+
+  status(): JournalWriterStatus {
+    return {
+      state: this.#failing ? "failing" : "ok",
+      linesWritten: this.#linesWritten,
+      writeErrors: this.#writeErrors,
+      lost: this.#lost,
+      queued: this.#queue.length,
+      gapPending: this.#gap?.lines ?? 0,
+      lastError: this.#lastError,
+      lastErrorAtMs: this.#lastErrorAt,
+    };
+  }
+
+  // ---- writing ----------------------------------------------------------------------------------
+
+  #kick(): void {
+    if (this.#writing !== null) return;
+    this.#writing = this.#drain().finally(() => {
+      this.#writing = null;
+      if (this.#queue.length > 0 || this.#syncDue) this.#kick();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    // Every line appended in this tick joins the first write.
+    await Promise.resolve();
+    while (this.#queue.length > 0 || this.#syncDue) {
+      const batch = this.#queue.splice(0);
+      this.#inflight = batch;
+      if (batch.length === 0) {
+        this.#syncDue = false;
+        await this.#syncNow();
+        continue;
+      }
+      const lines = batch.map((p) => p.text);
+      let written = 0;
+      try {
+        written = await this.#write(lines, (n) => written = n);
+      } catch (err) {
+        this.#dropHandle();
+        const reason = this.#failed(err);
+        this.#linesWritten += Math.min(written, batch.length);
+        for (const p of batch.slice(0, written)) p.done({ ok: true });
+        for (const p of batch.slice(written)) {
+          if (p.counted) this.#lose(1, reason);
+          p.done({ ok: false, reason });
+        }
+        continue;
+      }
+      this.#linesWritten += batch.length;
+      const gap = this.#gap;
+      if (gap !== null) await this.#writeGap(gap);
+      if (this.#failing && this.#gap === null) {
+        this.#failing = false;
+        if (gap === null) this.#o.log.info(`${this.#o.name} written again`);
+      }
+      if (batch.some((p) => p.sync)) {
+        const synced = await this.#syncNow();
+        for (const p of batch) p.done(p.sync && !synced.ok ? synced : { ok: true });
+      } else {
+        this.#scheduleSync();
+        for (const p of batch) p.done({ ok: true });
+      }
+    }
+    this.#inflight = [];
+  }
+
+  /**
+   * Writing works again: records the gap (with gapLine) right after the lines just written, and
+   * says so. When that write fails, the gap stays pending for the next write.
+   */
+  async #writeGap(gap: GapCount): Promise<void> {
+    if (this.#o.gapLine) {
+      const line = this.#o.gapLine({
+        lines: gap.lines,
+        firstLostAtMs: gap.first,
+        lastLostAtMs: gap.last,
+        reason: gap.reason,
+      });
+      try {
+        await this.#write([line], () => {});
+      } catch (err) {
+        this.#dropHandle();
+        this.#failed(err);
+        return;
+      }
+    }
+    this.#gap = null;
+    this.#o.log.warn(
+      `${this.#o.name} written again: ${gap.lines} lines were lost before (${gap.reason})`,
+    );
+  }
+
+  /** fsync of the current file; a failure is counted and reported, never thrown. */
+  async #syncNow(): Promise<JournalAppendResult> {
+    if (this.#syncTimer !== null) this.#timers.clear(this.#syncTimer);
+    this.#syncTimer = null;
+    if (this.#handle === null) return { ok: true };
+    try {
+      await this.#handle.sync();
+      return { ok: true };
+    } catch (err) {
+      this.#dropHandle();
+      return { ok: false, reason: this.#failed(err) };
+    }
+  }
+
+  #scheduleSync(): void {
+    if (this.#closing) {
+      this.#syncDue = true;
+      return;
+    }
+    if (this.#syncTimer !== null) return;
+    this.#syncTimer = this.#timers.set(() => {
+      this.#syncTimer = null;
+      this.#syncDue = true;
+      this.#kick();
+    }, this.#o.syncIntervalMs);
+  }
+
+  /**
+   * Appends the lines, as many per write as fit the current segment (at least one); calls
+   * `progress` with the number of lines fully written so far. Returns the number written.
+   */
+  async #write(lines: string[], progress: (n: number) => void): Promise<number> {
+    const max = this.#segments?.maxFileBytes ?? Infinity;
+    let i = 0;
+    while (i < lines.length) {
+      await this.#prepare(utf8Length(lines[i]) + 1);
+      let text = this.#needsNewline ? "\n" : "";
+      let size = this.#size + text.length;
+      do {
+        text += `${lines[i]}\n`;
+        size += utf8Length(lines[i]) + 1;
+        i++;
+      } while (i < lines.length && size + utf8Length(lines[i]) + 1 <= max);
+      await this.#handle!.append(text);
+      this.#needsNewline = false;
+      this.#size = size;
+      progress(Math.min(i, lines.length));
+    }
+    return i;
+  }
+
+  /** Makes the file ready for a line of `bytes`: opens it, or rotates when it would overflow. */
+  async #prepare(bytes: number): Promise<void> {
+    const s = this.#segments;
+    if (s === null) {
+      if (this.#handle === null) await this.#openFile(this.currentPath!);
+      return;
+    }
+    if (this.#handle !== null && this.#size > 0 && this.#size + bytes > s.maxFileBytes) {
+      await this.#handle.sync();
+      this.#dropHandle();
+      this.#segment = this.#segment! + 1;
+      await this.#prune(s);
+    }
+    while (this.#handle === null) {
+      await this.#o.files.ensureDir(s.dir);
+      if (this.#segment === null) {
+        this.#segment = (await segmentNumbers(this.#o.files, s)).at(-1) ?? 1;
+      }
+      const path = segmentPath(s, this.#segment);
+      const size = await this.#o.files.fileSize(path);
+      if (size > 0 && size + bytes > s.maxFileBytes) {
+        this.#segment++;
+        await this.#prune(s);
+        continue;
+      }
+      await this.#openFile(path);
+      this.#size = size;
+    }
+  }
+
+  async #openFile(path: string): Promise<void> {
+    this.#needsNewline = !(await this.#o.files.endsWithNewline(path));
+    this.#handle = await this.#o.files.openAppend(path);
+  }
+
+  /** Removes the oldest segments so at most maxFiles remain, counting the current one. */
+  async #prune(s: JournalSegments): Promise<void> {
+    for (const n of await segmentNumbers(this.#o.files, s)) {
+      if (n <= this.#segment! - s.maxFiles) await this.#o.files.remove(segmentPath(s, n));
+    }
+  }
+
+  #dropHandle(): void {
+    this.#handle?.close();
+    this.#handle = null;
+  }
+
+  /** Counts a failed write or fsync; returns its reason. */
+  #failed(err: unknown): string {
+    this.#writeErrors++;
+    const reason = `${this.#o.name} (${this.currentPath ?? "not open"}): ${
+      err instanceof Error ? err.message : String(err)
+    }`;
+    this.#lastError = reason;
+    this.#lastErrorAt = this.#o.clock.nowMs();
+    if (!this.#failing) {
+      this.#failing = true;
+      this.#o.log.error(
+        `${this.#o.name} write failed (lines dropped until it works again): ${reason}`,
+      );
+    }
+    return reason;
+  }
+
+  #refuse(counted: boolean, reason: string): JournalAppendResult {
+    if (counted) this.#lose(1, reason);
+    return { ok: false, reason };
+  }
+
+  #lose(lines: number, reason: string): void {
+    this.#lost += lines;
+    const now = this.#o.clock.nowMs();
+    if (this.#gap === null) this.#gap = { lines, first: now, last: now, reason };
+    else {
+      this.#gap.lines += lines;
+      this.#gap.last = now;
+      this.#gap.reason = reason;
+    }
+  }
+}
+
+const NON_ASCII = /[^ -~\t\n\r]/; // anything but printable ASCII and common whitespace
+
+/** UTF-8 byte length of `text`. */
+export function utf8Length(text: string): number {
+  if (!NON_ASCII.test(text)) return text.length; // the common case, without a loop in JS
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}

@@ -1,0 +1,4 @@
+export * from "./journal_files.ts";
+export * from "./journal_segments.ts";
+export * from "./journal_seek.ts";
+export * from "./journal_writer.ts";

@@ -1,0 +1,75 @@
+/**
+ * Host's journalFiles (real files) behind a switch: writes can be made to fail as on a full disk
+ * (ENOSPC), reads counted and held. For the tests of src/journal/, src/runs/ and src/audit/.
+ */
+import { journalFiles } from "../../src/host/mod.ts";
+import type { JournalAppendHandle, JournalFiles, JournalLine } from "../../src/journal/mod.ts";
+
+/** The error a write to a full disk raises (as Deno reports ENOSPC). */
+export function diskFullError(): Error {
+  return new Error("No space left on device (os error 28)");
+}
+
+/** journalFiles with writes that fail while `full` is set, and counters. */
+export class SwitchableFiles implements JournalFiles {
+  /** While true, every append and fsync rejects with ENOSPC (nothing is written). */
+  full = false;
+  appends = 0;
+  syncs = 0;
+  linesRead = 0;
+  /** While set, every read waits for it before its first line. */
+  gate: Promise<void> | null = null;
+  readsWaiting = 0;
+  /** Texts handed to append (whether or not they failed). */
+  readonly appended: string[] = [];
+
+  ensureDir = journalFiles.ensureDir;
+  endsWithNewline = journalFiles.endsWithNewline;
+  fileSize = journalFiles.fileSize;
+  remove = journalFiles.remove;
+  listNames = journalFiles.listNames;
+
+  async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await journalFiles.openAppend(path);
+    return {
+      append: async (text: string) => {
+        this.appends++;
+        this.appended.push(text);
+        if (this.full) throw diskFullError();
+        await handle.append(text);
+      },
+      sync: async () => {
+        this.syncs++;
+        if (this.full) throw diskFullError();
+        await handle.sync();
+      },
+      close: () => handle.close(),
+    };
+  }
+
+  async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
+    await this.#wait();
+    for await (const line of journalFiles.readLines(path, maxLineBytes)) {
+      this.linesRead++;
+      yield line;
+    }
+  }
+
+  async *readLinesAt(
+    path: string,
+    options: { maxLineBytes: number; startByte: number },
+  ): AsyncGenerator<JournalLine> {
+    await this.#wait();
+    for await (const line of journalFiles.readLinesAt(path, options)) {
+      this.linesRead++;
+      yield line;
+    }
+  }
+
+  async #wait(): Promise<void> {
+    if (this.gate === null) return;
+    this.readsWaiting++;
+    await this.gate;
+    this.readsWaiting--;
+  }
+}

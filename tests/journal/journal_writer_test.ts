@@ -1,0 +1,203 @@
+/**
+ * JournalWriter over real files: one write per tick of appends, fsync before an answer only when
+ * asked (else batched by timer), a torn last line never spoils the next, rotation with max files
+ * kept, the queue bound, a full disk (an injected file port) that drops, counts and records the
+ * gap once writing resumes, and close.
+ */
+import assert from "node:assert/strict";
+import { type JournalGap, type JournalTimers, JournalWriter } from "../../src/journal/mod.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import { capturingLogger } from "../scenarios/_data_helpers.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
+
+/** Timers run by hand. */
+class ManualTimers implements JournalTimers {
+  #timers = new Map<number, { ms: number; fn: () => void }>();
+  #next = 1;
+  set(fn: () => void, ms: number): unknown {
+    this.#timers.set(this.#next, { ms, fn });
+    return this.#next++;
+  }
+  clear(handle: unknown): void {
+    this.#timers.delete(handle as number);
+  }
+  get delays(): number[] {
+    return [...this.#timers.values()].map((t) => t.ms);
+  }
+  runAll(): void {
+    const all = [...this.#timers.values()];
+    this.#timers.clear();
+    for (const t of all) t.fn();
+  }
+}
+
+const clock = { nowMs: () => 1_700_000_000_000 };
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "journal_writer_" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function writer(
+  files: SwitchableFiles,
+  target: ConstructorParameters<typeof JournalWriter>[0]["target"],
+  o: { timers?: ManualTimers; maxQueuedLines?: number; gapLine?: (g: JournalGap) => string } = {},
+) {
+  const { log, lines } = capturingLogger();
+  const w = new JournalWriter({
+    files,
+    target,
+    name: "test journal",
+    log,
+    clock,
+    maxQueuedLines: o.maxQueuedLines ?? 100,
+    syncIntervalMs: 1000,
+    timers: o.timers ?? new ManualTimers(),
+    gapLine: o.gapLine,
+  });
+  return { w, logLines: lines };
+}
+
+const fileLines = async (path: string) => (await Deno.readTextFile(path)).split("\n");
+
+Deno.test("JournalWriter writes the lines appended in one tick with one write and resolves them once written", async () => {
+  await withDir(async (dir) => {
+    const files = new SwitchableFiles();
+    const timers = new ManualTimers();
+    const { w } = writer(files, { path: `${dir}/j.jsonl` }, { timers });
+    const results = await Promise.all([w.append('{"a":1}'), w.append('{"b":2}'), w.append("{}")]);
+    assert.deepEqual(results, [{ ok: true }, { ok: true }, { ok: true }]);
+    assert.equal(files.appends, 1);
+    assert.deepEqual(await fileLines(`${dir}/j.jsonl`), ['{"a":1}', '{"b":2}', "{}", ""]);
+    // Not fsync'd yet: the fsync is batched by the timer.
+    assert.equal(files.syncs, 0);
+    assert.deepEqual(timers.delays, [1000]);
+    timers.runAll();
+    await w.flush();
+    await new Promise((r) => setTimeout(r, 0));
+    await w.close();
+    assert.ok(files.syncs >= 1);
+    assert.deepEqual(timers.delays, []);
+    assert.equal(w.status().linesWritten, 3);
+  });
+});
+
+Deno.test("JournalWriter with sync resolves only after the fsync", async () => {
+  await withDir(async (dir) => {
+    const files = new SwitchableFiles();
+    const { w } = writer(files, { path: `${dir}/j.jsonl` });
+    const result = await w.append('{"marker":1}', { sync: true });
+    assert.deepEqual(result, { ok: true });
+    assert.equal(files.syncs, 1);
+    await w.close();
+  });
+});
+
+Deno.test("JournalWriter starts on a new line after a torn last line", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/j.jsonl`;
+    await Deno.writeTextFile(path, '{"ok":1}\n{"to');
+    const { w } = writer(new SwitchableFiles(), { path });
+    await w.append('{"next":2}');
+    await w.close();
+    assert.deepEqual(await fileLines(path), ['{"ok":1}', '{"to', '{"next":2}', ""]);
+  });
+});
+
+Deno.test("JournalWriter refuses an append past maxQueuedLines at once and counts it", async () => {
+  await withDir(async (dir) => {
+    const files = new SwitchableFiles();
+    let release!: () => void;
+    files.gate = null;
+    const { w, logLines } = writer(files, { path: `${dir}/j.jsonl` }, { maxQueuedLines: 2 });
+    // The first write is held in the file system; two more wait in the queue.
+    const held = new Promise<void>((r) => release = r);
+    const original = files.openAppend.bind(files);
+    files.openAppend = async (p: string) => {
+      const h = await original(p);
+      return { ...h, append: async (t: string) => (await held, h.append(t)) };
+    };
+    const first = w.append("{}");
+    await new Promise((r) => setTimeout(r, 10));
+    const queued = [w.append("{}"), w.append("{}")];
+    assert.equal(w.hasRoom(), false);
+    assert.deepEqual(await w.append('{"late":1}'), {
+      ok: false,
+      reason: "test journal: 2 lines waiting for the disk",
+    });
+    assert.equal(w.status().lost, 1);
+    assert.equal(logLines.filter((l) => l.startsWith("ERROR")).length, 1);
+    release();
+    assert.deepEqual(await Promise.all([first, ...queued]), [{ ok: true }, { ok: true }, {
+      ok: true,
+    }]);
+    await w.close();
+  });
+});
+
+Deno.test("JournalWriter on a full disk drops and counts, then writes the gap line at the end of the first write that succeeds", async () => {
+  await withDir(async (dir) => {
+    const files = new SwitchableFiles();
+    const gaps: JournalGap[] = [];
+    const { w, logLines } = writer(files, { path: `${dir}/j.jsonl` }, {
+      gapLine: (g) => (gaps.push(g), JSON.stringify({ gap: g.lines })),
+    });
+    await w.append('{"n":1}');
+    files.full = true;
+    const lost = await Promise.all([w.append('{"n":2}'), w.append('{"n":3}')]);
+    assert.ok(lost.every((r) => !r.ok && /No space left on device/.test(r.reason)));
+    // Bookkeeping lines (counted: false) are not part of the gap.
+    assert.equal((await w.append('{"intent":1}', { counted: false })).ok, false);
+    const failing = w.status();
+    assert.equal(failing.state, "failing");
+    assert.equal(failing.lost, 2);
+    assert.equal(failing.gapPending, 2);
+    assert.ok(failing.writeErrors >= 1);
+    assert.match(failing.lastError ?? "", /j\.jsonl\): No space left on device/);
+    files.full = false;
+    assert.deepEqual(await w.append('{"n":4}'), { ok: true });
+    await w.close();
+    assert.deepEqual(await fileLines(`${dir}/j.jsonl`), ['{"n":1}', '{"n":4}', '{"gap":2}', ""]);
+    assert.equal(gaps.length, 1);
+    assert.equal(gaps[0].lines, 2);
+    assert.match(gaps[0].reason, /No space left on device/);
+    assert.equal(w.status().gapPending, 0);
+    assert.equal(w.status().state, "ok");
+    assert.equal(logLines.filter((l) => l.startsWith("WARN")).length, 1);
+    assert.match(logLines.find((l) => l.startsWith("WARN"))!, /2 lines were lost before/);
+  });
+});
+
+Deno.test("JournalWriter rotates segments at maxFileBytes and keeps maxFiles", async () => {
+  await withDir(async (dir) => {
+    const files = new SwitchableFiles();
+    const segments = { dir: `${dir}/j`, prefix: "seg", maxFileBytes: 100, maxFiles: 2 };
+    const { w } = writer(files, { segments });
+    const line = JSON.stringify({ pad: "x".repeat(30) }); // 42 bytes + newline
+    for (let i = 0; i < 7; i++) await w.append(line);
+    await w.close();
+    const names = (await journalFiles.listNames(`${dir}/j`)).sort();
+    // Two lines per file: files 1..4, of which 3 and 4 are kept.
+    assert.deepEqual(names, ["seg-00000003.jsonl", "seg-00000004.jsonl"]);
+    assert.equal((await fileLines(`${dir}/j/seg-00000003.jsonl`)).length, 3);
+    assert.equal((await fileLines(`${dir}/j/seg-00000004.jsonl`)).length, 2);
+  });
+});
+
+Deno.test("JournalWriter.close writes what is queued, fsyncs, and refuses appends after", async () => {
+  await withDir(async (dir) => {
+    const files = new SwitchableFiles();
+    const timers = new ManualTimers();
+    const { w } = writer(files, { path: `${dir}/j.jsonl` }, { timers });
+    const pending = w.append("{}");
+    await w.close();
+    assert.deepEqual(await pending, { ok: true });
+    assert.equal(files.syncs, 1);
+    assert.deepEqual(timers.delays, []);
+    assert.deepEqual(await w.append("{}"), { ok: false, reason: "test journal is closed" });
+  });
+});

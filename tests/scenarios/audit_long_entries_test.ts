@@ -1,0 +1,112 @@
+/**
+ * Entries with over-long fields are bounded when stored and always served (issue 34 item 7): a
+ * provider's 40 KB error message (tests/scenarios/_audit_provider.ts, a real child process) and a
+ * 40 KB refused argument, over real HTTP. Before, both lines were on disk but longer than what
+ * GET /v0/audit read, and were silently left out: a provider could hide its own failures.
+ */
+import assert from "node:assert/strict";
+import { AUDIT_MAX_ENTRY_BYTES, AUDIT_MAX_TEXT_BYTES } from "../../src/audit/mod.ts";
+import type { ProviderConfig } from "../../src/config/mod.ts";
+import { startService } from "../../src/service.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { REPO, testConfig } from "../helpers/sim_config.ts";
+
+function auditProvider(auditDir: string): ProviderConfig {
+  return {
+    id: "rec",
+    command: Deno.execPath(),
+    args: ["run", "--quiet", "--allow-read", `${REPO}tests/scenarios/_audit_provider.ts`, auditDir],
+    timeoutMs: 5000,
+    helloTimeoutMs: 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: {
+      enabled: false,
+      maxAttempts: 1,
+      backoffMs: [100],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    },
+  };
+}
+
+async function post(base: string, path: string, body: unknown) {
+  const r = await apiFetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+const encoder = new TextEncoder();
+
+Deno.test("GET /v0/audit serves, bounded, the entries of a provider's 40 KB error and of a 40 KB refused argument", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_long_" });
+  const auditDir = `${dir}/audit`;
+  const config = testConfig({
+    runtime: { dataDir: dir },
+    http: { port: 0 },
+    providers: [auditProvider(auditDir)],
+  });
+  const service = await startService(config, testLogger());
+  try {
+    const base = `http://127.0.0.1:${service.http!.port}`;
+    assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+    const failed = await post(base, "/v0/call", {
+      provider_id: "rec",
+      device_id: "rec0",
+      function_id: 2,
+      args: {},
+    });
+    assert.equal(failed.json.status.code, "FAILED_PRECONDITION");
+    assert.ok(failed.json.status.message.length > 40_000, "the answer keeps the whole message");
+    // An argument name of 40,000 characters: refused by validation, whose message names it.
+    const longName = `n${"a".repeat(40_000)}`;
+    const refused = await post(base, "/v0/call", {
+      provider_id: "rec",
+      device_id: "rec0",
+      function_id: 3,
+      args: { [longName]: { type: "string", string: "x" } },
+    });
+    assert.equal(refused.status, 400);
+    // A refused argument value of 40,000 characters (IDLE refuses every actuating call).
+    assert.equal((await post(base, "/v0/mode", { mode: "IDLE" })).status, 200);
+    const longValue = await post(base, "/v0/call", {
+      provider_id: "rec",
+      device_id: "rec0",
+      function_id: 3,
+      args: { text: { type: "string", string: "v".repeat(40_000) } },
+    });
+    assert.equal(longValue.json.status.code, "FAILED_PRECONDITION");
+
+    const page = await (await apiFetch(`${base}/v0/audit?device_id=rec0`)).json();
+    const calls = page.entries.filter((e: { action: string }) => e.action === "call");
+    assert.deepEqual(
+      calls.map((e: { outcome: string; refused_by: string | null }) => [e.outcome, e.refused_by]),
+      [["failed", null], ["refused", "validation"], ["refused", "mode"]],
+    );
+    const [fail, badName, badValue] = calls;
+    // Bounded fields, with a marker saying how much was cut.
+    for (const e of [fail, badName]) {
+      assert.ok(encoder.encode(e.reason).length <= AUDIT_MAX_TEXT_BYTES, e.reason.slice(0, 80));
+      assert.match(e.reason, /\[truncated: \d+ of \d+ bytes kept\]$/);
+    }
+    assert.match(
+      fail.reason,
+      /^FAILED_PRECONDITION: provider answered FAILED_PRECONDITION: fail_long: EEEE/,
+    );
+    assert.match(badName.reason, /^INVALID_ARGUMENT: args\.naaaa/);
+    assert.deepEqual(Object.keys(badValue.args), ["text"]);
+    assert.match(badValue.args.text.string, /\[truncated: \d+ of 40000 bytes kept\]$/);
+    // Every stored line is within the entry bound.
+    for (const name of Deno.readDirSync(auditDir)) {
+      for (const line of Deno.readTextFileSync(`${auditDir}/${name.name}`).split("\n")) {
+        assert.ok(encoder.encode(line).length <= AUDIT_MAX_ENTRY_BYTES, `${line.length} bytes`);
+      }
+    }
+  } finally {
+    await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,173 @@
+/**
+ * An accepted actuating call is on disk before the provider receives it (issue 34 item 6):
+ * the provider (tests/scenarios/_audit_provider.ts, a real child process) reads the audit
+ * folder when the call arrives and answers whether the call's tag was there; and a runtime
+ * (src/main.ts, a real child process) killed with SIGKILL right after answering a call leaves the
+ * call in its journal, served by GET /v0/audit after the next start.
+ */
+import assert from "node:assert/strict";
+import type { ProviderConfig } from "../../src/config/mod.ts";
+import { startService } from "../../src/service.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { REPO, testConfig } from "../helpers/sim_config.ts";
+import {
+  killLeftovers,
+  processAlive,
+  providerYaml,
+  startRuntimeOnFreePort,
+  waitFor,
+  writeRuntimeConfig,
+} from "./process_helpers.ts";
+
+const AUDIT_PROVIDER = `${REPO}tests/scenarios/_audit_provider.ts`;
+
+function auditProviderCommand(auditDir: string): { command: string; args: string[] } {
+  return {
+    command: Deno.execPath(),
+    args: ["run", "--quiet", "--allow-read", AUDIT_PROVIDER, auditDir],
+  };
+}
+
+function auditProvider(auditDir: string): ProviderConfig {
+  return {
+    id: "rec",
+    ...auditProviderCommand(auditDir),
+    timeoutMs: 5000,
+    helloTimeoutMs: 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: {
+      enabled: false,
+      maxAttempts: 1,
+      backoffMs: [100],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    },
+  };
+}
+
+function act(tag: string) {
+  return {
+    provider_id: "rec",
+    device_id: "rec0",
+    function_id: 1,
+    args: { tag: { type: "string", string: tag } },
+  };
+}
+
+async function post(base: string, path: string, body: unknown) {
+  const r = await apiFetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+/** Every line of every file of the audit folder. */
+function journalText(auditDir: string): string {
+  return [...Deno.readDirSync(auditDir)].map((e) => Deno.readTextFileSync(`${auditDir}/${e.name}`))
+    .join("");
+}
+
+Deno.test("an accepted actuating call is in the audit journal when the provider receives it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_ahead_" });
+  const auditDir = `${dir}/audit`;
+  const config = testConfig({
+    runtime: { dataDir: dir },
+    http: { port: 0 },
+    providers: [auditProvider(auditDir)],
+  });
+  const service = await startService(config, testLogger());
+  try {
+    const base = `http://127.0.0.1:${service.http!.port}`;
+    assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+    // Three different calls and a repeat of the last (the same decision, already on disk). The
+    // provider's answer (`seen`: the tag was in the journal when the call arrived) is each
+    // entry's result.
+    const tags = ["tag-one-4f1c", "tag-two-9b2e", "tag-three-0d7a"];
+    for (const tag of [...tags, tags[2]]) {
+      const answer = await post(base, "/v0/call", act(tag));
+      assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    }
+    const page = await (await apiFetch(`${base}/v0/audit?device_id=rec0`)).json();
+    const calls = page.entries.filter((e: { action: string }) => e.action === "call");
+    assert.deepEqual(
+      calls.map((e: { args: { tag: { string: string } }; count: number }) => [
+        e.args.tag.string,
+        e.count,
+      ]),
+      [[tags[0], 1], [tags[1], 1], [tags[2], 2]],
+    );
+    for (const e of calls) {
+      assert.deepEqual(e.result, { seen: { type: "bool", bool: true } }, e.args.tag.string);
+    }
+  } finally {
+    await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a runtime killed with SIGKILL right after answering an actuating call leaves the call in its audit journal", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_kill9_" });
+  const auditDir = `${dir}/data/audit`;
+  const pids: number[] = [];
+  const config = (port: number) =>
+    writeRuntimeConfig(dir, {
+      port,
+      providers: providerYaml("rec", auditProviderCommand(auditDir)),
+    });
+  try {
+    const first = await startRuntimeOnFreePort(config);
+    const base = `http://127.0.0.1:${first.port}`;
+    try {
+      await waitFor("the provider AVAILABLE", async () => {
+        const r = await apiFetch(`${base}/v0/runtime/status`);
+        const s = await r.json();
+        return s.providers?.[0]?.state === "AVAILABLE";
+      });
+      assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+      const answer = await post(base, "/v0/call", act("killed-right-after-7c3d"));
+      assert.equal(answer.status, 200, JSON.stringify(answer.json));
+      first.rt.child.kill("SIGKILL");
+      await first.rt.exit;
+    } finally {
+      await first.rt.dispose();
+    }
+    assert.match(journalText(auditDir), /killed-right-after-7c3d/);
+
+    // The next start serves it: the call's outcome never reached the journal, so the entry says
+    // what is known (sent to the provider; its answer unknown).
+    const second = await startRuntimeOnFreePort(config);
+    try {
+      const base2 = `http://127.0.0.1:${second.port}`;
+      const page = await (await apiFetch(`${base2}/v0/audit?device_id=rec0`)).json();
+      const calls = page.entries.filter((e: { action: string }) => e.action === "call");
+      assert.equal(calls.length, 1, JSON.stringify(page.entries));
+      assert.deepEqual(calls[0].args, {
+        tag: { type: "string", string: "killed-right-after-7c3d" },
+      });
+      assert.equal(calls[0].outcome, "interrupted");
+      assert.equal(calls[0].count, 1);
+      assert.equal(calls[0].result, null);
+      assert.match(calls[0].reason, /^the runtime ended after this call passed every check/);
+    } finally {
+      second.rt.child.kill("SIGTERM");
+      await second.rt.exit;
+      await second.rt.dispose();
+    }
+  } finally {
+    // A provider outlives a SIGKILLed runtime until it sees its stdin close.
+    for (const e of Deno.readDirSync("/proc")) {
+      const pid = Number(e.name);
+      if (!Number.isInteger(pid)) continue;
+      try {
+        if (Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes(auditDir)) pids.push(pid);
+      } catch {
+        // gone
+      }
+    }
+    killLeftovers(pids.filter(processAlive));
+    await Deno.remove(dir, { recursive: true });
+  }
+});
