@@ -17,7 +17,7 @@ import { type AuditTimers, AuditTrail } from "../src/audit/mod.ts";
 import type { Clock, DeviceCapabilities, Logger, TypedValue } from "../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../src/control/mod.ts";
 import { journalFiles, systemClock } from "../src/host/mod.ts";
-import { startService } from "../src/service.ts";
+import { startService } from "../src/app/process.ts";
 import { testLogger } from "../tests/helpers/kernel.ts";
 import { testConfig } from "../tests/helpers/sim_config.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";

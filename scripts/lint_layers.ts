@@ -1,11 +1,13 @@
 /**
- * deno task lint:layers — fails on an import that points up the layer stack, reaches into another
- * folder without going through its mod.ts, or touches a `_private.ts` file of another folder.
- *
- * Layers, low to high (../shared/style.md): common -> {config, adpp, events, journal} -> providers -> state
- * -> control -> safety -> {automation, alarms, runs, audit, telemetry} -> http -> runtime.ts/main.ts.
- * host/ touches Deno.* and is imported only by the composition root (runtime.ts, main.ts).
- * provider_sdk/ is a separate product for provider authors; the runtime never imports it.
+ * deno task lint:layers -- the house's structure as a check (../shared/style.md, docs/architecture.md):
+ * - an import points down the layer stack, never up (RANK below);
+ * - a folder is used through its mod.ts only, and another folder's `_private.ts` files never;
+ * - folders of the same layer do not import each other unless SAME_LAYER_ALLOWED lists the pair;
+ * - the core promise: http/, automation/, safety/ and alarms/ never reach providers/ or adpp/
+ *   (type imports too): reads go through state/, writes through control/ (CORE_PROMISE);
+ * - host/ touches Deno.* and is imported only by the composition root (app/ and main.ts);
+ * - provider_sdk/ is a separate product for provider authors; the runtime never imports it;
+ * - no cycle between folders, and none between files (a module graph read top-down).
  * Every module is checked: `.ts` (declaration files too) and the generated `.js` ones.
  */
 const RANK: Record<string, number> = {
@@ -24,8 +26,23 @@ const RANK: Record<string, number> = {
   audit: 6,
   telemetry: 6,
   http: 7,
-  "": 9, // src/runtime.ts, src/main.ts
+  app: 8, // the composition root: kernel, live configuration, reload, process lifecycle
+  "": 9, // src/main.ts
 };
+
+/** Imports between folders of one layer that are part of the design (`from -> to`). */
+const SAME_LAYER_ALLOWED: ReadonlySet<string> = new Set([
+  "events -> config", // events carry config types (modes, alarm levels)
+]);
+
+/** Folders that must never import these (the single validated path: state and control). */
+const CORE_PROMISE: Readonly<Record<string, readonly string[]>> = {
+  http: ["providers", "adpp"],
+  automation: ["providers", "adpp"],
+  safety: ["providers", "adpp"],
+  alarms: ["providers", "adpp"],
+};
+
 const SRC = new URL("../src/", import.meta.url).pathname;
 
 async function* walk(dir: string): AsyncGenerator<string> {
@@ -46,9 +63,15 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
     return rel.includes("/") ? rel.split("/")[0] : "";
   };
   const problems: string[] = [];
+  /** file -> the files it imports (within root). */
+  const fileEdges = new Map<string, string[]>();
+  /** folder -> folders it imports. */
+  const folderEdges = new Map<string, Set<string>>();
   for await (const file of walk(root)) {
     const from = folderOf(file);
     const text = await Deno.readTextFile(file);
+    const targets: string[] = [];
+    fileEdges.set(file, targets);
     for (const m of text.matchAll(IMPORT_RE)) {
       const spec = m[1] ?? m[2];
       if (!spec.startsWith(".")) continue;
@@ -57,8 +80,12 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
         problems.push(`${file.slice(root.length)}: imports outside src/: ${spec}`);
         continue;
       }
+      targets.push(target);
       const to = folderOf(target);
       if (to === from) continue;
+      let out = folderEdges.get(from);
+      if (!out) folderEdges.set(from, out = new Set());
+      out.add(to);
       const where = `src/${file.slice(root.length)}`;
       const base = target.split("/").pop() ?? "";
       if (to !== "" && base !== "mod.ts") {
@@ -66,8 +93,8 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
       }
       if (base.startsWith("_")) problems.push(`${where}: imports private file ${spec}`);
       if (to === "host") {
-        if (from !== "") {
-          problems.push(`${where}: only the composition root (src/*.ts) may import host/`);
+        if (from !== "" && from !== "app") {
+          problems.push(`${where}: only the composition root (app/, main.ts) may import host/`);
         }
         continue;
       }
@@ -84,6 +111,11 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
         if (to !== "common") problems.push(`${where}: host/ may only import common/`);
         continue;
       }
+      if (CORE_PROMISE[from]?.includes(to)) {
+        problems.push(
+          `${where}: ${from}/ must not reach ${to}/ (reads go through state/, writes through control/)`,
+        );
+      }
       const rf = RANK[from];
       const rt = RANK[to];
       if (rf === undefined || rt === undefined) {
@@ -92,10 +124,50 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
         problems.push(
           `${where}: upward import ${from || "."} (layer ${rf}) -> ${to} (layer ${rt})`,
         );
+      } else if (rt === rf && !SAME_LAYER_ALLOWED.has(`${from} -> ${to}`)) {
+        problems.push(
+          `${where}: ${from}/ imports ${to}/ of the same layer (${rf}); not in SAME_LAYER_ALLOWED`,
+        );
       }
     }
   }
+  const label = (f: string) => (f === "" ? "." : f);
+  for (const cycle of cycles(folderEdges)) {
+    problems.push(`folder cycle: ${cycle.map(label).join(" -> ")}`);
+  }
+  for (const cycle of cycles(fileEdges)) {
+    problems.push(`file cycle: ${cycle.map((f) => `src/${f.slice(root.length)}`).join(" -> ")}`);
+  }
   return problems;
+}
+
+/** Each cycle of a directed graph once (its first node as found first), closed back to it. */
+function cycles<T extends Iterable<string>>(edges: ReadonlyMap<string, T>): string[][] {
+  const out: string[][] = [];
+  const seen = new Set<string>();
+  const reported = new Set<string>();
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (node: string): void => {
+    state.set(node, "open");
+    stack.push(node);
+    for (const next of edges.get(node) ?? []) {
+      const s = state.get(next);
+      if (s === "open") {
+        const cycle = [...stack.slice(stack.indexOf(next)), next];
+        const key = [...cycle.slice(0, -1)].sort().join("\u0000");
+        if (!reported.has(key)) {
+          reported.add(key);
+          out.push(cycle);
+        }
+      } else if (s === undefined) visit(next);
+    }
+    stack.pop();
+    state.set(node, "done");
+    seen.add(node);
+  };
+  for (const node of edges.keys()) if (!seen.has(node)) visit(node);
+  return out;
 }
 
 if (import.meta.main) {

@@ -4,7 +4,6 @@
  * unreadable file, 3 start-up failure, 4 crash).
  */
 import { parseArgs } from "node:util";
-import { USAGE } from "./cli_usage.ts";
 import {
   createStderrLogger,
   fileKind,
@@ -12,10 +11,14 @@ import {
   secretFromEnvironment,
   terminateProviderProcesses,
 } from "./host/mod.ts";
-import { runService } from "./service.ts";
 import { authenticationSummary } from "./http/mod.ts";
-import type { ReloadedConfig } from "./config_reload.ts";
-import { EXIT_INTERNAL_ERROR, EXIT_USAGE } from "./exit_codes.ts";
+import {
+  EXIT_INTERNAL_ERROR,
+  EXIT_USAGE,
+  type ReloadedConfig,
+  runService,
+  USAGE,
+} from "./app/mod.ts";
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
 import { freePort, startRuntimeChild } from "./helpers/runtime_process.ts";
-import { EXIT_CODE_DESCRIPTIONS } from "../src/exit_codes.ts";
+import { EXIT_CODE_DESCRIPTIONS } from "../src/app/exit_codes.ts";
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,

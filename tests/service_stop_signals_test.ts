@@ -8,7 +8,7 @@ import {
   STOP_SIGNAL_REPEAT_WINDOW_MS,
   StopSignalFilter,
   type StopSignalMeaning,
-} from "../src/service.ts";
+} from "../src/app/process.ts";
 
 const W = STOP_SIGNAL_REPEAT_WINDOW_MS;
 

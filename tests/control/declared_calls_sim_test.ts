@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { runDeclaredCall, validateDeclaredCalls } from "../../src/control/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook, inertSim, readSignal } from "../safety/_fixture.ts";

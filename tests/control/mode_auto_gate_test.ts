@@ -8,7 +8,7 @@ import type { HookConfig } from "../../src/config/mod.ts";
 import { CallRouter, ModeManager } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { recordEvents, startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { hook, plantProvider } from "../safety/_fixture.ts";

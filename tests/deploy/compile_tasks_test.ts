@@ -5,7 +5,7 @@
  * the permissions of the tasks.
  */
 import assert from "node:assert/strict";
-import { EXIT_OK } from "../../src/exit_codes.ts";
+import { EXIT_OK } from "../../src/app/exit_codes.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 import { defaultCommands, PROVIDER_V8_FLAGS, RUNTIME_V8_FLAGS } from "../../bench/lib/args.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { parse, stringify } from "yaml";
-import { EXIT_OK } from "../../src/exit_codes.ts";
+import { EXIT_OK } from "../../src/app/exit_codes.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";

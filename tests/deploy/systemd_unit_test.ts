@@ -5,7 +5,7 @@
  * points at a stand-in executable.
  */
 import assert from "node:assert/strict";
-import { EXIT_CONFIG_ERROR, EXIT_USAGE } from "../../src/exit_codes.ts";
+import { EXIT_CONFIG_ERROR, EXIT_USAGE } from "../../src/app/exit_codes.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 
 const UNIT = repoPath("examples/systemd/runtime.service");

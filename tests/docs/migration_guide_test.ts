@@ -5,7 +5,7 @@
  * `$` examples run against the demo in doc_examples_test.ts.
  */
 import assert from "node:assert/strict";
-import { EXIT_CODE_DESCRIPTIONS } from "../../src/exit_codes.ts";
+import { EXIT_CODE_DESCRIPTIONS } from "../../src/app/exit_codes.ts";
 import { MEASUREMENT_NAMES, type MeasurementNames } from "../../src/telemetry/mod.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;

@@ -1,8 +1,8 @@
-/** Boots the runtime kernel (src/runtime.ts) over real simulated provider processes. */
+/** Boots the runtime kernel (src/app/kernel.ts) over real simulated provider processes. */
 import type { Config } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
+import { Runtime } from "../../src/app/kernel.ts";
 
 /** A logger for tests: silent unless RUNTIME_TEST_LOG=debug|info|warn|error is set. */
 export function testLogger(): LineLogger {

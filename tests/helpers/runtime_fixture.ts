@@ -6,8 +6,8 @@
 import type { Config } from "../../src/config/mod.ts";
 import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
-import { httpServicesOf } from "../../src/service.ts";
+import { Runtime } from "../../src/app/kernel.ts";
+import { httpServicesOf } from "../../src/app/process.ts";
 import { startRuntime, testLogger } from "./kernel.ts";
 import { assertApiAnswer } from "./openapi_check.ts";
 import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";

@@ -9,7 +9,7 @@ import { ModuleGraph } from "../helpers/module_graph.ts";
 
 Deno.test("src/main.ts loads neither the tree engine, its XML parser nor the InfluxDB client up front", async () => {
   const graph = (await ModuleGraph.of("src/main.ts")).staticModules;
-  assert.ok(graph.some((s) => s.endsWith("/src/runtime.ts")), "the graph is the runtime's");
+  assert.ok(graph.some((s) => s.endsWith("/src/app/kernel.ts")), "the graph is the runtime's");
   const eager = graph.filter((s) =>
     s.includes("/src/automation/bt/") || /^npm:\/?(saxes|@influxdata\/influxdb-client)@/.test(s)
   );

@@ -9,7 +9,7 @@ import type {
 } from "../../src/config/mod.ts";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { scalarOf } from "../../src/common/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
 
 export { SIM_INERT_YAML, simProvider };

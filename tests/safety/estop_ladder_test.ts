@@ -12,7 +12,7 @@ import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
+import { Runtime } from "../../src/app/kernel.ts";
 import { startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";

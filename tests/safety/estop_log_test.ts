@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
+import { Runtime } from "../../src/app/kernel.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";

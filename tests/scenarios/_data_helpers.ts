@@ -2,8 +2,8 @@
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { HttpApi } from "../../src/http/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
-import { httpServicesOf } from "../../src/service.ts";
+import { Runtime } from "../../src/app/kernel.ts";
+import { httpServicesOf } from "../../src/app/process.ts";
 import { HttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parseSseFrame, SseClient } from "../../bench/lib/sse.ts";
 import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/config/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { T } from "../helpers/programmable_provider.ts";
 import type { Program } from "../helpers/programmable_provider.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";

@@ -6,7 +6,7 @@
  * condition has held that long.
  */
 import assert from "node:assert/strict";
-import { startService } from "../../src/service.ts";
+import { startService } from "../../src/app/process.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { LineRecorder } from "../helpers/victoria_metrics.ts";

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { i, manualCall } from "../safety/_fixture.ts";

@@ -6,7 +6,7 @@
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
-import { startService } from "../../src/service.ts";
+import { startService } from "../../src/app/process.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { ProviderConfig } from "../../src/config/mod.ts";
-import { startService } from "../../src/service.ts";
+import { startService } from "../../src/app/process.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { REPO, testConfig } from "../helpers/sim_config.ts";

@@ -6,7 +6,7 @@
 import { scalarOf, type TypedValue } from "../../src/common/mod.ts";
 import type { CallArgValue, Config, HookConfig } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { REPO, simProvider, testConfig, type TestConfigOptions } from "../helpers/sim_config.ts";
 
 /** The shipped demo tree. */

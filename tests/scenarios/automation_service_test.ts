@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type SpawnFn } from "../../src/common/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
-import { startService } from "../../src/service.ts";
+import { Runtime } from "../../src/app/kernel.ts";
+import { startService } from "../../src/app/process.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { automationConfig, MOTOR_THEN_SLEEP, TreeDir, treeXml } from "./automation_helpers.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";

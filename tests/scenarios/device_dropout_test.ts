@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { deviceDownAfterMs } from "../../src/state/mod.ts";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { i, manualCall } from "../safety/_fixture.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
+import { Runtime } from "../../src/app/kernel.ts";
 import { processAlive, startArmed, testLogger, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
 import { killLeftovers, readScriptedLog, scriptedProvider } from "./process_helpers.ts";

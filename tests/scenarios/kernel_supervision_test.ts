@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
-import type { Runtime } from "../../src/runtime.ts";
+import type { Runtime } from "../../src/app/kernel.ts";
 import { processAlive, recordEvents, startArmed, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 

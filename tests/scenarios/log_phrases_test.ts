@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
+import { Runtime } from "../../src/app/kernel.ts";
 import { startArmed, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
 import {

@@ -6,7 +6,7 @@
  * providers still get their graceful stop and apply their safe state.
  */
 import assert from "node:assert/strict";
-import { STOP_SIGNAL_REPEAT_WINDOW_MS } from "../../src/service.ts";
+import { STOP_SIGNAL_REPEAT_WINDOW_MS } from "../../src/app/process.ts";
 import {
   killLeftovers,
   processAlive,

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/runtime.ts";
+import { Runtime } from "../../src/app/kernel.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import {

@@ -4,7 +4,7 @@
  * (string fields, which VictoriaMetrics drops) is checked on the recorded request bodies.
  */
 import assert from "node:assert/strict";
-import { startService } from "../../src/service.ts";
+import { startService } from "../../src/app/process.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 import {

@@ -13,7 +13,7 @@
  */
 import { loadConfig, type MeasurementNaming } from "../../src/config/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { startService } from "../../src/service.ts";
+import { startService } from "../../src/app/process.ts";
 import { MEASUREMENT_NAMES, type MeasurementNames } from "../../src/telemetry/mod.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { REPO } from "../helpers/sim_config.ts";

@@ -8,8 +8,8 @@
  * first) -> runtime (polling, providers) -> audit journal -> run journal -> telemetry flush, all within
  * runtime.shutdown_timeout_ms.
  */
-import { type Logger, type LogLevel, RuntimeError } from "./common/mod.ts";
-import type { Config, ConfigDiff } from "./config/mod.ts";
+import { type Logger, type LogLevel, RuntimeError } from "../common/mod.ts";
+import type { Config, ConfigDiff } from "../config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
@@ -25,13 +25,13 @@ import {
   serveHttp,
   spawnProcess,
   systemClock,
-} from "./host/mod.ts";
-import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "./http/mod.ts";
-import { boundedEntryText } from "./audit/mod.ts";
-import { RunRegistry } from "./runs/mod.ts";
-import { Runtime } from "./runtime.ts";
-import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "./telemetry/mod.ts";
-import { ConfigReloader, type ReloadedConfig } from "./config_reload.ts";
+} from "../host/mod.ts";
+import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
+import { boundedEntryText } from "../audit/mod.ts";
+import { RunRegistry } from "../runs/mod.ts";
+import { Runtime } from "./kernel.ts";
+import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "../telemetry/mod.ts";
+import { ConfigReloader, type ReloadedConfig } from "./reloader.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;

@@ -11,20 +11,20 @@ import {
   RuntimeError,
   type SpawnFn,
   unavailable,
-} from "./common/mod.ts";
-import type { Config, ConfigDiff, ProviderConfig } from "./config/mod.ts";
-import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "./control/mod.ts";
-import { EventBus } from "./events/mod.ts";
-import { readFileBytes } from "./host/mod.ts";
-import { describeNotReady, ProviderRegistry } from "./providers/mod.ts";
-import { deviceDownAfterMs, DeviceOutages, providerHealthViews, StateCache } from "./state/mod.ts";
-import { effectiveSafeState, Estop } from "./safety/mod.ts";
+} from "../common/mod.ts";
+import type { Config, ConfigDiff, ProviderConfig } from "../config/mod.ts";
+import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "../control/mod.ts";
+import { EventBus } from "../events/mod.ts";
+import { readFileBytes } from "../host/mod.ts";
+import { describeNotReady, ProviderRegistry } from "../providers/mod.ts";
+import { deviceDownAfterMs, DeviceOutages, providerHealthViews, StateCache } from "../state/mod.ts";
+import { effectiveSafeState, Estop } from "../safety/mod.ts";
 // --- automation (issue 6) ---
-import { AutomationEngine, type ReadFileFn, type TreeReload } from "./automation/mod.ts";
+import { AutomationEngine, type ReadFileFn, type TreeReload } from "../automation/mod.ts";
 // --- alarms and interlocks (issue 20) ---
-import { AlarmEngine } from "./alarms/mod.ts";
+import { AlarmEngine } from "../alarms/mod.ts";
 // --- audit trail (issue 21) ---
-import { AuditTrail } from "./audit/mod.ts";
+import { AuditTrail } from "../audit/mod.ts";
 
 /** What the runtime needs from the host (injected so tests can pass their own). */
 export interface RuntimeHost {

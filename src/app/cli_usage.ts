@@ -1,4 +1,4 @@
-import { MAX_CONFIG_FILE_BYTES } from "./config/mod.ts";
+import { MAX_CONFIG_FILE_BYTES } from "../config/mod.ts";
 import { EXIT_CODE_DESCRIPTIONS } from "./exit_codes.ts";
 
 const LIMIT_MIB = MAX_CONFIG_FILE_BYTES / (1024 * 1024);

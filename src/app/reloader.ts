@@ -11,9 +11,9 @@
  *
  * Nothing here touches Deno.*: the file reading and the signal come from the composition root.
  */
-import type { Logger, LogLevel } from "./common/mod.ts";
-import { type Config, type ConfigDiff, diffConfig, isEmptyDiff } from "./config/mod.ts";
-import type { KernelReloadReport, Runtime } from "./runtime.ts";
+import type { Logger, LogLevel } from "../common/mod.ts";
+import { type Config, type ConfigDiff, diffConfig, isEmptyDiff } from "../config/mod.ts";
+import type { KernelReloadReport, Runtime } from "./kernel.ts";
 
 /** A re-read configuration: valid (with warnings) or the diagnostics that make it invalid. */
 export type ReloadedConfig =

@@ -1,0 +1,10 @@
+/**
+ * The composition root (docs/architecture.md): the kernel that builds every subsystem from the
+ * configuration and the host ports, the one owner of the running configuration, reload, and the
+ * process lifecycle (signals, readiness, shutdown budget, exit codes). main.ts parses the command
+ * line and hands over here.
+ */
+export { USAGE } from "./cli_usage.ts";
+export * from "./exit_codes.ts";
+export { runService, type RunServiceOptions } from "./process.ts";
+export type { ReloadedConfig } from "./reloader.ts";
