@@ -36,7 +36,7 @@ import {
 } from "../src/config/mod.ts";
 import { EventBus } from "../src/events/mod.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
-import { DeviceOutages, StateCache } from "../src/state/mod.ts";
+import { DeviceOutages, Inventory, StateCache } from "../src/state/mod.ts";
 
 const silent: Logger = {
   debug() {},
@@ -158,7 +158,7 @@ function setup(
       alarms: benchAlarms(deviceId, defs),
       interlocks: benchInterlocks(deviceId, defs),
       cache,
-      registry,
+      inventory: new Inventory(registry),
       bus,
       clock,
       log: silent,

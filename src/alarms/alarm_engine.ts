@@ -40,8 +40,7 @@ import type {
 } from "../config/mod.ts";
 import type { AuditOrigin, AuditSink, GateContext } from "../control/mod.ts";
 import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
-import type { DeviceOutages, DeviceState, StateCache } from "../state/mod.ts";
+import type { DeviceOutages, DeviceState, InventoryReader, StateCache } from "../state/mod.ts";
 import { alarmAccepts, AlarmMonitor, type AlarmTransitionRecord } from "./alarm_monitor.ts";
 import { Interlock } from "./interlock.ts";
 import {
@@ -64,7 +63,8 @@ export interface AlarmEngineOptions {
   readonly alarms: readonly AlarmConfig[];
   readonly interlocks: readonly InterlockConfig[];
   readonly cache: StateCache;
-  readonly registry: ProviderRegistry;
+  /** Providers and their devices, read-only (what a signal or a block entry names). */
+  readonly inventory: InventoryReader;
   /**
    * Whether each device is failing or down (state/device_outage.ts): an input of such a device
    * is a bad input, with the device's reason. Absent: only each signal's own sample is judged.
@@ -86,7 +86,7 @@ export interface AlarmEngineOptions {
    */
   readonly carryFrom?: AlarmEngine;
   /**
-   * Default true: follow every provider's inventory (and removals) on the registry. False: the
+   * Default true: follow every provider's inventory (and removals) on the inventory port. False: the
    * owner calls inventoryChanged() (an engine rebuilt by a configuration reload must not leave
    * listeners behind on the hosts).
    */
@@ -243,6 +243,7 @@ export class AlarmEngine implements AlarmService {
   /** provider id -> device id -> the block rules on it. */
   readonly #blocks = new Map<string, Map<string, BlockRule[]>>();
   readonly #unsubscribe: () => void;
+  #unwatch: () => void = () => {};
   /**
    * Nothing is evaluated before start(): until the priming poll has answered there is no sample
    * to judge, and "no sample yet" must not raise (an alarm with action estop would stop a
@@ -310,8 +311,7 @@ export class AlarmEngine implements AlarmService {
       ? () => {}
       : options.cache.onDevicePolled(this.#onDevicePolled);
     if (options.watchInventory ?? true) {
-      options.registry.eachHost((h) => h.onInventory(() => this.inventoryChanged()));
-      options.registry.onHostRemoved(() => this.inventoryChanged());
+      this.#unwatch = options.inventory.onChange(() => this.inventoryChanged());
     }
     this.#rebind(false);
   }
@@ -338,6 +338,7 @@ export class AlarmEngine implements AlarmService {
   stop(): void {
     this.#stopped = true;
     this.#unsubscribe();
+    this.#unwatch();
     for (const entry of this.#alarms.values()) this.#clearShelveTimer(entry);
     this.#o.clock.clearTimer(this.#wakeTimer);
     this.#wakeTimer = null;
@@ -788,9 +789,9 @@ export class AlarmEngine implements AlarmService {
    * interlock blocks on it as on any bad input).
    */
   #rebind(report: boolean): void {
-    const registry = this.#o.registry;
+    const inventory = this.#o.inventory;
     for (const input of this.#inputs.values()) {
-      const caps = registry.capabilities(input.providerId, input.deviceId);
+      const caps = inventory.capabilities(input.providerId, input.deviceId);
       const spec = caps?.signals.find((s) => s.signalId === input.signalId);
       let problem: string | null = null;
       if (!caps) {
@@ -806,7 +807,7 @@ export class AlarmEngine implements AlarmService {
     }
     for (const entry of this.#interlocks) entry.unresolved = this.#unresolvedBlocks(entry);
     if (!report) return;
-    const up = (providerId: string) => registry.host(providerId)?.available ?? false;
+    const up = (providerId: string) => inventory.provider(providerId)?.available ?? false;
     for (const { monitor, input } of this.#alarms.values()) {
       const c = monitor.config;
       if (!up(c.providerId)) continue;
@@ -852,11 +853,11 @@ export class AlarmEngine implements AlarmService {
 
   /** Block entries naming a device or function the inventory lacks (providers up only). */
   #unresolvedBlocks(entry: InterlockEntry): string[] {
-    const registry = this.#o.registry;
+    const inventory = this.#o.inventory;
     const out: string[] = [];
     for (const b of entry.interlock.config.block) {
-      if (!(registry.host(b.providerId)?.available ?? false)) continue;
-      const caps = registry.capabilities(b.providerId, b.deviceId);
+      if (!(inventory.provider(b.providerId)?.available ?? false)) continue;
+      const caps = inventory.capabilities(b.providerId, b.deviceId);
       const matches = caps !== undefined &&
         caps.functions.some((f) =>
           b.functionName === "*" ? f.actuating : f.name === b.functionName

@@ -17,7 +17,13 @@ import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "
 import { EventBus } from "../events/mod.ts";
 import { readFileBytes } from "../host/mod.ts";
 import { describeNotReady, ProviderRegistry } from "../providers/mod.ts";
-import { deviceDownAfterMs, DeviceOutages, providerHealthViews, StateCache } from "../state/mod.ts";
+import {
+  deviceDownAfterMs,
+  DeviceOutages,
+  Inventory,
+  providerHealthViews,
+  StateCache,
+} from "../state/mod.ts";
 import { effectiveSafeState, Estop } from "../safety/mod.ts";
 // --- automation (issue 6) ---
 import { AutomationEngine, type ReadFileFn, type TreeReload } from "../automation/mod.ts";
@@ -42,6 +48,8 @@ export class Runtime {
   readonly host: RuntimeHost;
   readonly bus: EventBus;
   readonly registry: ProviderRegistry;
+  /** The registry as the upper layers may see it: read-only, no frame (state/inventory.ts). */
+  readonly inventory: Inventory;
   readonly cache: StateCache;
   /** Whether each device is failing or down (AUTO gate, device-loss latch, alarms). */
   readonly outages: DeviceOutages;
@@ -85,6 +93,7 @@ export class Runtime {
       cwd: config.configDir,
       shutdownTimeoutMs: config.runtime.shutdownTimeoutMs,
     });
+    this.inventory = new Inventory(this.registry);
     this.cache = new StateCache({
       registry: this.registry,
       bus: this.bus,
@@ -214,7 +223,7 @@ export class Runtime {
       alarms: config.alarms,
       interlocks: config.interlocks,
       cache: this.cache,
-      registry: this.registry,
+      inventory: this.inventory,
       outages: this.outages,
       audit: this.audit,
       bus: this.bus,

@@ -255,7 +255,7 @@ export function httpServicesOf(
     },
     host: runtime.host,
     bus: runtime.bus,
-    registry: runtime.registry,
+    inventory: runtime.inventory,
     cache: runtime.cache,
     router: runtime.router,
     providerHealth: () => runtime.providerHealth(),

@@ -118,7 +118,7 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   }
 
   // ---- providers ----
-  const hosts = services.registry.hosts;
+  const hosts = services.inventory.providers();
   w.family("runtime_provider_up", "gauge", "1 while the provider is AVAILABLE, else 0.");
   for (const h of hosts) w.sample("runtime_provider_up", h.available ? 1 : 0, { provider: h.id });
   w.family(

@@ -621,7 +621,7 @@ function decodeSegment(raw: string, name: string): string {
 // ---- runtime, providers, telemetry ----
 
 function runtimeStatus({ services }: RouteContext): Response {
-  const providers = services.registry.hosts.map((h) => ({
+  const providers = services.inventory.providers().map((h) => ({
     provider_id: h.id,
     state: h.available ? "AVAILABLE" : "UNAVAILABLE",
     device_count: h.devices.length,
@@ -641,7 +641,7 @@ function runtimeStatus({ services }: RouteContext): Response {
 
 /** With no e-stop service nothing would be actuated: every actuating function is uncovered. */
 function estopStatusWithoutService(services: HttpServices): EstopStatus {
-  const actuating = services.registry.hosts
+  const actuating = services.inventory.providers()
     .flatMap((h) => h.devices)
     .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
   return {
@@ -676,7 +676,7 @@ function telemetryStatus({ services }: RouteContext): Response {
 // ---- devices and state ----
 
 function listDevices({ services }: RouteContext): Response {
-  const devices = services.registry.devices().map((d) => ({
+  const devices = services.inventory.devices().map((d) => ({
     provider_id: d.providerId,
     device_id: d.deviceId,
     display_name: d.label || d.deviceId,
@@ -686,7 +686,7 @@ function listDevices({ services }: RouteContext): Response {
 }
 
 function requireDevice(services: HttpServices, p: string, d: string): DeviceCapabilities {
-  const caps = services.registry.capabilities(p, d);
+  const caps = services.inventory.capabilities(p, d);
   if (!caps) throw notFound(`Device not found: ${p}/${d}`);
   return caps;
 }
@@ -773,7 +773,7 @@ function allState({ services }: RouteContext): Response {
 
 function deviceState({ services, params, url }: RouteContext): Response {
   const { provider_id: p, device_id: d } = params;
-  const known = services.registry.capabilities(p, d) ?? services.cache.device(p, d);
+  const known = services.inventory.capabilities(p, d) ?? services.cache.device(p, d);
   if (!known) throw notFound(`Device not found: ${p}/${d}`);
   const state = services.cache.device(p, d);
   if (!state || state.pollable.length === 0) {

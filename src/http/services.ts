@@ -13,7 +13,6 @@ import type { Clock, Logger, ProcessStats, ProviderHealthView } from "../common/
 import type { Config } from "../config/mod.ts";
 import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
 import type {
   CloseRunRequest,
   EventPageRequest,
@@ -22,7 +21,7 @@ import type {
   PageRequest,
 } from "../runs/mod.ts";
 import type { EstopService } from "../safety/mod.ts";
-import type { StateCache } from "../state/mod.ts";
+import type { InventoryReader, StateCache } from "../state/mod.ts";
 
 /**
  * Behavior-tree automation. `status()` returns http-api.md sec. 10 without `status`; typed `object`
@@ -64,7 +63,8 @@ export interface HttpServices {
   readonly config: Config;
   readonly host: { readonly clock: Clock; readonly log: Logger };
   readonly bus: EventBus;
-  readonly registry: ProviderRegistry;
+  /** Providers and their devices, read-only (the core promise: no frame from here). */
+  readonly inventory: InventoryReader;
   readonly cache: StateCache;
   readonly router: CallRouter;
   providerHealth(): ProviderHealthView[];

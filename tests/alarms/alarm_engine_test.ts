@@ -13,6 +13,7 @@ import {
 import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/config/mod.ts";
 import type { CallOrigin } from "../../src/control/mod.ts";
+import { Inventory as InventoryPort } from "../../src/state/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import {
@@ -130,13 +131,14 @@ async function setup(
     write: (l) => lines.push(l),
   });
   const timers = new ManualTimers(() => fx.clock.monoMs());
+  const inventory = new InventoryPort(fx.registry);
   const make = (c: ReturnType<typeof configOf>, carryFrom?: AlarmEngine) =>
     new AlarmEngine({
       ...(carryFrom ? { carryFrom } : {}),
       alarms: c.alarms,
       interlocks: c.interlocks,
       cache: fx.cache,
-      registry: fx.registry,
+      inventory,
       bus,
       clock: {
         nowMs: () => fx.clock.nowMs(),

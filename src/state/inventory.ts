@@ -1,0 +1,91 @@
+/**
+ * The inventory as the upper layers see it (docs/architecture.md, "The core promise"): which
+ * providers there are, whether each is up, what devices each declares -- and nothing that can
+ * reach a provider. http/, alarms/ and safety/ read through this port; writes go through the call
+ * router (control/), reads of values through the state cache. `deno task lint:layers` forbids
+ * those folders from importing providers/ or adpp/ at all.
+ */
+import type {
+  DeviceCapabilities,
+  DeviceInfo,
+  LifecycleState,
+  ProviderSupervisionView,
+} from "../common/mod.ts";
+import type { ProviderHostCounts, ProviderRegistry } from "../providers/mod.ts";
+
+/** One provider, read-only: never its session, never a request. */
+export interface ProviderSummary {
+  readonly id: string;
+  readonly available: boolean;
+  readonly lifecycle: LifecycleState;
+  /** Its devices as discovered (empty while it never came up). */
+  readonly devices: readonly DeviceCapabilities[];
+  /** Its configured call timeout (`providers[].timeout_ms`): what bounds a wait on its calls. */
+  readonly config: { readonly timeoutMs: number };
+  /** Failures and restart attempts since start. */
+  counts(): ProviderHostCounts;
+  /** Supervision as GET /v0/providers/health shows it. */
+  supervision(): ProviderSupervisionView;
+}
+
+/** Told when a provider's inventory may have changed; `changed` false: rediscovered the same. */
+export type InventoryListener = (providerId: string, changed: boolean) => void;
+
+/** The read-only inventory port (see the module comment). */
+export interface InventoryReader {
+  /** Every configured provider, in configuration order. */
+  providers(): readonly ProviderSummary[];
+  provider(providerId: string): ProviderSummary | undefined;
+  /** Every known device, in discovery order. */
+  devices(): DeviceInfo[];
+  capabilities(providerId: string, deviceId: string): DeviceCapabilities | undefined;
+  /**
+   * Subscribes to inventory changes: a provider's (re)discovery, a provider added or removed (by
+   * a reload). Returns the unsubscribe function.
+   */
+  onChange(listener: InventoryListener): () => void;
+}
+
+/** The inventory port over the provider registry (the composition root builds one). */
+export class Inventory implements InventoryReader {
+  readonly #registry: ProviderRegistry;
+  readonly #listeners: InventoryListener[] = [];
+
+  constructor(registry: ProviderRegistry) {
+    this.#registry = registry;
+    registry.eachHost((host) => {
+      host.onInventory(() => {
+        if (registry.host(host.id) === host) this.#tell(host.id, true);
+      });
+    });
+    registry.onHostRemoved((host) => this.#tell(host.id, true));
+  }
+
+  providers(): readonly ProviderSummary[] {
+    return this.#registry.hosts;
+  }
+
+  provider(providerId: string): ProviderSummary | undefined {
+    return this.#registry.host(providerId);
+  }
+
+  devices(): DeviceInfo[] {
+    return this.#registry.devices();
+  }
+
+  capabilities(providerId: string, deviceId: string): DeviceCapabilities | undefined {
+    return this.#registry.capabilities(providerId, deviceId);
+  }
+
+  onChange(listener: InventoryListener): () => void {
+    this.#listeners.push(listener);
+    return () => {
+      const i = this.#listeners.indexOf(listener);
+      if (i >= 0) this.#listeners.splice(i, 1);
+    };
+  }
+
+  #tell(providerId: string, changed: boolean): void {
+    for (const l of [...this.#listeners]) l(providerId, changed);
+  }
+}
