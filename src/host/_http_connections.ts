@@ -16,7 +16,9 @@
  * request.
  */
 import type { Logger } from "../common/mod.ts";
-import type { ServeHandler } from "./serve.ts";
+
+/** The request handler the server drives (HttpApi.handle). */
+export type ServeHandler = (req: Request, info: { remoteAddr: string }) => Promise<Response>;
 
 /** How often the sweeper checks deadlines at most / at least (ms). */
 const SWEEP_INTERVAL_MIN_MS = 50;

@@ -37,6 +37,7 @@ import {
   ConnectionLayer,
   type ConnectionStats,
   internalServeOnConnection,
+  type ServeHandler,
 } from "./_http_connections.ts";
 
 export type { ConnectionStats } from "./_http_connections.ts";
@@ -56,8 +57,7 @@ export const TLS_CERT_EXPIRY_WARNING_DAYS = 14;
 /** A TLS certificate or key file larger than this is refused before it is read. */
 export const TLS_FILE_MAX_BYTES = 1024 * 1024;
 
-/** The request handler the server drives (HttpApi.handle). */
-export type ServeHandler = (req: Request, info: { remoteAddr: string }) => Promise<Response>;
+export type { ServeHandler } from "./_http_connections.ts";
 
 export interface ServeOptions {
   /** http.bind */
