@@ -175,6 +175,10 @@ export const BUSY_RETRY_INTERVAL_MS = 10;
 /** How long past the provider's timeout_ms a ladder call keeps retrying a full queue. */
 export const BUSY_RETRY_MARGIN_MS = 1000;
 
+/** What an operator must do, in order, to actuate again after an e-stop (gate refusals say it). */
+export const LATCH_REMEDY =
+  "release the latch (POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)";
+
 /** Latch states and events. */
 export type LatchState = "released" | "latched";
 export type LatchEvent = "trigger" | "clear";
@@ -246,7 +250,9 @@ export class Estop implements EstopService {
   constructor(options: EstopOptions) {
     this.#o = options;
     this.#log = options.log.child("estop");
-    options.router.addGate(this.gate, "estop");
+    // First among the gates: while latched, the mode is FAULT too, and the mode gate's remedy
+    // (re-arm with MANUAL) is refused until the latch is released.
+    options.router.addGate(this.gate, "estop", "first");
     options.modes?.addArmCheck(
       (from, to) =>
         this.#state === "latched"
@@ -274,13 +280,16 @@ export class Estop implements EstopService {
     return this.#state === "latched";
   }
 
-  /** The call gate: while latched, actuating (non-READ) calls are refused; safety calls skip gates. */
+  /**
+   * The call gate: while latched, actuating (non-READ) calls are refused; safety calls skip gates.
+   * It runs before every other gate, and its message gives the remedy in the order that works.
+   */
   readonly gate = (ctx: GateContext): RuntimeError | null => {
     if (this.#state !== "latched" || !ctx.fn.actuating || ctx.origin === "safety") return null;
     return failedPrecondition(
       `E-stop latched: actuating call ${
         deviceHandle(ctx.device.device.providerId, ctx.device.device.deviceId)
-      } ${ctx.fn.name} refused (POST /v0/estop/clear releases the latch)`,
+      } ${ctx.fn.name} refused; ${LATCH_REMEDY}`,
     );
   };
 

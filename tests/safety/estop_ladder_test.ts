@@ -327,8 +327,8 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
       assert.equal(e.code, "FAILED_PRECONDITION");
       assert.equal(
         e.message,
-        "E-stop latched: actuating call plant/plant0 set_heater refused " +
-          "(POST /v0/estop/clear releases the latch)",
+        "E-stop latched: actuating call plant/plant0 set_heater refused; release the latch " +
+          "(POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)",
       );
       return true;
     });
