@@ -379,7 +379,8 @@ export class Runtime {
    * it drives keep running) and reported; additions still apply. Providers that stop go the way
    * shutdown stops them (stdin closed, then SIGTERM/SIGKILL within runtime.shutdown_timeout_ms);
    * providers that start do the handshake and discovery of start-up (bounded by their
-   * hello/ready timeouts) and, if the e-stop is latched, are brought to the safe state at once.
+   * hello/ready timeouts) and, if the e-stop is latched when they come up, are brought to the
+   * safe state by it (as after any restart), which the reload waits for.
    * What `diff.needsRestart` names is left as it is. The effective configuration (`config`)
    * keeps the old values of everything refused or not applied, so the next reload tries again.
    */
@@ -506,9 +507,13 @@ export class Runtime {
       }
       void this.modes.recheckAutoGate();
     }
+    // A provider that came up while the e-stop is latched is brought to the safe state by the
+    // e-stop itself (it follows every host's availability); the report counts those calls.
     let estopActions = 0;
-    if (this.estop.latched && startedOk.length > 0) {
-      estopActions = (await this.estop.secureProviders([...startedIds])).length;
+    for (const id of startedIds) {
+      const host = this.registry.host(id);
+      const secured = host ? this.estop.securing(host) : null;
+      if (secured) estopActions += (await secured).length;
     }
     return {
       providers: {
@@ -568,7 +573,10 @@ export interface KernelReloadReport {
   readonly treeError: string | null;
   /** Sections that took effect: `polling`, `health`, `safety`, `mode_hooks`, `parameters`, `alarms`. */
   readonly applied: string[];
-  /** Ladder calls run for started providers because the e-stop is latched. */
+  /**
+   * Ladder calls the e-stop ran for the started providers because they came up while it was
+   * latched (Estop.securing).
+   */
   readonly estopActions: number;
 }
 

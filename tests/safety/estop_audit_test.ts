@@ -1,8 +1,7 @@
 /**
- * The e-stop's audit records (trigger, clear, the FAULT it commits), its trigger count, a
- * configuration reload (reconfigure) and the securing of providers a reload started
- * (secureProviders), with the real router over a registry without providers (no processes):
- * the ladder's calls to providers that are not there fail with NOT_FOUND, which names each call.
+ * The e-stop's audit records (trigger, clear, the FAULT it commits), its trigger count and a
+ * configuration reload (reconfigure), with the real router over a registry without providers (no
+ * processes). Providers that come up while latched: tests/scenarios/estop_restart_test.ts.
  */
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
@@ -159,38 +158,4 @@ Deno.test("Estop reconfigure: the plan follows the new safe state and is logged 
     "e-stop plan (configuration reloaded): rung 'hooks', 3 call(s), 0 actuating function(s) untouched",
   );
   assert.equal(estop.plan().calls.length, 3);
-});
-
-Deno.test("Estop secureProviders does nothing while released", async () => {
-  const { estop } = parts({ hooks: HOOKS });
-  assert.deepEqual(await estop.secureProviders(["alpha", "beta"]), []);
-});
-
-Deno.test("Estop secureProviders while latched runs only the named providers' calls of the plan", async () => {
-  const { estop, logLines } = parts({ hooks: HOOKS });
-  await estop.trigger();
-  logLines.length = 0;
-  const actions = await estop.secureProviders(["alpha"]);
-  assert.deepEqual(actions.map((a) => [a.device_handle, a.function, a.success]), [
-    ["alpha/relays", "set_relay", false],
-    ["alpha/valve", "close", false],
-  ]);
-  assert.ok(actions.every((a) => a.error?.startsWith("NOT_FOUND")), JSON.stringify(actions));
-  assert.ok(
-    logLines.includes("e-stop latched: bringing alpha to the safe state (2 call(s))"),
-    logLines.join("\n"),
-  );
-  assert.deepEqual(
-    (await estop.secureProviders(["beta"])).map((a) => a.device_handle),
-    ["beta/heater"],
-  );
-});
-
-Deno.test("Estop secureProviders with no call of the named providers does nothing", async () => {
-  const { estop, logLines } = parts({ hooks: HOOKS });
-  await estop.trigger();
-  logLines.length = 0;
-  assert.deepEqual(await estop.secureProviders(["a"]), []);
-  assert.deepEqual(await estop.secureProviders([]), []);
-  assert.deepEqual(logLines.filter((l) => l.includes("bringing")), []);
 });
