@@ -540,6 +540,7 @@ export class Runtime {
       const budget = this.config.runtime.shutdownTimeoutMs;
       this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
       this.#alarms.stop(); // issue 20: no alarm action while the runtime shuts down
+      this.estop.close(); // a plan log waiting for its turn is not written
       await this.cache.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {

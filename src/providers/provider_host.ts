@@ -13,6 +13,7 @@ import {
 import type { ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import { ProviderSession } from "./provider_session.ts";
+import type { SpawnQueue } from "./spawn_queue.ts";
 import {
   INITIAL_SUPERVISOR_STATE,
   isAvailable,
@@ -37,6 +38,11 @@ export interface ProviderHostDeps {
   /** Working directory of provider processes (the config file's folder). */
   readonly cwd: string;
   readonly shutdownTimeoutMs: number;
+  /**
+   * Where spawns wait for their turn (the registry's, shared by all its hosts); absent: a host
+   * spawns in its own turn.
+   */
+  readonly spawnQueue?: SpawnQueue;
 }
 
 /** The budget of one restart attempt (restart_policy.timeout_ms from its start, after backoff). */
@@ -215,12 +221,18 @@ export class ProviderHost {
   async #bringUp(budget: RestartBudget | null): Promise<
     { session: ProviderSession; devices: DeviceCapabilities[] }
   > {
-    const session = new ProviderSession(this.config, this.config.command, {
-      spawn: this.#deps.spawn,
-      log: this.#log,
-      monoMs: () => this.#deps.clock.monoMs(),
-      cwd: this.#deps.cwd,
-    });
+    const spawn = () => {
+      // stop() came while this start waited for its turn: nothing is spawned.
+      if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
+      return new ProviderSession(this.config, this.config.command, {
+        spawn: this.#deps.spawn,
+        log: this.#log,
+        monoMs: () => this.#deps.clock.monoMs(),
+        cwd: this.#deps.cwd,
+      });
+    };
+    const queue = this.#deps.spawnQueue;
+    const session = queue ? await queue.run(spawn) : spawn();
     this.#starting = session;
     // anolis words it "Restart timeout exceeded ..."; launchers match "restart timeout".
     const checkBudget = (after: string) => {

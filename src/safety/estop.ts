@@ -29,6 +29,7 @@
  */
 import {
   type Clock,
+  type DeviceCapabilities,
   deviceHandle,
   failedPrecondition,
   type Logger,
@@ -200,6 +201,13 @@ export function latchTransition(_state: LatchState, event: LatchEvent): LatchSta
   return event === "trigger" ? "latched" : "released";
 }
 
+/**
+ * The plan is logged again at most once per this interval when inventories change (a storm of
+ * changes is logged once more at the interval's end, naming every change); the plan itself is
+ * always current.
+ */
+export const PLAN_LOG_INTERVAL_MS = 1000;
+
 /** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
 export const DRAIN_MARGIN_MS = 1000;
 
@@ -259,6 +267,15 @@ export class Estop implements EstopService {
   /** What status shows as the verification (see #mergeVerification). */
   #verified: VerificationState | null = null;
   #logPlanChanges = false;
+  /** Monotonic ms the plan was last logged at for a change (#planChanged). */
+  #planLoggedAt = -Infinity;
+  /** Why the plan changed since it was last logged (logged with it). */
+  readonly #planLogReasons = new Set<string>();
+  #planLogTimer: ReturnType<typeof setTimeout> | undefined;
+  /** After close(): no plan log is scheduled any more. */
+  #closed = false;
+  /** Per host: the inventory its plan was made from (inventorySignature). */
+  readonly #inventories = new WeakMap<ProviderHost, string>();
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
   readonly #providerTails = new Map<string, Promise<void>>();
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
@@ -283,17 +300,50 @@ export class Estop implements EstopService {
       "estop",
     );
     // Providers added or removed by a configuration reload change the plan as an inventory does.
-    const replan = (why: string) => {
-      this.#plan = null;
-      if (this.#logPlanChanges) this.logPlan(why);
-    };
+    // A restart that rediscovers the same inventory changes nothing: 40 providers restarting at
+    // once must not replan and log the whole plan 40 times (issue 34 item 4).
     options.registry.eachHost((h) => {
-      h.onInventory(() => replan("inventory changed"));
+      h.onInventory((devices) => {
+        const signature = inventorySignature(devices);
+        if (this.#inventories.get(h) === signature) return;
+        this.#inventories.set(h, signature);
+        this.#planChanged(`inventory of ${h.id} changed`);
+      });
       h.onAvailability((up) => {
         if (up) this.#providerAvailable(h);
       });
     });
-    options.registry.onHostRemoved((h) => replan(`provider ${h.id} removed`));
+    options.registry.onHostRemoved((h) => this.#planChanged(`provider ${h.id} removed`));
+  }
+
+  /**
+   * The plan is recomputed when next asked for, and logged (once logging began): at once, or when
+   * PLAN_LOG_INTERVAL_MS has passed since it was last logged for a change, with every reason since.
+   */
+  #planChanged(why: string): void {
+    this.#plan = null;
+    if (!this.#logPlanChanges) return;
+    this.#planLogReasons.add(why);
+    if (this.#planLogTimer !== undefined || this.#closed) return;
+    const wait = this.#planLoggedAt + PLAN_LOG_INTERVAL_MS - this.#o.clock.monoMs();
+    if (wait <= 0) return this.#logPendingPlan();
+    this.#planLogTimer = setTimeout(() => this.#logPendingPlan(), Math.ceil(wait));
+  }
+
+  #logPendingPlan(): void {
+    this.#planLogTimer = undefined;
+    this.#planLoggedAt = this.#o.clock.monoMs();
+    const why = [...this.#planLogReasons].join("; ");
+    this.#planLogReasons.clear();
+    this.logPlan(why);
+  }
+
+  /** Cancels a plan log that waits for its turn (at shutdown). */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#planLogTimer);
+    this.#planLogTimer = undefined;
+    this.#planLogReasons.clear();
   }
 
   /** Triggers since start (a trigger while latched counts too). */
@@ -426,8 +476,7 @@ export class Estop implements EstopService {
    */
   reconfigure(safeState: SafeStateConfig): void {
     this.#o = { ...this.#o, safeState };
-    this.#plan = null;
-    if (this.#logPlanChanges) this.logPlan("configuration reloaded");
+    this.#planChanged("configuration reloaded");
   }
 
   /**
@@ -829,4 +878,12 @@ interface VerificationState {
 /** A verification state as status and events show it. */
 function verificationView(s: VerificationState): Verification {
   return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
+}
+
+/** A provider's inventory as text, to tell a rediscovery that changed nothing (non-finite numbers kept). */
+function inventorySignature(devices: readonly DeviceCapabilities[]): string {
+  return JSON.stringify(
+    devices,
+    (_k, v) => typeof v === "number" && !Number.isFinite(v) ? String(v) : v,
+  );
 }
