@@ -158,12 +158,21 @@ export class Runtime {
     // e-stop's trigger (cause alarm:<id>). The interlock gate runs for every call but the stop
     // actions (origin safety: the ladder and the hooks into FAULT), which skip every gate.
     this.#alarms = this.#buildAlarms(config);
-    this.registry.eachHost((h) => h.onInventory(() => this.#alarms.inventoryChanged()));
+    // A restart that rediscovers the same inventory changes no binding (issue 34 item 4).
+    this.registry.eachHost((h) =>
+      h.onInventory((_d, changed) => {
+        if (changed) this.#alarms.inventoryChanged();
+      })
+    );
     this.registry.onHostRemoved(() => this.#alarms.inventoryChanged());
     this.router.addGate(this.#alarms.gate, "interlock");
     // --- end alarms and interlocks ---
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
-    this.registry.eachHost((h) => h.onInventory(() => void this.modes.recheckAutoGate()));
+    this.registry.eachHost((h) =>
+      h.onInventory((_d, changed) => {
+        if (changed) void this.modes.recheckAutoGate();
+      })
+    );
     // --- end modes, parameters, e-stop ---
     // --- automation (issue 6): ticks only in AUTO; an e-stop forces FAULT, which halts it ---
     if (automation.enabled) {

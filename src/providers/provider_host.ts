@@ -53,7 +53,6 @@ interface RestartBudget {
   readonly onFailure: (err: unknown) => void;
 }
 
-/** Listener for a provider's device inventory (after every successful discovery). */
 /** Supervision events of one provider since the runtime started. */
 export interface ProviderHostCounts {
   /** Times the running provider was declared down: crash, unresponsive, protocol error. */
@@ -62,7 +61,13 @@ export interface ProviderHostCounts {
   restart_attempts: number;
 }
 
-export type InventoryListener = (devices: readonly DeviceCapabilities[]) => void;
+/**
+ * Listener for a provider's device inventory (after every successful discovery). `changed` is
+ * false when a rediscovery (a restart) found exactly the inventory the last one did: work that
+ * depends on the inventory alone (an e-stop plan, bindings) need not be redone, and a restart
+ * storm then costs no work per start that walks every provider.
+ */
+export type InventoryListener = (devices: readonly DeviceCapabilities[], changed: boolean) => void;
 /** Listener for availability flips of a provider. */
 export type AvailabilityListener = (available: boolean) => void;
 
@@ -86,6 +91,8 @@ export class ProviderHost {
   #attempt: Promise<void> | null = null;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
+  /** The last discovered inventory as text (inventorySignature); "" before the first. */
+  #inventorySignature = "";
   readonly #availabilityListeners: AvailabilityListener[] = [];
 
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
@@ -275,7 +282,10 @@ export class ProviderHost {
     this.#log.info(
       `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
     );
-    for (const l of this.#inventoryListeners) l(devices);
+    const signature = inventorySignature(devices);
+    const changed = signature !== this.#inventorySignature;
+    this.#inventorySignature = signature;
+    for (const l of this.#inventoryListeners) l(devices, changed);
     this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
     session.ended.then((why) => this.#onSessionEnded(session, why));
     this.#armStreakReset();
@@ -388,4 +398,12 @@ export class ProviderHost {
       this.#apply({ type: "attempt_failed", at: this.#deps.clock.monoMs() });
     }
   }
+}
+
+/** An inventory as text, to tell a rediscovery that changed nothing (non-finite numbers kept). */
+function inventorySignature(devices: readonly DeviceCapabilities[]): string {
+  return JSON.stringify(
+    devices,
+    (_k, v) => typeof v === "number" && !Number.isFinite(v) ? String(v) : v,
+  );
 }

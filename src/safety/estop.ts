@@ -29,7 +29,6 @@
  */
 import {
   type Clock,
-  type DeviceCapabilities,
   deviceHandle,
   failedPrecondition,
   type Logger,
@@ -274,8 +273,6 @@ export class Estop implements EstopService {
   #planLogTimer: ReturnType<typeof setTimeout> | undefined;
   /** After close(): no plan log is scheduled any more. */
   #closed = false;
-  /** Per host: the inventory its plan was made from (inventorySignature). */
-  readonly #inventories = new WeakMap<ProviderHost, string>();
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
   readonly #providerTails = new Map<string, Promise<void>>();
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
@@ -303,11 +300,8 @@ export class Estop implements EstopService {
     // A restart that rediscovers the same inventory changes nothing: 40 providers restarting at
     // once must not replan and log the whole plan 40 times (issue 34 item 4).
     options.registry.eachHost((h) => {
-      h.onInventory((devices) => {
-        const signature = inventorySignature(devices);
-        if (this.#inventories.get(h) === signature) return;
-        this.#inventories.set(h, signature);
-        this.#planChanged(`inventory of ${h.id} changed`);
+      h.onInventory((_devices, changed) => {
+        if (changed) this.#planChanged(`inventory of ${h.id} changed`);
       });
       h.onAvailability((up) => {
         if (up) this.#providerAvailable(h);
@@ -878,12 +872,4 @@ interface VerificationState {
 /** A verification state as status and events show it. */
 function verificationView(s: VerificationState): Verification {
   return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
-}
-
-/** A provider's inventory as text, to tell a rediscovery that changed nothing (non-finite numbers kept). */
-function inventorySignature(devices: readonly DeviceCapabilities[]): string {
-  return JSON.stringify(
-    devices,
-    (_k, v) => typeof v === "number" && !Number.isFinite(v) ? String(v) : v,
-  );
 }

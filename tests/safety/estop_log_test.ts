@@ -117,6 +117,10 @@ Deno.test("Estop logs its plan again when a provider's inventory changes, not af
     safety: { zeroIsSafe: true },
   }));
   const headers = () => at(lines, "info").filter((t) => t.startsWith("e-stop plan ("));
+  const rediscovered: string[] = [];
+  for (const h of rt.registry.hosts) {
+    h.onInventory((_d, changed) => rediscovered.push(`${h.id} ${changed ? "changed" : "same"}`));
+  }
   const restart = async (id: string) => {
     const host = rt.registry.host(id)!;
     const pid = host.session!.pid;
@@ -134,6 +138,7 @@ Deno.test("Estop logs its plan again when a provider's inventory changes, not af
     assert.deepEqual(headers().slice(1), [
       "e-stop plan (inventory of plant changed): rung 'zero', 12 call(s), 12 actuating function(s) untouched",
     ]);
+    assert.deepEqual(rediscovered, ["sim0 same", "plant changed"]);
   } finally {
     await rt.stop();
     await Deno.remove(dir, { recursive: true });
