@@ -263,6 +263,8 @@ export class Estop implements EstopService {
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
   #plan: SafeStatePlan | null = null;
+  /** The plan's calls by provider (#callsOf), for the plan it was made from. */
+  #planIndex: { plan: SafeStatePlan; byProvider: Map<string, PlannedCall[]> } | null = null;
   /** What status shows as the verification (see #mergeVerification). */
   #verified: VerificationState | null = null;
   #logPlanChanges = false;
@@ -615,6 +617,21 @@ export class Estop implements EstopService {
     return actions;
   }
 
+  /** The plan's calls to one provider, in plan order (indexed once per plan, not per start). */
+  #callsOf(providerId: string): readonly PlannedCall[] {
+    const plan = this.plan();
+    if (this.#planIndex?.plan !== plan) {
+      const byProvider = new Map<string, PlannedCall[]>();
+      for (const c of plan.calls) {
+        const group = byProvider.get(providerOf(c));
+        if (group) group.push(c);
+        else byProvider.set(providerOf(c), [c]);
+      }
+      this.#planIndex = { plan, byProvider };
+    }
+    return this.#planIndex.byProvider.get(providerId) ?? [];
+  }
+
   /** Runs one ladder call and records its outcome in `action` (never throws). */
   async #attempt(planned: PlannedCall, action: EstopAction): Promise<void> {
     try {
@@ -668,7 +685,7 @@ export class Estop implements EstopService {
     const actions = await this.#onProvider(id, async () => {
       run.started = true;
       if (this.#state !== "latched") return null;
-      const calls = this.plan().calls.filter((c) => providerOf(c) === id);
+      const calls = this.#callsOf(id);
       this.#log.warn(
         `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
       );
