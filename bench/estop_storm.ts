@@ -285,6 +285,8 @@ if (import.meta.main) {
       providers: n,
       backoff_ms: backoffMs,
       runtime_cmd: runtimeCmd.join(" "),
+      /** Spawn -> API answers with every provider AVAILABLE (start-up spawns are paced too). */
+      startup_ms: Math.round(rt.startupMs),
       load_average_start: loadStart,
       load_average_end: loadAverage(),
       latch_ms: figures(storms.map((s) => s.latchMs)),
