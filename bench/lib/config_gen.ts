@@ -28,6 +28,15 @@ export interface RuntimeConfigOptions {
   readonly dataDir: string;
   /** Behavior-tree automation (workload 8): the tree file and tick rate. */
   readonly automation?: { readonly treePath: string; readonly tickRateHz: number };
+  /**
+   * Every provider's `restart_policy` (enabled) when given (bench/estop_storm.ts kills them all);
+   * absent: no restart_policy key (restarts off, the runtime's default).
+   */
+  readonly restartPolicy?: {
+    readonly maxAttempts: number;
+    readonly backoffMs: readonly number[];
+    readonly successResetMs: number;
+  };
 }
 
 /**
@@ -132,6 +141,17 @@ export function runtimeYaml(o: RuntimeConfigOptions): string {
     for (const a of [...args, "--config", o.simConfigPath]) lines.push(`      - ${q(a)}`);
     lines.push("    hello_timeout_ms: 30000");
     lines.push("    ready_timeout_ms: 30000");
+    const r = o.restartPolicy;
+    if (r) {
+      lines.push(
+        "    restart_policy:",
+        "      enabled: true",
+        `      max_attempts: ${r.maxAttempts}`,
+        `      backoff_ms: [${r.backoffMs.join(", ")}]`,
+        "      timeout_ms: 30000",
+        `      success_reset_ms: ${r.successResetMs}`,
+      );
+    }
   }
   if (o.automation) {
     const first = providerIds(1)[0];

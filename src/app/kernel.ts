@@ -176,12 +176,21 @@ export class Runtime {
     // e-stop's trigger (cause alarm:<id>). The interlock gate runs for every call but the stop
     // actions (origin safety: the ladder and the hooks into FAULT), which skip every gate.
     this.#alarms = this.#buildAlarms(config);
-    this.registry.eachHost((h) => h.onInventory(() => this.#alarms.inventoryChanged()));
+    // A restart that rediscovers the same inventory changes no binding (issue 34 item 4).
+    this.registry.eachHost((h) =>
+      h.onInventory((_d, changed) => {
+        if (changed) this.#alarms.inventoryChanged();
+      })
+    );
     this.registry.onHostRemoved(() => this.#alarms.inventoryChanged());
     this.router.addGate(this.#alarms.gate, "interlock");
     // --- end alarms and interlocks ---
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
-    this.registry.eachHost((h) => h.onInventory(() => void this.modes.recheckAutoGate()));
+    this.registry.eachHost((h) =>
+      h.onInventory((_d, changed) => {
+        if (changed) void this.modes.recheckAutoGate();
+      })
+    );
     // --- end modes, parameters, e-stop ---
     // --- automation (issue 6): ticks only in AUTO; an e-stop forces FAULT, which halts it ---
     if (automation.enabled) {
@@ -398,7 +407,8 @@ export class Runtime {
    * it drives keep running) and reported; additions still apply. Providers that stop go the way
    * shutdown stops them (stdin closed, then SIGTERM/SIGKILL within runtime.shutdown_timeout_ms);
    * providers that start do the handshake and discovery of start-up (bounded by their
-   * hello/ready timeouts) and, if the e-stop is latched, are brought to the safe state at once.
+   * hello/ready timeouts) and, if the e-stop is latched when they come up, are brought to the
+   * safe state by it (as after any restart), which the reload waits for.
    * What `diff.needsRestart` names is left as it is. The effective configuration (`config`)
    * keeps the old values of everything refused or not applied, so the next reload tries again.
    */
@@ -529,9 +539,13 @@ export class Runtime {
       }
       void this.modes.recheckAutoGate();
     }
+    // A provider that came up while the e-stop is latched is brought to the safe state by the
+    // e-stop itself (it follows every host's availability); the report counts those calls.
     let estopActions = 0;
-    if (this.estop.latched && startedOk.length > 0) {
-      estopActions = (await this.estop.secureProviders([...startedIds])).length;
+    for (const id of startedIds) {
+      const host = this.registry.host(id);
+      const secured = host ? this.estop.securing(host) : null;
+      if (secured) estopActions += (await secured).length;
     }
     return {
       providers: {
@@ -559,6 +573,7 @@ export class Runtime {
       this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
       this.#alarms.stop(); // issue 20: no alarm action while the runtime shuts down
       this.outages.stop(); // nor a device-loss latch forcing FAULT
+      this.estop.close(); // a plan log waiting for its turn is not written
       await this.cache.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {
@@ -592,7 +607,10 @@ export interface KernelReloadReport {
   readonly treeError: string | null;
   /** Sections that took effect: `polling`, `health`, `safety`, `mode_hooks`, `parameters`, `alarms`. */
   readonly applied: string[];
-  /** Ladder calls run for started providers because the e-stop is latched. */
+  /**
+   * Ladder calls the e-stop ran for the started providers because they came up while it was
+   * latched (Estop.securing).
+   */
   readonly estopActions: number;
 }
 

@@ -152,9 +152,15 @@ export class CallRouter {
     return [...this.#metrics.values()];
   }
 
-  /** Adds a gate; `name` says in the audit trail which check refused (`mode`, `estop`, ...). */
-  addGate(gate: CallGate, name = "gate"): void {
-    this.#gates.push({ gate, name });
+  /**
+   * Adds a gate; `name` says in the audit trail which check refused (`mode`, `estop`, ...).
+   * Gates run in the order added and the first refusal is the answer, so a gate whose refusal
+   * must be acted on before any other's (the e-stop latch: re-arming is refused while it holds)
+   * is added `first`.
+   */
+  addGate(gate: CallGate, name = "gate", position: "first" | "last" = "last"): void {
+    if (position === "first") this.#gates.unshift({ gate, name });
+    else this.#gates.push({ gate, name });
   }
 
   /** Puts `next` in the place of `old` (same order among the gates); appends it when absent. */

@@ -2,3 +2,4 @@ export * from "./supervisor.ts";
 export * from "./provider_session.ts";
 export * from "./provider_host.ts";
 export * from "./registry.ts";
+export * from "./spawn_queue.ts";

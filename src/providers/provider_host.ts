@@ -13,6 +13,7 @@ import {
 import type { ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import { ProviderSession } from "./provider_session.ts";
+import type { SpawnQueue } from "./spawn_queue.ts";
 import {
   INITIAL_SUPERVISOR_STATE,
   isAvailable,
@@ -37,6 +38,11 @@ export interface ProviderHostDeps {
   /** Working directory of provider processes (the config file's folder). */
   readonly cwd: string;
   readonly shutdownTimeoutMs: number;
+  /**
+   * Where spawns wait for their turn (the registry's, shared by all its hosts); absent: a host
+   * spawns in its own turn.
+   */
+  readonly spawnQueue?: SpawnQueue;
 }
 
 /** The budget of one restart attempt (restart_policy.timeout_ms from its start, after backoff). */
@@ -47,7 +53,6 @@ interface RestartBudget {
   readonly onFailure: (err: unknown) => void;
 }
 
-/** Listener for a provider's device inventory (after every successful discovery). */
 /** Supervision events of one provider since the runtime started. */
 export interface ProviderHostCounts {
   /** Times the running provider was declared down: crash, unresponsive, protocol error. */
@@ -56,7 +61,13 @@ export interface ProviderHostCounts {
   restart_attempts: number;
 }
 
-export type InventoryListener = (devices: readonly DeviceCapabilities[]) => void;
+/**
+ * Listener for a provider's device inventory (after every successful discovery). `changed` is
+ * false when a rediscovery (a restart) found exactly the inventory the last one did: work that
+ * depends on the inventory alone (an e-stop plan, bindings) need not be redone, and a restart
+ * storm then costs no work per start that walks every provider.
+ */
+export type InventoryListener = (devices: readonly DeviceCapabilities[], changed: boolean) => void;
 /** Listener for availability flips of a provider. */
 export type AvailabilityListener = (available: boolean) => void;
 
@@ -80,6 +91,8 @@ export class ProviderHost {
   #attempt: Promise<void> | null = null;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
+  /** The last discovered inventory as text (inventorySignature); "" before the first. */
+  #inventorySignature = "";
   readonly #availabilityListeners: AvailabilityListener[] = [];
 
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
@@ -215,12 +228,18 @@ export class ProviderHost {
   async #bringUp(budget: RestartBudget | null): Promise<
     { session: ProviderSession; devices: DeviceCapabilities[] }
   > {
-    const session = new ProviderSession(this.config, this.config.command, {
-      spawn: this.#deps.spawn,
-      log: this.#log,
-      monoMs: () => this.#deps.clock.monoMs(),
-      cwd: this.#deps.cwd,
-    });
+    const spawn = () => {
+      // stop() came while this start waited for its turn: nothing is spawned.
+      if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
+      return new ProviderSession(this.config, this.config.command, {
+        spawn: this.#deps.spawn,
+        log: this.#log,
+        monoMs: () => this.#deps.clock.monoMs(),
+        cwd: this.#deps.cwd,
+      });
+    };
+    const queue = this.#deps.spawnQueue;
+    const session = queue ? await queue.run(spawn) : spawn();
     this.#starting = session;
     // anolis words it "Restart timeout exceeded ..."; launchers match "restart timeout".
     const checkBudget = (after: string) => {
@@ -263,7 +282,10 @@ export class ProviderHost {
     this.#log.info(
       `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
     );
-    for (const l of this.#inventoryListeners) l(devices);
+    const signature = inventorySignature(devices);
+    const changed = signature !== this.#inventorySignature;
+    this.#inventorySignature = signature;
+    for (const l of this.#inventoryListeners) l(devices, changed);
     this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
     session.ended.then((why) => this.#onSessionEnded(session, why));
     this.#armStreakReset();
@@ -376,4 +398,12 @@ export class ProviderHost {
       this.#apply({ type: "attempt_failed", at: this.#deps.clock.monoMs() });
     }
   }
+}
+
+/** An inventory as text, to tell a rediscovery that changed nothing (non-finite numbers kept). */
+function inventorySignature(devices: readonly DeviceCapabilities[]): string {
+  return JSON.stringify(
+    devices,
+    (_k, v) => typeof v === "number" && !Number.isFinite(v) ? String(v) : v,
+  );
 }

@@ -7,6 +7,7 @@ import {
 import type { ProviderConfig } from "../config/mod.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines, raceTimeout } from "./provider_session.ts";
+import { SpawnQueue } from "./spawn_queue.ts";
 
 /** Told of every provider host: those there now (at once) and each one added later. */
 export type HostListener = (host: ProviderHost) => void;
@@ -23,8 +24,12 @@ export class ProviderRegistry {
   readonly #removed: HostListener[] = [];
 
   constructor(providers: readonly ProviderConfig[], deps: ProviderHostDeps) {
-    this.#deps = deps;
-    for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, deps));
+    // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
+    this.#deps = {
+      ...deps,
+      spawnQueue: deps.spawnQueue ?? new SpawnQueue(() => deps.clock.monoMs()),
+    };
+    for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, this.#deps));
   }
 
   /** Calls `listener` for every host now and for every host added later (before it starts). */

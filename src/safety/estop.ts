@@ -15,6 +15,13 @@
  *  4. verification: the expected signals read back fresh until they hold or the timeout passes.
  * The answer carries all of it. A re-trigger while a stop runs runs again after it.
  *
+ * A provider that becomes AVAILABLE while the latch holds (the supervisor restarted it, a reload
+ * started it, it came up late) is brought to the safe state too: the ladder's calls for it run,
+ * in declared order behind any ladder call still running on that provider, then its expectations
+ * are read back again and merged into the verification status shows, which is published
+ * (`estop_verification`) and recorded in the audit trail (see #secure). One mechanism for every
+ * path: the e-stop follows every provider host's availability, also of hosts a reload adds.
+ *
  * Releasing the latch changes nothing physical and never re-arms: the mode stays FAULT and
  * arming (MANUAL, AUTO) is refused while the latch holds.
  *
@@ -31,13 +38,12 @@ import {
   toRuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
-import type { RuntimeMode } from "../config/mod.ts";
+import type { RuntimeMode, SafeStateExpectation } from "../config/mod.ts";
 import {
   type ArmCheck,
   type AuditOrigin,
   type AuditSink,
   type CallRouter,
-  fanOutByProvider,
   type FaultEntry,
   findDeclaredTarget,
   type GateContext,
@@ -47,7 +53,7 @@ import {
   toTypedArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
+import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import {
   type FunctionRef,
   type PlannedCall,
@@ -60,6 +66,8 @@ import {
   unresolvedExpectations,
   unverifiedDevices,
   type Verification,
+  type VerificationCheck,
+  verificationOutcome,
   verifySafeState,
 } from "./verify.ts";
 
@@ -129,7 +137,11 @@ export interface EstopStatus {
   plan?: EstopPlanView;
   /** Actuating devices with no expectation on any of their signals. */
   unverified_devices?: string[];
-  /** The last e-stop's read-back, whatever triggered it; null before the first. */
+  /**
+   * The last e-stop's read-back, whatever triggered it, with the expectations of providers that
+   * came back while latched read again since (each check its latest fresh read); null before the
+   * first.
+   */
   verification?: Verification | null;
 }
 
@@ -175,6 +187,10 @@ export const BUSY_RETRY_INTERVAL_MS = 10;
 /** How long past the provider's timeout_ms a ladder call keeps retrying a full queue. */
 export const BUSY_RETRY_MARGIN_MS = 1000;
 
+/** What an operator must do, in order, to actuate again after an e-stop (gate refusals say it). */
+export const LATCH_REMEDY =
+  "release the latch (POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)";
+
 /** Latch states and events. */
 export type LatchState = "released" | "latched";
 export type LatchEvent = "trigger" | "clear";
@@ -183,6 +199,13 @@ export type LatchEvent = "trigger" | "clear";
 export function latchTransition(_state: LatchState, event: LatchEvent): LatchState {
   return event === "trigger" ? "latched" : "released";
 }
+
+/**
+ * The plan is logged again at most once per this interval when inventories change (a storm of
+ * changes is logged once more at the interval's end, naming every change); the plan itself is
+ * always current.
+ */
+export const PLAN_LOG_INTERVAL_MS = 1000;
 
 /** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
 export const DRAIN_MARGIN_MS = 1000;
@@ -240,13 +263,33 @@ export class Estop implements EstopService {
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
   #plan: SafeStatePlan | null = null;
-  #lastVerification: Verification | null = null;
+  /** The plan's calls by provider (#callsOf), for the plan it was made from. */
+  #planIndex: { plan: SafeStatePlan; byProvider: Map<string, PlannedCall[]> } | null = null;
+  /** What status shows as the verification (see #mergeVerification). */
+  #verified: VerificationState | null = null;
   #logPlanChanges = false;
+  /** Monotonic ms the plan was last logged at for a change (#planChanged). */
+  #planLoggedAt = -Infinity;
+  /** Why the plan changed since it was last logged (logged with it). */
+  readonly #planLogReasons = new Set<string>();
+  #planLogTimer: ReturnType<typeof setTimeout> | undefined;
+  /** After close(): no plan log is scheduled any more. */
+  #closed = false;
+  /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
+  readonly #providerTails = new Map<string, Promise<void>>();
+  /** Per provider host: its securing run after it last became AVAILABLE while latched. */
+  readonly #secureRuns = new WeakMap<ProviderHost, SecureRun>();
+  /** The re-verification waiting to start, if any (providers join it until it starts). */
+  #pendingReverify: ReverifyBatch | null = null;
+  /** The end of the re-verifications begun so far (one runs at a time). */
+  #reverifyTail: Promise<unknown> = Promise.resolve();
 
   constructor(options: EstopOptions) {
     this.#o = options;
     this.#log = options.log.child("estop");
-    options.router.addGate(this.gate, "estop");
+    // First among the gates: while latched, the mode is FAULT too, and the mode gate's remedy
+    // (re-arm with MANUAL) is refused until the latch is released.
+    options.router.addGate(this.gate, "estop", "first");
     options.modes?.addArmCheck(
       (from, to) =>
         this.#state === "latched"
@@ -256,12 +299,47 @@ export class Estop implements EstopService {
       "estop",
     );
     // Providers added or removed by a configuration reload change the plan as an inventory does.
-    const replan = (why: string) => {
-      this.#plan = null;
-      if (this.#logPlanChanges) this.logPlan(why);
-    };
-    options.registry.eachHost((h) => h.onInventory(() => replan("inventory changed")));
-    options.registry.onHostRemoved((h) => replan(`provider ${h.id} removed`));
+    // A restart that rediscovers the same inventory changes nothing: 40 providers restarting at
+    // once must not replan and log the whole plan 40 times (issue 34 item 4).
+    options.registry.eachHost((h) => {
+      h.onInventory((_devices, changed) => {
+        if (changed) this.#planChanged(`inventory of ${h.id} changed`);
+      });
+      h.onAvailability((up) => {
+        if (up) this.#providerAvailable(h);
+      });
+    });
+    options.registry.onHostRemoved((h) => this.#planChanged(`provider ${h.id} removed`));
+  }
+
+  /**
+   * The plan is recomputed when next asked for, and logged (once logging began): at once, or when
+   * PLAN_LOG_INTERVAL_MS has passed since it was last logged for a change, with every reason since.
+   */
+  #planChanged(why: string): void {
+    this.#plan = null;
+    if (!this.#logPlanChanges) return;
+    this.#planLogReasons.add(why);
+    if (this.#planLogTimer !== undefined || this.#closed) return;
+    const wait = this.#planLoggedAt + PLAN_LOG_INTERVAL_MS - this.#o.clock.monoMs();
+    if (wait <= 0) return this.#logPendingPlan();
+    this.#planLogTimer = setTimeout(() => this.#logPendingPlan(), Math.ceil(wait));
+  }
+
+  #logPendingPlan(): void {
+    this.#planLogTimer = undefined;
+    this.#planLoggedAt = this.#o.clock.monoMs();
+    const why = [...this.#planLogReasons].join("; ");
+    this.#planLogReasons.clear();
+    this.logPlan(why);
+  }
+
+  /** Cancels a plan log that waits for its turn (at shutdown). */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#planLogTimer);
+    this.#planLogTimer = undefined;
+    this.#planLogReasons.clear();
   }
 
   /** Triggers since start (a trigger while latched counts too). */
@@ -274,13 +352,16 @@ export class Estop implements EstopService {
     return this.#state === "latched";
   }
 
-  /** The call gate: while latched, actuating (non-READ) calls are refused; safety calls skip gates. */
+  /**
+   * The call gate: while latched, actuating (non-READ) calls are refused; safety calls skip gates.
+   * It runs before every other gate, and its message gives the remedy in the order that works.
+   */
   readonly gate = (ctx: GateContext): RuntimeError | null => {
     if (this.#state !== "latched" || !ctx.fn.actuating || ctx.origin === "safety") return null;
     return failedPrecondition(
       `E-stop latched: actuating call ${
         deviceHandle(ctx.device.device.providerId, ctx.device.device.deviceId)
-      } ${ctx.fn.name} refused (POST /v0/estop/clear releases the latch)`,
+      } ${ctx.fn.name} refused; ${LATCH_REMEDY}`,
     );
   };
 
@@ -391,34 +472,16 @@ export class Estop implements EstopService {
    */
   reconfigure(safeState: SafeStateConfig): void {
     this.#o = { ...this.#o, safeState };
-    this.#plan = null;
-    if (this.#logPlanChanges) this.logPlan("configuration reloaded");
+    this.#planChanged("configuration reloaded");
   }
 
   /**
-   * While latched, runs the ladder's calls for devices of `providerIds` (providers a reload just
-   * started), so they reach the safe state like the others did; every call attempted, one after
-   * another within a provider. Queued behind a stop that is running. Resolves with the actions
-   * (none when the latch is released).
+   * The securing run begun when `host` last became AVAILABLE while latched: resolves with its
+   * ladder calls once its expectations have been read back again (a configuration reload waits
+   * for the providers it started). Null when it never came up while latched.
    */
-  secureProviders(providerIds: readonly string[]): Promise<EstopAction[]> {
-    const run = this.#stopTail.then(async () => {
-      if (this.#state !== "latched") return [];
-      const ids = new Set(providerIds);
-      const plan = this.plan();
-      const calls = plan.calls.filter((c) =>
-        ids.has(c.kind === "zero" ? c.providerId : c.call.deviceHandle.split("/")[0])
-      );
-      if (calls.length === 0) return [];
-      this.#log.warn(
-        `e-stop latched: bringing ${
-          providerIds.join(", ")
-        } to the safe state (${calls.length} call(s))`,
-      );
-      return await this.#runLadder({ ...plan, calls });
-    });
-    this.#stopTail = run.catch(() => {});
-    return run;
+  securing(host: ProviderHost): Promise<EstopAction[]> | null {
+    return this.#secureRuns.get(host)?.promise ?? null;
   }
 
   clear(source: AuditOrigin = { kind: "http" }): { latched: false } {
@@ -459,7 +522,7 @@ export class Estop implements EstopService {
         this.#o.safeState.expect,
         registeredDevices(this.#o.registry),
       ),
-      verification: this.#lastVerification,
+      verification: this.#verified === null ? null : verificationView(this.#verified),
     };
   }
 
@@ -468,14 +531,16 @@ export class Estop implements EstopService {
     const plan = this.plan();
     const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
     const hookFailures = fault ? await fault.runHooks() : [];
+    const expect = this.#o.safeState.expect;
+    const startedAt = this.#o.clock.monoMs();
     const verification = await verifySafeState({
       registry: this.#o.registry,
       clock: this.#o.clock,
-      expect: this.#o.safeState.expect,
+      expect,
       timeoutMs: this.#o.safeState.verifyTimeoutMs,
     });
-    this.#lastVerification = verification;
-    this.#reportVerification(verification);
+    this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
+    this.#reportVerification(verification, "e-stop verification");
     const result: EstopResult = {
       latched: true,
       software_safe_state: plan.rung,
@@ -499,19 +564,20 @@ export class Estop implements EstopService {
     return result;
   }
 
-  #reportVerification(v: Verification): void {
+  /** Logs (`what`: how the lines begin) and publishes a verification. */
+  #reportVerification(v: Verification, what: string): void {
     const failed = v.checks.filter((c) => c.outcome !== "verified");
     if (v.outcome === "verified") {
-      this.#log.info(`e-stop verification: verified after ${v.elapsed_ms} ms`);
+      this.#log.info(`${what}: verified after ${v.elapsed_ms} ms`);
     } else {
       this.#log.error(
-        `e-stop verification: ${v.outcome} after ${v.elapsed_ms} ms (${
+        `${what}: ${v.outcome} after ${v.elapsed_ms} ms (${
           v.checks.length - failed.length
         }/${v.checks.length} verified)`,
       );
     }
     for (const c of failed) {
-      this.#log.error(`e-stop verification ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
+      this.#log.error(`${what} ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
     }
     this.#o.bus?.publish({
       kind: "estop_verification",
@@ -525,8 +591,8 @@ export class Estop implements EstopService {
   }
 
   /**
-   * The ladder: fanned out per provider (declared order within a provider), every call
-   * attempted. Actions are reported in plan order.
+   * The ladder: fanned out per provider (declared order within a provider, behind ladder calls
+   * still running on it), every call attempted. Actions are reported in plan order.
    */
   async #runLadder(plan: SafeStatePlan): Promise<EstopAction[]> {
     // What it leaves untouched is the answer's warning, logged with it.
@@ -534,21 +600,200 @@ export class Estop implements EstopService {
       `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
     );
     const actions: EstopAction[] = plan.calls.map((c) => ({ ...c.label, success: true }));
-    const indexed = plan.calls.map((planned, i) => ({ planned, i }));
-    await fanOutByProvider(indexed, ({ planned }) => planned.label.device_handle, async (item) => {
-      const action = actions[item.i];
-      try {
-        await this.#runWhileBusy(item.planned);
-      } catch (err) {
-        const e = toRuntimeError(err);
-        action.success = false;
-        action.error = `${e.code}: ${e.message}`;
-        this.#log.error(
-          `safe-state call ${action.device_handle} ${action.function} failed: ${action.error}`,
-        );
-      }
+    const byProvider = new Map<string, number[]>();
+    plan.calls.forEach((c, i) => {
+      const id = providerOf(c);
+      const group = byProvider.get(id);
+      if (group) group.push(i);
+      else byProvider.set(id, [i]);
     });
+    await Promise.all(
+      [...byProvider].map(([id, indices]) =>
+        this.#onProvider(id, async () => {
+          for (const i of indices) await this.#attempt(plan.calls[i], actions[i]);
+        })
+      ),
+    );
     return actions;
+  }
+
+  /** The plan's calls to one provider, in plan order (indexed once per plan, not per start). */
+  #callsOf(providerId: string): readonly PlannedCall[] {
+    const plan = this.plan();
+    if (this.#planIndex?.plan !== plan) {
+      const byProvider = new Map<string, PlannedCall[]>();
+      for (const c of plan.calls) {
+        const group = byProvider.get(providerOf(c));
+        if (group) group.push(c);
+        else byProvider.set(providerOf(c), [c]);
+      }
+      this.#planIndex = { plan, byProvider };
+    }
+    return this.#planIndex.byProvider.get(providerId) ?? [];
+  }
+
+  /** Runs one ladder call and records its outcome in `action` (never throws). */
+  async #attempt(planned: PlannedCall, action: EstopAction): Promise<void> {
+    try {
+      await this.#runWhileBusy(planned);
+    } catch (err) {
+      const e = toRuntimeError(err);
+      action.success = false;
+      action.error = `${e.code}: ${e.message}`;
+      this.#log.error(
+        `safe-state call ${action.device_handle} ${action.function} failed: ${action.error}`,
+      );
+    }
+  }
+
+  /**
+   * Runs `work` after the ladder calls queued on `providerId` so far (at once when there are none:
+   * a trigger's calls then queue on the provider before its drain barrier); later ones wait for it.
+   */
+  #onProvider<T>(providerId: string, work: () => Promise<T>): Promise<T> {
+    const before = this.#providerTails.get(providerId);
+    const run = before ? before.then(work) : work();
+    const tail = run.then(() => {}, () => {});
+    this.#providerTails.set(providerId, tail);
+    void tail.then(() => {
+      if (this.#providerTails.get(providerId) === tail) this.#providerTails.delete(providerId);
+    });
+    return run;
+  }
+
+  /**
+   * `host` became AVAILABLE: while latched, and unless a securing run of it is still waiting for
+   * its turn (it will find the provider up), one begins (#secure).
+   */
+  #providerAvailable(host: ProviderHost): void {
+    if (this.#state !== "latched" || this.#o.registry.host(host.id) !== host) return;
+    const queued = this.#secureRuns.get(host);
+    if (queued && !queued.started) return;
+    const run: SecureRun = { started: false, promise: Promise.resolve([]) };
+    // Not inside the host's own step of coming up: the calls start from the next microtask.
+    run.promise = Promise.resolve().then(() => this.#secure(host, run));
+    this.#secureRuns.set(host, run);
+  }
+
+  /**
+   * Brings a provider that came up while latched to the safe state: the plan's calls for it, in
+   * declared order behind ladder calls still running on it, every call attempted; then (still
+   * latched) its expectations are read back again (#reverify). Resolves with the calls made.
+   */
+  async #secure(host: ProviderHost, run: SecureRun): Promise<EstopAction[]> {
+    const id = host.id;
+    const actions = await this.#onProvider(id, async () => {
+      run.started = true;
+      if (this.#state !== "latched") return null;
+      const calls = this.#callsOf(id);
+      this.#log.warn(
+        `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
+      );
+      const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
+      for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]);
+      return done;
+    });
+    if (actions === null) return [];
+    await this.#reverify(id, actions);
+    return actions;
+  }
+
+  /**
+   * Asks for `providerId`'s expectations to be read back again, with `actions` its securing calls.
+   * Providers that come back while a re-verification waits for its turn join it: one runs at a
+   * time, after the stop that was running when it was asked for (whose verification it merges
+   * into), so a restart storm reads back in a few batches, not one per provider.
+   */
+  #reverify(providerId: string, actions: readonly EstopAction[]): Promise<void> {
+    const pending = this.#pendingReverify;
+    if (pending) {
+      pending.providers.set(providerId, actions);
+      return pending.done;
+    }
+    const batch: ReverifyBatch = {
+      providers: new Map([[providerId, actions]]),
+      done: Promise.resolve(),
+    };
+    batch.done = Promise.all([this.#stopTail, this.#reverifyTail]).then(async () => {
+      if (this.#pendingReverify === batch) this.#pendingReverify = null;
+      await this.#runReverify(batch);
+    }).catch((err) => {
+      this.#log.error(`e-stop re-verification failed: ${toRuntimeError(err).message}`);
+    });
+    this.#pendingReverify = batch;
+    this.#reverifyTail = batch.done;
+    return batch.done;
+  }
+
+  /**
+   * One re-verification: the batch's providers' expectations (of the list the shown verification
+   * holds) read back fresh, merged, logged, published as `estop_verification` and audited. Skipped
+   * once the latch is released.
+   */
+  async #runReverify(batch: ReverifyBatch): Promise<void> {
+    const shown = this.#verified;
+    if (this.#state !== "latched" || shown === null) return;
+    const ids = [...batch.providers.keys()];
+    const indices = shown.expect.flatMap((e, i) => ids.includes(e.providerId) ? [i] : []);
+    const startedAt = this.#o.clock.monoMs();
+    const partial = await verifySafeState({
+      registry: this.#o.registry,
+      clock: this.#o.clock,
+      expect: indices.map((i) => shown.expect[i]),
+      timeoutMs: this.#o.safeState.verifyTimeoutMs,
+    });
+    if (!this.#mergeVerification(shown.expect, indices, partial, startedAt)) return;
+    const merged = verificationView(this.#verified!);
+    this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} back)`);
+    const actions = [...batch.providers.values()].flat();
+    const failed = actions.filter((a) => !a.success).length;
+    this.#o.audit?.record({
+      action: "estop",
+      origin: { kind: "estop", rung: this.plan().rung, cause: this.#cause ?? this.#activeCause },
+      outcome: failed === 0 ? "accepted" : "failed",
+      args: { provider_ids: ids, reason: "available while latched" },
+      result: {
+        actions: actions.length,
+        actions_failed: failed,
+        verification: merged.outcome,
+        checks_total: merged.checks.length,
+        checks_verified: merged.checks.filter((c) => c.outcome === "verified").length,
+      },
+      latency_ms: Math.round(this.#o.clock.monoMs() - startedAt),
+    });
+  }
+
+  /**
+   * Merges a read-back of `expect[indices[k]]` (checks in that order), begun at monotonic
+   * `startedAt`, into what status shows: a check replaces the one shown unless that one comes
+   * from a read-back begun later. A read-back of another expectation list (a trigger after a
+   * reload of safety.safe_state) replaces it all; a partial one of a list no longer shown is
+   * dropped (false).
+   */
+  #mergeVerification(
+    expect: readonly SafeStateExpectation[],
+    indices: readonly number[],
+    v: Verification,
+    startedAt: number,
+  ): boolean {
+    let shown = this.#verified;
+    if (shown === null || shown.expect !== expect) {
+      if (indices.length !== expect.length) return false;
+      shown = this.#verified = {
+        expect,
+        checks: [...v.checks],
+        startedAt: v.checks.map(() => startedAt),
+        elapsedMs: v.elapsed_ms,
+      };
+      return true;
+    }
+    indices.forEach((index, k) => {
+      if (shown.startedAt[index] > startedAt) return;
+      shown.checks[index] = v.checks[k];
+      shown.startedAt[index] = startedAt;
+    });
+    shown.elapsedMs = v.elapsed_ms;
+    return true;
   }
 
   /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
@@ -570,9 +815,7 @@ export class Estop implements EstopService {
    * A provider that is down, or not configured, fails at once.
    */
   async #runWhileBusy(planned: PlannedCall): Promise<void> {
-    const providerId = planned.kind === "zero"
-      ? planned.providerId
-      : planned.call.deviceHandle.split("/")[0];
+    const providerId = providerOf(planned);
     const host = this.#o.registry.host(providerId);
     if (!host) {
       await this.#run(planned); // rejects: the router names the unknown provider
@@ -612,4 +855,38 @@ export class Estop implements EstopService {
       source,
     });
   }
+}
+
+/** The provider a planned call goes to. */
+function providerOf(c: PlannedCall): string {
+  return c.kind === "zero" ? c.providerId : c.call.deviceHandle.split("/", 1)[0];
+}
+
+/** A provider's securing run (#secure); `started` once its ladder calls had their turn. */
+interface SecureRun {
+  started: boolean;
+  promise: Promise<EstopAction[]>;
+}
+
+/** A re-verification and the providers (with their securing calls) it reads back. */
+interface ReverifyBatch {
+  readonly providers: Map<string, readonly EstopAction[]>;
+  done: Promise<void>;
+}
+
+/**
+ * The verification status shows: for the expectation list of the last full read-back, each
+ * check's latest fresh read, with the monotonic start of the read-back it comes from.
+ */
+interface VerificationState {
+  readonly expect: readonly SafeStateExpectation[];
+  readonly checks: VerificationCheck[];
+  readonly startedAt: number[];
+  /** Duration of the last read-back merged in. */
+  elapsedMs: number;
+}
+
+/** A verification state as status and events show it. */
+function verificationView(s: VerificationState): Verification {
+  return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
 }

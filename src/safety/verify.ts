@@ -81,12 +81,21 @@ export async function verifySafeState(o: VerifyOptions): Promise<Verification> {
     [...groups.values()].map((g) => verifyDevice(o, g, deadline, results)),
   );
   const checks = o.expect.map((e) => results.get(e)!);
-  const outcome: VerificationOutcome = checks.every((c) => c.outcome === "verified")
-    ? "verified"
-    : checks.some((c) => c.outcome === "mismatch")
-    ? "mismatch"
-    : "unreachable";
-  return { outcome, elapsed_ms: Math.round(o.clock.monoMs() - started), checks };
+  return {
+    outcome: verificationOutcome(checks),
+    elapsed_ms: Math.round(o.clock.monoMs() - started),
+    checks,
+  };
+}
+
+/**
+ * The outcome of a set of checks (module comment): verified when every one is, mismatch when any
+ * is, else unreachable; unverifiable when there are none.
+ */
+export function verificationOutcome(checks: readonly VerificationCheck[]): VerificationOutcome {
+  if (checks.length === 0) return "unverifiable";
+  if (checks.every((c) => c.outcome === "verified")) return "verified";
+  return checks.some((c) => c.outcome === "mismatch") ? "mismatch" : "unreachable";
 }
 
 /** One device's expectations: read, judge, repeat until all hold or the deadline. */

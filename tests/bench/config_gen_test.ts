@@ -115,6 +115,27 @@ Deno.test("runtimeYaml gives provider i the command providerCmdAt(i), with --con
   assert.throws(() => runtimeYaml({ ...baseOptions(), providerCmdAt: () => [] }), RangeError);
 });
 
+Deno.test("runtimeYaml gives every provider the restart_policy bench/estop_storm.ts asks for, and none without it", () => {
+  const text = runtimeYaml({
+    ...baseOptions(),
+    providerCount: 2,
+    restartPolicy: { maxAttempts: 3, backoffMs: [200, 1000, 3000], successResetMs: 1000 },
+  });
+  const { config, diagnostics } = checkLoad(text);
+  assert.deepStrictEqual(diagnostics, []);
+  for (const p of config!.providers) {
+    assert.deepStrictEqual(p.restartPolicy, {
+      enabled: true,
+      maxAttempts: 3,
+      backoffMs: [200, 1000, 3000],
+      timeoutMs: 30000,
+      successResetMs: 1000,
+    });
+  }
+  const plain = checkLoad(runtimeYaml(baseOptions())).config!;
+  assert.equal(plain.providers[0].restartPolicy.enabled, false);
+});
+
 /** loadConfig in check mode with every file and command taken to exist. */
 function checkLoad(text: string) {
   return loadConfig(text, {

@@ -229,7 +229,7 @@ Deno.test("CallRouter audit: a call the provider failed after it was sent is `fa
   });
 });
 
-Deno.test("CallRouter.replaceGate keeps the old gate's place and name; an unknown old gate is appended with the given name", async () => {
+Deno.test("CallRouter.replaceGate keeps the old gate's place and name, addGate first goes before the others, an unknown old gate is appended with the given name", async () => {
   await withRouter(async ({ rt, refuse, tick }) => {
     /** [refused_by, reason] of one set_fan call through a fresh router set up by `setup`. */
     const refusal = async (setup: (r: CallRouter) => void) => {
@@ -271,6 +271,14 @@ Deno.test("CallRouter.replaceGate keeps the old gate's place and name; an unknow
         r.replaceGate(second, refuse("replaced second refuses"), "ignored");
       }),
       [["estop", "FAILED_PRECONDITION: replaced second refuses"]],
+    );
+    // A gate added `first` runs before the gates already there (the e-stop latch's).
+    assert.deepEqual(
+      await refusal((r) => {
+        r.addGate(refuse("mode refuses"), "mode");
+        r.addGate(refuse("latch refuses"), "estop", "first");
+      }),
+      [["estop", "FAILED_PRECONDITION: latch refuses"]],
     );
     // Unknown old gate: appended, after the gates already there, with the given or default name.
     assert.deepEqual(

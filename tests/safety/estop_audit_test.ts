@@ -1,24 +1,24 @@
 /**
- * The e-stop's audit records (trigger, clear, the FAULT it commits), its trigger count, a
- * configuration reload (reconfigure) and the securing of providers a reload started
- * (secureProviders), with the real router over a registry without providers (no processes):
- * the ladder's calls to providers that are not there fail with NOT_FOUND, which names each call.
+ * The e-stop's audit records (trigger, clear, the FAULT it commits), its trigger count and a
+ * configuration reload (reconfigure), with the real router over a registry without providers (no
+ * processes). Providers that come up while latched: tests/scenarios/estop_restart_test.ts.
  */
 import { withRealTimers } from "../helpers/clock.ts";
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
-import type { HookConfig } from "../../src/config/mod.ts";
+import type { HookConfig, ProviderConfig } from "../../src/config/mod.ts";
 import { type AuditDecision, type AuditOrigin, CallRouter } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { Estop, type EstopModes, type SafeStateConfig } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
-import { call } from "./_fixture.ts";
+import { call, plantProvider } from "./_fixture.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 const NOW_MS = 1_767_000_000_123;
 
-function parts(safe: Partial<SafeStateConfig> = {}) {
+function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] = []) {
   const logLines: string[] = [];
   const log = new LineLogger({
     level: "info",
@@ -31,7 +31,7 @@ function parts(safe: Partial<SafeStateConfig> = {}) {
   });
   const bus = new EventBus();
   const clock: Clock = withRealTimers({ nowMs: () => NOW_MS, monoMs: () => performance.now() });
-  const registry = new ProviderRegistry([], {
+  const registry = new ProviderRegistry(providers, {
     spawn: () => {
       throw new Error("no processes in this test");
     },
@@ -71,7 +71,7 @@ function parts(safe: Partial<SafeStateConfig> = {}) {
     modes,
     audit: { record: (d) => audit.push(d) },
   });
-  return { estop, audit, faults, logLines };
+  return { estop, audit, faults, logLines, registry };
 }
 
 const HOOKS: HookConfig["calls"] = [
@@ -162,36 +162,39 @@ Deno.test("Estop reconfigure: the plan follows the new safe state and is logged 
   assert.equal(estop.plan().calls.length, 3);
 });
 
-Deno.test("Estop secureProviders does nothing while released", async () => {
-  const { estop } = parts({ hooks: HOOKS });
-  assert.deepEqual(await estop.secureProviders(["alpha", "beta"]), []);
+Deno.test("Estop logs a plan change at once, and changes within PLAN_LOG_INTERVAL_MS of it once more, together", async () => {
+  // Three configured providers, never started: removing one changes the plan.
+  const { estop, logLines, registry } = parts(
+    { zeroIsSafe: true },
+    [plantProvider("a"), plantProvider("b"), plantProvider("c")],
+  );
+  try {
+    estop.logPlan("start-up");
+    const headers = () => logLines.filter((l) => l.startsWith("e-stop plan ("));
+    registry.remove("a");
+    assert.deepEqual(headers().slice(1), [
+      "e-stop plan (provider a removed): rung 'zero', 0 call(s), 0 actuating function(s) untouched",
+    ]);
+    registry.remove("b");
+    registry.remove("c");
+    assert.equal(headers().length, 2, "within the interval: not yet");
+    assert.deepEqual(estop.plan().calls, [], "the plan itself is current at once");
+    await waitFor("the second plan log", () => headers().length === 3);
+    assert.equal(
+      headers()[2],
+      "e-stop plan (provider b removed; provider c removed): rung 'zero', 0 call(s), 0 actuating function(s) untouched",
+    );
+  } finally {
+    estop.close();
+  }
 });
 
-Deno.test("Estop secureProviders while latched runs only the named providers' calls of the plan", async () => {
-  const { estop, logLines } = parts({ hooks: HOOKS });
-  await estop.trigger();
-  logLines.length = 0;
-  const actions = await estop.secureProviders(["alpha"]);
-  assert.deepEqual(actions.map((a) => [a.device_handle, a.function, a.success]), [
-    ["alpha/relays", "set_relay", false],
-    ["alpha/valve", "close", false],
-  ]);
-  assert.ok(actions.every((a) => a.error?.startsWith("NOT_FOUND")), JSON.stringify(actions));
-  assert.ok(
-    logLines.includes("e-stop latched: bringing alpha to the safe state (2 call(s))"),
-    logLines.join("\n"),
-  );
-  assert.deepEqual(
-    (await estop.secureProviders(["beta"])).map((a) => a.device_handle),
-    ["beta/heater"],
-  );
-});
-
-Deno.test("Estop secureProviders with no call of the named providers does nothing", async () => {
-  const { estop, logLines } = parts({ hooks: HOOKS });
-  await estop.trigger();
-  logLines.length = 0;
-  assert.deepEqual(await estop.secureProviders(["a"]), []);
-  assert.deepEqual(await estop.secureProviders([]), []);
-  assert.deepEqual(logLines.filter((l) => l.includes("bringing")), []);
+Deno.test("Estop close drops a plan log that waits for its turn", async () => {
+  const { estop, logLines, registry } = parts({}, [plantProvider("a"), plantProvider("b")]);
+  estop.logPlan("start-up");
+  registry.remove("a");
+  registry.remove("b");
+  estop.close();
+  // Nothing is pending any more (the test's timer sanitizer would say otherwise).
+  assert.equal(logLines.filter((l) => l.includes("provider b removed")).length, 0);
 });

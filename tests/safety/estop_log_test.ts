@@ -106,26 +106,42 @@ Deno.test("Estop logs a none rung and the actuating devices nothing verifies", a
   }
 });
 
-Deno.test("Estop logs its plan again when a provider's inventory changes", async () => {
+Deno.test("Estop logs its plan again when a provider's inventory changes, not after a restart that changed nothing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "estop-log-" });
+  // The first process of `plant` declares only its READ function, every later one two ACTUATE.
   const { rt, lines } = await start(testConfig({
-    providers: [inertSim("sim0", { restart: { backoffMs: [50] } })],
+    providers: [
+      plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 }),
+      inertSim("sim0", { restart: { backoffMs: [50] } }),
+    ],
     safety: { zeroIsSafe: true },
   }));
   const headers = () => at(lines, "info").filter((t) => t.startsWith("e-stop plan ("));
+  const rediscovered: string[] = [];
+  for (const h of rt.registry.hosts) {
+    h.onInventory((_d, changed) => rediscovered.push(`${h.id} ${changed ? "changed" : "same"}`));
+  }
+  const restart = async (id: string) => {
+    const host = rt.registry.host(id)!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor(`${id} restarted`, () => host.available && host.session!.pid !== pid);
+  };
   try {
     assert.deepEqual(headers(), [
       "e-stop plan (start-up): rung 'zero', 10 call(s), 12 actuating function(s) untouched",
     ]);
-    await rt.modes.request("MANUAL");
-    await manualCall(rt, "sim0", "chaos_control", 6, { exit_code: { type: "int64", int64: 9 } })
-      .catch(() => {});
-    await waitFor("plan logged after the restart", () => headers().length === 2);
-    assert.equal(
-      headers()[1],
-      "e-stop plan (inventory changed): rung 'zero', 10 call(s), 12 actuating function(s) untouched",
-    );
+    // Decided when the rediscovery is committed, before the provider is AVAILABLE again.
+    await restart("sim0");
+    assert.equal(headers().length, 1, "the same inventory: no new plan");
+    await restart("plant");
+    assert.deepEqual(headers().slice(1), [
+      "e-stop plan (inventory of plant changed): rung 'zero', 12 call(s), 12 actuating function(s) untouched",
+    ]);
+    assert.deepEqual(rediscovered, ["sim0 same", "plant changed"]);
   } finally {
     await rt.stop();
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

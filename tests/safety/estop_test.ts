@@ -136,8 +136,8 @@ Deno.test("Estop trigger latches, commits FAULT and publishes estop_change befor
   assert.equal(refusal?.code, "FAILED_PRECONDITION");
   assert.equal(
     refusal?.message,
-    "E-stop latched: actuating call p/relays set_relay refused " +
-      "(POST /v0/estop/clear releases the latch)",
+    "E-stop latched: actuating call p/relays set_relay refused; release the latch " +
+      "(POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)",
   );
 
   const result = await pending;
