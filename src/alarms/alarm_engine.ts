@@ -311,7 +311,9 @@ export class AlarmEngine implements AlarmService {
       ? () => {}
       : options.cache.onDevicePolled(this.#onDevicePolled);
     if (options.watchInventory ?? true) {
-      this.#unwatch = options.inventory.onChange(() => this.inventoryChanged());
+      this.#unwatch = options.inventory.onChange((_id, changed) => {
+        if (changed) this.inventoryChanged();
+      });
     }
     this.#rebind(false);
   }

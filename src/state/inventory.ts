@@ -54,8 +54,8 @@ export class Inventory implements InventoryReader {
   constructor(registry: ProviderRegistry) {
     this.#registry = registry;
     registry.eachHost((host) => {
-      host.onInventory(() => {
-        if (registry.host(host.id) === host) this.#tell(host.id, true);
+      host.onInventory((_devices, changed) => {
+        if (registry.host(host.id) === host) this.#tell(host.id, changed);
       });
     });
     registry.onHostRemoved((host) => this.#tell(host.id, true));
