@@ -311,8 +311,8 @@ export class AlarmEngine implements AlarmService {
       ? () => {}
       : options.cache.onDevicePolled(this.#onDevicePolled);
     if (options.watchInventory ?? true) {
-      this.#unwatch = options.inventory.onChange((_id, changed) => {
-        if (changed) this.inventoryChanged();
+      this.#unwatch = options.inventory.onChange((_id, change) => {
+        if (change !== "unchanged") this.inventoryChanged();
       });
     }
     this.#rebind(false);

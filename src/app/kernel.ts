@@ -124,7 +124,7 @@ export class Runtime {
     const automation = config.automation;
     this.modes = new ModeManager({
       router: this.router,
-      registry: this.registry,
+      inventory: this.inventory,
       bus: this.bus,
       clock: host.clock,
       log,
@@ -163,7 +163,8 @@ export class Runtime {
     // machine armed) and refuses arming while latched.
     this.estop = new Estop({
       router: this.router,
-      registry: this.registry,
+      inventory: this.inventory,
+      reads: this.cache,
       clock: host.clock,
       log,
       safeState,
@@ -293,7 +294,7 @@ export class Runtime {
       this.#throwIfStopping();
     }
     // --- modes, parameters, e-stop (issue 5): start-up preflight, log only (config.md sec. 6) ---
-    for (const problem of validateDeclaredCalls(this.config, this.registry)) {
+    for (const problem of validateDeclaredCalls(this.config, this.inventory)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
     }
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
@@ -534,7 +535,7 @@ export class Runtime {
       },
     };
     if (starting.length + removed.length > 0) {
-      for (const problem of validateDeclaredCalls(this.#config, this.registry)) {
+      for (const problem of validateDeclaredCalls(this.#config, this.inventory)) {
         log.error(`declared call does not resolve: ${problem}`);
       }
       void this.modes.recheckAutoGate();

@@ -12,7 +12,7 @@ import {
   type TypedValue,
 } from "../common/mod.ts";
 import type { CallArgValue, CallConfig, Config } from "../config/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
+import type { InventoryReader } from "../state/mod.ts";
 import type { AuditOrigin } from "./audit_sink.ts";
 import type { CallOrigin, CallResult, CallRouter } from "./call_router.ts";
 import { validateArgs } from "./validate_args.ts";
@@ -117,9 +117,9 @@ export function runDeclaredCall(
   }
 }
 
-/** Every device the registry knows (devices of a provider that is down are kept). */
-export function registeredDevices(registry: ProviderRegistry): DeviceCapabilities[] {
-  return registry.hosts.flatMap((h) => [...h.devices]);
+/** Every device the inventory knows (devices of a provider that is down are kept). */
+export function registeredDevices(inventory: InventoryReader): DeviceCapabilities[] {
+  return inventory.providers().flatMap((p) => [...p.devices]);
 }
 
 /**
@@ -128,8 +128,8 @@ export function registeredDevices(registry: ProviderRegistry): DeviceCapabilitie
  * Returns one message per problem, prefixed with the call's config path; the runtime logs them
  * (a call that does not resolve fails when it runs, which for the e-stop ladder matters).
  */
-export function validateDeclaredCalls(config: Config, registry: ProviderRegistry): string[] {
-  const devices = registeredDevices(registry);
+export function validateDeclaredCalls(config: Config, inventory: InventoryReader): string[] {
+  const devices = registeredDevices(inventory);
   const hooks = config.automation.modeTransitionHooks;
   const calls: CallConfig[] = [
     ...hooks.beforeTransition.flatMap((h) => h.calls),
@@ -142,7 +142,7 @@ export function validateDeclaredCalls(config: Config, registry: ProviderRegistry
     const target = findDeclaredTarget(call, devices);
     if ("problem" in target) {
       const addr = parseDeviceHandle(call.deviceHandle);
-      const known = addr !== null && registry.host(addr.providerId) !== undefined;
+      const known = addr !== null && inventory.provider(addr.providerId) !== undefined;
       problems.push(
         `${call.path}: ${
           addr !== null && !known ? `provider not found: ${addr.providerId}` : target.problem

@@ -34,7 +34,7 @@ import {
 } from "../common/mod.ts";
 import type { HookConfig, RuntimeMode } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
+import type { InventoryReader } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
 import {
@@ -118,7 +118,8 @@ export function hookMatches(hook: HookConfig, from: RuntimeMode, to: RuntimeMode
 
 export interface ModeManagerOptions {
   readonly router: CallRouter;
-  readonly registry: ProviderRegistry;
+  /** Providers and their devices, read-only (the AUTO gate counts actuating functions). */
+  readonly inventory: InventoryReader;
   readonly bus: EventBus;
   readonly clock: Clock;
   readonly log: Logger;
@@ -312,7 +313,7 @@ export class ModeManager implements ModeService {
    * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
   autoGateProblem(): string | null {
-    const actuating = registeredDevices(this.#o.registry)
+    const actuating = registeredDevices(this.#o.inventory)
       .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
     if (actuating === 0) return null;
     const { beforeTransition, afterTransition } = this.#o.hooks;

@@ -53,7 +53,7 @@ import {
   toTypedArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import type { FreshReader, InventoryReader, ProviderSummary } from "../state/mod.ts";
 import {
   type FunctionRef,
   type PlannedCall,
@@ -237,7 +237,10 @@ export interface EstopModes {
 
 export interface EstopOptions {
   readonly router: CallRouter;
-  readonly registry: ProviderRegistry;
+  /** Providers and their devices, read-only (the plan, availability, call bounds). */
+  readonly inventory: InventoryReader;
+  /** The read-back's fresh reads (the state cache). */
+  readonly reads: FreshReader;
   readonly clock: Clock;
   readonly log: Logger;
   /** safety.safe_state after the adoption rule (effectiveSafeState). */
@@ -278,7 +281,7 @@ export class Estop implements EstopService {
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
   readonly #providerTails = new Map<string, Promise<void>>();
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
-  readonly #secureRuns = new WeakMap<ProviderHost, SecureRun>();
+  readonly #secureRuns = new WeakMap<ProviderSummary, SecureRun>();
   /** The re-verification waiting to start, if any (providers join it until it starts). */
   #pendingReverify: ReverifyBatch | null = null;
   /** The end of the re-verifications begun so far (one runs at a time). */
@@ -301,15 +304,13 @@ export class Estop implements EstopService {
     // Providers added or removed by a configuration reload change the plan as an inventory does.
     // A restart that rediscovers the same inventory changes nothing: 40 providers restarting at
     // once must not replan and log the whole plan 40 times (issue 34 item 4).
-    options.registry.eachHost((h) => {
-      h.onInventory((_devices, changed) => {
-        if (changed) this.#planChanged(`inventory of ${h.id} changed`);
-      });
-      h.onAvailability((up) => {
-        if (up) this.#providerAvailable(h);
-      });
+    options.inventory.onChange((id, change) => {
+      if (change === "changed") this.#planChanged(`inventory of ${id} changed`);
+      else if (change === "removed") this.#planChanged(`provider ${id} removed`);
     });
-    options.registry.onHostRemoved((h) => this.#planChanged(`provider ${h.id} removed`));
+    options.inventory.onAvailability((p, up) => {
+      if (up) this.#providerAvailable(p);
+    });
   }
 
   /**
@@ -367,13 +368,13 @@ export class Estop implements EstopService {
 
   /** What a trigger would do now, for the current device inventory (cached per inventory). */
   plan(): SafeStatePlan {
-    return this.#plan ??= planSafeState(this.#o.safeState, registeredDevices(this.#o.registry));
+    return this.#plan ??= planSafeState(this.#o.safeState, registeredDevices(this.#o.inventory));
   }
 
   /** The plan as status shows it: every call with its arguments, and what it leaves untouched. */
   planView(): EstopPlanView {
     const plan = this.plan();
-    const devices = registeredDevices(this.#o.registry);
+    const devices = registeredDevices(this.#o.inventory);
     return {
       rung: plan.rung,
       calls: plan.calls.map((c) => {
@@ -408,7 +409,7 @@ export class Estop implements EstopService {
     } else if (view.uncovered.length > 0) {
       this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
     }
-    const devices = registeredDevices(this.#o.registry);
+    const devices = registeredDevices(this.#o.inventory);
     for (const problem of unresolvedExpectations(this.#o.safeState.expect, devices)) {
       this.#log.warn(`safe-state expectation does not resolve: ${problem}`);
     }
@@ -480,7 +481,7 @@ export class Estop implements EstopService {
    * ladder calls once its expectations have been read back again (a configuration reload waits
    * for the providers it started). Null when it never came up while latched.
    */
-  securing(host: ProviderHost): Promise<EstopAction[]> | null {
+  securing(host: ProviderSummary): Promise<EstopAction[]> | null {
     return this.#secureRuns.get(host)?.promise ?? null;
   }
 
@@ -520,7 +521,7 @@ export class Estop implements EstopService {
       plan: this.planView(),
       unverified_devices: unverifiedDevices(
         this.#o.safeState.expect,
-        registeredDevices(this.#o.registry),
+        registeredDevices(this.#o.inventory),
       ),
       verification: this.#verified === null ? null : verificationView(this.#verified),
     };
@@ -534,7 +535,7 @@ export class Estop implements EstopService {
     const expect = this.#o.safeState.expect;
     const startedAt = this.#o.clock.monoMs();
     const verification = await verifySafeState({
-      registry: this.#o.registry,
+      reads: this.#o.reads,
       clock: this.#o.clock,
       expect,
       timeoutMs: this.#o.safeState.verifyTimeoutMs,
@@ -665,8 +666,8 @@ export class Estop implements EstopService {
    * `host` became AVAILABLE: while latched, and unless a securing run of it is still waiting for
    * its turn (it will find the provider up), one begins (#secure).
    */
-  #providerAvailable(host: ProviderHost): void {
-    if (this.#state !== "latched" || this.#o.registry.host(host.id) !== host) return;
+  #providerAvailable(host: ProviderSummary): void {
+    if (this.#state !== "latched" || this.#o.inventory.provider(host.id) !== host) return;
     const queued = this.#secureRuns.get(host);
     if (queued && !queued.started) return;
     const run: SecureRun = { started: false, promise: Promise.resolve([]) };
@@ -680,7 +681,7 @@ export class Estop implements EstopService {
    * declared order behind ladder calls still running on it, every call attempted; then (still
    * latched) its expectations are read back again (#reverify). Resolves with the calls made.
    */
-  async #secure(host: ProviderHost, run: SecureRun): Promise<EstopAction[]> {
+  async #secure(host: ProviderSummary, run: SecureRun): Promise<EstopAction[]> {
     const id = host.id;
     const actions = await this.#onProvider(id, async () => {
       run.started = true;
@@ -737,7 +738,7 @@ export class Estop implements EstopService {
     const indices = shown.expect.flatMap((e, i) => ids.includes(e.providerId) ? [i] : []);
     const startedAt = this.#o.clock.monoMs();
     const partial = await verifySafeState({
-      registry: this.#o.registry,
+      reads: this.#o.reads,
       clock: this.#o.clock,
       expect: indices.map((i) => shown.expect[i]),
       timeoutMs: this.#o.safeState.verifyTimeoutMs,
@@ -799,12 +800,14 @@ export class Estop implements EstopService {
   /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
   async #drainAll(): Promise<DrainReport> {
     const pending: string[] = [];
-    await Promise.all(this.#o.registry.hosts.map(async (h) => {
-      const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
-      if (await this.#o.router.drain(h.id, boundMs)) return;
-      pending.push(h.id);
-      this.#log.error(`e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`);
-    }));
+    await Promise.all(
+      this.#o.inventory.providers().map(async (h) => {
+        const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
+        if (await this.#o.router.drain(h.id, boundMs)) return;
+        pending.push(h.id);
+        this.#log.error(`e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`);
+      }),
+    );
     return { complete: pending.length === 0, pending_providers: pending };
   }
 
@@ -816,7 +819,7 @@ export class Estop implements EstopService {
    */
   async #runWhileBusy(planned: PlannedCall): Promise<void> {
     const providerId = providerOf(planned);
-    const host = this.#o.registry.host(providerId);
+    const host = this.#o.inventory.provider(providerId);
     if (!host) {
       await this.#run(planned); // rejects: the router names the unknown provider
       return;

@@ -13,17 +13,16 @@
  * "verified" proves a value was read back, not a stopped shaft: the expectation must name the
  * signal that shows the physical state (docs/safety.md).
  */
-import { qualityFromWire, typedValueFromWire } from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
   type Quality,
-  toRuntimeError,
+  sleepOn,
   type TypedValue,
 } from "../common/mod.ts";
 import type { SafeStateExpectation } from "../config/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
+import type { FreshRead, FreshReader } from "../state/mod.ts";
 
 /** Pause between two read-backs of a device whose checks do not all hold yet. */
 export const VERIFY_RETRY_INTERVAL_MS = 50;
@@ -58,7 +57,8 @@ export interface Verification {
 }
 
 export interface VerifyOptions {
-  readonly registry: ProviderRegistry;
+  /** Reads signals fresh from their provider (the state cache: never its cached values). */
+  readonly reads: FreshReader;
   readonly clock: Clock;
   readonly expect: readonly SafeStateExpectation[];
   readonly timeoutMs: number;
@@ -109,7 +109,7 @@ async function verifyDevice(
   const signalIds = [...new Set(group.map((e) => e.signalId))];
   for (;;) {
     const remaining = deadline - o.clock.monoMs();
-    const read = await readFresh(o.registry, providerId, deviceId, signalIds, remaining);
+    const read = await o.reads.readFresh(providerId, deviceId, signalIds, remaining);
     let allHold = true;
     for (const e of group) {
       const check = judge(e, read);
@@ -126,57 +126,7 @@ async function verifyDevice(
     if (allHold) return;
     const left = deadline - o.clock.monoMs();
     if (left <= 0) return;
-    await new Promise((r) => setTimeout(r, Math.min(VERIFY_RETRY_INTERVAL_MS, left)));
-  }
-}
-
-type FreshRead =
-  | { readonly ok: true; readonly samples: ReadonlyMap<string | undefined, Sample> }
-  | {
-    readonly ok: false;
-    readonly reason: string;
-    /** The request got no answer within the time it was given. */
-    readonly timedOut?: boolean;
-  };
-
-interface Sample {
-  readonly value: TypedValue | null;
-  readonly quality: Quality;
-}
-
-async function readFresh(
-  registry: ProviderRegistry,
-  providerId: string,
-  deviceId: string,
-  signalIds: string[],
-  remainingMs: number,
-): Promise<FreshRead> {
-  const host = registry.host(providerId);
-  if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
-  if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
-  if (!host.devices.some((d: DeviceCapabilities) => d.device.deviceId === deviceId)) {
-    return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
-  }
-  try {
-    const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(remainingMs)));
-    const r = await host.request(
-      "read_signals",
-      { device_id: deviceId, signal_ids: signalIds },
-      timeout,
-    );
-    // Keyed by signal id as answered; only the expected ones are ever looked up.
-    const samples = new Map<string | undefined, Sample>();
-    r.values?.forEach((sv) =>
-      samples.set(sv.signal_id, {
-        value: typedValueFromWire(sv.value),
-        quality: qualityFromWire(sv.quality),
-      })
-    );
-    return { ok: true, samples };
-  } catch (err) {
-    const e = toRuntimeError(err);
-    const timedOut = e.code === "DEADLINE_EXCEEDED";
-    return { ok: false, reason: `read failed: ${e.code}: ${e.message}`, timedOut };
+    await sleepOn(o.clock, Math.min(VERIFY_RETRY_INTERVAL_MS, left));
   }
 }
 

@@ -28,8 +28,17 @@ export interface ProviderSummary {
   supervision(): ProviderSupervisionView;
 }
 
-/** Told when a provider's inventory may have changed; `changed` false: rediscovered the same. */
-export type InventoryListener = (providerId: string, changed: boolean) => void;
+/**
+ * What happened to a provider's inventory: rediscovered with a difference (`changed`), rediscovered
+ * the same after a restart (`unchanged`), or the provider was removed by a reload (`removed`).
+ */
+export type InventoryChange = "changed" | "unchanged" | "removed";
+
+/** Told when a provider's inventory may have changed. */
+export type InventoryListener = (providerId: string, change: InventoryChange) => void;
+
+/** Told when a provider becomes AVAILABLE or stops being so. */
+export type AvailabilityListener = (provider: ProviderSummary, available: boolean) => void;
 
 /** The read-only inventory port (see the module comment). */
 export interface InventoryReader {
@@ -44,21 +53,30 @@ export interface InventoryReader {
    * a reload). Returns the unsubscribe function.
    */
   onChange(listener: InventoryListener): () => void;
+  /** Subscribes to providers' availability (every provider, also those a reload adds). */
+  onAvailability(listener: AvailabilityListener): () => void;
 }
 
 /** The inventory port over the provider registry (the composition root builds one). */
 export class Inventory implements InventoryReader {
   readonly #registry: ProviderRegistry;
   readonly #listeners: InventoryListener[] = [];
+  readonly #availability: AvailabilityListener[] = [];
 
   constructor(registry: ProviderRegistry) {
     this.#registry = registry;
     registry.eachHost((host) => {
       host.onInventory((_devices, changed) => {
-        if (registry.host(host.id) === host) this.#tell(host.id, changed);
+        if (registry.host(host.id) === host) {
+          this.#tell(host.id, changed ? "changed" : "unchanged");
+        }
+      });
+      host.onAvailability((up) => {
+        if (registry.host(host.id) !== host) return;
+        for (const l of [...this.#availability]) l(host, up);
       });
     });
-    registry.onHostRemoved((host) => this.#tell(host.id, true));
+    registry.onHostRemoved((host) => this.#tell(host.id, "removed"));
   }
 
   providers(): readonly ProviderSummary[] {
@@ -85,7 +103,15 @@ export class Inventory implements InventoryReader {
     };
   }
 
-  #tell(providerId: string, changed: boolean): void {
-    for (const l of [...this.#listeners]) l(providerId, changed);
+  onAvailability(listener: AvailabilityListener): () => void {
+    this.#availability.push(listener);
+    return () => {
+      const i = this.#availability.indexOf(listener);
+      if (i >= 0) this.#availability.splice(i, 1);
+    };
+  }
+
+  #tell(providerId: string, change: InventoryChange): void {
+    for (const l of [...this.#listeners]) l(providerId, change);
   }
 }

@@ -18,6 +18,7 @@ import {
   RuntimeError,
   sameValue,
   type TimerId,
+  toRuntimeError,
   type TypedValue,
   type ValueType,
   worstQuality,
@@ -45,6 +46,34 @@ export interface SignalState {
    * from here. A sample without a usable value that keeps the last good value keeps its time.
    */
   readonly receivedMono: number;
+}
+
+/** One signal as a fresh read answered it. */
+export interface FreshSample {
+  readonly value: TypedValue | null;
+  readonly quality: Quality;
+}
+
+/**
+ * A fresh read: the provider's answer (samples by signal id as answered), or why there is none.
+ * `timedOut`: the request got no answer within the time it was given.
+ */
+export type FreshRead =
+  | { readonly ok: true; readonly samples: ReadonlyMap<string | undefined, FreshSample> }
+  | { readonly ok: false; readonly reason: string; readonly timedOut?: boolean };
+
+/**
+ * Reads signals fresh from their provider -- a ReadSignals round-trip, never the cache (the
+ * e-stop's read-back, safety/verify.ts). The only way above this layer to ask a provider for a
+ * value; it sends nothing else.
+ */
+export interface FreshReader {
+  readFresh(
+    providerId: string,
+    deviceId: string,
+    signalIds: readonly string[],
+    timeoutMs: number,
+  ): Promise<FreshRead>;
 }
 
 /** Samples of one provider that were not stored as good values, counted since start. */
@@ -185,7 +214,7 @@ export interface ReportedHealthEntry {
  * signal answered without a value keeps its place with the provider's quality. Each refusal is
  * counted per provider (health view) and logged at a bounded rate.
  */
-export class StateCache {
+export class StateCache implements FreshReader {
   readonly #opts: StateCacheOptions;
   readonly #log: Logger;
   /** provider id -> device id -> state, in discovery order. */
@@ -471,6 +500,46 @@ export class StateCache {
     });
     if (!started) known.queuedPoll = run; // it waits behind another poll
     return run;
+  }
+
+  /**
+   * Reads signals fresh from their provider (FreshReader), bounded by `timeoutMs` and the
+   * provider's own timeout_ms; the answer is not stored (the cache keeps its polled samples).
+   * Never rejects: a provider or device that is down, a failed or late read is an answer too.
+   */
+  async readFresh(
+    providerId: string,
+    deviceId: string,
+    signalIds: readonly string[],
+    timeoutMs: number,
+  ): Promise<FreshRead> {
+    const host = this.#opts.registry.host(providerId);
+    if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
+    if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
+    if (!host.devices.some((d) => d.device.deviceId === deviceId)) {
+      return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
+    }
+    try {
+      const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(timeoutMs)));
+      const r = await host.request(
+        "read_signals",
+        { device_id: deviceId, signal_ids: [...signalIds] },
+        timeout,
+      );
+      // Keyed by signal id as answered; only the ones asked for are ever looked up.
+      const samples = new Map<string | undefined, FreshSample>();
+      r.values?.forEach((sv) =>
+        samples.set(sv.signal_id, {
+          value: typedValueFromWire(sv.value),
+          quality: qualityFromWire(sv.quality),
+        })
+      );
+      return { ok: true, samples };
+    } catch (err) {
+      const e = toRuntimeError(err);
+      const timedOut = e.code === "DEADLINE_EXCEEDED";
+      return { ok: false, reason: `read failed: ${e.code}: ${e.message}`, timedOut };
+    }
   }
 
   /**

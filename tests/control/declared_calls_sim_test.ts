@@ -155,7 +155,7 @@ Deno.test("validateDeclaredCalls checks every hook, safe-state hook and setpoint
         ],
       },
     });
-    assert.deepEqual(validateDeclaredCalls(cfg, rt.registry), [
+    assert.deepEqual(validateDeclaredCalls(cfg, rt.inventory), [
       "b[0][1]: device_handle 'relayio0' is not provider/device",
       "b[1][0]: provider not found: nope",
       "a[0][0]: device not found: sim0/ghost",
@@ -166,6 +166,6 @@ Deno.test("validateDeclaredCalls checks every hook, safe-state hook and setpoint
       "s[1]: args.motor_index: 3 is above the maximum 2",
       "s[2]: args.value: expected double, got string",
     ]);
-    assert.deepEqual(validateDeclaredCalls(testConfig(), rt.registry), []);
+    assert.deepEqual(validateDeclaredCalls(testConfig(), rt.inventory), []);
   });
 });

@@ -35,7 +35,7 @@ function managerWith(
   const log = testLogger();
   return new ModeManager({
     router: new CallRouter({ registry: rt.registry, cache: rt.cache, log, clock: rt.host.clock }),
-    registry: rt.registry,
+    inventory: rt.inventory,
     bus: new EventBus(),
     clock: systemClock,
     log,

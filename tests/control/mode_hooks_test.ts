@@ -276,7 +276,7 @@ Deno.test("validateDeclaredCalls reports every declared call that does not resol
         ],
       },
     });
-    const problems = validateDeclaredCalls(cfg, rt.registry);
+    const problems = validateDeclaredCalls(cfg, rt.inventory);
     assert.deepEqual(problems.map((p) => p.split(":")[0]), [
       "h[1]",
       "h[2]",

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readPorts } from "../helpers/kernel.ts";
 import type { DeviceCapabilities, FunctionCategory, FunctionSpec } from "../../src/common/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { type HookConfig, RUNTIME_MODES, type RuntimeMode } from "../../src/config/mod.ts";
@@ -46,7 +47,7 @@ function setup(o: {
   const router = new CallRouter({ registry, cache, log, clock: systemClock });
   const modes = new ModeManager({
     router,
-    registry,
+    inventory: readPorts(registry).inventory,
     bus,
     clock: withRealTimers({ nowMs: () => NOW_MS, monoMs: () => 0 }),
     log,

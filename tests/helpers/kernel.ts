@@ -1,6 +1,8 @@
 /** Boots the runtime kernel (src/app/kernel.ts) over real simulated provider processes. */
 import type { Config } from "../../src/config/mod.ts";
-import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import type { ProviderRegistry } from "../../src/providers/mod.ts";
+import { Inventory, StateCache } from "../../src/state/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { Runtime } from "../../src/app/kernel.ts";
 
@@ -69,4 +71,21 @@ export function processAlive(pid: number): boolean {
 /** startRuntime in MANUAL mode: actuating calls allowed. */
 export function startArmed(config: Config): Promise<Runtime> {
   return startRuntime(config, { arm: true });
+}
+
+/**
+ * The read ports the upper layers get over a bare registry (a test that builds the e-stop or the
+ * mode manager by hand): the inventory and the fresh reads of a state cache over it.
+ */
+export function readPorts(registry: ProviderRegistry): { inventory: Inventory; reads: StateCache } {
+  return {
+    inventory: new Inventory(registry),
+    reads: new StateCache({
+      registry,
+      bus: new EventBus(),
+      clock: systemClock,
+      log: testLogger(),
+      intervalMs: 60_000,
+    }),
+  };
 }

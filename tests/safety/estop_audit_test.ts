@@ -14,7 +14,7 @@ import { Estop, type EstopModes, type SafeStateConfig } from "../../src/safety/m
 import { StateCache } from "../../src/state/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import { call, plantProvider } from "./_fixture.ts";
-import { waitFor } from "../helpers/kernel.ts";
+import { readPorts, waitFor } from "../helpers/kernel.ts";
 
 const NOW_MS = 1_767_000_000_123;
 
@@ -63,7 +63,7 @@ function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] 
   };
   const estop = new Estop({
     router,
-    registry,
+    ...readPorts(registry),
     clock,
     log,
     safeState,
@@ -189,7 +189,7 @@ Deno.test("Estop logs a plan change at once, and changes within PLAN_LOG_INTERVA
   }
 });
 
-Deno.test("Estop close drops a plan log that waits for its turn", async () => {
+Deno.test("Estop close drops a plan log that waits for its turn", () => {
   const { estop, logLines, registry } = parts({}, [plantProvider("a"), plantProvider("b")]);
   estop.logPlan("start-up");
   registry.remove("a");

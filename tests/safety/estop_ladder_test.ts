@@ -13,7 +13,7 @@ import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts"
 import { Estop } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { Runtime } from "../../src/app/kernel.ts";
-import { startRuntime, testLogger } from "../helpers/kernel.ts";
+import { readPorts, startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
@@ -307,7 +307,7 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
   const router = new CallRouter({ registry, cache, log, clock: systemClock });
   const estop = new Estop({
     router,
-    registry,
+    ...readPorts(registry),
     clock: systemClock,
     log,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
@@ -376,7 +376,7 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
   });
   const estop = new Estop({
     router,
-    registry,
+    ...readPorts(registry),
     clock: systemClock,
     log,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: true, expect: [], verifyTimeoutMs: 100 },

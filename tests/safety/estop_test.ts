@@ -4,6 +4,7 @@
  * on a trigger, what a clear does, the arm check, the gate's refusal, the FAULT hooks' failures
  * in the answer, and the warning texts. The ladder against real providers: estop_ladder_test.ts.
  */
+import { readPorts } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
 import type {
   Clock,
@@ -64,7 +65,7 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
   const router = new CallRouter({ registry, cache, log, clock });
   const modes = new ModeManager({
     router,
-    registry,
+    inventory: readPorts(registry).inventory,
     bus,
     clock,
     log,
@@ -80,7 +81,7 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
     verifyTimeoutMs: 2000,
     ...o.safeState,
   };
-  const estop = new Estop({ router, registry, clock, log, safeState, modes, bus });
+  const estop = new Estop({ router, ...readPorts(registry), clock, log, safeState, modes, bus });
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));
   const estopEvents = () =>

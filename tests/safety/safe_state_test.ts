@@ -25,7 +25,7 @@ import {
   type SafeStateConfig,
   zeroArgSets,
 } from "../../src/safety/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
+import { Inventory, StateCache } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook } from "./_fixture.ts";
@@ -338,7 +338,14 @@ function estopWithoutDevices() {
   });
   const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
   const router = new CallRouter({ registry, cache, log, clock: systemClock });
-  return new Estop({ router, registry, clock: systemClock, log, safeState: NO_SAFETY });
+  return new Estop({
+    router,
+    inventory: new Inventory(registry),
+    reads: cache,
+    clock: systemClock,
+    log,
+    safeState: NO_SAFETY,
+  });
 }
 
 Deno.test("Estop latch gate refuses actuating calls and passes read-only ones while latched", async () => {

@@ -4,6 +4,7 @@
  * verifySafeState reads back fresh from real provider processes (the scripted read-back provider)
  * until every expectation holds or the timeout passes.
  */
+import { readPorts } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
 import type {
   DeviceCapabilities,
@@ -237,7 +238,7 @@ Deno.test("verifySafeState with nothing expected is unverifiable and reads nothi
   ]);
   try {
     const v = await verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock: systemClock,
       expect: [],
       timeoutMs: 1000,
@@ -275,7 +276,7 @@ Deno.test("verifySafeState reads each device once when its checks hold, all its 
     ];
     const before = performance.now();
     const v = await verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock: fractionalClock,
       expect,
       timeoutMs: 5000,
@@ -347,7 +348,7 @@ Deno.test("verifySafeState reads back again until the value settles, then stops"
   const fx = await startReadback((log) => [readbackProvider("rb", script, { logFile: log })]);
   try {
     const v = await verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock: systemClock,
       expect: [expectation("rb/fan/rpm", { min: -1, max: 1 })],
       timeoutMs: 5000,
@@ -371,7 +372,7 @@ async function verifyOnce(
   const fx = await startReadback((log) => [readbackProvider("rb", script, { logFile: log })]);
   try {
     const v = await verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock: systemClock,
       expect,
       timeoutMs,
@@ -547,7 +548,7 @@ Deno.test("verifySafeState names an unknown provider, an unknown device and a pr
   try {
     await fx.registry.host("down")!.stop(2000);
     const v = await verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock: systemClock,
       expect: [
         expectation("nope/dev0/a", { equals: 0 }, 0),
@@ -579,7 +580,7 @@ Deno.test("verifySafeState: a provider that hangs during the read-back is report
   ]);
   try {
     const v = await verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock: systemClock,
       expect: [expectation("rb/dev0/a", { equals: 0 })],
       timeoutMs: 1000,
@@ -613,7 +614,7 @@ Deno.test("verifySafeState: a read that ends exactly at the deadline is the last
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const verifying = verifySafeState({
-      registry: fx.registry,
+      reads: readPorts(fx.registry).reads,
       clock,
       expect: [expectation("rb/dev0/duty", { equals: 0 })],
       timeoutMs: 300,
