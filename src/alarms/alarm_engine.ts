@@ -77,20 +77,6 @@ export interface AlarmEngineOptions {
   readonly actions: AlarmActions;
   /** Where an operator's ack, shelve and unshelve are recorded (who, which alarm, outcome). */
   readonly audit?: AuditSink;
-  /**
-   * The engine this one replaces (configuration reload): an alarm the reload kept (same id and
-   * limits, signal, action and the rest; message and place may differ) carries on with its state
-   * (raised, acknowledged, shelved, its transitions), so a reload neither re-raises it (and
-   * re-runs its action) nor forgets an operator's ack or shelve. The previous engine must be
-   * stopped before this one starts.
-   */
-  readonly carryFrom?: AlarmEngine;
-  /**
-   * Default true: follow every provider's inventory (and removals) on the inventory port. False: the
-   * owner calls inventoryChanged() (an engine rebuilt by a configuration reload must not leave
-   * listeners behind on the hosts).
-   */
-  readonly watchInventory?: boolean;
 }
 
 /** One alarm in GET /v0/alarms. */
@@ -233,16 +219,17 @@ export class AlarmEngine implements AlarmService {
   readonly #o: AlarmEngineOptions;
   readonly #log: Logger;
   readonly #ctx: InputContext;
-  readonly #alarms = new Map<string, AlarmEntry>();
+  #alarms = new Map<string, AlarmEntry>();
   /** The same entries in config order (indexed loops allocate no iterator). */
-  readonly #alarmList: AlarmEntry[] = [];
-  readonly #interlocks: InterlockEntry[] = [];
-  readonly #inputs = new Map<string, SignalInput>();
+  #alarmList: AlarmEntry[] = [];
+  #interlocks: InterlockEntry[] = [];
+  #inputs = new Map<string, SignalInput>();
   /** provider id -> device id -> what reads it (two lookups, no key string built per poll). */
-  readonly #byDevice = new Map<string, Map<string, DeviceWatch>>();
+  #byDevice = new Map<string, Map<string, DeviceWatch>>();
   /** provider id -> device id -> the block rules on it. */
-  readonly #blocks = new Map<string, Map<string, BlockRule[]>>();
-  readonly #unsubscribe: () => void;
+  #blocks = new Map<string, Map<string, BlockRule[]>>();
+  /** Set while subscribed to the cache's polls (only with something to evaluate). */
+  #unsubscribe: (() => void) | null = null;
   #unwatch: () => void = () => {};
   /**
    * Nothing is evaluated before start(): until the priming poll has answered there is no sample
@@ -261,15 +248,52 @@ export class AlarmEngine implements AlarmService {
     this.#ctx = options.outages === undefined
       ? { cache: options.cache }
       : { cache: options.cache, outages: options.outages };
+    this.#build(options.alarms, options.interlocks, new Map());
+    this.#unwatch = options.inventory.onChange((_id, change) => {
+      if (change !== "unchanged") this.inventoryChanged();
+    });
+    this.#rebind(false);
+  }
+
+  /**
+   * A configuration reload (the `alarms` section): alarms and interlocks are replaced in place.
+   * An alarm the reload kept (same id and everything that decides when it raises and what it
+   * does; its message and place may differ) carries on with its state -- raised, acknowledged,
+   * shelved, its transitions -- so a reload neither re-raises it (and re-runs its action) nor
+   * forgets an operator's ack or shelve. Everything is then bound and evaluated again.
+   */
+  reconfigure(
+    section: { alarms: readonly AlarmConfig[]; interlocks: readonly InterlockConfig[] },
+  ): void {
+    const previous = this.#alarms;
+    for (const entry of previous.values()) this.#clearShelveTimer(entry);
+    this.#build(section.alarms, section.interlocks, previous);
+    if (this.#stopped) return;
+    this.#rebind(this.#started);
+    this.#armCarriedShelves();
+    this.evaluateAll();
+  }
+
+  /** Builds the tables of `alarms` and `interlocks`, carrying state from `previous` entries. */
+  #build(
+    alarms: readonly AlarmConfig[],
+    interlocks: readonly InterlockConfig[],
+    previous: ReadonlyMap<string, AlarmEntry>,
+  ): void {
+    this.#alarms = new Map();
+    this.#alarmList = [];
+    this.#interlocks = [];
+    this.#inputs = new Map();
+    this.#byDevice = new Map();
+    this.#blocks = new Map();
     const inputFor = (handle: string, p: string, d: string, s: string): SignalInput => {
       let input = this.#inputs.get(handle);
       if (input === undefined) this.#inputs.set(handle, input = new SignalInput(handle, p, d, s));
       return input;
     };
-    const previous = options.carryFrom === undefined ? undefined : options.carryFrom.#alarms;
-    for (const config of options.alarms) {
+    for (const config of alarms) {
       const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
-      const before = previous?.get(config.id)?.monitor;
+      const before = previous.get(config.id)?.monitor;
       const entry: AlarmEntry = {
         monitor: before !== undefined && sameAlarm(before.config, config)
           ? AlarmMonitor.carriedOn(config, before)
@@ -282,7 +306,7 @@ export class AlarmEngine implements AlarmService {
       this.#alarmList.push(entry);
       this.#watch(config.providerId, config.deviceId).alarms.push(entry);
     }
-    for (const config of options.interlocks) {
+    for (const config of interlocks) {
       const interlock = new Interlock(config, this.#ctx, inputFor);
       const entry: InterlockEntry = {
         interlock,
@@ -307,15 +331,26 @@ export class AlarmEngine implements AlarmService {
         rules.push({ entry, functionName: b.functionName });
       }
     }
-    this.#unsubscribe = this.#alarms.size + this.#interlocks.length === 0
-      ? () => {}
-      : options.cache.onDevicePolled(this.#onDevicePolled);
-    if (options.watchInventory ?? true) {
-      this.#unwatch = options.inventory.onChange((_id, change) => {
-        if (change !== "unchanged") this.inventoryChanged();
-      });
+    // Subscribed to the polls only with something to evaluate (a runtime without alarms pays
+    // nothing on its poll path).
+    const wanted = this.#alarms.size + this.#interlocks.length > 0 && !this.#stopped;
+    if (wanted && this.#unsubscribe === null) {
+      this.#unsubscribe = this.#o.cache.onDevicePolled(this.#onDevicePolled);
+    } else if (!wanted && this.#unsubscribe !== null) {
+      this.#unsubscribe();
+      this.#unsubscribe = null;
     }
-    this.#rebind(false);
+  }
+
+  /** Shelves carried over by a reconfiguration run out on new timers. */
+  #armCarriedShelves(): void {
+    const mono = this.#o.clock.monoMs();
+    for (const entry of this.#alarmList) {
+      const until = entry.monitor.shelvedUntilMono;
+      if (until !== null && entry.shelveTimer === null) {
+        this.#armShelveTimer(entry, Math.max(0, until - mono));
+      }
+    }
   }
 
   /**
@@ -325,21 +360,15 @@ export class AlarmEngine implements AlarmService {
   start(): void {
     this.#started = true;
     this.#rebind(true);
-    // A shelve carried over from the engine this one replaces runs out on this engine's timer.
-    const mono = this.#o.clock.monoMs();
-    for (const entry of this.#alarmList) {
-      const until = entry.monitor.shelvedUntilMono;
-      if (until !== null && entry.shelveTimer === null) {
-        this.#armShelveTimer(entry, Math.max(0, until - mono));
-      }
-    }
+    this.#armCarriedShelves();
     this.evaluateAll();
   }
 
   /** Stops evaluating and clears the shelve and wake-up timers. */
   stop(): void {
     this.#stopped = true;
-    this.#unsubscribe();
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
     this.#unwatch();
     for (const entry of this.#alarms.values()) this.#clearShelveTimer(entry);
     this.#o.clock.clearTimer(this.#wakeTimer);

@@ -12,8 +12,14 @@ import {
   type SpawnFn,
   unavailable,
 } from "../common/mod.ts";
-import type { Config, ConfigDiff, ProviderConfig } from "../config/mod.ts";
-import { CallRouter, ModeManager, ParameterStore, validateDeclaredCalls } from "../control/mod.ts";
+import type { Config } from "../config/mod.ts";
+import {
+  actuatingFunctionCount,
+  CallRouter,
+  ModeManager,
+  ParameterStore,
+  validateDeclaredCalls,
+} from "../control/mod.ts";
 import { EventBus } from "../events/mod.ts";
 import { readFileBytes } from "../host/mod.ts";
 import { describeNotReady, ProviderRegistry } from "../providers/mod.ts";
@@ -25,27 +31,25 @@ import {
   StateCache,
 } from "../state/mod.ts";
 import { effectiveSafeState, Estop } from "../safety/mod.ts";
-// --- automation (issue 6) ---
-import { AutomationEngine, type ReadFileFn, type TreeReload } from "../automation/mod.ts";
-// --- alarms and interlocks (issue 20) ---
+import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
-// --- audit trail (issue 21) ---
 import { AuditTrail } from "../audit/mod.ts";
+import { diffSections, type SectionKey, sectionOf, sectionsToOffer } from "./live_config.ts";
+import { protectionWeakenings, type Weakening } from "./run_gate.ts";
 
 /** What the runtime needs from the host (injected so tests can pass their own). */
-export interface RuntimeHost {
+export interface KernelHost {
   readonly spawn: SpawnFn;
   readonly clock: Clock;
   readonly log: Logger;
-  // --- automation (issue 6) ---
   /** Reads behavior-tree files (default: host readFileBytes); tests may pass their own. */
   readonly readFile?: ReadFileFn;
 }
 
 /** The running service's kernel: providers, state cache, call router and event bus. */
-export class Runtime {
+export class Kernel {
   #config: Config;
-  readonly host: RuntimeHost;
+  readonly host: KernelHost;
   readonly bus: EventBus;
   readonly registry: ProviderRegistry;
   /** The registry as the upper layers may see it: read-only, no frame (state/inventory.ts). */
@@ -54,21 +58,20 @@ export class Runtime {
   /** Whether each device is failing or down (AUTO gate, device-loss latch, alarms). */
   readonly outages: DeviceOutages;
   readonly router: CallRouter;
-  // --- modes, parameters, e-stop (issue 5) ---
-  /** Runtime mode (IDLE at start); its gate is on the router. */
+  /** Kernel mode (IDLE at start); its gate is on the router. */
   readonly modes: ModeManager;
   /** Automation parameters; absent when automation is disabled (HTTP answers 503). */
   readonly parameters?: ParameterStore;
   /** Software e-stop latch and safe-state ladder; its gate is on the router. */
   readonly estop: Estop;
-  // --- end modes, parameters, e-stop ---
-  // --- automation (issue 6) ---
   /** Behavior-tree automation; absent when automation is disabled (HTTP answers 503). */
   readonly automation?: AutomationEngine;
-  // --- end automation ---
-  #alarms: AlarmEngine;
+  /** Alarms and interlocks: always present (empty without configured ones). */
+  readonly alarms: AlarmEngine;
+  /** Who applies each live section of a reload (app/live_config.ts). */
+  readonly #owners = new Map<SectionKey, SectionApply>();
   /**
-   * Audit trail of every actuating decision (issue 21): in memory until the service opens its
+   * Audit trail of every actuating decision (docs/http-api.md "Audit trail"): in memory until the service opens its
    * journal under runtime.data_dir (startService).
    */
   readonly audit: AuditTrail;
@@ -78,7 +81,7 @@ export class Runtime {
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
 
-  constructor(config: Config, host: RuntimeHost) {
+  constructor(config: Config, host: KernelHost) {
     this.#config = config;
     this.host = host;
     const log = host.log;
@@ -120,7 +123,7 @@ export class Runtime {
       clock: host.clock,
       audit: this.audit,
     });
-    // --- modes, parameters, e-stop (issue 5): gates register on the router here, mode first ---
+    // Gates register on the router here, mode first
     const automation = config.automation;
     this.modes = new ModeManager({
       router: this.router,
@@ -172,28 +175,36 @@ export class Runtime {
       bus: this.bus,
       audit: this.audit,
     });
-    // --- alarms and interlocks (issue 20): evaluated after every poll, in every mode. Their
+    // Evaluated after every poll, in every mode. Their
     // actions go through the same paths as an operator's: forceFault (hooks included) and the
     // e-stop's trigger (cause alarm:<id>). The interlock gate runs for every call but the stop
     // actions (origin safety: the ladder and the hooks into FAULT), which skip every gate.
-    this.#alarms = this.#buildAlarms(config);
-    // A restart that rediscovers the same inventory changes no binding (issue 34 item 4).
-    this.registry.eachHost((h) =>
-      h.onInventory((_d, changed) => {
-        if (changed) this.#alarms.inventoryChanged();
-      })
-    );
-    this.registry.onHostRemoved(() => this.#alarms.inventoryChanged());
-    this.router.addGate(this.#alarms.gate, "interlock");
-    // --- end alarms and interlocks ---
+    this.alarms = new AlarmEngine({
+      alarms: config.alarms,
+      interlocks: config.interlocks,
+      cache: this.cache,
+      inventory: this.inventory,
+      outages: this.outages,
+      audit: this.audit,
+      bus: this.bus,
+      clock: host.clock,
+      log,
+      actions: {
+        fault: (reason, alarmId) =>
+          this.modes.forceFault(reason, { kind: "alarm", alarm_id: alarmId }),
+        estop: (reason, cause) =>
+          this.estop.trigger(reason, {
+            cause,
+            source: { kind: "alarm", alarm_id: cause.replace(/^alarm:/, "") },
+          }),
+      },
+    });
+    this.router.addGate(this.alarms.gate, "interlock");
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
-    this.registry.eachHost((h) =>
-      h.onInventory((_d, changed) => {
-        if (changed) void this.modes.recheckAutoGate();
-      })
-    );
-    // --- end modes, parameters, e-stop ---
-    // --- automation (issue 6): ticks only in AUTO; an e-stop forces FAULT, which halts it ---
+    this.inventory.onChange((_id, change) => {
+      if (change === "changed") void this.modes.recheckAutoGate();
+    });
+    // Ticks only in AUTO; an e-stop forces FAULT, which halts it
     if (automation.enabled) {
       this.automation = new AutomationEngine({
         behaviorTree: automation.behaviorTree,
@@ -213,43 +224,12 @@ export class Runtime {
         readFile: host.readFile ?? readFileBytes,
       });
     }
-    // --- end automation ---
+    this.#ownKernelSections();
   }
 
   /** The configuration in effect (after a reload: what of the new file could be applied). */
   get config(): Config {
     return this.#config;
-  }
-
-  /** Alarms and interlocks (issue 20); always present (empty without configured ones). */
-  get alarms(): AlarmEngine {
-    return this.#alarms;
-  }
-
-  /** An alarm engine for `config` (at construction, and rebuilt by a reload). */
-  #buildAlarms(config: Config, carryFrom?: AlarmEngine): AlarmEngine {
-    return new AlarmEngine({
-      ...(carryFrom ? { carryFrom } : {}),
-      alarms: config.alarms,
-      interlocks: config.interlocks,
-      cache: this.cache,
-      inventory: this.inventory,
-      outages: this.outages,
-      audit: this.audit,
-      bus: this.bus,
-      clock: this.host.clock,
-      log: this.host.log,
-      actions: {
-        fault: (reason, alarmId) =>
-          this.modes.forceFault(reason, { kind: "alarm", alarm_id: alarmId }),
-        estop: (reason, cause) =>
-          this.estop.trigger(reason, {
-            cause,
-            source: { kind: "alarm", alarm_id: cause.replace(/^alarm:/, "") },
-          }),
-      },
-      watchInventory: false,
-    });
   }
 
   /**
@@ -265,9 +245,8 @@ export class Runtime {
   async #start(): Promise<void> {
     const clock = this.host.clock;
     this.#startedAtMono = clock.monoMs();
-    // --- automation (issue 6): a tree that does not load fails the start before any spawn ---
+    // A tree that does not load fails the start before any spawn
     await this.automation?.load();
-    // --- end automation ---
     this.#throwIfStopping();
     const budgetMs = this.config.runtime.startupTimeoutMs;
     // Said the moment the budget runs out (launchers written for anolis wait for this phrase),
@@ -293,7 +272,7 @@ export class Runtime {
       await this.cache.stop(); // the poll loops began after stop() had stopped the cache
       this.#throwIfStopping();
     }
-    // --- modes, parameters, e-stop (issue 5): start-up preflight, log only (config.md sec. 6) ---
+    // Start-up preflight, log only (config.md sec. 6)
     for (const problem of validateDeclaredCalls(this.config, this.inventory)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
     }
@@ -307,13 +286,10 @@ export class Runtime {
         `automation is enabled but POST /v0/mode AUTO will answer 409: ${autoProblem}`,
       );
     }
-    // --- end modes, parameters, e-stop ---
-    // Alarms (issue 20) saw the priming poll already; now what no poll reaches (an unknown
+    // Alarms saw the priming poll already; now what no poll reaches (an unknown
     // device or signal) is evaluated too.
-    this.#alarms.start();
-    // --- automation (issue 6) ---
+    this.alarms.start();
     this.automation?.start();
-    // --- end automation ---
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
@@ -402,166 +378,202 @@ export class Runtime {
   }
 
   /**
-   * Applies a validated configuration's difference from the running one (SIGHUP reload; the
-   * caller serializes reloads). Unchanged providers are not touched. While the mode is AUTO,
-   * provider removals and changes and a new behavior tree are refused (the tree and the devices
-   * it drives keep running) and reported; additions still apply. Providers that stop go the way
-   * shutdown stops them (stdin closed, then SIGTERM/SIGKILL within runtime.shutdown_timeout_ms);
-   * providers that start do the handshake and discovery of start-up (bounded by their
-   * hello/ready timeouts) and, if the e-stop is latched when they come up, are brought to the
-   * safe state by it (as after any restart), which the reload waits for.
-   * What `diff.needsRestart` names is left as it is. The effective configuration (`config`)
-   * keeps the old values of everything refused or not applied, so the next reload tries again.
+   * Lets the composition root own a section the kernel does not (telemetry, the HTTP tokens, the
+   * log level): a reload that changes it calls `apply` with the new configuration.
    */
-  async applyConfig(next: Config, diff: ConfigDiff): Promise<KernelReloadReport> {
+  ownSection(key: SectionKey, apply: SectionApply): void {
+    this.#owners.set(key, apply);
+  }
+
+  /**
+   * A configuration reload (app/live_config.ts): the difference from the configuration in effect,
+   * section by section, each changed live section applied in place by its owner; restart-only keys
+   * reported. While AUTO runs, a section that would weaken a protection or change the running
+   * recipe is refused (app/run_gate.ts), and so are provider removals and changes (additions
+   * apply). A refused or failed section keeps its old value in `config`, so the next reload tries
+   * it again. Outside AUTO a weakened protection applies and is recorded on the audit trail. The
+   * caller serializes reloads.
+   */
+  async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
-    const log = this.host.log;
-    const budget = this.#config.runtime.shutdownTimeoutMs;
+    const diff = diffSections(this.#config, next);
     const auto = this.modes.current() === "AUTO";
-    const d = diff.providers;
-    const refusedInAuto = auto ? [...d.removed, ...d.changed.map((p) => p.id)] : [];
-    const removed = auto ? [] : [...d.removed];
-    const changed = auto ? [] : [...d.changed];
-    const starting = [...changed, ...d.added];
-    const failed: string[] = [];
-    const startedOk: ProviderConfig[] = [];
-    this.#reloadRestarting = [...removed, ...changed.map((p) => p.id)];
-    try {
-      // Stop first: a changed provider's old process is gone before its successor starts (they
-      // may share a device or a bus address).
-      await Promise.all([
-        ...removed.map((id) => this.registry.remove(id)?.stop(budget)),
-        ...changed.map((p) => this.registry.remove(p.id)?.stop(budget)),
-      ]);
-      await Promise.all(starting.map(async (p) => {
-        if (this.#stopping) return void failed.push(`${p.id}: the runtime is stopping`);
-        const host = this.registry.add(p);
-        try {
-          await host.start();
-          // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
-          if (this.#stopping) throw unavailable("the runtime is stopping");
-          startedOk.push(p);
-        } catch (err) {
-          failed.push(`${p.id}: ${errText(err)}`);
-          this.registry.remove(p.id);
-          await host.stop(budget);
-        }
-      }));
-    } finally {
-      this.#reloadRestarting = [];
-    }
-    const startedIds = new Set(startedOk.map((p) => p.id));
-    // The effective provider list: new order; refused changes keep their old entries.
-    const old = new Map(this.#config.providers.map((p) => [p.id, p]));
-    const providers: ProviderConfig[] = [];
-    for (const p of next.providers) {
-      if (startedIds.has(p.id)) providers.push(p);
-      else if (refusedInAuto.includes(p.id) || d.unchanged.includes(p.id)) {
-        providers.push(old.get(p.id)!);
+    const weakenings = protectionWeakenings(
+      this.#config,
+      next,
+      actuatingFunctionCount(this.inventory),
+    );
+    const report: MutableReloadReport = {
+      providers: {
+        added: [],
+        restarted: [],
+        removed: [],
+        unchanged: next.providers.map((p) => p.id),
+        failed: [],
+        held: [],
+      },
+      applied: [],
+      notes: [],
+      refused: [],
+      failed: [],
+      needsRestart: [...diff.needsRestart],
+      weakened: [],
+      estopActions: 0,
+    };
+    for (const key of sectionsToOffer(diff)) {
+      const section = sectionOf(key);
+      const weakens = weakenings.filter((w) => w.section === key);
+      const apply = this.#owners.get(key);
+      if (apply === undefined) {
+        report.failed.push({ section: key, why: "no owner applies this section" });
+        continue;
+      }
+      let result: SectionResult | void;
+      try {
+        result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
+      } catch (err) {
+        report.failed.push({ section: key, why: errText(err) });
+        this.#recordReload(key, "failed", errText(err), weakens);
+        continue;
+      }
+      // A section that names a file, offered although the configuration did not change it, whose
+      // file did not change either.
+      if (result?.unchanged === true) continue;
+      if (result?.refused !== undefined) {
+        report.refused.push({ section: key, why: result.refused });
+        this.#recordReload(key, "refused", result.refused, weakens);
+        if (result.effective === undefined) continue;
+      }
+      this.#config = result?.effective ?? section.take(this.#config, next);
+      if (result?.refused === undefined) report.applied.push(key);
+      if (result?.note) report.notes.push(result.note);
+      if (weakens.length > 0) {
+        report.weakened.push(...weakens);
+        this.#recordReload(key, "accepted", null, weakens);
       }
     }
-    for (const id of refusedInAuto) {
-      if (!providers.some((p) => p.id === id)) providers.push(old.get(id)!);
-    }
-    this.registry.reorder(providers.map((p) => p.id));
+    return report;
+  }
 
-    const applied: string[] = [];
-    if (diff.pollingIntervalMs) {
+  /** Records a reload's decision on a section that weakens a protection, or that was refused. */
+  #recordReload(
+    key: SectionKey,
+    outcome: "accepted" | "refused" | "failed",
+    reason: string | null,
+    weakens: readonly Weakening[],
+  ): void {
+    if (outcome === "accepted" && weakens.length === 0) return;
+    for (const w of weakens) {
+      this.host.log.warn(
+        `config reload: ${key}: ${w.what} (${outcome === "accepted" ? "applied" : outcome})`,
+      );
+    }
+    this.audit.record({
+      action: "config",
+      origin: { kind: "reload", cause: "SIGHUP" },
+      outcome,
+      function: key,
+      args: { weakens: weakens.map((w) => w.what) },
+      reason,
+      ...(outcome === "refused" ? { refused_by: "run_gate" } : {}),
+      latency_ms: 0,
+    });
+  }
+
+  /** The kernel's own sections (the composition root adds the service's with ownSection). */
+  #ownKernelSections(): void {
+    const own = (key: SectionKey, apply: SectionApply) => this.#owners.set(key, apply);
+    own("providers", async (next, { auto, report }) => {
+      const budget = this.#config.runtime.shutdownTimeoutMs;
+      const r = await this.registry.reconcile(this.#config.providers, next.providers, {
+        holdRemovals: auto,
+        stopBudgetMs: budget,
+        stopping: () => this.#stopping !== null,
+        restarting: (ids) => (this.#reloadRestarting = ids),
+      });
+      report.providers = {
+        added: r.added,
+        restarted: r.restarted,
+        removed: r.removed,
+        unchanged: r.unchanged,
+        failed: r.failed,
+        held: r.held,
+      };
+      const effective = { ...this.#config, providers: r.effective };
+      if (r.added.length + r.restarted.length + r.removed.length > 0) {
+        for (const problem of validateDeclaredCalls(effective, this.inventory)) {
+          this.host.log.error(`declared call does not resolve: ${problem}`);
+        }
+        void this.modes.recheckAutoGate();
+      }
+      // A provider that came up while the e-stop is latched is brought to the safe state by the
+      // e-stop itself (it follows every provider's availability); the report counts its calls.
+      for (const host of r.started) {
+        const secured = this.estop.securing(host);
+        if (secured) report.estopActions += (await secured).length;
+      }
+      const failed = r.failed.length > 0 ? `; failed to start: ${r.failed.join("; ")}` : "";
+      return {
+        effective,
+        ...(r.held.length > 0
+          ? {
+            refused: `mode is AUTO: removal or change of ${r.held.join(", ")} held back${failed}`,
+          }
+          : {}),
+      };
+    });
+    own("polling", (next) => {
       this.cache.setIntervalMs(next.polling.intervalMs);
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
-      applied.push("polling");
-    }
-    if (diff.health) {
-      this.cache.setStaleness(next.health.staleness);
-      applied.push("health");
-    }
-    if (diff.safety) {
-      const { safeState } = effectiveSafeState(next);
-      this.estop.reconfigure(safeState);
-      applied.push("safety");
-    } else if (diff.modeHooks && !next.safety.present) {
-      // Without a safety: section the ladder adopts the *->FAULT hooks: they changed.
-      this.estop.reconfigure(effectiveSafeState(next).safeState);
-    }
-    const na = next.automation;
-    if (diff.modeHooks) {
+      return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
+    });
+    own("health", (next) => this.cache.setStaleness(next.health.staleness));
+    own("automation.behavior_tree", async (next, { changed }) => {
+      const na = next.automation;
+      // Automation disabled: nothing runs a tree; the setting is only kept.
+      if (!this.automation) return changed ? {} : { unchanged: true };
+      // reloadTree compares path, rate and the file's digest: it says "unchanged" for the same.
+      const r = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz);
+      if (r === "unchanged") return { unchanged: true };
+      if (r === "refused_auto") {
+        return { refused: "mode is AUTO: the running tree is never swapped" };
+      }
+      return { note: "behavior tree reloaded" };
+    });
+    own("automation.parameters", (next, { auto }) => {
+      const params = this.parameters;
+      if (!params) return {};
+      const changes = params.valueChanges(next.automation.parameters);
+      if (auto && changes.length > 0) {
+        return {
+          refused: `mode is AUTO: it would change the running recipe: ${changes.join(", ")}`,
+        };
+      }
+      params.redeclare(next.automation.parameters);
+      return {};
+    });
+    own("automation.mode_transition_hooks", (next, { auto, weakens }) => {
+      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      const na = next.automation;
       this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
-      applied.push("mode_hooks");
-    }
-    const params = diff.parameters;
-    if (
-      this.parameters && params.added.length + params.removed.length + params.redeclared.length > 0
-    ) {
-      this.parameters.redeclare(na.parameters);
-      applied.push("parameters");
-    }
-    if (diff.alarms) {
-      const before = this.#alarms;
-      const rebuilt = this.#buildAlarms(next, before);
-      before.stop();
-      this.router.replaceGate(before.gate, rebuilt.gate, "interlock");
-      this.#alarms = rebuilt;
-      rebuilt.start();
-      applied.push("alarms");
-    }
-    let tree: KernelReloadReport["tree"] = "n/a";
-    let treeError: string | null = null;
-    const ca = this.#config.automation;
-    let treePath = ca.behaviorTree;
-    let tickRateHz = ca.tickRateHz;
-    if (this.automation && ca.enabled === na.enabled) {
-      try {
-        tree = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz);
-        if (tree !== "refused_auto") [treePath, tickRateHz] = [na.behaviorTree, na.tickRateHz];
-        if (tree === "unchanged") tree = "n/a";
-      } catch (err) {
-        tree = "failed";
-        treeError = errText(err);
+      // Without a safety: section the e-stop adopts the *->FAULT hooks: they changed.
+      const candidate = sectionOf("automation.mode_transition_hooks").take(this.#config, next);
+      if (!candidate.safety.present) {
+        this.estop.reconfigure(effectiveSafeState(candidate).safeState);
       }
-    }
-    this.#config = {
-      ...next,
-      runtime: this.#config.runtime,
-      http: this.#config.http,
-      // The journal was sized at start: `audit.*` needs a restart (reported again next reload).
-      audit: this.#config.audit,
-      providers,
-      automation: {
-        ...na,
-        enabled: ca.enabled,
-        behaviorTree: treePath,
-        tickRateHz,
-        ...(this.parameters ? {} : { parameters: ca.parameters }),
-      },
-    };
-    if (starting.length + removed.length > 0) {
-      for (const problem of validateDeclaredCalls(this.#config, this.inventory)) {
-        log.error(`declared call does not resolve: ${problem}`);
-      }
-      void this.modes.recheckAutoGate();
-    }
-    // A provider that came up while the e-stop is latched is brought to the safe state by the
-    // e-stop itself (it follows every host's availability); the report counts those calls.
-    let estopActions = 0;
-    for (const id of startedIds) {
-      const host = this.registry.host(id);
-      const secured = host ? this.estop.securing(host) : null;
-      if (secured) estopActions += (await secured).length;
-    }
-    return {
-      providers: {
-        added: d.added.filter((p) => startedIds.has(p.id)).map((p) => p.id),
-        restarted: changed.filter((p) => startedIds.has(p.id)).map((p) => p.id),
-        removed,
-        unchanged: [...d.unchanged],
-        failed,
-        refusedInAuto,
-      },
-      tree,
-      treeError,
-      applied,
-      estopActions,
-    };
+      return {};
+    });
+    own("safety", (next, { auto, weakens }) => {
+      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      const candidate = sectionOf("safety").take(this.#config, next);
+      this.estop.reconfigure(effectiveSafeState(candidate).safeState);
+      return {};
+    });
+    own("alarms", (next, { auto, weakens }) => {
+      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      this.alarms.reconfigure({ alarms: next.alarms, interlocks: next.interlocks });
+      return {};
+    });
   }
 
   /**
@@ -571,8 +583,8 @@ export class Runtime {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
-      this.automation?.stop(); // automation (issue 6): halt the tree before polling stops
-      this.#alarms.stop(); // issue 20: no alarm action while the runtime shuts down
+      this.automation?.stop(); // halt the tree before polling stops
+      this.alarms.stop(); // no alarm action while the runtime shuts down
       this.outages.stop(); // nor a device-loss latch forcing FAULT
       this.estop.close(); // a plan log waiting for its turn is not written
       await this.cache.stop();
@@ -589,30 +601,77 @@ export class Runtime {
   }
 }
 
-/** What Runtime.applyConfig did with each part of a reload (the service adds its own parts). */
-export interface KernelReloadReport {
+/** What a reload did (the reloader's summary line and `config_reload` event). */
+export interface ReloadReport {
   readonly providers: {
     /** Started (added, or restarted because their entry changed). */
-    readonly added: string[];
-    readonly restarted: string[];
-    readonly removed: string[];
-    readonly unchanged: string[];
+    readonly added: readonly string[];
+    readonly restarted: readonly string[];
+    readonly removed: readonly string[];
+    readonly unchanged: readonly string[];
     /** Added or changed providers that did not come up: `id: why` (they are not running). */
-    readonly failed: string[];
-    /** Removals and changes refused while the mode is AUTO (ids; they run as before). */
-    readonly refusedInAuto: string[];
+    readonly failed: readonly string[];
+    /** Removals and changes held back while the mode is AUTO (ids; they run as before). */
+    readonly held: readonly string[];
   };
-  /** "n/a" when automation is disabled or the tree settings did not change. */
-  readonly tree: TreeReload | "failed" | "n/a";
-  /** Why the tree did not load (tree "failed"). */
-  readonly treeError: string | null;
-  /** Sections that took effect: `polling`, `health`, `safety`, `mode_hooks`, `parameters`, `alarms`. */
-  readonly applied: string[];
-  /**
-   * Ladder calls the e-stop ran for the started providers because they came up while it was
-   * latched (Estop.securing).
-   */
+  /** Live sections that took effect, in table order. */
+  readonly applied: readonly SectionKey[];
+  /** What applied sections say (`polling 100->200 ms`, `behavior tree reloaded`). */
+  readonly notes: readonly string[];
+  /** Sections refused (they keep their old value): a protection, the recipe, AUTO. */
+  readonly refused: readonly { readonly section: string; readonly why: string }[];
+  /** Sections whose owner failed to apply them (they keep their old value). */
+  readonly failed: readonly { readonly section: string; readonly why: string }[];
+  /** Changed keys that need a restart, in YAML spelling. */
+  readonly needsRestart: readonly string[];
+  /** Protections weakened by sections that applied (outside AUTO; each on the audit trail). */
+  readonly weakened: readonly Weakening[];
+  /** Ladder calls the latched e-stop ran for providers the reload started. */
   readonly estopActions: number;
+}
+
+interface MutableReloadReport {
+  providers: ReloadReport["providers"];
+  applied: SectionKey[];
+  notes: string[];
+  refused: { section: string; why: string }[];
+  failed: { section: string; why: string }[];
+  needsRestart: string[];
+  weakened: Weakening[];
+  estopActions: number;
+}
+
+/** What an owner is told when its section changed. */
+export interface SectionContext {
+  /** The mode is AUTO: nothing that weakens a protection or changes the recipe may apply. */
+  readonly auto: boolean;
+  /** The protections this section's change would weaken (app/run_gate.ts). */
+  readonly weakens: readonly Weakening[];
+  readonly report: MutableReloadReport;
+  /** The section differs in the file (false: offered because it reads a file, app/live_config.ts). */
+  readonly changed: boolean;
+}
+
+/** What an owner did: nothing to say (applied), a note, a refusal, or the effective config. */
+export interface SectionResult {
+  /** Nothing changed (a section offered because it reads a file whose content is the same). */
+  readonly unchanged?: boolean;
+  readonly note?: string;
+  /** Why it was refused: the section keeps its old value (unless `effective` says otherwise). */
+  readonly refused?: string;
+  /** The configuration in effect now, when the section applied only in part. */
+  readonly effective?: Config;
+}
+
+/** Applies one section of `next` in place; throws when it cannot (the old value stays). */
+export type SectionApply = (
+  next: Config,
+  ctx: SectionContext,
+) => SectionResult | void | Promise<SectionResult | void>;
+
+/** A refusal naming what the change would weaken. */
+function refusal(weakens: readonly Weakening[]): string {
+  return `mode is AUTO: it would weaken a protection: ${weakens.map((w) => w.what).join("; ")}`;
 }
 
 function errText(err: unknown): string {

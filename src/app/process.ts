@@ -9,7 +9,7 @@
  * runtime.shutdown_timeout_ms.
  */
 import { type Logger, type LogLevel, RuntimeError } from "../common/mod.ts";
-import type { Config, ConfigDiff } from "../config/mod.ts";
+import type { Config } from "../config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
@@ -29,7 +29,7 @@ import {
 import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
 import { boundedEntryText } from "../audit/mod.ts";
 import { RunRegistry } from "../runs/mod.ts";
-import { Runtime } from "./kernel.ts";
+import { Kernel } from "./kernel.ts";
 import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "../telemetry/mod.ts";
 import { ConfigReloader, type ReloadedConfig } from "./reloader.ts";
 
@@ -51,9 +51,9 @@ export const PROVIDER_REAP_TIMEOUT_MS = 2000;
 
 /** Everything a running service holds; `stop()` ends it. */
 export interface Service {
-  readonly runtime: Runtime;
+  readonly runtime: Kernel;
   readonly http: HttpServerHandle | null;
-  /** The telemetry writer now (a reload that changes telemetry: replaces it). */
+  /** The telemetry writer (a reload that changes telemetry retargets it in place). */
   readonly telemetry: TelemetryWriter;
   readonly runs: RunRegistry;
   /** Reloads the configuration (coalesced; see ConfigReloader); absent without a loader. */
@@ -90,16 +90,16 @@ export async function startService(
   // Read before any provider is spawned: reading a token_env variable also takes it out of the
   // environment the providers inherit.
   const namedTokens = resolveNamedTokens(config.http, secretFromEnvironment);
-  const runtime = new Runtime(config, { spawn: spawnProcess, clock, log });
-  const newTelemetry = (c: Config) =>
-    new TelemetryWriter(telemetryOptionsFromConfig(c, {
+  const runtime = new Kernel(config, { spawn: spawnProcess, clock, log });
+  const telemetryOptions = (c: Config) =>
+    telemetryOptionsFromConfig(c, {
       envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
       clock,
       logger: log.child("telemetry"),
       healthSnapshot: () => runtime.providerHealthLive(),
-    }));
-  // Replaced by a reload that changes telemetry: everything reads it through this variable.
-  let telemetry = newTelemetry(config);
+    });
+  // One writer for the life of the service: a reload retargets it in place.
+  const telemetry = new TelemetryWriter(telemetryOptions(config));
   const runs = new RunRegistry({
     dataDir: config.runtime.dataDir,
     runtimeName: config.runtime.name,
@@ -161,9 +161,7 @@ export async function startService(
       api = new HttpApi(
         httpServicesOf(runtime, {
           runs,
-          get telemetry() {
-            return telemetry;
-          },
+          telemetry,
           configReloads: () =>
             reloader?.counts() ?? { success: 0, failure: 0, lastSuccessEpochSeconds: null },
         }),
@@ -208,35 +206,46 @@ export async function startService(
   } finally {
     abort?.removeEventListener("abort", onAbort);
   }
+  // The sections of a reload this composition root owns (app/live_config.ts): the writer is
+  // retargeted in place, the API's tokens replaced, the log level set.
+  runtime.ownSection("telemetry", async (next) => {
+    if (next.telemetry.enabled) await loadInfluxClient();
+    await telemetry.retarget(
+      telemetryOptions(next),
+      Math.max(200, config.runtime.shutdownTimeoutMs / 2),
+    );
+    return {
+      note: next.telemetry.enabled
+        ? `telemetry retargeted (writing to ${next.telemetry.influxdb.url})`
+        : "telemetry retargeted (disabled)",
+    };
+  });
+  const retoken = (next: Config) => {
+    api?.setTokens(
+      config.http,
+      resolveApiToken(next.http, secretFromEnvironment("RUNTIME_API_TOKEN")),
+      resolveNamedTokens(next.http, secretFromEnvironment),
+    );
+    return { note: "API tokens replaced" };
+  };
+  runtime.ownSection("http.auth_token", retoken);
+  runtime.ownSection("http.tokens", retoken);
+  const setLogLevel = options.reload?.setLogLevel;
+  runtime.ownSection("logging", (next) => {
+    if (!setLogLevel) {
+      return { note: "logging.level not applied: --log-level fixes it for this run" };
+    }
+    const from = runtime.config.logging.level;
+    setLogLevel(next.logging.level);
+    return { note: `log level ${from}->${next.logging.level}` };
+  });
   if (options.reload) {
-    reloader = new ConfigReloader({
-      runtime,
-      load: options.reload.load,
-      log,
-      ...(options.reload.setLogLevel ? { setLogLevel: options.reload.setLogLevel } : {}),
-      applyService: async (next: Config, diff: ConfigDiff) => {
-        if (!diff.telemetry) return [];
-        // The old writer flushes what it holds (bounded) before the new one subscribes: rows
-        // published in between go to neither (said in the README).
-        const budget = Math.max(200, config.runtime.shutdownTimeoutMs / 2);
-        await telemetry.stop(budget);
-        if (next.telemetry.enabled) await loadInfluxClient();
-        telemetry = newTelemetry(next);
-        telemetry.start(runtime.bus);
-        return [
-          next.telemetry.enabled
-            ? `telemetry changed (writing to ${next.telemetry.influxdb.url})`
-            : "telemetry changed (disabled)",
-        ];
-      },
-    });
+    reloader = new ConfigReloader({ runtime, load: options.reload.load, log });
   }
   return {
     runtime,
     http,
-    get telemetry() {
-      return telemetry;
-    },
+    telemetry,
     runs,
     reloader,
     stop,
@@ -245,11 +254,11 @@ export async function startService(
 
 /** The runtime's services as the HTTP layer sees them, plus the service-level ones. */
 export function httpServicesOf(
-  runtime: Runtime,
+  runtime: Kernel,
   extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads"> = {},
 ): HttpServices {
-  const base: HttpServices = {
-    // Getters: a configuration reload replaces both.
+  return {
+    // The configuration in effect (a reload changes what is in effect; the kernel owns it).
     get config() {
       return runtime.config;
     },
@@ -262,17 +271,13 @@ export function httpServicesOf(
     uptimeSeconds: () => runtime.uptimeSeconds(),
     modes: runtime.modes,
     estop: runtime.estop,
-    get alarms() {
-      return runtime.alarms;
-    },
+    alarms: runtime.alarms,
     audit: runtime.audit,
     processStats: readProcessStats,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
     ...(runtime.automation ? { automation: runtime.automation } : {}),
+    ...extra,
   };
-  // Descriptors, not a spread: a getter in `extra` (the telemetry writer a reload replaces)
-  // must stay a getter.
-  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(extra));
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Configuration reload (SIGHUP, `systemctl reload`): re-reads the file given by --config with the
- * start-up loader and validator, and applies what changed (config/diff.ts decides what changed;
- * Runtime.applyConfig applies the kernel's part, the service the rest). An invalid file changes
+ * start-up loader and validator, and applies what changed (app/live_config.ts decides what changed
+ * and who applies it; Kernel.reload applies it, section by section). An invalid file changes
  * nothing: every diagnostic is logged (one line each, as --check-config prints them), the failure
  * is counted (GET /metrics) and a `config_reload` event says so. Every reload, applied or not,
  * is logged as ONE summary line and published as a `config_reload` event.
@@ -11,9 +11,9 @@
  *
  * Nothing here touches Deno.*: the file reading and the signal come from the composition root.
  */
-import type { Logger, LogLevel } from "../common/mod.ts";
-import { type Config, type ConfigDiff, diffConfig, isEmptyDiff } from "../config/mod.ts";
-import type { KernelReloadReport, Runtime } from "./kernel.ts";
+import type { Logger } from "../common/mod.ts";
+import type { Config } from "../config/mod.ts";
+import type { Kernel, ReloadReport } from "./kernel.ts";
 
 /** A re-read configuration: valid (with warnings) or the diagnostics that make it invalid. */
 export type ReloadedConfig =
@@ -30,17 +30,10 @@ export interface ReloadCounts {
 
 /** What the reloader needs. */
 export interface ConfigReloaderOptions {
-  readonly runtime: Runtime;
+  readonly runtime: Kernel;
   /** Reads and validates the --config file as start-up does (behavior tree included). */
   readonly load: () => Promise<ReloadedConfig>;
   readonly log: Logger;
-  /** Sets the process log level (logging.level); absent: --log-level fixed it for the run. */
-  readonly setLogLevel?: (level: LogLevel) => void;
-  /**
-   * The service's part of a reload (telemetry); resolves with notes for the summary. Called
-   * after the kernel's part with the configuration now in effect.
-   */
-  readonly applyService?: (next: Config, diff: ConfigDiff) => Promise<string[]>;
 }
 
 /** Serializes, applies and reports configuration reloads. */
@@ -105,52 +98,36 @@ export class ConfigReloader {
       return;
     }
     for (const line of loaded.warnings) log.warn(`config reload: ${line}`);
-    const before = runtime.config;
-    const diff = diffConfig(before, loaded.config);
-    let kernel: KernelReloadReport;
+    let report: ReloadReport;
     try {
-      kernel = await runtime.applyConfig(loaded.config, diff);
+      report = await runtime.reload(loaded.config);
     } catch (err) {
       this.#fail(`config reload failed: ${errText(err)}`, [errText(err)]);
       return;
     }
-    const notes: string[] = [];
-    if (diff.loggingLevel) {
-      if (this.#o.setLogLevel) {
-        this.#o.setLogLevel(diff.loggingLevel.to);
-        notes.push(`log level ${diff.loggingLevel.from}->${diff.loggingLevel.to}`);
-      } else {
-        notes.push("logging.level not applied: --log-level fixes it for this run");
-      }
-    }
-    try {
-      notes.push(...(await this.#o.applyService?.(runtime.config, diff) ?? []));
-    } catch (err) {
-      notes.push(`service part failed: ${errText(err)}`);
-    }
-    const summary = summarize(diff, kernel, notes);
+    const summary = summarize(report);
     this.#success++;
     this.#lastSuccessMs = runtime.host.clock.nowMs();
     const refused = [
-      ...kernel.providers.refusedInAuto.map((id) => `provider ${id}: mode is AUTO`),
-      ...(kernel.tree === "refused_auto" ? ["behavior tree: mode is AUTO"] : []),
-      ...(kernel.tree === "failed" ? [`behavior tree: ${kernel.treeError}`] : []),
+      ...report.refused.map((r) => `${r.section}: ${r.why}`),
+      ...report.failed.map((f) => `${f.section}: ${f.why}`),
     ];
-    const warn = refused.length > 0 || kernel.providers.failed.length > 0 ||
-      diff.needsRestart.length > 0;
+    // Anything refused, failed, weakened or left for a restart is never said at INFO.
+    const warn = refused.length > 0 || report.providers.failed.length > 0 ||
+      report.needsRestart.length > 0 || report.weakened.length > 0;
     if (warn) log.warn(summary);
     else log.info(summary);
     runtime.bus.publish({
       kind: "config_reload",
       result: "applied",
       summary,
-      providers_added: kernel.providers.added,
-      providers_removed: kernel.providers.removed,
-      providers_restarted: kernel.providers.restarted,
-      providers_unchanged: kernel.providers.unchanged,
-      providers_failed: kernel.providers.failed,
+      providers_added: [...report.providers.added],
+      providers_removed: [...report.providers.removed],
+      providers_restarted: [...report.providers.restarted],
+      providers_unchanged: [...report.providers.unchanged],
+      providers_failed: [...report.providers.failed],
       refused,
-      needs_restart: [...diff.needsRestart],
+      needs_restart: [...report.needsRestart],
       errors: [],
       timestamp_ms: runtime.host.clock.nowMs(),
     });
@@ -179,33 +156,27 @@ export class ConfigReloader {
 
 /**
  * The reload's one summary line, e.g. `config reload: providers +1 -0 ~1 =3; polling 100->200
- * ms; telemetry changed; needs restart: http.port`.
+ * ms; applied: telemetry; refused: safety (...); needs restart: http.port`.
  */
-export function summarize(
-  diff: ConfigDiff,
-  k: KernelReloadReport,
-  notes: readonly string[],
-): string {
-  const p = k.providers;
-  if (isEmptyDiff(diff) && notes.length === 0) return "config reload: no change";
+export function summarize(r: ReloadReport): string {
+  const p = r.providers;
+  const changed = r.applied.length + r.refused.length + r.failed.length +
+      r.needsRestart.length > 0;
+  if (!changed) return "config reload: no change";
   const parts = [
     `providers +${p.added.length} -${p.removed.length} ~${p.restarted.length} =${p.unchanged.length}`,
   ];
-  if (diff.pollingIntervalMs) {
-    parts.push(`polling ${diff.pollingIntervalMs.from}->${diff.pollingIntervalMs.to} ms`);
-  }
-  parts.push(...notes);
-  const sections = k.applied.filter((s) => s !== "polling");
+  parts.push(...r.notes);
+  const sections = r.applied.filter((s) => s !== "providers" && s !== "polling");
   if (sections.length > 0) parts.push(`applied: ${sections.join(", ")}`);
-  if (k.tree === "replaced") parts.push("behavior tree reloaded");
-  if (k.tree === "refused_auto") parts.push("behavior tree refused: mode is AUTO");
-  if (k.tree === "failed") parts.push(`behavior tree refused: ${k.treeError}`);
-  if (p.refusedInAuto.length > 0) {
-    parts.push(`refused in AUTO: ${p.refusedInAuto.join(", ")} (provider removal/change)`);
+  for (const w of r.weakened) parts.push(`weakened (${w.section}): ${w.what}`);
+  for (const x of r.refused) parts.push(`refused ${x.section}: ${x.why}`);
+  for (const x of r.failed) parts.push(`failed ${x.section}: ${x.why}`);
+  if (p.failed.length > 0 && !r.refused.some((x) => x.section === "providers")) {
+    parts.push(`failed to start: ${p.failed.join("; ")}`);
   }
-  if (p.failed.length > 0) parts.push(`failed to start: ${p.failed.join("; ")}`);
-  if (k.estopActions > 0) parts.push(`e-stop latched: ${k.estopActions} safe-state call(s) run`);
-  if (diff.needsRestart.length > 0) parts.push(`needs restart: ${diff.needsRestart.join(", ")}`);
+  if (r.estopActions > 0) parts.push(`e-stop latched: ${r.estopActions} safe-state call(s) run`);
+  if (r.needsRestart.length > 0) parts.push(`needs restart: ${r.needsRestart.join(", ")}`);
   return `config reload: ${parts.join("; ")}`;
 }
 

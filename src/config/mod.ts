@@ -16,11 +16,5 @@ export {
 } from "./_safety_review.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
 export * from "./condition.ts";
-export {
-  diffConfig,
-  diffParameters,
-  diffProviders,
-  isEmptyDiff,
-  RESTART_ONLY_KEYS,
-} from "./diff.ts";
-export type { ConfigDiff, ParameterDiff, ProviderDiff, ValueChange } from "./diff.ts";
+export { diffParameters, diffProviders } from "./diff.ts";
+export type { ParameterDiff, ProviderDiff } from "./diff.ts";

@@ -41,8 +41,19 @@ export interface AuditOrigin {
   readonly device_handle?: string;
 }
 
-/** What a decision was about (`alarm`: an operator's ack, shelve or unshelve, in `function`). */
-export type AuditAction = "call" | "mode" | "parameter" | "estop" | "estop_clear" | "alarm";
+/**
+ * What a decision was about (`alarm`: an operator's ack, shelve or unshelve, in `function`;
+ * `config`: a reload's decision on a section that weakens a protection or was refused, the section
+ * in `function`).
+ */
+export type AuditAction =
+  | "call"
+  | "mode"
+  | "parameter"
+  | "estop"
+  | "estop_clear"
+  | "alarm"
+  | "config";
 
 /** Every AuditAction (query filters, the response schema). */
 export const AUDIT_ACTIONS: readonly AuditAction[] = [
@@ -52,6 +63,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   "estop",
   "estop_clear",
   "alarm",
+  "config",
 ];
 
 /**

@@ -116,6 +116,33 @@ export function hookMatches(hook: HookConfig, from: RuntimeMode, to: RuntimeMode
   return (hook.from === "*" || hook.from === from) && (hook.to === "*" || hook.to === to);
 }
 
+/** How many actuating functions the inventory's devices declare. */
+export function actuatingFunctionCount(inventory: InventoryReader): number {
+  return registeredDevices(inventory)
+    .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
+}
+
+/**
+ * The AUTO gate's rule on hooks (one place: entering AUTO, and every reload while AUTO runs):
+ * with actuating functions registered, a mode_transition_hook must cover AUTO -> FAULT, so that
+ * a fault stops what the tree drives. Null when it holds.
+ */
+export function autoFaultHookProblem(
+  hooks: {
+    readonly beforeTransition: readonly HookConfig[];
+    readonly afterTransition: readonly HookConfig[];
+  },
+  actuating: number,
+): string | null {
+  if (actuating === 0) return null;
+  const covered = [...hooks.beforeTransition, ...hooks.afterTransition].some((h) =>
+    (h.from === "AUTO" || h.from === "*") && (h.to === "FAULT" || h.to === "*")
+  );
+  if (covered) return null;
+  return `refusing AUTO: ${actuating} actuating function(s) are registered but no ` +
+    "mode_transition_hook covers AUTO -> FAULT (add one with from AUTO or * and to FAULT or *)";
+}
+
 export interface ModeManagerOptions {
   readonly router: CallRouter;
   /** Providers and their devices, read-only (the AUTO gate counts actuating functions). */
@@ -313,16 +340,7 @@ export class ModeManager implements ModeService {
    * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
   autoGateProblem(): string | null {
-    const actuating = registeredDevices(this.#o.inventory)
-      .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
-    if (actuating === 0) return null;
-    const { beforeTransition, afterTransition } = this.#o.hooks;
-    const covered = [...beforeTransition, ...afterTransition].some((h) =>
-      (h.from === "AUTO" || h.from === "*") && (h.to === "FAULT" || h.to === "*")
-    );
-    if (covered) return null;
-    return `refusing AUTO: ${actuating} actuating function(s) are registered but no ` +
-      "mode_transition_hook covers AUTO -> FAULT (add one with from AUTO or * and to FAULT or *)";
+    return autoFaultHookProblem(this.#o.hooks, actuatingFunctionCount(this.#o.inventory));
   }
 
   /** Re-checks the AUTO gate (after a provider rediscovery); forces FAULT when it now fails. */

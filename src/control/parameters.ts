@@ -40,6 +40,21 @@ export function parameterValueText(type: ParameterType, value: ParameterValue): 
  * whose message names the rule: type, min, max or allowed_values. Bounds belong to double and
  * int64 parameters, allowed_values to strings (config.md sec. 4; the loader refuses them elsewhere).
  */
+/** `value` (of `prev`) if the redeclaration `def` still accepts it as it is; else undefined. */
+function keptValue(
+  prev: ParameterConfig | undefined,
+  def: ParameterConfig,
+  value: ParameterValue | undefined,
+): ParameterValue | undefined {
+  if (prev === undefined || value === undefined || prev.type !== def.type) return undefined;
+  try {
+    const checked = checkParameterValue(def, value);
+    return checked === value ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function checkParameterValue(def: ParameterConfig, value: unknown): ParameterValue {
   const bad = (rule: string, why: string) =>
     invalidArgument(`Invalid value for parameter '${def.name}': ${why} (rule: ${rule})`);
@@ -154,7 +169,10 @@ export class ParameterStore implements ParameterService {
       }
       let value: ParameterValue;
       try {
-        value = checkParameterValue(def, def.default);
+        // A redeclared parameter keeps its value while the new declaration still accepts it
+        // (bounds narrowed around it, allowed values that still list it); else its default.
+        value = keptValue(prev, def, oldValues.get(def.name)) ??
+          checkParameterValue(def, def.default);
       } catch (err) {
         log.warn(`Failed to define parameter '${def.name}': ${(err as Error).message}`);
         continue;
@@ -182,6 +200,27 @@ export class ParameterStore implements ParameterService {
         });
       }
     }
+  }
+
+  /**
+   * The parameters whose current value a redeclaration with `parameters` would change: removed
+   * ones, and redeclared ones whose value the new declaration refuses (they go to the default).
+   * A reload in AUTO refuses such a change: it would change the running recipe.
+   */
+  valueChanges(parameters: readonly ParameterConfig[]): string[] {
+    const next = new Map(parameters.map((p) => [p.name, p]));
+    const out: string[] = [];
+    for (const [name, prev] of this.#defs) {
+      const def = next.get(name);
+      const value = this.#values.get(name);
+      if (def === undefined) out.push(`${name} (removed)`);
+      else if (!sameDeclaration(prev, def) && keptValue(prev, def, value) === undefined) {
+        out.push(
+          `${name} (its value ${String(value)} would go to the default ${String(def.default)})`,
+        );
+      }
+    }
+    return out;
   }
 
   list(): ParameterView[] {

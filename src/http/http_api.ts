@@ -7,6 +7,7 @@
  * of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
+import type { HttpConfig } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   BearerAuth,
@@ -85,7 +86,7 @@ class RequestSlots {
 export class HttpApi {
   readonly #services: HttpServices;
   readonly #log: Logger;
-  readonly #auth: BearerAuth;
+  #auth: BearerAuth;
   readonly #cors: CorsPolicy;
   readonly #sse: SseHub;
   readonly #policy: RequestPolicy;
@@ -96,6 +97,15 @@ export class HttpApi {
   readonly #console: ConsoleSite | null;
   /** null when http.metrics_enabled is false (GET /metrics is then a 404). */
   readonly #metrics: HttpRequestMetrics | null;
+
+  /**
+   * Replaces the API tokens (a reload of `http.auth_token` / `http.tokens`): from the next
+   * request on, a removed token is refused and a new one admitted. `http` carries the rest of the
+   * authentication settings, which keep their start-up values (they need a restart).
+   */
+  setTokens(http: HttpConfig, apiToken: string, tokens: readonly NamedToken[]): void {
+    this.#auth = new BearerAuth(http, apiToken, tokens);
+  }
 
   constructor(services: HttpServices, options: HttpApiOptions) {
     const http = services.config.http;

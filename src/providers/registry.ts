@@ -4,10 +4,40 @@ import {
   type DeviceInfo,
   RuntimeError,
 } from "../common/mod.ts";
-import type { ProviderConfig } from "../config/mod.ts";
+import { diffProviders, type ProviderConfig } from "../config/mod.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines, raceTimeout } from "./provider_session.ts";
 import { SpawnQueue } from "./spawn_queue.ts";
+
+/** What a reconcile did with each provider entry of a reload. */
+export interface ReconcileReport {
+  /** New entries started. */
+  readonly added: string[];
+  /** Changed entries restarted with their new settings. */
+  readonly restarted: string[];
+  readonly removed: string[];
+  readonly unchanged: string[];
+  /** Added or changed entries that did not come up: `id: why` (they are not running). */
+  readonly failed: string[];
+  /** Removals and changes held back (`id`): they run as before. */
+  readonly held: string[];
+  /** The provider entries now in effect, in the new order (held ones with their old entry). */
+  readonly effective: ProviderConfig[];
+  /** The hosts it started (the caller may wait for what follows their start). */
+  readonly started: ProviderHost[];
+}
+
+/** How a reconcile proceeds. */
+export interface ReconcileOptions {
+  /** Removals and changes are held back (the running ones stay as they are). */
+  readonly holdRemovals: boolean;
+  /** What stopping a provider may take (runtime.shutdown_timeout_ms). */
+  readonly stopBudgetMs: number;
+  /** True once the runtime is shutting down: nothing more is started. */
+  readonly stopping: () => boolean;
+  /** Told the ids about to be stopped or restarted, and [] once that is over. */
+  readonly restarting?: (ids: readonly string[]) => void;
+}
 
 /** Told of every provider host: those there now (at once) and each one added later. */
 export type HostListener = (host: ProviderHost) => void;
@@ -67,6 +97,75 @@ export class ProviderRegistry {
     this.#hosts.delete(providerId);
     for (const l of this.#removed) l(host);
     return host;
+  }
+
+  /**
+   * Brings the running providers to the entries of a reload (`before`: the entries in effect):
+   * unchanged ones are not touched; removed and changed ones are stopped first (a changed one's
+   * old process is gone before its successor starts: they may share a bus address) -- unless
+   * held back -- then new and changed ones start with the handshake and discovery of start-up.
+   * One that does not come up is stopped and reported; its entry is not in effect.
+   */
+  async reconcile(
+    before: readonly ProviderConfig[],
+    next: readonly ProviderConfig[],
+    o: ReconcileOptions,
+  ): Promise<ReconcileReport> {
+    const old = new Map(before.map((p) => [p.id, p]));
+    const d = diffProviders(before, next);
+    const added = d.added;
+    const changedAll = d.changed;
+    const unchanged = d.unchanged;
+    const removedAll = d.removed;
+    const held = o.holdRemovals ? [...removedAll, ...changedAll.map((p) => p.id)] : [];
+    const removed = o.holdRemovals ? [] : removedAll;
+    const changed = o.holdRemovals ? [] : changedAll;
+    const failed: string[] = [];
+    const started: ProviderHost[] = [];
+    o.restarting?.([...removed, ...changed.map((p) => p.id)]);
+    try {
+      await Promise.all([
+        ...removed.map((id) => this.remove(id)?.stop(o.stopBudgetMs)),
+        ...changed.map((p) => this.remove(p.id)?.stop(o.stopBudgetMs)),
+      ]);
+      await Promise.all([...changed, ...added].map(async (p) => {
+        if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
+        const host = this.add(p);
+        try {
+          await host.start();
+          // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
+          if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
+          started.push(host);
+        } catch (err) {
+          failed.push(`${p.id}: ${err instanceof Error ? err.message : String(err)}`);
+          this.remove(p.id);
+          await host.stop(o.stopBudgetMs);
+        }
+      }));
+    } finally {
+      o.restarting?.([]);
+    }
+    const startedIds = new Set(started.map((h) => h.id));
+    // The entries in effect: the new order; held ones keep their old entries.
+    const effective: ProviderConfig[] = [];
+    for (const p of next) {
+      if (startedIds.has(p.id)) effective.push(p);
+      else if (held.includes(p.id) || unchanged.includes(p.id)) effective.push(old.get(p.id)!);
+    }
+    for (const id of held) {
+      if (!effective.some((p) => p.id === id)) effective.push(old.get(id)!);
+    }
+    this.reorder(effective.map((p) => p.id));
+    return {
+      added: added.filter((p) => startedIds.has(p.id)).map((p) => p.id),
+      restarted: changed.filter((p) => startedIds.has(p.id)).map((p) => p.id),
+      removed: [...removed],
+      unchanged: [...unchanged],
+      failed,
+      held,
+      effective,
+      started,
+    };
   }
 
   /** Puts the hosts in the order of `ids` (the configuration's); ids not listed keep their place after. */

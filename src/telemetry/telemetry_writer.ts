@@ -37,6 +37,7 @@ import {
   gridInterval,
   type Logger,
   type ProviderHealthView,
+  RuntimeError,
   type TimerId,
 } from "../common/mod.ts";
 import type { Config, InfluxConfig, MeasurementNaming } from "../config/mod.ts";
@@ -245,16 +246,18 @@ export interface TelemetryTransport {
 
 /** Streams runtime events and health snapshots to InfluxDB; never throws, never blocks. */
 export class TelemetryWriter {
-  readonly #opts: TelemetryWriterOptions;
-  readonly #tuning: TelemetryTuning;
-  readonly #runtimeName: string;
-  readonly #names: MeasurementNames;
-  readonly #batchSize: number;
-  readonly #flushIntervalMs: number;
-  readonly #log: Logger;
-  readonly #queue: RingBuffer<QueueItem>;
-  readonly #retry: RingBuffer<string>;
+  #opts: TelemetryWriterOptions;
+  #tuning: TelemetryTuning;
+  #runtimeName: string;
+  #names: MeasurementNames;
+  #batchSize: number;
+  #flushIntervalMs: number;
+  #log: Logger;
+  #queue: RingBuffer<QueueItem>;
+  #retry: RingBuffer<string>;
   #batch: string[] = [];
+  /** The bus start() subscribed to (retarget subscribes again). */
+  #bus: EventBus | null = null;
 
   #transport: TelemetryTransport | null = null;
   #writePath = "";
@@ -302,6 +305,46 @@ export class TelemetryWriter {
     this.#retry = new RingBuffer(Math.max(0, opts.influx.maxRetryBufferSize));
   }
 
+  /**
+   * Points the writer at new settings (the `telemetry` section of a configuration reload), in
+   * place: the new target is checked first -- a target that cannot start (no token, the client
+   * not loaded, a URL that does not parse) throws FAILED_PRECONDITION and the writer goes on as
+   * it was, so the section keeps its old value and the next reload tries again. Otherwise what
+   * the old target holds is flushed to it within `budgetMs`, and writing starts on the new one.
+   * Rows published in between go to neither (counted as dropped events while stopped).
+   */
+  async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
+    if (next.enabled) {
+      const problem = !next.influx.token
+        ? "telemetry.influxdb.token is empty and INFLUXDB_TOKEN is not set"
+        : next.transport === undefined && influxClient === null
+        ? "the InfluxDB client is not loaded"
+        : URL.canParse(next.influx.url)
+        ? null
+        : `telemetry.influxdb.url: '${next.influx.url}' is not a URL`;
+      if (problem !== null) {
+        throw new RuntimeError("FAILED_PRECONDITION", `${problem}: telemetry left as it was`);
+      }
+    }
+    const bus = this.#bus;
+    await this.stop(budgetMs);
+    this.#opts = next;
+    this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...next.tuning };
+    this.#runtimeName = next.runtimeName || "default";
+    this.#names = MEASUREMENT_NAMES[next.measurementNames ?? "runtime"];
+    this.#batchSize = Math.max(1, Math.floor(next.influx.batchSize));
+    this.#flushIntervalMs = Math.max(10, Math.floor(next.influx.flushIntervalMs));
+    this.#log = next.logger;
+    this.#queue = new RingBuffer(Math.max(1, next.influx.queueSize));
+    this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));
+    this.#batch = [];
+    this.#transport = null;
+    this.#backoffMs = 0;
+    this.#backoffUntilMono = 0;
+    this.#connected = false;
+    if (bus !== null) this.start(bus);
+  }
+
   /** True while the writer accepts events (enabled, token present, started, not stopped). */
   get running(): boolean {
     return this.#running;
@@ -312,6 +355,7 @@ export class TelemetryWriter {
    * with an empty token it stays stopped and reports why in `last_error`.
    */
   start(bus: EventBus): void {
+    this.#bus = bus;
     if (!this.#opts.enabled || this.#running) return;
     const { url, org, bucket, token } = this.#opts.influx;
     if (!token) {

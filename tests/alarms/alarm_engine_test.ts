@@ -104,7 +104,7 @@ interface Setup {
   timers: ManualTimers;
   /** Programs what probe's ReadSignals answers, then polls it (the engine evaluates). */
   read(values: Sample[]): Promise<void>;
-  /** A configuration reload: a new engine carrying on from this one replaces it. */
+  /** A configuration reload: the engine reconfigured in place. */
   reload(yaml: string): void;
   close(): Promise<void>;
 }
@@ -132,9 +132,8 @@ async function setup(
   });
   const timers = new ManualTimers(() => fx.clock.monoMs());
   const inventory = new InventoryPort(fx.registry);
-  const make = (c: ReturnType<typeof configOf>, carryFrom?: AlarmEngine) =>
+  const make = (c: ReturnType<typeof configOf>) =>
     new AlarmEngine({
-      ...(carryFrom ? { carryFrom } : {}),
       alarms: c.alarms,
       interlocks: c.interlocks,
       cache: fx.cache,
@@ -174,11 +173,7 @@ async function setup(
       await fx.cache.pollDevice("p0", "probe");
     },
     reload(yaml) {
-      const before = out.engine;
-      const next = make(configOf(yaml), before);
-      before.stop();
-      out.engine = next;
-      next.start();
+      out.engine.reconfigure(configOf(yaml));
     },
     async close() {
       out.engine.stop();

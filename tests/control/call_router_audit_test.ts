@@ -14,7 +14,7 @@ import {
   defaultAuditOrigin,
   MAX_QUEUED_CALLS_PER_PROVIDER,
 } from "../../src/control/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { d, plantProvider } from "../safety/_fixture.ts";
@@ -37,7 +37,7 @@ class FakeClock implements Clock {
 }
 
 interface Fixture {
-  rt: Runtime;
+  rt: Kernel;
   router: CallRouter;
   clock: FakeClock;
   entries: AuditDecision[];

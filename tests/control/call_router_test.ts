@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { MAX_QUEUED_CALLS_PER_PROVIDER } from "../../src/control/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startArmed, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, d, i, manualCall, plantProvider, readSignal } from "../safety/_fixture.ts";
@@ -16,7 +16,7 @@ const SET_FAN = 2;
 const READ_STATUS = 3;
 
 async function withPlant(
-  body: (rt: Runtime) => Promise<void>,
+  body: (rt: Kernel) => Promise<void>,
   o: { arm?: boolean } = {},
 ): Promise<void> {
   const config = testConfig({ providers: [plantProvider("plant")] });

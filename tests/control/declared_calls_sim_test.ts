@@ -5,13 +5,13 @@
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { runDeclaredCall, validateDeclaredCalls } from "../../src/control/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook, inertSim, readSignal } from "../safety/_fixture.ts";
 
 /** A runtime over one inert sim with automation on (so the mode gate refuses actuation in IDLE). */
-async function withRuntime(body: (rt: Runtime) => Promise<void> | void): Promise<void> {
+async function withRuntime(body: (rt: Kernel) => Promise<void> | void): Promise<void> {
   const rt = await startRuntime(testConfig({
     providers: [inertSim()],
     automation: { enabled: true },
@@ -24,8 +24,7 @@ async function withRuntime(body: (rt: Runtime) => Promise<void> | void): Promise
   }
 }
 
-const relay = (rt: Runtime, ch: number) =>
-  readSignal(rt, "sim0", "relayio0", `relay_ch${ch}_state`);
+const relay = (rt: Kernel, ch: number) => readSignal(rt, "sim0", "relayio0", `relay_ch${ch}_state`);
 
 Deno.test("runDeclaredCall refuses what does not resolve with the router's codes, as a rejection", async () => {
   await withRuntime(async (rt) => {

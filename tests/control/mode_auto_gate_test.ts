@@ -8,7 +8,7 @@ import type { HookConfig } from "../../src/config/mod.ts";
 import { CallRouter, ModeManager } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { recordEvents, startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { hook, plantProvider } from "../safety/_fixture.ts";
@@ -16,7 +16,7 @@ import { hook, plantProvider } from "../safety/_fixture.ts";
 const REFUSAL = "refusing AUTO: 2 actuating function(s) are registered but no " +
   "mode_transition_hook covers AUTO -> FAULT (add one with from AUTO or * and to FAULT or *)";
 
-async function withPlant(body: (rt: Runtime) => Promise<void>): Promise<void> {
+async function withPlant(body: (rt: Kernel) => Promise<void>): Promise<void> {
   const rt = await startRuntime(
     testConfig({ providers: [plantProvider("plant")], automation: { enabled: true } }),
   );
@@ -29,7 +29,7 @@ async function withPlant(body: (rt: Runtime) => Promise<void>): Promise<void> {
 
 /** A second mode manager over the runtime's providers with its own hooks (and its own router). */
 function managerWith(
-  rt: Runtime,
+  rt: Kernel,
   hooks: { before?: HookConfig[]; after?: HookConfig[] },
 ): ModeManager {
   const log = testLogger();

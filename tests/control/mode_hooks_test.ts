@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { validateDeclaredCalls } from "../../src/control/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, hook, i, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
@@ -20,7 +20,7 @@ async function withRuntime(
     before?: HookConfig[];
     after?: HookConfig[];
   },
-  body: (rt: Runtime) => Promise<void> | void,
+  body: (rt: Kernel) => Promise<void> | void,
 ): Promise<void> {
   const rt = await startRuntime(testConfig({
     providers: [inertSim()],
@@ -39,7 +39,7 @@ async function withRuntime(
 }
 
 /** Relay changes in the order the cache saw them (it publishes state_update on change only). */
-function recordChanges(rt: Runtime): { log: string[]; stop: () => void } {
+function recordChanges(rt: Kernel): { log: string[]; stop: () => void } {
   const log: string[] = [];
   const stop = rt.bus.subscribe(({ event: e }) => {
     if (e.kind === "mode_change") log.push(`mode ${e.previous_mode}->${e.new_mode}`);

@@ -31,30 +31,38 @@ function store(params: ParameterConfig[] = BASE) {
   return { s, events, audit };
 }
 
-Deno.test("ParameterStore.redeclare keeps a value only when every field of the declaration is the same", () => {
-  const changes: [string, Partial<ParameterConfig>][] = [
-    ["nothing", {}],
-    ["default", { default: 31 }],
-    ["min", { min: 11 }],
-    ["max", { max: 79 }],
+Deno.test("ParameterStore.redeclare keeps a value the new declaration still accepts, else resets it to the default", () => {
+  // A reload that narrowed the bounds around a still-valid value used to reset it to the
+  // default, and a running tree drove the new value at once (issue 35).
+  const changes: [string, Partial<ParameterConfig>, number][] = [
+    ["nothing", {}, 55],
+    ["default", { default: 31 }, 55],
+    ["min narrowed, still below", { min: 11 }, 55],
+    ["max narrowed, still above", { max: 79 }, 55],
+    ["max narrowed below the value", { max: 50 }, 30],
+    ["min raised above the value", { min: 60, default: 70 }, 70],
   ];
-  for (const [what, change] of changes) {
+  for (const [what, change, expected] of changes) {
     const { s } = store();
     s.set("temp", 55);
+    assert.deepStrictEqual(
+      s.valueChanges([{ ...BASE[0], ...change }, BASE[1]]).length,
+      expected === 55 ? 0 : 1,
+      `valueChanges: ${what}`,
+    );
     s.redeclare([{ ...BASE[0], ...change }, BASE[1]]);
-    const expected = what === "nothing" ? 55 : (change.default ?? 30);
     assert.strictEqual(s.value("temp"), expected, `changed ${what}`);
   }
-  const strings: [string, string[]][] = [
-    ["same", ["eco", "boost"]],
-    ["one value differs", ["eco", "turbo"]],
-    ["one more value", ["eco", "boost", "max"]],
+  const strings: [string, string[], string][] = [
+    ["same", ["eco", "boost"], "boost"],
+    ["its value no longer allowed", ["eco", "turbo"], "eco"],
+    ["one more value", ["eco", "boost", "max"], "boost"],
   ];
-  for (const [what, allowedValues] of strings) {
+  for (const [what, allowedValues, expected] of strings) {
     const { s } = store();
     s.set("profile", "boost");
     s.redeclare([BASE[0], { ...BASE[1], allowedValues }]);
-    assert.strictEqual(s.value("profile"), what === "same" ? "boost" : "eco", what);
+    assert.strictEqual(s.value("profile"), expected, what);
   }
   const { s } = store();
   s.set("temp", 55);
@@ -67,7 +75,7 @@ Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid defaul
   s.set("temp", 55);
   events.length = 0;
   s.redeclare([
-    { ...BASE[0], default: 20 },
+    { ...BASE[0], max: 50, default: 20 }, // 55 no longer allowed: reset to 20
     { ...BASE[0], default: 70 }, // duplicate: ignored
     { name: "bad", type: "double", default: 500, min: 0, max: 10, allowedValues: [] },
     { name: "fresh", type: "bool", default: true, allowedValues: [] },
@@ -85,7 +93,7 @@ Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid defaul
   // Declared again exactly as now: no event, value kept.
   s.set("temp", 42);
   events.length = 0;
-  s.redeclare([{ ...BASE[0], default: 20 }, {
+  s.redeclare([{ ...BASE[0], max: 50, default: 20 }, {
     name: "fresh",
     type: "bool",
     default: true,
@@ -101,12 +109,12 @@ Deno.test("ParameterStore.redeclare records each reset of a value in the audit t
   s.set("profile", "boost");
   audit.length = 0;
   s.redeclare([
-    { ...BASE[0], default: 20 }, // reset 55 -> 20
-    { ...BASE[1], allowedValues: ["eco", "boost", "max"] }, // reset boost -> eco
+    { ...BASE[0], max: 50, default: 20 }, // 55 refused: reset 55 -> 20
+    { ...BASE[1], allowedValues: ["eco", "max"] }, // boost refused: reset boost -> eco
     { name: "fresh", type: "bool", default: true, allowedValues: [] }, // new: not a reset
   ]);
-  // Declared as before, or reset to the value it had: nothing to record.
-  s.redeclare([{ ...BASE[0], default: 20 }, { ...BASE[1], allowedValues: ["eco"] }]);
+  // Declared as before, or a value still accepted: nothing to record.
+  s.redeclare([{ ...BASE[0], max: 50, default: 20 }, { ...BASE[1], allowedValues: ["eco"] }]);
   assert.deepStrictEqual(audit, [
     {
       action: "parameter",

@@ -187,7 +187,7 @@ Deno.test("ParameterStore keeps the first of two parameters with one name", () =
   assert.throws(() => s.set("x", 6), /\(rule: max\)/);
 });
 
-Deno.test("ParameterStore.redeclare keeps values of identical declarations, resets changed ones to their default (with an event), drops removed ones and adds new ones at their default", async () => {
+Deno.test("ParameterStore.redeclare keeps values the new declarations accept, resets the others to their default (with an event), drops removed ones and adds new ones at their default", async () => {
   const { s, events } = store();
   s.set("temp", 42);
   s.set("count", 7);
@@ -196,8 +196,8 @@ Deno.test("ParameterStore.redeclare keeps values of identical declarations, rese
   events.length = 0;
   s.redeclare([
     PARAMS[0], // temp: identical
-    { ...PARAMS[1], max: 20 }, // count: redeclared
-    { ...PARAMS[3], allowedValues: ["eco", "boost", "max"] }, // profile: redeclared
+    { ...PARAMS[1], max: 6 }, // count: redeclared, 7 now above max: reset
+    { ...PARAMS[3], allowedValues: ["eco", "max"] }, // profile: boost no longer allowed: reset
     { name: "fresh", type: "bool", default: true, allowedValues: [] },
   ]);
   assert.deepEqual(s.list().map((p) => [p.name, p.value]), [
@@ -207,7 +207,7 @@ Deno.test("ParameterStore.redeclare keeps values of identical declarations, rese
     ["fresh", true],
   ]);
   assert.equal(s.get("armed"), undefined);
-  assert.equal(s.get("count")!.max, 20);
+  assert.equal(s.get("count")!.max, 6);
   await Promise.resolve();
   assert.deepEqual(
     events.map((e) =>

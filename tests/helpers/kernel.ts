@@ -4,7 +4,7 @@ import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import type { ProviderRegistry } from "../../src/providers/mod.ts";
 import { Inventory, StateCache } from "../../src/state/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 
 /** A logger for tests: silent unless RUNTIME_TEST_LOG=debug|info|warn|error is set. */
 export function testLogger(): LineLogger {
@@ -18,14 +18,14 @@ export function testLogger(): LineLogger {
 }
 
 /**
- * Starts a Runtime; the caller must `await rt.stop()` (try/finally). With `arm`, switches the
+ * Starts a Kernel; the caller must `await rt.stop()` (try/finally). With `arm`, switches the
  * mode from IDLE to MANUAL so actuating calls are allowed.
  */
 export async function startRuntime(
   config: Config,
   options: { arm?: boolean } = {},
-): Promise<Runtime> {
-  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+): Promise<Kernel> {
+  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
   try {
     await rt.start();
     if (options.arm) await rt.modes.request("MANUAL");
@@ -52,7 +52,7 @@ export async function waitFor<T>(
 }
 
 /** Collects events from the runtime's bus until disposed. */
-export function recordEvents(rt: Runtime): { events: RuntimeEvent[]; stop: () => void } {
+export function recordEvents(rt: Kernel): { events: RuntimeEvent[]; stop: () => void } {
   const events: RuntimeEvent[] = [];
   const stop = rt.bus.subscribe((e) => events.push(e.event));
   return { events, stop };
@@ -69,7 +69,7 @@ export function processAlive(pid: number): boolean {
 }
 
 /** startRuntime in MANUAL mode: actuating calls allowed. */
-export function startArmed(config: Config): Promise<Runtime> {
+export function startArmed(config: Config): Promise<Kernel> {
   return startRuntime(config, { arm: true });
 }
 

@@ -1,19 +1,19 @@
 /**
- * The one place HTTP tests boot a runtime: a real Runtime over real simulated provider processes
- * (or, with `start: false`, a Runtime that was never started — no processes, no providers up),
+ * The one place HTTP tests boot a runtime: a real Kernel over real simulated provider processes
+ * (or, with `start: false`, a Kernel that was never started — no processes, no providers up),
  * an HttpApi over it, and optionally a real socket server.
  */
 import type { Config } from "../../src/config/mod.ts";
 import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { httpServicesOf } from "../../src/app/process.ts";
 import { startRuntime, testLogger } from "./kernel.ts";
 import { assertApiAnswer } from "./openapi_check.ts";
 import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 
-/** The optional services a test may plug in (fakes until the real ones are wired in Runtime). */
+/** The optional services a test may plug in (fakes until the real ones are wired in Kernel). */
 export type OptionalServices = Partial<
   Pick<
     HttpServices,
@@ -26,7 +26,7 @@ export interface HttpFixtureOptions {
   providers?: number;
   /** Config overrides (polling interval, http auth/cors, ...). */
   config?: TestConfigOptions;
-  /** false: construct the Runtime but do not start it (no provider processes). Default true. */
+  /** false: construct the Kernel but do not start it (no provider processes). Default true. */
   start?: boolean;
   services?: OptionalServices;
   api?: Partial<HttpApiOptions>;
@@ -50,13 +50,13 @@ export interface RequestOptions {
 
 /** A runtime + API under test; `close()` releases everything (servers, streams, processes). */
 export class HttpFixture {
-  readonly runtime: Runtime;
+  readonly runtime: Kernel;
   readonly services: HttpServices;
   readonly api: HttpApi;
   readonly config: Config;
   readonly #servers: HttpServerHandle[] = [];
 
-  constructor(runtime: Runtime, services: HttpServices, api: HttpApi) {
+  constructor(runtime: Kernel, services: HttpServices, api: HttpApi) {
     this.runtime = runtime;
     this.services = services;
     this.api = api;
@@ -122,7 +122,7 @@ export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<Http
     ...o.config,
   });
   const runtime = o.start === false
-    ? new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
+    ? new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
     : await startRuntime(config);
   const services: HttpServices = { ...httpServicesOf(runtime), ...o.services };
   const api = new HttpApi(services, { apiToken: "", ...o.api });

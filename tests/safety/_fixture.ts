@@ -9,7 +9,7 @@ import type {
 } from "../../src/config/mod.ts";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { scalarOf } from "../../src/common/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
 
 export { SIM_INERT_YAML, simProvider };
@@ -100,7 +100,7 @@ export function hook(
 
 /** A manual (HTTP-like) call through the runtime's router. */
 export function manualCall(
-  rt: Runtime,
+  rt: Kernel,
   providerId: string,
   deviceId: string,
   functionId: number,
@@ -116,7 +116,7 @@ export const i = (v: number): TypedValue => ({ type: "int64", int64: v });
 
 /** Polls the device now and returns the cached scalar of one signal. */
 export async function readSignal(
-  rt: Runtime,
+  rt: Kernel,
   providerId: string,
   deviceId: string,
   signalId: string,

@@ -12,7 +12,7 @@ import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { readPorts, startRuntime, testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
@@ -131,7 +131,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
 });
 
 Deno.test("Estop status follows the inventory: a plan asked for before discovery is not kept", async () => {
-  const rt = new Runtime(
+  const rt = new Kernel(
     testConfig({
       providers: [plantProvider("plant")],
       safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
@@ -220,7 +220,7 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     nowMs: () => Date.now() + offsetMs,
     monoMs: () => performance.now() + offsetMs,
   });
-  const rt = new Runtime(
+  const rt = new Kernel(
     testConfig({
       providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
       pollingIntervalMs: 60000,

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";
@@ -22,7 +22,7 @@ interface Line {
 const LEVEL: Record<string, Line["level"]> = { "6": "info", "4": "warn", "3": "error" };
 
 /** A runtime whose e-stop log lines (scope `estop`) are kept, at info and above. */
-async function start(config: Config): Promise<{ rt: Runtime; lines: Line[] }> {
+async function start(config: Config): Promise<{ rt: Kernel; lines: Line[] }> {
   const lines: Line[] = [];
   const log = new LineLogger({
     level: "info",
@@ -33,7 +33,7 @@ async function start(config: Config): Promise<{ rt: Runtime; lines: Line[] }> {
       if (m) lines.push({ level: LEVEL[m[1]], text: m[2] });
     },
   });
-  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log });
+  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log });
   try {
     await rt.start();
   } catch (err) {

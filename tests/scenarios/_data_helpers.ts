@@ -2,7 +2,7 @@
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { HttpApi } from "../../src/http/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { httpServicesOf } from "../../src/app/process.ts";
 import { HttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -50,7 +50,7 @@ export async function startDataFixture(
     providers: [dataProvider("p0", scenario)],
     pollingIntervalMs: o.pollingIntervalMs ?? 50,
   });
-  const runtime = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log });
+  const runtime = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log });
   try {
     await runtime.start();
   } catch (err) {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parseSseFrame, SseClient } from "../../bench/lib/sse.ts";
 import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/config/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { T } from "../helpers/programmable_provider.ts";
 import type { Program } from "../helpers/programmable_provider.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -93,7 +93,7 @@ export function callBody(
 
 /** Programs the programmable provider's device (function 1) through the runtime's registry. */
 export async function program(
-  rt: Runtime,
+  rt: Kernel,
   providerId: string,
   device: string,
   p: Program,

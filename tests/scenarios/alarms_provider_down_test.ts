@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
@@ -30,7 +30,7 @@ alarms:
 }
 
 /** Waits for the e-stop latch, then returns how long after `since` (ms, monotonic) it latched. */
-async function latchedAfter(rt: Runtime, since: number): Promise<number> {
+async function latchedAfter(rt: Kernel, since: number): Promise<number> {
   await waitFor("e-stop latched by the alarm", () => rt.estop.latched, 8000);
   return performance.now() - since;
 }

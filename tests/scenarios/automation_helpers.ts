@@ -6,7 +6,7 @@
 import { scalarOf, type TypedValue } from "../../src/common/mod.ts";
 import type { CallArgValue, Config, HookConfig } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { REPO, simProvider, testConfig, type TestConfigOptions } from "../helpers/sim_config.ts";
 
 /** The shipped demo tree. */
@@ -107,14 +107,14 @@ export function automationOptions(
 }
 
 /** IDLE -> MANUAL -> AUTO (IDLE -> AUTO is not an allowed transition). */
-export async function enterAuto(rt: Runtime): Promise<void> {
+export async function enterAuto(rt: Kernel): Promise<void> {
   await rt.modes.request("MANUAL");
   await rt.modes.request("AUTO");
 }
 
 /** The cached scalar of a signal (undefined when absent). */
 export function cached(
-  rt: Runtime,
+  rt: Kernel,
   handle: string,
   signalId: string,
 ): number | bigint | boolean | string | undefined {
@@ -125,7 +125,7 @@ export function cached(
 
 /** Calls a function as the given origin (test set-up and fault injection). */
 export async function callAs(
-  rt: Runtime,
+  rt: Kernel,
   origin: "manual" | "automated",
   handle: string,
   functionName: string,

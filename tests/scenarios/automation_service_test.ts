@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type SpawnFn } from "../../src/common/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { startService } from "../../src/app/process.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { automationConfig, MOTOR_THEN_SLEEP, TreeDir, treeXml } from "./automation_helpers.ts";
@@ -37,7 +37,7 @@ Deno.test("startService: a run opened over HTTP captures the tree version and ap
   }
 });
 
-Deno.test("Runtime.start refuses a tree with errors, listing every diagnostic, before spawning providers", async () => {
+Deno.test("Kernel.start refuses a tree with errors, listing every diagnostic, before spawning providers", async () => {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write(
@@ -49,7 +49,7 @@ Deno.test("Runtime.start refuses a tree with errors, listing every diagnostic, b
     );
     let spawned = 0;
     const spawn: SpawnFn = (o) => (spawned++, spawnProcess(o));
-    const rt = new Runtime(automationConfig(tree), {
+    const rt = new Kernel(automationConfig(tree), {
       spawn,
       clock: systemClock,
       log: testLogger(),

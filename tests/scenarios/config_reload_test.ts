@@ -364,7 +364,7 @@ ${parameters}
 `;
 }
 
-Deno.test("SIGHUP applies log level and parameters (values kept where declared alike), refuses a new tree in AUTO and loads it in MANUAL, reports http.port as needing a restart", async () => {
+Deno.test("SIGHUP applies the log level, refuses a new tree and a parameter change that would change the running recipe in AUTO, applies both in MANUAL (still-valid values kept), reports http.port as needing a restart", async () => {
   const rig = await Rig.create(["p0"]);
   await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
   await Deno.writeTextFile(`${rig.dir}/tree-b.xml`, TREE_B);
@@ -406,29 +406,30 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     const first = await reload(rt, 1);
     assert.match(first, /^WARN /);
     assert.match(first, /log level info->debug/);
-    assert.match(first, /applied: parameters/);
-    assert.match(first, /behavior tree refused: mode is AUTO/);
+    assert.match(first, /refused automation\.behavior_tree: mode is AUTO/);
+    // Removing `gone` would change the running recipe: the whole section waits for MANUAL.
+    assert.match(
+      first,
+      /refused automation\.parameters: mode is AUTO: it would change the running recipe: gone \(removed\)/,
+    );
     assert.match(first, /needs restart: http\.port, audit\.max_files$/);
-    const list = (await api.get("/v0/parameters")).json.parameters as {
-      name: string;
-      value: unknown;
-    }[];
-    assert.deepEqual(list.map((p) => [p.name, p.value]), [
-      ["keep", 2.5],
-      ["redo", 1],
-      ["fresh", "hello"],
-    ]);
-    // The reset of `redo` (5 -> its new default) is on record, as coming from the reload.
+    const values = async () =>
+      ((await api.get("/v0/parameters")).json.parameters as { name: string; value: unknown }[])
+        .map((p) => [p.name, p.value]);
+    assert.deepEqual(await values(), [["keep", 2.5], ["redo", 5], ["gone", true]]);
+    // Both refusals are on record, as the reload's.
     const audit = (await api.get("/v0/audit?origin=reload")).json.entries as {
-      origin: unknown;
+      origin: { kind: string };
       action: string;
       function: string;
-      args: unknown;
       outcome: string;
     }[];
     assert.deepEqual(
-      audit.map((e) => [e.origin, e.action, e.function, e.args, e.outcome]),
-      [[{ kind: "reload" }, "parameter", "redo", { value: 1, from: 5 }, "accepted"]],
+      audit.map((e) => [e.origin.kind, e.action, e.function, e.outcome]),
+      [
+        ["reload", "config", "automation.behavior_tree", "refused"],
+        ["reload", "config", "automation.parameters", "refused"],
+      ],
     );
     assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
     assert.equal((await api.get("/v0/mode")).json.mode, "AUTO", "the reload left AUTO running");
@@ -437,7 +438,9 @@ Deno.test("SIGHUP applies log level and parameters (values kept where declared a
     assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
     const second = await reload(rt, 2);
     assert.match(second, /behavior tree reloaded/);
-    assert.doesNotMatch(second, /applied: parameters/, "parameters are as declared already");
+    assert.match(second, /applied: .*automation\.parameters/);
+    // `redo` keeps 5: the new bounds (0..20) still accept it; `gone` is gone, `fresh` is new.
+    assert.deepEqual(await values(), [["keep", 2.5], ["redo", 5], ["fresh", "hello"]]);
     assert.match(
       second,
       /needs restart: http\.port, audit\.max_files$/,
@@ -483,7 +486,7 @@ Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process g
     const first = await reload(rt, 1);
     assert.match(
       first,
-      /^WARN .*providers \+1 -0 ~0 =1; refused in AUTO: p3, p1 \(provider removal\/change\)/,
+      /^WARN .*providers \+1 -0 ~0 =1; refused providers: mode is AUTO: removal or change of p3, p1 held back/,
     );
     const inAuto = await waitFor("p2 up", () => {
       const pids = providerPids(rt, rig);
@@ -631,7 +634,7 @@ Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from 
       await waitFor("rows at the first target", () => first.writes.length > 0);
       await rig.write(`${telemetry(second.url)}providers:\n${rig.provider("p0")}\n`);
       const summary = await reload(rt, 1);
-      assert.match(summary, new RegExp(`telemetry changed \\(writing to ${second.url}\\)`));
+      assert.match(summary, new RegExp(`telemetry retargeted \\(writing to ${second.url}\\)`));
       const api = new Api(rt.base);
       // A mode change after the reload is a row only the new writer can have written.
       assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
@@ -647,6 +650,40 @@ Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from 
   } finally {
     await first.close();
     await second.close();
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP that removes a named token: it is refused from the next request on; an added one works at once", async () => {
+  const rig = await Rig.create(["p0"]);
+  const OLD = "old-token-aaaaaaaaaaaaaaaa";
+  const NEW = "new-token-bbbbbbbbbbbbbbbb";
+  const write = (token: string) =>
+    Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http:\n  port: ${rig.port}\n  auth_enabled: true\n  auth_exempt_loopback: false\n` +
+        `  tokens:\n    - {name: shift, role: operator, token: ${token}}\n` +
+        `providers:\n${rig.provider("p0")}\n`,
+    );
+  await write(OLD);
+  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, token: OLD });
+  try {
+    const status = async (token: string) =>
+      (await apiFetch(`${rt.base}/v0/runtime/status`, {
+        headers: { authorization: `Bearer ${token}` },
+      })).status;
+    assert.equal(await status(OLD), 200);
+    assert.equal(await status(NEW), 401);
+    await write(NEW);
+    const summary = await reload(rt, 1);
+    assert.match(summary, /API tokens replaced/);
+    assert.doesNotMatch(summary, /needs restart/, "tokens are live, not restart-only");
+    assert.equal(await status(OLD), 401, "the removed token is refused at once");
+    assert.equal(await status(NEW), 200);
+    assert.ok(!rt.stderr().includes(OLD) && !rt.stderr().includes(NEW), "no token is logged");
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
   }
 });

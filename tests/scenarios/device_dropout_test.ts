@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { deviceDownAfterMs } from "../../src/state/mod.ts";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
@@ -27,14 +27,14 @@ const HOLD_MOTOR = treeXml(
 );
 
 /** chaos_control inject_device_unavailable(motorctl0, ms). */
-function dropOut(rt: Runtime, ms: number): Promise<unknown> {
+function dropOut(rt: Kernel, ms: number): Promise<unknown> {
   return manualCall(rt, "sim0", "chaos_control", 1, {
     device_id: { type: "string", string: "motorctl0" },
     duration_ms: i(ms),
   });
 }
 
-async function withRuntime(fn: (rt: Runtime) => Promise<void>): Promise<void> {
+async function withRuntime(fn: (rt: Kernel) => Promise<void>): Promise<void> {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("hold.xml", HOLD_MOTOR);

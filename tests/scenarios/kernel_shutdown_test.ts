@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { processAlive, startArmed, testLogger, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
 import { killLeftovers, readScriptedLog, scriptedProvider } from "./process_helpers.ts";
 
-Deno.test("Runtime.stop ends a restart attempt that is still waiting for Hello, within the shutdown budget", async () => {
+Deno.test("Kernel.stop ends a restart attempt that is still waiting for Hello, within the shutdown budget", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-stop-" });
   // First start: the real simulated provider. Every restart: a process that never says Hello.
   const script = `${dir}/provider.sh`;
@@ -42,7 +42,7 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
   }
 });
 
-Deno.test("Runtime.stop while the first poll hangs makes start() fail at once and leaves nothing running", async () => {
+Deno.test("Kernel.stop while the first poll hangs makes start() fail at once and leaves nothing running", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-stop-" });
   const log = `${dir}/provider.log`;
   const config = testConfig({
@@ -50,7 +50,7 @@ Deno.test("Runtime.stop while the first poll hangs makes start() fail at once an
       timeoutMs: 60000,
     })],
   });
-  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
   try {
     const started = rt.start().then(() => "started", (e) => e);
     await waitFor("first poll hanging", () => readScriptedLog(log).hangs.length > 0);

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
-import type { Runtime } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { processAlive, recordEvents, startArmed, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 
 function chaos(
-  rt: Runtime,
+  rt: Kernel,
   providerId: string,
   functionName: string,
   args: Record<string, TypedValue> = {},

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { startArmed, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
@@ -72,7 +72,7 @@ for (const stage of ["hello", "read_signals"]) {
         aliveWhenLogged.push(processAlive(readScriptedLog(plog).pids[0]));
       }
     });
-    const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log });
+    const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log });
     try {
       const outcome = await within(rt.start().then(() => "started", (e) => e), 20000);
       assert.ok(outcome instanceof Error, `start() must fail, got ${outcome}`);
@@ -97,9 +97,9 @@ for (const stage of ["hello", "read_signals"]) {
   });
 }
 
-Deno.test("Runtime.start says nothing about a start-up timeout when start-up completes in time", async () => {
+Deno.test("Kernel.start says nothing about a start-up timeout when start-up completes in time", async () => {
   const { log, lines } = watchingLogger();
-  const rt = new Runtime(
+  const rt = new Kernel(
     testConfig({ runtime: { startupTimeoutMs: 30000 }, providers: [simProvider("sim0")] }),
     { spawn: spawnProcess, clock: systemClock, log },
   );
@@ -139,7 +139,7 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
   const { log, lines } = watchingLogger((line) => {
     if (line.includes("restart timeout")) aliveWhenLogged.push(processAlive(restartPids()[0]));
   });
-  const rt = new Runtime(
+  const rt = new Kernel(
     testConfig({ providers: [{ ...base, command: script, args: [] }] }),
     { spawn: spawnProcess, clock: systemClock, log },
   );
@@ -163,7 +163,7 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
   }
 });
 
-Deno.test("Runtime.whenAllProvidersAvailable calls back once, when every provider is AVAILABLE", async () => {
+Deno.test("Kernel.whenAllProvidersAvailable calls back once, when every provider is AVAILABLE", async () => {
   const rt = await startArmed(testConfig({
     providers: [
       simProvider("sim0", { yaml: SIM_INERT_YAML }),

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Runtime } from "../../src/app/kernel.ts";
+import { Kernel } from "../../src/app/kernel.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
@@ -22,7 +22,7 @@ import {
   writeRuntimeConfig,
 } from "./process_helpers.ts";
 
-Deno.test("Runtime.start fails within runtime.startup_timeout_ms when a provider hangs on its first poll, leaving nothing running", async () => {
+Deno.test("Kernel.start fails within runtime.startup_timeout_ms when a provider hangs on its first poll, leaving nothing running", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
   const log = `${dir}/provider.log`;
   const config = testConfig({
@@ -33,7 +33,7 @@ Deno.test("Runtime.start fails within runtime.startup_timeout_ms when a provider
       scriptedProvider("hung", ["--log", log, "--hang", "read_signals"], { timeoutMs: 60000 }),
     ],
   });
-  const rt = new Runtime(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
   try {
     const outcome = await within(rt.start().then(() => "started", (e) => e), 15000);
     assert.notEqual(outcome, "timeout", "start() must end within the start-up budget");

@@ -1,0 +1,124 @@
+/**
+ * The invariants that decide whether the machine may run, applied to a reload (docs/safety.md
+ * "Reloads"). Entering AUTO is gated by the mode manager (control/mode_manager.ts: an AUTO -> FAULT
+ * hook when anything actuates, `autoFaultHookProblem`), by the automation engine (the tree's
+ * devices up and the tree loaded) and by the e-stop latch. A reload while AUTO runs must never
+ * leave the machine in a state it would refuse to enter, nor change the running recipe behind the
+ * operator's back; so while AUTO runs a reload refuses, section by section:
+ *
+ * - `automation.mode_transition_hooks`: a change after which AUTO -> FAULT is no longer covered
+ *   (the same rule, `autoFaultHookProblem`, the AUTO gate applies) or that removes a stop call of
+ *   a hook into FAULT;
+ * - `safety`: a change that weakens the e-stop (a ladder call, `zero_is_safe` or an expectation
+ *   taken away, a longer verification timeout is fine);
+ * - `alarms`: an interlock removed or changed, an alarm that faults or stops the machine removed
+ *   or changed (additions and alarms without action apply);
+ * - `automation.parameters`: a change that would change a parameter's current value;
+ * - `automation.behavior_tree` and provider removals/changes: refused by their owners.
+ *
+ * Outside AUTO every weakening applies, but each is recorded on the audit trail (origin `reload`)
+ * and logged as a WARN: a protection never disappears without a trace.
+ */
+import type {
+  AlarmConfig,
+  CallConfig,
+  Config,
+  HookConfig,
+  InterlockConfig,
+} from "../config/mod.ts";
+import { autoFaultHookProblem } from "../control/mod.ts";
+import { same } from "./live_config.ts";
+
+/** A protection a reload takes away or weakens, in words. */
+export interface Weakening {
+  /** The section (`safety`, `alarms`, `automation.mode_transition_hooks`). */
+  readonly section: string;
+  readonly what: string;
+}
+
+/** Everything `next` weakens compared with `before` (empty when nothing protective is lost). */
+export function protectionWeakenings(
+  before: Config,
+  next: Config,
+  actuatingFunctions: number,
+): Weakening[] {
+  const out: Weakening[] = [];
+  // Hooks into FAULT: their calls are stop actions.
+  const hooksBefore = before.automation.modeTransitionHooks;
+  const hooksNext = next.automation.modeTransitionHooks;
+  const section = "automation.mode_transition_hooks";
+  const problem = autoFaultHookProblem(hooksNext, actuatingFunctions);
+  if (problem !== null && autoFaultHookProblem(hooksBefore, actuatingFunctions) === null) {
+    out.push({ section, what: "no hook covers AUTO -> FAULT any more" });
+  }
+  for (const call of lostCalls(faultCalls(hooksBefore), faultCalls(hooksNext))) {
+    out.push({ section, what: `a hook into FAULT no longer calls ${call}` });
+  }
+  // The e-stop.
+  const sb = before.safety.safeState;
+  const sn = next.safety.safeState;
+  if (sb.zeroIsSafe && !sn.zeroIsSafe) {
+    out.push({ section: "safety", what: "zero_is_safe turned off" });
+  }
+  for (const call of lostCalls(sb.hooks, sn.hooks)) {
+    out.push({ section: "safety", what: `the e-stop no longer calls ${call}` });
+  }
+  for (const call of lostCalls(sb.setpoints, sn.setpoints)) {
+    out.push({ section: "safety", what: `the e-stop no longer sets ${call}` });
+  }
+  for (const e of sb.expect) {
+    if (!sn.expect.some((x) => same({ ...x, path: "" }, { ...e, path: "" }))) {
+      out.push({ section: "safety", what: `the e-stop no longer verifies ${e.signal}` });
+    }
+  }
+  // Interlocks and acting alarms.
+  for (const il of before.interlocks) {
+    const now = next.interlocks.find((x) => x.id === il.id);
+    if (now === undefined) out.push({ section: "alarms", what: `interlock ${il.id} removed` });
+    else if (!sameInterlock(il, now)) {
+      out.push({ section: "alarms", what: `interlock ${il.id} changed` });
+    }
+  }
+  for (const a of before.alarms) {
+    if (a.action === "none") continue;
+    const now = next.alarms.find((x) => x.id === a.id);
+    if (now === undefined) {
+      out.push({ section: "alarms", what: `alarm ${a.id} (action ${a.action}) removed` });
+    } else if (!sameAlarm(a, now)) {
+      out.push({ section: "alarms", what: `alarm ${a.id} (action ${a.action}) changed` });
+    }
+  }
+  return out;
+}
+
+/** The calls of every hook into FAULT, as `device function(args)` texts. */
+function faultCalls(
+  hooks: {
+    readonly beforeTransition: readonly HookConfig[];
+    readonly afterTransition: readonly HookConfig[];
+  },
+): CallConfig[] {
+  return [...hooks.beforeTransition, ...hooks.afterTransition]
+    .filter((h) => h.to === "FAULT" || h.to === "*")
+    .flatMap((h) => h.calls);
+}
+
+/** Calls of `before` that `after` no longer makes (same device, function and arguments). */
+function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]): string[] {
+  const key = (c: CallConfig) =>
+    JSON.stringify([c.deviceHandle, c.functionName, c.functionId, c.args]);
+  const kept = new Set(after.map(key));
+  return before.filter((c) => !kept.has(key(c))).map((c) =>
+    `${c.deviceHandle} ${c.functionName || `#${c.functionId}`}`
+  );
+}
+
+/** The same condition (as written) blocking the same functions; message and place may differ. */
+function sameInterlock(a: InterlockConfig, b: InterlockConfig): boolean {
+  return a.conditionText.trim() === b.conditionText.trim() &&
+    same(a.block.map((x) => x.handle), b.block.map((x) => x.handle));
+}
+
+function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {
+  return same({ ...a, path: "", message: "" }, { ...b, path: "", message: "" });
+}

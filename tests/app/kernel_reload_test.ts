@@ -1,0 +1,193 @@
+/**
+ * Kernel.reload against the real kernel over the simulated provider (issue 35): a reload while
+ * AUTO runs never leaves the machine in a state it would refuse to enter nor changes the running
+ * recipe -- one test per invariant, each refused for that section only, the rest applied -- and
+ * outside AUTO a weakened protection applies with a record. A section whose owner fails keeps its
+ * old value and is offered again by the next reload.
+ */
+import assert from "node:assert/strict";
+import type { Kernel, ReloadReport } from "../../src/app/kernel.ts";
+import { summarize } from "../../src/app/reloader.ts";
+import type { AlarmConfig, Config, InterlockConfig } from "../../src/config/mod.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { expectation } from "../safety/_fixture.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import {
+  automationConfig,
+  cached,
+  enterAuto,
+  STOP_MOTOR_ON_FAULT,
+  TreeDir,
+  treeXml,
+} from "../scenarios/automation_helpers.ts";
+
+/** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
+const IDLE_TREE = treeXml(`<Sleep msec="60000" />`);
+
+const PROTECTIONS = alarmsConfig(`
+alarms:
+  - { id: trip, signal: sim0/tempctl0/tc1_temp, hihi: 500, action: fault }
+interlocks:
+  - id: hot
+    block: [sim0/motorctl0/set_motor_duty]
+    while: sim0/tempctl0/tc1_temp > 400
+    message: Motor held while hot
+`);
+
+async function withKernel(
+  fn: (rt: Kernel, base: Config) => Promise<void>,
+): Promise<void> {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const base = automationConfig(tree, {
+      config: {
+        safety: { expect: [expectation("sim0/motorctl0/motor1_duty", { equals: 0 })] },
+        alarms: PROTECTIONS.alarms,
+        interlocks: PROTECTIONS.interlocks,
+      },
+    });
+    const rt = await startRuntime(base);
+    try {
+      await fn(rt, base);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+}
+
+function withAutomation(base: Config, a: Partial<Config["automation"]>): Config {
+  return { ...base, automation: { ...base.automation, ...a } };
+}
+
+function refusedSections(r: ReloadReport): string[] {
+  return r.refused.map((x) => x.section);
+}
+
+Deno.test("Kernel.reload in AUTO refuses removing the AUTO -> FAULT hook; FAULT still runs it", async () => {
+  await withKernel(async (rt, base) => {
+    await enterAuto(rt);
+    const next = withAutomation(base, {
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+    });
+    const r = await rt.reload(next);
+    assert.deepEqual(refusedSections(r), ["automation.mode_transition_hooks"]);
+    assert.match(r.refused[0].why, /no hook covers AUTO -> FAULT any more/);
+    assert.match(summarize(r), /refused automation\.mode_transition_hooks/);
+    // In effect: the old hooks. FAULT runs them: motor 1 to 0.
+    assert.deepEqual(rt.config.automation.modeTransitionHooks.beforeTransition, [
+      STOP_MOTOR_ON_FAULT,
+    ]);
+    await rt.modes.forceFault("test");
+    assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
+    // On record, as the reload's refusal.
+    const entry = (await rt.audit.query({ limit: 100 })).entries.find((e) => e.action === "config");
+    assert.deepEqual(
+      [entry?.origin.kind, entry?.function, entry?.outcome],
+      ["reload", "automation.mode_transition_hooks", "refused"],
+    );
+  });
+});
+
+Deno.test("Kernel.reload in AUTO keeps a parameter's still-valid value when its bounds narrow, and refuses a change that would move it", async () => {
+  await withKernel(async (rt, base) => {
+    await enterAuto(rt);
+    rt.parameters!.set("motor_duty", 0.5);
+    const params = (max: number) =>
+      base.automation.parameters.map((p) => p.name === "motor_duty" ? { ...p, max } : p);
+    // 0..0.8 still holds 0.5: applied, the value stays.
+    const narrowed = await rt.reload(withAutomation(base, { parameters: params(0.8) }));
+    assert.deepEqual(refusedSections(narrowed), []);
+    assert.ok(narrowed.applied.includes("automation.parameters"));
+    assert.equal(rt.parameters!.value("motor_duty"), 0.5);
+    // 0..0.3 would reset it to its default: the running recipe would change. Refused.
+    const moved = await rt.reload(withAutomation(base, { parameters: params(0.3) }));
+    assert.deepEqual(refusedSections(moved), ["automation.parameters"]);
+    assert.match(moved.refused[0].why, /motor_duty \(its value 0\.5 would go to the default/);
+    assert.equal(rt.parameters!.value("motor_duty"), 0.5);
+    assert.equal(rt.parameters!.get("motor_duty")!.max, 0.8, "the narrowed bounds stay");
+  });
+});
+
+Deno.test("Kernel.reload in AUTO refuses weakening the e-stop, and applies it with a record outside AUTO", async () => {
+  await withKernel(async (rt, base) => {
+    await enterAuto(rt);
+    const weaker: Config = {
+      ...base,
+      safety: { ...base.safety, safeState: { ...base.safety.safeState, expect: [] } },
+    };
+    const inAuto = await rt.reload(weaker);
+    assert.deepEqual(refusedSections(inAuto), ["safety"]);
+    assert.match(inAuto.refused[0].why, /no longer verifies sim0\/motorctl0\/motor1_duty/);
+    assert.equal(rt.config.safety.safeState.expect.length, 1, "the old safety stays in effect");
+    assert.equal(rt.estop.status().unverified_devices?.includes("sim0/motorctl0"), false);
+
+    await rt.modes.request("MANUAL");
+    const manual = await rt.reload(weaker);
+    assert.deepEqual(refusedSections(manual), []);
+    assert.deepEqual(manual.weakened.map((w) => w.what), [
+      "the e-stop no longer verifies sim0/motorctl0/motor1_duty",
+    ]);
+    assert.match(summarize(manual), /weakened \(safety\): the e-stop no longer verifies/);
+    assert.equal(rt.config.safety.safeState.expect.length, 0);
+    const entries = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+      e.action === "config" && e.function === "safety"
+    );
+    assert.deepEqual(entries.map((e) => e.outcome), ["refused", "accepted"]);
+  });
+});
+
+Deno.test("Kernel.reload in AUTO refuses removing an interlock or an acting alarm; an added alarm without action applies", async () => {
+  await withKernel(async (rt, base) => {
+    await enterAuto(rt);
+    const watcher = alarmsConfig(`
+alarms:
+  - { id: trip, signal: sim0/tempctl0/tc1_temp, hihi: 500, action: fault }
+  - { id: warm, signal: sim0/tempctl0/tc1_temp, hi: 300 }
+`);
+    const noInterlock = await rt.reload({ ...base, alarms: watcher.alarms, interlocks: [] });
+    assert.deepEqual(refusedSections(noInterlock), ["alarms"]);
+    assert.match(noInterlock.refused[0].why, /interlock hot removed/);
+    assert.deepEqual(rt.alarms.interlocks().map((i) => i.id), ["hot"]);
+    assert.deepEqual(rt.alarms.alarms().map((a) => a.id), ["trip"], "nothing of it applied");
+    const added = await rt.reload({
+      ...base,
+      alarms: [...base.alarms, watcher.alarms[1] as AlarmConfig],
+      interlocks: base.interlocks as InterlockConfig[],
+    });
+    assert.deepEqual(refusedSections(added), []);
+    assert.deepEqual(rt.alarms.alarms().map((a) => a.id), ["trip", "warm"]);
+  });
+});
+
+Deno.test("Kernel.reload: a section whose owner fails keeps its old value and is offered again by the next reload", async () => {
+  await withKernel(async (rt, base) => {
+    let attempts = 0;
+    rt.ownSection("telemetry", () => {
+      attempts++;
+      throw new Error("the database is not reachable");
+    });
+    const next: Config = {
+      ...base,
+      telemetry: { ...base.telemetry, healthIntervalMs: base.telemetry.healthIntervalMs + 1 },
+    };
+    const first = await rt.reload(next);
+    assert.deepEqual(first.failed, [{
+      section: "telemetry",
+      why: "the database is not reachable",
+    }]);
+    assert.equal(rt.config.telemetry.healthIntervalMs, base.telemetry.healthIntervalMs);
+    await rt.reload(next);
+    assert.equal(attempts, 2, "retried: it was never recorded as applied");
+    rt.ownSection("telemetry", () => {});
+    const third = await rt.reload(next);
+    assert.deepEqual(third.applied, ["telemetry"]);
+    assert.equal(rt.config.telemetry.healthIntervalMs, next.telemetry.healthIntervalMs);
+    await waitFor(
+      "nothing left to apply",
+      async () => (await rt.reload(next)).applied.length === 0,
+    );
+  });
+});
