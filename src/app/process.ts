@@ -246,9 +246,9 @@ export async function startService(
 /** The runtime's services as the HTTP layer sees them, plus the service-level ones. */
 export function httpServicesOf(
   runtime: Runtime,
-  extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads"> = {},
+  extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads">,
 ): HttpServices {
-  const base: HttpServices = {
+  const base: Omit<HttpServices, keyof typeof extra> = {
     // Getters: a configuration reload replaces both.
     get config() {
       return runtime.config;
@@ -272,7 +272,7 @@ export function httpServicesOf(
   };
   // Descriptors, not a spread: a getter in `extra` (the telemetry writer a reload replaces)
   // must stay a getter.
-  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(extra));
+  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(extra)) as HttpServices;
 }
 
 /**

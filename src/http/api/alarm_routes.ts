@@ -1,5 +1,4 @@
 /** Alarms and interlocks (docs/http-api.md "Alarms and interlocks", docs/alarms.md). */
-import { unavailable } from "../../common/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import {
@@ -8,7 +7,6 @@ import {
   type ShelveBody,
 } from "../request_schemas.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
-import type { HttpServices } from "../services.ts";
 
 /** The alarm and interlock routes. */
 export const ALARM_ROUTES: readonly Route[] = [
@@ -72,43 +70,35 @@ export const ALARM_ROUTES: readonly Route[] = [
   }),
 ];
 
-function alarmService(services: HttpServices) {
-  if (!services.alarms) throw unavailable("Alarms not available");
-  return services.alarms;
-}
-
 function listAlarms({ services }: RouteContext): Response {
-  return okResponse({ alarms: alarmService(services).alarms() });
+  return okResponse({ alarms: services.alarms.alarms() });
 }
 
 function getAlarm({ services, params }: RouteContext): Response {
-  return okResponse({ alarm: alarmService(services).alarm(params.alarm_id) });
+  return okResponse({ alarm: services.alarms.alarm(params.alarm_id) });
 }
 
 async function ackAlarm({ services, body, params, principal }: RouteContext): Promise<Response> {
-  const alarms = alarmService(services);
   await body<unknown>();
-  return okResponse({ alarm: alarms.ack(params.alarm_id, httpOrigin(principal)) });
+  return okResponse({ alarm: services.alarms.ack(params.alarm_id, httpOrigin(principal)) });
 }
 
 async function shelveAlarm(
   { services, body, params, principal }: RouteContext,
 ): Promise<Response> {
-  const alarms = alarmService(services);
   const { duration_ms } = await body<ShelveBody>();
   return okResponse({
-    alarm: alarms.shelve(params.alarm_id, duration_ms, httpOrigin(principal)),
+    alarm: services.alarms.shelve(params.alarm_id, duration_ms, httpOrigin(principal)),
   });
 }
 
 async function unshelveAlarm(
   { services, body, params, principal }: RouteContext,
 ): Promise<Response> {
-  const alarms = alarmService(services);
   await body<unknown>();
-  return okResponse({ alarm: alarms.unshelve(params.alarm_id, httpOrigin(principal)) });
+  return okResponse({ alarm: services.alarms.unshelve(params.alarm_id, httpOrigin(principal)) });
 }
 
 function listInterlocks({ services }: RouteContext): Response {
-  return okResponse({ interlocks: alarmService(services).interlocks() });
+  return okResponse({ interlocks: services.alarms.interlocks() });
 }

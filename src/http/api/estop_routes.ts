@@ -1,5 +1,4 @@
 /** POST /v0/estop and POST /v0/estop/clear (docs/http-api.md "E-stop"). */
-import { unavailable } from "../../common/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import { readJsonBody } from "../json_body.ts";
@@ -46,8 +45,6 @@ export const ESTOP_ROUTES: readonly Route[] = [
 async function estopTrigger(
   { services, req, limits, bodyMatches, principal }: RouteContext,
 ): Promise<Response> {
-  const estop = services.estop;
-  if (!estop) throw unavailable("E-stop controller not available");
   // The reason is optional and informative only: the latch engages before the body is read, so
   // an unreadable, non-JSON or slow body never delays or blocks the stop.
   const reason = req.body === null ? undefined : readJsonBody(req, {
@@ -60,12 +57,10 @@ async function estopTrigger(
         : undefined,
     () => undefined,
   );
-  return okResponse(await estop.trigger(reason, { source: httpOrigin(principal) }));
+  return okResponse(await services.estop.trigger(reason, { source: httpOrigin(principal) }));
 }
 
 async function estopClear({ services, req, principal }: RouteContext): Promise<Response> {
-  const estop = services.estop;
-  if (!estop) throw unavailable("E-stop controller not available");
   await req.body?.cancel().catch(() => {}); // body ignored
-  return okResponse(estop.clear(httpOrigin(principal)));
+  return okResponse(services.estop.clear(httpOrigin(principal)));
 }

@@ -1,5 +1,5 @@
 /** GET and POST /v0/mode (docs/http-api.md "Modes and calls"). */
-import { failedPrecondition, RuntimeError, unavailable } from "../../common/mod.ts";
+import { failedPrecondition, RuntimeError } from "../../common/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import { MODE_BODY_SCHEMA, type ModeBody } from "../request_schemas.ts";
@@ -29,17 +29,15 @@ export const MODE_ROUTES: readonly Route[] = [
 ];
 
 function getMode({ services }: RouteContext): Response {
-  return okResponse({ mode: services.modes?.current() ?? "IDLE" });
+  return okResponse({ mode: services.modes.current() });
 }
 
 async function setMode({ services, body, principal }: RouteContext): Promise<Response> {
-  const modes = services.modes;
-  if (!modes) throw unavailable("Mode manager not available");
   const source = httpOrigin(principal);
   /** Records a refusal decided here (the request never reaches the mode manager). */
   const refused = (err: unknown, refusedBy: string, mode: string | null): unknown => {
     if (err instanceof RuntimeError) {
-      services.audit?.refused({
+      services.audit.refused({
         action: "mode",
         origin: source,
         function: mode,
@@ -62,6 +60,6 @@ async function setMode({ services, body, principal }: RouteContext): Promise<Res
       mode,
     );
   }
-  const report = await modes.requestWithReport(mode, source);
+  const report = await services.modes.requestWithReport(mode, source);
   return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
 }

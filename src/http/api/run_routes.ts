@@ -1,5 +1,4 @@
 /** Run records and their event logs (docs/http-api.md "Runs"). */
-import { unavailable } from "../../common/mod.ts";
 import { okResponse } from "../envelope.ts";
 import {
   CLOSE_RUN_BODY_SCHEMA,
@@ -17,7 +16,6 @@ import {
   parseEventsPage,
   parseRunsPage,
 } from "../run_bodies.ts";
-import type { HttpServices } from "../services.ts";
 
 const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[] => [
   {
@@ -106,37 +104,30 @@ export const RUN_ROUTES: readonly Route[] = [
   }),
 ];
 
-function runsService(services: HttpServices) {
-  if (!services.runs) throw unavailable("Run registry not available");
-  return services.runs;
-}
-
 async function listRuns({ services, url }: RouteContext): Promise<Response> {
-  return okResponse(await runsService(services).list(parseRunsPage(url.searchParams)));
+  return okResponse(await services.runs.list(parseRunsPage(url.searchParams)));
 }
 
 async function openRun({ services, body }: RouteContext): Promise<Response> {
-  const runs = runsService(services);
-  return okResponse(await runs.open(openRunRequest(await body<OpenRunBody | null>())));
+  return okResponse(await services.runs.open(openRunRequest(await body<OpenRunBody | null>())));
 }
 
 async function getRun({ services, params }: RouteContext): Promise<Response> {
-  return okResponse(await runsService(services).get(params.run_id));
+  return okResponse(await services.runs.get(params.run_id));
 }
 
 async function closeRun({ services, body, params }: RouteContext): Promise<Response> {
-  const runs = runsService(services);
   return okResponse(
-    await runs.close(params.run_id, closeRunRequest(await body<CloseRunBody | null>())),
+    await services.runs.close(params.run_id, closeRunRequest(await body<CloseRunBody | null>())),
   );
 }
 
 async function listRunEvents({ services, params, url }: RouteContext): Promise<Response> {
   const page = parseEventsPage(url.searchParams);
-  return okResponse(await runsService(services).listEvents(params.run_id, page));
+  return okResponse(await services.runs.listEvents(params.run_id, page));
 }
 
 async function addRunMarker({ services, body, params }: RouteContext): Promise<Response> {
-  const runs = runsService(services);
-  return okResponse(await runs.addMarker(params.run_id, markerRequest(await body<MarkerBody>())));
+  const marker = markerRequest(await body<MarkerBody>());
+  return okResponse(await services.runs.addMarker(params.run_id, marker));
 }

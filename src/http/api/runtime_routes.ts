@@ -3,10 +3,8 @@
  * telemetry").
  */
 import { RUNTIME_VERSION } from "../../common/mod.ts";
-import type { EstopStatus } from "../../safety/mod.ts";
 import { okResponse } from "../envelope.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
-import type { HttpServices } from "../services.ts";
 
 /** The runtime's and the providers' status routes. */
 export const RUNTIME_ROUTES: readonly Route[] = [
@@ -39,30 +37,16 @@ function runtimeStatus({ services }: RouteContext): Response {
     version: RUNTIME_VERSION,
     // Project addition: the configured runtime.name ("" when none), for the operator console.
     runtime_name: services.config.runtime.name,
-    mode: services.modes?.current() ?? "IDLE",
+    mode: services.modes.current(),
     uptime_seconds: services.uptimeSeconds(),
     polling_interval_ms: services.config.polling.intervalMs,
     providers,
     device_count: providers.reduce((n, p) => n + p.device_count, 0),
-    estop: services.estop?.status() ?? estopStatusWithoutService(services),
+    estop: services.estop.status(),
   });
-}
-
-/** With no e-stop service nothing would be actuated: every actuating function is uncovered. */
-function estopStatusWithoutService(services: HttpServices): EstopStatus {
-  const actuating = services.inventory.providers()
-    .flatMap((h) => h.devices)
-    .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
-  return {
-    latched: false,
-    software_safe_state: "none",
-    latched_at_epoch_ms: null,
-    uncovered_actuating_functions: actuating,
-  };
 }
 
 function providersHealth({ services }: RouteContext): Response {
   // Project addition (issue 21): the audit journal's health (a failing write shows here).
-  const audit = services.audit?.status();
-  return okResponse({ providers: services.providerHealth(), ...(audit ? { audit } : {}) });
+  return okResponse({ providers: services.providerHealth(), audit: services.audit.status() });
 }

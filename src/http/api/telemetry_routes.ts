@@ -15,16 +15,5 @@ export const TELEMETRY_ROUTES: readonly Route[] = [
 ];
 
 function telemetryStatus({ services }: RouteContext): Response {
-  return okResponse(
-    services.telemetry?.status() ?? {
-      enabled: false,
-      running: false,
-      connected: false,
-      total_written: 0,
-      total_failed: 0,
-      pending_batch: 0,
-      queue_depth: 0,
-      dropped_events: 0,
-    },
-  );
+  return okResponse(services.telemetry.status());
 }
