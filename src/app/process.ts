@@ -255,9 +255,9 @@ export async function startService(
 /** The runtime's services as the HTTP layer sees them, plus the service-level ones. */
 export function httpServicesOf(
   runtime: Kernel,
-  extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads"> = {},
+  extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads">,
 ): HttpServices {
-  return {
+  const base: Omit<HttpServices, keyof typeof extra> = {
     // The configuration in effect (a reload changes what is in effect; the kernel owns it).
     get config() {
       return runtime.config;
@@ -276,8 +276,9 @@ export function httpServicesOf(
     processStats: readProcessStats,
     ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
     ...(runtime.automation ? { automation: runtime.automation } : {}),
-    ...extra,
   };
+  // Descriptors, not a spread: a getter in `extra` stays a getter.
+  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(extra)) as HttpServices;
 }
 
 /**

@@ -91,30 +91,28 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   w.family("runtime_info", "gauge", "Runtime version (always 1).")
     .sample("runtime_info", 1, { version: RUNTIME_VERSION });
   gauge1("runtime_uptime_seconds", "Seconds since the runtime started.", services.uptimeSeconds());
-  const proc = services.processStats?.();
-  if (proc) {
-    gauge1(
-      "runtime_process_resident_memory_bytes",
-      "Resident set size of the runtime process in bytes (providers not included).",
-      proc.rssBytes,
-    );
-    gauge1(
-      "runtime_process_heap_used_bytes",
-      "V8 JavaScript heap in use in bytes (a leak shows as a rising floor between collections).",
-      proc.heapUsedBytes,
-    );
-    gauge1(
-      "runtime_process_heap_total_bytes",
-      "V8 JavaScript heap reserved in bytes.",
-      proc.heapTotalBytes,
-    );
-    if (proc.cpuSeconds !== null) {
-      w.family(
-        "runtime_process_cpu_seconds_total",
-        "counter",
-        "User and system CPU time of the runtime process in seconds (providers not included).",
-      ).sample("runtime_process_cpu_seconds_total", proc.cpuSeconds);
-    }
+  const proc = services.processStats();
+  gauge1(
+    "runtime_process_resident_memory_bytes",
+    "Resident set size of the runtime process in bytes (providers not included).",
+    proc.rssBytes,
+  );
+  gauge1(
+    "runtime_process_heap_used_bytes",
+    "V8 JavaScript heap in use in bytes (a leak shows as a rising floor between collections).",
+    proc.heapUsedBytes,
+  );
+  gauge1(
+    "runtime_process_heap_total_bytes",
+    "V8 JavaScript heap reserved in bytes.",
+    proc.heapTotalBytes,
+  );
+  if (proc.cpuSeconds !== null) {
+    w.family(
+      "runtime_process_cpu_seconds_total",
+      "counter",
+      "User and system CPU time of the runtime process in seconds (providers not included).",
+    ).sample("runtime_process_cpu_seconds_total", proc.cpuSeconds);
   }
 
   // ---- providers ----
@@ -253,13 +251,13 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     .sample("runtime_events_published_total", services.bus.publishedCount);
 
   // ---- telemetry ----
-  const t = services.telemetry?.status() as Record<string, unknown> | undefined;
-  const num = (key: string) => (typeof t?.[key] === "number" ? t[key] as number : 0);
-  gauge1("runtime_telemetry_enabled", "1 when telemetry is enabled.", t?.enabled === true ? 1 : 0);
+  const t = services.telemetry.status() as Record<string, unknown>;
+  const num = (key: string) => (typeof t[key] === "number" ? t[key] as number : 0);
+  gauge1("runtime_telemetry_enabled", "1 when telemetry is enabled.", t.enabled === true ? 1 : 0);
   gauge1(
     "runtime_telemetry_connected",
     "1 when the last write to the database succeeded.",
-    t?.connected === true ? 1 : 0,
+    t.connected === true ? 1 : 0,
   );
   const telemetryCounters: Array<[string, string, string]> = [
     ["runtime_telemetry_rows_written_total", "total_written", "Rows the database accepted."],
@@ -295,77 +293,71 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   );
 
   // ---- modes, e-stop, automation, alarms ----
-  const mode = services.modes?.current() ?? "IDLE";
+  const mode = services.modes.current();
   w.family("runtime_mode", "gauge", "1 for the current runtime mode, 0 for the others.");
   for (const m of RUNTIME_MODES) w.sample("runtime_mode", m === mode ? 1 : 0, { mode: m });
   const estop = services.estop;
   gauge1(
     "runtime_estop_latched",
     "1 while the software e-stop is latched.",
-    (estop?.latched ?? estop?.status().latched) ? 1 : 0,
+    (estop.latched ?? estop.status().latched) ? 1 : 0,
   );
   w.family("runtime_estop_triggers_total", "counter", "Software e-stop triggers (API and alarms).")
-    .sample("runtime_estop_triggers_total", estop?.triggerCount ?? 0);
+    .sample("runtime_estop_triggers_total", estop.triggerCount ?? 0);
   const ticks = services.automation?.tickCounts?.() ?? { ticks: 0, errors: 0 };
   w.family("runtime_bt_ticks_total", "counter", "Behavior-tree ticks.")
     .sample("runtime_bt_ticks_total", ticks.ticks);
   w.family("runtime_bt_tick_errors_total", "counter", "Behavior-tree ticks that threw.")
     .sample("runtime_bt_tick_errors_total", ticks.errors);
-  if (services.alarms) {
-    const byState = new Map<string, number>(ALARM_STATES.map((s) => [s, 0]));
-    for (const a of services.alarms.alarms()) byState.set(a.state, (byState.get(a.state) ?? 0) + 1);
-    w.family("runtime_alarms", "gauge", "Configured alarms by state.");
-    for (const [state, n] of byState) w.sample("runtime_alarms", n, { state });
-    gauge1(
-      "runtime_interlocks_blocking",
-      "Interlocks blocking calls now.",
-      services.alarms.interlocks().filter((i) => i.blocking).length,
-    );
-  }
+  const byState = new Map<string, number>(ALARM_STATES.map((s) => [s, 0]));
+  for (const a of services.alarms.alarms()) byState.set(a.state, (byState.get(a.state) ?? 0) + 1);
+  w.family("runtime_alarms", "gauge", "Configured alarms by state.");
+  for (const [state, n] of byState) w.sample("runtime_alarms", n, { state });
+  gauge1(
+    "runtime_interlocks_blocking",
+    "Interlocks blocking calls now.",
+    services.alarms.interlocks().filter((i) => i.blocking).length,
+  );
   // ---- audit trail (issue 21) ----
-  const audit = services.audit?.status();
-  if (audit) {
-    w.family("runtime_audit_entries_total", "counter", "Audit entries recorded (closed).")
-      .sample("runtime_audit_entries_total", audit.entries_total);
-    w.family("runtime_audit_write_errors_total", "counter", "Audit journal writes that failed.")
-      .sample("runtime_audit_write_errors_total", audit.write_errors_total);
-    w.family(
-      "runtime_audit_dropped_total",
-      "counter",
-      "Audit entries not journaled (queue full or write failed).",
-    ).sample("runtime_audit_dropped_total", audit.dropped_total);
-    w.family(
-      "runtime_audit_gap_pending",
-      "gauge",
-      "Audit entries lost since the journal last wrote, not yet recorded by a gap entry.",
-    ).sample("runtime_audit_gap_pending", audit.gap_pending);
-    w.family(
-      "runtime_audit_write_ahead_late_total",
-      "counter",
-      "Actuating calls sent before their audit decision reached the OS (bounded wait passed).",
-    ).sample("runtime_audit_write_ahead_late_total", audit.write_ahead_late_total);
-    w.family(
-      "runtime_audit_unreadable_lines_total",
-      "counter",
-      "Audit journal lines a read could not use (torn, damaged, too long).",
-    ).sample("runtime_audit_unreadable_lines_total", audit.unreadable_lines_total);
-  }
+  const audit = services.audit.status();
+  w.family("runtime_audit_entries_total", "counter", "Audit entries recorded (closed).")
+    .sample("runtime_audit_entries_total", audit.entries_total);
+  w.family("runtime_audit_write_errors_total", "counter", "Audit journal writes that failed.")
+    .sample("runtime_audit_write_errors_total", audit.write_errors_total);
+  w.family(
+    "runtime_audit_dropped_total",
+    "counter",
+    "Audit entries not journaled (queue full or write failed).",
+  ).sample("runtime_audit_dropped_total", audit.dropped_total);
+  w.family(
+    "runtime_audit_gap_pending",
+    "gauge",
+    "Audit entries lost since the journal last wrote, not yet recorded by a gap entry.",
+  ).sample("runtime_audit_gap_pending", audit.gap_pending);
+  w.family(
+    "runtime_audit_write_ahead_late_total",
+    "counter",
+    "Actuating calls sent before their audit decision reached the OS (bounded wait passed).",
+  ).sample("runtime_audit_write_ahead_late_total", audit.write_ahead_late_total);
+  w.family(
+    "runtime_audit_unreadable_lines_total",
+    "counter",
+    "Audit journal lines a read could not use (torn, damaged, too long).",
+  ).sample("runtime_audit_unreadable_lines_total", audit.unreadable_lines_total);
 
   // ---- configuration reload (SIGHUP) ----
-  const reloads = services.configReloads?.();
-  if (reloads) {
-    w.family(
-      "runtime_config_reloads_total",
-      "counter",
-      "Configuration reloads (SIGHUP) by result: success (the file was valid and applied) or failure (invalid or unreadable: the previous configuration kept running).",
-    );
-    w.sample("runtime_config_reloads_total", reloads.success, { result: "success" });
-    w.sample("runtime_config_reloads_total", reloads.failure, { result: "failure" });
-    gauge1(
-      "runtime_config_last_reload_success_timestamp_seconds",
-      "Unix time of the last successful configuration reload; 0 before the first.",
-      reloads.lastSuccessEpochSeconds ?? 0,
-    );
-  }
+  const reloads = services.configReloads();
+  w.family(
+    "runtime_config_reloads_total",
+    "counter",
+    "Configuration reloads (SIGHUP) by result: success (the file was valid and applied) or failure (invalid or unreadable: the previous configuration kept running).",
+  );
+  w.sample("runtime_config_reloads_total", reloads.success, { result: "success" });
+  w.sample("runtime_config_reloads_total", reloads.failure, { result: "failure" });
+  gauge1(
+    "runtime_config_last_reload_success_timestamp_seconds",
+    "Unix time of the last successful configuration reload; 0 before the first.",
+    reloads.lastSuccessEpochSeconds ?? 0,
+  );
   return w.text();
 }

@@ -1,6 +1,6 @@
 /**
- * GET /v0/openapi.json: the OpenAPI 3.1 document of the HTTP API, built from the route table
- * (routes.ts: paths, parameters, request schemas, answers) and the response schemas
+ * GET /v0/openapi.json: the OpenAPI 3.1 document of the HTTP API, built from the route table it is
+ * given (routes.ts ROUTES: paths, parameters, request schemas, answers) and the response schemas
  * (response_schemas.ts), plus GET /metrics. Loaded and built on the first request only, then
  * kept as text: nothing of it is in memory in a runtime nobody asks.
  */
@@ -9,7 +9,7 @@ import type { EventKind } from "../events/mod.ts";
 import { METRICS_CONTENT_TYPE, METRICS_PATH } from "./metrics.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 import { responseComponents } from "./response_schemas.ts";
-import { requiredRole, type Route, ROUTES } from "./routes.ts";
+import { requiredRole, type Route } from "./route_table.ts";
 
 /** Every SSE event kind with what it carries (the `data:` members; all have `timestamp_ms`). */
 export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
@@ -202,10 +202,10 @@ function operation(r: Route): Record<string, unknown> {
   return op;
 }
 
-/** The document as an object (a new one each call). */
-export function openApiDocument(): Record<string, unknown> {
+/** The document of a route table (routes.ts ROUTES) as an object (a new one each call). */
+export function openApiDocument(routes: readonly Route[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const r of ROUTES) {
+  for (const r of routes) {
     const path = openApiPath(r.segments);
     (paths[path] ??= {})[r.method.toLowerCase()] = operation(r);
   }
@@ -275,9 +275,11 @@ export function openApiDocument(): Record<string, unknown> {
   };
 }
 
-let cachedText: string | null = null;
+const cachedTexts = new WeakMap<readonly Route[], string>();
 
-/** The document as JSON text, built on the first call and kept. */
-export function openApiDocumentText(): string {
-  return cachedText ??= JSON.stringify(openApiDocument());
+/** The document of `routes` as JSON text, built on the first call for that table and kept. */
+export function openApiDocumentText(routes: readonly Route[]): string {
+  let text = cachedTexts.get(routes);
+  if (text === undefined) cachedTexts.set(routes, text = JSON.stringify(openApiDocument(routes)));
+  return text;
 }

@@ -1,9 +1,9 @@
 /**
  * JSON Schemas (2020-12, the dialect of OpenAPI 3.1) of every POST body, with the TypeScript type
- * each one validates to. They are the one source of truth: the route table (routes.ts) puts each
- * next to its route, `deno task api:validators` compiles them into src/http/_request_validators.js
- * (no ajv at run time), request_validation.ts turns a failed check into the 400 message naming the
- * field, and GET /v0/openapi.json publishes them.
+ * each one validates to. They are the one source of truth: the route table (api/<domain>_routes.ts)
+ * puts each next to its route, `deno task api:validators` compiles them into
+ * src/http/_request_validators.js (no ajv at run time), request_validation.ts turns a failed check
+ * into the 400 message naming the field, and GET /v0/openapi.json publishes them.
  *
  * `x-errors` is this project's annotation (ignored by other tools): the message for a failed
  * keyword of that schema (`*` for any keyword; `required` on a member: the message when it is

@@ -70,7 +70,7 @@ export function validateRequestBody<T>(
   throw invalidArgument(firstProblem(validate.errors ?? [], schema));
 }
 
-/** What readRequestBody needs of a route's documentation (routes.ts RouteDoc). */
+/** What readRequestBody needs of a route's documentation (route_table.ts RouteDoc). */
 export interface BodySpec {
   readonly operationId: string;
   readonly body?: {

@@ -1,7 +1,9 @@
 /**
- * What the HTTP layer needs from the rest of the runtime. The composition root (Runtime) satisfies
- * `HttpServices` structurally; the optional services are absent until their subsystems exist or
- * when they are disabled, and the routes answer as http-api.md says for that case.
+ * What the HTTP layer needs from the rest of the runtime. The composition root provides it
+ * (app/process.ts httpServicesOf: the Runtime's subsystems plus the service's run registry,
+ * telemetry writer, process statistics and reload counts). Every service is always there but
+ * `parameters` and `automation`, which are absent exactly when automation is disabled; the routes
+ * then answer as http-api.md says for that case.
  *
  * The service interfaces are the ones pinned in prompts/services.md: ModeService and
  * ParameterService from control/, EstopService from safety/; the automation, telemetry and runs
@@ -58,7 +60,7 @@ export interface RunsService {
 
 type MaybePromise<T> = T | Promise<T>;
 
-/** Everything the request handler reads or calls; Runtime satisfies it structurally. */
+/** Everything the request handler reads or calls. */
 export interface HttpServices {
   readonly config: Config;
   readonly host: { readonly clock: Clock; readonly log: Logger };
@@ -69,26 +71,22 @@ export interface HttpServices {
   readonly router: CallRouter;
   providerHealth(): ProviderHealthView[];
   uptimeSeconds(): number;
-  /** Absent: mode reads as IDLE and POST /v0/mode answers 503. */
-  readonly modes?: ModeService;
+  readonly modes: ModeService;
   /** Absent (automation disabled): /v0/parameters answers 503. */
   readonly parameters?: ParameterService;
-  /** Absent: /v0/estop answers 503; runtime status reports an unlatched "none" rung. */
-  readonly estop?: EstopService;
+  readonly estop: EstopService;
   /** Absent (automation disabled): /v0/automation/* answers 503. */
   readonly automation?: AutomationService;
-  /** Absent: /v0/telemetry/status reports the disabled shape. */
-  readonly telemetry?: TelemetryService;
-  /** Absent: /v0/runs* answers 503. */
-  readonly runs?: RunsService;
-  /** Absent: /v0/alarms* and /v0/interlocks answer 503. */
-  readonly alarms?: AlarmService;
-  /** Audit trail (issue 21); absent: GET /v0/audit answers 503 and nothing is recorded here. */
-  readonly audit?: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
-  /** This process's RSS and CPU time (GET /metrics); absent: those metrics are left out. */
-  processStats?(): ProcessStats;
-  /** Configuration reloads since start (GET /metrics); absent: those metrics are left out. */
-  configReloads?(): ConfigReloadCounts;
+  /** The telemetry writer (its status says when telemetry is disabled). */
+  readonly telemetry: TelemetryService;
+  readonly runs: RunsService;
+  readonly alarms: AlarmService;
+  /** Audit trail (issue 21). */
+  readonly audit: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
+  /** This process's RSS and CPU time (GET /metrics). */
+  processStats(): ProcessStats;
+  /** Configuration reloads since start (GET /metrics). */
+  configReloads(): ConfigReloadCounts;
 }
 
 /** Configuration reloads (SIGHUP) since start, by outcome. */

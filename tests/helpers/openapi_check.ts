@@ -10,6 +10,7 @@
  */
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { openApiDocument } from "../../src/http/openapi.ts";
+import { ROUTES } from "../../src/http/routes.ts";
 
 const DOC_ID = "urn:hwrt:openapi";
 
@@ -18,7 +19,7 @@ type Json = any;
 
 /** The document and its compiled schemas, made on first use (one per test module). */
 class DocumentChecker {
-  readonly doc: Json = openApiDocument();
+  readonly doc: Json = openApiDocument(ROUTES);
   readonly #ajv = new Ajv2020({ allErrors: true, strict: false, allowUnionTypes: true });
   readonly #compiled = new Map<string, ValidateFunction>();
   readonly #paths: { re: RegExp; template: string }[];

@@ -1,20 +1,31 @@
 /**
  * The one place HTTP tests boot a runtime: a real Kernel over real simulated provider processes
  * (or, with `start: false`, a Kernel that was never started — no processes, no providers up),
- * an HttpApi over it, and optionally a real socket server.
+ * the service's run registry (in a temporary folder) and telemetry writer as startService builds
+ * them, an HttpApi over them all, and optionally a real socket server.
  */
 import type { Config } from "../../src/config/mod.ts";
-import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
+import { boundedEntryText } from "../../src/audit/mod.ts";
+import { type HttpServerHandle, journalFiles, serveHttp } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
 import { Kernel } from "../../src/app/kernel.ts";
 import { httpServicesOf } from "../../src/app/process.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
+import {
+  loadInfluxClient,
+  telemetryOptionsFromConfig,
+  TelemetryWriter,
+} from "../../src/telemetry/mod.ts";
 import { startRuntime, testLogger } from "./kernel.ts";
 import { assertApiAnswer } from "./openapi_check.ts";
 import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 
-/** The optional services a test may plug in (fakes until the real ones are wired in Kernel). */
-export type OptionalServices = Partial<
+/**
+ * Services a test may put in place of the fixture's own: a fake, or a real one the test set up
+ * (and stops itself). An entry given as `undefined` keeps the fixture's own.
+ */
+export type ServiceOverrides = Partial<
   Pick<
     HttpServices,
     "modes" | "parameters" | "estop" | "automation" | "telemetry" | "runs" | "alarms"
@@ -28,7 +39,7 @@ export interface HttpFixtureOptions {
   config?: TestConfigOptions;
   /** false: construct the Kernel but do not start it (no provider processes). Default true. */
   start?: boolean;
-  services?: OptionalServices;
+  services?: ServiceOverrides;
   api?: Partial<HttpApiOptions>;
 }
 
@@ -55,12 +66,20 @@ export class HttpFixture {
   readonly api: HttpApi;
   readonly config: Config;
   readonly #servers: HttpServerHandle[] = [];
+  readonly #stopServices: () => Promise<void>;
 
-  constructor(runtime: Kernel, services: HttpServices, api: HttpApi) {
+  /** `stopServices` stops what the fixture started besides the runtime (after the runtime). */
+  constructor(
+    runtime: Kernel,
+    services: HttpServices,
+    api: HttpApi,
+    stopServices: () => Promise<void> = () => Promise.resolve(),
+  ) {
     this.runtime = runtime;
     this.services = services;
     this.api = api;
     this.config = runtime.config;
+    this.#stopServices = stopServices;
   }
 
   /**
@@ -110,7 +129,11 @@ export class HttpFixture {
   async close(): Promise<void> {
     this.api.close();
     await Promise.all(this.#servers.map((s) => s.shutdown()));
-    await this.runtime.stop();
+    try {
+      await this.runtime.stop();
+    } finally {
+      await this.#stopServices();
+    }
   }
 }
 
@@ -124,7 +147,92 @@ export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<Http
   const runtime = o.start === false
     ? new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
     : await startRuntime(config);
-  const services: HttpServices = { ...httpServicesOf(runtime), ...o.services };
-  const api = new HttpApi(services, { apiToken: "", ...o.api });
-  return new HttpFixture(runtime, services, api);
+  let services: FixtureServices;
+  try {
+    services = await fixtureServices(runtime, o.services);
+  } catch (err) {
+    await runtime.stop();
+    throw err;
+  }
+  const api = new HttpApi(services.services, { apiToken: "", ...o.api });
+  return new HttpFixture(runtime, services.services, api, services.stop);
+}
+
+/** A runtime's HttpServices as a fixture serves them, and how to stop what was started for them. */
+export interface FixtureServices {
+  readonly services: HttpServices;
+  /** Stops the run registry and telemetry writer the fixture started (call after the runtime). */
+  readonly stop: () => Promise<void>;
+}
+
+/**
+ * The runtime's services as the service gives them to the HTTP layer (httpServicesOf), with a run
+ * registry (journal in a temporary folder) and a telemetry writer built and wired as startService
+ * (src/app/process.ts) does, and no configuration reloads. A service in `overrides` is used
+ * instead of the fixture's own and left to the test.
+ */
+export async function fixtureServices(
+  runtime: Kernel,
+  overrides: ServiceOverrides = {},
+): Promise<FixtureServices> {
+  const config = runtime.config;
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    let failure: unknown = null;
+    for (const s of stops.splice(0).reverse()) await s().catch((err) => failure ??= err);
+    if (failure !== null) throw failure;
+  };
+  try {
+    let telemetry = overrides.telemetry;
+    if (telemetry === undefined) {
+      const writer = new TelemetryWriter(telemetryOptionsFromConfig(config, {
+        clock: systemClock,
+        logger: testLogger(),
+        healthSnapshot: () => runtime.providerHealthLive(),
+      }));
+      if (config.telemetry.enabled) await loadInfluxClient();
+      writer.start(runtime.bus);
+      stops.push(() => writer.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2)));
+      telemetry = writer;
+    }
+    let runs = overrides.runs;
+    if (runs === undefined) {
+      const dataDir = await Deno.makeTempDir({ prefix: "http-fixture-runs-" });
+      stops.push(() => Deno.remove(dataDir, { recursive: true }));
+      const writer = telemetry instanceof TelemetryWriter ? telemetry : null;
+      const registry = new RunRegistry({
+        dataDir,
+        runtimeName: config.runtime.name,
+        pollingIntervalMs: config.polling.intervalMs,
+        files: journalFiles,
+        clock: systemClock,
+        logger: testLogger(),
+        automationVersion: () => runtime.automation?.automationVersion() ?? null,
+        telemetrySink: (event, run) => writer?.recordRunEvent(event, run.experiment_label),
+      });
+      runtime.automation?.setOpenRunId(() => registry.openRunId());
+      runtime.audit.onEntry((entry) => {
+        if (entry.action === "call" && registry.openRunId() !== null) {
+          registry.recordCall(JSON.parse(boundedEntryText(entry)));
+        }
+      });
+      await registry.start();
+      stops.push(() => registry.shutdown());
+      registry.attach(runtime.bus);
+      runs = registry;
+    }
+    const services = httpServicesOf(runtime, {
+      runs,
+      telemetry,
+      configReloads: () => ({ success: 0, failure: 0, lastSuccessEpochSeconds: null }),
+    });
+    // Descriptors, not a spread: the getters of httpServicesOf (config, alarms) stay getters.
+    const given = Object.entries(Object.getOwnPropertyDescriptors(overrides))
+      .filter(([, d]) => d.get !== undefined || d.value !== undefined);
+    Object.defineProperties(services, Object.fromEntries(given));
+    return { services, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }

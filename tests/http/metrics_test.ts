@@ -66,6 +66,8 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_audit_gap_pending: "gauge",
   runtime_audit_write_ahead_late_total: "counter",
   runtime_audit_unreadable_lines_total: "counter",
+  runtime_config_reloads_total: "counter",
+  runtime_config_last_reload_success_timestamp_seconds: "gauge",
 };
 
 const CALL = {

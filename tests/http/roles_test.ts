@@ -177,13 +177,13 @@ Deno.test("HttpApi refuses a viewer's actuating request before it runs: the mode
       a.json.status.message,
       "POST /v0/mode: role operator required (token 'dash' has role viewer)",
     );
-    assert.equal(fx.services.modes?.current(), "IDLE");
+    assert.equal(fx.services.modes.current(), "IDLE");
     const b = await send(fx.api, "POST", "/v0/mode", {
       token: tokenOf("shift"),
       body: { mode: "MANUAL" },
     });
     assert.equal(b.status, 200, b.text);
-    assert.equal(fx.services.modes?.current(), "MANUAL");
+    assert.equal(fx.services.modes.current(), "MANUAL");
   } finally {
     await fx.close();
   }
@@ -196,7 +196,7 @@ Deno.test("HttpApi lets every role trigger the e-stop, and only operator and adm
     for (const token of everyone) {
       const stop = await send(fx.api, "POST", "/v0/estop", { token, body: { reason: "test" } });
       assert.equal(stop.status, 200, stop.text);
-      assert.equal(fx.services.estop?.status().latched, true);
+      assert.equal(fx.services.estop.status().latched, true);
       const viewerClear = await send(fx.api, "POST", "/v0/estop/clear", {
         token: tokenOf("dash"),
       });
@@ -205,10 +205,10 @@ Deno.test("HttpApi lets every role trigger the e-stop, and only operator and adm
         viewerClear.json.status.message,
         "POST /v0/estop/clear: role operator required (token 'dash' has role viewer)",
       );
-      assert.equal(fx.services.estop?.status().latched, true, "still latched");
+      assert.equal(fx.services.estop.status().latched, true, "still latched");
       const clear = await send(fx.api, "POST", "/v0/estop/clear", { token: tokenOf("shift") });
       assert.equal(clear.status, 200, clear.text);
-      assert.equal(fx.services.estop?.status().latched, false);
+      assert.equal(fx.services.estop.status().latched, false);
     }
     // An e-stop with no body, from the viewer, too.
     assert.equal(

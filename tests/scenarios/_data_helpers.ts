@@ -3,8 +3,7 @@ import type { ProviderConfig } from "../../src/config/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { HttpApi } from "../../src/http/mod.ts";
 import { Kernel } from "../../src/app/kernel.ts";
-import { httpServicesOf } from "../../src/app/process.ts";
-import { HttpFixture } from "../helpers/runtime_fixture.ts";
+import { type FixtureServices, fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 const DATA_PROVIDER = new URL("./_data_provider.ts", import.meta.url).pathname;
@@ -57,9 +56,15 @@ export async function startDataFixture(
     await runtime.stop();
     throw err;
   }
-  const services = httpServicesOf(runtime);
-  const api = new HttpApi(services, { apiToken: "" });
-  return { fx: new HttpFixture(runtime, services, api), lines };
+  let services: FixtureServices;
+  try {
+    services = await fixtureServices(runtime);
+  } catch (err) {
+    await runtime.stop();
+    throw err;
+  }
+  const api = new HttpApi(services.services, { apiToken: "" });
+  return { fx: new HttpFixture(runtime, services.services, api, services.stop), lines };
 }
 
 /** Raw SSE frames (text, JSON unparsed so exact digits can be checked) from a live stream. */

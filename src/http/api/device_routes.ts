@@ -1,0 +1,205 @@
+/**
+ * Devices, their capabilities and cached state, and calls to their functions (docs/http-api.md
+ * "Devices and capabilities", "State", "Modes and calls").
+ */
+import {
+  type DeviceCapabilities,
+  notFound,
+  type Quality,
+  unavailable,
+  worstQuality,
+} from "../../common/mod.ts";
+import { httpOrigin } from "../audit_http.ts";
+import { okResponse } from "../envelope.ts";
+import { CALL_BODY_SCHEMA, type CallBody } from "../request_schemas.ts";
+import { type Route, route, type RouteContext } from "../route_table.ts";
+import type { HttpServices } from "../services.ts";
+import { callArgs, signalValueJson } from "../typed_value_json.ts";
+
+/** The device, state and call routes. */
+export const DEVICE_ROUTES: readonly Route[] = [
+  route("GET", "/v0/devices", listDevices, {
+    doc: {
+      operationId: "listDevices",
+      summary: "Every device of every provider",
+      tag: "devices",
+      response: "DevicesResponse",
+    },
+  }),
+  route("GET", "/v0/devices/:provider_id/:device_id/capabilities", deviceCapabilities, {
+    doc: {
+      operationId: "getDeviceCapabilities",
+      summary: "A device's signals and functions (with their arguments)",
+      tag: "devices",
+      response: "DeviceCapabilitiesResponse",
+      errors: [404],
+    },
+  }),
+  route("GET", "/v0/state", allState, {
+    doc: {
+      operationId: "getState",
+      summary: "Cached values of every device that has polled signals",
+      tag: "devices",
+      response: "StateCollectionResponse",
+    },
+  }),
+  route("GET", "/v0/state/:provider_id/:device_id", deviceState, {
+    doc: {
+      operationId: "getDeviceState",
+      summary: "One device's cached values",
+      tag: "devices",
+      query: [{
+        name: "signal_id",
+        description: "Only these signals (may repeat; unknown ids are ignored).",
+        schema: { type: "string" },
+        repeated: true,
+      }],
+      response: "DeviceStateResponse",
+      errors: [404, 503],
+    },
+  }),
+  route("POST", "/v0/call", call, {
+    role: "operator",
+    doc: {
+      operationId: "callFunction",
+      summary: "Call a device function",
+      tag: "control",
+      description: "Checks in this order: JSON, provider, device, function, mode and e-stop " +
+        "gates, interlocks, then the arguments against the function's declaration. A provider " +
+        "that is down answers 503, one that does not reply within its timeout_ms 504.",
+      body: { schema: CALL_BODY_SCHEMA, required: true },
+      response: "CallResponse",
+      errors: [404, 409, 503, 504],
+    },
+  }),
+];
+
+function listDevices({ services }: RouteContext): Response {
+  const devices = services.inventory.devices().map((d) => ({
+    provider_id: d.providerId,
+    device_id: d.deviceId,
+    display_name: d.label || d.deviceId,
+    type: d.typeId || "unknown",
+  }));
+  return okResponse({ devices });
+}
+
+function requireDevice(services: HttpServices, p: string, d: string): DeviceCapabilities {
+  const caps = services.inventory.capabilities(p, d);
+  if (!caps) throw notFound(`Device not found: ${p}/${d}`);
+  return caps;
+}
+
+function deviceCapabilities({ services, params }: RouteContext): Response {
+  const { provider_id: p, device_id: d } = params;
+  const caps = requireDevice(services, p, d);
+  const signals = [...caps.signals]
+    .sort((a, b) => compareText(a.signalId, b.signalId))
+    .map((s) => ({
+      signal_id: s.signalId,
+      value_type: s.valueType ?? "unspecified",
+      label: s.name || s.description,
+    }));
+  const functions = [...caps.functions]
+    .sort((a, b) => a.functionId - b.functionId || compareText(a.name, b.name))
+    .map((f) => ({
+      function_id: f.functionId,
+      name: f.name,
+      label: f.description,
+      args: Object.fromEntries(f.args.map((a) => {
+        const spec: Record<string, unknown> = {
+          type: a.type ?? "unspecified",
+          required: a.required,
+        };
+        if (a.description) spec.description = a.description;
+        if (a.unit) spec.unit = a.unit;
+        if (a.min !== undefined) spec.min = a.min;
+        if (a.max !== undefined) spec.max = a.max;
+        // Project addition (as for parameters): what the router accepts for a string argument.
+        if (a.allowedValues.length > 0) spec.allowed_values = [...a.allowedValues];
+        return [a.name, spec];
+      })),
+      category: f.category,
+      actuating: f.actuating,
+    }));
+  return okResponse({ provider_id: p, device_id: d, capabilities: { signals, functions } });
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * One device's cached values, optionally restricted to `only` signal ids. `age_ms` is how long ago
+ * the runtime received the value (monotonic: neither a provider's clock nor a step of the host's
+ * changes it) and an OK value past its staleness bound reads STALE; `timestamp_epoch_ms` is the
+ * provider's timestamp as it gave it.
+ */
+function deviceStateBody(
+  services: HttpServices,
+  p: string,
+  d: string,
+  only: ReadonlySet<string> | null,
+) {
+  const cache = services.cache;
+  const state = cache.device(p, d);
+  const values = [];
+  for (const signalId of state?.pollable ?? []) {
+    if (only && !only.has(signalId)) continue;
+    const s = state?.signals.get(signalId);
+    if (!s) continue;
+    values.push({
+      signal_id: signalId,
+      value: signalValueJson(s.value),
+      timestamp_epoch_ms: s.timestampMs,
+      quality: cache.qualityNow(p, d, signalId, s),
+      age_ms: Math.round(cache.ageMs(s)),
+    });
+  }
+  const quality: Quality = !state?.available
+    ? "UNAVAILABLE"
+    : worstQuality(values.map((v) => v.quality));
+  return { provider_id: p, device_id: d, quality, values };
+}
+
+function allState({ services }: RouteContext): Response {
+  const now = services.host.clock.nowMs();
+  const devices = services.cache.devices()
+    .filter((s) => s.pollable.length > 0)
+    .map((s) => deviceStateBody(services, s.providerId, s.deviceId, null));
+  return okResponse({ generated_at_epoch_ms: now, devices });
+}
+
+function deviceState({ services, params, url }: RouteContext): Response {
+  const { provider_id: p, device_id: d } = params;
+  const known = services.inventory.capabilities(p, d) ?? services.cache.device(p, d);
+  if (!known) throw notFound(`Device not found: ${p}/${d}`);
+  const state = services.cache.device(p, d);
+  if (!state || state.pollable.length === 0) {
+    throw unavailable(`No cached state for device: ${p}/${d} (it has no pollable signals)`);
+  }
+  const ids = url.searchParams.getAll("signal_id").filter((s) => s !== "");
+  const now = services.host.clock.nowMs();
+  const body = deviceStateBody(services, p, d, ids.length > 0 ? new Set(ids) : null);
+  return okResponse({ generated_at_epoch_ms: now, ...body });
+}
+
+async function call({ services, body, principal }: RouteContext): Promise<Response> {
+  const b = await body<CallBody>();
+  const result = await services.router.call({
+    providerId: b.provider_id,
+    deviceId: b.device_id,
+    functionId: b.function_id,
+    args: callArgs(b.args),
+    origin: "manual",
+    source: httpOrigin(principal),
+    // No abort signal: a call is bounded by the provider's timeout_ms, and once queued it is
+    // cheaper to finish than to half-cancel (Deno's request.signal also fires after success).
+  });
+  return okResponse({
+    provider_id: result.providerId,
+    device_id: result.deviceId,
+    function_id: result.functionId,
+    post_call_poll_triggered: true,
+  });
+}

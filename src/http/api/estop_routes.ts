@@ -1,0 +1,66 @@
+/** POST /v0/estop and POST /v0/estop/clear (docs/http-api.md "E-stop"). */
+import { httpOrigin } from "../audit_http.ts";
+import { okResponse } from "../envelope.ts";
+import { readJsonBody } from "../json_body.ts";
+import { ESTOP_BODY_SCHEMA, IGNORED_BODY_SCHEMA } from "../request_schemas.ts";
+import { type Route, route, type RouteContext } from "../route_table.ts";
+
+/**
+ * How long the e-stop waits for its optional body (the reason) before it triggers without it;
+ * shorter than BODY_READ_TIMEOUT_MS because a slow client must not delay the answer (the latch
+ * itself never waits for the body).
+ */
+export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
+
+/** The e-stop routes: priority routes (slots of their own, http_api.ts). */
+export const ESTOP_ROUTES: readonly Route[] = [
+  route("POST", "/v0/estop", estopTrigger, {
+    // Anyone who may read may stop the machine.
+    role: "viewer",
+    priority: true,
+    anyBody: true,
+    doc: {
+      operationId: "triggerEstop",
+      summary: "Latch the software e-stop, enter FAULT and run the safe-state ladder",
+      tag: "safety",
+      description: "Any body is accepted (whatever its Content-Type): the latch engages before " +
+        "it is read, and the answer waits at most ESTOP_REASON_READ_TIMEOUT_MS for it.",
+      body: { schema: ESTOP_BODY_SCHEMA, required: false, handling: "lenient" },
+      response: "EstopResponse",
+    },
+  }),
+  route("POST", "/v0/estop/clear", estopClear, {
+    role: "operator",
+    priority: true,
+    doc: {
+      operationId: "clearEstop",
+      summary: "Release the e-stop latch (re-arms nothing)",
+      tag: "safety",
+      body: { schema: IGNORED_BODY_SCHEMA, required: false, handling: "ignored" },
+      response: "EstopClearResponse",
+    },
+  }),
+];
+
+async function estopTrigger(
+  { services, req, limits, bodyMatches, principal }: RouteContext,
+): Promise<Response> {
+  // The reason is optional and informative only: the latch engages before the body is read, so
+  // an unreadable, non-JSON or slow body never delays or blocks the stop.
+  const reason = req.body === null ? undefined : readJsonBody(req, {
+    maxBytes: limits.maxBytes,
+    timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
+  }).then(
+    async (body: unknown) =>
+      body !== undefined && await bodyMatches(body)
+        ? (body as { reason?: string }).reason
+        : undefined,
+    () => undefined,
+  );
+  return okResponse(await services.estop.trigger(reason, { source: httpOrigin(principal) }));
+}
+
+async function estopClear({ services, req, principal }: RouteContext): Promise<Response> {
+  await req.body?.cancel().catch(() => {}); // body ignored
+  return okResponse(services.estop.clear(httpOrigin(principal)));
+}

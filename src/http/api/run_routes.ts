@@ -1,0 +1,133 @@
+/** Run records and their event logs (docs/http-api.md "Runs"). */
+import { okResponse } from "../envelope.ts";
+import {
+  CLOSE_RUN_BODY_SCHEMA,
+  type CloseRunBody,
+  MARKER_BODY_SCHEMA,
+  type MarkerBody,
+  OPEN_RUN_BODY_SCHEMA,
+  type OpenRunBody,
+} from "../request_schemas.ts";
+import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
+import {
+  closeRunRequest,
+  markerRequest,
+  openRunRequest,
+  parseEventsPage,
+  parseRunsPage,
+} from "../run_bodies.ts";
+
+const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[] => [
+  {
+    name: "limit",
+    description:
+      `Page size (default ${defaultLimit}, at most ${maxLimit}; a larger value is cut, ` +
+      "a value below 1 or one that does not parse takes the default).",
+    schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
+  },
+  {
+    name: "offset",
+    description: "Entries to skip (default 0; a value that does not parse takes the default).",
+    schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
+  },
+];
+
+/** The run routes. */
+export const RUN_ROUTES: readonly Route[] = [
+  route("GET", "/v0/runs", listRuns, {
+    doc: {
+      operationId: "listRuns",
+      summary: "Run records, newest first",
+      tag: "runs",
+      query: PAGE_QUERY(50, 200),
+      response: "RunsListResponse",
+    },
+  }),
+  route("POST", "/v0/runs", openRun, {
+    role: "operator",
+    doc: {
+      operationId: "openRun",
+      summary: "Open a run (one at a time)",
+      tag: "runs",
+      body: { schema: OPEN_RUN_BODY_SCHEMA, required: false },
+      response: "RunResponse",
+      errors: [409],
+    },
+  }),
+  route("GET", "/v0/runs/:run_id", getRun, {
+    doc: {
+      operationId: "getRun",
+      summary: "One run record",
+      tag: "runs",
+      response: "RunResponse",
+      errors: [404],
+    },
+  }),
+  route("POST", "/v0/runs/:run_id/close", closeRun, {
+    role: "operator",
+    doc: {
+      operationId: "closeRun",
+      summary: "Close a run (idempotent)",
+      tag: "runs",
+      body: { schema: CLOSE_RUN_BODY_SCHEMA, required: false },
+      response: "RunResponse",
+      errors: [404],
+    },
+  }),
+  route("GET", "/v0/runs/:run_id/events", listRunEvents, {
+    doc: {
+      operationId: "listRunEvents",
+      summary: "A run's event log, oldest first",
+      tag: "runs",
+      query: [
+        ...PAGE_QUERY(200, 1000),
+        {
+          name: "after_sequence",
+          description: "Only events with a larger sequence (a cursor; offset counts from there).",
+          schema: { type: "string", pattern: "^\\d{1,15}$" },
+        },
+      ],
+      response: "RunEventsListResponse",
+      errors: [404],
+    },
+  }),
+  route("POST", "/v0/runs/:run_id/events", addRunMarker, {
+    role: "operator",
+    doc: {
+      operationId: "addRunMarker",
+      summary: "Record an operator marker in an open run",
+      tag: "runs",
+      body: { schema: MARKER_BODY_SCHEMA, required: true },
+      response: "RunEventResponse",
+      errors: [404, 409],
+    },
+  }),
+];
+
+async function listRuns({ services, url }: RouteContext): Promise<Response> {
+  return okResponse(await services.runs.list(parseRunsPage(url.searchParams)));
+}
+
+async function openRun({ services, body }: RouteContext): Promise<Response> {
+  return okResponse(await services.runs.open(openRunRequest(await body<OpenRunBody | null>())));
+}
+
+async function getRun({ services, params }: RouteContext): Promise<Response> {
+  return okResponse(await services.runs.get(params.run_id));
+}
+
+async function closeRun({ services, body, params }: RouteContext): Promise<Response> {
+  return okResponse(
+    await services.runs.close(params.run_id, closeRunRequest(await body<CloseRunBody | null>())),
+  );
+}
+
+async function listRunEvents({ services, params, url }: RouteContext): Promise<Response> {
+  const page = parseEventsPage(url.searchParams);
+  return okResponse(await services.runs.listEvents(params.run_id, page));
+}
+
+async function addRunMarker({ services, body, params }: RouteContext): Promise<Response> {
+  const marker = markerRequest(await body<MarkerBody>());
+  return okResponse(await services.runs.addMarker(params.run_id, marker));
+}

@@ -1,0 +1,52 @@
+/**
+ * GET /v0/runtime/status and GET /v0/providers/health (docs/http-api.md "Runtime, providers,
+ * telemetry").
+ */
+import { RUNTIME_VERSION } from "../../common/mod.ts";
+import { okResponse } from "../envelope.ts";
+import { type Route, route, type RouteContext } from "../route_table.ts";
+
+/** The runtime's and the providers' status routes. */
+export const RUNTIME_ROUTES: readonly Route[] = [
+  route("GET", "/v0/runtime/status", runtimeStatus, {
+    priority: true,
+    doc: {
+      operationId: "getRuntimeStatus",
+      summary: "Version, mode, uptime, providers and the e-stop",
+      tag: "runtime",
+      response: "RuntimeStatusResponse",
+    },
+  }),
+  route("GET", "/v0/providers/health", providersHealth, {
+    doc: {
+      operationId: "getProvidersHealth",
+      summary: "Provider and device health, supervision and discovery warnings",
+      tag: "runtime",
+      response: "ProvidersHealthResponse",
+    },
+  }),
+];
+
+function runtimeStatus({ services }: RouteContext): Response {
+  const providers = services.inventory.providers().map((h) => ({
+    provider_id: h.id,
+    state: h.available ? "AVAILABLE" : "UNAVAILABLE",
+    device_count: h.devices.length,
+  }));
+  return okResponse({
+    version: RUNTIME_VERSION,
+    // Project addition: the configured runtime.name ("" when none), for the operator console.
+    runtime_name: services.config.runtime.name,
+    mode: services.modes.current(),
+    uptime_seconds: services.uptimeSeconds(),
+    polling_interval_ms: services.config.polling.intervalMs,
+    providers,
+    device_count: providers.reduce((n, p) => n + p.device_count, 0),
+    estop: services.estop.status(),
+  });
+}
+
+function providersHealth({ services }: RouteContext): Response {
+  // Project addition (issue 21): the audit journal's health (a failing write shows here).
+  return okResponse({ providers: services.providerHealth(), audit: services.audit.status() });
+}

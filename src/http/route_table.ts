@@ -1,0 +1,135 @@
+/**
+ * What a route is: its handler's context, its documentation (GET /v0/openapi.json is built from
+ * it) and its options. The routes themselves are in api/<domain>_routes.ts, each beside its
+ * handler; routes.ts assembles them and matches requests. Handlers return the success body (the
+ * envelope adds `status`) or throw RuntimeError; http_api.ts turns both into responses in one
+ * place.
+ */
+import type { TokenRole } from "../config/mod.ts";
+import type { Principal } from "./auth.ts";
+import type { BodyLimits } from "./json_body.ts";
+import type { JsonSchema } from "./request_schemas.ts";
+import type { HttpServices } from "./services.ts";
+import type { SseHub } from "./sse_hub.ts";
+
+/** What a route handler receives. */
+export interface RouteContext {
+  readonly req: Request;
+  readonly url: URL;
+  /** Decoded path parameters by name. */
+  readonly params: Readonly<Record<string, string>>;
+  /** Who the request acts as (auth.ts). */
+  readonly principal: Principal;
+  readonly services: HttpServices;
+  readonly sse: SseHub;
+  readonly limits: BodyLimits;
+  /**
+   * Reads the JSON body (bounded by `limits`) and checks it against the route's request schema
+   * (doc.body): resolves the body typed as that schema says (`null` for an absent optional one),
+   * or throws INVALID_ARGUMENT naming the wrong field. Call it once.
+   */
+  readonly body: <T>() => Promise<T>;
+  /** Whether a value matches the route's request schema (for a `lenient` body). */
+  readonly bodyMatches: (value: unknown) => Promise<boolean>;
+}
+
+export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
+
+/** Groups of operations in the OpenAPI document. */
+export type ApiTag =
+  | "runtime"
+  | "devices"
+  | "control"
+  | "safety"
+  | "automation"
+  | "alarms"
+  | "runs"
+  | "events"
+  | "meta";
+
+/** One query parameter of a route. */
+export interface QueryParameterDoc {
+  readonly name: string;
+  readonly description: string;
+  readonly schema: JsonSchema;
+  /** May be given more than once (`?signal_id=a&signal_id=b`). */
+  readonly repeated?: boolean;
+}
+
+/** A route's request body. */
+export interface RequestBodyDoc {
+  readonly schema: JsonSchema;
+  /** A body must be sent (else absent = `null`). */
+  readonly required: boolean;
+  /**
+   * `validated` (default): `ctx.body()` checks it against the schema. `lenient`: read by the
+   * handler itself, and a body that does not match is ignored (the e-stop). `ignored`: discarded
+   * unread.
+   */
+  readonly handling?: "validated" | "lenient" | "ignored";
+}
+
+/** A success answer that is not a JSON envelope (the event stream, the document itself). */
+export interface RawResponseDoc {
+  readonly contentType: string;
+  readonly description: string;
+  readonly schema: JsonSchema;
+}
+
+/**
+ * What GET /v0/openapi.json says about a route (openapi.ts builds the document from these).
+ * Every route also answers 401, 403, 500 and 503 (busy); every POST 400 and 415; every route
+ * with path parameters 400 (broken %-encoding): those need not be listed.
+ */
+export interface RouteDoc {
+  /** Unique; also the name of the route's generated body validator. */
+  readonly operationId: string;
+  readonly summary: string;
+  readonly tag: ApiTag;
+  readonly description?: string;
+  readonly query?: readonly QueryParameterDoc[];
+  readonly body?: RequestBodyDoc;
+  /** The 200 answer: a response schema's name (response_schemas.ts), or a raw answer. */
+  readonly response: string | RawResponseDoc;
+  /** The other statuses this route itself can answer (e.g. 404, 409). */
+  readonly errors?: readonly number[];
+}
+
+/** How the request handler treats a route beyond calling it. */
+export interface RouteOptions {
+  /**
+   * Outside `http.thread_pool_size`: served from PRIORITY_REQUEST_SLOTS of its own, so the
+   * e-stop, its clear and the status that shows them are never refused because ordinary
+   * requests (slow bodies, calls to a hung provider) hold every slot.
+   */
+  readonly priority?: boolean;
+  /** Any body is accepted (not only JSON): the e-stop is never refused for its body. */
+  readonly anyBody?: boolean;
+  /**
+   * The least role that may use the route (README "Roles"). A GET defaults to viewer; every
+   * POST declares its role (a test walks ROUTES), and one that did not would need admin.
+   */
+  readonly role?: TokenRole;
+}
+
+/** One route: method, path, handler, its documentation and schemas, and options. */
+export interface Route extends RouteOptions {
+  readonly method: "GET" | "POST";
+  /** Path segments after the leading "/"; `:name` captures one segment. */
+  readonly segments: readonly string[];
+  readonly handler: RouteHandler;
+  readonly doc: RouteDoc;
+}
+
+/** A route from its method, path (`/v0/runs/:run_id`), handler, documentation and options. */
+export const route = (
+  method: "GET" | "POST",
+  path: string,
+  handler: RouteHandler,
+  options: RouteOptions & { readonly doc: RouteDoc },
+): Route => ({ method, segments: path.slice(1).split("/"), handler, ...options });
+
+/** The role a route needs: as declared, else viewer for a GET and admin (fail closed) otherwise. */
+export function requiredRole(r: { readonly method: string; readonly role?: TokenRole }): TokenRole {
+  return r.role ?? (r.method === "GET" ? "viewer" : "admin");
+}
