@@ -1,5 +1,6 @@
 import {
   deadlineExceeded,
+  errorMessage,
   RuntimeError,
   type StatusCode as RuntimeCode,
   unavailable,
@@ -201,7 +202,7 @@ export class AdppClient {
       } catch (err) {
         this.#writeFailure ??= {
           reason: "transport_error",
-          message: `write failed: ${errText(err)}`,
+          message: `write failed: ${errorMessage(err)}`,
         };
         this.#failUnwritten(id, this.#writeFailure);
       }
@@ -242,7 +243,7 @@ export class AdppClient {
         } catch (err) {
           this.#finish({
             reason: "protocol_violation",
-            message: `unparseable response: ${errText(err)}`,
+            message: `unparseable response: ${errorMessage(err)}`,
           });
           return;
         }
@@ -250,7 +251,7 @@ export class AdppClient {
         if (this.#end) return;
       }
     } catch (err) {
-      this.#finish({ reason: "protocol_violation", message: `bad frame: ${errText(err)}` });
+      this.#finish({ reason: "protocol_violation", message: `bad frame: ${errorMessage(err)}` });
     } finally {
       reader.cancel().catch(() => {});
     }
@@ -299,8 +300,4 @@ const CODE_NAMES: Record<number, string> = Object.fromEntries(
 
 function codeName(code: number): string {
   return CODE_NAMES[code] ?? `code ${code}`;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

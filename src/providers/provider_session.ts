@@ -9,6 +9,7 @@ import {
 import {
   ADPP_PROTOCOL_VERSION,
   type DeviceCapabilities,
+  errorMessage,
   type Logger,
   type LogLevel,
   type ProviderProcess,
@@ -130,7 +131,10 @@ export class ProviderSession {
     try {
       this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
     } catch (err) {
-      throw unavailable(`cannot start provider '${cfg.id}' (${command}): ${errText(err)}`, err);
+      throw unavailable(
+        `cannot start provider '${cfg.id}' (${command}): ${errorMessage(err)}`,
+        err,
+      );
     }
     this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin, { monoMs: deps.monoMs });
     this.#stderrDone = this.#pumpStderr(this.#proc.stderr);
@@ -294,7 +298,7 @@ export class ProviderSession {
         desc = await this.request("describe_device", { device_id: id });
       } catch (err) {
         if (!this.#client.open) throw wrap(err, `DescribeDevice ${id} failed`);
-        skip(`DescribeDevice ${quote(id)} failed: ${errText(err)}`);
+        skip(`DescribeDevice ${quote(id)} failed: ${errorMessage(err)}`);
         continue;
       }
       const answered = desc.device?.device_id ?? "";
@@ -427,8 +431,4 @@ function quote(id: string): string {
   return JSON.stringify(
     id.length > WARNING_ID_CHARS ? `${id.slice(0, WARNING_ID_CHARS)}\u2026` : id,
   );
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
