@@ -48,7 +48,13 @@
  * - Without a journal (openJournal not called: a runtime embedded in tests) the trail keeps
  *   the last AUDIT_MEMORY_ENTRIES entries in memory and answers queries from them.
  */
-import { type Clock, invalidArgument, type Logger, toJsonText } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  invalidArgument,
+  type Logger,
+  toJsonText,
+} from "../common/mod.ts";
 import type {
   AuditCallAhead,
   AuditDecision,
@@ -259,7 +265,7 @@ export class AuditTrail implements AuditSink {
       this.#record(d, d.action === "call" ? this.#key(d, mode) : null, now, mode);
     } catch (err) {
       // Never let the record break a call or a stop.
-      this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
+      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -318,7 +324,7 @@ export class AuditTrail implements AuditSink {
       return { id };
     } catch (err) {
       this.#log.error(
-        `audit decision not written ahead: ${err instanceof Error ? err.message : err}`,
+        `audit decision not written ahead: ${errorMessage(err)}`,
       );
       return null;
     }
@@ -377,7 +383,7 @@ export class AuditTrail implements AuditSink {
       );
       u.over = { entry, firstReason: decision.reason ?? "", timer };
     } catch (err) {
-      this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
+      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -493,7 +499,7 @@ export class AuditTrail implements AuditSink {
       try {
         listener(entry);
       } catch (err) {
-        this.#log.error(`audit listener failed: ${err instanceof Error ? err.message : err}`);
+        this.#log.error(`audit listener failed: ${errorMessage(err)}`);
       }
     }
     const journal = this.#journal;
@@ -565,9 +571,7 @@ export class AuditTrail implements AuditSink {
       interrupted = await this.#unsettledIntents(journal);
     } catch (err) {
       this.#log.error(
-        `audit journal not searched for interrupted calls: ${
-          err instanceof Error ? err.message : err
-        }`,
+        `audit journal not searched for interrupted calls: ${errorMessage(err)}`,
       );
     }
     await writer.open().catch(() => {}); // a failure is counted and reported by the writer

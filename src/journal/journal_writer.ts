@@ -22,7 +22,7 @@
  * The owner keeps its own rules (what a line is, what must be fsync'd before an answer); the
  * writer never throws into it.
  */
-import type { Clock, Logger } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger } from "../common/mod.ts";
 import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
 import { type JournalSegments, segmentNumbers, segmentPath } from "./journal_segments.ts";
 
@@ -406,9 +406,7 @@ export class JournalWriter {
   /** Counts a failed write or fsync; returns its reason. */
   #failed(err: unknown): string {
     this.#writeErrors++;
-    const reason = `${this.#o.name} (${this.currentPath ?? "not open"}): ${
-      err instanceof Error ? err.message : String(err)
-    }`;
+    const reason = `${this.#o.name} (${this.currentPath ?? "not open"}): ${errorMessage(err)}`;
     this.#lastError = reason;
     this.#lastErrorAt = this.#o.clock.nowMs();
     if (!this.#failing) {

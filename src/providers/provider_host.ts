@@ -2,6 +2,7 @@ import type { PayloadKind, RequestPayloads, ResponsePayloads } from "../adpp/mod
 import {
   type Clock,
   type DeviceCapabilities,
+  errorMessage,
   type LifecycleState,
   type Logger,
   type ProviderSupervisionView,
@@ -378,9 +379,7 @@ export class ProviderHost {
       if (reported || this.#state.phase !== "ATTEMPTING") return;
       reported = true;
       this.#log.error(
-        `restart attempt ${this.#state.attemptCount} failed: ${
-          err instanceof Error ? err.message : err
-        }`,
+        `restart attempt ${this.#state.attemptCount} failed: ${errorMessage(err)}`,
       );
     };
     try {

@@ -2,6 +2,7 @@ import {
   type DeviceCapabilities,
   deviceHandle,
   type DeviceInfo,
+  errorMessage,
   RuntimeError,
 } from "../common/mod.ts";
 import { diffProviders, type ProviderConfig } from "../config/mod.ts";
@@ -137,7 +138,7 @@ export class ProviderRegistry {
           if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
           started.push(host);
         } catch (err) {
-          failed.push(`${p.id}: ${err instanceof Error ? err.message : String(err)}`);
+          failed.push(`${p.id}: ${errorMessage(err)}`);
           this.remove(p.id);
           await host.stop(o.stopBudgetMs);
         }
@@ -204,7 +205,7 @@ export class ProviderRegistry {
     const results = this.hosts.map((h) =>
       h.start().then(
         () => null,
-        (err) => `${h.id}: ${err instanceof Error ? err.message : String(err)}`,
+        (err) => `${h.id}: ${errorMessage(err)}`,
       )
     );
     const all = Promise.all(results);
