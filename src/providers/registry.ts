@@ -58,7 +58,7 @@ export class ProviderRegistry {
     // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
     this.#deps = {
       ...deps,
-      spawnQueue: deps.spawnQueue ?? new SpawnQueue(() => deps.clock.monoMs()),
+      spawnQueue: deps.spawnQueue ?? new SpawnQueue(deps.clock),
     };
     for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, this.#deps));
   }
@@ -209,7 +209,7 @@ export class ProviderRegistry {
       )
     );
     const all = Promise.all(results);
-    const outcome = await raceTimeout(all, timeoutMs, "timeout" as const);
+    const outcome = await raceTimeout(this.#deps.clock, all, timeoutMs, "timeout" as const);
     if (outcome === "timeout") {
       // Said before they are stopped: what they last wrote usually says why they are not ready.
       const pending = this.hosts.filter((h) => !h.available).map(describeNotReady);
