@@ -2,7 +2,7 @@
  * Request bodies: bounded in size and in the time a client may take to send them, then parsed as
  * JSON. Every failure is a 400 INVALID_ARGUMENT naming the problem.
  */
-import { invalidArgument, RuntimeError } from "../common/mod.ts";
+import { type Clock, invalidArgument, RuntimeError } from "../common/mod.ts";
 
 /** Largest accepted request body (64 KiB): every v0 body is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -18,7 +18,18 @@ export const MAX_JSON_DEPTH = 32;
 export interface BodyLimits {
   readonly maxBytes: number;
   readonly timeoutMs: number;
+  /**
+   * The timer of `timeoutMs` (HttpApi passes the runtime's clock). Optional only while the
+   * e-stop route (src/http/routes.ts) builds its own limits without it; absent, the host's timers.
+   */
+  readonly clock?: Pick<Clock, "setTimer" | "clearTimer">;
 }
+
+/** The host's timers, for limits without a clock (see BodyLimits.clock). */
+const hostTimers: Pick<Clock, "setTimer" | "clearTimer"> = {
+  setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (id) => clearTimeout(id as ReturnType<typeof setTimeout> | undefined),
+};
 
 /** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
 export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<Uint8Array> {
@@ -30,7 +41,8 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
   if (req.body === null) return new Uint8Array(0);
   const reader = req.body.getReader();
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const clock = limits.clock ?? hostTimers;
+  const timer = clock.setTimer(() => {
     timedOut = true;
     reader.cancel().catch(() => {});
   }, limits.timeoutMs);
@@ -52,7 +64,7 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     if (timedOut) throw slow(limits.timeoutMs);
     throw invalidArgument(`body: could not be read (${(err as Error)?.message ?? err})`);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimer(timer);
     reader.releaseLock();
   }
   if (timedOut) throw slow(limits.timeoutMs);

@@ -3,6 +3,7 @@
  * (or, with `start: false`, a Kernel that was never started — no processes, no providers up),
  * an HttpApi over it, and optionally a real socket server.
  */
+import type { Clock } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
@@ -30,6 +31,11 @@ export interface HttpFixtureOptions {
   start?: boolean;
   services?: OptionalServices;
   api?: Partial<HttpApiOptions>;
+  /**
+   * The clock of the HttpApi's time and timers (SSE keep-alive, body reads), e.g. a ManualClock
+   * (tests/helpers/clock.ts); default the Kernel's (systemClock).
+   */
+  apiClock?: Clock;
 }
 
 /** What a direct handler call returned, body parsed as JSON when it is JSON. */
@@ -124,7 +130,12 @@ export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<Http
   const runtime = o.start === false
     ? new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
     : await startRuntime(config);
-  const services: HttpServices = { ...httpServicesOf(runtime), ...o.services };
+  const base = httpServicesOf(runtime);
+  const services: HttpServices = {
+    ...base,
+    ...o.services,
+    ...(o.apiClock ? { host: { ...base.host, clock: o.apiClock } } : {}),
+  };
   const api = new HttpApi(services, { apiToken: "", ...o.api });
   return new HttpFixture(runtime, services, api);
 }
