@@ -10,6 +10,7 @@ import { journalFiles } from "../../src/host/mod.ts";
 import { capturingLogger } from "../scenarios/_data_helpers.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "journal_writer_" });
@@ -100,7 +101,7 @@ Deno.test("JournalWriter refuses an append past maxQueuedLines at once and count
       return { ...h, append: async (t: string) => (await held, h.append(t)) };
     };
     const first = w.append("{}");
-    await new Promise((r) => setTimeout(r, 10));
+    await waitFor("the first line taken into a write", () => w.status().queued === 0);
     const queued = [w.append("{}"), w.append("{}")];
     assert.equal(w.hasRoom(), false);
     assert.deepEqual(await w.append('{"late":1}'), {

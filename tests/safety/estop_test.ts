@@ -4,7 +4,7 @@
  * on a trigger, what a clear does, the arm check, the gate's refusal, the FAULT hooks' failures
  * in the answer, and the warning texts. The ladder against real providers: estop_ladder_test.ts.
  */
-import { readPorts } from "../helpers/kernel.ts";
+import { readPorts, waitFor } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
 import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
@@ -174,7 +174,7 @@ Deno.test("Estop logs a reason once: given at once, arriving later, or arriving 
   await estop.trigger(Promise.resolve(undefined));
   await estop.trigger(Promise.reject(new Error("body unreadable")));
   await estop.trigger(Promise.resolve("late"));
-  await new Promise((r) => setTimeout(r, 0)); // every reason has arrived
+  await waitFor("the late reason", () => logLines.includes("E-STOP reason: late"));
   assert.deepEqual(logLines.filter((l) => l.startsWith("E-STOP")), [
     "E-STOP latched: at once",
     "E-STOP latched",
