@@ -26,7 +26,7 @@ export const MAX_SPAWN_PAUSE_MS = 100;
  * spawns take at most SPAWN_LOOP_SHARE of the loop while starts queue; FIFO.
  */
 export class SpawnQueue {
-  readonly #clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
+  readonly #clock: Pick<Clock, "monoMs" | "setTimer">;
   readonly #maxQueued: number;
   readonly #waiting: Array<() => void> = [];
   #timer: TimerId | undefined;
@@ -38,7 +38,7 @@ export class SpawnQueue {
    * tests of the bound.
    */
   constructor(
-    clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">,
+    clock: Pick<Clock, "monoMs" | "setTimer">,
     options: { maxQueued?: number } = {},
   ) {
     this.#clock = clock;
