@@ -13,7 +13,7 @@
  * disconnected in the same process, so the machine's load hits both alike.
  * bench/README.md has the figures.
  */
-import { type AuditTimers, AuditTrail } from "../src/audit/mod.ts";
+import { AuditTrail } from "../src/audit/mod.ts";
 import type { Clock, DeviceCapabilities, Logger, TypedValue } from "../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../src/control/mod.ts";
 import { journalFiles, systemClock } from "../src/host/mod.ts";
@@ -85,8 +85,8 @@ const registry = {
 } as unknown as ProviderRegistry;
 const cache = { pollDevice: () => Promise.resolve() } as unknown as StateCache;
 const clock: Clock = systemClock;
-/** Timers that never fire: the bench measures the call, not the collapse bound. */
-const noTimers: AuditTimers = { set: () => 0, clear: () => {} };
+/** The system clock, its timers never firing: the bench measures the call, not the collapse. */
+const noTimers: Clock = { ...systemClock, setTimer: () => 0, clearTimer: () => {} };
 
 function router(audit: AuditTrail | null): CallRouter {
   const r = new CallRouter({ registry, cache, log: silent, clock });
@@ -95,7 +95,7 @@ function router(audit: AuditTrail | null): CallRouter {
 }
 
 function trail(): AuditTrail {
-  return new AuditTrail({ clock, log: silent, mode: () => "AUTO", timers: noTimers });
+  return new AuditTrail({ clock: noTimers, log: silent, mode: () => "AUTO" });
 }
 
 function args(duty: number): Record<string, TypedValue> {
@@ -164,8 +164,8 @@ async function collapseFigure(): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "audit_bench_" });
   try {
     let now = 1_700_000_000_000;
-    const fast: Clock = { ...systemClock, nowMs: () => now, monoMs: () => now };
-    const t = new AuditTrail({ clock: fast, log: silent, mode: () => "AUTO", timers: noTimers });
+    const fast: Clock = { ...noTimers, nowMs: () => now, monoMs: () => now };
+    const t = new AuditTrail({ clock: fast, log: silent, mode: () => "AUTO" });
     let entries = 0;
     t.onEntry(() => entries++);
     await t.openJournal({ dir, files: journalFiles, maxFileBytes: 16 << 20, maxFiles: 8 });

@@ -55,7 +55,11 @@ try {
   for (const route of ["/v0/call", "/v0/state/:provider_id/:device_id", "/v0/mode", "/metrics"]) {
     for (const code of [200, 400, 404]) requests.record("GET", route, code, 0.001);
   }
-  const sse = new SseHub({ bus: fx.services.bus, log: fx.services.host.log });
+  const sse = new SseHub({
+    bus: fx.services.bus,
+    log: fx.services.host.log,
+    clock: fx.services.host.clock,
+  });
   const renders: number[] = [];
   let cpu0 = 0;
   for (let i = 0; i < SCRAPES + 50; i++) {

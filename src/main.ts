@@ -22,6 +22,7 @@ import {
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,
+  errorMessage,
   HTTP_CONTRACT_VERSION,
   LOG_LEVELS,
   type LogLevel,
@@ -66,7 +67,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
       },
     }));
   } catch (e) {
-    return { kind: "usage-error", message: e instanceof Error ? e.message : String(e) };
+    return { kind: "usage-error", message: errorMessage(e) };
   }
   if (values.help) return { kind: "help" };
   if (values.version) return { kind: "version" };

@@ -1,7 +1,10 @@
 import {
+  type Clock,
   deadlineExceeded,
+  errorMessage,
   RuntimeError,
   type StatusCode as RuntimeCode,
+  type TimerId,
   unavailable,
 } from "../common/mod.ts";
 import {
@@ -56,15 +59,15 @@ export interface AdppClientOptions {
   /** Bound on requests in flight on this session; more are refused with UNAVAILABLE. */
   readonly maxInFlight?: number;
   readonly maxFrameBytes?: number;
-  /** Monotonic clock for bookkeeping (defaults to performance.now). */
-  readonly monoMs?: () => number;
+  /** The time of the last frame received, and the timers of the request deadlines. */
+  readonly clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
 }
 
 interface Pending {
   readonly kind: PayloadKind;
   readonly resolve: (r: WireResponse) => void;
   readonly reject: (e: Error) => void;
-  readonly timer: ReturnType<typeof setTimeout>;
+  readonly timer: TimerId;
 }
 
 /**
@@ -85,7 +88,7 @@ export class AdppClient {
   readonly #expired = new Set<number>();
   readonly #maxInFlight: number;
   readonly #maxFrameBytes: number;
-  readonly #monoMs: () => number;
+  readonly #clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
   #nextId = 1;
   #end: SessionEnd | null = null;
   /** The first failed write: nothing is written after it; the session ends once drained. */
@@ -100,12 +103,12 @@ export class AdppClient {
   constructor(
     readable: ReadableStream<Uint8Array>,
     writable: WritableStream<Uint8Array>,
-    options: AdppClientOptions = {},
+    options: AdppClientOptions,
   ) {
     this.#maxInFlight = options.maxInFlight ?? 64;
     this.#maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
-    this.#monoMs = options.monoMs ?? (() => performance.now());
-    this.#lastFrameAt = this.#monoMs();
+    this.#clock = options.clock;
+    this.#lastFrameAt = this.#clock.monoMs();
     this.#writer = writable.getWriter();
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
     this.#readLoop(readable);
@@ -152,7 +155,7 @@ export class AdppClient {
       return Promise.reject(new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
     }
     return new Promise<ResponsePayloads[K]>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.#clock.setTimer(() => {
         this.#pending.delete(id);
         this.#rememberExpired(id);
         reject(deadlineExceeded(`${kind} got no answer within ${timeoutMs} ms`));
@@ -201,7 +204,7 @@ export class AdppClient {
       } catch (err) {
         this.#writeFailure ??= {
           reason: "transport_error",
-          message: `write failed: ${errText(err)}`,
+          message: `write failed: ${errorMessage(err)}`,
         };
         this.#failUnwritten(id, this.#writeFailure);
       }
@@ -213,7 +216,7 @@ export class AdppClient {
     const pending = this.#pending.get(id);
     if (pending) {
       this.#pending.delete(id);
-      clearTimeout(pending.timer);
+      this.#clock.clearTimer(pending.timer);
       pending.reject(unavailable(`provider session ended: ${failure.message}`));
     }
     this.#endIfDrained();
@@ -235,14 +238,14 @@ export class AdppClient {
           );
           return;
         }
-        this.#lastFrameAt = this.#monoMs();
+        this.#lastFrameAt = this.#clock.monoMs();
         let response: WireResponse;
         try {
           response = decodeResponse(value);
         } catch (err) {
           this.#finish({
             reason: "protocol_violation",
-            message: `unparseable response: ${errText(err)}`,
+            message: `unparseable response: ${errorMessage(err)}`,
           });
           return;
         }
@@ -250,7 +253,7 @@ export class AdppClient {
         if (this.#end) return;
       }
     } catch (err) {
-      this.#finish({ reason: "protocol_violation", message: `bad frame: ${errText(err)}` });
+      this.#finish({ reason: "protocol_violation", message: `bad frame: ${errorMessage(err)}` });
     } finally {
       reader.cancel().catch(() => {});
     }
@@ -261,7 +264,7 @@ export class AdppClient {
     const pending = this.#pending.get(id);
     if (pending) {
       this.#pending.delete(id);
-      clearTimeout(pending.timer);
+      this.#clock.clearTimer(pending.timer);
       pending.resolve(response);
       this.#endIfDrained();
       return;
@@ -285,7 +288,7 @@ export class AdppClient {
     if (this.#end) return;
     this.#end = end;
     for (const [, p] of this.#pending) {
-      clearTimeout(p.timer);
+      this.#clock.clearTimer(p.timer);
       p.reject(unavailable(`provider session ended: ${end.message}`));
     }
     this.#pending.clear();
@@ -299,8 +302,4 @@ const CODE_NAMES: Record<number, string> = Object.fromEntries(
 
 function codeName(code: number): string {
   return CODE_NAMES[code] ?? `code ${code}`;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -23,6 +23,7 @@
 import {
   type Clock,
   deviceHandle,
+  errorMessage,
   type Logger,
   notFound,
   type Quality,
@@ -445,7 +446,7 @@ export class AlarmEngine implements AlarmService {
         // Fail safe: an interlock that cannot be evaluated refuses the call.
         return new RuntimeError(
           "FAILED_PRECONDITION",
-          `Interlock ${id} could not be evaluated (${errText(err)}): call ${what} refused`,
+          `Interlock ${id} could not be evaluated (${errorMessage(err)}): call ${what} refused`,
           { details: { interlock_id: id } },
         );
       }
@@ -530,7 +531,7 @@ export class AlarmEngine implements AlarmService {
         outcome: "refused",
         function: op,
         args,
-        reason: `${e?.code ?? "INTERNAL"}: ${errText(err)}`,
+        reason: `${e?.code ?? "INTERNAL"}: ${errorMessage(err)}`,
         refused_by: "alarm",
         latency_ms: this.#o.clock.monoMs() - started,
       });
@@ -672,7 +673,9 @@ export class AlarmEngine implements AlarmService {
         timestamp_ms: t.at_epoch_ms,
       });
     } catch (err) {
-      this.#log.error(`alarm ${config.id}: publishing its ${t.transition} failed: ${errText(err)}`);
+      this.#log.error(
+        `alarm ${config.id}: publishing its ${t.transition} failed: ${errorMessage(err)}`,
+      );
     }
     if (t.transition === "raise" && config.action !== "none") this.#act(config, t);
   }
@@ -687,10 +690,10 @@ export class AlarmEngine implements AlarmService {
         ? this.#o.actions.estop(reason, `alarm:${config.id}`)
         : this.#o.actions.fault(reason, config.id);
       done.catch((err) =>
-        this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errText(err)}`)
+        this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`)
       );
     } catch (err) {
-      this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errText(err)}`);
+      this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`);
     }
   }
 
@@ -931,8 +934,4 @@ function describeCause(t: AlarmTransitionRecord): string {
 function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {
   const judged = (c: AlarmConfig) => JSON.stringify({ ...c, message: "", path: "" });
   return judged(a) === judged(b);
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

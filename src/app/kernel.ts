@@ -255,7 +255,7 @@ export class Kernel {
     // is pending is read before anything is stopped.
     let expire: () => void = () => {};
     const expired = new Promise<"expired">((r) => (expire = () => r("expired")));
-    const overrun = setTimeout(() => {
+    const overrun = clock.setTimer(() => {
       this.host.log.error(
         `Runtime startup timeout exceeded: runtime.startup_timeout_ms (${budgetMs} ms) ran out, ${this.#startupPending()}; stopping`,
       );
@@ -266,7 +266,7 @@ export class Kernel {
       this.#throwIfStopping();
       await this.#primeCache(budgetMs, expired);
     } finally {
-      clearTimeout(overrun);
+      clock.clearTimer(overrun);
     }
     if (this.#stopping) {
       await this.cache.stop(); // the poll loops began after stop() had stopped the cache

@@ -373,16 +373,18 @@ async function shutDown(
 ): Promise<ExitCode> {
   // The budget is enforced: whatever is still running past it must not keep the process alive.
   const budgetMs = config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
+  // The process's own deadline, on the real clock this composition root owns.
+  const clock = systemClock;
   let limit = `${budgetMs} ms`;
   let expire: (outcome: "overrun") => void = () => {};
   const overrun = new Promise<"overrun">((r) => (expire = r));
-  let timer = setTimeout(() => expire("overrun"), budgetMs);
+  let timer = clock.setTimer(() => expire("overrun"), budgetMs);
   let hurried: Promise<number> | null = null;
   signals.onRepeat((signal) => {
     log.warn(`${signal} received again: killing providers now`);
     hurried ??= killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
-    clearTimeout(timer);
-    timer = setTimeout(() => expire("overrun"), HURRIED_SHUTDOWN_MS);
+    clock.clearTimer(timer);
+    timer = clock.setTimer(() => expire("overrun"), HURRIED_SHUTDOWN_MS);
     limit = `${HURRIED_SHUTDOWN_MS} ms after the second signal`;
   });
   try {
@@ -398,7 +400,7 @@ async function shutDown(
     log.error(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT_INTERNAL_ERROR;
   } finally {
-    clearTimeout(timer);
+    clock.clearTimer(timer);
   }
 }
 

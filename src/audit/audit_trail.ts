@@ -48,7 +48,14 @@
  * - Without a journal (openJournal not called: a runtime embedded in tests) the trail keeps
  *   the last AUDIT_MEMORY_ENTRIES entries in memory and answers queries from them.
  */
-import { type Clock, invalidArgument, type Logger, toJsonText } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  invalidArgument,
+  type Logger,
+  type TimerId,
+  toJsonText,
+} from "../common/mod.ts";
 import type {
   AuditCallAhead,
   AuditDecision,
@@ -162,18 +169,12 @@ export interface AuditPage {
   problems: AuditProblem[];
 }
 
-/** Timers for the collapse bound and the fsync (injected so tests can run them by hand). */
-export interface AuditTimers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
-
 export interface AuditTrailOptions {
+  /** The time of entries, and the timers of the collapse bound, the waits and the fsync. */
   readonly clock: Clock;
   readonly log: Logger;
   /** The current runtime mode, stamped on every entry. */
   readonly mode: () => string;
-  readonly timers?: AuditTimers;
   /** Randomness of the process's write-ahead ids (default crypto.getRandomValues). */
   readonly random?: (bytes: Uint8Array) => void;
 }
@@ -209,23 +210,17 @@ const INTENT_PREFIX = '{"intent":';
 const INTENTS_PREFIX = '{"intents":[';
 const COVERS_PREFIX = '{"covers":[';
 
-const defaultTimers: AuditTimers = {
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as number),
-};
-
 /** The audit trail; the AuditSink of the router, modes, parameters and e-stop. */
 export class AuditTrail implements AuditSink {
   readonly #o: AuditTrailOptions;
   readonly #log: Logger;
-  readonly #timers: AuditTimers;
   /** The open (collapsing) entry and the write-ahead ids its decisions settle. */
-  #open: { key: string; entry: AuditEntry; timer: unknown; intents: string[] } | null = null;
+  #open: { key: string; entry: AuditEntry; timer: TimerId; intents: string[] } | null = null;
   /** Untrusted refusals: this window's start and entries written; the summing-up entry. */
   #untrusted: {
     windowStart: number;
     written: number;
-    over: { entry: AuditEntry; firstReason: string; timer: unknown } | null;
+    over: { entry: AuditEntry; firstReason: string; timer: TimerId } | null;
   } = { windowStart: -Infinity, written: 0, over: null };
   #seq = 0;
   #entriesTotal = 0;
@@ -245,7 +240,6 @@ export class AuditTrail implements AuditSink {
   constructor(options: AuditTrailOptions) {
     this.#o = options;
     this.#log = options.log.child("audit");
-    this.#timers = options.timers ?? defaultTimers;
     const bytes = new Uint8Array(4);
     (options.random ?? ((b: Uint8Array) => crypto.getRandomValues(b)))(bytes);
     this.#boot = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -259,7 +253,7 @@ export class AuditTrail implements AuditSink {
       this.#record(d, d.action === "call" ? this.#key(d, mode) : null, now, mode);
     } catch (err) {
       // Never let the record break a call or a stop.
-      this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
+      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -297,12 +291,12 @@ export class AuditTrail implements AuditSink {
         void write.catch(() => {});
         return { id };
       }
-      let timer: unknown;
+      let timer: TimerId;
       const late = new Promise<"late">((r) => {
-        timer = this.#timers.set(() => r("late"), AUDIT_WRITE_AHEAD_TIMEOUT_MS);
+        timer = this.#o.clock.setTimer(() => r("late"), AUDIT_WRITE_AHEAD_TIMEOUT_MS);
       });
       const outcome = await Promise.race([write, late]);
-      this.#timers.clear(timer);
+      this.#o.clock.clearTimer(timer);
       if (outcome === "late") {
         this.#aheadLate++;
         if (!this.#aheadLateLogged) {
@@ -318,7 +312,7 @@ export class AuditTrail implements AuditSink {
       return { id };
     } catch (err) {
       this.#log.error(
-        `audit decision not written ahead: ${err instanceof Error ? err.message : err}`,
+        `audit decision not written ahead: ${errorMessage(err)}`,
       );
       return null;
     }
@@ -371,13 +365,13 @@ export class AuditTrail implements AuditSink {
       // A different decision closes the open entry, as in #record.
       this.#closeOpen();
       const entry = this.#entry(decision, now, mode);
-      const timer = this.#timers.set(
+      const timer = this.#o.clock.setTimer(
         () => this.#closeUntrusted(),
         u.windowStart + AUDIT_UNTRUSTED_WINDOW_MS - now,
       );
       u.over = { entry, firstReason: decision.reason ?? "", timer };
     } catch (err) {
-      this.#log.error(`audit entry not recorded: ${err instanceof Error ? err.message : err}`);
+      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -432,7 +426,7 @@ export class AuditTrail implements AuditSink {
       this.#emit(entry, intents);
       return;
     }
-    const timer = this.#timers.set(() => {
+    const timer = this.#o.clock.setTimer(() => {
       if (this.#open?.entry === entry) this.#closeOpen();
     }, AUDIT_COLLAPSE_MAX_OPEN_MS);
     this.#open = { key, entry, timer, intents };
@@ -465,7 +459,7 @@ export class AuditTrail implements AuditSink {
     const over = this.#untrusted.over;
     if (over === null) return;
     this.#untrusted.over = null;
-    this.#timers.clear(over.timer);
+    this.#o.clock.clearTimer(over.timer);
     const e = over.entry;
     e.reason = `${e.count} refusal${e.count === 1 ? "" : "s"} of requests not allowed to act, ` +
       `over the ${AUDIT_UNTRUSTED_PER_WINDOW} per ${AUDIT_UNTRUSTED_WINDOW_MS / 1000} s ` +
@@ -480,7 +474,7 @@ export class AuditTrail implements AuditSink {
     const open = this.#open;
     if (!open) return;
     this.#open = null;
-    this.#timers.clear(open.timer);
+    this.#o.clock.clearTimer(open.timer);
     this.#emit(open.entry, open.intents);
   }
 
@@ -493,7 +487,7 @@ export class AuditTrail implements AuditSink {
       try {
         listener(entry);
       } catch (err) {
-        this.#log.error(`audit listener failed: ${err instanceof Error ? err.message : err}`);
+        this.#log.error(`audit listener failed: ${errorMessage(err)}`);
       }
     }
     const journal = this.#journal;
@@ -556,7 +550,6 @@ export class AuditTrail implements AuditSink {
       clock: this.#o.clock,
       maxQueuedLines: AUDIT_QUEUE_MAX_ENTRIES,
       syncIntervalMs: AUDIT_SYNC_INTERVAL_MS,
-      timers: this.#timers,
       gapLine: (gap) => this.#gapLine(gap),
     });
     const journal: Journal = { ...options, writer };
@@ -565,9 +558,7 @@ export class AuditTrail implements AuditSink {
       interrupted = await this.#unsettledIntents(journal);
     } catch (err) {
       this.#log.error(
-        `audit journal not searched for interrupted calls: ${
-          err instanceof Error ? err.message : err
-        }`,
+        `audit journal not searched for interrupted calls: ${errorMessage(err)}`,
       );
     }
     await writer.open().catch(() => {}); // a failure is counted and reported by the writer
@@ -710,14 +701,14 @@ export class AuditTrail implements AuditSink {
   }
 
   async #waitWritten(journal: Journal): Promise<void> {
-    let timer: unknown;
+    let timer: TimerId;
     const timeout = new Promise<void>((r) => {
-      timer = this.#timers.set(r, AUDIT_READ_FLUSH_TIMEOUT_MS);
+      timer = this.#o.clock.setTimer(r, AUDIT_READ_FLUSH_TIMEOUT_MS);
     });
     try {
       await Promise.race([journal.writer.flush(), timeout]);
     } finally {
-      this.#timers.clear(timer);
+      this.#o.clock.clearTimer(timer);
     }
   }
 

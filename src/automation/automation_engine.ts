@@ -14,6 +14,7 @@
  */
 import {
   type Clock,
+  errorMessage,
   internal,
   invalidArgument,
   type Logger,
@@ -378,7 +379,7 @@ export class AutomationEngine {
     } catch (err) {
       return Promise.reject(
         internal(
-          `Cannot read behavior tree ${path}: ${err instanceof Error ? err.message : err}`,
+          `Cannot read behavior tree ${path}: ${errorMessage(err)}`,
           err,
         ),
       );
@@ -452,7 +453,7 @@ export class AutomationEngine {
     }
     // A call cancelled by a halt (leaving AUTO) says nothing about the device.
     if (err instanceof DOMException && err.name === "AbortError") return;
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     const prev = this.#calls.get(handle);
     this.#calls.set(handle, {
       failures: (prev?.failures ?? 0) + 1,

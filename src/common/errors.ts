@@ -40,9 +40,13 @@ export const deadlineExceeded = (message: string): RuntimeError =>
 export const internal = (message: string, cause?: unknown): RuntimeError =>
   new RuntimeError("INTERNAL", message, { cause });
 
+/** The message of anything thrown: an Error's message, anything else as text. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Converts anything thrown into a RuntimeError (unknown errors become INTERNAL). */
 export function toRuntimeError(err: unknown): RuntimeError {
   if (err instanceof RuntimeError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new RuntimeError("INTERNAL", message, { cause: err });
+  return new RuntimeError("INTERNAL", errorMessage(err), { cause: err });
 }

@@ -2,6 +2,7 @@ import { typedValueFromWire, typedValueToWire } from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
+  errorMessage,
   type FunctionSpec,
   Histogram,
   invalidArgument,
@@ -238,7 +239,7 @@ export class CallRouter {
       device_handle: `${req.providerId}/${req.deviceId}`,
       function: p.fn.name,
       args: p.args,
-      reason: `${e?.code ?? "INTERNAL"}: ${err instanceof Error ? err.message : String(err)}`,
+      reason: `${e?.code ?? "INTERNAL"}: ${errorMessage(err)}`,
       refused_by: refused ? p.refusedBy : null,
       result: null,
       latency_ms: this.#clock.monoMs() - startedMs,

@@ -15,7 +15,7 @@
  * enforces the timeouts is one interval over at most `maxConnections` records, not a timer per
  * request.
  */
-import type { Logger } from "../common/mod.ts";
+import { errorMessage, type Logger } from "../common/mod.ts";
 
 /** The request handler the server drives (HttpApi.handle). */
 export type ServeHandler = (req: Request, info: { remoteAddr: string }) => Promise<Response>;
@@ -324,7 +324,7 @@ export class ConnectionLayer {
         () => {},
       );
     } catch (err) {
-      this.#o.log.warn(`cannot serve a connection: ${errorText(err)}`);
+      this.#o.log.warn(`cannot serve a connection: ${errorMessage(err)}`);
       closeQuietly(conn);
       c.cancel = null;
       this.#close(c);
@@ -333,7 +333,7 @@ export class ConnectionLayer {
     }
     c.server = server;
     this.#track(server.finished.then(serverDone, (err) => {
-      this.#o.log.debug(`connection ended with an error: ${errorText(err)}`);
+      this.#o.log.debug(`connection ended with an error: ${errorMessage(err)}`);
       serverDone();
     }));
   }
@@ -348,7 +348,7 @@ export class ConnectionLayer {
         port: (tls.addr as Deno.NetAddr).port,
       });
     } catch (err) {
-      this.#o.log.warn(`cannot reach the TLS listener: ${errorText(err)}`);
+      this.#o.log.warn(`cannot reach the TLS listener: ${errorMessage(err)}`);
       this.#close(c);
       return;
     }
@@ -501,7 +501,7 @@ export class ConnectionLayer {
       : "";
     this.#acceptSuppressed = 0;
     this.#lastAcceptLog = now;
-    this.#o.log.error(`accepting a connection failed, still serving: ${errorText(err)}${more}`);
+    this.#o.log.error(`accepting a connection failed, still serving: ${errorMessage(err)}${more}`);
   }
 
   #sleep(ms: number): Promise<void> {
@@ -537,8 +537,4 @@ function closeQuietly(c: { close(): void }): void {
   } catch {
     // already closed
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

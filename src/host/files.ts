@@ -1,3 +1,5 @@
+import { errorMessage } from "../common/mod.ts";
+
 /** Reads a whole file as bytes (behavior trees: the digest covers the exact file bytes). */
 export function readFileBytes(path: string): Uint8Array {
   return Deno.readFileSync(path);
@@ -77,7 +79,7 @@ export async function readRegularFile(path: string, maxBytes: number): Promise<R
       message: `too large: it grew past the limit of ${limit(maxBytes)} while being read`,
     };
   } catch (e) {
-    return { ok: false, message: e instanceof Error ? e.message : String(e) };
+    return { ok: false, message: errorMessage(e) };
   } finally {
     file.close();
   }
@@ -110,5 +112,5 @@ export function fileKind(info: Deno.FileInfo): string {
 function openErrorMessage(e: unknown): string {
   if (e instanceof Deno.errors.NotFound) return "no such file";
   if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
-  return e instanceof Error ? e.message : String(e);
+  return errorMessage(e);
 }

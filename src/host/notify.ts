@@ -11,7 +11,7 @@
  * Every function here is a no-op without NOTIFY_SOCKET (terminal, tests, Type=exec) and never
  * throws: a failed notification is logged, it must never stop the service.
  */
-import type { Logger } from "../common/mod.ts";
+import { errorMessage, type Logger } from "../common/mod.ts";
 
 /** Upper bound on one systemd-notify run (its own barrier wait is 5 s). */
 export const NOTIFY_TIMEOUT_MS = 10_000;
@@ -85,7 +85,7 @@ async function sendNotify(
       stderr: "piped",
     }).spawn();
   } catch (e) {
-    log.warn(`systemd notification ${what} not sent: cannot run ${command}: ${errText(e)}`);
+    log.warn(`systemd notification ${what} not sent: cannot run ${command}: ${errorMessage(e)}`);
     return false;
   }
   const timeoutMs = options.timeoutMs ?? NOTIFY_TIMEOUT_MS;
@@ -113,13 +113,9 @@ async function sendNotify(
     log.warn(`systemd notification ${what} not confirmed: ${reason.replace(/\n/g, " ")}`);
     return false;
   } catch (e) {
-    log.warn(`systemd notification ${what} failed: ${errText(e)}`);
+    log.warn(`systemd notification ${what} failed: ${errorMessage(e)}`);
     return false;
   } finally {
     clearTimeout(timer);
   }
-}
-
-function errText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }

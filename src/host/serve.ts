@@ -31,7 +31,7 @@
  * relay closes both ends, so unfinished handshakes are bounded by the request-header timeout. The
  * relay costs HTTPS a copy through JS each way; plain HTTP does not have it.
  */
-import { isLoopbackHost, type Logger, RuntimeError } from "../common/mod.ts";
+import { errorMessage, isLoopbackHost, type Logger, RuntimeError } from "../common/mod.ts";
 import { fileKind } from "./files.ts";
 import {
   ConnectionLayer,
@@ -244,7 +244,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     keepAliveTimeoutMs: opts.keepAliveTimeoutMs ?? HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT,
     handler: opts.handler,
     onError: (err) => {
-      log.error(`request failed: ${err instanceof Error ? err.message : String(err)}`);
+      log.error(`request failed: ${errorMessage(err)}`);
       return new Response(
         JSON.stringify({ status: { code: "INTERNAL", message: "internal error" } }),
         { status: 500, headers: { "content-type": "application/json" } },

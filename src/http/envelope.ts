@@ -2,7 +2,7 @@
  * The JSON envelope and the one place that maps status codes to HTTP statuses (http-api.md sec. 1).
  * Bodies are written by toJsonText: exact 64-bit integers (bigint) as their decimal digits.
  */
-import { RuntimeError, type StatusCode, toJsonText } from "../common/mod.ts";
+import { errorMessage, RuntimeError, type StatusCode, toJsonText } from "../common/mod.ts";
 
 /** Status code -> HTTP status. Nothing else in the runtime knows HTTP numbers. */
 export const HTTP_STATUS_OF: Readonly<Record<StatusCode, number>> = {
@@ -46,6 +46,6 @@ export function errorResponse(
 /** Any thrown value as an error response; non-RuntimeErrors become 500 INTERNAL with their text. */
 export function responseForError(err: unknown): Response {
   if (err instanceof RuntimeError) return errorResponse(err.code, err.message);
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return errorResponse("INTERNAL", message || "internal error");
 }

@@ -117,6 +117,7 @@ export class HttpApi {
     this.#sse = new SseHub({
       bus: services.bus,
       log: this.#log,
+      clock: services.host.clock,
       keepAliveMs: options.sseKeepAliveMs,
       maxClients: options.maxSseClients,
       queueSize: options.sseQueueSize,
@@ -124,6 +125,7 @@ export class HttpApi {
     this.#limits = {
       maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
       timeoutMs: options.bodyReadTimeoutMs ?? BODY_READ_TIMEOUT_MS,
+      clock: services.host.clock,
     };
     this.#slots = new RequestSlots(options.maxConcurrentRequests ?? http.threadPoolSize);
     this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);

@@ -2,7 +2,7 @@
  * Request bodies: bounded in size and in the time a client may take to send them, then parsed as
  * JSON. Every failure is a 400 INVALID_ARGUMENT naming the problem.
  */
-import { invalidArgument, RuntimeError } from "../common/mod.ts";
+import { type Clock, invalidArgument, RuntimeError } from "../common/mod.ts";
 
 /** Largest accepted request body (64 KiB): every v0 body is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -18,6 +18,8 @@ export const MAX_JSON_DEPTH = 32;
 export interface BodyLimits {
   readonly maxBytes: number;
   readonly timeoutMs: number;
+  /** The timer of `timeoutMs` (HttpApi passes the runtime's clock). */
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
 }
 
 /** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
@@ -30,7 +32,8 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
   if (req.body === null) return new Uint8Array(0);
   const reader = req.body.getReader();
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const clock = limits.clock;
+  const timer = clock.setTimer(() => {
     timedOut = true;
     reader.cancel().catch(() => {});
   }, limits.timeoutMs);
@@ -52,7 +55,7 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     if (timedOut) throw slow(limits.timeoutMs);
     throw invalidArgument(`body: could not be read (${(err as Error)?.message ?? err})`);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimer(timer);
     reader.releaseLock();
   }
   if (timedOut) throw slow(limits.timeoutMs);

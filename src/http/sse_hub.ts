@@ -7,7 +7,7 @@
  * frames (the runtime and other clients never wait for it) and is told so by a comment block
  * `: dropped N events` sent right before the next frame it receives.
  */
-import { type Logger, toJsonText, unavailable } from "../common/mod.ts";
+import { type Clock, type Logger, toJsonText, unavailable } from "../common/mod.ts";
 import type { EventBus, PublishedEvent, RuntimeEvent } from "../events/mod.ts";
 
 /** Concurrent event streams allowed (contract: 32; the 33rd gets 503). */
@@ -27,6 +27,8 @@ export interface SseFilter {
 export interface SseHubOptions {
   readonly bus: EventBus;
   readonly log: Logger;
+  /** The keep-alive timers. */
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
   readonly keepAliveMs?: number;
   readonly maxClients?: number;
   readonly queueSize?: number;
@@ -67,6 +69,7 @@ export function formatSseFrame(published: PublishedEvent): string {
 export class SseHub {
   readonly #bus: EventBus;
   readonly #log: Logger;
+  readonly #clock: Pick<Clock, "setTimer" | "clearTimer">;
   readonly #keepAliveMs: number;
   readonly #maxClients: number;
   readonly #queueSize: number;
@@ -80,6 +83,7 @@ export class SseHub {
   constructor(options: SseHubOptions) {
     this.#bus = options.bus;
     this.#log = options.log;
+    this.#clock = options.clock;
     this.#keepAliveMs = options.keepAliveMs ?? SSE_KEEPALIVE_MS;
     this.#maxClients = options.maxClients ?? MAX_SSE_CLIENTS;
     this.#queueSize = options.queueSize ?? SSE_QUEUE_SIZE;
@@ -115,6 +119,7 @@ export class SseHub {
       filter,
       queueSize: this.#queueSize,
       keepAliveMs: this.#keepAliveMs,
+      clock: this.#clock,
       encode: (p) => this.#encode(p),
       onDrop: () => this.#droppedTotal++,
       onClose: (c) => {
@@ -146,6 +151,7 @@ interface SseClientOptions {
   readonly filter: SseFilter;
   readonly queueSize: number;
   readonly keepAliveMs: number;
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
   readonly encode: (p: PublishedEvent) => Uint8Array;
   readonly onDrop: () => void;
   readonly onClose: (c: SseClient) => void;
@@ -243,12 +249,13 @@ class SseClient {
   /** Resolves true when the keep-alive interval passed without anything to send. */
   #waitForWork(): Promise<boolean> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      const clock = this.#opts.clock;
+      const timer = clock.setTimer(() => {
         this.#wake = null;
         resolve(true);
       }, this.#opts.keepAliveMs);
       this.#wake = () => {
-        clearTimeout(timer);
+        clock.clearTimer(timer);
         this.#wake = null;
         resolve(false);
       };

@@ -22,15 +22,9 @@
  * The owner keeps its own rules (what a line is, what must be fsync'd before an answer); the
  * writer never throws into it.
  */
-import type { Clock, Logger } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, type TimerId } from "../common/mod.ts";
 import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
 import { type JournalSegments, segmentNumbers, segmentPath } from "./journal_segments.ts";
-
-/** Timers of the batched fsync (injected so tests can run them by hand). */
-export interface JournalTimers {
-  set(fn: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
 
 /** Lines lost since the last successful write. */
 export interface JournalGap {
@@ -50,12 +44,12 @@ export interface JournalWriterOptions {
   /** The journal's name in log lines and reasons (`audit journal`). */
   readonly name: string;
   readonly log: Logger;
-  readonly clock: Pick<Clock, "nowMs">;
+  /** The time of a failure, and the timer of the batched fsync. */
+  readonly clock: Pick<Clock, "nowMs" | "setTimer" | "clearTimer">;
   /** Lines waiting for the disk at most; past it an append is refused and counted. */
   readonly maxQueuedLines: number;
   /** Longest time between a line's write and its fsync, for lines appended without `sync`. */
   readonly syncIntervalMs: number;
-  readonly timers?: JournalTimers;
   /** The line recording a gap, written at the end of the first write that succeeds after it. */
   readonly gapLine?: (gap: JournalGap) => string;
 }
@@ -104,15 +98,9 @@ interface Pending {
   done(result: JournalAppendResult): void;
 }
 
-const defaultTimers: JournalTimers = {
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as number),
-};
-
 /** Appends lines to one journal; see the module comment. */
 export class JournalWriter {
   readonly #o: JournalWriterOptions;
-  readonly #timers: JournalTimers;
   readonly #segments: JournalSegments | null;
   #queue: Pending[] = [];
   /** The batch being written. */
@@ -124,7 +112,7 @@ export class JournalWriter {
   /** Current segment number; null until the folder was listed. */
   #segment: number | null = null;
   #needsNewline = false;
-  #syncTimer: unknown = null;
+  #syncTimer: TimerId | null = null;
   #syncDue = false;
   #closed = false;
   /** close() is writing what is left: fsync at its end instead of by timer. */
@@ -141,7 +129,6 @@ export class JournalWriter {
 
   constructor(options: JournalWriterOptions) {
     this.#o = options;
-    this.#timers = options.timers ?? defaultTimers;
     this.#segments = "segments" in options.target ? options.target.segments : null;
   }
 
@@ -196,7 +183,7 @@ export class JournalWriter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closing = true;
-    if (this.#syncTimer !== null) this.#timers.clear(this.#syncTimer);
+    if (this.#syncTimer !== null) this.#o.clock.clearTimer(this.#syncTimer);
     this.#syncTimer = null;
     this.#syncDue = this.#handle !== null;
     this.#kick();
@@ -307,7 +294,7 @@ export class JournalWriter {
 
   /** fsync of the current file; a failure is counted and reported, never thrown. */
   async #syncNow(): Promise<JournalAppendResult> {
-    if (this.#syncTimer !== null) this.#timers.clear(this.#syncTimer);
+    if (this.#syncTimer !== null) this.#o.clock.clearTimer(this.#syncTimer);
     this.#syncTimer = null;
     if (this.#handle === null) return { ok: true };
     try {
@@ -325,7 +312,7 @@ export class JournalWriter {
       return;
     }
     if (this.#syncTimer !== null) return;
-    this.#syncTimer = this.#timers.set(() => {
+    this.#syncTimer = this.#o.clock.setTimer(() => {
       this.#syncTimer = null;
       this.#syncDue = true;
       this.#kick();
@@ -406,9 +393,7 @@ export class JournalWriter {
   /** Counts a failed write or fsync; returns its reason. */
   #failed(err: unknown): string {
     this.#writeErrors++;
-    const reason = `${this.#o.name} (${this.currentPath ?? "not open"}): ${
-      err instanceof Error ? err.message : String(err)
-    }`;
+    const reason = `${this.#o.name} (${this.currentPath ?? "not open"}): ${errorMessage(err)}`;
     this.#lastError = reason;
     this.#lastErrorAt = this.#o.clock.nowMs();
     if (!this.#failing) {

@@ -2,11 +2,13 @@ import type { PayloadKind, RequestPayloads, ResponsePayloads } from "../adpp/mod
 import {
   type Clock,
   type DeviceCapabilities,
+  errorMessage,
   type LifecycleState,
   type Logger,
   type ProviderSupervisionView,
   RuntimeError,
   type SpawnFn,
+  type TimerId,
   toRuntimeError,
   unavailable,
 } from "../common/mod.ts";
@@ -85,8 +87,8 @@ export class ProviderHost {
   #starting: ProviderSession | null = null;
   #devices: readonly DeviceCapabilities[] = [];
   #livenessFailures = 0;
-  #restartTimer: ReturnType<typeof setTimeout> | undefined;
-  #resetTimer: ReturnType<typeof setTimeout> | undefined;
+  #restartTimer: TimerId | undefined;
+  #resetTimer: TimerId | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
@@ -207,8 +209,8 @@ export class ProviderHost {
   /** Stops supervision and ends the provider process within `budgetMs`. */
   async stop(budgetMs: number): Promise<void> {
     this.#apply({ type: "stop" });
-    clearTimeout(this.#restartTimer);
-    clearTimeout(this.#resetTimer);
+    this.#deps.clock.clearTimer(this.#restartTimer);
+    this.#deps.clock.clearTimer(this.#resetTimer);
     const attempt = this.#attempt;
     const session = this.#session;
     this.#session = null;
@@ -234,7 +236,7 @@ export class ProviderHost {
       return new ProviderSession(this.config, this.config.command, {
         spawn: this.#deps.spawn,
         log: this.#log,
-        monoMs: () => this.#deps.clock.monoMs(),
+        clock: this.#deps.clock,
         cwd: this.#deps.cwd,
       });
     };
@@ -296,11 +298,11 @@ export class ProviderHost {
    * to the supervisor); a timer that fires early against the monotonic clock is armed again.
    */
   #armStreakReset(): void {
-    clearTimeout(this.#resetTimer);
+    this.#deps.clock.clearTimer(this.#resetTimer);
     const s = this.#state;
     if (s.phase !== "UP" || s.attemptCount === 0) return;
     const dueAt = s.upSince! + this.config.restartPolicy.successResetMs;
-    this.#resetTimer = setTimeout(() => {
+    this.#resetTimer = this.#deps.clock.setTimer(() => {
       this.#apply({ type: "tick", at: this.#deps.clock.monoMs() });
       this.#armStreakReset();
     }, Math.max(0, dueAt - this.#deps.clock.monoMs()));
@@ -360,7 +362,10 @@ export class ProviderHost {
         } ms`,
       );
     }
-    this.#restartTimer = setTimeout(() => (this.#attempt = this.#runAttempt()), Math.ceil(delay));
+    this.#restartTimer = this.#deps.clock.setTimer(
+      () => (this.#attempt = this.#runAttempt()),
+      Math.ceil(delay),
+    );
   }
 
   async #runAttempt(): Promise<void> {
@@ -378,9 +383,7 @@ export class ProviderHost {
       if (reported || this.#state.phase !== "ATTEMPTING") return;
       reported = true;
       this.#log.error(
-        `restart attempt ${this.#state.attemptCount} failed: ${
-          err instanceof Error ? err.message : err
-        }`,
+        `restart attempt ${this.#state.attemptCount} failed: ${errorMessage(err)}`,
       );
     };
     try {

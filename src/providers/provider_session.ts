@@ -8,13 +8,16 @@ import {
 } from "../adpp/mod.ts";
 import {
   ADPP_PROTOCOL_VERSION,
+  type Clock,
   type DeviceCapabilities,
+  errorMessage,
   type Logger,
   type LogLevel,
   type ProviderProcess,
   RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
+  type TimerId,
   toRuntimeError,
   unavailable,
 } from "../common/mod.ts";
@@ -88,7 +91,11 @@ const UNADDRESSABLE_IDS: ReadonlySet<string> = new Set([".", ".."]);
 export interface ProviderSessionDeps {
   readonly spawn: SpawnFn;
   readonly log: Logger;
-  readonly monoMs: () => number;
+  /**
+   * Time and timers: the ADPP session's deadlines, the stderr rate window, the waits of
+   * terminate().
+   */
+  readonly clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
   /** Working directory for the provider process (the config file's folder). */
   readonly cwd: string;
 }
@@ -130,9 +137,12 @@ export class ProviderSession {
     try {
       this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
     } catch (err) {
-      throw unavailable(`cannot start provider '${cfg.id}' (${command}): ${errText(err)}`, err);
+      throw unavailable(
+        `cannot start provider '${cfg.id}' (${command}): ${errorMessage(err)}`,
+        err,
+      );
     }
-    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin, { monoMs: deps.monoMs });
+    this.#client = new AdppClient(this.#proc.stdout, this.#proc.stdin, { clock: deps.clock });
     this.#stderrDone = this.#pumpStderr(this.#proc.stderr);
     const exited = this.#proc.exited.then((s) => {
       this.#exitCode = s.code;
@@ -203,7 +213,12 @@ export class ProviderSession {
    */
   async #withStderrTail(err: unknown): Promise<unknown> {
     // Once stderr has ended the process is exiting: its exit code is then known too.
-    await raceTimeout(this.#stderrDone.then(() => this.#proc.exited), STDERR_DRAIN_WAIT_MS, null);
+    await raceTimeout(
+      this.#deps.clock,
+      this.#stderrDone.then(() => this.#proc.exited),
+      STDERR_DRAIN_WAIT_MS,
+      null,
+    );
     if (this.#stderrTail.length === 0) return err;
     const e = toRuntimeError(err);
     return new RuntimeError(e.code, `${e.message}; ${lastStderrLines(this.#stderrTail)}`, {
@@ -294,7 +309,7 @@ export class ProviderSession {
         desc = await this.request("describe_device", { device_id: id });
       } catch (err) {
         if (!this.#client.open) throw wrap(err, `DescribeDevice ${id} failed`);
-        skip(`DescribeDevice ${quote(id)} failed: ${errText(err)}`);
+        skip(`DescribeDevice ${quote(id)} failed: ${errorMessage(err)}`);
         continue;
       }
       const answered = desc.device?.device_id ?? "";
@@ -326,10 +341,10 @@ export class ProviderSession {
     const gone = this.#proc.exited.then(() => true);
     await this.#client.close();
     // A process already gone settles `gone` at once.
-    if (await raceTimeout(gone, budgetMs * 0.6, false)) return;
+    if (await raceTimeout(this.#deps.clock, gone, budgetMs * 0.6, false)) return;
     this.#deps.log.warn(`provider did not exit after stdin closed; sending SIGTERM`);
     this.#proc.kill("SIGTERM");
-    if (await raceTimeout(gone, budgetMs * 0.3, false)) return;
+    if (await raceTimeout(this.#deps.clock, gone, budgetMs * 0.3, false)) return;
     this.#deps.log.warn(`provider ignored SIGTERM; sending SIGKILL`);
     this.#proc.kill("SIGKILL");
     await this.#proc.exited;
@@ -342,10 +357,11 @@ export class ProviderSession {
 
   async #pumpStderr(stream: ReadableStream<Uint8Array>): Promise<void> {
     const log = this.#deps.log;
-    let windowStart = this.#deps.monoMs();
+    const clock = this.#deps.clock;
+    let windowStart = clock.monoMs();
     let inWindow = 0;
     let suppressed = 0;
-    let notice: ReturnType<typeof setTimeout> | undefined;
+    let notice: TimerId | undefined;
     // The count is reported when the window closes, even if the provider then stays silent.
     const report = () => {
       notice = undefined;
@@ -359,14 +375,14 @@ export class ProviderSession {
           this.#stderrTail.push(raw.slice(0, STDERR_MAX_LINE));
           if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
         }
-        const now = this.#deps.monoMs();
+        const now = clock.monoMs();
         if (now - windowStart >= 1000) {
           windowStart = now;
           inWindow = 0;
         }
         if (++inWindow > STDERR_LINES_PER_SECOND) {
           if (suppressed++ === 0) {
-            notice = setTimeout(report, Math.max(1, 1000 - (now - windowStart)));
+            notice = clock.setTimer(report, Math.max(1, 1000 - (now - windowStart)));
           }
           continue;
         }
@@ -376,7 +392,7 @@ export class ProviderSession {
     } catch {
       // stderr closed abruptly with the process: nothing to report
     } finally {
-      clearTimeout(notice);
+      clock.clearTimer(notice);
       report();
     }
   }
@@ -409,11 +425,16 @@ export class LineSplitter extends TransformStream<string, string> {
   }
 }
 
-/** Resolves with `p`'s value, or `fallback` after `ms` (the timer is always cleared). */
-export function raceTimeout<T, F = T>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const t = new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)));
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+/** Resolves with `p`'s value, or `fallback` after `ms` on `clock` (the timer is always cleared). */
+export function raceTimeout<T, F = T>(
+  clock: Pick<Clock, "setTimer" | "clearTimer">,
+  p: Promise<T>,
+  ms: number,
+  fallback: F,
+): Promise<T | F> {
+  let timer: TimerId;
+  const t = new Promise<F>((resolve) => (timer = clock.setTimer(() => resolve(fallback), ms)));
+  return Promise.race([p, t]).finally(() => clock.clearTimer(timer));
 }
 
 /** `err` (a request's rejection) as the failure of `what`, same code (INTERNAL if it has none). */
@@ -427,8 +448,4 @@ function quote(id: string): string {
   return JSON.stringify(
     id.length > WARNING_ID_CHARS ? `${id.slice(0, WARNING_ID_CHARS)}\u2026` : id,
   );
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

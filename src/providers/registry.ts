@@ -2,6 +2,7 @@ import {
   type DeviceCapabilities,
   deviceHandle,
   type DeviceInfo,
+  errorMessage,
   RuntimeError,
 } from "../common/mod.ts";
 import { diffProviders, type ProviderConfig } from "../config/mod.ts";
@@ -57,7 +58,7 @@ export class ProviderRegistry {
     // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
     this.#deps = {
       ...deps,
-      spawnQueue: deps.spawnQueue ?? new SpawnQueue(() => deps.clock.monoMs()),
+      spawnQueue: deps.spawnQueue ?? new SpawnQueue(deps.clock),
     };
     for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, this.#deps));
   }
@@ -137,7 +138,7 @@ export class ProviderRegistry {
           if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
           started.push(host);
         } catch (err) {
-          failed.push(`${p.id}: ${err instanceof Error ? err.message : String(err)}`);
+          failed.push(`${p.id}: ${errorMessage(err)}`);
           this.remove(p.id);
           await host.stop(o.stopBudgetMs);
         }
@@ -204,11 +205,11 @@ export class ProviderRegistry {
     const results = this.hosts.map((h) =>
       h.start().then(
         () => null,
-        (err) => `${h.id}: ${err instanceof Error ? err.message : String(err)}`,
+        (err) => `${h.id}: ${errorMessage(err)}`,
       )
     );
     const all = Promise.all(results);
-    const outcome = await raceTimeout(all, timeoutMs, "timeout" as const);
+    const outcome = await raceTimeout(this.#deps.clock, all, timeoutMs, "timeout" as const);
     if (outcome === "timeout") {
       // Said before they are stopped: what they last wrote usually says why they are not ready.
       const pending = this.hosts.filter((h) => !h.available).map(describeNotReady);

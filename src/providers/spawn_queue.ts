@@ -1,4 +1,4 @@
-import { unavailable } from "../common/mod.ts";
+import { type Clock, type TimerId, unavailable } from "../common/mod.ts";
 
 /**
  * Provider starts waiting for their turn to spawn, at most (one per provider host at a time in
@@ -26,16 +26,22 @@ export const MAX_SPAWN_PAUSE_MS = 100;
  * spawns take at most SPAWN_LOOP_SHARE of the loop while starts queue; FIFO.
  */
 export class SpawnQueue {
-  readonly #monoMs: () => number;
+  readonly #clock: Pick<Clock, "monoMs" | "setTimer">;
   readonly #maxQueued: number;
   readonly #waiting: Array<() => void> = [];
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: TimerId | undefined;
   /** Monotonic ms before which the next spawn does not start. */
   #nextAt = 0;
 
-  /** `maxQueued` (default MAX_QUEUED_SPAWNS) is for tests of the bound. */
-  constructor(monoMs: () => number, options: { maxQueued?: number } = {}) {
-    this.#monoMs = monoMs;
+  /**
+   * `clock` times the spawns and paces the turns; `maxQueued` (default MAX_QUEUED_SPAWNS) is for
+   * tests of the bound.
+   */
+  constructor(
+    clock: Pick<Clock, "monoMs" | "setTimer">,
+    options: { maxQueued?: number } = {},
+  ) {
+    this.#clock = clock;
     this.#maxQueued = options.maxQueued ?? MAX_QUEUED_SPAWNS;
   }
 
@@ -68,8 +74,8 @@ export class SpawnQueue {
 
   #schedule(): void {
     if (this.#timer !== undefined || this.#waiting.length === 0) return;
-    const wait = Math.max(0, this.#nextAt - this.#monoMs());
-    this.#timer = setTimeout(() => this.#turn(), Math.ceil(wait));
+    const wait = Math.max(0, this.#nextAt - this.#clock.monoMs());
+    this.#timer = this.#clock.setTimer(() => this.#turn(), Math.ceil(wait));
   }
 
   /** One spawn, then the next one's turn is scheduled after the pause its duration sets. */
@@ -77,9 +83,9 @@ export class SpawnQueue {
     this.#timer = undefined;
     const next = this.#waiting.shift();
     if (!next) return;
-    const started = this.#monoMs();
+    const started = this.#clock.monoMs();
     next();
-    const ended = this.#monoMs();
+    const ended = this.#clock.monoMs();
     const pause = Math.min((ended - started) * (1 / SPAWN_LOOP_SHARE - 1), MAX_SPAWN_PAUSE_MS);
     this.#nextAt = ended + pause;
     this.#schedule();

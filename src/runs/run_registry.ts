@@ -35,6 +35,7 @@
  */
 import {
   type Clock,
+  errorMessage,
   failedPrecondition,
   invalidArgument,
   type Logger,
@@ -168,10 +169,6 @@ function pageBounds(
   };
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** Parses a journaled run; null when the shape is wrong. */
 function parseRun(v: unknown): Run | null {
   if (!isObject(v)) return null;
@@ -259,7 +256,7 @@ export class RunRegistry {
       this.#unavailableReason = null;
     } catch (err) {
       this.#state = "unavailable";
-      this.#unavailableReason = `run journal ${this.#runsFile}: ${errorText(err)}`;
+      this.#unavailableReason = `run journal ${this.#runsFile}: ${errorMessage(err)}`;
       this.#log.error(`run registry unavailable: ${this.#unavailableReason}`);
       await this.#journal?.close();
       this.#journal = null;
@@ -657,7 +654,7 @@ export class RunRegistry {
         problem = this.#applyJournalLine(line);
       } catch (err) {
         // Whatever a record does to the code that applies it, replay goes on without it.
-        problem = `cannot be applied: ${errorText(err)}`;
+        problem = `cannot be applied: ${errorMessage(err)}`;
       }
       if (problem !== null) {
         corrupt.push(`${this.#runsFile}:${lineNo}`);
@@ -815,7 +812,7 @@ export class RunRegistry {
     try {
       sink(structuredClone(event), structuredClone(run));
     } catch (err) {
-      this.#log.error(`run telemetry sink failed: ${errorText(err)}`);
+      this.#log.error(`run telemetry sink failed: ${errorMessage(err)}`);
     }
   }
 
@@ -824,7 +821,7 @@ export class RunRegistry {
       const v = this.#opts.automationVersion?.() ?? null;
       return v === null ? null : { ...v };
     } catch (err) {
-      this.#log.warn(`automation version unavailable: ${errorText(err)}`);
+      this.#log.warn(`automation version unavailable: ${errorMessage(err)}`);
       return null;
     }
   }
@@ -847,8 +844,8 @@ export class RunRegistry {
 
   #ioError(what: string, err: unknown): RuntimeError {
     if (err instanceof RuntimeError) return err;
-    this.#log.error(`run journal: ${what} failed: ${errorText(err)}`);
-    return unavailable(`Run journal I/O failed (${what}): ${errorText(err)}`, err);
+    this.#log.error(`run journal: ${what} failed: ${errorMessage(err)}`);
+    return unavailable(`Run journal I/O failed (${what}): ${errorMessage(err)}`, err);
   }
 
   /** Runs `fn` after every earlier operation (journal order = call order). */

@@ -34,6 +34,8 @@ import {
   type Logger,
   type RuntimeError,
   scalarOf,
+  sleepOn,
+  type TimerId,
   toJsonText,
   toRuntimeError,
   type TypedValue,
@@ -275,7 +277,7 @@ export class Estop implements EstopService {
   #planLoggedAt = -Infinity;
   /** Why the plan changed since it was last logged (logged with it). */
   readonly #planLogReasons = new Set<string>();
-  #planLogTimer: ReturnType<typeof setTimeout> | undefined;
+  #planLogTimer: TimerId | undefined;
   /** After close(): no plan log is scheduled any more. */
   #closed = false;
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
@@ -324,7 +326,7 @@ export class Estop implements EstopService {
     if (this.#planLogTimer !== undefined || this.#closed) return;
     const wait = this.#planLoggedAt + PLAN_LOG_INTERVAL_MS - this.#o.clock.monoMs();
     if (wait <= 0) return this.#logPendingPlan();
-    this.#planLogTimer = setTimeout(() => this.#logPendingPlan(), Math.ceil(wait));
+    this.#planLogTimer = this.#o.clock.setTimer(() => this.#logPendingPlan(), Math.ceil(wait));
   }
 
   #logPendingPlan(): void {
@@ -338,7 +340,7 @@ export class Estop implements EstopService {
   /** Cancels a plan log that waits for its turn (at shutdown). */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#planLogTimer);
+    this.#o.clock.clearTimer(this.#planLogTimer);
     this.#planLogTimer = undefined;
     this.#planLogReasons.clear();
   }
@@ -835,7 +837,7 @@ export class Estop implements EstopService {
         const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
           host.available && this.#o.clock.monoMs() < deadline;
         if (!busy) throw e;
-        await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_INTERVAL_MS));
+        await sleepOn(this.#o.clock, BUSY_RETRY_INTERVAL_MS);
       }
     }
   }

@@ -11,6 +11,7 @@ import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
+  errorMessage,
   Histogram,
   type Logger,
   nextGridInstant,
@@ -684,7 +685,7 @@ export class StateCache implements FreshReader {
       } catch (err) {
         this.#listenerErrors.warn(
           `device poll listener failed for ${deviceHandle(dev.providerId, dev.deviceId)}: ${
-            err instanceof Error ? err.message : String(err)
+            errorMessage(err)
           }`,
         );
       }

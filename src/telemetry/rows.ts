@@ -3,7 +3,12 @@
  * names follow `telemetry.measurement_names`: the project's `runtime_` names (default) or the
  * names the anolis runtime writes; tags, fields and field types are the same under both.
  */
-import type { ProviderDeviceHealthView, ProviderHealthView, TypedValue } from "../common/mod.ts";
+import {
+  errorMessage,
+  type ProviderDeviceHealthView,
+  type ProviderHealthView,
+  type TypedValue,
+} from "../common/mod.ts";
 import type { MeasurementNaming } from "../config/mod.ts";
 import type { RuntimeEvent } from "../events/mod.ts";
 import { type FieldValue, type Row, truncateUtf8 } from "./line_protocol.ts";
@@ -428,6 +433,6 @@ function serialisePayload(payload: unknown): { json: string | null; error: strin
     }
     return { json, error: null };
   } catch (err) {
-    return { json: null, error: `payload: ${err instanceof Error ? err.message : String(err)}` };
+    return { json: null, error: `payload: ${errorMessage(err)}` };
   }
 }

@@ -33,6 +33,7 @@
 import type { InfluxDB } from "@influxdata/influxdb-client";
 import {
   type Clock,
+  errorMessage,
   type GridInterval,
   gridInterval,
   type Logger,
@@ -377,7 +378,7 @@ export class TelemetryWriter {
       this.#transport = this.#opts.transport ??
         new influxClient!({ url, token }).transport as TelemetryTransport;
     } catch (err) {
-      this.#setError(`telemetry.influxdb.url: ${errorText(err)}: telemetry writer not started`);
+      this.#setError(`telemetry.influxdb.url: ${errorMessage(err)}: telemetry writer not started`);
       this.#log.error(this.#lastError ?? "");
       return;
     }
@@ -420,7 +421,7 @@ export class TelemetryWriter {
       }
       line = this.#format(row);
     } catch (err) {
-      this.#unformattable(`run event ${event.run_id} #${event.sequence}: ${errorText(err)}`);
+      this.#unformattable(`run event ${event.run_id} #${event.sequence}: ${errorMessage(err)}`);
       return;
     }
     if (line !== null) this.#enqueue({ kind: "formatted_line", line });
@@ -483,7 +484,7 @@ export class TelemetryWriter {
         if (outcome === "failed") break;
       }
     } catch (err) {
-      this.#reportError(`shutdown flush: ${errorText(err)}`);
+      this.#reportError(`shutdown flush: ${errorMessage(err)}`);
     }
     const lost = this.#retry.clear() + this.#batch.length;
     this.#batch = [];
@@ -510,7 +511,7 @@ export class TelemetryWriter {
       this.#droppedEvents += this.#queue.push(item);
       if (this.#queue.length >= this.#batchSize) this.#kick();
     } catch (err) {
-      this.#reportError(`enqueue: ${errorText(err)}`);
+      this.#reportError(`enqueue: ${errorMessage(err)}`);
     }
   }
 
@@ -538,7 +539,7 @@ export class TelemetryWriter {
         if (row.omission?.kind === "value") this.#omittedValues++;
         line = this.#format(row);
       } catch (err) {
-        this.#unformattable(`${item.kind}: ${errorText(err)}`);
+        this.#unformattable(`${item.kind}: ${errorMessage(err)}`);
         continue;
       }
       if (line !== null) this.#batch.push(line);
@@ -606,7 +607,7 @@ export class TelemetryWriter {
         );
       }
     } catch (err) {
-      this.#reportError(`flush loop: ${errorText(err)}`);
+      this.#reportError(`flush loop: ${errorMessage(err)}`);
     }
   }
 
@@ -794,7 +795,7 @@ export class TelemetryWriter {
         this.#reportError(`write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}`);
         return { kind: "failed" };
       }
-      const reason = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : errorText(err);
+      const reason = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : errorMessage(err);
       this.#reportError(`write failed, will retry: ${reason}`);
       return { kind: "failed" };
     } finally {
@@ -835,7 +836,7 @@ export class TelemetryWriter {
       this.#lastHealthAt = ts;
       if (this.#batch.length >= this.#batchSize) this.#kick();
     } catch (err) {
-      this.#reportError(`health snapshot failed: ${errorText(err)}`);
+      this.#reportError(`health snapshot failed: ${errorMessage(err)}`);
     } finally {
       this.#healthBusy = false;
     }
@@ -863,8 +864,4 @@ export class TelemetryWriter {
     this.#lastErrorLogMono = now;
     this.#log.error(`${message}${suffix}`);
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

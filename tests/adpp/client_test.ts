@@ -14,16 +14,23 @@ import {
 } from "../../src/adpp/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
-/** A scripted peer: reads the client's requests, lets the test write arbitrary bytes back. */
+/**
+ * A scripted peer: reads the client's requests, lets the test write arbitrary bytes back. The
+ * client's deadlines run on `clock`, which moves only when the test moves it.
+ */
 function pair() {
+  const clock = new ManualClock();
   const toProvider = new TransformStream<Uint8Array, Uint8Array>();
   const fromProvider = new TransformStream<Uint8Array, Uint8Array>();
-  const client = new AdppClient(fromProvider.readable, toProvider.writable);
+  const client = new AdppClient(fromProvider.readable, toProvider.writable, { clock });
   const requests = toProvider.readable.pipeThrough(new FrameDecoderStream()).getReader();
   const out = fromProvider.writable.getWriter();
   return {
     client,
+    clock,
     async nextRequest(): Promise<WireRequest> {
       const { value } = await requests.read();
       return decodeRequest(value!);
@@ -63,6 +70,9 @@ Deno.test("AdppClient times out with DEADLINE_EXCEEDED and discards the late ans
   const p = pair();
   const slow = p.client.request("list_devices", {}, 30);
   const req = await p.nextRequest();
+  p.clock.advance(29);
+  assert.equal(p.client.inFlight, 1);
+  p.clock.advance(1);
   await assert.rejects(slow, (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED");
   await p.reply({ request_id: req.request_id, status: OK, list_devices: {} }); // late
   const next = p.client.request("list_devices", {}, 1000);
@@ -79,10 +89,8 @@ Deno.test("AdppClient: a shorter deadline after a longer one still expires on ti
   const long = p.client.request("list_devices", {}, 10_000);
   const short = p.client.request("list_devices", {}, 20);
   const [rLong] = [await p.nextRequest(), await p.nextRequest()];
-  const started = performance.now();
+  p.clock.advance(20);
   await assert.rejects(short, (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED");
-  // Not a timing assertion on speed: it proves the short request did not wait for the long one.
-  assert.ok(performance.now() - started < 5_000, "the short request expired before the long one");
   assert.equal(p.client.inFlight, 1, "the long request is still pending");
   await p.reply({ request_id: rLong.request_id, status: OK, list_devices: { devices: [] } });
   assert.deepEqual(await long, {});
@@ -95,14 +103,17 @@ Deno.test("AdppClient expires several pending requests in turn and keeps the ans
   const b = p.client.request("list_devices", {}, 60);
   const c = p.client.request("list_devices", {}, 60);
   const reqs = [await p.nextRequest(), await p.nextRequest(), await p.nextRequest()];
-  await p.reply({ request_id: reqs[2].request_id, status: OK, list_devices: {} }); // c answered
   const order: string[] = [];
   const expired = (name: string, r: Promise<unknown>) =>
     r.then(
       () => order.push(`${name} ok`),
       (e) => order.push(`${name} ${(e as RuntimeError).code}`),
     );
-  await Promise.all([expired("a", a), expired("b", b), expired("c", c)]);
+  const settled = [expired("a", a), expired("b", b), expired("c", c)];
+  await p.reply({ request_id: reqs[2].request_id, status: OK, list_devices: {} }); // c answered
+  await settled[2];
+  p.clock.advance(60);
+  await Promise.all(settled);
   assert.deepEqual(order, ["c ok", "a DEADLINE_EXCEEDED", "b DEADLINE_EXCEEDED"]);
   assert.equal(p.client.inFlight, 0);
   assert.equal(p.client.open, true);
@@ -115,8 +126,8 @@ Deno.test("AdppClient: requests pending when the session ends are rejected UNAVA
   await p.nextRequest();
   await p.end();
   await assert.rejects(pending, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
-  // Its deadline timer went with the session: waiting past the deadline changes nothing.
-  await new Promise((r) => setTimeout(r, 40));
+  // Its deadline timer went with the session.
+  assert.equal(p.clock.pendingTimers, 0);
   assert.equal(p.client.inFlight, 0);
 });
 
@@ -132,10 +143,12 @@ Deno.test("AdppClient: a frame still waiting to be written when the session ends
       if (written.length === 1) await blocked;
     },
   });
-  const client = new AdppClient(new ReadableStream<Uint8Array>(), writable);
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), writable, {
+    clock: new ManualClock(),
+  });
   const first = client.request("list_devices", {}, 10_000);
   const second = client.request("call", { device_id: "motor0", function_id: 1 }, 10_000);
-  await new Promise((r) => setTimeout(r, 10));
+  await waitFor("the first frame to be written", () => written.length > 0);
   assert.equal(written.length, 1, "the second frame waits behind the first");
   const closed = client.close();
   await assert.rejects(first, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
@@ -171,7 +184,7 @@ Deno.test("AdppClient: a write that fails because the provider exited does not f
   // it, the poll alone fails, and the session ends once no written request awaits its answer.
   const stdin = closingStdin(1);
   const stdout = new TransformStream<Uint8Array, Uint8Array>();
-  const client = new AdppClient(stdout.readable, stdin.writable);
+  const client = new AdppClient(stdout.readable, stdin.writable, { clock: new ManualClock() });
   const call = client.request("call", { device_id: "chaos0", function_id: 6 }, 10_000);
   const poll = client.request("read_signals", { device_id: "motor0" }, 10_000);
   await stdin.writeFailed;
@@ -200,7 +213,7 @@ Deno.test("AdppClient: a write that fails because the provider exited does not f
 Deno.test("AdppClient: after a failed write, stdout reaching its end fails the requests still waiting", async () => {
   const stdin = closingStdin(1);
   const stdout = new TransformStream<Uint8Array, Uint8Array>();
-  const client = new AdppClient(stdout.readable, stdin.writable);
+  const client = new AdppClient(stdout.readable, stdin.writable, { clock: new ManualClock() });
   const written = client.request("list_devices", {}, 10_000);
   const failing = client.request("list_devices", {}, 10_000);
   await assert.rejects(failing, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
@@ -217,7 +230,9 @@ Deno.test("AdppClient: after a failed write, stdout reaching its end fails the r
 
 Deno.test("AdppClient: a failed write with no other request waiting ends the session at once", async () => {
   const stdin = closingStdin(0);
-  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable);
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable, {
+    clock: new ManualClock(),
+  });
   await assert.rejects(
     client.request("list_devices", {}, 10_000),
     (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE",
@@ -228,10 +243,15 @@ Deno.test("AdppClient: a failed write with no other request waiting ends the ses
 
 Deno.test("AdppClient: after a failed write, a written request that is never answered ends by its deadline, and the session with it", async () => {
   const stdin = closingStdin(1);
-  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable);
+  const clock = new ManualClock();
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable, { clock });
   const unanswered = client.request("list_devices", {}, 50);
   const failing = client.request("list_devices", {}, 10_000);
   await assert.rejects(failing, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  assert.equal(client.open, false);
+  clock.advance(49);
+  assert.equal(client.inFlight, 1, "the written request waits for its answer until its deadline");
+  clock.advance(1);
   await assert.rejects(
     unanswered,
     (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED",
@@ -338,7 +358,9 @@ Deno.test("AdppClient reads a provider's byte stream into its own reused buffer 
   const views: number[] = [];
   const toProvider = new TransformStream<Uint8Array, Uint8Array>();
   const drain = toProvider.readable.pipeTo(new WritableStream());
-  const client = new AdppClient(byteStream(answers, views), toProvider.writable);
+  const client = new AdppClient(byteStream(answers, views), toProvider.writable, {
+    clock: new ManualClock(),
+  });
   for (let i = 0; i < 3; i++) assert.deepEqual(await client.request("get_health", {}, 1000), {});
   assert.equal(views.length, 3);
   assert.deepEqual(new Set(views), new Set([FRAME_READ_CHUNK_BYTES]));

@@ -18,7 +18,6 @@ import {
   AUDIT_UNTRUSTED_PER_WINDOW,
   AUDIT_UNTRUSTED_WINDOW_MS,
   type AuditEntry,
-  type AuditTimers,
   AuditTrail,
   boundedEntry,
 } from "../../src/audit/mod.ts";
@@ -26,44 +25,12 @@ import { RuntimeError } from "../../src/common/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
-import type { Clock } from "../../src/common/mod.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
+import { ManualClock } from "../helpers/clock.ts";
 
-/** A wall clock moved by hand and timers run by hand. */
-class ManualTime implements AuditTimers {
-  now = 1_700_000_000_000;
-  #timers = new Map<number, { at: number; fn: () => void }>();
-  #next = 1;
-  readonly clock: Clock = {
-    nowMs: () => this.now,
-    monoMs: () => this.now,
-    setTimer: (fn, ms) => this.set(fn, ms),
-    clearTimer: (id) => this.clear(id),
-  };
-  set(fn: () => void, ms: number): unknown {
-    const id = this.#next++;
-    this.#timers.set(id, { at: this.now + ms, fn });
-    return id;
-  }
-  clear(handle: unknown): void {
-    this.#timers.delete(handle as number);
-  }
-  get pending(): number {
-    return this.#timers.size;
-  }
-  advance(ms: number): void {
-    this.now += ms;
-    for (const [id, t] of [...this.#timers]) {
-      if (t.at <= this.now) {
-        this.#timers.delete(id);
-        t.fn();
-      }
-    }
-  }
-}
-
-function trail(time: ManualTime, mode = "AUTO"): AuditTrail {
-  return new AuditTrail({ clock: time.clock, log: testLogger(), mode: () => mode, timers: time });
+/** A trail on `time`: its entries' time, and its timers, which fire only when the test moves it. */
+function trail(time: ManualClock, mode = "AUTO"): AuditTrail {
+  return new AuditTrail({ clock: time, log: testLogger(), mode: () => mode });
 }
 
 function duty(value: number, node = "Main/Sequence[0]/CallDevice[0]"): AuditDecision {
@@ -92,9 +59,9 @@ async function all(t: AuditTrail, limit = 1000): Promise<AuditEntry[]> {
 }
 
 Deno.test("AuditTrail collapses consecutive identical calls into one entry with count and first/last time", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
-  const first = time.now;
+  const first = time.wall;
   for (let i = 0; i < 50; i++) {
     t.record(duty(0.5));
     time.advance(10); // 100 Hz
@@ -111,11 +78,11 @@ Deno.test("AuditTrail collapses consecutive identical calls into one entry with 
   assert.equal(entries[1].count, 1);
   assert.deepEqual(entries[1].args?.duty, { type: "double", double: 0.6 });
   await t.close();
-  assert.equal(time.pending, 0);
+  assert.equal(time.pendingTimers, 0);
 });
 
 Deno.test("AuditTrail never keeps a collapsed entry open longer than AUDIT_COLLAPSE_MAX_OPEN_MS", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
   const closed: AuditEntry[] = [];
   t.onEntry((e) => closed.push(e));
@@ -139,7 +106,7 @@ Deno.test("AuditTrail never keeps a collapsed entry open longer than AUDIT_COLLA
   assert.equal(closed.length, bound);
   time.advance(1);
   assert.equal(closed.length, bound + 1);
-  assert.equal(time.pending, 0);
+  assert.equal(time.pendingTimers, 0);
   await t.close();
 });
 
@@ -154,7 +121,7 @@ function unauthenticated(address: string, action: "estop_clear" | "mode" = "esto
 }
 
 Deno.test("AuditTrail collapses a flood of identical untrusted refusals like calls", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
   const closed: AuditEntry[] = [];
   t.onEntry((e) => closed.push(e));
@@ -167,16 +134,16 @@ Deno.test("AuditTrail collapses a flood of identical untrusted refusals like cal
   assert.strictEqual(closed.length, (10_000 * 1) / AUDIT_COLLAPSE_MAX_OPEN_MS);
   assert.strictEqual(closed.reduce((n, e) => n + e.count, 0), 10_000);
   assert.ok(closed.every((e) => e.outcome === "refused" && e.refused_by === "auth"));
-  assert.strictEqual(time.pending, 0);
+  assert.strictEqual(time.pendingTimers, 0);
   await t.close();
 });
 
 Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted refusals per window one by one and sums up the rest", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
   const closed: AuditEntry[] = [];
   t.onEntry((e) => closed.push(e));
-  const start = time.now;
+  const start = time.wall;
   // Alternating addresses and actions, so that nothing collapses: 1000 within one window.
   const n = 1000;
   for (let i = 0; i < n; i++) {
@@ -191,7 +158,7 @@ Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted
   assert.strictEqual(calls().length, 1);
   assert.strictEqual(calls()[0].time_epoch_ms, start + 500 * 10);
   // The rest of the window is one entry, written when the window ends.
-  time.advance(start + AUDIT_UNTRUSTED_WINDOW_MS - time.now - 1);
+  time.advance(start + AUDIT_UNTRUSTED_WINDOW_MS - time.wall - 1);
   assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 1);
   time.advance(1);
   assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 2);
@@ -211,7 +178,7 @@ Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted
     n,
     "every refusal is counted",
   );
-  assert.strictEqual(time.pending, 0);
+  assert.strictEqual(time.pendingTimers, 0);
   // A new window writes one by one again.
   t.refusedUntrusted(unauthenticated("192.0.2.9"));
   t.flushOpen();
@@ -221,16 +188,16 @@ Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted
 });
 
 Deno.test("AuditTrail.seal writes the summed-up untrusted refusals at once and leaves no timer", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
   for (let i = 0; i < AUDIT_UNTRUSTED_PER_WINDOW + 5; i++) {
     t.refusedUntrusted(unauthenticated(`192.0.2.${i % 2}`));
   }
   // The summing-up entry's timer; the last entry written one by one was closed by the first
   // refusal summed up.
-  assert.strictEqual(time.pending, 1);
+  assert.strictEqual(time.pendingTimers, 1);
   t.seal();
-  assert.strictEqual(time.pending, 0);
+  assert.strictEqual(time.pendingTimers, 0);
   const entries = await all(t);
   assert.strictEqual(entries.length, AUDIT_UNTRUSTED_PER_WINDOW + 1);
   assert.strictEqual(entries.at(-1)!.count, 5);
@@ -238,27 +205,26 @@ Deno.test("AuditTrail.seal writes the summed-up untrusted refusals at once and l
 });
 
 Deno.test("AuditTrail.seal closes the open entry and records later calls at once, leaving no timer", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
   t.record(duty(0.5));
-  assert.equal(time.pending, 1);
+  assert.equal(time.pendingTimers, 1);
   t.seal();
-  assert.equal(time.pending, 0);
+  assert.equal(time.pendingTimers, 0);
   t.record(duty(0.5));
   t.record(duty(0.5));
-  assert.equal(time.pending, 0);
+  assert.equal(time.pendingTimers, 0);
   assert.deepEqual((await all(t)).map((e) => e.count), [1, 1, 1]);
   await t.close();
 });
 
 Deno.test("AuditTrail does not collapse calls of different origins, outcomes or modes, nor non-call entries", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   let mode = "MANUAL";
   const t = new AuditTrail({
-    clock: time.clock,
+    clock: time,
     log: testLogger(),
     mode: () => mode,
-    timers: time,
   });
   t.record(duty(0.5, "A"));
   t.record(duty(0.5, "B"));
@@ -282,7 +248,7 @@ Deno.test("AuditTrail does not collapse calls of different origins, outcomes or 
 });
 
 Deno.test("AuditTrail without a journal keeps the last AUDIT_MEMORY_ENTRIES entries and pages them", async () => {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const t = trail(time);
   for (let i = 0; i < AUDIT_MEMORY_ENTRIES + 5; i++) t.record(duty(i / 10_000));
   const entries = await all(t, 333);
@@ -296,7 +262,7 @@ Deno.test("AuditTrail without a journal keeps the last AUDIT_MEMORY_ENTRIES entr
 Deno.test("AuditTrail rotates at max_file_bytes, keeps max_files and pages across files with a cursor stable over rotation", async () => {
   const dir = await Deno.makeTempDir({ prefix: "audit_rotate_" });
   try {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const t = trail(time);
     const maxFileBytes = 4096;
     await t.openJournal({ dir, files: journalFiles, maxFileBytes, maxFiles: 3 });
@@ -353,7 +319,7 @@ Deno.test("AuditTrail on a full disk never throws into the caller, drops and cou
   try {
     // The journal file is /dev/full: every write fails with ENOSPC, as on a full disk.
     await Deno.symlink("/dev/full", `${dir}/audit-00000001.jsonl`);
-    const time = new ManualTime();
+    const time = new ManualClock();
     const t = trail(time);
     await t.openJournal({ dir, files: journalFiles, maxFileBytes: 1 << 20, maxFiles: 2 });
     t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
@@ -409,7 +375,7 @@ const call = (value: number) => {
 
 Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and a repeat of the open entry writes nothing", async () => {
   await withJournal(async (dir, files) => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const t = trail(time);
     await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
     const intent = await t.writeAhead(call(0.5));
@@ -435,7 +401,7 @@ Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and 
 
 Deno.test("AuditTrail records a call written ahead by an earlier process without an outcome as interrupted, and nothing else", async () => {
   await withJournal(async (dir, files) => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const before = trail(time);
     await before.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
     // Settled: written ahead, then its outcome recorded and written.
@@ -457,7 +423,7 @@ Deno.test("AuditTrail records a call written ahead by an earlier process without
     ]);
     const e = entries[1];
     assert.equal(e.count, 1);
-    assert.equal(e.time_epoch_ms, time.now);
+    assert.equal(e.time_epoch_ms, time.wall);
     assert.equal(e.result, null);
     assert.equal(e.origin.node, "Main/Sequence[0]/CallDevice[0]");
     assert.match(e.reason ?? "", /^the runtime ended after this call passed every check/);
@@ -473,13 +439,13 @@ Deno.test("AuditTrail records a call written ahead by an earlier process without
 
 Deno.test("AuditTrail counts entries lost on a full disk (an injected file port), writes one gap entry when writing resumes, and a restart finds it", async () => {
   await withJournal(async (dir, files) => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const t = trail(time);
     await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
     t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
     await t.query({ limit: 1 });
     files.full = true;
-    const firstLost = time.now + 10;
+    const firstLost = time.wall + 10;
     for (let i = 0; i < 5; i++) {
       time.advance(10);
       t.record({ action: "mode", origin: { kind: "http" }, outcome: "accepted", function: "AUTO" });
@@ -513,7 +479,7 @@ Deno.test("AuditTrail counts entries lost on a full disk (an injected file port)
 
 Deno.test("AuditTrail.query reports a torn, a damaged and an over-long line with their places and serves the entries around them", async () => {
   await withJournal(async (dir, files) => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const t = trail(time);
     await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
     t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });

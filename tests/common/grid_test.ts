@@ -1,11 +1,11 @@
 /**
  * The grid both cadences use (poll loops, behavior-tree ticks): nextGridInstant's arithmetic, and
- * gridInterval's timers, read from the timer ledger with an injected clock (the timers run for
- * real, with short periods).
+ * gridInterval's timers on a ManualClock: a host timer that fires late or early is fired by hand
+ * at that time (fireNext), and the delays gridInterval asks for are read from the clock.
  */
 import assert from "node:assert/strict";
 import { gridInterval, nextGridInstant } from "../../src/common/mod.ts";
-import { fakeClock, openTimerLedger, type TimerLedger, until } from "../helpers/timers.ts";
+import { ManualClock } from "../helpers/clock.ts";
 
 const PERIOD = 20;
 
@@ -30,80 +30,81 @@ Deno.test("nextGridInstant: an instant that rounded is not its own successor, an
   assert.strictEqual(nextGridInstant(o2, 20, before), o2 + 1320 * 20);
 });
 
-type FakeClock = ReturnType<typeof fakeClock>;
-
 /**
- * One gridInterval from `originMs` on a fake clock: each call counts itself and runs
- * `call(clock, n)`; `drive` runs the test; stopped and the ledger closed whatever happens.
+ * One gridInterval from `originMs` on a ManualClock: each call counts itself and runs
+ * `call(clock, n)`; `drive` runs the test; stopped whatever happens. A call "takes" time by
+ * moving `clock.mono` (no timer fires during a synchronous call).
  */
-async function withGrid(
+function withGrid(
   originMs: number,
-  call: (clock: FakeClock, n: number) => void,
-  drive: (clock: FakeClock, ledger: TimerLedger, calls: () => number) => Promise<void>,
-): Promise<number> {
-  const clock = fakeClock(originMs);
-  const ledger = openTimerLedger();
+  call: (clock: ManualClock, n: number) => void,
+  drive: (clock: ManualClock, calls: () => number) => void,
+): number {
+  const clock = new ManualClock(originMs);
   let calls = 0;
   const grid = gridInterval(() => call(clock, ++calls), PERIOD, clock);
   try {
-    await drive(clock, ledger, () => calls);
+    drive(clock, () => calls);
   } finally {
     grid.stop();
-    ledger.close();
   }
   return calls;
 }
 
-Deno.test("gridInterval: a late call does not shift the next one (setInterval would)", async () => {
-  const calls = await withGrid(5000, (clock) => clock.add(2), async (clock, ledger, n) => {
-    assert.deepStrictEqual(ledger.pending(), [PERIOD]);
-    clock.set(5000 + PERIOD + 3); // fires 3 ms late, the call takes 2 ms
-    await until(() => n() === 1 && ledger.pending().length === 1);
-    assert.deepStrictEqual(ledger.pending(), [PERIOD - 5]); // aims at 5040
+Deno.test("gridInterval: a late call does not shift the next one (setInterval would)", () => {
+  const calls = withGrid(5000, (clock) => (clock.mono += 2), (clock, n) => {
+    assert.deepStrictEqual(clock.pendingDelays(), [PERIOD]);
+    clock.fireNext(5000 + PERIOD + 3); // fires 3 ms late, the call takes 2 ms
+    assert.strictEqual(n(), 1);
+    assert.deepStrictEqual(clock.pendingDelays(), [PERIOD - 5]); // aims at 5040
   });
   assert.strictEqual(calls, 1);
 });
 
-Deno.test("gridInterval: a timer that fires just early does not call twice", async () => {
-  const calls = await withGrid(5000, (clock) => clock.add(0.25), async (clock, ledger, n) => {
-    clock.set(5000 + PERIOD - 0.5); // half a millisecond early
-    await until(() => n() === 1 && ledger.pending().length === 1);
-    assert.deepStrictEqual(ledger.pending(), [PERIOD + 0.25]); // 5040, not 5020 again
+Deno.test("gridInterval: a timer that fires just early does not call twice", () => {
+  const calls = withGrid(5000, (clock) => (clock.mono += 0.25), (clock, n) => {
+    clock.fireNext(5000 + PERIOD - 0.5); // half a millisecond early
+    assert.strictEqual(n(), 1);
+    assert.deepStrictEqual(clock.pendingDelays(), [PERIOD + 0.25]); // 5040, not 5020 again
   });
   assert.strictEqual(calls, 1);
 });
 
-Deno.test("gridInterval: a call that overran skips the missed instants, no catch-up", async () => {
-  const calls = await withGrid(5000, (clock, n) => {
-    if (n === 1) clock.add(2.5 * PERIOD);
-  }, async (clock, ledger, n) => {
-    clock.set(5000 + PERIOD);
-    await until(() => n() === 1 && ledger.pending().length === 1);
+Deno.test("gridInterval: a call that overran skips the missed instants, no catch-up", () => {
+  const calls = withGrid(5000, (clock, n) => {
+    if (n === 1) clock.mono += 2.5 * PERIOD;
+  }, (clock, n) => {
+    clock.fireNext(5000 + PERIOD);
+    assert.strictEqual(n(), 1);
     // Ended at 5070: the next call is at 5080, not at once for 5040 and 5060.
-    assert.deepStrictEqual(ledger.pending(), [PERIOD / 2]);
+    assert.deepStrictEqual(clock.pendingDelays(), [PERIOD / 2]);
   });
   assert.strictEqual(calls, 1);
 });
 
-Deno.test("gridInterval: stop() inside a call leaves no timer and no further call", async () => {
-  const clock = fakeClock(7000);
-  const ledger = openTimerLedger();
+Deno.test("gridInterval keeps the rate over many periods of on-time timers", () => {
+  const calls = withGrid(5000, (clock) => (clock.mono += 1), (clock, n) => {
+    clock.advance(100 * PERIOD);
+    assert.strictEqual(n(), 100);
+    assert.deepStrictEqual(clock.pendingDelays(), [PERIOD - 1]);
+  });
+  assert.strictEqual(calls, 100);
+});
+
+Deno.test("gridInterval: stop() inside a call leaves no timer and no further call", () => {
+  const clock = new ManualClock(7000);
   let calls = 0;
-  try {
-    const grid = gridInterval(
-      () => {
-        calls++;
-        grid.stop();
-      },
-      PERIOD,
-      clock,
-    );
-    clock.set(7000 + PERIOD);
-    await until(() => calls === 1);
-    await new Promise((r) => setTimeout(r, 3 * PERIOD));
-    assert.strictEqual(calls, 1);
-    assert.deepStrictEqual(ledger.pending(), []);
-  } finally {
-    ledger.close();
-  }
+  const grid = gridInterval(
+    () => {
+      calls++;
+      grid.stop();
+    },
+    PERIOD,
+    clock,
+  );
+  clock.advance(PERIOD);
+  assert.strictEqual(calls, 1);
+  assert.strictEqual(clock.pendingTimers, 0);
+  clock.advance(3 * PERIOD);
+  assert.strictEqual(calls, 1);
 });

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { EventStream, MAX_PENDING_CHARS, SseParser } from "../../console/sse.js";
+import { waitFor } from "../helpers/kernel.ts";
 
 type Frame = { event: string; data: string; id: string };
 
@@ -58,14 +59,6 @@ function stream(frames: string[], close = false): Response {
   return new Response(body, { headers: { "content-type": "text/event-stream" } });
 }
 
-async function until(what: string, test: () => boolean, timeoutMs = 10000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 Deno.test("EventStream reconnects with backoff when the server ends the stream, reopening each time", async () => {
   const s = serve((_req, n) => stream([`event: e\nid: ${n}\ndata: {"n":${n}}\n\n`], n === 1) // the first one ends at once
   );
@@ -86,7 +79,7 @@ Deno.test("EventStream reconnects with backoff when the server ends the stream, 
   });
   try {
     es.start();
-    await until("the second stream's event", () => events.length === 2);
+    await waitFor("the second stream's event", () => events.length === 2);
     assert.deepEqual(events, ['{"n":1}', '{"n":2}']);
     assert.equal(opens, 2);
     assert.deepEqual(retries, [40]);
@@ -116,7 +109,7 @@ Deno.test("EventStream doubles its wait after each failed attempt, up to the max
   });
   try {
     es.start();
-    await until("five attempts", () => retries.length >= 5);
+    await waitFor("five attempts", () => retries.length >= 5);
     assert.deepEqual(retries.slice(0, 5), [10, 20, 40, 40, 40]);
     assert.equal(errors[0], "503 busy");
   } finally {
@@ -140,7 +133,7 @@ Deno.test("EventStream turns stale after a silence and reconnects after a longer
   });
   try {
     es.start();
-    await until("a second connection", () => opens === 2);
+    await waitFor("a second connection", () => opens === 2);
     assert.deepEqual(states.slice(0, 6), [
       "connecting",
       "live",
@@ -180,7 +173,7 @@ Deno.test("EventStream answers 401 by asking for a token and retrying with it", 
   });
   try {
     es.start();
-    await until("the event", () => events.length === 1);
+    await waitFor("the event", () => events.length === 1);
     assert.equal(asked, 1);
     assert.deepEqual(seen, [null, "Bearer t0k"]);
   } finally {

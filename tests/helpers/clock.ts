@@ -25,6 +25,8 @@ export function withRealTimers(time: Pick<Clock, "nowMs" | "monoMs">): Clock {
 interface ManualTimer {
   readonly id: number;
   readonly dueMs: number;
+  /** The delay as given to setTimer. */
+  readonly delayMs: number;
   readonly fn: () => void;
 }
 
@@ -32,7 +34,8 @@ interface ManualTimer {
  * A clock moved by hand: `mono` and `wall` advance together with {@link advance}; timers fire
  * only when time is advanced past their due time, in due order (then in the order they were
  * set), each seeing the clock at its own due time. `wall` can also step on its own
- * ({@link stepWall}), as a host clock does under NTP.
+ * ({@link stepWall}), as a host clock does under NTP. A host timer that fires late or a little
+ * early is {@link fireNext} at the time it fires.
  */
 export class ManualClock implements Clock {
   mono: number;
@@ -56,7 +59,7 @@ export class ManualClock implements Clock {
   setTimer(fn: () => void, ms: number): TimerId {
     const id = this.#nextId++;
     const delay = Number.isFinite(ms) && ms > 0 ? ms : 0;
-    this.#timers.set(id, { id, dueMs: this.mono + delay, fn });
+    this.#timers.set(id, { id, dueMs: this.mono + delay, delayMs: ms, fn });
     return id;
   }
 
@@ -74,6 +77,28 @@ export class ManualClock implements Clock {
     return [...this.#timers.values()].map((t) => t.dueMs).sort((a, b) => a - b);
   }
 
+  /** Delays of the pending timers as they were asked for (ms), in the order they were set. */
+  pendingDelays(): number[] {
+    return [...this.#timers.values()].map((t) => t.delayMs);
+  }
+
+  /**
+   * Fires the soonest pending timer with the clock moved to `atMs` (monotonic; default its due
+   * time), as a host timer that fires late, or a fraction of a millisecond early, does. The wall
+   * clock moves with it; time never moves back. False when no timer is pending.
+   */
+  fireNext(atMs?: number): boolean {
+    const next = this.#nextDue(Infinity);
+    if (next === undefined) return false;
+    const at = atMs ?? next.dueMs;
+    if (at < this.mono) throw new RangeError(`fireNext(${at}): the clock is at ${this.mono}`);
+    this.#timers.delete(next.id);
+    this.wall += at - this.mono;
+    this.mono = at;
+    next.fn();
+    return true;
+  }
+
   /** Steps the wall clock alone (the monotonic clock does not move). */
   stepWall(deltaMs: number): void {
     this.wall += deltaMs;
@@ -86,8 +111,7 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     const end = this.mono + ms;
     for (let t = this.#nextDue(end); t !== undefined; t = this.#nextDue(end)) this.#fire(t);
-    this.wall += end - this.mono;
-    this.mono = end;
+    this.#moveTo(end);
   }
 
   /**
@@ -101,9 +125,15 @@ export class ManualClock implements Clock {
       this.#fire(t);
       await flushMicrotasks();
     }
+    this.#moveTo(end);
+    await flushMicrotasks();
+  }
+
+  /** Moves both clocks to `end`, never back (a callback may have moved them past it). */
+  #moveTo(end: number): void {
+    if (end <= this.mono) return;
     this.wall += end - this.mono;
     this.mono = end;
-    await flushMicrotasks();
   }
 
   #nextDue(end: number): ManualTimer | undefined {

@@ -30,6 +30,27 @@ Deno.test("ManualClock fires a timer a callback sets within the span, and steps 
   clock.stepWall(-3_600_000);
   assert.equal(clock.nowMs(), 10 - 3_600_000);
   assert.equal(clock.monoMs(), 10);
+  // A callback that moves the clock past the end of the span (a call that takes time): the clock
+  // stays where the callback left it, never moves back.
+  clock.setTimer(() => (clock.mono += 3), 5);
+  clock.advance(5);
+  assert.equal(clock.monoMs(), 18);
+});
+
+Deno.test("ManualClock.fireNext fires the soonest timer late or early at the time given, and tells its delays", () => {
+  const clock = new ManualClock(100, 5_000);
+  const seen: Array<[string, number, number]> = [];
+  clock.setTimer(() => seen.push(["b", clock.monoMs(), clock.nowMs()]), 20.5);
+  clock.setTimer(() => seen.push(["a", clock.monoMs(), clock.nowMs()]), 10);
+  assert.deepEqual(clock.pendingDelays(), [20.5, 10]);
+  assert.equal(clock.fireNext(113), true); // a, 3 ms late
+  assert.equal(clock.fireNext(120), true); // b, half a millisecond early
+  assert.deepEqual(seen, [["a", 113, 5_013], ["b", 120, 5_020]]);
+  assert.equal(clock.fireNext(), false);
+  clock.setTimer(() => seen.push(["c", clock.monoMs(), clock.nowMs()]), 5);
+  assert.throws(() => clock.fireNext(119), RangeError);
+  assert.equal(clock.fireNext(), true); // on time
+  assert.deepEqual(seen.at(-1), ["c", 125, 5_025]);
 });
 
 Deno.test("sleepOn resolves on the clock's timer and rejects with the abort reason", async () => {

@@ -4,6 +4,7 @@
  * the service's run registry (in a temporary folder) and telemetry writer as startService builds
  * them, an HttpApi over them all, and optionally a real socket server.
  */
+import type { Clock } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { boundedEntryText } from "../../src/audit/mod.ts";
 import { type HttpServerHandle, journalFiles, serveHttp } from "../../src/host/mod.ts";
@@ -41,6 +42,11 @@ export interface HttpFixtureOptions {
   start?: boolean;
   services?: ServiceOverrides;
   api?: Partial<HttpApiOptions>;
+  /**
+   * The clock of the HttpApi's time and timers (SSE keep-alive, body reads), e.g. a ManualClock
+   * (tests/helpers/clock.ts); default the Kernel's (systemClock).
+   */
+  apiClock?: Clock;
 }
 
 /** What a direct handler call returned, body parsed as JSON when it is JSON. */
@@ -153,6 +159,10 @@ export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<Http
   } catch (err) {
     await runtime.stop();
     throw err;
+  }
+  if (o.apiClock) {
+    const host = { ...services.services.host, clock: o.apiClock };
+    Object.defineProperty(services.services, "host", { value: host, enumerable: true });
   }
   const api = new HttpApi(services.services, { apiToken: "", ...o.api });
   return new HttpFixture(runtime, services.services, api, services.stop);

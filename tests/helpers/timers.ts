@@ -5,8 +5,6 @@
  * that assert "nothing left pending" keep this ledger. Timers still run for real; only their
  * arming and clearing are written down.
  */
-import type { Clock } from "../../src/common/mod.ts";
-import { realClearTimer, realSetTimer } from "./clock.ts";
 
 /** The timers armed since the ledger opened. */
 export interface TimerLedger {
@@ -42,29 +40,4 @@ export function openTimerLedger(): TimerLedger {
       g.clearTimeout = originalClear;
     },
   };
-}
-
-/**
- * A clock whose time a test sets by hand (monoMs and nowMs read the same number) while its timers
- * run for real (the timer ledger above sees them). For time and timers both by hand: ManualClock
- * (tests/helpers/clock.ts).
- */
-export function fakeClock(
-  startMs: number,
-): Clock & { set(ms: number): void; add(ms: number): void } {
-  let now = startMs;
-  return {
-    nowMs: () => now,
-    monoMs: () => now,
-    setTimer: realSetTimer,
-    clearTimer: realClearTimer,
-    set: (ms) => void (now = ms),
-    add: (ms) => void (now += ms),
-  };
-}
-
-/** Resolves when `cond()` holds, polled every ms while real timers run; fails after 2 s. */
-export async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
-  if (!cond()) throw new Error("condition not reached within 2 s");
 }

@@ -11,6 +11,7 @@
  */
 
 import { waitForListeningPort } from "./ports.ts";
+import { waitFor } from "./kernel.ts";
 
 /** Path of the Debian binary. */
 export const VICTORIA_METRICS_BIN = "/usr/bin/victoria-metrics";
@@ -41,8 +42,6 @@ export interface ExportedSeries {
   values: number[];
   timestamps: number[];
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A running (or stopped, restartable) VictoriaMetrics instance. */
 export class VictoriaMetrics {
@@ -106,19 +105,20 @@ export class VictoriaMetrics {
       await this.pause();
       throw err;
     }
-    const deadline = Date.now() + 15000;
-    while (Date.now() < deadline) {
-      try {
-        const res = await fetch(`${this.url}/health`);
-        const text = await res.text();
-        if (res.ok && text.trim() === "OK") return;
-      } catch {
-        // not listening yet
-      }
-      await sleep(50);
+    try {
+      await waitFor(`victoria-metrics to become healthy on port ${this.port}`, async () => {
+        try {
+          const res = await fetch(`${this.url}/health`);
+          const text = await res.text();
+          return res.ok && text.trim() === "OK";
+        } catch {
+          return false; // not listening yet
+        }
+      }, 15000);
+    } catch (err) {
+      await this.pause();
+      throw err;
     }
-    await this.pause();
-    throw new Error(`victoria-metrics did not become healthy on port ${this.port}`);
   }
 
   /** Stops the process (SIGTERM) and waits for it to exit; data stays for {@link resume}. */
@@ -229,18 +229,4 @@ export class LineRecorder {
   async close(): Promise<void> {
     await this.#server.shutdown();
   }
-}
-
-/** Polls `check` every 25 ms until it returns true or `timeoutMs` passes (then throws). */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }

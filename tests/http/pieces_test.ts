@@ -17,6 +17,7 @@ import {
   validateRequestBody,
 } from "../../src/http/mod.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 
 await loadRequestValidators();
 
@@ -241,7 +242,7 @@ Deno.test("formatSseFrame writes event, id and one-line data without the kind", 
   assert.equal(multi.split("\n").length, 5); // event, id, data, blank, ""
 });
 
-const LIMITS = { maxBytes: 16, timeoutMs: 5000 };
+const LIMITS = { maxBytes: 16, timeoutMs: 5000, clock: new ManualClock() };
 
 Deno.test("readJsonBody parses JSON and reports invalid JSON with the Invalid JSON prefix", async () => {
   const ok = new Request("http://x/", { method: "POST", body: '{"a":1}' });
@@ -284,10 +285,16 @@ Deno.test("readJsonBody gives up on a body that stops arriving", async () => {
     },
   });
   const req = new Request("http://x/", { method: "POST", body: stream });
-  await assert.rejects(
-    readJsonBody(req, { maxBytes: 1024, timeoutMs: 30 }),
-    /body: not received completely within 30 ms/,
-  );
+  const clock = new ManualClock();
+  let settled = false;
+  const read = readJsonBody(req, { maxBytes: 1024, timeoutMs: 30, clock });
+  read.catch(() => {}).finally(() => (settled = true));
+  clock.advance(29);
+  await flushMicrotasks();
+  assert.equal(settled, false, "still waiting one millisecond before the limit");
+  clock.advance(1);
+  await assert.rejects(read, /body: not received completely within 30 ms/);
+  assert.equal(clock.pendingTimers, 0);
   try {
     ctl.close();
   } catch {

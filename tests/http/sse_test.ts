@@ -1,7 +1,9 @@
 /** GET /v0/events over real sockets (http-api.md §12). */
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { SSE_KEEPALIVE_MS } from "../../src/http/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
@@ -170,13 +172,21 @@ Deno.test("GET /v0/events shares global ids across clients and always delivers u
 });
 
 Deno.test("GET /v0/events sends keep-alive comments while no events flow", async () => {
-  const fx = await startHttpFixture({ start: false, api: { sseKeepAliveMs: 30 } });
+  // The API's timers run on a clock the test moves: each keep-alive is due SSE_KEEPALIVE_MS after
+  // the stream last sent something.
+  const clock = new ManualClock();
+  const fx = await startHttpFixture({ start: false, apiClock: clock });
   try {
     const server = await fx.serve();
     const sse = new SseReader((await apiFetch(`http://127.0.0.1:${server.port}/v0/events`)).body!);
+    const keepAliveDue = () => clock.pendingDueTimes()[0] === clock.mono + SSE_KEEPALIVE_MS;
     try {
+      await waitFor("the stream waiting for an event", keepAliveDue);
+      clock.advance(SSE_KEEPALIVE_MS);
       const first = await sse.next();
       assert.deepEqual(first, { comments: ["keepalive"] });
+      await waitFor("the stream waiting again", keepAliveDue);
+      clock.advance(SSE_KEEPALIVE_MS);
       const second = await sse.next();
       assert.deepEqual(second, { comments: ["keepalive"] });
     } finally {

@@ -5,33 +5,12 @@
  * gap once writing resumes, and close.
  */
 import assert from "node:assert/strict";
-import { type JournalGap, type JournalTimers, JournalWriter } from "../../src/journal/mod.ts";
+import { type JournalGap, JournalWriter } from "../../src/journal/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { capturingLogger } from "../scenarios/_data_helpers.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
-
-/** Timers run by hand. */
-class ManualTimers implements JournalTimers {
-  #timers = new Map<number, { ms: number; fn: () => void }>();
-  #next = 1;
-  set(fn: () => void, ms: number): unknown {
-    this.#timers.set(this.#next, { ms, fn });
-    return this.#next++;
-  }
-  clear(handle: unknown): void {
-    this.#timers.delete(handle as number);
-  }
-  get delays(): number[] {
-    return [...this.#timers.values()].map((t) => t.ms);
-  }
-  runAll(): void {
-    const all = [...this.#timers.values()];
-    this.#timers.clear();
-    for (const t of all) t.fn();
-  }
-}
-
-const clock = { nowMs: () => 1_700_000_000_000 };
+import { ManualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "journal_writer_" });
@@ -45,7 +24,7 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
 function writer(
   files: SwitchableFiles,
   target: ConstructorParameters<typeof JournalWriter>[0]["target"],
-  o: { timers?: ManualTimers; maxQueuedLines?: number; gapLine?: (g: JournalGap) => string } = {},
+  o: { clock?: ManualClock; maxQueuedLines?: number; gapLine?: (g: JournalGap) => string } = {},
 ) {
   const { log, lines } = capturingLogger();
   const w = new JournalWriter({
@@ -53,10 +32,9 @@ function writer(
     target,
     name: "test journal",
     log,
-    clock,
+    clock: o.clock ?? new ManualClock(),
     maxQueuedLines: o.maxQueuedLines ?? 100,
     syncIntervalMs: 1000,
-    timers: o.timers ?? new ManualTimers(),
     gapLine: o.gapLine,
   });
   return { w, logLines: lines };
@@ -67,21 +45,22 @@ const fileLines = async (path: string) => (await Deno.readTextFile(path)).split(
 Deno.test("JournalWriter writes the lines appended in one tick with one write and resolves them once written", async () => {
   await withDir(async (dir) => {
     const files = new SwitchableFiles();
-    const timers = new ManualTimers();
-    const { w } = writer(files, { path: `${dir}/j.jsonl` }, { timers });
+    const clock = new ManualClock();
+    const { w } = writer(files, { path: `${dir}/j.jsonl` }, { clock });
     const results = await Promise.all([w.append('{"a":1}'), w.append('{"b":2}'), w.append("{}")]);
     assert.deepEqual(results, [{ ok: true }, { ok: true }, { ok: true }]);
     assert.equal(files.appends, 1);
     assert.deepEqual(await fileLines(`${dir}/j.jsonl`), ['{"a":1}', '{"b":2}', "{}", ""]);
     // Not fsync'd yet: the fsync is batched by the timer.
     assert.equal(files.syncs, 0);
-    assert.deepEqual(timers.delays, [1000]);
-    timers.runAll();
-    await w.flush();
-    await new Promise((r) => setTimeout(r, 0));
+    assert.deepEqual(clock.pendingDueTimes(), [clock.mono + 1000]);
+    await clock.advanceAsync(999);
+    assert.equal(files.syncs, 0);
+    await clock.advanceAsync(1);
+    assert.equal(files.syncs, 1, "the batched fsync, syncIntervalMs after the write");
     await w.close();
     assert.ok(files.syncs >= 1);
-    assert.deepEqual(timers.delays, []);
+    assert.equal(clock.pendingTimers, 0);
     assert.equal(w.status().linesWritten, 3);
   });
 });
@@ -122,7 +101,7 @@ Deno.test("JournalWriter refuses an append past maxQueuedLines at once and count
       return { ...h, append: async (t: string) => (await held, h.append(t)) };
     };
     const first = w.append("{}");
-    await new Promise((r) => setTimeout(r, 10));
+    await waitFor("the first line taken into a write", () => w.status().queued === 0);
     const queued = [w.append("{}"), w.append("{}")];
     assert.equal(w.hasRoom(), false);
     assert.deepEqual(await w.append('{"late":1}'), {
@@ -191,13 +170,13 @@ Deno.test("JournalWriter rotates segments at maxFileBytes and keeps maxFiles", a
 Deno.test("JournalWriter.close writes what is queued, fsyncs, and refuses appends after", async () => {
   await withDir(async (dir) => {
     const files = new SwitchableFiles();
-    const timers = new ManualTimers();
-    const { w } = writer(files, { path: `${dir}/j.jsonl` }, { timers });
+    const clock = new ManualClock();
+    const { w } = writer(files, { path: `${dir}/j.jsonl` }, { clock });
     const pending = w.append("{}");
     await w.close();
     assert.deepEqual(await pending, { ok: true });
     assert.equal(files.syncs, 1);
-    assert.deepEqual(timers.delays, []);
+    assert.equal(clock.pendingTimers, 0);
     assert.deepEqual(await w.append("{}"), { ok: false, reason: "test journal is closed" });
   });
 });

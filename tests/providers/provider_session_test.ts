@@ -3,7 +3,7 @@
  * killed. Its pieces: raceTimeout, and LineSplitter (provider stderr into lines).
  */
 import assert from "node:assert/strict";
-import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import {
   LINE_SPLITTER_MAX_CHARS,
   LineSplitter,
@@ -12,7 +12,7 @@ import {
 } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
-import { openTimerLedger } from "../helpers/timers.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 
 const D0 = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -23,7 +23,7 @@ async function session(inventory: object): Promise<{ s: ProviderSession; file: s
   const s = new ProviderSession(cfg, cfg.command, {
     spawn: spawnProcess,
     log: testLogger(),
-    monoMs: () => performance.now(),
+    clock: systemClock,
     cwd: Deno.cwd(),
   });
   return { s, file };
@@ -62,7 +62,7 @@ async function shSession(script: string) {
       now: () => 0,
       write: (l) => lines.push(l),
     }),
-    monoMs: () => performance.now(),
+    clock: systemClock,
     cwd: Deno.cwd(),
   });
   return { s, file, lines };
@@ -123,15 +123,18 @@ Deno.test("ProviderSession has no discovery warnings before discovery", async ()
 });
 
 Deno.test("raceTimeout settles with the promise's value, or the fallback once its time is up, and leaves no timer behind", async () => {
-  const timers = openTimerLedger();
-  try {
-    assert.equal(await raceTimeout(Promise.resolve("value"), 60_000, "fallback"), "value");
-    assert.deepEqual(timers.pending(), []);
-    assert.equal(await raceTimeout(new Promise<string>(() => {}), 10, "fallback"), "fallback");
-    assert.deepEqual(timers.pending(), []);
-  } finally {
-    timers.close();
-  }
+  const clock = new ManualClock();
+  assert.equal(await raceTimeout(clock, Promise.resolve("value"), 60_000, "fallback"), "value");
+  assert.equal(clock.pendingTimers, 0);
+  let settled = false;
+  const late = raceTimeout(clock, new Promise<string>(() => {}), 10, "fallback");
+  late.then(() => (settled = true));
+  clock.advance(9);
+  await flushMicrotasks();
+  assert.equal(settled, false, "not before its time is up");
+  clock.advance(1);
+  assert.equal(await late, "fallback");
+  assert.equal(clock.pendingTimers, 0);
 });
 
 /** The lines LineSplitter makes of `chunks`. */

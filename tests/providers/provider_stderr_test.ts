@@ -10,13 +10,14 @@ import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import {
   ProviderRegistry,
   ProviderSession,
+  type ProviderSessionDeps,
   STDERR_LINES_PER_SECOND,
   STDERR_TAIL_LINES,
   stderrLineLevel,
 } from "../../src/providers/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { openTimerLedger } from "../helpers/timers.ts";
+import { ManualClock } from "../helpers/clock.ts";
 
 function capturingLogger(lines: string[]): LineLogger {
   return new LineLogger({
@@ -76,7 +77,7 @@ Deno.test("ProviderSession logs each provider stderr line at the level it starts
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
     log: capturingLogger(lines).child("leveled"),
-    monoMs: () => performance.now(),
+    clock: systemClock,
     cwd: Deno.cwd(),
   });
   try {
@@ -166,22 +167,29 @@ Deno.test("A provider that fails start-up silently is reported without a stderr 
 
 Deno.test("ProviderSession rate-limits stderr per one-second window and logs again in the next", async () => {
   const lines: string[] = [];
+  // 25 lines, then 3 more once the provider reads a byte on stdin (the test sends one when it
+  // has moved the clock into the next window).
   const cfg = {
     ...simProvider("noisy"),
     command: "sh",
     args: [
       "-c",
-      'for i in $(seq 1 25); do echo "a$i" >&2; done; sleep 1.5;' +
-      ' for i in 1 2 3; do echo "b$i" >&2; done; exec cat',
+      'for i in $(seq 1 25); do echo "a$i" >&2; done; head -c 1 >/dev/null;' +
+      ' for i in 1 2 3; do echo "b$i" >&2; done; exec cat >/dev/null',
     ],
   };
+  const clock = new ManualClock();
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
     log: capturingLogger(lines).child("noisy"),
-    monoMs: () => performance.now(),
+    clock,
     cwd: Deno.cwd(),
   });
   try {
+    await waitFor("the first window's lines", () => session.stderrTail.at(-1) === "a25", 5000);
+    clock.advance(1000);
+    // Any request puts bytes on the provider's stdin (it never answers).
+    session.request("hello", { protocol_version: "x" }, 60_000).catch(() => {});
     await waitFor("the second window's lines", () => lines.some((l) => l.endsWith(": b3")), 5000);
     const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split(": ")[1]);
     assert.deepEqual(logged, [
@@ -201,7 +209,7 @@ Deno.test("ProviderSession rate-limits stderr per one-second window and logs aga
 
 Deno.test("ProviderSession starts a new stderr window when exactly one second has passed on its monotonic clock", async () => {
   const lines: string[] = [];
-  let mono = 0;
+  const clock = new ManualClock();
   // The provider writes a full window of lines, then one more once it reads a byte on stdin.
   const cfg = {
     ...simProvider("window"),
@@ -215,13 +223,13 @@ Deno.test("ProviderSession starts a new stderr window when exactly one second ha
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
     log: capturingLogger(lines).child("window"),
-    monoMs: () => mono,
+    clock,
     cwd: Deno.cwd(),
   });
   try {
     const last = `stderr: a${STDERR_LINES_PER_SECOND}`;
     await waitFor("a full window", () => lines.some((l) => l.endsWith(last)), 5000);
-    mono = 1000;
+    clock.advance(1000);
     // Any request puts bytes on the provider's stdin (it never answers).
     session.request("hello", { protocol_version: "x" }, 60_000).catch(() => {});
     await waitFor(
@@ -250,7 +258,7 @@ Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, stri
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
     log: capturingLogger(lines).child("long"),
-    monoMs: () => performance.now(),
+    clock: systemClock,
     cwd: Deno.cwd(),
   });
   try {
@@ -327,7 +335,7 @@ Deno.test("ProviderSession bounds a stderr line without newline: flushed in piec
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
     log: capturingLogger(lines).child("flood"),
-    monoMs: () => performance.now(),
+    clock: systemClock,
     cwd: Deno.cwd(),
   });
   try {
@@ -345,8 +353,12 @@ Deno.test("ProviderSession bounds a stderr line without newline: flushed in piec
   }
 });
 
-/** A session of `sh -c script` whose log lines land in `lines`, with when each was written. */
-function shSession(script: string, lines: string[], at: number[] = []): ProviderSession {
+/** A session of `sh -c script` whose log lines land in `lines`, on `clock`. */
+function shSession(
+  script: string,
+  lines: string[],
+  clock: ProviderSessionDeps["clock"] = systemClock,
+): ProviderSession {
   const cfg = { ...simProvider("sh"), command: "sh", args: ["-c", script] };
   return new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
@@ -354,33 +366,31 @@ function shSession(script: string, lines: string[], at: number[] = []): Provider
       level: "debug",
       journald: false,
       now: () => 0,
-      write: (l) => {
-        lines.push(l);
-        at.push(performance.now());
-      },
+      write: (l) => lines.push(l),
     }).child("sh"),
-    monoMs: () => performance.now(),
+    clock,
     cwd: Deno.cwd(),
   });
 }
 
 Deno.test("ProviderSession reports even one suppressed stderr line when its window closes", async () => {
   const lines: string[] = [];
-  const at: number[] = [];
+  const clock = new ManualClock();
   const session = shSession(
-    `for i in $(seq 1 ${STDERR_LINES_PER_SECOND}); do echo "a$i" >&2; done; sleep 0.5;` +
+    `for i in $(seq 1 ${STDERR_LINES_PER_SECOND}); do echo "a$i" >&2; done;` +
       ` echo late >&2; exec cat`,
     lines,
-    at,
+    clock,
   );
   try {
-    await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")), 5000);
-    const first = at[lines.findIndex((l) => l.endsWith("stderr: a1"))];
-    const notice = lines.findIndex((l) => l.includes("suppressed"));
-    assert.match(lines[notice], /\] 1 stderr lines suppressed \(rate limit\)$/);
+    await waitFor("every stderr line read", () => session.stderrTail.at(-1) === "late", 5000);
     // Said when the one-second window of the first line closes, not when the line came.
-    assert.ok(at[notice] - first >= 900, `notice after ${at[notice] - first} ms`);
-    assert.ok(at[notice] - first < 1800, `notice after ${at[notice] - first} ms`);
+    clock.advance(999);
+    assert.deepEqual(lines.filter((l) => l.includes("suppressed")), []);
+    clock.advance(1);
+    const notices = lines.filter((l) => l.includes("suppressed"));
+    assert.equal(notices.length, 1);
+    assert.match(notices[0], /\] 1 stderr lines suppressed \(rate limit\)$/);
     assert.ok(!lines.some((l) => l.endsWith("stderr: late")));
   } finally {
     await session.terminate(2000);
@@ -389,25 +399,23 @@ Deno.test("ProviderSession reports even one suppressed stderr line when its wind
 
 Deno.test("ProviderSession reports suppressed stderr lines when the provider exits before the window closes", async () => {
   const lines: string[] = [];
-  const timers = openTimerLedger();
+  // The window never closes: the clock stands still.
+  const clock = new ManualClock();
+  const session = shSession(
+    `for i in $(seq 1 ${STDERR_LINES_PER_SECOND + 3}); do echo "a$i" >&2; done; exit 0`,
+    lines,
+    clock,
+  );
   try {
-    const session = shSession(
-      `for i in $(seq 1 ${STDERR_LINES_PER_SECOND + 3}); do echo "a$i" >&2; done; exit 0`,
-      lines,
+    await session.ended;
+    await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")));
+    assert.deepEqual(
+      lines.filter((l) => l.includes("suppressed")).map((l) => l.split("] ")[1]),
+      ["3 stderr lines suppressed (rate limit)"],
     );
-    try {
-      await session.ended;
-      await waitFor("the notice", () => lines.some((l) => l.includes("suppressed")), 900);
-      assert.deepEqual(
-        lines.filter((l) => l.includes("suppressed")).map((l) => l.split("] ")[1]),
-        ["3 stderr lines suppressed (rate limit)"],
-      );
-      // Said at the end of stderr: the notice due when the window closes is cancelled.
-      assert.deepEqual(timers.pending(), []);
-    } finally {
-      await session.terminate(2000);
-    }
+    // Said at the end of stderr: the notice due when the window closes is cancelled.
+    assert.equal(clock.pendingTimers, 0);
   } finally {
-    timers.close();
+    await session.terminate(2000);
   }
 });

@@ -6,11 +6,18 @@
 import assert from "node:assert/strict";
 import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
 import { ProviderSession } from "../../src/providers/mod.ts";
-import { processAlive } from "../helpers/kernel.ts";
+import { processAlive, waitFor } from "../helpers/kernel.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { scriptedProvider } from "../scenarios/process_helpers.ts";
 
-/** A started session of the scripted provider with `flags`, handshake done; its log lines. */
-async function session(flags: string[]): Promise<{ s: ProviderSession; lines: string[] }> {
+/**
+ * A started session of the scripted provider with `flags`, handshake done; its log lines. Its
+ * waits run on `clock`, which moves only when the test moves it.
+ */
+async function session(
+  flags: string[],
+): Promise<{ s: ProviderSession; lines: string[]; clock: ManualClock }> {
+  const clock = new ManualClock();
   const cfg = scriptedProvider("p0", flags);
   const lines: string[] = [];
   const s = new ProviderSession(cfg, cfg.command, {
@@ -21,49 +28,60 @@ async function session(flags: string[]): Promise<{ s: ProviderSession; lines: st
       now: () => 0,
       write: (l) => lines.push(l),
     }),
-    monoMs: () => performance.now(),
+    clock,
     cwd: Deno.cwd(),
   });
   await s.handshake();
-  return { s, lines };
+  return { s, lines, clock };
 }
 
 const CASES = [
-  { flags: [], exitCode: 0, signals: [], how: "exits when its stdin closes" },
+  { flags: [], exitCode: 0, signals: [], waits: [], how: "exits when its stdin closes" },
   {
     flags: ["--ignore-stdin-eof"],
     exitCode: 128 + 15,
     signals: ["SIGTERM"],
+    // 0.6 of the budget after stdin closed.
+    waits: [900],
     how: "ignores stdin closing: SIGTERM",
   },
   {
     flags: ["--ignore-stdin-eof", "--ignore-sigterm"],
     exitCode: 128 + 9,
     signals: ["SIGTERM", "SIGKILL"],
+    // Then 0.3 of the budget after SIGTERM.
+    waits: [900, 450],
     how: "ignores stdin closing and SIGTERM: SIGKILL",
   },
 ];
 
 for (const c of CASES) {
   Deno.test(`ProviderSession.terminate: a provider that ${c.how}`, async () => {
-    const { s, lines } = await session(c.flags);
+    const { s, lines, clock } = await session(c.flags);
     const pid = s.pid;
+    const sent = () =>
+      lines.map((l) => /sending (SIG\w+)/.exec(l)?.[1]).filter((x) => x !== undefined);
     try {
-      const started = performance.now();
       // Two callers: both resolve once the process is gone.
-      await Promise.all([s.terminate(1500), s.terminate(1500)]);
-      const took = performance.now() - started;
+      const both = Promise.all([s.terminate(1500), s.terminate(1500)]);
+      // Each step waits its share of the budget on the clock; the next signal is sent only when
+      // that time is up (not a millisecond before) and the process did not end meanwhile.
+      for (const [i, wait] of c.waits.entries()) {
+        await waitFor(
+          `wait ${i + 1} armed`,
+          () => clock.pendingDueTimes()[0] === clock.mono + wait,
+        );
+        clock.advance(wait - 1);
+        assert.deepEqual(sent(), c.signals.slice(0, i));
+        clock.advance(1);
+        await waitFor(`${c.signals[i]} sent`, () => sent().length === i + 1);
+      }
+      // A provider that exits when its stdin closes is gone without the clock moving at all.
+      await both;
       assert.equal(processAlive(pid), false);
       assert.equal(s.exitCode, c.exitCode);
-      // Within the budget (generously: timers under load), and the escalation waited its turn.
-      assert.ok(took < 1500 + 1000, `took ${took} ms`);
-      // Each signal is sent only when the step before it did not end the process.
-      assert.deepEqual(
-        lines.map((l) => /sending (SIG\w+)/.exec(l)?.[1]).filter((x) => x !== undefined),
-        c.signals,
-      );
-      if (c.exitCode !== 0) assert.ok(took >= 0.6 * 1500 - 50, `SIGTERM after ${took} ms`);
-      if (c.exitCode === 128 + 9) assert.ok(took >= 0.9 * 1500 - 50, `SIGKILL after ${took} ms`);
+      assert.deepEqual(sent(), c.signals);
+      assert.equal(clock.pendingTimers, 0, "no wait outlives the process");
       // Once gone, terminating again returns at once.
       await s.terminate(1500);
     } finally {

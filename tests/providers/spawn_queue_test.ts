@@ -16,7 +16,7 @@ import { plantProvider } from "../safety/_fixture.ts";
 const nextTurn = () => new Promise((r) => setTimeout(r, 0));
 
 Deno.test("SpawnQueue runs spawns in order, never in the caller's turn, one per turn with I/O between", async () => {
-  const q = new SpawnQueue(() => performance.now());
+  const q = new SpawnQueue(systemClock);
   const ran: string[] = [];
   const runs = ["a", "b", "c"].map((name) =>
     q.run(() => {
@@ -36,7 +36,7 @@ Deno.test("SpawnQueue runs spawns in order, never in the caller's turn, one per 
 
 Deno.test("SpawnQueue rejects a start beyond its bound with UNAVAILABLE; a spawn that throws fails only its own run", async () => {
   assert.equal(MAX_QUEUED_SPAWNS, 1024);
-  const q = new SpawnQueue(() => performance.now(), { maxQueued: 2 });
+  const q = new SpawnQueue(systemClock, { maxQueued: 2 });
   const first = q.run(() => {
     throw new Error("spawn failed");
   });

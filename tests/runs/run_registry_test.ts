@@ -5,7 +5,7 @@ import {
   rejects,
   strictEqual as equal,
 } from "node:assert/strict";
-import type { Clock, Logger, StatusCode } from "../../src/common/mod.ts";
+import type { Logger, StatusCode } from "../../src/common/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
@@ -18,21 +18,9 @@ import {
   RunRegistry,
   type RunRegistryOptions,
 } from "../../src/runs/mod.ts";
-import { realClearTimer, realSetTimer } from "../helpers/clock.ts";
+import { ManualClock } from "../helpers/clock.ts";
 
 const T0 = 1760000000000;
-
-class ManualClock implements Clock {
-  now = T0;
-  nowMs(): number {
-    return this.now;
-  }
-  monoMs(): number {
-    return this.now - T0;
-  }
-  setTimer = realSetTimer;
-  clearTimer = realClearTimer;
-}
 
 function logger(lines: string[] = []): Logger {
   const l: Logger = {
@@ -62,7 +50,7 @@ interface Harness {
 async function harness(
   dataDir: string,
   over: Partial<RunRegistryOptions> = {},
-  clock = new ManualClock(),
+  clock = new ManualClock(0, T0),
 ): Promise<Harness> {
   const sunk: { event: RunEvent; run: Run }[] = [];
   const logs: string[] = [];
@@ -127,7 +115,7 @@ Deno.test("RunRegistry opens, marks and closes a run with the contract's fields"
       });
       equal(registry.openRunId(), run.run_id);
 
-      clock.now = T0 + 100;
+      clock.wall = T0 + 100;
       const { event } = await registry.addMarker(run.run_id, {
         type: "valve_open",
         payload: { valve: 2 },
@@ -149,14 +137,14 @@ Deno.test("RunRegistry opens, marks and closes a run with the contract's fields"
       equal(m2.event.occurred_at_epoch_ms, T0 + 50);
       equal(m2.event.recorded_at_epoch_ms, T0 + 100);
 
-      clock.now = T0 + 200;
+      clock.wall = T0 + 200;
       const closed = await registry.close(run.run_id, { close_reason: "completed" });
       equal(closed.run.state, "closed");
       equal(closed.run.close_reason, "completed");
       equal(closed.run.ended_at_epoch_ms, T0 + 200);
       equal(registry.openRunId(), null);
 
-      clock.now = T0 + 300;
+      clock.wall = T0 + 300;
       deepEqual(await registry.close(run.run_id, {}), closed, "close is idempotent");
       deepEqual((await registry.get(run.run_id)).run, closed.run);
 
@@ -263,7 +251,7 @@ Deno.test("RunRegistry pages runs newest first and events oldest first", async (
     try {
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) {
-        clock.now = T0 + i * 1000;
+        clock.wall = T0 + i * 1000;
         const { run } = await registry.open({ experiment_label: `r${i}` });
         ids.push(run.run_id);
         if (i < 4) await registry.close(run.run_id, {});
@@ -322,8 +310,8 @@ Deno.test("RunRegistry closes a run left open by a crash as abandoned", async ()
     // The process ends without closing the run: the journal holds an open record only.
     await a.registry.shutdown();
 
-    const clock = new ManualClock();
-    clock.now = T0 + 60000;
+    const clock = new ManualClock(0, T0);
+    clock.wall = T0 + 60000;
     const b = await harness(dir, {}, clock);
     try {
       deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
@@ -507,7 +495,7 @@ Deno.test("RunRegistry journals mode, parameter and automation fault events into
         timestamp_ms: 1,
       });
       const { run } = await registry.open({});
-      clock.now = T0 + 5;
+      clock.wall = T0 + 5;
       bus.publish({
         kind: "mode_change",
         previous_mode: "MANUAL",
@@ -581,7 +569,7 @@ Deno.test("RunRegistry journals alarm transitions and interlock engage/release, 
     registry.attach(bus);
     try {
       const { run } = await registry.open({});
-      clock.now = T0 + 5;
+      clock.wall = T0 + 5;
       bus.publish({
         kind: "alarm",
         alarm_id: "count_high",

@@ -3,18 +3,22 @@
  * configuration reload (reconfigure), with the real router over a registry without providers (no
  * processes). Providers that come up while latched: tests/scenarios/estop_restart_test.ts.
  */
-import { withRealTimers } from "../helpers/clock.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import assert from "node:assert/strict";
-import type { Clock } from "../../src/common/mod.ts";
 import type { HookConfig, ProviderConfig } from "../../src/config/mod.ts";
 import { type AuditDecision, type AuditOrigin, CallRouter } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
-import { Estop, type EstopModes, type SafeStateConfig } from "../../src/safety/mod.ts";
+import {
+  Estop,
+  type EstopModes,
+  PLAN_LOG_INTERVAL_MS,
+  type SafeStateConfig,
+} from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import { call, plantProvider } from "./_fixture.ts";
-import { readPorts, waitFor } from "../helpers/kernel.ts";
+import { readPorts } from "../helpers/kernel.ts";
 
 const NOW_MS = 1_767_000_000_123;
 
@@ -30,7 +34,8 @@ function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] 
     },
   });
   const bus = new EventBus();
-  const clock: Clock = withRealTimers({ nowMs: () => NOW_MS, monoMs: () => performance.now() });
+  // Time and timers stand still unless a test moves them.
+  const clock = new ManualClock(1_000, NOW_MS);
   const registry = new ProviderRegistry(providers, {
     spawn: () => {
       throw new Error("no processes in this test");
@@ -71,7 +76,7 @@ function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] 
     modes,
     audit: { record: (d) => audit.push(d) },
   });
-  return { estop, audit, faults, logLines, registry };
+  return { estop, audit, faults, logLines, registry, clock };
 }
 
 const HOOKS: HookConfig["calls"] = [
@@ -162,9 +167,9 @@ Deno.test("Estop reconfigure: the plan follows the new safe state and is logged 
   assert.equal(estop.plan().calls.length, 3);
 });
 
-Deno.test("Estop logs a plan change at once, and changes within PLAN_LOG_INTERVAL_MS of it once more, together", async () => {
+Deno.test("Estop logs a plan change at once, and changes within PLAN_LOG_INTERVAL_MS of it once more, together", () => {
   // Three configured providers, never started: removing one changes the plan.
-  const { estop, logLines, registry } = parts(
+  const { estop, logLines, registry, clock } = parts(
     { zeroIsSafe: true },
     [plantProvider("a"), plantProvider("b"), plantProvider("c")],
   );
@@ -179,7 +184,10 @@ Deno.test("Estop logs a plan change at once, and changes within PLAN_LOG_INTERVA
     registry.remove("c");
     assert.equal(headers().length, 2, "within the interval: not yet");
     assert.deepEqual(estop.plan().calls, [], "the plan itself is current at once");
-    await waitFor("the second plan log", () => headers().length === 3);
+    clock.advance(PLAN_LOG_INTERVAL_MS - 1);
+    assert.equal(headers().length, 2, "one millisecond before the interval is up: not yet");
+    clock.advance(1);
+    assert.equal(headers().length, 3);
     assert.equal(
       headers()[2],
       "e-stop plan (provider b removed; provider c removed): rung 'zero', 0 call(s), 0 actuating function(s) untouched",
@@ -190,11 +198,13 @@ Deno.test("Estop logs a plan change at once, and changes within PLAN_LOG_INTERVA
 });
 
 Deno.test("Estop close drops a plan log that waits for its turn", () => {
-  const { estop, logLines, registry } = parts({}, [plantProvider("a"), plantProvider("b")]);
+  const { estop, logLines, registry, clock } = parts({}, [plantProvider("a"), plantProvider("b")]);
   estop.logPlan("start-up");
   registry.remove("a");
   registry.remove("b");
+  assert.equal(clock.pendingTimers, 1, "the plan log waiting for its turn");
   estop.close();
-  // Nothing is pending any more (the test's timer sanitizer would say otherwise).
+  assert.equal(clock.pendingTimers, 0);
+  clock.advance(PLAN_LOG_INTERVAL_MS);
   assert.equal(logLines.filter((l) => l.includes("provider b removed")).length, 0);
 });

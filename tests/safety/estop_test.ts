@@ -4,14 +4,9 @@
  * on a trigger, what a clear does, the arm check, the gate's refusal, the FAULT hooks' failures
  * in the answer, and the warning texts. The ladder against real providers: estop_ladder_test.ts.
  */
-import { readPorts } from "../helpers/kernel.ts";
+import { readPorts, waitFor } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
-import type {
-  Clock,
-  DeviceCapabilities,
-  FunctionSpec,
-  RuntimeError,
-} from "../../src/common/mod.ts";
+import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { CallRouter, ModeManager } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
@@ -25,7 +20,7 @@ import {
 import { StateCache } from "../../src/state/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import { call, hook } from "./_fixture.ts";
-import { realClearTimer, realSetTimer } from "../helpers/clock.ts";
+import { ManualClock } from "../helpers/clock.ts";
 
 /** Wall clock fixed at a known instant (the e-stop stamps its events and latch with it). */
 const NOW_MS = 1_767_000_000_123;
@@ -43,14 +38,8 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
     },
   });
   const bus = new EventBus();
-  let wallMs = NOW_MS;
-  const clock: Clock & { set(ms: number): void } = {
-    nowMs: () => wallMs,
-    monoMs: () => performance.now(),
-    setTimer: realSetTimer,
-    clearTimer: realClearTimer,
-    set: (ms) => (wallMs = ms),
-  };
+  // The wall clock is set by hand (clock.wall); nothing here waits for time.
+  const clock = new ManualClock(1_000, NOW_MS);
   const registry = new ProviderRegistry([], {
     spawn: () => {
       throw new Error("no processes in this test");
@@ -185,7 +174,7 @@ Deno.test("Estop logs a reason once: given at once, arriving later, or arriving 
   await estop.trigger(Promise.resolve(undefined));
   await estop.trigger(Promise.reject(new Error("body unreadable")));
   await estop.trigger(Promise.resolve("late"));
-  await new Promise((r) => setTimeout(r, 0)); // every reason has arrived
+  await waitFor("the late reason", () => logLines.includes("E-STOP reason: late"));
   assert.deepEqual(logLines.filter((l) => l.startsWith("E-STOP")), [
     "E-STOP latched: at once",
     "E-STOP latched",
@@ -201,7 +190,7 @@ Deno.test("Estop clear releases the latch once, publishes it, and leaves the mod
   assert.deepEqual(estopEvents(), [], "... publishes nothing");
 
   await estop.trigger("test");
-  clock.set(NOW_MS + 5000);
+  clock.wall = NOW_MS + 5000;
   assert.deepEqual(estop.clear(), { latched: false });
   assert.equal(estop.latched, false);
   assert.equal(estop.status().latched, false);
@@ -303,7 +292,7 @@ Deno.test("Estop answers with every failed call of the hooks into FAULT", async 
 Deno.test("Estop re-triggered while latched stamps the latest trigger", async () => {
   const { estop, clock } = parts();
   await estop.trigger("first");
-  clock.set(NOW_MS + 1000);
+  clock.wall = NOW_MS + 1000;
   const second = await estop.trigger("second");
   assert.equal(second.latched, true);
   assert.equal(estop.status().latched_at_epoch_ms, NOW_MS + 1000);

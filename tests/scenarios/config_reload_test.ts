@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 /** How long a test waits for a reload (or anything it causes) to show. */
 const WAIT_MS = 60000;
@@ -70,7 +71,7 @@ async function newProcess(rt: RuntimeChild, rig: Rig, id: string, oldPid: number
   await waitFor(`${id}'s new process`, () => {
     const pid = providerPids(rt, rig).get(id);
     return pid !== undefined && pid !== oldPid;
-  });
+  }, WAIT_MS);
 }
 
 function providerPids(rt: RuntimeChild, rig: Rig): Map<string, number> {
@@ -96,17 +97,6 @@ function providerPids(rt: RuntimeChild, rig: Rig): Map<string, number> {
   return out;
 }
 
-/** Polls `check` until it returns a value other than undefined/false, or fails after WAIT_MS. */
-async function waitFor<T>(what: string, check: () => Promise<T> | T): Promise<NonNullable<T>> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== null && v !== false) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** SHA-256 of a text's UTF-8 bytes, lower-case hex (a tree's automation_version digest). */
 async function sha256Hex(text: string): Promise<string> {
   const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
@@ -121,7 +111,7 @@ function summaries(rt: RuntimeChild): string[] {
 /** Sends SIGHUP and waits for the reload's summary line (the `n`th one); returns it. */
 async function reload(rt: RuntimeChild, n: number): Promise<string> {
   rt.signal("SIGHUP");
-  return await waitFor(`reload summary #${n}`, () => summaries(rt)[n - 1]);
+  return await waitFor(`reload summary #${n}`, () => summaries(rt)[n - 1], WAIT_MS);
 }
 
 async function metric(api: Api, sample: string): Promise<number | undefined> {
@@ -156,7 +146,7 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
       const s = await api.get("/v0/state/keep/relayio0");
       return s.json.values?.find((x: { signal_id: string }) => x.signal_id === "relay_ch1_state")
         ?.value?.bool === true;
-    });
+    }, WAIT_MS);
     events = await EventStream.open(rt.base);
 
     await rig.write(
@@ -171,7 +161,7 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
       const s = await api.get("/v0/runtime/status");
       const all = s.json.providers as { provider_id: string; state: string }[];
       return all.length === 3 && all.every((p) => p.state === "AVAILABLE") ? s.json : undefined;
-    });
+    }, WAIT_MS);
     assert.deepEqual(
       status.providers.map((p: { provider_id: string }) => p.provider_id),
       ["added", "keep", "change"],
@@ -180,7 +170,7 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
     const after = await waitFor("gone's process to end", () => {
       const pids = providerPids(rt, rig);
       return pids.has("gone") ? undefined : pids;
-    });
+    }, WAIT_MS);
     assert.deepEqual([...after.keys()].sort(), ["added", "change", "keep"]);
     assert.equal(after.get("keep"), before.get("keep"), "the unchanged provider kept its process");
     assert.notEqual(after.get("change"), before.get("change"), "the changed one was restarted");
@@ -194,7 +184,7 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
     const reloadEvents = await waitFor("config_reload event", () => {
       const e = events!.of("config_reload");
       return e.length > 0 ? e : undefined;
-    });
+    }, WAIT_MS);
     assert.equal(reloadEvents.length, 1);
     assert.equal(reloadEvents[0].data.result, "applied");
     assert.deepEqual(reloadEvents[0].data.providers_added, ["added"]);
@@ -244,7 +234,7 @@ Deno.test("SIGHUP applies new health thresholds and a new e-stop ladder at once"
     assert.match(await reload(rt, 1), /applied: health, safety/);
     assert.equal(await rung(), "zero");
     // Now a sample older than 1 ms is a warning: within a 1 s cycle that is nearly always.
-    await waitFor("WARNING health", async () => (await healths()).includes("WARNING"));
+    await waitFor("WARNING health", async () => (await healths()).includes("WARNING"), WAIT_MS);
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
@@ -277,7 +267,7 @@ Deno.test("SIGHUP applies new alarms and interlocks at once", async () => {
     const alarm = await waitFor("alarm hot active", async () => {
       const a = (await api.get("/v0/alarms")).json.alarms as { id: string; state: string }[];
       return a.find((x) => x.state === "active");
-    });
+    }, WAIT_MS);
     assert.equal(alarm.id, "hot");
     const refused = await api.post("/v0/call", relay);
     assert.equal(refused.status, 409, JSON.stringify(refused.json));
@@ -325,6 +315,7 @@ Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every d
     const failed = await waitFor(
       "reload failure",
       () => rt.stderr().split("\n").find((l) => l.includes("config reload failed")),
+      WAIT_MS,
     );
     assert.match(failed, /^ERROR .*config reload failed: 2 error\(s\) in the file/);
     const diagnostics = rt.stderr().split("\n").filter((l) =>
@@ -433,7 +424,11 @@ Deno.test("SIGHUP applies the log level, refuses a new tree and a parameter chan
     );
     assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
     assert.equal((await api.get("/v0/mode")).json.mode, "AUTO", "the reload left AUTO running");
-    await waitFor("a DEBUG line", () => rt.stderr().split("\n").some((l) => l.startsWith("DEBUG")));
+    await waitFor(
+      "a DEBUG line",
+      () => rt.stderr().split("\n").some((l) => l.startsWith("DEBUG")),
+      WAIT_MS,
+    );
 
     assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
     const second = await reload(rt, 2);
@@ -491,7 +486,7 @@ Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process g
     const inAuto = await waitFor("p2 up", () => {
       const pids = providerPids(rt, rig);
       return pids.has("p2") ? pids : undefined;
-    });
+    }, WAIT_MS);
     assert.equal(inAuto.get("p1"), before.get("p1"), "p1 was not restarted in AUTO");
     assert.equal(inAuto.get("p3"), before.get("p3"), "p3 was not stopped in AUTO");
     assert.equal((await api.get("/v0/mode")).json.mode, "AUTO");
@@ -502,7 +497,7 @@ Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process g
     const after = await waitFor("p3 gone", () => {
       const pids = providerPids(rt, rig);
       return pids.has("p3") ? undefined : pids;
-    });
+    }, WAIT_MS);
     assert.notEqual(after.get("p1"), before.get("p1"), "p1 restarted once AUTO was left");
     assert.equal(after.get("p2"), inAuto.get("p2"));
     assert.equal(after.get("p0"), before.get("p0"));
@@ -537,7 +532,10 @@ Deno.test("SIGHUP that restarts a provider refuses AUTO until the restart is don
         "when it has finished",
     );
     assert.deepEqual(summaries(rt), [], "the reload was still running");
-    assert.match(await waitFor("reload summary", () => summaries(rt)[0]), /providers \+0 -0 ~1 =1/);
+    assert.match(
+      await waitFor("reload summary", () => summaries(rt)[0], WAIT_MS),
+      /providers \+0 -0 ~1 =1/,
+    );
     const auto = await api.post("/v0/mode", { mode: "AUTO" });
     assert.equal(auto.status, 200, JSON.stringify(auto.json));
     const modes = ((await api.get("/v0/audit")).json.entries as {
@@ -581,7 +579,7 @@ Deno.test("POST /v0/estop answers while a reload restarts a provider, and the re
     );
     assert.ok(keepCalls.length > 0 && keepCalls.every((a: { success: boolean }) => a.success));
 
-    const summary = await waitFor("reload summary", () => summaries(rt)[0]);
+    const summary = await waitFor("reload summary", () => summaries(rt)[0], WAIT_MS);
     const plan = (await api.get("/v0/runtime/status")).json.estop.plan.calls as {
       device_handle: string;
     }[];
@@ -590,7 +588,10 @@ Deno.test("POST /v0/estop answers while a reload restarts a provider, and the re
     assert.match(summary, /providers \+0 -0 ~1 =1/);
     assert.match(summary, new RegExp(`e-stop latched: ${changeCalls} safe-state call\\(s\\) run`));
     assert.equal((await api.get("/v0/runtime/status")).json.estop.latched, true);
-    assert.match(await waitFor("the coalesced reload", () => summaries(rt)[1]), /no change$/);
+    assert.match(
+      await waitFor("the coalesced reload", () => summaries(rt)[1], WAIT_MS),
+      /no change$/,
+    );
     assert.equal(await rt.stop(), 0, rt.stderr());
     assert.equal(summaries(rt).length, 2, "three SIGHUPs, two reloads");
   } finally {
@@ -631,7 +632,7 @@ Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from 
     await rig.write(`${telemetry(first.url)}providers:\n${rig.provider("p0")}\n`);
     const rt = await rig.start();
     try {
-      await waitFor("rows at the first target", () => first.writes.length > 0);
+      await waitFor("rows at the first target", () => first.writes.length > 0, WAIT_MS);
       await rig.write(`${telemetry(second.url)}providers:\n${rig.provider("p0")}\n`);
       const summary = await reload(rt, 1);
       assert.match(summary, new RegExp(`telemetry retargeted \\(writing to ${second.url}\\)`));
@@ -641,6 +642,7 @@ Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from 
       await waitFor(
         "the mode change at the second target",
         () => second.writes.some((w) => /mode_change.*MANUAL/.test(w)),
+        WAIT_MS,
       );
       assert.ok(!first.writes.some((w) => /mode_change.*MANUAL/.test(w)));
       assert.ok(!rt.stderr().includes("t0k3n"), "the token is never logged");

@@ -5,13 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { startService } from "../../src/app/process.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
   LineRecorder,
   VictoriaMetrics,
   victoriaMetricsMissing,
-  waitFor,
 } from "../helpers/victoria_metrics.ts";
 
 Deno.test({
@@ -61,11 +60,11 @@ Deno.test({
       });
       const has = (prefix: string) => recorder.lines.some((l) => l.startsWith(prefix));
       await waitFor(
+        "every measurement",
         () =>
           has("runtime_signal,") && has("runtime_mode_change ") &&
           has("runtime_parameter_change,") && has("runtime_provider_health,") &&
           has("runtime_device_health,") && has("runtime_run_event,"),
-        "every measurement",
       );
       const lines = recorder.lines;
       // Exact text of what was sent (string fields included).

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { buildBundle, bundleArgs, EXTERNAL_PACKAGES } from "../../scripts/bundle.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { VictoriaMetrics, victoriaMetricsMissing, waitFor } from "../helpers/victoria_metrics.ts";
+import { VictoriaMetrics, victoriaMetricsMissing } from "../helpers/victoria_metrics.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { SIM_YAML } from "../helpers/sim_config.ts";
 
 /** The bundle files `main.js` loads through static imports, transitively (names only). */
@@ -135,14 +136,10 @@ telemetry:
       denoFlags: [BUNDLE_RUN_CONFIG],
     });
     try {
-      await waitFor(
-        async () => {
-          await vm.forceFlush();
-          return (await vm.export('{__name__=~"runtime_signal.*"}')).length > 0;
-        },
-        "signal rows in VictoriaMetrics",
-        20_000,
-      );
+      await waitFor("signal rows in VictoriaMetrics", async () => {
+        await vm.forceFlush();
+        return (await vm.export('{__name__=~"runtime_signal.*"}')).length > 0;
+      }, 20_000);
       assert.ok(
         !/not a dependency|Cannot (find|resolve)|Import .* failed/i.test(rt.stderr()),
         rt.stderr(),

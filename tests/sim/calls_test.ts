@@ -1,6 +1,7 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { StatusCode as S, type WireValue, WireValueType as T } from "../../src/adpp/mod.ts";
 import { SIM_YAML, type SimProcess, withSim } from "./_sim_process.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 const b = (v: boolean): WireValue => ({ type: T.BOOL, bool_value: v });
 const i = (v: number): WireValue => ({ type: T.INT64, int64_value: v });
@@ -144,19 +145,10 @@ Deno.test("sim Call selector: name alone works, id/name mismatch and empty selec
   });
 });
 
-/** Polls `check` by reading until it holds; the bound is a count of reads, not a time assertion. */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  for (let n = 0; n < 100; n++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  ok(false, "condition never held");
-}
-
 Deno.test("sim non_interacting physics moves motors, temperatures and GPIO the right way", async () => {
   await withSim(async (sim) => {
     // After the first ticks, inverted inputs 2 and 4 read true with all relays off.
-    await eventually(async () => {
+    await waitFor("inputs 2 and 4 to read true, input 1 false", async () => {
       const gpio = await read(sim, "relayio0", ["gpio_input_1", "gpio_input_2", "gpio_input_4"]);
       return gpio[0] === false && gpio[1] === true && gpio[2] === true;
     });
@@ -167,7 +159,7 @@ Deno.test("sim non_interacting physics moves motors, temperatures and GPIO the r
     equal((await sim.call("motorctl0", 10, { motor_index: i(1), duty: d(0.5) })).status?.code, 1);
 
     // Target 1500 rpm (0.5 * max_speed 3000): rises, never above the target.
-    await eventually(async () => {
+    await waitFor("motor 1 above 500 rpm", async () => {
       const [v] = (await read(sim, "motorctl0", ["motor1_speed"])) as number[];
       ok(v <= 1500, `speed ${v} above target`);
       return v > 500;
@@ -175,7 +167,7 @@ Deno.test("sim non_interacting physics moves motors, temperatures and GPIO the r
     const [m2] = (await read(sim, "motorctl0", ["motor2_speed"])) as number[];
     equal(m2, 0);
     // Heater on: target 68 C, tc2 tracks 1.5 C below tc1.
-    await eventually(async () => {
+    await waitFor("tc1 warming, tc2 below it", async () => {
       const [tc1, tc2] = (await read(sim, "tempctl0", ["tc1_temp", "tc2_temp"])) as number[];
       return tc1 > t0 + 1 && tc2 < tc1;
     });

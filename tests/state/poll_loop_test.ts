@@ -1,29 +1,26 @@
 /**
  * PollLoop's cadence: cycles start on a grid shared by every loop of the cache, so timer lateness
  * does not accumulate and the loops of all providers stay in step (the process wakes once per
- * interval for all of them). The clock is injected; the timers run for real (short intervals) and
- * their delays are read from the timer ledger.
+ * interval for all of them). The loop runs on a ManualClock: a host timer that fires late or early
+ * is fired by hand at that time (fireNext), and the delays the loop asks for are read from it.
  */
 import assert from "node:assert/strict";
 import { PollLoop } from "../../src/state/mod.ts";
-import { fakeClock, openTimerLedger, type TimerLedger, until } from "../helpers/timers.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 
 const INTERVAL = 20;
 
-type FakeClock = ReturnType<typeof fakeClock>;
-
 /**
- * One PollLoop on a fake clock set to `originMs` (also the grid origin), its timers in a ledger:
- * each cycle counts itself and calls `cycle(clock, n)` (n from 1); `drive` runs the test. The loop
- * is stopped and the ledger closed whatever happens; resolves with the number of cycles run.
+ * One PollLoop on a ManualClock at `originMs` (also the grid origin): each cycle counts itself
+ * and calls `cycle(clock, n)` (n from 1; a cycle "takes" time by moving `clock.mono`); `drive`
+ * runs the test. The loop is stopped whatever happens; resolves with the number of cycles run.
  */
 async function withOneLoop(
   originMs: number,
-  cycle: (clock: FakeClock, n: number) => void,
-  drive: (clock: FakeClock, ledger: TimerLedger, cycles: () => number) => Promise<void>,
+  cycle: (clock: ManualClock, n: number) => void,
+  drive: (clock: ManualClock, cycles: () => number) => Promise<void>,
 ): Promise<number> {
-  const clock = fakeClock(originMs);
-  const ledger = openTimerLedger();
+  const clock = new ManualClock(originMs);
   let cycles = 0;
   let loop: PollLoop | undefined;
   try {
@@ -36,26 +33,31 @@ async function withOneLoop(
       clock,
       originMs,
     );
-    await drive(clock, ledger, () => cycles);
+    await drive(clock, () => cycles);
   } finally {
     await loop?.stop();
-    ledger.close();
   }
   return cycles;
+}
+
+/** Fires the loop's timer at `atMs` and lets the cycle it starts end and set the next timer. */
+async function fireAt(clock: ManualClock, atMs: number): Promise<void> {
+  clock.fireNext(atMs);
+  await flushMicrotasks();
 }
 
 Deno.test("PollLoop starts each cycle on the grid: a late timer does not shift the next cycle", async () => {
   // Each cycle takes 7 ms.
   const cycles = await withOneLoop(
     1000,
-    (clock) => clock.set(clock.monoMs() + 7),
-    async (clock, ledger, n) => {
-      assert.deepStrictEqual(ledger.pending(), [INTERVAL], "first cycle at the first grid instant");
-      clock.set(1000 + INTERVAL + 3); // the first timer fires 3 ms late
-      await until(() => n() === 1 && ledger.pending().length === 1);
+    (clock) => (clock.mono += 7),
+    async (clock, n) => {
+      assert.deepStrictEqual(clock.pendingDelays(), [INTERVAL], "first cycle at the first instant");
+      await fireAt(clock, 1000 + INTERVAL + 3); // the first timer fires 3 ms late
+      assert.strictEqual(n(), 1);
       // Started at 1023 (3 late), ended at 1030: the next grid instant is 1040, 10 ms away. A loop
       // timed from its own start would wait 20 - 7 = 13 ms and drift 3 ms per cycle.
-      assert.deepStrictEqual(ledger.pending(), [10]);
+      assert.deepStrictEqual(clock.pendingDelays(), [10]);
     },
   );
   assert.strictEqual(cycles, 1);
@@ -63,28 +65,27 @@ Deno.test("PollLoop starts each cycle on the grid: a late timer does not shift t
 
 Deno.test("PollLoop starts the next cycle at once after a cycle that overran its interval", async () => {
   await withOneLoop(500, (clock, n) => {
-    if (n === 1) clock.set(clock.monoMs() + INTERVAL + 5); // the first cycle overruns
-  }, async (clock, ledger, n) => {
-    clock.set(500 + INTERVAL);
-    await until(() => n() === 1 && ledger.pending().length === 1);
-    assert.deepStrictEqual(ledger.pending(), [0]);
+    if (n === 1) clock.mono += INTERVAL + 5; // the first cycle overruns
+  }, async (clock, n) => {
+    await fireAt(clock, 500 + INTERVAL);
+    assert.strictEqual(n(), 1);
+    assert.deepStrictEqual(clock.pendingDelays(), [0]);
   });
 });
 
 Deno.test("PollLoops with one grid origin wait for the same instant whenever they were made", async () => {
-  const clock = fakeClock(10_000);
-  const ledger = openTimerLedger();
+  const clock = new ManualClock(10_000);
   const loops: PollLoop[] = [];
   try {
     // Made 0, 7 and 13 ms after the origin (a provider's loop made later): all aim at 10_020.
     for (const at of [10_000, 10_007, 10_013]) {
-      clock.set(at);
+      clock.advance(at - clock.mono);
       loops.push(new PollLoop(INTERVAL, () => Promise.resolve(), clock, 10_000));
     }
-    assert.deepStrictEqual(ledger.pending(), [20, 13, 7]);
+    assert.deepStrictEqual(clock.pendingDelays(), [20, 13, 7]);
+    assert.deepStrictEqual(clock.pendingDueTimes(), [10_020, 10_020, 10_020]);
   } finally {
     for (const l of loops) await l.stop();
-    ledger.close();
   }
 });
 
@@ -96,24 +97,24 @@ Deno.test("PollLoop: a timer that fires just before its grid instant does not po
   // A quick cycle (0.25 ms), still before the grid instant.
   const cycles = await withOneLoop(
     2000,
-    (clock) => clock.set(clock.monoMs() + 0.25),
-    async (clock, ledger, n) => {
-      assert.deepStrictEqual(ledger.pending(), [INTERVAL]);
-      clock.set(2000 + INTERVAL - 0.5); // the timer fires half a millisecond early
-      await until(() => n() === 1 && ledger.pending().length === 1);
+    (clock) => (clock.mono += 0.25),
+    async (clock, n) => {
+      assert.deepStrictEqual(clock.pendingDelays(), [INTERVAL]);
+      await fireAt(clock, 2000 + INTERVAL - 0.5); // the timer fires half a millisecond early
+      assert.strictEqual(n(), 1);
       // Ended at 2019.75: the next cycle is at 2040, not at 2020.
-      assert.deepStrictEqual(ledger.pending(), [20.25]);
+      assert.deepStrictEqual(clock.pendingDelays(), [20.25]);
     },
   );
   assert.strictEqual(cycles, 1);
 });
 
 Deno.test("PollLoop: a timer more than an interval late waits for the next grid instant, no catch-up", async () => {
-  const cycles = await withOneLoop(3000, () => {}, async (clock, ledger, n) => {
-    clock.set(3000 + INTERVAL + 25); // due at 3020, fires at 3045 (the event loop was blocked)
-    await until(() => n() === 1 && ledger.pending().length === 1);
+  const cycles = await withOneLoop(3000, () => {}, async (clock, n) => {
+    await fireAt(clock, 3000 + INTERVAL + 25); // due at 3020, fires at 3045 (the loop was blocked)
+    assert.strictEqual(n(), 1);
     // The instant it missed (3040) is not polled after the fact: the next cycle is at 3060.
-    assert.deepStrictEqual(ledger.pending(), [15]);
+    assert.deepStrictEqual(clock.pendingDelays(), [15]);
   });
   assert.strictEqual(cycles, 1);
 });
@@ -125,14 +126,14 @@ Deno.test("PollLoop: a grid instant that rounds across a power of two is not its
   const ORIGIN = 2031.7251737147647;
   const cycles = await withOneLoop(
     ORIGIN,
-    (clock) => clock.set(clock.monoMs() + 0.25),
-    async (clock, ledger, n) => {
-      const [first] = ledger.pending();
+    (clock) => (clock.mono += 0.25),
+    async (clock, n) => {
+      const [first] = clock.pendingDelays();
       assert.ok(Math.abs(first - INTERVAL) < 1e-6, `first timer ${first} ms`);
-      clock.set(ORIGIN + first); // the timer fires on time
-      await until(() => n() === 1 && ledger.pending().length === 1);
+      await fireAt(clock, ORIGIN + first); // the timer fires on time
+      assert.strictEqual(n(), 1);
       // Ended 0.25 ms after its instant: the next cycle is the following instant, not at once.
-      const [next] = ledger.pending();
+      const [next] = clock.pendingDelays();
       assert.ok(Math.abs(next - (INTERVAL - 0.25)) < 1e-6, `next timer ${next} ms`);
     },
   );
@@ -146,14 +147,12 @@ Deno.test("PollLoop: a loop made a hair before a grid instant waits for that ins
   const INSTANT = ORIGIN + 1320 * INTERVAL;
   const FROM = 26701.726400862386; // the double just below INSTANT
   assert.ok(FROM < INSTANT && Math.floor((FROM - ORIGIN) / INTERVAL) === 1320);
-  const clock = fakeClock(FROM);
-  const ledger = openTimerLedger();
+  const clock = new ManualClock(FROM);
   const loop = new PollLoop(INTERVAL, () => Promise.resolve(), clock, ORIGIN);
   try {
-    const [first] = ledger.pending();
+    const [first] = clock.pendingDelays();
     assert.ok(first < 1, `first timer ${first} ms`);
   } finally {
     await loop.stop();
-    ledger.close();
   }
 });

@@ -8,8 +8,8 @@ import { systemClock } from "../../src/host/mod.ts";
 import { loadInfluxClient, TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { parsePrometheusText, sampleValue } from "../helpers/prometheus_text.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { VictoriaMetrics, victoriaMetricsMissing, waitFor } from "../helpers/victoria_metrics.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { VictoriaMetrics, victoriaMetricsMissing } from "../helpers/victoria_metrics.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -55,7 +55,7 @@ Deno.test({
     try {
       w.start(fx.services.bus);
       publish(0, 20);
-      await waitFor(() => w.status().total_written === 20, "20 rows written");
+      await waitFor("20 rows written", () => w.status().total_written === 20);
       let m = await scrape();
       assert.equal(sampleValue(m, "runtime_telemetry_enabled"), 1);
       assert.equal(sampleValue(m, "runtime_telemetry_connected"), 1);
@@ -64,7 +64,7 @@ Deno.test({
 
       await vm.pause();
       publish(20, 5);
-      await waitFor(() => w.status().write_failures >= 2, "retries during the outage");
+      await waitFor("retries during the outage", () => w.status().write_failures >= 2);
       m = await scrape();
       const s = w.status();
       assert.equal(sampleValue(m, "runtime_telemetry_connected"), 0);

@@ -17,8 +17,8 @@ import {
   LineRecorder,
   VictoriaMetrics,
   victoriaMetricsMissing,
-  waitFor,
 } from "../helpers/victoria_metrics.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { parseLine } from "./line_protocol_check.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
@@ -213,8 +213,8 @@ Deno.test({
         payload: {},
       }, "trial-3");
       await waitFor(
-        () => snapshots >= 1 && w.status().last_health_snapshot_at_epoch_ms !== null,
         "a health snapshot",
+        () => snapshots >= 1 && w.status().last_health_snapshot_at_epoch_ms !== null,
       );
       await w.stop(3000);
 
@@ -330,20 +330,20 @@ Deno.test({
     try {
       w.start(bus);
       publishDoubles(bus, 0, 20);
-      await waitFor(() => w.status().total_written === 20, "the first 20 rows");
+      await waitFor("the first 20 rows", () => w.status().total_written === 20);
       equal(w.status().connected, true);
 
       // Outage: the database process is gone; rows arrive in two bursts while the writer
       // keeps retrying with backoff (each retry must neither lose nor double-count rows).
       await vm.pause();
       publishDoubles(bus, 100, 40);
-      await waitFor(() => w.status().write_failures >= 2, "retries during the outage");
+      await waitFor("retries during the outage", () => w.status().write_failures >= 2);
       publishDoubles(bus, 140, 40);
-      await waitFor(() => {
+      await waitFor("the outage rows to reach the retry buffer", () => {
         const s = w.status();
         return s.queue_depth === 0 && s.pending_batch === 0 && s.dropped_retry === 30 &&
           s.write_failures >= 4;
-      }, "the outage rows to reach the retry buffer");
+      });
       let s = w.status();
       equal(s.connected, false);
       equal(s.retry_buffer_depth, 50);
@@ -352,7 +352,7 @@ Deno.test({
       ok(s.last_error !== null && s.last_error.startsWith("write failed, will retry"));
 
       await vm.resume();
-      await waitFor(() => w.status().retry_buffer_depth === 0, "the retry buffer to drain", 15000);
+      await waitFor("the retry buffer to drain", () => w.status().retry_buffer_depth === 0, 15000);
       s = w.status();
       equal(s.total_written, 70);
       equal(s.total_failed, 30);
@@ -408,7 +408,7 @@ Deno.test({
     try {
       w.start(bus);
       publishDoubles(bus, 0, 300);
-      await waitFor(() => w.status().queue_depth === 0, "the queue to drain into the batch");
+      await waitFor("the queue to drain into the batch", () => w.status().queue_depth === 0);
       equal(w.status().pending_batch, 300);
       equal(w.status().total_written, 0);
       await w.stop(5000);
@@ -732,7 +732,7 @@ Deno.test({
           publishSignal(bus, "dev9", "log", { type: "string", string: TOO_LONG }, T0 + i);
         } else publishSignal(bus, "dev0", "temp", dbl(i), T0 + i);
       }
-      await waitFor(() => w.status().dropped_rejected === 1, "the refused row to be isolated");
+      await waitFor("the refused row to be isolated", () => w.status().dropped_rejected === 1);
       const s = w.status();
       equal(s.write_failures, 1);
       equal(s.total_written, 8);

@@ -3,7 +3,7 @@
  * AUTO (setActive(false)) halts the tree, cancelling asynchronous actions. Reports FAILURE and
  * exceptions as `bt_error` / `automation_fault` events and keeps the status of http-api.md sec. 10.
  */
-import type { Clock, Logger } from "../../common/mod.ts";
+import { type Clock, errorMessage, type Logger } from "../../common/mod.ts";
 import { type GridInterval, gridInterval, RuntimeError } from "../../common/mod.ts";
 import type { EventBus } from "../../events/mod.ts";
 import { buildTree, type BuiltTree } from "./build.ts";
@@ -200,7 +200,7 @@ export class BtRunner {
       this.#tree.haltTree();
     } catch (err) {
       // An _onHalted script failed: the tree is halted anyway; report, do not rethrow.
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       this.#opts.log?.warn(`behavior tree halt: ${message}`);
     }
   }
@@ -254,7 +254,7 @@ export class BtRunner {
 
   #onThrow(err: unknown): void {
     const node = err instanceof BtTickError ? err.nodePath : "";
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     const error = node ? `${message} (at ${node})` : message;
     this.#lastStatus = "THROWN";
     this.#lastThrew = true;

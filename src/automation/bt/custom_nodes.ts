@@ -5,7 +5,13 @@
  * anolis. CallDevice is asynchronous: it starts the call on its first tick and reports RUNNING
  * until the call settles; halting aborts the call.
  */
-import { exactInteger, INT64_MAX, INT64_MIN, type TypedValue } from "../../common/mod.ts";
+import {
+  errorMessage,
+  exactInteger,
+  INT64_MAX,
+  INT64_MIN,
+  type TypedValue,
+} from "../../common/mod.ts";
 import type { BtServices } from "./services.ts";
 import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } from "./tree_node.ts";
 
@@ -113,7 +119,7 @@ export function parseCallArgs(
       },
     );
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
+    const reason = errorMessage(err);
     return { ok: false, error: `invalid JSON in args: ${reason}` };
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
@@ -189,7 +195,7 @@ export class CallDeviceNode extends StatefulActionNode {
       },
       (err) => {
         if (this.#abort === abort) {
-          this.#outcome = { ok: false, error: err instanceof Error ? err.message : String(err) };
+          this.#outcome = { ok: false, error: errorMessage(err) };
         }
       },
     );

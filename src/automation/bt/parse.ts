@@ -5,7 +5,12 @@
  */
 import type { Diagnostic } from "../../config/mod.ts";
 import { errorAt, type SourcePos, warningAt } from "./diagnostics.ts";
-import { basenameWithoutExtension, dirnameOf, resolvePath } from "../../common/mod.ts";
+import {
+  basenameWithoutExtension,
+  dirnameOf,
+  errorMessage,
+  resolvePath,
+} from "../../common/mod.ts";
 import type { ReadFileFn } from "./services.ts";
 import { parseXmlDocument, type XmlElement } from "./xml_document.ts";
 
@@ -43,10 +48,6 @@ function readBoth(readFile: ReadFileFn, path: string): { text: string; bytes: Ui
   return { text: decoder.decode(data), bytes: data };
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** Reads and parses the tree file at `path` (absolute) with its includes. */
 export function parseBehaviorTree(
   path: string,
@@ -58,7 +59,9 @@ export function parseBehaviorTree(
   try {
     top = readBoth(readFile, path);
   } catch (err) {
-    diagnostics.push(errorAt(fileStart, "", `cannot read behavior tree file: ${errorText(err)}`));
+    diagnostics.push(
+      errorAt(fileStart, "", `cannot read behavior tree file: ${errorMessage(err)}`),
+    );
     return { diagnostics };
   }
   const trees = new Map<string, TreeDefinition>();
@@ -163,7 +166,7 @@ export function parseBehaviorTree(
       text = readBoth(readFile, target).text;
     } catch (err) {
       diagnostics.push(
-        errorAt(el, "", `cannot read included file ${target}: ${errorText(err)}`),
+        errorAt(el, "", `cannot read included file ${target}: ${errorMessage(err)}`),
       );
       return;
     }

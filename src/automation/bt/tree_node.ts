@@ -4,7 +4,7 @@
  * post-conditions around tick(); haltNode() halts and runs `_onHalted`; SKIPPED is returned to the
  * parent but the node keeps IDLE.
  */
-import type { Clock, Logger } from "../../common/mod.ts";
+import { type Clock, errorMessage, type Logger } from "../../common/mod.ts";
 import { type BbValue, type Blackboard, convertValue, valueToString } from "./blackboard.ts";
 import { bbTypeOfPort, blackboardKeyOf, literalValue, type PortSpec } from "./ports.ts";
 import { runScript, type ScriptProgram, scriptTruthy } from "./script.ts";
@@ -43,7 +43,7 @@ export interface NodeInit {
 /** An exception thrown while ticking, tagged with the path of the node where it happened. */
 export class BtTickError extends Error {
   constructor(readonly nodePath: string, readonly original: unknown) {
-    super(original instanceof Error ? original.message : String(original));
+    super(errorMessage(original));
     this.name = "BtTickError";
   }
 }

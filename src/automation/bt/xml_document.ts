@@ -4,6 +4,7 @@
  * instructions are dropped.
  */
 import { SaxesParser } from "saxes";
+import { errorMessage } from "../../common/mod.ts";
 
 /** One XML element with the position of its `<`. */
 export interface XmlElement {
@@ -83,7 +84,7 @@ export function parseXmlDocument(text: string, file: string): XmlParseResult {
   } catch (err) {
     if (!failure) {
       failure = {
-        message: err instanceof Error ? err.message : String(err),
+        message: errorMessage(err),
         line: parser.line,
         column: parser.column + 1,
       };

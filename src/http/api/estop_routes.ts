@@ -50,6 +50,7 @@ async function estopTrigger(
   const reason = req.body === null ? undefined : readJsonBody(req, {
     maxBytes: limits.maxBytes,
     timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
+    clock: limits.clock,
   }).then(
     async (body: unknown) =>
       body !== undefined && await bodyMatches(body)
