@@ -115,13 +115,32 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   },
   {
     name: "http-policy",
-    files: ["src/http/auth.ts", "src/http/cors.ts", "src/http/request_policy.ts"],
+    files: ["src/http/cors.ts", "src/http/request_policy.ts"],
     tests: [
       "tests/http/auth_cors_test.ts",
       "tests/http/request_policy_test.ts",
       "tests/http/request_policy_rules_test.ts",
       "tests/http/pieces_test.ts",
       "tests/http/roles_test.ts",
+    ],
+    timeoutMs: UNIT_TIMEOUT_MS,
+  },
+  {
+    // The bind/auth gate: who may connect (a non-loopback bind is refused without auth, at
+    // config check and again at bind) and who a request acts as (bearer token, loopback exemption).
+    name: "http-auth",
+    files: [
+      "src/http/auth.ts",
+      "src/config/loopback.ts",
+      "src/host/serve.ts:106-111", // isLoopbackBind
+      "src/host/serve.ts:176-183", // the gate in serveHttp
+    ],
+    tests: [
+      "tests/http/auth_cors_test.ts",
+      "tests/http/pieces_test.ts",
+      "tests/http/roles_test.ts",
+      "tests/http/serve_test.ts",
+      "tests/config/rules_test.ts",
     ],
     timeoutMs: UNIT_TIMEOUT_MS,
   },
@@ -169,6 +188,42 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/provider_data_poll_overlap_test.ts",
       "tests/scenarios/kernel_calls_test.ts",
       "tests/scenarios/kernel_supervision_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    // The device-loss latch: a device lost (provider down, left the inventory, or reads failing
+    // while its provider stays up) is latched against automation until AUTO is entered again.
+    name: "automation-device-loss",
+    files: ["src/automation/device_loss_latch.ts", "src/state/device_outage.ts"],
+    tests: [
+      "tests/state/device_outage_test.ts",
+      "tests/automation/automation_engine_test.ts",
+      "tests/scenarios/device_dropout_test.ts",
+      "tests/scenarios/automation_device_loss_test.ts",
+      "tests/scenarios/automation_http_test.ts",
+    ],
+    timeoutMs: PROCESS_TIMEOUT_MS,
+  },
+  {
+    // Alarms and interlocks, the call gate an interlock puts on the router included.
+    name: "alarms",
+    files: [
+      "src/alarms/alarm_engine.ts",
+      "src/alarms/alarm_monitor.ts",
+      "src/alarms/interlock.ts",
+      "src/alarms/signal_input.ts",
+    ],
+    tests: [
+      "tests/alarms/",
+      "tests/scenarios/alarms_stale_interlock_test.ts",
+      "tests/scenarios/alarms_provider_down_test.ts",
+      "tests/scenarios/alarms_limits_test.ts",
+      "tests/scenarios/alarms_clock_skew_test.ts",
+      "tests/scenarios/alarms_estop_test.ts",
+      "tests/scenarios/alarms_http_test.ts",
+      "tests/scenarios/alarms_example_test.ts",
+      "tests/scenarios/audit_alarms_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },
@@ -272,23 +327,57 @@ export function originalText(source: string, m: StrykerMutant): string {
   return parts.join("\n");
 }
 
-/** Per-file counts and survivors over every scope's report. */
+/**
+ * Per-file counts and survivors over every scope's reports. A scope's Stryker report and the
+ * report of the project's own operators (scripts/mutation_extra.ts) add up to one row per file;
+ * each mutant's original text is read from the source of the run that made it.
+ */
 export function summarize(
   reports: ReadonlyArray<{ scope: string; report: StrykerReport; at: Date }>,
   equivalents: readonly EquivalentMutant[],
   /** Today's source of each file (absent: not compared). */
   current: ReadonlyMap<string, string> = new Map(),
 ): MutationSummary {
-  const files: FileSummary[] = [];
+  interface Row {
+    scope: string;
+    file: string;
+    total: number;
+    killed: number;
+    timeout: number;
+    survived: number;
+    noCoverage: number;
+    errors: number;
+    changedSinceRun: boolean;
+    survivors: Survivor[];
+    equivalents: Array<Survivor & { reason: string }>;
+  }
+  const rows = new Map<string, Row>();
   let from: Date | null = null;
   let to: Date | null = null;
   for (const { scope, report, at } of reports) {
     if (from === null || at < from) from = at;
     if (to === null || at > to) to = at;
     for (const [file, { source, mutants }] of Object.entries(report.files)) {
-      const counts = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, errors: 0 };
-      const survivors: Survivor[] = [];
-      const equivalent: Array<Survivor & { reason: string }> = [];
+      const key = `${scope}\0${file}`;
+      let row = rows.get(key);
+      if (row === undefined) {
+        row = {
+          scope,
+          file,
+          total: 0,
+          killed: 0,
+          timeout: 0,
+          survived: 0,
+          noCoverage: 0,
+          errors: 0,
+          changedSinceRun: false,
+          survivors: [],
+          equivalents: [],
+        };
+        rows.set(key, row);
+      }
+      row.total += mutants.length;
+      if (current.has(file) && current.get(file) !== source) row.changedSinceRun = true;
       for (const m of mutants) {
         const entry: Survivor = {
           line: m.location.start.line,
@@ -297,47 +386,83 @@ export function summarize(
           replacement: m.replacement ?? "",
           status: m.status,
         };
-        if (m.status === "Killed") counts.killed++;
-        else if (m.status === "Timeout") counts.timeout++;
+        if (m.status === "Killed") row.killed++;
+        else if (m.status === "Timeout") row.timeout++;
         else if (m.status === "Survived" || m.status === "NoCoverage") {
           const eq = equivalents.find((e) =>
             e.file === file && e.mutator === entry.mutator && e.original === entry.original &&
             e.replacement === entry.replacement
           );
-          if (eq) equivalent.push({ ...entry, reason: eq.reason });
+          if (eq) row.equivalents.push({ ...entry, reason: eq.reason });
           else {
-            survivors.push(entry);
-            if (m.status === "Survived") counts.survived++;
-            else counts.noCoverage++;
+            row.survivors.push(entry);
+            if (m.status === "Survived") row.survived++;
+            else row.noCoverage++;
           }
-        } else if (m.status === "CompileError" || m.status === "RuntimeError") counts.errors++;
+        } else if (m.status === "CompileError" || m.status === "RuntimeError") row.errors++;
       }
-      const detected = counts.killed + counts.timeout;
-      const considered = detected + counts.survived + counts.noCoverage;
-      files.push({
-        scope,
-        file,
-        total: mutants.length,
-        ...counts,
-        equivalent: equivalent.length,
-        score: considered === 0 ? 100 : (100 * detected) / considered,
-        changedSinceRun: current.has(file) && current.get(file) !== source,
-        survivors,
-        equivalents: equivalent,
-      });
     }
   }
+  const files: FileSummary[] = [...rows.values()].map((r) => {
+    const detected = r.killed + r.timeout;
+    const considered = detected + r.survived + r.noCoverage;
+    const byLine = (a: Survivor, b: Survivor) => a.line - b.line;
+    return {
+      ...r,
+      equivalent: r.equivalents.length,
+      score: considered === 0 ? 100 : (100 * detected) / considered,
+      survivors: r.survivors.sort(byLine),
+      equivalents: r.equivalents.sort(byLine),
+    };
+  });
   return { files, from, to };
 }
 
+/** How the mutants of one operator ended, over every scope. */
+export interface OperatorCount {
+  readonly operator: string;
+  readonly total: number;
+  /** Killed or timed out. */
+  readonly detected: number;
+  /** Survived or not covered, equivalent ones included. */
+  readonly survived: number;
+}
+
+/** Per operator of the project's own (EXTRA_OPERATORS order): mutants and how they ended. */
+export function operatorCounts(
+  reports: ReadonlyArray<{ report: StrykerReport }>,
+  operators: readonly string[],
+): OperatorCount[] {
+  return operators.map((operator) => {
+    let total = 0;
+    let detected = 0;
+    let survived = 0;
+    for (const { report } of reports) {
+      for (const { mutants } of Object.values(report.files)) {
+        for (const m of mutants) {
+          if (m.mutatorName !== operator) continue;
+          total++;
+          if (m.status === "Killed" || m.status === "Timeout") detected++;
+          else if (m.status === "Survived" || m.status === "NoCoverage") survived++;
+        }
+      }
+    }
+    return { operator, total, detected, survived };
+  });
+}
+
 /** The committed report: docs/mutation-report.md. */
-export function renderReport(s: MutationSummary, o: { commit: string }): string {
+export function renderReport(
+  s: MutationSummary,
+  o: { commit: string; operators?: readonly OperatorCount[] },
+): string {
   const day = (d: Date | null) => d === null ? "–" : d.toISOString().slice(0, 16).replace("T", " ");
   const lines = [
     "# Mutation testing report",
     "",
     "Generated by `deno task mutate` (StrykerJS, command runner running `deno test` on each",
-    "scope's tests; scopes in `scripts/mutation_report.ts`). How to read it: README, Development.",
+    "scope's tests; scopes in `scripts/mutation_report.ts`; plus the operators Stryker lacks,",
+    "`scripts/mutation_extra.ts`). How to read it: README, Development.",
     "",
     `Commit \`${o.commit}\`; scopes run ${day(s.from)} – ${day(s.to)} UTC.`,
     "",
@@ -356,6 +481,21 @@ export function renderReport(s: MutationSummary, o: { commit: string }): string 
         `${f.noCoverage} | ${f.equivalent} | ${f.errors} | ${f.score.toFixed(1)} %` +
         `${f.changedSinceRun ? " †" : ""} |`,
     );
+  }
+  if (o.operators !== undefined && o.operators.length > 0) {
+    lines.push(
+      "",
+      "## The operators Stryker lacks",
+      "",
+      "Slips a programmer makes that Stryker's mutators never produce (`scripts/mutation_extra.ts`),",
+      "counted in the table above with the file they mutate. Survived includes the equivalent ones.",
+      "",
+      "| operator | mutants | killed or timed out | survived |",
+      "|---|---|---|---|",
+    );
+    for (const c of o.operators) {
+      lines.push(`| ${c.operator} | ${c.total} | ${c.detected} | ${c.survived} |`);
+    }
   }
   lines.push("", "## Survivors", "");
   const any = s.files.some((f) => f.survivors.length > 0);

@@ -2,12 +2,14 @@
 import assert from "node:assert/strict";
 import {
   MUTATION_SCOPES,
+  operatorCounts,
   originalText,
   renderReport,
   type StrykerMutant,
   type StrykerReport,
   summarize,
 } from "../../scripts/mutation_report.ts";
+import { parseScopeFile } from "../../scripts/mutation_extra.ts";
 
 const SOURCE = "function f(a, b) {\n  return a < b\n    && b > 0;\n}\n";
 
@@ -79,8 +81,8 @@ Deno.test("summarize scores each file and excludes listed equivalent mutants onl
   );
   assert.equal(f.score, 50); // (1 killed + 1 timeout) / (2 + 1 survived + 1 not covered)
   assert.deepEqual(f.survivors.map((m) => [m.line, m.replacement, m.status]), [
-    [3, "b < 0", "Survived"],
     [2, "a > b", "NoCoverage"],
+    [3, "b < 0", "Survived"],
   ]);
   assert.equal(f.equivalents[0].reason, "b is never 0 here");
   const md = renderReport(s, { commit: "abc123" });
@@ -111,13 +113,54 @@ Deno.test("summarize marks a file whose source changed after its run, and the re
   assert.equal(summarize([{ scope: "x", report, at }], []).files[0].changedSinceRun, false);
 });
 
-Deno.test("MUTATION_SCOPES name existing source and test paths, each file in one scope", async () => {
+Deno.test("summarize adds a scope's Stryker report and its own operators' report into one row per file", () => {
+  const stryker: StrykerReport = {
+    files: {
+      "src/x.ts": { source: SOURCE, mutants: [mutant("1", "Killed", [2, 10], [2, 15], "a <= b")] },
+    },
+  };
+  const extra: StrykerReport = {
+    files: {
+      "src/x.ts": {
+        source: SOURCE,
+        mutants: [
+          mutant("x1", "Survived", [3, 8], [3, 13], "", "SwitchCase"),
+          mutant("x2", "Killed", [2, 3], [2, 15], "", "AwaitDropped"),
+        ],
+      },
+    },
+  };
+  const reports = [
+    { scope: "x", report: stryker, at: new Date(0) },
+    { scope: "x", report: extra, at: new Date(1) },
+  ];
+  const s = summarize(reports, []);
+  assert.equal(s.files.length, 1);
+  const [f] = s.files;
+  assert.deepEqual([f.total, f.killed, f.survived], [3, 2, 1]);
+  assert.deepEqual(f.survivors.map((m) => [m.mutator, m.original]), [["SwitchCase", "b > 0"]]);
+  const operators = operatorCounts(reports, ["SwitchCase", "AwaitDropped", "ConcurrentCall"]);
+  assert.deepEqual(operators, [
+    { operator: "SwitchCase", total: 1, detected: 0, survived: 1 },
+    { operator: "AwaitDropped", total: 1, detected: 1, survived: 0 },
+    { operator: "ConcurrentCall", total: 0, detected: 0, survived: 0 },
+  ]);
+  const md = renderReport(s, { commit: "c", operators });
+  assert.match(md, /\| x \| `src\/x\.ts` \| 3 \| 2 \| 0 \| 1 \| 0 \| 0 \| 0 \| 66\.7 % \|/);
+  assert.match(md, /\| SwitchCase \| 1 \| 0 \| 1 \|/);
+  assert.match(md, /line 3, SwitchCase: `b > 0` → ``/);
+});
+
+Deno.test("MUTATION_SCOPES name existing source and test paths, each file (or line range) in one scope", async () => {
   const seen = new Set<string>();
   for (const scope of MUTATION_SCOPES) {
     for (const f of scope.files) {
       assert.ok(!seen.has(f), `${f} in two scopes`);
       seen.add(f);
-      await Deno.stat(new URL(`../../${f}`, import.meta.url));
+      const { path, from, to } = parseScopeFile(f);
+      const lines = (await Deno.readTextFile(new URL(`../../${path}`, import.meta.url)))
+        .split("\n").length;
+      assert.ok(from >= 1 && from <= to && (to === Infinity || to <= lines), f);
     }
     for (const t of scope.tests) await Deno.stat(new URL(`../../${t}`, import.meta.url));
     assert.ok(scope.timeoutMs > 0);
