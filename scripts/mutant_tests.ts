@@ -8,7 +8,7 @@
  * runs on its own, with scripts/mutant_coverage_preload.ts recording which mutants its code
  * reached; the map mutant id → test files is written to COVERAGE_JSON, and any failing file
  * fails the run. With a mutant active, the files that reached it run (`--parallel
- * --fail-fast`): a mutant that no file reached in-process (code run only by a child runtime
+ * --fail-fast`), unit tests first and the scenario tests only when those pass: a mutant that no file reached in-process (code run only by a child runtime
  * process, say) runs every file of the scope, so a missing map entry costs time, never a kill.
  */
 import { MUTATION_SCOPES } from "./mutation_report.ts";
@@ -56,6 +56,16 @@ export function filesForMutant(
 ): readonly string[] {
   const reached = map[id];
   return reached && reached.length > 0 ? reached : all;
+}
+
+/**
+ * The files to run for a mutant in the order to run them: unit test files first, then the
+ * scenario tests (tests/scenarios/, which drive real processes and take many times longer), each
+ * stage only when the one before passed. Most mutants a unit test kills then cost seconds.
+ */
+export function testStages(files: readonly string[]): string[][] {
+  const scenario = (f: string) => /(^|\/)tests\/scenarios\//.test(f);
+  return [files.filter((f) => !scenario(f)), files.filter(scenario)].filter((s) => s.length > 0);
 }
 
 async function denoTest(args: string[], env: Record<string, string>): Promise<number> {
@@ -106,8 +116,13 @@ async function main(): Promise<number> {
   const active = Deno.env.get("__STRYKER_ACTIVE_MUTANT__");
   if (active === undefined) return await buildMap(files, coverageJson);
   const map = JSON.parse(await Deno.readTextFile(coverageJson));
-  const chosen = filesForMutant(map, active, files);
-  return await denoTest(["--parallel", "--fail-fast", ...chosen], { DENO_JOBS: JOBS_PER_MUTANT });
+  for (const stage of testStages(filesForMutant(map, active, files))) {
+    const code = await denoTest(["--parallel", "--fail-fast", ...stage], {
+      DENO_JOBS: JOBS_PER_MUTANT,
+    });
+    if (code !== 0) return code;
+  }
+  return 0;
 }
 
 if (import.meta.main) Deno.exit(await main());

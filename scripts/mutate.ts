@@ -27,9 +27,11 @@ import {
   MUTATION_SCOPES,
   type MutationScope,
   operatorCounts,
+  parsePreviousReport,
   renderReport,
   type StrykerReport,
   summarize,
+  withCarried,
 } from "./mutation_report.ts";
 import { EXTRA_OPERATORS, runExtraScope } from "./mutation_extra.ts";
 
@@ -116,10 +118,13 @@ async function readJson<T>(path: string): Promise<T | null> {
 
 async function writeReport(): Promise<void> {
   const reports: Array<{ scope: string; report: StrykerReport; at: Date }> = [];
+  const strykerRun = new Set<string>();
   for (const scope of MUTATION_SCOPES) {
     for (const path of [`${REPORTS}${scope.name}.json`, `${REPORTS}${scope.name}.extra.json`]) {
       const report = await readJson<StrykerReport>(path);
-      if (report) reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime! });
+      if (!report) continue;
+      reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime! });
+      if (!path.endsWith(".extra.json")) strykerRun.add(scope.name);
     }
   }
   const equivalents = (await readJson<EquivalentMutant[]>(EQUIVALENT)) ?? [];
@@ -133,7 +138,14 @@ async function writeReport(): Promise<void> {
       current.set(file, await Deno.readTextFile(`${ROOT}${file}`).catch(() => ""));
     }
   }
-  const summary = summarize(reports, equivalents, current);
+  // Scopes whose Stryker run is not on this machine keep their rows from the committed report.
+  const previous = parsePreviousReport(await Deno.readTextFile(REPORT_MD).catch(() => ""));
+  const summary = withCarried(
+    summarize(reports, equivalents, current),
+    previous,
+    strykerRun,
+    MUTATION_SCOPES,
+  );
   const operators = operatorCounts(reports, EXTRA_OPERATORS);
   await Deno.writeTextFile(REPORT_MD, renderReport(summary, { commit, operators }));
   await run(Deno.execPath(), ["fmt", "--quiet", REPORT_MD], ROOT);

@@ -23,8 +23,8 @@
  * merges into docs/mutation-report.md.
  */
 import ts from "typescript";
-import type { MutationScope, StrykerReport } from "./mutation_report.ts";
-import { testFiles } from "./mutant_tests.ts";
+import { type MutationScope, parseScopeFile, type StrykerReport } from "./mutation_report.ts";
+import { testFiles, testStages } from "./mutant_tests.ts";
 
 /** The operator names, as the report lists them. */
 export const EXTRA_OPERATORS = [
@@ -231,14 +231,6 @@ export function applyMutant(source: string, m: ExtraMutant): string {
   return source.slice(0, m.start) + m.replacement + source.slice(m.end);
 }
 
-/** A scope entry `path` or `path:FROM-TO` (Stryker's line-range syntax): the path and line range. */
-export function parseScopeFile(entry: string): { path: string; from: number; to: number } {
-  const m = /^(.*):(\d+)-(\d+)$/.exec(entry);
-  return m === null
-    ? { path: entry, from: 1, to: Number.POSITIVE_INFINITY }
-    : { path: m[1], from: Number(m[2]), to: Number(m[3]) };
-}
-
 /** 1-based line and column of an offset (the report schema's positions). */
 function position(source: string, offset: number): { line: number; column: number } {
   const before = source.slice(0, offset);
@@ -422,14 +414,19 @@ export async function runExtraScope(scope: MutationScope, o: ExtraRunOptions): P
 
     let done = 0;
     let cursor = 0;
+    // Unit test files first, the scenario tests only when those pass (as mutant_tests.ts).
     const runMutant = async (box: string, files: readonly string[]) => {
-      const ms = files.reduce((s, f) => s + (took.get(f) ?? 0), 0);
-      return await denoTest(
-        box,
-        ["--parallel", "--fail-fast", ...files],
-        { DENO_JOBS: o.jobsPerMutant },
-        Math.round(ms * 1.5) + scope.timeoutMs + 10_000,
-      );
+      for (const stage of testStages(files)) {
+        const ms = stage.reduce((s, f) => s + (took.get(f) ?? 0), 0);
+        const code = await denoTest(
+          box,
+          ["--parallel", "--fail-fast", ...stage],
+          { DENO_JOBS: o.jobsPerMutant },
+          Math.round(ms * 1.5) + scope.timeoutMs + 10_000,
+        );
+        if (code !== 0) return code;
+      }
+      return 0;
     };
     await Promise.all(boxes.map(async (box) => {
       while (cursor < jobs.length) {

@@ -136,6 +136,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/host/serve.ts:176-183", // the gate in serveHttp
     ],
     tests: [
+      "tests/http/bind_auth_test.ts",
+      "tests/http/auth_token_bytes_test.ts",
       "tests/http/auth_cors_test.ts",
       "tests/http/pieces_test.ts",
       "tests/http/roles_test.ts",
@@ -249,6 +251,14 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   },
 ];
 
+/** A scope entry `path` or `path:FROM-TO` (Stryker's line-range syntax): the path and line range. */
+export function parseScopeFile(entry: string): { path: string; from: number; to: number } {
+  const m = /^(.*):(\d+)-(\d+)$/.exec(entry);
+  return m === null
+    ? { path: entry, from: 1, to: Number.POSITIVE_INFINITY }
+    : { path: m[1], from: Number(m[2]), to: Number(m[3]) };
+}
+
 /** The parts of a StrykerJS JSON report (mutation-testing-report-schema) this reads. */
 export interface StrykerReport {
   readonly files: Record<string, {
@@ -304,6 +314,15 @@ export interface FileSummary {
   /** The file's source differs from the one the run mutated: the score is not of today's code. */
   readonly changedSinceRun: boolean;
   readonly survivors: readonly Survivor[];
+  /**
+   * Stryker's part of the row taken from the previous report (its scope's Stryker run is not
+   * here): the commit that report was of, and its survivor and equivalent lines as written.
+   */
+  readonly carried?: {
+    readonly commit: string;
+    readonly survivorLines: readonly string[];
+    readonly equivalentLines: readonly string[];
+  };
   readonly equivalents: ReadonlyArray<Survivor & { readonly reason: string }>;
 }
 
@@ -418,6 +437,149 @@ export function summarize(
   return { files, from, to };
 }
 
+/** A row of a previous report, with its survivor and equivalent lines as written. */
+export interface PreviousRow {
+  readonly scope: string;
+  readonly file: string;
+  readonly total: number;
+  readonly killed: number;
+  readonly timeout: number;
+  readonly survived: number;
+  readonly noCoverage: number;
+  readonly equivalent: number;
+  readonly errors: number;
+  /** Marked † there: the source had changed since that run. */
+  readonly stale: boolean;
+  readonly survivorLines: readonly string[];
+  readonly equivalentLines: readonly string[];
+}
+
+/**
+ * The rows of a committed docs/mutation-report.md and the commit it was of. A scope whose
+ * Stryker run is not on this machine (tools/mutation/reports is not committed) keeps its
+ * Stryker counts from here instead of leaving the report.
+ */
+export function parsePreviousReport(md: string): { commit: string; rows: PreviousRow[] } {
+  const commit = /^Commit `([0-9a-f]+)`/m.exec(md)?.[1] ?? "unknown";
+  const lines = md.split("\n");
+  // Bullets as whole items (deno fmt wraps them with a two-space indent).
+  const items = (from: number, to: number): string[] => {
+    const out: string[] = [];
+    for (let i = from; i < to; i++) {
+      if (lines[i].startsWith("- ")) out.push(lines[i]);
+      else if (lines[i].startsWith("  ") && out.length > 0) out[out.length - 1] += "\n" + lines[i];
+    }
+    return out;
+  };
+  const heading = (re: RegExp) => lines.findIndex((l) => re.test(l));
+  const survivorsAt = heading(/^## Survivors/);
+  const equivalentAt = heading(/^## Equivalent mutants/);
+  const survivorsOf = new Map<string, string[]>();
+  if (survivorsAt >= 0) {
+    const end = equivalentAt >= 0 ? equivalentAt : lines.length;
+    for (let i = survivorsAt + 1; i < end; i++) {
+      const m = /^### `(.+)`$/.exec(lines[i]);
+      if (m === null) continue;
+      let j = i + 1;
+      while (j < end && !lines[j].startsWith("### ")) j++;
+      survivorsOf.set(m[1], items(i + 1, j));
+    }
+  }
+  const equivalentsOf = new Map<string, string[]>();
+  if (equivalentAt >= 0) {
+    for (const item of items(equivalentAt + 1, lines.length)) {
+      const m = /^- `([^`]+)` (line .*)$/s.exec(item);
+      if (m !== null) equivalentsOf.set(m[1], [...equivalentsOf.get(m[1]) ?? [], item]);
+    }
+  }
+  const rows: PreviousRow[] = [];
+  for (const l of lines) {
+    const cells = l.split("|").map((c) => c.trim());
+    const file = /^`(.+)`$/.exec(cells[2] ?? "")?.[1];
+    if (cells.length !== 12 || file === undefined || !/^\d+$/.test(cells[3])) continue;
+    const [total, killed, timeout, survived, noCoverage, equivalent, errors] = cells.slice(3, 10)
+      .map(Number);
+    rows.push({
+      scope: cells[1],
+      file,
+      total,
+      killed,
+      timeout,
+      survived,
+      noCoverage,
+      equivalent,
+      errors,
+      stale: cells[10].includes("†"),
+      survivorLines: survivorsOf.get(file) ?? [],
+      equivalentLines: equivalentsOf.get(file) ?? [],
+    });
+  }
+  return { commit, rows };
+}
+
+/**
+ * Adds the previous report's rows of scopes without a Stryker run here to the summary: into the
+ * row of the same scope and file (the project's own operators' run) or as a row of their own.
+ */
+export function withCarried(
+  s: MutationSummary,
+  previous: { commit: string; rows: readonly PreviousRow[] },
+  strykerScopes: ReadonlySet<string>,
+  scopes: ReadonlyArray<Pick<MutationScope, "name" | "files">>,
+): MutationSummary {
+  const scopeOrder = scopes.map((x) => x.name);
+  const files = [...s.files];
+  for (const p of previous.rows) {
+    if (strykerScopes.has(p.scope)) continue;
+    // Only a file still in that scope (one that moved to another scope starts over there).
+    const scope = scopes.find((x) => x.name === p.scope);
+    if (!scope?.files.some((f) => parseScopeFile(f).path === p.file)) continue;
+    const at = files.findIndex((f) => f.scope === p.scope && f.file === p.file);
+    const base: FileSummary = at >= 0 ? files[at] : {
+      scope: p.scope,
+      file: p.file,
+      total: 0,
+      killed: 0,
+      timeout: 0,
+      survived: 0,
+      noCoverage: 0,
+      equivalent: 0,
+      errors: 0,
+      score: 100,
+      changedSinceRun: false,
+      survivors: [],
+      equivalents: [],
+    };
+    const sum = {
+      total: base.total + p.total,
+      killed: base.killed + p.killed,
+      timeout: base.timeout + p.timeout,
+      survived: base.survived + p.survived,
+      noCoverage: base.noCoverage + p.noCoverage,
+      equivalent: base.equivalent + p.equivalent,
+      errors: base.errors + p.errors,
+    };
+    const detected = sum.killed + sum.timeout;
+    const considered = detected + sum.survived + sum.noCoverage;
+    const row: FileSummary = {
+      ...base,
+      ...sum,
+      score: considered === 0 ? 100 : (100 * detected) / considered,
+      changedSinceRun: base.changedSinceRun || p.stale,
+      carried: {
+        commit: previous.commit,
+        survivorLines: p.survivorLines,
+        equivalentLines: p.equivalentLines,
+      },
+    };
+    if (at >= 0) files[at] = row;
+    else files.push(row);
+  }
+  const rank = (f: FileSummary) => scopeOrder.indexOf(f.scope);
+  files.sort((a, b) => rank(a) - rank(b));
+  return { ...s, files };
+}
+
 /** How the mutants of one operator ended, over every scope. */
 export interface OperatorCount {
   readonly operator: string;
@@ -471,6 +633,15 @@ export function renderReport(
     "",
     "A score marked † is of an older version of the file: the source changed after that run,",
     "so run its scope again before reading the score as today's.",
+    ...(s.files.some((f) => f.carried)
+      ? [
+        "",
+        `A score marked ‡ has Stryker's part from the report of commit \`${
+          s.files.find((f) => f.carried)!.carried!.commit
+        }\` (that scope's Stryker`,
+        "run was not repeated; its survivor and equivalent lines are carried as written there).",
+      ]
+      : []),
     "",
     "| scope | file | mutants | killed | timeout | survived | no cov | equivalent | errors | score |",
     "|---|---|---|---|---|---|---|---|---|---|",
@@ -479,7 +650,7 @@ export function renderReport(
     lines.push(
       `| ${f.scope} | \`${f.file}\` | ${f.total} | ${f.killed} | ${f.timeout} | ${f.survived} | ` +
         `${f.noCoverage} | ${f.equivalent} | ${f.errors} | ${f.score.toFixed(1)} %` +
-        `${f.changedSinceRun ? " †" : ""} |`,
+        `${f.changedSinceRun ? " †" : ""}${f.carried ? " ‡" : ""} |`,
     );
   }
   if (o.operators !== undefined && o.operators.length > 0) {
@@ -498,11 +669,13 @@ export function renderReport(
     }
   }
   lines.push("", "## Survivors", "");
-  const any = s.files.some((f) => f.survivors.length > 0);
+  const carriedSurvivors = (f: FileSummary) => f.carried?.survivorLines ?? [];
+  const any = s.files.some((f) => f.survivors.length + carriedSurvivors(f).length > 0);
   if (!any) lines.push("None.");
   for (const f of s.files) {
-    if (f.survivors.length === 0) continue;
+    if (f.survivors.length + carriedSurvivors(f).length === 0) continue;
     lines.push(`### \`${f.file}\``, "");
+    lines.push(...carriedSurvivors(f));
     for (const m of f.survivors) {
       lines.push(
         `- line ${m.line}, ${m.mutator}${m.status === "NoCoverage" ? " (not covered)" : ""}: ` +
@@ -513,7 +686,9 @@ export function renderReport(
   }
   lines.push("## Equivalent mutants (excluded)", "");
   const eq = s.files.flatMap((f) => f.equivalents.map((e) => ({ file: f.file, ...e })));
-  if (eq.length === 0) lines.push("None.");
+  const carriedEq = s.files.flatMap((f) => f.carried?.equivalentLines ?? []);
+  if (eq.length + carriedEq.length === 0) lines.push("None.");
+  lines.push(...carriedEq);
   for (const e of eq) {
     lines.push(
       `- \`${e.file}\` line ${e.line}, ${e.mutator}: \`${oneLine(e.original)}\` → ` +

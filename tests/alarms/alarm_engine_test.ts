@@ -767,3 +767,40 @@ interlocks:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine's gate refuses a blocked function when its interlock cannot be evaluated (fails closed)", async () => {
+  const s = await setup(`
+interlocks:
+  - id: il
+    block: [p0/probe/program]
+    while: p0/probe/temp > 80
+    message: Probe hot
+`);
+  const cache = s.fx.cache;
+  const device = cache.device.bind(cache);
+  try {
+    const program = fn("program", false);
+    await s.read([temp(25)]);
+    assert.equal(gate(s, "p0/probe", program), null, "released: allowed");
+    // The state layer fails while the gate evaluates the interlock (the condition's inputs).
+    cache.device = () => {
+      throw new Error("cache unavailable");
+    };
+    for (const origin of ["manual", "automated", "hook"] as const) {
+      const refused = gate(s, "p0/probe", program, origin);
+      assert.equal(refused?.code, "FAILED_PRECONDITION", origin);
+      assert.equal(
+        refused?.message,
+        "Interlock il could not be evaluated (cache unavailable): call p0/probe program refused",
+      );
+      assert.deepEqual(refused?.details, { interlock_id: "il" });
+    }
+    assert.equal(gate(s, "p0/probe", program, "safety"), null, "stop actions are never refused");
+    assert.equal(gate(s, "p0/probe", fn("stats", false)), null, "not in the block list");
+    cache.device = device;
+    assert.equal(gate(s, "p0/probe", program), null, "evaluable again and released: allowed");
+  } finally {
+    cache.device = device;
+    await s.close();
+  }
+});

@@ -9,9 +9,8 @@ import {
   extraReport,
   generateMutants,
   parseLcov,
-  parseScopeFile,
 } from "../../scripts/mutation_extra.ts";
-import { originalText } from "../../scripts/mutation_report.ts";
+import { originalText, parseScopeFile } from "../../scripts/mutation_report.ts";
 
 /** Each mutant as [operator, line, original text, replacement]. */
 function described(source: string, operator?: string): Array<[string, number, string, string]> {

@@ -4,12 +4,14 @@ import {
   MUTATION_SCOPES,
   operatorCounts,
   originalText,
+  parsePreviousReport,
+  parseScopeFile,
   renderReport,
   type StrykerMutant,
   type StrykerReport,
   summarize,
+  withCarried,
 } from "../../scripts/mutation_report.ts";
-import { parseScopeFile } from "../../scripts/mutation_extra.ts";
 
 const SOURCE = "function f(a, b) {\n  return a < b\n    && b > 0;\n}\n";
 
@@ -165,4 +167,72 @@ Deno.test("MUTATION_SCOPES name existing source and test paths, each file (or li
     for (const t of scope.tests) await Deno.stat(new URL(`../../${t}`, import.meta.url));
     assert.ok(scope.timeoutMs > 0);
   }
+});
+
+Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps scopes not run here, added to their new rows", () => {
+  const report: StrykerReport = {
+    files: {
+      "src/x.ts": {
+        source: SOURCE,
+        mutants: [
+          mutant("1", "Killed", [2, 10], [2, 15], "a <= b"),
+          mutant("2", "Survived", [3, 8], [3, 13], "b >= 0"),
+          mutant("3", "Survived", [3, 8], [3, 13], "b < 0"),
+        ],
+      },
+    },
+  };
+  const eq = [{
+    file: "src/x.ts",
+    mutator: "EqualityOperator",
+    original: "b > 0",
+    replacement: "b >= 0",
+    reason: "b is never 0 here",
+  }];
+  const old = renderReport(summarize([{ scope: "x", report, at: new Date(0) }], eq), {
+    commit: "0a1d0a",
+  });
+  const previous = parsePreviousReport(old);
+  assert.equal(previous.commit, "0a1d0a");
+  assert.deepEqual(previous.rows, [{
+    scope: "x",
+    file: "src/x.ts",
+    total: 3,
+    killed: 1,
+    timeout: 0,
+    survived: 1,
+    noCoverage: 0,
+    equivalent: 1,
+    errors: 0,
+    stale: false,
+    survivorLines: ["- line 3, EqualityOperator: `b > 0` → `b < 0`"],
+    equivalentLines: [
+      "- `src/x.ts` line 3, EqualityOperator: `b > 0` → `b >= 0` — b is never 0 here",
+    ],
+  }]);
+  // Only the project's operators ran for scope x here: Stryker's part is carried.
+  const extra: StrykerReport = {
+    files: {
+      "src/x.ts": {
+        source: SOURCE,
+        mutants: [mutant("x1", "Killed", [2, 3], [2, 15], "", "AwaitDropped")],
+      },
+    },
+  };
+  const now = summarize([{ scope: "x", report: extra, at: new Date(1) }], []);
+  const X = { name: "x", files: ["src/x.ts:1-9"] };
+  const merged = withCarried(now, previous, new Set(), [X]);
+  const [f] = merged.files;
+  assert.deepEqual([f.total, f.killed, f.survived, f.equivalent], [4, 2, 1, 1]);
+  assert.equal(f.score.toFixed(1), "66.7");
+  const md = renderReport(merged, { commit: "new" });
+  assert.match(md, /\| 66\.7 % ‡ \|/);
+  assert.match(md, /Stryker's part from the report of commit `0a1d0a`/);
+  assert.match(md, /### `src\/x\.ts`\n\n- line 3, EqualityOperator: `b > 0` → `b < 0`/);
+  assert.match(md, /- `src\/x\.ts` line 3, EqualityOperator: `b > 0` → `b >= 0` — b is never 0/);
+  // A scope whose Stryker run is here takes nothing from the previous report.
+  assert.deepEqual(withCarried(now, previous, new Set(["x"]), [X]).files, now.files);
+  // Nor does a scope that no longer exists, or a file that left the scope.
+  assert.deepEqual(withCarried(now, previous, new Set(), [{ ...X, name: "y" }]).files, now.files);
+  assert.deepEqual(withCarried(now, previous, new Set(), [{ ...X, files: [] }]).files, now.files);
 });
