@@ -92,7 +92,9 @@ Deno.test("serveHttp refuses every non-loopback bind without auth, naming the ad
 });
 
 Deno.test("isLoopbackBind is true for localhost, ::1 and 127.x.y.z only, trimmed and in any case", () => {
-  for (const h of ["127.0.0.1", "127.255.0.9", " 127.0.0.1 ", "LOCALHOST", "[::1]", "::1"]) {
+  for (
+    const h of ["127.0.0.1", "127.12.34.56", " 127.0.0.1 ", "LOCALHOST", "[::1]", "::1"]
+  ) {
     assert.equal(isLoopbackBind(h), true, h);
   }
   for (
@@ -107,6 +109,9 @@ Deno.test("isLoopbackBind is true for localhost, ::1 and 127.x.y.z only, trimmed
       "127.0.0.1234",
       "::ffff:127.0.0.1",
       "[::]",
+      // Brackets go around a whole address only.
+      "127.0.[0.1]",
+      "[127.0.0].1",
       "localhost.example",
       "",
     ]
@@ -142,6 +147,11 @@ Deno.test("isLoopback (the config check's and the client rule) covers 127.0.0.0/
       "127.0.0.1.1",
       "127.0.0",
       "::ffff:10.0.0.1",
+      // The IPv4-mapped prefix only at the start; brackets around a whole address only.
+      "12::ffff:7.0.0.1",
+      "::ffff:[127.0.0.1]",
+      "127.0.[0.1]",
+      "[127.0.0].1",
       "0.0.0.0",
       "::",
       "localhost.example",
