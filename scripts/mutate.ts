@@ -24,16 +24,16 @@
 import { parseArgs } from "node:util";
 import {
   type EquivalentMutant,
+  type MutantKind,
   MUTATION_SCOPES,
   type MutationScope,
-  operatorCounts,
   parsePreviousReport,
   renderReport,
   type StrykerReport,
   summarize,
   withCarried,
 } from "./mutation_report.ts";
-import { EXTRA_OPERATORS, runExtraScope } from "./mutation_extra.ts";
+import { runExtraScope } from "./mutation_extra.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const TOOL = `${ROOT}tools/mutation/`;
@@ -117,14 +117,15 @@ async function readJson<T>(path: string): Promise<T | null> {
 }
 
 async function writeReport(): Promise<void> {
-  const reports: Array<{ scope: string; report: StrykerReport; at: Date }> = [];
-  const strykerRun = new Set<string>();
+  const reports: Array<{ scope: string; report: StrykerReport; at: Date; kind: MutantKind }> = [];
+  const ran = new Set<string>();
   for (const scope of MUTATION_SCOPES) {
-    for (const path of [`${REPORTS}${scope.name}.json`, `${REPORTS}${scope.name}.extra.json`]) {
+    for (const kind of ["stryker", "ours"] as const) {
+      const path = `${REPORTS}${scope.name}${kind === "ours" ? ".extra" : ""}.json`;
       const report = await readJson<StrykerReport>(path);
       if (!report) continue;
-      reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime! });
-      if (!path.endsWith(".extra.json")) strykerRun.add(scope.name);
+      reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime!, kind });
+      ran.add(`${scope.name}/${kind}`);
     }
   }
   const equivalents = (await readJson<EquivalentMutant[]>(EQUIVALENT)) ?? [];
@@ -138,16 +139,15 @@ async function writeReport(): Promise<void> {
       current.set(file, await Deno.readTextFile(`${ROOT}${file}`).catch(() => ""));
     }
   }
-  // Scopes whose Stryker run is not on this machine keep their rows from the committed report.
+  // A scope and kind not run on this machine keeps its rows from the committed report.
   const previous = parsePreviousReport(await Deno.readTextFile(REPORT_MD).catch(() => ""));
   const summary = withCarried(
     summarize(reports, equivalents, current),
     previous,
-    strykerRun,
+    ran,
     MUTATION_SCOPES,
   );
-  const operators = operatorCounts(reports, EXTRA_OPERATORS);
-  await Deno.writeTextFile(REPORT_MD, renderReport(summary, { commit, operators }));
+  await Deno.writeTextFile(REPORT_MD, renderReport(summary, { commit }));
   await run(Deno.execPath(), ["fmt", "--quiet", REPORT_MD], ROOT);
   console.log(`mutate: report written to docs/mutation-report.md`);
   for (const f of summary.files) {

@@ -299,9 +299,25 @@ export interface Survivor {
   readonly status: string;
 }
 
+/**
+ * Whose mutants a row counts: Stryker's, or the project's own operators'
+ * (scripts/mutation_extra.ts; the report writes "(ours)").
+ */
+export type MutantKind = "stryker" | "ours";
+
+/** The project's own operators (scripts/mutation_extra.ts generates them). */
+export const EXTRA_OPERATORS = [
+  "CompoundAssignment",
+  "SwitchCase",
+  "CatchFailOpen",
+  "AwaitDropped",
+  "ConcurrentCall",
+] as const;
+
 export interface FileSummary {
   readonly scope: string;
   readonly file: string;
+  readonly kind: MutantKind;
   readonly total: number;
   readonly killed: number;
   readonly timeout: number;
@@ -314,16 +330,16 @@ export interface FileSummary {
   /** The file's source differs from the one the run mutated: the score is not of today's code. */
   readonly changedSinceRun: boolean;
   readonly survivors: readonly Survivor[];
+  readonly equivalents: ReadonlyArray<Survivor & { readonly reason: string }>;
   /**
-   * Stryker's part of the row taken from the previous report (its scope's Stryker run is not
-   * here): the commit that report was of, and its survivor and equivalent lines as written.
+   * The row as the committed report had it (its run is not on this machine): the commit that
+   * report was of, and its survivor and equivalent lines as written there.
    */
   readonly carried?: {
     readonly commit: string;
     readonly survivorLines: readonly string[];
     readonly equivalentLines: readonly string[];
   };
-  readonly equivalents: ReadonlyArray<Survivor & { readonly reason: string }>;
 }
 
 export interface MutationSummary {
@@ -347,56 +363,28 @@ export function originalText(source: string, m: StrykerMutant): string {
 }
 
 /**
- * Per-file counts and survivors over every scope's reports. A scope's Stryker report and the
- * report of the project's own operators (scripts/mutation_extra.ts) add up to one row per file;
- * each mutant's original text is read from the source of the run that made it.
+ * Per-file counts and survivors over every scope's reports: a row per scope, file and kind (a
+ * scope's Stryker report, and the report of the project's own operators); each mutant's original
+ * text is read from the source of the run that made it.
  */
 export function summarize(
-  reports: ReadonlyArray<{ scope: string; report: StrykerReport; at: Date }>,
+  reports: ReadonlyArray<{ scope: string; report: StrykerReport; at: Date; kind?: MutantKind }>,
   equivalents: readonly EquivalentMutant[],
   /** Today's source of each file (absent: not compared). */
   current: ReadonlyMap<string, string> = new Map(),
 ): MutationSummary {
-  interface Row {
-    scope: string;
-    file: string;
-    total: number;
-    killed: number;
-    timeout: number;
-    survived: number;
-    noCoverage: number;
-    errors: number;
-    changedSinceRun: boolean;
-    survivors: Survivor[];
-    equivalents: Array<Survivor & { reason: string }>;
-  }
-  const rows = new Map<string, Row>();
+  const files: FileSummary[] = [];
   let from: Date | null = null;
   let to: Date | null = null;
-  for (const { scope, report, at } of reports) {
+  for (const { scope, report, at, kind = "stryker" } of reports) {
     if (from === null || at < from) from = at;
     if (to === null || at > to) to = at;
     for (const [file, { source, mutants }] of Object.entries(report.files)) {
-      const key = `${scope}\0${file}`;
-      let row = rows.get(key);
-      if (row === undefined) {
-        row = {
-          scope,
-          file,
-          total: 0,
-          killed: 0,
-          timeout: 0,
-          survived: 0,
-          noCoverage: 0,
-          errors: 0,
-          changedSinceRun: false,
-          survivors: [],
-          equivalents: [],
-        };
-        rows.set(key, row);
-      }
-      row.total += mutants.length;
-      if (current.has(file) && current.get(file) !== source) row.changedSinceRun = true;
+      // A file our operators find nothing to change in has no row of ours.
+      if (kind === "ours" && mutants.length === 0) continue;
+      const counts = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, errors: 0 };
+      const survivors: Survivor[] = [];
+      const equivalent: Array<Survivor & { reason: string }> = [];
       for (const m of mutants) {
         const entry: Survivor = {
           line: m.location.start.line,
@@ -405,35 +393,38 @@ export function summarize(
           replacement: m.replacement ?? "",
           status: m.status,
         };
-        if (m.status === "Killed") row.killed++;
-        else if (m.status === "Timeout") row.timeout++;
+        if (m.status === "Killed") counts.killed++;
+        else if (m.status === "Timeout") counts.timeout++;
         else if (m.status === "Survived" || m.status === "NoCoverage") {
           const eq = equivalents.find((e) =>
             e.file === file && e.mutator === entry.mutator && e.original === entry.original &&
             e.replacement === entry.replacement
           );
-          if (eq) row.equivalents.push({ ...entry, reason: eq.reason });
+          if (eq) equivalent.push({ ...entry, reason: eq.reason });
           else {
-            row.survivors.push(entry);
-            if (m.status === "Survived") row.survived++;
-            else row.noCoverage++;
+            survivors.push(entry);
+            if (m.status === "Survived") counts.survived++;
+            else counts.noCoverage++;
           }
-        } else if (m.status === "CompileError" || m.status === "RuntimeError") row.errors++;
+        } else if (m.status === "CompileError" || m.status === "RuntimeError") counts.errors++;
       }
+      const detected = counts.killed + counts.timeout;
+      const considered = detected + counts.survived + counts.noCoverage;
+      const byLine = (a: Survivor, b: Survivor) => a.line - b.line;
+      files.push({
+        scope,
+        file,
+        kind,
+        total: mutants.length,
+        ...counts,
+        equivalent: equivalent.length,
+        score: considered === 0 ? 100 : (100 * detected) / considered,
+        changedSinceRun: current.has(file) && current.get(file) !== source,
+        survivors: survivors.sort(byLine),
+        equivalents: equivalent.sort(byLine),
+      });
     }
   }
-  const files: FileSummary[] = [...rows.values()].map((r) => {
-    const detected = r.killed + r.timeout;
-    const considered = detected + r.survived + r.noCoverage;
-    const byLine = (a: Survivor, b: Survivor) => a.line - b.line;
-    return {
-      ...r,
-      equivalent: r.equivalents.length,
-      score: considered === 0 ? 100 : (100 * detected) / considered,
-      survivors: r.survivors.sort(byLine),
-      equivalents: r.equivalents.sort(byLine),
-    };
-  });
   return { files, from, to };
 }
 
@@ -441,6 +432,7 @@ export function summarize(
 export interface PreviousRow {
   readonly scope: string;
   readonly file: string;
+  readonly kind: MutantKind;
   readonly total: number;
   readonly killed: number;
   readonly timeout: number;
@@ -454,10 +446,13 @@ export interface PreviousRow {
   readonly equivalentLines: readonly string[];
 }
 
+const OURS = " (ours)";
+const isOurs = (mutator: string) => (EXTRA_OPERATORS as readonly string[]).includes(mutator);
+
 /**
- * The rows of a committed docs/mutation-report.md and the commit it was of. A scope whose
- * Stryker run is not on this machine (tools/mutation/reports is not committed) keeps its
- * Stryker counts from here instead of leaving the report.
+ * The rows of a committed docs/mutation-report.md and the commit it was of. A scope whose run
+ * of one kind is not on this machine (tools/mutation/reports is not committed) keeps that kind's
+ * rows from here instead of leaving the report.
  */
 export function parsePreviousReport(md: string): { commit: string; rows: PreviousRow[] } {
   const commit = /^Commit `([0-9a-f]+)`/m.exec(md)?.[1] ?? "unknown";
@@ -471,6 +466,7 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
     }
     return out;
   };
+  const key = (file: string, kind: MutantKind) => `${file}\0${kind}`;
   const heading = (re: RegExp) => lines.findIndex((l) => re.test(l));
   const survivorsAt = heading(/^## Survivors/);
   const equivalentAt = heading(/^## Equivalent mutants/);
@@ -478,30 +474,35 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
   if (survivorsAt >= 0) {
     const end = equivalentAt >= 0 ? equivalentAt : lines.length;
     for (let i = survivorsAt + 1; i < end; i++) {
-      const m = /^### `(.+)`$/.exec(lines[i]);
+      const m = /^### `(.+)`( \(ours\))?$/.exec(lines[i]);
       if (m === null) continue;
       let j = i + 1;
       while (j < end && !lines[j].startsWith("### ")) j++;
-      survivorsOf.set(m[1], items(i + 1, j));
+      survivorsOf.set(key(m[1], m[2] ? "ours" : "stryker"), items(i + 1, j));
     }
   }
   const equivalentsOf = new Map<string, string[]>();
   if (equivalentAt >= 0) {
     for (const item of items(equivalentAt + 1, lines.length)) {
-      const m = /^- `([^`]+)` (line .*)$/s.exec(item);
-      if (m !== null) equivalentsOf.set(m[1], [...equivalentsOf.get(m[1]) ?? [], item]);
+      const m = /^- `([^`]+)` line \d+, (\w+)/.exec(item);
+      if (m === null) continue;
+      const k = key(m[1], isOurs(m[2]) ? "ours" : "stryker");
+      equivalentsOf.set(k, [...equivalentsOf.get(k) ?? [], item]);
     }
   }
   const rows: PreviousRow[] = [];
   for (const l of lines) {
     const cells = l.split("|").map((c) => c.trim());
-    const file = /^`(.+)`$/.exec(cells[2] ?? "")?.[1];
-    if (cells.length !== 12 || file === undefined || !/^\d+$/.test(cells[3])) continue;
+    const m = /^`(.+)`( \(ours\))?$/.exec(cells[2] ?? "");
+    if (cells.length !== 12 || m === null || !/^\d+$/.test(cells[3])) continue;
+    const file = m[1];
+    const kind: MutantKind = m[2] ? "ours" : "stryker";
     const [total, killed, timeout, survived, noCoverage, equivalent, errors] = cells.slice(3, 10)
       .map(Number);
     rows.push({
       scope: cells[1],
       file,
+      kind,
       total,
       killed,
       timeout,
@@ -510,114 +511,66 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
       equivalent,
       errors,
       stale: cells[10].includes("†"),
-      survivorLines: survivorsOf.get(file) ?? [],
-      equivalentLines: equivalentsOf.get(file) ?? [],
+      survivorLines: survivorsOf.get(key(file, kind)) ?? [],
+      equivalentLines: equivalentsOf.get(key(file, kind)) ?? [],
     });
   }
   return { commit, rows };
 }
 
 /**
- * Adds the previous report's rows of scopes without a Stryker run here to the summary: into the
- * row of the same scope and file (the project's own operators' run) or as a row of their own.
+ * Adds to the summary the previous report's rows of each scope and kind that did not run here
+ * (`ran` holds `scope/kind`), for files still in that scope, then orders the rows by scope, by
+ * file as the scope lists them, Stryker's before ours.
  */
 export function withCarried(
   s: MutationSummary,
   previous: { commit: string; rows: readonly PreviousRow[] },
-  strykerScopes: ReadonlySet<string>,
+  ran: ReadonlySet<string>,
   scopes: ReadonlyArray<Pick<MutationScope, "name" | "files">>,
 ): MutationSummary {
-  const scopeOrder = scopes.map((x) => x.name);
   const files = [...s.files];
   for (const p of previous.rows) {
-    if (strykerScopes.has(p.scope)) continue;
+    if (ran.has(`${p.scope}/${p.kind}`)) continue;
     // Only a file still in that scope (one that moved to another scope starts over there).
     const scope = scopes.find((x) => x.name === p.scope);
     if (!scope?.files.some((f) => parseScopeFile(f).path === p.file)) continue;
-    const at = files.findIndex((f) => f.scope === p.scope && f.file === p.file);
-    const base: FileSummary = at >= 0 ? files[at] : {
+    const detected = p.killed + p.timeout;
+    const considered = detected + p.survived + p.noCoverage;
+    files.push({
       scope: p.scope,
       file: p.file,
-      total: 0,
-      killed: 0,
-      timeout: 0,
-      survived: 0,
-      noCoverage: 0,
-      equivalent: 0,
-      errors: 0,
-      score: 100,
-      changedSinceRun: false,
+      kind: p.kind,
+      total: p.total,
+      killed: p.killed,
+      timeout: p.timeout,
+      survived: p.survived,
+      noCoverage: p.noCoverage,
+      equivalent: p.equivalent,
+      errors: p.errors,
+      score: considered === 0 ? 100 : (100 * detected) / considered,
+      changedSinceRun: p.stale,
       survivors: [],
       equivalents: [],
-    };
-    const sum = {
-      total: base.total + p.total,
-      killed: base.killed + p.killed,
-      timeout: base.timeout + p.timeout,
-      survived: base.survived + p.survived,
-      noCoverage: base.noCoverage + p.noCoverage,
-      equivalent: base.equivalent + p.equivalent,
-      errors: base.errors + p.errors,
-    };
-    const detected = sum.killed + sum.timeout;
-    const considered = detected + sum.survived + sum.noCoverage;
-    const row: FileSummary = {
-      ...base,
-      ...sum,
-      score: considered === 0 ? 100 : (100 * detected) / considered,
-      changedSinceRun: base.changedSinceRun || p.stale,
       carried: {
         commit: previous.commit,
         survivorLines: p.survivorLines,
         equivalentLines: p.equivalentLines,
       },
-    };
-    if (at >= 0) files[at] = row;
-    else files.push(row);
+    });
   }
-  const rank = (f: FileSummary) => scopeOrder.indexOf(f.scope);
-  files.sort((a, b) => rank(a) - rank(b));
+  const scopeRank = (f: FileSummary) => scopes.findIndex((x) => x.name === f.scope);
+  const fileRank = (f: FileSummary) =>
+    (scopes[scopeRank(f)]?.files ?? []).findIndex((e) => parseScopeFile(e).path === f.file);
+  const kindRank = (f: FileSummary) => f.kind === "stryker" ? 0 : 1;
+  files.sort((a, b) =>
+    scopeRank(a) - scopeRank(b) || fileRank(a) - fileRank(b) || kindRank(a) - kindRank(b)
+  );
   return { ...s, files };
 }
 
-/** How the mutants of one operator ended, over every scope. */
-export interface OperatorCount {
-  readonly operator: string;
-  readonly total: number;
-  /** Killed or timed out. */
-  readonly detected: number;
-  /** Survived or not covered, equivalent ones included. */
-  readonly survived: number;
-}
-
-/** Per operator of the project's own (EXTRA_OPERATORS order): mutants and how they ended. */
-export function operatorCounts(
-  reports: ReadonlyArray<{ report: StrykerReport }>,
-  operators: readonly string[],
-): OperatorCount[] {
-  return operators.map((operator) => {
-    let total = 0;
-    let detected = 0;
-    let survived = 0;
-    for (const { report } of reports) {
-      for (const { mutants } of Object.values(report.files)) {
-        for (const m of mutants) {
-          if (m.mutatorName !== operator) continue;
-          total++;
-          if (m.status === "Killed" || m.status === "Timeout") detected++;
-          else if (m.status === "Survived" || m.status === "NoCoverage") survived++;
-        }
-      }
-    }
-    return { operator, total, detected, survived };
-  });
-}
-
 /** The committed report: docs/mutation-report.md. */
-export function renderReport(
-  s: MutationSummary,
-  o: { commit: string; operators?: readonly OperatorCount[] },
-): string {
+export function renderReport(s: MutationSummary, o: { commit: string }): string {
   const day = (d: Date | null) => d === null ? "–" : d.toISOString().slice(0, 16).replace("T", " ");
   const lines = [
     "# Mutation testing report",
@@ -633,13 +586,16 @@ export function renderReport(
     "",
     "A score marked † is of an older version of the file: the source changed after that run,",
     "so run its scope again before reading the score as today's.",
+    "",
+    "A row marked (ours) counts the operators Stryker lacks (`scripts/mutation_extra.ts`:",
+    `${EXTRA_OPERATORS.join(", ")}).`,
     ...(s.files.some((f) => f.carried)
       ? [
         "",
-        `A score marked ‡ has Stryker's part from the report of commit \`${
+        `A score marked ‡ is from the report of commit \`${
           s.files.find((f) => f.carried)!.carried!.commit
-        }\` (that scope's Stryker`,
-        "run was not repeated; its survivor and equivalent lines are carried as written there).",
+        }\`: that run was not repeated`,
+        "since, and its survivor and equivalent lines are carried as written there.",
       ]
       : []),
     "",
@@ -648,25 +604,12 @@ export function renderReport(
   ];
   for (const f of s.files) {
     lines.push(
-      `| ${f.scope} | \`${f.file}\` | ${f.total} | ${f.killed} | ${f.timeout} | ${f.survived} | ` +
+      `| ${f.scope} | \`${f.file}\`${
+        f.kind === "ours" ? OURS : ""
+      } | ${f.total} | ${f.killed} | ${f.timeout} | ${f.survived} | ` +
         `${f.noCoverage} | ${f.equivalent} | ${f.errors} | ${f.score.toFixed(1)} %` +
         `${f.changedSinceRun ? " †" : ""}${f.carried ? " ‡" : ""} |`,
     );
-  }
-  if (o.operators !== undefined && o.operators.length > 0) {
-    lines.push(
-      "",
-      "## The operators Stryker lacks",
-      "",
-      "Slips a programmer makes that Stryker's mutators never produce (`scripts/mutation_extra.ts`),",
-      "counted in the table above with the file they mutate. Survived includes the equivalent ones.",
-      "",
-      "| operator | mutants | killed or timed out | survived |",
-      "|---|---|---|---|",
-    );
-    for (const c of o.operators) {
-      lines.push(`| ${c.operator} | ${c.total} | ${c.detected} | ${c.survived} |`);
-    }
   }
   lines.push("", "## Survivors", "");
   const carriedSurvivors = (f: FileSummary) => f.carried?.survivorLines ?? [];
@@ -674,7 +617,7 @@ export function renderReport(
   if (!any) lines.push("None.");
   for (const f of s.files) {
     if (f.survivors.length + carriedSurvivors(f).length === 0) continue;
-    lines.push(`### \`${f.file}\``, "");
+    lines.push(`### \`${f.file}\`${f.kind === "ours" ? OURS : ""}`, "");
     lines.push(...carriedSurvivors(f));
     for (const m of f.survivors) {
       lines.push(

@@ -134,7 +134,7 @@ Deno.test("ConcurrentCall runs a method call on this or a local twice at once, n
   const src = `import { registry } from "./r.ts";
 class C {
   #estop = { trigger: async (_r: string) => {} };
-  async run(session: { stop(): Promise<void> }) {
+  async run(session: { stop(): Promise<void>; values: number[] }) {
     await this.#estop.trigger("x");
     this.#o.bus.publish(1);
     session.stop();
@@ -151,6 +151,7 @@ class C {
     }
     this.#pending.set("k", 1);
     this.#queue.push(2);
+    session.values.forEach((v) => this.#pending.set(v, 1));
   }
   onEvent(session: { stop(): Promise<void> }) {
     void session.stop();
@@ -180,7 +181,7 @@ class C {
       'void local.trigger("y"); await local.trigger("y");',
     ],
     // In a synchronous function only a voided call (fire and forget) may run concurrently.
-    ["ConcurrentCall", 23, "void session.stop();", "void session.stop(); void session.stop();"],
+    ["ConcurrentCall", 24, "void session.stop();", "void session.stop(); void session.stop();"],
   ]);
 });
 

@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import {
   MUTATION_SCOPES,
-  operatorCounts,
   originalText,
   parsePreviousReport,
   parseScopeFile,
@@ -115,7 +114,7 @@ Deno.test("summarize marks a file whose source changed after its run, and the re
   assert.equal(summarize([{ scope: "x", report, at }], []).files[0].changedSinceRun, false);
 });
 
-Deno.test("summarize adds a scope's Stryker report and its own operators' report into one row per file", () => {
+Deno.test("summarize keeps a row per kind: Stryker's mutants and ours (the operators Stryker lacks), none for a file ours leave alone", () => {
   const stryker: StrykerReport = {
     files: {
       "src/x.ts": { source: SOURCE, mutants: [mutant("1", "Killed", [2, 10], [2, 15], "a <= b")] },
@@ -132,25 +131,23 @@ Deno.test("summarize adds a scope's Stryker report and its own operators' report
       },
     },
   };
-  const reports = [
+  const none: StrykerReport = { files: { "src/y.ts": { source: SOURCE, mutants: [] } } };
+  const s = summarize([
     { scope: "x", report: stryker, at: new Date(0) },
-    { scope: "x", report: extra, at: new Date(1) },
-  ];
-  const s = summarize(reports, []);
-  assert.equal(s.files.length, 1);
-  const [f] = s.files;
-  assert.deepEqual([f.total, f.killed, f.survived], [3, 2, 1]);
-  assert.deepEqual(f.survivors.map((m) => [m.mutator, m.original]), [["SwitchCase", "b > 0"]]);
-  const operators = operatorCounts(reports, ["SwitchCase", "AwaitDropped", "ConcurrentCall"]);
-  assert.deepEqual(operators, [
-    { operator: "SwitchCase", total: 1, detected: 0, survived: 1 },
-    { operator: "AwaitDropped", total: 1, detected: 1, survived: 0 },
-    { operator: "ConcurrentCall", total: 0, detected: 0, survived: 0 },
-  ]);
-  const md = renderReport(s, { commit: "c", operators });
-  assert.match(md, /\| x \| `src\/x\.ts` \| 3 \| 2 \| 0 \| 1 \| 0 \| 0 \| 0 \| 66\.7 % \|/);
-  assert.match(md, /\| SwitchCase \| 1 \| 0 \| 1 \|/);
-  assert.match(md, /line 3, SwitchCase: `b > 0` → ``/);
+    { scope: "x", report: extra, at: new Date(1), kind: "ours" },
+    { scope: "x", report: none, at: new Date(1), kind: "ours" },
+  ], []);
+  assert.deepEqual(
+    s.files.map((f) => [f.kind, f.total, f.killed, f.survived, f.score.toFixed(1)]),
+    [["stryker", 1, 1, 0, "100.0"], ["ours", 2, 1, 1, "50.0"]],
+  );
+  const md = renderReport(s, { commit: "c" });
+  assert.match(md, /\| x \| `src\/x\.ts` \| 1 \| 1 \| 0 \| 0 \| 0 \| 0 \| 0 \| 100\.0 % \|/);
+  assert.match(
+    md,
+    /\| x \| `src\/x\.ts` \(ours\) \| 2 \| 1 \| 0 \| 1 \| 0 \| 0 \| 0 \| 50\.0 % \|/,
+  );
+  assert.match(md, /### `src\/x\.ts` \(ours\)\n\n- line 3, SwitchCase: `b > 0` → ``/);
 });
 
 Deno.test("MUTATION_SCOPES name existing source and test paths, each file (or line range) in one scope", async () => {
@@ -169,7 +166,7 @@ Deno.test("MUTATION_SCOPES name existing source and test paths, each file (or li
   }
 });
 
-Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps scopes not run here, added to their new rows", () => {
+Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps each scope and kind not run here", () => {
   const report: StrykerReport = {
     files: {
       "src/x.ts": {
@@ -182,57 +179,107 @@ Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps s
       },
     },
   };
+  const extra: StrykerReport = {
+    files: {
+      "src/x.ts": {
+        source: SOURCE,
+        mutants: [
+          mutant("x1", "Survived", [3, 8], [3, 13], "", "SwitchCase"),
+          mutant("x2", "Survived", [2, 3], [2, 15], "a", "AwaitDropped"),
+        ],
+      },
+    },
+  };
   const eq = [{
     file: "src/x.ts",
     mutator: "EqualityOperator",
     original: "b > 0",
     replacement: "b >= 0",
     reason: "b is never 0 here",
+  }, {
+    file: "src/x.ts",
+    mutator: "AwaitDropped",
+    original: "return a < b",
+    replacement: "a",
+    reason: "no promise here",
   }];
-  const old = renderReport(summarize([{ scope: "x", report, at: new Date(0) }], eq), {
-    commit: "0a1d0a",
-  });
+  const old = renderReport(
+    summarize([
+      { scope: "x", report, at: new Date(0) },
+      { scope: "x", report: extra, at: new Date(0), kind: "ours" },
+    ], eq),
+    { commit: "0a1d0a" },
+  );
   const previous = parsePreviousReport(old);
   assert.equal(previous.commit, "0a1d0a");
+  const counts = { timeout: 0, noCoverage: 0, errors: 0, stale: false };
   assert.deepEqual(previous.rows, [{
     scope: "x",
     file: "src/x.ts",
+    kind: "stryker",
     total: 3,
     killed: 1,
-    timeout: 0,
     survived: 1,
-    noCoverage: 0,
     equivalent: 1,
-    errors: 0,
-    stale: false,
+    ...counts,
     survivorLines: ["- line 3, EqualityOperator: `b > 0` → `b < 0`"],
     equivalentLines: [
       "- `src/x.ts` line 3, EqualityOperator: `b > 0` → `b >= 0` — b is never 0 here",
     ],
+  }, {
+    scope: "x",
+    file: "src/x.ts",
+    kind: "ours",
+    total: 2,
+    killed: 0,
+    survived: 1,
+    equivalent: 1,
+    ...counts,
+    survivorLines: ["- line 3, SwitchCase: `b > 0` → ``"],
+    equivalentLines: [
+      "- `src/x.ts` line 2, AwaitDropped: `return a < b` → `a` — no promise here",
+    ],
   }]);
-  // Only the project's operators ran for scope x here: Stryker's part is carried.
-  const extra: StrykerReport = {
+  // Only our operators ran for scope x here: Stryker's row is carried, ours is today's.
+  const again: StrykerReport = {
     files: {
       "src/x.ts": {
         source: SOURCE,
-        mutants: [mutant("x1", "Killed", [2, 3], [2, 15], "", "AwaitDropped")],
+        mutants: [mutant("x1", "Killed", [3, 8], [3, 13], "", "SwitchCase")],
       },
     },
   };
-  const now = summarize([{ scope: "x", report: extra, at: new Date(1) }], []);
+  const now = summarize([{ scope: "x", report: again, at: new Date(1), kind: "ours" }], []);
   const X = { name: "x", files: ["src/x.ts:1-9"] };
-  const merged = withCarried(now, previous, new Set(), [X]);
-  const [f] = merged.files;
-  assert.deepEqual([f.total, f.killed, f.survived, f.equivalent], [4, 2, 1, 1]);
-  assert.equal(f.score.toFixed(1), "66.7");
+  const merged = withCarried(now, previous, new Set(["x/ours"]), [X]);
+  assert.deepEqual(
+    merged.files.map((f) => [f.kind, f.total, f.survived, f.score.toFixed(1), !!f.carried]),
+    [["stryker", 3, 1, "50.0", true], ["ours", 1, 0, "100.0", false]],
+  );
   const md = renderReport(merged, { commit: "new" });
-  assert.match(md, /\| 66\.7 % ‡ \|/);
-  assert.match(md, /Stryker's part from the report of commit `0a1d0a`/);
+  assert.match(md, /\| x \| `src\/x\.ts` \| 3 \| 1 \| 0 \| 1 \| 0 \| 1 \| 0 \| 50\.0 % ‡ \|/);
+  assert.match(
+    md,
+    /\| x \| `src\/x\.ts` \(ours\) \| 1 \| 1 \| 0 \| 0 \| 0 \| 0 \| 0 \| 100\.0 % \|/,
+  );
+  assert.match(md, /from the report of commit `0a1d0a`/);
   assert.match(md, /### `src\/x\.ts`\n\n- line 3, EqualityOperator: `b > 0` → `b < 0`/);
+  assert.doesNotMatch(md, /SwitchCase: `b > 0`/);
   assert.match(md, /- `src\/x\.ts` line 3, EqualityOperator: `b > 0` → `b >= 0` — b is never 0/);
-  // A scope whose Stryker run is here takes nothing from the previous report.
-  assert.deepEqual(withCarried(now, previous, new Set(["x"]), [X]).files, now.files);
+  // Re-reading the new report carries the same Stryker row, not the sum of the two.
+  assert.deepEqual(parsePreviousReport(md).rows[0], { ...previous.rows[0] });
+  // A scope and kind that ran here takes nothing from the previous report.
+  assert.deepEqual(
+    withCarried(now, previous, new Set(["x/ours", "x/stryker"]), [X]).files,
+    now.files,
+  );
   // Nor does a scope that no longer exists, or a file that left the scope.
-  assert.deepEqual(withCarried(now, previous, new Set(), [{ ...X, name: "y" }]).files, now.files);
-  assert.deepEqual(withCarried(now, previous, new Set(), [{ ...X, files: [] }]).files, now.files);
+  assert.deepEqual(
+    withCarried(now, previous, new Set(["x/ours"]), [{ ...X, name: "y" }]).files,
+    now.files,
+  );
+  assert.deepEqual(
+    withCarried(now, previous, new Set(["x/ours"]), [{ ...X, files: [] }]).files,
+    now.files,
+  );
 });
