@@ -69,12 +69,15 @@ const LOGGER = /^#?(log|logger)$/i;
 
 function isFunctionLike(node: ts.Node): node is ts.SignatureDeclaration {
   return ts.isFunctionDeclaration(node) || ts.isFunctionExpression(node) ||
-    ts.isArrowFunction(node) || ts.isMethodDeclaration(node) || ts.isConstructorDeclaration(node) ||
+    ts.isArrowFunction(node) || ts.isMethodDeclaration(node) ||
+    ts.isConstructorDeclaration(node) ||
     ts.isGetAccessorDeclaration(node) || ts.isSetAccessorDeclaration(node);
 }
 
 function enclosingFunction(node: ts.Node): ts.SignatureDeclaration | null {
-  for (let n = node.parent; n !== undefined; n = n.parent) if (isFunctionLike(n)) return n;
+  for (let n = node.parent; n !== undefined; n = n.parent) {
+    if (isFunctionLike(n)) return n;
+  }
   return null;
 }
 
@@ -107,7 +110,8 @@ function returnsNullOutsideCatch(fn: ts.SignatureDeclaration): boolean {
       if (isFunctionLike(child) || ts.isClassLike(child)) return;
       const catching = inCatch || ts.isCatchClause(child);
       if (
-        !catching && ts.isReturnStatement(child) && child.expression !== undefined &&
+        !catching && ts.isReturnStatement(child) &&
+        child.expression !== undefined &&
         child.expression.kind === ts.SyntaxKind.NullKeyword
       ) found = true;
       visit(child, catching);
@@ -119,13 +123,19 @@ function returnsNullOutsideCatch(fn: ts.SignatureDeclaration): boolean {
 
 /** Names declared in the enclosing functions: parameters and variables (not module scope). */
 function isLocal(id: ts.Identifier): boolean {
-  for (let fn = enclosingFunction(id); fn !== null; fn = enclosingFunction(fn)) {
+  for (
+    let fn = enclosingFunction(id);
+    fn !== null;
+    fn = enclosingFunction(fn)
+  ) {
     for (const p of fn.parameters) if (bindsName(p.name, id.text)) return true;
     const body = (fn as { body?: ts.Node }).body;
     if (body === undefined) continue;
     let found = false;
     walkOwn(body, (n) => {
-      if (ts.isVariableDeclaration(n) && bindsName(n.name, id.text)) found = true;
+      if (ts.isVariableDeclaration(n) && bindsName(n.name, id.text)) {
+        found = true;
+      }
     });
     if (found) return true;
   }
@@ -138,11 +148,15 @@ function bindsName(name: ts.BindingName, text: string): boolean {
 }
 
 /** The root of a property-access chain (`this` in `this.#o.bus`), and whether a link is a logger. */
-function chainRoot(expr: ts.Expression): { root: ts.Expression; logger: boolean } {
+function chainRoot(
+  expr: ts.Expression,
+): { root: ts.Expression; logger: boolean } {
   let logger = false;
   let e = expr;
   while (ts.isPropertyAccessExpression(e) || ts.isNonNullExpression(e)) {
-    if (ts.isPropertyAccessExpression(e) && LOGGER.test(e.name.text)) logger = true;
+    if (ts.isPropertyAccessExpression(e) && LOGGER.test(e.name.text)) {
+      logger = true;
+    }
     e = e.expression;
   }
   if (ts.isIdentifier(e) && LOGGER.test(e.text)) logger = true;
@@ -167,26 +181,65 @@ const COLLECTION = new Set([
 
 function isAsync(fn: ts.SignatureDeclaration | null): boolean {
   return fn !== null &&
-    (ts.getCombinedModifierFlags(fn as ts.Declaration) & ts.ModifierFlags.Async) !== 0;
+    (ts.getCombinedModifierFlags(fn as ts.Declaration) &
+        ts.ModifierFlags.Async) !== 0;
 }
 
 /** A method call on `this...` or a local (`obj.m(args)`), not a free function, not a logger. */
 function isMethodCallOnObject(
   call: ts.Expression,
 ): call is ts.CallExpression & { expression: ts.PropertyAccessExpression } {
-  if (!ts.isCallExpression(call) || !ts.isPropertyAccessExpression(call.expression)) return false;
+  if (
+    !ts.isCallExpression(call) ||
+    !ts.isPropertyAccessExpression(call.expression)
+  ) return false;
   const { root, logger } = chainRoot(call.expression.expression);
   if (logger) return false;
-  if (root.kind === ts.SyntaxKind.ThisKeyword) return call.expression.expression !== root;
+  if (root.kind === ts.SyntaxKind.ThisKeyword) {
+    return call.expression.expression !== root;
+  }
   return ts.isIdentifier(root) && isLocal(root);
 }
 
+/**
+ * `return await x` (or an arrow's `await x` body) outside a `try` block: dropping the await
+ * changes nothing there (the function's promise settles as x does), so it is no mutant.
+ */
+function isPlainReturnAwait(node: ts.AwaitExpression): boolean {
+  const parent = node.parent;
+  const returned = ts.isReturnStatement(parent) ||
+    (ts.isArrowFunction(parent) && parent.body === node);
+  if (!returned) return false;
+  for (
+    let n: ts.Node = parent;
+    n !== undefined && !isFunctionLike(n);
+    n = n.parent
+  ) {
+    if (ts.isTryStatement(n.parent) && n.parent.tryBlock === n) return false;
+  }
+  return true;
+}
+
 /** Every mutant of the five operators in a TypeScript source, in source order. */
-export function generateMutants(source: string, fileName = "mutant.ts"): ExtraMutant[] {
-  const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+export function generateMutants(
+  source: string,
+  fileName = "mutant.ts",
+): ExtraMutant[] {
+  const sf = ts.createSourceFile(
+    fileName,
+    source,
+    ts.ScriptTarget.Latest,
+    true,
+    ts.ScriptKind.TS,
+  );
   const out: ExtraMutant[] = [];
   const line = (pos: number) => sf.getLineAndCharacterOfPosition(pos).line + 1;
-  const add = (operator: ExtraOperator, start: number, end: number, replacement: string) => {
+  const add = (
+    operator: ExtraOperator,
+    start: number,
+    end: number,
+    replacement: string,
+  ) => {
     if (source.slice(start, end) === replacement) return;
     out.push({ operator, start, end, replacement, line: line(start) });
   };
@@ -201,14 +254,21 @@ export function generateMutants(source: string, fileName = "mutant.ts"): ExtraMu
           source.slice(node.operatorToken.end, node.end),
       );
     }
-    if (ts.isCaseClause(node)) add("SwitchCase", node.getStart(sf), node.end, "");
+    if (ts.isCaseClause(node)) {
+      add("SwitchCase", node.getStart(sf), node.end, "");
+    }
     if (ts.isCatchClause(node) && returnsOrThrows(node.block)) {
       const fn = enclosingFunction(node);
       const body = fn !== null && returnsNullOutsideCatch(fn) ? "{ return null; }" : "{}";
       add("CatchFailOpen", node.block.getStart(sf), node.block.end, body);
     }
-    if (ts.isAwaitExpression(node)) {
-      add("AwaitDropped", node.getStart(sf), node.end, node.expression.getText(sf));
+    if (ts.isAwaitExpression(node) && !isPlainReturnAwait(node)) {
+      add(
+        "AwaitDropped",
+        node.getStart(sf),
+        node.end,
+        node.expression.getText(sf),
+      );
     }
     if (ts.isExpressionStatement(node)) {
       const e = node.expression;
@@ -218,7 +278,10 @@ export function generateMutants(source: string, fileName = "mutant.ts"): ExtraMu
       // Concurrent only where the call may be asynchronous: awaited, voided (fire and forget),
       // or a plain statement in an async function; a synchronous call made twice is not this slip.
       const mayBeAsync = awaited || voided || isAsync(enclosingFunction(node));
-      if (mayBeAsync && isMethodCallOnObject(call) && !COLLECTION.has(call.expression.name.text)) {
+      if (
+        mayBeAsync && isMethodCallOnObject(call) &&
+        !COLLECTION.has(call.expression.name.text)
+      ) {
         const start = node.getStart(sf);
         const text = call.getText(sf);
         add(
@@ -241,7 +304,10 @@ export function applyMutant(source: string, m: ExtraMutant): string {
 }
 
 /** 1-based line and column of an offset (the report schema's positions). */
-function position(source: string, offset: number): { line: number; column: number } {
+function position(
+  source: string,
+  offset: number,
+): { line: number; column: number } {
   const before = source.slice(0, offset);
   const nl = before.lastIndexOf("\n");
   return { line: before.split("\n").length, column: offset - nl };
@@ -275,9 +341,15 @@ export function extraReport(
     source: string;
     mutants: ReadonlyArray<{ mutant: ExtraMutant; status: ExtraStatus }>;
   }>,
-): StrykerReport & { schemaVersion: string; thresholds: { high: number; low: number } } {
+): StrykerReport & {
+  schemaVersion: string;
+  thresholds: { high: number; low: number };
+} {
   let id = 0;
-  const report: Record<string, StrykerReport["files"][string] & { language: string }> = {};
+  const report: Record<
+    string,
+    StrykerReport["files"][string] & { language: string }
+  > = {};
   for (const f of files) {
     report[f.path] = {
       language: "typescript",
@@ -287,11 +359,18 @@ export function extraReport(
         mutatorName: mutant.operator,
         replacement: mutant.replacement,
         status,
-        location: { start: position(f.source, mutant.start), end: position(f.source, mutant.end) },
+        location: {
+          start: position(f.source, mutant.start),
+          end: position(f.source, mutant.end),
+        },
       })),
     };
   }
-  return { schemaVersion: "2", thresholds: { high: 85, low: 60 }, files: report };
+  return {
+    schemaVersion: "2",
+    thresholds: { high: 85, low: 60 },
+    files: report,
+  };
 }
 
 /** What the runner needs from its caller. */
@@ -324,11 +403,16 @@ async function makeSandbox(root: string, dir: string): Promise<void> {
     ],
     stdout: "piped",
   }).spawn();
-  const unpack = new Deno.Command("tar", { args: ["-C", dir, "-xf", "-"], stdin: "piped" })
+  const unpack = new Deno.Command("tar", {
+    args: ["-C", dir, "-xf", "-"],
+    stdin: "piped",
+  })
     .spawn();
   await pack.stdout.pipeTo(unpack.stdin);
   const [a, b] = await Promise.all([pack.status, unpack.status]);
-  if (!a.success || !b.success) throw new Error(`mutate: could not copy the repository to ${dir}`);
+  if (!a.success || !b.success) {
+    throw new Error(`mutate: could not copy the repository to ${dir}`);
+  }
 }
 
 /**
@@ -342,7 +426,14 @@ async function denoTest(
   timeoutMs: number,
 ): Promise<number | "timeout"> {
   const child = new Deno.Command("setsid", {
-    args: [Deno.execPath(), "test", "--allow-all", "--no-check", "--quiet", ...args],
+    args: [
+      Deno.execPath(),
+      "test",
+      "--allow-all",
+      "--no-check",
+      "--quiet",
+      ...args,
+    ],
     cwd,
     env,
     stdout: "null",
@@ -364,7 +455,10 @@ async function denoTest(
 const COVERAGE_RUN_LIMIT_MS = 30 * 60_000;
 
 /** Runs the five operators' mutants of a scope; writes the report to `o.out`. */
-export async function runExtraScope(scope: MutationScope, o: ExtraRunOptions): Promise<void> {
+export async function runExtraScope(
+  scope: MutationScope,
+  o: ExtraRunOptions,
+): Promise<void> {
   const base = `${o.root}.stryker-tmp/extra-${scope.name}-${Date.now()}`;
   const boxes = Array.from({ length: o.workers }, (_, i) => `${base}/${i}/`);
   try {
@@ -389,15 +483,31 @@ export async function runExtraScope(scope: MutationScope, o: ExtraRunOptions): P
         const file = tests[i];
         const dir = `${covDir}/${i}`;
         const t0 = performance.now();
-        let code = await denoTest(box, [`--coverage=${dir}`, file], {}, COVERAGE_RUN_LIMIT_MS);
+        let code = await denoTest(
+          box,
+          [`--coverage=${dir}`, file],
+          {},
+          COVERAGE_RUN_LIMIT_MS,
+        );
         took.set(file, performance.now() - t0);
         if (code !== 0) {
           // Once more before giving up: a scenario test can lose a race on a loaded machine.
-          console.error(`mutate: ${file} failed without a mutant (exit ${code}); trying again`);
+          console.error(
+            `mutate: ${file} failed without a mutant (exit ${code}); trying again`,
+          );
           await Deno.remove(dir, { recursive: true }).catch(() => {});
-          code = await denoTest(box, [`--coverage=${dir}`, file], {}, COVERAGE_RUN_LIMIT_MS);
+          code = await denoTest(
+            box,
+            [`--coverage=${dir}`, file],
+            {},
+            COVERAGE_RUN_LIMIT_MS,
+          );
         }
-        if (code !== 0) throw new Error(`mutate: ${file} fails without a mutant (exit ${code})`);
+        if (code !== 0) {
+          throw new Error(
+            `mutate: ${file} fails without a mutant (exit ${code})`,
+          );
+        }
         const lcov = await new Deno.Command(Deno.execPath(), {
           args: ["coverage", "--lcov", dir],
           cwd: box,
@@ -416,19 +526,26 @@ export async function runExtraScope(scope: MutationScope, o: ExtraRunOptions): P
     // The mutants, each with the test files that reach its line.
     type Job = { path: string; mutant: ExtraMutant; files: string[] };
     const jobs: Job[] = [];
-    const results = new Map<string, Array<{ mutant: ExtraMutant; status: ExtraStatus }>>();
+    const results = new Map<
+      string,
+      Array<{ mutant: ExtraMutant; status: ExtraStatus }>
+    >();
     const sources = new Map<string, string>();
     for (const [path, ranges] of targets) {
       const source = await Deno.readTextFile(`${o.root}${path}`);
       sources.set(path, source);
       results.set(path, []);
       for (const mutant of generateMutants(source, path)) {
-        if (!ranges.some((r) => mutant.line >= r.from && mutant.line <= r.to)) continue;
+        if (!ranges.some((r) => mutant.line >= r.from && mutant.line <= r.to)) {
+          continue;
+        }
         const files = tests.filter((f) => reached.get(f)?.get(path)?.has(mutant.line));
         jobs.push({ path, mutant, files });
       }
     }
-    console.log(`mutate: scope ${scope.name}: ${jobs.length} mutants of the project's operators`);
+    console.log(
+      `mutate: scope ${scope.name}: ${jobs.length} mutants of the project's operators`,
+    );
 
     let done = 0;
     let cursor = 0;
@@ -450,12 +567,17 @@ export async function runExtraScope(scope: MutationScope, o: ExtraRunOptions): P
       while (cursor < jobs.length) {
         const job = jobs[cursor++];
         const source = sources.get(job.path)!;
-        await Deno.writeTextFile(`${box}${job.path}`, applyMutant(source, job.mutant));
+        await Deno.writeTextFile(
+          `${box}${job.path}`,
+          applyMutant(source, job.mutant),
+        );
         try {
           const subset = job.files.length > 0 ? job.files : tests;
           let code = await runMutant(box, subset);
           // A survivor of a subset is tried against every file before it counts as survived.
-          if (code === 0 && subset.length < tests.length) code = await runMutant(box, tests);
+          if (code === 0 && subset.length < tests.length) {
+            code = await runMutant(box, tests);
+          }
           const status: ExtraStatus = code === "timeout"
             ? "Timeout"
             : code === 0
@@ -477,7 +599,10 @@ export async function runExtraScope(scope: MutationScope, o: ExtraRunOptions): P
       source: sources.get(path)!,
       mutants: results.get(path)!.sort((a, b) => a.mutant.start - b.mutant.start),
     }));
-    await Deno.writeTextFile(o.out, JSON.stringify(extraReport(files), null, 2));
+    await Deno.writeTextFile(
+      o.out,
+      JSON.stringify(extraReport(files), null, 2),
+    );
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }

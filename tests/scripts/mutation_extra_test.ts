@@ -116,17 +116,25 @@ Deno.test("CatchFailOpen opens a catch that refuses: return null in a gate whose
   ]);
 });
 
-Deno.test("AwaitDropped drops each await, in statements and in expressions", () => {
+Deno.test("AwaitDropped drops each await, in statements and in expressions, not a plain return await", () => {
   const src = `async function f(p: Promise<number>) {
   await stop();
   const v = (await p) + 1;
+  try {
+    return await g(await p);
+  } finally {
+    done();
+  }
+  const h = async () => await p;
   return await g(await p);
 }`;
   assert.deepEqual(described(src, "AwaitDropped"), [
     ["AwaitDropped", 2, "await stop()", "stop()"],
     ["AwaitDropped", 3, "await p", "p"],
-    ["AwaitDropped", 4, "await g(await p)", "g(await p)"],
-    ["AwaitDropped", 4, "await p", "p"],
+    // Inside try, returning the promise lets its rejection escape the try: a real change.
+    ["AwaitDropped", 5, "await g(await p)", "g(await p)"],
+    ["AwaitDropped", 5, "await p", "p"],
+    ["AwaitDropped", 10, "await p", "p"],
   ]);
 });
 
