@@ -11,7 +11,7 @@
  * --fail-fast`), unit tests first and the scenario tests only when those pass: a mutant that no file reached in-process (code run only by a child runtime
  * process, say) runs every file of the scope, so a missing map entry costs time, never a kill.
  */
-import { MUTATION_SCOPES } from "./mutation_report.ts";
+import { MUTATION_SCOPES, skipArgs } from "./mutation_report.ts";
 
 const PRELOAD = new URL("./mutant_coverage_preload.ts", import.meta.url).pathname;
 /** Test files run at once while the coverage map is built. */
@@ -78,7 +78,11 @@ async function denoTest(args: string[], env: Record<string, string>): Promise<nu
   return (await child.status).code;
 }
 
-async function buildMap(files: readonly string[], out: string): Promise<number> {
+async function buildMap(
+  files: readonly string[],
+  out: string,
+  skip: { args: string[]; env: Record<string, string> },
+): Promise<number> {
   const perFile = new Map<string, string[]>();
   const dir = await Deno.makeTempDir({ prefix: "mutant-cov-" });
   let failed = 0;
@@ -87,7 +91,10 @@ async function buildMap(files: readonly string[], out: string): Promise<number> 
     while (next < files.length) {
       const file = files[next++];
       const covOut = `${dir}/${perFile.size}-${next}.json`;
-      const code = await denoTest(["--preload", PRELOAD, file], { MUTATE_COVERAGE_OUT: covOut });
+      const code = await denoTest(["--preload", PRELOAD, ...skip.args, file], {
+        ...skip.env,
+        MUTATE_COVERAGE_OUT: covOut,
+      });
       if (code !== 0) {
         console.error(`mutant_tests: ${file} fails without a mutant (exit ${code})`);
         failed++;
@@ -114,10 +121,12 @@ async function main(): Promise<number> {
   }
   const files = await testFiles(scope.tests);
   const active = Deno.env.get("__STRYKER_ACTIVE_MUTANT__");
-  if (active === undefined) return await buildMap(files, coverageJson);
+  const skip = skipArgs(scope);
+  if (active === undefined) return await buildMap(files, coverageJson, skip);
   const map = JSON.parse(await Deno.readTextFile(coverageJson));
   for (const stage of testStages(filesForMutant(map, active, files))) {
-    const code = await denoTest(["--parallel", "--fail-fast", ...stage], {
+    const code = await denoTest(["--parallel", "--fail-fast", ...skip.args, ...stage], {
+      ...skip.env,
       DENO_JOBS: JOBS_PER_MUTANT,
     });
     if (code !== 0) return code;

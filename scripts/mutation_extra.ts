@@ -27,6 +27,7 @@ import {
   EXTRA_OPERATORS,
   type MutationScope,
   parseScopeFile,
+  skipArgs,
   type StrykerReport,
 } from "./mutation_report.ts";
 
@@ -459,6 +460,7 @@ export async function runExtraScope(
   scope: MutationScope,
   o: ExtraRunOptions,
 ): Promise<void> {
+  const skip = skipArgs(scope);
   const base = `${o.root}.stryker-tmp/extra-${scope.name}-${Date.now()}`;
   const boxes = Array.from({ length: o.workers }, (_, i) => `${base}/${i}/`);
   try {
@@ -485,8 +487,8 @@ export async function runExtraScope(
         const t0 = performance.now();
         let code = await denoTest(
           box,
-          [`--coverage=${dir}`, file],
-          {},
+          [`--coverage=${dir}`, ...skip.args, file],
+          skip.env,
           COVERAGE_RUN_LIMIT_MS,
         );
         took.set(file, performance.now() - t0);
@@ -498,8 +500,8 @@ export async function runExtraScope(
           await Deno.remove(dir, { recursive: true }).catch(() => {});
           code = await denoTest(
             box,
-            [`--coverage=${dir}`, file],
-            {},
+            [`--coverage=${dir}`, ...skip.args, file],
+            skip.env,
             COVERAGE_RUN_LIMIT_MS,
           );
         }
@@ -555,8 +557,8 @@ export async function runExtraScope(
         const ms = stage.reduce((s, f) => s + (took.get(f) ?? 0), 0);
         const code = await denoTest(
           box,
-          ["--parallel", "--fail-fast", ...stage],
-          { DENO_JOBS: o.jobsPerMutant },
+          ["--parallel", "--fail-fast", ...skip.args, ...stage],
+          { ...skip.env, DENO_JOBS: o.jobsPerMutant },
           Math.round(ms * 1.5) + scope.timeoutMs + 10_000,
         );
         if (code !== 0) return code;

@@ -13,6 +13,28 @@ export interface MutationScope {
    * small for unit tests, larger where the tests drive real processes.
    */
   readonly timeoutMs: number;
+  /**
+   * Names (substrings) of tests left out of mutant runs: tests that measure the code's memory or
+   * time rather than its behaviour, which Stryker's instrumentation changes.
+   */
+  readonly skipTests?: readonly string[];
+}
+
+const SKIP_PRELOAD = new URL("./mutant_skip_preload.ts", import.meta.url).pathname;
+
+/**
+ * What a mutant's `deno test` needs to leave out a scope's skipTests: a preload that registers
+ * them as ignored, and the names in its environment (none: nothing).
+ */
+export function skipArgs(
+  scope: Pick<MutationScope, "skipTests">,
+): { args: string[]; env: Record<string, string> } {
+  const names = scope.skipTests ?? [];
+  if (names.length === 0) return { args: [], env: {} };
+  return {
+    args: ["--preload", SKIP_PRELOAD],
+    env: { MUTATE_SKIP_TESTS: JSON.stringify(names) },
+  };
 }
 
 /** Extra time for a mutant of a scope whose tests are unit tests. */
@@ -218,6 +240,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/alarm_engine.ts:392-430", // gate
       "src/alarms/alarm_engine.ts:585-620", // #evaluateInterlock
     ],
+    skipTests: ["allocates nothing"],
     tests: [
       "tests/alarms/",
       "tests/scenarios/alarms_stale_interlock_test.ts",
@@ -248,6 +271,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       // Not audit_alarms_test.ts: on a loaded machine its alarm's e-stop can reach the audit
       // trail before the test reads it (2 entries, not 1), which fails Stryker's initial run.
     ],
+    skipTests: ["allocates nothing"],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },
   {

@@ -6,6 +6,7 @@ import {
   parsePreviousReport,
   parseScopeFile,
   renderReport,
+  skipArgs,
   type StrykerMutant,
   type StrykerReport,
   summarize,
@@ -282,4 +283,32 @@ Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps e
     withCarried(now, previous, new Set(["x/ours"]), [{ ...X, files: [] }]).files,
     now.files,
   );
+});
+
+Deno.test("skipArgs leaves a scope's skipTests out of a test run, whatever form Deno.test took", async () => {
+  assert.deepEqual(skipArgs({}), { args: [], env: {} });
+  const skip = skipArgs({ skipTests: ["allocates nothing", "a.b (c)"] });
+  const dir = await Deno.makeTempDir({ prefix: "skip-tests-" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/x_test.ts`,
+      `Deno.test("kept", () => {});
+Deno.test({ name: "kept too", fn: () => {} });
+Deno.test("evaluation allocates nothing", () => { throw new Error("ran"); });
+Deno.test("a.b (c) too", { sanitizeOps: false }, () => { throw new Error("ran"); });
+Deno.test({ name: "it allocates nothing", fn: () => { throw new Error("ran"); } });\n`,
+    );
+    // With the coverage preload as well (two preloads, as mutant_tests.ts passes them).
+    const preload = new URL("../../scripts/mutant_coverage_preload.ts", import.meta.url).pathname;
+    const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+      args: ["test", "--no-check", "-A", "--preload", preload, ...skip.args, `${dir}/x_test.ts`],
+      env: skip.env,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    assert.equal(code, 0);
+    assert.match(new TextDecoder().decode(stdout), /2 passed \| 0 failed \| 3 ignored/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
