@@ -353,3 +353,54 @@ Deno.test("DeviceOutages: a provider gone down gives its devices the time it wen
     await r.close();
   }
 });
+
+Deno.test("DeviceOutages arms the bound's timer for the moment the device started failing plus the bound", async () => {
+  const r = await rig();
+  try {
+    r.fx.clock.mono = 10_200;
+    await failPump(r);
+    assert.deepEqual([...r.timers.pending.values()].map((t) => t.due), [10_200 + DOWN_AFTER_MS]);
+    r.timers.advance(100);
+    await r.poll("pump"); // still failing: the same bound, counted from the first failure
+    assert.deepEqual([...r.timers.pending.values()].map((t) => t.due), [10_200 + DOWN_AFTER_MS]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages counts a new failure from its own start, not from one that recovered", async () => {
+  const r = await rig();
+  try {
+    await failPump(r);
+    r.timers.advance(100);
+    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await r.poll("pump");
+    r.timers.advance(DOWN_AFTER_MS);
+    await failPump(r);
+    const c = r.outages.condition("p0", "pump");
+    assert.equal(c.kind, "failing");
+    assert.equal(c.sinceMono, 10_000 + 100 + DOWN_AFTER_MS);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages reads the provider's health entry of the device itself, not another's", async () => {
+  const r = await rig();
+  try {
+    await r.fx.program("pump", {
+      health: {
+        devices: [
+          { device_id: "switch", state: WireDeviceState.OK },
+          { device_id: "pump", state: WireDeviceState.UNREACHABLE },
+        ],
+      },
+    });
+    await r.fx.cache.fetchReportedHealth(r.fx.host);
+    await r.poll("pump");
+    assert.equal(r.kind("pump"), "failing");
+    assert.match(r.outages.condition("p0", "pump").reason, /reports it UNREACHABLE/);
+  } finally {
+    await r.close();
+  }
+});
