@@ -804,3 +804,71 @@ interlocks:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine's interlock conditions: every comparison at and around its boundary, and, or, not, equality of each kind", async () => {
+  // One interlock per function of p0/probe; [name, condition, blocks(temp, mode, on)].
+  type Reading = { t: number; m: string; on: boolean };
+  const table: Array<[string, string, (r: Reading) => boolean]> = [
+    ["lt", "p0/probe/temp < 50", (r) => r.t < 50],
+    ["le", "p0/probe/temp <= 50", (r) => r.t <= 50],
+    ["gt", "p0/probe/temp > 50", (r) => r.t > 50],
+    ["ge", "p0/probe/temp >= 50", (r) => r.t >= 50],
+    ["eq", "p0/probe/temp == 50", (r) => r.t === 50],
+    ["ne", "p0/probe/temp != 50", (r) => r.t !== 50],
+    ["lit_left", "50 < p0/probe/temp", (r) => 50 < r.t],
+    ["and", "p0/probe/temp > 40 and p0/probe/on == true", (r) => r.t > 40 && r.on],
+    ["or", "p0/probe/temp > 60 or p0/probe/mode == 'open'", (r) => r.t > 60 || r.m === "open"],
+    ["not", "not (p0/probe/temp > 40)", (r) => !(r.t > 40)],
+    ["str_ne", "p0/probe/mode != 'open'", (r) => r.m !== "open"],
+    ["bool_ne", "p0/probe/on != false", (r) => r.on],
+  ];
+  const s = await setup(
+    "interlocks:\n" +
+      table.map(([name, cond]) =>
+        `  - { id: il_${name}, block: [p0/probe/${name}], while: "${cond}", message: m }\n`
+      ).join(""),
+  );
+  try {
+    const readings: Reading[] = [
+      { t: 49.5, m: "open", on: false },
+      { t: 50, m: "closed", on: true },
+      { t: 50.5, m: "open", on: true },
+      { t: 61, m: "closed", on: false },
+      { t: 40, m: "closed", on: true },
+    ];
+    for (const r of readings) {
+      await s.read([temp(r.t), mode(r.m), { id: "on", type: T.BOOL, bool: r.on, quality: Q.OK }]);
+      for (const [name, , blocks] of table) {
+        const refused = gate(s, "p0/probe", fn(name, true));
+        assert.equal(refused !== null, blocks(r), `${name} at ${JSON.stringify(r)}`);
+      }
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock conditions block on a type mismatch inside and, or and not too", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: a, block: [p0/probe/a], while: "p0/probe/on == true and p0/probe/mode > 3", message: m }
+  - { id: b, block: [p0/probe/b], while: "p0/probe/mode > 3 and p0/probe/on == true", message: m }
+  - { id: c, block: [p0/probe/c], while: "p0/probe/on == true or p0/probe/mode > 3", message: m }
+  - { id: d, block: [p0/probe/d], while: "p0/probe/mode > 3 or p0/probe/on == true", message: m }
+  - { id: e, block: [p0/probe/e], while: "not (p0/probe/mode > 3)", message: m }
+  - { id: f, block: [p0/probe/f], while: "p0/probe/mode == 3", message: m }
+  - { id: g, block: [p0/probe/g], while: "p0/probe/temp == true", message: m }
+`);
+  try {
+    await s.read([temp(20), mode("x"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
+    for (const name of ["a", "b", "c", "d", "e", "f", "g"]) {
+      assert.match(
+        gate(s, "p0/probe", fn(name, true))?.message ?? "allowed",
+        /\(type mismatch: /,
+        name,
+      );
+    }
+  } finally {
+    await s.close();
+  }
+});
