@@ -861,12 +861,21 @@ interlocks:
 `);
   try {
     await s.read([temp(20), mode("x"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
-    for (const name of ["a", "b", "c", "d", "e", "f", "g"]) {
-      assert.match(
-        gate(s, "p0/probe", fn(name, true))?.message ?? "allowed",
-        /\(type mismatch: /,
-        name,
-      );
+    const mismatch = (column: number, op: string, what: string) =>
+      `(type mismatch: column ${column} of the condition: '${op}' cannot compare ${what})`;
+    const mode3 = "p0/probe/mode (string) with 3";
+    const expected: Record<string, string> = {
+      a: mismatch(39, ">", mode3),
+      b: mismatch(15, ">", mode3),
+      c: mismatch(38, ">", mode3),
+      d: mismatch(15, ">", mode3),
+      e: mismatch(20, ">", mode3),
+      f: mismatch(15, "==", mode3),
+      g: mismatch(15, "==", "p0/probe/temp (double) with true"),
+    };
+    for (const [name, text] of Object.entries(expected)) {
+      const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
+      assert.ok(message.endsWith(text), `${name}: ${message}`);
     }
   } finally {
     await s.close();
