@@ -858,6 +858,8 @@ interlocks:
   - { id: e, block: [p0/probe/e], while: "not (p0/probe/mode > 3)", message: m }
   - { id: f, block: [p0/probe/f], while: "p0/probe/mode == 3", message: m }
   - { id: g, block: [p0/probe/g], while: "p0/probe/temp == true", message: m }
+  - { id: h, block: [p0/probe/h], while: "p0/probe/temp > 3 and p0/probe/temp == 'x'", message: m }
+  - { id: i, block: [p0/probe/i], while: "p0/probe/mode != 'y' or p0/probe/on < 1", message: m }
 `);
   try {
     await s.read([temp(20), mode("x"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
@@ -872,10 +874,13 @@ interlocks:
       e: mismatch(20, ">", mode3),
       f: mismatch(15, "==", mode3),
       g: mismatch(15, "==", "p0/probe/temp (double) with true"),
+      // Only the comparison that does not fit is named, never one that does.
+      h: mismatch(37, "==", 'p0/probe/temp (double) with the string "x"'),
+      i: mismatch(37, "<", "p0/probe/on (bool) with 1"),
     };
     for (const [name, text] of Object.entries(expected)) {
       const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
-      assert.ok(message.endsWith(text), `${name}: ${message}`);
+      assert.ok(message.endsWith(`: m ${text}`), `${name}: ${message}`);
     }
   } finally {
     await s.close();
