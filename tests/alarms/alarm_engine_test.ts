@@ -821,6 +821,8 @@ Deno.test("AlarmEngine's interlock conditions: every comparison at and around it
     ["not", "not (p0/probe/temp > 40)", (r) => !(r.t > 40)],
     ["str_ne", "p0/probe/mode != 'open'", (r) => r.m !== "open"],
     ["bool_ne", "p0/probe/on != false", (r) => r.on],
+    ["const_false", "false or p0/probe/temp > 60", (r) => r.t > 60],
+    ["const_true", "true and p0/probe/temp > 60", (r) => r.t > 60],
   ];
   const s = await setup(
     "interlocks:\n" +
