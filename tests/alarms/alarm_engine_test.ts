@@ -32,6 +32,7 @@ const INVENTORY: Inventory = {
         { id: "temp", type: T.DOUBLE },
         { id: "mode", type: T.STRING },
         { id: "on", type: T.BOOL },
+        { id: "count", type: T.INT64 },
       ],
       values: [
         dbl("temp", 25),
@@ -884,6 +885,31 @@ interlocks:
       const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
       assert.ok(message.endsWith(`: m ${text}`), `${name}: ${message}`);
     }
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock conditions compare a 64-bit integer signal exactly, past 2^53", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: big, block: [p0/probe/big], while: "p0/probe/count > 9007199254740992", message: m }
+  - { id: eq, block: [p0/probe/eq], while: "p0/probe/count == 5", message: m }
+  - { id: lit, block: [p0/probe/lit], while: "9007199254740992 < p0/probe/count", message: m }
+  - { id: eqbig, block: [p0/probe/eqbig], while: "p0/probe/count == 9007199254740992", message: m }
+`);
+  try {
+    const count = (v: string): Sample => ({ id: "count", type: T.INT64, int64: v, quality: Q.OK });
+    const blocks = (name: string) => gate(s, "p0/probe", fn(name, true)) !== null;
+    // 2^53 is a double exactly; 2^53 + 1 is not (as a double it would equal 2^53).
+    await s.read([temp(20), count("9007199254740992")]);
+    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [false, false, false]);
+    assert.equal(blocks("eqbig"), true, "a 64-bit integer equals the number of the same value");
+    await s.read([temp(20), count("9007199254740993")]);
+    assert.equal(blocks("eqbig"), false);
+    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [true, false, true]);
+    await s.read([temp(20), count("5")]);
+    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [false, true, false]);
   } finally {
     await s.close();
   }
