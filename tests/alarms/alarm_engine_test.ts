@@ -914,3 +914,19 @@ interlocks:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine's interlock view says since when it has been released, from its first evaluation", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: il, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    const started = s.fx.clock.wallMs;
+    s.fx.clock.wallMs = started + 60_000;
+    const [view] = s.engine.interlocks();
+    assert.equal(view.blocking, false);
+    assert.equal(view.since_epoch_ms, started);
+  } finally {
+    await s.close();
+  }
+});
