@@ -404,3 +404,24 @@ Deno.test("DeviceOutages reads the provider's health entry of the device itself,
     await r.close();
   }
 });
+
+Deno.test("DeviceOutages: a provider removed from the configuration makes its devices down at once, told with the time of removal", async () => {
+  const r = await rig();
+  const host = r.fx.host;
+  try {
+    r.fx.clock.mono = 11_000;
+    assert.equal(r.fx.registry.remove("p0"), host);
+    assert.deepEqual(
+      r.changes.map((c) => [c.deviceId, c.previous, c.condition.kind, c.condition.sinceMono]),
+      [["pump", "up", "down", 11_000], ["switch", "up", "down", 11_000]],
+    );
+    for (const c of r.changes) assert.match(c.condition.reason, /^provider p0 is not configured/);
+    // Nothing of it is followed any more: no change is told twice.
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.changes.length, 2);
+    assert.equal(r.outages.condition("p0", "pump").sinceMono, null);
+  } finally {
+    await host.stop(2000);
+    await r.close();
+  }
+});
