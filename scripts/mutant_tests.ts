@@ -8,10 +8,10 @@
  * runs on its own, with scripts/mutant_coverage_preload.ts recording which mutants its code
  * reached; the map mutant id → test files is written to COVERAGE_JSON, and any failing file
  * fails the run. With a mutant active, the files that reached it run (`--parallel
- * --fail-fast`): a mutant that no file reached in-process (code run only by a child runtime
+ * --fail-fast`), unit tests first and the scenario tests only when those pass: a mutant that no file reached in-process (code run only by a child runtime
  * process, say) runs every file of the scope, so a missing map entry costs time, never a kill.
  */
-import { MUTATION_SCOPES } from "./mutation_report.ts";
+import { MUTATION_SCOPES, skipArgs } from "./mutation_report.ts";
 
 const PRELOAD = new URL("./mutant_coverage_preload.ts", import.meta.url).pathname;
 /** Test files run at once while the coverage map is built. */
@@ -58,6 +58,16 @@ export function filesForMutant(
   return reached && reached.length > 0 ? reached : all;
 }
 
+/**
+ * The files to run for a mutant in the order to run them: unit test files first, then the
+ * scenario tests (tests/scenarios/, which drive real processes and take many times longer), each
+ * stage only when the one before passed. Most mutants a unit test kills then cost seconds.
+ */
+export function testStages(files: readonly string[]): string[][] {
+  const scenario = (f: string) => /(^|\/)tests\/scenarios\//.test(f);
+  return [files.filter((f) => !scenario(f)), files.filter(scenario)].filter((s) => s.length > 0);
+}
+
 async function denoTest(args: string[], env: Record<string, string>): Promise<number> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "--allow-all", "--no-check", "--quiet", ...args],
@@ -68,7 +78,11 @@ async function denoTest(args: string[], env: Record<string, string>): Promise<nu
   return (await child.status).code;
 }
 
-async function buildMap(files: readonly string[], out: string): Promise<number> {
+async function buildMap(
+  files: readonly string[],
+  out: string,
+  skip: { args: string[]; env: Record<string, string> },
+): Promise<number> {
   const perFile = new Map<string, string[]>();
   const dir = await Deno.makeTempDir({ prefix: "mutant-cov-" });
   let failed = 0;
@@ -77,7 +91,10 @@ async function buildMap(files: readonly string[], out: string): Promise<number> 
     while (next < files.length) {
       const file = files[next++];
       const covOut = `${dir}/${perFile.size}-${next}.json`;
-      const code = await denoTest(["--preload", PRELOAD, file], { MUTATE_COVERAGE_OUT: covOut });
+      const code = await denoTest(["--preload", PRELOAD, ...skip.args, file], {
+        ...skip.env,
+        MUTATE_COVERAGE_OUT: covOut,
+      });
       if (code !== 0) {
         console.error(`mutant_tests: ${file} fails without a mutant (exit ${code})`);
         failed++;
@@ -104,10 +121,17 @@ async function main(): Promise<number> {
   }
   const files = await testFiles(scope.tests);
   const active = Deno.env.get("__STRYKER_ACTIVE_MUTANT__");
-  if (active === undefined) return await buildMap(files, coverageJson);
+  const skip = skipArgs(scope);
+  if (active === undefined) return await buildMap(files, coverageJson, skip);
   const map = JSON.parse(await Deno.readTextFile(coverageJson));
-  const chosen = filesForMutant(map, active, files);
-  return await denoTest(["--parallel", "--fail-fast", ...chosen], { DENO_JOBS: JOBS_PER_MUTANT });
+  for (const stage of testStages(filesForMutant(map, active, files))) {
+    const code = await denoTest(["--parallel", "--fail-fast", ...skip.args, ...stage], {
+      ...skip.env,
+      DENO_JOBS: JOBS_PER_MUTANT,
+    });
+    if (code !== 0) return code;
+  }
+  return 0;
 }
 
 if (import.meta.main) Deno.exit(await main());

@@ -13,16 +13,27 @@
  *   deno task mutate safety-plan http-policy   some scopes, then the report
  *   deno task mutate --list                the scopes
  *   deno task mutate --report              only rebuild the report from the last runs
+ *   deno task mutate --extra-only SCOPE    only the operators Stryker lacks (mutation_extra.ts)
+ *   deno task mutate --stryker-only SCOPE  only Stryker's operators
+ *
+ * After Stryker, each scope runs the operators Stryker lacks (scripts/mutation_extra.ts: a
+ * compound assignment turned plain, a switch case removed, a refusing catch opened, an await
+ * dropped, a method call made twice at once), written to tools/mutation/reports/<scope>.extra.json
+ * and merged into the same report rows.
  */
 import { parseArgs } from "node:util";
 import {
   type EquivalentMutant,
+  type MutantKind,
   MUTATION_SCOPES,
   type MutationScope,
+  parsePreviousReport,
   renderReport,
   type StrykerReport,
   summarize,
+  withCarried,
 } from "./mutation_report.ts";
+import { runExtraScope } from "./mutation_extra.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const TOOL = `${ROOT}tools/mutation/`;
@@ -75,6 +86,19 @@ function strykerConfig(scope: MutationScope): Record<string, unknown> {
   };
 }
 
+/** Sandboxes the project's operators use at once (each runs a mutant's tests in parallel). */
+const EXTRA_WORKERS = 2;
+
+async function runExtra(scope: MutationScope): Promise<void> {
+  console.log(`mutate: scope ${scope.name}: the operators Stryker lacks`);
+  await runExtraScope(scope, {
+    root: ROOT,
+    out: `${REPORTS}${scope.name}.extra.json`,
+    workers: EXTRA_WORKERS,
+    jobsPerMutant: "4",
+  });
+}
+
 async function runScope(scope: MutationScope): Promise<void> {
   const config = `${REPORTS}${scope.name}.stryker.json`;
   await Deno.writeTextFile(config, JSON.stringify(strykerConfig(scope), null, 2));
@@ -93,11 +117,16 @@ async function readJson<T>(path: string): Promise<T | null> {
 }
 
 async function writeReport(): Promise<void> {
-  const reports: Array<{ scope: string; report: StrykerReport; at: Date }> = [];
+  const reports: Array<{ scope: string; report: StrykerReport; at: Date; kind: MutantKind }> = [];
+  const ran = new Set<string>();
   for (const scope of MUTATION_SCOPES) {
-    const path = `${REPORTS}${scope.name}.json`;
-    const report = await readJson<StrykerReport>(path);
-    if (report) reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime! });
+    for (const kind of ["stryker", "ours"] as const) {
+      const path = `${REPORTS}${scope.name}${kind === "ours" ? ".extra" : ""}.json`;
+      const report = await readJson<StrykerReport>(path);
+      if (!report) continue;
+      reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime!, kind });
+      ran.add(`${scope.name}/${kind}`);
+    }
   }
   const equivalents = (await readJson<EquivalentMutant[]>(EQUIVALENT)) ?? [];
   const commit = new TextDecoder().decode(
@@ -110,7 +139,14 @@ async function writeReport(): Promise<void> {
       current.set(file, await Deno.readTextFile(`${ROOT}${file}`).catch(() => ""));
     }
   }
-  const summary = summarize(reports, equivalents, current);
+  // A scope and kind not run on this machine keeps its rows from the committed report.
+  const previous = parsePreviousReport(await Deno.readTextFile(REPORT_MD).catch(() => ""));
+  const summary = withCarried(
+    summarize(reports, equivalents, current),
+    previous,
+    ran,
+    MUTATION_SCOPES,
+  );
   await Deno.writeTextFile(REPORT_MD, renderReport(summary, { commit }));
   await run(Deno.execPath(), ["fmt", "--quiet", REPORT_MD], ROOT);
   console.log(`mutate: report written to docs/mutation-report.md`);
@@ -124,7 +160,12 @@ async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     args: Deno.args,
     allowPositionals: true,
-    options: { list: { type: "boolean" }, report: { type: "boolean" } },
+    options: {
+      list: { type: "boolean" },
+      report: { type: "boolean" },
+      "extra-only": { type: "boolean" },
+      "stryker-only": { type: "boolean" },
+    },
   });
   if (values.list) {
     for (const s of MUTATION_SCOPES) console.log(`${s.name}: ${s.files.join(", ")}`);
@@ -137,11 +178,14 @@ async function main(): Promise<number> {
       console.error(`mutate: unknown scope(s) ${unknown.join(", ")} (see --list)`);
       return 2;
     }
-    await ensureStryker();
     const chosen = positionals.length === 0
       ? MUTATION_SCOPES
       : MUTATION_SCOPES.filter((s) => positionals.includes(s.name));
-    for (const scope of chosen) await runScope(scope);
+    if (!values["extra-only"]) await ensureStryker();
+    for (const scope of chosen) {
+      if (!values["extra-only"]) await runScope(scope);
+      if (!values["stryker-only"]) await runExtra(scope);
+    }
   }
   await writeReport();
   return 0;

@@ -33,6 +33,7 @@ const INVENTORY: Inventory = {
         { id: "temp", type: T.DOUBLE },
         { id: "mode", type: T.STRING },
         { id: "on", type: T.BOOL },
+        { id: "count", type: T.INT64 },
       ],
       values: [
         dbl("temp", 25),
@@ -760,6 +761,168 @@ interlocks:
     s.timers.fireDue();
     assert.equal(s.engine.alarm("guard").state, "active");
     assert.equal(s.actions.length, 2);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's gate refuses a blocked function when its interlock cannot be evaluated (fails closed)", async () => {
+  const s = await setup(`
+interlocks:
+  - id: il
+    block: [p0/probe/program]
+    while: p0/probe/temp > 80
+    message: Probe hot
+`);
+  const cache = s.fx.cache;
+  const device = cache.device.bind(cache);
+  try {
+    const program = fn("program", false);
+    await s.read([temp(25)]);
+    assert.equal(gate(s, "p0/probe", program), null, "released: allowed");
+    // The state layer fails while the gate evaluates the interlock (the condition's inputs).
+    cache.device = () => {
+      throw new Error("cache unavailable");
+    };
+    for (const origin of ["manual", "automated", "hook"] as const) {
+      const refused = gate(s, "p0/probe", program, origin);
+      assert.equal(refused?.code, "FAILED_PRECONDITION", origin);
+      assert.equal(
+        refused?.message,
+        "Interlock il could not be evaluated (cache unavailable): call p0/probe program refused",
+      );
+      assert.deepEqual(refused?.details, { interlock_id: "il" });
+    }
+    assert.equal(gate(s, "p0/probe", program, "safety"), null, "stop actions are never refused");
+    assert.equal(gate(s, "p0/probe", fn("stats", false)), null, "not in the block list");
+    cache.device = device;
+    assert.equal(gate(s, "p0/probe", program), null, "evaluable again and released: allowed");
+  } finally {
+    cache.device = device;
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock conditions: every comparison at and around its boundary, and, or, not, equality of each kind", async () => {
+  // One interlock per function of p0/probe; [name, condition, blocks(temp, mode, on)].
+  type Reading = { t: number; m: string; on: boolean };
+  const table: Array<[string, string, (r: Reading) => boolean]> = [
+    ["lt", "p0/probe/temp < 50", (r) => r.t < 50],
+    ["le", "p0/probe/temp <= 50", (r) => r.t <= 50],
+    ["gt", "p0/probe/temp > 50", (r) => r.t > 50],
+    ["ge", "p0/probe/temp >= 50", (r) => r.t >= 50],
+    ["eq", "p0/probe/temp == 50", (r) => r.t === 50],
+    ["ne", "p0/probe/temp != 50", (r) => r.t !== 50],
+    ["lit_left", "50 < p0/probe/temp", (r) => 50 < r.t],
+    ["and", "p0/probe/temp > 40 and p0/probe/on == true", (r) => r.t > 40 && r.on],
+    ["or", "p0/probe/temp > 60 or p0/probe/mode == 'open'", (r) => r.t > 60 || r.m === "open"],
+    ["not", "not (p0/probe/temp > 40)", (r) => !(r.t > 40)],
+    ["str_ne", "p0/probe/mode != 'open'", (r) => r.m !== "open"],
+    ["bool_ne", "p0/probe/on != false", (r) => r.on],
+    ["const_false", "false or p0/probe/temp > 60", (r) => r.t > 60],
+    ["const_true", "true and p0/probe/temp > 60", (r) => r.t > 60],
+  ];
+  const s = await setup(
+    "interlocks:\n" +
+      table.map(([name, cond]) =>
+        `  - { id: il_${name}, block: [p0/probe/${name}], while: "${cond}", message: m }\n`
+      ).join(""),
+  );
+  try {
+    const readings: Reading[] = [
+      { t: 49.5, m: "open", on: false },
+      { t: 50, m: "closed", on: true },
+      { t: 50.5, m: "open", on: true },
+      { t: 61, m: "closed", on: false },
+      { t: 40, m: "closed", on: true },
+    ];
+    for (const r of readings) {
+      await s.read([temp(r.t), mode(r.m), { id: "on", type: T.BOOL, bool: r.on, quality: Q.OK }]);
+      for (const [name, , blocks] of table) {
+        const refused = gate(s, "p0/probe", fn(name, true));
+        assert.equal(refused !== null, blocks(r), `${name} at ${JSON.stringify(r)}`);
+      }
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock conditions block on a type mismatch inside and, or and not too", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: a, block: [p0/probe/a], while: "p0/probe/on == true and p0/probe/mode > 3", message: m }
+  - { id: b, block: [p0/probe/b], while: "p0/probe/mode > 3 and p0/probe/on == true", message: m }
+  - { id: c, block: [p0/probe/c], while: "p0/probe/on == true or p0/probe/mode > 3", message: m }
+  - { id: d, block: [p0/probe/d], while: "p0/probe/mode > 3 or p0/probe/on == true", message: m }
+  - { id: e, block: [p0/probe/e], while: "not (p0/probe/mode > 3)", message: m }
+  - { id: f, block: [p0/probe/f], while: "p0/probe/mode == 3", message: m }
+  - { id: g, block: [p0/probe/g], while: "p0/probe/temp == true", message: m }
+  - { id: h, block: [p0/probe/h], while: "p0/probe/temp > 3 and p0/probe/temp == 'x'", message: m }
+  - { id: i, block: [p0/probe/i], while: "p0/probe/mode != 'y' or p0/probe/on < 1", message: m }
+`);
+  try {
+    await s.read([temp(20), mode("x"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
+    const mismatch = (column: number, op: string, what: string) =>
+      `(type mismatch: column ${column} of the condition: '${op}' cannot compare ${what})`;
+    const mode3 = "p0/probe/mode (string) with 3";
+    const expected: Record<string, string> = {
+      a: mismatch(39, ">", mode3),
+      b: mismatch(15, ">", mode3),
+      c: mismatch(38, ">", mode3),
+      d: mismatch(15, ">", mode3),
+      e: mismatch(20, ">", mode3),
+      f: mismatch(15, "==", mode3),
+      g: mismatch(15, "==", "p0/probe/temp (double) with true"),
+      // Only the comparison that does not fit is named, never one that does.
+      h: mismatch(37, "==", 'p0/probe/temp (double) with the string "x"'),
+      i: mismatch(37, "<", "p0/probe/on (bool) with 1"),
+    };
+    for (const [name, text] of Object.entries(expected)) {
+      const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
+      assert.ok(message.endsWith(`: m ${text}`), `${name}: ${message}`);
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock conditions compare a 64-bit integer signal exactly, past 2^53", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: big, block: [p0/probe/big], while: "p0/probe/count > 9007199254740992", message: m }
+  - { id: eq, block: [p0/probe/eq], while: "p0/probe/count == 5", message: m }
+  - { id: lit, block: [p0/probe/lit], while: "9007199254740992 < p0/probe/count", message: m }
+  - { id: eqbig, block: [p0/probe/eqbig], while: "p0/probe/count == 9007199254740992", message: m }
+`);
+  try {
+    const count = (v: string): Sample => ({ id: "count", type: T.INT64, int64: v, quality: Q.OK });
+    const blocks = (name: string) => gate(s, "p0/probe", fn(name, true)) !== null;
+    // 2^53 is a double exactly; 2^53 + 1 is not (as a double it would equal 2^53).
+    await s.read([temp(20), count("9007199254740992")]);
+    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [false, false, false]);
+    assert.equal(blocks("eqbig"), true, "a 64-bit integer equals the number of the same value");
+    await s.read([temp(20), count("9007199254740993")]);
+    assert.equal(blocks("eqbig"), false);
+    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [true, false, true]);
+    await s.read([temp(20), count("5")]);
+    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [false, true, false]);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock view says since when it has been released, from its first evaluation", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: il, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    const started = s.fx.clock.wallMs;
+    s.fx.clock.wallMs = started + 60_000;
+    const [view] = s.engine.interlocks();
+    assert.equal(view.blocking, false);
+    assert.equal(view.since_epoch_ms, started);
   } finally {
     await s.close();
   }

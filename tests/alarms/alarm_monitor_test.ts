@@ -279,3 +279,14 @@ Deno.test("AlarmMonitor keeps the last MAX_ALARM_TRANSITIONS transitions, oldest
   assert.equal(ts.at(-1)!.transition, "raise");
   assert.equal(ts.at(-1)!.at_epoch_ms, WALL0 + f.mono);
 });
+
+Deno.test("AlarmMonitor raises and clears on an int64 input like on a double one", () => {
+  const i = (v: number): TypedValue => ({ type: "int64", int64: v });
+  const f = new Feed(alarm({ limits: { hi: 80, lo: -5 } }));
+  assert.equal(f.good(i(80)), null, "at the limit");
+  assert.equal(f.good(i(81)), "raise");
+  assert.equal(f.m.cause, "hi");
+  assert.equal(f.good(i(79)), "clear");
+  assert.equal(f.good(i(-6)), "raise");
+  assert.equal(f.m.cause, "lo");
+});

@@ -358,3 +358,30 @@ Deno.test("validateArgs normalises small bigints to numbers before converting", 
     d: { type: "double", double: 0.5 },
   });
 });
+
+Deno.test("validateArgs with an allowed_values list of one entry accepts that value only", () => {
+  const ONE: FunctionSpec = {
+    ...FN,
+    name: "set_mode",
+    args: [{
+      name: "mode",
+      type: "string",
+      unit: "",
+      description: "",
+      required: true,
+      allowedValues: ["on"],
+    }],
+  };
+  const on: TypedValue = { type: "string", string: "on" };
+  assert.deepEqual(validateArgs(ONE, { mode: on }), { mode: on });
+  for (const other of ["off", "", "On", "on ", "onn"]) {
+    assert.throws(
+      () => validateArgs(ONE, { mode: { type: "string", string: other } }),
+      (e: RuntimeError) => {
+        assert.equal(e.code, "INVALID_ARGUMENT", other);
+        assert.equal(e.message, `args.mode: '${other}' is not one of the allowed values (on)`);
+        return true;
+      },
+    );
+  }
+});

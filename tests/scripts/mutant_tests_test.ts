@@ -3,7 +3,12 @@
  * reached it, else all of them (a mutant only a child process reaches must still be tested).
  */
 import assert from "node:assert/strict";
-import { filesForMutant, invertCoverage, testFiles } from "../../scripts/mutant_tests.ts";
+import {
+  filesForMutant,
+  invertCoverage,
+  testFiles,
+  testStages,
+} from "../../scripts/mutant_tests.ts";
 
 Deno.test("invertCoverage maps each mutant to the sorted files that reached it", () => {
   const map = invertCoverage(
@@ -64,4 +69,22 @@ Deno.test("x", () => {});\n`,
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("testStages runs unit test files first and the scenario tests after, leaving out empty stages", () => {
+  assert.deepEqual(
+    testStages([
+      "tests/alarms/a_test.ts",
+      "tests/scenarios/s_test.ts",
+      "/tmp/box/tests/scenarios/t_test.ts",
+      "tests/http/b_test.ts",
+    ]),
+    [
+      ["tests/alarms/a_test.ts", "tests/http/b_test.ts"],
+      ["tests/scenarios/s_test.ts", "/tmp/box/tests/scenarios/t_test.ts"],
+    ],
+  );
+  assert.deepEqual(testStages(["tests/scenarios/s_test.ts"]), [["tests/scenarios/s_test.ts"]]);
+  assert.deepEqual(testStages(["tests/x_test.ts"]), [["tests/x_test.ts"]]);
+  assert.deepEqual(testStages([]), []);
 });

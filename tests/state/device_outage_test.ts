@@ -254,3 +254,174 @@ Deno.test("DeviceOutages: a device the provider does not list, or a provider not
     await r.close();
   }
 });
+
+/** Makes the pump's reads fail (status NOT_FOUND) and polls it: failing from now. */
+async function failPump(r: Rig): Promise<void> {
+  await r.fx.program("pump", { read: { error: { code: StatusCode.NOT_FOUND } } });
+  await r.poll("pump");
+}
+
+Deno.test("DeviceOutages: a device answering again before the bound is never told down (its timer is cleared)", async () => {
+  const r = await rig();
+  try {
+    await failPump(r);
+    assert.equal(r.timers.pending.size, 1, "the bound's timer");
+    r.timers.advance(DOWN_AFTER_MS - 100);
+    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await r.poll("pump");
+    assert.equal(r.timers.pending.size, 0);
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.kind("pump"), "up");
+    assert.deepEqual(r.changes.map((c) => [c.previous, c.condition.kind]), [
+      ["up", "failing"],
+      ["failing", "up"],
+    ]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages.stop clears every timer and tells nothing after", async () => {
+  const r = await rig();
+  try {
+    await failPump(r);
+    assert.equal(r.timers.pending.size, 1);
+    r.outages.stop();
+    assert.equal(r.timers.pending.size, 0);
+    r.timers.advance(DOWN_AFTER_MS);
+    await r.poll("pump");
+    assert.deepEqual(r.changes.map((c) => c.condition.kind), ["failing"]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages.onChange returns an unsubscribe that removes that listener only, once", async () => {
+  const r = await rig();
+  try {
+    // A monitor of its own, so that the first listener is the one removed.
+    const outages = new DeviceOutages({
+      registry: r.fx.registry,
+      cache: r.fx.cache,
+      clock: r.timers.clock,
+      downAfterMs: DOWN_AFTER_MS,
+    });
+    const a: string[] = [];
+    const b: string[] = [];
+    try {
+      const offA = outages.onChange((c) => a.push(c.condition.kind));
+      outages.onChange((c) => b.push(c.condition.kind));
+      offA();
+      offA(); // a second call removes nothing else
+      await failPump(r);
+      assert.deepEqual(a, []);
+      assert.deepEqual(b, ["failing"]);
+      assert.deepEqual(r.changes.map((c) => c.condition.kind), ["failing"]);
+    } finally {
+      outages.stop();
+    }
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages.setDownAfterMs re-judges every device at once with the new bound", async () => {
+  const r = await rig();
+  try {
+    await failPump(r);
+    r.timers.advance(100);
+    assert.equal(r.kind("pump"), "failing");
+    r.outages.setDownAfterMs(100);
+    assert.equal(r.outages.downAfterMs, 100);
+    assert.deepEqual(r.changes.map((c) => c.condition.kind), ["failing", "down"]);
+    assert.equal(r.outages.condition("p0", "pump").sinceMono, 10_000);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a provider gone down gives its devices the time it went down as sinceMono", async () => {
+  const r = await rig();
+  try {
+    r.fx.clock.mono = 12_345;
+    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
+    for (let i = 0; i < 200 && r.fx.host.available; i++) {
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    assert.equal(r.outages.condition("p0", "pump").sinceMono, 12_345);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages arms the bound's timer for the moment the device started failing plus the bound", async () => {
+  const r = await rig();
+  try {
+    r.fx.clock.mono = 10_200;
+    await failPump(r);
+    assert.deepEqual([...r.timers.pending.values()].map((t) => t.due), [10_200 + DOWN_AFTER_MS]);
+    r.timers.advance(100);
+    await r.poll("pump"); // still failing: the same bound, counted from the first failure
+    assert.deepEqual([...r.timers.pending.values()].map((t) => t.due), [10_200 + DOWN_AFTER_MS]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages counts a new failure from its own start, not from one that recovered", async () => {
+  const r = await rig();
+  try {
+    await failPump(r);
+    r.timers.advance(100);
+    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await r.poll("pump");
+    r.timers.advance(DOWN_AFTER_MS);
+    await failPump(r);
+    const c = r.outages.condition("p0", "pump");
+    assert.equal(c.kind, "failing");
+    assert.equal(c.sinceMono, 10_000 + 100 + DOWN_AFTER_MS);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages reads the provider's health entry of the device itself, not another's", async () => {
+  const r = await rig();
+  try {
+    await r.fx.program("pump", {
+      health: {
+        devices: [
+          { device_id: "switch", state: WireDeviceState.OK },
+          { device_id: "pump", state: WireDeviceState.UNREACHABLE },
+        ],
+      },
+    });
+    await r.fx.cache.fetchReportedHealth(r.fx.host);
+    await r.poll("pump");
+    assert.equal(r.kind("pump"), "failing");
+    assert.match(r.outages.condition("p0", "pump").reason, /reports it UNREACHABLE/);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a provider removed from the configuration makes its devices down at once, told with the time of removal", async () => {
+  const r = await rig();
+  const host = r.fx.host;
+  try {
+    r.fx.clock.mono = 11_000;
+    assert.equal(r.fx.registry.remove("p0"), host);
+    assert.deepEqual(
+      r.changes.map((c) => [c.deviceId, c.previous, c.condition.kind, c.condition.sinceMono]),
+      [["pump", "up", "down", 11_000], ["switch", "up", "down", 11_000]],
+    );
+    for (const c of r.changes) assert.match(c.condition.reason, /^provider p0 is not configured/);
+    // Nothing of it is followed any more: no change is told twice.
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.changes.length, 2);
+    assert.equal(r.outages.condition("p0", "pump").sinceMono, null);
+  } finally {
+    await host.stop(2000);
+    await r.close();
+  }
+});

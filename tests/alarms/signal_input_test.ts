@@ -1,0 +1,131 @@
+/**
+ * SignalInput on its own, over a fake cache and fake device conditions: a device failing or down
+ * makes its input unusable whatever its sample (fail safe), staleness at its exact bound, since
+ * when an input has been unusable, and the texts an operator reads for each problem and value.
+ */
+import assert from "node:assert/strict";
+import { InputProblem, SignalInput, valueText } from "../../src/alarms/mod.ts";
+import type { Quality, TypedValue } from "../../src/common/mod.ts";
+import type {
+  DeviceCondition,
+  DeviceConditionKind,
+  SignalState,
+  StateCache,
+} from "../../src/state/mod.ts";
+
+const STALE_AFTER_MS = 1000;
+
+function context(o: {
+  sample?: SignalState;
+  device?: boolean;
+  condition?: { kind: DeviceConditionKind; reason: string };
+}) {
+  const signals = new Map<string, SignalState>();
+  if (o.sample) signals.set("temp", o.sample);
+  const cache = {
+    device: (p: string, d: string) =>
+      o.device === false || p !== "p0" || d !== "probe" ? undefined : { signals },
+    staleAfterMs: () => STALE_AFTER_MS,
+  } as unknown as StateCache;
+  const outages = o.condition === undefined ? undefined : {
+    condition: (): DeviceCondition => ({ ...o.condition!, sinceMono: null }),
+  };
+  return outages === undefined ? { cache } : { cache, outages };
+}
+
+const sample = (v: TypedValue | null, quality: Quality = "OK", receivedMono = 0) => ({
+  value: v,
+  quality,
+  timestampMs: 0,
+  receivedMono,
+});
+const dbl = (x: number): TypedValue => ({ type: "double", double: x });
+const input = () => new SignalInput("p0/probe/temp", "p0", "probe", "temp");
+
+Deno.test("SignalInput of a device failing or down is unusable with the device's reason, whatever its sample", () => {
+  const i = input();
+  for (const kind of ["failing", "down"] as const) {
+    const ctx = context({ sample: sample(dbl(20)), condition: { kind, reason: "its reads fail" } });
+    assert.equal(i.classify(ctx, 10), InputProblem.DEVICE_DOWN, kind);
+    assert.equal(
+      i.describe(InputProblem.DEVICE_DOWN, ctx, 10),
+      `p0/probe/temp: device p0/probe is ${kind} (its reads fail)`,
+    );
+  }
+  const up = context({ sample: sample(dbl(20)), condition: { kind: "up", reason: "" } });
+  assert.equal(i.classify(up, 10), InputProblem.GOOD);
+  assert.equal(i.describe(InputProblem.GOOD, up, 10), "p0/probe/temp = 20");
+});
+
+Deno.test("SignalInput is stale strictly past its bound, and says when a usable sample goes stale", () => {
+  const i = input();
+  const ctx = context({ sample: sample(dbl(20), "OK", 500) });
+  assert.equal(i.classify(ctx, 500 + STALE_AFTER_MS), InputProblem.GOOD, "at the bound");
+  assert.equal(i.staleAtMono, 500 + STALE_AFTER_MS + 1);
+  assert.equal(i.classify(ctx, 500 + STALE_AFTER_MS + 1), InputProblem.AGE, "one past it");
+  assert.equal(i.badSinceMono, 500 + STALE_AFTER_MS, "bad since it went stale, not since seen");
+  assert.equal(
+    i.describe(InputProblem.AGE, ctx, 500 + STALE_AFTER_MS + 1),
+    `p0/probe/temp is stale: its sample is 1001 ms old (stale after ${STALE_AFTER_MS} ms)`,
+  );
+});
+
+Deno.test("SignalInput keeps the first moment it was found unusable until it is usable again", () => {
+  const i = input();
+  const bad = context({ sample: sample(dbl(20), "FAULT") });
+  i.classify(bad, 10);
+  i.classify(bad, 20);
+  assert.equal(i.badSinceMono, 10);
+  i.classify(context({ sample: sample(dbl(20), "OK", 25) }), 30);
+  assert.equal(i.badSinceMono, null);
+  i.classify(bad, 40);
+  assert.equal(i.badSinceMono, 40);
+});
+
+Deno.test("SignalInput.describe names each problem as an operator reads it", () => {
+  const i = input();
+  const none = context({ device: false });
+  assert.equal(i.classify(none, 0), InputProblem.NO_DEVICE);
+  assert.equal(
+    i.describe(InputProblem.NO_DEVICE, none, 0),
+    "p0/probe/temp: device p0/probe is not known",
+  );
+  const empty = context({});
+  assert.equal(i.classify(empty, 0), InputProblem.NO_SAMPLE);
+  assert.equal(
+    i.describe(InputProblem.NO_SAMPLE, empty, 0),
+    "p0/probe/temp: no sample in the cache",
+  );
+  const novalue = context({ sample: sample(null) });
+  assert.equal(i.classify(novalue, 0), InputProblem.NO_VALUE);
+  assert.equal(
+    i.describe(InputProblem.NO_VALUE, novalue, 0),
+    "p0/probe/temp: no value (quality OK)",
+  );
+  assert.equal(
+    i.describe(InputProblem.NO_VALUE, empty, 0),
+    "p0/probe/temp: no value (quality UNAVAILABLE)",
+  );
+  const stale = context({ sample: sample(dbl(1), "STALE") });
+  assert.equal(i.classify(stale, 0), InputProblem.QUALITY);
+  assert.equal(i.describe(InputProblem.QUALITY, stale, 0), "p0/probe/temp is STALE");
+  assert.equal(i.describe(InputProblem.QUALITY, empty, 0), "p0/probe/temp is UNAVAILABLE");
+  assert.equal(
+    i.describe(InputProblem.AGE, empty, 5),
+    `p0/probe/temp is stale: its sample is ? ms old (stale after ${STALE_AFTER_MS} ms)`,
+  );
+  assert.equal(
+    i.describe(InputProblem.DEVICE_DOWN, empty, 0),
+    "p0/probe/temp: device p0/probe is failing (unknown)",
+  );
+});
+
+Deno.test("valueText writes each type as an operator reads it", () => {
+  assert.equal(valueText(null), "no value");
+  assert.equal(valueText({ type: "double", double: 82.5 }), "82.5");
+  assert.equal(valueText({ type: "int64", int64: -7 }), "-7");
+  assert.equal(valueText({ type: "uint64", uint64: 2n ** 60n }), "1152921504606846976");
+  assert.equal(valueText({ type: "bool", bool: true }), "true");
+  assert.equal(valueText({ type: "string", string: "open" }), '"open"');
+  assert.equal(valueText({ type: "bytes", base64: "AQI=" }), "bytes AQI=");
+});

@@ -1,0 +1,186 @@
+/**
+ * DeviceLossLatch on its own, with fakes for the device outages and the modes: what a "down"
+ * latches, the router gate's refusal (automated calls to a latched device only), the release on
+ * entering AUTO, the forced FAULT in AUTO and its reset, and dispose.
+ */
+import assert from "node:assert/strict";
+import type { Clock, DeviceCapabilities, FunctionSpec } from "../../src/common/mod.ts";
+import type { RuntimeMode } from "../../src/config/mod.ts";
+import { DeviceLossLatch } from "../../src/automation/mod.ts";
+import type { AuditOrigin, CallOrigin } from "../../src/control/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import type { DeviceConditionChange, DeviceConditionListener } from "../../src/state/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+const WALL_MS = 1_767_000_000_000;
+
+function rig(o: { mode?: RuntimeMode; dependsOn?: string[]; failFault?: boolean } = {}) {
+  const listeners = new Set<DeviceConditionListener>();
+  const faults: Array<[string, AuditOrigin | undefined]> = [];
+  let mode: RuntimeMode = o.mode ?? "AUTO";
+  const bus = new EventBus();
+  const events: RuntimeEvent[] = [];
+  bus.subscribe((e) => events.push(e.event));
+  const clock: Clock = {
+    nowMs: () => WALL_MS + 5,
+    monoMs: () => 0,
+    setTimer: () => 0,
+    clearTimer: () => {},
+  };
+  const latch = new DeviceLossLatch({
+    outages: {
+      onChange: (l) => {
+        listeners.add(l);
+        return () => listeners.delete(l);
+      },
+    },
+    modes: {
+      current: () => mode,
+      forceFault: (reason, source) => {
+        faults.push([reason, source]);
+        mode = "FAULT";
+        return o.failFault ? Promise.reject(new Error("hooks failed")) : Promise.resolve(true);
+      },
+    },
+    bus,
+    clock,
+    log: testLogger(),
+    treeDependsOn: (h) => (o.dependsOn ?? []).includes(h),
+  });
+  const lose = (deviceId: string, atWallMs = WALL_MS, kind: "down" | "failing" = "down") => {
+    const change: DeviceConditionChange = {
+      providerId: "sim0",
+      deviceId,
+      previous: "up",
+      condition: { kind, reason: "its reads fail", sinceMono: 0 },
+      atWallMs,
+    };
+    for (const l of [...listeners]) l(change);
+  };
+  const latchEvents = () =>
+    events.filter((e) => e.kind === "device_loss_latch").map((e) =>
+      e.kind === "device_loss_latch" && [e.device_id, e.latched, e.reason, e.timestamp_ms]
+    );
+  return {
+    latch,
+    lose,
+    faults,
+    latchEvents,
+    listeners,
+    setMode: (m: RuntimeMode) => (mode = m),
+  };
+}
+
+const FN: FunctionSpec = {
+  functionId: 1,
+  name: "set_motor_duty",
+  description: "",
+  category: "ACTUATE",
+  actuating: true,
+  args: [],
+};
+
+function ctx(deviceId: string, origin: CallOrigin) {
+  const device: DeviceCapabilities = {
+    device: {
+      providerId: "sim0",
+      deviceId,
+      providerName: "",
+      typeId: "",
+      typeVersion: "",
+      label: "",
+      address: "",
+      tags: {},
+    },
+    functions: [],
+    signals: [],
+  };
+  return { fn: FN, device, origin };
+}
+
+Deno.test("DeviceLossLatch latches each device once when it goes down, not when it is failing", () => {
+  const r = rig({ mode: "MANUAL" });
+  r.lose("motorctl0", WALL_MS, "failing");
+  assert.deepEqual(r.latch.latched(), []);
+  r.lose("motorctl0", WALL_MS);
+  r.lose("tempctl0", WALL_MS + 1);
+  r.lose("motorctl0", WALL_MS + 2); // down again while latched: nothing new
+  assert.deepEqual(r.latch.latched(), ["sim0/motorctl0", "sim0/tempctl0"]);
+  assert.deepEqual(r.latch.entries(), [
+    { providerId: "sim0", deviceId: "motorctl0", atMs: WALL_MS, reason: "its reads fail" },
+    { providerId: "sim0", deviceId: "tempctl0", atMs: WALL_MS + 1, reason: "its reads fail" },
+  ]);
+  assert.deepEqual(r.latchEvents(), [
+    ["motorctl0", true, "its reads fail", WALL_MS],
+    ["tempctl0", true, "its reads fail", WALL_MS + 1],
+  ]);
+  assert.deepEqual(r.faults, [], "outside AUTO nothing is forced");
+  assert.equal(r.latch.forcedFault, null);
+});
+
+Deno.test("DeviceLossLatch gate refuses automated calls to a latched device only, naming it and the function", () => {
+  const r = rig({ mode: "MANUAL" });
+  assert.equal(r.latch.gate(ctx("motorctl0", "automated")), null, "nothing latched");
+  r.lose("motorctl0");
+  const refused = r.latch.gate(ctx("motorctl0", "automated"));
+  assert.equal(refused?.code, "FAILED_PRECONDITION");
+  assert.equal(
+    refused?.message,
+    "Device-loss latch: sim0/motorctl0 was lost (its reads fail at " +
+      `${new Date(WALL_MS).toISOString()}); automation may not command it until an operator ` +
+      "enters AUTO again (set_motor_duty refused)",
+  );
+  assert.equal(r.latch.gate(ctx("tempctl0", "automated")), null, "another device");
+  for (const origin of ["manual", "hook", "safety"] as const) {
+    assert.equal(r.latch.gate(ctx("motorctl0", origin)), null, origin);
+  }
+});
+
+Deno.test("DeviceLossLatch releases every latch when AUTO is entered, not on other changes", () => {
+  const r = rig({ mode: "MANUAL" });
+  r.lose("motorctl0");
+  r.latch.onModeChange({ previous: "IDLE", current: "MANUAL" });
+  r.latch.onModeChange({ previous: "AUTO", current: "AUTO" });
+  assert.deepEqual(r.latch.latched(), ["sim0/motorctl0"]);
+  r.latch.onModeChange({ previous: "MANUAL", current: "AUTO" });
+  assert.deepEqual(r.latch.latched(), []);
+  assert.equal(r.latch.gate(ctx("motorctl0", "automated")), null);
+  assert.deepEqual(r.latchEvents(), [
+    ["motorctl0", true, "its reads fail", WALL_MS],
+    ["motorctl0", false, "AUTO entered again", WALL_MS + 5],
+  ]);
+});
+
+Deno.test("DeviceLossLatch forces FAULT for a device the tree depends on in AUTO, and forgets it once FAULT is left", async () => {
+  const r = rig({ mode: "AUTO", dependsOn: ["sim0/motorctl0"] });
+  r.lose("tempctl0"); // not in the tree: latched, no FAULT
+  assert.deepEqual(r.faults, []);
+  r.lose("motorctl0");
+  assert.deepEqual(r.faults, [[
+    "device-loss latch: sim0/motorctl0 is down (its reads fail)",
+    { kind: "device_loss", device_handle: "sim0/motorctl0" },
+  ]]);
+  assert.equal(r.latch.forcedFault, "sim0/motorctl0");
+  r.latch.onModeChange({ previous: "AUTO", current: "FAULT" });
+  assert.equal(r.latch.forcedFault, "sim0/motorctl0");
+  r.latch.onModeChange({ previous: "FAULT", current: "MANUAL" });
+  assert.equal(r.latch.forcedFault, null);
+  await Promise.resolve();
+});
+
+Deno.test("DeviceLossLatch keeps the latch when forcing FAULT fails (the rejection is handled)", async () => {
+  const r = rig({ mode: "AUTO", dependsOn: ["sim0/motorctl0"], failFault: true });
+  r.lose("motorctl0");
+  await new Promise((res) => setTimeout(res, 0));
+  assert.deepEqual(r.latch.latched(), ["sim0/motorctl0"]);
+  assert.equal(r.faults.length, 1);
+});
+
+Deno.test("DeviceLossLatch.dispose stops following outages", () => {
+  const r = rig({ mode: "MANUAL" });
+  assert.equal(r.listeners.size, 1);
+  r.latch.dispose();
+  assert.equal(r.listeners.size, 0);
+  r.lose("motorctl0");
+  assert.deepEqual(r.latch.latched(), []);
+});
