@@ -153,12 +153,12 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "http-auth",
     files: [
       "src/http/auth.ts",
-      "src/config/loopback.ts",
-      "src/host/serve.ts:106-111", // isLoopbackBind
-      "src/host/serve.ts:176-183", // the gate in serveHttp
+      "src/common/loopback.ts",
+      "src/host/serve.ts:169-173", // the gate in serveHttp
     ],
     tests: [
       "tests/http/bind_auth_test.ts",
+      "tests/common/loopback_test.ts",
       "tests/http/auth_token_bytes_test.ts",
       "tests/http/auth_cors_test.ts",
       "tests/http/pieces_test.ts",
