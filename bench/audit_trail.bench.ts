@@ -17,8 +17,7 @@ import { AuditTrail } from "../src/audit/mod.ts";
 import type { Clock, DeviceCapabilities, Logger, TypedValue } from "../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../src/control/mod.ts";
 import { journalFiles, systemClock } from "../src/host/mod.ts";
-import { startService } from "../src/app/process.ts";
-import { testLogger } from "../tests/helpers/kernel.ts";
+import { startServing } from "../tests/helpers/kernel.ts";
 import { testConfig } from "../tests/helpers/sim_config.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
 import type { StateCache } from "../src/state/mod.ts";
@@ -190,10 +189,7 @@ async function collapseFigure(): Promise<void> {
 /** Sequential HTTP calls with the audit trail connected and disconnected, alternating. */
 async function httpAb(rounds: number): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "audit_ab_" });
-  const service = await startService(
-    testConfig({ runtime: { dataDir: dir }, http: { port: 0 } }),
-    testLogger(),
-  );
+  const service = await startServing(testConfig({ runtime: { dataDir: dir }, http: { port: 0 } }));
   try {
     const base = `http://127.0.0.1:${service.http!.port}/v0`;
     const post = async (path: string, body: unknown) => {
@@ -226,16 +222,16 @@ async function httpAb(rounds: number): Promise<void> {
     const on: number[] = [];
     const off: number[] = [];
     for (let r = 0; r < rounds; r++) {
-      service.runtime.router.setAuditSink(service.runtime.audit);
+      service.router.setAuditSink(service.audit);
       on.push(await block(400));
-      service.runtime.router.setAuditSink(null);
+      service.router.setAuditSink(null);
       off.push(await block(400));
     }
     const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
     const show = (a: number[]) => a.map((x) => x.toFixed(3)).join(" ");
     console.log(`audit connected    ms/call: ${show(on)}; median ${median(on).toFixed(3)}`);
     console.log(`audit disconnected ms/call: ${show(off)}; median ${median(off).toFixed(3)}`);
-    console.log(`journal: ${JSON.stringify(service.runtime.audit.status())}`);
+    console.log(`journal: ${JSON.stringify(service.audit.status())}`);
   } finally {
     await service.stop();
     await Deno.remove(dir, { recursive: true });

@@ -204,7 +204,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (again.config === null || errors.length > 0) return { ok: false, errors };
     return { ok: true, config: withPort(again.config, override), warnings };
   };
-  return await startService(withPort(config, override), cli.logLevel, override, reload);
+  return await startWithConfig(withPort(config, override), cli.logLevel, override, reload);
 }
 
 /** Reads and validates the configuration file: the one way it is read (start, check, reload). */
@@ -317,7 +317,7 @@ function isOnPath(command: string): boolean {
 }
 
 /** Starts the service with a valid configuration and resolves with the exit code. */
-function startService(
+function startWithConfig(
   config: Config,
   logLevelOverride: LogLevel | null,
   portFrom: { port: number; source: string } | null,

@@ -1,12 +1,21 @@
 /**
- * Composition root: config + host -> subsystems, and their start/stop order.
- * Start: providers (concurrently) -> one priming poll -> polling -> (HTTP etc. added by main);
- * providers and the priming poll together are bounded by startup_timeout_ms.
- * Stop: stop accepting work -> stop polling -> end providers.
+ * The kernel: builds every subsystem from the configuration and the host ports, starts and stops
+ * them in order, and is the one owner of the running configuration (a reload is applied here,
+ * section by section, by each section's owner: app/live_config.ts, docs/architecture.md).
+ *
+ * Start: audit journal -> run journal replay -> telemetry and run records on the event bus ->
+ * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. Providers
+ * and the priming poll together are bounded by runtime.startup_timeout_ms; stop() during start
+ * acts at once (ending the providers ends whatever stage waits on them).
+ * Stop: HTTP (streams first) -> automation, alarms, polling -> providers -> audit journal -> run
+ * journal -> telemetry flush.
  */
 import {
   type Clock,
+  errorMessage,
   type Logger,
+  type LogLevel,
+  type ProcessStats,
   type ProviderHealthView,
   RuntimeError,
   type SpawnFn,
@@ -21,7 +30,23 @@ import {
   validateDeclaredCalls,
 } from "../control/mod.ts";
 import { EventBus } from "../events/mod.ts";
-import { readFileBytes } from "../host/mod.ts";
+import {
+  httpReservedFds,
+  type HttpServerHandle,
+  journalFiles,
+  readFileBytes,
+  readProcessStats,
+  type ServeOptions,
+} from "../host/mod.ts";
+import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
+import type { JournalFiles } from "../journal/mod.ts";
+import { RunRegistry } from "../runs/mod.ts";
+import {
+  loadInfluxClient,
+  telemetryOptionsFromConfig,
+  TelemetryWriter,
+  type TelemetryWriterOptions,
+} from "../telemetry/mod.ts";
 import { describeNotReady, ProviderRegistry } from "../providers/mod.ts";
 import {
   deviceDownAfterMs,
@@ -33,20 +58,48 @@ import {
 import { effectiveSafeState, Estop } from "../safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
-import { AuditTrail } from "../audit/mod.ts";
+import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
 import { diffSections, type SectionKey, sectionOf, sectionsToOffer } from "./live_config.ts";
 import { protectionWeakenings, type Weakening } from "./run_gate.ts";
+import type {
+  MutableReloadReport,
+  ReloadReport,
+  SectionApply,
+  SectionResult,
+} from "./reload_report.ts";
+import { ConfigReloader, type ReloadedConfig } from "./reloader.ts";
 
-/** What the runtime needs from the host (injected so tests can pass their own). */
+/** What the kernel needs from the host (injected so tests can pass their own). */
 export interface KernelHost {
   readonly spawn: SpawnFn;
   readonly clock: Clock;
   readonly log: Logger;
-  /** Reads behavior-tree files (default: host readFileBytes); tests may pass their own. */
+  /** Reads behavior-tree files (default: host readFileBytes). */
   readonly readFile?: ReadFileFn;
+  /** The journals' files under runtime.data_dir: audit trail, run records (default: real files). */
+  readonly files?: JournalFiles;
+  /**
+   * Reads a secret from the environment (INFLUXDB_TOKEN, RUNTIME_API_TOKEN, http.tokens'
+   * token_env), taking it out of what providers inherit; default: no secrets.
+   */
+  readonly secret?: (name: string) => string | undefined;
+  /** Binds the HTTP server; absent: the API is built (`api`) but not served. */
+  readonly serve?: (options: ServeOptions) => Promise<HttpServerHandle>;
+  /** This process's RSS and CPU time (GET /metrics; default: read from /proc). */
+  readonly processStats?: () => ProcessStats;
+  /** Re-reads the configuration file (SIGHUP); absent: no reloader. */
+  readonly loadConfig?: () => Promise<ReloadedConfig>;
+  /** Sets the process's log level (a reload's `logging`); absent when --log-level fixed it. */
+  readonly setLogLevel?: (level: LogLevel) => void;
 }
 
-/** The running service's kernel: providers, state cache, call router and event bus. */
+/** Reloads since start when there is no reloader. */
+const NO_RELOADS = { success: 0, failure: 0, lastSuccessEpochSeconds: null } as const;
+
+/**
+ * The running service: every subsystem, built from the configuration and the host ports, with
+ * their start and stop order, and the configuration in effect.
+ */
 export class Kernel {
   #config: Config;
   readonly host: KernelHost;
@@ -70,23 +123,35 @@ export class Kernel {
   readonly alarms: AlarmEngine;
   /** Who applies each live section of a reload (app/live_config.ts). */
   readonly #owners = new Map<SectionKey, SectionApply>();
-  /**
-   * Audit trail of every actuating decision (docs/http-api.md "Audit trail"): in memory until the service opens its
-   * journal under runtime.data_dir (startService).
-   */
+  /** Audit trail of every actuating decision (docs/http-api.md "Audit trail"), journaled under
+   * runtime.data_dir from start(). */
   readonly audit: AuditTrail;
+  /** Run records (journal under runtime.data_dir). */
+  readonly runs: RunRegistry;
+  /** Telemetry writer; a reload that changes `telemetry` retargets it in place. */
+  readonly telemetry: TelemetryWriter;
+  /** What the HTTP API is handed: the kernel's services, read-only ports where they exist. */
+  readonly services: HttpServices;
+  /** The HTTP API (served from start() when http.enabled and the host can serve). */
+  readonly api: HttpApi;
+  /** Serializes SIGHUP reloads; absent when the host cannot re-read the file. */
+  readonly reloader: ConfigReloader | null;
+  #http: HttpServerHandle | null = null;
   #startedAtMono = 0;
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
+  /** INFLUXDB_TOKEN as read at construction (the environment no longer has it). */
+  #influxToken: string | undefined;
+  #secret: (name: string) => string | undefined;
 
   constructor(config: Config, host: KernelHost) {
     this.#config = config;
     this.host = host;
     const log = host.log;
     this.bus = new EventBus({
-      onListenerError: (err) => log.error(`event listener failed: ${errText(err)}`),
+      onListenerError: (err) => log.error(`event listener failed: ${errorMessage(err)}`),
     });
     this.registry = new ProviderRegistry(config.providers, {
       spawn: host.spawn,
@@ -224,7 +289,79 @@ export class Kernel {
         readFile: host.readFile ?? readFileBytes,
       });
     }
+    // Read before any provider is spawned: reading a token_env variable also takes it out of the
+    // environment the providers inherit.
+    const secret = host.secret ?? (() => undefined);
+    this.#influxToken = secret("INFLUXDB_TOKEN");
+    const namedTokens = resolveNamedTokens(config.http, secret);
+    const apiToken = resolveApiToken(config.http, secret("RUNTIME_API_TOKEN"));
+    this.#secret = secret;
+    // One writer for the life of the kernel: a reload retargets it in place.
+    this.telemetry = new TelemetryWriter(this.#telemetryOptions(config));
+    this.runs = new RunRegistry({
+      dataDir: config.runtime.dataDir,
+      runtimeName: config.runtime.name,
+      pollingIntervalMs: config.polling.intervalMs,
+      files: host.files ?? journalFiles,
+      clock: host.clock,
+      logger: log.child("runs"),
+      automationVersion: () => this.automation?.automationVersion() ?? null,
+      telemetrySink: (event, run) => this.telemetry.recordRunEvent(event, run.experiment_label),
+    });
+    this.automation?.setOpenRunId(() => this.runs.openRunId());
+    // Calls decided while a run is open are events of that run.
+    this.audit.onEntry((entry) => {
+      if (entry.action === "call" && this.runs.openRunId() !== null) {
+        this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
+      }
+    });
+    this.reloader = host.loadConfig
+      ? new ConfigReloader({ runtime: this, load: host.loadConfig, log })
+      : null;
+    this.services = this.#httpServices(host.processStats ?? readProcessStats);
+    this.api = new HttpApi(this.services, { apiToken, tokens: namedTokens });
     this.#ownKernelSections();
+  }
+
+  /** What the HTTP layer is handed (getters where a reload changes what is in effect). */
+  #httpServices(processStats: () => ProcessStats): HttpServices {
+    const config = () => this.config;
+    return {
+      get config() {
+        return config();
+      },
+      host: this.host,
+      bus: this.bus,
+      inventory: this.inventory,
+      cache: this.cache,
+      router: this.router,
+      providerHealth: () => this.providerHealth(),
+      uptimeSeconds: () => this.uptimeSeconds(),
+      modes: this.modes,
+      estop: this.estop,
+      alarms: this.alarms,
+      audit: this.audit,
+      telemetry: this.telemetry,
+      runs: this.runs,
+      processStats,
+      configReloads: () => this.reloader?.counts() ?? NO_RELOADS,
+      ...(this.parameters ? { parameters: this.parameters } : {}),
+      ...(this.automation ? { automation: this.automation } : {}),
+    };
+  }
+
+  #telemetryOptions(c: Config): TelemetryWriterOptions {
+    return telemetryOptionsFromConfig(c, {
+      ...(this.#influxToken === undefined ? {} : { envToken: this.#influxToken }),
+      clock: this.host.clock,
+      logger: this.host.log.child("telemetry"),
+      healthSnapshot: () => this.providerHealthLive(),
+    });
+  }
+
+  /** The HTTP server, once start() has bound it (null: headless, not served, or not yet). */
+  get http(): HttpServerHandle | null {
+    return this.#http;
   }
 
   /** The configuration in effect (after a reload: what of the new file could be applied). */
@@ -244,7 +381,23 @@ export class Kernel {
 
   async #start(): Promise<void> {
     const clock = this.host.clock;
+    const config = this.config;
     this.#startedAtMono = clock.monoMs();
+    // The audit journal first: every decision from the first call on is journaled. It never
+    // fails the start (a folder that cannot be written is reported in health and metrics).
+    await this.audit.openJournal({
+      dir: `${config.runtime.dataDir}/audit`,
+      files: this.host.files ?? journalFiles,
+      maxFileBytes: config.audit.maxFileBytes,
+      maxFiles: config.audit.maxFiles,
+    });
+    await this.runs.start();
+    this.#throwIfStopping();
+    // Subscribed before the providers start: the priming poll's first samples must be written
+    // too (a signal that never changes is never published again).
+    if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
+    this.telemetry.start(this.bus);
+    this.runs.attach(this.bus);
     // A tree that does not load fails the start before any spawn
     await this.automation?.load();
     this.#throwIfStopping();
@@ -293,6 +446,39 @@ export class Kernel {
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
+    await this.#serve();
+  }
+
+  /** Binds the HTTP server (http.enabled, and a host that serves); says where. */
+  async #serve(): Promise<void> {
+    const { http } = this.config;
+    const serve = this.host.serve;
+    if (!http.enabled) {
+      this.host.log.info("http.enabled is false: running headless");
+      return;
+    }
+    if (serve === undefined) return;
+    const server = await serve({
+      hostname: http.bind,
+      port: http.port,
+      tlsCertPath: http.tlsCertPath,
+      tlsKeyPath: http.tlsKeyPath,
+      authEnabled: http.authEnabled,
+      allowInsecureBind: http.allowInsecureBind,
+      tlsAllowExpiredCert: http.tlsAllowExpiredCert,
+      maxConnections: http.maxConnections,
+      requestHeaderTimeoutMs: http.requestHeaderTimeoutMs,
+      keepAliveTimeoutMs: http.keepAliveTimeoutMs,
+      reservedFds: httpReservedFds(this.config.providers.length),
+      handler: this.api.handle,
+      log: this.host.log.child("http"),
+      onShutdown: () => this.api.close(),
+    });
+    this.#http = server;
+    this.#throwIfStopping(); // stop() meanwhile: it shuts this server down once start() settles
+    const origin = `${server.tls ? "https" : "http"}://${server.hostname}:${server.port}`;
+    this.host.log.info(`API listening on ${origin}/v0`);
+    if (http.consoleEnabled) this.host.log.info(`Operator console on ${origin}/`);
   }
 
   /**
@@ -378,14 +564,6 @@ export class Kernel {
   }
 
   /**
-   * Lets the composition root own a section the kernel does not (telemetry, the HTTP tokens, the
-   * log level): a reload that changes it calls `apply` with the new configuration.
-   */
-  ownSection(key: SectionKey, apply: SectionApply): void {
-    this.#owners.set(key, apply);
-  }
-
-  /**
    * A configuration reload (app/live_config.ts): the difference from the configuration in effect,
    * section by section, each changed live section applied in place by its owner; restart-only keys
    * reported. While AUTO runs, a section that would weaken a protection or change the running
@@ -432,8 +610,8 @@ export class Kernel {
       try {
         result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
       } catch (err) {
-        report.failed.push({ section: key, why: errText(err) });
-        this.#recordReload(key, "failed", errText(err), weakens);
+        report.failed.push({ section: key, why: errorMessage(err) });
+        this.#recordReload(key, "failed", errorMessage(err), weakens);
         continue;
       }
       // A section that names a file, offered although the configuration did not change it, whose
@@ -480,7 +658,7 @@ export class Kernel {
     });
   }
 
-  /** The kernel's own sections (the composition root adds the service's with ownSection). */
+  /** The owner of every live section (app/live_config.ts names them). */
   #ownKernelSections(): void {
     const own = (key: SectionKey, apply: SectionApply) => this.#owners.set(key, apply);
     own("providers", async (next, { auto, report }) => {
@@ -528,6 +706,38 @@ export class Kernel {
       return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
     });
     own("health", (next) => this.cache.setStaleness(next.health.staleness));
+    own("telemetry", async (next) => {
+      if (next.telemetry.enabled) await loadInfluxClient();
+      await this.telemetry.retarget(
+        this.#telemetryOptions(next),
+        Math.max(200, this.#config.runtime.shutdownTimeoutMs / 2),
+      );
+      return {
+        note: next.telemetry.enabled
+          ? `telemetry retargeted (writing to ${next.telemetry.influxdb.url})`
+          : "telemetry retargeted (disabled)",
+      };
+    });
+    // A removed token is refused from the next request on.
+    const retoken = (next: Config) => {
+      this.api.setTokens(
+        this.#config.http,
+        resolveApiToken(next.http, this.#secret("RUNTIME_API_TOKEN")),
+        resolveNamedTokens(next.http, this.#secret),
+      );
+      return { note: "API tokens replaced" };
+    };
+    own("http.auth_token", retoken);
+    own("http.tokens", retoken);
+    own("logging", (next) => {
+      const setLogLevel = this.host.setLogLevel;
+      if (!setLogLevel) {
+        return { note: "logging.level not applied: --log-level fixes it for this run" };
+      }
+      const from = this.#config.logging.level;
+      setLogLevel(next.logging.level);
+      return { note: `log level ${from}->${next.logging.level}` };
+    });
     own("automation.behavior_tree", async (next, { changed }) => {
       const na = next.automation;
       // Automation disabled: nothing runs a tree; the setting is only kept.
@@ -583,6 +793,8 @@ export class Kernel {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
+      this.api.close(); // event streams end: they would keep the server's shutdown waiting
+      await this.#http?.shutdown();
       this.automation?.stop(); // halt the tree before polling stops
       this.alarms.stop(); // no alarm action while the runtime shuts down
       this.outages.stop(); // nor a device-loss latch forcing FAULT
@@ -592,88 +804,20 @@ export class Kernel {
       if (this.#starting) {
         await this.#starting.catch(() => {}); // settles once its providers are gone
         await this.cache.stop();
+        await this.#http?.shutdown(); // bound while stop() was waiting
       }
-      // The open (collapsing) audit entry is closed; a call still settling records on its own.
-      this.audit.seal();
+      // The open (collapsing) audit entry is closed and the journal written and closed; a call
+      // still settling records on its own.
+      await this.audit.close();
+      await this.runs.shutdown();
+      await this.telemetry.stop(Math.max(200, budget / 2));
       this.host.log.info("runtime stopped");
     })();
     return this.#stopping;
   }
 }
 
-/** What a reload did (the reloader's summary line and `config_reload` event). */
-export interface ReloadReport {
-  readonly providers: {
-    /** Started (added, or restarted because their entry changed). */
-    readonly added: readonly string[];
-    readonly restarted: readonly string[];
-    readonly removed: readonly string[];
-    readonly unchanged: readonly string[];
-    /** Added or changed providers that did not come up: `id: why` (they are not running). */
-    readonly failed: readonly string[];
-    /** Removals and changes held back while the mode is AUTO (ids; they run as before). */
-    readonly held: readonly string[];
-  };
-  /** Live sections that took effect, in table order. */
-  readonly applied: readonly SectionKey[];
-  /** What applied sections say (`polling 100->200 ms`, `behavior tree reloaded`). */
-  readonly notes: readonly string[];
-  /** Sections refused (they keep their old value): a protection, the recipe, AUTO. */
-  readonly refused: readonly { readonly section: string; readonly why: string }[];
-  /** Sections whose owner failed to apply them (they keep their old value). */
-  readonly failed: readonly { readonly section: string; readonly why: string }[];
-  /** Changed keys that need a restart, in YAML spelling. */
-  readonly needsRestart: readonly string[];
-  /** Protections weakened by sections that applied (outside AUTO; each on the audit trail). */
-  readonly weakened: readonly Weakening[];
-  /** Ladder calls the latched e-stop ran for providers the reload started. */
-  readonly estopActions: number;
-}
-
-interface MutableReloadReport {
-  providers: ReloadReport["providers"];
-  applied: SectionKey[];
-  notes: string[];
-  refused: { section: string; why: string }[];
-  failed: { section: string; why: string }[];
-  needsRestart: string[];
-  weakened: Weakening[];
-  estopActions: number;
-}
-
-/** What an owner is told when its section changed. */
-export interface SectionContext {
-  /** The mode is AUTO: nothing that weakens a protection or changes the recipe may apply. */
-  readonly auto: boolean;
-  /** The protections this section's change would weaken (app/run_gate.ts). */
-  readonly weakens: readonly Weakening[];
-  readonly report: MutableReloadReport;
-  /** The section differs in the file (false: offered because it reads a file, app/live_config.ts). */
-  readonly changed: boolean;
-}
-
-/** What an owner did: nothing to say (applied), a note, a refusal, or the effective config. */
-export interface SectionResult {
-  /** Nothing changed (a section offered because it reads a file whose content is the same). */
-  readonly unchanged?: boolean;
-  readonly note?: string;
-  /** Why it was refused: the section keeps its old value (unless `effective` says otherwise). */
-  readonly refused?: string;
-  /** The configuration in effect now, when the section applied only in part. */
-  readonly effective?: Config;
-}
-
-/** Applies one section of `next` in place; throws when it cannot (the old value stays). */
-export type SectionApply = (
-  next: Config,
-  ctx: SectionContext,
-) => SectionResult | void | Promise<SectionResult | void>;
-
 /** A refusal naming what the change would weaken. */
 function refusal(weakens: readonly Weakening[]): string {
   return `mode is AUTO: it would weaken a protection: ${weakens.map((w) => w.what).join("; ")}`;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,20 +1,13 @@
 /**
- * The running service: the runtime kernel plus run records, telemetry and the HTTP server, under
- * the process lifecycle (signals, readiness notification, shutdown budget, exit codes).
- *
- * Start order: audit journal -> run journal replay -> telemetry + run journaling on the event bus -> providers and
- * their first poll (fail-fast, bounded by startup_timeout_ms) -> HTTP -> READY; a stop signal
- * aborts it between any two steps and at once while providers start. Stop order: HTTP (streams
- * first) -> runtime (polling, providers) -> audit journal -> run journal -> telemetry flush, all within
- * runtime.shutdown_timeout_ms.
+ * The process around the kernel: stop signals (and what a repeated one means), SIGHUP, readiness
+ * (sd_notify and the "Runtime Ready" line), the shutdown budget and the exit codes. What runs is
+ * built, started and stopped by the Kernel (app/kernel.ts) over the real host ports given here.
  */
-import { type Logger, type LogLevel, RuntimeError } from "../common/mod.ts";
+import { errorMessage, type Logger, type LogLevel } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
-  httpReservedFds,
-  type HttpServerHandle,
   journalFiles,
   killProviderProcesses,
   type LineLogger,
@@ -26,12 +19,8 @@ import {
   spawnProcess,
   systemClock,
 } from "../host/mod.ts";
-import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
-import { boundedEntryText } from "../audit/mod.ts";
-import { RunRegistry } from "../runs/mod.ts";
 import { Kernel } from "./kernel.ts";
-import { loadInfluxClient, telemetryOptionsFromConfig, TelemetryWriter } from "../telemetry/mod.ts";
-import { ConfigReloader, type ReloadedConfig } from "./reloader.ts";
+import type { ReloadedConfig } from "./reloader.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;
@@ -48,238 +37,6 @@ export const HURRIED_SHUTDOWN_MS = 1000;
 export const STOP_SIGNAL_REPEAT_WINDOW_MS = 500;
 /** Longest wait for killed providers to be reaped before the process exits. */
 export const PROVIDER_REAP_TIMEOUT_MS = 2000;
-
-/** Everything a running service holds; `stop()` ends it. */
-export interface Service {
-  readonly runtime: Kernel;
-  readonly http: HttpServerHandle | null;
-  /** The telemetry writer (a reload that changes telemetry retargets it in place). */
-  readonly telemetry: TelemetryWriter;
-  readonly runs: RunRegistry;
-  /** Reloads the configuration (coalesced; see ConfigReloader); absent without a loader. */
-  readonly reloader: ConfigReloader | null;
-  stop(): Promise<void>;
-}
-
-/** How the service re-reads its configuration file (SIGHUP). */
-export interface ServiceReload {
-  /** Reads and validates the --config file as start-up did. */
-  readonly load: () => Promise<ReloadedConfig>;
-  /** Sets the process log level; absent when --log-level fixed it. */
-  readonly setLogLevel?: (level: LogLevel) => void;
-}
-
-/** Options of startService. */
-export interface StartServiceOptions {
-  /**
-   * Aborting it during start-up stops at once what has started (providers first: the stage
-   * waiting on them ends with them); startService then throws once everything is stopped.
-   */
-  readonly abort?: AbortSignal;
-  /** Enables configuration reload (service.reloader). */
-  readonly reload?: ServiceReload;
-}
-
-/** Builds and starts the whole service; throws (after cleaning up) when start-up fails. */
-export async function startService(
-  config: Config,
-  log: Logger,
-  options: StartServiceOptions = {},
-): Promise<Service> {
-  const clock = systemClock;
-  // Read before any provider is spawned: reading a token_env variable also takes it out of the
-  // environment the providers inherit.
-  const namedTokens = resolveNamedTokens(config.http, secretFromEnvironment);
-  const runtime = new Kernel(config, { spawn: spawnProcess, clock, log });
-  const telemetryOptions = (c: Config) =>
-    telemetryOptionsFromConfig(c, {
-      envToken: secretFromEnvironment("INFLUXDB_TOKEN"),
-      clock,
-      logger: log.child("telemetry"),
-      healthSnapshot: () => runtime.providerHealthLive(),
-    });
-  // One writer for the life of the service: a reload retargets it in place.
-  const telemetry = new TelemetryWriter(telemetryOptions(config));
-  const runs = new RunRegistry({
-    dataDir: config.runtime.dataDir,
-    runtimeName: config.runtime.name,
-    pollingIntervalMs: config.polling.intervalMs,
-    files: journalFiles,
-    clock,
-    logger: log.child("runs"),
-    automationVersion: () => runtime.automation?.automationVersion() ?? null,
-    telemetrySink: (event, run) => telemetry.recordRunEvent(event, run.experiment_label),
-  });
-  runtime.automation?.setOpenRunId(() => runs.openRunId());
-  // Calls decided while a run is open are events of that run (issue 21).
-  runtime.audit.onEntry((entry) => {
-    if (entry.action === "call" && runs.openRunId() !== null) {
-      runs.recordCall(JSON.parse(boundedEntryText(entry)));
-    }
-  });
-
-  let http: HttpServerHandle | null = null;
-  let api: HttpApi | null = null;
-  let reloader: ConfigReloader | null = null;
-  let stopping: Promise<void> | null = null;
-  const stop = () =>
-    stopping ??= (async () => {
-      api?.close();
-      await http?.shutdown();
-      await runtime.stop();
-      await runtime.audit.close();
-      await runs.shutdown();
-      await telemetry.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2));
-    })();
-
-  const abort = options.abort;
-  const throwIfAborted = () => {
-    if (abort?.aborted) throw new RuntimeError("UNAVAILABLE", "start-up aborted: stopping");
-  };
-  const onAbort = () => void runtime.stop().catch(() => {}); // reported by stop() below
-  abort?.addEventListener("abort", onAbort, { once: true });
-  try {
-    throwIfAborted();
-    // The audit journal first: every decision from the first call on is journaled. It never
-    // fails the start (a folder that cannot be written is reported in health and metrics).
-    await runtime.audit.openJournal({
-      dir: `${config.runtime.dataDir}/audit`,
-      files: journalFiles,
-      maxFileBytes: config.audit.maxFileBytes,
-      maxFiles: config.audit.maxFiles,
-    });
-    await runs.start();
-    throwIfAborted();
-    // Subscribed before the providers start: the priming poll's first samples must be written
-    // too (a signal that never changes is never published again).
-    if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
-    telemetry.start(runtime.bus);
-    runs.attach(runtime.bus);
-    await runtime.start();
-    throwIfAborted();
-    if (config.http.enabled) {
-      api = new HttpApi(
-        httpServicesOf(runtime, {
-          runs,
-          telemetry,
-          configReloads: () =>
-            reloader?.counts() ?? { success: 0, failure: 0, lastSuccessEpochSeconds: null },
-        }),
-        {
-          apiToken: resolveApiToken(config.http, secretFromEnvironment("RUNTIME_API_TOKEN")),
-          tokens: namedTokens,
-        },
-      );
-      http = await serveHttp({
-        hostname: config.http.bind,
-        port: config.http.port,
-        tlsCertPath: config.http.tlsCertPath,
-        tlsKeyPath: config.http.tlsKeyPath,
-        authEnabled: config.http.authEnabled,
-        allowInsecureBind: config.http.allowInsecureBind,
-        tlsAllowExpiredCert: config.http.tlsAllowExpiredCert,
-        maxConnections: config.http.maxConnections,
-        requestHeaderTimeoutMs: config.http.requestHeaderTimeoutMs,
-        keepAliveTimeoutMs: config.http.keepAliveTimeoutMs,
-        reservedFds: httpReservedFds(config.providers.length),
-        handler: api.handle,
-        log: log.child("http"),
-        onShutdown: () => api?.close(),
-      });
-      throwIfAborted();
-      const origin = `${http.tls ? "https" : "http"}://${http.hostname}:${http.port}`;
-      log.info(`API listening on ${origin}/v0`);
-      if (config.http.consoleEnabled) log.info(`Operator console on ${origin}/`);
-    } else {
-      log.info("http.enabled is false: running headless");
-    }
-    // The line launchers written for anolis wait for: once, when the API is up and every
-    // provider is AVAILABLE (a provider that went down meanwhile delays it until it is back).
-    runtime.whenAllProvidersAvailable(() =>
-      log.info(
-        `Runtime Ready: ${runtime.registry.hosts.length} provider(s) AVAILABLE, ${runtime.registry.devices().length} device(s)`,
-      )
-    );
-  } catch (err) {
-    await stop().catch(() => {});
-    throw err;
-  } finally {
-    abort?.removeEventListener("abort", onAbort);
-  }
-  // The sections of a reload this composition root owns (app/live_config.ts): the writer is
-  // retargeted in place, the API's tokens replaced, the log level set.
-  runtime.ownSection("telemetry", async (next) => {
-    if (next.telemetry.enabled) await loadInfluxClient();
-    await telemetry.retarget(
-      telemetryOptions(next),
-      Math.max(200, config.runtime.shutdownTimeoutMs / 2),
-    );
-    return {
-      note: next.telemetry.enabled
-        ? `telemetry retargeted (writing to ${next.telemetry.influxdb.url})`
-        : "telemetry retargeted (disabled)",
-    };
-  });
-  const retoken = (next: Config) => {
-    api?.setTokens(
-      config.http,
-      resolveApiToken(next.http, secretFromEnvironment("RUNTIME_API_TOKEN")),
-      resolveNamedTokens(next.http, secretFromEnvironment),
-    );
-    return { note: "API tokens replaced" };
-  };
-  runtime.ownSection("http.auth_token", retoken);
-  runtime.ownSection("http.tokens", retoken);
-  const setLogLevel = options.reload?.setLogLevel;
-  runtime.ownSection("logging", (next) => {
-    if (!setLogLevel) {
-      return { note: "logging.level not applied: --log-level fixes it for this run" };
-    }
-    const from = runtime.config.logging.level;
-    setLogLevel(next.logging.level);
-    return { note: `log level ${from}->${next.logging.level}` };
-  });
-  if (options.reload) {
-    reloader = new ConfigReloader({ runtime, load: options.reload.load, log });
-  }
-  return {
-    runtime,
-    http,
-    telemetry,
-    runs,
-    reloader,
-    stop,
-  };
-}
-
-/** The runtime's services as the HTTP layer sees them, plus the service-level ones. */
-export function httpServicesOf(
-  runtime: Kernel,
-  extra: Pick<HttpServices, "telemetry" | "runs" | "configReloads">,
-): HttpServices {
-  const base: Omit<HttpServices, keyof typeof extra> = {
-    // The configuration in effect (a reload changes what is in effect; the kernel owns it).
-    get config() {
-      return runtime.config;
-    },
-    host: runtime.host,
-    bus: runtime.bus,
-    inventory: runtime.inventory,
-    cache: runtime.cache,
-    router: runtime.router,
-    providerHealth: () => runtime.providerHealth(),
-    uptimeSeconds: () => runtime.uptimeSeconds(),
-    modes: runtime.modes,
-    estop: runtime.estop,
-    alarms: runtime.alarms,
-    audit: runtime.audit,
-    processStats: readProcessStats,
-    ...(runtime.parameters ? { parameters: runtime.parameters } : {}),
-    ...(runtime.automation ? { automation: runtime.automation } : {}),
-  };
-  // Descriptors, not a spread: a getter in `extra` stays a getter.
-  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(extra)) as HttpServices;
-}
 
 /**
  * Runs the service until SIGINT/SIGTERM and resolves with the process exit code:
@@ -300,23 +57,26 @@ export async function runService(
   // Signals are watched from the start and for the whole life of the process: a signal during
   // start-up stops it at once, and a later one must never fall back to the default (exit now).
   const signals = watchStopSignals(log);
-  const startup = new AbortController();
-  const reload = options.loadConfig
-    ? {
-      load: options.loadConfig,
-      ...(options.logLevelFixed ? {} : { setLogLevel: (l: LogLevel) => (log.level = l) }),
-    }
-    : undefined;
-  const starting = startService(config, log, {
-    abort: startup.signal,
-    ...(reload ? { reload } : {}),
+  const kernel = new Kernel(config, {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log,
+    files: journalFiles,
+    secret: secretFromEnvironment,
+    serve: serveHttp,
+    processStats: readProcessStats,
+    ...(options.loadConfig ? { loadConfig: options.loadConfig } : {}),
+    ...(options.logLevelFixed ? {} : { setLogLevel: (l: LogLevel) => (log.level = l) }),
   });
+  // A stop signal during start-up stops the kernel at once: start() then rejects once everything
+  // it started is stopped.
+  const starting = kernel.start();
   // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it.
   // Watched from the start too: the default action of SIGHUP would end the process.
   const hangup = watchReloadSignal(() => {
     log.info("SIGHUP received: reloading the configuration");
-    void starting.then((service) => {
-      if (service.reloader) void service.reloader.request();
+    void starting.then(() => {
+      if (kernel.reloader) void kernel.reloader.request();
       else log.warn("SIGHUP ignored: configuration reload is not available");
     }, () => {});
   });
@@ -326,21 +86,28 @@ export async function runService(
       signals.first.then((signal) => ({ signal })),
     ]);
     if (first !== null && "err" in first) {
-      const err = first.err;
-      log.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
+      log.error(`start-up failed: ${errorMessage(first.err)}`);
+      await kernel.stop().catch((err) =>
+        log.error(`stop after failed start-up: ${errorMessage(err)}`)
+      );
       return EXIT_STARTUP_FAILURE;
     }
     if (first === null) {
+      // The line launchers written for anolis wait for: once, when the API is up and every
+      // provider is AVAILABLE (a provider that went down meanwhile delays it until it is back).
+      kernel.whenAllProvidersAvailable(() =>
+        log.info(
+          `Runtime Ready: ${kernel.registry.hosts.length} provider(s) AVAILABLE, ${kernel.registry.devices().length} device(s)`,
+        )
+      );
       await notifyReady(log);
       log.info(`${await signals.first} received: shutting down`);
     } else {
       log.info(`${first.signal} received during start-up: stopping`);
-      startup.abort();
     }
     await notifyStopping(log);
-    // A start-up that was aborted has stopped what it started; one that completed is stopped here.
-    const stopped = starting.then((service) => service.stop(), () => {});
-    return await shutDown(stopped, signals, config, log);
+    // During start-up too: stop() ends whatever start-up stage is waiting.
+    return await shutDown(kernel.stop(), signals, config, log);
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
     const killed = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
@@ -397,7 +164,7 @@ async function shutDown(
     log.info("shutdown complete");
     return EXIT_OK;
   } catch (err) {
-    log.error(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+    log.error(`shutdown failed: ${errorMessage(err)}`);
     return EXIT_INTERNAL_ERROR;
   } finally {
     clock.clearTimer(timer);

@@ -11,9 +11,10 @@
  *
  * Nothing here touches Deno.*: the file reading and the signal come from the composition root.
  */
-import type { Logger } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
-import type { Kernel, ReloadReport } from "./kernel.ts";
+import type { EventBus } from "../events/mod.ts";
+import type { ReloadReport } from "./reload_report.ts";
 
 /** A re-read configuration: valid (with warnings) or the diagnostics that make it invalid. */
 export type ReloadedConfig =
@@ -28,9 +29,19 @@ export interface ReloadCounts {
   readonly lastSuccessEpochSeconds: number | null;
 }
 
+/** What a reload is applied to (the Kernel). */
+export interface ReloadTarget {
+  /** The configuration in effect. */
+  readonly config: Config;
+  readonly bus: EventBus;
+  readonly host: { readonly clock: Pick<Clock, "nowMs"> };
+  /** Applies what differs from the configuration in effect (Kernel.reload). */
+  reload(next: Config): Promise<ReloadReport>;
+}
+
 /** What the reloader needs. */
 export interface ConfigReloaderOptions {
-  readonly runtime: Kernel;
+  readonly runtime: ReloadTarget;
   /** Reads and validates the --config file as start-up does (behavior tree included). */
   readonly load: () => Promise<ReloadedConfig>;
   readonly log: Logger;
@@ -87,7 +98,7 @@ export class ConfigReloader {
     try {
       loaded = await this.#o.load();
     } catch (err) {
-      loaded = { ok: false, errors: [errText(err)] };
+      loaded = { ok: false, errors: [errorMessage(err)] };
     }
     if (!loaded.ok) {
       for (const line of loaded.errors) log.error(`config reload: ${line}`);
@@ -102,7 +113,7 @@ export class ConfigReloader {
     try {
       report = await runtime.reload(loaded.config);
     } catch (err) {
-      this.#fail(`config reload failed: ${errText(err)}`, [errText(err)]);
+      this.#fail(`config reload failed: ${errorMessage(err)}`, [errorMessage(err)]);
       return;
     }
     const summary = summarize(report);
@@ -178,8 +189,4 @@ export function summarize(r: ReloadReport): string {
   if (r.estopActions > 0) parts.push(`e-stop latched: ${r.estopActions} safe-state call(s) run`);
   if (r.needsRestart.length > 0) parts.push(`needs restart: ${r.needsRestart.join(", ")}`);
   return `config reload: ${parts.join("; ")}`;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -385,13 +385,15 @@ export class ModeManager implements ModeService {
     try {
       this.#log.info(`transition ${from} -> ${target} (requested)`);
       const before = await this.#runHooks("before", from, target);
-      if (before.veto) {
-        throw failedPrecondition(`Mode transition ${from} -> ${target} vetoed: ${before.veto}`);
-      }
+      // A change meanwhile (FAULT always gets through) comes first: a hook call it refused is
+      // its consequence, not the reason.
       if (this.#mode !== from) {
         throw failedPrecondition(
           `Mode changed concurrently during ${from} -> ${target} hooks (now ${this.#mode})`,
         );
+      }
+      if (before.veto) {
+        throw failedPrecondition(`Mode transition ${from} -> ${target} vetoed: ${before.veto}`);
       }
       // An arming check may have become true while the before-hooks ran (e-stop latched).
       this.#checkArming(from, target);

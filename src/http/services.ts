@@ -1,7 +1,7 @@
 /**
  * What the HTTP layer needs from the rest of the runtime. The composition root provides it
- * (app/process.ts httpServicesOf: the Runtime's subsystems plus the service's run registry,
- * telemetry writer, process statistics and reload counts). Every service is always there but
+ * (app/kernel.ts, Kernel.services: the kernel's subsystems, run registry and telemetry writer
+ * included, process statistics and reload counts). Every service is always there but
  * `parameters` and `automation`, which are absent exactly when automation is disabled; the routes
  * then answer as http-api.md says for that case.
  *

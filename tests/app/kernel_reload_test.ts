@@ -6,10 +6,11 @@
  * old value and is offered again by the next reload.
  */
 import assert from "node:assert/strict";
-import type { Kernel, ReloadReport } from "../../src/app/kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import type { ReloadReport } from "../../src/app/reload_report.ts";
 import { summarize } from "../../src/app/reloader.ts";
 import type { AlarmConfig, Config, InterlockConfig } from "../../src/config/mod.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { startRuntime } from "../helpers/kernel.ts";
 import { expectation } from "../safety/_fixture.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import {
@@ -49,7 +50,7 @@ async function withKernel(
     });
     const rt = await startRuntime(base);
     try {
-      await fn(rt, base);
+      await fn(rt, rt.config); // as started (its own data_dir)
     } finally {
       await rt.stop();
     }
@@ -164,30 +165,35 @@ alarms:
 
 Deno.test("Kernel.reload: a section whose owner fails keeps its old value and is offered again by the next reload", async () => {
   await withKernel(async (rt, base) => {
-    let attempts = 0;
-    rt.ownSection("telemetry", () => {
-      attempts++;
-      throw new Error("the database is not reachable");
-    });
-    const next: Config = {
+    // Telemetry enabled without a token (none in the file, INFLUXDB_TOKEN not read by this
+    // kernel): the writer refuses the new target and goes on as it was.
+    const broken: Config = {
       ...base,
-      telemetry: { ...base.telemetry, healthIntervalMs: base.telemetry.healthIntervalMs + 1 },
+      telemetry: {
+        ...base.telemetry,
+        enabled: true,
+        influxdb: { ...base.telemetry.influxdb, url: "http://127.0.0.1:9", token: "" },
+      },
     };
-    const first = await rt.reload(next);
-    assert.deepEqual(first.failed, [{
-      section: "telemetry",
-      why: "the database is not reachable",
-    }]);
-    assert.equal(rt.config.telemetry.healthIntervalMs, base.telemetry.healthIntervalMs);
-    await rt.reload(next);
-    assert.equal(attempts, 2, "retried: it was never recorded as applied");
-    rt.ownSection("telemetry", () => {});
-    const third = await rt.reload(next);
+    const first = await rt.reload(broken);
+    assert.equal(first.failed.length, 1);
+    assert.equal(first.failed[0].section, "telemetry");
+    assert.match(first.failed[0].why, /telemetry\.influxdb\.token is empty/);
+    assert.equal(rt.config.telemetry.enabled, false, "the old value stays in effect");
+    assert.equal(rt.telemetry.status().enabled, false);
+    const again = await rt.reload(broken);
+    assert.deepEqual(again.failed.map((f) => f.section), ["telemetry"], "retried");
+    const fixed: Config = {
+      ...broken,
+      telemetry: {
+        ...broken.telemetry,
+        influxdb: { ...broken.telemetry.influxdb, token: "reload-test-token" },
+      },
+    };
+    const third = await rt.reload(fixed);
     assert.deepEqual(third.applied, ["telemetry"]);
-    assert.equal(rt.config.telemetry.healthIntervalMs, next.telemetry.healthIntervalMs);
-    await waitFor(
-      "nothing left to apply",
-      async () => (await rt.reload(next)).applied.length === 0,
-    );
+    assert.equal(rt.config.telemetry.enabled, true);
+    assert.equal(rt.telemetry.status().enabled, true);
+    assert.deepEqual((await rt.reload(fixed)).applied, [], "nothing left to apply");
   });
 });

@@ -3,8 +3,48 @@ import type { Config } from "../../src/config/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import type { ProviderRegistry } from "../../src/providers/mod.ts";
 import { Inventory, StateCache } from "../../src/state/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
+import { LineLogger, serveHttp, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { Kernel, type KernelHost } from "../../src/app/kernel.ts";
+
+/** Temporary folders made by this test file, removed when it ends. */
+const tempDirs: string[] = [];
+globalThis.addEventListener("unload", () => {
+  for (const dir of tempDirs.splice(0)) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/** A fresh temporary folder, removed when the test file ends. */
+export function tempDir(prefix = "runtime-test-"): string {
+  const dir = Deno.makeTempDirSync({ prefix });
+  tempDirs.push(dir);
+  return dir;
+}
+
+/**
+ * The config with its own runtime.data_dir (the kernel journals audit entries and runs there):
+ * a fresh temporary folder unless the config already has one of its own (under the system's
+ * temporary directory), so tests running in parallel never share a journal.
+ */
+export function isolated(config: Config): Config {
+  const tmp = (Deno.env.get("TMPDIR") ?? "/tmp").replace(/\/$/, "");
+  if (config.runtime.dataDir.startsWith(`${tmp}/`)) return config;
+  return { ...config, runtime: { ...config.runtime, dataDir: tempDir("runtime-data-") } };
+}
+
+/** The host ports of a test kernel: real processes, real clock and files, a quiet logger. */
+export function testHost(overrides: Partial<KernelHost> = {}): KernelHost {
+  return { spawn: spawnProcess, clock: systemClock, log: testLogger(), ...overrides };
+}
+
+/** A Kernel (not started) over `isolated(config)` and the test host ports. */
+export function newKernel(config: Config, host: Partial<KernelHost> = {}): Kernel {
+  return new Kernel(isolated(config), testHost(host));
+}
 
 /** A logger for tests: silent unless RUNTIME_TEST_LOG=debug|info|warn|error is set. */
 export function testLogger(): LineLogger {
@@ -23,9 +63,9 @@ export function testLogger(): LineLogger {
  */
 export async function startRuntime(
   config: Config,
-  options: { arm?: boolean } = {},
+  options: { arm?: boolean; host?: Partial<KernelHost> } = {},
 ): Promise<Kernel> {
-  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  const rt = newKernel(config, options.host);
   try {
     await rt.start();
     if (options.arm) await rt.modes.request("MANUAL");
@@ -34,6 +74,14 @@ export async function startRuntime(
     throw err;
   }
   return rt;
+}
+
+/**
+ * The whole service as production runs it: HTTP served on config.http.bind/port, journals under
+ * runtime.data_dir (isolated), telemetry -- over the test host ports. `await k.stop()` ends it.
+ */
+export function startServing(config: Config, host: Partial<KernelHost> = {}): Promise<Kernel> {
+  return startRuntime(config, { host: { serve: serveHttp, ...host } });
 }
 
 /** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */

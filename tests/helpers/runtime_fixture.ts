@@ -1,26 +1,17 @@
 /**
  * The one place HTTP tests boot a runtime: a real Kernel over real simulated provider processes
  * (or, with `start: false`, a Kernel that was never started — no processes, no providers up),
- * the service's run registry (in a temporary folder) and telemetry writer as startService builds
- * them, an HttpApi over them all, and optionally a real socket server.
+ * an HttpApi over the kernel's services (Kernel.services, as production hands them to its API;
+ * run records and audit journaled in a temporary folder), and optionally a real socket server.
  */
 import type { Clock } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { boundedEntryText } from "../../src/audit/mod.ts";
-import { type HttpServerHandle, journalFiles, serveHttp } from "../../src/host/mod.ts";
+import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { httpServicesOf } from "../../src/app/process.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import {
-  loadInfluxClient,
-  telemetryOptionsFromConfig,
-  TelemetryWriter,
-} from "../../src/telemetry/mod.ts";
-import { startRuntime, testLogger } from "./kernel.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import { newKernel, startRuntime, testLogger } from "./kernel.ts";
 import { assertApiAnswer } from "./openapi_check.ts";
 import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 
 /**
  * Services a test may put in place of the fixture's own: a fake, or a real one the test set up
@@ -72,20 +63,12 @@ export class HttpFixture {
   readonly api: HttpApi;
   readonly config: Config;
   readonly #servers: HttpServerHandle[] = [];
-  readonly #stopServices: () => Promise<void>;
 
-  /** `stopServices` stops what the fixture started besides the runtime (after the runtime). */
-  constructor(
-    runtime: Kernel,
-    services: HttpServices,
-    api: HttpApi,
-    stopServices: () => Promise<void> = () => Promise.resolve(),
-  ) {
+  constructor(runtime: Kernel, services: HttpServices, api: HttpApi) {
     this.runtime = runtime;
     this.services = services;
     this.api = api;
     this.config = runtime.config;
-    this.#stopServices = stopServices;
   }
 
   /**
@@ -135,11 +118,7 @@ export class HttpFixture {
   async close(): Promise<void> {
     this.api.close();
     await Promise.all(this.#servers.map((s) => s.shutdown()));
-    try {
-      await this.runtime.stop();
-    } finally {
-      await this.#stopServices();
-    }
+    await this.runtime.stop();
   }
 }
 
@@ -150,99 +129,32 @@ export async function startHttpFixture(o: HttpFixtureOptions = {}): Promise<Http
     providers: Array.from({ length: n }, (_, i) => simProvider(`sim${i}`)),
     ...o.config,
   });
-  const runtime = o.start === false
-    ? new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() })
-    : await startRuntime(config);
-  let services: FixtureServices;
-  try {
-    services = await fixtureServices(runtime, o.services);
-  } catch (err) {
-    await runtime.stop();
-    throw err;
-  }
-  if (o.apiClock) {
-    const host = { ...services.services.host, clock: o.apiClock };
-    Object.defineProperty(services.services, "host", { value: host, enumerable: true });
-  }
-  const api = new HttpApi(services.services, { apiToken: "", ...o.api });
-  return new HttpFixture(runtime, services.services, api, services.stop);
-}
-
-/** A runtime's HttpServices as a fixture serves them, and how to stop what was started for them. */
-export interface FixtureServices {
-  readonly services: HttpServices;
-  /** Stops the run registry and telemetry writer the fixture started (call after the runtime). */
-  readonly stop: () => Promise<void>;
+  const runtime = o.start === false ? newKernel(config) : await startRuntime(config);
+  const services = fixtureServices(runtime, o.services, o.apiClock);
+  const api = new HttpApi(services, { apiToken: "", ...o.api });
+  return new HttpFixture(runtime, services, api);
 }
 
 /**
- * The runtime's services as the service gives them to the HTTP layer (httpServicesOf), with a run
- * registry (journal in a temporary folder) and a telemetry writer built and wired as startService
- * (src/app/process.ts) does, and no configuration reloads. A service in `overrides` is used
- * instead of the fixture's own and left to the test.
+ * The kernel's HttpServices (Kernel.services: what production hands the API), with the services
+ * in `overrides` in place of the kernel's own (left to the test), and the API's clock replaced.
  */
-export async function fixtureServices(
+export function fixtureServices(
   runtime: Kernel,
   overrides: ServiceOverrides = {},
-): Promise<FixtureServices> {
-  const config = runtime.config;
-  const stops: Array<() => Promise<void>> = [];
-  const stop = async () => {
-    let failure: unknown = null;
-    for (const s of stops.splice(0).reverse()) await s().catch((err) => failure ??= err);
-    if (failure !== null) throw failure;
-  };
-  try {
-    let telemetry = overrides.telemetry;
-    if (telemetry === undefined) {
-      const writer = new TelemetryWriter(telemetryOptionsFromConfig(config, {
-        clock: systemClock,
-        logger: testLogger(),
-        healthSnapshot: () => runtime.providerHealthLive(),
-      }));
-      if (config.telemetry.enabled) await loadInfluxClient();
-      writer.start(runtime.bus);
-      stops.push(() => writer.stop(Math.max(200, config.runtime.shutdownTimeoutMs / 2)));
-      telemetry = writer;
-    }
-    let runs = overrides.runs;
-    if (runs === undefined) {
-      const dataDir = await Deno.makeTempDir({ prefix: "http-fixture-runs-" });
-      stops.push(() => Deno.remove(dataDir, { recursive: true }));
-      const writer = telemetry instanceof TelemetryWriter ? telemetry : null;
-      const registry = new RunRegistry({
-        dataDir,
-        runtimeName: config.runtime.name,
-        pollingIntervalMs: config.polling.intervalMs,
-        files: journalFiles,
-        clock: systemClock,
-        logger: testLogger(),
-        automationVersion: () => runtime.automation?.automationVersion() ?? null,
-        telemetrySink: (event, run) => writer?.recordRunEvent(event, run.experiment_label),
-      });
-      runtime.automation?.setOpenRunId(() => registry.openRunId());
-      runtime.audit.onEntry((entry) => {
-        if (entry.action === "call" && registry.openRunId() !== null) {
-          registry.recordCall(JSON.parse(boundedEntryText(entry)));
-        }
-      });
-      await registry.start();
-      stops.push(() => registry.shutdown());
-      registry.attach(runtime.bus);
-      runs = registry;
-    }
-    const services = httpServicesOf(runtime, {
-      runs,
-      telemetry,
-      configReloads: () => ({ success: 0, failure: 0, lastSuccessEpochSeconds: null }),
-    });
-    // Descriptors, not a spread: the getters of httpServicesOf (config, alarms) stay getters.
-    const given = Object.entries(Object.getOwnPropertyDescriptors(overrides))
-      .filter(([, d]) => d.get !== undefined || d.value !== undefined);
-    Object.defineProperties(services, Object.fromEntries(given));
-    return { services, stop };
-  } catch (err) {
-    await stop();
-    throw err;
+  apiClock?: Clock,
+): HttpServices {
+  // Descriptors, not a spread: the getters of Kernel.services (config) stay getters.
+  const services = Object.defineProperties(
+    {},
+    Object.getOwnPropertyDescriptors(runtime.services),
+  ) as HttpServices;
+  const given = Object.entries(Object.getOwnPropertyDescriptors(overrides))
+    .filter(([, d]) => d.get !== undefined || d.value !== undefined);
+  Object.defineProperties(services, Object.fromEntries(given));
+  if (apiClock) {
+    const host = { ...services.host, clock: apiClock };
+    Object.defineProperty(services, "host", { value: host, enumerable: true });
   }
+  return services;
 }

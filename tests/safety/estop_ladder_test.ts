@@ -12,8 +12,8 @@ import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { readPorts, startRuntime, testLogger } from "../helpers/kernel.ts";
+import { newKernel, readPorts, startRuntime, testLogger, waitFor } from "../helpers/kernel.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
@@ -25,6 +25,18 @@ import { withRealTimers } from "../helpers/clock.ts";
  */
 function admitted(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/**
+ * Until the first actuating call's decision is in the audit journal (the write-ahead the call
+ * waits for), and one more turn: the call is then on the wire, holding its provider.
+ */
+async function onTheWire(files: SwitchableFiles): Promise<void> {
+  await waitFor(
+    "the first call's decision journaled",
+    () => files.appended.some((line) => line.includes('"intent"')),
+  );
+  await admitted();
 }
 
 /** Generous bound on an e-stop whose failed calls fail at once (a retry costs timeout_ms + 1 s). */
@@ -131,12 +143,12 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
 });
 
 Deno.test("Estop status follows the inventory: a plan asked for before discovery is not kept", async () => {
-  const rt = new Kernel(
+  const rt = newKernel(
     testConfig({
       providers: [plantProvider("plant")],
       safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
     }),
-    { spawn: spawnProcess, clock: systemClock, log: testLogger() },
+    {},
   );
   try {
     const early = rt.estop.status();
@@ -186,11 +198,15 @@ Deno.test("Estop ladder call retries a full queue for up to the provider's timeo
   // A call on the wire for 1500 ms and 64 queued behind it (the bound): the ladder's call is
   // refused as busy until the queue clears, ~1.5 s later — past 1 s and past timeout_ms - 1 s,
   // within timeout_ms + 1 s.
-  const rt = await startRuntime(testConfig({
-    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
-    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
-  }));
+  const files = new SwitchableFiles();
+  const rt = await startRuntime(
+    testConfig({
+      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+      pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    }),
+    { host: { files } },
+  );
   try {
     await rt.modes.request("MANUAL");
     const flood = Array.from(
@@ -199,7 +215,7 @@ Deno.test("Estop ladder call retries a full queue for up to the provider's timeo
         manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
           .then(() => "ok", (e: RuntimeError) => e.code),
     );
-    await admitted();
+    await onTheWire(files);
     const result = await rt.estop.trigger("flood");
     const codes = await Promise.all(flood);
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
@@ -220,13 +236,14 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     nowMs: () => Date.now() + offsetMs,
     monoMs: () => performance.now() + offsetMs,
   });
-  const rt = new Kernel(
+  const files = new SwitchableFiles();
+  const rt = newKernel(
     testConfig({
       providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
       pollingIntervalMs: 60000,
       safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
     }),
-    { spawn: spawnProcess, clock, log: testLogger() },
+    { clock, files },
   );
   try {
     await rt.start();
@@ -237,7 +254,7 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
         manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
           .then(() => "ok", (e: RuntimeError) => e.code),
     );
-    await admitted();
+    await onTheWire(files);
     const stop = rt.estop.trigger("flood past the bound");
     await new Promise((r) => setTimeout(r, 100)); // the ladder call is retrying
     offsetMs = 3001;

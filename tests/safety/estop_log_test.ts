@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { waitFor } from "../helpers/kernel.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import { newKernel, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";
 
@@ -33,7 +33,7 @@ async function start(config: Config): Promise<{ rt: Kernel; lines: Line[] }> {
       if (m) lines.push({ level: LEVEL[m[1]], text: m[2] });
     },
   });
-  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log });
+  const rt = newKernel(config, { log });
   try {
     await rt.start();
   } catch (err) {

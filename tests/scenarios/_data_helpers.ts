@@ -1,9 +1,9 @@
 /** Shared pieces of the provider-data scenarios: the scripted provider and a capturing logger. */
 import type { ProviderConfig } from "../../src/config/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 import { HttpApi } from "../../src/http/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { type FixtureServices, fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
+import { startRuntime } from "../helpers/kernel.ts";
+import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 const DATA_PROVIDER = new URL("./_data_provider.ts", import.meta.url).pathname;
@@ -49,22 +49,10 @@ export async function startDataFixture(
     providers: [dataProvider("p0", scenario)],
     pollingIntervalMs: o.pollingIntervalMs ?? 50,
   });
-  const runtime = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log });
-  try {
-    await runtime.start();
-  } catch (err) {
-    await runtime.stop();
-    throw err;
-  }
-  let services: FixtureServices;
-  try {
-    services = await fixtureServices(runtime);
-  } catch (err) {
-    await runtime.stop();
-    throw err;
-  }
-  const api = new HttpApi(services.services, { apiToken: "" });
-  return { fx: new HttpFixture(runtime, services.services, api, services.stop), lines };
+  const runtime = await startRuntime(config, { host: { log } });
+  const services = fixtureServices(runtime);
+  const api = new HttpApi(services, { apiToken: "" });
+  return { fx: new HttpFixture(runtime, services, api), lines };
 }
 
 /** Raw SSE frames (text, JSON unparsed so exact digits can be checked) from a live stream. */

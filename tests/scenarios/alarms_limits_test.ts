@@ -6,8 +6,7 @@
  * condition has held that long.
  */
 import assert from "node:assert/strict";
-import { startService } from "../../src/app/process.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { startServing, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { LineRecorder } from "../helpers/victoria_metrics.ts";
 import { alarmsConfig, Api, callBody, EventStream, type ReceivedEvent } from "./alarms_helpers.ts";
@@ -48,7 +47,7 @@ alarms:
   - { id: tc1_warm_delayed, signal: sim0/tempctl0/tc1_temp, hi: ${HI}, delay_ms: ${DELAY_MS} }
 `),
   });
-  const service = await startService(config, testLogger());
+  const service = await startServing(config);
   const api = new Api(`http://127.0.0.1:${service.http!.port}`);
   const sse = await EventStream.open(api.base);
   try {

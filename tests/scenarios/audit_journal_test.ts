@@ -1,13 +1,12 @@
 /**
- * The audit journal of the whole service (startService, real HTTP, the simulated provider):
+ * The audit journal of the whole service (the Kernel with HTTP served, the simulated provider):
  * rotated at audit.max_file_bytes with audit.max_files kept and paged across files by
  * GET /v0/audit; the open run's events include the calls; a journal on a full disk leaves calls
  * and the e-stop working and shows in GET /v0/providers/health and /metrics.
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
-import { startService } from "../../src/app/process.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { startServing } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 function duty(value: number) {
@@ -33,14 +32,14 @@ async function get(base: string, path: string) {
   return { status: r.status, json: await r.json() };
 }
 
-Deno.test("startService journals audit entries, rotates at audit.max_file_bytes and pages across files; run events include the calls", async () => {
+Deno.test("The service journals audit entries, rotates at audit.max_file_bytes and pages across files; run events include the calls", async () => {
   const dir = await Deno.makeTempDir({ prefix: "audit_service_" });
   const config = testConfig({
     runtime: { dataDir: dir },
     http: { port: 0 },
     audit: { maxFileBytes: 4096, maxFiles: 3 },
   });
-  const service = await startService(config, testLogger());
+  const service = await startServing(config);
   try {
     const base = `http://127.0.0.1:${service.http!.port}`;
     assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
@@ -98,13 +97,13 @@ Deno.test("startService journals audit entries, rotates at audit.max_file_bytes 
   }
 });
 
-Deno.test("startService with an audit journal on a full disk keeps calls and the e-stop working, reports it in health and metrics, and writes a gap entry that survives a restart once the disk has room", async () => {
+Deno.test("The service with an audit journal on a full disk keeps calls and the e-stop working, reports it in health and metrics, and writes a gap entry that survives a restart once the disk has room", async () => {
   const dir = await Deno.makeTempDir({ prefix: "audit_full_" });
   await Deno.mkdir(`${dir}/audit`);
   // Every write to the journal fails with ENOSPC, as on a full disk.
   await Deno.symlink("/dev/full", `${dir}/audit/audit-00000001.jsonl`);
   const config = testConfig({ runtime: { dataDir: dir }, http: { port: 0 } });
-  let service = await startService(config, testLogger());
+  let service = await startServing(config);
   try {
     const base = `http://127.0.0.1:${service.http!.port}`;
     assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
@@ -150,7 +149,7 @@ Deno.test("startService with an audit journal on a full disk keeps calls and the
 
     // The count survives a restart: it is on disk.
     await service.stop();
-    service = await startService(config, testLogger());
+    service = await startServing(config);
     const base2 = `http://127.0.0.1:${service.http!.port}`;
     const again = (await get(base2, "/v0/audit")).json.entries;
     assert.deepEqual(again.slice(0, 2), after);

@@ -7,9 +7,8 @@
 import assert from "node:assert/strict";
 import { AUDIT_MAX_ENTRY_BYTES, AUDIT_MAX_TEXT_BYTES } from "../../src/audit/mod.ts";
 import type { ProviderConfig } from "../../src/config/mod.ts";
-import { startService } from "../../src/app/process.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { startServing } from "../helpers/kernel.ts";
 import { REPO, testConfig } from "../helpers/sim_config.ts";
 
 function auditProvider(auditDir: string): ProviderConfig {
@@ -49,7 +48,7 @@ Deno.test("GET /v0/audit serves, bounded, the entries of a provider's 40 KB erro
     http: { port: 0 },
     providers: [auditProvider(auditDir)],
   });
-  const service = await startService(config, testLogger());
+  const service = await startServing(config);
   try {
     const base = `http://127.0.0.1:${service.http!.port}`;
     assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);

@@ -7,9 +7,8 @@
  */
 import assert from "node:assert/strict";
 import type { ProviderConfig } from "../../src/config/mod.ts";
-import { startService } from "../../src/app/process.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { startServing } from "../helpers/kernel.ts";
 import { REPO, testConfig } from "../helpers/sim_config.ts";
 import {
   killLeftovers,
@@ -78,7 +77,7 @@ Deno.test("an accepted actuating call is in the audit journal when the provider 
     http: { port: 0 },
     providers: [auditProvider(auditDir)],
   });
-  const service = await startService(config, testLogger());
+  const service = await startServing(config);
   try {
     const base = `http://127.0.0.1:${service.http!.port}`;
     assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);

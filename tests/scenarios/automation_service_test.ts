@@ -1,21 +1,19 @@
 /** The automation wired into the service (run records, HTTP over a socket) and the start-up check. */
 import assert from "node:assert/strict";
 import { RuntimeError, type SpawnFn } from "../../src/common/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { startService } from "../../src/app/process.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { spawnProcess } from "../../src/host/mod.ts";
+import { newKernel, startServing } from "../helpers/kernel.ts";
 import { automationConfig, MOTOR_THEN_SLEEP, TreeDir, treeXml } from "./automation_helpers.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
-Deno.test("startService: a run opened over HTTP captures the tree version and appears in /v0/automation/status", async () => {
+Deno.test("The service: a run opened over HTTP captures the tree version and appears in /v0/automation/status", async () => {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("recipe.xml", MOTOR_THEN_SLEEP);
     const config = automationConfig(tree, {
       config: { runtime: { dataDir: `${dir.path}/data` }, http: { port: 0 } },
     });
-    const service = await startService(config, testLogger());
+    const service = await startServing(config);
     try {
       const base = `http://127.0.0.1:${service.http!.port}/v0`;
       const opened = await apiFetch(`${base}/runs`, {
@@ -49,11 +47,7 @@ Deno.test("Kernel.start refuses a tree with errors, listing every diagnostic, be
     );
     let spawned = 0;
     const spawn: SpawnFn = (o) => (spawned++, spawnProcess(o));
-    const rt = new Kernel(automationConfig(tree), {
-      spawn,
-      clock: systemClock,
-      log: testLogger(),
-    });
+    const rt = newKernel(automationConfig(tree), { spawn });
     try {
       const err = await rt.start().then(() => null, (e) => e);
       assert.ok(err instanceof RuntimeError, String(err));

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { processAlive, startArmed, testLogger, waitFor } from "../helpers/kernel.ts";
+import { newKernel, processAlive, startArmed, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
 import { killLeftovers, readScriptedLog, scriptedProvider } from "./process_helpers.ts";
 
@@ -50,7 +48,7 @@ Deno.test("Kernel.stop while the first poll hangs makes start() fail at once and
       timeoutMs: 60000,
     })],
   });
-  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  const rt = newKernel(config);
   try {
     const started = rt.start().then(() => "started", (e) => e);
     await waitFor("first poll hanging", () => readScriptedLog(log).hangs.length > 0);

@@ -10,9 +10,8 @@
  *   (anolis core/runtime/runtime.cpp, restart_provider).
  */
 import assert from "node:assert/strict";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { startArmed, waitFor } from "../helpers/kernel.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { newKernel, startArmed, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
   killLeftovers,
@@ -72,7 +71,7 @@ for (const stage of ["hello", "read_signals"]) {
         aliveWhenLogged.push(processAlive(readScriptedLog(plog).pids[0]));
       }
     });
-    const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log });
+    const rt = newKernel(config, { log });
     try {
       const outcome = await within(rt.start().then(() => "started", (e) => e), 20000);
       assert.ok(outcome instanceof Error, `start() must fail, got ${outcome}`);
@@ -99,9 +98,9 @@ for (const stage of ["hello", "read_signals"]) {
 
 Deno.test("Kernel.start says nothing about a start-up timeout when start-up completes in time", async () => {
   const { log, lines } = watchingLogger();
-  const rt = new Kernel(
+  const rt = newKernel(
     testConfig({ runtime: { startupTimeoutMs: 30000 }, providers: [simProvider("sim0")] }),
-    { spawn: spawnProcess, clock: systemClock, log },
+    { log },
   );
   try {
     await rt.start();
@@ -139,9 +138,9 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
   const { log, lines } = watchingLogger((line) => {
     if (line.includes("restart timeout")) aliveWhenLogged.push(processAlive(restartPids()[0]));
   });
-  const rt = new Kernel(
+  const rt = newKernel(
     testConfig({ providers: [{ ...base, command: script, args: [] }] }),
-    { spawn: spawnProcess, clock: systemClock, log },
+    { log },
   );
   try {
     await rt.start();

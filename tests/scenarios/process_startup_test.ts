@@ -4,9 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { Kernel } from "../../src/app/kernel.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { newKernel } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
   freePort,
@@ -33,7 +31,7 @@ Deno.test("Kernel.start fails within runtime.startup_timeout_ms when a provider 
       scriptedProvider("hung", ["--log", log, "--hang", "read_signals"], { timeoutMs: 60000 }),
     ],
   });
-  const rt = new Kernel(config, { spawn: spawnProcess, clock: systemClock, log: testLogger() });
+  const rt = newKernel(config);
   try {
     const outcome = await within(rt.start().then(() => "started", (e) => e), 15000);
     assert.notEqual(outcome, "timeout", "start() must end within the start-up budget");

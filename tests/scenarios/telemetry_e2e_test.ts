@@ -4,8 +4,7 @@
  * (string fields, which VictoriaMetrics drops) is checked on the recorded request bodies.
  */
 import assert from "node:assert/strict";
-import { startService } from "../../src/app/process.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { startServing, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
   LineRecorder,
@@ -43,15 +42,15 @@ Deno.test({
         },
       },
     });
-    const service = await startService(config, testLogger());
+    const service = await startServing(config);
     try {
-      await service.runtime.modes.request("MANUAL");
-      service.runtime.parameters!.set("target", 30);
+      await service.modes.request("MANUAL");
+      service.parameters!.set("target", 30);
       const { run } = await service.runs.open({ experiment_label: "trial-1" }) as {
         run: { run_id: string };
       };
       await service.runs.addMarker(run.run_id, { type: "sample_taken" });
-      await service.runtime.router.call({
+      await service.router.call({
         providerId: "sim0",
         deviceId: "relayio0",
         functionId: 1,

@@ -13,9 +13,8 @@
  */
 import { loadConfig, type MeasurementNaming } from "../../src/config/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { startService } from "../../src/app/process.ts";
 import { MEASUREMENT_NAMES, type MeasurementNames } from "../../src/telemetry/mod.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { startServing, waitFor } from "../helpers/kernel.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import {
   type ExportedSeries,
@@ -105,13 +104,10 @@ export async function recordDemoSession(naming: MeasurementNaming): Promise<Reco
   const recorder = new LineRecorder(db?.url ?? null);
   const dataDir = await Deno.makeTempDir({ prefix: "runtime-dash-" });
   try {
-    const service = await startService(
-      demoConfig(naming, recorder.url, dataDir),
-      testLogger(),
-    );
+    const service = await startServing(demoConfig(naming, recorder.url, dataDir));
     let stopped = false;
     try {
-      const rt = service.runtime;
+      const rt = service;
       await rt.modes.request("MANUAL");
       await rt.router.call({
         providerId: "sim0",

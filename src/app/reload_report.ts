@@ -1,0 +1,76 @@
+/**
+ * What a configuration reload did, and the contract between the kernel and a section's owner
+ * (app/live_config.ts has the table of sections; Kernel.reload applies them; the reloader reports
+ * them in one summary line and a `config_reload` event).
+ */
+import type { Config } from "../config/mod.ts";
+import type { SectionKey } from "./live_config.ts";
+import type { Weakening } from "./run_gate.ts";
+
+/** What a reload did (the reloader's summary line and `config_reload` event). */
+export interface ReloadReport {
+  readonly providers: {
+    /** Started (added, or restarted because their entry changed). */
+    readonly added: readonly string[];
+    readonly restarted: readonly string[];
+    readonly removed: readonly string[];
+    readonly unchanged: readonly string[];
+    /** Added or changed providers that did not come up: `id: why` (they are not running). */
+    readonly failed: readonly string[];
+    /** Removals and changes held back while the mode is AUTO (ids; they run as before). */
+    readonly held: readonly string[];
+  };
+  /** Live sections that took effect, in table order. */
+  readonly applied: readonly SectionKey[];
+  /** What applied sections say (`polling 100->200 ms`, `behavior tree reloaded`). */
+  readonly notes: readonly string[];
+  /** Sections refused (they keep their old value): a protection, the recipe, AUTO. */
+  readonly refused: readonly { readonly section: string; readonly why: string }[];
+  /** Sections whose owner failed to apply them (they keep their old value). */
+  readonly failed: readonly { readonly section: string; readonly why: string }[];
+  /** Changed keys that need a restart, in YAML spelling. */
+  readonly needsRestart: readonly string[];
+  /** Protections weakened by sections that applied (outside AUTO; each on the audit trail). */
+  readonly weakened: readonly Weakening[];
+  /** Ladder calls the latched e-stop ran for providers the reload started. */
+  readonly estopActions: number;
+}
+
+export interface MutableReloadReport {
+  providers: ReloadReport["providers"];
+  applied: SectionKey[];
+  notes: string[];
+  refused: { section: string; why: string }[];
+  failed: { section: string; why: string }[];
+  needsRestart: string[];
+  weakened: Weakening[];
+  estopActions: number;
+}
+
+/** What an owner is told when its section changed. */
+export interface SectionContext {
+  /** The mode is AUTO: nothing that weakens a protection or changes the recipe may apply. */
+  readonly auto: boolean;
+  /** The protections this section's change would weaken (app/run_gate.ts). */
+  readonly weakens: readonly Weakening[];
+  readonly report: MutableReloadReport;
+  /** The section differs in the file (false: offered because it reads a file, app/live_config.ts). */
+  readonly changed: boolean;
+}
+
+/** What an owner did: nothing to say (applied), a note, a refusal, or the effective config. */
+export interface SectionResult {
+  /** Nothing changed (a section offered because it reads a file whose content is the same). */
+  readonly unchanged?: boolean;
+  readonly note?: string;
+  /** Why it was refused: the section keeps its old value (unless `effective` says otherwise). */
+  readonly refused?: string;
+  /** The configuration in effect now, when the section applied only in part. */
+  readonly effective?: Config;
+}
+
+/** Applies one section of `next` in place; throws when it cannot (the old value stays). */
+export type SectionApply = (
+  next: Config,
+  ctx: SectionContext,
+) => SectionResult | void | Promise<SectionResult | void>;
