@@ -243,13 +243,14 @@ export class ProviderHost {
     const queue = this.#deps.spawnQueue;
     const session = queue ? await queue.run(spawn) : spawn();
     this.#starting = session;
-    // anolis words it "Restart timeout exceeded ..."; launchers match "restart timeout".
+    // Contains anolis's phrase, "Restart timeout exceeded for provider '<id>'": its tests and
+    // launchers wait for it.
     const checkBudget = (after: string) => {
       if (budget === null) return;
       const elapsed = Math.round(this.#deps.clock.monoMs() - budget.startedAt);
       if (elapsed < budget.timeoutMs) return;
       throw unavailable(
-        `restart timeout exceeded after ${after} (${elapsed} ms >= restart_policy.timeout_ms ${budget.timeoutMs} ms)`,
+        `Restart timeout exceeded for provider '${this.id}' after ${after} (${elapsed} ms >= restart_policy.timeout_ms ${budget.timeoutMs} ms)`,
       );
     };
     try {

@@ -295,7 +295,7 @@ Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_
     assert.equal(failures.length, 1);
     assert.match(
       failures[0],
-      /restart timeout exceeded after discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
+      /Restart timeout exceeded for provider '[\w-]+' after discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
     );
   }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 2000 } });
 });
@@ -454,7 +454,7 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
     assert.equal(failures.length, 1);
     assert.match(
       failures[0],
-      /restart attempt 1 failed: restart timeout exceeded after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
+      /restart attempt 1 failed: Restart timeout exceeded for provider '[\w-]+' after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
     );
     // The operator is told once that supervision gave up.
     assert.deepEqual(circuitOpenLines(fx.lines), [
