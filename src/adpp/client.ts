@@ -35,7 +35,10 @@ export class ProviderStatusError extends RuntimeError {
   }
 }
 
-/** Provider status code -> runtime code (adpp-wire.md sec. 9; anything unknown is INTERNAL). */
+/**
+ * Provider status code -> runtime code, as anolis maps them (docs/http-api.md, "Modes and calls":
+ * the HTTP status of an error the provider answers); anything unknown is INTERNAL.
+ */
 export function mapProviderCode(code: number): Exclude<RuntimeCode, "OK"> {
   switch (code) {
     case StatusCode.INVALID_ARGUMENT:

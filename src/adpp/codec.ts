@@ -13,7 +13,7 @@ import {
 
 export { ENCODE_SLAB_BYTES } from "./_proto_writer.ts";
 
-/** Numeric enums of the wire (adpp-wire.md sec. 6). */
+/** Numeric enums of the wire (proto/anolis/deviceprovider/v1/*.proto). */
 export const StatusCode = {
   UNSPECIFIED: 0,
   OK: 1,

@@ -74,7 +74,10 @@ export function wireTypeAgrees(v: WireValue, t: ValueType): boolean {
   return !v.type || v.type === TYPE_TO_WIRE[t];
 }
 
-/** Typed value -> wire Value with both `type` and the oneof member set (adpp-wire.md sec. 7). */
+/**
+ * Typed value -> wire Value with both `type` and the oneof member set: the C++ runtime reads the
+ * member, the reference providers read `type`.
+ */
 export function typedValueToWire(v: TypedValue): WireValue {
   switch (v.type) {
     case "double":

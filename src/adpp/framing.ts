@@ -1,5 +1,5 @@
 /**
- * ADPP stdio framing: uint32 little-endian payload length, then the payload (adpp-wire.md sec. 2).
+ * ADPP stdio framing: uint32 little-endian payload length, then the payload.
  * Max payload 1 MiB (exactly 1 MiB allowed). Zero-length frames are never valid messages.
  */
 

@@ -392,7 +392,10 @@ export class AutomationEngine {
     return { ticks: d.total_ticks, errors: d.error_count };
   }
 
-  /** GET /v0/automation/status (http-api.md sec. 10 without `status`, plus issue 19's fields). */
+  /**
+   * GET /v0/automation/status without `status`: anolis's members plus the project's (the mode,
+   * why the tree does not run, the devices that block it; docs/http-api.md).
+   */
   status(): EngineStatus {
     const base = this.#baseStatus();
     const mode = this.#o.modes.current();
@@ -484,7 +487,7 @@ export class AutomationEngine {
   }
 
   #fault(error: string): void {
-    // automation.md sec. 5 (later anolis): a tick that throws forces FAULT, un-vetoably.
+    // A tick that throws forces FAULT, un-vetoably (as later anolis; docs/automation.md).
     void this.#o.modes.forceFault(`automation fault: ${error}`, { kind: "automation" }).catch(
       (err) => {
         this.#log.error(`forcing FAULT after an automation fault failed: ${String(err)}`);
@@ -539,7 +542,7 @@ function treeLoadError(path: string, diagnostics: readonly Diagnostic[]): Runtim
   );
 }
 
-/** BT quality names (automation.md sec. 2): the runtime's UNAVAILABLE reads as UNKNOWN. */
+/** BT quality names (docs/automation.md, CheckQuality): the runtime's UNAVAILABLE is UNKNOWN. */
 function btQuality(q: Quality): BtQuality {
   return q === "UNAVAILABLE" ? "UNKNOWN" : q;
 }

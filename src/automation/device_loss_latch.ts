@@ -1,8 +1,9 @@
 /**
- * The device-loss latch (later anolis releases; issue 19 sec. 4, issue 40): after a device was
- * lost, automation may not command that device again until an operator deliberately enters AUTO
- * again. Their reason: on their reference rig an impeller restarted by itself ~1.4 s after power
- * returned to its provider, because the tree simply carried on.
+ * The device-loss latch (as later anolis releases; docs/safety.md, "A device that drops out, and
+ * the device-loss latch"): after a device was lost, automation may not command that device again
+ * until an operator deliberately enters AUTO again. Their reason: on their reference rig an
+ * impeller restarted by itself ~1.4 s after power returned to its provider, because the tree simply
+ * carried on.
  *
  * "Lost" is the state layer's "device down" (state/device_outage.ts): its provider is down, it
  * left the inventory, or its reads have failed for longer than the bound -- whether or not its

@@ -1,6 +1,6 @@
 /**
  * Provider and device health views, in the exact JSON shape of GET /v0/providers/health
- * (http-api.md sec. 4). The kernel produces them; HTTP serves them; telemetry writes them as
+ * (docs/http-api.md). The kernel produces them; HTTP serves them; telemetry writes them as
  * runtime_provider_health / runtime_device_health rows.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Typed values: the ADPP value encoding in the JSON shape of the HTTP contract
+ * Typed values: the ADPP value encoding in the JSON shape of the HTTP API (docs/http-api.md)
  * (`{type, <member named like the type>}`). Used unchanged inside the runtime, on HTTP and SSE.
  *
  * int64/uint64 are exact: a JS number while the value is a safe integer (|v| <= 2^53-1), a bigint

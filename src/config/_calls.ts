@@ -86,7 +86,8 @@ function readCall(ctx: CallContext, raw: unknown, path: Path): CallConfig | null
       );
       continue;
     }
-    // The scalar's source text, quotes removed: quotes are not significant (config.md sec. 5).
+    // The scalar's source text, quotes removed: quotes are not significant (examples/full.yaml,
+    // mode_transition_hooks).
     const converted = convertCallArg(scalar.source ?? String(scalar.value));
     if (converted.ok) args[name] = converted.value;
     else c.error(argPath, converted.reason);

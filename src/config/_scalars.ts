@@ -1,7 +1,7 @@
 /**
- * Hook and safety call arguments: YAML scalar text -> typed value (config.md sec. 5). Quotes are not
- * significant, so `"120"` and `120` are both int64 and `1e3` is a string whether quoted or not;
- * this is how anolis reads them and existing configs rely on it.
+ * Hook and safety call arguments: YAML scalar text -> typed value. Quotes are not significant, so
+ * `"120"` and `120` are both int64 and `1e3` is a string whether quoted or not; this is how anolis
+ * reads them and existing configs rely on it.
  */
 import type { CallArgValue } from "./types.ts";
 

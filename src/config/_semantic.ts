@@ -1,7 +1,7 @@
 /**
  * Semantic layer: reads the plain YAML data section by section into the typed `Config`, merging
- * defaults explicitly and applying every bound of the spec's Limits table and every cross-field
- * rule (issue 2 sec. 3, contract/config.md, project rules in contract/README.md).
+ * defaults explicitly and applying every key's bounds (examples/full.yaml states each) and every
+ * cross-field rule.
  */
 import { isLoopbackHost, LOG_LEVELS, resolvePath } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
@@ -470,7 +470,7 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   return command;
 }
 
-/** restart_policy: max_attempts, backoff_ms and timeout_ms are required when enabled (spec). */
+/** restart_policy: max_attempts, backoff_ms and timeout_ms are required when enabled. */
 function readRestartPolicy(c: Checker, p: Obj, pp: Path): RestartPolicyConfig {
   const P = [...pp, "restart_policy"];
   const r = c.mapping(p.restart_policy, P) ?? {};
@@ -688,7 +688,8 @@ function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
     "verify_timeout_ms",
   ]);
   return {
-    // An explicit `safety:` key, even empty, disables adoption of FAULT hooks (config.md sec. 6).
+    // An explicit `safety:` key, even empty, disables adoption of FAULT hooks (docs/safety.md,
+    // "The ladder").
     present: "safety" in root,
     safeState: {
       hooks: readCalls(callCtx, ss.hooks, [...P, "hooks"]),

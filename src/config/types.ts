@@ -16,8 +16,8 @@ export type MeasurementNaming = "runtime" | "anolis";
 export const MEASUREMENT_NAMINGS: readonly MeasurementNaming[] = ["runtime", "anolis"];
 
 /**
- * A hook/safety call argument after YAML scalar conversion (config.md sec. 5): `true`/`false` -> bool,
- * `[+-]?digits` -> int64, decimal with a dot (optional exponent) -> double, else string.
+ * A hook/safety call argument after YAML scalar conversion: `true`/`false` -> bool, `[+-]?digits`
+ * -> int64, decimal with a dot (optional exponent) -> double, else string.
  */
 export type CallArgValue =
   | { type: "int64"; int64: number }

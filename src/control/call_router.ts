@@ -173,7 +173,7 @@ export class CallRouter {
 
   /**
    * Resolves provider, device and function; throws NOT_FOUND, UNAVAILABLE or INVALID_ARGUMENT
-   * in the contract's order (provider, availability, device, selector).
+   * in this order: provider, availability, device, selector (docs/http-api.md, "Modes and calls").
    */
   resolve(
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,

@@ -23,10 +23,10 @@ export function declaredFunctionLabel(call: CallConfig): string {
 }
 
 /**
- * Converts declared YAML scalars (config.md sec. 5) to the types the function's ArgSpecs declare.
- * int64 widens to double/uint64 (non-negative only); a scalar given for a string argument is
- * passed as its text (`true`, `120`; note a YAML `0015` was already read as the integer 15).
- * Anything else is left as written so validateArgs reports the mismatch naming the argument.
+ * Converts declared YAML scalars (config/_scalars.ts) to the types the function's ArgSpecs declare.
+ * int64 widens to double/uint64 (non-negative only); a scalar given for a string argument is passed
+ * as its text (`true`, `120`; note a YAML `0015` was already read as the integer 15). Anything else
+ * is left as written so validateArgs reports the mismatch naming the argument.
  */
 export function toTypedArgs(
   fn: FunctionSpec,
@@ -123,10 +123,10 @@ export function registeredDevices(inventory: InventoryReader): DeviceCapabilitie
 }
 
 /**
- * Start-up preflight (config.md sec. 6): checks every mode-transition hook call and every
+ * Start-up preflight (log only, as later anolis): checks every mode-transition hook call and every
  * safety.safe_state call against the discovered capabilities -- device, function and arguments.
- * Returns one message per problem, prefixed with the call's config path; the runtime logs them
- * (a call that does not resolve fails when it runs, which for the e-stop ladder matters).
+ * Returns one message per problem, prefixed with the call's config path; the runtime logs them (a
+ * call that does not resolve fails when it runs, which for the e-stop ladder matters).
  */
 export function validateDeclaredCalls(config: Config, inventory: InventoryReader): string[] {
   const devices = registeredDevices(inventory);

@@ -1,24 +1,25 @@
 /**
- * Runtime modes (IDLE, MANUAL, AUTO, FAULT): the transition table of http-api.md sec. 8, the
- * mode-transition hooks of automation.md sec. 6 and the mode gate on every call.
+ * Runtime modes (IDLE, MANUAL, AUTO, FAULT): the transition table (docs/http-api.md, "Modes and
+ * calls"), the mode-transition hooks (docs/automation.md, "Configuration") and the mode gate on
+ * every call.
  *
- * Gate decision (issue 5 over http-api.md sec. 7): IDLE **and FAULT** refuse actuating calls, manual
- * and automated alike -- FAULT means "something went wrong", so nothing actuates until an
- * operator re-arms by switching to MANUAL. Consequence: before_transition hooks leaving FAULT
- * that actuate are refused (they run in FAULT), exactly like hooks around IDLE; the hooks entering
- * FAULT are stop actions and pass (below). Read-only calls (category READ) always pass. In AUTO,
- * manual calls follow automation.manual_gating_policy; automated calls (behavior tree, hooks)
- * pass.
+ * Gate decision (stricter than anolis, whose FAULT lets manual calls through;
+ * docs/migrating-from-anolis.md, "Modes and arming"): IDLE **and FAULT** refuse actuating calls,
+ * manual and automated alike -- FAULT means "something went wrong", so nothing actuates until an
+ * operator re-arms by switching to MANUAL. Consequence: before_transition hooks leaving FAULT that
+ * actuate are refused (they run in FAULT), exactly like hooks around IDLE; the hooks entering FAULT
+ * are stop actions and pass (below). Read-only calls (category READ) always pass. In AUTO, manual
+ * calls follow automation.manual_gating_policy; automated calls (behavior tree, hooks) pass.
  *
- * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of style.md
- * "Safety paths": FAULT is committed synchronously, before any await (listeners halt the tree in
- * the same step), and only then do the matching before_transition and after_transition hooks run,
- * as stop actions (origin "safety": they skip the mode and latch gates -- they are how the machine
- * is made safe). Every call of every matching hook is attempted whatever failed before it, calls
- * to different providers run concurrently (declared order is kept within a provider), and every
- * failed call is reported in the answer and as a `hook_failure` event. FAULT cannot be vetoed.
- * Leaving FAULT is refused while its hooks are still running: their stop actions must not land
- * after the operator's first commands.
+ * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of the e-stop
+ * (docs/safety.md, "The stop, step by step"): FAULT is committed synchronously, before any await
+ * (listeners halt the tree in the same step), and only then do the matching before_transition and
+ * after_transition hooks run, as stop actions (origin "safety": they skip the mode and latch gates
+ * -- they are how the machine is made safe). Every call of every matching hook is attempted
+ * whatever failed before it, calls to different providers run concurrently (declared order is kept
+ * within a provider), and every failed call is reported in the answer and as a `hook_failure`
+ * event. FAULT cannot be vetoed. Leaving FAULT is refused while its hooks are still running: their
+ * stop actions must not land after the operator's first commands.
  *
  * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO -- the e-stop latch
  * refuses both while engaged, so releasing the latch never re-arms by itself; automation refuses
@@ -63,7 +64,7 @@ export interface TransitionReport {
   readonly hook_failures: readonly HookFailure[];
 }
 
-/** What the HTTP layer needs (prompts/services.md). */
+/** What the HTTP layer needs. */
 export interface ModeService {
   current(): RuntimeMode;
   /**
@@ -98,7 +99,7 @@ export interface ModeChange {
 /** Called synchronously when a new mode is committed (before after_transition hooks run). */
 export type ModeChangeListener = (change: ModeChange) => void;
 
-/** Allowed targets per mode (http-api.md sec. 8); same-mode requests are a no-op, not listed. */
+/** Allowed targets per mode (docs/http-api.md); same-mode requests are a no-op, not listed. */
 export const MODE_TRANSITIONS: Readonly<Record<RuntimeMode, readonly RuntimeMode[]>> = {
   IDLE: ["MANUAL", "FAULT"],
   MANUAL: ["IDLE", "AUTO", "FAULT"],
@@ -335,7 +336,7 @@ export class ModeManager implements ModeService {
   };
 
   /**
-   * The refuse-hookless AUTO gate (automation.md sec. 6, later anolis): entering AUTO needs a hook
+   * The refuse-hookless AUTO gate (as later anolis; docs/automation.md): entering AUTO needs a hook
    * covering AUTO -> FAULT while any actuating function is registered. A message when entering
    * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
@@ -495,7 +496,7 @@ export class ModeManager implements ModeService {
 
   /**
    * Sets the mode, publishes `mode_change` and tells listeners. Done before after_transition
-   * hooks (automation.md sec. 8 publishes after them): the event stream then always follows the
+   * hooks (anolis publishes it after them): the event stream then always follows the
    * real mode history, even when an e-stop forces FAULT while after-hooks run, and a behavior
    * tree leaving AUTO is halted before any after-hook call.
    */

@@ -1,7 +1,7 @@
 /**
- * Automation parameters (automation.parameters, http-api.md sec. 9). Values live in memory: they
- * survive mode changes (modes never touch them) and reset to the configured defaults on restart
- * -- nothing is persisted.
+ * Automation parameters (automation.parameters; docs/http-api.md, "Parameters and automation").
+ * Values live in memory: they survive mode changes (modes never touch them) and reset to the
+ * configured defaults on restart -- nothing is persisted.
  */
 import { type Clock, invalidArgument, type Logger, notFound } from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
@@ -21,7 +21,7 @@ export interface ParameterView {
   allowed_values?: string[];
 }
 
-/** What the HTTP layer (and the behavior tree) need (prompts/services.md). */
+/** What the HTTP layer (and the behavior tree) need. */
 export interface ParameterService {
   list(): ParameterView[];
   /** Throws NOT_FOUND for an unknown name, INVALID_ARGUMENT naming the rule (type/min/max/allowed). */
@@ -38,7 +38,8 @@ export function parameterValueText(type: ParameterType, value: ParameterValue): 
 /**
  * Checks `value` against a parameter's rules; returns the value or throws INVALID_ARGUMENT
  * whose message names the rule: type, min, max or allowed_values. Bounds belong to double and
- * int64 parameters, allowed_values to strings (config.md sec. 4; the loader refuses them elsewhere).
+ * int64 parameters, allowed_values to strings (examples/full.yaml; the loader refuses them
+ * elsewhere).
  */
 /** `value` (of `prev`) if the redeclaration `def` still accepts it as it is; else undefined. */
 function keptValue(
@@ -59,7 +60,7 @@ export function checkParameterValue(def: ParameterConfig, value: unknown): Param
   const bad = (rule: string, why: string) =>
     invalidArgument(`Invalid value for parameter '${def.name}': ${why} (rule: ${rule})`);
   const inBounds = (n: number): number => {
-    // Bounds are compared as doubles (config.md sec. 4), int64 included.
+    // Bounds are compared as doubles, int64 included (as anolis stores them).
     if (def.min !== undefined && n < def.min) throw bad("min", `${n} is below min ${def.min}`);
     if (def.max !== undefined && n > def.max) throw bad("max", `${n} is above max ${def.max}`);
     return n;
@@ -134,7 +135,7 @@ export class ParameterStore implements ParameterService {
         this.#values.set(def.name, checkParameterValue(def, def.default));
         this.#defs.set(def.name, def);
       } catch (err) {
-        // config.md sec. 4: a default outside its own rules is not a load error; the parameter is
+        // As in anolis, a default outside its own rules is not an error here; the parameter is
         // absent at runtime. (The loader normally rejects it earlier.)
         log.warn(`Failed to define parameter '${def.name}': ${(err as Error).message}`);
       }

@@ -10,7 +10,7 @@ export type AlarmCause = "hihi" | "hi" | "lo" | "lolo" | "alarm_when" | "bad_qua
 
 /**
  * Every event the runtime publishes. `kind` is the SSE event name; the other fields are the SSE
- * `data:` payload exactly as http-api.md sec. 12 gives it.
+ * `data:` payload (the kinds anolis has keep its members; GET /v0/openapi.json describes each).
  */
 export type RuntimeEvent =
   | {

@@ -1,7 +1,7 @@
 /**
- * Bearer-token authentication (spec "Authentication", contract/README.md 401 shape) and the roles
- * of named tokens (README "Roles"). Tokens are compared in constant time over all entries and
- * never logged or echoed.
+ * Bearer-token authentication (docs/http-api.md, "Authentication": who is exempt, the 401 body) and
+ * the roles of named tokens (docs/http-api.md, "Roles"). Tokens are compared in constant time over
+ * all entries and never logged or echoed.
  */
 import { isLoopbackHost } from "../common/mod.ts";
 import { type HttpConfig, TOKEN_ROLES, type TokenRole } from "../config/mod.ts";

@@ -1,5 +1,6 @@
 /**
- * The JSON envelope and the one place that maps status codes to HTTP statuses (http-api.md sec. 1).
+ * The JSON envelope and the one place that maps status codes to HTTP statuses (docs/http-api.md,
+ * "Conventions").
  * Bodies are written by toJsonText: exact 64-bit integers (bigint) as their decimal digits.
  */
 import { errorMessage, RuntimeError, type StatusCode, toJsonText } from "../common/mod.ts";

@@ -6,7 +6,7 @@ import { type Clock, invalidArgument, RuntimeError } from "../common/mod.ts";
 
 /** Largest accepted request body (64 KiB): every v0 body is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
-/** A client that has not sent its whole body after this long is answered 400 (contract: 5 s). */
+/** A client that has not sent its whole body after this long is answered 400 (docs/http-api.md). */
 export const BODY_READ_TIMEOUT_MS = 5000;
 /**
  * Deepest nesting of arrays and objects in a request body (the body's own object is level 1).

@@ -41,7 +41,7 @@ export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
     "(project addition)",
 };
 
-/** Where our contract departs from anolis's (shared/contract/README.md, migrating-from-anolis). */
+/** Where our API departs from anolis's (docs/migrating-from-anolis.md lists each with its test). */
 const DIFFERENCES = [
   'every JSON body carries `status`, the 401 too (`{status, error: "unauthorized"}` with ' +
   "`WWW-Authenticate: Bearer`)",

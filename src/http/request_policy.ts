@@ -1,6 +1,7 @@
 /**
- * What a web page in the operator's browser may do (README "Browser requests"; http-api.md
- * "Request policy"). Three checks, all before a route runs and before a body is read:
+ * What a web page in the operator's browser may do (README, "Security: what a web page may do";
+ * docs/http-api.md, "Request policy"). Three checks, all before a route runs and before a body is
+ * read:
  *
  * 1. Host (DNS rebinding). When the API is bound to loopback, a request whose `Host` is not
  *    `localhost`, 127.0.0.0/8 or `[::1]` (any port) nor listed in `http.allowed_hosts` is 403.

@@ -115,7 +115,7 @@ export const CALL_BODY_SCHEMA: JsonSchema = {
   "x-errors": { absent: "missing, expected a JSON object", type: "must be a JSON object" },
 };
 
-/** The modes in the order the contract's message names them. */
+/** The modes in the order the error names them (`must be one of MANUAL, AUTO, IDLE, FAULT`). */
 const MODES = ["MANUAL", "AUTO", "IDLE", "FAULT"] as const satisfies readonly RuntimeMode[];
 
 /** POST /v0/mode. */

@@ -46,8 +46,8 @@ export function markerRequest(body: MarkerBody): MarkerRequest {
 }
 
 /**
- * GET /v0/runs: `limit` and `offset` as the contract has them (an unparseable value takes the
- * default, as anolis does).
+ * GET /v0/runs: `limit` and `offset` as docs/http-api.md "Runs" gives them (an unparseable value
+ * takes the default, as anolis does).
  */
 export function parseRunsPage(query: URLSearchParams): PageRequest {
   const out: { -readonly [K in keyof PageRequest]: PageRequest[K] } = {};

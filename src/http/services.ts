@@ -3,11 +3,11 @@
  * (app/kernel.ts, Kernel.services: the kernel's subsystems, run registry and telemetry writer
  * included, process statistics and reload counts). Every service is always there but
  * `parameters` and `automation`, which are absent exactly when automation is disabled; the routes
- * then answer as http-api.md says for that case.
+ * then answer 503 (docs/http-api.md, "Parameters and automation").
  *
- * The service interfaces are the ones pinned in prompts/services.md: ModeService and
- * ParameterService from control/, EstopService from safety/; the automation, telemetry and runs
- * interfaces are declared here and their modules satisfy them structurally.
+ * ModeService and ParameterService come from control/, EstopService from safety/; the
+ * automation, telemetry and runs interfaces are declared here and their modules satisfy them
+ * structurally.
  */
 import type { AlarmService } from "../alarms/mod.ts";
 import type { AuditTrail } from "../audit/mod.ts";
@@ -26,8 +26,8 @@ import type { EstopService } from "../safety/mod.ts";
 import type { InventoryReader, StateCache } from "../state/mod.ts";
 
 /**
- * Behavior-tree automation. `status()` returns http-api.md sec. 10 without `status`; typed `object`
- * (not Record) so implementations returning a named interface satisfy it.
+ * Behavior-tree automation. `status()` returns GET /v0/automation/status without `status`; typed
+ * `object` (not Record) so implementations returning a named interface satisfy it.
  */
 export interface AutomationService {
   /** XML of the configured tree; NOT_FOUND when none is configured, INTERNAL when unreadable. */
@@ -37,7 +37,7 @@ export interface AutomationService {
   tickCounts?(): { ticks: number; errors: number };
 }
 
-/** Telemetry writer status (http-api.md sec. 4 fields without `status`). */
+/** Telemetry writer status (GET /v0/telemetry/status without `status`). */
 export interface TelemetryService {
   status(): object;
 }

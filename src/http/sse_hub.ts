@@ -1,5 +1,5 @@
 /**
- * Server-Sent Events for GET /v0/events (http-api.md sec. 12).
+ * Server-Sent Events for GET /v0/events (docs/http-api.md, "Events (Server-Sent Events)").
  *
  * Each client subscribes to the event bus with a bounded queue of encoded frames. The bus
  * publishes synchronously, so the listener only filters and queues; the response stream pulls
@@ -10,14 +10,14 @@
 import { type Clock, type Logger, toJsonText, unavailable } from "../common/mod.ts";
 import type { EventBus, PublishedEvent, RuntimeEvent } from "../events/mod.ts";
 
-/** Concurrent event streams allowed (contract: 32; the 33rd gets 503). */
+/** Concurrent event streams allowed (as anolis: the 33rd gets 503). */
 export const MAX_SSE_CLIENTS = 32;
-/** Frames queued per client before the oldest is dropped (contract: 100). */
+/** Frames queued per client before the oldest is dropped (as anolis). */
 export const SSE_QUEUE_SIZE = 100;
-/** A `: keepalive` comment is sent after this long without events (contract: ~15 s). */
+/** A `: keepalive` comment is sent after this long without events (as anolis). */
 export const SSE_KEEPALIVE_MS = 15_000;
 
-/** Exact-match filters; "" means no filter (http-api.md sec. 12 filter scope). */
+/** Exact-match filters; "" means no filter (the kinds each applies to: docs/http-api.md). */
 export interface SseFilter {
   readonly providerId: string;
   readonly deviceId: string;

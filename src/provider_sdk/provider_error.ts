@@ -1,6 +1,6 @@
 import { StatusCode as WireStatusCode } from "../adpp/mod.ts";
 
-/** A wire status code (Status.Code numbers of adpp-wire.md sec. 6). */
+/** A wire status code (the Status.Code numbers of proto/anolis/deviceprovider/v1/status.proto). */
 export type WireStatusCodeNumber = (typeof WireStatusCode)[keyof typeof WireStatusCode];
 
 /**

@@ -34,8 +34,8 @@ export function wireTypeName(type: ValueType): string {
 
 /**
  * Builds a wire Value with BOTH `type` and the matching oneof member set: the anolis runtime checks
- * the member, the reference provider checks `type` (adpp-wire.md sec. 7). Throws TypeError when the
- * scalar does not fit the type (a provider bug, not bad input).
+ * the member, the reference provider checks `type`, so a Value must carry both. Throws TypeError
+ * when the scalar does not fit the type (a provider bug, not bad input).
  */
 export function toWireValue(type: ValueType, value: ScalarValue): WireValue {
   const t = TO_WIRE_TYPE[type];

@@ -2,7 +2,8 @@ import type { LifecycleState, ProviderSupervisionView } from "../common/mod.ts";
 import type { RestartPolicyConfig } from "../config/mod.ts";
 
 /**
- * Provider supervision as an explicit state machine (adpp-runtime-behaviour.md sec. 4-sec. 6).
+ * Provider supervision as an explicit state machine (README, "How it behaves": Supervision;
+ * `lifecycle_state` as docs/http-api.md describes it).
  *
  * Phases: STARTING (initial bring-up), UP (session healthy), BACKOFF (waiting to restart),
  * ATTEMPTING (a restart attempt is running), CIRCUIT_OPEN (given up), STOPPED (runtime shutdown).

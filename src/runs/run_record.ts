@@ -1,4 +1,4 @@
-/** Run and run-event records in the exact JSON shape of http-api.md sec. 11. */
+/** Run and run-event records in the exact JSON shape of the runs API (docs/http-api.md, "Runs"). */
 
 /** `open` until closed; closing is final. */
 export type RunState = "open" | "closed";
@@ -24,7 +24,7 @@ export type RunEventCategory =
   /** An actuating call decided during the run (its audit trail entry). */
   | "call";
 
-/** Identity of the automation definition (http-api.md sec. 10), captured when a run opens. */
+/** Identity of the automation definition (`automation_version`), captured when a run opens. */
 export interface AutomationVersion {
   engine_kind: string;
   id: string;

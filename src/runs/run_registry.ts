@@ -1,6 +1,6 @@
 /**
- * The run registry (http-api.md sec. 11): at most one open run, markers, and a durable append-only
- * JSONL journal under `runtime.data_dir`.
+ * The run registry (docs/http-api.md, "Runs"): at most one open run, markers, and a durable
+ * append-only JSONL journal under `runtime.data_dir`.
  *
  * On-disk layout (all files append-only JSONL):
  * - `<data_dir>/runs.jsonl` -- run lifecycle records: `{"v":1,"op":"open","run":{...}}` and

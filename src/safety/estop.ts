@@ -1,6 +1,7 @@
 /**
- * The software e-stop: a latch (released | latched), the safe-state ladder (safe_state.ts) and
- * the read-back of the safe state (verify.ts). Stop rules: style.md "Safety paths".
+ * The software e-stop: a latch (released | latched), the safe-state ladder (safe_state.ts) and the
+ * read-back of the safe state (verify.ts); docs/safety.md, "The stop, step by step", describes it
+ * for operators.
  *
  * Trigger order:
  *  1. synchronously, before any await: the latch engages (from then on the router's latch gate
@@ -158,7 +159,7 @@ export interface EstopTriggerOptions {
 /** The cause of an e-stop requested over the API (POST /v0/estop). */
 export const ESTOP_CAUSE_API = "api";
 
-/** What the HTTP layer needs (prompts/services.md). */
+/** What the HTTP layer needs. */
 export interface EstopService {
   /**
    * Latches at once. A reason that is still arriving (an HTTP body) may be passed as a promise:

@@ -85,9 +85,10 @@ export const MAX_ZERO_SELECTOR_VALUES = 8;
 export const MAX_ZERO_CALLS_PER_FUNCTION = 16;
 
 /**
- * The adoption rule (config.md sec. 6): with no `safety:` section and automation enabled, the calls
- * of every hook with to=FAULT and from "*" (or empty) become safe-state hooks, in config order
- * (before_transition first). An explicit `safety:` block, even empty, disables adoption.
+ * The adoption rule (docs/safety.md, "The ladder"): with no `safety:` section and automation
+ * enabled, the calls of every hook with to=FAULT and from "*" (or empty) become safe-state hooks,
+ * in config order (before_transition first). An explicit `safety:` block, even empty, disables
+ * adoption.
  */
 export function effectiveSafeState(
   config: Config,

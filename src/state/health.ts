@@ -45,10 +45,10 @@ export interface DeviceLiveness {
 }
 
 /**
- * Device liveness from data age and signal qualities; precedence
- * UNAVAILABLE > FAULT > STALE > WARNING > OK (telemetry.md sec. 5). Ages are monotonic: `nowMono`
- * against when the runtime received each sample and answered each poll, never a provider's
- * timestamp or the wall clock (either may step).
+ * Device liveness from data age and signal qualities; precedence UNAVAILABLE > FAULT > STALE >
+ * WARNING > OK (docs/http-api.md gives the rules). Ages are monotonic: `nowMono` against when the
+ * runtime received each sample and answered each poll, never a provider's timestamp or the wall
+ * clock (either may step).
  */
 export function deviceLiveness(
   state: DeviceState | undefined,

@@ -3,7 +3,7 @@
  * state cache (every signal's bound) and the health view (each device's liveness).
  */
 
-/** Liveness thresholds for one provider's devices (spec "health.staleness"). */
+/** Liveness thresholds for one provider's devices (`health.staleness`; docs/http-api.md). */
 export interface StalenessBounds {
   readonly warnAfterMs: number;
   readonly staleAfterMs: number;

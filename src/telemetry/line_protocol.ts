@@ -1,9 +1,10 @@
 /**
- * InfluxDB line protocol formatting (telemetry.md sec. 2-sec. 4, sec. 8; docs/telemetry.md "Line protocol").
+ * InfluxDB line protocol formatting (docs/telemetry.md, "Rows: tags and fields" and "Every line is
+ * valid line protocol").
  *
- * We format rows ourselves instead of using the client's `Point`: the contract fixes escaping
- * (sec. 8: newline/CR/tab become literal `\n` `\r` `\t`, other control bytes are dropped) and field
- * order, which `Point` does not reproduce.
+ * We format rows ourselves instead of using the client's `Point`: the rows keep anolis's escaping
+ * (newline/CR/tab become literal `\n` `\r` `\t`, other control bytes are dropped) and field order,
+ * which `Point` does not reproduce.
  *
  * Every line {@link formatRow} returns is valid line protocol (InfluxDB v2 reference, "Line
  * protocol": special characters, naming, at least one field):
@@ -79,7 +80,7 @@ function allowedStart(escaped: string, reserved: RegExp): string {
   return reserved.test(escaped) ? percent(escaped[0]) + escaped.slice(1) : escaped;
 }
 
-/** Escapes a tag value: `,` `=` space `\` get a backslash (sec. 8); never empty. */
+/** Escapes a tag value: `,` `=` space `\` get a backslash; never empty. */
 export function escapeTag(s: string): string {
   return nonEmpty(escapeControls(s.replace(/[\\,= ]/g, (c) => `\\${c}`)), s);
 }
@@ -97,7 +98,7 @@ export function escapeMeasurement(s: string): string {
   return allowedStart(nonEmpty(escapeControls(s.replace(/[\\, ]/g, (c) => `\\${c}`)), s), /^[_#]/);
 }
 
-/** Escapes a string field value (without the surrounding quotes): `"` and `\` (sec. 8). */
+/** Escapes a string field value (without the surrounding quotes): `"` and `\` get a backslash. */
 export function escapeStringField(s: string): string {
   return escapeControls(s.replace(/["\\]/g, (c) => `\\${c}`));
 }

@@ -1,7 +1,8 @@
 /**
- * Row builders for every measurement the runtime writes (telemetry.md sec. 2-sec. 4). The measurement
- * names follow `telemetry.measurement_names`: the project's `runtime_` names (default) or the
- * names the anolis runtime writes; tags, fields and field types are the same under both.
+ * Row builders for every measurement the runtime writes (docs/telemetry.md, "Rows: tags and
+ * fields"). The measurement names follow `telemetry.measurement_names`: the project's `runtime_`
+ * names (default) or the names the anolis runtime writes; tags, fields and field types are the
+ * same under both.
  */
 import {
   errorMessage,
@@ -25,7 +26,7 @@ export interface MeasurementNames {
 }
 
 /**
- * The names under each setting. `runtime` is the project rule (`runtime_` prefix, spec). `anolis`
+ * The names under each setting. `runtime` is the project's (`runtime_` prefix). `anolis`
  * is what the C++ anolis runtime writes: v0.1.21 `core/telemetry/influx_sink.*` (anolis_signal,
  * mode_change, parameter_change) and later releases' `core/telemetry/health_line_protocol.hpp`
  * (anolis_provider_health, anolis_device_health). anolis writes no run events and has no alarms:
@@ -55,7 +56,7 @@ export const MEASUREMENT_NAMES: Readonly<Record<MeasurementNaming, MeasurementNa
 /** The default names (`measurement_names: runtime`). */
 export const MEASUREMENTS: MeasurementNames = MEASUREMENT_NAMES.runtime;
 
-/** String health fields are truncated to this many UTF-8 bytes (sec. 4). */
+/** String health fields are truncated to this many UTF-8 bytes (as anolis truncates them). */
 const MAX_STRING_METRIC_BYTES = 128;
 /** Bound on the JSON payload text of a run event row (rows must stay small). */
 const MAX_RUN_PAYLOAD_BYTES = 4096;
@@ -64,7 +65,7 @@ type Fields = [string, FieldValue][];
 
 /**
  * A signal value as telemetry accepts it: a TypedValue whose int64/uint64 member may be a bigint
- * (outside the safe-integer range; issue 18 sec. 3), or null (a declared signal the provider answered
+ * (outside the safe-integer range: kept exact), or null (a declared signal the provider answered
  * without a value: the row keeps its quality field and has no value field).
  */
 export type SignalValue =
@@ -133,7 +134,7 @@ function valueField(
   }
 }
 
-/** The row for a bus event, or null for events that are not written (sec. 1 "Events written"). */
+/** The row for a bus event, or null for the event kinds that are not written. */
 export function rowForEvent(
   runtimeName: string,
   event: RuntimeEvent,
@@ -162,7 +163,7 @@ export function rowForEvent(
       };
     }
     case "mode_change":
-      // No tags, not even runtime_name (contract sec. 3, kept for dashboard compatibility).
+      // No tags, not even runtime_name: anolis writes it so, and dashboards made for it rely on it.
       return {
         measurement: names.modeChange,
         tags: [],
@@ -283,7 +284,7 @@ const DEVICE_METRIC_INTS = [
 const DEVICE_METRIC_BOOLS = ["watchdog_armed", "watchdog_tripped", "missing", "excluded"] as const;
 const DEVICE_METRIC_STRINGS = ["startup_firmware", "startup_product_code", "firmware_version"];
 
-/** A provider health row (sec. 4, field order as listed there). */
+/** A provider health row (fields in the order docs/telemetry.md lists them). */
 export function providerHealthRow(
   runtimeName: string,
   p: ProviderHealthView,
@@ -311,10 +312,10 @@ export function providerHealthRow(
 }
 
 /**
- * A device health row (sec. 4, field order as listed there). Every device of the snapshot gets one,
- * a device without signals (the sim's chaos_control) too, as later anolis writes it
- * (`collect_providers_health` walks every registered device): `health="UNKNOWN"` and no staleness
- * fields, since it is never polled.
+ * A device health row (fields in the order docs/telemetry.md lists them). Every device of the
+ * snapshot gets one, a device without signals (the sim's chaos_control) too, as later anolis
+ * writes it (`collect_providers_health` walks every registered device): `health="UNKNOWN"` and no
+ * staleness fields, since it is never polled.
  */
 export function deviceHealthRow(
   runtimeName: string,
@@ -379,8 +380,8 @@ export interface RunEventRecord {
  * A `runtime_run_event` row: run open/close and operator markers, for Grafana annotations.
  *
  * Tags: runtime_name, category (run_opened | run_closed | annotation) -- low cardinality only.
- * run_id is deliberately a string FIELD, never a tag (contract: a run id as tag would create a
- * new series per run). Fields: run_id, type (close reason / marker type / ""), sequence (int),
+ * run_id is deliberately a string FIELD, never a tag (a run id as tag would create a new series
+ * per run). Fields: run_id, type (close reason / marker type / ""), sequence (int),
  * experiment_label (run_opened only, when set), payload (compact JSON, only when non-empty,
  * truncated to 4096 bytes, then also `payload_truncated=true`). A payload that cannot be
  * serialised never costs the event its row: the row is written with `payload_error` (the reason)

@@ -1,7 +1,7 @@
 /**
- * The InfluxDB telemetry writer (telemetry.md sec. 1, sec. 6, sec. 7): event bus -> bounded queue -> batch ->
- * HTTP write, with a bounded retry buffer, retry timer with backoff, periodic health snapshots and
- * a status view for GET /v0/telemetry/status.
+ * The InfluxDB telemetry writer (docs/telemetry.md, "Write path" and "Status counters"): event bus
+ * -> bounded queue -> batch -> HTTP write, with a bounded retry buffer, retry timer with backoff,
+ * periodic health snapshots and a status view for GET /v0/telemetry/status.
  *
  * Transport: we use the client's fetch-based `Transport.request` for one POST per write rather
  * than its `WriteApi`. The WriteApi batches, retries and drops rows on its own schedule and only
@@ -62,14 +62,14 @@ export type InfluxSettings = InfluxConfig;
 
 /** Timing knobs and the isolation bound, with production defaults; tests shorten them. */
 export interface TelemetryTuning {
-  /** Abort a write after this long (contract: 5 s). */
+  /** Abort a write after this long (5 s, as anolis's connect/read/write timeouts). */
   readonly writeTimeoutMs: number;
   /** First retry delay after a failed write; doubles per failure up to `retryMaxMs`. */
   readonly retryInitialMs: number;
   readonly retryMaxMs: number;
-  /** At most one error log line per this period (contract: 10 s). */
+  /** At most one error log line per this period (10 s, as anolis). */
   readonly errorLogIntervalMs: number;
-  /** Housekeeping tick (contract: the flush loop wakes at least every 100 ms). */
+  /** Housekeeping tick (100 ms: the flush loop wakes at least this often, as anolis's). */
   readonly tickMs: number;
   /** Extra write requests spent isolating the refused rows of one refused write. */
   readonly isolationMaxRequests: number;
@@ -122,7 +122,7 @@ export interface TelemetryWriterOptions {
   readonly transport?: TelemetryTransport;
 }
 
-/** Body of GET /v0/telemetry/status without `status` (http-api.md sec. 4 plus operator fields). */
+/** Body of GET /v0/telemetry/status without `status` (docs/telemetry.md, "Status counters"). */
 export interface TelemetryStatus {
   enabled: boolean;
   running: boolean;
@@ -382,8 +382,8 @@ export class TelemetryWriter {
       this.#log.error(this.#lastError ?? "");
       return;
     }
-    // Contract sec. 1 inserts org/bucket unencoded; encoding is identical for ordinary names and
-    // keeps names with `&` or spaces from corrupting the query string.
+    // anolis inserts org/bucket unencoded; encoding is identical for ordinary names and keeps
+    // names with `&` or spaces from corrupting the query string.
     this.#writePath = `/api/v2/write?org=${encodeURIComponent(org)}&bucket=${
       encodeURIComponent(bucket)
     }&precision=ms`;
@@ -497,7 +497,7 @@ export class TelemetryWriter {
   // ---- event intake ---------------------------------------------------------------------------
 
   #onEvent(event: RuntimeEvent): void {
-    // Only the kinds that become rows take queue space (sec. 1 "Events written").
+    // Only the kinds that become rows take queue space (docs/telemetry.md lists them).
     if (
       event.kind === "state_update" || event.kind === "mode_change" ||
       event.kind === "parameter_change" || event.kind === "alarm"

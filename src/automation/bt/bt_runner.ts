@@ -1,7 +1,8 @@
 /**
  * BtRunner: owns one built tree and ticks it at tick_rate_hz only while active (AUTO). Leaving
  * AUTO (setActive(false)) halts the tree, cancelling asynchronous actions. Reports FAILURE and
- * exceptions as `bt_error` / `automation_fault` events and keeps the status of http-api.md sec. 10.
+ * exceptions as `bt_error` / `automation_fault` events and keeps the status of
+ * GET /v0/automation/status (docs/automation.md, "Errors, status and events").
  */
 import { type Clock, errorMessage, type Logger } from "../../common/mod.ts";
 import { type GridInterval, gridInterval, RuntimeError } from "../../common/mod.ts";
@@ -11,7 +12,7 @@ import type { ParsedTree } from "./parse.ts";
 import type { BtServices } from "./services.ts";
 import { BtTickError, type NodeStatus } from "./tree_node.ts";
 
-/** Identity of the loaded tree (http-api.md sec. 10 automation_version). */
+/** Identity of the loaded tree (`automation_version` of GET /v0/automation/status). */
 export interface AutomationVersion {
   engine_kind: "behavior_tree";
   id: string;
@@ -19,7 +20,7 @@ export interface AutomationVersion {
   digest_scope: "top_level_file";
 }
 
-/** Neutral automation status (http-api.md sec. 10); the runtime fills run_id. */
+/** Neutral automation status (GET /v0/automation/status); the runtime fills run_id. */
 export interface AutomationStatus {
   execution_status: "idle" | "running" | "blocked" | "failed" | "completed" | "unknown";
   execution_reason?:
@@ -274,7 +275,7 @@ export class BtRunner {
     this.#opts.onFault?.(error);
   }
 
-  /** Status per http-api.md sec. 10 (run_id is filled by the runtime). */
+  /** GET /v0/automation/status (run_id is filled by the runtime). */
   status(runId: string | null = null): AutomationStatus {
     const stalled = this.#ticksSinceProgress > STALL_FAILURE_TICKS;
     let execution_status: AutomationStatus["execution_status"];

@@ -1,9 +1,9 @@
 /**
- * The anolis custom nodes (automation.md sec. 2) with their exact ports, defaults and return rules.
- * Nodes that reach the runtime find BtServices on their blackboard under SERVICE_CONTEXT_KEY (set
- * on the root blackboard), so inside a SubTree without `_autoremap` they return FAILURE, as in
- * anolis. CallDevice is asynchronous: it starts the call on its first tick and reports RUNNING
- * until the call settles; halting aborts the call.
+ * The anolis custom nodes (docs/automation.md, "Custom nodes") with their exact ports, defaults and
+ * return rules. Nodes that reach the runtime find BtServices on their blackboard under
+ * SERVICE_CONTEXT_KEY (set on the root blackboard), so inside a SubTree without `_autoremap` they
+ * return FAILURE, as in anolis. CallDevice is asynchronous: it starts the call on its first tick
+ * and reports RUNNING until the call settles; halting aborts the call.
  */
 import {
   errorMessage,
