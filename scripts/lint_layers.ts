@@ -1,5 +1,5 @@
 /**
- * deno task lint:layers -- the house's structure as a check (../shared/style.md, docs/architecture.md):
+ * deno task lint:layers -- the house's structure as a check (docs/architecture.md):
  * - an import points down the layer stack, never up (RANK below);
  * - a folder is used through its mod.ts only, and another folder's `_private.ts` files never;
  * - folders of the same layer do not import each other unless SAME_LAYER_ALLOWED lists the pair;

@@ -1,4 +1,4 @@
-/** Golden vectors of adpp-wire.md §7 (hex produced with protoc 3.21 from the v1.2.0 schema). */
+/** Golden vectors of the ADPP encoding (hex produced with protoc 3.21 from the v1.2.0 schema). */
 export const GOLDEN = {
   helloRequest: "0801521b0a027631120e616e6f6c69732d72756e74696d651a05302e312e30",
   waitReadyRequest: "080282010408e0d403",

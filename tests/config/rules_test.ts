@@ -1,7 +1,8 @@
 /**
- * One case per validation rule (spec "Runtime configuration" and "Limits", issue 2 §3-§5, project
- * rules), valid and invalid. Each asserts the exact list of diagnostics as severity, key path and
- * line, so a rule reported twice (schema and semantic layer) or not at all fails the case.
+ * One case per validation rule (every key's type and bounds as examples/full.yaml states them, and
+ * the cross-field rules), valid and invalid. Each asserts the exact list of diagnostics as
+ * severity, key path and line, so a rule reported twice (schema and semantic layer) or not at all
+ * fails the case.
  */
 import assert from "node:assert/strict";
 import { load, type LoadOverrides, PROV, summary } from "./_helpers.ts";

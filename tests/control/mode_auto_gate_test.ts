@@ -1,5 +1,5 @@
 /**
- * The refuse-hookless AUTO gate (automation.md §6) over a real provider process
+ * The refuse-hookless AUTO gate (docs/automation.md, "Configuration") over a real provider process
  * (tests/safety/_plant_provider.ts: two ACTUATE functions and one READ function).
  */
 import assert from "node:assert/strict";

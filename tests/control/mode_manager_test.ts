@@ -24,7 +24,7 @@ function setup(o: {
   before?: HookConfig[];
   after?: HookConfig[];
 } = {}) {
-  // Log lines at warn and above, kept for the tests that pin a log level (automation.md §6).
+  // Log lines at warn and above, kept for the tests that pin a log level (a failed hook call).
   const lines: string[] = [];
   const log = new LineLogger({
     level: "warn",
@@ -75,7 +75,8 @@ async function reach(modes: ModeManager, mode: RuntimeMode): Promise<void> {
   assert.equal(modes.current(), mode);
 }
 
-// http-api.md §8, row = from, column = to; "=" no-op, "y" allowed, "n" 409.
+// The table of docs/http-api.md "Modes and calls": row = from, column = to; "=" no-op, "y"
+// allowed, "n" 409.
 const TABLE: Record<RuntimeMode, Record<RuntimeMode, "=" | "y" | "n">> = {
   IDLE: { IDLE: "=", MANUAL: "y", AUTO: "n", FAULT: "y" },
   MANUAL: { IDLE: "y", MANUAL: "=", AUTO: "y", FAULT: "y" },
@@ -417,7 +418,7 @@ Deno.test("ModeManager reports before- and after-hook failures of a transition, 
     { kind: "mode_change", previous_mode: "MANUAL", new_mode: "AUTO", timestamp_ms: NOW_MS },
     ...expected.slice(2).map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
   ]);
-  // automation.md §6: a failure is a warning unless the hook has fail_on_error.
+  // A failed hook call is a warning; an error when its hook has fail_on_error (or enters FAULT).
   assert.deepEqual(levels(lines), ["WARN", "WARN", "ERROR", "ERROR", "WARN"]);
 });
 

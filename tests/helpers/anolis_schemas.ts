@@ -1,7 +1,7 @@
 /**
  * The response schemas of the later anolis OpenAPI document, restated: the `required` lists,
  * types and enums of anolishq/anolis schemas/http/runtime-http.openapi.v0.yaml (commit
- * 073ac2cfffd81e145cb0cfe3e52f093da86d92b4), which agree with shared/contract/http-api.md. What
+ * 073ac2cfffd81e145cb0cfe3e52f093da86d92b4). What
  * anolis closes with `additionalProperties: false` is left open here: the members we add are
  * deliberate and listed in docs/migrating-from-anolis.md. Used by
  * tests/http/anolis_openapi_test.ts (the demo's answers) and tests/http/openapi_test.ts (our

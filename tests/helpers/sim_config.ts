@@ -68,7 +68,7 @@ export interface TestConfigOptions {
   health?: Partial<Config["health"]>;
 }
 
-/** A complete Config with defaults from the contract and one simulated provider `sim0`. */
+/** A complete Config with the loader's defaults and one simulated provider `sim0`. */
 export function testConfig(o: TestConfigOptions = {}): Config {
   return {
     configPath: `${REPO}examples/test.yaml`,

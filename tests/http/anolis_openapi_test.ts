@@ -1,12 +1,12 @@
 /**
  * Every JSON answer of the demo (examples/demo.yaml through src/main.ts, a real child process)
- * carries every member the later anolis OpenAPI document requires, with its type and enum
- * (issue 14: "walk every response schema of that document against ours"). The schemas
+ * carries every member the later anolis OpenAPI document requires, with its type and enum (issue
+ * 14: "walk every response schema of that document against ours"). The schemas
  * (tests/helpers/anolis_schemas.ts) restate the `required` lists, types and enums of
- * anolishq/anolis schemas/http/runtime-http.openapi.v0.yaml, which agree with
- * shared/contract/http-api.md. What anolis closes with `additionalProperties: false` is left open
- * there: the members we add are deliberate and listed in docs/migrating-from-anolis.md. Every
- * answer is also checked against our own document (apiFetch, GET /v0/openapi.json).
+ * anolishq/anolis schemas/http/runtime-http.openapi.v0.yaml. What anolis closes with
+ * `additionalProperties: false` is left open there: the members we add are deliberate and listed in
+ * docs/migrating-from-anolis.md. Every answer is also checked against our own document (apiFetch,
+ * GET /v0/openapi.json).
  */
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";

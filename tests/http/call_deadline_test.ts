@@ -1,4 +1,4 @@
-/** POST /v0/call answers 504 when the provider does not reply within timeout_ms (http-api.md §7). */
+/** POST /v0/call answers 504 when the provider does not reply within its timeout_ms. */
 import assert from "node:assert/strict";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { simProvider } from "../helpers/sim_config.ts";

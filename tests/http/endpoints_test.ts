@@ -1,5 +1,6 @@
 /**
- * Every device-facing endpoint and its error rows (http-api.md §1, §4, §5, §7), through the
+ * Every device-facing endpoint and its error answers (docs/http-api.md: "Conventions", "Runtime,
+ * providers, telemetry", "Devices and capabilities", "State", "Modes and calls"), through the
  * request handler over a real Runtime with the simulated provider as a child process.
  */
 import assert from "node:assert/strict";

@@ -164,7 +164,7 @@ Deno.test("Run markers, close and event pages answer 400 naming a mistyped membe
     await fx.request("POST", `/v0/runs/${id}/events`, { body: { type: "b" } });
     const page = await fx.request("GET", `/v0/runs/${id}/events?after_sequence=1&limit=1`);
     assert.deepEqual(page.json.events.map((e: { type: string }) => e.type), ["a"]);
-    // limit/offset keep the contract's leniency: unparseable takes the default.
+    // limit/offset keep anolis's leniency: unparseable takes the default (docs/http-api.md).
     assert.equal((await fx.request("GET", `/v0/runs/${id}/events?limit=x`)).json.count, 3);
     assert.equal((await fx.request("GET", "/v0/runs?limit=x&offset=y")).json.count, 1);
     assert.equal((await fx.request("GET", `/v0/runs/${id}`)).json.run.state, "open");

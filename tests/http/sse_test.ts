@@ -1,4 +1,4 @@
-/** GET /v0/events over real sockets (http-api.md §12). */
+/** GET /v0/events over real sockets (docs/http-api.md, "Events (Server-Sent Events)"). */
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { SSE_KEEPALIVE_MS } from "../../src/http/mod.ts";

@@ -1,9 +1,9 @@
 /**
- * What the e-stop tells the operator in the log (docs/safety.md §2-3): the plan with its gaps at
- * start-up and again whenever a provider's inventory changes, expectations that do not resolve,
- * actuating devices nothing verifies, and an e-stop whose read-back failed as an error. These
- * lines are the documented output, so here the log is what is asserted: which lines, at which
- * level — their key content, not every word.
+ * What the e-stop tells the operator in the log (docs/safety.md, "The ladder" and "Verified safe
+ * state"): the plan with its gaps at start-up and again whenever a provider's inventory changes,
+ * expectations that do not resolve, actuating devices nothing verifies, and an e-stop whose
+ * read-back failed as an error. These lines are the documented output, so here the log is what is
+ * asserted: which lines, at which level — their key content, not every word.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";

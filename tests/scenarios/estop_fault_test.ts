@@ -14,7 +14,7 @@ Deno.test("Estop with automation forces FAULT from AUTO and runs adopted *->FAUL
       enabled: true,
       modeTransitionHooks: {
         beforeTransition: [],
-        // No safety section: these calls are adopted as safe-state hooks (config.md §6).
+        // No safety section: these calls are adopted as safe-state hooks (docs/safety.md).
         afterTransition: [hook("*", "FAULT", [heaterOff, fanOff], true)],
       },
     },

@@ -1,7 +1,7 @@
 /**
  * The refuse-hookless AUTO gate is re-checked after a provider restart while in AUTO
- * (automation.md §6): a rediscovery that adds actuating functions with no hook covering
- * AUTO -> FAULT forces FAULT.
+ * (docs/automation.md, "Configuration"): a rediscovery that adds actuating functions with no hook
+ * covering AUTO -> FAULT forces FAULT.
  */
 import assert from "node:assert/strict";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";

@@ -1,9 +1,9 @@
 /**
  * telemetry.measurement_names (issue 24), driven through a whole demo session (arm, calls, a
  * parameter change, a run with a marker, AUTO, e-stop and clear, a provider killed and restarted)
- * with each setting: every row the writer sends has the telemetry contract's tags and typed
- * fields under that setting's measurement names, and the database (VictoriaMetrics, when
- * installed) holds every one of them under those names with those tags.
+ * with each setting: every row the writer sends has the tags and typed fields under that setting's
+ * measurement names, and the database (VictoriaMetrics, when installed) holds every one of them
+ * under those names with those tags.
  */
 import assert from "node:assert/strict";
 import type { MeasurementNaming } from "../../src/config/mod.ts";

@@ -8,7 +8,7 @@
  * way to a real VictoriaMetrics (when installed; otherwise the recorder answers 204 itself), and
  * the database's series are exported at the end.
  *
- * Also here: the row shapes of the telemetry contract (telemetry.md §2-§4) and a checker that
+ * Also here: the row shapes (docs/telemetry.md, "Rows: tags and fields") and a checker that
  * compares every recorded row with them.
  */
 import { loadConfig, type MeasurementNaming } from "../../src/config/mod.ts";
@@ -170,7 +170,7 @@ export async function recordDemoSession(naming: MeasurementNaming): Promise<Reco
   }
 }
 
-// ---- the row shapes of the telemetry contract ----------------------------------------------
+// ---- the row shapes (docs/telemetry.md, "Rows: tags and fields") --------------------------
 
 type FieldType = ParsedField["type"];
 
@@ -195,7 +195,7 @@ const VALUE_FIELDS: Record<string, FieldType> = {
 };
 const STALENESS = ["staleness_ms", "stale_signal_count", "fault_signal_count"];
 
-/** telemetry.md §2-§4 (and docs/telemetry.md for the run events), by kind of row. */
+/** The rows of docs/telemetry.md, "Rows: tags and fields" and "Alarm rows", by kind of row. */
 export const ROW_SHAPES: Readonly<Record<keyof MeasurementNames, RowShape>> = {
   signal: {
     tags: ["runtime_name", "provider_id", "device_id", "signal_id"],

@@ -11,7 +11,7 @@ import { withSim } from "./_sim_process.ts";
 const CONFIG = 2;
 const ACTUATE = 3;
 
-/** [signal_id, name, value_type, unit, poll_hint_hz, stale_after_ms] per sim-devices.md. */
+/** [signal_id, name, value_type, unit, poll_hint_hz, stale_after_ms], as anolis-provider-sim's. */
 type SignalRow = [string, string, number, string, number, number];
 /** [function_id, name, category, args (only the wire fields that must be present)]. */
 type FunctionRow = [number, string, number, Array<Record<string, unknown>>];

@@ -321,7 +321,7 @@ Deno.test("formatRow writes an id made only of control characters visibly, ordin
     `runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=%01%02,signal_id=%7F quality="OK" ${TS}`,
   );
   parseLine(ctl as string);
-  // Mixed ids keep the contract's rule (control characters dropped, \n \r \t visible).
+  // Mixed ids keep anolis's rule (control characters dropped, \n \r \t visible).
   assertEquals(
     line({ ...sig, device_id: "dev\x01", signal_id: "a\nb", value: null! }),
     `runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=dev,signal_id=a\\nb quality="OK" ${TS}`,

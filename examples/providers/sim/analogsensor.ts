@@ -22,7 +22,7 @@ const SAFE_OUTPUTS: Readonly<
   timer: 0,
 };
 
-/** analogsensor: four voltage channels with injectable drift and noise (sim-devices.md sec. 7). */
+/** analogsensor: four voltage channels with injectable drift and noise, as the reference sim's. */
 export function createAnalogSensor(
   deviceId: string,
   _cfg: Readonly<Record<string, unknown>>,

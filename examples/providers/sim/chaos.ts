@@ -118,7 +118,7 @@ function oversizeFrame(): Uint8Array {
 
 const ms = { unit: "ms" } as const;
 
-/** The chaos_control device (sim-devices.md sec. 8, plus functions 6-10 documented in README.md). */
+/** The chaos_control device: README.md, "Fault injection" (1-5 as the reference sim, 6-10 ours). */
 export function createChaosDevice(chaos: ChaosState, host: ChaosHost): DeviceDefinition {
   return {
     deviceId: CHAOS_DEVICE_ID,

@@ -10,7 +10,7 @@ export interface SimDeviceConfig {
   readonly extra: Readonly<Record<string, unknown>>;
 }
 
-/** The simulator's validated configuration (sim-devices.md sec. 2). */
+/** The simulator's validated configuration (README.md lists its keys). */
 export interface SimConfig {
   readonly providerName: string | null;
   readonly startupPolicy: "strict" | "degraded";

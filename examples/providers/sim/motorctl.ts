@@ -13,7 +13,7 @@ const TAU_S = 0.8;
 /** Safe state, also the start-up state: both motors at zero duty. */
 const SAFE_OUTPUTS: Readonly<{ duty1: number; duty2: number }> = { duty1: 0.0, duty2: 0.0 };
 
-/** motorctl: two DC motors driven by duty cycle (sim-devices.md sec. 5). */
+/** motorctl: two DC motors driven by duty cycle, as the reference sim's. */
 export function createMotorCtl(
   deviceId: string,
   cfg: Readonly<Record<string, unknown>>,

@@ -11,7 +11,7 @@ const SAFE_OUTPUTS: Readonly<Record<`relay${(typeof CHANNELS)[number]}`, boolean
   relay4: false,
 };
 
-/** relayio: four relays and four GPIO inputs wired back to them (sim-devices.md sec. 6). */
+/** relayio: four relays and four GPIO inputs wired back to them, as the reference sim's. */
 export function createRelayIo(
   deviceId: string,
   _cfg: Readonly<Record<string, unknown>>,

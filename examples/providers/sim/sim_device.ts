@@ -30,7 +30,7 @@ export class DeviceInitError extends Error {
   }
 }
 
-/** Common Device fields of every simulated device (sim-devices.md sec. 3). */
+/** Common Device fields of every simulated device. */
 export function simDeviceFields(
   deviceId: string,
   typeId: string,

@@ -34,7 +34,7 @@ export interface SimProviderOptions {
   readonly nowMs?: () => number;
 }
 
-/** The simulated provider: the device catalogue of sim-devices.md plus chaos_control. */
+/** The simulated provider: the reference sim's device catalogue (README.md) plus chaos_control. */
 export class SimProvider extends DeviceProvider {
   readonly #chaos: ChaosState;
   readonly #host: ChaosHost;

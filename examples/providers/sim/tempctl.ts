@@ -24,7 +24,7 @@ const SAFE_OUTPUTS: Readonly<{ relay1: boolean; relay2: boolean; mode: "open" | 
   mode: "open",
 };
 
-/** tempctl: two thermocouples, two heater relays, open/closed loop (sim-devices.md sec. 4). */
+/** tempctl: two thermocouples, two heater relays, open/closed loop, as the reference sim's. */
 export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unknown>>): SimDevice {
   const initial = optionalNumber(deviceId, cfg, "initial_temp") ?? 25.0;
   const range = cfg.temp_range;
