@@ -1,8 +1,8 @@
 /**
- * Micro-benchmark of the audit trail on the call path (issue 21): CallRouter.call of an
- * actuating function through a stand-in provider (no process, no pipe: the figure is the
- * runtime's own work per call) without an audit sink, with the audit trail collapsing a repeated
- * call, and with a distinct entry per call; and AuditTrail.record alone.
+ * Micro-benchmark of the audit trail on the call path: CallRouter.call of an actuating function
+ * through a stand-in provider (no process, no pipe: the figure is the runtime's own work per call)
+ * without an audit sink, with the audit trail collapsing a repeated call, and with a distinct entry
+ * per call; and AuditTrail.record alone.
  * Run: `deno bench --allow-all bench/audit_trail.bench.ts`. Not a test; no timing is asserted.
  *
  * The collapse figure of a tree calling at 100 Hz for a minute (entries and journal bytes) is

@@ -1,13 +1,13 @@
 /**
  * deno run -A bench/console_paint.ts [--loads 7] [--out F]
  *
- * Issue 15's constraint "first paint <= 1 s on this machine", measured here rather than asserted
+ * The console's constraint "first paint <= 1 s on this machine", measured here rather than asserted
  * in a test (a timed assertion fails when the parallel suite loads the machine: 1224 ms once, where
- * the same page paints in 100-300 ms alone). The runtime's bundle (built first, as `deno task
- * start` runs it) serves examples/demo.yaml; headless Chromium (Debian's `chromium`, driven by
- * playwright-core, as the console's tests do) opens the operator console `--loads` times, each in
- * a fresh browser context (no cache), and reads the page's first-contentful-paint entry. Prints
- * the median and range; `--out` writes JSON. Not a test; needs `chromium` on PATH.
+ * the same page paints in 100-300 ms alone). The runtime's bundle (built first, as
+ * `deno task start` runs it) serves examples/demo.yaml; headless Chromium (Debian's `chromium`,
+ * driven by playwright-core, as the console's tests do) opens the operator console `--loads` times,
+ * each in a fresh browser context (no cache), and reads the page's first-contentful-paint entry.
+ * Prints the median and range; `--out` writes JSON. Not a test; needs `chromium` on PATH.
  */
 import { parseArgs } from "node:util";
 import { defaultCommands } from "./lib/args.ts";
@@ -18,7 +18,7 @@ import { chromiumMissing, launchChromium } from "../tests/helpers/browser.ts";
 import { freePort } from "../tests/helpers/ports.ts";
 
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-/** Issue 15: first paint within this, on this machine. */
+/** The console's first paint must come within this, on this machine. */
 const FIRST_PAINT_LIMIT_MS = 1000;
 /** A paint entry that has not come after this is reported as a failure of the load. */
 const PAINT_WAIT_MS = 10_000;

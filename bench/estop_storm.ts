@@ -2,10 +2,10 @@
  * deno run -A bench/estop_storm.ts [--providers 40] [--rounds 2] [--offsets 0,100,...]
  *   [--backoff-ms 200] [--runtime-cmd "<cmd>"] [--out FILE]
  *
- * Issue 34 item 4: how long the e-stop takes to latch while every provider restarts at once. The
- * runtime runs N simulated providers (restart_policy on, first backoff `--backoff-ms`). A storm:
- * SIGKILL every provider process (the runtime's children, from /proc) in one go, wait `offset` ms,
- * write `POST /v0/estop` on a connection opened beforehand, read the answer, then read
+ * How long the e-stop takes to latch while every provider restarts at once. The runtime runs N
+ * simulated providers (restart_policy on, first backoff `--backoff-ms`). A storm: SIGKILL every
+ * provider process (the runtime's children, from /proc) in one go, wait `offset` ms, write
+ * `POST /v0/estop` on a connection opened beforehand, read the answer, then read
  * `latched_at_epoch_ms` from `GET /v0/runtime/status`. The figure is **request written -> latch**
  * on the one wall clock of the machine (the harness's `performance.timeOrigin + performance.now()`
  * right before the write; the runtime's `Date.now()` when the latch engaged, 1 ms resolution), not

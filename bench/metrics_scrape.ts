@@ -6,7 +6,7 @@
  * Run: `deno run --allow-all bench/metrics_scrape.ts [scrapes]`; prints min / median / p99 / max
  * in ms and the exposition's size; then the rendering alone (synchronous: no other task of the
  * event loop, such as the 10 poll loops, can run inside it), with the same series.
- * The requirement (issue 16): well under 5 ms.
+ * The requirement: well under 5 ms (a scrape must not disturb the poll loops).
  */
 import { HttpRequestMetrics, renderMetrics, SseHub } from "../src/http/mod.ts";
 import { readProcessStats } from "../src/host/mod.ts";

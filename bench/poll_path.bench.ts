@@ -8,10 +8,10 @@
  * every poll publishes state updates as it does with noisy sensors ("unchanged": one encoding,
  * nothing is published).
  *
- * Alarms (issue 20): the same 100-signal device with 100 alarms (one per signal) and 20
- * interlocks (each comparing 5 of its signals and one bad()) evaluated after every poll, none of
- * them raised; and the engine's evaluation alone (evaluateAll: the work one poll of that device
- * causes). Cost per polled signal = figure / 100. bench/README.md has the figures.
+ * Alarms: the same 100-signal device with 100 alarms (one per signal) and 20 interlocks (each
+ * comparing 5 of its signals and one bad()) evaluated after every poll, none of them raised; and
+ * the engine's evaluation alone (evaluateAll: the work one poll of that device causes). Cost per
+ * polled signal = figure / 100. bench/README.md has the figures.
  */
 import {
   decodeResponse,

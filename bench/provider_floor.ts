@@ -1,9 +1,10 @@
 /**
  * deno run -A bench/provider_floor.ts [--rounds 2] [--providers 8] [--warm 10] [--secs 40] [--out F]
  *
- * Issue 12's provider goal (the sim <= 40 MiB polled at 10 Hz) against the floor of any provider
- * written in Deno. One runtime (the bundle, as `deno task bench` runs it) polls, at 100 ms, four
- * kinds of provider side by side, `--providers` of them in turn:
+ * The footprint goal for providers (the sim <= 40 MiB polled at 10 Hz; bench/README.md,
+ * "Footprint") against the floor of any provider written in Deno. One runtime (the bundle, as
+ * `deno task bench` runs it) polls, at 100 ms, four kinds of provider side by side, `--providers`
+ * of them in turn:
  * - `sim`: the simulated provider's bundle, as the bench runs it (src/provider_sdk/, YAML config);
  * - `sim-repo-config`: the same without `--no-config`, so Deno loads the repository's deno.json and
  *   lockfile (the bundle lies inside the repository): what the bench measured before the eighth

@@ -1,9 +1,9 @@
 /**
- * GET /v0/runs/{id}/events page latency in a run of 100,000 events (issue 40 item 3: a page must
- * answer in <= 100 ms). Builds the run once with this checkout's RunRegistry (the files a runtime
- * writes: call events with an audit entry as payload, ~200 bytes each), then, per round, starts
- * the runtime (src/main.ts of `--repo`, the simulated provider from this checkout) on that data
- * folder and times, over real HTTP, the first page (default limit 200), a middle page by cursor
+ * GET /v0/runs/{id}/events page latency in a run of 100,000 events (a page must answer in <= 100
+ * ms). Builds the run once with this checkout's RunRegistry (the files a runtime writes: call
+ * events with an audit entry as payload, ~200 bytes each), then, per round, starts the runtime
+ * (src/main.ts of `--repo`, the simulated provider from this checkout) on that data folder and
+ * times, over real HTTP, the first page (default limit 200), a middle page by cursor
  * (after_sequence=50000) and the last page by cursor, each as the first read of the run by a
  * runtime just started (cold: what an operator opening the console gets) and once more (warm).
  *

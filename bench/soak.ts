@@ -1,13 +1,14 @@
 /**
  * deno run -A bench/soak.ts [--secs 600] [--providers 10] [--runtime-cmd "<cmd>"] [--out F]
  *
- * Issue 12's soak: the runtime idle-polling N simulated providers x 4 devices at 100 ms for
- * `--secs`, its RSS read from /proc and `GET /metrics` scraped every SAMPLE_EVERY_S (as a
- * Prometheus at that interval would; the scrape also gives V8's heap in use and committed).
- * Prints the samples, the least-squares RSS slope (MiB/h) from minute 1, 3 and 5 on, the RSS at the
- * end, the lowest heap-in-use sample per 2-minute window (a floor that rises would be a leak; a
- * flat floor under a rising RSS is V8 sizing its heap) and the runtime's CPU. `--out` writes JSON.
- * Default commands: the bundles (built first), as `deno task bench` runs them. Not a test; Linux.
+ * The soak of the footprint goals (bench/README.md, "Footprint"): the runtime idle-polling N
+ * simulated providers x 4 devices at 100 ms for `--secs`, its RSS read from /proc and
+ * `GET /metrics` scraped every SAMPLE_EVERY_S (as a Prometheus at that interval would; the scrape
+ * also gives V8's heap in use and committed). Prints the samples, the least-squares RSS slope
+ * (MiB/h) from minute 1, 3 and 5 on, the RSS at the end, the lowest heap-in-use sample per 2-minute
+ * window (a floor that rises would be a leak; a flat floor under a rising RSS is V8 sizing its
+ * heap) and the runtime's CPU. `--out` writes JSON. Default commands: the bundles (built first), as
+ * `deno task bench` runs them. Not a test; Linux.
  */
 import { parseArgs } from "node:util";
 import { defaultCommands, splitCommand } from "./lib/args.ts";

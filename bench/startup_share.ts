@@ -1,10 +1,10 @@
 /**
  * deno run -A bench/startup_share.ts [--reps N] [--providers 1,10] [--runtime-cmd "<cmd>"] [--out F]
  *
- * The runtime's own share of start-up (issue 12: "start-up, spawn -> all providers AVAILABLE,
- * <= 200 ms with providers that answer at once (the runtime's own share: measure it separately
- * from the providers')"). Providers that answer at once: bench/lib/replay_provider.py, a Python
- * process that replays ADPP answers recorded here from the simulated provider (the bench's
+ * The runtime's own share of start-up (the footprint goal "start-up, spawn -> all providers
+ * AVAILABLE, <= 200 ms with providers that answer at once", measured apart from the providers';
+ * bench/README.md, "Footprint"). Providers that answer at once: bench/lib/replay_provider.py, a
+ * Python process that replays ADPP answers recorded here from the simulated provider (the bench's
  * generated 4-device config), so a provider costs ~20 ms to start instead of a Deno sim's ~100.
  *
  * Per repetition, measured from this process (readiness polled every READY_POLL_MS):

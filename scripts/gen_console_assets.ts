@@ -22,7 +22,7 @@ export const CONSOLE_ASSETS_MODULE = new URL(
 );
 export const CONSOLE_ASSETS_TYPES = typesUrlOf(CONSOLE_ASSETS_MODULE);
 
-/** Hard budget for the console's files, gzip-compressed, summed (issue 15: at most 150 KB). */
+/** Hard budget for the console's files, gzip-compressed, summed: at most 150 KB. */
 export const CONSOLE_GZIP_BUDGET_BYTES = 150 * 1024;
 
 /** Content-Type per file extension. */

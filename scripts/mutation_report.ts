@@ -43,9 +43,9 @@ const UNIT_TIMEOUT_MS = 5_000;
 const PROCESS_TIMEOUT_MS = 30_000;
 
 /**
- * Issue 22's scope: safety, control, auth/CORS/request policy, supervision and liveness, quality
- * and liveness health, config bounds, typed values. Tests are the files that exercise the code,
- * unit tests first, then the scenarios that drive real processes.
+ * The scope of mutation testing: safety, control, auth/CORS/request policy, supervision and
+ * liveness, quality and liveness health, config bounds, typed values. Tests are the files that
+ * exercise the code, unit tests first, then the scenarios that drive real processes.
  */
 export const MUTATION_SCOPES: readonly MutationScope[] = [
   {

@@ -1,6 +1,7 @@
 /**
- * The `runtime` command reading its configuration file, as a real child process: bounded reads
- * (issue 18 §5), strict UTF-8 and no secret in any output (issue 13 §13).
+ * The `runtime` command reading its configuration file, as a real child process: bounded reads (a
+ * regular file of at most 2 MiB), strict UTF-8 and no secret in any output (README,
+ * "Configuration").
  */
 import assert from "node:assert/strict";
 import { safetySection, withFiles } from "./helpers/cli.ts";

@@ -1,9 +1,9 @@
 /**
- * `--check-config` away from the target (issue 14): what depends on the checking machine — the
- * behavior tree file, the TLS files, the provider command, the API token from the environment —
- * is a warning by default, so a pipeline can validate a configuration for another machine (anolis's
- * own "valid" fixtures name trees that are not there); `--strict` makes each an error (the systemd
- * unit's ExecStartPre uses it); and the runtime itself still refuses to start on them.
+ * `--check-config` away from the target (docs/deployment.md): what depends on the checking machine
+ * — the behavior tree file, the TLS files, the provider command, the API token from the environment
+ * — is a warning by default, so a pipeline can validate a configuration for another machine
+ * (anolis's own "valid" fixtures name trees that are not there); `--strict` makes each an error
+ * (the systemd unit's ExecStartPre uses it); and the runtime itself still refuses to start on them.
  */
 import assert from "node:assert/strict";
 import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
@@ -133,7 +133,7 @@ Deno.test("runtime exits 2 for --strict without --check-config", async () => {
   }
 });
 
-/** http.auth_enabled misspelled (issue 34 item 13): plain check warns, --strict refuses. */
+/** http.auth_enabled misspelled: a plain check warns, --strict refuses. */
 const TYPO = `http:
   auth_enable: true
 providers: [{id: p0, command: sh}]

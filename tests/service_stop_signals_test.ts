@@ -1,6 +1,6 @@
 /**
  * StopSignalFilter: what each SIGINT/SIGTERM means to the service. One Ctrl-C reaches the runtime
- * twice under `deno task` (issue 34 item 5); the real-process behaviour is in
+ * twice under `deno task`; the real-process behaviour is in
  * tests/scenarios/process_signals_test.ts.
  */
 import assert from "node:assert/strict";

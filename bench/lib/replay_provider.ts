@@ -1,10 +1,11 @@
 /**
  * deno run --allow-read bench/lib/replay_provider.ts RECORDING.json [--streams] [--config IGNORED]
  *
- * The floor of a provider written in Deno (issue 12): it answers every ADPP request from answers
- * recorded from the simulated provider (bench/startup_share.ts `record`; the same recording as
- * replay_provider.py), with nothing of our SDK, codec or devices loaded. Whatever a Deno provider
- * costs above this process is the provider's own code; what this process costs is Deno's.
+ * The floor of a provider written in Deno (bench/README.md, "Footprint"): it answers every ADPP
+ * request from answers recorded from the simulated provider (bench/startup_share.ts `record`; the
+ * same recording as replay_provider.py), with nothing of our SDK, codec or devices loaded. Whatever
+ * a Deno provider costs above this process is the provider's own code; what this process costs is
+ * Deno's.
  *
  * `--streams` reads and writes through Deno's stdio streams (`Deno.stdin.readable` with a BYOB
  * reader, `Deno.stdout.writable`), as `src/provider_sdk/` does; without it, `Deno.stdin.read` and

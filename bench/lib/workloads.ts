@@ -1,6 +1,7 @@
 /**
- * The workloads of issue 8, each run against one started runtime. A workload throws BenchFailure
- * when the runtime answers non-2xx, a stream breaks, or an observed value is wrong.
+ * The workloads of bench/README.md ("Workloads"), each run against one started runtime. A workload
+ * throws BenchFailure when the runtime answers non-2xx, a stream breaks, or an observed value is
+ * wrong.
  */
 import { BenchFailure } from "./api.ts";
 import { BENCH_DEVICES } from "./config_gen.ts";

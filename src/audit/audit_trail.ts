@@ -1,16 +1,16 @@
 /**
- * The audit trail (issue 21): every decision on an actuating call, mode change, parameter set,
- * e-stop and clear, with who asked (AuditOrigin), kept in an append-only JSONL journal under
- * `<runtime.data_dir>/audit/` and served by GET /v0/audit. Written through a JournalWriter
- * (src/journal/: group commit, batched fsync, bounded queue, torn-line recovery, rotation); this
- * module keeps the audit's own rules.
+ * The audit trail (docs/http-api.md, "Audit trail"): every decision on an actuating call, mode
+ * change, parameter set, e-stop and clear, with who asked (AuditOrigin), kept in an append-only
+ * JSONL journal under `<runtime.data_dir>/audit/` and served by GET /v0/audit. Written through a
+ * JournalWriter (src/journal/: group commit, batched fsync, bounded queue, torn-line recovery,
+ * rotation); this module keeps the audit's own rules.
  *
- * - Write ahead (issue 34 item 6): before the router sends an actuating call, `writeAhead`
- *   writes the decision (origin, device, function, args, mode) and the call waits until its
- *   bytes are handed to the OS (write(2) done; the fsync follows within AUDIT_SYNC_INTERVAL_MS),
- *   at most AUDIT_WRITE_AHEAD_TIMEOUT_MS. Decisions of the same tick share one write. The record
- *   of the call's outcome (the entry served) follows and settles it. A repeat of the open
- *   accepted entry (below) writes nothing ahead: the same decision is on disk already.
+ * - Write ahead (a crash must never lose a call that reached a provider): before the router sends
+ *   an actuating call, `writeAhead` writes the decision (origin, device, function, args, mode) and
+ *   the call waits until its bytes are handed to the OS (write(2) done; the fsync follows within
+ *   AUDIT_SYNC_INTERVAL_MS), at most AUDIT_WRITE_AHEAD_TIMEOUT_MS. Decisions of the same tick share
+ *   one write. The record of the call's outcome (the entry served) follows and settles it. A repeat
+ *   of the open accepted entry (below) writes nothing ahead: the same decision is on disk already.
  * - What a crash (kill -9, power loss after the fsync) can lose: the outcome of a call, never
  *   the call. At the next start, a decision written ahead whose outcome is not in the last
  *   AUDIT_RECOVERY_SCAN_BYTES of the journal becomes an entry of outcome `interrupted` (its result

@@ -5,12 +5,12 @@
  * runner; leaving AUTO -- including the FAULT an e-stop forces -- halts the tree), turns a tick that
  * throws into a forced FAULT, and answers GET /v0/automation/tree and /status.
  *
- * Around the tree (issues 19 and 40): entering AUTO is refused while a device the tree names
- * literally is failing or down (state/device_outage.ts); the device-loss latch refuses automated
- * calls to a device lost since AUTO was last entered and, in AUTO, forces FAULT when a device the
- * tree depends on goes down; status says why the tree is not running (`not_running`, one line in
- * `why_not_running`, the devices that block it) and names every device the tree's recent calls
- * to all failed (an outage).
+ * Around the tree (docs/safety.md, "A device that drops out, and the device-loss latch"): entering
+ * AUTO is refused while a device the tree names literally is failing or down
+ * (state/device_outage.ts); the device-loss latch refuses automated calls to a device lost since
+ * AUTO was last entered and, in AUTO, forces FAULT when a device the tree depends on goes down;
+ * status says why the tree is not running (`not_running`, one line in `why_not_running`, the
+ * devices that block it) and names every device the tree's recent calls to all failed (an outage).
  */
 import {
   type Clock,
@@ -101,7 +101,7 @@ export interface NotRunning {
   mode: RuntimeMode;
 }
 
-/** AutomationStatus plus the project's additions (issues 19 and 40). */
+/** AutomationStatus plus the project's additions (why the tree does not run, lost devices). */
 export type EngineStatus = AutomationStatus & {
   /** The runtime mode now. */
   mode: RuntimeMode;

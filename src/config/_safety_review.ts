@@ -1,7 +1,7 @@
 /**
- * `--check-config`'s review of the software e-stop, from the configuration alone (issue 34 item
- * 14): a configuration that checks clean must not have an e-stop that latches and commands nothing,
- * or that can never verify what it did.
+ * `--check-config`'s review of the software e-stop, from the configuration alone: a configuration
+ * that checks clean must not have an e-stop that latches and commands nothing, or that can never
+ * verify what it did (examples/minimal.yaml once checked clean while its e-stop did nothing).
  *
  * What the file alone tells:
  * - whether any call runs on every e-stop: `safety.safe_state.hooks`, `setpoints`,

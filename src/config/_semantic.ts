@@ -299,8 +299,8 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
 
 /**
  * cors_allowed_origins: a string is a one-element list. Absent, null or `[]`: no origin gets CORS
- * headers (issue 34 item 12: the former default `*` let any web page read state, audit and runs
- * of a loopback runtime); the anolis workbench needs `cors_allowed_origins: http://localhost:3000`.
+ * headers (a former default of `*` let any web page read state, audit and runs of a loopback
+ * runtime); the anolis workbench needs `cors_allowed_origins: http://localhost:3000`.
  */
 function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly string[] {
   const path = [...P, "cors_allowed_origins"];

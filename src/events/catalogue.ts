@@ -59,7 +59,7 @@ export type RuntimeEvent =
   }
   | { kind: "bt_error"; node: string; error: string; timestamp_ms: number }
   | { kind: "automation_fault"; locus: string; error: string; timestamp_ms: number }
-  // ---- project additions (issue 19): what a stop achieved, not only what it attempted ----
+  // ---- project additions: what a stop achieved, not only what it attempted ----
   | {
     /** A mode-transition hook call failed or timed out (every one is reported). */
     kind: "hook_failure";
@@ -103,7 +103,7 @@ export type RuntimeEvent =
     reason: string;
     timestamp_ms: number;
   }
-  // ---- project additions (issue 20): alarms and interlocks ----
+  // ---- project additions: alarms and interlocks ----
   | {
     /** An alarm changed state (docs/alarms.md): raise, clear, ack, shelve or unshelve. */
     kind: "alarm";
@@ -140,7 +140,7 @@ export type RuntimeEvent =
     block: string[];
     timestamp_ms: number;
   }
-  // ---- project addition (issue 16): configuration reload on SIGHUP ----
+  // ---- project addition: configuration reload on SIGHUP ----
   | {
     /**
      * The configuration file was re-read (SIGHUP): `applied` (valid; what could change changed,

@@ -4,12 +4,12 @@
  * handler, re-checks the non-loopback-without-auth safety gate at bind, and shuts down gracefully
  * (event streams first, then in-flight requests).
  *
- * Connection layer, and why (issue 13 items 1-2, issue 18 item 7). Deno.serve in Deno 2.9.6 has
- * no connection limit, no header-read or keep-alive timeout (a silent connection stayed open for
- * over 90 s; a slowloris for ever), cannot be observed per connection, cannot take a listener of
- * ours, and an accept error (EMFILE at ~230 idle connections under a 256-descriptor limit) rejects
- * its `finished` promise and ends the server, which reached main as a crash. Options weighed, with
- * the server's CPU per request measured on loopback (16 clients, /proc utime+stime):
+ * Connection layer, and why (README, "How it behaves": HTTP connections). Deno.serve in Deno 2.9.6
+ * has no connection limit, no header-read or keep-alive timeout (a silent connection stayed open
+ * for over 90 s; a slowloris for ever), cannot be observed per connection, cannot take a listener
+ * of ours, and an accept error (EMFILE at ~230 idle connections under a 256-descriptor limit)
+ * rejects its `finished` promise and ends the server, which reached main as a crash. Options
+ * weighed, with the server's CPU per request measured on loopback (16 clients, /proc utime+stime):
  * - Deno.serve: ~10 us per keep-alive request, ~29 us per `Connection: close` request; none of the
  *   bounds above.
  * - node:http (Deno's Node compatibility): headersTimeout, requestTimeout, keepAliveTimeout and

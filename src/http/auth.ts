@@ -19,8 +19,8 @@ export interface AuthenticationSummary {
 }
 
 /**
- * The start-up line saying whether the API asks for a token and which setting decides it (issue 34
- * item 13: a misspelled `auth_enabled` left authentication off without a word). Names settings and
+ * The start-up line saying whether the API asks for a token and which setting decides it (a
+ * misspelled `auth_enabled` once left authentication off without a word). Names settings and
  * token sources only, never a token. `envToken`: RUNTIME_API_TOKEN is set and non-empty.
  */
 export function authenticationSummary(

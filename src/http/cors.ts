@@ -1,10 +1,10 @@
 /**
  * CORS as docs/http-api.md "CORS" describes it: anolis's rules, plus `Authorization` as an allowed
  * header and `Vary: Origin` with an echoed origin. No origin has a grant unless
- * `http.cors_allowed_origins` lists it (issue 34 item 12: the former default `*` let any web page
- * read a loopback runtime's state, audit and runs). A page without a grant is told, and the log
- * says, which key to set: its preflight is answered 403 naming `http.cors_allowed_origins`, and the
- * first request of each such origin is logged.
+ * `http.cors_allowed_origins` lists it (a former default of `*` let any web page read a loopback
+ * runtime's state, audit and runs). A page without a grant is told, and the log says, which key to
+ * set: its preflight is answered 403 naming `http.cors_allowed_origins`, and the first request of
+ * each such origin is logged.
  */
 import type { Logger } from "../common/mod.ts";
 import type { HttpConfig } from "../config/mod.ts";

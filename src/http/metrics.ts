@@ -318,7 +318,7 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "Interlocks blocking calls now.",
     services.alarms.interlocks().filter((i) => i.blocking).length,
   );
-  // ---- audit trail (issue 21) ----
+  // ---- audit trail ----
   const audit = services.audit.status();
   w.family("runtime_audit_entries_total", "counter", "Audit entries recorded (closed).")
     .sample("runtime_audit_entries_total", audit.entries_total);

@@ -269,7 +269,7 @@ export function responseComponents(): Record<string, JsonSchema> {
       providers: arr(ref("ProviderHealth")),
       audit: note(
         ref("AuditStatus"),
-        "The audit journal's health (project addition, issue 21): a failing write shows here.",
+        "The audit journal's health (project addition): a failing write shows here.",
       ),
     }),
     AuditStatus: obj(

@@ -81,7 +81,7 @@ export interface HttpServices {
   readonly telemetry: TelemetryService;
   readonly runs: RunsService;
   readonly alarms: AlarmService;
-  /** Audit trail (issue 21). */
+  /** Audit trail (docs/http-api.md, "Audit trail"). */
   readonly audit: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
   /** This process's RSS and CPU time (GET /metrics). */
   processStats(): ProcessStats;

@@ -306,7 +306,7 @@ export class Estop implements EstopService {
     );
     // Providers added or removed by a configuration reload change the plan as an inventory does.
     // A restart that rediscovers the same inventory changes nothing: 40 providers restarting at
-    // once must not replan and log the whole plan 40 times (issue 34 item 4).
+    // once must not replan and log the whole plan 40 times.
     options.inventory.onChange((id, change) => {
       if (change === "changed") this.#planChanged(`inventory of ${id} changed`);
       else if (change === "removed") this.#planChanged(`provider ${id} removed`);

@@ -179,9 +179,9 @@ function closingStdin(accepted: number) {
 }
 
 Deno.test("AdppClient: a write that fails because the provider exited does not fail a request whose answer is still to be read", async () => {
-  // The race of issue 34 item 16: the provider answers a call and exits; a poll written before
-  // the runtime has read that answer fails with EPIPE. The answer is in the pipe: the call gets
-  // it, the poll alone fails, and the session ends once no written request awaits its answer.
+  // The race: the provider answers a call and exits; a poll written before the runtime has read
+  // that answer fails with EPIPE. The answer is in the pipe: the call gets it, the poll alone
+  // fails, and the session ends once no written request awaits its answer.
   const stdin = closingStdin(1);
   const stdout = new TransformStream<Uint8Array, Uint8Array>();
   const client = new AdppClient(stdout.readable, stdin.writable, { clock: new ManualClock() });

@@ -1,9 +1,10 @@
 /**
- * Kernel.reload against the real kernel over the simulated provider (issue 35): a reload while
- * AUTO runs never leaves the machine in a state it would refuse to enter nor changes the running
- * recipe -- one test per invariant, each refused for that section only, the rest applied -- and
- * outside AUTO a weakened protection applies with a record. A section whose owner fails keeps its
- * old value and is offered again by the next reload.
+ * Kernel.reload against the real kernel over the simulated provider (docs/safety.md, "Configuration
+ * reloads never weaken a running machine"): a reload while AUTO runs never leaves the machine in a
+ * state it would refuse to enter nor changes the running recipe -- one test per invariant, each
+ * refused for that section only, the rest applied -- and outside AUTO a weakened protection applies
+ * with a record. A section whose owner fails keeps its old value and is offered again by the next
+ * reload.
  */
 import assert from "node:assert/strict";
 import type { Kernel } from "../../src/app/kernel.ts";

@@ -349,7 +349,7 @@ Deno.test("AuditTrail on a full disk never throws into the caller, drops and cou
   }
 });
 
-// ---- issue 34: write ahead, recovery, gaps, bounds, unreadable lines ---------------------------
+// ---- write ahead, recovery, gaps, bounds, unreadable lines ------------------------------------
 
 async function withJournal(
   fn: (dir: string, files: SwitchableFiles) => Promise<void>,

@@ -1,7 +1,7 @@
 /**
- * `--check-config` stays linear (issue 13 §10): the work of locating N diagnostics grows with N,
- * not N². Asserted on a deterministic work counter (the loader's `onLookupWork` hook), plus one
- * generous wall-clock requirement.
+ * `--check-config` stays linear (README: linear in the file): the work of locating N diagnostics
+ * grows with N, not N². Asserted on a deterministic work counter (the loader's `onLookupWork`
+ * hook), plus one generous wall-clock requirement.
  */
 import assert from "node:assert/strict";
 import { loadConfig, type LoadConfigResult } from "../../src/config/mod.ts";

@@ -17,7 +17,7 @@ interface Case {
   expect: Array<[string, string]>;
 }
 
-/** Automation enabled without an AUTO -> FAULT hook: AUTO will be refused (issue 23). */
+/** Automation enabled without an AUTO -> FAULT hook: AUTO will be refused. */
 const NO_AUTO_HOOK: [string, string] = [
   "warning automation",
   "is enabled but no mode_transition_hooks entry covers AUTO -> FAULT",

@@ -1,6 +1,6 @@
 /**
- * `--check-config`'s review of the e-stop from the configuration alone (issue 34 item 14): warn
- * when an e-stop would command nothing, verify nothing, or command a device no expectation reads.
+ * `--check-config`'s review of the e-stop from the configuration alone: warn when an e-stop would
+ * command nothing, verify nothing, or command a device no expectation reads.
  */
 import assert from "node:assert/strict";
 import {

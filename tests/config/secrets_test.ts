@@ -1,4 +1,4 @@
-/** A secret never appears in a config diagnostic, whichever layer reports it (issue 13 §13). */
+/** A secret never appears in a config diagnostic, whichever layer reports it (README). */
 import assert from "node:assert/strict";
 import { RUNTIME_CONFIG_SCHEMA } from "../../src/config/mod.ts";
 import { load, PROV } from "./_helpers.ts";

@@ -1,7 +1,7 @@
 /**
  * Unknown keys: ignored with a warning, except under `--check-config --strict`, where each is an
- * error at its line and column (issue 34 item 13: `http.auth_enable: true` passed a strict check
- * and the runtime started with authentication off).
+ * error at its line and column (`http.auth_enable: true` once passed a strict check and the runtime
+ * started with authentication off).
  */
 import assert from "node:assert/strict";
 import { load, PROV } from "./_helpers.ts";

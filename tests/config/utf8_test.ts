@@ -1,4 +1,4 @@
-/** A config file that is not UTF-8 is an error at the first bad byte (issue 13 §13). */
+/** A config file that is not UTF-8 is an error at the first bad byte (its line and column). */
 import assert from "node:assert/strict";
 import { type Diagnostic, loadConfig } from "../../src/config/mod.ts";
 import { CONFIG_PATH, PROV } from "./_helpers.ts";

@@ -204,7 +204,7 @@ Deno.test("loadConfig reads cors_allowed_origins as one string, a list, or the d
     "http://b.example",
   ]);
   assert.deepEqual(origins('"*"'), ["*"]);
-  // No CORS grant unless asked for (issue 34 item 12: the default used to be `*`).
+  // No CORS grant unless asked for (the default used to be `*`).
   assert.deepEqual(origins(""), []); // an empty YAML value: not given
   assert.deepEqual(origins("[]"), []);
   assert.deepEqual(valid(PROV).http.corsAllowedOrigins, []);

@@ -1,7 +1,7 @@
 /**
  * The Automation view's why line (console/automation.js automationWhy), under Deno: the runtime's
- * own why (GET /v0/automation/status `not_running`, `why_not_running`, `blocked_devices`, issue 40
- * item 2), an older runtime's answer without those fields, and a reason the console does not know.
+ * own why (GET /v0/automation/status `not_running`, `why_not_running`, `blocked_devices`), an older
+ * runtime's answer without those fields, and a reason the console does not know.
  */
 import assert from "node:assert/strict";
 import { automationWhy } from "../../console/automation.js";

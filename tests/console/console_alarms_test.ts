@@ -1,11 +1,11 @@
 /**
- * Alarms and interlocks in the operator console (issue 20: "The operator console shows active
- * alarms (with ack and shelve) and blocking interlocks"): examples/alarms.yaml run as the real
- * `runtime` process with its simulated provider, the page in headless Chromium. One runtime and
- * one page for the file; the steps build on each other. The relay alarm (action none) is raised
- * and cleared by switching relay 4; the heater is held at ~55 °C in closed mode (interlock above
- * 45 °C, warning above 50 °C), then sent to 80 °C so the over-temperature alarm (action estop)
- * stops the machine. Last, a runtime restart: the page re-reads what no event tells it.
+ * Alarms and interlocks in the operator console (active alarms with ack and shelve, blocking
+ * interlocks; docs/alarms.md): examples/alarms.yaml run as the real `runtime` process with its
+ * simulated provider, the page in headless Chromium. One runtime and one page for the file; the
+ * steps build on each other. The relay alarm (action none) is raised and cleared by switching relay
+ * 4; the heater is held at ~55 °C in closed mode (interlock above 45 °C, warning above 50 °C), then
+ * sent to 80 °C so the over-temperature alarm (action estop) stops the machine. Last, a runtime
+ * restart: the page re-reads what no event tells it.
  */
 import assert from "node:assert/strict";
 import type { Page, Route } from "playwright-core";

@@ -1,9 +1,9 @@
 /**
- * The operator console's Automation view says in one line why the behavior tree runs or not
- * (issue 40 item 2), and shows the execution status as the runtime words it (issue 34 item 15:
- * it read `running (undefined)` in AUTO), from the demo configuration run as the real `runtime`
- * process: IDLE, MANUAL, AUTO, then a device that drops out in AUTO (the device-loss latch forces
- * FAULT) and MANUAL with the device still down (AUTO would be refused).
+ * The operator console's Automation view says in one line why the behavior tree runs or not, and
+ * shows the execution status as the runtime words it (it once read `running (undefined)` in AUTO),
+ * from the demo configuration run as the real `runtime` process: IDLE, MANUAL, AUTO, then a device
+ * that drops out in AUTO (the device-loss latch forces FAULT) and MANUAL with the device still down
+ * (AUTO would be refused).
  */
 import assert from "node:assert/strict";
 import {

@@ -1,5 +1,5 @@
 /**
- * The operator console end to end (issue 15 "Tests"): the demo configuration run as the real
+ * The operator console end to end (docs/console.md): the demo configuration run as the real
  * `runtime` process (src/main.ts, the simulated provider as its child), the page in headless
  * Chromium over real HTTP. One browser and one page for the whole file; the steps build on each
  * other like an operator's session: live values, IDLE refusal, mode switch, a call from a form,
@@ -91,7 +91,7 @@ Deno.test({
               }).observe({ type: "paint", buffered: true });
             })
           );
-          // The page paints. How soon (issue 15: within 1 s on this machine) is a bench figure,
+          // The page paints. How soon (within 1 s on this machine) is a bench figure,
           // bench/console_paint.ts: asserted here it failed under the parallel suite's load (1224
           // ms once) where the page paints in 100-300 ms alone.
           assert.ok(paint > 0, `no first contentful paint within 10 s (${paint})`);

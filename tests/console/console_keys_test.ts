@@ -1,9 +1,9 @@
 /**
- * The operator console keys its rows, forms and DOM ids so that ids containing `/` cannot
- * collide (issue 34 item 11): with provider `s0`, device `m` signal `x/speed` and device `m/x`
- * signal `speed` both read `s0/m/x/speed` when joined with `/`, and the page used to show one
- * row's values in the other. The real runtime with the scripted provider
- * tests/console/_slash_provider.ts, the page in headless Chromium.
+ * The operator console keys its rows, forms and DOM ids so that ids containing `/` cannot collide:
+ * with provider `s0`, device `m` signal `x/speed` and device `m/x` signal `speed` both read
+ * `s0/m/x/speed` when joined with `/`, and the page used to show one row's values in the other. The
+ * real runtime with the scripted provider tests/console/_slash_provider.ts, the page in headless
+ * Chromium.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";

@@ -1,12 +1,11 @@
 /**
- * The operator console opened from another machine (issue 15): the runtime bound to 0.0.0.0 and
- * the page opened by this host's LAN address, as an operator's tablet would. With auth and TLS:
+ * The operator console opened from another machine (docs/console.md): the runtime bound to 0.0.0.0
+ * and the page opened by this host's LAN address, as an operator's tablet would. With auth and TLS:
  * the page asks for the token, keeps it in sessionStorage (per tab), sends it as a bearer header
- * and never in a URL, and its POSTs pass the request policy. Without auth
- * (allow_insecure_bind): opened by IP address or by a name in http.allowed_hosts the page can
- * change state; by any other name the runtime refuses and the page shows why and what to
- * configure. Forms cover every argument type with the small scripted provider
- * tests/console/_form_provider.ts.
+ * and never in a URL, and its POSTs pass the request policy. Without auth (allow_insecure_bind):
+ * opened by IP address or by a name in http.allowed_hosts the page can change state; by any other
+ * name the runtime refuses and the page shows why and what to configure. Forms cover every argument
+ * type with the small scripted provider tests/console/_form_provider.ts.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";

@@ -1,7 +1,7 @@
 /**
- * The operator console with a viewer token (issue 21 §2): a refused role is shown as the runtime
- * words it (the role needed, the token's name and role) with how to go on, the "Enter API token"
- * button is offered to switch tokens, and the e-stop still works for the viewer.
+ * The operator console with a viewer token: a refused role is shown as the runtime words it (the
+ * role needed, the token's name and role) with how to go on, the "Enter API token" button is
+ * offered to switch tokens, and the e-stop still works for the viewer.
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";

@@ -32,8 +32,8 @@ function store(params: ParameterConfig[] = BASE) {
 }
 
 Deno.test("ParameterStore.redeclare keeps a value the new declaration still accepts, else resets it to the default", () => {
-  // A reload that narrowed the bounds around a still-valid value used to reset it to the
-  // default, and a running tree drove the new value at once (issue 35).
+  // A reload that narrowed the bounds around a still-valid value used to reset it to the default,
+  // and a running tree drove the new value at once.
   const changes: [string, Partial<ParameterConfig>, number][] = [
     ["nothing", {}, 55],
     ["default", { default: 31 }, 55],

@@ -2,7 +2,7 @@
  * The documented examples, each run against its own real demo and compared with the output the
  * document shows (how: tests/docs/_doc_examples.ts):
  * - README.md's quickstart, which takes a new user from nothing to "I moved the motor by hand,
- *   watched it, and pressed the e-stop" (issue 23); its watch waits for the demo to heat (~13 s);
+ *   watched it, and pressed the e-stop"; its watch waits for the demo to heat (~13 s);
  * - every captured `$ curl` example of docs/http-api.md, in document order;
  * - the walkthrough of docs/automation.md (the demo in AUTO), which waits as a reader does
  *   (`sleep`) for the heating and for an injected signal fault (~20 s);

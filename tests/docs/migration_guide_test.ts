@@ -1,8 +1,8 @@
 /**
- * docs/migrating-from-anolis.md stays true to the code (issue 14): every test it names exists
- * and has that name, every row of its difference tables names what shows it, its links resolve,
- * it covers every exit code and every telemetry measurement, and the README links to it. Its
- * `$` examples run against the demo in doc_examples_test.ts.
+ * docs/migrating-from-anolis.md stays true to the code: every test it names exists and has that
+ * name, every row of its difference tables names what shows it, its links resolve, it covers every
+ * exit code and every telemetry measurement, and the README links to it. Its `$` examples run
+ * against the demo in doc_examples_test.ts.
  */
 import assert from "node:assert/strict";
 import { EXIT_CODE_DESCRIPTIONS } from "../../src/app/exit_codes.ts";

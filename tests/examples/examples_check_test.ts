@@ -1,10 +1,10 @@
 /**
  * `runtime --check-config` on every configuration the project ships (examples/*.yaml, found by
- * listing the folder, and the one the systemd README installs on a Pi), as a real process. None
- * may have an e-stop that commands nothing, verifies nothing, or commands a device no expectation
- * reads (issue 34 item 14: examples/minimal.yaml checked clean while its e-stop did nothing).
- * Warnings about what the checking machine lacks (the Pi's provider binary, bench-io's) are
- * expected and allowed; errors are not.
+ * listing the folder, and the one the systemd README installs on a Pi), as a real process. None may
+ * have an e-stop that commands nothing, verifies nothing, or commands a device no expectation reads
+ * (examples/minimal.yaml once checked clean while its e-stop did nothing). Warnings about what the
+ * checking machine lacks (the Pi's provider binary, bench-io's) are expected and allowed; errors
+ * are not.
  */
 import assert from "node:assert/strict";
 import {

@@ -1,8 +1,8 @@
 /**
  * Every configuration under examples/, and the one the systemd README installs on a Pi, STARTED
  * (not only checked) as a real `runtime` process until its providers are AVAILABLE, then stopped
- * with SIGTERM (exit 0). Issue 23: examples/minimal.yaml passed --check-config but never started,
- * and the Pi configuration could never enter AUTO.
+ * with SIGTERM (exit 0): examples/minimal.yaml once passed --check-config but never started, and
+ * the Pi configuration could never enter AUTO.
  *
  * Each configuration runs from a temp folder, so run journals (data_dir) never land in the
  * checkout. What the folder holds besides the configuration, and why:
@@ -85,7 +85,7 @@ const WARNED_AUTO = /WARN .*automation is enabled but POST \/v0\/mode AUTO will 
 
 /**
  * POST /v0/estop: the example's safe state is commanded (a rung, not `none`; every call succeeded)
- * and read back as `verified` (issue 34 item 14: minimal.yaml's e-stop did nothing).
+ * and read back as `verified` (minimal.yaml's e-stop once did nothing).
  */
 async function assertEstopVerified(rt: RuntimeChild): Promise<void> {
   const r = await post(rt, "/v0/estop", { reason: "example check" });
@@ -198,7 +198,7 @@ Deno.test("The systemd README's Raspberry Pi configuration starts, and AUTO is a
 });
 
 Deno.test("A configuration whose AUTO would be refused is warned about at start-up, naming the missing hook", async () => {
-  // The demo without its AUTO -> FAULT hook (the systemd README's configuration before issue 23).
+  // The demo without its AUTO -> FAULT hook (what the systemd README's configuration once was).
   const demo = await Deno.readTextFile(`${EXAMPLES}/demo.yaml`);
   const start = demo.indexOf("  mode_transition_hooks:");
   const end = demo.indexOf("\n# The demo machine's safe state");

@@ -1,4 +1,4 @@
-/** readRegularFile: a bounded read of a regular file (issue 18 §5). */
+/** readRegularFile: a bounded read of a regular file. */
 import assert from "node:assert/strict";
 import { readRegularFile } from "../../src/host/mod.ts";
 

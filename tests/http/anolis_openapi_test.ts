@@ -1,7 +1,7 @@
 /**
  * Every JSON answer of the demo (examples/demo.yaml through src/main.ts, a real child process)
- * carries every member the later anolis OpenAPI document requires, with its type and enum (issue
- * 14: "walk every response schema of that document against ours"). The schemas
+ * carries every member the later anolis OpenAPI document requires, with its type and enum (every
+ * response schema of that document, walked against our answers). The schemas
  * (tests/helpers/anolis_schemas.ts) restate the `required` lists, types and enums of
  * anolishq/anolis schemas/http/runtime-http.openapi.v0.yaml. What anolis closes with
  * `additionalProperties: false` is left open there: the members we add are deliberate and listed in

@@ -1,6 +1,7 @@
 /**
- * authenticationSummary: the start-up line on authentication, on or off and from which setting
- * (issue 34 item 13). The runtime process logging it: tests/scenarios/process_auth_log_test.ts.
+ * authenticationSummary: the start-up line on authentication, on or off and from which setting (a
+ * misspelled `auth_enabled` once left it off without a word). The runtime process logging it:
+ * tests/scenarios/process_auth_log_test.ts.
  */
 import assert from "node:assert/strict";
 import { authenticationSummary } from "../../src/http/mod.ts";

@@ -1,9 +1,9 @@
 /**
- * The connection bound and descriptor exhaustion (issue 13 item 1): more idle connections than
- * the bound, or than the process may hold, never end the runtime; a client with a request still
- * gets in (an idle connection is evicted for it), or gets a clear 503 when every connection is
- * busy; accept errors (EMFILE) are survived. Real sockets on loopback; the runtime as a child
- * process with a low `ulimit -n`.
+ * The connection bound and descriptor exhaustion: more idle connections than the bound, or than the
+ * process may hold, never end the runtime; a client with a request still gets in (an idle
+ * connection is evicted for it), or gets a clear 503 when every connection is busy; accept errors
+ * (EMFILE) are survived. Real sockets on loopback; the runtime as a child process with a low
+ * `ulimit -n`.
  */
 import assert from "node:assert/strict";
 import { serveHttp } from "../../src/host/mod.ts";

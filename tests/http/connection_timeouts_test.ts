@@ -1,7 +1,7 @@
 /**
- * The connection layer's deadlines over real sockets (issue 13 item 2, issue 18 item 7): a
- * connection that sends nothing, a slowloris, an idle kept-alive connection and a half-finished
- * TLS handshake are closed; an event stream is not.
+ * The connection layer's deadlines over real sockets (README, "How it behaves"): a connection that
+ * sends nothing, a slowloris, an idle kept-alive connection and a half-finished TLS handshake are
+ * closed; an event stream is not.
  */
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";

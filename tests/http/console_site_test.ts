@@ -1,7 +1,7 @@
 /**
- * The operator console's files as the HTTP layer serves them (issue 15): at `/` and its asset
- * paths outside /v0, without auth, with a strict CSP and the other security headers, gzip when
- * accepted, ETag revalidation, HEAD, 404 for unknown paths, 405 for other methods, nothing at
+ * The operator console's files as the HTTP layer serves them (docs/console.md): at `/` and its
+ * asset paths outside /v0, without auth, with a strict CSP and the other security headers, gzip
+ * when accepted, ETag revalidation, HEAD, 404 for unknown paths, 405 for other methods, nothing at
  * all with http.console_enabled false. The Host check still applies.
  */
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-/** HEAD works on every GET route (issue 18 §8, RFC 9110 §9.3.2): GET's status and headers, no body. */
+/** HEAD works on every GET route (RFC 9110 §9.3.2): GET's status and headers, no body. */
 import assert from "node:assert/strict";
 import { ROUTES } from "../../src/http/mod.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";

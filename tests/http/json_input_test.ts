@@ -1,6 +1,6 @@
 /**
- * Hostile and mistyped JSON (issue 13 §4, §5): nesting is bounded for every body before anything
- * runs, and a run request's mistyped member is a 400 naming it, with nothing opened or written.
+ * Hostile and mistyped JSON: nesting is bounded for every body before anything runs, and a run
+ * request's mistyped member is a 400 naming it, with nothing opened or written.
  */
 import assert from "node:assert/strict";
 import { journalFiles, systemClock } from "../../src/host/mod.ts";

@@ -1,10 +1,10 @@
 /**
- * A client generated from GET /v0/openapi.json works (issue 16 part 2): npm openapi-typescript
- * (its library API) turns the document the runtime serves into TypeScript types, a small program
- * calls a real runtime (the demo with the simulated provider, a child process) through npm
- * openapi-fetch with those types, and `deno check` type-checks it against them. A program that
- * sends a wrongly typed body does not type-check. Both packages are test-only (deno.json imports,
- * locked in deno.lock); src/ imports neither.
+ * A client generated from GET /v0/openapi.json works: npm openapi-typescript (its library API)
+ * turns the document the runtime serves into TypeScript types, a small program calls a real runtime
+ * (the demo with the simulated provider, a child process) through npm openapi-fetch with those
+ * types, and `deno check` type-checks it against them. A program that sends a wrongly typed body
+ * does not type-check. Both packages are test-only (deno.json imports, locked in deno.lock); src/
+ * imports neither.
  */
 import assert from "node:assert/strict";
 import openapiTS, { astToString } from "openapi-typescript";

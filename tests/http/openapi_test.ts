@@ -1,8 +1,8 @@
 /**
- * GET /v0/openapi.json (issue 16 part 2): the OpenAPI 3.1 document built from the route table is
- * valid by the OpenAPI 3.1 meta-schema, has exactly the routes of ROUTES (and GET /metrics),
- * keeps anolis's schema names and required members, is served like any GET, and the check every
- * test's answers go through (tests/helpers/openapi_check.ts) catches an answer that breaks it.
+ * GET /v0/openapi.json (docs/http-api.md): the OpenAPI 3.1 document built from the route table is
+ * valid by the OpenAPI 3.1 meta-schema, has exactly the routes of ROUTES (and GET /metrics), keeps
+ * anolis's schema names and required members, is served like any GET, and the check every test's
+ * answers go through (tests/helpers/openapi_check.ts) catches an answer that breaks it.
  */
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";

@@ -1,7 +1,7 @@
 /**
- * The e-stop is never refused for capacity (issue 13 §3): with every `http.thread_pool_size`
- * slot held by slow request bodies and by a call to a hung provider, POST /v0/estop, its clear
- * and GET /v0/runtime/status still answer.
+ * The e-stop is never refused for capacity: with every `http.thread_pool_size` slot held by slow
+ * request bodies and by a call to a hung provider, POST /v0/estop, its clear and GET
+ * /v0/runtime/status still answer.
  */
 import assert from "node:assert/strict";
 import { PRIORITY_REQUEST_SLOTS } from "../../src/http/mod.ts";

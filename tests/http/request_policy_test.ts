@@ -1,6 +1,7 @@
 /**
- * No web page may arm, actuate or clear (issue 18 §1): Host, Origin and Content-Type checks,
- * over a real socket with the exact headers a browser (or a DNS-rebinding page) sends.
+ * No web page may arm, actuate or clear (docs/http-api.md, "Request policy"): Host, Origin and
+ * Content-Type checks, over a real socket with the exact headers a browser (or a DNS-rebinding
+ * page) sends.
  */
 import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config/mod.ts";

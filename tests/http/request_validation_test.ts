@@ -2,7 +2,7 @@
  * Every POST body is checked by the validator generated from its route's schema
  * (src/http/request_schemas.ts -> _request_validators.ts): a wrong body is 400 INVALID_ARGUMENT
  * naming the field, with the messages the hand-written parsers gave before the schemas (the same
- * table passes on the code before issue 16), before anything runs.
+ * table passed on the hand-written parsers), before anything runs.
  */
 import assert from "node:assert/strict";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";

@@ -1,8 +1,8 @@
 /**
- * Named tokens with roles (issue 21 §2): every route of the table for every role, the e-stop for
- * everyone, 403 naming the role, `default`/`local`/`anonymous` unchanged (admin), the comparison
- * over all entries, cross-origin requests with a named token, and tokens kept out of the logs.
- * Real runtime with the simulated provider; requests through the handler with injected client
+ * Named tokens with roles (docs/http-api.md, "Roles"): every route of the table for every role, the
+ * e-stop for everyone, 403 naming the role, `default`/`local`/`anonymous` unchanged (admin), the
+ * comparison over all entries, cross-origin requests with a named token, and tokens kept out of the
+ * logs. Real runtime with the simulated provider; requests through the handler with injected client
  * addresses (a non-loopback one unless the test is about loopback).
  */
 import assert from "node:assert/strict";

@@ -1,7 +1,7 @@
 /**
  * Provider stderr: a line's own level survives into the runtime's log, and a provider that fails
- * its start-up is reported with its last stderr lines (issue 23 item 1: examples/minimal.yaml
- * failed with "provider closed its stdout" while the reason sat in an INFO line).
+ * its start-up is reported with its last stderr lines (examples/minimal.yaml once failed with
+ * "provider closed its stdout" while the reason sat in an INFO line).
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";

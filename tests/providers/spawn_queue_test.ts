@@ -1,8 +1,9 @@
 /**
- * SpawnQueue: provider spawns (synchronous in Deno) run one per event-loop turn, FIFO, never in
- * the caller's turn, so a restart storm leaves the loop free for I/O between spawns (issue 34
- * item 4; the latency figure is bench/estop_storm.ts's). And the registry's hosts, those of the
- * configuration and those a reload adds, spawn through its one queue.
+ * SpawnQueue: provider spawns (synchronous in Deno) run one per event-loop turn, FIFO, never in the
+ * caller's turn, so a restart storm leaves the loop free for I/O between spawns (an e-stop must
+ * latch at once however many providers restart; the latency figure is bench/estop_storm.ts's). And
+ * the registry's hosts, those of the configuration and those a reload adds, spawn through its one
+ * queue.
  */
 import assert from "node:assert/strict";
 import { RuntimeError, type SpawnOptions } from "../../src/common/mod.ts";

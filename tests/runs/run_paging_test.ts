@@ -1,6 +1,6 @@
 /**
- * Reading a run never stalls writing one (issue 18 §6): reads stay out of the write queue, and a
- * page of a large run costs O(page size) through the sparse event index.
+ * Reading a run never stalls writing one: reads stay out of the write queue, and a page of a large
+ * run costs O(page size) through the sparse event index.
  */
 import {
   deepStrictEqual as deepEqual,

@@ -1,9 +1,9 @@
 /**
- * A provider whose clock is an hour ahead (issue 34 item 2): while it stamps every sample an hour
- * in the future and then stops answering a signal, the signal goes STALE on the runtime's own
- * monotonic clock -- in the state API (age_ms counts from receipt), for the bad_quality alarm
- * and for an interlock's stale-input rule, which refuses the call. The provider's timestamp is
- * reported as given and flagged in GET /v0/providers/health (`timestamp_skew`).
+ * A provider whose clock is an hour ahead: while it stamps every sample an hour in the future and
+ * then stops answering a signal, the signal goes STALE on the runtime's own monotonic clock -- in
+ * the state API (age_ms counts from receipt), for the bad_quality alarm and for an interlock's
+ * stale-input rule, which refuses the call. The provider's timestamp is reported as given and
+ * flagged in GET /v0/providers/health (`timestamp_skew`).
  */
 import assert from "node:assert/strict";
 import { TIMESTAMP_SKEW_LIMIT_MS } from "../../src/state/mod.ts";

@@ -1,8 +1,8 @@
 /**
- * A delayed alarm on a provider that stops being polled (issue 34 item 1): the simulated provider
- * is killed with restart disabled, or hangs; nothing polls it any more, yet the alarm (delay_ms
- * 1000, action estop) raises delay_ms after its input became unusable and latches the e-stop.
- * Alarms are decided on time by the engine's own timer, not by the next poll.
+ * A delayed alarm on a provider that stops being polled: the simulated provider is killed with
+ * restart disabled, or hangs; nothing polls it any more, yet the alarm (delay_ms 1000, action
+ * estop) raises delay_ms after its input became unusable and latches the e-stop. Alarms are decided
+ * on time by the engine's own timer, not by the next poll.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";

@@ -1,8 +1,8 @@
 /**
- * ANOLIS_API_TOKEN (issue 14): anolis takes its API token from it; this runtime reads
- * RUNTIME_API_TOKEN. Set without RUNTIME_API_TOKEN, it is named in a start-up warning that says
- * which variable to use, never with its value. Run with the compiled binary's permissions
- * (deno.json `compile` --allow-env list), so the single binary can see the variable too.
+ * ANOLIS_API_TOKEN: anolis takes its API token from it; this runtime reads RUNTIME_API_TOKEN. Set
+ * without RUNTIME_API_TOKEN, it is named in a start-up warning that says which variable to use,
+ * never with its value. Run with the compiled binary's permissions (deno.json `compile` --allow-env
+ * list), so the single binary can see the variable too.
  */
 import assert from "node:assert/strict";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";

@@ -1,8 +1,8 @@
 /**
- * Entries with over-long fields are bounded when stored and always served (issue 34 item 7): a
- * provider's 40 KB error message (tests/scenarios/_audit_provider.ts, a real child process) and a
- * 40 KB refused argument, over real HTTP. Before, both lines were on disk but longer than what
- * GET /v0/audit read, and were silently left out: a provider could hide its own failures.
+ * Entries with over-long fields are bounded when stored and always served: a provider's 40 KB error
+ * message (tests/scenarios/_audit_provider.ts, a real child process) and a 40 KB refused argument,
+ * over real HTTP. Before, both lines were on disk but longer than what GET /v0/audit read, and were
+ * silently left out: a provider could hide its own failures.
  */
 import assert from "node:assert/strict";
 import { AUDIT_MAX_ENTRY_BYTES, AUDIT_MAX_TEXT_BYTES } from "../../src/audit/mod.ts";

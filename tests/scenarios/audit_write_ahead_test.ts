@@ -1,9 +1,9 @@
 /**
- * An accepted actuating call is on disk before the provider receives it (issue 34 item 6):
- * the provider (tests/scenarios/_audit_provider.ts, a real child process) reads the audit
- * folder when the call arrives and answers whether the call's tag was there; and a runtime
- * (src/main.ts, a real child process) killed with SIGKILL right after answering a call leaves the
- * call in its journal, served by GET /v0/audit after the next start.
+ * An accepted actuating call is on disk before the provider receives it: the provider
+ * (tests/scenarios/_audit_provider.ts, a real child process) reads the audit folder when the call
+ * arrives and answers whether the call's tag was there; and a runtime (src/main.ts, a real child
+ * process) killed with SIGKILL right after answering a call leaves the call in its journal, served
+ * by GET /v0/audit after the next start.
  */
 import assert from "node:assert/strict";
 import type { ProviderConfig } from "../../src/config/mod.ts";

@@ -1,7 +1,8 @@
 /**
- * Configuration reload on SIGHUP (issue 16 part 3), end to end: the `runtime` command as a real
- * child process with simulated providers as its children, its configuration file rewritten and
- * SIGHUP sent. Provider processes are told apart by the simulator file each one is given.
+ * Configuration reload on SIGHUP (README, "Reloading the configuration"), end to end: the `runtime`
+ * command as a real child process with simulated providers as its children, its configuration file
+ * rewritten and SIGHUP sent. Provider processes are told apart by the simulator file each one is
+ * given.
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";

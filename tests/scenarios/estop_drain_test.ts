@@ -1,7 +1,7 @@
 /**
- * The e-stop drains every provider's in-flight calls before it answers (issue 13 §14): a call
- * admitted before the latch to a provider the ladder never touches has finished when
- * `POST /v0/estop` returns, and the wait is bounded and reported.
+ * The e-stop drains every provider's in-flight calls before it answers: a call admitted before the
+ * latch to a provider the ladder never touches has finished when `POST /v0/estop` returns, and the
+ * wait is bounded and reported.
  */
 import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";

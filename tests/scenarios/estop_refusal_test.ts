@@ -1,7 +1,7 @@
 /**
  * A call refused while the e-stop is latched names the latch first, with the remedy that works:
- * release the latch, then re-arm (issue 34 item 10: it used to say "Call blocked in FAULT mode
- * ... (switch to MANUAL to re-arm)", advice the latch then refused). Driven over HTTP.
+ * release the latch, then re-arm (it used to say "Call blocked in FAULT mode ... (switch to MANUAL
+ * to re-arm)", advice the latch then refused). Driven over HTTP.
  */
 import assert from "node:assert/strict";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";

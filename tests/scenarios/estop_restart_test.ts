@@ -1,10 +1,10 @@
 /**
- * A provider that becomes AVAILABLE while the e-stop latch holds is brought to the safe state
- * and its verification is redone (issue 34 item 3). Real child processes: the test plant provider
- * is killed with SIGKILL, the e-stop latches while it is down (its ladder calls fail UNAVAILABLE,
- * its check is unreachable), and the supervisor restarts it: the new process receives the ladder's
- * calls, its expectations are read back again, status, an `estop_verification` event and the audit
- * trail say so.
+ * A provider that becomes AVAILABLE while the e-stop latch holds is brought to the safe state and
+ * its verification is redone. Real child processes: the test plant provider is killed with SIGKILL,
+ * the e-stop latches while it is down (its ladder calls fail UNAVAILABLE, its check is
+ * unreachable), and the supervisor restarts it: the new process receives the ladder's calls, its
+ * expectations are read back again, status, an `estop_verification` event and the audit trail say
+ * so.
  */
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";

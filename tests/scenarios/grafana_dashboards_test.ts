@@ -1,7 +1,7 @@
 /**
- * Grafana dashboards against rows the runtime really wrote (issue 24): a demo session is recorded
- * with each `telemetry.measurement_names` setting (telemetry_session.ts), and every panel,
- * annotation and variable query of
+ * Grafana dashboards against rows the runtime really wrote: a demo session is recorded with each
+ * `telemetry.measurement_names` setting (telemetry_session.ts), and every panel, annotation and
+ * variable query of
  * - our dashboards (examples/grafana/dashboards/*.json) must find its measurement, fields, tags
  *   and tag values in the `runtime` rows;
  * - the three dashboards anolis ships must find theirs in the `anolis` rows, and only the three

@@ -1,6 +1,6 @@
 /**
- * The three log phrases launchers and test harnesses written for anolis wait for (issue 14), in
- * our format (level first, one line per event), each written at the moment anolis writes it:
+ * The three log phrases launchers and test harnesses written for anolis wait for, in our format
+ * (level first, one line per event), each written at the moment anolis writes it:
  * - `Runtime Ready`: once, when the API is up and every provider is AVAILABLE
  *   (anolis core/src/main.cpp logs "Runtime Ready" after Runtime::initialize, HTTP included);
  * - `Runtime startup timeout exceeded`: when runtime.startup_timeout_ms runs out, not after the

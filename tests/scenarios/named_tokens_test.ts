@@ -1,9 +1,9 @@
 /**
- * Named tokens with roles end to end (issue 21 §2): the runtime command, with the single
- * binary's permissions, with `http.tokens` (one token from `token_env`, one inline) and
- * RUNTIME_API_TOKEN, over real HTTP. Each token acts with
- * its role, the viewer may stop the machine but not clear the stop, the token_env variable never
- * reaches the provider's environment, and no token appears in the runtime's log at debug level.
+ * Named tokens with roles end to end (docs/http-api.md, "Roles"): the runtime command, with the
+ * single binary's permissions, with `http.tokens` (one token from `token_env`, one inline) and
+ * RUNTIME_API_TOKEN, over real HTTP. Each token acts with its role, the viewer may stop the machine
+ * but not clear the stop, the token_env variable never reaches the provider's environment, and no
+ * token appears in the runtime's log at debug level.
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";

@@ -1,7 +1,7 @@
 /**
  * The runtime always says at start-up whether authentication is on, and which setting decides it
- * (issue 34 item 13: with `http.auth_enable: true`, a misspelling, it started with authentication
- * off and did not say so). A real runtime process; the line is the requirement, so it is read.
+ * (with `http.auth_enable: true`, a misspelling, it once started with authentication off and did
+ * not say so). A real runtime process; the line is the requirement, so it is read.
  */
 import assert from "node:assert/strict";
 import {

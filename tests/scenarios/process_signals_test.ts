@@ -1,9 +1,9 @@
 /**
  * A second SIGINT/SIGTERM hurries shutdown but never orphans a provider: the runtime (a child
- * process of the test) kills its providers at once and exits only after they are gone. One
- * Ctrl-C delivered twice (issue 34 item 5: the terminal signals the whole foreground process
- * group, and `deno task` forwards the SIGINT it got to the runtime as well) is one stop: the
- * providers still get their graceful stop and apply their safe state.
+ * process of the test) kills its providers at once and exits only after they are gone. One Ctrl-C
+ * delivered twice (the terminal signals the whole foreground process group, and `deno task`
+ * forwards the SIGINT it got to the runtime as well) is one stop: the providers still get their
+ * graceful stop and apply their safe state.
  */
 import assert from "node:assert/strict";
 import { STOP_SIGNAL_REPEAT_WINDOW_MS } from "../../src/app/process.ts";

@@ -1,7 +1,7 @@
 /**
  * GET /v0/providers/health → providers[].devices[] carries each device's `type_version` and
- * `descriptor_tags` as its provider declared them in DescribeDevice (issue 14), with the bounds
- * the later anolis OpenAPI document gives (anolishq/anolis schemas/http/runtime-http.openapi.v0.yaml,
+ * `descriptor_tags` as its provider declared them in DescribeDevice, with the bounds the later
+ * anolis OpenAPI document gives (anolishq/anolis schemas/http/runtime-http.openapi.v0.yaml,
  * ProviderDeviceHealth): "" and {} when the provider declared none; type_version and tag values
  * truncated to 128 bytes on a UTF-8 boundary; tag keys longer than 128 bytes dropped; at most 32
  * tags. A scripted provider (tests/scenarios/_data_provider.ts `descriptors`) as a real child.

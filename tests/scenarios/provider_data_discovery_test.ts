@@ -1,7 +1,7 @@
 /**
- * Issue 18 §2: discovery keys each device by the id that was asked for. A DescribeDevice answer
- * naming another device, duplicate or missing ids and ids that are not addressable as a URL
- * path segment are refused with a warning that provider health shows.
+ * Discovery keys each device by the id that was asked for. A DescribeDevice answer naming another
+ * device, duplicate or missing ids and ids that are not addressable as a URL path segment are
+ * refused with a warning that provider health shows.
  */
 import assert from "node:assert/strict";
 import { MAX_DISCOVERY_WARNINGS } from "../../src/providers/mod.ts";

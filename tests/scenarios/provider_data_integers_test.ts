@@ -1,6 +1,6 @@
 /**
- * Issue 18 §3: 64-bit integers beyond ±2^53 reach the cache, GET /v0/state and SSE exactly (the
- * exact decimal digits as a JSON number, as the C++ runtime writes them), with quality OK.
+ * 64-bit integers beyond ±2^53 reach the cache, GET /v0/state and SSE exactly (the exact decimal
+ * digits as a JSON number, as the C++ runtime writes them), with quality OK.
  */
 import assert from "node:assert/strict";
 import { startDataFixture } from "./_data_helpers.ts";

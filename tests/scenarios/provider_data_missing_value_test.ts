@@ -1,8 +1,8 @@
 /**
- * Issue 18 §3: a declared signal answered without a value (as the Atlas EZO provider answers a
- * disabled output: no value, quality UNKNOWN) keeps its place with the provider's quality mapped
- * as the C++ runtime does (UNKNOWN -> UNAVAILABLE), its last value or none; the quality change
- * is published and the device's worst quality shows it.
+ * A declared signal answered without a value (as the Atlas EZO provider answers a disabled output:
+ * no value, quality UNKNOWN) keeps its place with the provider's quality mapped as the C++ runtime
+ * does (UNKNOWN -> UNAVAILABLE), its last value or none; the quality change is published and the
+ * device's worst quality shows it.
  */
 import assert from "node:assert/strict";
 import { recordEvents } from "../helpers/kernel.ts";

@@ -1,7 +1,7 @@
 /**
- * Issue 13 §15: the poll after a call never runs beside the poll loop's poll of the same
- * provider. The scripted provider handles requests concurrently, answers ReadSignals after
- * 150 ms, and reports the most ReadSignals it ever had in flight.
+ * The poll after a call never runs beside the poll loop's poll of the same provider. The scripted
+ * provider handles requests concurrently, answers ReadSignals after 150 ms, and reports the most
+ * ReadSignals it ever had in flight.
  */
 import assert from "node:assert/strict";
 import { startDataFixture } from "./_data_helpers.ts";

@@ -1,7 +1,7 @@
 /**
- * Issue 18 §3 / issue 13 §12: a sample whose member disagrees with its Value.type or with the
- * signal's declared type is not stored as a good value (quality FAULT, counted, logged at a
- * bounded rate); NaN and ±Infinity are stored with quality FAULT and a visible `non_finite` name.
+ * A sample whose member disagrees with its Value.type or with the signal's declared type is not
+ * stored as a good value (quality FAULT, counted, logged at a bounded rate); NaN and ±Infinity are
+ * stored with quality FAULT and a visible `non_finite` name.
  */
 import assert from "node:assert/strict";
 import { DATA_FAULT_LOG_LINES } from "../../src/state/mod.ts";

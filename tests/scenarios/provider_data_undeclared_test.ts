@@ -1,7 +1,6 @@
 /**
- * Issue 18 §3: only the signals a device declared are accepted. A provider answering 50 new
- * signal ids per poll grows neither the cache nor the event stream; the rest is counted and
- * logged at a bounded rate.
+ * Only the signals a device declared are accepted. A provider answering 50 new signal ids per poll
+ * grows neither the cache nor the event stream; the rest is counted and logged at a bounded rate.
  */
 import assert from "node:assert/strict";
 import { DATA_FAULT_LOG_LINES } from "../../src/state/mod.ts";

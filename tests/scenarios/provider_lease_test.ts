@@ -1,5 +1,5 @@
 /**
- * Providers that go safe on their own (issue 19 §5), end to end: the runtime as users run it
+ * Providers that go safe on their own (docs/safety.md), end to end: the runtime as users run it
  * (`src/main.ts --config FILE`, its own process) with the simulated provider on a 500 ms lease.
  * When the runtime stops polling (SIGSTOP) the provider applies its safe state by itself; after
  * SIGCONT the runtime shows the safe values and the provider's health message, from the same

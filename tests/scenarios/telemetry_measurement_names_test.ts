@@ -1,6 +1,6 @@
 /**
- * telemetry.measurement_names (issue 24), driven through a whole demo session (arm, calls, a
- * parameter change, a run with a marker, AUTO, e-stop and clear, a provider killed and restarted)
+ * telemetry.measurement_names (docs/telemetry.md), driven through a whole demo session (arm, calls,
+ * a parameter change, a run with a marker, AUTO, e-stop and clear, a provider killed and restarted)
  * with each setting: every row the writer sends has the tags and typed fields under that setting's
  * measurement names, and the database (VictoriaMetrics, when installed) holds every one of them
  * under those names with those tags.

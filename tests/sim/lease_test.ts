@@ -1,6 +1,7 @@
 /**
- * The simulated provider goes safe on its own (issue 19 §5): after `--lease-ms` without a request,
- * on stdin EOF and on SIGTERM/SIGINT. Driven directly over stdio as a real process.
+ * The simulated provider goes safe on its own (docs/safety.md, "Providers that go safe on their
+ * own"): after `--lease-ms` without a request, on stdin EOF and on SIGTERM/SIGINT. Driven directly
+ * over stdio as a real process.
  */
 import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import {

@@ -1,8 +1,8 @@
 /**
- * DeviceOutages: what counts as "device down" (issue 40), table-driven over a real provider
- * process (the programmable provider) and a real StateCache. Polls happen when the test asks;
- * the monotonic clock stands still unless the test moves it, and the monitor's timers are fired
- * by hand.
+ * DeviceOutages: what counts as "device down" (docs/safety.md), table-driven over a real provider
+ * process (the programmable provider) and a real StateCache. Polls happen when the test asks; the
+ * monotonic clock stands still unless the test moves it, and the monitor's timers are fired by
+ * hand.
  */
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";

@@ -312,7 +312,7 @@ Deno.test("runEventRow keeps run_id a field and tags only runtime_name and categ
   );
 });
 
-// ---- issue 18 §4: every line is valid line protocol; ids never escape to nothing -------------
+// ---- every line is valid line protocol; ids never escape to nothing ---------------------------
 
 Deno.test("formatRow writes an id made only of control characters visibly, ordinary ids unchanged", () => {
   const ctl = line({ ...sig, device_id: "\x01\x02", signal_id: "\x7f", value: null! });
@@ -484,7 +484,7 @@ Deno.test("rowForEvent writes 64-bit integers exactly, as bigint or number", () 
 });
 
 Deno.test("rowForEvent writes a signal without a value as a row with its quality only", () => {
-  // The producer side types this as `value: TypedValue | null` (issue 18 §3).
+  // The producer side types this as `value: TypedValue | null` (a declared signal without a value).
   const row = rowForEvent("lab1", {
     ...sig,
     value: null as unknown as TypedValue,

@@ -83,7 +83,7 @@ async function exportedValues(vm: VictoriaMetrics, signal = "temp"): Promise<num
 }
 
 const dbl = (double: number): TypedValue => ({ type: "double", double });
-// The producer side widens int64/uint64 to `number | bigint` (issue 18 §3).
+// The producer side widens int64/uint64 to `number | bigint` (exact beyond 2^53).
 const uint64 = (v: bigint) => ({ type: "uint64", uint64: v }) as unknown as TypedValue;
 const int64 = (v: bigint) => ({ type: "int64", int64: v }) as unknown as TypedValue;
 
@@ -480,7 +480,7 @@ Deno.test("TelemetryWriter reports zeros and no backend when disabled", () => {
   });
 });
 
-// ---- issue 18 §4: one bad id or one refused row must not cost the other devices their rows ----
+// ---- one bad id or one refused row must not cost the other devices their rows ----------------
 
 /** VictoriaMetrics' count of InfluxDB lines it could not parse (and skipped). */
 async function invalidLines(vm: VictoriaMetrics): Promise<number> {
@@ -503,7 +503,7 @@ function publishSignal(
     provider_id: "sim0",
     device_id: device,
     signal_id: signal,
-    // The producer side types this as `TypedValue | null` (issue 18 §3).
+    // The producer side types this as `TypedValue | null` (a declared signal without a value).
     value: value as TypedValue,
     quality,
     timestamp_ms: ts,

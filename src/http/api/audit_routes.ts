@@ -94,7 +94,7 @@ function epochMs(text: string, name: string): number {
   return n;
 }
 
-/** The audit trail route (issue 21). */
+/** The audit trail route (docs/http-api.md, "Audit trail"). */
 export const AUDIT_ROUTES: readonly Route[] = [
   route("GET", "/v0/audit", listAudit, {
     doc: {
@@ -104,7 +104,7 @@ export const AUDIT_ROUTES: readonly Route[] = [
       description: "Every decision on an actuating call (accepted, refused or failed), mode " +
         "change, parameter set, e-stop and clear, with its origin; consecutive identical calls " +
         "from one origin are collapsed into one entry with a count. Oldest first; page with " +
-        "`next_cursor` (null at the end). Project addition (issue 21).",
+        "`next_cursor` (null at the end). Project addition.",
       query: AUDIT_QUERY_DOC,
       response: "AuditResponse",
       errors: [400],

@@ -47,6 +47,6 @@ function runtimeStatus({ services }: RouteContext): Response {
 }
 
 function providersHealth({ services }: RouteContext): Response {
-  // Project addition (issue 21): the audit journal's health (a failing write shows here).
+  // Project addition: the audit journal's health (a failing write shows here).
   return okResponse({ providers: services.providerHealth(), audit: services.audit.status() });
 }
