@@ -117,7 +117,13 @@ Deno.test("the guide covers every exit code, every telemetry measurement, the to
     assert.match(text, new RegExp(`\\| ${cells.join(" +\\| ")} +\\|`), ours);
   }
   assert.match(text, /telemetry\.measurement_names: anolis/);
-  for (const phrase of ["Runtime Ready", "Runtime startup timeout exceeded", "Restart timeout exceeded for provider"]) {
+  for (
+    const phrase of [
+      "Runtime Ready",
+      "Runtime startup timeout exceeded",
+      "Restart timeout exceeded for provider",
+    ]
+  ) {
     assert.ok(text.includes(phrase), phrase);
   }
   assert.match(text, /ANOLIS_API_TOKEN/);
