@@ -229,8 +229,8 @@ async function httpAb(rounds: number): Promise<void> {
     }
     const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
     const show = (a: number[]) => a.map((x) => x.toFixed(3)).join(" ");
-    console.log(`audit connected    ms/call: ${show(on)}; median ${median(on).toFixed(3)}`);
-    console.log(`audit disconnected ms/call: ${show(off)}; median ${median(off).toFixed(3)}`);
+    console.log(`audit connected    ms/call: ${show(on)}; median ${median(on)!.toFixed(3)}`);
+    console.log(`audit disconnected ms/call: ${show(off)}; median ${median(off)!.toFixed(3)}`);
     console.log(`journal: ${JSON.stringify(service.audit.status())}`);
   } finally {
     await service.stop();

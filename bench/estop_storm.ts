@@ -251,7 +251,8 @@ if (import.meta.main) {
         },
       }),
     );
-    await new Deno.Command(runtimeCmd[0], { args: [...runtimeCmd.slice(1), "--version"] }).output();
+    await new Deno.Command(runtimeCmd[0]!, { args: [...runtimeCmd.slice(1), "--version"] })
+      .output();
     const rt = await RuntimeProcess.start({
       cmd: runtimeCmd,
       configPath: `${dir}/runtime.yaml`,

@@ -94,7 +94,7 @@ async function runCommand(argv: readonly string[], what: string): Promise<string
   const [cmd, ...rest] = argv;
   let out: Deno.CommandOutput;
   try {
-    out = await new Deno.Command(cmd, {
+    out = await new Deno.Command(cmd!, {
       args: rest,
       stdin: "null",
       stdout: "piped",
@@ -210,12 +210,12 @@ async function main(): Promise<number> {
     // Versions first: they also prove each command works and warm Deno's module cache, so the
     // first start-up figure does not include compiling the sources.
     const versions: Record<string, string> = {
-      deno: (await runCommand(["deno", "--version"], "deno --version")).split("\n")[0],
+      deno: ((await runCommand(["deno", "--version"], "deno --version")).split("\n")[0])!,
     };
     for (const l of labels) {
       versions[`runtime${l}`] =
-        (await runCommand([...cmds[l]!, "--version"], `runtime ${l} --version`))
-          .split("\n")[0];
+        ((await runCommand([...cmds[l]!, "--version"], `runtime ${l} --version`))
+          .split("\n")[0])!;
     }
     if (defaultProvider) {
       await runCommand([...providerCmd, "--check-config", simConfigPath], "provider warm-up");
@@ -379,7 +379,7 @@ async function withDeadline<T>(work: Promise<T>, ms: number, what: string): Prom
 /** Writes workload 8's tree next to the generated configs. */
 async function writeBenchTree(env: SessionEnv): Promise<{ treePath: string; tickRateHz: number }> {
   const treePath = `${env.tmp}/bench-tree.xml`;
-  await Deno.writeTextFile(treePath, benchTreeXml(providerIds(1)[0]));
+  await Deno.writeTextFile(treePath, benchTreeXml(providerIds(1)[0]!));
   return { treePath, tickRateHz: env.prof.btTickRateHz };
 }
 

@@ -81,8 +81,8 @@ function report(what: string, times: number[], bytes: number): void {
   times.sort((a, b) => a - b);
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
   console.log(
-    `${what}: min ${at(0).toFixed(3)} ms, median ${at(0.5).toFixed(3)} ms, p99 ${
-      at(0.99).toFixed(3)
-    } ms, max ${times[times.length - 1].toFixed(3)} ms; ${bytes} bytes`,
+    `${what}: min ${at(0)!.toFixed(3)} ms, median ${at(0.5)!.toFixed(3)} ms, p99 ${
+      at(0.99)!.toFixed(3)
+    } ms, max ${times[times.length - 1]!.toFixed(3)} ms; ${bytes} bytes`,
   );
 }

@@ -135,7 +135,7 @@ function setup(
     onAvailability() {},
     noteLiveness() {},
     request() {
-      return Promise.resolve(decodeResponse(frames[n++ % frames.length]).read_signals!);
+      return Promise.resolve(decodeResponse((frames[n++ % frames.length])!).read_signals!);
     },
   };
   const registry = {
@@ -190,7 +190,7 @@ function benchAlarms(deviceId: string, defs: SignalDef[]): AlarmConfig[] {
 /** 20 interlocks, each over 5 signals: `a > 900 or b > 900 and not bad(c) or d < -900 or e == 5`. */
 function benchInterlocks(deviceId: string, defs: SignalDef[]): InterlockConfig[] {
   return Array.from({ length: 20 }, (_, k) => {
-    const h = (j: number) => `p/${deviceId}/${defs[(k * 5 + j) % defs.length].id}`;
+    const h = (j: number) => `p/${deviceId}/${(defs[(k * 5 + j) % defs.length])!.id}`;
     const text = `${h(0)} > 900 or ${h(1)} > 900 and not bad(${h(2)}) or ${h(3)} < -900 or ` +
       `${h(4)} == 5`;
     const parsed = parseCondition(text);

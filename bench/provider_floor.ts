@@ -85,11 +85,11 @@ if (import.meta.main) {
       "floor-raw": floor,
     };
     // Warm the runtime bundle and the replay provider's transpile cache the same way.
-    await new Deno.Command(defaults.runtime[0], {
+    await new Deno.Command(defaults.runtime[0]!, {
       args: [...defaults.runtime.slice(1), "--version"],
     })
       .output();
-    await new Deno.Command(floor[0], { args: floor.slice(1), stdin: "null" }).output();
+    await new Deno.Command(floor[0]!, { args: floor.slice(1), stdin: "null" }).output();
 
     const perRound = byKind<number>();
     const pages = byKind<SmapsGroups>();
@@ -101,7 +101,7 @@ if (import.meta.main) {
           providerCount: providers,
           port,
           providerCmd: defaults.provider,
-          providerCmdAt: (i) => commands[KINDS[(i + round) % KINDS.length]],
+          providerCmdAt: (i) => commands[(KINDS[(i + round) % KINDS.length])!],
           simConfigPath: simConfig,
           pollIntervalMs: 100,
           dataDir: `${dir}/data`,

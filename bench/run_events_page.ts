@@ -21,7 +21,7 @@ const REPO = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 && Deno.args[i + 1] !== undefined ? Deno.args[i + 1] : fallback;
+  return i >= 0 && Deno.args[i + 1] !== undefined ? Deno.args[i + 1]! : fallback;
 }
 
 const ROUNDS = Number(flag("rounds", "7"));

@@ -81,7 +81,8 @@ if (import.meta.main) {
       }),
     );
     // Warm Deno's code cache: the first run of a freshly built bundle costs more RSS.
-    await new Deno.Command(runtimeCmd[0], { args: [...runtimeCmd.slice(1), "--version"] }).output();
+    await new Deno.Command(runtimeCmd[0]!, { args: [...runtimeCmd.slice(1), "--version"] })
+      .output();
     const rt = await RuntimeProcess.start({
       cmd: runtimeCmd,
       configPath: `${dir}/runtime.yaml`,

@@ -41,7 +41,7 @@ type Channel = { ask(req: WireRequest): Promise<Uint8Array>; close(): Promise<vo
 /** A raw ADPP channel to a child process (no runtime code beyond the codec and framing). */
 function channel(cmd: readonly string[]): Channel {
   const [command, ...args] = cmd;
-  const child = new Deno.Command(command, {
+  const child = new Deno.Command(command!, {
     args: [...args],
     stdin: "piped",
     stdout: "piped",
@@ -138,7 +138,7 @@ async function runtimeStart(
 ): Promise<{ wallMs: number; cpuMs: number }> {
   const [command, ...args] = runtimeCmd;
   const t0 = performance.now();
-  const child = new Deno.Command(command, {
+  const child = new Deno.Command(command!, {
     args: [...args, "--config", configPath],
     stdin: "null",
     stdout: "null",
@@ -209,7 +209,8 @@ if (import.meta.main) {
     await Deno.writeTextFile(recording, JSON.stringify(await record(defaults.provider, simConfig)));
     const replayCmd = [values.python, "-S", REPLAY, recording];
     // Warm the module cache and the page cache once: every figure below is a warm start.
-    await new Deno.Command(runtimeCmd[0], { args: [...runtimeCmd.slice(1), "--version"] }).output();
+    await new Deno.Command(runtimeCmd[0]!, { args: [...runtimeCmd.slice(1), "--version"] })
+      .output();
     await providerAlone(replayCmd);
 
     const ticks = await clockTicksPerSecond();
@@ -246,7 +247,7 @@ if (import.meta.main) {
         total.push(r.wallMs);
         cpu.push(r.cpuMs);
       }
-      const own = total.map((t, i) => t - provider[i % provider.length]);
+      const own = total.map((t, i) => t - (provider[i % provider.length])!);
       result[`providers_${n}`] = {
         spawn_to_all_available_ms: summary(total),
         runtime_own_share_ms: summary(own),

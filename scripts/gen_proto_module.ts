@@ -232,15 +232,15 @@ interface FieldPlan {
   /** Name in errors: Message.field */
   F: string;
   kind: "scalar" | "message" | "map";
-  scalar?: ScalarInfo;
-  message?: protobuf.Type;
-  mapValue?: { scalar?: ScalarInfo; message?: protobuf.Type };
+  scalar?: ScalarInfo | undefined;
+  message?: protobuf.Type | undefined;
+  mapValue?: { scalar?: ScalarInfo | undefined; message?: protobuf.Type | undefined };
   repeated: boolean;
   packed: boolean;
   presence: boolean;
   exact: boolean;
   /** The real oneof this field belongs to (not a proto3-optional synthetic one). */
-  oneof?: string;
+  oneof?: string | undefined;
   local: string;
 }
 

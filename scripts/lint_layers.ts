@@ -60,7 +60,7 @@ const IMPORT_RE =
 export async function layerProblems(root: string = SRC): Promise<string[]> {
   const folderOf = (path: string): string => {
     const rel = path.slice(root.length);
-    return rel.includes("/") ? rel.split("/")[0] : "";
+    return rel.includes("/") ? (rel.split("/")[0])! : "";
   };
   const problems: string[] = [];
   /** file -> the files it imports (within root). */
@@ -74,8 +74,8 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
     fileEdges.set(file, targets);
     for (const m of text.matchAll(IMPORT_RE)) {
       const spec = m[1] ?? m[2];
-      if (!spec.startsWith(".")) continue;
-      const target = new URL(spec, `file://${file}`).pathname;
+      if (!spec!.startsWith(".")) continue;
+      const target = new URL(spec!, `file://${file}`).pathname;
       if (!target.startsWith(root)) {
         problems.push(`${file.slice(root.length)}: imports outside src/: ${spec}`);
         continue;

@@ -91,7 +91,7 @@ async function buildMap(
     while (next < files.length) {
       const file = files[next++];
       const covOut = `${dir}/${perFile.size}-${next}.json`;
-      const code = await denoTest(["--preload", PRELOAD, ...skip.args, file], {
+      const code = await denoTest(["--preload", PRELOAD, ...skip.args!, file!], {
         ...skip.env,
         MUTATE_COVERAGE_OUT: covOut,
       });
@@ -100,9 +100,9 @@ async function buildMap(
         failed++;
       }
       try {
-        perFile.set(file, JSON.parse(await Deno.readTextFile(covOut)));
+        perFile.set(file!, JSON.parse(await Deno.readTextFile(covOut)));
       } catch {
-        perFile.set(file, []);
+        perFile.set(file!, []);
       }
     }
   }

@@ -467,7 +467,7 @@ export async function runExtraScope(
     for (const box of boxes) await makeSandbox(o.root, box);
     const [first] = boxes;
     const tests = (await testFiles(scope.tests.map((t) => `${first}${t}`)))
-      .map((t) => t.slice(first.length));
+      .map((t) => t.slice(first!.length));
     // Per file, the line ranges to mutate (a scope may name parts of one file).
     const targets = new Map<string, Array<{ from: number; to: number }>>();
     for (const { path, from, to } of scope.files.map(parseScopeFile)) {
@@ -487,11 +487,11 @@ export async function runExtraScope(
         const t0 = performance.now();
         let code = await denoTest(
           box,
-          [`--coverage=${dir}`, ...skip.args, file],
+          [`--coverage=${dir}`, ...skip.args!, file!],
           skip.env,
           COVERAGE_RUN_LIMIT_MS,
         );
-        took.set(file, performance.now() - t0);
+        took.set(file!, performance.now() - t0);
         if (code !== 0) {
           // Once more before giving up: a scenario test can lose a race on a loaded machine.
           console.error(
@@ -500,7 +500,7 @@ export async function runExtraScope(
           await Deno.remove(dir, { recursive: true }).catch(() => {});
           code = await denoTest(
             box,
-            [`--coverage=${dir}`, ...skip.args, file],
+            [`--coverage=${dir}`, ...skip.args!, file!],
             skip.env,
             COVERAGE_RUN_LIMIT_MS,
           );
@@ -521,7 +521,7 @@ export async function runExtraScope(
         for (const [path, lines] of hits) {
           if (path.startsWith(box)) mine.set(path.slice(box.length), lines);
         }
-        reached.set(file, mine);
+        reached.set(file!, mine);
       }
     }));
 
@@ -568,13 +568,13 @@ export async function runExtraScope(
     await Promise.all(boxes.map(async (box) => {
       while (cursor < jobs.length) {
         const job = jobs[cursor++];
-        const source = sources.get(job.path)!;
+        const source = sources.get(job!.path)!;
         await Deno.writeTextFile(
-          `${box}${job.path}`,
-          applyMutant(source, job.mutant),
+          `${box}${job!.path}`,
+          applyMutant(source, job!.mutant),
         );
         try {
-          const subset = job.files.length > 0 ? job.files : tests;
+          const subset = job!.files.length > 0 ? job!.files : tests;
           let code = await runMutant(box, subset);
           // A survivor of a subset is tried against every file before it counts as survived.
           if (code === 0 && subset.length < tests.length) {
@@ -585,14 +585,14 @@ export async function runExtraScope(
             : code === 0
             ? "Survived"
             : "Killed";
-          results.get(job.path)!.push({ mutant: job.mutant, status });
+          results.get(job!.path)!.push({ mutant: job!.mutant, status });
           done++;
-          const where = `${job.path}:${job.mutant.line}`;
+          const where = `${job!.path}:${job!.mutant.line}`;
           console.log(
-            `mutate: [${done}/${jobs.length}] ${status.padEnd(8)} ${job.mutant.operator} ${where}`,
+            `mutate: [${done}/${jobs.length}] ${status.padEnd(8)} ${job!.mutant.operator} ${where}`,
           );
         } finally {
-          await Deno.writeTextFile(`${box}${job.path}`, source);
+          await Deno.writeTextFile(`${box}${job!.path}`, source);
         }
       }
     }));

@@ -301,7 +301,7 @@ export function parseScopeFile(entry: string): { path: string; from: number; to:
   const m = /^(.*):(\d+)-(\d+)$/.exec(entry);
   return m === null
     ? { path: entry, from: 1, to: Number.POSITIVE_INFINITY }
-    : { path: m[1], from: Number(m[2]), to: Number(m[3]) };
+    : { path: m[1]!, from: Number(m[2]), to: Number(m[3]) };
 }
 
 /** The parts of a StrykerJS JSON report (mutation-testing-report-schema) this reads. */
@@ -400,10 +400,10 @@ export function originalText(source: string, m: StrykerMutant): string {
   const { start, end } = m.location;
   const from = start.column - 1;
   const to = end.column - 1;
-  if (start.line === end.line) return lines[start.line - 1].slice(from, to);
-  const parts = [lines[start.line - 1].slice(from)];
-  for (let l = start.line; l < end.line - 1; l++) parts.push(lines[l]);
-  parts.push(lines[end.line - 1].slice(0, to));
+  if (start.line === end.line) return lines[start.line - 1]!.slice(from, to);
+  const parts = [lines[start.line - 1]!.slice(from)];
+  for (let l = start.line; l < end.line - 1; l++) parts.push(lines[l]!);
+  parts.push(lines[end.line - 1]!.slice(0, to));
   return parts.join("\n");
 }
 
@@ -506,8 +506,8 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
   const items = (from: number, to: number): string[] => {
     const out: string[] = [];
     for (let i = from; i < to; i++) {
-      if (lines[i].startsWith("- ")) out.push(lines[i]);
-      else if (lines[i].startsWith("  ") && out.length > 0) out[out.length - 1] += "\n" + lines[i];
+      if (lines[i]!.startsWith("- ")) out.push(lines[i]!);
+      else if (lines[i]!.startsWith("  ") && out.length > 0) out[out.length - 1] += "\n" + lines[i];
     }
     return out;
   };
@@ -519,11 +519,11 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
   if (survivorsAt >= 0) {
     const end = equivalentAt >= 0 ? equivalentAt : lines.length;
     for (let i = survivorsAt + 1; i < end; i++) {
-      const m = /^### `(.+)`( \(ours\))?$/.exec(lines[i]);
+      const m = /^### `(.+)`( \(ours\))?$/.exec(lines[i]!);
       if (m === null) continue;
       let j = i + 1;
-      while (j < end && !lines[j].startsWith("### ")) j++;
-      survivorsOf.set(key(m[1], m[2] ? "ours" : "stryker"), items(i + 1, j));
+      while (j < end && !lines[j]!.startsWith("### ")) j++;
+      survivorsOf.set(key(m[1]!, m[2] ? "ours" : "stryker"), items(i + 1, j));
     }
   }
   const equivalentsOf = new Map<string, string[]>();
@@ -531,7 +531,7 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
     for (const item of items(equivalentAt + 1, lines.length)) {
       const m = /^- `([^`]+)` line \d+, (\w+)/.exec(item);
       if (m === null) continue;
-      const k = key(m[1], isOurs(m[2]) ? "ours" : "stryker");
+      const k = key(m[1]!, isOurs(m[2]!) ? "ours" : "stryker");
       equivalentsOf.set(k, [...equivalentsOf.get(k) ?? [], item]);
     }
   }
@@ -539,13 +539,13 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
   for (const l of lines) {
     const cells = l.split("|").map((c) => c.trim());
     const m = /^`(.+)`( \(ours\))?$/.exec(cells[2] ?? "");
-    if (cells.length !== 12 || m === null || !/^\d+$/.test(cells[3])) continue;
-    const file = m[1];
+    if (cells.length !== 12 || m === null || !/^\d+$/.test(cells[3]!)) continue;
+    const file = m[1]!;
     const kind: MutantKind = m[2] ? "ours" : "stryker";
     const [total, killed, timeout, survived, noCoverage, equivalent, errors] = cells.slice(3, 10)
-      .map(Number);
+      .map(Number) as [number, number, number, number, number, number, number];
     rows.push({
-      scope: cells[1],
+      scope: cells[1]!,
       file,
       kind,
       total,
@@ -555,9 +555,9 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
       noCoverage,
       equivalent,
       errors,
-      stale: cells[10].includes("†"),
-      survivorLines: survivorsOf.get(key(file, kind)) ?? [],
-      equivalentLines: equivalentsOf.get(key(file, kind)) ?? [],
+      stale: cells[10]!.includes("†"),
+      survivorLines: survivorsOf.get(key(file!, kind)) ?? [],
+      equivalentLines: equivalentsOf.get(key(file!, kind)) ?? [],
     });
   }
   return { commit, rows };

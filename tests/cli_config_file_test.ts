@@ -20,7 +20,7 @@ async function run(
   const signal = AbortSignal.timeout(RUN_TIMEOUT_MS);
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", MAIN, ...args],
-    cwd: opts.cwd,
+    ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     env: { NO_COLOR: "1", ...opts.env },
     stdout: "piped",
     stderr: "piped",

@@ -42,8 +42,8 @@ function assertProblems(stdout: string, severity: "error" | "warning"): void {
   const lines = stdout.trimEnd().split("\n");
   assert.equal(lines.length, PROBLEMS.length + 1, stdout);
   PROBLEMS.forEach(([where, key, message], i) => {
-    assert.ok(lines[i].startsWith(`${where}: ${severity}: ${key}: `), `${lines[i]}\n${stdout}`);
-    assert.match(lines[i], message);
+    assert.ok(lines[i]!.startsWith(`${where}: ${severity}: ${key}: `), `${lines[i]}\n${stdout}`);
+    assert.match(lines[i]!, message);
   });
 }
 
@@ -153,7 +153,7 @@ Deno.test("runtime --check-config --strict refuses an unknown key (a misspelled 
     const lines = strict.stdout.trimEnd().split("\n");
     assert.equal(lines.length, 2, strict.stdout);
     assert.ok(
-      lines[0].startsWith(
+      lines[0]!.startsWith(
         "typo.yaml:2:3: error: http.auth_enable: unknown key 'auth_enable' (did you mean " +
           "'auth_enabled'?)",
       ),

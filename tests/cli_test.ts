@@ -344,7 +344,7 @@ for (const c of AUTO_GATE_CASES) {
       }
       assert.equal(warning.length, 1, r.stdout);
       assert.match(
-        warning[0],
+        warning[0]!,
         /^auto\.yaml:2:1: warning: automation: is enabled but no mode_transition_hooks entry covers AUTO -> FAULT .*POST \/v0\/mode AUTO will be refused/,
       );
     });

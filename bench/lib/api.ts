@@ -34,8 +34,8 @@ export class Api {
     try {
       res = await fetch(this.baseUrl + path, {
         method,
-        headers: body === undefined ? undefined : { "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
+        headers: body === undefined ? {} : { "content-type": "application/json" },
+        body: body === undefined ? null : JSON.stringify(body),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (err) {
@@ -62,8 +62,8 @@ export class Api {
     try {
       res = await fetch(this.baseUrl + path, {
         method,
-        headers: body === undefined ? undefined : { "content-type": "application/json" },
-        body,
+        headers: body === undefined ? {} : { "content-type": "application/json" },
+        body: body ?? null,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (err) {

@@ -64,15 +64,16 @@ export function splitCommand(line: string): string[] {
       else cur += c;
     } else if (quote === '"') {
       if (c === '"') quote = null;
-      else if (c === "\\" && i + 1 < line.length && '"\\$`'.includes(line[i + 1])) cur += line[++i];
-      else cur += c;
+      else if (c === "\\" && i + 1 < line.length && '"\\$`'.includes(line[i + 1]!)) {
+        cur += line[++i];
+      } else cur += c;
     } else if (c === "'" || c === '"') {
       quote = c;
       inWord = true;
     } else if (c === "\\" && i + 1 < line.length) {
       cur += line[++i];
       inWord = true;
-    } else if (/\s/.test(c)) {
+    } else if (/\s/.test(c!)) {
       if (inWord) out.push(cur);
       cur = "";
       inWord = false;
@@ -149,10 +150,10 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
   for (let i = 0; i < argv.length; i++) {
     let flag = argv[i];
     let inline: string | undefined;
-    const eq = flag.indexOf("=");
-    if (flag.startsWith("--") && eq > 0) {
-      inline = flag.slice(eq + 1);
-      flag = flag.slice(0, eq);
+    const eq = flag!.indexOf("=");
+    if (flag!.startsWith("--") && eq > 0) {
+      inline = flag!.slice(eq + 1);
+      flag = flag!.slice(0, eq);
     }
     const value = (): string => {
       if (inline !== undefined) return inline;

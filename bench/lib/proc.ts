@@ -77,9 +77,9 @@ export function parseSmapsGroups(text: string, exe: string): SmapsGroups {
     const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+ *(.*)$/.exec(line);
     if (m) {
       const [, from, to, perm, path] = m;
-      const kB = (parseInt(to, 16) - parseInt(from, 16)) / 1024;
+      const kB = (parseInt(to!, 16) - parseInt(from!, 16)) / 1024;
       if (path === exe) {
-        key = perm.startsWith("r-x") ? "code" : perm.startsWith("r--") ? "rodata" : "data";
+        key = perm!.startsWith("r-x") ? "code" : perm!.startsWith("r--") ? "rodata" : "data";
       } else if (path === "[heap]") key = "heap";
       else if (path === "") key = kB < 1024 ? "smallAnon" : "largeAnon";
       else key = "other";
@@ -107,7 +107,7 @@ export function readSmapsGroups(pid: number): SmapsGroups | null {
 export function parseCpuModel(cpuinfo: string): string {
   for (const key of ["model name", "Model", "Hardware", "cpu model"]) {
     const m = new RegExp(`^${key}\\s*:\\s*(.+)$`, "m").exec(cpuinfo);
-    if (m) return m[1].trim();
+    if (m) return m[1]!.trim();
   }
   return "unknown";
 }
@@ -250,7 +250,7 @@ export function machineInfo(): MachineInfo {
 export function loadAverage(): [number, number, number] | null {
   try {
     const parts = Deno.readTextFileSync("/proc/loadavg").split(" ").map(Number);
-    return [parts[0], parts[1], parts[2]];
+    return [parts[0]!, parts[1]!, parts[2]!];
   } catch {
     return null;
   }

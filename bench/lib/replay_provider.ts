@@ -50,8 +50,8 @@ function readVarint(buf: Uint8Array, at: number): [value: number, next: number] 
   let value = 0;
   let scale = 1;
   for (let i = at; i < buf.length; i++) {
-    value += (buf[i] & 0x7f) * scale;
-    if (buf[i] < 0x80) return [value, i + 1];
+    value += (buf[i]! & 0x7f) * scale;
+    if (buf[i]! < 0x80) return [value, i + 1];
     scale *= 128;
   }
   throw new RangeError("truncated varint");

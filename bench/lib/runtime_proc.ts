@@ -51,7 +51,7 @@ export class RuntimeProcess {
     const t0 = performance.now();
     let child: Deno.ChildProcess;
     try {
-      child = new Deno.Command(command, {
+      child = new Deno.Command(command!, {
         args: [...args, "--config", o.configPath],
         stdin: "null",
         stdout: "piped",

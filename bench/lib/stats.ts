@@ -18,7 +18,7 @@ export function percentile(samples: readonly number[], p: number): number {
   if (samples.length === 0) return NaN;
   const sorted = [...samples].sort((a, b) => a - b);
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[rank - 1];
+  return sorted[rank - 1]!;
 }
 
 /** Median with the usual mean-of-two-middles rule for even counts. NaN for an empty series. */
@@ -26,7 +26,7 @@ export function median(samples: readonly number[]): number {
   if (samples.length === 0) return NaN;
   const sorted = [...samples].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** min / median / max of the values (NaN fields for an empty series). */
@@ -53,8 +53,8 @@ export function slope(xs: readonly number[], ys: readonly number[]): number {
   let num = 0;
   let den = 0;
   for (let i = 0; i < n; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
+    num += (xs[i]! - mx) * (ys[i]! - my);
+    den += (xs[i]! - mx) ** 2;
   }
   return den === 0 ? NaN : num / den;
 }
@@ -62,6 +62,6 @@ export function slope(xs: readonly number[], ys: readonly number[]): number {
 /** Differences between consecutive values of a sorted series (e.g. event timestamps -> periods). */
 export function intervals(times: readonly number[]): number[] {
   const out: number[] = [];
-  for (let i = 1; i < times.length; i++) out.push(times[i] - times[i - 1]);
+  for (let i = 1; i < times.length; i++) out.push(times[i]! - times[i - 1]!);
   return out;
 }

@@ -106,8 +106,8 @@ async function closedLoop(
 export async function callRoundTrip(ctx: SessionContext): Promise<void> {
   const api = ctx.rt.api;
   const p = ctx.providers[0];
-  const config = configCall(p);
-  const duty = [dutyCall(p, 0.25), dutyCall(p, 0.5)];
+  const config = configCall(p!);
+  const duty = [dutyCall(p!, 0.25), dutyCall(p!, 0.5)];
   const kinds: [string, (i: number) => Promise<number>][] = [
     ["config call (tempctl set_mode)", () => api.timed("POST", "/v0/call", config)],
     ["actuating call (motorctl set_motor_duty)", (i) => api.timed("POST", "/v0/call", duty[i % 2])],
@@ -151,7 +151,7 @@ export async function callRoundTrip(ctx: SessionContext): Promise<void> {
     cpuPercent(h0, sampleCpuMem(Deno.pid, []), ticks).main,
   );
   // Leave the motor stopped for the next workloads.
-  await api.post("/v0/call", JSON.parse(dutyCall(p, 0)));
+  await api.post("/v0/call", JSON.parse(dutyCall(p!, 0)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ export async function pollingWindow(
       const gaps = intervals(ts);
       periods.push(...gaps);
       for (const g of gaps) jitter.push(Math.abs(g - ctx.profile.pollIntervalMs));
-      rates.push(((ts.length - 1) * 1000) / (ts[ts.length - 1] - ts[0]));
+      rates.push(((ts.length - 1) * 1000) / (ts[ts.length - 1]! - ts[0]!));
     }
     return {
       runtimeCpuPct: cpu.main,
@@ -420,11 +420,17 @@ export async function sseFanout(ctx: SessionContext): Promise<void> {
       // A value different from this provider's previous one, so the change produces an event.
       const count = Math.floor(k / ctx.providers.length);
       let duty = ((count % 90) + 1) / 100;
-      if (lastDuty.get(provider) === duty) duty = 0.95;
-      lastDuty.set(provider, duty);
-      const probe: Probe = { provider, duty, startMs: performance.now(), endMs: NaN, arrivals: [] };
+      if (lastDuty.get(provider!) === duty) duty = 0.95;
+      lastDuty.set(provider!, duty);
+      const probe: Probe = {
+        provider: provider!,
+        duty,
+        startMs: performance.now(),
+        endMs: NaN,
+        arrivals: [],
+      };
       probes.set(`${provider}|${duty}`, probe);
-      await api.timed("POST", "/v0/call", dutyCall(provider, duty));
+      await api.timed("POST", "/v0/call", dutyCall(provider!, duty));
       probe.endMs = performance.now();
       k++;
     }
@@ -544,9 +550,9 @@ export async function estop(ctx: SessionContext): Promise<void> {
     }
     if (failed.length > 0) {
       throw new BenchFailure(
-        `POST /v0/estop: ${failed.length} actions failed, e.g. ${failed[0].device_handle} ${
-          failed[0].function
-        }: ${failed[0].error}`,
+        `POST /v0/estop: ${failed.length} actions failed, e.g. ${failed[0]!.device_handle} ${
+          failed[0]!.function
+        }: ${failed[0]!.error}`,
       );
     }
     actions = list.length;

@@ -30,8 +30,8 @@ export function asciiSlot(buf: Uint8Array, start: number, end: number): number {
   let hash = 0x811c9dc5;
   for (let i = start; i < end; i++) {
     const b = buf[i];
-    if (b >= 0x80) return -1;
-    hash = Math.imul(hash ^ b, 0x01000193);
+    if (b! >= 0x80) return -1;
+    hash = Math.imul(hash ^ b!, 0x01000193);
   }
   return hash & (INTERNED_STRING_SLOTS - 1);
 }
@@ -88,10 +88,10 @@ export class ProtoReader {
     const buf = this.buf;
     const end = this.end;
     let pos = this.pos;
-    if (pos < end && buf[pos] < 0x80) {
+    if (pos < end && buf[pos]! < 0x80) {
       this.hi = 0;
       this.pos = pos + 1;
-      return buf[pos];
+      return buf[pos]!;
     }
     const start = pos;
     let lo = 0;
@@ -99,7 +99,7 @@ export class ProtoReader {
     let b = 0;
     for (let shift = 0; shift < 28; shift += 7) {
       if (pos >= end) throw this.malformed("truncated varint", start);
-      b = buf[pos++];
+      b = buf[pos++]!;
       lo |= (b & 0x7f) << shift;
       if (b < 0x80) {
         this.pos = pos;
@@ -108,19 +108,19 @@ export class ProtoReader {
       }
     }
     if (pos >= end) throw this.malformed("truncated varint", start);
-    b = buf[pos++]; // 5th byte: bits 28..34
+    b = buf[pos++]!; // 5th byte: bits 28..34
     lo |= (b & 0x0f) << 28;
     hi = (b & 0x7f) >> 4;
     if (b >= 0x80) {
       for (let shift = 3; shift < 31; shift += 7) {
         if (pos >= end) throw this.malformed("truncated varint", start);
-        b = buf[pos++];
+        b = buf[pos++]!;
         hi |= (b & 0x7f) << shift;
         if (b < 0x80) break;
       }
       if (b >= 0x80) { // 10th byte: bit 63 only
         if (pos >= end) throw this.malformed("truncated varint", start);
-        b = buf[pos++];
+        b = buf[pos++]!;
         if (b > 1) throw this.malformed("varint longer than 64 bits", start);
         hi |= b << 31;
       }
@@ -214,7 +214,7 @@ export class ProtoReader {
   fixed32(): number {
     const p = this.#advance(4);
     const b = this.buf;
-    return (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (b[p + 3] << 24)) >>> 0;
+    return (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
   }
 
   sfixed32(): number {
@@ -246,28 +246,28 @@ export class ProtoReader {
     const p = this.#advance(4);
     const b = this.buf;
     if (LITTLE_ENDIAN) {
-      F32_BYTES[0] = b[p],
-        F32_BYTES[1] = b[p + 1],
-        F32_BYTES[2] = b[p + 2],
-        F32_BYTES[3] = b[p + 3];
+      F32_BYTES[0] = b[p]!,
+        F32_BYTES[1] = b[p + 1]!,
+        F32_BYTES[2] = b[p + 2]!,
+        F32_BYTES[3] = b[p + 3]!;
     } else {
-      F32_BYTES[3] = b[p],
-        F32_BYTES[2] = b[p + 1],
-        F32_BYTES[1] = b[p + 2],
-        F32_BYTES[0] = b[p + 3];
+      F32_BYTES[3] = b[p]!,
+        F32_BYTES[2] = b[p + 1]!,
+        F32_BYTES[1] = b[p + 2]!,
+        F32_BYTES[0] = b[p + 3]!;
     }
-    return F32[0];
+    return F32[0]!;
   }
 
   double(): number {
     const p = this.#advance(8);
     const b = this.buf;
     if (LITTLE_ENDIAN) {
-      for (let i = 0; i < 8; i++) F64_BYTES[i] = b[p + i];
+      for (let i = 0; i < 8; i++) F64_BYTES[i] = b[p + i]!;
     } else {
-      for (let i = 0; i < 8; i++) F64_BYTES[7 - i] = b[p + i];
+      for (let i = 0; i < 8; i++) F64_BYTES[7 - i] = b[p + i]!;
     }
-    return F64[0];
+    return F64[0]!;
   }
 
   /** A length-delimited UTF-8 string (malformed sequences become U+FFFD, as TextDecoder does). */
@@ -287,7 +287,7 @@ export class ProtoReader {
         if (known !== undefined && known.length === n && sameAscii(known, buf, p)) return known;
         // One-byte characters, no TextDecoder round trip.
         let s = "";
-        for (let i = p; i < end; i++) s += String.fromCharCode(buf[i]);
+        for (let i = p; i < end; i++) s += String.fromCharCode(buf[i]!);
         INTERNED[slot] = s;
         return s;
       }

@@ -59,7 +59,7 @@ class FrameSplitter {
           off += 4;
         } else {
           while (this.#prefixFill < 4 && off < chunk.length) {
-            this.#prefix[this.#prefixFill++] = chunk[off++];
+            this.#prefix[this.#prefixFill++] = chunk[off++]!;
           }
           if (this.#prefixFill < 4) return;
           this.#prefixFill = 0;
@@ -180,7 +180,7 @@ export class FrameReader {
   ): ReadableStreamReadResult<Uint8Array> | Promise<ReadableStreamReadResult<Uint8Array>> => {
     if (r.done) {
       this.#splitter.end();
-      return { done: true, value: undefined };
+      return { done: true } as ReadableStreamReadDoneResult<Uint8Array>;
     }
     try {
       this.#splitter.push(r.value, this.#emit);
@@ -192,14 +192,15 @@ export class FrameReader {
   };
 
   #take(): ReadableStreamReadResult<Uint8Array> {
-    const value = this.#ready[this.#readyAt++];
+    const value = this.#ready[this.#readyAt++]!;
     if (this.#readyAt === this.#ready.length) this.#ready.length = this.#readyAt = 0;
     return { done: false, value };
   }
 }
 
 function readLength(bytes: Uint8Array, at: number): number {
-  return (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>>
+    0;
 }
 
 /** Prefixes each payload with its length; errors on an oversize or empty payload. */

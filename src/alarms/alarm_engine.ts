@@ -388,12 +388,12 @@ export class AlarmEngine implements AlarmService {
     let due = Infinity;
     const alarms = this.#alarmList;
     for (let i = 0; i < alarms.length; i++) {
-      due = Math.min(due, this.#evaluateAlarm(alarms[i], mono, wall));
+      due = Math.min(due, this.#evaluateAlarm(alarms[i]!, mono, wall));
     }
     const interlocks = this.#interlocks;
     for (let i = 0; i < interlocks.length; i++) {
-      this.#evaluateInterlock(interlocks[i], mono, wall);
-      due = Math.min(due, staleDue(interlocks[i].interlock));
+      this.#evaluateInterlock(interlocks[i]!, mono, wall);
+      due = Math.min(due, staleDue(interlocks[i]!.interlock));
     }
     this.#setWake(due);
   }
@@ -582,12 +582,12 @@ export class AlarmEngine implements AlarmService {
     let due = Infinity;
     const alarms = watch.alarms;
     for (let i = 0; i < alarms.length; i++) {
-      due = Math.min(due, this.#evaluateAlarm(alarms[i], mono, wall));
+      due = Math.min(due, this.#evaluateAlarm(alarms[i]!, mono, wall));
     }
     const interlocks = watch.interlocks;
     for (let i = 0; i < interlocks.length; i++) {
-      this.#evaluateInterlock(interlocks[i], mono, wall);
-      due = Math.min(due, staleDue(interlocks[i].interlock));
+      this.#evaluateInterlock(interlocks[i]!, mono, wall);
+      due = Math.min(due, staleDue(interlocks[i]!.interlock));
     }
     this.#wakeBy(due);
   };
@@ -915,7 +915,7 @@ function staleDue(interlock: Interlock): number {
   let due = Infinity;
   const inputs = interlock.inputs;
   for (let i = 0; i < inputs.length; i++) {
-    const at = inputs[i].staleAtMono;
+    const at = inputs[i]!.staleAtMono;
     if (at !== null && at < due) due = at;
   }
   return due;

@@ -99,9 +99,9 @@ export class Interlock {
   evaluate(nowMono: number): boolean {
     const inputs = this.valueInputs;
     for (let i = 0; i < inputs.length; i++) {
-      const problem = inputs[i].classify(this.#ctx, nowMono);
+      const problem = inputs[i]!.classify(this.#ctx, nowMono);
       if (problem !== InputProblem.GOOD) {
-        this.#badInput = inputs[i];
+        this.#badInput = inputs[i]!;
         this.#badProblem = problem;
         this.#typeError = false;
         return true;

@@ -600,7 +600,7 @@ export class AuditTrail implements AuditSink {
     const tail: Array<{ path: string; start: number; size: number }> = [];
     let budget = AUDIT_RECOVERY_SCAN_BYTES;
     for (let i = segments.length - 1; i >= 0 && budget > 0; i--) {
-      const path = segmentPath({ dir: journal.dir, prefix: SEGMENT_PREFIX }, segments[i]);
+      const path = segmentPath({ dir: journal.dir, prefix: SEGMENT_PREFIX }, segments[i]!);
       const size = await files.fileSize(path);
       tail.unshift({ path, start: Math.max(0, size - budget), size });
       budget -= size;

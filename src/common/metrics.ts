@@ -37,7 +37,7 @@ export class Histogram {
 
   constructor(bounds: readonly number[] = LATENCY_BUCKETS_SECONDS) {
     for (let i = 1; i < bounds.length; i++) {
-      if (!(bounds[i] > bounds[i - 1])) {
+      if (!(bounds[i]! > bounds[i - 1]!)) {
         throw new RangeError(`histogram bounds must be ascending: ${bounds.join(", ")}`);
       }
     }
@@ -50,26 +50,26 @@ export class Histogram {
     const bounds = this.bounds;
     const n = bounds.length;
     let i = 0;
-    while (i < n && value > bounds[i]) i++;
+    while (i < n && value > bounds[i]!) i++;
     const d = this.#data;
-    d[i]++;
-    d[n + 1] += value;
-    d[n + 2]++;
+    d[i]!++;
+    d[n + 1]! += value;
+    d[n + 2]!++;
   }
 
   /** Observations so far. */
   get count(): number {
-    return this.#data[this.bounds.length + 2];
+    return this.#data[this.bounds.length + 2]!;
   }
 
   /** Sum of the observed values. */
   get sum(): number {
-    return this.#data[this.bounds.length + 1];
+    return this.#data[this.bounds.length + 1]!;
   }
 
   /** Observations in bucket i alone (above bounds[i-1], at most bounds[i]); bounds.length: +Inf. */
   bucket(i: number): number {
-    return this.#data[i];
+    return this.#data[i]!;
   }
 }
 
@@ -140,7 +140,7 @@ export class ExpositionWriter {
     let total = 0;
     for (let i = 0; i <= h.bounds.length; i++) {
       total += h.bucket(i);
-      const le = i < h.bounds.length ? formatMetricValue(h.bounds[i]) : "+Inf";
+      const le = i < h.bounds.length ? formatMetricValue(h.bounds[i]!) : "+Inf";
       this.#lines.push(`${name}_bucket${prefix}le="${le}"} ${formatMetricValue(total)}`);
     }
     this.#lines.push(`${name}_sum${base} ${formatMetricValue(h.sum)}`);
@@ -160,7 +160,7 @@ function labelText(labels: MetricLabels): string {
     if (!LABEL_NAME.test(name) || name.startsWith("__") || name === "le") {
       throw new TypeError(`invalid label name: ${name}`);
     }
-    out += `${out === "" ? "" : ","}${name}="${escapeLabelValue(labels[name])}"`;
+    out += `${out === "" ? "" : ","}${name}="${escapeLabelValue(labels[name]!)}"`;
   }
   return out === "" ? "" : `{${out}}`;
 }

@@ -11,7 +11,7 @@ export function truncateUtf8(s: string, maxBytes: number): string {
   if (bytes.length <= maxBytes) return s;
   let end = maxBytes;
   // Back off continuation bytes (10xxxxxx) so the cut lands on a code point boundary.
-  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
   return decoder.decode(bytes.subarray(0, end));
 }
 

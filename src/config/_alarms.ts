@@ -84,10 +84,10 @@ export function readAlarms(ctx: AlarmContext, raw: unknown, path: Path): AlarmCo
     for (let k = 1; k < given.length; k++) {
       const below = given[k - 1];
       const key = given[k];
-      if (limits[key]! <= limits[below]!) {
+      if (limits[key!]! <= limits[below!]!) {
         c.error(
-          [...p, key],
-          `must be greater than ${below} (${limits[key]} <= ${limits[below]}): ` +
+          [...p!, key!],
+          `must be greater than ${below} (${limits[key!]} <= ${limits[below!]}): ` +
             "limits are ordered lolo < lo < hi < hihi",
         );
         ok = false;
@@ -269,11 +269,11 @@ function parseHandle(
     ctx.checker.error(path, `must be \`${shape}\`, got ${describeValue(handle)}`);
     return null;
   }
-  if (!ctx.providerIds.has(m[1])) {
+  if (!ctx.providerIds.has(m[1]!)) {
     ctx.checker.error(path, `provider '${m[1]}' is not declared in providers`);
     return null;
   }
-  return { handle, providerId: m[1], deviceId: m[2], last: m[3] };
+  return { handle, providerId: m[1]!, deviceId: m[2]!, last: m[3]! };
 }
 
 function readBlock(ctx: AlarmContext, obj: Obj, p: Path): InterlockBlock[] | null {

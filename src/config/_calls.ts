@@ -62,7 +62,7 @@ function readCall(ctx: CallContext, raw: unknown, path: Path): CallConfig | null
       [...path, "device_handle"],
       `must be \`provider/device\`, got ${describeValue(handle)}`,
     );
-  } else if (m !== null && !ctx.providerIds.has(m[1])) {
+  } else if (m !== null && !ctx.providerIds.has(m[1]!)) {
     c.warning(
       [...path, "device_handle"],
       `provider '${m[1]}' is not declared in providers; the call cannot resolve`,
@@ -285,7 +285,7 @@ export function readExpectations(
     const m = SIGNAL_RE.exec(signal);
     if (signal !== "" && m === null) {
       c.error([...p, "signal"], `must be \`provider/device/signal\`, got ${describeValue(signal)}`);
-    } else if (m !== null && !ctx.providerIds.has(m[1])) {
+    } else if (m !== null && !ctx.providerIds.has(m[1]!)) {
       c.warning(
         [...p, "signal"],
         `provider '${m[1]}' is not declared in providers; this expectation can never verify`,
@@ -336,9 +336,9 @@ export function readExpectations(
     if (!ok || m === null) return;
     out.push({
       signal,
-      providerId: m[1],
-      deviceId: m[2],
-      signalId: m[3],
+      providerId: m[1]!,
+      deviceId: m[2]!,
+      signalId: m[3]!,
       ...(hasEquals ? { equals: equals as boolean | number | string } : {}),
       ...(min !== undefined ? { min } : {}),
       ...(max !== undefined ? { max } : {}),

@@ -156,7 +156,7 @@ export class Checker {
     parent: Path,
     key: string,
     def: readonly number[],
-    opts: { min?: number; nonEmpty?: boolean },
+    opts: { min?: number | undefined; nonEmpty?: boolean },
   ): readonly number[] {
     const path = [...parent, key];
     if (!present(obj, key)) return def;
@@ -286,9 +286,13 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
     for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      cur[j] = Math.min(
+        prev[j]! + 1,
+        cur[j - 1]! + 1,
+        prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
     prev = cur;
   }
-  return prev[b.length];
+  return prev[b.length]!;
 }

@@ -36,7 +36,10 @@ export interface SemanticContext {
   readonly mode: "check" | "start";
   /** `--check-config --strict`: what the checking machine lacks is an error. */
   readonly strict: boolean;
-  readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
+  readonly env: {
+    readonly RUNTIME_API_TOKEN?: string | undefined;
+    readonly INFLUXDB_TOKEN?: string | undefined;
+  };
   /**
    * The value of the environment variable an `http.tokens[].token_env` names (undefined when
    * unset). Absent: every such variable counts as unset.

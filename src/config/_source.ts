@@ -84,19 +84,19 @@ function firstInvalidUtf8(b: Uint8Array): number {
   let i = 0;
   while (i < b.length) {
     const c = b[i];
-    if (c < 0x80) {
+    if (c! < 0x80) {
       i++;
       continue;
     }
     let need: number;
     let lo = 0x80;
     let hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) need = 1;
-    else if (c >= 0xe0 && c <= 0xef) {
+    if (c! >= 0xc2 && c! <= 0xdf) need = 1;
+    else if (c! >= 0xe0 && c! <= 0xef) {
       need = 2;
       if (c === 0xe0) lo = 0xa0;
       if (c === 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
+    } else if (c! >= 0xf0 && c! <= 0xf4) {
       need = 3;
       if (c === 0xf0) lo = 0x90;
       if (c === 0xf4) hi = 0x8f;
@@ -342,5 +342,5 @@ function rangeStart(node: unknown): number | undefined {
 }
 
 function firstLine(message: string): string {
-  return message.split("\n")[0].trim();
+  return (message.split("\n")[0])!.trim();
 }

@@ -169,9 +169,9 @@ function tokenize(text: string): Token[] {
     } else if (c === "(" || c === ")") {
       tokens.push({ kind: c, column });
       i++;
-    } else if ("<>=!&|".includes(c)) {
+    } else if ("<>=!&|".includes(c!)) {
       let j = i;
-      while (j < text.length && "<>=!&|".includes(text[j])) j++;
+      while (j < text.length && "<>=!&|".includes(text[j]!)) j++;
       const op = text.slice(i, j);
       if (!OPERATORS.includes(op)) {
         throw new ParseFailure(
@@ -203,9 +203,9 @@ function tokenize(text: string): Token[] {
       }
       tokens.push({ kind: "string", value, column });
       i = j;
-    } else if (WORD_CHAR.test(c)) {
+    } else if (WORD_CHAR.test(c!)) {
       let j = i;
-      while (j < text.length && WORD_CHAR.test(text[j])) j++;
+      while (j < text.length && WORD_CHAR.test(text[j]!)) j++;
       tokens.push(word(text.slice(i, j), column));
       i = j;
     } else {
@@ -233,7 +233,7 @@ function word(w: string, column: number): Token {
         `malformed signal handle '${w}': write provider/device/signal`,
       );
     }
-    const [providerId, deviceId, signalId] = parts;
+    const [providerId, deviceId, signalId] = parts as [string, string, string];
     return {
       kind: "signal",
       signal: { handle: w, providerId, deviceId, signalId, column },
@@ -271,11 +271,11 @@ class Parser {
   }
 
   #peek(): Token {
-    return this.#tokens[this.#at];
+    return this.#tokens[this.#at]!;
   }
 
   #next(): Token {
-    return this.#tokens[this.#at++];
+    return this.#tokens[this.#at++]!;
   }
 
   #isKeyword(t: Token, word: string): boolean {

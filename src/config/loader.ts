@@ -42,7 +42,10 @@ export interface LoadConfigOptions {
    * inventory instead (the e-stop plan).
    */
   readonly safetyReview?: boolean;
-  readonly env: { readonly RUNTIME_API_TOKEN?: string; readonly INFLUXDB_TOKEN?: string };
+  readonly env: {
+    readonly RUNTIME_API_TOKEN?: string | undefined;
+    readonly INFLUXDB_TOKEN?: string | undefined;
+  };
   /** The value of an environment variable named by `http.tokens[].token_env` (undefined: unset). */
   readonly secretEnv?: (name: string) => string | undefined;
   /** Whether a regular file exists at an absolute path. */

@@ -43,7 +43,7 @@ export interface CallRequest {
    */
   readonly source?: AuditOrigin;
   /** Cancels waiting (the provider may still execute the call). */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** The audit origin of a call that names none: the kind its gate origin implies. */
@@ -167,7 +167,7 @@ export class CallRouter {
   /** Puts `next` in the place of `old` (same order among the gates); appends it when absent. */
   replaceGate(old: CallGate, next: CallGate, name = "gate"): void {
     const i = this.#gates.findIndex((g) => g.gate === old);
-    if (i >= 0) this.#gates[i] = { gate: next, name: this.#gates[i].name };
+    if (i >= 0) this.#gates[i] = { gate: next, name: this.#gates[i]!.name };
     else this.#gates.push({ gate: next, name });
   }
 

@@ -175,8 +175,8 @@ export async function fanOutByProvider<T>(
   const groups = new Map<string, T[]>();
   for (const item of items) {
     const provider = handleOf(item).split("/", 1)[0];
-    let group = groups.get(provider);
-    if (!group) groups.set(provider, group = []);
+    let group = groups.get(provider!);
+    if (!group) groups.set(provider!, group = []);
     group.push(item);
   }
   await Promise.all([...groups.values()].map(async (group) => {

@@ -36,7 +36,7 @@ export function validateArgs(
       const known = fn.args.map((a) => a.name).join(", ") || "none";
       throw invalidArgument(`args.${name}: unknown argument for ${fn.name} (known: ${known})`);
     }
-    out[name] = checkArg(spec, args[name]);
+    out[name] = checkArg(spec, args[name]!);
   }
   return out;
 }

@@ -70,7 +70,7 @@ export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess =>
   const blanked = Object.fromEntries([...unscrubbable].map((n) => [n, ""]));
   const child = new Deno.Command(options.command, {
     args: [...options.args],
-    cwd: options.cwd,
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",

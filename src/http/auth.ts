@@ -181,11 +181,11 @@ export class BearerAuth {
     // index + 1 of the matching entry, 0 for none; config validation keeps token values unique.
     let found = 0;
     for (let i = 0; i < entries.length; i++) {
-      const hit = digestsEqualBit(presented, entries[i].digest);
+      const hit = digestsEqualBit(presented, entries[i]!.digest);
       const mask = -hit; // 0 or all ones
       found = (found & ~mask) | ((i + 1) & mask);
     }
-    return found === 0 ? null : entries[found - 1];
+    return found === 0 ? null : entries[found - 1]!;
   }
 }
 
@@ -226,7 +226,7 @@ async function sha256(text: string): Promise<Uint8Array> {
  */
 function digestsEqualBit(a: Uint8Array, b: Uint8Array): number {
   let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
   // diff is 0..255 (or a small length difference): (diff - 1) >>> 31 is 1 exactly when diff is 0.
   return ((diff - 1) >>> 31) & 1;
 }

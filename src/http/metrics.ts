@@ -150,11 +150,11 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "Times the provider was declared down (crash, unresponsive, protocol error).",
   );
   hosts.forEach((h, i) =>
-    w.sample("runtime_provider_failures_total", counts[i].failures, { provider: h.id })
+    w.sample("runtime_provider_failures_total", counts[i]!.failures, { provider: h.id })
   );
   w.family("runtime_provider_restarts_total", "counter", "Restart attempts begun.");
   hosts.forEach((h, i) =>
-    w.sample("runtime_provider_restarts_total", counts[i].restart_attempts, { provider: h.id })
+    w.sample("runtime_provider_restarts_total", counts[i]!.restart_attempts, { provider: h.id })
   );
   w.family("runtime_provider_devices", "gauge", "Devices the provider's last discovery gave.");
   for (const h of hosts) {

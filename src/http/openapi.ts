@@ -196,7 +196,7 @@ function operation(r: Route): Record<string, unknown> {
     };
   const responses: Record<string, unknown> = { "200": success };
   for (const status of routeErrorStatuses(r)) {
-    responses[String(status)] = { $ref: `#/components/responses/${ERROR_RESPONSES[status].name}` };
+    responses[String(status)] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` };
   }
   op.responses = responses;
   return op;
@@ -219,7 +219,7 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
       responses: {
         "200": {
           description: "The exposition.",
-          content: { [METRICS_CONTENT_TYPE.split(";")[0]]: { schema: { type: "string" } } },
+          content: { [METRICS_CONTENT_TYPE.split(";")[0]!]: { schema: { type: "string" } } },
         },
         "401": { $ref: "#/components/responses/Unauthenticated" },
         "403": { $ref: "#/components/responses/PermissionDenied" },

@@ -139,7 +139,7 @@ const UTF8_CHARSETS = new Set(["utf-8", "utf8", '"utf-8"', '"utf8"']);
 /** `application/json`, optionally with parameters; a charset, if given, must be UTF-8. */
 export function isJsonContentType(value: string): boolean {
   const [type, ...params] = value.split(";");
-  if (type.trim().toLowerCase() !== "application/json") return false;
+  if (type!.trim().toLowerCase() !== "application/json") return false;
   for (const p of params) {
     const eq = p.indexOf("=");
     if (eq < 0) continue;
@@ -160,7 +160,7 @@ function hasBody(req: Request): boolean {
 function splitHostPort(value: string): { host: string; port: string | null } | null {
   const m = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value);
   if (m === null) return null;
-  return { host: m[1], port: m[2] ?? null };
+  return { host: m[1]!, port: m[2] ?? null };
 }
 
 function isIpv4Loopback(host: string): boolean {

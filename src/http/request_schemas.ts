@@ -80,7 +80,7 @@ export const TYPED_VALUE_INPUT_SCHEMA: JsonSchema = {
   allOf: VALUE_TYPES.map((t) => ({
     if: { required: ["type"], properties: { type: { const: t } } },
     then: {
-      required: [VALUE_MEMBER[t].member],
+      required: [VALUE_MEMBER[t]!.member],
       "x-errors": { required: 'missing "{missing}" member' },
     },
   })),

@@ -102,9 +102,9 @@ export interface RouteOptions {
    * e-stop, its clear and the status that shows them are never refused because ordinary
    * requests (slow bodies, calls to a hung provider) hold every slot.
    */
-  readonly priority?: boolean;
+  readonly priority?: boolean | undefined;
   /** Any body is accepted (not only JSON): the e-stop is never refused for its body. */
-  readonly anyBody?: boolean;
+  readonly anyBody?: boolean | undefined;
   /**
    * The least role that may use the route (README "Roles"). A GET defaults to viewer; every
    * POST declares its role (a test walks ROUTES), and one that did not would need admin.

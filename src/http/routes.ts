@@ -66,9 +66,9 @@ export function matchRoute(method: string, pathname: string): RouteMatch | null 
     let ok = true;
     for (let i = 0; i < parts.length && ok; i++) {
       const seg = r.segments[i];
-      if (seg.startsWith(":")) {
+      if (seg!.startsWith(":")) {
         if (parts[i] === "") ok = false;
-        else params[seg.slice(1)] = decodeSegment(parts[i], seg.slice(1));
+        else params[seg!.slice(1)] = decodeSegment(parts[i]!, seg!.slice(1));
       } else if (seg !== parts[i]) {
         ok = false;
       }
@@ -98,7 +98,7 @@ export function routeTemplate(pathname: string): string | null {
     let ok = true;
     for (let i = 0; i < parts.length && ok; i++) {
       const seg = r.segments[i];
-      ok = seg.startsWith(":") ? parts[i] !== "" : seg === parts[i];
+      ok = seg!.startsWith(":") ? parts[i] !== "" : seg === parts[i];
     }
     if (ok) return `/${r.segments.join("/")}`;
   }

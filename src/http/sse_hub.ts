@@ -29,9 +29,9 @@ export interface SseHubOptions {
   readonly log: Logger;
   /** The keep-alive timers. */
   readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
-  readonly keepAliveMs?: number;
-  readonly maxClients?: number;
-  readonly queueSize?: number;
+  readonly keepAliveMs?: number | undefined;
+  readonly maxClients?: number | undefined;
+  readonly queueSize?: number | undefined;
 }
 
 const SSE_HEADERS: Record<string, string> = {
@@ -236,7 +236,7 @@ class SseClient {
       parts.unshift(encoder.encode(`: dropped ${this.#dropped} events\n\n`));
       this.#dropped = 0;
     }
-    if (parts.length === 1) return parts[0];
+    if (parts.length === 1) return parts[0]!;
     const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
     let at = 0;
     for (const p of parts) {

@@ -51,7 +51,7 @@ export interface JournalWriterOptions {
   /** Longest time between a line's write and its fsync, for lines appended without `sync`. */
   readonly syncIntervalMs: number;
   /** The line recording a gap, written at the end of the first write that succeeds after it. */
-  readonly gapLine?: (gap: JournalGap) => string;
+  readonly gapLine?: ((gap: JournalGap) => string) | undefined;
 }
 
 /** Per-append options. */
@@ -327,14 +327,14 @@ export class JournalWriter {
     const max = this.#segments?.maxFileBytes ?? Infinity;
     let i = 0;
     while (i < lines.length) {
-      await this.#prepare(utf8Length(lines[i]) + 1);
+      await this.#prepare(utf8Length(lines[i]!) + 1);
       let text = this.#needsNewline ? "\n" : "";
       let size = this.#size + text.length;
       do {
         text += `${lines[i]}\n`;
-        size += utf8Length(lines[i]) + 1;
+        size += utf8Length(lines[i]!) + 1;
         i++;
-      } while (i < lines.length && size + utf8Length(lines[i]) + 1 <= max);
+      } while (i < lines.length && size + utf8Length(lines[i]!) + 1 <= max);
       await this.#handle!.append(text);
       this.#needsNewline = false;
       this.#size = size;

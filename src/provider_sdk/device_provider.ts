@@ -298,7 +298,7 @@ export class DeviceProvider implements ProviderHandler {
     );
     const failed = results.flatMap((r, i) =>
       r.status === "rejected"
-        ? [`${targets[i].definition.deviceId}: ${(r.reason as Error)?.message ?? r.reason}`]
+        ? [`${targets[i]!.definition.deviceId}: ${(r.reason as Error)?.message ?? r.reason}`]
         : []
     );
     if (failed.length > 0) throw new Error(`safe state failed for ${failed.join("; ")}`);

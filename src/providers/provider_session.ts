@@ -77,7 +77,7 @@ export function lastStderrLines(tail: readonly string[]): string {
  */
 export function stderrLineLevel(line: string): LogLevel | null {
   const m = STDERR_LEVEL.exec(line);
-  return m ? STDERR_LEVELS[(m[1] ?? m[2]).toLowerCase()] ?? null : null;
+  return m ? STDERR_LEVELS[(m[1] ?? m[2])!.toLowerCase()] ?? null : null;
 }
 /** Discovery warnings kept per session (provider health `discovery_warnings`); the rest counted. */
 export const MAX_DISCOVERY_WARNINGS = 20;

@@ -53,7 +53,7 @@ export const INITIAL_SUPERVISOR_STATE: SupervisorState = {
 export function backoffFor(policy: RestartPolicyConfig, attempt: number): number {
   const list = policy.backoffMs;
   if (list.length === 0) return 0;
-  return list[Math.min(attempt, list.length) - 1];
+  return (list[Math.min(attempt, list.length) - 1])!;
 }
 
 /** The transition function. Events that do not apply in a phase leave the state unchanged. */

@@ -350,7 +350,7 @@ export class RunRegistry {
       const { limit, offset } = pageBounds(page, RUNS_PAGE_LIMIT);
       const runs: Run[] = [];
       for (let i = this.#order.length - 1 - offset; i >= 0 && runs.length < limit; i--) {
-        runs.push(structuredClone(this.#runs.get(this.#order[i]) as Run));
+        runs.push(structuredClone(this.#runs.get(this.#order[i]!) as Run));
       }
       return { runs, count: runs.length };
     });

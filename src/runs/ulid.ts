@@ -15,7 +15,7 @@ export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 export interface UlidOptions {
   readonly now: () => number;
   /** Fills the array with random bytes; default crypto.getRandomValues. */
-  readonly random?: (bytes: Uint8Array) => void;
+  readonly random?: ((bytes: Uint8Array) => void) | undefined;
 }
 
 /** Produces monotonic ULIDs. */
@@ -51,8 +51,8 @@ export class UlidGenerator {
 /** Big-endian +1; false on overflow. */
 function increment(bytes: Uint8Array): boolean {
   for (let i = bytes.length - 1; i >= 0; i--) {
-    if (bytes[i] < 255) {
-      bytes[i]++;
+    if (bytes[i]! < 255) {
+      bytes[i]!++;
       return true;
     }
     bytes[i] = 0;

@@ -614,7 +614,7 @@ export class Estop implements EstopService {
     await Promise.all(
       [...byProvider].map(([id, indices]) =>
         this.#onProvider(id, async () => {
-          for (const i of indices) await this.#attempt(plan.calls[i], actions[i]);
+          for (const i of indices) await this.#attempt(plan.calls[i]!, actions[i]!);
         })
       ),
     );
@@ -694,7 +694,7 @@ export class Estop implements EstopService {
         `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
       );
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
-      for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]);
+      for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!);
       return done;
     });
     if (actions === null) return [];
@@ -743,7 +743,7 @@ export class Estop implements EstopService {
     const partial = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
-      expect: indices.map((i) => shown.expect[i]),
+      expect: indices.map((i) => shown.expect[i]!),
       timeoutMs: this.#o.safeState.verifyTimeoutMs,
     });
     if (!this.#mergeVerification(shown.expect, indices, partial, startedAt)) return;
@@ -792,8 +792,8 @@ export class Estop implements EstopService {
       return true;
     }
     indices.forEach((index, k) => {
-      if (shown.startedAt[index] > startedAt) return;
-      shown.checks[index] = v.checks[k];
+      if (shown.startedAt[index]! > startedAt) return;
+      shown.checks[index] = v.checks[k]!;
       shown.startedAt[index] = startedAt;
     });
     shown.elapsedMs = v.elapsed_ms;
@@ -865,7 +865,7 @@ export class Estop implements EstopService {
 
 /** The provider a planned call goes to. */
 function providerOf(c: PlannedCall): string {
-  return c.kind === "zero" ? c.providerId : c.call.deviceHandle.split("/", 1)[0];
+  return c.kind === "zero" ? c.providerId : (c.call.deviceHandle.split("/", 1)[0])!;
 }
 
 /** A provider's securing run (#secure); `started` once its ladder calls had their turn. */

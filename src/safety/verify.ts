@@ -105,7 +105,7 @@ async function verifyDevice(
   deadline: number,
   out: Map<SafeStateExpectation, VerificationCheck>,
 ): Promise<void> {
-  const { providerId, deviceId } = group[0];
+  const { providerId, deviceId } = group[0]!;
   const signalIds = [...new Set(group.map((e) => e.signalId))];
   for (;;) {
     const remaining = deadline - o.clock.monoMs();

@@ -268,7 +268,7 @@ function readsFail(dev: DeviceState, cache: StateCache): boolean {
   const pollable = dev.pollable;
   let bad = 0;
   for (let i = 0; i < pollable.length; i++) {
-    const q = dev.signals.get(pollable[i])?.quality;
+    const q = dev.signals.get(pollable[i]!)?.quality;
     if (q === "UNAVAILABLE" || q === "FAULT") bad++;
   }
   if (bad === pollable.length) return true;
@@ -279,8 +279,8 @@ function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {
   const devices = cache.reportedHealth(dev.providerId)?.response.devices;
   if (devices === undefined) return false;
   for (let i = 0; i < devices.length; i++) {
-    if (devices[i].device_id === dev.deviceId) {
-      return devices[i].state === WireDeviceState.UNREACHABLE;
+    if (devices[i]!.device_id === dev.deviceId) {
+      return devices[i]!.state === WireDeviceState.UNREACHABLE;
     }
   }
   return false;

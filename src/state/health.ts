@@ -31,7 +31,7 @@ export function boundedDescriptorTags(
   for (const key of Object.keys(tags).sort()) {
     if (n === MAX_DESCRIPTOR_TAGS) break;
     if (utf8Length(key) > MAX_DESCRIPTOR_TEXT_BYTES) continue;
-    out[key] = truncateUtf8(tags[key], MAX_DESCRIPTOR_TEXT_BYTES);
+    out[key] = truncateUtf8(tags[key]!, MAX_DESCRIPTOR_TEXT_BYTES);
     n++;
   }
   return out;

@@ -681,7 +681,7 @@ export class StateCache implements FreshReader {
     const listeners = this.#polledListeners;
     for (let i = 0; i < listeners.length; i++) {
       try {
-        listeners[i](dev);
+        listeners[i]!(dev);
       } catch (err) {
         this.#listenerErrors.warn(
           `device poll listener failed for ${deviceHandle(dev.providerId, dev.deviceId)}: ${

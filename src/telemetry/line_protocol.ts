@@ -77,7 +77,7 @@ function nonEmpty(escaped: string, raw: string): string {
 
 /** Percent-encodes a first character that a name may not start with (`_` reserved, `#` comment). */
 function allowedStart(escaped: string, reserved: RegExp): string {
-  return reserved.test(escaped) ? percent(escaped[0]) + escaped.slice(1) : escaped;
+  return reserved.test(escaped) ? percent(escaped[0]!) + escaped.slice(1) : escaped;
 }
 
 /** Escapes a tag value: `,` `=` space `\` get a backslash; never empty. */

@@ -83,7 +83,7 @@ export type RowOmission =
 
 /** A row plus what its builder had to leave out. */
 export interface BuiltRow extends Row {
-  readonly omission?: RowOmission;
+  readonly omission?: RowOmission | undefined;
 }
 
 const str = (value: string): FieldValue => ({ kind: "string", value });

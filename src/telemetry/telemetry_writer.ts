@@ -109,11 +109,11 @@ export interface TelemetryWriterOptions {
   /** 0 disables health snapshots. */
   readonly healthIntervalMs: number;
   /** A live health snapshot (the runtime does a GetHealth round-trip per provider). */
-  readonly healthSnapshot?: () => Promise<ProviderHealthView[]>;
+  readonly healthSnapshot?: (() => Promise<ProviderHealthView[]>) | undefined;
   /** The time, and every timer of the writer (flush tick, health, write timeout). */
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly tuning?: Partial<TelemetryTuning>;
+  readonly tuning?: Partial<TelemetryTuning> | undefined;
   /**
    * Where writes go; default the InfluxDB client's HTTP transport for `influx.url` (loaded by
    * loadInfluxClient()). Tests pass their own to drive the retry and isolation logic without a
@@ -185,8 +185,8 @@ export function telemetryOptionsFromConfig(
     envToken?: string;
     clock: Clock;
     logger: Logger;
-    healthSnapshot?: () => Promise<ProviderHealthView[]>;
-    tuning?: Partial<TelemetryTuning>;
+    healthSnapshot?: (() => Promise<ProviderHealthView[]>) | undefined;
+    tuning?: Partial<TelemetryTuning> | undefined;
   },
 ): TelemetryWriterOptions {
   const t = config.telemetry;
@@ -685,7 +685,7 @@ export class TelemetryWriter {
     let refusal = first;
     const drop = (seg: Segment) => {
       dropped += seg.rows.length;
-      firstDropped ??= seg.rows[0];
+      firstDropped ??= seg.rows[0] ?? null;
     };
     let unsent: string[] = [];
     while (work.length > 0) {

@@ -115,7 +115,7 @@ export class RandomMessages {
   }
 
   pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)];
+    return xs[this.int(xs.length)]!;
   }
 
   /** A random object of `type`; `depth` bounds nesting. */
@@ -132,9 +132,9 @@ export class RandomMessages {
         const i = this.int(members.length + 1);
         if (i === members.length) continue; // none set
         const m = members[i];
-        m.resolve();
-        this.covered.add(`${type.fullName}.${m.name}`);
-        obj[m.name] = this.single(m, depth, true);
+        m!.resolve();
+        this.covered.add(`${type.fullName}.${m!.name}`);
+        obj[m!.name] = this.single(m!, depth, true);
         continue;
       }
       if (this.chance(0.25)) continue;

@@ -110,7 +110,7 @@ Deno.test("AdppClient expires several pending requests in turn and keeps the ans
       (e) => order.push(`${name} ${(e as RuntimeError).code}`),
     );
   const settled = [expired("a", a), expired("b", b), expired("c", c)];
-  await p.reply({ request_id: reqs[2].request_id, status: OK, list_devices: {} }); // c answered
+  await p.reply({ request_id: reqs[2]!.request_id, status: OK, list_devices: {} }); // c answered
   await settled[2];
   p.clock.advance(60);
   await Promise.all(settled);

@@ -206,7 +206,7 @@ Deno.test("encodeRequest ignores `payload` and `kind`, so a decoded message enco
   const bytes = req(msg);
   const decoded = decodeRequest(bytes);
   assert.equal(decoded.payload, "call");
-  assert.equal(decoded.call?.args?.x.kind, "bool_value");
+  assert.equal((decoded.call?.args?.x)!.kind, "bool_value");
   assert.equal(hex(encodeRequest(decoded)), hex(bytes));
 });
 
@@ -250,7 +250,7 @@ Deno.test("encodeResponse writes an ArgSpec optional bound at 0 (it has presence
       capabilities: { functions: [{ args: [{ min_int64: 0, max_uint64: 0n }] }] },
     },
   });
-  const arg = decodeResponse(bytes).describe_device?.capabilities?.functions?.[0].args?.[0];
+  const arg = (decodeResponse(bytes).describe_device?.capabilities?.functions?.[0])!.args?.[0];
   assert.deepStrictEqual(arg, { min_int64: 0, max_uint64: 0 });
 });
 
@@ -267,7 +267,7 @@ for (const size of [127, 128, 16383, 16384, 2097151, 2097152]) {
       request_id: 9,
       read_signals: { values: [{ signal_id: "s", value: { type: 5, string_value: text } }] },
     };
-    const got = decodeResponse(resp(msg)).read_signals?.values?.[0].value?.string_value;
+    const got = (decodeResponse(resp(msg)).read_signals?.values?.[0])!.value?.string_value;
     assert.equal(got?.length, text.length);
     assert.ok(got === text);
   });
@@ -324,7 +324,7 @@ Deno.test("encodeResponse takes the doubles 2^63 and 2^64 as the int64 and uint6
   assert.equal(hex(resp(max)), hex(resp(exact)));
   // The maxima decode (as plain numbers) to the same doubles, and encode back to the same bytes.
   const decoded = decodeResponse(resp(exact));
-  assert.deepStrictEqual(decoded.describe_device?.capabilities?.functions?.[0].args?.[0], {
+  assert.deepStrictEqual((decoded.describe_device?.capabilities?.functions?.[0])!.args?.[0], {
     max_int64: 2 ** 63,
     max_uint64: 2 ** 64,
   });

@@ -192,7 +192,10 @@ Deno.test("decodeResponse returns bytes that do not alias the input buffer", () 
   const bytes = unhex(responseWithValue(ld("3a", "010203")));
   const got = decodeResponse(bytes);
   bytes.fill(0xee);
-  assert.deepStrictEqual(got.read_signals?.values?.[0].value?.bytes_value, Uint8Array.of(1, 2, 3));
+  assert.deepStrictEqual(
+    (got.read_signals?.values?.[0])!.value?.bytes_value,
+    Uint8Array.of(1, 2, 3),
+  );
 });
 
 Deno.test("decodeResponse on 20000 random corruptions of a valid message throws an Error or returns an object", () => {

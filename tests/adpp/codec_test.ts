@@ -217,7 +217,7 @@ for (const [name, type, value] of EXACT_CASES) {
         values: [{ signal_id: "s", value: { type: wireType, [member]: value } }],
       },
     });
-    const v = decodeResponse(bytes).read_signals?.values?.[0].value;
+    const v = (decodeResponse(bytes).read_signals?.values?.[0])!.value;
     deepStrictEqual(v, { type: wireType, [member]: value, kind: member });
     equal(typeof v?.[member], typeof value);
   });

@@ -83,8 +83,8 @@ Deno.test("FrameDecoderStream accepts a payload of exactly 1 MiB", async () => {
     payload.slice(1000),
   ]);
   equal(frames.length, 1);
-  equal(frames[0].length, MAX_FRAME_BYTES);
-  equal(frames[0][MAX_FRAME_BYTES - 1], 7);
+  equal(frames[0]!.length, MAX_FRAME_BYTES);
+  equal(frames[0]![MAX_FRAME_BYTES - 1], 7);
 });
 
 Deno.test("encodeFrame writes a uint32 little-endian prefix", () => {
@@ -234,7 +234,7 @@ for (const [what, source] of Object.entries(SOURCES)) {
 
   Deno.test(`FrameReader on ${what} accepts exactly the limit and refuses one byte more`, async () => {
     const at = (n: number) => new FrameReader(source([lePrefix(n), new Uint8Array(n)]), 100, 64);
-    equal((await readAll(at(100)))[0].length, 100);
+    equal((await readAll(at(100)))[0]!.length, 100);
     await rejects(readAll(at(101)), isFrameError("oversize"));
   });
 }

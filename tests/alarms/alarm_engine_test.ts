@@ -404,7 +404,7 @@ function gate(
   origin: CallOrigin = "manual",
 ): RuntimeError | null {
   const [p, d] = handle.split("/");
-  return s.engine.gate({ fn: f, device: device(p, d), origin });
+  return s.engine.gate({ fn: f, device: device(p!, d!), origin });
 }
 
 Deno.test("AlarmEngine's gate refuses blocked functions while the condition holds, for every origin but safety", async () => {
@@ -575,7 +575,7 @@ alarms:
     t0 = s.fx.clock.monoMs();
     s.engine.shelve("hot", 5_000);
     s.fx.clock.mono += 5_000;
-    assert.equal(s.engine.alarms()[0].state, "active", "a read never shows an expired shelve");
+    assert.equal(s.engine.alarms()[0]!.state, "active", "a read never shows an expired shelve");
     assert.ok(!shelveAt(t0), "expiring it on a read clears its timer");
     s.engine.shelve("hot", 5_000);
   } finally {
@@ -614,13 +614,13 @@ alarms:
     const after = s.engine.alarms();
     const byId = (v: typeof before) => Object.fromEntries(v.map((a) => [a.id, a]));
     for (const id of ["trip", "warm", "hot"]) {
-      const { message: _m, ...was } = byId(before)[id];
-      const { message: _n, ...now } = byId(after)[id];
+      const { message: _m, ...was } = byId(before)[id]!;
+      const { message: _n, ...now } = byId(after)[id]!;
       assert.deepEqual(now, was, id);
     }
-    assert.equal(byId(after).hot.message, "much too hot", "the new text is shown");
-    assert.equal(byId(after).trip.state, "active_acked");
-    assert.equal(byId(after).warm.state, "shelved");
+    assert.equal(byId(after).hot!.message, "much too hot", "the new text is shown");
+    assert.equal(byId(after).trip!.state, "active_acked");
+    assert.equal(byId(after).warm!.state, "shelved");
     // The carried shelve runs out on the new engine's timer.
     assert.ok(s.timers.dueTimes().includes(1_000 + 60_000));
     s.fx.clock.mono = 1_000 + 60_000;
@@ -673,7 +673,7 @@ Deno.test("AlarmEngine evaluation allocates nothing when nothing changes (100 al
     const grown = [...growths].sort((a, b) => a - b)[1];
     // One 16-byte object per evaluation would be 320 KB; per alarm, 32 MB.
     assert.ok(
-      grown < 100_000,
+      grown! < 100_000,
       `heap grew by ${growths.join(", ")} bytes over ${rounds} evaluations`,
     );
     assert.deepEqual(s.events, [], "nothing changed");
@@ -723,7 +723,7 @@ interlocks:
   try {
     s.fx.clock.mono = 1_000;
     await s.read([temp(25)]);
-    assert.equal(s.engine.interlocks()[0].blocking, false);
+    assert.equal(s.engine.interlocks()[0]!.blocking, false);
     // Nothing polls: the engine's own timer finds the sample stale 1000 ms after receipt.
     s.fx.clock.mono = 2_000;
     s.timers.fireDue();
@@ -921,8 +921,8 @@ interlocks:
     const started = s.fx.clock.wallMs;
     s.fx.clock.wallMs = started + 60_000;
     const [view] = s.engine.interlocks();
-    assert.equal(view.blocking, false);
-    assert.equal(view.since_epoch_ms, started);
+    assert.equal(view!.blocking, false);
+    assert.equal(view!.since_epoch_ms, started);
   } finally {
     await s.close();
   }

@@ -271,11 +271,11 @@ Deno.test("AlarmMonitor keeps the last MAX_ALARM_TRANSITIONS transitions, oldest
   const f = new Feed(alarm());
   for (let i = 0; i < MAX_ALARM_TRANSITIONS; i++) f.value(i % 2 === 0 ? 81 : 70);
   assert.equal(f.m.transitions().length, MAX_ALARM_TRANSITIONS);
-  assert.equal(f.m.transitions()[0].transition, "raise");
+  assert.equal(f.m.transitions()[0]!.transition, "raise");
   f.value(81); // one more: the first raise is dropped
   const ts = f.m.transitions();
   assert.equal(ts.length, MAX_ALARM_TRANSITIONS);
-  assert.equal(ts[0].transition, "clear");
+  assert.equal(ts[0]!.transition, "clear");
   assert.equal(ts.at(-1)!.transition, "raise");
   assert.equal(ts.at(-1)!.at_epoch_ms, WALL0 + f.mono);
 });

@@ -76,7 +76,7 @@ Deno.test("Kernel.reload in AUTO refuses removing the AUTO -> FAULT hook; FAULT 
     });
     const r = await rt.reload(next);
     assert.deepEqual(refusedSections(r), ["automation.mode_transition_hooks"]);
-    assert.match(r.refused[0].why, /no hook covers AUTO -> FAULT any more/);
+    assert.match(r.refused[0]!.why, /no hook covers AUTO -> FAULT any more/);
     assert.match(summarize(r), /refused automation\.mode_transition_hooks/);
     // In effect: the old hooks. FAULT runs them: motor 1 to 0.
     assert.deepEqual(rt.config.automation.modeTransitionHooks.beforeTransition, [
@@ -107,7 +107,7 @@ Deno.test("Kernel.reload in AUTO keeps a parameter's still-valid value when its 
     // 0..0.3 would reset it to its default: the running recipe would change. Refused.
     const moved = await rt.reload(withAutomation(base, { parameters: params(0.3) }));
     assert.deepEqual(refusedSections(moved), ["automation.parameters"]);
-    assert.match(moved.refused[0].why, /motor_duty \(its value 0\.5 would go to the default/);
+    assert.match(moved.refused[0]!.why, /motor_duty \(its value 0\.5 would go to the default/);
     assert.equal(rt.parameters!.value("motor_duty"), 0.5);
     assert.equal(rt.parameters!.get("motor_duty")!.max, 0.8, "the narrowed bounds stay");
   });
@@ -122,7 +122,7 @@ Deno.test("Kernel.reload in AUTO refuses weakening the e-stop, and applies it wi
     };
     const inAuto = await rt.reload(weaker);
     assert.deepEqual(refusedSections(inAuto), ["safety"]);
-    assert.match(inAuto.refused[0].why, /no longer verifies sim0\/motorctl0\/motor1_duty/);
+    assert.match(inAuto.refused[0]!.why, /no longer verifies sim0\/motorctl0\/motor1_duty/);
     assert.equal(rt.config.safety.safeState.expect.length, 1, "the old safety stays in effect");
     assert.equal(rt.estop.status().unverified_devices?.includes("sim0/motorctl0"), false);
 
@@ -151,7 +151,7 @@ alarms:
 `);
     const noInterlock = await rt.reload({ ...base, alarms: watcher.alarms, interlocks: [] });
     assert.deepEqual(refusedSections(noInterlock), ["alarms"]);
-    assert.match(noInterlock.refused[0].why, /interlock hot removed/);
+    assert.match(noInterlock.refused[0]!.why, /interlock hot removed/);
     assert.deepEqual(rt.alarms.interlocks().map((i) => i.id), ["hot"]);
     assert.deepEqual(rt.alarms.alarms().map((a) => a.id), ["trip"], "nothing of it applied");
     const added = await rt.reload({
@@ -178,8 +178,8 @@ Deno.test("Kernel.reload: a section whose owner fails keeps its old value and is
     };
     const first = await rt.reload(broken);
     assert.equal(first.failed.length, 1);
-    assert.equal(first.failed[0].section, "telemetry");
-    assert.match(first.failed[0].why, /telemetry\.influxdb\.token is empty/);
+    assert.equal(first.failed[0]!.section, "telemetry");
+    assert.match(first.failed[0]!.why, /telemetry\.influxdb\.token is empty/);
     assert.equal(rt.config.telemetry.enabled, false, "the old value stays in effect");
     assert.equal(rt.telemetry.status().enabled, false);
     const again = await rt.reload(broken);

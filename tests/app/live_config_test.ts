@@ -127,7 +127,7 @@ Deno.test("The section table covers every field of the configuration, each in ex
     for (const [top, inner] of keys) {
       const changed = structuredClone(base) as unknown as Record<string, Record<string, unknown>>;
       if (inner === null) changed[top] = ["changed"] as unknown as Record<string, unknown>;
-      else changed[top][inner] = "changed";
+      else changed[top]![inner] = "changed";
       const seeing = CONFIG_SECTIONS.filter((s) =>
         JSON.stringify(s.read(base)) !== JSON.stringify(s.read(changed as unknown as Config))
       ).map((s) => s.key);

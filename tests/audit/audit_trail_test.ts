@@ -69,14 +69,14 @@ Deno.test("AuditTrail collapses consecutive identical calls into one entry with 
   t.record(duty(0.6)); // different args: closes the open entry
   const entries = await all(t);
   assert.equal(entries.length, 2);
-  assert.equal(entries[0].count, 50);
-  assert.equal(entries[0].first_time_epoch_ms, first);
-  assert.equal(entries[0].time_epoch_ms, first);
-  assert.equal(entries[0].last_time_epoch_ms, first + 490);
-  assert.equal(entries[0].origin.node, "Main/Sequence[0]/CallDevice[0]");
-  assert.equal(entries[0].mode, "AUTO");
-  assert.equal(entries[1].count, 1);
-  assert.deepEqual(entries[1].args?.duty, { type: "double", double: 0.6 });
+  assert.equal(entries[0]!.count, 50);
+  assert.equal(entries[0]!.first_time_epoch_ms, first);
+  assert.equal(entries[0]!.time_epoch_ms, first);
+  assert.equal(entries[0]!.last_time_epoch_ms, first + 490);
+  assert.equal(entries[0]!.origin.node, "Main/Sequence[0]/CallDevice[0]");
+  assert.equal(entries[0]!.mode, "AUTO");
+  assert.equal(entries[1]!.count, 1);
+  assert.deepEqual(entries[1]!.args?.duty, { type: "double", double: 0.6 });
   await t.close();
   assert.equal(time.pendingTimers, 0);
 });
@@ -156,7 +156,7 @@ Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted
   assert.strictEqual(oneByOne().length, AUDIT_UNTRUSTED_PER_WINDOW);
   // The call is recorded as it happens (closed by the refusal after it), never summed up.
   assert.strictEqual(calls().length, 1);
-  assert.strictEqual(calls()[0].time_epoch_ms, start + 500 * 10);
+  assert.strictEqual(calls()[0]!.time_epoch_ms, start + 500 * 10);
   // The rest of the window is one entry, written when the window ends.
   time.advance(start + AUDIT_UNTRUSTED_WINDOW_MS - time.wall - 1);
   assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 1);
@@ -253,7 +253,7 @@ Deno.test("AuditTrail without a journal keeps the last AUDIT_MEMORY_ENTRIES entr
   for (let i = 0; i < AUDIT_MEMORY_ENTRIES + 5; i++) t.record(duty(i / 10_000));
   const entries = await all(t, 333);
   assert.equal(entries.length, AUDIT_MEMORY_ENTRIES);
-  assert.equal(entries[0].seq, 6);
+  assert.equal(entries[0]!.seq, 6);
   assert.equal(entries.at(-1)!.seq, AUDIT_MEMORY_ENTRIES + 5);
   assert.equal(t.status().journal, "memory");
   await t.close();
@@ -285,7 +285,7 @@ Deno.test("AuditTrail rotates at max_file_bytes, keeps max_files and pages acros
     const retained = await all(t, 5);
     assert.ok(retained.length > 5 && retained.length < 40, `${retained.length} retained`);
     const seqs = retained.map((e) => e.seq);
-    assert.deepEqual(seqs, seqs.map((_, i) => seqs[0] + i));
+    assert.deepEqual(seqs, seqs.map((_, i) => seqs[0]! + i));
     assert.equal(seqs.at(-1), 40);
     const lineCounts = await Promise.all(
       names.map(async (n) =>
@@ -302,7 +302,7 @@ Deno.test("AuditTrail rotates at max_file_bytes, keeps max_files and pages acros
     }
     t.flushOpen();
     const resumed = await t.query({ limit: 1, cursor: mid.next_cursor! });
-    assert.equal(resumed.entries[0].seq, lastSeen + 1);
+    assert.equal(resumed.entries[0]!.seq, lastSeen + 1);
     await assert.rejects(
       t.query({ limit: 1, cursor: "bm90LWEtY3Vyc29y" }),
       (e: unknown) =>
@@ -382,8 +382,8 @@ Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and 
     assert.ok(intent);
     const lines = await journalLines(dir);
     assert.equal(lines.length, 1);
-    assert.match(lines[0], /^\{"intent":/);
-    assert.equal(JSON.parse(lines[0]).args.duty.double, 0.5);
+    assert.match(lines[0]!, /^\{"intent":/);
+    assert.equal(JSON.parse(lines[0]!).args.duty.double, 0.5);
     t.record({ ...duty(0.5), intent });
     // The same call again: the open entry stands for it, nothing more is written ahead.
     assert.equal(await t.writeAhead(call(0.5)), null);
@@ -394,7 +394,7 @@ Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and 
     await t.close();
     const all = await journalLines(dir);
     assert.equal(all.length, 2, "the write-ahead record and the entry that settles it");
-    assert.deepEqual(JSON.parse(all[1]).intents, [intent.id]);
+    assert.deepEqual(JSON.parse(all[1]!).intents, [intent.id]);
     assert.equal(files.syncs, 1, "one fsync, at close: none per call");
   });
 });
@@ -422,11 +422,11 @@ Deno.test("AuditTrail records a call written ahead by an earlier process without
       ["interrupted", { type: "double", double: 0.2 }],
     ]);
     const e = entries[1];
-    assert.equal(e.count, 1);
-    assert.equal(e.time_epoch_ms, time.wall);
-    assert.equal(e.result, null);
-    assert.equal(e.origin.node, "Main/Sequence[0]/CallDevice[0]");
-    assert.match(e.reason ?? "", /^the runtime ended after this call passed every check/);
+    assert.equal(e!.count, 1);
+    assert.equal(e!.time_epoch_ms, time.wall);
+    assert.equal(e!.result, null);
+    assert.equal(e!.origin.node, "Main/Sequence[0]/CallDevice[0]");
+    assert.match(e!.reason ?? "", /^the runtime ended after this call passed every check/);
     await after.close();
     // A third start finds it settled by the interrupted entry: recorded once.
     const third = trail(time);
@@ -463,10 +463,10 @@ Deno.test("AuditTrail counts entries lost on a full disk (an injected file port)
     const page = await t.query({ limit: 10 });
     assert.deepEqual(page.entries.map((e) => e.action), ["estop", "estop_clear", "gap"]);
     const gap = page.entries[2];
-    assert.equal(gap.count, 5);
-    assert.equal(gap.first_time_epoch_ms, firstLost);
-    assert.equal(gap.last_time_epoch_ms, firstLost + 40);
-    assert.match(gap.reason ?? "", /^5 entries were not journaled: .*No space left on device/);
+    assert.equal(gap!.count, 5);
+    assert.equal(gap!.first_time_epoch_ms, firstLost);
+    assert.equal(gap!.last_time_epoch_ms, firstLost + 40);
+    assert.match(gap!.reason ?? "", /^5 entries were not journaled: .*No space left on device/);
     assert.equal(t.status().gap_pending, 0);
     await t.close();
     const restarted = trail(time);
@@ -497,7 +497,7 @@ Deno.test("AuditTrail.query reports a torn, a damaged and an over-long line with
     await reader.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
     const page = await reader.query({ limit: 100 });
     assert.deepEqual(page.entries.map((e) => e.seq), [1, 2, 1]);
-    assert.match(page.entries[1].reason ?? "", /\[truncated: \d+ of 40000 bytes kept\]$/);
+    assert.match(page.entries[1]!.reason ?? "", /\[truncated: \d+ of 40000 bytes kept\]$/);
     const at = (n: number) => good.length + 1 + long.length + 1 + n;
     assert.deepEqual(page.problems, [
       {

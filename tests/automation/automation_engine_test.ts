@@ -110,11 +110,11 @@ Deno.test("AutomationEngine services call the router as automated with the halt 
     engine.services.callDevice("sim0/motorctl0", "set_motor_duty", {}, abort.signal),
   );
   assert.equal(calls.length, 1);
-  assert.equal(calls[0].providerId, "sim0");
-  assert.equal(calls[0].deviceId, "motorctl0");
-  assert.equal(calls[0].functionName, "set_motor_duty");
-  assert.equal(calls[0].origin, "automated");
-  assert.equal(calls[0].signal, abort.signal);
+  assert.equal(calls[0]!.providerId, "sim0");
+  assert.equal(calls[0]!.deviceId, "motorctl0");
+  assert.equal(calls[0]!.functionName, "set_motor_duty");
+  assert.equal(calls[0]!.origin, "automated");
+  assert.equal(calls[0]!.signal, abort.signal);
   await assert.rejects(
     engine.services.callDevice("motorctl0", "set_motor_duty", {}, abort.signal),
     { code: "INVALID_ARGUMENT" },
@@ -152,7 +152,7 @@ Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
   modes.set("AUTO");
   assert.equal(engine.runner!.tickOnce(), null);
   assert.equal(modes.faults.length, 1);
-  assert.match(modes.faults[0], /^automation fault: .*'y'.*Main\/Script\[0\]/);
+  assert.match(modes.faults[0]!, /^automation fault: .*'y'.*Main\/Script\[0\]/);
   assert.equal(modes.mode, "FAULT");
   assert.equal(engine.status().execution_status, "failed");
 });
@@ -209,7 +209,7 @@ class FakeOutages {
     return () => {};
   }
   set(handle: string, kind: DeviceConditionKind): void {
-    const [providerId, deviceId] = handle.split("/");
+    const [providerId, deviceId] = handle.split("/") as [string, string];
     const previous = this.kinds.get(handle) ?? "up";
     this.kinds.set(handle, kind);
     for (const l of this.#listeners) {
@@ -217,7 +217,7 @@ class FakeOutages {
         providerId,
         deviceId,
         previous,
-        condition: this.condition(providerId, deviceId),
+        condition: this.condition(providerId!, deviceId!),
         atWallMs: 1,
       });
     }
@@ -264,10 +264,10 @@ Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names g
     }) as unknown as GateContext;
   assert.equal(gates.length, 1);
   assert.match(
-    String((gates[0](ctx("automated")) as Error).message),
+    String((gates[0]!(ctx("automated")) as Error).message),
     /^Device-loss latch: sim0\/relayio0 was lost \(its reads fail at /,
   );
-  assert.equal(gates[0](ctx("manual")), null, "manual calls are exempt");
+  assert.equal(gates[0]!(ctx("manual")), null, "manual calls are exempt");
 
   // The device the tree names: FAULT at once, with the device in the reason.
   outages.set("sim0/motorctl0", "down");

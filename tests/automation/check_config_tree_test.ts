@@ -43,8 +43,8 @@ Deno.test("--check-config reports behavior tree diagnostics of the file and its 
     const lines = r.stdout.trim().split("\n");
     assert.equal(lines.length, 3, r.stdout);
     const [main, sub] = lines.slice(0, 2).sort();
-    assert.match(main, /^bt\/main\.xml:4:15: error: .*Blink/);
-    assert.match(sub, /^bt\/sub\.xml:3:5: error: .*function_name/);
+    assert.match(main!, /^bt\/main\.xml:4:15: error: .*Blink/);
+    assert.match(sub!, /^bt\/sub\.xml:3:5: error: .*function_name/);
     assert.equal(lines[2], "cfg.yaml: 2 errors, 0 warnings");
   });
 });

@@ -85,7 +85,8 @@ Deno.test("runtimeYaml adds automation with the AUTO -> FAULT hook workload 8 ne
   }
   const hook = a.modeTransitionHooks.beforeTransition[0];
   if (
-    hook.from !== "AUTO" || hook.to !== "FAULT" || hook.calls[0].functionName !== "set_motor_duty"
+    hook!.from !== "AUTO" || hook!.to !== "FAULT" ||
+    hook!.calls[0]!.functionName !== "set_motor_duty"
   ) {
     throw new Error(`unexpected hook ${JSON.stringify(hook)}`);
   }
@@ -133,7 +134,7 @@ Deno.test("runtimeYaml gives every provider the restart_policy bench/estop_storm
     });
   }
   const plain = checkLoad(runtimeYaml(baseOptions())).config!;
-  assert.equal(plain.providers[0].restartPolicy.enabled, false);
+  assert.equal(plain.providers[0]!.restartPolicy.enabled, false);
 });
 
 /** loadConfig in check mode with every file and command taken to exist. */

@@ -74,7 +74,7 @@ Deno.test("replay answer: the recorded body under the asked request_id, per devi
   assert.deepStrictEqual(h.hello, HELLO.hello);
   const r = decodeResponse(answer(encodeRequest(read(7, "dev1")), rec));
   assert.strictEqual(r.request_id, 7);
-  assert.strictEqual(r.read_signals?.values?.[0].value?.double_value, 21.5);
+  assert.strictEqual((r.read_signals?.values?.[0])!.value?.double_value, 21.5);
 });
 
 Deno.test("replay answer: nothing recorded -> INVALID_ARGUMENT naming the key, not silence", () => {

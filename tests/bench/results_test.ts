@@ -9,15 +9,15 @@ Deno.test("Recorder summarizes each runtime and computes median(B)/median(A)", (
   for (const v of [50, 150]) r.add("B", KEY, v);
   r.add("A", KEY, NaN); // a window without samples is dropped, not averaged in
   const [rec] = r.records();
-  assert.deepEqual(rec.runtimes.A, {
+  assert.deepEqual(rec!.runtimes.A, {
     values: [100, 300, 200],
     min: 100,
     median: 200,
     max: 300,
     n: 3,
   });
-  assert.equal(rec.runtimes.B?.median, 100);
-  assert.equal(rec.ratioBA, 0.5);
+  assert.equal(rec!.runtimes.B?.median, 100);
+  assert.equal(rec!.ratioBA, 0.5);
 });
 
 Deno.test("Recorder orders rows by workload, keeping first-seen order within one", () => {

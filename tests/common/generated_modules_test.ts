@@ -22,7 +22,7 @@ async function jsModules(dir = SRC, prefix = ""): Promise<string[]> {
 /** The value names a declaration file exports (`default` for a default export). */
 function declaredNames(dts: string): string[] {
   const names = [...dts.matchAll(/^export declare (?:const|let|var|function|class) ([\w$]+)/gm)]
-    .map((m) => m[1]);
+    .map((m) => m[1]!);
   if (/^export default /m.test(dts)) names.push("default");
   return names.sort();
 }

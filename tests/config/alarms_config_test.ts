@@ -58,13 +58,18 @@ ${PROV}
     path: "alarms[0]",
   });
   assert.deepEqual(
-    [b.deviceId, b.alarmWhen, b.level, b.hysteresis, b.delayMs, b.onBadQuality, b.action],
+    [b!.deviceId, b!.alarmWhen, b!.level, b!.hysteresis, b!.delayMs, b!.onBadQuality, b!.action],
     ["a/b", true, "MINOR", 0, 0, "alarm", "none"],
   );
-  assert.deepEqual(b.limits, {});
-  assert.deepEqual([c.alarmWhen, c.level, c.action, c.message], ["closed", "MAJOR", "estop", ""]);
+  assert.deepEqual(b!.limits, {});
+  assert.deepEqual([c!.alarmWhen, c!.level, c!.action, c!.message], [
+    "closed",
+    "MAJOR",
+    "estop",
+    "",
+  ]);
   const [il] = r.config!.interlocks;
-  assert.deepEqual(il.block, [
+  assert.deepEqual(il!.block, [
     {
       handle: "p0/motorctl0/set_motor_duty",
       providerId: "p0",
@@ -73,14 +78,14 @@ ${PROV}
     },
     { handle: "p0/relayio0/*", providerId: "p0", deviceId: "relayio0", functionName: "*" },
   ]);
-  assert.equal(il.conditionText, "p0/tempctl0/tc1_temp > 80 or bad(p0/tempctl0/tc2_temp)");
-  assert.equal(il.condition.kind, "or");
-  assert.deepEqual(il.signals.map((s) => s.handle), [
+  assert.equal(il!.conditionText, "p0/tempctl0/tc1_temp > 80 or bad(p0/tempctl0/tc2_temp)");
+  assert.equal(il!.condition.kind, "or");
+  assert.deepEqual(il!.signals.map((s) => s.handle), [
     "p0/tempctl0/tc1_temp",
     "p0/tempctl0/tc2_temp",
   ]);
-  assert.equal(il.message, "Motors stay put while hot");
-  assert.equal(il.path, "interlocks[0]");
+  assert.equal(il!.message, "Motors stay put while hot");
+  assert.equal(il!.path, "interlocks[0]");
 });
 
 Deno.test("the warning for an alarm that stops the machine but ignores bad input says what it means", () => {
@@ -329,7 +334,7 @@ Deno.test("loadConfig bounds the number of alarms, of interlocks and of block en
   assert.equal(load(alarms(MAX_ALARMS)).config!.alarms.length, MAX_ALARMS);
   const tooMany = load(alarms(MAX_ALARMS + 1));
   assert.deepEqual(summary(tooMany), ["error alarms @1"]);
-  assert.match(tooMany.diagnostics[0].message, /has 1001 entries, at most 1000 \(MAX_ALARMS\)/);
+  assert.match(tooMany.diagnostics[0]!.message, /has 1001 entries, at most 1000 \(MAX_ALARMS\)/);
 
   const interlocks = (n: number) =>
     `interlocks:\n${
@@ -348,7 +353,7 @@ Deno.test("loadConfig bounds the number of alarms, of interlocks and of block en
   assert.deepEqual(summary(load(blocks(MAX_INTERLOCK_BLOCK_ENTRIES))), []);
   const tooLong = load(blocks(MAX_INTERLOCK_BLOCK_ENTRIES + 1));
   assert.deepEqual(summary(tooLong), ["error interlocks[0].block @5"]);
-  assert.match(tooLong.diagnostics[0].message, /has 65 entries, at most 64/);
+  assert.match(tooLong.diagnostics[0]!.message, /has 65 entries, at most 64/);
 });
 
 Deno.test("a malformed condition is reported at its key's line:col with the column inside the condition", () => {

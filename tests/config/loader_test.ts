@@ -96,7 +96,7 @@ automation:
 `);
   assert.ok(Object.isFrozen(config));
   assert.ok(Object.isFrozen(config.providers));
-  assert.ok(Object.isFrozen(config.providers[0].restartPolicy.backoffMs));
+  assert.ok(Object.isFrozen(config.providers[0]!.restartPolicy.backoffMs));
   assert.ok(Object.isFrozen(config.automation.parameters[0]));
   assert.throws(() => {
     (config.http as { port: number }).port = 1;
@@ -154,8 +154,8 @@ automation:
     after_transition: [{from: "*", to: FAULT, calls: [{device_handle: p0/d, function_name: stop}]}]
 `);
   assert.equal(diagnostics.length, 1);
-  assert.equal(diagnostics[0].severity, "warning");
-  assert.match(diagnostics[0].message, /deprecated/);
+  assert.equal(diagnostics[0]!.severity, "warning");
+  assert.match(diagnostics[0]!.message, /deprecated/);
   assert.equal(config?.automation.behaviorTree, "/etc/rig/bt.xml");
 });
 
@@ -201,7 +201,7 @@ safety:
           k: open_loop
           l: -7
 `);
-  const args = config.safety.safeState.hooks[0].args;
+  const args = config.safety.safeState.hooks[0]!.args;
   const expected: Record<string, CallArgValue> = {
     a: { type: "int64", int64: 120 },
     b: { type: "int64", int64: 120 },
@@ -218,7 +218,7 @@ safety:
   };
   assert.deepEqual(args, expected);
   assert.equal(config.safety.present, true);
-  assert.equal(config.safety.safeState.hooks[0].path, "safety.safe_state.hooks[0]");
+  assert.equal(config.safety.safeState.hooks[0]!.path, "safety.safe_state.hooks[0]");
 });
 
 Deno.test("loadConfig normalises empty hook from/to to * and defaults fail_on_error to true", () => {
@@ -236,15 +236,15 @@ automation:
         calls: [{device_handle: p0/d0, function_id: 4}]
 `);
   const [any, fault] = config.automation.modeTransitionHooks.afterTransition;
-  assert.equal(any.from, "*");
-  assert.equal(any.to, "*");
-  assert.equal(any.failOnError, true);
-  assert.equal(any.calls[0].functionId, 0);
-  assert.equal(any.calls[0].functionName, "f");
-  assert.equal(fault.from, "AUTO");
-  assert.equal(fault.to, "FAULT");
-  assert.equal(fault.failOnError, false);
-  assert.equal(fault.path, "automation.mode_transition_hooks.after_transition[1]");
+  assert.equal(any!.from, "*");
+  assert.equal(any!.to, "*");
+  assert.equal(any!.failOnError, true);
+  assert.equal(any!.calls[0]!.functionId, 0);
+  assert.equal(any!.calls[0]!.functionName, "f");
+  assert.equal(fault!.from, "AUTO");
+  assert.equal(fault!.to, "FAULT");
+  assert.equal(fault!.failOnError, false);
+  assert.equal(fault!.path, "automation.mode_transition_hooks.after_transition[1]");
 });
 
 Deno.test("loadConfig reads parameters with their bounds", () => {
@@ -285,8 +285,8 @@ providers:
       ["error", "providers[0].restart_policy.backoff_ms", 11, 7],
     ],
   );
-  assert.equal(diagnostics[2].message, "has 2 entries, max_attempts is 3");
-  assert.equal(diagnostics[0].file, "/etc/rig/runtime.yaml");
+  assert.equal(diagnostics[2]!.message, "has 2 entries, max_attempts is 3");
+  assert.equal(diagnostics[0]!.file, "/etc/rig/runtime.yaml");
 });
 
 Deno.test("loadConfig names the first definition of a duplicate key", () => {
@@ -297,12 +297,12 @@ logging:
   level: debug
 `);
   assert.equal(diagnostics.length, 1);
-  assert.deepEqual([diagnostics[0].path, diagnostics[0].line, diagnostics[0].column], [
+  assert.deepEqual([diagnostics[0]!.path, diagnostics[0]!.line, diagnostics[0]!.column], [
     "logging.level",
     4,
     3,
   ]);
-  assert.match(diagnostics[0].message, /duplicate key \(first defined on line 3\)/);
+  assert.match(diagnostics[0]!.message, /duplicate key \(first defined on line 3\)/);
 });
 
 Deno.test("loadConfig suggests the closest known key for a misspelt one", () => {
@@ -311,17 +311,17 @@ ${PROV}
 polling:
   intervl_ms: 500
 `);
-  assert.equal(diagnostics[0].severity, "warning");
-  assert.match(diagnostics[0].message, /unknown key 'intervl_ms' will be ignored.*interval_ms/);
+  assert.equal(diagnostics[0]!.severity, "warning");
+  assert.match(diagnostics[0]!.message, /unknown key 'intervl_ms' will be ignored.*interval_ms/);
 });
 
 Deno.test("loadConfig reports a YAML syntax error with its position and no config", () => {
   const { config, diagnostics } = load(`${PROV}\nhttp:\n  port: "8080\n`);
   assert.equal(config, null);
   assert.equal(diagnostics.length, 1);
-  assert.equal(diagnostics[0].severity, "error");
-  assert.match(diagnostics[0].message, /^YAML syntax error/);
-  assert.ok(diagnostics[0].line >= 3);
+  assert.equal(diagnostics[0]!.severity, "error");
+  assert.match(diagnostics[0]!.message, /^YAML syntax error/);
+  assert.ok(diagnostics[0]!.line >= 3);
 });
 
 Deno.test("loadConfig accepts the shipped example configurations", async () => {

@@ -31,11 +31,11 @@ ${PROV}
     ["p0", "tempctl0", "tc1_temp"],
     ["p0", "a/b", "speed"],
   ]);
-  assert.equal(ss.expect[0].equals, 0);
-  assert.equal(ss.expect[1].equals, false);
-  assert.equal(ss.expect[2].equals, "open");
-  assert.deepEqual([ss.expect[3].min, ss.expect[3].max], [undefined, 60]);
-  assert.equal(ss.expect[4].path, "safety.safe_state.expect[4]");
+  assert.equal(ss.expect[0]!.equals, 0);
+  assert.equal(ss.expect[1]!.equals, false);
+  assert.equal(ss.expect[2]!.equals, "open");
+  assert.deepEqual([ss.expect[3]!.min, ss.expect[3]!.max], [undefined, 60]);
+  assert.equal(ss.expect[4]!.path, "safety.safe_state.expect[4]");
 });
 
 const BAD: Array<{ name: string; yaml: string; expect: string[]; message?: RegExp }> = [

@@ -85,7 +85,7 @@ safety:
       - {device_handle: p0/d0, function_id: 1, args: {password: 99999999999999999999}}
 ${PROV}`);
   assert.equal(lines.length, 1);
-  assert.match(lines[0], /^4:55 error safety\.safe_state\.hooks\[0\]\.args\.password: /);
+  assert.match(lines[0]!, /^4:55 error safety\.safe_state\.hooks\[0\]\.args\.password: /);
   assertHidden(lines, "99999999999999999999");
 });
 
@@ -125,7 +125,7 @@ telemetry:
     token: tok-abcdef
 ${PROV}`);
   assert.equal(lines.length, 1);
-  assert.match(lines[0], /^4:5 error telemetry\.influxdb\.url: must be an http\(s\) URL/);
+  assert.match(lines[0]!, /^4:5 error telemetry\.influxdb\.url: must be an http\(s\) URL/);
   assertHidden(lines, "pa55w0rd");
 });
 

@@ -50,7 +50,7 @@ Deno.test("loadConfig without --strict, and at start-up, warns about unknown key
       "warning extra @10:1",
     ], JSON.stringify(o));
     assert.match(
-      got[0],
+      got[0]!,
       /unknown key 'auth_enable' will be ignored \(did you mean 'auth_enabled'\?\)$/,
     );
     assert.ok(load(YAML, o).config);

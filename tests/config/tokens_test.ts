@@ -228,6 +228,6 @@ ${PROV}
   );
   const atTokens = pasted.filter((l) => l.includes(" http.tokens "));
   assert.equal(atTokens.length, 1, pasted.join("\n"));
-  assert.ok(atTokens[0].startsWith("error http.tokens @3:3 must be a sequence"), atTokens[0]);
+  assert.ok(atTokens[0]!.startsWith("error http.tokens @3:3 must be a sequence"), atTokens[0]);
   for (const l of pasted) assert.ok(!l.includes("pasted-secret-0123456789"), l);
 });

@@ -69,10 +69,10 @@ for (const c of CASES) {
     assert.equal(config, null);
     assert.deepEqual(diagnostics.map(where), [`${c.at} error `]);
     assert.equal(
-      diagnostics[0].message,
+      diagnostics[0]!.message,
       `the file is not valid UTF-8: invalid byte at byte offset ${c.offset} (save the file as UTF-8)`,
     );
-    assert.ok(!diagnostics[0].message.includes("\ufffd"));
+    assert.ok(!diagnostics[0]!.message.includes("\ufffd"));
   });
 }
 

@@ -98,7 +98,7 @@ Deno.test("applyAlarmEvent keeps the last MAX_ALARM_TRANSITIONS transitions, as 
     a = applyAlarmEvent(a, event({ transition: i % 2 ? "raise" : "clear", timestamp_ms: i }));
   }
   assert.equal(a.transitions.length, MAX_ALARM_TRANSITIONS);
-  assert.equal(a.transitions[0].at_epoch_ms, 2, "the oldest went first");
+  assert.equal(a.transitions[0]!.at_epoch_ms, 2, "the oldest went first");
   assert.equal(a.transitions.at(-1)?.at_epoch_ms, MAX_ALARM_TRANSITIONS + 1);
 });
 

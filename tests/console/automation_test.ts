@@ -15,7 +15,7 @@ const today = {
   device_outages: [],
 };
 const why = (s: Record<string, unknown>, mode?: string) =>
-  automationWhy({ ...today, ...s }, { mode, timeOf });
+  automationWhy({ ...today, ...s }, { ...(mode === undefined ? {} : { mode }), timeOf });
 
 Deno.test("automationWhy shows the runtime's own why: not_running, why_not_running, blocked_devices", () => {
   // The runtime's answer always carries not_running (null while the tree runs in AUTO).

@@ -39,7 +39,7 @@ async function api(rt: RuntimeChild, method: string, path: string, body?: unknow
   const res = await apiFetch(`${rt.base}${path}`, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   return { status: res.status, json: await res.json() as Json };
 }

@@ -28,7 +28,7 @@ async function api(base: string, method: string, path: string, body?: unknown): 
   const res = await apiFetch(`${base}${path}`, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   const json = await res.json();
   assert.equal(res.status, 200, JSON.stringify(json));

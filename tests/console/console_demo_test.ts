@@ -36,7 +36,7 @@ async function api(rt: RuntimeChild, method: string, path: string, body?: unknow
   const res = await apiFetch(`${rt.base}${path}`, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   return { status: res.status, json: await res.json() as Json };
 }
@@ -346,7 +346,7 @@ Deno.test({
             const rows = await page.locator(".estop-actions tbody tr").allTextContents();
             assert.equal(rows.length, r.actions.length);
             for (const [i, a] of r.actions.entries()) {
-              assert.ok(rows[i].startsWith(`${a.device_handle}${a.function}`), rows[i]);
+              assert.ok(rows[i]!.startsWith(`${a.device_handle}${a.function}`), rows[i]);
             }
             assert.equal(
               await page.locator(".estop-checks tbody tr").count(),

@@ -315,7 +315,7 @@ Deno.test({
       await step(
         "without auth: by another name the refusal and its remedy are shown",
         async () => {
-          const port = runtimes[1].port;
+          const port = runtimes[1]!.port;
           const page = await browser.newPage();
           try {
             await page.goto(`http://other.test:${port}/`);

@@ -161,7 +161,7 @@ for (const [handle, id, name, deviceIndex, fnId] of RESOLVED) {
     const target = findDeclaredTarget(declared(handle, id, name), DEVICES);
     assert.ok("fn" in target, JSON.stringify(target));
     assert.equal(target.device, DEVICES[deviceIndex]);
-    assert.equal(target.fn, DEVICES[deviceIndex].functions.find((f) => f.functionId === fnId));
+    assert.equal(target.fn, DEVICES[deviceIndex]!.functions.find((f) => f.functionId === fnId));
   });
 }
 

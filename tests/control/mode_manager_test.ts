@@ -309,7 +309,7 @@ function hookFailureEvents(events: RuntimeEvent[]): RuntimeEvent[] {
 
 /** The level of each log line (lines start with the level). */
 function levels(lines: string[]): string[] {
-  return lines.map((l) => l.split(" ", 1)[0]);
+  return lines.map((l) => l.split(" ", 1)[0]!);
 }
 
 Deno.test("ModeManager requestWithReport of the current mode reports no hook failures and runs no hooks", async () => {

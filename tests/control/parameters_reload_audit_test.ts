@@ -46,11 +46,11 @@ Deno.test("ParameterStore.redeclare keeps a value the new declaration still acce
     const { s } = store();
     s.set("temp", 55);
     assert.deepStrictEqual(
-      s.valueChanges([{ ...BASE[0], ...change }, BASE[1]]).length,
+      s.valueChanges([{ ...BASE[0]!, ...change }, BASE[1]!]).length,
       expected === 55 ? 0 : 1,
       `valueChanges: ${what}`,
     );
-    s.redeclare([{ ...BASE[0], ...change }, BASE[1]]);
+    s.redeclare([{ ...BASE[0]!, ...change }, BASE[1]!]);
     assert.strictEqual(s.value("temp"), expected, `changed ${what}`);
   }
   const strings: [string, string[], string][] = [
@@ -61,12 +61,12 @@ Deno.test("ParameterStore.redeclare keeps a value the new declaration still acce
   for (const [what, allowedValues, expected] of strings) {
     const { s } = store();
     s.set("profile", "boost");
-    s.redeclare([BASE[0], { ...BASE[1], allowedValues }]);
+    s.redeclare([BASE[0]!, { ...BASE[1]!, allowedValues }]);
     assert.strictEqual(s.value("profile"), expected, what);
   }
   const { s } = store();
   s.set("temp", 55);
-  s.redeclare([{ ...BASE[0], type: "int64", default: 30 }, BASE[1]]);
+  s.redeclare([{ ...BASE[0]!, type: "int64", default: 30 }, BASE[1]!]);
   assert.strictEqual(s.value("temp"), 30, "changed type");
 });
 
@@ -75,8 +75,8 @@ Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid defaul
   s.set("temp", 55);
   events.length = 0;
   s.redeclare([
-    { ...BASE[0], max: 50, default: 20 }, // 55 no longer allowed: reset to 20
-    { ...BASE[0], default: 70 }, // duplicate: ignored
+    { ...BASE[0]!, max: 50, default: 20 }, // 55 no longer allowed: reset to 20
+    { ...BASE[0]!, default: 70 }, // duplicate: ignored
     { name: "bad", type: "double", default: 500, min: 0, max: 10, allowedValues: [] },
     { name: "fresh", type: "bool", default: true, allowedValues: [] },
   ]);
@@ -93,7 +93,7 @@ Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid defaul
   // Declared again exactly as now: no event, value kept.
   s.set("temp", 42);
   events.length = 0;
-  s.redeclare([{ ...BASE[0], max: 50, default: 20 }, {
+  s.redeclare([{ ...BASE[0]!, max: 50, default: 20 }, {
     name: "fresh",
     type: "bool",
     default: true,
@@ -109,12 +109,12 @@ Deno.test("ParameterStore.redeclare records each reset of a value in the audit t
   s.set("profile", "boost");
   audit.length = 0;
   s.redeclare([
-    { ...BASE[0], max: 50, default: 20 }, // 55 refused: reset 55 -> 20
-    { ...BASE[1], allowedValues: ["eco", "max"] }, // boost refused: reset boost -> eco
+    { ...BASE[0]!, max: 50, default: 20 }, // 55 refused: reset 55 -> 20
+    { ...BASE[1]!, allowedValues: ["eco", "max"] }, // boost refused: reset boost -> eco
     { name: "fresh", type: "bool", default: true, allowedValues: [] }, // new: not a reset
   ]);
   // Declared as before, or a value still accepted: nothing to record.
-  s.redeclare([{ ...BASE[0], max: 50, default: 20 }, { ...BASE[1], allowedValues: ["eco"] }]);
+  s.redeclare([{ ...BASE[0]!, max: 50, default: 20 }, { ...BASE[1]!, allowedValues: ["eco"] }]);
   assert.deepStrictEqual(audit, [
     {
       action: "parameter",
@@ -168,7 +168,7 @@ Deno.test("ParameterStore.set records every set in the audit trail: accepted wit
       outcome: "refused",
       function: "temp",
       args: { value: 500 },
-      reason: audit[2].reason,
+      reason: audit[2]!.reason,
       refused_by: "validation",
       latency_ms: 0,
     },
@@ -178,13 +178,13 @@ Deno.test("ParameterStore.set records every set in the audit trail: accepted wit
       outcome: "refused",
       function: "temp",
       args: { value: "[object Object]" },
-      reason: audit[3].reason,
+      reason: audit[3]!.reason,
       refused_by: "validation",
       latency_ms: 0,
     },
   ]);
-  assert.match(audit[2].reason ?? "", /^INVALID_ARGUMENT: .*500.*max 80/);
-  assert.match(audit[3].reason ?? "", /^INVALID_ARGUMENT: /);
+  assert.match(audit[2]!.reason ?? "", /^INVALID_ARGUMENT: .*500.*max 80/);
+  assert.match(audit[3]!.reason ?? "", /^INVALID_ARGUMENT: /);
   // Scalars of every JSON kind are kept as given.
   const scalars = store([{ name: "any", type: "string", default: "", allowedValues: [] }]);
   for (const v of [null, true, 7, "x"]) assert.throws(() => scalars.s.set("nope", v));

@@ -195,9 +195,9 @@ Deno.test("ParameterStore.redeclare keeps values the new declarations accept, re
   await Promise.resolve();
   events.length = 0;
   s.redeclare([
-    PARAMS[0], // temp: identical
-    { ...PARAMS[1], max: 6 }, // count: redeclared, 7 now above max: reset
-    { ...PARAMS[3], allowedValues: ["eco", "max"] }, // profile: boost no longer allowed: reset
+    PARAMS[0]!, // temp: identical
+    { ...PARAMS[1]!, max: 6 }, // count: redeclared, 7 now above max: reset
+    { ...PARAMS[3]!, allowedValues: ["eco", "max"] }, // profile: boost no longer allowed: reset
     { name: "fresh", type: "bool", default: true, allowedValues: [] },
   ]);
   assert.deepEqual(s.list().map((p) => [p.name, p.value]), [

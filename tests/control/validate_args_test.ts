@@ -253,7 +253,7 @@ const MESSAGES: Array<[string, FunctionSpec, Record<string, TypedValue>, string]
   ],
   [
     "a uint64 for a bool argument",
-    { ...FN, args: [{ ...FN.args[4], name: "on", type: "bool" }] },
+    { ...FN, args: [{ ...FN.args[4]!, name: "on", type: "bool" }] },
     { on: { type: "uint64", uint64: 1 } },
     "args.on: expected bool, got uint64",
   ],

@@ -19,7 +19,7 @@ export function compileEnvAllowList(task = "compile"): string {
   if (typeof line !== "string") throw new Error(`deno.json: task '${task}' is missing`);
   const match = line.match(/--allow-env=(\S+)/);
   if (!match) throw new Error(`deno.json: task '${task}' has no --allow-env=<list>`);
-  return match[1];
+  return match[1]!;
 }
 
 /** Reads a byte stream as text lines; `next()` resolves null at the end of the stream. */

@@ -54,7 +54,7 @@ Deno.test("compile tasks build the runtime and the simulated provider for x86_64
     ],
   ];
   for (const [name, target, output, entry] of expected) {
-    const task = compileTask(name);
+    const task = compileTask(name!);
     assert.deepEqual([task.target, task.output, task.entry], [target, output, entry], name);
   }
   // Both architectures get the same permissions.

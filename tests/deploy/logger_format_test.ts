@@ -46,8 +46,8 @@ Deno.test("LineLogger writes one line per event and escapes newlines and control
     log.warn("a\nb\r\nc\rd\x1b[31me\tf");
     assert.equal(lines.length, 1);
     // deno-lint-ignore no-control-regex
-    assert.ok(!/[\n\r\x1b]/.test(lines[0]), JSON.stringify(lines[0]));
-    assert.ok(lines[0].endsWith("a\\nb\\nc\\x0dd\\x1b[31me\tf"), JSON.stringify(lines[0]));
+    assert.ok(!/[\n\r\x1b]/.test(lines[0]!), JSON.stringify(lines[0]));
+    assert.ok(lines[0]!.endsWith("a\\nb\\nc\\x0dd\\x1b[31me\tf"), JSON.stringify(lines[0]));
   }
 });
 
@@ -98,6 +98,6 @@ Deno.test("createStderrLogger writes plain timestamped lines without JOURNAL_STR
     /^(DEBUG|INFO |WARN |ERROR) \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z (\[[a-z0-9/]+\] )?event /;
   assert.equal(lines.length, 4, lines.join("\n"));
   for (const line of lines) assert.match(line, re);
-  assert.ok(lines[2].startsWith("WARN "));
-  assert.ok(lines[2].endsWith("[provider/sim0] event three\\nsecond line\\nthird line"), lines[2]);
+  assert.ok(lines[2]!.startsWith("WARN "));
+  assert.ok(lines[2]!.endsWith("[provider/sim0] event three\\nsecond line\\nthird line"), lines[2]);
 });

@@ -175,5 +175,5 @@ Deno.test("notifyReady resolves false and warns when systemd-notify cannot run",
   });
   assert.equal(sent, false);
   assert.equal(lines.length, 1);
-  assert.match(lines[0], /^warn: systemd notification READY=1 not sent: cannot run/);
+  assert.match(lines[0]!, /^warn: systemd notification READY=1 not sent: cannot run/);
 });

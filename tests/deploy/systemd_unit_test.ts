@@ -81,7 +81,7 @@ function settings(unitText: string): Map<string, string[]> {
 function one(unit: Map<string, string[]>, key: string): string {
   const values = unit.get(key) ?? [];
   assert.equal(values.length, 1, `${key}: expected exactly one assignment, got ${values.length}`);
-  return values[0];
+  return values[0]!;
 }
 
 function seconds(value: string): number {

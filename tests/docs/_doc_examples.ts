@@ -86,16 +86,16 @@ function parseDoc(file: string, text: string): Block[] {
   const lines = text.split("\n");
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
-    if (lines[i].trim() !== "```sh") continue;
+    if (lines[i]!.trim() !== "```sh") continue;
     const start = i;
     let directive: string | null = null;
     for (let k = i - 1; k >= 0 && k >= i - 2; k--) {
-      const m = /^<!-- doc-check: (.*) -->$/.exec(lines[k]);
-      if (m) directive = m[1].trim();
+      const m = /^<!-- doc-check: (.*) -->$/.exec(lines[k]!);
+      if (m) directive = m[1]!.trim();
     }
     const body: { text: string; line: number }[] = [];
-    for (i++; i < lines.length && lines[i].trim() !== "```"; i++) {
-      body.push({ text: lines[i], line: i + 1 });
+    for (i++; i < lines.length && lines[i]!.trim() !== "```"; i++) {
+      body.push({ text: lines[i]!, line: i + 1 });
     }
     const examples: Example[] = [];
     const setup: string[] = [];
@@ -113,12 +113,12 @@ function parseDoc(file: string, text: string): Block[] {
       current = null;
     };
     for (let k = 0; k < body.length; k++) {
-      const { text: l, line } = body[k];
+      const { text: l, line } = body[k]!;
       if (l.startsWith("$ ")) {
         flush();
         let command = l.slice(2);
         while (command.endsWith("\\") && k + 1 < body.length) {
-          command = `${command.slice(0, -1)} ${body[++k].text.trim()}`;
+          command = `${command.slice(0, -1)} ${body[++k]!.text.trim()}`;
         }
         current = { line, command, output: [] };
       } else if (current) {
@@ -149,7 +149,7 @@ const ELLIPSIS = "…";
 function parseDocJson(text: string): DocValue {
   let i = 0;
   const ws = () => {
-    while (i < text.length && /\s/.test(text[i])) i++;
+    while (i < text.length && /\s/.test(text[i]!)) i++;
   };
   const fail = (what: string): never => {
     throw new Error(`documented JSON: ${what} at offset ${i}: ${text.slice(i, i + 40)}`);
@@ -364,12 +364,12 @@ function compareEvents(doc: SseEvent[], actual: SseEvent[]): void {
     let last = "no event of that kind";
     for (; from < actual.length; from++) {
       const a = actual[from];
-      if (a.event !== d.event) continue;
+      if (a!.event !== d.event) continue;
       try {
-        if ((d.id === null) !== (a.id === null) || (a.id !== null && !/^\d+$/.test(a.id))) {
-          throw new Error(`id: documented ${d.id}, got ${a.id}`);
+        if ((d.id === null) !== (a!.id === null) || (a!.id !== null && !/^\d+$/.test(a!.id))) {
+          throw new Error(`id: documented ${d.id}, got ${a!.id}`);
         }
-        compareJson(parseDocJson(d.data), JSON.parse(a.data), "data", null);
+        compareJson(parseDocJson(d.data), JSON.parse(a!.data), "data", null);
         from++;
         return;
       } catch (e) {
@@ -390,7 +390,7 @@ function splitHead(text: string): { code: number; headers: Map<string, string>; 
     const at = l.indexOf(":");
     if (at > 0) headers.set(l.slice(0, at).trim().toLowerCase(), l.slice(at + 1).trim());
   }
-  const code = Number(/^HTTP\/\S+ (\d{3})/.exec(head[0])?.[1] ?? NaN);
+  const code = Number(/^HTTP\/\S+ (\d{3})/.exec(head[0]!)?.[1] ?? NaN);
   return { code, headers, body: end < 0 ? "" : norm.slice(end + 2) };
 }
 
@@ -465,12 +465,18 @@ async function runShell(command: string, env: Record<string, string>): Promise<s
   if (!out.success && stdout === "") throw new Error(`exit ${out.code}: ${stderr}`);
   const lastSegment = command.split(/\||;|&&/).at(-1) ?? "";
   if (answers.length === 1 && /^\s*curl\b/.test(lastSegment)) {
-    const [, method, status, url, ...type] = answers[0].split(" ");
+    const [, method, status, url, ...type] = answers[0]!.split(" ") as [
+      string,
+      string,
+      string,
+      string,
+      ...string[],
+    ];
     const withHeaders = curlFlag(lastSegment, "i");
     const split = stdout.indexOf("\r\n\r\n");
     assertApiAnswer({
       method,
-      path: new URL(url).pathname,
+      path: new URL(url!).pathname,
       status: Number(status),
       contentType: type.join(" ") || null,
       body: withHeaders ? (split < 0 ? "" : stdout.slice(split + 4)) : stdout,
@@ -630,7 +636,7 @@ async function runExample(
       target.substitutions.set(value, actual);
       value = actual;
     }
-    target.env[name] = value;
+    target.env[name!] = value;
     return { actual: value, problem: null };
   }
   if (/^curl\b/.test(ex.command) && curlFlag(ex.command, "N")) {
@@ -736,7 +742,7 @@ export async function checkDocExamples(
             assert.ok(m, `${at}: lines before a block's first $ line are NAME=value only`);
             const value = await runShell(`${l}\nprintf %s "$${m[1]}"`, main.env);
             if (m[1] === "B") assert.equal(value, DOC_BASE, `${at}: B`);
-            else main.env[m[1]] = value;
+            else main.env[m[1]!] = value;
           }
           if (block.directive?.startsWith("skip")) {
             assert.match(block.directive, /^skip \S/, `${at}: a skip says why`);

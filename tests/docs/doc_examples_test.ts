@@ -33,15 +33,15 @@ Deno.test("The README quickstart, docs/http-api.md, the docs/automation.md walkt
   results.forEach((r, i) => {
     const d = DOCUMENTS[i];
     if (r.status === "rejected") {
-      problems.push(`${d.file}: ${r.reason instanceof Error ? r.reason.message : r.reason}`);
+      problems.push(`${d!.file}: ${r.reason instanceof Error ? r.reason.message : r.reason}`);
       return;
     }
     const report: DocCheckReport = r.value;
-    if (report.checked !== d.checked) {
-      problems.push(`${d.file}: ${report.checked} examples checked, expected ${d.checked}`);
+    if (report.checked !== d!.checked) {
+      problems.push(`${d!.file}: ${report.checked} examples checked, expected ${d!.checked}`);
     }
-    if (report.skipped.length !== d.skipped) {
-      problems.push(`${d.file}: skipped blocks ${report.skipped.join(", ") || "none"}`);
+    if (report.skipped.length !== d!.skipped) {
+      problems.push(`${d!.file}: skipped blocks ${report.skipped.join(", ") || "none"}`);
     }
   });
   assert.deepEqual(problems, []);

@@ -21,7 +21,7 @@ function anchors(markdown: string): Set<string> {
     if (line.startsWith("```")) fenced = !fenced;
     const m = fenced ? null : /^#{1,6} (.*)$/.exec(line);
     if (!m) continue;
-    const base = m[1].toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+    const base = m[1]!.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -33,7 +33,7 @@ function anchors(markdown: string): Set<string> {
 function testReferences(s: string): { file: string; names: string[] }[] {
   const out: { file: string; names: string[] }[] = [];
   for (const m of s.matchAll(/`(tests\/[\w/.-]+\.ts)`((?:\s*"[^"]+")*)/g)) {
-    out.push({ file: m[1], names: [...m[2].matchAll(/"([^"]+)"/g)].map((n) => n[1]) });
+    out.push({ file: m[1]!, names: [...m[2]!.matchAll(/"([^"]+)"/g)].map((n) => n[1]!) });
   }
   return out;
 }
@@ -74,7 +74,7 @@ Deno.test("every row of the guide's difference tables says what shows it, and it
       shownBy = cells.indexOf("shown by");
       continue;
     }
-    if (shownBy < 0 || /^-+$/.test(cells[0])) continue;
+    if (shownBy < 0 || /^-+$/.test(cells[0]!)) continue;
     rows++;
     const cell = cells[shownBy] ?? "";
     if (testReferences(cell).length === 0 && !/\]\([^)]*#[^)]+\)/.test(cell)) {
@@ -83,13 +83,13 @@ Deno.test("every row of the guide's difference tables says what shows it, and it
   }
   assert.ok(rows >= 45, `only ${rows} rows`);
   for (const m of text.matchAll(/\]\(([^)]+)\)/g)) {
-    const [path, anchor] = m[1].split("#");
-    if (/^https?:/.test(path)) continue;
+    const [path, anchor] = m[1]!.split("#");
+    if (/^https?:/.test(path!)) continue;
     if (path === "") {
-      if (!own.has(anchor)) problems.push(`no heading for #${anchor}`);
+      if (!own.has(anchor!)) problems.push(`no heading for #${anchor}`);
       continue;
     }
-    const target = new URL(path, `file://${REPO}docs/`).pathname;
+    const target = new URL(path!, `file://${REPO}docs/`).pathname;
     let doc: string;
     try {
       doc = await Deno.readTextFile(target);

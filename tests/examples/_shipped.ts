@@ -18,5 +18,5 @@ export async function systemdReadmeConfig(): Promise<string> {
     readme,
   );
   assert.ok(m, "examples/systemd/README.md: the config.yaml heredoc of step 4");
-  return m[1];
+  return m[1]!;
 }

@@ -207,11 +207,11 @@ Deno.test("A configuration whose AUTO would be refused is warned about at start-
     await withRuntime(dir, async (rt) => {
       const warning = rt.stderr().split("\n").filter((l) => WARNED_AUTO.test(l));
       assert.equal(warning.length, 1, rt.stderr());
-      assert.match(warning[0], /no mode_transition_hook covers AUTO -> FAULT/);
+      assert.match(warning[0]!, /no mode_transition_hook covers AUTO -> FAULT/);
       const auto = await enterAuto(rt);
       assert.equal(auto.status, 409);
       assert.ok(
-        warning[0].endsWith(auto.body.status.message),
+        warning[0]!.endsWith(auto.body.status.message),
         "the warning says what AUTO answers",
       );
     });

@@ -29,7 +29,7 @@ import {
 } from "../../src/adpp/mod.ts";
 import type { AnswerProgram, Inventory, Program, Sample } from "./programmable_provider.ts";
 
-const inventory = JSON.parse(Deno.readTextFileSync(Deno.args[0])) as Inventory;
+const inventory = JSON.parse(Deno.readTextFileSync(Deno.args[0]!)) as Inventory;
 if (inventory.pidFile) Deno.writeTextFileSync(inventory.pidFile, `${Deno.pid}\n`, { append: true });
 for (const line of inventory.stderr ?? []) console.error(line);
 let helloRequest: unknown = null;
@@ -69,7 +69,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Never settles: the request is never answered (the provider keeps serving others). */
 const never = () => new Promise<never>(() => {});
 
-async function applyProgram(p: AnswerProgram | undefined): Promise<WireResponse["status"]> {
+async function applyProgram(
+  p: AnswerProgram | undefined,
+): Promise<NonNullable<WireResponse["status"]>> {
   if (p?.hang) await never();
   if (p?.delayMs) await sleep(p.delayMs);
   if (p?.error) return { code: p.error.code, message: p.error.message ?? "programmed error" };

@@ -23,7 +23,7 @@ export function bundles(): Promise<{ runtime: string; sim: string }> {
       }
     });
     const out = await buildAll(dir);
-    return { runtime: out.runtime, sim: out.sim };
+    return { runtime: out.runtime!, sim: out.sim! };
   })();
-  return built;
+  return built!;
 }

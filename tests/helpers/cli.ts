@@ -14,7 +14,7 @@ export async function runCli(
 ): Promise<CliRun> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", MAIN, ...args],
-    cwd: opts.cwd,
+    ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     env: { NO_COLOR: "1", ...opts.env },
     stdout: "piped",
     stderr: "piped",

@@ -39,9 +39,9 @@ export function queryNeeds(flux: string): QueryNeeds {
   const tagValues: [string, string][] = [];
   for (const m of flux.matchAll(new RegExp(`${ACCESS}\\s*==\\s*"([^"]*)"`, "g"))) {
     const name = m[1] ?? m[2];
-    if (name === "_measurement") measurements.add(m[3]);
-    else if (name === "_field") fields.add(m[3]);
-    else if (!name.startsWith("_")) tagValues.push([name, m[3]]);
+    if (name === "_measurement") measurements.add(m[3]!);
+    else if (name === "_field") fields.add(m[3]!);
+    else if (!name!.startsWith("_")) tagValues.push([name!, m[3]!]);
   }
   for (const m of flux.matchAll(new RegExp(`${ACCESS}\\s*=~\\s*/((?:\\\\/|[^/])*)/`, "g"))) {
     if ((m[1] ?? m[2]) === "_field") fieldPatterns.push(new RegExp(`^(?:${m[3]})$`));
@@ -51,16 +51,16 @@ export function queryNeeds(flux: string): QueryNeeds {
       /contains\(\s*value:\s*r(?:\._field|\["_field"\])\s*,\s*set:\s*\[([^\]]*)\]/g,
     )
   ) {
-    for (const f of strings(m[1])) fields.add(f);
+    for (const f of strings(m[1]!)) fields.add(f!);
   }
   for (const m of flux.matchAll(new RegExp(ACCESS, "g"))) {
     const name = m[1] ?? m[2];
-    if (!name.startsWith("_")) columns.add(name);
+    if (!name!.startsWith("_")) columns.add(name!);
   }
   for (const m of flux.matchAll(/\b(?:columns|rowKey):\s*\[([^\]]*)\]/g)) {
-    for (const c of strings(m[1])) if (!c.startsWith("_")) columns.add(c);
+    for (const c of strings(m[1]!)) if (!c!.startsWith("_")) columns.add(c!);
   }
-  for (const m of flux.matchAll(/tagValues\([^)]*\btag:\s*"([^"]+)"/g)) listedTags.add(m[1]);
+  for (const m of flux.matchAll(/tagValues\([^)]*\btag:\s*"([^"]+)"/g)) listedTags.add(m[1]!);
   return {
     measurements: [...measurements],
     fields: [...fields],

@@ -79,13 +79,13 @@ export interface ApiAnswer {
 /** What is wrong with an answer by the document ("" when nothing). */
 export function apiAnswerProblem(a: ApiAnswer): string {
   const path = a.path.split("?")[0];
-  if (!path.startsWith("/v0/") && path !== "/metrics") return ""; // the console's files
+  if (!path!.startsWith("/v0/") && path !== "/metrics") return ""; // the console's files
   if (a.method === "OPTIONS") return ""; // CORS preflight: no body, not an operation
   const c = documentChecker();
   const method = a.method === "HEAD" ? "get" : a.method.toLowerCase();
-  const template = c.template(path);
+  const template = c.template(path!);
   const op = template === null ? undefined : c.doc.paths[template][method];
-  const media = (a.contentType ?? "").split(";")[0].trim();
+  const media = ((a.contentType ?? "").split(";")[0])!.trim();
   if (op === undefined) {
     // No such operation: only an error envelope may answer (404 Route not found, or a refusal
     // before routing: 401, 403, 503).

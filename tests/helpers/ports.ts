@@ -50,7 +50,7 @@ export function listeningPorts(pid: number): number[] {
     for (const fd of Deno.readDirSync(`/proc/${pid}/fd`)) {
       try {
         const m = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/${pid}/fd/${fd.name}`));
-        if (m) inodes.add(m[1]);
+        if (m) inodes.add(m[1]!);
       } catch {
         // descriptor closed while listing
       }
@@ -69,8 +69,8 @@ export function listeningPorts(pid: number): number[] {
     // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
     for (const line of text.split("\n").slice(1)) {
       const f = line.trim().split(/\s+/);
-      if (f.length < 10 || f[3] !== "0A" || !inodes.has(f[9])) continue; // 0A = LISTEN
-      ports.add(parseInt(f[1].split(":")[1], 16));
+      if (f.length < 10 || f[3] !== "0A" || !inodes.has(f[9]!)) continue; // 0A = LISTEN
+      ports.add(parseInt((f[1]!.split(":")[1])!, 16));
     }
   }
   return [...ports].sort((a, b) => a - b);
@@ -99,7 +99,7 @@ export class NotListeningError extends Error {
  */
 export async function waitForListeningPort(
   child: WatchedChild,
-  o: { port?: number; timeoutMs?: number } = {},
+  o: { port?: number | undefined; timeoutMs?: number | undefined } = {},
 ): Promise<number> {
   const timeoutMs = o.timeoutMs ?? LISTEN_TIMEOUT_MS;
   let ended = false;
@@ -139,7 +139,7 @@ export async function startOnFreePort<T>(
   start: (port: number) => T | Promise<T>,
   watch: (started: T) => WatchedChild,
   discard: (started: T) => Promise<void>,
-  o: { timeoutMs?: number } = {},
+  o: { timeoutMs?: number | undefined } = {},
 ): Promise<{ port: number; started: T }> {
   for (let attempt = 1;; attempt++) {
     const port = freePort();

@@ -26,7 +26,7 @@ export interface SignalDecl {
 /** How a start-up step is answered: after `delayMs`, or never (`hang`). */
 export interface StepProgram {
   readonly hang?: boolean;
-  readonly delayMs?: number;
+  readonly delayMs?: number | undefined;
 }
 
 /** What the provider lists and describes (read from a file when the process starts). */
@@ -58,7 +58,7 @@ export interface Inventory {
     Record<string, {
       readonly signals: readonly SignalDecl[];
       /** ReadSignals answer until the device is programmed (default: no values). */
-      readonly values?: readonly Sample[];
+      readonly values?: readonly Sample[] | undefined;
       /** How long ReadSignals takes until the device is programmed. */
       readonly readDelayMs?: number;
       readonly tags?: Readonly<Record<string, string>>;
@@ -87,10 +87,10 @@ export interface Sample {
 
 /** How a request is answered: after `delayMs`, never (`hang`), with a status `error`, or OK. */
 export interface AnswerProgram {
-  readonly values?: readonly Sample[];
+  readonly values?: readonly Sample[] | undefined;
   readonly error?: { readonly code: number; readonly message?: string };
   readonly hang?: boolean;
-  readonly delayMs?: number;
+  readonly delayMs?: number | undefined;
   /** GetHealth only: the devices' health in the answer (state: WireDeviceState). */
   readonly devices?: readonly { readonly device_id: string; readonly state: number }[];
 }

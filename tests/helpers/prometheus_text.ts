@@ -46,15 +46,15 @@ export function parsePrometheusText(text: string): Map<string, Family> {
       const m = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
       if (!m) return; // an ordinary comment
       const [, kind, name, rest] = m;
-      if (!METRIC_NAME.test(name)) fail(`invalid metric name ${name}`);
+      if (!METRIC_NAME.test(name!)) fail(`invalid metric name ${name}`);
       if (kind === "HELP") {
-        if (helps.has(name)) fail(`second HELP for ${name}`);
-        helps.set(name, unescapeHelp(rest, fail));
+        if (helps.has(name!)) fail(`second HELP for ${name}`);
+        helps.set(name!, unescapeHelp(rest!, fail));
       } else {
-        if (!TYPES.has(rest)) fail(`unknown type ${rest}`);
-        if (families.has(name)) fail(`second TYPE for ${name}`);
-        if (closed.has(name) || current === name) fail(`TYPE for ${name} after its samples`);
-        families.set(name, { name, type: rest as FamilyType, help: "", samples: [] });
+        if (!TYPES.has(rest!)) fail(`unknown type ${rest}`);
+        if (families.has(name!)) fail(`second TYPE for ${name}`);
+        if (closed.has(name!) || current === name) fail(`TYPE for ${name} after its samples`);
+        families.set(name!, { name: name!, type: rest as FamilyType, help: "", samples: [] });
       }
       return;
     }
@@ -101,7 +101,7 @@ function checkSampleShape(f: Family, s: Sample, fail: (why: string) => never): v
     if (s.name === f.name) fail(`histogram ${f.name} has a bare sample`);
     const hasLe = "le" in s.labels;
     if ((s.name === `${f.name}_bucket`) !== hasLe) fail("le label on a non-bucket or missing");
-    if (hasLe && parseValue(s.labels.le) === null) fail(`le is not a number: ${s.labels.le}`);
+    if (hasLe && parseValue(s.labels.le!) === null) fail(`le is not a number: ${s.labels.le}`);
   } else if (f.type !== "summary" && s.name !== f.name) {
     fail(`${f.type} ${f.name} has a sample named ${s.name}`);
   }
@@ -149,9 +149,9 @@ function parseSampleLine(line: string, fail: (why: string) => never): Sample {
   if (line[i] !== " ") fail("expected one space before the value");
   const parts = line.slice(i + 1).split(" ");
   if (parts.length > 2) fail("trailing fields after the value and timestamp");
-  const value = parseValue(parts[0]);
+  const value = parseValue(parts[0]!);
   if (value === null) fail(`invalid value ${parts[0]}`);
-  if (parts.length === 2 && !/^-?\d+$/.test(parts[1])) fail(`invalid timestamp ${parts[1]}`);
+  if (parts.length === 2 && !/^-?\d+$/.test(parts[1]!)) fail(`invalid timestamp ${parts[1]}`);
   return { name, labels, value: value! };
 }
 
@@ -196,7 +196,7 @@ export function checkHistogram(f: Family): Map<string, { count: number; sum: num
     const key = keyOf(s.labels);
     let e = series.get(key);
     if (!e) series.set(key, e = { buckets: [] });
-    if (s.name.endsWith("_bucket")) e.buckets.push([parseValue(s.labels.le)!, s.value]);
+    if (s.name.endsWith("_bucket")) e.buckets.push([parseValue(s.labels.le!)!, s.value]);
     else if (s.name.endsWith("_sum")) e.sum = s.value;
     else e.count = s.value;
   }
@@ -206,13 +206,13 @@ export function checkHistogram(f: Family): Map<string, { count: number; sum: num
     if (e.sum === undefined || e.count === undefined) throw new Error(`${where}: no _sum/_count`);
     if (e.buckets.length === 0) throw new Error(`${where}: no buckets`);
     for (let i = 1; i < e.buckets.length; i++) {
-      if (!(e.buckets[i][0] > e.buckets[i - 1][0])) throw new Error(`${where}: le not ascending`);
-      if (e.buckets[i][1] < e.buckets[i - 1][1]) throw new Error(`${where}: bucket decreases`);
+      if (!(e.buckets[i]![0] > e.buckets[i - 1]![0])) throw new Error(`${where}: le not ascending`);
+      if (e.buckets[i]![1] < e.buckets[i - 1]![1]) throw new Error(`${where}: bucket decreases`);
     }
     const last = e.buckets[e.buckets.length - 1];
-    if (last[0] !== Infinity) throw new Error(`${where}: last bucket is not +Inf`);
-    if (last[1] !== e.count) {
-      throw new Error(`${where}: +Inf bucket ${last[1]} != _count ${e.count}`);
+    if (last![0] !== Infinity) throw new Error(`${where}: last bucket is not +Inf`);
+    if (last![1] !== e.count) {
+      throw new Error(`${where}: +Inf bucket ${last![1]} != _count ${e.count}`);
     }
     out.set(key, { count: e.count, sum: e.sum });
   }
@@ -231,5 +231,5 @@ export function sampleValue(
   if (all.length !== 1) {
     throw new Error(`${all.length} samples of ${name} ${JSON.stringify(labels)}, expected 1`);
   }
-  return all[0].value;
+  return all[0]!.value;
 }

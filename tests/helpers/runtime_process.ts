@@ -22,9 +22,9 @@ export function freePort(): number {
 /** The `--allow-env=` list of the `compile` task: what the single binary may read. */
 export function compiledAllowEnv(): string {
   const tasks = JSON.parse(Deno.readTextFileSync(DENO_JSON)).tasks as Record<string, string>;
-  const m = /--allow-env=(\S+)/.exec(tasks.compile);
+  const m = /--allow-env=(\S+)/.exec(tasks.compile!);
   if (!m) throw new Error("deno.json: the compile task has no --allow-env= list");
-  return m[1];
+  return m[1]!;
 }
 
 export interface RuntimeChildOptions {
@@ -118,7 +118,7 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
       o.config,
       ...(o.args ?? []),
     ],
-    cwd: o.cwd,
+    ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
     env: { NO_COLOR: "1", ...o.env },
     stdin: "null",
     stdout: "null",

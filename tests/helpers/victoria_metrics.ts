@@ -202,7 +202,7 @@ export class LineRecorder {
         const res = await fetch(`${targetUrl}${u.pathname}${u.search}`, {
           method: req.method,
           headers: req.headers,
-          body: req.method === "GET" ? undefined : body,
+          body: req.method === "GET" ? null : body,
         });
         const payload = await res.arrayBuffer();
         const nullBody = res.status === 204 || res.status === 304;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 async function openssl(args: string[], cwd?: string): Promise<void> {
   const out = await new Deno.Command("openssl", {
     args,
-    cwd,
+    ...(cwd === undefined ? {} : { cwd }),
     stdout: "null",
     stderr: "piped",
   }).output();

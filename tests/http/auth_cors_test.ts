@@ -262,15 +262,15 @@ Deno.test("HttpApi without a CORS grant (the default) sends no CORS headers, ans
     await send("GET", { origin: workbench });
     await send("GET", { origin: "http://localhost:8080" });
     assert.equal(warned().length, 1, logged.join("\n"));
-    assert.match(warned()[0], /^WARN .*\[http\] .*'http:\/\/localhost:3000' has no CORS grant/);
+    assert.match(warned()[0]!, /^WARN .*\[http\] .*'http:\/\/localhost:3000' has no CORS grant/);
     // Bounded: MAX_LOGGED_UNGRANTED_ORIGINS origins, then one line saying the rest are not.
     for (let i = 1; i <= MAX_LOGGED_UNGRANTED_ORIGINS + 5; i++) {
       await send("GET", { origin: `http://page${i}.example` });
     }
     const lines = warned();
     assert.equal(lines.length, MAX_LOGGED_UNGRANTED_ORIGINS + 1, lines.join("\n"));
-    assert.match(lines[MAX_LOGGED_UNGRANTED_ORIGINS - 1], /page31\.example/);
-    assert.match(lines[MAX_LOGGED_UNGRANTED_ORIGINS], /more origins without a CORS grant/);
+    assert.match(lines[MAX_LOGGED_UNGRANTED_ORIGINS - 1]!, /page31\.example/);
+    assert.match(lines[MAX_LOGGED_UNGRANTED_ORIGINS]!, /more origins without a CORS grant/);
     // A control character in an Origin (a raw client could send one) cannot break a log line.
     assert.ok(!ungrantedOriginMessage("http://a.example\nWARN forged").includes("\n"));
   } finally {

@@ -168,5 +168,5 @@ Deno.test("the config check refuses a non-loopback bind without auth unless allo
   assert.deepEqual(check("  bind: 127.0.0.1"), []);
   const withAuth = check(`  bind: 0.0.0.0\n  auth_enabled: true\n  auth_token: ${TOKEN}`);
   assert.deepEqual(withAuth.map((d) => [d.severity, d.path]), [["warning", "http.bind"]]);
-  assert.match(withAuth[0].message, /TLS is off: the bearer token travels in plaintext/);
+  assert.match(withAuth[0]!.message, /TLS is off: the bearer token travels in plaintext/);
 });

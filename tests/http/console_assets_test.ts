@@ -50,11 +50,11 @@ Deno.test("the console refers only to files it serves, by absolute path or sibli
   const html = CONSOLE_ASSETS.find((a) => a.path === "/")?.text ?? "";
   const refs = [...html.matchAll(/\b(?:src|href)="([^"#][^"]*)"/g)].map((m) => m[1]);
   assert.deepEqual(refs.sort(), ["/app.js", "/favicon.svg", "/style.css"]);
-  for (const ref of refs) assert.ok(served.has(ref), ref);
+  for (const ref of refs) assert.ok(served.has(ref!), ref);
   for (const a of CONSOLE_ASSETS.filter((x) => x.path.endsWith(".js"))) {
     for (const m of a.text.matchAll(/^import .* from "([^"]+)";$/gm)) {
-      assert.match(m[1], /^\.\/[a-z_]+\.js$/, `${a.path} imports ${m[1]}`);
-      assert.ok(served.has(m[1].slice(1)), `${a.path} imports ${m[1]}, which is not served`);
+      assert.match(m[1]!, /^\.\/[a-z_]+\.js$/, `${a.path} imports ${m[1]}`);
+      assert.ok(served.has(m[1]!.slice(1)), `${a.path} imports ${m[1]}, which is not served`);
     }
   }
 });

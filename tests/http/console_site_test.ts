@@ -180,7 +180,7 @@ Deno.test("HttpApi answers 404 for an unknown console path and 405 for a method 
       status: { code: "NOT_FOUND", message: "Route not found: GET /nope.js" },
     });
     for (const [method, path] of [["POST", "/"], ["PUT", "/app.js"], ["DELETE", "/style.css"]]) {
-      const res = await get(fx, path, { method, body: method === "DELETE" ? undefined : "x" });
+      const res = await get(fx, path!, { method: method!, body: method === "DELETE" ? null : "x" });
       assert.equal(res.status, 405, `${method} ${path}`);
       assert.equal(res.headers.get("allow"), "GET, HEAD", `${method} ${path}`);
       assertSecurityHeaders(res, `${method} ${path}`);

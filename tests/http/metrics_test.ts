@@ -311,7 +311,7 @@ Deno.test("examples/prometheus: the scrape config targets /metrics and the Grafa
   const scrapeConfig = parse(await Deno.readTextFile(new URL("prometheus.yml", dir))) as {
     scrape_configs: { metrics_path: string; static_configs: { targets: string[] }[] }[];
   };
-  assert.equal(scrapeConfig.scrape_configs[0].metrics_path, "/metrics");
+  assert.equal(scrapeConfig.scrape_configs[0]!.metrics_path, "/metrics");
   const dashboard = JSON.parse(await Deno.readTextFile(new URL("grafana-dashboard.json", dir)));
   const exprs: string[] = [];
   const walk = (v: unknown) => {
@@ -333,10 +333,10 @@ Deno.test("examples/prometheus: the scrape config targets /metrics and the Grafa
   for (const name of used) assert.ok(name in FAMILIES, `the dashboard queries ${name}`);
   for (const e of exprs) {
     for (const m of e.matchAll(/(\w+)_bucket\b/g)) {
-      assert.equal(FAMILIES[m[1]], "histogram", `${m[0]} in ${e}`);
+      assert.equal(FAMILIES[m[1]!], "histogram", `${m[0]} in ${e}`);
     }
     for (const m of e.matchAll(/(?:rate|increase)\((runtime_[a-z_]+?)(?:_bucket)?[{[]/g)) {
-      const type = FAMILIES[m[1]];
+      const type = FAMILIES[m[1]!];
       assert.ok(type === "counter" || type === "histogram", `rate of a ${type}: ${e}`);
     }
   }

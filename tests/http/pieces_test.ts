@@ -40,7 +40,7 @@ function parseArgs(args: unknown): Record<string, TypedValue> {
 /** One argument `args.<name>` of a POST /v0/call body through the validator. */
 function parseTypedValue(json: unknown, path: string): TypedValue {
   const name = path.replace(/^args\./, "");
-  return parseArgs({ [name]: json })[name];
+  return (parseArgs({ [name]: json })[name])!;
 }
 
 Deno.test("HTTP_STATUS_OF maps every status code of the contract", () => {

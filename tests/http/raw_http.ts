@@ -71,20 +71,25 @@ export function browserLike(
   port: number,
   method: string,
   path: string,
-  o: { host?: string; origin?: string; contentType?: string; body?: string } = {},
+  o: {
+    host?: string | undefined;
+    origin?: string | undefined;
+    contentType?: string | undefined;
+    body?: string | undefined;
+  } = {},
 ): RawRequest {
   const headers: Array<[string, string]> = [["Host", o.host ?? `127.0.0.1:${port}`]];
   if (o.origin !== undefined) headers.push(["Origin", o.origin]);
   if (o.contentType !== undefined) headers.push(["Content-Type", o.contentType]);
   if (o.body !== undefined) headers.push(["Content-Length", String(encoder.encode(o.body).length)]);
-  return { method, target: path, headers, body: o.body };
+  return { method, target: path, headers, ...(o.body === undefined ? {} : { body: o.body }) };
 }
 
 function parseResponse(text: string, head: boolean): RawResponse {
   const end = text.indexOf("\r\n\r\n");
   if (end < 0) throw new Error(`incomplete response: ${JSON.stringify(text.slice(0, 200))}`);
   const [statusLine, ...headerLines] = text.slice(0, end).split("\r\n");
-  const status = Number(statusLine.split(" ")[1]);
+  const status = Number(statusLine!.split(" ")[1]);
   const headers = new Map<string, string>();
   for (const l of headerLines) {
     const i = l.indexOf(":");

@@ -150,7 +150,7 @@ Deno.test("RequestPolicy.checkOrigin trusts its own origin on an IP address, nev
       ["[FE80::1]:8080", "http://[fe80::1]:8080"],
     ]
   ) {
-    assert.equal(check(host, origin), null, host);
+    assert.equal(check(host!, origin!), null, host);
   }
   for (
     const [host, origin] of [
@@ -164,7 +164,7 @@ Deno.test("RequestPolicy.checkOrigin trusts its own origin on an IP address, nev
       ["192.0.2.10:8080", "http://192.0.2.10:8081"],
     ]
   ) {
-    assertRefused(check(host, origin), 403, [origin]);
+    assertRefused(check(host!, origin!), 403, [origin!]);
   }
 });
 

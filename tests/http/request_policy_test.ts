@@ -341,5 +341,5 @@ Deno.test("http.allowed_hosts is read lower-cased and refuses wildcards and URLs
       ["http.allowed_hosts[2]", 3, 44, "error"],
     ],
   );
-  assert.match(bad.diagnostics[0].message, /not a host name/);
+  assert.match(bad.diagnostics[0]!.message, /not a host name/);
 });

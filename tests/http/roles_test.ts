@@ -52,9 +52,12 @@ async function send(
     body = JSON.stringify(o.body);
     headers["content-type"] = "application/json";
   }
-  const res = await api.handle(new Request(`http://localhost${path}`, { method, headers, body }), {
-    remoteAddr: o.remoteAddr ?? REMOTE,
-  });
+  const res = await api.handle(
+    new Request(`http://localhost${path}`, { method, headers, body: body ?? null }),
+    {
+      remoteAddr: o.remoteAddr ?? REMOTE,
+    },
+  );
   if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
     await res.body?.cancel();
     return { status: res.status, json: undefined, text: "" };
@@ -407,7 +410,7 @@ Deno.test("HttpApi bounds what a flood of refused actuating requests writes to t
     const n = 300;
     for (let i = 0; i < n; i++) {
       const path = ["/v0/estop/clear", "/v0/mode", "/v0/parameters"][i % 3];
-      const r = await send(fx.api, "POST", path, {
+      const r = await send(fx.api, "POST", path!, {
         remoteAddr: `192.0.2.${50 + (i % 2)}`,
         body: {},
         ...(i % 5 === 0 ? { token: tokenOf("dash") } : {}),

@@ -219,7 +219,7 @@ Deno.test("serveHttp serves an expired certificate with a warning when http.tls_
       assert.equal(server.tls, true);
       const warnings = lines.filter((l) => l.startsWith("WARN"));
       assert.equal(warnings.length, 1, lines.join("\n"));
-      assert.match(warnings[0], /has expired .*serving it because http\.tls_allow_expired_cert/);
+      assert.match(warnings[0]!, /has expired .*serving it because http\.tls_allow_expired_cert/);
     } finally {
       await server.shutdown();
     }
@@ -234,7 +234,7 @@ Deno.test("serveHttp warns at start-up about a certificate expiring within 14 da
     await server.shutdown();
     const warnings = lines.filter((l) => l.startsWith("WARN"));
     assert.equal(warnings.length, 1, lines.join("\n"));
-    assert.match(warnings[0], /http\.tls_cert_path: the certificate '.*' expires in 2 day\(s\)/);
+    assert.match(warnings[0]!, /http\.tls_cert_path: the certificate '.*' expires in 2 day\(s\)/);
     // 15 days left: past the 14-day threshold, no warning.
     const later = await selfSignedCert(dir, 16);
     const quiet = capturingLogger();
@@ -371,5 +371,5 @@ Deno.test("the http connection keys are range-checked with their position, and a
     tight.diagnostics.map((d) => [d.severity, d.path]),
     [["warning", "http.max_connections"]],
   );
-  assert.match(tight.diagnostics[0].message, /an e-stop too\) is refused/);
+  assert.match(tight.diagnostics[0]!.message, /an e-stop too\) is refused/);
 });

@@ -121,7 +121,7 @@ Deno.test("/v0/parameters and /v0/automation/* answer 503 while automation is di
       ]
     ) {
       const body = method === "POST" ? { name: "x", value: 1 } : undefined;
-      const r = await fx.request(method, path, { body });
+      const r = await fx.request(method!, path!, { body });
       assertError(r, 503, "UNAVAILABLE", /automation is disabled/);
     }
   } finally {

@@ -142,8 +142,8 @@ Deno.test("JournalWriter on a full disk drops and counts, then writes the gap li
     await w.close();
     assert.deepEqual(await fileLines(`${dir}/j.jsonl`), ['{"n":1}', '{"n":4}', '{"gap":2}', ""]);
     assert.equal(gaps.length, 1);
-    assert.equal(gaps[0].lines, 2);
-    assert.match(gaps[0].reason, /No space left on device/);
+    assert.equal(gaps[0]!.lines, 2);
+    assert.match(gaps[0]!.reason, /No space left on device/);
     assert.equal(w.status().gapPending, 0);
     assert.equal(w.status().state, "ok");
     assert.equal(logLines.filter((l) => l.startsWith("WARN")).length, 1);

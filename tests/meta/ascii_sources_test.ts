@@ -36,7 +36,7 @@ for (
   ]
 ) {
   Deno.test(`every module the ${name} loads is ASCII`, async () => {
-    const files = (await ModuleGraph.of(entry)).modules.filter((s) => s.startsWith("file:"));
+    const files = (await ModuleGraph.of(entry!)).modules.filter((s) => s.startsWith("file:"));
     assert.ok(files.length > 20, `the ${name}'s graph: ${files.join(", ")}`);
     const places: string[] = [];
     for (const spec of files) {

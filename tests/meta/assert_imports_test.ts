@@ -32,9 +32,9 @@ Deno.test("no test or bench file imports a loose assertion by name", async () =>
       if (file.pathname.endsWith("/tests/meta/assert_imports_test.ts")) continue;
       const text = await Deno.readTextFile(file);
       for (const m of text.matchAll(IMPORT)) {
-        for (const raw of m[1].split(",")) {
+        for (const raw of m[1]!.split(",")) {
           const name = raw.trim().split(/\s+as\s+/)[0];
-          if (LOOSE.has(name)) offenders.push(`${file.pathname}: ${name}`);
+          if (LOOSE.has(name!)) offenders.push(`${file.pathname}: ${name}`);
         }
       }
     }

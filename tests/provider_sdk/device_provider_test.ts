@@ -200,7 +200,7 @@ Deno.test("DeviceProvider Hello advertises wait_ready, transport and frame size"
   const { responses } = await serveRequests(lampProvider(), [
     { request_id: 1, hello: { protocol_version: "v1", client_name: "x", client_version: "1" } },
   ]);
-  deepStrictEqual(responses[0].hello, {
+  deepStrictEqual(responses[0]!.hello, {
     protocol_version: "v1",
     provider_name: "lamp-provider",
     provider_version: "9.9.9",
@@ -217,8 +217,8 @@ Deno.test("DeviceProvider Hello refuses another protocol version with FAILED_PRE
   const { responses } = await serveRequests(lampProvider(), [
     { request_id: 1, hello: { protocol_version: "1" } },
   ]);
-  equal(responses[0].status?.code, StatusCode.FAILED_PRECONDITION);
-  equal(responses[0].payload, undefined);
+  equal(responses[0]!.status?.code, StatusCode.FAILED_PRECONDITION);
+  equal(responses[0]!.payload, undefined);
 });
 
 Deno.test("DeviceProvider without waitReady answers WaitReady UNIMPLEMENTED and does not advertise it", async () => {
@@ -227,8 +227,8 @@ Deno.test("DeviceProvider without waitReady answers WaitReady UNIMPLEMENTED and 
     { request_id: 1, hello: { protocol_version: "v1" } },
     { request_id: 2, wait_ready: {} },
   ]);
-  equal(responses[0].hello?.metadata?.supports_wait_ready, undefined);
-  equal(responses[1].status?.code, StatusCode.UNIMPLEMENTED);
+  equal(responses[0]!.hello?.metadata?.supports_wait_ready, undefined);
+  equal(responses[1]!.status?.code, StatusCode.UNIMPLEMENTED);
 });
 
 Deno.test("DeviceProvider ListDevices and DescribeDevice describe the declared device", async () => {
@@ -247,19 +247,19 @@ Deno.test("DeviceProvider ListDevices and DescribeDevice describe the declared d
     address: "test://lamp0",
     tags: { kind: "lamp" },
   };
-  deepStrictEqual(responses[0].list_devices?.devices, [device]);
-  equal(responses[0].list_devices?.device_health?.[0].device_id, "lamp0");
-  deepStrictEqual(responses[1].describe_device?.device, device);
-  const caps = responses[1].describe_device?.capabilities;
+  deepStrictEqual(responses[0]!.list_devices?.devices, [device]);
+  equal((responses[0]!.list_devices?.device_health?.[0])!.device_id, "lamp0");
+  deepStrictEqual(responses[1]!.describe_device?.device, device);
+  const caps = responses[1]!.describe_device?.capabilities;
   deepStrictEqual(caps?.signals?.map((s) => s.signal_id), ["on", "level"]);
   deepStrictEqual(caps?.functions?.map((f) => [f.function_id, f.name]), [
     [1, "switch"],
     [2, "set_level"],
     [3, "blink"],
   ]);
-  equal(caps?.functions?.[1].args?.[0].min_double, 0);
-  equal(responses[2].status?.code, StatusCode.NOT_FOUND);
-  equal(responses[3].status?.code, StatusCode.INVALID_ARGUMENT);
+  equal(((caps?.functions?.[1])!.args?.[0])!.min_double, 0);
+  equal(responses[2]!.status?.code, StatusCode.NOT_FOUND);
+  equal(responses[3]!.status?.code, StatusCode.INVALID_ARGUMENT);
 });
 
 Deno.test("DeviceProvider ReadSignals returns the default set, omits unknown ids, NOT_FOUND when none known", async () => {
@@ -269,16 +269,16 @@ Deno.test("DeviceProvider ReadSignals returns the default set, omits unknown ids
     { request_id: 3, read_signals: { device_id: "lamp0", signal_ids: ["nope"] } },
   ]);
   const [dflt, some, none] = responses;
-  deepStrictEqual(dflt.read_signals?.values?.map((v) => v.signal_id), ["on"]);
-  const v = dflt.read_signals?.values?.[0];
+  deepStrictEqual(dflt!.read_signals?.values?.map((v) => v.signal_id), ["on"]);
+  const v = dflt!.read_signals?.values?.[0];
   equal(v?.value?.bool_value, true);
   equal(v?.value?.type, WireValueType.BOOL);
   equal(v?.quality, WireQuality.OK);
   deepStrictEqual(v?.timestamp, { seconds: 1_700_000_000, nanos: 123_000_000 });
-  deepStrictEqual(some.read_signals?.values?.map((x) => [x.signal_id, x.value?.double_value]), [
+  deepStrictEqual(some!.read_signals?.values?.map((x) => [x.signal_id, x.value?.double_value]), [
     ["level", 0.25],
   ]);
-  equal(none.status?.code, StatusCode.NOT_FOUND);
+  equal(none!.status?.code, StatusCode.NOT_FOUND);
 });
 
 Deno.test("DeviceProvider Call applies the selector rules", async () => {
@@ -306,7 +306,7 @@ Deno.test("DeviceProvider Call applies the selector rules", async () => {
     StatusCode.NOT_FOUND,
     StatusCode.INVALID_ARGUMENT,
   ]);
-  equal(responses[0].call?.device_id, "lamp0");
+  equal(responses[0]!.call?.device_id, "lamp0");
   deepStrictEqual(state, { on: true, level: 1 });
 });
 
@@ -327,13 +327,13 @@ Deno.test("DeviceProvider Call checks arguments before the handler unless preche
     StatusCode.OK,
   ]);
   equal(state.level, 0.5);
-  deepStrictEqual(responses[4].call?.results?.blinked?.int64_value, 2);
+  deepStrictEqual(responses[4]!.call?.results?.blinked?.int64_value, 2);
 });
 
 Deno.test("DeviceProvider GetHealth reports the provider and each device OK", async () => {
   const { responses } = await serveRequests(lampProvider(), [{ request_id: 1, get_health: {} }]);
-  equal(responses[0].get_health?.provider?.state, 1);
-  deepStrictEqual(responses[0].get_health?.devices?.map((d) => [d.device_id, d.state]), [[
+  equal(responses[0]!.get_health?.provider?.state, 1);
+  deepStrictEqual(responses[0]!.get_health?.devices?.map((d) => [d.device_id, d.state]), [[
     "lamp0",
     1,
   ]]);
@@ -344,11 +344,11 @@ Deno.test("DeviceProvider refuses duplicate device, signal and function declarat
   throws(() => p.addDevice(lampDevice()), TypeError);
   const d = lampDevice();
   throws(
-    () => p.addDevice({ ...d, deviceId: "x", signals: [...d.signals, d.signals[0]] }),
+    () => p.addDevice({ ...d, deviceId: "x", signals: [...d.signals, d.signals[0]!] }),
     TypeError,
   );
   throws(
-    () => p.addDevice({ ...d, deviceId: "y", functions: [...d.functions, d.functions[0]] }),
+    () => p.addDevice({ ...d, deviceId: "y", functions: [...d.functions, d.functions[0]!] }),
     TypeError,
   );
 });
@@ -365,8 +365,8 @@ Deno.test("DeviceProvider applySafeState applies every declared device safe stat
     }
   }
   const p = new HidingProvider({ name: "p", version: "1" }, [
-    { ...lampDevice(lamps[0]), deviceId: "lamp0", applySafeState: safe(lamps[0]) },
-    { ...lampDevice(lamps[1]), deviceId: "lamp1", applySafeState: safe(lamps[1]) },
+    { ...lampDevice(lamps[0]), deviceId: "lamp0", applySafeState: safe(lamps[0]!) },
+    { ...lampDevice(lamps[1]), deviceId: "lamp1", applySafeState: safe(lamps[1]!) },
     { ...lampDevice(), deviceId: "sensor0" }, // declares nothing
   ]);
   deepStrictEqual(await p.applySafeState("lease_expired"), { devices: ["lamp0", "lamp1"] });

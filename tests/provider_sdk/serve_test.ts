@@ -58,9 +58,9 @@ Deno.test("serveProvider answers a ProviderError with its code and no payload", 
   const { responses } = await serveRequests(recordingHandler([]), [
     { request_id: 3, describe_device: { device_id: "nope" } },
   ]);
-  equal(responses[0].status?.code, StatusCode.NOT_FOUND);
-  equal(responses[0].status?.message, "device not found: nope");
-  equal(responses[0].payload, undefined);
+  equal(responses[0]!.status?.code, StatusCode.NOT_FOUND);
+  equal(responses[0]!.status?.message, "device not found: nope");
+  equal(responses[0]!.payload, undefined);
 });
 
 Deno.test("serveProvider answers CODE_INTERNAL when a handler throws a plain error", async () => {
@@ -68,8 +68,8 @@ Deno.test("serveProvider answers CODE_INTERNAL when a handler throws a plain err
     { request_id: 4, read_signals: { device_id: "d" } },
     { request_id: 5, list_devices: {} },
   ]);
-  equal(responses[0].status?.code, StatusCode.INTERNAL);
-  equal(responses[1].status?.code, StatusCode.OK, "the loop keeps serving");
+  equal(responses[0]!.status?.code, StatusCode.INTERNAL);
+  equal(responses[1]!.status?.code, StatusCode.OK, "the loop keeps serving");
   equal(code, ProviderExitCode.CLEAN);
 });
 
@@ -86,8 +86,8 @@ Deno.test("serveProvider answers UNIMPLEMENTED for a missing optional operation"
 
 Deno.test("serveProvider answers UNIMPLEMENTED for a request without payload", async () => {
   const { responses } = await serveRequests(recordingHandler([]), [{ request_id: 9 }]);
-  equal(responses[0].request_id, 9);
-  equal(responses[0].status?.code, StatusCode.UNIMPLEMENTED);
+  equal(responses[0]!.request_id, 9);
+  equal(responses[0]!.status?.code, StatusCode.UNIMPLEMENTED);
 });
 
 Deno.test("serveProvider serves the golden Hello frame delivered byte by byte", async () => {
@@ -98,8 +98,8 @@ Deno.test("serveProvider serves the golden Hello frame delivered byte by byte", 
   );
   equal(code, ProviderExitCode.CLEAN);
   const [resp] = await decodeFrames(output);
-  equal(resp.request_id, 1);
-  equal(resp.hello?.provider_name, "t");
+  equal(resp!.request_id, 1);
+  equal(resp!.hello?.provider_name, "t");
 });
 
 Deno.test("serveProvider reads a byte stream (stdin) into its own reused buffer (BYOB)", async () => {

@@ -294,7 +294,7 @@ Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_
     const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
     assert.equal(failures.length, 1);
     assert.match(
-      failures[0],
+      failures[0]!,
       /Restart timeout exceeded for provider '[\w-]+' after discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
     );
   }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 2000 } });
@@ -310,7 +310,7 @@ Deno.test("ProviderHost.stop ends a provider that is still starting, without wai
     // The restarted process never answers Hello.
     await fx.setInventory({ ...D0, pidFile, hello: { hang: true } });
     const pids = () => Deno.readTextFileSync(pidFile).trim().split("\n").map(Number);
-    Deno.kill(pids()[0], "SIGKILL");
+    Deno.kill(pids()[0]!, "SIGKILL");
     const starting = await waitFor("restart attempt started", () => pids()[1]);
     await waitFor("the restart attempt waits for Hello", () => fx.host.lifecycle === "RESTARTING");
     assert.ok(processAlive(starting));
@@ -453,7 +453,7 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
     const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
     assert.equal(failures.length, 1);
     assert.match(
-      failures[0],
+      failures[0]!,
       /restart attempt 1 failed: Restart timeout exceeded for provider '[\w-]+' after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
     );
     // The operator is told once that supervision gave up.
@@ -520,7 +520,7 @@ Deno.test("ProviderHost: a restart whose process cannot be spawned is a failed a
     await waitFor("circuit open", () => host.lifecycle === "CIRCUIT_OPEN");
     const failures = lines.filter((l) => l.includes("restart attempt 1 failed"));
     assert.equal(failures.length, 1, lines.join("\n"));
-    assert.match(failures[0], /restart attempt 1 failed: cannot start provider 'p0' \(/);
+    assert.match(failures[0]!, /restart attempt 1 failed: cannot start provider 'p0' \(/);
   } finally {
     await registry.stopAll(1000);
     await Deno.remove(dir, { recursive: true });

@@ -41,7 +41,7 @@ Deno.test("ProviderSession logs provider stderr line by line with the provider i
     clock.advance(1000);
     const logged = lines.filter((l) => l.includes("stderr: line "));
     assert.equal(logged.length, STDERR_LINES_PER_SECOND);
-    assert.match(logged[0], /^INFO .* \[noisy\] stderr: line 1$/);
+    assert.match(logged[0]!, /^INFO .* \[noisy\] stderr: line 1$/);
     assert.ok(lines.some((l) => /^WARN .*\[noisy\] 80 stderr lines suppressed/.test(l)));
   } finally {
     await session.terminate(2000);

@@ -264,7 +264,7 @@ Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, stri
   try {
     await waitFor("the last line", () => lines.some((l) => l.endsWith("stderr: last")), 5000);
     const logged = lines.filter((l) => l.includes("stderr: ")).map((l) => l.split("stderr: ")[1]);
-    assert.deepEqual(logged.filter((l) => !l.startsWith("in")), [
+    assert.deepEqual(logged.filter((l) => !l!.startsWith("in")), [
       `${"x".repeat(2000)}…`,
       "crlf",
       "last",
@@ -390,7 +390,7 @@ Deno.test("ProviderSession reports even one suppressed stderr line when its wind
     clock.advance(1);
     const notices = lines.filter((l) => l.includes("suppressed"));
     assert.equal(notices.length, 1);
-    assert.match(notices[0], /\] 1 stderr lines suppressed \(rate limit\)$/);
+    assert.match(notices[0]!, /\] 1 stderr lines suppressed \(rate limit\)$/);
     assert.ok(!lines.some((l) => l.endsWith("stderr: late")));
   } finally {
     await session.terminate(2000);

@@ -50,12 +50,12 @@ Deno.test("findAddressConflict: devices without bus tags, or on distinct bus add
 
 Deno.test("findAddressConflict names both devices and the bus address, written in any notation", () => {
   for (const [a, b] of [["0x48", "0x48"], ["0x48", "72"], ["0X48", " 0x48 "], ["0x4A", "0x4a"]]) {
-    const key = `/dev/i2c-1@0x${Number(a.trim()).toString(16)}`;
+    const key = `/dev/i2c-1@0x${Number(a!.trim()).toString(16)}`;
     assert.equal(
       findAddressConflict([
         device("p0", "free", bus("/dev/i2c-1", "0x10")),
-        device("p0", "first", bus("/dev/i2c-1", a)),
-        device("p1", "second", bus("/dev/i2c-1", b)),
+        device("p0", "first", bus("/dev/i2c-1", a!)),
+        device("p1", "second", bus("/dev/i2c-1", b!)),
       ]),
       `devices p0/first and p1/second both claim bus address ${key}`,
       `${a} vs ${b}`,

@@ -33,7 +33,7 @@ async function firstLine(p: ProviderProcess): Promise<string> {
     text += value;
   }
   reader.releaseLock();
-  return text.split("\n")[0];
+  return (text.split("\n")[0])!;
 }
 
 /** Closes what the test did not read and waits for the exit. */

@@ -230,7 +230,7 @@ Deno.test("RunRegistry pages an open run by cursor and sees every acknowledged m
       const page = await registry.listEvents(id, { after_sequence: after, limit: 100 });
       if (page.count === 0) break;
       seen.push(...sequences(page.events));
-      after = page.events[page.count - 1].sequence;
+      after = page.events[page.count - 1]!.sequence;
       // Appends between pages are picked up by the next read.
       if (after === 300) await registry.addMarker(id, { type: "late" });
     }

@@ -162,7 +162,7 @@ Deno.test("RunRegistry opens, marks and closes a run with the contract's fields"
         "annotation",
         "run_closed",
       ]);
-      equal(sunk[0].run.experiment_label, "trial-3");
+      equal(sunk[0]!.run.experiment_label, "trial-3");
     } finally {
       await registry.shutdown();
     }
@@ -267,12 +267,12 @@ Deno.test("RunRegistry pages runs newest first and events oldest first", async (
       equal((await registry.list({ offset: 5 })).count, 0);
 
       const open = ids[4];
-      for (let i = 0; i < 10; i++) await registry.addMarker(open, { type: `m${i}` });
-      const events = await registry.listEvents(open, { limit: 3, offset: 2 });
+      for (let i = 0; i < 10; i++) await registry.addMarker(open!, { type: `m${i}` });
+      const events = await registry.listEvents(open!, { limit: 3, offset: 2 });
       deepEqual(events.events.map((e) => e.sequence), [3, 4, 5]);
       equal(events.count, 3);
-      equal((await registry.listEvents(open, { limit: 0 })).count, 11);
-      equal((await registry.listEvents(open, { limit: 5000, offset: 10 })).count, 1);
+      equal((await registry.listEvents(open!, { limit: 0 })).count, 11);
+      equal((await registry.listEvents(open!, { limit: 5000, offset: 10 })).count, 1);
     } finally {
       await registry.shutdown();
     }

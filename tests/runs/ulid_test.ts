@@ -18,11 +18,11 @@ Deno.test("UlidGenerator is strictly monotonic within a millisecond and when the
   ids.push(gen.next());
   now += 10000;
   ids.push(gen.next());
-  for (let i = 1; i < ids.length; i++) ok(ids[i] > ids[i - 1], `${ids[i]} > ${ids[i - 1]}`);
+  for (let i = 1; i < ids.length; i++) ok(ids[i]! > ids[i - 1]!, `${ids[i]} > ${ids[i - 1]}`);
   // Same millisecond: the random part counts up by one.
-  equal(ids[0].slice(0, 10), ids[1].slice(0, 10));
-  equal(ids[1].slice(-1), "1");
-  equal(ids[0].slice(-1), "0");
+  equal(ids[0]!.slice(0, 10), ids[1]!.slice(0, 10));
+  equal(ids[1]!.slice(-1), "1");
+  equal(ids[0]!.slice(-1), "0");
   for (const id of ids) match(id, ULID_PATTERN);
 });
 

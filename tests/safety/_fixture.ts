@@ -136,7 +136,7 @@ export function expectation(
   const signalId = rest.pop()!;
   return {
     signal,
-    providerId,
+    providerId: providerId!,
     deviceId: rest.join("/"),
     signalId,
     ...want,

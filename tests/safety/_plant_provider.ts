@@ -30,7 +30,7 @@ const markerArg = Deno.args.indexOf("--grow-marker");
 let readOnly = false;
 if (markerArg >= 0) {
   try {
-    await Deno.writeTextFile(Deno.args[markerArg + 1], "started once\n", { createNew: true });
+    await Deno.writeTextFile(Deno.args[markerArg + 1]!, "started once\n", { createNew: true });
     readOnly = true;
   } catch (err) {
     if (!(err instanceof Deno.errors.AlreadyExists)) throw err;

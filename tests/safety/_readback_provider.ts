@@ -87,7 +87,7 @@ function sample(dev: DeviceScript, id: string, s: Sample): WireSignalValue {
   const nowMs = Date.now();
   return {
     signal_id: id,
-    ...(s.v !== undefined ? { value: wireValue(dev.signals[id], s.v) } : {}),
+    ...(s.v !== undefined ? { value: wireValue(dev.signals[id]!, s.v) } : {}),
     timestamp: { seconds: Math.floor(nowMs / 1000), nanos: (nowMs % 1000) * 1e6 },
     quality: WireQuality[s.q ?? "OK"],
   };

@@ -30,7 +30,7 @@ function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] 
     now: () => NOW_MS,
     write: (line) => {
       const m = /^<\d>\[estop\] (.*)$/.exec(line);
-      if (m) logLines.push(m[1]);
+      if (m) logLines.push(m[1]!);
     },
   });
   const bus = new EventBus();
@@ -49,7 +49,7 @@ function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] 
   const cache = new StateCache({ registry, bus, clock, log, intervalMs: 100 });
   const router = new CallRouter({ registry, cache, log, clock });
   const audit: AuditDecision[] = [];
-  const faults: { reason: string; source?: AuditOrigin }[] = [];
+  const faults: { reason: string; source?: AuditOrigin | undefined }[] = [];
   const modes: EstopModes = {
     current: () => "FAULT",
     enterFault: (reason, source) => {
@@ -142,7 +142,7 @@ Deno.test("Estop reconfigure: the plan follows the new safe state and is logged 
   const { estop, logLines } = parts();
   assert.equal(estop.plan().rung, "none");
   estop.reconfigure({
-    hooks: [HOOKS[0]],
+    hooks: [HOOKS[0]!],
     setpoints: [],
     zeroIsSafe: false,
     expect: [],

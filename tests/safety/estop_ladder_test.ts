@@ -153,7 +153,7 @@ Deno.test("Estop status follows the inventory: a plan asked for before discovery
   try {
     const early = rt.estop.status();
     assert.equal(early.uncovered_actuating_functions, 0, "no devices known yet");
-    assert.deepEqual(early.plan?.calls[0].args, { duty: { type: "int64", int64: 0 } });
+    assert.deepEqual((early.plan?.calls[0])!.args, { duty: { type: "int64", int64: 0 } });
     await rt.start();
     const status = rt.estop.status();
     assert.equal(status.uncovered_actuating_functions, 1);
@@ -161,7 +161,7 @@ Deno.test("Estop status follows the inventory: a plan asked for before discovery
       device_handle: "plant/plant0",
       function: "set_heater",
     }]);
-    assert.deepEqual(status.plan?.calls[0].args, { duty: { type: "double", double: 0 } });
+    assert.deepEqual((status.plan?.calls[0])!.args, { duty: { type: "double", double: 0 } });
   } finally {
     await rt.stop();
   }
@@ -262,7 +262,10 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     assert.deepEqual(result.actions.map((a) => [a.device_handle, a.function, a.success]), [
       ["plant/plant0", "set_fan", false],
     ]);
-    assert.match(result.actions[0].error ?? "", /^UNAVAILABLE: Provider busy: plant has \d+ calls/);
+    assert.match(
+      result.actions[0]!.error ?? "",
+      /^UNAVAILABLE: Provider busy: plant has \d+ calls/,
+    );
     await Promise.all(flood);
   } finally {
     await rt.stop();

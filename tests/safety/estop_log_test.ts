@@ -30,7 +30,7 @@ async function start(config: Config): Promise<{ rt: Kernel; lines: Line[] }> {
     now: () => Date.now(),
     write: (line) => {
       const m = /^<(\d)>\[estop\] (.*)$/.exec(line);
-      if (m) lines.push({ level: LEVEL[m[1]], text: m[2] });
+      if (m) lines.push({ level: (LEVEL[m[1]!])!, text: m[2]! });
     },
   });
   const rt = newKernel(config, { log });
@@ -96,9 +96,9 @@ Deno.test("Estop logs a none rung and the actuating devices nothing verifies", a
   try {
     const warn = at(lines, "warn");
     assert.equal(warn.length, 2, warn.join("\n"));
-    assert.match(warn[0], /ladder resolves to none/);
+    assert.match(warn[0]!, /ladder resolves to none/);
     assert.match(
-      warn[1],
+      warn[1]!,
       /^no safe-state expectation covers 1 actuating device\(s\): plant\/plant0 /,
     );
   } finally {
@@ -173,11 +173,11 @@ Deno.test("Estop logs a read-back that failed as errors, one per check, and a ve
       checks_total: 2,
       checks_verified: 1,
       failed_signals: ["plant/plant0/heater_on"],
-      timestamp_ms: event.timestamp_ms,
+      timestamp_ms: event!.timestamp_ms,
     });
     const errors = at(lines, "error");
     assert.equal(errors.length, 2, errors.join("\n"));
-    assert.match(errors[0], /^e-stop verification: mismatch after \d+ ms \(1\/2 verified\)$/);
+    assert.match(errors[0]!, /^e-stop verification: mismatch after \d+ ms \(1\/2 verified\)$/);
     assert.equal(errors[1], "e-stop verification mismatch: plant/plant0/heater_on: reads true");
 
     rt.estop.clear();

@@ -34,7 +34,7 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
     now: () => NOW_MS,
     write: (line) => {
       const m = /^<\d>\[estop\] (.*)$/.exec(line);
-      if (m) logLines.push(m[1]);
+      if (m) logLines.push(m[1]!);
     },
   });
   const bus = new EventBus();

@@ -87,12 +87,12 @@ const NO_SAFETY: SafeStateConfig = {
 };
 
 Deno.test("zeroArgSets zeroes levels and fans out over index selectors", () => {
-  assert.deepEqual(zeroArgSets(MOTOR.functions[0]), [
+  assert.deepEqual(zeroArgSets(MOTOR.functions[0]!), [
     { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0 } },
     { motor_index: { type: "int64", int64: 2 }, duty: { type: "double", double: 0 } },
   ]);
-  assert.deepEqual(zeroArgSets(RELAYS.functions[0]), [{ enabled: { type: "bool", bool: false } }]);
-  assert.deepEqual(zeroArgSets(TOOLS.functions[5]), [{ level: { type: "double", double: 0 } }]);
+  assert.deepEqual(zeroArgSets(RELAYS.functions[0]!), [{ enabled: { type: "bool", bool: false } }]);
+  assert.deepEqual(zeroArgSets(TOOLS.functions[5]!), [{ level: { type: "double", double: 0 } }]);
 });
 
 Deno.test("zeroArgSets refuses functions it cannot zero without guessing", () => {
@@ -109,7 +109,13 @@ Deno.test("zeroArgSets refuses functions it cannot zero without guessing", () =>
 
 /** A function with one integer selector and one level (bool). */
 function selectorFn(type: "int64" | "uint64", min?: number, max?: number): FunctionSpec {
-  return fn(1, "set_output", [arg("channel", type, { min, max }), arg("on", "bool")]);
+  return fn(1, "set_output", [
+    arg("channel", type, {
+      ...(min === undefined ? {} : { min }),
+      ...(max === undefined ? {} : { max }),
+    }),
+    arg("on", "bool"),
+  ]);
 }
 
 Deno.test("zeroArgSets never drives an integer whose range contains 0 (0..3 may be a level)", () => {
@@ -162,7 +168,14 @@ Deno.test("zeroArgSets allows up to MAX_ZERO_CALLS_PER_FUNCTION calls per functi
 
 Deno.test("zeroArgSets zeroes a double only when its bounds admit 0", () => {
   const level = (min?: number, max?: number) =>
-    zeroArgSets(fn(1, "set_bias", [arg("bias", "double", { min, max })]));
+    zeroArgSets(
+      fn(1, "set_bias", [
+        arg("bias", "double", {
+          ...(min === undefined ? {} : { min }),
+          ...(max === undefined ? {} : { max }),
+        }),
+      ]),
+    );
   const zero = [{ bias: { type: "double", double: 0 } }];
   assert.deepEqual(level(-1, 0), zero, "-1..0");
   assert.deepEqual(level(0, 1), zero, "0..1");
@@ -230,7 +243,7 @@ Deno.test("planSafeState takes setpoints only when they cover every actuating fu
   assert.equal(covered.rung, "setpoints");
   assert.equal(covered.uncovered.length, 0);
   // id-labelled: function_name when given, else the id as text
-  assert.deepEqual(covered.calls[0].label, { device_handle: "p/motor", function: "10" });
+  assert.deepEqual(covered.calls[0]!.label, { device_handle: "p/motor", function: "10" });
 
   const partial = full.slice(1);
   assert.equal(planSafeState({ ...NO_SAFETY, setpoints: partial }, DEVICES).rung, "none");
@@ -350,9 +363,9 @@ function estopWithoutDevices() {
 
 Deno.test("Estop latch gate refuses actuating calls and passes read-only ones while latched", async () => {
   const estop = estopWithoutDevices();
-  const read = { fn: TOOLS.functions[4], device: TOOLS, origin: "manual" as const };
-  const actuate = { fn: RELAYS.functions[0], device: RELAYS, origin: "automated" as const };
-  const config = { fn: TOOLS.functions[1], device: TOOLS, origin: "manual" as const };
+  const read = { fn: TOOLS.functions[4]!, device: TOOLS, origin: "manual" as const };
+  const actuate = { fn: RELAYS.functions[0]!, device: RELAYS, origin: "automated" as const };
+  const config = { fn: TOOLS.functions[1]!, device: TOOLS, origin: "manual" as const };
   assert.equal(estop.gate(actuate), null);
 
   const result = await estop.trigger("unit test");

@@ -354,7 +354,7 @@ Deno.test("verifySafeState reads back again until the value settles, then stops"
       timeoutMs: 5000,
     });
     assert.equal(v.outcome, "verified");
-    assert.deepEqual(v.checks[0].observed, dbl(0));
+    assert.deepEqual(v.checks[0]!.observed, dbl(0));
     assert.deepEqual(fx.reads(), ["fan rpm", "fan rpm", "fan rpm"]);
     // Two pauses of VERIFY_RETRY_INTERVAL_MS (50 ms), far below the timeout.
     assert.ok(v.elapsed_ms >= 100, `elapsed ${v.elapsed_ms} ms`);
@@ -534,8 +534,8 @@ Deno.test("verifySafeState: a hung provider's read is cut off at the verificatio
     [expectation("rb/dev0/a", { max: 0 })],
   );
   assert.equal(v.outcome, "mismatch");
-  assert.deepEqual(v.checks[0].observed, dbl(1));
-  assert.equal(v.checks[0].reason, "reads 1, above 0");
+  assert.deepEqual(v.checks[0]!.observed, dbl(1));
+  assert.equal(v.checks[0]!.reason, "reads 1, above 0");
   // The provider's timeout_ms is 5000: the read waited for what was left of the 300 ms only.
   assert.ok(v.elapsed_ms >= 300 && v.elapsed_ms < 1300, `elapsed ${v.elapsed_ms} ms`);
 });

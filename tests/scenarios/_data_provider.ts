@@ -300,7 +300,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     if (req.describe_device) return { request_id: id, status: ok, describe_device: dev.describe() };
     if (req.read_signals) {
       const values = await dev.read(req.read_signals);
-      return { request_id: id, status: ok, read_signals: { device_id: deviceId, values } };
+      return { request_id: id, status: ok, read_signals: { device_id: deviceId!, values } };
     }
     if (!dev.call) return { request_id: id, ...fail(StatusCode.UNIMPLEMENTED, "no functions") };
     return { request_id: id, status: ok, call: dev.call(req.call!) };

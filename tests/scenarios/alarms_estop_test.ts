@@ -101,9 +101,9 @@ interlocks:
     assert.equal(status.estop.cause, "alarm:tc1_overtemp");
     assert.equal(status.estop.verification.outcome, "verified");
     const [change] = eventsOf(rec.events, "estop_change");
-    assert.equal(change.cause, "alarm:tc1_overtemp");
+    assert.equal(change!.cause, "alarm:tc1_overtemp");
     assert.match(
-      change.reason ?? "",
+      change!.reason ?? "",
       /^alarm tc1_overtemp raised MAJOR \(hihi 28\): sim0\/tempctl0\/tc1_temp = 2[89]\.\d+ - Heater over temperature$/,
     );
     // The latch and FAULT follow the raise at once, in the same poll; the interlock stayed

@@ -75,7 +75,7 @@ export class Api {
     const r = await apiFetch(`${this.base}${path}`, {
       method: "POST",
       headers: body === undefined ? {} : { "content-type": "application/json" },
-      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      body: body === undefined ? null : typeof body === "string" ? body : JSON.stringify(body),
     });
     return { status: r.status, json: await r.json() };
   }

@@ -100,7 +100,7 @@ alarms:
     const before = temps(seq.slice(0, raised));
     assert.ok(before.at(-1)! > HI, `raise after ${before.at(-1)}`);
     assert.ok(before.slice(0, -1).every((t) => t <= HI), before.join(", "));
-    const raise = seq[raised].data;
+    const raise = seq[raised]!.data;
     assert.deepEqual(
       [raise.state, raise.level, raise.cause, raise.limit, raise.value],
       ["active", "MINOR", "hi", HI, { type: "double", double: before.at(-1) }],
@@ -111,18 +111,18 @@ alarms:
     assert.ok(during.some((t) => t < HI && t >= HI - HYSTERESIS), during.join(", "));
     assert.ok(during.slice(0, -1).every((t) => t >= HI - HYSTERESIS), during.join(", "));
     assert.ok(during.at(-1)! < HI - HYSTERESIS, `clear after ${during.at(-1)}`);
-    assert.deepEqual(seq[cleared].data.value, { type: "double", double: during.at(-1) });
-    assert.equal(seq[cleared].data.state, "normal");
+    assert.deepEqual(seq[cleared]!.data.value, { type: "double", double: during.at(-1) });
+    assert.equal(seq[cleared]!.data.state, "normal");
 
     // delay_ms: raised only once the condition had held that long, on a later sample.
-    const delayed = seq[at("tc1_warm_delayed", "raise")].data;
+    const delayed = (seq[at("tc1_warm_delayed", "raise")])!.data;
     assert.ok(at("tc1_warm_delayed", "raise") > raised);
     assert.ok(
       delayed.timestamp_ms - raise.timestamp_ms >= DELAY_MS,
       `${delayed.timestamp_ms - raise.timestamp_ms} ms`,
     );
     // Without hysteresis it cleared as soon as the temperature was back below hi.
-    const delayedClear = seq[at("tc1_warm_delayed", "clear")].data;
+    const delayedClear = (seq[at("tc1_warm_delayed", "clear")])!.data;
     assert.ok(delayedClear.value.double <= HI && delayedClear.value.double >= HI - HYSTERESIS);
 
     // GET /v0/alarms right after the raise.
@@ -165,7 +165,7 @@ alarms:
       alarmRunEvents.map((e) => `${e.payload.alarm_id} ${e.type}`),
       ["tc1_warm raise", "tc1_warm_delayed raise", "tc1_warm_delayed clear", "tc1_warm clear"],
     );
-    assert.deepEqual(alarmRunEvents[0].payload, {
+    assert.deepEqual(alarmRunEvents[0]!.payload, {
       alarm_id: "tc1_warm",
       state: "active",
       level: "MINOR",

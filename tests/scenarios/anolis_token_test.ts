@@ -41,7 +41,7 @@ Deno.test("runtime warns at start that ANOLIS_API_TOKEN is ignored and names RUN
   const stderr = await runWithEnv({ ANOLIS_API_TOKEN: SECRET });
   const lines = stderr.split("\n").filter((l) => l.includes("ANOLIS_API_TOKEN"));
   assert.equal(lines.length, 1, stderr);
-  assert.match(lines[0], /^WARN {2}\S+ ANOLIS_API_TOKEN is set but ignored: .*RUNTIME_API_TOKEN/);
+  assert.match(lines[0]!, /^WARN {2}\S+ ANOLIS_API_TOKEN is set but ignored: .*RUNTIME_API_TOKEN/);
   assert.ok(!stderr.includes(SECRET), "the value is never logged");
 });
 

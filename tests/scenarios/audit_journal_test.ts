@@ -22,7 +22,7 @@ async function post(base: string, path: string, body?: unknown) {
   const r = await apiFetch(`${base}${path}`, {
     method: "POST",
     headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? null : JSON.stringify(body),
   });
   return { status: r.status, json: await r.json() };
 }

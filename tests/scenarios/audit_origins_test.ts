@@ -80,7 +80,7 @@ Deno.test("GET /v0/audit names every origin with its identity and every refusal 
       const r = await apiFetch(`${url}${path}`, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? null : JSON.stringify(body),
       });
       return { status: r.status, json: await r.json() };
     };

@@ -86,7 +86,7 @@ Deno.test("an accepted actuating call is in the audit journal when the provider 
     // entry's result.
     const tags = ["tag-one-4f1c", "tag-two-9b2e", "tag-three-0d7a"];
     for (const tag of [...tags, tags[2]]) {
-      const answer = await post(base, "/v0/call", act(tag));
+      const answer = await post(base, "/v0/call", act(tag!));
       assert.equal(answer.status, 200, JSON.stringify(answer.json));
     }
     const page = await (await apiFetch(`${base}/v0/audit?device_id=rec0`)).json();

@@ -40,8 +40,8 @@ Deno.test("AutomationEngine reports a FAILURE tick as one bt_error and turns blo
       // Reported once (first FAILURE after progress), not once per tick.
       const errors = eventsOf(rec.events, "bt_error");
       assert.equal(errors.length, 1);
-      assert.equal(errors[0].node, "Main/Sequence[0]/CheckQuality[1]");
-      assert.equal(errors[0].error, "BT returned FAILURE");
+      assert.equal(errors[0]!.node, "Main/Sequence[0]/CheckQuality[1]");
+      assert.equal(errors[0]!.error, "BT returned FAILURE");
       assert.deepEqual(eventsOf(rec.events, "automation_fault"), []);
       assert.equal(rt.modes.current(), "AUTO", "an ordinary FAILURE does not fault the runtime");
     } finally {
@@ -73,12 +73,12 @@ Deno.test("AutomationEngine turns a tick that throws into bt_error, automation_f
       await waitFor("FAULT", () => rt.modes.current() === "FAULT");
       const fault = eventsOf(rec.events, "automation_fault");
       assert.equal(fault.length, 1);
-      assert.equal(fault[0].locus, "tick");
-      assert.match(fault[0].error, /undefined_variable/);
+      assert.equal(fault[0]!.locus, "tick");
+      assert.match(fault[0]!.error, /undefined_variable/);
       const errors = eventsOf(rec.events, "bt_error");
       assert.equal(errors.length, 1);
-      assert.equal(errors[0].node, "Main/Sequence[0]/Script[1]");
-      assert.equal(errors[0].error, fault[0].error);
+      assert.equal(errors[0]!.node, "Main/Sequence[0]/Script[1]");
+      assert.equal(errors[0]!.error, fault[0]!.error);
 
       const status = rt.automation!.status();
       assert.equal(status.execution_status, "failed");

@@ -119,7 +119,7 @@ export function cached(
   signalId: string,
 ): number | bigint | boolean | string | undefined {
   const [p, dev] = handle.split("/");
-  const s = rt.cache.signal(p, dev, signalId);
+  const s = rt.cache.signal(p!, dev!, signalId);
   return s?.value ? scalarOf(s.value) : undefined;
 }
 
@@ -131,7 +131,7 @@ export async function callAs(
   functionName: string,
   args: Record<string, TypedValue>,
 ): Promise<void> {
-  const [providerId, deviceId] = handle.split("/");
+  const [providerId, deviceId] = handle.split("/") as [string, string];
   await rt.router.call({ providerId, deviceId, functionName, args, origin });
 }
 

@@ -92,7 +92,7 @@ function providerPids(rt: RuntimeChild, rig: Rig): Map<string, number> {
         continue;
       }
       const m = new RegExp(`${rig.dir}/sim-([a-z0-9]+)\\.yaml`).exec(cmdline);
-      if (m) out.set(m[1], pid);
+      if (m) out.set(m[1]!, pid);
     }
   }
   return out;
@@ -187,11 +187,11 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
       return e.length > 0 ? e : undefined;
     }, WAIT_MS);
     assert.equal(reloadEvents.length, 1);
-    assert.equal(reloadEvents[0].data.result, "applied");
-    assert.deepEqual(reloadEvents[0].data.providers_added, ["added"]);
-    assert.deepEqual(reloadEvents[0].data.providers_removed, ["gone"]);
-    assert.deepEqual(reloadEvents[0].data.providers_restarted, ["change"]);
-    assert.deepEqual(reloadEvents[0].data.providers_unchanged, ["keep"]);
+    assert.equal(reloadEvents[0]!.data.result, "applied");
+    assert.deepEqual(reloadEvents[0]!.data.providers_added, ["added"]);
+    assert.deepEqual(reloadEvents[0]!.data.providers_removed, ["gone"]);
+    assert.deepEqual(reloadEvents[0]!.data.providers_restarted, ["change"]);
+    assert.deepEqual(reloadEvents[0]!.data.providers_unchanged, ["keep"]);
     const blips = events.frames.filter((f) =>
       (f.event === "provider_health_change" || f.event === "device_availability") &&
       f.data.provider_id === "keep"
@@ -294,7 +294,7 @@ Deno.test("SIGHUP applies new alarms and interlocks at once", async () => {
       "cold",
       "normal",
     ]]);
-    assert.deepEqual(after[0].transitions.map((t) => t.transition), ["raise", "ack"]);
+    assert.deepEqual(after[0]!.transitions.map((t) => t.transition), ["raise", "ack"]);
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
@@ -323,8 +323,8 @@ Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every d
       /^ERROR .*config reload: .*runtime\.yaml:\d+:\d+: error: /.test(l)
     );
     assert.equal(diagnostics.length, 2, rt.stderr());
-    assert.match(diagnostics[0], /runtime\.yaml:3:\d+: error: polling\.interval_ms/);
-    assert.match(diagnostics[1], /runtime\.yaml:4:\d+: error: logging\.level/);
+    assert.match(diagnostics[0]!, /runtime\.yaml:3:\d+: error: polling\.interval_ms/);
+    assert.match(diagnostics[1]!, /runtime\.yaml:4:\d+: error: logging\.level/);
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="failure"}'), 1);
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="success"}'), 0);
     assert.equal(await metric(api, "runtime_config_last_reload_success_timestamp_seconds"), 0);
@@ -385,7 +385,7 @@ Deno.test("SIGHUP applies the log level, refuses a new tree and a parameter chan
 
     const next = [
       params[0],
-      params[1].replace("max: 10", "max: 20"),
+      params[1]!.replace("max: 10", "max: 20"),
       "    - {name: fresh, type: string, default: hello}",
     ];
     await Deno.writeTextFile(

@@ -71,7 +71,7 @@ Deno.test("Device drop-out: AUTO is refused while a device the tree names does n
     const status = rt.automation!.status();
     assert.equal(status.not_running?.cause, "mode");
     assert.deepEqual(status.blocked_devices.map((b) => b.device_handle), ["sim0/motorctl0"]);
-    assert.match(status.blocked_devices[0].reason, /its reads fail/);
+    assert.match(status.blocked_devices[0]!.reason, /its reads fail/);
     assert.match(status.why_not_running ?? "", /mode is MANUAL/);
     assert.match(status.why_not_running ?? "", /sim0\/motorctl0 is down/);
   });

@@ -75,7 +75,7 @@ Deno.test("Estop hooks rung runs the declared hooks in order and leaves the devi
         ["sim0/tempctl0/relay1_state", "verified", "OK"],
       ],
     );
-    assert.deepEqual(result.verification.checks[1].observed, { type: "bool", bool: false });
+    assert.deepEqual(result.verification.checks[1]!.observed, { type: "bool", bool: false });
     assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0);
     assert.equal(await readSignal(rt, "sim0", "relayio0", "relay_ch1_state"), false);
     assert.equal(await readSignal(rt, "sim0", "relayio0", "relay_ch2_state"), false);

@@ -43,7 +43,7 @@ Deno.test("Estop brings a provider the supervisor restarts while latched to the 
       ["other/plant0", "set_heater", true],
       ["other/plant0", "set_fan", true],
     ]);
-    assert.match(stop.actions[0].error!, /^UNAVAILABLE: Provider unavailable: plant/);
+    assert.match(stop.actions[0]!.error!, /^UNAVAILABLE: Provider unavailable: plant/);
     assert.equal(stop.verification.outcome, "unreachable");
     assert.deepEqual(stop.verification.checks.map((c) => c.outcome), ["unreachable", "verified"]);
     const latchedAt = Date.now();
@@ -93,13 +93,13 @@ Deno.test("Estop brings a provider the supervisor restarts while latched to the 
     ]);
     const secured = audit.filter((e) => e.action === "estop");
     assert.equal(secured.length, 1, JSON.stringify(audit));
-    assert.deepEqual(secured[0].origin, { kind: "estop", rung: "zero", cause: "api" });
-    assert.equal(secured[0].outcome, "accepted");
-    assert.deepEqual(secured[0].args, {
+    assert.deepEqual(secured[0]!.origin, { kind: "estop", rung: "zero", cause: "api" });
+    assert.equal(secured[0]!.outcome, "accepted");
+    assert.deepEqual(secured[0]!.args, {
       provider_ids: ["plant"],
       reason: "available while latched",
     });
-    assert.deepEqual(secured[0].result, {
+    assert.deepEqual(secured[0]!.result, {
       actions: 2,
       actions_failed: 0,
       verification: "verified",

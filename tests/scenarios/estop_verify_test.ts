@@ -38,21 +38,21 @@ Deno.test("Estop verification reports a killed provider's checks as unreachable"
       ["sim0/motorctl0/motor1_duty", "verified"],
       ["sim1/motorctl0/motor1_duty", "unreachable"],
     ]);
-    assert.deepEqual(v.checks[0].observed, { type: "double", double: 0 });
-    assert.equal(v.checks[0].quality, "OK");
-    assert.equal(v.checks[1].observed, null);
-    assert.match(v.checks[1].reason ?? "", /provider unavailable: sim1/);
-    assert.deepEqual(v.checks[1].expected, { max: 0 });
+    assert.deepEqual(v.checks[0]!.observed, { type: "double", double: 0 });
+    assert.equal(v.checks[0]!.quality, "OK");
+    assert.equal(v.checks[1]!.observed, null);
+    assert.match(v.checks[1]!.reason ?? "", /provider unavailable: sim1/);
+    assert.deepEqual(v.checks[1]!.expected, { max: 0 });
     // It kept trying until the timeout (the provider might have come back), and no longer.
     assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS, `elapsed ${v.elapsed_ms} ms`);
     assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + 2000, `elapsed ${v.elapsed_ms} ms`);
 
     assert.deepEqual(rt.estop.status().verification, v);
     const [event] = eventsOf(rec.events, "estop_verification");
-    assert.equal(event.outcome, "unreachable");
-    assert.equal(event.checks_total, 2);
-    assert.equal(event.checks_verified, 1);
-    assert.deepEqual(event.failed_signals, ["sim1/motorctl0/motor1_duty"]);
+    assert.equal(event!.outcome, "unreachable");
+    assert.equal(event!.checks_total, 2);
+    assert.equal(event!.checks_verified, 1);
+    assert.deepEqual(event!.failed_signals, ["sim1/motorctl0/motor1_duty"]);
   } finally {
     rec.stop();
     await rt.stop();
@@ -85,9 +85,9 @@ Deno.test("Estop verification reports an output the ladder left untouched as a m
       ["sim0/relayio0/relay_ch1_state", "verified"],
       ["sim0/relayio0/relay_ch3_state", "mismatch"],
     ]);
-    assert.deepEqual(v.checks[1].observed, { type: "bool", bool: true });
-    assert.deepEqual(v.checks[1].expected, { equals: false });
-    assert.equal(v.checks[1].quality, "OK");
+    assert.deepEqual(v.checks[1]!.observed, { type: "bool", bool: true });
+    assert.deepEqual(v.checks[1]!.expected, { equals: false });
+    assert.equal(v.checks[1]!.quality, "OK");
     assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS);
   } finally {
     await rt.stop();
@@ -123,9 +123,9 @@ Deno.test("Estop verification catches an actuator that acknowledges but does not
       "mismatch",
       "... and the read-back shows it is false",
     );
-    assert.equal(check.outcome, "mismatch");
-    assert.deepEqual(check.observed, { type: "double", double: 0.6 });
-    assert.match(check.reason ?? "", /reads 0\.6/);
+    assert.equal(check!.outcome, "mismatch");
+    assert.deepEqual(check!.observed, { type: "double", double: 0.6 });
+    assert.match(check!.reason ?? "", /reads 0\.6/);
   } finally {
     await rt.stop();
   }
@@ -144,8 +144,8 @@ Deno.test("Estop verification keeps a fresh mismatch when a later read-back is c
   try {
     const v = (await rt.estop.trigger("cut off")).verification;
     assert.equal(v.outcome, "mismatch");
-    assert.equal(v.checks[0].outcome, "mismatch");
-    assert.deepEqual(v.checks[0].observed, { type: "string", string: "<unset>" });
+    assert.equal(v.checks[0]!.outcome, "mismatch");
+    assert.deepEqual(v.checks[0]!.observed, { type: "string", string: "<unset>" });
     assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + 1000, `bounded: ${v.elapsed_ms} ms`);
   } finally {
     await rt.stop();

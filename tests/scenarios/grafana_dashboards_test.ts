@@ -135,7 +135,7 @@ Deno.test("examples/grafana provisioning: an InfluxDB data source queried with F
 
 Deno.test("the dashboard check reports a measurement, field, tag or tag value that was never written", async () => {
   const schema = await written("runtime");
-  const signals = queriesOf("signals", ourDashboards()[2].dashboard);
+  const signals = queriesOf("signals", ourDashboards()[2]!.dashboard);
   const numeric = signals.find((q) => q.where.includes("Numeric signals"))!.flux;
   assert.deepEqual(missingData(queryNeeds(numeric), schema), []);
   const broken = (from: string, to: string) =>
@@ -146,7 +146,7 @@ Deno.test("the dashboard check reports a measurement, field, tag or tag value th
   ]);
   assert.deepEqual(broken("r.device_id", "r.device"), ["no tag device in runtime_signal"]);
   const runs =
-    queriesOf("ops", ourDashboards()[1].dashboard).find((q) => q.where.includes("Run markers"))!
+    queriesOf("ops", ourDashboards()[1]!.dashboard).find((q) => q.where.includes("Run markers"))!
       .flux;
   assert.deepEqual(missingData(queryNeeds(runs), schema), []);
   assert.deepEqual(missingData(queryNeeds(runs.replace('"annotation"', '"marker"')), schema), [

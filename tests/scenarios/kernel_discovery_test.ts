@@ -39,10 +39,10 @@ Deno.test("Runtime discovers the simulated provider's devices and polls their si
       () => rec.events.some((e) => e.kind === "state_update" && e.device_id === "analogsensor0"),
     );
     const health = rt.providerHealth()[0];
-    assert.equal(health.state, "AVAILABLE");
-    assert.equal(health.lifecycle_state, "RUNNING");
-    assert.equal(health.devices.find((d) => d.device_id === "tempctl0")?.health, "OK");
-    assert.equal(health.devices.find((d) => d.device_id === "chaos_control")?.health, "UNKNOWN");
+    assert.equal(health!.state, "AVAILABLE");
+    assert.equal(health!.lifecycle_state, "RUNNING");
+    assert.equal(health!.devices.find((d) => d.device_id === "tempctl0")?.health, "OK");
+    assert.equal(health!.devices.find((d) => d.device_id === "chaos_control")?.health, "UNKNOWN");
   } finally {
     rec.stop();
     await rt.stop();
@@ -59,9 +59,9 @@ Deno.test("Runtime.stop ends every provider process", async () => {
 
 Deno.test("Runtime start fails fast naming a provider that cannot start", async () => {
   const config = testConfig();
-  const broken = { ...config.providers[0], id: "broken", command: "/nonexistent/provider" };
+  const broken = { ...config.providers[0]!, id: "broken", command: "/nonexistent/provider" };
   await assert.rejects(
-    startRuntime({ ...config, providers: [config.providers[0], broken] }),
+    startRuntime({ ...config, providers: [config.providers[0]!, broken] }),
     /broken: cannot start provider/,
   );
 });

@@ -56,7 +56,7 @@ Deno.test("Kernel.stop while the first poll hangs makes start() fail at once and
     const outcome = await started;
     assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${outcome}`);
     assert.equal(outcome.code, "UNAVAILABLE");
-    assert.equal(processAlive(readScriptedLog(log).pids[0]), false);
+    assert.equal(processAlive(readScriptedLog(log).pids[0]!), false);
     // Deno's sanitizers fail this test if a poll loop (a timer) is still running.
   } finally {
     await rt.stop();

@@ -69,7 +69,7 @@ for (const stage of ["hello", "read_signals"]) {
     const aliveWhenLogged: boolean[] = [];
     const { log, lines } = watchingLogger((line) => {
       if (line.includes("Runtime startup timeout exceeded")) {
-        aliveWhenLogged.push(processAlive(readScriptedLog(plog).pids[0]));
+        aliveWhenLogged.push(processAlive(readScriptedLog(plog).pids[0]!));
       }
     });
     const rt = newKernel(config, { log });
@@ -78,13 +78,13 @@ for (const stage of ["hello", "read_signals"]) {
       assert.ok(outcome instanceof Error, `start() must fail, got ${outcome}`);
       const said = lines.filter((l) => l.includes("Runtime startup timeout exceeded"));
       assert.equal(said.length, 1, lines.join("\n"));
-      assert.match(said[0], /^ERROR /);
-      assert.match(said[0], /runtime\.startup_timeout_ms \(1500 ms\)/);
-      assert.match(said[0], stage === "hello" ? /not ready: hung\b/ : /first poll .*hung/);
+      assert.match(said[0]!, /^ERROR /);
+      assert.match(said[0]!, /runtime\.startup_timeout_ms \(1500 ms\)/);
+      assert.match(said[0]!, stage === "hello" ? /not ready: hung\b/ : /first poll .*hung/);
       if (stage === "hello") {
         // What the provider last said, usually why it is not ready, in the log and the error.
         const why = `hung (provider's last stderr line: "waiting for /dev/ttyUSB0")`;
-        assert.ok(said[0].includes(`not ready: ${why}`), said[0]);
+        assert.ok(said[0]!.includes(`not ready: ${why}`), said[0]);
         assert.ok((outcome as Error).message.includes(why), (outcome as Error).message);
       }
       assert.deepEqual(aliveWhenLogged, [true], "said while the hung provider still ran");
@@ -138,7 +138,7 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
   const aliveWhenLogged: boolean[] = [];
   const { log, lines } = watchingLogger((line) => {
     if (line.includes("Restart timeout exceeded")) {
-      aliveWhenLogged.push(processAlive(restartPids()[0]));
+      aliveWhenLogged.push(processAlive(restartPids()[0]!));
     }
   });
   const rt = newKernel(
@@ -153,13 +153,13 @@ exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --c
     await waitFor("circuit open", () => host.lifecycle === "CIRCUIT_OPEN", 20000);
     const said = lines.filter((l) => l.includes("Restart timeout exceeded"));
     assert.equal(said.length, 1, lines.join("\n"));
-    assert.match(said[0], /^ERROR /);
+    assert.match(said[0]!, /^ERROR /);
     // anolis's phrase, as its tests wait for it, inside our line.
-    assert.ok(said[0].includes("Restart timeout exceeded for provider 'sim0'"), said[0]);
-    assert.match(said[0], /\[provider\/sim0\] restart attempt 1 failed: Restart timeout exceeded/);
-    assert.match(said[0], /restart_policy\.timeout_ms 300 ms/);
+    assert.ok(said[0]!.includes("Restart timeout exceeded for provider 'sim0'"), said[0]);
+    assert.match(said[0]!, /\[provider\/sim0\] restart attempt 1 failed: Restart timeout exceeded/);
+    assert.match(said[0]!, /restart_policy\.timeout_ms 300 ms/);
     assert.deepEqual(aliveWhenLogged, [true], "said while the restarted process still ran");
-    await waitFor("restarted process ended", () => !processAlive(restartPids()[0]), 5000);
+    await waitFor("restarted process ended", () => !processAlive(restartPids()[0]!), 5000);
   } finally {
     await rt.stop();
     killLeftovers(restartPids());
@@ -228,7 +228,7 @@ Deno.test("runtime --config logs 'Runtime Ready' once, after the API listens, as
     // anolis ends with "Shutdown complete"; this runtime with "shutdown complete".
     assert.match(lines.at(-1)!, /^INFO {2}\S+ shutdown complete$/);
     assert.match(
-      lines[ready],
+      lines[ready]!,
       /^INFO {2}\S+ Runtime Ready: 1 provider\(s\) AVAILABLE, 5 device\(s\)/,
     );
   } finally {

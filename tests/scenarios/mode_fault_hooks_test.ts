@@ -68,8 +68,8 @@ Deno.test("POST /v0/mode FAULT attempts every hook call after a failure and repo
 
     const events = eventsOf(rec.events, "hook_failure");
     assert.equal(events.length, 1);
-    assert.equal(events[0].device_handle, "sim0/tempctl0");
-    assert.equal(events[0].error, failure.error);
+    assert.equal(events[0]!.device_handle, "sim0/tempctl0");
+    assert.equal(events[0]!.error, failure.error);
   } finally {
     rec.stop();
     await fx.close();

@@ -41,7 +41,7 @@ async function authLine(
     assert.equal(exit.code, 0, exit.stderr);
     const lines = exit.stderr.split("\n").filter((l) => / authentication (on|off)\b/.test(l));
     assert.equal(lines.length, 1, exit.stderr);
-    return { line: lines[0], stderr: exit.stderr };
+    return { line: lines[0]!, stderr: exit.stderr };
   } finally {
     await rt?.dispose();
     killLeftovers(readScriptedLog(log).pids);

@@ -33,13 +33,13 @@ Deno.test("Runtime.stop ends the helper a provider spawned, with the provider", 
   try {
     const { pids, helpers } = readScriptedLog(log);
     assert.equal(helpers.length, 1);
-    assert.equal(pgidOf(pids[0]), pids[0], "the provider leads its own process group");
-    assert.equal(pgidOf(helpers[0]), pids[0], "its helper is in that group");
-    assert.notEqual(pgidOf(pids[0]), pgidOf(Deno.pid), "not in the runtime's group");
+    assert.equal(pgidOf(pids[0]!), pids[0], "the provider leads its own process group");
+    assert.equal(pgidOf(helpers[0]!), pids[0], "its helper is in that group");
+    assert.notEqual(pgidOf(pids[0]!), pgidOf(Deno.pid), "not in the runtime's group");
     await rt.stop();
-    assert.equal(processAlive(pids[0]), false);
+    assert.equal(processAlive(pids[0]!), false);
     // SIGKILL was sent before stop() resolved; the kernel ends the helper right after.
-    await waitFor("helper gone", () => !processAlive(helpers[0]), 2000);
+    await waitFor("helper gone", () => !processAlive(helpers[0]!), 2000);
   } finally {
     await rt.stop();
     const { pids, helpers } = readScriptedLog(log);
@@ -57,11 +57,11 @@ Deno.test("a supervised restart ends the helper the crashed provider left behind
   try {
     const first = readScriptedLog(log);
     const host = rt.registry.host("helped")!;
-    Deno.kill(first.pids[0], "SIGKILL"); // the provider alone dies: its helper lives on
+    Deno.kill(first.pids[0]!, "SIGKILL"); // the provider alone dies: its helper lives on
     await waitFor("restarted", () => readScriptedLog(log).pids.length === 2 && host.available);
-    await waitFor("first helper gone", () => !processAlive(first.helpers[0]), 5000);
+    await waitFor("first helper gone", () => !processAlive(first.helpers[0]!), 5000);
     const second = readScriptedLog(log);
-    assert.ok(processAlive(second.helpers[1]), "the new provider's helper runs");
+    assert.ok(processAlive(second.helpers[1]!), "the new provider's helper runs");
   } finally {
     await rt.stop();
     const { pids, helpers } = readScriptedLog(log);
@@ -86,8 +86,12 @@ Deno.test("after SIGTERM the runtime process exits leaving neither its provider 
     rt.child.kill("SIGTERM");
     const exit = await rt.exit;
     assert.equal(exit.code, 0, exit.stderr);
-    assert.equal(processAlive(pids[0]), false, "the provider was reaped before the runtime exited");
-    await waitFor("helper gone", () => !processAlive(helpers[0]), 2000);
+    assert.equal(
+      processAlive(pids[0]!),
+      false,
+      "the provider was reaped before the runtime exited",
+    );
+    await waitFor("helper gone", () => !processAlive(helpers[0]!), 2000);
   } finally {
     await rt.dispose();
     const { pids, helpers } = readScriptedLog(log);

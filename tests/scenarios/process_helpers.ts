@@ -68,8 +68,8 @@ export function readScriptedLog(path: string): ScriptedLog {
     const [what, value] = line.split(" ");
     if (what === "pid") log.pids.push(Number(value));
     if (what === "helper") log.helpers.push(Number(value));
-    if (what === "hang") log.hangs.push(value);
-    if (what === "safe") log.safe.push(value);
+    if (what === "hang") log.hangs.push(value!);
+    if (what === "safe") log.safe.push(value!);
   }
   return log;
 }

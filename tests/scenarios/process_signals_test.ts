@@ -43,13 +43,13 @@ Deno.test("a second stop signal kills a provider that ignores stdin EOF and SIGT
     assert.equal(helpers.length, 1);
     rt.child.kill("SIGINT");
     await new Promise((r) => setTimeout(r, 300));
-    assert.ok(processAlive(pids[0]), "the provider is still being stopped after the first signal");
+    assert.ok(processAlive(pids[0]!), "the provider is still being stopped after the first signal");
     rt.child.kill("SIGTERM");
     const exit = await within(rt.exit, 5000);
     if (exit === "timeout") assert.fail("the second signal must hurry shutdown");
     assert.equal(exit.code, 0, exit.stderr);
-    assert.equal(processAlive(pids[0]), false, "the provider is gone when the runtime has exited");
-    await waitFor("helper gone", () => !processAlive(helpers[0]), 2000);
+    assert.equal(processAlive(pids[0]!), false, "the provider is gone when the runtime has exited");
+    await waitFor("helper gone", () => !processAlive(helpers[0]!), 2000);
   } finally {
     await rt.dispose();
     const { pids, helpers } = readScriptedLog(log);
@@ -125,13 +125,13 @@ Deno.test("the same stop signal again after STOP_SIGNAL_REPEAT_WINDOW_MS hurries
     await firstSignalTaken(rt);
     // The runtime timed the window from before it logged that line: this is past it.
     await new Promise((r) => setTimeout(r, STOP_SIGNAL_REPEAT_WINDOW_MS + 100));
-    assert.ok(processAlive(pids[0]), "the provider is still being stopped after the first signal");
+    assert.ok(processAlive(pids[0]!), "the provider is still being stopped after the first signal");
     rt.child.kill("SIGINT");
     // Without the hurry the stop ladder would wait 9 s for the provider.
     const exit = await within(rt.exit, 5000);
     if (exit === "timeout") assert.fail("the second signal must hurry shutdown");
     assert.equal(exit.code, 0, exit.stderr);
-    assert.equal(processAlive(pids[0]), false, "the provider is gone when the runtime has exited");
+    assert.equal(processAlive(pids[0]!), false, "the provider is gone when the runtime has exited");
   } finally {
     await rt.dispose();
     killLeftovers(readScriptedLog(log).pids);

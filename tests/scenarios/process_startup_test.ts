@@ -41,7 +41,7 @@ Deno.test("Kernel.start fails within runtime.startup_timeout_ms when a provider 
     assert.match(outcome.message, /hung/);
     assert.deepEqual(readScriptedLog(log).hangs, ["read_signals"]);
     assert.equal(rt.registry.host("sim0")!.available, false, "the healthy provider was stopped");
-    await waitFor("hung provider ended", () => !processAlive(readScriptedLog(log).pids[0]), 5000);
+    await waitFor("hung provider ended", () => !processAlive(readScriptedLog(log).pids[0]!), 5000);
   } finally {
     await rt.stop();
     killLeftovers(readScriptedLog(log).pids);
@@ -76,8 +76,8 @@ for (const stage of ["hello", "wait_ready", "read_signals"]) {
       if (exit === "timeout") assert.fail("SIGTERM during start-up must act at once");
       assert.equal(exit.code, 0, exit.stderr);
       const { pids, helpers } = readScriptedLog(log);
-      assert.equal(processAlive(pids[0]), false, "the provider is gone");
-      await waitFor("helper gone", () => !processAlive(helpers[0]), 2000);
+      assert.equal(processAlive(pids[0]!), false, "the provider is gone");
+      await waitFor("helper gone", () => !processAlive(helpers[0]!), 2000);
     } finally {
       await rt.dispose();
       const { pids, helpers } = readScriptedLog(log);

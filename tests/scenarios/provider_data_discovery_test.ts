@@ -17,7 +17,7 @@ Deno.test("Discovery refuses a DescribeDevice answer that renames a device onto 
     // ListDevices: a, b, ".", "..", a, "", c. b described itself as a: skipped, not a second a.
     assert.deepEqual(rt.registry.devices().map((d) => d.deviceId), ["a", "c"]);
     assert.equal(rt.registry.capabilities("p0", "a")?.device.label, "Device A");
-    assert.equal(rt.registry.capabilities("p0", "a")?.functions[0].name, "act_a");
+    assert.equal((rt.registry.capabilities("p0", "a")?.functions[0])!.name, "act_a");
     // An answer without a device id is keyed by the id that was asked for.
     assert.equal(rt.registry.capabilities("p0", "c")?.device.label, "Device C");
 
@@ -71,7 +71,7 @@ Deno.test("Discovery warnings are bounded: the last kept entry counts the rest",
   const fx = await startHttpFixture({ config: { providers: [dataProvider("p0", "many_bad")] } });
   try {
     assert.deepEqual(fx.runtime.registry.devices().map((d) => d.deviceId), ["ok"]);
-    const warnings = fx.runtime.providerHealth()[0].discovery_warnings!;
+    const warnings = fx.runtime.providerHealth()[0]!.discovery_warnings!;
     assert.equal(warnings.length, MAX_DISCOVERY_WARNINGS);
     const duplicates = warnings.filter((w) => /"ok" more than once; device skipped$/.test(w));
     assert.equal(duplicates.length, MAX_DISCOVERY_WARNINGS - 1);

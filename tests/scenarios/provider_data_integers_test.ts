@@ -49,7 +49,7 @@ Deno.test("int64/uint64 values beyond 2^53 are stored and served exactly", async
         assert.equal(f.event, "state_update");
         const m = /"value":\{"type":"uint64","uint64":(\d+)\}/.exec(f.data);
         assert.ok(m, f.data);
-        seen.add(m[1]);
+        seen.add(m[1]!);
       }
       assert.deepEqual([...seen].sort(), ["18446744073709551614", "18446744073709551615"]);
     } finally {

@@ -59,7 +59,7 @@ Deno.test("A declared signal answered without a value keeps its place, its last 
       res.json.values.find((s: { signal_id: string }) => s.signal_id === "fading").quality,
       "UNAVAILABLE",
     );
-    const device = rt.providerHealth()[0].devices.find((d) => d.device_id === "missing");
+    const device = rt.providerHealth()[0]!.devices.find((d) => d.device_id === "missing");
     assert.equal(device?.stale_signal_count, 2);
   } finally {
     rec.stop();

@@ -37,9 +37,9 @@ Deno.test("Values of the wrong type are stored as FAULT without a value, counted
     // Three refused values per poll: enough polls for more than DATA_FAULT_LOG_LINES refusals.
     await waitFor(
       "refusals beyond the log bound",
-      () => fx.runtime.providerHealth()[0].data_faults!.type_mismatch > 3 * DATA_FAULT_LOG_LINES,
+      () => fx.runtime.providerHealth()[0]!.data_faults!.type_mismatch > 3 * DATA_FAULT_LOG_LINES,
     );
-    const faults = fx.runtime.providerHealth()[0].data_faults!;
+    const faults = fx.runtime.providerHealth()[0]!.data_faults!;
     // Counted exactly: 3 type mismatches and 3 non-finite doubles in every poll of `types`.
     assert.equal(faults.type_mismatch % 3, 0);
     assert.equal(faults.non_finite, faults.type_mismatch);
@@ -59,7 +59,7 @@ Deno.test("NaN and ±Infinity are stored with quality FAULT and served with thei
   try {
     const cache = fx.runtime.cache;
     for (const [sid, name] of [["nan", "NaN"], ["pinf", "Infinity"], ["ninf", "-Infinity"]]) {
-      const s = cache.signal("p0", "types", sid);
+      const s = cache.signal("p0", "types", sid!);
       assert.equal(s?.quality, "FAULT", sid);
       assert.equal(s?.value?.type === "double" && s.value.non_finite, name);
     }

@@ -14,11 +14,11 @@ Deno.test("Samples of undeclared signals are dropped, counted and logged at a bo
     const rt = fx.runtime;
     await waitFor(
       "several polls of junk",
-      () => rt.providerHealth()[0].data_faults!.undeclared_signal >= 5 * 50,
+      () => rt.providerHealth()[0]!.data_faults!.undeclared_signal >= 5 * 50,
     );
     // Only the declared, polled signal is cached (`quiet` is declared without a poll hint).
     assert.deepEqual([...rt.cache.device("p0", "junk")!.signals.keys()], ["real"]);
-    const undeclared = rt.providerHealth()[0].data_faults!.undeclared_signal;
+    const undeclared = rt.providerHealth()[0]!.data_faults!.undeclared_signal;
     assert.equal(undeclared % 50, 0, `${undeclared} is not 50 per poll`);
     const junkEvents = rec.events.filter((e) =>
       (e.kind === "state_update" || e.kind === "quality_change") && e.device_id === "junk" &&

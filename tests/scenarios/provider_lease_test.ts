@@ -160,7 +160,7 @@ Deno.test("a provider on a lease goes safe while the runtime is stopped, and the
     const reported = await waitFor("the lease expiry in /v0/providers/health", async () => {
       const h = await api(port, "GET", "/v0/providers/health");
       const p = (h.providers as Json[])[0];
-      const r = p.reported as { state: string; message: string; metrics: Record<string, string> };
+      const r = p!.reported as { state: string; message: string; metrics: Record<string, string> };
       return r?.message.startsWith("lease expired") ? { p, r } : null;
     }, WAIT_MS);
     assert.match(
@@ -170,8 +170,8 @@ Deno.test("a provider on a lease goes safe while the runtime is stopped, and the
     assert.equal(reported.r.state, "STATE_DEGRADED");
     assert.equal(reported.r.metrics.lease_ms, String(LEASE_MS));
     assert.equal(reported.r.metrics.safe_state_reason, "lease_expired");
-    assert.equal(reported.p.state, "AVAILABLE");
-    assert.equal(reported.p.degraded, true);
+    assert.equal(reported.p!.state, "AVAILABLE");
+    assert.equal(reported.p!.degraded, true);
     // The same process: the lease made it safe, not a restart.
     assert.deepEqual(childrenOf(child.pid), [provider]);
     // Polling resumed and does not undo it.

@@ -111,19 +111,19 @@ Deno.test({
         lines.some((l) => l.startsWith("runtime_run_event,") && l.includes("sample_taken")),
       );
       assert.ok(!lines.some((l) => /,run_id=/.test(l)), "run_id is never a tag");
-      assert.equal(recorder.requests[0].headers.get("authorization"), "Token t0ken");
+      assert.equal(recorder.requests[0]!.headers.get("authorization"), "Token t0ken");
 
       // And the database has them, with the tags as labels and numeric fields as values.
       const relay = await db.export(
         `{__name__="runtime_signal_value_bool",device_id="relayio0",signal_id="relay_ch1_state"}`,
       );
       assert.equal(relay.length, 1);
-      assert.equal(relay[0].metric.runtime_name, "lab1");
-      assert.equal(relay[0].values.at(-1), 1);
+      assert.equal(relay[0]!.metric.runtime_name, "lab1");
+      assert.equal(relay[0]!.values.at(-1), 1);
       const temps = await db.export(
         `{__name__="runtime_signal_value_double",signal_id="tc1_temp"}`,
       );
-      assert.equal(temps[0].values.at(-1), 25);
+      assert.equal(temps[0]!.values.at(-1), 25);
       const health = await db.export(`{__name__="runtime_device_health_staleness_ms"}`);
       assert.ok(health.some((s) => s.metric.device_id === "motorctl0"));
       const status = service.telemetry.status();

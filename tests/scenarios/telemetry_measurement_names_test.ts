@@ -152,7 +152,7 @@ function assertDatabaseHoldsEveryRow(rec: Recording, series: readonly ExportedSe
       // VictoriaMetrics keeps 12 significant digits of a double (its storage format).
       const close = expected === null || value.type !== "float"
         ? s.values[at] === expected
-        : Math.abs(s.values[at] - expected) <= 1e-11 * Math.max(1, Math.abs(expected));
+        : Math.abs(s.values[at]! - expected) <= 1e-11 * Math.max(1, Math.abs(expected));
       if (expected !== null && sameInstant.length === 1 && !close) {
         problems.push(`${name} ${labels} at ${row.timestamp}: ${s.values[at]} != ${expected}`);
       }
@@ -163,7 +163,7 @@ function assertDatabaseHoldsEveryRow(rec: Recording, series: readonly ExportedSe
   const written = new Set(
     rec.rows.flatMap((r) => r.fields.map(([k]) => `${r.measurement}_${k}`)),
   );
-  assert.deepEqual(series.map((s) => s.metric.__name__).filter((n) => !written.has(n)), []);
+  assert.deepEqual(series.map((s) => s.metric.__name__).filter((n) => !written.has(n!)), []);
 }
 
 async function assertSession(naming: MeasurementNaming): Promise<void> {

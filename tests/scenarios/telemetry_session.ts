@@ -83,18 +83,18 @@ telemetry:
     throw new Error(`demo config: ${JSON.stringify(diagnostics)}`);
   }
   const typed = {
-    ...config.providers[0],
+    ...config.providers[0]!,
     id: "typed0",
     command: Deno.execPath(),
     args: ["run", "--quiet", "--allow-read", "--allow-env", TYPED_PROVIDER],
-    restartPolicy: { ...config.providers[0].restartPolicy, enabled: false },
+    restartPolicy: { ...config.providers[0]!.restartPolicy, enabled: false },
   };
   return {
     ...config,
     runtime: { ...config.runtime, dataDir },
     http: { ...config.http, enabled: false },
     polling: { intervalMs: 100 },
-    providers: [...config.providers, typed],
+    providers: [...config.providers, typed!],
   };
 }
 

@@ -23,9 +23,9 @@ async function staticClosure(dir: string): Promise<Set<string>> {
     seen.add(name);
     const text = await Deno.readTextFile(`${dir}/${name}`);
     for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)[^;]*?from\s*"\.\/([^"]+)"/g)) {
-      todo.push(m[1]);
+      todo.push(m[1]!);
     }
-    for (const m of text.matchAll(/(?:^|\n)\s*import\s*"\.\/([^"]+)"/g)) todo.push(m[1]);
+    for (const m of text.matchAll(/(?:^|\n)\s*import\s*"\.\/([^"]+)"/g)) todo.push(m[1]!);
   }
   return seen;
 }

@@ -37,7 +37,7 @@ Deno.test("CompoundAssignment turns every compound operator plain, keeping both 
   ]);
   // In an expression too: the value of the mutated assignment is the plain one.
   const [m] = generateMutants("const x = (y |= 4);");
-  assert.equal(applyMutant("const x = (y |= 4);", m), "const x = (y = 4);");
+  assert.equal(applyMutant("const x = (y |= 4);", m!), "const x = (y = 4);");
 });
 
 Deno.test("SwitchCase removes one case clause with its body per mutant, never the default", () => {
@@ -60,7 +60,7 @@ Deno.test("SwitchCase removes one case clause with its body per mutant, never th
     [6, 'case "c": {\n      return 2;\n    }'],
   ]);
   assert.ok(mutants.every((m) => m.replacement === ""));
-  const mutated = applyMutant(src, mutants[0]);
+  const mutated = applyMutant(src, mutants[0]!);
   const f = new Function("k", mutated.replace(/^function f\(k: string\): number \{|\}$/g, ""));
   assert.equal(f("a"), 0); // falls to default now
   assert.equal(f("b"), 2);
@@ -219,11 +219,11 @@ Deno.test("extraReport writes Stryker's schema: 1-based positions that read back
     status: "Survived" as const,
   }));
   const report = extraReport([{ path: "src/x.ts", source, mutants }]);
-  const [m] = report.files["src/x.ts"].mutants;
-  assert.equal(m.mutatorName, "CompoundAssignment");
-  assert.deepEqual(m.location, { start: { line: 3, column: 3 }, end: { line: 3, column: 9 } });
-  assert.equal(originalText(source, m), "a |= 2");
-  assert.equal(m.replacement, "a = 2");
+  const [m] = (report.files["src/x.ts"])!.mutants;
+  assert.equal(m!.mutatorName, "CompoundAssignment");
+  assert.deepEqual(m!.location, { start: { line: 3, column: 3 }, end: { line: 3, column: 9 } });
+  assert.equal(originalText(source, m!), "a |= 2");
+  assert.equal(m!.replacement, "a = 2");
   assert.equal(report.schemaVersion, "2");
 });
 

@@ -78,15 +78,15 @@ Deno.test("summarize scores each file and excludes listed equivalent mutants onl
   ]);
   const [f] = s.files;
   assert.deepEqual(
-    [f.total, f.killed, f.timeout, f.survived, f.noCoverage, f.equivalent, f.errors],
+    [f!.total, f!.killed, f!.timeout, f!.survived, f!.noCoverage, f!.equivalent, f!.errors],
     [6, 1, 1, 1, 1, 1, 1],
   );
-  assert.equal(f.score, 50); // (1 killed + 1 timeout) / (2 + 1 survived + 1 not covered)
-  assert.deepEqual(f.survivors.map((m) => [m.line, m.replacement, m.status]), [
+  assert.equal(f!.score, 50); // (1 killed + 1 timeout) / (2 + 1 survived + 1 not covered)
+  assert.deepEqual(f!.survivors.map((m) => [m.line, m.replacement, m.status]), [
     [2, "a > b", "NoCoverage"],
     [3, "b < 0", "Survived"],
   ]);
-  assert.equal(f.equivalents[0].reason, "b is never 0 here");
+  assert.equal(f!.equivalents[0]!.reason, "b is never 0 here");
   const md = renderReport(s, { commit: "abc123" });
   assert.match(md, /\| x \| `src\/x\.ts` \| 6 \| 1 \| 1 \| 1 \| 1 \| 1 \| 1 \| 50\.0 % \|/);
   assert.match(md, /line 3, EqualityOperator: `b > 0` → `b < 0`/);
@@ -103,16 +103,16 @@ Deno.test("summarize marks a file whose source changed after its run, and the re
   };
   const at = new Date(0);
   const same = summarize([{ scope: "x", report, at }], [], new Map([["src/x.ts", SOURCE]]));
-  assert.equal(same.files[0].changedSinceRun, false);
+  assert.equal(same.files[0]!.changedSinceRun, false);
   assert.match(renderReport(same, { commit: "c" }), /\| 100\.0 % \|/);
   const changed = summarize(
     [{ scope: "x", report, at }],
     [],
     new Map([["src/x.ts", SOURCE + "//"]]),
   );
-  assert.equal(changed.files[0].changedSinceRun, true);
+  assert.equal(changed.files[0]!.changedSinceRun, true);
   assert.match(renderReport(changed, { commit: "c" }), /\| 100\.0 % † \|/);
-  assert.equal(summarize([{ scope: "x", report, at }], []).files[0].changedSinceRun, false);
+  assert.equal((summarize([{ scope: "x", report, at }], []).files[0])!.changedSinceRun, false);
 });
 
 Deno.test("summarize keeps a row per kind: Stryker's mutants and ours (the operators Stryker lacks), none for a file ours leave alone", () => {

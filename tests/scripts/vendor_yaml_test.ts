@@ -44,7 +44,7 @@ for (
   ]
 ) {
   Deno.test(`the ${name} loads yaml's ES build, not its CommonJS build`, async () => {
-    const deps = (await ModuleGraph.of(entry)).codeDependencies;
+    const deps = (await ModuleGraph.of(entry!)).codeDependencies;
     assert.ok(deps.some((s) => s.endsWith("/vendor/yaml/dist/index.js")), deps.join("\n"));
     assert.deepStrictEqual(deps.filter((s) => /^npm:\/?yaml@/.test(s)), []);
   });

@@ -154,22 +154,22 @@ Deno.test("sim non_interacting physics moves motors, temperatures and GPIO the r
     });
 
     const [t0] = (await read(sim, "tempctl0", ["tc1_temp"])) as number[];
-    ok(t0 <= 25, `start temperature ${t0} cools toward ambient 23`);
+    ok(t0! <= 25, `start temperature ${t0} cools toward ambient 23`);
     equal((await sim.call("tempctl0", 3, { relay_index: i(1), state: b(true) })).status?.code, 1);
     equal((await sim.call("motorctl0", 10, { motor_index: i(1), duty: d(0.5) })).status?.code, 1);
 
     // Target 1500 rpm (0.5 * max_speed 3000): rises, never above the target.
     await waitFor("motor 1 above 500 rpm", async () => {
       const [v] = (await read(sim, "motorctl0", ["motor1_speed"])) as number[];
-      ok(v <= 1500, `speed ${v} above target`);
-      return v > 500;
+      ok(v! <= 1500, `speed ${v} above target`);
+      return v! > 500;
     });
     const [m2] = (await read(sim, "motorctl0", ["motor2_speed"])) as number[];
     equal(m2, 0);
     // Heater on: target 68 C, tc2 tracks 1.5 C below tc1.
     await waitFor("tc1 warming, tc2 below it", async () => {
       const [tc1, tc2] = (await read(sim, "tempctl0", ["tc1_temp", "tc2_temp"])) as number[];
-      return tc1 > t0 + 1 && tc2 < tc1;
+      return tc1! > t0! + 1 && tc2! < tc1!;
     });
   }, SIM_YAML);
 });

@@ -247,9 +247,9 @@ Deno.test("sim ReadSignals with no ids returns each type's default set with safe
       "voltage_ch4",
       "sensor_quality",
     ]);
-    equal(analog.sensor_quality.value?.string_value, "GOOD");
+    equal(analog.sensor_quality!.value?.string_value, "GOOD");
     for (const [id, base] of [["voltage_ch1", 2.5], ["voltage_ch2", 5], ["voltage_ch4", 3.3]]) {
-      const v = analog[id as string].value?.double_value ?? NaN;
+      const v = analog[id as string]!.value?.double_value ?? NaN;
       ok(Math.abs(v - (base as number)) < 0.1, `${id} = ${v} near ${base}`);
     }
 

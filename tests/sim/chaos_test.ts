@@ -65,12 +65,12 @@ Deno.test("sim inject_signal_fault reports QUALITY_FAULT for that signal only", 
       ["relay1_state", 1],
       ["relay2_state", 1],
     ]);
-    equal(values[0].value?.double_value, 25, "the value is still the real one");
+    equal(values[0]!.value?.double_value, 25, "the value is still the real one");
     await sim.call(CHAOS, 5);
     const after = await sim.request({
       read_signals: { device_id: "tempctl0", signal_ids: ["tc1_temp"] },
     });
-    equal(after.read_signals?.values?.[0].quality, 1);
+    equal((after.read_signals?.values?.[0])!.quality, 1);
   });
 });
 
@@ -160,11 +160,11 @@ Deno.test("sim inject_stuck_outputs acknowledges writes without changing outputs
     const duty = async () =>
       (await sim.request({
         read_signals: { device_id: "motorctl0", signal_ids: ["motor1_duty"] },
-      })).read_signals?.values?.[0].value?.double_value;
+      }))!.read_signals?.values?.[0]?.value?.double_value;
     const mode = async () =>
       (await sim.request({
         read_signals: { device_id: "tempctl0", signal_ids: ["control_mode"] },
-      })).read_signals?.values?.[0].value?.string_value;
+      }))!.read_signals?.values?.[0]?.value?.string_value;
     equal(
       (await sim.call("motorctl0", 10, { motor_index: i(1), duty: d(0.7) })).status?.code,
       S.OK,
@@ -190,7 +190,7 @@ Deno.test("sim inject_stuck_outputs acknowledges writes without changing outputs
     const relay = await sim.request({
       read_signals: { device_id: "relayio0", signal_ids: ["relay_ch1_state"] },
     });
-    equal(relay.read_signals?.values?.[0].value?.bool_value, true);
+    equal((relay.read_signals?.values?.[0])!.value?.bool_value, true);
 
     equal((await sim.call(CHAOS, 5)).status?.code, S.OK);
     equal(
@@ -218,7 +218,7 @@ Deno.test("sim inject_stuck_outputs expires after duration_ms and refuses a dura
       await sim.call("motorctl0", 10, { motor_index: i(2), duty: d(target) });
       const v = (await sim.request({
         read_signals: { device_id: "motorctl0", signal_ids: ["motor2_duty"] },
-      })).read_signals?.values?.[0].value?.double_value;
+      }))!.read_signals?.values?.[0]?.value?.double_value;
       if (v === target) break;
       equal(v, 0, "while stuck the output stays at its start value");
       ok(Date.now() < deadline, "the fault did not expire");

@@ -102,7 +102,7 @@ Deno.test("sim GetHealth reports the provider OK and every listed device OK", as
     deepStrictEqual(h?.devices?.map((d) => [d.device_id, d.state, d.metrics?.impl]), [
       ...SIM_DEVICE_IDS.map((id) => [id, 1, "sim"]),
     ]);
-    equal(h?.devices?.[0].last_seen, undefined);
+    equal((h?.devices?.[0])!.last_seen, undefined);
   });
 });
 

@@ -129,12 +129,12 @@ Deno.test("PollLoop: a grid instant that rounds across a power of two is not its
     (clock) => (clock.mono += 0.25),
     async (clock, n) => {
       const [first] = clock.pendingDelays();
-      assert.ok(Math.abs(first - INTERVAL) < 1e-6, `first timer ${first} ms`);
-      await fireAt(clock, ORIGIN + first); // the timer fires on time
+      assert.ok(Math.abs(first! - INTERVAL) < 1e-6, `first timer ${first} ms`);
+      await fireAt(clock, ORIGIN + first!); // the timer fires on time
       assert.strictEqual(n(), 1);
       // Ended 0.25 ms after its instant: the next cycle is the following instant, not at once.
       const [next] = clock.pendingDelays();
-      assert.ok(Math.abs(next - (INTERVAL - 0.25)) < 1e-6, `next timer ${next} ms`);
+      assert.ok(Math.abs(next! - (INTERVAL - 0.25)) < 1e-6, `next timer ${next} ms`);
     },
   );
   assert.strictEqual(cycles, 1);
@@ -151,7 +151,7 @@ Deno.test("PollLoop: a loop made a hair before a grid instant waits for that ins
   const loop = new PollLoop(INTERVAL, () => Promise.resolve(), clock, ORIGIN);
   try {
     const [first] = clock.pendingDelays();
-    assert.ok(first < 1, `first timer ${first} ms`);
+    assert.ok(first! < 1, `first timer ${first} ms`);
   } finally {
     await loop.stop();
   }

@@ -161,12 +161,12 @@ Deno.test("providerHealthViews: degraded when the provider says DEGRADED or FAUL
   ];
   for (const [name, entry, state, degraded, failed] of cases) {
     const v = view(entry);
-    assert.equal(v.reported?.state ?? null, state, name);
-    assert.equal(v.degraded, degraded, name);
-    assert.equal(v.failed_device_count, failed, name);
+    assert.equal(v!.reported?.state ?? null, state, name);
+    assert.equal(v!.degraded, degraded, name);
+    assert.equal(v!.failed_device_count, failed, name);
   }
-  assert.equal(view(reported(OK, [dev(9)])).devices[0].reported?.state, "STATE_UNSPECIFIED");
-  assert.deepEqual(view(reported({ state: WireProviderState.FAULT })).reported, {
+  assert.equal((view(reported(OK, [dev(9)])))!.devices[0]!.reported?.state, "STATE_UNSPECIFIED");
+  assert.deepEqual((view(reported({ state: WireProviderState.FAULT })))!.reported, {
     state: "STATE_FAULT",
     message: "",
     metrics: {},
@@ -177,8 +177,8 @@ Deno.test("providerHealthViews: degraded when the provider says DEGRADED or FAUL
     staleness: STALENESS,
     nowMono: 0,
   });
-  assert.equal(cached.reported, null);
-  assert.deepEqual(cached.devices, []);
+  assert.equal(cached!.reported, null);
+  assert.deepEqual(cached!.devices, []);
 });
 
 Deno.test("providerHealthViews grades each registered device of a running provider and attaches its reported health", async () => {
@@ -221,17 +221,17 @@ Deno.test("providerHealthViews grades each registered device of a running provid
       )[0];
 
     const fresh = views(t0 + 100);
-    assert.equal(fresh.state, "AVAILABLE");
-    assert.equal(fresh.device_count, 5);
-    assert.equal(fresh.failed_device_count, 1, "ghost0");
-    assert.equal(fresh.degraded, true);
-    assert.deepEqual(fresh.reported, {
+    assert.equal(fresh!.state, "AVAILABLE");
+    assert.equal(fresh!.device_count, 5);
+    assert.equal(fresh!.failed_device_count, 1, "ghost0");
+    assert.equal(fresh!.degraded, true);
+    assert.deepEqual(fresh!.reported, {
       state: "STATE_OK",
       message: "ok",
       metrics: live.response.provider!.metrics,
     });
     assert.deepEqual(
-      fresh.devices.map((d) => [d.device_id, d.registered, d.health, d.reported?.state]),
+      fresh!.devices.map((d) => [d.device_id, d.registered, d.health, d.reported?.state]),
       [
         ["analogsensor0", true, "OK", "STATE_OK"],
         ["motorctl0", true, "OK", "STATE_OK"],
@@ -241,16 +241,16 @@ Deno.test("providerHealthViews grades each registered device of a running provid
         ["ghost0", false, "UNKNOWN", "STATE_UNREACHABLE"], // provider up: unknown, not unavailable
       ],
     );
-    const a = fresh.devices[0];
-    assert.equal(a.last_poll_ms, analog.lastPollMs);
-    assert.equal(a.staleness_ms, Math.round(t0 + 100 - analog.lastPollMono));
-    assert.equal(a.type_version, "1.0");
-    assert.deepEqual(a.descriptor_tags, { family: "sim", kind: "analog_input" });
+    const a = fresh!.devices[0];
+    assert.equal(a!.last_poll_ms, analog.lastPollMs);
+    assert.equal(a!.staleness_ms, Math.round(t0 + 100 - analog.lastPollMono));
+    assert.equal(a!.type_version, "1.0");
+    assert.deepEqual(a!.descriptor_tags, { family: "sim", kind: "analog_input" });
     // A device only the provider reports has no descriptor: "" and {} (anolis OpenAPI).
-    const ghost = fresh.devices[5];
-    assert.equal(ghost.type_version, "");
-    assert.deepEqual(ghost.descriptor_tags, {});
-    assert.deepEqual(a.reported, {
+    const ghost = fresh!.devices[5];
+    assert.equal(ghost!.type_version, "");
+    assert.deepEqual(ghost!.descriptor_tags, {});
+    assert.deepEqual(a!.reported, {
       state: "STATE_OK",
       message: "ok",
       metrics: { impl: "sim" },
@@ -259,10 +259,10 @@ Deno.test("providerHealthViews grades each registered device of a running provid
 
     // 2 s later: the four voltage channels (stale_after 500) are stale under the 1000 ms bound,
     // sensor_quality (declares 3000) is not.
-    const late = views(t0 + 2000).devices[0];
-    assert.equal(late.health, "STALE");
-    assert.equal(late.stale_signal_count, 4);
-    assert.equal(late.staleness_ms, Math.round(t0 + 2000 - analog.lastPollMono));
+    const late = (views(t0 + 2000))!.devices[0];
+    assert.equal(late!.health, "STALE");
+    assert.equal(late!.stale_signal_count, 4);
+    assert.equal(late!.staleness_ms, Math.round(t0 + 2000 - analog.lastPollMono));
 
     // A GetHealth answer without devices: registered devices carry no reported part.
     const [bare, p0] = providerHealthViews(
@@ -271,13 +271,13 @@ Deno.test("providerHealthViews grades each registered device of a running provid
       { pollingIntervalMs: 60_000, staleness: STALENESS, nowMono: t0 },
       new Map([["sim0", reported({ state: WireProviderState.OK })]]),
     );
-    assert.deepEqual(bare.devices.map((d) => d.reported), [null, null, null, null, null]);
-    assert.equal(bare.degraded, false);
-    assert.equal(bare.failed_device_count, 0);
-    assert.deepEqual(bare.discovery_warnings, []);
+    assert.deepEqual(bare!.devices.map((d) => d.reported), [null, null, null, null, null]);
+    assert.equal(bare!.degraded, false);
+    assert.equal(bare!.failed_device_count, 0);
+    assert.deepEqual(bare!.discovery_warnings, []);
     // The refused devices' warnings are part of the provider's view.
-    assert.equal(p0.discovery_warnings?.length, 5);
-    assert.deepEqual(p0.discovery_warnings, rt.cache.discoveryWarnings("p0"));
+    assert.equal(p0!.discovery_warnings?.length, 5);
+    assert.deepEqual(p0!.discovery_warnings, rt.cache.discoveryWarnings("p0"));
   } finally {
     await rt.stop();
   }

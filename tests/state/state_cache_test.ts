@@ -324,16 +324,16 @@ Deno.test("StateCache refuses a value whose member disagrees with the declared t
     const warned = fx.lines.filter((l) => l.includes("stored as FAULT"));
     assert.equal(warned.length, 2);
     assert.match(
-      warned[0],
+      warned[0]!,
       /^WARN .*p0\/d0 signal "x": a int64 value on a signal declared double;/,
     );
-    assert.match(warned[1], /p0\/d0 signal "any": a bool value in a Value of type 5;/);
-    assert.match(warned[1], /\(2 so far\)$/);
+    assert.match(warned[1]!, /p0\/d0 signal "any": a bool value in a Value of type 5;/);
+    assert.match(warned[1]!, /\(2 so far\)$/);
 
     // A typed signal whose sample's Value.type disagrees with its (declared) member.
     await poll([{ id: "x", type: T.INT64, double: 5, quality: Q.OK }]);
     assert.match(
-      fx.lines.filter((l) => l.includes("stored as FAULT"))[2],
+      (fx.lines.filter((l) => l.includes("stored as FAULT"))[2])!,
       /p0\/d0 signal "x": a double value in a Value of type 2;/,
     );
     // A refused value on a signal that never had one: stored without a value.
@@ -834,7 +834,7 @@ Deno.test("StateCache logs refused samples at most DATA_FAULT_LOG_LINES per kind
     await fx.cache.pollDevice("p0", "d0");
     assert.equal(undeclared().length, 2 * DATA_FAULT_LOG_LINES);
     assert.match(
-      undeclared()[DATA_FAULT_LOG_LINES],
+      undeclared()[DATA_FAULT_LOG_LINES]!,
       new RegExp(`\\(${2 + DATA_FAULT_LOG_LINES + 2} similar lines suppressed before this one\\)$`),
     );
     assert.equal(fx.cache.dataFaults("p0").undeclared_signal, 3 * ghosts.length);

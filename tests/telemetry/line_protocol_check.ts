@@ -51,8 +51,8 @@ export function parseLine(line: string): ParsedLine {
    */
   const readName = (escapable: string, stops: string, what: string): string => {
     let out = "";
-    while (i < line.length && !stops.includes(line[i])) {
-      if (line[i] === "\\" && i + 1 < line.length && escapable.includes(line[i + 1])) {
+    while (i < line.length && !stops.includes(line[i]!)) {
+      if (line[i] === "\\" && i + 1 < line.length && escapable.includes(line[i + 1]!)) {
         out += line[i + 1];
         i += 2;
       } else {

@@ -444,7 +444,7 @@ Deno.test("formatRow lines are valid line protocol and read back as the ids, for
       const parsed = parseLine(text as string);
       assertEquals(parsed.tags.length, 3);
       assertEquals(parsed.fields.length, 2);
-      assertEquals(parsed.fields[0][1], {
+      assertEquals(parsed.fields[0]![1], {
         type: "string",
         value: escapeStringField(id).replace(/\\(["\\])/g, "$1"),
       });
@@ -566,7 +566,7 @@ Deno.test("runEventRow writes the row whatever the payload, and reports what it 
     "payload",
     "payload_truncated",
   ]);
-  const payload = parsed.fields[3][1];
+  const payload = parsed.fields[3]![1];
   assertEquals(payload.type === "string" && payload.value.length, 4096);
   // A payload that fits is not marked.
   assertEquals(

@@ -57,7 +57,7 @@ class ScriptedDb implements TelemetryTransport {
   }
   /** The `value_double` of each row of one request, as sent. */
   valuesOf(request: number): number[] {
-    return this.requests[request].map((l) => Number(/value_double=([0-9.e+-]+)/.exec(l)?.[1]));
+    return this.requests[request]!.map((l) => Number(/value_double=([0-9.e+-]+)/.exec(l)?.[1]));
   }
 }
 
@@ -133,8 +133,8 @@ Deno.test("TelemetryWriter (injected transport) keeps failed rows, backs off dou
     assert.ok(attemptsAt.length >= 4, `attempts at ${attemptsAt}`);
     // Measured from the first failure (the tick before the loop): each gap is the back-off, on
     // the 10 ms tick grid.
-    const gaps = attemptsAt.slice(0, 4).map((t, i) => t - (i === 0 ? 0 : attemptsAt[i - 1]));
-    assert.ok(gaps[0] >= 90 && gaps[0] <= 110, `first retry after ${gaps[0]} ms`);
+    const gaps = attemptsAt.slice(0, 4).map((t, i) => t - (i === 0 ? 0 : attemptsAt[i - 1])!);
+    assert.ok(gaps[0]! >= 90 && gaps[0]! <= 110, `first retry after ${gaps[0]} ms`);
     assert.deepEqual(gaps.slice(1), [200, 400, 400]);
     // The fourth retry was accepted (the script ran out): everything written, oldest first.
     assert.equal(writer.status().retry_buffer_depth, 0);

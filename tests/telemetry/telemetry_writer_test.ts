@@ -276,39 +276,39 @@ Deno.test({
         return found[0];
       };
       const d = one("runtime_signal_value_double", { signal_id: "d" });
-      deepEqual(d.metric, {
+      deepEqual(d!.metric, {
         __name__: "runtime_signal_value_double",
         runtime_name: "lab1",
         provider_id: "sim0",
         device_id: "dev0",
         signal_id: "d",
       });
-      deepEqual(d.values, [21.25]);
-      deepEqual(d.timestamps, [ts]);
-      deepEqual(one("runtime_signal_value_int", { signal_id: "i" }).values, [-3]);
-      deepEqual(one("runtime_signal_value_uint", { signal_id: "u" }).values, [9]);
-      deepEqual(one("runtime_signal_value_bool", { signal_id: "b" }).values, [1]);
+      deepEqual(d!.values, [21.25]);
+      deepEqual(d!.timestamps, [ts]);
+      deepEqual((one("runtime_signal_value_int", { signal_id: "i" }))!.values, [-3]);
+      deepEqual((one("runtime_signal_value_uint", { signal_id: "u" }))!.values, [9]);
+      deepEqual((one("runtime_signal_value_bool", { signal_id: "b" }))!.values, [1]);
       one("runtime_signal_value_string", { signal_id: "s" });
       one("runtime_signal_quality", { signal_id: "n" });
       equal(byName("runtime_signal_value_double", { signal_id: "n" }).length, 0);
-      deepEqual(one("runtime_mode_change_new_mode", {}).metric, {
+      deepEqual((one("runtime_mode_change_new_mode", {}))!.metric, {
         __name__: "runtime_mode_change_new_mode",
       });
       one("runtime_parameter_change_new_value", { parameter_name: "sp" });
       const opened = one("runtime_run_event_sequence", { category: "run_opened" });
-      deepEqual(opened.metric, {
+      deepEqual(opened!.metric, {
         __name__: "runtime_run_event_sequence",
         runtime_name: "lab1",
         category: "run_opened",
       });
       ok(byName("runtime_provider_health_uptime_seconds", { provider_id: "sim0" }).length === 1);
       ok(
-        byName("runtime_provider_health_degraded", { provider_id: "sim0" })[0].values.every((v) =>
-          v === 0
-        ),
+        (byName("runtime_provider_health_degraded", { provider_id: "sim0" })[0])!.values.every((
+          v,
+        ) => v === 0),
       );
       deepEqual(
-        one("runtime_device_health_staleness_ms", { device_id: "dev0" }).values.slice(0, 1),
+        (one("runtime_device_health_staleness_ms", { device_id: "dev0" }))!.values.slice(0, 1),
         [40],
       );
     } finally {
@@ -521,7 +521,7 @@ async function valuesByDevice(
 ): Promise<Record<string, number[]>> {
   const out: Record<string, number[]> = {};
   for (const s of await vm.export(match)) {
-    (out[s.metric.device_id] ??= []).push(...s.values);
+    (out[s.metric.device_id!] ??= []).push(...s.values);
   }
   for (const [k, v] of Object.entries(out)) out[k] = [...new Set(v)].sort((a, b) => a - b);
   return out;
@@ -694,7 +694,7 @@ Deno.test({
       equal(s.total_failed, 14);
       equal(s.retry_buffer_depth, 0);
       const stored = await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="temp"}');
-      ok(stored.dev0.includes(2) && stored.dev0.includes(3), `stored: ${stored.dev0}`);
+      ok(stored.dev0!.includes(2) && stored.dev0!.includes(3), `stored: ${stored.dev0}`);
     } finally {
       await w.stop(0);
       await recorder.close();
@@ -784,9 +784,9 @@ Deno.test({
       const lines = recorder.lines;
       equal(lines.length, 2);
       for (const l of lines) parseLine(l);
-      match(lines[0], /,payload="\{\\"a\\":.*",payload_truncated=true 1760000000002$/);
+      match(lines[0]!, /,payload="\{\\"a\\":.*",payload_truncated=true 1760000000002$/);
       match(
-        lines[1],
+        lines[1]!,
         /^runtime_run_event,runtime_name=lab1,category=annotation run_id="r1",type="note",sequence=3i,payload_error="payload: .*BigInt.*" 1760000000003$/,
       );
       ok(
@@ -795,7 +795,7 @@ Deno.test({
       );
       equal(await invalidLines(vm), 0);
       equal(
-        (await vm.export('runtime_run_event_sequence{category="annotation"}'))[0].values.length,
+        ((await vm.export('runtime_run_event_sequence{category="annotation"}'))[0])!.values.length,
         2,
       );
     } finally {

@@ -32,7 +32,7 @@ export function createAnalogSensor(
   const s = { ...SAFE_OUTPUTS };
   // Noise is applied at read time, always (also with noise injection off).
   const reading = (ch: number) => {
-    const v = BASE_VOLTS[ch] + s.drift + rng.gaussian() * SIGMA_BY_QUALITY[s.quality];
+    const v = BASE_VOLTS[ch]! + s.drift + rng.gaussian() * SIGMA_BY_QUALITY[s.quality];
     return Math.min(Math.max(v, 0), 10);
   };
   const hints = { pollHintHz: 10, staleAfterMs: 500 };

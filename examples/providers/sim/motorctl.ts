@@ -43,7 +43,7 @@ export function createMotorCtl(
           type: "double",
           unit: "rpm",
           ...sig,
-          read: () => speed[0],
+          read: () => speed[0]!,
         },
         {
           id: "motor2_speed",
@@ -51,7 +51,7 @@ export function createMotorCtl(
           type: "double",
           unit: "rpm",
           ...sig,
-          read: () => speed[1],
+          read: () => speed[1]!,
         },
         { id: "motor1_duty", name: "Motor 1 Duty", type: "double", ...dsig, read: () => out.duty1 },
         { id: "motor2_duty", name: "Motor 2 Duty", type: "double", ...dsig, read: () => out.duty2 },
@@ -77,7 +77,7 @@ export function createMotorCtl(
     tick(dt) {
       for (let i = 0; i < 2; i++) {
         const target = Math.min(Math.max(i === 0 ? out.duty1 : out.duty2, 0), 1) * maxRpm;
-        speed[i] = firstOrderLag(speed[i], target, dt, TAU_S);
+        speed[i] = firstOrderLag(speed[i]!, target, dt, TAU_S);
       }
     },
   };

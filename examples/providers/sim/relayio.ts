@@ -26,14 +26,14 @@ export function createRelayIo(
       name: `Relay Ch${n} State`,
       type: "bool" as const,
       ...hints,
-      read: () => out[`relay${n}`],
+      read: () => out[`relay${n}`]!,
     })),
     ...CHANNELS.map((n) => ({
       id: `gpio_input_${n}`,
       name: `GPIO Input ${n}`,
       type: "bool" as const,
       ...hints,
-      read: () => gpio[n - 1],
+      read: () => gpio[n - 1]!,
     })),
   ];
   return {

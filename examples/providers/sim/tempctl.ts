@@ -178,7 +178,7 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
         }
       }
       const on = (out.relay1 ? 1 : 0) + (out.relay2 ? 1 : 0);
-      const target = out.mode === "open" ? AMBIENT_C + OPEN_LOOP_RISE_C[on] : out.setpoint;
+      const target = out.mode === "open" ? AMBIENT_C + OPEN_LOOP_RISE_C[on]! : out.setpoint;
       s.tc1 = firstOrderLag(s.tc1, target, dt, TAU_S);
       s.tc2 = firstOrderLag(s.tc2, target - TC2_OFFSET_C, dt, TAU_S);
     },

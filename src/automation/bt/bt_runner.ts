@@ -61,7 +61,7 @@ export interface BtRunnerOptions {
   readonly events: EventBus;
   /** automation.tick_rate_hz (1..1000): period = floor(1000 / rate) ms. */
   readonly tickRateHz: number;
-  readonly log?: Logger;
+  readonly log?: Logger | undefined;
   /** Called after a tick threw (the runtime forces FAULT). */
   readonly onFault?: (error: string) => void;
   readonly scheduler?: TickScheduler;

@@ -28,8 +28,8 @@ import { parseScalar } from "./blackboard.ts";
 export interface BuildOptions {
   readonly clock: Clock;
   /** Runtime services for custom nodes; omitted for a check-only build. */
-  readonly services?: BtServices;
-  readonly log?: Logger;
+  readonly services?: BtServices | undefined;
+  readonly log?: Logger | undefined;
   /** Node types (default: all built-ins); tests add their own. */
   readonly registry?: ReadonlyMap<string, NodeSpec>;
 }

@@ -23,7 +23,7 @@ export class SequenceNode extends ControlNode {
     if (this.status !== "RUNNING") this.#skipped = 0;
     this.status = "RUNNING";
     while (this.#current < n) {
-      const s = this.children[this.#current].executeTick();
+      const s = this.children[this.#current]!.executeTick();
       switch (s) {
         case "RUNNING":
           return "RUNNING";
@@ -76,7 +76,7 @@ export class FallbackNode extends ControlNode {
     if (this.status !== "RUNNING") this.#skipped = 0;
     this.status = "RUNNING";
     while (this.#current < n) {
-      const s = this.children[this.#current].executeTick();
+      const s = this.children[this.#current]!.executeTick();
       switch (s) {
         case "RUNNING":
           return "RUNNING";
@@ -125,7 +125,7 @@ export class ReactiveNode extends ControlNode {
     this.status = "RUNNING";
     const stop: NodeStatus = this.fallback ? "SUCCESS" : "FAILURE";
     for (let i = 0; i < this.children.length; i++) {
-      const s = this.children[i].executeTick();
+      const s = this.children[i]!.executeTick();
       allSkipped &&= s === "SKIPPED";
       switch (s) {
         case "RUNNING":
@@ -184,7 +184,7 @@ export class ParallelNode extends ControlNode {
     let skipped = 0;
     for (let i = 0; i < n; i++) {
       if (!this.#completed.has(i)) {
-        const s = this.children[i].executeTick();
+        const s = this.children[i]!.executeTick();
         switch (s) {
           case "SKIPPED":
             skipped++;
@@ -243,14 +243,14 @@ export class IfThenElseNode extends ControlNode {
     const n = this.children.length;
     this.status = "RUNNING";
     if (this.#branch === 0) {
-      const c = this.children[0].executeTick();
+      const c = this.children[0]!.executeTick();
       if (c === "RUNNING") return "RUNNING";
       if (c === "SKIPPED") return "SKIPPED";
       if (c === "SUCCESS") this.#branch = 1;
       else if (n === 3) this.#branch = 2;
       else return "FAILURE";
     }
-    const s = this.children[this.#branch].executeTick();
+    const s = this.children[this.#branch]!.executeTick();
     if (s === "RUNNING") return "RUNNING";
     this.resetChildren();
     this.#branch = 0;
@@ -271,15 +271,15 @@ export class WhileDoElseNode extends ControlNode {
   protected override tick(): NodeStatus {
     const n = this.children.length;
     this.status = "RUNNING";
-    const c = this.children[0].executeTick();
+    const c = this.children[0]!.executeTick();
     if (c === "RUNNING") return "RUNNING";
     let s: NodeStatus;
     if (c === "SUCCESS") {
       if (n === 3) this.haltChild(2);
-      s = this.children[1].executeTick();
+      s = this.children[1]!.executeTick();
     } else if (c === "FAILURE") {
       this.haltChild(1);
-      s = n === 3 ? this.children[2].executeTick() : "FAILURE";
+      s = n === 3 ? this.children[2]!.executeTick() : "FAILURE";
     } else {
       s = c;
     }

@@ -301,7 +301,7 @@ export class PeriodicPulseWindowNode extends SyncActionNode {
     ]);
     if (!enabled.ok || !ints) return "FAILURE";
     const [delayS, intervalS, pulseS, cap] = ints;
-    if (delayS < 0 || intervalS <= 0 || pulseS <= 0 || pulseS > intervalS || cap < 0) {
+    if (delayS! < 0 || intervalS! <= 0 || pulseS! <= 0 || pulseS! > intervalS! || cap! < 0) {
       return "FAILURE";
     }
     const now = nowMs(this);
@@ -311,13 +311,13 @@ export class PeriodicPulseWindowNode extends SyncActionNode {
     }
     this.#startMs ??= now;
     const elapsed = Math.max(0, now - this.#startMs);
-    const t = elapsed - delayS * 1000;
+    const t = elapsed - delayS! * 1000;
     if (t < 0) return this.#emit(false, -1, elapsed);
-    const interval = cap > 0
-      ? Math.max(intervalS * 1000, Math.floor(3_600_000 / cap))
-      : intervalS * 1000;
+    const interval = cap! > 0
+      ? Math.max(intervalS! * 1000, Math.floor(3_600_000 / cap!))
+      : intervalS! * 1000;
     const index = Math.floor(t / interval);
-    return this.#emit(t % interval < pulseS * 1000, index, elapsed);
+    return this.#emit(t % interval < pulseS! * 1000, index, elapsed);
   }
 
   #emit(active: boolean, index: number, elapsed: number): NodeStatus {
@@ -342,15 +342,16 @@ export class EmitOnChangeOrIntervalNode extends SyncActionNode {
     const force = this.getBool("force");
     if (!key.ok || !ints || !force.ok) return "FAILURE";
     const [keepaliveS, spacingMs] = ints;
-    if (keepaliveS < 0 || spacingMs < 0) return "FAILURE";
+    if (keepaliveS! < 0 || spacingMs! < 0) return "FAILURE";
     const now = nowMs(this);
     let reason: string;
     if (force.value) reason = "force";
     else if (this.#lastEmitMs === undefined) reason = "first";
-    else if (key.value !== this.#lastKey && now - this.#lastEmitMs >= spacingMs) {
+    else if (key.value !== this.#lastKey && now - this.#lastEmitMs >= spacingMs!) {
       reason = "changed";
-    } else if (keepaliveS > 0 && now - this.#lastEmitMs >= keepaliveS * 1000) reason = "keepalive";
-    else reason = "hold";
+    } else if (keepaliveS! > 0 && now - this.#lastEmitMs >= keepaliveS! * 1000) {
+      reason = "keepalive";
+    } else reason = "hold";
     const emit = reason !== "hold";
     if (emit) {
       this.#lastEmitMs = now;
@@ -415,7 +416,7 @@ export class BuildArgsJsonNode extends SyncActionNode {
       if (type !== "" && !ARG_TYPES.includes(type)) return "FAILURE";
       const source = sources[0];
       // An untyped slot takes the type of its single source.
-      const effective = type !== "" ? type : SOURCE_TYPES[source];
+      const effective = type !== "" ? type : SOURCE_TYPES[source!];
       let text: string;
       switch (effective) {
         case "int64": {

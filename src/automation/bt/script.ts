@@ -75,14 +75,14 @@ function tokenize(src: string): Token[] {
   let i = 0;
   while (i < src.length) {
     const c = src[i];
-    if (/\s/.test(c)) {
+    if (/\s/.test(c!)) {
       i++;
       continue;
     }
     const start = i;
-    if (/[0-9]/.test(c) || (c === "." && /[0-9]/.test(src[i + 1] ?? ""))) {
+    if (/[0-9]/.test(c!) || (c === "." && /[0-9]/.test(src[i + 1] ?? ""))) {
       const m = /^(0[xX][0-9a-fA-F]+|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)/.exec(src.slice(i));
-      const text = m ? m[0] : c;
+      const text = m ? m[0] : c!;
       // "1..2" is not a number followed by concat in practice; keep BT.CPP's greedy reading.
       out.push({ kind: "num", text, pos: start });
       i += text.length;
@@ -91,7 +91,7 @@ function tokenize(src: string): Token[] {
       }
       continue;
     }
-    if (/[A-Za-z_@]/.test(c)) {
+    if (/[A-Za-z_@]/.test(c!)) {
       const m = /^@?[A-Za-z_][A-Za-z0-9_]*/.exec(src.slice(i));
       if (!m) throw new ScriptSyntaxError(`invalid identifier after '@'`, start);
       out.push({ kind: "id", text: m[0], pos: start });
@@ -121,7 +121,7 @@ class Parser {
   constructor(readonly tokens: Token[]) {}
 
   #t(): Token {
-    return this.tokens[this.#i];
+    return this.tokens[this.#i]!;
   }
 
   #isOp(text: string): boolean {
@@ -155,12 +155,12 @@ class Parser {
   expression(): ScriptExpr {
     const t = this.#t();
     const next = this.tokens[this.#i + 1];
-    if (t.kind === "id" && next.kind === "op" && ASSIGN_OPS.has(next.text)) {
+    if (t.kind === "id" && next!.kind === "op" && ASSIGN_OPS.has(next!.text)) {
       if (t.text === "true" || t.text === "false") {
         throw new ScriptSyntaxError(`cannot assign to '${t.text}'`, t.pos);
       }
       this.#i += 2;
-      return { kind: "assign", op: next.text, name: t.text, value: this.expression(), pos: t.pos };
+      return { kind: "assign", op: next!.text, name: t.text, value: this.expression(), pos: t.pos };
     }
     const e = this.ternary();
     if (this.#t().kind === "op" && ASSIGN_OPS.has(this.#t().text)) {
@@ -189,7 +189,7 @@ class Parser {
   binary(level: number): ScriptExpr {
     if (level >= Parser.LEVELS.length) return this.unary();
     let left = this.binary(level + 1);
-    while (this.#t().kind === "op" && Parser.LEVELS[level].includes(this.#t().text)) {
+    while (this.#t().kind === "op" && Parser.LEVELS[level]!.includes(this.#t().text)) {
       const op = this.#t();
       this.#i++;
       left = { kind: "binary", op: op.text, left, right: this.binary(level + 1), pos: op.pos };
@@ -370,7 +370,7 @@ function assign(bb: Blackboard, op: string, name: string, value: BbValue): BbVal
       result = { type: "string", value: prev.value + value.value };
     } else {
       if (!isNumeric(prev)) return fail(`script: '${op}' needs a numeric variable '${name}'`);
-      result = arithmetic(op[0], prev, value);
+      result = arithmetic(op[0]!, prev, value);
     }
   }
   // A typed entry keeps its type (BT.CPP copyInto): convert, refusing lossy conversions.

@@ -20,7 +20,7 @@ export const POST_CONDITIONS = ["_onSuccess", "_onFailure", "_post", "_onHalted"
 /** State shared by all nodes of one tree instance during ticks. */
 export interface TickEnv {
   readonly clock: Clock;
-  readonly log?: Logger;
+  readonly log?: Logger | undefined;
   /** Path of the last leaf that returned FAILURE in the current tick ("" if none). */
   lastFailedLeaf: string;
 }
@@ -252,8 +252,8 @@ export abstract class ControlNode extends TreeNode {
   /** Halts child i if RUNNING, then resets it to IDLE. */
   haltChild(i: number): void {
     const child = this.children[i];
-    if (child.status === "RUNNING") child.haltNode();
-    child.resetStatus();
+    if (child!.status === "RUNNING") child!.haltNode();
+    child!.resetStatus();
   }
 
   resetChildren(): void {
@@ -269,7 +269,7 @@ export abstract class ControlNode extends TreeNode {
 /** Decorator: exactly one child. */
 export abstract class DecoratorNode extends TreeNode {
   get child(): TreeNode {
-    return this.children[0];
+    return this.children[0]!;
   }
 
   resetChild(): void {

@@ -33,11 +33,11 @@ function editDistance(a: string, b: string): number {
     dp[0] = i;
     for (let j = 1; j <= b.length; j++) {
       const tmp = dp[j];
-      dp[j] = Math.min(dp[j] + 1, dp[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      dp[j] = Math.min(dp[j]! + 1, dp[j - 1]! + 1, prev! + (a[i - 1] === b[j - 1] ? 0 : 1));
       prev = tmp;
     }
   }
-  return dp[b.length];
+  return dp[b.length]!;
 }
 
 function suggestion(name: string, candidates: Iterable<string>): string {

@@ -30,10 +30,10 @@ function lineLocator(text: string): (offset: number) => { line: number; column: 
     let hi = starts.length - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
-      if (starts[mid] <= offset) lo = mid;
+      if (starts[mid]! <= offset) lo = mid;
       else hi = mid - 1;
     }
-    return { line: lo + 1, column: offset - starts[lo] + 1 };
+    return { line: lo + 1, column: offset - starts[lo]! + 1 };
   };
 }
 

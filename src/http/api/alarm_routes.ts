@@ -75,12 +75,12 @@ function listAlarms({ services }: RouteContext): Response {
 }
 
 function getAlarm({ services, params }: RouteContext): Response {
-  return okResponse({ alarm: services.alarms.alarm(params.alarm_id) });
+  return okResponse({ alarm: services.alarms.alarm(params.alarm_id!) });
 }
 
 async function ackAlarm({ services, body, params, principal }: RouteContext): Promise<Response> {
   await body<unknown>();
-  return okResponse({ alarm: services.alarms.ack(params.alarm_id, httpOrigin(principal)) });
+  return okResponse({ alarm: services.alarms.ack(params.alarm_id!, httpOrigin(principal)) });
 }
 
 async function shelveAlarm(
@@ -88,7 +88,7 @@ async function shelveAlarm(
 ): Promise<Response> {
   const { duration_ms } = await body<ShelveBody>();
   return okResponse({
-    alarm: services.alarms.shelve(params.alarm_id, duration_ms, httpOrigin(principal)),
+    alarm: services.alarms.shelve(params.alarm_id!, duration_ms, httpOrigin(principal)),
   });
 }
 
@@ -96,7 +96,7 @@ async function unshelveAlarm(
   { services, body, params, principal }: RouteContext,
 ): Promise<Response> {
   await body<unknown>();
-  return okResponse({ alarm: services.alarms.unshelve(params.alarm_id, httpOrigin(principal)) });
+  return okResponse({ alarm: services.alarms.unshelve(params.alarm_id!, httpOrigin(principal)) });
 }
 
 function listInterlocks({ services }: RouteContext): Response {

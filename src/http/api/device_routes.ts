@@ -92,7 +92,7 @@ function requireDevice(services: HttpServices, p: string, d: string): DeviceCapa
 
 function deviceCapabilities({ services, params }: RouteContext): Response {
   const { provider_id: p, device_id: d } = params;
-  const caps = requireDevice(services, p, d);
+  const caps = requireDevice(services, p!, d!);
   const signals = [...caps.signals]
     .sort((a, b) => compareText(a.signalId, b.signalId))
     .map((s) => ({
@@ -172,15 +172,15 @@ function allState({ services }: RouteContext): Response {
 
 function deviceState({ services, params, url }: RouteContext): Response {
   const { provider_id: p, device_id: d } = params;
-  const known = services.inventory.capabilities(p, d) ?? services.cache.device(p, d);
+  const known = services.inventory.capabilities(p!, d!) ?? services.cache.device(p!, d!);
   if (!known) throw notFound(`Device not found: ${p}/${d}`);
-  const state = services.cache.device(p, d);
+  const state = services.cache.device(p!, d!);
   if (!state || state.pollable.length === 0) {
     throw unavailable(`No cached state for device: ${p}/${d} (it has no pollable signals)`);
   }
   const ids = url.searchParams.getAll("signal_id").filter((s) => s !== "");
   const now = services.host.clock.nowMs();
-  const body = deviceStateBody(services, p, d, ids.length > 0 ? new Set(ids) : null);
+  const body = deviceStateBody(services, p!, d!, ids.length > 0 ? new Set(ids) : null);
   return okResponse({ generated_at_epoch_ms: now, ...body });
 }
 

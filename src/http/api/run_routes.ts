@@ -113,21 +113,21 @@ async function openRun({ services, body }: RouteContext): Promise<Response> {
 }
 
 async function getRun({ services, params }: RouteContext): Promise<Response> {
-  return okResponse(await services.runs.get(params.run_id));
+  return okResponse(await services.runs.get(params.run_id!));
 }
 
 async function closeRun({ services, body, params }: RouteContext): Promise<Response> {
   return okResponse(
-    await services.runs.close(params.run_id, closeRunRequest(await body<CloseRunBody | null>())),
+    await services.runs.close(params.run_id!, closeRunRequest(await body<CloseRunBody | null>())),
   );
 }
 
 async function listRunEvents({ services, params, url }: RouteContext): Promise<Response> {
   const page = parseEventsPage(url.searchParams);
-  return okResponse(await services.runs.listEvents(params.run_id, page));
+  return okResponse(await services.runs.listEvents(params.run_id!, page));
 }
 
 async function addRunMarker({ services, body, params }: RouteContext): Promise<Response> {
   const marker = markerRequest(await body<MarkerBody>());
-  return okResponse(await services.runs.addMarker(params.run_id, marker));
+  return okResponse(await services.runs.addMarker(params.run_id!, marker));
 }

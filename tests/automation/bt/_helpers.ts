@@ -131,7 +131,7 @@ export class StubWorld {
   }
   next(id: string): NodeStatus {
     const p = this.plans.get(id) ?? ["SUCCESS"];
-    return p.length > 1 ? p.shift()! : p[0];
+    return p.length > 1 ? p.shift()! : p[0]!;
   }
 }
 
@@ -169,7 +169,7 @@ export function registryWithStub(world: StubWorld): Map<string, NodeSpec> {
 /** Parses, verifies and builds XML; fails the test on any error diagnostic. */
 export function buildXml(
   xml: string,
-  options: { services?: FakeServices; world?: StubWorld; clock?: Clock } = {},
+  options: { services?: FakeServices | undefined; world?: StubWorld; clock?: Clock } = {},
 ): BuiltTree {
   const path = "/bt/main.xml";
   const registry = options.world ? registryWithStub(options.world) : NODE_SPECS;

@@ -81,14 +81,14 @@ Deno.test("BtRunner leaving AUTO halts the tree and aborts a running device call
   equal(runner.tickOnce(), "RUNNING");
   equal(runner.status().engine_diagnostics.current_running_node, "Demo/Sequence[0]/CallDevice[1]");
   runner.setActive(false);
-  equal(services.calls[0].signal.aborted, true);
+  equal(services.calls[0]!.signal.aborted, true);
   equal(runner.status().engine_diagnostics.current_running_node, null);
   await flush();
   // Back in AUTO the tree starts over and issues a fresh call.
   runner.setActive(true);
   equal(runner.tickOnce(), "RUNNING");
   equal(services.calls.length, 2);
-  services.calls[1].resolve();
+  services.calls[1]!.resolve();
   await flush();
   equal(runner.tickOnce(), "SUCCESS");
   runner.stop();
@@ -174,18 +174,18 @@ Deno.test("BtRunner reports a throwing tick as bt_error + automation_fault and c
   runner.setActive(true);
   equal(runner.tickOnce(), null);
   // The tree was halted: the call it had just started is aborted.
-  equal(services.calls[0].signal.aborted, true);
+  equal(services.calls[0]!.signal.aborted, true);
   const path = "Demo/Parallel[0]/Sequence[1]/Script[1]";
   equal(seen.length, 2);
   const [btError, fault] = seen;
-  equal(btError.kind, "bt_error");
-  equal(fault.kind, "automation_fault");
-  if (btError.kind !== "bt_error" || fault.kind !== "automation_fault") return;
-  equal(btError.node, path);
-  ok(/variable 'missing' not found/.test(btError.error));
-  deepStrictEqual([fault.locus, fault.error], ["tick", btError.error]);
+  equal(btError!.kind, "bt_error");
+  equal(fault!.kind, "automation_fault");
+  if (btError!.kind !== "bt_error" || fault!.kind !== "automation_fault") return;
+  equal(btError!.node, path);
+  ok(/variable 'missing' not found/.test(btError!.error));
+  deepStrictEqual([fault!.locus, fault!.error], ["tick", btError!.error]);
   equal(faults.length, 1);
-  ok(faults[0].includes(path));
+  ok(faults[0]!.includes(path));
   const s = runner.status();
   deepStrictEqual([s.execution_status, s.execution_reason], ["failed", "terminal_failure"]);
   equal(s.engine_diagnostics.error_count, 1);

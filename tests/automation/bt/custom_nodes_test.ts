@@ -97,9 +97,9 @@ Deno.test("CallDevice is RUNNING until the call settles, then SUCCESS with outpu
   equal(t.tickRoot(), "RUNNING");
   equal(s.calls.length, 1);
   const call = s.calls[0];
-  equal(call.handle, "sim0/motor0");
-  equal(call.fn, "set_speed");
-  deepStrictEqual(call.args, {
+  equal(call!.handle, "sim0/motor0");
+  equal(call!.fn, "set_speed");
+  deepStrictEqual(call!.args, {
     speed: { type: "int64", int64: 1500 },
     ratio: { type: "double", double: 1 },
     big: { type: "double", double: 2000 },
@@ -108,7 +108,7 @@ Deno.test("CallDevice is RUNNING until the call settles, then SUCCESS with outpu
   });
   equal(t.tickRoot(), "RUNNING");
   equal(s.calls.length, 1);
-  call.resolve();
+  call!.resolve();
   await flush();
   equal(t.tickRoot(), "SUCCESS");
   deepStrictEqual(t.blackboard.get("ok"), { type: "bool", value: true });
@@ -119,7 +119,7 @@ Deno.test("CallDevice fails with the router's error message when the call is ref
   const s = new FakeServices();
   const t = tree(CALL, s);
   equal(t.tickRoot(), "RUNNING");
-  s.calls[0].reject(new RuntimeError("FAILED_PRECONDITION", "blocked in IDLE"));
+  s.calls[0]!.reject(new RuntimeError("FAILED_PRECONDITION", "blocked in IDLE"));
   await flush();
   equal(t.tickRoot(), "FAILURE");
   deepStrictEqual(t.blackboard.get("ok"), { type: "bool", value: false });
@@ -132,12 +132,12 @@ Deno.test("CallDevice halting aborts the call and ignores its late outcome", asy
   equal(t.tickRoot(), "RUNNING");
   const first = s.calls[0];
   t.haltTree();
-  equal(first.signal.aborted, true);
+  equal(first!.signal.aborted, true);
   await flush();
   // The next tick starts a fresh call instead of reporting the aborted one.
   equal(t.tickRoot(), "RUNNING");
   equal(s.calls.length, 2);
-  s.calls[1].resolve();
+  s.calls[1]!.resolve();
   await flush();
   equal(t.tickRoot(), "SUCCESS");
 });
@@ -391,14 +391,14 @@ Deno.test("BuildArgsJson builds a sorted compact object that CallDevice types co
     t.blackboard.get("json")?.value,
     `{"enabled":true,"gain":2.0,"mode":"auto","ratio":0.25,"speed":1500}`,
   );
-  deepStrictEqual(s.calls[0].args, {
+  deepStrictEqual(s.calls[0]!.args, {
     enabled: { type: "bool", bool: true },
     gain: { type: "double", double: 2 },
     mode: { type: "string", string: "auto" },
     ratio: { type: "double", double: 0.25 },
     speed: { type: "int64", int64: 1500 },
   });
-  s.calls[0].resolve();
+  s.calls[0]!.resolve();
 });
 
 Deno.test("BuildArgsJson with no named slot outputs {}", () => {

@@ -16,7 +16,7 @@ function expectDiagnostics(ds: Diagnostic[], expected: [number, string, string, 
   const got = summary(ds);
   equal(got.length, expected.length, `diagnostics: ${JSON.stringify(got, null, 1)}`);
   expected.forEach(([line, severity, path, re], i) => {
-    const [gl, gs, gp, gm] = got[i];
+    const [gl, gs, gp, gm] = got[i]!;
     deepStrictEqual([gl, gs, gp], [line, severity, path], `diagnostic ${i}: ${gm}`);
     ok(re.test(gm), `diagnostic ${i}: '${gm}' does not match ${re}`);
   });
@@ -72,8 +72,8 @@ Deno.test("verifyBehaviorTreeFile reports every problem at once with line and no
     [21, "error", `${p}/Action[17]`, /<Action> needs an ID attribute/],
     [22, "error", `${p}/CallDevice[18]`, /not a valid blackboard reference.*json:\{\.\.\.\}/],
   ]);
-  equal(ds[0].column, 7);
-  equal(ds[0].file, "/bt/main.xml");
+  equal(ds[0]!.column, 7);
+  equal(ds[0]!.file, "/bt/main.xml");
   equal(load({ "/bt/main.xml": MANY_ERRORS }).tree, undefined);
 });
 
@@ -96,8 +96,8 @@ Deno.test("loadBehaviorTree reports an XML syntax error with its line", () => {
   });
   equal(r.tree, undefined);
   equal(r.diagnostics.length, 1);
-  equal(r.diagnostics[0].severity, "error");
-  equal(r.diagnostics[0].line, 4);
+  equal(r.diagnostics[0]!.severity, "error");
+  equal(r.diagnostics[0]!.line, 4);
 });
 
 Deno.test("loadBehaviorTree reports an unreadable file", () => {
@@ -177,7 +177,12 @@ Deno.test("loadBehaviorTree reports errors inside an included file with that fil
   equal(r.tree, undefined);
   equal(r.diagnostics.length, 1);
   deepStrictEqual(
-    [r.diagnostics[0].file, r.diagnostics[0].line, r.diagnostics[0].column, r.diagnostics[0].path],
+    [
+      r.diagnostics[0]!.file,
+      r.diagnostics[0]!.line,
+      r.diagnostics[0]!.column,
+      r.diagnostics[0]!.path,
+    ],
     ["/bt/parts.xml", 3, 3, "Part/Bogus[0]"],
   );
 });
@@ -196,7 +201,7 @@ Deno.test("loadBehaviorTree detects an include cycle and a missing include", () 
     [2, "error", "", /include cycle: \/bt\/a.xml -> \/bt\/b.xml -> \/bt\/a.xml/],
     [3, "error", "", /cannot read included file \/bt\/gone.xml/],
   ]);
-  equal(r.diagnostics[0].file, "/bt/b.xml");
+  equal(r.diagnostics[0]!.file, "/bt/b.xml");
 });
 
 Deno.test("loadBehaviorTree reports SubTree recursion", () => {
