@@ -31,10 +31,10 @@ function admitted(): Promise<void> {
  * Until the first actuating call's decision is in the audit journal (the write-ahead the call
  * waits for), and one more turn: the call is then on the wire, holding its provider.
  */
-async function onTheWire(files: SwitchableFiles): Promise<void> {
+async function onTheWire(files: SwitchableFiles, calls = 1): Promise<void> {
   await waitFor(
-    "the first call's decision journaled",
-    () => files.appended.some((line) => line.includes('"intent"')),
+    calls === 1 ? "the first call's decision journaled" : `${calls} calls' decisions journaled`,
+    () => files.appended.join("\n").split('"intent"').length - 1 >= calls,
   );
   await admitted();
 }
@@ -171,21 +171,26 @@ Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_m
   // `held`: a call on the wire when the e-stop fires, then the ladder's own call, 1400 ms each:
   // the drain barrier behind them needs ~2800 ms, past 1500 + 1000. `busy`: one call of 1000 ms
   // in flight, inside its bound (but past timeout_ms - 1 s).
-  const rt = await startRuntime(testConfig({
-    providers: [
-      plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
-      plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
-    ],
-    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-    safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
-  }));
+  const files = new SwitchableFiles();
+  const rt = await startRuntime(
+    testConfig({
+      providers: [
+        plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
+        plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
+      ],
+      pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+      safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
+    }),
+    { host: { files } },
+  );
   try {
     await rt.modes.request("MANUAL");
     const inFlight = [
       manualCall(rt, "held", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
       manualCall(rt, "busy", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
     ];
-    await admitted();
+    // Under load one turn is not enough for both write-aheads: wait until both are on the wire.
+    await onTheWire(files, 2);
     const result = await rt.estop.trigger("drain bound");
     assert.deepEqual(result.drain, { complete: false, pending_providers: ["held"] });
     await Promise.all(inFlight);
