@@ -4,9 +4,16 @@
  * (`host_check: unmet`, `host_unmet`, and here `host_requirements` with the remedies). The runtime
  * -- a real `runtime` process over real provider processes -- starts anyway (no exit 3, so no
  * systemd restart loop), shows the unmet requirements in GET /v0/providers/health and /metrics,
- * and refuses AUTO while the device the tree names is missing.
+ * and refuses AUTO while the device the tree names is missing. The console's Health view shows
+ * the unmet requirements with their remedies, and each device's resource claims.
  */
 import assert from "node:assert/strict";
+import {
+  chromiumMissing,
+  collectPageErrors,
+  launchChromium,
+  waitForText,
+} from "../helpers/browser.ts";
 import { assertApiAnswer } from "../helpers/openapi_check.ts";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { T } from "../helpers/programmable_provider.ts";
@@ -24,8 +31,12 @@ const UNMET = [
   { id: "i2c.bus_access", status: "unknown" },
 ];
 
-Deno.test("a provider reporting host_unmet stays up without devices; the runtime starts, shows why, and refuses AUTO", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "host-unmet-" });
+/**
+ * The machine: provider bus0 (up, no devices, host unmet) and temp0 (one device t0 claiming
+ * CLAIM, host ok), automation with a tree naming temp0/t0 and bus0/ph_0. Returns the runtime
+ * configuration's path and its port.
+ */
+async function writeMachine(dir: string): Promise<{ config: string; port: number }> {
   const port = freePort();
   await Deno.writeTextFile(
     `${dir}/bus0.json`,
@@ -49,7 +60,9 @@ Deno.test("a provider reporting host_unmet stays up without devices; the runtime
     JSON.stringify({
       hello: { metadata: { supports_wait_ready: "true" } },
       waitReady: { diagnostics: { init_time_ms: "1", host_check: "ok" } },
-      devices: { t0: { signals: [{ id: "temp", type: T.DOUBLE }] } },
+      devices: {
+        t0: { signals: [{ id: "temp", type: T.DOUBLE }], tags: { "anolis.claim": CLAIM } },
+      },
     }),
   );
   await Deno.writeTextFile(
@@ -87,7 +100,15 @@ automation:
   behavior_tree: tree.xml
 `,
   );
-  const rt = await startRuntimeChild({ config: `${dir}/runtime.yaml`, port });
+  return { config: `${dir}/runtime.yaml`, port };
+}
+
+const CLAIM = "i2c:/dev/i2c-1:0x48 gpio:4";
+
+Deno.test("a provider reporting host_unmet stays up without devices; the runtime starts, shows why, and refuses AUTO", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "host-unmet-" });
+  const { config, port } = await writeMachine(dir);
+  const rt = await startRuntimeChild({ config, port });
   try {
     const get = async (path: string) => {
       const r = await fetch(`${rt.base}${path}`);
@@ -121,6 +142,10 @@ automation:
     });
     const temp0 = health.providers.find((p: { provider_id: string }) => p.provider_id === "temp0");
     assert.deepEqual(temp0.host_check, { status: "ok", summary: "", unmet: [] });
+    assert.deepEqual(temp0.devices.map((d: { claims: string[] }) => d.claims), [[
+      "i2c:/dev/i2c-1:0x48",
+      "gpio:4",
+    ]]);
     assert.equal(temp0.degraded, false);
 
     const metrics = parsePrometheusText(await get("/metrics"));
@@ -161,4 +186,36 @@ automation:
     await rt.stop();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test({
+  name: "the console's Health view shows the unmet host requirements and each device's claims",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "host-unmet-console-" });
+    const { config, port } = await writeMachine(dir);
+    const rt = await startRuntimeChild({ config, port });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const errors = collectPageErrors(page);
+      await page.goto(`${rt.base}/`);
+      await page.locator('.tabs a[href="#health"]').click();
+      await waitForText(page, '[data-provider="bus0"] h3', /AVAILABLE/);
+      const bus0 = await page.locator('[data-provider="bus0"]').textContent() ?? "";
+      assert.match(bus0, /Host checkUNMET — up without devices/);
+      assert.match(
+        bus0,
+        /i2c\.bus_present\/dev\/i2c-9 does not existenable the I2C interface \(dtparam=i2c_arm=on\) and reboot/,
+      );
+      const temp0 = await page.locator('[data-provider="temp0"]').textContent() ?? "";
+      assert.match(temp0, /Host checkok/);
+      assert.match(temp0, /i2c:\/dev\/i2c-1:0x48 gpio:4/);
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser.close();
+      await rt.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
