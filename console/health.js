@@ -1,5 +1,6 @@
-// The Health view: per provider its lifecycle, supervision, what it reports, data faults and
-// discovery warnings, and each device's liveness (GET /v0/providers/health; the Devices view
+// The Health view: per provider its lifecycle, supervision, what it reports, its host check
+// (unmet requirements with their remedies), data faults and discovery warnings, and each device's
+// liveness and resource claims (GET /v0/providers/health; the Devices view
 // shows the liveness too).
 
 import { badge, byId, facts, fill, formatAge, h, table } from "./dom.js";
@@ -71,24 +72,46 @@ export class HealthView {
                 : "—",
             ],
             [
+              "Host check",
+              !p.host_check
+                ? "not reported"
+                : p.host_check.status === "ok"
+                ? "ok"
+                : `UNMET — ${p.device_count === 0 ? "up without devices" : "partly ready"}`,
+            ],
+            [
               "Data faults",
               p.data_faults
                 ? `${p.data_faults.type_mismatch} type, ${p.data_faults.non_finite} non-finite, ${p.data_faults.undeclared_signal} undeclared`
                 : "—",
             ],
           ]),
+          p.host_check?.status === "unmet"
+            ? table(
+              `Unmet host requirements of ${p.provider_id}`,
+              ["Requirement", "Found", "Remedy"],
+              (p.host_check.unmet.length
+                ? p.host_check.unmet
+                : [{ id: "—", detail: p.host_check.summary, remedy: "" }]).map((r) => [
+                  r.id,
+                  r.detail || "—",
+                  r.remedy || "—",
+                ]),
+            )
+            : null,
           (p.discovery_warnings ?? []).length
             ? h("ul", { class: "warn" }, ...p.discovery_warnings.map((w) => h("li", { text: w })))
             : null,
           table(
             `Device liveness of ${p.provider_id}`,
-            ["Device", "Liveness", "Last poll", "Stale signals", "Faulty signals"],
+            ["Device", "Liveness", "Last poll", "Stale signals", "Faulty signals", "Claims"],
             (p.devices ?? []).map((d) => [
               d.device_id,
               badge(d.health, `q-${healthClass(d.health)}`),
               d.last_poll_ms ? `${formatAge(d.staleness_ms)} ago` : "never",
               String(d.stale_signal_count),
               String(d.fault_signal_count),
+              (d.claims ?? []).length ? d.claims.join(" ") : "—",
             ]),
           ),
         );

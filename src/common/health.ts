@@ -50,6 +50,13 @@ export interface ProviderDeviceHealthView {
    * telemetry.
    */
   descriptor_tags: Record<string, string>;
+  /**
+   * The resources the device holds exclusively: the keys of its `anolis.claim` tag, then the key
+   * its older `hw.bus_path` + `hw.i2c_address` tags stand for (docs/http-api.md "Resource
+   * claims"); whole, not cut like descriptor_tags. [] when none. Not in anolis. Always set by the
+   * state layer's providerHealthViews (optional only so views built elsewhere need not carry it).
+   */
+  claims?: string[];
   reported: ReportedDeviceHealth | null;
 }
 
@@ -81,6 +88,12 @@ export interface ProviderHealthView {
    * built elsewhere, e.g. in tests, need not carry it).
    */
   discovery_warnings?: string[];
+  /**
+   * What the provider said of its host at start-up (WaitReady diagnostics `host_check` /
+   * `host_unmet`, executable profile v1 sec. 6); null when it said nothing. Not in anolis. Set like
+   * discovery_warnings.
+   */
+  host_check?: HostCheckView | null;
   /** Samples refused or stored as FAULT since start. Not in anolis. Set like discovery_warnings. */
   data_faults?: ProviderDataFaultsView;
   /**
@@ -96,4 +109,23 @@ export interface TimestampSkewView {
   /** Provider time minus the runtime's wall time of the last flagged sample (ms; + = ahead). */
   last_skew_ms: number | null;
   last_at_epoch_ms: number | null;
+}
+
+/**
+ * A provider's host check as it reported it at start-up: `ok`, or `unmet` with the requirements
+ * not met (each as the provider words it; the runtime interprets none).
+ */
+export interface HostCheckView {
+  status: "ok" | "unmet";
+  /** The provider's `host_unmet` summary, verbatim (cut to 1000 characters); "" when none. */
+  summary: string;
+  /** The unmet requirements (at most 16): provider-owned id, what was found, what to change. */
+  unmet: HostRequirementView[];
+}
+
+/** One unmet host requirement; `detail` and `remedy` are "" when the provider gave none. */
+export interface HostRequirementView {
+  id: string;
+  detail: string;
+  remedy: string;
 }

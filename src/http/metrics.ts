@@ -160,6 +160,33 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   for (const h of hosts) {
     w.sample("runtime_provider_devices", h.devices.length, { provider: h.id });
   }
+  w.family(
+    "runtime_provider_host_unmet",
+    "gauge",
+    "1 while the provider reported unmet host requirements when it last came up, else 0.",
+  );
+  for (const h of hosts) {
+    w.sample("runtime_provider_host_unmet", h.hostCheck()?.status === "unmet" ? 1 : 0, {
+      provider: h.id,
+    });
+  }
+  // Provider-owned texts as labels, bounded: at most 16 requirements a provider, each text cut
+  // to 300 characters (providers/host_check.ts), and only while unmet.
+  w.family(
+    "runtime_provider_host_requirement_unmet",
+    "gauge",
+    "1 for each host requirement the provider reported unmet (id, detail and remedy as it words them).",
+  );
+  for (const h of hosts) {
+    for (const r of h.hostCheck()?.unmet ?? []) {
+      w.sample("runtime_provider_host_requirement_unmet", 1, {
+        provider: h.id,
+        requirement: r.id,
+        detail: r.detail,
+        remedy: r.remedy,
+      });
+    }
+  }
 
   // ---- polling ----
   w.family(

@@ -180,6 +180,11 @@ export function responseComponents(): Record<string, JsonSchema> {
           propertyNames: { maxLength: 128 },
           additionalProperties: { type: "string" },
         },
+        claims: note(
+          arr(str),
+          "The resources the device holds exclusively: its anolis.claim keys, then the key its " +
+            "hw.bus_path + hw.i2c_address tags stand for (project addition).",
+        ),
         reported: orNull(obj(["state", "message", "metrics", "last_seen_epoch_ms"], {
           state: {
             enum: [
@@ -246,6 +251,15 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
         devices: arr(ref("ProviderDeviceHealth")),
         discovery_warnings: note(arr(str), "The last discovery's warnings (project addition)."),
+        host_check: note(
+          orNull(obj(["status", "summary", "unmet"], {
+            status: { enum: ["ok", "unmet"] },
+            summary: str,
+            unmet: arr(obj(["id", "detail", "remedy"], { id: str, detail: str, remedy: str })),
+          })),
+          "What the provider reported of its host at start-up (WaitReady host_check / " +
+            "host_unmet); null when nothing (project addition).",
+        ),
         data_faults: note(
           obj(["type_mismatch", "non_finite", "undeclared_signal"], {
             type_mismatch: int,

@@ -3,6 +3,7 @@ import {
   type Clock,
   type DeviceCapabilities,
   errorMessage,
+  type HostCheckView,
   type LifecycleState,
   type Logger,
   type ProviderSupervisionView,
@@ -14,6 +15,7 @@ import {
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
+import { hostCheckOf } from "./host_check.ts";
 import { ProviderSession } from "./provider_session.ts";
 import type { SpawnQueue } from "./spawn_queue.ts";
 import {
@@ -45,6 +47,12 @@ export interface ProviderHostDeps {
    * spawns in its own turn.
    */
   readonly spawnQueue?: SpawnQueue;
+  /**
+   * Asked, right before a discovered inventory is committed (start, restart, reload), whether it
+   * may join the others: null, or why not (a resource claim another device holds). Refused: the
+   * new process is ended and the start or restart attempt fails with that message.
+   */
+  readonly admit?: (providerId: string, devices: readonly DeviceCapabilities[]) => string | null;
 }
 
 /** The budget of one restart attempt (restart_policy.timeout_ms from its start, after backoff). */
@@ -86,6 +94,8 @@ export class ProviderHost {
   /** A session being brought up (initial start or restart attempt), not yet committed. */
   #starting: ProviderSession | null = null;
   #devices: readonly DeviceCapabilities[] = [];
+  /** The host check the last committed session reported at start-up (null: none reported). */
+  #hostCheck: HostCheckView | null = null;
   #livenessFailures = 0;
   #restartTimer: TimerId | undefined;
   #resetTimer: TimerId | undefined;
@@ -134,6 +144,14 @@ export class ProviderHost {
     return (this.#session ?? this.#starting)?.stderrTail ?? [];
   }
 
+  /**
+   * What the provider reported of its host when it last came up (WaitReady `host_check` /
+   * `host_unmet`); null when it reported nothing or never came up.
+   */
+  hostCheck(): HostCheckView | null {
+    return this.#hostCheck;
+  }
+
   supervision(): ProviderSupervisionView {
     return supervisionView(this.#state, this.config.restartPolicy, this.#deps.clock.monoMs());
   }
@@ -167,8 +185,10 @@ export class ProviderHost {
 
   /** Initial bring-up: spawn, handshake, discover. Throws when the provider cannot start. */
   async start(): Promise<void> {
-    const session = await this.#bringUp(null);
-    this.#commit(session);
+    const up = await this.#bringUp(null);
+    const refused = this.#refusal(up.devices);
+    if (refused) await this.#reject(up.session, refused, null);
+    this.#commit(up);
   }
 
   /**
@@ -276,15 +296,45 @@ export class ProviderHost {
     }
   }
 
+  /**
+   * The admission check of a discovered inventory (deps.admit), synchronous so that nothing runs
+   * between it and the commit that follows: null when admitted, else the refusal.
+   */
+  #refusal(devices: readonly DeviceCapabilities[]): RuntimeError | null {
+    const why = this.#deps.admit?.(this.id, devices) ?? null;
+    return why === null ? null : new RuntimeError("FAILED_PRECONDITION", why);
+  }
+
+  /** Ends a refused session (said first through `onFailure`), then throws the refusal. */
+  async #reject(
+    session: ProviderSession,
+    err: RuntimeError,
+    onFailure: ((err: unknown) => void) | null,
+  ): Promise<never> {
+    this.#starting = null;
+    onFailure?.(err);
+    await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
+    throw err;
+  }
+
   #commit(up: { session: ProviderSession; devices: DeviceCapabilities[] }): void {
     const { session, devices } = up;
     this.#starting = null;
     this.#session = session;
     this.#devices = devices;
+    this.#hostCheck = hostCheckOf(session.readiness);
     this.#livenessFailures = 0;
-    this.#log.info(
-      `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
-    );
+    if (devices.length === 0) {
+      this.#log.warn(
+        `up, not ready: no devices; host requirements unmet: ${
+          this.#hostCheck?.unmet.map((r) => r.id).join(", ") || "(none named)"
+        }`,
+      );
+    } else {
+      this.#log.info(
+        `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
+      );
+    }
     const signature = inventorySignature(devices);
     const changed = signature !== this.#inventorySignature;
     this.#inventorySignature = signature;
@@ -394,6 +444,8 @@ export class ProviderHost {
         timeoutMs: this.config.restartPolicy.timeoutMs,
         onFailure: report,
       });
+      const refused = this.#refusal(up.devices);
+      if (refused) await this.#reject(up.session, refused, report);
       this.#log.info(`restart attempt ${this.#state.attemptCount} succeeded`);
       this.#commit(up);
     } catch (err) {

@@ -22,6 +22,7 @@ import {
   unavailable,
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
+import { hostCheckOf, hostUnmet } from "./host_check.ts";
 
 /** Name the runtime introduces itself with in Hello (the anolis client name, for compatibility). */
 export const CLIENT_NAME = "anolis-runtime";
@@ -129,6 +130,8 @@ export class ProviderSession {
    * (the last one then says how many more there were). Empty before discovery.
    */
   discoveryWarnings: readonly string[] = [];
+  /** WaitReady's diagnostics (set by the handshake; null when the provider has no WaitReady). */
+  readiness: Readonly<Record<string, string>> | null = null;
   readonly ended: Promise<string>;
 
   constructor(cfg: ProviderConfig, command: string, deps: ProviderSessionDeps) {
@@ -256,9 +259,16 @@ export class ProviderSession {
       }, this.#cfg.readyTimeoutMs).catch((err) => {
         throw wrap(err, "WaitReady failed");
       });
+      this.readiness = { ...(ready.diagnostics ?? {}) };
+      const host = hostCheckOf(this.readiness);
       this.#deps.log.info(
-        `ready (init_time_ms ${ready.diagnostics?.["init_time_ms"] ?? "not reported"})`,
+        `ready (init_time_ms ${ready.diagnostics?.["init_time_ms"] ?? "not reported"}${
+          host ? `, host_check ${host.status}` : ""
+        })`,
       );
+      if (host?.status === "unmet") {
+        this.#deps.log.warn(`host requirements unmet: ${host.summary || "(no summary)"}`);
+      }
     }
     return this.hello;
   }
@@ -324,7 +334,11 @@ export class ProviderSession {
       this.#deps.log.warn(`discovery: ${extra} more devices skipped`);
     }
     this.discoveryWarnings = warnings;
-    if (out.length === 0) throw unavailable("provider described no devices");
+    // Up but not ready (executable profile v1 sec. 6): its host lacks what it needs, and it says
+    // so. It stays up without devices, shown in provider health, instead of failing start-up.
+    if (out.length === 0 && !hostUnmet(this.readiness)) {
+      throw unavailable("provider described no devices");
+    }
     return out;
   }
 

@@ -1,11 +1,11 @@
 import {
   type DeviceCapabilities,
-  deviceHandle,
   type DeviceInfo,
   errorMessage,
   RuntimeError,
 } from "../common/mod.ts";
 import { diffProviders, type ProviderConfig } from "../config/mod.ts";
+import { findClaimConflict } from "./claims.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines, raceTimeout } from "./provider_session.ts";
 import { SpawnQueue } from "./spawn_queue.ts";
@@ -50,15 +50,27 @@ export type HostListener = (host: ProviderHost) => void;
  */
 export class ProviderRegistry {
   #hosts = new Map<string, ProviderHost>();
+  /** True once startAll checked the claims of the whole inventory (later commits are admitted). */
+  #checked = false;
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
 
   constructor(providers: readonly ProviderConfig[], deps: ProviderHostDeps) {
     // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
+    // Once start-up has checked the whole inventory, every inventory committed later (a restart,
+    // a provider a reload adds or changes) is checked against the devices of every other
+    // provider: a resource claim another device holds refuses it.
     this.#deps = {
       ...deps,
       spawnQueue: deps.spawnQueue ?? new SpawnQueue(deps.clock),
+      admit: (providerId, devices) =>
+        this.#checked
+          ? findClaimConflict([
+            ...this.hosts.filter((h) => h.id !== providerId).flatMap((h) => h.devices),
+            ...devices,
+          ])
+          : null,
     };
     for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, this.#deps));
   }
@@ -227,11 +239,14 @@ export class ProviderRegistry {
       await this.stopAll(stopBudgetMs);
       throw new RuntimeError("UNAVAILABLE", `provider start failed: ${failures.join("; ")}`);
     }
-    const conflict = findAddressConflict(this.hosts.flatMap((h) => h.devices));
+    // The claims of the whole inventory, in configuration order (from now on each commit is
+    // admitted against the others' devices).
+    const conflict = findClaimConflict(this.hosts.flatMap((h) => h.devices));
     if (conflict) {
       await this.stopAll(stopBudgetMs);
       throw new RuntimeError("FAILED_PRECONDITION", conflict);
     }
+    this.#checked = true;
   }
 
   /** Stops every provider concurrently within `budgetMs`. */
@@ -244,27 +259,4 @@ export class ProviderRegistry {
 export function describeNotReady(host: ProviderHost): string {
   const last = lastStderrLines(host.stderrTail);
   return last === "" ? host.id : `${host.id} (${last})`;
-}
-
-/**
- * Bus ownership check: two devices claiming the same `hw.bus_path` + `hw.i2c_address` (tags, both
- * or neither; address compared canonically as lowercase hex) is a conflict. Returns the message.
- */
-export function findAddressConflict(devices: readonly DeviceCapabilities[]): string | null {
-  const owners = new Map<string, string>();
-  for (const d of devices) {
-    const bus = d.device.tags["hw.bus_path"];
-    const addr = d.device.tags["hw.i2c_address"];
-    const handle = deviceHandle(d.device.providerId, d.device.deviceId);
-    if (bus === undefined || addr === undefined) {
-      if (bus === addr) continue; // neither
-      return `device ${handle}: tags hw.bus_path and hw.i2c_address must be given together`;
-    }
-    const n = Number(addr); // Number() ignores surrounding white space
-    const key = `${bus}@${Number.isFinite(n) ? `0x${n.toString(16)}` : addr.trim().toLowerCase()}`;
-    const other = owners.get(key);
-    if (other) return `devices ${other} and ${handle} both claim bus address ${key}`;
-    owners.set(key, handle);
-  }
-  return null;
 }

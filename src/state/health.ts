@@ -8,7 +8,7 @@ import {
   utf8Length,
 } from "../common/mod.ts";
 import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
-import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import { deviceClaims, type ProviderHost, type ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
 import { type StalenessBounds, stalenessBounds } from "./staleness.ts";
 
@@ -150,6 +150,7 @@ function providerView(
       fault_signal_count: l.faultSignalCount,
       type_version: truncateUtf8(caps.device.typeVersion, MAX_DESCRIPTOR_TEXT_BYTES),
       descriptor_tags: boundedDescriptorTags(caps.device.tags),
+      claims: deviceClaims(caps.device.tags).keys,
       reported: rd ? reportedDevice(rd) : null,
     };
   });
@@ -166,6 +167,7 @@ function providerView(
       fault_signal_count: 0,
       type_version: "", // no descriptor exists for a device the registry does not carry
       descriptor_tags: {},
+      claims: [],
       reported: reportedDevice(rd),
     });
   }
@@ -189,12 +191,13 @@ function providerView(
     uptime_seconds: host.uptimeSeconds(),
     device_count: host.devices.length,
     degraded: failed > 0 || reportedProvider?.state === "STATE_DEGRADED" ||
-      reportedProvider?.state === "STATE_FAULT",
+      reportedProvider?.state === "STATE_FAULT" || host.hostCheck()?.status === "unmet",
     failed_device_count: failed,
     reported: reportedProvider,
     supervision: host.supervision(),
     devices,
     discovery_warnings: [...cache.discoveryWarnings(host.id)],
+    host_check: host.hostCheck(),
     data_faults: cache.dataFaults(host.id),
     timestamp_skew: cache.timestampSkew(host.id),
   };

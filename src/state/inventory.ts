@@ -8,6 +8,7 @@
 import type {
   DeviceCapabilities,
   DeviceInfo,
+  HostCheckView,
   LifecycleState,
   ProviderSupervisionView,
 } from "../common/mod.ts";
@@ -26,6 +27,8 @@ export interface ProviderSummary {
   counts(): ProviderHostCounts;
   /** Supervision as GET /v0/providers/health shows it. */
   supervision(): ProviderSupervisionView;
+  /** What it reported of its host when it last came up (null: nothing). */
+  hostCheck(): HostCheckView | null;
 }
 
 /**

@@ -122,6 +122,7 @@ Deno.test("the guide covers every exit code, every telemetry measurement, the to
       "Runtime Ready",
       "Runtime startup timeout exceeded",
       "Restart timeout exceeded for provider",
+      "Ownership validation failed",
     ]
   ) {
     assert.ok(text.includes(phrase), phrase);

@@ -106,7 +106,11 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     const w = inventory.waitReady ?? {};
     if (w.hang) await never();
     if (w.delayMs) await sleep(w.delayMs);
-    return { request_id: id, status: ok, wait_ready: {} };
+    return {
+      request_id: id,
+      status: ok,
+      wait_ready: w.diagnostics ? { diagnostics: w.diagnostics } : {},
+    };
   }
   if (req.list_devices) {
     if (inventory.listDelayMs) await sleep(inventory.listDelayMs);

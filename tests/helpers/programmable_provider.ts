@@ -40,8 +40,8 @@ export interface Inventory {
     readonly version?: string;
     readonly metadata?: Readonly<Record<string, string>>;
   };
-  /** WaitReady (asked when Hello's metadata says supports_wait_ready). */
-  readonly waitReady?: StepProgram;
+  /** WaitReady (asked when Hello's metadata says supports_wait_ready), and its diagnostics. */
+  readonly waitReady?: StepProgram & { readonly diagnostics?: Readonly<Record<string, string>> };
   /** Lines written to stderr at start. */
   readonly stderr?: readonly string[];
   /** Each process appends its pid to this file when it starts. */

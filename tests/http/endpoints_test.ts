@@ -86,6 +86,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
           assert.deepEqual(
             Object.keys(d).sort(),
             [
+              "claims",
               "descriptor_tags",
               "device_id",
               "fault_signal_count",

@@ -32,6 +32,8 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_provider_failures_total: "counter",
   runtime_provider_restarts_total: "counter",
   runtime_provider_devices: "gauge",
+  runtime_provider_host_unmet: "gauge",
+  runtime_provider_host_requirement_unmet: "gauge",
   runtime_poll_duration_seconds: "histogram",
   runtime_poll_errors_total: "counter",
   runtime_signal_samples_refused_total: "counter",

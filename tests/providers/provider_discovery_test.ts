@@ -1,13 +1,15 @@
 /**
  * ProviderSession discovery over the programmable provider: a DescribeDevice answered with an
  * error skips that device with a warning, warnings quote ids and messages cut to a bound, and a
- * provider that describes no device at all does not start.
+ * provider that describes no device at all does not start -- unless it says its host is not ready
+ * (WaitReady `host_check: unmet`): then it stays up without devices until a restart finds them.
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import {
   type Inventory,
   programmableProvider,
@@ -62,6 +64,57 @@ Deno.test("A provider that describes no device does not start", async () => {
     startProgrammable({ devices: {} }),
     /provider start failed: p0: provider described no devices$/,
   );
+});
+
+/** Hello advertising WaitReady, answered with these diagnostics. */
+const ready = (diagnostics: Record<string, string>) => ({
+  hello: { metadata: { supports_wait_ready: "true" } },
+  waitReady: { diagnostics },
+});
+
+Deno.test("A provider with no device whose host check says ok, or says nothing, still does not start", async () => {
+  const said: Record<string, string>[] = [{ host_check: "ok" }, { init_time_ms: "1" }];
+  for (const diagnostics of said) {
+    await assert.rejects(
+      startProgrammable({ ...ready(diagnostics), devices: {} }),
+      /provider start failed: p0: provider described no devices$/,
+      JSON.stringify(diagnostics),
+    );
+  }
+});
+
+Deno.test("A provider reporting unmet host requirements stays up without devices; a restart once the host is ready finds them", async () => {
+  const unmet = ready({ host_check: "unmet", host_unmet: "bus.present: /dev/i2c-9 missing" });
+  const fx = await startProgrammable({ ...unmet, devices: {} }, {
+    restart: { backoffMs: [0, 0, 0] },
+  });
+  try {
+    assert.equal(fx.host.available, true);
+    assert.deepEqual(fx.host.devices, []);
+    assert.deepEqual(fx.host.hostCheck(), {
+      status: "unmet",
+      summary: "bus.present: /dev/i2c-9 missing",
+      unmet: [{ id: "bus.present", detail: "/dev/i2c-9 missing", remedy: "" }],
+    });
+    assert.ok(
+      fx.lines.some((l) =>
+        /^WARN .*\[p0\] up, not ready: no devices; host requirements unmet: bus\.present$/.test(l)
+      ),
+      fx.lines.join("\n"),
+    );
+    // The host is fixed; the provider's next process finds its device and says ok.
+    await Deno.writeTextFile(
+      fx.inventoryFile,
+      JSON.stringify({ ...ready({ host_check: "ok" }), devices: { ph_0: { signals: SIGNALS } } }),
+    );
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["ph_0"]);
+    assert.deepEqual(fx.host.hostCheck(), { status: "ok", summary: "", unmet: [] });
+  } finally {
+    await fx.close();
+  }
 });
 
 Deno.test("A ListDevices that goes unanswered fails the start naming the step", async () => {

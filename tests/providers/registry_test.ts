@@ -1,98 +1,16 @@
 /**
- * ProviderRegistry: the bus ownership check over every provider's devices (findAddressConflict),
- * and start-up refusing a conflict with every provider stopped again.
+ * ProviderRegistry: start-up refusing a bus address two devices claim with every provider stopped
+ * again (the claim check itself: tests/providers/claims_test.ts), discovery order, add/remove.
  */
 import assert from "node:assert/strict";
-import type { DeviceCapabilities } from "../../src/common/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { findAddressConflict, ProviderRegistry } from "../../src/providers/mod.ts";
-import { processAlive, testLogger } from "../helpers/kernel.ts";
+import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 
-function device(
-  providerId: string,
-  deviceId: string,
-  tags: Record<string, string> = {},
-): DeviceCapabilities {
-  return {
-    device: {
-      providerId,
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags,
-    },
-    functions: [],
-    signals: [],
-  };
-}
-
 const bus = (path: string, addr: string) => ({ "hw.bus_path": path, "hw.i2c_address": addr });
-
-Deno.test("findAddressConflict: devices without bus tags, or on distinct bus addresses, do not conflict", () => {
-  assert.equal(findAddressConflict([]), null);
-  assert.equal(
-    findAddressConflict([
-      device("p0", "a"),
-      device("p0", "b", { other: "tag" }),
-      device("p0", "c", bus("/dev/i2c-1", "0x48")),
-      device("p1", "d", bus("/dev/i2c-1", "0x49")),
-      device("p1", "e", bus("/dev/i2c-2", "0x48")),
-    ]),
-    null,
-  );
-});
-
-Deno.test("findAddressConflict names both devices and the bus address, written in any notation", () => {
-  for (const [a, b] of [["0x48", "0x48"], ["0x48", "72"], ["0X48", " 0x48 "], ["0x4A", "0x4a"]]) {
-    const key = `/dev/i2c-1@0x${Number(a!.trim()).toString(16)}`;
-    assert.equal(
-      findAddressConflict([
-        device("p0", "free", bus("/dev/i2c-1", "0x10")),
-        device("p0", "first", bus("/dev/i2c-1", a!)),
-        device("p1", "second", bus("/dev/i2c-1", b!)),
-      ]),
-      `devices p0/first and p1/second both claim bus address ${key}`,
-      `${a} vs ${b}`,
-    );
-  }
-});
-
-Deno.test("findAddressConflict compares an address that is no number as lower-case text", () => {
-  assert.equal(
-    findAddressConflict([
-      device("p0", "a", bus("spi0", " CS-A ")),
-      device("p0", "b", bus("spi0", "cs-a")),
-    ]),
-    "devices p0/a and p0/b both claim bus address spi0@cs-a",
-  );
-  assert.equal(
-    findAddressConflict([
-      device("p0", "a", bus("spi0", "CS-A")),
-      device("p0", "b", bus("spi0", "cs-b")),
-    ]),
-    null,
-  );
-});
-
-Deno.test("findAddressConflict refuses a bus path without an address and an address without a bus", () => {
-  assert.equal(
-    findAddressConflict([
-      device("p0", "ok"),
-      device("p0", "half", { "hw.bus_path": "/dev/i2c-1" }),
-    ]),
-    "device p0/half: tags hw.bus_path and hw.i2c_address must be given together",
-  );
-  assert.equal(
-    findAddressConflict([device("p1", "half", { "hw.i2c_address": "0x48" })]),
-    "device p1/half: tags hw.bus_path and hw.i2c_address must be given together",
-  );
-});
 
 Deno.test("ProviderRegistry.startAll refuses two devices on one bus address and stops every provider", async () => {
   const files: string[] = [];
@@ -126,7 +44,7 @@ Deno.test("ProviderRegistry.startAll refuses two devices on one bus address and 
       assert.equal(e.code, "FAILED_PRECONDITION");
       assert.equal(
         e.message,
-        "devices p0/p0dev and p1/p1dev both claim bus address /dev/i2c-1@0x48",
+        "Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x48' held by p0/p0dev and p1/p1dev (each anolis.claim key must belong to one device)",
       );
       return true;
     });
@@ -256,4 +174,160 @@ Deno.test("ProviderRegistry add/remove/reorder: eachHost sees present and added 
   assert.equal(registry.host("a"), undefined);
   registry.reorder(["c", "b"]);
   assert.deepEqual(registry.hosts.map((h) => h.id), ["c", "b"]);
+});
+
+/** The inventory of a provider whose one device `dev` claims `keys` (anolis.claim). */
+const claiming = (dev: string, keys: string) => ({
+  devices: { [dev]: { signals: [{ id: "x", type: T.DOUBLE }], tags: { "anolis.claim": keys } } },
+});
+
+/**
+ * Programmable providers p0, p1, ... over these inventories (files the test may rewrite: a
+ * process reads its file when it starts), restarts enabled, every warn/error line kept.
+ */
+async function claimRegistry(inventories: object[]) {
+  const files: string[] = [];
+  for (const inv of inventories) {
+    const file = await Deno.makeTempFile({ suffix: ".json" });
+    await Deno.writeTextFile(file, JSON.stringify(inv));
+    files.push(file);
+  }
+  const lines: string[] = [];
+  const registry = new ProviderRegistry(
+    files.map((f, i) => programmableProvider(`p${i}`, f, { restart: { backoffMs: [0, 0, 0] } })),
+    {
+      spawn: spawnProcess,
+      clock: systemClock,
+      log: new LineLogger({
+        level: "warn",
+        journald: false,
+        now: () => 0,
+        write: (l) => lines.push(l),
+      }),
+      bus: new EventBus(),
+      cwd: Deno.cwd(),
+      shutdownTimeoutMs: 1000,
+    },
+  );
+  return {
+    registry,
+    files,
+    lines,
+    async close() {
+      await registry.stopAll(1000);
+      for (const f of files) await Deno.remove(f).catch(() => {});
+    },
+  };
+}
+
+const KEY = "i2c:/dev/i2c-1:0x61";
+
+Deno.test("start-up refuses two provider processes claiming one anolis.claim key, naming both owners and the key", async () => {
+  const r = await claimRegistry([
+    claiming("dcmt_0", `gpio:4 ${KEY}`),
+    OK_INVENTORY,
+    claiming("do_0", KEY),
+  ]);
+  const pids: number[] = [];
+  for (const h of r.registry.hosts) h.onInventory(() => pids.push(h.session?.pid ?? 0));
+  try {
+    await assert.rejects(r.registry.startAll(30_000, 1000), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "FAILED_PRECONDITION");
+      assert.equal(
+        e.message,
+        `Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p2/do_0 ` +
+          "(each anolis.claim key must belong to one device)",
+      );
+      return true;
+    });
+    assert.equal(pids.length, 3);
+    assert.deepEqual(pids.filter(processAlive), [], "every provider process ended");
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("a provider claiming the key of an older provider's hw.bus_path + hw.i2c_address tags is refused at start-up", async () => {
+  const r = await claimRegistry([
+    { devices: { old: { signals: [{ id: "x", type: T.DOUBLE }], tags: bus("/dev/i2c-1", "97") } } },
+    claiming("do_0", KEY),
+  ]);
+  try {
+    await assert.rejects(
+      r.registry.startAll(30_000, 1000),
+      new RegExp(`claim '${KEY}' held by p0/old and p1/do_0`),
+    );
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("a restart whose new inventory claims a key another provider holds fails; the provider stays down, the holder untouched", async () => {
+  const r = await claimRegistry([claiming("dcmt_0", KEY), claiming("do_0", "i2c:/dev/i2c-1:0x62")]);
+  try {
+    await r.registry.startAll(30_000, 1000);
+    const [p0, p1] = r.registry.hosts;
+    const holder = p0!.session!.pid;
+    // p1's next process claims p0's key; its current one dies.
+    const pidFile = await Deno.makeTempFile();
+    await Deno.writeTextFile(r.files[1]!, JSON.stringify({ ...claiming("do_0", KEY), pidFile }));
+    Deno.kill(p1!.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => p1!.lifecycle === "CIRCUIT_OPEN");
+    const failures = r.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 3, r.lines.join("\n"));
+    for (const f of failures) {
+      assert.ok(
+        f.endsWith(
+          `failed: Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
+            "(each anolis.claim key must belong to one device)",
+        ),
+        f,
+      );
+    }
+    assert.equal(p1!.available, false);
+    assert.equal(p0!.available, true);
+    assert.equal(p0!.session!.pid, holder);
+    // Each refused process was ended; p1 keeps its last inventory (shown, not polled: it is down).
+    const refused = (await Deno.readTextFile(pidFile)).trim().split("\n").map(Number);
+    await Deno.remove(pidFile);
+    assert.equal(refused.length, 3);
+    assert.deepEqual(refused.filter(processAlive), []);
+    assert.deepEqual(r.registry.devices().map((d) => `${d.providerId}/${d.deviceId}`), [
+      "p0/dcmt_0",
+      "p1/do_0",
+    ]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("a reload adding a provider that claims a held key does not start it; one with its own key starts", async () => {
+  const r = await claimRegistry([
+    claiming("dcmt_0", KEY),
+    claiming("do_0", KEY),
+    claiming("ph_0", "i2c:/dev/i2c-1:0x63"),
+  ]);
+  try {
+    const [first, clashing, fine] = r.registry.hosts.map((h) => h.config);
+    // Start with p0 only: p1 and p2 come with the reload.
+    r.registry.remove("p1");
+    r.registry.remove("p2");
+    await r.registry.startAll(30_000, 1000);
+    const report = await r.registry.reconcile([first!], [first!, clashing!, fine!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.added, ["p2"]);
+    assert.deepEqual(report.failed, [
+      `p1: Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
+      "(each anolis.claim key must belong to one device)",
+    ]);
+    assert.deepEqual(report.effective.map((p) => p.id), ["p0", "p2"]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0", "p2"]);
+    assert.ok(r.registry.hosts.every((h) => h.available));
+  } finally {
+    await r.close();
+  }
 });

@@ -78,6 +78,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
     fault_signal_count: 0,
     type_version: "", // no descriptor for a device the registry does not carry
     descriptor_tags: {},
+    claims: [],
   };
   assert.deepEqual(view, {
     provider_id: "sim0",
@@ -118,6 +119,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
       },
     ],
     discovery_warnings: [],
+    host_check: null,
     data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
     timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
   });

@@ -1,0 +1,86 @@
+/**
+ * Exclusive resource claims (docs/http-api.md "Resource claims"). A device names the resources it
+ * needs for itself in its `anolis.claim` descriptor tag, as keys separated by white space (e.g.
+ * `i2c:/dev/i2c-1:0x61`); no key may have two owners across every provider's devices. Keys are
+ * opaque and compared as exact strings: the runtime parses none, so it knows no transport.
+ *
+ * The older `hw.bus_path` + `hw.i2c_address` tags (both or neither) still count: a device carrying
+ * them claims the key an I2C claim spells for that address, `i2c:<bus path as given>:0x<two-digit
+ * lowercase hex>`, so a provider still publishing the old tags collides with one publishing the
+ * claim for the same address. An address that is no number is compared as trimmed lower-case text.
+ */
+import { type DeviceCapabilities, deviceHandle } from "../common/mod.ts";
+
+/** The descriptor tag a device lists its claims in. */
+export const CLAIM_TAG = "anolis.claim";
+/** The older bus ownership tags (given together or not at all). */
+export const LEGACY_BUS_TAG = "hw.bus_path";
+/** See LEGACY_BUS_TAG. */
+export const LEGACY_ADDRESS_TAG = "hw.i2c_address";
+
+/** A device's claims: its distinct keys in the order given, and what makes its tags invalid. */
+export interface DeviceClaims {
+  /** The `anolis.claim` keys, then the key the older bus tags imply (when not among them). */
+  readonly keys: string[];
+  /** Why the tags are refused (one older bus tag without the other); null when they are valid. */
+  readonly error: string | null;
+}
+
+/** The claims the descriptor tags of one device make. */
+export function deviceClaims(tags: Readonly<Record<string, string>>): DeviceClaims {
+  const keys: string[] = [];
+  for (const k of (tags[CLAIM_TAG] ?? "").split(/\s+/)) {
+    if (k !== "" && !keys.includes(k)) keys.push(k);
+  }
+  const bus = tags[LEGACY_BUS_TAG];
+  const addr = tags[LEGACY_ADDRESS_TAG];
+  if (bus === undefined && addr === undefined) return { keys, error: null };
+  if (bus === undefined || addr === undefined) {
+    return {
+      keys,
+      error: `tags ${LEGACY_BUS_TAG} and ${LEGACY_ADDRESS_TAG} must be given together`,
+    };
+  }
+  const legacy = legacyClaimKey(bus, addr);
+  if (!keys.includes(legacy)) keys.push(legacy);
+  return { keys, error: null };
+}
+
+/** The claim key the older `hw.bus_path` + `hw.i2c_address` tags stand for. */
+export function legacyClaimKey(bus: string, address: string): string {
+  const text = address.trim();
+  const n = text === "" ? NaN : Number(text); // Number() reads 0x48, 72 and 0X48 alike
+  const addr = Number.isInteger(n) && n >= 0
+    ? `0x${n.toString(16).padStart(2, "0")}`
+    : text.toLowerCase();
+  return `i2c:${bus}:${addr}`;
+}
+
+/**
+ * The claim check over a set of devices: null when every key has one owner and every device's
+ * tags are valid, else the message naming each refused device, or each key with all its owners
+ * (`claim 'KEY' held by p0/a and p1/b`), in key order.
+ */
+export function findClaimConflict(devices: readonly DeviceCapabilities[]): string | null {
+  const owners = new Map<string, string[]>();
+  for (const d of devices) {
+    const handle = deviceHandle(d.device.providerId, d.device.deviceId);
+    const c = deviceClaims(d.device.tags);
+    if (c.error) return `device ${handle}: ${c.error}`;
+    for (const key of c.keys) {
+      const list = owners.get(key);
+      if (list) list.push(handle);
+      else owners.set(key, [handle]);
+    }
+  }
+  const conflicts = [...owners].filter(([, o]) => o.length > 1).sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0
+  );
+  if (conflicts.length === 0) return null;
+  const said = conflicts.map(([key, o]) =>
+    `claim '${key}' held by ${o.slice(0, -1).join(", ")} and ${o[o.length - 1]}`
+  );
+  return `Ownership validation failed; resource claim conflict: ${
+    said.join("; ")
+  } (each ${CLAIM_TAG} key must belong to one device)`;
+}

@@ -1,0 +1,235 @@
+/**
+ * Resource claims (src/providers/claims.ts): a device's `anolis.claim` keys and the key its older
+ * hw.bus_path + hw.i2c_address tags stand for; no key with two owners. And a host's WaitReady
+ * host check (src/providers/host_check.ts).
+ */
+import assert from "node:assert/strict";
+import type { DeviceCapabilities } from "../../src/common/mod.ts";
+import {
+  deviceClaims,
+  findClaimConflict,
+  hostCheckOf,
+  legacyClaimKey,
+  MAX_HOST_REQUIREMENTS,
+} from "../../src/providers/mod.ts";
+
+function device(
+  providerId: string,
+  deviceId: string,
+  tags: Record<string, string> = {},
+): DeviceCapabilities {
+  return {
+    device: {
+      providerId,
+      deviceId,
+      providerName: "",
+      typeId: "",
+      typeVersion: "",
+      label: "",
+      address: "",
+      tags,
+    },
+    functions: [],
+    signals: [],
+  };
+}
+
+const bus = (path: string, addr: string) => ({ "hw.bus_path": path, "hw.i2c_address": addr });
+const claim = (keys: string) => ({ "anolis.claim": keys });
+const tail = " (each anolis.claim key must belong to one device)";
+
+Deno.test("deviceClaims: the claim tag's distinct keys in order, then the key the bus tags stand for", () => {
+  assert.deepEqual(deviceClaims({}), { keys: [], error: null });
+  assert.deepEqual(deviceClaims(claim("  i2c:/dev/i2c-1:0x14\tgpio:17  i2c:/dev/i2c-1:0x14 ")), {
+    keys: ["i2c:/dev/i2c-1:0x14", "gpio:17"],
+    error: null,
+  });
+  assert.deepEqual(deviceClaims({ ...claim("gpio:4"), ...bus("/dev/i2c-1", "72") }), {
+    keys: ["gpio:4", "i2c:/dev/i2c-1:0x48"],
+    error: null,
+  });
+  // The same key twice (claim and bus tags agreeing) is one claim.
+  assert.deepEqual(
+    deviceClaims({ ...claim("i2c:/dev/i2c-1:0x48"), ...bus("/dev/i2c-1", "0x48") }),
+    {
+      keys: ["i2c:/dev/i2c-1:0x48"],
+      error: null,
+    },
+  );
+  assert.deepEqual(deviceClaims({ "hw.bus_path": "/dev/i2c-1" }), {
+    keys: [],
+    error: "tags hw.bus_path and hw.i2c_address must be given together",
+  });
+});
+
+Deno.test("legacyClaimKey: the I2C claim key, two lower-case hex digits, any number notation; other text lower-cased", () => {
+  for (const a of ["0x48", "72", "0X48", " 0x48 "]) {
+    assert.equal(legacyClaimKey("/dev/i2c-1", a), "i2c:/dev/i2c-1:0x48", a);
+  }
+  assert.equal(legacyClaimKey("/dev/i2c-1", "8"), "i2c:/dev/i2c-1:0x08");
+  assert.equal(legacyClaimKey("spi0", " CS-A "), "i2c:spi0:cs-a");
+  assert.equal(legacyClaimKey("/dev/i2c-1", ""), "i2c:/dev/i2c-1:");
+});
+
+Deno.test("findClaimConflict: devices without claims, or with distinct keys, do not conflict", () => {
+  assert.equal(findClaimConflict([]), null);
+  assert.equal(
+    findClaimConflict([
+      device("p0", "a"),
+      device("p0", "b", { other: "tag" }),
+      device("p0", "c", claim("i2c:/dev/i2c-1:0x48")),
+      device("p1", "d", claim("i2c:/dev/i2c-1:0x49")),
+      device("p1", "e", bus("/dev/i2c-2", "0x48")),
+      device("p1", "f", claim("i2c:/dev/i2c-1:0x14  i2c:/dev/i2c-1:0x14")),
+    ]),
+    null,
+  );
+});
+
+Deno.test("findClaimConflict names the key and both owners, across and within providers", () => {
+  assert.equal(
+    findClaimConflict([
+      device("bread", "dcmt_0", claim("i2c:/dev/i2c-1:0x61")),
+      device("ezo", "do_0", claim("i2c:/dev/i2c-1:0x61")),
+    ]),
+    `Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x61' held by bread/dcmt_0 and ezo/do_0${tail}`,
+  );
+  assert.equal(
+    findClaimConflict([
+      device("p0", "a", claim("gpio:17")),
+      device("p0", "b", claim("gpio:17")),
+      device("p1", "c", claim("gpio:17")),
+    ]),
+    `Ownership validation failed; resource claim conflict: claim 'gpio:17' held by p0/a, p0/b and p1/c${tail}`,
+  );
+});
+
+Deno.test("findClaimConflict checks every key of a multi-key claim, each conflict in key order", () => {
+  assert.equal(
+    findClaimConflict([
+      device("bread", "dcmt_0", claim("i2c:/dev/i2c-1:0x14 gpio:17 uart:/dev/ttyS0")),
+      device("other", "relay_0", claim("uart:/dev/ttyS0 gpio:17")),
+    ]),
+    "Ownership validation failed; resource claim conflict: claim 'gpio:17' held by bread/dcmt_0 and other/relay_0; " +
+      `claim 'uart:/dev/ttyS0' held by bread/dcmt_0 and other/relay_0${tail}`,
+  );
+});
+
+Deno.test("findClaimConflict compares keys as exact strings", () => {
+  assert.equal(
+    findClaimConflict([
+      device("bread", "dcmt_0", claim("i2c:/dev/i2c-1:0x61")),
+      device("ezo", "do_0", claim("i2c:/dev/i2c-1:0X61")),
+    ]),
+    null,
+  );
+});
+
+Deno.test("findClaimConflict: the older bus tags collide with each other and with the claim for that address", () => {
+  for (const [a, b] of [["0x48", "72"], ["0X48", " 0x48 "], ["0x4A", "0x4a"]]) {
+    assert.equal(
+      findClaimConflict([
+        device("p0", "free", bus("/dev/i2c-1", "0x10")),
+        device("p0", "first", bus("/dev/i2c-1", a!)),
+        device("p1", "second", bus("/dev/i2c-1", b!)),
+      ]),
+      `Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x${
+        Number(a!.trim()).toString(16)
+      }' held by p0/first and p1/second${tail}`,
+      `${a} vs ${b}`,
+    );
+  }
+  assert.equal(
+    findClaimConflict([
+      device("old_bread", "dcmt_0", bus("/dev/i2c-1", "0x61")),
+      device("ezo", "do_0", claim("i2c:/dev/i2c-1:0x61")),
+    ]),
+    `Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x61' held by old_bread/dcmt_0 and ezo/do_0${tail}`,
+  );
+});
+
+Deno.test("findClaimConflict refuses a bus path without an address and an address without a bus", () => {
+  assert.equal(
+    findClaimConflict([device("p0", "ok"), device("p0", "half", { "hw.bus_path": "/dev/i2c-1" })]),
+    "device p0/half: tags hw.bus_path and hw.i2c_address must be given together",
+  );
+  assert.equal(
+    findClaimConflict([device("p1", "half", { "hw.i2c_address": "0x48" })]),
+    "device p1/half: tags hw.bus_path and hw.i2c_address must be given together",
+  );
+});
+
+Deno.test("hostCheckOf: nothing reported, ok, and unmet read from the host_unmet summary", () => {
+  assert.equal(hostCheckOf(null), null);
+  assert.equal(hostCheckOf({ init_time_ms: "3" }), null);
+  assert.deepEqual(hostCheckOf({ host_check: "ok" }), { status: "ok", summary: "", unmet: [] });
+  assert.deepEqual(
+    hostCheckOf({
+      host_check: "unmet",
+      host_unmet: "i2c.bus_present: /dev/i2c-9 does not exist; i2c.bus_access",
+    }),
+    {
+      status: "unmet",
+      summary: "i2c.bus_present: /dev/i2c-9 does not exist; i2c.bus_access",
+      unmet: [
+        { id: "i2c.bus_present", detail: "/dev/i2c-9 does not exist", remedy: "" },
+        { id: "i2c.bus_access", detail: "", remedy: "" },
+      ],
+    },
+  );
+  // host_unmet alone says unmet; host_check unmet without a summary lists nothing.
+  assert.equal(hostCheckOf({ host_unmet: "x: y" })?.status, "unmet");
+  assert.deepEqual(hostCheckOf({ host_check: "UNMET" }), {
+    status: "unmet",
+    summary: "",
+    unmet: [],
+  });
+});
+
+Deno.test("hostCheckOf: host_requirements (the --check-host envelope or its array) gives the remedies", () => {
+  const requirements = [
+    { id: "i2c.bus_present", status: "met", detail: "/dev/i2c-1 exists" },
+    {
+      id: "i2c.bus_access",
+      status: "unmet",
+      detail: "anolis cannot open /dev/i2c-1 read-write",
+      remedy: "add anolis to group 'i2c'",
+    },
+    { id: "i2c.clock", status: "unknown" },
+    { id: "", status: "unmet" },
+    { status: "unmet" },
+  ];
+  const want = {
+    status: "unmet",
+    summary: "i2c.bus_access: anolis cannot open /dev/i2c-1 read-write",
+    unmet: [{
+      id: "i2c.bus_access",
+      detail: "anolis cannot open /dev/i2c-1 read-write",
+      remedy: "add anolis to group 'i2c'",
+    }],
+  };
+  const base = { host_check: "unmet", host_unmet: want.summary };
+  assert.deepEqual(
+    hostCheckOf({
+      ...base,
+      host_requirements: JSON.stringify({ check_host_version: 1, requirements }),
+    }),
+    want,
+  );
+  assert.deepEqual(hostCheckOf({ ...base, host_requirements: JSON.stringify(requirements) }), want);
+  // Not JSON, or not of that shape: the summary is read instead.
+  for (const bad of ["{not json", "42", '{"requirements": 1}']) {
+    assert.deepEqual(hostCheckOf({ ...base, host_requirements: bad })?.unmet, [
+      { id: "i2c.bus_access", detail: "anolis cannot open /dev/i2c-1 read-write", remedy: "" },
+    ]);
+  }
+});
+
+Deno.test("hostCheckOf keeps at most MAX_HOST_REQUIREMENTS, each text cut", () => {
+  const many = Array.from({ length: 40 }, (_, i) => `r${i}: ${"x".repeat(400)}`).join("; ");
+  const c = hostCheckOf({ host_check: "unmet", host_unmet: many })!;
+  assert.equal(c.unmet.length, MAX_HOST_REQUIREMENTS);
+  assert.equal(c.unmet[0]!.detail.length, 301);
+  assert.ok(c.summary.endsWith("\u2026"));
+  assert.equal(c.summary.length, 1001);
+});
