@@ -151,6 +151,8 @@ export class DeviceProvider implements ProviderHandler {
 
   /** The unmet host requirements as `id: detail; ...` ("" when ready). */
   readonly #hostUnmet: string;
+  /** Milliseconds from the process's start to this provider's construction (its init time). */
+  readonly #initTimeMs = Math.round(performance.now());
 
   constructor(options: DeviceProviderOptions, devices: readonly DeviceDefinition[] = []) {
     this.options = options;
@@ -231,8 +233,9 @@ export class DeviceProvider implements ProviderHandler {
   /**
    * WaitReady: answers once the readiness callback resolves, with its diagnostics plus, when
    * host requirements were given, `host_check`, `host_unmet` and `ready` (a provider that is up
-   * but not ready answers at once: waiting would not change its host). UNIMPLEMENTED with
-   * neither.
+   * but not ready answers at once: waiting would not change its host). `init_time_ms`, which the
+   * executable profile requires (sec. 3), is the callback's, else the milliseconds from the
+   * process's start to this provider's construction. UNIMPLEMENTED with neither.
    */
   async waitReady(req: RequestPayloads["wait_ready"]): Promise<ResponsePayloads["wait_ready"]> {
     const ready = this.options.waitReady;
@@ -240,7 +243,10 @@ export class DeviceProvider implements ProviderHandler {
     if (ready === undefined && host === undefined) {
       throw ProviderError.unimplemented("wait_ready is not implemented");
     }
-    const diagnostics = ready === undefined ? {} : await ready(req);
+    const diagnostics: Record<string, string> = {
+      init_time_ms: String(this.#initTimeMs),
+      ...(ready === undefined ? {} : await ready(req)),
+    };
     if (host === undefined) return { diagnostics };
     return {
       diagnostics: {

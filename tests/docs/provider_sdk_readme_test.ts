@@ -161,7 +161,9 @@ Deno.test("the README's relay board answers every verb as the README shows", asy
     const notReady = SimProcess.startModule(module, ["--config", missing], root, ["-A"]);
     try {
       const ready = await notReady.request({ wait_ready: {} });
-      assert.deepEqual(ready.wait_ready?.diagnostics, {
+      const { init_time_ms, ...diagnostics } = ready.wait_ready?.diagnostics ?? {};
+      assert.match(init_time_ms, /^\d+$/, "the profile's required init_time_ms");
+      assert.deepEqual(diagnostics, {
         host_check: "unmet",
         host_unmet: `gpio.chip_present: ${MISSING_CHIP} does not exist`,
         ready: "false",
