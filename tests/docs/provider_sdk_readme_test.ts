@@ -112,7 +112,7 @@ Deno.test("the README's relay board answers every verb as the README shows", asy
     };
     const run = async (args: string[]) => {
       const out = await new Deno.Command(Deno.execPath(), {
-        // -A: Deno lets a program look at /dev/ only with every permission (README).
+        // -A: Deno lets a program look at most of /dev/ only with every permission (README).
         args: ["run", "--quiet", "-A", module, ...args],
         cwd: root,
         stdin: "null",

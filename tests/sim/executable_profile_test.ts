@@ -244,3 +244,19 @@ Deno.test("sim with its device nodes present is ready and reports host_check ok"
     await Deno.remove(present);
   }
 });
+
+Deno.test("sim --check-host reports a device node Deno will not let it look at as unknown, naming the permission", async () => {
+  // Deno gives a program most of /dev/ (a missing node there too) only with every permission;
+  // runSim grants --allow-read only. Not knowing is `unknown`, which does not fail the check.
+  const node = `/dev/sim-test-node-${crypto.randomUUID()}`;
+  const config = await tempConfig(NODES_YAML([node]));
+  try {
+    const run = await runSim(["--check-host", config]);
+    const [req] = assertCheckHostShape(run);
+    assert.equal(run.code, 0);
+    assert.equal(req.status, "unknown");
+    assert.match(String(req.detail), /--allow-all/);
+  } finally {
+    await Deno.remove(config);
+  }
+});
