@@ -173,6 +173,14 @@ Deno.test("runtime --version prints the runtime, HTTP contract and ADPP versions
     `runtime ${RUNTIME_VERSION}\nHTTP contract ${HTTP_CONTRACT_VERSION}\n` +
       `ADPP protocol ${ADPP_PROTOCOL_VERSION} (schema ${ADPP_SCHEMA_VERSION})\n`,
   );
+  // The versions followed, pinned: a bump is deliberate and goes with docs/migrating-from-anolis.md.
+  assert.match(r.stdout, /^HTTP contract 0\.1\.41$/m);
+  assert.match(r.stdout, /^ADPP protocol v1 \(schema 1\.8\.0\)$/m);
+  // What docs/deployment.md shows `--version` printing is what it prints (after the binary name).
+  const deployment = await Deno.readTextFile(new URL("../docs/deployment.md", import.meta.url));
+  const shown = deployment.match(/\$ dist\/runtime --version\n([^`]*)```/);
+  assert.ok(shown, "docs/deployment.md shows `dist/runtime --version`");
+  assert.equal(shown[1], r.stdout);
 });
 
 Deno.test("runtime --help prints the usage on stdout", async () => {

@@ -70,6 +70,9 @@ function checkArg(spec: ArgSpec, value: TypedValue): TypedValue {
   return v;
 }
 
+/** 2^53: the largest magnitude up to which every integer is a double exactly. */
+const TWO_53 = 2n ** 53n;
+
 function coerce(value: TypedValue, target: ValueType, where: string): TypedValue {
   checkWellFormed(value, where);
   value = normalised(value);
@@ -79,9 +82,14 @@ function coerce(value: TypedValue, target: ValueType, where: string): TypedValue
   const n = value.type === "int64" ? value.int64 : (value as { uint64: ExactInteger }).uint64;
   switch (target) {
     case "double":
-      // A double holds integers exactly only within +/-(2^53-1).
+      // Every integer within +/-2^53 is a double exactly (2^53 itself too, as in anolis's
+      // CallRouter::coerce_arguments); past it, some are not, and a setpoint must arrive as
+      // written. Within +/-(2^53-1) the integer is already a number.
       if (typeof n === "bigint") {
-        throw invalidArgument(`${where}: ${n} cannot be given exactly as a double`);
+        if (n !== TWO_53 && n !== -TWO_53) {
+          throw invalidArgument(`${where}: ${n} cannot be given exactly as a double`);
+        }
+        return { type: "double", double: Number(n) };
       }
       return { type: "double", double: n };
     case "uint64":

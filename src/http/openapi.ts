@@ -4,7 +4,7 @@
  * (response_schemas.ts), plus GET /metrics. Loaded and built on the first request only, then
  * kept as text: nothing of it is in memory in a runtime nobody asks.
  */
-import { RUNTIME_VERSION } from "../common/mod.ts";
+import { HTTP_CONTRACT_VERSION, RUNTIME_VERSION } from "../common/mod.ts";
 import type { EventKind } from "../events/mod.ts";
 import { METRICS_CONTENT_TYPE, METRICS_PATH } from "./metrics.ts";
 import type { JsonSchema } from "./request_schemas.ts";
@@ -77,8 +77,9 @@ const ADDITIONS = [
 
 const DESCRIPTION = [
   "The runtime's REST API (`/v0`) and event stream. Where it is not listed below, the HTTP " +
-  "contract is anolis's (anolishq/anolis HTTP v0 and its later OpenAPI document " +
-  "`schemas/http/runtime-http.openapi.v0.yaml`): the same paths, bodies, status codes and " +
+  `contract is anolis's (anolishq/anolis HTTP v0, OpenAPI document ` +
+  `\`schemas/http/runtime-http.openapi.v0.yaml\` of release ${HTTP_CONTRACT_VERSION}): ` +
+  "the same paths, bodies, status codes and " +
   "required members, so anolis clients work unchanged. Response objects are open: the members " +
   "we add are deliberate. docs/migrating-from-anolis.md lists every difference with the test " +
   "that shows it; docs/http-api.md walks through every endpoint.",

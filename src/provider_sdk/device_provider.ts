@@ -23,6 +23,11 @@ import {
 import { CallArgs } from "./call_args.ts";
 import { ProviderError } from "./provider_error.ts";
 import type { SafeStateReason, SafeStateSummary } from "./safe_state.ts";
+import {
+  hostReadinessDiagnostics,
+  type HostRequirement,
+  unmetSummary,
+} from "./executable_profile.ts";
 import type { ProviderHandler, ReplyContext } from "./serve.ts";
 import { type ScalarValue, toWireValue } from "./wire_values.ts";
 
@@ -123,6 +128,14 @@ export interface DeviceProviderOptions {
   readonly waitReady?: (req: RequestPayloads["wait_ready"]) => MaybePromise<Record<string, string>>;
   /** Wall clock in epoch ms for signal timestamps (default Date.now). */
   readonly nowMs?: () => number;
+  /**
+   * The start-up host check's results (executable profile sec. 6; `runProviderCli` passes them to
+   * `serve`). When given, WaitReady is advertised and its diagnostics carry `host_check`,
+   * `host_unmet` and `ready`, and GetHealth the same as metrics. With a requirement unmet the
+   * provider is up but not ready: it lists no devices (each answers NOT_FOUND, saying why) and
+   * GetHealth is at least DEGRADED, until it is restarted on a host that meets them.
+   */
+  readonly hostRequirements?: readonly HostRequirement[];
 }
 
 /**
@@ -136,10 +149,21 @@ export class DeviceProvider implements ProviderHandler {
   protected readonly devices: Map<string, ProviderDevice> = new Map();
   protected readonly nowMs: () => number;
 
+  /** The unmet host requirements as `id: detail; ...` ("" when ready). */
+  readonly #hostUnmet: string;
+  /** Milliseconds from the process's start to this provider's construction (its init time). */
+  readonly #initTimeMs = Math.round(performance.now());
+
   constructor(options: DeviceProviderOptions, devices: readonly DeviceDefinition[] = []) {
     this.options = options;
     this.nowMs = options.nowMs ?? Date.now;
+    this.#hostUnmet = unmetSummary(options.hostRequirements ?? []);
     for (const d of devices) this.addDevice(d);
+  }
+
+  /** False when a start-up host requirement is unmet: the provider then lists no devices. */
+  get hostReady(): boolean {
+    return this.#hostUnmet === "";
   }
 
   /** Adds a device (ListDevices order = insertion order). Throws on a duplicate id. */
@@ -150,14 +174,14 @@ export class DeviceProvider implements ProviderHandler {
     this.devices.set(def.deviceId, compileDevice(def));
   }
 
-  /** Devices to list, in order. Override to hide devices. */
+  /** Devices to list, in order (none while a host requirement is unmet). Override to hide devices. */
   protected listedDevices(): ProviderDevice[] {
-    return [...this.devices.values()];
+    return this.hostReady ? [...this.devices.values()] : [];
   }
 
-  /** Device lookup used by every request. Override to hide devices. */
+  /** Device lookup used by every request (none while not ready). Override to hide devices. */
   protected findDevice(deviceId: string): ProviderDevice | undefined {
-    return this.devices.get(deviceId);
+    return this.hostReady ? this.devices.get(deviceId) : undefined;
   }
 
   /** Quality of one reading (default QUALITY_OK). */
@@ -194,7 +218,9 @@ export class DeviceProvider implements ProviderHandler {
       transport: "stdio+uint32_le",
       max_frame_bytes: String(MAX_FRAME_BYTES),
     };
-    if (this.options.waitReady !== undefined) metadata.supports_wait_ready = "true";
+    if (this.options.waitReady !== undefined || this.options.hostRequirements !== undefined) {
+      metadata.supports_wait_ready = "true";
+    }
     Object.assign(metadata, this.options.metadata ?? {});
     return {
       protocol_version: ADPP_PROTOCOL_VERSION,
@@ -204,11 +230,31 @@ export class DeviceProvider implements ProviderHandler {
     };
   }
 
-  /** WaitReady: answers once the readiness callback resolves; UNIMPLEMENTED without one. */
+  /**
+   * WaitReady: answers once the readiness callback resolves, with its diagnostics plus, when
+   * host requirements were given, `host_check`, `host_unmet` and `ready` (a provider that is up
+   * but not ready answers at once: waiting would not change its host). `init_time_ms`, which the
+   * executable profile requires (sec. 3), is the callback's, else the milliseconds from the
+   * process's start to this provider's construction. UNIMPLEMENTED with neither.
+   */
   async waitReady(req: RequestPayloads["wait_ready"]): Promise<ResponsePayloads["wait_ready"]> {
     const ready = this.options.waitReady;
-    if (ready === undefined) throw ProviderError.unimplemented("wait_ready is not implemented");
-    return { diagnostics: await ready(req) };
+    const host = this.options.hostRequirements;
+    if (ready === undefined && host === undefined) {
+      throw ProviderError.unimplemented("wait_ready is not implemented");
+    }
+    const diagnostics: Record<string, string> = {
+      init_time_ms: String(this.#initTimeMs),
+      ...(ready === undefined ? {} : await ready(req)),
+    };
+    if (host === undefined) return { diagnostics };
+    return {
+      diagnostics: {
+        ...diagnostics,
+        ...hostReadinessDiagnostics(host),
+        ready: String(this.hostReady && diagnostics.ready !== "false"),
+      },
+    };
   }
 
   /** ListDevices: listed devices in order; one OK DeviceHealth each when asked. */
@@ -274,14 +320,42 @@ export class DeviceProvider implements ProviderHandler {
     return { device_id: d.definition.deviceId, results: results ?? {} };
   }
 
-  /** GetHealth: provider OK and one OK entry per listed device. */
+  /** GetHealth: provider OK and one OK entry per listed device, plus the host check's facts. */
   getHealth(_req: RequestPayloads["get_health"]): MaybePromise<ResponsePayloads["get_health"]> {
     const devices: WireDeviceHealth[] = this.listedDevices().map((d) => ({
       device_id: d.definition.deviceId,
       state: WireDeviceState.OK,
       message: "ok",
     }));
-    return { provider: { state: WireProviderState.OK, message: "ok" }, devices };
+    return this.withHostHealth({
+      provider: { state: WireProviderState.OK, message: "ok" },
+      devices,
+    });
+  }
+
+  /**
+   * Adds the start-up host check to a GetHealth answer (subclasses that build their own call it):
+   * metrics `host_check` and `host_unmet`; while not ready the provider state is at least DEGRADED
+   * and the message starts with `not ready: host requirements unmet: ...`. Unchanged when no host
+   * requirements were given.
+   */
+  protected withHostHealth(h: ResponsePayloads["get_health"]): ResponsePayloads["get_health"] {
+    const host = this.options.hostRequirements;
+    if (host === undefined) return h;
+    const provider = h.provider ?? {};
+    const metrics = { ...(provider.metrics ?? {}), ...hostReadinessDiagnostics(host) };
+    if (this.hostReady) return { ...h, provider: { ...provider, metrics } };
+    const message = provider.message ?? "";
+    return {
+      ...h,
+      provider: {
+        ...provider,
+        state: Math.max(provider.state ?? 0, WireProviderState.DEGRADED) as typeof provider.state,
+        message: `not ready: host requirements unmet: ${this.#hostUnmet}` +
+          (message === "" || message === "ok" ? "" : `; ${message}`),
+        metrics,
+      },
+    };
   }
 
   /**
@@ -315,7 +389,12 @@ export class DeviceProvider implements ProviderHandler {
     const id = deviceId ?? "";
     if (id === "") throw ProviderError.invalidArgument("device_id is empty");
     const d = this.findDevice(id);
-    if (d === undefined) throw ProviderError.notFound(`device not found: ${id}`);
+    if (d === undefined) {
+      throw ProviderError.notFound(
+        `device not found: ${id}` +
+          (this.hostReady ? "" : ` (not ready: host requirements unmet: ${this.#hostUnmet})`),
+      );
+    }
     return d;
   }
 }

@@ -4,6 +4,8 @@
  * ProviderHandler directly, and runs it with `runStdioProvider()`. A provider that declares its
  * safe state (`applySafeState`, per device in a DeviceDefinition) goes safe on its own: on stdin
  * EOF, SIGTERM/SIGINT and, with a lease (`leaseMs`), when the runtime stops sending requests.
+ * `runProviderCli()` gives a provider with a configuration file the anolis executable profile's
+ * command line: `--config`, `--check-config`, `--config-schema`, `--check-host`, `--version`.
  *
  * This module is the package's `./provider-sdk` export (deno.json): everything a provider author
  * uses, and nothing of the serve loop's machinery. The runtime never imports this folder.
@@ -24,6 +26,8 @@ export {
 export * from "./device_provider.ts";
 export * from "./stderr_logger.ts";
 export * from "./run_stdio_provider.ts";
+export * from "./executable_profile.ts";
+export * from "./provider_cli.ts";
 export { ADPP_PROTOCOL_VERSION } from "../common/mod.ts";
 export type { FunctionCategory, Logger, LogLevel, ValueType } from "../common/mod.ts";
 export {

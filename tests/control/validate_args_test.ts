@@ -179,6 +179,19 @@ Deno.test("validateArgs accepts exact 64-bit integers across their whole range",
   );
 });
 
+Deno.test("validateArgs widens an integer of magnitude 2^53 to a double (exact), as anolis does", () => {
+  // anolis CallRouter::coerce_arguments refuses only |n| > 2^53; 2^53 is a double exactly.
+  assert.deepEqual(validateArgs(WIDE, { d: { type: "int64", int64: 2n ** 53n } }), {
+    d: { type: "double", double: 2 ** 53 },
+  });
+  assert.deepEqual(validateArgs(WIDE, { d: { type: "int64", int64: -(2n ** 53n) } }), {
+    d: { type: "double", double: -(2 ** 53) },
+  });
+  assert.deepEqual(validateArgs(WIDE, { d: { type: "uint64", uint64: 2n ** 53n } }), {
+    d: { type: "double", double: 2 ** 53 },
+  });
+});
+
 const INVALID_WIDE: Array<[string, Record<string, TypedValue>, RegExp]> = [
   ["int64 above 2^63-1", { i: { type: "int64", int64: 2n ** 63n } }, /args\.i: int64 .* outside/],
   [
@@ -192,6 +205,11 @@ const INVALID_WIDE: Array<[string, Record<string, TypedValue>, RegExp]> = [
     "integer beyond 2^53 into double",
     { d: { type: "int64", int64: 2n ** 53n + 1n } },
     /args\.d: 9007199254740993 cannot be given exactly as a double/,
+  ],
+  [
+    "integer below -2^53 into double",
+    { d: { type: "int64", int64: -(2n ** 53n) - 1n } },
+    /args\.d: -9007199254740993 cannot be given exactly as a double/,
   ],
 ];
 

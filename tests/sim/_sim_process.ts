@@ -36,10 +36,15 @@ export class SimProcess {
   /** stderr received so far. */
   #stderrText = "";
 
-  private constructor(args: string[]) {
+  private constructor(
+    args: string[],
+    module = SIM_MAIN,
+    cwd = REPO_ROOT,
+    permissions = ["--allow-read", "--allow-env"],
+  ) {
     this.child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "--quiet", "--allow-read", "--allow-env", SIM_MAIN, ...args],
-      cwd: REPO_ROOT,
+      args: ["run", "--quiet", ...permissions, module, ...args],
+      cwd,
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -85,6 +90,16 @@ export class SimProcess {
   /** Starts the sim with arbitrary command-line arguments. */
   static startWithArgs(args: string[]): SimProcess {
     return new SimProcess(args);
+  }
+
+  /** Starts another provider module (run from `cwd`, with these Deno permissions). */
+  static startModule(
+    module: string,
+    args: string[],
+    cwd: string,
+    permissions: string[] = ["--allow-read", "--allow-env"],
+  ): SimProcess {
+    return new SimProcess(args, module, cwd, permissions);
   }
 
   /** Writes raw bytes to the provider's stdin. */

@@ -1,4 +1,5 @@
 import { parse } from "yaml";
+import { ProviderConfigError } from "../../../src/provider_sdk/mod.ts";
 
 /** Device types the simulator knows. */
 export const SIM_DEVICE_TYPES = ["tempctl", "motorctl", "relayio", "analogsensor"] as const;
@@ -18,15 +19,18 @@ export interface SimConfig {
   readonly mode: "inert" | "non_interacting";
   /** Physics rate for non_interacting (null in inert mode). */
   readonly tickRateHz: number | null;
+  /**
+   * `host.device_nodes`: absolute paths of the device nodes the simulated hardware needs (a stand-in
+   * for a bus node such as `/dev/i2c-1`); each must exist and be readable (host_check.ts).
+   */
+  readonly deviceNodes: readonly string[];
 }
 
 /** A configuration problem; `problems` lists every one found, each naming its key. */
-export class SimConfigError extends Error {
-  readonly problems: readonly string[];
+export class SimConfigError extends ProviderConfigError {
   constructor(problems: readonly string[]) {
-    super(problems.join("; "));
+    super(problems);
     this.name = "SimConfigError";
-    this.problems = problems;
   }
 }
 
@@ -108,8 +112,24 @@ export function parseSimConfig(text: string): SimConfig {
     }
   }
 
+  const deviceNodes: string[] = [];
+  const host = root.host;
+  if (host !== undefined && host !== null) {
+    if (!isRecord(host)) problems.push("host: must be a mapping");
+    else if (host.device_nodes !== undefined && host.device_nodes !== null) {
+      if (!Array.isArray(host.device_nodes)) problems.push("host.device_nodes: must be a list");
+      else {
+        host.device_nodes.forEach((n: unknown, i: number) => {
+          if (typeof n !== "string" || !n.startsWith("/")) {
+            problems.push(`host.device_nodes[${i}]: must be an absolute path`);
+          } else deviceNodes.push(n);
+        });
+      }
+    }
+  }
+
   if (problems.length > 0) throw new SimConfigError(problems);
-  return { providerName, startupPolicy, devices, mode, tickRateHz };
+  return { providerName, startupPolicy, devices, mode, tickRateHz, deviceNodes };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

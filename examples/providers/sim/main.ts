@@ -7,75 +7,74 @@
  *     [--lease-ms <ms>]            apply the safe state when no request arrives for that long
  *                                  (default 0 = no lease; the runtime's polling is the heartbeat)
  *   ... main.ts --check-config <yaml>   validate and exit 0 (1 on errors)
+ *   ... main.ts --check-host <yaml>     print the host requirements envelope, exit 0/1 (2: invalid)
+ *   ... main.ts --config-schema         print the configuration's JSON Schema envelope, exit 0
+ *   ... main.ts --version               print the version, exit 0
  *
- * The safe state (motor duties 0, relays off, open loop, noise injection off: the start-up values)
- * is also applied on stdin EOF and on SIGTERM/SIGINT (then exit 0).
- * stdout carries ADPP frames only; logs go to stderr, one line per event.
+ * The command line is the provider SDK's (runProviderCli: the anolis executable profile v1). The
+ * safe state (motor duties 0, relays off, open loop, noise injection off: the start-up values) is
+ * also applied on stdin EOF and on SIGTERM/SIGINT (then exit 0).
+ * stdout carries ADPP frames only (or a verb's envelope); logs go to stderr, one line per event.
  */
 import {
   createStderrLogger,
+  type HostRequirement,
   MAX_LEASE_MS,
-  ProviderExitCode,
+  type ProviderCli,
+  runProviderCli,
   runStdioProvider,
 } from "../../../src/provider_sdk/mod.ts";
 import type { Logger, LogLevel } from "../../../src/common/mod.ts";
 import { createAnalogSensor } from "./analogsensor.ts";
 import { type ChaosHost, ChaosState } from "./chaos.ts";
 import { parseSimConfig, type SimConfig, SimConfigError } from "./config.ts";
+import { SIM_CONFIG_SCHEMA } from "./config_schema.ts";
+import { checkSimHost } from "./host_check.ts";
 import { createMotorCtl } from "./motorctl.ts";
 import { createRelayIo } from "./relayio.ts";
 import { SeededRandom } from "./rng.ts";
 import { createTempCtl } from "./tempctl.ts";
 import { PhysicsClock } from "./physics_clock.ts";
 import { SimProvider, type StartupReport } from "./sim_provider.ts";
-import { DeviceInitError, type SimDevice } from "./sim_device.ts";
+import {
+  DeviceInitError,
+  SIM_PROVIDER_NAME,
+  SIM_PROVIDER_VERSION,
+  type SimDevice,
+} from "./sim_device.ts";
 
 /** The reference simulator seeds its noise generator with 42. */
 const RNG_SEED = 42;
 const EXIT_CRASH_AFTER = 42;
 
-interface CliArgs {
-  config: string | null;
-  checkConfig: string | null;
+/** The simulator's own flags (the profile's verbs are the SDK's). */
+interface SimFlags {
   crashAfterS: number | null;
   leaseMs: number;
 }
 
-function parseArgs(argv: readonly string[]): CliArgs {
-  const out: CliArgs = { config: null, checkConfig: null, crashAfterS: null, leaseMs: 0 };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = argv[i + 1];
-    if (
-      flag === "--config" || flag === "--check-config" || flag === "--crash-after" ||
-      flag === "--lease-ms"
-    ) {
-      if (value === undefined) throw new SimConfigError([`${flag}: missing value`]);
-      i++;
-      if (flag === "--config") out.config = value;
-      else if (flag === "--check-config") out.checkConfig = value;
-      else if (flag === "--lease-ms") {
-        const n = Number(value);
-        if (!/^[0-9]+$/.test(value) || n > MAX_LEASE_MS) {
-          throw new SimConfigError([
-            `--lease-ms: must be an integer in [0, ${MAX_LEASE_MS}] (0 = no lease), got '${value}'`,
-          ]);
-        }
-        out.leaseMs = n;
-      } else {
-        const s = Number(value);
-        if (!Number.isFinite(s) || s < 0) {
-          throw new SimConfigError([`--crash-after: must be seconds >= 0, got '${value}'`]);
-        }
-        out.crashAfterS = s;
+function simFlags(out: SimFlags): Record<string, (value: string) => void> {
+  return {
+    "--lease-ms": (value) => {
+      const n = Number(value);
+      if (!/^[0-9]+$/.test(value) || n > MAX_LEASE_MS) {
+        throw new Error(
+          `must be an integer in [0, ${MAX_LEASE_MS}] (0 = no lease), got '${value}'`,
+        );
       }
-    } else if (flag === "--sim-server") {
-      throw new SimConfigError(["--sim-server: the external engine ('sim' mode) is not supported"]);
-    } else {
-      throw new SimConfigError([`unknown argument '${flag}'`]);
-    }
-  }
-  return out;
+      out.leaseMs = n;
+    },
+    "--crash-after": (value) => {
+      const s = Number(value);
+      if (value.trim() === "" || !Number.isFinite(s) || s < 0) {
+        throw new Error(`must be seconds >= 0, got '${value}'`);
+      }
+      out.crashAfterS = s;
+    },
+    "--sim-server": () => {
+      throw new Error("the external engine ('sim' mode) is not supported");
+    },
+  };
 }
 
 /** Creates the configured devices; failures are collected, not thrown. */
@@ -111,6 +110,10 @@ function createDevices(
   return { devices, failed };
 }
 
+/**
+ * Reads and validates the configuration; under `startup_policy: strict` a device that fails to
+ * initialise rejects it too (what `--check-config` has always checked).
+ */
 async function loadConfig(path: string): Promise<SimConfig> {
   let text: string;
   try {
@@ -118,7 +121,12 @@ async function loadConfig(path: string): Promise<SimConfig> {
   } catch (err) {
     throw new SimConfigError([`${path}: cannot read: ${(err as Error).message}`]);
   }
-  return parseSimConfig(text);
+  const config = parseSimConfig(text);
+  const { failed } = createDevices(config, new SeededRandom(RNG_SEED));
+  if (failed.length > 0 && config.startupPolicy === "strict") {
+    throw new SimConfigError(failed.map((f) => f.reason));
+  }
+  return config;
 }
 
 function logLevel(): LogLevel {
@@ -142,46 +150,18 @@ function makeHost(log: Logger): ChaosHost {
   };
 }
 
-async function main(): Promise<number> {
-  const log = createStderrLogger("sim", logLevel());
-  let cli: CliArgs;
-  try {
-    cli = parseArgs(Deno.args);
-    if (cli.checkConfig !== null) {
-      const config = await loadConfig(cli.checkConfig);
-      const { failed } = createDevices(config, new SeededRandom(RNG_SEED));
-      if (failed.length > 0 && config.startupPolicy === "strict") {
-        throw new SimConfigError(failed.map((f) => f.reason));
-      }
-      log.info(`config ok: ${cli.checkConfig}`);
-      return 0;
-    }
-    if (cli.config === null) throw new SimConfigError(["--config <yaml> is required"]);
-  } catch (err) {
-    if (!(err instanceof SimConfigError)) throw err;
-    for (const p of err.problems) log.error(`config: ${p}`);
-    return ProviderExitCode.CONFIG;
-  }
-
-  let config: SimConfig;
-  try {
-    config = await loadConfig(cli.config);
-  } catch (err) {
-    if (!(err instanceof SimConfigError)) throw err;
-    for (const p of err.problems) log.error(`config: ${p}`);
-    return ProviderExitCode.CONFIG;
-  }
-
+async function serve(
+  config: SimConfig,
+  flags: SimFlags,
+  hostRequirements: readonly HostRequirement[],
+  log: Logger,
+): Promise<number> {
   const rng = new SeededRandom(RNG_SEED);
   const { devices, failed } = createDevices(config, rng);
   for (const f of failed) log.error(`device init failed: ${f.reason}`);
-  if (failed.length > 0 && config.startupPolicy === "strict") {
-    log.error("startup_policy strict: aborting after device init failure");
-    return ProviderExitCode.CONFIG;
-  }
 
-  if (cli.crashAfterS !== null) {
-    const s = cli.crashAfterS;
+  if (flags.crashAfterS !== null) {
+    const s = flags.crashAfterS;
     setTimeout(() => {
       log.warn(`--crash-after ${s}: exiting with code ${EXIT_CRASH_AFTER}`);
       Deno.exit(EXIT_CRASH_AFTER);
@@ -200,14 +180,34 @@ async function main(): Promise<number> {
     chaos: new ChaosState(() => performance.now(), new SeededRandom(RNG_SEED)),
     host,
     ...(physics === null ? {} : { physics }),
+    ...(config.deviceNodes.length === 0 ? {} : { hostRequirements }),
   });
   log.info(
     `started: ${devices.length} device(s) + chaos_control, mode ${config.mode}` +
       (config.tickRateHz === null ? "" : ` @ ${config.tickRateHz} Hz`) +
       `, startup_policy ${config.startupPolicy}` +
-      (cli.leaseMs > 0 ? `, lease ${cli.leaseMs} ms` : ""),
+      (flags.leaseMs > 0 ? `, lease ${flags.leaseMs} ms` : "") +
+      (provider.hostReady ? "" : ", NOT READY (host requirements unmet)"),
   );
-  return await runStdioProvider(provider, { logger: log, leaseMs: cli.leaseMs });
+  return await runStdioProvider(provider, { logger: log, leaseMs: flags.leaseMs });
 }
 
-if (import.meta.main) Deno.exit(await main());
+/** The simulator's command line: the SDK's executable-profile verbs plus its own flags. */
+export function simCli(log: Logger): ProviderCli<SimConfig> {
+  const flags: SimFlags = { crashAfterS: null, leaseMs: 0 };
+  return {
+    name: SIM_PROVIDER_NAME,
+    version: SIM_PROVIDER_VERSION,
+    configSchema: SIM_CONFIG_SCHEMA,
+    loadConfig,
+    checkHost: checkSimHost,
+    flags: simFlags(flags),
+    serve: (config, host) => serve(config, flags, host.requirements, log),
+    logger: log,
+  };
+}
+
+if (import.meta.main) {
+  const log = createStderrLogger("sim", logLevel());
+  Deno.exit(await runProviderCli(simCli(log), Deno.args));
+}

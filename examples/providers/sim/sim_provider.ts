@@ -1,5 +1,6 @@
 import {
   DeviceProvider,
+  type HostRequirement,
   type ProviderDevice,
   ProviderError,
   type ReplyContext,
@@ -32,6 +33,8 @@ export interface SimProviderOptions {
   /** non_interacting physics: advanced before any request looks at a device. */
   readonly physics?: { advance(): void };
   readonly nowMs?: () => number;
+  /** The start-up host check (host_check.ts); with one unmet the provider serves no devices. */
+  readonly hostRequirements?: readonly HostRequirement[];
 }
 
 /** The simulated provider: the reference sim's device catalogue (README.md) plus chaos_control. */
@@ -44,7 +47,6 @@ export class SimProvider extends DeviceProvider {
 
   constructor(o: SimProviderOptions) {
     const startup = o.startup;
-    const listedCount = o.devices.length + 1;
     super({
       name: SIM_PROVIDER_NAME,
       version: SIM_PROVIDER_VERSION,
@@ -52,7 +54,7 @@ export class SimProvider extends DeviceProvider {
         o.onReady?.();
         return {
           init_time_ms: "0",
-          device_count: String(listedCount),
+          device_count: String(this.listedDevices().length),
           ...startupMetrics(startup),
           startup_degraded: String(startup.failed.length > 0),
           provider_version: SIM_PROVIDER_VERSION,
@@ -60,6 +62,7 @@ export class SimProvider extends DeviceProvider {
         };
       },
       ...(o.nowMs === undefined ? {} : { nowMs: o.nowMs }),
+      ...(o.hostRequirements === undefined ? {} : { hostRequirements: o.hostRequirements }),
     });
     this.#chaos = o.chaos;
     this.#host = o.host;
@@ -149,14 +152,14 @@ export class SimProvider extends DeviceProvider {
         metrics: { startup_failure: "true", device_type: f.type },
       });
     }
-    return {
+    return this.withHostHealth({
       provider: {
         state: degraded ? WireProviderState.DEGRADED : WireProviderState.OK,
         message: degraded ? `${s.failed.length} device(s) failed to initialise` : "ok",
         metrics: { impl: "sim", ...startupMetrics(s) },
       },
       devices,
-    };
+    });
   }
 }
 
