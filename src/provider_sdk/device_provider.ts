@@ -350,7 +350,9 @@ export class DeviceProvider implements ProviderHandler {
       ...h,
       provider: {
         ...provider,
-        state: Math.max(provider.state ?? 0, WireProviderState.DEGRADED) as typeof provider.state,
+        state: Math.max(provider.state ?? 0, WireProviderState.DEGRADED) as NonNullable<
+          typeof provider.state
+        >,
         message: `not ready: host requirements unmet: ${this.#hostUnmet}` +
           (message === "" || message === "ok" ? "" : `; ${message}`),
         metrics,

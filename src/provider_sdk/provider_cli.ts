@@ -102,7 +102,7 @@ export async function runProviderCli<C>(
       i++;
       continue;
     }
-    const flag = cli.flags?.[arg];
+    const flag = cli.flags?.[arg!];
     if (flag !== undefined) {
       if (value === undefined) return usage(log, `${arg} needs a value`);
       try {

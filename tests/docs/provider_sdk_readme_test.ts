@@ -26,7 +26,7 @@ function example(name: string): string {
     ),
   );
   assert.ok(m, `${README}: no sdk-example ${name}`);
-  return m[1];
+  return m[1]!;
 }
 
 /** The fenced block of `lang` after the paragraph containing `after`. */
@@ -35,7 +35,7 @@ function shown(after: string, lang: string): string {
   assert.ok(at >= 0, `${README}: no '${after}'`);
   const m = readme.slice(at).match(new RegExp(`\`\`\`${lang}\\n([^]*?)\`\`\`\\n`));
   assert.ok(m, `${README}: no ${lang} block after '${after}'`);
-  return m[1];
+  return m[1]!;
 }
 
 const json = (body: unknown): RequestInit => ({
@@ -128,7 +128,7 @@ Deno.test("the README's relay board answers every verb as the README shows", asy
     assert.equal(schema.code, 0, schema.stderr);
     const documented = shown("relays --config-schema", "json").split("\u2026")[0];
     assert.ok(
-      schema.stdout.startsWith(documented),
+      schema.stdout.startsWith(documented!),
       `${schema.stdout}\ndoes not start with\n${documented}`,
     );
     const doc = JSON.parse(schema.stdout);
@@ -162,7 +162,7 @@ Deno.test("the README's relay board answers every verb as the README shows", asy
     try {
       const ready = await notReady.request({ wait_ready: {} });
       const { init_time_ms, ...diagnostics } = ready.wait_ready?.diagnostics ?? {};
-      assert.match(init_time_ms, /^\d+$/, "the profile's required init_time_ms");
+      assert.match(init_time_ms!, /^\d+$/, "the profile's required init_time_ms");
       assert.deepEqual(diagnostics, {
         host_check: "unmet",
         host_unmet: `gpio.chip_present: ${MISSING_CHIP} does not exist`,

@@ -124,23 +124,23 @@ Deno.test("DeviceProvider with an unmet host requirement serves, not ready, and 
     { request_id: 4, read_signals: { device_id: "relay0" } },
     { request_id: 5, get_health: {} },
   ]);
-  assert.equal(responses[0].hello?.metadata?.supports_wait_ready, "true");
-  const { init_time_ms, ...diagnostics } = responses[1].wait_ready?.diagnostics ?? {};
+  assert.equal(responses[0]!.hello?.metadata?.supports_wait_ready, "true");
+  const { init_time_ms, ...diagnostics } = responses[1]!.wait_ready?.diagnostics ?? {};
   // Required by the executable profile (sec. 3): the SDK fills it when the provider does not.
-  assert.match(init_time_ms, /^\d+$/);
+  assert.match(init_time_ms!, /^\d+$/);
   assert.deepEqual(diagnostics, {
     host_check: "unmet",
     host_unmet: "gpio.present: /dev/gpiochip9 missing",
     ready: "false",
   });
-  assert.deepEqual(responses[2].list_devices?.devices ?? [], []);
-  assert.equal(responses[3].status?.code, WireStatusCode.NOT_FOUND);
+  assert.deepEqual(responses[2]!.list_devices?.devices ?? [], []);
+  assert.equal(responses[3]!.status?.code, WireStatusCode.NOT_FOUND);
   assert.equal(
-    responses[3].status?.message,
+    responses[3]!.status?.message,
     "device not found: relay0 (not ready: host requirements unmet: gpio.present: " +
       "/dev/gpiochip9 missing)",
   );
-  const provider = responses[4].get_health?.provider;
+  const provider = responses[4]!.get_health?.provider;
   assert.equal(provider?.state, WireProviderState.DEGRADED);
   assert.equal(
     provider?.message,
@@ -201,5 +201,5 @@ Deno.test("runProviderCli: the last verb decides, a rejected config is 1 (serve)
   ]);
   c = capture();
   assert.equal(await runProviderCli(cli(c), []), 1);
-  assert.match(c.lines[0], /usage: --config <path> is required/);
+  assert.match(c.lines[0]!, /usage: --config <path> is required/);
 });

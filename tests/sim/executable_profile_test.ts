@@ -148,9 +148,9 @@ Deno.test("sim --check-host exits 1 when a device node is missing, naming it wit
       [`device_node:${present}`, "met"],
       [`device_node:${missing}`, "unmet"],
     ]);
-    assert.equal(reqs[1].detail, `${missing} does not exist`);
-    assert.match(String(reqs[1].remedy), /host\.device_nodes/);
-    assert.equal(reqs[0].remedy, undefined, "no remedy for a met requirement");
+    assert.equal(reqs[1]!.detail, `${missing} does not exist`);
+    assert.match(String(reqs[1]!.remedy), /host\.device_nodes/);
+    assert.equal(reqs[0]!.remedy, undefined, "no remedy for a met requirement");
     // Read-only: the check created nothing.
     await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
   } finally {
@@ -254,8 +254,8 @@ Deno.test("sim --check-host reports a device node Deno will not let it look at a
     const run = await runSim(["--check-host", config]);
     const [req] = assertCheckHostShape(run);
     assert.equal(run.code, 0);
-    assert.equal(req.status, "unknown");
-    assert.match(String(req.detail), /--allow-all/);
+    assert.equal(req!.status, "unknown");
+    assert.match(String(req!.detail), /--allow-all/);
   } finally {
     await Deno.remove(config);
   }
