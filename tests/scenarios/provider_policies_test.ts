@@ -8,6 +8,9 @@
 import assert from "node:assert/strict";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { enterAuto, eventsOf, TreeDir, treeXml } from "./automation_helpers.ts";
 import { policyProvider, policyStats } from "../helpers/policy_provider.ts";
 
 const call = (fn: string): CallConfig => ({
@@ -199,5 +202,87 @@ Deno.test("GET capabilities shows every declared function policy and signal hint
         stale_after_ms: 10000,
       },
     ]);
+  });
+});
+
+Deno.test("A behavior-tree CallDevice sooner than min_interval_ms fails with the refusal", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "pulses.xml",
+      treeXml(
+        `<Sequence>
+      <CallDevice device_handle="pol/act0" function_name="pulse" args="json:{}" />
+      <CallDevice device_handle="pol/act0" function_name="pulse" args="json:{}" />
+    </Sequence>`,
+      ),
+    );
+    const rt = await startRuntime(testConfig({
+      providers: [policyProvider()],
+      pollingIntervalMs: 5000,
+      automation: {
+        enabled: true,
+        behaviorTree: tree,
+        tickRateHz: 20,
+        modeTransitionHooks: {
+          beforeTransition: [{
+            from: "AUTO",
+            to: "FAULT",
+            failOnError: false,
+            path: "automation.mode_transition_hooks.before_transition[0]",
+            calls: [{
+              deviceHandle: "pol/act0",
+              functionId: 0,
+              functionName: "set_level",
+              args: { level: { type: "double", double: 0 } },
+              path: "automation.mode_transition_hooks.before_transition[0].calls[0]",
+            }],
+          }],
+          afterTransition: [],
+        },
+      },
+    }));
+    const rec = recordEvents(rt);
+    try {
+      await enterAuto(rt);
+      const error = await waitFor("bt_error", () => eventsOf(rec.events, "bt_error")[0]);
+      assert.equal(error.node, "Main/Sequence[0]/CallDevice[1]");
+      assert.equal(rt.modes.current(), "AUTO", "a refused call fails the node, not the runtime");
+      await rt.modes.request("MANUAL"); // stops the tree
+      const refused = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+        e.function === "pulse" && e.outcome === "refused"
+      );
+      assert.ok(refused.length >= 1);
+      assert.equal(refused[0].origin.kind, "automation");
+      assert.equal(refused[0].refused_by, "min_interval");
+      assert.match(refused[0].reason ?? "", /min_interval_ms is 1000 ms/);
+      assert.ok((await policyStats(rt)).calls_pulse >= 1, "the first CallDevice went through");
+    } finally {
+      rec.stop();
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Of two calls racing within min_interval_ms, exactly one is sent", async () => {
+  await withServed(async (_post, fx) => {
+    const rt = fx.runtime;
+    await rt.modes.request("MANUAL");
+    const pulse = () =>
+      rt.router.call({
+        providerId: "pol",
+        deviceId: "act0",
+        functionName: "pulse",
+        args: {},
+        origin: "manual",
+      });
+    // Both pass the first check before either is sent; the second is refused under the lock.
+    const outcomes = await Promise.allSettled([pulse(), pulse()]);
+    assert.equal(outcomes[0].status, "fulfilled");
+    assert.equal(outcomes[1].status, "rejected");
+    assert.equal((outcomes[1] as PromiseRejectedResult).reason.code, "RESOURCE_EXHAUSTED");
+    assert.equal((await policyStats(rt)).calls_pulse, 1);
   });
 });
