@@ -368,6 +368,8 @@ export class StateCache implements FreshReader {
       const bounds = stalenessBounds(configured, interval, count, period);
       dev.pollPeriodMs = period;
       dev.bounds = bounds;
+      // A reload to a longer interval must not leave a skip count of the shorter one.
+      dev.skipCycles = Math.min(dev.skipCycles, Math.round(period / interval) - 1);
       for (const spec of caps.signals) {
         const slot = dev.slots.get(spec.signalId);
         if (!slot) continue;

@@ -60,3 +60,26 @@ Deno.test("A declared stale_after_ms sets the signal's staleness", async () => {
     await fx.close();
   }
 });
+
+Deno.test("A reload to a longer polling interval polls a slow device on its new period at once", async () => {
+  const fx = await startHttpFixture({
+    config: { providers: [policyProvider()], pollingIntervalMs: 100 },
+  });
+  try {
+    const rt = fx.runtime;
+    // Right after a poll of slow0, its next is 19 cycles of 100 ms away.
+    const before = (await policyStats(rt)).reads_slow0;
+    await waitFor("a poll of slow0", async () => (await policyStats(rt)).reads_slow0 > before);
+    rt.cache.setIntervalMs(1000);
+    assert.equal(rt.cache.pollPeriodMs("pol", "slow0"), 2000, "2 cycles of 1000 ms");
+    const polled = (await policyStats(rt)).reads_slow0;
+    // Within its new period (two 1 s cycles), not the 19 cycles (19 s) left from the old one.
+    await waitFor(
+      "the next poll of slow0",
+      async () => (await policyStats(rt)).reads_slow0 > polled,
+      8000,
+    );
+  } finally {
+    await fx.close();
+  }
+});
