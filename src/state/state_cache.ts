@@ -622,7 +622,8 @@ export class StateCache implements FreshReader {
    * Polls every device of `host` that is due: a device with a poll period (pollPeriodMs) of k
    * intervals is polled every k-th cycle of the shared grid (counted, not timed: a cycle that
    * overran delays every device alike). A cycle with no device due sends nothing: a provider
-   * whose devices all hint slowly is asked (and its liveness checked) at that pace.
+   * whose devices all hint slowly is asked (and its liveness checked) at that pace. A device
+   * whose last read failed is polled every cycle until one is answered.
    * `everyDevice`: the priming pass of start(), which polls each device once whatever is due.
    */
   async #pollProvider(host: ProviderHost, everyDevice = false): Promise<void> {
@@ -640,7 +641,9 @@ export class StateCache implements FreshReader {
     }
     for (const dev of devices) {
       if (!host.available) return;
-      if (dev.skipCycles > 0 && !everyDevice) {
+      // A device whose last read failed is polled every cycle until it answers: its outage is
+      // judged on consecutive failed reads (device_outage.ts), as fast as for any device.
+      if (dev.skipCycles > 0 && !everyDevice && dev.available) {
         dev.skipCycles--; // not due this cycle
         continue;
       }

@@ -9,12 +9,15 @@
  * - `fast0`: signal `v`, poll hint 10 Hz, no stale_after_ms.
  * - `slow0`: signal `t`, poll hint 0.5 Hz (a 2 s period), stale_after_ms 10000.
  * - `tight0`: signal `p`, poll hint 0.1 Hz but stale_after_ms 600 (the period is capped to 300).
- * - `meta0`: function 1 `stats` (READ): ReadSignals per device and calls per act0 function so far.
+ * - `meta0`: function 1 `stats` (READ): ReadSignals per device and calls per act0 function so far;
+ *   function 2 `fail` (READ, args `device`, `on`): ReadSignals of that device fail (UNAVAILABLE)
+ *   while on.
  */
 import {
   createStderrLogger,
   type DeviceDefinition,
   DeviceProvider,
+  ProviderError,
   runStdioProvider,
   toWireValue,
   type WireValue,
@@ -26,6 +29,9 @@ const log = createStderrLogger("policy");
 const reads: Record<string, number> = { fast0: 0, slow0: 0, tight0: 0 };
 /** Calls each act0 function ran. */
 const calls: Record<string, number> = { pulse: 0, auto_only: 0, leased: 0, peek: 0, set_level: 0 };
+
+/** Devices whose ReadSignals fail. */
+const failing = new Set<string>();
 
 const count = (name: string) => () => {
   calls[name]++;
@@ -80,6 +86,7 @@ function polled(deviceId: string, signalId: string, hz: number, staleMs: number)
       staleAfterMs: staleMs,
       read: () => {
         reads[deviceId]++;
+        if (failing.has(deviceId)) throw ProviderError.unavailable(`${deviceId} does not answer`);
         return 1.5;
       },
     }],
@@ -103,6 +110,15 @@ const meta0: DeviceDefinition = {
       ...Object.fromEntries(Object.entries(reads).map(([k, v]) => [`reads_${k}`, int(v)])),
       ...Object.fromEntries(Object.entries(calls).map(([k, v]) => [`calls_${k}`, int(v)])),
     }),
+  }, {
+    id: 2,
+    name: "fail",
+    category: "READ",
+    args: [{ name: "device", type: "string" }, { name: "on", type: "bool" }],
+    handler: (args) => {
+      if (args.bool("on")) failing.add(args.string("device"));
+      else failing.delete(args.string("device"));
+    },
   }],
 };
 

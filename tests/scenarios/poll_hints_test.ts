@@ -83,3 +83,32 @@ Deno.test("A reload to a longer polling interval polls a slow device on its new 
     await fx.close();
   }
 });
+
+Deno.test("A slow device whose reads fail is polled every cycle until it answers", async () => {
+  const fx = await startHttpFixture({
+    config: { providers: [policyProvider()], pollingIntervalMs: 100 },
+  });
+  try {
+    const rt = fx.runtime;
+    const fail = (on: boolean) =>
+      rt.router.call({
+        providerId: "pol",
+        deviceId: "meta0",
+        functionName: "fail",
+        args: { device: { type: "string", string: "slow0" }, on: { type: "bool", bool: on } },
+        origin: "manual",
+      });
+    await fail(true);
+    const before = (await policyStats(rt)).reads_slow0;
+    // Down is judged on reads failing for 3 intervals (500 ms at least): with slow0 polled every
+    // 20th cycle that would be one failed read; polled every cycle while failing, several.
+    await waitFor("slow0 down", () => rt.outages.condition("pol", "slow0").kind === "down");
+    const failed = (await policyStats(rt)).reads_slow0 - before;
+    assert.ok(failed >= 3, `${failed} failed reads when slow0 went down`);
+    await fail(false);
+    await waitFor("slow0 up again", () => rt.outages.condition("pol", "slow0").kind === "up");
+    assert.equal(rt.cache.pollPeriodMs("pol", "slow0"), 2000);
+  } finally {
+    await fx.close();
+  }
+});
