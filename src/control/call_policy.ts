@@ -1,5 +1,5 @@
 /**
- * The provider's declared FunctionPolicy, enforced by the runtime (ADPP semantics §6.3: the
+ * The provider's declared FunctionPolicy, enforced by the runtime (ADPP semantics sec. 6.3: the
  * runtime is the authority on modes and leases and must not rely on the provider). anolis reads
  * the policy and ignores it (anolishq/anolis core/registry/device_registry.cpp keeps no policy,
  * core/control/call_router.cpp checks none of it); we refuse what it forbids
