@@ -204,6 +204,9 @@ export class DevicesView {
         h("h4", { id: `${base}-title`, text: f.name }),
         badge(f.actuating ? "actuating" : "read-only", `kind-${kind}`),
         h("span", { class: "muted", text: f.label }),
+        policyText(f.policy)
+          ? h("span", { class: "muted policy", text: policyText(f.policy) })
+          : null,
       ),
       fields.length ? h("div", { class: "fields" }, ...fields.map((x) => x.ui.row)) : null,
       h(
@@ -274,4 +277,17 @@ function setQuality(el, quality) {
   const b = el.firstElementChild;
   if (b && b.textContent === quality) return;
   fill(el, badge(quality, `q-${quality}`));
+}
+
+/**
+ * The provider's declared policy of a function in words (the runtime enforces it; docs/http-api.md
+ * "Provider policies"), or "" when it declares none.
+ */
+export function policyText(p) {
+  if (!p) return "";
+  const parts = [];
+  if (p.allowed_modes?.length) parts.push(`only in ${p.allowed_modes.join(", ")}`);
+  if (p.min_interval_ms > 0) parts.push(`at most every ${p.min_interval_ms} ms`);
+  if (p.requires_lease) parts.push("needs a lease (refused: the runtime grants none)");
+  return parts.join(" · ");
 }

@@ -155,6 +155,13 @@ function functionFromWire(f: WireFunctionSpec): FunctionSpec {
     category,
     actuating: category !== "READ",
     args: (f.args ?? []).map(argSpecFromWire),
+    policy: {
+      allowedModes: (f.policy?.allowed_modes ?? []).map((m) => m.trim()).filter((m) => m !== ""),
+      requiresLease: f.policy?.requires_lease ?? false,
+      minIntervalMs: f.policy?.min_interval_ms ?? 0,
+      isIdempotent: f.policy?.is_idempotent ?? false,
+      safetyProfile: f.policy?.safety_profile ?? "",
+    },
   };
 }
 

@@ -33,6 +33,30 @@ export interface ArgSpec {
   readonly allowedValues: readonly string[];
 }
 
+/**
+ * A function's FunctionPolicy as declared (ADPP FunctionSpec.policy, minus the category). The
+ * runtime enforces it on every call but the stop actions (docs/http-api.md, "Provider policies").
+ */
+export interface FunctionPolicy {
+  /** Runtime modes (IDLE, MANUAL, AUTO, FAULT) a call is allowed in; empty = every mode. */
+  readonly allowedModes: readonly string[];
+  /** Calls need a lease; this runtime grants none, so they are refused. */
+  readonly requiresLease: boolean;
+  /** Least time between two calls of this function sent to the provider; 0 = none. */
+  readonly minIntervalMs: number;
+  readonly isIdempotent: boolean;
+  readonly safetyProfile: string;
+}
+
+/** The policy of a function that declares none: no restriction. */
+export const NO_FUNCTION_POLICY: FunctionPolicy = {
+  allowedModes: [],
+  requiresLease: false,
+  minIntervalMs: 0,
+  isIdempotent: false,
+  safetyProfile: "",
+};
+
 export interface FunctionSpec {
   readonly functionId: number;
   readonly name: string;
@@ -41,6 +65,8 @@ export interface FunctionSpec {
   /** Read-only only when the category is READ; everything else actuates (project rule). */
   readonly actuating: boolean;
   readonly args: readonly ArgSpec[];
+  /** Absent: NO_FUNCTION_POLICY (a spec built by hand; the wire conversion always sets it). */
+  readonly policy?: FunctionPolicy;
 }
 
 export interface SignalSpec {

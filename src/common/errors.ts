@@ -4,6 +4,7 @@ export type StatusCode =
   | "INVALID_ARGUMENT"
   | "NOT_FOUND"
   | "FAILED_PRECONDITION"
+  | "RESOURCE_EXHAUSTED"
   | "UNAVAILABLE"
   | "DEADLINE_EXCEEDED"
   | "INTERNAL"
@@ -33,6 +34,11 @@ export const invalidArgument = (message: string, cause?: unknown): RuntimeError 
 export const notFound = (message: string): RuntimeError => new RuntimeError("NOT_FOUND", message);
 export const failedPrecondition = (message: string): RuntimeError =>
   new RuntimeError("FAILED_PRECONDITION", message);
+/** Too soon or too many (a function's min_interval_ms); `retryAfterMs` says when to retry. */
+export const resourceExhausted = (message: string, retryAfterMs: number): RuntimeError =>
+  new RuntimeError("RESOURCE_EXHAUSTED", message, {
+    details: { retry_after_ms: Math.max(1, Math.ceil(retryAfterMs)) },
+  });
 export const unavailable = (message: string, cause?: unknown): RuntimeError =>
   new RuntimeError("UNAVAILABLE", message, { cause });
 export const deadlineExceeded = (message: string): RuntimeError =>

@@ -16,6 +16,7 @@ import {
 import type { ProviderRegistry } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import type { AuditIntent, AuditOrigin, AuditSink } from "./audit_sink.ts";
+import { CallIntervals, leaseRefusal } from "./call_policy.ts";
 import { validateArgs } from "./validate_args.ts";
 
 /**
@@ -121,6 +122,8 @@ export class CallRouter {
   readonly #clock: Clock;
   /** `${provider}\u0000${code}` -> series. */
   readonly #metrics = new Map<string, CallMetricsSeries>();
+  /** When each function with a declared min_interval_ms was last sent (call_policy.ts). */
+  readonly #intervals = new CallIntervals();
   #audit: AuditSink | null;
 
   constructor(
@@ -263,9 +266,17 @@ export class CallRouter {
     const { device, fn } = this.resolve(req);
     progress.fn = fn;
     this.#checkGates({ fn, device, origin: req.origin }, progress);
+    // The provider's declared policy (call_policy.ts): stop actions pass it, like the gates.
+    const stop = req.origin === "safety";
+    if (!stop) {
+      progress.refusedBy = "requires_lease";
+      const lease = leaseRefusal(device, fn);
+      if (lease) throw lease;
+    }
     progress.refusedBy = "validation";
     const args = validateArgs(fn, req.args);
     progress.args = args;
+    if (!stop) this.#checkInterval(device, fn, progress);
     progress.refusedBy = "queue";
     const host = this.#registry.host(req.providerId)!;
     const lock = this.#lockFor(req.providerId);
@@ -288,6 +299,9 @@ export class CallRouter {
       // Re-checked under the provider lock, after that write: nothing may have latched since
       // validation. (A provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
       this.#checkGates({ fn, device, origin: req.origin }, progress);
+      // Also re-checked here, where calls to one provider are serialised: of two calls racing
+      // each other, the second is refused.
+      if (!stop) this.#checkInterval(device, fn, progress);
       progress.refusedBy = "unavailable";
       const wireArgs = Object.fromEntries(
         Object.entries(args).map(([k, v]) => [k, typedValueToWire(v)]),
@@ -305,6 +319,7 @@ export class CallRouter {
       // Written unless the provider was down (host.request refuses that before it writes):
       // once sent, a failure is `failed` and names no refusing check.
       progress.sent = available;
+      if (available) this.#intervals.note(device, fn, this.#clock.monoMs());
       response = await pending;
     } finally {
       release();
@@ -357,6 +372,13 @@ export class CallRouter {
     } catch {
       return false; // the bound ran out: the barrier left the queue
     }
+  }
+
+  /** Refuses a call sooner than its function's min_interval_ms after the last one sent. */
+  #checkInterval(device: DeviceCapabilities, fn: FunctionSpec, progress: CallProgress): void {
+    progress.refusedBy = "min_interval";
+    const refusal = this.#intervals.refusal(device, fn, this.#clock.monoMs());
+    if (refusal) throw refusal;
   }
 
   #checkGates(ctx: GateContext, progress: CallProgress): void {

@@ -1,5 +1,6 @@
 export * from "./validate_args.ts";
 export * from "./call_router.ts";
+export * from "./call_policy.ts";
 export * from "./declared_calls.ts";
 export * from "./mode_manager.ts";
 export * from "./parameters.ts";

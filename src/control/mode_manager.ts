@@ -38,6 +38,7 @@ import type { EventBus } from "../events/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
+import { allowedModesRefusal } from "./call_policy.ts";
 import {
   declaredFunctionLabel,
   fanOutByProvider,
@@ -187,6 +188,7 @@ export class ModeManager implements ModeService {
     this.#o = options;
     this.#log = options.log.child("mode");
     options.router.addGate(this.gate, "mode");
+    options.router.addGate(this.allowedModesGate, "allowed_modes");
   }
 
   current(): RuntimeMode {
@@ -334,6 +336,13 @@ export class ModeManager implements ModeService {
         return null;
     }
   };
+
+  /**
+   * The provider's declared allowed_modes of the function (call_policy.ts), for every call but the
+   * stop actions -- read-only functions included: the provider asked for it.
+   */
+  readonly allowedModesGate = (ctx: GateContext): RuntimeError | null =>
+    ctx.origin === "safety" ? null : allowedModesRefusal(ctx.device, ctx.fn, this.#mode);
 
   /**
    * The refuse-hookless AUTO gate (as later anolis; docs/automation.md): entering AUTO needs a hook

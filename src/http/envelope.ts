@@ -13,6 +13,7 @@ export const HTTP_STATUS_OF: Readonly<Record<StatusCode, number>> = {
   PERMISSION_DENIED: 403,
   NOT_FOUND: 404,
   FAILED_PRECONDITION: 409,
+  RESOURCE_EXHAUSTED: 429,
   INTERNAL: 500,
   UNAVAILABLE: 503,
   DEADLINE_EXCEEDED: 504,
@@ -46,7 +47,15 @@ export function errorResponse(
 
 /** Any thrown value as an error response; non-RuntimeErrors become 500 INTERNAL with their text. */
 export function responseForError(err: unknown): Response {
-  if (err instanceof RuntimeError) return errorResponse(err.code, err.message);
+  if (err instanceof RuntimeError) {
+    // A 429 says when to come back (a function's min_interval_ms): Retry-After, whole seconds.
+    const retryMs = err.details?.retry_after_ms;
+    const headers: Record<string, string> = err.code === "RESOURCE_EXHAUSTED" &&
+        typeof retryMs === "number"
+      ? { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) }
+      : {};
+    return errorResponse(err.code, err.message, {}, headers);
+  }
   const message = errorMessage(err);
   return errorResponse("INTERNAL", message || "internal error");
 }

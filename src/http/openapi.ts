@@ -61,6 +61,9 @@ const DIFFERENCES = [
   "`quality_change`, `device_availability` and `provider_health_change` events are sent",
   'non-finite doubles are `{"type":"double","double":null,"non_finite":"NaN"}`; ' +
   "int64/uint64 values are exact",
+  "a provider's declared function policy is enforced (anolis ignores it): a call outside " +
+  "`allowed_modes` or to a function with `requires_lease` is 409, one sooner than " +
+  "`min_interval_ms` after the last is 429 RESOURCE_EXHAUSTED with `Retry-After`",
 ];
 
 const ADDITIONS = [
@@ -71,7 +74,8 @@ const ADDITIONS = [
   "`after_sequence` cursor on `GET /v0/runs/{run_id}/events`",
   "members added to anolis answers (listed in each schema's description): `runtime_name`, " +
   "`estop.plan`/`cause`/`verification`, `discovery_warnings`, `data_faults`, telemetry " +
-  "counters, `device_loss_latched`, `device_outages`, `hook_failures`, `allowed_values`",
+  "counters, `device_loss_latched`, `device_outages`, `hook_failures`, `allowed_values`, " +
+  "capabilities' `policy` (functions) and `poll_hint_hz`/`stale_after_ms` (signals)",
   "the operator console at `/` (outside this document)",
 ];
 
@@ -86,7 +90,7 @@ const DESCRIPTION = [
   "",
   "Errors are `{status: {code, message}}`; `code` maps to the HTTP status: OK 200, " +
   "INVALID_ARGUMENT 400 (and 415), UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404, " +
-  "FAILED_PRECONDITION 409, INTERNAL 500, UNAVAILABLE 503, DEADLINE_EXCEEDED 504. An unknown " +
+  "FAILED_PRECONDITION 409, RESOURCE_EXHAUSTED 429, INTERNAL 500, UNAVAILABLE 503, DEADLINE_EXCEEDED 504. An unknown " +
   "path or method is 404 `Route not found: <METHOD> <path>`.",
   "",
   "Deliberate differences from anolis:",
@@ -106,6 +110,11 @@ const ERROR_RESPONSES: Readonly<Record<number, { name: string; description: stri
   },
   404: { name: "NotFound", description: "NOT_FOUND" },
   409: { name: "FailedPrecondition", description: "FAILED_PRECONDITION" },
+  429: {
+    name: "ResourceExhausted",
+    description: "RESOURCE_EXHAUSTED: a call sooner than its function's declared " +
+      "min_interval_ms after the last one; `Retry-After` says when to retry (seconds)",
+  },
   415: {
     name: "UnsupportedMediaType",
     description: "INVALID_ARGUMENT: a POST body that is not declared as application/json",

@@ -19,6 +19,7 @@ export const STATUS_CODES = [
   "PERMISSION_DENIED",
   "NOT_FOUND",
   "FAILED_PRECONDITION",
+  "RESOURCE_EXHAUSTED",
   "INTERNAL",
   "UNAVAILABLE",
   "DEADLINE_EXCEEDED",
@@ -430,6 +431,16 @@ export function responseComponents(): Record<string, JsonSchema> {
           signal_id: str,
           value_type: { enum: [...VALUE_TYPES, "unspecified"] },
           label: str,
+          poll_hint_hz: note(
+            num,
+            "Declared poll hint (0: not polled); the runtime polls a device whose polled " +
+              "signals all hint slower than polling.interval_ms less often (project addition).",
+          ),
+          stale_after_ms: note(
+            int,
+            "Declared staleness bound (0: none); sets the signal's staleness " +
+              "(project addition).",
+          ),
         })),
         functions: arr(obj(["function_id", "name", "label", "args", "category", "actuating"], {
           function_id: int,
@@ -453,6 +464,27 @@ export function responseComponents(): Record<string, JsonSchema> {
           },
           category: { enum: ["UNSPECIFIED", "READ", "CONFIG", "ACTUATE"] },
           actuating: bool,
+          policy: note(
+            obj(
+              [
+                "allowed_modes",
+                "requires_lease",
+                "min_interval_ms",
+                "is_idempotent",
+                "safety_profile",
+              ],
+              {
+                allowed_modes: arr(str),
+                requires_lease: bool,
+                min_interval_ms: int,
+                is_idempotent: bool,
+                safety_profile: str,
+              },
+            ),
+            "The declared FunctionPolicy. The router refuses a call outside allowed_modes or " +
+              "to a function with requires_lease (409) and one sooner than min_interval_ms " +
+              "after the last (429); the e-stop's stop actions pass (project addition).",
+          ),
         })),
       }),
     }),

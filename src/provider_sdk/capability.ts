@@ -14,9 +14,12 @@ export interface SignalOptions {
   readonly description?: string;
   readonly type: ValueType;
   readonly unit?: string;
-  /** > 0 makes the anolis runtime poll the signal; 0 means "on request only". */
+  /**
+   * > 0 makes the runtime poll the signal; 0 means "on request only". The runtime polls a device
+   * at the pace of its fastest signal's hint, never faster than its polling.interval_ms.
+   */
   readonly pollHintHz: number;
-  /** Age after which a reading should be considered stale (0 = not declared). */
+  /** Age after which a reading is stale (0 = not declared); the runtime reads it STALE then. */
   readonly staleAfterMs: number;
   /** Part of the default set returned for a ReadSignals with no ids (default true). */
   readonly inDefaultSet?: boolean;
@@ -45,9 +48,12 @@ export interface FunctionOptions {
   /** READ only for functions without side effects; runtimes treat anything else as actuating. */
   readonly category: Exclude<FunctionCategory, "UNSPECIFIED">;
   readonly args?: readonly ArgOptions[];
+  /** Runtime modes (IDLE, MANUAL, AUTO, FAULT) the runtime lets a call through in; empty = all. */
   readonly allowedModes?: readonly string[];
+  /** The runtime refuses every call to such a function: it grants no leases. */
   readonly requiresLease?: boolean;
   readonly isIdempotent?: boolean;
+  /** Least time between two calls; the runtime refuses a sooner one (429). */
   readonly minIntervalMs?: number;
   readonly safetyProfile?: string;
 }

@@ -10,7 +10,12 @@ import {
 import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
 import { deviceClaims, type ProviderHost, type ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
-import { type StalenessBounds, stalenessBounds } from "./staleness.ts";
+import {
+  devicePollPeriodMs,
+  signalStaleAfterMs,
+  type StalenessBounds,
+  stalenessBounds,
+} from "./staleness.ts";
 
 /**
  * Bounds on what a provider declares about a device, as GET /v0/providers/health shows it (later
@@ -63,10 +68,13 @@ export function deviceLiveness(
   let fault = 0;
   let stale = 0;
   for (const [id, s] of state.signals) {
+    // The signal's own bound when it has one (declared: state_cache.ts staleAfterMs), else the
+    // device's.
+    const limit = signalStaleAfterMs(id);
     if (s.quality === "FAULT") fault++;
     else if (
       s.quality !== "OK" ||
-      nowMono - s.receivedMono > Math.max(signalStaleAfterMs(id), bounds.staleAfterMs)
+      nowMono - s.receivedMono > (limit > 0 ? limit : bounds.staleAfterMs)
     ) stale++;
   }
   const stalenessMs = state.lastPollMs > 0
@@ -124,13 +132,26 @@ function providerView(
   reported: ReportedHealthEntry | undefined,
 ): ProviderHealthView {
   const available = host.available;
-  const bounds = stalenessBounds(options.staleness, options.pollingIntervalMs, host.devices.length);
   const reportedDevices = new Map(
     (reported?.response.devices ?? []).map((d) => [d.device_id ?? "", d]),
   );
   const devices: ProviderDeviceHealthView[] = host.devices.map((caps) => {
     const id = caps.device.deviceId;
-    const staleBySignal = new Map(caps.signals.map((s) => [s.signalId, s.staleAfterMs]));
+    // The rules of the state cache (staleness.ts) over this view's options: the device's poll
+    // period, its liveness bounds and each signal's bound (declared stale_after_ms).
+    const period = devicePollPeriodMs(options.pollingIntervalMs, caps.signals, options.staleness);
+    const bounds = stalenessBounds(
+      options.staleness,
+      options.pollingIntervalMs,
+      host.devices.length,
+      period,
+    );
+    const staleBySignal = new Map(
+      caps.signals.map((s) => [
+        s.signalId,
+        signalStaleAfterMs(s.staleAfterMs, options.staleness, period, bounds.staleAfterMs),
+      ]),
+    );
     const l = deviceLiveness(
       cache.device(host.id, id),
       available,

@@ -1,6 +1,8 @@
 /**
- * When a cached sample is stale: health.staleness, else derived from the poll cadence. Used by the
- * state cache (every signal's bound) and the health view (each device's liveness).
+ * When a cached sample is stale, and how often a device is polled: health.staleness, the poll
+ * cadence, and what the provider declared (stale_after_ms and poll_hint_hz per signal). Used by the
+ * state cache (every signal's bound, every device's poll period) and the health view (each
+ * device's liveness). docs/http-api.md, "Provider policies", gives the rules.
  */
 
 /** Liveness thresholds for one provider's devices (`health.staleness`; docs/http-api.md). */
@@ -10,16 +12,75 @@ export interface StalenessBounds {
 }
 
 /**
- * warn = configured > 0 ? configured : max(3 x interval x device_count, 2000);
- * stale = configured > 0 ? configured : max(8 x interval x device_count, 5000); warn <= stale.
+ * cycle = max(interval x device_count, the device's poll period);
+ * warn = configured > 0 ? configured : max(3 x cycle, 2000);
+ * stale = configured > 0 ? configured : max(8 x cycle, 5000); warn <= stale.
+ * Without `pollPeriodMs` the period is the interval (every device polled every cycle).
  */
 export function stalenessBounds(
   configured: StalenessBounds,
   pollingIntervalMs: number,
   deviceCount: number,
+  pollPeriodMs = 0,
 ): StalenessBounds {
-  const cycle = (pollingIntervalMs > 0 ? pollingIntervalMs : 500) * Math.max(1, deviceCount);
+  const interval = pollingIntervalMs > 0 ? pollingIntervalMs : 500;
+  const cycle = Math.max(interval * Math.max(1, deviceCount), pollPeriodMs);
   const stale = configured.staleAfterMs > 0 ? configured.staleAfterMs : Math.max(8 * cycle, 5000);
   const warn = configured.warnAfterMs > 0 ? configured.warnAfterMs : Math.max(3 * cycle, 2000);
   return { warnAfterMs: Math.min(warn, stale), staleAfterMs: stale };
+}
+
+/** What the poll period and staleness rules read of one declared signal. */
+export interface SignalHints {
+  readonly pollHintHz: number;
+  readonly staleAfterMs: number;
+}
+
+/**
+ * How often the poll loop polls a device: a whole number k >= 1 of polling intervals (every k-th
+ * cycle of the shared grid), the largest whose period is no longer than
+ * - 1000 / the fastest poll_hint_hz of its polled signals (never slower than the provider asked),
+ * - half the smallest stale_after_ms any of them declares (a sample is never stale between polls),
+ * - half the configured health.staleness bounds (> 0) (the device never WARNs between polls).
+ * A device whose signals hint as fast as the interval or faster is polled every cycle, as before:
+ * the runtime never polls faster than polling.interval_ms. Per device, not per signal: one
+ * ReadSignals asks for all its polled signals (the wire's unit), and a device polled every k-th
+ * cycle stays on the grid every loop shares.
+ */
+export function devicePollPeriodMs(
+  pollingIntervalMs: number,
+  signals: readonly SignalHints[],
+  configured: StalenessBounds,
+): number {
+  const interval = pollingIntervalMs > 0 ? pollingIntervalMs : 500;
+  let fastest = 0;
+  let cap = Infinity;
+  for (const s of signals) {
+    if (!(s.pollHintHz > 0)) continue; // not polled (0, negative, NaN)
+    if (s.pollHintHz > fastest) fastest = s.pollHintHz;
+    if (s.staleAfterMs > 0) cap = Math.min(cap, s.staleAfterMs / 2);
+  }
+  if (fastest === 0) return interval;
+  cap = Math.min(cap, 1000 / fastest);
+  if (configured.warnAfterMs > 0) cap = Math.min(cap, configured.warnAfterMs / 2);
+  if (configured.staleAfterMs > 0) cap = Math.min(cap, configured.staleAfterMs / 2);
+  return Math.max(1, Math.floor(cap / interval)) * interval;
+}
+
+/**
+ * The age (ms) past which a signal's cached sample is stale. A declared stale_after_ms sets it,
+ * raised to a floor: the configured health.staleness.stale_after_ms when set (the operator's
+ * bound, as anolis), else two poll periods of the device (a sample is about a period old just
+ * before the next poll: a tighter bound would flag every sample between polls). Without a
+ * declaration: the device's liveness stale bound (`livenessStaleMs`).
+ */
+export function signalStaleAfterMs(
+  declaredMs: number,
+  configured: StalenessBounds,
+  pollPeriodMs: number,
+  livenessStaleMs: number,
+): number {
+  if (!(declaredMs > 0)) return livenessStaleMs;
+  const floor = configured.staleAfterMs > 0 ? configured.staleAfterMs : 2 * pollPeriodMs;
+  return Math.max(declaredMs, floor);
 }

@@ -27,7 +27,12 @@ import {
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { RateLimitedLog } from "./_rate_limited_log.ts";
-import { type StalenessBounds, stalenessBounds } from "./staleness.ts";
+import {
+  devicePollPeriodMs,
+  signalStaleAfterMs,
+  type StalenessBounds,
+  stalenessBounds,
+} from "./staleness.ts";
 
 /**
  * One cached signal sample. `value` is null for a declared signal the provider has only answered
@@ -149,6 +154,15 @@ interface MutableDeviceState {
   lastPollMs: number;
   lastPollMono: number;
   available: boolean;
+  /**
+   * How often the poll loop polls this device (ms, a whole number of intervals): its signals'
+   * poll hints within the staleness rules (staleness.ts, devicePollPeriodMs).
+   */
+  pollPeriodMs: number;
+  /** This device's liveness bounds (health.staleness, else derived with its poll period). */
+  bounds: StalenessBounds;
+  /** Poll-loop cycles still to skip before this device is polled again (0: polled next cycle). */
+  skipCycles: number;
   /** A pollDevice queued behind another poll and not started yet (joined, not repeated). */
   queuedPoll: Promise<void> | null;
 }
@@ -282,13 +296,27 @@ export class StateCache implements FreshReader {
   }
 
   /**
-   * Age (ms, on the monotonic clock) past which the cached sample of a signal is stale: the
-   * larger of the signal's declared stale_after_ms and health.staleness's stale bound for its
-   * provider. Infinity for a signal the cache does not hold.
+   * Age (ms, on the monotonic clock) past which the cached sample of a signal is stale: its
+   * declared stale_after_ms raised to a floor, else its device's liveness stale bound
+   * (staleness.ts, signalStaleAfterMs). Infinity for a signal the cache does not hold.
    */
   staleAfterMs(providerId: string, deviceId: string, signalId: string): number {
     return this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId)?.staleAfterMs ??
       Infinity;
+  }
+
+  /**
+   * How often the poll loop polls a device (ms): a whole number of polling intervals, longer than
+   * one when all its polled signals hint slower (staleness.ts, devicePollPeriodMs). Undefined for a
+   * device the cache does not hold.
+   */
+  pollPeriodMs(providerId: string, deviceId: string): number | undefined {
+    return this.#byProvider.get(providerId)?.get(deviceId)?.pollPeriodMs;
+  }
+
+  /** A device's liveness bounds (health view); undefined for a device the cache does not hold. */
+  livenessBounds(providerId: string, deviceId: string): StalenessBounds | undefined {
+    return this.#byProvider.get(providerId)?.get(deviceId)?.bounds;
   }
 
   /**
@@ -327,15 +355,30 @@ export class StateCache implements FreshReader {
     }
   }
 
+  /** Recomputes the poll period, liveness bounds and every signal's stale bound of each device. */
   #boundSlots(host: ProviderHost, devices: ReadonlyMap<string, MutableDeviceState>): void {
     this.#boundsVersion++;
-    const bounds = stalenessBounds(this.#staleness, this.#intervalMs, host.devices.length);
+    const configured = this.#staleness;
+    const interval = this.#intervalMs;
+    const count = host.devices.length;
     for (const caps of host.devices) {
       const dev = devices.get(caps.device.deviceId);
       if (!dev) continue;
+      const period = devicePollPeriodMs(interval, caps.signals, configured);
+      const bounds = stalenessBounds(configured, interval, count, period);
+      dev.pollPeriodMs = period;
+      dev.bounds = bounds;
+      // A reload to a longer interval must not leave a skip count of the shorter one.
+      dev.skipCycles = Math.min(dev.skipCycles, Math.round(period / interval) - 1);
       for (const spec of caps.signals) {
         const slot = dev.slots.get(spec.signalId);
-        if (slot) slot.staleAfterMs = Math.max(spec.staleAfterMs, bounds.staleAfterMs);
+        if (!slot) continue;
+        slot.staleAfterMs = signalStaleAfterMs(
+          spec.staleAfterMs,
+          configured,
+          period,
+          bounds.staleAfterMs,
+        );
       }
     }
   }
@@ -400,7 +443,7 @@ export class StateCache implements FreshReader {
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
-    await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h)));
+    await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h, true)));
     // One grid for every loop: cycles of all providers start at the same instants, so the
     // process wakes once per interval for all of them, not once per provider at drifting phases.
     this.#gridOriginMs ??= this.#opts.clock.monoMs();
@@ -575,7 +618,15 @@ export class StateCache implements FreshReader {
     if (this.#opts.clock.monoMs() - last >= every) await this.fetchReportedHealth(host);
   }
 
-  async #pollProvider(host: ProviderHost): Promise<void> {
+  /**
+   * Polls every device of `host` that is due: a device with a poll period (pollPeriodMs) of k
+   * intervals is polled every k-th cycle of the shared grid (counted, not timed: a cycle that
+   * overran delays every device alike). A cycle with no device due sends nothing: a provider
+   * whose devices all hint slowly is asked (and its liveness checked) at that pace. A device
+   * whose last read failed is polled every cycle until one is answered.
+   * `everyDevice`: the priming pass of start(), which polls each device once whatever is due.
+   */
+  async #pollProvider(host: ProviderHost, everyDevice = false): Promise<void> {
     const devices = [...(this.#byProvider.get(host.id)?.values() ?? [])].filter((d) =>
       d.pollable.length > 0
     );
@@ -590,6 +641,13 @@ export class StateCache implements FreshReader {
     }
     for (const dev of devices) {
       if (!host.available) return;
+      // A device whose last read failed is polled every cycle until it answers: its outage is
+      // judged on consecutive failed reads (device_outage.ts), as fast as for any device.
+      if (dev.skipCycles > 0 && !everyDevice && dev.available) {
+        dev.skipCycles--; // not due this cycle
+        continue;
+      }
+      dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
       const answered = await this.#serial(host.id, () => this.#pollOne(host, dev));
       if (!answered) return; // hung: do not queue more requests behind it this cycle
     }
@@ -859,6 +917,9 @@ export class StateCache implements FreshReader {
         lastPollMs: prev?.lastPollMs ?? 0,
         lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
+        pollPeriodMs: this.#intervalMs, // set by #boundSlots below
+        bounds: { warnAfterMs: 0, staleAfterMs: 0 },
+        skipCycles: 0,
         queuedPoll: null,
       });
     }

@@ -151,6 +151,8 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
           signal_id: "motor1_speed",
           value_type: "double",
           label: "Motor 1 Speed",
+          poll_hint_hz: 5,
+          stale_after_ms: 800,
         });
         assert.equal(functions.length, 1);
         const fn = functions[0];

@@ -4,6 +4,8 @@
  */
 import {
   type DeviceCapabilities,
+  type FunctionPolicy,
+  NO_FUNCTION_POLICY,
   notFound,
   type Quality,
   unavailable,
@@ -65,11 +67,13 @@ export const DEVICE_ROUTES: readonly Route[] = [
       summary: "Call a device function",
       tag: "control",
       description: "Checks in this order: JSON, provider, device, function, mode and e-stop " +
-        "gates, interlocks, then the arguments against the function's declaration. A provider " +
-        "that is down answers 503, one that does not reply within its timeout_ms 504.",
+        "gates, the function's declared `allowed_modes`, interlocks, `requires_lease` (409), " +
+        "the arguments against the function's declaration, then its declared " +
+        "`min_interval_ms` (429 with `Retry-After`). A provider that is down answers 503, one " +
+        "that does not reply within its timeout_ms 504.",
       body: { schema: CALL_BODY_SCHEMA, required: true },
       response: "CallResponse",
-      errors: [404, 409, 503, 504],
+      errors: [404, 409, 429, 503, 504],
     },
   }),
 ];
@@ -99,6 +103,9 @@ function deviceCapabilities({ services, params }: RouteContext): Response {
       signal_id: s.signalId,
       value_type: s.valueType ?? "unspecified",
       label: s.name || s.description,
+      // Project addition: the signal's declared hints, as the provider gave them (0 = none).
+      poll_hint_hz: s.pollHintHz,
+      stale_after_ms: s.staleAfterMs,
     }));
   const functions = [...caps.functions]
     .sort((a, b) => a.functionId - b.functionId || compareText(a.name, b.name))
@@ -121,8 +128,20 @@ function deviceCapabilities({ services, params }: RouteContext): Response {
       })),
       category: f.category,
       actuating: f.actuating,
+      // Project addition: the declared FunctionPolicy, which the router enforces.
+      policy: policyJson(f.policy ?? NO_FUNCTION_POLICY),
     }));
   return okResponse({ provider_id: p, device_id: d, capabilities: { signals, functions } });
+}
+
+function policyJson(p: FunctionPolicy) {
+  return {
+    allowed_modes: [...p.allowedModes],
+    requires_lease: p.requiresLease,
+    min_interval_ms: p.minIntervalMs,
+    is_idempotent: p.isIdempotent,
+    safety_profile: p.safetyProfile,
+  };
 }
 
 function compareText(a: string, b: string): number {

@@ -1,0 +1,119 @@
+/**
+ * The provider's declared FunctionPolicy, enforced by the runtime (ADPP semantics sec. 6.3: the
+ * runtime is the authority on modes and leases and must not rely on the provider). anolis reads
+ * the policy and ignores it (anolishq/anolis core/registry/device_registry.cpp keeps no policy,
+ * core/control/call_router.cpp checks none of it); we refuse what it forbids
+ * (docs/http-api.md, "Provider policies"):
+ *
+ * - `allowed_modes` (non-empty): a call in any other runtime mode is refused, FAILED_PRECONDITION
+ *   (409). Mode names compare case-insensitively; a name that is no runtime mode (anolis' "SAFE")
+ *   matches no mode.
+ * - `requires_lease`: this runtime grants no leases, so every call is refused, FAILED_PRECONDITION
+ *   (409), never sent without one.
+ * - `min_interval_ms`: a call sooner than that after the last call of the same function the
+ *   runtime sent to the provider is refused, RESOURCE_EXHAUSTED (429, Retry-After).
+ *
+ * Stop actions (origin "safety": the e-stop's safe-state ladder, the hooks of a transition into
+ * FAULT) pass all three: a stop must always go through. They are still counted as sent calls, so
+ * the call after a stop keeps the provider's interval.
+ */
+import {
+  type DeviceCapabilities,
+  deviceHandle,
+  failedPrecondition,
+  type FunctionPolicy,
+  type FunctionSpec,
+  NO_FUNCTION_POLICY,
+  resourceExhausted,
+  type RuntimeError,
+} from "../common/mod.ts";
+
+/** The declared policy of `fn` (none declared: no restriction). */
+export function policyOf(fn: FunctionSpec): FunctionPolicy {
+  return fn.policy ?? NO_FUNCTION_POLICY;
+}
+
+function what(device: DeviceCapabilities, fn: FunctionSpec): string {
+  return `${deviceHandle(device.device.providerId, device.device.deviceId)} ${fn.name}`;
+}
+
+/** The refusal of a call to `fn` in runtime mode `mode`, or null when its allowed_modes allow it. */
+export function allowedModesRefusal(
+  device: DeviceCapabilities,
+  fn: FunctionSpec,
+  mode: string,
+): RuntimeError | null {
+  const allowed = policyOf(fn).allowedModes;
+  if (allowed.length === 0) return null;
+  const m = mode.toUpperCase();
+  if (allowed.some((a) => a.toUpperCase() === m)) return null;
+  return failedPrecondition(
+    `Call refused in ${mode} mode: ${what(device, fn)} is allowed only in ${
+      allowed.join(", ")
+    } (provider policy allowed_modes)`,
+  );
+}
+
+/** The refusal of a call to a function that requires a lease (this runtime grants none). */
+export function leaseRefusal(device: DeviceCapabilities, fn: FunctionSpec): RuntimeError | null {
+  if (!policyOf(fn).requiresLease) return null;
+  return failedPrecondition(
+    `Call refused: ${
+      what(device, fn)
+    } requires a lease (provider policy requires_lease) and this runtime grants no leases`,
+  );
+}
+
+/**
+ * Bound on the functions whose last sent call is remembered: past it, entries whose interval has
+ * run out are dropped (they can refuse nothing any more). Entries within their interval stay, so
+ * the map holds at most one entry per function of the inventory beyond this.
+ */
+export const MAX_CALL_INTERVAL_ENTRIES = 4096;
+
+/** When each function with a min_interval_ms was last sent to its provider (monotonic ms). */
+export class CallIntervals {
+  /** `${provider}/${device}\u0000${function_id}` -> last send. */
+  readonly #last = new Map<string, { atMono: number; minIntervalMs: number }>();
+
+  #key(device: DeviceCapabilities, fn: FunctionSpec): string {
+    return `${device.device.providerId}/${device.device.deviceId}\u0000${fn.functionId}`;
+  }
+
+  /** The refusal of a call to `fn` now, or null when its min_interval_ms has passed (or is 0). */
+  refusal(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): RuntimeError | null {
+    const min = policyOf(fn).minIntervalMs;
+    if (min <= 0) return null;
+    const last = this.#last.get(this.#key(device, fn));
+    if (!last) return null;
+    const ago = nowMono - last.atMono;
+    if (ago >= min) return null;
+    const wait = min - ago;
+    return resourceExhausted(
+      `Call refused: ${what(device, fn)} was last called ${
+        Math.floor(ago)
+      } ms ago and its provider policy min_interval_ms is ${min} ms (retry in ${
+        Math.ceil(wait)
+      } ms)`,
+      wait,
+    );
+  }
+
+  /** Records that a call to `fn` was sent now (functions without min_interval_ms: nothing). */
+  note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): void {
+    const min = policyOf(fn).minIntervalMs;
+    if (min <= 0) return;
+    const key = this.#key(device, fn);
+    this.#last.delete(key); // re-inserted last: the map stays in send order
+    this.#last.set(key, { atMono: nowMono, minIntervalMs: min });
+    if (this.#last.size <= MAX_CALL_INTERVAL_ENTRIES) return;
+    for (const [k, v] of this.#last) {
+      if (nowMono - v.atMono >= v.minIntervalMs) this.#last.delete(k);
+    }
+  }
+
+  /** Functions remembered now (tests, metrics). */
+  get size(): number {
+    return this.#last.size;
+  }
+}

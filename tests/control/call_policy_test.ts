@@ -1,0 +1,102 @@
+/** The declared FunctionPolicy checks (src/control/call_policy.ts) on their own. */
+import assert from "node:assert/strict";
+import {
+  allowedModesRefusal,
+  CallIntervals,
+  leaseRefusal,
+  MAX_CALL_INTERVAL_ENTRIES,
+} from "../../src/control/mod.ts";
+import {
+  type DeviceCapabilities,
+  type FunctionPolicy,
+  type FunctionSpec,
+  NO_FUNCTION_POLICY,
+} from "../../src/common/mod.ts";
+
+const device: DeviceCapabilities = {
+  device: {
+    providerId: "p",
+    deviceId: "d",
+    providerName: "p",
+    typeId: "t",
+    typeVersion: "1",
+    label: "",
+    address: "",
+    tags: {},
+  },
+  functions: [],
+  signals: [],
+};
+
+function fn(policy: Partial<FunctionPolicy>, functionId = 1): FunctionSpec {
+  return {
+    functionId,
+    name: `f${functionId}`,
+    description: "",
+    category: "ACTUATE",
+    actuating: true,
+    args: [],
+    policy: { ...NO_FUNCTION_POLICY, ...policy },
+  };
+}
+
+Deno.test("allowedModesRefusal: empty allows every mode; names compare case-insensitively", () => {
+  for (const mode of ["IDLE", "MANUAL", "AUTO", "FAULT"]) {
+    assert.equal(allowedModesRefusal(device, fn({}), mode), null);
+  }
+  const manual = fn({ allowedModes: ["manual", "Auto"] });
+  assert.equal(allowedModesRefusal(device, manual, "MANUAL"), null);
+  assert.equal(allowedModesRefusal(device, manual, "AUTO"), null);
+  const refused = allowedModesRefusal(device, manual, "IDLE");
+  assert.equal(refused?.code, "FAILED_PRECONDITION");
+  assert.equal(
+    refused?.message,
+    "Call refused in IDLE mode: p/d f1 is allowed only in manual, Auto (provider policy allowed_modes)",
+  );
+  // A name that is no runtime mode matches none.
+  assert.equal(
+    allowedModesRefusal(device, fn({ allowedModes: ["SAFE"] }), "FAULT")?.code,
+    "FAILED_PRECONDITION",
+  );
+  // A spec without a policy (built by hand) restricts nothing.
+  const { policy: _, ...bare } = fn({ allowedModes: ["AUTO"], requiresLease: true });
+  assert.equal(allowedModesRefusal(device, bare, "IDLE"), null);
+  assert.equal(leaseRefusal(device, bare), null);
+});
+
+Deno.test("leaseRefusal refuses every call to a function that requires a lease", () => {
+  assert.equal(leaseRefusal(device, fn({})), null);
+  assert.equal(leaseRefusal(device, fn({ requiresLease: true }))?.code, "FAILED_PRECONDITION");
+});
+
+Deno.test("CallIntervals refuses until min_interval_ms has passed since the last sent call", () => {
+  const iv = new CallIntervals();
+  const f = fn({ minIntervalMs: 1000 });
+  assert.equal(iv.refusal(device, f, 0), null, "never sent");
+  iv.note(device, f, 10_000);
+  const r = iv.refusal(device, f, 10_250);
+  assert.equal(r?.code, "RESOURCE_EXHAUSTED");
+  assert.deepEqual(r?.details, { retry_after_ms: 750 });
+  assert.equal(
+    r?.message,
+    "Call refused: p/d f1 was last called 250 ms ago and its provider policy min_interval_ms is 1000 ms (retry in 750 ms)",
+  );
+  assert.equal(iv.refusal(device, f, 10_999)?.code, "RESOURCE_EXHAUSTED");
+  assert.equal(iv.refusal(device, f, 11_000), null, "exactly the interval later");
+  // Another function, or one without an interval, is not affected.
+  assert.equal(iv.refusal(device, fn({ minIntervalMs: 1000 }, 2), 10_250), null);
+  iv.note(device, fn({}, 3), 10_000);
+  assert.equal(iv.size, 1, "a function without min_interval_ms is not remembered");
+});
+
+Deno.test("CallIntervals stays bounded: past the bound, entries whose interval ran out are dropped", () => {
+  const iv = new CallIntervals();
+  for (let i = 1; i <= MAX_CALL_INTERVAL_ENTRIES; i++) {
+    iv.note(device, fn({ minIntervalMs: 10 }, i), 0);
+  }
+  assert.equal(iv.size, MAX_CALL_INTERVAL_ENTRIES);
+  const fresh = fn({ minIntervalMs: 10 }, MAX_CALL_INTERVAL_ENTRIES + 1);
+  iv.note(device, fresh, 100); // every earlier entry has run out by now
+  assert.equal(iv.size, 1);
+  assert.equal(iv.refusal(device, fresh, 105)?.code, "RESOURCE_EXHAUSTED");
+});
