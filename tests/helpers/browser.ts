@@ -48,6 +48,25 @@ export async function launchChromium(args: string[] = []): Promise<Browser> {
 }
 
 /**
+ * Launches Chromium while `other` (a runtime starting, say) is under way, so that a test waits for
+ * the longer of the two instead of their sum. When either fails, the one that succeeded is undone
+ * (the browser closed, `undo` called with the other's value) and the failure is thrown.
+ */
+export async function launchChromiumAlongside<T>(
+  other: Promise<T>,
+  undo: (value: T) => Promise<unknown>,
+  args: string[] = [],
+): Promise<[Browser, T]> {
+  const [browser, value] = await Promise.allSettled([launchChromium(args), other]);
+  if (browser.status === "fulfilled" && value.status === "fulfilled") {
+    return [browser.value, value.value];
+  }
+  if (browser.status === "fulfilled") await browser.value.close();
+  if (value.status === "fulfilled") await undo(value.value);
+  throw browser.status === "rejected" ? browser.reason : (value as PromiseRejectedResult).reason;
+}
+
+/**
  * Collects the page's uncaught errors and console errors (a test asserts there are none), and
  * every API answer the page got that GET /v0/openapi.json's document does not allow
  * (openapi_check.ts; an event stream by status and content type).
