@@ -426,10 +426,18 @@ Deno.test("ProviderHost.stop lets a provider finish its graceful exit and ends s
 Deno.test("ProviderHost restarts after the backoff on the monotonic clock, however early its timer fires", async () => {
   // The monotonic clock stands still: every restart timer fires "early" and must wait again.
   await withFixture(D0, async (fx) => {
+    // The delays of the timers armed (they run for real).
+    const armed: number[] = [];
+    const setTimer = fx.clock.setTimer;
+    fx.clock.setTimer = (fn, ms) => {
+      armed.push(ms);
+      return setTimer(fn, ms);
+    };
+    const timesArmed = (ms: number) => armed.filter((a) => a === ms).length;
     const pid = fx.host.session!.pid;
     Deno.kill(pid, "SIGKILL");
     await waitFor("down", () => fx.host.lifecycle === "RESTARTING");
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor("the restart timer fired twice", () => timesArmed(100) >= 3);
     assert.equal(fx.host.lifecycle, "RESTARTING", "the backoff has not elapsed on the clock");
     assert.equal(fx.host.supervision().next_restart_in_ms, 100);
     // Announced once, however often the timer was armed again.
@@ -440,7 +448,7 @@ Deno.test("ProviderHost restarts after the backoff on the monotonic clock, howev
     assert.notEqual(fx.host.session!.pid, pid);
     assert.equal(fx.host.lifecycle, "RECOVERING");
     // success_reset_ms (200) of healthy running ends the streak, on the same clock.
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor("the streak reset timer fired twice", () => timesArmed(200) >= 3);
     assert.equal(fx.host.lifecycle, "RECOVERING");
     fx.clock.mono = 10_300;
     await waitFor("streak reset", () => fx.host.lifecycle === "RUNNING");
