@@ -8,6 +8,8 @@ import { apiAnswerProblem } from "./openapi_check.ts";
 
 /** How long a test waits for something to appear on the page (a loaded CI machine is slow). */
 export const PAGE_WAIT_MS = 20000;
+/** How often {@link waitForText} looks again (a round trip to the page; most waits are short). */
+const TEXT_POLL_MS = 25;
 
 let warned = false;
 
@@ -124,7 +126,7 @@ export async function waitForText(
         })`,
       );
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, TEXT_POLL_MS));
   }
 }
 
