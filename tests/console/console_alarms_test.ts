@@ -4,8 +4,11 @@
  * simulated provider, the page in headless Chromium. One runtime and one page for the file; the
  * steps build on each other. The relay alarm (action none) is raised and cleared by switching relay
  * 4; the heater is held at ~55 °C in closed mode (interlock above 45 °C, warning above 50 °C), then
- * sent to 80 °C so the over-temperature alarm (action estop) stops the machine. Last, a runtime
- * restart: the page re-reads what no event tells it.
+ * sent to 400 °C (the setpoint's maximum) so the over-temperature alarm (action estop) stops the
+ * machine and stays active for a while after the e-stop has opened the loop. Last, a runtime
+ * restart: the page re-reads what no event tells it. The simulated heater has a time constant of
+ * TAU_S instead of the default 6 s (sim key `time_constant_s`), so that the steps wait for it
+ * about 2 s instead of 12.
  */
 import assert from "node:assert/strict";
 import type { Page, Route } from "playwright-core";
@@ -13,7 +16,7 @@ import { MAX_SHELVE_MS } from "../../src/alarms/mod.ts";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  launchChromiumAlongside,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
@@ -26,11 +29,22 @@ import {
   startRuntimeChild,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
-import { REPO } from "../helpers/sim_config.ts";
+import { REPO, simYamlWithHeaterTau } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
+
+/** The heater's time constant (s) in this test's simulated provider. */
+const TAU_S = 1.5;
+
+/** examples/alarms.yaml with its simulated provider's heater TAU_S fast, and that sim config. */
+async function fastHeaterConfig(): Promise<{ config: string; sim: string }> {
+  const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
+  const fastConfig = config.replace("providers/sim/sim.yaml", "fast-sim.yaml");
+  assert.notEqual(fastConfig, config, "examples/alarms.yaml no longer runs providers/sim/sim.yaml");
+  return { config: fastConfig, sim: simYamlWithHeaterTau(TAU_S) };
+}
 
 const row = (id: string) => `tr[data-alarm="${id}"]`;
 const INTERLOCK = 'tr[data-interlock="motor_blocked_while_hot"]';
@@ -96,7 +110,7 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async (t) => {
     const step = sequentialSteps(t);
-    const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
+    const { config, sim } = await fastHeaterConfig();
     await withCheckoutMirror(config, async (dir) => {
       const port = freePort();
       const start = () =>
@@ -106,8 +120,9 @@ Deno.test({
           args: ["--port", String(port)],
           cwd: dir,
         });
-      let rt = await start();
-      const browser = await launchChromium();
+      const launched = await launchChromiumAlongside(start(), (r) => r.stop());
+      const browser = launched[0];
+      let rt = launched[1];
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);
@@ -305,7 +320,9 @@ Deno.test({
         });
 
         await step("an estop alarm latches the e-stop and the panel shows its cause", async () => {
-          await call(rt, "tempctl0", 2, { value: { type: "double", double: 80 } });
+          // Far above 60 when it raises: after the e-stop the heater cools for a few seconds
+          // before the alarm clears (below 55), time for the page to be looked at.
+          await call(rt, "tempctl0", 2, { value: { type: "double", double: 400 } });
           await waitForText(page, "#latch", /^LATCHED since /, 30000);
           await waitForText(
             page,
@@ -384,6 +401,6 @@ Deno.test({
         await browser.close();
         await rt.stop();
       }
-    });
+    }, { "fast-sim.yaml": sim });
   },
 });

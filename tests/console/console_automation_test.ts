@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  launchChromiumAlongside,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
@@ -48,8 +48,10 @@ Deno.test({
     );
     assert.match(demo, /manual_gating_policy: OVERRIDE/);
     await withCheckoutMirror(demo, async (dir) => {
-      const rt = await startRuntimeInMirror(dir);
-      const browser = await launchChromium();
+      const [browser, rt] = await launchChromiumAlongside(
+        startRuntimeInMirror(dir),
+        (r) => r.stop(),
+      );
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);

@@ -11,7 +11,7 @@ import type { Page } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  launchChromiumAlongside,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
@@ -67,8 +67,9 @@ Deno.test({
           args: ["--port", String(port)],
           cwd: dir,
         });
-      let rt = await start();
-      const browser = await launchChromium();
+      const launched = await launchChromiumAlongside(start(), (r) => r.stop());
+      const browser = launched[0];
+      let rt = launched[1];
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);

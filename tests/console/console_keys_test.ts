@@ -10,7 +10,7 @@ import type { Page } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  launchChromiumAlongside,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
@@ -72,8 +72,10 @@ alarms:
     message: The speed of device m/x
 `,
     );
-    const rt = await startRuntimeChild({ config: `${dir}/runtime.yaml`, port });
-    const browser = await launchChromium();
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChild({ config: `${dir}/runtime.yaml`, port }),
+      (r) => r.stop(),
+    );
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const errors = collectPageErrors(page);

@@ -8,7 +8,7 @@
  * type with the small scripted provider tests/console/_form_provider.ts.
  */
 import assert from "node:assert/strict";
-import type { Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
@@ -72,13 +72,13 @@ Deno.test({
     const step = sequentialSteps(t);
     const lan = lanAddress();
     const dir = await Deno.makeTempDir({ prefix: "console-network-" });
-    const browser = await launchChromium([
-      `--host-resolver-rules=MAP console.test ${lan}, MAP other.test ${lan}`,
-    ]);
+    let browser: Browser | null = null;
     const runtimes: RuntimeChild[] = [];
     try {
       const { cert } = await selfSignedCert(dir);
       const tlsPort = freePort();
+      let openPort = freePort();
+      while (openPort === tlsPort) openPort = freePort();
       await Deno.writeTextFile(
         `${dir}/tls.yaml`,
         config(
@@ -87,18 +87,33 @@ Deno.test({
             "  tls_cert_path: cert.pem\n  tls_key_path: key.pem",
         ),
       );
+      await Deno.writeTextFile(
+        `${dir}/open.yaml`,
+        config(openPort, "  allow_insecure_bind: true\n  allowed_hosts: [console.test]"),
+      );
       const pem = await Deno.readTextFile(cert);
-      const rt = await startRuntimeChild({
-        config: `${dir}/tls.yaml`,
-        port: tlsPort,
-        cwd: dir,
-        env: { RUNTIME_API_TOKEN: TOKEN },
-        token: TOKEN,
-        caCert: pem,
-      });
-      runtimes.push(rt);
+      // Chromium and both runtimes start at once (the second serves the last two steps).
+      const [launched, tls, opened] = await Promise.allSettled([
+        launchChromium([`--host-resolver-rules=MAP console.test ${lan}, MAP other.test ${lan}`]),
+        startRuntimeChild({
+          config: `${dir}/tls.yaml`,
+          port: tlsPort,
+          cwd: dir,
+          env: { RUNTIME_API_TOKEN: TOKEN },
+          token: TOKEN,
+          caCert: pem,
+        }),
+        startRuntimeChild({ config: `${dir}/open.yaml`, port: openPort, cwd: dir }),
+      ]);
+      if (launched.status === "fulfilled") browser = launched.value;
+      for (const r of [tls, opened]) if (r.status === "fulfilled") runtimes.push(r.value);
+      if (launched.status === "rejected") throw launched.reason;
+      if (tls.status === "rejected") throw tls.reason;
+      if (opened.status === "rejected") throw opened.reason;
+      const web = launched.value;
+      const open = opened.value;
       const client = Deno.createHttpClient({ caCerts: [pem] });
-      const context = await browser.newContext({ ignoreHTTPSErrors: true });
+      const context = await web.newContext({ ignoreHTTPSErrors: true });
       try {
         const page = await context.newPage();
         const errors = collectPageErrors(page);
@@ -290,14 +305,8 @@ Deno.test({
       await step(
         "without auth: by IP address or an allowed host name the page may arm",
         async () => {
-          const port = freePort();
-          await Deno.writeTextFile(
-            `${dir}/open.yaml`,
-            config(port, "  allow_insecure_bind: true\n  allowed_hosts: [console.test]"),
-          );
-          const open = await startRuntimeChild({ config: `${dir}/open.yaml`, port, cwd: dir });
-          runtimes.push(open);
-          const page = await browser.newPage();
+          const port = open.port;
+          const page = await web.newPage();
           try {
             for (const host of [lan, "console.test"]) {
               await page.goto(`http://${host}:${port}/`);
@@ -315,8 +324,8 @@ Deno.test({
       await step(
         "without auth: by another name the refusal and its remedy are shown",
         async () => {
-          const port = runtimes[1]!.port;
-          const page = await browser.newPage();
+          const port = open.port;
+          const page = await web.newPage();
           try {
             await page.goto(`http://other.test:${port}/`);
             await waitForText(page, "#mode", /^IDLE$/);
@@ -336,7 +345,7 @@ Deno.test({
         },
       );
     } finally {
-      await browser.close();
+      await browser?.close();
       for (const r of runtimes) await r.stop();
       await Deno.remove(dir, { recursive: true });
     }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  launchChromiumAlongside,
   PAGE_WAIT_MS,
 } from "../helpers/browser.ts";
 import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
@@ -22,8 +22,10 @@ Deno.test({
     const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
     assert.match(demo, /\n {2}parameters:\n/, "the demo declares parameters");
     await withCheckoutMirror(demo, async (dir) => {
-      const rt = await startRuntimeInMirror(dir);
-      const browser = await launchChromium();
+      const [browser, rt] = await launchChromiumAlongside(
+        startRuntimeInMirror(dir),
+        (r) => r.stop(),
+      );
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  launchChromiumAlongside,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
@@ -43,13 +43,15 @@ providers:
     args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
 `,
     );
-    const rt = await startRuntimeChild({
-      config: `${dir}/runtime.yaml`,
-      port,
-      env: { RUNTIME_API_TOKEN: ADMIN },
-      token: ADMIN,
-    });
-    const browser = await launchChromium();
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChild({
+        config: `${dir}/runtime.yaml`,
+        port,
+        env: { RUNTIME_API_TOKEN: ADMIN },
+        token: ADMIN,
+      }),
+      (r) => r.stop(),
+    );
     try {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);

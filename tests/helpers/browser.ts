@@ -8,6 +8,8 @@ import { apiAnswerProblem } from "./openapi_check.ts";
 
 /** How long a test waits for something to appear on the page (a loaded CI machine is slow). */
 export const PAGE_WAIT_MS = 20000;
+/** How often {@link waitForText} looks again (a round trip to the page; most waits are short). */
+const TEXT_POLL_MS = 25;
 
 let warned = false;
 
@@ -45,6 +47,25 @@ export async function launchChromium(args: string[] = []): Promise<Browser> {
   const executablePath = chromiumPath();
   if (executablePath === null) throw new Error("chromium not found on PATH");
   return await chromium.launch({ executablePath, headless: true, args });
+}
+
+/**
+ * Launches Chromium while `other` (a runtime starting, say) is under way, so that a test waits for
+ * the longer of the two instead of their sum. When either fails, the one that succeeded is undone
+ * (the browser closed, `undo` called with the other's value) and the failure is thrown.
+ */
+export async function launchChromiumAlongside<T>(
+  other: Promise<T>,
+  undo: (value: T) => Promise<unknown>,
+  args: string[] = [],
+): Promise<[Browser, T]> {
+  const [browser, value] = await Promise.allSettled([launchChromium(args), other]);
+  if (browser.status === "fulfilled" && value.status === "fulfilled") {
+    return [browser.value, value.value];
+  }
+  if (browser.status === "fulfilled") await browser.value.close();
+  if (value.status === "fulfilled") await undo(value.value);
+  throw browser.status === "rejected" ? browser.reason : (value as PromiseRejectedResult).reason;
 }
 
 /**
@@ -105,7 +126,7 @@ export async function waitForText(
         })`,
       );
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, TEXT_POLL_MS));
   }
 }
 

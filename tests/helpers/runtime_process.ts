@@ -8,6 +8,8 @@ const MAIN = `${REPO}src/main.ts`;
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 /** How long a test waits for the runtime to come up (a loaded CI machine starts slowly). */
 const READY_TIMEOUT_MS = 60000;
+/** How often the readiness check asks again while the runtime comes up. */
+const READY_POLL_MS = 25;
 /** How long a SIGTERM'd runtime has to exit before it is killed. */
 const STOP_TIMEOUT_MS = 15000;
 
@@ -178,7 +180,7 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
         await stop();
         throw new Error(`runtime not ready within ${READY_TIMEOUT_MS} ms:\n${text}`);
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, READY_POLL_MS));
     }
   } finally {
     client?.close();

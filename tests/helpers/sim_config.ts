@@ -9,6 +9,17 @@ export const SIM_MAIN = `${REPO}examples/providers/sim/main.ts`;
 export const SIM_YAML = `${REPO}examples/providers/sim/sim.yaml`;
 export const SIM_INERT_YAML = `${REPO}examples/providers/sim/sim-inert.yaml`;
 
+/**
+ * examples/providers/sim/sim.yaml with the heater (tempctl0) answering with a time constant of
+ * `tauS` seconds instead of 6 (the sim's `time_constant_s`): for tests that wait for it to heat.
+ */
+export function simYamlWithHeaterTau(tauS: number): string {
+  const sim = Deno.readTextFileSync(SIM_YAML);
+  const fast = sim.replace("type: tempctl\n", `type: tempctl\n    time_constant_s: ${tauS}\n`);
+  if (fast === sim) throw new Error(`${SIM_YAML}: no tempctl device to make faster`);
+  return fast;
+}
+
 export interface SimProviderOptions {
   yaml?: string;
   extraArgs?: string[];

@@ -23,6 +23,7 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { openTimerLedger } from "../helpers/timers.ts";
+import { ManualClock } from "../helpers/clock.ts";
 
 const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -284,8 +285,10 @@ Deno.test("ProviderHost keeps Hello's name, version and metadata, empty when the
 });
 
 Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_ms fails and counts", async () => {
-  // The first start has no budget; every restart's discovery takes longer than its budget.
-  await withFixture({ ...D0, describeDelayMs: 2500 }, async (fx) => {
+  // The first start has no budget (and answers at once); every restart's discovery alone takes
+  // as long as its budget.
+  await withFixture(D0, async (fx) => {
+    await fx.setInventory({ ...D0, describeDelayMs: 2000 });
     const pid = fx.host.session!.pid;
     Deno.kill(pid, "SIGKILL");
     await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN", 20_000);
@@ -423,10 +426,18 @@ Deno.test("ProviderHost.stop lets a provider finish its graceful exit and ends s
 Deno.test("ProviderHost restarts after the backoff on the monotonic clock, however early its timer fires", async () => {
   // The monotonic clock stands still: every restart timer fires "early" and must wait again.
   await withFixture(D0, async (fx) => {
+    // The delays of the timers armed (they run for real).
+    const armed: number[] = [];
+    const setTimer = fx.clock.setTimer;
+    fx.clock.setTimer = (fn, ms) => {
+      armed.push(ms);
+      return setTimer(fn, ms);
+    };
+    const timesArmed = (ms: number) => armed.filter((a) => a === ms).length;
     const pid = fx.host.session!.pid;
     Deno.kill(pid, "SIGKILL");
     await waitFor("down", () => fx.host.lifecycle === "RESTARTING");
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor("the restart timer fired twice", () => timesArmed(100) >= 3);
     assert.equal(fx.host.lifecycle, "RESTARTING", "the backoff has not elapsed on the clock");
     assert.equal(fx.host.supervision().next_restart_in_ms, 100);
     // Announced once, however often the timer was armed again.
@@ -437,7 +448,7 @@ Deno.test("ProviderHost restarts after the backoff on the monotonic clock, howev
     assert.notEqual(fx.host.session!.pid, pid);
     assert.equal(fx.host.lifecycle, "RECOVERING");
     // success_reset_ms (200) of healthy running ends the streak, on the same clock.
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor("the streak reset timer fired twice", () => timesArmed(200) >= 3);
     assert.equal(fx.host.lifecycle, "RECOVERING");
     fx.clock.mono = 10_300;
     await waitFor("streak reset", () => fx.host.lifecycle === "RUNNING");
@@ -543,23 +554,57 @@ Deno.test("ProviderHost ends a provider that failed to start within 2 s, whateve
   await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
   // Ignores SIGTERM (and so does what it runs once the provider is gone): only SIGKILL ends it.
   const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  // Time moves only when the test moves it: the deadlines are read off the timers armed.
+  const clock = new ManualClock();
+  const lines: string[] = [];
   const registry = new ProviderRegistry([cfg], {
     spawn: spawnProcess,
-    clock: systemClock,
-    log: testLogger(),
+    clock,
+    log: new LineLogger({
+      level: "warn",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
     bus: new EventBus(),
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 60_000,
   });
+  /** Waits until a timer of `ms` is armed (timers due now fire meanwhile), then lets it fire. */
+  const elapse = async (ms: number, what: string) => {
+    await waitFor(what, () => {
+      clock.advance(0);
+      return clock.pendingDelays().includes(ms);
+    });
+    clock.advance(ms);
+  };
+  let settled = false;
+  const start = registry.host("p0")!.start().finally(() => settled = true);
+  start.catch(() => {}); // asserted below
   try {
-    const started = performance.now();
-    await assert.rejects(registry.host("p0")!.start(), /provider speaks protocol 'v0'/);
-    const took = performance.now() - started;
-    // 2 s for the process to end (SIGKILL after 1.8 s), plus its start: far below 60 s.
-    assert.ok(took >= 1800, `ended after ${took} ms: before SIGKILL was due`);
-    assert.ok(took < 20_000, `took ${took} ms`);
+    await elapse(500, "the wait for the provider's last stderr lines");
+    // Stdin closed: 60 % of 2 s (not of 60 s) for the process to exit on its own, ...
+    await elapse(1200, "the exit deadline");
+    // ... then 30 % after SIGTERM, which it ignores, ...
+    await waitFor("SIGTERM sent", () => lines.some((l) => l.includes("sending SIGTERM")));
+    assert.match(lines.join("\n"), /provider did not exit after stdin closed; sending SIGTERM/);
+    await elapse(600, "the SIGTERM deadline");
+    // ... then SIGKILL: 1.8 s of the 2 s.
+    assert.equal(settled, false, "the start failed before the process was gone");
+    await assert.rejects(start, /provider speaks protocol 'v0'/);
+    assert.ok(lines.some((l) => l.includes("ignored SIGTERM; sending SIGKILL")), lines.join("\n"));
+    assert.deepEqual(clock.pendingDelays(), []);
   } finally {
-    await registry.stopAll(1000);
+    // After a failure above, the start still ends its process: its deadlines pass as armed.
+    let stopped = false;
+    const stopping = start.catch(() => {}).then(() => registry.stopAll(1000)).finally(() =>
+      stopped = true
+    );
+    while (!stopped) {
+      clock.advance(1000);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await stopping;
     await Deno.remove(file);
   }
 });

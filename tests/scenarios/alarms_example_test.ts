@@ -3,12 +3,17 @@
  * alarms and an interlock), started as a real `runtime` process with its simulated provider, and
  * driven over HTTP as the document does: heat with both relays, the motor is refused above
  * 45 °C, a warning above 50 °C, and above 60 °C the over-temperature alarm stops the machine.
+ * The heater's time constant is TAU_S instead of the simulator's 6 s: it passes 45 °C after ~1 s
+ * and 60 °C after ~2 s, which leaves the motor call a second between the interlock and the e-stop.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
-import { REPO } from "../helpers/sim_config.ts";
+import { REPO, simYamlWithHeaterTau } from "../helpers/sim_config.ts";
 import { Api, callBody } from "./alarms_helpers.ts";
+
+/** The heater's time constant (s) in this test's simulated provider. */
+const TAU_S = 3;
 
 const relay = (index: number) =>
   callBody("sim0/tempctl0", 3, {
@@ -17,7 +22,9 @@ const relay = (index: number) =>
   });
 
 Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-temperature alarm stops the machine", async () => {
-  const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
+  const example = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
+  const config = example.replace("providers/sim/sim.yaml", "fast-sim.yaml");
+  assert.notEqual(config, example, "examples/alarms.yaml no longer runs providers/sim/sim.yaml");
   await withCheckoutMirror(config, async (dir) => {
     const rt = await startRuntimeInMirror(dir);
     try {
@@ -80,5 +87,5 @@ Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-tem
     } finally {
       assert.equal(await rt.stop(), 0, rt.stderr());
     }
-  });
+  }, { "fast-sim.yaml": simYamlWithHeaterTau(TAU_S) });
 });

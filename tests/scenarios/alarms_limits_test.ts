@@ -3,17 +3,20 @@
  * temperature controller: an alarm raises past `hi` — on the event stream right after the first
  * sample past it, in GET /v0/alarms, as a runtime_alarm row and as a run event — clears only once
  * the temperature is below hi − hysteresis, and an alarm with delay_ms raises only after the
- * condition has held that long.
+ * condition has held that long. The heater's time constant is TAU_S instead of the simulator's
+ * 6 s (fewer seconds of waiting, still several samples inside the hysteresis band).
  */
 import assert from "node:assert/strict";
 import { startServing, waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider, simYamlWithHeaterTau, testConfig } from "../helpers/sim_config.ts";
 import { LineRecorder } from "../helpers/victoria_metrics.ts";
 import { alarmsConfig, Api, callBody, EventStream, type ReceivedEvent } from "./alarms_helpers.ts";
 
 const HI = 28;
 const HYSTERESIS = 1.5;
 const DELAY_MS = 1500;
+/** The heater's time constant (s): at 100 ms a sample it cools ~0.2 °C a sample near HI. */
+const TAU_S = 2;
 
 const relay1 = (on: boolean) =>
   callBody("sim0/tempctl0", 3, {
@@ -24,8 +27,10 @@ const relay1 = (on: boolean) =>
 Deno.test("An alarm raises past hi (SSE, /v0/alarms, telemetry, run event), clears only below hi - hysteresis, and waits delay_ms", async () => {
   const recorder = new LineRecorder(null);
   const dataDir = await Deno.makeTempDir({ prefix: "runtime-alarms-" });
+  const simYaml = `${dataDir}/sim.yaml`;
+  await Deno.writeTextFile(simYaml, simYamlWithHeaterTau(TAU_S));
   const config = testConfig({
-    providers: [simProvider("sim0")],
+    providers: [simProvider("sim0", { yaml: simYaml })],
     runtime: { name: "lab1", dataDir },
     telemetry: {
       enabled: true,

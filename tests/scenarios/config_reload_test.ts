@@ -13,6 +13,8 @@ import { waitFor } from "../helpers/kernel.ts";
 
 /** How long a test waits for a reload (or anything it causes) to show. */
 const WAIT_MS = 60000;
+/** The longest a gated provider waits for the test to let it start (Rig.gatedProvider). */
+const GATE_S = 30;
 
 /** A temp folder with one simulator file per provider id (so its process can be found). */
 class Rig {
@@ -38,14 +40,24 @@ class Rig {
   }
 
   /**
-   * A provider entry whose process starts the simulator `delayS` seconds late (through /bin/sh,
-   * `exec`: the same pid): a reload that starts it is mid-restart meanwhile.
+   * A provider entry whose process starts the simulator only once the test calls {@link open}
+   * (through /bin/sh, `exec`: the same pid): a reload that starts it is mid-restart until then.
+   * After GATE_S seconds it starts anyway, so that a runtime stuck behind the reload fails the
+   * test's assertions instead of hanging it.
    */
-  lateProvider(id: string, delayS: number): string {
+  gatedProvider(id: string): string {
     const sim = `${Deno.execPath()} run --quiet --allow-read --allow-env ${SIM_MAIN} --config ` +
       `${this.dir}/sim-${id}.yaml`;
-    return `  - {id: ${id}, command: /bin/sh, args: [-c, "sleep ${delayS}; exec ${sim}"], ` +
-      "hello_timeout_ms: 30000}";
+    const gate = `${this.dir}/gate-${id}`;
+    const wait = `i=0; while [ ! -e ${gate} ] && [ $i -lt ${GATE_S * 50} ]; do ` +
+      "sleep 0.02; i=$((i+1)); done";
+    return `  - {id: ${id}, command: /bin/sh, args: [-c, "${wait}; exec ${sim}"], ` +
+      `hello_timeout_ms: ${WAIT_MS}}`;
+  }
+
+  /** Lets the process of {@link gatedProvider} `id` start the simulator. */
+  open(id: string): Promise<void> {
+    return Deno.writeTextFile(`${this.dir}/gate-${id}`, "");
   }
 
   /** Writes the configuration file: the runtime section, then `body` (providers etc.). */
@@ -518,10 +530,10 @@ Deno.test("SIGHUP that restarts a provider refuses AUTO until the restart is don
   try {
     assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
     const oldPid = providerPids(rt, rig).get("p1");
-    // The changed p1 starts the simulator 3 s late: the reload is mid-restart meanwhile. It began
-    // in MANUAL, so the AUTO rule let it restart p1.
+    // The changed p1 starts the simulator once the test lets it: the reload is mid-restart
+    // meanwhile. It began in MANUAL, so the AUTO rule let it restart p1.
     await rig.write(
-      `${automation}providers:\n${rig.provider("p0")}\n${rig.lateProvider("p1", 3)}\n`,
+      `${automation}providers:\n${rig.provider("p0")}\n${rig.gatedProvider("p1")}\n`,
     );
     rt.signal("SIGHUP");
     await newProcess(rt, rig, "p1", oldPid);
@@ -533,6 +545,7 @@ Deno.test("SIGHUP that restarts a provider refuses AUTO until the restart is don
         "when it has finished",
     );
     assert.deepEqual(summaries(rt), [], "the reload was still running");
+    await rig.open("p1");
     assert.match(
       await waitFor("reload summary", () => summaries(rt)[0], WAIT_MS),
       /providers \+0 -0 ~1 =1/,
@@ -564,8 +577,9 @@ Deno.test("POST /v0/estop answers while a reload restarts a provider, and the re
   const api = new Api(rt.base);
   try {
     const oldPid = providerPids(rt, rig).get("change");
-    // The changed entry starts the simulator 5 s late: the reload is mid-restart meanwhile.
-    await rig.write(body(rig.lateProvider("change", 5)));
+    // The changed entry starts the simulator once the test lets it: the reload is mid-restart
+    // meanwhile.
+    await rig.write(body(rig.gatedProvider("change")));
     rt.signal("SIGHUP");
     await newProcess(rt, rig, "change", oldPid);
     const stop = await api.post("/v0/estop", { reason: "during reload" });
@@ -579,6 +593,7 @@ Deno.test("POST /v0/estop answers while a reload restarts a provider, and the re
       a.device_handle.startsWith("keep/")
     );
     assert.ok(keepCalls.length > 0 && keepCalls.every((a: { success: boolean }) => a.success));
+    await rig.open("change");
 
     const summary = await waitFor("reload summary", () => summaries(rt)[0], WAIT_MS);
     const plan = (await api.get("/v0/runtime/status")).json.estop.plan.calls as {

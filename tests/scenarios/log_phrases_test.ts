@@ -44,10 +44,10 @@ for (const stage of ["hello", "read_signals"]) {
   Deno.test(`Runtime.start logs 'Runtime startup timeout exceeded' once, when runtime.startup_timeout_ms runs out with a provider hanging in ${stage}, before the providers are stopped`, async () => {
     const dir = await Deno.makeTempDir({ prefix: "runtime-phrase-" });
     const plog = `${dir}/provider.log`;
-    // The provider ignores stdin EOF and SIGTERM: stopping it takes 90 % of the 2 s stop budget,
-    // so a line written after the stop would find it gone.
+    // The provider ignores stdin EOF and SIGTERM: stopping it takes 90 % of the 0.6 s stop
+    // budget, so a line written after the stop would find it gone.
     const config = testConfig({
-      runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 2000 },
+      runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 600 },
       providers: [
         simProvider("sim0", { yaml: SIM_INERT_YAML }),
         scriptedProvider(
@@ -113,13 +113,13 @@ Deno.test("Kernel.start says nothing about a start-up timeout when start-up comp
 
 Deno.test("a restart attempt past restart_policy.timeout_ms logs 'Restart timeout exceeded for provider' once, before the restarted process is ended", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-phrase-" });
-  // First start: the simulated provider. Every restart: the same, one second late (its pid is
-  // written first; `exec` keeps it).
+  // First start: the simulated provider. Every restart: the same, 0.4 s late, past its 0.3 s
+  // budget (its pid is written first; `exec` keeps it).
   const script = `${dir}/provider.sh`;
   await Deno.writeTextFile(
     script,
     `#!/bin/sh
-if [ -e "${dir}/started" ]; then echo $$ >> "${dir}/restarts"; sleep 1; fi
+if [ -e "${dir}/started" ]; then echo $$ >> "${dir}/restarts"; sleep 0.4; fi
 touch "${dir}/started"
 exec "${Deno.execPath()}" run --quiet --allow-read --allow-env "${SIM_MAIN}" --config "${SIM_INERT_YAML}"
 `,

@@ -43,6 +43,16 @@ Deno.test("createTempCtl applies one first-order lag step with tau 6 s", () => {
   equal(readAll(dev).tc1_temp, expected);
 });
 
+Deno.test("createTempCtl takes its time constant from time_constant_s, which must be > 0", () => {
+  const dev = createTempCtl("t", { initial_temp: 23 + 10, time_constant_s: 0.5 });
+  dev.tick(0.25);
+  equal(readAll(dev).tc1_temp, 33 + (1 - Math.exp(-0.25 / 0.5)) * (23 - 33));
+  equal(readAll(dev).tc2_temp, 33 + (1 - Math.exp(-0.25 / 0.5)) * (23 - 1.5 - 33));
+  for (const bad of [0, -1, "fast"]) {
+    throws(() => createTempCtl("t", { time_constant_s: bad }), DeviceInitError);
+  }
+});
+
 Deno.test("createTempCtl closed loop switches relays by the error bands", async () => {
   const dev = createTempCtl("t", { initial_temp: 20 });
   await call(dev, "set_setpoint", { value: d(40) });

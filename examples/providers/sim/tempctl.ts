@@ -10,6 +10,7 @@ import {
 const AMBIENT_C = 23.0;
 /** Heating added in open mode by 0, 1 or 2 relays on. */
 const OPEN_LOOP_RISE_C = [0, 45.0, 75.0];
+/** The thermal time constant (s) unless the device's `time_constant_s` says otherwise. */
 const TAU_S = 6.0;
 const TC2_OFFSET_C = 1.5;
 const INITIAL_SETPOINT_C = 60.0;
@@ -27,6 +28,10 @@ const SAFE_OUTPUTS: Readonly<{ relay1: boolean; relay2: boolean; mode: "open" | 
 /** tempctl: two thermocouples, two heater relays, open/closed loop, as the reference sim's. */
 export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unknown>>): SimDevice {
   const initial = optionalNumber(deviceId, cfg, "initial_temp") ?? 25.0;
+  const tau = optionalNumber(deviceId, cfg, "time_constant_s") ?? TAU_S;
+  if (!(tau > 0)) {
+    throw new DeviceInitError(`devices[${deviceId}].time_constant_s: must be > 0, got ${tau}`);
+  }
   const range = cfg.temp_range;
   if (range !== undefined && range !== null) {
     if (
@@ -179,8 +184,8 @@ export function createTempCtl(deviceId: string, cfg: Readonly<Record<string, unk
       }
       const on = (out.relay1 ? 1 : 0) + (out.relay2 ? 1 : 0);
       const target = out.mode === "open" ? AMBIENT_C + OPEN_LOOP_RISE_C[on]! : out.setpoint;
-      s.tc1 = firstOrderLag(s.tc1, target, dt, TAU_S);
-      s.tc2 = firstOrderLag(s.tc2, target - TC2_OFFSET_C, dt, TAU_S);
+      s.tc1 = firstOrderLag(s.tc1, target, dt, tau);
+      s.tc2 = firstOrderLag(s.tc2, target - TC2_OFFSET_C, dt, tau);
     },
   };
 }
