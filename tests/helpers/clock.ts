@@ -5,6 +5,7 @@
  * against real processes.
  */
 import type { Clock, TimerId } from "../../src/common/mod.ts";
+import { waitFor } from "./kernel.ts";
 
 /** The host's timers, for a test clock whose time it sets but whose timers run for real. */
 export const realSetTimer = (fn: () => void, ms: number): TimerId => setTimeout(fn, ms);
@@ -155,4 +156,30 @@ export class ManualClock implements Clock {
 /** Lets every queued promise callback run (a few macrotask turns' worth). */
 export async function flushMicrotasks(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+/**
+ * Waits until `done()` holds, firing the manual clock's timers that are due meanwhile without
+ * moving time: for work that takes 0 ms timers on the clock (a spawn's turn in the registry's
+ * queue, a restart without backoff) while real I/O (an in-process provider's answer) completes.
+ */
+export function runDueUntil<T>(
+  clock: ManualClock,
+  what: string,
+  done: () => T | Promise<T>,
+  timeoutMs = 10_000,
+): Promise<NonNullable<T>> {
+  return waitFor(what, () => {
+    clock.advance(0);
+    return done();
+  }, timeoutMs);
+}
+
+/** `p`'s outcome, the clock's due timers fired meanwhile as runDueUntil does. */
+export async function settleOn<T>(clock: ManualClock, p: Promise<T>, what = "a start"): Promise<T> {
+  let settled = false;
+  const watched = p.finally(() => (settled = true));
+  watched.catch(() => {}); // the rejection is for the caller, below
+  await runDueUntil(clock, what, () => settled);
+  return await watched;
 }
