@@ -80,19 +80,25 @@ const SIGNAL_EXIT: Readonly<Record<"SIGTERM" | "SIGKILL", number>> = {
 const FIRST_PID = 1_000_000_000;
 let nextPid = FIRST_PID;
 
-/** A SpawnFn running programs in-process, and the processes it started. */
+/** A SpawnFn running programs in-process, and the processes it started in-process. */
 export class InProcessSpawn {
   readonly #programs: Programs;
+  readonly #otherwise: SpawnFn | null;
   readonly #processes: InProcessProvider[] = [];
 
-  constructor(programs: Programs) {
+  constructor(programs: Programs, o: InProcessSpawnOptions = {}) {
     this.#programs = programs;
+    this.#otherwise = o.otherwise ?? null;
   }
 
-  /** The SpawnFn (throws, as a spawn that cannot start does, for an unknown program). */
+  /**
+   * The SpawnFn: a known program in-process; another command through `otherwise`, else it throws
+   * as a spawn that cannot start does.
+   */
   readonly spawn: SpawnFn = (options: SpawnOptions): ProviderProcess => {
     const found = this.#find(options);
     if (found === null) {
+      if (this.#otherwise !== null) return this.#otherwise(options);
       throw new Deno.errors.NotFound(
         `no in-process program for ${[options.command, ...options.args].join(" ")}`,
       );
@@ -126,9 +132,15 @@ export class InProcessSpawn {
   }
 }
 
+/** Options of an InProcessSpawn. */
+export interface InProcessSpawnOptions {
+  /** Starts a command that names no known program (e.g. spawnProcess: a real child). */
+  readonly otherwise?: SpawnFn;
+}
+
 /** A SpawnFn over `programs` (see InProcessSpawn). */
-export function inProcessSpawn(programs: Programs): InProcessSpawn {
-  return new InProcessSpawn(programs);
+export function inProcessSpawn(programs: Programs, o: InProcessSpawnOptions = {}): InProcessSpawn {
+  return new InProcessSpawn(programs, o);
 }
 
 /** How an in-process provider ended. */

@@ -182,7 +182,6 @@ export function fakeStats(
  */
 export function programmableFake(inventory: Inventory, host: ProgramHost): FakeProvider {
   const list = inventory.list ?? Object.keys(inventory.devices);
-  let fake: FakeProvider;
   const str = (v: string) => ({ type: T.STRING, string_value: v });
   const devices = Object.keys(inventory.devices).map((deviceId): DeviceDefinition => ({
     deviceId,
@@ -228,7 +227,7 @@ export function programmableFake(inventory: Inventory, host: ProgramHost): FakeP
       },
     ],
   }));
-  fake = new FakeProvider(devices, { host });
+  const fake = new FakeProvider(devices, { host });
   const h = inventory.hello ?? {};
   fake.answer("hello", {
     ...(h.hang ? { hang: true } : {}),

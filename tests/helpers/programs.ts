@@ -11,6 +11,7 @@ import { parseSimConfig } from "../../examples/providers/sim/config.ts";
 import type { ProgramFactory, ProgramHost, Programs } from "./in_process_provider.ts";
 import { FakeProvider, plantDevice, type PlantState } from "./fake_provider.ts";
 import { SIM_MAIN } from "./sim_config.ts";
+import { PROGRAMMABLE_MAIN, programmableProgram } from "./programmable_provider.ts";
 
 /** tests/safety/_plant_provider.ts: the plant as a real child (safety/_fixture.ts plantProvider). */
 export const PLANT_MAIN = new URL("../safety/_plant_provider.ts", import.meta.url).pathname;
@@ -85,8 +86,12 @@ export const simProgram: ProgramFactory = (host) => {
   return { handler: provider, ...(leaseMs === undefined ? {} : { leaseMs: Number(leaseMs) }) };
 };
 
-/** The programs every in-process rig knows: the simulated provider and the plant. */
+/**
+ * The programs every in-process rig knows: the simulated provider, the plant and the
+ * programmable provider (its in-process twin: one request at a time).
+ */
 export const TEST_PROGRAMS: Programs = {
   [SIM_MAIN]: simProgram,
   [PLANT_MAIN]: (host) => plantProgram(host),
+  [PROGRAMMABLE_MAIN]: programmableProgram,
 };
