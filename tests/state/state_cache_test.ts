@@ -1,6 +1,6 @@
 /**
- * StateCache over the programmable provider (a real child process whose ReadSignals answers the
- * test sets): what a poll answer stores (values, timestamps, per-signal quality, declared-only
+ * StateCache over the programmable provider (served in-process: tests/helpers/
+ * programmable_provider.ts programmableProgram; its ReadSignals answers the test sets): what a poll answer stores (values, timestamps, per-signal quality, declared-only
  * signals, type checks), the events it publishes, device availability, and what a failed or
  * timed-out poll does. Nothing polls unless the test asks (pollDevice), except where a test
  * starts the poll loop.
@@ -8,9 +8,8 @@
 import assert from "node:assert/strict";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil } from "../helpers/clock.ts";
+import { rigNotStarted } from "../helpers/rig.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
 import {
   DATA_FAULT_LOG_LINES,
   DATA_FAULT_LOG_WINDOW_MS,
@@ -910,23 +909,8 @@ Deno.test("StateCache answers for unknown providers and devices, and for a devic
 });
 
 Deno.test("StateCache over providers that never started: devices unknown, no warnings, polls do nothing", async () => {
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([programmableProvider("p0", "/nonexistent.json")], {
-    spawn: () => {
-      throw new Error("no processes in this test");
-    },
-    clock: systemClock,
-    log: testLogger(),
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 100,
-  });
-  const cache = new StateCache({
-    registry,
-    bus,
-    clock: systemClock,
-    log: testLogger(),
-    intervalMs: 100,
+  const { kernel: { cache, registry } } = rigNotStarted({
+    providers: [programmableProvider("p0", "/nonexistent.json")],
   });
   assert.deepEqual(cache.devices(), []);
   assert.deepEqual(cache.providerDevices("p0"), []);
@@ -942,34 +926,21 @@ Deno.test("StateCache keeps devices in provider order, whichever provider finish
     await Deno.writeTextFile(f, JSON.stringify(inv));
     files.push(f);
   }
-  const bus = new EventBus();
-  const registry = new ProviderRegistry(files.map((f, i) => programmableProvider(`p${i}`, f)), {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log: testLogger(),
-    bus,
-    cwd: Deno.cwd(),
-    shutdownTimeoutMs: 1000,
+  await using r = rigNotStarted({
+    providers: files.map((f, i) => programmableProvider(`p${i}`, f)),
+    pollingIntervalMs: 60_000,
   });
-  const cache = new StateCache({
-    registry,
-    bus,
-    clock: systemClock,
-    log: testLogger(),
-    intervalMs: 60_000,
-  });
+  const { registry, cache } = r.kernel;
   const order: string[] = [];
   for (const h of registry.hosts) h.onInventory(() => order.push(h.id));
   try {
-    await registry.startAll(30_000, 1000);
+    await r.start();
     assert.deepEqual(order, ["p1", "p0"], "p0's discovery is the slower one");
     assert.deepEqual(cache.devices().map((d) => `${d.providerId}/${d.deviceId}`), [
       "p0/d0",
       "p1/e0",
     ]);
   } finally {
-    await cache.stop();
-    await registry.stopAll(1000);
     for (const f of files) await Deno.remove(f);
   }
 });
