@@ -47,11 +47,15 @@ export interface FakeAnswer<K extends RequestKind = RequestKind> {
   /**
    * Answer with this payload as given: nothing is checked, so it may carry what the SDK would
    * refuse (a value of another type, NaN, no timestamp). A function gets the request and how many
-   * requests of this kind (for this device) came before it.
+   * requests of this kind (for this device) came before it; it may answer later (a promise), and
+   * fail the request by throwing a ProviderError.
    */
   readonly reply?:
     | ResponsePayloads[K]
-    | ((req: RequestPayloads[K], n: number) => ResponsePayloads[K]);
+    | ((
+      req: RequestPayloads[K],
+      n: number,
+    ) => ResponsePayloads[K] | Promise<ResponsePayloads[K]>);
 }
 
 /** One request the fake received. */
@@ -196,7 +200,10 @@ export class FakeProvider implements ProviderHandler {
     const reply = answer.reply;
     if (reply === undefined) return await own();
     return typeof reply === "function"
-      ? (reply as (r: RequestPayloads[K], n: number) => ResponsePayloads[K])(req, n)
+      ? await (reply as (
+        r: RequestPayloads[K],
+        n: number,
+      ) => ResponsePayloads[K] | Promise<ResponsePayloads[K]>)(req, n)
       : reply;
   }
 

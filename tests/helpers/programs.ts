@@ -12,6 +12,7 @@ import type { ProgramFactory, ProgramHost, Programs } from "./in_process_provide
 import { FakeProvider, plantDevice, type PlantState } from "./fake_provider.ts";
 import { SIM_MAIN } from "./sim_config.ts";
 import { PROGRAMMABLE_MAIN, programmableProgram } from "./programmable_provider.ts";
+import { READBACK_MAIN, readbackProgram } from "./readback_program.ts";
 
 /** tests/safety/_plant_provider.ts: the plant as a real child (safety/_fixture.ts plantProvider). */
 export const PLANT_MAIN = new URL("../safety/_plant_provider.ts", import.meta.url).pathname;
@@ -87,11 +88,12 @@ export const simProgram: ProgramFactory = (host) => {
 };
 
 /**
- * The programs every in-process rig knows: the simulated provider, the plant and the
- * programmable provider (its in-process twin: one request at a time).
+ * The programs every in-process rig knows: the simulated provider, the plant, and the in-process
+ * twins of the programmable provider (one request at a time) and of the read-back provider.
  */
 export const TEST_PROGRAMS: Programs = {
   [SIM_MAIN]: simProgram,
   [PLANT_MAIN]: (host) => plantProgram(host),
   [PROGRAMMABLE_MAIN]: programmableProgram,
+  [READBACK_MAIN]: readbackProgram,
 };

@@ -6,7 +6,8 @@
  *
  * Providers run in-process by default (tests/helpers/in_process_provider.ts over the programs of
  * tests/helpers/programs.ts: the simulated provider, the plant); a provider whose program is not
- * known, or every provider with `programs: false`, runs as a real child process. The clock is the
+ * known, or every provider with `programs: false` (or RUNTIME_TEST_CHILDREN=1 in the environment:
+ * a whole test file against real children), runs as a real child process. The clock is the
  * system's unless a test gives one; with a ManualClock (tests/helpers/clock.ts), start and stop
  * fire the timers that fall due meanwhile without moving time.
  *
@@ -45,6 +46,8 @@ export interface RigOptions extends TestConfigOptions {
   readonly logLevel?: LogLevel;
   /** `lines` in journald form (`<N>[scope] text`) instead of `LEVEL time [scope] text`. */
   readonly journald?: boolean;
+  /** Told every line `lines` keeps, as it is written. */
+  readonly onLine?: (line: string) => void;
   /** Other host ports (spawn and clock here win over `programs` and `clock`). */
   readonly host?: Partial<KernelHost>;
 }
@@ -53,7 +56,7 @@ export interface RigOptions extends TestConfigOptions {
 export interface Rig extends AsyncDisposable {
   readonly kernel: Kernel;
   readonly clock: Clock;
-  /** The in-process spawn (null with `programs: false`). */
+  /** The in-process spawn (null when every provider is a real child). */
   readonly fakes: InProcessSpawn | null;
   /** Every event published on the kernel's bus since it was built. */
   readonly events: RuntimeEvent[];
@@ -98,9 +101,10 @@ function settle<T>(clock: Clock, p: Promise<T>, what: string): Promise<T> {
  */
 export function rigNotStarted(o: RigOptions = {}): Rig {
   const clock = o.host?.clock ?? o.clock ?? systemClock;
-  const fakes = o.programs === false
+  const children = o.programs === false || Deno.env.get("RUNTIME_TEST_CHILDREN") === "1";
+  const fakes = children
     ? null
-    : inProcessSpawn(o.programs ?? TEST_PROGRAMS, { otherwise: spawnProcess });
+    : inProcessSpawn(o.programs || TEST_PROGRAMS, { otherwise: spawnProcess });
   const lines: string[] = [];
   const echo = Deno.env.get("RUNTIME_TEST_LOG") !== undefined;
   const log = new LineLogger({
@@ -109,6 +113,7 @@ export function rigNotStarted(o: RigOptions = {}): Rig {
     now: () => clock.nowMs(),
     write: (line) => {
       lines.push(line);
+      o.onLine?.(line);
       if (echo) console.error(line);
     },
   });

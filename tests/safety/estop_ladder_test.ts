@@ -1,23 +1,27 @@
 /**
- * The e-stop ladder against real provider processes: every call attempted and each failure
- * reported at once (never retried into the provider's timeout), the plan as status shows it,
- * the bounded drain of in-flight calls, and the bounded retry of a call refused because its
- * provider's queue is full.
+ * The e-stop ladder against providers served in-process (the plant, the read-back provider;
+ * tests/helpers/rig.ts): every call attempted and each failure reported at once (never retried
+ * into the provider's timeout), the plan as status shows it, the bounded drain of in-flight
+ * calls, and the bounded retry of a call refused because its provider's queue is full. The two
+ * tests of an e-stop without a mode manager build their router and e-stop by hand (the Kernel
+ * always wires one, whose FAULT gate would refuse first).
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
-import { newKernel, readPorts, startRuntime, testLogger, waitFor } from "../helpers/kernel.ts";
+import { readPorts, testLogger, waitFor } from "../helpers/kernel.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
-import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
 import { withRealTimers } from "../helpers/clock.ts";
+import { inProcessSpawn } from "../helpers/in_process_provider.ts";
+import { TEST_PROGRAMS } from "../helpers/programs.ts";
+import { rig, rigNotStarted } from "../helpers/rig.ts";
 
 /**
  * Lets calls just made pass the router's gate re-check under the provider lock (the admission
@@ -44,7 +48,7 @@ const FAILS_AT_ONCE_BOUND_MS = 2500;
 
 Deno.test("Estop attempts every ladder call and reports each failure at once, in plan order", async () => {
   const logFile = await Deno.makeTempFile({ prefix: "estop-ladder-" });
-  const rt = await startRuntime(testConfig({
+  const r = await rig({
     providers: [
       plantProvider("plant"),
       readbackProvider("rb", {
@@ -64,7 +68,8 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
       ],
       expect: [expectation("rb/dev0/out", { equals: false })],
     },
-  }));
+  });
+  const rt = r.kernel;
   try {
     await rt.registry.host("gone")!.stop(2000);
     assert.equal(rt.registry.host("gone")!.available, false);
@@ -143,13 +148,10 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
 });
 
 Deno.test("Estop status follows the inventory: a plan asked for before discovery is not kept", async () => {
-  const rt = newKernel(
-    testConfig({
-      providers: [plantProvider("plant")],
-      safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
-    }),
-    {},
-  );
+  const rt = rigNotStarted({
+    providers: [plantProvider("plant")],
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
+  }).kernel;
   try {
     const early = rt.estop.status();
     assert.equal(early.uncovered_actuating_functions, 0, "no devices known yet");
@@ -171,14 +173,15 @@ Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_m
   // `held`: a call on the wire when the e-stop fires, then the ladder's own call, 1400 ms each:
   // the drain barrier behind them needs ~2800 ms, past 1500 + 1000. `busy`: one call of 1000 ms
   // in flight, inside its bound (but past timeout_ms - 1 s).
-  const rt = await startRuntime(testConfig({
+  const r = await rig({
     providers: [
       plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
       plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
     ],
     pollingIntervalMs: 60000, // no polls waiting behind the slow calls
     safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
-  }));
+  });
+  const rt = r.kernel;
   try {
     await rt.modes.request("MANUAL");
     const inFlight = [
@@ -199,14 +202,12 @@ Deno.test("Estop ladder call retries a full queue for up to the provider's timeo
   // refused as busy until the queue clears, ~1.5 s later — past 1 s and past timeout_ms - 1 s,
   // within timeout_ms + 1 s.
   const files = new SwitchableFiles();
-  const rt = await startRuntime(
-    testConfig({
-      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
-      pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
-    }),
-    { host: { files } },
-  );
+  const rt = (await rig({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    host: { files },
+  })).kernel;
   try {
     await rt.modes.request("MANUAL");
     const flood = Array.from(
@@ -237,14 +238,13 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     monoMs: () => performance.now() + offsetMs,
   });
   const files = new SwitchableFiles();
-  const rt = newKernel(
-    testConfig({
-      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
-      pollingIntervalMs: 60000,
-      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
-    }),
-    { clock, files },
-  );
+  const rt = rigNotStarted({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000,
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    clock,
+    host: { files },
+  }).kernel;
   try {
     await rt.start();
     await rt.modes.request("MANUAL");
@@ -270,10 +270,11 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
 });
 
 Deno.test("Estop zero rung: status shows the calls with their arguments, a trigger makes them", async () => {
-  const rt = await startRuntime(testConfig({
+  const r = await rig({
     providers: [plantProvider("plant")],
     safety: { zeroIsSafe: true },
-  }));
+  });
+  const rt = r.kernel;
   try {
     assert.deepEqual(rt.estop.status().plan, {
       rung: "zero",
@@ -313,7 +314,7 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
   const log = testLogger();
   const bus = new EventBus();
   const registry = new ProviderRegistry([plantProvider("plant")], {
-    spawn: spawnProcess,
+    spawn: inProcessSpawn(TEST_PROGRAMS).spawn,
     clock: systemClock,
     log,
     bus,
@@ -375,7 +376,7 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
   });
   const bus = new EventBus();
   const registry = new ProviderRegistry([plantProvider("plant"), plantProvider("other")], {
-    spawn: spawnProcess,
+    spawn: inProcessSpawn(TEST_PROGRAMS).spawn,
     clock: systemClock,
     log,
     bus,
