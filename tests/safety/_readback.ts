@@ -65,7 +65,13 @@ export async function startReadback(
   const logFile = await Deno.makeTempFile({ prefix: "readback-" });
   let r;
   try {
-    r = await rig({ providers: make(logFile), pollingIntervalMs: o.pollingIntervalMs ?? 60_000 });
+    r = await rig({
+      providers: make(logFile),
+      pollingIntervalMs: o.pollingIntervalMs ?? 60_000,
+      // A provider hung on a read-back does not see stdin close: stop() ends it by signal after
+      // 60 % of this budget (ProviderSession.terminate).
+      runtime: { shutdownTimeoutMs: 500 },
+    });
   } catch (err) {
     await Deno.remove(logFile);
     throw err;

@@ -59,7 +59,12 @@ function take(fx: ProgrammableFixture): RuntimeEvent[] {
 async function cycle(clock: ManualClock, intervalMs: number): Promise<void> {
   const due = clock.pendingDueTimes()[0];
   assert.ok(clock.fireNext(), "a cycle is due");
-  await waitFor("the cycle's end", () => clock.pendingDueTimes().includes(due + intervalMs));
+  await waitFor(
+    "the cycle's end",
+    () => clock.pendingDueTimes().includes(due + intervalMs),
+    10_000,
+    0, // a synchronous look at the clock: every turn of the event loop
+  );
 }
 
 async function withFixture(
