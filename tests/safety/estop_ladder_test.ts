@@ -3,24 +3,20 @@
  * tests/helpers/rig.ts): every call attempted and each failure reported at once (never retried
  * into the provider's timeout), the plan as status shows it, the bounded drain of in-flight
  * calls, and the bounded retry of a call refused because its provider's queue is full. The two
- * tests of an e-stop without a mode manager build their router and e-stop by hand (the Kernel
- * always wires one, whose FAULT gate would refuse first).
+ * tests of an e-stop without a mode manager build their router and e-stop by hand over the rig's
+ * providers and read ports (the Kernel's router has the mode gate, which would refuse first).
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
 import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
+import { type ProviderHost } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
-import { readPorts, testLogger, waitFor } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
 import { withRealTimers } from "../helpers/clock.ts";
-import { inProcessSpawn } from "../helpers/in_process_provider.ts";
-import { TEST_PROGRAMS } from "../helpers/programs.ts";
 import { rig, rigNotStarted } from "../helpers/rig.ts";
 
 /**
@@ -311,21 +307,15 @@ Deno.test("Estop zero rung: status shows the calls with their arguments, a trigg
 });
 
 Deno.test("Estop latch alone (no mode manager) refuses actuating calls through the router", async () => {
+  // The runtime's providers and read ports; a router of its own with no gate but this e-stop's.
+  await using r = await rig({ providers: [plantProvider("plant")], pollingIntervalMs: 60000 });
+  const { registry, cache, inventory } = r.kernel;
   const log = testLogger();
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([plantProvider("plant")], {
-    spawn: inProcessSpawn(TEST_PROGRAMS).spawn,
-    clock: systemClock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 2000,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
   const router = new CallRouter({ registry, cache, log, clock: systemClock });
   const estop = new Estop({
     router,
-    ...readPorts(registry),
+    inventory,
+    reads: cache,
     clock: systemClock,
     log,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
@@ -338,35 +328,36 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
       args: { enabled: b(true) },
       origin: "manual",
     });
-  try {
-    await registry.startAll(20000, 2000);
-    await heaterOn();
-    await estop.trigger("latch only");
-    await assert.rejects(heaterOn(), (e: RuntimeError) => {
-      assert.equal(e.code, "FAILED_PRECONDITION");
-      assert.equal(
-        e.message,
-        "E-stop latched: actuating call plant/plant0 set_heater refused; release the latch " +
-          "(POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)",
-      );
-      return true;
-    });
-    // A read-only call passes the latch.
-    await router.call({
-      providerId: "plant",
-      deviceId: "plant0",
-      functionId: 3,
-      args: {},
-      origin: "manual",
-    });
-    estop.clear();
-    await heaterOn();
-  } finally {
-    await registry.stopAll(2000);
-  }
+  await heaterOn();
+  await estop.trigger("latch only");
+  await assert.rejects(heaterOn(), (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(
+      e.message,
+      "E-stop latched: actuating call plant/plant0 set_heater refused; release the latch " +
+        "(POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)",
+    );
+    return true;
+  });
+  // A read-only call passes the latch.
+  await router.call({
+    providerId: "plant",
+    deviceId: "plant0",
+    functionId: 3,
+    args: {},
+    origin: "manual",
+  });
+  estop.clear();
+  await heaterOn();
 });
 
 Deno.test("Estop with two providers: the latch refuses as gate 'estop', a removed provider leaves the plan", async () => {
+  // The runtime's providers and read ports; a router of its own with no gate but this e-stop's.
+  await using r = await rig({
+    providers: [plantProvider("plant"), plantProvider("other")],
+    pollingIntervalMs: 60000,
+  });
+  const { registry, cache, inventory } = r.kernel;
   const lines: string[] = [];
   const log = new LineLogger({
     level: "info",
@@ -374,16 +365,6 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
     now: () => Date.now(),
     write: (line) => lines.push(line),
   });
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([plantProvider("plant"), plantProvider("other")], {
-    spawn: inProcessSpawn(TEST_PROGRAMS).spawn,
-    clock: systemClock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 2000,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
   const audit: AuditDecision[] = [];
   const router = new CallRouter({
     registry,
@@ -394,14 +375,14 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
   });
   const estop = new Estop({
     router,
-    ...readPorts(registry),
+    inventory,
+    reads: cache,
     clock: systemClock,
     log,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: true, expect: [], verifyTimeoutMs: 100 },
   });
   let removed: ProviderHost | undefined;
   try {
-    await registry.startAll(20000, 2000);
     estop.logPlan("start-up");
     await estop.trigger("two providers");
     await assert.rejects(
@@ -429,6 +410,5 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
     );
   } finally {
     await removed?.stop(2000);
-    await registry.stopAll(2000);
   }
 });
