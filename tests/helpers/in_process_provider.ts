@@ -26,7 +26,13 @@
  * stopped: what it changes afterwards in its own state is visible only to a test that looks at
  * that state directly (a restart builds a new handler).
  */
-import type { ProviderProcess, SpawnFn, SpawnOptions } from "../../src/common/mod.ts";
+import type {
+  Clock,
+  ProviderProcess,
+  SpawnFn,
+  SpawnOptions,
+  TimerId,
+} from "../../src/common/mod.ts";
 import {
   type ProviderHandler,
   type SafeStateReason,
@@ -41,7 +47,7 @@ export interface ProgramHost {
   readonly args: readonly string[];
   /** Ends the process at once with this exit code (Deno.exit). */
   exit(code: number): void;
-  /** Resolves after `ms` (never, once the process has ended). */
+  /** Resolves after `ms` on the spawn's clock (never, once the process has ended). */
   sleep(ms: number): Promise<void>;
   /** Never resolves: the request waiting on it is never answered. */
   hang(): Promise<never>;
@@ -84,11 +90,13 @@ let nextPid = FIRST_PID;
 export class InProcessSpawn {
   readonly #programs: Programs;
   readonly #otherwise: SpawnFn | null;
+  readonly #timers: Pick<Clock, "setTimer" | "clearTimer">;
   readonly #processes: InProcessProvider[] = [];
 
   constructor(programs: Programs, o: InProcessSpawnOptions = {}) {
     this.#programs = programs;
     this.#otherwise = o.otherwise ?? null;
+    this.#timers = o.clock ?? REAL_TIMERS;
   }
 
   /**
@@ -103,7 +111,7 @@ export class InProcessSpawn {
         `no in-process program for ${[options.command, ...options.args].join(" ")}`,
       );
     }
-    const p = new InProcessProvider(found.factory, options, found.args);
+    const p = new InProcessProvider(found.factory, options, found.args, this.#timers);
     this.#processes.push(p);
     return p;
   };
@@ -136,7 +144,18 @@ export class InProcessSpawn {
 export interface InProcessSpawnOptions {
   /** Starts a command that names no known program (e.g. spawnProcess: a real child). */
   readonly otherwise?: SpawnFn;
+  /**
+   * The timers of the programs' `host.sleep` (default the host's): a test's ManualClock makes a
+   * provider's latency virtual time, as the runtime's own timeouts are.
+   */
+  readonly clock?: Pick<Clock, "setTimer" | "clearTimer">;
 }
+
+/** The host's timers. */
+const REAL_TIMERS: Pick<Clock, "setTimer" | "clearTimer"> = {
+  setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (id) => clearTimeout(id as ReturnType<typeof setTimeout> | undefined),
+};
 
 /** A SpawnFn over `programs` (see InProcessSpawn). */
 export function inProcessSpawn(programs: Programs, o: InProcessSpawnOptions = {}): InProcessSpawn {
@@ -167,12 +186,19 @@ export class InProcessProvider implements ProviderProcess {
   readonly #out: Pipe;
   readonly #err: Pipe;
   readonly #stop = new AbortController();
-  readonly #sleeps = new Set<ReturnType<typeof setTimeout>>();
+  readonly #sleeps = new Set<TimerId>();
+  readonly #timers: Pick<Clock, "setTimer" | "clearTimer">;
   #ignoreSigterm = false;
   /** Lines written to stderr, in order (the stream delivers them too). */
   readonly stderrLines: string[] = [];
 
-  constructor(factory: ProgramFactory, options: SpawnOptions, args: readonly string[]) {
+  constructor(
+    factory: ProgramFactory,
+    options: SpawnOptions,
+    args: readonly string[],
+    timers: Pick<Clock, "setTimer" | "clearTimer"> = REAL_TIMERS,
+  ) {
+    this.#timers = timers;
     this.pid = nextPid++;
     this.command = options.command;
     this.args = args;
@@ -190,7 +216,7 @@ export class InProcessProvider implements ProviderProcess {
       sleep: (ms) =>
         new Promise<void>((resolve) => {
           if (this.#status !== null) return;
-          const timer = setTimeout(() => {
+          const timer = this.#timers.setTimer(() => {
             this.#sleeps.delete(timer);
             resolve();
           }, ms);
@@ -253,7 +279,7 @@ export class InProcessProvider implements ProviderProcess {
   #end(status: ProcessStatus): void {
     if (this.#status !== null) return;
     this.#status = status;
-    for (const t of this.#sleeps) clearTimeout(t);
+    for (const t of this.#sleeps) this.#timers.clearTimer(t);
     this.#sleeps.clear();
     this.#in.break();
     this.#out.close();

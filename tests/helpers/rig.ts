@@ -5,11 +5,14 @@
  * production wires them, not an assembly of its own.
  *
  * Providers run in-process by default (tests/helpers/in_process_provider.ts over the programs of
- * tests/helpers/programs.ts: the simulated provider, the plant); a provider whose program is not
+ * tests/helpers/programs.ts: the simulated provider, the plant, the programmable and the read-back
+ * provider); a provider whose program is not
  * known, or every provider with `programs: false` (or RUNTIME_TEST_CHILDREN=1 in the environment:
  * a whole test file against real children), runs as a real child process. The clock is the
- * system's unless a test gives one; with a ManualClock (tests/helpers/clock.ts), start and stop
- * fire the timers that fall due meanwhile without moving time.
+ * system's unless a test gives one; in-process providers sleep on it too. With a ManualClock
+ * (tests/helpers/clock.ts), start and stop fire the timers that fall due meanwhile without moving
+ * time; a test runs virtual time with runUntil (memory journal files: tests/helpers/
+ * memory_files.ts).
  *
  *   await using r = await rig({ providers: [plantProvider("plant")], arm: true });
  *   await r.kernel.router.call({ ... });
@@ -104,7 +107,7 @@ export function rigNotStarted(o: RigOptions = {}): Rig {
   const children = o.programs === false || Deno.env.get("RUNTIME_TEST_CHILDREN") === "1";
   const fakes = children
     ? null
-    : inProcessSpawn(o.programs || TEST_PROGRAMS, { otherwise: spawnProcess });
+    : inProcessSpawn(o.programs ?? TEST_PROGRAMS, { otherwise: spawnProcess, clock });
   const lines: string[] = [];
   const echo = Deno.env.get("RUNTIME_TEST_LOG") !== undefined;
   const log = new LineLogger({

@@ -16,7 +16,9 @@ import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
-import { withRealTimers } from "../helpers/clock.ts";
+import { ManualClock, runToSettle, runUntil, withRealTimers } from "../helpers/clock.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 import { rig, rigNotStarted } from "../helpers/rig.ts";
 
 /**
@@ -168,7 +170,9 @@ Deno.test("Estop status follows the inventory: a plan asked for before discovery
 Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_ms + 1 s, and says which did not finish", async () => {
   // `held`: a call on the wire when the e-stop fires, then the ladder's own call, 1400 ms each:
   // the drain barrier behind them needs ~2800 ms, past 1500 + 1000. `busy`: one call of 1000 ms
-  // in flight, inside its bound (but past timeout_ms - 1 s).
+  // in flight, inside its bound (but past timeout_ms - 1 s). Virtual time: the latencies and
+  // every bound run on the test's clock (runUntil), nothing waits in real time.
+  const clock = new ManualClock();
   const r = await rig({
     providers: [
       plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
@@ -176,52 +180,65 @@ Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_m
     ],
     pollingIntervalMs: 60000, // no polls waiting behind the slow calls
     safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
+    clock,
+    host: { files: new MemoryFiles() },
   });
   const rt = r.kernel;
   try {
-    await rt.modes.request("MANUAL");
+    await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
     const inFlight = [
       manualCall(rt, "held", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
       manualCall(rt, "busy", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
     ];
-    await admitted();
-    const result = await rt.estop.trigger("drain bound");
+    await runUntil(
+      clock,
+      "both calls on the wire",
+      () => ["held", "busy"].every((id) => r.provider<FakeProvider>(id).count("call") === 1),
+    );
+    const result = await runToSettle(clock, rt.estop.trigger("drain bound"), "the e-stop");
     assert.deepEqual(result.drain, { complete: false, pending_providers: ["held"] });
-    await Promise.all(inFlight);
+    await runToSettle(clock, Promise.all(inFlight), "the calls");
   } finally {
-    await rt.stop();
+    await runToSettle(clock, rt.stop(), "the stop");
   }
 });
 
 Deno.test("Estop ladder call retries a full queue for up to the provider's timeout_ms + 1 s", async () => {
   // A call on the wire for 1500 ms and 64 queued behind it (the bound): the ladder's call is
   // refused as busy until the queue clears, ~1.5 s later — past 1 s and past timeout_ms - 1 s,
-  // within timeout_ms + 1 s.
-  const files = new SwitchableFiles();
-  const rt = (await rig({
+  // within timeout_ms + 1 s. Virtual time (runUntil): the latency and the retries run on the
+  // test's clock.
+  const clock = new ManualClock();
+  const r = await rig({
     providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
     pollingIntervalMs: 60000, // no polls waiting behind the slow calls
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
-    host: { files },
-  })).kernel;
+    clock,
+    host: { files: new MemoryFiles() },
+  });
+  const rt = r.kernel;
   try {
-    await rt.modes.request("MANUAL");
+    await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
     const flood = Array.from(
       { length: 70 },
       (_, k) =>
         manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
           .then(() => "ok", (e: RuntimeError) => e.code),
     );
-    await onTheWire(files);
-    const result = await rt.estop.trigger("flood");
-    const codes = await Promise.all(flood);
+    await runUntil(
+      clock,
+      "the first call on the wire",
+      () => r.provider<FakeProvider>("plant").count("call") === 1,
+    );
+    const result = await runToSettle(clock, rt.estop.trigger("flood"), "the e-stop");
+    const codes = await runToSettle(clock, Promise.all(flood), "the flood");
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
     assert.deepEqual(result.actions, [
       { device_handle: "plant/plant0", function: "set_fan", success: true },
     ]);
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
   } finally {
-    await rt.stop();
+    await runToSettle(clock, rt.stop(), "the stop");
   }
 });
 
