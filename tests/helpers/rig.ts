@@ -8,7 +8,8 @@
  * tests/helpers/programs.ts: the simulated provider, the plant, the programmable and the read-back
  * provider); a provider whose program is not
  * known, or every provider with `programs: false` (or RUNTIME_TEST_CHILDREN=1 in the environment:
- * a whole test file against real children), runs as a real child process. The clock is the
+ * a whole test file against real children, but for rigs on a ManualClock), runs as a real child
+ * process. The clock is the
  * system's unless a test gives one; in-process providers sleep on it too. With a ManualClock
  * (tests/helpers/clock.ts), start and stop fire the timers that fall due meanwhile without moving
  * time; a test runs virtual time with runUntil (memory journal files: tests/helpers/
@@ -104,7 +105,9 @@ function settle<T>(clock: Clock, p: Promise<T>, what: string): Promise<T> {
  */
 export function rigNotStarted(o: RigOptions = {}): Rig {
   const clock = o.host?.clock ?? o.clock ?? systemClock;
-  const children = o.programs === false || Deno.env.get("RUNTIME_TEST_CHILDREN") === "1";
+  // Virtual time (a ManualClock) needs its providers in-process: a child sleeps in real time.
+  const children = o.programs === false ||
+    (Deno.env.get("RUNTIME_TEST_CHILDREN") === "1" && !(clock instanceof ManualClock));
   const fakes = children
     ? null
     : inProcessSpawn(o.programs ?? TEST_PROGRAMS, { otherwise: spawnProcess, clock });

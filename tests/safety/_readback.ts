@@ -9,6 +9,8 @@ import type { ProviderRegistry } from "../../src/providers/mod.ts";
 import type { StateCache } from "../../src/state/mod.ts";
 import { type DeviceScript, READBACK_MAIN } from "../helpers/readback_program.ts";
 import { rig } from "../helpers/rig.ts";
+import { type ManualClock, runToSettle } from "../helpers/clock.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 
 export type { DeviceScript };
 
@@ -56,11 +58,13 @@ export interface ReadbackFixture {
 /**
  * Starts the providers `make(logFile)` returns (they may share the one log file). The poll loop
  * runs every `pollingIntervalMs` (default 60 s: no cycle within a test, and the priming pass asks
- * for no GetHealth, so a hung read-back holds no poll and stop() waits for none).
+ * for no GetHealth, so a hung read-back holds no poll and stop() waits for none). With a
+ * ManualClock `clock`, the runtime and the providers run on it (virtual time: the test drives it
+ * with runUntil, close() too; journals in memory).
  */
 export async function startReadback(
   make: (logFile: string) => ProviderConfig[],
-  o: { pollingIntervalMs?: number } = {},
+  o: { pollingIntervalMs?: number; clock?: ManualClock } = {},
 ): Promise<ReadbackFixture> {
   const logFile = await Deno.makeTempFile({ prefix: "readback-" });
   let r;
@@ -71,6 +75,7 @@ export async function startReadback(
       // A provider hung on a read-back does not see stdin close: stop() ends it by signal after
       // 60 % of this budget (ProviderSession.terminate).
       runtime: { shutdownTimeoutMs: 500 },
+      ...(o.clock ? { clock: o.clock, host: { files: new MemoryFiles() } } : {}),
     });
   } catch (err) {
     await Deno.remove(logFile);
@@ -83,7 +88,7 @@ export async function startReadback(
     logFile,
     reads: () => Deno.readTextFileSync(logFile).split("\n").filter((l) => l !== ""),
     close: async () => {
-      await r.stop();
+      await (o.clock ? runToSettle(o.clock, r.kernel.stop(), "the stop") : r.stop());
       await Deno.remove(logFile);
     },
   };

@@ -22,7 +22,7 @@ import {
 } from "../../src/safety/mod.ts";
 import { expectation } from "./_fixture.ts";
 import { type DeviceScript, readbackProvider, startReadback } from "./_readback.ts";
-import { withRealTimers } from "../helpers/clock.ts";
+import { ManualClock, runToSettle, withRealTimers } from "../helpers/clock.ts";
 
 const dbl = (v: number): TypedValue => ({ type: "double", double: v });
 const i64 = (v: number | bigint): TypedValue => ({ type: "int64", int64: v });
@@ -363,19 +363,26 @@ Deno.test("verifySafeState reads back again until the value settles, then stops"
   }
 });
 
+/**
+ * One verification against the read-back provider, in virtual time: the runtime, the provider's
+ * delays and the verification's deadline and pauses run on one ManualClock (runToSettle).
+ */
 async function verifyOnce(
   script: Record<string, DeviceScript>,
   expect: SafeStateExpectation[],
   timeoutMs = 300,
 ): Promise<{ v: Verification; reads: string[] }> {
-  const fx = await startReadback((log) => [readbackProvider("rb", script, { logFile: log })]);
+  const clock = new ManualClock();
+  const fx = await startReadback(
+    (log) => [readbackProvider("rb", script, { logFile: log })],
+    { clock },
+  );
   try {
-    const v = await verifySafeState({
-      reads: fx.cache,
-      clock: systemClock,
-      expect,
-      timeoutMs,
-    });
+    const v = await runToSettle(
+      clock,
+      verifySafeState({ reads: fx.cache, clock, expect, timeoutMs }),
+      "the verification",
+    );
     return { v, reads: fx.reads() };
   } finally {
     await fx.close();
@@ -574,18 +581,24 @@ Deno.test("verifySafeState: a provider that hangs during the read-back is report
   // read-back's timeout alone does not mark a provider down: the poll loop's liveness checks
   // (every 100 ms, queued behind the hung read) time out LIVENESS_FAILURE_LIMIT times in a row at
   // its timeout_ms (100), well inside the verification's 1000 ms: the provider is killed and down.
+  // Virtual time (runToSettle).
+  const clock = new ManualClock();
   const fx = await startReadback(() => [
     readbackProvider("rb", { dev0: { signals: { a: "double" }, reads: [{}], then: "hang" } }, {
       timeoutMs: 100,
     }),
-  ], { pollingIntervalMs: 100 });
+  ], { pollingIntervalMs: 100, clock });
   try {
-    const v = await verifySafeState({
-      reads: fx.cache,
-      clock: systemClock,
-      expect: [expectation("rb/dev0/a", { equals: 0 })],
-      timeoutMs: 1000,
-    });
+    const v = await runToSettle(
+      clock,
+      verifySafeState({
+        reads: fx.cache,
+        clock,
+        expect: [expectation("rb/dev0/a", { equals: 0 })],
+        timeoutMs: 1000,
+      }),
+      "the verification",
+    );
     assert.equal(v.outcome, "unreachable");
     assert.deepEqual(v.checks.map((c) => [c.observed, c.reason]), [
       [null, "provider unavailable: rb"],
