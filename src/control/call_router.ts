@@ -365,12 +365,17 @@ export class CallRouter {
   async drain(providerId: string, timeoutMs: number): Promise<boolean> {
     const lock = this.#locks.get(providerId);
     if (!lock) return true;
+    // The bound runs on the router's clock, as every other time of the call path does.
+    const bound = new AbortController();
+    const timer = this.#clock.setTimer(() => bound.abort(), timeoutMs);
     try {
-      const release = await lock.acquire(AbortSignal.timeout(timeoutMs), { unbounded: true });
+      const release = await lock.acquire(bound.signal, { unbounded: true });
       release();
       return true;
     } catch {
       return false; // the bound ran out: the barrier left the queue
+    } finally {
+      this.#clock.clearTimer(timer);
     }
   }
 

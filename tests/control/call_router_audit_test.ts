@@ -1,6 +1,6 @@
 /**
- * CallRouter's audit entries, gate names and call metrics, against a real provider process
- * (tests/safety/_plant_provider.ts, device plant0) and a router of its own with an injected clock
+ * CallRouter's audit entries, gate names and call metrics, against the plant provider (device
+ * plant0, in-process: tests/helpers/rig.ts) and a router of its own with an injected clock
  * (no mode gates: the gates are the test's). Latencies come from the clock, which the test's gates
  * advance: a gate runs once before validation and once more under the provider lock.
  */
@@ -15,8 +15,8 @@ import {
   MAX_QUEUED_CALLS_PER_PROVIDER,
 } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { startRuntime, testLogger } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
 import { d, plantProvider } from "../safety/_fixture.ts";
 import { realClearTimer, realSetTimer } from "../helpers/clock.ts";
 
@@ -49,43 +49,40 @@ interface Fixture {
 }
 
 async function withRouter(body: (f: Fixture) => Promise<void>): Promise<void> {
-  const rt = await startRuntime(testConfig({ providers: [plantProvider("plant")] }));
-  try {
-    const clock = new FakeClock();
-    const entries: AuditDecision[] = [];
-    const router = new CallRouter({
-      registry: rt.registry,
-      cache: rt.cache,
-      log: testLogger(),
-      clock,
-    });
-    router.setAuditSink({ record: (e) => entries.push(e) });
-    await body({
-      rt,
-      router,
-      clock,
-      entries,
-      tick: () => {
-        clock.mono += GATE_STEP_MS;
-        return null;
-      },
-      refuse: (message) => () => {
-        clock.mono += GATE_STEP_MS;
-        return new RuntimeError("FAILED_PRECONDITION", message);
-      },
-      fan: (duty, o = {}) =>
-        router.call({
-          providerId: "plant",
-          deviceId: "plant0",
-          functionId: SET_FAN,
-          args: { duty: d(duty) },
-          origin: o.origin ?? "manual",
-          signal: o.signal,
-        }),
-    });
-  } finally {
-    await rt.stop();
-  }
+  await using r = await rig({ providers: [plantProvider("plant")] });
+  const rt = r.kernel;
+  const clock = new FakeClock();
+  const entries: AuditDecision[] = [];
+  const router = new CallRouter({
+    registry: rt.registry,
+    cache: rt.cache,
+    log: testLogger(),
+    clock,
+  });
+  router.setAuditSink({ record: (e) => entries.push(e) });
+  await body({
+    rt,
+    router,
+    clock,
+    entries,
+    tick: () => {
+      clock.mono += GATE_STEP_MS;
+      return null;
+    },
+    refuse: (message) => () => {
+      clock.mono += GATE_STEP_MS;
+      return new RuntimeError("FAILED_PRECONDITION", message);
+    },
+    fan: (duty, o = {}) =>
+      router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: SET_FAN,
+        args: { duty: d(duty) },
+        origin: o.origin ?? "manual",
+        signal: o.signal,
+      }),
+  });
 }
 
 /** The `CODE: message` of a rejection. */

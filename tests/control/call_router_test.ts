@@ -1,5 +1,6 @@
 /**
- * CallRouter against a real provider process (tests/safety/_plant_provider.ts, device plant0):
+ * CallRouter against the plant provider (tests/helpers/fake_provider.ts plantDevice, device
+ * plant0) served in-process (tests/helpers/rig.ts):
  * what a call answers, the selector rules, the per-provider FIFO lock with its queue bound, a
  * queued call's cancellation, the drain barrier and the availability check.
  */
@@ -7,8 +8,8 @@ import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { MAX_QUEUED_CALLS_PER_PROVIDER } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { startArmed, startRuntime, waitFor } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { type Rig, rig } from "../helpers/rig.ts";
 import { b, d, i, manualCall, plantProvider, readSignal } from "../safety/_fixture.ts";
 
 const SET_HEATER = 1;
@@ -16,16 +17,11 @@ const SET_FAN = 2;
 const READ_STATUS = 3;
 
 async function withPlant(
-  body: (rt: Kernel) => Promise<void>,
+  body: (rt: Kernel, r: Rig) => Promise<void>,
   o: { arm?: boolean } = {},
 ): Promise<void> {
-  const config = testConfig({ providers: [plantProvider("plant")] });
-  const rt = await (o.arm === false ? startRuntime(config) : startArmed(config));
-  try {
-    await body(rt);
-  } finally {
-    await rt.stop();
-  }
+  await using r = await rig({ providers: [plantProvider("plant")], arm: o.arm ?? true });
+  await body(r.kernel, r);
 }
 
 /** `p`, or a rejection naming the bound when it has not settled within `ms`. */
@@ -284,9 +280,9 @@ Deno.test("CallRouter: an abort after the call got the lock neither stops it nor
 });
 
 Deno.test("CallRouter refuses calls to a provider that is down with UNAVAILABLE before the device lookup", async () => {
-  await withPlant(async (rt) => {
+  await withPlant(async (rt, r) => {
     const host = rt.registry.host("plant")!;
-    Deno.kill(host.session!.pid, "SIGKILL");
+    r.kill("plant");
     await waitFor("plant down", () => !host.available);
     for (const deviceId of ["plant0", "plant9"]) {
       await assert.rejects(

@@ -1,27 +1,23 @@
 /**
- * Declared calls against the simulated provider (a real child process): runDeclaredCall through
+ * Declared calls against the simulated provider (in-process, tests/helpers/rig.ts): runDeclaredCall through
  * the runtime's CallRouter, and the start-up preflight validateDeclaredCalls.
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { runDeclaredCall, validateDeclaredCalls } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { startRuntime } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook, inertSim, readSignal } from "../safety/_fixture.ts";
 
 /** A runtime over one inert sim with automation on (so the mode gate refuses actuation in IDLE). */
 async function withRuntime(body: (rt: Kernel) => Promise<void> | void): Promise<void> {
-  const rt = await startRuntime(testConfig({
+  await using r = await rig({
     providers: [inertSim()],
     automation: { enabled: true },
     safety: { present: true },
-  }));
-  try {
-    await body(rt);
-  } finally {
-    await rt.stop();
-  }
+  });
+  await body(r.kernel);
 }
 
 const relay = (rt: Kernel, ch: number) => readSignal(rt, "sim0", "relayio0", `relay_ch${ch}_state`);

@@ -1,10 +1,10 @@
-/** Mode-transition hooks and call gating against the simulated provider (a real child process). */
+/** Mode-transition hooks and call gating against the simulated provider (in-process: rig.ts). */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { validateDeclaredCalls } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { startRuntime } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, hook, i, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
 
@@ -22,7 +22,7 @@ async function withRuntime(
   },
   body: (rt: Kernel) => Promise<void> | void,
 ): Promise<void> {
-  const rt = await startRuntime(testConfig({
+  await using r = await rig({
     providers: [inertSim()],
     automation: {
       enabled: o.automation ?? true,
@@ -30,12 +30,8 @@ async function withRuntime(
       modeTransitionHooks: { beforeTransition: o.before ?? [], afterTransition: o.after ?? [] },
     },
     safety: { present: true },
-  }));
-  try {
-    await body(rt);
-  } finally {
-    await rt.stop();
-  }
+  });
+  await body(r.kernel);
 }
 
 /** Relay changes in the order the cache saw them (it publishes state_update on change only). */

@@ -1,63 +1,42 @@
 import assert from "node:assert/strict";
-import { readPorts } from "../helpers/kernel.ts";
+import { rigNotStarted } from "../helpers/rig.ts";
 import type { DeviceCapabilities, FunctionCategory, FunctionSpec } from "../../src/common/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { type HookConfig, RUNTIME_MODES, type RuntimeMode } from "../../src/config/mod.ts";
 import {
   type CallOrigin,
-  CallRouter,
   type HookFailure,
   isTransitionAllowed,
   ModeManager,
 } from "../../src/control/mod.ts";
-import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
+import { type RuntimeEvent } from "../../src/events/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { withRealTimers } from "../helpers/clock.ts";
 
-/** A mode manager over an empty registry (no processes): hook calls fail with NOT_FOUND. */
+/**
+ * The runtime's mode manager (tests/helpers/rig.ts: the Kernel, not started) over an empty
+ * registry (no processes): hook calls fail with NOT_FOUND. The wall clock stands at NOW_MS.
+ */
 function setup(o: {
   automation?: boolean;
   policy?: "BLOCK" | "OVERRIDE";
   before?: HookConfig[];
   after?: HookConfig[];
 } = {}) {
-  // Log lines at warn and above, kept for the tests that pin a log level (a failed hook call).
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "warn",
-    journald: false,
-    now: () => 0,
-    write: (line) => lines.push(line),
-  });
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([], {
-    spawn: () => {
-      throw new Error("no processes in this test");
-    },
-    clock: systemClock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 100,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
-  const router = new CallRouter({ registry, cache, log, clock: systemClock });
-  const modes = new ModeManager({
-    router,
-    inventory: readPorts(registry).inventory,
-    bus,
+  const r = rigNotStarted({
     clock: withRealTimers({ nowMs: () => NOW_MS, monoMs: () => 0 }),
-    log,
-    automationEnabled: o.automation ?? true,
-    manualGatingPolicy: o.policy ?? "BLOCK",
-    hooks: { beforeTransition: o.before ?? [], afterTransition: o.after ?? [] },
+    // Log lines at warn and above, kept for the tests that pin a log level (a failed hook call).
+    logLevel: "warn",
+    automation: {
+      enabled: o.automation ?? true,
+      manualGatingPolicy: o.policy ?? "BLOCK",
+      modeTransitionHooks: { beforeTransition: o.before ?? [], afterTransition: o.after ?? [] },
+    },
+    // Its own (empty) safe state: the FAULT hooks are not adopted by the e-stop.
+    safety: { present: true },
   });
-  const events: RuntimeEvent[] = [];
-  bus.subscribe((e) => events.push(e.event));
-  return { modes, events, bus, router, lines };
+  const { modes, bus, router } = r.kernel;
+  return { modes, events: r.events, bus, router, lines: r.lines };
 }
 
 /** The wall clock the manager under test reads (event timestamps). */

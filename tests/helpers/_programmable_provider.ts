@@ -23,11 +23,11 @@ import {
   StatusCode,
   type WireRequest,
   type WireResponse,
-  type WireSignalValue,
   type WireValue,
   WireValueType,
 } from "../../src/adpp/mod.ts";
-import type { AnswerProgram, Inventory, Program, Sample } from "./programmable_provider.ts";
+import type { AnswerProgram, Inventory, Program } from "./programmable_provider.ts";
+import { wireSample } from "./_programmable_wire.ts";
 
 const inventory = JSON.parse(Deno.readTextFileSync(Deno.args[0]!)) as Inventory;
 if (inventory.pidFile) Deno.writeTextFileSync(inventory.pidFile, `${Deno.pid}\n`, { append: true });
@@ -40,29 +40,6 @@ const lastRead = new Map<string, string[]>();
 const readPrograms = new Map<string, AnswerProgram>();
 let healthProgram: AnswerProgram = {};
 let healthRequests = 0;
-
-function wireValue(s: Sample): WireValue | undefined {
-  const v: WireValue = s.type !== undefined ? { type: s.type } : {};
-  if (s.double !== undefined) v.double_value = Number(s.double);
-  else if (s.int64 !== undefined) v.int64_value = BigInt(s.int64);
-  else if (s.uint64 !== undefined) v.uint64_value = BigInt(s.uint64);
-  else if (s.bool !== undefined) v.bool_value = s.bool;
-  else if (s.string !== undefined) v.string_value = s.string;
-  else if (s.type === undefined) return undefined;
-  return v;
-}
-
-function wireSample(s: Sample): WireSignalValue {
-  const value = wireValue(s);
-  return {
-    signal_id: s.id,
-    ...(value ? { value } : {}),
-    ...(s.ts !== undefined
-      ? { timestamp: { seconds: Math.floor(s.ts / 1000), nanos: (s.ts % 1000) * 1e6 } }
-      : {}),
-    quality: s.quality ?? 1,
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

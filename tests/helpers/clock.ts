@@ -5,6 +5,7 @@
  * against real processes.
  */
 import type { Clock, TimerId } from "../../src/common/mod.ts";
+import { waitFor } from "./kernel.ts";
 
 /** The host's timers, for a test clock whose time it sets but whose timers run for real. */
 export const realSetTimer = (fn: () => void, ms: number): TimerId => setTimeout(fn, ms);
@@ -155,4 +156,75 @@ export class ManualClock implements Clock {
 /** Lets every queued promise callback run (a few macrotask turns' worth). */
 export async function flushMicrotasks(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+/**
+ * Waits until `done()` holds, firing the manual clock's timers that are due meanwhile without
+ * moving time: for work that takes 0 ms timers on the clock (a spawn's turn in the registry's
+ * queue, a restart without backoff) while real I/O (an in-process provider's answer) completes.
+ */
+export function runDueUntil<T>(
+  clock: ManualClock,
+  what: string,
+  done: () => T | Promise<T>,
+  timeoutMs = 10_000,
+): Promise<NonNullable<T>> {
+  return waitFor(what, () => {
+    clock.advance(0);
+    return done();
+  }, timeoutMs);
+}
+
+/** `p`'s outcome, the clock's due timers fired meanwhile as runDueUntil does. */
+export async function settleOn<T>(clock: ManualClock, p: Promise<T>, what = "a start"): Promise<T> {
+  let settled = false;
+  const watched = p.finally(() => (settled = true));
+  watched.catch(() => {}); // the rejection is for the caller, below
+  await runDueUntil(clock, what, () => settled);
+  return await watched;
+}
+
+/** One turn of the host's event loop: every promise callback queued before it has run. */
+function eventLoopTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** Bound on the timers runUntil fires (a loop that re-arms a timer forever fails, not hangs). */
+export const RUN_UNTIL_MAX_TIMERS = 100_000;
+
+/**
+ * Runs virtual time until `done()` holds: lets the work under way run (a few turns of the host's
+ * event loop) and, when `done()` does not hold yet, fires the clock's next timer, moving time to
+ * its due time. Time moves only when the code under test waits for it, so a run takes no real
+ * time for what takes seconds of virtual time.
+ *
+ * Sound only when every piece of work under test is promise callbacks in this isolate (in-process
+ * providers with their sleeps on this clock, memory journal files): real I/O under way would see
+ * time jump past it. Fails after `realTimeoutMs` of real time without `done()`.
+ */
+export async function runUntil<T>(
+  clock: ManualClock,
+  what: string,
+  done: () => T | Promise<T>,
+  realTimeoutMs = 10_000,
+): Promise<NonNullable<T>> {
+  const deadline = performance.now() + realTimeoutMs;
+  for (let fired = 0;;) {
+    for (let i = 0; i < 3; i++) await eventLoopTurn();
+    const v = await done();
+    if (v) return v as NonNullable<T>;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (clock.fireNext() && ++fired > RUN_UNTIL_MAX_TIMERS) {
+      throw new Error(`${what}: ${RUN_UNTIL_MAX_TIMERS} timers fired and still not done`);
+    }
+  }
+}
+
+/** `p`'s outcome, virtual time run meanwhile as runUntil does. */
+export async function runToSettle<T>(clock: ManualClock, p: Promise<T>, what: string): Promise<T> {
+  let settled = false;
+  const watched = p.finally(() => (settled = true));
+  watched.catch(() => {}); // the rejection is for the caller, below
+  await runUntil(clock, what, () => settled);
+  return await watched;
 }

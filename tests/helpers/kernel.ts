@@ -84,18 +84,22 @@ export function startServing(config: Config, host: Partial<KernelHost> = {}): Pr
   return startRuntime(config, { host: { serve: serveHttp, ...host } });
 }
 
-/** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */
+/**
+ * Polls `check` every `everyMs` (default 20 ms; a cheap synchronous check may poll every turn of
+ * the event loop, 0) until it returns a truthy value or `timeoutMs` passes.
+ */
 export async function waitFor<T>(
   what: string,
   check: () => T | Promise<T>,
   timeoutMs = 10000,
+  everyMs = 20,
 ): Promise<NonNullable<T>> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const v = await check();
     if (v) return v as NonNullable<T>;
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 

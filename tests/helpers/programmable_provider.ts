@@ -1,8 +1,13 @@
 /**
- * The programmable provider (tests/helpers/_programmable_provider.ts, a real child process) and
- * a fixture around it: a ProviderRegistry and a StateCache built directly (no Runtime, no poll
- * loop unless asked), every published event recorded, every log line kept, and a wall clock the
- * test sets (the monotonic clock stays real: supervision and deadlines run on real timers).
+ * The programmable provider and a fixture around it: a ProviderRegistry and a StateCache built
+ * directly (no Runtime, no poll loop unless asked), every published event recorded, every log
+ * line kept, and a wall clock the test sets (the monotonic clock stays real: supervision and
+ * deadlines run on real timers).
+ *
+ * The provider runs as a real child process (tests/helpers/_programmable_provider.ts: raw frames,
+ * requests answered concurrently) or, with `inProcess`, as its in-process twin
+ * (programmableProgram: a FakeProvider answering the same inventory and programs, one request at
+ * a time, served by the SDK); the tests of a process's own behaviour keep the child.
  */
 import type { SpawnFn } from "../../src/common/mod.ts";
 import type { ProviderConfig, RestartPolicyConfig } from "../../src/config/mod.ts";
@@ -12,9 +17,21 @@ import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { WireValueType } from "../../src/adpp/mod.ts";
-import { realClearTimer, realSetTimer } from "./clock.ts";
+import type { DeviceDefinition } from "../../src/provider_sdk/mod.ts";
+import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
+import { type ManualClock, realClearTimer, realSetTimer, settleOn } from "./clock.ts";
+import { type FakeAnswer, FakeProvider } from "./fake_provider.ts";
+import {
+  type InProcessSpawn,
+  inProcessSpawn,
+  type ProgramFactory,
+  type ProgramHost,
+} from "./in_process_provider.ts";
+import { wireSample } from "./_programmable_wire.ts";
 
 const MAIN = new URL("./_programmable_provider.ts", import.meta.url).pathname;
+/** The child's main module: the key of programmableProgram among in-process programs. */
+export const PROGRAMMABLE_MAIN = MAIN;
 
 /** One declared signal: wire value type (0 = unspecified) and poll hint (default 10 Hz). */
 export interface SignalDecl {
@@ -110,6 +127,167 @@ export function dbl(id: string, v: number | string, o: Partial<Sample> = {}): Sa
   return { id, type: T.DOUBLE, double: v, quality: Q.OK, ...o };
 }
 
+/** How an AnswerProgram answers a ReadSignals (the child's applyProgram, then its values). */
+function readAnswer(p: AnswerProgram): FakeAnswer<"read_signals"> {
+  return {
+    ...(p.hang ? { hang: true } : {}),
+    ...(p.delayMs ? { delayMs: p.delayMs } : {}),
+    ...(p.error
+      ? { error: { code: p.error.code, message: p.error.message ?? "programmed error" } }
+      : {}),
+    reply: (req) => ({ device_id: req.device_id!, values: (p.values ?? []).map(wireSample) }),
+  };
+}
+
+/** How an AnswerProgram answers a GetHealth (its devices, else an empty answer). */
+function healthAnswer(p: AnswerProgram): FakeAnswer<"get_health"> {
+  return {
+    ...(p.hang ? { hang: true } : {}),
+    ...(p.delayMs ? { delayMs: p.delayMs } : {}),
+    ...(p.error
+      ? { error: { code: p.error.code, message: p.error.message ?? "programmed error" } }
+      : {}),
+    reply: () => (p.devices ? { devices: [...p.devices] } : {}),
+  };
+}
+
+/** Applies a Program (function 1 of the child) to the in-process programmable provider. */
+export function programFake(fake: FakeProvider, device: string, p: Program): void {
+  if (p.read) fake.answer("read_signals", readAnswer(p.read), p.device ?? device);
+  if (p.health) fake.answer("get_health", healthAnswer(p.health));
+}
+
+/** What function 2 `stats` of the child answers, from the in-process provider's requests. */
+export function fakeStats(
+  fake: FakeProvider,
+  device: string,
+): Awaited<ReturnType<ProgrammableFixture["stats"]>> {
+  const reads = fake.received("read_signals", device);
+  return {
+    reads: reads.length,
+    health: fake.count("get_health"),
+    lastRead: reads.length === 0 ? null : reads[reads.length - 1]!.signal_ids ?? [],
+    hello: fake.received("hello").at(-1) ?? null,
+    waitReady: fake.received("wait_ready").at(-1) ?? null,
+  };
+}
+
+/**
+ * The programmable provider in-process, answering `inventory` as _programmable_provider.ts does:
+ * Hello, WaitReady, ListDevices and DescribeDevice as the inventory says (raw: signals of any
+ * declared type, twice, without a Device message), ReadSignals and GetHealth as programmed, and
+ * functions 1 `program`, 2 `stats` and 3 `exit` (answers, then exits 0); 4 `garbage` is the
+ * child's only. It exits (code 0) as soon as stdin closes, whatever request hangs, as the child
+ * does. Unknown devices are NOT_FOUND (the SDK's message).
+ */
+export function programmableFake(inventory: Inventory, host: ProgramHost): FakeProvider {
+  const list = inventory.list ?? Object.keys(inventory.devices);
+  const str = (v: string) => ({ type: T.STRING, string_value: v });
+  const devices = Object.keys(inventory.devices).map((deviceId): DeviceDefinition => ({
+    deviceId,
+    typeId: "test.programmable",
+    typeVersion: "",
+    label: "",
+    signals: [],
+    functions: [
+      {
+        id: 1,
+        name: "program",
+        category: "READ" as const,
+        precheckArgs: false,
+        args: [{ name: "answer", type: "string" as const, required: false }],
+        handler: (args) => {
+          programFake(
+            fake,
+            deviceId,
+            JSON.parse(args.has("answer") ? args.string("answer") : "{}"),
+          );
+        },
+      },
+      {
+        id: 2,
+        name: "stats",
+        category: "READ" as const,
+        handler: () => {
+          const s = fakeStats(fake, deviceId);
+          return {
+            reads: str(String(s.reads)),
+            health: str(String(s.health)),
+            last_read: str(JSON.stringify(s.lastRead)),
+            hello: str(JSON.stringify(s.hello)),
+            wait_ready: str(JSON.stringify(s.waitReady)),
+          };
+        },
+      },
+      {
+        id: 3,
+        name: "exit",
+        category: "READ" as const,
+        handler: (_args, ctx) => void ctx.afterReply(() => host.exit(0)),
+      },
+    ],
+  }));
+  const fake = new FakeProvider(devices, { host });
+  const h = inventory.hello ?? {};
+  fake.answer("hello", {
+    ...(h.hang ? { hang: true } : {}),
+    ...(h.delayMs ? { delayMs: h.delayMs } : {}),
+    reply: {
+      ...(h.protocol !== null ? { protocol_version: h.protocol ?? ADPP_PROTOCOL_VERSION } : {}),
+      ...(h.name !== null ? { provider_name: h.name ?? "programmable" } : {}),
+      ...(h.version ? { provider_version: h.version } : {}),
+      ...(h.metadata ? { metadata: { ...h.metadata } } : {}),
+    },
+  });
+  const w = inventory.waitReady ?? {};
+  fake.answer("wait_ready", {
+    ...(w.hang ? { hang: true } : {}),
+    ...(w.delayMs ? { delayMs: w.delayMs } : {}),
+    reply: {},
+  });
+  fake.answer("list_devices", {
+    ...(inventory.listDelayMs ? { delayMs: inventory.listDelayMs } : {}),
+    reply: { devices: list.map((device_id) => ({ device_id })) },
+  });
+  for (const [deviceId, dev] of Object.entries(inventory.devices)) {
+    fake.answer("describe_device", {
+      ...(inventory.describeDelayMs ? { delayMs: inventory.describeDelayMs } : {}),
+      ...(inventory.exitOnDescribe === deviceId ? { exit: 4 } : {}),
+      reply: {
+        ...(dev.noDevice ? {} : {
+          device: { device_id: deviceId, type_id: "test.programmable", tags: { ...dev.tags } },
+        }),
+        capabilities: {
+          signals: dev.signals.map((s) => ({
+            signal_id: s.id,
+            name: s.id,
+            value_type: s.type,
+            poll_hint_hz: s.hint ?? 10,
+          })),
+          functions: [
+            { function_id: 1, name: "program", policy: { category: 1 }, args: [] },
+            { function_id: 2, name: "stats", policy: { category: 1 }, args: [] },
+          ],
+        },
+      },
+    }, deviceId);
+    fake.answer(
+      "read_signals",
+      readAnswer({ values: dev.values, delayMs: dev.readDelayMs }),
+      deviceId,
+    );
+  }
+  fake.answer("get_health", healthAnswer({}));
+  for (const line of inventory.stderr ?? []) host.stderr(line);
+  return fake;
+}
+
+/** The in-process program of PROGRAMMABLE_MAIN: the inventory is read from its file at start. */
+export const programmableProgram: ProgramFactory = (host) => ({
+  handler: programmableFake(JSON.parse(Deno.readTextFileSync(host.args[0]!)) as Inventory, host),
+  exitOnStdinEof: true,
+});
+
 /** A provider entry running the programmable provider with the inventory in `file`. */
 export function programmableProvider(
   id: string,
@@ -201,6 +379,13 @@ export interface ProgrammableFixture {
   }>;
   /** Rewrites the inventory file (read by the next process that starts). */
   setInventory(inv: Inventory): Promise<void>;
+  /**
+   * Sends `signal` (default SIGKILL) to the provider's current process (in-process: its fake
+   * process); resolves with that process's pid.
+   */
+  kill(signal?: "SIGTERM" | "SIGKILL"): number;
+  /** The in-process spawn (null for a real child). */
+  readonly fakes: InProcessSpawn | null;
   close(): Promise<void>;
 }
 
@@ -226,6 +411,13 @@ export async function startProgrammable(
     mono?: number;
     /** How provider processes are started (default spawnProcess). */
     spawn?: SpawnFn;
+    /** Runs the provider in-process (programmableProgram) instead of as a child. */
+    inProcess?: boolean;
+    /**
+     * Time and every timer of the registry and the cache (not the TestClock `clock`): nothing
+     * time-driven happens unless the test moves it. Start and close fire its due timers.
+     */
+    manual?: ManualClock;
   } = {},
 ): Promise<ProgrammableFixture> {
   const inventoryFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
@@ -243,9 +435,11 @@ export async function startProgrammable(
   const clock = new TestClock();
   if (o.mono !== undefined) clock.mono = o.mono;
   const cfg = programmableProvider("p0", inventoryFile, o);
+  const fakes = o.inProcess ? inProcessSpawn({ [MAIN]: programmableProgram }) : null;
+  const runtimeClock = o.manual ?? clock;
   const registry = new ProviderRegistry([cfg], {
-    spawn: o.spawn ?? spawnProcess,
-    clock,
+    spawn: fakes?.spawn ?? o.spawn ?? spawnProcess,
+    clock: runtimeClock,
     log,
     bus,
     cwd: Deno.cwd(),
@@ -254,7 +448,7 @@ export async function startProgrammable(
   const cache = new StateCache({
     registry,
     bus,
-    clock,
+    clock: runtimeClock,
     log,
     intervalMs: o.intervalMs ?? 60_000,
     ...(o.staleness ? { staleness: o.staleness } : {}),
@@ -263,14 +457,15 @@ export async function startProgrammable(
       : {}),
   });
   const host = registry.host("p0")!;
+  const settle = <T>(p: Promise<T>) => o.manual ? settleOn(o.manual, p) : p;
   const close = async () => {
-    await cache.stop();
-    await registry.stopAll(1000);
+    await settle(cache.stop());
+    await settle(registry.stopAll(1000));
     await Deno.remove(inventoryFile).catch(() => {});
   };
   try {
-    await registry.startAll(30_000, 1000);
-    if (o.poll) await cache.start();
+    await settle(registry.startAll(30_000, 1000));
+    if (o.poll) await settle(cache.start());
   } catch (err) {
     await close();
     throw err;
@@ -283,6 +478,13 @@ export async function startProgrammable(
         Object.entries(args).map(([k, v]) => [k, { type: T.STRING, string_value: v }]),
       ),
     });
+  /** The in-process provider of the current session. */
+  const fake = () => {
+    const pid = host.session?.pid;
+    const handler = pid === undefined ? undefined : fakes!.process(pid)?.handler;
+    if (!(handler instanceof FakeProvider)) throw new Error("p0 is not running");
+    return handler;
+  };
   return {
     registry,
     host,
@@ -291,10 +493,13 @@ export async function startProgrammable(
     events,
     lines,
     inventoryFile,
+    fakes,
     async program(device, p) {
+      if (fakes) return programFake(fake(), device, p);
       await call(device, 1, { answer: JSON.stringify(p) });
     },
     async stats(device) {
+      if (fakes) return await Promise.resolve(fakeStats(fake(), device));
       const r = (await call(device, 2)).results ?? {};
       return {
         reads: Number(r.reads?.string_value),
@@ -306,6 +511,12 @@ export async function startProgrammable(
     },
     async setInventory(inv) {
       await Deno.writeTextFile(inventoryFile, JSON.stringify(inv));
+    },
+    kill(signal = "SIGKILL") {
+      const pid = host.session!.pid;
+      if (fakes) fakes.process(pid)!.kill(signal);
+      else Deno.kill(pid, signal);
+      return pid;
     },
     close,
   };

@@ -1,23 +1,18 @@
 /**
- * Runs tests/safety/_readback_provider.ts as real child processes under a bare ProviderRegistry
- * (no state cache, so nothing polls: every ReadSignals the provider sees is a read-back).
+ * Runs the scripted read-back provider (tests/safety/_readback_provider.ts; in-process by
+ * default: tests/helpers/readback_program.ts) under the rig's runtime (tests/helpers/rig.ts). Its
+ * signals declare no poll hint, so nothing polls them: every ReadSignals the provider sees is a
+ * read-back.
  */
 import type { ProviderConfig } from "../../src/config/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import type { ProviderRegistry } from "../../src/providers/mod.ts";
+import type { StateCache } from "../../src/state/mod.ts";
+import { type DeviceScript, READBACK_MAIN } from "../helpers/readback_program.ts";
+import { rig } from "../helpers/rig.ts";
+import { type ManualClock, runToSettle } from "../helpers/clock.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 
-const READBACK_MAIN = new URL("./_readback_provider.ts", import.meta.url).pathname;
-
-/** One device of the scripted provider (see _readback_provider.ts). */
-export interface DeviceScript {
-  signals: Record<string, "bool" | "double" | "int64" | "uint64" | "string">;
-  reads: Array<Record<string, { v?: boolean | number | string; q?: string }>>;
-  then?: "repeat" | "hang" | "fail";
-  delayMs?: number;
-  actuate?: "ok" | "unavailable";
-}
+export type { DeviceScript };
 
 /** A provider entry running the scripted read-back provider. */
 export function readbackProvider(
@@ -49,40 +44,51 @@ export function readbackProvider(
   };
 }
 
-/** A started registry of the given providers; `close()` stops them and removes the log file. */
+/** A started runtime over the given providers; `close()` stops it and removes the log file. */
 export interface ReadbackFixture {
   readonly registry: ProviderRegistry;
+  /** The runtime's fresh-read port (the state cache). */
+  readonly cache: StateCache;
   /** The ReadSignals each provider received, one `<device> <signal ids>` line each. */
   reads(): string[];
   readonly logFile: string;
   close(): Promise<void>;
 }
 
-/** Starts the providers `make(logFile)` returns (they may share the one log file). */
+/**
+ * Starts the providers `make(logFile)` returns (they may share the one log file). The poll loop
+ * runs every `pollingIntervalMs` (default 60 s: no cycle within a test, and the priming pass asks
+ * for no GetHealth, so a hung read-back holds no poll and stop() waits for none). With a
+ * ManualClock `clock`, the runtime and the providers run on it (virtual time: the test drives it
+ * with runUntil, close() too; journals in memory).
+ */
 export async function startReadback(
   make: (logFile: string) => ProviderConfig[],
+  o: { pollingIntervalMs?: number; clock?: ManualClock } = {},
 ): Promise<ReadbackFixture> {
   const logFile = await Deno.makeTempFile({ prefix: "readback-" });
-  const registry = new ProviderRegistry(make(logFile), {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log: testLogger(),
-    bus: new EventBus(),
-    cwd: ".",
-    shutdownTimeoutMs: 2000,
-  });
+  let r;
   try {
-    await registry.startAll(20000, 2000);
+    r = await rig({
+      providers: make(logFile),
+      pollingIntervalMs: o.pollingIntervalMs ?? 60_000,
+      // A provider hung on a read-back does not see stdin close: stop() ends it by signal after
+      // 60 % of this budget (ProviderSession.terminate).
+      runtime: { shutdownTimeoutMs: 500 },
+      ...(o.clock ? { clock: o.clock, host: { files: new MemoryFiles() } } : {}),
+    });
   } catch (err) {
     await Deno.remove(logFile);
     throw err;
   }
+  const { registry, cache } = r.kernel;
   return {
     registry,
+    cache,
     logFile,
     reads: () => Deno.readTextFileSync(logFile).split("\n").filter((l) => l !== ""),
     close: async () => {
-      await registry.stopAll(2000);
+      await (o.clock ? runToSettle(o.clock, r.kernel.stop(), "the stop") : r.stop());
       await Deno.remove(logFile);
     },
   };

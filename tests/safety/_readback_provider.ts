@@ -97,8 +97,15 @@ function fail(id: number | bigint | undefined, code: number, message: string): W
   return { request_id: id, status: { code, message } } as WireResponse;
 }
 
-/** Never settles: the provider serves one request at a time, so it hangs from here on. */
-const never = new Promise<WireResponse>(() => {});
+/**
+ * Never settles: the provider serves one request at a time, so it hangs from here on. The timer
+ * keeps the process alive (a pending promise alone does not: Deno would exit with "Top-level
+ * await promise never resolved", code 1, and the hang would be a crash).
+ */
+function never(): Promise<WireResponse> {
+  setInterval(() => {}, 1 << 30);
+  return new Promise<WireResponse>(() => {});
+}
 
 async function answer(req: WireRequest): Promise<WireResponse> {
   const id = req.request_id;
@@ -160,7 +167,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     if (dev.delayMs) await new Promise((r) => setTimeout(r, dev.delayMs));
     const n = readCount.get(deviceId) ?? 0;
     readCount.set(deviceId, n + 1);
-    if (n >= dev.reads.length && dev.then === "hang") return never;
+    if (n >= dev.reads.length && dev.then === "hang") return never();
     if (n >= dev.reads.length && dev.then === "fail") {
       return fail(id, StatusCode.UNAVAILABLE, "scripted read failure");
     }

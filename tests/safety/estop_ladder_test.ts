@@ -1,23 +1,25 @@
 /**
- * The e-stop ladder against real provider processes: every call attempted and each failure
- * reported at once (never retried into the provider's timeout), the plan as status shows it,
- * the bounded drain of in-flight calls, and the bounded retry of a call refused because its
- * provider's queue is full.
+ * The e-stop ladder against providers served in-process (the plant, the read-back provider;
+ * tests/helpers/rig.ts): every call attempted and each failure reported at once (never retried
+ * into the provider's timeout), the plan as status shows it, the bounded drain of in-flight
+ * calls, and the bounded retry of a call refused because its provider's queue is full. The two
+ * tests of an e-stop without a mode manager build their router and e-stop by hand over the rig's
+ * providers and read ports (the Kernel's router has the mode gate, which would refuse first).
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { type AuditDecision, CallRouter } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { type ProviderHost } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
-import { newKernel, readPorts, startRuntime, testLogger, waitFor } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
-import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
-import { withRealTimers } from "../helpers/clock.ts";
+import { ManualClock, runToSettle, runUntil, withRealTimers } from "../helpers/clock.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { rig, rigNotStarted } from "../helpers/rig.ts";
 
 /**
  * Lets calls just made pass the router's gate re-check under the provider lock (the admission
@@ -31,10 +33,10 @@ function admitted(): Promise<void> {
  * Until the first actuating call's decision is in the audit journal (the write-ahead the call
  * waits for), and one more turn: the call is then on the wire, holding its provider.
  */
-async function onTheWire(files: SwitchableFiles, calls = 1): Promise<void> {
+async function onTheWire(files: SwitchableFiles): Promise<void> {
   await waitFor(
-    calls === 1 ? "the first call's decision journaled" : `${calls} calls' decisions journaled`,
-    () => files.appended.join("\n").split('"intent"').length - 1 >= calls,
+    "the first call's decision journaled",
+    () => files.appended.some((line) => line.includes('"intent"')),
   );
   await admitted();
 }
@@ -44,7 +46,7 @@ const FAILS_AT_ONCE_BOUND_MS = 2500;
 
 Deno.test("Estop attempts every ladder call and reports each failure at once, in plan order", async () => {
   const logFile = await Deno.makeTempFile({ prefix: "estop-ladder-" });
-  const rt = await startRuntime(testConfig({
+  const r = await rig({
     providers: [
       plantProvider("plant"),
       readbackProvider("rb", {
@@ -64,7 +66,8 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
       ],
       expect: [expectation("rb/dev0/out", { equals: false })],
     },
-  }));
+  });
+  const rt = r.kernel;
   try {
     await rt.registry.host("gone")!.stop(2000);
     assert.equal(rt.registry.host("gone")!.available, false);
@@ -143,13 +146,10 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
 });
 
 Deno.test("Estop status follows the inventory: a plan asked for before discovery is not kept", async () => {
-  const rt = newKernel(
-    testConfig({
-      providers: [plantProvider("plant")],
-      safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
-    }),
-    {},
-  );
+  const rt = rigNotStarted({
+    providers: [plantProvider("plant")],
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: 0 })] },
+  }).kernel;
   try {
     const early = rt.estop.status();
     assert.equal(early.uncovered_actuating_functions, 0, "no devices known yet");
@@ -170,66 +170,75 @@ Deno.test("Estop status follows the inventory: a plan asked for before discovery
 Deno.test("Estop drain waits for in-flight calls up to each provider's timeout_ms + 1 s, and says which did not finish", async () => {
   // `held`: a call on the wire when the e-stop fires, then the ladder's own call, 1400 ms each:
   // the drain barrier behind them needs ~2800 ms, past 1500 + 1000. `busy`: one call of 1000 ms
-  // in flight, inside its bound (but past timeout_ms - 1 s).
-  const files = new SwitchableFiles();
-  const rt = await startRuntime(
-    testConfig({
-      providers: [
-        plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
-        plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
-      ],
-      pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-      safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
-    }),
-    { host: { files } },
-  );
+  // in flight, inside its bound (but past timeout_ms - 1 s). Virtual time: the latencies and
+  // every bound run on the test's clock (runUntil), nothing waits in real time.
+  const clock = new ManualClock();
+  const r = await rig({
+    providers: [
+      plantProvider("held", { latencyMs: 1400, timeoutMs: 1500 }),
+      plantProvider("busy", { latencyMs: 1000, timeoutMs: 1500 }),
+    ],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    safety: { hooks: [call("held/plant0", "set_fan", { duty: { double: 0 } })] },
+    clock,
+    host: { files: new MemoryFiles() },
+  });
+  const rt = r.kernel;
   try {
-    await rt.modes.request("MANUAL");
+    await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
     const inFlight = [
       manualCall(rt, "held", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
       manualCall(rt, "busy", "plant0", 2, { duty: d(0.5) }).catch((e: RuntimeError) => e.code),
     ];
-    // Under load one turn is not enough for both write-aheads: wait until both are on the wire.
-    await onTheWire(files, 2);
-    const result = await rt.estop.trigger("drain bound");
+    await runUntil(
+      clock,
+      "both calls on the wire",
+      () => ["held", "busy"].every((id) => r.provider<FakeProvider>(id).count("call") === 1),
+    );
+    const result = await runToSettle(clock, rt.estop.trigger("drain bound"), "the e-stop");
     assert.deepEqual(result.drain, { complete: false, pending_providers: ["held"] });
-    await Promise.all(inFlight);
+    await runToSettle(clock, Promise.all(inFlight), "the calls");
   } finally {
-    await rt.stop();
+    await runToSettle(clock, rt.stop(), "the stop");
   }
 });
 
 Deno.test("Estop ladder call retries a full queue for up to the provider's timeout_ms + 1 s", async () => {
   // A call on the wire for 1500 ms and 64 queued behind it (the bound): the ladder's call is
   // refused as busy until the queue clears, ~1.5 s later — past 1 s and past timeout_ms - 1 s,
-  // within timeout_ms + 1 s.
-  const files = new SwitchableFiles();
-  const rt = await startRuntime(
-    testConfig({
-      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
-      pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
-    }),
-    { host: { files } },
-  );
+  // within timeout_ms + 1 s. Virtual time (runUntil): the latency and the retries run on the
+  // test's clock.
+  const clock = new ManualClock();
+  const r = await rig({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    clock,
+    host: { files: new MemoryFiles() },
+  });
+  const rt = r.kernel;
   try {
-    await rt.modes.request("MANUAL");
+    await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
     const flood = Array.from(
       { length: 70 },
       (_, k) =>
         manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
           .then(() => "ok", (e: RuntimeError) => e.code),
     );
-    await onTheWire(files);
-    const result = await rt.estop.trigger("flood");
-    const codes = await Promise.all(flood);
+    await runUntil(
+      clock,
+      "the first call on the wire",
+      () => r.provider<FakeProvider>("plant").count("call") === 1,
+    );
+    const result = await runToSettle(clock, rt.estop.trigger("flood"), "the e-stop");
+    const codes = await runToSettle(clock, Promise.all(flood), "the flood");
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
     assert.deepEqual(result.actions, [
       { device_handle: "plant/plant0", function: "set_fan", success: true },
     ]);
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
   } finally {
-    await rt.stop();
+    await runToSettle(clock, rt.stop(), "the stop");
   }
 });
 
@@ -242,14 +251,13 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     monoMs: () => performance.now() + offsetMs,
   });
   const files = new SwitchableFiles();
-  const rt = newKernel(
-    testConfig({
-      providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
-      pollingIntervalMs: 60000,
-      safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
-    }),
-    { clock, files },
-  );
+  const rt = rigNotStarted({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000,
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    clock,
+    host: { files },
+  }).kernel;
   try {
     await rt.start();
     await rt.modes.request("MANUAL");
@@ -278,10 +286,11 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
 });
 
 Deno.test("Estop zero rung: status shows the calls with their arguments, a trigger makes them", async () => {
-  const rt = await startRuntime(testConfig({
+  const r = await rig({
     providers: [plantProvider("plant")],
     safety: { zeroIsSafe: true },
-  }));
+  });
+  const rt = r.kernel;
   try {
     assert.deepEqual(rt.estop.status().plan, {
       rung: "zero",
@@ -318,21 +327,15 @@ Deno.test("Estop zero rung: status shows the calls with their arguments, a trigg
 });
 
 Deno.test("Estop latch alone (no mode manager) refuses actuating calls through the router", async () => {
+  // The runtime's providers and read ports; a router of its own with no gate but this e-stop's.
+  await using r = await rig({ providers: [plantProvider("plant")], pollingIntervalMs: 60000 });
+  const { registry, cache, inventory } = r.kernel;
   const log = testLogger();
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([plantProvider("plant")], {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 2000,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
   const router = new CallRouter({ registry, cache, log, clock: systemClock });
   const estop = new Estop({
     router,
-    ...readPorts(registry),
+    inventory,
+    reads: cache,
     clock: systemClock,
     log,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
@@ -345,35 +348,36 @@ Deno.test("Estop latch alone (no mode manager) refuses actuating calls through t
       args: { enabled: b(true) },
       origin: "manual",
     });
-  try {
-    await registry.startAll(20000, 2000);
-    await heaterOn();
-    await estop.trigger("latch only");
-    await assert.rejects(heaterOn(), (e: RuntimeError) => {
-      assert.equal(e.code, "FAILED_PRECONDITION");
-      assert.equal(
-        e.message,
-        "E-stop latched: actuating call plant/plant0 set_heater refused; release the latch " +
-          "(POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)",
-      );
-      return true;
-    });
-    // A read-only call passes the latch.
-    await router.call({
-      providerId: "plant",
-      deviceId: "plant0",
-      functionId: 3,
-      args: {},
-      origin: "manual",
-    });
-    estop.clear();
-    await heaterOn();
-  } finally {
-    await registry.stopAll(2000);
-  }
+  await heaterOn();
+  await estop.trigger("latch only");
+  await assert.rejects(heaterOn(), (e: RuntimeError) => {
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.equal(
+      e.message,
+      "E-stop latched: actuating call plant/plant0 set_heater refused; release the latch " +
+        "(POST /v0/estop/clear), then re-arm (POST /v0/mode MANUAL)",
+    );
+    return true;
+  });
+  // A read-only call passes the latch.
+  await router.call({
+    providerId: "plant",
+    deviceId: "plant0",
+    functionId: 3,
+    args: {},
+    origin: "manual",
+  });
+  estop.clear();
+  await heaterOn();
 });
 
 Deno.test("Estop with two providers: the latch refuses as gate 'estop', a removed provider leaves the plan", async () => {
+  // The runtime's providers and read ports; a router of its own with no gate but this e-stop's.
+  await using r = await rig({
+    providers: [plantProvider("plant"), plantProvider("other")],
+    pollingIntervalMs: 60000,
+  });
+  const { registry, cache, inventory } = r.kernel;
   const lines: string[] = [];
   const log = new LineLogger({
     level: "info",
@@ -381,16 +385,6 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
     now: () => Date.now(),
     write: (line) => lines.push(line),
   });
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([plantProvider("plant"), plantProvider("other")], {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 2000,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60000 });
   const audit: AuditDecision[] = [];
   const router = new CallRouter({
     registry,
@@ -401,14 +395,14 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
   });
   const estop = new Estop({
     router,
-    ...readPorts(registry),
+    inventory,
+    reads: cache,
     clock: systemClock,
     log,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: true, expect: [], verifyTimeoutMs: 100 },
   });
   let removed: ProviderHost | undefined;
   try {
-    await registry.startAll(20000, 2000);
     estop.logPlan("start-up");
     await estop.trigger("two providers");
     await assert.rejects(
@@ -436,6 +430,5 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
     );
   } finally {
     await removed?.stop(2000);
-    await registry.stopAll(2000);
   }
 });

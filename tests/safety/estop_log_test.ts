@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { newKernel, waitFor } from "../helpers/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { type Rig, rig } from "../helpers/rig.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";
 
@@ -21,26 +21,19 @@ interface Line {
 
 const LEVEL: Record<string, Line["level"]> = { "6": "info", "4": "warn", "3": "error" };
 
-/** A runtime whose e-stop log lines (scope `estop`) are kept, at info and above. */
-async function start(config: Config): Promise<{ rt: Kernel; lines: Line[] }> {
+/** A runtime (providers in-process) whose e-stop log lines (scope `estop`) are kept, at info and above. */
+async function start(config: Config): Promise<{ rt: Kernel; lines: Line[]; r: Rig }> {
   const lines: Line[] = [];
-  const log = new LineLogger({
-    level: "info",
+  const r = await rig({
+    config,
+    logLevel: "info",
     journald: true,
-    now: () => Date.now(),
-    write: (line) => {
+    onLine: (line) => {
       const m = /^<(\d)>\[estop\] (.*)$/.exec(line);
       if (m) lines.push({ level: (LEVEL[m[1]!])!, text: m[2]! });
     },
   });
-  const rt = newKernel(config, { log });
-  try {
-    await rt.start();
-  } catch (err) {
-    await rt.stop();
-    throw err;
-  }
-  return { rt, lines };
+  return { rt: r.kernel, lines, r };
 }
 
 const at = (lines: Line[], level: Line["level"]) =>
@@ -109,7 +102,7 @@ Deno.test("Estop logs a none rung and the actuating devices nothing verifies", a
 Deno.test("Estop logs its plan again when a provider's inventory changes, not after a restart that changed nothing", async () => {
   const dir = await Deno.makeTempDir({ prefix: "estop-log-" });
   // The first process of `plant` declares only its READ function, every later one two ACTUATE.
-  const { rt, lines } = await start(testConfig({
+  const { rt, lines, r } = await start(testConfig({
     providers: [
       plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 }),
       inertSim("sim0", { restart: { backoffMs: [50] } }),
@@ -123,8 +116,7 @@ Deno.test("Estop logs its plan again when a provider's inventory changes, not af
   }
   const restart = async (id: string) => {
     const host = rt.registry.host(id)!;
-    const pid = host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
+    const pid = r.kill(id);
     await waitFor(`${id} restarted`, () => host.available && host.session!.pid !== pid);
   };
   try {

@@ -6,14 +6,13 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
-import { startRuntime } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { rig } from "../helpers/rig.ts";
 import { call, expectation } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
 
 Deno.test("Estop triggered again while its ladder runs answers both, runs the ladder again after the first, keeps the first cause", async () => {
   const logFile = await Deno.makeTempFile({ prefix: "estop-overlap-" });
-  const rt = await startRuntime(testConfig({
+  const rt = (await rig({
     providers: [
       readbackProvider("rb", {
         dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "ok" },
@@ -23,7 +22,7 @@ Deno.test("Estop triggered again while its ladder runs answers both, runs the la
       hooks: [call("rb/dev0", "set_output")],
       expect: [expectation("rb/dev0/out", { equals: false })],
     },
-  }));
+  })).kernel;
   const events: RuntimeEvent[] = [];
   const unsubscribe = rt.bus.subscribe((e) => events.push(e.event));
   try {

@@ -1,78 +1,51 @@
 /**
- * The e-stop latch, its events, its status and its answer, with the real router, mode manager
- * and event bus over a registry without providers (no processes): what happens synchronously
+ * The e-stop latch, its events, its status and its answer, with the runtime's router, mode
+ * manager and event bus (the Kernel, not started) over a registry without providers (no processes): what happens synchronously
  * on a trigger, what a clear does, the arm check, the gate's refusal, the FAULT hooks' failures
  * in the answer, and the warning texts. The ladder against real providers: estop_ladder_test.ts.
  */
-import { readPorts, waitFor } from "../helpers/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
 import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
-import { CallRouter, ModeManager } from "../../src/control/mod.ts";
-import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
 import {
-  Estop,
   NO_SAFE_STATE_WARNING,
   type SafeStateConfig,
   uncoveredWarning,
 } from "../../src/safety/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
 import { call, hook } from "./_fixture.ts";
 import { ManualClock } from "../helpers/clock.ts";
+import { rigNotStarted } from "../helpers/rig.ts";
 
 /** Wall clock fixed at a known instant (the e-stop stamps its events and latch with it). */
 const NOW_MS = 1_767_000_000_123;
 
+/**
+ * The runtime's e-stop and mode manager (tests/helpers/rig.ts: the Kernel, not started) over a
+ * registry without providers, on a clock whose time stands still unless a test sets it.
+ */
 function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> } = {}) {
   /** The e-stop's own warn and error lines (journald form: `<N>[estop] text`). */
   const logLines: string[] = [];
-  const log = new LineLogger({
-    level: "warn",
+  // The wall clock is set by hand (clock.wall); nothing here waits for time.
+  const clock = new ManualClock(1_000, NOW_MS);
+  const r = rigNotStarted({
+    clock,
+    logLevel: "warn",
     journald: true,
-    now: () => NOW_MS,
-    write: (line) => {
+    onLine: (line) => {
       const m = /^<\d>\[estop\] (.*)$/.exec(line);
       if (m) logLines.push(m[1]!);
     },
-  });
-  const bus = new EventBus();
-  // The wall clock is set by hand (clock.wall); nothing here waits for time.
-  const clock = new ManualClock(1_000, NOW_MS);
-  const registry = new ProviderRegistry([], {
-    spawn: () => {
-      throw new Error("no processes in this test");
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: { beforeTransition: [], afterTransition: o.hooks ?? [] },
     },
-    clock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 100,
+    safety: { present: true, ...o.safeState },
   });
-  const cache = new StateCache({ registry, bus, clock, log, intervalMs: 100 });
-  const router = new CallRouter({ registry, cache, log, clock });
-  const modes = new ModeManager({
-    router,
-    inventory: readPorts(registry).inventory,
-    bus,
-    clock,
-    log,
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition: [], afterTransition: o.hooks ?? [] },
-  });
-  const safeState: SafeStateConfig = {
-    hooks: [],
-    setpoints: [],
-    zeroIsSafe: false,
-    expect: [],
-    verifyTimeoutMs: 2000,
-    ...o.safeState,
-  };
-  const estop = new Estop({ router, ...readPorts(registry), clock, log, safeState, modes, bus });
-  const events: RuntimeEvent[] = [];
-  bus.subscribe((e) => events.push(e.event));
+  const { estop, modes } = r.kernel;
+  const events = r.events;
   const estopEvents = () =>
     events.filter((e) => e.kind === "estop_change" || e.kind === "estop_verification");
   return { estop, modes, clock, events, estopEvents, logLines };

@@ -8,10 +8,6 @@ import type {
   ValueType,
 } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { CallRouter } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
 import {
   effectiveSafeState,
   Estop,
@@ -25,8 +21,8 @@ import {
   type SafeStateConfig,
   zeroArgSets,
 } from "../../src/safety/mod.ts";
-import { Inventory, StateCache } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { rigNotStarted } from "../helpers/rig.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook } from "./_fixture.ts";
 
@@ -336,27 +332,18 @@ for (const row of LATCH) {
   });
 }
 
+/**
+ * An e-stop without a mode manager (nothing commits FAULT) and without a safe state, over the
+ * runtime's router and read ports (tests/helpers/rig.ts: the Kernel, not started, no providers).
+ */
 function estopWithoutDevices() {
-  const log = testLogger();
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([], {
-    spawn: () => {
-      throw new Error("no processes in this test");
-    },
-    clock: systemClock,
-    log,
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 100,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 100 });
-  const router = new CallRouter({ registry, cache, log, clock: systemClock });
+  const { router, inventory, cache, host } = rigNotStarted().kernel;
   return new Estop({
     router,
-    inventory: new Inventory(registry),
+    inventory,
     reads: cache,
-    clock: systemClock,
-    log,
+    clock: host.clock,
+    log: testLogger(),
     safeState: NO_SAFETY,
   });
 }

@@ -1,10 +1,9 @@
 /**
  * Read-back verification of the safe state (src/safety/verify.ts): how a value is judged against
  * an expectation, which devices and expectations are reported at start-up, and how
- * verifySafeState reads back fresh from real provider processes (the scripted read-back provider)
- * until every expectation holds or the timeout passes.
+ * verifySafeState reads back fresh through the runtime's state cache from the scripted read-back
+ * provider (in-process) until every expectation holds or the timeout passes.
  */
-import { readPorts } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
 import type {
   DeviceCapabilities,
@@ -23,7 +22,7 @@ import {
 } from "../../src/safety/mod.ts";
 import { expectation } from "./_fixture.ts";
 import { type DeviceScript, readbackProvider, startReadback } from "./_readback.ts";
-import { withRealTimers } from "../helpers/clock.ts";
+import { ManualClock, runToSettle, withRealTimers } from "../helpers/clock.ts";
 
 const dbl = (v: number): TypedValue => ({ type: "double", double: v });
 const i64 = (v: number | bigint): TypedValue => ({ type: "int64", int64: v });
@@ -238,7 +237,7 @@ Deno.test("verifySafeState with nothing expected is unverifiable and reads nothi
   ]);
   try {
     const v = await verifySafeState({
-      reads: readPorts(fx.registry).reads,
+      reads: fx.cache,
       clock: systemClock,
       expect: [],
       timeoutMs: 1000,
@@ -276,7 +275,7 @@ Deno.test("verifySafeState reads each device once when its checks hold, all its 
     ];
     const before = performance.now();
     const v = await verifySafeState({
-      reads: readPorts(fx.registry).reads,
+      reads: fx.cache,
       clock: fractionalClock,
       expect,
       timeoutMs: 5000,
@@ -348,7 +347,7 @@ Deno.test("verifySafeState reads back again until the value settles, then stops"
   const fx = await startReadback((log) => [readbackProvider("rb", script, { logFile: log })]);
   try {
     const v = await verifySafeState({
-      reads: readPorts(fx.registry).reads,
+      reads: fx.cache,
       clock: systemClock,
       expect: [expectation("rb/fan/rpm", { min: -1, max: 1 })],
       timeoutMs: 5000,
@@ -364,19 +363,26 @@ Deno.test("verifySafeState reads back again until the value settles, then stops"
   }
 });
 
+/**
+ * One verification against the read-back provider, in virtual time: the runtime, the provider's
+ * delays and the verification's deadline and pauses run on one ManualClock (runToSettle).
+ */
 async function verifyOnce(
   script: Record<string, DeviceScript>,
   expect: SafeStateExpectation[],
   timeoutMs = 300,
 ): Promise<{ v: Verification; reads: string[] }> {
-  const fx = await startReadback((log) => [readbackProvider("rb", script, { logFile: log })]);
+  const clock = new ManualClock();
+  const fx = await startReadback(
+    (log) => [readbackProvider("rb", script, { logFile: log })],
+    { clock },
+  );
   try {
-    const v = await verifySafeState({
-      reads: readPorts(fx.registry).reads,
-      clock: systemClock,
-      expect,
-      timeoutMs,
-    });
+    const v = await runToSettle(
+      clock,
+      verifySafeState({ reads: fx.cache, clock, expect, timeoutMs }),
+      "the verification",
+    );
     return { v, reads: fx.reads() };
   } finally {
     await fx.close();
@@ -548,7 +554,7 @@ Deno.test("verifySafeState names an unknown provider, an unknown device and a pr
   try {
     await fx.registry.host("down")!.stop(2000);
     const v = await verifySafeState({
-      reads: readPorts(fx.registry).reads,
+      reads: fx.cache,
       clock: systemClock,
       expect: [
         expectation("nope/dev0/a", { equals: 0 }, 0),
@@ -571,20 +577,28 @@ Deno.test("verifySafeState names an unknown provider, an unknown device and a pr
 });
 
 Deno.test("verifySafeState: a provider that hangs during the read-back is reported down", async () => {
-  // The first read-back does not return the signal; the provider never answers again, and its
-  // timeout_ms (100) is well inside the verification's 1000 ms: the timeout marks it down.
+  // The first read-back does not return the signal; the provider never answers again. A
+  // read-back's timeout alone does not mark a provider down: the poll loop's liveness checks
+  // (every 100 ms, queued behind the hung read) time out LIVENESS_FAILURE_LIMIT times in a row at
+  // its timeout_ms (100), well inside the verification's 1000 ms: the provider is killed and down.
+  // Virtual time (runToSettle).
+  const clock = new ManualClock();
   const fx = await startReadback(() => [
     readbackProvider("rb", { dev0: { signals: { a: "double" }, reads: [{}], then: "hang" } }, {
       timeoutMs: 100,
     }),
-  ]);
+  ], { pollingIntervalMs: 100, clock });
   try {
-    const v = await verifySafeState({
-      reads: readPorts(fx.registry).reads,
-      clock: systemClock,
-      expect: [expectation("rb/dev0/a", { equals: 0 })],
-      timeoutMs: 1000,
-    });
+    const v = await runToSettle(
+      clock,
+      verifySafeState({
+        reads: fx.cache,
+        clock,
+        expect: [expectation("rb/dev0/a", { equals: 0 })],
+        timeoutMs: 1000,
+      }),
+      "the verification",
+    );
     assert.equal(v.outcome, "unreachable");
     assert.deepEqual(v.checks.map((c) => [c.observed, c.reason]), [
       [null, "provider unavailable: rb"],
@@ -614,7 +628,7 @@ Deno.test("verifySafeState: a read that ends exactly at the deadline is the last
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const verifying = verifySafeState({
-      reads: readPorts(fx.registry).reads,
+      reads: fx.cache,
       clock,
       expect: [expectation("rb/dev0/duty", { equals: 0 })],
       timeoutMs: 300,

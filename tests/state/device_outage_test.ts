@@ -1,6 +1,6 @@
 /**
- * DeviceOutages: what counts as "device down" (docs/safety.md), table-driven over a real provider
- * process (the programmable provider) and a real StateCache. Polls happen when the test asks; the
+ * DeviceOutages: what counts as "device down" (docs/safety.md), table-driven over the programmable
+ * provider (served in-process) and a real StateCache. Polls happen when the test asks; the
  * monotonic clock stands still unless the test moves it, and the monitor's timers are fired by
  * hand.
  */
@@ -72,7 +72,7 @@ interface Rig {
 }
 
 async function rig(): Promise<Rig> {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000 });
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true });
   const timers = new Timers(fx);
   const outages = new DeviceOutages({
     registry: fx.registry,

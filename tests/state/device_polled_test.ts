@@ -12,7 +12,7 @@ import { dbl, startProgrammable, T } from "../helpers/programmable_provider.ts";
 Deno.test("StateCache.onDevicePolled tells every poll, answered or failed, after its samples are stored", async () => {
   const fx = await startProgrammable({
     devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] } },
-  });
+  }, { inProcess: true });
   try {
     const seen: string[] = [];
     const off = fx.cache.onDevicePolled((dev) => {
@@ -39,7 +39,7 @@ Deno.test("StateCache.onDevicePolled tells every poll, answered or failed, after
 Deno.test("StateCache keeps polling and telling other listeners when one throws, and logs it at a bounded rate", async () => {
   const fx = await startProgrammable({
     devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] } },
-  });
+  }, { inProcess: true });
   try {
     fx.cache.onDevicePolled(() => {
       throw new Error("listener broke");

@@ -1,7 +1,7 @@
 /**
  * StateCache.pollMetrics: every device poll lands in its provider's duration histogram (answered
- * or not) and every failed poll in its error counter, over the programmable provider (a real
- * child process) with a read delay the test sets.
+ * or not) and every failed poll in its error counter, over the programmable provider (in-process)
+ * with a read delay the test sets.
  */
 import assert from "node:assert/strict";
 import { StatusCode } from "../../src/adpp/mod.ts";
@@ -13,7 +13,7 @@ Deno.test("StateCache.pollMetrics times every poll and counts the failed ones pe
     devices: {
       d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)], readDelayMs: 30 },
     },
-  });
+  }, { inProcess: true });
   try {
     const m = fx.cache.pollMetrics("p0")!;
     assert.equal(m.duration.count, 0);

@@ -1,15 +1,15 @@
 /**
- * StateCache over the programmable provider (a real child process whose ReadSignals answers the
- * test sets): what a poll answer stores (values, timestamps, per-signal quality, declared-only
+ * StateCache over the programmable provider (served in-process: tests/helpers/
+ * programmable_provider.ts programmableProgram; its ReadSignals answers the test sets): what a poll answer stores (values, timestamps, per-signal quality, declared-only
  * signals, type checks), the events it publishes, device availability, and what a failed or
  * timed-out poll does. Nothing polls unless the test asks (pollDevice), except where a test
  * starts the poll loop.
  */
 import assert from "node:assert/strict";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { ManualClock, runDueUntil } from "../helpers/clock.ts";
+import { rigNotStarted } from "../helpers/rig.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
 import {
   DATA_FAULT_LOG_LINES,
   DATA_FAULT_LOG_WINDOW_MS,
@@ -52,12 +52,27 @@ function take(fx: ProgrammableFixture): RuntimeEvent[] {
   return out;
 }
 
+/**
+ * The poll loop's next cycle on a manual clock: fires its timer and waits until the loop has armed
+ * the next one, one interval later on the grid (the cycle, GetHealth included, has ended).
+ */
+async function cycle(clock: ManualClock, intervalMs: number): Promise<void> {
+  const due = clock.pendingDueTimes()[0];
+  assert.ok(clock.fireNext(), "a cycle is due");
+  await waitFor(
+    "the cycle's end",
+    () => clock.pendingDueTimes().includes(due! + intervalMs),
+    10_000,
+    0, // a synchronous look at the clock: every turn of the event loop
+  );
+}
+
 async function withFixture(
   inventory: Parameters<typeof startProgrammable>[0],
   body: (fx: ProgrammableFixture) => Promise<void>,
   o: Parameters<typeof startProgrammable>[1] = {},
 ): Promise<void> {
-  const fx = await startProgrammable(inventory, o);
+  const fx = await startProgrammable(inventory, { inProcess: true, ...o });
   try {
     await body(fx);
   } finally {
@@ -550,53 +565,74 @@ Deno.test("StateCache.fetchReportedHealth stores the answer; after UNIMPLEMENTED
 });
 
 Deno.test("StateCache's poll loop refreshes the provider's own health every reportedHealthIntervalMs", async () => {
+  const clock = new ManualClock();
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
-    const reads = async () => (await fx.stats("d0")).reads;
-    const health = async () => (await fx.stats("d0")).health;
-    // The first cycle asks (nothing reported yet), the next cycles do not: the wall clock stands.
-    await waitFor("first GetHealth", async () => (await health()) === 1);
-    const r = await reads();
-    await waitFor("three more polls", async () => (await reads()) >= r + 3);
-    assert.equal(await health(), 1);
-    fx.clock.wallMs += 999;
-    await waitFor("three more polls", async () => (await reads()) >= r + 6);
-    assert.equal(await health(), 1);
-    fx.clock.wallMs += 1;
-    await waitFor("second GetHealth", async () => (await health()) === 2);
-  }, { intervalMs: 100, reportedHealthIntervalMs: 1000 });
+    const stats = () => fx.stats("d0");
+    assert.equal((await stats()).health, 0, "the priming pass asks for none");
+    // The first cycle asks (nothing reported yet) ...
+    await cycle(clock, 100);
+    assert.equal((await stats()).health, 1);
+    const askedAt = fx.cache.reportedHealth("p0")!.atMono;
+    const reads = (await stats()).reads;
+    // ... the cycles less than reportedHealthIntervalMs after that answer only poll ...
+    let cycles = 0;
+    while (clock.pendingDueTimes()[0]! - askedAt < 1000) {
+      await cycle(clock, 100);
+      cycles++;
+      assert.equal((await stats()).health, 1, `${clock.monoMs() - askedAt} ms after the answer`);
+    }
+    assert.equal(cycles, 9);
+    assert.equal((await stats()).reads, reads + 9);
+    // ... and the cycle 1000 ms after it asks again.
+    await cycle(clock, 100);
+    assert.equal((await stats()).health, 2);
+    assert.equal(fx.cache.reportedHealth("p0")!.atMono, askedAt + 1000);
+  }, { intervalMs: 100, reportedHealthIntervalMs: 1000, manual: clock });
 });
 
 Deno.test("StateCache asks for the provider's own health every 5 s by default", async () => {
+  const clock = new ManualClock();
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
     const health = async () => (await fx.stats("d0")).health;
-    await waitFor("first GetHealth", async () => (await health()) === 1);
-    fx.clock.wallMs += 4999;
-    const r = (await fx.stats("d0")).reads;
-    await waitFor("three more polls", async () => (await fx.stats("d0")).reads >= r + 3);
-    assert.equal(await health(), 1);
-    fx.clock.wallMs += 1;
-    await waitFor("second GetHealth", async () => (await health()) === 2);
-  }, { intervalMs: 100 });
+    await cycle(clock, 100);
+    assert.equal(await health(), 1, "the first cycle asks");
+    const askedAt = fx.cache.reportedHealth("p0")!.atMono;
+    while (clock.pendingDueTimes()[0]! - askedAt < 5000) {
+      await cycle(clock, 100);
+      assert.equal(await health(), 1, `${clock.monoMs() - askedAt} ms after the answer`);
+    }
+    assert.equal(clock.monoMs() - askedAt, 4900);
+    await cycle(clock, 100);
+    assert.equal(await health(), 2, "5 s after the answer");
+  }, { intervalMs: 100, manual: clock });
 });
 
 Deno.test("StateCache polls every interval and stops polling on stop()", async () => {
+  const clock = new ManualClock();
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
     // The priming pass polled once, before start() resolved.
     assert.equal((await fx.stats("d0")).reads, 1);
     assert.equal(fx.cache.device("p0", "d0")!.available, true);
-    await waitFor("the loop polls", async () => (await fx.stats("d0")).reads >= 3);
+    const origin = clock.monoMs();
+    assert.deepEqual(clock.pendingDueTimes(), [origin + 50], "the loop waits one interval");
+    await cycle(clock, 50);
+    await cycle(clock, 50);
+    assert.equal((await fx.stats("d0")).reads, 3);
     await fx.cache.start(); // already running: no second loop, no second priming pass
+    assert.equal((await fx.stats("d0")).reads, 3);
+    assert.deepEqual(clock.pendingDueTimes(), [origin + 150], "one loop");
     await fx.cache.stop();
-    const after = (await fx.stats("d0")).reads;
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal((await fx.stats("d0")).reads, after, "no poll after stop()");
-  }, { intervalMs: 50 });
+    assert.equal(clock.pendingTimers, 0, "no cycle after stop()");
+    await clock.advanceAsync(1000);
+    await fx.host.request("list_devices", {}); // answered after anything sent before it
+    assert.equal((await fx.stats("d0")).reads, 3, "no poll after stop()");
+  }, { intervalMs: 50, manual: clock });
 });
 
 Deno.test("StateCache after rediscovery keeps samples whose declared type still holds and polls the new plan", async () => {
@@ -647,9 +683,8 @@ Deno.test("StateCache after rediscovery keeps samples whose declared type still 
         },
       },
     });
-    const pid = fx.host.session!.pid;
     fx.clock.wallMs += 10_000;
-    Deno.kill(pid, "SIGKILL");
+    const pid = fx.kill();
     await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
     assert.deepEqual(fx.cache.devices().map((d) => d.deviceId), ["fresh", "d0"]);
     assert.equal(fx.cache.device("p0", "gone"), undefined);
@@ -701,9 +736,12 @@ Deno.test("StateCache marks a down provider's devices unavailable and polls agai
     fx.events.length = 0;
     // The restarted process answers x = 2 from the start.
     await fx.setInventory({ devices: { d0: { ...D0.devices.d0, values: [dbl("x", 2)] } } });
-    const pid = fx.host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor("down", () => !fx.cache.device("p0", "d0")!.available);
+    const pid = fx.kill();
+    // In-process the restart may come back at once: the outage is seen in the events.
+    await waitFor(
+      "down",
+      () => fx.events.some((e) => e.kind === "device_availability" && !e.available),
+    );
     await waitFor("polled after the restart", () => fx.cache.device("p0", "d0")!.available);
     assert.notEqual(fx.host.session!.pid, pid);
     assert.deepEqual(stored(fx.cache.signal("p0", "d0", "x")), {
@@ -734,23 +772,29 @@ Deno.test("StateCache marks a down provider's devices unavailable and polls agai
 });
 
 Deno.test("StateCache.stop waits for the poll in flight; start() after stop() polls again", async () => {
+  const clock = new ManualClock();
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
     await fx.program("d0", { read: { values: [dbl("x", 2)], delayMs: 300 } });
     const before = (await fx.stats("d0")).reads;
+    assert.ok(clock.fireNext(), "a cycle");
     await waitFor("a slow poll in flight", async () => (await fx.stats("d0")).reads > before);
     await fx.cache.stop();
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 2 });
     const stoppedAt = (await fx.stats("d0")).reads;
-    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(clock.pendingTimers, 0, "no cycle after stop()");
+    await clock.advanceAsync(1000);
+    await fx.host.request("list_devices", {}); // answered after anything sent before it
     assert.equal((await fx.stats("d0")).reads, stoppedAt, "no poll after stop()");
     await fx.program("d0", { read: { values: [dbl("x", 3)] } });
     await fx.cache.start();
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 3 });
     const reads = (await fx.stats("d0")).reads;
-    await waitFor("the loop polls again", async () => (await fx.stats("d0")).reads >= reads + 2);
-  }, { intervalMs: 50 });
+    await cycle(clock, 50);
+    await cycle(clock, 50);
+    assert.equal((await fx.stats("d0")).reads, reads + 2, "the loop polls again");
+  }, { intervalMs: 50, manual: clock });
 });
 
 Deno.test("StateCache built after its providers started knows their devices at once", async () => {
@@ -795,26 +839,32 @@ Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut t
 });
 
 Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and starts at once after an overrun", async () => {
-  // The monotonic clock stands at 10 000 unless the test moves it; the interval is 60 s, so only
-  // the wake-up after a restart and an overrun can start a cycle within the test.
+  // The interval is 60 s: only the wake-up after a restart and an overrun can start a cycle
+  // without the test moving the clock. The provider's timeout_ms outlasts the 60 s the test
+  // lets pass during a read.
+  const clock = new ManualClock(10_000);
   await withFixture(D0, async (fx) => {
     await fx.cache.start();
     await fx.setInventory({
       devices: { d0: { ...D0.devices.d0, values: [dbl("x", 1)], readDelayMs: 300 } },
     });
-    const pid = fx.host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    const pid = fx.kill();
+    await runDueUntil(clock, "restarted", () => fx.host.available && fx.host.session!.pid !== pid);
     // The wake-up cycle's poll is in flight: 60 s pass on the monotonic clock meanwhile.
-    await waitFor("the wake-up poll", async () => (await fx.stats("d0")).reads === 1);
-    fx.clock.mono = 70_000;
+    await runDueUntil(clock, "the wake-up poll", async () => (await fx.stats("d0")).reads === 1);
+    assert.equal(clock.monoMs(), 10_000);
+    clock.advance(60_000);
     // That cycle overran the interval: the next one starts at once ...
-    await waitFor("the next cycle", async () => (await fx.stats("d0")).reads === 2);
-    // ... and took no time on the clock: the one after waits its 60 s.
-    await waitFor("the cycle ended", () => fx.cache.device("p0", "d0")!.available);
-    await new Promise((r) => setTimeout(r, 1000));
+    await runDueUntil(clock, "the next cycle", async () => (await fx.stats("d0")).reads === 2);
+    // ... and took no time on the clock: the one after waits its 60 s, to the next grid instant.
+    await waitFor("the cycle's end", () => clock.pendingDueTimes().includes(130_000));
+    assert.equal(clock.monoMs(), 70_000);
+    clock.advance(59_999);
+    await fx.host.request("list_devices", {}); // answered after anything sent before it
     assert.equal((await fx.stats("d0")).reads, 2);
-  }, { mono: 10_000, intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
+    clock.advance(1);
+    await waitFor("the cycle at 130 s", async () => (await fx.stats("d0")).reads === 3);
+  }, { manual: clock, intervalMs: 60_000, timeoutMs: 120_000, restart: { backoffMs: [0, 0, 0] } });
 });
 
 Deno.test("StateCache logs refused samples at most DATA_FAULT_LOG_LINES per kind and window, then says how many it held back", async () => {
@@ -864,23 +914,8 @@ Deno.test("StateCache answers for unknown providers and devices, and for a devic
 });
 
 Deno.test("StateCache over providers that never started: devices unknown, no warnings, polls do nothing", async () => {
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([programmableProvider("p0", "/nonexistent.json")], {
-    spawn: () => {
-      throw new Error("no processes in this test");
-    },
-    clock: systemClock,
-    log: testLogger(),
-    bus,
-    cwd: ".",
-    shutdownTimeoutMs: 100,
-  });
-  const cache = new StateCache({
-    registry,
-    bus,
-    clock: systemClock,
-    log: testLogger(),
-    intervalMs: 100,
+  const { kernel: { cache, registry } } = rigNotStarted({
+    providers: [programmableProvider("p0", "/nonexistent.json")],
   });
   assert.deepEqual(cache.devices(), []);
   assert.deepEqual(cache.providerDevices("p0"), []);
@@ -896,87 +931,82 @@ Deno.test("StateCache keeps devices in provider order, whichever provider finish
     await Deno.writeTextFile(f, JSON.stringify(inv));
     files.push(f);
   }
-  const bus = new EventBus();
-  const registry = new ProviderRegistry(files.map((f, i) => programmableProvider(`p${i}`, f)), {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log: testLogger(),
-    bus,
-    cwd: Deno.cwd(),
-    shutdownTimeoutMs: 1000,
+  await using r = rigNotStarted({
+    providers: files.map((f, i) => programmableProvider(`p${i}`, f)),
+    pollingIntervalMs: 60_000,
   });
-  const cache = new StateCache({
-    registry,
-    bus,
-    clock: systemClock,
-    log: testLogger(),
-    intervalMs: 60_000,
-  });
+  const { registry, cache } = r.kernel;
   const order: string[] = [];
   for (const h of registry.hosts) h.onInventory(() => order.push(h.id));
   try {
-    await registry.startAll(30_000, 1000);
+    await r.start();
     assert.deepEqual(order, ["p1", "p0"], "p0's discovery is the slower one");
     assert.deepEqual(cache.devices().map((d) => `${d.providerId}/${d.deviceId}`), [
       "p0/d0",
       "p1/e0",
     ]);
   } finally {
-    await cache.stop();
-    await registry.stopAll(1000);
     for (const f of files) await Deno.remove(f);
   }
 });
 
 Deno.test("StateCache.fetchReportedHealth resolves null when GetHealth goes unanswered", async () => {
+  const clock = new ManualClock();
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { health: { hang: true } });
-    assert.equal(await fx.cache.fetchReportedHealth(fx.host), null);
+    let settled = false;
+    const fetched = fx.cache.fetchReportedHealth(fx.host).finally(() => (settled = true));
+    await waitFor("GetHealth at the provider", async () => (await fx.stats("d0")).health === 1);
+    await clock.advanceAsync(199);
+    assert.equal(settled, false, "within timeout_ms");
+    await clock.advanceAsync(1);
+    assert.equal(await fetched, null);
     assert.equal(fx.host.session!.supportsGetHealth, null, "still unknown");
-  }, { timeoutMs: 200 });
+  }, { timeoutMs: 200, manual: clock });
 });
 
 Deno.test("StateCache stopped: a provider coming back is not polled", async () => {
+  const clock = new ManualClock();
   await withFixture(D0, async (fx) => {
     await fx.cache.start();
     await fx.cache.stop();
-    const pid = fx.host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
-    await new Promise((r) => setTimeout(r, 300));
+    const pid = fx.kill();
+    await runDueUntil(clock, "restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await clock.advanceAsync(1000);
+    await fx.host.request("list_devices", {}); // answered after anything sent before it
     assert.equal((await fx.stats("d0")).reads, 0);
-  }, { intervalMs: 100, restart: { backoffMs: [0, 0, 0] } });
+  }, { intervalMs: 100, restart: { backoffMs: [0, 0, 0] }, manual: clock });
 });
 
 Deno.test("StateCache: the poll after a provider's return replaces the pending cycle, it adds no second cadence", async () => {
-  // The monotonic clock stands still: every cycle takes 0 ms, so cycles start 500 ms apart.
+  // Every cycle takes 0 ms on the clock, so cycles start 500 ms apart on the grid from 10 000.
+  const clock = new ManualClock(10_000);
   await withFixture(D0, async (fx) => {
     await fx.cache.start();
-    const pid = fx.host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
-    const from = performance.now();
-    await new Promise((r) => setTimeout(r, 2000));
-    const reads = (await fx.stats("d0")).reads;
-    const window = performance.now() - from;
-    // The wake-up poll, then one every 500 ms at most (timers are never early).
-    assert.ok(reads <= 1 + Math.floor(window / 500) + 1, `${reads} polls in ${window} ms`);
-    assert.ok(reads >= 1);
-  }, { mono: 10_000, intervalMs: 500, restart: { backoffMs: [0, 0, 0] } });
+    const pid = fx.kill();
+    await runDueUntil(clock, "restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await runDueUntil(clock, "the wake-up poll", async () => (await fx.stats("d0")).reads === 1);
+    // The wake-up replaced the cycle that was pending: one loop timer, at the next grid instant
+    // (besides the supervisor's success_reset_ms timer).
+    await waitFor("the wake-up cycle's end", () => clock.pendingDueTimes().includes(10_500));
+    assert.deepEqual(clock.pendingDueTimes(), [10_500, 70_000]);
+    for (let k = 1; k <= 4; k++) await cycle(clock, 500);
+    assert.equal((await fx.stats("d0")).reads, 5, "the wake-up poll, then one every 500 ms");
+  }, { intervalMs: 500, restart: { backoffMs: [0, 0, 0] }, manual: clock });
 });
 
 Deno.test("StateCache.setIntervalMs: a waiting cycle is rescheduled to the shorter interval at once", async () => {
-  // The monotonic clock stands still: cycles start exactly one interval apart.
+  const clock = new ManualClock(10_000);
   await withFixture(D0, async (fx) => {
     await fx.cache.start(); // the priming poll
     const primed = (await fx.stats("d0")).reads;
     assert.equal(fx.cache.intervalMs, 60_000);
+    assert.deepEqual(clock.pendingDueTimes(), [70_000]);
     fx.cache.setIntervalMs(100);
     assert.equal(fx.cache.intervalMs, 100);
-    // At 60 s nothing would be polled again during this test; at 100 ms several polls are.
-    await waitFor(
-      "polls at the new interval",
-      async () => (await fx.stats("d0")).reads >= primed + 3,
-    );
-  }, { mono: 10_000, intervalMs: 60_000 });
+    // At 60 s nothing would be polled again before 70 000; at 100 ms the next grid instant is due.
+    assert.deepEqual(clock.pendingDueTimes(), [10_100]);
+    for (let k = 1; k <= 3; k++) await cycle(clock, 100);
+    assert.equal((await fx.stats("d0")).reads, primed + 3);
+  }, { intervalMs: 60_000, manual: clock });
 });

@@ -25,26 +25,14 @@ import {
   runStdioProvider,
 } from "../../../src/provider_sdk/mod.ts";
 import type { Logger, LogLevel } from "../../../src/common/mod.ts";
-import { createAnalogSensor } from "./analogsensor.ts";
-import { type ChaosHost, ChaosState } from "./chaos.ts";
+import { buildSimProvider, createDevices, RNG_SEED } from "./build.ts";
+import type { ChaosHost } from "./chaos.ts";
 import { parseSimConfig, type SimConfig, SimConfigError } from "./config.ts";
 import { SIM_CONFIG_SCHEMA } from "./config_schema.ts";
 import { checkSimHost } from "./host_check.ts";
-import { createMotorCtl } from "./motorctl.ts";
-import { createRelayIo } from "./relayio.ts";
 import { SeededRandom } from "./rng.ts";
-import { createTempCtl } from "./tempctl.ts";
-import { PhysicsClock } from "./physics_clock.ts";
-import { SimProvider, type StartupReport } from "./sim_provider.ts";
-import {
-  DeviceInitError,
-  SIM_PROVIDER_NAME,
-  SIM_PROVIDER_VERSION,
-  type SimDevice,
-} from "./sim_device.ts";
+import { SIM_PROVIDER_NAME, SIM_PROVIDER_VERSION } from "./sim_device.ts";
 
-/** The reference simulator seeds its noise generator with 42. */
-const RNG_SEED = 42;
 const EXIT_CRASH_AFTER = 42;
 
 /** The simulator's own flags (the profile's verbs are the SDK's). */
@@ -75,39 +63,6 @@ function simFlags(out: SimFlags): Record<string, (value: string) => void> {
       throw new Error("the external engine ('sim' mode) is not supported");
     },
   };
-}
-
-/** Creates the configured devices; failures are collected, not thrown. */
-function createDevices(
-  config: SimConfig,
-  rng: SeededRandom,
-): { devices: SimDevice[]; failed: StartupReport["failed"] } {
-  const devices: SimDevice[] = [];
-  const failed: Array<{ id: string; type: string; reason: string }> = [];
-  for (const d of config.devices) {
-    try {
-      switch (d.type) {
-        case "tempctl":
-          devices.push(createTempCtl(d.id, d.extra));
-          break;
-        case "motorctl":
-          devices.push(createMotorCtl(d.id, d.extra));
-          break;
-        case "relayio":
-          devices.push(createRelayIo(d.id, d.extra));
-          break;
-        case "analogsensor":
-          devices.push(createAnalogSensor(d.id, d.extra, rng));
-          break;
-        default:
-          throw new DeviceInitError(`devices[${d.id}].type: unknown device type '${d.type}'`);
-      }
-    } catch (err) {
-      if (!(err instanceof DeviceInitError)) throw err;
-      failed.push({ id: d.id, type: d.type, reason: err.message });
-    }
-  }
-  return { devices, failed };
 }
 
 /**
@@ -156,8 +111,10 @@ async function serve(
   hostRequirements: readonly HostRequirement[],
   log: Logger,
 ): Promise<number> {
-  const rng = new SeededRandom(RNG_SEED);
-  const { devices, failed } = createDevices(config, rng);
+  const { provider, failed, deviceCount } = buildSimProvider(config, {
+    host: makeHost(log),
+    ...(config.deviceNodes.length === 0 ? {} : { hostRequirements }),
+  });
   for (const f of failed) log.error(`device init failed: ${f.reason}`);
 
   if (flags.crashAfterS !== null) {
@@ -168,22 +125,8 @@ async function serve(
     }, s * 1000);
   }
 
-  // non_interacting: the physics steps at tick_rate_hz, run when a request looks at a device.
-  const physics = config.mode === "non_interacting" && config.tickRateHz !== null
-    ? new PhysicsClock(devices, config.tickRateHz, () => performance.now())
-    : null;
-
-  const host = makeHost(log);
-  const provider = new SimProvider({
-    devices,
-    startup: { policy: config.startupPolicy, configured: config.devices.length, failed },
-    chaos: new ChaosState(() => performance.now(), new SeededRandom(RNG_SEED)),
-    host,
-    ...(physics === null ? {} : { physics }),
-    ...(config.deviceNodes.length === 0 ? {} : { hostRequirements }),
-  });
   log.info(
-    `started: ${devices.length} device(s) + chaos_control, mode ${config.mode}` +
+    `started: ${deviceCount} device(s) + chaos_control, mode ${config.mode}` +
       (config.tickRateHz === null ? "" : ` @ ${config.tickRateHz} Hz`) +
       `, startup_policy ${config.startupPolicy}` +
       (flags.leaseMs > 0 ? `, lease ${flags.leaseMs} ms` : "") +

@@ -1,0 +1,94 @@
+/**
+ * The journal file port (src/journal/journal_files.ts) over memory: files are byte arrays in a
+ * map, every operation completes without I/O. For a runtime on a ManualClock driven by
+ * tests/helpers/clock.ts runUntil, whose work must all be promise callbacks (a real write would
+ * let virtual time run on while it is under way). Journal behaviour on real files is tested in
+ * tests/journal, tests/audit and tests/runs.
+ */
+import type { JournalAppendHandle, JournalFiles, JournalLine } from "../../src/journal/mod.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const NEWLINE = 10;
+
+/** Journal files held in memory (paths as given; directories are prefixes). */
+export class MemoryFiles implements JournalFiles {
+  readonly #files = new Map<string, Uint8Array>();
+  readonly #dirs = new Set<string>();
+
+  /** The text of the file at `path` ("" when missing). */
+  text(path: string): string {
+    return decoder.decode(this.#files.get(path) ?? new Uint8Array());
+  }
+
+  ensureDir(path: string): Promise<void> {
+    this.#dirs.add(path.replace(/\/+$/, ""));
+    return Promise.resolve();
+  }
+
+  openAppend(path: string): Promise<JournalAppendHandle> {
+    if (!this.#files.has(path)) this.#files.set(path, new Uint8Array());
+    let open = true;
+    return Promise.resolve({
+      append: (text: string) => {
+        if (!open) return Promise.reject(new Deno.errors.BadResource("file closed"));
+        const old = this.#files.get(path) ?? new Uint8Array();
+        const add = encoder.encode(text);
+        const next = new Uint8Array(old.length + add.length);
+        next.set(old);
+        next.set(add, old.length);
+        this.#files.set(path, next);
+        return Promise.resolve();
+      },
+      sync: () => Promise.resolve(),
+      close: () => void (open = false),
+    });
+  }
+
+  endsWithNewline(path: string): Promise<boolean> {
+    const bytes = this.#files.get(path);
+    return Promise.resolve(!bytes || bytes.length === 0 || bytes[bytes.length - 1] === NEWLINE);
+  }
+
+  async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
+    for await (const line of this.readLinesAt(path, { maxLineBytes, startByte: 0 })) {
+      yield line.text;
+    }
+  }
+
+  async *readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncGenerator<JournalLine> {
+    const bytes = this.#files.get(path);
+    if (!bytes) return;
+    let start = options.startByte;
+    while (start < bytes.length) {
+      const nl = bytes.indexOf(NEWLINE, start);
+      const terminated = nl >= 0;
+      const end = terminated ? nl + 1 : bytes.length;
+      const body = bytes.subarray(start, terminated ? nl : end);
+      const text = decoder.decode(body.subarray(0, Math.min(body.length, options.maxLineBytes)));
+      yield { text, start, end, terminated };
+      start = end;
+    }
+  }
+
+  fileSize(path: string): Promise<number> {
+    return Promise.resolve(this.#files.get(path)?.length ?? 0);
+  }
+
+  remove(path: string): Promise<void> {
+    this.#files.delete(path);
+    return Promise.resolve();
+  }
+
+  listNames(dir: string): Promise<string[]> {
+    const prefix = `${dir.replace(/\/+$/, "")}/`;
+    const names = new Set<string>();
+    for (const p of [...this.#files.keys(), ...this.#dirs]) {
+      if (p.startsWith(prefix)) names.add((p.slice(prefix.length).split("/")[0])!);
+    }
+    return Promise.resolve([...names].filter((n) => n !== ""));
+  }
+}
