@@ -27,7 +27,7 @@ import {
   WireValueType,
 } from "../../src/adpp/mod.ts";
 import type { AnswerProgram, Inventory, Program } from "./programmable_provider.ts";
-import { wireSample } from "./_programmable_wire.ts";
+import { DEFAULT_POLL_HINT_HZ, wireSample } from "./_programmable_wire.ts";
 
 const inventory = JSON.parse(Deno.readTextFileSync(Deno.args[0]!)) as Inventory;
 if (inventory.pidFile) Deno.writeTextFileSync(inventory.pidFile, `${Deno.pid}\n`, { append: true });
@@ -124,7 +124,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
             signal_id: s.id,
             name: s.id,
             value_type: s.type,
-            poll_hint_hz: s.hint ?? 10,
+            poll_hint_hz: s.hint ?? DEFAULT_POLL_HINT_HZ,
           })),
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },

@@ -30,3 +30,10 @@ export function wireSample(s: Sample): WireSignalValue {
     quality: s.quality ?? 1,
   };
 }
+
+/**
+ * The poll hint a signal declares unless it says otherwise: 20 Hz, so that the runtime polls the
+ * device every cycle at the fastest interval these tests use (50 ms); a slower hint makes the
+ * runtime poll the device only every k-th cycle (docs/http-api.md, Provider policies).
+ */
+export const DEFAULT_POLL_HINT_HZ = 20;

@@ -33,7 +33,10 @@ const MAIN = new URL("./_programmable_provider.ts", import.meta.url).pathname;
 /** The child's main module: the key of programmableProgram among in-process programs. */
 export const PROGRAMMABLE_MAIN = MAIN;
 
-/** One declared signal: wire value type (0 = unspecified) and poll hint (default 10 Hz). */
+export { DEFAULT_POLL_HINT_HZ } from "./_programmable_wire.ts";
+import { DEFAULT_POLL_HINT_HZ } from "./_programmable_wire.ts";
+
+/** One declared signal: wire value type (0 = unspecified) and poll hint (DEFAULT_POLL_HINT_HZ). */
 export interface SignalDecl {
   readonly id: string;
   readonly type: number;
@@ -262,7 +265,7 @@ export function programmableFake(inventory: Inventory, host: ProgramHost): FakeP
             signal_id: s.id,
             name: s.id,
             value_type: s.type,
-            poll_hint_hz: s.hint ?? 10,
+            poll_hint_hz: s.hint ?? DEFAULT_POLL_HINT_HZ,
           })),
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },

@@ -51,6 +51,7 @@ Deno.test("HTTP_STATUS_OF maps every status code of the contract", () => {
     PERMISSION_DENIED: 403,
     NOT_FOUND: 404,
     FAILED_PRECONDITION: 409,
+    RESOURCE_EXHAUSTED: 429,
     INTERNAL: 500,
     UNAVAILABLE: 503,
     DEADLINE_EXCEEDED: 504,

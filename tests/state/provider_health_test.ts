@@ -63,6 +63,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
     fault_signal_count: 0,
     type_version: "", // no descriptor for a device the registry does not carry
     descriptor_tags: {},
+    claims: [],
   };
   assert.deepEqual(view, {
     provider_id: "sim0",
@@ -74,6 +75,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
     degraded: true, // c0 is unreachable
     failed_device_count: 1,
     reported: { state: "STATE_OK", message: "ok", metrics: { impl: "test" } },
+    host_check: null,
     supervision: registry.host("sim0")!.supervision(),
     devices: [
       {
