@@ -11,7 +11,7 @@ import { byId, setText } from "./dom.js";
 import { clearRefreshError, errorText, showRefreshError } from "./errors.js";
 import { EstopPanel } from "./estop.js";
 import { HealthView } from "./health.js";
-import { signalKey } from "./keys.js";
+import { handleKey, signalKey } from "./keys.js";
 import { ModeSwitch } from "./mode.js";
 import { ParametersView } from "./parameters.js";
 import { RunsView } from "./runs.js";
@@ -38,7 +38,12 @@ const status = new MachineStatus({
     automation.renderWhy();
   },
 });
-const alarms = new AlarmsPanel({ api, errorText, onChange: () => estop.renderCause() });
+const alarms = new AlarmsPanel({
+  api,
+  errorText,
+  onChange: () => estop.renderCause(),
+  unitOf: (handle) => devices.unitOf(handleKey(handle)),
+});
 const automation = new AutomationView({
   api,
   onEnabled: () => mode.render(),
@@ -58,12 +63,15 @@ const estop = new EstopPanel({
   alarm: (id) => alarms.alarm(id),
   afterChange: reloadStatus,
   clearModeResult: () => mode.clearResult(),
+  unitOf: (handle) => devices.unitOf(handleKey(handle)),
 });
 const devices = new DevicesView({
   api,
   errorText,
   showRefreshError,
   loadHealth: () => health.load(),
+  // The alarms and interlock inputs show their signals' units too.
+  onUnits: () => alarms.render(),
 });
 const health = new HealthView({
   api,
