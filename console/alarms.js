@@ -1,8 +1,8 @@
 // Alarms and interlocks in the operator console (docs/alarms.md): the Alarms view and the
 // header's counts. Kept current from the event stream's `alarm` and `interlock` events; the
-// lists are re-read after each reconnection, after dropped events, after an operator action and,
-// while the view is shown, on the page's refresh cycle (for the values and inputs, which change
-// without a transition).
+// lists are re-read after a reconnection that could not resume, after dropped events, after an
+// operator action and, while the view is shown, on the page's refresh cycle (for the values and
+// inputs, which change without a transition).
 
 import { ApiError } from "./api.js";
 import { badge, fill, formatTime, formatValue, h, setResult, setText, withUnit } from "./dom.js";

@@ -228,11 +228,14 @@ function main() {
         alarms.load();
       }
     },
-    // After every reconnection: resync everything, since events may have been missed.
-    onOpen: () => {
-      if (opened) refresh(true);
+    // A reconnection resumes after the last event received: the runtime sends what was missed,
+    // so nothing needs re-reading, unless it says it cannot (too old, or it restarted: onGap).
+    // A reconnection that could not ask (no event received yet) re-reads everything.
+    onOpen: (resumed) => {
+      if (opened && !resumed) refresh(true);
       opened = true;
     },
+    onGap: () => refresh(true),
     onState: onStreamState,
     onUnauthorized: () => api.authenticate(api.token),
   });
@@ -243,7 +246,7 @@ function main() {
   });
   stream.start();
   // The stream's first opening usually lands while this first read runs; later openings
-  // (reconnections) resync.
+  // (reconnections) resume, or resync when the runtime cannot resume.
   refresh(true);
   setInterval(() => refresh(false), REFRESH_INTERVAL_MS);
   setInterval(() => devices.tickAges(), AGE_TICK_MS);

@@ -106,7 +106,7 @@ export class DevicesView {
       const valueEl = h("td", { class: "value", text: "—" });
       // The provider's unit beside the value; an empty cell when it declares none.
       const unitEl = h("td", { class: "unit", text: s.unit ?? "" });
-      const qualityEl = h("td", {}, badge("—", "q-UNKNOWN"));
+      const qualityEl = h("td", { class: "quality" }, badge("—", "q-UNKNOWN"));
       const ageEl = h("td", { class: "age", text: "—" });
       this.cells.set(signalKey(d.provider_id, d.device_id, s.signal_id), {
         valueEl,
