@@ -117,3 +117,32 @@ Deno.test("estimateFrameBytes is at least the frame's UTF-8 size for every kind 
     assert.ok(estimateFrameBytes(p.event) >= frame, `${p.event.kind}: ${frame}`);
   }
 });
+
+Deno.test("EventRing gives back every kept event as the same frame, whatever its value or quality", () => {
+  const values = [
+    { type: "double", double: 23.406614217226764 },
+    { type: "double", double: -0 },
+    { type: "double", double: null, non_finite: "NaN" },
+    { type: "bool", bool: true },
+    { type: "bool", bool: false },
+    { type: "int64", int64: -42 },
+    { type: "int64", int64: -(2n ** 63n) },
+    { type: "uint64", uint64: 7 },
+    { type: "uint64", uint64: 2n ** 64n - 1n },
+    { type: "string", string: "GOOD" },
+    { type: "bytes", base64: "AQID" },
+  ];
+  const qualities = ["OK", "STALE", "UNAVAILABLE", "FAULT"] as const;
+  const published: PublishedEvent[] = values.map((value, i) => ({
+    id: i + 1,
+    event: { ...su(i + 1).event, value, quality: qualities[i % 4]! } as PublishedEvent["event"],
+  }));
+  published.push(bt(published.length + 1, "a tree error"));
+  const ring = new EventRing({ maxEvents: 64 });
+  for (const p of published) ring.push(p);
+  for (const p of published) {
+    const back = ring.get(p.id);
+    assert.ok(back !== undefined, `${p.id}`);
+    assert.equal(formatSseFrame(back, "b"), formatSseFrame(p, "b"));
+  }
+});
