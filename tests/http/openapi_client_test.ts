@@ -17,7 +17,7 @@ const REPO = new URL("../../", import.meta.url).pathname;
 const CLIENT = `import createClient from "openapi-fetch";
 import type { paths } from "./api.ts";
 
-const client = createClient<paths>({ baseUrl: Deno.args[0] });
+const client = createClient<paths>({ baseUrl: Deno.args[0]! });
 const status = await client.GET("/v0/runtime/status");
 if (status.data === undefined) throw new Error("runtime/status: " + JSON.stringify(status.error));
 const mode: "MANUAL" | "AUTO" | "IDLE" | "FAULT" = status.data.mode;
@@ -41,7 +41,7 @@ console.log(JSON.stringify({
   mode,
   armed: armed.data?.mode,
   called: call.data?.post_call_poll_triggered,
-  function: caps.data?.capabilities.functions[0].name,
+  function: caps.data?.capabilities.functions[0]?.name,
   refused: refused.error?.status.code,
 }));
 `;
