@@ -12,6 +12,9 @@
  * comparing 5 of its signals and one bad()) evaluated after every poll, none of them raised; and
  * the engine's evaluation alone (evaluateAll: the work one poll of that device causes). Cost per
  * polled signal = figure / 100. bench/README.md has the figures.
+ *
+ * The resume ring: the 100-signal poll with an EventRing on the bus, as the SseHub keeps one for
+ * streams that resume (every poll publishes 100 state updates into it).
  */
 import {
   decodeResponse,
@@ -35,6 +38,7 @@ import {
   parseCondition,
 } from "../src/config/mod.ts";
 import { EventBus } from "../src/events/mod.ts";
+import { EventRing } from "../src/http/mod.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
 import { DeviceOutages, Inventory, StateCache } from "../src/state/mod.ts";
 
@@ -120,7 +124,7 @@ function caps(deviceId: string, defs: SignalDef[]): DeviceCapabilities {
 function setup(
   deviceId: string,
   defs: SignalDef[],
-  o: { unchanged?: boolean; alarms?: boolean } = {},
+  o: { unchanged?: boolean; alarms?: boolean; ring?: boolean } = {},
 ) {
   const frames = o.unchanged ? [answer(defs, 0)] : [answer(defs, 0), answer(defs, 1)];
   let n = 0;
@@ -147,6 +151,11 @@ function setup(
   } as unknown as ProviderRegistry;
   const clock: Clock = { ...systemClock, nowMs: () => 1_760_000_000_000 };
   const bus = new EventBus();
+  // As the SseHub keeps every event for streams that resume (Last-Event-ID).
+  if (o.ring) {
+    const ring = new EventRing();
+    bus.subscribe((p) => ring.push(p));
+  }
   const cache = new StateCache({ registry, bus, clock, log: silent, intervalMs: 100 });
   let engine: AlarmEngine | null = null;
   if (o.alarms) {
@@ -210,6 +219,7 @@ function benchInterlocks(deviceId: string, defs: SignalDef[]): InterlockConfig[]
 const tempctl = setup("tempctl0", TEMPCTL).poll;
 const wide = setup("wide0", WIDE).poll;
 const wideUnchanged = setup("wide0", WIDE, { unchanged: true }).poll;
+const wideRing = setup("wide0", WIDE, { ring: true }).poll;
 const alarmed = setup("wide0", WIDE, { alarms: true });
 const alarmedUnchanged = setup("wide0", WIDE, { alarms: true, unchanged: true });
 // Started after a first poll, as the runtime starts them after its priming poll.
@@ -229,6 +239,14 @@ Deno.bench("poll path: decode + apply, 100 signals", { group: "poll" }, async ()
 Deno.bench("poll path: decode + apply, 100 signals, unchanged", { group: "poll" }, async () => {
   await wideUnchanged();
 });
+
+Deno.bench(
+  "poll path: decode + apply, 100 signals, + the SSE resume ring",
+  { group: "poll" },
+  async () => {
+    await wideRing();
+  },
+);
 
 Deno.bench(
   "poll path + 100 alarms & 20 interlocks: 100 signals",

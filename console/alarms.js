@@ -1,11 +1,11 @@
 // Alarms and interlocks in the operator console (docs/alarms.md): the Alarms view and the
 // header's counts. Kept current from the event stream's `alarm` and `interlock` events; the
-// lists are re-read after each reconnection, after dropped events, after an operator action and,
-// while the view is shown, on the page's refresh cycle (for the values and inputs, which change
-// without a transition).
+// lists are re-read after a reconnection that could not resume, after dropped events, after an
+// operator action and, while the view is shown, on the page's refresh cycle (for the values and
+// inputs, which change without a transition).
 
 import { ApiError } from "./api.js";
-import { badge, fill, formatTime, formatValue, h, setResult, setText } from "./dom.js";
+import { badge, fill, formatTime, formatValue, h, setResult, setText, withUnit } from "./dom.js";
 import { handleKey } from "./keys.js";
 
 /** The longest shelve the runtime accepts (MAX_SHELVE_MS in src/alarms/alarm_monitor.ts): 8 h. */
@@ -106,36 +106,44 @@ export function shelveRefusal(alarm) {
   return `Cannot be shelved: its action ${alarm.action} ${verb} the machine.`;
 }
 
-/** A limit or alarm_when value as text. */
-function limitText(v) {
-  return typeof v === "string" ? `"${v}"` : String(v);
+/** A limit or alarm_when value as text, with the signal's unit when it has one. */
+function limitText(v, unit = "") {
+  return typeof v === "string" ? `"${v}"` : unit ? `${v} ${unit}` : String(v);
 }
 
-/** What holds the alarm: `hi 50`, `alarm_when true`, `bad input: stale`; "" when nothing. */
-export function causeText(a) {
+/**
+ * What holds the alarm: `hi 50 C`, `alarm_when true`, `bad input: stale`; "" when nothing.
+ * @param {any} a the alarm
+ * @param {string} [unit] its signal's unit ("" when it declares none)
+ */
+export function causeText(a, unit = "") {
   if (a.cause === null || a.cause === undefined) return "";
   if (a.cause === "bad_quality") {
     return `bad input: ${a.bad_input ?? `quality ${a.quality ?? "unknown"}`}`;
   }
-  return `${a.cause} ${limitText(a.limit)}`;
+  return `${a.cause} ${limitText(a.limit, unit)}`;
 }
 
-/** The configured limits: `hi 50 · hihi 60`, or `alarm_when true`. */
-function limitsText(a) {
+/** The configured limits: `hi 50 C · hihi 60 C`, or `alarm_when true`. */
+function limitsText(a, unit = "") {
   if (a.alarm_when !== null && a.alarm_when !== undefined) {
     return `alarm_when ${limitText(a.alarm_when)}`;
   }
   return ["lolo", "lo", "hi", "hihi"].filter((k) => a.limits?.[k] !== undefined)
-    .map((k) => `${k} ${a.limits[k]}`).join(" · ");
+    .map((k) => `${k} ${limitText(a.limits[k], unit)}`).join(" · ");
 }
 
-/** One recorded transition as a line. */
-export function transitionText(t) {
-  const held = causeText(t);
+/**
+ * One recorded transition as a line.
+ * @param {any} t
+ * @param {string} [unit] the alarm signal's unit
+ */
+export function transitionText(t, unit = "") {
+  const held = causeText(t, unit);
   const quality = t.quality && t.quality !== "OK" ? ` (${t.quality})` : "";
   return `${formatTime(t.at_epoch_ms)} ${t.transition} → ${STATE_TEXT[t.state] ?? t.state}` +
     (t.level ? ` ${t.level}` : "") + (held ? `, ${held}` : "") +
-    `, value ${formatValue(t.value)}${quality}`;
+    `, value ${withUnit(formatValue(t.value), unit)}${quality}`;
 }
 
 /**
@@ -163,12 +171,15 @@ export class AlarmsPanel {
    *   api: {get: (path: string) => Promise<any>, post: (path: string, body?: unknown) => Promise<any>},
    *   errorText: (err: unknown) => string,
    *   onChange?: () => void,
-   * }} options `onChange` runs after the alarms changed (the e-stop cause names one)
+   *   unitOf?: (handle: string) => string,
+   * }} options `onChange` runs after the alarms changed (the e-stop cause names one); `unitOf`
+   *   gives a `provider/device/signal` handle's unit ("" when it declares none)
    */
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
     this.onChange = options.onChange ?? (() => {});
+    this.unitOf = options.unitOf ?? (() => "");
     /** @type {any[] | null} GET /v0/alarms; null until read */
     this.alarms = null;
     /** @type {any[] | null} GET /v0/interlocks; null until read */
@@ -440,6 +451,7 @@ export class AlarmsPanel {
     const row = {
       stateEl: h("td", { class: "a-state" }),
       valueEl: h("span", { class: "a-value" }),
+      unitEl: h("span", { class: "a-unit" }),
       heldEl: h("span", { class: "a-held" }),
       sinceEl: h("td", { class: "a-since" }),
       summary: h("summary"),
@@ -498,7 +510,7 @@ export class AlarmsPanel {
         h("details", { class: "a-transitions" }, row.summary, row.list),
       ),
       row.stateEl,
-      h("td", {}, row.valueEl, row.heldEl),
+      h("td", {}, row.valueEl, row.unitEl, row.heldEl),
       row.sinceEl,
       h("td", { class: "a-action", text: a.action }),
       h(
@@ -513,7 +525,9 @@ export class AlarmsPanel {
   }
 
   updateAlarmRow(row, a) {
+    const unit = this.unitOf(a.signal);
     const key = JSON.stringify([
+      unit,
       a.state,
       a.level,
       a.cause,
@@ -535,8 +549,9 @@ export class AlarmsPanel {
       );
       const quality = a.quality && a.quality !== "OK" ? ` (${a.quality})` : "";
       setText(row.valueEl, `${formatValue(a.value)}${quality}`);
-      const held = causeText(a);
-      setText(row.heldEl, held ? `past ${held}` : limitsText(a));
+      setText(row.unitEl, unit && formatValue(a.value) !== "—" ? unit : "");
+      const held = causeText(a, unit);
+      setText(row.heldEl, held ? `past ${held}` : limitsText(a, unit));
       row.heldEl.className = held ? "a-held holds" : "a-held muted";
       fill(
         row.sinceEl,
@@ -549,12 +564,15 @@ export class AlarmsPanel {
       row.unshelve.hidden = a.state !== "shelved";
     }
     const t = a.transitions ?? [];
-    const transitionsKey = `${t.length}|${t.at(-1)?.at_epoch_ms}|${t.at(-1)?.transition}`;
+    const transitionsKey = `${t.length}|${t.at(-1)?.at_epoch_ms}|${t.at(-1)?.transition}|${unit}`;
     if (transitionsKey !== row.transitionsKey) {
       row.transitionsKey = transitionsKey;
       setText(row.summary, `Recent transitions (${t.length})`);
       // Newest first.
-      fill(row.list, ...[...t].reverse().map((x) => h("li", { text: transitionText(x) })));
+      fill(
+        row.list,
+        ...[...t].reverse().map((x) => h("li", { text: transitionText(x, unit) })),
+      );
     }
   }
 
@@ -689,6 +707,7 @@ export class AlarmsPanel {
       x.block,
       x.unresolved_block,
       x.inputs,
+      (x.inputs ?? []).map((i) => this.unitOf(i.signal)),
     ]);
     if (key === row.key) return;
     row.key = key;
@@ -720,7 +739,7 @@ export class AlarmsPanel {
       row.inputsEl,
       ...(x.inputs ?? []).map((i) =>
         h("li", {
-          text: `${i.signal} = ${formatValue(i.value)}` +
+          text: `${i.signal} = ${withUnit(formatValue(i.value), this.unitOf(i.signal))}` +
             (i.quality && i.quality !== "OK" ? ` (${i.quality})` : "") +
             (i.bad_input ? ` — not usable: ${i.bad_input}` : ""),
         })

@@ -11,7 +11,7 @@ import { byId, setText } from "./dom.js";
 import { clearRefreshError, errorText, showRefreshError } from "./errors.js";
 import { EstopPanel } from "./estop.js";
 import { HealthView } from "./health.js";
-import { signalKey } from "./keys.js";
+import { handleKey, signalKey } from "./keys.js";
 import { ModeSwitch } from "./mode.js";
 import { ParametersView } from "./parameters.js";
 import { RunsView } from "./runs.js";
@@ -38,7 +38,12 @@ const status = new MachineStatus({
     automation.renderWhy();
   },
 });
-const alarms = new AlarmsPanel({ api, errorText, onChange: () => estop.renderCause() });
+const alarms = new AlarmsPanel({
+  api,
+  errorText,
+  onChange: () => estop.renderCause(),
+  unitOf: (handle) => devices.unitOf(handleKey(handle)),
+});
 const automation = new AutomationView({
   api,
   onEnabled: () => mode.render(),
@@ -58,12 +63,15 @@ const estop = new EstopPanel({
   alarm: (id) => alarms.alarm(id),
   afterChange: reloadStatus,
   clearModeResult: () => mode.clearResult(),
+  unitOf: (handle) => devices.unitOf(handleKey(handle)),
 });
 const devices = new DevicesView({
   api,
   errorText,
   showRefreshError,
   loadHealth: () => health.load(),
+  // The alarms and interlock inputs show their signals' units too.
+  onUnits: () => alarms.render(),
 });
 const health = new HealthView({
   api,
@@ -209,9 +217,15 @@ function main() {
   addEventListener("hashchange", showView);
   let opened = false;
   showView();
+  let streamToken = api.token;
   const stream = new EventStream({
     url: "/v0/events",
-    headers: () => api.headers(),
+    // The token the last stream request carried: a 401 for it must not ask again when the
+    // operator already entered a new one meanwhile (the stream's 401 can arrive after that).
+    headers: () => {
+      streamToken = api.token;
+      return api.headers();
+    },
     onEvent,
     onComment: (text) => {
       // A slow reader lost events: re-read the values, alarms and interlocks.
@@ -220,13 +234,16 @@ function main() {
         alarms.load();
       }
     },
-    // After every reconnection: resync everything, since events may have been missed.
-    onOpen: () => {
-      if (opened) refresh(true);
+    // A reconnection resumes after the last event received: the runtime sends what was missed,
+    // so nothing needs re-reading, unless it says it cannot (too old, or it restarted: onGap).
+    // A reconnection that could not ask (no event received yet) re-reads everything.
+    onOpen: (resumed) => {
+      if (opened && !resumed) refresh(true);
       opened = true;
     },
+    onGap: () => refresh(true),
     onState: onStreamState,
-    onUnauthorized: () => api.authenticate(api.token),
+    onUnauthorized: () => api.authenticate(streamToken),
   });
   byId("token-button").addEventListener("click", async () => {
     if (!(await api.authenticate(api.token, true))) return;
@@ -235,7 +252,7 @@ function main() {
   });
   stream.start();
   // The stream's first opening usually lands while this first read runs; later openings
-  // (reconnections) resync.
+  // (reconnections) resume, or resync when the runtime cannot resume.
   refresh(true);
   setInterval(() => refresh(false), REFRESH_INTERVAL_MS);
   setInterval(() => devices.tickAges(), AGE_TICK_MS);

@@ -20,13 +20,18 @@ export class DevicesView {
    *   errorText: (err: unknown) => string,
    *   showRefreshError: (err: unknown) => void,
    *   loadHealth: () => Promise<void>,
-   * }} options `loadHealth` re-reads the liveness (after the inventory changed)
+   *   onUnits?: () => void,
+   * }} options `loadHealth` re-reads the liveness (after the inventory changed); `onUnits` is
+   *   told when the signals' units may have changed (views that show values show them too)
    */
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
     this.showRefreshError = options.showRefreshError;
     this.loadHealth = options.loadHealth;
+    this.onUnits = options.onUnits ?? (() => {});
+    /** @type {Map<string, string>} signalKey -> its unit, for the signals that declare one */
+    this.units = new Map();
     /** @type {any[]} devices with their capabilities */
     this.devices = [];
     this.inventoryKey = "";
@@ -58,7 +63,14 @@ export class DevicesView {
     if (inventoryKey === this.inventoryKey) return;
     this.inventoryKey = inventoryKey;
     this.devices = withCaps;
+    this.units = new Map();
+    for (const d of withCaps) {
+      for (const s of d.caps.signals ?? []) {
+        if (s.unit) this.units.set(signalKey(d.provider_id, d.device_id, s.signal_id), s.unit);
+      }
+    }
     this.render();
+    this.onUnits();
     await Promise.all([this.loadState(), this.loadHealth()]);
   }
 
@@ -92,7 +104,9 @@ export class DevicesView {
     const signals = d.caps.signals ?? [];
     const rows = signals.map((s) => {
       const valueEl = h("td", { class: "value", text: "—" });
-      const qualityEl = h("td", {}, badge("—", "q-UNKNOWN"));
+      // The provider's unit beside the value; an empty cell when it declares none.
+      const unitEl = h("td", { class: "unit", text: s.unit ?? "" });
+      const qualityEl = h("td", { class: "quality" }, badge("—", "q-UNKNOWN"));
       const ageEl = h("td", { class: "age", text: "—" });
       this.cells.set(signalKey(d.provider_id, d.device_id, s.signal_id), {
         valueEl,
@@ -110,6 +124,7 @@ export class DevicesView {
           h("span", { class: "id", text: s.signal_id }),
         ),
         valueEl,
+        unitEl,
         qualityEl,
         ageEl,
       );
@@ -136,9 +151,10 @@ export class DevicesView {
             h(
               "tr",
               {},
-              ...["Signal", "Value", "Quality", "Age"].map((t) =>
-                h("th", { scope: "col", text: t })
-              ),
+              h("th", { scope: "col", text: "Signal" }),
+              h("th", { scope: "col", colspan: "2", text: "Value" }),
+              h("th", { scope: "col", text: "Quality" }),
+              h("th", { scope: "col", text: "Age" }),
             ),
           ),
           h("tbody", {}, ...rows),
@@ -249,6 +265,14 @@ export class DevicesView {
     if (quality !== undefined) setQuality(cell.qualityEl, quality);
     if (typeof ts === "number") cell.ts = ts;
     setText(cell.ageEl, cell.ts ? formatAge(this.serverNow() - cell.ts) : "—");
+  }
+
+  /**
+   * A signal's unit as its provider declares it ("" when it declares none, or is not known yet).
+   * @param {string} sk its signalKey
+   */
+  unitOf(sk) {
+    return this.units.get(sk) ?? "";
   }
 
   /** A device's liveness (GET /v0/providers/health). */

@@ -57,6 +57,17 @@ export function setText(el, text) {
 }
 
 /**
+ * A value's text followed by its unit (`23.5 C`); the text alone when the unit is "" or there is
+ * no value ("—", undefined).
+ * @param {string | undefined} text
+ * @param {string} unit
+ */
+export function withUnit(text, unit) {
+  if (text === undefined) return "—";
+  return unit && text !== "—" ? `${text} ${unit}` : text;
+}
+
+/**
  * A typed value as the API writes it (`{type, <member>}`) as short text.
  * @param {any} v
  */

@@ -3,7 +3,7 @@
 // once its latch is released (here or by another client), says so; "Release latch…" asks for a
 // confirmation; while latched, what latched it.
 
-import { badge, byId, fill, formatValue, h, setResult, setText, table } from "./dom.js";
+import { badge, byId, fill, formatValue, h, setResult, setText, table, withUnit } from "./dom.js";
 
 /** The e-stop button, its answer, the release dialog and the latch's cause. */
 export class EstopPanel {
@@ -15,9 +15,11 @@ export class EstopPanel {
    *   alarm: (id: string) => any,
    *   afterChange: () => Promise<void>,
    *   clearModeResult: () => void,
+   *   unitOf?: (handle: string) => string,
    * }} options `machine`: GET /v0/runtime/status as last read, with the count of reads started
    *   and the number of the one shown (MachineStatus); `alarm`: the alarm with this id (the
-   *   cause of a latch may name one); `afterChange`: re-reads the status after an action
+   *   cause of a latch may name one); `afterChange`: re-reads the status after an action;
+   *   `unitOf`: a `provider/device/signal` handle's unit ("" when it declares none)
    */
   constructor(options) {
     this.api = options.api;
@@ -26,6 +28,7 @@ export class EstopPanel {
     this.alarm = options.alarm;
     this.afterChange = options.afterChange;
     this.clearModeResult = options.clearModeResult;
+    this.unitOf = options.unitOf ?? (() => "");
     /**
      * The answer shown that latched, until its latch is seen released: the status reads started
      * before it arrived (older news, ignored), the latch time the first later read showed, and
@@ -163,8 +166,8 @@ export class EstopPanel {
           ["Signal", "Expected", "Observed", "Quality", "Outcome"],
           v.checks.map((c) => [
             c.signal,
-            JSON.stringify(c.expected),
-            formatValue(c.observed),
+            withUnit(JSON.stringify(c.expected), this.unitOf(c.signal)),
+            withUnit(formatValue(c.observed), this.unitOf(c.signal)),
             c.quality ?? "—",
             badge(c.outcome + (c.reason ? ` — ${c.reason}` : ""), `outcome-${c.outcome}`),
           ]),

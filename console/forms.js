@@ -187,7 +187,10 @@ export function field(id, label, spec, initial) {
     "div",
     { class: "field" },
     h("label", { for: id }, label, spec.required ? h("span", { class: "req", text: " *" }) : null),
-    input,
+    // The declared unit right beside the input (none when the spec declares none).
+    spec.unit
+      ? h("span", { class: "with-unit" }, input, h("span", { class: "unit", text: spec.unit }))
+      : input,
     h("span", {
       id: hintId,
       class: "hint",

@@ -1,6 +1,8 @@
 // GET /v0/events read with fetch (EventSource cannot send the bearer header), with its own
 // reconnection: backoff after a failure, a "stale" state when nothing (not even the server's
-// keep-alive comment) arrives for a while, and a fresh connection when the silence goes on.
+// keep-alive comment) arrives for a while, and a fresh connection when the silence goes on. Each
+// reconnection sends the id of the last event received (`Last-Event-ID`, as EventSource would):
+// the runtime sends what was missed, or a `resync` event when it no longer can (onGap).
 
 /** The runtime sends `: keepalive` after 15 s without events; silence past this is "stale". */
 export const STALE_AFTER_MS = 20000;
@@ -11,6 +13,14 @@ export const BACKOFF_INITIAL_MS = 500;
 export const BACKOFF_MAX_MS = 10000;
 /** Longest text kept while waiting for the end of one event (the server's are < 64 KiB). */
 export const MAX_PENDING_CHARS = 1 << 20;
+/** The event the runtime sends instead of missed events it no longer holds. */
+export const RESYNC_EVENT = "resync";
+
+/** The run part of an event id `<boot>-<n>` ("" for an id of another shape). */
+function idRun(id) {
+  const m = /^([0-9a-z]+)-\d+$/.exec(id);
+  return m === null ? "" : m[1];
+}
 
 /**
  * Splits an event stream into events (the SSE wire format: `event:`, `data:`, `id:` lines, a
@@ -85,17 +95,23 @@ export class EventStream {
    *   headers?: () => Record<string, string>,
    *   onEvent: (e: {event: string, data: string, id: string}) => void,
    *   onComment?: (text: string) => void,
-   *   onOpen?: () => void,
+   *   onOpen?: (resumed: boolean) => void,
+   *   onGap?: (reason: string) => void,
    *   onState?: (state: string, detail: {retryInMs?: number, error?: string, silentMs?: number}) => void,
    *   onUnauthorized?: () => Promise<boolean>,
    *   staleAfterMs?: number,
    *   reconnectAfterMs?: number,
    *   backoffInitialMs?: number,
    *   backoffMaxMs?: number,
-   * }} options
+   * }} options `onOpen(resumed)`: a connection opened; `resumed` when it asked to resume after an
+   *   event. `onGap(reason)`: events were missed and cannot be sent (a `resync` event: too_old,
+   *   restarted, unknown; or a resumed stream whose events come from another run: restarted);
+   *   re-read the state.
    */
   constructor(options) {
     this.options = options;
+    /** The id of the last event received ("" before the first): sent on reconnection. */
+    this.lastEventId = "";
     this.state = "stopped";
     this.running = false;
     /** @type {AbortController | null} */
@@ -172,9 +188,14 @@ export class EventStream {
     const abort = new AbortController();
     this.abort = abort;
     let res;
+    const resumeFrom = this.lastEventId;
     try {
       res = await fetch(this.options.url, {
-        headers: { accept: "text/event-stream", ...(this.options.headers?.() ?? {}) },
+        headers: {
+          accept: "text/event-stream",
+          ...(this.options.headers?.() ?? {}),
+          ...(resumeFrom ? { "last-event-id": resumeFrom } : {}),
+        },
         signal: abort.signal,
         cache: "no-store",
       });
@@ -193,12 +214,31 @@ export class EventStream {
       const text = await res.text().catch(() => "");
       return `${res.status} ${text}`.trim();
     }
-    const parser = new SseParser(this.options.onEvent, this.options.onComment);
+    let first = true;
+    const parser = new SseParser((e) => {
+      // A runtime that does not resume (another run, or one that ignores the id) shows itself
+      // by its ids: the first event after a resume must be of the same run.
+      const checkRun = first && resumeFrom !== "" && e.event !== RESYNC_EVENT;
+      first = false;
+      if (e.id !== "") this.lastEventId = e.id;
+      if (e.event === RESYNC_EVENT) {
+        let reason = "unknown";
+        try {
+          reason = JSON.parse(e.data).reason ?? reason;
+        } catch {
+          // a resync without readable data is still a resync
+        }
+        this.options.onGap?.(reason);
+        return;
+      }
+      if (checkRun && idRun(e.id) !== idRun(resumeFrom)) this.options.onGap?.("restarted");
+      this.options.onEvent(e);
+    }, this.options.onComment);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     this.failures = 0;
     this.lastDataAt = Date.now();
     this.setState("live", {});
-    this.options.onOpen?.();
+    this.options.onOpen?.(resumeFrom !== "");
     this.watch(abort);
     try {
       for (;;) {

@@ -60,14 +60,18 @@ export function parseSseFrame(frame: string): SseFrame | null {
 
 /**
  * The numeric id of a frame without a full parse (hot path of the fan-out workload, where the
- * harness reads ~100k frames/s): null when the frame has no `id:` line.
+ * harness reads ~100k frames/s): `n` of this runtime's `<boot>-<n>`, or a plain number (anolis);
+ * null when the frame has no `id:` line.
  */
 export function frameId(frame: string): number | null {
   const at = frame.startsWith("id: ") ? 0 : frame.indexOf("\nid: ");
   if (at < 0) return null;
-  const from = at === 0 ? 4 : at + 5;
+  let from = at === 0 ? 4 : at + 5;
   const nl = frame.indexOf("\n", from);
-  const n = Number(frame.slice(from, nl < 0 ? undefined : nl));
+  const end = nl < 0 ? frame.length : nl;
+  const dash = frame.lastIndexOf("-", end);
+  if (dash >= from) from = dash + 1;
+  const n = Number(frame.slice(from, end));
   return Number.isFinite(n) ? n : null;
 }
 

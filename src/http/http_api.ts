@@ -61,6 +61,9 @@ export interface HttpApiOptions {
   readonly sseKeepAliveMs?: number;
   readonly maxSseClients?: number;
   readonly sseQueueSize?: number;
+  /** Bounds of the ring a resuming event stream replays from (event_ring.ts defaults). */
+  readonly sseReplayMaxEvents?: number;
+  readonly sseReplayMaxBytes?: number;
   /** Default PRIORITY_REQUEST_SLOTS. */
   readonly priorityRequestSlots?: number;
 }
@@ -121,6 +124,8 @@ export class HttpApi {
       keepAliveMs: options.sseKeepAliveMs,
       maxClients: options.maxSseClients,
       queueSize: options.sseQueueSize,
+      replayMaxEvents: options.sseReplayMaxEvents,
+      replayMaxBytes: options.sseReplayMaxBytes,
     });
     this.#limits = {
       maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,

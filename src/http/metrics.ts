@@ -274,6 +274,16 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "Events waiting in event-stream client queues.",
     http.sse.queuedFrames,
   );
+  gauge1(
+    "runtime_sse_replay_events",
+    "Recent events held for resuming event streams (Last-Event-ID).",
+    http.sse.replayEvents,
+  );
+  gauge1(
+    "runtime_sse_replay_bytes",
+    "Estimated bytes of the events held for resuming event streams.",
+    http.sse.replayBytes,
+  );
   w.family("runtime_events_published_total", "counter", "Events published on the event bus.")
     .sample("runtime_events_published_total", services.bus.publishedCount);
 

@@ -8,6 +8,7 @@ export * from "./request_policy.ts";
 export * from "./run_bodies.ts";
 export * from "./request_schemas.ts";
 export * from "./request_validation.ts";
+export * from "./event_ring.ts";
 export * from "./sse_hub.ts";
 export * from "./route_table.ts";
 export * from "./routes.ts";

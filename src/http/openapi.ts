@@ -184,7 +184,14 @@ function operation(r: Route): Record<string, unknown> {
       Object.entries(EVENT_KIND_DOCS).map(([k, v]) => `- \`${k}\`: ${v}`).join("\n") +
       "\n\nFilters provider_id, device_id apply to state_update, quality_change and " +
       "device_availability; signal_id to state_update and quality_change; every other kind is " +
-      "always delivered. At most 32 streams (then 503).";
+      "always delivered. At most 32 streams (then 503).\n\n" +
+      "Ids are `<boot>-<n>`: `boot` is new on every start of the runtime, `n` counts from 1. " +
+      "A client that sends the last id it saw (`Last-Event-ID`, as EventSource does when it " +
+      "reconnects, or `last_event_id`) first gets every event it missed that the runtime still " +
+      "holds (its recent events, bounded in count and bytes), in order, then live ones. When " +
+      "they are no longer held, or the id is from another start of the runtime, the stream " +
+      "starts with one `resync` event instead (`reason` too_old, restarted or unknown; " +
+      "`last_event_id`; `timestamp_ms`): re-read the state. An id no runtime sends is 400.";
   }
   if (description !== "") op.description = description;
   if (parameters.length > 0) op.parameters = parameters;

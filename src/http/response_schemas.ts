@@ -431,6 +431,11 @@ export function responseComponents(): Record<string, JsonSchema> {
           signal_id: str,
           value_type: { enum: [...VALUE_TYPES, "unspecified"] },
           label: str,
+          unit: note(
+            str,
+            "The signal's unit as its provider declares it (SignalSpec.unit); absent when " +
+              "it declares none (project addition).",
+          ),
           poll_hint_hz: note(
             num,
             "Declared poll hint (0: not polled); the runtime polls a device whose polled " +
@@ -494,6 +499,11 @@ export function responseComponents(): Record<string, JsonSchema> {
       timestamp_epoch_ms: int,
       quality: QUALITY,
       age_ms: int,
+      unit: note(
+        str,
+        "The signal's unit (its SignalSpec.unit, as in the capabilities); absent when it " +
+          "declares none (project addition).",
+      ),
     }),
     StateCollectionResponse: ok(["generated_at_epoch_ms", "devices"], {
       generated_at_epoch_ms: int,

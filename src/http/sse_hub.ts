@@ -6,9 +6,23 @@
  * from the queue as fast as the socket accepts. A client that does not keep up loses its oldest
  * frames (the runtime and other clients never wait for it) and is told so by a comment block
  * `: dropped N events` sent right before the next frame it receives.
+ *
+ * Resuming (docs/http-api.md, "Resuming a stream"): every frame's id is `<boot>-<n>`, `boot`
+ * drawn at random when the hub starts, so an id names one event of one run of the runtime. The
+ * hub keeps the recent events in an EventRing; a client that sends the id it saw last
+ * (`Last-Event-ID`) first gets every later event the ring still holds, straight from the ring
+ * (not through its bounded queue, so nothing is dropped), then the live ones. When the ring no
+ * longer reaches back that far, or the id is from another run, it gets one `resync` event.
  */
-import { type Clock, type Logger, toJsonText, unavailable } from "../common/mod.ts";
+import {
+  type Clock,
+  invalidArgument,
+  type Logger,
+  toJsonText,
+  unavailable,
+} from "../common/mod.ts";
 import type { EventBus, PublishedEvent, RuntimeEvent } from "../events/mod.ts";
+import { EventRing } from "./event_ring.ts";
 
 /** Concurrent event streams allowed (as anolis: the 33rd gets 503). */
 export const MAX_SSE_CLIENTS = 32;
@@ -16,6 +30,13 @@ export const MAX_SSE_CLIENTS = 32;
 export const SSE_QUEUE_SIZE = 100;
 /** A `: keepalive` comment is sent after this long without events (as anolis). */
 export const SSE_KEEPALIVE_MS = 15_000;
+/** A replay is sent in chunks of about this many bytes (the socket takes one at a time). */
+export const SSE_REPLAY_CHUNK_BYTES = 64 * 1024;
+/** The event a resuming client gets instead of the events it missed, when they are gone. */
+export const SSE_RESYNC_EVENT = "resync";
+
+/** Why a stream could not be resumed (the `reason` of a `resync` event). */
+export type ResyncReason = "too_old" | "restarted" | "unknown";
 
 /** Exact-match filters; "" means no filter (the kinds each applies to: docs/http-api.md). */
 export interface SseFilter {
@@ -27,11 +48,16 @@ export interface SseFilter {
 export interface SseHubOptions {
   readonly bus: EventBus;
   readonly log: Logger;
-  /** The keep-alive timers. */
-  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
+  /** The keep-alive timers, and the time of a `resync` event. */
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs">;
   readonly keepAliveMs?: number | undefined;
   readonly maxClients?: number | undefined;
   readonly queueSize?: number | undefined;
+  /** Bounds of the resume ring (event_ring.ts defaults). */
+  readonly replayMaxEvents?: number | undefined;
+  readonly replayMaxBytes?: number | undefined;
+  /** This run's id prefix (default: 8 random hex digits); lowercase letters and digits. */
+  readonly bootId?: string | undefined;
 }
 
 const SSE_HEADERS: Record<string, string> = {
@@ -57,19 +83,54 @@ export function eventPasses(e: RuntimeEvent, f: SseFilter): boolean {
 }
 
 /**
- * One SSE frame: `event:`, `id:`, one-line JSON `data:`, blank line. Exact 64-bit integers are
- * written as their decimal digits (toJsonText), as in HTTP bodies.
+ * One SSE frame: `event:`, `id: <boot>-<n>`, one-line JSON `data:`, blank line. Exact 64-bit
+ * integers are written as their decimal digits (toJsonText), as in HTTP bodies.
  */
-export function formatSseFrame(published: PublishedEvent): string {
+export function formatSseFrame(published: PublishedEvent, bootId: string): string {
   const { kind, ...data } = published.event;
-  return `event: ${kind}\nid: ${published.id}\ndata: ${toJsonText(data)}\n\n`;
+  return `event: ${kind}\nid: ${bootId}-${published.id}\ndata: ${toJsonText(data)}\n\n`;
+}
+
+/** What a `Last-Event-ID` names: nothing, an event of this run, or of another run. */
+export type LastEventId =
+  | { readonly kind: "none" }
+  | { readonly kind: "this_run"; readonly id: number }
+  | { readonly kind: "other_run" };
+
+const OUR_ID = /^([0-9a-z]{1,32})-(\d{1,15})$/;
+/** Ids as anolis (and this runtime before resuming) write them: a number from 1 per run. */
+const PLAIN_ID = /^\d{1,20}$/;
+
+/**
+ * Reads a `Last-Event-ID` (header or `last_event_id` query parameter): "" is none, an id this run
+ * wrote names its event, any other id of our shape or a plain number is another run's.
+ * @throws INVALID_ARGUMENT for text no runtime sends as an event id, naming where it came from.
+ */
+export function parseLastEventId(text: string, bootId: string, where: string): LastEventId {
+  if (text === "") return { kind: "none" };
+  const m = OUR_ID.exec(text);
+  if (m) return m[1] === bootId ? { kind: "this_run", id: Number(m[2]) } : { kind: "other_run" };
+  if (PLAIN_ID.test(text)) return { kind: "other_run" };
+  throw invalidArgument(
+    `${where}: not an event id this runtime sends (<boot>-<number>, e.g. "3f9a0c12-57"): ` +
+      JSON.stringify(text.slice(0, 64)),
+  );
+}
+
+function randomBootId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(4));
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Owns every open event stream; bounded in clients and per-client queue. */
 export class SseHub {
   readonly #bus: EventBus;
   readonly #log: Logger;
-  readonly #clock: Pick<Clock, "setTimer" | "clearTimer">;
+  readonly #clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs">;
+  readonly #ring: EventRing;
+  readonly #unsubscribeRing: () => void;
+  /** This run's prefix of every event id. */
+  readonly bootId: string;
   readonly #keepAliveMs: number;
   readonly #maxClients: number;
   readonly #queueSize: number;
@@ -87,6 +148,26 @@ export class SseHub {
     this.#keepAliveMs = options.keepAliveMs ?? SSE_KEEPALIVE_MS;
     this.#maxClients = options.maxClients ?? MAX_SSE_CLIENTS;
     this.#queueSize = options.queueSize ?? SSE_QUEUE_SIZE;
+    this.bootId = options.bootId ?? randomBootId();
+    if (!/^[0-9a-z]{1,32}$/.test(this.bootId)) {
+      throw new Error(`SseHub bootId: 1-32 lowercase letters or digits, got "${this.bootId}"`);
+    }
+    this.#ring = new EventRing({
+      maxEvents: options.replayMaxEvents,
+      maxBytes: options.replayMaxBytes,
+    });
+    this.#ring.startAfter(this.#bus.publishedCount);
+    const ring = this.#ring;
+    this.#unsubscribeRing = this.#bus.subscribe((p) => ring.push(p));
+  }
+
+  /** Events kept for resuming streams now, and their estimated bytes. */
+  get replayEvents(): number {
+    return this.#ring.count;
+  }
+
+  get replayBytes(): number {
+    return this.#ring.bytes;
   }
 
   get clientCount(): number {
@@ -106,20 +187,37 @@ export class SseHub {
   }
 
   /**
-   * Opens a stream. Throws UNAVAILABLE when the client bound is reached or the hub is closed.
-   * The stream ends and frees its subscription when the client goes (the server cancels the
-   * body) or on closeAll().
+   * Opens a stream; with `lastEventId` (its text, and where it came from for an error) the
+   * stream resumes after that event, or starts with a `resync` event when it cannot. Throws
+   * UNAVAILABLE when the client bound is reached or the hub is closed, INVALID_ARGUMENT for an id
+   * no runtime sends. The stream ends and frees its subscription when the client goes (the server
+   * cancels the body) or on closeAll().
    */
-  open(filter: SseFilter): Response {
+  open(filter: SseFilter, lastEventId?: { text: string; where: string }): Response {
+    const last = lastEventId
+      ? parseLastEventId(lastEventId.text, this.bootId, lastEventId.where)
+      : { kind: "none" as const };
     if (this.#closed) throw unavailable("Event stream unavailable: server is shutting down");
     if (this.#clients.size >= this.#maxClients) {
       throw unavailable(`Too many event streams: at most ${this.#maxClients} may be open`);
+    }
+    let start: ClientStart = { kind: "live" };
+    if (last.kind === "other_run") {
+      start = { kind: "gap", frame: this.#resyncFrame("restarted", lastEventId!.text) };
+    } else if (last.kind === "this_run") {
+      const at = this.#ring.resumeFrom(last.id);
+      start = at.ok
+        ? { kind: "replay", from: last.id + 1 }
+        : { kind: "gap", frame: this.#resyncFrame(at.reason, lastEventId!.text) };
     }
     const client = new SseClient({
       filter,
       queueSize: this.#queueSize,
       keepAliveMs: this.#keepAliveMs,
       clock: this.#clock,
+      start,
+      ring: this.#ring,
+      resync: (reason, lastId) => this.#resyncFrame(reason, `${this.bootId}-${lastId}`),
       encode: (p) => this.#encode(p),
       onDrop: () => this.#droppedTotal++,
       onClose: (c) => {
@@ -136,22 +234,49 @@ export class SseHub {
   /** Ends every stream and refuses new ones (server shutdown). */
   closeAll(): void {
     this.#closed = true;
+    this.#unsubscribeRing();
     for (const c of [...this.#clients]) c.close();
   }
 
   #encode(p: PublishedEvent): Uint8Array {
     if (this.#lastEncoded?.id !== p.id) {
-      this.#lastEncoded = { id: p.id, bytes: encoder.encode(formatSseFrame(p)) };
+      this.#lastEncoded = { id: p.id, bytes: encoder.encode(formatSseFrame(p, this.bootId)) };
     }
     return this.#lastEncoded.bytes;
   }
+
+  /**
+   * The `resync` frame: its id is the newest event's, so that a client resuming from it later
+   * gets exactly what followed.
+   */
+  #resyncFrame(reason: ResyncReason, lastEventIdText: string): Uint8Array {
+    const data = {
+      reason,
+      last_event_id: lastEventIdText.slice(0, 64),
+      timestamp_ms: this.#clock.nowMs(),
+    };
+    return encoder.encode(
+      `event: ${SSE_RESYNC_EVENT}\nid: ${this.bootId}-${this.#ring.lastId}\n` +
+        `data: ${JSON.stringify(data)}\n\n`,
+    );
+  }
 }
+
+/** How a stream starts: live, after a `resync` frame, or replaying from an id. */
+type ClientStart =
+  | { readonly kind: "live" }
+  | { readonly kind: "gap"; readonly frame: Uint8Array }
+  | { readonly kind: "replay"; readonly from: number };
 
 interface SseClientOptions {
   readonly filter: SseFilter;
   readonly queueSize: number;
   readonly keepAliveMs: number;
   readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
+  readonly start: ClientStart;
+  readonly ring: EventRing;
+  /** The `resync` frame for a replay the ring outran (`lastId`: the last event sent). */
+  readonly resync: (reason: ResyncReason, lastId: number) => Uint8Array;
   readonly encode: (p: PublishedEvent) => Uint8Array;
   readonly onDrop: () => void;
   readonly onClose: (c: SseClient) => void;
@@ -167,9 +292,15 @@ class SseClient {
   #unsubscribe: (() => void) | null = null;
   /** Resolves the pull that waits for a frame, the keep-alive timer or close. */
   #wake: (() => void) | null = null;
+  /** The next id to send from the ring while replaying; null once live. */
+  #cursor: number | null = null;
+  /** A `resync` frame to send before anything queued (never dropped with the queue's oldest). */
+  #first: Uint8Array | null = null;
 
   constructor(opts: SseClientOptions) {
     this.#opts = opts;
+    if (opts.start.kind === "gap") this.#first = opts.start.frame;
+    else if (opts.start.kind === "replay") this.#cursor = opts.start.from;
     // highWaterMark 0: frames wait in #queue (bounded, drop-oldest), never in the stream.
     this.stream = new ReadableStream<Uint8Array>({
       start: (controller) => {
@@ -204,7 +335,8 @@ class SseClient {
   }
 
   #push(p: PublishedEvent): void {
-    if (this.#closed || !eventPasses(p.event, this.#opts.filter)) return;
+    // While replaying, the ring holds this event: the replay reaches it.
+    if (this.#closed || this.#cursor !== null || !eventPasses(p.event, this.#opts.filter)) return;
     this.#queue.push(this.#opts.encode(p));
     if (this.#queue.length > this.#opts.queueSize) {
       this.#queue.shift();
@@ -216,7 +348,15 @@ class SseClient {
 
   async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     while (!this.#closed) {
-      if (this.#queue.length > 0) {
+      if (this.#cursor !== null) {
+        const chunk = this.#replayChunk();
+        if (chunk !== null) {
+          controller.enqueue(chunk);
+          return;
+        }
+        continue; // caught up: live from here (#cursor is null now)
+      }
+      if (this.#queue.length > 0 || this.#first !== null) {
         controller.enqueue(this.#drain());
         return;
       }
@@ -229,6 +369,33 @@ class SseClient {
     }
   }
 
+  /**
+   * The next frames of a replay (about SSE_REPLAY_CHUNK_BYTES), or null once the replay has
+   * caught up with the newest event: the stream is live from then on (the bus is synchronous,
+   * so no event falls between the last one replayed and the first one queued). When the ring
+   * dropped events before they were sent (a very slow reader), a `resync` frame and live.
+   */
+  #replayChunk(): Uint8Array | null {
+    const ring = this.#opts.ring;
+    const parts: Uint8Array[] = [];
+    let bytes = 0;
+    let id = this.#cursor!;
+    if (id < ring.firstId) {
+      this.#cursor = null;
+      return this.#opts.resync("too_old", id - 1);
+    }
+    for (; id <= ring.lastId && bytes < SSE_REPLAY_CHUNK_BYTES; id++) {
+      const p = ring.get(id);
+      if (p === undefined || !eventPasses(p.event, this.#opts.filter)) continue;
+      const frame = this.#opts.encode(p);
+      parts.push(frame);
+      bytes += frame.byteLength;
+    }
+    // Nothing more to replay: live (the loop stops early only once it has frames).
+    this.#cursor = id > ring.lastId ? null : id;
+    return parts.length === 0 ? null : concat(parts);
+  }
+
   /** Everything queued as one chunk, preceded by the drop notice when frames were lost. */
   #drain(): Uint8Array {
     const parts = this.#queue.splice(0);
@@ -236,14 +403,11 @@ class SseClient {
       parts.unshift(encoder.encode(`: dropped ${this.#dropped} events\n\n`));
       this.#dropped = 0;
     }
-    if (parts.length === 1) return parts[0]!;
-    const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.byteLength;
+    if (this.#first !== null) {
+      parts.unshift(this.#first);
+      this.#first = null;
     }
-    return out;
+    return concat(parts);
   }
 
   /** Resolves true when the keep-alive interval passed without anything to send. */
@@ -261,4 +425,15 @@ class SseClient {
       };
     });
   }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }

@@ -33,6 +33,9 @@ Deno.test("parseSseFrame reads event, id and data, and skips comment-only frames
 Deno.test("frameId finds the id line without a full parse", () => {
   assert.equal(frameId("event: x\nid: 123\ndata: {}"), 123);
   assert.equal(frameId("id: 9\ndata: {}"), 9);
+  // This runtime's ids carry the run's prefix: the number is what follows the last dash.
+  assert.equal(frameId("event: x\nid: 3f9a0c12-123\ndata: {}"), 123);
+  assert.equal(frameId("id: ab-7\ndata: {}"), 7);
   assert.equal(frameId(": keepalive"), null);
   assert.equal(frameId("event: x\ndata: {}"), null);
 });

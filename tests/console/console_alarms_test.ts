@@ -312,7 +312,7 @@ Deno.test({
           await rowState(page, "tc1_high", "active");
           assert.equal(
             await page.locator(`${row("tc1_high")} .a-held`).textContent(),
-            "past hi 50",
+            "past hi 50 C", // the limit in its signal's unit
           );
           await waitForText(page, "#alarm-summary", /^1 MINOR$/);
           const listed = (await api(rt, "GET", "/v0/interlocks")).json.interlocks[0];
@@ -339,7 +339,7 @@ Deno.test({
           await rowState(page, "tc1_overtemp", "active");
           const r = page.locator(row("tc1_overtemp"));
           assert.equal(await r.locator(".a-state").textContent(), "ACTIVEMAJOR");
-          assert.equal(await r.locator(".a-held").textContent(), "past hihi 60");
+          assert.equal(await r.locator(".a-held").textContent(), "past hihi 60 C");
           await waitForText(page, "#mode", /^FAULT$/);
         });
 

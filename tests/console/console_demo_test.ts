@@ -161,8 +161,14 @@ Deno.test({
           );
           await waitForText(
             page,
-            'tr[data-signal="sim0/analogsensor0/voltage_ch1"] td:nth-child(3)',
+            'tr[data-signal="sim0/analogsensor0/voltage_ch1"] td.quality',
             /^OK$/,
+          );
+          // Its unit, as the provider declares it, right after the value.
+          await waitForText(
+            page,
+            'tr[data-signal="sim0/analogsensor0/voltage_ch1"] td.unit',
+            /^V$/,
           );
           await waitForText(page, 'tr[data-signal="sim0/analogsensor0/voltage_ch1"] .age', /s$/);
           assert.ok(requests.includes("GET /v0/events"), requests.join("\n"));

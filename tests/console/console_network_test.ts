@@ -22,6 +22,7 @@ import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runti
 import { REPO } from "../helpers/sim_config.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 const TOKEN = "console-test-token-7f3a";
 const TOKEN_KEY = "runtime-console.api-token";
@@ -128,20 +129,36 @@ Deno.test({
           assert.equal(await page.locator("#estop").isVisible(), true);
         });
 
+        // The event stream's request with the wrong token is answered only after the right token
+        // was entered (as a loaded machine may answer it): its late 401 must not ask again.
+        let releaseStream = () => {};
+        const streamHeld = new Promise<void>((resolve) => releaseStream = resolve);
+        let heldStreamRequests = 0;
+        await page.route("**/v0/events*", async (route) => {
+          if (route.request().headers()["authorization"] === "Bearer wrong-token") {
+            heldStreamRequests++;
+            await streamHeld;
+          }
+          await route.continue();
+        });
+
         await step("a wrong token is refused and asked for again", async () => {
           await page.locator("#token-input").fill("wrong-token");
           await page.locator("#token-input").press("Enter");
           await page.locator("#token-refused").waitFor({ state: "visible" });
           assert.equal(await page.locator("#token-dialog").isVisible(), true);
+          await waitFor("the stream's request with the wrong token", () => heldStreamRequests >= 1);
         });
 
         await step("the right token opens the API and the event stream", async () => {
           await page.locator("#token-input").fill(TOKEN);
           await page.getByRole("button", { name: "Use token" }).click();
           await page.locator("#token-dialog").waitFor({ state: "hidden" });
+          releaseStream(); // its 401 arrives now, after the right token
           await waitForText(page, "#runtime-name", /^panel-test$/);
           await waitForText(page, "#conn", /^Live$/);
           await waitForText(page, signal("last_choice"), /^“”$/);
+          assert.equal(await page.locator("#token-dialog").isVisible(), false, "asked again");
         });
 
         await step("the token is kept per tab and travels only in the header", async () => {

@@ -2,11 +2,15 @@
  * The console's event-stream client (console/sse.js) under Deno: the SSE parser on awkward
  * chunking, and EventStream against a real HTTP server on loopback — reconnection with backoff
  * after the server ends a stream, "stale" after a silence and a new connection after a longer
- * one, and a 401 answered by asking for a token and retrying with it.
+ * one, a 401 answered by asking for a token and retrying with it, and resuming after the last
+ * event (Last-Event-ID), also against the real runtime.
  */
 import assert from "node:assert/strict";
 import { EventStream, MAX_PENDING_CHARS, SseParser } from "../../console/sse.js";
 import { waitFor } from "../helpers/kernel.ts";
+import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { SseReader } from "../helpers/sse_reader.ts";
 
 type Frame = { event: string; data: string; id: string };
 
@@ -179,5 +183,99 @@ Deno.test("EventStream answers 401 by asking for a token and retrying with it", 
   } finally {
     await es.stop();
     await s.server.shutdown();
+  }
+});
+
+Deno.test("EventStream resumes with Last-Event-ID on each reconnection and reports a gap it cannot fill", async () => {
+  const sent: Array<string | null> = [];
+  const s = serve((req, n) => {
+    sent.push(req.headers.get("last-event-id"));
+    if (n === 1) {
+      return stream(["event: e\nid: a-1\ndata: 1\n\n", "event: e\nid: a-2\ndata: 2\n\n"], true);
+    }
+    if (n === 2) {
+      return stream([
+        'event: resync\nid: a-5\ndata: {"reason":"too_old","last_event_id":"a-2"}\n\n',
+        "event: e\nid: a-6\ndata: 6\n\n",
+      ], true);
+    }
+    // A runtime that ignored the id: its events are of another run.
+    return stream(["event: e\nid: b-1\ndata: b1\n\n"]);
+  });
+  const events: string[] = [];
+  const gaps: string[] = [];
+  const opens: boolean[] = [];
+  const es = new EventStream({
+    url: s.url,
+    onEvent: (e: Frame) => events.push(`${e.id} ${e.data}`),
+    onOpen: (resumed: boolean) => opens.push(resumed),
+    onGap: (reason: string) => gaps.push(reason),
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await waitFor("the third stream's event", () => events.length === 4);
+    assert.deepEqual(sent, [null, "a-2", "a-6"]);
+    // The resync event is not an event of the machine: it goes to onGap only.
+    assert.deepEqual(events, ["a-1 1", "a-2 2", "a-6 6", "b-1 b1"]);
+    assert.deepEqual(gaps, ["too_old", "restarted"]);
+    assert.deepEqual(opens, [false, true, true]);
+    assert.equal(es.lastEventId, "b-1");
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+});
+
+Deno.test("EventStream against the real runtime: a dropped connection resumes without losing or repeating an event", async () => {
+  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
+  try {
+    const server = await fx.serve();
+    const url = `http://127.0.0.1:${server.port}/v0/events`;
+    const bus = fx.runtime.bus;
+    const mark = (n: number) =>
+      bus.publish({ kind: "bt_error", node: `mark-${n}`, error: "", timestamp_ms: n });
+    const reference = new SseReader((await apiFetch(url)).body!);
+    const got: Frame[] = [];
+    const gaps: string[] = [];
+    const opens: boolean[] = [];
+    const es = new EventStream({
+      url,
+      onEvent: (e: Frame) => got.push(e),
+      onOpen: (resumed: boolean) => opens.push(resumed),
+      onGap: (reason: string) => gaps.push(reason),
+      backoffInitialMs: 10,
+    });
+    const hasMark = (n: number) => () => got.some((e) => e.data.includes(`"mark-${n}"`));
+    try {
+      es.start();
+      await waitFor("the console's stream open", () => opens.length === 1);
+      mark(1);
+      await waitFor("the console's stream live", hasMark(1));
+      // The connection drops mid-stream while the runtime polls and publishes.
+      es.abort!.abort();
+      for (let i = 0; i < 20; i++) mark(100 + i);
+      mark(2);
+      await waitFor("the stream resumed past the drop", hasMark(2));
+      mark(3);
+      await waitFor("a live event after the resume", hasMark(3));
+      const seen: string[] = [];
+      for (;;) {
+        const b = await reference.nextEvent();
+        seen.push(`${b.rawId} ${JSON.stringify(b.data)}`);
+        if (b.event === "bt_error" && b.data.node === "mark-3") break;
+      }
+      const mine = got.map((e) => `${e.id} ${e.data}`);
+      const from = seen.findIndex((x) => x === mine[0]);
+      assert.ok(from >= 0, "the console's first event is one the reference saw");
+      assert.deepEqual(mine, seen.slice(from));
+      assert.deepEqual(opens, [false, true]);
+      assert.deepEqual(gaps, []);
+    } finally {
+      await es.stop();
+      await reference.cancel();
+    }
+  } finally {
+    await fx.close();
   }
 });

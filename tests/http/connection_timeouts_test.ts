@@ -129,7 +129,7 @@ Deno.test("serveHttp never closes an event stream for idleness, though its clien
     // Bounded: a stream that stays open without the event is cancelled, so the read ends.
     const deadline = setTimeout(() => reader.cancel("no event within 10 s"), 10_000);
     try {
-      while (!text.includes(`id: ${id}\n`)) {
+      while (!text.includes(`-${id}\ndata: `)) { // its id line, `id: <boot>-<n>`
         const { done, value } = await reader.read();
         assert.equal(done, false, "the event stream was closed, or the event never came");
         text += new TextDecoder().decode(value);

@@ -147,12 +147,22 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
           "motor2_duty",
           "motor2_speed",
         ]);
+        // The provider's SignalSpec.unit when it declares one (speeds: rpm), and no member at
+        // all when it does not (the duty has none): never a guessed unit.
         assert.deepEqual(signals[1], {
           signal_id: "motor1_speed",
           value_type: "double",
           label: "Motor 1 Speed",
+          unit: "rpm",
           poll_hint_hz: 5,
           stale_after_ms: 800,
+        });
+        assert.deepEqual(signals[0], {
+          signal_id: "motor1_duty",
+          value_type: "double",
+          label: "Motor 1 Duty",
+          poll_hint_hz: 2,
+          stale_after_ms: 1500,
         });
         assert.equal(functions.length, 1);
         const fn = functions[0];
@@ -166,6 +176,35 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
         assert.equal(fn.args.motor_index.max, 2);
         assert.equal(fn.args.duty.min, 0);
         assert.equal(fn.args.duty.max, 1);
+      },
+    );
+
+    await t.step(
+      "GET capabilities carries every declared unit, of signals and arguments",
+      async () => {
+        const temp = (await fx.request("GET", "/v0/devices/sim0/tempctl0/capabilities")).json
+          .capabilities;
+        const units = Object.fromEntries(
+          temp.signals.map((
+            s: { signal_id: string; unit?: string },
+          ) => [s.signal_id, s.unit ?? null]),
+        );
+        // As sim-devices.md (the anolis simulator's declarations) gives them.
+        assert.deepEqual(units, {
+          control_mode: null,
+          relay1_state: null,
+          relay2_state: null,
+          setpoint: "C",
+          tc1_temp: "C",
+          tc2_temp: "C",
+        });
+        const setSetpoint = temp.functions.find((f: { name: string }) => f.name === "set_setpoint");
+        assert.equal(setSetpoint.args.value.unit, "C");
+        const analog = (await fx.request("GET", "/v0/devices/sim0/analogsensor0/capabilities")).json
+          .capabilities;
+        for (const s of analog.signals) {
+          assert.equal(s.unit, s.signal_id.startsWith("voltage_ch") ? "V" : undefined, s.signal_id);
+        }
       },
     );
 
@@ -210,8 +249,13 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
         "quality",
         "signal_id",
         "timestamp_epoch_ms",
+        "unit",
         "value",
       ]);
+      // The unit beside the value, as the capabilities declare it; none for a signal without one.
+      assert.equal(tc1.unit, "C");
+      const relay = temp.values.find((v: { signal_id: string }) => v.signal_id === "relay1_state");
+      assert.equal("unit" in relay, false);
     });
 
     await t.step(
@@ -230,6 +274,8 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
           "relay1_state",
         ]);
         assert.deepEqual(r.json.values[1].value, { type: "bool", bool: false });
+        assert.equal(r.json.values[0].unit, "C");
+        assert.equal("unit" in r.json.values[1], false);
         const all = await fx.request("GET", "/v0/state/sim0/tempctl0");
         assert.equal(all.json.values.length, 6);
       },

@@ -45,6 +45,8 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_sse_clients: "gauge",
   runtime_sse_events_dropped_total: "counter",
   runtime_sse_queued_events: "gauge",
+  runtime_sse_replay_events: "gauge",
+  runtime_sse_replay_bytes: "gauge",
   runtime_events_published_total: "counter",
   runtime_telemetry_enabled: "gauge",
   runtime_telemetry_connected: "gauge",
@@ -298,6 +300,10 @@ Deno.test("GET /metrics counts events dropped from a slow event-stream client's 
       assert.equal(sampleValue(families, "runtime_sse_clients"), 1);
       assert.equal(sampleValue(families, "runtime_sse_events_dropped_total"), 3);
       assert.equal(sampleValue(families, "runtime_sse_queued_events"), 2);
+      // All 5 are held for a client that resumes (Last-Event-ID), each estimated by its frame.
+      assert.equal(sampleValue(families, "runtime_sse_replay_events"), 5);
+      const bytes = sampleValue(families, "runtime_sse_replay_bytes")!;
+      assert.ok(bytes >= 5 * 60 && bytes <= 5 * 400, `${bytes}`);
       assert.equal(sampleValue(families, "runtime_events_published_total"), 5);
       assert.equal(sampleValue(families, "runtime_provider_up", { provider: "sim0" }), 0);
     } finally {

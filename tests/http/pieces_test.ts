@@ -227,19 +227,19 @@ Deno.test("eventPasses applies device filters to device events and signal filter
   assert.equal(eventPasses(health, { ...none, providerId: "sim0" }), true);
 });
 
-Deno.test("formatSseFrame writes event, id and one-line data without the kind", () => {
+Deno.test("formatSseFrame writes event, <boot>-<n> id and one-line data without the kind", () => {
   const frame = formatSseFrame({
     id: 57,
     event: { kind: "mode_change", previous_mode: "MANUAL", new_mode: "AUTO", timestamp_ms: 1 },
-  });
+  }, "3f9a0c12");
   assert.equal(
     frame,
-    'event: mode_change\nid: 57\ndata: {"previous_mode":"MANUAL","new_mode":"AUTO","timestamp_ms":1}\n\n',
+    'event: mode_change\nid: 3f9a0c12-57\ndata: {"previous_mode":"MANUAL","new_mode":"AUTO","timestamp_ms":1}\n\n',
   );
   const multi = formatSseFrame({
     id: 1,
     event: { kind: "bt_error", node: "", error: "a\nb", timestamp_ms: 2 },
-  });
+  }, "b");
   assert.equal(multi.split("\n").length, 5); // event, id, data, blank, ""
 });
 

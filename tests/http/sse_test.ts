@@ -6,65 +6,7 @@ import { waitFor } from "../helpers/kernel.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-
-interface SseBlock {
-  comments: string[];
-  event?: string;
-  id?: number;
-  // deno-lint-ignore no-explicit-any
-  data?: any;
-}
-
-/** Minimal SSE parser over a fetch body: one block per blank-line-terminated frame. */
-class SseReader {
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
-  readonly #decoder = new TextDecoder();
-  #buf = "";
-
-  constructor(body: ReadableStream<Uint8Array>) {
-    this.#reader = body.getReader();
-  }
-
-  /** The next block, or null when the stream ended. */
-  async next(): Promise<SseBlock | null> {
-    for (;;) {
-      const end = this.#buf.indexOf("\n\n");
-      if (end >= 0) {
-        const raw = this.#buf.slice(0, end);
-        this.#buf = this.#buf.slice(end + 2);
-        return parseBlock(raw);
-      }
-      const { done, value } = await this.#reader.read();
-      if (done) return null;
-      this.#buf += this.#decoder.decode(value, { stream: true });
-    }
-  }
-
-  /** The next block that carries an event (skips comments). */
-  async nextEvent(): Promise<SseBlock> {
-    for (;;) {
-      const b = await this.next();
-      if (b === null) throw new Error("stream ended");
-      if (b.event !== undefined) return b;
-    }
-  }
-
-  async cancel(): Promise<void> {
-    await this.#reader.cancel().catch(() => {});
-  }
-}
-
-function parseBlock(raw: string): SseBlock {
-  const block: SseBlock = { comments: [] };
-  for (const line of raw.split("\n")) {
-    if (line.startsWith(":")) block.comments.push(line.slice(1).trim());
-    else if (line.startsWith("event: ")) block.event = line.slice(7);
-    else if (line.startsWith("id: ")) block.id = Number(line.slice(4));
-    else if (line.startsWith("data: ")) block.data = JSON.parse(line.slice(6));
-    else throw new Error(`unexpected SSE line: ${line}`);
-  }
-  return block;
-}
+import { SseReader } from "../helpers/sse_reader.ts";
 
 const modeChange = (n: number): RuntimeEvent => ({
   kind: "mode_change",
@@ -255,7 +197,7 @@ async function scanRaw(
     const text = tail + decoder.decode(buf.subarray(0, n), { stream: true });
     const m = /: dropped (\d+) events\n/.exec(text);
     if (m) dropped = Math.max(dropped, Number(m[1]));
-    if (text.includes(`\nid: ${lastId}\n`)) return { dropped, sawLast: true };
+    if (text.includes(`-${lastId}\ndata: `)) return { dropped, sawLast: true };
     tail = text.slice(-64);
   }
 }

@@ -130,10 +130,10 @@ Deno.test("a bytes value goes out as {type: bytes, base64} on the event stream (
       quality: "OK",
       timestamp_ms: 5,
     },
-  });
+  }, "b00t");
   assert.equal(
     frame,
-    'event: state_update\nid: 3\ndata: {"provider_id":"p0","device_id":"d0","signal_id":"raw",' +
+    'event: state_update\nid: b00t-3\ndata: {"provider_id":"p0","device_id":"d0","signal_id":"raw",' +
       '"value":{"type":"bytes","base64":"AQID"},"quality":"OK","timestamp_ms":5}\n\n',
   );
 });

@@ -99,14 +99,19 @@ function deviceCapabilities({ services, params }: RouteContext): Response {
   const caps = requireDevice(services, p!, d!);
   const signals = [...caps.signals]
     .sort((a, b) => compareText(a.signalId, b.signalId))
-    .map((s) => ({
-      signal_id: s.signalId,
-      value_type: s.valueType ?? "unspecified",
-      label: s.name || s.description,
+    .map((s) => {
+      const spec: Record<string, unknown> = {
+        signal_id: s.signalId,
+        value_type: s.valueType ?? "unspecified",
+        label: s.name || s.description,
+      };
+      // Project addition (as ArgSpec's): the provider's SignalSpec.unit, only when it gave one.
+      if (s.unit) spec.unit = s.unit;
       // Project addition: the signal's declared hints, as the provider gave them (0 = none).
-      poll_hint_hz: s.pollHintHz,
-      stale_after_ms: s.staleAfterMs,
-    }));
+      spec.poll_hint_hz = s.pollHintHz;
+      spec.stale_after_ms = s.staleAfterMs;
+      return spec;
+    });
   const functions = [...caps.functions]
     .sort((a, b) => a.functionId - b.functionId || compareText(a.name, b.name))
     .map((f) => ({
@@ -162,23 +167,58 @@ function deviceStateBody(
 ) {
   const cache = services.cache;
   const state = cache.device(p, d);
+  const units = signalUnits(services, p, d);
   const values = [];
   for (const signalId of state?.pollable ?? []) {
     if (only && !only.has(signalId)) continue;
     const s = state?.signals.get(signalId);
     if (!s) continue;
-    values.push({
+    const v: SignalValueJson = {
       signal_id: signalId,
       value: signalValueJson(s.value),
       timestamp_epoch_ms: s.timestampMs,
       quality: cache.qualityNow(p, d, signalId, s),
       age_ms: Math.round(cache.ageMs(s)),
-    });
+    };
+    const unit = units?.get(signalId);
+    if (unit) v.unit = unit;
+    values.push(v);
   }
   const quality: Quality = !state?.available
     ? "UNAVAILABLE"
     : worstQuality(values.map((v) => v.quality));
   return { provider_id: p, device_id: d, quality, values };
+}
+
+interface SignalValueJson {
+  signal_id: string;
+  value: ReturnType<typeof signalValueJson>;
+  timestamp_epoch_ms: number;
+  quality: Quality;
+  age_ms: number;
+  /** Project addition: the signal's unit from its SignalSpec, only when it declares one. */
+  unit?: string;
+}
+
+/** Per DescribeDevice answer (a rediscovery brings a new object): its signals' units. */
+const unitsByCapabilities = new WeakMap<DeviceCapabilities, ReadonlyMap<string, string> | null>();
+
+/** signal_id -> unit of the device's signals that declare one; null when none does. */
+function signalUnits(
+  services: HttpServices,
+  p: string,
+  d: string,
+): ReadonlyMap<string, string> | null {
+  const caps = services.inventory.capabilities(p, d);
+  if (!caps) return null;
+  let units = unitsByCapabilities.get(caps);
+  if (units === undefined) {
+    let out: Map<string, string> | null = null;
+    for (const s of caps.signals) if (s.unit) (out ??= new Map()).set(s.signalId, s.unit);
+    units = out;
+    unitsByCapabilities.set(caps, units);
+  }
+  return units;
 }
 
 function allState({ services }: RouteContext): Response {

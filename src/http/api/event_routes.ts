@@ -24,25 +24,45 @@ export const EVENT_ROUTES: readonly Route[] = [
           description: "Only this signal's signal events.",
           schema: { type: "string" },
         },
+        {
+          name: "last_event_id",
+          description: "Resume after this event, as the `Last-Event-ID` header does (the " +
+            "header wins when both are sent): the events since then that the runtime still " +
+            "holds, then live ones; or one `resync` event when it cannot.",
+          schema: { type: "string" },
+        },
       ],
       response: {
         contentType: "text/event-stream",
-        description: "An endless stream of `event: <kind>`, `id: <n>`, `data: <JSON>` frames " +
-          "(the kinds are listed in the document's description of this operation); comments " +
-          "`: keepalive` and `: dropped N events`.",
+        description: "An endless stream of `event: <kind>`, `id: <boot>-<n>`, `data: <JSON>` " +
+          "frames (the kinds are listed in the document's description of this operation); " +
+          "comments `: keepalive` and `: dropped N events`. With `Last-Event-ID` (header) or " +
+          "`last_event_id`, the missed events first, or one `resync` event " +
+          "(`reason`: too_old, restarted or unknown; `last_event_id`; `timestamp_ms`).",
         schema: { type: "string" },
       },
-      errors: [503],
+      errors: [400, 503],
     },
   }),
 ];
 
-/** The stream ends (and frees its subscription) when the client goes: Deno cancels the body. */
-function events({ sse, url }: RouteContext): Response {
+/**
+ * The stream ends (and frees its subscription) when the client goes: Deno cancels the body.
+ * `Last-Event-ID` (as EventSource sends it on its reconnections) wins over `last_event_id`, which
+ * a URL may still carry from the first connection.
+ */
+function events({ sse, url, req }: RouteContext): Response {
   const q = url.searchParams;
+  const header = req.headers.get("last-event-id");
+  const query = q.get("last_event_id");
+  const lastEventId = header !== null
+    ? { text: header.trim(), where: "Last-Event-ID header" }
+    : query !== null
+    ? { text: query.trim(), where: "query parameter last_event_id" }
+    : undefined;
   return sse.open({
     providerId: q.get("provider_id") ?? "",
     deviceId: q.get("device_id") ?? "",
     signalId: q.get("signal_id") ?? "",
-  });
+  }, lastEventId);
 }

@@ -1,0 +1,294 @@
+/**
+ * Resuming GET /v0/events with Last-Event-ID (docs/http-api.md, "Resuming a stream"), over real
+ * sockets against a runtime polling the simulated provider: a client that reconnects gets every
+ * event it missed, in order, without a duplicate, then live ones; beyond the ring's reach, or
+ * after a restart, one `resync` event.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { SSE_QUEUE_SIZE, SSE_RESYNC_EVENT } from "../../src/http/mod.ts";
+import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { type SseBlock, SseReader } from "../helpers/sse_reader.ts";
+import {
+  freePort,
+  type RuntimeChild,
+  startRuntimeChild,
+  withCheckoutMirror,
+} from "../helpers/runtime_process.ts";
+import { REPO } from "../helpers/sim_config.ts";
+
+const marker = (n: number): RuntimeEvent => ({
+  kind: "bt_error",
+  node: `marker-${n}`,
+  error: "",
+  timestamp_ms: n,
+});
+
+/** Reads events (comments skipped) until `until` holds for one; returns all read, that one last. */
+async function readUntil(sse: SseReader, until: (b: SseBlock) => boolean): Promise<SseBlock[]> {
+  const out: SseBlock[] = [];
+  for (;;) {
+    const b = await sse.next();
+    if (b === null) throw new Error(`stream ended after ${out.length} events`);
+    assert.ok(
+      !b.comments.some((c) => c.startsWith("dropped")),
+      `a reader lost events: ${b.comments}`,
+    );
+    if (b.event === undefined) continue;
+    out.push(b);
+    if (until(b)) return out;
+  }
+}
+
+const isMarker = (n: number) => (b: SseBlock) =>
+  b.event === "bt_error" && b.data?.node === `marker-${n}`;
+
+/** What identifies a delivered event: its id and its whole frame. */
+const frames = (bs: SseBlock[]) => bs.map((b) => `${b.rawId} ${b.event} ${JSON.stringify(b.data)}`);
+
+Deno.test("GET /v0/events with Last-Event-ID: a reconnect loses and duplicates nothing, filtered or not", async () => {
+  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
+  try {
+    const server = await fx.serve();
+    const url = `http://127.0.0.1:${server.port}/v0/events`;
+    const bus = fx.runtime.bus;
+    // The reference: a reader that stays connected throughout.
+    const all = new SseReader((await apiFetch(url)).body!);
+    // Two resuming readers: one unfiltered, one filtered to one device.
+    const filter = "?provider_id=sim0&device_id=analogsensor0";
+    const openB = (last?: string) =>
+      apiFetch(url, { headers: last ? { "last-event-id": last } : {} });
+    const openC = (last?: string) =>
+      apiFetch(`${url}${filter}`, { headers: last ? { "last-event-id": last } : {} });
+    let b = new SseReader((await openB()).body!);
+    let c = new SseReader((await openC()).body!);
+    try {
+      bus.publish(marker(1));
+      const bBefore = await readUntil(b, isMarker(1));
+      const allBefore = await readUntil(all, isMarker(1));
+      // C reads a few of the device's polled values (the sim's noisy voltages change each poll).
+      const cBefore: SseBlock[] = [];
+      while (cBefore.length < 5) cBefore.push(...await readUntil(c, () => true));
+      // Both drop their connections mid-stream, while the runtime keeps polling and publishing:
+      // more events than a client's queue holds, so a replay through that queue would lose some.
+      await b.cancel();
+      await c.cancel();
+      // (In batches the reference reader keeps up with: its own queue holds SSE_QUEUE_SIZE.)
+      const reference: SseBlock[] = [];
+      for (let i = 0; i < 3 * SSE_QUEUE_SIZE; i++) {
+        bus.publish(marker(1000 + i));
+        if (i % 50 === 49) reference.push(...await readUntil(all, isMarker(1000 + i)));
+      }
+      // And polled values: wait for a few of the device's while B and C are away.
+      let polled = 0;
+      reference.push(
+        ...await readUntil(all, (x) => x.data?.device_id === "analogsensor0" && ++polled === 5),
+      );
+      bus.publish(marker(2));
+      reference.push(...await readUntil(all, isMarker(2)));
+      // The readers reconnect with the id they saw last, then a live event follows.
+      const bLast = bBefore.at(-1)!.rawId!;
+      const cLast = cBefore.at(-1)!.rawId!;
+      b = new SseReader((await openB(bLast)).body!);
+      c = new SseReader((await openC(cLast)).body!);
+      // (A live event right away: a stream that replayed nothing fails here rather than waits.)
+      bus.publish(marker(3));
+      const bResumed = await readUntil(b, isMarker(3));
+      const cResumed = await readUntil(c, isMarker(3));
+      reference.push(...await readUntil(all, isMarker(3)));
+
+      // The reference from B's first event on, as B saw it before and after the reconnect.
+      const allSeen = [...allBefore, ...reference];
+      const bSeen = [...bBefore, ...bResumed];
+      const from = bSeen[0]!.id!;
+      const expected = allSeen.filter((x) => x.id! >= from);
+      assert.deepEqual(frames(bSeen), frames(expected));
+      assert.ok(bResumed.length > 3 * SSE_QUEUE_SIZE, `replayed ${bResumed.length}`);
+      assert.equal(new Set(bSeen.map((x) => x.rawId)).size, bSeen.length, "no duplicate");
+
+      // C: the same, through its filter (device events of analogsensor0 and every other kind).
+      const cSeen = [...cBefore, ...cResumed];
+      const cFrom = cSeen[0]!.id!;
+      const cExpected = allSeen.filter((x) =>
+        x.id! >= cFrom &&
+        (x.event === "bt_error" || x.data?.device_id === undefined ||
+          x.data.device_id === "analogsensor0")
+      );
+      assert.deepEqual(frames(cSeen), frames(cExpected));
+      assert.ok(
+        cResumed.some((x) => x.event === "state_update" && x.id! < cResumed.at(-1)!.id!),
+        "polled values were among the events C missed",
+      );
+    } finally {
+      await all.cancel();
+      await b.cancel();
+      await c.cancel();
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/events with a Last-Event-ID the ring no longer reaches starts with one resync event", async () => {
+  const fx = await startHttpFixture({ start: false, api: { sseReplayMaxEvents: 50 } });
+  try {
+    const server = await fx.serve();
+    const url = `http://127.0.0.1:${server.port}/v0/events`;
+    const bus = fx.runtime.bus;
+    const first = new SseReader((await apiFetch(url)).body!);
+    bus.publish(marker(1));
+    const [seen] = await readUntil(first, isMarker(1));
+    await first.cancel();
+    // 60 more events: the ring keeps the newest 50, so the one after `seen` is gone.
+    let lastId = 0;
+    for (let i = 0; i < 60; i++) lastId = bus.publish(marker(100 + i));
+    const again = new SseReader(
+      (await apiFetch(url, { headers: { "last-event-id": seen!.rawId! } })).body!,
+    );
+    try {
+      const gap = await again.nextEvent();
+      assert.equal(gap.event, SSE_RESYNC_EVENT);
+      assert.equal(gap.event, "resync");
+      assert.equal(gap.data.reason, "too_old");
+      assert.equal(gap.data.last_event_id, seen!.rawId);
+      assert.equal(typeof gap.data.timestamp_ms, "number");
+      // Its id is the newest event's: nothing older follows, the next live event does.
+      assert.equal(gap.boot, seen!.boot);
+      assert.equal(gap.id, lastId);
+      bus.publish(marker(2));
+      const next = await again.nextEvent();
+      assert.ok(isMarker(2)(next), JSON.stringify(next));
+      await again.cancel();
+      // Resuming from the resync event's id gives exactly what followed it.
+      bus.publish(marker(3));
+      const third = new SseReader(
+        (await apiFetch(url, { headers: { "last-event-id": gap.rawId! } })).body!,
+      );
+      try {
+        assert.ok(isMarker(2)(await third.nextEvent()));
+        assert.ok(isMarker(3)(await third.nextEvent()));
+      } finally {
+        await third.cancel();
+      }
+    } finally {
+      await again.cancel();
+    }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/events: last_event_id in the query resumes too, the header wins, a foreign id gets resync, nonsense 400", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const server = await fx.serve();
+    const url = `http://127.0.0.1:${server.port}/v0/events`;
+    const bus = fx.runtime.bus;
+    const first = new SseReader((await apiFetch(url)).body!);
+    bus.publish(marker(1));
+    bus.publish(marker(2));
+    const [one, two] = await readUntil(first, isMarker(2));
+    await first.cancel();
+    bus.publish(marker(3));
+
+    // The query parameter alone: resumes after marker 1.
+    const q = new SseReader(
+      (await apiFetch(`${url}?last_event_id=${encodeURIComponent(one!.rawId!)}`)).body!,
+    );
+    assert.ok(isMarker(2)(await q.nextEvent()));
+    assert.ok(isMarker(3)(await q.nextEvent()));
+    await q.cancel();
+    // Both: the header (as EventSource sends on its reconnections) wins over a stale URL.
+    const both = new SseReader(
+      (await apiFetch(`${url}?last_event_id=${encodeURIComponent(one!.rawId!)}`, {
+        headers: { "last-event-id": two!.rawId! },
+      })).body!,
+    );
+    assert.ok(isMarker(3)(await both.nextEvent()));
+    await both.cancel();
+
+    // An id of another run (another boot prefix) or a plain number (anolis, or this runtime
+    // before ids had a prefix): resync, reason restarted.
+    for (const foreign of ["00000000-2", "57"]) {
+      const r = new SseReader(
+        (await apiFetch(url, { headers: { "last-event-id": foreign } })).body!,
+      );
+      const gap = await r.nextEvent();
+      assert.equal(gap.event, "resync", foreign);
+      assert.equal(gap.data.reason, "restarted");
+      assert.equal(gap.data.last_event_id, foreign);
+      await r.cancel();
+    }
+    // An id of this run that was never sent (ahead of the newest): resync, reason unknown.
+    const ahead = new SseReader(
+      (await apiFetch(url, { headers: { "last-event-id": `${one!.boot}-999999` } })).body!,
+    );
+    const unknown = await ahead.nextEvent();
+    assert.equal(unknown.event, "resync");
+    assert.equal(unknown.data.reason, "unknown");
+    await ahead.cancel();
+
+    // Text no runtime sends as an id: 400, naming where it came from.
+    const bad = await apiFetch(url, { headers: { "last-event-id": "not an id" } });
+    assert.equal(bad.status, 400);
+    const body = await bad.json();
+    assert.equal(body.status.code, "INVALID_ARGUMENT");
+    assert.match(body.status.message, /^Last-Event-ID header: not an event id/);
+    const badQuery = await apiFetch(`${url}?last_event_id=x_y`);
+    assert.equal(badQuery.status, 400);
+    assert.match((await badQuery.json()).status.message, /^query parameter last_event_id: /);
+    // An empty header is no id: a plain live stream.
+    const empty = new SseReader(
+      (await apiFetch(url, { headers: { "last-event-id": "" } })).body!,
+    );
+    bus.publish(marker(4));
+    assert.ok(isMarker(4)(await empty.nextEvent()));
+    await empty.cancel();
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("GET /v0/events after a runtime restart: the last id of the previous run gets resync, reason restarted", async () => {
+  const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+  await withCheckoutMirror(demo, async (dir) => {
+    const port = freePort();
+    const start = () =>
+      startRuntimeChild({
+        config: `${dir}/config.yaml`,
+        port,
+        args: ["--port", String(port)],
+        cwd: dir,
+      });
+    let rt: RuntimeChild = await start();
+    try {
+      const before = new SseReader((await apiFetch(`${rt.base}/v0/events`)).body!);
+      const [seen] = await readUntil(before, (b) => b.event === "state_update");
+      await before.cancel();
+      assert.equal(await rt.stop(), 0);
+      rt = await start();
+      // The new run numbers its events from 1 again: without the prefix, `seen`'s number could
+      // name one of its events, and the client would get the wrong ones.
+      const after = new SseReader(
+        (await apiFetch(`${rt.base}/v0/events`, { headers: { "last-event-id": seen!.rawId! } }))
+          .body!,
+      );
+      try {
+        const gap = await after.nextEvent();
+        assert.equal(gap.event, "resync");
+        assert.equal(gap.data.reason, "restarted");
+        assert.equal(gap.data.last_event_id, seen!.rawId);
+        assert.notEqual(gap.boot, seen!.boot);
+        // Live events of the new run follow, with its prefix.
+        const live = await after.nextEvent();
+        assert.equal(live.boot, gap.boot);
+        assert.ok(live.id! > gap.id!);
+      } finally {
+        await after.cancel();
+      }
+    } finally {
+      await rt.stop();
+    }
+  });
+});
