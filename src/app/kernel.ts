@@ -8,8 +8,8 @@
  * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. Providers
  * and the priming poll together are bounded by runtime.startup_timeout_ms; stop() during start
  * acts at once (ending the providers ends whatever stage waits on them).
- * Stop: HTTP (streams first) -> automation, alarms, polling -> providers -> incidents and
- * history -> audit journal -> run journal -> telemetry flush.
+ * Stop: HTTP (streams first) -> automation, alarms, polling -> incidents and history ->
+ * providers -> audit journal -> run journal -> telemetry flush.
  */
 import {
   type Clock,
@@ -834,6 +834,11 @@ export class Kernel {
       this.outages.stop(); // nor a device-loss latch forcing FAULT
       this.estop.close(); // a plan log waiting for its turn is not written
       await this.cache.stop();
+      // Before the providers go: their going is the runtime's stop, not a device loss (no
+      // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
+      // open buckets are written, the disk tier closed.
+      await this.incidents?.stop();
+      await this.history?.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {
         await this.#starting.catch(() => {}); // settles once its providers are gone
@@ -842,8 +847,6 @@ export class Kernel {
       }
       // The open (collapsing) audit entry is closed and the journal written and closed; a call
       // still settling records on its own.
-      await this.incidents?.stop(); // pending incidents written with what the ring has
-      await this.history?.stop(); // open buckets written, the disk tier closed
       await this.audit.close();
       await this.runs.shutdown();
       await this.telemetry.stop(Math.max(200, budget / 2));

@@ -290,9 +290,8 @@ export class History {
   }
 
   /**
-   * Answers a history question: the ring from where it reaches (aligned up to a disk bucket
-   * when there is a disk tier, so no sample counts twice), the disk tier before. Throws
-   * INVALID_ARGUMENT past MAX_HISTORY_POINTS.
+   * Answers a history question: the ring from where it reaches, the disk tier before (see
+   * memory_from_ms). Throws INVALID_ARGUMENT past MAX_HISTORY_POINTS.
    */
   async query(q: HistoryQuery): Promise<HistoryAnswer> {
     const now = this.#o.clock.nowMs();
@@ -305,12 +304,21 @@ export class History {
     const e = this.#devices.get(q.providerId)?.get(q.deviceId);
     const diskStep = this.#disk === null ? null : this.#o.config.stepMs;
     const oldest = e?.ring.oldestMs() ?? null;
-    // Where the ring's part begins.
+    // Where the ring's part begins: its oldest poll while it still holds everything since the
+    // device's first poll; once it has dropped samples, the next disk bucket (the disk tier has
+    // every bucket before it), so no sample is counted twice.
+    const trimmed = (e?.ring.firstSeq ?? 0) > 0;
     const memoryFrom = oldest === null
       ? null
-      : diskStep === null
+      : diskStep === null || !trimmed
       ? oldest
       : bucketStart(oldest + diskStep - 1, diskStep);
+    // The disk part ends before the bucket the ring's part begins in.
+    const diskEnd = memoryFrom === null
+      ? untilMs + 1
+      : diskStep === null
+      ? memoryFrom
+      : bucketStart(memoryFrom, diskStep);
     const ids = q.signalIds.length > 0 ? q.signalIds : this.signalIds(q.providerId, q.deviceId);
     const series = new Map<string, { type: ValueType | null; points: HistoryPoint[] }>();
     for (const id of ids) series.set(id, { type: null, points: [] });
@@ -332,8 +340,8 @@ export class History {
     }
     let fromDisk = false;
     let fromMemory = false;
-    // The disk part: [sinceMs, memoryFrom).
-    const diskUntil = memoryFrom === null ? untilMs : Math.min(untilMs, memoryFrom - 1);
+    // The disk part: [sinceMs, diskEnd).
+    const diskUntil = Math.min(untilMs, diskEnd - 1);
     if (this.#disk !== null && diskStep !== null && sinceMs <= diskUntil) {
       const outStep = Math.max(stepMs, diskStep);
       const open = new Map<string, { t: number; acc: BucketAcc }>();

@@ -197,7 +197,15 @@ export class IncidentRecorder {
     const now = this.#o.clock.nowMs();
     switch (e.kind) {
       case "estop_change":
-        if (e.latched) this.#trigger("estop", e.reason ?? e.cause ?? "e-stop", null, now);
+        if (e.latched) {
+          const by = e.cause ?? "unknown";
+          this.#trigger(
+            "estop",
+            e.reason ? `e-stop: ${e.reason} (${by})` : `e-stop (${by})`,
+            null,
+            now,
+          );
+        }
         return;
       case "mode_change":
         if (e.new_mode === "FAULT" && e.previous_mode !== "FAULT") {
