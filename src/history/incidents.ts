@@ -140,7 +140,10 @@ export class IncidentRecorder {
     while (this.#writes.size > 0) await Promise.all([...this.#writes]);
   }
 
-  /** Told when an incident begins (its id is known then; the record is written later). */
+  /**
+   * Told when an incident begins (its id is known then; the record is written later), with its
+   * lead trigger once the triggers of the same step have joined it.
+   */
   onIncident(listener: (h: IncidentCause & { incident_id: string }) => void): void {
     this.#listeners.push(listener);
   }
@@ -266,13 +269,17 @@ export class IncidentRecorder {
       p.timer = null;
       this.#capture(p);
     }, this.#o.config.incidentAfterS * 1000);
-    for (const l of this.#listeners) {
-      try {
-        l({ ...c, incident_id: p.id });
-      } catch (err) {
-        this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
+    // Told once the triggers of this same step have joined (an e-stop publishes its FAULT entry
+    // first, then its own event): the run's event names the incident's lead trigger.
+    queueMicrotask(() => {
+      for (const l of this.#listeners) {
+        try {
+          l({ ...p.lead, incident_id: p.id });
+        } catch (err) {
+          this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
+        }
       }
-    }
+    });
   }
 
   // ---- capture -------------------------------------------------------------------------------
