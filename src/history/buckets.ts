@@ -5,7 +5,7 @@
  */
 import type { TypedValue } from "../common/mod.ts";
 
-/** A value a double cannot hold exactly, as an answer carries it. */
+/** A typed value as an answer carries it: a number (bool 0/1), a bigint, or a string. */
 export function typedValueScalar(v: TypedValue): number | bigint | string {
   switch (v.type) {
     case "double":

@@ -15,8 +15,10 @@
 import { type Clock, errorMessage, type Logger, toJsonText } from "../common/mod.ts";
 import {
   type JournalFiles,
+  type JournalLine,
   type JournalSegments,
   JournalWriter,
+  seekAfter,
   segmentNumbers,
   segmentPath,
 } from "../journal/mod.ts";
@@ -198,7 +200,19 @@ export class DiskTier {
     const marker = `"p":${JSON.stringify(providerId)},"d":${JSON.stringify(deviceId)},`;
     for (let i = from; i < numbers.length; i++) {
       const path = segmentPath(this.#segments, numbers[i]!);
-      for await (const line of files.readLines(path, DISK_MAX_ROW_BYTES)) {
+      // In the first file, the first row at or after sinceMs is found by bisection (rows ascend
+      // along the files): an hour at the end of a long file does not read the file.
+      const startByte = i === from
+        ? await seekAfter({
+          files,
+          path,
+          maxLineBytes: DISK_MAX_ROW_BYTES,
+          end: await files.fileSize(path),
+          key: rowTime,
+        }, sinceMs - 1)
+        : 0;
+      const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
+      for await (const { text: line } of lines) {
         if (!line.includes(marker)) continue;
         const row = parseRow(line);
         if (row === null) {
@@ -227,6 +241,12 @@ export class DiskTier {
     if (first !== null) this.#firstT.set(n, first);
     return first;
   }
+}
+
+/** The bucket start of a row line, read without parsing it (null: not a row). */
+function rowTime(line: JournalLine): number | null {
+  const m = /^\{"t":(\d+),/.exec(line.text);
+  return m ? Number(m[1]) : null;
 }
 
 /** The JSON text of a row. */

@@ -196,8 +196,8 @@ export class IncidentRecorder {
 
   // ---- triggers ------------------------------------------------------------------------------
 
+  /** Every event of the bus passes here (state updates above all): one switch, nothing else. */
   #onEvent(e: RuntimeEvent): void {
-    const now = this.#o.clock.nowMs();
     switch (e.kind) {
       case "estop_change":
         if (e.latched) {
@@ -206,13 +206,12 @@ export class IncidentRecorder {
             "estop",
             e.reason ? `e-stop: ${e.reason} (${by})` : `e-stop (${by})`,
             null,
-            now,
           );
         }
         return;
       case "mode_change":
         if (e.new_mode === "FAULT" && e.previous_mode !== "FAULT") {
-          this.#trigger("fault", `mode ${e.previous_mode} -> FAULT`, null, now);
+          this.#trigger("fault", `mode ${e.previous_mode} -> FAULT`, null);
         }
         return;
       case "alarm": {
@@ -221,14 +220,14 @@ export class IncidentRecorder {
         const device = parts.length >= 3 ? parts.slice(0, -1).join("/") : e.signal;
         this.#trigger("alarm", `alarm ${e.alarm_id}: ${e.cause ?? ""} ${e.message}`.trim(), [
           device,
-        ], now);
+        ]);
         return;
       }
       case "device_availability":
         if (!e.available) {
           this.#trigger("device_loss", `device ${e.provider_id}/${e.device_id} lost`, [
             `${e.provider_id}/${e.device_id}`,
-          ], now);
+          ]);
         }
         return;
       default:
@@ -236,7 +235,8 @@ export class IncidentRecorder {
     }
   }
 
-  #trigger(trigger: IncidentTrigger, cause: string, devices: string[] | null, now: number): void {
+  #trigger(trigger: IncidentTrigger, cause: string, devices: string[] | null): void {
+    const now = this.#o.clock.nowMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
     const joined = this.#pending.find((p) => Math.abs(now - p.lead.at_epoch_ms) <= MERGE_WINDOW_MS);
     if (joined !== undefined) {

@@ -12,7 +12,7 @@
  * only (the cache's own value object: nothing is copied).
  *
  * Bounds: poll times older than `memorySeconds` are dropped at the next poll of the device; a
- * signal's change that no kept poll needs any more goes with them. Rings grow by doubling while
+ * signal's change that no kept poll needs any more goes with them. Rings grow by half again while
  * the bytes of every ring together stay within `maxBytes` (MEMORY bound: `history.memory_max_bytes`);
  * a ring that may not grow drops its oldest entry instead, so the reach shortens and the memory
  * does not grow. `bytes` and `reachMs` are the metrics of its use.
@@ -30,8 +30,16 @@ export const QUALITY_BY_CODE: readonly Quality[] = ["OK", "STALE", "FAULT", "UNA
 const QUALITY_MASK = 0x03;
 const HAS_VALUE = 0x04;
 const BY_REF = 0x08;
-/** First capacity of a ring (entries); it doubles from here. */
+/** First capacity of a ring (entries). */
 const FIRST_CAPACITY = 16;
+
+/**
+ * The next capacity of a full ring: half again as large (doubling would leave up to half of a
+ * ring at its steady size unused: 2048 entries for 1200 polls of 120 s at 10 Hz; this, 1369).
+ */
+function grown(cap: number): number {
+  return Math.ceil(cap * 1.5);
+}
 
 /** One sample as the ring gives it back (a reused cursor: read it before the next step). */
 export interface RingSample {
@@ -169,14 +177,15 @@ export class SignalRing {
 
   #growOrDrop(): void {
     const cap = this.#seq.length;
-    if (!this.#budget.allows(cap * 13)) {
+    const next = grown(cap);
+    if (!this.#budget.allows((next - cap) * 13)) {
       this.#dropHead();
       return;
     }
-    const seq = new Uint32Array(cap * 2);
-    const num = new Float64Array(cap * 2);
-    const flags = new Uint8Array(cap * 2);
-    const refs = this.#refs === null ? null : new Array<TypedValue | null>(cap * 2).fill(null);
+    const seq = new Uint32Array(next);
+    const num = new Float64Array(next);
+    const flags = new Uint8Array(next);
+    const refs = this.#refs === null ? null : new Array<TypedValue | null>(next).fill(null);
     for (let i = 0; i < this.#len; i++) {
       const from = (this.#head + i) % cap;
       seq[i] = this.#seq[from]!;
@@ -184,7 +193,7 @@ export class SignalRing {
       flags[i] = this.#flags[from]!;
       if (refs !== null) refs[i] = this.#refs![from]!;
     }
-    this.#budget.bytes += cap * 13;
+    this.#budget.bytes += (next - cap) * 13;
     this.#seq = seq;
     this.#num = num;
     this.#flags = flags;
@@ -299,13 +308,14 @@ export class DeviceRing {
 
   #growOrDrop(): void {
     const cap = this.#times.length;
-    if (!this.#budget.allows(cap * 8)) {
+    const next = grown(cap);
+    if (!this.#budget.allows((next - cap) * 8)) {
       this.#dropHead();
       return;
     }
-    const times = new Float64Array(cap * 2);
+    const times = new Float64Array(next);
     for (let i = 0; i < this.#len; i++) times[i] = this.#times[(this.#head + i) % cap]!;
-    this.#budget.bytes += cap * 8;
+    this.#budget.bytes += (next - cap) * 8;
     this.#times = times;
     this.#head = 0;
   }

@@ -124,13 +124,13 @@ Deno.test("The memory ring never holds more than history.memory_max_bytes: the o
   });
   try {
     // Every poll changes every value: 13 bytes per signal per poll, 8 per poll time.
-    for (let i = 1; i <= 1200; i++) await rig.poll(T0 + i * 100, probeValues(i, i, `s${i}`));
+    for (let i = 1; i <= 1600; i++) await rig.poll(T0 + i * 100, probeValues(i, i, `s${i}`));
     const status = rig.rt.history!.status();
     assert.ok(status.memoryBytes <= 65536, `${status.memoryBytes} bytes`);
     const answer = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0}`);
     const points = answer.signals[0].points;
-    assert.ok(points.length > 100 && points.length < 1200, `${points.length} samples kept`);
-    assert.equal(points.at(-1).last, 1200, "the newest is kept");
+    assert.ok(points.length > 100 && points.length < 1600, `${points.length} samples kept`);
+    assert.equal(points.at(-1).last, 1600, "the newest is kept");
     // Every kept sample is exact: temp i at T0 + i * 100.
     for (const p of points) assert.equal(p.t_ms, T0 + p.last * 100);
   } finally {
