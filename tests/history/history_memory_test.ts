@@ -137,3 +137,22 @@ Deno.test("The memory ring never holds more than history.memory_max_bytes: the o
     await rig.rt.stop();
   }
 });
+
+Deno.test("history.enabled false: no ring, and the history and incident routes answer 503", async () => {
+  const rig = await startRig({ history: { enabled: false } });
+  try {
+    assert.equal(rig.rt.history, undefined);
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    for (const path of ["/v0/history/p0/probe", "/v0/incidents", "/v0/incidents/inc-1-1"]) {
+      const r = await rig.get(path);
+      assert.equal(r.status, 503, path);
+      assert.match(
+        (await r.json()).status.message,
+        /history is disabled \(history.enabled: false\)/,
+      );
+    }
+    assert.doesNotMatch(await (await rig.get("/metrics")).text(), /runtime_history_/);
+  } finally {
+    await rig.rt.stop();
+  }
+});
