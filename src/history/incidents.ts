@@ -31,6 +31,8 @@ import { type History, qualityName } from "./history.ts";
 export const MERGE_WINDOW_MS = 1000;
 /** Incidents waiting for their window to end at most; more are dropped and counted. */
 export const MAX_PENDING_INCIDENTS = 16;
+/** How long stop() waits for records still being written (a hung disk must not hold the stop). */
+export const INCIDENT_STOP_WAIT_MS = 2000;
 /** Longest line of an incident file read back. */
 export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 
@@ -124,7 +126,10 @@ export class IncidentRecorder {
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
   }
 
-  /** Captures every pending incident now (with what the ring has) and waits for the writes. */
+  /**
+   * Captures every pending incident now (with what the ring has) and waits for the writes, at
+   * most INCIDENT_STOP_WAIT_MS (a record still unwritten then is lost, and said so).
+   */
   async stop(): Promise<void> {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
@@ -132,7 +137,18 @@ export class IncidentRecorder {
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
       this.#capture(p);
     }
-    await this.settled();
+    let timer: TimerId | null = null;
+    const late = new Promise<"late">((r) => {
+      timer = this.#o.clock.setTimer(() => r("late"), INCIDENT_STOP_WAIT_MS);
+    });
+    const outcome = await Promise.race([this.settled(), late]);
+    this.#o.clock.clearTimer(timer);
+    if (outcome === "late") {
+      this.#o.log.warn(
+        `${this.#writes.size} incident record(s) not written within ${INCIDENT_STOP_WAIT_MS} ms ` +
+          `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
+      );
+    }
   }
 
   /** Resolves once every capture begun so far is written. */

@@ -11,6 +11,38 @@ import { apiFetch } from "../helpers/openapi_check.ts";
 import { T, TestClock } from "../helpers/programmable_provider.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
+
+/** The real files, but a write of an incident record waits until `release()` (a slow disk). */
+class HeldIncidentFiles implements JournalFiles {
+  #release!: () => void;
+  readonly held = new Promise<void>((r) => this.#release = r);
+  waiting = 0;
+  release(): void {
+    this.#release();
+  }
+  ensureDir = journalFiles.ensureDir;
+  endsWithNewline = journalFiles.endsWithNewline;
+  fileSize = journalFiles.fileSize;
+  remove = journalFiles.remove;
+  listNames = journalFiles.listNames;
+  readLines = journalFiles.readLines;
+  readLinesAt = journalFiles.readLinesAt;
+  async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await journalFiles.openAppend(path);
+    if (!path.includes("/incidents/")) return handle;
+    return {
+      append: async (text: string) => {
+        this.waiting++;
+        await this.held;
+        await handle.append(text);
+      },
+      sync: () => handle.sync(),
+      close: () => handle.close(),
+    };
+  }
+}
 
 const post = (url: string, body: unknown = {}) =>
   apiFetch(url, {
@@ -143,6 +175,32 @@ Deno.test("Each device loss is an incident of that device; the records are bound
     const names = [...Deno.readDirSync(`${rig.dataDir}/history/incidents`)].map((e) => e.name);
     assert.equal(names.length, 2);
   } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("The e-stop never waits for its incident: a record held by a slow disk is written after the answer", async () => {
+  const files = new HeldIncidentFiles();
+  const rig = await startRig({
+    history: { incidentBeforeS: 5, incidentAfterS: 0, diskMaxBytes: 0 },
+    host: { files },
+  });
+  try {
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    const estop = await post(`${rig.base}/v0/estop`);
+    assert.equal(estop.status, 200);
+    assert.equal((await estop.json()).latched, true);
+    await waitFor("the record's write begun (and held)", () => files.waiting === 1);
+    assert.deepEqual((await rig.json("/v0/incidents")).incidents, [], "not written yet");
+    files.release();
+    const list = await waitFor("the record", async () => {
+      const l = (await rig.json("/v0/incidents")).incidents;
+      return l.length > 0 ? l : null;
+    });
+    assert.equal(list[0].trigger, "estop");
+    assert.equal(list[0].samples, 3);
+  } finally {
+    files.release();
     await rig.rt.stop();
   }
 });
