@@ -76,6 +76,7 @@ Deno.test("The disk tier answers GET /v0/history exactly across a rotation and t
     );
     assert.equal(answer.source, "disk");
     assert.equal(answer.disk_step_ms, 1000);
+    assert.equal(answer.signals[0].value_type, "double", "declared: no value in the ring yet");
     assert.deepEqual(
       answer.signals[0].points,
       Array.from({ length: BUCKETS - 1 }, (_, k) => expected(k + 1)),

@@ -155,9 +155,8 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   const { provider_id: p, device_id: d } = ctx.params;
   const q = ctx.url.searchParams;
   const format = wantedFormat(ctx, ["json", "csv"]);
-  if (!ctx.services.inventory.capabilities(p!, d!) && !history.knows(p!, d!)) {
-    throw notFound(`Device not found: ${p}/${d}`);
-  }
+  const caps = ctx.services.inventory.capabilities(p!, d!);
+  if (!caps && !history.knows(p!, d!)) throw notFound(`Device not found: ${p}/${d}`);
   const sinceMs = epochParam(q, "since_ms");
   const untilMs = epochParam(q, "until_ms");
   const stepText = q.get("step_ms");
@@ -179,10 +178,14 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     stepMs,
   });
   if (format === "csv") return csvResponse(historyCsv(answer));
+  // A signal the ring has not seen a value of (only on disk): its declared type, when declared.
+  const declared = (id: string) =>
+    caps?.signals.find((s) => s.signalId === id)?.valueType ?? "unknown";
   return okResponse({
     ...answer,
     signals: answer.signals.map((s) => ({
       ...s,
+      value_type: s.value_type === "unknown" ? declared(s.signal_id) : s.value_type,
       points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
     })),
   });
