@@ -87,8 +87,8 @@ interface DeviceEntry {
   readonly ring: DeviceRing;
   /** The cache's pollable list this entry's arrays were built for (rebuilt when it changes). */
   pollable: readonly string[] | null;
+  /** The rings of `pollable`, in its order (each also its signal's open disk bucket). */
   signals: SignalRing[];
-  accs: BucketAcc[];
   /** Start of the open bucket; null before the first poll. */
   bucketStart: number | null;
 }
@@ -192,7 +192,6 @@ export class History {
         ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget),
         pollable: null,
         signals: [],
-        accs: [],
         bucketStart: null,
       };
       byDevice.set(dev.deviceId, e);
@@ -214,8 +213,9 @@ export class History {
       if (s === undefined) continue;
       const value = s.value;
       const d = value === null ? null : exactDouble(value);
-      e.signals[i]!.record(seq, value, d, s.quality, oldest);
-      e.accs[i]!.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(s.quality));
+      const sig = e.signals[i]!;
+      sig.record(seq, value, d, s.quality, oldest);
+      sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(s.quality));
     }
   };
 
@@ -231,7 +231,6 @@ export class History {
     e.ring.signals.clear();
     for (const [id, s] of kept) e.ring.signals.set(id, s);
     e.signals = pollable.map((id) => kept.get(id)!);
-    e.accs = pollable.map(() => new BucketAcc());
     e.pollable = pollable;
   }
 
@@ -240,10 +239,9 @@ export class History {
     const t = e.bucketStart;
     if (t === null) return;
     const parts: [string, HistoryPoint][] = [];
-    for (let i = 0; i < e.accs.length; i++) {
-      const acc = e.accs[i]!;
-      if (acc.count > 0) parts.push([e.signals[i]!.signalId, acc.point(t)]);
-      acc.reset();
+    for (const sig of e.signals) {
+      if (sig.count > 0) parts.push([sig.signalId, sig.point(t)]);
+      sig.reset();
     }
     if (parts.length > 0) this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts));
   }
