@@ -8,6 +8,10 @@
  * every poll publishes state updates as it does with noisy sensors ("unchanged": one encoding,
  * nothing is published).
  *
+ * History: the same devices with the history subscribed (history/: the full-rate ring in typed
+ * arrays, bucket accumulation and a disk row per device every 10 s of the clock, which moves
+ * 100 ms per poll), at the defaults of `history:`.
+ *
  * Alarms: the same 100-signal device with 100 alarms (one per signal) and 20 interlocks (each
  * comparing 5 of its signals and one bad()) evaluated after every poll, none of them raised; and
  * the engine's evaluation alone (evaluateAll: the work one poll of that device causes). Cost per
@@ -41,6 +45,8 @@ import { EventBus } from "../src/events/mod.ts";
 import { EventRing } from "../src/http/mod.ts";
 import type { ProviderRegistry } from "../src/providers/mod.ts";
 import { DeviceOutages, Inventory, StateCache } from "../src/state/mod.ts";
+import { History } from "../src/history/mod.ts";
+import { journalFiles } from "../src/host/mod.ts";
 
 const silent: Logger = {
   debug() {},
@@ -124,7 +130,7 @@ function caps(deviceId: string, defs: SignalDef[]): DeviceCapabilities {
 function setup(
   deviceId: string,
   defs: SignalDef[],
-  o: { unchanged?: boolean; alarms?: boolean; ring?: boolean } = {},
+  o: { unchanged?: boolean; alarms?: boolean; ring?: boolean; history?: boolean } = {},
 ) {
   const frames = o.unchanged ? [answer(defs, 0)] : [answer(defs, 0), answer(defs, 1)];
   let n = 0;
@@ -149,7 +155,10 @@ function setup(
     eachHost: (listener: (h: typeof host) => void) => listener(host),
     onHostRemoved() {},
   } as unknown as ProviderRegistry;
-  const clock: Clock = { ...systemClock, nowMs: () => 1_760_000_000_000 };
+  // The wall clock moves 100 ms per poll (as at 10 Hz): the ring drops what is older than
+  // memory_seconds and the disk buckets close every step_ms, as in the runtime.
+  let wall = 1_760_000_000_000;
+  const clock: Clock = { ...systemClock, nowMs: () => (wall += 100) };
   const bus = new EventBus();
   // As the SseHub keeps every event for streams that resume (Last-Event-ID).
   if (o.ring) {
@@ -174,7 +183,30 @@ function setup(
       actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
     });
   }
-  return { poll: () => cache.pollDevice("p", deviceId), engine };
+  let history: History | null = null;
+  if (o.history) {
+    // Defaults of history: (docs/history.md); the disk tier writes to a temporary folder.
+    history = new History({
+      config: {
+        enabled: true,
+        memorySeconds: 120,
+        memoryMaxBytes: 8 * 1024 * 1024,
+        stepMs: 10000,
+        diskMaxBytes: 256 * 1024 * 1024,
+        incidentBeforeS: 10,
+        incidentAfterS: 5,
+        incidentMaxCount: 100,
+        incidentMaxBytes: 64 * 1024 * 1024,
+      },
+      dataDir: Deno.makeTempDirSync({ prefix: "bench-history-" }),
+      files: journalFiles,
+      clock,
+      log: silent,
+      cache,
+    });
+    void history.start();
+  }
+  return { poll: () => cache.pollDevice("p", deviceId), engine, history };
 }
 
 /** One alarm per signal, limits far outside the values (never raised). */
@@ -220,6 +252,9 @@ const tempctl = setup("tempctl0", TEMPCTL).poll;
 const wide = setup("wide0", WIDE).poll;
 const wideUnchanged = setup("wide0", WIDE, { unchanged: true }).poll;
 const wideRing = setup("wide0", WIDE, { ring: true }).poll;
+const tempctlHistory = setup("tempctl0", TEMPCTL, { history: true }).poll;
+const wideHistory = setup("wide0", WIDE, { history: true }).poll;
+const wideHistoryUnchanged = setup("wide0", WIDE, { unchanged: true, history: true }).poll;
 const alarmed = setup("wide0", WIDE, { alarms: true });
 const alarmedUnchanged = setup("wide0", WIDE, { alarms: true, unchanged: true });
 // Started after a first poll, as the runtime starts them after its priming poll.
@@ -238,6 +273,18 @@ Deno.bench("poll path: decode + apply, 100 signals", { group: "poll" }, async ()
 
 Deno.bench("poll path: decode + apply, 100 signals, unchanged", { group: "poll" }, async () => {
   await wideUnchanged();
+});
+
+Deno.bench("poll path + history ring: 8 signals", { group: "history" }, async () => {
+  await tempctlHistory();
+});
+
+Deno.bench("poll path + history ring: 100 signals", { group: "history" }, async () => {
+  await wideHistory();
+});
+
+Deno.bench("poll path + history ring: 100 signals, unchanged", { group: "history" }, async () => {
+  await wideHistoryUnchanged();
 });
 
 Deno.bench(

@@ -25,6 +25,7 @@ const RANK: Record<string, number> = {
   runs: 6,
   audit: 6,
   telemetry: 6,
+  history: 6, // the full-rate ring, the disk tier and incidents (fed by state/, read by http/)
   http: 7,
   app: 8, // the composition root: kernel, live configuration, reload, process lifecycle
   "": 9, // src/main.ts

@@ -3,12 +3,13 @@
  * them in order, and is the one owner of the running configuration (a reload is applied here,
  * section by section, by each section's owner: app/live_config.ts, docs/architecture.md).
  *
- * Start: audit journal -> run journal replay -> telemetry and run records on the event bus ->
+ * Start: audit journal -> run journal replay -> history (ring, disk tier, incidents) ->
+ * telemetry and run records on the event bus ->
  * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. Providers
  * and the priming poll together are bounded by runtime.startup_timeout_ms; stop() during start
  * acts at once (ending the providers ends whatever stage waits on them).
- * Stop: HTTP (streams first) -> automation, alarms, polling -> providers -> audit journal -> run
- * journal -> telemetry flush.
+ * Stop: HTTP (streams first) -> automation, alarms, polling -> incidents and history ->
+ * providers -> audit journal -> run journal -> telemetry flush.
  */
 import {
   type Clock,
@@ -41,6 +42,7 @@ import {
 import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { RunRegistry } from "../runs/mod.ts";
+import { History, IncidentRecorder } from "../history/mod.ts";
 import {
   loadInfluxClient,
   telemetryOptionsFromConfig,
@@ -130,6 +132,10 @@ export class Kernel {
   readonly runs: RunRegistry;
   /** Telemetry writer; a reload that changes `telemetry` retargets it in place. */
   readonly telemetry: TelemetryWriter;
+  /** The full-rate ring and the disk tier (docs/history.md); absent when history.enabled is false. */
+  readonly history?: History;
+  /** Incident records around every stop; absent when history.enabled is false. */
+  readonly incidents?: IncidentRecorder;
   /** What the HTTP API is handed: the kernel's services, read-only ports where they exist. */
   readonly services: HttpServices;
   /** The HTTP API (served from start() when http.enabled and the host can serve). */
@@ -309,6 +315,28 @@ export class Kernel {
       telemetrySink: (event, run) => this.telemetry.recordRunEvent(event, run.experiment_label),
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
+    if (config.history.enabled) {
+      const files = host.files ?? journalFiles;
+      const historyLog = log.child("history");
+      this.history = new History({
+        config: config.history,
+        dataDir: config.runtime.dataDir,
+        files,
+        clock: host.clock,
+        log: historyLog,
+        cache: this.cache,
+      });
+      this.incidents = new IncidentRecorder({
+        config: config.history,
+        history: this.history,
+        files,
+        dir: `${config.runtime.dataDir}/history/incidents`,
+        clock: host.clock,
+        log: historyLog,
+      });
+      // An incident is an event of the run open when it begins (its record follows later).
+      this.incidents.onIncident((i) => this.runs.recordIncident(i));
+    }
     // Calls decided while a run is open are events of that run.
     this.audit.onEntry((entry) => {
       if (entry.action === "call" && this.runs.openRunId() !== null) {
@@ -343,6 +371,9 @@ export class Kernel {
       audit: this.audit,
       telemetry: this.telemetry,
       runs: this.runs,
+      ...(this.history && this.incidents
+        ? { history: this.history, incidents: this.incidents }
+        : {}),
       processStats,
       configReloads: () => this.reloader?.counts() ?? NO_RELOADS,
       ...(this.parameters ? { parameters: this.parameters } : {}),
@@ -392,6 +423,9 @@ export class Kernel {
       maxFiles: config.audit.maxFiles,
     });
     await this.runs.start();
+    // Subscribed before the providers start: the priming poll is the ring's first sample.
+    await this.history?.start();
+    await this.incidents?.start(this.bus);
     this.#throwIfStopping();
     // Subscribed before the providers start: the priming poll's first samples must be written
     // too (a signal that never changes is never published again).
@@ -800,6 +834,11 @@ export class Kernel {
       this.outages.stop(); // nor a device-loss latch forcing FAULT
       this.estop.close(); // a plan log waiting for its turn is not written
       await this.cache.stop();
+      // Before the providers go: their going is the runtime's stop, not a device loss (no
+      // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
+      // open buckets are written, the disk tier closed.
+      await this.incidents?.stop();
+      await this.history?.stop();
       await this.registry.stopAll(budget);
       if (this.#starting) {
         await this.#starting.catch(() => {}); // settles once its providers are gone

@@ -41,7 +41,8 @@ export type SectionKey =
   | "automation.mode_transition_hooks"
   | "safety"
   | "alarms"
-  | "audit.*";
+  | "audit.*"
+  | "history.*";
 
 /** One row of the section table. */
 export interface ConfigSection {
@@ -231,6 +232,13 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     owner: "audit journal (sized when it is opened at start)",
     read: (c) => c.audit,
     take: (b, f) => ({ ...b, audit: f.audit }),
+  },
+  {
+    key: "history.*",
+    rule: "restart",
+    owner: "history (ring, disk tier and incidents are sized when they start)",
+    read: (c) => c.history,
+    take: (b, f) => ({ ...b, history: f.history }),
   },
 ];
 

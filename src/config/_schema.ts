@@ -630,6 +630,46 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         max_files: int("Journal files kept (the oldest is removed).", 8, 2, 1000),
       },
     ),
+    history: section(
+      "On-board history: a full-rate ring in memory, a decimated tier on disk under " +
+        "data_dir/history, and incident records around every stop (docs/history.md).",
+      {
+        enabled: bool("Keep history (false: GET /v0/history and /v0/incidents answer 503).", true),
+        memory_seconds: int("How far back the full-rate ring reaches (s).", 120, 10, 3600),
+        memory_max_bytes: int(
+          "Bytes the ring may allocate; past it the oldest samples go first.",
+          8 * 1024 * 1024,
+          65536,
+          1024 * 1024 * 1024,
+        ),
+        step_ms: int(
+          "Bucket of the disk tier (ms): min, max, last, count, worst quality per signal.",
+          10000,
+          1000,
+          3600000,
+        ),
+        disk_max_bytes: int(
+          "Bytes the disk tier's files may take (0: no disk tier).",
+          256 * 1024 * 1024,
+          0,
+          MAX_INT,
+        ),
+        incident_before_s: int(
+          "Seconds of full-rate samples kept before an incident (at most memory_seconds).",
+          10,
+          0,
+          3600,
+        ),
+        incident_after_s: int("Seconds of full-rate samples kept after an incident.", 5, 0, 600),
+        incident_max_count: int("Incident records kept (the oldest is removed).", 100, 1, 100000),
+        incident_max_bytes: int(
+          "Bytes the incident records may take (the oldest are removed).",
+          64 * 1024 * 1024,
+          65536,
+          MAX_INT,
+        ),
+      },
+    ),
     alarms: {
       type: ["array", "null"],
       description: "Alarm limits on signals (docs/alarms.md).",

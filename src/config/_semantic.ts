@@ -65,6 +65,7 @@ const ROOT_KEYS = [
   "safety",
   "health",
   "audit",
+  "history",
   "alarms",
   "interlocks",
 ] as const;
@@ -164,6 +165,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     safety: readSafety(root, callCtx),
     health: readHealth(root, c),
     audit: readAudit(root, c),
+    history: readHistory(root, c),
     alarms: readAlarms(callCtx, root.alarms, ["alarms"]),
     interlocks: readInterlocks(callCtx, root.interlocks, ["interlocks"]),
   };
@@ -717,6 +719,50 @@ function readAudit(root: Obj, c: Checker): Config["audit"] {
       max: 1024 * 1024 * 1024,
     }),
     maxFiles: c.integer(a, P, "max_files", 8, { min: 2, max: 1000 }),
+  };
+}
+
+function readHistory(root: Obj, c: Checker): Config["history"] {
+  const P = ["history"];
+  const h = c.mapping(root.history, P) ?? {};
+  c.knownKeys(h, P, [
+    "enabled",
+    "memory_seconds",
+    "memory_max_bytes",
+    "step_ms",
+    "disk_max_bytes",
+    "incident_before_s",
+    "incident_after_s",
+    "incident_max_count",
+    "incident_max_bytes",
+  ]);
+  const memorySeconds = c.integer(h, P, "memory_seconds", 120, { min: 10, max: 3600 });
+  const incidentBeforeS = c.integer(h, P, "incident_before_s", 10, { min: 0, max: 3600 });
+  // The samples before an incident come from the ring: it must reach that far back.
+  if (incidentBeforeS > memorySeconds) {
+    c.error(
+      [...P, "incident_before_s"],
+      `must be at most memory_seconds (${incidentBeforeS} > ${memorySeconds}): the samples ` +
+        "before an incident come from the ring",
+    );
+  }
+  const diskMaxBytes = c.integer(h, P, "disk_max_bytes", 256 * 1024 * 1024, { min: 0 });
+  if (diskMaxBytes > 0 && diskMaxBytes < 1024 * 1024) {
+    c.error([...P, "disk_max_bytes"], `must be 0 (no disk tier) or at least 1048576 (1 MiB)`);
+  }
+  return {
+    enabled: c.boolean(h, P, "enabled", true),
+    memorySeconds,
+    memoryMaxBytes: c.integer(h, P, "memory_max_bytes", 8 * 1024 * 1024, {
+      min: 65536,
+      max: 1024 * 1024 * 1024,
+    }),
+    stepMs: c.integer(h, P, "step_ms", 10000, { min: 1000, max: 3600000 }),
+    diskMaxBytes,
+    incidentBeforeS,
+    incidentAfterS: c.integer(h, P, "incident_after_s", 5, { min: 0, max: 600 }),
+    incidentMaxCount: c.integer(h, P, "incident_max_count", 100, { min: 1, max: 100000 }),
+    incidentMaxBytes: c.integer(h, P, "incident_max_bytes", 64 * 1024 * 1024, { min: 65536 }),
   };
 }
 

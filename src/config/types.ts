@@ -329,10 +329,34 @@ export interface Config {
     /** Journal files kept, the current one included; the oldest is removed. */
     readonly maxFiles: number;
   };
+  /** On-board history: full-rate ring, decimated disk tier, incidents (docs/history.md). */
+  readonly history: HistoryConfig;
   /** Alarm limits on signals, evaluated after every poll in every mode (docs/alarms.md). */
   readonly alarms: readonly AlarmConfig[];
   /** Conditions that refuse calls to functions while they hold (docs/alarms.md). */
   readonly interlocks: readonly InterlockConfig[];
+}
+
+/** `history:` (docs/history.md). */
+export interface HistoryConfig {
+  /** false: no ring, no disk tier, no incidents (GET /v0/history answers 503). */
+  readonly enabled: boolean;
+  /** How far back the full-rate ring in memory reaches (seconds). */
+  readonly memorySeconds: number;
+  /** Bytes the ring may allocate at most; past it the oldest samples go first. */
+  readonly memoryMaxBytes: number;
+  /** The disk tier's bucket (ms): min, max, last, count, worst quality per signal per bucket. */
+  readonly stepMs: number;
+  /** Bytes the disk tier's files under `<data_dir>/history/` may take; 0: no disk tier. */
+  readonly diskMaxBytes: number;
+  /** Seconds of full-rate samples an incident keeps from before its trigger. */
+  readonly incidentBeforeS: number;
+  /** Seconds of full-rate samples an incident keeps from after its trigger. */
+  readonly incidentAfterS: number;
+  /** Incident records kept at most (the oldest is removed). */
+  readonly incidentMaxCount: number;
+  /** Bytes the incident records may take at most (the oldest are removed). */
+  readonly incidentMaxBytes: number;
 }
 
 /** One finding of the loader: a position in the file, a key path and a message. */

@@ -382,6 +382,54 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "Audit journal lines a read could not use (torn, damaged, too long).",
   ).sample("runtime_audit_unreadable_lines_total", audit.unreadable_lines_total);
 
+  // ---- history (memory ring, disk tier, incidents) ----
+  const history = services.history?.status();
+  if (history !== undefined) {
+    gauge1(
+      "runtime_history_memory_bytes",
+      "Bytes the full-rate history ring holds now (typed arrays).",
+      history.memoryBytes,
+    );
+    gauge1(
+      "runtime_history_memory_max_bytes",
+      "history.memory_max_bytes: the ring never holds more.",
+      history.memoryMaxBytes,
+    );
+    gauge1(
+      "runtime_history_memory_reach_seconds",
+      "How far back the ring reaches now, for the device it reaches least far for.",
+      history.memoryReachSeconds,
+    );
+    gauge1(
+      "runtime_history_disk_up",
+      "1 while the disk tier writes; 0 when it stopped (a failed write, e.g. a full disk) or " +
+        "is off (history.disk_max_bytes 0).",
+      history.disk.state === "ok" ? 1 : 0,
+    );
+    w.family("runtime_history_disk_rows_written_total", "counter", "Disk tier rows written.")
+      .sample("runtime_history_disk_rows_written_total", history.disk.rowsWritten);
+    w.family(
+      "runtime_history_disk_rows_dropped_total",
+      "counter",
+      "Disk tier rows not written (the tier stopped, its queue full, or the write failed).",
+    ).sample("runtime_history_disk_rows_dropped_total", history.disk.rowsDropped);
+    w.family(
+      "runtime_history_disk_write_errors_total",
+      "counter",
+      "Disk tier writes that failed (each stops the tier for a while).",
+    ).sample("runtime_history_disk_write_errors_total", history.disk.writeErrors);
+  }
+  const incidents = services.incidents?.status();
+  if (incidents !== undefined) {
+    gauge1("runtime_incidents", "Incident records kept.", incidents.count);
+    gauge1("runtime_incidents_bytes", "Bytes of the incident records kept.", incidents.bytes);
+    w.family(
+      "runtime_incidents_dropped_total",
+      "counter",
+      "Incidents not recorded: too many waiting for their window, or the write failed.",
+    ).sample("runtime_incidents_dropped_total", incidents.dropped);
+  }
+
   // ---- configuration reload (SIGHUP) ----
   const reloads = services.configReloads();
   w.family(

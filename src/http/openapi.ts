@@ -72,6 +72,8 @@ const ADDITIONS = [
   "`GET /v0/openapi.json` (this document)",
   "alarms and interlocks (`/v0/alarms*`, `/v0/interlocks`; SSE `alarm`, `interlock`)",
   "`after_sequence` cursor on `GET /v0/runs/{run_id}/events`",
+  "signal history (`/v0/history/{provider_id}/{device_id}`, JSON or CSV) and incident records " +
+  "around every stop (`/v0/incidents*`)",
   "members added to anolis answers (listed in each schema's description): `runtime_name`, " +
   "`estop.plan`/`cause`/`verification`, `discovery_warnings`, `data_faults`, telemetry " +
   "counters, `device_loss_latched`, `device_outages`, `hook_failures`, `allowed_values`, " +
@@ -150,6 +152,7 @@ const PATH_PARAMETER_DOCS: Readonly<Record<string, string>> = {
   device_id: "A device id of that provider.",
   alarm_id: "An alarm id (`alarms[].id`).",
   run_id: "A run id (`<runtime.name>-<ULID>`).",
+  incident_id: "An incident id (`inc-<epoch ms>-<n>`).",
 };
 
 function operation(r: Route): Record<string, unknown> {
@@ -211,6 +214,10 @@ function operation(r: Route): Record<string, unknown> {
       description: d.response.description,
       content: { [d.response.contentType]: { schema: d.response.schema } },
     };
+  for (const alt of d.alternatives ?? []) {
+    (success.content as Record<string, unknown>)[alt.contentType] = { schema: alt.schema };
+    success.description += ` ${alt.description}`;
+  }
   const responses: Record<string, unknown> = { "200": success };
   for (const status of routeErrorStatuses(r)) {
     responses[String(status)] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` };
@@ -272,6 +279,11 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
       { name: "automation", description: "Parameters and the behavior tree" },
       { name: "alarms", description: "Alarms and interlocks (project addition)" },
       { name: "runs", description: "Run records and markers" },
+      {
+        name: "history",
+        description: "Signal history (memory ring and disk tier) and incident records " +
+          "(project addition)",
+      },
       { name: "events", description: "Server-Sent Events" },
       { name: "meta", description: "This document and the metrics" },
     ],

@@ -44,6 +44,7 @@ export type ApiTag =
   | "automation"
   | "alarms"
   | "runs"
+  | "history"
   | "events"
   | "meta";
 
@@ -91,6 +92,8 @@ export interface RouteDoc {
   readonly body?: RequestBodyDoc;
   /** The 200 answer: a response schema's name (response_schemas.ts), or a raw answer. */
   readonly response: string | RawResponseDoc;
+  /** Other media types of the 200 answer (CSV, JSON Lines), chosen by `Accept` or `format`. */
+  readonly alternatives?: readonly RawResponseDoc[];
   /** The other statuses this route itself can answer (e.g. 404, 409). */
   readonly errors?: readonly number[];
 }

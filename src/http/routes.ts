@@ -10,6 +10,7 @@ import { AUTOMATION_ROUTES } from "./api/automation_routes.ts";
 import { DEVICE_ROUTES } from "./api/device_routes.ts";
 import { ESTOP_ROUTES } from "./api/estop_routes.ts";
 import { EVENT_ROUTES } from "./api/event_routes.ts";
+import { HISTORY_ROUTES } from "./api/history_routes.ts";
 import { metaRoutes } from "./api/meta_routes.ts";
 import { MODE_ROUTES } from "./api/mode_routes.ts";
 import { RUN_ROUTES } from "./api/run_routes.ts";
@@ -36,6 +37,7 @@ export const ROUTES: readonly Route[] = [
   ...AUTOMATION_ROUTES,
   ...ALARM_ROUTES,
   ...RUN_ROUTES,
+  ...HISTORY_ROUTES,
   ...EVENT_ROUTES,
   ...AUDIT_ROUTES,
   ...metaRoutes(() => ROUTES),

@@ -15,6 +15,7 @@ import type { Clock, Logger, ProcessStats, ProviderHealthView } from "../common/
 import type { Config } from "../config/mod.ts";
 import type { CallRouter, ModeService, ParameterService } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
+import type { History, IncidentRecorder } from "../history/mod.ts";
 import type {
   CloseRunRequest,
   EventPageRequest,
@@ -81,6 +82,10 @@ export interface HttpServices {
   readonly telemetry: TelemetryService;
   readonly runs: RunsService;
   readonly alarms: AlarmService;
+  /** Signal history (history/); absent when history.enabled is false (503). */
+  readonly history?: Pick<History, "query" | "knows" | "status">;
+  /** Incident records; absent when history.enabled is false (503). */
+  readonly incidents?: Pick<IncidentRecorder, "list" | "get" | "jsonl" | "status">;
   /** Audit trail (docs/http-api.md, "Audit trail"). */
   readonly audit: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
   /** This process's RSS and CPU time (GET /metrics). */

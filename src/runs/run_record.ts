@@ -22,7 +22,9 @@ export type RunEventCategory =
   | "alarm"
   | "interlock"
   /** An actuating call decided during the run (its audit trail entry). */
-  | "call";
+  | "call"
+  /** An incident began (GET /v0/incidents/{incident_id} has its record). */
+  | "incident";
 
 /** Identity of the automation definition (`automation_version`), captured when a run opens. */
 export interface AutomationVersion {

@@ -614,6 +614,25 @@ export class RunRegistry {
   }
 
   /**
+   * Records an incident (history/: e-stop, FAULT entry, alarm raise, device loss) as an
+   * `incident` event of the open run, type its trigger, linking its record by id. Queued like bus
+   * events (bounded); nothing when no run is open.
+   */
+  recordIncident(incident: {
+    readonly incident_id: string;
+    readonly trigger: string;
+    readonly cause: string;
+    readonly at_epoch_ms: number;
+  }): void {
+    this.#queueEvent("incident", incident.trigger, incident.at_epoch_ms, {
+      incident_id: incident.incident_id,
+      trigger: incident.trigger,
+      cause: incident.cause,
+      link: `/v0/incidents/${encodeURIComponent(incident.incident_id)}`,
+    });
+  }
+
+  /**
    * Queues an event of the open run (bounded: a full queue drops it, counted, and it takes no
    * sequence number). Written at once, fsync'd within BUS_EVENT_SYNC_DELAY_MS.
    */

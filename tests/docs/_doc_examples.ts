@@ -51,6 +51,15 @@ const TYPE_ONLY = new Set([
   "last_poll_ms",
   "elapsed_ms",
   "run_id",
+  // history and incidents (docs/http-api.md "History and incidents")
+  "t_ms",
+  "since_ms",
+  "until_ms",
+  "memory_from_ms",
+  "incident_id",
+  "at_epoch_ms",
+  "from_epoch_ms",
+  "until_epoch_ms",
 ]);
 /**
  * A documented `double` with more significant digits than this is a measurement (a temperature,

@@ -75,9 +75,23 @@ export interface TestConfigOptions {
   runtime?: Partial<Config["runtime"]>;
   alarms?: Config["alarms"];
   audit?: Partial<Config["audit"]>;
+  history?: Partial<Config["history"]>;
   interlocks?: Config["interlocks"];
   health?: Partial<Config["health"]>;
 }
+
+/** The loader's defaults of `history:`. */
+export const DEFAULT_HISTORY: Config["history"] = {
+  enabled: true,
+  memorySeconds: 120,
+  memoryMaxBytes: 8 * 1024 * 1024,
+  stepMs: 10000,
+  diskMaxBytes: 256 * 1024 * 1024,
+  incidentBeforeS: 10,
+  incidentAfterS: 5,
+  incidentMaxCount: 100,
+  incidentMaxBytes: 64 * 1024 * 1024,
+};
 
 /** A complete Config with the loader's defaults and one simulated provider `sim0`. */
 export function testConfig(o: TestConfigOptions = {}): Config {
@@ -154,6 +168,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     },
     health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 }, ...o.health },
     audit: { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8, ...o.audit },
+    history: { ...DEFAULT_HISTORY, ...o.history },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],
   };

@@ -1,0 +1,294 @@
+/**
+ * The decimated tier on disk: one JSONL row per device per `history.step_ms` bucket, holding each
+ * signal's min, max, last, count and worst quality, in rotated append-only files under
+ * `<data_dir>/history/` (`history-00000001.jsonl`, ...). Written through the shared journal
+ * writer (src/journal/: group commit, batched fsync, rotation, torn-line recovery, gap lines);
+ * the files' total is bounded by `history.disk_max_bytes` (DISK_FILES files of a share each, the
+ * oldest removed).
+ *
+ * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
+ * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
+ * not parse (a torn last line after a power cut) is skipped when read, never fatal. A failed write
+ * (a full disk, a read-only folder) stops the tier with one WARN: rows are dropped and counted,
+ * the runtime goes on, and the tier tries again after DISK_RETRY_MS.
+ */
+import { type Clock, errorMessage, type Logger, toJsonText } from "../common/mod.ts";
+import {
+  type JournalFiles,
+  type JournalLine,
+  type JournalSegments,
+  JournalWriter,
+  seekAfter,
+  segmentNumbers,
+  segmentPath,
+} from "../journal/mod.ts";
+import type { HistoryPoint } from "./buckets.ts";
+
+/** Files the disk tier is spread over (each a 1/DISK_FILES share of history.disk_max_bytes). */
+export const DISK_FILES = 16;
+/** Rows waiting for the disk at most (then dropped and counted). */
+export const DISK_QUEUE_ROWS = 4096;
+/** Longest time a written row waits for its fsync (an SD card is spared a sync per row). */
+export const DISK_SYNC_INTERVAL_MS = 5000;
+/** After a failed write the tier stays stopped this long before it tries again. */
+export const DISK_RETRY_MS = 60_000;
+/** Longest row read in full (longer ones are skipped as damaged). */
+export const DISK_MAX_ROW_BYTES = 1024 * 1024;
+
+/** One row as read back. */
+export interface DiskRow {
+  readonly t: number;
+  readonly p: string;
+  readonly d: string;
+  readonly s: Readonly<Record<string, readonly unknown[]>>;
+}
+
+/** Counters of the disk tier (GET /metrics). */
+export interface DiskTierStatus {
+  /** `off` (disk_max_bytes 0), `ok`, or `stopped` (a write failed; retried later). */
+  readonly state: "off" | "ok" | "stopped";
+  readonly rowsWritten: number;
+  /** Rows not written: the tier stopped, its queue full, or the write failed. */
+  readonly rowsDropped: number;
+  readonly writeErrors: number;
+  /** Rows that could not be read back (torn, damaged), since start. */
+  readonly rowsUnreadable: number;
+  readonly lastError: string | null;
+}
+
+export interface DiskTierOptions {
+  readonly files: JournalFiles;
+  /** `<data_dir>/history`. */
+  readonly dir: string;
+  readonly maxBytes: number;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** The writer and reader of the disk tier. */
+export class DiskTier {
+  readonly #o: DiskTierOptions;
+  readonly #segments: JournalSegments;
+  readonly #writer: JournalWriter;
+  #state: "ok" | "stopped" = "ok";
+  #retryAtMono = 0;
+  #rowsWritten = 0;
+  #rowsDropped = 0;
+  #writeErrors = 0;
+  #rowsUnreadable = 0;
+  #lastError: string | null = null;
+  /** Segment number -> time of its first row (rows ascend along the files). */
+  readonly #firstT = new Map<number, number | null>();
+
+  constructor(o: DiskTierOptions) {
+    this.#o = o;
+    this.#segments = {
+      dir: o.dir,
+      prefix: "history",
+      maxFileBytes: Math.max(65536, Math.floor(o.maxBytes / DISK_FILES)),
+      maxFiles: DISK_FILES,
+    };
+    // A full disk is the tier's own trouble, not the runtime's: the journal writer's ERROR lines
+    // come out as WARN (the tier's own WARN says it stopped).
+    const log = o.log;
+    const warnOnly: Logger = {
+      debug: (line) => log.debug(line),
+      info: (line) => log.info(line),
+      warn: (line) => log.warn(line),
+      error: (line) => log.warn(line),
+      child: (scope) => log.child(scope),
+    };
+    this.#writer = new JournalWriter({
+      files: o.files,
+      target: { segments: this.#segments },
+      name: "history disk tier",
+      log: warnOnly,
+      clock: o.clock,
+      maxQueuedLines: DISK_QUEUE_ROWS,
+      syncIntervalMs: DISK_SYNC_INTERVAL_MS,
+      gapLine: (g) =>
+        JSON.stringify({
+          gap: { rows: g.lines, first_ms: g.firstLostAtMs, last_ms: g.lastLostAtMs, why: g.reason },
+        }),
+    });
+  }
+
+  /** Makes the folder; a failure stops the tier (never the start). */
+  async open(): Promise<void> {
+    try {
+      await this.#writer.open();
+    } catch (err) {
+      this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Appends one row (never waits, never throws). */
+  write(row: string): void {
+    if (this.#state === "stopped") {
+      if (this.#o.clock.monoMs() < this.#retryAtMono) {
+        this.#rowsDropped++;
+        return;
+      }
+      this.#state = "ok";
+      this.#o.log.info("history disk tier: trying to write again");
+    }
+    void this.#writer.append(row).then((r) => {
+      if (r.ok) {
+        this.#rowsWritten++;
+        return;
+      }
+      this.#rowsDropped++;
+      if (this.#writer.status().state === "failing") this.#stop(r.reason);
+    });
+  }
+
+  #stop(reason: string): void {
+    this.#writeErrors++;
+    this.#lastError = reason;
+    this.#retryAtMono = this.#o.clock.monoMs() + DISK_RETRY_MS;
+    if (this.#state === "stopped") return;
+    this.#state = "stopped";
+    this.#o.log.warn(
+      `history disk tier stopped: ${reason}; rows are dropped and counted, the in-memory ring ` +
+        `goes on; trying again in ${DISK_RETRY_MS / 1000} s`,
+    );
+  }
+
+  /** Writes what is queued and closes the files. */
+  async close(): Promise<void> {
+    await this.#writer.close();
+  }
+
+  /** Resolves once every row appended so far was written or dropped. */
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  status(): DiskTierStatus {
+    return {
+      state: this.#state,
+      rowsWritten: this.#rowsWritten,
+      rowsDropped: this.#rowsDropped,
+      writeErrors: this.#writeErrors,
+      rowsUnreadable: this.#rowsUnreadable,
+      lastError: this.#lastError,
+    };
+  }
+
+  /**
+   * Calls `each` for every row of one device with a bucket start in [sinceMs, untilMs], oldest
+   * first. Files whose rows all lie before `sinceMs` are not read.
+   */
+  async read(
+    providerId: string,
+    deviceId: string,
+    sinceMs: number,
+    untilMs: number,
+    each: (row: DiskRow) => void,
+  ): Promise<void> {
+    const files = this.#o.files;
+    const numbers = await segmentNumbers(files, this.#segments);
+    // The first file to read: the last one whose first row is at or before sinceMs.
+    let from = 0;
+    for (let i = numbers.length - 1; i >= 0; i--) {
+      const first = await this.#firstTime(numbers[i]!);
+      if (first !== null && first <= sinceMs) {
+        from = i;
+        break;
+      }
+    }
+    const marker = `"p":${JSON.stringify(providerId)},"d":${JSON.stringify(deviceId)},`;
+    for (let i = from; i < numbers.length; i++) {
+      const path = segmentPath(this.#segments, numbers[i]!);
+      // In the first file, the first row at or after sinceMs is found by bisection (rows ascend
+      // along the files): an hour at the end of a long file does not read the file.
+      const startByte = i === from
+        ? await seekAfter({
+          files,
+          path,
+          maxLineBytes: DISK_MAX_ROW_BYTES,
+          end: await files.fileSize(path),
+          key: rowTime,
+        }, sinceMs - 1)
+        : 0;
+      const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
+      for await (const { text: line } of lines) {
+        if (!line.includes(marker)) continue;
+        const row = parseRow(line);
+        if (row === null) {
+          this.#rowsUnreadable++;
+          continue;
+        }
+        if (row.p !== providerId || row.d !== deviceId) continue;
+        if (row.t < sinceMs) continue;
+        if (row.t > untilMs) return;
+        each(row);
+      }
+    }
+  }
+
+  async #firstTime(n: number): Promise<number | null> {
+    if (this.#firstT.has(n)) return this.#firstT.get(n)!;
+    let first: number | null = null;
+    for await (const line of this.#o.files.readLines(segmentPath(this.#segments, n), 4096)) {
+      const m = /^\{"t":(\d+),/.exec(line);
+      if (m) {
+        first = Number(m[1]);
+        break;
+      }
+    }
+    // The current file may still be empty: only a found time is kept.
+    if (first !== null) this.#firstT.set(n, first);
+    return first;
+  }
+}
+
+/** The bucket start of a row line, read without parsing it (null: not a row). */
+function rowTime(line: JournalLine): number | null {
+  const m = /^\{"t":(\d+),/.exec(line.text);
+  return m ? Number(m[1]) : null;
+}
+
+/** The JSON text of a row. */
+export function rowText(
+  tMs: number,
+  providerId: string,
+  deviceId: string,
+  signals: readonly (readonly [string, HistoryPoint])[],
+): string {
+  const s: Record<string, unknown[]> = {};
+  for (const [id, p] of signals) s[id] = [p.min, p.max, p.last, p.count, p.quality];
+  return toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+}
+
+/** A row, or null for a line that is not one (torn, damaged, a gap line). */
+export function parseRow(line: string): DiskRow | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (typeof v !== "object" || v === null) return null;
+  const r = v as Record<string, unknown>;
+  if (
+    typeof r.t !== "number" || typeof r.p !== "string" || typeof r.d !== "string" ||
+    typeof r.s !== "object" || r.s === null
+  ) return null;
+  return r as unknown as DiskRow;
+}
+
+/** A row's entry for one signal as a point (null when it is malformed). */
+export function rowPoint(t: number, entry: readonly unknown[]): HistoryPoint | null {
+  const [min, max, last, count, quality] = entry;
+  const numOrNull = (x: unknown) => typeof x === "number" ? x : null;
+  if (typeof count !== "number" || typeof quality !== "number") return null;
+  return {
+    t_ms: t,
+    min: numOrNull(min),
+    max: numOrNull(max),
+    last: typeof last === "number" || typeof last === "string" ? last : null,
+    count,
+    quality: quality >= 0 && quality <= 3 ? quality : 3,
+  };
+}

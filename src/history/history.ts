@@ -1,0 +1,458 @@
+/**
+ * The machine's memory (docs/history.md): every polled sample of every signal in the full-rate
+ * ring (ring.ts), folded into `history.step_ms` buckets for the disk tier (disk_tier.ts), and the
+ * query behind GET /v0/history: the ring where it reaches, the disk tier beyond.
+ *
+ * Fed by StateCache.onDevicePolled (synchronous, right after each poll's samples are stored): the
+ * listener appends to typed arrays and, when a poll crosses into a new bucket, hands the device's
+ * finished bucket to the disk writer (which never makes the poll wait). Time is the injected
+ * clock's wall time at the poll (the runtime's clock, not a provider's).
+ */
+import {
+  type Clock,
+  invalidArgument,
+  type Logger,
+  type Quality,
+  type ValueType,
+} from "../common/mod.ts";
+import type { HistoryConfig } from "../config/mod.ts";
+import type { JournalFiles } from "../journal/mod.ts";
+import type { DeviceState, StateCache } from "../state/mod.ts";
+import { BucketAcc, bucketStart, type HistoryPoint, typedValueScalar } from "./buckets.ts";
+import { DiskTier, type DiskTierStatus, rowPoint, rowText } from "./disk_tier.ts";
+import {
+  DeviceRing,
+  exactDouble,
+  QUALITY_BY_CODE,
+  RingBudget,
+  type RingSample,
+  SignalRing,
+} from "./ring.ts";
+
+/** Points one history answer may hold at most (all signals together); beyond it: 400. */
+export const MAX_HISTORY_POINTS = 20_000;
+
+/** Where an answer's points came from. */
+export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
+
+/** A history question (GET /v0/history/{provider_id}/{device_id}). */
+export interface HistoryQuery {
+  readonly providerId: string;
+  readonly deviceId: string;
+  /** Signals asked for; empty: every signal the history holds for the device. */
+  readonly signalIds: readonly string[];
+  /** Default: untilMs - memory_seconds. */
+  readonly sinceMs?: number | undefined;
+  /** Default: now. */
+  readonly untilMs?: number | undefined;
+  /** 0 or absent: full rate from the ring (the disk part in its own buckets). */
+  readonly stepMs?: number | undefined;
+}
+
+/** One signal of an answer. */
+export interface HistorySeries {
+  readonly signal_id: string;
+  readonly value_type: ValueType | "unknown";
+  readonly points: readonly HistoryPoint[];
+}
+
+/** The answer (the JSON body without `status`; quality codes are spelled out by the route). */
+export interface HistoryAnswer {
+  readonly provider_id: string;
+  readonly device_id: string;
+  readonly since_ms: number;
+  readonly until_ms: number;
+  readonly step_ms: number;
+  /** Which tier answered: points before `memory_from_ms` come from the disk tier. */
+  readonly source: HistorySource;
+  /** Where the ring's part begins (epoch ms); null when the ring holds nothing of the device. */
+  readonly memory_from_ms: number | null;
+  /** The disk tier's bucket (its points have at least this step); null without a disk tier. */
+  readonly disk_step_ms: number | null;
+  readonly signals: readonly HistorySeries[];
+}
+
+/** Figures of the history (GET /metrics). */
+export interface HistoryStatus {
+  readonly memoryBytes: number;
+  readonly memoryMaxBytes: number;
+  /** Seconds the ring reaches back now (the device it reaches least far for). */
+  readonly memoryReachSeconds: number;
+  readonly devices: number;
+  readonly disk: DiskTierStatus;
+}
+
+/** One device's ring and its open bucket. */
+interface DeviceEntry {
+  readonly ring: DeviceRing;
+  /** The cache's pollable list this entry's arrays were built for (rebuilt when it changes). */
+  pollable: readonly string[] | null;
+  /** The rings of `pollable`, in its order (each also its signal's open disk bucket). */
+  signals: SignalRing[];
+  /** Start of the open bucket; null before the first poll. */
+  bucketStart: number | null;
+}
+
+export interface HistoryOptions {
+  readonly config: HistoryConfig;
+  /** runtime.data_dir: the disk tier lives in `<data_dir>/history`. */
+  readonly dataDir: string;
+  readonly files: JournalFiles;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly cache: Pick<StateCache, "onDevicePolled">;
+}
+
+/** The ring, the disk tier and their query. */
+export class History {
+  readonly #o: HistoryOptions;
+  readonly #budget: RingBudget;
+  /** provider id -> device id -> entry (two lookups per poll, no key string made). */
+  readonly #devices = new Map<string, Map<string, DeviceEntry>>();
+  readonly #disk: DiskTier | null;
+  #unsubscribe: (() => void) | null = null;
+  readonly #memoryMs: number;
+
+  constructor(o: HistoryOptions) {
+    this.#o = o;
+    this.#budget = new RingBudget(o.config.memoryMaxBytes);
+    this.#memoryMs = o.config.memorySeconds * 1000;
+    this.#disk = o.config.diskMaxBytes > 0
+      ? new DiskTier({
+        files: o.files,
+        dir: `${o.dataDir}/history`,
+        maxBytes: o.config.diskMaxBytes,
+        clock: o.clock,
+        log: o.log,
+      })
+      : null;
+  }
+
+  get config(): HistoryConfig {
+    return this.#o.config;
+  }
+
+  /** Opens the disk tier and subscribes to every poll (before the providers start). */
+  async start(): Promise<void> {
+    await this.#disk?.open();
+    this.#unsubscribe ??= this.#o.cache.onDevicePolled(this.#onPolled);
+  }
+
+  /** Unsubscribes, writes every open bucket and closes the disk tier. */
+  async stop(): Promise<void> {
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    for (const devices of this.#devices.values()) {
+      for (const e of devices.values()) this.#flushBucket(e);
+    }
+    await this.#disk?.close();
+  }
+
+  /** Resolves once every row handed to the disk tier so far was written or dropped. */
+  async flushDisk(): Promise<void> {
+    await this.#disk?.flush();
+  }
+
+  status(): HistoryStatus {
+    const now = this.#o.clock.nowMs();
+    let reach = Infinity;
+    let devices = 0;
+    for (const m of this.#devices.values()) {
+      for (const e of m.values()) {
+        devices++;
+        const oldest = e.ring.oldestMs();
+        if (oldest !== null) reach = Math.min(reach, now - oldest);
+      }
+    }
+    return {
+      memoryBytes: this.#budget.bytes,
+      memoryMaxBytes: this.#budget.maxBytes,
+      memoryReachSeconds: reach === Infinity ? 0 : Math.max(0, reach / 1000),
+      devices,
+      disk: this.#disk?.status() ?? {
+        state: "off",
+        rowsWritten: 0,
+        rowsDropped: 0,
+        writeErrors: 0,
+        rowsUnreadable: 0,
+        lastError: null,
+      },
+    };
+  }
+
+  // ---- the poll path ---------------------------------------------------------------------------
+
+  readonly #onPolled = (dev: DeviceState): void => {
+    const now = this.#o.clock.nowMs();
+    let byDevice = this.#devices.get(dev.providerId);
+    if (byDevice === undefined) this.#devices.set(dev.providerId, byDevice = new Map());
+    let e = byDevice.get(dev.deviceId);
+    if (e === undefined) {
+      e = {
+        ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget),
+        pollable: null,
+        signals: [],
+        bucketStart: null,
+      };
+      byDevice.set(dev.deviceId, e);
+    }
+    if (e.pollable !== dev.pollable) this.#rebuild(e, dev.pollable);
+    const step = this.#o.config.stepMs;
+    const b = bucketStart(now, step);
+    if (e.bucketStart !== b) {
+      if (e.bucketStart !== null) this.#flushBucket(e);
+      e.bucketStart = b;
+    }
+    const ring = e.ring;
+    const seq = ring.addPoll(now, now - this.#memoryMs);
+    const oldest = ring.firstSeq;
+    const pollable = dev.pollable;
+    const signals = dev.signals;
+    for (let i = 0; i < pollable.length; i++) {
+      const s = signals.get(pollable[i]!);
+      if (s === undefined) continue;
+      const value = s.value;
+      const d = value === null ? null : exactDouble(value);
+      const sig = e.signals[i]!;
+      sig.record(seq, value, d, s.quality, oldest);
+      sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(s.quality));
+    }
+  };
+
+  /** The device's signals changed (rediscovery): rings of signals kept, others released. */
+  #rebuild(e: DeviceEntry, pollable: readonly string[]): void {
+    if (e.bucketStart !== null) this.#flushBucket(e);
+    e.bucketStart = null;
+    const kept = new Map<string, SignalRing>();
+    for (const id of pollable) {
+      kept.set(id, e.ring.signals.get(id) ?? new SignalRing(id, this.#budget));
+    }
+    for (const [id, s] of e.ring.signals) if (!kept.has(id)) s.release();
+    e.ring.signals.clear();
+    for (const [id, s] of kept) e.ring.signals.set(id, s);
+    e.signals = pollable.map((id) => kept.get(id)!);
+    e.pollable = pollable;
+  }
+
+  /** Hands the device's open bucket to the disk tier and resets it. */
+  #flushBucket(e: DeviceEntry): void {
+    const t = e.bucketStart;
+    if (t === null) return;
+    const parts: [string, HistoryPoint][] = [];
+    for (const sig of e.signals) {
+      if (sig.count > 0) parts.push([sig.signalId, sig.point(t)]);
+      sig.reset();
+    }
+    if (parts.length > 0) this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts));
+  }
+
+  // ---- reading -------------------------------------------------------------------------------
+
+  /** Whether the ring holds anything of the device. */
+  knows(providerId: string, deviceId: string): boolean {
+    return this.#devices.get(providerId)?.has(deviceId) ?? false;
+  }
+
+  /** The signal ids the ring holds for a device (in poll order). */
+  signalIds(providerId: string, deviceId: string): string[] {
+    return this.#devices.get(providerId)?.get(deviceId)?.signals.map((s) => s.signalId) ?? [];
+  }
+
+  /**
+   * The full-rate samples of one signal in [sinceMs, untilMs] from the ring (incidents); `each`
+   * gets a reused cursor.
+   */
+  eachSample(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+    sinceMs: number,
+    untilMs: number,
+    each: (s: RingSample) => void,
+  ): ValueType | null {
+    const e = this.#devices.get(providerId)?.get(deviceId);
+    const sig = e?.ring.signals.get(signalId);
+    if (e === undefined || sig === undefined) return null;
+    e.ring.samples(sig, e.ring.seqAtOrAfter(sinceMs), untilMs, (s) => {
+      each(s);
+      return true;
+    });
+    return sig.type;
+  }
+
+  /** Every device the ring holds: `[providerId, deviceId]`. */
+  devices(): [string, string][] {
+    const out: [string, string][] = [];
+    for (const [p, m] of this.#devices) for (const d of m.keys()) out.push([p, d]);
+    return out;
+  }
+
+  /**
+   * Answers a history question: the ring from where it reaches, the disk tier before (see
+   * memory_from_ms). Throws INVALID_ARGUMENT past MAX_HISTORY_POINTS.
+   */
+  async query(q: HistoryQuery): Promise<HistoryAnswer> {
+    const now = this.#o.clock.nowMs();
+    const untilMs = q.untilMs ?? now;
+    const sinceMs = q.sinceMs ?? untilMs - this.#memoryMs;
+    if (untilMs < sinceMs) {
+      throw invalidArgument(`until_ms: ${untilMs} is before since_ms (${sinceMs})`);
+    }
+    const stepMs = q.stepMs ?? 0;
+    const e = this.#devices.get(q.providerId)?.get(q.deviceId);
+    const diskStep = this.#disk === null ? null : this.#o.config.stepMs;
+    const oldest = e?.ring.oldestMs() ?? null;
+    // Where the ring's part begins: its oldest poll while it still holds everything since the
+    // device's first poll; once it has dropped samples, the next disk bucket (the disk tier has
+    // every bucket before it), so no sample is counted twice.
+    const trimmed = (e?.ring.firstSeq ?? 0) > 0;
+    const memoryFrom = oldest === null
+      ? null
+      : diskStep === null || !trimmed
+      ? oldest
+      : bucketStart(oldest + diskStep - 1, diskStep);
+    // The disk part ends before the bucket the ring's part begins in.
+    const diskEnd = memoryFrom === null
+      ? untilMs + 1
+      : diskStep === null
+      ? memoryFrom
+      : bucketStart(memoryFrom, diskStep);
+    const ids = q.signalIds.length > 0 ? q.signalIds : this.signalIds(q.providerId, q.deviceId);
+    const series = new Map<string, { type: ValueType | null; points: HistoryPoint[] }>();
+    for (const id of ids) series.set(id, { type: null, points: [] });
+    let total = 0;
+    const count = (n = 1) => {
+      total += n;
+      if (total > MAX_HISTORY_POINTS) {
+        throw invalidArgument(
+          `the answer would hold more than ${MAX_HISTORY_POINTS} points (MAX_HISTORY_POINTS); ` +
+            `ask for a larger step_ms, a shorter range or fewer signal_id`,
+        );
+      }
+    };
+    // Buckets of a step are known beforehand: a range too fine is refused before any work.
+    if (
+      stepMs > 0 && ids.length * (Math.floor((untilMs - sinceMs) / stepMs) + 1) > MAX_HISTORY_POINTS
+    ) {
+      count(MAX_HISTORY_POINTS + 1);
+    }
+    let fromDisk = false;
+    let fromMemory = false;
+    // The disk part: [sinceMs, diskEnd).
+    const diskUntil = Math.min(untilMs, diskEnd - 1);
+    if (this.#disk !== null && diskStep !== null && sinceMs <= diskUntil) {
+      const outStep = Math.max(stepMs, diskStep);
+      const open = new Map<string, { t: number; acc: BucketAcc }>();
+      const emit = (id: string, o: { t: number; acc: BucketAcc }) => {
+        count();
+        series.get(id)!.points.push(o.acc.point(o.t));
+        fromDisk = true;
+      };
+      await this.#disk.read(
+        q.providerId,
+        q.deviceId,
+        bucketStart(sinceMs, diskStep),
+        diskUntil,
+        (row) => {
+          for (const id of ids) {
+            const entry = row.s[id];
+            if (entry === undefined) continue;
+            const p = rowPoint(row.t, entry);
+            if (p === null) continue;
+            const t = bucketStart(row.t, outStep);
+            let o = open.get(id);
+            if (o !== undefined && o.t !== t) {
+              emit(id, o);
+              o = undefined;
+            }
+            if (o === undefined) open.set(id, o = { t, acc: new BucketAcc() });
+            o.acc.merge(p);
+          }
+        },
+      );
+      for (const [id, o] of open) emit(id, o);
+    }
+    // The ring's part: [max(sinceMs, memoryFrom), untilMs].
+    if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {
+      const from = Math.max(sinceMs, memoryFrom);
+      const ring = e.ring;
+      const fromSeq = ring.seqAtOrAfter(from);
+      for (const id of ids) {
+        const sig = ring.signals.get(id);
+        if (sig === undefined) continue;
+        const out = series.get(id)!;
+        out.type = sig.type;
+        if (stepMs <= 0) {
+          ring.samples(sig, fromSeq, untilMs, (s) => {
+            count();
+            out.points.push(samplePoint(s));
+            fromMemory = true;
+            return true;
+          });
+          continue;
+        }
+        const acc = new BucketAcc();
+        let t: number | null = null;
+        ring.samples(sig, fromSeq, untilMs, (s) => {
+          const b = bucketStart(s.timeMs, stepMs);
+          if (t !== null && b !== t) {
+            count();
+            out.points.push(acc.point(t));
+            acc.reset();
+          }
+          t = b;
+          acc.add(s.hasValue, s.num, s.ref, s.quality);
+          fromMemory = true;
+          return true;
+        });
+        if (t !== null) {
+          count();
+          out.points.push(acc.point(t));
+        }
+      }
+    }
+    return {
+      provider_id: q.providerId,
+      device_id: q.deviceId,
+      since_ms: sinceMs,
+      until_ms: untilMs,
+      step_ms: stepMs,
+      source: fromDisk && fromMemory
+        ? "memory+disk"
+        : fromDisk
+        ? "disk"
+        : fromMemory
+        ? "memory"
+        : "none",
+      memory_from_ms: memoryFrom,
+      disk_step_ms: diskStep,
+      signals: ids.map((id) => {
+        const s = series.get(id)!;
+        return {
+          signal_id: id,
+          value_type: s.type ?? e?.ring.signals.get(id)?.type ?? "unknown",
+          points: s.points,
+        };
+      }),
+    };
+  }
+}
+
+/** A full-rate sample as a point (count 1). */
+function samplePoint(s: RingSample): HistoryPoint {
+  const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
+  const n = typeof v === "number" ? v : null;
+  return { t_ms: s.timeMs, min: n, max: n, last: v, count: 1, quality: s.quality };
+}
+
+const CODES: Readonly<Record<Quality, number>> = { OK: 0, STALE: 1, FAULT: 2, UNAVAILABLE: 3 };
+
+/** The code of a quality (QUALITY_BY_CODE). */
+export function qualityCode(q: Quality): number {
+  return CODES[q];
+}
+
+/** The name of a quality code. */
+export function qualityName(code: number): Quality {
+  return QUALITY_BY_CODE[code] ?? "UNAVAILABLE";
+}

@@ -1,0 +1,448 @@
+/**
+ * Incident capture (docs/history.md "Incidents"): on every e-stop, FAULT entry, alarm raise and
+ * device loss, the full-rate window from `history.incident_before_s` before the trigger to
+ * `history.incident_after_s` after it is written once as an incident record: the trigger, its
+ * cause, and every signal of the devices involved (all devices when the trigger is machine-wide).
+ *
+ * The trigger arrives on the event bus (synchronous): the listener only notes it and sets a timer,
+ * so the e-stop never waits for it; the window is read from the ring and written when the timer
+ * fires (after `incident_after_s`), or at stop. Triggers within MERGE_WINDOW_MS of a pending one
+ * join it (an e-stop is also a FAULT entry: one incident, the e-stop its trigger, the FAULT in
+ * `also`). Records are files `<data_dir>/history/incidents/<id>.jsonl` (JSON Lines: a header, then
+ * one line per signal with its samples `[t_ms, value, quality]`), the JSONL export as stored;
+ * bounded by `incident_max_count` and `incident_max_bytes` (the oldest are removed).
+ */
+import {
+  type Clock,
+  errorMessage,
+  type Logger,
+  notFound,
+  type TimerId,
+  toJsonText,
+  utf8Length,
+} from "../common/mod.ts";
+import type { HistoryConfig } from "../config/mod.ts";
+import type { EventBus, RuntimeEvent } from "../events/mod.ts";
+import type { JournalFiles } from "../journal/mod.ts";
+import { typedValueScalar } from "./buckets.ts";
+import { type History, qualityName } from "./history.ts";
+
+/** Triggers this close to a pending incident join it instead of starting another. */
+export const MERGE_WINDOW_MS = 1000;
+/** Incidents waiting for their window to end at most; more are dropped and counted. */
+export const MAX_PENDING_INCIDENTS = 16;
+/** How long stop() waits for records still being written (a hung disk must not hold the stop). */
+export const INCIDENT_STOP_WAIT_MS = 2000;
+/** Longest line of an incident file read back. */
+export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
+
+/** What started an incident, strongest first (the strongest of merged triggers leads). */
+export const INCIDENT_TRIGGERS = ["estop", "fault", "alarm", "device_loss"] as const;
+export type IncidentTrigger = (typeof INCIDENT_TRIGGERS)[number];
+
+/** One trigger of an incident. */
+export interface IncidentCause {
+  readonly trigger: IncidentTrigger;
+  readonly cause: string;
+  readonly at_epoch_ms: number;
+}
+
+/** The header of an incident record (its first line; GET /v0/incidents lists these). */
+export interface IncidentHeader {
+  readonly incident_id: string;
+  readonly trigger: IncidentTrigger;
+  readonly cause: string;
+  readonly at_epoch_ms: number;
+  /** Other triggers that joined it (within MERGE_WINDOW_MS). */
+  readonly also: readonly IncidentCause[];
+  /** `machine`: every device's signals; `devices`: those of `devices`. */
+  readonly scope: "machine" | "devices";
+  /** `provider/device` of every device whose signals it holds. */
+  readonly devices: readonly string[];
+  readonly from_epoch_ms: number;
+  readonly until_epoch_ms: number;
+  readonly signals: number;
+  readonly samples: number;
+  /** Bytes of the record. */
+  readonly bytes: number;
+}
+
+/** One signal of an incident: samples `[t_ms, value, quality]`. */
+export interface IncidentSignal {
+  readonly provider_id: string;
+  readonly device_id: string;
+  readonly signal_id: string;
+  readonly value_type: string;
+  readonly samples: readonly (readonly [number, number | bigint | string | null, string])[];
+}
+
+/** Counters (GET /metrics). */
+export interface IncidentStatus {
+  readonly count: number;
+  readonly bytes: number;
+  readonly pending: number;
+  /** Triggers dropped (too many pending) and records that could not be written, since start. */
+  readonly dropped: number;
+}
+
+interface Pending {
+  readonly id: string;
+  lead: IncidentCause;
+  readonly also: IncidentCause[];
+  /** null: machine-wide. */
+  devices: Set<string> | null;
+  timer: TimerId | null;
+}
+
+export interface IncidentOptions {
+  readonly config: HistoryConfig;
+  readonly history: History;
+  readonly files: JournalFiles;
+  /** `<data_dir>/history/incidents`. */
+  readonly dir: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** Captures, keeps and reads incident records. */
+export class IncidentRecorder {
+  readonly #o: IncidentOptions;
+  /** Kept records, oldest first. */
+  #index: IncidentHeader[] = [];
+  readonly #pending: Pending[] = [];
+  readonly #writes = new Set<Promise<void>>();
+  readonly #listeners: ((h: IncidentCause & { incident_id: string }) => void)[] = [];
+  #unsubscribe: (() => void) | null = null;
+  #dropped = 0;
+  #counter = 0;
+
+  constructor(o: IncidentOptions) {
+    this.#o = o;
+  }
+
+  /** Reads the kept records' headers and follows the bus. */
+  async start(bus: EventBus): Promise<void> {
+    await this.#loadIndex();
+    this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
+  }
+
+  /**
+   * Captures every pending incident now (with what the ring has) and waits for the writes, at
+   * most INCIDENT_STOP_WAIT_MS (a record still unwritten then is lost, and said so).
+   */
+  async stop(): Promise<void> {
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    for (const p of [...this.#pending]) {
+      if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
+      this.#capture(p);
+    }
+    let timer: TimerId | null = null;
+    const late = new Promise<"late">((r) => {
+      timer = this.#o.clock.setTimer(() => r("late"), INCIDENT_STOP_WAIT_MS);
+    });
+    const outcome = await Promise.race([this.settled(), late]);
+    this.#o.clock.clearTimer(timer);
+    if (outcome === "late") {
+      this.#o.log.warn(
+        `${this.#writes.size} incident record(s) not written within ${INCIDENT_STOP_WAIT_MS} ms ` +
+          `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
+      );
+    }
+  }
+
+  /** Resolves once every capture begun so far is written. */
+  async settled(): Promise<void> {
+    while (this.#writes.size > 0) await Promise.all([...this.#writes]);
+  }
+
+  /**
+   * Told when an incident begins (its id is known then; the record is written later), with its
+   * lead trigger once the triggers of the same step have joined it.
+   */
+  onIncident(listener: (h: IncidentCause & { incident_id: string }) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  status(): IncidentStatus {
+    return {
+      count: this.#index.length,
+      bytes: this.#index.reduce((n, h) => n + h.bytes, 0),
+      pending: this.#pending.length,
+      dropped: this.#dropped,
+    };
+  }
+
+  /** Kept records, newest first. */
+  list(): IncidentHeader[] {
+    return [...this.#index].reverse();
+  }
+
+  /** One record: its header and its signals. NOT_FOUND when it is not kept. */
+  async get(id: string): Promise<{ incident: IncidentHeader; signals: IncidentSignal[] }> {
+    const header = this.#index.find((h) => h.incident_id === id);
+    if (header === undefined) throw notFound(`Incident not found: ${id}`);
+    const signals: IncidentSignal[] = [];
+    let first = true;
+    for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
+      if (first) {
+        first = false;
+        continue;
+      }
+      try {
+        signals.push(JSON.parse(line) as IncidentSignal);
+      } catch {
+        // a damaged line is left out
+      }
+    }
+    return { incident: header, signals };
+  }
+
+  /** The record as stored (JSON Lines). NOT_FOUND when it is not kept. */
+  async jsonl(id: string): Promise<string> {
+    if (!this.#index.some((h) => h.incident_id === id)) {
+      throw notFound(`Incident not found: ${id}`);
+    }
+    let text = "";
+    for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
+      text += `${line}\n`;
+    }
+    return text;
+  }
+
+  // ---- triggers ------------------------------------------------------------------------------
+
+  /** Every event of the bus passes here (state updates above all): one switch, nothing else. */
+  #onEvent(e: RuntimeEvent): void {
+    switch (e.kind) {
+      case "estop_change":
+        if (e.latched) {
+          const by = e.cause ?? "unknown";
+          this.#trigger(
+            "estop",
+            e.reason ? `e-stop: ${e.reason} (${by})` : `e-stop (${by})`,
+            null,
+          );
+        }
+        return;
+      case "mode_change":
+        if (e.new_mode === "FAULT" && e.previous_mode !== "FAULT") {
+          this.#trigger("fault", `mode ${e.previous_mode} -> FAULT`, null);
+        }
+        return;
+      case "alarm": {
+        if (e.transition !== "raise") return;
+        const parts = e.signal.split("/");
+        const device = parts.length >= 3 ? parts.slice(0, -1).join("/") : e.signal;
+        this.#trigger("alarm", `alarm ${e.alarm_id}: ${e.cause ?? ""} ${e.message}`.trim(), [
+          device,
+        ]);
+        return;
+      }
+      case "device_availability":
+        if (!e.available) {
+          this.#trigger("device_loss", `device ${e.provider_id}/${e.device_id} lost`, [
+            `${e.provider_id}/${e.device_id}`,
+          ]);
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  #trigger(trigger: IncidentTrigger, cause: string, devices: string[] | null): void {
+    const now = this.#o.clock.nowMs();
+    const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
+    const joined = this.#pending.find((p) => Math.abs(now - p.lead.at_epoch_ms) <= MERGE_WINDOW_MS);
+    if (joined !== undefined) {
+      if (rank(trigger) < rank(joined.lead.trigger)) {
+        joined.also.push(joined.lead);
+        joined.lead = { ...c, at_epoch_ms: joined.lead.at_epoch_ms };
+      } else joined.also.push(c);
+      if (devices === null) joined.devices = null;
+      else if (joined.devices !== null) { for (const d of devices) joined.devices.add(d); }
+      return;
+    }
+    if (this.#pending.length >= MAX_PENDING_INCIDENTS) {
+      if (this.#dropped++ === 0) {
+        this.#o.log.warn(
+          `incident not captured: ${MAX_PENDING_INCIDENTS} incidents are waiting for their window ` +
+            `(MAX_PENDING_INCIDENTS); ${trigger}: ${cause}`,
+        );
+      }
+      return;
+    }
+    const p: Pending = {
+      id: `inc-${now}-${++this.#counter}`,
+      lead: c,
+      also: [],
+      devices: devices === null ? null : new Set(devices),
+      timer: null,
+    };
+    this.#pending.push(p);
+    p.timer = this.#o.clock.setTimer(() => {
+      p.timer = null;
+      this.#capture(p);
+    }, this.#o.config.incidentAfterS * 1000);
+    // Told once the triggers of this same step have joined (an e-stop publishes its FAULT entry
+    // first, then its own event): the run's event names the incident's lead trigger.
+    queueMicrotask(() => {
+      for (const l of this.#listeners) {
+        try {
+          l({ ...p.lead, incident_id: p.id });
+        } catch (err) {
+          this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
+        }
+      }
+    });
+  }
+
+  // ---- capture -------------------------------------------------------------------------------
+
+  #capture(p: Pending): void {
+    const i = this.#pending.indexOf(p);
+    if (i < 0) return;
+    this.#pending.splice(i, 1);
+    const at = p.lead.at_epoch_ms;
+    const from = at - this.#o.config.incidentBeforeS * 1000;
+    const until = at + this.#o.config.incidentAfterS * 1000;
+    const history = this.#o.history;
+    const devices = p.devices === null ? history.devices() : [...p.devices].map((h) => {
+      const k = h.indexOf("/");
+      return [h.slice(0, k), h.slice(k + 1)] as [string, string];
+    });
+    const lines: string[] = [];
+    let samples = 0;
+    for (const [providerId, deviceId] of devices) {
+      for (const signalId of history.signalIds(providerId, deviceId)) {
+        const rows: [number, number | bigint | string | null, string][] = [];
+        const type = history.eachSample(providerId, deviceId, signalId, from, until, (s) => {
+          const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
+          rows.push([
+            s.timeMs,
+            typeof v === "number" && !Number.isFinite(v) ? null : v,
+            qualityName(s.quality),
+          ]);
+        });
+        samples += rows.length;
+        lines.push(toJsonText({
+          provider_id: providerId,
+          device_id: deviceId,
+          signal_id: signalId,
+          value_type: type ?? "unknown",
+          samples: rows,
+        }));
+      }
+    }
+    const body = lines.map((l) => `${l}\n`).join("");
+    const headerBase = {
+      incident_id: p.id,
+      trigger: p.lead.trigger,
+      cause: p.lead.cause,
+      at_epoch_ms: at,
+      also: p.also,
+      scope: p.devices === null ? "machine" as const : "devices" as const,
+      devices: devices.map(([a, b]) => `${a}/${b}`),
+      from_epoch_ms: from,
+      until_epoch_ms: until,
+      signals: lines.length,
+      samples,
+    };
+    const bytesOf = (h: object) => utf8Length(JSON.stringify(h)) + 1 + utf8Length(body);
+    // The header holds its own size: the digits of the size may change the size once.
+    let bytes = bytesOf({ ...headerBase, bytes: 0 });
+    bytes = bytesOf({ ...headerBase, bytes });
+    const header: IncidentHeader = { ...headerBase, bytes };
+    const write = this.#write(header, `${JSON.stringify(header)}\n${body}`);
+    this.#writes.add(write);
+    void write.finally(() => this.#writes.delete(write));
+  }
+
+  async #write(header: IncidentHeader, text: string): Promise<void> {
+    const files = this.#o.files;
+    try {
+      await files.ensureDir(this.#o.dir);
+      const h = await files.openAppend(this.#path(header.incident_id));
+      try {
+        await h.append(text);
+        await h.sync();
+      } finally {
+        h.close();
+      }
+    } catch (err) {
+      this.#dropped++;
+      this.#o.log.warn(`incident ${header.incident_id} not written: ${errorMessage(err)}`);
+      await files.remove(this.#path(header.incident_id)).catch(() => {});
+      return;
+    }
+    this.#index.push(header);
+    this.#o.log.info(
+      `incident ${header.incident_id} recorded: ${header.trigger} (${header.cause}), ` +
+        `${header.signals} signal(s), ${header.samples} sample(s)`,
+    );
+    await this.#prune();
+  }
+
+  /** Removes the oldest records beyond incident_max_count and incident_max_bytes. */
+  async #prune(): Promise<void> {
+    const { incidentMaxCount, incidentMaxBytes } = this.#o.config;
+    let bytes = this.#index.reduce((n, h) => n + h.bytes, 0);
+    while (
+      this.#index.length > 1 &&
+      (this.#index.length > incidentMaxCount || bytes > incidentMaxBytes)
+    ) {
+      const old = this.#index.shift()!;
+      bytes -= old.bytes;
+      await this.#o.files.remove(this.#path(old.incident_id)).catch((err) =>
+        this.#o.log.warn(`incident ${old.incident_id} not removed: ${errorMessage(err)}`)
+      );
+    }
+  }
+
+  async #loadIndex(): Promise<void> {
+    const files = this.#o.files;
+    const headers: IncidentHeader[] = [];
+    for (const name of await files.listNames(this.#o.dir)) {
+      const m = /^(inc-\d+-\d+)\.jsonl$/.exec(name);
+      if (!m) continue;
+      for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
+        try {
+          const h = JSON.parse(line) as IncidentHeader;
+          if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") headers.push(h);
+        } catch {
+          this.#o.log.warn(`incident file ${name}: damaged header, left out`);
+        }
+        break;
+      }
+    }
+    this.#index = headers.sort((a, b) => a.at_epoch_ms - b.at_epoch_ms);
+    await this.#prune();
+  }
+
+  #path(id: string): string {
+    return `${this.#o.dir}/${id}.jsonl`;
+  }
+}
+
+function rank(t: IncidentTrigger): number {
+  return INCIDENT_TRIGGERS.indexOf(t);
+}
+
+/** An incident as CSV: `provider_id,device_id,signal_id,t_ms,value,quality`. */
+export function incidentCsv(signals: readonly IncidentSignal[]): string {
+  let out = "provider_id,device_id,signal_id,t_ms,value,quality\r\n";
+  for (const s of signals) {
+    for (const [t, v, q] of s.samples) {
+      out += `${csvField(s.provider_id)},${csvField(s.device_id)},${csvField(s.signal_id)},${t},${
+        v === null ? "" : csvField(String(v))
+      },${q}\r\n`;
+    }
+  }
+  return out;
+}
+
+/** One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
+export function csvField(s: string): string {
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}

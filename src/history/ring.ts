@@ -1,0 +1,380 @@
+/**
+ * The full-rate ring: every polled sample of every signal (value, quality, time) for the last
+ * `history.memory_seconds`, in typed arrays -- never an object per sample.
+ *
+ * Layout, per device: a ring of poll times (Float64Array, one entry per poll of the device, all of
+ * its signals share it), and per signal a ring of *changes* (poll sequence number, value as a
+ * double, a flag byte with the quality and whether there is a value). A poll whose sample equals
+ * the signal's previous one (same value, same quality) adds nothing to that signal's ring: the
+ * sample of every poll is still exact (the value in effect at that poll), and a signal that does
+ * not move costs one entry whatever the poll rate. Values that a double cannot hold exactly (a
+ * string, bytes, an integer beyond 2^53) are kept by reference in a side array of that signal
+ * only (the cache's own value object: nothing is copied).
+ *
+ * Bounds: poll times older than `memorySeconds` are dropped at the next poll of the device; a
+ * signal's change that no kept poll needs any more goes with them. Rings grow by half again while
+ * the bytes of every ring together stay within `maxBytes` (MEMORY bound: `history.memory_max_bytes`);
+ * a ring that may not grow drops its oldest entry instead, so the reach shortens and the memory
+ * does not grow. `bytes` and `reachMs` are the metrics of its use.
+ */
+import {
+  type Quality,
+  QUALITY_RANK,
+  sameValue,
+  type TypedValue,
+  type ValueType,
+} from "../common/mod.ts";
+import { BucketAcc } from "./buckets.ts";
+
+/** Quality by its rank (QUALITY_RANK): the code kept in a flag byte and in disk rows. */
+export const QUALITY_BY_CODE: readonly Quality[] = ["OK", "STALE", "FAULT", "UNAVAILABLE"];
+const QUALITY_MASK = 0x03;
+const HAS_VALUE = 0x04;
+const BY_REF = 0x08;
+/** First capacity of a ring (entries). */
+const FIRST_CAPACITY = 16;
+
+/**
+ * The next capacity of a full ring: half again as large (doubling would leave up to half of a
+ * ring at its steady size unused: 2048 entries for 1200 polls of 120 s at 10 Hz; this, 1369).
+ */
+function grown(cap: number): number {
+  return Math.ceil(cap * 1.5);
+}
+
+/** One sample as the ring gives it back (a reused cursor: read it before the next step). */
+export interface RingSample {
+  /** Wall time of the poll (epoch ms, the runtime's clock). */
+  timeMs: number;
+  /** Quality code (QUALITY_BY_CODE). */
+  quality: number;
+  /** The value as a double (bool 0/1); NaN when `ref` holds it or there is none. */
+  num: number;
+  /** A value a double cannot hold exactly; null otherwise. */
+  ref: TypedValue | null;
+  /** False for a sample without a value (the signal never had one). */
+  hasValue: boolean;
+}
+
+/** The value of a typed value as a double when that is exact; null when it is not. */
+export function exactDouble(v: TypedValue): number | null {
+  switch (v.type) {
+    case "double":
+      return v.double;
+    case "bool":
+      return v.bool ? 1 : 0;
+    case "int64":
+      return typeof v.int64 === "number" ? v.int64 : null;
+    case "uint64":
+      return typeof v.uint64 === "number" ? v.uint64 : null;
+    default:
+      return null;
+  }
+}
+
+/** Byte accounting shared by every ring of one history. */
+export class RingBudget {
+  bytes = 0;
+  constructor(readonly maxBytes: number) {}
+  /** Whether `more` bytes may be allocated now. */
+  allows(more: number): boolean {
+    return this.bytes + more <= this.maxBytes;
+  }
+}
+
+/**
+ * The changes of one signal, and its open disk bucket (it is its own BucketAcc). The last entry
+ * is mirrored in fields of this object: a poll that changes nothing (most polls of most signals)
+ * touches this one object and none of the arrays, which matters more than the instructions do on
+ * the poll path of a busy runtime, where the rings are cold in the CPU's caches between polls.
+ */
+export class SignalRing extends BucketAcc {
+  readonly signalId: string;
+  /** The value type of the last value (null before the first). */
+  type: ValueType | null = null;
+  /** The last entry's flags (-1: none), value and reference. */
+  #lastFlags = -1;
+  #lastNum = NaN;
+  #lastRef: TypedValue | null = null;
+  #seq: Uint32Array;
+  #num: Float64Array;
+  #flags: Uint8Array;
+  #refs: (TypedValue | null)[] | null = null;
+  #head = 0;
+  #len = 0;
+  readonly #budget: RingBudget;
+
+  constructor(signalId: string, budget: RingBudget) {
+    super();
+    this.signalId = signalId;
+    this.#budget = budget;
+    budget.bytes += FIRST_CAPACITY * 13;
+    this.#seq = new Uint32Array(FIRST_CAPACITY);
+    this.#num = new Float64Array(FIRST_CAPACITY);
+    this.#flags = new Uint8Array(FIRST_CAPACITY);
+  }
+
+  get length(): number {
+    return this.#len;
+  }
+
+  /** Bytes this ring holds (typed arrays; references not counted). */
+  get bytes(): number {
+    return this.#seq.length * 13;
+  }
+
+  /** Frees this ring's bytes from the budget (the signal or device is gone). */
+  release(): void {
+    this.#budget.bytes -= this.bytes;
+  }
+
+  /** Sequence number of the oldest change kept (the signal is known from that poll on). */
+  firstSeq(): number {
+    return this.#len === 0 ? Infinity : this.#seq[this.#head]!;
+  }
+
+  /**
+   * Records the sample of poll `seq` (`exact`: the value as an exact double, exactDouble(), else
+   * null); `oldestSeq` is the device's oldest kept poll (changes before the one in effect there
+   * are dropped).
+   */
+  record(
+    seq: number,
+    value: TypedValue | null,
+    exact: number | null,
+    quality: Quality,
+    oldestSeq: number,
+  ): void {
+    let flags = QUALITY_RANK[quality];
+    let num = NaN;
+    let ref: TypedValue | null = null;
+    if (value !== null) {
+      flags |= HAS_VALUE;
+      this.type = value.type;
+      if (exact === null) {
+        flags |= BY_REF;
+        ref = value;
+      } else num = exact;
+    }
+    if (
+      this.#lastFlags === flags &&
+      ((flags & BY_REF) !== 0 ? sameValue(this.#lastRef!, ref!) : Object.is(this.#lastNum, num))
+    ) {
+      return; // the same sample as the poll before: nothing new
+    }
+    this.#lastFlags = flags;
+    this.#lastNum = num;
+    this.#lastRef = ref;
+    const cap = this.#seq.length;
+    // Changes no kept poll needs: the one in effect at the oldest kept poll stays.
+    while (this.#len >= 2 && this.#seq[(this.#head + 1) % cap]! <= oldestSeq) this.#dropHead();
+    if (this.#len === this.#seq.length) this.#growOrDrop();
+    const at = (this.#head + this.#len) % this.#seq.length;
+    this.#seq[at] = seq;
+    this.#num[at] = num;
+    this.#flags[at] = flags;
+    if (ref !== null) (this.#refs ??= new Array(this.#seq.length).fill(null))[at] = ref;
+    else if (this.#refs !== null) this.#refs[at] = null;
+    this.#len++;
+  }
+
+  #dropHead(): void {
+    if (this.#refs !== null) this.#refs[this.#head] = null;
+    this.#head = (this.#head + 1) % this.#seq.length;
+    this.#len--;
+  }
+
+  #growOrDrop(): void {
+    const cap = this.#seq.length;
+    const next = grown(cap);
+    if (!this.#budget.allows((next - cap) * 13)) {
+      this.#dropHead();
+      return;
+    }
+    const seq = new Uint32Array(next);
+    const num = new Float64Array(next);
+    const flags = new Uint8Array(next);
+    const refs = this.#refs === null ? null : new Array<TypedValue | null>(next).fill(null);
+    for (let i = 0; i < this.#len; i++) {
+      const from = (this.#head + i) % cap;
+      seq[i] = this.#seq[from]!;
+      num[i] = this.#num[from]!;
+      flags[i] = this.#flags[from]!;
+      if (refs !== null) refs[i] = this.#refs![from]!;
+    }
+    this.#budget.bytes += (next - cap) * 13;
+    this.#seq = seq;
+    this.#num = num;
+    this.#flags = flags;
+    this.#refs = refs;
+    this.#head = 0;
+  }
+
+  /**
+   * Index (0 = oldest kept) of the change in effect at poll `seq`: the last one with a sequence
+   * number at or before it; -1 when the signal has none that early.
+   */
+  indexAt(seq: number): number {
+    let lo = 0;
+    let hi = this.#len - 1;
+    let found = -1;
+    const cap = this.#seq.length;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.#seq[(this.#head + mid) % cap]! <= seq) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /** Sequence number of change `i` (0 = oldest kept). */
+  seqAt(i: number): number {
+    return this.#seq[(this.#head + i) % this.#seq.length]!;
+  }
+
+  /** Fills `out` with change `i` (its time is the caller's). */
+  read(i: number, out: RingSample): void {
+    const at = (this.#head + i) % this.#seq.length;
+    const f = this.#flags[at]!;
+    out.quality = f & QUALITY_MASK;
+    out.hasValue = (f & HAS_VALUE) !== 0;
+    out.num = this.#num[at]!;
+    out.ref = (f & BY_REF) !== 0 ? this.#refs![at]! : null;
+  }
+}
+
+/** The polls of one device and the rings of its signals. */
+export class DeviceRing {
+  readonly providerId: string;
+  readonly deviceId: string;
+  readonly signals = new Map<string, SignalRing>();
+  #times: Float64Array;
+  #head = 0;
+  #len = 0;
+  /** Sequence number of the oldest kept poll. */
+  #firstSeq = 0;
+  readonly #budget: RingBudget;
+
+  constructor(providerId: string, deviceId: string, budget: RingBudget) {
+    this.providerId = providerId;
+    this.deviceId = deviceId;
+    this.#budget = budget;
+    budget.bytes += FIRST_CAPACITY * 8;
+    this.#times = new Float64Array(FIRST_CAPACITY);
+  }
+
+  get polls(): number {
+    return this.#len;
+  }
+
+  get firstSeq(): number {
+    return this.#firstSeq;
+  }
+
+  /** Sequence number the next poll gets. */
+  get nextSeq(): number {
+    return this.#firstSeq + this.#len;
+  }
+
+  get bytes(): number {
+    let n = this.#times.length * 8;
+    for (const s of this.signals.values()) n += s.bytes;
+    return n;
+  }
+
+  /** Frees every byte of this device from the budget. */
+  release(): void {
+    this.#budget.bytes -= this.#times.length * 8;
+    for (const s of this.signals.values()) s.release();
+  }
+
+  /** Time of the oldest kept poll, or null. */
+  oldestMs(): number | null {
+    return this.#len === 0 ? null : this.#times[this.#head]!;
+  }
+
+  /** Time of poll `seq` (must be kept). */
+  timeOf(seq: number): number {
+    return this.#times[(this.#head + (seq - this.#firstSeq)) % this.#times.length]!;
+  }
+
+  /** Records a poll at `timeMs`, dropping polls older than `horizonMs`; returns its sequence. */
+  addPoll(timeMs: number, horizonMs: number): number {
+    while (this.#len > 0 && this.#times[this.#head]! < horizonMs) this.#dropHead();
+    if (this.#len === this.#times.length) this.#growOrDrop();
+    this.#times[(this.#head + this.#len) % this.#times.length] = timeMs;
+    this.#len++;
+    return this.#firstSeq + this.#len - 1;
+  }
+
+  #dropHead(): void {
+    this.#head = (this.#head + 1) % this.#times.length;
+    this.#len--;
+    this.#firstSeq++;
+  }
+
+  #growOrDrop(): void {
+    const cap = this.#times.length;
+    const next = grown(cap);
+    if (!this.#budget.allows((next - cap) * 8)) {
+      this.#dropHead();
+      return;
+    }
+    const times = new Float64Array(next);
+    for (let i = 0; i < this.#len; i++) times[i] = this.#times[(this.#head + i) % cap]!;
+    this.#budget.bytes += (next - cap) * 8;
+    this.#times = times;
+    this.#head = 0;
+  }
+
+  /**
+   * The first kept poll at or after `sinceMs` (its sequence number), or nextSeq when none.
+   * Times are taken as ascending (a wall clock stepped back only misplaces those polls).
+   */
+  seqAtOrAfter(sinceMs: number): number {
+    let lo = 0;
+    let hi = this.#len;
+    const cap = this.#times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.#times[(this.#head + mid) % cap]! < sinceMs) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.#firstSeq + lo;
+  }
+
+  /**
+   * Calls `each` for every sample of `signal` from poll `fromSeq` while its time is at most
+   * `untilMs` (the cursor is reused between calls); stops early when `each` returns false.
+   */
+  samples(
+    signal: SignalRing,
+    fromSeq: number,
+    untilMs: number,
+    each: (s: RingSample) => boolean,
+  ): void {
+    const out: RingSample = { timeMs: 0, quality: 0, num: NaN, ref: null, hasValue: false };
+    const start = Math.max(fromSeq, this.#firstSeq);
+    let i = signal.indexAt(start);
+    if (i < 0) {
+      // No change this early: begin at the signal's first one.
+      if (signal.length === 0) return;
+      i = 0;
+    }
+    let nextSeq = i + 1 < signal.length ? signal.seqAt(i + 1) : Infinity;
+    const end = this.nextSeq;
+    for (let seq = Math.max(start, signal.seqAt(i)); seq < end; seq++) {
+      const t = this.timeOf(seq);
+      if (t > untilMs) return;
+      while (seq >= nextSeq) {
+        i++;
+        nextSeq = i + 1 < signal.length ? signal.seqAt(i + 1) : Infinity;
+      }
+      signal.read(i, out);
+      out.timeMs = t;
+      if (!each(out)) return;
+    }
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * Signal history and incident records (docs/http-api.md "History and incidents"): GET
+ * /v0/history/{provider_id}/{device_id} (JSON or CSV), GET /v0/incidents and GET
+ * /v0/incidents/{incident_id} (JSON, CSV or JSON Lines). 503 when history.enabled is false.
+ */
+import { invalidArgument, notFound, unavailable } from "../../common/mod.ts";
+import {
+  csvField,
+  type HistoryAnswer,
+  incidentCsv,
+  MAX_HISTORY_POINTS,
+  QUALITY_BY_CODE,
+} from "../../history/mod.ts";
+import { okResponse } from "../envelope.ts";
+import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
+import type { HttpServices } from "../services.ts";
+
+const CSV_TYPE = "text/csv; charset=utf-8";
+const JSONL_TYPE = "application/jsonl";
+
+const HISTORY_QUERY_DOC: readonly QueryParameterDoc[] = [
+  {
+    name: "signal_id",
+    description: "Only these signals (may repeat); default every signal the history holds.",
+    schema: { type: "string", minLength: 1 },
+    repeated: true,
+  },
+  {
+    name: "since_ms",
+    description: "From this time (epoch ms); default until_ms minus history.memory_seconds.",
+    schema: { type: "string", pattern: "^\\d{1,16}$" },
+  },
+  {
+    name: "until_ms",
+    description: "Up to this time (epoch ms); default now.",
+    schema: { type: "string", pattern: "^\\d{1,16}$" },
+  },
+  {
+    name: "step_ms",
+    description: "Bucket width (ms): min, max, last, count and worst quality per bucket. " +
+      "0 or absent: every sample from the memory ring (the disk tier answers in its own " +
+      "history.step_ms buckets).",
+    schema: { type: "string", pattern: "^\\d{1,10}$" },
+  },
+  {
+    name: "format",
+    description: "`json` (default) or `csv`; `Accept: text/csv` asks for CSV too.",
+    schema: { enum: ["json", "csv"] },
+  },
+];
+
+/** The history and incident routes. */
+export const HISTORY_ROUTES: readonly Route[] = [
+  route("GET", "/v0/history/:provider_id/:device_id", deviceHistory, {
+    doc: {
+      operationId: "getDeviceHistory",
+      summary: "A device's signal history: the memory ring where it reaches, the disk tier beyond",
+      tag: "history",
+      description: "Points of each signal over a time range: every polled sample from the " +
+        "full-rate ring in memory (history.memory_seconds), and `history.step_ms` buckets " +
+        "from the disk tier before it. `source` says which answered; points before " +
+        `\`memory_from_ms\` are the disk tier's. At most ${MAX_HISTORY_POINTS} points per ` +
+        "answer (all signals together), else 400. Bools are 0/1; strings and bytes (base64) " +
+        "have `min`/`max` null. Project addition.",
+      query: HISTORY_QUERY_DOC,
+      response: "HistoryResponse",
+      alternatives: [{
+        contentType: "text/csv",
+        description: "CSV (`format=csv` or `Accept: text/csv`): " +
+          "`signal_id,t_ms,min,max,last,count,quality`, one line per point.",
+        schema: { type: "string" },
+      }],
+      errors: [400, 404],
+    },
+  }),
+  route("GET", "/v0/incidents", listIncidents, {
+    doc: {
+      operationId: "listIncidents",
+      summary: "Incident records: the full-rate window around every e-stop, FAULT, alarm " +
+        "raise and device loss",
+      tag: "history",
+      description: "Newest first; bounded by history.incident_max_count and " +
+        "history.incident_max_bytes (the oldest are removed). Project addition.",
+      response: "IncidentsResponse",
+    },
+  }),
+  route("GET", "/v0/incidents/:incident_id", getIncident, {
+    doc: {
+      operationId: "getIncident",
+      summary: "One incident record with every signal's samples",
+      tag: "history",
+      description: "`format=csv` (or `Accept: text/csv`): " +
+        "`provider_id,device_id,signal_id,t_ms,value,quality`; `format=jsonl` (or " +
+        "`Accept: application/jsonl`): the record as stored, a header line then one line per " +
+        "signal. Project addition.",
+      query: [{
+        name: "format",
+        description: "`json` (default), `csv` or `jsonl`.",
+        schema: { enum: ["json", "csv", "jsonl"] },
+      }],
+      response: "IncidentResponse",
+      alternatives: [
+        {
+          contentType: "text/csv",
+          description: "CSV export.",
+          schema: { type: "string" },
+        },
+        {
+          contentType: JSONL_TYPE,
+          description: "JSON Lines export.",
+          schema: { type: "string" },
+        },
+      ],
+      errors: [400, 404],
+    },
+  }),
+];
+
+function requireHistory(services: HttpServices) {
+  const h = services.history;
+  const i = services.incidents;
+  if (h === undefined || i === undefined) {
+    throw unavailable("history is disabled (history.enabled: false)");
+  }
+  return { history: h, incidents: i };
+}
+
+/** The format asked for: `format`, else the Accept header, else JSON. */
+function wantedFormat(ctx: RouteContext, allowed: readonly string[]): string {
+  const f = ctx.url.searchParams.get("format");
+  if (f !== null) {
+    if (!allowed.includes(f)) {
+      throw invalidArgument(`format: must be one of ${allowed.join(", ")} (got "${f}")`);
+    }
+    return f;
+  }
+  const accept = ctx.req.headers.get("accept") ?? "";
+  if (allowed.includes("csv") && /\btext\/csv\b/.test(accept)) return "csv";
+  if (allowed.includes("jsonl") && /application\/(jsonl|x-ndjson)/.test(accept)) return "jsonl";
+  return "json";
+}
+
+function epochParam(q: URLSearchParams, name: string): number | undefined {
+  const text = q.get(name);
+  if (text === null) return undefined;
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n)) {
+    throw invalidArgument(`${name}: must be epoch milliseconds (a non-negative integer)`);
+  }
+  return n;
+}
+
+async function deviceHistory(ctx: RouteContext): Promise<Response> {
+  const { history } = requireHistory(ctx.services);
+  const { provider_id: p, device_id: d } = ctx.params;
+  const q = ctx.url.searchParams;
+  const format = wantedFormat(ctx, ["json", "csv"]);
+  const caps = ctx.services.inventory.capabilities(p!, d!);
+  if (!caps && !history.knows(p!, d!)) throw notFound(`Device not found: ${p}/${d}`);
+  const sinceMs = epochParam(q, "since_ms");
+  const untilMs = epochParam(q, "until_ms");
+  const stepText = q.get("step_ms");
+  let stepMs: number | undefined;
+  if (stepText !== null) {
+    stepMs = /^\d{1,10}$/.test(stepText) ? Number(stepText) : NaN;
+    if (!Number.isSafeInteger(stepMs)) {
+      throw invalidArgument("step_ms: must be a non-negative integer (milliseconds)");
+    }
+  }
+  const signalIds = q.getAll("signal_id");
+  if (signalIds.some((s) => s === "")) throw invalidArgument("signal_id: must not be empty");
+  const answer = await history.query({
+    providerId: p!,
+    deviceId: d!,
+    signalIds: [...new Set(signalIds)],
+    sinceMs,
+    untilMs,
+    stepMs,
+  });
+  if (format === "csv") return csvResponse(historyCsv(answer));
+  // A signal the ring has not seen a value of (only on disk): its declared type, when declared.
+  const declared = (id: string) =>
+    caps?.signals.find((s) => s.signalId === id)?.valueType ?? "unknown";
+  return okResponse({
+    ...answer,
+    signals: answer.signals.map((s) => ({
+      ...s,
+      value_type: s.value_type === "unknown" ? declared(s.signal_id) : s.value_type,
+      points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
+    })),
+  });
+}
+
+/** A history answer as CSV: `signal_id,t_ms,min,max,last,count,quality`. */
+export function historyCsv(a: HistoryAnswer): string {
+  let out = "signal_id,t_ms,min,max,last,count,quality\r\n";
+  for (const s of a.signals) {
+    const id = csvField(s.signal_id);
+    for (const p of s.points) {
+      out += `${id},${p.t_ms},${p.min ?? ""},${p.max ?? ""},${
+        p.last === null ? "" : csvField(String(p.last))
+      },${p.count},${QUALITY_BY_CODE[p.quality]}\r\n`;
+    }
+  }
+  return out;
+}
+
+function csvResponse(text: string): Response {
+  return new Response(text, { status: 200, headers: { "content-type": CSV_TYPE } });
+}
+
+function listIncidents(ctx: RouteContext): Response {
+  const { incidents } = requireHistory(ctx.services);
+  return okResponse({ incidents: incidents.list() });
+}
+
+async function getIncident(ctx: RouteContext): Promise<Response> {
+  const { incidents } = requireHistory(ctx.services);
+  const id = ctx.params.incident_id!;
+  const format = wantedFormat(ctx, ["json", "csv", "jsonl"]);
+  if (format === "jsonl") {
+    return new Response(await incidents.jsonl(id), {
+      status: 200,
+      headers: { "content-type": `${JSONL_TYPE}; charset=utf-8` },
+    });
+  }
+  const record = await incidents.get(id);
+  if (format === "csv") return csvResponse(incidentCsv(record.signals));
+  return okResponse(record);
+}

@@ -1,0 +1,69 @@
+/**
+ * The `history:` section: defaults, every key read, and bad values refused at their line and
+ * column with what is wrong.
+ */
+import assert from "node:assert/strict";
+import { load, PROV } from "../config/_helpers.ts";
+
+Deno.test("history: defaults when absent, every key read when given", () => {
+  assert.deepEqual(load(`${PROV}\n`).config!.history, {
+    enabled: true,
+    memorySeconds: 120,
+    memoryMaxBytes: 8 * 1024 * 1024,
+    stepMs: 10000,
+    diskMaxBytes: 256 * 1024 * 1024,
+    incidentBeforeS: 10,
+    incidentAfterS: 5,
+    incidentMaxCount: 100,
+    incidentMaxBytes: 64 * 1024 * 1024,
+  });
+  const given = load(`
+history:
+  enabled: false
+  memory_seconds: 60
+  memory_max_bytes: 1048576
+  step_ms: 5000
+  disk_max_bytes: 0
+  incident_before_s: 30
+  incident_after_s: 0
+  incident_max_count: 3
+  incident_max_bytes: 100000
+${PROV}
+`);
+  assert.deepEqual(given.diagnostics, []);
+  assert.deepEqual(given.config!.history, {
+    enabled: false,
+    memorySeconds: 60,
+    memoryMaxBytes: 1048576,
+    stepMs: 5000,
+    diskMaxBytes: 0,
+    incidentBeforeS: 30,
+    incidentAfterS: 0,
+    incidentMaxCount: 3,
+    incidentMaxBytes: 100000,
+  });
+});
+
+Deno.test("history: bad values are refused at their line and column, naming what is wrong", () => {
+  const r = load(`
+history:
+  memory_seconds: 20
+  incident_before_s: 30
+  disk_max_bytes: 5000
+  step_ms: 10
+${PROV}
+`);
+  assert.equal(r.config, null);
+  const got = r.diagnostics.map((d) => `${d.path} @${d.line}:${d.column} ${d.message}`);
+  assert.ok(
+    got.some((l) =>
+      /^history\.incident_before_s @3:\d+ .*must be at most memory_seconds \(30 > 20\)/.test(l)
+    ),
+    got.join("\n"),
+  );
+  assert.ok(
+    got.some((l) => /^history\.disk_max_bytes @4:\d+ .*0 \(no disk tier\) or at least/.test(l)),
+    got.join("\n"),
+  );
+  assert.ok(got.some((l) => /^history\.step_ms @5:\d+ /.test(l)), got.join("\n"));
+});

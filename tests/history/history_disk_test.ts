@@ -1,0 +1,180 @@
+/**
+ * The disk tier against the real runtime and the programmable provider (exact values): buckets
+ * written across a rotation of its files answer GET /v0/history after a restart; a torn last row
+ * (a power cut mid-write) is dropped and the rows after it read; a full disk (a size-capped file
+ * through the injected file port) stops the tier with a WARN and a metric, and the runtime, its
+ * ring and its stop go on.
+ */
+import assert from "node:assert/strict";
+import { journalFiles, LineLogger } from "../../src/host/mod.ts";
+import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
+import { tempDir } from "../helpers/kernel.ts";
+import { diskFullError } from "../helpers/journal_files.ts";
+import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { TestClock } from "../helpers/programmable_provider.ts";
+
+const HISTORY = { stepMs: 1000, diskMaxBytes: 1024 * 1024, memorySeconds: 10 };
+/** Buckets written in the first run: enough rows to fill one 64 KiB file and begin the next. */
+const BUCKETS = 600;
+
+/** Bucket i: two samples, temp i then i + 0.5 (exact in binary), count i. */
+const expected = (i: number) => ({
+  t_ms: T0 + i * 1000,
+  min: i,
+  max: i + 0.5,
+  last: i + 0.5,
+  count: 2,
+  quality: "OK",
+});
+
+async function historyFiles(dataDir: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(`${dataDir}/history`)) {
+    if (/^history-\d{8}\.jsonl$/.test(e.name)) names.push(e.name);
+  }
+  return names.sort();
+}
+
+Deno.test("The disk tier answers GET /v0/history exactly across a rotation and two restarts, and drops a torn last row", async () => {
+  const dataDir = tempDir("history-disk-");
+  const inventoryFile = await probeFile(dataDir);
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  let rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    for (let i = 1; i <= BUCKETS; i++) {
+      await rig.poll(T0 + i * 1000, probeValues(i, i));
+      await rig.poll(T0 + i * 1000 + 500, probeValues(i + 0.5, i));
+    }
+    // Within the ring's 10 s the ring answers; before it, the disk tier.
+    const both = await rig.json(
+      `/v0/history/p0/probe?signal_id=temp&since_ms=${T0 + 580_000}&step_ms=1000`,
+    );
+    assert.equal(both.source, "memory+disk");
+    assert.ok(both.memory_from_ms > T0 + 580_000);
+    assert.deepEqual(
+      both.signals[0].points,
+      Array.from({ length: 21 }, (_, k) => expected(580 + k)),
+    );
+  } finally {
+    await rig.rt.stop(); // the open bucket (600) is written at stop
+  }
+  const files = await historyFiles(dataDir);
+  assert.ok(files.length >= 2, `rotated: ${files.join(", ")}`);
+
+  // A power cut tore the last row: its end never reached the disk.
+  const last = `${dataDir}/history/${files.at(-1)}`;
+  const text = await Deno.readTextFile(last);
+  assert.match(text, new RegExp(`"t":${T0 + BUCKETS * 1000},.*\\n$`));
+  await Deno.writeTextFile(last, text.slice(0, text.length - 25));
+
+  clock.wallMs = T0 + 700_000;
+  rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    const answer = await rig.json(
+      `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 699_999}`,
+    );
+    assert.equal(answer.source, "disk");
+    assert.equal(answer.disk_step_ms, 1000);
+    assert.equal(answer.signals[0].value_type, "double", "declared: no value in the ring yet");
+    assert.deepEqual(
+      answer.signals[0].points,
+      Array.from({ length: BUCKETS - 1 }, (_, k) => expected(k + 1)),
+      "every bucket but the torn one, exact, across the files",
+    );
+    // Coarser steps fold the disk buckets: 1..9 in the first 10 s bucket.
+    const coarse = await rig.json(
+      `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 19_999}&step_ms=10000`,
+    );
+    assert.deepEqual(coarse.signals[0].points, [
+      { t_ms: T0, min: 1, max: 9.5, last: 9.5, count: 18, quality: "OK" },
+      { t_ms: T0 + 10_000, min: 10, max: 19.5, last: 19.5, count: 20, quality: "OK" },
+    ]);
+    for (const i of [700, 701, 702]) {
+      await rig.poll(T0 + i * 1000, probeValues(i, i));
+      await rig.poll(T0 + i * 1000 + 500, probeValues(i + 0.5, i));
+    }
+  } finally {
+    await rig.rt.stop();
+  }
+
+  clock.wallMs = T0 + 800_000;
+  rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    const answer = await rig.json(
+      `/v0/history/p0/probe?signal_id=temp&since_ms=${T0 + 598_000}&until_ms=${T0 + 799_999}`,
+    );
+    assert.equal(answer.source, "disk");
+    assert.deepEqual(answer.signals[0].points, [
+      expected(598),
+      expected(599),
+      expected(700),
+      expected(701),
+      expected(702),
+    ], "the rows written after the torn one are read");
+    const metrics = await (await rig.get("/metrics")).text();
+    assert.match(metrics, /^runtime_history_disk_up 1$/m);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+/** The real files, but what is appended under `/history/` stops fitting past `capBytes`. */
+class CappedFiles implements JournalFiles {
+  written = 0;
+  constructor(readonly capBytes: number) {}
+  ensureDir = journalFiles.ensureDir;
+  endsWithNewline = journalFiles.endsWithNewline;
+  fileSize = journalFiles.fileSize;
+  remove = journalFiles.remove;
+  listNames = journalFiles.listNames;
+  readLines = journalFiles.readLines;
+  readLinesAt = journalFiles.readLinesAt;
+  async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await journalFiles.openAppend(path);
+    if (!path.includes("/history/")) return handle;
+    return {
+      append: async (text: string) => {
+        if (this.written + text.length > this.capBytes) throw diskFullError();
+        this.written += text.length;
+        await handle.append(text);
+      },
+      sync: () => handle.sync(),
+      close: () => handle.close(),
+    };
+  }
+}
+
+Deno.test("A full disk stops the disk tier with a WARN and a metric; the runtime and its ring go on", async () => {
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "info",
+    journald: false,
+    now: () => Date.now(),
+    write: (line) => lines.push(line),
+  });
+  const files = new CappedFiles(400);
+  const rig = await startRig({ history: { stepMs: 1000 }, host: { files, log } });
+  try {
+    for (let i = 1; i <= 12; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
+    await rig.rt.history!.flushDisk();
+    const metrics = await (await rig.get("/metrics")).text();
+    assert.match(metrics, /^runtime_history_disk_up 0$/m);
+    assert.match(metrics, /^runtime_history_disk_write_errors_total [1-9]\d*$/m);
+    const dropped = Number(/^runtime_history_disk_rows_dropped_total (\d+)$/m.exec(metrics)![1]);
+    const written = Number(/^runtime_history_disk_rows_written_total (\d+)$/m.exec(metrics)![1]);
+    assert.ok(written >= 1 && dropped >= 1 && written + dropped === 11, `${written} + ${dropped}`);
+    const stopped = lines.filter((l) => l.includes("history disk tier stopped"));
+    assert.equal(stopped.length, 1, lines.join("\n"));
+    assert.match(stopped[0]!, /^WARN .*No space left on device/);
+    assert.deepEqual(lines.filter((l) => l.startsWith("ERROR")), [], "never an ERROR");
+    // The ring still answers, and polling goes on.
+    await rig.poll(T0 + 13_000, probeValues(13, 13));
+    const answer = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0 + 11_000}`);
+    assert.equal(answer.source, "memory");
+    assert.deepEqual(answer.signals[0].points.map((p: { last: number }) => p.last), [11, 12, 13]);
+  } finally {
+    await rig.rt.stop();
+  }
+  assert.ok(lines.some((l) => l.includes("runtime stopped")));
+});

@@ -1,0 +1,206 @@
+/**
+ * Incident capture against the real runtime and the programmable provider (exact values, a wall
+ * clock the test sets): an e-stop produces one incident (the FAULT entry joined to it) holding
+ * every sample of the window before and after it, listed, exported as CSV and JSON Lines, linked
+ * from the open run, kept across a restart; device losses are captured per device and the records
+ * are bounded in count.
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { T, TestClock } from "../helpers/programmable_provider.ts";
+import { tempDir } from "../helpers/kernel.ts";
+import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
+
+/** The real files, but a write of an incident record waits until `release()` (a slow disk). */
+class HeldIncidentFiles implements JournalFiles {
+  #release!: () => void;
+  readonly held = new Promise<void>((r) => this.#release = r);
+  waiting = 0;
+  release(): void {
+    this.#release();
+  }
+  ensureDir = journalFiles.ensureDir;
+  endsWithNewline = journalFiles.endsWithNewline;
+  fileSize = journalFiles.fileSize;
+  remove = journalFiles.remove;
+  listNames = journalFiles.listNames;
+  readLines = journalFiles.readLines;
+  readLinesAt = journalFiles.readLinesAt;
+  async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await journalFiles.openAppend(path);
+    if (!path.includes("/incidents/")) return handle;
+    return {
+      append: async (text: string) => {
+        this.waiting++;
+        await this.held;
+        await handle.append(text);
+      },
+      sync: () => handle.sync(),
+      close: () => handle.close(),
+    };
+  }
+}
+
+const post = (url: string, body: unknown = {}) =>
+  apiFetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+Deno.test("An e-stop produces one incident holding the samples before and after it, exported and linked from the open run", async () => {
+  const dataDir = tempDir("incident-");
+  const inventoryFile = await probeFile(dataDir);
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  const history = { incidentBeforeS: 10, incidentAfterS: 1, diskMaxBytes: 0 };
+  let rig = await startRig({ history, dataDir, clock, inventoryFile });
+  let id = "";
+  try {
+    const run = await (await post(`${rig.base}/v0/runs`, { experiment_label: "inc" })).json();
+    const runId = run.run.run_id;
+    for (let i = 5; i <= 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
+    const estop = await post(`${rig.base}/v0/estop`, { reason: "test stop" });
+    assert.equal(estop.status, 200);
+    await estop.body?.cancel();
+    await rig.poll(T0 + 20_500, probeValues(99, 99, "after"));
+
+    const list = await waitFor("the incident record", async () => {
+      const l = await rig.json("/v0/incidents");
+      return l.incidents.length > 0 ? l.incidents : null;
+    });
+    assert.equal(list.length, 1, "one incident: the e-stop and its FAULT entry together");
+    const h = list[0];
+    id = h.incident_id;
+    assert.match(id, /^inc-\d+-\d+$/);
+    assert.equal(h.trigger, "estop");
+    assert.match(h.cause, /^e-stop(: test stop)? \(api\)$/);
+    assert.equal(h.at_epoch_ms, T0 + 20_000);
+    assert.deepEqual(h.also, [
+      { trigger: "fault", cause: "mode IDLE -> FAULT", at_epoch_ms: T0 + 20_000 },
+    ]);
+    assert.equal(h.scope, "machine");
+    assert.deepEqual(h.devices, ["p0/probe"]);
+    assert.equal(h.from_epoch_ms, T0 + 10_000);
+    assert.equal(h.until_epoch_ms, T0 + 21_000);
+    assert.equal(h.signals, 3);
+    assert.equal(h.samples, 3 * 12);
+
+    const record = await rig.json(`/v0/incidents/${id}`);
+    assert.deepEqual(record.incident, h);
+    const temp = record.signals.find((s: { signal_id: string }) => s.signal_id === "temp");
+    assert.equal(temp.value_type, "double");
+    assert.deepEqual(temp.samples, [
+      ...Array.from({ length: 11 }, (_, k) => [T0 + (10 + k) * 1000, 10 + k, "OK"]),
+      [T0 + 20_500, 99, "OK"],
+    ]);
+    const label = record.signals.find((s: { signal_id: string }) => s.signal_id === "label");
+    assert.deepEqual(label.samples.at(-1), [T0 + 20_500, "after", "OK"]);
+
+    const csv = await rig.get(`/v0/incidents/${id}?format=csv`);
+    assert.equal(csv.headers.get("content-type"), "text/csv; charset=utf-8");
+    const csvLines = (await csv.text()).split("\r\n");
+    assert.equal(csvLines[0], "provider_id,device_id,signal_id,t_ms,value,quality");
+    assert.ok(csvLines.includes(`p0,probe,temp,${T0 + 10_000},10,OK`));
+    assert.ok(csvLines.includes(`p0,probe,label,${T0 + 20_500},after,OK`));
+    assert.equal(csvLines.length, 1 + 36 + 1);
+    const jsonl = await rig.get(`/v0/incidents/${id}`, { accept: "application/jsonl" });
+    assert.equal(jsonl.headers.get("content-type"), "application/jsonl; charset=utf-8");
+    const lines = (await jsonl.text()).trimEnd().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(lines[0], h);
+    assert.deepEqual(lines.slice(1), record.signals);
+    assert.equal((await rig.get("/v0/incidents/inc-1-1")).status, 404);
+
+    const events = await rig.json(`/v0/runs/${runId}/events`);
+    const linked = events.events.filter((e: { category: string }) => e.category === "incident");
+    assert.equal(linked.length, 1);
+    assert.equal(linked[0].type, "estop");
+    assert.equal(linked[0].payload.incident_id, id);
+    assert.equal(linked[0].payload.link, `/v0/incidents/${id}`);
+    const metrics = await (await rig.get("/metrics")).text();
+    assert.match(metrics, /^runtime_incidents 1$/m);
+  } finally {
+    await rig.rt.stop();
+  }
+  // Kept across a restart.
+  rig = await startRig({ history, dataDir, clock, inventoryFile });
+  try {
+    const list = await rig.json("/v0/incidents");
+    assert.deepEqual(list.incidents.map((i: { incident_id: string }) => i.incident_id), [id]);
+    assert.equal((await rig.json(`/v0/incidents/${id}`)).signals.length, 3);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("Each device loss is an incident of that device; the records are bounded in count", async () => {
+  const rig = await startRig({
+    history: { incidentBeforeS: 2, incidentAfterS: 0, incidentMaxCount: 2, diskMaxBytes: 0 },
+  });
+  try {
+    const program = async (p: object) => {
+      await rig.rt.registry.host("p0")!.request("call", {
+        device_id: "probe",
+        function_id: 1,
+        args: { answer: { type: T.STRING, string_value: JSON.stringify(p) } },
+      });
+    };
+    for (let n = 1; n <= 3; n++) {
+      const at = T0 + n * 10_000;
+      await rig.poll(at, probeValues(n, n));
+      await program({ read: { error: { code: 14, message: "bus fault" } } });
+      rig.clock.wallMs = at + 500;
+      await rig.rt.cache.pollDevice("p0", "probe"); // fails: the device is lost
+      await waitFor(`incident ${n}`, () => rig.rt.incidents!.list()[0]?.at_epoch_ms === at + 500);
+      await rig.rt.incidents!.settled(); // its write and the removal of the oldest
+    }
+    const list = (await rig.json("/v0/incidents")).incidents;
+    assert.equal(list.length, 2, "incident_max_count: the oldest was removed");
+    assert.deepEqual(list.map((i: { at_epoch_ms: number }) => i.at_epoch_ms), [
+      T0 + 30_500,
+      T0 + 20_500,
+    ]);
+    for (const i of list) {
+      assert.equal(i.trigger, "device_loss");
+      assert.equal(i.cause, "device p0/probe lost");
+      assert.equal(i.scope, "devices");
+      assert.deepEqual(i.devices, ["p0/probe"]);
+    }
+    const newest = await rig.json(`/v0/incidents/${list[0].incident_id}`);
+    const temp = newest.signals.find((s: { signal_id: string }) => s.signal_id === "temp");
+    assert.deepEqual(temp.samples, [[T0 + 30_000, 3, "OK"], [T0 + 30_500, 3, "UNAVAILABLE"]]);
+    const names = [...Deno.readDirSync(`${rig.dataDir}/history/incidents`)].map((e) => e.name);
+    assert.equal(names.length, 2);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("The e-stop never waits for its incident: a record held by a slow disk is written after the answer", async () => {
+  const files = new HeldIncidentFiles();
+  const rig = await startRig({
+    history: { incidentBeforeS: 5, incidentAfterS: 0, diskMaxBytes: 0 },
+    host: { files },
+  });
+  try {
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    const estop = await post(`${rig.base}/v0/estop`);
+    assert.equal(estop.status, 200);
+    assert.equal((await estop.json()).latched, true);
+    await waitFor("the record's write begun (and held)", () => files.waiting === 1);
+    assert.deepEqual((await rig.json("/v0/incidents")).incidents, [], "not written yet");
+    files.release();
+    const list = await waitFor("the record", async () => {
+      const l = (await rig.json("/v0/incidents")).incidents;
+      return l.length > 0 ? l : null;
+    });
+    assert.equal(list[0].trigger, "estop");
+    assert.equal(list[0].samples, 3);
+  } finally {
+    files.release();
+    await rig.rt.stop();
+  }
+});
