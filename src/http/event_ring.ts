@@ -4,12 +4,12 @@
  * (SSE_REPLAY_MAX_BYTES, an upper estimate of each event's frame); the oldest go first.
  *
  * What it costs the poll path, which publishes every changed sample: no frame is written (that
- * is 1-5 µs an event, hundreds a second at 10 providers, whether or not anyone ever resumes; a
+ * is 1-5 us an event, hundreds a second at 10 providers, whether or not anyone ever resumes; a
  * replay serialises what it sends), and no object is kept. A `state_update` with a number or bool
  * value (nearly all of them) goes into typed columns: its ids are the long-lived strings the cache
  * and the decoder already hold, its value, quality and time numbers. Keeping the event objects
  * instead made each survive into V8's old space: the 100-signal poll's p99 went from ~130 to ~400
- * µs in bench/poll_path.bench.ts, and the idle runtime at 10 providers took ~0.4 % of a core more.
+ * us in bench/poll_path.bench.ts, and the idle runtime at 10 providers took ~0.4 % of a core more.
  * Other kinds (rare) keep their object; so does a value that is a string, bytes, an exact integer
  * beyond 2^53 or a non-finite double.
  */
@@ -93,7 +93,7 @@ const UINT64 = 4;
 const VALUE_OBJECT = 5; // a state_update in the columns, value object in #objects
 
 /**
- * A circular buffer of the bus's events, contiguous in id (the bus numbers them 1, 2, 3, …).
+ * A circular buffer of the bus's events, contiguous in id (the bus numbers them 1, 2, 3, ...).
  * `push` must see every published event, in order.
  */
 export class EventRing {
