@@ -565,7 +565,7 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
 
 /**
  * Adds to the summary the previous report's rows of each scope and kind that did not run here
- * (`ran` holds `scope/kind`), for files still in that scope, then orders the rows by scope, by
+ * (`ran` holds `scope/kind`, or `scope/kind/file` for a run restricted to files), for files still in that scope, then orders the rows by scope, by
  * file as the scope lists them, Stryker's before ours.
  */
 export function withCarried(
@@ -576,7 +576,8 @@ export function withCarried(
 ): MutationSummary {
   const files = [...s.files];
   for (const p of previous.rows) {
-    if (ran.has(`${p.scope}/${p.kind}`)) continue;
+    // `scope/kind` ran as a whole, or `scope/kind/file` ran (a run restricted to files).
+    if (ran.has(`${p.scope}/${p.kind}`) || ran.has(`${p.scope}/${p.kind}/${p.file}`)) continue;
     // Only a file still in that scope (one that moved to another scope starts over there).
     const scope = scopes.find((x) => x.name === p.scope);
     if (!scope?.files.some((f) => parseScopeFile(f).path === p.file)) continue;

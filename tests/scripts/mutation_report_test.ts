@@ -283,6 +283,15 @@ Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps e
     withCarried(now, previous, new Set(["x/ours"]), [{ ...X, files: [] }]).files,
     now.files,
   );
+  // A run restricted to some files (`--file`) replaces the rows of those files only.
+  const XY = { name: "x", files: ["src/x.ts", "src/y.ts"] };
+  const y = { ...previous.rows[0], file: "src/y.ts" };
+  const both = { ...previous, rows: [...previous.rows, y] };
+  const perFile = withCarried(now, both, new Set(["x/ours/src/x.ts", "x/stryker/src/x.ts"]), [XY]);
+  assert.deepEqual(
+    perFile.files.map((f) => [f.file, f.kind, !!f.carried]),
+    [["src/x.ts", "ours", false], ["src/y.ts", "stryker", true]],
+  );
 });
 
 Deno.test("skipArgs leaves a scope's skipTests out of a test run, whatever form Deno.test took", async () => {
