@@ -147,10 +147,16 @@ async function registryOf(inventories: object[]) {
     await Deno.writeTextFile(file, JSON.stringify(inv));
     files.push(file);
   }
+  // Every provider process started, to tell whether each has ended.
+  const pids: number[] = [];
   const registry = new ProviderRegistry(
     files.map((f, i) => programmableProvider(`p${i}`, f, { helloTimeoutMs: 60_000 })),
     {
-      spawn: spawnProcess,
+      spawn: (o) => {
+        const proc = spawnProcess(o);
+        pids.push(proc.pid);
+        return proc;
+      },
       clock: systemClock,
       log: testLogger(),
       bus: new EventBus(),
@@ -160,6 +166,7 @@ async function registryOf(inventories: object[]) {
   );
   return {
     registry,
+    pids,
     async close() {
       await registry.stopAll(1000);
       for (const f of files) await Deno.remove(f);
@@ -185,6 +192,8 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
       );
       return true;
     });
+    assert.equal(failing.pids.length, 3);
+    assert.deepEqual(failing.pids.filter(processAlive), [], "every provider process ended first");
   } finally {
     await failing.close();
   }
@@ -198,6 +207,8 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
       slow.registry.startAll(1500, 1000),
       /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0, p2$/,
     );
+    assert.equal(slow.pids.length, 3);
+    assert.deepEqual(slow.pids.filter(processAlive), [], "every provider process ended first");
   } finally {
     await slow.close();
   }
@@ -256,4 +267,8 @@ Deno.test("ProviderRegistry add/remove/reorder: eachHost sees present and added 
   assert.equal(registry.host("a"), undefined);
   registry.reorder(["c", "b"]);
   assert.deepEqual(registry.hosts.map((h) => h.id), ["c", "b"]);
+  // An id no longer registered is skipped; a host not named keeps its place after the others.
+  registry.add(entry("d"));
+  registry.reorder(["gone", "d", "b"]);
+  assert.deepEqual(registry.hosts.map((h) => h.id), ["d", "b", "c"]);
 });
