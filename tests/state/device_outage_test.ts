@@ -385,7 +385,7 @@ Deno.test("DeviceOutages counts a new failure from its own start, not from one t
   }
 });
 
-Deno.test("DeviceOutages reads the provider's health entry of the device itself, not another's", async () => {
+Deno.test("DeviceOutages reads the provider's health entry of the device itself, not another's, and none is no verdict", async () => {
   const r = await rig();
   try {
     await r.fx.program("pump", {
@@ -400,6 +400,13 @@ Deno.test("DeviceOutages reads the provider's health entry of the device itself,
     await r.poll("pump");
     assert.equal(r.kind("pump"), "failing");
     assert.match(r.outages.condition("p0", "pump").reason, /reports it UNREACHABLE/);
+    // A health report that leaves the pump out says nothing against it.
+    await r.fx.program("pump", {
+      health: { devices: [{ device_id: "switch", state: WireDeviceState.UNREACHABLE }] },
+    });
+    await r.fx.cache.fetchReportedHealth(r.fx.host);
+    await r.poll("pump");
+    assert.equal(r.kind("pump"), "up");
   } finally {
     await r.close();
   }
