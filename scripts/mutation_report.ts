@@ -237,8 +237,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
-      "src/alarms/alarm_engine.ts:392-430", // gate
-      "src/alarms/alarm_engine.ts:585-620", // #evaluateInterlock
+      // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
+      "src/alarms/alarm_engine.ts:430-463", // gate
+      "src/alarms/alarm_engine.ts:623-653", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -255,9 +256,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-391",
-      "src/alarms/alarm_engine.ts:431-584",
-      "src/alarms/alarm_engine.ts:621-906",
+      "src/alarms/alarm_engine.ts:1-429",
+      "src/alarms/alarm_engine.ts:464-622",
+      "src/alarms/alarm_engine.ts:654-937",
     ],
     tests: [
       "tests/alarms/",
