@@ -186,6 +186,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/kernel_supervision_test.ts",
       "tests/scenarios/kernel_discovery_test.ts",
       "tests/scenarios/provider_data_discovery_test.ts",
+      // ProviderRegistry.reconcile: a reload adding, restarting, holding and removing providers.
+      "tests/app/kernel_reload_test.ts",
+      "tests/scenarios/config_reload_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },
