@@ -346,3 +346,14 @@ Deno.test("alarmAccepts: an alarm_when of a bool judges only bools, of a string 
   assert.equal(alarmAccepts(onString, { type: "bool", bool: true }), false);
   assert.equal(alarmAccepts(onString, d(1)), false);
 });
+
+Deno.test("AlarmMonitor: a pending raise whose input then goes bad keeps the earlier start of its delay", () => {
+  const m = new AlarmMonitor(alarm({ limits: { hi: 80 }, delayMs: 1000 }));
+  const at = (t: number, usable: boolean, badSince: number | null = null) =>
+    m.evaluate(d(85), usable ? "OK" : "FAULT", usable, t, WALL0 + t, badSince)?.transition ?? null;
+  assert.equal(at(100, true), null, "past hi: the delay runs from 100");
+  assert.equal(at(600, false, 500), null, "bad since 500: wanting a raise still, since 100");
+  assert.equal(at(1099, false, 500), null);
+  assert.equal(at(1100, false, 500), "raise");
+  assert.deepEqual([m.level, m.cause], ["MAJOR", "bad_quality"]);
+});
