@@ -199,7 +199,8 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
   }
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true } },
-    OK_INVENTORY,
+    // Up in time, and slow to exit once stopped: startAll must wait for it.
+    { ...OK_INVENTORY, exitDelayMs: 500 },
     { ...OK_INVENTORY, hello: { hang: true } },
   ]);
   try {
