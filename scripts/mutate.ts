@@ -15,6 +15,8 @@
  *   deno task mutate --report              only rebuild the report from the last runs
  *   deno task mutate --extra-only SCOPE    only the operators Stryker lacks (mutation_extra.ts)
  *   deno task mutate --stryker-only SCOPE  only Stryker's operators
+ *   deno task mutate --file PATH SCOPE     only that file of the scope (repeatable); the
+ *                                          scope's other files keep their rows in the report
  *
  * After Stryker, each scope runs the operators Stryker lacks (scripts/mutation_extra.ts: a
  * compound assignment turned plain, a switch case removed, a refusing catch opened, an await
@@ -28,6 +30,7 @@ import {
   MUTATION_SCOPES,
   type MutationScope,
   parsePreviousReport,
+  parseScopeFile,
   renderReport,
   type StrykerReport,
   summarize,
@@ -125,7 +128,8 @@ async function writeReport(): Promise<void> {
       const report = await readJson<StrykerReport>(path);
       if (!report) continue;
       reports.push({ scope: scope.name, report, at: (await Deno.stat(path)).mtime!, kind });
-      ran.add(`${scope.name}/${kind}`);
+      // Per file: a run restricted with --file leaves the scope's other rows to be carried.
+      for (const file of Object.keys(report.files)) ran.add(`${scope.name}/${kind}/${file}`);
     }
   }
   const equivalents = (await readJson<EquivalentMutant[]>(EQUIVALENT)) ?? [];
@@ -165,6 +169,7 @@ async function main(): Promise<number> {
       report: { type: "boolean" },
       "extra-only": { type: "boolean" },
       "stryker-only": { type: "boolean" },
+      file: { type: "string", multiple: true },
     },
   });
   if (values.list) {
@@ -178,9 +183,23 @@ async function main(): Promise<number> {
       console.error(`mutate: unknown scope(s) ${unknown.join(", ")} (see --list)`);
       return 2;
     }
-    const chosen = positionals.length === 0
+    let chosen = positionals.length === 0
       ? MUTATION_SCOPES
       : MUTATION_SCOPES.filter((s) => positionals.includes(s.name));
+    const only = values.file ?? [];
+    if (only.length > 0) {
+      // Each scope keeps only its entries (line ranges included) of the files named.
+      chosen = chosen
+        .map((s) => ({ ...s, files: s.files.filter((f) => only.includes(parseScopeFile(f).path)) }))
+        .filter((s) => s.files.length > 0);
+      const missing = only.filter((f) =>
+        !chosen.some((s) => s.files.some((e) => parseScopeFile(e).path === f))
+      );
+      if (missing.length > 0) {
+        console.error(`mutate: --file ${missing.join(", ")} is in none of the chosen scopes`);
+        return 2;
+      }
+    }
     if (!values["extra-only"]) await ensureStryker();
     for (const scope of chosen) {
       if (!values["extra-only"]) await runScope(scope);

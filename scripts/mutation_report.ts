@@ -186,6 +186,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/kernel_supervision_test.ts",
       "tests/scenarios/kernel_discovery_test.ts",
       "tests/scenarios/provider_data_discovery_test.ts",
+      // ProviderRegistry.reconcile: a reload adding, restarting, holding and removing providers.
+      "tests/app/kernel_reload_test.ts",
+      "tests/scenarios/config_reload_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },
@@ -237,8 +240,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
-      "src/alarms/alarm_engine.ts:392-430", // gate
-      "src/alarms/alarm_engine.ts:585-620", // #evaluateInterlock
+      // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
+      "src/alarms/alarm_engine.ts:430-463", // gate
+      "src/alarms/alarm_engine.ts:623-653", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -255,9 +259,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-391",
-      "src/alarms/alarm_engine.ts:431-584",
-      "src/alarms/alarm_engine.ts:621-906",
+      "src/alarms/alarm_engine.ts:1-429",
+      "src/alarms/alarm_engine.ts:464-622",
+      "src/alarms/alarm_engine.ts:654-937",
     ],
     tests: [
       "tests/alarms/",
@@ -565,7 +569,7 @@ export function parsePreviousReport(md: string): { commit: string; rows: Previou
 
 /**
  * Adds to the summary the previous report's rows of each scope and kind that did not run here
- * (`ran` holds `scope/kind`), for files still in that scope, then orders the rows by scope, by
+ * (`ran` holds `scope/kind`, or `scope/kind/file` for a run restricted to files), for files still in that scope, then orders the rows by scope, by
  * file as the scope lists them, Stryker's before ours.
  */
 export function withCarried(
@@ -576,7 +580,8 @@ export function withCarried(
 ): MutationSummary {
   const files = [...s.files];
   for (const p of previous.rows) {
-    if (ran.has(`${p.scope}/${p.kind}`)) continue;
+    // `scope/kind` ran as a whole, or `scope/kind/file` ran (a run restricted to files).
+    if (ran.has(`${p.scope}/${p.kind}`) || ran.has(`${p.scope}/${p.kind}/${p.file}`)) continue;
     // Only a file still in that scope (one that moved to another scope starts over there).
     const scope = scopes.find((x) => x.name === p.scope);
     if (!scope?.files.some((f) => parseScopeFile(f).path === p.file)) continue;

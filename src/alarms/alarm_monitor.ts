@@ -157,11 +157,7 @@ export class AlarmMonitor {
     return this.#pendingSinceMono === null ? null : this.#pendingSinceMono + this.config.delayMs;
   }
 
-  /** The last value and quality evaluated (null before the first). */
-  get lastValue(): TypedValue | null {
-    return this.#lastValue;
-  }
-
+  /** The last quality evaluated (null before the first). */
   get lastQuality(): Quality | null {
     return this.#lastQuality;
   }

@@ -9,7 +9,7 @@
  * input remembers since when it has been unusable, whatever made it so, so an alarm's delay runs
  * from that moment whether or not anything polls (a provider that is down is not polled).
  */
-import type { Quality, TypedValue, ValueType } from "../common/mod.ts";
+import type { TypedValue, ValueType } from "../common/mod.ts";
 import type { DeviceOutages, SignalState, StateCache } from "../state/mod.ts";
 
 /** What an input is judged against: the cache, and (in the runtime) device conditions. */
@@ -199,9 +199,4 @@ export function valueText(v: TypedValue | null): string {
 /** Whether a value of this type is a number for comparisons. */
 export function isNumericType(t: ValueType): boolean {
   return t === "double" || t === "int64" || t === "uint64";
-}
-
-/** The quality a view shows for an input (null when nothing is cached). */
-export function sampleQuality(s: SignalState | undefined): Quality | null {
-  return s?.quality ?? null;
 }

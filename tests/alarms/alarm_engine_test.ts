@@ -42,6 +42,22 @@ const INVENTORY: Inventory = {
       ],
     },
     other: { signals: [{ id: "x", type: T.DOUBLE, hint: 0 }] },
+    // Values an interlock cannot compare (bytes), a type the provider leaves unspecified (0),
+    // and an unsigned 64-bit integer.
+    blobs: {
+      signals: [
+        { id: "a", type: T.BYTES },
+        { id: "b", type: T.BYTES },
+        { id: "u", type: T.UNSPECIFIED },
+        { id: "n", type: T.UINT64 },
+      ],
+      values: [
+        { id: "a", type: T.BYTES, bytes: "AQI=", quality: Q.OK },
+        { id: "b", type: T.BYTES, bytes: "AQI=", quality: Q.OK },
+        { id: "u", type: T.STRING, string: "open", quality: Q.OK },
+        { id: "n", type: T.UINT64, uint64: "7", quality: Q.OK },
+      ],
+    },
   },
 };
 
@@ -923,6 +939,79 @@ interlocks:
     const [view] = s.engine.interlocks();
     assert.equal(view!.blocking, false);
     assert.equal(view!.since_epoch_ms, started);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock reason names every comparison that cannot be made, by the types of the values it met", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: bb, block: [p0/probe/bb], while: "p0/blobs/a == p0/blobs/b", message: m }
+  - { id: bs, block: [p0/probe/bs], while: "p0/blobs/a != 'AQI='", message: m }
+  - { id: so, block: [p0/probe/so], while: "p0/probe/mode > p0/blobs/u", message: m }
+  - { id: nb, block: [p0/probe/nb], while: "p0/probe/temp < p0/probe/on", message: m }
+  - { id: two, block: [p0/probe/two], while: "p0/probe/mode > 3 or p0/probe/on < 1", message: m }
+  - { id: un, block: [p0/probe/un], while: "p0/blobs/u > 3", message: m }
+  - { id: ur, block: [p0/probe/ur], while: "3 < p0/blobs/u", message: m }
+`);
+  try {
+    await s.fx.cache.pollDevice("p0", "blobs");
+    const mismatch = (...what: string[]) =>
+      `(type mismatch: ${what.map((w) => `column ${w}`).join("; ")})`;
+    const expected: Record<string, string> = {
+      // Bytes compare with nothing, not even with bytes of the same content.
+      bb: mismatch(
+        "12 of the condition: '==' cannot compare p0/blobs/a (bytes) with p0/blobs/b (bytes)",
+      ),
+      bs: mismatch(
+        `12 of the condition: '!=' cannot compare p0/blobs/a (bytes) with the string "AQI="`,
+      ),
+      // Only numbers are ordered.
+      so: mismatch(
+        "15 of the condition: '>' cannot compare p0/probe/mode (string) with p0/blobs/u (string)",
+      ),
+      nb: mismatch(
+        "15 of the condition: '<' cannot compare p0/probe/temp (double) with p0/probe/on (bool)",
+      ),
+      two: mismatch(
+        "15 of the condition: '>' cannot compare p0/probe/mode (string) with 3",
+        "34 of the condition: '<' cannot compare p0/probe/on (bool) with 1",
+      ),
+      // A type the provider left unspecified is judged by the value it sent.
+      un: mismatch("12 of the condition: '>' cannot compare p0/blobs/u (string) with 3"),
+      ur: mismatch("3 of the condition: '<' cannot compare 3 with p0/blobs/u (string)"),
+    };
+    for (const [name, text] of Object.entries(expected)) {
+      const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
+      assert.equal(message, `Interlock ${name} blocks p0/probe ${name}: m ${text}`);
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine says at start-up which interlock comparisons the declared types cannot make, and only those", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: bb, block: [p0/probe/bb], while: "p0/blobs/a == p0/blobs/b", message: m }
+  - { id: ci, block: [p0/probe/ci], while: "p0/probe/count == 'x'", message: m }
+  - { id: cn, block: [p0/probe/cn], while: "p0/probe/count > 3", message: m }
+  - { id: nn, block: [p0/probe/nn], while: "p0/blobs/n >= 1", message: m }
+  - { id: un, block: [p0/probe/un], while: "p0/blobs/u > 3", message: m }
+  - { id: ur, block: [p0/probe/ur], while: "3 < p0/blobs/u", message: m }
+`);
+  try {
+    const told = s.lines.filter((l) => l.startsWith("ERROR") && l.includes("cannot compare"))
+      .map((l) => l.slice(l.indexOf("interlock ")));
+    assert.deepEqual(told, [
+      "interlock bb: column 12 of the condition: '==' cannot compare p0/blobs/a (bytes) with " +
+      "p0/blobs/b (bytes); the interlock blocks while it does",
+      // Told from the declared type, before the signal has any value (count has none yet).
+      "interlock ci: column 16 of the condition: '==' cannot compare p0/probe/count (int64) with " +
+      'the string "x"; the interlock blocks while it does',
+      // 64-bit integers are numbers; a type left unspecified is not known until a value comes.
+    ]);
   } finally {
     await s.close();
   }

@@ -290,3 +290,70 @@ Deno.test("AlarmMonitor raises and clears on an int64 input like on a double one
   assert.equal(f.good(i(-6)), "raise");
   assert.equal(f.m.cause, "lo");
 });
+
+Deno.test("AlarmMonitor with only hihi, or only lolo, raises strictly past it and clears only past it and the hysteresis", () => {
+  const hihi = new Feed(alarm({ limits: { hihi: 100 }, hysteresis: 5 }));
+  assert.equal(hihi.value(100), null, "at the limit: not past it");
+  assert.equal(hihi.value(100.5), "raise");
+  assert.deepEqual([hihi.m.level, hihi.m.cause, hihi.m.limit], ["MAJOR", "hihi", 100]);
+  assert.equal(hihi.value(97), null, "inside the hysteresis band: still active");
+  assert.equal(hihi.value(95), null, "exactly hihi - hysteresis: still active");
+  assert.equal(hihi.value(94.9), "clear");
+
+  const lolo = new Feed(alarm({ limits: { lolo: 0 }, hysteresis: 5 }));
+  assert.equal(lolo.value(0), null, "at the limit: not past it");
+  assert.equal(lolo.value(-0.5), "raise");
+  assert.deepEqual([lolo.m.level, lolo.m.cause, lolo.m.limit], ["MAJOR", "lolo", 0]);
+  assert.equal(lolo.value(3), null, "inside the hysteresis band: still active");
+  assert.equal(lolo.value(5), null, "exactly lolo + hysteresis: still active");
+  assert.equal(lolo.value(5.1), "clear");
+});
+
+Deno.test("AlarmMonitor counts the delay of a bad input from when it became bad, also when it escalates a MINOR alarm", () => {
+  const f = new Feed(alarm({ limits: { hi: 80 }, delayMs: 100 }));
+  f.mono = 1000;
+  assert.equal(f.value(85, 0), null, "past hi: pending");
+  f.mono = 1100;
+  assert.equal(f.value(85, 0), "raise");
+  assert.equal(f.m.level, "MINOR");
+  // Bad since 1150, first evaluated at 1220: due at 1250, not 100 ms after the evaluation.
+  const bad = (at: number) =>
+    f.m.evaluate(d(85), "FAULT", false, at, WALL0 + at, 1150)?.transition ?? null;
+  assert.equal(bad(1220), null);
+  assert.equal(bad(1249), null);
+  assert.equal(bad(1250), "raise");
+  assert.deepEqual([f.m.level, f.m.cause], ["MAJOR", "bad_quality"]);
+});
+
+Deno.test("AlarmMonitor raises on readings it cannot judge after the delay, counted from the first of them", () => {
+  // A bad reading whose start the engine does not know (a value of a type the alarm cannot
+  // judge: badSinceMono null) starts the delay at the first such reading; later ones keep it.
+  const m = new AlarmMonitor(alarm({ limits: { hi: 80 }, delayMs: 100 }));
+  const wrong = { type: "string", string: "81" } as const;
+  const at = (t: number) => m.evaluate(wrong, "OK", false, t, WALL0 + t, null)?.transition ?? null;
+  assert.equal(at(1000), null);
+  assert.equal(at(1050), null);
+  assert.equal(at(1100), "raise");
+  assert.deepEqual([m.level, m.cause], ["MAJOR", "bad_quality"]);
+});
+
+Deno.test("alarmAccepts: an alarm_when of a bool judges only bools, of a string only strings", () => {
+  const onBool = alarm({ limits: {}, alarmWhen: true });
+  assert.equal(alarmAccepts(onBool, { type: "bool", bool: false }), true);
+  assert.equal(alarmAccepts(onBool, { type: "string", string: "true" }), false);
+  assert.equal(alarmAccepts(onBool, d(1)), false);
+  const onString = alarm({ limits: {}, alarmWhen: "true" });
+  assert.equal(alarmAccepts(onString, { type: "bool", bool: true }), false);
+  assert.equal(alarmAccepts(onString, d(1)), false);
+});
+
+Deno.test("AlarmMonitor: a pending raise whose input then goes bad keeps the earlier start of its delay", () => {
+  const m = new AlarmMonitor(alarm({ limits: { hi: 80 }, delayMs: 1000 }));
+  const at = (t: number, usable: boolean, badSince: number | null = null) =>
+    m.evaluate(d(85), usable ? "OK" : "FAULT", usable, t, WALL0 + t, badSince)?.transition ?? null;
+  assert.equal(at(100, true), null, "past hi: the delay runs from 100");
+  assert.equal(at(600, false, 500), null, "bad since 500: wanting a raise still, since 100");
+  assert.equal(at(1099, false, 500), null);
+  assert.equal(at(1100, false, 500), "raise");
+  assert.deepEqual([m.level, m.cause], ["MAJOR", "bad_quality"]);
+});

@@ -129,3 +129,21 @@ Deno.test("valueText writes each type as an operator reads it", () => {
   assert.equal(valueText({ type: "string", string: "open" }), '"open"');
   assert.equal(valueText({ type: "bytes", base64: "AQI=" }), "bytes AQI=");
 });
+
+Deno.test("SignalInput applies the cache's stale bound from its first classification, and a changed bound once the cache says so", () => {
+  const signals = new Map<string, SignalState>([["temp", sample(dbl(20), "OK", 0)]]);
+  let bound = STALE_AFTER_MS;
+  // A cache whose bounds version is 1 from the start (any number it may have).
+  const cache = {
+    device: () => ({ signals }),
+    staleAfterMs: () => bound,
+    boundsVersion: 1,
+  };
+  const ctx = { cache: cache as unknown as StateCache };
+  const i = input();
+  assert.equal(i.classify(ctx, STALE_AFTER_MS + 1), InputProblem.AGE, "the bound from the start");
+  bound = 5 * STALE_AFTER_MS; // a reload of health.staleness
+  cache.boundsVersion = 2;
+  assert.equal(i.classify(ctx, STALE_AFTER_MS + 1), InputProblem.GOOD, "the new bound");
+  assert.equal(i.classify(ctx, 5 * STALE_AFTER_MS + 1), InputProblem.AGE);
+});

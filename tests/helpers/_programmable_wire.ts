@@ -14,7 +14,9 @@ export function wireValue(s: Sample): WireValue | undefined {
   else if (s.uint64 !== undefined) v.uint64_value = BigInt(s.uint64);
   else if (s.bool !== undefined) v.bool_value = s.bool;
   else if (s.string !== undefined) v.string_value = s.string;
-  else if (s.type === undefined) return undefined;
+  else if (s.bytes !== undefined) {
+    v.bytes_value = Uint8Array.from(atob(s.bytes), (c) => c.charCodeAt(0));
+  } else if (s.type === undefined) return undefined;
   return v;
 }
 

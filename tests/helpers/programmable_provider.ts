@@ -90,7 +90,8 @@ export interface Inventory {
 
 /**
  * One sample of a ReadSignals answer. `type` is the Value's own type field; the member is the
- * one given (`double` may be "NaN"/"Infinity"/"-Infinity"; 64-bit integers as decimal strings).
+ * one given (`double` may be "NaN"/"Infinity"/"-Infinity"; 64-bit integers as decimal strings;
+ * bytes as base64).
  * No member and no type: a sample without a value. `ts`: sample time (epoch ms), absent = none.
  */
 export interface Sample {
@@ -101,6 +102,8 @@ export interface Sample {
   readonly uint64?: string;
   readonly bool?: boolean;
   readonly string?: string;
+  /** Bytes, as base64 text. */
+  readonly bytes?: string;
   readonly quality?: number;
   readonly ts?: number;
 }

@@ -65,10 +65,16 @@ async function registryOf(inventories: object[]) {
     await Deno.writeTextFile(file, JSON.stringify(inv));
     files.push(file);
   }
+  // Every provider process started, to tell whether each has ended.
+  const pids: number[] = [];
   const registry = new ProviderRegistry(
     files.map((f, i) => programmableProvider(`p${i}`, f, { helloTimeoutMs: 60_000 })),
     {
-      spawn: spawnProcess,
+      spawn: (o) => {
+        const proc = spawnProcess(o);
+        pids.push(proc.pid);
+        return proc;
+      },
       clock: systemClock,
       log: testLogger(),
       bus: new EventBus(),
@@ -78,6 +84,7 @@ async function registryOf(inventories: object[]) {
   );
   return {
     registry,
+    pids,
     async close() {
       await registry.stopAll(1000);
       for (const f of files) await Deno.remove(f);
@@ -103,12 +110,15 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
       );
       return true;
     });
+    assert.equal(failing.pids.length, 3);
+    assert.deepEqual(failing.pids.filter(processAlive), [], "every provider process ended first");
   } finally {
     await failing.close();
   }
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true } },
-    OK_INVENTORY,
+    // Up in time, and slow to exit once stopped: startAll must wait for it.
+    { ...OK_INVENTORY, exitDelayMs: 500 },
     { ...OK_INVENTORY, hello: { hang: true } },
   ]);
   try {
@@ -116,6 +126,8 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
       slow.registry.startAll(1500, 1000),
       /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0, p2$/,
     );
+    assert.equal(slow.pids.length, 3);
+    assert.deepEqual(slow.pids.filter(processAlive), [], "every provider process ended first");
   } finally {
     await slow.close();
   }
@@ -174,6 +186,10 @@ Deno.test("ProviderRegistry add/remove/reorder: eachHost sees present and added 
   assert.equal(registry.host("a"), undefined);
   registry.reorder(["c", "b"]);
   assert.deepEqual(registry.hosts.map((h) => h.id), ["c", "b"]);
+  // An id no longer registered is skipped; a host not named keeps its place after the others.
+  registry.add(entry("d"));
+  registry.reorder(["gone", "d", "b"]);
+  assert.deepEqual(registry.hosts.map((h) => h.id), ["d", "b", "c"]);
 });
 
 /** The inventory of a provider whose one device `dev` claims `keys` (anolis.claim). */

@@ -283,6 +283,15 @@ Deno.test("parsePreviousReport reads back a rendered report; withCarried keeps e
     withCarried(now, previous, new Set(["x/ours"]), [{ ...X, files: [] }]).files,
     now.files,
   );
+  // A run restricted to some files (`--file`) replaces the rows of those files only.
+  const XY = { name: "x", files: ["src/x.ts", "src/y.ts"] };
+  const y = { ...previous.rows[0]!, file: "src/y.ts" };
+  const both = { ...previous, rows: [...previous.rows, y] };
+  const perFile = withCarried(now, both, new Set(["x/ours/src/x.ts", "x/stryker/src/x.ts"]), [XY]);
+  assert.deepEqual(
+    perFile.files.map((f) => [f.file, f.kind, !!f.carried]),
+    [["src/x.ts", "ours", false], ["src/y.ts", "stryker", true]],
+  );
 });
 
 Deno.test("skipArgs leaves a scope's skipTests out of a test run, whatever form Deno.test took", async () => {
@@ -311,4 +320,28 @@ Deno.test({ name: "it allocates nothing", fn: () => { throw new Error("ran"); } 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the alarms scopes' line ranges of alarm_engine.ts hold the gate and #evaluateInterlock, and the rest of the file", async () => {
+  // Line ranges drift when the file changes: mutants of the wrong code, in the wrong scope.
+  const lines = (await Deno.readTextFile("src/alarms/alarm_engine.ts")).split("\n");
+  const ranges = (name: string) =>
+    MUTATION_SCOPES.find((s) => s.name === name)!.files.map(parseScopeFile)
+      .filter((f) => f.path === "src/alarms/alarm_engine.ts");
+  const [gate, evaluate] = ranges("alarms-interlocks");
+  assert.match((lines[gate!.from - 1])!, /^  readonly gate = \(ctx: GateContext\)/);
+  assert.equal(lines[gate!.to - 1], "  };");
+  assert.match((lines[evaluate!.from - 1])!, /^  #evaluateInterlock\(/);
+  assert.equal(lines[evaluate!.to - 1], "  }");
+  // "alarms" takes every other line of the file.
+  const covered = [...ranges("alarms"), gate, evaluate].sort((a, b) => a!.from - b!.from);
+  assert.equal(covered[0]!.from, 1);
+  for (let i = 1; i < covered.length; i++) {
+    assert.equal(
+      covered[i]!.from,
+      covered[i - 1]!.to + 1,
+      `no gap or overlap before ${covered[i]!.from}`,
+    );
+  }
+  assert.equal(covered.at(-1)!.to, lines.length - (lines.at(-1) === "" ? 1 : 0));
 });

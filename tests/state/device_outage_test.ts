@@ -385,7 +385,7 @@ Deno.test("DeviceOutages counts a new failure from its own start, not from one t
   }
 });
 
-Deno.test("DeviceOutages reads the provider's health entry of the device itself, not another's", async () => {
+Deno.test("DeviceOutages reads the provider's health entry of the device itself, not another's, and none is no verdict", async () => {
   const r = await rig();
   try {
     await r.fx.program("pump", {
@@ -400,6 +400,13 @@ Deno.test("DeviceOutages reads the provider's health entry of the device itself,
     await r.poll("pump");
     assert.equal(r.kind("pump"), "failing");
     assert.match(r.outages.condition("p0", "pump").reason, /reports it UNREACHABLE/);
+    // A health report that leaves the pump out says nothing against it.
+    await r.fx.program("pump", {
+      health: { devices: [{ device_id: "switch", state: WireDeviceState.UNREACHABLE }] },
+    });
+    await r.fx.cache.fetchReportedHealth(r.fx.host);
+    await r.poll("pump");
+    assert.equal(r.kind("pump"), "up");
   } finally {
     await r.close();
   }
@@ -423,5 +430,119 @@ Deno.test("DeviceOutages: a provider removed from the configuration makes its de
   } finally {
     await host.stop(2000);
     await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a provider added by a reload is down, since the moment it was added, while it is not up", async () => {
+  const r = await rig();
+  try {
+    r.fx.clock.mono = 11_000;
+    const added = r.fx.registry.add({ ...r.fx.host.config, id: "p1" }); // not started
+    assert.equal(added.available, false);
+    r.fx.clock.mono = 12_000;
+    assert.deepEqual(r.outages.condition("p1", "pump"), {
+      kind: "down",
+      reason: "provider p1 is unavailable (DOWN)",
+      sinceMono: 11_000,
+    });
+  } finally {
+    r.fx.registry.remove("p1");
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: the old host of a provider replaced by a reload, going down afterwards, changes nothing of its successor's", async () => {
+  const r = await rig();
+  const old = r.fx.host;
+  try {
+    r.fx.clock.mono = 11_000;
+    assert.equal(r.fx.registry.remove("p0"), old);
+    const successor = r.fx.registry.add(old.config); // not started yet
+    assert.equal(successor.available, false);
+    r.changes.length = 0;
+    r.fx.clock.mono = 12_000;
+    await old.stop(2000);
+    const c = r.outages.condition("p0", "pump");
+    assert.equal(c.kind, "down");
+    assert.equal(
+      c.sinceMono,
+      11_000,
+      "down since the successor was added, not since the old one stopped",
+    );
+    assert.deepEqual(r.changes, []);
+  } finally {
+    await old.stop(2000);
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device that has not answered a read yet is failing from no known moment: never down by time alone", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000 });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => changes.push(c));
+  try {
+    assert.deepEqual(outages.condition("p0", "pump"), {
+      kind: "failing",
+      reason: "it has not answered a read yet",
+      sinceMono: null,
+    });
+    assert.equal(timers.pending.size, 0, "nothing to wait for: no start to count the bound from");
+    timers.advance(10 * DOWN_AFTER_MS);
+    assert.equal(outages.condition("p0", "pump").kind, "failing");
+    assert.equal(changes.length, 0, "nothing told");
+    await fx.cache.pollDevice("p0", "pump");
+    assert.deepEqual(changes.map((c) => c.condition.kind), ["up"]);
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages.condition says what the listeners were told: past the bound, down once its timer has fired", async () => {
+  const r = await rig();
+  try {
+    await failPump(r);
+    // The clock passes the bound, but the timer has not fired yet (a loaded machine).
+    r.fx.clock.mono = 10_000 + DOWN_AFTER_MS + 50;
+    assert.equal(r.kind("pump"), "failing");
+    assert.deepEqual(r.changes.map((c) => c.condition.kind), ["failing"]);
+    r.timers.advance(0);
+    assert.equal(r.kind("pump"), "down");
+    assert.deepEqual(r.changes.map((c) => c.condition.kind), ["failing", "down"]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages follows the device of a provider that lists only one, and judges it by the signals it sends", async () => {
+  // The pump never sends temp: judged by flow alone.
+  const pump = { ...INVENTORY.devices.pump!, values: [dbl("flow", 1)] };
+  const fx = await startProgrammable({ devices: { pump } }, { mono: 10_000 });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const told: string[] = [];
+  outages.onChange((c) => told.push(`${c.deviceId} ${c.condition.kind}`));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    await fx.program("pump", { read: { error: { code: StatusCode.NOT_FOUND } } });
+    await fx.cache.pollDevice("p0", "pump");
+    timers.advance(DOWN_AFTER_MS);
+    assert.deepEqual(told, ["pump up", "pump failing", "pump down"]);
+  } finally {
+    outages.stop();
+    await fx.close();
   }
 });
