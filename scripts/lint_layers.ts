@@ -25,6 +25,7 @@ const RANK: Record<string, number> = {
   runs: 6,
   audit: 6,
   telemetry: 6,
+  sparkplug: 6, // the Sparkplug B edge node: reads state/, writes through control/ (opt-in)
   http: 7,
   app: 8, // the composition root: kernel, live configuration, reload, process lifecycle
   "": 9, // src/main.ts
@@ -41,6 +42,7 @@ const CORE_PROMISE: Readonly<Record<string, readonly string[]>> = {
   automation: ["providers", "adpp"],
   safety: ["providers", "adpp"],
   alarms: ["providers", "adpp"],
+  sparkplug: ["providers"], // adpp/mod.ts only for the protobuf wire primitives of its codec
 };
 
 const SRC = new URL("../src/", import.meta.url).pathname;

@@ -41,7 +41,8 @@ export type SectionKey =
   | "automation.mode_transition_hooks"
   | "safety"
   | "alarms"
-  | "audit.*";
+  | "audit.*"
+  | "sparkplug.*";
 
 /** One row of the section table. */
 export interface ConfigSection {
@@ -231,6 +232,13 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     owner: "audit journal (sized when it is opened at start)",
     read: (c) => c.audit,
     take: (b, f) => ({ ...b, audit: f.audit }),
+  },
+  {
+    key: "sparkplug.*",
+    rule: "restart",
+    owner: "sparkplug edge node (the broker session, its will and its ids are fixed at connect)",
+    read: (c) => c.sparkplug,
+    take: (b, f) => ({ ...b, sparkplug: f.sparkplug }),
   },
 ];
 

@@ -66,6 +66,7 @@ export interface TestConfigOptions {
   audit?: Partial<Config["audit"]>;
   interlocks?: Config["interlocks"];
   health?: Partial<Config["health"]>;
+  sparkplug?: Partial<Config["sparkplug"]>;
 }
 
 /** A complete Config with the loader's defaults and one simulated provider `sim0`. */
@@ -145,5 +146,21 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     audit: { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8, ...o.audit },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],
+    sparkplug: {
+      enabled: false,
+      brokerUrl: "",
+      groupId: "",
+      edgeNodeId: "",
+      clientId: "",
+      keepAliveS: 30,
+      qos: 0,
+      connectTimeoutMs: 10000,
+      reconnectMs: 2000,
+      tls: { caPath: null, certPath: null, keyPath: null },
+      commands: false,
+      role: "operator",
+      storeForward: { maxMessages: 10000, maxBytes: 16777216 },
+      ...o.sparkplug,
+    },
   };
 }
