@@ -111,6 +111,9 @@ export interface SparkplugHandle {
     readonly connects: number;
     readonly births: number;
     readonly published: number;
+    readonly stored: number;
+    readonly storeDropped: number;
+    readonly replayed: number;
   };
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;

@@ -94,6 +94,20 @@ export interface EdgeNodeCounts {
   published: number;
   publishFailures: number;
   commandsIgnored: number;
+  /** DDATA kept while the broker was unreachable (or the in-flight bound full), since start. */
+  stored: number;
+  /** Of those, dropped oldest-first at the store-and-forward bounds. */
+  storeDropped: number;
+  /** Of those, published again with is_historical after a reconnect. */
+  replayed: number;
+}
+
+/** One DDATA kept for store and forward. */
+interface StoredData {
+  readonly deviceId: string;
+  readonly timestampMs: number;
+  readonly metrics: Metric[];
+  readonly bytes: number;
 }
 
 interface BornDevice {
@@ -128,12 +142,21 @@ export class SparkplugEdgeNode {
   #nodeQueued = false;
   #lastNode: NodeStatus | null = null;
   readonly #unsubscribe: Array<() => void> = [];
+  /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
+  readonly #store: StoredData[] = [];
+  #storeHead = 0;
+  #storeBytes = 0;
+  /** Whether the current stretch of drops has been WARNed (one line per stretch). */
+  #dropWarned = false;
   readonly counts: EdgeNodeCounts = {
     connects: 0,
     births: 0,
     published: 0,
     publishFailures: 0,
     commandsIgnored: 0,
+    stored: 0,
+    storeDropped: 0,
+    replayed: 0,
   };
 
   constructor(options: EdgeNodeOptions) {
@@ -235,8 +258,7 @@ export class SparkplugEdgeNode {
   #closed(): void {
     const wasBorn = this.#born;
     this.#born = false;
-    this.#devices.clear();
-    this.#pending.clear();
+    // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
     if (wasBorn) {
       // The broker published this connection's NDEATH; the next connection has the next bdSeq.
@@ -287,6 +309,7 @@ export class SparkplugEdgeNode {
       if (!p.available) continue;
       for (const caps of p.devices) this.#deviceBirth(caps);
     }
+    this.#drain();
   }
 
   #deviceBirth(caps: DeviceCapabilities): void {
@@ -399,7 +422,6 @@ export class SparkplugEdgeNode {
     value: TypedValue | null,
     quality: Quality,
   ): void {
-    if (!this.#born) return;
     const id = sparkplugDeviceId(providerId, deviceId);
     const dev = this.#devices.get(id);
     if (dev === undefined || !dev.signals.has(signalId)) return;
@@ -415,7 +437,6 @@ export class SparkplugEdgeNode {
 
   #flush(): void {
     this.#flushQueued = false;
-    if (!this.#born) return;
     for (const [id, signals] of this.#pending) {
       const metrics: Metric[] = [];
       for (const [signalId, p] of signals) {
@@ -426,9 +447,86 @@ export class SparkplugEdgeNode {
           ...valueFields(p.value),
         });
       }
-      this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false);
+      // In order: while anything is stored, new data queues behind it.
+      if (this.online && this.#storeLength() === 0 && this.#inFlight < MAX_IN_FLIGHT) {
+        this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false);
+      } else {
+        this.#keep(id, metrics);
+      }
     }
     this.#pending.clear();
+    this.#drain();
+  }
+
+  // ---- store and forward ----
+
+  #storeLength(): number {
+    return this.#store.length - this.#storeHead;
+  }
+
+  /** Keeps a DDATA for later, dropping the oldest beyond the bounds (counted, WARNed). */
+  #keep(deviceId: string, metrics: Metric[]): void {
+    const { maxMessages, maxBytes } = this.#o.config.storeForward;
+    const timestampMs = this.#o.clock.nowMs();
+    for (const m of metrics) m.is_historical = true;
+    const bytes = encode({ timestamp: timestampMs, metrics }).length;
+    this.counts.stored++;
+    this.#store.push({ deviceId, timestampMs, metrics, bytes });
+    this.#storeBytes += bytes;
+    let dropped = 0;
+    while (
+      this.#storeLength() > 0 &&
+      (this.#storeLength() > maxMessages || this.#storeBytes > maxBytes)
+    ) {
+      this.#storeBytes -= this.#store[this.#storeHead]!.bytes;
+      this.#storeHead++;
+      dropped++;
+    }
+    if (this.#storeHead > 1024 && this.#storeHead * 2 > this.#store.length) {
+      this.#store.splice(0, this.#storeHead);
+      this.#storeHead = 0;
+    }
+    if (dropped > 0) {
+      this.counts.storeDropped += dropped;
+      if (!this.#dropWarned) {
+        this.#dropWarned = true;
+        this.#log.warn(
+          `sparkplug store-and-forward full (sparkplug.store_forward: ${maxMessages} messages, ` +
+            `${maxBytes} bytes): dropping the oldest data (${this.counts.storeDropped} dropped so far)`,
+        );
+      }
+    }
+  }
+
+  /** Publishes stored data, oldest first, with is_historical, while online and under the bound. */
+  #drain(): void {
+    while (this.online && this.#storeLength() > 0 && this.#inFlight < MAX_IN_FLIGHT) {
+      const item = this.#store[this.#storeHead]!;
+      this.#storeHead++;
+      this.#storeBytes -= item.bytes;
+      // A device that did not come back on this connection has no alias there: its data goes.
+      if (!this.#devices.has(item.deviceId)) {
+        this.counts.storeDropped++;
+        continue;
+      }
+      this.counts.replayed++;
+      this.#send(
+        "DDATA",
+        item.deviceId,
+        { timestamp: item.timestampMs, metrics: item.metrics },
+        true,
+      );
+    }
+    if (this.#storeLength() === 0) {
+      this.#store.length = 0;
+      this.#storeHead = 0;
+      if (this.#dropWarned) {
+        this.#dropWarned = false;
+        this.#log.info(
+          `sparkplug store-and-forward drained (${this.counts.storeDropped} dropped since start)`,
+        );
+      }
+    }
   }
 
   #providerChangedSoon(providerId: string): void {
@@ -552,6 +650,7 @@ export class SparkplugEdgeNode {
     session.publish(this.#topic(type, deviceId), bytes, qos).then(() => {
       this.#inFlight--;
       this.counts.published++;
+      if (this.#storeLength() > 0) this.#drain();
     }, (err) => {
       this.#inFlight--;
       this.counts.publishFailures++;

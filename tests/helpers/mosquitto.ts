@@ -6,7 +6,7 @@
  * Also `mosquitto_sub` (package `mosquitto-clients`), a subscriber no one here wrote: tests read
  * Sparkplug payloads through it as raw bytes.
  */
-import { startOnFreePort } from "./ports.ts";
+import { startOnFreePort, waitForListeningPort } from "./ports.ts";
 
 export const MOSQUITTO_BIN = "/usr/sbin/mosquitto";
 export const MOSQUITTO_SUB_BIN = "/usr/bin/mosquitto_sub";
@@ -107,21 +107,17 @@ export class Mosquitto {
   /** Starts the broker again on the same port. */
   async resume(): Promise<void> {
     if (this.#child) return;
-    const { port, started } = await startOnFreePort(
-      () => this.#spawn(this.#port),
-      (child) => ({ pid: child.pid, ended: child.status }),
-      async (child) => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* ended */ }
-        await child.status;
-      },
-      { timeoutMs: 15000 },
-    ).catch((err) => {
+    const child = this.#spawn(this.#port);
+    this.#child = child;
+    try {
+      await waitForListeningPort({ pid: child.pid, ended: child.status }, {
+        port: this.#port,
+        timeoutMs: 15000,
+      });
+    } catch (err) {
+      await this.pause();
       throw new Error(`mosquitto could not bind port ${this.#port} again: ${err}`);
-    });
-    if (port !== this.#port) throw new Error("mosquitto resumed on another port");
-    this.#child = started;
+    }
   }
 
   async dispose(): Promise<void> {
