@@ -30,6 +30,8 @@ import {
 } from "../config/mod.ts";
 import {
   actuatingFunctionCount,
+  type AuditOrigin,
+  type CallRequest,
   CallRouter,
   ModeManager,
   ParameterStore,
@@ -114,6 +116,8 @@ export interface SparkplugHandle {
     readonly stored: number;
     readonly storeDropped: number;
     readonly replayed: number;
+    readonly commandsAccepted: number;
+    readonly commandsRefused: number;
   };
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;
@@ -523,6 +527,17 @@ export class Kernel {
           providersDown: this.registry.hosts.length - up,
         };
       },
+      // Commands only when enabled: ordinary routed calls (every gate) and the e-stop's trigger;
+      // nothing can clear the latch or re-arm from the broker.
+      ...(config.sparkplug.commands
+        ? {
+          commands: {
+            call: (req: CallRequest) => this.router.call(req),
+            estop: (reason: string, source: AuditOrigin) =>
+              this.estop.trigger(reason, { cause: "sparkplug", source }),
+          },
+        }
+        : {}),
       runtimeVersion: RUNTIME_VERSION,
       clock: this.host.clock,
       log: this.host.log.child("sparkplug"),

@@ -11,7 +11,16 @@
  * broker that stalls fills at most MAX_IN_FLIGHT writes, after which data goes to the bounded
  * store-and-forward queue (and is dropped oldest first beyond it, counted and WARNed).
  */
-import type { Clock, DeviceCapabilities, Logger, Quality, TypedValue } from "../common/mod.ts";
+import type {
+  ArgSpec,
+  Clock,
+  DeviceCapabilities,
+  FunctionSpec,
+  Logger,
+  Quality,
+  TypedValue,
+} from "../common/mod.ts";
+import type { AuditOrigin, CallRequest, CallResult } from "../control/mod.ts";
 import { errorMessage } from "../common/mod.ts";
 import type { SparkplugConfig } from "../config/mod.ts";
 import type { PublishedEvent } from "../events/mod.ts";
@@ -21,6 +30,7 @@ import {
   decode,
   encode,
   functionBirthMetric,
+  functionMetricName,
   type MessageType,
   type Metric,
   type Payload,
@@ -52,6 +62,7 @@ export const STOP_PUBLISH_TIMEOUT_MS = 2000;
 export const NODE_METRICS = {
   bdSeq: "bdSeq",
   rebirth: "Node Control/Rebirth",
+  estop: "Node Control/E-Stop",
   mode: "Runtime/Mode",
   latched: "Runtime/Estop Latched",
   alarmsActive: "Alarms/Active",
@@ -60,6 +71,17 @@ export const NODE_METRICS = {
   providersDown: "Providers/Down",
   version: "Properties/Runtime Version",
 } as const;
+
+/** Commands from the broker being carried out at once, at most (more are refused: busy). */
+export const MAX_COMMANDS_IN_PROGRESS = 16;
+
+/** What commands from the broker may do (present only with `sparkplug.commands: true`). */
+export interface CommandPorts {
+  /** An ordinary routed call, gated as a manual one, audited with origin kind `sparkplug`. */
+  call(req: CallRequest): Promise<CallResult>;
+  /** Triggers the e-stop (never clears it: there is no port for that). */
+  estop(reason: string, source: AuditOrigin): Promise<unknown>;
+}
 
 /** What the edge node is built from. */
 export interface EdgeNodeOptions {
@@ -82,6 +104,8 @@ export interface EdgeNodeOptions {
     signal(providerId: string, deviceId: string, signalId: string): SignalState | undefined;
   };
   readonly status: () => NodeStatus;
+  /** Present only with `sparkplug.commands: true`. */
+  readonly commands?: CommandPorts | undefined;
   readonly runtimeVersion: string;
   readonly clock: Clock;
   readonly log: Logger;
@@ -94,6 +118,10 @@ export interface EdgeNodeCounts {
   published: number;
   publishFailures: number;
   commandsIgnored: number;
+  /** Commands carried out (calls that succeeded, e-stops triggered). */
+  commandsAccepted: number;
+  /** Commands refused (commands off, role, unknown metric, or a gate of the call path). */
+  commandsRefused: number;
   /** DDATA kept while the broker was unreachable (or the in-flight bound full), since start. */
   stored: number;
   /** Of those, dropped oldest-first at the store-and-forward bounds. */
@@ -133,6 +161,9 @@ export class SparkplugEdgeNode {
   #stopped = false;
   #inFlight = 0;
   readonly #aliases = new Map<string, number>();
+  /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
+  readonly #aliasNames = new Map<number, string>();
+  #commandsInProgress = 0;
   #nextAlias = 1;
   /** Devices born on the current connection, by Sparkplug device id. */
   readonly #devices = new Map<string, BornDevice>();
@@ -154,6 +185,8 @@ export class SparkplugEdgeNode {
     published: 0,
     publishFailures: 0,
     commandsIgnored: 0,
+    commandsAccepted: 0,
+    commandsRefused: 0,
     stored: 0,
     storeDropped: 0,
     replayed: 0,
@@ -294,6 +327,13 @@ export class SparkplugEdgeNode {
           datatype: DataType.Boolean,
           boolean_value: false,
         },
+        ...(this.#o.commands === undefined ? [] : [{
+          name: NODE_METRICS.estop,
+          alias: this.#alias("", NODE_METRICS.estop),
+          timestamp: now,
+          datatype: DataType.Boolean,
+          boolean_value: false,
+        }]),
         ...this.#nodeMetrics(status, null, now, true),
         {
           name: NODE_METRICS.version,
@@ -581,28 +621,135 @@ export class SparkplugEdgeNode {
   #message(topic: string, payload: Uint8Array): void {
     const o = this.#o;
     const ncmd = topicOf(o.config.groupId, "NCMD", o.edgeNodeId);
+    const dcmd = `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/`;
     let decoded;
     try {
       decoded = decode(payload);
     } catch (err) {
-      this.#log.warn(`sparkplug: undecodable payload on ${topic}: ${errorMessage(err)}`);
+      this.#ignored(topic, `undecodable payload: ${errorMessage(err)}`);
       return;
     }
     if (topic === ncmd) {
-      const rebirthAlias = this.#aliases.get(`\u0000${NODE_METRICS.rebirth}`);
-      for (const m of decoded.metrics ?? []) {
-        const isRebirth = m.name === NODE_METRICS.rebirth ||
-          (m.name === undefined && m.alias === rebirthAlias);
-        if (isRebirth && m.boolean_value === true) {
-          this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
-          this.rebirth();
-        } else {
-          this.#ignored(topic, `metric ${String(m.name ?? `alias ${m.alias}`)}`);
-        }
+      for (const m of decoded.metrics ?? []) this.#nodeCommand(topic, m);
+    } else if (topic.startsWith(dcmd)) {
+      const id = topic.slice(dcmd.length);
+      for (const m of decoded.metrics ?? []) this.#deviceCommand(topic, id, m);
+    } else {
+      this.#ignored(topic, "not a command topic of this edge node");
+    }
+  }
+
+  /** The metric name a command names (by name, or by an alias of this node). */
+  #commandName(deviceId: string, m: Record<string, unknown>): string | null {
+    if (typeof m.name === "string") return m.name;
+    const alias = typeof m.alias === "number" ? m.alias : Number(m.alias);
+    const key = this.#aliasNames.get(alias);
+    if (key === undefined) return null;
+    const i = key.indexOf("\u0000");
+    return key.slice(0, i) === deviceId ? key.slice(i + 1) : null;
+  }
+
+  #nodeCommand(topic: string, m: Record<string, unknown>): void {
+    const name = this.#commandName("", m);
+    if (name === NODE_METRICS.rebirth) {
+      if (m.boolean_value !== true) {
+        return this.#ignored(topic, `${name} written ${String(m.boolean_value)}`);
       }
+      this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
+      this.rebirth();
       return;
     }
-    this.#ignored(topic, "commands are off (sparkplug.commands: false)");
+    if (name === NODE_METRICS.estop && m.boolean_value === true) {
+      const refusal = this.#commandRefusal();
+      if (refusal !== null) return this.#refused(topic, name, refusal);
+      this.counts.commandsAccepted++;
+      this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggering");
+      // Not awaited: the stop runs on its own path; this only asks for it.
+      this.#o.commands!.estop("Sparkplug NCMD Node Control/E-Stop", this.#source("NCMD"))
+        .catch((err) => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
+      return;
+    }
+    this.#refused(
+      topic,
+      name ?? `alias ${String(m.alias)}`,
+      /clear|re-?arm|reset|release/i.test(name ?? "")
+        ? "an e-stop is never cleared and the runtime never re-armed over Sparkplug"
+        : "not a node command of this runtime (Node Control/Rebirth, Node Control/E-Stop)",
+    );
+  }
+
+  /** Why commands cannot act at all now (off, or the role), or null. */
+  #commandRefusal(): string | null {
+    if (this.#o.commands === undefined) return "commands are off (sparkplug.commands: false)";
+    if (this.#o.config.role === "viewer") return "sparkplug.role is viewer";
+    return null;
+  }
+
+  #source(cause: "DCMD" | "NCMD"): AuditOrigin {
+    return { kind: "sparkplug", cause, token_name: this.#o.config.role };
+  }
+
+  #deviceCommand(topic: string, id: string, m: Record<string, unknown>): void {
+    const name = this.#commandName(id, m);
+    const dev = this.#devices.get(id);
+    if (dev === undefined) return this.#refused(topic, name ?? "?", "no such device on this node");
+    if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");
+    const refusal = this.#commandRefusal();
+    if (refusal !== null) return this.#refused(topic, name, refusal, id);
+    const caps = this.#o.inventory.capabilities(dev.providerId, dev.deviceId);
+    const fn = caps?.functions.find((f) => functionMetricName(f.name) === name);
+    if (fn === undefined) {
+      const why = dev.signals.has(name)
+        ? "signals are read-only; write a Functions/<name> metric"
+        : "no such function";
+      return this.#refused(topic, name, why, id);
+    }
+    const args = commandArgs(fn, m);
+    if (typeof args === "string") return this.#refused(topic, name, args, id);
+    if (this.#commandsInProgress >= MAX_COMMANDS_IN_PROGRESS) {
+      return this.#refused(
+        topic,
+        name,
+        `busy: ${MAX_COMMANDS_IN_PROGRESS} commands in progress (MAX_COMMANDS_IN_PROGRESS)`,
+        id,
+      );
+    }
+    this.#commandsInProgress++;
+    this.#o.commands!.call({
+      providerId: dev.providerId,
+      deviceId: dev.deviceId,
+      functionName: fn.name,
+      args,
+      // Gated exactly as an operator's call (mode, latch, interlocks, policies); the audit
+      // trail names the broker (origin kind sparkplug).
+      origin: "manual",
+      source: { ...this.#source("DCMD"), device_handle: `${dev.providerId}/${dev.deviceId}` },
+    }).then(() => {
+      this.counts.commandsAccepted++;
+      this.#commandResult(id, name, "OK");
+    }, (err) => {
+      this.#refused(topic, name, errorMessage(err), id);
+    }).finally(() => this.#commandsInProgress--);
+  }
+
+  /** A refused command: counted, logged (bounded) and, for a device, published back. */
+  #refused(topic: string, name: string, why: string, deviceId?: string): void {
+    this.counts.commandsRefused++;
+    const n = this.counts.commandsRefused;
+    if (n <= 100 || n % 1000 === 0) {
+      this.#log.warn(`sparkplug: command ${name} on ${topic} refused (${n} so far): ${why}`);
+    }
+    if (deviceId !== undefined) this.#commandResult(deviceId, name, `REFUSED: ${why}`);
+  }
+
+  /** The outcome of a command as a DDATA of the metric it wrote (a String: OK or REFUSED: why). */
+  #commandResult(deviceId: string, name: string, text: string): void {
+    if (!this.online || !this.#devices.has(deviceId)) return;
+    const now = this.#o.clock.nowMs();
+    this.#send("DDATA", deviceId, {
+      timestamp: now,
+      metrics: [{ alias: this.#alias(deviceId, name), timestamp: now, string_value: text }],
+    }, true);
   }
 
   #ignored(topic: string, why: string): void {
@@ -630,7 +777,10 @@ export class SparkplugEdgeNode {
   #alias(deviceId: string, name: string): number {
     const key = `${deviceId}\u0000${name}`;
     let a = this.#aliases.get(key);
-    if (a === undefined) this.#aliases.set(key, a = this.#nextAlias++);
+    if (a === undefined) {
+      this.#aliases.set(key, a = this.#nextAlias++);
+      this.#aliasNames.set(a, key);
+    }
     return a;
   }
 
@@ -656,5 +806,86 @@ export class SparkplugEdgeNode {
       this.counts.publishFailures++;
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
     });
+  }
+}
+
+/**
+ * The arguments of a DCMD writing `Functions/<name>`: a String value holding a JSON object of
+ * arguments by name, or, for a function of one argument, that argument's value (Boolean, number or
+ * String metric), or nothing for a function without arguments. Typed by the function's argument
+ * specs; ranges and required arguments are then checked by the call path. A string is an error.
+ */
+export function commandArgs(
+  fn: FunctionSpec,
+  m: Record<string, unknown>,
+): Record<string, TypedValue> | string {
+  const raw = scalarOf(m);
+  if (typeof raw === "string" && raw.trimStart().startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      return "the value is not a JSON object of arguments";
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      return "the value is not a JSON object of arguments";
+    }
+    const out: Record<string, TypedValue> = {};
+    for (const [k, v] of Object.entries(parsed)) {
+      const spec = fn.args.find((a) => a.name === k);
+      if (spec === undefined) return `unknown argument ${JSON.stringify(k)}`;
+      const t = typedArg(spec, v);
+      if (typeof t === "string") return t;
+      out[k] = t;
+    }
+    return out;
+  }
+  if (fn.args.length === 0) return {};
+  if (fn.args.length === 1 && raw !== undefined) {
+    const spec = fn.args[0]!;
+    const t = typedArg(spec, raw);
+    return typeof t === "string" ? t : { [spec.name]: t };
+  }
+  return `${fn.name} takes ${fn.args.length} arguments: write a JSON object of them as a String`;
+}
+
+const VALUE_FIELDS = [
+  "boolean_value",
+  "string_value",
+  "double_value",
+  "float_value",
+  "long_value",
+  "int_value",
+];
+
+function scalarOf(m: Record<string, unknown>): unknown {
+  for (const k of VALUE_FIELDS) if (m[k] !== undefined) return m[k];
+  return undefined;
+}
+
+function typedArg(spec: ArgSpec, v: unknown): TypedValue | string {
+  const bad = `argument ${spec.name}: expected ${spec.type ?? "a typed value"}, got ${typeof v}`;
+  switch (spec.type) {
+    case "bool":
+      return typeof v === "boolean" ? { type: "bool", bool: v } : bad;
+    case "double":
+      return typeof v === "number" ? { type: "double", double: v } : bad;
+    case "string":
+      return typeof v === "string" ? { type: "string", string: v } : bad;
+    case "int64":
+    case "uint64": {
+      let n: number | bigint;
+      if (typeof v === "bigint") n = spec.type === "int64" ? BigInt.asIntN(64, v) : v;
+      else if (typeof v === "number" && Number.isInteger(v)) n = v;
+      else return bad;
+      if (typeof n === "bigint" && n >= Number.MIN_SAFE_INTEGER && n <= Number.MAX_SAFE_INTEGER) {
+        n = Number(n);
+      }
+      return spec.type === "int64" ? { type: "int64", int64: n } : { type: "uint64", uint64: n };
+    }
+    default:
+      return `argument ${spec.name}: type ${
+        spec.type ?? "unspecified"
+      } cannot be written over Sparkplug`;
   }
 }
