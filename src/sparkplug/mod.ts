@@ -5,3 +5,4 @@
 export * from "./edge_node.ts";
 export * from "./payloads.ts";
 export * from "./mqtt_session.ts";
+export * from "./fleet.ts";

@@ -40,7 +40,8 @@ export interface MqttSessionOptions {
   readonly ca?: Uint8Array | undefined;
   readonly cert?: Uint8Array | undefined;
   readonly key?: Uint8Array | undefined;
-  readonly will: { readonly topic: string; readonly payload: Uint8Array };
+  /** The will (NDEATH); none for a session that is no edge node (the fleet view). */
+  readonly will?: { readonly topic: string; readonly payload: Uint8Array } | undefined;
 }
 
 /** Opens a session (the client connects in the background and reconnects by itself). */
@@ -66,7 +67,9 @@ export const connectMqttJs: MqttConnect = async (o) => {
     ...(o.ca === undefined ? {} : { ca: text(o.ca)! }),
     ...(o.cert === undefined ? {} : { cert: text(o.cert)! }),
     ...(o.key === undefined ? {} : { key: text(o.key)! }),
-    will: { topic: o.will.topic, payload: Buffer.from(o.will.payload), qos: 1, retain: false },
+    ...(o.will === undefined ? {} : {
+      will: { topic: o.will.topic, payload: Buffer.from(o.will.payload), qos: 1, retain: false },
+    }),
   });
   let lastError = "";
   return {

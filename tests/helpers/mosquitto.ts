@@ -83,7 +83,10 @@ export class Mosquitto {
     const conf = `${this.#dir}/mosquitto.conf`;
     Deno.writeTextFileSync(
       conf,
-      `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n`,
+      // Persistence (saved on a graceful stop): a subscriber's session with clean=false outlives
+      // a pause, and what is published meanwhile (QoS 0 included) waits for it.
+      `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\n` +
+        `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n`,
     );
     return new Deno.Command(MOSQUITTO_BIN, {
       args: ["-c", conf],
@@ -93,13 +96,16 @@ export class Mosquitto {
     }).spawn();
   }
 
-  /** Stops the broker (SIGKILL: clients see the connection drop); resume() starts it again. */
-  async pause(): Promise<void> {
+  /**
+   * Stops the broker (clients see the connection drop); resume() starts it again. SIGTERM saves
+   * the persistent sessions first (default); `kill: true` is SIGKILL and saves nothing.
+   */
+  async pause(o: { kill?: boolean } = {}): Promise<void> {
     const child = this.#child;
     if (!child) return;
     this.#child = null;
     try {
-      child.kill("SIGKILL");
+      child.kill(o.kill ? "SIGKILL" : "SIGTERM");
     } catch { /* ended */ }
     await child.status;
   }
@@ -121,7 +127,7 @@ export class Mosquitto {
   }
 
   async dispose(): Promise<void> {
-    await this.pause();
+    await this.pause({ kill: true });
     await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
   }
 
