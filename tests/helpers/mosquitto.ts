@@ -126,7 +126,13 @@ export class Mosquitto {
     }
   }
 
+  /** Sends a signal to the broker (SIGSTOP: it hangs, connections stay open; SIGCONT: resumes). */
+  signal(sig: Deno.Signal): void {
+    this.#child?.kill(sig);
+  }
+
   async dispose(): Promise<void> {
+    this.signal("SIGCONT"); // a stopped process is killed all the same; SIGCONT keeps it simple
     await this.pause({ kill: true });
     await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
   }
