@@ -33,7 +33,11 @@ export const BUNDLES: ReadonlyArray<{ readonly name: string; readonly entry: str
 ];
 
 /** npm packages the runtime loads on demand, left for Deno to load at run time. */
-export const EXTERNAL_PACKAGES: readonly string[] = ["@influxdata/influxdb-client", "saxes"];
+export const EXTERNAL_PACKAGES: readonly string[] = [
+  "@influxdata/influxdb-client",
+  "saxes",
+  "mqtt",
+];
 
 /** Bound on one `deno bundle` run (~0.5 s here; the first run on a machine fetches esbuild). */
 export const BUNDLE_TIMEOUT_MS = 120_000;

@@ -32,7 +32,13 @@
  *   groups; unknown fields are skipped.
  *
  * Not supported (the generator refuses them): groups / delimited encoding, map keys other than
- * string, recursive message types.
+ * string, recursive message types (unless the codec is generated with `recursive`, as the
+ * Sparkplug B one is: its decoding then bounds the nesting depth).
+ *
+ * proto2 (Sparkplug B): an `optional` field has presence, so it is written whenever it is set,
+ * even to its default, and decoded whenever it was on the wire; repeated scalars are not packed
+ * (proto2's default) unless declared `[packed = true]`; `extensions` ranges are ignored (their
+ * fields are skipped as unknown).
  */
 import protobuf from "protobufjs";
 import { asciiOnly, fileNameOf, selfTypesLine, typesUrlOf } from "./generated_js.ts";
@@ -107,6 +113,50 @@ export function adppCodecTypes(schemaJson: unknown): string {
   return codecModuleTypes(schemaJson, ADPP_CODEC);
 }
 
+/** Where the Sparkplug B payload codec (and its declaration file) live. */
+export const SPARKPLUG_PROTO = new URL("sparkplug_b/sparkplug_b.proto", PROTO_ROOT);
+export const SPARKPLUG_CODEC_MODULE = new URL("../src/sparkplug/_codec.js", import.meta.url);
+export const SPARKPLUG_CODEC_TYPES = typesUrlOf(SPARKPLUG_CODEC_MODULE);
+const SPB = "org.eclipse.tahu.protobuf";
+
+/**
+ * Parses proto/sparkplug_b/sparkplug_b.proto (Eclipse Tahu's, EPL-2.0, kept as published) and
+ * returns its protobufjs JSON descriptor.
+ */
+export async function parseSparkplugProto(): Promise<unknown> {
+  const root = new protobuf.Root();
+  protobuf.parse(await Deno.readTextFile(SPARKPLUG_PROTO), root, { keepCase: true });
+  root.resolveAll();
+  return root.toJSON({ keepComments: false });
+}
+
+/** What the Sparkplug B codec is generated with. */
+const SPARKPLUG_CODEC: CodecOptions = {
+  roots: [`${SPB}.Payload`],
+  // Int64/UInt64 metric and property values and DateTime millis stay exact.
+  exact64: [
+    `${SPB}.Payload.Metric.long_value`,
+    `${SPB}.Payload.PropertyValue.long_value`,
+    `${SPB}.Payload.DataSet.DataSetValue.long_value`,
+    `${SPB}.Payload.Template.Parameter.long_value`,
+  ],
+  runtimeModule: "../adpp/mod.ts",
+  title: "Sparkplug B payload (org.eclipse.tahu.protobuf, Eclipse Tahu)",
+  source: "proto/sparkplug_b/sparkplug_b.proto",
+  typesFile: fileNameOf(SPARKPLUG_CODEC_TYPES),
+  recursive: true,
+};
+
+/** The text of src/sparkplug/_codec.js for the Sparkplug B descriptor. */
+export function sparkplugCodecSource(schemaJson: unknown): string {
+  return codecModuleSource(schemaJson, SPARKPLUG_CODEC);
+}
+
+/** The text of src/sparkplug/_codec.d.ts for the Sparkplug B descriptor. */
+export function sparkplugCodecTypes(schemaJson: unknown): string {
+  return codecModuleTypes(schemaJson, SPARKPLUG_CODEC);
+}
+
 /** What to generate a codec module for. */
 export interface CodecOptions {
   /** Full names of the messages that get exported `encode<Name>`/`decode<Name>` functions. */
@@ -115,12 +165,26 @@ export interface CodecOptions {
   exact64?: string[];
   /** Import path of the folder holding _proto_reader.ts and _proto_writer.ts. */
   runtimeDir?: string;
+  /**
+   * Import path of one module exporting ProtoReader, ProtoWriter, badType and int32Of (a codec
+   * outside src/adpp/ imports them through adpp/mod.ts, as scripts/lint_layers.ts wants);
+   * replaces `runtimeDir`.
+   */
+  runtimeModule?: string;
   /** What the header says the module is, and where it comes from. */
   title: string;
   source: string;
   /** Declaration file (next to the module) named in its `@ts-self-types` line; none if absent. */
   typesFile?: string;
+  /**
+   * Accept message types that contain themselves (Sparkplug B's Metric -> Template -> Metric);
+   * decoding then refuses nesting deeper than MAX_DECODE_DEPTH with a RangeError.
+   */
+  recursive?: boolean;
 }
+
+/** Deepest sub-message nesting a codec generated with `recursive` decodes. */
+export const MAX_DECODE_DEPTH = 64;
 
 interface ScalarInfo {
   wire: number;
@@ -257,6 +321,8 @@ interface CodecPlan {
   /** Every message reachable from the roots, dependencies first. */
   order: protobuf.Type[];
   stem: Stem;
+  /** Whether some message type contains itself (only with `recursive`). */
+  cyclic: boolean;
 }
 
 function codecPlan(schemaJson: unknown, opts: CodecOptions): CodecPlan {
@@ -266,10 +332,14 @@ function codecPlan(schemaJson: unknown, opts: CodecOptions): CodecPlan {
   // Every message reachable from the roots, dependencies first; recursion is refused.
   const order: protobuf.Type[] = [];
   const state = new Map<protobuf.Type, "visiting" | "done">();
+  let cyclic = false;
   const visit = (t: protobuf.Type, path: string[]) => {
     const s = state.get(t);
     if (s === "done") return;
     if (s === "visiting") {
+      cyclic = true;
+      // Function declarations are hoisted: a type may call its own (not yet listed) coder.
+      if (opts.recursive) return;
       const cycle = [...path, t.fullName].join(" -> ");
       throw new Error(`recursive message types are not supported: ${cycle}`);
     }
@@ -289,7 +359,7 @@ function codecPlan(schemaJson: unknown, opts: CodecOptions): CodecPlan {
   for (const t of order) shortCount.set(t.name, (shortCount.get(t.name) ?? 0) + 1);
   const stem: Stem = (t) =>
     shortCount.get(t.name) === 1 ? t.name : t.fullName.slice(1).replace(/\./g, "_");
-  return { rootTypes, order, stem };
+  return { rootTypes, order, stem, cyclic };
 }
 
 /**
@@ -297,7 +367,7 @@ function codecPlan(schemaJson: unknown, opts: CodecOptions): CodecPlan {
  * descriptor; its types are codecModuleTypes().
  */
 export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): string {
-  const { rootTypes, order, stem } = codecPlan(schemaJson, opts);
+  const { rootTypes, order, stem, cyclic } = codecPlan(schemaJson, opts);
   const exact64 = new Set((opts.exact64 ?? []).map((n) => `.${n}`));
   const runtimeDir = opts.runtimeDir ?? "./";
 
@@ -319,6 +389,7 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
       ``,
       `/** Decodes a ${name} into its plain object; throws on malformed bytes. */`,
       `export function decode${s}(bytes) {`,
+      ...(cyclic ? [`  depth = 0;`] : []),
       `  r.reset(bytes);`,
       `  try {`,
       `    return d_${s}();`,
@@ -330,7 +401,7 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
   }
   for (const t of order) {
     const plans = planFields(t, exact64);
-    body.push(``, ...encoderOf(t, plans, stem), ``, ...decoderOf(t, plans, stem));
+    body.push(``, ...encoderOf(t, plans, stem), ``, ...decoderOf(t, plans, stem, cyclic));
   }
   const text = body.join("\n");
   const writerImports = [
@@ -345,13 +416,25 @@ export function codecModuleSource(schemaJson: unknown, opts: CodecOptions): stri
     `// (scripts/gen_proto_module.ts documents the semantics).`,
     `// deno-fmt-ignore-file`,
     `// deno-lint-ignore-file`,
-    `import { ProtoReader } from "${runtimeDir}_proto_reader.ts";`,
-    `import { ${writerImports.join(", ")} } from "${runtimeDir}_proto_writer.ts";`,
+    ...(opts.runtimeModule === undefined
+      ? [
+        `import { ProtoReader } from "${runtimeDir}_proto_reader.ts";`,
+        `import { ${writerImports.join(", ")} } from "${runtimeDir}_proto_writer.ts";`,
+      ]
+      : [
+        `import { ${[...writerImports, "ProtoReader"].join(", ")} } from "${opts.runtimeModule}";`,
+      ]),
     ``,
     `const r = new ProtoReader();`,
     `const w = new ProtoWriter();`,
     `const EMPTY_BYTES = new Uint8Array(0);`,
   ];
+  if (cyclic) {
+    head.push(
+      `/** Sub-message nesting of the message being decoded (bounded: the types are recursive). */`,
+      `let depth = 0;`,
+    );
+  }
   if (text.includes("put(")) {
     head.push(
       ``,
@@ -563,7 +646,12 @@ function encodeMap(p: FieldPlan, stem: Stem): string[] {
   return L;
 }
 
-function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
+function decoderOf(
+  t: protobuf.Type,
+  plans: FieldPlan[],
+  stem: Stem,
+  cyclic = false,
+): string[] {
   const L: string[] = [];
   L.push(`function d_${stem(t)}() {`);
   const oneofs = [...new Set(plans.filter((p) => p.oneof).map((p) => p.oneof!))];
@@ -581,7 +669,7 @@ function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
   // A known field that arrives with another wire type is skipped as an unknown field, as the C++,
   // Go and Python protobuf runtimes do (golang/protobuf#511): a provider the C++ anolis runtime
   // accepts must not be cut off here.
-  for (const p of plans) L.push(...decodeCases(p, stem).map((x) => `      ${x}`));
+  for (const p of plans) L.push(...decodeCases(p, stem, cyclic).map((x) => `      ${x}`));
   L.push(`      default:`);
   L.push(`        r.skip(t);`);
   L.push(`    }`);
@@ -617,7 +705,7 @@ function decoderOf(t: protobuf.Type, plans: FieldPlan[], stem: Stem): string[] {
 }
 
 /** `case` clauses of one field in its message's decode loop. */
-function decodeCases(p: FieldPlan, stem: Stem): string[] {
+function decodeCases(p: FieldPlan, stem: Stem, cyclic: boolean): string[] {
   const assign = (expr: string) =>
     p.oneof ? `o_${p.oneof} = ${p.id}; v_${p.oneof} = ${expr};` : `${p.local} = ${expr};`;
   const block = (tag: number, body: string[]) => [
@@ -637,7 +725,16 @@ function decodeCases(p: FieldPlan, stem: Stem): string[] {
 
   if (p.kind === "message") {
     const store = p.repeated ? `(${p.local} ??= []).push(x);` : assign("x");
-    return block(tagOf(p.id, 2), [...bounded([`const x = d_${stem(p.message!)}();`]), store]);
+    const decode = cyclic
+      ? [
+        `if (++depth > ${MAX_DECODE_DEPTH}) throw new RangeError(${
+          JSON.stringify(`${p.F}: sub-messages nested deeper than ${MAX_DECODE_DEPTH}`)
+        });`,
+        `const x = d_${stem(p.message!)}();`,
+        `depth--;`,
+      ]
+      : [`const x = d_${stem(p.message!)}();`];
+    return block(tagOf(p.id, 2), [...bounded(decode), store]);
   }
   if (p.kind === "map") {
     const val = p.mapValue!;
@@ -689,4 +786,9 @@ if (import.meta.main) {
   await Deno.writeTextFile(CODEC_MODULE, adppCodecSource(json));
   await Deno.writeTextFile(CODEC_TYPES, adppCodecTypes(json));
   console.log(`wrote src/adpp/${fileNameOf(CODEC_MODULE)} and ${fileNameOf(CODEC_TYPES)}`);
+  const spb = await parseSparkplugProto();
+  await Deno.mkdir(new URL(".", SPARKPLUG_CODEC_MODULE), { recursive: true });
+  await Deno.writeTextFile(SPARKPLUG_CODEC_MODULE, sparkplugCodecSource(spb));
+  await Deno.writeTextFile(SPARKPLUG_CODEC_TYPES, sparkplugCodecTypes(spb));
+  console.log(`wrote src/sparkplug/${fileNameOf(SPARKPLUG_CODEC_MODULE)} and .d.ts`);
 }

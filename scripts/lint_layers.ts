@@ -26,6 +26,7 @@ const RANK: Record<string, number> = {
   audit: 6,
   telemetry: 6,
   history: 6, // the full-rate ring, the disk tier and incidents (fed by state/, read by http/)
+  sparkplug: 6, // the Sparkplug B edge node: reads state/, writes through control/ (opt-in)
   http: 7,
   app: 8, // the composition root: kernel, live configuration, reload, process lifecycle
   "": 9, // src/main.ts
@@ -42,6 +43,7 @@ const CORE_PROMISE: Readonly<Record<string, readonly string[]>> = {
   automation: ["providers", "adpp"],
   safety: ["providers", "adpp"],
   alarms: ["providers", "adpp"],
+  sparkplug: ["providers"], // adpp/mod.ts only for the protobuf wire primitives of its codec
 };
 
 const SRC = new URL("../src/", import.meta.url).pathname;

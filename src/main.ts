@@ -9,11 +9,13 @@ import {
   fileKind,
   readRegularFile,
   secretFromEnvironment,
+  systemClock,
   terminateProviderProcesses,
 } from "./host/mod.ts";
 import { authenticationSummary } from "./http/mod.ts";
 import {
   EXIT_INTERNAL_ERROR,
+  EXIT_STARTUP_FAILURE,
   EXIT_USAGE,
   type ReloadedConfig,
   runService,
@@ -45,6 +47,13 @@ export type CliCommand =
   | { kind: "version" }
   | { kind: "check"; file: string; format: "text" | "json"; strict: boolean }
   | { kind: "start"; file: string; logLevel: LogLevel | null; port: number | null }
+  | {
+    kind: "fleet";
+    url: string;
+    group: string | null;
+    waitMs: number;
+    format: "text" | "json";
+  }
   | { kind: "usage-error"; message: string };
 
 /** Parses the command line (no side effects). */
@@ -63,6 +72,9 @@ export function parseCli(argv: readonly string[]): CliCommand {
         "log-level": { type: "string" },
         port: { type: "string" },
         version: { type: "boolean" },
+        fleet: { type: "string" },
+        group: { type: "string" },
+        "wait-ms": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -74,6 +86,28 @@ export function parseCli(argv: readonly string[]): CliCommand {
   const logLevel = values["log-level"];
   if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     return { kind: "usage-error", message: `--log-level must be one of ${LOG_LEVELS.join(", ")}` };
+  }
+  const fleet = values.fleet;
+  if (fleet !== undefined) {
+    if (values.config !== undefined || values["check-config"] !== undefined) {
+      return { kind: "usage-error", message: "--fleet stands alone (no --config/--check-config)" };
+    }
+    const format = values.format ?? "text";
+    if (format !== "text" && format !== "json") {
+      return { kind: "usage-error", message: "--format must be text or json" };
+    }
+    const waitText = values["wait-ms"] ?? String(FLEET_DEFAULT_WAIT_MS);
+    const waitMs = /^[0-9]{1,5}$/.test(waitText) ? Number(waitText) : NaN;
+    if (!(waitMs >= 100 && waitMs <= 60000)) {
+      return {
+        kind: "usage-error",
+        message: `--wait-ms must be 100 to 60000 milliseconds, got ${JSON.stringify(waitText)}`,
+      };
+    }
+    return { kind: "fleet", url: fleet, group: values.group ?? null, waitMs, format };
+  }
+  if (values.group !== undefined || values["wait-ms"] !== undefined) {
+    return { kind: "usage-error", message: "--group and --wait-ms apply to --fleet only" };
   }
   const check = values["check-config"];
   if (check !== undefined && values.config !== undefined) {
@@ -110,6 +144,49 @@ export function parseCli(argv: readonly string[]): CliCommand {
     logLevel: (logLevel ?? null) as LogLevel | null,
     port,
   };
+}
+
+/** How long `--fleet` listens for births, data and deaths by default. */
+export const FLEET_DEFAULT_WAIT_MS = 3000;
+
+/**
+ * `runtime --fleet URL [--group G] [--wait-ms N] [--format json]`: the Sparkplug edge nodes on a
+ * broker (docs/sparkplug.md), read from their births, data and deaths. Loads the Sparkplug code and
+ * MQTT.js only here. Credentials: SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD.
+ */
+async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<number> {
+  const url = URL.canParse(cli.url) ? new URL(cli.url) : null;
+  if (url === null || (url.protocol !== "mqtt:" && url.protocol !== "mqtts:")) {
+    console.error(`runtime: --fleet must be an mqtt:// or mqtts:// broker URL\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  if (url.username !== "" || url.password !== "") {
+    console.error(
+      "runtime: --fleet URL must not carry credentials: set SPARKPLUG_USERNAME and SPARKPLUG_PASSWORD",
+    );
+    return EXIT_USAGE;
+  }
+  const { collectFleet, connectMqttJs, fleetTable } = await import("./sparkplug/mod.ts");
+  try {
+    const { nodes, truncated } = await collectFleet({
+      url: cli.url,
+      group: cli.group,
+      waitMs: cli.waitMs,
+      connect: connectMqttJs,
+      clock: systemClock,
+      username: secretFromEnvironment("SPARKPLUG_USERNAME"),
+      password: secretFromEnvironment("SPARKPLUG_PASSWORD"),
+    });
+    if (cli.format === "json") console.log(JSON.stringify({ nodes, truncated }, null, 2));
+    else {
+      console.log(fleetTable(nodes));
+      if (truncated) console.log("(more nodes than the fleet view tracks; the list is cut)");
+    }
+    return 0;
+  } catch (err) {
+    console.error(`runtime: ${errorMessage(err)}`);
+    return EXIT_STARTUP_FAILURE;
+  }
 }
 
 /** Environment variable that overrides `http.port` when starting (the `--port` flag wins). */
@@ -154,6 +231,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       console.log(`HTTP contract ${HTTP_CONTRACT_VERSION}`);
       console.log(`ADPP protocol ${ADPP_PROTOCOL_VERSION} (schema ${ADPP_SCHEMA_VERSION})`);
       return 0;
+    case "fleet":
+      return await fleetView(cli);
     case "check":
     case "start":
       break;

@@ -14,6 +14,8 @@ export const USAGE = `Usage:
                                               start the runtime with a YAML configuration
   runtime --check-config FILE [--format text|json] [--strict]
                                               validate a configuration and exit
+  runtime --fleet URL [--group G] [--wait-ms N] [--format text|json]
+                                              list the Sparkplug edge nodes on an MQTT broker
   runtime --version                           print the runtime and protocol versions
   runtime --help                              print this help
 
@@ -28,6 +30,9 @@ Options:
                          command this machine lacks, or a missing API token, is an error (by
                          default a warning, so configurations can be checked anywhere)
   --log-level LEVEL      debug, info, warn or error; overrides logging.level
+  --fleet URL            mqtt:// or mqtts:// broker: listen --wait-ms (default 3000, 100-60000)
+                         and print every edge node seen (reachable or dead, mode, latch, alarms,
+                         providers, devices), of group --group only when given (docs/sparkplug.md)
 
 Configuration file: a regular file of at most ${LIMIT_MIB} MiB, UTF-8. Anything else (a FIFO,
 a device, a larger file) is refused before it is read, with exit code 2.
@@ -36,6 +41,8 @@ Environment:
   RUNTIME_API_TOKEN      bearer token for http.auth_enabled (preferred over http.auth_token)
   INFLUXDB_TOKEN         InfluxDB token when telemetry.influxdb.token is empty
   RUNTIME_HTTP_PORT      like --port (which wins over it); ignored when empty
+  SPARKPLUG_USERNAME, SPARKPLUG_PASSWORD
+                         the MQTT broker's credentials (sparkplug:, --fleet)
   http.tokens[].token_env
                          each names a variable holding a named token; like the two
                          tokens above, it is kept out of the providers' environment

@@ -18,13 +18,21 @@ import {
   type LogLevel,
   type ProcessStats,
   type ProviderHealthView,
+  RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
   unavailable,
 } from "../common/mod.ts";
-import type { Config } from "../config/mod.ts";
+import {
+  type Config,
+  SPARKPLUG_PASSWORD_ENV,
+  SPARKPLUG_USERNAME_ENV,
+  sparkplugIds,
+} from "../config/mod.ts";
 import {
   actuatingFunctionCount,
+  type AuditOrigin,
+  type CallRequest,
   CallRouter,
   ModeManager,
   ParameterStore,
@@ -95,6 +103,29 @@ export interface KernelHost {
   readonly setLogLevel?: (level: LogLevel) => void;
 }
 
+/**
+ * The Sparkplug B edge node as the kernel holds it (src/sparkplug/, loaded on demand: no import of
+ * that folder, not even of its types, is in the kernel's static graph).
+ */
+export interface SparkplugHandle {
+  /** Whether the births of a live broker connection have been published. */
+  readonly online: boolean;
+  readonly bdSeq: number;
+  readonly counts: {
+    readonly connects: number;
+    readonly births: number;
+    readonly published: number;
+    readonly stored: number;
+    readonly storeDropped: number;
+    readonly replayed: number;
+    readonly commandsAccepted: number;
+    readonly commandsRefused: number;
+  };
+  /** NBIRTH and every DBIRTH again on the current connection. */
+  rebirth(): void;
+  stop(): Promise<void>;
+}
+
 /** Reloads since start when there is no reloader. */
 const NO_RELOADS = { success: 0, failure: 0, lastSuccessEpochSeconds: null } as const;
 
@@ -143,6 +174,9 @@ export class Kernel {
   /** Serializes SIGHUP reloads; absent when the host cannot re-read the file. */
   readonly reloader: ConfigReloader | null;
   #http: HttpServerHandle | null = null;
+  #sparkplug: SparkplugHandle | null = null;
+  /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at construction (only when enabled). */
+  #sparkplugCredentials: { username?: string | undefined; password?: string | undefined } = {};
   #startedAtMono = 0;
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
@@ -299,6 +333,12 @@ export class Kernel {
     // environment the providers inherit.
     const secret = host.secret ?? (() => undefined);
     this.#influxToken = secret("INFLUXDB_TOKEN");
+    if (config.sparkplug.enabled) {
+      this.#sparkplugCredentials = {
+        username: secret(SPARKPLUG_USERNAME_ENV),
+        password: secret(SPARKPLUG_PASSWORD_ENV),
+      };
+    }
     const namedTokens = resolveNamedTokens(config.http, secret);
     const apiToken = resolveApiToken(config.http, secret("RUNTIME_API_TOKEN"));
     this.#secret = secret;
@@ -477,10 +517,72 @@ export class Kernel {
     // device or signal) is evaluated too.
     this.alarms.start();
     this.automation?.start();
+    // After the priming poll, so the births carry values; connecting goes on in the background.
+    if (this.config.sparkplug.enabled) await this.#startSparkplug();
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
     await this.#serve();
+  }
+
+  /** The Sparkplug B edge node (on demand: its code and MQTT.js are loaded here, only here). */
+  async #startSparkplug(): Promise<void> {
+    const { SparkplugEdgeNode, connectMqttJs } = await import("../sparkplug/mod.ts");
+    const config = this.config;
+    const readFile = this.host.readFile ?? readFileBytes;
+    const bytes = (path: string | null): Uint8Array | undefined => {
+      if (path === null) return undefined;
+      const b = readFile(path);
+      return typeof b === "string" ? new TextEncoder().encode(b) : b;
+    };
+    const node = new SparkplugEdgeNode({
+      config: config.sparkplug,
+      ...sparkplugIds(config),
+      connect: connectMqttJs,
+      ...this.#sparkplugCredentials,
+      tls: {
+        ca: bytes(config.sparkplug.tls.caPath),
+        cert: bytes(config.sparkplug.tls.certPath),
+        key: bytes(config.sparkplug.tls.keyPath),
+      },
+      bus: this.bus,
+      inventory: this.inventory,
+      reads: this.cache,
+      status: () => {
+        const alarms = this.alarms.alarms();
+        const up = this.registry.hosts.filter((h) => h.available).length;
+        return {
+          mode: this.modes.current(),
+          estopLatched: this.estop.latched,
+          alarmsActive: alarms.filter((a) => a.state === "active" || a.state === "active_acked")
+            .length,
+          alarmsUnacked: alarms.filter((a) => a.state === "active").length,
+          providersUp: up,
+          providersDown: this.registry.hosts.length - up,
+        };
+      },
+      // Commands only when enabled: ordinary routed calls (every gate) and the e-stop's trigger;
+      // nothing can clear the latch or re-arm from the broker.
+      ...(config.sparkplug.commands
+        ? {
+          commands: {
+            call: (req: CallRequest) => this.router.call(req),
+            estop: (reason: string, source: AuditOrigin) =>
+              this.estop.trigger(reason, { cause: "sparkplug", source }),
+          },
+        }
+        : {}),
+      runtimeVersion: RUNTIME_VERSION,
+      clock: this.host.clock,
+      log: this.host.log.child("sparkplug"),
+    });
+    this.#sparkplug = node;
+    await node.start();
+  }
+
+  /** The Sparkplug B edge node (null: sparkplug.enabled is false, or not started yet). */
+  get sparkplug(): SparkplugHandle | null {
+    return this.#sparkplug;
   }
 
   /** Binds the HTTP server (http.enabled, and a host that serves); says where. */
@@ -829,6 +931,8 @@ export class Kernel {
       const budget = this.config.runtime.shutdownTimeoutMs;
       this.api.close(); // event streams end: they would keep the server's shutdown waiting
       await this.#http?.shutdown();
+      // NDEATH, bounded in time: a stalled broker does not hold the shutdown.
+      await this.#sparkplug?.stop();
       this.automation?.stop(); // halt the tree before polling stops
       this.alarms.stop(); // no alarm action while the runtime shuts down
       this.outages.stop(); // nor a device-loss latch forcing FAULT

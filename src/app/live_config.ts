@@ -42,7 +42,8 @@ export type SectionKey =
   | "safety"
   | "alarms"
   | "audit.*"
-  | "history.*";
+  | "history.*"
+  | "sparkplug.*";
 
 /** One row of the section table. */
 export interface ConfigSection {
@@ -239,6 +240,13 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     owner: "history (ring, disk tier and incidents are sized when they start)",
     read: (c) => c.history,
     take: (b, f) => ({ ...b, history: f.history }),
+  },
+  {
+    key: "sparkplug.*",
+    rule: "restart",
+    owner: "sparkplug edge node (the broker session, its will and its ids are fixed at connect)",
+    read: (c) => c.sparkplug,
+    take: (b, f) => ({ ...b, sparkplug: f.sparkplug }),
   },
 ];
 

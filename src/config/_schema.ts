@@ -670,6 +670,50 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         ),
       },
     ),
+    sparkplug: section(
+      "Eclipse Sparkplug B edge node on an MQTT broker (docs/sparkplug.md); off by default. " +
+        "Credentials come from SPARKPLUG_USERNAME and SPARKPLUG_PASSWORD only.",
+      {
+        enabled: bool("Publish births, deaths and data to the broker.", false),
+        broker_url: str("Broker URL: mqtt://host[:1883] or mqtts://host[:8883].", ""),
+        group_id: str("Sparkplug group id (no `/`, `+`, `#`).", ""),
+        edge_node_id: str("Edge node id (no `/`, `+`, `#`); default runtime.name.", ""),
+        client_id: str("MQTT client id; default `<group_id>-<edge_node_id>`.", ""),
+        keep_alive_s: int("MQTT keep-alive in seconds.", 30, 5, 65535),
+        qos: {
+          enum: [0, 1, null],
+          default: 0,
+          description: "QoS of DATA messages (births: 0, death: 1).",
+        },
+        connect_timeout_ms: int("Bound on one connection attempt.", 10000, 1000, 120000),
+        reconnect_ms: int("Wait between connection attempts.", 2000, 100, 600000),
+        tls: section("TLS files for mqtts:// (relative to the config file's folder).", {
+          ca_file: str("CA certificates (PEM) the broker's certificate is checked against."),
+          cert_file: str("Client certificate (PEM), with key_file."),
+          key_file: str("Client private key (PEM), with cert_file."),
+        }),
+        commands: bool("Accept DCMD writes and an NCMD e-stop as routed calls.", false),
+        role: {
+          enum: [...TOKEN_ROLES, null],
+          default: "operator",
+          description: "Role the broker's commands act with (viewer refuses every write).",
+        },
+        store_forward: section("Updates kept while the broker is unreachable.", {
+          max_messages: int("Messages kept (oldest dropped beyond).", 10000, 0, 10000000),
+          max_bytes: int("Payload bytes kept (oldest dropped beyond).", 16777216, 0, 1073741824),
+        }),
+      },
+      {
+        if: ENABLED_TRUE,
+        then: {
+          required: ["broker_url", "group_id"],
+          properties: {
+            broker_url: { type: "string", minLength: 1 },
+            group_id: { type: "string", minLength: 1 },
+          },
+        },
+      },
+    ),
     alarms: {
       type: ["array", "null"],
       description: "Alarm limits on signals (docs/alarms.md).",

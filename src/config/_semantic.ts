@@ -21,9 +21,13 @@ import type {
   InfluxConfig,
   ProviderConfig,
   RestartPolicyConfig,
+  SparkplugConfig,
 } from "./types.ts";
 import {
   MEASUREMENT_NAMINGS,
+  SPARKPLUG_PASSWORD_ENV,
+  SPARKPLUG_USERNAME_ENV,
+  TOKEN_ROLES,
   VERIFY_TIMEOUT_DEFAULT_MS,
   VERIFY_TIMEOUT_MAX_MS,
   VERIFY_TIMEOUT_MIN_MS,
@@ -68,6 +72,7 @@ const ROOT_KEYS = [
   "history",
   "alarms",
   "interlocks",
+  "sparkplug",
 ] as const;
 const RUNTIME_KEYS = ["name", "shutdown_timeout_ms", "startup_timeout_ms", "data_dir", "mode"];
 const HTTP_KEYS = [
@@ -152,10 +157,11 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
   c.knownKeys(polling, ["polling"], ["interval_ms"]);
   const logging = c.mapping(root.logging, ["logging"]) ?? {};
   c.knownKeys(logging, ["logging"], ["level"]);
+  const runtime = readRuntime(root, ctx);
   return {
     configPath: ctx.configPath,
     configDir: ctx.configDir,
-    runtime: readRuntime(root, ctx),
+    runtime,
     http: readHttp(root, ctx),
     providers,
     polling: { intervalMs: c.integer(polling, ["polling"], "interval_ms", 500, { min: 100 }) },
@@ -168,6 +174,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     history: readHistory(root, c),
     alarms: readAlarms(callCtx, root.alarms, ["alarms"]),
     interlocks: readInterlocks(callCtx, root.interlocks, ["interlocks"]),
+    sparkplug: readSparkplug(root, ctx, runtime.name),
   };
 }
 
@@ -782,4 +789,146 @@ function readHealth(root: Obj, c: Checker): Config["health"] {
     );
   }
   return { staleness: { warnAfterMs, staleAfterMs } };
+}
+
+const SPARKPLUG_KEYS = [
+  "enabled",
+  "broker_url",
+  "group_id",
+  "edge_node_id",
+  "client_id",
+  "keep_alive_s",
+  "qos",
+  "connect_timeout_ms",
+  "reconnect_ms",
+  "tls",
+  "commands",
+  "role",
+  "store_forward",
+];
+/** Keys that would put broker credentials in the file: refused, with where they belong. */
+const SPARKPLUG_CREDENTIAL_KEYS = ["username", "password", "user", "pass"];
+/** What a Sparkplug id may not contain (topic level separator and wildcards). */
+const SPARKPLUG_ID_FORBIDDEN = /[/+#]/;
+
+/** The `sparkplug:` section (docs/sparkplug.md): checked whether or not it is enabled. */
+function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): SparkplugConfig {
+  const c = ctx.checker;
+  const P = ["sparkplug"];
+  const s = c.mapping(root.sparkplug, P) ?? {};
+  c.knownKeys(s, P, [...SPARKPLUG_KEYS, ...SPARKPLUG_CREDENTIAL_KEYS]);
+  for (const key of SPARKPLUG_CREDENTIAL_KEYS) {
+    if (key in s) {
+      c.error(
+        [...P, key],
+        `credentials are never read from the file: set ${SPARKPLUG_USERNAME_ENV} and ` +
+          `${SPARKPLUG_PASSWORD_ENV} in the runtime's environment`,
+      );
+    }
+  }
+  const enabled = c.boolean(s, P, "enabled", false);
+  const brokerUrl = c.string(s, P, "broker_url", "");
+  let secure = false;
+  if (brokerUrl !== "" || enabled) {
+    const problem = brokerUrlProblem(brokerUrl);
+    if (problem !== null) c.error([...P, "broker_url"], problem);
+    else secure = brokerUrl.startsWith("mqtts:");
+  }
+  const id = (key: string, def: string): string => {
+    const v = c.string(s, P, key, def);
+    if (SPARKPLUG_ID_FORBIDDEN.test(v)) {
+      c.error([...P, key], `must not contain '/', '+' or '#' (MQTT topic characters), got '${v}'`);
+    }
+    return v;
+  };
+  const groupId = id("group_id", "");
+  if (enabled && groupId === "" && !c.hasErrorAt([...P, "group_id"])) {
+    c.error([...P, "group_id"], "is required when sparkplug is enabled");
+  }
+  const edgeGiven = id("edge_node_id", "");
+  if (enabled && edgeGiven === "" && !c.hasErrorAt([...P, "edge_node_id"])) {
+    if (runtimeName === "") {
+      c.error([...P, "edge_node_id"], "is required when runtime.name is empty");
+    } else if (SPARKPLUG_ID_FORBIDDEN.test(runtimeName)) {
+      c.error(
+        [...P, "edge_node_id"],
+        `defaults to runtime.name '${runtimeName}', which contains '/', '+' or '#': set it`,
+      );
+    }
+  }
+  const clientId = c.string(s, P, "client_id", "");
+  const qos = c.integer(s, P, "qos", 0, { min: 0, max: 1 }) === 1 ? 1 : 0;
+  const TP = [...P, "tls"];
+  const t = c.mapping(s.tls, TP) ?? {};
+  c.knownKeys(t, TP, ["ca_file", "cert_file", "key_file"]);
+  const file = (key: string): string | null => {
+    const v = c.string(t, TP, key, "");
+    if (v === "") return null;
+    const abs = resolvePath(ctx.configDir, v);
+    if (enabled && !ctx.fileExists(abs)) {
+      const kind = ctx.pathKind?.(abs) ?? null;
+      const message = kind === null
+        ? `file not found: ${abs}`
+        : `is not a regular file: ${abs} is ${kind}`;
+      environmentProblem(ctx, [...TP, key], message, "error");
+    }
+    return abs;
+  };
+  const tls = { caPath: file("ca_file"), certPath: file("cert_file"), keyPath: file("key_file") };
+  if ((tls.certPath === null) !== (tls.keyPath === null)) {
+    const [set, unset] = tls.certPath === null
+      ? ["key_file", "cert_file"]
+      : ["cert_file", "key_file"];
+    c.error([...TP, set], `is set but ${unset} is not: a client certificate needs both`);
+  }
+  const anyTls = tls.caPath !== null || tls.certPath !== null;
+  if (anyTls && !secure && brokerUrl !== "" && !c.hasErrorAt([...P, "broker_url"])) {
+    c.error(TP, "is set but broker_url is not mqtts://: TLS files need a TLS connection");
+  }
+  const commands = c.boolean(s, P, "commands", false);
+  const role = c.oneOf(s, P, "role", TOKEN_ROLES, "operator");
+  if (enabled && commands && role === "viewer") {
+    c.warning([...P, "role"], "is viewer: every command from the broker will be refused");
+  }
+  const SP = [...P, "store_forward"];
+  const sf = c.mapping(s.store_forward, SP) ?? {};
+  c.knownKeys(sf, SP, ["max_messages", "max_bytes"]);
+  return {
+    enabled,
+    brokerUrl,
+    groupId,
+    edgeNodeId: edgeGiven,
+    clientId,
+    keepAliveS: c.integer(s, P, "keep_alive_s", 30, { min: 5, max: 65535 }),
+    qos,
+    connectTimeoutMs: c.integer(s, P, "connect_timeout_ms", 10000, { min: 1000, max: 120000 }),
+    reconnectMs: c.integer(s, P, "reconnect_ms", 2000, { min: 100, max: 600000 }),
+    tls,
+    commands,
+    role,
+    storeForward: {
+      maxMessages: c.integer(sf, SP, "max_messages", 10000, { min: 0, max: 10000000 }),
+      maxBytes: c.integer(sf, SP, "max_bytes", 16777216, { min: 0, max: 1073741824 }),
+    },
+  };
+}
+
+/** Why `url` is no broker URL this runtime connects to; null when it is one. */
+function brokerUrlProblem(url: string): string | null {
+  if (url === "") return "is required when sparkplug is enabled";
+  if (!URL.canParse(url)) return `must be an mqtt:// or mqtts:// URL, got '${url}'`;
+  const u = new URL(url);
+  if (u.username !== "" || u.password !== "") {
+    // The URL is not echoed: it carries a credential.
+    return `must not carry credentials: set ${SPARKPLUG_USERNAME_ENV} and ` +
+      `${SPARKPLUG_PASSWORD_ENV} in the runtime's environment`;
+  }
+  if (u.protocol !== "mqtt:" && u.protocol !== "mqtts:") {
+    return `must be an mqtt:// or mqtts:// URL, got '${url}'`;
+  }
+  if (u.hostname === "") return `names no host: '${url}'`;
+  if ((u.pathname !== "" && u.pathname !== "/") || u.search !== "" || u.hash !== "") {
+    return `must be scheme://host[:port] only, got '${url}'`;
+  }
+  return null;
 }

@@ -271,6 +271,50 @@ export interface InfluxConfig {
   readonly queueSize: number;
 }
 
+/** The environment variables the Sparkplug broker credentials come from (never the file). */
+export const SPARKPLUG_USERNAME_ENV = "SPARKPLUG_USERNAME";
+export const SPARKPLUG_PASSWORD_ENV = "SPARKPLUG_PASSWORD";
+
+/** The opt-in Sparkplug B edge node (`sparkplug:`, docs/sparkplug.md). */
+export interface SparkplugConfig {
+  readonly enabled: boolean;
+  /** `mqtt://` or `mqtts://`, without user information ("" when off and not given). */
+  readonly brokerUrl: string;
+  readonly groupId: string;
+  /** As written; "" means `runtime.name` (sparkplugIds() resolves it). */
+  readonly edgeNodeId: string;
+  /** As written; "" means `<group_id>-<edge node id>` (sparkplugIds() resolves it). */
+  readonly clientId: string;
+  readonly keepAliveS: number;
+  /** QoS of DATA messages. */
+  readonly qos: 0 | 1;
+  readonly connectTimeoutMs: number;
+  readonly reconnectMs: number;
+  /** Absolute paths (resolved against the config folder) or null. */
+  readonly tls: {
+    readonly caPath: string | null;
+    readonly certPath: string | null;
+    readonly keyPath: string | null;
+  };
+  /** DCMD writes and an NCMD e-stop become routed calls (origin `sparkplug`). */
+  readonly commands: boolean;
+  /** The role commands act with. */
+  readonly role: TokenRole;
+  /** Bounds of the store-and-forward queue (messages kept while the broker is unreachable). */
+  readonly storeForward: { readonly maxMessages: number; readonly maxBytes: number };
+}
+
+/**
+ * The edge node id and MQTT client id in effect: the ones written, else derived from
+ * `runtime.name` (kept unresolved in the Config, so renaming the runtime is one change).
+ */
+export function sparkplugIds(
+  c: { readonly runtime: { readonly name: string }; readonly sparkplug: SparkplugConfig },
+): { edgeNodeId: string; clientId: string } {
+  const edgeNodeId = c.sparkplug.edgeNodeId || c.runtime.name;
+  return { edgeNodeId, clientId: c.sparkplug.clientId || `${c.sparkplug.groupId}-${edgeNodeId}` };
+}
+
 /** The whole, validated, immutable configuration with defaults merged. */
 export interface Config {
   /** Absolute path of the YAML file and its folder. */
@@ -335,6 +379,8 @@ export interface Config {
   readonly alarms: readonly AlarmConfig[];
   /** Conditions that refuse calls to functions while they hold (docs/alarms.md). */
   readonly interlocks: readonly InterlockConfig[];
+  /** The Sparkplug B edge node (off by default). */
+  readonly sparkplug: SparkplugConfig;
 }
 
 /** `history:` (docs/history.md). */

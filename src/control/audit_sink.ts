@@ -17,6 +17,7 @@ export const AUDIT_ORIGIN_KINDS = [
   "reload",
   "device_loss",
   "runtime",
+  "sparkplug",
 ] as const;
 export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
 
@@ -26,7 +27,9 @@ export type AuditOriginKind = (typeof AUDIT_ORIGIN_KINDS)[number];
  * `automation`: the behavior-tree node path. `hook`: the transition (`AUTO->FAULT`) and the hook's
  * config path. `estop`: the ladder rung and what triggered the stop (`api`, `alarm:<id>`).
  * `alarm`: the alarm id. `device_loss`: the device whose outage forced FAULT (`device_handle`).
- * `runtime`: the runtime itself (the audit journal's own `gap` entries).
+ * `runtime`: the runtime itself (the audit journal's own `gap` entries). `sparkplug`: a command
+ * from the MQTT broker (docs/sparkplug.md): `cause` is the message type (DCMD, NCMD) and
+ * `token_name` the role it acts with (`sparkplug.role`).
  */
 export interface AuditOrigin {
   readonly kind: AuditOriginKind;

@@ -6,7 +6,14 @@ import type { ProviderProcess, SpawnFn, SpawnOptions } from "../common/mod.ts";
  * secretFromEnvironment) and removes them from its own environment before any provider starts,
  * so no provider process inherits them.
  */
-export const SECRET_ENV_VARS = ["RUNTIME_API_TOKEN", "INFLUXDB_TOKEN", "ANOLIS_API_TOKEN"] as const;
+export const SECRET_ENV_VARS = [
+  "RUNTIME_API_TOKEN",
+  "INFLUXDB_TOKEN",
+  "ANOLIS_API_TOKEN",
+  // The Sparkplug broker's credentials (sparkplug:, docs/sparkplug.md).
+  "SPARKPLUG_USERNAME",
+  "SPARKPLUG_PASSWORD",
+] as const;
 
 /** One of SECRET_ENV_VARS. */
 export type SecretEnvVar = (typeof SECRET_ENV_VARS)[number];

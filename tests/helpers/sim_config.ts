@@ -78,6 +78,7 @@ export interface TestConfigOptions {
   history?: Partial<Config["history"]>;
   interlocks?: Config["interlocks"];
   health?: Partial<Config["health"]>;
+  sparkplug?: Partial<Config["sparkplug"]>;
 }
 
 /** The loader's defaults of `history:`. */
@@ -171,5 +172,21 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     history: { ...DEFAULT_HISTORY, ...o.history },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],
+    sparkplug: {
+      enabled: false,
+      brokerUrl: "",
+      groupId: "",
+      edgeNodeId: "",
+      clientId: "",
+      keepAliveS: 30,
+      qos: 0,
+      connectTimeoutMs: 10000,
+      reconnectMs: 2000,
+      tls: { caPath: null, certPath: null, keyPath: null },
+      commands: false,
+      role: "operator",
+      storeForward: { maxMessages: 10000, maxBytes: 16777216 },
+      ...o.sparkplug,
+    },
   };
 }

@@ -16,6 +16,18 @@ Deno.test("src/main.ts loads neither the tree engine, its XML parser nor the Inf
   assert.deepStrictEqual(eager, []);
 });
 
+Deno.test("src/main.ts loads neither the Sparkplug edge node nor MQTT.js up front (sparkplug is off by default)", async () => {
+  const graph = await ModuleGraph.of("src/main.ts");
+  assert.ok(
+    graph.modules.some((s) => s.endsWith("/src/sparkplug/mod.ts")),
+    "the edge node is in the graph (loaded on demand)",
+  );
+  assert.deepEqual(
+    graph.staticModules.filter((s) => s.includes("/src/sparkplug/") || /^npm:\/?mqtt@/.test(s)),
+    [],
+  );
+});
+
 Deno.test("the runtime does not load node:path (its own POSIX helpers are src/common/paths.ts)", async () => {
   const graph = (await ModuleGraph.of("src/main.ts")).staticModules;
   assert.deepStrictEqual(graph.filter((s) => s === "node:path"), []);

@@ -87,6 +87,14 @@ Deno.test("the runtime's bundle loads the console files, the request validators,
   const allText = files.map((f) => Deno.readTextFileSync(`${dir}/${f}`)).join("\n");
   assert.ok(allText.includes("BtRunner = class"), "the tree engine is in no chunk");
   assert.ok(!eagerText.includes("BtRunner = class"), "the tree engine is in the start-up code");
+  assert.ok(
+    allText.includes("SparkplugEdgeNode = class"),
+    "the Sparkplug edge node is in no chunk",
+  );
+  assert.ok(
+    !eagerText.includes("SparkplugEdgeNode = class"),
+    "the Sparkplug edge node is in the start-up code",
+  );
   // An external package stays a bare specifier Deno resolves at run time: were it bundled in,
   // its specifier would be gone from every file.
   for (const p of EXTERNAL_PACKAGES) {

@@ -1,0 +1,891 @@
+/**
+ * The runtime as an Eclipse Sparkplug B edge node (docs/sparkplug.md). On every connection:
+ * NCMD/DCMD subscriptions, NBIRTH (node metrics and `bdSeq`), one DBIRTH per device of an
+ * available provider; NDEATH is the MQTT will, with the `bdSeq` of that connection. Then DDATA by
+ * exception from the state cache's events (changed values and qualities only, by alias), NDATA
+ * when a node metric changes, DDEATH/DBIRTH as devices leave and return, births again on
+ * `Node Control/Rebirth` without reconnecting.
+ *
+ * Never in the way of the runtime: it only subscribes to the event bus and the inventory, and its
+ * listeners queue work and return. Nothing here is awaited by a call, a poll or the e-stop; a
+ * broker that stalls fills at most MAX_IN_FLIGHT writes, after which data goes to the bounded
+ * store-and-forward queue (and is dropped oldest first beyond it, counted and WARNed).
+ */
+import type {
+  ArgSpec,
+  Clock,
+  DeviceCapabilities,
+  FunctionSpec,
+  Logger,
+  Quality,
+  TypedValue,
+} from "../common/mod.ts";
+import type { AuditOrigin, CallRequest, CallResult } from "../control/mod.ts";
+import { errorMessage } from "../common/mod.ts";
+import type { SparkplugConfig } from "../config/mod.ts";
+import type { PublishedEvent } from "../events/mod.ts";
+import type { InventoryReader, SignalState } from "../state/mod.ts";
+import {
+  DataType,
+  decode,
+  encode,
+  functionBirthMetric,
+  functionMetricName,
+  type MessageType,
+  type Metric,
+  type Payload,
+  propertySet,
+  QUALITY_CODE,
+  signalBirthMetric,
+  sparkplugDeviceId,
+  topicOf,
+  valueFields,
+} from "./payloads.ts";
+import type { MqttConnect, MqttSession } from "./mqtt_session.ts";
+
+/** The node-level state published in NBIRTH and NDATA. */
+export interface NodeStatus {
+  readonly mode: string;
+  readonly estopLatched: boolean;
+  readonly alarmsActive: number;
+  readonly alarmsUnacked: number;
+  readonly providersUp: number;
+  readonly providersDown: number;
+}
+
+/** Writes handed to the MQTT client and not yet confirmed, at most (then: store and forward). */
+export const MAX_IN_FLIGHT = 1000;
+/** How long stop() waits for NDEATH to be written before it drops the connection. */
+export const STOP_PUBLISH_TIMEOUT_MS = 2000;
+
+/** Node metric names (NBIRTH/NDATA). */
+export const NODE_METRICS = {
+  bdSeq: "bdSeq",
+  rebirth: "Node Control/Rebirth",
+  estop: "Node Control/E-Stop",
+  mode: "Runtime/Mode",
+  latched: "Runtime/Estop Latched",
+  alarmsActive: "Alarms/Active",
+  alarmsUnacked: "Alarms/Unacked",
+  providersUp: "Providers/Up",
+  providersDown: "Providers/Down",
+  version: "Properties/Runtime Version",
+} as const;
+
+/** Commands from the broker being carried out at once, at most (more are refused: busy). */
+export const MAX_COMMANDS_IN_PROGRESS = 16;
+
+/** What commands from the broker may do (present only with `sparkplug.commands: true`). */
+export interface CommandPorts {
+  /** An ordinary routed call, gated as a manual one, audited with origin kind `sparkplug`. */
+  call(req: CallRequest): Promise<CallResult>;
+  /** Triggers the e-stop (never clears it: there is no port for that). */
+  estop(reason: string, source: AuditOrigin): Promise<unknown>;
+}
+
+/** What the edge node is built from. */
+export interface EdgeNodeOptions {
+  readonly config: SparkplugConfig;
+  readonly edgeNodeId: string;
+  readonly clientId: string;
+  readonly connect: MqttConnect;
+  /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at start (never logged). */
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  /** The TLS files' contents (read by the composition root). */
+  readonly tls?: {
+    readonly ca?: Uint8Array | undefined;
+    readonly cert?: Uint8Array | undefined;
+    readonly key?: Uint8Array | undefined;
+  };
+  readonly bus: { subscribe(listener: (e: PublishedEvent) => void): () => void };
+  readonly inventory: InventoryReader;
+  readonly reads: {
+    signal(providerId: string, deviceId: string, signalId: string): SignalState | undefined;
+  };
+  readonly status: () => NodeStatus;
+  /** Present only with `sparkplug.commands: true`. */
+  readonly commands?: CommandPorts | undefined;
+  readonly runtimeVersion: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+/** Counters for metrics and tests. */
+export interface EdgeNodeCounts {
+  connects: number;
+  births: number;
+  published: number;
+  publishFailures: number;
+  commandsIgnored: number;
+  /** Commands carried out (calls that succeeded, e-stops triggered). */
+  commandsAccepted: number;
+  /** Commands refused (commands off, role, unknown metric, or a gate of the call path). */
+  commandsRefused: number;
+  /** DDATA kept while the broker was unreachable (or the in-flight bound full), since start. */
+  stored: number;
+  /** Of those, dropped oldest-first at the store-and-forward bounds. */
+  storeDropped: number;
+  /** Of those, published again with is_historical after a reconnect. */
+  replayed: number;
+}
+
+/** One DDATA kept for store and forward. */
+interface StoredData {
+  readonly deviceId: string;
+  readonly timestampMs: number;
+  readonly metrics: Metric[];
+  readonly bytes: number;
+}
+
+interface BornDevice {
+  readonly providerId: string;
+  readonly deviceId: string;
+  readonly signals: ReadonlySet<string>;
+}
+
+interface PendingSignal {
+  value: TypedValue | null;
+  quality: Quality;
+  timestampMs: number;
+}
+
+export class SparkplugEdgeNode {
+  readonly #o: EdgeNodeOptions;
+  readonly #log: Logger;
+  #session: MqttSession | null = null;
+  #bdSeq = 0;
+  #seq = 0;
+  /** Whether the births of the current connection went out (data waits for them). */
+  #born = false;
+  #stopped = false;
+  #inFlight = 0;
+  readonly #aliases = new Map<string, number>();
+  /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
+  readonly #aliasNames = new Map<number, string>();
+  #commandsInProgress = 0;
+  #nextAlias = 1;
+  /** Devices born on the current connection, by Sparkplug device id. */
+  readonly #devices = new Map<string, BornDevice>();
+  /** Changes not yet published, by Sparkplug device id then signal id. */
+  readonly #pending = new Map<string, Map<string, PendingSignal>>();
+  #flushQueued = false;
+  #nodeQueued = false;
+  #lastNode: NodeStatus | null = null;
+  readonly #unsubscribe: Array<() => void> = [];
+  /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
+  readonly #store: StoredData[] = [];
+  #storeHead = 0;
+  #storeBytes = 0;
+  /** Whether the current stretch of drops has been WARNed (one line per stretch). */
+  #dropWarned = false;
+  readonly counts: EdgeNodeCounts = {
+    connects: 0,
+    births: 0,
+    published: 0,
+    publishFailures: 0,
+    commandsIgnored: 0,
+    commandsAccepted: 0,
+    commandsRefused: 0,
+    stored: 0,
+    storeDropped: 0,
+    replayed: 0,
+  };
+
+  constructor(options: EdgeNodeOptions) {
+    this.#o = options;
+    this.#log = options.log;
+  }
+
+  get bdSeq(): number {
+    return this.#bdSeq;
+  }
+
+  /** Whether the births of a live connection have been published. */
+  get online(): boolean {
+    return this.#born && (this.#session?.connected ?? false);
+  }
+
+  /** Subscribes to the runtime and opens the broker session (connecting in the background). */
+  async start(): Promise<void> {
+    const o = this.#o;
+    this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
+    this.#unsubscribe.push(o.inventory.onChange((id) => this.#providerChanged(id)));
+    this.#unsubscribe.push(o.inventory.onAvailability((p) => this.#providerChanged(p.id)));
+    const session = await o.connect({
+      url: o.config.brokerUrl,
+      clientId: o.clientId,
+      keepAliveS: o.config.keepAliveS,
+      connectTimeoutMs: o.config.connectTimeoutMs,
+      reconnectMs: o.config.reconnectMs,
+      username: o.username,
+      password: o.password,
+      ca: o.tls?.ca,
+      cert: o.tls?.cert,
+      key: o.tls?.key,
+      will: { topic: this.#topic("NDEATH"), payload: this.#deathPayload() },
+    });
+    this.#session = session;
+    session.onConnect(() => void this.#connected());
+    session.onClose(() => this.#closed());
+    session.onMessage((topic, payload) => this.#message(topic, payload));
+    session.onError((m) => this.#log.warn(`sparkplug broker connection: ${m}`));
+    this.#log.info(
+      `sparkplug edge node ${o.config.groupId}/${o.edgeNodeId} connecting to the broker ` +
+        `(keep-alive ${o.config.keepAliveS} s)`,
+    );
+  }
+
+  /** Publishes NDEATH (bounded in time) and ends the session. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const u of this.#unsubscribe.splice(0)) u();
+    const session = this.#session;
+    if (session === null) return;
+    if (session.connected) {
+      let timer: unknown;
+      const sent = await Promise.race([
+        session.publish(this.#topic("NDEATH"), this.#deathPayload(), 1).then(
+          () => true,
+          () => false,
+        ),
+        new Promise<false>((r) => {
+          timer = this.#o.clock.setTimer(() => r(false), STOP_PUBLISH_TIMEOUT_MS);
+        }),
+      ]);
+      this.#o.clock.clearTimer(timer);
+      await session.end(!sent);
+    } else {
+      await session.end(true);
+    }
+    this.#log.info("sparkplug edge node stopped");
+  }
+
+  /** Publishes NBIRTH and every DBIRTH again on the current connection (Node Control/Rebirth). */
+  rebirth(): void {
+    if (!this.#session?.connected) return;
+    this.#births();
+  }
+
+  // ---- connection ----
+
+  async #connected(): Promise<void> {
+    if (this.#stopped) return;
+    this.counts.connects++;
+    const o = this.#o;
+    const session = this.#session!;
+    try {
+      await session.subscribe([
+        topicOf(o.config.groupId, "NCMD", o.edgeNodeId),
+        `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/+`,
+      ], 1);
+    } catch (err) {
+      this.#log.warn(`sparkplug: subscribing to NCMD/DCMD failed: ${errorMessage(err)}`);
+    }
+    if (this.#stopped || !session.connected) return;
+    this.#log.info(`sparkplug connected to the broker (bdSeq ${this.#bdSeq})`);
+    this.#births();
+  }
+
+  #closed(): void {
+    const wasBorn = this.#born;
+    this.#born = false;
+    // #devices stays: what changes while offline is stored under their aliases.
+    if (this.#stopped) return;
+    if (wasBorn) {
+      // The broker published this connection's NDEATH; the next connection has the next bdSeq.
+      this.#bdSeq = (this.#bdSeq + 1) % 256;
+      this.#session?.setWill(this.#topic("NDEATH"), this.#deathPayload());
+      this.#log.warn(`sparkplug lost the broker; reconnecting (next bdSeq ${this.#bdSeq})`);
+    }
+  }
+
+  // ---- births and deaths ----
+
+  #births(): void {
+    this.#seq = 0;
+    this.#devices.clear();
+    this.#pending.clear();
+    this.counts.births++;
+    const now = this.#o.clock.nowMs();
+    const status = this.#o.status();
+    this.#lastNode = status;
+    this.#send("NBIRTH", undefined, {
+      timestamp: now,
+      metrics: [
+        {
+          name: NODE_METRICS.bdSeq,
+          timestamp: now,
+          datatype: DataType.UInt64,
+          long_value: this.#bdSeq,
+        },
+        {
+          name: NODE_METRICS.rebirth,
+          alias: this.#alias("", NODE_METRICS.rebirth),
+          timestamp: now,
+          datatype: DataType.Boolean,
+          boolean_value: false,
+        },
+        ...(this.#o.commands === undefined ? [] : [{
+          name: NODE_METRICS.estop,
+          alias: this.#alias("", NODE_METRICS.estop),
+          timestamp: now,
+          datatype: DataType.Boolean,
+          boolean_value: false,
+        }]),
+        ...this.#nodeMetrics(status, null, now, true),
+        {
+          name: NODE_METRICS.version,
+          alias: this.#alias("", NODE_METRICS.version),
+          timestamp: now,
+          datatype: DataType.String,
+          string_value: this.#o.runtimeVersion,
+        },
+      ],
+    }, true);
+    this.#born = true;
+    for (const p of this.#o.inventory.providers()) {
+      if (!p.available) continue;
+      for (const caps of p.devices) this.#deviceBirth(caps);
+    }
+    this.#drain();
+  }
+
+  #deviceBirth(caps: DeviceCapabilities): void {
+    const { providerId, deviceId } = caps.device;
+    const id = sparkplugDeviceId(providerId, deviceId);
+    const now = this.#o.clock.nowMs();
+    const metrics: Metric[] = [];
+    for (const s of caps.signals) {
+      const state = this.#o.reads.signal(providerId, deviceId, s.signalId);
+      metrics.push(
+        signalBirthMetric(
+          s,
+          this.#alias(id, s.signalId),
+          state?.value ?? null,
+          state?.quality ?? "UNAVAILABLE",
+          state?.timestampMs ?? now,
+        ),
+      );
+    }
+    for (const f of caps.functions) {
+      metrics.push(functionBirthMetric(f, this.#alias(id, `Functions/${f.name}`), now));
+    }
+    metrics.push({
+      name: "Properties/Type",
+      alias: this.#alias(id, "Properties/Type"),
+      timestamp: now,
+      datatype: DataType.String,
+      string_value: caps.device.typeId,
+      properties: propertySet({
+        provider: providerId,
+        device: deviceId,
+        label: caps.device.label,
+        type_version: caps.device.typeVersion,
+      }),
+    });
+    this.#pending.delete(id);
+    this.#devices.set(id, {
+      providerId,
+      deviceId,
+      signals: new Set(caps.signals.map((s) => s.signalId)),
+    });
+    this.#send("DBIRTH", id, { timestamp: now, metrics }, true);
+  }
+
+  #deviceDeath(id: string): void {
+    this.#devices.delete(id);
+    this.#pending.delete(id);
+    this.#send("DDEATH", id, { timestamp: this.#o.clock.nowMs(), metrics: [] }, true);
+  }
+
+  /** A provider's devices after a rediscovery, a reload or a change of availability. */
+  #providerChanged(providerId: string): void {
+    if (!this.online) return;
+    const p = this.#o.inventory.provider(providerId);
+    const now = new Map<string, DeviceCapabilities>();
+    if (p?.available) {
+      for (const caps of p.devices) {
+        now.set(sparkplugDeviceId(caps.device.providerId, caps.device.deviceId), caps);
+      }
+    }
+    for (const [id, d] of [...this.#devices]) {
+      if (d.providerId === providerId && !now.has(id)) this.#deviceDeath(id);
+    }
+    for (const [id, caps] of now) {
+      const born = this.#devices.get(id);
+      const same = born !== undefined && born.signals.size === caps.signals.length &&
+        caps.signals.every((s) => born.signals.has(s.signalId));
+      if (!same) this.#deviceBirth(caps);
+    }
+  }
+
+  // ---- data by exception ----
+
+  #onEvent(e: PublishedEvent): void {
+    const ev = e.event;
+    switch (ev.kind) {
+      case "state_update":
+        this.#queueSignal(ev.provider_id, ev.device_id, ev.signal_id, ev.value, ev.quality);
+        return;
+      case "quality_change": {
+        const s = this.#o.reads.signal(ev.provider_id, ev.device_id, ev.signal_id);
+        this.#queueSignal(
+          ev.provider_id,
+          ev.device_id,
+          ev.signal_id,
+          s?.value ?? null,
+          ev.new_quality,
+        );
+        return;
+      }
+      case "device_availability":
+      case "provider_health_change":
+        this.#providerChangedSoon(ev.provider_id);
+        this.#nodeSoon();
+        return;
+      case "mode_change":
+      case "estop_change":
+      case "alarm":
+        this.#nodeSoon();
+        return;
+      default:
+        return;
+    }
+  }
+
+  #queueSignal(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+    value: TypedValue | null,
+    quality: Quality,
+  ): void {
+    const id = sparkplugDeviceId(providerId, deviceId);
+    const dev = this.#devices.get(id);
+    if (dev === undefined || !dev.signals.has(signalId)) return;
+    let m = this.#pending.get(id);
+    if (m === undefined) this.#pending.set(id, m = new Map());
+    m.set(signalId, { value, quality, timestampMs: this.#o.clock.nowMs() });
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      // One DDATA per device per poll pass: the pass publishes its updates synchronously.
+      queueMicrotask(() => this.#flush());
+    }
+  }
+
+  #flush(): void {
+    this.#flushQueued = false;
+    for (const [id, signals] of this.#pending) {
+      const metrics: Metric[] = [];
+      for (const [signalId, p] of signals) {
+        metrics.push({
+          alias: this.#alias(id, signalId),
+          timestamp: p.timestampMs,
+          properties: propertySet({ Quality: QUALITY_CODE[p.quality] }),
+          ...valueFields(p.value),
+        });
+      }
+      // In order: while anything is stored, new data queues behind it.
+      if (this.online && this.#storeLength() === 0 && this.#inFlight < MAX_IN_FLIGHT) {
+        this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false);
+      } else {
+        this.#keep(id, metrics);
+      }
+    }
+    this.#pending.clear();
+    this.#drain();
+  }
+
+  // ---- store and forward ----
+
+  #storeLength(): number {
+    return this.#store.length - this.#storeHead;
+  }
+
+  /** Keeps a DDATA for later, dropping the oldest beyond the bounds (counted, WARNed). */
+  #keep(deviceId: string, metrics: Metric[]): void {
+    const { maxMessages, maxBytes } = this.#o.config.storeForward;
+    const timestampMs = this.#o.clock.nowMs();
+    for (const m of metrics) m.is_historical = true;
+    const bytes = encode({ timestamp: timestampMs, metrics }).length;
+    this.counts.stored++;
+    this.#store.push({ deviceId, timestampMs, metrics, bytes });
+    this.#storeBytes += bytes;
+    let dropped = 0;
+    while (
+      this.#storeLength() > 0 &&
+      (this.#storeLength() > maxMessages || this.#storeBytes > maxBytes)
+    ) {
+      this.#storeBytes -= this.#store[this.#storeHead]!.bytes;
+      this.#storeHead++;
+      dropped++;
+    }
+    if (this.#storeHead > 1024 && this.#storeHead * 2 > this.#store.length) {
+      this.#store.splice(0, this.#storeHead);
+      this.#storeHead = 0;
+    }
+    if (dropped > 0) {
+      this.counts.storeDropped += dropped;
+      if (!this.#dropWarned) {
+        this.#dropWarned = true;
+        this.#log.warn(
+          `sparkplug store-and-forward full (sparkplug.store_forward: ${maxMessages} messages, ` +
+            `${maxBytes} bytes): dropping the oldest data (${this.counts.storeDropped} dropped so far)`,
+        );
+      }
+    }
+  }
+
+  /** Publishes stored data, oldest first, with is_historical, while online and under the bound. */
+  #drain(): void {
+    while (this.online && this.#storeLength() > 0 && this.#inFlight < MAX_IN_FLIGHT) {
+      const item = this.#store[this.#storeHead]!;
+      this.#storeHead++;
+      this.#storeBytes -= item.bytes;
+      // A device that did not come back on this connection has no alias there: its data goes.
+      if (!this.#devices.has(item.deviceId)) {
+        this.counts.storeDropped++;
+        continue;
+      }
+      this.counts.replayed++;
+      this.#send(
+        "DDATA",
+        item.deviceId,
+        { timestamp: item.timestampMs, metrics: item.metrics },
+        true,
+      );
+    }
+    if (this.#storeLength() === 0) {
+      this.#store.length = 0;
+      this.#storeHead = 0;
+      if (this.#dropWarned) {
+        this.#dropWarned = false;
+        this.#log.info(
+          `sparkplug store-and-forward drained (${this.counts.storeDropped} dropped since start)`,
+        );
+      }
+    }
+  }
+
+  #providerChangedSoon(providerId: string): void {
+    queueMicrotask(() => this.#providerChanged(providerId));
+  }
+
+  #nodeSoon(): void {
+    if (this.#nodeQueued) return;
+    this.#nodeQueued = true;
+    queueMicrotask(() => {
+      this.#nodeQueued = false;
+      if (!this.online) return;
+      const now = this.#o.clock.nowMs();
+      const status = this.#o.status();
+      const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
+      this.#lastNode = status;
+      if (metrics.length > 0) this.#send("NDATA", undefined, { timestamp: now, metrics }, false);
+    });
+  }
+
+  /** Node metrics that differ from `before` (all of them in a birth). */
+  #nodeMetrics(s: NodeStatus, before: NodeStatus | null, now: number, birth: boolean): Metric[] {
+    const out: Metric[] = [];
+    const add = (name: string, changed: boolean, fields: Metric, datatype: number) => {
+      if (!birth && !changed) return;
+      out.push({
+        ...(birth ? { name } : {}),
+        alias: this.#alias("", name),
+        timestamp: now,
+        ...(birth ? { datatype } : {}),
+        ...fields,
+      });
+    };
+    add(NODE_METRICS.mode, s.mode !== before?.mode, { string_value: s.mode }, DataType.String);
+    add(
+      NODE_METRICS.latched,
+      s.estopLatched !== before?.estopLatched,
+      { boolean_value: s.estopLatched },
+      DataType.Boolean,
+    );
+    const int = (name: string, v: number, b: number | undefined) =>
+      add(name, v !== b, { int_value: v >>> 0 }, DataType.Int32);
+    int(NODE_METRICS.alarmsActive, s.alarmsActive, before?.alarmsActive);
+    int(NODE_METRICS.alarmsUnacked, s.alarmsUnacked, before?.alarmsUnacked);
+    int(NODE_METRICS.providersUp, s.providersUp, before?.providersUp);
+    int(NODE_METRICS.providersDown, s.providersDown, before?.providersDown);
+    return out;
+  }
+
+  // ---- commands ----
+
+  #message(topic: string, payload: Uint8Array): void {
+    const o = this.#o;
+    const ncmd = topicOf(o.config.groupId, "NCMD", o.edgeNodeId);
+    const dcmd = `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/`;
+    let decoded;
+    try {
+      decoded = decode(payload);
+    } catch (err) {
+      this.#ignored(topic, `undecodable payload: ${errorMessage(err)}`);
+      return;
+    }
+    if (topic === ncmd) {
+      for (const m of decoded.metrics ?? []) this.#nodeCommand(topic, m);
+    } else if (topic.startsWith(dcmd)) {
+      const id = topic.slice(dcmd.length);
+      for (const m of decoded.metrics ?? []) this.#deviceCommand(topic, id, m);
+    } else {
+      this.#ignored(topic, "not a command topic of this edge node");
+    }
+  }
+
+  /** The metric name a command names (by name, or by an alias of this node). */
+  #commandName(deviceId: string, m: Record<string, unknown>): string | null {
+    if (typeof m.name === "string") return m.name;
+    const alias = typeof m.alias === "number" ? m.alias : Number(m.alias);
+    const key = this.#aliasNames.get(alias);
+    if (key === undefined) return null;
+    const i = key.indexOf("\u0000");
+    return key.slice(0, i) === deviceId ? key.slice(i + 1) : null;
+  }
+
+  #nodeCommand(topic: string, m: Record<string, unknown>): void {
+    const name = this.#commandName("", m);
+    if (name === NODE_METRICS.rebirth) {
+      if (m.boolean_value !== true) {
+        return this.#ignored(topic, `${name} written ${String(m.boolean_value)}`);
+      }
+      this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
+      this.rebirth();
+      return;
+    }
+    if (name === NODE_METRICS.estop && m.boolean_value === true) {
+      const refusal = this.#commandRefusal();
+      if (refusal !== null) return this.#refused(topic, name, refusal);
+      this.counts.commandsAccepted++;
+      this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggering");
+      // Not awaited: the stop runs on its own path; this only asks for it.
+      this.#o.commands!.estop("Sparkplug NCMD Node Control/E-Stop", this.#source("NCMD"))
+        .catch((err) => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
+      return;
+    }
+    this.#refused(
+      topic,
+      name ?? `alias ${String(m.alias)}`,
+      /clear|re-?arm|reset|release/i.test(name ?? "")
+        ? "an e-stop is never cleared and the runtime never re-armed over Sparkplug"
+        : "not a node command of this runtime (Node Control/Rebirth, Node Control/E-Stop)",
+    );
+  }
+
+  /** Why commands cannot act at all now (off, or the role), or null. */
+  #commandRefusal(): string | null {
+    if (this.#o.commands === undefined) return "commands are off (sparkplug.commands: false)";
+    if (this.#o.config.role === "viewer") return "sparkplug.role is viewer";
+    return null;
+  }
+
+  #source(cause: "DCMD" | "NCMD"): AuditOrigin {
+    return { kind: "sparkplug", cause, token_name: this.#o.config.role };
+  }
+
+  #deviceCommand(topic: string, id: string, m: Record<string, unknown>): void {
+    const name = this.#commandName(id, m);
+    const dev = this.#devices.get(id);
+    if (dev === undefined) return this.#refused(topic, name ?? "?", "no such device on this node");
+    if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");
+    const refusal = this.#commandRefusal();
+    if (refusal !== null) return this.#refused(topic, name, refusal, id);
+    const caps = this.#o.inventory.capabilities(dev.providerId, dev.deviceId);
+    const fn = caps?.functions.find((f) => functionMetricName(f.name) === name);
+    if (fn === undefined) {
+      const why = dev.signals.has(name)
+        ? "signals are read-only; write a Functions/<name> metric"
+        : "no such function";
+      return this.#refused(topic, name, why, id);
+    }
+    const args = commandArgs(fn, m);
+    if (typeof args === "string") return this.#refused(topic, name, args, id);
+    if (this.#commandsInProgress >= MAX_COMMANDS_IN_PROGRESS) {
+      return this.#refused(
+        topic,
+        name,
+        `busy: ${MAX_COMMANDS_IN_PROGRESS} commands in progress (MAX_COMMANDS_IN_PROGRESS)`,
+        id,
+      );
+    }
+    this.#commandsInProgress++;
+    this.#o.commands!.call({
+      providerId: dev.providerId,
+      deviceId: dev.deviceId,
+      functionName: fn.name,
+      args,
+      // Gated exactly as an operator's call (mode, latch, interlocks, policies); the audit
+      // trail names the broker (origin kind sparkplug).
+      origin: "manual",
+      source: { ...this.#source("DCMD"), device_handle: `${dev.providerId}/${dev.deviceId}` },
+    }).then(() => {
+      this.counts.commandsAccepted++;
+      this.#commandResult(id, name, "OK");
+    }, (err) => {
+      this.#refused(topic, name, errorMessage(err), id);
+    }).finally(() => this.#commandsInProgress--);
+  }
+
+  /** A refused command: counted, logged (bounded) and, for a device, published back. */
+  #refused(topic: string, name: string, why: string, deviceId?: string): void {
+    this.counts.commandsRefused++;
+    const n = this.counts.commandsRefused;
+    if (n <= 100 || n % 1000 === 0) {
+      this.#log.warn(`sparkplug: command ${name} on ${topic} refused (${n} so far): ${why}`);
+    }
+    if (deviceId !== undefined) this.#commandResult(deviceId, name, `REFUSED: ${why}`);
+  }
+
+  /** The outcome of a command as a DDATA of the metric it wrote (a String: OK or REFUSED: why). */
+  #commandResult(deviceId: string, name: string, text: string): void {
+    if (!this.online || !this.#devices.has(deviceId)) return;
+    const now = this.#o.clock.nowMs();
+    this.#send("DDATA", deviceId, {
+      timestamp: now,
+      metrics: [{ alias: this.#alias(deviceId, name), timestamp: now, string_value: text }],
+    }, true);
+  }
+
+  #ignored(topic: string, why: string): void {
+    this.counts.commandsIgnored++;
+    const n = this.counts.commandsIgnored;
+    // Bounded logging: a flood of commands is not a flood of log lines.
+    if (n <= 10 || n % 1000 === 0) {
+      this.#log.warn(`sparkplug: command on ${topic} ignored (${n} so far): ${why}`);
+    }
+  }
+
+  // ---- publishing ----
+
+  #topic(type: MessageType, deviceId?: string): string {
+    return topicOf(this.#o.config.groupId, type, this.#o.edgeNodeId, deviceId);
+  }
+
+  #deathPayload(): Uint8Array {
+    return encode({
+      timestamp: this.#o.clock.nowMs(),
+      metrics: [{ name: NODE_METRICS.bdSeq, datatype: DataType.UInt64, long_value: this.#bdSeq }],
+    });
+  }
+
+  #alias(deviceId: string, name: string): number {
+    const key = `${deviceId}\u0000${name}`;
+    let a = this.#aliases.get(key);
+    if (a === undefined) {
+      this.#aliases.set(key, a = this.#nextAlias++);
+      this.#aliasNames.set(a, key);
+    }
+    return a;
+  }
+
+  /** Publishes with the next seq; births and deaths always go, data only under the bound. */
+  #send(type: MessageType, deviceId: string | undefined, p: Payload, always: boolean): void {
+    const session = this.#session;
+    if (session === null || !session.connected) return;
+    if (!always && this.#inFlight >= MAX_IN_FLIGHT) {
+      this.counts.publishFailures++;
+      return;
+    }
+    p.seq = type === "NBIRTH" ? 0 : this.#seq;
+    this.#seq = (p.seq + 1) % 256;
+    const bytes = encode(p);
+    const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
+    this.#inFlight++;
+    session.publish(this.#topic(type, deviceId), bytes, qos).then(() => {
+      this.#inFlight--;
+      this.counts.published++;
+      if (this.#storeLength() > 0) this.#drain();
+    }, (err) => {
+      this.#inFlight--;
+      this.counts.publishFailures++;
+      this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
+    });
+  }
+}
+
+/**
+ * The arguments of a DCMD writing `Functions/<name>`: a String value holding a JSON object of
+ * arguments by name, or, for a function of one argument, that argument's value (Boolean, number or
+ * String metric), or nothing for a function without arguments. Typed by the function's argument
+ * specs; ranges and required arguments are then checked by the call path. A string is an error.
+ */
+export function commandArgs(
+  fn: FunctionSpec,
+  m: Record<string, unknown>,
+): Record<string, TypedValue> | string {
+  const raw = scalarOf(m);
+  if (typeof raw === "string" && raw.trimStart().startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      return "the value is not a JSON object of arguments";
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      return "the value is not a JSON object of arguments";
+    }
+    const out: Record<string, TypedValue> = {};
+    for (const [k, v] of Object.entries(parsed)) {
+      const spec = fn.args.find((a) => a.name === k);
+      if (spec === undefined) return `unknown argument ${JSON.stringify(k)}`;
+      const t = typedArg(spec, v);
+      if (typeof t === "string") return t;
+      out[k] = t;
+    }
+    return out;
+  }
+  if (fn.args.length === 0) return {};
+  if (fn.args.length === 1 && raw !== undefined) {
+    const spec = fn.args[0]!;
+    const t = typedArg(spec, raw);
+    return typeof t === "string" ? t : { [spec.name]: t };
+  }
+  return `${fn.name} takes ${fn.args.length} arguments: write a JSON object of them as a String`;
+}
+
+const VALUE_FIELDS = [
+  "boolean_value",
+  "string_value",
+  "double_value",
+  "float_value",
+  "long_value",
+  "int_value",
+];
+
+function scalarOf(m: Record<string, unknown>): unknown {
+  for (const k of VALUE_FIELDS) if (m[k] !== undefined) return m[k];
+  return undefined;
+}
+
+function typedArg(spec: ArgSpec, v: unknown): TypedValue | string {
+  const bad = `argument ${spec.name}: expected ${spec.type ?? "a typed value"}, got ${typeof v}`;
+  switch (spec.type) {
+    case "bool":
+      return typeof v === "boolean" ? { type: "bool", bool: v } : bad;
+    case "double":
+      return typeof v === "number" ? { type: "double", double: v } : bad;
+    case "string":
+      return typeof v === "string" ? { type: "string", string: v } : bad;
+    case "int64":
+    case "uint64": {
+      let n: number | bigint;
+      if (typeof v === "bigint") n = spec.type === "int64" ? BigInt.asIntN(64, v) : v;
+      else if (typeof v === "number" && Number.isInteger(v)) n = v;
+      else return bad;
+      if (typeof n === "bigint" && n >= Number.MIN_SAFE_INTEGER && n <= Number.MAX_SAFE_INTEGER) {
+        n = Number(n);
+      }
+      return spec.type === "int64" ? { type: "int64", int64: n } : { type: "uint64", uint64: n };
+    }
+    default:
+      return `argument ${spec.name}: type ${
+        spec.type ?? "unspecified"
+      } cannot be written over Sparkplug`;
+  }
+}

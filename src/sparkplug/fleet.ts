@@ -1,0 +1,221 @@
+/**
+ * The fleet view (`runtime --fleet URL`, docs/sparkplug.md): the edge nodes of a broker as their
+ * births, data and deaths describe them, read for a bounded time. Births are not retained in
+ * Sparkplug, so a node seen only through its data is asked for a rebirth (NCMD
+ * `Node Control/Rebirth`, once); a node that publishes nothing in the window is not seen.
+ */
+import type { Clock } from "../common/mod.ts";
+import { errorMessage } from "../common/mod.ts";
+import { NODE_METRICS } from "./edge_node.ts";
+import type { MqttConnect } from "./mqtt_session.ts";
+import { decode, encode, NAMESPACE, parseTopic, topicOf } from "./payloads.ts";
+
+/** One edge node as the fleet view saw it. */
+export interface FleetNode {
+  readonly group: string;
+  readonly node: string;
+  /** False once its NDEATH (of the bdSeq of its last birth) was seen. */
+  reachable: boolean;
+  /** Whether a birth was seen (else only data: the metrics below are unknown). */
+  born: boolean;
+  bdSeq: number | null;
+  mode: string | null;
+  estopLatched: boolean | null;
+  alarmsActive: number | null;
+  alarmsUnacked: number | null;
+  providersUp: number | null;
+  providersDown: number | null;
+  version: string | null;
+  devices: number;
+}
+
+export interface FleetOptions {
+  readonly url: string;
+  /** A group id, or null for every group. */
+  readonly group: string | null;
+  /** How long to listen (bounded: 100 ms .. 60 s). */
+  readonly waitMs: number;
+  readonly connect: MqttConnect;
+  readonly clock: Clock;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  /** Told after each message that changed what is known of a node. */
+  readonly onUpdate?: (node: Readonly<FleetNode>) => void;
+}
+
+/** Nodes the fleet view tracks at most (a broker with more is cut there, said in `truncated`). */
+export const MAX_FLEET_NODES = 10000;
+
+/** Listens for `waitMs` and returns what it saw, sorted by group and node. */
+export async function collectFleet(
+  o: FleetOptions,
+): Promise<{ nodes: FleetNode[]; truncated: boolean }> {
+  const nodes = new Map<string, FleetNode>();
+  const aliases = new Map<string, Map<number, string>>();
+  const asked = new Set<string>();
+  let truncated = false;
+  const session = await o.connect({
+    url: o.url,
+    clientId: `fleet-view-${crypto.randomUUID()}`,
+    keepAliveS: 30,
+    connectTimeoutMs: Math.min(10000, Math.max(1000, o.waitMs)),
+    reconnectMs: 1000,
+    username: o.username,
+    password: o.password,
+  });
+  const connected = new Promise<void>((resolve) => session.onConnect(resolve));
+  session.onMessage((topic, payload) => {
+    const t = parseTopic(topic);
+    if (t === null || (o.group !== null && t.groupId !== o.group)) return;
+    const key = `${t.groupId}/${t.edgeNodeId}`;
+    let n = nodes.get(key);
+    if (n === undefined) {
+      if (nodes.size >= MAX_FLEET_NODES) {
+        truncated = true;
+        return;
+      }
+      n = {
+        group: t.groupId,
+        node: t.edgeNodeId,
+        reachable: true,
+        born: false,
+        bdSeq: null,
+        mode: null,
+        estopLatched: null,
+        alarmsActive: null,
+        alarmsUnacked: null,
+        providersUp: null,
+        providersDown: null,
+        version: null,
+        devices: 0,
+      };
+      nodes.set(key, n);
+    }
+    let p;
+    try {
+      p = decode(payload);
+    } catch {
+      return;
+    }
+    const names = aliases.get(key) ?? new Map<number, string>();
+    aliases.set(key, names);
+    const apply = (metrics: Array<Record<string, unknown>>) => {
+      for (const m of metrics) {
+        const name = typeof m.name === "string"
+          ? m.name
+          : typeof m.alias === "number"
+          ? names.get(m.alias)
+          : undefined;
+        if (typeof m.name === "string" && typeof m.alias === "number") names.set(m.alias, m.name);
+        switch (name) {
+          case NODE_METRICS.bdSeq:
+            n!.bdSeq = Number(m.long_value ?? 0);
+            break;
+          case NODE_METRICS.mode:
+            n!.mode = String(m.string_value ?? "");
+            break;
+          case NODE_METRICS.latched:
+            n!.estopLatched = m.boolean_value === true;
+            break;
+          case NODE_METRICS.alarmsActive:
+            n!.alarmsActive = Number(m.int_value ?? 0);
+            break;
+          case NODE_METRICS.alarmsUnacked:
+            n!.alarmsUnacked = Number(m.int_value ?? 0);
+            break;
+          case NODE_METRICS.providersUp:
+            n!.providersUp = Number(m.int_value ?? 0);
+            break;
+          case NODE_METRICS.providersDown:
+            n!.providersDown = Number(m.int_value ?? 0);
+            break;
+          case NODE_METRICS.version:
+            n!.version = String(m.string_value ?? "");
+            break;
+        }
+      }
+    };
+    const node = n;
+    const told = () => o.onUpdate?.(node);
+    switch (t.type) {
+      case "NBIRTH":
+        n.born = true;
+        n.reachable = true;
+        n.devices = 0;
+        apply(p.metrics ?? []);
+        told();
+        return;
+      case "NDATA":
+        apply(p.metrics ?? []);
+        break;
+      case "DBIRTH":
+        n.devices++;
+        break;
+      case "DDEATH":
+        n.devices = Math.max(0, n.devices - 1);
+        break;
+      case "NDEATH": {
+        const bd = (p.metrics ?? []).find((m) => m.name === NODE_METRICS.bdSeq);
+        if (n.bdSeq === null || bd === undefined || Number(bd.long_value ?? 0) === n.bdSeq) {
+          n.reachable = false;
+        }
+        told();
+        return;
+      }
+    }
+    told();
+    if (!n.born && !asked.has(key)) {
+      asked.add(key);
+      session.publish(
+        topicOf(t.groupId, "NCMD", t.edgeNodeId),
+        encode({
+          timestamp: o.clock.nowMs(),
+          metrics: [{ name: NODE_METRICS.rebirth, datatype: 11, boolean_value: true }],
+        }),
+        0,
+      ).catch(() => {});
+    }
+  });
+  let error = "";
+  session.onError((m) => (error = m));
+  const waitMs = Math.min(60000, Math.max(100, o.waitMs));
+  let timer: unknown;
+  const timeout = new Promise<"timeout">((
+    r,
+  ) => (timer = o.clock.setTimer(() => r("timeout"), waitMs)));
+  try {
+    if (await Promise.race([connected, timeout]) === "timeout") {
+      throw new Error(`broker not reached within ${waitMs} ms${error ? `: ${error}` : ""}`);
+    }
+    await session.subscribe([`${NAMESPACE}/${o.group ?? "+"}/#`], 0);
+    await timeout;
+  } catch (err) {
+    throw new Error(`fleet view: ${errorMessage(err)}`);
+  } finally {
+    o.clock.clearTimer(timer);
+    await session.end(true);
+  }
+  const list = [...nodes.values()].sort((a, b) =>
+    a.group === b.group ? a.node.localeCompare(b.node) : a.group.localeCompare(b.group)
+  );
+  return { nodes: list, truncated };
+}
+
+/** The fleet as a text table (one line per node). */
+export function fleetTable(nodes: readonly FleetNode[]): string {
+  const rows = [["GROUP", "NODE", "STATE", "MODE", "LATCH", "ALARMS", "PROVIDERS", "DEVICES"]];
+  for (const n of nodes) {
+    rows.push([
+      n.group,
+      n.node,
+      n.reachable ? "reachable" : "dead",
+      n.mode ?? "?",
+      n.estopLatched === null ? "?" : n.estopLatched ? "LATCHED" : "-",
+      n.alarmsActive === null ? "?" : `${n.alarmsActive} (${n.alarmsUnacked ?? 0} unacked)`,
+      n.providersUp === null ? "?" : `${n.providersUp} up, ${n.providersDown ?? 0} down`,
+      String(n.devices),
+    ]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+}

@@ -1,0 +1,203 @@
+/**
+ * Test helper: a real Eclipse Mosquitto broker (Debian package `mosquitto`) on 127.0.0.1 and a
+ * free port (Mosquitto cannot bind port 0 and say which: startOnFreePort picks one and retries
+ * when a stranger took it), anonymous, without persistence. Skips loudly when it is not installed.
+ *
+ * Also `mosquitto_sub` (package `mosquitto-clients`), a subscriber no one here wrote: tests read
+ * Sparkplug payloads through it as raw bytes.
+ */
+import { startOnFreePort, waitForListeningPort } from "./ports.ts";
+
+export const MOSQUITTO_BIN = "/usr/sbin/mosquitto";
+export const MOSQUITTO_SUB_BIN = "/usr/bin/mosquitto_sub";
+/** coreutils' stdbuf: mosquitto_sub's output line by line through a pipe. */
+const STDBUF_BIN = "/usr/bin/stdbuf";
+
+let warned = false;
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** True when the broker is missing; prints a loud message once so a skip is never silent. */
+export function mosquittoMissing(): boolean {
+  const missing = !isFile(MOSQUITTO_BIN) || !isFile(MOSQUITTO_SUB_BIN) || !isFile(STDBUF_BIN);
+  if (missing && !warned) {
+    warned = true;
+    console.error(
+      `\n!!!!!!!! ${MOSQUITTO_BIN} or ${MOSQUITTO_SUB_BIN} not found: Sparkplug broker tests ` +
+        `are SKIPPED. Install them with: apt-get install -y mosquitto mosquitto-clients !!!!!!!!\n`,
+    );
+  }
+  return missing;
+}
+
+/** A running (or paused, resumable on the same port) Mosquitto. */
+export class Mosquitto {
+  readonly #dir: string;
+  #port = 0;
+  #child: Deno.ChildProcess | null = null;
+
+  private constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  /** `mqtt://127.0.0.1:PORT`. */
+  get url(): string {
+    return `mqtt://127.0.0.1:${this.#port}`;
+  }
+
+  static async start(): Promise<Mosquitto> {
+    const dir = await Deno.makeTempDir({ prefix: "mosquitto_test_" });
+    const m = new Mosquitto(dir);
+    try {
+      const { port, started } = await startOnFreePort(
+        (port) => m.#spawn(port),
+        (child) => ({ pid: child.pid, ended: child.status }),
+        async (child) => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* ended */ }
+          await child.status;
+        },
+        { timeoutMs: 15000 },
+      );
+      m.#port = port;
+      m.#child = started;
+    } catch (err) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw err;
+    }
+    return m;
+  }
+
+  #spawn(port: number): Deno.ChildProcess {
+    const conf = `${this.#dir}/mosquitto.conf`;
+    Deno.writeTextFileSync(
+      conf,
+      // Persistence (saved on a graceful stop): a subscriber's session with clean=false outlives
+      // a pause, and what is published meanwhile (QoS 0 included) waits for it.
+      `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\n` +
+        `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n`,
+    );
+    return new Deno.Command(MOSQUITTO_BIN, {
+      args: ["-c", conf],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+  }
+
+  /**
+   * Stops the broker (clients see the connection drop); resume() starts it again. SIGTERM saves
+   * the persistent sessions first (default); `kill: true` is SIGKILL and saves nothing.
+   */
+  async pause(o: { kill?: boolean } = {}): Promise<void> {
+    const child = this.#child;
+    if (!child) return;
+    this.#child = null;
+    try {
+      child.kill(o.kill ? "SIGKILL" : "SIGTERM");
+    } catch { /* ended */ }
+    await child.status;
+  }
+
+  /** Starts the broker again on the same port. */
+  async resume(): Promise<void> {
+    if (this.#child) return;
+    const child = this.#spawn(this.#port);
+    this.#child = child;
+    try {
+      await waitForListeningPort({ pid: child.pid, ended: child.status }, {
+        port: this.#port,
+        timeoutMs: 15000,
+      });
+    } catch (err) {
+      await this.pause();
+      throw new Error(`mosquitto could not bind port ${this.#port} again: ${err}`);
+    }
+  }
+
+  /** Sends a signal to the broker (SIGSTOP: it hangs, connections stay open; SIGCONT: resumes). */
+  signal(sig: Deno.Signal): void {
+    this.#child?.kill(sig);
+  }
+
+  async dispose(): Promise<void> {
+    this.signal("SIGCONT"); // a stopped process is killed all the same; SIGCONT keeps it simple
+    await this.pause({ kill: true });
+    await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
+  }
+
+  /**
+   * Runs `mosquitto_sub` on `topic` until it has `count` messages (or `timeoutS` seconds pass),
+   * returning each as topic and raw payload bytes. Resolves once the subscriber is subscribed,
+   * with a promise of the messages (an object: an async function would flatten the promise).
+   */
+  async subscribeRaw(
+    topic: string,
+    count: number,
+    timeoutS = 20,
+  ): Promise<{ messages: Promise<Array<{ topic: string; payload: Uint8Array }>> }> {
+    // Line-buffered (stdbuf): piped stdio is block-buffered, and the SUBACK line must come now.
+    const child = new Deno.Command(STDBUF_BIN, {
+      args: [
+        "-oL",
+        MOSQUITTO_SUB_BIN,
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(this.#port),
+        "-t",
+        topic,
+        "-C",
+        String(count),
+        "-W",
+        String(timeoutS),
+        "-F",
+        "%t %x",
+        "-d",
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    // -d prints the SUBACK before any message: wait for it.
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes("SUBACK")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const messages = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      await child.status;
+      const out: Array<{ topic: string; payload: Uint8Array }> = [];
+      for (const line of text.split("\n")) {
+        const m = /^(spBv1\.0\/\S+) ([0-9a-f]*)$/.exec(line.trim());
+        if (!m) continue;
+        const hex = m[2]!;
+        const payload = new Uint8Array(hex.length / 2);
+        for (let i = 0; i < payload.length; i++) {
+          payload[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+        }
+        out.push({ topic: m[1]!, payload });
+      }
+      return out;
+    })();
+    return { messages };
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Commands from the broker (issue 38, slice 4): off by default; with `sparkplug.commands: true` a
+ * DCMD writing `Functions/<name>` is an ordinary routed call (origin sparkplug) through every gate
+ * -- refused in IDLE and while the e-stop is latched, carried out in MANUAL -- each one on the
+ * audit trail, the outcome published back; NCMD may trigger the e-stop but never clear it.
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { decode, encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import type { AuditEntry } from "../../src/audit/mod.ts";
+import type { Config } from "../../src/config/mod.ts";
+
+const GROUP = "lab";
+const NODE = "rig-cmd";
+const relay = sparkplugDeviceId("sim0", "relayio0");
+const DCMD = `spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`;
+const NCMD = `spBv1.0/${GROUP}/NCMD/${NODE}`;
+
+interface Received {
+  topic: string;
+  payload: ReturnType<typeof decode>;
+}
+
+async function listen(url: string) {
+  const client = await mqtt.connectAsync(url, { clientId: `host-${crypto.randomUUID()}` });
+  const messages: Received[] = [];
+  client.on("message", (topic, payload) => {
+    messages.push({ topic, payload: decode(new Uint8Array(payload)) });
+  });
+  await client.subscribeAsync(`spBv1.0/${GROUP}/#`, { qos: 1 });
+  return {
+    messages,
+    send: (topic: string, metrics: Array<Record<string, unknown>>) =>
+      client.publishAsync(topic, Buffer.from(encode({ timestamp: Date.now(), metrics })), {
+        qos: 1,
+      }),
+    close: () => client.endAsync(true),
+  };
+}
+
+function config(url: string, sparkplug: Partial<Config["sparkplug"]>): Config {
+  return testConfig({
+    runtime: { name: NODE },
+    providers: [simProvider("sim0")],
+    sparkplug: { enabled: true, brokerUrl: url, groupId: GROUP, ...sparkplug },
+  });
+}
+
+/** Writes relay 3 over DCMD and waits for the answer published back (its String value). */
+async function writeRelay(
+  host: Awaited<ReturnType<typeof listen>>,
+  alias: number,
+  on: boolean,
+): Promise<string> {
+  const before = host.messages.length;
+  await host.send(DCMD, [{ name: "Functions/set_relay_ch3", datatype: 11, boolean_value: on }]);
+  const answer = await waitFor(
+    "the command's answer",
+    () =>
+      host.messages.slice(before).flatMap((m) =>
+        m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}` ? m.payload.metrics ?? [] : []
+      ).find((x) => x.alias === alias && typeof x.string_value === "string"),
+  );
+  return answer.string_value as string;
+}
+
+function auditOf(rt: Kernel): AuditEntry[] {
+  const entries: AuditEntry[] = [];
+  rt.audit.onEntry((e) => entries.push(e));
+  return entries;
+}
+
+Deno.test({
+  name:
+    "DCMD is refused in IDLE and while latched, carried out in MANUAL, each audited with origin sparkplug",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await listen(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, { commands: true }));
+      const entries = auditOf(rt);
+      const birth = await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      const fnAlias = (birth.payload.metrics ?? []).find((m) =>
+        m.name === "Functions/set_relay_ch3"
+      )!.alias as number;
+      const nbirth = host.messages.find((m) => m.topic.includes("/NBIRTH/"))!;
+      assert.ok(
+        (nbirth.payload.metrics ?? []).some((m) => m.name === "Node Control/E-Stop"),
+        "with commands on, the NBIRTH offers the e-stop",
+      );
+
+      // IDLE: the mode gate refuses.
+      const idle = await writeRelay(host, fnAlias, true);
+      assert.match(idle, /^REFUSED: .*IDLE/);
+      assert.equal(rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value?.type, "bool");
+
+      // MANUAL: carried out; the relay changes.
+      await rt.modes.request("MANUAL");
+      assert.equal(await writeRelay(host, fnAlias, true), "OK");
+      await waitFor("relay 3 on", () => {
+        const v = rt!.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
+        return v?.type === "bool" && v.bool;
+      });
+
+      // Latched: the e-stop gate refuses (and FAULT with it).
+      await rt.estop.trigger("test");
+      const latched = await writeRelay(host, fnAlias, false);
+      assert.match(latched, /^REFUSED: /);
+
+      rt.audit.flushOpen();
+      const sparkplugCalls = entries.filter((e) =>
+        e.origin.kind === "sparkplug" && e.action === "call"
+      );
+      assert.deepEqual(
+        sparkplugCalls.map((e) => [e.outcome, e.mode, e.function, e.origin.cause]),
+        [
+          ["refused", "IDLE", "set_relay_ch3", "DCMD"],
+          ["accepted", "MANUAL", "set_relay_ch3", "DCMD"],
+          ["refused", "FAULT", "set_relay_ch3", "DCMD"],
+        ],
+      );
+      assert.equal(rt.sparkplug!.counts.commandsAccepted, 1);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "NCMD triggers the e-stop with commands on, and never clears it",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await listen(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
+      await waitFor("NBIRTH", () => host.messages.find((m) => m.topic.includes("/NBIRTH/")));
+      await host.send(NCMD, [{ name: "Node Control/E-Stop", datatype: 11, boolean_value: true }]);
+      await waitFor("the latch", () => rt!.estop.latched);
+      await waitFor(
+        "NDATA Runtime/Estop Latched true",
+        () =>
+          host.messages.find((m) =>
+            m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` &&
+            (m.payload.metrics ?? []).some((x) => x.boolean_value === true)
+          ),
+      );
+      const refused = rt.sparkplug!.counts.commandsRefused;
+      await host.send(NCMD, [{
+        name: "Node Control/Clear E-Stop",
+        datatype: 11,
+        boolean_value: true,
+      }]);
+      await waitFor(
+        "the clear to be refused",
+        () => rt!.sparkplug!.counts.commandsRefused > refused,
+      );
+      assert.equal(rt.estop.latched, true, "nothing over Sparkplug clears the latch");
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "commands are off by default: DCMD and the NCMD e-stop are refused before any gate",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await listen(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, {}), { arm: true });
+      const birth = await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      const fnAlias = (birth.payload.metrics ?? []).find((m) =>
+        m.name === "Functions/set_relay_ch3"
+      )!.alias as number;
+      assert.equal(
+        await writeRelay(host, fnAlias, true),
+        "REFUSED: commands are off (sparkplug.commands: false)",
+      );
+      await host.send(NCMD, [{ name: "Node Control/E-Stop", datatype: 11, boolean_value: true }]);
+      await waitFor("the e-stop to be refused", () => rt!.sparkplug!.counts.commandsRefused >= 2);
+      assert.equal(rt.estop.latched, false);
+      const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
+      assert.ok(v?.type === "bool" && v.bool === false, "the relay did not move");
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
