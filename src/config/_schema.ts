@@ -638,7 +638,7 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         memory_seconds: int("How far back the full-rate ring reaches (s).", 120, 10, 3600),
         memory_max_bytes: int(
           "Bytes the ring may allocate; past it the oldest samples go first.",
-          8 * 1024 * 1024,
+          2 * 1024 * 1024,
           65536,
           1024 * 1024 * 1024,
         ),

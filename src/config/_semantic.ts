@@ -760,7 +760,7 @@ function readHistory(root: Obj, c: Checker): Config["history"] {
   return {
     enabled: c.boolean(h, P, "enabled", true),
     memorySeconds,
-    memoryMaxBytes: c.integer(h, P, "memory_max_bytes", 8 * 1024 * 1024, {
+    memoryMaxBytes: c.integer(h, P, "memory_max_bytes", 2 * 1024 * 1024, {
       min: 65536,
       max: 1024 * 1024 * 1024,
     }),

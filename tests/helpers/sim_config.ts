@@ -85,7 +85,7 @@ export interface TestConfigOptions {
 export const DEFAULT_HISTORY: Config["history"] = {
   enabled: true,
   memorySeconds: 120,
-  memoryMaxBytes: 8 * 1024 * 1024,
+  memoryMaxBytes: 2 * 1024 * 1024,
   stepMs: 10000,
   diskMaxBytes: 256 * 1024 * 1024,
   incidentBeforeS: 10,

@@ -9,7 +9,7 @@ Deno.test("history: defaults when absent, every key read when given", () => {
   assert.deepEqual(load(`${PROV}\n`).config!.history, {
     enabled: true,
     memorySeconds: 120,
-    memoryMaxBytes: 8 * 1024 * 1024,
+    memoryMaxBytes: 2 * 1024 * 1024,
     stepMs: 10000,
     diskMaxBytes: 256 * 1024 * 1024,
     incidentBeforeS: 10,

@@ -110,8 +110,8 @@ Deno.test("GET /v0/history answers every polled sample from the memory ring, in 
     ]);
     const metrics = await (await rig.get("/metrics")).text();
     const bytes = Number(/^runtime_history_memory_bytes (\d+)$/m.exec(metrics)![1]);
-    assert.ok(bytes > 0 && bytes <= 8 * 1024 * 1024, `runtime_history_memory_bytes ${bytes}`);
-    assert.match(metrics, /^runtime_history_memory_max_bytes 8388608$/m);
+    assert.ok(bytes > 0 && bytes <= 2 * 1024 * 1024, `runtime_history_memory_bytes ${bytes}`);
+    assert.match(metrics, /^runtime_history_memory_max_bytes 2097152$/m);
     assert.match(metrics, /^runtime_history_disk_up 0$/m, "no disk tier: disk_max_bytes 0");
   } finally {
     await rig.rt.stop();
