@@ -33,6 +33,7 @@ Deno.test("the generated modules are the .js files under src/", async () => {
     "config/_structure_validator.js",
     "http/_console_assets.js",
     "http/_request_validators.js",
+    "sparkplug/_codec.js",
   ]);
 });
 

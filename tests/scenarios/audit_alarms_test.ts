@@ -28,7 +28,7 @@ Deno.test("GET /v0/audit records an interlock refusal and the alarm's e-stop wit
 alarms:
   - id: tc1_overtemp
     signal: sim0/tempctl0/tc1_temp
-    hihi: 28
+    hihi: 40
     action: estop
     message: Heater over temperature
 interlocks:
@@ -51,6 +51,8 @@ interlocks:
       state: { type: "bool", bool: true },
     });
     assert.equal((await api.post("/v0/call", heat)).status, 200);
+    // The heater passes 26.5 C about 0.2 s after it is switched on and 40 C about 2.4 s after: at
+    // tempctl's 2 Hz poll hint an alarm at 28 could stop the machine in the interlock's own poll.
     await waitFor(
       "the interlock engaged",
       async () => (await api.get("/v0/interlocks")).json.interlocks[0].blocking,
