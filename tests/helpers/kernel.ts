@@ -25,6 +25,9 @@ export function tempDir(prefix = "runtime-test-"): string {
   return dir;
 }
 
+/** The repository's folder (a trailing slash). */
+const REPO_PATH = new URL("../../", import.meta.url).pathname;
+
 /**
  * The config with its own runtime.data_dir (the kernel journals audit entries and runs there):
  * a fresh temporary folder unless the config already has one of its own (under the system's
@@ -32,7 +35,10 @@ export function tempDir(prefix = "runtime-test-"): string {
  */
 export function isolated(config: Config): Config {
   const tmp = (Deno.env.get("TMPDIR") ?? "/tmp").replace(/\/$/, "");
-  if (config.runtime.dataDir.startsWith(`${tmp}/`)) return config;
+  const dir = config.runtime.dataDir;
+  // A checkout may itself live under the temporary directory (CI clones to /tmp): a data dir
+  // inside the repository is the shared default, never a test's own.
+  if (dir.startsWith(`${tmp}/`) && !dir.startsWith(REPO_PATH)) return config;
   return { ...config, runtime: { ...config.runtime, dataDir: tempDir("runtime-data-") } };
 }
 
