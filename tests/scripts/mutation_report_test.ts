@@ -329,9 +329,9 @@ Deno.test("the alarms scopes' line ranges of alarm_engine.ts hold the gate and #
     MUTATION_SCOPES.find((s) => s.name === name)!.files.map(parseScopeFile)
       .filter((f) => f.path === "src/alarms/alarm_engine.ts");
   const [gate, evaluate] = ranges("alarms-interlocks");
-  assert.match((lines[gate!.from - 1])!, /^  readonly gate = \(ctx: GateContext\)/);
+  assert.match(lines[gate!.from - 1]!, /^ {2}readonly gate = \(ctx: GateContext\)/);
   assert.equal(lines[gate!.to - 1], "  };");
-  assert.match((lines[evaluate!.from - 1])!, /^  #evaluateInterlock\(/);
+  assert.match(lines[evaluate!.from - 1]!, /^ {2}#evaluateInterlock\(/);
   assert.equal(lines[evaluate!.to - 1], "  }");
   // "alarms" takes every other line of the file.
   const covered = [...ranges("alarms"), gate, evaluate].sort((a, b) => a!.from - b!.from);
