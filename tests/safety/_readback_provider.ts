@@ -29,69 +29,14 @@ import {
   encodeResponse,
   FrameDecoderStream,
   StatusCode,
-  WireQuality,
   type WireRequest,
   type WireResponse,
-  type WireSignalValue,
-  type WireValue,
-  WireValueType,
 } from "../../src/adpp/mod.ts";
-
-type SignalType = "bool" | "double" | "int64" | "uint64" | "string";
-interface Sample {
-  v?: boolean | number | string;
-  q?: keyof typeof WireQuality;
-}
-interface DeviceScript {
-  signals: Record<string, SignalType>;
-  reads: Array<Record<string, Sample>>;
-  then?: "repeat" | "hang" | "fail";
-  delayMs?: number;
-  actuate?: "ok" | "unavailable";
-}
+import { type DeviceScript, sample, WIRE_TYPE } from "../helpers/_readback_wire.ts";
 
 const script = JSON.parse(Deno.args[0] ?? "{}") as Record<string, DeviceScript>;
 const logFile = Deno.args[1];
 const readCount = new Map<string, number>();
-
-const WIRE_TYPE: Record<SignalType, number> = {
-  bool: WireValueType.BOOL,
-  double: WireValueType.DOUBLE,
-  int64: WireValueType.INT64,
-  uint64: WireValueType.UINT64,
-  string: WireValueType.STRING,
-};
-
-function wireValue(type: SignalType, v: boolean | number | string): WireValue {
-  switch (type) {
-    case "bool":
-      return { type: WIRE_TYPE.bool, bool_value: v as boolean };
-    case "double":
-      return { type: WIRE_TYPE.double, double_value: v as number };
-    case "int64":
-      return {
-        type: WIRE_TYPE.int64,
-        int64_value: typeof v === "string" ? BigInt(v) : v as number,
-      };
-    case "uint64":
-      return {
-        type: WIRE_TYPE.uint64,
-        uint64_value: typeof v === "string" ? BigInt(v) : v as number,
-      };
-    case "string":
-      return { type: WIRE_TYPE.string, string_value: v as string };
-  }
-}
-
-function sample(dev: DeviceScript, id: string, s: Sample): WireSignalValue {
-  const nowMs = Date.now();
-  return {
-    signal_id: id,
-    ...(s.v !== undefined ? { value: wireValue(dev.signals[id]!, s.v) } : {}),
-    timestamp: { seconds: Math.floor(nowMs / 1000), nanos: (nowMs % 1000) * 1e6 },
-    quality: WireQuality[s.q ?? "OK"],
-  };
-}
 
 function fail(id: number | bigint | undefined, code: number, message: string): WireResponse {
   return { request_id: id, status: { code, message } } as WireResponse;
