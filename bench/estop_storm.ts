@@ -1,6 +1,6 @@
 /**
  * deno run -A bench/estop_storm.ts [--providers 40] [--rounds 2] [--offsets 0,100,...]
- *   [--backoff-ms 200] [--runtime-cmd "<cmd>"] [--out FILE]
+ *   [--backoff-ms 200] [--runtime-cmd "<cmd>"] [--no-expect] [--out FILE]
  *
  * How long the e-stop takes to latch while every provider restarts at once. The runtime runs N
  * simulated providers (restart_policy on, first backoff `--backoff-ms`). A storm: SIGKILL every
@@ -9,7 +9,11 @@
  * `latched_at_epoch_ms` from `GET /v0/runtime/status`. The figure is **request written -> latch**
  * on the one wall clock of the machine (the harness's `performance.timeOrigin + performance.now()`
  * right before the write; the runtime's `Date.now()` when the latch engaged, 1 ms resolution), not
- * the answer's timing: the answer also waits for the ladder and the read-back. Then wait until
+ * the answer's timing: the answer also waits for the ladder and the read-back, which reads the
+ * expected signals until they hold or `verify_timeout_ms` passes, so while the killed providers
+ * are down the answer waits for their restart (`verify_ms`: the answer's `verification.elapsed_ms`).
+ * `--no-expect` leaves out the `safety.safe_state.expect` entries: the answer then has nothing to
+ * read back (figures taken before 61b449b were of that configuration). Then wait until
  * every provider is AVAILABLE again (`recovery`), let the restart streak reset, clear the latch.
  *
  * The offsets (ms from the kill to the request) sweep the storm: the exits, the backoff, the
@@ -68,6 +72,10 @@ interface Storm {
   readonly latchMs: number;
   /** Request written -> answer read to its end, ms. */
   readonly answerMs: number;
+  /** The answer's read-back (`verification.elapsed_ms`), ms; 0 when nothing is expected. */
+  readonly verifyMs: number;
+  /** The answer's `verification.outcome`. */
+  readonly verifyOutcome: string;
   /** Kill -> every provider AVAILABLE again, ms. */
   readonly recoveryMs: number;
   /** Runtime CPU from the kill to recovery, % of one core. */
@@ -163,6 +171,7 @@ async function storm(
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   const { sentAt, answer, answeredAt } = await post.send();
   if (!/^HTTP\/1\.1 200/.test(answer)) throw new Error(`POST /v0/estop: ${answer.slice(0, 300)}`);
+  const verification = estopVerification(answer);
   let s = await status(base);
   const latchedAt = s.estop?.latched_at_epoch_ms;
   if (s.estop?.latched !== true || typeof latchedAt !== "number") {
@@ -186,9 +195,27 @@ async function storm(
     offsetMs,
     latchMs: latchedAt - sentAt,
     answerMs: answeredAt - sentAt,
+    verifyMs: verification.elapsed_ms,
+    verifyOutcome: verification.outcome,
     recoveryMs: recoveredAt - killedAt,
     cpuPct: cpuTicks / ticksPerS / ((recoveredAt - killedAt) / 1000) * 100,
   };
+}
+
+/** The `verification` of an e-stop answer (a whole HTTP/1.1 response, not chunked). */
+function estopVerification(answer: string): { outcome: string; elapsed_ms: number } {
+  const body = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4));
+  const v = body.verification;
+  if (typeof v?.outcome !== "string" || typeof v?.elapsed_ms !== "number") {
+    throw new Error(`POST /v0/estop: no verification in ${answer.slice(0, 300)}`);
+  }
+  return { outcome: v.outcome, elapsed_ms: v.elapsed_ms };
+}
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
 }
 
 function figures(values: readonly number[]) {
@@ -212,11 +239,13 @@ if (import.meta.main) {
       "backoff-ms": { type: "string", default: "200" },
       "runtime-cmd": { type: "string" },
       out: { type: "string" },
+      "no-expect": { type: "boolean", default: false },
     },
   });
   const n = Number(values.providers);
   const rounds = Number(values.rounds);
   const backoffMs = Number(values["backoff-ms"]);
+  const expectOff = values["no-expect"] === true;
   const offsets = values.offsets
     ? values.offsets.split(",").map((v) => Number(v.trim()))
     : DEFAULT_OFFSETS_MS;
@@ -243,6 +272,7 @@ if (import.meta.main) {
         simConfigPath: `${dir}/sim.yaml`,
         pollIntervalMs: 100,
         dataDir: `${dir}/data`,
+        safeStateExpect: !expectOff,
         // Every storm is the first failure of a streak (it resets after success_reset_ms).
         restartPolicy: {
           maxAttempts: 3,
@@ -272,7 +302,9 @@ if (import.meta.main) {
           console.error(
             `storm: offset ${offset} ms: latch ${s.latchMs.toFixed(1)} ms, answer ${
               s.answerMs.toFixed(0)
-            } ms, recovery ${s.recoveryMs.toFixed(0)} ms, runtime CPU ${s.cpuPct.toFixed(0)} %`,
+            } ms (read-back ${s.verifyMs} ms, ${s.verifyOutcome}), recovery ${
+              s.recoveryMs.toFixed(0)
+            } ms, runtime CPU ${s.cpuPct.toFixed(0)} %`,
           );
         }
       }
@@ -292,6 +324,8 @@ if (import.meta.main) {
       load_average_end: loadAverage(),
       latch_ms: figures(storms.map((s) => s.latchMs)),
       answer_ms: figures(storms.map((s) => s.answerMs)),
+      verify_ms: figures(storms.map((s) => s.verifyMs)),
+      verify_outcomes: countBy(storms.map((s) => s.verifyOutcome)),
       recovery_ms_median: Math.round(median(storms.map((s) => s.recoveryMs))),
       runtime_cpu_pct_median: Math.round(median(storms.map((s) => s.cpuPct))),
       storms,

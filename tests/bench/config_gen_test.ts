@@ -159,3 +159,17 @@ function baseOptions() {
     dataDir: "/d",
   };
 }
+
+Deno.test("runtimeYaml lets the e-stop verify each provider's motor 1 unless safeStateExpect is false", () => {
+  const expecting = checkLoad(runtimeYaml({ ...baseOptions(), providerCount: 2 })).config!;
+  assert.deepStrictEqual(
+    expecting.safety.safeState.expect.map((e) => [e.providerId, e.deviceId, e.signalId]),
+    [["sim0", "motorctl0", "motor1_duty"], ["sim1", "motorctl0", "motor1_duty"]],
+  );
+  const plain = checkLoad(
+    runtimeYaml({ ...baseOptions(), providerCount: 2, safeStateExpect: false }),
+  );
+  assert.ok(plain.config, JSON.stringify(plain.diagnostics));
+  assert.deepStrictEqual(plain.config.safety.safeState.expect, []);
+  assert.equal(plain.config.safety.safeState.zeroIsSafe, true);
+});
