@@ -14,13 +14,14 @@ import {
   chromiumMissing,
   collectPageErrors,
   launchChromium,
+  launchChromiumAlongside,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
 import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
-import { REPO } from "../helpers/sim_config.ts";
+import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -373,5 +374,91 @@ Deno.test({
         await rt.stop();
       }
     });
+  },
+});
+
+Deno.test({
+  name: "Operator console: with bearer auth, an incident's CSV and JSONL downloads carry the token",
+  ignore: chromiumMissing(),
+  fn: async (t) => {
+    const step = sequentialSteps(t);
+    const TOKEN = "console-trends-token-4d5e6f70";
+    const dir = await Deno.makeTempDir({ prefix: "console-trends-auth-" });
+    const port = freePort();
+    await Deno.writeTextFile(
+      `${dir}/runtime.yaml`,
+      `runtime: {name: trends-auth, data_dir: ${dir}/data}
+http:
+  port: ${port}
+  auth_enabled: true
+  auth_exempt_loopback: false
+history: {incident_before_s: 2, incident_after_s: 1}
+providers:
+  - id: sim0
+    command: ${JSON.stringify(Deno.execPath())}
+    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
+`,
+    );
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChild({
+        config: `${dir}/runtime.yaml`,
+        port,
+        env: { RUNTIME_API_TOKEN: TOKEN },
+        token: TOKEN,
+      }),
+      (r) => r.stop(),
+    );
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    try {
+      const page = await browser.newPage();
+      const errors = collectPageErrors(page);
+      const cspViolations = await watchCsp(page);
+      let id = "";
+      await step("the page asks for the token; an e-stop's incident is listed", async () => {
+        await page.goto(`${rt.base}/#incidents`);
+        await page.locator("#token-dialog[open]").waitFor({ timeout: PAGE_WAIT_MS });
+        await page.locator("#token-input").fill(TOKEN);
+        await page.locator("#token-input").press("Enter");
+        await page.locator("#token-dialog").waitFor({ state: "hidden", timeout: PAGE_WAIT_MS });
+        const stop = await apiFetch(`${rt.base}/v0/estop`, { method: "POST", headers: auth });
+        assert.equal(stop.status, 200, await stop.text());
+        const row = page.locator("#incidents tr[data-incident]").first();
+        await row.waitFor({ timeout: PAGE_WAIT_MS });
+        id = (await row.getAttribute("data-incident")) ?? "";
+        await row.getByRole("link", { name: "Open" }).click();
+        await waitForText(page, "#incidents .incident-title", /^E-stop: e-stop \(api\)$/);
+      });
+
+      await step(
+        "Download JSONL and CSV: the API's exports, which refuse a request without the token",
+        async () => {
+          const path = `/v0/incidents/${encodeURIComponent(id)}`;
+          // What a plain link would get.
+          const bare = await apiFetch(`${rt.base}${path}?format=csv`);
+          assert.equal(bare.status, 401);
+          await bare.body?.cancel();
+          for (const [format, ext] of [["CSV", "csv"], ["JSONL", "jsonl"]] as const) {
+            const [download] = await Promise.all([
+              page.waitForEvent("download", { timeout: PAGE_WAIT_MS }),
+              page.getByRole("button", { name: `Download ${format}` }).click(),
+            ]);
+            assert.equal(download.suggestedFilename(), `${id}.${ext}`);
+            const got = await Deno.readTextFile(await download.path());
+            const res = await apiFetch(`${rt.base}${path}?format=${ext}`, { headers: auth });
+            assert.equal(res.status, 200);
+            assert.equal(got, await res.text(), `the ${format} download is the API's export`);
+          }
+          assert.equal(await page.locator("#token-dialog").isVisible(), false, "asked again");
+          assert.deepEqual(await cspViolations(), []);
+          // The 401s before the token was entered (and the 503 of a runtime without automation)
+          // are the browser's own lines, as in console_network_test.ts.
+          assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
+        },
+      );
+    } finally {
+      await browser.close();
+      await rt.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
