@@ -1,7 +1,8 @@
 // Charts of signals over time (the Trend view and the incident pages), drawn by uPlot
 // (console/uplot.js, vendored). One y axis per distinct unit, labelled with it; a sample whose
-// quality is not OK is a gap in its line (null in the chart's data) and its span is shaded, and
-// an optional mark (an incident's trigger) is a vertical line.
+// quality is not OK is a gap in its line (null in the chart's data) and its span is shaded; a
+// line of buckets (a long range's history) is drawn through each bucket's last value with its
+// min–max as a light band around it; an optional mark (an incident's trigger) is a vertical line.
 
 import { h } from "./dom.js";
 import uPlot from "./uplot.js";
@@ -67,24 +68,39 @@ export class Series {
     this.vs = [];
     /** @type {string[]} */
     this.qs = [];
+    /** @type {(number | null)[]} each bucket's min and max (null: a single sample, or a gap) */
+    this.lo = [];
+    /** @type {(number | null)[]} */
+    this.hi = [];
   }
 
   /**
-   * Appends a sample. One at the last one's time replaces it (two polls in one millisecond: the
-   * later wins); an older one is dropped (the line's times ascend).
+   * Appends a sample, or a bucket with its min and max. One at the last one's time replaces it
+   * (two polls in one millisecond: the later wins); an older one is dropped (the line's times
+   * ascend).
+   * @param {number} t
+   * @param {number | null} v
+   * @param {string} quality
+   * @param {number | null} [lo]
+   * @param {number | null} [hi]
    */
-  push(t, v, quality) {
+  push(t, v, quality, lo = null, hi = null) {
     const n = this.ts.length;
     if (n > 0 && t < this.ts[n - 1]) return false;
-    if (n > 0 && t === this.ts[n - 1]) {
-      this.vs[n - 1] = quality === "OK" ? v : null;
-      this.qs[n - 1] = quality;
-      return true;
-    }
-    this.ts.push(t);
-    this.vs.push(quality === "OK" ? v : null);
-    this.qs.push(quality);
+    const ok = quality === "OK";
+    const band = ok && typeof lo === "number" && typeof hi === "number" && lo < hi;
+    const i = n > 0 && t === this.ts[n - 1] ? n - 1 : n;
+    this.ts[i] = t;
+    this.vs[i] = ok ? v : null;
+    this.qs[i] = quality;
+    this.lo[i] = band ? lo : null;
+    this.hi[i] = band ? hi : null;
     return true;
+  }
+
+  /** True when some bucket has a min below its max (the line has a band). */
+  hasBand() {
+    return this.lo.some((x) => x !== null);
   }
 
   /** Drops the samples before `t`, and the oldest beyond `max`. */
@@ -96,6 +112,8 @@ export class Series {
       this.ts.splice(0, i);
       this.vs.splice(0, i);
       this.qs.splice(0, i);
+      this.lo.splice(0, i);
+      this.hi.splice(0, i);
     }
   }
 
@@ -122,19 +140,23 @@ function unitsOf(series) {
 }
 
 /**
- * A chart of `series` in `box` (which it fills). `xRange()` gives the x range in epoch ms, or
- * null to fit the data; `mark` a time to draw a vertical line at (null: none).
+ * A chart of `series` in `box` (which it fills). `xRange()` gives the x range in epoch ms (a live
+ * chart's moves); `mark` a time to draw a vertical line at (null: none). Dragging across the
+ * chart zooms in (the range then stays put, a live chart too); a double click returns to
+ * `xRange()`.
  */
 export class Chart {
   /**
    * @param {HTMLElement} box
    * @param {Series[]} series
-   * @param {{xRange?: () => [number, number] | null, mark?: number | null, markLabel?: string}} [options]
+   * @param {{xRange: () => [number, number], mark?: number | null, markLabel?: string}} options
    */
-  constructor(box, series, options = {}) {
+  constructor(box, series, options) {
     this.box = box;
     this.series = series;
-    this.xRange = options.xRange ?? (() => null);
+    this.xRange = options.xRange;
+    /** The operator zoomed in: the x range is theirs until a double click. */
+    this.zoomed = false;
     this.mark = options.mark ?? null;
     this.markLabel = options.markLabel ?? "";
     /** @type {[number, number][]} shaded spans (epoch ms) */
@@ -144,15 +166,27 @@ export class Chart {
     const scaleOf = (unit) => `u:${unit}`;
     /** @type {Record<string, any>} */
     const scales = {
-      x: {
-        time: true,
-        range: (_u, min, max) => {
-          const r = this.xRange();
-          return r === null ? [min, max] : [r[0] / 1000, r[1] / 1000];
-        },
-      },
+      // Not fitted to the data: set from xRange() (applyRange), or by a zoom.
+      x: { time: true, auto: false },
     };
-    for (const unit of units) scales[scaleOf(unit)] = { auto: true };
+    // A unit's y range holds its lines and their min–max bands.
+    for (const unit of units) {
+      scales[scaleOf(unit)] = {
+        auto: true,
+        range: (_u, dataMin, dataMax) => {
+          let lo = dataMin ?? Infinity;
+          let hi = dataMax ?? -Infinity;
+          for (const s of this.series) {
+            if (s.unit !== unit) continue;
+            for (let k = 0; k < s.lo.length; k++) {
+              if (s.lo[k] !== null) lo = Math.min(lo, s.lo[k]);
+              if (s.hi[k] !== null) hi = Math.max(hi, s.hi[k]);
+            }
+          }
+          return lo > hi ? [0, 1] : uPlot.rangeNum(lo, hi, 0.1, true);
+        },
+      };
+    }
     const opts = {
       width: Math.max(320, box.clientWidth || 800),
       height: CHART_HEIGHT_PX,
@@ -180,9 +214,21 @@ export class Chart {
           size: 60,
         })),
       ],
-      hooks: { draw: [(u) => this.drawOverlay(u)] },
+      hooks: {
+        drawClear: [(u) => this.drawUnder(u)],
+        draw: [(u) => this.drawOverlay(u)],
+        setSelect: [(u) => {
+          if (u.select.width > 0) this.setZoomed(true);
+        }],
+      },
     };
     this.plot = new uPlot(opts, this.data(), box);
+    // After uPlot's own double-click handler (which fits the data): back to the range.
+    this.plot.over.addEventListener("dblclick", () => {
+      this.setZoomed(false);
+      this.applyRange();
+    });
+    this.applyRange();
     // The units of the axes, for reading (and as a test hook): the axes are drawn on the canvas.
     box.setAttribute("data-axes", units.join("|"));
     this.resize = new ResizeObserver(() => {
@@ -204,13 +250,28 @@ export class Chart {
   update(end) {
     this.shaded = this.series.flatMap((s) => s.gaps(end).map((g) => [g[0], g[1]]));
     this.plot.setData(this.data());
+    this.applyRange();
     this.box.setAttribute(
       "data-points",
       String(this.series.reduce((n, s) => n + s.ts.length, 0)),
     );
+    this.box.setAttribute("data-bands", String(this.series.filter((s) => s.hasBand()).length));
   }
 
-  drawOverlay(u) {
+  setZoomed(on) {
+    this.zoomed = on;
+    this.box.setAttribute("data-zoomed", String(on));
+  }
+
+  /** Shows xRange() unless the operator zoomed in. */
+  applyRange() {
+    if (this.zoomed) return;
+    const [from, to] = this.xRange();
+    this.plot.setScale("x", { min: from / 1000, max: Math.max(to, from + 1) / 1000 });
+  }
+
+  /** Under the lines: the shaded quality gaps and each line's min–max band. */
+  drawUnder(u) {
     const ctx = u.ctx;
     const { top, height, left, width } = u.bbox;
     ctx.save();
@@ -223,6 +284,37 @@ export class Chart {
       const x1 = u.valToPos(to / 1000, "x", true);
       ctx.fillRect(x0, top, Math.max(2, x1 - x0), height);
     }
+    this.series.forEach((s, i) => {
+      if (!u.series[i + 1]?.show || !s.hasBand()) return;
+      ctx.fillStyle = `${SERIES_COLOURS[i % SERIES_COLOURS.length]}33`; // 20 % opacity
+      const scale = `u:${s.unit}`;
+      const x = (k) => u.valToPos(s.ts[k] / 1000, "x", true);
+      // One polygon per run of buckets with a band: along the maxima, back along the minima.
+      for (let a = 0; a < s.ts.length; a++) {
+        if (s.lo[a] === null) continue;
+        let b = a;
+        while (b + 1 < s.ts.length && s.lo[b + 1] !== null) b++;
+        ctx.beginPath();
+        ctx.moveTo(x(a), u.valToPos(s.hi[a], scale, true));
+        for (let k = a + 1; k <= b; k++) ctx.lineTo(x(k), u.valToPos(s.hi[k], scale, true));
+        if (a === b) ctx.lineTo(x(a) + 2 * uPlot.pxRatio, u.valToPos(s.hi[a], scale, true));
+        for (let k = b; k >= a; k--) ctx.lineTo(x(k), u.valToPos(s.lo[k], scale, true));
+        ctx.closePath();
+        ctx.fill();
+        a = b;
+      }
+    });
+    ctx.restore();
+  }
+
+  /** Over the lines: the mark. */
+  drawOverlay(u) {
+    const ctx = u.ctx;
+    const { top, height, left, width } = u.bbox;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
     if (this.mark !== null) {
       const x = u.valToPos(this.mark / 1000, "x", true);
       ctx.strokeStyle = MARK_STROKE;

@@ -412,7 +412,7 @@ export class TrendView {
             : typeof pt.last === "string" && /^-?\d+$/.test(pt.last)
             ? Number(pt.last)
             : null;
-          line.push(pt.t_ms, v, pt.quality);
+          line.push(pt.t_ms, v, pt.quality, pt.min, pt.max);
         }
       }
     }

@@ -227,6 +227,20 @@ Deno.test({
             "memory+disk",
           );
           assert.match(new URL(page.url()).hash, /[?&]r=1h(&|$)/);
+          // Buckets of 2.4 s hold several polls of the moving temperature: its min–max band.
+          await waitForChart(page, "#trend", "data-bands", (v) => Number(v) >= 1, ">= 1");
+          // Dragging across the chart zooms in (into the last minute, where the data is); a
+          // double click returns to the hour.
+          const over = await page.locator("#trend .u-over").boundingBox();
+          assert.ok(over);
+          const y = over.y + over.height / 2;
+          await page.mouse.move(over.x + over.width * 0.985, y);
+          await page.mouse.down();
+          await page.mouse.move(over.x + over.width - 2, y, { steps: 4 });
+          await page.mouse.up();
+          await waitForChart(page, "#trend", "data-zoomed", (v) => v === "true", "zoomed");
+          await page.locator("#trend .u-over").dblclick();
+          await waitForChart(page, "#trend", "data-zoomed", (v) => v === "false", "unzoomed");
           assert.match(
             await page.locator("#trend .trend-source").textContent() ?? "",
             /^Answered by: disk tier \(buckets of 2\.4 s\) \+ memory ring \(buckets of 2\.4 s, from /,

@@ -71,8 +71,20 @@ Deno.test("a line: a sample not OK is a gap (null) spanning to the next OK one; 
   assert.deepEqual(s.ts, [1000, 2000, 3000, 4000, 5000]);
   assert.deepEqual(s.vs, [1, null, null, 5, null]);
   assert.deepEqual(s.gaps(6000), [[2000, 4000, "FAULT"], [5000, 6000, "UNAVAILABLE"]]);
+  assert.equal(s.hasBand(), false);
   s.trim(2500, 10);
   assert.deepEqual(s.ts, [3000, 4000, 5000]);
   s.trim(0, 2);
   assert.deepEqual(s.ts, [4000, 5000]);
+});
+
+Deno.test("a bucket's min and max are its band, unless they are equal or its quality is not OK", () => {
+  const s = new Series({ key: "p/d/s", name: "p/d/s", unit: "" });
+  s.push(0, 2, "OK", 1, 3);
+  s.push(10, 2, "OK", 2, 2);
+  s.push(20, 2, "STALE", 1, 3);
+  assert.deepEqual([s.lo, s.hi], [[1, null, null], [3, null, null]]);
+  assert.equal(s.hasBand(), true);
+  s.trim(5, 10);
+  assert.equal(s.hasBand(), false);
 });
