@@ -82,10 +82,11 @@ const devices = new DevicesView({
   errorText,
   showRefreshError,
   loadHealth: () => health.load(),
-  // The alarms and interlock inputs, and the trend's axes, show their signals' units too.
+  // The alarms and interlock inputs, and the charts' axes, show their signals' units too.
   onUnits: () => {
     alarms.render();
     trend.onUnits();
+    incidents.onUnits();
   },
   onTrendToggle: (handle) => trend.has(handle) ? trend.remove(handle) : trend.add(handle),
 });

@@ -51,6 +51,8 @@ export class IncidentsView {
     /** @type {Chart | null} */
     this.chart = null;
     this.loadedId = "";
+    /** The list last shown (JSON): an unchanged list is not drawn again (focus stays put). */
+    this.listKey = "";
   }
 
   /** Shows the list (`id` "") or one incident. */
@@ -59,6 +61,7 @@ export class IncidentsView {
     if (id === "") {
       this.destroyChart();
       this.loadedId = "";
+      this.listKey = "";
       await this.loadList();
     } else if (id !== this.loadedId) await this.loadOne(id);
   }
@@ -66,6 +69,14 @@ export class IncidentsView {
   /** The refresh cycle: the list is read again (a new incident appears); a page stays. */
   async refresh() {
     if (this.id === "") await this.loadList();
+  }
+
+  /** The units became known (inventory read): an incident's page draws its axes with them. */
+  onUnits() {
+    if (this.id !== "" && this.loadedId === this.id) {
+      this.loadedId = "";
+      this.loadOne(this.id).catch(() => {});
+    }
   }
 
   destroyChart() {
@@ -78,10 +89,14 @@ export class IncidentsView {
     try {
       list = (await this.o.api.get("/v0/incidents")).incidents ?? [];
     } catch (err) {
+      this.listKey = "";
       fill(byId("incidents"), h("p", { class: "error", text: this.o.errorText(err) }));
       return;
     }
     if (this.id !== "") return;
+    const key = JSON.stringify(list);
+    if (key === this.listKey) return;
+    this.listKey = key;
     if (list.length === 0) {
       fill(
         byId("incidents"),

@@ -40,6 +40,7 @@ await withCheckoutMirror(demo, async (dir) => {
     args: ["--port", String(port)],
     cwd: dir,
   });
+  const startedAt = Date.now();
   const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: DESKTOP });
@@ -70,15 +71,13 @@ await withCheckoutMirror(demo, async (dir) => {
     await shot(page, "automation");
 
     // Trend: the heater's temperature (click its value) and motor 1's speed (the add menu) while
-    // the tree heats and then runs the motor.
+    // the tree heats and then runs the motor; drawn at the end over the whole run (below).
     await page.locator('.tabs a[href="#devices"]').click();
     await page.locator('tr[data-signal="sim0/tempctl0/tc1_temp"] td.value a').click();
     await page.locator("#trend .chart[data-axes]").waitFor();
     await page.locator("#trend-add").selectOption("sim0/motorctl0/motor1_speed");
     await page.getByRole("button", { name: "Add to chart" }).click();
     await page.locator('#trend .chart[data-axes="C|rpm"]').waitFor();
-    await page.waitForTimeout(4000); // live points arrive
-    await shot(page, "trend");
 
     await page.locator("#estop").click();
     await waitForText(page, "#estop-result .estop-summary", /^Latched\./);
@@ -108,6 +107,15 @@ await withCheckoutMirror(demo, async (dir) => {
     await page.locator('tr[data-alarm="relay4_on"] summary').click();
     await page.waitForTimeout(600);
     await shot(page, "alarms", true);
+
+    // The trend over the whole run: heating in AUTO, the e-stop, the closed loop at 55 °C.
+    const trendUrl = new URL(page.url());
+    trendUrl.hash = "#trend?s=sim0%2Ftempctl0%2Ftc1_temp&s=sim0%2Fmotorctl0%2Fmotor1_speed" +
+      `&r=custom&from=${startedAt}&to=${Date.now()}`;
+    await page.goto(trendUrl.href);
+    await page.locator('#trend .chart[data-axes="C|rpm"][data-source]').waitFor();
+    await page.waitForTimeout(600);
+    await shot(page, "trend");
 
     // The e-stop's incident page: its chart with the trigger marked, cause and downloads.
     await page.locator('.tabs a[href="#incidents"]').click();

@@ -363,6 +363,14 @@ Deno.test({
               "#incidents .downloads .result",
               /^Saved .*\.csv \(\d+ bytes\)\.$/,
             );
+            // The page's URL opens it again (a bookmark): the units arrive after the record.
+            assert.deepEqual(await cspViolations(), []); // the reload forgets them
+            await page.reload();
+            await waitForText(page, "#incidents .incident-title", /^E-stop: e-stop \(api\)$/);
+            assert.equal(
+              await waitForChart(page, "#incidents", "data-axes", (v) => v === axes, axes),
+              axes,
+            );
           },
         );
 
