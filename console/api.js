@@ -108,10 +108,34 @@ export class Api {
    * @param {unknown} [body] sent as JSON when given
    */
   async request(method, path, body) {
+    const { text } = await this.send(method, path, "application/json", body);
+    try {
+      return text === "" ? null : parseJson(text);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * GETs an export (CSV, JSON Lines) with the token, as a Blob of its content type: a plain
+   * link would not carry the Authorization header.
+   * @param {string} path
+   * @param {string} accept the media type asked for
+   */
+  async download(path, accept) {
+    const { text, contentType } = await this.send("GET", path, accept);
+    return new Blob([text], { type: contentType || accept });
+  }
+
+  /**
+   * One request, asking again for a token on 401; resolves with the answer's text and content
+   * type when it is a success, rejects with ApiError (the API's own code and message) otherwise.
+   */
+  async send(method, path, accept, body) {
     for (;;) {
       const used = this.token;
       /** @type {Record<string, string>} */
-      const headers = { accept: "application/json", ...this.headers() };
+      const headers = { accept, ...this.headers() };
       if (body !== undefined) headers["content-type"] = "application/json";
       let res;
       try {
@@ -129,14 +153,14 @@ export class Api {
         );
       }
       const text = await res.text();
-      let json = null;
-      try {
-        json = text === "" ? null : parseJson(text);
-      } catch {
-        json = null;
-      }
       if (res.status === 401 && await this.authenticate(used)) continue;
       if (!res.ok) {
+        let json = null;
+        try {
+          json = text === "" ? null : parseJson(text);
+        } catch {
+          json = null;
+        }
         const status = json?.status;
         throw new ApiError(
           res.status,
@@ -144,7 +168,7 @@ export class Api {
           typeof status?.message === "string" ? status.message : text || res.statusText,
         );
       }
-      return json;
+      return { text, contentType: res.headers.get("content-type") ?? "" };
     }
   }
 

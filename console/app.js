@@ -11,6 +11,7 @@ import { byId, setText } from "./dom.js";
 import { clearRefreshError, errorText, showRefreshError } from "./errors.js";
 import { EstopPanel } from "./estop.js";
 import { HealthView } from "./health.js";
+import { IncidentsView } from "./incidents.js";
 import { handleKey, signalKey } from "./keys.js";
 import { ModeSwitch } from "./mode.js";
 import { ParametersView } from "./parameters.js";
@@ -19,6 +20,7 @@ import { EventStream } from "./sse.js";
 import { MachineStatus } from "./status.js";
 import { TelemetryView } from "./telemetry.js";
 import { askToken } from "./token_dialog.js";
+import { TrendView } from "./trend.js";
 
 /**
  * How often status, health, state ages and the visible view's counters are re-read (values
@@ -26,7 +28,17 @@ import { askToken } from "./token_dialog.js";
  */
 export const REFRESH_INTERVAL_MS = 2000;
 
-const VIEWS = ["devices", "alarms", "parameters", "health", "automation", "runs", "telemetry"];
+const VIEWS = [
+  "devices",
+  "trend",
+  "alarms",
+  "incidents",
+  "parameters",
+  "health",
+  "automation",
+  "runs",
+  "telemetry",
+];
 
 const api = new Api({ askToken });
 const reloadStatus = () => status.load().catch(showRefreshError);
@@ -70,8 +82,30 @@ const devices = new DevicesView({
   errorText,
   showRefreshError,
   loadHealth: () => health.load(),
-  // The alarms and interlock inputs show their signals' units too.
-  onUnits: () => alarms.render(),
+  // The alarms and interlock inputs, and the charts' axes, show their signals' units too.
+  onUnits: () => {
+    alarms.render();
+    trend.onUnits();
+    incidents.onUnits();
+  },
+  onTrendToggle: (handle) => trend.has(handle) ? trend.remove(handle) : trend.add(handle),
+});
+const trend = new TrendView({
+  api,
+  errorText,
+  devices: () => devices.devices,
+  unitOf: (sk) => devices.unitOf(sk),
+  serverNow: () => devices.serverNow(),
+  isVisible: () => isVisible("trend"),
+  onSelection: (handles) => {
+    devices.markTrend(handles);
+    setText(byId("trend-tab"), handles.length ? `Trend (${handles.length})` : "Trend");
+  },
+});
+const incidents = new IncidentsView({
+  api,
+  errorText,
+  unitOf: (sk) => devices.unitOf(sk),
 });
 const health = new HealthView({
   api,
@@ -84,9 +118,28 @@ const telemetry = new TelemetryView({ api });
 
 // ---- views ----
 
+/**
+ * The URL fragment as a route: `#<view>[/<rest>][?<params>]`, e.g. `#devices`,
+ * `#trend?s=sim0/tempctl0/tc1_temp`, `#incidents/<id>`. An unknown view is the devices view.
+ */
+function route() {
+  const raw = location.hash.slice(1);
+  const q = raw.indexOf("?");
+  const path = q < 0 ? raw : raw.slice(0, q);
+  const params = new URLSearchParams(q < 0 ? "" : raw.slice(q + 1));
+  const slash = path.indexOf("/");
+  const view = slash < 0 ? path : path.slice(0, slash);
+  let rest = "";
+  try {
+    rest = slash < 0 ? "" : decodeURIComponent(path.slice(slash + 1));
+  } catch {
+    rest = "";
+  }
+  return VIEWS.includes(view) ? { view, rest, params } : { view: "devices", rest: "", params };
+}
+
 function currentView() {
-  const v = location.hash.slice(1);
-  return VIEWS.includes(v) ? v : "devices";
+  return route().view;
 }
 
 function isVisible(view) {
@@ -94,13 +147,15 @@ function isVisible(view) {
 }
 
 function showView() {
-  const view = currentView();
+  const { view, rest, params } = route();
   for (const v of VIEWS) byId(`view-${v}`).hidden = v !== view;
   for (const a of document.querySelectorAll(".tabs a")) {
     if (a.getAttribute("href") === `#${view}`) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
-  refreshView(view, true).catch(showRefreshError);
+  if (view === "trend") trend.open(params);
+  else if (view === "incidents") incidents.open(rest).catch(showRefreshError);
+  else refreshView(view, true).catch(showRefreshError);
 }
 
 async function refreshView(view, full) {
@@ -109,6 +164,7 @@ async function refreshView(view, full) {
   else if (view === "automation") await automation.load(full);
   else if (view === "runs") await runs.load();
   else if (view === "telemetry") await telemetry.load();
+  else if (view === "incidents") await incidents.refresh();
   else if (view === "parameters" && full) await parameters.load();
 }
 
@@ -147,12 +203,14 @@ function onEvent(e) {
       const sk = signalKey(data.provider_id, data.device_id, data.signal_id);
       devices.showValue(sk, data.value, data.quality, data.timestamp_ms);
       alarms.onSignal(sk, data.value, data.quality);
+      trend.onSample(sk, data.value, data.quality, data.timestamp_ms);
       break;
     }
     case "quality_change": {
       const sk = signalKey(data.provider_id, data.device_id, data.signal_id);
       devices.showValue(sk, undefined, data.new_quality, undefined);
       alarms.onSignal(sk, undefined, data.new_quality);
+      trend.onSample(sk, undefined, data.new_quality, undefined);
       break;
     }
     case "device_availability":

@@ -2,10 +2,12 @@
 // stream, re-read on the refresh cycle for ages and qualities), its liveness, and a form per
 // function built from its ArgSpecs.
 
+import { isChartable } from "./chart.js";
 import { badge, byId, cssId, fill, formatAge, formatValue, h, setResult, setText } from "./dom.js";
 import { field, readArg } from "./forms.js";
 import { healthClass } from "./health.js";
 import { deviceKey, signalKey } from "./keys.js";
+import { trendHash } from "./trend.js";
 
 /** How often the ages shown are recomputed. */
 export const AGE_TICK_MS = 1000;
@@ -21,8 +23,10 @@ export class DevicesView {
    *   showRefreshError: (err: unknown) => void,
    *   loadHealth: () => Promise<void>,
    *   onUnits?: () => void,
+   *   onTrendToggle?: (handle: string) => void,
    * }} options `loadHealth` re-reads the liveness (after the inventory changed); `onUnits` is
-   *   told when the signals' units may have changed (views that show values show them too)
+   *   told when the signals' units may have changed (views that show values show them too);
+   *   `onTrendToggle` adds a signal to the trend chart or removes it (its + button)
    */
   constructor(options) {
     this.api = options.api;
@@ -30,6 +34,11 @@ export class DevicesView {
     this.showRefreshError = options.showRefreshError;
     this.loadHealth = options.loadHealth;
     this.onUnits = options.onUnits ?? (() => {});
+    this.onTrendToggle = options.onTrendToggle ?? (() => {});
+    /** @type {Map<string, HTMLElement>} handle -> its "on the trend" button */
+    this.trendButtons = new Map();
+    /** @type {Set<string>} handles on the trend chart */
+    this.inTrend = new Set();
     /** @type {Map<string, string>} signalKey -> its unit, for the signals that declare one */
     this.units = new Map();
     /** @type {any[]} devices with their capabilities */
@@ -86,12 +95,14 @@ export class DevicesView {
   render() {
     this.cells.clear();
     this.healthBadges.clear();
+    this.trendButtons.clear();
     const box = byId("devices");
     if (this.devices.length === 0) {
       fill(box, h("p", { class: "muted", text: "No devices." }));
       return;
     }
     fill(box, ...this.devices.map((d) => this.deviceCard(d)));
+    this.markTrend([...this.inTrend]);
   }
 
   deviceCard(d) {
@@ -103,11 +114,31 @@ export class DevicesView {
     this.healthBadges.set(deviceKey(d.provider_id, d.device_id), liveness);
     const signals = d.caps.signals ?? [];
     const rows = signals.map((s) => {
-      const valueEl = h("td", { class: "value", text: "—" });
+      const handle = `${dk}/${s.signal_id}`;
+      const chartable = isChartable(s.value_type);
+      // A value that can be charted is a link to its trend.
+      const valueEl = chartable
+        ? h("a", { href: trendHash([handle]), title: `Trend of ${handle}`, text: "—" })
+        : h("span", { text: "—" });
+      const valueCell = h("td", { class: "value" }, valueEl);
       // The provider's unit beside the value; an empty cell when it declares none.
       const unitEl = h("td", { class: "unit", text: s.unit ?? "" });
       const qualityEl = h("td", { class: "quality" }, badge("—", "q-UNKNOWN"));
       const ageEl = h("td", { class: "age", text: "—" });
+      let trendCell = h("td", { class: "trend" });
+      if (chartable) {
+        const button = h("button", {
+          type: "button",
+          class: "small",
+          text: "+",
+          title: "Add to the trend chart (several signals on one chart)",
+          "aria-label": `Add ${handle} to the trend chart`,
+          "aria-pressed": this.inTrend.has(handle) ? "true" : "false",
+          onclick: () => this.onTrendToggle(handle),
+        });
+        this.trendButtons.set(handle, button);
+        trendCell = h("td", { class: "trend" }, button);
+      }
       this.cells.set(signalKey(d.provider_id, d.device_id, s.signal_id), {
         valueEl,
         qualityEl,
@@ -116,17 +147,18 @@ export class DevicesView {
       });
       return h(
         "tr",
-        { "data-signal": `${dk}/${s.signal_id}` },
+        { "data-signal": handle },
         h(
           "th",
           { scope: "row" },
           s.label || s.signal_id,
           h("span", { class: "id", text: s.signal_id }),
         ),
-        valueEl,
+        valueCell,
         unitEl,
         qualityEl,
         ageEl,
+        trendCell,
       );
     });
     return h(
@@ -155,6 +187,7 @@ export class DevicesView {
               h("th", { scope: "col", colspan: "2", text: "Value" }),
               h("th", { scope: "col", text: "Quality" }),
               h("th", { scope: "col", text: "Age" }),
+              h("th", { scope: "col", text: "Trend" }),
             ),
           ),
           h("tbody", {}, ...rows),
@@ -273,6 +306,20 @@ export class DevicesView {
    */
   unitOf(sk) {
     return this.units.get(sk) ?? "";
+  }
+
+  /** Marks the signals on the trend chart (their + buttons pressed). */
+  markTrend(handles) {
+    this.inTrend = new Set(handles);
+    for (const [handle, button] of this.trendButtons) {
+      const on = this.inTrend.has(handle);
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+      setText(button, on ? "✓" : "+");
+      button.setAttribute(
+        "aria-label",
+        on ? `Remove ${handle} from the trend chart` : `Add ${handle} to the trend chart`,
+      );
+    }
   }
 
   /** A device's liveness (GET /v0/providers/health). */

@@ -2,7 +2,8 @@
  * Regenerates the operator console's screenshots in docs/console/ (deno task
  * console:screenshots): runs the demo configuration with its alarms (examples/alarms.yaml) as the
  * real runtime, operates it from the page in headless Chromium (Debian's `chromium`, as the
- * browser tests use) and captures the main views, desktop and tablet. Values differ from run to
+ * browser tests use) and captures the main views (a trend and an incident page too), desktop and
+ * tablet. Values differ from run to
  * run; the layout is what matters.
  */
 import type { Page } from "playwright-core";
@@ -39,6 +40,7 @@ await withCheckoutMirror(demo, async (dir) => {
     args: ["--port", String(port)],
     cwd: dir,
   });
+  const startedAt = Date.now();
   const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: DESKTOP });
@@ -68,6 +70,15 @@ await withCheckoutMirror(demo, async (dir) => {
     await waitForText(page, "#automation-status", /Ticks[1-9]\d* total/);
     await shot(page, "automation");
 
+    // Trend: the heater's temperature (click its value) and motor 1's speed (the add menu) while
+    // the tree heats and then runs the motor; drawn at the end over the whole run (below).
+    await page.locator('.tabs a[href="#devices"]').click();
+    await page.locator('tr[data-signal="sim0/tempctl0/tc1_temp"] td.value a').click();
+    await page.locator("#trend .chart[data-axes]").waitFor();
+    await page.locator("#trend-add").selectOption("sim0/motorctl0/motor1_speed");
+    await page.getByRole("button", { name: "Add to chart" }).click();
+    await page.locator('#trend .chart[data-axes="C|rpm"]').waitFor();
+
     await page.locator("#estop").click();
     await waitForText(page, "#estop-result .estop-summary", /^Latched\./);
     await page.waitForTimeout(600);
@@ -96,6 +107,23 @@ await withCheckoutMirror(demo, async (dir) => {
     await page.locator('tr[data-alarm="relay4_on"] summary').click();
     await page.waitForTimeout(600);
     await shot(page, "alarms", true);
+
+    // The trend over the whole run: heating in AUTO, the e-stop, the closed loop at 55 °C.
+    const trendUrl = new URL(page.url());
+    trendUrl.hash = "#trend?s=sim0%2Ftempctl0%2Ftc1_temp&s=sim0%2Fmotorctl0%2Fmotor1_speed" +
+      `&r=custom&from=${startedAt}&to=${Date.now()}`;
+    await page.goto(trendUrl.href);
+    await page.locator('#trend .chart[data-axes="C|rpm"][data-source]').waitFor();
+    await page.waitForTimeout(600);
+    await shot(page, "trend");
+
+    // The e-stop's incident page: its chart with the trigger marked, cause and downloads.
+    await page.locator('.tabs a[href="#incidents"]').click();
+    const estopRow = page.locator("#incidents tr[data-incident]", { hasText: "E-stop" }).first();
+    await estopRow.getByRole("link", { name: "Open" }).click();
+    await page.locator("#incidents .chart[data-axes]").waitFor();
+    await page.waitForTimeout(600);
+    await shot(page, "incident", true);
   } finally {
     await browser.close();
     await rt.stop();

@@ -49,7 +49,7 @@ Deno.test("the console refers only to files it serves, by absolute path or sibli
   const served = new Set(CONSOLE_ASSETS.map((a) => a.path));
   const html = CONSOLE_ASSETS.find((a) => a.path === "/")?.text ?? "";
   const refs = [...html.matchAll(/\b(?:src|href)="([^"#][^"]*)"/g)].map((m) => m[1]);
-  assert.deepEqual(refs.sort(), ["/app.js", "/favicon.svg", "/style.css"]);
+  assert.deepEqual(refs.sort(), ["/app.js", "/favicon.svg", "/style.css", "/uplot.css"]);
   for (const ref of refs) assert.ok(served.has(ref!), ref);
   for (const a of CONSOLE_ASSETS.filter((x) => x.path.endsWith(".js"))) {
     for (const m of a.text.matchAll(/^import .* from "([^"]+)";$/gm)) {

@@ -1,0 +1,241 @@
+// The Incidents view: the incident records the runtime wrote around every e-stop, FAULT entry,
+// alarm raise and device loss (GET /v0/incidents), and a page per incident
+// (`#incidents/<id>`, GET /v0/incidents/{id}): its cause, a chart of every signal captured with
+// the trigger marked (before it on the left, after it on the right), and its CSV and JSON Lines
+// exports as downloads (fetched with the token: a plain link would not carry it).
+
+import { Chart, gapList, isChartable, Series } from "./chart.js";
+import { byId, facts, fill, formatTime, h, setResult, table } from "./dom.js";
+import { signalKey } from "./keys.js";
+
+/** What each trigger is called on the page. */
+const TRIGGER_NAMES = {
+  estop: "E-stop",
+  fault: "FAULT entry",
+  alarm: "Alarm raised",
+  device_loss: "Device lost",
+};
+
+function triggerName(t) {
+  return TRIGGER_NAMES[t] ?? t;
+}
+
+/** The fragment of an incident's page. */
+export function incidentHash(id) {
+  return `#incidents/${encodeURIComponent(id)}`;
+}
+
+/** A Blob handed to the browser as a file download. */
+export function saveBlob(blob, fileName) {
+  const url = URL.createObjectURL(blob);
+  const a = h("a", { href: url, download: fileName });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** The Incidents view. */
+export class IncidentsView {
+  /**
+   * @param {{
+   *   api: {get: (path: string) => Promise<any>, download: (path: string, accept: string) => Promise<Blob>},
+   *   errorText: (err: unknown) => string,
+   *   unitOf: (sk: string) => string,
+   * }} options
+   */
+  constructor(options) {
+    this.o = options;
+    /** The incident shown, or "" for the list. */
+    this.id = "";
+    /** @type {Chart | null} */
+    this.chart = null;
+    this.loadedId = "";
+    /** The list last shown (JSON): an unchanged list is not drawn again (focus stays put). */
+    this.listKey = "";
+  }
+
+  /** Shows the list (`id` "") or one incident. */
+  async open(id) {
+    this.id = id;
+    if (id === "") {
+      this.destroyChart();
+      this.loadedId = "";
+      this.listKey = "";
+      await this.loadList();
+    } else if (id !== this.loadedId) await this.loadOne(id);
+  }
+
+  /** The refresh cycle: the list is read again (a new incident appears); a page stays. */
+  async refresh() {
+    if (this.id === "") await this.loadList();
+  }
+
+  /** The units became known (inventory read): an incident's page draws its axes with them. */
+  onUnits() {
+    if (this.id !== "" && this.loadedId === this.id) {
+      this.loadedId = "";
+      this.loadOne(this.id).catch(() => {});
+    }
+  }
+
+  destroyChart() {
+    this.chart?.destroy();
+    this.chart = null;
+  }
+
+  async loadList() {
+    let list;
+    try {
+      list = (await this.o.api.get("/v0/incidents")).incidents ?? [];
+    } catch (err) {
+      this.listKey = "";
+      fill(byId("incidents"), h("p", { class: "error", text: this.o.errorText(err) }));
+      return;
+    }
+    if (this.id !== "") return;
+    const key = JSON.stringify(list);
+    if (key === this.listKey) return;
+    this.listKey = key;
+    if (list.length === 0) {
+      fill(
+        byId("incidents"),
+        h("p", {
+          class: "muted",
+          text: "No incidents recorded. One is written around every e-stop, FAULT entry, " +
+            "alarm raise and device loss.",
+        }),
+      );
+      return;
+    }
+    const t = table(
+      "Incident records, newest first",
+      ["Time", "Trigger", "Cause", "Devices", "Window", "Samples", ""],
+      list.map((i) => [
+        formatTime(i.at_epoch_ms),
+        triggerName(i.trigger),
+        causeText(i),
+        i.scope === "machine" ? `all (${i.devices.length})` : i.devices.join(", "),
+        `${Math.round((i.at_epoch_ms - i.from_epoch_ms) / 1000)} s before, ${
+          Math.round((i.until_epoch_ms - i.at_epoch_ms) / 1000)
+        } s after`,
+        `${i.samples} (${i.signals} signals)`,
+        h("a", { href: incidentHash(i.incident_id), text: "Open" }),
+      ]),
+      "incidents",
+    );
+    const rows = t.querySelectorAll("tbody tr");
+    list.forEach((i, n) => rows[n]?.setAttribute("data-incident", i.incident_id));
+    fill(byId("incidents"), t);
+  }
+
+  async loadOne(id) {
+    this.destroyChart();
+    this.loadedId = id;
+    const box = byId("incidents");
+    fill(box, h("p", { class: "muted", text: "Loading…" }));
+    let rec;
+    try {
+      rec = await this.o.api.get(`/v0/incidents/${encodeURIComponent(id)}`);
+    } catch (err) {
+      if (this.id !== id) return;
+      this.loadedId = "";
+      fill(
+        box,
+        h("p", {}, h("a", { href: "#incidents", text: "← All incidents" })),
+        h("p", { class: "error", text: this.o.errorText(err) }),
+      );
+      return;
+    }
+    if (this.id !== id) return;
+    const inc = rec.incident;
+    const series = [];
+    const skipped = [];
+    for (const s of rec.signals ?? []) {
+      const handle = `${s.provider_id}/${s.device_id}/${s.signal_id}`;
+      if (!isChartable(s.value_type)) {
+        skipped.push(s.signal_id);
+        continue;
+      }
+      const line = new Series({
+        key: handle,
+        name: handle,
+        unit: this.o.unitOf(signalKey(s.provider_id, s.device_id, s.signal_id)),
+      });
+      for (const [t, v, q] of s.samples) {
+        line.push(t, typeof v === "number" ? v : typeof v === "string" ? Number(v) : null, q);
+      }
+      series.push(line);
+    }
+    const result = h("p", { class: "result", role: "status" });
+    const download = (format, accept, ext) =>
+      h("button", {
+        type: "button",
+        class: "small",
+        "data-format": format,
+        text: `Download ${format.toUpperCase()}`,
+        onclick: async () => {
+          setResult(result, "pending", `Downloading ${format.toUpperCase()}…`);
+          try {
+            const blob = await this.o.api.download(
+              `/v0/incidents/${encodeURIComponent(id)}?format=${format}`,
+              accept,
+            );
+            saveBlob(blob, `${id}.${ext}`);
+            setResult(result, "ok", `Saved ${id}.${ext} (${blob.size} bytes).`);
+          } catch (err) {
+            setResult(result, "error", this.o.errorText(err));
+          }
+        },
+      });
+    const chartBox = h("div", { class: "chart", "data-points": "0" });
+    fill(
+      box,
+      h("p", {}, h("a", { href: "#incidents", text: "← All incidents" })),
+      h("h3", { class: "incident-title", text: `${triggerName(inc.trigger)}: ${inc.cause}` }),
+      facts([
+        ["Incident", inc.incident_id],
+        ["When", formatTime(inc.at_epoch_ms)],
+        ["Cause", causeText(inc)],
+        [
+          "Devices",
+          inc.scope === "machine" ? `all: ${inc.devices.join(", ")}` : inc.devices.join(", "),
+        ],
+        [
+          "Window",
+          `${formatTime(inc.from_epoch_ms)} – ${formatTime(inc.until_epoch_ms)} (the dashed line ` +
+          "is the trigger: before it on the left, after it on the right)",
+        ],
+        ["Recorded", `${inc.samples} samples of ${inc.signals} signals`],
+      ]),
+      h(
+        "div",
+        { class: "downloads" },
+        download("csv", "text/csv", "csv"),
+        download("jsonl", "application/jsonl", "jsonl"),
+        result,
+      ),
+      chartBox,
+      skipped.length > 0
+        ? h("p", { class: "muted", text: `Not charted (not numbers): ${skipped.join(", ")}` })
+        : null,
+      gapList(series, inc.until_epoch_ms),
+    );
+    if (series.length > 0) {
+      this.chart = new Chart(chartBox, series, {
+        xRange: () => [inc.from_epoch_ms, inc.until_epoch_ms],
+        mark: inc.at_epoch_ms,
+        markLabel: `${triggerName(inc.trigger)}`,
+      });
+      this.chart.update(inc.until_epoch_ms);
+    } else {
+      fill(chartBox, h("p", { class: "muted", text: "No numeric signal in this record." }));
+    }
+  }
+}
+
+/** An incident's cause, with the triggers that joined it. */
+function causeText(i) {
+  const also = (i.also ?? []).map((a) => `${triggerName(a.trigger)}: ${a.cause}`);
+  return also.length ? `${i.cause} (also ${also.join("; ")})` : i.cause;
+}

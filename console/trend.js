@@ -1,0 +1,513 @@
+// The Trend view: signals of any devices on one chart. A range relative to now (the last 5 min,
+// 1 h, 24 h, 7 d) is seeded from GET /v0/history and then follows the event stream live,
+// scrolling; a custom from–to range is read once. The runtime answers from its memory ring where
+// it reaches and from its disk tier before it: the view says which answered. The URL names what
+// is shown: `#trend?s=<provider>/<device>/<signal>&s=…&r=<range>[&from=<ms>&to=<ms>]`.
+
+import { Chart, chartNumber, gapList, isChartable, Series } from "./chart.js";
+import { byId, fill, formatNumber, h, setText } from "./dom.js";
+import { signalKey } from "./keys.js";
+
+/** The ranges the picker offers (`ms` of a range relative to now; custom has none). */
+export const TREND_RANGES = [
+  { id: "5m", label: "Last 5 min", ms: 5 * 60_000 },
+  { id: "1h", label: "Last hour", ms: 3_600_000 },
+  { id: "24h", label: "Last 24 h", ms: 86_400_000 },
+  { id: "7d", label: "Last 7 days", ms: 7 * 86_400_000 },
+  { id: "custom", label: "From … to …", ms: 0 },
+];
+/**
+ * Points per signal a history question asks for at most (its step is the range over this): with
+ * MAX_TREND_SIGNALS of one device in one question, 8 × 1,501 stays under the runtime's 20,000
+ * (MAX_HISTORY_POINTS).
+ */
+export const TREND_POINTS_PER_SIGNAL = 1500;
+/** Signals one chart holds at most. */
+export const MAX_TREND_SIGNALS = 8;
+/** How often a live chart scrolls and draws what arrived. */
+export const TREND_TICK_MS = 1000;
+/** Samples a live chart keeps per signal at most (the oldest go first). */
+export const MAX_TREND_POINTS = 20_000;
+
+/** The step (ms) a history question over `rangeMs` asks for. */
+export function stepFor(rangeMs) {
+  return Math.max(1, Math.ceil(rangeMs / TREND_POINTS_PER_SIGNAL));
+}
+
+/** The ids of a `provider/device/signal` handle (as keys.js reads it), or null. */
+export function parseHandle(handle) {
+  const m = /^([^/]+)\/(.+)\/([^/]+)$/.exec(handle);
+  return m === null ? null : { p: m[1], d: m[2], s: m[3] };
+}
+
+/** The URL fragment of a trend of these handles over this range. */
+export function trendHash(handles, rangeId = "5m", from = 0, to = 0) {
+  const q = new URLSearchParams();
+  for (const hd of handles) q.append("s", hd);
+  if (rangeId !== "5m") q.set("r", rangeId);
+  if (rangeId === "custom") {
+    q.set("from", String(from));
+    q.set("to", String(to));
+  }
+  return `#trend?${q}`;
+}
+
+/** A time for a datetime-local input (local time, to the second). */
+function localInput(ms) {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return d.toISOString().slice(0, 19);
+}
+
+function spanText(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120_000) return `${formatNumber(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${formatNumber(ms / 60_000)} min`;
+  return `${formatNumber(ms / 3_600_000)} h`;
+}
+
+/** The Trend view. */
+export class TrendView {
+  /**
+   * @param {{
+   *   api: {get: (path: string) => Promise<any>},
+   *   errorText: (err: unknown) => string,
+   *   devices: () => any[],
+   *   unitOf: (sk: string) => string,
+   *   serverNow: () => number,
+   *   isVisible: () => boolean,
+   *   onSelection?: (handles: string[]) => void,
+   * }} options `devices` the devices with their capabilities; `onSelection` is told when the
+   *   signals on the chart change
+   */
+  constructor(options) {
+    this.o = options;
+    /** @type {string[]} handles on the chart */
+    this.handles = [];
+    this.rangeId = "5m";
+    this.from = 0;
+    this.to = 0;
+    /** @type {Map<string, Series>} signalKey -> its line */
+    this.series = new Map();
+    /** @type {Chart | null} */
+    this.chart = null;
+    /** Answers of an older question are dropped. */
+    this.generation = 0;
+    /** While a seed is read: samples that arrived meanwhile, appended after it. */
+    this.seeding = false;
+    /** @type {[string, number, number | null, string][]} */
+    this.early = [];
+    this.dirty = false;
+    this.built = false;
+    this.status = h("p", { class: "trend-source", role: "status" });
+    this.error = h("p", { class: "error", role: "alert", hidden: true });
+    this.gapsBox = h("div", { class: "trend-gaps" });
+    this.chartBox = h("div", { class: "chart", "data-points": "0" });
+    this.chips = h("ul", { class: "chips", "aria-label": "Signals on the chart" });
+    setInterval(() => this.tick(), TREND_TICK_MS);
+  }
+
+  /** The range picked, or undefined for custom. */
+  range() {
+    return TREND_RANGES.find((r) => r.id === this.rangeId) ?? TREND_RANGES[0];
+  }
+
+  live() {
+    return this.rangeId !== "custom";
+  }
+
+  /** [since, until] (epoch ms, the runtime's clock). */
+  window() {
+    if (!this.live()) return [this.from, this.to];
+    const now = this.o.serverNow();
+    return [now - this.range().ms, now];
+  }
+
+  /** Shows what the fragment's parameters name (called when the view is shown). */
+  open(params) {
+    this.build();
+    const handles = params.getAll("s").filter((x) => parseHandle(x) !== null);
+    const rangeId = TREND_RANGES.some((r) => r.id === params.get("r")) ? params.get("r") : "5m";
+    const from = Number(params.get("from") ?? 0);
+    const to = Number(params.get("to") ?? 0);
+    // `#trend` alone (the tab) shows what was there.
+    if (!params.has("s") && !params.has("r")) {
+      this.renderControls();
+      if (this.handles.length > 0) {
+        history.replaceState(null, "", trendHash(this.handles, this.rangeId, this.from, this.to));
+      }
+      if (this.chart === null && this.handles.length > 0) this.reload();
+      return;
+    }
+    const same = JSON.stringify([handles, rangeId, from, to]) ===
+      JSON.stringify([this.handles, this.rangeId, this.from, this.to]);
+    this.handles = [...new Set(handles)].slice(0, MAX_TREND_SIGNALS);
+    this.rangeId = rangeId;
+    this.from = Number.isSafeInteger(from) ? from : 0;
+    this.to = Number.isSafeInteger(to) ? to : 0;
+    this.renderControls();
+    if (!same || this.chart === null) this.reload();
+    this.o.onSelection?.(this.handles);
+  }
+
+  /** Goes to the trend of these handles (the fragment changes; the view follows it). */
+  navigate(handles, rangeId = this.rangeId, from = this.from, to = this.to) {
+    location.hash = trendHash(handles, rangeId, from, to);
+  }
+
+  /** Adds a signal to the chart (from the Devices view's + button): no navigation. */
+  add(handle) {
+    if (this.handles.includes(handle) || this.handles.length >= MAX_TREND_SIGNALS) return;
+    this.handles = [...this.handles, handle];
+    this.chartFor();
+    this.o.onSelection?.(this.handles);
+  }
+
+  /** Removes a signal from the chart (no navigation). */
+  remove(handle) {
+    this.handles = this.handles.filter((x) => x !== handle);
+    this.chartFor();
+    this.o.onSelection?.(this.handles);
+  }
+
+  /** After the selection changed outside the view: shown at the next opening. */
+  chartFor() {
+    this.destroyChart();
+    if (this.o.isVisible()) this.navigate(this.handles);
+  }
+
+  has(handle) {
+    return this.handles.includes(handle);
+  }
+
+  build() {
+    if (this.built) return;
+    this.built = true;
+    fill(
+      byId("trend"),
+      h("div", { class: "trend-controls" }, ...this.rangeControls(), ...this.addControls()),
+      this.chips,
+      this.error,
+      this.chartBox,
+      this.status,
+      this.gapsBox,
+    );
+  }
+
+  rangeControls() {
+    const select = h(
+      "select",
+      {
+        id: "trend-range",
+        onchange: () => {
+          if (select.value === "custom") {
+            const [a, b] = this.window();
+            this.navigate(this.handles, "custom", Math.round(a), Math.round(b));
+          } else this.navigate(this.handles, select.value, 0, 0);
+        },
+      },
+      ...TREND_RANGES.map((r) => h("option", { value: r.id, text: r.label })),
+    );
+    this.rangeSelect = select;
+    this.fromInput = h("input", { id: "trend-from", type: "datetime-local", step: "1" });
+    this.toInput = h("input", { id: "trend-to", type: "datetime-local", step: "1" });
+    this.customBox = h(
+      "span",
+      { class: "trend-custom", hidden: true },
+      h("label", { for: "trend-from", text: "From" }),
+      this.fromInput,
+      h("label", { for: "trend-to", text: "to" }),
+      this.toInput,
+      h("button", {
+        type: "button",
+        class: "small",
+        text: "Show",
+        onclick: () => {
+          const a = new Date(this.fromInput.value).getTime();
+          const b = new Date(this.toInput.value).getTime();
+          if (!Number.isFinite(a) || !Number.isFinite(b) || b <= a) {
+            this.showError("From must be a time before to.");
+            return;
+          }
+          this.navigate(this.handles, "custom", a, b);
+        },
+      }),
+    );
+    return [h("label", { for: "trend-range", text: "Range" }), select, this.customBox];
+  }
+
+  addControls() {
+    this.addSelect = h("select", { id: "trend-add", "aria-label": "Signal to add" });
+    return [
+      h(
+        "span",
+        { class: "trend-add" },
+        this.addSelect,
+        h("button", {
+          type: "button",
+          class: "small",
+          text: "Add to chart",
+          onclick: () => {
+            const v = this.addSelect.value;
+            if (v && !this.handles.includes(v)) this.navigate([...this.handles, v]);
+          },
+        }),
+      ),
+    ];
+  }
+
+  /** Every chartable signal of every device: `{handle, sk, name, unit, valueType}`. */
+  catalog() {
+    const out = [];
+    for (const d of this.o.devices()) {
+      for (const s of d.caps?.signals ?? []) {
+        if (!isChartable(s.value_type)) continue;
+        const sk = signalKey(d.provider_id, d.device_id, s.signal_id);
+        out.push({
+          handle: `${d.provider_id}/${d.device_id}/${s.signal_id}`,
+          sk,
+          device: `${d.provider_id}/${d.device_id}`,
+          name: s.label || s.signal_id,
+          unit: this.o.unitOf(sk),
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Range picker, signal list and the add menu as the state is. */
+  renderControls() {
+    if (!this.built) return;
+    this.rangeSelect.value = this.rangeId;
+    this.customBox.hidden = this.live();
+    if (!this.live()) {
+      this.fromInput.value = localInput(this.from);
+      this.toInput.value = localInput(this.to);
+    }
+    const all = this.catalog();
+    const byDevice = new Map();
+    for (const c of all) {
+      if (this.handles.includes(c.handle)) continue;
+      if (!byDevice.has(c.device)) byDevice.set(c.device, []);
+      byDevice.get(c.device).push(c);
+    }
+    fill(
+      this.addSelect,
+      ...[...byDevice].map(([dev, list]) =>
+        h(
+          "optgroup",
+          { label: dev },
+          ...list.map((c) =>
+            h("option", {
+              value: c.handle,
+              text: `${c.name}${c.unit ? ` (${c.unit})` : ""}`,
+            })
+          ),
+        )
+      ),
+    );
+    this.addSelect.disabled = this.handles.length >= MAX_TREND_SIGNALS;
+    fill(
+      this.chips,
+      ...this.handles.map((hd) =>
+        h(
+          "li",
+          { "data-signal": hd },
+          hd,
+          h("button", {
+            type: "button",
+            class: "small",
+            "aria-label": `Remove ${hd} from the chart`,
+            text: "×",
+            onclick: () => this.navigate(this.handles.filter((x) => x !== hd)),
+          }),
+        )
+      ),
+    );
+    if (this.handles.length === 0) {
+      fill(
+        this.chips,
+        h("li", {
+          class: "muted",
+          text: "No signal on the chart: click a value in Devices, or add one here.",
+        }),
+      );
+    }
+  }
+
+  showError(text) {
+    this.error.hidden = text === "";
+    setText(this.error, text);
+  }
+
+  destroyChart() {
+    this.chart?.destroy();
+    this.chart = null;
+  }
+
+  /** Reads the range from the history and draws it (again). */
+  async reload() {
+    const gen = ++this.generation;
+    this.destroyChart();
+    this.showError("");
+    this.series = new Map();
+    const unknown = [];
+    for (const hd of this.handles) {
+      const ids = parseHandle(hd);
+      const sk = signalKey(ids.p, ids.d, ids.s);
+      const info = this.catalog().find((c) => c.sk === sk);
+      if (this.o.devices().length > 0 && info === undefined) unknown.push(hd);
+      this.series.set(
+        sk,
+        new Series({ key: hd, name: hd, unit: info?.unit ?? this.o.unitOf(sk) }),
+      );
+    }
+    fill(this.chartBox);
+    this.chartBox.setAttribute("data-points", "0");
+    this.chartBox.removeAttribute("data-source");
+    if (this.handles.length === 0) {
+      setText(this.status, "");
+      fill(this.gapsBox);
+      return;
+    }
+    const [since, until] = this.window();
+    const step = stepFor(until - since);
+    // One question per device.
+    const byDevice = new Map();
+    for (const hd of this.handles) {
+      const ids = parseHandle(hd);
+      const dk = JSON.stringify([ids.p, ids.d]);
+      if (!byDevice.has(dk)) byDevice.set(dk, { p: ids.p, d: ids.d, signals: [] });
+      byDevice.get(dk).signals.push(ids.s);
+    }
+    this.seeding = true;
+    this.early = [];
+    setText(this.status, "Reading the history…");
+    const answers = [];
+    const failures = [];
+    await Promise.all([...byDevice.values()].map(async (dev) => {
+      const q = new URLSearchParams();
+      for (const s of dev.signals) q.append("signal_id", s);
+      q.set("since_ms", String(Math.max(0, Math.floor(since))));
+      q.set("until_ms", String(Math.floor(until)));
+      q.set("step_ms", String(step));
+      try {
+        answers.push(
+          await this.o.api.get(
+            `/v0/history/${encodeURIComponent(dev.p)}/${encodeURIComponent(dev.d)}?${q}`,
+          ),
+        );
+      } catch (err) {
+        failures.push(`${dev.p}/${dev.d}: ${this.o.errorText(err)}`);
+      }
+    }));
+    if (gen !== this.generation) return;
+    this.seeding = false;
+    for (const a of answers) {
+      for (const sig of a.signals ?? []) {
+        const line = this.series.get(signalKey(a.provider_id, a.device_id, sig.signal_id));
+        if (line === undefined) continue;
+        for (const pt of sig.points ?? []) {
+          const v = typeof pt.last === "number"
+            ? pt.last
+            : typeof pt.last === "string" && /^-?\d+$/.test(pt.last)
+            ? Number(pt.last)
+            : null;
+          line.push(pt.t_ms, v, pt.quality, pt.min, pt.max);
+        }
+      }
+    }
+    for (const [sk, t, v, q] of this.early) this.series.get(sk)?.push(t, v, q);
+    this.early = [];
+    const problems = [...failures];
+    if (unknown.length > 0) problems.push(`not a chartable signal of a known device: ${unknown}`);
+    this.showError(problems.join("; "));
+    this.chart = new Chart(this.chartBox, [...this.series.values()], {
+      xRange: () => this.window(),
+    });
+    this.showSource(answers, step);
+    this.draw();
+  }
+
+  /** Which tier answered, with the step. */
+  showSource(answers, step) {
+    let memory = false;
+    let disk = false;
+    let memoryFrom = null;
+    let diskStep = null;
+    for (const a of answers) {
+      if (a.source === "memory" || a.source === "memory+disk") memory = true;
+      if (a.source === "disk" || a.source === "memory+disk") disk = true;
+      if (a.memory_from_ms !== null) memoryFrom = Math.max(memoryFrom ?? 0, a.memory_from_ms);
+      if (a.disk_step_ms !== null) diskStep = a.disk_step_ms;
+    }
+    const source = memory && disk ? "memory+disk" : memory ? "memory" : disk ? "disk" : "none";
+    this.chartBox.setAttribute("data-source", source);
+    const parts = [];
+    if (disk) parts.push(`disk tier (buckets of ${spanText(Math.max(step, diskStep ?? 0))})`);
+    if (memory) {
+      parts.push(
+        `memory ring (buckets of ${spanText(step)}${
+          memoryFrom === null ? "" : `, from ${new Date(memoryFrom).toLocaleString()}`
+        })`,
+      );
+    }
+    setText(
+      this.status,
+      `Answered by: ${parts.length ? parts.join(" + ") : "nothing recorded in this range"}` +
+        (this.live() ? " · then live from the event stream" : ""),
+    );
+  }
+
+  /**
+   * A sample from the event stream (`state_update`, or `quality_change` with no value).
+   * @param {string} sk its signalKey
+   */
+  onSample(sk, value, quality, ts) {
+    if (!this.live()) return;
+    const line = this.series.get(sk);
+    if (line === undefined) return;
+    const t = typeof ts === "number" ? ts : this.o.serverNow();
+    let v = chartNumber(value);
+    if (value === undefined) {
+      // A quality change alone: a gap when it is not OK, else the line goes on at the next value.
+      if (quality === "OK") return;
+      v = null;
+    }
+    if (v === undefined) return;
+    if (this.seeding) {
+      if (this.early.length < MAX_TREND_POINTS) this.early.push([sk, t, v, quality]);
+      return;
+    }
+    if (line.push(t, v, quality)) this.dirty = true;
+  }
+
+  /** Scrolls a live chart and draws what arrived. */
+  tick() {
+    if (this.chart === null) return;
+    const visible = this.o.isVisible();
+    if (this.live()) {
+      // Trimmed also while hidden: what a live chart holds stays bounded.
+      const [since] = this.window();
+      for (const s of this.series.values()) s.trim(since, MAX_TREND_POINTS);
+      if (visible) this.draw();
+    } else if (this.dirty && visible) this.draw();
+  }
+
+  draw() {
+    if (this.chart === null) return;
+    this.dirty = false;
+    const end = this.window()[1];
+    this.chart.update(end);
+    fill(this.gapsBox, gapList([...this.series.values()], end));
+  }
+
+  /** The units may have changed (inventory read): rebuild the chart with them. */
+  onUnits() {
+    this.renderControls();
+    const changed = [...this.series.values()].some((s) => {
+      const ids = parseHandle(s.key);
+      return ids !== null && this.o.unitOf(signalKey(ids.p, ids.d, ids.s)) !== s.unit;
+    });
+    if (changed && this.o.isVisible()) this.reload();
+  }
+}
