@@ -110,16 +110,26 @@ export interface KernelHost {
 export interface SparkplugHandle {
   /** Whether the births of a live broker connection have been published. */
   readonly online: boolean;
+  /** Whether the broker connection is up (births may still wait for the primary host). */
+  readonly connected: boolean;
+  /** The primary host's last STATE said online; null without sparkplug.primary_host_id. */
+  readonly primaryHostOnline: boolean | null;
+  /** Store and forward now: DDATA kept and their payload bytes. */
+  readonly stored: { readonly messages: number; readonly bytes: number };
   readonly bdSeq: number;
   readonly counts: {
     readonly connects: number;
     readonly births: number;
     readonly published: number;
+    readonly publishFailures: number;
     readonly stored: number;
     readonly storeDropped: number;
     readonly replayed: number;
     readonly commandsAccepted: number;
     readonly commandsRefused: number;
+    readonly commandsIgnored: number;
+    readonly hostOfflineDisconnects: number;
+    readonly hostStatesIgnored: number;
   };
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;
