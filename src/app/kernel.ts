@@ -426,6 +426,7 @@ export class Kernel {
         : {}),
       processStats,
       configReloads: () => this.reloader?.counts() ?? NO_RELOADS,
+      sparkplug: () => this.#sparkplug,
       ...(this.parameters ? { parameters: this.parameters } : {}),
       ...(this.automation ? { automation: this.automation } : {}),
     };
