@@ -16,6 +16,7 @@ import {
   errorMessage,
   type Logger,
   type LogLevel,
+  type MqttConnect,
   type ProcessStats,
   type ProviderHealthView,
   RUNTIME_VERSION,
@@ -40,6 +41,7 @@ import {
 } from "../control/mod.ts";
 import { EventBus } from "../events/mod.ts";
 import {
+  connectMqttJs,
   httpReservedFds,
   type HttpServerHandle,
   journalFiles,
@@ -101,6 +103,8 @@ export interface KernelHost {
   readonly loadConfig?: () => Promise<ReloadedConfig>;
   /** Sets the process's log level (a reload's `logging`); absent when --log-level fixed it. */
   readonly setLogLevel?: (level: LogLevel) => void;
+  /** The MQTT client the Sparkplug edge node uses; default MQTT.js (host/mqtt.ts, on demand). */
+  readonly mqttConnect?: MqttConnect;
 }
 
 /**
@@ -538,7 +542,7 @@ export class Kernel {
 
   /** The Sparkplug B edge node (on demand: its code and MQTT.js are loaded here, only here). */
   async #startSparkplug(): Promise<void> {
-    const { SparkplugEdgeNode, connectMqttJs } = await import("../sparkplug/mod.ts");
+    const { SparkplugEdgeNode } = await import("../sparkplug/mod.ts");
     const config = this.config;
     const readFile = this.host.readFile ?? readFileBytes;
     const bytes = (path: string | null): Uint8Array | undefined => {
@@ -549,7 +553,7 @@ export class Kernel {
     const node = new SparkplugEdgeNode({
       config: config.sparkplug,
       ...sparkplugIds(config),
-      connect: connectMqttJs,
+      connect: this.host.mqttConnect ?? connectMqttJs,
       ...this.#sparkplugCredentials,
       tls: {
         ca: bytes(config.sparkplug.tls.caPath),

@@ -23,6 +23,8 @@ import type {
   DeviceCapabilities,
   FunctionSpec,
   Logger,
+  MqttConnect,
+  MqttSession,
   Quality,
   TypedValue,
 } from "../common/mod.ts";
@@ -47,7 +49,6 @@ import {
   topicOf,
   valueFields,
 } from "./payloads.ts";
-import type { MqttConnect, MqttSession } from "./mqtt_session.ts";
 
 /** The node-level state published in NBIRTH and NDATA. */
 export interface NodeStatus {
