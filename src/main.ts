@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import {
+  connectMqttJs,
   createStderrLogger,
   fileKind,
   readRegularFile,
@@ -166,7 +167,7 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
     );
     return EXIT_USAGE;
   }
-  const { collectFleet, connectMqttJs, fleetTable } = await import("./sparkplug/mod.ts");
+  const { collectFleet, fleetTable } = await import("./sparkplug/mod.ts");
   try {
     const { nodes, truncated } = await collectFleet({
       url: cli.url,

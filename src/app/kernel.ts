@@ -16,6 +16,7 @@ import {
   errorMessage,
   type Logger,
   type LogLevel,
+  type MqttConnect,
   type ProcessStats,
   type ProviderHealthView,
   RUNTIME_VERSION,
@@ -40,6 +41,7 @@ import {
 } from "../control/mod.ts";
 import { EventBus } from "../events/mod.ts";
 import {
+  connectMqttJs,
   httpReservedFds,
   type HttpServerHandle,
   journalFiles,
@@ -101,6 +103,8 @@ export interface KernelHost {
   readonly loadConfig?: () => Promise<ReloadedConfig>;
   /** Sets the process's log level (a reload's `logging`); absent when --log-level fixed it. */
   readonly setLogLevel?: (level: LogLevel) => void;
+  /** The MQTT client the Sparkplug edge node uses; default MQTT.js (host/mqtt.ts, on demand). */
+  readonly mqttConnect?: MqttConnect;
 }
 
 /**
@@ -110,16 +114,26 @@ export interface KernelHost {
 export interface SparkplugHandle {
   /** Whether the births of a live broker connection have been published. */
   readonly online: boolean;
+  /** Whether the broker connection is up (births may still wait for the primary host). */
+  readonly connected: boolean;
+  /** The primary host's last STATE said online; null without sparkplug.primary_host_id. */
+  readonly primaryHostOnline: boolean | null;
+  /** Store and forward now: DDATA kept and their payload bytes. */
+  readonly stored: { readonly messages: number; readonly bytes: number };
   readonly bdSeq: number;
   readonly counts: {
     readonly connects: number;
     readonly births: number;
     readonly published: number;
+    readonly publishFailures: number;
     readonly stored: number;
     readonly storeDropped: number;
     readonly replayed: number;
     readonly commandsAccepted: number;
     readonly commandsRefused: number;
+    readonly commandsIgnored: number;
+    readonly hostOfflineDisconnects: number;
+    readonly hostStatesIgnored: number;
   };
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;
@@ -416,6 +430,7 @@ export class Kernel {
         : {}),
       processStats,
       configReloads: () => this.reloader?.counts() ?? NO_RELOADS,
+      sparkplug: () => this.#sparkplug,
       ...(this.parameters ? { parameters: this.parameters } : {}),
       ...(this.automation ? { automation: this.automation } : {}),
     };
@@ -527,7 +542,7 @@ export class Kernel {
 
   /** The Sparkplug B edge node (on demand: its code and MQTT.js are loaded here, only here). */
   async #startSparkplug(): Promise<void> {
-    const { SparkplugEdgeNode, connectMqttJs } = await import("../sparkplug/mod.ts");
+    const { SparkplugEdgeNode } = await import("../sparkplug/mod.ts");
     const config = this.config;
     const readFile = this.host.readFile ?? readFileBytes;
     const bytes = (path: string | null): Uint8Array | undefined => {
@@ -538,7 +553,7 @@ export class Kernel {
     const node = new SparkplugEdgeNode({
       config: config.sparkplug,
       ...sparkplugIds(config),
-      connect: connectMqttJs,
+      connect: this.host.mqttConnect ?? connectMqttJs,
       ...this.#sparkplugCredentials,
       tls: {
         ca: bytes(config.sparkplug.tls.caPath),

@@ -10,3 +10,4 @@ export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./p
 export * from "./metrics.ts";
 export * from "./grid.ts";
 export { isLoopbackHost } from "./loopback.ts";
+export * from "./mqtt.ts";

@@ -679,6 +679,11 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         group_id: str("Sparkplug group id (no `/`, `+`, `#`).", ""),
         edge_node_id: str("Edge node id (no `/`, `+`, `#`); default runtime.name.", ""),
         client_id: str("MQTT client id; default `<group_id>-<edge_node_id>`.", ""),
+        primary_host_id: str(
+          "Primary host application id (no `/`, `+`, `#`): births wait for its STATE online; " +
+            "default none.",
+          "",
+        ),
         keep_alive_s: int("MQTT keep-alive in seconds.", 30, 5, 65535),
         qos: {
           enum: [0, 1, null],

@@ -797,6 +797,7 @@ const SPARKPLUG_KEYS = [
   "group_id",
   "edge_node_id",
   "client_id",
+  "primary_host_id",
   "keep_alive_s",
   "qos",
   "connect_timeout_ms",
@@ -857,6 +858,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     }
   }
   const clientId = c.string(s, P, "client_id", "");
+  const primaryHostId = id("primary_host_id", "");
   const qos = c.integer(s, P, "qos", 0, { min: 0, max: 1 }) === 1 ? 1 : 0;
   const TP = [...P, "tls"];
   const t = c.mapping(s.tls, TP) ?? {};
@@ -899,6 +901,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     groupId,
     edgeNodeId: edgeGiven,
     clientId,
+    primaryHostId,
     keepAliveS: c.integer(s, P, "keep_alive_s", 30, { min: 5, max: 65535 }),
     qos,
     connectTimeoutMs: c.integer(s, P, "connect_timeout_ms", 10000, { min: 1000, max: 120000 }),

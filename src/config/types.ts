@@ -285,6 +285,11 @@ export interface SparkplugConfig {
   readonly edgeNodeId: string;
   /** As written; "" means `<group_id>-<edge node id>` (sparkplugIds() resolves it). */
   readonly clientId: string;
+  /**
+   * The primary host application whose STATE the edge node follows (`spBv1.0/STATE/<id>`): no
+   * births until it is online, NDEATH and a new session when it goes offline. "" = none.
+   */
+  readonly primaryHostId: string;
   readonly keepAliveS: number;
   /** QoS of DATA messages. */
   readonly qos: 0 | 1;

@@ -6,3 +6,4 @@ export * from "./serve.ts";
 export * from "./notify.ts";
 export * from "./files.ts";
 export * from "./process_stats.ts";
+export * from "./mqtt.ts";

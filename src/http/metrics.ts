@@ -12,7 +12,7 @@ import {
 } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
 import type { AlarmState } from "../events/mod.ts";
-import type { HttpServices } from "./services.ts";
+import type { HttpServices, SparkplugMetricsView } from "./services.ts";
 import type { SseHub } from "./sse_hub.ts";
 
 /** The exposition's content type (text format 0.0.4). */
@@ -430,6 +430,15 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     ).sample("runtime_incidents_dropped_total", incidents.dropped);
   }
 
+  // ---- Sparkplug B edge node ----
+  gauge1(
+    "runtime_sparkplug_enabled",
+    "1 when sparkplug.enabled (the edge node's figures follow).",
+    services.config.sparkplug.enabled ? 1 : 0,
+  );
+  const sp = services.sparkplug?.() ?? null;
+  if (sp !== null) renderSparkplug(w, sp);
+
   // ---- configuration reload (SIGHUP) ----
   const reloads = services.configReloads();
   w.family(
@@ -445,4 +454,91 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     reloads.lastSuccessEpochSeconds ?? 0,
   );
   return w.text();
+}
+
+/** The Sparkplug B edge node's connection, births, store and forward and commands. */
+function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
+  const gauge = (name: string, help: string, value: number) =>
+    w.family(name, "gauge", help).sample(name, value);
+  const counter = (name: string, help: string, value: number) =>
+    w.family(name, "counter", help).sample(name, value);
+  const c = sp.counts;
+  gauge(
+    "runtime_sparkplug_connected",
+    "1 while the MQTT broker connection is up.",
+    sp.connected ? 1 : 0,
+  );
+  gauge(
+    "runtime_sparkplug_online",
+    "1 while the births of the current connection are out (data is published, not stored).",
+    sp.online ? 1 : 0,
+  );
+  if (sp.primaryHostOnline !== null) {
+    gauge(
+      "runtime_sparkplug_primary_host_online",
+      "1 while the primary host's last STATE says online (sparkplug.primary_host_id).",
+      sp.primaryHostOnline ? 1 : 0,
+    );
+  }
+  gauge("runtime_sparkplug_bdseq", "bdSeq of the current (or next) session.", sp.bdSeq);
+  counter("runtime_sparkplug_connects_total", "Broker connections made.", c.connects);
+  counter(
+    "runtime_sparkplug_births_total",
+    "Birth sequences published (NBIRTH and every DBIRTH: connects and rebirths).",
+    c.births,
+  );
+  counter(
+    "runtime_sparkplug_messages_published_total",
+    "MQTT messages the client wrote (QoS 0) or the broker acknowledged (QoS 1).",
+    c.published,
+  );
+  counter(
+    "runtime_sparkplug_publish_failures_total",
+    "Messages not published: the client failed them, or the in-flight bound was full.",
+    c.publishFailures,
+  );
+  gauge(
+    "runtime_sparkplug_store_queued_messages",
+    "DDATA kept by store and forward now (sparkplug.store_forward.max_messages at most).",
+    sp.stored.messages,
+  );
+  gauge(
+    "runtime_sparkplug_store_queued_bytes",
+    "Payload bytes kept by store and forward now (sparkplug.store_forward.max_bytes at most).",
+    sp.stored.bytes,
+  );
+  counter(
+    "runtime_sparkplug_store_kept_total",
+    "DDATA kept for later: the broker unreachable, the primary host offline, or too many in flight.",
+    c.stored,
+  );
+  counter(
+    "runtime_sparkplug_store_dropped_total",
+    "Kept DDATA dropped: oldest first at the store's bounds, or its device gone on reconnect.",
+    c.storeDropped,
+  );
+  counter(
+    "runtime_sparkplug_store_replayed_total",
+    "Kept DDATA published after a reconnect, with is_historical.",
+    c.replayed,
+  );
+  w.family(
+    "runtime_sparkplug_commands_total",
+    "counter",
+    "NCMD/DCMD metrics by result: accepted (carried out), refused (published back and logged), " +
+      "ignored (undecodable, or no command of this node).",
+  );
+  w.sample("runtime_sparkplug_commands_total", c.commandsAccepted, { result: "accepted" });
+  w.sample("runtime_sparkplug_commands_total", c.commandsRefused, { result: "refused" });
+  w.sample("runtime_sparkplug_commands_total", c.commandsIgnored, { result: "ignored" });
+  counter(
+    "runtime_sparkplug_primary_host_offline_disconnects_total",
+    "Sessions ended (after NDEATH) because the primary host went offline.",
+    c.hostOfflineDisconnects,
+  );
+  counter(
+    "runtime_sparkplug_state_ignored_total",
+    "STATE messages of the primary host ignored: older than one already seen, or unreadable.",
+    c.hostStatesIgnored,
+  );
 }

@@ -92,6 +92,34 @@ export interface HttpServices {
   processStats(): ProcessStats;
   /** Configuration reloads since start (GET /metrics). */
   configReloads(): ConfigReloadCounts;
+  /**
+   * The Sparkplug B edge node's figures (GET /metrics); absent or null when sparkplug is off or
+   * not started. Structural: http/ does not load the edge node (it is loaded on demand).
+   */
+  sparkplug?(): SparkplugMetricsView | null;
+}
+
+/** What GET /metrics reads of the Sparkplug B edge node (src/sparkplug/edge_node.ts). */
+export interface SparkplugMetricsView {
+  readonly connected: boolean;
+  readonly online: boolean;
+  readonly primaryHostOnline: boolean | null;
+  readonly bdSeq: number;
+  readonly stored: { readonly messages: number; readonly bytes: number };
+  readonly counts: {
+    readonly connects: number;
+    readonly births: number;
+    readonly published: number;
+    readonly publishFailures: number;
+    readonly stored: number;
+    readonly storeDropped: number;
+    readonly replayed: number;
+    readonly commandsAccepted: number;
+    readonly commandsRefused: number;
+    readonly commandsIgnored: number;
+    readonly hostOfflineDisconnects: number;
+    readonly hostStatesIgnored: number;
+  };
 }
 
 /** Configuration reloads (SIGHUP) since start, by outcome. */

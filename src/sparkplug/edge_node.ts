@@ -6,6 +6,12 @@
  * when a node metric changes, DDEATH/DBIRTH as devices leave and return, births again on
  * `Node Control/Rebirth` without reconnecting.
  *
+ * With `sparkplug.primary_host_id` it follows that host's STATE (Sparkplug 3.0: retained JSON
+ * `{"online": bool, "timestamp": ms}` on `spBv1.0/STATE/<id>`; the older plain `ONLINE`/`OFFLINE`
+ * on `STATE/<id>` too): no births until the host is online; when it goes offline, NDEATH, the
+ * session ended without DISCONNECT, and a new session (next bdSeq) that waits for it again. A STATE
+ * older than one already seen is ignored. Meanwhile data goes to store and forward.
+ *
  * Never in the way of the runtime: it only subscribes to the event bus and the inventory, and its
  * listeners queue work and return. Nothing here is awaited by a call, a poll or the e-stop; a
  * broker that stalls fills at most MAX_IN_FLIGHT writes, after which data goes to the bounded
@@ -17,6 +23,8 @@ import type {
   DeviceCapabilities,
   FunctionSpec,
   Logger,
+  MqttConnect,
+  MqttSession,
   Quality,
   TypedValue,
 } from "../common/mod.ts";
@@ -41,7 +49,6 @@ import {
   topicOf,
   valueFields,
 } from "./payloads.ts";
-import type { MqttConnect, MqttSession } from "./mqtt_session.ts";
 
 /** The node-level state published in NBIRTH and NDATA. */
 export interface NodeStatus {
@@ -128,6 +135,10 @@ export interface EdgeNodeCounts {
   storeDropped: number;
   /** Of those, published again with is_historical after a reconnect. */
   replayed: number;
+  /** Sessions ended (after NDEATH) because the primary host went offline. */
+  hostOfflineDisconnects: number;
+  /** STATE messages of the primary host ignored: older than one seen, or unreadable. */
+  hostStatesIgnored: number;
 }
 
 /** One DDATA kept for store and forward. */
@@ -159,6 +170,14 @@ export class SparkplugEdgeNode {
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
   #stopped = false;
+  /** The NCMD/DCMD (and STATE) subscriptions of the current connection are in place. */
+  #subscribed = false;
+  /** The primary host's last STATE on this connection said online (always true without one). */
+  #hostOnline = false;
+  /** The newest STATE timestamp seen (a STATE older than it is ignored). */
+  #hostTimestamp = -Infinity;
+  /** Ending the session because the primary host went offline (a new one follows). */
+  #leaving = false;
   #inFlight = 0;
   readonly #aliases = new Map<string, number>();
   /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
@@ -190,6 +209,8 @@ export class SparkplugEdgeNode {
     stored: 0,
     storeDropped: 0,
     replayed: 0,
+    hostOfflineDisconnects: 0,
+    hostStatesIgnored: 0,
   };
 
   constructor(options: EdgeNodeOptions) {
@@ -206,12 +227,40 @@ export class SparkplugEdgeNode {
     return this.#born && (this.#session?.connected ?? false);
   }
 
+  /** Whether the broker connection is up (births may still wait for the primary host). */
+  get connected(): boolean {
+    return this.#session?.connected ?? false;
+  }
+
+  /** Whether the primary host is online by its last STATE (null: no primary host configured). */
+  get primaryHostOnline(): boolean | null {
+    return this.#o.config.primaryHostId === "" ? null : this.#hostOnline;
+  }
+
+  /** Store and forward now: DDATA kept and their payload bytes. */
+  get stored(): { readonly messages: number; readonly bytes: number } {
+    return { messages: this.#storeLength(), bytes: this.#storeBytes };
+  }
+
   /** Subscribes to the runtime and opens the broker session (connecting in the background). */
   async start(): Promise<void> {
     const o = this.#o;
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
     this.#unsubscribe.push(o.inventory.onChange((id) => this.#providerChanged(id)));
     this.#unsubscribe.push(o.inventory.onAvailability((p) => this.#providerChanged(p.id)));
+    await this.#openSession();
+    const host = o.config.primaryHostId === ""
+      ? ""
+      : `; births wait for primary host ${o.config.primaryHostId} to be online`;
+    this.#log.info(
+      `sparkplug edge node ${o.config.groupId}/${o.edgeNodeId} connecting to the broker ` +
+        `(keep-alive ${o.config.keepAliveS} s${host})`,
+    );
+  }
+
+  /** A new broker session (its will: NDEATH with the current bdSeq); connects in the background. */
+  async #openSession(): Promise<void> {
+    const o = this.#o;
     const session = await o.connect({
       url: o.config.brokerUrl,
       clientId: o.clientId,
@@ -225,15 +274,17 @@ export class SparkplugEdgeNode {
       key: o.tls?.key,
       will: { topic: this.#topic("NDEATH"), payload: this.#deathPayload() },
     });
+    if (this.#stopped) {
+      await session.end(true);
+      return;
+    }
     this.#session = session;
-    session.onConnect(() => void this.#connected());
-    session.onClose(() => this.#closed());
-    session.onMessage((topic, payload) => this.#message(topic, payload));
-    session.onError((m) => this.#log.warn(`sparkplug broker connection: ${m}`));
-    this.#log.info(
-      `sparkplug edge node ${o.config.groupId}/${o.edgeNodeId} connecting to the broker ` +
-        `(keep-alive ${o.config.keepAliveS} s)`,
-    );
+    // A session this node has left behind (primary host offline) is no longer heard.
+    const current = () => this.#session === session;
+    session.onConnect(() => void (current() && this.#connected()));
+    session.onClose(() => current() && this.#closed());
+    session.onMessage((topic, payload) => current() && this.#message(topic, payload));
+    session.onError((m) => current() && this.#log.warn(`sparkplug broker connection: ${m}`));
   }
 
   /** Publishes NDEATH (bounded in time) and ends the session. */
@@ -244,17 +295,7 @@ export class SparkplugEdgeNode {
     const session = this.#session;
     if (session === null) return;
     if (session.connected) {
-      let timer: unknown;
-      const sent = await Promise.race([
-        session.publish(this.#topic("NDEATH"), this.#deathPayload(), 1).then(
-          () => true,
-          () => false,
-        ),
-        new Promise<false>((r) => {
-          timer = this.#o.clock.setTimer(() => r(false), STOP_PUBLISH_TIMEOUT_MS);
-        }),
-      ]);
-      this.#o.clock.clearTimer(timer);
+      const sent = await this.#publishDeath(session);
       await session.end(!sent);
     } else {
       await session.end(true);
@@ -264,7 +305,8 @@ export class SparkplugEdgeNode {
 
   /** Publishes NBIRTH and every DBIRTH again on the current connection (Node Control/Rebirth). */
   rebirth(): void {
-    if (!this.#session?.connected) return;
+    // Not before the first births (e.g. while waiting for the primary host).
+    if (!this.online) return;
     this.#births();
   }
 
@@ -275,22 +317,146 @@ export class SparkplugEdgeNode {
     this.counts.connects++;
     const o = this.#o;
     const session = this.#session!;
+    const host = o.config.primaryHostId;
+    this.#subscribed = false;
+    // The host's retained STATE says again, on this connection, whether it is online.
+    this.#hostOnline = host === "";
     try {
       await session.subscribe([
         topicOf(o.config.groupId, "NCMD", o.edgeNodeId),
         `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/+`,
+        ...(host === "" ? [] : [stateTopic(host), legacyStateTopic(host)]),
       ], 1);
     } catch (err) {
-      this.#log.warn(`sparkplug: subscribing to NCMD/DCMD failed: ${errorMessage(err)}`);
+      this.#log.warn(`sparkplug: subscribing to NCMD/DCMD/STATE failed: ${errorMessage(err)}`);
     }
-    if (this.#stopped || !session.connected) return;
-    this.#log.info(`sparkplug connected to the broker (bdSeq ${this.#bdSeq})`);
+    if (this.#stopped || this.#session !== session || !session.connected) return;
+    this.#subscribed = true;
+    this.#log.info(
+      `sparkplug connected to the broker (bdSeq ${this.#bdSeq})` +
+        (this.#hostOnline ? "" : `; waiting for primary host ${host} to be online`),
+    );
+    this.#maybeBirth();
+  }
+
+  /** The births, once connected, subscribed and (with a primary host) the host is online. */
+  #maybeBirth(): void {
+    if (this.#stopped || this.#born || this.#leaving || !this.#subscribed) return;
+    if (!this.#hostOnline || !this.#session?.connected) return;
     this.#births();
+  }
+
+  // ---- the primary host's STATE ----
+
+  /** A STATE message of the primary host (3.0 JSON, or the older ONLINE/OFFLINE text). */
+  #hostState(topic: string, payload: Uint8Array): void {
+    const host = this.#o.config.primaryHostId;
+    const text = new TextDecoder().decode(payload).trim();
+    let online: boolean;
+    let timestamp: number | null = null;
+    if (topic === stateTopic(host)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = null;
+      }
+      const p = parsed as { online?: unknown; timestamp?: unknown } | null;
+      if (p === null || typeof p !== "object" || typeof p.online !== "boolean") {
+        return this.#stateIgnored(
+          topic,
+          `not a STATE payload: ${JSON.stringify(text.slice(0, 80))}`,
+        );
+      }
+      online = p.online;
+      if (typeof p.timestamp === "number" && Number.isFinite(p.timestamp)) timestamp = p.timestamp;
+    } else if (text === "ONLINE" || text === "OFFLINE") {
+      online = text === "ONLINE";
+    } else {
+      return this.#stateIgnored(
+        topic,
+        `not ONLINE or OFFLINE: ${JSON.stringify(text.slice(0, 80))}`,
+      );
+    }
+    if (timestamp !== null) {
+      // Sparkplug 3.0: a host's birth and its will carry the same timestamp, so only an older
+      // one is stale (a late retained message of an earlier session).
+      if (timestamp < this.#hostTimestamp) {
+        return this.#stateIgnored(
+          topic,
+          `timestamp ${timestamp} is older than ${this.#hostTimestamp} already seen`,
+        );
+      }
+      this.#hostTimestamp = timestamp;
+    }
+    const was = this.#hostOnline;
+    this.#hostOnline = online;
+    if (online) {
+      if (!was) this.#log.info(`sparkplug: primary host ${host} is online`);
+      this.#maybeBirth();
+    } else if (was) {
+      this.#log.warn(`sparkplug: primary host ${host} is offline`);
+      if (this.#born) void this.#leaveForHost();
+    }
+  }
+
+  #stateIgnored(topic: string, why: string): void {
+    this.counts.hostStatesIgnored++;
+    const n = this.counts.hostStatesIgnored;
+    if (n <= 10 || n % 1000 === 0) {
+      this.#log.warn(`sparkplug: STATE on ${topic} ignored (${n} so far): ${why}`);
+    }
+  }
+
+  /**
+   * The primary host went offline: NDEATH (bounded in time), the session ended without a
+   * DISCONNECT (Sparkplug 3.0: the broker's will follows, the same bdSeq), then a new session
+   * with the next bdSeq that waits for the host again. Data goes to store and forward meanwhile.
+   */
+  async #leaveForHost(): Promise<void> {
+    const session = this.#session;
+    if (session === null || this.#leaving || this.#stopped) return;
+    this.#leaving = true;
+    this.#born = false;
+    this.counts.hostOfflineDisconnects++;
+    try {
+      await this.#publishDeath(session);
+      if (this.#stopped) return; // stop() ends the session
+      this.#session = null;
+      await session.end(true);
+      this.#bdSeq = (this.#bdSeq + 1) % 256;
+      this.#log.warn(
+        `sparkplug: NDEATH published for the primary host going offline; reconnecting ` +
+          `(next bdSeq ${this.#bdSeq}) to wait for it`,
+      );
+      await this.#openSession();
+    } catch (err) {
+      this.#log.error(`sparkplug: reconnecting after the primary host left: ${errorMessage(err)}`);
+    } finally {
+      this.#leaving = false;
+    }
+  }
+
+  /** NDEATH on `session`, QoS 1, bounded by STOP_PUBLISH_TIMEOUT_MS; whether it was written. */
+  async #publishDeath(session: MqttSession): Promise<boolean> {
+    let timer: unknown;
+    const sent = await Promise.race([
+      session.publish(this.#topic("NDEATH"), this.#deathPayload(), 1).then(
+        () => true,
+        () => false,
+      ),
+      new Promise<false>((r) => {
+        timer = this.#o.clock.setTimer(() => r(false), STOP_PUBLISH_TIMEOUT_MS);
+      }),
+    ]);
+    this.#o.clock.clearTimer(timer);
+    return sent;
   }
 
   #closed(): void {
     const wasBorn = this.#born;
     this.#born = false;
+    this.#subscribed = false;
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
     if (wasBorn) {
@@ -622,6 +788,10 @@ export class SparkplugEdgeNode {
     const o = this.#o;
     const ncmd = topicOf(o.config.groupId, "NCMD", o.edgeNodeId);
     const dcmd = `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/`;
+    const host = o.config.primaryHostId;
+    if (host !== "" && (topic === stateTopic(host) || topic === legacyStateTopic(host))) {
+      return this.#hostState(topic, payload);
+    }
     let decoded;
     try {
       decoded = decode(payload);
@@ -807,6 +977,16 @@ export class SparkplugEdgeNode {
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
     });
   }
+}
+
+/** The Sparkplug 3.0 STATE topic of a host application. */
+export function stateTopic(hostId: string): string {
+  return `spBv1.0/STATE/${hostId}`;
+}
+
+/** The STATE topic of hosts before Sparkplug 3.0 (payload `ONLINE` / `OFFLINE`). */
+export function legacyStateTopic(hostId: string): string {
+  return `STATE/${hostId}`;
 }
 
 /**

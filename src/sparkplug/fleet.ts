@@ -7,7 +7,7 @@
 import type { Clock } from "../common/mod.ts";
 import { errorMessage } from "../common/mod.ts";
 import { NODE_METRICS } from "./edge_node.ts";
-import type { MqttConnect } from "./mqtt_session.ts";
+import type { MqttConnect } from "../common/mod.ts";
 import { decode, encode, NAMESPACE, parseTopic, topicOf } from "./payloads.ts";
 
 /** One edge node as the fleet view saw it. */

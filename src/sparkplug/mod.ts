@@ -4,5 +4,4 @@
  */
 export * from "./edge_node.ts";
 export * from "./payloads.ts";
-export * from "./mqtt_session.ts";
 export * from "./fleet.ts";

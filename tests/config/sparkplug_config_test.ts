@@ -18,6 +18,7 @@ Deno.test("sparkplug is off by default, and its ids default to runtime.name", ()
   const s = r.config!.sparkplug;
   assert.equal(s.enabled, false);
   assert.equal(s.edgeNodeId, "");
+  assert.equal(s.primaryHostId, "", "no primary host: births go out on connect");
   assert.deepEqual(sparkplugIds(r.config!), { edgeNodeId: "rig-1", clientId: "-rig-1" });
   assert.equal(s.keepAliveS, 30);
   assert.equal(s.qos, 0);
@@ -33,6 +34,7 @@ sparkplug:
   enabled: true
   broker_url: mqtts://broker.lab:8883
   group_id: lab
+  primary_host_id: scada-1
   keep_alive_s: 10
   qos: 1
   commands: true
@@ -47,6 +49,7 @@ ${PROV}
   assert.equal(s.brokerUrl, "mqtts://broker.lab:8883");
   assert.equal(s.groupId, "lab");
   assert.deepEqual(sparkplugIds(r.config!), { edgeNodeId: "rig-1", clientId: "lab-rig-1" });
+  assert.equal(s.primaryHostId, "scada-1");
   assert.equal(s.keepAliveS, 10);
   assert.equal(s.qos, 1);
   assert.equal(s.commands, true);
@@ -76,12 +79,14 @@ sparkplug:
   qos: 2
   role: root
   store_forward: {max_messages: -1}
+  primary_host_id: "scada/+"
 `);
   assert.deepEqual(messages(r).map((m) => m.split(" ").slice(0, 3).join(" ")).sort(), [
     "error sparkplug.broker_url @3:3",
     "error sparkplug.edge_node_id @5:3",
     "error sparkplug.group_id @4:3",
     "error sparkplug.keep_alive_s @6:3",
+    "error sparkplug.primary_host_id @10:3",
     "error sparkplug.qos @7:3",
     "error sparkplug.role @8:3",
     "error sparkplug.store_forward.max_messages @9:19",
@@ -89,6 +94,12 @@ sparkplug:
   assert.ok(
     messages(r).some((m) =>
       m.endsWith("must be an mqtt:// or mqtts:// URL, got 'ws://broker:9001'")
+    ),
+  );
+  assert.ok(
+    messages(r).some((m) =>
+      m.startsWith("error sparkplug.primary_host_id") &&
+      m.endsWith("must not contain '/', '+' or '#' (MQTT topic characters), got 'scada/+'")
     ),
   );
 });

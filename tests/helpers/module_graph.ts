@@ -62,6 +62,13 @@ export class ModuleGraph {
       .flatMap((d) => d.code ? [d.code.specifier] : []);
   }
 
+  /** The modules with a code dependency (static or dynamic) whose specifier passes `test`. */
+  importersOf(test: (specifier: string) => boolean): string[] {
+    return this.#modules.filter((m) =>
+      (m.dependencies ?? []).some((d) => d.code !== undefined && test(d.code.specifier))
+    ).map((m) => m.specifier);
+  }
+
   /** The modules loaded through static imports alone (dynamic imports not followed). */
   get staticModules(): string[] {
     const bySpecifier = new Map(this.#modules.map((m) => [m.specifier, m]));

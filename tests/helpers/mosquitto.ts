@@ -57,6 +57,9 @@ export class Mosquitto {
 
   static async start(): Promise<Mosquitto> {
     const dir = await Deno.makeTempDir({ prefix: "mosquitto_test_" });
+    // Started as root, Mosquitto drops to its own user (`mosquitto`): without this it cannot write
+    // its persistence file there, and retained messages and sessions are lost across a pause.
+    await Deno.chmod(dir, 0o777);
     const m = new Mosquitto(dir);
     try {
       const { port, started } = await startOnFreePort(

@@ -178,6 +178,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       groupId: "",
       edgeNodeId: "",
       clientId: "",
+      primaryHostId: "",
       keepAliveS: 30,
       qos: 0,
       connectTimeoutMs: 10000,

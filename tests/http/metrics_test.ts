@@ -80,6 +80,7 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_incidents: "gauge",
   runtime_incidents_bytes: "gauge",
   runtime_incidents_dropped_total: "counter",
+  runtime_sparkplug_enabled: "gauge",
   runtime_config_reloads_total: "counter",
   runtime_config_last_reload_success_timestamp_seconds: "gauge",
 };

@@ -28,6 +28,14 @@ Deno.test("src/main.ts loads neither the Sparkplug edge node nor MQTT.js up fron
   );
 });
 
+Deno.test("MQTT.js is the host adapter's (src/host/mqtt.ts, behind the MqttConnect port), imported on demand", async () => {
+  const graph = await ModuleGraph.of("src/main.ts");
+  const importers = graph.importersOf((s) => /^npm:\/?mqtt@/.test(s));
+  assert.deepEqual(importers.map((s) => s.slice(s.indexOf("/src/"))), ["/src/host/mqtt.ts"]);
+  assert.ok(graph.staticModules.some((s) => s.endsWith("/src/host/mqtt.ts")));
+  assert.deepEqual(graph.staticModules.filter((s) => /^npm:\/?mqtt@/.test(s)), []);
+});
+
 Deno.test("the runtime does not load node:path (its own POSIX helpers are src/common/paths.ts)", async () => {
   const graph = (await ModuleGraph.of("src/main.ts")).staticModules;
   assert.deepStrictEqual(graph.filter((s) => s === "node:path"), []);

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { collectFleet, connectMqttJs } from "../../src/sparkplug/mod.ts";
+import { collectFleet } from "../../src/sparkplug/mod.ts";
+import { connectMqttJs } from "../../src/host/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 

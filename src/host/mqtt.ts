@@ -1,55 +1,16 @@
 /**
- * The MQTT session of the edge node over MQTT.js (npm `mqtt`), loaded on the first connect only:
- * a runtime with sparkplug off never loads it (tests/meta/startup_graph_test.ts).
+ * The MQTT adapter over MQTT.js (npm `mqtt`), behind the MqttConnect port (src/common/mqtt.ts).
+ * MQTT.js (and node:buffer) are imported on the first connect only: a runtime with sparkplug off
+ * never loads them (tests/meta/startup_graph_test.ts).
  *
  * MQTT 3.1.1, clean session, the client's own reconnect every `reconnectMs`. The will (NDEATH)
  * can be replaced between connections: MQTT.js sends `options.will` with every CONNECT.
  */
-import { Buffer } from "node:buffer";
-
-/** A message as the session hands it over. */
-export type MessageListener = (topic: string, payload: Uint8Array) => void;
-
-/** What the edge node needs of an MQTT connection (a port: tests may pass their own). */
-export interface MqttSession {
-  /** Publishes; resolves once written (QoS 0) or acknowledged (QoS 1); rejects when it fails. */
-  publish(topic: string, payload: Uint8Array, qos: 0 | 1): Promise<void>;
-  subscribe(topics: readonly string[], qos: 0 | 1): Promise<void>;
-  /** The will sent with the next CONNECT. */
-  setWill(topic: string, payload: Uint8Array): void;
-  onConnect(listener: () => void): void;
-  /** The connection is gone (the client keeps trying to reconnect). */
-  onClose(listener: () => void): void;
-  onMessage(listener: MessageListener): void;
-  /** Connection errors, once per distinct message (no secrets: the URL is not in them). */
-  onError(listener: (message: string) => void): void;
-  readonly connected: boolean;
-  /** Ends the session; `force` drops what is not sent yet (and the broker sends the will). */
-  end(force: boolean): Promise<void>;
-}
-
-/** How to open a session. */
-export interface MqttSessionOptions {
-  readonly url: string;
-  readonly clientId: string;
-  readonly keepAliveS: number;
-  readonly connectTimeoutMs: number;
-  readonly reconnectMs: number;
-  readonly username?: string | undefined;
-  readonly password?: string | undefined;
-  readonly ca?: Uint8Array | undefined;
-  readonly cert?: Uint8Array | undefined;
-  readonly key?: Uint8Array | undefined;
-  /** The will (NDEATH); none for a session that is no edge node (the fleet view). */
-  readonly will?: { readonly topic: string; readonly payload: Uint8Array } | undefined;
-}
-
-/** Opens a session (the client connects in the background and reconnects by itself). */
-export type MqttConnect = (o: MqttSessionOptions) => Promise<MqttSession>;
+import type { MqttConnect } from "../common/mod.ts";
 
 /** The MQTT.js session: `import("mqtt")` happens here, on the first call. */
 export const connectMqttJs: MqttConnect = async (o) => {
-  const mqtt = await import("mqtt");
+  const [mqtt, { Buffer }] = await Promise.all([import("mqtt"), import("node:buffer")]);
   const decoder = new TextDecoder();
   const text = (b: Uint8Array | undefined) => (b === undefined ? undefined : decoder.decode(b));
   const client = mqtt.connect(o.url, {

@@ -1,0 +1,45 @@
+/**
+ * The MQTT port: what the Sparkplug edge node and the fleet view need of an MQTT client. The
+ * adapter (MQTT.js, loaded on demand) is src/host/mqtt.ts, handed in by the composition root;
+ * tests may pass their own.
+ */
+
+/** A message as the session hands it over. */
+export type MqttMessageListener = (topic: string, payload: Uint8Array) => void;
+
+/** What the edge node needs of an MQTT connection. */
+export interface MqttSession {
+  /** Publishes; resolves once written (QoS 0) or acknowledged (QoS 1); rejects when it fails. */
+  publish(topic: string, payload: Uint8Array, qos: 0 | 1): Promise<void>;
+  subscribe(topics: readonly string[], qos: 0 | 1): Promise<void>;
+  /** The will sent with the next CONNECT. */
+  setWill(topic: string, payload: Uint8Array): void;
+  onConnect(listener: () => void): void;
+  /** The connection is gone (the client keeps trying to reconnect). */
+  onClose(listener: () => void): void;
+  onMessage(listener: MqttMessageListener): void;
+  /** Connection errors, once per distinct message (no secrets: the URL is not in them). */
+  onError(listener: (message: string) => void): void;
+  readonly connected: boolean;
+  /** Ends the session; `force` drops what is not sent yet (and the broker sends the will). */
+  end(force: boolean): Promise<void>;
+}
+
+/** How to open a session. */
+export interface MqttSessionOptions {
+  readonly url: string;
+  readonly clientId: string;
+  readonly keepAliveS: number;
+  readonly connectTimeoutMs: number;
+  readonly reconnectMs: number;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  readonly ca?: Uint8Array | undefined;
+  readonly cert?: Uint8Array | undefined;
+  readonly key?: Uint8Array | undefined;
+  /** The will (NDEATH); none for a session that is no edge node (the fleet view). */
+  readonly will?: { readonly topic: string; readonly payload: Uint8Array } | undefined;
+}
+
+/** Opens a session (the client connects in the background and reconnects by itself). */
+export type MqttConnect = (o: MqttSessionOptions) => Promise<MqttSession>;

@@ -1,0 +1,209 @@
+/**
+ * Following the primary host's STATE (issue 38 item 3; Sparkplug 3.0, Operational Behavior:
+ * tck-id-message-flow-edge-node-birth-publish-subscribe, ..._multiple_servers-walk): with
+ * `sparkplug.primary_host_id` the edge node publishes no births until the host's STATE says it is
+ * online; when the host goes offline it publishes NDEATH, ends the session and waits on a new one
+ * (next bdSeq); what changes meanwhile is kept and replayed with is_historical after the births.
+ * A STATE older than one already seen is ignored. Against a real Mosquitto, the host played by an
+ * MQTT.js client publishing retained STATE as a Sparkplug host does.
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { decode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+
+const GROUP = "lab";
+const NODE = "rig-ph";
+const HOST = "scada-1";
+const NBIRTH = `spBv1.0/${GROUP}/NBIRTH/${NODE}`;
+const NDEATH = `spBv1.0/${GROUP}/NDEATH/${NODE}`;
+const relay = sparkplugDeviceId("sim0", "relayio0");
+
+interface Received {
+  topic: string;
+  payload: ReturnType<typeof decode>;
+}
+
+/** The primary host: reads the group and publishes its STATE (retained, QoS 1). */
+async function primaryHost(url: string) {
+  const client = await mqtt.connectAsync(url, { clientId: `host-${crypto.randomUUID()}` });
+  const messages: Received[] = [];
+  client.on("message", (topic, payload) => {
+    if (topic.startsWith(`spBv1.0/${GROUP}/`)) {
+      messages.push({ topic, payload: decode(new Uint8Array(payload)) });
+    }
+  });
+  await client.subscribeAsync(`spBv1.0/${GROUP}/#`, { qos: 1 });
+  return {
+    messages,
+    /** Sparkplug 3.0: `spBv1.0/STATE/<id>`, JSON. */
+    state: async (body: unknown) => {
+      await client.publishAsync(`spBv1.0/STATE/${HOST}`, JSON.stringify(body), {
+        qos: 1,
+        retain: true,
+      });
+    },
+    /** Before 3.0: `STATE/<id>`, ONLINE or OFFLINE. */
+    legacyState: async (text: string) => {
+      await client.publishAsync(`STATE/${HOST}`, text, { qos: 1, retain: true });
+    },
+    close: () => client.endAsync(true),
+  };
+}
+
+function config(url: string) {
+  return testConfig({
+    runtime: { name: NODE },
+    providers: [simProvider("sim0")],
+    sparkplug: {
+      enabled: true,
+      brokerUrl: url,
+      groupId: GROUP,
+      primaryHostId: HOST,
+      reconnectMs: 100,
+    },
+  });
+}
+
+async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
+  const stored = rt.sparkplug!.counts.stored;
+  await rt.router.call({
+    providerId: "sim0",
+    deviceId: "relayio0",
+    functionName: "set_relay_ch3",
+    args: { enabled: { type: "bool", bool: on } },
+    origin: "manual",
+  });
+  await waitFor("the change to be kept for later", () => rt.sparkplug!.counts.stored > stored);
+}
+
+const bdSeqOf = (m: Received) =>
+  (m.payload.metrics ?? []).find((x) => x.name === "bdSeq")?.long_value;
+
+/** The relay's metric values with is_historical in messages[from..], after its DBIRTH there. */
+function historicalRelay(messages: Received[], from: number): boolean[] {
+  const after = messages.slice(from);
+  const birth = after.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`);
+  if (!birth) return [];
+  const alias = (birth.payload.metrics ?? []).find((m) => m.name === "relay_ch3_state")?.alias;
+  return after.filter((m) => m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}`)
+    .flatMap((m) => m.payload.metrics ?? [])
+    .filter((x) => x.alias === alias && x.is_historical === true)
+    .map((x) => x.boolean_value as boolean);
+}
+
+Deno.test({
+  name:
+    "births wait for the primary host's STATE online; offline: NDEATH and a new session; stale STATE ignored; data replayed",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await primaryHost(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url), { arm: true });
+      const node = rt.sparkplug!;
+      assert.equal(node.primaryHostOnline, false);
+      // A STATE the node cannot read: once it is counted, the node is subscribed and has handled
+      // a message after its subscriptions, so births without the host would be out already.
+      await host.state({ status: "up" });
+      await waitFor(
+        "the unreadable STATE to be ignored",
+        () => node.counts.hostStatesIgnored === 1,
+      );
+      assert.ok(node.connected, "connected to the broker");
+      assert.equal(node.online, false, "no births while the primary host is not online");
+      assert.equal(node.counts.births, 0);
+      // (Before the first births nothing is kept: no device is born yet, and the births carry
+      // the values of the moment.)
+
+      const t1 = Date.now();
+      await host.state({ online: true, timestamp: t1 });
+      await waitFor("the births", () => node.online);
+      await waitFor("NBIRTH", () => host.messages.find((m) => m.topic === NBIRTH));
+      const first = host.messages.findIndex((m) => m.topic === NBIRTH);
+      assert.equal(first, host.messages.findIndex((m) => m.topic.includes("/NBIRTH/")));
+      assert.equal(bdSeqOf(host.messages[first]!), 0);
+      assert.equal(node.primaryHostOnline, true);
+
+      // An older STATE (a late retained message of an earlier host session) changes nothing.
+      await host.state({ online: false, timestamp: t1 - 60_000 });
+      await waitFor("the stale STATE to be ignored", () => node.counts.hostStatesIgnored === 2);
+      assert.ok(node.online);
+      assert.ok(!host.messages.some((m) => m.topic === NDEATH));
+
+      // The host's death (3.0: the same timestamp as its birth): NDEATH, a new session, waiting.
+      await host.state({ online: false, timestamp: t1 });
+      const death = await waitFor(
+        "NDEATH",
+        () => host.messages.find((m) => m.topic === NDEATH),
+      );
+      assert.equal(bdSeqOf(death), 0, "the NDEATH of the session that was born");
+      await waitFor(
+        "a new session waiting for the host",
+        () => node.counts.connects === 2 && node.connected && node.counts.hostOfflineDisconnects,
+      );
+      assert.equal(node.online, false);
+      assert.equal(node.primaryHostOnline, false, "the retained STATE says offline");
+      const births = node.counts.births;
+      await switchRelay(rt, true);
+      assert.equal(node.counts.births, births, "no births while the host is offline");
+
+      const marker = host.messages.length;
+      await host.state({ online: true, timestamp: t1 + 1 });
+      await waitFor("the births again", () => node.online);
+      const nbirth = await waitFor(
+        "NBIRTH of the new session",
+        () => host.messages.slice(marker).find((m) => m.topic === NBIRTH),
+      );
+      assert.equal(bdSeqOf(nbirth), 1, "the next bdSeq");
+      await waitFor(
+        "the value kept while the host was offline, replayed",
+        () => historicalRelay(host.messages, marker).length >= 1,
+      );
+      assert.deepEqual(historicalRelay(host.messages, marker), [true]);
+      assert.equal(node.counts.storeDropped, 0);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "a host before Sparkplug 3.0: plain ONLINE / OFFLINE on STATE/<id> is followed too",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await primaryHost(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      // Retained before the runtime starts: the node reads it on subscribing.
+      await host.legacyState("ONLINE");
+      rt = await startRuntime(config(broker.url));
+      const node = rt.sparkplug!;
+      await waitFor("the births", () => node.online);
+      await waitFor("NBIRTH", () => host.messages.find((m) => m.topic === NBIRTH));
+      await host.legacyState("OFFLINE");
+      const death = await waitFor("NDEATH", () => host.messages.find((m) => m.topic === NDEATH));
+      assert.equal(bdSeqOf(death), 0);
+      await waitFor("a new session", () => node.counts.connects === 2 && node.connected);
+      assert.equal(node.online, false);
+      const marker = host.messages.length;
+      await host.legacyState("ONLINE");
+      const nbirth = await waitFor(
+        "NBIRTH again",
+        () => host.messages.slice(marker).find((m) => m.topic === NBIRTH),
+      );
+      assert.equal(bdSeqOf(nbirth), 1);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
