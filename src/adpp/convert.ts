@@ -1,13 +1,17 @@
 import {
   type ArgSpec,
+  boolValue,
   type DeviceCapabilities,
   type DeviceInfo,
   doubleValue,
   type FunctionCategory,
   type FunctionSpec,
+  int64Value,
   type Quality,
   type SignalSpec,
+  stringValue,
   type TypedValue,
+  uint64Value,
   type ValueType,
 } from "../common/mod.ts";
 import {
@@ -58,10 +62,11 @@ export function valueTypeToWire(t: ValueType): number {
 export function typedValueFromWire(v: WireValue | undefined): TypedValue | null {
   if (!v) return null;
   if (v.double_value !== undefined) return doubleValue(v.double_value);
-  if (v.int64_value !== undefined) return { type: "int64", int64: v.int64_value };
-  if (v.uint64_value !== undefined) return { type: "uint64", uint64: v.uint64_value };
-  if (v.bool_value !== undefined) return { type: "bool", bool: v.bool_value };
-  if (v.string_value !== undefined) return { type: "string", string: v.string_value };
+  // Plain objects made without a literal (common/typed_value.ts: a literal may be pretenured).
+  if (v.int64_value !== undefined) return int64Value(v.int64_value);
+  if (v.uint64_value !== undefined) return uint64Value(v.uint64_value);
+  if (v.bool_value !== undefined) return boolValue(v.bool_value);
+  if (v.string_value !== undefined) return stringValue(v.string_value);
   if (v.bytes_value !== undefined) return { type: "bytes", base64: toBase64(v.bytes_value) };
   return null;
 }

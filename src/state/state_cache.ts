@@ -722,9 +722,9 @@ export class StateCache implements FreshReader {
         next = withoutValue(slot.last, "FAULT", timestampMs, mono);
       } else if (value.type === "double" && value.non_finite !== undefined) {
         this.#nonFinite(dev, signalId, value.non_finite);
-        next = { value, quality: "FAULT", timestampMs, receivedMono: mono };
+        next = new SignalSample(value, "FAULT", timestampMs, mono);
       } else {
-        next = { value, quality: qualityFromWire(sv.quality), timestampMs, receivedMono: mono };
+        next = new SignalSample(value, qualityFromWire(sv.quality), timestampMs, mono);
       }
       this.#store(dev, signalId, slot, next, now);
     }
@@ -950,14 +950,44 @@ function withoutValue(
   receivedMono: number,
 ): SignalState {
   if (last?.value) {
-    return {
-      value: last.value,
-      quality,
-      timestampMs: last.timestampMs,
-      receivedMono: last.receivedMono,
-    };
+    return new SignalSample(last.value, quality, last.timestampMs, last.receivedMono);
   }
-  return { value: null, quality, timestampMs, receivedMono };
+  return new SignalSample(null, quality, timestampMs, receivedMono);
+}
+
+/**
+ * A sample as the cache keeps it: a plain object (its prototype is Object.prototype) made by a
+ * constructor, not by an object literal, which V8 may pretenure: a sample lives for its device's
+ * poll period, and once V8 judged the literal's objects long-lived it allocated every sample of
+ * every poll in old space (src/common/typed_value.ts; bench/README.md, "Where history's RSS goes").
+ */
+const SignalSample = function (
+  this: Record<string, unknown>,
+  value: TypedValue | null,
+  quality: Quality,
+  timestampMs: number,
+  receivedMono: number,
+) {
+  this.value = value;
+  this.quality = quality;
+  this.timestampMs = timestampMs;
+  this.receivedMono = receivedMono;
+} as unknown as new (
+  value: TypedValue | null,
+  quality: Quality,
+  timestampMs: number,
+  receivedMono: number,
+) => SignalState;
+SignalSample.prototype = Object.prototype;
+
+/** A cache sample made as the poll path makes it (for tests of how it is allocated). */
+export function signalSample(
+  value: TypedValue | null,
+  quality: Quality,
+  timestampMs: number,
+  receivedMono: number,
+): SignalState {
+  return new SignalSample(value, quality, timestampMs, receivedMono);
 }
 
 /** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */
