@@ -15,7 +15,8 @@ Deno.test("typed values and cache samples are born young however long their kind
     args: [
       "run",
       "--allow-read",
-      "--v8-flags=--allow-natives-syntax,--expose-gc",
+      // One thread (no concurrent compiling): the same decisions however busy the machine.
+      "--v8-flags=--allow-natives-syntax,--expose-gc,--single-threaded",
       new URL("./_pretenure_probe.ts", import.meta.url).pathname,
     ],
     stdout: "piped",
