@@ -5,11 +5,11 @@
  * audit trail, the outcome published back; NCMD may trigger the e-stop but never clear it.
  */
 import assert from "node:assert/strict";
-import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { decode, encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { type SparkplugHost, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
@@ -19,28 +19,6 @@ const NODE = "rig-cmd";
 const relay = sparkplugDeviceId("sim0", "relayio0");
 const DCMD = `spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`;
 const NCMD = `spBv1.0/${GROUP}/NCMD/${NODE}`;
-
-interface Received {
-  topic: string;
-  payload: ReturnType<typeof decode>;
-}
-
-async function listen(url: string) {
-  const client = await mqtt.connectAsync(url, { clientId: `host-${crypto.randomUUID()}` });
-  const messages: Received[] = [];
-  client.on("message", (topic, payload) => {
-    messages.push({ topic, payload: decode(new Uint8Array(payload)) });
-  });
-  await client.subscribeAsync(`spBv1.0/${GROUP}/#`, { qos: 1 });
-  return {
-    messages,
-    send: (topic: string, metrics: Array<Record<string, unknown>>) =>
-      client.publishAsync(topic, Buffer.from(encode({ timestamp: Date.now(), metrics })), {
-        qos: 1,
-      }),
-    close: () => client.endAsync(true),
-  };
-}
 
 function config(url: string, sparkplug: Partial<Config["sparkplug"]>): Config {
   return testConfig({
@@ -52,7 +30,7 @@ function config(url: string, sparkplug: Partial<Config["sparkplug"]>): Config {
 
 /** Writes relay 3 over DCMD and waits for the answer published back (its String value). */
 async function writeRelay(
-  host: Awaited<ReturnType<typeof listen>>,
+  host: SparkplugHost,
   alias: number,
   on: boolean,
 ): Promise<string> {
@@ -80,7 +58,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { commands: true }));
@@ -142,7 +120,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
@@ -181,7 +159,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, {}), { arm: true });

@@ -6,47 +6,17 @@
  */
 import assert from "node:assert/strict";
 import protobuf from "protobufjs";
-import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { SIM_MAIN, SIM_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { parseSparkplugProto } from "../../scripts/gen_proto_module.ts";
-import { decode, encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
+import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-test";
-
-interface Received {
-  topic: string;
-  payload: ReturnType<typeof decode>;
-  raw: Uint8Array;
-}
-
-/** A test-side Sparkplug host: subscribes to the group and decodes every message. */
-async function listen(url: string): Promise<{
-  messages: Received[];
-  publish: (topic: string, payload: Uint8Array) => Promise<void>;
-  close: () => Promise<void>;
-}> {
-  const client = await mqtt.connectAsync(url, { clientId: `host-${crypto.randomUUID()}` });
-  const messages: Received[] = [];
-  client.on("message", (topic, payload) => {
-    const raw = new Uint8Array(payload);
-    messages.push({ topic, payload: decode(raw), raw });
-  });
-  await client.subscribeAsync(`spBv1.0/${GROUP}/#`, { qos: 1 });
-  return {
-    messages,
-    publish: async (topic, payload) => {
-      await client.publishAsync(topic, Buffer.from(payload), { qos: 1 });
-    },
-    close: async () => {
-      await client.endAsync(true);
-    },
-  };
-}
 
 function sparkplugConfig(url: string, keepAliveS = 30) {
   return testConfig({
@@ -67,7 +37,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     const raw = await broker.subscribeRaw(`spBv1.0/${GROUP}/+/${NODE}/#`, 1 + SIM_DEVICES);
     let rt: Kernel | null = null;
     try {
@@ -135,7 +105,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(sparkplugConfig(broker.url), { arm: true });
@@ -219,7 +189,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(sparkplugConfig(broker.url));
@@ -248,7 +218,7 @@ Deno.test({
   async fn() {
     const KEEP_ALIVE_S = 5;
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
+    const host = await sparkplugHost(broker.url, GROUP);
     const dir = await Deno.makeTempDir({ prefix: "sparkplug-kill-" });
     const port = freePort();
     const config = `${dir}/runtime.yaml`;

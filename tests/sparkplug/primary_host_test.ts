@@ -8,11 +8,11 @@
  * MQTT.js client publishing retained STATE as a Sparkplug host does.
  */
 import assert from "node:assert/strict";
-import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { decode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
@@ -22,35 +22,22 @@ const NBIRTH = `spBv1.0/${GROUP}/NBIRTH/${NODE}`;
 const NDEATH = `spBv1.0/${GROUP}/NDEATH/${NODE}`;
 const relay = sparkplugDeviceId("sim0", "relayio0");
 
-interface Received {
-  topic: string;
-  payload: ReturnType<typeof decode>;
-}
-
 /** The primary host: reads the group and publishes its STATE (retained, QoS 1). */
 async function primaryHost(url: string) {
-  const client = await mqtt.connectAsync(url, { clientId: `host-${crypto.randomUUID()}` });
-  const messages: Received[] = [];
-  client.on("message", (topic, payload) => {
-    if (topic.startsWith(`spBv1.0/${GROUP}/`)) {
-      messages.push({ topic, payload: decode(new Uint8Array(payload)) });
-    }
-  });
-  await client.subscribeAsync(`spBv1.0/${GROUP}/#`, { qos: 1 });
+  const host = await sparkplugHost(url, GROUP);
   return {
-    messages,
+    ...host,
     /** Sparkplug 3.0: `spBv1.0/STATE/<id>`, JSON. */
     state: async (body: unknown) => {
-      await client.publishAsync(`spBv1.0/STATE/${HOST}`, JSON.stringify(body), {
+      await host.client.publishAsync(`spBv1.0/STATE/${HOST}`, JSON.stringify(body), {
         qos: 1,
         retain: true,
       });
     },
     /** Before 3.0: `STATE/<id>`, ONLINE or OFFLINE. */
     legacyState: async (text: string) => {
-      await client.publishAsync(`STATE/${HOST}`, text, { qos: 1, retain: true });
+      await host.client.publishAsync(`STATE/${HOST}`, text, { qos: 1, retain: true });
     },
-    close: () => client.endAsync(true),
   };
 }
 

@@ -5,40 +5,25 @@
  * every metric with is_historical.
  */
 import assert from "node:assert/strict";
-import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { LineLogger } from "../../src/host/mod.ts";
-import { decode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-sf";
 
-interface Received {
-  topic: string;
-  payload: ReturnType<typeof decode>;
-}
-
 /**
  * A host that reconnects by itself (the broker goes away and comes back in these tests), with a
  * persistent session (clean=false, QoS 1): whatever the edge node publishes after the broker comes
  * back waits for the host even when the node reconnects first.
  */
-async function listen(url: string) {
-  const client = await mqtt.connectAsync(url, {
-    clientId: `host-${crypto.randomUUID()}`,
-    reconnectPeriod: 100,
-    clean: false,
-  });
-  const messages: Received[] = [];
-  client.on("message", (topic, payload) => {
-    messages.push({ topic, payload: decode(new Uint8Array(payload)) });
-  });
-  await client.subscribeAsync(`spBv1.0/${GROUP}/#`, { qos: 1 });
-  return { messages, client, close: () => client.endAsync(true) };
+function listen(url: string) {
+  return sparkplugHost(url, GROUP, { reconnectPeriod: 100, clean: false });
 }
 
 function logCapture(): { lines: string[]; log: LineLogger } {

@@ -1,0 +1,58 @@
+/**
+ * A test-side Sparkplug host application: an MQTT.js client that subscribes to one group's
+ * topics on a broker (tests/helpers/mosquitto.ts) and decodes every message it receives, and can
+ * publish commands and STATE. Shared by the tests of tests/sparkplug/.
+ */
+import { Buffer } from "node:buffer";
+import mqtt, { type IClientOptions, type MqttClient } from "mqtt";
+import { decode, encode } from "../../src/sparkplug/mod.ts";
+
+/** One message the host received: its topic, the decoded payload and the bytes as sent. */
+export interface Received {
+  topic: string;
+  payload: ReturnType<typeof decode>;
+  raw: Uint8Array;
+}
+
+export interface SparkplugHost {
+  readonly client: MqttClient;
+  /** Every message on `spBv1.0/<group>/#`, in arrival order. */
+  readonly messages: Received[];
+  /** Publishes encoded payload bytes (QoS 1). */
+  publish(topic: string, payload: Uint8Array): Promise<void>;
+  /** Publishes a payload of these metrics, timestamped now (QoS 1): an NCMD or DCMD. */
+  send(topic: string, metrics: Array<Record<string, unknown>>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Connects a host to `url` reading group `group`; `options` add to the MQTT.js client's. */
+export async function sparkplugHost(
+  url: string,
+  group: string,
+  options: IClientOptions = {},
+): Promise<SparkplugHost> {
+  const client = await mqtt.connectAsync(url, {
+    clientId: `host-${crypto.randomUUID()}`,
+    ...options,
+  });
+  const messages: Received[] = [];
+  const prefix = `spBv1.0/${group}/`;
+  client.on("message", (topic, payload) => {
+    if (!topic.startsWith(prefix)) return;
+    const raw = new Uint8Array(payload);
+    messages.push({ topic, payload: decode(raw), raw });
+  });
+  await client.subscribeAsync(`${prefix}#`, { qos: 1 });
+  const publish = async (topic: string, payload: Uint8Array) => {
+    await client.publishAsync(topic, Buffer.from(payload), { qos: 1 });
+  };
+  return {
+    client,
+    messages,
+    publish,
+    send: (topic, metrics) => publish(topic, encode({ timestamp: Date.now(), metrics })),
+    close: async () => {
+      await client.endAsync(true);
+    },
+  };
+}
