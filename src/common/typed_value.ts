@@ -76,36 +76,37 @@ export function exactInteger(v: bigint): ExactInteger {
 
 type Typed<K extends TypedValue["type"]> = Extract<TypedValue, { type: K }>;
 
-/** Makes a plain-object constructor of `init` (see above). */
-function plainConstructor<A extends unknown[], T>(
-  init: (self: Record<string, unknown>, ...args: A) => void,
+/**
+ * Makes `ctor` a constructor of plain objects: its instances get Object.prototype (see above).
+ * `ctor` sets the fields on `this` itself (no rest parameters: nothing is allocated per call but
+ * the object).
+ */
+export function plainObjectConstructor<A extends unknown[], T>(
+  ctor: (this: Record<string, unknown>, ...args: A) => void,
 ): new (...args: A) => T {
-  const ctor = function (this: Record<string, unknown>, ...args: A) {
-    init(this, ...args);
-  };
-  ctor.prototype = Object.prototype;
+  (ctor as { prototype: object }).prototype = Object.prototype;
   return ctor as unknown as new (...args: A) => T;
 }
 
-const DoubleValue = plainConstructor<[number], Typed<"double">>((o, x) => {
-  o.type = "double";
-  o.double = x;
+const DoubleValue = plainObjectConstructor<[number], Typed<"double">>(function (x) {
+  this.type = "double";
+  this.double = x;
 });
-const Int64Value = plainConstructor<[ExactInteger], Typed<"int64">>((o, x) => {
-  o.type = "int64";
-  o.int64 = x;
+const Int64Value = plainObjectConstructor<[ExactInteger], Typed<"int64">>(function (x) {
+  this.type = "int64";
+  this.int64 = x;
 });
-const Uint64Value = plainConstructor<[ExactInteger], Typed<"uint64">>((o, x) => {
-  o.type = "uint64";
-  o.uint64 = x;
+const Uint64Value = plainObjectConstructor<[ExactInteger], Typed<"uint64">>(function (x) {
+  this.type = "uint64";
+  this.uint64 = x;
 });
-const BoolValue = plainConstructor<[boolean], Typed<"bool">>((o, x) => {
-  o.type = "bool";
-  o.bool = x;
+const BoolValue = plainObjectConstructor<[boolean], Typed<"bool">>(function (x) {
+  this.type = "bool";
+  this.bool = x;
 });
-const StringValue = plainConstructor<[string], Typed<"string">>((o, x) => {
-  o.type = "string";
-  o.string = x;
+const StringValue = plainObjectConstructor<[string], Typed<"string">>(function (x) {
+  this.type = "string";
+  this.string = x;
 });
 
 /** An int64 typed value (a plain object made without a literal: see above). */

@@ -15,6 +15,7 @@ import {
   Histogram,
   type Logger,
   nextGridInstant,
+  plainObjectConstructor,
   type Quality,
   RuntimeError,
   sameValue,
@@ -961,24 +962,15 @@ function withoutValue(
  * poll period, and once V8 judged the literal's objects long-lived it allocated every sample of
  * every poll in old space (src/common/typed_value.ts; bench/README.md, "Where history's RSS goes").
  */
-const SignalSample = function (
-  this: Record<string, unknown>,
-  value: TypedValue | null,
-  quality: Quality,
-  timestampMs: number,
-  receivedMono: number,
-) {
+const SignalSample = plainObjectConstructor<
+  [value: TypedValue | null, quality: Quality, timestampMs: number, receivedMono: number],
+  SignalState
+>(function (value, quality, timestampMs, receivedMono) {
   this.value = value;
   this.quality = quality;
   this.timestampMs = timestampMs;
   this.receivedMono = receivedMono;
-} as unknown as new (
-  value: TypedValue | null,
-  quality: Quality,
-  timestampMs: number,
-  receivedMono: number,
-) => SignalState;
-SignalSample.prototype = Object.prototype;
+});
 
 /** A cache sample made as the poll path makes it (for tests of how it is allocated). */
 export function signalSample(
