@@ -904,6 +904,10 @@ export class SparkplugEdgeNode {
         walks++;
       }
     }
+    if (this.#walkHead > 1024 && this.#walkHead * 2 > this.#walks.length) {
+      this.#walks.splice(0, this.#walkHead);
+      this.#walkHead = 0;
+    }
     if (gaps > 0) {
       this.#log.warn(
         `sparkplug store-and-forward: the history ring no longer reaches back to the outage ` +
