@@ -19,9 +19,11 @@ import {
   type MqttConnect,
   type ProcessStats,
   type ProviderHealthView,
+  type Quality,
   RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
+  type TypedValue,
   unavailable,
 } from "../common/mod.ts";
 import {
@@ -52,7 +54,7 @@ import {
 import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { RunRegistry } from "../runs/mod.ts";
-import { History, IncidentRecorder } from "../history/mod.ts";
+import { History, IncidentRecorder, qualityName, ringValue } from "../history/mod.ts";
 import {
   loadInfluxClient,
   telemetryOptionsFromConfig,
@@ -120,6 +122,13 @@ export interface SparkplugHandle {
   readonly primaryHostOnline: boolean | null;
   /** Store and forward now: DDATA kept and their payload bytes. */
   readonly stored: { readonly messages: number; readonly bytes: number };
+  /**
+   * With the history ring as store and forward: data not published waits in the ring for a
+   * replay, or is being replayed (always false with the queue).
+   */
+  readonly replayPending: boolean;
+  /** With the history ring: the earliest outage start waiting for a replay (epoch ms), or null. */
+  readonly outageStartMs: number | null;
   readonly bdSeq: number;
   readonly counts: {
     readonly connects: number;
@@ -587,6 +596,8 @@ export class Kernel {
           },
         }
         : {}),
+      // Store and forward replays the history ring when there is one (no queue of its own).
+      ...(this.history ? { replay: historyReplay(this.history) } : {}),
       runtimeVersion: RUNTIME_VERSION,
       clock: this.host.clock,
       log: this.host.log.child("sparkplug"),
@@ -978,4 +989,45 @@ export class Kernel {
 /** A refusal naming what the change would weaken. */
 function refusal(weakens: readonly Weakening[]): string {
   return `mode is AUTO: it would weaken a protection: ${weakens.map((w) => w.what).join("; ")}`;
+}
+
+/**
+ * The history ring as Sparkplug store and forward reads it (its HistoryReplay port, typed
+ * structurally here: the kernel's static graph holds nothing of src/sparkplug/).
+ */
+function historyReplay(history: History) {
+  return {
+    memorySeconds: history.config.memorySeconds,
+    memoryMaxBytes: history.config.memoryMaxBytes,
+    open(
+      providerId: string,
+      deviceId: string,
+      signalIds: Iterable<string>,
+      fromMs: number,
+      untilMs: number,
+    ) {
+      const walk = history.changes(providerId, deviceId, signalIds, fromMs, untilMs);
+      if (walk === null) return null;
+      return {
+        get reachFromMs() {
+          return walk.reachFromMs;
+        },
+        get overtaken() {
+          return walk.overtaken;
+        },
+        next(
+          each: (
+            signalId: string,
+            value: TypedValue | null,
+            quality: Quality,
+            timeMs: number,
+          ) => void,
+        ) {
+          return walk.next((id, s, type) =>
+            each(id, ringValue(s, type), qualityName(s.quality), s.timeMs)
+          );
+        },
+      };
+    },
+  };
 }

@@ -703,10 +703,13 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           default: "operator",
           description: "Role the broker's commands act with (viewer refuses every write).",
         },
-        store_forward: section("Updates kept while the broker is unreachable.", {
-          max_messages: int("Messages kept (oldest dropped beyond).", 10000, 0, 10000000),
-          max_bytes: int("Payload bytes kept (oldest dropped beyond).", 16777216, 0, 1073741824),
-        }),
+        store_forward: section(
+          "The queue of updates kept while the broker is unreachable: only with history.enabled false (with history, its ring is the buffer, bounded by history.memory_seconds).",
+          {
+            max_messages: int("Messages kept (oldest dropped beyond).", 10000, 0, 10000000),
+            max_bytes: int("Payload bytes kept (oldest dropped beyond).", 16777216, 0, 1073741824),
+          },
+        ),
       },
       {
         if: ENABLED_TRUE,

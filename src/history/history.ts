@@ -21,6 +21,7 @@ import type { DeviceState, StateCache } from "../state/mod.ts";
 import { BucketAcc, bucketStart, type HistoryPoint, typedValueScalar } from "./buckets.ts";
 import { DiskTier, type DiskTierStatus, rowPoint, rowText } from "./disk_tier.ts";
 import {
+  ChangeWalk,
   DeviceRing,
   exactDouble,
   QUALITY_BY_CODE,
@@ -278,6 +279,28 @@ export class History {
       return true;
     });
     return sig.type;
+  }
+
+  /**
+   * A walk over the changes of a device's signals (`signalIds`; those the ring holds) at its polls
+   * in [fromMs, untilMs] that the ring holds now, poll by poll (Sparkplug store and forward replays
+   * it); null when the ring holds nothing of the device.
+   */
+  changes(
+    providerId: string,
+    deviceId: string,
+    signalIds: Iterable<string>,
+    fromMs: number,
+    untilMs: number,
+  ): ChangeWalk | null {
+    const e = this.#devices.get(providerId)?.get(deviceId);
+    if (e === undefined) return null;
+    const rings: SignalRing[] = [];
+    for (const id of signalIds) {
+      const sig = e.ring.signals.get(id);
+      if (sig !== undefined) rings.push(sig);
+    }
+    return new ChangeWalk(e.ring, rings, fromMs, untilMs);
   }
 
   /** Every device the ring holds: `[providerId, deviceId]`. */

@@ -102,6 +102,11 @@ export class SignalRing extends BucketAcc {
   #refs: (TypedValue | null)[] | null = null;
   #head = 0;
   #len = 0;
+  /**
+   * Sequence number of the oldest change kept after the byte bound last dropped one (-1: never):
+   * what this signal did before that poll is gone although the device's polls may still be kept.
+   */
+  trimmedToSeq = -1;
   readonly #budget: RingBudget;
 
   constructor(signalId: string, budget: RingBudget) {
@@ -189,6 +194,7 @@ export class SignalRing extends BucketAcc {
     const next = grown(cap);
     if (!this.#budget.allows((next - cap) * 13)) {
       this.#dropHead();
+      this.trimmedToSeq = this.#seq[this.#head]!;
       return;
     }
     const seq = new Uint32Array(next);
@@ -345,6 +351,19 @@ export class DeviceRing {
     return this.#firstSeq + lo;
   }
 
+  /** The first kept poll after `ms` (its sequence number), or nextSeq when none. */
+  seqAfter(ms: number): number {
+    let lo = 0;
+    let hi = this.#len;
+    const cap = this.#times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.#times[(this.#head + mid) % cap]! <= ms) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.#firstSeq + lo;
+  }
+
   /**
    * Calls `each` for every sample of `signal` from poll `fromSeq` while its time is at most
    * `untilMs` (the cursor is reused between calls); stops early when `each` returns false.
@@ -376,5 +395,89 @@ export class DeviceRing {
       out.timeMs = t;
       if (!each(out)) return;
     }
+  }
+}
+
+/** The value of a ring sample as a typed value of the signal's type (null: none). */
+export function ringValue(s: RingSample, type: ValueType | null): TypedValue | null {
+  if (!s.hasValue) return null;
+  if (s.ref !== null) return s.ref;
+  switch (type) {
+    case "bool":
+      return { type: "bool", bool: s.num !== 0 };
+    case "int64":
+      return { type: "int64", int64: s.num };
+    case "uint64":
+      return { type: "uint64", uint64: s.num };
+    default:
+      return { type: "double", double: s.num };
+  }
+}
+
+/**
+ * A walk over the *changes* of some signals of one device at its polls in [fromMs, untilMs] that
+ * the ring held when the walk was made (polls recorded later are not part of it), one poll at a
+ * time in poll order: the walk keeps a cursor (a poll sequence number), not a copy, so it can be
+ * continued later while the ring goes on recording. When the ring drops polls the cursor has not
+ * reached (a walk slower than `memory_seconds`), the walk goes on from the oldest kept poll and
+ * says so (`overtaken`).
+ */
+export class ChangeWalk {
+  readonly #ring: DeviceRing;
+  readonly #signals: readonly SignalRing[];
+  #cursor: number;
+  readonly #endSeq: number;
+  readonly #out: RingSample = { timeMs: 0, quality: 0, num: NaN, ref: null, hasValue: false };
+  /**
+   * From when the ring holds every change of these signals (epoch ms): its oldest kept poll once
+   * it has dropped polls (time or byte bound), later when the byte bound trimmed a signal's
+   * changes; -Infinity while it holds everything since the device's first poll.
+   */
+  readonly reachFromMs: number;
+  /** Polls the cursor had not reached were dropped meanwhile (their changes are not walked). */
+  overtaken = false;
+
+  constructor(ring: DeviceRing, signals: readonly SignalRing[], fromMs: number, untilMs: number) {
+    this.#ring = ring;
+    this.#signals = signals;
+    this.#cursor = ring.seqAtOrAfter(fromMs);
+    this.#endSeq = ring.seqAfter(untilMs);
+    let reach = ring.firstSeq > 0 ? (ring.oldestMs() ?? -Infinity) : -Infinity;
+    for (const sig of signals) {
+      const t = sig.trimmedToSeq;
+      if (t >= ring.firstSeq && t < ring.nextSeq) reach = Math.max(reach, ring.timeOf(t));
+    }
+    this.reachFromMs = reach;
+  }
+
+  /**
+   * The next poll with at least one change: calls `each` per changed signal (in the order the
+   * signals were given) and returns the poll's time; null when the walk is done.
+   */
+  next(each: (signalId: string, s: RingSample, type: ValueType | null) => void): number | null {
+    const ring = this.#ring;
+    if (this.#cursor < ring.firstSeq) {
+      this.overtaken = true;
+      this.#cursor = ring.firstSeq;
+    }
+    let min = Infinity;
+    for (const sig of this.#signals) {
+      const i = sig.indexAt(this.#cursor - 1) + 1;
+      if (i < sig.length) min = Math.min(min, sig.seqAt(i));
+    }
+    if (min >= this.#endSeq) {
+      this.#cursor = this.#endSeq;
+      return null;
+    }
+    const out = this.#out;
+    out.timeMs = ring.timeOf(min);
+    for (const sig of this.#signals) {
+      const i = sig.indexAt(min);
+      if (i < 0 || sig.seqAt(i) !== min) continue;
+      sig.read(i, out);
+      each(sig.signalId, out, sig.type);
+    }
+    this.#cursor = min + 1;
+    return out.timeMs;
   }
 }

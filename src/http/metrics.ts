@@ -499,13 +499,20 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
   );
   gauge(
     "runtime_sparkplug_store_queued_messages",
-    "DDATA kept by store and forward now (sparkplug.store_forward.max_messages at most).",
+    "DDATA kept by store and forward now (sparkplug.store_forward.max_messages at most; " +
+      "0 when the history ring is the store).",
     sp.stored.messages,
   );
   gauge(
     "runtime_sparkplug_store_queued_bytes",
     "Payload bytes kept by store and forward now (sparkplug.store_forward.max_bytes at most).",
     sp.stored.bytes,
+  );
+  gauge(
+    "runtime_sparkplug_store_replay_pending",
+    "1 while data not published waits in the history ring for a replay, or is being replayed " +
+      "(store and forward from the on-board history; always 0 with the queue).",
+    sp.replayPending ? 1 : 0,
   );
   counter(
     "runtime_sparkplug_store_kept_total",
@@ -514,12 +521,13 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
   );
   counter(
     "runtime_sparkplug_store_dropped_total",
-    "Kept DDATA dropped: oldest first at the store's bounds, or its device gone on reconnect.",
+    "Kept DDATA dropped: oldest first at the store's bounds, or its device gone on reconnect " +
+      "(with the history ring: devices whose outage data the ring no longer held, one per outage).",
     c.storeDropped,
   );
   counter(
     "runtime_sparkplug_store_replayed_total",
-    "Kept DDATA published after a reconnect, with is_historical.",
+    "DDATA published after a reconnect with is_historical (kept ones, or from the history ring).",
     c.replayed,
   );
   w.family(

@@ -106,6 +106,11 @@ export interface SparkplugMetricsView {
   readonly primaryHostOnline: boolean | null;
   readonly bdSeq: number;
   readonly stored: { readonly messages: number; readonly bytes: number };
+  /**
+   * With the history ring as store and forward: data not published waits in the ring for a
+   * replay, or is being replayed (always false with the queue).
+   */
+  readonly replayPending: boolean;
   readonly counts: {
     readonly connects: number;
     readonly births: number;

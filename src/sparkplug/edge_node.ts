@@ -14,8 +14,14 @@
  *
  * Never in the way of the runtime: it only subscribes to the event bus and the inventory, and its
  * listeners queue work and return. Nothing here is awaited by a call, a poll or the e-stop; a
- * broker that stalls fills at most MAX_IN_FLIGHT writes, after which data goes to the bounded
- * store-and-forward queue (and is dropped oldest first beyond it, counted and WARNed).
+ * broker that stalls fills at most MAX_IN_FLIGHT writes, after which data goes to store and forward.
+ *
+ * Store and forward has two forms (docs/sparkplug.md). With the on-board history (`replay`, the
+ * full-rate ring of src/history/ through a port the composition root adapts) nothing is copied:
+ * the node notes, per device, when its data stopped going out, and after the next births replays
+ * the ring's changes since then, poll by poll, with is_historical (what the ring no longer reaches
+ * is counted and WARNed). Without it, a bounded queue of DDATA (`sparkplug.store_forward`; dropped
+ * oldest first beyond it, counted and WARNed).
  */
 import type {
   ArgSpec,
@@ -79,6 +85,53 @@ export const NODE_METRICS = {
   version: "Properties/Runtime Version",
 } as const;
 
+/**
+ * Replay walks (one per device and outage) waiting or in progress, at most: an outage's devices
+ * beyond it are not replayed (counted as dropped, WARNed).
+ */
+export const MAX_REPLAY_WALKS = 4096;
+
+/**
+ * The on-board history as store and forward reads it (implemented over src/history/ by the
+ * composition root): the changes the full-rate ring recorded, per device.
+ */
+export interface HistoryReplay {
+  /** `history.memory_seconds`: how far back the ring reaches (named in the WARN of a gap). */
+  readonly memorySeconds: number;
+  /** `history.memory_max_bytes`: the ring's byte bound (it may shorten the reach). */
+  readonly memoryMaxBytes: number;
+  /**
+   * A walk over the changes of `signalIds` of one device at its polls in [fromMs, untilMs] that
+   * the ring holds now (polls recorded later are not part of it); null when it holds nothing of
+   * the device.
+   */
+  open(
+    providerId: string,
+    deviceId: string,
+    signalIds: Iterable<string>,
+    fromMs: number,
+    untilMs: number,
+  ): ReplayWalk | null;
+}
+
+/** A cursor over one device's changes, poll by poll in poll order (continued later). */
+export interface ReplayWalk {
+  /**
+   * From when the ring holds every change of the device (epoch ms): later than the walk's
+   * `fromMs` when the ring no longer reaches back that far; -Infinity when it holds all.
+   */
+  readonly reachFromMs: number;
+  /** Polls the cursor had not reached were dropped by the ring meanwhile (a replay too slow). */
+  readonly overtaken: boolean;
+  /**
+   * The next poll with changes: `each` per changed signal, then its time; null when done. The
+   * value is a fresh object or one the ring holds (not to be changed).
+   */
+  next(
+    each: (signalId: string, value: TypedValue | null, quality: Quality, timeMs: number) => void,
+  ): number | null;
+}
+
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
 
@@ -113,6 +166,11 @@ export interface EdgeNodeOptions {
   readonly status: () => NodeStatus;
   /** Present only with `sparkplug.commands: true`. */
   readonly commands?: CommandPorts | undefined;
+  /**
+   * The on-board history (present when history is enabled): store and forward replays its ring
+   * instead of keeping a queue of its own.
+   */
+  readonly replay?: HistoryReplay | undefined;
   readonly runtimeVersion: string;
   readonly clock: Clock;
   readonly log: Logger;
@@ -129,11 +187,20 @@ export interface EdgeNodeCounts {
   commandsAccepted: number;
   /** Commands refused (commands off, role, unknown metric, or a gate of the call path). */
   commandsRefused: number;
-  /** DDATA kept while the broker was unreachable (or the in-flight bound full), since start. */
+  /**
+   * DDATA kept while the broker was unreachable (or the in-flight bound full), since start. Always
+   * 0 with the history ring (nothing is copied).
+   */
   stored: number;
-  /** Of those, dropped oldest-first at the store-and-forward bounds. */
+  /**
+   * Of those, dropped oldest-first at the store-and-forward bounds, or their device gone on
+   * reconnect. With the history ring: devices whose outage data could not all be replayed (the
+   * ring no longer reached back to the device's outage start, the ring dropped polls the replay
+   * had not reached, the device was not born again, or MAX_REPLAY_WALKS), one per device and
+   * outage.
+   */
   storeDropped: number;
-  /** Of those, published again with is_historical after a reconnect. */
+  /** DDATA published with is_historical after a reconnect (kept ones, or from the ring). */
   replayed: number;
   /** Sessions ended (after NDEATH) because the primary host went offline. */
   hostOfflineDisconnects: number;
@@ -147,6 +214,12 @@ interface StoredData {
   readonly timestampMs: number;
   readonly metrics: Metric[];
   readonly bytes: number;
+}
+
+/** A replay in progress: one device's changes since its outage start. */
+interface Replaying {
+  readonly id: string;
+  readonly walk: ReplayWalk;
 }
 
 interface BornDevice {
@@ -198,6 +271,14 @@ export class SparkplugEdgeNode {
   #storeBytes = 0;
   /** Whether the current stretch of drops has been WARNed (one line per stretch). */
   #dropWarned = false;
+  /**
+   * With the history ring: per born device (Sparkplug id), when its data stopped going out (the
+   * first change that could not be published); null while nothing waits.
+   */
+  #outage: Map<string, number> | null = null;
+  /** With the history ring: replays waiting or in progress, oldest first (a cursor each). */
+  #walks: (Replaying | null)[] = [];
+  #walkHead = 0;
   readonly counts: EdgeNodeCounts = {
     connects: 0,
     births: 0,
@@ -237,9 +318,25 @@ export class SparkplugEdgeNode {
     return this.#o.config.primaryHostId === "" ? null : this.#hostOnline;
   }
 
-  /** Store and forward now: DDATA kept and their payload bytes. */
+  /** Store and forward now: DDATA kept and their payload bytes (0 with the history ring). */
   get stored(): { readonly messages: number; readonly bytes: number } {
     return { messages: this.#storeLength(), bytes: this.#storeBytes };
+  }
+
+  /**
+   * With the history ring: data that did not go out waits in the ring for a replay, or is being
+   * replayed (always false with the queue: see `stored`).
+   */
+  get replayPending(): boolean {
+    return this.#outage !== null || this.#walkHead < this.#walks.length;
+  }
+
+  /** With the history ring: the earliest outage start waiting for a replay (epoch ms), or null. */
+  get outageStartMs(): number | null {
+    if (this.#outage === null) return null;
+    let min = Infinity;
+    for (const t of this.#outage.values()) min = Math.min(min, t);
+    return min;
   }
 
   /** Subscribes to the runtime and opens the broker session (connecting in the background). */
@@ -516,6 +613,9 @@ export class SparkplugEdgeNode {
       for (const caps of p.devices) this.#deviceBirth(caps);
     }
     this.#drain();
+    // The ring's changes since the outage, up to these births (their values are current).
+    if (this.#outage !== null) this.#startReplay();
+    this.#pump();
   }
 
   #deviceBirth(caps: DeviceCapabilities): void {
@@ -631,6 +731,11 @@ export class SparkplugEdgeNode {
     const id = sparkplugDeviceId(providerId, deviceId);
     const dev = this.#devices.get(id);
     if (dev === undefined || !dev.signals.has(signalId)) return;
+    if (this.#o.replay !== undefined && (this.#outage !== null || !this.online)) {
+      // The history ring has it: only when the device's data stopped going out is noted.
+      this.#noteOutage(id, this.#o.clock.nowMs());
+      return;
+    }
     let m = this.#pending.get(id);
     if (m === undefined) this.#pending.set(id, m = new Map());
     m.set(signalId, { value, quality, timestampMs: this.#o.clock.nowMs() });
@@ -644,6 +749,14 @@ export class SparkplugEdgeNode {
   #flush(): void {
     this.#flushQueued = false;
     for (const [id, signals] of this.#pending) {
+      const live = this.online && this.#storeLength() === 0 && this.#outage === null &&
+        this.#inFlight < MAX_IN_FLIGHT;
+      if (!live && this.#o.replay !== undefined) {
+        let from = Infinity;
+        for (const p of signals.values()) from = Math.min(from, p.timestampMs);
+        this.#noteOutage(id, from);
+        continue;
+      }
       const metrics: Metric[] = [];
       for (const [signalId, p] of signals) {
         metrics.push({
@@ -654,7 +767,7 @@ export class SparkplugEdgeNode {
         });
       }
       // In order: while anything is stored, new data queues behind it.
-      if (this.online && this.#storeLength() === 0 && this.#inFlight < MAX_IN_FLIGHT) {
+      if (live) {
         this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false);
       } else {
         this.#keep(id, metrics);
@@ -662,6 +775,7 @@ export class SparkplugEdgeNode {
     }
     this.#pending.clear();
     this.#drain();
+    this.#pump();
   }
 
   // ---- store and forward ----
@@ -732,6 +846,143 @@ export class SparkplugEdgeNode {
           `sparkplug store-and-forward drained (${this.counts.storeDropped} dropped since start)`,
         );
       }
+    }
+  }
+
+  // ---- store and forward from the history ring ----
+
+  /** Notes when a device's data stopped going out (its first change since; nothing is kept). */
+  #noteOutage(id: string, atMs: number): void {
+    if (this.#outage === null) {
+      this.#outage = new Map();
+      this.#log.info(
+        `sparkplug: data not published from ${atMs} ms on is left in the history ring, replayed ` +
+          `after the next births (it reaches back history.memory_seconds: ` +
+          `${this.#o.replay!.memorySeconds} s)`,
+      );
+    }
+    if (!this.#outage.has(id)) this.#outage.set(id, atMs);
+  }
+
+  /**
+   * Ends the outage: a walk per device over the ring's changes since its outage start up to now
+   * (these births, or the moment writes drained), queued for #pump. What the ring no longer
+   * reaches is counted and WARNed once.
+   */
+  #startReplay(): void {
+    const replay = this.#o.replay!;
+    const outage = this.#outage!;
+    this.#outage = null;
+    const until = this.#o.clock.nowMs();
+    let gaps = 0;
+    let gapFrom = Infinity;
+    let gapTo = -Infinity;
+    let over = 0;
+    let walks = 0;
+    for (const [id, fromMs] of outage) {
+      const dev = this.#devices.get(id);
+      // A device not born again: its aliases are not valid on this connection.
+      if (dev === undefined) {
+        this.counts.storeDropped++;
+        continue;
+      }
+      if (this.#walks.length - this.#walkHead >= MAX_REPLAY_WALKS) {
+        this.counts.storeDropped++;
+        over++;
+        continue;
+      }
+      const walk = replay.open(dev.providerId, dev.deviceId, dev.signals, fromMs, until);
+      const reach = walk === null ? until : walk.reachFromMs;
+      if (reach > fromMs) {
+        this.counts.storeDropped++;
+        gaps++;
+        gapFrom = Math.min(gapFrom, fromMs);
+        gapTo = Math.max(gapTo, Math.min(reach, until));
+      }
+      if (walk !== null) {
+        this.#walks.push({ id, walk });
+        walks++;
+      }
+    }
+    if (this.#walkHead > 1024 && this.#walkHead * 2 > this.#walks.length) {
+      this.#walks.splice(0, this.#walkHead);
+      this.#walkHead = 0;
+    }
+    if (gaps > 0) {
+      this.#log.warn(
+        `sparkplug store-and-forward: the history ring no longer reaches back to the outage ` +
+          `start: ${gaps} device(s) lose their data from ${gapFrom} ms to ${gapTo} ms ` +
+          `(${Math.round((gapTo - gapFrom) / 1000)} s; bound history.memory_seconds: ` +
+          `${replay.memorySeconds} s, history.memory_max_bytes: ${replay.memoryMaxBytes}); ` +
+          `${this.counts.storeDropped} dropped so far`,
+      );
+    }
+    if (over > 0) {
+      this.#log.warn(
+        `sparkplug store-and-forward: ${over} device(s) not replayed: ${MAX_REPLAY_WALKS} ` +
+          `replays already waiting (MAX_REPLAY_WALKS)`,
+      );
+    }
+    if (walks > 0) {
+      this.#log.info(
+        `sparkplug: replaying the changes of ${walks} device(s) up to ${until} ms from the ` +
+          `history ring, with is_historical`,
+      );
+    }
+  }
+
+  /**
+   * Publishes the ring's changes, one DDATA per device and poll (its time on the message and
+   * every metric), oldest first, while online and under MAX_IN_FLIGHT; continued as writes
+   * complete. An outage noted while online (writes stalled) ends here once they drain.
+   */
+  #pump(): void {
+    if (this.#o.replay === undefined) return;
+    while (this.online && this.#inFlight < MAX_IN_FLIGHT) {
+      if (this.#walkHead === this.#walks.length) {
+        if (this.#walks.length > 0) {
+          this.#walks = [];
+          this.#walkHead = 0;
+        }
+        // Not while a poll pass's changes wait for #flush: they would go out twice.
+        if (this.#outage === null || this.#flushQueued) return;
+        this.#startReplay();
+        if (this.#walks.length === 0) return;
+      }
+      const r = this.#walks[this.#walkHead]!;
+      const dev = this.#devices.get(r.id);
+      if (dev === undefined) {
+        // Gone since (a DDEATH, or not born again on a new connection).
+        this.counts.storeDropped++;
+        this.#walks[this.#walkHead++] = null;
+        continue;
+      }
+      const metrics: Metric[] = [];
+      const t = r.walk.next((signalId, value, quality, timeMs) => {
+        if (!dev.signals.has(signalId)) return;
+        metrics.push({
+          alias: this.#alias(r.id, signalId),
+          timestamp: timeMs,
+          is_historical: true,
+          properties: propertySet({ Quality: QUALITY_CODE[quality] }),
+          ...valueFields(value),
+        });
+      });
+      if (t === null) {
+        this.#walks[this.#walkHead++] = null;
+        if (r.walk.overtaken) {
+          this.counts.storeDropped++;
+          this.#log.warn(
+            `sparkplug store-and-forward: the replay of ${r.id} was overtaken by the history ` +
+              `ring (history.memory_seconds: ${this.#o.replay.memorySeconds} s): some of its ` +
+              `changes were dropped before they were published`,
+          );
+        }
+        continue;
+      }
+      if (metrics.length === 0) continue;
+      this.counts.replayed++;
+      this.#send("DDATA", r.id, { timestamp: t, metrics }, true);
     }
   }
 
@@ -971,6 +1222,7 @@ export class SparkplugEdgeNode {
       this.#inFlight--;
       this.counts.published++;
       if (this.#storeLength() > 0) this.#drain();
+      else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
     }, (err) => {
       this.#inFlight--;
       this.counts.publishFailures++;

@@ -31,6 +31,7 @@ const SPARKPLUG_FAMILIES: Record<string, Family["type"]> = {
   runtime_sparkplug_publish_failures_total: "counter",
   runtime_sparkplug_store_queued_messages: "gauge",
   runtime_sparkplug_store_queued_bytes: "gauge",
+  runtime_sparkplug_store_replay_pending: "gauge",
   runtime_sparkplug_store_kept_total: "counter",
   runtime_sparkplug_store_dropped_total: "counter",
   runtime_sparkplug_store_replayed_total: "counter",
@@ -89,6 +90,8 @@ Deno.test({
   data_dir: ${dir}/data
 http:
   port: ${port}
+history:
+  enabled: false # store and forward is the queue here (with history: store_forward_ring_test)
 polling:
   interval_ms: 100
 providers:

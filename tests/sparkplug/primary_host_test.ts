@@ -56,7 +56,6 @@ function config(url: string) {
 }
 
 async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
-  const stored = rt.sparkplug!.counts.stored;
   await rt.router.call({
     providerId: "sim0",
     deviceId: "relayio0",
@@ -64,7 +63,11 @@ async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
     args: { enabled: { type: "bool", bool: on } },
     origin: "manual",
   });
-  await waitFor("the change to be kept for later", () => rt.sparkplug!.counts.stored > stored);
+  // Kept for later: polled into the history ring (on by default here), noted as not published.
+  await waitFor("the change to be kept for later", () => {
+    const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
+    return v?.type === "bool" && v.bool === on && rt.sparkplug!.replayPending;
+  });
 }
 
 const bdSeqOf = (m: Received) =>

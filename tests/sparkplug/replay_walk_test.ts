@@ -1,0 +1,324 @@
+/**
+ * Store and forward from the history ring, in process with an injected clock: the edge node keeps
+ * nothing while the broker is down and, after the births, walks the ring (src/history/ring.ts
+ * ChangeWalk through the kernel's port) one poll at a time: one DDATA per poll with that poll's
+ * changes, in poll order, the poll time on the message and every metric, values a double cannot
+ * hold replayed exactly, never more than MAX_IN_FLIGHT writes outstanding (the cursor goes on as
+ * writes complete). Data that cannot go out while the replay fills the writes is replayed after it.
+ *
+ * The MQTT session is a test double here (and only here: the other tests of store and forward run
+ * against Mosquitto): completing the broker's writes at will is what shows the in-flight bound,
+ * and a real broker gives no such handle.
+ */
+import assert from "node:assert/strict";
+import type {
+  DeviceCapabilities,
+  MqttSession,
+  Quality,
+  SignalSpec,
+  TypedValue,
+} from "../../src/common/mod.ts";
+import type { PublishedEvent, RuntimeEvent } from "../../src/events/mod.ts";
+import { History, qualityName, ringValue } from "../../src/history/mod.ts";
+import type { DeviceState, InventoryReader, SignalState } from "../../src/state/mod.ts";
+import {
+  decode,
+  MAX_IN_FLIGHT,
+  type Metric,
+  QUALITY_CODE,
+  SparkplugEdgeNode,
+} from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+/** A session whose writes complete only when the test says so. */
+class HeldSession implements MqttSession {
+  connected = false;
+  /** Every message published, in publish order (decoded). */
+  readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
+  #held: (() => void)[] = [];
+  readonly #connect: (() => void)[] = [];
+  readonly #close: (() => void)[] = [];
+
+  publish(topic: string, payload: Uint8Array): Promise<void> {
+    this.published.push({ topic, payload: decode(payload) });
+    return new Promise((resolve) => this.#held.push(resolve));
+  }
+  subscribe(): Promise<void> {
+    return Promise.resolve();
+  }
+  setWill(): void {}
+  onConnect(l: () => void): void {
+    this.#connect.push(l);
+  }
+  onClose(l: () => void): void {
+    this.#close.push(l);
+  }
+  onMessage(): void {}
+  onError(): void {}
+  end(): Promise<void> {
+    this.connected = false;
+    return Promise.resolve();
+  }
+  get inFlight(): number {
+    return this.#held.length;
+  }
+  up(): void {
+    this.connected = true;
+    for (const l of this.#connect) l();
+  }
+  down(): void {
+    this.connected = false;
+    for (const l of this.#close) l();
+  }
+  /** Completes every write outstanding now; returns how many. */
+  complete(): number {
+    const held = this.#held;
+    this.#held = [];
+    for (const r of held) r();
+    return held.length;
+  }
+}
+
+const P = "p0";
+const D = "dev0";
+const DEVICE = `${P}:${D}`;
+
+function spec(signalId: string, valueType: SignalSpec["valueType"]): SignalSpec {
+  return {
+    signalId,
+    name: signalId,
+    description: "",
+    valueType,
+    unit: "",
+    pollHintHz: 10,
+    staleAfterMs: 0,
+  };
+}
+
+const caps: DeviceCapabilities = {
+  device: {
+    providerId: P,
+    deviceId: D,
+    providerName: "test",
+    typeId: "t",
+    typeVersion: "1",
+    label: "dev",
+    address: "",
+    tags: {},
+  },
+  functions: [],
+  signals: [spec("a", "double"), spec("b", "uint64")],
+};
+
+/** The runtime around the edge node: a device polled by hand into a real History. */
+function rig() {
+  const clock = new ManualClock();
+  const config = testConfig();
+  let polled: ((d: DeviceState) => void) | null = null;
+  const history = new History({
+    config: { ...config.history, memorySeconds: 600, memoryMaxBytes: 64 << 20, diskMaxBytes: 0 },
+    dataDir: "/nonexistent",
+    files: new MemoryFiles(),
+    clock,
+    log: testLogger(),
+    cache: {
+      onDevicePolled(l) {
+        polled = l;
+        return () => (polled = null);
+      },
+    },
+  });
+  const signals = new Map<string, SignalState>();
+  const bus: ((e: PublishedEvent) => void)[] = [];
+  let eventId = 0;
+  const summary = { id: P, available: true, devices: [caps] };
+  const inventory = {
+    providers: () => [summary],
+    provider: (id: string) => (id === P ? summary : undefined),
+    devices: () => [caps.device],
+    capabilities: () => caps,
+    onChange: () => () => {},
+    onAvailability: () => () => {},
+  } as unknown as InventoryReader;
+  const session = new HeldSession();
+  const node = new SparkplugEdgeNode({
+    config: { ...config.sparkplug, enabled: true, brokerUrl: "mqtt://test", groupId: "g" },
+    edgeNodeId: "n",
+    clientId: "c",
+    connect: () => Promise.resolve(session),
+    bus: {
+      subscribe(l) {
+        bus.push(l);
+        return () => {};
+      },
+    },
+    inventory,
+    reads: { signal: (_p, _d, s) => signals.get(s) },
+    status: () => ({
+      mode: "AUTO",
+      estopLatched: false,
+      alarmsActive: 0,
+      alarmsUnacked: 0,
+      providersUp: 1,
+      providersDown: 0,
+    }),
+    replay: {
+      memorySeconds: 600,
+      memoryMaxBytes: 64 << 20,
+      open: (p, d, ids, from, until) => {
+        const walk = history.changes(p, d, ids, from, until);
+        if (walk === null) return null;
+        return {
+          get reachFromMs() {
+            return walk.reachFromMs;
+          },
+          get overtaken() {
+            return walk.overtaken;
+          },
+          next: (each) =>
+            walk.next((id, s, type) =>
+              each(id, ringValue(s, type), qualityName(s.quality), s.timeMs)
+            ),
+        };
+      },
+    },
+    runtimeVersion: "test",
+    clock,
+    log: testLogger(),
+  });
+  /** One poll 100 ms after the last: the changed signals' events (as the cache publishes them), then the ring. */
+  const poll = (values: Record<string, { value: TypedValue; quality?: Quality }>) => {
+    clock.advance(100);
+    const now = clock.nowMs();
+    for (const [id, v] of Object.entries(values)) {
+      const quality = v.quality ?? "OK";
+      signals.set(id, { value: v.value, quality, timestampMs: now, receivedMono: clock.monoMs() });
+      const event: RuntimeEvent = {
+        kind: "state_update",
+        provider_id: P,
+        device_id: D,
+        signal_id: id,
+        value: v.value,
+        quality,
+        timestamp_ms: now,
+      };
+      for (const l of bus) l({ id: ++eventId, event });
+    }
+    polled!({
+      providerId: P,
+      deviceId: D,
+      pollable: ["a", "b"],
+      signals,
+      lastPollMs: now,
+      lastPollMono: clock.monoMs(),
+      available: true,
+    });
+    return now;
+  };
+  return { clock, history, node, session, poll };
+}
+
+const BIG = 2n ** 60n;
+const big = (i: number): TypedValue => ({ type: "uint64", uint64: BIG + BigInt(i) });
+const dbl = (i: number): TypedValue => ({ type: "double", double: i + 0.25 });
+
+Deno.test("the replay walks the ring poll by poll under MAX_IN_FLIGHT, in order, grouped per poll, exact", async () => {
+  const { history, node, session, poll } = rig();
+  await history.start();
+  await node.start();
+  poll({ a: { value: dbl(0) }, b: { value: big(0) } });
+  session.up();
+  await flushMicrotasks();
+  const dbirth = session.published.find((m) => m.topic === `spBv1.0/g/DBIRTH/n/${DEVICE}`);
+  assert.ok(dbirth, "births");
+  const alias = new Map((dbirth.payload.metrics ?? []).map((m) => [Number(m.alias), m.name]));
+  session.complete();
+  await flushMicrotasks();
+  // Online: a change goes out live.
+  const live = poll({ a: { value: dbl(1) } });
+  await flushMicrotasks();
+  const liveData = session.published.filter((m) => m.topic === `spBv1.0/g/DDATA/n/${DEVICE}`);
+  assert.equal(liveData.length, 1);
+  assert.ok((liveData[0]!.payload.metrics ?? []).every((m) => m.is_historical !== true));
+  session.complete();
+  await flushMicrotasks();
+
+  // The broker goes away for 2400 polls: a changes every poll, b (beyond 2^53) every third,
+  // a's quality FAULT at one of them. Nothing is kept: the outage is noted.
+  session.down();
+  const expected: { t: number; a: TypedValue; quality: Quality; b?: TypedValue }[] = [];
+  for (let i = 2; i < 2402; i++) {
+    const quality: Quality = i === 500 ? "FAULT" : "OK";
+    const values: Record<string, { value: TypedValue; quality?: Quality }> = {
+      a: { value: dbl(i), quality },
+    };
+    if (i % 3 === 0) values.b = { value: big(i) };
+    const t = poll(values);
+    expected.push({ t, a: dbl(i), quality, ...(i % 3 === 0 ? { b: big(i) } : {}) });
+  }
+  await flushMicrotasks();
+  assert.deepEqual(node.stored, { messages: 0, bytes: 0 });
+  assert.equal(node.counts.stored, 0);
+  assert.equal(node.replayPending, true);
+  assert.equal(
+    node.outageStartMs,
+    expected[0]!.t,
+    "the outage starts at the first change not sent",
+  );
+
+  // Back: births, then the replay fills the writes up to MAX_IN_FLIGHT and waits.
+  const before = session.published.length;
+  session.up();
+  await flushMicrotasks();
+  assert.equal(session.inFlight, MAX_IN_FLIGHT);
+  const first = session.published.slice(before);
+  assert.equal(first[0]!.topic, "spBv1.0/g/NBIRTH/n");
+  assert.equal(first[1]!.topic, `spBv1.0/g/DBIRTH/n/${DEVICE}`);
+  assert.equal(first.length, MAX_IN_FLIGHT);
+  // A poll while the writes are full cannot go out: it is replayed after the rest.
+  const during = poll({ a: { value: dbl(9999) } });
+  await flushMicrotasks();
+  expected.push({ t: during, a: dbl(9999), quality: "OK" });
+  for (let rounds = 0; session.inFlight > 0; rounds++) {
+    assert.ok(rounds < 10, "the replay goes on as writes complete");
+    session.complete();
+    await flushMicrotasks();
+    assert.ok(session.inFlight <= MAX_IN_FLIGHT);
+  }
+  assert.equal(node.replayPending, false);
+
+  const replayed = session.published.slice(before + 2);
+  assert.equal(replayed.length, expected.length);
+  assert.equal(node.counts.replayed, expected.length);
+  assert.equal(node.counts.storeDropped, 0);
+  replayed.forEach((m, k) => {
+    const want = expected[k]!;
+    assert.equal(m.topic, `spBv1.0/g/DDATA/n/${DEVICE}`);
+    assert.equal(Number(m.payload.timestamp), want.t, `DDATA ${k}: the poll's time`);
+    const metrics: Metric[] = m.payload.metrics ?? [];
+    const byName = new Map(metrics.map((x) => [alias.get(Number(x.alias)), x]));
+    assert.equal(metrics.length, want.b === undefined ? 1 : 2, `DDATA ${k}: the poll's changes`);
+    for (const x of metrics) {
+      assert.equal(x.is_historical, true);
+      assert.equal(Number(x.timestamp), want.t);
+    }
+    const a = byName.get("a")!;
+    assert.equal(a.double_value, (want.a as { double: number }).double);
+    assert.equal(
+      (a.properties as { values: { int_value: number }[] }).values[0]!.int_value,
+      QUALITY_CODE[want.quality],
+    );
+    if (want.b !== undefined) {
+      assert.equal(byName.get("b")!.long_value, (want.b as { uint64: bigint }).uint64);
+    }
+  });
+  assert.ok(Number(replayed[0]!.payload.timestamp) > live, "what went out live is not replayed");
+  const stopping = node.stop(); // NDEATH: completed here
+  await flushMicrotasks();
+  session.complete();
+  await stopping;
+  await history.stop();
+});
