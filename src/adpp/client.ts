@@ -67,10 +67,69 @@ export interface AdppClientOptions {
 }
 
 interface Pending {
+  readonly id: number;
   readonly kind: PayloadKind;
   readonly resolve: (r: WireResponse) => void;
   readonly reject: (e: Error) => void;
-  readonly timer: TimerId;
+  /** Monotonic ms after which the request expires. */
+  readonly deadlineMs: number;
+  readonly timeoutMs: number;
+}
+
+/**
+ * The requests in flight, oldest first, in a fixed array of `capacity` slots (the in-flight
+ * bound): adding and removing one allocates nothing. A Map here re-made its hash table as
+ * requests came and went (one per poll), and V8 promoted those tables to its old space.
+ */
+class PendingRequests {
+  readonly #slots: (Pending | undefined)[];
+  #count = 0;
+
+  constructor(capacity: number) {
+    this.#slots = new Array(capacity).fill(undefined);
+  }
+
+  get size(): number {
+    return this.#count;
+  }
+
+  /** Request `i` (0 = oldest) of the `size` in flight. */
+  at(i: number): Pending {
+    return this.#slots[i]!;
+  }
+
+  /** Adds a request (the caller keeps `size` under the capacity). */
+  add(p: Pending): void {
+    this.#slots[this.#count++] = p;
+  }
+
+  /** Removes and returns the request with this id, if it is in flight. */
+  take(id: number): Pending | undefined {
+    const slots = this.#slots;
+    for (let i = 0; i < this.#count; i++) {
+      const p = slots[i]!;
+      if (p.id === id) {
+        this.removeAt(i);
+        return p;
+      }
+    }
+    return undefined;
+  }
+
+  /** Removes request `i`, keeping the order of the others. */
+  removeAt(i: number): void {
+    const slots = this.#slots;
+    for (let j = i + 1; j < this.#count; j++) slots[j - 1] = slots[j];
+    slots[--this.#count] = undefined;
+  }
+
+  /** Removes every request and returns them, oldest first. */
+  takeAll(): Pending[] {
+    const all = this.#slots.slice(0, this.#count) as Pending[];
+    this.#slots.fill(undefined, 0, this.#count);
+    this.#count = 0;
+    return all;
+  }
 }
 
 /**
@@ -86,7 +145,7 @@ interface Pending {
  */
 export class AdppClient {
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #pending = new Map<number, Pending>();
+  readonly #pending: PendingRequests;
   /** Ids that timed out and may still be answered (bounded; oldest forgotten first). */
   readonly #expired = new Set<number>();
   readonly #maxInFlight: number;
@@ -99,6 +158,15 @@ export class AdppClient {
   #resolveEnded!: (end: SessionEnd) => void;
   #lastFrameAt: number;
   #writeChain: Promise<void> = Promise.resolve();
+  /**
+   * The one deadline timer of the session, armed for the earliest deadline of a pending request
+   * (or a later one: it re-arms when it fires early). Not a timer per request: at 10 Hz polling
+   * a timer made and cleared per poll was most of what V8 promoted to its old space (every
+   * cleared timer outlives several scavenges in the host's timer tables), and its CPU.
+   */
+  #deadlineTimer: TimerId | null = null;
+  /** When #deadlineTimer fires (monotonic ms); Infinity when none is armed. */
+  #deadlineTimerAt = Infinity;
 
   /** Resolves once when the session ends, with the reason. */
   readonly ended: Promise<SessionEnd>;
@@ -109,6 +177,7 @@ export class AdppClient {
     options: AdppClientOptions,
   ) {
     this.#maxInFlight = options.maxInFlight ?? 64;
+    this.#pending = new PendingRequests(this.#maxInFlight);
     this.#maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
     this.#clock = options.clock;
     this.#lastFrameAt = this.#clock.monoMs();
@@ -158,15 +227,12 @@ export class AdppClient {
       return Promise.reject(new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
     }
     return new Promise<ResponsePayloads[K]>((resolve, reject) => {
-      const timer = this.#clock.setTimer(() => {
-        this.#pending.delete(id);
-        this.#rememberExpired(id);
-        reject(deadlineExceeded(`${kind} got no answer within ${timeoutMs} ms`));
-        this.#endIfDrained();
-      }, timeoutMs);
-      this.#pending.set(id, {
+      const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
+      this.#pending.add({
+        id,
         kind,
-        timer,
+        deadlineMs,
+        timeoutMs,
         reject,
         resolve: (r) => {
           const code = r.status?.code ?? StatusCode.UNSPECIFIED;
@@ -183,8 +249,48 @@ export class AdppClient {
           resolve(body as ResponsePayloads[K]);
         },
       });
+      if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
       this.#write(id, frame);
     });
+  }
+
+  /** (Re-)arms the deadline timer for `atMs`. */
+  #armDeadlineTimer(atMs: number): void {
+    if (this.#deadlineTimer !== null) this.#clock.clearTimer(this.#deadlineTimer);
+    this.#deadlineTimerAt = atMs;
+    this.#deadlineTimer = this.#clock.setTimer(
+      this.#onDeadlineTimer,
+      Math.max(0, atMs - this.#clock.monoMs()),
+    );
+  }
+
+  /** Expires every request past its deadline (in the order they were sent); re-arms for the rest. */
+  readonly #onDeadlineTimer = (): void => {
+    this.#deadlineTimer = null;
+    this.#deadlineTimerAt = Infinity;
+    if (this.#end) return;
+    const now = this.#clock.monoMs();
+    let next = Infinity;
+    for (let i = 0; i < this.#pending.size;) {
+      const p = this.#pending.at(i);
+      if (p.deadlineMs > now) {
+        if (p.deadlineMs < next) next = p.deadlineMs;
+        i++;
+        continue;
+      }
+      this.#pending.removeAt(i);
+      this.#rememberExpired(p.id);
+      p.reject(deadlineExceeded(`${p.kind} got no answer within ${p.timeoutMs} ms`));
+    }
+    if (next < Infinity) this.#armDeadlineTimer(next);
+    this.#endIfDrained();
+  };
+
+  #disarmDeadlineTimer(): void {
+    if (this.#deadlineTimer === null) return;
+    this.#clock.clearTimer(this.#deadlineTimer);
+    this.#deadlineTimer = null;
+    this.#deadlineTimerAt = Infinity;
   }
 
   /** Closes the provider's stdin (its stop signal) and ends the session. */
@@ -216,10 +322,8 @@ export class AdppClient {
 
   /** Rejects the request whose frame was not written (the provider never saw it). */
   #failUnwritten(id: number, failure: SessionEnd): void {
-    const pending = this.#pending.get(id);
+    const pending = this.#pending.take(id);
     if (pending) {
-      this.#pending.delete(id);
-      this.#clock.clearTimer(pending.timer);
       pending.reject(unavailable(`provider session ended: ${failure.message}`));
     }
     this.#endIfDrained();
@@ -264,10 +368,9 @@ export class AdppClient {
 
   #dispatch(response: WireResponse): void {
     const id = response.request_id ?? 0;
-    const pending = this.#pending.get(id);
+    const pending = this.#pending.take(id);
     if (pending) {
-      this.#pending.delete(id);
-      this.#clock.clearTimer(pending.timer);
+      // The deadline timer stays armed: it finds nothing to expire, or the next request's.
       pending.resolve(response);
       this.#endIfDrained();
       return;
@@ -290,11 +393,10 @@ export class AdppClient {
   #finish(end: SessionEnd): void {
     if (this.#end) return;
     this.#end = end;
-    for (const [, p] of this.#pending) {
-      this.#clock.clearTimer(p.timer);
+    this.#disarmDeadlineTimer();
+    for (const p of this.#pending.takeAll()) {
       p.reject(unavailable(`provider session ended: ${end.message}`));
     }
-    this.#pending.clear();
     this.#resolveEnded(end);
   }
 }

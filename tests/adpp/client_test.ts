@@ -97,6 +97,40 @@ Deno.test("AdppClient: a shorter deadline after a longer one still expires on ti
   await p.end();
 });
 
+Deno.test("AdppClient: one deadline timer per session, not one per request", async () => {
+  // A timer made and cleared per request (per poll at 10 Hz) was most of what V8 promoted to its
+  // old space (bench/README.md, "The timers V8 promoted").
+  const p = pair();
+  const answered: Promise<unknown>[] = [];
+  for (let i = 0; i < 3; i++) answered.push(p.client.request("list_devices", {}, 1000));
+  assert.equal(p.clock.pendingTimers, 1, "three requests in flight share one timer");
+  for (let i = 0; i < 3; i++) {
+    const r = await p.nextRequest();
+    await p.reply({ request_id: r.request_id, status: OK, list_devices: {} });
+  }
+  await Promise.all(answered);
+  // The answered requests leave the timer armed; the next requests do not add one.
+  for (let i = 0; i < 5; i++) {
+    p.clock.advance(10);
+    const next = p.client.request("list_devices", {}, 1000);
+    const r = await p.nextRequest();
+    await p.reply({ request_id: r.request_id, status: OK, list_devices: {} });
+    await next;
+    assert.equal(p.clock.pendingTimers, 1);
+  }
+  // When it fires with nothing pending it is not re-armed.
+  p.clock.advance(1000);
+  assert.equal(p.clock.pendingTimers, 0);
+  // A later request still expires exactly at its own deadline.
+  const late = p.client.request("list_devices", {}, 40);
+  await p.nextRequest();
+  p.clock.advance(39);
+  assert.equal(p.client.inFlight, 1);
+  p.clock.advance(1);
+  await assert.rejects(late, (e) => e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED");
+  await p.end();
+});
+
 Deno.test("AdppClient expires several pending requests in turn and keeps the answered ones", async () => {
   const p = pair();
   const a = p.client.request("list_devices", {}, 20);

@@ -23,7 +23,7 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { openTimerLedger } from "../helpers/timers.ts";
-import { ManualClock } from "../helpers/clock.ts";
+import { ADPP_DEADLINE_TIMER, ManualClock } from "../helpers/clock.ts";
 
 const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -100,7 +100,7 @@ Deno.test("ProviderHost publishes provider_health_change with the wall-clock tim
 });
 
 Deno.test("ProviderHost.stop while recovering from a restart leaves no streak reset pending", async () => {
-  const timers = openTimerLedger();
+  const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   try {
     await withFixture(D0, async (fx) => {
       const pid = fx.host.session!.pid;
@@ -118,7 +118,7 @@ Deno.test("ProviderHost.stop while recovering from a restart leaves no streak re
 });
 
 Deno.test("ProviderHost starts one process per restart and arms only the timers it needs: none while RUNNING, the streak reset while RECOVERING, the restart while backing off", async () => {
-  const timers = openTimerLedger();
+  const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   let spawned = 0;
   const spawn: SpawnFn = (o) => {
     spawned++;

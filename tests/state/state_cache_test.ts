@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
-import { ManualClock, runDueUntil } from "../helpers/clock.ts";
+import { ADPP_DEADLINE_TIMER, ManualClock, runDueUntil } from "../helpers/clock.ts";
 import { rigNotStarted } from "../helpers/rig.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import {
@@ -593,7 +593,7 @@ Deno.test("StateCache's poll loop refreshes the provider's own health every repo
 });
 
 Deno.test("StateCache asks for the provider's own health every 5 s by default", async () => {
-  const clock = new ManualClock();
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
@@ -612,7 +612,7 @@ Deno.test("StateCache asks for the provider's own health every 5 s by default", 
 });
 
 Deno.test("StateCache polls every interval and stops polling on stop()", async () => {
-  const clock = new ManualClock();
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
@@ -772,7 +772,7 @@ Deno.test("StateCache marks a down provider's devices unavailable and polls agai
 });
 
 Deno.test("StateCache.stop waits for the poll in flight; start() after stop() polls again", async () => {
-  const clock = new ManualClock();
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
@@ -842,7 +842,7 @@ Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and st
   // The interval is 60 s: only the wake-up after a restart and an overrun can start a cycle
   // without the test moving the clock. The provider's timeout_ms outlasts the 60 s the test
   // lets pass during a read.
-  const clock = new ManualClock(10_000);
+  const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.cache.start();
     await fx.setInventory({
@@ -980,7 +980,7 @@ Deno.test("StateCache stopped: a provider coming back is not polled", async () =
 
 Deno.test("StateCache: the poll after a provider's return replaces the pending cycle, it adds no second cadence", async () => {
   // Every cycle takes 0 ms on the clock, so cycles start 500 ms apart on the grid from 10 000.
-  const clock = new ManualClock(10_000);
+  const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.cache.start();
     const pid = fx.kill();
@@ -996,7 +996,7 @@ Deno.test("StateCache: the poll after a provider's return replaces the pending c
 });
 
 Deno.test("StateCache.setIntervalMs: a waiting cycle is rescheduled to the shorter interval at once", async () => {
-  const clock = new ManualClock(10_000);
+  const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.cache.start(); // the priming poll
     const primed = (await fx.stats("d0")).reads;
