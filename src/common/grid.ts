@@ -4,7 +4,7 @@
  * from one period to the next; a period missed because the work ran long is skipped, not caught
  * up.
  */
-import type { Clock } from "./host.ts";
+import type { Clock, TimerId } from "./host.ts";
 
 /**
  * The first grid instant after `fromMs` (from before the origin: origin + interval). The division
@@ -56,6 +56,78 @@ export function gridInterval(fn: () => void, periodMs: number, clock: Clock): Gr
     stop() {
       stopped = true;
       clock.clearTimer(timer);
+    },
+  };
+}
+
+/** The timers of one instant (sharedInstantTimers): one host timer calls them in order. */
+interface InstantTimers {
+  readonly dueKey: number;
+  hostTimer: TimerId;
+  /** Callbacks in the order they were set; a cleared one becomes null. */
+  readonly fns: (((() => void)) | null)[];
+  live: number;
+}
+
+/** What sharedInstantTimers' setTimer returns: the instant and the callback's place in it. */
+interface SharedTimerId {
+  readonly at: InstantTimers;
+  readonly index: number;
+}
+
+/**
+ * A clock whose timers due on the same millisecond share one host timer: the poll loops of every
+ * provider aim at the same grid instants, and one host timer per instant instead of one per loop
+ * is what keeps their timers from being most of what V8 promotes (bench/README.md, "The timers V8
+ * promoted"). Times and everything else come from `clock`. A callback that throws is reported as
+ * an uncaught error, as a timer's is, after the others of its instant have run.
+ */
+export function sharedInstantTimers(clock: Clock): Clock {
+  const byDue = new Map<number, InstantTimers>();
+  const fire = (at: InstantTimers) => {
+    byDue.delete(at.dueKey);
+    let failure: { err: unknown } | null = null;
+    for (let i = 0; i < at.fns.length; i++) {
+      const fn = at.fns[i];
+      if (fn === null || fn === undefined) continue;
+      at.fns[i] = null;
+      try {
+        fn();
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+    if (failure !== null) {
+      const { err } = failure;
+      queueMicrotask(() => {
+        throw err;
+      });
+    }
+  };
+  return {
+    nowMs: () => clock.nowMs(),
+    monoMs: () => clock.monoMs(),
+    setTimer(fn: () => void, ms: number): TimerId {
+      const delay = Number.isFinite(ms) && ms > 0 ? ms : 0;
+      const dueKey = Math.round(clock.monoMs() + delay);
+      let at = byDue.get(dueKey);
+      if (at === undefined) {
+        const created: InstantTimers = { dueKey, hostTimer: undefined, fns: [], live: 0 };
+        created.hostTimer = clock.setTimer(() => fire(created), delay);
+        byDue.set(dueKey, at = created);
+      }
+      at.fns.push(fn);
+      at.live++;
+      return { at, index: at.fns.length - 1 } satisfies SharedTimerId;
+    },
+    clearTimer(id: TimerId): void {
+      const t = id as SharedTimerId | undefined | null;
+      if (t === undefined || t === null || t.at.fns[t.index] == null) return;
+      t.at.fns[t.index] = null;
+      if (--t.at.live === 0) {
+        clock.clearTimer(t.at.hostTimer);
+        if (byDue.get(t.at.dueKey) === t.at) byDue.delete(t.at.dueKey);
+      }
     },
   };
 }

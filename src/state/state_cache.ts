@@ -19,6 +19,7 @@ import {
   type Quality,
   RuntimeError,
   sameValue,
+  sharedInstantTimers,
   type TimerId,
   toRuntimeError,
   type TypedValue,
@@ -237,6 +238,11 @@ export class StateCache implements FreshReader {
   readonly #byProvider = new Map<string, Map<string, MutableDeviceState>>();
   readonly #reported = new Map<string, ReportedHealthEntry>();
   readonly #loops = new Map<string, PollLoop>();
+  /**
+   * The poll loops' clock: every loop aims at the same grid instants, and their timers of one
+   * instant share one host timer (common/grid.ts, sharedInstantTimers).
+   */
+  #loopClock: Clock | null = null;
   readonly #faults = new Map<string, ProviderDataFaults>();
   readonly #pollMetrics = new Map<string, PollMetrics>();
   readonly #discoveryWarnings = new Map<string, readonly string[]>();
@@ -452,9 +458,14 @@ export class StateCache implements FreshReader {
   }
 
   #newLoop(host: ProviderHost): PollLoop {
-    const clock = this.#opts.clock;
-    this.#gridOriginMs ??= clock.monoMs();
-    return new PollLoop(this.#intervalMs, () => this.#cycle(host), clock, this.#gridOriginMs);
+    this.#loopClock ??= sharedInstantTimers(this.#opts.clock);
+    this.#gridOriginMs ??= this.#loopClock.monoMs();
+    return new PollLoop(
+      this.#intervalMs,
+      () => this.#cycle(host),
+      this.#loopClock,
+      this.#gridOriginMs,
+    );
   }
 
   /** Stops polling and waits for polls in flight (start() makes new loops). */

@@ -4,7 +4,7 @@
  * at that time (fireNext), and the delays gridInterval asks for are read from the clock.
  */
 import assert from "node:assert/strict";
-import { gridInterval, nextGridInstant } from "../../src/common/mod.ts";
+import { gridInterval, nextGridInstant, sharedInstantTimers } from "../../src/common/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
 const PERIOD = 20;
@@ -107,4 +107,66 @@ Deno.test("gridInterval: stop() inside a call leaves no timer and no further cal
   assert.strictEqual(clock.pendingTimers, 0);
   clock.advance(3 * PERIOD);
   assert.strictEqual(calls, 1);
+});
+
+Deno.test("sharedInstantTimers: timers due on the same millisecond share one host timer", () => {
+  const host = new ManualClock();
+  const clock = sharedInstantTimers(host);
+  const calls: string[] = [];
+  // Ten poll loops aiming at the same grid instant from slightly different moments.
+  for (let i = 0; i < 10; i++) clock.setTimer(() => calls.push(`loop${i}`), 100);
+  assert.equal(host.pendingTimers, 1, "one host timer for the instant");
+  const other = clock.setTimer(() => calls.push("later"), 150);
+  assert.equal(host.pendingTimers, 2);
+  host.advance(99);
+  assert.deepEqual(calls, []);
+  host.advance(1);
+  assert.deepEqual(calls, [...Array(10).keys()].map((i) => `loop${i}`), "in the order set");
+  clock.clearTimer(other);
+  assert.equal(host.pendingTimers, 0, "the last timer of an instant cleared: its host timer too");
+  host.advance(100);
+  assert.equal(calls.length, 10);
+});
+
+Deno.test("sharedInstantTimers: clearing one timer of an instant leaves the others; late clears are no-ops", () => {
+  const host = new ManualClock();
+  const clock = sharedInstantTimers(host);
+  const calls: number[] = [];
+  const ids = [0, 1, 2].map((i) => clock.setTimer(() => calls.push(i), 50));
+  clock.clearTimer(ids[1]);
+  assert.equal(host.pendingTimers, 1);
+  host.advance(50);
+  assert.deepEqual(calls, [0, 2]);
+  clock.clearTimer(ids[0]); // fired already
+  clock.clearTimer(undefined);
+  // A timer set from a callback for "now" gets a new host timer, not the one firing.
+  clock.setTimer(() => {
+    calls.push(9);
+    clock.setTimer(() => calls.push(10), 0);
+  }, 10);
+  host.advance(10);
+  host.advance(0);
+  assert.deepEqual(calls, [0, 2, 9, 10]);
+  assert.equal(host.pendingTimers, 0);
+});
+
+Deno.test("sharedInstantTimers: a callback that throws does not keep the others of its instant from running", async () => {
+  const host = new ManualClock();
+  const clock = sharedInstantTimers(host);
+  const calls: string[] = [];
+  const uncaught = new Promise<unknown>((resolve) => {
+    const onError = (e: ErrorEvent) => {
+      e.preventDefault();
+      globalThis.removeEventListener("error", onError);
+      resolve(e.error);
+    };
+    globalThis.addEventListener("error", onError);
+  });
+  clock.setTimer(() => {
+    throw new Error("boom");
+  }, 20);
+  clock.setTimer(() => calls.push("after"), 20);
+  host.advance(20);
+  assert.deepEqual(calls, ["after"]);
+  assert.equal((await uncaught as Error).message, "boom");
 });
