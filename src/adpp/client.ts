@@ -66,6 +66,9 @@ export interface AdppClientOptions {
   readonly clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
 }
 
+/** Bytes a pipe writes atomically (POSIX PIPE_BUF on Linux): the bound of one coalesced write. */
+export const PIPE_BUF = 4096;
+
 interface Pending {
   readonly id: number;
   readonly kind: PayloadKind;
@@ -158,6 +161,13 @@ export class AdppClient {
   #resolveEnded!: (end: SessionEnd) => void;
   #lastFrameAt: number;
   #writeChain: Promise<void> = Promise.resolve();
+  /**
+   * Frames of requests made since the last write began, in request order (ids beside them): the
+   * requests of one turn (a poll pass over a provider's devices) go out in one write, so the
+   * provider is woken once for all of them. At most maxInFlight frames.
+   */
+  #outbox: Uint8Array[] = [];
+  #outboxIds: number[] = [];
   /**
    * The one deadline timer of the session, armed for the earliest deadline of a pending request
    * (or a later one: it re-arms when it fires early). Not a timer per request: at 10 Hz polling
@@ -305,19 +315,45 @@ export class AdppClient {
   }
 
   #write(id: number, frame: Uint8Array): void {
-    this.#writeChain = this.#writeChain.then(async () => {
-      if (this.#end) return;
-      if (this.#writeFailure) return this.#failUnwritten(id, this.#writeFailure);
+    this.#outbox.push(frame);
+    this.#outboxIds.push(id);
+    // A write already queued behind the one under way takes this frame too.
+    if (this.#outbox.length > 1) return;
+    this.#writeChain = this.#writeChain.then(() => this.#writeOutbox());
+  }
+
+  /** Writes every frame queued since the last write, as one write. */
+  async #writeOutbox(): Promise<void> {
+    const frames = this.#outbox;
+    const ids = this.#outboxIds;
+    this.#outbox = [];
+    this.#outboxIds = [];
+    if (this.#end) return;
+    if (this.#writeFailure) {
+      for (const id of ids) this.#failUnwritten(id, this.#writeFailure);
+      return;
+    }
+    // Groups of at most PIPE_BUF bytes: a pipe takes such a write whole or not at all, so a
+    // failed write (EPIPE) fails exactly the requests the provider never saw.
+    for (let i = 0; i < frames.length;) {
+      let j = i + 1;
+      let bytes = frames[i]!.length;
+      while (j < frames.length && bytes + frames[j]!.length <= PIPE_BUF) {
+        bytes += frames[j++]!.length;
+      }
       try {
-        await this.#writer.write(frame);
+        await this.#writer.write(j === i + 1 ? frames[i]! : concatFrames(frames, i, j, bytes));
       } catch (err) {
         this.#writeFailure ??= {
           reason: "transport_error",
           message: `write failed: ${errorMessage(err)}`,
         };
-        this.#failUnwritten(id, this.#writeFailure);
+        for (let k = i; k < ids.length; k++) this.#failUnwritten(ids[k]!, this.#writeFailure);
+        return;
       }
-    });
+      if (this.#end) return;
+      i = j;
+    }
   }
 
   /** Rejects the request whose frame was not written (the provider never saw it). */
@@ -407,4 +443,20 @@ const CODE_NAMES: Record<number, string> = Object.fromEntries(
 
 function codeName(code: number): string {
   return CODE_NAMES[code] ?? `code ${code}`;
+}
+
+/** Frames [from, to) one after the other in one buffer of `bytes`. */
+function concatFrames(
+  frames: readonly Uint8Array[],
+  from: number,
+  to: number,
+  bytes: number,
+): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    out.set(frames[i]!, at);
+    at += frames[i]!.length;
+  }
+  return out;
 }

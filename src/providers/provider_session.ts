@@ -169,6 +169,11 @@ export class ProviderSession {
     return this.#exitCode;
   }
 
+  /** Requests sent and not yet answered, expired or failed. */
+  get inFlight(): number {
+    return this.#client.inFlight;
+  }
+
   get lastFrameAtMs(): number {
     return this.#client.lastFrameAtMs;
   }

@@ -651,8 +651,8 @@ export class StateCache implements FreshReader {
       host.noteLiveness(answered); // (a provider that is down has no session to kill)
       return;
     }
+    const due: MutableDeviceState[] = [];
     for (const dev of devices) {
-      if (!host.available) return;
       // A device whose last read failed is polled every cycle until it answers: its outage is
       // judged on consecutive failed reads (device_outage.ts), as fast as for any device.
       if (dev.skipCycles > 0 && !everyDevice && dev.available) {
@@ -660,9 +660,58 @@ export class StateCache implements FreshReader {
         continue;
       }
       dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
-      const answered = await this.#serial(host.id, () => this.#pollOne(host, dev));
-      if (!answered) return; // hung: do not queue more requests behind it this cycle
+      due.push(dev);
     }
+    if (due.length === 0 || !host.available) return;
+    if (due.length === 1) {
+      await this.#serial(host.id, () => this.#pollOne(host, due[0]!));
+      return;
+    }
+    await this.#serial(host.id, () => this.#pollBatch(host, due));
+  }
+
+  /**
+   * Polls the due devices of one provider with their ReadSignals sent together (one write, one
+   * wake-up of the provider: ADPP matches answers by request id), the answers applied in the
+   * order the requests were made, each as it arrives. A provider that does not answer in time
+   * counts once for the pass in its liveness checks, as a single poll would.
+   */
+  async #pollBatch(host: ProviderHost, due: readonly MutableDeviceState[]): Promise<void> {
+    const metrics = this.#pollMetrics.get(host.id) ?? DETACHED_POLL_METRICS;
+    const clock = this.#opts.clock;
+    let sinceMs = clock.monoMs();
+    const requests = due.map((dev) =>
+      host.request("read_signals", { device_id: dev.deviceId, signal_ids: dev.pollable })
+    );
+    let answered = false;
+    let timedOut = false;
+    for (let i = 0; i < due.length; i++) {
+      const dev = due[i]!;
+      try {
+        const r = await requests[i]!;
+        // A device's poll time: from the answer before it (the provider answers in turn).
+        const now = clock.monoMs();
+        metrics.duration.observe((now - sinceMs) / 1000);
+        sinceMs = now;
+        answered = true;
+        if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile: not stored
+        this.#applySamples(dev, r.values ?? []);
+      } catch (err) {
+        const now = clock.monoMs();
+        metrics.duration.observe((now - sinceMs) / 1000);
+        sinceMs = now;
+        metrics.errors++;
+        if (noAnswer(err)) timedOut = true;
+        else if (err instanceof ProviderStatusError) answered = true; // still an answer
+        if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
+        this.#log.debug(
+          `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
+        );
+        this.#markDeviceUnavailable(dev);
+      }
+    }
+    if (answered) host.noteLiveness(true);
+    else if (timedOut) host.noteLiveness(false);
   }
 
   /** Runs `poll` once every poll of this provider queued before it has ended (one at a time). */

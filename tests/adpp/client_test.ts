@@ -7,6 +7,7 @@ import {
   FRAME_READ_CHUNK_BYTES,
   FrameDecoderStream,
   mapProviderCode,
+  PIPE_BUF,
   ProviderStatusError,
   StatusCode,
   type WireRequest,
@@ -212,6 +213,82 @@ function closingStdin(accepted: number) {
   return { writable, written, writeFailed };
 }
 
+/** The frames of one write (uint32 little-endian length prefixes), their bodies. */
+function splitFrames(bytes: Uint8Array): Uint8Array[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length;) {
+    const n = view.getUint32(at, true);
+    out.push(bytes.subarray(at + 4, at + 4 + n));
+    at += 4 + n;
+  }
+  return out;
+}
+
+/** Waits until `n` writes reached the stdin. */
+async function written(stdin: { written: unknown[] }, n: number): Promise<void> {
+  await waitFor(`${n} write(s)`, () => stdin.written.length >= n);
+}
+
+Deno.test("AdppClient: the requests of one turn go out in one write, in order; a failed one fails them all, and none after", async () => {
+  const stdin = closingStdin(1);
+  const stdout = new TransformStream<Uint8Array, Uint8Array>();
+  const client = new AdppClient(stdout.readable, stdin.writable, { clock: new ManualClock() });
+  // A poll pass over four devices: one write wakes the provider once for all of them.
+  const polls = ["d0", "d1", "d2", "d3"].map((d) =>
+    client.request("read_signals", { device_id: d }, 10_000)
+  );
+  await written(stdin, 1);
+  const frames = splitFrames(stdin.written[0]!);
+  assert.deepEqual(frames.map((f) => decodeRequest(f).read_signals?.device_id), [
+    "d0",
+    "d1",
+    "d2",
+    "d3",
+  ]);
+  const out = stdout.writable.getWriter();
+  for (const [i, p] of polls.entries()) {
+    await out.write(
+      encodeFrame(
+        encodeResponse({ request_id: i + 1, status: OK, read_signals: { device_id: `d${i}` } }),
+      ),
+    );
+    assert.equal((await p).device_id, `d${i}`);
+  }
+  // The next turn's requests: a second write, which fails (the provider went): all of them fail.
+  const more = [
+    client.request("list_devices", {}, 10_000),
+    client.request("list_devices", {}, 10_000),
+  ];
+  for (const m of more) {
+    await assert.rejects(m, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  }
+  assert.equal(stdin.written.length, 1);
+  await out.close();
+  await client.close();
+});
+
+Deno.test("AdppClient: frames of one turn beyond PIPE_BUF bytes are split into writes of at most PIPE_BUF", async () => {
+  const stdin = closingStdin(100);
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable, {
+    clock: new ManualClock(),
+  });
+  const ids = Array.from({ length: 40 }, (_, i) => `device-with-a-long-name-${i}`.padEnd(200, "x"));
+  const requests = ids.map((d) => client.request("read_signals", { device_id: d }, 10_000));
+  await waitFor(
+    "every frame written",
+    () => stdin.written.reduce((n, w) => n + splitFrames(w).length, 0) === 40,
+  );
+  assert.ok(stdin.written.length > 1);
+  for (const w of stdin.written) assert.ok(w.length <= PIPE_BUF, `a write of ${w.length} bytes`);
+  const sent = stdin.written.flatMap((w) =>
+    splitFrames(w).map((f) => decodeRequest(f).read_signals?.device_id)
+  );
+  assert.deepEqual(sent, ids, "in request order");
+  await client.close();
+  for (const r of requests) await r.catch(() => {});
+});
+
 Deno.test("AdppClient: a write that fails because the provider exited does not fail a request whose answer is still to be read", async () => {
   // The race: the provider answers a call and exits; a poll written before the runtime has read
   // that answer fails with EPIPE. The answer is in the pipe: the call gets it, the poll alone
@@ -220,6 +297,7 @@ Deno.test("AdppClient: a write that fails because the provider exited does not f
   const stdout = new TransformStream<Uint8Array, Uint8Array>();
   const client = new AdppClient(stdout.readable, stdin.writable, { clock: new ManualClock() });
   const call = client.request("call", { device_id: "chaos0", function_id: 6 }, 10_000);
+  await written(stdin, 1); // the call went out in a write of its own (an earlier turn)
   const poll = client.request("read_signals", { device_id: "motor0" }, 10_000);
   await stdin.writeFailed;
   await assert.rejects(poll, (e) => {
@@ -248,11 +326,12 @@ Deno.test("AdppClient: after a failed write, stdout reaching its end fails the r
   const stdin = closingStdin(1);
   const stdout = new TransformStream<Uint8Array, Uint8Array>();
   const client = new AdppClient(stdout.readable, stdin.writable, { clock: new ManualClock() });
-  const written = client.request("list_devices", {}, 10_000);
+  const first = client.request("list_devices", {}, 10_000);
+  await written(stdin, 1);
   const failing = client.request("list_devices", {}, 10_000);
   await assert.rejects(failing, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
   await stdout.writable.close(); // the provider exited without answering
-  await assert.rejects(written, (e) => {
+  await assert.rejects(first, (e) => {
     assert.ok(e instanceof RuntimeError);
     assert.equal(e.code, "UNAVAILABLE");
     assert.match(e.message, /write failed: Broken pipe/);
@@ -280,6 +359,7 @@ Deno.test("AdppClient: after a failed write, a written request that is never ans
   const clock = new ManualClock();
   const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable, { clock });
   const unanswered = client.request("list_devices", {}, 50);
+  await written(stdin, 1);
   const failing = client.request("list_devices", {}, 10_000);
   await assert.rejects(failing, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
   assert.equal(client.open, false);

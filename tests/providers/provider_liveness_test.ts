@@ -127,7 +127,9 @@ Deno.test("StateCache: a poll answered with an error status proves liveness, wha
   }
 });
 
-Deno.test("StateCache: the poll pass stops at a provider that did not answer, the next device waits", async () => {
+Deno.test("StateCache: a poll pass asks every due device at once; one that does not answer keeps no other from its answer", async () => {
+  // Before the pass sent its reads together (issue 39), it stopped at a device that did not
+  // answer and the next waited for the next pass. This provider answers requests concurrently.
   const inventory = {
     devices: {
       a: { signals: [{ id: "x", type: T.DOUBLE }] },
@@ -138,10 +140,13 @@ Deno.test("StateCache: the poll pass stops at a provider that did not answer, th
   try {
     await fx.program("a", { read: { hang: true } });
     await fx.program("b", { read: { values: [dbl("x", 1)] } });
-    await fx.cache.start(); // the priming pass: a times out, b is not asked
+    await fx.cache.start(); // the priming pass: a times out, b is answered
     assert.equal((await fx.stats("a")).reads, 1);
-    assert.equal((await fx.stats("b")).reads, 0);
-    assert.equal(fx.host.available, true);
+    assert.equal((await fx.stats("b")).reads, 1);
+    assert.equal(fx.cache.device("p0", "a")!.available, false);
+    assert.equal(fx.cache.device("p0", "b")!.available, true);
+    assert.deepEqual(fx.cache.signal("p0", "b", "x")?.value, { type: "double", double: 1 });
+    assert.equal(fx.host.available, true, "the provider answered: alive");
   } finally {
     await fx.close();
   }

@@ -1010,3 +1010,33 @@ Deno.test("StateCache.setIntervalMs: a waiting cycle is rescheduled to the short
     assert.equal((await fx.stats("d0")).reads, primed + 3);
   }, { intervalMs: 60_000, manual: clock });
 });
+
+Deno.test("StateCache sends the ReadSignals of a provider's due devices together: a device waits for no other's answer to be asked", async () => {
+  // One write per pass wakes the provider once for all its devices (issue 39). Before, d1 was
+  // asked only once d0 had answered, and after a d0 that timed out not at all that pass.
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
+  const inventory = {
+    devices: {
+      d0: { signals: [{ id: "x", type: T.DOUBLE }] },
+      d1: { signals: [{ id: "y", type: T.DOUBLE }] },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    await fx.program("d1", { read: { values: [dbl("y", 2)] } });
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start();
+    assert.equal(fx.cache.device("p0", "d1")?.available, true);
+    // d0 stops answering (this provider serves one request at a time: d1's waits behind it).
+    await fx.program("d0", { read: { hang: true } });
+    assert.ok(clock.fireNext(), "a pass is due");
+    await waitFor("both in flight at once", () => fx.host.session?.inFlight === 2);
+    // Neither answered within timeout_ms: both devices down, one liveness miss for the pass.
+    await clock.advanceAsync(200);
+    await waitFor("d0 and d1 marked down", () =>
+      fx.cache.device("p0", "d0")?.available === false &&
+      fx.cache.device("p0", "d1")?.available === false);
+    assert.equal(fx.host.available, true, "one pass without answers is one liveness miss");
+    // The pass's GetHealth (due every 5 s) waits behind the hung read too: let it expire.
+    await clock.advanceAsync(200);
+  }, { timeoutMs: 200, manual: clock });
+});
