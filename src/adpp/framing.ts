@@ -165,6 +165,14 @@ export class FrameReader {
     return this.#byob.read(new Uint8Array(this.#buffer!)).then(this.#onView);
   }
 
+  /**
+   * True while a complete payload from the last chunk waits to be returned: the next `read`
+   * resolves without reading the stream (a provider answering several requests of one chunk).
+   */
+  get buffered(): boolean {
+    return this.#readyAt < this.#ready.length;
+  }
+
   /** Stops reading and releases the stream. */
   cancel(reason?: unknown): Promise<void> {
     return (this.#byob ?? this.#reader)!.cancel(reason);

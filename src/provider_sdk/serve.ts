@@ -6,6 +6,7 @@ import {
   FrameError,
   FrameReader,
   type PayloadKind,
+  PIPE_BUF,
   type RequestPayloads,
   type ResponsePayloads,
   StatusCode as WireStatusCode,
@@ -116,9 +117,11 @@ export interface ProviderIo {
 /**
  * Serves ADPP requests from `readable` until EOF or a fatal error, strictly one at a time (a
  * handler that sleeps blocks the provider, like the reference). Echoes request_id, wraps handler
- * errors into Status. Applies the handler's safe state when the lease runs out and when serving
- * ends (EOF, error, `stop`). Resolves with the exit code the process should end with; never
- * calls exit.
+ * errors into Status. The answers to ReadSignals and GetHealth requests that arrived in one read
+ * are written together (at most PIPE_BUF bytes a write); any other request first has the answers
+ * before it written, and is answered at once. Applies the handler's safe state when the lease runs
+ * out and when serving ends (EOF, error, `stop`). Resolves with the exit code the process should
+ * end with; never calls exit.
  */
 export async function serveProvider(
   handler: ProviderHandler,
@@ -173,8 +176,20 @@ async function serveLoop(
 ): Promise<[ProviderExitCodeNumber, SafeStateReason]> {
   const log = io.logger;
   const writer = io.writable.getWriter();
+  const batch = new ReplyBatch();
+  /** Writes the kept answers, then `last`; false (logged) when stdout cannot be written. */
+  const flush = async (last: Uint8Array | null): Promise<boolean> => {
+    try {
+      await batch.write(writer, last);
+      return true;
+    } catch (err) {
+      log?.error(`stdout write failed: ${errorText(err)}`);
+      return false;
+    }
+  };
   try {
     for (;;) {
+      // Nothing is kept here unless the reader still holds a request of the same read.
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
         chunk = await reader.read();
@@ -189,13 +204,22 @@ async function serveLoop(
       }
       keeper.requestStarted();
       // A safe state being applied (lease expiry) completes before the next request runs.
-      if (keeper.applying !== null) await keeper.applying;
+      if (keeper.applying !== null) {
+        if (batch.bytes > 0 && !(await flush(null))) return [ProviderExitCode.WRITE, "serve_error"];
+        await keeper.applying;
+      }
       let req: WireRequest;
       try {
         req = decodeRequest(chunk.value);
       } catch (err) {
         log?.error(`unparseable request (${chunk.value.length} bytes): ${errorText(err)}`);
+        if (!(await flush(null))) return [ProviderExitCode.WRITE, "serve_error"];
         return [ProviderExitCode.BAD_REQUEST, "serve_error"];
+      }
+      const cheap = req.payload === "read_signals" || req.payload === "get_health";
+      // Any other request may be slow (a call): the answers already computed go out first.
+      if (!cheap && batch.bytes > 0 && !(await flush(null))) {
+        return [ProviderExitCode.WRITE, "serve_error"];
       }
       const actions: Array<() => void | Promise<void>> = [];
       let raw: Uint8Array | null = null;
@@ -215,21 +239,80 @@ async function serveLoop(
           out = encodeFrame(encodeResponse(response));
         } catch (err) {
           log?.error(`cannot serialise response ${response.request_id}: ${errorText(err)}`);
+          if (!(await flush(null))) return [ProviderExitCode.WRITE, "serve_error"];
           return [ProviderExitCode.SERIALIZE, "serve_error"];
         }
       }
-      try {
-        await writer.write(out);
-      } catch (err) {
-        log?.error(`stdout write failed: ${errorText(err)}`);
-        return [ProviderExitCode.WRITE, "serve_error"];
+      if (
+        cheap && actions.length === 0 && raw === null && reader.buffered &&
+        out.length <= PIPE_BUF
+      ) {
+        // Another request of this read is waiting: answer them together (one wake-up of the
+        // runtime per read, not per answer). No requestEnded: the lease stays paused until the
+        // answers are written with the last request of the read (which is never kept).
+        if (batch.bytes + out.length > PIPE_BUF && !(await flush(null))) {
+          return [ProviderExitCode.WRITE, "serve_error"];
+        }
+        batch.keep(out);
+        continue;
       }
+      if (!(await flush(out))) return [ProviderExitCode.WRITE, "serve_error"];
       for (const action of actions) await action();
       keeper.requestEnded(req.payload === "call" && response.status?.code === WireStatusCode.OK);
     }
   } finally {
     reader.cancel().catch(() => {});
     writer.releaseLock();
+  }
+}
+
+/**
+ * The answers serveLoop keeps back to write together: answers to cheap requests (ReadSignals,
+ * GetHealth) of one read of stdin, at most PIPE_BUF bytes (a pipe takes such a write whole).
+ */
+class ReplyBatch {
+  readonly #frames: Uint8Array[] = [];
+  #bytes = 0;
+
+  /** Bytes kept. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  keep(frame: Uint8Array): void {
+    this.#frames.push(frame);
+    this.#bytes += frame.length;
+  }
+
+  /**
+   * Writes what is kept, then `last` (when not null): in one write when together they fit in
+   * PIPE_BUF, else in two. Nothing is kept afterwards, also when the write fails.
+   */
+  async write(writer: WritableStreamDefaultWriter<Uint8Array>, last: Uint8Array | null) {
+    const frames = this.#frames;
+    if (frames.length === 0) {
+      if (last !== null) await writer.write(last);
+      return;
+    }
+    if (last !== null && this.#bytes + last.length <= PIPE_BUF) {
+      this.keep(last);
+      last = null;
+    }
+    let out: Uint8Array;
+    if (frames.length === 1) {
+      out = frames[0]!;
+    } else {
+      out = new Uint8Array(this.#bytes);
+      let at = 0;
+      for (const f of frames) {
+        out.set(f, at);
+        at += f.length;
+      }
+    }
+    frames.length = 0;
+    this.#bytes = 0;
+    await writer.write(out);
+    if (last !== null) await writer.write(last);
   }
 }
 

@@ -217,6 +217,18 @@ for (const [what, source] of Object.entries(SOURCES)) {
     deepStrictEqual(frames.map(hex), PAYLOADS);
   });
 
+  Deno.test(`FrameReader on ${what} is buffered while a whole payload of the last chunk waits`, async () => {
+    const reader = frameReader([STREAM], 4096);
+    equal(reader.buffered, false);
+    const seen: boolean[] = [];
+    for (let r = await reader.read(); !r.done; r = await reader.read()) seen.push(reader.buffered);
+    deepStrictEqual(seen, [true, true, false]); // three frames in one chunk
+    // A frame only partly received is not buffered: the next read reads the stream.
+    const split = frameReader([STREAM.slice(0, 4 + 31 + 2), STREAM.slice(4 + 31 + 2)], 4096);
+    equal((await split.read()).done, false);
+    equal(split.buffered, false);
+  });
+
   Deno.test(`FrameReader on ${what} ends cleanly on EOF between frames`, async () => {
     deepStrictEqual(await readAll(frameReader([])), []);
     equal((await readAll(frameReader([STREAM.slice(0, 4 + 31)]))).length, 1);

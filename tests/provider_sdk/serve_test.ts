@@ -1,9 +1,13 @@
-import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import {
   encodeFrame,
   encodeRequest,
+  encodeResponse,
   FRAME_READ_CHUNK_BYTES,
+  PIPE_BUF,
+  type RequestPayloads,
   StatusCode,
+  type WireRequest,
 } from "../../src/adpp/mod.ts";
 import {
   ProviderError,
@@ -200,4 +204,158 @@ Deno.test("serveProvider writes raw bytes instead of the reply when asked", asyn
     encodeFrame(encodeRequest({ request_id: 1, call: { device_id: "a" } })),
   ]);
   deepStrictEqual(Array.from(output), Array.from(raw));
+});
+
+// Issue 39: the answers to the ReadSignals/GetHealth requests of one read go out in one write.
+
+/** Serves each chunk (the frames of its requests, concatenated) as one read of a byte stream. */
+async function serveChunks(
+  handler: ProviderHandler,
+  chunks: WireRequest[][],
+  onWrite: (bytes: Uint8Array) => void = () => {},
+): Promise<{ code: number; writes: Uint8Array[] }> {
+  const writes: Uint8Array[] = [];
+  const code = await serveProvider(handler, {
+    readable: byteStream(chunks.map((reqs) => concatBytes(reqs.map(frameOf)))),
+    writable: new WritableStream({
+      write: (c) => {
+        writes.push(c);
+        onWrite(c);
+      },
+    }),
+  });
+  return { code, writes };
+}
+
+function frameOf(req: WireRequest): Uint8Array {
+  return encodeFrame(encodeRequest(req));
+}
+
+function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, (at += p.length) - p.length);
+  return out;
+}
+
+/** The request ids answered by each write. */
+async function idsPerWrite(writes: Uint8Array[]): Promise<number[][]> {
+  const out: number[][] = [];
+  for (const w of writes) out.push((await decodeFrames(w)).map((r) => r.request_id ?? -1));
+  return out;
+}
+
+const read = (id: number, device = "d"): WireRequest => ({
+  request_id: id,
+  read_signals: { device_id: device },
+});
+
+/** Answers ReadSignals with one string signal of `valueBytes` characters (default: small). */
+function readingHandler(order: string[] = [], valueBytes: (device: string) => number = () => 8) {
+  return {
+    ...recordingHandler(order),
+    readSignals: (req: RequestPayloads["read_signals"]) => {
+      const device = req.device_id ?? "";
+      order.push(`read ${device}`);
+      return {
+        device_id: device,
+        values: [{ signal_id: "s", value: { string_value: "x".repeat(valueBytes(device)) } }],
+      };
+    },
+    getHealth: () => ({ provider: { state: 1, message: "ok" } }),
+  } satisfies ProviderHandler;
+}
+
+Deno.test("serveProvider answers the reads of one chunk in one write, in order", async () => {
+  const { code, writes } = await serveChunks(readingHandler(), [
+    [read(1), read(2), { request_id: 3, get_health: {} }, read(4), read(5)],
+    [read(6)],
+    [read(7), read(8)],
+  ]);
+  equal(code, ProviderExitCode.CLEAN);
+  deepStrictEqual(await idsPerWrite(writes), [[1, 2, 3, 4, 5], [6], [7, 8]]);
+});
+
+Deno.test("serveProvider writes the answers kept before it dispatches a call", async () => {
+  let written = 0;
+  let writtenWhenCalled = -1;
+  const handler: ProviderHandler = {
+    ...readingHandler(),
+    call: (req) => {
+      writtenWhenCalled = written;
+      return { device_id: req.device_id ?? "" };
+    },
+  };
+  const { writes } = await serveChunks(
+    handler,
+    [[read(1), read(2), { request_id: 3, call: { device_id: "d" } }, read(4), read(5)]],
+    () => written++,
+  );
+  equal(writtenWhenCalled, 1, "the answers to 1 and 2 were written when the call started");
+  deepStrictEqual(await idsPerWrite(writes), [[1, 2], [3], [4, 5]]);
+});
+
+Deno.test("serveProvider writes a reply with afterReply actions at once, before its actions", async () => {
+  const order: string[] = [];
+  const base = readingHandler(order);
+  const handler: ProviderHandler = {
+    ...base,
+    readSignals: (req, ctx) => {
+      if (req.device_id === "b") ctx.afterReply(() => void order.push("after b"));
+      return base.readSignals(req);
+    },
+  };
+  const { writes } = await serveChunks(
+    handler,
+    [[read(1, "a"), read(2, "b"), read(3, "c")]],
+    () => order.push("write"),
+  );
+  deepStrictEqual(order, ["read a", "read b", "write", "after b", "read c", "write"]);
+  deepStrictEqual(await idsPerWrite(writes), [[1, 2], [3]]);
+});
+
+Deno.test("serveProvider writes raw reply bytes at once, after the answers kept", async () => {
+  const raw = encodeFrame(encodeResponse({ request_id: 99, status: { code: 0, message: "raw" } }));
+  const base = readingHandler();
+  const handler: ProviderHandler = {
+    ...base,
+    readSignals: (req, ctx) => {
+      if (req.device_id === "raw") ctx.replaceReplyWithRawBytes(raw);
+      return base.readSignals(req);
+    },
+  };
+  const { writes } = await serveChunks(handler, [[read(1), read(2, "raw"), read(3), read(4)]]);
+  deepStrictEqual(await idsPerWrite(writes), [[1, 99], [3, 4]]);
+});
+
+Deno.test("serveProvider splits the answers of one chunk into writes of at most PIPE_BUF", async () => {
+  // ~620-byte answers (six fit in PIPE_BUF), and one answer larger than PIPE_BUF on its own.
+  const ids = Array.from({ length: 30 }, (_, i) => i + 1);
+  const handler = readingHandler([], (device) => device === "big" ? 5000 : 600);
+  const { code, writes } = await serveChunks(handler, [
+    ids.map((id) => read(id, id === 13 ? "big" : "d")),
+  ]);
+  equal(code, ProviderExitCode.CLEAN);
+  const perWrite = await idsPerWrite(writes);
+  deepStrictEqual(perWrite.flat(), ids, "every answer, in order");
+  deepStrictEqual(perWrite.find((w) => w.includes(13)), [13], "the big answer goes alone");
+  for (const [i, w] of writes.entries()) {
+    if (!perWrite[i]!.includes(13)) ok(w.length <= PIPE_BUF, `write ${i}: ${w.length} bytes`);
+  }
+  // A write is cut only when the next answer would not fit: 12 answers before the big one in
+  // groups of 6, 17 after it (6 + 6 + 5).
+  deepStrictEqual(perWrite.map((w) => w.length), [6, 6, 1, 6, 6, 5]);
+});
+
+Deno.test("serveProvider exits 5 when the write of the answers kept fails", async () => {
+  const writable = new WritableStream<Uint8Array>({
+    write() {
+      throw new Error("broken pipe");
+    },
+  });
+  const code = await serveProvider(readingHandler(), {
+    readable: byteStream([concatBytes([read(1), read(2), read(3)].map(frameOf))]),
+    writable,
+  });
+  equal(code, ProviderExitCode.WRITE);
 });
