@@ -910,7 +910,10 @@ export class StateCache implements FreshReader {
   #markDeviceUnavailable(dev: MutableDeviceState): void {
     const now = this.#opts.clock.nowMs();
     for (const [id, s] of dev.signals) {
-      this.#store(dev, id, dev.slots.get(id)!, { ...s, quality: "UNAVAILABLE" }, now);
+      // A SignalSample, not a spread literal: a literal's allocation site may be pretenured
+      // (tests/state/pretenure_test.ts), and a failing device is marked on every pass.
+      const down = new SignalSample(s.value, "UNAVAILABLE", s.timestampMs, s.receivedMono);
+      this.#store(dev, id, dev.slots.get(id)!, down, now);
     }
     if (dev.available) {
       dev.available = false;
