@@ -136,7 +136,8 @@ Deno.test("StateCache: a poll pass asks every due device at once; one that does 
       b: { signals: [{ id: "x", type: T.DOUBLE }] },
     },
   };
-  const fx = await startProgrammable(inventory, { timeoutMs: 300 });
+  // timeout_ms long enough for b's answer on a loaded machine; a never answers.
+  const fx = await startProgrammable(inventory, { timeoutMs: 2000 });
   try {
     await fx.program("a", { read: { hang: true } });
     await fx.program("b", { read: { values: [dbl("x", 1)] } });
