@@ -266,6 +266,9 @@ export class EventStream {
       if (abort.signal.aborted) return;
       const silent = Date.now() - this.lastDataAt;
       if (silent >= dead) {
+        // Stale on the way, also when this check comes late (a busy or throttled page): the
+        // states an operator sees always run live -> stale -> disconnected.
+        if (this.state === "live") this.setState("stale", { silentMs: silent });
         abort.abort();
         return;
       }

@@ -153,6 +153,36 @@ Deno.test("EventStream turns stale after a silence and reconnects after a longer
   }
 });
 
+Deno.test("EventStream passes through stale when its silence check comes past the reconnect bound (a busy page)", async () => {
+  // CI once saw live -> disconnected: the check that would have seen the stale window ran late.
+  const s = serve(() => stream(['event: e\ndata: {"n":1}\n\n']));
+  const states: string[] = [];
+  let opens = 0;
+  let events = 0;
+  const es = new EventStream({
+    url: s.url,
+    onEvent: () => {
+      // Right after the first event the page is busy for longer than the whole reconnect bound.
+      if (++events !== 1) return;
+      const until = Date.now() + 400;
+      while (Date.now() < until) { /* busy */ }
+    },
+    onOpen: () => opens++,
+    onState: (st: string) => states.push(st),
+    staleAfterMs: 100,
+    reconnectAfterMs: 150,
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await waitFor("a second connection", () => opens === 2);
+    assert.deepEqual(states.slice(0, 4), ["connecting", "live", "stale", "disconnected"]);
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+});
+
 Deno.test("EventStream answers 401 by asking for a token and retrying with it", async () => {
   const seen: Array<string | null> = [];
   const s = serve((req) => {
