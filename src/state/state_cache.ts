@@ -552,7 +552,7 @@ export class StateCache implements FreshReader {
     const run = this.#serial(providerId, async () => {
       started = true; // from now on a new pollDevice must poll again, not join this one
       known.queuedPoll = null;
-      await this.#pollOne(host, known);
+      await this.#pollBatch(host, [known]);
     });
     if (!started) known.queuedPoll = run; // it waits behind another poll
     return run;
@@ -663,10 +663,6 @@ export class StateCache implements FreshReader {
       due.push(dev);
     }
     if (due.length === 0 || !host.available) return;
-    if (due.length === 1) {
-      await this.#serial(host.id, () => this.#pollOne(host, due[0]!));
-      return;
-    }
     await this.#serial(host.id, () => this.#pollBatch(host, due));
   }
 
@@ -674,7 +670,8 @@ export class StateCache implements FreshReader {
    * Polls the due devices of one provider with their ReadSignals sent together (one write, one
    * wake-up of the provider: ADPP matches answers by request id), the answers applied in the
    * order the requests were made, each as it arrives. A provider that does not answer in time
-   * counts once for the pass in its liveness checks, as a single poll would.
+   * counts once for the pass in its liveness checks. A post-call poll (pollDevice) is a pass of
+   * one device.
    */
   async #pollBatch(host: ProviderHost, due: readonly MutableDeviceState[]): Promise<void> {
     const metrics = this.#pollMetrics.get(host.id) ?? DETACHED_POLL_METRICS;
@@ -703,6 +700,8 @@ export class StateCache implements FreshReader {
         metrics.errors++;
         if (noAnswer(err)) timedOut = true;
         else if (err instanceof ProviderStatusError) answered = true; // still an answer
+        // (A provider that went down has its devices marked already: marking again changes
+        // nothing.)
         if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
         this.#log.debug(
           `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
@@ -719,38 +718,6 @@ export class StateCache implements FreshReader {
     let q = this.#pollQueues.get(providerId);
     if (!q) this.#pollQueues.set(providerId, q = new PollQueue());
     return q.run(poll);
-  }
-
-  /** Polls one device; returns false when the provider did not answer in time. */
-  async #pollOne(host: ProviderHost, dev: MutableDeviceState): Promise<boolean> {
-    // A host removed by a reload while this poll waited: its figures are gone with it.
-    const metrics = this.#pollMetrics.get(host.id) ?? DETACHED_POLL_METRICS;
-    const clock = this.#opts.clock;
-    const startedMs = clock.monoMs();
-    try {
-      const r = await host.request("read_signals", {
-        device_id: dev.deviceId,
-        signal_ids: dev.pollable,
-      });
-      metrics.duration.observe((clock.monoMs() - startedMs) / 1000);
-      host.noteLiveness(true);
-      if (!this.#isCurrent(host)) return true; // removed by a reload meanwhile: not stored
-      this.#applySamples(dev, r.values ?? []);
-      return true;
-    } catch (err) {
-      metrics.duration.observe((clock.monoMs() - startedMs) / 1000);
-      metrics.errors++;
-      const timedOut = noAnswer(err);
-      if (timedOut) host.noteLiveness(false);
-      else if (err instanceof ProviderStatusError) host.noteLiveness(true); // still an answer
-      // (A provider that went down has its devices marked already: marking again changes nothing.)
-      if (!this.#isCurrent(host)) return true; // removed by a reload meanwhile
-      this.#log.debug(
-        `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
-      );
-      this.#markDeviceUnavailable(dev);
-      return !timedOut;
-    }
   }
 
   #applySamples(dev: MutableDeviceState, values: readonly WireSignalValue[]): void {
