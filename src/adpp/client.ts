@@ -17,7 +17,7 @@ import {
   type WireRequest,
   type WireResponse,
 } from "./codec.ts";
-import { encodeFrame, FrameReader, MAX_FRAME_BYTES } from "./framing.ts";
+import { concatFrames, encodeFrame, FrameReader, MAX_FRAME_BYTES, PIPE_BUF } from "./framing.ts";
 
 /** Why a session ended. */
 export interface SessionEnd {
@@ -65,9 +65,6 @@ export interface AdppClientOptions {
   /** The time of the last frame received, and the timers of the request deadlines. */
   readonly clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
 }
-
-/** Bytes a pipe writes atomically (POSIX PIPE_BUF on Linux): the bound of one coalesced write. */
-export const PIPE_BUF = 4096;
 
 interface Pending {
   readonly id: number;
@@ -443,20 +440,4 @@ const CODE_NAMES: Record<number, string> = Object.fromEntries(
 
 function codeName(code: number): string {
   return CODE_NAMES[code] ?? `code ${code}`;
-}
-
-/** Frames [from, to) one after the other in one buffer of `bytes`. */
-function concatFrames(
-  frames: readonly Uint8Array[],
-  from: number,
-  to: number,
-  bytes: number,
-): Uint8Array {
-  const out = new Uint8Array(bytes);
-  let at = 0;
-  for (let i = from; i < to; i++) {
-    out.set(frames[i]!, at);
-    at += frames[i]!.length;
-  }
-  return out;
 }

@@ -221,3 +221,22 @@ export class FrameEncoderStream extends TransformStream<Uint8Array, Uint8Array> 
     });
   }
 }
+
+/** Bytes a pipe writes atomically (POSIX PIPE_BUF on Linux): the bound of one coalesced write. */
+export const PIPE_BUF = 4096;
+
+/** Frames [from, to) one after the other in one buffer of `bytes`. */
+export function concatFrames(
+  frames: readonly Uint8Array[],
+  from: number,
+  to: number,
+  bytes: number,
+): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    out.set(frames[i]!, at);
+    at += frames[i]!.length;
+  }
+  return out;
+}

@@ -1,5 +1,6 @@
 import type { Logger } from "../common/mod.ts";
 import {
+  concatFrames,
   decodeRequest,
   encodeFrame,
   encodeResponse,
@@ -298,17 +299,9 @@ class ReplyBatch {
       this.keep(last);
       last = null;
     }
-    let out: Uint8Array;
-    if (frames.length === 1) {
-      out = frames[0]!;
-    } else {
-      out = new Uint8Array(this.#bytes);
-      let at = 0;
-      for (const f of frames) {
-        out.set(f, at);
-        at += f.length;
-      }
-    }
+    const out = frames.length === 1
+      ? frames[0]!
+      : concatFrames(frames, 0, frames.length, this.#bytes);
     frames.length = 0;
     this.#bytes = 0;
     await writer.write(out);
