@@ -18,10 +18,14 @@
  * does not grow. `bytes` and `reachMs` are the metrics of its use.
  */
 import {
+  boolValue,
+  doubleValue,
+  int64Value,
   type Quality,
   QUALITY_RANK,
   sameValue,
   type TypedValue,
+  uint64Value,
   type ValueType,
 } from "../common/mod.ts";
 import { BucketAcc } from "./buckets.ts";
@@ -404,13 +408,13 @@ export function ringValue(s: RingSample, type: ValueType | null): TypedValue | n
   if (s.ref !== null) return s.ref;
   switch (type) {
     case "bool":
-      return { type: "bool", bool: s.num !== 0 };
+      return boolValue(s.num !== 0);
     case "int64":
-      return { type: "int64", int64: s.num };
+      return int64Value(s.num);
     case "uint64":
-      return { type: "uint64", uint64: s.num };
+      return uint64Value(s.num);
     default:
-      return { type: "double", double: s.num };
+      return doubleValue(s.num);
   }
 }
 
