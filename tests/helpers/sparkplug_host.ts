@@ -6,6 +6,8 @@
 import { Buffer } from "node:buffer";
 import mqtt, { type IClientOptions, type MqttClient } from "mqtt";
 import { decode, encode } from "../../src/sparkplug/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 
 /** One message the host received: its topic, the decoded payload and the bytes as sent. */
 export interface Received {
@@ -54,5 +56,39 @@ export async function sparkplugHost(
     close: async () => {
       await client.endAsync(true);
     },
+  };
+}
+
+/**
+ * A host that reconnects by itself (for tests where the broker goes away and comes back), with a
+ * persistent session (clean=false, QoS 1): whatever the edge node publishes after the broker comes
+ * back waits for the host even when the node reconnects first.
+ */
+export function reconnectingHost(url: string, group: string): Promise<SparkplugHost> {
+  return sparkplugHost(url, group, { reconnectPeriod: 100, clean: false });
+}
+
+/** Sets relay 3 of the simulated provider's `sim0/relayio0` through the router, as an operator. */
+export async function setSimRelay(rt: Kernel, on: boolean): Promise<void> {
+  await rt.router.call({
+    providerId: "sim0",
+    deviceId: "relayio0",
+    functionName: "set_relay_ch3",
+    args: { enabled: { type: "bool", bool: on } },
+    origin: "manual",
+  });
+}
+
+/** A logger keeping every line from `info` up (for asserting what was logged). */
+export function infoLines(): { lines: string[]; log: LineLogger } {
+  const lines: string[] = [];
+  return {
+    lines,
+    log: new LineLogger({
+      level: "info",
+      journald: false,
+      now: () => Date.now(),
+      write: (line) => lines.push(line),
+    }),
   };
 }

@@ -12,7 +12,7 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { type Received, setSimRelay, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
@@ -56,13 +56,7 @@ function config(url: string) {
 }
 
 async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
-  await rt.router.call({
-    providerId: "sim0",
-    deviceId: "relayio0",
-    functionName: "set_relay_ch3",
-    args: { enabled: { type: "bool", bool: on } },
-    origin: "manual",
-  });
+  await setSimRelay(rt, on);
   // Kept for later: polled into the history ring (on by default here), noted as not published.
   await waitFor("the change to be kept for later", () => {
     const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;

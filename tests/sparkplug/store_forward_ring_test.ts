@@ -11,7 +11,6 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { LineLogger } from "../../src/host/mod.ts";
 import {
   decode,
   encode,
@@ -21,31 +20,18 @@ import {
   valueFields,
 } from "../../src/sparkplug/mod.ts";
 import { qualityName, ringValue } from "../../src/history/mod.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import {
+  infoLines,
+  type Received,
+  reconnectingHost,
+  setSimRelay,
+} from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-sfr";
 const relay = sparkplugDeviceId("sim0", "relayio0");
-
-/** A host that reconnects by itself, with a persistent session (see store_forward_test.ts). */
-function listen(url: string) {
-  return sparkplugHost(url, GROUP, { reconnectPeriod: 100, clean: false });
-}
-
-function logCapture(): { lines: string[]; log: LineLogger } {
-  const lines: string[] = [];
-  return {
-    lines,
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => Date.now(),
-      write: (line) => lines.push(line),
-    }),
-  };
-}
 
 function config(url: string, history: Partial<Config["history"]> = {}): Config {
   return testConfig({
@@ -64,13 +50,7 @@ function config(url: string, history: Partial<Config["history"]> = {}): Config {
 }
 
 async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
-  await rt.router.call({
-    providerId: "sim0",
-    deviceId: "relayio0",
-    functionName: "set_relay_ch3",
-    args: { enabled: { type: "bool", bool: on } },
-    origin: "manual",
-  });
+  await setSimRelay(rt, on);
   await waitFor("the relay's new value to be polled", () => {
     const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
     return v?.type === "bool" && v.bool === on;
@@ -180,8 +160,8 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
-    const { lines, log } = logCapture();
+    const host = await reconnectingHost(broker.url, GROUP);
+    const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url), { arm: true, host: { log } });
@@ -288,8 +268,8 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
-    const { lines, log } = logCapture();
+    const host = await reconnectingHost(broker.url, GROUP);
+    const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { memorySeconds: 5 }), {

@@ -8,36 +8,13 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { LineLogger } from "../../src/host/mod.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { infoLines, reconnectingHost, setSimRelay } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-sf";
-
-/**
- * A host that reconnects by itself (the broker goes away and comes back in these tests), with a
- * persistent session (clean=false, QoS 1): whatever the edge node publishes after the broker comes
- * back waits for the host even when the node reconnects first.
- */
-function listen(url: string) {
-  return sparkplugHost(url, GROUP, { reconnectPeriod: 100, clean: false });
-}
-
-function logCapture(): { lines: string[]; log: LineLogger } {
-  const lines: string[] = [];
-  return {
-    lines,
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => Date.now(),
-      write: (line) => lines.push(line),
-    }),
-  };
-}
 
 /** History off: the queue is the store (with history on, the ring is: store_forward_ring_test). */
 function config(url: string, storeForward: Config["sparkplug"]["storeForward"]): Config {
@@ -50,13 +27,7 @@ function config(url: string, storeForward: Config["sparkplug"]["storeForward"]):
 }
 
 async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
-  await rt.router.call({
-    providerId: "sim0",
-    deviceId: "relayio0",
-    functionName: "set_relay_ch3",
-    args: { enabled: { type: "bool", bool: on } },
-    origin: "manual",
-  });
+  await setSimRelay(rt, on);
 }
 
 const relay = sparkplugDeviceId("sim0", "relayio0");
@@ -68,8 +39,8 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
-    const { lines, log } = logCapture();
+    const host = await reconnectingHost(broker.url, GROUP);
+    const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { maxMessages: 10000, maxBytes: 16777216 }), {
@@ -131,8 +102,8 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     const broker = await Mosquitto.start();
-    const host = await listen(broker.url);
-    const { lines, log } = logCapture();
+    const host = await reconnectingHost(broker.url, GROUP);
+    const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { maxMessages: 2, maxBytes: 16777216 }), {
