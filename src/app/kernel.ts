@@ -995,7 +995,7 @@ function refusal(weakens: readonly Weakening[]): string {
  * The history ring as Sparkplug store and forward reads it (its HistoryReplay port, typed
  * structurally here: the kernel's static graph holds nothing of src/sparkplug/).
  */
-function historyReplay(history: History) {
+export function historyReplay(history: History) {
   return {
     memorySeconds: history.config.memorySeconds,
     memoryMaxBytes: history.config.memoryMaxBytes,

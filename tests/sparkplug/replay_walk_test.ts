@@ -19,7 +19,8 @@ import type {
   TypedValue,
 } from "../../src/common/mod.ts";
 import type { PublishedEvent, RuntimeEvent } from "../../src/events/mod.ts";
-import { History, qualityName, ringValue } from "../../src/history/mod.ts";
+import { History } from "../../src/history/mod.ts";
+import { historyReplay } from "../../src/app/kernel.ts";
 import type { DeviceState, InventoryReader, SignalState } from "../../src/state/mod.ts";
 import {
   decode,
@@ -165,26 +166,8 @@ function rig() {
       providersUp: 1,
       providersDown: 0,
     }),
-    replay: {
-      memorySeconds: 600,
-      memoryMaxBytes: 64 << 20,
-      open: (p, d, ids, from, until) => {
-        const walk = history.changes(p, d, ids, from, until);
-        if (walk === null) return null;
-        return {
-          get reachFromMs() {
-            return walk.reachFromMs;
-          },
-          get overtaken() {
-            return walk.overtaken;
-          },
-          next: (each) =>
-            walk.next((id, s, type) =>
-              each(id, ringValue(s, type), qualityName(s.quality), s.timeMs)
-            ),
-        };
-      },
-    },
+    // The composition root's adapter of the ring (src/app/kernel.ts), not a copy of it.
+    replay: historyReplay(history),
     runtimeVersion: "test",
     clock,
     log: testLogger(),
