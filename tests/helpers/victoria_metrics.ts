@@ -189,6 +189,8 @@ export class LineRecorder {
   readonly bodies: string[] = [];
   readonly requests: { path: string; headers: Headers }[] = [];
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  /** Forwards still on their way to the database (a body is recorded before it is forwarded). */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(targetUrl: string | null) {
     this.#server = Deno.serve(
@@ -199,12 +201,16 @@ export class LineRecorder {
         this.bodies.push(body);
         this.requests.push({ path: u.pathname + u.search, headers: req.headers });
         if (targetUrl === null) return new Response(null, { status: 204 });
-        const res = await fetch(`${targetUrl}${u.pathname}${u.search}`, {
-          method: req.method,
-          headers: req.headers,
-          body: req.method === "GET" ? null : body,
-        });
-        const payload = await res.arrayBuffer();
+        const forward = (async () => {
+          const res = await fetch(`${targetUrl}${u.pathname}${u.search}`, {
+            method: req.method,
+            headers: req.headers,
+            body: req.method === "GET" ? null : body,
+          });
+          return { res, payload: await res.arrayBuffer() };
+        })();
+        this.#inFlight.add(forward);
+        const { res, payload } = await forward.finally(() => this.#inFlight.delete(forward));
         const nullBody = res.status === 204 || res.status === 304;
         // fetch has already decoded the body: do not pass on its (gzip) encoding and length.
         const headers = new Headers(res.headers);
@@ -223,6 +229,14 @@ export class LineRecorder {
   /** All recorded lines, in order. */
   get lines(): string[] {
     return this.bodies.flatMap((b) => b.split("\n").filter((l) => l !== ""));
+  }
+
+  /**
+   * Waits until every body recorded so far has reached the database and been answered: a line
+   * seen in `lines` may still be on its way there.
+   */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
   }
 
   /** Stops the server and waits until it has finished. */

@@ -113,7 +113,9 @@ Deno.test({
       assert.ok(!lines.some((l) => /,run_id=/.test(l)), "run_id is never a tag");
       assert.equal(recorder.requests[0]!.headers.get("authorization"), "Token t0ken");
 
-      // And the database has them, with the tags as labels and numeric fields as values.
+      // And the database has them, with the tags as labels and numeric fields as values. A line
+      // the recorder has seen may still be on its way to the database: wait for it to land.
+      await recorder.settled();
       const relay = await db.export(
         `{__name__="runtime_signal_value_bool",device_id="relayio0",signal_id="relay_ch1_state"}`,
       );
