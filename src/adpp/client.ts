@@ -66,11 +66,20 @@ export interface AdppClientOptions {
   readonly clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
 }
 
+/**
+ * Receives a request's outcome, once: an error, or the payload of an OK answer. What
+ * `AdppClient.send` takes instead of a promise (the poll path: no promise per request).
+ */
+export type Reply<K extends PayloadKind> = (
+  err: Error | null,
+  body: ResponsePayloads[K] | undefined,
+) => void;
+
 interface Pending {
   readonly id: number;
   readonly kind: PayloadKind;
-  readonly resolve: (r: WireResponse) => void;
-  readonly reject: (e: Error) => void;
+  // deno-lint-ignore no-explicit-any
+  readonly reply: Reply<any>;
   /** Monotonic ms after which the request expires. */
   readonly deadlineMs: number;
   readonly timeoutMs: number;
@@ -217,12 +226,30 @@ export class AdppClient {
     payload: RequestPayloads[K],
     timeoutMs: number,
   ): Promise<ResponsePayloads[K]> {
+    return new Promise<ResponsePayloads[K]>((resolve, reject) => {
+      this.send(kind, payload, timeoutMs, (err, body) => {
+        if (err !== null) reject(err);
+        else resolve(body!);
+      });
+    });
+  }
+
+  /**
+   * `request` without a promise: `reply` gets the outcome once, never synchronously (a request
+   * refused at once is replied to in a microtask), with the same errors as `request` rejects with.
+   */
+  send<K extends PayloadKind>(
+    kind: K,
+    payload: RequestPayloads[K],
+    timeoutMs: number,
+    reply: Reply<K>,
+  ): void {
     const ended = this.#end ?? this.#writeFailure;
     if (ended) {
-      return Promise.reject(unavailable(`provider session ended: ${ended.message}`));
+      return replyLater(reply, unavailable(`provider session ended: ${ended.message}`));
     }
     if (this.#pending.size >= this.#maxInFlight) {
-      return Promise.reject(unavailable(`too many requests in flight (${this.#maxInFlight})`));
+      return replyLater(reply, unavailable(`too many requests in flight (${this.#maxInFlight})`));
     }
     const id = this.#nextId++;
     const msg = { request_id: id, [kind]: payload } as WireRequest;
@@ -231,34 +258,12 @@ export class AdppClient {
       frame = encodeFrame(encodeRequest(msg), this.#maxFrameBytes);
     } catch (err) {
       // An oversize request is refused before any byte is written (the session stays usable).
-      return Promise.reject(new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
+      return replyLater(reply, new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
     }
-    return new Promise<ResponsePayloads[K]>((resolve, reject) => {
-      const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
-      this.#pending.add({
-        id,
-        kind,
-        deadlineMs,
-        timeoutMs,
-        reject,
-        resolve: (r) => {
-          const code = r.status?.code ?? StatusCode.UNSPECIFIED;
-          if (code !== StatusCode.OK) {
-            const text = r.status?.message || "no message";
-            reject(new ProviderStatusError(code, `provider answered ${codeName(code)}: ${text}`));
-            return;
-          }
-          const body = r[kind];
-          if (body === undefined) {
-            reject(new RuntimeError("INTERNAL", `provider response lacks the ${kind} payload`));
-            return;
-          }
-          resolve(body as ResponsePayloads[K]);
-        },
-      });
-      if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
-      this.#write(id, frame);
-    });
+    const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
+    this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply });
+    if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
+    this.#write(id, frame);
   }
 
   /** (Re-)arms the deadline timer for `atMs`. */
@@ -287,7 +292,7 @@ export class AdppClient {
       }
       this.#pending.removeAt(i);
       this.#rememberExpired(p.id);
-      p.reject(deadlineExceeded(`${p.kind} got no answer within ${p.timeoutMs} ms`));
+      deliver(p.reply, deadlineExceeded(`${p.kind} got no answer within ${p.timeoutMs} ms`));
     }
     if (next < Infinity) this.#armDeadlineTimer(next);
     this.#endIfDrained();
@@ -357,7 +362,7 @@ export class AdppClient {
   #failUnwritten(id: number, failure: SessionEnd): void {
     const pending = this.#pending.take(id);
     if (pending) {
-      pending.reject(unavailable(`provider session ended: ${failure.message}`));
+      deliver(pending.reply, unavailable(`provider session ended: ${failure.message}`));
     }
     this.#endIfDrained();
   }
@@ -371,26 +376,15 @@ export class AdppClient {
     const reader = new FrameReader(readable, this.#maxFrameBytes);
     try {
       for (;;) {
-        const { value, done } = await reader.read();
+        // Every answer of a chunk is dispatched before the next read, with no promise per frame.
+        const done = await reader.readFrames(this.#onFrame);
+        if (this.#end) return;
         if (done) {
           this.#finish(
             this.#writeFailure ?? { reason: "eof", message: "provider closed its stdout" },
           );
           return;
         }
-        this.#lastFrameAt = this.#clock.monoMs();
-        let response: WireResponse;
-        try {
-          response = decodeResponse(value);
-        } catch (err) {
-          this.#finish({
-            reason: "protocol_violation",
-            message: `unparseable response: ${errorMessage(err)}`,
-          });
-          return;
-        }
-        this.#dispatch(response);
-        if (this.#end) return;
       }
     } catch (err) {
       this.#finish({ reason: "protocol_violation", message: `bad frame: ${errorMessage(err)}` });
@@ -399,12 +393,29 @@ export class AdppClient {
     }
   }
 
+  /** One frame from the provider (a view of the read buffer, decoded before the next read). */
+  readonly #onFrame = (payload: Uint8Array): void => {
+    if (this.#end) return; // a frame after a protocol violation in the same chunk
+    this.#lastFrameAt = this.#clock.monoMs();
+    let response: WireResponse;
+    try {
+      response = decodeResponse(payload);
+    } catch (err) {
+      this.#finish({
+        reason: "protocol_violation",
+        message: `unparseable response: ${errorMessage(err)}`,
+      });
+      return;
+    }
+    this.#dispatch(response);
+  };
+
   #dispatch(response: WireResponse): void {
     const id = response.request_id ?? 0;
     const pending = this.#pending.take(id);
     if (pending) {
       // The deadline timer stays armed: it finds nothing to expire, or the next request's.
-      pending.resolve(response);
+      settle(pending, response);
       this.#endIfDrained();
       return;
     }
@@ -428,10 +439,47 @@ export class AdppClient {
     this.#end = end;
     this.#disarmDeadlineTimer();
     for (const p of this.#pending.takeAll()) {
-      p.reject(unavailable(`provider session ended: ${end.message}`));
+      deliver(p.reply, unavailable(`provider session ended: ${end.message}`));
     }
     this.#resolveEnded(end);
   }
+}
+
+/** Replies with the answer's payload, or the error its status or a missing payload means. */
+function settle(p: Pending, r: WireResponse): void {
+  const code = r.status?.code ?? StatusCode.UNSPECIFIED;
+  if (code !== StatusCode.OK) {
+    const text = r.status?.message || "no message";
+    deliver(p.reply, new ProviderStatusError(code, `provider answered ${codeName(code)}: ${text}`));
+    return;
+  }
+  const body = r[p.kind];
+  if (body === undefined) {
+    deliver(p.reply, new RuntimeError("INTERNAL", `provider response lacks the ${p.kind} payload`));
+    return;
+  }
+  deliver(p.reply, null, body);
+}
+
+/**
+ * Calls a reply. One that throws is reported as an uncaught error, as a timer's is, and never
+ * ends the session (the read loop would take it for a bad frame).
+ */
+// deno-lint-ignore no-explicit-any
+function deliver(reply: Reply<any>, err: Error | null, body?: unknown): void {
+  try {
+    reply(err, body);
+  } catch (thrown) {
+    queueMicrotask(() => {
+      throw thrown;
+    });
+  }
+}
+
+/** A refusal before anything was sent, replied in a microtask (a reply is never synchronous). */
+// deno-lint-ignore no-explicit-any
+function replyLater(reply: Reply<any>, err: Error): void {
+  queueMicrotask(() => deliver(reply, err));
 }
 
 const CODE_NAMES: Record<number, string> = Object.fromEntries(

@@ -48,8 +48,11 @@ class FrameSplitter {
     this.#maxBytes = maxBytes;
   }
 
-  /** Feeds one chunk; calls `emit` for each payload completed by it. */
-  push(chunk: Uint8Array, emit: (payload: Uint8Array) => void): void {
+  /**
+   * Feeds one chunk; calls `emit` for each payload completed by it. With `alias`, a payload
+   * wholly inside the chunk is a view of it (valid while `emit` runs), not a copy.
+   */
+  push(chunk: Uint8Array, emit: (payload: Uint8Array) => void, alias = false): void {
     let off = 0;
     while (off < chunk.length) {
       if (this.#payload === null) {
@@ -70,7 +73,8 @@ class FrameSplitter {
         }
         if (need === 0) throw new FrameError("zero_length", "zero-length frame");
         if (chunk.length - off >= need) {
-          emit(chunk.slice(off, off + need)); // whole frame in this chunk
+          // whole frame in this chunk
+          emit(alias ? chunk.subarray(off, off + need) : chunk.slice(off, off + need));
           off += need;
           continue;
         }
@@ -164,6 +168,36 @@ export class FrameReader {
     if (this.#byob === null) return this.#reader!.read().then(this.#onChunk);
     return this.#byob.read(new Uint8Array(this.#buffer!)).then(this.#onView);
   }
+
+  /**
+   * Reads the next chunk and gives each payload it completes to `onPayload`, synchronously and
+   * in order, with no promise per payload (the ADPP client: a provider's answers to one poll pass
+   * arrive in one chunk). A payload may be a view of the reused read buffer: it is valid while
+   * `onPayload` runs. Resolves true at a clean EOF between frames, false otherwise; rejects with
+   * FrameError on a framing error (the payloads before it in the chunk were given). Not to be
+   * mixed with `read` on one reader.
+   */
+  readFrames(onPayload: (payload: Uint8Array) => void): Promise<boolean> {
+    this.#sink = onPayload;
+    if (this.#byob === null) return this.#reader!.read().then(this.#feedChunk);
+    return this.#byob.read(new Uint8Array(this.#buffer!)).then(this.#feedView);
+  }
+
+  #sink: (payload: Uint8Array) => void = () => {};
+
+  readonly #feedView = (r: ReadableStreamReadResult<Uint8Array>): boolean => {
+    if (r.value !== undefined) this.#buffer = r.value.buffer as ArrayBuffer;
+    return this.#feedChunk(r);
+  };
+
+  readonly #feedChunk = (r: ReadableStreamReadResult<Uint8Array>): boolean => {
+    if (r.done) {
+      this.#splitter.end();
+      return true;
+    }
+    this.#splitter.push(r.value, this.#sink, true);
+    return false;
+  };
 
   /**
    * True while a complete payload from the last chunk waits to be returned: the next `read`

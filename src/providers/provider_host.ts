@@ -1,4 +1,4 @@
-import type { PayloadKind, RequestPayloads, ResponsePayloads } from "../adpp/mod.ts";
+import type { PayloadKind, Reply, RequestPayloads, ResponsePayloads } from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
@@ -205,6 +205,25 @@ export class ProviderHost {
       return Promise.reject(unavailable(`Provider unavailable: ${this.id}`));
     }
     return s.request(kind, payload, timeoutMs ?? this.config.timeoutMs);
+  }
+
+  /**
+   * `request` without a promise, for the poll path: `reply` gets the outcome once, never
+   * synchronously (see AdppClient.send).
+   */
+  send<K extends PayloadKind>(
+    kind: K,
+    payload: RequestPayloads[K],
+    reply: Reply<K>,
+    timeoutMs?: number,
+  ): void {
+    const s = this.#session;
+    if (!s || !this.available) {
+      const err = unavailable(`Provider unavailable: ${this.id}`);
+      queueMicrotask(() => reply(err, undefined));
+      return;
+    }
+    s.send(kind, payload, timeoutMs ?? this.config.timeoutMs, reply);
   }
 
   /**

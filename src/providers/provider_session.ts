@@ -2,6 +2,7 @@ import {
   AdppClient,
   capabilitiesFromWire,
   type PayloadKind,
+  type Reply,
   type RequestPayloads,
   type ResponsePayloads,
   type SessionEnd,
@@ -185,6 +186,16 @@ export class ProviderSession {
     timeoutMs: number = this.#cfg.timeoutMs,
   ): Promise<ResponsePayloads[K]> {
     return this.#client.request(kind, payload, timeoutMs);
+  }
+
+  /** `request` without a promise (see AdppClient.send). */
+  send<K extends PayloadKind>(
+    kind: K,
+    payload: RequestPayloads[K],
+    timeoutMs: number,
+    reply: Reply<K>,
+  ): void {
+    this.#client.send(kind, payload, timeoutMs, reply);
   }
 
   /** The provider's last stderr lines, oldest first (at most STDERR_TAIL_LINES). */

@@ -4,6 +4,7 @@ import {
   type ResponsePayloads,
   timestampToMs,
   typedValueFromWire,
+  wireRepeats,
   type WireSignalValue,
   wireTypeAgrees,
 } from "../adpp/mod.ts";
@@ -639,20 +640,11 @@ export class StateCache implements FreshReader {
    * `everyDevice`: the priming pass of start(), which polls each device once whatever is due.
    */
   async #pollProvider(host: ProviderHost, everyDevice = false): Promise<void> {
-    const devices = [...(this.#byProvider.get(host.id)?.values() ?? [])].filter((d) =>
-      d.pollable.length > 0
-    );
-    if (devices.length === 0) {
-      // Nothing to poll: a heartbeat keeps liveness checks running.
-      const answered = await host.request("get_health", {}).then(
-        () => true,
-        (err) => !noAnswer(err),
-      );
-      host.noteLiveness(answered); // (a provider that is down has no session to kill)
-      return;
-    }
+    let pollable = 0;
     const due: MutableDeviceState[] = [];
-    for (const dev of devices) {
+    for (const dev of this.#byProvider.get(host.id)?.values() ?? []) {
+      if (dev.pollable.length === 0) continue;
+      pollable++;
       // A device whose last read failed is polled every cycle until it answers: its outage is
       // judged on consecutive failed reads (device_outage.ts), as fast as for any device.
       if (dev.skipCycles > 0 && !everyDevice && dev.available) {
@@ -661,6 +653,15 @@ export class StateCache implements FreshReader {
       }
       dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
       due.push(dev);
+    }
+    if (pollable === 0) {
+      // Nothing to poll: a heartbeat keeps liveness checks running.
+      const answered = await host.request("get_health", {}).then(
+        () => true,
+        (err) => !noAnswer(err),
+      );
+      host.noteLiveness(answered); // (a provider that is down has no session to kill)
+      return;
     }
     if (due.length === 0 || !host.available) return;
     await this.#serial(host.id, () => this.#pollBatch(host, due));
@@ -673,44 +674,69 @@ export class StateCache implements FreshReader {
    * counts once for the pass in its liveness checks. A post-call poll (pollDevice) is a pass of
    * one device.
    */
-  async #pollBatch(host: ProviderHost, due: readonly MutableDeviceState[]): Promise<void> {
+  #pollBatch(host: ProviderHost, due: readonly MutableDeviceState[]): Promise<void> {
     const metrics = this.#pollMetrics.get(host.id) ?? DETACHED_POLL_METRICS;
     const clock = this.#opts.clock;
+    const n = due.length;
+    if (n === 0) return Promise.resolve();
+    // Each device's outcome as it arrives (its samples, or why it has none); applied in request
+    // order. Replies, not promises: one promise per pass, none per device.
+    const outcomes: (readonly WireSignalValue[] | Error | undefined)[] = new Array(n);
+    let next = 0;
     let sinceMs = clock.monoMs();
-    const requests = due.map((dev) =>
-      host.request("read_signals", { device_id: dev.deviceId, signal_ids: dev.pollable })
-    );
     let answered = false;
     let timedOut = false;
-    for (let i = 0; i < due.length; i++) {
-      const dev = due[i]!;
-      try {
-        const r = await requests[i]!;
-        // A device's poll time: from the answer before it (the provider answers in turn).
-        const now = clock.monoMs();
-        metrics.duration.observe((now - sinceMs) / 1000);
-        sinceMs = now;
-        answered = true;
-        if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile: not stored
-        this.#applySamples(dev, r.values ?? []);
-      } catch (err) {
-        const now = clock.monoMs();
-        metrics.duration.observe((now - sinceMs) / 1000);
-        sinceMs = now;
-        metrics.errors++;
-        if (noAnswer(err)) timedOut = true;
-        else if (err instanceof ProviderStatusError) answered = true; // still an answer
-        // (A provider that went down has its devices marked already: marking again changes
-        // nothing.)
-        if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
-        this.#log.debug(
-          `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${(err as Error).message}`,
+    return new Promise<void>((resolve, reject) => {
+      const apply = (): void => {
+        while (next < n && outcomes[next] !== undefined) {
+          const dev = due[next]!;
+          const outcome = outcomes[next]!;
+          outcomes[next++] = undefined;
+          // A device's poll time: from the answer before it (the provider answers in turn).
+          const now = clock.monoMs();
+          metrics.duration.observe((now - sinceMs) / 1000);
+          sinceMs = now;
+          if (!(outcome instanceof Error)) {
+            answered = true;
+            if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile: not stored
+            this.#applySamples(dev, outcome);
+            continue;
+          }
+          metrics.errors++;
+          if (noAnswer(outcome)) timedOut = true;
+          else if (outcome instanceof ProviderStatusError) answered = true; // still an answer
+          // (A provider that went down has its devices marked already: marking again changes
+          // nothing.)
+          if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
+          this.#log.debug(
+            `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${outcome.message}`,
+          );
+          this.#markDeviceUnavailable(dev);
+        }
+        if (next < n) return;
+        next = n + 1; // settled: later replies change nothing
+        if (answered) host.noteLiveness(true);
+        else if (timedOut) host.noteLiveness(false);
+        resolve();
+      };
+      for (let i = 0; i < n; i++) {
+        const dev = due[i]!;
+        host.send(
+          "read_signals",
+          { device_id: dev.deviceId, signal_ids: dev.pollable },
+          (err, body) => {
+            if (next > n) return;
+            outcomes[i] = err ?? body!.values ?? NO_VALUES;
+            try {
+              apply();
+            } catch (thrown) {
+              next = n + 1;
+              reject(thrown);
+            }
+          },
         );
-        this.#markDeviceUnavailable(dev);
       }
-    }
-    if (answered) host.noteLiveness(true);
-    else if (timedOut) host.noteLiveness(false);
+    });
   }
 
   /** Runs `poll` once every poll of this provider queued before it has ended (one at a time). */
@@ -734,7 +760,8 @@ export class StateCache implements FreshReader {
         continue;
       }
       if (!slot.polled) continue; // declared without a poll hint: never requested, not cached
-      const value = typedValueFromWire(sv.value);
+      const last = slot.last?.value;
+      const value = wireRepeats(last, sv.value) ? last! : typedValueFromWire(sv.value);
       const stamped = timestampToMs(sv.timestamp);
       const timestampMs = stamped ?? now;
       if (stamped !== null && Math.abs(stamped - now) > TIMESTAMP_SKEW_LIMIT_MS) {
@@ -845,7 +872,8 @@ export class StateCache implements FreshReader {
     // state_update carries a value: a signal that never had one shows in quality_change only.
     if (
       next.value !== null &&
-      (!prev?.value || qualityChanged || !sameValue(prev.value, next.value))
+      (!prev?.value || qualityChanged ||
+        (prev.value !== next.value && !sameValue(prev.value, next.value)))
     ) {
       this.#opts.bus.publish({
         kind: "state_update",
@@ -1021,6 +1049,9 @@ function quoteId(id: string): string {
  * Runs polls one at a time, in arrival order. Bounded: the poll loop waits for its own poll, and
  * pollDevice joins a queued poll of the same device, so at most one poll per device waits.
  */
+/** The samples of an answer that has none. */
+const NO_VALUES: readonly WireSignalValue[] = Object.freeze([]);
+
 class PollQueue {
   #busy = false;
   readonly #waiting: Array<() => void> = [];

@@ -481,3 +481,88 @@ Deno.test("AdppClient reads a provider's byte stream into its own reused buffer 
   await client.close();
   await drain;
 });
+
+Deno.test("AdppClient dispatches every answer of one read in the same turn, in order (no promise per frame)", async () => {
+  // A provider answers a poll pass in one write; the client hands all its answers over before
+  // any other microtask runs.
+  const answers = concatAll(
+    [1, 2, 3].map((id) =>
+      encodeFrame(encodeResponse({ request_id: id, status: OK, get_health: {} }))
+    ),
+  );
+  const toProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const drain = toProvider.readable.pipeTo(new WritableStream());
+  const client = new AdppClient(byteStream([answers]), toProvider.writable, {
+    clock: new ManualClock(),
+  });
+  const order: string[] = [];
+  const all = new Promise<void>((resolve) => {
+    for (const id of [1, 2, 3]) {
+      client.send("get_health", {}, 1000, (err, body) => {
+        assert.equal(err, null);
+        assert.deepEqual(body, {});
+        order.push(`reply ${id}`);
+        if (id === 1) queueMicrotask(() => order.push("microtask"));
+        if (id === 3) resolve();
+      });
+    }
+  });
+  await all;
+  await Promise.resolve();
+  assert.deepEqual(order, ["reply 1", "reply 2", "reply 3", "microtask"]);
+  await client.close();
+  await drain;
+});
+
+Deno.test("AdppClient.send: a refusal is replied in a microtask, never synchronously", async () => {
+  const p = pair();
+  await p.end(); // the session has ended: every request is refused at once
+  let replied: Error | null = null;
+  const got = new Promise<void>((resolve) =>
+    p.client.send("get_health", {}, 1000, (err) => {
+      replied = err;
+      resolve();
+    })
+  );
+  assert.equal(replied, null, "not replied during send");
+  await got;
+  assert.ok(replied! instanceof RuntimeError);
+  assert.equal((replied as RuntimeError).code, "UNAVAILABLE");
+});
+
+Deno.test("AdppClient: a reply that throws is reported as uncaught and the session goes on", async () => {
+  const p = pair();
+  const uncaught: unknown[] = [];
+  const onError = (e: ErrorEvent) => {
+    e.preventDefault();
+    uncaught.push(e.error);
+  };
+  globalThis.addEventListener("error", onError);
+  try {
+    p.client.send("get_health", {}, 1000, () => {
+      throw new Error("listener bug");
+    });
+    const req = await p.nextRequest();
+    await p.reply({ request_id: req.request_id, status: OK, get_health: {} });
+    await waitFor("the reply's error reported", () => uncaught.length === 1);
+    assert.equal((uncaught[0] as Error).message, "listener bug");
+    assert.equal(p.client.open, true);
+    const next = p.client.request("get_health", {}, 1000);
+    const req2 = await p.nextRequest();
+    await p.reply({ request_id: req2.request_id, status: OK, get_health: {} });
+    assert.deepEqual(await next, {});
+  } finally {
+    globalThis.removeEventListener("error", onError);
+    await p.end();
+  }
+});
+
+function concatAll(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, x) => n + x.length, 0));
+  let at = 0;
+  for (const x of parts) {
+    out.set(x, at);
+    at += x.length;
+  }
+  return out;
+}

@@ -1,6 +1,7 @@
 import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import {
   encodeFrame,
+  FRAME_READ_CHUNK_BYTES,
   FrameDecoderStream,
   FrameEncoderStream,
   FrameError,
@@ -289,4 +290,40 @@ Deno.test("FrameReader.cancel ends a pending read with done", async () => {
   const pending = reader.read();
   await reader.cancel();
   equal((await pending).done, true);
+});
+
+Deno.test("FrameReader.readFrames gives every payload of a chunk at once, in order, as views of its buffer", async () => {
+  // The ADPP client's read: a provider's answers to one poll pass come in one chunk and are all
+  // handed over in the same turn, with no promise per frame and no copy of a whole frame.
+  const second = concat(STREAM, STREAM.subarray(0, 7)); // and a frame cut after its prefix
+  const rest = STREAM.subarray(7, frameHex(PAYLOADS[0]!).length / 2);
+  const reader = new FrameReader(byteStream([STREAM, second, rest]));
+  const got: string[][] = [];
+  const buffers: number[][] = []; // per chunk, the byte length of each payload's buffer
+  for (;;) {
+    const batch: string[] = [];
+    const sizes: number[] = [];
+    const done = await reader.readFrames((payload) => {
+      batch.push(hex(payload));
+      sizes.push(payload.buffer.byteLength);
+    });
+    if (done) break;
+    got.push(batch);
+    buffers.push(sizes);
+  }
+  deepStrictEqual(got, [PAYLOADS, PAYLOADS, [PAYLOADS[0]!]]);
+  // A frame inside a chunk is a view of the reader's 64 KiB read buffer, not a copy; the frame
+  // split across chunks is gathered into a buffer of its own length.
+  const read = FRAME_READ_CHUNK_BYTES;
+  deepStrictEqual(buffers, [[read, read, read], [read, read, read], [PAYLOADS[0]!.length / 2]]);
+});
+
+Deno.test("FrameReader.readFrames gives the payloads before a bad prefix, then rejects; EOF mid-frame rejects", async () => {
+  const bad = new FrameReader(byteStream([concat(STREAM, lePrefix(0))]));
+  const seen: string[] = [];
+  await rejects(bad.readFrames((p) => seen.push(hex(p))), isFrameError("zero_length"));
+  deepStrictEqual(seen, PAYLOADS);
+  const cut = new FrameReader(byteStream([STREAM.subarray(0, 6)]));
+  equal(await cut.readFrames(() => {}), false);
+  await rejects(cut.readFrames(() => {}), isFrameError("truncated"));
 });
