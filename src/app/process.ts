@@ -3,7 +3,7 @@
  * (sd_notify and the "Runtime Ready" line), the shutdown budget and the exit codes. What runs is
  * built, started and stopped by the Kernel (app/kernel.ts) over the real host ports given here.
  */
-import { errorMessage, type Logger, type LogLevel } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, type LogLevel } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
@@ -131,25 +131,43 @@ function watchReloadSignal(onHangup: () => void): () => void {
   return () => Deno.removeSignalListener("SIGHUP", onHangup);
 }
 
-/** Waits for `stopped` within the shutdown budget, hurrying it on a second stop signal. */
-async function shutDown(
+/** What shutDown takes from the host (injected by tests; the real clock and reaper otherwise). */
+export interface ShutdownDeps {
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
+  /** Kills the provider processes still alive; resolves once they are gone (or bounded). */
+  readonly killProviders: () => Promise<unknown>;
+}
+
+/**
+ * Waits for `stopped` within the shutdown budget, hurrying it on a second stop signal: the
+ * providers are killed and the rest of shutdown gets HURRIED_SHUTDOWN_MS from that signal. Later
+ * signals change nothing (they never push that deadline back).
+ */
+export async function shutDown(
   stopped: Promise<void>,
-  signals: StopSignals,
+  signals: Pick<StopSignals, "onRepeat">,
   config: Config,
   log: Logger,
+  deps: ShutdownDeps = {
+    clock: systemClock, // the process's own deadline, on the real clock this root owns
+    killProviders: () => killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS),
+  },
 ): Promise<ExitCode> {
   // The budget is enforced: whatever is still running past it must not keep the process alive.
   const budgetMs = config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
-  // The process's own deadline, on the real clock this composition root owns.
-  const clock = systemClock;
+  const clock = deps.clock;
   let limit = `${budgetMs} ms`;
   let expire: (outcome: "overrun") => void = () => {};
   const overrun = new Promise<"overrun">((r) => (expire = r));
   let timer = clock.setTimer(() => expire("overrun"), budgetMs);
-  let hurried: Promise<number> | null = null;
+  let hurried: Promise<unknown> | null = null;
   signals.onRepeat((signal) => {
+    if (hurried !== null) {
+      log.warn(`${signal} received again: already hurrying (${limit})`);
+      return;
+    }
     log.warn(`${signal} received again: killing providers now`);
-    hurried ??= killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
+    hurried = deps.killProviders();
     clock.clearTimer(timer);
     timer = clock.setTimer(() => expire("overrun"), HURRIED_SHUTDOWN_MS);
     limit = `${HURRIED_SHUTDOWN_MS} ms after the second signal`;

@@ -1,0 +1,70 @@
+/**
+ * shutDown's deadlines on a manual clock: the budget, the hurry a second stop signal starts, and
+ * later signals that must not push the hurried deadline back (an operator pressing Ctrl-C again
+ * and again, or a supervisor repeating SIGTERM, would otherwise keep a hung shutdown alive).
+ */
+import assert from "node:assert/strict";
+import { HURRIED_SHUTDOWN_MS, shutDown } from "../../src/app/process.ts";
+import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+function rig() {
+  const clock = new ManualClock(0);
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "info",
+    journald: false,
+    now: () => 0,
+    write: (l) => lines.push(l),
+  });
+  let repeat: (signal: Deno.Signal) => void = () => {};
+  let kills = 0;
+  const config = testConfig({ runtime: { shutdownTimeoutMs: 10_000 } });
+  const never = new Promise<void>(() => {});
+  const exit = shutDown(never, { onRepeat: (l) => (repeat = l) }, config, log, {
+    clock,
+    killProviders: () => (kills++, Promise.resolve()),
+  });
+  let code: number | null = null;
+  exit.then((c) => (code = c));
+  return {
+    clock,
+    lines,
+    repeat: (s: Deno.Signal) => repeat(s),
+    kills: () => kills,
+    code: () => code,
+  };
+}
+
+Deno.test("shutDown: a third stop signal does not push back the deadline the second one set", async () => {
+  const r = rig();
+  await r.clock.advanceAsync(100);
+  r.repeat("SIGTERM"); // hurry: HURRIED_SHUTDOWN_MS from now
+  await r.clock.advanceAsync(HURRIED_SHUTDOWN_MS - 100);
+  r.repeat("SIGTERM"); // before the fix: HURRIED_SHUTDOWN_MS from here
+  await r.clock.advanceAsync(100); // HURRIED_SHUTDOWN_MS after the second signal
+  assert.equal(r.code(), EXIT_INTERNAL_ERROR, "exited at the second signal's deadline");
+  assert.equal(r.kills(), 1, "the providers are killed once");
+  assert.ok(r.lines.some((l) => l.includes("SIGTERM received again: already hurrying")));
+  assert.ok(r.lines.some((l) => l.includes(`shutdown exceeded ${HURRIED_SHUTDOWN_MS} ms after`)));
+});
+
+Deno.test("shutDown: without a second signal the budget is shutdown_timeout_ms plus the grace; a finished stop exits 0", async () => {
+  const r = rig();
+  await r.clock.advanceAsync(10_999);
+  assert.equal(r.code(), null);
+  await r.clock.advanceAsync(1);
+  assert.equal(r.code(), EXIT_INTERNAL_ERROR);
+  assert.equal(r.kills(), 0);
+
+  const clock = new ManualClock(0);
+  const log = new LineLogger({ level: "error", journald: false, now: () => 0, write: () => {} });
+  const code = await shutDown(Promise.resolve(), { onRepeat: () => {} }, testConfig(), log, {
+    clock,
+    killProviders: () => Promise.resolve(),
+  });
+  assert.equal(code, EXIT_OK);
+  assert.deepEqual(clock.pendingDueTimes(), [], "no deadline left behind");
+});
