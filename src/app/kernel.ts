@@ -50,6 +50,7 @@ import {
   readFileBytes,
   readProcessStats,
   type ServeOptions,
+  smallStateFile,
 } from "../host/mod.ts";
 import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
@@ -598,6 +599,7 @@ export class Kernel {
         : {}),
       // Store and forward replays the history ring when there is one (no queue of its own).
       ...(this.history ? { replay: historyReplay(this.history) } : {}),
+      bdSeqStore: bdSeqFile(`${config.runtime.dataDir}/sparkplug/bdseq`),
       runtimeVersion: RUNTIME_VERSION,
       clock: this.host.clock,
       log: this.host.log.child("sparkplug"),
@@ -995,6 +997,23 @@ function refusal(weakens: readonly Weakening[]): string {
  * The history ring as Sparkplug store and forward reads it (its HistoryReplay port, typed
  * structurally here: the kernel's static graph holds nothing of src/sparkplug/).
  */
+/**
+ * The Sparkplug bdSeq kept in a one-line file under runtime.data_dir (docs/sparkplug.md): text
+ * other than an integer 0-255 reads as none recorded.
+ */
+export function bdSeqFile(
+  path: string,
+): { load(): Promise<number | null>; save(n: number): Promise<void> } {
+  const file = smallStateFile(path);
+  return {
+    async load() {
+      const text = (await file.read())?.trim() ?? "";
+      return /^\d{1,3}$/.test(text) && Number(text) <= 255 ? Number(text) : null;
+    },
+    save: (n) => file.write(`${n}\n`),
+  };
+}
+
 export function historyReplay(history: History) {
   return {
     memorySeconds: history.config.memorySeconds,

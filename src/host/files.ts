@@ -114,3 +114,37 @@ function openErrorMessage(e: unknown): string {
   if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
   return errorMessage(e);
 }
+
+/** Most bytes of a small state file `smallStateFile` reads (a bdSeq is at most 3 digits). */
+const SMALL_STATE_FILE_MAX_BYTES = 64;
+
+/**
+ * A one-line state file under the data directory (the Sparkplug bdSeq): `read` gives its text
+ * (null when missing or unreadable as a regular file of at most SMALL_STATE_FILE_MAX_BYTES);
+ * `write` replaces it whole (a temporary file renamed over it, synced, so a power cut leaves the
+ * old text or the new, never a torn one), creating its directory.
+ */
+export function smallStateFile(path: string): {
+  read(): Promise<string | null>;
+  write(text: string): Promise<void>;
+} {
+  return {
+    async read() {
+      const r = await readRegularFile(path, SMALL_STATE_FILE_MAX_BYTES);
+      return r.ok ? new TextDecoder().decode(r.bytes) : null;
+    },
+    async write(text: string) {
+      const dir = path.slice(0, path.lastIndexOf("/"));
+      if (dir !== "") await Deno.mkdir(dir, { recursive: true });
+      const tmp = `${path}.tmp`;
+      const f = await Deno.open(tmp, { write: true, create: true, truncate: true });
+      try {
+        await f.write(new TextEncoder().encode(text));
+        await f.sync();
+      } finally {
+        f.close();
+      }
+      await Deno.rename(tmp, path);
+    },
+  };
+}

@@ -171,9 +171,24 @@ export interface EdgeNodeOptions {
    * instead of keeping a queue of its own.
    */
   readonly replay?: HistoryReplay | undefined;
+  /** Keeps bdSeq across restarts (without it every process starts at 0). */
+  readonly bdSeqStore?: BdSeqStore | undefined;
   readonly runtimeVersion: string;
   readonly clock: Clock;
   readonly log: Logger;
+}
+
+/**
+ * Where the node's bdSeq outlives the process. A node restarted within 1.5 x keep-alive of a crash
+ * must not reuse its last bdSeq: the broker publishes the crashed connection's will (NDEATH) when
+ * the new connection takes its client id over, and a host that matches NDEATH to NBIRTH by bdSeq
+ * would take it for the new connection's death.
+ */
+export interface BdSeqStore {
+  /** The bdSeq of the last connection's will (null: none recorded, or unreadable). */
+  load(): Promise<number | null>;
+  /** Records the bdSeq of the will now registered with the broker. */
+  save(bdSeq: number): Promise<void>;
 }
 
 /** Counters for metrics and tests. */
@@ -345,6 +360,12 @@ export class SparkplugEdgeNode {
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
     this.#unsubscribe.push(o.inventory.onChange((id) => this.#providerChanged(id)));
     this.#unsubscribe.push(o.inventory.onAvailability((p) => this.#providerChanged(p.id)));
+    if (o.bdSeqStore !== undefined) {
+      // The next after the last process's: its will may still be due at the broker.
+      const last = await o.bdSeqStore.load().catch(() => null);
+      if (last !== null) this.#bdSeq = (last + 1) % 256;
+      await this.#saveBdSeq();
+    }
     await this.#openSession();
     const host = o.config.primaryHostId === ""
       ? ""
@@ -382,6 +403,18 @@ export class SparkplugEdgeNode {
     session.onClose(() => current() && this.#closed());
     session.onMessage((topic, payload) => current() && this.#message(topic, payload));
     session.onError((m) => current() && this.#log.warn(`sparkplug broker connection: ${m}`));
+  }
+
+  /** Records the current bdSeq (a failure is a WARN: the node goes on, a restart may reuse it). */
+  async #saveBdSeq(): Promise<void> {
+    const bdSeq = this.#bdSeq;
+    try {
+      await this.#o.bdSeqStore?.save(bdSeq);
+    } catch (err) {
+      this.#log.warn(
+        `sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)}); a restart may reuse it`,
+      );
+    }
   }
 
   /** Publishes NDEATH (bounded in time) and ends the session. */
@@ -522,6 +555,7 @@ export class SparkplugEdgeNode {
       this.#session = null;
       await session.end(true);
       this.#bdSeq = (this.#bdSeq + 1) % 256;
+      void this.#saveBdSeq();
       this.#log.warn(
         `sparkplug: NDEATH published for the primary host going offline; reconnecting ` +
           `(next bdSeq ${this.#bdSeq}) to wait for it`,
@@ -560,6 +594,7 @@ export class SparkplugEdgeNode {
       // The broker published this connection's NDEATH; the next connection has the next bdSeq.
       this.#bdSeq = (this.#bdSeq + 1) % 256;
       this.#session?.setWill(this.#topic("NDEATH"), this.#deathPayload());
+      void this.#saveBdSeq();
       this.#log.warn(`sparkplug lost the broker; reconnecting (next bdSeq ${this.#bdSeq})`);
     }
   }
