@@ -57,6 +57,13 @@ export interface ProviderDeviceHealthView {
    * state layer's providerHealthViews (optional only so views built elsewhere need not carry it).
    */
   claims?: string[];
+  /**
+   * How often the runtime polls the device (ms): polling.interval_ms, or a multiple of it when
+   * every signal hints a slower poll (`poll_hint_hz`) or stale bounds allow it. Absent for devices
+   * only the provider reports. Not in anolis. Always set for registered devices by the state
+   * layer's providerHealthViews.
+   */
+  poll_period_ms?: number;
   reported: ReportedDeviceHealth | null;
 }
 

@@ -186,6 +186,12 @@ export function responseComponents(): Record<string, JsonSchema> {
           "The resources the device holds exclusively: its anolis.claim keys, then the key its " +
             "hw.bus_path + hw.i2c_address tags stand for (project addition).",
         ),
+        poll_period_ms: note(
+          { type: "integer", minimum: 1 },
+          "How often the runtime polls the device: polling.interval_ms, or a multiple of it when " +
+            "its signals hint slower polls or allow it by their stale bounds. Absent for devices " +
+            "only the provider reports (project addition).",
+        ),
         reported: orNull(obj(["state", "message", "metrics", "last_seen_epoch_ms"], {
           state: {
             enum: [

@@ -172,6 +172,7 @@ function providerView(
       type_version: truncateUtf8(caps.device.typeVersion, MAX_DESCRIPTOR_TEXT_BYTES),
       descriptor_tags: boundedDescriptorTags(caps.device.tags),
       claims: deviceClaims(caps.device.tags).keys,
+      poll_period_ms: period,
       reported: rd ? reportedDevice(rd) : null,
     };
   });

@@ -18,6 +18,13 @@ Deno.test("A device whose signals hint 0.5 Hz is polled every 20th cycle of a 10
     assert.equal(rt.cache.pollPeriodMs("pol", "fast0"), 100, "10 Hz: every cycle");
     assert.equal(rt.cache.pollPeriodMs("pol", "slow0"), 2000, "0.5 Hz: every 20th cycle");
     assert.equal(rt.cache.pollPeriodMs("pol", "tight0"), 300, "0.1 Hz capped by stale_after 600");
+    // And GET /v0/providers/health says so (schema-checked by the fixture).
+    const health = await fx.request("GET", "/v0/providers/health");
+    const devices = (health.json as {
+      providers: { devices: { device_id: string; poll_period_ms?: number }[] }[];
+    }).providers[0]!.devices;
+    const period = (id: string) => devices.find((d) => d.device_id === id)?.poll_period_ms;
+    assert.deepEqual([period("fast0"), period("slow0"), period("tight0")], [100, 2000, 300]);
     // The priming pass polls every device once; then fast0 once a cycle.
     const stats = await waitFor("25 polls of fast0", async () => {
       const s = await policyStats(rt);
