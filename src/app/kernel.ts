@@ -343,6 +343,7 @@ export class Kernel {
         inventory: {
           providerAvailable: (id) => this.registry.host(id)?.available ?? false,
           devicesOf: (id) => this.registry.host(id)?.devices.map((d) => d.device.deviceId) ?? [],
+          capabilities: (p, d) => this.inventory.capabilities(p, d),
         },
         outages: this.outages,
         ...(this.parameters ? { parameters: this.parameters } : {}),

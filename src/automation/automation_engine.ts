@@ -14,6 +14,7 @@
  */
 import {
   type Clock,
+  type DeviceCapabilities,
   errorMessage,
   internal,
   invalidArgument,
@@ -25,13 +26,15 @@ import {
   type TypedValue,
 } from "../common/mod.ts";
 import { type Diagnostic, formatDiagnostic, type RuntimeMode } from "../config/mod.ts";
-import type {
-  ArmCheck,
-  AuditOrigin,
-  CallGate,
-  CallRouter,
-  ModeChangeListener,
-  ParameterService,
+import {
+  allowedModesRefusal,
+  type ArmCheck,
+  type AuditOrigin,
+  type CallGate,
+  type CallRouter,
+  leaseRefusal,
+  type ModeChangeListener,
+  type ParameterService,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { DeviceOutages, StateCache } from "../state/mod.ts";
@@ -42,6 +45,7 @@ import type {
   TickScheduler,
 } from "./bt/bt_runner.ts";
 import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
+import type { LiteralDeviceCall } from "./bt/device_handles.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 
 /** The part of the mode manager automation depends on (ModeManager satisfies it). */
@@ -59,6 +63,11 @@ export interface AutomationInventory {
   providerAvailable(providerId: string): boolean;
   /** Device ids the provider has now ([] for an unknown provider). */
   devicesOf(providerId: string): readonly string[];
+  /**
+   * The device's declared capabilities (undefined: not in the inventory now): the AUTO gate reads
+   * the policies of the functions the tree calls.
+   */
+  capabilities?(providerId: string, deviceId: string): DeviceCapabilities | undefined;
 }
 
 /** Consecutive failed calls to one device after which status reports an outage. */
@@ -158,6 +167,8 @@ export class AutomationEngine {
   #openRunId: () => string | null = () => null;
   #unsubscribe: (() => void) | null = null;
   #handles: readonly string[] = [];
+  /** The calls the loaded tree makes with device and function written literally. */
+  #literalCalls: readonly LiteralDeviceCall[] = [];
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
   readonly #lossLatch: DeviceLossLatch | null = null;
   /** Devices the tree commanded since AUTO was last entered (it depends on them). */
@@ -192,13 +203,38 @@ export class AutomationEngine {
     }
   }
 
-  /** Why entering AUTO must be refused now (a device the tree names is failing or down). */
+  /**
+   * Why entering AUTO must be refused now: a device the tree names is failing or down, or a
+   * function the tree calls is one its provider's declared policy never lets run in AUTO
+   * (`allowed_modes` without AUTO, or `requires_lease`): refused here, not at its first call.
+   */
   autoProblem(): string | null {
     const blocked = this.#blockedDevices();
-    if (blocked.length === 0) return null;
-    return `refusing AUTO: the behavior tree names ${
-      blocked.map((b) => `${b.device_handle} (${b.reason})`).join(", ")
-    }`;
+    if (blocked.length > 0) {
+      return `refusing AUTO: the behavior tree names ${
+        blocked.map((b) => `${b.device_handle} (${b.reason})`).join(", ")
+      }`;
+    }
+    const refused = this.#refusedCalls();
+    if (refused.length === 0) return null;
+    return `refusing AUTO: the behavior tree calls ${refused.join("; ")}`;
+  }
+
+  /** The tree's literal calls whose declared policy refuses them in AUTO, one text each. */
+  #refusedCalls(): string[] {
+    const capabilitiesOf = this.#o.inventory?.capabilities;
+    if (capabilitiesOf === undefined) return [];
+    const out: string[] = [];
+    for (const call of this.#literalCalls) {
+      const dev = parseDeviceHandle(call.deviceHandle);
+      if (!dev) continue;
+      const caps = capabilitiesOf(dev.providerId, dev.deviceId);
+      const fn = caps?.functions.find((f) => f.name === call.functionName);
+      if (caps === undefined || fn === undefined) continue; // refused at the call, as before
+      const err = allowedModesRefusal(caps, fn, "AUTO") ?? leaseRefusal(caps, fn);
+      if (err !== null) out.push(`${call.deviceHandle} ${call.functionName} (${err.message})`);
+    }
+    return out;
   }
 
   /** The devices the tree names that are failing or down now. */
@@ -253,13 +289,16 @@ export class AutomationEngine {
       return;
     }
     // The engine is loaded here, not at start-up: a runtime without a tree never loads it.
-    const { BtRunner, literalDeviceHandles, loadBehaviorTree } = await import("./bt/mod.ts");
+    const { BtRunner, literalDeviceCalls, literalDeviceHandles, loadBehaviorTree } = await import(
+      "./bt/mod.ts"
+    );
     const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
     for (const d of diagnostics) {
       if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
     }
     if (!tree) throw treeLoadError(path, diagnostics);
     this.#handles = literalDeviceHandles(tree);
+    this.#literalCalls = literalDeviceCalls(tree);
     this.#runner = new BtRunner({
       parsed: tree,
       services: this.#services,
@@ -315,14 +354,18 @@ export class AutomationEngine {
     }
     let next: BtRunner | null = null;
     let handles: readonly string[] = [];
+    let calls: readonly LiteralDeviceCall[] = [];
     if (behaviorTree !== null) {
-      const { BtRunner, literalDeviceHandles, loadBehaviorTree } = await import("./bt/mod.ts");
+      const { BtRunner, literalDeviceCalls, literalDeviceHandles, loadBehaviorTree } = await import(
+        "./bt/mod.ts"
+      );
       const { tree, diagnostics } = loadBehaviorTree(behaviorTree, this.#o.readFile);
       for (const d of diagnostics) {
         if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
       }
       if (!tree) throw treeLoadError(behaviorTree, diagnostics);
       handles = literalDeviceHandles(tree);
+      calls = literalDeviceCalls(tree);
       next = new BtRunner({
         parsed: tree,
         services: this.#services,
@@ -345,6 +388,7 @@ export class AutomationEngine {
     this.#o = { ...this.#o, behaviorTree, tickRateHz };
     this.#runner = next;
     this.#handles = handles;
+    this.#literalCalls = calls;
     this.#log.info(`behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload`);
     if (started) this.start();
     return "replaced";

@@ -266,6 +266,83 @@ Deno.test("A behavior-tree CallDevice sooner than min_interval_ms fails with the
   }
 });
 
+/** A runtime polling the policy provider, running `tree` in AUTO (with the AUTO -> FAULT hook). */
+function policyTreeConfig(tree: string) {
+  return testConfig({
+    providers: [policyProvider()],
+    pollingIntervalMs: 5000,
+    automation: {
+      enabled: true,
+      behaviorTree: tree,
+      tickRateHz: 20,
+      modeTransitionHooks: {
+        beforeTransition: [{
+          from: "AUTO",
+          to: "FAULT",
+          failOnError: false,
+          path: "automation.mode_transition_hooks.before_transition[0]",
+          calls: [{
+            deviceHandle: "pol/act0",
+            functionId: 0,
+            functionName: "set_level",
+            args: { level: { type: "double", double: 0 } },
+            path: "automation.mode_transition_hooks.before_transition[0].calls[0]",
+          }],
+        }],
+        afterTransition: [],
+      },
+    },
+  });
+}
+
+Deno.test("AUTO is refused when the tree calls a function whose policy never lets it run in AUTO, naming each", async () => {
+  // Before, AUTO was entered and the tree failed at its first call to `peek` (MANUAL only) or
+  // `leased` (a lease this runtime never grants).
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "policies.xml",
+      treeXml(
+        `<Sequence>
+      <CallDevice device_handle="pol/act0" function_name="auto_only" args="json:{}" />
+      <CallDevice device_handle="pol/act0" function_name="peek" args="json:{}" />
+      <CallDevice device_handle="pol/act0" function_name="leased" args="json:{}" />
+      <CallDevice device_handle="{dev}" function_name="peek" args="json:{}" />
+    </Sequence>`,
+      ),
+    );
+    const rt = await startRuntime(policyTreeConfig(tree));
+    try {
+      await rt.modes.request("MANUAL");
+      await assert.rejects(rt.modes.request("AUTO"), (err: Error) => {
+        assert.match(err.message, /refusing AUTO: the behavior tree calls pol\/act0 peek \(/);
+        assert.match(err.message, /allowed only in MANUAL \(provider policy allowed_modes\)/);
+        assert.match(err.message, /; pol\/act0 leased \(/);
+        assert.doesNotMatch(err.message, /auto_only/, "AUTO is among auto_only's allowed modes");
+        return true;
+      });
+      assert.equal(rt.modes.current(), "MANUAL");
+      assert.equal((await policyStats(rt)).calls_auto_only ?? 0, 0, "the tree never ran");
+    } finally {
+      await rt.stop();
+    }
+    // The same runtime without those calls enters AUTO and runs the tree.
+    const allowed = await dir.write(
+      "allowed.xml",
+      treeXml(`<CallDevice device_handle="pol/act0" function_name="auto_only" args="json:{}" />`),
+    );
+    const ok = await startRuntime(policyTreeConfig(allowed));
+    try {
+      await enterAuto(ok);
+      await waitFor("auto_only called", async () => (await policyStats(ok)).calls_auto_only! >= 1);
+    } finally {
+      await ok.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
 Deno.test("Of two calls racing within min_interval_ms, exactly one is sent", async () => {
   await withServed(async (_post, fx) => {
     const rt = fx.runtime;

@@ -21,4 +21,8 @@ export type { NodeStatus } from "./tree_node.ts";
 export { NODE_SPECS } from "./node_registry.ts";
 export type { NodeSpec } from "./node_registry.ts";
 export { parseCallArgs, SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
-export { literalDeviceHandles } from "./device_handles.ts";
+export {
+  type LiteralDeviceCall,
+  literalDeviceCalls,
+  literalDeviceHandles,
+} from "./device_handles.ts";
