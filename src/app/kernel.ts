@@ -1019,16 +1019,20 @@ export function historyReplay(history: History) {
   return {
     memorySeconds: history.config.memorySeconds,
     memoryMaxBytes: history.config.memoryMaxBytes,
+    position: (providerId: string, deviceId: string) => history.nextPollSeq(providerId, deviceId),
     open(
       providerId: string,
       deviceId: string,
       signalIds: Iterable<string>,
-      fromMs: number,
-      untilMs: number,
+      fromSeq: number,
+      untilSeq: number,
     ) {
-      const walk = history.changes(providerId, deviceId, signalIds, fromMs, untilMs);
+      const walk = history.changes(providerId, deviceId, signalIds, fromSeq, untilSeq);
       if (walk === null) return null;
       return {
+        get reachFromSeq() {
+          return walk.reachFromSeq;
+        },
         get reachFromMs() {
           return walk.reachFromMs;
         },

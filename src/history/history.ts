@@ -282,16 +282,24 @@ export class History {
   }
 
   /**
-   * A walk over the changes of a device's signals (`signalIds`; those the ring holds) at its polls
-   * in [fromMs, untilMs] that the ring holds now, poll by poll (Sparkplug store and forward replays
-   * it); null when the ring holds nothing of the device.
+   * The sequence number the device's next recorded poll gets (DeviceRing.nextSeq): where a
+   * reader that must miss none of the polls from now on starts. 0 for a device the ring has not
+   * seen (its first poll will be 0).
+   */
+  nextPollSeq(providerId: string, deviceId: string): number {
+    return this.#devices.get(providerId)?.get(deviceId)?.ring.nextSeq ?? 0;
+  }
+
+  /**
+   * A walk over the changes of `signalIds` of one device at its polls [fromSeq, untilSeq) (see
+   * nextPollSeq), in poll order; null when the ring holds nothing of the device.
    */
   changes(
     providerId: string,
     deviceId: string,
     signalIds: Iterable<string>,
-    fromMs: number,
-    untilMs: number,
+    fromSeq: number,
+    untilSeq: number,
   ): ChangeWalk | null {
     const e = this.#devices.get(providerId)?.get(deviceId);
     if (e === undefined) return null;
@@ -300,7 +308,7 @@ export class History {
       const sig = e.ring.signals.get(id);
       if (sig !== undefined) rings.push(sig);
     }
-    return new ChangeWalk(e.ring, rings, fromMs, untilMs);
+    return new ChangeWalk(e.ring, rings, fromSeq, untilSeq);
   }
 
   /** Every device the ring holds: `[providerId, deviceId]`. */

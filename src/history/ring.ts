@@ -419,12 +419,13 @@ export function ringValue(s: RingSample, type: ValueType | null): TypedValue | n
 }
 
 /**
- * A walk over the *changes* of some signals of one device at its polls in [fromMs, untilMs] that
- * the ring held when the walk was made (polls recorded later are not part of it), one poll at a
- * time in poll order: the walk keeps a cursor (a poll sequence number), not a copy, so it can be
- * continued later while the ring goes on recording. When the ring drops polls the cursor has not
- * reached (a walk slower than `memory_seconds`), the walk goes on from the oldest kept poll and
- * says so (`overtaken`).
+ * A walk over the *changes* of some signals of one device at its polls [fromSeq, untilSeq) (poll
+ * sequence numbers, DeviceRing.nextSeq) that the ring held when the walk was made (polls recorded
+ * later are not part of it), one poll at a time in poll order. Keyed on poll order, not time: a
+ * wall clock stepped back meanwhile misplaces no poll. The walk keeps a cursor, not a copy, so it
+ * can be continued later while the ring goes on recording. When the ring drops polls the cursor
+ * has not reached (a walk slower than `memory_seconds`), the walk goes on from the oldest kept
+ * poll and says so (`overtaken`).
  */
 export class ChangeWalk {
   readonly #ring: DeviceRing;
@@ -433,25 +434,36 @@ export class ChangeWalk {
   readonly #endSeq: number;
   readonly #out: RingSample = { timeMs: 0, quality: 0, num: NaN, ref: null, hasValue: false };
   /**
-   * From when the ring holds every change of these signals (epoch ms): its oldest kept poll once
-   * it has dropped polls (time or byte bound), later when the byte bound trimmed a signal's
-   * changes; -Infinity while it holds everything since the device's first poll.
+   * From which poll the ring holds every change of these signals (a sequence number): its oldest
+   * kept poll once it has dropped polls (time or byte bound), later when the byte bound trimmed a
+   * signal's changes; -Infinity while it holds everything since the device's first poll. Later
+   * than the walk's `fromSeq`: the polls between were lost.
+   */
+  readonly reachFromSeq: number;
+  /**
+   * The time of the poll `reachFromSeq` (epoch ms), for messages: -Infinity with it, Infinity
+   * when the ring keeps no poll of the device.
    */
   readonly reachFromMs: number;
   /** Polls the cursor had not reached were dropped meanwhile (their changes are not walked). */
   overtaken = false;
 
-  constructor(ring: DeviceRing, signals: readonly SignalRing[], fromMs: number, untilMs: number) {
+  constructor(ring: DeviceRing, signals: readonly SignalRing[], fromSeq: number, untilSeq: number) {
     this.#ring = ring;
     this.#signals = signals;
-    this.#cursor = ring.seqAtOrAfter(fromMs);
-    this.#endSeq = ring.seqAfter(untilMs);
-    let reach = ring.firstSeq > 0 ? (ring.oldestMs() ?? -Infinity) : -Infinity;
+    this.#cursor = Math.max(fromSeq, ring.firstSeq);
+    this.#endSeq = Math.min(untilSeq, ring.nextSeq);
+    let reach = ring.firstSeq > 0 ? ring.firstSeq : -Infinity;
     for (const sig of signals) {
       const t = sig.trimmedToSeq;
-      if (t >= ring.firstSeq && t < ring.nextSeq) reach = Math.max(reach, ring.timeOf(t));
+      if (t >= ring.firstSeq && t < ring.nextSeq) reach = Math.max(reach, t);
     }
-    this.reachFromMs = reach;
+    this.reachFromSeq = reach;
+    this.reachFromMs = reach === -Infinity
+      ? -Infinity
+      : reach < ring.nextSeq
+      ? ring.timeOf(reach)
+      : Infinity; // nothing kept
   }
 
   /**

@@ -101,25 +101,33 @@ export interface HistoryReplay {
   /** `history.memory_max_bytes`: the ring's byte bound (it may shorten the reach). */
   readonly memoryMaxBytes: number;
   /**
-   * A walk over the changes of `signalIds` of one device at its polls in [fromMs, untilMs] that
-   * the ring holds now (polls recorded later are not part of it); null when it holds nothing of
-   * the device.
+   * The poll sequence number the device's next recorded poll gets (0 for a device the ring has
+   * not seen): an outage notes it, so its replay follows poll order whatever the wall clock does.
+   */
+  position(providerId: string, deviceId: string): number;
+  /**
+   * A walk over the changes of `signalIds` of one device at its polls [fromSeq, untilSeq) that the
+   * ring holds now (polls recorded later are not part of it); null when it holds nothing of the
+   * device.
    */
   open(
     providerId: string,
     deviceId: string,
     signalIds: Iterable<string>,
-    fromMs: number,
-    untilMs: number,
+    fromSeq: number,
+    untilSeq: number,
   ): ReplayWalk | null;
 }
 
 /** A cursor over one device's changes, poll by poll in poll order (continued later). */
 export interface ReplayWalk {
   /**
-   * From when the ring holds every change of the device (epoch ms): later than the walk's
-   * `fromMs` when the ring no longer reaches back that far; -Infinity when it holds all.
+   * From which poll the ring holds every change of the device (a sequence number): later than
+   * the walk's `fromSeq` when the ring no longer reaches back that far; -Infinity when it holds
+   * all.
    */
+  readonly reachFromSeq: number;
+  /** The time of that poll (epoch ms; -Infinity with it, Infinity when none is kept): for messages. */
   readonly reachFromMs: number;
   /** Polls the cursor had not reached were dropped by the ring meanwhile (a replay too slow). */
   readonly overtaken: boolean;
@@ -247,6 +255,14 @@ interface PendingSignal {
   value: TypedValue | null;
   quality: Quality;
   timestampMs: number;
+  /** With the history ring: the sequence number of the poll the change belongs to. */
+  seq: number;
+}
+
+/** Where a device's outage began: its first change not sent (time for messages, poll for the walk). */
+interface OutageStart {
+  readonly atMs: number;
+  readonly seq: number;
 }
 
 export class SparkplugEdgeNode {
@@ -290,7 +306,7 @@ export class SparkplugEdgeNode {
    * With the history ring: per born device (Sparkplug id), when its data stopped going out (the
    * first change that could not be published); null while nothing waits.
    */
-  #outage: Map<string, number> | null = null;
+  #outage: Map<string, OutageStart> | null = null;
   /** With the history ring: replays waiting or in progress, oldest first (a cursor each). */
   #walks: (Replaying | null)[] = [];
   #walkHead = 0;
@@ -350,7 +366,7 @@ export class SparkplugEdgeNode {
   get outageStartMs(): number | null {
     if (this.#outage === null) return null;
     let min = Infinity;
-    for (const t of this.#outage.values()) min = Math.min(min, t);
+    for (const t of this.#outage.values()) min = Math.min(min, t.atMs);
     return min;
   }
 
@@ -766,14 +782,17 @@ export class SparkplugEdgeNode {
     const id = sparkplugDeviceId(providerId, deviceId);
     const dev = this.#devices.get(id);
     if (dev === undefined || !dev.signals.has(signalId)) return;
+    // The cache publishes a poll's changes before the ring records the poll: the ring's next
+    // sequence number is this poll's.
+    const seq = this.#o.replay?.position(providerId, deviceId) ?? 0;
     if (this.#o.replay !== undefined && (this.#outage !== null || !this.online)) {
       // The history ring has it: only when the device's data stopped going out is noted.
-      this.#noteOutage(id, this.#o.clock.nowMs());
+      this.#noteOutage(id, { atMs: this.#o.clock.nowMs(), seq });
       return;
     }
     let m = this.#pending.get(id);
     if (m === undefined) this.#pending.set(id, m = new Map());
-    m.set(signalId, { value, quality, timestampMs: this.#o.clock.nowMs() });
+    m.set(signalId, { value, quality, timestampMs: this.#o.clock.nowMs(), seq });
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       // One DDATA per device per poll pass: the pass publishes its updates synchronously.
@@ -787,9 +806,13 @@ export class SparkplugEdgeNode {
       const live = this.online && this.#storeLength() === 0 && this.#outage === null &&
         this.#inFlight < MAX_IN_FLIGHT;
       if (!live && this.#o.replay !== undefined) {
-        let from = Infinity;
-        for (const p of signals.values()) from = Math.min(from, p.timestampMs);
-        this.#noteOutage(id, from);
+        let atMs = Infinity;
+        let seq = Infinity;
+        for (const p of signals.values()) {
+          atMs = Math.min(atMs, p.timestampMs);
+          seq = Math.min(seq, p.seq);
+        }
+        this.#noteOutage(id, { atMs, seq });
         continue;
       }
       const metrics: Metric[] = [];
@@ -887,16 +910,16 @@ export class SparkplugEdgeNode {
   // ---- store and forward from the history ring ----
 
   /** Notes when a device's data stopped going out (its first change since; nothing is kept). */
-  #noteOutage(id: string, atMs: number): void {
+  #noteOutage(id: string, start: OutageStart): void {
     if (this.#outage === null) {
       this.#outage = new Map();
       this.#log.info(
-        `sparkplug: data not published from ${atMs} ms on is left in the history ring, replayed ` +
+        `sparkplug: data not published from ${start.atMs} ms on is left in the history ring, replayed ` +
           `after the next births (it reaches back history.memory_seconds: ` +
           `${this.#o.replay!.memorySeconds} s)`,
       );
     }
-    if (!this.#outage.has(id)) this.#outage.set(id, atMs);
+    if (!this.#outage.has(id)) this.#outage.set(id, start);
   }
 
   /**
@@ -914,7 +937,7 @@ export class SparkplugEdgeNode {
     let gapTo = -Infinity;
     let over = 0;
     let walks = 0;
-    for (const [id, fromMs] of outage) {
+    for (const [id, start] of outage) {
       const dev = this.#devices.get(id);
       // A device not born again: its aliases are not valid on this connection.
       if (dev === undefined) {
@@ -926,13 +949,15 @@ export class SparkplugEdgeNode {
         over++;
         continue;
       }
-      const walk = replay.open(dev.providerId, dev.deviceId, dev.signals, fromMs, until);
-      const reach = walk === null ? until : walk.reachFromMs;
-      if (reach > fromMs) {
+      // Up to the polls recorded by now, in poll order (a wall clock stepped back meanwhile
+      // misplaces none).
+      const untilSeq = replay.position(dev.providerId, dev.deviceId);
+      const walk = replay.open(dev.providerId, dev.deviceId, dev.signals, start.seq, untilSeq);
+      if (walk === null || walk.reachFromSeq > start.seq) {
         this.counts.storeDropped++;
         gaps++;
-        gapFrom = Math.min(gapFrom, fromMs);
-        gapTo = Math.max(gapTo, Math.min(reach, until));
+        gapFrom = Math.min(gapFrom, start.atMs);
+        gapTo = Math.max(gapTo, Math.min(walk === null ? until : walk.reachFromMs, until));
       }
       if (walk !== null) {
         this.#walks.push({ id, walk });
