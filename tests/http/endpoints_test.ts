@@ -92,6 +92,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
               "fault_signal_count",
               "health",
               "last_poll_ms",
+              "poll_period_ms",
               "registered",
               "reported",
               "stale_signal_count",
