@@ -6,7 +6,7 @@
  * Also `mosquitto_sub` (package `mosquitto-clients`), a subscriber no one here wrote: tests read
  * Sparkplug payloads through it as raw bytes.
  */
-import { startOnFreePort, waitForListeningPort } from "./ports.ts";
+import { freePort, startOnFreePort, waitForListeningPort } from "./ports.ts";
 
 export const MOSQUITTO_BIN = "/usr/sbin/mosquitto";
 export const MOSQUITTO_SUB_BIN = "/usr/bin/mosquitto_sub";
@@ -40,6 +40,7 @@ export function mosquittoMissing(): boolean {
 export class Mosquitto {
   readonly #dir: string;
   #port = 0;
+  #tlsPort = 0;
   #child: Deno.ChildProcess | null = null;
 
   private constructor(dir: string) {
@@ -50,17 +51,34 @@ export class Mosquitto {
     return this.#port;
   }
 
+  /** The TLS listener's port (0 without one). */
+  get tlsPort(): number {
+    return this.#tlsPort;
+  }
+
   /** `mqtt://127.0.0.1:PORT`. */
   get url(): string {
     return `mqtt://127.0.0.1:${this.#port}`;
   }
 
-  static async start(): Promise<Mosquitto> {
+  /**
+   * Starts a broker on a free port; with `tls`, a second listener (mqtts://, port `tlsPort`) with
+   * that server certificate and key (readable by the broker's own user).
+   */
+  static async start(o: { tls?: { certFile: string; keyFile: string } } = {}): Promise<Mosquitto> {
     const dir = await Deno.makeTempDir({ prefix: "mosquitto_test_" });
     // Started as root, Mosquitto drops to its own user (`mosquitto`): without this it cannot write
     // its persistence file there, and retained messages and sessions are lost across a pause.
     await Deno.chmod(dir, 0o777);
     const m = new Mosquitto(dir);
+    if (o.tls) {
+      // Copies the broker's user can read (the originals may sit in a private test directory).
+      for (const [from, to] of [[o.tls.certFile, "cert.pem"], [o.tls.keyFile, "key.pem"]]) {
+        await Deno.copyFile(from!, `${dir}/${to}`);
+        await Deno.chmod(`${dir}/${to}`, 0o644);
+      }
+      m.#tlsPort = freePort();
+    }
     try {
       const { port, started } = await startOnFreePort(
         (port) => m.#spawn(port),
@@ -89,7 +107,9 @@ export class Mosquitto {
       // Persistence (saved on a graceful stop): a subscriber's session with clean=false outlives
       // a pause, and what is published meanwhile (QoS 0 included) waits for it.
       `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\n` +
-        `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n`,
+        `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n` +
+        (this.#tlsPort === 0 ? "" : `listener ${this.#tlsPort} 127.0.0.1\n` +
+          `certfile ${this.#dir}/cert.pem\nkeyfile ${this.#dir}/key.pem\n`),
     );
     return new Deno.Command(MOSQUITTO_BIN, {
       args: ["-c", conf],
