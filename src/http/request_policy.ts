@@ -11,6 +11,8 @@
  *    `http.cors_allowed_origins` entry (an exact origin or a one-star glob; never the lone `*`,
  *    which lets pages read, not write), or the request carries a valid bearer token (the single
  *    token or any `http.tokens` entry; the route's role check still applies). Else 403.
+ *    The event stream (GET /v0/events) is opened for a foreign origin only with a CORS grant
+ *    (`*` included) or the token: a page that could not read it would still hold a stream slot.
  * 3. Content type (simple requests). A state-changing request with a body must declare
  *    `Content-Type: application/json` (a `charset=utf-8` parameter is fine), else 415: browsers
  *    send `text/plain` bodies cross-site without a preflight, JSON never.
@@ -39,12 +41,15 @@ export class RequestPolicy {
   readonly #loopbackBound: boolean;
   readonly #allowedHosts: ReadonlyArray<{ host: string; port: string | null }>;
   readonly #explicitOrigins: readonly string[];
+  /** `*` in http.cors_allowed_origins: every page may read (never write). */
+  readonly #anyOriginGranted: boolean;
 
   constructor(http: HttpConfig) {
     this.#loopbackBound = isLoopbackHost(http.bind);
     // Config validation guarantees every entry is `host[:port]`; one that is not never matches.
     this.#allowedHosts = http.allowedHosts.flatMap((h) => splitHostPort(h.toLowerCase()) ?? []);
     this.#explicitOrigins = http.corsAllowedOrigins.filter((o) => o !== "*");
+    this.#anyOriginGranted = http.corsAllowedOrigins.includes("*");
   }
 
   /**
@@ -89,6 +94,29 @@ export class RequestPolicy {
       code: "PERMISSION_DENIED",
       message: `Origin not allowed to change state: '${quote(origin)}' (list it in ` +
         "http.cors_allowed_origins, `*` does not count, or send the bearer token)",
+    };
+  }
+
+  /**
+   * Check 2 for the event stream (GET /v0/events): null when a request carrying `Origin` may open
+   * one: the API's own origin, any `http.cors_allowed_origins` grant (the lone `*` included: it
+   * lets pages read), or a valid bearer token. A page without a grant could not read the stream,
+   * and each attempt would hold one of the bounded stream slots (EventSource reconnects on its
+   * own), so it is refused before one opens.
+   */
+  checkStreamOrigin(req: Request, url: URL, hasValidToken: boolean): PolicyRefusal | null {
+    const origin = req.headers.get("origin");
+    if (origin === null || hasValidToken) return null;
+    if (this.#isOwnOrigin(origin, req, url)) return null;
+    if (this.#anyOriginGranted) return null;
+    if (isSerializedOrigin(origin) && this.#explicitOrigins.some((e) => originMatches(e, origin))) {
+      return null;
+    }
+    return {
+      httpStatus: 403,
+      code: "PERMISSION_DENIED",
+      message: `Origin not allowed to open the event stream: '${quote(origin)}' (list it in ` +
+        "http.cors_allowed_origins, or send the bearer token)",
     };
   }
 

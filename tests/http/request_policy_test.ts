@@ -343,3 +343,41 @@ Deno.test("http.allowed_hosts is read lower-cased and refuses wildcards and URLs
   );
   assert.match(bad.diagnostics[0]!.message, /not a host name/);
 });
+
+Deno.test("A page from a foreign origin gets no event stream without a CORS grant or the token", async () => {
+  // It could not read the stream, and EventSource reconnecting would hold stream slots.
+  const TOKEN = "s3cret-token";
+  const open = async (corsAllowedOrigins: string[], headers: Record<string, string>) => {
+    const fx = await startHttpFixture({
+      start: false,
+      config: { http: { corsAllowedOrigins, authToken: TOKEN } },
+      api: { apiToken: TOKEN },
+    });
+    try {
+      return await fx.request("GET", "/v0/events", { headers });
+    } finally {
+      await fx.close();
+    }
+  };
+  const foreign = { origin: "http://evil.example" };
+  const refused = await open([], foreign);
+  assert.equal(refused.status, 403);
+  assert.equal((refused.json as { status: { code: string } }).status.code, "PERMISSION_DENIED");
+  assert.match(
+    refused.text,
+    /Origin not allowed to open the event stream: 'http:\/\/evil\.example'/,
+  );
+  // A grant (the lone `*` too: it lets pages read), the API's own origin, the token, or no Origin.
+  const streams: Array<[string[], Record<string, string>]> = [
+    [["*"], foreign],
+    [["http://evil.example"], foreign],
+    [[], { origin: "http://localhost" }],
+    [[], { ...foreign, authorization: `Bearer ${TOKEN}` }],
+    [[], {}],
+  ];
+  for (const [grants, headers] of streams) {
+    const r = await open(grants, headers);
+    assert.equal(r.status, 200, `${JSON.stringify([grants, headers])}: ${r.text}`);
+    assert.equal(r.headers.get("content-type")?.startsWith("text/event-stream"), true);
+  }
+});
