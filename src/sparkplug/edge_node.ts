@@ -270,6 +270,8 @@ export class SparkplugEdgeNode {
   readonly #log: Logger;
   #session: MqttSession | null = null;
   #bdSeq = 0;
+  /** The last bdSeq save queued (#saveBdSeq): the next one waits for it. */
+  #bdSeqSaved: Promise<void> = Promise.resolve();
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
@@ -421,16 +423,27 @@ export class SparkplugEdgeNode {
     session.onError((m) => current() && this.#log.warn(`sparkplug broker connection: ${m}`));
   }
 
-  /** Records the current bdSeq (a failure is a WARN: the node goes on, a restart may reuse it). */
-  async #saveBdSeq(): Promise<void> {
+  /**
+   * Records the current bdSeq (a failure is a WARN: the node goes on, a restart may reuse it).
+   * Saves run one after the other, so the last recorded is the latest even when connections flap
+   * faster than the store writes.
+   */
+  #saveBdSeq(): Promise<void> {
     const bdSeq = this.#bdSeq;
-    try {
-      await this.#o.bdSeqStore?.save(bdSeq);
-    } catch (err) {
-      this.#log.warn(
-        `sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)}); a restart may reuse it`,
-      );
-    }
+    const store = this.#o.bdSeqStore;
+    const saved = this.#bdSeqSaved.then(async () => {
+      try {
+        await store?.save(bdSeq);
+      } catch (err) {
+        this.#log.warn(
+          `sparkplug: could not record bdSeq ${bdSeq} (${
+            errorMessage(err)
+          }); a restart may reuse it`,
+        );
+      }
+    });
+    this.#bdSeqSaved = saved;
+    return saved;
   }
 
   /** Publishes NDEATH (bounded in time) and ends the session. */

@@ -23,6 +23,7 @@ import { History } from "../../src/history/mod.ts";
 import { historyReplay } from "../../src/app/kernel.ts";
 import type { DeviceState, InventoryReader, SignalState } from "../../src/state/mod.ts";
 import {
+  type BdSeqStore,
   decode,
   MAX_IN_FLIGHT,
   type Metric,
@@ -115,7 +116,7 @@ const caps: DeviceCapabilities = {
 };
 
 /** The runtime around the edge node: a device polled by hand into a real History. */
-function rig() {
+function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
   const clock = new ManualClock();
   const config = testConfig();
   let polled: ((d: DeviceState) => void) | null = null;
@@ -168,6 +169,7 @@ function rig() {
     }),
     // The composition root's adapter of the ring (src/app/kernel.ts), not a copy of it.
     replay: historyReplay(history),
+    ...(o.bdSeqStore ? { bdSeqStore: o.bdSeqStore } : {}),
     runtimeVersion: "test",
     clock,
     log: testLogger(),
@@ -343,6 +345,58 @@ Deno.test("a wall clock stepped back during an outage loses no poll: the replay 
     "every poll of the outage, in poll order",
   );
   assert.equal(node.counts.storeDropped, 0);
+  const stopping = node.stop();
+  await flushMicrotasks();
+  session.complete();
+  await stopping;
+  await history.stop();
+});
+
+Deno.test("bdSeq saves run one after the other: connections flapping faster than the store writes leave the latest recorded", async () => {
+  const log: string[] = [];
+  const held: (() => void)[] = [];
+  let recorded: number | null = 4;
+  const store: BdSeqStore = {
+    load: () => Promise.resolve(recorded),
+    save(n) {
+      log.push(`start ${n}`);
+      if (log.length === 1) { // the save at start goes through at once
+        recorded = n;
+        log.push(`end ${n}`);
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) =>
+        held.push(() => {
+          recorded = n;
+          log.push(`end ${n}`);
+          resolve();
+        })
+      );
+    },
+  };
+  const { history, node, session, poll } = rig({ bdSeqStore: store });
+  await history.start();
+  await node.start();
+  assert.equal(node.bdSeq, 5, "the next after the recorded 4");
+  poll({ a: { value: dbl(0) } });
+  for (let flap = 0; flap < 2; flap++) {
+    session.up();
+    await flushMicrotasks();
+    session.complete();
+    await flushMicrotasks();
+    session.down(); // a born connection lost: the next bdSeq
+    await flushMicrotasks();
+  }
+  assert.equal(node.bdSeq, 7);
+  assert.deepEqual(log, ["start 5", "end 5", "start 6"], "the save of 7 waits for the save of 6");
+  held.shift()!();
+  await flushMicrotasks();
+  assert.deepEqual(log, ["start 5", "end 5", "start 6", "end 6", "start 7"]);
+  held.shift()!();
+  await flushMicrotasks();
+  assert.equal(recorded, 7);
+  session.up();
+  await flushMicrotasks();
   const stopping = node.stop();
   await flushMicrotasks();
   session.complete();
