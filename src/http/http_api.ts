@@ -34,9 +34,6 @@ import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
 
-/** The event stream's path (GET /v0/events; its origin is checked before the route runs). */
-const EVENTS_PATH = "/v0/events";
-
 /**
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
  * and apart from `http.thread_pool_size`. An e-stop holds its slot only while the stop ladder
@@ -256,26 +253,10 @@ export class HttpApi {
       });
       return unauthorizedResponse();
     }
-    // A state-changing request from a web page runs only for a trusted origin or with the token.
-    if (RequestPolicy.changesState(req.method) && req.headers.has("origin")) {
+    // A state-changing request (or an event stream) from a web page runs only for a trusted
+    // origin or with the token.
+    if (RequestPolicy.judgesOrigin(req.method, url.pathname) && req.headers.has("origin")) {
       const foreign = this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req));
-      if (foreign) {
-        auditHttpRefusal(this.#services, {
-          ...refusal,
-          principal,
-          refusedBy: "origin",
-          reason: `${foreign.code}: ${foreign.message}`,
-        });
-        return await refuse(req, foreign);
-      }
-    }
-    // The event stream, for a page from a foreign origin: only with a CORS grant or the token.
-    if (req.method === "GET" && url.pathname === EVENTS_PATH && req.headers.has("origin")) {
-      const foreign = this.#policy.checkStreamOrigin(
-        req,
-        url,
-        await this.#auth.presentsToken(req),
-      );
       if (foreign) {
         auditHttpRefusal(this.#services, {
           ...refusal,

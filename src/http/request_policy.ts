@@ -33,6 +33,9 @@ export interface PolicyRefusal {
   readonly message: string;
 }
 
+/** The event stream's path (check 2 judges its opening too). */
+export const EVENT_STREAM_PATH = "/v0/events";
+
 /** Methods that never change state (RFC 9110 safe methods). */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -78,45 +81,39 @@ export class RequestPolicy {
   }
 
   /**
-   * Check 2: null when a state-changing request may run as far as its origin goes.
-   * `hasValidToken` is whether it presents a configured bearer token (any of them).
+   * Whether check 2 judges this request at all: a state-changing one, or the event stream (GET
+   * /v0/events: a read, but a page that could not read it would still hold one of the bounded
+   * stream slots, and EventSource reconnects on its own).
    */
-  checkOrigin(req: Request, url: URL, hasValidToken: boolean): PolicyRefusal | null {
-    if (!RequestPolicy.changesState(req.method)) return null;
-    const origin = req.headers.get("origin");
-    if (origin === null || hasValidToken) return null;
-    if (this.#isOwnOrigin(origin, req, url)) return null;
-    if (isSerializedOrigin(origin) && this.#explicitOrigins.some((e) => originMatches(e, origin))) {
-      return null;
-    }
-    return {
-      httpStatus: 403,
-      code: "PERMISSION_DENIED",
-      message: `Origin not allowed to change state: '${quote(origin)}' (list it in ` +
-        "http.cors_allowed_origins, `*` does not count, or send the bearer token)",
-    };
+  static judgesOrigin(method: string, pathname: string): boolean {
+    return RequestPolicy.changesState(method) ||
+      (method === "GET" && pathname === EVENT_STREAM_PATH);
   }
 
   /**
-   * Check 2 for the event stream (GET /v0/events): null when a request carrying `Origin` may open
-   * one: the API's own origin, any `http.cors_allowed_origins` grant (the lone `*` included: it
-   * lets pages read), or a valid bearer token. A page without a grant could not read the stream,
-   * and each attempt would hold one of the bounded stream slots (EventSource reconnects on its
-   * own), so it is refused before one opens.
+   * Check 2: null when a request check 2 judges (judgesOrigin) may run as far as its origin goes.
+   * A state-changing request needs the API's own origin, an explicit grant or the token; the
+   * event stream also opens for the lone `*` grant (it lets pages read). `hasValidToken` is
+   * whether it presents a configured bearer token (any of them).
    */
-  checkStreamOrigin(req: Request, url: URL, hasValidToken: boolean): PolicyRefusal | null {
+  checkOrigin(req: Request, url: URL, hasValidToken: boolean): PolicyRefusal | null {
+    if (!RequestPolicy.judgesOrigin(req.method, url.pathname)) return null;
+    const writes = RequestPolicy.changesState(req.method);
     const origin = req.headers.get("origin");
     if (origin === null || hasValidToken) return null;
     if (this.#isOwnOrigin(origin, req, url)) return null;
-    if (this.#anyOriginGranted) return null;
+    if (!writes && this.#anyOriginGranted) return null;
     if (isSerializedOrigin(origin) && this.#explicitOrigins.some((e) => originMatches(e, origin))) {
       return null;
     }
     return {
       httpStatus: 403,
       code: "PERMISSION_DENIED",
-      message: `Origin not allowed to open the event stream: '${quote(origin)}' (list it in ` +
-        "http.cors_allowed_origins, or send the bearer token)",
+      message: writes
+        ? `Origin not allowed to change state: '${quote(origin)}' (list it in ` +
+          "http.cors_allowed_origins, `*` does not count, or send the bearer token)"
+        : `Origin not allowed to open the event stream: '${quote(origin)}' (list it in ` +
+          "http.cors_allowed_origins, or send the bearer token)",
     };
   }
 
