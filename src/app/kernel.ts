@@ -995,10 +995,6 @@ function refusal(weakens: readonly Weakening[]): string {
 }
 
 /**
- * The history ring as Sparkplug store and forward reads it (its HistoryReplay port, typed
- * structurally here: the kernel's static graph holds nothing of src/sparkplug/).
- */
-/**
  * The Sparkplug bdSeq kept in a one-line file under runtime.data_dir (docs/sparkplug.md): text
  * other than an integer 0-255 reads as none recorded.
  */
@@ -1015,6 +1011,10 @@ export function bdSeqFile(
   };
 }
 
+/**
+ * The history ring as Sparkplug store and forward reads it (its HistoryReplay port, typed
+ * structurally here: the kernel's static graph holds nothing of src/sparkplug/).
+ */
 export function historyReplay(history: History) {
   return {
     memorySeconds: history.config.memorySeconds,

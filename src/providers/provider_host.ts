@@ -208,14 +208,13 @@ export class ProviderHost {
   }
 
   /**
-   * `request` without a promise, for the poll path: `reply` gets the outcome once, never
-   * synchronously (see AdppClient.send).
+   * `request` without a promise, for the poll path (the provider's `timeout_ms`): `reply` gets the
+   * outcome once, never synchronously (see AdppClient.send).
    */
   send<K extends PayloadKind>(
     kind: K,
     payload: RequestPayloads[K],
     reply: Reply<K>,
-    timeoutMs?: number,
   ): void {
     const s = this.#session;
     if (!s || !this.available) {
@@ -223,7 +222,7 @@ export class ProviderHost {
       queueMicrotask(() => reply(err, undefined));
       return;
     }
-    s.send(kind, payload, timeoutMs ?? this.config.timeoutMs, reply);
+    s.send(kind, payload, this.config.timeoutMs, reply);
   }
 
   /**

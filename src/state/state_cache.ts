@@ -683,6 +683,7 @@ export class StateCache implements FreshReader {
     // order. Replies, not promises: one promise per pass, none per device.
     const outcomes: (readonly WireSignalValue[] | Error | undefined)[] = new Array(n);
     let next = 0;
+    let settled = false; // every outcome applied (or the pass failed): later replies change nothing
     let sinceMs = clock.monoMs();
     let answered = false;
     let timedOut = false;
@@ -714,7 +715,7 @@ export class StateCache implements FreshReader {
           this.#markDeviceUnavailable(dev);
         }
         if (next < n) return;
-        next = n + 1; // settled: later replies change nothing
+        settled = true;
         if (answered) host.noteLiveness(true);
         else if (timedOut) host.noteLiveness(false);
         resolve();
@@ -725,12 +726,12 @@ export class StateCache implements FreshReader {
           "read_signals",
           { device_id: dev.deviceId, signal_ids: dev.pollable },
           (err, body) => {
-            if (next > n) return;
+            if (settled) return;
             outcomes[i] = err ?? body!.values ?? NO_VALUES;
             try {
               apply();
             } catch (thrown) {
-              next = n + 1;
+              settled = true;
               reject(thrown);
             }
           },
@@ -1045,13 +1046,13 @@ function quoteId(id: string): string {
   return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}\u2026` : id);
 }
 
+/** The samples of an answer that has none. */
+const NO_VALUES: readonly WireSignalValue[] = Object.freeze([]);
+
 /**
  * Runs polls one at a time, in arrival order. Bounded: the poll loop waits for its own poll, and
  * pollDevice joins a queued poll of the same device, so at most one poll per device waits.
  */
-/** The samples of an answer that has none. */
-const NO_VALUES: readonly WireSignalValue[] = Object.freeze([]);
-
 class PollQueue {
   #busy = false;
   readonly #waiting: Array<() => void> = [];
