@@ -205,67 +205,6 @@ Deno.test("GET capabilities shows every declared function policy and signal hint
   });
 });
 
-Deno.test("A behavior-tree CallDevice sooner than min_interval_ms fails with the refusal", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write(
-      "pulses.xml",
-      treeXml(
-        `<Sequence>
-      <CallDevice device_handle="pol/act0" function_name="pulse" args="json:{}" />
-      <CallDevice device_handle="pol/act0" function_name="pulse" args="json:{}" />
-    </Sequence>`,
-      ),
-    );
-    const rt = await startRuntime(testConfig({
-      providers: [policyProvider()],
-      pollingIntervalMs: 5000,
-      automation: {
-        enabled: true,
-        behaviorTree: tree,
-        tickRateHz: 20,
-        modeTransitionHooks: {
-          beforeTransition: [{
-            from: "AUTO",
-            to: "FAULT",
-            failOnError: false,
-            path: "automation.mode_transition_hooks.before_transition[0]",
-            calls: [{
-              deviceHandle: "pol/act0",
-              functionId: 0,
-              functionName: "set_level",
-              args: { level: { type: "double", double: 0 } },
-              path: "automation.mode_transition_hooks.before_transition[0].calls[0]",
-            }],
-          }],
-          afterTransition: [],
-        },
-      },
-    }));
-    const rec = recordEvents(rt);
-    try {
-      await enterAuto(rt);
-      const error = await waitFor("bt_error", () => eventsOf(rec.events, "bt_error")[0]);
-      assert.equal(error.node, "Main/Sequence[0]/CallDevice[1]");
-      assert.equal(rt.modes.current(), "AUTO", "a refused call fails the node, not the runtime");
-      await rt.modes.request("MANUAL"); // stops the tree
-      const refused = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
-        e.function === "pulse" && e.outcome === "refused"
-      );
-      assert.ok(refused.length >= 1);
-      assert.equal(refused[0]!.origin.kind, "automation");
-      assert.equal(refused[0]!.refused_by, "min_interval");
-      assert.match(refused[0]!.reason ?? "", /min_interval_ms is 1000 ms/);
-      assert.ok((await policyStats(rt)).calls_pulse! >= 1, "the first CallDevice went through");
-    } finally {
-      rec.stop();
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
-});
-
 /** A runtime polling the policy provider, running `tree` in AUTO (with the AUTO -> FAULT hook). */
 function policyTreeConfig(tree: string) {
   return testConfig({
@@ -294,6 +233,43 @@ function policyTreeConfig(tree: string) {
     },
   });
 }
+
+Deno.test("A behavior-tree CallDevice sooner than min_interval_ms fails with the refusal", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "pulses.xml",
+      treeXml(
+        `<Sequence>
+      <CallDevice device_handle="pol/act0" function_name="pulse" args="json:{}" />
+      <CallDevice device_handle="pol/act0" function_name="pulse" args="json:{}" />
+    </Sequence>`,
+      ),
+    );
+    const rt = await startRuntime(policyTreeConfig(tree));
+    const rec = recordEvents(rt);
+    try {
+      await enterAuto(rt);
+      const error = await waitFor("bt_error", () => eventsOf(rec.events, "bt_error")[0]);
+      assert.equal(error.node, "Main/Sequence[0]/CallDevice[1]");
+      assert.equal(rt.modes.current(), "AUTO", "a refused call fails the node, not the runtime");
+      await rt.modes.request("MANUAL"); // stops the tree
+      const refused = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+        e.function === "pulse" && e.outcome === "refused"
+      );
+      assert.ok(refused.length >= 1);
+      assert.equal(refused[0]!.origin.kind, "automation");
+      assert.equal(refused[0]!.refused_by, "min_interval");
+      assert.match(refused[0]!.reason ?? "", /min_interval_ms is 1000 ms/);
+      assert.ok((await policyStats(rt)).calls_pulse! >= 1, "the first CallDevice went through");
+    } finally {
+      rec.stop();
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
 
 Deno.test("AUTO is refused when the tree calls a function whose policy never lets it run in AUTO, naming each", async () => {
   // Before, AUTO was entered and the tree failed at its first call to `peek` (MANUAL only) or
@@ -335,6 +311,10 @@ Deno.test("AUTO is refused when the tree calls a function whose policy never let
     try {
       await enterAuto(ok);
       await waitFor("auto_only called", async () => (await policyStats(ok)).calls_auto_only! >= 1);
+      // A reload to the tree with peek and leased: the gate reads the new tree's calls.
+      await ok.modes.request("MANUAL");
+      assert.equal(await ok.automation!.reloadTree(tree, 20), "replaced");
+      await assert.rejects(ok.modes.request("AUTO"), /the behavior tree calls pol\/act0 peek/);
     } finally {
       await ok.stop();
     }

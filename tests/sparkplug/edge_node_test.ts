@@ -288,26 +288,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "sparkplug-kill-" });
     const port = freePort();
     const config = `${dir}/runtime.yaml`;
-    await Deno.writeTextFile(
-      config,
-      `runtime:
-  name: ${NODE}
-  data_dir: ${dir}/data
-http:
-  port: ${port}
-polling:
-  interval_ms: 100
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}]
-sparkplug:
-  enabled: true
-  broker_url: ${broker.url}
-  group_id: ${GROUP}
-  keep_alive_s: ${KEEP_ALIVE_S}
-`,
-    );
+    await Deno.writeTextFile(config, killTestYaml(dir, port, broker.url, KEEP_ALIVE_S));
     const rt = await startRuntimeChild({ config, port });
     try {
       await waitFor("NBIRTH", () => host.messages.find((m) => m.topic.includes("/NBIRTH/")));
