@@ -270,8 +270,10 @@ export class SparkplugEdgeNode {
   readonly #log: Logger;
   #session: MqttSession | null = null;
   #bdSeq = 0;
-  /** The last bdSeq save queued (#saveBdSeq): the next one waits for it. */
-  #bdSeqSaved: Promise<void> = Promise.resolve();
+  /** The save of bdSeq under way (#saveBdSeq), or null. */
+  #bdSeqSaving: Promise<void> | null = null;
+  /** The bdSeq the store last recorded (null: none this process). */
+  #bdSeqRecorded: number | null = null;
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
@@ -425,25 +427,35 @@ export class SparkplugEdgeNode {
 
   /**
    * Records the current bdSeq (a failure is a WARN: the node goes on, a restart may reuse it).
-   * Saves run one after the other, so the last recorded is the latest even when connections flap
-   * faster than the store writes.
+   * One save at a time, and only the latest value waits behind it: connections flapping faster
+   * than the store writes (or a stalled disk) queue nothing more, and the last recorded is the
+   * latest. Resolves once the bdSeq of the moment is recorded (or failed).
    */
   #saveBdSeq(): Promise<void> {
-    const bdSeq = this.#bdSeq;
+    this.#bdSeqSaving ??= this.#recordBdSeq();
+    return this.#bdSeqSaving;
+  }
+
+  async #recordBdSeq(): Promise<void> {
     const store = this.#o.bdSeqStore;
-    const saved = this.#bdSeqSaved.then(async () => {
-      try {
-        await store?.save(bdSeq);
-      } catch (err) {
-        this.#log.warn(
-          `sparkplug: could not record bdSeq ${bdSeq} (${
-            errorMessage(err)
-          }); a restart may reuse it`,
-        );
+    try {
+      while (store !== undefined && this.#bdSeqRecorded !== this.#bdSeq) {
+        const bdSeq = this.#bdSeq;
+        try {
+          await store.save(bdSeq);
+          this.#bdSeqRecorded = bdSeq;
+        } catch (err) {
+          this.#log.warn(
+            `sparkplug: could not record bdSeq ${bdSeq} (${
+              errorMessage(err)
+            }); a restart may reuse it`,
+          );
+          return; // tried again at the next change
+        }
       }
-    });
-    this.#bdSeqSaved = saved;
-    return saved;
+    } finally {
+      this.#bdSeqSaving = null;
+    }
   }
 
   /** Publishes NDEATH (bounded in time) and ends the session. */
