@@ -65,6 +65,15 @@ Deno.test({
           has("runtime_parameter_change,") && has("runtime_provider_health,") &&
           has("runtime_device_health,") && has("runtime_run_event,"),
       );
+      // The relay's new value comes with the poll after the call, in a later flush than the
+      // first lines of every measurement: wait for it too before reading the lines.
+      await waitFor(
+        "the relay's value after the call",
+        () =>
+          recorder.lines.some((l) =>
+            /^runtime_signal,.*signal_id=relay_ch1_state value_bool=true,/.test(l)
+          ),
+      );
       const lines = recorder.lines;
       // Exact text of what was sent (string fields included).
       assert.ok(
