@@ -121,9 +121,12 @@ export class FrameDecoderStream extends TransformStream<Uint8Array, Uint8Array> 
 
 /**
  * Bytes asked for per read from a byte stream (a provider's stdout, the process's stdin). One
- * buffer of this size per FrameReader, reused for every read.
+ * buffer of this size per FrameReader, reused for every read, and resident (it is zeroed when
+ * made): the runtime holds one per provider. A poll pass's answers are a few KiB (the runtime
+ * writes a pass's requests in at most PIPE_BUF bytes); a longer frame is put together over
+ * several reads. Was 64 KiB, the pipe's capacity: 48 KiB more per provider for nothing.
  */
-export const FRAME_READ_CHUNK_BYTES = 65_536;
+export const FRAME_READ_CHUNK_BYTES = 16_384;
 
 /**
  * Reads payloads from a byte stream, like `readable.pipeThrough(new FrameDecoderStream())` but

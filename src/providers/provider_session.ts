@@ -398,27 +398,27 @@ export class ProviderSession {
       if (suppressed > 0) log.warn(`${suppressed} stderr lines suppressed (rate limit)`);
       suppressed = 0;
     };
-    try {
-      const lines = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new LineSplitter());
-      for await (const raw of lines) {
-        if (raw.trim()) {
-          this.#stderrTail.push(raw.slice(0, STDERR_MAX_LINE));
-          if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
-        }
-        const now = clock.monoMs();
-        if (now - windowStart >= 1000) {
-          windowStart = now;
-          inWindow = 0;
-        }
-        if (++inWindow > STDERR_LINES_PER_SECOND) {
-          if (suppressed++ === 0) {
-            notice = clock.setTimer(report, Math.max(1, 1000 - (now - windowStart)));
-          }
-          continue;
-        }
-        const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}\u2026` : raw;
-        if (line.trim()) log[stderrLineLevel(line) ?? "info"](`stderr: ${line}`);
+    const onLine = (raw: string) => {
+      if (raw.trim()) {
+        this.#stderrTail.push(raw.slice(0, STDERR_MAX_LINE));
+        if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
       }
+      const now = clock.monoMs();
+      if (now - windowStart >= 1000) {
+        windowStart = now;
+        inWindow = 0;
+      }
+      if (++inWindow > STDERR_LINES_PER_SECOND) {
+        if (suppressed++ === 0) {
+          notice = clock.setTimer(report, Math.max(1, 1000 - (now - windowStart)));
+        }
+        return;
+      }
+      const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}\u2026` : raw;
+      if (line.trim()) log[stderrLineLevel(line) ?? "info"](`stderr: ${line}`);
+    };
+    try {
+      await readLines(stream, onLine);
     } catch {
       // stderr closed abruptly with the process: nothing to report
     } finally {
@@ -431,28 +431,80 @@ export class ProviderSession {
 /** Longest stderr text held while waiting for its newline (longer is passed on as one line). */
 export const LINE_SPLITTER_MAX_CHARS = 65536;
 
-/** Splits text into lines, without CR line ends (bounded: see LINE_SPLITTER_MAX_CHARS). */
-export class LineSplitter extends TransformStream<string, string> {
-  constructor() {
-    let buf = "";
-    super({
-      transform(chunk, controller) {
-        buf += chunk;
-        let i: number;
-        while ((i = buf.indexOf("\n")) >= 0) {
-          controller.enqueue(buf.slice(0, i).replace(/\r$/, ""));
-          buf = buf.slice(i + 1);
-        }
-        if (buf.length > LINE_SPLITTER_MAX_CHARS) {
-          controller.enqueue(buf);
-          buf = "";
-        }
-      },
-      flush(controller) {
-        if (buf) controller.enqueue(buf);
-      },
-    });
+/**
+ * Splits text given in pieces into lines, without CR line ends (bounded: see
+ * LINE_SPLITTER_MAX_CHARS).
+ */
+export class LineSplitter {
+  #buf = "";
+
+  /** Adds `text`; every line it completes goes to `onLine`, in order. */
+  push(text: string, onLine: (line: string) => void): void {
+    let buf = this.#buf + text;
+    let i: number;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      onLine(buf.slice(0, i).replace(/\r$/, ""));
+      buf = buf.slice(i + 1);
+    }
+    if (buf.length > LINE_SPLITTER_MAX_CHARS) {
+      onLine(buf);
+      buf = "";
+    }
+    this.#buf = buf;
   }
+
+  /** The text after the last newline, if any, as the last line. */
+  end(onLine: (line: string) => void): void {
+    if (this.#buf) onLine(this.#buf);
+    this.#buf = "";
+  }
+}
+
+/**
+ * Bytes asked for per read of a provider's stderr: one buffer of this size per session, reused.
+ * (Through `pipeThrough(new TextDecoderStream())`, every provider's pending read held a fresh
+ * 64 KiB buffer, and each read made another.)
+ */
+export const STDERR_READ_BYTES = 4096;
+
+/**
+ * Reads `stream` as UTF-8 text (invalid bytes as U+FFFD) and gives each of its lines to `onLine`
+ * (LineSplitter), the text after the last newline last. A byte stream (a child's pipe) is read
+ * through a BYOB reader into one reused buffer of `readBytes`; any other stream with its default
+ * reader. Resolves at the end of the stream; rejects when a read fails (the lines before it were
+ * given).
+ */
+export async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+  readBytes = STDERR_READ_BYTES,
+): Promise<void> {
+  const splitter = new LineSplitter();
+  const decoder = new TextDecoder();
+  let byob: ReadableStreamBYOBReader | null = null;
+  try {
+    byob = stream.getReader({ mode: "byob" });
+  } catch {
+    // not a byte stream: the default reader below
+  }
+  if (byob !== null) {
+    let buffer = new ArrayBuffer(readBytes);
+    for (;;) {
+      const r = await byob.read(new Uint8Array(buffer));
+      if (r.done) break;
+      buffer = r.value.buffer as ArrayBuffer;
+      splitter.push(decoder.decode(r.value, { stream: true }), onLine);
+    }
+  } else {
+    const reader = stream.getReader();
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      splitter.push(decoder.decode(r.value, { stream: true }), onLine);
+    }
+  }
+  splitter.push(decoder.decode(), onLine);
+  splitter.end(onLine);
 }
 
 /** Resolves with `p`'s value, or `fallback` after `ms` on `clock` (the timer is always cleared). */

@@ -1,6 +1,6 @@
 /**
  * ProviderSession on its own (no host): a session the provider breaks ends, and its process is
- * killed. Its pieces: raceTimeout, and LineSplitter (provider stderr into lines).
+ * killed. Its pieces: raceTimeout, and LineSplitter and readLines (provider stderr into lines).
  */
 import assert from "node:assert/strict";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
@@ -9,6 +9,7 @@ import {
   LineSplitter,
   ProviderSession,
   raceTimeout,
+  readLines,
 } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
@@ -138,19 +139,64 @@ Deno.test("raceTimeout settles with the promise's value, or the fallback once it
 });
 
 /** The lines LineSplitter makes of `chunks`. */
-async function split(chunks: string[]): Promise<string[]> {
+function split(chunks: string[]): string[] {
   const out: string[] = [];
-  await ReadableStream.from(chunks).pipeThrough(new LineSplitter()).pipeTo(
-    new WritableStream({ write: (l) => void out.push(l) }),
-  );
+  const splitter = new LineSplitter();
+  for (const c of chunks) splitter.push(c, (l) => out.push(l));
+  splitter.end((l) => out.push(l));
   return out;
 }
 
-Deno.test("LineSplitter holds up to LINE_SPLITTER_MAX_CHARS waiting for a newline and passes on more as a line", async () => {
-  assert.deepEqual(await split(["a\r\nb", "c\n\n", "tail"]), ["a", "bc", "", "tail"]);
+Deno.test("LineSplitter holds up to LINE_SPLITTER_MAX_CHARS waiting for a newline and passes on more as a line", () => {
+  assert.deepEqual(split(["a\r\nb", "c\n\n", "tail"]), ["a", "bc", "", "tail"]);
   const max = "m".repeat(LINE_SPLITTER_MAX_CHARS);
   // Exactly the bound: still one line, ended by its newline.
-  assert.deepEqual(await split([max, "\nnext\n"]), [max, "next"]);
+  assert.deepEqual(split([max, "\nnext\n"]), [max, "next"]);
   // One past it: passed on as it is; the newline then ends an empty line.
-  assert.deepEqual(await split([`${max}x`, "\nnext\n"]), [`${max}x`, "", "next"]);
+  assert.deepEqual(split([`${max}x`, "\nnext\n"]), [`${max}x`, "", "next"]);
+});
+
+/**
+ * A byte stream like a child's pipe in Deno (autoAllocateChunkSize 64 KiB for default readers)
+ * serving `chunks`, one per read; `sizes` gets the byte length each read asked for.
+ */
+function pipeLike(chunks: Uint8Array[], sizes: number[]): ReadableStream<Uint8Array> {
+  let next = 0;
+  return new ReadableStream({
+    type: "bytes",
+    autoAllocateChunkSize: 65_536,
+    pull(c: ReadableByteStreamController) {
+      const view = c.byobRequest!.view as Uint8Array;
+      sizes.push(view.byteLength);
+      const chunk = chunks[next++];
+      if (chunk === undefined) {
+        c.close();
+        c.byobRequest!.respond(0);
+        return;
+      }
+      view.set(chunk.subarray(0, view.byteLength));
+      c.byobRequest!.respond(Math.min(chunk.byteLength, view.byteLength));
+    },
+  });
+}
+
+Deno.test("readLines reads a byte stream into one buffer of readBytes: lines across reads, UTF-8 split between reads, the last line without newline", async () => {
+  const bytes = new TextEncoder().encode("first\r\nsec\u00e9ond\nthird");
+  // "é" is two bytes (at 10 and 11): the cut at 11 splits it.
+  const chunks = [bytes.subarray(0, 4), bytes.subarray(4, 11), bytes.subarray(11)];
+  const sizes: number[] = [];
+  const lines: string[] = [];
+  await readLines(pipeLike(chunks, sizes), (l) => lines.push(l), 16);
+  assert.deepEqual(lines, ["first", "sec\u00e9ond", "third"]);
+  assert.deepEqual(sizes, [16, 16, 16, 16], "every read into the reused 16-byte buffer");
+});
+
+Deno.test("readLines reads a stream that is not a byte stream with its default reader", async () => {
+  const enc = new TextEncoder();
+  const lines: string[] = [];
+  await readLines(
+    ReadableStream.from([enc.encode("a\nb"), enc.encode("c\n")]),
+    (l) => lines.push(l),
+  );
+  assert.deepEqual(lines, ["a", "bc"]);
 });

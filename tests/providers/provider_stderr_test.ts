@@ -12,6 +12,7 @@ import {
   ProviderSession,
   type ProviderSessionDeps,
   STDERR_LINES_PER_SECOND,
+  STDERR_READ_BYTES,
   STDERR_TAIL_LINES,
   stderrLineLevel,
 } from "../../src/providers/mod.ts";
@@ -93,6 +94,72 @@ Deno.test("ProviderSession logs each provider stderr line at the level it starts
   }
   assert.deepEqual(lines.filter((l) => l.includes("suppressed")), [], "nothing was suppressed");
 });
+
+Deno.test("ProviderSession reads a provider's stderr STDERR_READ_BYTES at a time, not a 64 KiB buffer per read", async () => {
+  const lines: string[] = [];
+  const sizes: number[] = [];
+  const cfg = {
+    ...simProvider("small"),
+    command: "sh",
+    args: ["-c", 'printf "%s\\n" one two >&2; exec cat'],
+  };
+  const session = new ProviderSession(cfg, "sh", {
+    // The real process, its stderr seen through a byte stream like Deno's child pipes (64 KiB
+    // allocated per read for a default reader), recording the size each read asks for.
+    spawn: (o) => {
+      const p = spawnProcess(o);
+      return { ...p, pid: p.pid, stderr: recordingPipe(p.stderr, sizes) };
+    },
+    log: capturingLogger(lines).child("small"),
+    clock: systemClock,
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("both stderr lines", () => lines.some((l) => l.endsWith("stderr: two")), 5000);
+    assert.ok(lines.some((l) => l.endsWith("stderr: one")));
+    assert.ok(sizes.length > 0, "stderr was read");
+    assert.ok(
+      sizes.every((n) => n <= STDERR_READ_BYTES),
+      `reads asked for ${sizes.join(", ")} bytes`,
+    );
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+/**
+ * `inner` seen through a byte stream with autoAllocateChunkSize 64 KiB (as Deno's child pipes):
+ * `sizes` gets the byte length each read asks for.
+ */
+function recordingPipe(
+  inner: ReadableStream<Uint8Array>,
+  sizes: number[],
+): ReadableStream<Uint8Array> {
+  const reader = inner.getReader();
+  let rest: Uint8Array = new Uint8Array(0);
+  return new ReadableStream({
+    type: "bytes",
+    autoAllocateChunkSize: 65_536,
+    async pull(c: ReadableByteStreamController) {
+      const view = c.byobRequest!.view as Uint8Array;
+      sizes.push(view.byteLength);
+      if (rest.byteLength === 0) {
+        const r = await reader.read();
+        if (r.done) {
+          c.close();
+          c.byobRequest!.respond(0);
+          return;
+        }
+        rest = r.value;
+      }
+      const n = Math.min(rest.byteLength, view.byteLength);
+      view.set(rest.subarray(0, n));
+      rest = rest.subarray(n);
+      c.byobRequest!.respond(n);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+}
 
 /** Starts one provider through the registry and returns the start-up error. */
 async function startupError(
