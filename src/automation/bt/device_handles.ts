@@ -1,7 +1,26 @@
-/** Device handles a tree names literally (not through a `{blackboard}` reference). */
+/** Device handles and calls a tree names literally (not through a `{blackboard}` reference). */
 import type { ParsedTree } from "./parse.ts";
 import { nodeTypeOf } from "./verify.ts";
 import type { XmlElement } from "./xml_document.ts";
+
+/**
+ * An attribute's value, trimmed, when it is written literally: present, not blank, no
+ * `{blackboard}` reference. Null otherwise.
+ */
+function literal(value: string | undefined): string | null {
+  if (value === undefined || value.includes("{")) return null;
+  const v = value.trim();
+  return v === "" ? null : v;
+}
+
+/** Calls `fn` with every element of every tree definition (included files too), in document order. */
+function forEachElement(parsed: ParsedTree, fn: (el: XmlElement) => void): void {
+  const visit = (el: XmlElement) => {
+    fn(el);
+    for (const child of el.children) visit(child);
+  };
+  for (const def of parsed.trees.values()) visit(def.element);
+}
 
 /**
  * Every `device_handle` attribute value of every tree definition (included files too) that is
@@ -9,12 +28,10 @@ import type { XmlElement } from "./xml_document.ts";
  */
 export function literalDeviceHandles(parsed: ParsedTree): string[] {
   const out = new Set<string>();
-  const visit = (el: XmlElement) => {
-    const v = el.attributes.get("device_handle");
-    if (v !== undefined && v !== "" && !v.includes("{")) out.add(v.trim());
-    for (const child of el.children) visit(child);
-  };
-  for (const def of parsed.trees.values()) visit(def.element);
+  forEachElement(parsed, (el) => {
+    const handle = literal(el.attributes.get("device_handle"));
+    if (handle !== null) out.add(handle);
+  });
   return [...out];
 }
 
@@ -31,18 +48,13 @@ export interface LiteralDeviceCall {
  */
 export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
   const out = new Map<string, LiteralDeviceCall>();
-  const literal = (v: string | undefined) =>
-    v !== undefined && v.trim() !== "" && !v.includes("{") ? v.trim() : null;
-  const visit = (el: XmlElement) => {
-    if (nodeTypeOf(el) === "CallDevice") {
-      const deviceHandle = literal(el.attributes.get("device_handle"));
-      const functionName = literal(el.attributes.get("function_name"));
-      if (deviceHandle !== null && functionName !== null) {
-        out.set(`${deviceHandle}\n${functionName}`, { deviceHandle, functionName });
-      }
+  forEachElement(parsed, (el) => {
+    if (nodeTypeOf(el) !== "CallDevice") return;
+    const deviceHandle = literal(el.attributes.get("device_handle"));
+    const functionName = literal(el.attributes.get("function_name"));
+    if (deviceHandle !== null && functionName !== null) {
+      out.set(`${deviceHandle}\n${functionName}`, { deviceHandle, functionName });
     }
-    for (const child of el.children) visit(child);
-  };
-  for (const def of parsed.trees.values()) visit(def.element);
+  });
   return [...out.values()];
 }

@@ -1,8 +1,10 @@
 /**
  * Verify step: checks every tree definition against the registered node types and reports every
  * problem at once, each with its file, line and node path: unknown node types, wrong child counts,
- * unknown/missing ports, bad literals, script syntax, unknown SubTree IDs and SubTree recursion.
+ * unknown/missing ports, bad literals, device handles that are not `provider/device`, script
+ * syntax, unknown SubTree IDs and SubTree recursion.
  */
+import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "./custom_nodes.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
@@ -123,6 +125,18 @@ export function verifyParsedTree(
   };
 
   const checkSpecific = (el: XmlElement, spec: NodeSpec, path: string) => {
+    // A literal handle is looked up as written at every tick, and the AUTO gates judge the
+    // device it names: one that names none (blank, no '/', spaces around) can only fail.
+    const handle = el.attributes.get("device_handle");
+    if (
+      handle !== undefined && spec.ports.some((p) => p.name === "device_handle") &&
+      blackboardKeyOf(handle, "device_handle") === undefined &&
+      (handle !== handle.trim() || parseDeviceHandle(handle) === null)
+    ) {
+      out.push(
+        errorAt(el, path, `port 'device_handle': '${handle}' is not provider_id/device_id`),
+      );
+    }
     if (spec.type === "Parallel") {
       const n = el.children.length;
       for (const port of spec.ports) {

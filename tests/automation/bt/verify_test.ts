@@ -273,3 +273,31 @@ Deno.test("loadBehaviorTree accepts Groot2 files (TreeNodesModel, <Action ID>, _
   deepStrictEqual(r.diagnostics, []);
   ok(r.tree);
 });
+
+Deno.test("loadBehaviorTree refuses a literal device_handle that names no provider/device, with its line", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      [
+        `<BehaviorTree ID="Main"><Sequence>`,
+        `<ReadSignal device_handle="motorctl0" signal_id="s" value="{v}"/>`,
+        `<ReadSignal device_handle="  " signal_id="s" value="{v}"/>`,
+        `<CallDevice device_handle=" sim0/motorctl0" function_name="f" args='json:{}'/>`,
+        `<CheckQuality device_handle="sim0/" signal_id="s"/>`,
+        `<ReadSignal device_handle="{dev}" signal_id="s" value="{v}"/>`,
+        `<ReadSignal device_handle="sim0/motorctl0" signal_id="s" value="{v}"/>`,
+        `</Sequence></BehaviorTree>`,
+      ].join("\n"),
+    ),
+  });
+  const handles = r.diagnostics.filter((d) => /device_handle/.test(d.message));
+  deepStrictEqual(
+    handles.map((d) => [d.line, d.severity, d.message]),
+    [
+      [3, "error", "port 'device_handle': 'motorctl0' is not provider_id/device_id"],
+      [4, "error", "port 'device_handle': '  ' is not provider_id/device_id"],
+      [5, "error", "port 'device_handle': ' sim0/motorctl0' is not provider_id/device_id"],
+      [6, "error", "port 'device_handle': 'sim0/' is not provider_id/device_id"],
+    ],
+  );
+  equal(r.tree, undefined, "no tree is built from a file with errors");
+});

@@ -1,0 +1,43 @@
+/** The device handles and calls a tree names literally: what the AUTO gates check before it runs. */
+import assert from "node:assert/strict";
+import {
+  literalDeviceCalls,
+  literalDeviceHandles,
+  parseBehaviorTree,
+} from "../../../src/automation/bt/mod.ts";
+import { memFiles, xmlRoot } from "./_helpers.ts";
+
+function parsed(body: string) {
+  const path = "/bt/main.xml";
+  const { parsed } = parseBehaviorTree(path, memFiles({ [path]: xmlRoot(body) }));
+  assert.ok(parsed, "the tree parses");
+  return parsed;
+}
+
+const TREE = `<BehaviorTree ID="main">
+  <Sequence>
+    <ReadSignal device_handle=" sim0/tempctl0 " signal_id="tc1_temp" value="{t}" />
+    <ReadSignal device_handle="{dev}" signal_id="x" value="{x}" />
+    <ReadSignal device_handle="  " signal_id="y" value="{y}" />
+    <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{}' />
+    <CallDevice device_handle="sim0/motorctl0" function_name=" set_motor_duty" args='json:{}' />
+    <CallDevice device_handle="sim0/relayio0" function_name="{fn}" args='json:{}' />
+    <CallDevice device_handle="sim0/relayio0" function_name="  " args='json:{}' />
+    <CallDevice device_handle="sim0/tempctl0" function_name="set_mode" args='json:{}' />
+  </Sequence>
+</BehaviorTree>`;
+
+Deno.test("literalDeviceHandles: trimmed, in document order, without repeats; references and blank values left out", () => {
+  assert.deepEqual(literalDeviceHandles(parsed(TREE)), [
+    "sim0/tempctl0",
+    "sim0/motorctl0",
+    "sim0/relayio0",
+  ]);
+});
+
+Deno.test("literalDeviceCalls: CallDevice nodes whose device and function are both literal, trimmed, without repeats", () => {
+  assert.deepEqual(literalDeviceCalls(parsed(TREE)), [
+    { deviceHandle: "sim0/motorctl0", functionName: "set_motor_duty" },
+    { deviceHandle: "sim0/tempctl0", functionName: "set_mode" },
+  ]);
+});
