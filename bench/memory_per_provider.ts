@@ -50,6 +50,17 @@ function metric(text: string, name: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
+/** The RSS of `pid` (kB) every SAMPLE_EVERY_S for `secs`. */
+async function sampleRssKb(pid: number, secs: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let t = 0; t < secs; t += SAMPLE_EVERY_S) {
+    const kb = readRssKb(pid);
+    if (kb !== null) samples.push(kb);
+    await new Promise((r) => setTimeout(r, SAMPLE_EVERY_S * 1000));
+  }
+  return samples;
+}
+
 async function measureRuntime(
   cmd: readonly string[],
   dir: string,
@@ -81,12 +92,7 @@ async function measureRuntime(
   });
   try {
     await new Promise((r) => setTimeout(r, warmS * 1000));
-    const samples: number[] = [];
-    for (let t = 0; t < secs; t += SAMPLE_EVERY_S) {
-      const kb = readRssKb(rt.pid);
-      if (kb !== null) samples.push(kb);
-      await new Promise((r) => setTimeout(r, SAMPLE_EVERY_S * 1000));
-    }
+    const samples = await sampleRssKb(rt.pid, secs);
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const used = metric(text, "runtime_process_heap_used_bytes");
     const total = metric(text, "runtime_process_heap_total_bytes");
@@ -120,13 +126,7 @@ async function measureBare(dir: string, warmS: number, secs: number): Promise<nu
   }).spawn();
   try {
     await new Promise((r) => setTimeout(r, warmS * 1000));
-    const samples: number[] = [];
-    for (let t = 0; t < secs; t += SAMPLE_EVERY_S) {
-      const kb = readRssKb(child.pid);
-      if (kb !== null) samples.push(kb);
-      await new Promise((r) => setTimeout(r, SAMPLE_EVERY_S * 1000));
-    }
-    return mib(median(samples));
+    return mib(median(await sampleRssKb(child.pid, secs)));
   } finally {
     child.kill("SIGKILL");
     await child.status;
