@@ -16,6 +16,7 @@ import {
   STDERR_TAIL_LINES,
   stderrLineLevel,
 } from "../../src/providers/mod.ts";
+import { byteStream } from "../helpers/byte_stream.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { ManualClock } from "../helpers/clock.ts";
@@ -108,7 +109,7 @@ Deno.test("ProviderSession reads a provider's stderr STDERR_READ_BYTES at a time
     // allocated per read for a default reader), recording the size each read asks for.
     spawn: (o) => {
       const p = spawnProcess(o);
-      return { ...p, pid: p.pid, stderr: recordingPipe(p.stderr, sizes) };
+      return { ...p, pid: p.pid, stderr: byteStream(p.stderr, sizes, 65_536) };
     },
     log: capturingLogger(lines).child("small"),
     clock: systemClock,
@@ -126,40 +127,6 @@ Deno.test("ProviderSession reads a provider's stderr STDERR_READ_BYTES at a time
     await session.terminate(2000);
   }
 });
-
-/**
- * `inner` seen through a byte stream with autoAllocateChunkSize 64 KiB (as Deno's child pipes):
- * `sizes` gets the byte length each read asks for.
- */
-function recordingPipe(
-  inner: ReadableStream<Uint8Array>,
-  sizes: number[],
-): ReadableStream<Uint8Array> {
-  const reader = inner.getReader();
-  let rest: Uint8Array = new Uint8Array(0);
-  return new ReadableStream({
-    type: "bytes",
-    autoAllocateChunkSize: 65_536,
-    async pull(c: ReadableByteStreamController) {
-      const view = c.byobRequest!.view as Uint8Array;
-      sizes.push(view.byteLength);
-      if (rest.byteLength === 0) {
-        const r = await reader.read();
-        if (r.done) {
-          c.close();
-          c.byobRequest!.respond(0);
-          return;
-        }
-        rest = r.value;
-      }
-      const n = Math.min(rest.byteLength, view.byteLength);
-      view.set(rest.subarray(0, n));
-      rest = rest.subarray(n);
-      c.byobRequest!.respond(n);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
-}
 
 /** Starts one provider through the registry and returns the start-up error. */
 async function startupError(
