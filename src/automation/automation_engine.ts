@@ -288,6 +288,26 @@ export class AutomationEngine {
       this.#log.warn("automation enabled without a behavior tree: nothing will tick in AUTO");
       return;
     }
+    const built = await this.#buildTree(path, this.#o.tickRateHz);
+    this.#handles = built.handles;
+    this.#literalCalls = built.calls;
+    this.#runner = built.runner;
+    this.#log.info(
+      `behavior tree ${path} loaded (main tree '${built.mainTreeId}', ${built.files} file(s))`,
+    );
+  }
+
+  /**
+   * Loads, verifies and builds the tree at `path` (warnings logged; INVALID_ARGUMENT listing
+   * every diagnostic when it does not load), with the handles and calls it names literally.
+   */
+  async #buildTree(path: string, tickRateHz: number): Promise<{
+    runner: BtRunner;
+    handles: readonly string[];
+    calls: readonly LiteralDeviceCall[];
+    mainTreeId: string | undefined;
+    files: number;
+  }> {
     // The engine is loaded here, not at start-up: a runtime without a tree never loads it.
     const { BtRunner, literalDeviceCalls, literalDeviceHandles, loadBehaviorTree } = await import(
       "./bt/mod.ts"
@@ -297,21 +317,23 @@ export class AutomationEngine {
       if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
     }
     if (!tree) throw treeLoadError(path, diagnostics);
-    this.#handles = literalDeviceHandles(tree);
-    this.#literalCalls = literalDeviceCalls(tree);
-    this.#runner = new BtRunner({
+    const runner = new BtRunner({
       parsed: tree,
       services: this.#services,
       events: this.#o.bus,
-      tickRateHz: this.#o.tickRateHz,
+      tickRateHz,
       log: this.#log,
       onFault: (error) => this.#fault(error),
       ...(this.#o.scheduler ? { scheduler: this.#o.scheduler } : {}),
     });
-    await this.#runner.ready;
-    this.#log.info(
-      `behavior tree ${path} loaded (main tree '${tree.mainTreeId}', ${tree.files.length} file(s))`,
-    );
+    await runner.ready;
+    return {
+      runner,
+      handles: literalDeviceHandles(tree),
+      calls: literalDeviceCalls(tree),
+      mainTreeId: tree.mainTreeId,
+      files: tree.files.length,
+    };
   }
 
   /**
@@ -356,26 +378,10 @@ export class AutomationEngine {
     let handles: readonly string[] = [];
     let calls: readonly LiteralDeviceCall[] = [];
     if (behaviorTree !== null) {
-      const { BtRunner, literalDeviceCalls, literalDeviceHandles, loadBehaviorTree } = await import(
-        "./bt/mod.ts"
-      );
-      const { tree, diagnostics } = loadBehaviorTree(behaviorTree, this.#o.readFile);
-      for (const d of diagnostics) {
-        if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
-      }
-      if (!tree) throw treeLoadError(behaviorTree, diagnostics);
-      handles = literalDeviceHandles(tree);
-      calls = literalDeviceCalls(tree);
-      next = new BtRunner({
-        parsed: tree,
-        services: this.#services,
-        events: this.#o.bus,
-        tickRateHz,
-        log: this.#log,
-        onFault: (error) => this.#fault(error),
-        ...(this.#o.scheduler ? { scheduler: this.#o.scheduler } : {}),
-      });
-      await next.ready;
+      const built = await this.#buildTree(behaviorTree, tickRateHz);
+      next = built.runner;
+      handles = built.handles;
+      calls = built.calls;
     }
     const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
       next?.version?.digest === before?.version?.digest;

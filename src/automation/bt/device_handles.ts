@@ -1,14 +1,16 @@
 /** Device handles and calls a tree names literally (not through a `{blackboard}` reference). */
 import type { ParsedTree } from "./parse.ts";
+import { blackboardKeyOf } from "./ports.ts";
 import { nodeTypeOf } from "./verify.ts";
 import type { XmlElement } from "./xml_document.ts";
 
 /**
- * An attribute's value, trimmed, when it is written literally: present, not blank, no
- * `{blackboard}` reference. Null otherwise.
+ * Port `name`'s value on `el`, trimmed, when it is written literally: present, not blank, not a
+ * blackboard reference (blackboardKeyOf: the test verify and the nodes use). Null otherwise.
  */
-function literal(value: string | undefined): string | null {
-  if (value === undefined || value.includes("{")) return null;
+function literal(el: XmlElement, name: string): string | null {
+  const value = el.attributes.get(name);
+  if (value === undefined || blackboardKeyOf(value, name) !== undefined) return null;
   const v = value.trim();
   return v === "" ? null : v;
 }
@@ -29,7 +31,7 @@ function forEachElement(parsed: ParsedTree, fn: (el: XmlElement) => void): void 
 export function literalDeviceHandles(parsed: ParsedTree): string[] {
   const out = new Set<string>();
   forEachElement(parsed, (el) => {
-    const handle = literal(el.attributes.get("device_handle"));
+    const handle = literal(el, "device_handle");
     if (handle !== null) out.add(handle);
   });
   return [...out];
@@ -50,8 +52,8 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
   const out = new Map<string, LiteralDeviceCall>();
   forEachElement(parsed, (el) => {
     if (nodeTypeOf(el) !== "CallDevice") return;
-    const deviceHandle = literal(el.attributes.get("device_handle"));
-    const functionName = literal(el.attributes.get("function_name"));
+    const deviceHandle = literal(el, "device_handle");
+    const functionName = literal(el, "function_name");
     if (deviceHandle !== null && functionName !== null) {
       out.set(`${deviceHandle}\n${functionName}`, { deviceHandle, functionName });
     }

@@ -19,15 +19,17 @@ const TREE = `<BehaviorTree ID="main">
     <ReadSignal device_handle=" sim0/tempctl0 " signal_id="tc1_temp" value="{t}" />
     <ReadSignal device_handle="{dev}" signal_id="x" value="{x}" />
     <ReadSignal device_handle="  " signal_id="y" value="{y}" />
+    <ReadSignal device_handle="=" signal_id="z" value="{z}" />
     <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{}' />
     <CallDevice device_handle="sim0/motorctl0" function_name=" set_motor_duty" args='json:{}' />
     <CallDevice device_handle="sim0/relayio0" function_name="{fn}" args='json:{}' />
+    <CallDevice device_handle="sim0/relayio0" function_name="=" args='json:{}' />
     <CallDevice device_handle="sim0/relayio0" function_name="  " args='json:{}' />
     <CallDevice device_handle="sim0/tempctl0" function_name="set_mode" args='json:{}' />
   </Sequence>
 </BehaviorTree>`;
 
-Deno.test("literalDeviceHandles: trimmed, in document order, without repeats; references and blank values left out", () => {
+Deno.test("literalDeviceHandles: trimmed, in document order, without repeats; references (`{key}`, `=`) and blank values left out", () => {
   assert.deepEqual(literalDeviceHandles(parsed(TREE)), [
     "sim0/tempctl0",
     "sim0/motorctl0",
