@@ -151,6 +151,23 @@ export function verifyParsedTree(
       }
     }
     if (spec.type === "CallDevice") {
+      // Called as written, while the AUTO policy gate judges the function it names: a blank name
+      // or one with spaces around names none the device declares, so the call can only fail.
+      const fn = el.attributes.get("function_name");
+      if (
+        fn !== undefined && blackboardKeyOf(fn, "function_name") === undefined &&
+        (fn.trim() === "" || fn !== fn.trim())
+      ) {
+        out.push(
+          errorAt(
+            el,
+            path,
+            `port 'function_name': '${fn}' ${
+              fn.trim() === "" ? "is blank" : "has spaces around it"
+            }`,
+          ),
+        );
+      }
       const raw = el.attributes.get("args");
       if (raw !== undefined && blackboardKeyOf(raw, "args") === undefined) {
         const r = parseCallArgs(raw);

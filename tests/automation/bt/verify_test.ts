@@ -301,3 +301,29 @@ Deno.test("loadBehaviorTree refuses a literal device_handle that names no provid
   );
   equal(r.tree, undefined, "no tree is built from a file with errors");
 });
+
+Deno.test("loadBehaviorTree refuses a literal function_name that is blank or has spaces around it, with its line", () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      [
+        `<BehaviorTree ID="Main"><Sequence>`,
+        `<CallDevice device_handle="sim0/motorctl0" function_name=" set_motor_duty" args='json:{}'/>`,
+        `<CallDevice device_handle="sim0/motorctl0" function_name="" args='json:{}'/>`,
+        `<CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty " args='json:{}'/>`,
+        `<CallDevice device_handle="sim0/motorctl0" function_name="{fn}" args='json:{}'/>`,
+        `<CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{}'/>`,
+        `</Sequence></BehaviorTree>`,
+      ].join("\n"),
+    ),
+  });
+  const names = r.diagnostics.filter((d) => /function_name/.test(d.message));
+  deepStrictEqual(
+    names.map((d) => [d.line, d.severity, d.message]),
+    [
+      [3, "error", "port 'function_name': ' set_motor_duty' has spaces around it"],
+      [4, "error", "port 'function_name': '' is blank"],
+      [5, "error", "port 'function_name': 'set_motor_duty ' has spaces around it"],
+    ],
+  );
+  equal(r.tree, undefined, "no tree is built from a file with errors");
+});
