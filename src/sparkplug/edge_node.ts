@@ -1202,6 +1202,17 @@ export class SparkplugEdgeNode {
     if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");
     const refusal = this.#commandRefusal();
     if (refusal !== null) return this.#refused(topic, name, refusal, id);
+    // After its NDEATH (the primary host went offline, or the connection was lost) the node is
+    // dead to the group until its next births: a write addressed to it then acts on nothing, and
+    // its answer could not be published. (An NCMD e-stop is still taken: the stop never waits.)
+    if (!this.online) {
+      return this.#refused(
+        topic,
+        name,
+        "the node is not online (no births on this connection yet: waiting for the primary host or the broker)",
+        id,
+      );
+    }
     const caps = this.#o.inventory.capabilities(dev.providerId, dev.deviceId);
     const fn = caps?.functions.find((f) => functionMetricName(f.name) === name);
     if (fn === undefined) {

@@ -41,7 +41,7 @@ async function primaryHost(url: string) {
   };
 }
 
-function config(url: string) {
+function config(url: string, commands = false) {
   return testConfig({
     runtime: { name: NODE },
     providers: [simProvider("sim0")],
@@ -51,6 +51,7 @@ function config(url: string) {
       groupId: GROUP,
       primaryHostId: HOST,
       reconnectMs: 100,
+      commands,
     },
   });
 }
@@ -184,6 +185,66 @@ Deno.test({
         () => host.messages.slice(marker).find((m) => m.topic === NBIRTH),
       );
       assert.equal(bdSeqOf(nbirth), 1);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "after the host's death a DCMD to the dead node is refused: no call, nothing published; the NCMD e-stop still acts",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await primaryHost(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      const t1 = Date.now();
+      await host.state({ online: true, timestamp: t1 });
+      rt = await startRuntime(config(broker.url, true), { arm: true });
+      const node = rt.sparkplug!;
+      await waitFor("the births", () => node.online);
+      await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      await rt.modes.request("MANUAL");
+      await setSimRelay(rt, false);
+
+      await host.state({ online: false, timestamp: t1 });
+      await waitFor("NDEATH", () => host.messages.find((m) => m.topic === NDEATH));
+      await waitFor(
+        "a new session waiting for the host",
+        () => node.counts.connects === 2 && node.connected && !node.online,
+      );
+      const marker = host.messages.length;
+      const refused = node.counts.commandsRefused;
+      await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`, [
+        { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true },
+      ]);
+      await waitFor("the DCMD to be refused", () => node.counts.commandsRefused === refused + 1);
+      assert.equal(node.counts.commandsAccepted, 0);
+      // A poll after the command would have shown the relay on.
+      const polls = rt.cache.device("sim0", "relayio0")!.lastPollMono;
+      await waitFor(
+        "two more polls",
+        () => rt!.cache.device("sim0", "relayio0")!.lastPollMono > polls + 150,
+      );
+      const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
+      assert.ok(v?.type === "bool" && v.bool === false, "the relay was not switched");
+      assert.ok(
+        !host.messages.slice(marker).some((m) => m.topic.includes("/DDATA/")),
+        "nothing is published by a node that is not online",
+      );
+
+      // The e-stop is still taken from the broker while the node waits.
+      await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, [
+        { name: "Node Control/E-Stop", datatype: 11, boolean_value: true },
+      ]);
+      await waitFor("the e-stop latched", () => rt!.estop.latched);
     } finally {
       await rt?.stop();
       await host.close();
