@@ -30,6 +30,13 @@ import {
   SignalRing,
 } from "./ring.ts";
 
+/**
+ * How often (the history's wall time, at a poll) the rings of devices the cache no longer has
+ * (a reload removed their provider, or rediscovery their device) are looked for: once all they
+ * hold is older than memory_seconds they are let go, their bytes back in the shared budget.
+ */
+export const HISTORY_SWEEP_EVERY_MS = 10_000;
+
 /** Points one history answer may hold at most (all signals together); beyond it: 400. */
 export const MAX_HISTORY_POINTS = 20_000;
 
@@ -101,7 +108,7 @@ export interface HistoryOptions {
   readonly files: JournalFiles;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly cache: Pick<StateCache, "onDevicePolled">;
+  readonly cache: Pick<StateCache, "onDevicePolled" | "device">;
 }
 
 /** The ring, the disk tier and their query. */
@@ -113,6 +120,8 @@ export class History {
   readonly #disk: DiskTier | null;
   #unsubscribe: (() => void) | null = null;
   readonly #memoryMs: number;
+  /** Wall time of the last sweep for removed devices (HISTORY_SWEEP_EVERY_MS). */
+  #sweptAtMs = -Infinity;
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -218,7 +227,34 @@ export class History {
       sig.record(seq, value, d, s.quality, oldest);
       sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(s.quality));
     }
+    // (A wall clock stepped back sweeps at once and starts the count again.)
+    if (now - this.#sweptAtMs >= HISTORY_SWEEP_EVERY_MS || now < this.#sweptAtMs) {
+      this.#sweptAtMs = now;
+      this.#sweepRemoved(now);
+    }
   };
+
+  /**
+   * Lets go of the rings of devices the cache no longer has once everything they hold is older
+   * than memory_seconds (no poll will come to drop it): their open bucket goes to the disk tier,
+   * their bytes back to the shared budget (else every reload that removes a device would shorten
+   * the reach of the rest for good). A device of a provider that is down is still the cache's:
+   * its last minutes stay.
+   */
+  #sweepRemoved(now: number): void {
+    const horizon = now - this.#memoryMs;
+    for (const [providerId, byDevice] of this.#devices) {
+      for (const [deviceId, e] of byDevice) {
+        if (this.#o.cache.device(providerId, deviceId) !== undefined) continue;
+        const newest = e.ring.newestMs();
+        if (newest !== null && newest >= horizon) continue;
+        this.#flushBucket(e);
+        e.ring.release();
+        byDevice.delete(deviceId);
+      }
+      if (byDevice.size === 0) this.#devices.delete(providerId);
+    }
+  }
 
   /** The device's signals changed (rediscovery): rings of signals kept, others released. */
   #rebuild(e: DeviceEntry, pollable: readonly string[]): void {

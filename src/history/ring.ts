@@ -305,6 +305,11 @@ export class DeviceRing {
     return this.#len === 0 ? null : this.#times[this.#head]!;
   }
 
+  /** Time of the newest kept poll, or null. */
+  newestMs(): number | null {
+    return this.#len === 0 ? null : this.#times[(this.#head + this.#len - 1) % this.#times.length]!;
+  }
+
   /** Time of poll `seq` (must be kept). */
   timeOf(seq: number): number {
     return this.#times[(this.#head + (seq - this.#firstSeq)) % this.#times.length]!;

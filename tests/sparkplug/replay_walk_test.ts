@@ -131,6 +131,8 @@ function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
         polled = l;
         return () => (polled = null);
       },
+      // The device is the cache's throughout (its ring is never swept as removed).
+      device: () => ({}) as DeviceState,
     },
   });
   const signals = new Map<string, SignalState>();

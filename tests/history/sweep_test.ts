@@ -1,0 +1,108 @@
+/**
+ * The rings of devices the cache no longer has (a reload removed their provider, rediscovery their
+ * device) are let go once all they hold is older than memory_seconds: their bytes go back to the
+ * shared budget and their open bucket to the disk tier. A device whose provider is down is still
+ * the cache's, and its last minutes stay. A real History fed by hand, as the cache feeds it.
+ */
+import assert from "node:assert/strict";
+import { History, HISTORY_SWEEP_EVERY_MS } from "../../src/history/mod.ts";
+import type { DeviceState, SignalState } from "../../src/state/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+const MEMORY_S = 60;
+
+function rig() {
+  const clock = new ManualClock();
+  const config = testConfig();
+  const known = new Set<string>();
+  let polled: ((d: DeviceState) => void) | null = null;
+  const files = new MemoryFiles();
+  const history = new History({
+    config: { ...config.history, memorySeconds: MEMORY_S, memoryMaxBytes: 1 << 20 },
+    dataDir: "/data",
+    files,
+    clock,
+    log: testLogger(),
+    cache: {
+      onDevicePolled(l) {
+        polled = l;
+        return () => (polled = null);
+      },
+      device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
+    },
+  });
+  const devices = new Map<string, DeviceState>();
+  /** A poll of `p/d` at the clock's wall time: signal `x` = `v`. */
+  const poll = (p: string, d: string, v: number) => {
+    known.add(`${p}/${d}`);
+    let dev = devices.get(`${p}/${d}`);
+    if (dev === undefined) {
+      dev = {
+        providerId: p,
+        deviceId: d,
+        pollable: ["x"],
+        signals: new Map<string, SignalState>(),
+        lastPollMs: 0,
+        lastPollMono: 0,
+        available: true,
+      };
+      devices.set(`${p}/${d}`, dev);
+    }
+    (dev.signals as Map<string, SignalState>).set("x", {
+      value: { type: "double", double: v },
+      quality: "OK",
+      timestampMs: clock.wall,
+      receivedMono: clock.mono,
+    });
+    polled!(dev);
+  };
+  return { clock, history, known, poll, files };
+}
+
+Deno.test("a removed device's ring is let go once it is older than memory_seconds; a down provider's stays", async () => {
+  const { clock, history, known, poll, files } = rig();
+  await history.start();
+  // Three devices, each polled with a new value every second for 30 s.
+  for (let i = 0; i < 30; i++) {
+    poll("keep", "d", i);
+    poll("gone", "d", i);
+    poll("down", "d", i);
+    clock.wall += 1000;
+  }
+  const full = history.status();
+  assert.equal(full.devices, 3);
+  // A reload removes provider `gone`; provider `down` stops answering but is still the cache's.
+  known.delete("gone/d");
+  // Within memory_seconds of its last poll the removed device's samples are still there.
+  for (let i = 0; i < MEMORY_S - 5; i++) {
+    poll("keep", "d", 100 + i);
+    clock.wall += 1000;
+  }
+  assert.equal(history.status().devices, 3);
+  assert.ok(history.knows("gone", "d"));
+  // Past memory_seconds (and the next sweep): let go, and its bytes freed.
+  const before = history.status().memoryBytes;
+  for (let i = 0; i < 5 + HISTORY_SWEEP_EVERY_MS / 1000; i++) {
+    poll("keep", "d", 200 + i);
+    clock.wall += 1000;
+  }
+  const after = history.status();
+  assert.equal(after.devices, 2);
+  assert.equal(history.knows("gone", "d"), false);
+  assert.ok(history.knows("down", "d"), "the down provider's device keeps its last minutes");
+  assert.ok(
+    after.memoryBytes < before,
+    `bytes back in the budget (${before} -> ${after.memoryBytes})`,
+  );
+  await history.stop();
+  // The removed device's last bucket (its polls 20..29 s) went to the disk tier with it (stop()
+  // writes the open buckets of the devices the history still holds, no longer this one).
+  const rows = (await Promise.all(
+    (await files.listNames("/data/history")).map((n) => files.text(`/data/history/${n}`)),
+  )).join("").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
+  const last = rows.filter((r) => r.p === "gone").at(-1);
+  assert.deepEqual(last?.s.x.slice(0, 4), [20, 29, 29, 10], JSON.stringify(last));
+});
