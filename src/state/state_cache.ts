@@ -57,6 +57,9 @@ export interface SignalState {
   readonly receivedMono: number;
 }
 
+/** A cache sample as the poll path refreshes it in place (SignalState is read-only above it). */
+type MutableSignalState = { -readonly [K in keyof SignalState]: SignalState[K] };
+
 /** One signal as a fresh read answered it. */
 export interface FreshSample {
   readonly value: TypedValue | null;
@@ -761,7 +764,8 @@ export class StateCache implements FreshReader {
         continue;
       }
       if (!slot.polled) continue; // declared without a poll hint: never requested, not cached
-      const last = slot.last?.value;
+      const kept = slot.last;
+      const last = kept?.value;
       const value = wireRepeats(last, sv.value) ? last! : typedValueFromWire(sv.value);
       const stamped = timestampToMs(sv.timestamp);
       const timestampMs = stamped ?? now;
@@ -780,7 +784,16 @@ export class StateCache implements FreshReader {
         this.#nonFinite(dev, signalId, value.non_finite);
         next = new SignalSample(value, "FAULT", timestampMs, mono);
       } else {
-        next = new SignalSample(value, qualityFromWire(sv.quality), timestampMs, mono);
+        const quality = qualityFromWire(sv.quality);
+        if (value === last && quality === kept!.quality) {
+          // The same value at the same quality (most samples of most polls): only its times
+          // move, set on the kept sample itself -- nothing allocated, nothing published (#store
+          // would publish nothing for it). Readers take the cache's current sample, never keep one.
+          (kept as MutableSignalState).timestampMs = timestampMs;
+          (kept as MutableSignalState).receivedMono = mono;
+          continue;
+        }
+        next = new SignalSample(value, quality, timestampMs, mono);
       }
       this.#store(dev, signalId, slot, next, now);
     }

@@ -221,6 +221,41 @@ Deno.test("StateCache publishes state_update on a first value, a changed value o
   });
 });
 
+Deno.test("StateCache refreshes a repeated sample in place: no new object per unchanged signal, its times move (issue 39)", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.wallMs = 1_700_000_000_500;
+    fx.clock.mono = 10_000;
+    const read = (values: ReturnType<typeof dbl>[]) => fx.program("d0", { read: { values } });
+    await read([dbl("x", 1.5, { ts: 1_000 })]);
+    await fx.cache.pollDevice("p0", "d0");
+    const first = fx.cache.signal("p0", "d0", "x")!;
+    take(fx);
+
+    await read([dbl("x", 1.5, { ts: 2_000 })]);
+    fx.clock.mono = 10_100;
+    await fx.cache.pollDevice("p0", "d0");
+    const again = fx.cache.signal("p0", "d0", "x")!;
+    assert.equal(again, first, "the same sample object: nothing allocated for a repeat");
+    assert.deepEqual(stored(again), {
+      value: { type: "double", double: 1.5 },
+      quality: "OK",
+      timestampMs: 2_000,
+    });
+    assert.equal(again.receivedMono, 10_100, "ages are measured from this receipt");
+    assert.deepEqual(take(fx), []);
+
+    // A new value, or the same value at another quality: a new sample (readers may compare).
+    await read([dbl("x", 2.5, { ts: 3_000 })]);
+    await fx.cache.pollDevice("p0", "d0");
+    const changed = fx.cache.signal("p0", "d0", "x")!;
+    assert.notEqual(changed, first);
+    await read([dbl("x", 2.5, { ts: 4_000, quality: Q.STALE })]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.notEqual(fx.cache.signal("p0", "d0", "x"), changed);
+    assert.equal(fx.cache.signal("p0", "d0", "x")!.quality, "STALE");
+  });
+});
+
 Deno.test("StateCache compares values exactly: -0 differs from 0, NaN repeats are no change", async () => {
   await withFixture(D0, async (fx) => {
     const poll = async (v: number | string) => {
