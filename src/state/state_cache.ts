@@ -605,18 +605,27 @@ export class StateCache implements FreshReader {
   /**
    * A live GetHealth round-trip to one provider (not the cached view). Stores the answer for the
    * health view. Resolves null when the provider is down or does not implement GetHealth.
+   * It is a liveness check as a poll is: a provider whose devices all poll slowly (hints of a
+   * minute) is still found hung within two of these (every 5 s by default), not two polls.
    */
   async fetchReportedHealth(host: ProviderHost): Promise<ReportedHealthEntry | null> {
     const session = host.session; // there is one exactly while the provider is up
     if (!session || session.supportsGetHealth === false) return null;
     try {
       const response = await host.request("get_health", {});
+      if (host.session === session) host.noteLiveness(true);
       session.supportsGetHealth = true;
       const clock = this.#opts.clock;
       const entry = { atMs: clock.nowMs(), atMono: clock.monoMs(), response };
       this.#reported.set(host.id, entry);
       return entry;
     } catch (err) {
+      // As a poll counts (#pollBatch): no answer in time is a miss, a status an answer, and a
+      // request refused before it was sent neither.
+      if (host.session === session) {
+        if (noAnswer(err)) host.noteLiveness(false);
+        else if (err instanceof ProviderStatusError) host.noteLiveness(true);
+      }
       if (err instanceof RuntimeError && err.details?.provider_code === 14) {
         session.supportsGetHealth = false; // UNIMPLEMENTED: do not ask this session again
       }

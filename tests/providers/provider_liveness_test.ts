@@ -169,6 +169,30 @@ Deno.test("StateCache: with nothing to poll, GetHealth heartbeats check liveness
   }
 });
 
+Deno.test("StateCache: a provider whose devices poll once a minute is found hung by its GetHealth checks, not after two polls", async () => {
+  // One device hinting a poll a minute; the provider's own health asked every 200 ms.
+  const SLOW = { devices: { s0: { signals: [{ id: "x", type: T.DOUBLE, hint: 1 / 60 }] } } };
+  const fx = await startProgrammable(SLOW, {
+    timeoutMs: 300,
+    intervalMs: 100,
+    reportedHealthIntervalMs: 200,
+  });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("s0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.start(); // the priming pass: answered
+    await waitFor("a GetHealth answered", async () => (await fx.stats("s0")).health >= 2);
+    await stillServing(fx, pid, "s0");
+    assert.equal((await fx.stats("s0")).reads, 1, "polled once: the next poll is a minute away");
+    // Hung: neither reads nor GetHealth are answered any more.
+    await fx.program("s0", { read: { hang: true }, health: { hang: true } });
+    await waitFor("provider declared unresponsive", () => !fx.host.available, 5000);
+    await waitFor("process killed", () => !processAlive(pid));
+  } finally {
+    await fx.close();
+  }
+});
+
 Deno.test("StateCache: a heartbeat answered with an error status proves liveness", async () => {
   const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
   try {
