@@ -620,12 +620,9 @@ export class StateCache implements FreshReader {
       this.#reported.set(host.id, entry);
       return entry;
     } catch (err) {
-      // As a poll counts (#pollBatch): no answer in time is a miss, a status an answer, and a
-      // request refused before it was sent neither.
-      if (host.session === session) {
-        if (noAnswer(err)) host.noteLiveness(false);
-        else if (err instanceof ProviderStatusError) host.noteLiveness(true);
-      }
+      // As a poll counts (#pollBatch).
+      const answered = livenessOf(err);
+      if (host.session === session && answered !== null) host.noteLiveness(answered);
       if (err instanceof RuntimeError && err.details?.provider_code === 14) {
         session.supportsGetHealth = false; // UNIMPLEMENTED: do not ask this session again
       }
@@ -668,11 +665,9 @@ export class StateCache implements FreshReader {
     }
     if (pollable === 0) {
       // Nothing to poll: a heartbeat keeps liveness checks running.
-      const answered = await host.request("get_health", {}).then(
-        () => true,
-        (err) => !noAnswer(err),
-      );
-      host.noteLiveness(answered); // (a provider that is down has no session to kill)
+      const answered = await host.request("get_health", {}).then(() => true, livenessOf);
+      // (A provider that is down has no session to kill.)
+      if (answered !== null) host.noteLiveness(answered);
       return;
     }
     if (due.length === 0 || !host.available) return;
@@ -1014,6 +1009,16 @@ export class StateCache implements FreshReader {
 
 /** Where a poll of a host removed meanwhile records its figures (read by nobody). */
 const DETACHED_POLL_METRICS: PollMetrics = { duration: new Histogram(), errors: 0 };
+
+/**
+ * What a failed liveness check says: false, no answer in time (a miss); true, the provider
+ * answered with a status (even DEADLINE_EXCEEDED); null, neither (the request was refused before
+ * it was sent, e.g. too many in flight: it proves nothing either way).
+ */
+function livenessOf(err: unknown): boolean | null {
+  if (noAnswer(err)) return false;
+  return err instanceof ProviderStatusError ? true : null;
+}
 
 /**
  * A request that got no answer in time (a liveness miss). A provider answering with a status,

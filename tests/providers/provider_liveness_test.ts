@@ -256,3 +256,27 @@ Deno.test("StateCache: a poll refused for too many requests in flight is neither
     await fx.close();
   }
 });
+
+Deno.test("StateCache: a heartbeat refused for too many requests in flight is neither an answer nor a miss", async () => {
+  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 60_000 });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("q0", { health: { hang: true } });
+    // 64 requests the provider never answers: the session takes no more.
+    const hung = Array.from(
+      { length: 64 },
+      () => fx.host.request("get_health", {}, 60_000).catch(() => {}),
+    );
+    // A miss, then the priming pass's heartbeat refused, then a miss: two misses in a row (an
+    // answer in between would start the count again).
+    fx.host.noteLiveness(false);
+    await fx.cache.start();
+    assert.equal(fx.host.available, true);
+    fx.host.noteLiveness(false);
+    await waitFor("provider declared unresponsive", () => !fx.host.available);
+    await waitFor("process killed", () => !processAlive(pid));
+    await Promise.all(hung);
+  } finally {
+    await fx.close();
+  }
+});
