@@ -9,8 +9,9 @@ import { History, HISTORY_SWEEP_EVERY_MS } from "../../src/history/mod.ts";
 import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
-import { testConfig } from "../helpers/sim_config.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { startRuntime, testLogger, waitFor } from "../helpers/kernel.ts";
+import { TestClock } from "../helpers/programmable_provider.ts";
 
 const MEMORY_S = 60;
 
@@ -105,4 +106,32 @@ Deno.test("a removed device's ring is let go once it is older than memory_second
   )).join("").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
   const last = rows.filter((r) => r.p === "gone").at(-1);
   assert.deepEqual(last?.s.x.slice(0, 4), [20, 29, 29, 10], JSON.stringify(last));
+});
+
+Deno.test("a reload that removes a provider lets go of its devices' rings once they are past memory_seconds", async () => {
+  const clock = new TestClock();
+  const config = testConfig({
+    providers: [simProvider("sim0"), simProvider("sim1")],
+    history: { memorySeconds: 10 },
+  });
+  const rt = await startRuntime(config, { host: { clock } });
+  try {
+    const history = rt.history!;
+    await waitFor("both providers' devices in the ring", () => history.knows("sim1", "relayio0"));
+    const both = history.status().devices;
+    await rt.reload({ ...config, providers: [config.providers[0]!] });
+    // Removed, but what the ring holds of it is not yet older than memory_seconds: kept.
+    clock.wallMs += 5_000;
+    await rt.cache.pollDevice("sim0", "relayio0");
+    assert.ok(history.knows("sim1", "relayio0"));
+    assert.equal(history.status().devices, both);
+    // Past memory_seconds and the sweep's 10 s: let go at the next poll.
+    clock.wallMs += 11_000;
+    await rt.cache.pollDevice("sim0", "relayio0");
+    assert.equal(history.knows("sim1", "relayio0"), false);
+    assert.ok(history.knows("sim0", "relayio0"));
+    assert.equal(history.status().devices, both / 2, "sim0's devices stay");
+  } finally {
+    await rt.stop();
+  }
 });
