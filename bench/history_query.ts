@@ -61,7 +61,7 @@ async function machine(otherDevices: number): Promise<string> {
     files: journalFiles,
     clock: { ...systemClock, nowMs: () => END },
     log: silent,
-    cache: { onDevicePolled: () => () => {} },
+    cache: { onDevicePolled: () => () => {}, device: () => undefined }, // nothing is polled here
   });
   let bytes = 0;
   for await (const e of Deno.readDir(`${dir}/history`)) {
