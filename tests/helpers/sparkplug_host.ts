@@ -92,3 +92,45 @@ export function infoLines(): { lines: string[]; log: LineLogger } {
     }),
   };
 }
+
+/** What differs between the Sparkplug tests that run the runtime as a child process. */
+export interface SparkplugRuntimeYaml {
+  /** runtime.name: the edge node id. */
+  readonly node: string;
+  /** runtime.data_dir is `<dir>/data`. */
+  readonly dir: string;
+  readonly port: number;
+  readonly brokerUrl: string;
+  readonly group: string;
+  /** The sim provider's `args` list, as YAML flow items (the source sim or the bundled one). */
+  readonly simArgs: string;
+  /** polling.interval_ms (absent: the default). */
+  readonly pollIntervalMs?: number;
+  /** Top-level YAML put before `providers:` (e.g. a history section). */
+  readonly before?: string;
+  /** More `sparkplug:` keys, one `key: value` each. */
+  readonly sparkplug?: readonly string[];
+}
+
+/** The runtime YAML of a child-process Sparkplug test: one sim `sim0`, Sparkplug on. */
+export function sparkplugRuntimeYaml(o: SparkplugRuntimeYaml): string {
+  return [
+    "runtime:",
+    `  name: ${o.node}`,
+    `  data_dir: ${o.dir}/data`,
+    "http:",
+    `  port: ${o.port}`,
+    ...(o.before === undefined ? [] : [o.before.trimEnd()]),
+    ...(o.pollIntervalMs === undefined ? [] : ["polling:", `  interval_ms: ${o.pollIntervalMs}`]),
+    "providers:",
+    "  - id: sim0",
+    `    command: ${Deno.execPath()}`,
+    `    args: [${o.simArgs}]`,
+    "sparkplug:",
+    "  enabled: true",
+    `  broker_url: ${o.brokerUrl}`,
+    `  group_id: ${o.group}`,
+    ...(o.sparkplug ?? []).map((line) => `  ${line}`),
+    "",
+  ].join("\n");
+}

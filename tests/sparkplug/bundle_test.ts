@@ -10,6 +10,7 @@ import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 import { SIM_YAML } from "../helpers/sim_config.ts";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { decode } from "../../src/sparkplug/mod.ts";
+import { sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-bundle";
@@ -28,20 +29,15 @@ Deno.test({
     const config = `${dir}/runtime.yaml`;
     await Deno.writeTextFile(
       config,
-      `runtime:
-  name: ${NODE}
-  data_dir: ${dir}/data
-http:
-  port: ${port}
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}]
-sparkplug:
-  enabled: true
-  broker_url: ${broker.url}
-  group_id: ${GROUP}
-`,
+      sparkplugRuntimeYaml({
+        node: NODE,
+        dir,
+        port,
+        brokerUrl: broker.url,
+        group: GROUP,
+        simArgs:
+          `run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}`,
+      }),
     );
     const births = await broker.subscribeRaw(
       `spBv1.0/${GROUP}/+/${NODE}/#`,

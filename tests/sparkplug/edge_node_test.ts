@@ -13,7 +13,7 @@ import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { parseSparkplugProto } from "../../scripts/gen_proto_module.ts";
 import { encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { type Received, sparkplugHost, sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-test";
@@ -213,23 +213,16 @@ Deno.test({
 
 /** The runtime YAML of the kill tests: one sim, Sparkplug on `brokerUrl`, data under `dir`. */
 function killTestYaml(dir: string, port: number, brokerUrl: string, keepAliveS: number): string {
-  return `runtime:
-  name: ${NODE}
-  data_dir: ${dir}/data
-http:
-  port: ${port}
-polling:
-  interval_ms: 100
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}]
-sparkplug:
-  enabled: true
-  broker_url: ${brokerUrl}
-  group_id: ${GROUP}
-  keep_alive_s: ${keepAliveS}
-`;
+  return sparkplugRuntimeYaml({
+    node: NODE,
+    dir,
+    port,
+    brokerUrl,
+    group: GROUP,
+    simArgs: `run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}`,
+    pollIntervalMs: 100,
+    sparkplug: [`keep_alive_s: ${keepAliveS}`],
+  });
 }
 
 function bdSeqOf(m: Received): number | undefined {

@@ -13,6 +13,7 @@ import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { type Family, parsePrometheusText, sampleValue } from "../helpers/prometheus_text.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { encode } from "../../src/sparkplug/mod.ts";
+import { sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-metrics";
@@ -85,26 +86,18 @@ Deno.test({
     const config = `${dir}/runtime.yaml`;
     await Deno.writeTextFile(
       config,
-      `runtime:
-  name: ${NODE}
-  data_dir: ${dir}/data
-http:
-  port: ${port}
-history:
-  enabled: false # store and forward is the queue here (with history: store_forward_ring_test)
-polling:
-  interval_ms: 100
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}]
-sparkplug:
-  enabled: true
-  broker_url: ${broker.url}
-  group_id: ${GROUP}
-  primary_host_id: ${HOST}
-  reconnect_ms: 100
-`,
+      sparkplugRuntimeYaml({
+        node: NODE,
+        dir,
+        port,
+        brokerUrl: broker.url,
+        group: GROUP,
+        simArgs: `run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}`,
+        // Store and forward is the queue here (with history: store_forward_ring_test).
+        before: "history:\n  enabled: false",
+        pollIntervalMs: 100,
+        sparkplug: [`primary_host_id: ${HOST}`, "reconnect_ms: 100"],
+      }),
     );
     const host = await mqtt.connectAsync(broker.url, { clientId: `host-${crypto.randomUUID()}` });
     const rt = await startRuntimeChild({ config, port });
