@@ -620,8 +620,7 @@ export class StateCache implements FreshReader {
       this.#reported.set(host.id, entry);
       return entry;
     } catch (err) {
-      // As a poll counts (#pollBatch).
-      const answered = livenessOf(err);
+      const answered = livenessOf(err); // as a poll pass counts it
       if (host.session === session && answered !== null) host.noteLiveness(answered);
       if (err instanceof RuntimeError && err.details?.provider_code === 14) {
         session.supportsGetHealth = false; // UNIMPLEMENTED: do not ask this session again
@@ -711,8 +710,9 @@ export class StateCache implements FreshReader {
             continue;
           }
           metrics.errors++;
-          if (noAnswer(outcome)) timedOut = true;
-          else if (outcome instanceof ProviderStatusError) answered = true; // still an answer
+          const alive = livenessOf(outcome); // a status is still an answer
+          if (alive === false) timedOut = true;
+          else if (alive === true) answered = true;
           // (A provider that went down has its devices marked already: marking again changes
           // nothing.)
           if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
