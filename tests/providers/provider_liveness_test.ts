@@ -193,6 +193,24 @@ Deno.test("StateCache: a provider whose devices poll once a minute is found hung
   }
 });
 
+Deno.test("StateCache: GetHealth checks that go unanswered do not kill a provider whose polls answer in between", async () => {
+  const fx = await startProgrammable(D0, {
+    timeoutMs: 300,
+    intervalMs: 100,
+    reportedHealthIntervalMs: 200,
+  });
+  try {
+    const pid = fx.host.session!.pid;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] }, health: { hang: true } });
+    await fx.cache.start();
+    // Several GetHealth misses, each followed by answered polls: never two misses in a row.
+    await waitFor("six GetHealth asked", async () => (await fx.stats("d0")).health >= 6, 15_000);
+    await stillServing(fx, pid);
+  } finally {
+    await fx.close();
+  }
+});
+
 Deno.test("StateCache: a heartbeat answered with an error status proves liveness", async () => {
   const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
   try {
