@@ -37,6 +37,13 @@ import {
  */
 export const HISTORY_SWEEP_EVERY_MS = 10_000;
 
+/**
+ * How long a history question whose range reaches before the ring waits for the rows still queued
+ * for the disk (buckets closed but not yet written) before it reads the disk tier. A disk slower
+ * than this answers without them rather than holding the question.
+ */
+export const HISTORY_QUERY_DISK_WAIT_MS = 2_000;
+
 /** Points one history answer may hold at most (all signals together); beyond it: 400. */
 export const MAX_HISTORY_POINTS = 20_000;
 
@@ -161,6 +168,17 @@ export class History {
   /** Resolves once every row handed to the disk tier so far was written or dropped. */
   async flushDisk(): Promise<void> {
     await this.#disk?.flush();
+  }
+
+  /** The disk tier's queued rows written, or HISTORY_QUERY_DISK_WAIT_MS passed. */
+  async #diskWritten(): Promise<void> {
+    const clock = this.#o.clock;
+    let timer: unknown = null;
+    await Promise.race([
+      this.#disk!.flush(),
+      new Promise<void>((resolve) => timer = clock.setTimer(resolve, HISTORY_QUERY_DISK_WAIT_MS)),
+    ]);
+    clock.clearTimer(timer);
   }
 
   status(): HistoryStatus {
@@ -366,8 +384,14 @@ export class History {
       throw invalidArgument(`until_ms: ${untilMs} is before since_ms (${sinceMs})`);
     }
     const stepMs = q.stepMs ?? 0;
-    const e = this.#devices.get(q.providerId)?.get(q.deviceId);
+    let e = this.#devices.get(q.providerId)?.get(q.deviceId);
     const diskStep = this.#disk === null ? null : this.#o.config.stepMs;
+    if (this.#disk !== null && sinceMs < (e?.ring.oldestMs() ?? Infinity)) {
+      // The range reaches before the ring: the buckets closed but still queued for the disk are
+      // part of the answer (else they would be in neither tier).
+      await this.#diskWritten();
+      e = this.#devices.get(q.providerId)?.get(q.deviceId);
+    }
     const oldest = e?.ring.oldestMs() ?? null;
     // Where the ring's part begins: its oldest poll while it still holds everything since the
     // device's first poll; once it has dropped samples, the next disk bucket (the disk tier has

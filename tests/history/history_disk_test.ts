@@ -178,3 +178,63 @@ Deno.test("A full disk stops the disk tier with a WARN and a metric; the runtime
   }
   assert.ok(lines.some((l) => l.includes("runtime stopped")));
 });
+
+/** The real files, but appends under `/history/` wait while `held` (a disk slow to write). */
+class HeldFiles extends CappedFiles {
+  held = false;
+  #release: (() => void)[] = [];
+  constructor() {
+    super(Infinity);
+  }
+  /** Lets every held append go on (and later ones through). */
+  release(): void {
+    this.held = false;
+    for (const r of this.#release.splice(0)) r();
+  }
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    if (!path.includes("/history/")) return handle;
+    return {
+      ...handle,
+      append: async (text: string) => {
+        if (this.held) await new Promise<void>((r) => this.#release.push(r));
+        await handle.append(text);
+      },
+    };
+  }
+}
+
+Deno.test("A history question waits for the buckets still queued for the disk: they are in neither tier until written", async () => {
+  const files = new HeldFiles();
+  const rig = await startRig({ history: { stepMs: 1000, memorySeconds: 10 }, host: { files } });
+  try {
+    files.held = true;
+    for (let i = 1; i <= 20; i++) {
+      await rig.poll(T0 + i * 1000, probeValues(i, i));
+      await rig.poll(T0 + i * 1000 + 500, probeValues(i + 0.5, i));
+    }
+    // The disk is slow: the buckets 1..~10 the ring no longer holds are queued, not written.
+    const released = setTimeout(() => files.release(), 200);
+    try {
+      const answer = await rig.json(
+        `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&step_ms=1000`,
+      );
+      assert.equal(answer.source, "memory+disk");
+      assert.deepEqual(
+        answer.signals[0].points.map((p: { t_ms: number }) => (p.t_ms - T0) / 1000),
+        Array.from({ length: 20 }, (_, k) => k + 1),
+        "every bucket once: the queued ones from the disk, the rest from the ring",
+      );
+    } finally {
+      clearTimeout(released);
+    }
+    // A disk that does not write at all holds a question HISTORY_QUERY_DISK_WAIT_MS at most.
+    files.held = true;
+    for (let i = 21; i <= 23; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
+    const stalled = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0}`);
+    assert.equal(stalled.source, "memory+disk");
+  } finally {
+    files.release();
+    await rig.rt.stop();
+  }
+});
