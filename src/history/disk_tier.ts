@@ -18,6 +18,7 @@ import {
   type JournalLine,
   type JournalSegments,
   JournalWriter,
+  lastKeyed,
   seekAfter,
   segmentNumbers,
   segmentPath,
@@ -77,8 +78,12 @@ export class DiskTier {
   #writeErrors = 0;
   #rowsUnreadable = 0;
   #lastError: string | null = null;
-  /** Segment number -> time of its first row (rows ascend along the files). */
+  /** Segment number -> time of its first row (rows ascend within each file). */
   readonly #firstT = new Map<number, number | null>();
+  /** Segment number -> time of its last row, for the files no longer appended to. */
+  readonly #lastT = new Map<number, number | null>();
+  /** The next row begins a new file (newFile). */
+  #fresh = false;
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -132,7 +137,9 @@ export class DiskTier {
       this.#state = "ok";
       this.#o.log.info("history disk tier: trying to write again");
     }
-    void this.#writer.append(row).then((r) => {
+    const newSegment = this.#fresh;
+    this.#fresh = false;
+    void this.#writer.append(row, { newSegment }).then((r) => {
       if (r.ok) {
         this.#rowsWritten++;
         return;
@@ -140,6 +147,14 @@ export class DiskTier {
       this.#rowsDropped++;
       if (this.#writer.status().state === "failing") this.#stop(r.reason);
     });
+  }
+
+  /**
+   * The next row begins a new file: the history's wall clock stepped back, and its rows would
+   * otherwise go back in time within a file (the reader bisects each file by time).
+   */
+  newFile(): void {
+    this.#fresh = true;
   }
 
   #stop(reason: string): void {
@@ -176,8 +191,11 @@ export class DiskTier {
   }
 
   /**
-   * Calls `each` for every row of one device with a bucket start in [sinceMs, untilMs], oldest
-   * first. Files whose rows all lie before `sinceMs` are not read.
+   * Calls `each` for every row of one device with a bucket start in [sinceMs, untilMs]: file by
+   * file, oldest first within each. Rows ascend within a file (History writes every open bucket
+   * when its time has passed, and begins a new file when the wall clock stepped back), so the
+   * files may overlap in time only across such a step: every file whose rows reach into the range
+   * is read, from its first row at or after `sinceMs` (found by bisection).
    */
   async read(
     providerId: string,
@@ -188,29 +206,26 @@ export class DiskTier {
   ): Promise<void> {
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, this.#segments);
-    // The first file to read: the last one whose first row is at or before sinceMs.
-    let from = 0;
-    for (let i = numbers.length - 1; i >= 0; i--) {
-      const first = await this.#firstTime(numbers[i]!);
-      if (first !== null && first <= sinceMs) {
-        from = i;
-        break;
-      }
+    for (const times of [this.#firstT, this.#lastT]) {
+      for (const n of times.keys()) if (n < numbers[0]!) times.delete(n); // removed files
     }
     const marker = `"p":${JSON.stringify(providerId)},"d":${JSON.stringify(deviceId)},`;
-    for (let i = from; i < numbers.length; i++) {
-      const path = segmentPath(this.#segments, numbers[i]!);
-      // In the first file, the first row at or after sinceMs is found by bisection (rows ascend
-      // along the files): an hour at the end of a long file does not read the file.
-      const startByte = i === from
-        ? await seekAfter({
-          files,
-          path,
-          maxLineBytes: DISK_MAX_ROW_BYTES,
-          end: await files.fileSize(path),
-          key: rowTime,
-        }, sinceMs - 1)
-        : 0;
+    for (let i = 0; i < numbers.length; i++) {
+      const n = numbers[i]!;
+      const first = await this.#firstTime(n);
+      if (first === null || first > untilMs) continue;
+      // (The last file may still be appended to: its last row is not kept.)
+      if (i < numbers.length - 1 && ((await this.#lastTime(n)) ?? Infinity) < sinceMs) continue;
+      const path = segmentPath(this.#segments, n);
+      // The first row at or after sinceMs is found by bisection: an hour at the end of a long
+      // file does not read the file.
+      const startByte = first >= sinceMs ? 0 : await seekAfter({
+        files,
+        path,
+        maxLineBytes: DISK_MAX_ROW_BYTES,
+        end: await files.fileSize(path),
+        key: rowTime,
+      }, sinceMs - 1);
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
       for await (const { text: line } of lines) {
         if (!line.includes(marker)) continue;
@@ -221,10 +236,26 @@ export class DiskTier {
         }
         if (row.p !== providerId || row.d !== deviceId) continue;
         if (row.t < sinceMs) continue;
-        if (row.t > untilMs) return;
+        if (row.t > untilMs) break; // the rest of this file is later
         each(row);
       }
     }
+  }
+
+  async #lastTime(n: number): Promise<number | null> {
+    if (this.#lastT.has(n)) return this.#lastT.get(n)!;
+    const path = segmentPath(this.#segments, n);
+    const files = this.#o.files;
+    const last = await lastKeyed({
+      files,
+      path,
+      maxLineBytes: DISK_MAX_ROW_BYTES,
+      end: await files.fileSize(path),
+      key: rowTime,
+    });
+    const t = last?.key ?? null;
+    this.#lastT.set(n, t);
+    return t;
   }
 
   async #firstTime(n: number): Promise<number | null> {

@@ -129,6 +129,8 @@ export class History {
   readonly #memoryMs: number;
   /** Wall time of the last sweep for removed devices (HISTORY_SWEEP_EVERY_MS). */
   #sweptAtMs = -Infinity;
+  /** The bucket the newest poll fell in (null before the first): every older one is written. */
+  #bucketNow: number | null = null;
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -227,6 +229,7 @@ export class History {
     if (e.pollable !== dev.pollable) this.#rebuild(e, dev.pollable);
     const step = this.#o.config.stepMs;
     const b = bucketStart(now, step);
+    if (b !== this.#bucketNow) this.#crossBucket(b);
     if (e.bucketStart !== b) {
       if (e.bucketStart !== null) this.#flushBucket(e);
       e.bucketStart = b;
@@ -272,6 +275,30 @@ export class History {
       }
       if (byDevice.size === 0) this.#devices.delete(providerId);
     }
+  }
+
+  /**
+   * The polls crossed into bucket `b`: every device's open bucket before it goes to the disk tier
+   * now, oldest first -- not at that device's own next poll, which for a device polled each minute
+   * or whose provider is down comes after later rows of the others (the disk tier's reader relies
+   * on rows ascending within a file). A wall clock stepped back writes every open bucket and begins
+   * a new file.
+   */
+  #crossBucket(b: number): void {
+    const back = this.#bucketNow !== null && b < this.#bucketNow;
+    this.#bucketNow = b;
+    const open: DeviceEntry[] = [];
+    for (const byDevice of this.#devices.values()) {
+      for (const e of byDevice.values()) {
+        if (e.bucketStart !== null && (back || e.bucketStart < b)) open.push(e);
+      }
+    }
+    open.sort((x, y) => x.bucketStart! - y.bucketStart!);
+    for (const e of open) {
+      this.#flushBucket(e);
+      e.bucketStart = null;
+    }
+    if (back) this.#disk?.newFile();
   }
 
   /** The device's signals changed (rediscovery): rings of signals kept, others released. */
@@ -433,12 +460,10 @@ export class History {
     const diskUntil = Math.min(untilMs, diskEnd - 1);
     if (this.#disk !== null && diskStep !== null && sinceMs <= diskUntil) {
       const outStep = Math.max(stepMs, diskStep);
-      const open = new Map<string, { t: number; acc: BucketAcc }>();
-      const emit = (id: string, o: { t: number; acc: BucketAcc }) => {
-        count();
-        series.get(id)!.points.push(o.acc.point(o.t));
-        fromDisk = true;
-      };
+      // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
+      // back, so a bucket may get rows from two of them.
+      const buckets = new Map<string, Map<number, BucketAcc>>();
+      for (const id of ids) buckets.set(id, new Map());
       await this.#disk.read(
         q.providerId,
         q.deviceId,
@@ -451,17 +476,23 @@ export class History {
             const p = rowPoint(row.t, entry);
             if (p === null) continue;
             const t = bucketStart(row.t, outStep);
-            let o = open.get(id);
-            if (o !== undefined && o.t !== t) {
-              emit(id, o);
-              o = undefined;
+            const mine = buckets.get(id)!;
+            let acc = mine.get(t);
+            if (acc === undefined) {
+              count();
+              mine.set(t, acc = new BucketAcc());
             }
-            if (o === undefined) open.set(id, o = { t, acc: new BucketAcc() });
-            o.acc.merge(p);
+            acc.merge(p);
           }
         },
       );
-      for (const [id, o] of open) emit(id, o);
+      for (const [id, mine] of buckets) {
+        const points = series.get(id)!.points;
+        for (const t of [...mine.keys()].sort((a, b) => a - b)) {
+          points.push(mine.get(t)!.point(t));
+          fromDisk = true;
+        }
+      }
     }
     // The ring's part: [max(sinceMs, memoryFrom), untilMs].
     if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {

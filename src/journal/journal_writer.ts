@@ -60,6 +60,11 @@ export interface JournalAppendOptions {
   readonly sync?: boolean;
   /** The line counts in `lost` and in a gap when it cannot be written (default true). */
   readonly counted?: boolean;
+  /**
+   * Segments only: the line begins a new file when the current one holds anything (the history's
+   * disk tier after a wall clock stepped back: rows ascend within each file).
+   */
+  readonly newSegment?: boolean;
 }
 
 /** What became of an appended line. */
@@ -94,6 +99,7 @@ interface Pending {
   readonly text: string;
   readonly sync: boolean;
   readonly counted: boolean;
+  readonly newSegment: boolean;
   readonly settled: Promise<JournalAppendResult>;
   done(result: JournalAppendResult): void;
 }
@@ -168,7 +174,14 @@ export class JournalWriter {
     this.#fullLogged = false;
     let done!: (r: JournalAppendResult) => void;
     const settled = new Promise<JournalAppendResult>((r) => done = r);
-    this.#queue.push({ text: line, sync: options.sync ?? false, counted, settled, done });
+    this.#queue.push({
+      text: line,
+      sync: options.sync ?? false,
+      counted,
+      newSegment: options.newSegment ?? false,
+      settled,
+      done,
+    });
     this.#kick();
     return settled;
   }
@@ -234,9 +247,10 @@ export class JournalWriter {
         continue;
       }
       const lines = batch.map((p) => p.text);
+      const fresh = batch.some((p) => p.newSegment) ? batch.map((p) => p.newSegment) : null;
       let written = 0;
       try {
-        written = await this.#write(lines, (n) => written = n);
+        written = await this.#write(lines, (n) => written = n, fresh);
       } catch (err) {
         this.#dropHandle();
         const reason = this.#failed(err);
@@ -322,19 +336,26 @@ export class JournalWriter {
   /**
    * Appends the lines, as many per write as fit the current segment (at least one); calls
    * `progress` with the number of lines fully written so far. Returns the number written.
+   * `fresh[i]`: line i begins a new segment (newSegment).
    */
-  async #write(lines: string[], progress: (n: number) => void): Promise<number> {
+  async #write(
+    lines: string[],
+    progress: (n: number) => void,
+    fresh: readonly boolean[] | null = null,
+  ): Promise<number> {
     const max = this.#segments?.maxFileBytes ?? Infinity;
     let i = 0;
     while (i < lines.length) {
-      await this.#prepare(utf8Length(lines[i]!) + 1);
+      await this.#prepare(utf8Length(lines[i]!) + 1, fresh?.[i] === true);
       let text = this.#needsNewline ? "\n" : "";
       let size = this.#size + text.length;
       do {
         text += `${lines[i]}\n`;
         size += utf8Length(lines[i]!) + 1;
         i++;
-      } while (i < lines.length && size + utf8Length(lines[i]!) + 1 <= max);
+      } while (
+        i < lines.length && size + utf8Length(lines[i]!) + 1 <= max && fresh?.[i] !== true
+      );
       await this.#handle!.append(text);
       this.#needsNewline = false;
       this.#size = size;
@@ -343,14 +364,17 @@ export class JournalWriter {
     return i;
   }
 
-  /** Makes the file ready for a line of `bytes`: opens it, or rotates when it would overflow. */
-  async #prepare(bytes: number): Promise<void> {
+  /**
+   * Makes the file ready for a line of `bytes`: opens it, or rotates when it would overflow (or,
+   * `fresh`, when it holds anything).
+   */
+  async #prepare(bytes: number, fresh = false): Promise<void> {
     const s = this.#segments;
     if (s === null) {
       if (this.#handle === null) await this.#openFile(this.currentPath!);
       return;
     }
-    if (this.#handle !== null && this.#size > 0 && this.#size + bytes > s.maxFileBytes) {
+    if (this.#handle !== null && this.#size > 0 && (fresh || this.#size + bytes > s.maxFileBytes)) {
       await this.#handle.sync();
       this.#dropHandle();
       this.#segment = this.#segment! + 1;
@@ -363,7 +387,7 @@ export class JournalWriter {
       }
       const path = segmentPath(s, this.#segment);
       const size = await this.#o.files.fileSize(path);
-      if (size > 0 && size + bytes > s.maxFileBytes) {
+      if (size > 0 && (fresh || size + bytes > s.maxFileBytes)) {
         this.#segment++;
         await this.#prune(s);
         continue;

@@ -5,63 +5,15 @@
  * the cache's, and its last minutes stay. A real History fed by hand, as the cache feeds it.
  */
 import assert from "node:assert/strict";
-import { History, HISTORY_SWEEP_EVERY_MS } from "../../src/history/mod.ts";
-import type { DeviceState, SignalState } from "../../src/state/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
+import { HISTORY_SWEEP_EVERY_MS } from "../../src/history/mod.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { startRuntime, testLogger, waitFor } from "../helpers/kernel.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { handFedHistory } from "./_history_helpers.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 
 const MEMORY_S = 60;
 
-function rig() {
-  const clock = new ManualClock();
-  const config = testConfig();
-  const known = new Set<string>();
-  let polled: ((d: DeviceState) => void) | null = null;
-  const files = new MemoryFiles();
-  const history = new History({
-    config: { ...config.history, memorySeconds: MEMORY_S, memoryMaxBytes: 1 << 20 },
-    dataDir: "/data",
-    files,
-    clock,
-    log: testLogger(),
-    cache: {
-      onDevicePolled(l) {
-        polled = l;
-        return () => (polled = null);
-      },
-      device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
-    },
-  });
-  const devices = new Map<string, DeviceState>();
-  /** A poll of `p/d` at the clock's wall time: signal `x` = `v`. */
-  const poll = (p: string, d: string, v: number) => {
-    known.add(`${p}/${d}`);
-    let dev = devices.get(`${p}/${d}`);
-    if (dev === undefined) {
-      dev = {
-        providerId: p,
-        deviceId: d,
-        pollable: ["x"],
-        signals: new Map<string, SignalState>(),
-        lastPollMs: 0,
-        lastPollMono: 0,
-        available: true,
-      };
-      devices.set(`${p}/${d}`, dev);
-    }
-    (dev.signals as Map<string, SignalState>).set("x", {
-      value: { type: "double", double: v },
-      quality: "OK",
-      timestampMs: clock.wall,
-      receivedMono: clock.mono,
-    });
-    polled!(dev);
-  };
-  return { clock, history, known, poll, files };
-}
+const rig = () => handFedHistory({ memorySeconds: MEMORY_S });
 
 Deno.test("a removed device's ring is let go once it is older than memory_seconds; a down provider's stays", async () => {
   const { clock, history, known, poll, files } = rig();

@@ -1,0 +1,107 @@
+/**
+ * The disk tier's reader bisects each file by time and stops at a device's first row past the
+ * range: it needs rows to ascend within a file. A device polled each minute, or whose provider is
+ * down, wrote its bucket at its own next poll -- after later rows of the others; a wall clock
+ * stepped back wrote rows back in time. Now every open bucket is written once the polls have
+ * crossed into a later bucket, and a step back begins a new file whose rows the reader also reads.
+ * A real History fed by hand; the disk tier on in-memory files.
+ */
+import assert from "node:assert/strict";
+import { handFedHistory } from "./_history_helpers.ts";
+import type { MemoryFiles } from "../helpers/memory_files.ts";
+
+const T0 = 1_700_000_000_000;
+
+/** Every row's `[file, t, device]`, file by file, in file order. */
+async function rows(files: MemoryFiles): Promise<[string, number, string][]> {
+  const out: [string, number, string][] = [];
+  for (const name of (await files.listNames("/data/history")).sort()) {
+    for (const line of files.text(`/data/history/${name}`).split("\n")) {
+      if (line === "") continue;
+      const row = JSON.parse(line);
+      out.push([name, row.t, `${row.p}/${row.d}`]);
+    }
+  }
+  return out;
+}
+
+Deno.test("rows ascend along the disk tier's files: a slow device's bucket and a down provider's are written once their time has passed", async () => {
+  const { clock, history, poll, files } = handFedHistory({ stepMs: 1000, memorySeconds: 10 });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let s = 0; s < 300; s++) {
+      poll("fast", "a", s);
+      if (s % 60 === 0) poll("slow", "s", s); // a poll hint of a minute
+      if (s <= 5 || s >= 200) poll("down", "d", s); // its provider down from 6 s to 199 s
+      clock.wall += 1000;
+    }
+    await history.flushDisk();
+    const written = await rows(files);
+    const out = written.filter((r, i) => i > 0 && r[1] < written[i - 1]![1]);
+    assert.deepEqual(out, [], "no row is earlier than the row before it");
+    assert.deepEqual(
+      written.filter((r) => r[2] === "slow/s").map((r) => (r[1] - T0) / 1000),
+      [0, 60, 120, 180, 240],
+    );
+    // The down device's last bucket before its outage is answered from the disk.
+    const answer = await history.query({
+      providerId: "down",
+      deviceId: "d",
+      signalIds: ["x"],
+      sinceMs: T0,
+      untilMs: T0 + 210_999,
+      stepMs: 1000,
+    });
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => (p.t_ms - T0) / 1000),
+      [0, 1, 2, 3, 4, 5, ...Array.from({ length: 11 }, (_, k) => 200 + k)],
+    );
+  } finally {
+    await history.stop();
+  }
+});
+
+Deno.test("a wall clock stepped back: the rows after the step begin a new file, and a question over the repeated times gets both", async () => {
+  const { clock, history, poll, files } = handFedHistory({ stepMs: 1000, memorySeconds: 10 });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let s = 0; s < 100; s++) {
+      poll("p", "a", s);
+      clock.wall += 1000;
+    }
+    clock.wall = T0 + 50_000; // stepped back 50 s
+    for (let s = 50; s <= 80; s++) {
+      poll("p", "a", 1000 + s);
+      clock.wall += 1000;
+    }
+    await history.flushDisk();
+    const written = await rows(files);
+    const names = [...new Set(written.map((r) => r[0]))];
+    assert.equal(names.length, 2, "a new file at the step");
+    for (const name of names) {
+      const ts = written.filter((r) => r[0] === name).map((r) => r[1]);
+      assert.deepEqual(ts, [...ts].sort((a, b) => a - b), `${name} ascends`);
+    }
+    assert.equal(written.find((r) => r[0] === names[1])![1], T0 + 50_000);
+    const answer = await history.query({
+      providerId: "p",
+      deviceId: "a",
+      signalIds: ["x"],
+      sinceMs: T0 + 40_000,
+      untilMs: T0 + 79_999,
+      stepMs: 1000,
+    });
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.min, p.max, p.count]),
+      Array.from({ length: 40 }, (_, k) => {
+        const s = 40 + k;
+        return s < 50 ? [s, s, s, 1] : [s, s, 1000 + s, 2];
+      }),
+      "each second before the step once; each after it from both files, in order",
+    );
+  } finally {
+    await history.stop();
+  }
+});
