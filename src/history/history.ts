@@ -421,9 +421,10 @@ export class History {
     }
     const oldest = e?.ring.oldestMs() ?? null;
     // Where the ring's part begins: its oldest poll while it still holds everything since the
-    // device's first poll; once it has dropped samples, the next disk bucket (the disk tier has
-    // every bucket before it), so no sample is counted twice.
-    const trimmed = (e?.ring.firstSeq ?? 0) > 0;
+    // device's first poll; once it has dropped samples (or the wall clock stepped back: its time
+    // searches begin at the step), the next disk bucket (the disk tier has every bucket before
+    // it), so no sample is counted twice.
+    const trimmed = (e?.ring.timeFirstSeq ?? 0) > 0;
     const memoryFrom = oldest === null
       ? null
       : diskStep === null || !trimmed

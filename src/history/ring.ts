@@ -265,6 +265,12 @@ export class DeviceRing {
   #len = 0;
   /** Sequence number of the oldest kept poll. */
   #firstSeq = 0;
+  /**
+   * Sequence number of the first poll since the wall clock last stepped back: the polls from it on
+   * ascend in time, and the time searches look at them only (the polls before it are kept, in
+   * order, for the walks by sequence: Sparkplug's replay).
+   */
+  #runSeq = 0;
   readonly #budget: RingBudget;
 
   constructor(providerId: string, deviceId: string, budget: RingBudget) {
@@ -281,6 +287,11 @@ export class DeviceRing {
 
   get firstSeq(): number {
     return this.#firstSeq;
+  }
+
+  /** The first kept poll the time searches look at (see #runSeq): firstSeq, or a later one. */
+  get timeFirstSeq(): number {
+    return Math.max(this.#firstSeq, this.#runSeq);
   }
 
   /** Sequence number the next poll gets. */
@@ -300,9 +311,9 @@ export class DeviceRing {
     for (const s of this.signals.values()) s.release();
   }
 
-  /** Time of the oldest kept poll, or null. */
+  /** Time of the oldest kept poll the time searches look at (timeFirstSeq), or null. */
   oldestMs(): number | null {
-    return this.#len === 0 ? null : this.#times[this.#head]!;
+    return this.#len === 0 ? null : this.timeOf(this.timeFirstSeq);
   }
 
   /** Time of the newest kept poll, or null. */
@@ -317,11 +328,20 @@ export class DeviceRing {
 
   /** Records a poll at `timeMs`, dropping polls older than `horizonMs`; returns its sequence. */
   addPoll(timeMs: number, horizonMs: number): number {
-    while (this.#len > 0 && this.#times[this.#head]! < horizonMs) this.#dropHead();
+    // The polls before a step back go once the first poll after it is past the horizon (their own
+    // times are ahead of the clock): every one of them is older than that one.
+    while (
+      this.#len > 0 &&
+      (this.#times[this.#head]! < horizonMs ||
+        (this.#firstSeq < this.#runSeq && this.timeOf(this.#runSeq) < horizonMs))
+    ) this.#dropHead();
+    const newest = this.newestMs();
     if (this.#len === this.#times.length) this.#growOrDrop();
     this.#times[(this.#head + this.#len) % this.#times.length] = timeMs;
     this.#len++;
-    return this.#firstSeq + this.#len - 1;
+    const seq = this.#firstSeq + this.#len - 1;
+    if (newest !== null && timeMs < newest) this.#runSeq = seq; // the wall clock stepped back
+    return seq;
   }
 
   #dropHead(): void {
@@ -345,11 +365,11 @@ export class DeviceRing {
   }
 
   /**
-   * The first kept poll at or after `sinceMs` (its sequence number), or nextSeq when none.
-   * Times are taken as ascending (a wall clock stepped back only misplaces those polls).
+   * The first kept poll at or after `sinceMs` (its sequence number), or nextSeq when none. From
+   * timeFirstSeq on: those ascend.
    */
   seqAtOrAfter(sinceMs: number): number {
-    let lo = 0;
+    let lo = this.timeFirstSeq - this.#firstSeq;
     let hi = this.#len;
     const cap = this.#times.length;
     while (lo < hi) {
@@ -362,7 +382,7 @@ export class DeviceRing {
 
   /** The first kept poll after `ms` (its sequence number), or nextSeq when none. */
   seqAfter(ms: number): number {
-    let lo = 0;
+    let lo = this.timeFirstSeq - this.#firstSeq;
     let hi = this.#len;
     const cap = this.#times.length;
     while (lo < hi) {

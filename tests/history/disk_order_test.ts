@@ -90,16 +90,56 @@ Deno.test("a wall clock stepped back: the rows after the step begin a new file, 
       deviceId: "a",
       signalIds: ["x"],
       sinceMs: T0 + 40_000,
-      untilMs: T0 + 79_999,
+      untilMs: T0 + 69_999, // before the ring's reach (the last 10 s)
       stepMs: 1000,
     });
+    assert.equal(answer.source, "disk");
     assert.deepEqual(
       answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.min, p.max, p.count]),
-      Array.from({ length: 40 }, (_, k) => {
+      Array.from({ length: 30 }, (_, k) => {
         const s = 40 + k;
         return s < 50 ? [s, s, s, 1] : [s, s, 1000 + s, 2];
       }),
       "each second before the step once; each after it from both files, in order",
+    );
+  } finally {
+    await history.stop();
+  }
+});
+
+Deno.test("a wall clock stepped back: the ring answers the polls since the step, the disk tier the time before", async () => {
+  const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 60 });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let s = 0; s < 30; s++) {
+      poll("p", "a", s);
+      clock.wall += 1000;
+    }
+    clock.wall = T0 + 10_000; // stepped back 20 s
+    for (let s = 10; s < 20; s++) {
+      poll("p", "a", 1000 + s);
+      clock.wall += 1000;
+    }
+    const answer = await history.query({
+      providerId: "p",
+      deviceId: "a",
+      signalIds: ["x"],
+      sinceMs: T0,
+      untilMs: T0 + 19_999,
+    });
+    assert.equal(answer.source, "memory+disk");
+    assert.equal(answer.memory_from_ms, T0 + 10_000, "the ring from the step");
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.last]),
+      Array.from({ length: 20 }, (_, s) => [s, s < 10 ? s : 1000 + s]),
+      "the disk's buckets before the step's time, every poll since the step",
+    );
+    // The default range (the last memory_seconds) shows the polls since the step, full rate.
+    const recent = await history.query({ providerId: "p", deviceId: "a", signalIds: ["x"] });
+    assert.deepEqual(
+      recent.signals[0]!.points.filter((p) => p.t_ms >= T0 + 10_000).map((p) => p.last),
+      Array.from({ length: 10 }, (_, k) => 1010 + k),
     );
   } finally {
     await history.stop();

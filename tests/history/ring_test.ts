@@ -87,3 +87,30 @@ Deno.test("The rings never hold more than the byte budget: the oldest entries go
   sig.release();
   assert.equal(budget.bytes, 0);
 });
+
+Deno.test("A wall clock stepped back: time searches begin at the step; the polls before it stay in order until the step is past the horizon", () => {
+  const budget = new RingBudget(1 << 20);
+  const dev = new DeviceRing("p", "d", budget);
+  const sig = new SignalRing("s", budget);
+  dev.signals.set("s", sig);
+  const dbl = (x: number): TypedValue => ({ type: "double", double: x });
+  const MEMORY = 100;
+  for (let t = 0; t < 50; t++) feed(dev, sig, 1000 + t * 10, dbl(t), "OK", 1000 + t * 10 - MEMORY);
+  // Stepped back 300 ms: polls at 1190.. again.
+  for (let k = 0; k < 5; k++) {
+    feed(dev, sig, 1190 + k * 10, dbl(100 + k), "OK", 1190 + k * 10 - MEMORY);
+  }
+  assert.equal(dev.oldestMs(), 1190, "the time searches look from the step on");
+  assert.deepEqual(
+    all(dev, sig, 1200, 1210).map((s) => s[1]),
+    [101, 102],
+    "since the step only",
+  );
+  const kept = dev.nextSeq - dev.firstSeq;
+  assert.ok(kept > 5, `the polls before the step are kept for walks by sequence (${kept})`);
+  assert.equal(dev.timeOf(dev.firstSeq) > 1230, true, "in their order, ahead of the clock");
+  // Once the first poll after the step is past the horizon, the polls before it go too.
+  feed(dev, sig, 1300, dbl(200), "OK", 1300 - MEMORY);
+  assert.equal(dev.firstSeq, dev.timeFirstSeq);
+  assert.deepEqual(all(dev, sig).map((s) => s[0]), [1200, 1210, 1220, 1230, 1300]);
+});
