@@ -47,6 +47,18 @@ export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise
   });
 }
 
+/** Resolves with `p`'s value, or `fallback` after `ms` on `clock` (the timer is always cleared). */
+export function raceTimeout<T, F = T>(
+  clock: Pick<Clock, "setTimer" | "clearTimer">,
+  p: Promise<T>,
+  ms: number,
+  fallback: F,
+): Promise<T | F> {
+  let timer: TimerId;
+  const t = new Promise<F>((resolve) => (timer = clock.setTimer(() => resolve(fallback), ms)));
+  return Promise.race([p, t]).finally(() => clock.clearTimer(timer));
+}
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];

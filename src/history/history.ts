@@ -13,6 +13,7 @@ import {
   invalidArgument,
   type Logger,
   type Quality,
+  raceTimeout,
   type ValueType,
 } from "../common/mod.ts";
 import type { HistoryConfig } from "../config/mod.ts";
@@ -170,17 +171,6 @@ export class History {
   /** Resolves once every row handed to the disk tier so far was written or dropped. */
   async flushDisk(): Promise<void> {
     await this.#disk?.flush();
-  }
-
-  /** The disk tier's queued rows written, or HISTORY_QUERY_DISK_WAIT_MS passed. */
-  async #diskWritten(): Promise<void> {
-    const clock = this.#o.clock;
-    let timer: unknown = null;
-    await Promise.race([
-      this.#disk!.flush(),
-      new Promise<void>((resolve) => timer = clock.setTimer(resolve, HISTORY_QUERY_DISK_WAIT_MS)),
-    ]);
-    clock.clearTimer(timer);
   }
 
   status(): HistoryStatus {
@@ -416,7 +406,7 @@ export class History {
     if (this.#disk !== null && sinceMs < (e?.ring.oldestMs() ?? Infinity)) {
       // The range reaches before the ring: the buckets closed but still queued for the disk are
       // part of the answer (else they would be in neither tier).
-      await this.#diskWritten();
+      await raceTimeout(this.#o.clock, this.#disk.flush(), HISTORY_QUERY_DISK_WAIT_MS, undefined);
       e = this.#devices.get(q.providerId)?.get(q.deviceId);
     }
     const oldest = e?.ring.oldestMs() ?? null;

@@ -15,6 +15,7 @@ import {
   type Logger,
   type LogLevel,
   type ProviderProcess,
+  raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
@@ -505,18 +506,6 @@ export async function readLines(
   }
   splitter.push(decoder.decode(), onLine);
   splitter.end(onLine);
-}
-
-/** Resolves with `p`'s value, or `fallback` after `ms` on `clock` (the timer is always cleared). */
-export function raceTimeout<T, F = T>(
-  clock: Pick<Clock, "setTimer" | "clearTimer">,
-  p: Promise<T>,
-  ms: number,
-  fallback: F,
-): Promise<T | F> {
-  let timer: TimerId;
-  const t = new Promise<F>((resolve) => (timer = clock.setTimer(() => resolve(fallback), ms)));
-  return Promise.race([p, t]).finally(() => clock.clearTimer(timer));
 }
 
 /** `err` (a request's rejection) as the failure of `what`, same code (INTERNAL if it has none). */

@@ -2,12 +2,13 @@ import {
   type DeviceCapabilities,
   type DeviceInfo,
   errorMessage,
+  raceTimeout,
   RuntimeError,
 } from "../common/mod.ts";
 import { diffProviders, type ProviderConfig } from "../config/mod.ts";
 import { findClaimConflict } from "./claims.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
-import { lastStderrLines, raceTimeout } from "./provider_session.ts";
+import { lastStderrLines } from "./provider_session.ts";
 import { SpawnQueue } from "./spawn_queue.ts";
 
 /** What a reconcile did with each provider entry of a reload. */

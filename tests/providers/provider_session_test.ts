@@ -1,6 +1,6 @@
 /**
  * ProviderSession on its own (no host): a session the provider breaks ends, and its process is
- * killed. Its pieces: raceTimeout, and LineSplitter and readLines (provider stderr into lines).
+ * killed. Its pieces: LineSplitter and readLines (provider stderr into lines).
  */
 import assert from "node:assert/strict";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
@@ -8,13 +8,11 @@ import {
   LINE_SPLITTER_MAX_CHARS,
   LineSplitter,
   ProviderSession,
-  raceTimeout,
   readLines,
 } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 
 const D0 = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -122,21 +120,6 @@ Deno.test("ProviderSession has no discovery warnings before discovery", async ()
     await s.terminate(1000);
     await Deno.remove(file);
   }
-});
-
-Deno.test("raceTimeout settles with the promise's value, or the fallback once its time is up, and leaves no timer behind", async () => {
-  const clock = new ManualClock();
-  assert.equal(await raceTimeout(clock, Promise.resolve("value"), 60_000, "fallback"), "value");
-  assert.equal(clock.pendingTimers, 0);
-  let settled = false;
-  const late = raceTimeout(clock, new Promise<string>(() => {}), 10, "fallback");
-  late.then(() => (settled = true));
-  clock.advance(9);
-  await flushMicrotasks();
-  assert.equal(settled, false, "not before its time is up");
-  clock.advance(1);
-  assert.equal(await late, "fallback");
-  assert.equal(clock.pendingTimers, 0);
 });
 
 /** The lines LineSplitter makes of `chunks`. */
