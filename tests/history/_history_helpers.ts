@@ -5,7 +5,7 @@
  */
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel, KernelHost } from "../../src/app/kernel.ts";
-import { startServing, tempDir, testLogger } from "../helpers/kernel.ts";
+import { startServing, tempDir } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import {
   type Inventory,
@@ -15,10 +15,6 @@ import {
   TestClock,
 } from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { History } from "../../src/history/mod.ts";
-import type { DeviceState, SignalState } from "../../src/state/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
 
 /** Start of the tests' wall clock: a multiple of every step they use. */
 export const T0 = 1_700_000_000_000;
@@ -107,56 +103,4 @@ export async function startRig(o: {
     },
   };
   return rig;
-}
-
-/**
- * A real History fed by hand, as the cache feeds it (no runtime): `poll(p, d, v)` is a poll of
- * device `p/d` at the clock's wall time with its one signal `x` = `v`; `known` the devices the
- * cache has. The disk tier writes to `files` under `/data/history`.
- */
-export function handFedHistory(o: Partial<Config["history"]> = {}) {
-  const clock = new ManualClock();
-  const config = testConfig();
-  const known = new Set<string>();
-  let polled: ((d: DeviceState) => void) | null = null;
-  const files = new MemoryFiles();
-  const history = new History({
-    config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
-    dataDir: "/data",
-    files,
-    clock,
-    log: testLogger(),
-    cache: {
-      onDevicePolled(l) {
-        polled = l;
-        return () => (polled = null);
-      },
-      device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
-    },
-  });
-  const devices = new Map<string, DeviceState>();
-  const poll = (p: string, d: string, v: number) => {
-    known.add(`${p}/${d}`);
-    let dev = devices.get(`${p}/${d}`);
-    if (dev === undefined) {
-      dev = {
-        providerId: p,
-        deviceId: d,
-        pollable: ["x"],
-        signals: new Map<string, SignalState>(),
-        lastPollMs: 0,
-        lastPollMono: 0,
-        available: true,
-      };
-      devices.set(`${p}/${d}`, dev);
-    }
-    (dev.signals as Map<string, SignalState>).set("x", {
-      value: { type: "double", double: v },
-      quality: "OK",
-      timestampMs: clock.wall,
-      receivedMono: clock.mono,
-    });
-    polled!(dev);
-  };
-  return { clock, history, known, poll, files };
 }

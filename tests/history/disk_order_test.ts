@@ -7,7 +7,7 @@
  * A real History fed by hand; the disk tier on in-memory files.
  */
 import assert from "node:assert/strict";
-import { handFedHistory } from "./_history_helpers.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import type { MemoryFiles } from "../helpers/memory_files.ts";
 
 const T0 = 1_700_000_000_000;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { HISTORY_SWEEP_EVERY_MS } from "../../src/history/mod.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
-import { handFedHistory } from "./_history_helpers.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 
 const MEMORY_S = 60;

@@ -19,9 +19,8 @@ import type {
   TypedValue,
 } from "../../src/common/mod.ts";
 import type { PublishedEvent, RuntimeEvent } from "../../src/events/mod.ts";
-import { History } from "../../src/history/mod.ts";
 import { historyReplay } from "../../src/app/kernel.ts";
-import type { DeviceState, InventoryReader, SignalState } from "../../src/state/mod.ts";
+import type { InventoryReader, SignalState } from "../../src/state/mod.ts";
 import {
   type BdSeqStore,
   decode,
@@ -30,8 +29,8 @@ import {
   QUALITY_CODE,
   SparkplugEdgeNode,
 } from "../../src/sparkplug/mod.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { testLogger } from "../helpers/kernel.ts";
 
@@ -117,24 +116,13 @@ const caps: DeviceCapabilities = {
 
 /** The runtime around the edge node: a device polled by hand into a real History. */
 function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
-  const clock = new ManualClock();
-  const config = testConfig();
-  let polled: ((d: DeviceState) => void) | null = null;
-  const history = new History({
-    config: { ...config.history, memorySeconds: 600, memoryMaxBytes: 64 << 20, diskMaxBytes: 0 },
-    dataDir: "/nonexistent",
-    files: new MemoryFiles(),
-    clock,
-    log: testLogger(),
-    cache: {
-      onDevicePolled(l) {
-        polled = l;
-        return () => (polled = null);
-      },
-      // The device is the cache's throughout (its ring is never swept as removed).
-      device: () => ({}) as DeviceState,
-    },
+  // The device is the cache's throughout (its ring is never swept as removed): every poll is fed.
+  const { clock, history, feed } = handFedHistory({
+    memorySeconds: 600,
+    memoryMaxBytes: 64 << 20,
+    diskMaxBytes: 0,
   });
+  const config = testConfig();
   const signals = new Map<string, SignalState>();
   const bus: ((e: PublishedEvent) => void)[] = [];
   let eventId = 0;
@@ -194,7 +182,7 @@ function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
       };
       for (const l of bus) l({ id: ++eventId, event });
     }
-    polled!({
+    feed({
       providerId: P,
       deviceId: D,
       pollable: ["a", "b"],

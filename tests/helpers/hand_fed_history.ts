@@ -1,0 +1,64 @@
+/** A real History fed by hand, as the state cache feeds it: no runtime, no provider. */
+import type { Config } from "../../src/config/mod.ts";
+import { History } from "../../src/history/mod.ts";
+import type { DeviceState, SignalState } from "../../src/state/mod.ts";
+import { ManualClock } from "./clock.ts";
+import { testLogger } from "./kernel.ts";
+import { MemoryFiles } from "./memory_files.ts";
+import { testConfig } from "./sim_config.ts";
+
+/**
+ * A real History fed by hand, as the cache feeds it (no runtime): `poll(p, d, v)` is a poll of
+ * device `p/d` at the clock's wall time with its one signal `x` = `v`; `known` the devices the
+ * cache has; `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`.
+ */
+export function handFedHistory(o: Partial<Config["history"]> = {}) {
+  const clock = new ManualClock();
+  const config = testConfig();
+  const known = new Set<string>();
+  let polled: ((d: DeviceState) => void) | null = null;
+  const files = new MemoryFiles();
+  const history = new History({
+    config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
+    dataDir: "/data",
+    files,
+    clock,
+    log: testLogger(),
+    cache: {
+      onDevicePolled(l) {
+        polled = l;
+        return () => (polled = null);
+      },
+      device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
+    },
+  });
+  const devices = new Map<string, DeviceState>();
+  /** A poll of `dev` as the cache reports it (the device becomes one the cache has). */
+  const feed = (dev: DeviceState) => {
+    known.add(`${dev.providerId}/${dev.deviceId}`);
+    polled!(dev);
+  };
+  const poll = (p: string, d: string, v: number) => {
+    let dev = devices.get(`${p}/${d}`);
+    if (dev === undefined) {
+      dev = {
+        providerId: p,
+        deviceId: d,
+        pollable: ["x"],
+        signals: new Map<string, SignalState>(),
+        lastPollMs: 0,
+        lastPollMono: 0,
+        available: true,
+      };
+      devices.set(`${p}/${d}`, dev);
+    }
+    (dev.signals as Map<string, SignalState>).set("x", {
+      value: { type: "double", double: v },
+      quality: "OK",
+      timestampMs: clock.wall,
+      receivedMono: clock.mono,
+    });
+    feed(dev);
+  };
+  return { clock, history, known, poll, feed, files };
+}
