@@ -38,9 +38,12 @@ async function machine(otherDevices: number): Promise<string> {
   const wideSignals = Array.from({ length: 10 }, (_, k) => `ch${k}`);
   const sixSignals = Array.from({ length: 6 }, (_, k) => `s${k}`);
   for (let t = END - DAY; t < END; t += STEP) {
-    disk.write(rowText(t, "sim0", "wide", wideSignals.map((id, k) => [id, point(t, k)] as const)));
+    disk.write(
+      rowText(t, "sim0", "wide", wideSignals.map((id, k) => [id, point(t, k)] as const)),
+      t,
+    );
     for (const d of others) {
-      disk.write(rowText(t, "sim0", d, sixSignals.map((id, k) => [id, point(t, k)] as const)));
+      disk.write(rowText(t, "sim0", d, sixSignals.map((id, k) => [id, point(t, k)] as const)), t);
     }
     if ((t / STEP) % 50 === 0) await disk.flush(); // within DISK_QUEUE_ROWS
   }

@@ -82,8 +82,12 @@ export class DiskTier {
   readonly #firstT = new Map<number, number | null>();
   /** Segment number -> time of its last row, for the files no longer appended to. */
   readonly #lastT = new Map<number, number | null>();
-  /** The next row begins a new file (newFile). */
-  #fresh = false;
+  /**
+   * Bucket start of the newest row handed to the writer (at open: the last row of the files). A
+   * row before it (the wall clock stepped back, in this run or since the last) begins a new file:
+   * the reader bisects each file by time.
+   */
+  #newestT = -Infinity;
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -118,17 +122,27 @@ export class DiskTier {
     });
   }
 
-  /** Makes the folder; a failure stops the tier (never the start). */
+  /** Makes the folder and reads the time of the last row; a failure stops the tier (never the start). */
   async open(): Promise<void> {
     try {
       await this.#writer.open();
+      const path = this.#writer.currentPath;
+      const files = this.#o.files;
+      const last = path === null ? null : await lastKeyed({
+        files,
+        path,
+        maxLineBytes: DISK_MAX_ROW_BYTES,
+        end: await files.fileSize(path),
+        key: rowTime,
+      });
+      if (last !== null) this.#newestT = last.key;
     } catch (err) {
       this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
     }
   }
 
-  /** Appends one row (never waits, never throws). */
-  write(row: string): void {
+  /** Appends one row, of bucket start `t` (never waits, never throws). */
+  write(row: string, t: number): void {
     if (this.#state === "stopped") {
       if (this.#o.clock.monoMs() < this.#retryAtMono) {
         this.#rowsDropped++;
@@ -137,8 +151,8 @@ export class DiskTier {
       this.#state = "ok";
       this.#o.log.info("history disk tier: trying to write again");
     }
-    const newSegment = this.#fresh;
-    this.#fresh = false;
+    const newSegment = t < this.#newestT;
+    this.#newestT = t;
     void this.#writer.append(row, { newSegment }).then((r) => {
       if (r.ok) {
         this.#rowsWritten++;
@@ -147,14 +161,6 @@ export class DiskTier {
       this.#rowsDropped++;
       if (this.#writer.status().state === "failing") this.#stop(r.reason);
     });
-  }
-
-  /**
-   * The next row begins a new file: the history's wall clock stepped back, and its rows would
-   * otherwise go back in time within a file (the reader bisects each file by time).
-   */
-  newFile(): void {
-    this.#fresh = true;
   }
 
   #stop(reason: string): void {

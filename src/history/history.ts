@@ -271,8 +271,8 @@ export class History {
    * The polls crossed into bucket `b`: every device's open bucket before it goes to the disk tier
    * now, oldest first -- not at that device's own next poll, which for a device polled each minute
    * or whose provider is down comes after later rows of the others (the disk tier's reader relies
-   * on rows ascending within a file). A wall clock stepped back writes every open bucket and begins
-   * a new file.
+   * on rows ascending within a file). A wall clock stepped back writes every open bucket (the disk
+   * tier begins a new file for the rows after them).
    */
   #crossBucket(b: number): void {
     const back = this.#bucketNow !== null && b < this.#bucketNow;
@@ -288,7 +288,6 @@ export class History {
       this.#flushBucket(e);
       e.bucketStart = null;
     }
-    if (back) this.#disk?.newFile();
   }
 
   /** The device's signals changed (rediscovery): rings of signals kept, others released. */
@@ -315,7 +314,9 @@ export class History {
       if (sig.count > 0) parts.push([sig.signalId, sig.point(t)]);
       sig.reset();
     }
-    if (parts.length > 0) this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts));
+    if (parts.length > 0) {
+      this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts), t);
+    }
   }
 
   // ---- reading -------------------------------------------------------------------------------

@@ -10,14 +10,14 @@ import { testConfig } from "./sim_config.ts";
 /**
  * A real History fed by hand, as the cache feeds it (no runtime): `poll(p, d, v)` is a poll of
  * device `p/d` at the clock's wall time with its one signal `x` = `v`; `known` the devices the
- * cache has; `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`.
+ * cache has; `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
+ * (another History's, for a restart).
  */
-export function handFedHistory(o: Partial<Config["history"]> = {}) {
+export function handFedHistory(o: Partial<Config["history"]> = {}, files = new MemoryFiles()) {
   const clock = new ManualClock();
   const config = testConfig();
   const known = new Set<string>();
   let polled: ((d: DeviceState) => void) | null = null;
-  const files = new MemoryFiles();
   const history = new History({
     config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
     dataDir: "/data",

@@ -145,3 +145,44 @@ Deno.test("a wall clock stepped back: the ring answers the polls since the step,
     await history.stop();
   }
 });
+
+Deno.test("a wall clock behind the disk tier's last row at start (stepped back across a restart) begins a new file", async () => {
+  const first = handFedHistory({ stepMs: 1000, memorySeconds: 10 });
+  first.clock.wall = T0;
+  await first.history.start();
+  for (let s = 0; s < 100; s++) {
+    first.poll("p", "a", s);
+    first.clock.wall += 1000;
+  }
+  await first.history.stop();
+  // The next start: the clock is 50 s behind the last row (an RTC-less board before NTP).
+  const next = handFedHistory({ stepMs: 1000, memorySeconds: 10 }, first.files);
+  next.clock.wall = T0 + 50_000;
+  await next.history.start();
+  try {
+    for (let s = 50; s <= 80; s++) {
+      next.poll("p", "a", 1000 + s);
+      next.clock.wall += 1000;
+    }
+    await next.history.flushDisk();
+    const written = await rows(next.files);
+    const names = [...new Set(written.map((r) => r[0]))];
+    assert.equal(names.length, 2, "a new file at the start");
+    assert.equal(written.find((r) => r[0] === names[1])![1], T0 + 50_000);
+    const answer = await next.history.query({
+      providerId: "p",
+      deviceId: "a",
+      signalIds: ["x"],
+      sinceMs: T0 + 45_000,
+      untilMs: T0 + 59_999,
+      stepMs: 1000,
+    });
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.count]),
+      Array.from({ length: 15 }, (_, k) => [45 + k, k < 5 ? 1 : 2]),
+      "both runs' rows of the repeated times",
+    );
+  } finally {
+    await next.history.stop();
+  }
+});
