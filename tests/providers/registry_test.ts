@@ -347,3 +347,153 @@ Deno.test("a reload adding a provider that claims a held key does not start it; 
     await r.close();
   }
 });
+
+/** The pid of a host's running process. */
+function pidOf(r: ProviderRegistry, id: string): number {
+  const pid = r.host(id)?.session?.pid;
+  assert.ok(pid !== undefined, `${id} runs`);
+  return pid;
+}
+
+Deno.test("ProviderRegistry.reconcile adds, restarts, removes and keeps providers: each reported, the old processes ended, the hosts in the new order", async () => {
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY, OK_INVENTORY, OK_INVENTORY]);
+  try {
+    const [p0, p1, p2, p3] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p3"); // comes with the reload
+    await r.registry.startAll(30_000, 1000);
+    const before = {
+      p0: pidOf(r.registry, "p0"),
+      p1: pidOf(r.registry, "p1"),
+      p2: pidOf(r.registry, "p2"),
+    };
+    const changed = { ...p1!, timeoutMs: p1!.timeoutMs + 1 };
+    const restarting: string[][] = [];
+    const report = await r.registry.reconcile([p0!, p1!, p2!], [p3!, changed, p0!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+      restarting: (ids) => restarting.push([...ids]),
+    });
+    assert.deepEqual(
+      {
+        added: report.added,
+        restarted: report.restarted,
+        removed: report.removed,
+        unchanged: report.unchanged,
+        failed: report.failed,
+        held: report.held,
+      },
+      {
+        added: ["p3"],
+        restarted: ["p1"],
+        removed: ["p2"],
+        unchanged: ["p0"],
+        failed: [],
+        held: [],
+      },
+    );
+    assert.deepEqual(report.effective, [p3, changed, p0]);
+    assert.deepEqual(report.started.map((h) => h.id).sort(), ["p1", "p3"]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p3", "p1", "p0"]);
+    assert.deepEqual(restarting, [["p2", "p1"], []], "said while they restart, cleared after");
+    assert.equal(processAlive(before.p1), false, "the changed provider's old process ended");
+    assert.equal(processAlive(before.p2), false, "the removed provider's process ended");
+    assert.equal(pidOf(r.registry, "p0"), before.p0, "the unchanged one untouched");
+    assert.notEqual(pidOf(r.registry, "p1"), before.p1);
+    assert.ok(r.registry.hosts.every((h) => h.available));
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.reconcile holding removals (AUTO) keeps the removed and changed providers on their old entries, each once", async () => {
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY, OK_INVENTORY]);
+  try {
+    const [p0, p1, p2] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p2");
+    await r.registry.startAll(30_000, 1000);
+    const pids = [pidOf(r.registry, "p0"), pidOf(r.registry, "p1")];
+    const changed = { ...p0!, timeoutMs: p0!.timeoutMs + 1 };
+    const report = await r.registry.reconcile([p0!, p1!], [changed, p2!], {
+      holdRemovals: true,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.held, ["p1", "p0"]);
+    assert.deepEqual([report.added, report.restarted, report.removed], [["p2"], [], []]);
+    assert.deepEqual(
+      report.effective,
+      [p0, p2, p1],
+      "the old p0 where the new one stands, p1 after",
+    );
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0", "p2", "p1"]);
+    assert.deepEqual([pidOf(r.registry, "p0"), pidOf(r.registry, "p1")], pids, "both untouched");
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not started yet is not, one that came up meanwhile is stopped again", async () => {
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY, OK_INVENTORY]);
+  const added = new Map<string, import("../../src/providers/mod.ts").ProviderHost>();
+  r.registry.eachHost((h) => added.set(h.id, h));
+  try {
+    const [p0, p1, p2] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p1");
+    r.registry.remove("p2");
+    await r.registry.startAll(30_000, 1000);
+    // Shutdown began before the reload's starts.
+    const early = await r.registry.reconcile([p0!], [p0!, p1!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => true,
+    });
+    assert.deepEqual(early.failed, ["p1: the runtime is stopping"]);
+    assert.deepEqual([early.added, early.effective], [[], [p0]]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
+    // Shutdown began while p2 was starting: it must not outlive the runtime.
+    let asked = 0;
+    const late = await r.registry.reconcile([p0!], [p0!, p2!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => asked++ > 0,
+    });
+    assert.deepEqual(late.failed, ["p2: the runtime is stopping"]);
+    assert.deepEqual([late.added, late.effective], [[], [p0]]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
+    const p2Host = added.get("p2")!;
+    assert.equal(p2Host.available, false);
+    assert.equal(p2Host.session, null, "its process stopped");
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("a provider restarted with the keys it claimed before comes back: its own last inventory is not a rival", async () => {
+  const r = await claimRegistry([claiming("dcmt_0", KEY), claiming("do_0", "i2c:/dev/i2c-1:0x62")]);
+  try {
+    await r.registry.startAll(30_000, 1000);
+    const p0 = r.registry.host("p0")!;
+    const first = p0.session!.pid;
+    Deno.kill(first, "SIGKILL");
+    await waitFor("p0 back", () => p0.available && p0.session !== null && p0.session.pid !== first);
+    assert.deepEqual(r.lines.filter((l) => /restart attempt \d failed/.test(l)), []);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready with the last lines it wrote", async () => {
+  const slow = await registryOf([
+    { ...OK_INVENTORY, hello: { hang: true }, stderr: ["waiting for /dev/i2c-1"] },
+    OK_INVENTORY,
+  ]);
+  try {
+    await assert.rejects(
+      slow.registry.startAll(1500, 1000),
+      /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0 \(provider's last stderr line: "waiting for \/dev\/i2c-1"\)$/,
+    );
+  } finally {
+    await slow.close();
+  }
+});
