@@ -101,6 +101,8 @@ export class ProviderHost {
   #resetTimer: TimerId | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
+  /** The stop in progress (stop). */
+  #stopping: Promise<void> | null = null;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
   /** The last discovered inventory as text (inventorySignature); "" before the first. */
@@ -244,8 +246,16 @@ export class ProviderHost {
     }
   }
 
-  /** Stops supervision and ends the provider process within `budgetMs`. */
-  async stop(budgetMs: number): Promise<void> {
+  /**
+   * Stops supervision and ends the provider process within `budgetMs`. A call while a stop runs
+   * joins it (it resolves once the process has ended, not at once because the session is gone).
+   */
+  stop(budgetMs: number): Promise<void> {
+    this.#stopping ??= this.#stop(budgetMs).finally(() => (this.#stopping = null));
+    return this.#stopping;
+  }
+
+  async #stop(budgetMs: number): Promise<void> {
     this.#apply({ type: "stop" });
     this.#deps.clock.clearTimer(this.#restartTimer);
     this.#deps.clock.clearTimer(this.#resetTimer);

@@ -53,6 +53,12 @@ export class ProviderRegistry {
   #hosts = new Map<string, ProviderHost>();
   /** True once startAll checked the claims of the whole inventory (later commits are admitted). */
   #checked = false;
+  /**
+   * The stops of hosts a reload took out of the registry and is still ending (a removed or changed
+   * provider, one that came up too late): stopAll waits for them too, so a shutdown during a
+   * reload does not leave a provider process behind.
+   */
+  readonly #retiring = new Set<Promise<void>>();
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
@@ -139,8 +145,8 @@ export class ProviderRegistry {
     o.restarting?.([...removed, ...changed.map((p) => p.id)]);
     try {
       await Promise.all([
-        ...removed.map((id) => this.remove(id)?.stop(o.stopBudgetMs)),
-        ...changed.map((p) => this.remove(p.id)?.stop(o.stopBudgetMs)),
+        ...removed.map((id) => this.#retire(id, o.stopBudgetMs)),
+        ...changed.map((p) => this.#retire(p.id, o.stopBudgetMs)),
       ]);
       await Promise.all([...changed, ...added].map(async (p) => {
         if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
@@ -152,8 +158,7 @@ export class ProviderRegistry {
           started.push(host);
         } catch (err) {
           failed.push(`${p.id}: ${errorMessage(err)}`);
-          this.remove(p.id);
-          await host.stop(o.stopBudgetMs);
+          await this.#retire(p.id, o.stopBudgetMs);
         }
       }));
     } finally {
@@ -180,6 +185,15 @@ export class ProviderRegistry {
       effective,
       started,
     };
+  }
+
+  /** Takes a host out (remove) and stops it; stopAll waits for that stop as well. */
+  #retire(providerId: string, budgetMs: number): Promise<void> {
+    const host = this.remove(providerId);
+    if (host === undefined) return Promise.resolve();
+    const stopped = host.stop(budgetMs);
+    this.#retiring.add(stopped);
+    return stopped.finally(() => this.#retiring.delete(stopped));
   }
 
   /** Puts the hosts in the order of `ids` (the configuration's); ids not listed keep their place after. */
@@ -250,9 +264,12 @@ export class ProviderRegistry {
     this.#checked = true;
   }
 
-  /** Stops every provider concurrently within `budgetMs`. */
+  /**
+   * Stops every provider concurrently within `budgetMs`, and waits for the ones a reload is still
+   * ending.
+   */
   async stopAll(budgetMs: number): Promise<void> {
-    await Promise.all(this.hosts.map((h) => h.stop(budgetMs)));
+    await Promise.all([...this.hosts.map((h) => h.stop(budgetMs)), ...this.#retiring]);
   }
 }
 

@@ -608,3 +608,14 @@ Deno.test("ProviderHost ends a provider that failed to start within 2 s, whateve
     await Deno.remove(file);
   }
 });
+
+Deno.test("ProviderHost.stop called while a stop runs resolves once the process has ended, not at once", async () => {
+  await withFixture({ ...D0, exitDelayMs: 500 }, async (fx) => {
+    const pid = fx.host.session!.pid;
+    const first = fx.host.stop(5000);
+    // A second stop (a shutdown during a reload's stop, say) finds the session already gone.
+    await fx.host.stop(5000);
+    assert.equal(processAlive(pid), false, "the second stop waited for the process");
+    await first;
+  });
+});

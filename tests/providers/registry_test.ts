@@ -85,6 +85,7 @@ async function registryOf(inventories: object[]) {
   return {
     registry,
     pids,
+    files,
     async close() {
       await registry.stopAll(1000);
       for (const f of files) await Deno.remove(f);
@@ -420,7 +421,10 @@ Deno.test("ProviderRegistry.reconcile holding removals (AUTO) keeps the removed 
       stopping: () => false,
     });
     assert.deepEqual(report.held, ["p1", "p0"]);
-    assert.deepEqual([report.added, report.restarted, report.removed], [["p2"], [], []]);
+    assert.deepEqual(
+      [report.added, report.restarted, report.removed, report.failed],
+      [["p2"], [], [], []],
+    );
     assert.deepEqual(
       report.effective,
       [p0, p2, p1],
@@ -434,7 +438,7 @@ Deno.test("ProviderRegistry.reconcile holding removals (AUTO) keeps the removed 
 });
 
 Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not started yet is not, one that came up meanwhile is stopped again", async () => {
-  const r = await registryOf([OK_INVENTORY, OK_INVENTORY, OK_INVENTORY]);
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 500 }]);
   const added = new Map<string, import("../../src/providers/mod.ts").ProviderHost>();
   r.registry.eachHost((h) => added.set(h.id, h));
   try {
@@ -463,7 +467,8 @@ Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not st
     assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
     const p2Host = added.get("p2")!;
     assert.equal(p2Host.available, false);
-    assert.equal(p2Host.session, null, "its process stopped");
+    assert.equal(p2Host.session, null);
+    assert.deepEqual(r.pids.filter(processAlive), [pidOf(r.registry, "p0")], "p2's process ended");
   } finally {
     await r.close();
   }
@@ -495,5 +500,62 @@ Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready 
     );
   } finally {
     await slow.close();
+  }
+});
+
+Deno.test("ProviderRegistry.reconcile ends a changed provider's old process before its successor is added, and does not count a successor that fails as restarted", async () => {
+  const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 500 }]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    await r.registry.startAll(30_000, 1000);
+    const old = pidOf(r.registry, "p1");
+    const aliveAtAdd: boolean[] = [];
+    r.registry.eachHost((h) => {
+      if (h.id === "p1" && h.session === null) aliveAtAdd.push(processAlive(old));
+    });
+    aliveAtAdd.length = 0; // (eachHost also calls for the hosts there now)
+    // The successor's process speaks another protocol: its start fails.
+    await Deno.writeTextFile(
+      r.files[1]!,
+      JSON.stringify({ ...OK_INVENTORY, hello: { protocol: "old" } }),
+    );
+    const report = await r.registry.reconcile([p0!, p1!], [p0!, {
+      ...p1!,
+      timeoutMs: p1!.timeoutMs + 1,
+    }], {
+      holdRemovals: false,
+      stopBudgetMs: 5000,
+      stopping: () => false,
+    });
+    assert.deepEqual(aliveAtAdd, [false], "the old process had ended when the new host was added");
+    assert.deepEqual(report.restarted, []);
+    assert.equal(report.failed.length, 1);
+    assert.match(report.failed[0]!, /^p1: provider speaks protocol 'old'/);
+    assert.deepEqual(report.effective, [p0]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.stopAll during a reload also waits for the providers the reload is ending", async () => {
+  const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 800 }]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    await r.registry.startAll(30_000, 1000);
+    const removed = pidOf(r.registry, "p1");
+    // The reload takes p1 out and is ending it (its process takes 800 ms to exit) when the
+    // runtime is told to stop.
+    const reload = r.registry.reconcile([p0!, p1!], [p0!], {
+      holdRemovals: false,
+      stopBudgetMs: 5000,
+      stopping: () => false,
+    });
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
+    await r.registry.stopAll(5000);
+    assert.equal(processAlive(removed), false, "the shutdown waited for the reload's stop");
+    assert.deepEqual((await reload).removed, ["p1"]);
+  } finally {
+    await r.close();
   }
 });
