@@ -199,9 +199,9 @@ export class DiskTier {
   /**
    * Calls `each` for every row of one device with a bucket start in [sinceMs, untilMs]: file by
    * file, oldest first within each. Rows ascend within a file (History writes every open bucket
-   * when its time has passed, and begins a new file when the wall clock stepped back), so the
-   * files may overlap in time only across such a step: every file whose rows reach into the range
-   * is read, from its first row at or after `sinceMs` (found by bisection).
+   * once its time has passed; a row earlier than the one before it begins a new file), so files
+   * overlap in time only across a wall clock stepped back: every file whose rows reach into the
+   * range is read, from its first row at or after `sinceMs` (found by bisection).
    */
   async read(
     providerId: string,
