@@ -101,7 +101,7 @@ export class ProviderHost {
   #resetTimer: TimerId | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
-  /** The stop in progress (stop). */
+  /** The stop, once asked for (stop). */
   #stopping: Promise<void> | null = null;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
@@ -247,11 +247,12 @@ export class ProviderHost {
   }
 
   /**
-   * Stops supervision and ends the provider process within `budgetMs`. A call while a stop runs
-   * joins it (it resolves once the process has ended, not at once because the session is gone).
+   * Stops supervision and ends the provider process within `budgetMs`. A later call joins the
+   * first (it resolves once the process has ended, not at once because the session is gone); a
+   * stopped host stays stopped (start() refuses).
    */
   stop(budgetMs: number): Promise<void> {
-    this.#stopping ??= this.#stop(budgetMs).finally(() => (this.#stopping = null));
+    this.#stopping ??= this.#stop(budgetMs);
     return this.#stopping;
   }
 
