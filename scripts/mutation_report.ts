@@ -189,6 +189,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       // ProviderRegistry.reconcile: a reload adding, restarting, holding and removing providers.
       "tests/app/kernel_reload_test.ts",
       "tests/scenarios/config_reload_test.ts",
+      // ProviderHost.counts(): runtime_provider_failures_total and _restarts_total.
+      "tests/http/metrics_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },
