@@ -6,7 +6,9 @@
  * ring and its stop go on.
  */
 import assert from "node:assert/strict";
-import { journalFiles, LineLogger } from "../../src/host/mod.ts";
+import { raceTimeout } from "../../src/common/mod.ts";
+import { HISTORY_QUERY_DISK_WAIT_MS } from "../../src/history/mod.ts";
+import { journalFiles, LineLogger, systemClock } from "../../src/host/mod.ts";
 import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { diskFullError } from "../helpers/journal_files.ts";
@@ -231,7 +233,13 @@ Deno.test("A history question waits for the buckets still queued for the disk: t
     // A disk that does not write at all holds a question HISTORY_QUERY_DISK_WAIT_MS at most.
     files.held = true;
     for (let i = 21; i <= 23; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
-    const stalled = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0}`);
+    const stalled = await raceTimeout(
+      systemClock,
+      rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0}`),
+      5 * HISTORY_QUERY_DISK_WAIT_MS,
+      null,
+    );
+    assert.ok(stalled !== null, "answered while the disk never writes");
     assert.equal(stalled.source, "memory+disk");
   } finally {
     files.release();
