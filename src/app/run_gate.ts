@@ -7,8 +7,9 @@
  * operator's back; so while AUTO runs a reload refuses, section by section:
  *
  * - `automation.mode_transition_hooks`: a change after which AUTO -> FAULT is no longer covered
- *   (the same rule, `autoFaultHookProblem`, the AUTO gate applies) or that removes a stop call of
- *   a hook into FAULT;
+ *   (the same rule, `autoFaultHookProblem`, the AUTO gate applies), that removes a stop call of
+ *   a hook into FAULT, or that turns `manual_gating_policy` from BLOCK to OVERRIDE (the section
+ *   holds it: an operator's manual calls would reach the actuators the running tree drives);
  * - `safety`: a change that weakens the e-stop (a ladder call, `zero_is_safe` or an expectation
  *   taken away, a longer verification timeout is fine);
  * - `alarms`: an interlock removed or changed, an alarm that faults or stops the machine removed
@@ -53,6 +54,16 @@ export function protectionWeakenings(
   }
   for (const call of lostCalls(faultCalls(hooksBefore), faultCalls(hooksNext))) {
     out.push({ section, what: `a hook into FAULT no longer calls ${call}` });
+  }
+  // The gate between an operator's manual calls and what the tree drives (same section).
+  if (
+    before.automation.manualGatingPolicy === "BLOCK" &&
+    next.automation.manualGatingPolicy === "OVERRIDE"
+  ) {
+    out.push({
+      section,
+      what: "manual_gating_policy BLOCK -> OVERRIDE: manual calls reach what AUTO drives",
+    });
   }
   // The e-stop.
   const sb = before.safety.safeState;

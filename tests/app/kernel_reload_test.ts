@@ -11,16 +11,18 @@ import type { Kernel } from "../../src/app/kernel.ts";
 import type { ReloadReport } from "../../src/app/reload_report.ts";
 import { summarize } from "../../src/app/reloader.ts";
 import type { AlarmConfig, Config, InterlockConfig } from "../../src/config/mod.ts";
-import { startRuntime } from "../helpers/kernel.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { expectation } from "../safety/_fixture.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import {
   automationConfig,
   cached,
+  callAs,
   enterAuto,
   STOP_MOTOR_ON_FAULT,
   TreeDir,
   treeXml,
+  tv,
 } from "../scenarios/automation_helpers.ts";
 
 /** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
@@ -90,6 +92,42 @@ Deno.test("Kernel.reload in AUTO refuses removing the AUTO -> FAULT hook; FAULT 
       [entry?.origin.kind, entry?.function, entry?.outcome],
       ["reload", "automation.mode_transition_hooks", "refused"],
     );
+  });
+});
+
+Deno.test("Kernel.reload in AUTO refuses turning manual_gating_policy from BLOCK to OVERRIDE; outside AUTO it applies, recorded, and the next AUTO lets manual calls through", async () => {
+  await withKernel(async (rt, base) => {
+    const manualCall = () =>
+      callAs(rt, "manual", "sim0/motorctl0", "set_motor_duty", {
+        motor_index: tv.i(2),
+        duty: tv.d(0.3),
+      });
+    await enterAuto(rt);
+    await assert.rejects(manualCall(), /manual_gating_policy BLOCK/);
+    const override = withAutomation(base, { manualGatingPolicy: "OVERRIDE" });
+    const inAuto = await rt.reload(override);
+    assert.deepEqual(refusedSections(inAuto), ["automation.mode_transition_hooks"]);
+    assert.match(inAuto.refused[0]!.why, /manual_gating_policy BLOCK -> OVERRIDE/);
+    assert.equal(rt.config.automation.manualGatingPolicy, "BLOCK", "the old policy stays");
+    await assert.rejects(manualCall(), /manual_gating_policy BLOCK/, "still blocked in AUTO");
+
+    await rt.modes.request("MANUAL");
+    const manual = await rt.reload(override);
+    assert.deepEqual(refusedSections(manual), []);
+    assert.deepEqual(manual.weakened.map((w) => w.what), [
+      "manual_gating_policy BLOCK -> OVERRIDE: manual calls reach what AUTO drives",
+    ]);
+    const entries = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+      e.action === "config" && e.function === "automation.mode_transition_hooks"
+    );
+    assert.deepEqual(entries.map((e) => e.outcome), ["refused", "accepted"]);
+    await rt.modes.request("AUTO");
+    await manualCall(); // OVERRIDE: passes in AUTO
+    await waitFor("motor 2 at 0.3", () => cached(rt, "sim0/motorctl0", "motor2_duty") === 0.3);
+    // Back to BLOCK strengthens: applied in AUTO at once.
+    const back = await rt.reload(base);
+    assert.deepEqual([refusedSections(back), back.weakened], [[], []]);
+    await assert.rejects(manualCall(), /manual_gating_policy BLOCK/);
   });
 });
 

@@ -4,6 +4,7 @@ import type { DeviceCapabilities, FunctionCategory, FunctionSpec } from "../../s
 import { RuntimeError } from "../../src/common/mod.ts";
 import { type HookConfig, RUNTIME_MODES, type RuntimeMode } from "../../src/config/mod.ts";
 import {
+  type AuditDecision,
   type CallOrigin,
   type HookFailure,
   isTransitionAllowed,
@@ -35,8 +36,8 @@ function setup(o: {
     // Its own (empty) safe state: the FAULT hooks are not adopted by the e-stop.
     safety: { present: true },
   });
-  const { modes, bus, router } = r.kernel;
-  return { modes, events: r.events, bus, router, lines: r.lines };
+  const { modes, bus, router, inventory, host } = r.kernel;
+  return { modes, events: r.events, bus, router, inventory, log: host.log, lines: r.lines };
 }
 
 /** The wall clock the manager under test reads (event timestamps). */
@@ -566,4 +567,95 @@ Deno.test("ModeManager commits and tells every listener even when one throws", a
   assert.equal(modes.enterFault("test").committed, true);
   assert.deepEqual(seen, ["IDLE->MANUAL", "MANUAL->FAULT"]);
   assert.equal(events.filter((e) => e.kind === "mode_change").length, 2);
+});
+
+// ---- a reload's new hooks and policy; what the audit trail is told ----
+
+Deno.test("ModeManager reconfigure: the next transition runs the new hooks and the gate follows the new policy", async () => {
+  const { modes } = setup({ before: [hook("IDLE", "MANUAL", [FAILING], true)], policy: "BLOCK" });
+  await assert.rejects(modes.request("MANUAL"), /vetoed/);
+  modes.reconfigure(
+    { beforeTransition: [], afterTransition: [hook("MANUAL", "AUTO", [ghost("new")], false)] },
+    "OVERRIDE",
+  );
+  assert.equal(await modes.request("MANUAL"), "MANUAL", "the old veto is gone");
+  const auto = await modes.requestWithReport("AUTO");
+  assert.deepEqual(auto.hook_failures.map((f) => f.function), ["new"], "the new hook ran");
+  const manual = { fn: fnSpec("ACTUATE"), device: DEVICE, origin: "manual" as const };
+  assert.equal(modes.gate(manual), null, "OVERRIDE lets a manual call through in AUTO");
+  modes.reconfigure({ beforeTransition: [], afterTransition: [] }, "BLOCK");
+  assert.equal(modes.gate(manual)?.code, "FAILED_PRECONDITION", "BLOCK again");
+});
+
+/** A mode manager of its own over the rig's router, recording what it tells the audit trail. */
+function audited(o: { before?: HookConfig[] } = {}) {
+  const { router, bus, inventory, log } = setup();
+  const records: AuditDecision[] = [];
+  let mono = 1_000;
+  const modes = new ModeManager({
+    router,
+    inventory,
+    bus,
+    // Each read of the monotonic clock is 5 ms after the one before.
+    clock: withRealTimers({ nowMs: () => NOW_MS, monoMs: () => (mono += 5) }),
+    log,
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: { beforeTransition: o.before ?? [], afterTransition: [] },
+    audit: { record: (d) => records.push(d), writeAhead: () => Promise.resolve(null) },
+  });
+  return { modes, records };
+}
+
+Deno.test("ModeManager records each mode request: accepted with from, result and latency; refused with the check that refused; none for the current mode", async () => {
+  const { modes, records } = audited({ before: [hook("MANUAL", "AUTO", [ghost("b")], false)] });
+  await modes.request("MANUAL");
+  await modes.requestWithReport("AUTO", { kind: "http", address: "10.0.0.7" });
+  await modes.request("AUTO"); // already AUTO: nothing to record
+  modes.addArmCheck(() => "not now"); // no name: refused by "mode"
+  await assert.rejects(modes.request("MANUAL"), /not now/);
+  const latencies = records.map((r) => r.latency_ms);
+  assert.ok(latencies.every((l) => typeof l === "number" && l >= 0 && l < 100), String(latencies));
+  assert.deepEqual(records.map(({ latency_ms: _, ...r }) => r), [
+    {
+      action: "mode",
+      origin: { kind: "http" },
+      outcome: "accepted",
+      function: "MANUAL",
+      args: { from: "IDLE" },
+      result: { mode: "MANUAL", hook_failures: 0 },
+    },
+    {
+      action: "mode",
+      origin: { kind: "http", address: "10.0.0.7" },
+      outcome: "accepted",
+      function: "AUTO",
+      args: { from: "MANUAL" },
+      result: { mode: "AUTO", hook_failures: 1 },
+    },
+    {
+      action: "mode",
+      origin: { kind: "http" },
+      outcome: "refused",
+      function: "MANUAL",
+      args: { from: "AUTO" },
+      reason: "FAILED_PRECONDITION: not now",
+      refused_by: "mode",
+    },
+  ]);
+});
+
+Deno.test("ModeManager records a FAULT it is forced into as the runtime's automation, with the reason", async () => {
+  const { modes, records } = audited();
+  await modes.request("MANUAL");
+  records.length = 0;
+  assert.equal(await modes.forceFault("tree failed"), true);
+  assert.deepEqual(records, [{
+    action: "mode",
+    origin: { kind: "automation" },
+    outcome: "accepted",
+    function: "FAULT",
+    args: { from: "MANUAL", reason: "tree failed" },
+    latency_ms: 0,
+  }]);
 });
