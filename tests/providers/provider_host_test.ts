@@ -12,7 +12,7 @@ import {
 } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import {
   type Inventory,
@@ -618,4 +618,165 @@ Deno.test("ProviderHost.stop called while a stop runs resolves once the process 
     assert.equal(processAlive(pid), false, "the second stop waited for the process");
     await first;
   });
+});
+
+Deno.test("ProviderHost.send while down replies UNAVAILABLE, never synchronously", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  try {
+    const replies: unknown[] = [];
+    registry.host("p0")!.send(
+      "read_signals",
+      { device_id: "d0", signal_ids: ["x"] },
+      (err, answer) => replies.push(err ?? answer),
+    );
+    assert.equal(replies.length, 0, "not within the call");
+    await Promise.resolve();
+    assert.equal(replies.length, 1);
+    const err = replies[0];
+    assert.ok(err instanceof RuntimeError);
+    assert.deepEqual([err.code, err.message], ["UNAVAILABLE", "Provider unavailable: p0"]);
+  } finally {
+    await registry.stopAll(1000);
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("ProviderHost tells inventory listeners whether a restart's discovery changed the inventory", async () => {
+  await withFixture(D0, async (fx) => {
+    const seen: Array<[string[], boolean]> = [];
+    fx.host.onInventory((devices, changed) =>
+      seen.push([devices.flatMap((d) => d.signals.map((s) => s.signalId)), changed])
+    );
+    const restart = async (n: number) => {
+      const pid = fx.kill();
+      await waitFor(`restart ${n}`, () => seen.length === n && fx.host.session?.pid !== pid);
+    };
+    await restart(1); // the same inventory again
+    await fx.setInventory({
+      devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }, { id: "y", type: T.INT64 }] } },
+    });
+    await restart(2);
+    await restart(3); // that one again
+    assert.deepEqual(seen, [[["x"], false], [["x", "y"], true], [["x", "y"], false]]);
+    // Up with devices is said at INFO with their ids (without any: a WARN, not ready).
+    assert.ok(fx.lines.some((l) => /^INFO .*up: 1 device\(s\): d0$/.test(l)), fx.lines.join("\n"));
+  }, { restart: { backoffMs: [0, 0, 0], maxAttempts: 10 } });
+});
+
+Deno.test("ProviderHost shows the stderr lines of a provider that is still starting", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({ ...D0, stderr: ["booting the bus"], hello: { hang: true } }),
+  );
+  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  const host = registry.host("p0")!;
+  assert.deepEqual(host.stderrTail, [], "no process yet");
+  const start = host.start().catch((e) => e);
+  try {
+    await waitFor("the line", () => host.stderrTail.includes("booting the bus"));
+    assert.equal(host.available, false, "still starting");
+  } finally {
+    await registry.stopAll(1000);
+    await start;
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED_PRECONDITION with the reason, the process ended within 2 s; without a check it starts", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(D0));
+  // Ignores SIGTERM: only SIGKILL, at 1.8 s of the 2 s cap, ends it.
+  const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  const deps = {
+    spawn: spawnProcess,
+    clock,
+    log: new LineLogger({
+      level: "warn",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 60_000,
+  };
+  const asked: string[] = [];
+  const refused = new ProviderHost(cfg, {
+    ...deps,
+    admit: (id, devices) => {
+      asked.push(`${id}: ${devices.map((d) => d.device.deviceId).join(",")}`);
+      return "claim 'gpio:4' held by p9/relay";
+    },
+  });
+  let settled = false;
+  const start = refused.start().finally(() => settled = true);
+  start.catch(() => {}); // asserted below
+  const elapse = async (ms: number, what: string) => {
+    await waitFor(what, () => {
+      clock.advance(0);
+      return clock.pendingDelays().includes(ms);
+    });
+    clock.advance(ms);
+  };
+  try {
+    await elapse(1200, "the exit deadline (60 % of 2 s, not of 60 s)");
+    await elapse(600, "the SIGTERM deadline");
+    await assert.rejects(start, (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.deepEqual([e.code, e.message], [
+        "FAILED_PRECONDITION",
+        "claim 'gpio:4' held by p9/relay",
+      ]);
+      return true;
+    });
+    assert.equal(settled, true);
+    assert.deepEqual(asked, ["p0: d0"]);
+    assert.equal(refused.available, false);
+    assert.ok(lines.some((l) => l.includes("ignored SIGTERM; sending SIGKILL")), lines.join("\n"));
+
+    // No admission check at all (a host outside a registry): the inventory is committed.
+    const plain = new ProviderHost(programmableProvider("p1", file), deps);
+    const up = plain.start();
+    while (!plain.available) {
+      clock.advance(0);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await up;
+    let stopped = false;
+    const stopping = plain.stop(1000).finally(() => stopped = true);
+    while (!stopped) {
+      clock.advance(1000);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await stopping;
+  } finally {
+    let stopped = false;
+    const stopping = start.catch(() => {}).then(() => refused.stop(1000)).finally(() =>
+      stopped = true
+    );
+    while (!stopped) {
+      clock.advance(1000);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await stopping;
+    await Deno.remove(file);
+  }
 });
