@@ -883,14 +883,18 @@ export class Kernel {
           : "telemetry retargeted (disabled)",
       };
     });
-    // A removed token is refused from the next request on.
-    const retoken = (next: Config) => {
-      this.api.setTokens(
+    // A removed token is refused from the next request on; its open event streams end.
+    const retoken = async (next: Config) => {
+      const ended = await this.api.setTokens(
         this.#config.http,
         resolveApiToken(next.http, this.#secret("RUNTIME_API_TOKEN")),
         resolveNamedTokens(next.http, this.#secret),
       );
-      return { note: "API tokens replaced" };
+      return {
+        note: ended === 0
+          ? "API tokens replaced"
+          : `API tokens replaced; ${ended} event stream(s) of removed tokens ended`,
+      };
     };
     own("http.auth_token", retoken);
     own("http.tokens", retoken);

@@ -103,11 +103,13 @@ export class HttpApi {
 
   /**
    * Replaces the API tokens (a reload of `http.auth_token` / `http.tokens`): from the next
-   * request on, a removed token is refused and a new one admitted. `http` carries the rest of the
-   * authentication settings, which keep their start-up values (they need a restart).
+   * request on, a removed token is refused and a new one admitted, and the event streams its
+   * credentials no longer admit are ended (resolves with how many). `http` carries the rest of
+   * the authentication settings, which keep their start-up values (they need a restart).
    */
-  setTokens(http: HttpConfig, apiToken: string, tokens: readonly NamedToken[]): void {
+  setTokens(http: HttpConfig, apiToken: string, tokens: readonly NamedToken[]): Promise<number> {
     this.#auth = new BearerAuth(http, apiToken, tokens);
+    return this.#sse.recheck();
   }
 
   constructor(services: HttpServices, options: HttpApiOptions) {
@@ -305,6 +307,10 @@ export class HttpApi {
         bodyMatches: async (value) => {
           await loadRequestValidators();
           return requestValidator(match.doc.operationId)(value);
+        },
+        admitted: async () => {
+          const now = await this.#auth.identify(req, info.remoteAddr);
+          return now !== null && roleAllows(now.role, match.role);
         },
       });
     } catch (err) {

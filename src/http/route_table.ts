@@ -31,6 +31,11 @@ export interface RouteContext {
   readonly body: <T>() => Promise<T>;
   /** Whether a value matches the route's request schema (for a `lenient` body). */
   readonly bodyMatches: (value: unknown) => Promise<boolean>;
+  /**
+   * Whether the request's credentials admit it to this route under the API tokens in force now
+   * (a reload may have removed its token or lowered its role since it was admitted).
+   */
+  readonly admitted: () => Promise<boolean>;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;

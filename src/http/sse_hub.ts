@@ -122,6 +122,14 @@ function randomBootId(): string {
   return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** Who opened a stream, to be asked again when the API tokens change (SseHub.recheck). */
+export interface StreamHolder {
+  /** The principal's name (a token's name, `local`, `anonymous`): for the log, never a token. */
+  readonly principal: string;
+  /** Whether the request's credentials admit it to the stream under the tokens in force now. */
+  readonly admitted: () => Promise<boolean>;
+}
+
 /** Owns every open event stream; bounded in clients and per-client queue. */
 export class SseHub {
   readonly #bus: EventBus;
@@ -135,6 +143,8 @@ export class SseHub {
   readonly #maxClients: number;
   readonly #queueSize: number;
   readonly #clients = new Set<SseClient>();
+  /** Who holds each stream that said so (open's `holder`): asked again by recheck(). */
+  readonly #holders = new Map<SseClient, StreamHolder>();
   #closed = false;
   /** Frames dropped from any client's full queue since start. */
   #droppedTotal = 0;
@@ -193,7 +203,11 @@ export class SseHub {
    * no runtime sends. The stream ends and frees its subscription when the client goes (the server
    * cancels the body) or on closeAll().
    */
-  open(filter: SseFilter, lastEventId?: { text: string; where: string }): Response {
+  open(
+    filter: SseFilter,
+    lastEventId?: { text: string; where: string },
+    holder?: StreamHolder,
+  ): Response {
     const last = lastEventId
       ? parseLastEventId(lastEventId.text, this.bootId, lastEventId.where)
       : { kind: "none" as const };
@@ -222,13 +236,34 @@ export class SseHub {
       onDrop: () => this.#droppedTotal++,
       onClose: (c) => {
         this.#clients.delete(c);
+        this.#holders.delete(c);
         this.#log.debug(`event stream closed (${this.#clients.size} open)`);
       },
     });
     this.#clients.add(client);
+    if (holder) this.#holders.set(client, holder);
     client.attach(this.#bus);
     this.#log.debug(`event stream opened (${this.#clients.size} open)`);
     return new Response(client.stream, { status: 200, headers: SSE_HEADERS });
+  }
+
+  /**
+   * Asks every open stream's holder whether its credentials still admit it (after the API tokens
+   * changed: a reload) and ends the streams of those refused now; resolves with how many it
+   * ended. The client sees its stream end; reconnecting with the removed token gets a 401.
+   */
+  async recheck(): Promise<number> {
+    let ended = 0;
+    for (const [client, holder] of [...this.#holders]) {
+      if (await holder.admitted()) continue;
+      if (!this.#clients.has(client)) continue; // went meanwhile
+      client.close();
+      ended++;
+      this.#log.info(
+        `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
+      );
+    }
+    return ended;
   }
 
   /** Ends every stream and refuses new ones (server shutdown). */

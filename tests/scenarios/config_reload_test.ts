@@ -672,16 +672,17 @@ Deno.test("SIGHUP with a new telemetry target: rows go to the new InfluxDB from 
   }
 });
 
-Deno.test("SIGHUP that removes a named token: it is refused from the next request on; an added one works at once", async () => {
+Deno.test("SIGHUP that removes a named token: it is refused from the next request on, its open event stream ends; an added one works at once", async () => {
   const rig = await Rig.create(["p0"]);
   const OLD = "old-token-aaaaaaaaaaaaaaaa";
   const NEW = "new-token-bbbbbbbbbbbbbbbb";
-  const write = (token: string) =>
+  const write = (token: string, night?: string) =>
     Deno.writeTextFile(
       rig.configPath,
       `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
         `http:\n  port: ${rig.port}\n  auth_enabled: true\n  auth_exempt_loopback: false\n` +
         `  tokens:\n    - {name: shift, role: operator, token: ${token}}\n` +
+        (night ? `    - {name: night, role: viewer, token: ${night}}\n` : "") +
         `providers:\n${rig.provider("p0")}\n`,
     );
   await write(OLD);
@@ -693,12 +694,42 @@ Deno.test("SIGHUP that removes a named token: it is refused from the next reques
       })).status;
     assert.equal(await status(OLD), 200);
     assert.equal(await status(NEW), 401);
+    /** An event stream opened with `token`, its body read until it ends. */
+    const stream = async (token: string) => {
+      const res = await apiFetch(`${rt.base}/v0/events`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      let ended = false;
+      const done = (async () => {
+        while (!(await reader.read()).done) { /* events and keep-alives */ }
+        ended = true;
+      })();
+      return { ended: () => ended, done, cancel: () => reader.cancel().catch(() => {}) };
+    };
+    const held = await stream(OLD);
     await write(NEW);
     const summary = await reload(rt, 1);
-    assert.match(summary, /API tokens replaced/);
+    assert.match(summary, /API tokens replaced; 1 event stream\(s\) of removed tokens ended/);
     assert.doesNotMatch(summary, /needs restart/, "tokens are live, not restart-only");
     assert.equal(await status(OLD), 401, "the removed token is refused at once");
     assert.equal(await status(NEW), 200);
+    await waitFor("the old token's stream ended", held.ended, WAIT_MS);
+    await held.done;
+    assert.match(
+      rt.stderr(),
+      /^INFO .*event stream of 'shift' ended: its token no longer admits it/m,
+    );
+    // A stream with the new token stays open through a token reload that keeps it.
+    const kept = await stream(NEW);
+    await write(NEW, "night-token-cccccccccccccccc");
+    const second = await reload(rt, 2);
+    assert.match(second, /API tokens replaced/);
+    assert.doesNotMatch(second, /ended/);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(kept.ended(), false, "an admitted stream is not ended");
+    await kept.cancel();
     assert.ok(!rt.stderr().includes(OLD) && !rt.stderr().includes(NEW), "no token is logged");
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());

@@ -47,11 +47,12 @@ export const EVENT_ROUTES: readonly Route[] = [
 ];
 
 /**
- * The stream ends (and frees its subscription) when the client goes: Deno cancels the body.
+ * The stream ends (and frees its subscription) when the client goes: Deno cancels the body; and
+ * when a reload of the API tokens no longer admits its credentials (SseHub.recheck).
  * `Last-Event-ID` (as EventSource sends it on its reconnections) wins over `last_event_id`, which
  * a URL may still carry from the first connection.
  */
-function events({ sse, url, req }: RouteContext): Response {
+function events({ sse, url, req, principal, admitted }: RouteContext): Response {
   const q = url.searchParams;
   const header = req.headers.get("last-event-id");
   const query = q.get("last_event_id");
@@ -60,9 +61,13 @@ function events({ sse, url, req }: RouteContext): Response {
     : query !== null
     ? { text: query.trim(), where: "query parameter last_event_id" }
     : undefined;
-  return sse.open({
-    providerId: q.get("provider_id") ?? "",
-    deviceId: q.get("device_id") ?? "",
-    signalId: q.get("signal_id") ?? "",
-  }, lastEventId);
+  return sse.open(
+    {
+      providerId: q.get("provider_id") ?? "",
+      deviceId: q.get("device_id") ?? "",
+      signalId: q.get("signal_id") ?? "",
+    },
+    lastEventId,
+    { principal: principal.name, admitted },
+  );
 }

@@ -1,0 +1,73 @@
+/**
+ * SseHub.recheck: after the API tokens change, the streams whose holder is no longer admitted end;
+ * the others stay open (docs/http-api.md "Roles"; the reload itself:
+ * tests/scenarios/config_reload_test.ts).
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { SseHub } from "../../src/http/sse_hub.ts";
+
+const FILTER = { providerId: "", deviceId: "", signalId: "" };
+
+Deno.test("SseHub.recheck ends the streams whose holder is refused now, keeps the others, and counts only those it ended", async () => {
+  const lines: string[] = [];
+  const bus = new EventBus();
+  const hub = new SseHub({
+    bus,
+    log: new LineLogger({
+      level: "info",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    clock: systemClock,
+    keepAliveMs: 60_000,
+  });
+  try {
+    let shiftAdmitted = true;
+    const asked: string[] = [];
+    const holder = (principal: string, admitted: () => boolean) => ({
+      principal,
+      admitted: () => {
+        asked.push(principal);
+        return Promise.resolve(admitted());
+      },
+    });
+    const shift = hub.open(FILTER, undefined, holder("shift", () => shiftAdmitted)).body!
+      .getReader();
+    const dash = hub.open(FILTER, undefined, holder("dash", () => true)).body!.getReader();
+    const plain = hub.open(FILTER).body!.getReader(); // no holder: never asked
+    const gone = hub.open(FILTER, undefined, holder("gone", () => false)).body!.getReader();
+    await gone.cancel(); // left before the tokens changed
+    assert.equal(hub.clientCount, 3);
+
+    assert.equal(await hub.recheck(), 0, "everyone still admitted");
+    assert.deepEqual(asked.splice(0), ["shift", "dash"]);
+    shiftAdmitted = false;
+    assert.equal(await hub.recheck(), 1);
+    assert.equal(hub.clientCount, 2);
+    assert.deepEqual((await shift.read()).done, true, "shift's stream ended");
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "IDLE",
+      new_mode: "MANUAL",
+      timestamp_ms: 1,
+    });
+    for (const r of [dash, plain]) {
+      const chunk = await r.read();
+      assert.equal(chunk.done, false);
+      assert.match(new TextDecoder().decode(chunk.value), /event: mode_change/);
+    }
+    assert.deepEqual(
+      lines.filter((l) => l.includes("event stream of")).map((l) => l.replace(/^INFO +\S+ /, "")),
+      ["event stream of 'shift' ended: its token no longer admits it (API tokens changed)"],
+    );
+    assert.equal(await hub.recheck(), 0, "an ended stream is not asked again");
+    assert.deepEqual(asked.splice(0), ["shift", "dash", "dash"]);
+    await dash.cancel();
+    await plain.cancel();
+  } finally {
+    hub.closeAll();
+  }
+});
