@@ -118,13 +118,14 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
   }
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true } },
-    // Up in time, and slow to exit once stopped: startAll must wait for it.
-    { ...OK_INVENTORY, exitDelayMs: 500 },
+    // Up in time, and slower to exit once stopped than the hanging ones take to end: startAll
+    // must wait for it.
+    { ...OK_INVENTORY, exitDelayMs: 1200 },
     { ...OK_INVENTORY, hello: { hang: true } },
   ]);
   try {
     await assert.rejects(
-      slow.registry.startAll(1500, 1000),
+      slow.registry.startAll(1500, 3000),
       /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0, p2$/,
     );
     assert.equal(slow.pids.length, 3);
