@@ -217,6 +217,14 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/provider_data_poll_overlap_test.ts",
       "tests/scenarios/kernel_calls_test.ts",
       "tests/scenarios/kernel_supervision_test.ts",
+      // Staleness and liveness bounds, poll periods (setStaleness, setIntervalMs, qualityNow).
+      "tests/state/health_test.ts",
+      "tests/state/poll_period_test.ts",
+      "tests/state/provider_health_test.ts",
+      "tests/scenarios/poll_hints_test.ts",
+      // readFresh: the e-stop's read-back; timestampSkew: a provider clock ahead.
+      "tests/safety/verify_test.ts",
+      "tests/scenarios/alarms_clock_skew_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
-import { ADPP_DEADLINE_TIMER, ManualClock, runDueUntil } from "../helpers/clock.ts";
+import { ADPP_DEADLINE_TIMER, ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { rigNotStarted } from "../helpers/rig.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import {
@@ -1074,4 +1074,68 @@ Deno.test("StateCache sends the ReadSignals of a provider's due devices together
     // The pass's GetHealth (due every 5 s) waits behind the hung read too: let it expire.
     await clock.advanceAsync(200);
   }, { timeoutMs: 200, manual: clock });
+});
+
+Deno.test("StateCache: a provider a reload removes is no longer polled nor kept; one added again under its id starts from nothing", async () => {
+  const clock = new ManualClock();
+  // A device listed twice: one discovery warning.
+  await withFixture({ ...D0, list: ["d0", "d0"] }, async (fx) => {
+    const old = fx.host;
+    // Something of every kind the cache keeps per provider: samples, a data fault, poll metrics,
+    // its own health report.
+    await fx.program("d0", {
+      read: { values: [{ id: "x", type: T.INT64, int64: "2", quality: Q.OK }] },
+    });
+    await fx.cache.pollDevice("p0", "d0");
+    await fx.cache.fetchReportedHealth(old);
+    assert.equal(fx.cache.dataFaults("p0").type_mismatch, 1);
+    assert.ok(fx.cache.pollMetrics("p0")!.duration.count > 0);
+    assert.notEqual(fx.cache.reportedHealth("p0"), undefined);
+    assert.equal(fx.cache.providerDevices("p0").length, 1);
+    assert.equal(fx.cache.discoveryWarnings("p0").length, 1);
+
+    // Every request the removed host is asked for from now on.
+    const asked: string[] = [];
+    const request = old.request.bind(old);
+    const send = old.send.bind(old);
+    old.request = ((kind, ...rest) => {
+      asked.push(kind);
+      return request(kind, ...rest);
+    }) as typeof old.request;
+    old.send = ((kind, ...rest) => {
+      asked.push(kind);
+      send(kind, ...rest);
+    }) as typeof old.send;
+    assert.equal(fx.registry.remove("p0"), old);
+    await settleOn(clock, old.stop(1000));
+    for (let i = 0; i < 5; i++) clock.advance(100);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(asked, [], "its poll loop stopped with it");
+    assert.deepEqual(fx.cache.providerDevices("p0"), []);
+    assert.equal(fx.cache.signal("p0", "d0", "x"), undefined);
+    assert.equal(fx.cache.pollMetrics("p0"), undefined);
+    assert.equal(fx.cache.reportedHealth("p0"), undefined);
+    assert.deepEqual(fx.cache.dataFaults("p0"), {
+      type_mismatch: 0,
+      non_finite: 0,
+      undeclared_signal: 0,
+    });
+    assert.deepEqual(fx.cache.discoveryWarnings("p0"), []);
+
+    // Added again (a reload): a new host under the same id, polled by a loop of its own.
+    await fx.setInventory({
+      devices: { d0: { ...D0.devices.d0, values: [dbl("x", 7.5)] } },
+    });
+    const again = fx.registry.add(old.config);
+    await settleOn(clock, again.start());
+    assert.deepEqual(fx.cache.providerDevices("p0").map((d) => d.deviceId), ["d0"]);
+    assert.equal(fx.cache.reportedHealth("p0"), undefined);
+    assert.deepEqual(asked, [], "the old host is never asked again");
+    await waitFor("a poll of the new host", () => {
+      clock.advance(100);
+      return fx.cache.signal("p0", "d0", "x")?.value !== undefined;
+    });
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 7.5 });
+    await settleOn(clock, again.stop(1000));
+  }, { poll: true, intervalMs: 100, manual: clock });
 });
