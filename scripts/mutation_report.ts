@@ -96,6 +96,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/mode_fault_hooks_test.ts",
       "tests/scenarios/mode_auto_gate_restart_test.ts",
       "tests/scenarios/estop_reset_test.ts",
+      // allowedModesGate: a provider's declared allowed_modes, refused and audited as such; the
+      // e-stop's ladder (origin safety) passes it.
+      "tests/scenarios/provider_policies_test.ts",
       "tests/scenarios/automation_gating_test.ts",
       "tests/scenarios/audit_origins_test.ts",
       "tests/scenarios/audit_alarms_test.ts",

@@ -31,13 +31,24 @@ function setup(o: {
     automation: {
       enabled: o.automation ?? true,
       manualGatingPolicy: o.policy ?? "BLOCK",
-      modeTransitionHooks: { beforeTransition: o.before ?? [], afterTransition: o.after ?? [] },
+      modeTransitionHooks: {
+        beforeTransition: o.before ?? [],
+        afterTransition: o.after ?? [],
+      },
     },
     // Its own (empty) safe state: the FAULT hooks are not adopted by the e-stop.
     safety: { present: true },
   });
   const { modes, bus, router, inventory, host } = r.kernel;
-  return { modes, events: r.events, bus, router, inventory, log: host.log, lines: r.lines };
+  return {
+    modes,
+    events: r.events,
+    bus,
+    router,
+    inventory,
+    log: host.log,
+    lines: r.lines,
+  };
 }
 
 /** The wall clock the manager under test reads (event timestamps). */
@@ -74,7 +85,11 @@ for (const from of RUNTIME_MODES) {
     const expected = TABLE[from][to];
     Deno.test(
       `ModeManager transition ${from} -> ${to} is ${
-        { "=": "a no-op", y: "allowed", n: "refused with FAILED_PRECONDITION" }[expected]
+        {
+          "=": "a no-op",
+          y: "allowed",
+          n: "refused with FAILED_PRECONDITION",
+        }[expected]
       }`,
       async () => {
         const { modes, events } = setup();
@@ -84,7 +99,10 @@ for (const from of RUNTIME_MODES) {
         if (expected === "n") {
           await assert.rejects(modes.request(to), (e: RuntimeError) => {
             assert.equal(e.code, "FAILED_PRECONDITION");
-            assert.equal(e.message, `Invalid mode transition: ${from} -> ${to}`);
+            assert.equal(
+              e.message,
+              `Invalid mode transition: ${from} -> ${to}`,
+            );
             return true;
           });
           assert.equal(modes.current(), from);
@@ -145,17 +163,26 @@ Deno.test("ModeManager forceFault enters FAULT from every mode and reports it", 
 const FAILING = call("ghost/dev0", "do_it");
 
 Deno.test("ModeManager vetoes a transition when a before-hook with fail_on_error fails", async () => {
-  const { modes, events } = setup({ before: [hook("MANUAL", "AUTO", [FAILING], true)] });
+  const { modes, events } = setup({
+    before: [hook("MANUAL", "AUTO", [FAILING], true)],
+  });
   await modes.request("MANUAL");
   const modeChanges = () => events.filter((e) => e.kind === "mode_change").length;
   const n = modeChanges();
   await assert.rejects(modes.request("AUTO"), (e: RuntimeError) => {
     assert.equal(e.code, "FAILED_PRECONDITION");
-    assert.match(e.message, /vetoed.*before_transition hook .*ghost\/dev0 do_it.*NOT_FOUND/);
+    assert.match(
+      e.message,
+      /vetoed.*before_transition hook .*ghost\/dev0 do_it.*NOT_FOUND/,
+    );
     return true;
   });
   assert.equal(modes.current(), "MANUAL");
-  assert.equal(modeChanges(), n, "no mode_change event for a vetoed transition");
+  assert.equal(
+    modeChanges(),
+    n,
+    "no mode_change event for a vetoed transition",
+  );
 });
 
 Deno.test("ModeManager continues when a before-hook without fail_on_error fails", async () => {
@@ -165,7 +192,9 @@ Deno.test("ModeManager continues when a before-hook without fail_on_error fails"
 });
 
 Deno.test("ModeManager cannot be vetoed when the target is FAULT", async () => {
-  const { modes } = setup({ before: [hook("*", "FAULT", [FAILING, FAILING], true)] });
+  const { modes } = setup({
+    before: [hook("*", "FAULT", [FAILING, FAILING], true)],
+  });
   await modes.request("MANUAL");
   assert.equal(await modes.request("FAULT"), "FAULT");
 });
@@ -181,7 +210,9 @@ Deno.test("ModeManager does not fire hooks whose from/to do not match", async ()
   });
   assert.equal(await modes.request("MANUAL"), "MANUAL");
   assert.equal(await modes.request("AUTO"), "AUTO");
-  await assert.rejects(modes.request("MANUAL"), { code: "FAILED_PRECONDITION" });
+  await assert.rejects(modes.request("MANUAL"), {
+    code: "FAILED_PRECONDITION",
+  });
 });
 
 // ---- the mode gate ----
@@ -212,7 +243,10 @@ const DEVICE: DeviceCapabilities = {
 };
 
 // allowed[mode][policy][origin] for an actuating function; READ is always allowed.
-const GATE: Record<RuntimeMode, Record<"BLOCK" | "OVERRIDE", Record<CallOrigin, boolean>>> = {
+const GATE: Record<
+  RuntimeMode,
+  Record<"BLOCK" | "OVERRIDE", Record<CallOrigin, boolean>>
+> = {
   IDLE: {
     BLOCK: { manual: false, automated: false, hook: false, safety: true },
     OVERRIDE: { manual: false, automated: false, hook: false, safety: true },
@@ -237,12 +271,26 @@ for (const mode of RUNTIME_MODES) {
       const { modes } = setup({ policy });
       await reach(modes, mode);
       for (const origin of ["manual", "automated", "hook", "safety"] as const) {
-        for (const category of ["READ", "ACTUATE", "CONFIG", "UNSPECIFIED"] as const) {
-          const refusal = modes.gate({ fn: fnSpec(category), device: DEVICE, origin });
+        for (
+          const category of [
+            "READ",
+            "ACTUATE",
+            "CONFIG",
+            "UNSPECIFIED",
+          ] as const
+        ) {
+          const refusal = modes.gate({
+            fn: fnSpec(category),
+            device: DEVICE,
+            origin,
+          });
           const allowed = category === "READ" || GATE[mode][policy][origin];
           if (allowed) assert.equal(refusal, null, `${origin} ${category}`);
           else {
-            assert.ok(refusal instanceof RuntimeError, `${origin} ${category}: ${refusal}`);
+            assert.ok(
+              refusal instanceof RuntimeError,
+              `${origin} ${category}: ${refusal}`,
+            );
             assert.equal(refusal.code, "FAILED_PRECONDITION");
             const what = `p/d fn_${category.toLowerCase()} is actuating`;
             assert.equal(
@@ -300,7 +348,10 @@ Deno.test("ModeManager requestWithReport of the current mode reports no hook fai
     });
     await reach(modes, mode);
     const n = events.length;
-    assert.deepEqual(await modes.requestWithReport(mode), { mode, hook_failures: [] });
+    assert.deepEqual(await modes.requestWithReport(mode), {
+      mode,
+      hook_failures: [],
+    });
     assert.equal(events.length, n, `${mode}: nothing published`);
   }
 });
@@ -333,15 +384,26 @@ Deno.test("ModeManager FAULT entry runs before- then after-hooks as stop actions
   assert.deepEqual(report, { mode: "FAULT", hook_failures: expected });
   // FAULT is committed first; each failure is published, stamped with the clock.
   assert.deepEqual(events.slice(n), [
-    { kind: "mode_change", previous_mode: "AUTO", new_mode: "FAULT", timestamp_ms: NOW_MS },
-    ...expected.map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
+    {
+      kind: "mode_change",
+      previous_mode: "AUTO",
+      new_mode: "FAULT",
+      timestamp_ms: NOW_MS,
+    },
+    ...expected.map((f) => ({
+      kind: "hook_failure",
+      ...f,
+      timestamp_ms: NOW_MS,
+    })),
   ]);
   // A failed stop action is an error, whatever the hook's fail_on_error says.
   assert.deepEqual(levels(lines), ["ERROR", "ERROR", "ERROR", "ERROR"]);
 });
 
 Deno.test("ModeManager enterFault commits FAULT synchronously and runs its hooks once, on demand", async () => {
-  const { modes, events } = setup({ before: [hook("*", "FAULT", [ghost("stop")], true, "h")] });
+  const { modes, events } = setup({
+    before: [hook("*", "FAULT", [ghost("stop")], true, "h")],
+  });
   await reach(modes, "MANUAL");
   const seen: string[] = [];
   modes.onModeChange((c) => seen.push(`${c.previous}->${c.current}`));
@@ -355,7 +417,9 @@ Deno.test("ModeManager enterFault commits FAULT synchronously and runs its hooks
   assert.deepEqual(events.slice(n).map((e) => e.kind), ["mode_change"]);
   const first = entry.runHooks();
   assert.equal(entry.runHooks(), first, "later calls return the same promise");
-  assert.deepEqual(await first, [ghostFailure("MANUAL->FAULT", "before", "h", "stop")]);
+  assert.deepEqual(await first, [
+    ghostFailure("MANUAL->FAULT", "before", "h", "stop"),
+  ]);
   assert.equal(hookFailureEvents(events).length, 1, "the hooks ran once");
 
   // Already in FAULT: nothing is committed and no hook runs.
@@ -364,7 +428,10 @@ Deno.test("ModeManager enterFault commits FAULT synchronously and runs its hooks
   assert.equal(again.from, "FAULT");
   assert.deepEqual(await again.runHooks(), []);
   assert.equal(await modes.forceFault("and again"), true);
-  assert.deepEqual(events.slice(n).map((e) => e.kind), ["mode_change", "hook_failure"]);
+  assert.deepEqual(events.slice(n).map((e) => e.kind), [
+    "mode_change",
+    "hook_failure",
+  ]);
   assert.deepEqual(seen, ["MANUAL->FAULT"]);
 });
 
@@ -394,9 +461,22 @@ Deno.test("ModeManager reports before- and after-hook failures of a transition, 
   assert.deepEqual(report, { mode: "AUTO", hook_failures: expected });
   // Before-hook failures come before the commit, after-hook failures after it.
   assert.deepEqual(events.slice(n), [
-    ...expected.slice(0, 2).map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
-    { kind: "mode_change", previous_mode: "MANUAL", new_mode: "AUTO", timestamp_ms: NOW_MS },
-    ...expected.slice(2).map((f) => ({ kind: "hook_failure", ...f, timestamp_ms: NOW_MS })),
+    ...expected.slice(0, 2).map((f) => ({
+      kind: "hook_failure",
+      ...f,
+      timestamp_ms: NOW_MS,
+    })),
+    {
+      kind: "mode_change",
+      previous_mode: "MANUAL",
+      new_mode: "AUTO",
+      timestamp_ms: NOW_MS,
+    },
+    ...expected.slice(2).map((f) => ({
+      kind: "hook_failure",
+      ...f,
+      timestamp_ms: NOW_MS,
+    })),
   ]);
   // A failed hook call is a warning; an error when its hook has fail_on_error (or enters FAULT).
   assert.deepEqual(levels(lines), ["WARN", "WARN", "ERROR", "ERROR", "WARN"]);
@@ -432,7 +512,9 @@ Deno.test("ModeManager veto names the failed hook call and skips every remaining
 });
 
 Deno.test("ModeManager refuses a transition while another one's hooks run; FAULT gets through", async () => {
-  const { modes, events } = setup({ before: [hook("MANUAL", "AUTO", [ghost("slow")], false)] });
+  const { modes, events } = setup({
+    before: [hook("MANUAL", "AUTO", [ghost("slow")], false)],
+  });
   await reach(modes, "MANUAL");
   // Both requests are made while MANUAL -> AUTO runs its before-hooks (no await in between).
   const toAuto = modes.request("AUTO");
@@ -440,13 +522,19 @@ Deno.test("ModeManager refuses a transition while another one's hooks run; FAULT
   const toFault = modes.request("FAULT");
   await assert.rejects(toIdle, (e: RuntimeError) => {
     assert.equal(e.code, "FAILED_PRECONDITION");
-    assert.equal(e.message, "Mode transition MANUAL -> AUTO is in progress; retry MANUAL -> IDLE");
+    assert.equal(
+      e.message,
+      "Mode transition MANUAL -> AUTO is in progress; retry MANUAL -> IDLE",
+    );
     return true;
   });
   assert.equal(await toFault, "FAULT");
   await assert.rejects(toAuto, (e: RuntimeError) => {
     assert.equal(e.code, "FAILED_PRECONDITION");
-    assert.equal(e.message, "Mode changed concurrently during MANUAL -> AUTO hooks (now FAULT)");
+    assert.equal(
+      e.message,
+      "Mode changed concurrently during MANUAL -> AUTO hooks (now FAULT)",
+    );
     return true;
   });
   assert.equal(modes.current(), "FAULT");
@@ -480,7 +568,10 @@ Deno.test("ModeManager refuses to leave FAULT while its hooks run, and re-arms o
   });
   assert.equal(modes.current(), "FAULT");
   // Every stop action was attempted, and only then does re-arming work.
-  assert.deepEqual((await toFault).hook_failures.map((f) => f.function), ["stop", "after_stop"]);
+  assert.deepEqual((await toFault).hook_failures.map((f) => f.function), [
+    "stop",
+    "after_stop",
+  ]);
   assert.equal(await modes.request("MANUAL"), "MANUAL");
   assert.deepEqual(
     events.filter((e) => e.kind === "mode_change").map((e) =>
@@ -491,10 +582,17 @@ Deno.test("ModeManager refuses to leave FAULT while its hooks run, and re-arms o
   // A FAULT entry whose hooks are run later (the e-stop runs its ladder first) blocks re-arming
   // from when they start until they end.
   modes.enterFault("test");
-  assert.equal(await modes.request("MANUAL"), "MANUAL", "hooks not started: nothing to wait for");
+  assert.equal(
+    await modes.request("MANUAL"),
+    "MANUAL",
+    "hooks not started: nothing to wait for",
+  );
   const late = modes.enterFault("again");
   const hooks = late.runHooks();
-  await assert.rejects(modes.request("MANUAL"), /FAULT hooks are still running/);
+  await assert.rejects(
+    modes.request("MANUAL"),
+    /FAULT hooks are still running/,
+  );
   await hooks;
   assert.equal(await modes.request("MANUAL"), "MANUAL");
 });
@@ -516,7 +614,12 @@ Deno.test("ModeManager arm checks refuse MANUAL and AUTO only, first refusal fir
   assert.equal(await modes.request("MANUAL"), "MANUAL");
   assert.equal(await modes.request("AUTO"), "AUTO");
   // Asked before the hooks and again right before the commit.
-  assert.deepEqual(asked, ["IDLE->MANUAL", "IDLE->MANUAL", "MANUAL->AUTO", "MANUAL->AUTO"]);
+  assert.deepEqual(asked, [
+    "IDLE->MANUAL",
+    "IDLE->MANUAL",
+    "MANUAL->AUTO",
+    "MANUAL->AUTO",
+  ]);
   refusing = true;
   await assert.rejects(modes.request("MANUAL"), refused);
   assert.equal(modes.current(), "AUTO");
@@ -553,7 +656,10 @@ Deno.test("ModeManager re-checks arming after the before-hooks: a latch engaged 
     return true;
   });
   assert.equal(modes.current(), "IDLE");
-  assert.deepEqual(events.map((e) => e.kind === "hook_failure" ? e.function : e.kind), ["slow"]);
+  assert.deepEqual(
+    events.map((e) => e.kind === "hook_failure" ? e.function : e.kind),
+    ["slow"],
+  );
 });
 
 Deno.test("ModeManager commits and tells every listener even when one throws", async () => {
@@ -572,17 +678,35 @@ Deno.test("ModeManager commits and tells every listener even when one throws", a
 // ---- a reload's new hooks and policy; what the audit trail is told ----
 
 Deno.test("ModeManager reconfigure: the next transition runs the new hooks and the gate follows the new policy", async () => {
-  const { modes } = setup({ before: [hook("IDLE", "MANUAL", [FAILING], true)], policy: "BLOCK" });
+  const { modes } = setup({
+    before: [hook("IDLE", "MANUAL", [FAILING], true)],
+    policy: "BLOCK",
+  });
   await assert.rejects(modes.request("MANUAL"), /vetoed/);
   modes.reconfigure(
-    { beforeTransition: [], afterTransition: [hook("MANUAL", "AUTO", [ghost("new")], false)] },
+    {
+      beforeTransition: [],
+      afterTransition: [hook("MANUAL", "AUTO", [ghost("new")], false)],
+    },
     "OVERRIDE",
   );
   assert.equal(await modes.request("MANUAL"), "MANUAL", "the old veto is gone");
   const auto = await modes.requestWithReport("AUTO");
-  assert.deepEqual(auto.hook_failures.map((f) => f.function), ["new"], "the new hook ran");
-  const manual = { fn: fnSpec("ACTUATE"), device: DEVICE, origin: "manual" as const };
-  assert.equal(modes.gate(manual), null, "OVERRIDE lets a manual call through in AUTO");
+  assert.deepEqual(
+    auto.hook_failures.map((f) => f.function),
+    ["new"],
+    "the new hook ran",
+  );
+  const manual = {
+    fn: fnSpec("ACTUATE"),
+    device: DEVICE,
+    origin: "manual" as const,
+  };
+  assert.equal(
+    modes.gate(manual),
+    null,
+    "OVERRIDE lets a manual call through in AUTO",
+  );
   modes.reconfigure({ beforeTransition: [], afterTransition: [] }, "BLOCK");
   assert.equal(modes.gate(manual)?.code, "FAILED_PRECONDITION", "BLOCK again");
 });
@@ -602,21 +726,39 @@ function audited(o: { before?: HookConfig[] } = {}) {
     automationEnabled: true,
     manualGatingPolicy: "BLOCK",
     hooks: { beforeTransition: o.before ?? [], afterTransition: [] },
-    audit: { record: (d) => records.push(d), writeAhead: () => Promise.resolve(null) },
+    audit: {
+      record: (d) => records.push(d),
+      writeAhead: () => Promise.resolve(null),
+    },
   });
   return { modes, records };
 }
 
 Deno.test("ModeManager records each mode request: accepted with from, result and latency; refused with the check that refused; none for the current mode", async () => {
-  const { modes, records } = audited({ before: [hook("MANUAL", "AUTO", [ghost("b")], false)] });
+  const { modes, records } = audited({
+    before: [hook("MANUAL", "AUTO", [ghost("b")], false)],
+  });
+  await assert.rejects(modes.request("AUTO"), /Invalid mode transition/); // the table refuses
   await modes.request("MANUAL");
   await modes.requestWithReport("AUTO", { kind: "http", address: "10.0.0.7" });
   await modes.request("AUTO"); // already AUTO: nothing to record
   modes.addArmCheck(() => "not now"); // no name: refused by "mode"
   await assert.rejects(modes.request("MANUAL"), /not now/);
   const latencies = records.map((r) => r.latency_ms);
-  assert.ok(latencies.every((l) => typeof l === "number" && l >= 0 && l < 100), String(latencies));
+  assert.ok(
+    latencies.every((l) => typeof l === "number" && l >= 0 && l < 100),
+    String(latencies),
+  );
   assert.deepEqual(records.map(({ latency_ms: _, ...r }) => r), [
+    {
+      action: "mode",
+      origin: { kind: "http" },
+      outcome: "refused",
+      function: "AUTO",
+      args: { from: "IDLE" },
+      reason: "FAILED_PRECONDITION: Invalid mode transition: IDLE -> AUTO",
+      refused_by: "mode",
+    },
     {
       action: "mode",
       origin: { kind: "http" },
