@@ -549,15 +549,12 @@ Deno.test("ProviderHost.stop during a backoff cancels the restart", async () => 
   }, { restart: { backoffMs: [60_000, 60_000, 60_000] } });
 });
 
-Deno.test("ProviderHost ends a provider that failed to start within 2 s, whatever shutdown_timeout_ms allows", async () => {
-  const file = await Deno.makeTempFile({ suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
-  // Ignores SIGTERM (and so does what it runs once the provider is gone): only SIGKILL ends it.
-  const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
-  // Time moves only when the test moves it: the deadlines are read off the timers armed.
-  const clock = new ManualClock();
-  const lines: string[] = [];
-  const registry = new ProviderRegistry([cfg], {
+/**
+ * What a host needs on a clock that moves only when the test moves it (the deadlines are read off
+ * the timers armed), with a shutdown_timeout_ms of 60 s; its WARN lines land in `lines`.
+ */
+function manualDeps(clock: ManualClock, lines: string[]) {
+  return {
     spawn: spawnProcess,
     clock,
     log: new LineLogger({
@@ -569,15 +566,28 @@ Deno.test("ProviderHost ends a provider that failed to start within 2 s, whateve
     bus: new EventBus(),
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 60_000,
-  });
-  /** Waits until a timer of `ms` is armed (timers due now fire meanwhile), then lets it fire. */
-  const elapse = async (ms: number, what: string) => {
-    await waitFor(what, () => {
-      clock.advance(0);
-      return clock.pendingDelays().includes(ms);
-    });
-    clock.advance(ms);
   };
+}
+
+/** Waits until a timer of `ms` is armed (timers due now fire meanwhile), then lets it fire. */
+async function elapseOn(clock: ManualClock, ms: number, what: string): Promise<void> {
+  await waitFor(what, () => {
+    clock.advance(0);
+    return clock.pendingDelays().includes(ms);
+  });
+  clock.advance(ms);
+}
+
+Deno.test("ProviderHost ends a provider that failed to start within 2 s, whatever shutdown_timeout_ms allows", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ ...D0, hello: { protocol: "v0" } }));
+  // Ignores SIGTERM (and so does what it runs once the provider is gone): only SIGKILL ends it.
+  const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  // Time moves only when the test moves it: the deadlines are read off the timers armed.
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  const registry = new ProviderRegistry([cfg], manualDeps(clock, lines));
+  const elapse = (ms: number, what: string) => elapseOn(clock, ms, what);
   let settled = false;
   const start = registry.host("p0")!.start().finally(() => settled = true);
   start.catch(() => {}); // asserted below
@@ -705,19 +715,7 @@ Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED
   const cfg = programmableProvider("p0", file, { sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
   const clock = new ManualClock();
   const lines: string[] = [];
-  const deps = {
-    spawn: spawnProcess,
-    clock,
-    log: new LineLogger({
-      level: "warn",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
-    bus: new EventBus(),
-    cwd: Deno.cwd(),
-    shutdownTimeoutMs: 60_000,
-  };
+  const deps = manualDeps(clock, lines);
   const asked: string[] = [];
   const refused = new ProviderHost(cfg, {
     ...deps,
@@ -729,13 +727,7 @@ Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED
   let settled = false;
   const start = refused.start().finally(() => settled = true);
   start.catch(() => {}); // asserted below
-  const elapse = async (ms: number, what: string) => {
-    await waitFor(what, () => {
-      clock.advance(0);
-      return clock.pendingDelays().includes(ms);
-    });
-    clock.advance(ms);
-  };
+  const elapse = (ms: number, what: string) => elapseOn(clock, ms, what);
   try {
     await elapse(1200, "the exit deadline (60 % of 2 s, not of 60 s)");
     await elapse(600, "the SIGTERM deadline");
