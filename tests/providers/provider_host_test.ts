@@ -23,7 +23,7 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { openTimerLedger } from "../helpers/timers.ts";
-import { ADPP_DEADLINE_TIMER, ManualClock } from "../helpers/clock.ts";
+import { ADPP_DEADLINE_TIMER, ManualClock, settleOn } from "../helpers/clock.ts";
 
 const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -192,11 +192,9 @@ Deno.test("ProviderHost.start fails on a provider that speaks another protocol v
   );
 });
 
-Deno.test("ProviderHost.start after stop() refuses without starting a process", async () => {
-  const pidFile = await Deno.makeTempFile();
-  const file = await Deno.makeTempFile({ suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify({ ...D0, pidFile }));
-  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
+/** A registry of the programmable provider `p0` with the inventory in `file`, on real time. */
+function registryOf(file: string): ProviderRegistry {
+  return new ProviderRegistry([programmableProvider("p0", file)], {
     spawn: spawnProcess,
     clock: systemClock,
     log: testLogger(),
@@ -204,6 +202,13 @@ Deno.test("ProviderHost.start after stop() refuses without starting a process", 
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 1000,
   });
+}
+
+Deno.test("ProviderHost.start after stop() refuses without starting a process", async () => {
+  const pidFile = await Deno.makeTempFile();
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ ...D0, pidFile }));
+  const registry = registryOf(file);
   try {
     const host = registry.host("p0")!;
     await host.stop(1000);
@@ -569,6 +574,18 @@ function manualDeps(clock: ManualClock, lines: string[]) {
   };
 }
 
+/** `p`'s outcome, the clock moved a second every 10 ms meanwhile (a real process ends on it). */
+async function settleMovingTime<T>(clock: ManualClock, p: Promise<T>): Promise<T> {
+  let settled = false;
+  const watched = p.finally(() => settled = true);
+  watched.catch(() => {}); // the rejection is for the caller, below
+  while (!settled) {
+    clock.advance(1000);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return await watched;
+}
+
 /** Waits until a timer of `ms` is armed (timers due now fire meanwhile), then lets it fire. */
 async function elapseOn(clock: ManualClock, ms: number, what: string): Promise<void> {
   await waitFor(what, () => {
@@ -606,15 +623,7 @@ Deno.test("ProviderHost ends a provider that failed to start within 2 s, whateve
     assert.deepEqual(clock.pendingDelays(), []);
   } finally {
     // After a failure above, the start still ends its process: its deadlines pass as armed.
-    let stopped = false;
-    const stopping = start.catch(() => {}).then(() => registry.stopAll(1000)).finally(() =>
-      stopped = true
-    );
-    while (!stopped) {
-      clock.advance(1000);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await stopping;
+    await settleMovingTime(clock, start.catch(() => {}).then(() => registry.stopAll(1000)));
     await Deno.remove(file);
   }
 });
@@ -632,14 +641,7 @@ Deno.test("ProviderHost.stop called while a stop runs resolves once the process 
 
 Deno.test("ProviderHost.send while down replies UNAVAILABLE, never synchronously", async () => {
   const file = await Deno.makeTempFile({ suffix: ".json" });
-  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log: testLogger(),
-    bus: new EventBus(),
-    cwd: Deno.cwd(),
-    shutdownTimeoutMs: 1000,
-  });
+  const registry = registryOf(file);
   try {
     const replies: unknown[] = [];
     registry.host("p0")!.send(
@@ -687,14 +689,7 @@ Deno.test("ProviderHost shows the stderr lines of a provider that is still start
     file,
     JSON.stringify({ ...D0, stderr: ["booting the bus"], hello: { hang: true } }),
   );
-  const registry = new ProviderRegistry([programmableProvider("p0", file)], {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log: testLogger(),
-    bus: new EventBus(),
-    cwd: Deno.cwd(),
-    shutdownTimeoutMs: 1000,
-  });
+  const registry = registryOf(file);
   const host = registry.host("p0")!;
   assert.deepEqual(host.stderrTail, [], "no process yet");
   const start = host.start().catch((e) => e);
@@ -746,29 +741,11 @@ Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED
 
     // No admission check at all (a host outside a registry): the inventory is committed.
     const plain = new ProviderHost(programmableProvider("p1", file), deps);
-    const up = plain.start();
-    while (!plain.available) {
-      clock.advance(0);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await up;
-    let stopped = false;
-    const stopping = plain.stop(1000).finally(() => stopped = true);
-    while (!stopped) {
-      clock.advance(1000);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await stopping;
+    await settleOn(clock, plain.start());
+    assert.equal(plain.available, true);
+    await settleMovingTime(clock, plain.stop(1000));
   } finally {
-    let stopped = false;
-    const stopping = start.catch(() => {}).then(() => refused.stop(1000)).finally(() =>
-      stopped = true
-    );
-    while (!stopped) {
-      clock.advance(1000);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await stopping;
+    await settleMovingTime(clock, start.catch(() => {}).then(() => refused.stop(1000)));
     await Deno.remove(file);
   }
 });
