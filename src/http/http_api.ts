@@ -109,8 +109,12 @@ export class HttpApi {
    */
   setTokens(http: HttpConfig, apiToken: string, tokens: readonly NamedToken[]): Promise<number> {
     this.#auth = new BearerAuth(http, apiToken, tokens);
+    this.#tokenGeneration++;
     return this.#sse.recheck();
   }
+
+  /** Bumped by every setTokens: a request admitted under an older value is checked again. */
+  #tokenGeneration = 0;
 
   constructor(services: HttpServices, options: HttpApiOptions) {
     const http = services.config.http;
@@ -243,6 +247,8 @@ export class HttpApi {
     // Preflights carry no credentials by design (browsers never send Authorization on them), so
     // they are answered before auth: they reveal nothing and run nothing.
     if (preflight) return this.#cors.preflightResponse(req);
+    // The tokens this request is admitted under (a reload may replace them while it runs).
+    const generation = this.#tokenGeneration;
     const principal = await this.#auth.identify(req, info.remoteAddr);
     const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
     if (principal === null) {
@@ -312,6 +318,7 @@ export class HttpApi {
           const now = await this.#auth.identify(req, info.remoteAddr);
           return now !== null && roleAllows(now.role, match.role);
         },
+        admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
       });
     } catch (err) {
       const res = responseForError(err);

@@ -36,6 +36,11 @@ export interface RouteContext {
    * (a reload may have removed its token or lowered its role since it was admitted).
    */
   readonly admitted: () => Promise<boolean>;
+  /**
+   * False once the API tokens were replaced after this request was admitted (a reload while it
+   * ran): whatever it keeps open must be checked with `admitted` again.
+   */
+  readonly admittedUnderCurrentTokens: () => boolean;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;

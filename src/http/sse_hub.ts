@@ -128,6 +128,11 @@ export interface StreamHolder {
   readonly principal: string;
   /** Whether the request's credentials admit it to the stream under the tokens in force now. */
   readonly admitted: () => Promise<boolean>;
+  /**
+   * False when the tokens changed after the request was admitted: a stream opened after a
+   * recheck had walked the open ones is asked on its own.
+   */
+  readonly current?: () => boolean;
 }
 
 /** Owns every open event stream; bounded in clients and per-client queue. */
@@ -244,6 +249,8 @@ export class SseHub {
     if (holder) this.#holders.set(client, holder);
     client.attach(this.#bus);
     this.#log.debug(`event stream opened (${this.#clients.size} open)`);
+    // Admitted under tokens a reload has replaced since: asked again now, not at the next reload.
+    if (holder?.current && !holder.current()) void this.#recheckOne(client, holder);
     return new Response(client.stream, { status: 200, headers: SSE_HEADERS });
   }
 
@@ -255,15 +262,20 @@ export class SseHub {
   async recheck(): Promise<number> {
     let ended = 0;
     for (const [client, holder] of [...this.#holders]) {
-      if (await holder.admitted()) continue;
-      if (!this.#clients.has(client)) continue; // went meanwhile
-      client.close();
-      ended++;
-      this.#log.info(
-        `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
-      );
+      if (await this.#recheckOne(client, holder)) ended++;
     }
     return ended;
+  }
+
+  /** Ends `client`'s stream when its holder is refused now; true when it ended it. */
+  async #recheckOne(client: SseClient, holder: StreamHolder): Promise<boolean> {
+    if (await holder.admitted()) return false;
+    if (!this.#clients.has(client)) return false; // went meanwhile
+    client.close();
+    this.#log.info(
+      `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
+    );
+    return true;
   }
 
   /** Ends every stream and refuses new ones (server shutdown). */

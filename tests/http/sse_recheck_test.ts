@@ -71,3 +71,43 @@ Deno.test("SseHub.recheck ends the streams whose holder is refused now, keeps th
     hub.closeAll();
   }
 });
+
+Deno.test("SseHub: a stream opened under tokens a reload has replaced since is asked at once; one admitted under the current tokens is not", async () => {
+  const lines: string[] = [];
+  const hub = new SseHub({
+    bus: new EventBus(),
+    log: new LineLogger({
+      level: "info",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    clock: systemClock,
+    keepAliveMs: 60_000,
+  });
+  try {
+    const asked: string[] = [];
+    const holder = (principal: string, current: boolean, admitted: boolean) => ({
+      principal,
+      current: () => current,
+      admitted: () => {
+        asked.push(principal);
+        return Promise.resolve(admitted);
+      },
+    });
+    // Identified with a token the reload removed, opened after its recheck had walked the streams.
+    const late = hub.open(FILTER, undefined, holder("late", false, false)).body!.getReader();
+    // Identified before the reload with a token it kept.
+    const kept = hub.open(FILTER, undefined, holder("kept", false, true)).body!.getReader();
+    // Identified under the tokens in force.
+    const fresh = hub.open(FILTER, undefined, holder("fresh", true, false)).body!.getReader();
+    assert.deepEqual((await late.read()).done, true, "late's stream ended");
+    assert.deepEqual(asked.sort(), ["kept", "late"]);
+    assert.equal(hub.clientCount, 2);
+    assert.equal(lines.filter((l) => l.includes("event stream of 'late' ended")).length, 1);
+    await kept.cancel();
+    await fresh.cancel();
+  } finally {
+    hub.closeAll();
+  }
+});

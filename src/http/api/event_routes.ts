@@ -52,7 +52,9 @@ export const EVENT_ROUTES: readonly Route[] = [
  * `Last-Event-ID` (as EventSource sends it on its reconnections) wins over `last_event_id`, which
  * a URL may still carry from the first connection.
  */
-function events({ sse, url, req, principal, admitted }: RouteContext): Response {
+function events(
+  { sse, url, req, principal, admitted, admittedUnderCurrentTokens }: RouteContext,
+): Response {
   const q = url.searchParams;
   const header = req.headers.get("last-event-id");
   const query = q.get("last_event_id");
@@ -68,6 +70,6 @@ function events({ sse, url, req, principal, admitted }: RouteContext): Response 
       signalId: q.get("signal_id") ?? "",
     },
     lastEventId,
-    { principal: principal.name, admitted },
+    { principal: principal.name, admitted, current: admittedUnderCurrentTokens },
   );
 }
