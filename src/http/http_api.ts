@@ -90,6 +90,8 @@ export class HttpApi {
   readonly #services: HttpServices;
   readonly #log: Logger;
   #auth: BearerAuth;
+  /** Bumped by every setTokens: a request admitted under an older value is checked again. */
+  #tokenGeneration = 0;
   readonly #cors: CorsPolicy;
   readonly #sse: SseHub;
   readonly #policy: RequestPolicy;
@@ -112,9 +114,6 @@ export class HttpApi {
     this.#tokenGeneration++;
     return this.#sse.recheck();
   }
-
-  /** Bumped by every setTokens: a request admitted under an older value is checked again. */
-  #tokenGeneration = 0;
 
   constructor(services: HttpServices, options: HttpApiOptions) {
     const http = services.config.http;

@@ -132,7 +132,7 @@ export interface StreamHolder {
    * False when the tokens changed after the request was admitted: a stream opened after a
    * recheck had walked the open ones is asked on its own.
    */
-  readonly current?: () => boolean;
+  readonly current: () => boolean;
 }
 
 /** Owns every open event stream; bounded in clients and per-client queue. */
@@ -148,8 +148,6 @@ export class SseHub {
   readonly #maxClients: number;
   readonly #queueSize: number;
   readonly #clients = new Set<SseClient>();
-  /** Who holds each stream that said so (open's `holder`): asked again by recheck(). */
-  readonly #holders = new Map<SseClient, StreamHolder>();
   #closed = false;
   /** Frames dropped from any client's full queue since start. */
   #droppedTotal = 0;
@@ -238,19 +236,18 @@ export class SseHub {
       ring: this.#ring,
       resync: (reason, lastId) => this.#resyncFrame(reason, `${this.bootId}-${lastId}`),
       encode: (p) => this.#encode(p),
+      holder: holder ?? null,
       onDrop: () => this.#droppedTotal++,
       onClose: (c) => {
         this.#clients.delete(c);
-        this.#holders.delete(c);
         this.#log.debug(`event stream closed (${this.#clients.size} open)`);
       },
     });
     this.#clients.add(client);
-    if (holder) this.#holders.set(client, holder);
     client.attach(this.#bus);
     this.#log.debug(`event stream opened (${this.#clients.size} open)`);
     // Admitted under tokens a reload has replaced since: asked again now, not at the next reload.
-    if (holder?.current && !holder.current()) void this.#recheckOne(client, holder);
+    if (holder && !holder.current()) void this.#recheckOne(client, holder);
     return new Response(client.stream, { status: 200, headers: SSE_HEADERS });
   }
 
@@ -261,8 +258,9 @@ export class SseHub {
    */
   async recheck(): Promise<number> {
     let ended = 0;
-    for (const [client, holder] of [...this.#holders]) {
-      if (await this.#recheckOne(client, holder)) ended++;
+    for (const client of [...this.#clients]) {
+      const holder = client.holder;
+      if (holder && await this.#recheckOne(client, holder)) ended++;
     }
     return ended;
   }
@@ -270,7 +268,7 @@ export class SseHub {
   /** Ends `client`'s stream when its holder is refused now; true when it ended it. */
   async #recheckOne(client: SseClient, holder: StreamHolder): Promise<boolean> {
     if (await holder.admitted()) return false;
-    if (!this.#clients.has(client)) return false; // went meanwhile
+    if (client.closed) return false; // went meanwhile
     client.close();
     this.#log.info(
       `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
@@ -325,6 +323,8 @@ interface SseClientOptions {
   /** The `resync` frame for a replay the ring outran (`lastId`: the last event sent). */
   readonly resync: (reason: ResyncReason, lastId: number) => Uint8Array;
   readonly encode: (p: PublishedEvent) => Uint8Array;
+  /** Who opened the stream (asked again when the API tokens change); null when none said. */
+  readonly holder: StreamHolder | null;
   readonly onDrop: () => void;
   readonly onClose: (c: SseClient) => void;
 }
@@ -360,6 +360,14 @@ class SseClient {
 
   get queued(): number {
     return this.#queue.length;
+  }
+
+  get holder(): StreamHolder | null {
+    return this.#opts.holder;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
   }
 
   attach(bus: EventBus): void {

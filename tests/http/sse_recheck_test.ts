@@ -10,9 +10,9 @@ import { SseHub } from "../../src/http/sse_hub.ts";
 
 const FILTER = { providerId: "", deviceId: "", signalId: "" };
 
-Deno.test("SseHub.recheck ends the streams whose holder is refused now, keeps the others, and counts only those it ended", async () => {
+/** A hub on its own bus, its INFO lines kept in `lines`. */
+function hubOf(bus = new EventBus()): { hub: SseHub; lines: string[] } {
   const lines: string[] = [];
-  const bus = new EventBus();
   const hub = new SseHub({
     bus,
     log: new LineLogger({
@@ -24,11 +24,19 @@ Deno.test("SseHub.recheck ends the streams whose holder is refused now, keeps th
     clock: systemClock,
     keepAliveMs: 60_000,
   });
+  return { hub, lines };
+}
+
+Deno.test("SseHub.recheck ends the streams whose holder is refused now, keeps the others, and counts only those it ended", async () => {
+  const bus = new EventBus();
+  const { hub, lines } = hubOf(bus);
   try {
     let shiftAdmitted = true;
     const asked: string[] = [];
+    // Admitted under the tokens in force when opened: asked only by recheck().
     const holder = (principal: string, admitted: () => boolean) => ({
       principal,
+      current: () => true,
       admitted: () => {
         asked.push(principal);
         return Promise.resolve(admitted());
@@ -73,18 +81,7 @@ Deno.test("SseHub.recheck ends the streams whose holder is refused now, keeps th
 });
 
 Deno.test("SseHub: a stream opened under tokens a reload has replaced since is asked at once; one admitted under the current tokens is not", async () => {
-  const lines: string[] = [];
-  const hub = new SseHub({
-    bus: new EventBus(),
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
-    clock: systemClock,
-    keepAliveMs: 60_000,
-  });
+  const { hub, lines } = hubOf();
   try {
     const asked: string[] = [];
     const holder = (principal: string, current: boolean, admitted: boolean) => ({
