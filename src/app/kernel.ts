@@ -741,11 +741,10 @@ export class Kernel {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
     const diff = diffSections(this.#config, next);
     const auto = this.modes.current() === "AUTO";
-    const weakenings = protectionWeakenings(
-      this.#config,
-      next,
-      actuatingFunctionCount(this.inventory),
-    );
+    const weakenings = protectionWeakenings(this.#config, next, {
+      actuatingFunctions: actuatingFunctionCount(this.inventory),
+      longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
+    });
     const report: MutableReloadReport = {
       providers: {
         added: [],
@@ -865,12 +864,17 @@ export class Kernel {
           : {}),
       };
     });
-    own("polling", (next) => {
+    own("polling", (next, { auto, weakens }) => {
+      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       this.cache.setIntervalMs(next.polling.intervalMs);
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
       return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
     });
-    own("health", (next) => this.cache.setStaleness(next.health.staleness));
+    own("health", (next, { auto, weakens }) => {
+      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      this.cache.setStaleness(next.health.staleness);
+      return {};
+    });
     own("telemetry", async (next) => {
       if (next.telemetry.enabled) await loadInfluxClient();
       await this.telemetry.retarget(

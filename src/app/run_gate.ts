@@ -14,6 +14,10 @@
  *   taken away, a longer verification timeout is fine);
  * - `alarms`: an interlock removed or changed, an alarm that faults or stops the machine removed
  *   or changed (additions and alarms without action apply);
+ * - `polling`: a longer `polling.interval_ms` (alarms and interlocks see each change later, a
+ *   device that drops out is found later: the device-loss latch waits 3 intervals);
+ * - `health`: a `health.staleness` under which a sample would be found stale later than now, for
+ *   any device or signal of the inventory (a frozen input would keep counting as good);
  * - `automation.parameters`: a change that would change a parameter's current value;
  * - `automation.behavior_tree` and provider removals/changes: refused by their owners.
  *
@@ -28,6 +32,7 @@ import type {
   InterlockConfig,
 } from "../config/mod.ts";
 import { autoFaultHookProblem } from "../control/mod.ts";
+import { deviceDownAfterMs } from "../state/mod.ts";
 import { same } from "./live_config.ts";
 
 /** A protection a reload takes away or weakens, in words. */
@@ -37,13 +42,28 @@ export interface Weakening {
   readonly what: string;
 }
 
+/** What a weakening depends on besides the two configurations: the machine as it runs. */
+export interface RunningMachine {
+  /** Actuating functions of the inventory (the AUTO -> FAULT hook rule). */
+  readonly actuatingFunctions: number;
+  /**
+   * Where this `health.staleness` would find samples stale later than the bounds in use
+   * (state/state_cache.ts `longerStaleBounds`): one text per device; empty when nowhere.
+   */
+  longerStaleBounds(staleness: Config["health"]["staleness"]): string[];
+}
+
+/** At most this many devices are named in a weakening's text; the rest are counted. */
+const NAMED_DEVICES = 3;
+
 /** Everything `next` weakens compared with `before` (empty when nothing protective is lost). */
 export function protectionWeakenings(
   before: Config,
   next: Config,
-  actuatingFunctions: number,
+  running: RunningMachine,
 ): Weakening[] {
   const out: Weakening[] = [];
+  const actuatingFunctions = running.actuatingFunctions;
   // Hooks into FAULT: their calls are stop actions.
   const hooksBefore = before.automation.modeTransitionHooks;
   const hooksNext = next.automation.modeTransitionHooks;
@@ -64,6 +84,31 @@ export function protectionWeakenings(
       section,
       what: "manual_gating_policy BLOCK -> OVERRIDE: manual calls reach what AUTO drives",
     });
+  }
+  // How soon the runtime sees a change: a value past a limit, a frozen input, a device gone.
+  const ib = before.polling.intervalMs;
+  const inext = next.polling.intervalMs;
+  if (inext > ib) {
+    out.push({
+      section: "polling",
+      what: `polling.interval_ms ${ib} -> ${inext} ms: alarms and interlocks see changes later, ` +
+        `a device that drops out is found after ${deviceDownAfterMs(inext)} ms instead of ` +
+        `${deviceDownAfterMs(ib)}`,
+    });
+  }
+  if (!same(before.health.staleness, next.health.staleness)) {
+    const later = running.longerStaleBounds(next.health.staleness);
+    if (later.length > 0) {
+      const more = later.length > NAMED_DEVICES
+        ? `; and ${later.length - NAMED_DEVICES} more device(s)`
+        : "";
+      out.push({
+        section: "health",
+        what: `health.staleness: samples found stale later: ${
+          later.slice(0, NAMED_DEVICES).join("; ")
+        }${more}`,
+      });
+    }
   }
   // The e-stop.
   const sb = before.safety.safeState;

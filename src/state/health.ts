@@ -10,12 +10,7 @@ import {
 import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
 import { deviceClaims, type ProviderHost, type ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
-import {
-  devicePollPeriodMs,
-  signalStaleAfterMs,
-  type StalenessBounds,
-  stalenessBounds,
-} from "./staleness.ts";
+import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
 
 /**
  * Bounds on what a provider declares about a device, as GET /v0/providers/health shows it (later
@@ -139,18 +134,15 @@ function providerView(
     const id = caps.device.deviceId;
     // The rules of the state cache (staleness.ts) over this view's options: the device's poll
     // period, its liveness bounds and each signal's bound (declared stale_after_ms).
-    const period = devicePollPeriodMs(options.pollingIntervalMs, caps.signals, options.staleness);
-    const bounds = stalenessBounds(
+    const rules = deviceStaleness(
       options.staleness,
       options.pollingIntervalMs,
+      caps.signals,
       host.devices.length,
-      period,
     );
+    const bounds = rules.bounds;
     const staleBySignal = new Map(
-      caps.signals.map((s) => [
-        s.signalId,
-        signalStaleAfterMs(s.staleAfterMs, options.staleness, period, bounds.staleAfterMs),
-      ]),
+      caps.signals.map((s) => [s.signalId, rules.signalStaleAfterMs(s.staleAfterMs)]),
     );
     const l = deviceLiveness(
       cache.device(host.id, id),
@@ -172,7 +164,7 @@ function providerView(
       type_version: truncateUtf8(caps.device.typeVersion, MAX_DESCRIPTOR_TEXT_BYTES),
       descriptor_tags: boundedDescriptorTags(caps.device.tags),
       claims: deviceClaims(caps.device.tags).keys,
-      poll_period_ms: period,
+      poll_period_ms: rules.pollPeriodMs,
       reported: rd ? reportedDevice(rd) : null,
     };
   });

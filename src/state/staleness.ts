@@ -84,3 +84,33 @@ export function signalStaleAfterMs(
   const floor = configured.staleAfterMs > 0 ? configured.staleAfterMs : 2 * pollPeriodMs;
   return Math.max(declaredMs, floor);
 }
+
+/** One device under the rules above: how often it is polled and when its samples are stale. */
+export interface DeviceStaleness {
+  /** devicePollPeriodMs. */
+  readonly pollPeriodMs: number;
+  /** The device's liveness bounds (stalenessBounds over its poll period). */
+  readonly bounds: StalenessBounds;
+  /** The stale bound of one of its signals that declares `declaredMs` (0: none). */
+  signalStaleAfterMs(declaredMs: number): number;
+}
+
+/**
+ * A device's poll period, liveness bounds and signals' stale bounds, for `deviceCount` devices
+ * of its provider polled every `pollingIntervalMs` under the configured `health.staleness`.
+ */
+export function deviceStaleness(
+  configured: StalenessBounds,
+  pollingIntervalMs: number,
+  signals: readonly SignalHints[],
+  deviceCount: number,
+): DeviceStaleness {
+  const pollPeriodMs = devicePollPeriodMs(pollingIntervalMs, signals, configured);
+  const bounds = stalenessBounds(configured, pollingIntervalMs, deviceCount, pollPeriodMs);
+  return {
+    pollPeriodMs,
+    bounds,
+    signalStaleAfterMs: (declaredMs) =>
+      signalStaleAfterMs(declaredMs, configured, pollPeriodMs, bounds.staleAfterMs),
+  };
+}

@@ -30,12 +30,7 @@ import {
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { RateLimitedLog } from "./_rate_limited_log.ts";
-import {
-  devicePollPeriodMs,
-  signalStaleAfterMs,
-  type StalenessBounds,
-  stalenessBounds,
-} from "./staleness.ts";
+import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
 
 /**
  * One cached signal sample. `value` is null for a declared signal the provider has only answered
@@ -369,29 +364,58 @@ export class StateCache implements FreshReader {
   /** Recomputes the poll period, liveness bounds and every signal's stale bound of each device. */
   #boundSlots(host: ProviderHost, devices: ReadonlyMap<string, MutableDeviceState>): void {
     this.#boundsVersion++;
-    const configured = this.#staleness;
     const interval = this.#intervalMs;
     const count = host.devices.length;
     for (const caps of host.devices) {
       const dev = devices.get(caps.device.deviceId);
       if (!dev) continue;
-      const period = devicePollPeriodMs(interval, caps.signals, configured);
-      const bounds = stalenessBounds(configured, interval, count, period);
-      dev.pollPeriodMs = period;
-      dev.bounds = bounds;
+      const rules = deviceStaleness(this.#staleness, interval, caps.signals, count);
+      dev.pollPeriodMs = rules.pollPeriodMs;
+      dev.bounds = rules.bounds;
       // A reload to a longer interval must not leave a skip count of the shorter one.
-      dev.skipCycles = Math.min(dev.skipCycles, Math.round(period / interval) - 1);
+      dev.skipCycles = Math.min(dev.skipCycles, Math.round(rules.pollPeriodMs / interval) - 1);
       for (const spec of caps.signals) {
         const slot = dev.slots.get(spec.signalId);
-        if (!slot) continue;
-        slot.staleAfterMs = signalStaleAfterMs(
-          spec.staleAfterMs,
-          configured,
-          period,
-          bounds.staleAfterMs,
-        );
+        if (slot) slot.staleAfterMs = rules.signalStaleAfterMs(spec.staleAfterMs);
       }
     }
+  }
+
+  /**
+   * Where `staleness` in place of the bounds in use would find samples stale later, for the
+   * inventory and interval in use: one text per device whose liveness bound or one of whose
+   * signals' bounds would grow, naming the longest growth (`sim0/tempctl0: stale after 5000 ->
+   * 20000 ms`). Empty when nothing would be found later (a reload's weakening, app/run_gate.ts).
+   */
+  longerStaleBounds(staleness: StalenessBounds): string[] {
+    const out: string[] = [];
+    for (const [providerId, devices] of this.#byProvider) {
+      const host = this.#opts.registry.host(providerId);
+      if (!host) continue;
+      for (const caps of host.devices) {
+        const dev = devices.get(caps.device.deviceId);
+        if (!dev) continue;
+        const rules = deviceStaleness(
+          staleness,
+          this.#intervalMs,
+          caps.signals,
+          host.devices.length,
+        );
+        const device = deviceHandle(providerId, caps.device.deviceId);
+        let what = device;
+        let from = dev.bounds.staleAfterMs;
+        let to = rules.bounds.staleAfterMs;
+        for (const spec of caps.signals) {
+          const slot = dev.slots.get(spec.signalId);
+          const next = rules.signalStaleAfterMs(spec.staleAfterMs);
+          if (slot && next - slot.staleAfterMs > to - from) {
+            [what, from, to] = [`${device}/${spec.signalId}`, slot.staleAfterMs, next];
+          }
+        }
+        if (to > from) out.push(`${what}: stale after ${from} -> ${to} ms`);
+      }
+    }
+    return out;
   }
 
   /** Per-provider state for a host (at construction, or added by a reload). */

@@ -202,6 +202,65 @@ alarms:
   });
 });
 
+Deno.test("Kernel.reload in AUTO refuses a longer polling interval or a staleness that finds samples stale later; shorter ones apply; outside AUTO they apply, recorded", async () => {
+  await withKernel(async (rt, base) => {
+    await enterAuto(rt);
+    const interval = base.polling.intervalMs; // 100 ms
+    const slower: Config = { ...base, polling: { intervalMs: interval * 30 } };
+    const inAuto = await rt.reload(slower);
+    assert.deepEqual(refusedSections(inAuto), ["polling"]);
+    assert.match(
+      inAuto.refused[0]!.why,
+      /polling\.interval_ms 100 -> 3000 ms: alarms and interlocks see changes later, a device that drops out is found after 9000 ms instead of 500/,
+    );
+    assert.equal(rt.cache.intervalMs, interval, "the old interval stays");
+    assert.equal(rt.config.polling.intervalMs, interval);
+    // Configured bounds raise a declared signal's own (voltage_ch1 declares 500 ms): later.
+    const lax: Config = {
+      ...base,
+      health: { staleness: { warnAfterMs: 0, staleAfterMs: 60_000 } },
+    };
+    const laxInAuto = await rt.reload(lax);
+    assert.deepEqual(refusedSections(laxInAuto), ["health"]);
+    assert.match(laxInAuto.refused[0]!.why, /health\.staleness: samples found stale later: /);
+    assert.match(
+      laxInAuto.refused[0]!.why,
+      /later: sim0\/analogsensor0\/voltage_ch1: stale after 500 -> 60000 ms; sim0\/motorctl0/,
+    );
+    assert.match(laxInAuto.refused[0]!.why, /; and 2 more device\(s\)$/);
+    assert.equal(rt.cache.staleAfterMs("sim0", "tempctl0", "tc1_temp"), 1500);
+    assert.deepEqual(rt.cache.staleness, base.health.staleness);
+    // Tighter: applies in AUTO at once, nothing weakened.
+    const faster: Config = {
+      ...base,
+      polling: { intervalMs: 90 },
+      health: { staleness: { warnAfterMs: 0, staleAfterMs: 300 } },
+    };
+    const tighter = await rt.reload(faster);
+    assert.deepEqual([refusedSections(tighter), tighter.weakened], [[], []]);
+    assert.deepEqual(tighter.applied.toSorted(), ["health", "polling"]);
+    assert.equal(rt.cache.intervalMs, 90);
+    assert.equal(rt.cache.livenessBounds("sim0", "chaos_control")?.staleAfterMs, 300);
+    const entries = () =>
+      rt.audit.query({ limit: 100 }).then((q) =>
+        q.entries.filter((e) => e.action === "config").map((e) => [e.function, e.outcome])
+      );
+    assert.deepEqual(await entries(), [["polling", "refused"], ["health", "refused"]]);
+
+    await rt.modes.request("MANUAL");
+    const manual = await rt.reload({ ...slower, health: lax.health });
+    assert.deepEqual(refusedSections(manual), []);
+    assert.deepEqual(manual.weakened.map((w) => w.section).toSorted(), ["health", "polling"]);
+    assert.match(summarize(manual), /weakened \(polling\): polling\.interval_ms 90 -> 3000 ms/);
+    assert.equal(rt.cache.intervalMs, 3000);
+    assert.equal(rt.cache.staleAfterMs("sim0", "tempctl0", "tc1_temp"), 60_000);
+    assert.deepEqual((await entries()).slice(2).toSorted(), [
+      ["health", "accepted"],
+      ["polling", "accepted"],
+    ]);
+  });
+});
+
 Deno.test("Kernel.reload: a section whose owner fails keeps its old value and is offered again by the next reload", async () => {
   await withKernel(async (rt, base) => {
     // Telemetry enabled without a token (none in the file, INFLUXDB_TOKEN not read by this

@@ -36,11 +36,15 @@ export const PROGRAMMABLE_MAIN = MAIN;
 export { DEFAULT_POLL_HINT_HZ } from "./_programmable_wire.ts";
 import { DEFAULT_POLL_HINT_HZ } from "./_programmable_wire.ts";
 
-/** One declared signal: wire value type (0 = unspecified) and poll hint (DEFAULT_POLL_HINT_HZ). */
+/**
+ * One declared signal: wire value type (0 = unspecified), poll hint (DEFAULT_POLL_HINT_HZ) and
+ * its own stale bound (`stale_after_ms`; none by default).
+ */
 export interface SignalDecl {
   readonly id: string;
   readonly type: number;
   readonly hint?: number;
+  readonly staleMs?: number;
 }
 
 /** How a start-up step is answered: after `delayMs`, or never (`hang`). */
@@ -269,6 +273,7 @@ export function programmableFake(inventory: Inventory, host: ProgramHost): FakeP
             name: s.id,
             value_type: s.type,
             poll_hint_hz: s.hint ?? DEFAULT_POLL_HINT_HZ,
+            ...(s.staleMs === undefined ? {} : { stale_after_ms: s.staleMs }),
           })),
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },

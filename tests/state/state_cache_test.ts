@@ -1139,3 +1139,32 @@ Deno.test("StateCache: a provider a reload removes is no longer polled nor kept;
     await settleOn(clock, again.stop(1000));
   }, { poll: true, intervalMs: 100, manual: clock });
 });
+
+Deno.test("StateCache.longerStaleBounds names each device a staleness would find stale later, with its longest growth", async () => {
+  const inventory = {
+    devices: {
+      d0: { signals: [{ id: "x", type: T.DOUBLE }] }, // no bound of its own: the device's
+      d1: { signals: [{ id: "y", type: T.DOUBLE }, { id: "z", type: T.DOUBLE, staleMs: 400 }] },
+    },
+  };
+  await withFixture(inventory, (fx) => {
+    const cache = fx.cache;
+    // 100 ms, 2 devices, derived: liveness stale after max(8 x 200, 5000) = 5000; z after 400.
+    assert.equal(cache.staleAfterMs("p0", "d1", "z"), 400);
+    assert.deepEqual(cache.longerStaleBounds(cache.staleness), [], "the same: nothing later");
+    assert.deepEqual(cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 300 }), []);
+    // A configured 2000 raises z's floor (400 -> 2000) and shortens the liveness bounds.
+    assert.deepEqual(cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 2000 }), [
+      "p0/d1/z: stale after 400 -> 2000 ms",
+    ]);
+    // 9000: z grows by 8600, more than the device's 4000.
+    assert.deepEqual(cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 9000 }), [
+      "p0/d0: stale after 5000 -> 9000 ms",
+      "p0/d1/z: stale after 400 -> 9000 ms",
+    ]);
+    // Asking applies nothing.
+    assert.equal(cache.staleAfterMs("p0", "d1", "z"), 400);
+    assert.equal(cache.livenessBounds("p0", "d0")?.staleAfterMs, 5000);
+    return Promise.resolve();
+  }, { intervalMs: 100 });
+});
