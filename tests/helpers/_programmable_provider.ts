@@ -125,6 +125,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
             name: s.id,
             value_type: s.type,
             poll_hint_hz: s.hint ?? DEFAULT_POLL_HINT_HZ,
+            ...(s.staleMs === undefined ? {} : { stale_after_ms: s.staleMs }),
           })),
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },
