@@ -15,6 +15,7 @@ import {
   DATA_FAULT_LOG_WINDOW_MS,
   type SignalState,
   StateCache,
+  TIMESTAMP_SKEW_LIMIT_MS,
 } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import {
@@ -1167,4 +1168,102 @@ Deno.test("StateCache.longerStaleBounds names each device a staleness would find
     assert.equal(cache.livenessBounds("p0", "d0")?.staleAfterMs, 5000);
     return Promise.resolve();
   }, { intervalMs: 100 });
+});
+
+Deno.test("StateCache flags a provider timestamp more than TIMESTAMP_SKEW_LIMIT_MS off its clock, ahead or behind, and stores it as given", async () => {
+  await withFixture(D0, async (fx) => {
+    const wall = 1_700_000_000_000;
+    fx.clock.wallMs = wall;
+    const readAt = async (ts: number, x: number) => {
+      await fx.program("d0", { read: { values: [dbl("x", x, { ts })] } });
+      await fx.cache.pollDevice("p0", "d0");
+    };
+    const skewLines = () => fx.lines.filter((l) => l.includes("provider timestamp"));
+    assert.deepEqual(fx.cache.timestampSkew("p0"), {
+      samples_total: 0,
+      last_skew_ms: null,
+      last_at_epoch_ms: null,
+    });
+    // At the limit, either way: not flagged.
+    await readAt(wall + TIMESTAMP_SKEW_LIMIT_MS, 1);
+    await readAt(wall - TIMESTAMP_SKEW_LIMIT_MS, 2);
+    assert.equal(fx.cache.timestampSkew("p0").samples_total, 0);
+    assert.deepEqual(skewLines(), []);
+    await readAt(wall + 60_000, 3);
+    assert.deepEqual(fx.cache.timestampSkew("p0"), {
+      samples_total: 1,
+      last_skew_ms: 60_000,
+      last_at_epoch_ms: wall,
+    });
+    assert.equal(fx.cache.signal("p0", "d0", "x")?.timestampMs, wall + 60_000, "as given");
+    fx.clock.wallMs = wall + 5;
+    await readAt(wall - 45_000, 4);
+    assert.deepEqual(fx.cache.timestampSkew("p0"), {
+      samples_total: 2,
+      last_skew_ms: -45_005,
+      last_at_epoch_ms: wall + 5,
+    });
+    assert.equal(skewLines().length, 2);
+    assert.match(
+      skewLines()[0]!,
+      /^WARN .*p0\/d0 signal "x": provider timestamp 60000 ms ahead of the runtime's clock; .* \(1 so far\)$/,
+    );
+    assert.match(
+      skewLines()[1]!,
+      /provider timestamp 45005 ms behind the runtime's clock; .* \(2 so far\)$/,
+    );
+    // A copy: changing it changes nothing in the cache.
+    const copy = fx.cache.timestampSkew("p0");
+    copy.samples_total = 99;
+    assert.equal(fx.cache.timestampSkew("p0").samples_total, 2);
+  });
+});
+
+Deno.test("StateCache.setStaleness rebounds every cached sample at once: staleAfterMs, qualityNow and boundsVersion follow", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.clock.mono = 10_000;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const cache = fx.cache;
+    const s = cache.signal("p0", "d0", "x")!;
+    assert.deepEqual(cache.staleness, { warnAfterMs: 0, staleAfterMs: 0 });
+    const derived = cache.staleAfterMs("p0", "d0", "x");
+    assert.equal(derived, 5000, "max(8 x one device's cycle, 5000)");
+    const version = cache.boundsVersion;
+    cache.setStaleness({ warnAfterMs: 500, staleAfterMs: 1000 });
+    assert.deepEqual(cache.staleness, { warnAfterMs: 500, staleAfterMs: 1000 });
+    assert.equal(cache.staleAfterMs("p0", "d0", "x"), 1000);
+    assert.deepEqual(cache.livenessBounds("p0", "d0"), { warnAfterMs: 500, staleAfterMs: 1000 });
+    assert.ok(cache.boundsVersion > version, "readers that keep a bound re-read it");
+    // Age exactly at the bound: still OK; past it: STALE.
+    fx.clock.mono = 11_000;
+    assert.equal(cache.qualityNow("p0", "d0", "x", s), "OK");
+    fx.clock.mono = 11_001;
+    assert.equal(cache.qualityNow("p0", "d0", "x", s), "STALE");
+    cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 0 });
+    assert.equal(cache.qualityNow("p0", "d0", "x", s), "OK", "back to the derived 5000 ms");
+  }, { intervalMs: 100 });
+});
+
+Deno.test("StateCache.setIntervalMs: a longer interval keeps the waiting cycle's time; during a cycle in flight or after stop() it arms no timer of its own", async () => {
+  const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
+  await withFixture(D0, async (fx) => {
+    await fx.cache.start(); // the priming poll
+    assert.deepEqual(clock.pendingDueTimes(), [10_100]);
+    fx.cache.setIntervalMs(1000);
+    assert.deepEqual(clock.pendingDueTimes(), [10_100], "the waiting cycle keeps its time");
+    // A cycle in flight (its read answered 300 ms later) when the interval shortens: the cycle
+    // arms the next one when it ends, on the new grid; nothing else is armed.
+    await fx.program("d0", { read: { values: [dbl("x", 1)], delayMs: 300 } });
+    const reads = (await fx.stats("d0")).reads;
+    assert.ok(clock.fireNext(), "the cycle at 10 100");
+    await waitFor("the read in flight", async () => (await fx.stats("d0")).reads === reads + 1);
+    fx.cache.setIntervalMs(50);
+    assert.deepEqual(clock.pendingDueTimes(), [], "nothing armed while the cycle runs");
+    await waitFor("the cycle's end", () => clock.pendingDueTimes().length > 0, 10_000, 0);
+    assert.deepEqual(clock.pendingDueTimes(), [10_150], "one timer, the next 50 ms instant");
+    await fx.cache.stop();
+    fx.cache.setIntervalMs(20); // shorter: a running loop would reschedule
+    assert.deepEqual(clock.pendingDueTimes(), [], "after stop(): nothing armed");
+  }, { intervalMs: 100, manual: clock });
 });
