@@ -3,7 +3,7 @@
  * throws BenchFailure when the runtime answers non-2xx, a stream breaks, or an observed value is
  * wrong.
  */
-import { BenchFailure } from "./api.ts";
+import { BenchFailure, KeepAliveConnection } from "./api.ts";
 import { BENCH_DEVICES } from "./config_gen.ts";
 import type { Profile } from "./profile.ts";
 import { cpuPercent, sampleCpuMem } from "./proc.ts";
@@ -84,15 +84,15 @@ async function sequential(n: number, one: (i: number) => Promise<number>): Promi
 async function closedLoop(
   clients: number,
   windowMs: number,
-  one: (i: number) => Promise<number>,
+  one: (i: number, client: number) => Promise<number>,
 ): Promise<{ latencies: number[]; perSecond: number }> {
   const latencies: number[] = [];
   const t0 = performance.now();
   const end = t0 + windowMs;
   let i = 0;
   await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < end) latencies.push(await one(i++));
+    Array.from({ length: clients }, async (_, client) => {
+      while (performance.now() < end) latencies.push(await one(i++, client));
     }),
   );
   const elapsedS = (performance.now() - t0) / 1000;
@@ -102,29 +102,48 @@ async function closedLoop(
 // ---------------------------------------------------------------------------------------------
 // Workload 1: call round trip
 
+/** Sequential p50/p99 (client 0), then calls/s and p99 of the clients in a closed loop. */
+async function keepAliveRows(
+  ctx: SessionContext,
+  name: string,
+  one: (i: number, client: number) => Promise<number>,
+): Promise<void> {
+  const prof = ctx.profile;
+  const first = (i: number) => one(i, 0);
+  await sequential(prof.warmupCalls, first);
+  const seq = await sequential(prof.sequentialCalls, first);
+  ctx.record({ workload: 1, name: `${name}, sequential p50`, unit: "ms" }, percentile(seq, 50));
+  ctx.record({ workload: 1, name: `${name}, sequential p99`, unit: "ms" }, percentile(seq, 99));
+  const c = await closedLoop(prof.concurrentClients, prof.concurrentWindowMs, one);
+  const tag = `${prof.concurrentClients} clients`;
+  ctx.record({ workload: 1, name: `${name}, ${tag}`, unit: "calls/s" }, c.perSecond);
+  ctx.record({ workload: 1, name: `${name}, ${tag} p99`, unit: "ms" }, percentile(c.latencies, 99));
+}
+
 /** Sequential p50/p99 and 16-client calls/s for a CONFIG and an ACTUATE call on provider 0. */
 export async function callRoundTrip(ctx: SessionContext): Promise<void> {
   const api = ctx.rt.api;
   const p = ctx.providers[0];
   const config = configCall(p!);
   const duty = [dutyCall(p!, 0.25), dutyCall(p!, 0.5)];
-  const kinds: [string, (i: number) => Promise<number>][] = [
-    ["config call (tempctl set_mode)", () => api.timed("POST", "/v0/call", config)],
-    ["actuating call (motorctl set_motor_duty)", (i) => api.timed("POST", "/v0/call", duty[i % 2])],
-  ];
   const prof = ctx.profile;
-  for (const [name, one] of kinds) {
-    await sequential(prof.warmupCalls, one);
-    const seq = await sequential(prof.sequentialCalls, one);
-    ctx.record({ workload: 1, name: `${name}, sequential p50`, unit: "ms" }, percentile(seq, 50));
-    ctx.record({ workload: 1, name: `${name}, sequential p99`, unit: "ms" }, percentile(seq, 99));
-    const c = await closedLoop(prof.concurrentClients, prof.concurrentWindowMs, one);
-    const tag = `${prof.concurrentClients} clients`;
-    ctx.record({ workload: 1, name: `${name}, ${tag}`, unit: "calls/s" }, c.perSecond);
-    ctx.record(
-      { workload: 1, name: `${name}, ${tag} p99`, unit: "ms" },
-      percentile(c.latencies, 99),
-    );
+  // Keep-alive: each client its own raw connection (api.ts KeepAliveConnection), client 0 the
+  // sequential one.
+  const conns = Array.from(
+    { length: Math.max(1, prof.concurrentClients) },
+    () => new KeepAliveConnection(api.baseUrl),
+  );
+  const kinds: [string, (i: number, client: number) => Promise<number>][] = [
+    ["config call (tempctl set_mode)", (_, c) => conns[c]!.timed("POST", "/v0/call", config)],
+    [
+      "actuating call (motorctl set_motor_duty)",
+      (i, c) => conns[c]!.timed("POST", "/v0/call", duty[i % 2]),
+    ],
+  ];
+  try {
+    for (const [name, kind] of kinds) await keepAliveRows(ctx, name, kind);
+  } finally {
+    for (const c of conns) c.close();
   }
   // The same actuating call from clients that open a connection per call (`Connection: close`).
   const name = "actuating call, new connection per call";
