@@ -1267,3 +1267,28 @@ Deno.test("StateCache.setIntervalMs: a longer interval keeps the waiting cycle's
     assert.deepEqual(clock.pendingDueTimes(), [], "after stop(): nothing armed");
   }, { intervalMs: 100, manual: clock });
 });
+
+Deno.test("StateCache.setIntervalMs: a longer interval cuts a slow device's skip count to its new period: its next read comes no later", async () => {
+  // x hints 1 Hz: at 100 ms the device is read every 10th cycle; at 500 ms every 2nd.
+  const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
+  const inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE, hint: 1 }] } } };
+  await withFixture(inventory, async (fx) => {
+    const next = async () => {
+      const due = clock.pendingDueTimes()[0]!;
+      assert.ok(clock.fireNext());
+      await waitFor("the cycle's end", () => (clock.pendingDueTimes()[0] ?? 0) > due, 10_000, 0);
+    };
+    const reads = async () => (await fx.stats("d0")).reads;
+    await fx.cache.start(); // the priming read; 9 cycles to skip at 100 ms
+    assert.equal(fx.cache.pollPeriodMs("p0", "d0"), 1000);
+    await next();
+    await next();
+    assert.equal(await reads(), 1, "7 cycles still to skip");
+    fx.cache.setIntervalMs(500);
+    assert.equal(fx.cache.pollPeriodMs("p0", "d0"), 1000);
+    await next(); // the waiting 100 ms cycle: skipped (1 left at the new period)
+    assert.equal(await reads(), 1);
+    await next();
+    assert.equal(await reads(), 2, "read within its 1000 ms period, not 7 cycles of 500 ms later");
+  }, { intervalMs: 100, manual: clock });
+});
