@@ -122,18 +122,21 @@ export class Api {
 /**
  * One keep-alive HTTP/1.1 connection of its own, raw like `timedNewConnection`: requests in turn
  * on the same TCP connection, each answer read to its `content-length`. The keep-alive rows time
- * the runtime this way, not through fetch(): on this machine fetch() added 0.7-1.3 ms of its own
- * per request (its connection pool, the abort timer), more than the runtime's whole answer to a
- * GET, on the cores the runtime shares. Connects on the first request.
+ * the runtime this way, not through fetch(): on this machine fetch() added 0.3-1 ms of its own per
+ * request (its connection pool, the abort timer), more than the runtime's whole answer to a GET,
+ * on the cores the runtime shares. Connects on the first request. A request without its whole
+ * answer after `timeoutMs` (REQUEST_TIMEOUT_MS) ends the connection: a BenchFailure.
  */
 export class KeepAliveConnection {
   readonly #url: URL;
+  readonly #timeoutMs: number;
   #conn: Deno.TcpConn | null = null;
   readonly #buf = new Uint8Array(16_384);
   readonly #decoder = new TextDecoder();
 
-  constructor(baseUrl: string) {
+  constructor(baseUrl: string, timeoutMs = REQUEST_TIMEOUT_MS) {
     this.#url = new URL(baseUrl);
+    this.#timeoutMs = timeoutMs;
   }
 
   /** Latency in ms from the request's write to its answer's last byte; non-2xx: BenchFailure. */
@@ -145,15 +148,20 @@ export class KeepAliveConnection {
     const request = new Uint8Array([...ENCODER.encode(head), ...payload]);
     let answer: { status: number; text: string };
     let ms: number;
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      this.close(); // the pending read or write fails
+    }, this.#timeoutMs);
     try {
       const reused = this.#conn !== null;
       let t0 = performance.now();
       let got = await this.#exchange(request).catch((err) => {
         // A reset of the idle connection (not a broken answer): as closed.
-        if (reused && !(err instanceof BenchFailure)) return null;
+        if (reused && !late && !(err instanceof BenchFailure)) return null;
         throw err;
       });
-      if (got === null && reused) {
+      if (got === null && reused && !late) {
         // The server closed the idle connection (its keep-alive timeout): once more, anew.
         this.close();
         t0 = performance.now();
@@ -164,8 +172,13 @@ export class KeepAliveConnection {
       ms = performance.now() - t0;
     } catch (err) {
       this.close();
+      if (late) {
+        throw new BenchFailure(`${method} ${path}: no answer within ${this.#timeoutMs} ms`);
+      }
       if (err instanceof BenchFailure) throw err;
       throw new BenchFailure(`${method} ${path}: ${err instanceof Error ? err.message : err}`);
+    } finally {
+      clearTimeout(timer);
     }
     if (!(answer.status >= 200 && answer.status <= 299)) {
       throw new BenchFailure(`${method} ${path} (keep-alive) -> ${answer.text.slice(0, 300)}`);

@@ -90,3 +90,24 @@ Deno.test("KeepAliveConnection connects anew, once, when the server closed the i
     await serving.catch(() => {});
   }
 });
+
+Deno.test("KeepAliveConnection: a server that never answers is a BenchFailure after its timeout", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const serving = (async () => {
+    for await (const conn of listener) held.push(conn); // reads nothing, answers nothing
+  })();
+  const c = new KeepAliveConnection(`http://127.0.0.1:${listener.addr.port}`, 200);
+  try {
+    await assert.rejects(c.timed("GET", "/"), (err: unknown) => {
+      assert.ok(err instanceof BenchFailure);
+      assert.match(err.message, /GET \/: no answer within 200 ms/);
+      return true;
+    });
+  } finally {
+    c.close();
+    for (const conn of held) conn.close();
+    listener.close();
+    await serving.catch(() => {});
+  }
+});
