@@ -86,11 +86,7 @@ export class Api {
    */
   async timedNewConnection(method: string, path: string, body = ""): Promise<number> {
     const url = new URL(this.baseUrl);
-    const payload = ENCODER.encode(body);
-    const head = `${method} ${path} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: close\r\n` +
-      (payload.length > 0 ? `content-type: application/json\r\n` : "") +
-      `content-length: ${payload.length}\r\n\r\n`;
-    const request = new Uint8Array([...ENCODER.encode(head), ...payload]);
+    const request = rawRequest(url.host, method, path, body, { close: true });
     const t0 = performance.now();
     let answer = "";
     try {
@@ -111,7 +107,7 @@ export class Api {
       throw new BenchFailure(`${method} ${path}: ${err instanceof Error ? err.message : err}`);
     }
     const ms = performance.now() - t0;
-    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+    const status = statusOf(answer);
     if (!(status >= 200 && status <= 299)) {
       throw new BenchFailure(`${method} ${path} (new connection) -> ${answer.slice(0, 300)}`);
     }
@@ -141,11 +137,7 @@ export class KeepAliveConnection {
 
   /** Latency in ms from the request's write to its answer's last byte; non-2xx: BenchFailure. */
   async timed(method: string, path: string, body = ""): Promise<number> {
-    const payload = ENCODER.encode(body);
-    const head = `${method} ${path} HTTP/1.1\r\nhost: ${this.#url.host}\r\n` +
-      (payload.length > 0 ? `content-type: application/json\r\n` : "") +
-      `content-length: ${payload.length}\r\n\r\n`;
-    const request = new Uint8Array([...ENCODER.encode(head), ...payload]);
+    const request = rawRequest(this.#url.host, method, path, body, { close: false });
     let answer: { status: number; text: string };
     let ms: number;
     let late = false;
@@ -221,7 +213,7 @@ export class KeepAliveConnection {
       // The runtime's answers are ASCII JSON: characters are bytes.
       if (text.length >= end + 4 + length) break;
     }
-    return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), text };
+    return { status: statusOf(text), text };
   }
 
   close(): void {
@@ -235,3 +227,24 @@ export class KeepAliveConnection {
 }
 
 const ENCODER = new TextEncoder();
+
+/** An HTTP/1.1 request as bytes (a JSON body when `body` is not empty), for the raw clients. */
+function rawRequest(
+  host: string,
+  method: string,
+  path: string,
+  body: string,
+  o: { close: boolean },
+): Uint8Array {
+  const payload = ENCODER.encode(body);
+  const head = `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\n` +
+    (o.close ? "connection: close\r\n" : "") +
+    (payload.length > 0 ? "content-type: application/json\r\n" : "") +
+    `content-length: ${payload.length}\r\n\r\n`;
+  return new Uint8Array([...ENCODER.encode(head), ...payload]);
+}
+
+/** The status code of a raw answer (NaN when it is not an HTTP/1.1 status line). */
+function statusOf(answer: string): number {
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+}
