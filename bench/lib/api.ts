@@ -11,9 +11,12 @@ export const REQUEST_TIMEOUT_MS = 15_000;
 /** JSON API client bound to one runtime's base URL. */
 export class Api {
   readonly baseUrl: string;
+  /** The deadline of `timedNewConnection` (fetch()'s requests have REQUEST_TIMEOUT_MS). */
+  readonly #timeoutMs: number;
 
-  constructor(baseUrl: string) {
+  constructor(baseUrl: string, timeoutMs = REQUEST_TIMEOUT_MS) {
     this.baseUrl = baseUrl;
+    this.#timeoutMs = timeoutMs;
   }
 
   /** GET and parse JSON; throws BenchFailure on a non-2xx status or a transport error. */
@@ -82,29 +85,56 @@ export class Api {
    * as a client that does not keep connections alive (a shell script's curl, a PLC, anolis's own
    * clients). Raw HTTP/1.1 over a TCP socket, so the client's cost is a connect, one write and
    * reads to EOF (a fetch() client would add its connection-pool work to the shared cores).
-   * Returns the latency in ms from connect to EOF; throws BenchFailure on a non-2xx status.
+   * Returns the latency in ms from connect to EOF; throws BenchFailure on a non-2xx status, and
+   * when the answer has not ended `timeoutMs` (REQUEST_TIMEOUT_MS) after the connect began (the
+   * connection is closed then: a runtime that accepts and never answers must not hang the bench).
    */
   async timedNewConnection(method: string, path: string, body = ""): Promise<number> {
     const url = new URL(this.baseUrl);
     const request = rawRequest(url.host, method, path, body, { close: true });
+    let conn: Deno.TcpConn | null = null;
+    let late = false;
+    const connecting = new AbortController();
+    const timer = setTimeout(() => {
+      late = true;
+      connecting.abort(); // a connect still pending fails
+      try {
+        conn?.close(); // the pending write or read fails
+      } catch {
+        // already closed
+      }
+    }, this.#timeoutMs);
     const t0 = performance.now();
     let answer = "";
     try {
-      const conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) });
-      try {
-        await conn.write(request);
-        const decoder = new TextDecoder();
-        const buf = new Uint8Array(16_384);
-        for (;;) {
-          const n = await conn.read(buf);
-          if (n === null) break;
-          answer += decoder.decode(buf.subarray(0, n), { stream: true });
-        }
-      } finally {
-        conn.close();
+      conn = await Deno.connect({
+        hostname: url.hostname,
+        port: Number(url.port),
+        signal: connecting.signal,
+      });
+      if (late) throw new Error("connected after the deadline");
+      await conn.write(request);
+      const decoder = new TextDecoder();
+      const buf = new Uint8Array(16_384);
+      for (;;) {
+        const n = await conn.read(buf);
+        if (n === null) break;
+        answer += decoder.decode(buf.subarray(0, n), { stream: true });
       }
     } catch (err) {
+      if (late) {
+        throw new BenchFailure(
+          `${method} ${path} (new connection): no answer within ${this.#timeoutMs} ms`,
+        );
+      }
       throw new BenchFailure(`${method} ${path}: ${err instanceof Error ? err.message : err}`);
+    } finally {
+      clearTimeout(timer);
+      try {
+        conn?.close();
+      } catch {
+        // closed by the deadline
+      }
     }
     const ms = performance.now() - t0;
     const status = statusOf(answer);

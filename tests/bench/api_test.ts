@@ -1,6 +1,6 @@
-/** The bench's raw keep-alive client (bench/lib/api.ts) against a real HTTP server on loopback. */
+/** The bench's raw HTTP clients (bench/lib/api.ts) against real HTTP servers on loopback. */
 import assert from "node:assert/strict";
-import { BenchFailure, KeepAliveConnection } from "../../bench/lib/api.ts";
+import { Api, BenchFailure, KeepAliveConnection } from "../../bench/lib/api.ts";
 
 /** A server that answers every request with its count and the client's port, as JSON. */
 async function withServer(
@@ -110,4 +110,44 @@ Deno.test("KeepAliveConnection: a server that never answers is a BenchFailure af
     listener.close();
     await serving.catch(() => {});
   }
+});
+
+Deno.test("Api.timedNewConnection: a server that accepts and never answers is a BenchFailure after its timeout", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const serving = (async () => {
+    for await (const conn of listener) held.push(conn); // reads nothing, answers nothing
+  })();
+  const api = new Api(`http://127.0.0.1:${listener.addr.port}`, 200);
+  try {
+    await assert.rejects(api.timedNewConnection("POST", "/v0/call", "{}"), (err: unknown) => {
+      assert.ok(err instanceof BenchFailure);
+      assert.match(err.message, /POST \/v0\/call \(new connection\): no answer within 200 ms/);
+      return true;
+    });
+    assert.equal(held.length, 1, "one connection, not retried");
+  } finally {
+    for (const conn of held) conn.close();
+    listener.close();
+    await serving.catch(() => {});
+  }
+});
+
+Deno.test("Api.timedNewConnection sends the request on a connection of its own and reads the answer to EOF", async () => {
+  await withServer(async (base, seen) => {
+    const api = new Api(base, 2_000);
+    for (let i = 0; i < 2; i++) {
+      const ms = await api.timedNewConnection("POST", "/x", '{"a":1}');
+      assert.ok(ms >= 0);
+    }
+    assert.equal(seen.ports.size, 2, "a connection per request");
+    assert.deepEqual(seen.bodies, ['{"a":1}', '{"a":1}']);
+  });
+  await withServer(async (base) => {
+    await assert.rejects(new Api(base).timedNewConnection("GET", "/"), (err: unknown) => {
+      assert.ok(err instanceof BenchFailure);
+      assert.match(err.message, /GET \/ \(new connection\) -> HTTP\/1\.1 503/);
+      return true;
+    });
+  }, () => new Response("busy", { status: 503 }));
 });
