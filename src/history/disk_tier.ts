@@ -298,11 +298,39 @@ export function rowText(
   return toJsonText({ t: tMs, p: providerId, d: deviceId, s });
 }
 
-/** A row, or null for a line that is not one (torn, damaged, a gap line). */
+/** The source text of a JSON value, given to a reviver by V8 (JSON.parse source text access). */
+interface ReviverContext {
+  readonly source?: string;
+}
+
+/** A run of digits longer than any integer a double holds exactly (2^53 has 16 digits). */
+const LONG_DIGITS = /\d{16}/;
+const INTEGER_TEXT = /^-?\d+$/;
+
+/**
+ * Keeps a signal's `last` exact when it is an integer no double holds (an int64 or uint64 beyond
+ * +/-2^53, written as its digits by `toJsonText`): a bigint, as the ring gives it back. `last` is
+ * element 2 of a signal's array, the only arrays of a row.
+ */
+function exactLast(this: unknown, key: string, value: unknown, context?: ReviverContext): unknown {
+  if (
+    key === "2" && typeof value === "number" && Array.isArray(this) &&
+    !Number.isSafeInteger(value) && context?.source !== undefined &&
+    INTEGER_TEXT.test(context.source)
+  ) return BigInt(context.source);
+  return value;
+}
+
+/**
+ * A row, or null for a line that is not one (torn, damaged, a gap line). A row holding a long run
+ * of digits is parsed keeping integers beyond 2^53 exact (`exactLast`); the others, the fast way.
+ */
 export function parseRow(line: string): DiskRow | null {
   let v: unknown;
   try {
-    v = JSON.parse(line);
+    v = LONG_DIGITS.test(line)
+      ? JSON.parse(line, exactLast as (this: unknown, key: string, value: unknown) => unknown)
+      : JSON.parse(line);
   } catch {
     return null;
   }
@@ -324,7 +352,9 @@ export function rowPoint(t: number, entry: readonly unknown[]): HistoryPoint | n
     t_ms: t,
     min: numOrNull(min),
     max: numOrNull(max),
-    last: typeof last === "number" || typeof last === "string" ? last : null,
+    last: typeof last === "number" || typeof last === "bigint" || typeof last === "string"
+      ? last
+      : null,
     count,
     quality: quality >= 0 && quality <= 3 ? quality : 3,
   };

@@ -13,7 +13,7 @@ import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts
 import { tempDir } from "../helpers/kernel.ts";
 import { diskFullError } from "../helpers/journal_files.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
-import { TestClock } from "../helpers/programmable_provider.ts";
+import { T, TestClock } from "../helpers/programmable_provider.ts";
 
 const HISTORY = { stepMs: 1000, diskMaxBytes: 1024 * 1024, memorySeconds: 10 };
 /** Buckets written in the first run: enough rows to fill one 64 KiB file and begin the next. */
@@ -116,6 +116,58 @@ Deno.test("The disk tier answers GET /v0/history exactly across a rotation and t
     ], "the rows written after the torn one are read");
     const metrics = await (await rig.get("/metrics")).text();
     assert.match(metrics, /^runtime_history_disk_up 1$/m);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("The disk tier gives back an integer beyond 2^53 exactly after a restart, as the ring does", async () => {
+  const dataDir = tempDir("history-disk-big-");
+  const inventoryFile = await probeFile(dataDir);
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  const big = (n: string) => [
+    { id: "temp", type: T.DOUBLE, double: 1e19, quality: 1 }, // a double written as digits
+    { id: "count", type: T.INT64, int64: n, quality: 1 },
+    { id: "label", type: T.STRING, string: "run", quality: 1 },
+  ];
+  let rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    await rig.poll(T0 + 1000, big("9007199254740993")); // 2^53 + 1: no double holds it
+    await rig.poll(T0 + 2000, big("-9223372036854775807"));
+    const memory = await (await rig.get(
+      `/v0/history/p0/probe?signal_id=count&signal_id=temp&since_ms=${T0 + 1000}&step_ms=1000`,
+    )).text();
+    assert.match(memory, /"last":9007199254740993,/);
+    assert.match(memory, /"last":-9223372036854775807,/);
+  } finally {
+    await rig.rt.stop(); // the open bucket is written at stop
+  }
+  clock.wallMs = T0 + 100_000;
+  rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    const res = await rig.get(
+      `/v0/history/p0/probe?signal_id=count&signal_id=temp&since_ms=${T0 + 1000}&until_ms=${
+        T0 + 2999
+      }`,
+    );
+    const text = await res.text();
+    const answer = JSON.parse(text);
+    assert.equal(answer.source, "disk");
+    assert.equal(answer.signals[0].points.length, 2);
+    // The bucket's `last` is the sample, digit for digit, as the ring gave it before the restart.
+    assert.match(text, /"last":9007199254740993,/);
+    assert.match(text, /"last":-9223372036854775807,/);
+    // A double of the same size stays a double of the same value.
+    assert.deepEqual(
+      answer.signals[1].points.map((p: { min: number; last: number }) => [p.min, p.last]),
+      [[1e19, 1e19], [1e19, 1e19]],
+    );
+    // Folded into a coarser step, the last of the two buckets, exact.
+    const folded = await (await rig.get(
+      `/v0/history/p0/probe?signal_id=count&since_ms=${T0}&until_ms=${T0 + 9999}&step_ms=10000`,
+    )).text();
+    assert.match(folded, /"last":-9223372036854775807,"count":2,/);
   } finally {
     await rig.rt.stop();
   }
