@@ -52,7 +52,13 @@ import {
   type ServeOptions,
   smallStateFile,
 } from "../host/mod.ts";
-import { HttpApi, type HttpServices, resolveApiToken, resolveNamedTokens } from "../http/mod.ts";
+import {
+  HttpApi,
+  type HttpServices,
+  resolveApiToken,
+  resolveNamedTokens,
+  tokenChangesText,
+} from "../http/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { RunRegistry } from "../runs/mod.ts";
 import { History, IncidentRecorder, qualityName, ringValue } from "../history/mod.ts";
@@ -888,20 +894,34 @@ export class Kernel {
       };
     });
     // A removed token is refused from the next request on; its open event streams end.
-    const retoken = async (next: Config) => {
-      const ended = await this.api.setTokens(
+    // Who may act changed: on the audit trail (names and roles, never a token) and in the note.
+    // Both sections set every token from `next`: the first of them to apply records the changes.
+    const retoken = (key: SectionKey) => async (next: Config) => {
+      const { ended, changes } = await this.api.setTokens(
         this.#config.http,
         resolveApiToken(next.http, this.#secret("RUNTIME_API_TOKEN")),
         resolveNamedTokens(next.http, this.#secret),
       );
+      if (changes !== null) {
+        this.audit.record({
+          action: "config",
+          origin: { kind: "reload", cause: "SIGHUP" },
+          outcome: "accepted",
+          function: key,
+          args: { tokens: changes },
+          reason: null,
+          latency_ms: 0,
+        });
+      }
+      const what = changes === null ? "" : `: ${tokenChangesText(changes)}`;
       return {
         note: ended === 0
-          ? "API tokens replaced"
-          : `API tokens replaced; ${ended} event stream(s) of removed tokens ended`,
+          ? `API tokens replaced${what}`
+          : `API tokens replaced${what}; ${ended} event stream(s) of removed tokens ended`,
       };
     };
-    own("http.auth_token", retoken);
-    own("http.tokens", retoken);
+    own("http.auth_token", retoken("http.auth_token"));
+    own("http.tokens", retoken("http.tokens"));
     own("logging", (next) => {
       const setLogLevel = this.host.setLogLevel;
       if (!setLogLevel) {

@@ -111,6 +111,64 @@ export function resolveNamedTokens(
   }));
 }
 
+/**
+ * Who a token reload gave or took access (the audit trail's record of it): names and roles only,
+ * never a token. A token that admits nobody (empty: its variable unset) counts as absent.
+ */
+export interface TokenChanges {
+  readonly added: readonly { readonly name: string; readonly role: TokenRole }[];
+  readonly removed: readonly { readonly name: string; readonly role: TokenRole }[];
+  /** The same name with another role. */
+  readonly roles: readonly {
+    readonly name: string;
+    readonly from: TokenRole;
+    readonly to: TokenRole;
+  }[];
+  /** The same name with another token (rotated): the old one no longer admits. */
+  readonly replaced: readonly string[];
+}
+
+/**
+ * What changes from the tokens `before` to `after` (each list with the single token as admin
+ * `default` among the named ones); null when nobody gains or loses anything.
+ */
+export function tokenChanges(
+  before: readonly NamedToken[],
+  after: readonly NamedToken[],
+): TokenChanges | null {
+  const live = (list: readonly NamedToken[]) =>
+    new Map(list.filter((t) => t.token !== "").map((t) => [t.name, t]));
+  const was = live(before);
+  const now = live(after);
+  const added: { name: string; role: TokenRole }[] = [];
+  const removed: { name: string; role: TokenRole }[] = [];
+  const roles: { name: string; from: TokenRole; to: TokenRole }[] = [];
+  const replaced: string[] = [];
+  for (const [name, t] of now) {
+    const old = was.get(name);
+    if (old === undefined) {
+      added.push({ name, role: t.role });
+      continue;
+    }
+    if (old.role !== t.role) roles.push({ name, from: old.role, to: t.role });
+    if (old.token !== t.token) replaced.push(name);
+  }
+  for (const [name, t] of was) if (!now.has(name)) removed.push({ name, role: t.role });
+  return added.length + removed.length + roles.length + replaced.length === 0
+    ? null
+    : { added, removed, roles, replaced };
+}
+
+/** The changes in words, for the reload's summary line (names and roles, never a token). */
+export function tokenChangesText(c: TokenChanges): string {
+  return [
+    ...c.added.map((t) => `added ${t.role} '${t.name}'`),
+    ...c.removed.map((t) => `removed ${t.role} '${t.name}'`),
+    ...c.roles.map((t) => `'${t.name}' ${t.from}->${t.to}`),
+    ...c.replaced.map((name) => `'${name}' replaced`),
+  ].join(", ");
+}
+
 /** Whether `have` may do what needs `need` (viewer < operator < admin). */
 export function roleAllows(have: TokenRole, need: TokenRole): boolean {
   return TOKEN_ROLES.indexOf(have) >= TOKEN_ROLES.indexOf(need);

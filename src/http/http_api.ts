@@ -11,9 +11,12 @@ import type { HttpConfig } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   BearerAuth,
+  DEFAULT_TOKEN_NAME,
   forbiddenResponse,
   type NamedToken,
   roleAllows,
+  type TokenChanges,
+  tokenChanges,
   unauthorizedResponse,
 } from "./auth.ts";
 import { ConsoleSite, isConsolePath } from "./console_site.ts";
@@ -90,6 +93,8 @@ export class HttpApi {
   readonly #services: HttpServices;
   readonly #log: Logger;
   #auth: BearerAuth;
+  /** The tokens in effect, the single one as admin `default` first (what setTokens compares). */
+  #tokens: readonly NamedToken[];
   /** Bumped by every setTokens: a request admitted under an older value is checked again. */
   #tokenGeneration = 0;
   readonly #cors: CorsPolicy;
@@ -109,10 +114,17 @@ export class HttpApi {
    * credentials no longer admit are ended (resolves with how many). `http` carries the rest of
    * the authentication settings, which keep their start-up values (they need a restart).
    */
-  setTokens(http: HttpConfig, apiToken: string, tokens: readonly NamedToken[]): Promise<number> {
+  async setTokens(
+    http: HttpConfig,
+    apiToken: string,
+    tokens: readonly NamedToken[],
+  ): Promise<{ ended: number; changes: TokenChanges | null }> {
+    const next = withDefaultToken(apiToken, tokens);
+    const changes = tokenChanges(this.#tokens, next);
+    this.#tokens = next;
     this.#auth = new BearerAuth(http, apiToken, tokens);
     this.#tokenGeneration++;
-    return this.#sse.recheck();
+    return { ended: await this.#sse.recheck(), changes };
   }
 
   constructor(services: HttpServices, options: HttpApiOptions) {
@@ -120,6 +132,7 @@ export class HttpApi {
     this.#services = services;
     this.#log = services.host.log.child("http");
     this.#auth = new BearerAuth(http, options.apiToken, options.tokens ?? []);
+    this.#tokens = withDefaultToken(options.apiToken, options.tokens ?? []);
     this.#cors = new CorsPolicy(http, this.#log);
     this.#policy = new RequestPolicy(http);
     this.#sse = new SseHub({
@@ -361,4 +374,9 @@ function safePath(req: Request): string {
   } catch {
     return "?";
   }
+}
+
+/** The single token as admin `default`, then the named ones. */
+function withDefaultToken(apiToken: string, tokens: readonly NamedToken[]): NamedToken[] {
+  return [{ name: DEFAULT_TOKEN_NAME, role: "admin", token: apiToken }, ...tokens];
 }

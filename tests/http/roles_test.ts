@@ -17,6 +17,8 @@ import {
   resolveNamedTokens,
   roleAllows,
   ROUTES,
+  tokenChanges,
+  tokenChangesText,
 } from "../../src/http/mod.ts";
 import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -117,6 +119,49 @@ Deno.test("roleAllows orders viewer < operator < admin", () => {
   for (const [have, need, allowed] of table) {
     assert.equal(roleAllows(have, need), allowed, `${have} for ${need}`);
   }
+});
+
+Deno.test("tokenChanges names who gained or lost access by name and role, never a token; a token that admits nobody counts as absent", () => {
+  const before: NamedToken[] = [
+    { name: "default", role: "admin", token: "d-1" },
+    { name: "dash", role: "viewer", token: "v-1" },
+    { name: "shift", role: "operator", token: "o-1" },
+    { name: "night", role: "viewer", token: "" }, // its variable unset: admits nobody
+    { name: "gone", role: "admin", token: "a-1" },
+  ];
+  assert.equal(tokenChanges(before, before), null, "nothing changed");
+  assert.equal(tokenChanges(before, [...before].reverse()), null, "the order is no change");
+  const after: NamedToken[] = [
+    { name: "default", role: "admin", token: "d-2" }, // rotated
+    { name: "dash", role: "operator", token: "v-1" }, // promoted
+    { name: "shift", role: "operator", token: "o-1" },
+    { name: "night", role: "viewer", token: "n-1" }, // its variable now set
+    { name: "new", role: "viewer", token: "x-1" },
+  ];
+  const c = tokenChanges(before, after);
+  assert.deepEqual(c, {
+    added: [{ name: "night", role: "viewer" }, { name: "new", role: "viewer" }],
+    removed: [{ name: "gone", role: "admin" }],
+    roles: [{ name: "dash", from: "viewer", to: "operator" }],
+    replaced: ["default"],
+  });
+  assert.equal(
+    tokenChangesText(c!),
+    "added viewer 'night', added viewer 'new', removed admin 'gone', 'dash' viewer->operator, " +
+      "'default' replaced",
+  );
+  assert.ok(!/[dvoanx]-\d/.test(JSON.stringify(c)), "no token in the changes");
+  assert.deepEqual(tokenChanges(after, before.slice(0, 1)), {
+    added: [],
+    removed: [
+      { name: "dash", role: "operator" },
+      { name: "shift", role: "operator" },
+      { name: "night", role: "viewer" },
+      { name: "new", role: "viewer" },
+    ],
+    roles: [],
+    replaced: ["default"],
+  });
 });
 
 Deno.test("HttpApi gives each role exactly what the route table says, on every route, and 403 names the role needed", async () => {

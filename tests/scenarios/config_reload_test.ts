@@ -713,7 +713,10 @@ Deno.test("SIGHUP that removes a named token: it is refused from the next reques
     const held = await stream(OLD);
     await write(NEW);
     const summary = await reload(rt, 1);
-    assert.match(summary, /API tokens replaced; 1 event stream\(s\) of removed tokens ended/);
+    assert.match(
+      summary,
+      /API tokens replaced: 'shift' replaced; 1 event stream\(s\) of removed tokens ended/,
+    );
     assert.doesNotMatch(summary, /needs restart/, "tokens are live, not restart-only");
     assert.equal(await status(OLD), 401, "the removed token is refused at once");
     assert.equal(await status(NEW), 200);
@@ -727,8 +730,38 @@ Deno.test("SIGHUP that removes a named token: it is refused from the next reques
     const kept = await stream(NEW);
     await write(NEW, "night-token-cccccccccccccccc");
     const second = await reload(rt, 2);
-    assert.match(second, /API tokens replaced/);
+    assert.match(second, /API tokens replaced: added viewer 'night'/);
     assert.doesNotMatch(second, /ended/);
+    // Who was given access, and whose token was replaced, is on the audit trail: names and roles.
+    const res = await apiFetch(`${rt.base}/v0/audit?origin=reload`, {
+      headers: { authorization: `Bearer ${NEW}` },
+    });
+    const auditText = await res.text();
+    assert.equal(res.status, 200, auditText);
+    const entries = JSON.parse(auditText).entries.filter((e: { action: string }) =>
+      e.action === "config"
+    );
+    assert.deepEqual(
+      entries.map((e: { function: string; outcome: string; args: unknown }) => [
+        e.function,
+        e.outcome,
+        e.args,
+      ]),
+      [
+        ["http.tokens", "accepted", {
+          tokens: { added: [], removed: [], roles: [], replaced: ["shift"] },
+        }],
+        ["http.tokens", "accepted", {
+          tokens: {
+            added: [{ name: "night", role: "viewer" }],
+            removed: [],
+            roles: [],
+            replaced: [],
+          },
+        }],
+      ],
+    );
+    assert.ok(!auditText.includes(OLD) && !auditText.includes(NEW), "no token on the trail");
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(kept.ended(), false, "an admitted stream is not ended");
     await kept.cancel();
