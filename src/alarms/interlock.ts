@@ -20,7 +20,7 @@ type Truth = typeof FALSE | typeof TRUE | typeof TYPE_ERROR;
 
 type Operand =
   | { readonly input: SignalInput; readonly literal: null }
-  | { readonly input: null; readonly literal: number | boolean | string };
+  | { readonly input: null; readonly literal: number | bigint | boolean | string };
 
 type Node =
   | { readonly k: "and" | "or"; readonly a: Node; readonly b: Node }
@@ -138,7 +138,11 @@ export class Interlock {
   typeProblems(cached: boolean): string[] {
     const out: string[] = [];
     const typeOf = (o: Operand): ValueType | "number" | "boolean" | "string" | null => {
-      if (o.input === null) return typeof o.literal as "number" | "boolean" | "string";
+      if (o.input === null) {
+        return typeof o.literal === "bigint"
+          ? "number"
+          : typeof o.literal as "number" | "boolean" | "string";
+      }
       if (cached) return o.input.sample(this.#ctx)?.value?.type ?? null;
       return o.input.binding.declaredType ?? null;
     };

@@ -45,7 +45,8 @@ export type ConditionOperand =
   | { readonly kind: "signal"; readonly signal: ConditionSignal }
   | {
     readonly kind: "literal";
-    readonly value: number | boolean | string;
+    /** A bigint: an integer literal beyond +/-2^53, kept exact (an int64/uint64 signal's range). */
+    readonly value: number | bigint | boolean | string;
     readonly column: number;
   };
 
@@ -85,6 +86,7 @@ const OPERATORS: readonly string[] = ["<", "<=", ">", ">=", "==", "!="];
 const KEYWORDS = new Set(["and", "or", "not", "bad", "true", "false"]);
 const WORD_CHAR = /[A-Za-z0-9_.:/+-]/;
 const NUMBER_RE = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+const INTEGER_RE = /^[+-]?\d+$/;
 const HANDLE_PART = /^[A-Za-z0-9_.:-]+$/;
 
 type Token =
@@ -92,7 +94,7 @@ type Token =
   | { kind: ")"; column: number }
   | { kind: "op"; op: CompareOp; column: number }
   | { kind: "keyword"; word: string; column: number }
-  | { kind: "number"; value: number; column: number }
+  | { kind: "number"; value: number | bigint; column: number }
   | { kind: "string"; value: string; column: number }
   | { kind: "signal"; signal: ConditionSignal; column: number }
   | { kind: "end"; column: number };
@@ -222,6 +224,10 @@ function word(w: string, column: number): Token {
     const value = Number(w);
     if (!Number.isFinite(value)) {
       throw new ParseFailure(column, `number out of range: ${w}`);
+    }
+    // An integer no double holds exactly is kept as written (a 64-bit counter's value).
+    if (INTEGER_RE.test(w) && !Number.isSafeInteger(value)) {
+      return { kind: "number", value: BigInt(w), column };
     }
     return { kind: "number", value, column };
   }
@@ -404,7 +410,9 @@ function checkComparison(
   }
   if (op === "==" || op === "!=") return;
   for (const side of [left, right]) {
-    if (side.kind === "literal" && typeof side.value !== "number") {
+    if (
+      side.kind === "literal" && typeof side.value !== "number" && typeof side.value !== "bigint"
+    ) {
       throw new ParseFailure(
         side.column,
         `'${op}' at column ${column} compares numbers, got ${

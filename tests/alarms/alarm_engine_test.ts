@@ -928,6 +928,31 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine's interlock conditions keep an integer literal past 2^53 exact", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: eq, block: [p0/probe/eq], while: "p0/probe/count == 9007199254740993", message: m }
+  - { id: ne, block: [p0/probe/ne], while: "p0/probe/count != 9007199254740993", message: m }
+  - { id: ge, block: [p0/probe/ge], while: "p0/probe/count >= 9007199254740993", message: m }
+  - { id: lo, block: [p0/probe/lo], while: "p0/probe/count < -9223372036854775807", message: m }
+`);
+  try {
+    const count = (v: string): Sample => ({ id: "count", type: T.INT64, int64: v, quality: Q.OK });
+    const blocks = (name: string) => gate(s, "p0/probe", fn(name, true)) !== null;
+    // As a double the literal would be 2^53: equal to 2^53, not to 2^53 + 1, and >= neither.
+    await s.read([temp(20), count("9007199254740992")]);
+    assert.deepEqual([blocks("eq"), blocks("ne"), blocks("ge")], [false, true, false]);
+    await s.read([temp(20), count("9007199254740993")]);
+    assert.deepEqual([blocks("eq"), blocks("ne"), blocks("ge")], [true, false, true]);
+    await s.read([temp(20), count("-9223372036854775808")]);
+    assert.equal(blocks("lo"), true, "-(2^63) < -(2^63 - 1)");
+    await s.read([temp(20), count("-9223372036854775807")]);
+    assert.equal(blocks("lo"), false, "as doubles both are -2^63: not less");
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine's interlock view says since when it has been released, from its first evaluation", async () => {
   const s = await setup(`
 interlocks:

@@ -43,6 +43,19 @@ Deno.test("parseCondition reads a comparison of a signal with a number, with the
   }
 });
 
+Deno.test("parseCondition keeps an integer literal beyond 2^53 exact, as a bigint; other numbers are doubles", () => {
+  const lit = (text: string) => {
+    const n = parsed(`sim0/tempctl0/tc1_temp ${text}`);
+    return n.kind === "compare" && n.right.kind === "literal" ? n.right.value : undefined;
+  };
+  assert.equal(lit("== 9007199254740993"), 9007199254740993n);
+  assert.equal(lit("< -9223372036854775808"), -9223372036854775808n);
+  assert.equal(lit("> +18446744073709551615"), 18446744073709551615n);
+  assert.equal(lit("== 9007199254740991"), 9007199254740991, "the largest safe integer: a double");
+  assert.equal(lit("== 9007199254740993.0"), 9007199254740992, "a decimal point: a double");
+  assert.equal(lit("== 1e300"), 1e300);
+});
+
 Deno.test("parseCondition binds not tighter than and, and tighter than or; parentheses group", () => {
   const a = "p/d/a > 1";
   const b = "p/d/b > 2";
