@@ -4,8 +4,12 @@
  * tests may pass their own.
  */
 
-/** A message as the session hands it over. */
-export type MqttMessageListener = (topic: string, payload: Uint8Array) => void;
+/**
+ * A message as the session hands it over. `retained`: the broker sent its retained copy because
+ * this connection subscribed (MQTT sets the flag only then), so it was published before: not a
+ * message that arrived live.
+ */
+export type MqttMessageListener = (topic: string, payload: Uint8Array, retained: boolean) => void;
 
 /** What the edge node needs of an MQTT connection. */
 export interface MqttSession {

@@ -60,8 +60,12 @@ export const connectMqttJs: MqttConnect = async (o) => {
     onConnect: (l) => void client.on("connect", () => l()),
     onClose: (l) => void client.on("close", () => l()),
     onMessage: (l) =>
-      void client.on("message", (topic, payload) => {
-        l(topic, new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength));
+      void client.on("message", (topic, payload, packet) => {
+        l(
+          topic,
+          new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
+          packet.retain === true,
+        );
       }),
     onError: (l) =>
       void client.on("error", (err) => {

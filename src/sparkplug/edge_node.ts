@@ -142,6 +142,9 @@ export interface ReplayWalk {
 
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
+/** Why a retained DCMD (or Rebirth) is not acted on: it is the broker's copy of an old command. */
+const RETAINED_COMMAND = "a retained command: the broker kept it from before this connection " +
+  "subscribed (Sparkplug commands are never retained); not acted on";
 
 /** What commands from the broker may do (present only with `sparkplug.commands: true`). */
 export interface CommandPorts {
@@ -421,7 +424,9 @@ export class SparkplugEdgeNode {
     const current = () => this.#session === session;
     session.onConnect(() => void (current() && this.#connected()));
     session.onClose(() => current() && this.#closed());
-    session.onMessage((topic, payload) => current() && this.#message(topic, payload));
+    session.onMessage((topic, payload, retained) =>
+      current() && this.#message(topic, payload, retained)
+    );
     session.onError((m) => current() && this.#log.warn(`sparkplug broker connection: ${m}`));
   }
 
@@ -1120,7 +1125,14 @@ export class SparkplugEdgeNode {
 
   // ---- commands ----
 
-  #message(topic: string, payload: Uint8Array): void {
+  /**
+   * A message on a subscribed topic. A retained command (the broker's copy handed to this
+   * connection's new subscription: it was published before, while the node was away or earlier
+   * still; Sparkplug publishes commands with retain false) never writes a device: after a
+   * reconnect it would repeat an old write over whatever the operator did since. Its e-stop is
+   * still taken (a stop is never refused).
+   */
+  #message(topic: string, payload: Uint8Array, retained: boolean): void {
     const o = this.#o;
     const ncmd = topicOf(o.config.groupId, "NCMD", o.edgeNodeId);
     const dcmd = `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/`;
@@ -1136,10 +1148,16 @@ export class SparkplugEdgeNode {
       return;
     }
     if (topic === ncmd) {
-      for (const m of decoded.metrics ?? []) this.#nodeCommand(topic, m);
+      for (const m of decoded.metrics ?? []) this.#nodeCommand(topic, m, retained);
     } else if (topic.startsWith(dcmd)) {
       const id = topic.slice(dcmd.length);
-      for (const m of decoded.metrics ?? []) this.#deviceCommand(topic, id, m);
+      for (const m of decoded.metrics ?? []) {
+        if (!retained) this.#deviceCommand(topic, id, m);
+        else {
+          const name = this.#commandName(id, m) ?? `alias ${String(m.alias)}`;
+          this.#refused(topic, name, RETAINED_COMMAND, this.#devices.has(id) ? id : undefined);
+        }
+      }
     } else {
       this.#ignored(topic, "not a command topic of this edge node");
     }
@@ -1155,8 +1173,11 @@ export class SparkplugEdgeNode {
     return key.slice(0, i) === deviceId ? key.slice(i + 1) : null;
   }
 
-  #nodeCommand(topic: string, m: Record<string, unknown>): void {
+  #nodeCommand(topic: string, m: Record<string, unknown>, retained: boolean): void {
     const name = this.#commandName("", m);
+    if (name === NODE_METRICS.rebirth && retained) {
+      return this.#ignored(topic, `${name}: ${RETAINED_COMMAND}`);
+    }
     if (name === NODE_METRICS.rebirth) {
       if (m.boolean_value !== true) {
         return this.#ignored(topic, `${name} written ${String(m.boolean_value)}`);

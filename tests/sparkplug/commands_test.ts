@@ -8,8 +8,9 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { type SparkplugHost, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { Buffer } from "node:buffer";
+import { encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { setSimRelay, type SparkplugHost, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
@@ -179,6 +180,98 @@ Deno.test({
       assert.equal(rt.estop.latched, false);
       const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
       assert.ok(v?.type === "bool" && v.bool === false, "the relay did not move");
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a retained DCMD is acted on only when it arrives live: after a reconnect the broker's stale copy moves nothing",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP, { reconnectPeriod: 100 });
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, { commands: true }));
+      await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      await rt.modes.request("MANUAL");
+      const relayOn = () => {
+        const v = rt!.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
+        return v?.type === "bool" && v.bool;
+      };
+      // A host that (against Sparkplug) publishes its command retained: live, it is a command.
+      await host.client.publishAsync(
+        DCMD,
+        Buffer.from(encode({
+          timestamp: Date.now(),
+          metrics: [{ name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true }],
+        })),
+        { qos: 1, retain: true },
+      );
+      await waitFor("relay 3 on", relayOn);
+      // The operator turns it off; then the connection drops and comes back.
+      await setSimRelay(rt, false);
+      await waitFor("relay 3 off", () => !relayOn());
+      const accepted = rt.sparkplug!.counts.commandsAccepted;
+      const refused = rt.sparkplug!.counts.commandsRefused;
+      const connects = rt.sparkplug!.counts.connects;
+      await broker.pause(); // SIGTERM: the retained message is saved
+      await broker.resume();
+      await waitFor("the node reconnected", () => rt!.sparkplug!.counts.connects > connects);
+      // The broker hands the stale copy to the new subscription (retain flag set): refused (its
+      // REFUSED answer is published when the node is online by then).
+      await waitFor("the stale command refused", () => {
+        return rt!.sparkplug!.counts.commandsRefused > refused;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(relayOn(), false, "the stale command did not move the relay");
+      assert.equal(rt.sparkplug!.counts.commandsAccepted, accepted);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "a retained NCMD met at subscription: its e-stop is taken, its Rebirth ignored",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let rt: Kernel | null = null;
+    try {
+      const retained = (metrics: Array<Record<string, unknown>>) =>
+        host.client.publishAsync(
+          NCMD,
+          Buffer.from(encode({ timestamp: Date.now(), metrics })),
+          { qos: 1, retain: true },
+        );
+      await retained([{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }]);
+      rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
+      await waitFor("the Rebirth ignored", () => rt!.sparkplug!.counts.commandsIgnored === 1);
+      assert.equal(
+        host.messages.filter((m) => m.topic.includes("/NBIRTH/")).length,
+        1,
+        "one birth: the connection's own",
+      );
+      assert.equal(rt.estop.latched, false);
+      // A host leaves an e-stop retained (against Sparkplug): a node subscribing later stops.
+      await retained([{ name: "Node Control/E-Stop", datatype: 11, boolean_value: true }]);
+      await waitFor("the live e-stop", () => rt!.estop.latched);
+      await rt.stop();
+      rt = null;
+      rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
+      await waitFor("the retained e-stop taken at subscription", () => rt!.estop.latched);
     } finally {
       await rt?.stop();
       await host.close();
