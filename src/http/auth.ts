@@ -169,6 +169,11 @@ export function tokenChangesText(c: TokenChanges): string {
   ].join(", ");
 }
 
+/** Every token as compared: the single one as admin `default` first, then the named ones. */
+export function withDefaultToken(apiToken: string, named: readonly NamedToken[]): NamedToken[] {
+  return [{ name: DEFAULT_TOKEN_NAME, role: "admin", token: apiToken }, ...named];
+}
+
 /** Whether `have` may do what needs `need` (viewer < operator < admin). */
 export function roleAllows(have: TokenRole, need: TokenRole): boolean {
   return TOKEN_ROLES.indexOf(have) >= TOKEN_ROLES.indexOf(need);
@@ -194,9 +199,8 @@ export class BearerAuth {
   constructor(http: HttpConfig, token: string, named: readonly NamedToken[] = []) {
     this.#enabled = http.authEnabled;
     this.#exemptLoopback = http.authExemptLoopback;
-    const all = [{ name: DEFAULT_TOKEN_NAME, role: "admin" as TokenRole, token }, ...named];
     this.#entries = Promise.all(
-      all.filter((t) => t.token.length > 0).map(async (t) => ({
+      withDefaultToken(token, named).filter((t) => t.token.length > 0).map(async (t) => ({
         digest: await sha256(t.token),
         name: t.name,
         role: t.role,

@@ -11,13 +11,13 @@ import type { HttpConfig } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   BearerAuth,
-  DEFAULT_TOKEN_NAME,
   forbiddenResponse,
   type NamedToken,
   roleAllows,
   type TokenChanges,
   tokenChanges,
   unauthorizedResponse,
+  withDefaultToken,
 } from "./auth.ts";
 import { ConsoleSite, isConsolePath } from "./console_site.ts";
 import { CorsPolicy, withHeaders } from "./cors.ts";
@@ -111,8 +111,9 @@ export class HttpApi {
   /**
    * Replaces the API tokens (a reload of `http.auth_token` / `http.tokens`): from the next
    * request on, a removed token is refused and a new one admitted, and the event streams its
-   * credentials no longer admit are ended (resolves with how many). `http` carries the rest of
-   * the authentication settings, which keep their start-up values (they need a restart).
+   * credentials no longer admit are ended. Resolves with how many ended and who gained or lost
+   * access (`tokenChanges`, null when nobody did). `http` carries the rest of the authentication
+   * settings, which keep their start-up values (they need a restart).
    */
   async setTokens(
     http: HttpConfig,
@@ -374,9 +375,4 @@ function safePath(req: Request): string {
   } catch {
     return "?";
   }
-}
-
-/** The single token as admin `default`, then the named ones. */
-function withDefaultToken(apiToken: string, tokens: readonly NamedToken[]): NamedToken[] {
-  return [{ name: DEFAULT_TOKEN_NAME, role: "admin", token: apiToken }, ...tokens];
 }

@@ -91,46 +91,51 @@ Deno.test("KeepAliveConnection connects anew, once, when the server closed the i
   }
 });
 
-Deno.test("KeepAliveConnection: a server that never answers is a BenchFailure after its timeout", async () => {
+/** A server that accepts connections and never reads or answers: `body` gets its base URL. */
+async function withSilentServer(
+  body: (base: string, held: readonly Deno.Conn[]) => Promise<void>,
+): Promise<void> {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const held: Deno.Conn[] = [];
   const serving = (async () => {
     for await (const conn of listener) held.push(conn); // reads nothing, answers nothing
   })();
-  const c = new KeepAliveConnection(`http://127.0.0.1:${listener.addr.port}`, 200);
   try {
-    await assert.rejects(c.timed("GET", "/"), (err: unknown) => {
-      assert.ok(err instanceof BenchFailure);
-      assert.match(err.message, /GET \/: no answer within 200 ms/);
-      return true;
-    });
+    await body(`http://127.0.0.1:${listener.addr.port}`, held);
   } finally {
-    c.close();
     for (const conn of held) conn.close();
     listener.close();
     await serving.catch(() => {});
   }
+}
+
+Deno.test("KeepAliveConnection: a server that never answers is a BenchFailure after its timeout", async () => {
+  await withSilentServer(async (base) => {
+    const c = new KeepAliveConnection(base, 200);
+    try {
+      await assert.rejects(c.timed("GET", "/"), (err: unknown) => {
+        assert.ok(err instanceof BenchFailure);
+        assert.match(err.message, /GET \/: no answer within 200 ms/);
+        return true;
+      });
+    } finally {
+      c.close();
+    }
+  });
 });
 
 Deno.test("Api.timedNewConnection: a server that accepts and never answers is a BenchFailure after its timeout", async () => {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const held: Deno.Conn[] = [];
-  const serving = (async () => {
-    for await (const conn of listener) held.push(conn); // reads nothing, answers nothing
-  })();
-  const api = new Api(`http://127.0.0.1:${listener.addr.port}`, 200);
-  try {
-    await assert.rejects(api.timedNewConnection("POST", "/v0/call", "{}"), (err: unknown) => {
-      assert.ok(err instanceof BenchFailure);
-      assert.match(err.message, /POST \/v0\/call \(new connection\): no answer within 200 ms/);
-      return true;
-    });
+  await withSilentServer(async (base, held) => {
+    await assert.rejects(
+      new Api(base, 200).timedNewConnection("POST", "/v0/call", "{}"),
+      (err: unknown) => {
+        assert.ok(err instanceof BenchFailure);
+        assert.match(err.message, /POST \/v0\/call \(new connection\): no answer within 200 ms/);
+        return true;
+      },
+    );
     assert.equal(held.length, 1, "one connection, not retried");
-  } finally {
-    for (const conn of held) conn.close();
-    listener.close();
-    await serving.catch(() => {});
-  }
+  });
 });
 
 Deno.test("Api.timedNewConnection sends the request on a connection of its own and reads the answer to EOF", async () => {

@@ -22,8 +22,15 @@ export interface SparkplugHost {
   readonly messages: Received[];
   /** Publishes encoded payload bytes (QoS 1). */
   publish(topic: string, payload: Uint8Array): Promise<void>;
-  /** Publishes a payload of these metrics, timestamped now (QoS 1): an NCMD or DCMD. */
-  send(topic: string, metrics: Array<Record<string, unknown>>): Promise<void>;
+  /**
+   * Publishes a payload of these metrics, timestamped now (QoS 1): an NCMD or DCMD; `retain`
+   * asks the broker to keep it (which Sparkplug forbids for commands: tests of a host that does).
+   */
+  send(
+    topic: string,
+    metrics: Array<Record<string, unknown>>,
+    o?: { readonly retain?: boolean },
+  ): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -45,14 +52,15 @@ export async function sparkplugHost(
     messages.push({ topic, payload: decode(raw), raw });
   });
   await client.subscribeAsync(`${prefix}#`, { qos: 1 });
-  const publish = async (topic: string, payload: Uint8Array) => {
-    await client.publishAsync(topic, Buffer.from(payload), { qos: 1 });
+  const publish = async (topic: string, payload: Uint8Array, retain = false) => {
+    await client.publishAsync(topic, Buffer.from(payload), { qos: 1, retain });
   };
   return {
     client,
     messages,
     publish,
-    send: (topic, metrics) => publish(topic, encode({ timestamp: Date.now(), metrics })),
+    send: (topic, metrics, o = {}) =>
+      publish(topic, encode({ timestamp: Date.now(), metrics }), o.retain === true),
     close: async () => {
       await client.endAsync(true);
     },

@@ -8,8 +8,7 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { Buffer } from "node:buffer";
-import { encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { setSimRelay, type SparkplugHost, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
@@ -208,14 +207,13 @@ Deno.test({
         return v?.type === "bool" && v.bool;
       };
       // A host that (against Sparkplug) publishes its command retained: live, it is a command.
-      await host.client.publishAsync(
-        DCMD,
-        Buffer.from(encode({
-          timestamp: Date.now(),
-          metrics: [{ name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true }],
-        })),
-        { qos: 1, retain: true },
-      );
+      await host.send(DCMD, [{
+        name: "Functions/set_relay_ch3",
+        datatype: 11,
+        boolean_value: true,
+      }], {
+        retain: true,
+      });
       await waitFor("relay 3 on", relayOn);
       // The operator turns it off; then the connection drops and comes back.
       await setSimRelay(rt, false);
@@ -251,11 +249,7 @@ Deno.test({
     let rt: Kernel | null = null;
     try {
       const retained = (metrics: Array<Record<string, unknown>>) =>
-        host.client.publishAsync(
-          NCMD,
-          Buffer.from(encode({ timestamp: Date.now(), metrics })),
-          { qos: 1, retain: true },
-        );
+        host.send(NCMD, metrics, { retain: true });
       await retained([{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }]);
       rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
       await waitFor("the Rebirth ignored", () => rt!.sparkplug!.counts.commandsIgnored === 1);
@@ -269,7 +263,7 @@ Deno.test({
       await retained([{ name: "Node Control/E-Stop", datatype: 11, boolean_value: true }]);
       await waitFor("the live e-stop", () => rt!.estop.latched);
       await rt.stop();
-      rt = null;
+      rt = null; // a start that fails below must not stop this one again
       rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
       await waitFor("the retained e-stop taken at subscription", () => rt!.estop.latched);
     } finally {
