@@ -14,10 +14,12 @@
  * - What a crash (kill -9, power loss after the fsync) can lose: the outcome of a call, never
  *   the call. At the next start, a decision written ahead whose outcome is not in the last
  *   AUDIT_RECOVERY_SCAN_BYTES of the journal becomes an entry of outcome `interrupted` (its result
- *   and latency unknown, count 1). Lost with the process: the count of repeats collapsed into an
- *   entry still open (at most AUDIT_COLLAPSE_MAX_OPEN_MS of them, each identical to a decision
- *   on disk), outcomes not yet written, and a gap count not yet written (below). Power loss can
- *   lose, in addition, what was written in the last AUDIT_SYNC_INTERVAL_MS.
+ *   and latency unknown, count 1). A clean close ends the journal with a closing record that lists
+ *   the calls still in flight: the next start reads that line instead of the tail (a start costs
+ *   the same however large the journal grew). Lost with the process: the count of repeats
+ *   collapsed into an entry still open (at most AUDIT_COLLAPSE_MAX_OPEN_MS of them, each identical
+ *   to a decision on disk), outcomes not yet written, and a gap count not yet written (below).
+ *   Power loss can lose, in addition, what was written in the last AUDIT_SYNC_INTERVAL_MS.
  * - A journal that cannot be written (full disk, read-only folder) never blocks a call or a
  *   stop: the write fails fast, the call goes on, and the failure is counted, logged (ERROR once
  *   per failing streak) and shown in status() (GET /v0/providers/health `audit`) and metrics. The
@@ -108,6 +110,12 @@ export const AUDIT_READ_FLUSH_TIMEOUT_MS = 2000;
 export const AUDIT_WRITE_AHEAD_TIMEOUT_MS = 100;
 /** Bytes at the end of the journal searched at start for calls whose outcome is missing. */
 export const AUDIT_RECOVERY_SCAN_BYTES = 8 * 1024 * 1024;
+/**
+ * Write-ahead records of this process not yet settled that it keeps, to list at a clean close
+ * (calls in flight: bounded by the router; past this bound the close writes no closing record and
+ * the next start searches the journal's tail instead).
+ */
+export const AUDIT_MAX_UNSETTLED = 256;
 /** Write-ahead ids one entry line settles at most; more go on a line of their own. */
 export const AUDIT_MAX_INTENTS_PER_LINE = 16;
 /** Positions of unreadable lines already logged (one WARN each); bounded. */
@@ -209,6 +217,11 @@ interface IntentRecord {
 const INTENT_PREFIX = '{"intent":';
 const INTENTS_PREFIX = '{"intents":[';
 const COVERS_PREFIX = '{"covers":[';
+/**
+ * The closing record of a clean close: every earlier write-ahead record is settled or listed in
+ * `open`. A `covers` line that settles nothing, so that a reader of an older version skips it.
+ */
+const CLOSED_PREFIX = '{"covers":[],"clean_close":';
 
 /** The audit trail; the AuditSink of the router, modes, parameters and e-stop. */
 export class AuditTrail implements AuditSink {
@@ -236,6 +249,10 @@ export class AuditTrail implements AuditSink {
   /** This process's prefix of write-ahead ids, and the last number. */
   readonly #boot: string;
   #intentSeq = 0;
+  /** This process's write-ahead records not settled yet (their lines), by id; bounded. */
+  readonly #unsettled = new Map<string, string>();
+  /** Set when a record did not fit in #unsettled: the close writes no closing record. */
+  #unsettledOverflow = false;
 
   constructor(options: AuditTrailOptions) {
     this.#o = options;
@@ -285,6 +302,8 @@ export class AuditTrail implements AuditSink {
         mode,
       };
       const line = bounded(record as unknown as Record<string, unknown>).text;
+      if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
+      else this.#unsettledOverflow = true;
       const write = journal.writer.append(line, { counted: false });
       if (options.wait === false) {
         // A stop action: queued in order, never waited for (a slow disk must not delay it).
@@ -482,6 +501,7 @@ export class AuditTrail implements AuditSink {
   #emit(raw: AuditEntry, intents: readonly string[]): void {
     raw.seq = ++this.#seq;
     this.#entriesTotal++;
+    for (const id of intents) this.#unsettled.delete(id);
     const { entry, text } = boundedEntry(raw);
     for (const listener of this.#listeners) {
       try {
@@ -592,10 +612,16 @@ export class AuditTrail implements AuditSink {
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
   }
 
-  /** Write-ahead records in the last AUDIT_RECOVERY_SCAN_BYTES that no entry settles. */
+  /**
+   * Write-ahead records that no entry settles: those listed by the closing record when the
+   * journal ends with one (a clean close: nothing else is read), else those in the last
+   * AUDIT_RECOVERY_SCAN_BYTES.
+   */
   async #unsettledIntents(journal: AuditJournalOptions): Promise<IntentRecord[]> {
     const files = journal.files;
     const segments = await segmentNumbers(files, { dir: journal.dir, prefix: SEGMENT_PREFIX });
+    const closed = await this.#closingRecord(journal, segments);
+    if (closed !== null) return closed;
     // The newest segments that hold the last AUDIT_RECOVERY_SCAN_BYTES, oldest first.
     const tail: Array<{ path: string; start: number; size: number }> = [];
     let budget = AUDIT_RECOVERY_SCAN_BYTES;
@@ -624,8 +650,13 @@ export class AuditTrail implements AuditSink {
         const t = line.text;
         if (t.startsWith(INTENT_PREFIX)) {
           const r = parseObject(t) as IntentRecord | null;
-          if (r && typeof r.intent === "string" && typeof r.time_epoch_ms === "number") {
-            open.set(r.intent, r);
+          if (isIntentRecord(r)) open.set(r.intent, r);
+        } else if (t.startsWith(CLOSED_PREFIX)) {
+          // A clean close earlier: what it does not list was settled before it.
+          const listed = closedIntents(t);
+          if (listed !== null) {
+            open.clear();
+            for (const r of listed) open.set(r.intent, r);
           }
         } else if (t.startsWith(INTENTS_PREFIX) || t.startsWith(COVERS_PREFIX)) {
           const v = parseObject(t);
@@ -638,6 +669,62 @@ export class AuditTrail implements AuditSink {
   }
 
   /**
+   * The write-ahead records the journal's closing record lists, when the last line of its newest
+   * non-empty segment is one; null otherwise (a crash, a failed write, an older version).
+   */
+  async #closingRecord(
+    journal: AuditJournalOptions,
+    segments: readonly number[],
+  ): Promise<IntentRecord[] | null> {
+    const files = journal.files;
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const path = segmentPath({ dir: journal.dir, prefix: SEGMENT_PREFIX }, segments[i]!);
+      const size = await files.fileSize(path);
+      if (size === 0) continue;
+      // A closing record is at most AUDIT_MAX_ENTRY_BYTES and its newline: starting two bytes
+      // further back, the first line read is always the rest of an earlier one.
+      const start = Math.max(0, size - AUDIT_MAX_ENTRY_BYTES - 2);
+      let last: JournalLine | null = null;
+      let first = start > 0;
+      for await (
+        const line of files.readLinesAt(path, {
+          maxLineBytes: AUDIT_MAX_ENTRY_BYTES,
+          startByte: start,
+        })
+      ) {
+        if (first) {
+          first = false;
+          continue;
+        }
+        last = line;
+      }
+      if (last === null || !last.terminated || last.end !== size) return null;
+      return last.text.startsWith(CLOSED_PREFIX) ? closedIntents(last.text) : null;
+    }
+    return null;
+  }
+
+  /**
+   * The closing record of a clean close (CLOSED_PREFIX): the write-ahead records still without an
+   * outcome (calls in flight), or null when it cannot be trusted (a write failed or an entry was
+   * dropped in this process, more unsettled records than AUDIT_MAX_UNSETTLED) or does not fit in
+   * AUDIT_MAX_ENTRY_BYTES: then the next start searches the journal's tail.
+   */
+  #closingLine(journal: Journal): string | null {
+    const w = journal.writer.status();
+    if (
+      this.#unsettledOverflow || w.writeErrors > 0 || w.lost > 0 || w.gapPending > 0 ||
+      w.state === "failing"
+    ) {
+      return null;
+    }
+    const line = `${CLOSED_PREFIX}${this.#o.clock.nowMs()},"open":[${
+      [...this.#unsettled.values()].join(",")
+    }]}`;
+    return new TextEncoder().encode(line).length <= AUDIT_MAX_ENTRY_BYTES ? line : null;
+  }
+
+  /**
    * Closes the open entry and stops collapsing: a decision after this (a call that was in flight
    * when the runtime stopped) is an entry of its own at once, and no timer is left running.
    */
@@ -647,10 +734,18 @@ export class AuditTrail implements AuditSink {
     this.#closeUntrusted();
   }
 
-  /** Seals, writes what is queued (one more try after a failure), fsyncs and closes the journal. */
+  /**
+   * Seals, writes what is queued (one more try after a failure), then the closing record (the
+   * next start reads it instead of searching the journal), fsyncs and closes the journal.
+   */
   async close(): Promise<void> {
     this.seal();
-    await this.#journal?.writer.close();
+    const journal = this.#journal;
+    if (journal === null) return;
+    await journal.writer.flush();
+    const closing = this.#closingLine(journal);
+    if (closing !== null) void journal.writer.append(closing, { counted: false });
+    await journal.writer.close();
   }
 
   /** Closes the open entry (a read or a test wants everything recorded so far). */
@@ -812,6 +907,19 @@ function entryLine(text: string, intents: readonly string[]): string {
   return intents.length === 0
     ? text
     : `${INTENTS_PREFIX}${intents.map((id) => JSON.stringify(id)).join(",")}],${text.slice(1)}`;
+}
+
+function isIntentRecord(r: unknown): r is IntentRecord {
+  const v = r as IntentRecord | null;
+  return v !== null && typeof v === "object" && typeof v.intent === "string" &&
+    typeof v.time_epoch_ms === "number";
+}
+
+/** The records a closing record lists; null for a line that is not one. */
+function closedIntents(text: string): IntentRecord[] | null {
+  const v = parseObject(text);
+  if (v === null || typeof v.clean_close !== "number" || !Array.isArray(v.open)) return null;
+  return v.open.filter(isIntentRecord);
 }
 
 function parseObject(text: string): Record<string, unknown> | null {

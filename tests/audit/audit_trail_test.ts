@@ -13,6 +13,7 @@ import {
   AUDIT_MAX_ENTRY_BYTES,
   AUDIT_MAX_SHORT_TEXT_BYTES,
   AUDIT_MAX_TEXT_BYTES,
+  AUDIT_MAX_UNSETTLED,
   AUDIT_MEMORY_ENTRIES,
   AUDIT_READ_MAX_LINE_BYTES,
   AUDIT_UNTRUSTED_PER_WINDOW,
@@ -393,8 +394,9 @@ Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and 
     assert.deepEqual(page.problems, []);
     await t.close();
     const all = await journalLines(dir);
-    assert.equal(all.length, 2, "the write-ahead record and the entry that settles it");
+    assert.equal(all.length, 3, "the write-ahead record, the entry that settles it, the close");
     assert.deepEqual(JSON.parse(all[1]!).intents, [intent.id]);
+    assert.deepEqual(JSON.parse(all[2]!), { covers: [], clean_close: time.wall, open: [] });
     assert.equal(files.syncs, 1, "one fsync, at close: none per call");
   });
 });
@@ -434,6 +436,112 @@ Deno.test("AuditTrail records a call written ahead by an earlier process without
     assert.equal((await third.query({ limit: 10 })).entries.length, 2);
     await third.close();
     await before.close();
+  });
+});
+
+/** The journal's lines as parsed objects. */
+async function journalObjects(dir: string): Promise<Record<string, unknown>[]> {
+  return (await journalLines(dir)).map((l) => JSON.parse(l));
+}
+
+Deno.test("AuditTrail: a clean close writes a closing record, and the next start reads only it, not the journal's tail", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    const before = trail(time);
+    await before.openJournal({ dir, files, maxFileBytes: 4 << 20, maxFiles: 2 });
+    // ~1 MiB of settled calls, then one still in flight when the runtime stops.
+    for (let i = 0; i < 2000; i++) {
+      time.advance(1);
+      const ahead = await before.writeAhead(call(i));
+      before.record({ ...duty(i), intent: ahead });
+    }
+    const inFlight = await before.writeAhead(call(-1));
+    assert.ok(inFlight);
+    await before.close();
+    const closing = (await journalObjects(dir)).at(-1)!;
+    assert.equal(closing.clean_close, time.wall);
+    assert.deepEqual((closing.open as { intent: string }[]).map((r) => r.intent), [inFlight.id]);
+    const size = (await Deno.stat(`${dir}/audit-00000001.jsonl`)).size;
+    assert.ok(size > 1 << 20, `journal of ${size} bytes`);
+
+    files.bytesRead = 0;
+    const after = trail(time);
+    await after.openJournal({ dir, files, maxFileBytes: 4 << 20, maxFiles: 2 });
+    assert.ok(
+      files.bytesRead <= AUDIT_MAX_ENTRY_BYTES + 2,
+      `read ${files.bytesRead} bytes at start, not the ${size} of the journal`,
+    );
+    assert.deepEqual((await after.query({ limit: 1000 })).problems, []);
+    const interrupted = (await all(after)).filter((e) => e.outcome === "interrupted");
+    assert.deepEqual(interrupted.map((e) => e.args?.duty), [{ type: "double", double: -1 }]);
+    await after.close();
+    // The third start finds the call settled by the interrupted entry: recorded once.
+    const third = trail(time);
+    await third.openJournal({ dir, files, maxFileBytes: 4 << 20, maxFiles: 2 });
+    assert.equal((await all(third)).filter((e) => e.outcome === "interrupted").length, 1);
+    await third.close();
+  });
+});
+
+Deno.test("AuditTrail: after a crash that follows a clean close, the search finds the calls of both processes once", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    const a = trail(time);
+    await a.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    assert.ok(await a.writeAhead(call(0.1))); // in flight at a clean close
+    await a.close();
+    const b = trail(time);
+    await b.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    time.advance(5);
+    assert.ok(await b.writeAhead(call(0.2))); // in flight at a crash: b is never closed
+    await b.query({ limit: 1 }); // written
+    assert.equal((await journalObjects(dir)).at(-1)!.intent !== undefined, true);
+
+    const c = trail(time);
+    await c.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const interrupted = (await all(c)).filter((e) => e.outcome === "interrupted");
+    assert.deepEqual(interrupted.map((e) => e.args?.duty), [
+      { type: "double", double: 0.1 }, // by b, from a's closing record
+      { type: "double", double: 0.2 }, // by c, from the search
+    ]);
+    await c.close();
+    await b.close();
+  });
+});
+
+Deno.test("AuditTrail writes no closing record after a failed write, nor past AUDIT_MAX_UNSETTLED calls in flight: the next start searches", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    const a = trail(time);
+    await a.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    assert.ok(await a.writeAhead(call(0.1)));
+    files.full = true;
+    a.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    await a.query({ limit: 1 }); // that write failed
+    files.full = false;
+    await a.close();
+    const lastA = (await journalObjects(dir)).at(-1)!;
+    assert.equal(lastA.clean_close, undefined, JSON.stringify(lastA));
+    const b = trail(time);
+    await b.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    assert.deepEqual(
+      (await all(b)).filter((e) => e.outcome === "interrupted").map((e) => e.args?.duty),
+      [{ type: "double", double: 0.1 }],
+    );
+    // More calls in flight than a closing record keeps.
+    for (let i = 0; i <= AUDIT_MAX_UNSETTLED; i++) {
+      time.advance(1);
+      assert.ok(await b.writeAhead(call(i)));
+    }
+    await b.close();
+    assert.equal((await journalObjects(dir)).at(-1)!.clean_close, undefined);
+    const c = trail(time);
+    await c.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    assert.equal(
+      (await all(c)).filter((e) => e.outcome === "interrupted").length,
+      1 + AUDIT_MAX_UNSETTLED + 1,
+    );
+    await c.close();
   });
 });
 
@@ -486,7 +594,7 @@ Deno.test("AuditTrail.query reports a torn, a damaged and an over-long line with
     await t.query({ limit: 1 });
     await t.close();
     const path = `${dir}/audit-00000001.jsonl`;
-    const good = (await Deno.readTextFile(path)).trim();
+    const good = (await Deno.readTextFile(path)).split("\n")[0]!; // then the closing record
     const old = JSON.parse(good);
     // An entry of an older version whose reason was never bounded (40 KB), a torn line, junk,
     // a line longer than anything a read parses, and the good entry again.

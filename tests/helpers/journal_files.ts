@@ -17,6 +17,8 @@ export class SwitchableFiles implements JournalFiles {
   appends = 0;
   syncs = 0;
   linesRead = 0;
+  /** Bytes of the lines readLinesAt yielded (with their newlines). */
+  bytesRead = 0;
   /** While set, every read waits for it before its first line. */
   gate: Promise<void> | null = null;
   readsWaiting = 0;
@@ -62,6 +64,7 @@ export class SwitchableFiles implements JournalFiles {
     await this.#wait();
     for await (const line of journalFiles.readLinesAt(path, options)) {
       this.linesRead++;
+      this.bytesRead += line.end - line.start;
       yield line;
     }
   }
