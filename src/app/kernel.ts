@@ -379,6 +379,7 @@ export class Kernel {
       dataDir: config.runtime.dataDir,
       runtimeName: config.runtime.name,
       pollingIntervalMs: config.polling.intervalMs,
+      maxRunBytes: config.runs.maxRunBytes,
       files: host.files ?? journalFiles,
       clock: host.clock,
       logger: log.child("runs"),

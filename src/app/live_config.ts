@@ -42,6 +42,7 @@ export type SectionKey =
   | "safety"
   | "alarms"
   | "audit.*"
+  | "runs.*"
   | "history.*"
   | "sparkplug.*";
 
@@ -233,6 +234,13 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     owner: "audit journal (sized when it is opened at start)",
     read: (c) => c.audit,
     take: (b, f) => ({ ...b, audit: f.audit }),
+  },
+  {
+    key: "runs.*",
+    rule: "restart",
+    owner: "run registry (its bounds are set when it starts)",
+    read: (c) => c.runs,
+    take: (b, f) => ({ ...b, runs: f.runs }),
   },
   {
     key: "history.*",

@@ -630,6 +630,18 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         max_files: int("Journal files kept (the oldest is removed).", 8, 2, 1000),
       },
     ),
+    runs: section(
+      'Run records (docs/http-api.md "Runs"): a journal and one event file per run in data_dir/runs.',
+      {
+        max_run_bytes: int(
+          "Size an open run's event file may reach; past it automatic events (calls, alarms, " +
+            "mode and parameter changes) are counted instead of recorded and markers are refused.",
+          256 * 1024 * 1024,
+          64 * 1024,
+          1024 * 1024 * 1024 * 1024,
+        ),
+      },
+    ),
     history: section(
       "On-board history: a full-rate ring in memory, a decimated tier on disk under " +
         "data_dir/history, and incident records around every stop (docs/history.md).",

@@ -69,6 +69,7 @@ const ROOT_KEYS = [
   "safety",
   "health",
   "audit",
+  "runs",
   "history",
   "alarms",
   "interlocks",
@@ -171,6 +172,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     safety: readSafety(root, callCtx),
     health: readHealth(root, c),
     audit: readAudit(root, c),
+    runs: readRuns(root, c),
     history: readHistory(root, c),
     alarms: readAlarms(callCtx, root.alarms, ["alarms"]),
     interlocks: readInterlocks(callCtx, root.interlocks, ["interlocks"]),
@@ -726,6 +728,18 @@ function readAudit(root: Obj, c: Checker): Config["audit"] {
       max: 1024 * 1024 * 1024,
     }),
     maxFiles: c.integer(a, P, "max_files", 8, { min: 2, max: 1000 }),
+  };
+}
+
+function readRuns(root: Obj, c: Checker): Config["runs"] {
+  const P = ["runs"];
+  const r = c.mapping(root.runs, P) ?? {};
+  c.knownKeys(r, P, ["max_run_bytes"]);
+  return {
+    maxRunBytes: c.integer(r, P, "max_run_bytes", 256 * 1024 * 1024, {
+      min: 64 * 1024,
+      max: 1024 * 1024 * 1024 * 1024,
+    }),
   };
 }
 

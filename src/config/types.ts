@@ -378,6 +378,14 @@ export interface Config {
     /** Journal files kept, the current one included; the oldest is removed. */
     readonly maxFiles: number;
   };
+  /** Run record bounds (`<data_dir>/runs/`, docs/http-api.md "Runs"). */
+  readonly runs: {
+    /**
+     * Bytes an open run's event file may reach: past it automatic events are counted, not
+     * recorded, and markers are refused (the run_closed event is always written).
+     */
+    readonly maxRunBytes: number;
+  };
   /** On-board history: full-rate ring, decimated disk tier, incidents (docs/history.md). */
   readonly history: HistoryConfig;
   /** Alarm limits on signals, evaluated after every poll in every mode (docs/alarms.md). */

@@ -54,6 +54,7 @@ import {
   type KeyedLines,
   lastKeyed,
   seekAfter,
+  utf8Length,
 } from "../journal/mod.ts";
 import { type EventLineRules, eventOfLine } from "./_event_lines.ts";
 import { exceedsJsonDepth } from "./_json_depth.ts";
@@ -96,6 +97,8 @@ export interface RunRegistryOptions {
   /** Randomness for run ids (default crypto.getRandomValues). */
   readonly random?: (bytes: Uint8Array) => void;
   readonly runtimeVersion?: string;
+  /** `runs.max_run_bytes` (default RUN_MAX_BYTES_DEFAULT). */
+  readonly maxRunBytes?: number;
 }
 
 /** What start-up found in the journal. */
@@ -131,6 +134,14 @@ export const MAX_PENDING_BUS_EVENTS = 1000;
 export const BUS_EVENT_SYNC_DELAY_MS = 1000;
 /** Records waiting for runs.jsonl at most (open and close wait for theirs: a handful at most). */
 export const MAX_PENDING_RUN_RECORDS = 64;
+/**
+ * Default of `runs.max_run_bytes`: the size an open run's event file may reach. Past it automatic
+ * events (calls, alarms, interlocks, mode and parameter changes, faults, incidents) are counted
+ * instead of recorded, markers are refused, and the run_closed event (always written) says how
+ * many were left out: a run left open in AUTO must not fill the disk the audit journal and the
+ * history share.
+ */
+export const RUN_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
@@ -142,6 +153,10 @@ interface OpenRun {
   writer: JournalWriter;
   /** Its run_closed event is being written: nothing more is queued for it. */
   closing: boolean;
+  /** Bytes of its event file (the lines queued included). */
+  bytes: number;
+  /** Events left out since the file reached the bound (maxRunBytes). */
+  notRecorded: number;
 }
 
 type Body = Record<string, unknown>;
@@ -219,12 +234,14 @@ export class RunRegistry {
   #unsubscribe: (() => void) | null = null;
   #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [] };
   readonly #warnedCorruptRuns = new Set<string>();
+  readonly #maxRunBytes: number;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
     this.#log = options.logger;
     this.#ulid = new UlidGenerator({ now: () => options.clock.nowMs(), random: options.random });
     this.#prefix = options.runtimeName || "default";
+    this.#maxRunBytes = options.maxRunBytes ?? RUN_MAX_BYTES_DEFAULT;
     const dir = options.dataDir.replace(/\/+$/, "");
     this.#runsFile = `${dir}/runs.jsonl`;
     this.#eventsDir = `${dir}/runs`;
@@ -325,10 +342,13 @@ export class RunRegistry {
       }
       const event = this.#event(run.run_id, 1, "run_opened", "", now, now, {});
       const writer = this.#writer(this.#eventFile(run.run_id), MAX_PENDING_BUS_EVENTS);
+      let opened = 0;
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
         // record is the commit point.
-        written(await writer.append(JSON.stringify(event), { sync: true }));
+        const line = JSON.stringify(event);
+        written(await writer.append(line, { sync: true }));
+        opened = utf8Length(line) + 1;
         await this.#appendJournal(record);
       } catch (err) {
         await writer.close();
@@ -336,7 +356,7 @@ export class RunRegistry {
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
-      this.#open = { run, nextSequence: 2, writer, closing: false };
+      this.#open = { run, nextSequence: 2, writer, closing: false, bytes: opened, notRecorded: 0 };
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };
@@ -491,10 +511,18 @@ export class RunRegistry {
         stored,
       );
       const line = JSON.stringify(event);
-      if (byteLength(line) > MAX_RECORD_BYTES) {
+      const size = byteLength(line);
+      if (size > MAX_RECORD_BYTES) {
         throw invalidArgument(`marker exceeds ${MAX_RECORD_BYTES} bytes: shorten payload`);
       }
+      if (open.bytes + size + 1 > this.#maxRunBytes) {
+        throw failedPrecondition(
+          `Run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
+            `no more markers; close the run and open another`,
+        );
+      }
       open.nextSequence++;
+      open.bytes += size + 1;
       try {
         written(await open.writer.append(line, { sync: true }));
       } catch (err) {
@@ -650,8 +678,21 @@ export class RunRegistry {
     }
     const now = this.#opts.clock.nowMs();
     const runId = open.run.run_id;
-    const event = this.#event(runId, open.nextSequence++, category, type, occurred, now, payload);
-    void open.writer.append(JSON.stringify(event)).then((r) => {
+    const event = this.#event(runId, open.nextSequence, category, type, occurred, now, payload);
+    const line = JSON.stringify(event);
+    const size = utf8Length(line) + 1;
+    if (open.bytes + size > this.#maxRunBytes) {
+      if (open.notRecorded++ === 0) {
+        this.#log.warn(
+          `run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
+            `events are counted from now on, not recorded (the run_closed event says how many)`,
+        );
+      }
+      return;
+    }
+    open.nextSequence++;
+    open.bytes += size;
+    void open.writer.append(line).then((r) => {
       if (!r.ok) this.#droppedBusEvent(r.reason);
     });
   }
@@ -734,7 +775,10 @@ export class RunRegistry {
       } else {
         sequence = ((await lastKeyed(await this.#keyedEvents(run.run_id, true)))?.key ?? 0) + 1;
       }
-      const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, {});
+      // Always written, past the bound too: the run's end, and what the bound left out.
+      const left = open?.notRecorded ?? 0;
+      const payload = left > 0 ? { events_not_recorded: left } : {};
+      const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
       written(await writer.append(JSON.stringify(event), { sync: true }));
       await this.#appendJournal(JSON.stringify({
         v: SCHEMA_VERSION,

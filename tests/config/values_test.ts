@@ -87,6 +87,8 @@ health:
 audit:
   max_file_bytes: 4096
   max_files: 1000
+runs:
+  max_run_bytes: 65536
 `);
   assert.deepEqual(config.runtime, {
     name: "rig-7",
@@ -155,6 +157,7 @@ audit:
   assert.equal(config.safety.safeState.zeroIsSafe, true);
   assert.deepEqual(config.health, { staleness: { warnAfterMs: 100, staleAfterMs: 101 } });
   assert.deepEqual(config.audit, { maxFileBytes: 4096, maxFiles: 1000 });
+  assert.deepEqual(config.runs, { maxRunBytes: 65536 });
 });
 
 Deno.test("loadConfig applies every flat telemetry alias when the nested key is absent", () => {

@@ -3,6 +3,7 @@
  * describe "a runtime with N simulated providers"; loader-independent (a typed Config literal).
  */
 import type { Config, ProviderConfig, RestartPolicyConfig } from "../../src/config/mod.ts";
+import { RUN_MAX_BYTES_DEFAULT } from "../../src/runs/mod.ts";
 
 export const REPO = new URL("../../", import.meta.url).pathname;
 export const SIM_MAIN = `${REPO}examples/providers/sim/main.ts`;
@@ -75,6 +76,7 @@ export interface TestConfigOptions {
   runtime?: Partial<Config["runtime"]>;
   alarms?: Config["alarms"];
   audit?: Partial<Config["audit"]>;
+  runs?: Partial<Config["runs"]>;
   history?: Partial<Config["history"]>;
   interlocks?: Config["interlocks"];
   health?: Partial<Config["health"]>;
@@ -169,6 +171,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     },
     health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 }, ...o.health },
     audit: { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8, ...o.audit },
+    runs: { maxRunBytes: RUN_MAX_BYTES_DEFAULT, ...o.runs },
     history: { ...DEFAULT_HISTORY, ...o.history },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],

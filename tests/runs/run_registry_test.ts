@@ -654,3 +654,44 @@ Deno.test("RunRegistry answers UNAVAILABLE when its data dir cannot be used", as
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("RunRegistry stops recording an open run's events at runs.max_run_bytes: counted, markers refused, the close says how many", async () => {
+  await withDir(async (dir) => {
+    const maxRunBytes = 64 * 1024;
+    const { registry, logs } = await harness(dir, { maxRunBytes });
+    const { run } = await registry.open({});
+    const call = (i: number) => ({
+      first_time_epoch_ms: T0 + i,
+      device_handle: "sim0/motorctl0",
+      function: "set_motor_duty",
+      args: { duty: { type: "double", double: i / 1000 } },
+      outcome: "accepted",
+      note: "x".repeat(200),
+    });
+    // A tree in AUTO calling with a new value every tick: far more than the bound holds.
+    for (let i = 0; i < 1000; i++) registry.recordCall(call(i));
+    const marker = registry.addMarker(run.run_id, { type: "late" });
+    await rejectsWith(marker, "FAILED_PRECONDITION", /reached runs\.max_run_bytes \(65536 bytes\)/);
+    const file = `${dir}/runs/${run.run_id.slice(-26)}.jsonl`;
+    const size = (await Deno.stat(file)).size;
+    ok(size <= maxRunBytes, `event file of ${size} bytes`);
+    ok(size > maxRunBytes - 1024, `the bound is used: ${size} bytes`);
+    const recorded = (await registry.listEvents(run.run_id, { limit: 1000 })).events;
+    const calls = recorded.filter((e) => e.category === "call").length;
+    ok(calls > 100 && calls < 1000, `${calls} calls recorded`);
+    deepEqual(recorded.map((e) => e.sequence), recorded.map((_, i) => i + 1), "no holes");
+    equal(logs.filter((l) => /reached runs\.max_run_bytes/.test(l)).length, 1, logs.join("\n"));
+
+    await registry.close(run.run_id, { close_reason: "completed" });
+    const all = (await registry.listEvents(run.run_id, { limit: 1000 })).events;
+    const closed = all.at(-1)!;
+    equal(closed.category, "run_closed");
+    equal(closed.sequence, calls + 2);
+    deepEqual(closed.payload, { events_not_recorded: 1000 - calls });
+    // The next run starts with the whole bound again.
+    const next = (await registry.open({})).run;
+    registry.recordCall(call(0));
+    equal((await registry.listEvents(next.run_id, {})).events.length, 2);
+    await registry.shutdown();
+  });
+});
