@@ -380,6 +380,8 @@ export class Kernel {
       runtimeName: config.runtime.name,
       pollingIntervalMs: config.polling.intervalMs,
       maxRunBytes: config.runs.maxRunBytes,
+      maxRuns: config.runs.maxRuns,
+      maxTotalBytes: config.runs.maxTotalBytes,
       files: host.files ?? journalFiles,
       clock: host.clock,
       logger: log.child("runs"),

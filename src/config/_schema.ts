@@ -640,6 +640,19 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           64 * 1024,
           1024 * 1024 * 1024 * 1024,
         ),
+        max_runs: int(
+          "Closed runs kept; past it the oldest are removed (record and event file).",
+          1000,
+          1,
+          1_000_000,
+        ),
+        max_total_bytes: int(
+          "Bytes the closed runs' event files may take together; past it the oldest closed runs " +
+            "are removed (the most recently closed one is always kept).",
+          4 * 1024 * 1024 * 1024,
+          64 * 1024,
+          1024 * 1024 * 1024 * 1024,
+        ),
       },
     ),
     history: section(

@@ -734,9 +734,14 @@ function readAudit(root: Obj, c: Checker): Config["audit"] {
 function readRuns(root: Obj, c: Checker): Config["runs"] {
   const P = ["runs"];
   const r = c.mapping(root.runs, P) ?? {};
-  c.knownKeys(r, P, ["max_run_bytes"]);
+  c.knownKeys(r, P, ["max_run_bytes", "max_runs", "max_total_bytes"]);
   return {
     maxRunBytes: c.integer(r, P, "max_run_bytes", 256 * 1024 * 1024, {
+      min: 64 * 1024,
+      max: 1024 * 1024 * 1024 * 1024,
+    }),
+    maxRuns: c.integer(r, P, "max_runs", 1000, { min: 1, max: 1_000_000 }),
+    maxTotalBytes: c.integer(r, P, "max_total_bytes", 4 * 1024 * 1024 * 1024, {
       min: 64 * 1024,
       max: 1024 * 1024 * 1024 * 1024,
     }),

@@ -385,6 +385,10 @@ export interface Config {
      * recorded, and markers are refused (the run_closed event is always written).
      */
     readonly maxRunBytes: number;
+    /** Closed runs kept; the oldest go first (record and event file). */
+    readonly maxRuns: number;
+    /** Bytes of the closed runs' event files together; the oldest go first (never the newest). */
+    readonly maxTotalBytes: number;
   };
   /** On-board history: full-rate ring, decimated disk tier, incidents (docs/history.md). */
   readonly history: HistoryConfig;

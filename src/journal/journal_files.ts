@@ -47,6 +47,8 @@ export interface JournalFiles {
   fileSize(path: string): Promise<number>;
   /** Removes a file; a missing file is not an error. */
   remove(path: string): Promise<void>;
+  /** Renames (moves) a file, replacing `to`. */
+  rename(from: string, to: string): Promise<void>;
   /** Names of the entries of a directory ([] when it is missing). */
   listNames(dir: string): Promise<string[]>;
 }

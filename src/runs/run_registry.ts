@@ -28,6 +28,13 @@
  * memory: a page is read from the run's file (limit <= 1000, lines <= 256 KiB). At most
  * MAX_PENDING_BUS_EVENTS bus events wait for the disk; more are dropped and counted.
  *
+ * Bounds on disk (config `runs.*`): an open run's event file stops growing at maxRunBytes (its
+ * automatic events are then counted, not recorded); closed runs are kept up to maxRuns and
+ * maxTotalBytes of event files together, the oldest removed first (record and file; never the most
+ * recently closed one), when a run closes and at start, where runs.jsonl is rewritten with the
+ * kept runs' records when it holds more. A close record gives the event file's final size
+ * (`event_bytes`), so a start does not look at every file.
+ *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start. Journal lines replay cannot use (corrupt, torn by a crash, nested too deep, or failing in
  * any other way) are skipped, counted and reported through the logger and
@@ -99,6 +106,10 @@ export interface RunRegistryOptions {
   readonly runtimeVersion?: string;
   /** `runs.max_run_bytes` (default RUN_MAX_BYTES_DEFAULT). */
   readonly maxRunBytes?: number;
+  /** `runs.max_runs`: closed runs kept (default RUNS_KEPT_DEFAULT). */
+  readonly maxRuns?: number;
+  /** `runs.max_total_bytes`: closed runs' event files together (default RUNS_TOTAL_BYTES_DEFAULT). */
+  readonly maxTotalBytes?: number;
 }
 
 /** What start-up found in the journal. */
@@ -142,6 +153,16 @@ export const MAX_PENDING_RUN_RECORDS = 64;
  * history share.
  */
 export const RUN_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
+/**
+ * Defaults of `runs.max_runs` and `runs.max_total_bytes`: the closed runs kept, by number and by
+ * the bytes of their event files together. Past either, the oldest closed runs are removed (record
+ * and event file) when a run closes and at start, where runs.jsonl is also rewritten with the kept
+ * runs only; the most recently closed run is always kept.
+ */
+export const RUNS_KEPT_DEFAULT = 1000;
+export const RUNS_TOTAL_BYTES_DEFAULT = 4 * 1024 * 1024 * 1024;
+/** Lines of runs.jsonl beyond two per kept run that start tolerates before rewriting it. */
+const RUNS_COMPACT_SLACK_LINES = 64;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
@@ -235,6 +256,13 @@ export class RunRegistry {
   #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [] };
   readonly #warnedCorruptRuns = new Set<string>();
   readonly #maxRunBytes: number;
+  /** Event file bytes of every closed run (what retention counts). */
+  readonly #closedBytes = new Map<string, number>();
+  #closedTotal = 0;
+  /** Event file sizes the close records give (`event_bytes`), until retention takes them. */
+  readonly #recordedBytes = new Map<string, number>();
+  /** Lines of runs.jsonl read at start (compacted when far more than the kept runs need). */
+  #journalLines = 0;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -269,6 +297,14 @@ export class RunRegistry {
         this.#log.warn(`run ${id} was left open by the previous process: closed as abandoned`);
       }
       this.#report = { ...this.#report, abandonedRunIds: abandoned };
+      for (const id of this.#order) {
+        if (this.#runs.get(id)!.state !== "closed" || this.#closedBytes.has(id)) continue;
+        this.#noteClosed(id, await this.#closedFileBytes(id));
+      }
+      const removed = await this.#prune();
+      if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
+        await this.#compact();
+      }
       this.#state = "ready";
       this.#unavailableReason = null;
     } catch (err) {
@@ -703,6 +739,111 @@ export class RunRegistry {
     }
   }
 
+  /** A closed run's event file size: as its close record gave it, else from the disk. */
+  async #closedFileBytes(runId: string): Promise<number> {
+    const recorded = this.#recordedBytes.get(runId);
+    this.#recordedBytes.delete(runId);
+    return recorded ?? await this.#opts.files.fileSize(this.#eventFile(runId));
+  }
+
+  /**
+   * Counts a closed run's event file toward retention (a run closes at most once; its record is
+   * never written to again).
+   */
+  #noteClosed(runId: string, bytes: number): void {
+    this.#closedBytes.set(runId, bytes);
+    this.#closedTotal += bytes;
+  }
+
+  /** Counts a run closed in this process toward retention and prunes; never throws. */
+  async #retain(runId: string): Promise<void> {
+    try {
+      this.#noteClosed(runId, await this.#closedFileBytes(runId));
+      await this.#prune();
+    } catch (err) {
+      this.#log.warn(`runs: retention not applied after ${runId} closed: ${errorMessage(err)}`);
+    }
+  }
+
+  /**
+   * Removes the oldest closed runs (record and event file) while more than maxRuns are kept or
+   * their files pass maxTotalBytes together, never the most recently closed one. Returns how many
+   * went. A file that cannot be removed is logged; its run is forgotten all the same.
+   */
+  async #prune(): Promise<number> {
+    const maxRuns = this.#opts.maxRuns ?? RUNS_KEPT_DEFAULT;
+    const maxBytes = this.#opts.maxTotalBytes ?? RUNS_TOTAL_BYTES_DEFAULT;
+    let removed = 0;
+    while (
+      this.#closedBytes.size > 1 &&
+      (this.#closedBytes.size > maxRuns || this.#closedTotal > maxBytes)
+    ) {
+      const i = this.#order.findIndex((id) => this.#closedBytes.has(id));
+      const id = this.#order[i]!;
+      this.#order.splice(i, 1);
+      this.#runs.delete(id);
+      this.#closedTotal -= this.#closedBytes.get(id)!;
+      this.#closedBytes.delete(id);
+      removed++;
+      await this.#opts.files.remove(this.#eventFile(id)).catch((err) =>
+        this.#log.warn(`run ${id}: event file not removed: ${errorMessage(err)}`)
+      );
+    }
+    if (removed > 0) {
+      this.#log.info(
+        `runs: ${removed} oldest closed run${removed === 1 ? "" : "s"} removed ` +
+          `(runs.max_runs ${maxRuns}, runs.max_total_bytes ${maxBytes})`,
+      );
+    }
+    return removed;
+  }
+
+  /**
+   * Rewrites runs.jsonl with the records of the kept runs only (written beside it, fsync'd, then
+   * renamed over it). A failure leaves the old file, which the next start replays and prunes
+   * again.
+   */
+  async #compact(): Promise<void> {
+    const files = this.#opts.files;
+    const tmp = `${this.#runsFile}.tmp`;
+    try {
+      await files.remove(tmp);
+      const lines: string[] = [];
+      for (const id of this.#order) {
+        const run = this.#runs.get(id)!;
+        const opened = {
+          ...run,
+          state: "open",
+          close_reason: null,
+          ended_at_epoch_ms: null,
+        };
+        lines.push(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
+        if (run.state === "closed") {
+          lines.push(JSON.stringify({
+            v: SCHEMA_VERSION,
+            op: "close",
+            run_id: id,
+            close_reason: run.close_reason,
+            ended_at_epoch_ms: run.ended_at_epoch_ms,
+            event_bytes: this.#closedBytes.get(id),
+          }));
+        }
+      }
+      const handle = await files.openAppend(tmp);
+      try {
+        if (lines.length > 0) await handle.append(lines.join("\n") + "\n");
+        await handle.sync();
+      } finally {
+        handle.close();
+      }
+      await files.rename(tmp, this.#runsFile);
+      this.#journalLines = lines.length;
+    } catch (err) {
+      this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`);
+      await files.remove(tmp).catch(() => {});
+    }
+  }
+
   async #replay(): Promise<void> {
     const corrupt: string[] = [];
     let lineNo = 0;
@@ -723,6 +864,7 @@ export class RunRegistry {
         );
       }
     }
+    this.#journalLines = lineNo;
     this.#report = { corruptLines: corrupt, abandonedRunIds: [] };
   }
 
@@ -756,6 +898,10 @@ export class RunRegistry {
       run.state = "closed";
       run.close_reason = rec.close_reason as CloseReason;
       run.ended_at_epoch_ms = rec.ended_at_epoch_ms;
+      const bytes = rec.event_bytes;
+      if (typeof bytes === "number" && Number.isSafeInteger(bytes) && bytes >= 0) {
+        this.#recordedBytes.set(run.run_id, bytes);
+      }
       return null;
     }
     return "unknown op";
@@ -780,13 +926,18 @@ export class RunRegistry {
       const payload = left > 0 ? { events_not_recorded: left } : {};
       const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
       written(await writer.append(JSON.stringify(event), { sync: true }));
+      // The file's final size, for retention (a start reads it here instead of from the disk).
+      const eventBytes = await this.#opts.files.fileSize(this.#eventFile(run.run_id))
+        .catch(() => null);
       await this.#appendJournal(JSON.stringify({
         v: SCHEMA_VERSION,
         op: "close",
         run_id: run.run_id,
         close_reason: reason,
         ended_at_epoch_ms: now,
+        ...(eventBytes === null ? {} : { event_bytes: eventBytes }),
       }));
+      if (eventBytes !== null) this.#recordedBytes.set(run.run_id, eventBytes);
       run.state = "closed";
       run.close_reason = reason;
       run.ended_at_epoch_ms = now;
@@ -794,6 +945,7 @@ export class RunRegistry {
       await writer.close();
       this.#log.info(`run ${run.run_id} closed (${reason})`);
       this.#emit(event, run);
+      if (this.#state === "ready") await this.#retain(run.run_id);
     } catch (err) {
       if (open) open.closing = false;
       else await writer.close();

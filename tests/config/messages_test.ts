@@ -174,6 +174,8 @@ providers:
   ...range("audit", "max_file_bytes", 4096, 1073741824),
   ...range("audit", "max_files", 2, 1000),
   ...range("runs", "max_run_bytes", 65536, 1099511627776),
+  ...range("runs", "max_runs", 1, 1000000),
+  ...range("runs", "max_total_bytes", 65536, 1099511627776),
   ...(["warn_after_ms", "stale_after_ms"] as const).flatMap((key) =>
     atLeast(
       (v) => `${PROV}\nhealth:\n  staleness:\n    ${key}: ${v}\n`,

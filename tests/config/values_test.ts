@@ -89,6 +89,8 @@ audit:
   max_files: 1000
 runs:
   max_run_bytes: 65536
+  max_runs: 1
+  max_total_bytes: 65536
 `);
   assert.deepEqual(config.runtime, {
     name: "rig-7",
@@ -157,7 +159,7 @@ runs:
   assert.equal(config.safety.safeState.zeroIsSafe, true);
   assert.deepEqual(config.health, { staleness: { warnAfterMs: 100, staleAfterMs: 101 } });
   assert.deepEqual(config.audit, { maxFileBytes: 4096, maxFiles: 1000 });
-  assert.deepEqual(config.runs, { maxRunBytes: 65536 });
+  assert.deepEqual(config.runs, { maxRunBytes: 65536, maxRuns: 1, maxTotalBytes: 65536 });
 });
 
 Deno.test("loadConfig applies every flat telemetry alias when the nested key is absent", () => {

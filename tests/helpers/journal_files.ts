@@ -29,6 +29,7 @@ export class SwitchableFiles implements JournalFiles {
   endsWithNewline = journalFiles.endsWithNewline;
   fileSize = journalFiles.fileSize;
   remove = journalFiles.remove;
+  rename = journalFiles.rename;
   listNames = journalFiles.listNames;
 
   async openAppend(path: string): Promise<JournalAppendHandle> {

@@ -83,6 +83,14 @@ export class MemoryFiles implements JournalFiles {
     return Promise.resolve();
   }
 
+  rename(from: string, to: string): Promise<void> {
+    const data = this.#files.get(from);
+    if (data === undefined) return Promise.reject(new Deno.errors.NotFound(from));
+    this.#files.set(to, data);
+    this.#files.delete(from);
+    return Promise.resolve();
+  }
+
   listNames(dir: string): Promise<string[]> {
     const prefix = `${dir.replace(/\/+$/, "")}/`;
     const names = new Set<string>();

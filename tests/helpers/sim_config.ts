@@ -3,7 +3,11 @@
  * describe "a runtime with N simulated providers"; loader-independent (a typed Config literal).
  */
 import type { Config, ProviderConfig, RestartPolicyConfig } from "../../src/config/mod.ts";
-import { RUN_MAX_BYTES_DEFAULT } from "../../src/runs/mod.ts";
+import {
+  RUN_MAX_BYTES_DEFAULT,
+  RUNS_KEPT_DEFAULT,
+  RUNS_TOTAL_BYTES_DEFAULT,
+} from "../../src/runs/mod.ts";
 
 export const REPO = new URL("../../", import.meta.url).pathname;
 export const SIM_MAIN = `${REPO}examples/providers/sim/main.ts`;
@@ -171,7 +175,12 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     },
     health: { staleness: { warnAfterMs: 0, staleAfterMs: 0 }, ...o.health },
     audit: { maxFileBytes: 16 * 1024 * 1024, maxFiles: 8, ...o.audit },
-    runs: { maxRunBytes: RUN_MAX_BYTES_DEFAULT, ...o.runs },
+    runs: {
+      maxRunBytes: RUN_MAX_BYTES_DEFAULT,
+      maxRuns: RUNS_KEPT_DEFAULT,
+      maxTotalBytes: RUNS_TOTAL_BYTES_DEFAULT,
+      ...o.runs,
+    },
     history: { ...DEFAULT_HISTORY, ...o.history },
     alarms: o.alarms ?? [],
     interlocks: o.interlocks ?? [],

@@ -181,6 +181,7 @@ class CappedFiles implements JournalFiles {
   endsWithNewline = journalFiles.endsWithNewline;
   fileSize = journalFiles.fileSize;
   remove = journalFiles.remove;
+  rename = journalFiles.rename;
   listNames = journalFiles.listNames;
   readLines = journalFiles.readLines;
   readLinesAt = journalFiles.readLinesAt;

@@ -26,6 +26,7 @@ class HeldIncidentFiles implements JournalFiles {
   endsWithNewline = journalFiles.endsWithNewline;
   fileSize = journalFiles.fileSize;
   remove = journalFiles.remove;
+  rename = journalFiles.rename;
   listNames = journalFiles.listNames;
   readLines = journalFiles.readLines;
   readLinesAt = journalFiles.readLinesAt;

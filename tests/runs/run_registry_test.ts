@@ -672,11 +672,11 @@ Deno.test("RunRegistry stops recording an open run's events at runs.max_run_byte
     for (let i = 0; i < 1000; i++) registry.recordCall(call(i));
     const marker = registry.addMarker(run.run_id, { type: "late" });
     await rejectsWith(marker, "FAILED_PRECONDITION", /reached runs\.max_run_bytes \(65536 bytes\)/);
-    const file = `${dir}/runs/${run.run_id.slice(-26)}.jsonl`;
-    const size = (await Deno.stat(file)).size;
+    // A read waits for the appends queued before it: then the file holds them.
+    const recorded = (await registry.listEvents(run.run_id, { limit: 1000 })).events;
+    const size = (await Deno.stat(eventFile(dir, run.run_id))).size;
     ok(size <= maxRunBytes, `event file of ${size} bytes`);
     ok(size > maxRunBytes - 1024, `the bound is used: ${size} bytes`);
-    const recorded = (await registry.listEvents(run.run_id, { limit: 1000 })).events;
     const calls = recorded.filter((e) => e.category === "call").length;
     ok(calls > 100 && calls < 1000, `${calls} calls recorded`);
     deepEqual(recorded.map((e) => e.sequence), recorded.map((_, i) => i + 1), "no holes");
@@ -692,6 +692,106 @@ Deno.test("RunRegistry stops recording an open run's events at runs.max_run_byte
     const next = (await registry.open({})).run;
     registry.recordCall(call(0));
     equal((await registry.listEvents(next.run_id, {})).events.length, 2);
+    await registry.shutdown();
+  });
+});
+
+async function openAndClose(
+  registry: RunRegistry,
+  label: string,
+  markerBytes = 0,
+): Promise<string> {
+  const { run } = await registry.open({ experiment_label: label });
+  if (markerBytes > 0) {
+    await registry.addMarker(run.run_id, { type: "big", payload: { x: "x".repeat(markerBytes) } });
+  }
+  await registry.close(run.run_id, { close_reason: "completed" });
+  return run.run_id;
+}
+
+const eventFile = (dir: string, runId: string) => `${dir}/runs/${runId.slice(-26)}.jsonl`;
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("RunRegistry keeps runs.max_runs closed runs: the oldest go with their event files, never the open one; a restart rewrites runs.jsonl with the kept runs", async () => {
+  await withDir(async (dir) => {
+    const h = await harness(dir, { maxRuns: 3 });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await openAndClose(h.registry, `r${i}`));
+    const open = (await h.registry.open({ experiment_label: "open" })).run.run_id;
+    const listed = (await h.registry.list({})).runs.map((r) => r.experiment_label);
+    deepEqual(listed, ["open", "r4", "r3", "r2"]);
+    equal(await exists(eventFile(dir, ids[0]!)), false);
+    equal(await exists(eventFile(dir, ids[1]!)), false);
+    equal(await exists(eventFile(dir, ids[2]!)), true);
+    await rejectsWith(h.registry.get(ids[0]!), "NOT_FOUND");
+    ok(h.logs.some((l) => /^info runs: 1 oldest closed run removed \(runs\.max_runs 3/.test(l)));
+    // Closing the open run removes the oldest kept one.
+    await h.registry.close(open, { close_reason: "completed" });
+    deepEqual((await h.registry.list({})).runs.map((r) => r.experiment_label), [
+      "open",
+      "r4",
+      "r3",
+    ]);
+    await h.registry.shutdown();
+    const lines = async () =>
+      (await Deno.readTextFile(`${dir}/runs.jsonl`)).split("\n").filter(Boolean).length;
+    equal(await lines(), 12, "the journal holds every record until a start rewrites it");
+    // Each close record gives its event file's final size: a start need not look at the files.
+    const closes = (await Deno.readTextFile(`${dir}/runs.jsonl`)).split("\n").filter(Boolean)
+      .map((l) => JSON.parse(l)).filter((r) => r.op === "close");
+    equal(closes.length, 6);
+    const last = closes.at(-1)!;
+    equal(last.run_id, open);
+    equal(last.event_bytes, (await Deno.stat(eventFile(dir, open))).size);
+
+    // A start with a smaller bound: the oldest go, and runs.jsonl keeps only the rest.
+    const again = await harness(dir, { maxRuns: 2 });
+    deepEqual((await again.registry.list({})).runs.map((r) => r.experiment_label), ["open", "r4"]);
+    equal(await exists(eventFile(dir, ids[3]!)), false);
+    equal(await lines(), 4);
+    deepEqual((await again.registry.listEvents(open, {})).events.map((e) => e.category), [
+      "run_opened",
+      "run_closed",
+    ]);
+    await again.registry.shutdown();
+    const third = await harness(dir, { maxRuns: 2 });
+    const kept = (await third.registry.list({})).runs;
+    deepEqual(kept.map((r) => [r.experiment_label, r.state, r.close_reason]), [
+      ["open", "closed", "completed"],
+      ["r4", "closed", "completed"],
+    ]);
+    deepEqual(third.registry.startupReport().corruptLines, []);
+    await third.registry.shutdown();
+  });
+});
+
+Deno.test("RunRegistry keeps the closed runs' event files within runs.max_total_bytes, oldest first, never the newest", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir, { maxTotalBytes: 64 * 1024 });
+    const a = await openAndClose(registry, "a", 40_000);
+    const b = await openAndClose(registry, "b", 20_000);
+    equal(await exists(eventFile(dir, a)), true, "60 KB together: both kept");
+    const c = await openAndClose(registry, "c", 30_000);
+    equal(await exists(eventFile(dir, a)), false, "a went first");
+    equal(await exists(eventFile(dir, b)), true, "b and c fit together");
+    deepEqual((await registry.list({})).runs.map((r) => r.experiment_label), ["c", "b"]);
+    // A run larger than the bound on its own is still kept while it is the newest.
+    const { run } = await registry.open({ experiment_label: "d" });
+    for (let i = 0; i < 2; i++) {
+      await registry.addMarker(run.run_id, { type: "big", payload: { x: "x".repeat(40_000) } });
+    }
+    await registry.close(run.run_id, {});
+    deepEqual((await registry.list({})).runs.map((r) => r.experiment_label), ["d"]);
+    equal(await exists(eventFile(dir, c)), false);
+    equal((await registry.listEvents(run.run_id, {})).events.length, 4);
     await registry.shutdown();
   });
 });
