@@ -107,7 +107,37 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Number of open file descriptors of this process. */
-export function openFds(): number {
-  return [...Deno.readDirSync("/proc/self/fd")].length;
+/**
+ * Sockets this process holds open on local port `port` other than the listening one: the server
+ * side of the connections it accepted there. Counted from /proc/self/fd and /proc/net/tcp{,6}, so
+ * that what other tests running in this process open (test files run side by side in one
+ * process) does not count.
+ */
+export function acceptedSockets(port: number): number {
+  const inodes = new Set<string>();
+  for (const e of Deno.readDirSync("/proc/self/fd")) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/self/fd/${e.name}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  let n = 0;
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = Deno.readTextFileSync(table);
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const localPort = parseInt(f[1]!.split(":")[1]!, 16);
+      const listening = f[3] === "0A";
+      if (localPort === port && !listening && inodes.has(f[9]!)) n++;
+    }
+  }
+  return n;
 }
