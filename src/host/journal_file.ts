@@ -120,14 +120,19 @@ export const journalFiles = {
       while (true) {
         const n = await file.read(chunk);
         if (n === null) break;
+        const read = chunk.subarray(0, n);
         let start = 0;
-        for (let i = 0; i < n; i++) {
-          if (chunk[i] !== NEWLINE) continue;
-          keep(chunk.subarray(start, i));
-          yield take();
+        for (let i = read.indexOf(NEWLINE); i !== -1; i = read.indexOf(NEWLINE, start)) {
+          if (lineBytes === 0) {
+            // A line within this chunk: decoded from it, without a copy.
+            yield decoder.decode(read.subarray(start, Math.min(i, start + maxLineBytes)));
+          } else {
+            keep(read.subarray(start, i));
+            yield take();
+          }
           start = i + 1;
         }
-        if (start < n) keep(chunk.subarray(start, n));
+        if (start < n) keep(read.subarray(start, n));
       }
       if (lineBytes > 0) yield take();
     } finally {
@@ -184,14 +189,26 @@ export const journalFiles = {
       while (true) {
         const n = await file.read(chunk);
         if (n === null) break;
+        const read = chunk.subarray(0, n);
         let start = 0;
-        for (let i = 0; i < n; i++) {
-          if (chunk[i] !== NEWLINE) continue;
-          keep(chunk.subarray(start, i));
-          yield take(pos + i + 1, true);
+        for (let i = read.indexOf(NEWLINE); i !== -1; i = read.indexOf(NEWLINE, start)) {
+          if (parts.length === 0 && pos + start === lineStart) {
+            // A line within this chunk: decoded from it, without a copy.
+            const end = pos + i + 1;
+            yield {
+              text: decoder.decode(read.subarray(start, Math.min(i, start + maxLineBytes))),
+              start: lineStart,
+              end,
+              terminated: true,
+            };
+            lineStart = end;
+          } else {
+            keep(read.subarray(start, i));
+            yield take(pos + i + 1, true);
+          }
           start = i + 1;
         }
-        if (start < n) keep(chunk.subarray(start, n));
+        if (start < n) keep(read.subarray(start, n));
         pos += n;
       }
       if (pos > lineStart) yield take(pos, false);

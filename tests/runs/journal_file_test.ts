@@ -1,4 +1,4 @@
-import { deepStrictEqual as deepEqual, strictEqual as equal } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { journalFiles } from "../../src/host/mod.ts";
 
 async function collect(it: AsyncIterable<string>): Promise<string[]> {
@@ -66,6 +66,42 @@ Deno.test("journalFiles.readLinesAt gives byte positions and resumes at any line
     deepEqual(resumed, [4, 70_005, 70_006]);
     const missing = journalFiles.readLinesAt(`${dir}/none`, { maxLineBytes: 10, startByte: 0 });
     for await (const _ of missing) throw new Error("a missing file has no lines");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("journalFiles.readLines and readLinesAt give every line of a file as split would, lines within and across 64 KiB chunks, cut to maxLineBytes", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "journal_test_" });
+  try {
+    const path = `${dir}/j.jsonl`;
+    // Lines of 0 to ~3000 characters (some two-byte), so that many end near a chunk's edge.
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const lines: string[] = [];
+    for (let i = 0; i < 400; i++) {
+      const n = Math.floor(rand() * 3000);
+      lines.push(`${i}:${"ab".repeat(n >> 1)}${i % 7 === 0 ? "é" : ""}`);
+    }
+    const text = lines.join("\n") + "\n";
+    await Deno.writeTextFile(path, text);
+    const bytes = new TextEncoder().encode(text);
+    ok(bytes.length > 5 * 64 * 1024, `${bytes.length} bytes`);
+    const max = 1000;
+    const cut = (l: string) => new TextDecoder().decode(new TextEncoder().encode(l).slice(0, max));
+    deepEqual(await collect(journalFiles.readLines(path, max)), lines.map(cut));
+    const at = [];
+    for await (const l of journalFiles.readLinesAt(path, { maxLineBytes: max, startByte: 0 })) {
+      at.push(l);
+    }
+    deepEqual(at.map((l) => l.text), lines.map(cut));
+    let offset = 0;
+    for (const [i, l] of at.entries()) {
+      const size = new TextEncoder().encode(lines[i]!).length + 1;
+      deepEqual([l.start, l.end, l.terminated], [offset, offset + size, true], `line ${i}`);
+      offset += size;
+    }
+    equal(offset, bytes.length);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
