@@ -1,5 +1,5 @@
 /**
- * deno run -A bench/restart_growth.ts [--rounds 4] [--secs 10] [--clients 16] [--runtime-cmd "<cmd>"] [--compare "<cmd>"] [--out F]
+ * deno run -A bench/restart_growth.ts [--rounds 4] [--secs 10] [--clients 16] [--crash] [--runtime-cmd "<cmd>"] [--compare "<cmd>"] [--out F]
  *
  * Whether a start costs more as the runtime's data folder grows (the audit journal, the history's
  * disk tier, run records): one runtime command (or two, alternating round by round with
@@ -7,8 +7,9 @@
  * `runtime.data_dir`, 1 simulated provider at 100 ms; each round measures spawn -> every provider
  * AVAILABLE and the RSS then, puts the runtime in MANUAL, runs `--clients` closed-loop clients of
  * actuating calls (motorctl set_motor_duty, alternating duties so each is an audit entry) for
- * `--secs`, and stops it with SIGTERM (a clean stop). Prints one line per round with the size of
- * each folder under the data folder; `--out` writes the rounds as JSON. Not a test; Linux.
+ * `--secs`, and stops it with SIGTERM (a clean stop; `--crash`: SIGKILL, the providers then
+ * killed by the harness). Prints one line per round with the size of each folder under the data
+ * folder; `--out` writes the rounds as JSON. Not a test; Linux.
  *
  * Found with it (bench/README.md, "A start that grew with the audit journal"): a start searched
  * the audit journal's last 8 MiB for calls without an outcome, 370 -> 600 ms and 60 -> 73 MiB of
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
       clients: { type: "string", default: "16" },
       "runtime-cmd": { type: "string" },
       compare: { type: "string" },
+      crash: { type: "boolean", default: false },
       out: { type: "string" },
     },
   });
@@ -146,7 +148,7 @@ async function main(): Promise<void> {
           calls = await actuate(rt.api.baseUrl, clients, secs);
           rssAfter = mib(readRssKb(rt.pid));
         } finally {
-          await rt.stop();
+          await rt.stop(values.crash ? "SIGKILL" : "SIGTERM");
         }
         if (r < 0) continue;
         const round: Round = {

@@ -128,10 +128,11 @@ export class RuntimeProcess {
   }
 
   /**
-   * SIGTERM, wait for exit (SIGKILL after the grace period), then make sure no provider outlived
-   * it. Returns the exit status and the pids that had to be killed (both end up in the results).
+   * SIGTERM (or `signal`: SIGKILL is a crash), wait for exit (SIGKILL after the grace period),
+   * then make sure no provider outlived it. Returns the exit status and the pids that had to be
+   * killed (both end up in the results).
    */
-  async stop(): Promise<
+  async stop(signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<
     { code: number; signal: string | null; orphansKilled: number[]; forced: boolean }
   > {
     const kids = this.#exit ? [] : descendants(this.pid).flatMap((pid) => {
@@ -141,7 +142,7 @@ export class RuntimeProcess {
     let forced = false;
     if (!this.#exit) {
       try {
-        this.#child.kill("SIGTERM");
+        this.#child.kill(signal);
       } catch {
         // already gone
       }

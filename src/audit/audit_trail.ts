@@ -16,7 +16,8 @@
  *   AUDIT_RECOVERY_SCAN_BYTES of the journal becomes an entry of outcome `interrupted` (its result
  *   and latency unknown, count 1). A clean close ends the journal with a closing record that lists
  *   the calls still in flight: the next start reads that line instead of the tail (a start costs
- *   the same however large the journal grew). Lost with the process: the count of repeats
+ *   the same however large the journal grew); after a crash, it searches from the last checkpoint
+ *   (the same record, every AUDIT_CHECKPOINT_BYTES). Lost with the process: the count of repeats
  *   collapsed into an entry still open (at most AUDIT_COLLAPSE_MAX_OPEN_MS of them, each identical
  *   to a decision on disk), outcomes not yet written, and a gap count not yet written (below).
  *   Power loss can lose, in addition, what was written in the last AUDIT_SYNC_INTERVAL_MS.
@@ -75,6 +76,7 @@ import {
   segmentNumbers,
   segmentPath,
   storedLineBytes,
+  utf8Length,
 } from "../journal/mod.ts";
 import { AUDIT_MAX_ENTRY_BYTES, type AuditEntry, bounded, boundedEntry } from "./audit_entry.ts";
 
@@ -116,6 +118,13 @@ export const AUDIT_RECOVERY_SCAN_BYTES = 8 * 1024 * 1024;
  * the next start searches the journal's tail instead).
  */
 export const AUDIT_MAX_UNSETTLED = 256;
+/**
+ * Bytes written to the audit journal between two checkpoints (records of the calls then in
+ * flight): the search after a crash reads about this much instead of AUDIT_RECOVERY_SCAN_BYTES.
+ */
+export const AUDIT_CHECKPOINT_BYTES = 1024 * 1024;
+/** What the search after a crash reads first: the last checkpoint lies within it. */
+const CHECKPOINT_WINDOW_BYTES = AUDIT_CHECKPOINT_BYTES + 4 * AUDIT_MAX_ENTRY_BYTES;
 /** Write-ahead ids one entry line settles at most; more go on a line of their own. */
 export const AUDIT_MAX_INTENTS_PER_LINE = 16;
 /** Positions of unreadable lines already logged (one WARN each); bounded. */
@@ -218,10 +227,14 @@ const INTENT_PREFIX = '{"intent":';
 const INTENTS_PREFIX = '{"intents":[';
 const COVERS_PREFIX = '{"covers":[';
 /**
- * The closing record of a clean close: every earlier write-ahead record is settled or listed in
- * `open`. A `covers` line that settles nothing, so that a reader of an older version skips it.
+ * A record of the write-ahead records then unsettled: every earlier write-ahead record is settled
+ * or listed in `open`. A `covers` line that settles nothing, so that a reader of an older version
+ * skips it: the closing record of a clean close (CLOSED_PREFIX, `clean_close`), or a checkpoint
+ * (`checkpoint`) every AUDIT_CHECKPOINT_BYTES.
  */
+const MARKER_PREFIX = '{"covers":[],';
 const CLOSED_PREFIX = '{"covers":[],"clean_close":';
+const CHECKPOINT_PREFIX = '{"covers":[],"checkpoint":';
 
 /** The audit trail; the AuditSink of the router, modes, parameters and e-stop. */
 export class AuditTrail implements AuditSink {
@@ -253,6 +266,8 @@ export class AuditTrail implements AuditSink {
   readonly #unsettled = new Map<string, string>();
   /** Set when a record did not fit in #unsettled: the close writes no closing record. */
   #unsettledOverflow = false;
+  /** Bytes queued for the journal since the last checkpoint. */
+  #sinceCheckpoint = 0;
 
   constructor(options: AuditTrailOptions) {
     this.#o = options;
@@ -305,6 +320,7 @@ export class AuditTrail implements AuditSink {
       if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
       else this.#unsettledOverflow = true;
       const write = journal.writer.append(line, { counted: false });
+      this.#wrote(journal, line);
       if (options.wait === false) {
         // A stop action: queued in order, never waited for (a slow disk must not delay it).
         void write.catch(() => {});
@@ -497,6 +513,18 @@ export class AuditTrail implements AuditSink {
     this.#emit(open.entry, open.intents);
   }
 
+  /**
+   * Counts a line queued for the journal; past AUDIT_CHECKPOINT_BYTES since the last checkpoint,
+   * queues the next one (none when the record could not be trusted: #markerLine).
+   */
+  #wrote(journal: Journal, line: string): void {
+    this.#sinceCheckpoint += utf8Length(line) + 1;
+    if (this.#sinceCheckpoint < AUDIT_CHECKPOINT_BYTES) return;
+    this.#sinceCheckpoint = 0;
+    const checkpoint = this.#markerLine(journal, CHECKPOINT_PREFIX);
+    if (checkpoint !== null) void journal.writer.append(checkpoint, { counted: false });
+  }
+
   /** Numbers, bounds and journals a closed entry; `intents`: the write-ahead ids it settles. */
   #emit(raw: AuditEntry, intents: readonly string[]): void {
     raw.seq = ++this.#seq;
@@ -516,10 +544,13 @@ export class AuditTrail implements AuditSink {
       if (this.#memory.length > AUDIT_MEMORY_ENTRIES) this.#memory.shift();
       return;
     }
-    void journal.writer.append(entryLine(text, intents.slice(0, AUDIT_MAX_INTENTS_PER_LINE)));
+    const line = entryLine(text, intents.slice(0, AUDIT_MAX_INTENTS_PER_LINE));
+    void journal.writer.append(line);
+    this.#wrote(journal, line);
     for (let i = AUDIT_MAX_INTENTS_PER_LINE; i < intents.length; i += AUDIT_MAX_INTENTS_PER_LINE) {
-      const covers = intents.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE);
-      void journal.writer.append(JSON.stringify({ covers }), { counted: false });
+      const covers = JSON.stringify({ covers: intents.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE) });
+      void journal.writer.append(covers, { counted: false });
+      this.#wrote(journal, covers);
     }
   }
 
@@ -622,16 +653,41 @@ export class AuditTrail implements AuditSink {
     const segments = await segmentNumbers(files, { dir: journal.dir, prefix: SEGMENT_PREFIX });
     const closed = await this.#closingRecord(journal, segments);
     if (closed !== null) return closed;
-    // The newest segments that hold the last AUDIT_RECOVERY_SCAN_BYTES, oldest first.
+    // After a crash: the last checkpoint is within the last AUDIT_CHECKPOINT_BYTES and a few
+    // lines; without one there (an older version, a process that could not write one), the
+    // whole AUDIT_RECOVERY_SCAN_BYTES.
+    const near = await this.#searchTail(journal, segments, CHECKPOINT_WINDOW_BYTES);
+    if (near.marked || near.whole) return near.open;
+    return (await this.#searchTail(journal, segments, AUDIT_RECOVERY_SCAN_BYTES)).open;
+  }
+
+  /**
+   * The write-ahead records the last `budget` bytes of the journal leave unsettled; `marked`:
+   * a closing record or a checkpoint was among them (nothing before it matters), `whole`: the
+   * bytes reached the journal's beginning.
+   */
+  async #searchTail(
+    journal: AuditJournalOptions,
+    segments: readonly number[],
+    budget: number,
+  ): Promise<{ open: IntentRecord[]; marked: boolean; whole: boolean }> {
+    const files = journal.files;
+    // The newest segments that hold the last `budget` bytes, oldest first.
     const tail: Array<{ path: string; start: number; size: number }> = [];
-    let budget = AUDIT_RECOVERY_SCAN_BYTES;
-    for (let i = segments.length - 1; i >= 0 && budget > 0; i--) {
+    let whole = true;
+    for (let i = segments.length - 1; i >= 0; i--) {
+      if (budget <= 0) {
+        whole = false;
+        break;
+      }
       const path = segmentPath({ dir: journal.dir, prefix: SEGMENT_PREFIX }, segments[i]!);
       const size = await files.fileSize(path);
       tail.unshift({ path, start: Math.max(0, size - budget), size });
+      if (size > budget) whole = false;
       budget -= size;
     }
     const open = new Map<string, IntentRecord>();
+    let marked = false;
     for (const { path, start, size } of tail) {
       // Nothing to read (an empty file; a device file standing in for one reads as empty).
       if (size <= start) continue;
@@ -651,10 +707,11 @@ export class AuditTrail implements AuditSink {
         if (t.startsWith(INTENT_PREFIX)) {
           const r = parseObject(t) as IntentRecord | null;
           if (isIntentRecord(r)) open.set(r.intent, r);
-        } else if (t.startsWith(CLOSED_PREFIX)) {
-          // A clean close earlier: what it does not list was settled before it.
-          const listed = closedIntents(t);
+        } else if (t.startsWith(MARKER_PREFIX)) {
+          // A clean close or a checkpoint: what it does not list was settled before it.
+          const listed = markedIntents(t);
           if (listed !== null) {
+            marked = true;
             open.clear();
             for (const r of listed) open.set(r.intent, r);
           }
@@ -665,7 +722,7 @@ export class AuditTrail implements AuditSink {
         }
       }
     }
-    return [...open.values()];
+    return { open: [...open.values()], marked, whole };
   }
 
   /**
@@ -699,18 +756,18 @@ export class AuditTrail implements AuditSink {
         last = line;
       }
       if (last === null || !last.terminated || last.end !== size) return null;
-      return last.text.startsWith(CLOSED_PREFIX) ? closedIntents(last.text) : null;
+      return last.text.startsWith(CLOSED_PREFIX) ? markedIntents(last.text) : null;
     }
     return null;
   }
 
   /**
-   * The closing record of a clean close (CLOSED_PREFIX): the write-ahead records still without an
-   * outcome (calls in flight), or null when it cannot be trusted (a write failed or an entry was
-   * dropped in this process, more unsettled records than AUDIT_MAX_UNSETTLED) or does not fit in
-   * AUDIT_MAX_ENTRY_BYTES: then the next start searches the journal's tail.
+   * A closing record (CLOSED_PREFIX) or a checkpoint (CHECKPOINT_PREFIX): the write-ahead records
+   * still without an outcome (calls in flight), or null when it cannot be trusted (a write failed
+   * or an entry was dropped in this process, more unsettled records than AUDIT_MAX_UNSETTLED) or
+   * does not fit in AUDIT_MAX_ENTRY_BYTES: then the next start searches the journal's tail.
    */
-  #closingLine(journal: Journal): string | null {
+  #markerLine(journal: Journal, prefix: string): string | null {
     const w = journal.writer.status();
     if (
       this.#unsettledOverflow || w.writeErrors > 0 || w.lost > 0 || w.gapPending > 0 ||
@@ -718,7 +775,7 @@ export class AuditTrail implements AuditSink {
     ) {
       return null;
     }
-    const line = `${CLOSED_PREFIX}${this.#o.clock.nowMs()},"open":[${
+    const line = `${prefix}${this.#o.clock.nowMs()},"open":[${
       [...this.#unsettled.values()].join(",")
     }]}`;
     return new TextEncoder().encode(line).length <= AUDIT_MAX_ENTRY_BYTES ? line : null;
@@ -743,7 +800,7 @@ export class AuditTrail implements AuditSink {
     const journal = this.#journal;
     if (journal === null) return;
     await journal.writer.flush();
-    const closing = this.#closingLine(journal);
+    const closing = this.#markerLine(journal, CLOSED_PREFIX);
     if (closing !== null) void journal.writer.append(closing, { counted: false });
     await journal.writer.close();
   }
@@ -915,10 +972,11 @@ function isIntentRecord(r: unknown): r is IntentRecord {
     typeof v.time_epoch_ms === "number";
 }
 
-/** The records a closing record lists; null for a line that is not one. */
-function closedIntents(text: string): IntentRecord[] | null {
+/** The records a closing record or a checkpoint lists; null for a line that is neither. */
+function markedIntents(text: string): IntentRecord[] | null {
   const v = parseObject(text);
-  if (v === null || typeof v.clean_close !== "number" || !Array.isArray(v.open)) return null;
+  if (v === null || !Array.isArray(v.open)) return null;
+  if (typeof v.clean_close !== "number" && typeof v.checkpoint !== "number") return null;
   return v.open.filter(isIntentRecord);
 }
 

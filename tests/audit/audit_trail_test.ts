@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  AUDIT_CHECKPOINT_BYTES,
   AUDIT_COLLAPSE_MAX_OPEN_MS,
   AUDIT_MAX_ENTRY_BYTES,
   AUDIT_MAX_SHORT_TEXT_BYTES,
@@ -480,6 +481,48 @@ Deno.test("AuditTrail: a clean close writes a closing record, and the next start
     await third.openJournal({ dir, files, maxFileBytes: 4 << 20, maxFiles: 2 });
     assert.equal((await all(third)).filter((e) => e.outcome === "interrupted").length, 1);
     await third.close();
+  });
+});
+
+Deno.test("AuditTrail writes a checkpoint every AUDIT_CHECKPOINT_BYTES: after a crash a start reads about that much, not the whole tail, and finds every call in flight", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    const before = trail(time);
+    await before.openJournal({ dir, files, maxFileBytes: 16 << 20, maxFiles: 2 });
+    assert.ok(await before.writeAhead(call(-1))); // in flight through every checkpoint
+    for (let i = 0; i < 4000; i++) {
+      time.advance(1);
+      const ahead = await before.writeAhead(call(i));
+      before.record({ ...duty(i), intent: ahead });
+    }
+    assert.ok(await before.writeAhead(call(-2))); // after the last checkpoint
+    await before.query({ limit: 1 }); // written; then the process ends without a close
+    const lines = await journalObjects(dir);
+    const checkpoints = lines.filter((l) => typeof l.checkpoint === "number");
+    const size = (await Deno.stat(`${dir}/audit-00000001.jsonl`)).size;
+    assert.ok(size > 2 * AUDIT_CHECKPOINT_BYTES, `${size} bytes`);
+    assert.ok(checkpoints.length >= 2, `${checkpoints.length} checkpoints in ${size} bytes`);
+    // The call in flight all along, and the last call(s) whose outcome was not yet written.
+    const listed = (checkpoints.at(-1)!.open as { args: { duty: { double: number } } }[])
+      .map((r) => r.args.duty.double);
+    assert.equal(listed[0], -1, JSON.stringify(listed));
+    assert.ok(listed.length <= 3, JSON.stringify(listed));
+
+    files.bytesRead = 0;
+    const after = trail(time);
+    await after.openJournal({ dir, files, maxFileBytes: 16 << 20, maxFiles: 2 });
+    assert.ok(
+      // The last line (no closing record), then the window that holds the last checkpoint.
+      files.bytesRead <= (AUDIT_MAX_ENTRY_BYTES + 2) + AUDIT_CHECKPOINT_BYTES +
+          4 * AUDIT_MAX_ENTRY_BYTES,
+      `read ${files.bytesRead} of ${size} bytes at start`,
+    );
+    assert.deepEqual(
+      (await all(after)).filter((e) => e.outcome === "interrupted").map((e) => e.args?.duty),
+      [{ type: "double", double: -1 }, { type: "double", double: -2 }],
+    );
+    await after.close();
+    await before.close();
   });
 });
 
