@@ -2,7 +2,8 @@
  * The audit journal of the whole service (the Kernel with HTTP served, the simulated provider):
  * rotated at audit.max_file_bytes with audit.max_files kept and paged across files by
  * GET /v0/audit; the open run's events include the calls; a journal on a full disk leaves calls
- * and the e-stop working and shows in GET /v0/providers/health and /metrics.
+ * and the e-stop working and shows in GET /v0/providers/health and /metrics; a clean stop ends
+ * the journal with a closing record (the providers stopped first: no call in flight).
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
@@ -155,6 +156,43 @@ Deno.test("The service with an audit journal on a full disk keeps calls and the 
     assert.deepEqual(again.slice(0, 2), after);
   } finally {
     await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("A service stopped cleanly ends its audit journal with a closing record naming no call in flight, and the next start records nothing interrupted", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_close_" });
+  const config = testConfig({ runtime: { dataDir: dir }, http: { port: 0 } });
+  try {
+    const first = await startServing(config);
+    try {
+      const base = `http://127.0.0.1:${first.http!.port}`;
+      assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+      for (let k = 0; k < 5; k++) {
+        assert.equal((await post(base, "/v0/call", duty(k / 10))).status, 200);
+      }
+    } finally {
+      await first.stop();
+    }
+    const names = [...Deno.readDirSync(`${dir}/audit`)].map((e) => e.name).sort();
+    const lines = Deno.readTextFileSync(`${dir}/audit/${names.at(-1)}`).split("\n").filter(Boolean);
+    const closing = JSON.parse(lines.at(-1)!);
+    assert.equal(typeof closing.clean_close, "number", lines.at(-1));
+    assert.deepEqual(closing.open, [], "the providers were stopped first: every call settled");
+
+    const second = await startServing(config);
+    try {
+      const base = `http://127.0.0.1:${second.http!.port}`;
+      const page = (await get(base, "/v0/audit?limit=100")).json;
+      assert.deepEqual(page.problems, []);
+      // deno-lint-ignore no-explicit-any
+      const outcomes = page.entries.map((e: any) => `${e.action} ${e.outcome}`);
+      assert.ok(outcomes.includes("call accepted"), outcomes.join(", "));
+      assert.ok(!outcomes.some((o: string) => o.endsWith("interrupted")), outcomes.join(", "));
+    } finally {
+      await second.stop();
+    }
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
