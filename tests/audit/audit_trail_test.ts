@@ -526,6 +526,38 @@ Deno.test("AuditTrail writes a checkpoint every AUDIT_CHECKPOINT_BYTES: after a 
   });
 });
 
+Deno.test("AuditTrail after a crash finds the calls in flight through a checkpoint in an older rotated file, even when the file of their write-ahead record was removed", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    const before = trail(time);
+    // Files of 256 KiB, 6 kept (1.5 MiB): the call in flight since the start outlives its file.
+    const options = { dir, files, maxFileBytes: 256 << 10, maxFiles: 6 };
+    await before.openJournal(options);
+    assert.ok(await before.writeAhead(call(-1)));
+    for (let i = 0; i < 4000; i++) {
+      time.advance(1);
+      const ahead = await before.writeAhead(call(i));
+      before.record({ ...duty(i), intent: ahead });
+    }
+    assert.ok(await before.writeAhead(call(-2)));
+    await before.query({ limit: 1 }); // written; the process ends without a close
+    const names = (await journalFiles.listNames(dir)).sort();
+    assert.equal(names.length, 6, names.join(", "));
+    assert.ok(!names.includes("audit-00000001.jsonl"), "the first file, with call(-1), is gone");
+    const newest = (await Deno.readTextFile(`${dir}/${names.at(-1)}`)).split("\n");
+    assert.ok(!newest.some((l) => l.includes('"checkpoint"')), "the last checkpoint is older");
+
+    const after = trail(time);
+    await after.openJournal(options);
+    assert.deepEqual(
+      (await all(after)).filter((e) => e.outcome === "interrupted").map((e) => e.args?.duty),
+      [{ type: "double", double: -1 }, { type: "double", double: -2 }],
+    );
+    await after.close();
+    await before.close();
+  });
+});
+
 Deno.test("AuditTrail: after a crash that follows a clean close, the search finds the calls of both processes once", async () => {
   await withJournal(async (dir, files) => {
     const time = new ManualClock();
