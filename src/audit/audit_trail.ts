@@ -778,7 +778,7 @@ export class AuditTrail implements AuditSink {
     const line = `${prefix}${this.#o.clock.nowMs()},"open":[${
       [...this.#unsettled.values()].join(",")
     }]}`;
-    return new TextEncoder().encode(line).length <= AUDIT_MAX_ENTRY_BYTES ? line : null;
+    return utf8Length(line) <= AUDIT_MAX_ENTRY_BYTES ? line : null;
   }
 
   /**

@@ -192,8 +192,8 @@ export const journalFiles = {
         const read = chunk.subarray(0, n);
         let start = 0;
         for (let i = read.indexOf(NEWLINE); i !== -1; i = read.indexOf(NEWLINE, start)) {
-          if (parts.length === 0 && pos + start === lineStart) {
-            // A line within this chunk: decoded from it, without a copy.
+          if (pos + start === lineStart) {
+            // A line within this chunk (none begun in an earlier one): decoded from it, no copy.
             const end = pos + i + 1;
             yield {
               text: decoder.decode(read.subarray(start, Math.min(i, start + maxLineBytes))),

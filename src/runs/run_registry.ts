@@ -163,6 +163,8 @@ export const RUNS_KEPT_DEFAULT = 1000;
 export const RUNS_TOTAL_BYTES_DEFAULT = 4 * 1024 * 1024 * 1024;
 /** Lines of runs.jsonl beyond two per kept run that start tolerates before rewriting it. */
 const RUNS_COMPACT_SLACK_LINES = 64;
+/** Characters of runs.jsonl the rewrite gathers before each write (the file is never one string). */
+const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
@@ -371,7 +373,7 @@ export class RunRegistry {
       } while (this.#runs.has(runId));
       const run = this.#newRun(runId, now, structuredClone(params), tagScope, experimentLabel);
       const record = JSON.stringify({ v: SCHEMA_VERSION, op: "open", run });
-      if (byteLength(record) > MAX_RECORD_BYTES) {
+      if (utf8Length(record) > MAX_RECORD_BYTES) {
         throw invalidArgument(
           `run record exceeds ${MAX_RECORD_BYTES} bytes: shorten params, tag_scope or experiment_label`,
         );
@@ -547,7 +549,7 @@ export class RunRegistry {
         stored,
       );
       const line = JSON.stringify(event);
-      const size = byteLength(line);
+      const size = utf8Length(line);
       if (size > MAX_RECORD_BYTES) {
         throw invalidArgument(`marker exceeds ${MAX_RECORD_BYTES} bytes: shorten payload`);
       }
@@ -773,29 +775,39 @@ export class RunRegistry {
   async #prune(): Promise<number> {
     const maxRuns = this.#opts.maxRuns ?? RUNS_KEPT_DEFAULT;
     const maxBytes = this.#opts.maxTotalBytes ?? RUNS_TOTAL_BYTES_DEFAULT;
-    let removed = 0;
-    while (
-      this.#closedBytes.size > 1 &&
-      (this.#closedBytes.size > maxRuns || this.#closedTotal > maxBytes)
-    ) {
-      const i = this.#order.findIndex((id) => this.#closedBytes.has(id));
-      const id = this.#order[i]!;
-      this.#order.splice(i, 1);
+    // The oldest closed runs first (opening order), until what is left fits: chosen in one pass
+    // and taken out of the order in one more (a start may remove many at once).
+    const gone: string[] = [];
+    let kept = this.#closedBytes.size;
+    let total = this.#closedTotal;
+    for (const id of this.#order) {
+      if (kept <= 1 || (kept <= maxRuns && total <= maxBytes)) break;
+      const bytes = this.#closedBytes.get(id);
+      if (bytes === undefined) continue; // the open run
+      gone.push(id);
+      kept--;
+      total -= bytes;
+    }
+    if (gone.length === 0) return 0;
+    const going = new Set(gone);
+    let w = 0;
+    for (const id of this.#order) if (!going.has(id)) this.#order[w++] = id;
+    this.#order.length = w;
+    for (const id of gone) {
       this.#runs.delete(id);
-      this.#closedTotal -= this.#closedBytes.get(id)!;
       this.#closedBytes.delete(id);
-      removed++;
+    }
+    this.#closedTotal = total;
+    for (const id of gone) {
       await this.#opts.files.remove(this.#eventFile(id)).catch((err) =>
         this.#log.warn(`run ${id}: event file not removed: ${errorMessage(err)}`)
       );
     }
-    if (removed > 0) {
-      this.#log.info(
-        `runs: ${removed} oldest closed run${removed === 1 ? "" : "s"} removed ` +
-          `(runs.max_runs ${maxRuns}, runs.max_total_bytes ${maxBytes})`,
-      );
-    }
-    return removed;
+    this.#log.info(
+      `runs: ${gone.length} oldest closed run${gone.length === 1 ? "" : "s"} removed ` +
+        `(runs.max_runs ${maxRuns}, runs.max_total_bytes ${maxBytes})`,
+    );
+    return gone.length;
   }
 
   /**
@@ -808,36 +820,45 @@ export class RunRegistry {
     const tmp = `${this.#runsFile}.tmp`;
     try {
       await files.remove(tmp);
-      const lines: string[] = [];
-      for (const id of this.#order) {
-        const run = this.#runs.get(id)!;
-        const opened = {
-          ...run,
-          state: "open",
-          close_reason: null,
-          ended_at_epoch_ms: null,
-        };
-        lines.push(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
-        if (run.state === "closed") {
-          lines.push(JSON.stringify({
-            v: SCHEMA_VERSION,
-            op: "close",
-            run_id: id,
-            close_reason: run.close_reason,
-            ended_at_epoch_ms: run.ended_at_epoch_ms,
-            event_bytes: this.#closedBytes.get(id),
-          }));
-        }
-      }
       const handle = await files.openAppend(tmp);
+      let lines = 0;
+      let chunk = "";
+      const add = async (line: string) => {
+        chunk += `${line}\n`;
+        lines++;
+        if (chunk.length >= RUNS_COMPACT_CHUNK_CHARS) {
+          await handle.append(chunk);
+          chunk = "";
+        }
+      };
       try {
-        if (lines.length > 0) await handle.append(lines.join("\n") + "\n");
+        for (const id of this.#order) {
+          const run = this.#runs.get(id)!;
+          const opened = {
+            ...run,
+            state: "open",
+            close_reason: null,
+            ended_at_epoch_ms: null,
+          };
+          await add(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
+          if (run.state === "closed") {
+            await add(JSON.stringify({
+              v: SCHEMA_VERSION,
+              op: "close",
+              run_id: id,
+              close_reason: run.close_reason,
+              ended_at_epoch_ms: run.ended_at_epoch_ms,
+              event_bytes: this.#closedBytes.get(id),
+            }));
+          }
+        }
+        if (chunk !== "") await handle.append(chunk);
         await handle.sync();
       } finally {
         handle.close();
       }
       await files.rename(tmp, this.#runsFile);
-      this.#journalLines = lines.length;
+      this.#journalLines = lines;
     } catch (err) {
       this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`);
       await files.remove(tmp).catch(() => {});
@@ -1083,12 +1104,6 @@ function settled<T>(fn: () => T): Promise<T> {
   } catch (err) {
     return Promise.reject(err);
   }
-}
-
-const encoder = new TextEncoder();
-
-function byteLength(s: string): number {
-  return encoder.encode(s).length;
 }
 
 /** A typed value whose bigint member (an integer beyond 2^53) is written as its digits. */
