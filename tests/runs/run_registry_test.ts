@@ -795,3 +795,30 @@ Deno.test("RunRegistry keeps the closed runs' event files within runs.max_total_
     await registry.shutdown();
   });
 });
+
+Deno.test("RunRegistry sizes closed runs from their files when the close records do not say (an older version's journal), and prunes and rewrites it at start", async () => {
+  await withDir(async (dir) => {
+    const first = await harness(dir);
+    const ids: string[] = [];
+    for (const label of ["a", "b", "c"]) {
+      ids.push(await openAndClose(first.registry, label, 40_000));
+    }
+    await first.registry.shutdown();
+    const journal = `${dir}/runs.jsonl`;
+    const older = (await Deno.readTextFile(journal)).split("\n").filter(Boolean).map((l) => {
+      const { event_bytes: _, ...rec } = JSON.parse(l);
+      return JSON.stringify(rec);
+    });
+    await Deno.writeTextFile(journal, older.join("\n") + "\n");
+
+    const again = await harness(dir, { maxTotalBytes: 64 * 1024 });
+    deepEqual((await again.registry.list({})).runs.map((r) => r.experiment_label), ["c"]);
+    equal(await exists(eventFile(dir, ids[0]!)), false);
+    equal(await exists(eventFile(dir, ids[1]!)), false);
+    const records = (await Deno.readTextFile(journal)).split("\n").filter(Boolean)
+      .map((l) => JSON.parse(l));
+    deepEqual(records.map((r) => r.op), ["open", "close"]);
+    equal(records[1].event_bytes, (await Deno.stat(eventFile(dir, ids[2]!))).size);
+    await again.registry.shutdown();
+  });
+});
