@@ -440,6 +440,15 @@ Deno.test("AuditTrail records a call written ahead by an earlier process without
   });
 });
 
+/** `n` calls written ahead and settled, 1 ms apart, each with other args (none collapses). */
+async function settledCalls(t: AuditTrail, time: ManualClock, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    time.advance(1);
+    const ahead = await t.writeAhead(call(i));
+    t.record({ ...duty(i), intent: ahead });
+  }
+}
+
 /** The journal's lines as parsed objects. */
 async function journalObjects(dir: string): Promise<Record<string, unknown>[]> {
   return (await journalLines(dir)).map((l) => JSON.parse(l));
@@ -451,11 +460,7 @@ Deno.test("AuditTrail: a clean close writes a closing record, and the next start
     const before = trail(time);
     await before.openJournal({ dir, files, maxFileBytes: 4 << 20, maxFiles: 2 });
     // ~1 MiB of settled calls, then one still in flight when the runtime stops.
-    for (let i = 0; i < 2000; i++) {
-      time.advance(1);
-      const ahead = await before.writeAhead(call(i));
-      before.record({ ...duty(i), intent: ahead });
-    }
+    await settledCalls(before, time, 2000);
     const inFlight = await before.writeAhead(call(-1));
     assert.ok(inFlight);
     await before.close();
@@ -490,11 +495,7 @@ Deno.test("AuditTrail writes a checkpoint every AUDIT_CHECKPOINT_BYTES: after a 
     const before = trail(time);
     await before.openJournal({ dir, files, maxFileBytes: 16 << 20, maxFiles: 2 });
     assert.ok(await before.writeAhead(call(-1))); // in flight through every checkpoint
-    for (let i = 0; i < 4000; i++) {
-      time.advance(1);
-      const ahead = await before.writeAhead(call(i));
-      before.record({ ...duty(i), intent: ahead });
-    }
+    await settledCalls(before, time, 4000);
     assert.ok(await before.writeAhead(call(-2))); // after the last checkpoint
     await before.query({ limit: 1 }); // written; then the process ends without a close
     const lines = await journalObjects(dir);
@@ -534,11 +535,7 @@ Deno.test("AuditTrail after a crash finds the calls in flight through a checkpoi
     const options = { dir, files, maxFileBytes: 256 << 10, maxFiles: 6 };
     await before.openJournal(options);
     assert.ok(await before.writeAhead(call(-1)));
-    for (let i = 0; i < 4000; i++) {
-      time.advance(1);
-      const ahead = await before.writeAhead(call(i));
-      before.record({ ...duty(i), intent: ahead });
-    }
+    await settledCalls(before, time, 4000);
     assert.ok(await before.writeAhead(call(-2)));
     await before.query({ limit: 1 }); // written; the process ends without a close
     const names = (await journalFiles.listNames(dir)).sort();
