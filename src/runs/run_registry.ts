@@ -796,6 +796,7 @@ export class RunRegistry {
     for (const id of gone) {
       this.#runs.delete(id);
       this.#closedBytes.delete(id);
+      this.#warnedCorruptRuns.delete(id);
     }
     this.#closedTotal = total;
     for (const id of gone) {
