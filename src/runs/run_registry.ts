@@ -31,8 +31,9 @@
  * Bounds on disk (config `runs.*`): an open run's event file stops growing at maxRunBytes (its
  * automatic events are then counted, not recorded); closed runs are kept up to maxRuns and
  * maxTotalBytes of event files together, the oldest removed first (record and file; never the most
- * recently closed one), when a run closes and at start, where runs.jsonl is rewritten with the
- * kept runs' records when it holds more. A close record gives the event file's final size
+ * recently closed one), when a run closes and at start. runs.jsonl is rewritten with the kept
+ * runs' records at start when it holds more, and while running once it holds twice the lines they
+ * need (then appended to as the new file). A close record gives the event file's final size
  * (`event_bytes`), so a start does not look at every file.
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
@@ -156,12 +157,18 @@ export const RUN_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
 /**
  * Defaults of `runs.max_runs` and `runs.max_total_bytes`: the closed runs kept, by number and by
  * the bytes of their event files together. Past either, the oldest closed runs are removed (record
- * and event file) when a run closes and at start, where runs.jsonl is also rewritten with the kept
- * runs only; the most recently closed run is always kept.
+ * and event file) when a run closes and at start; runs.jsonl is rewritten with the kept runs'
+ * records at start and once it holds twice the lines they need. The most recently closed run is
+ * always kept.
  */
 export const RUNS_KEPT_DEFAULT = 1000;
 export const RUNS_TOTAL_BYTES_DEFAULT = 4 * 1024 * 1024 * 1024;
-/** Lines of runs.jsonl beyond two per kept run that start tolerates before rewriting it. */
+/**
+ * Lines of runs.jsonl beyond two per kept run that start tolerates before rewriting it. A running
+ * registry rewrites it when it holds twice the lines its kept runs need (plus these): each close
+ * past runs.max_runs adds two lines for runs that are gone, so a runtime that is never restarted
+ * rewrites ~2 x runs.max_runs lines once per runs.max_runs runs, not the whole file at every close.
+ */
 const RUNS_COMPACT_SLACK_LINES = 64;
 /** Characters of runs.jsonl the rewrite gathers before each write (the file is never one string). */
 const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
@@ -263,7 +270,7 @@ export class RunRegistry {
   #closedTotal = 0;
   /** Event file sizes the close records give (`event_bytes`), until retention takes them. */
   readonly #recordedBytes = new Map<string, number>();
-  /** Lines of runs.jsonl read at start (compacted when far more than the kept runs need). */
+  /** Lines of runs.jsonl (read at start, appended since; compacted when far more than needed). */
   #journalLines = 0;
 
   constructor(options: RunRegistryOptions) {
@@ -762,6 +769,9 @@ export class RunRegistry {
     try {
       this.#noteClosed(runId, await this.#closedFileBytes(runId));
       await this.#prune();
+      if (this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
+        await this.#compact();
+      }
     } catch (err) {
       this.#log.warn(`runs: retention not applied after ${runId} closed: ${errorMessage(err)}`);
     }
@@ -813,8 +823,10 @@ export class RunRegistry {
 
   /**
    * Rewrites runs.jsonl with the records of the kept runs only (written beside it, fsync'd, then
-   * renamed over it). A failure leaves the old file, which the next start replays and prunes
-   * again.
+   * renamed over it), and has the journal append to the new file from then on (the old writer's
+   * descriptor still names the replaced file: a record appended through it would be lost). A
+   * failure leaves the old file, which the next start replays and prunes again. Runs inside the
+   * serial chain (or in start), so no record is appended meanwhile.
    */
   async #compact(): Promise<void> {
     const files = this.#opts.files;
@@ -863,7 +875,17 @@ export class RunRegistry {
     } catch (err) {
       this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`);
       await files.remove(tmp).catch(() => {});
+      return;
     }
+    const replaced = this.#journal;
+    if (replaced === null) return;
+    const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
+    this.#journal = journal;
+    await replaced.close();
+    // Opened now to report a problem early; one that fails opens at the next append instead.
+    await journal.open().catch((err) =>
+      this.#log.warn(`${this.#runsFile} not reopened after its rewrite: ${errorMessage(err)}`)
+    );
   }
 
   async #replay(): Promise<void> {
@@ -1020,6 +1042,7 @@ export class RunRegistry {
     const journal = this.#journal;
     if (!journal) throw unavailable("run journal is not open");
     written(await journal.append(line, { sync: true }));
+    this.#journalLines++;
   }
 
   #event(

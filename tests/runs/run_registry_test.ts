@@ -822,3 +822,50 @@ Deno.test("RunRegistry sizes closed runs from their files when the close records
     await again.registry.shutdown();
   });
 });
+
+Deno.test("RunRegistry records the runs of a process whose start rewrote runs.jsonl (the journal is reopened on the rewritten file)", async () => {
+  await withDir(async (dir) => {
+    const first = await harness(dir, { maxRuns: 5 });
+    for (let i = 0; i < 4; i++) await openAndClose(first.registry, `r${i}`);
+    await first.registry.shutdown();
+    // A start with a smaller bound prunes and rewrites runs.jsonl; the runs of this process are
+    // then appended to the rewritten file, not to the one it replaced.
+    const second = await harness(dir, { maxRuns: 2 });
+    const after = await openAndClose(second.registry, "after");
+    const open = (await second.registry.open({ experiment_label: "left open" })).run.run_id;
+    await second.registry.shutdown();
+    const third = await harness(dir, { maxRuns: 2 });
+    deepEqual(
+      (await third.registry.list({})).runs.map((r) => [r.run_id, r.experiment_label, r.state]),
+      [[open, "left open", "closed"], [after, "after", "closed"]],
+    );
+    deepEqual(third.registry.startupReport().abandonedRunIds, [open]);
+    await third.registry.shutdown();
+  });
+});
+
+Deno.test("RunRegistry rewrites runs.jsonl while it runs once it holds twice the lines its kept runs need, and keeps appending to the rewritten file", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir, { maxRuns: 2 });
+    const lines = async () =>
+      (await Deno.readTextFile(`${dir}/runs.jsonl`)).split("\n").filter(Boolean).length;
+    let most = 0;
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      ids.push(await openAndClose(registry, `r${i}`));
+      most = Math.max(most, await lines());
+    }
+    // Two kept runs need 4 lines: rewritten past 4 x 2 + 64, never the 200 lines of 100 runs.
+    ok(most <= 4 * 2 + 64 + 2, `runs.jsonl reached ${most} lines`);
+    ok(most > 4 * 2 + 64 - 2, `runs.jsonl was rewritten early, at ${most} lines`);
+    const open = (await registry.open({ experiment_label: "open" })).run.run_id;
+    await registry.shutdown();
+    const again = await harness(dir, { maxRuns: 2 });
+    deepEqual(
+      (await again.registry.list({})).runs.map((r) => [r.run_id, r.state, r.close_reason]),
+      [[open, "closed", "abandoned"], [ids[99]!, "closed", "completed"]],
+    );
+    deepEqual(again.registry.startupReport().corruptLines, []);
+    await again.registry.shutdown();
+  });
+});
