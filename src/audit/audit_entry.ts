@@ -5,9 +5,8 @@
  * give way first, then every text is cut shorter). An entry is bounded, never dropped: a provider
  * cannot hide its failure behind a long error message.
  */
-import { toJsonText } from "../common/mod.ts";
+import { toJsonText, utf8Length } from "../common/mod.ts";
 import type { AuditAction, AuditOrigin, AuditOutcome } from "../control/mod.ts";
-import { utf8Length } from "../journal/mod.ts";
 
 /** Largest journal line (an entry with its write-ahead bookkeeping). */
 export const AUDIT_MAX_ENTRY_BYTES = 16 * 1024;

@@ -58,6 +58,7 @@ import {
   type Logger,
   type TimerId,
   toJsonText,
+  utf8Length,
 } from "../common/mod.ts";
 import type {
   AuditCallAhead,
@@ -76,7 +77,6 @@ import {
   segmentNumbers,
   segmentPath,
   storedLineBytes,
-  utf8Length,
 } from "../journal/mod.ts";
 import { AUDIT_MAX_ENTRY_BYTES, type AuditEntry, bounded, boundedEntry } from "./audit_entry.ts";
 

@@ -15,7 +15,27 @@ export function truncateUtf8(s: string, maxBytes: number): string {
   return decoder.decode(bytes.subarray(0, end));
 }
 
-/** The length of `s` in UTF-8 bytes. */
+const NON_ASCII = /[^ -~\t\n\r]/; // anything but printable ASCII and common whitespace
+
+/**
+ * The length of `s` in UTF-8 bytes as TextEncoder writes it (a lone surrogate as U+FFFD, 3 bytes),
+ * without encoding it. (The ADPP codec keeps its own copy: it imports nothing.)
+ */
 export function utf8Length(s: string): number {
-  return encoder.encode(s).length;
+  if (!NON_ASCII.test(s)) return s.length; // the common case, without a loop in JS
+  let len = 0;
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) len += 1;
+    else if (c < 0x800) len += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < n) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        len += 4;
+        i++;
+      } else len += 3;
+    } else len += 3;
+  }
+  return len;
 }

@@ -22,7 +22,7 @@
  * The owner keeps its own rules (what a line is, what must be fsync'd before an answer); the
  * writer never throws into it.
  */
-import { type Clock, errorMessage, type Logger, type TimerId } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, type TimerId, utf8Length } from "../common/mod.ts";
 import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
 import { type JournalSegments, segmentNumbers, segmentPath } from "./journal_segments.ts";
 
@@ -444,22 +444,4 @@ export class JournalWriter {
       this.#gap.reason = reason;
     }
   }
-}
-
-const NON_ASCII = /[^ -~\t\n\r]/; // anything but printable ASCII and common whitespace
-
-/** UTF-8 byte length of `text`. */
-export function utf8Length(text: string): number {
-  if (!NON_ASCII.test(text)) return text.length; // the common case, without a loop in JS
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
 }

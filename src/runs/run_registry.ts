@@ -52,6 +52,7 @@ import {
   RuntimeError,
   type TypedValue,
   unavailable,
+  utf8Length,
 } from "../common/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import {
@@ -62,7 +63,6 @@ import {
   type KeyedLines,
   lastKeyed,
   seekAfter,
-  utf8Length,
 } from "../journal/mod.ts";
 import { type EventLineRules, eventOfLine } from "./_event_lines.ts";
 import { exceedsJsonDepth } from "./_json_depth.ts";
