@@ -339,6 +339,12 @@ Deno.test({
           // before the alarm clears (below 55), time for the page to be looked at.
           await call(rt, "tempctl0", 2, { value: { type: "double", double: 400 } });
           await waitForText(page, "#latch", /^LATCHED since /, 30000);
+          // The alarm's row first: it stays active only while the heater cools (~2 s at TAU_S);
+          // the cause and the mode below stay until a reset.
+          await rowState(page, "tc1_overtemp", "active");
+          const r = page.locator(row("tc1_overtemp"));
+          assert.equal(await r.locator(".a-state").textContent(), "ACTIVEMAJOR");
+          assert.equal(await r.locator(".a-held").textContent(), "past hihi 60 C");
           await waitForText(
             page,
             "#estop-cause",
@@ -351,10 +357,6 @@ Deno.test({
             await page.locator("#estop-cause [data-cause]").getAttribute("href"),
             "#alarms",
           );
-          await rowState(page, "tc1_overtemp", "active");
-          const r = page.locator(row("tc1_overtemp"));
-          assert.equal(await r.locator(".a-state").textContent(), "ACTIVEMAJOR");
-          assert.equal(await r.locator(".a-held").textContent(), "past hihi 60 C");
           await waitForText(page, "#mode", /^FAULT$/);
         });
 
