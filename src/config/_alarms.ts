@@ -5,7 +5,7 @@
  */
 import { type Checker, describeValue, type Obj, present } from "./_checker.ts";
 import { conditionSignals, formatConditionError, parseCondition } from "./condition.ts";
-import { formatPath, type Path } from "./_source.ts";
+import { formatPath, type Path, type YamlSource } from "./_source.ts";
 import {
   ALARM_ACTIONS,
   ALARM_ID_PATTERN,
@@ -48,6 +48,19 @@ export interface AlarmContext {
   readonly checker: Checker;
   /** Declared provider ids: every handle must name one. */
   readonly providerIds: ReadonlySet<string>;
+  /** The file, for a number's text as written. */
+  readonly source: YamlSource;
+}
+
+/**
+ * The integer a number is written as when a double cannot hold it (beyond +/-2^53, where YAML
+ * gives the nearest double), else null.
+ */
+function inexactInteger(ctx: AlarmContext, path: Path, v: number): string | null {
+  if (Number.isSafeInteger(v) || !Number.isInteger(v)) return null;
+  const text = ctx.source.scalarAt(path)?.source;
+  if (text === undefined || !/^[+-]?\d+$/.test(text)) return null;
+  return BigInt(text) === BigInt(v) ? null : text;
 }
 
 /** `alarms:`. */
@@ -73,8 +86,18 @@ export function readAlarms(ctx: AlarmContext, raw: unknown, path: Path): AlarmCo
     for (const key of LIMIT_ORDER) {
       if (!present(obj, key)) continue;
       const v = obj[key];
+      const inexact = typeof v === "number" ? inexactInteger(ctx, [...p, key], v) : null;
       if (typeof v !== "number" || !Number.isFinite(v)) {
         c.error([...p, key], `must be a number, got ${describeValue(v)}`);
+        ok = false;
+      } else if (inexact !== null) {
+        // A limit compared as the nearest double would raise or clear a count away from where it
+        // is written (an int64/uint64 counter); an interlock condition keeps such literals exact.
+        c.error(
+          [...p, key],
+          `${inexact} cannot be held exactly (a limit is a double, exact to +/-2^53): ` +
+            `write ${BigInt(v)} or compare exactly in an interlock condition`,
+        );
         ok = false;
       } else {
         limits[key] = v;

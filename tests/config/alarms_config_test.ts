@@ -126,6 +126,19 @@ ${PROV}
     message: /is not an id: use 1 to 64 letters, digits, '_', '.' or '-', not starting with '.'/,
   },
   {
+    name: "an integer limit a double cannot hold (beyond 2^53); one it holds exactly is kept",
+    yaml: `
+alarms:
+  - { id: a, signal: p0/d/count, hi: 9007199254740993 }
+  - { id: b, signal: p0/d/count, hi: 9007199254740992, hihi: 18446744073709551616 }
+  - { id: c, signal: p0/d/count, lo: -9007199254740995, hi: 1e300 }
+${PROV}
+`,
+    expect: ["error alarms[0].hi @2", "error alarms[2].lo @4"],
+    message:
+      /alarms\[0\]\.hi: 9007199254740993 cannot be held exactly \(a limit is a double, exact to \+\/-2\^53\): write 9007199254740992 or compare exactly in an interlock condition\n/,
+  },
+  {
     name: "limits out of order (each given pair: lolo < lo < hi < hihi)",
     yaml: `
 alarms:
