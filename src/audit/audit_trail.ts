@@ -242,12 +242,15 @@ export class AuditTrail implements AuditSink {
   readonly #log: Logger;
   /** The open (collapsing) entry and the write-ahead ids its decisions settle. */
   #open: { key: string; entry: AuditEntry; timer: TimerId; intents: string[] } | null = null;
-  /** Untrusted refusals: this window's start and entries written; the summing-up entry. */
+  /**
+   * Untrusted refusals: this window's start (monotonic: a wall clock stepped back must neither
+   * stretch the window nor hold the summing-up entry) and entries written; the summing-up entry.
+   */
   #untrusted: {
-    windowStart: number;
+    windowStartMono: number;
     written: number;
     over: { entry: AuditEntry; firstReason: string; timer: TimerId } | null;
-  } = { windowStart: -Infinity, written: 0, over: null };
+  } = { windowStartMono: -Infinity, written: 0, over: null };
   #seq = 0;
   #entriesTotal = 0;
   #aheadLate = 0;
@@ -373,12 +376,13 @@ export class AuditTrail implements AuditSink {
     try {
       const decision: AuditDecision = { ...d, outcome: "refused" };
       const now = this.#o.clock.nowMs();
+      const mono = this.#o.clock.monoMs();
       const mode = this.#o.mode();
       const key = this.#key(decision, mode);
       const u = this.#untrusted;
-      if (now - u.windowStart >= AUDIT_UNTRUSTED_WINDOW_MS) {
+      if (mono - u.windowStartMono >= AUDIT_UNTRUSTED_WINDOW_MS) {
         this.#closeUntrusted();
-        u.windowStart = now;
+        u.windowStartMono = mono;
         u.written = 0;
       }
       // An identical refusal counts into the open entry (there is none once refusals are being
@@ -402,7 +406,7 @@ export class AuditTrail implements AuditSink {
       const entry = this.#entry(decision, now, mode);
       const timer = this.#o.clock.setTimer(
         () => this.#closeUntrusted(),
-        u.windowStart + AUDIT_UNTRUSTED_WINDOW_MS - now,
+        u.windowStartMono + AUDIT_UNTRUSTED_WINDOW_MS - mono,
       );
       u.over = { entry, firstReason: decision.reason ?? "", timer };
     } catch (err) {

@@ -189,6 +189,33 @@ Deno.test("AuditTrail writes at most AUDIT_UNTRUSTED_PER_WINDOW varied untrusted
   await t.close();
 });
 
+Deno.test("AuditTrail's window of untrusted refusals is measured on the monotonic clock: a wall clock stepped back an hour neither stretches the window nor holds the summing-up entry", async () => {
+  const time = new ManualClock();
+  const t = trail(time);
+  const closed: AuditEntry[] = [];
+  t.onEntry((e) => closed.push(e));
+  const vary = (i: number) => unauthenticated(`192.0.2.${i % 2}`);
+  // One window: AUDIT_UNTRUSTED_PER_WINDOW one by one, 5 summed up (written when it ends).
+  for (let i = 0; i < AUDIT_UNTRUSTED_PER_WINDOW + 5; i++) t.refusedUntrusted(vary(i));
+  time.advance(AUDIT_UNTRUSTED_WINDOW_MS);
+  assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 1);
+  assert.strictEqual(closed.at(-1)!.count, 5);
+  // NTP steps the wall clock back an hour: the next window began all the same.
+  time.stepWall(-3_600_000);
+  t.refusedUntrusted(unauthenticated("192.0.2.9"));
+  time.advance(AUDIT_COLLAPSE_MAX_OPEN_MS); // the open entry's bound: it is written
+  assert.strictEqual(closed.length, AUDIT_UNTRUSTED_PER_WINDOW + 2, "written one by one");
+  assert.deepStrictEqual(closed.at(-1)!.origin, { kind: "http", address: "192.0.2.9" });
+  assert.strictEqual(closed.at(-1)!.count, 1);
+  // Its flood is summed up and written when this window ends, a minute on, not an hour.
+  for (let i = 1; i < AUDIT_UNTRUSTED_PER_WINDOW + 5; i++) t.refusedUntrusted(vary(i));
+  time.advance(AUDIT_UNTRUSTED_WINDOW_MS);
+  assert.strictEqual(closed.length, 2 * AUDIT_UNTRUSTED_PER_WINDOW + 2);
+  assert.strictEqual(closed.at(-1)!.count, 5);
+  assert.strictEqual(time.pendingTimers, 0);
+  await t.close();
+});
+
 Deno.test("AuditTrail.seal writes the summed-up untrusted refusals at once and leaves no timer", async () => {
   const time = new ManualClock();
   const t = trail(time);
