@@ -703,6 +703,7 @@ export class SparkplugEdgeNode {
     const { providerId, deviceId } = caps.device;
     const id = sparkplugDeviceId(providerId, deviceId);
     const now = this.#o.clock.nowMs();
+    const mono = this.#o.clock.monoMs();
     const metrics: Metric[] = [];
     for (const s of caps.signals) {
       const state = this.#o.reads.signal(providerId, deviceId, s.signalId);
@@ -712,7 +713,10 @@ export class SparkplugEdgeNode {
           this.#alias(id, s.signalId),
           state?.value ?? null,
           state?.quality ?? "UNAVAILABLE",
-          state?.timestampMs ?? now,
+          // When the runtime received the value (its age on the monotonic clock), as DDATA are
+          // stamped with the poll's time: never the provider's timestamp, whose clock may be
+          // anywhere (a year ahead, 1970 on a board without a real-time clock).
+          state === undefined ? now : Math.round(now - Math.max(0, mono - state.receivedMono)),
         ),
       );
     }

@@ -5,6 +5,8 @@
  * changes, in poll order, the poll time on the message and every metric, values a double cannot
  * hold replayed exactly, never more than MAX_IN_FLIGHT writes outstanding (the cursor goes on as
  * writes complete). Data that cannot go out while the replay fills the writes is replayed after it.
+ * Also the births' signal timestamps: the time the runtime received the value, whatever the
+ * provider's clock says.
  *
  * The MQTT session is a test double here (and only here: the other tests of store and forward run
  * against Mosquitto): completing the broker's writes at will is what shows the in-flight bound,
@@ -193,7 +195,7 @@ function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
     });
     return now;
   };
-  return { clock, history, node, session, poll };
+  return { clock, history, node, session, poll, signals };
 }
 
 const BIG = 2n ** 60n;
@@ -387,6 +389,30 @@ Deno.test("bdSeq saves run one at a time and only the latest waits: connections 
   assert.equal(recorded, 8);
   session.up();
   await flushMicrotasks();
+  const stopping = node.stop();
+  await flushMicrotasks();
+  session.complete();
+  await stopping;
+  await history.stop();
+});
+
+Deno.test("a DBIRTH's signal metrics carry the time the runtime received each value, never the provider's timestamp", async () => {
+  const { clock, history, node, session, poll, signals } = rig();
+  await history.start();
+  await node.start();
+  const polled = poll({ a: { value: dbl(0) }, b: { value: big(0) } });
+  // The provider's clock: a year ahead for a, the epoch (a board without a real-time clock) for b.
+  signals.set("a", { ...signals.get("a")!, timestampMs: polled + 365 * 86_400_000 });
+  signals.set("b", { ...signals.get("b")!, timestampMs: 0 });
+  clock.advance(250); // the births come later than the poll
+  session.up();
+  await flushMicrotasks();
+  const dbirth = session.published.find((m) => m.topic === `spBv1.0/g/DBIRTH/n/${DEVICE}`);
+  assert.ok(dbirth, "births");
+  const byName = new Map((dbirth.payload.metrics ?? []).map((m) => [m.name, m]));
+  assert.equal(Number(byName.get("a")!.timestamp), polled, "a: received at the poll");
+  assert.equal(Number(byName.get("b")!.timestamp), polled, "b: received at the poll");
+  assert.equal(Number(dbirth.payload.timestamp), polled + 250);
   const stopping = node.stop();
   await flushMicrotasks();
   session.complete();
