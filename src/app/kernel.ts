@@ -1078,9 +1078,7 @@ export function historyReplay(history: History) {
             timeMs: number,
           ) => void,
         ) {
-          return walk.next((id, s, type) =>
-            each(id, ringValue(s, type), qualityName(s.quality), s.timeMs)
-          );
+          return walk.next((id, s) => each(id, ringValue(s), qualityName(s.quality), s.timeMs));
         },
       };
     },

@@ -35,6 +35,19 @@ export const QUALITY_BY_CODE: readonly Quality[] = ["OK", "STALE", "FAULT", "UNA
 const QUALITY_MASK = 0x03;
 const HAS_VALUE = 0x04;
 const BY_REF = 0x08;
+/**
+ * The type of a value kept as a double, in bits 4-5 of the flags (NUM_TYPES[code]): a signal's
+ * declared type may change at a rediscovery (a provider restarted by a reload or its supervisor),
+ * and each sample is given back as the type it was polled with, not the signal's newest one.
+ */
+const NUM_TYPE_SHIFT = 4;
+const NUM_TYPES: readonly ValueType[] = ["double", "bool", "int64", "uint64"];
+const NUM_TYPE_CODE: Readonly<Partial<Record<ValueType, number>>> = {
+  double: 0,
+  bool: 1,
+  int64: 2,
+  uint64: 3,
+};
 /** First capacity of a ring (entries). */
 const FIRST_CAPACITY = 16;
 
@@ -54,6 +67,8 @@ export interface RingSample {
   quality: number;
   /** The value as a double (bool 0/1); NaN when `ref` holds it or there is none. */
   num: number;
+  /** The type `num` was polled as (double, bool, int64 or uint64); meaningless otherwise. */
+  numType: ValueType;
   /** A value a double cannot hold exactly; null otherwise. */
   ref: TypedValue | null;
   /** False for a sample without a value (the signal never had one). */
@@ -163,7 +178,10 @@ export class SignalRing extends BucketAcc {
       if (exact === null) {
         flags |= BY_REF;
         ref = value;
-      } else num = exact;
+      } else {
+        num = exact;
+        flags |= (NUM_TYPE_CODE[value.type] ?? 0) << NUM_TYPE_SHIFT;
+      }
     }
     if (
       this.#lastFlags === flags &&
@@ -251,6 +269,7 @@ export class SignalRing extends BucketAcc {
     out.quality = f & QUALITY_MASK;
     out.hasValue = (f & HAS_VALUE) !== 0;
     out.num = this.#num[at]!;
+    out.numType = NUM_TYPES[(f >> NUM_TYPE_SHIFT) & 0x03]!;
     out.ref = (f & BY_REF) !== 0 ? this.#refs![at]! : null;
   }
 }
@@ -403,7 +422,14 @@ export class DeviceRing {
     untilMs: number,
     each: (s: RingSample) => boolean,
   ): void {
-    const out: RingSample = { timeMs: 0, quality: 0, num: NaN, ref: null, hasValue: false };
+    const out: RingSample = {
+      timeMs: 0,
+      quality: 0,
+      num: NaN,
+      numType: "double",
+      ref: null,
+      hasValue: false,
+    };
     const start = Math.max(fromSeq, this.#firstSeq);
     let i = signal.indexAt(start);
     if (i < 0) {
@@ -427,11 +453,11 @@ export class DeviceRing {
   }
 }
 
-/** The value of a ring sample as a typed value of the signal's type (null: none). */
-export function ringValue(s: RingSample, type: ValueType | null): TypedValue | null {
+/** The value of a ring sample as a typed value of the type it was polled as (null: none). */
+export function ringValue(s: RingSample): TypedValue | null {
   if (!s.hasValue) return null;
   if (s.ref !== null) return s.ref;
-  switch (type) {
+  switch (s.numType) {
     case "bool":
       return boolValue(s.num !== 0);
     case "int64":
@@ -457,7 +483,14 @@ export class ChangeWalk {
   readonly #signals: readonly SignalRing[];
   #cursor: number;
   readonly #endSeq: number;
-  readonly #out: RingSample = { timeMs: 0, quality: 0, num: NaN, ref: null, hasValue: false };
+  readonly #out: RingSample = {
+    timeMs: 0,
+    quality: 0,
+    num: NaN,
+    numType: "double",
+    ref: null,
+    hasValue: false,
+  };
   /**
    * From which poll the ring holds every change of these signals (a sequence number): its oldest
    * kept poll once it has dropped polls (time or byte bound), later when the byte bound trimmed a

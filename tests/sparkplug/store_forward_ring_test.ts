@@ -105,12 +105,11 @@ function ringChanges(
   const out: Change[] = [];
   for (const name of rt.history!.signalIds(providerId, deviceId)) {
     let before: string | null = null;
-    const type = rt.cache.signal(providerId, deviceId, name)?.value?.type ?? null;
     rt.history!.eachSample(providerId, deviceId, name, 0, untilMs - 1, (s) => {
       const metric = decode(encode({
         timestamp: 0,
         metrics: [{
-          ...valueFields(ringValue(s, type)),
+          ...valueFields(ringValue(s)),
           properties: {
             keys: ["Quality"],
             values: [{ type: 3, int_value: QUALITY_CODE[qualityName(s.quality)] }],

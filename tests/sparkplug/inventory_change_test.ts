@@ -1,0 +1,139 @@
+/**
+ * Sparkplug meets a provider whose inventory changes while the broker is away: a configuration
+ * reload restarts the provider (its entry changed) and the new process declares a signal with
+ * another value type. Store and forward replays the history ring's changes after the births; the
+ * samples polled before the restart must go out as they were polled (their own type), not be
+ * re-read as the signal's new type. Against a real Mosquitto and the programmable provider as a
+ * child process.
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import {
+  dbl,
+  type Inventory,
+  programmableProvider,
+  Q,
+  T,
+} from "../helpers/programmable_provider.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { infoLines, type Received, reconnectingHost } from "../helpers/sparkplug_host.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import type { Config } from "../../src/config/mod.ts";
+
+const GROUP = "lab";
+const NODE = "rig-inv";
+const DEV = sparkplugDeviceId("p0", "d0");
+
+function config(url: string, inventoryFile: string): Config {
+  return testConfig({
+    runtime: { name: NODE },
+    providers: [programmableProvider("p0", inventoryFile)],
+    pollingIntervalMs: 100,
+    history: { enabled: true, diskMaxBytes: 0 },
+    sparkplug: { enabled: true, brokerUrl: url, groupId: GROUP, reconnectMs: 100 },
+  });
+}
+
+/** Programs what d0's ReadSignals answers from now on (function 1 of the provider, on its host). */
+async function answerWith(rt: Kernel, values: unknown[]): Promise<void> {
+  await rt.registry.host("p0")!.request("call", {
+    device_id: "d0",
+    function_id: 1,
+    args: { answer: { type: T.STRING, string_value: JSON.stringify({ read: { values } }) } },
+  });
+}
+
+const isHistorical = (m: Received) =>
+  (m.payload.metrics ?? []).some((x) => x.is_historical === true);
+
+Deno.test({
+  name:
+    "a reload that restarts a provider with a signal of another type during a broker outage: the replay sends the samples polled before as they were polled, and the runtime goes on",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const dir = tempDir("sparkplug-inventory-");
+    const before: Inventory = {
+      devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1.5)] } },
+    };
+    const after: Inventory = {
+      devices: {
+        d0: {
+          signals: [{ id: "x", type: T.INT64 }],
+          values: [{ id: "x", type: T.INT64, int64: "7", quality: Q.OK }],
+        },
+      },
+    };
+    await Deno.writeTextFile(`${dir}/before.json`, JSON.stringify(before));
+    await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(after));
+    const broker = await Mosquitto.start();
+    const host = await reconnectingHost(broker.url, GROUP);
+    const { log } = infoLines();
+    let rt: Kernel | null = null;
+    try {
+      const first = config(broker.url, `${dir}/before.json`);
+      rt = await startRuntime(first, { host: { log } });
+      const node = rt.sparkplug!;
+      const birth = await waitFor(
+        "d0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`),
+      );
+      const alias = (birth.payload.metrics ?? []).find((m) => m.name === "x")!.alias;
+      await broker.pause();
+      await waitFor("the edge node to see the broker gone", () => !node.online);
+      // A change polled during the outage: the ring keeps it for the replay.
+      await answerWith(rt, [dbl("x", 2.5)]);
+      await waitFor("x = 2.5 polled", () => {
+        const v = rt!.cache.signal("p0", "d0", "x")?.value;
+        return v?.type === "double" && v.double === 2.5;
+      });
+      assert.equal(node.replayPending, true);
+      // The reload restarts p0 (its entry changed): the new process declares x as int64.
+      const report = await rt.reload(config(broker.url, `${dir}/after.json`));
+      assert.deepEqual(report.providers.restarted, ["p0"]);
+      await waitFor("x = 7 (int64) polled", () => {
+        const v = rt!.cache.signal("p0", "d0", "x")?.value;
+        return v?.type === "int64" && Number(v.int64) === 7;
+      });
+
+      const marker = host.messages.length;
+      await broker.resume();
+      await waitFor("the replay to finish", () => node.online && !node.replayPending, 20000);
+      const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
+        const r = host.messages.slice(marker).filter((m) =>
+          m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && isHistorical(m)
+        );
+        return r.length > 0 ? r : null;
+      });
+      const xs = replayed.flatMap((m) =>
+        (m.payload.metrics ?? []).filter((x) => Number(x.alias) === Number(alias))
+      );
+      // 2.5 went out as the double it was when polled (never as an int64 of the new type).
+      const polledBefore = xs.find((x) => x.double_value === 2.5);
+      assert.ok(
+        polledBefore !== undefined,
+        `x = 2.5 replayed as polled: ${
+          JSON.stringify(xs, (_k, v) => typeof v === "bigint" ? `${v}n` : v)
+        }`,
+      );
+      assert.equal(polledBefore.long_value ?? null, null);
+      // The edge node goes on: live data after the replay.
+      await answerWith(rt, [{ id: "x", type: T.INT64, int64: "8", quality: Q.OK }]);
+      await waitFor(
+        "x = 8 live",
+        () =>
+          host.messages.slice(marker).some((m) =>
+            m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && !isHistorical(m) &&
+            (m.payload.metrics ?? []).some((x) =>
+              Number(x.alias) === Number(alias) && Number(x.long_value) === 8
+            )
+          ),
+      );
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
