@@ -799,6 +799,9 @@ export class SparkplugEdgeNode {
       case "mode_change":
       case "estop_change":
       case "alarm":
+      // A reload changes node metrics without a transition of its own: an alarm it removed or
+      // replaced (a changed one starts from normal) leaves the counts without an `alarm` event.
+      case "config_reload":
         this.#nodeSoon();
         return;
       default:
