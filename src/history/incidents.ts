@@ -87,6 +87,8 @@ export interface IncidentStatus {
 
 interface Pending {
   readonly id: string;
+  /** Monotonic time of its first trigger: what later triggers join by (MERGE_WINDOW_MS). */
+  readonly atMono: number;
   lead: IncidentCause;
   readonly also: IncidentCause[];
   /** null: machine-wide. */
@@ -253,8 +255,11 @@ export class IncidentRecorder {
 
   #trigger(trigger: IncidentTrigger, cause: string, devices: string[] | null): void {
     const now = this.#o.clock.nowMs();
+    const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
-    const joined = this.#pending.find((p) => Math.abs(now - p.lead.at_epoch_ms) <= MERGE_WINDOW_MS);
+    // On the monotonic clock: a step of the wall clock between two triggers neither splits one
+    // incident nor joins two.
+    const joined = this.#pending.find((p) => mono - p.atMono <= MERGE_WINDOW_MS);
     if (joined !== undefined) {
       if (rank(trigger) < rank(joined.lead.trigger)) {
         joined.also.push(joined.lead);
@@ -275,6 +280,7 @@ export class IncidentRecorder {
     }
     const p: Pending = {
       id: `inc-${now}-${++this.#counter}`,
+      atMono: mono,
       lead: c,
       also: [],
       devices: devices === null ? null : new Set(devices),

@@ -1,0 +1,73 @@
+/**
+ * Incident capture and the clocks, in process with a manual clock: whether a trigger joins a
+ * pending incident (MERGE_WINDOW_MS) is decided on the monotonic clock, so a step of the wall
+ * clock (NTP, an operator, a Raspberry Pi correcting itself at its first sync) between two
+ * triggers neither splits one incident in two nor joins two incidents seconds apart.
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import { IncidentRecorder, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+function rig() {
+  const { clock, history, files } = handFedHistory({ diskMaxBytes: 0 });
+  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 10 };
+  const bus = new EventBus();
+  const incidents = new IncidentRecorder({
+    config,
+    history,
+    files,
+    dir: "/data/history/incidents",
+    clock,
+    log: testLogger(),
+  });
+  const loss = (device: string) =>
+    bus.publish({
+      kind: "device_availability",
+      provider_id: "p0",
+      device_id: device,
+      available: false,
+      timestamp_ms: clock.nowMs(),
+    });
+  const estop = () =>
+    bus.publish({
+      kind: "estop_change",
+      latched: true,
+      reason: null,
+      cause: "api",
+      timestamp_ms: clock.nowMs(),
+    });
+  return { clock, history, bus, incidents, loss, estop };
+}
+
+Deno.test("a trigger joins a pending incident by the monotonic clock: a wall clock step between two triggers neither splits nor joins them", async () => {
+  const { clock, history, bus, incidents, loss, estop } = rig();
+  await history.start();
+  await incidents.start(bus);
+  // A device is lost, then 200 ms later the e-stop; NTP stepped the wall clock back an hour
+  // between them. One incident: the e-stop leads, the loss joined it.
+  loss("d0");
+  clock.advance(200);
+  clock.stepWall(-3_600_000);
+  estop();
+  assert.equal(incidents.status().pending, 1, "one incident, not two");
+  clock.advance(10_000);
+  await incidents.settled();
+  const [first] = incidents.list();
+  assert.equal(incidents.list().length, 1);
+  assert.equal(first!.trigger, "estop");
+  assert.deepEqual(first!.also.map((c) => c.trigger), ["device_loss"]);
+
+  // Two losses 5 s apart (far beyond MERGE_WINDOW_MS) with the wall clock stepped back 5 s
+  // between them: two incidents, though their wall times are equal.
+  loss("d1");
+  clock.advance(5_000);
+  assert.ok(5_000 > MERGE_WINDOW_MS);
+  clock.stepWall(-5_000);
+  loss("d2");
+  assert.equal(incidents.status().pending, 2, "two incidents, not one");
+  await incidents.stop();
+  await history.stop();
+});
