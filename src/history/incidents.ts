@@ -410,8 +410,13 @@ export class IncidentRecorder {
     const files = this.#o.files;
     const headers: IncidentHeader[] = [];
     for (const name of await files.listNames(this.#o.dir)) {
-      const m = /^(inc-\d+-\d+)\.jsonl$/.exec(name);
+      const m = /^(inc-\d+-(\d+))\.jsonl$/.exec(name);
       if (!m) continue;
+      // Ids go on from the highest counter on disk: a wall clock that repeats a millisecond of an
+      // earlier process (a board without a real-time clock, a clock stepped back) must not give
+      // a new incident the id, and so the file, of a kept one.
+      const n = Number(m[2]);
+      if (n < 2 ** 32) this.#counter = Math.max(this.#counter, n);
       for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
         try {
           const h = JSON.parse(line) as IncidentHeader;

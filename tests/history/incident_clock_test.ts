@@ -39,7 +39,7 @@ function rig() {
       cause: "api",
       timestamp_ms: clock.nowMs(),
     });
-  return { clock, history, bus, incidents, loss, estop };
+  return { clock, history, bus, incidents, loss, estop, files };
 }
 
 Deno.test("a trigger joins a pending incident by the monotonic clock: a wall clock step between two triggers neither splits nor joins them", async () => {
@@ -68,6 +68,54 @@ Deno.test("a trigger joins a pending incident by the monotonic clock: a wall clo
   clock.stepWall(-5_000);
   loss("d2");
   assert.equal(incidents.status().pending, 2, "two incidents, not one");
+  await incidents.stop();
+  await history.stop();
+});
+
+Deno.test("an incident of a process whose wall clock repeats a previous process's millisecond gets an id of its own, not the earlier record's file", async () => {
+  // Two boots of a board without a real-time clock: each starts at the same wall time, and each
+  // has an e-stop at the same millisecond. The second record must neither be appended to the
+  // first's file nor hide it.
+  const first = rig();
+  const wall = first.clock.wall;
+  await first.history.start();
+  await first.incidents.start(first.bus);
+  first.estop();
+  first.clock.advance(10_000);
+  await first.incidents.settled();
+  await first.incidents.stop();
+  await first.history.stop();
+  const [earlier] = first.incidents.list();
+
+  const { clock, history, files } = handFedHistory({ diskMaxBytes: 0 }, first.files);
+  clock.wall = wall;
+  const bus = new EventBus();
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 10 },
+    history,
+    files,
+    dir: "/data/history/incidents",
+    clock,
+    log: testLogger(),
+  });
+  await history.start();
+  await incidents.start(bus);
+  bus.publish({
+    kind: "device_availability",
+    provider_id: "p0",
+    device_id: "d0",
+    available: false,
+    timestamp_ms: clock.nowMs(),
+  });
+  clock.advance(10_000);
+  await incidents.settled();
+  const ids = incidents.list().map((h) => h.incident_id);
+  assert.equal(ids.length, 2);
+  assert.notEqual(ids[0], ids[1], `two incidents under one id: ${ids.join(", ")}`);
+  assert.equal((await incidents.get(earlier!.incident_id)).incident.trigger, "estop");
+  const later = ids.find((id) => id !== earlier!.incident_id)!;
+  assert.equal((await incidents.get(later)).incident.trigger, "device_loss");
+  assert.equal((await incidents.jsonl(earlier!.incident_id)).split("\n").filter(Boolean).length, 1);
   await incidents.stop();
   await history.stop();
 });
