@@ -33,6 +33,7 @@ import type {
   MqttSession,
   Quality,
   TypedValue,
+  ValueType,
 } from "../common/mod.ts";
 import type { AuditOrigin, CallRequest, CallResult } from "../control/mod.ts";
 import { errorMessage } from "../common/mod.ts";
@@ -246,12 +247,16 @@ interface StoredData {
 interface Replaying {
   readonly id: string;
   readonly walk: ReplayWalk;
+  /** Samples left out: polled as another type than the signal's birth declares now. */
+  mistyped: number;
 }
 
 interface BornDevice {
   readonly providerId: string;
   readonly deviceId: string;
   readonly signals: ReadonlySet<string>;
+  /** Each signal's type as its DBIRTH declared it (null: not declared). */
+  readonly types: ReadonlyMap<string, ValueType | null>;
 }
 
 interface PendingSignal {
@@ -741,6 +746,7 @@ export class SparkplugEdgeNode {
       providerId,
       deviceId,
       signals: new Set(caps.signals.map((s) => s.signalId)),
+      types: new Map(caps.signals.map((s) => [s.signalId, s.valueType])),
     });
     this.#send("DBIRTH", id, { timestamp: now, metrics }, true);
   }
@@ -997,7 +1003,7 @@ export class SparkplugEdgeNode {
         gapTo = Math.max(gapTo, Math.min(walk === null ? until : walk.reachFromMs, until));
       }
       if (walk !== null) {
-        this.#walks.push({ id, walk });
+        this.#walks.push({ id, walk, mistyped: 0 });
         walks++;
       }
     }
@@ -1057,6 +1063,14 @@ export class SparkplugEdgeNode {
       const metrics: Metric[] = [];
       const t = r.walk.next((signalId, value, quality, timeMs) => {
         if (!dev.signals.has(signalId)) return;
+        // A sample polled before the provider came back declaring the signal as another type:
+        // the birth on this connection declares the new type, and a host reads the alias's data
+        // as that type, so it is left out (counted) rather than sent mislabelled.
+        const born = dev.types.get(signalId) ?? null;
+        if (value !== null && born !== null && value.type !== born) {
+          r.mistyped++;
+          return;
+        }
         metrics.push({
           alias: this.#alias(r.id, signalId),
           timestamp: timeMs,
@@ -1067,6 +1081,14 @@ export class SparkplugEdgeNode {
       });
       if (t === null) {
         this.#walks[this.#walkHead++] = null;
+        if (r.mistyped > 0) {
+          this.counts.storeDropped++;
+          this.#log.warn(
+            `sparkplug store-and-forward: ${r.mistyped} sample(s) of ${r.id} were polled as ` +
+              `another type than its signals' birth declares now (the provider came back with ` +
+              `other types) and were not replayed`,
+          );
+        }
         if (r.walk.overtaken) {
           this.counts.storeDropped++;
           this.#log.warn(

@@ -2,9 +2,10 @@
  * Sparkplug meets a provider whose inventory changes while the broker is away: a configuration
  * reload restarts the provider (its entry changed) and the new process declares a signal with
  * another value type. Store and forward replays the history ring's changes after the births; the
- * samples polled before the restart must go out as they were polled (their own type), not be
- * re-read as the signal's new type. Against a real Mosquitto and the programmable provider as a
- * child process.
+ * samples polled before the restart must neither be re-read as the signal's new type (a double 2.5
+ * as an int64 crashed the runtime) nor be sent under the alias the new birth declares as the new
+ * type: they are left out, counted and warned about. Against a real Mosquitto and the
+ * programmable provider as a child process.
  */
 import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
@@ -50,7 +51,7 @@ const isHistorical = (m: Received) =>
 
 Deno.test({
   name:
-    "a reload that restarts a provider with a signal of another type during a broker outage: the replay sends the samples polled before as they were polled, and the runtime goes on",
+    "a reload that restarts a provider with a signal of another type during a broker outage: the replay leaves out (and counts) the samples of the old type, sends those of the new, and the runtime goes on",
   ignore: mosquittoMissing(),
   async fn() {
     const dir = tempDir("sparkplug-inventory-");
@@ -69,7 +70,7 @@ Deno.test({
     await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(after));
     const broker = await Mosquitto.start();
     const host = await reconnectingHost(broker.url, GROUP);
-    const { log } = infoLines();
+    const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       const first = config(broker.url, `${dir}/before.json`);
@@ -98,6 +99,7 @@ Deno.test({
       });
 
       const marker = host.messages.length;
+      const droppedBefore = node.counts.storeDropped;
       await broker.resume();
       await waitFor("the replay to finish", () => node.online && !node.replayPending, 20000);
       const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
@@ -109,15 +111,19 @@ Deno.test({
       const xs = replayed.flatMap((m) =>
         (m.payload.metrics ?? []).filter((x) => Number(x.alias) === Number(alias))
       );
-      // 2.5 went out as the double it was when polled (never as an int64 of the new type).
-      const polledBefore = xs.find((x) => x.double_value === 2.5);
+      // The new birth declares x Int64: 7 (polled after the restart) replays, 2.5 (a double
+      // polled before it) does not, neither as a double under that alias nor as an int64.
+      const shown = JSON.stringify(xs, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
+      assert.ok(xs.some((x) => Number(x.long_value) === 7), `x = 7 replayed: ${shown}`);
+      assert.ok(xs.every((x) => x.double_value === undefined), `no double replayed: ${shown}`);
+      assert.equal(xs.length, 1, shown);
+      assert.equal(node.counts.storeDropped, droppedBefore + 1);
       assert.ok(
-        polledBefore !== undefined,
-        `x = 2.5 replayed as polled: ${
-          JSON.stringify(xs, (_k, v) => typeof v === "bigint" ? `${v}n` : v)
-        }`,
+        lines.some((l) =>
+          /^WARN .*sample\(s\) of .* were polled as another type .* and were not replayed/.test(l)
+        ),
+        lines.filter((l) => /^WARN/.test(l)).join("\n"),
       );
-      assert.equal(polledBefore.long_value ?? null, null);
       // The edge node goes on: live data after the replay.
       await answerWith(rt, [{ id: "x", type: T.INT64, int64: "8", quality: Q.OK }]);
       await waitFor(
