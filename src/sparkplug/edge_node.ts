@@ -314,6 +314,8 @@ export class SparkplugEdgeNode {
   #storeBytes = 0;
   /** Whether the current stretch of drops has been WARNed (one line per stretch). */
   #dropWarned = false;
+  /** A stored value of a signal's old type was left out since the store last drained. */
+  #mistypedWarned = false;
   /**
    * With the history ring: per born device (Sparkplug id), when its data stopped going out (the
    * first change that could not be published); null while nothing waits.
@@ -926,21 +928,33 @@ export class SparkplugEdgeNode {
       this.#storeHead++;
       this.#storeBytes -= item.bytes;
       // A device that did not come back on this connection has no alias there: its data goes.
-      if (!this.#devices.has(item.deviceId)) {
+      const dev = this.#devices.get(item.deviceId);
+      if (dev === undefined) {
         this.counts.storeDropped++;
         continue;
       }
+      // Values of a signal's old type (its provider came back declaring another): the birth on
+      // this connection declares the new one, and a host reads the alias's data as that type.
+      const metrics = item.metrics.filter((m) => this.#asBorn(dev, item.deviceId, m));
+      if (metrics.length < item.metrics.length) {
+        this.counts.storeDropped++;
+        if (!this.#mistypedWarned) {
+          this.#mistypedWarned = true;
+          this.#log.warn(
+            `sparkplug store-and-forward: stored data of ${item.deviceId} polled as another type ` +
+              `than its signals' birth declares now (the provider came back with other types) ` +
+              `is left out`,
+          );
+        }
+        if (metrics.length === 0) continue;
+      }
       this.counts.replayed++;
-      this.#send(
-        "DDATA",
-        item.deviceId,
-        { timestamp: item.timestampMs, metrics: item.metrics },
-        true,
-      );
+      this.#send("DDATA", item.deviceId, { timestamp: item.timestampMs, metrics }, true);
     }
     if (this.#storeLength() === 0) {
       this.#store.length = 0;
       this.#storeHead = 0;
+      this.#mistypedWarned = false;
       if (this.#dropWarned) {
         this.#dropWarned = false;
         this.#log.info(
@@ -948,6 +962,13 @@ export class SparkplugEdgeNode {
         );
       }
     }
+  }
+
+  /** Whether a stored metric's value is of the type its signal's current birth declares. */
+  #asBorn(dev: BornDevice, deviceId: string, m: Metric): boolean {
+    const key = this.#aliasNames.get(Number(m.alias));
+    const born = key === undefined ? null : dev.types.get(key.slice(deviceId.length + 1)) ?? null;
+    return born === null || m.is_null === true || m[VALUE_FIELD_OF[born]] !== undefined;
   }
 
   // ---- store and forward from the history ring ----
@@ -1426,6 +1447,16 @@ export function commandArgs(
   }
   return `${fn.name} takes ${fn.args.length} arguments: write a JSON object of them as a String`;
 }
+
+/** The metric field a value of each type travels in (valueFields). */
+const VALUE_FIELD_OF: Readonly<Record<ValueType, string>> = {
+  double: "double_value",
+  int64: "long_value",
+  uint64: "long_value",
+  bool: "boolean_value",
+  string: "string_value",
+  bytes: "bytes_value",
+};
 
 const VALUE_FIELDS = [
   "boolean_value",

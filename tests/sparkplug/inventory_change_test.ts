@@ -27,12 +27,12 @@ const GROUP = "lab";
 const NODE = "rig-inv";
 const DEV = sparkplugDeviceId("p0", "d0");
 
-function config(url: string, inventoryFile: string): Config {
+function config(url: string, inventoryFile: string, history: boolean): Config {
   return testConfig({
     runtime: { name: NODE },
     providers: [programmableProvider("p0", inventoryFile)],
     pollingIntervalMs: 100,
-    history: { enabled: true, diskMaxBytes: 0 },
+    history: { enabled: history, diskMaxBytes: 0 },
     sparkplug: { enabled: true, brokerUrl: url, groupId: GROUP, reconnectMs: 100 },
   });
 }
@@ -49,97 +49,105 @@ async function answerWith(rt: Kernel, values: unknown[]): Promise<void> {
 const isHistorical = (m: Received) =>
   (m.payload.metrics ?? []).some((x) => x.is_historical === true);
 
-Deno.test({
-  name:
-    "a reload that restarts a provider with a signal of another type during a broker outage: the replay leaves out (and counts) the samples of the old type, sends those of the new, and the runtime goes on",
-  ignore: mosquittoMissing(),
-  async fn() {
-    const dir = tempDir("sparkplug-inventory-");
-    const before: Inventory = {
-      devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1.5)] } },
-    };
-    const after: Inventory = {
-      devices: {
-        d0: {
-          signals: [{ id: "x", type: T.INT64 }],
-          values: [{ id: "x", type: T.INT64, int64: "7", quality: Q.OK }],
+for (const history of [true, false]) {
+  Deno.test({
+    name:
+      "a reload that restarts a provider with a signal of another type during a broker outage: the replay leaves out (and counts) the samples of the old type, sends those of the new, and the runtime goes on " +
+      (history ? "(the history ring as the buffer)" : "(history off: the DDATA queue)"),
+    ignore: mosquittoMissing(),
+    async fn() {
+      const dir = tempDir("sparkplug-inventory-");
+      const before: Inventory = {
+        devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1.5)] } },
+      };
+      const after: Inventory = {
+        devices: {
+          d0: {
+            signals: [{ id: "x", type: T.INT64 }],
+            values: [{ id: "x", type: T.INT64, int64: "7", quality: Q.OK }],
+          },
         },
-      },
-    };
-    await Deno.writeTextFile(`${dir}/before.json`, JSON.stringify(before));
-    await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(after));
-    const broker = await Mosquitto.start();
-    const host = await reconnectingHost(broker.url, GROUP);
-    const { lines, log } = infoLines();
-    let rt: Kernel | null = null;
-    try {
-      const first = config(broker.url, `${dir}/before.json`);
-      rt = await startRuntime(first, { host: { log } });
-      const node = rt.sparkplug!;
-      const birth = await waitFor(
-        "d0's DBIRTH",
-        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`),
-      );
-      const alias = (birth.payload.metrics ?? []).find((m) => m.name === "x")!.alias;
-      await broker.pause();
-      await waitFor("the edge node to see the broker gone", () => !node.online);
-      // A change polled during the outage: the ring keeps it for the replay.
-      await answerWith(rt, [dbl("x", 2.5)]);
-      await waitFor("x = 2.5 polled", () => {
-        const v = rt!.cache.signal("p0", "d0", "x")?.value;
-        return v?.type === "double" && v.double === 2.5;
-      });
-      assert.equal(node.replayPending, true);
-      // The reload restarts p0 (its entry changed): the new process declares x as int64.
-      const report = await rt.reload(config(broker.url, `${dir}/after.json`));
-      assert.deepEqual(report.providers.restarted, ["p0"]);
-      await waitFor("x = 7 (int64) polled", () => {
-        const v = rt!.cache.signal("p0", "d0", "x")?.value;
-        return v?.type === "int64" && Number(v.int64) === 7;
-      });
-
-      const marker = host.messages.length;
-      const droppedBefore = node.counts.storeDropped;
-      await broker.resume();
-      await waitFor("the replay to finish", () => node.online && !node.replayPending, 20000);
-      const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
-        const r = host.messages.slice(marker).filter((m) =>
-          m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && isHistorical(m)
+      };
+      await Deno.writeTextFile(`${dir}/before.json`, JSON.stringify(before));
+      await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(after));
+      const broker = await Mosquitto.start();
+      const host = await reconnectingHost(broker.url, GROUP);
+      const { lines, log } = infoLines();
+      let rt: Kernel | null = null;
+      try {
+        const first = config(broker.url, `${dir}/before.json`, history);
+        rt = await startRuntime(first, { host: { log } });
+        const node = rt.sparkplug!;
+        const birth = await waitFor(
+          "d0's DBIRTH",
+          () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`),
         );
-        return r.length > 0 ? r : null;
-      });
-      const xs = replayed.flatMap((m) =>
-        (m.payload.metrics ?? []).filter((x) => Number(x.alias) === Number(alias))
-      );
-      // The new birth declares x Int64: 7 (polled after the restart) replays, 2.5 (a double
-      // polled before it) does not, neither as a double under that alias nor as an int64.
-      const shown = JSON.stringify(xs, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
-      assert.ok(xs.some((x) => Number(x.long_value) === 7), `x = 7 replayed: ${shown}`);
-      assert.ok(xs.every((x) => x.double_value === undefined), `no double replayed: ${shown}`);
-      assert.equal(xs.length, 1, shown);
-      assert.equal(node.counts.storeDropped, droppedBefore + 1);
-      assert.ok(
-        lines.some((l) =>
-          /^WARN .*sample\(s\) of .* were polled as another type .* and were not replayed/.test(l)
-        ),
-        lines.filter((l) => /^WARN/.test(l)).join("\n"),
-      );
-      // The edge node goes on: live data after the replay.
-      await answerWith(rt, [{ id: "x", type: T.INT64, int64: "8", quality: Q.OK }]);
-      await waitFor(
-        "x = 8 live",
-        () =>
-          host.messages.slice(marker).some((m) =>
-            m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && !isHistorical(m) &&
-            (m.payload.metrics ?? []).some((x) =>
-              Number(x.alias) === Number(alias) && Number(x.long_value) === 8
-            )
+        const alias = (birth.payload.metrics ?? []).find((m) => m.name === "x")!.alias;
+        await broker.pause();
+        await waitFor("the edge node to see the broker gone", () => !node.online);
+        // A change polled during the outage: the ring keeps it for the replay.
+        await answerWith(rt, [dbl("x", 2.5)]);
+        await waitFor("x = 2.5 polled", () => {
+          const v = rt!.cache.signal("p0", "d0", "x")?.value;
+          return v?.type === "double" && v.double === 2.5;
+        });
+        if (history) assert.equal(node.replayPending, true);
+        else assert.ok(node.stored.messages > 0, "the DDATA of 2.5 queued");
+        // The reload restarts p0 (its entry changed): the new process declares x as int64.
+        const report = await rt.reload(config(broker.url, `${dir}/after.json`, history));
+        assert.deepEqual(report.providers.restarted, ["p0"]);
+        await waitFor("x = 7 (int64) polled", () => {
+          const v = rt!.cache.signal("p0", "d0", "x")?.value;
+          return v?.type === "int64" && Number(v.int64) === 7;
+        });
+
+        const marker = host.messages.length;
+        const droppedBefore = node.counts.storeDropped;
+        await broker.resume();
+        await waitFor(
+          "the replay to finish",
+          () => node.online && !node.replayPending && node.stored.messages === 0,
+          20000,
+        );
+        const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
+          const r = host.messages.slice(marker).filter((m) =>
+            m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && isHistorical(m)
+          );
+          return r.length > 0 ? r : null;
+        });
+        const xs = replayed.flatMap((m) =>
+          (m.payload.metrics ?? []).filter((x) => Number(x.alias) === Number(alias))
+        );
+        // The new birth declares x Int64: 7 (polled after the restart) replays, 2.5 (a double
+        // polled before it) does not, neither as a double under that alias nor as an int64.
+        const shown = JSON.stringify(xs, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
+        assert.ok(xs.some((x) => Number(x.long_value) === 7), `x = 7 replayed: ${shown}`);
+        assert.ok(xs.every((x) => x.double_value === undefined), `no double replayed: ${shown}`);
+        assert.equal(xs.length, 1, shown);
+        assert.equal(node.counts.storeDropped, droppedBefore + 1);
+        assert.ok(
+          lines.some((l) =>
+            /^WARN .* polled as another type than its signals' birth declares now/.test(l)
           ),
-      );
-    } finally {
-      await rt?.stop();
-      await host.close();
-      await broker.dispose();
-    }
-  },
-});
+          lines.filter((l) => /sparkplug/.test(l)).join("\n"),
+        );
+        // The edge node goes on: live data after the replay.
+        await answerWith(rt, [{ id: "x", type: T.INT64, int64: "8", quality: Q.OK }]);
+        await waitFor(
+          "x = 8 live",
+          () =>
+            host.messages.slice(marker).some((m) =>
+              m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && !isHistorical(m) &&
+              (m.payload.metrics ?? []).some((x) =>
+                Number(x.alias) === Number(alias) && Number(x.long_value) === 8
+              )
+            ),
+        );
+      } finally {
+        await rt?.stop();
+        await host.close();
+        await broker.dispose();
+      }
+    },
+  });
+}
