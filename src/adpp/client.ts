@@ -167,6 +167,8 @@ export class AdppClient {
   #resolveEnded!: (end: SessionEnd) => void;
   #lastFrameAt: number;
   #writeChain: Promise<void> = Promise.resolve();
+  /** Settles once the provider's stdin is closed, after the session ended (#finish). */
+  #stdinClosed: Promise<void> = Promise.resolve();
   /**
    * Frames of requests made since the last write began, in request order (ids beside them): the
    * requests of one turn (a poll pass over a provider's devices) go out in one write, so the
@@ -308,12 +310,7 @@ export class AdppClient {
   /** Closes the provider's stdin (its stop signal) and ends the session. */
   async close(): Promise<void> {
     this.#finish({ reason: "closed", message: "closed by the runtime" });
-    try {
-      await this.#writeChain;
-      await this.#writer.close();
-    } catch {
-      // the pipe may already be gone
-    }
+    await this.#stdinClosed;
   }
 
   #write(id: number, frame: Uint8Array): void {
@@ -442,6 +439,12 @@ export class AdppClient {
       deliver(p.reply, unavailable(`provider session ended: ${end.message}`));
     }
     this.#resolveEnded(end);
+    // Nothing is written after the end, whatever ended it: the provider's stdin is closed (its
+    // stop signal), which also releases the pipe (a crashed provider's was otherwise held open
+    // for the life of the runtime, one more with each restart).
+    this.#stdinClosed = this.#writeChain.then(() => this.#writer.close()).catch(() => {
+      // the pipe may already be gone
+    });
   }
 }
 

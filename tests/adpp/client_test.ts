@@ -446,6 +446,18 @@ Deno.test("AdppClient reports EOF from the provider", async () => {
   await assert.rejects(pending, /session ended/);
 });
 
+Deno.test("AdppClient closes the provider's stdin when the session ends without close() (the provider exited)", async () => {
+  const fromProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const toProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const client = new AdppClient(fromProvider.readable, toProvider.writable, {
+    clock: new ManualClock(),
+  });
+  const stdin = toProvider.readable.getReader();
+  await fromProvider.writable.close(); // stdout ends: the provider is gone
+  assert.equal((await client.ended).reason, "eof");
+  assert.deepEqual(await stdin.read(), { done: true, value: undefined });
+});
+
 Deno.test("mapProviderCode follows the contract's HTTP mapping", () => {
   const table: Array<[number, string]> = [
     [StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"],
