@@ -422,14 +422,7 @@ export class DeviceRing {
     untilMs: number,
     each: (s: RingSample) => boolean,
   ): void {
-    const out: RingSample = {
-      timeMs: 0,
-      quality: 0,
-      num: NaN,
-      numType: "double",
-      ref: null,
-      hasValue: false,
-    };
+    const out = blankSample();
     const start = Math.max(fromSeq, this.#firstSeq);
     let i = signal.indexAt(start);
     if (i < 0) {
@@ -451,6 +444,11 @@ export class DeviceRing {
       if (!each(out)) return;
     }
   }
+}
+
+/** A sample to read ring entries into (one per walk, reused for every entry). */
+function blankSample(): RingSample {
+  return { timeMs: 0, quality: 0, num: NaN, numType: "double", ref: null, hasValue: false };
 }
 
 /** The value of a ring sample as a typed value of the type it was polled as (null: none). */
@@ -483,14 +481,7 @@ export class ChangeWalk {
   readonly #signals: readonly SignalRing[];
   #cursor: number;
   readonly #endSeq: number;
-  readonly #out: RingSample = {
-    timeMs: 0,
-    quality: 0,
-    num: NaN,
-    numType: "double",
-    ref: null,
-    hasValue: false,
-  };
+  readonly #out: RingSample = blankSample();
   /**
    * From which poll the ring holds every change of these signals (a sequence number): its oldest
    * kept poll once it has dropped polls (time or byte bound), later when the byte bound trimmed a

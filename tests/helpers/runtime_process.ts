@@ -240,3 +240,18 @@ export function startRuntimeInMirror(dir: string): Promise<RuntimeChild> {
     cwd: dir,
   });
 }
+
+/** The pids of a process's children (every thread's), from /proc. */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+    let children = "";
+    try {
+      children = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`);
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    for (const p of children.trim().split(/\s+/)) if (p !== "") out.push(Number(p));
+  }
+  return out;
+}

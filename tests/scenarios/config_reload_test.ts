@@ -6,7 +6,12 @@
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import {
+  childPids,
+  freePort,
+  type RuntimeChild,
+  startRuntimeChild,
+} from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -89,23 +94,15 @@ async function newProcess(rt: RuntimeChild, rig: Rig, id: string, oldPid: number
 
 function providerPids(rt: RuntimeChild, rig: Rig): Map<string, number> {
   const out = new Map<string, number>();
-  for (const task of Deno.readDirSync(`/proc/${rt.pid}/task`)) {
-    let children = "";
+  for (const pid of childPids(rt.pid)) {
+    let cmdline = "";
     try {
-      children = Deno.readTextFileSync(`/proc/${rt.pid}/task/${task.name}/children`);
+      cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
     } catch {
-      continue; // the thread ended meanwhile
+      continue;
     }
-    for (const pid of children.trim().split(/\s+/).filter((p) => p !== "").map(Number)) {
-      let cmdline = "";
-      try {
-        cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
-      } catch {
-        continue;
-      }
-      const m = new RegExp(`${rig.dir}/sim-([a-z0-9]+)\\.yaml`).exec(cmdline);
-      if (m) out.set(m[1]!, pid);
-    }
+    const m = new RegExp(`${rig.dir}/sim-([a-z0-9]+)\\.yaml`).exec(cmdline);
+    if (m) out.set(m[1]!, pid);
   }
   return out;
 }

@@ -7,7 +7,12 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import {
+  childPids,
+  freePort,
+  type RuntimeChild,
+  startRuntimeChild,
+} from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 
 /** How long a test waits for a restart. */
@@ -17,17 +22,7 @@ const CYCLES = 4;
 
 /** The pid of the runtime's one child process (its provider), or undefined while there is none. */
 function providerPid(rt: RuntimeChild): number | undefined {
-  for (const task of Deno.readDirSync(`/proc/${rt.pid}/task`)) {
-    let children = "";
-    try {
-      children = Deno.readTextFileSync(`/proc/${rt.pid}/task/${task.name}/children`);
-    } catch {
-      continue; // the thread ended meanwhile
-    }
-    const pid = children.trim().split(/\s+/).find((p) => p !== "");
-    if (pid !== undefined) return Number(pid);
-  }
-  return undefined;
+  return childPids(rt.pid)[0];
 }
 
 /** How many pipes the runtime process holds open. */
