@@ -137,6 +137,12 @@ export class CallRouter {
     },
   ) {
     this.#registry = options.registry;
+    // A provider a reload removes (or changes: it comes back as a new host) leaves no call series
+    // behind, as its poll series do not; its lock goes too (a call still holding it keeps it).
+    options.registry.onHostRemoved((host) => {
+      for (const [key, s] of this.#metrics) if (s.providerId === host.id) this.#metrics.delete(key);
+      this.#locks.delete(host.id);
+    });
     this.#cache = options.cache;
     this.#log = options.log.child("call");
     this.#clock = options.clock;

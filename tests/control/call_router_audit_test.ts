@@ -333,6 +333,17 @@ Deno.test("CallRouter.callMetrics: one series per provider and code, durations i
   });
 });
 
+Deno.test("CallRouter.callMetrics: a provider a reload removes leaves no series behind (as its poll series)", async () => {
+  await withRouter(async ({ rt, router, fan }) => {
+    await fan(0.1);
+    assert.deepEqual(router.callMetrics().map((s) => s.providerId), ["plant"]);
+    const host = rt.registry.remove("plant")!;
+    await host.stop(2000);
+    assert.deepEqual(router.callMetrics(), []);
+    assert.deepEqual(rt.router.callMetrics(), []);
+  });
+});
+
 Deno.test("CallRouter audit: a call beyond the provider's queue bound is refused by `queue`", async () => {
   await withRouter(async ({ entries, fan }) => {
     // Issued in one synchronous step: one holds the lock, the bound wait, the last is refused.
