@@ -271,8 +271,9 @@ export class Kernel {
       hooks: automation.modeTransitionHooks,
       audit: this.audit,
     });
-    // The AUTO rule of reloads (applyConfig) is decided when the reload starts: entering AUTO
-    // while it is taking providers away would let the tree start on devices about to go.
+    // The AUTO rule of reloads is decided section by section, as each is applied; the providers
+    // section decides it when it starts: entering AUTO while it is taking providers away would let
+    // the tree start on devices about to go.
     this.modes.addArmCheck(
       (_from, to) =>
         to === "AUTO" && this.#reloadRestarting.length > 0
@@ -749,7 +750,6 @@ export class Kernel {
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
     const diff = diffSections(this.#config, next);
-    const auto = this.modes.current() === "AUTO";
     const weakenings = protectionWeakenings(this.#config, next, {
       actuatingFunctions: actuatingFunctionCount(this.inventory),
       longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
@@ -779,6 +779,10 @@ export class Kernel {
         report.failed.push({ section: key, why: "no owner applies this section" });
         continue;
       }
+      // The mode as this section is applied, not as the reload started: the operator may have
+      // entered AUTO while an earlier section awaited (a provider starting), and the AUTO rule
+      // holds for every section applied from then on.
+      const auto = this.modes.current() === "AUTO";
       let result: SectionResult | void;
       try {
         result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
