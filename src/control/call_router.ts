@@ -305,6 +305,13 @@ export class CallRouter {
       // Re-checked under the provider lock, after that write: nothing may have latched since
       // validation. (A provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
       this.#checkGates({ fn, device, origin: req.origin }, progress);
+      // A tree halted since its call got the lock (AUTO left while the write-ahead waited): not
+      // sent, though the mode gate lets automated calls pass outside AUTO (the hooks'). A manual
+      // call's abort (its client gone) stops it only while it is queued (docs/automation.md).
+      if (req.origin === "automated" && req.signal?.aborted) {
+        progress.refusedBy = "queue";
+        throw unavailable("call cancelled before it was sent: its tree was halted");
+      }
       // Also re-checked here, where calls to one provider are serialised: of two calls racing
       // each other, the second is refused.
       if (!stop) this.#checkInterval(device, fn, progress);

@@ -294,3 +294,54 @@ Deno.test("CallRouter refuses calls to a provider that is down with UNAVAILABLE 
     assert.equal(await rt.router.drain("plant", 1), true);
   });
 });
+
+Deno.test("CallRouter never sends a tree's call whose tree was halted while it waited for its write-ahead under the lock; a manual call's late abort still does not stop it", async () => {
+  await withPlant(async (rt) => {
+    // AUTO is left (the tree halted, its calls' signals aborted) while the call, holding the
+    // provider lock, waits for its decision to reach the audit journal: it must not be sent.
+    const halted = new AbortController();
+    const trail = rt.audit as unknown as { writeAhead: (...a: unknown[]) => Promise<unknown> };
+    const writeAhead = trail.writeAhead.bind(rt.audit);
+    trail.writeAhead = async (...a: unknown[]) => {
+      halted.abort();
+      return await writeAhead(...a);
+    };
+    try {
+      const tree = rt.router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: SET_HEATER,
+        args: { enabled: b(true) },
+        origin: "automated",
+        signal: halted.signal,
+      });
+      await assert.rejects(
+        tree,
+        rejectsWith("UNAVAILABLE", "call cancelled before it was sent: its tree was halted"),
+      );
+      assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), false, "never sent");
+      const refused = (await rt.audit.query({ limit: 100 })).entries.find((e) =>
+        /its tree was halted/.test(e.reason ?? "")
+      );
+      assert.equal(refused?.outcome, "refused", "audited as refused: nothing was sent");
+      assert.equal(refused?.refused_by, "queue");
+      // A manual call whose client went away at the same moment got the lock: it goes out.
+      const client = new AbortController();
+      trail.writeAhead = async (...a: unknown[]) => {
+        client.abort();
+        return await writeAhead(...a);
+      };
+      await rt.router.call({
+        providerId: "plant",
+        deviceId: "plant0",
+        functionId: SET_HEATER,
+        args: { enabled: b(true) },
+        origin: "manual",
+        signal: client.signal,
+      });
+      assert.equal(await readSignal(rt, "plant", "plant0", "heater_on"), true);
+    } finally {
+      trail.writeAhead = writeAhead;
+    }
+  });
+});
