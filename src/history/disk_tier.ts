@@ -51,6 +51,7 @@ export interface DiskTierStatus {
   readonly rowsWritten: number;
   /** Rows not written: the tier stopped, its queue full, or the write failed. */
   readonly rowsDropped: number;
+  /** Writes and fsyncs that failed (one each, however many rows a write held), failed opens. */
   readonly writeErrors: number;
   /** Rows that could not be read back (torn, damaged), since start. */
   readonly rowsUnreadable: number;
@@ -75,7 +76,8 @@ export class DiskTier {
   #retryAtMono = 0;
   #rowsWritten = 0;
   #rowsDropped = 0;
-  #writeErrors = 0;
+  /** Opens that failed (the writer counts the writes and fsyncs that failed). */
+  #openErrors = 0;
   #rowsUnreadable = 0;
   #lastError: string | null = null;
   /** Segment number -> time of its first row (rows ascend within each file). */
@@ -137,6 +139,7 @@ export class DiskTier {
       });
       if (last !== null) this.#newestT = last.key;
     } catch (err) {
+      this.#openErrors++;
       this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
     }
   }
@@ -164,7 +167,6 @@ export class DiskTier {
   }
 
   #stop(reason: string): void {
-    this.#writeErrors++;
     this.#lastError = reason;
     this.#retryAtMono = this.#o.clock.monoMs() + DISK_RETRY_MS;
     if (this.#state === "stopped") return;
@@ -190,7 +192,8 @@ export class DiskTier {
       state: this.#state,
       rowsWritten: this.#rowsWritten,
       rowsDropped: this.#rowsDropped,
-      writeErrors: this.#writeErrors,
+      // Every failed write counts once (not once per row it held), a failed fsync too.
+      writeErrors: this.#openErrors + this.#writer.status().writeErrors,
       rowsUnreadable: this.#rowsUnreadable,
       lastError: this.#lastError,
     };

@@ -416,7 +416,7 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     w.family(
       "runtime_history_disk_write_errors_total",
       "counter",
-      "Disk tier writes that failed (each stops the tier for a while).",
+      "Disk tier writes and fsyncs that failed (a failed write stops the tier for a while).",
     ).sample("runtime_history_disk_write_errors_total", history.disk.writeErrors);
   }
   const incidents = services.incidents?.status();

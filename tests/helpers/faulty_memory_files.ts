@@ -1,0 +1,41 @@
+/**
+ * MemoryFiles (tests/helpers/memory_files.ts) whose appends and fsyncs can fail as on a full disk:
+ * `full` makes an append write only its first `partialBytes` bytes (a short write, as write(2)
+ * does when the disk fills mid-line) and then reject with ENOSPC; `syncFails` makes every fsync
+ * reject (ENOSPC at fsync: a file system allocating blocks late). Promise callbacks only, for a
+ * ManualClock.
+ */
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { diskFullError } from "./journal_files.ts";
+import { MemoryFiles } from "./memory_files.ts";
+
+export class FaultyMemoryFiles extends MemoryFiles {
+  /** While true, every append writes `partialBytes` bytes of its text, then rejects (ENOSPC). */
+  full = false;
+  /** Bytes an append writes before it fails while `full`. */
+  partialBytes = 0;
+  /** While true, every fsync rejects (ENOSPC). */
+  syncFails = false;
+  appendFailures = 0;
+  syncFailures = 0;
+
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    return {
+      append: async (text: string) => {
+        if (!this.full) return await handle.append(text);
+        this.appendFailures++;
+        if (this.partialBytes > 0) await handle.append(text.slice(0, this.partialBytes));
+        throw diskFullError();
+      },
+      sync: async () => {
+        if (this.syncFails) {
+          this.syncFailures++;
+          throw diskFullError();
+        }
+        await handle.sync();
+      },
+      close: () => handle.close(),
+    };
+  }
+}
