@@ -187,6 +187,8 @@ interface OpenRun {
   bytes: number;
   /** Events left out since the file reached the bound (maxRunBytes). */
   notRecorded: number;
+  /** Bus events that came while its run_closed was being written (counted if the close fails). */
+  whileClosing: number;
 }
 
 type Body = Record<string, unknown>;
@@ -401,7 +403,15 @@ export class RunRegistry {
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
-      this.#open = { run, nextSequence: 2, writer, closing: false, bytes: opened, notRecorded: 0 };
+      this.#open = {
+        run,
+        nextSequence: 2,
+        writer,
+        closing: false,
+        bytes: opened,
+        notRecorded: 0,
+        whileClosing: 0,
+      };
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };
@@ -716,7 +726,11 @@ export class RunRegistry {
     payload: Record<string, unknown>,
   ): void {
     const open = this.#open;
-    if (!open || open.closing || this.#state !== "ready") return;
+    if (!open || this.#state !== "ready") return;
+    if (open.closing) {
+      open.whileClosing++;
+      return;
+    }
     if (!open.writer.hasRoom()) {
       this.#droppedBusEvent(`${MAX_PENDING_BUS_EVENTS} events waiting for the disk`);
       return;
@@ -961,6 +975,7 @@ export class RunRegistry {
       let sequence: number;
       if (open) {
         open.closing = true;
+        open.whileClosing = 0;
         sequence = open.nextSequence++;
       } else {
         sequence = ((await lastKeyed(await this.#keyedEvents(run.run_id, true)))?.key ?? 0) + 1;
@@ -991,8 +1006,13 @@ export class RunRegistry {
       this.#emit(event, run);
       if (this.#state === "ready") await this.#retain(run.run_id);
     } catch (err) {
-      if (open) open.closing = false;
-      else await writer.close();
+      if (open) {
+        // The run stays open: the events left out while it was closing are lost, and counted.
+        open.closing = false;
+        for (; open.whileClosing > 0; open.whileClosing--) {
+          this.#droppedBusEvent(`they came while run_closed was written, which failed`);
+        }
+      } else await writer.close();
       throw this.#ioError("close run", err);
     }
   }
