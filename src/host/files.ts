@@ -119,6 +119,26 @@ function openErrorMessage(e: unknown): string {
 const SMALL_STATE_FILE_MAX_BYTES = 64;
 
 /**
+ * fsyncs the folder holding `path`, so that a rename into it survives a power cut (the new name is
+ * durable only once its folder is; until the file system commits it, a cut brings the old file
+ * back). Best effort: a file system that cannot sync a folder is left as it is.
+ */
+export async function syncFolderOf(path: string): Promise<void> {
+  const slash = path.lastIndexOf("/");
+  const dir = slash < 0 ? "." : slash === 0 ? "/" : path.slice(0, slash);
+  try {
+    const f = await Deno.open(dir, { read: true });
+    try {
+      await f.sync();
+    } finally {
+      f.close();
+    }
+  } catch {
+    // not supported here: the rename stands, durable when the file system commits it
+  }
+}
+
+/**
  * A one-line state file under the data directory (the Sparkplug bdSeq): `read` gives its text
  * (null when missing or unreadable as a regular file of at most SMALL_STATE_FILE_MAX_BYTES);
  * `write` replaces it whole (a temporary file renamed over it, synced, so a power cut leaves the
@@ -145,6 +165,7 @@ export function smallStateFile(path: string): {
         f.close();
       }
       await Deno.rename(tmp, path);
+      await syncFolderOf(path);
     },
   };
 }

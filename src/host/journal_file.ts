@@ -4,6 +4,7 @@
  * port (restated here: host/ imports nothing above common/). Only Deno.* plumbing lives here;
  * src/journal/ receives `journalFiles` by injection.
  */
+import { syncFolderOf } from "./files.ts";
 
 /** An open append-only file. */
 export interface JournalAppendHandle {
@@ -217,9 +218,10 @@ export const journalFiles = {
     }
   },
 
-  /** Renames (moves) a file. */
+  /** Renames (moves) a file; the new name is fsync'd with its folder (a power cut keeps it). */
   async rename(from: string, to: string): Promise<void> {
     await Deno.rename(from, to);
+    await syncFolderOf(to);
   },
 
   /** Size in bytes; 0 for a missing file. */
