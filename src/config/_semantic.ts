@@ -25,6 +25,7 @@ import type {
 } from "./types.ts";
 import {
   MEASUREMENT_NAMINGS,
+  RUNS_LIMITS,
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
   TOKEN_ROLES,
@@ -735,16 +736,11 @@ function readRuns(root: Obj, c: Checker): Config["runs"] {
   const P = ["runs"];
   const r = c.mapping(root.runs, P) ?? {};
   c.knownKeys(r, P, ["max_run_bytes", "max_runs", "max_total_bytes"]);
+  const L = RUNS_LIMITS;
   return {
-    maxRunBytes: c.integer(r, P, "max_run_bytes", 256 * 1024 * 1024, {
-      min: 64 * 1024,
-      max: 1024 * 1024 * 1024 * 1024,
-    }),
-    maxRuns: c.integer(r, P, "max_runs", 1000, { min: 1, max: 1_000_000 }),
-    maxTotalBytes: c.integer(r, P, "max_total_bytes", 4 * 1024 * 1024 * 1024, {
-      min: 64 * 1024,
-      max: 1024 * 1024 * 1024 * 1024,
-    }),
+    maxRunBytes: c.integer(r, P, "max_run_bytes", L.maxRunBytes.default, L.maxRunBytes),
+    maxRuns: c.integer(r, P, "max_runs", L.maxRuns.default, L.maxRuns),
+    maxTotalBytes: c.integer(r, P, "max_total_bytes", L.maxTotalBytes.default, L.maxTotalBytes),
   };
 }
 

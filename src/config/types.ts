@@ -42,6 +42,17 @@ export interface SafeStateExpectation {
   readonly path: string;
 }
 
+/** Defaults and bounds of `runs.*` (the schema, the validator and the run registry read them). */
+export const RUNS_LIMITS = {
+  maxRunBytes: { default: 256 * 1024 * 1024, min: 64 * 1024, max: 1024 * 1024 * 1024 * 1024 },
+  maxRuns: { default: 1000, min: 1, max: 1_000_000 },
+  maxTotalBytes: {
+    default: 4 * 1024 * 1024 * 1024,
+    min: 64 * 1024,
+    max: 1024 * 1024 * 1024 * 1024,
+  },
+} as const;
+
 /** Default and bounds of safety.safe_state.verify_timeout_ms. */
 export const VERIFY_TIMEOUT_DEFAULT_MS = 2000;
 export const VERIFY_TIMEOUT_MIN_MS = 100;

@@ -54,6 +54,7 @@ import {
   unavailable,
   utf8Length,
 } from "../common/mod.ts";
+import { RUNS_LIMITS } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import {
   type JournalAppendResult,
@@ -153,7 +154,7 @@ export const MAX_PENDING_RUN_RECORDS = 64;
  * many were left out: a run left open in AUTO must not fill the disk the audit journal and the
  * history share.
  */
-export const RUN_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
+export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
 /**
  * Defaults of `runs.max_runs` and `runs.max_total_bytes`: the closed runs kept, by number and by
  * the bytes of their event files together. Past either, the oldest closed runs are removed (record
@@ -161,8 +162,8 @@ export const RUN_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
  * records at start and once it holds twice the lines they need. The most recently closed run is
  * always kept.
  */
-export const RUNS_KEPT_DEFAULT = 1000;
-export const RUNS_TOTAL_BYTES_DEFAULT = 4 * 1024 * 1024 * 1024;
+export const RUNS_KEPT_DEFAULT = RUNS_LIMITS.maxRuns.default;
+export const RUNS_TOTAL_BYTES_DEFAULT = RUNS_LIMITS.maxTotalBytes.default;
 /**
  * Lines of runs.jsonl beyond two per kept run that start tolerates before rewriting it. A running
  * registry rewrites it when it holds twice the lines its kept runs need (plus these): each close
