@@ -27,6 +27,15 @@ function straceMissing(): boolean {
   return !ok;
 }
 
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "durable-rename-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /** The system calls of `script` (a module run with Deno) that touch files, as strace prints them. */
 async function traced(dir: string, script: string): Promise<string[]> {
   const file = `${dir}/script.ts`;
@@ -75,9 +84,8 @@ Deno.test({
   name:
     "journalFiles.rename fsyncs the folder after the rename (runs.jsonl's rewrite survives a power cut)",
   ignore: straceMissing(),
-  async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "durable-rename-" });
-    try {
+  fn: () =>
+    withDir(async (dir) => {
       const lines = await traced(
         dir,
         `import { journalFiles } from "${HOST_MOD}";\n` +
@@ -87,18 +95,14 @@ Deno.test({
       );
       assert.equal(await Deno.readTextFile(`${dir}/runs.jsonl`), "new\n");
       assert.ok(folderSyncedAfterRename(lines, `${dir}/runs.jsonl`, dir), lines.join("\n"));
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
+    }),
 });
 
 Deno.test({
   name: "smallStateFile.write fsyncs the folder after its rename (the bdSeq survives a power cut)",
   ignore: straceMissing(),
-  async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "durable-rename-" });
-    try {
+  fn: () =>
+    withDir(async (dir) => {
       const lines = await traced(
         dir,
         `import { smallStateFile } from "${HOST_MOD}";\n` +
@@ -106,8 +110,5 @@ Deno.test({
       );
       assert.equal(await Deno.readTextFile(`${dir}/bdseq`), "7");
       assert.ok(folderSyncedAfterRename(lines, `${dir}/bdseq`, dir), lines.join("\n"));
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
+    }),
 });
