@@ -192,6 +192,14 @@ export class CallRouter {
     if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
     const device = this.#registry.capabilities(req.providerId, req.deviceId);
     if (!device) throw notFound(`Device not found: ${req.providerId}/${req.deviceId}`);
+    return { device, fn: this.#select(req, device) };
+  }
+
+  /** The function `req` selects on `device` (see resolve for the errors and their order). */
+  #select(
+    req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
+    device: DeviceCapabilities,
+  ): FunctionSpec {
     const id = req.functionId ?? 0;
     const name = req.functionName ?? "";
     let fn: FunctionSpec | undefined;
@@ -211,7 +219,47 @@ export class CallRouter {
       fn = device.functions.findLast((f) => f.name === name);
       if (!fn) throw notFound(`Function not found: ${req.providerId}/${req.deviceId} '${name}'`);
     }
-    return { device, fn };
+    return fn;
+  }
+
+  /**
+   * The device and function of a call as its provider declares them now, under the provider
+   * lock: null when the declaration it was validated against still holds (or the provider is
+   * down or replaced by a reload: sending refuses that). A provider that restarted (or rediscovered) while the call
+   * waited may declare it otherwise: the device gone, the function gone or renumbered (its
+   * function_id now selecting another function), other argument bounds. The call's selector is
+   * resolved again and must name the same function; its arguments are validated again.
+   */
+  #redeclared(
+    req: CallRequest,
+    host: ReturnType<ProviderRegistry["host"]>,
+    device: DeviceCapabilities,
+    fn: FunctionSpec,
+  ): { device: DeviceCapabilities; fn: FunctionSpec } | null {
+    // A host a reload replaced is stopped: sending to it refuses the call.
+    const current = this.#registry.host(req.providerId);
+    if (current !== host || !current?.available) return null;
+    const now = this.#registry.capabilities(req.providerId, req.deviceId);
+    if (now === device) return null;
+    const restarted = "its provider restarted while the call was queued; nothing was sent";
+    if (!now) {
+      throw notFound(`Device not found: ${req.providerId}/${req.deviceId} (${restarted})`);
+    }
+    let selected: FunctionSpec;
+    try {
+      selected = this.#select(req, now);
+    } catch (err) {
+      throw err instanceof RuntimeError
+        ? new RuntimeError(err.code, `${err.message} (${restarted})`)
+        : err;
+    }
+    if (selected.name !== fn.name) {
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `function_id ${req.functionId} of ${req.providerId}/${req.deviceId} is now '${selected.name}', not '${fn.name}' (${restarted})`,
+      );
+    }
+    return { device: now, fn: selected };
   }
 
   /** Validates, gates and sends one call; polls the device right after a success. */
@@ -269,7 +317,7 @@ export class CallRouter {
 
   async #call(req: CallRequest, progress: CallProgress): Promise<CallResult> {
     const startedMs = this.#clock.monoMs();
-    const { device, fn } = this.resolve(req);
+    let { device, fn } = this.resolve(req);
     progress.fn = fn;
     this.#checkGates({ fn, device, origin: req.origin }, progress);
     // The provider's declared policy (call_policy.ts): stop actions pass it, like the gates.
@@ -280,7 +328,7 @@ export class CallRouter {
       if (lease) throw lease;
     }
     progress.refusedBy = "validation";
-    const args = validateArgs(fn, req.args);
+    let args = validateArgs(fn, req.args);
     progress.args = args;
     if (!stop) this.#checkInterval(device, fn, progress);
     progress.refusedBy = "queue";
@@ -301,6 +349,21 @@ export class CallRouter {
           function: fn.name,
           args,
         }, { wait: req.origin !== "safety" });
+      }
+      // Resolved and validated again against what the provider declares now, when it restarted
+      // (or rediscovered) since: the call goes out as validated, or not at all.
+      progress.refusedBy = "validation";
+      const redeclared = this.#redeclared(req, host, device, fn);
+      if (redeclared !== null) {
+        ({ device, fn } = redeclared);
+        progress.fn = fn;
+        args = validateArgs(fn, req.args);
+        progress.args = args;
+        if (!stop) {
+          progress.refusedBy = "requires_lease";
+          const lease = leaseRefusal(device, fn);
+          if (lease) throw lease;
+        }
       }
       // Re-checked under the provider lock, after that write: nothing may have latched since
       // validation. (A provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
