@@ -120,7 +120,16 @@ export interface RunStartupReport {
   readonly corruptLines: string[];
   /** Runs closed as abandoned at this start. */
   readonly abandonedRunIds: string[];
+  /**
+   * Event files under `<data_dir>/runs/` that name no run of runs.jsonl (a crash between a run's
+   * first event line and its open record; runs.jsonl removed or replaced by hand): not served,
+   * not counted by retention, never removed by the runtime. One WARN at start names them.
+   */
+  readonly orphanedEventFiles: string[];
 }
+
+/** Orphaned event files a start's WARN names (the count is always given). */
+const ORPHANS_NAMED_IN_LOG = 5;
 
 /** Operator view of the registry. */
 export interface RunRegistryInfo {
@@ -265,7 +274,7 @@ export class RunRegistry {
   #chain: Promise<void> = Promise.resolve();
   #droppedBusEvents = 0;
   #unsubscribe: (() => void) | null = null;
-  #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [] };
+  #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
   readonly #warnedCorruptRuns = new Set<string>();
   readonly #maxRunBytes: number;
   /** Event file bytes of every closed run (what retention counts). */
@@ -317,6 +326,7 @@ export class RunRegistry {
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
         await this.#compact();
       }
+      this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };
       this.#state = "ready";
       this.#unavailableReason = null;
     } catch (err) {
@@ -328,12 +338,36 @@ export class RunRegistry {
     }
   }
 
-  /** What start() found: skipped corrupt lines and runs it closed as abandoned. */
+  /** What start() found: skipped corrupt lines, runs it closed as abandoned, orphaned files. */
   startupReport(): RunStartupReport {
     return {
       corruptLines: [...this.#report.corruptLines],
       abandonedRunIds: [...this.#report.abandonedRunIds],
+      orphanedEventFiles: [...this.#report.orphanedEventFiles],
     };
+  }
+
+  /**
+   * The event files no run names, sorted, with one WARN when there are any. They are kept:
+   * removing them would also remove every run's events when runs.jsonl was lost, and they are
+   * the only copy of those events; the operator decides (docs/http-api.md, "Runs").
+   */
+  async #orphans(): Promise<string[]> {
+    const named = new Set(this.#order.map((id) => `${id.slice(-26)}.jsonl`));
+    const orphans = (await this.#opts.files.listNames(this.#eventsDir))
+      .filter((name) => name.endsWith(".jsonl") && !named.has(name))
+      .sort()
+      .map((name) => `${this.#eventsDir}/${name}`);
+    if (orphans.length > 0) {
+      const shown = orphans.slice(0, ORPHANS_NAMED_IN_LOG).join(", ");
+      const more = orphans.length > ORPHANS_NAMED_IN_LOG
+        ? ` and ${orphans.length - ORPHANS_NAMED_IN_LOG} more`
+        : "";
+      this.#log.warn(
+        `runs: ${orphans.length} event file(s) name no run of ${this.#runsFile}: not served, not counted by retention, kept: ${shown}${more}`,
+      );
+    }
+    return orphans;
   }
 
   /** Id of the open run, or null (automation status reports it). */
@@ -924,7 +958,7 @@ export class RunRegistry {
       }
     }
     this.#journalLines = lineNo;
-    this.#report = { corruptLines: corrupt, abandonedRunIds: [] };
+    this.#report = { corruptLines: corrupt, abandonedRunIds: [], orphanedEventFiles: [] };
   }
 
   /** Applies one journal line; returns why it was rejected, or null. */

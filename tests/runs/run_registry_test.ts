@@ -289,13 +289,43 @@ Deno.test("RunRegistry replays the journal after a restart", async () => {
 
     const b = await harness(dir);
     try {
-      deepEqual(b.registry.startupReport(), { corruptLines: [], abandonedRunIds: [] });
+      deepEqual(b.registry.startupReport(), {
+        corruptLines: [],
+        abandonedRunIds: [],
+        orphanedEventFiles: [],
+      });
       deepEqual((await b.registry.get(run.run_id)).run, closed.run);
       deepEqual(
         (await b.registry.listEvents(run.run_id, {})).events.map((e) => e.category),
         ["run_opened", "annotation", "run_closed"],
       );
       equal(b.registry.openRunId(), null);
+    } finally {
+      await b.registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry names event files no run of runs.jsonl names at start, in one WARN, and keeps them", async () => {
+  await withDir(async (dir) => {
+    const a = await harness(dir);
+    const { run } = await a.registry.open({});
+    await a.registry.close(run.run_id, {});
+    await a.registry.shutdown();
+    // A crash between an event file's first line and its open record; an operator's note.
+    const orphan = `${dir}/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl`;
+    await Deno.writeTextFile(orphan, '{"sequence":1}\n');
+    await Deno.writeTextFile(`${dir}/runs/README.txt`, "not an event file\n");
+
+    const b = await harness(dir);
+    try {
+      deepEqual(b.registry.startupReport().orphanedEventFiles, [orphan]);
+      const warned = b.logs.filter((l) => l.includes("name no run of"));
+      deepEqual(warned, [
+        `warn runs: 1 event file(s) name no run of ${dir}/runs.jsonl: not served, not counted by retention, kept: ${orphan}`,
+      ]);
+      equal((await Deno.stat(orphan)).isFile, true, "kept");
+      deepEqual((await b.registry.list()).runs.map((r) => r.run_id), [run.run_id]);
     } finally {
       await b.registry.shutdown();
     }
