@@ -12,6 +12,8 @@ export interface JournalAppendHandle {
   append(text: string): Promise<void>;
   /** fsync: data and metadata reach the disk. */
   sync(): Promise<void>;
+  /** Cuts the file back to `size` bytes (what a failed append left of its text goes). */
+  truncate(size: number): Promise<void>;
   close(): void;
 }
 
@@ -49,6 +51,9 @@ export const journalFiles = {
       },
       async sync(): Promise<void> {
         await file.sync();
+      },
+      async truncate(size: number): Promise<void> {
+        await file.truncate(size);
       },
       close(): void {
         try {

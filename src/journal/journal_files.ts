@@ -10,6 +10,11 @@ export interface JournalAppendHandle {
   append(text: string): Promise<void>;
   /** fsync: data and metadata reach the disk. */
   sync(): Promise<void>;
+  /**
+   * Cuts the file back to `size` bytes: what an append that failed part-way (a short write on a
+   * full disk) left of its text goes.
+   */
+  truncate(size: number): Promise<void>;
   close(): void;
 }
 

@@ -13,7 +13,10 @@
  *   again with the next append (never in a loop of its own).
  * - **Torn-line recovery.** A file is opened after a check of its last byte: when a crash or a
  *   failed write left a partial line, the next write starts on a new line, so the partial line
- *   stays one unreadable line instead of spoiling the next one.
+ *   stays one unreadable line instead of spoiling the next one. A write that failed part-way (a
+ *   short write on a full disk) is cut back first (`truncate`): its lines were reported failed,
+ *   so none of them stays in the file, whole or torn; only a crash (or a cut that fails) leaves
+ *   a torn line.
  * - **Gaps.** Lines lost since the last successful write are a gap: with `gapLine`, the first
  *   write that succeeds again ends with the owner's line recording it (count, first and last
  *   time, reason), and a WARN says so. A gap not yet written when the process ends is lost with
@@ -356,7 +359,12 @@ export class JournalWriter {
       } while (
         i < lines.length && size + utf8Length(lines[i]!) + 1 <= max && fresh?.[i] !== true
       );
-      await this.#handle!.append(text);
+      try {
+        await this.#handle!.append(text);
+      } catch (err) {
+        await this.#cutBack();
+        throw err;
+      }
       this.#needsNewline = false;
       this.#size = size;
       progress(Math.min(i, lines.length));
@@ -371,7 +379,10 @@ export class JournalWriter {
   async #prepare(bytes: number, fresh = false): Promise<void> {
     const s = this.#segments;
     if (s === null) {
-      if (this.#handle === null) await this.#openFile(this.currentPath!);
+      if (this.#handle === null) {
+        this.#size = await this.#o.files.fileSize(this.currentPath!);
+        await this.#openFile(this.currentPath!);
+      }
       return;
     }
     if (this.#handle !== null && this.#size > 0 && (fresh || this.#size + bytes > s.maxFileBytes)) {
@@ -406,6 +417,27 @@ export class JournalWriter {
   async #prune(s: JournalSegments): Promise<void> {
     for (const n of await segmentNumbers(this.#o.files, s)) {
       if (n <= this.#segment! - s.maxFiles) await this.#o.files.remove(segmentPath(s, n));
+    }
+  }
+
+  /**
+   * After a failed append: cuts the file back to its size before it, so no part of the failed
+   * text stays (a short write on a full disk leaves whole lines and a torn one). Its lines are
+   * reported failed, so the file must not hold them: a whole line kept would be a record its
+   * writer was told was lost (a marker answered 503 would still appear; a run record reported
+   * failed would take effect at the next start), and a torn line a complete JSON text without
+   * its newline would become valid once the next open ends it. When the cut fails too, the next
+   * open still ends a torn line with a newline (torn-line recovery) and replay skips it.
+   */
+  async #cutBack(): Promise<void> {
+    try {
+      await this.#handle!.truncate(this.#size);
+    } catch (err) {
+      this.#o.log.warn(
+        `${this.#o.name}: a failed write could not be cut back (${
+          errorMessage(err)
+        }): its whole lines may stay in ${this.currentPath}`,
+      );
     }
   }
 

@@ -2,7 +2,8 @@
  * MemoryFiles (tests/helpers/memory_files.ts) whose appends and fsyncs can fail as on a full disk:
  * `full` makes an append write only its first `partialBytes` bytes (a short write, as write(2)
  * does when the disk fills mid-line) and then reject with ENOSPC; `syncFails` makes every fsync
- * reject (ENOSPC at fsync: a file system allocating blocks late). Promise callbacks only, for a
+ * reject (ENOSPC at fsync: a file system allocating blocks late); `truncateFails` makes cutting a
+ * file back reject. Promise callbacks only, for a
  * ManualClock.
  */
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
@@ -16,6 +17,8 @@ export class FaultyMemoryFiles extends MemoryFiles {
   partialBytes = 0;
   /** While true, every fsync rejects (ENOSPC). */
   syncFails = false;
+  /** While true, cutting a file back rejects (the cut of a failed write fails too). */
+  truncateFails = false;
   appendFailures = 0;
   syncFailures = 0;
 
@@ -34,6 +37,10 @@ export class FaultyMemoryFiles extends MemoryFiles {
           throw diskFullError();
         }
         await handle.sync();
+      },
+      truncate: async (size: number) => {
+        if (this.truncateFails) throw diskFullError();
+        await handle.truncate(size);
       },
       close: () => handle.close(),
     };

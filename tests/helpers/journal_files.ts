@@ -46,6 +46,7 @@ export class SwitchableFiles implements JournalFiles {
         if (this.full) throw diskFullError();
         await handle.sync();
       },
+      truncate: (size: number) => handle.truncate(size),
       close: () => handle.close(),
     };
   }

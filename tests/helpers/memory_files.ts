@@ -41,6 +41,11 @@ export class MemoryFiles implements JournalFiles {
         return Promise.resolve();
       },
       sync: () => Promise.resolve(),
+      truncate: (size: number) => {
+        if (!open) return Promise.reject(new Deno.errors.BadResource("file closed"));
+        this.#files.set(path, (this.#files.get(path) ?? new Uint8Array()).slice(0, size));
+        return Promise.resolve();
+      },
       close: () => void (open = false),
     });
   }

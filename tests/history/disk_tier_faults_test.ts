@@ -1,6 +1,6 @@
 /**
  * The disk tier on in-memory files that fail as a full disk does (tests/helpers/
- * faulty_memory_files.ts): a short write leaves a torn row that later reads step over, the tier
+ * faulty_memory_files.ts): a short write is cut back (no torn row stays), the tier
  * stops and tries again after DISK_RETRY_MS, and its write error counter counts the writes and
  * fsyncs that failed -- one per failed write, not one per row it held, and a failed fsync too.
  */

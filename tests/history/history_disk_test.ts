@@ -195,6 +195,7 @@ class CappedFiles implements JournalFiles {
         await handle.append(text);
       },
       sync: () => handle.sync(),
+      truncate: (size: number) => handle.truncate(size),
       close: () => handle.close(),
     };
   }

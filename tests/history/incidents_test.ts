@@ -40,6 +40,7 @@ class HeldIncidentFiles implements JournalFiles {
         await handle.append(text);
       },
       sync: () => handle.sync(),
+      truncate: (size: number) => handle.truncate(size),
       close: () => handle.close(),
     };
   }

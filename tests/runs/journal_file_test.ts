@@ -28,6 +28,21 @@ Deno.test("journalFiles appends, syncs and reads lines back including a torn las
   }
 });
 
+Deno.test("journalFiles: an append handle cuts its file back, and appends after the cut land at the new end", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "journal_test_" });
+  try {
+    const path = `${dir}/j.jsonl`;
+    const h = await journalFiles.openAppend(path);
+    await h.append('{"a":1}\n{"torn');
+    await h.truncate('{"a":1}\n'.length);
+    await h.append('{"b":2}\n');
+    h.close();
+    equal(await Deno.readTextFile(path), '{"a":1}\n{"b":2}\n');
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("journalFiles.readLines cuts over-long lines and reads across chunk boundaries", async () => {
   const dir = await Deno.makeTempDir({ prefix: "journal_test_" });
   try {

@@ -1,0 +1,86 @@
+/**
+ * JournalWriter on in-memory files that fail as a full disk does (tests/helpers/
+ * faulty_memory_files.ts): a write the disk cut short leaves none of its lines in the file, so
+ * what the writer reports lost is exactly what the file lacks, and a line reported failed never
+ * turns up as a valid line later.
+ */
+import assert from "node:assert/strict";
+import { JournalWriter } from "../../src/journal/mod.ts";
+import { capturingLogger } from "../scenarios/_data_helpers.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { ManualClock } from "../helpers/clock.ts";
+
+const PATH = "/data/j.jsonl";
+
+function writer(files: FaultyMemoryFiles) {
+  const { log, lines } = capturingLogger();
+  const w = new JournalWriter({
+    files,
+    target: { path: PATH },
+    name: "test journal",
+    log,
+    clock: new ManualClock(),
+    maxQueuedLines: 100,
+    syncIntervalMs: 1000,
+    gapLine: (g) => JSON.stringify({ gap: g.lines }),
+  });
+  return { w, logLines: lines };
+}
+
+/** The file's lines, without the empty text after its last newline. */
+const linesOf = (files: FaultyMemoryFiles) => files.text(PATH).split("\n").slice(0, -1);
+
+Deno.test("JournalWriter: a write cut short by a full disk leaves none of its lines, whole or torn", async () => {
+  const files = new FaultyMemoryFiles();
+  const { w } = writer(files);
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  // The disk fills in the middle of the next write (two lines, one write): the first line lands
+  // whole, the second torn.
+  files.full = true;
+  files.partialBytes = '{"n":2}\n{"n"'.length;
+  const failed = await Promise.all([w.append('{"n":2}'), w.append('{"n":3}')]);
+  assert.deepEqual(failed.map((r) => r.ok), [false, false]);
+  assert.equal(w.status().lost, 2);
+  // Before: '{"n":1}\n{"n":2}\n{"n"' -- a line reported lost was in the file.
+  assert.equal(files.text(PATH), '{"n":1}\n', "cut back to what was written before");
+  files.full = false;
+  assert.deepEqual(await w.append('{"n":4}'), { ok: true });
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":4}', '{"gap":2}']);
+  await w.close();
+});
+
+Deno.test("JournalWriter: a line whose text landed without its newline does not become a valid line at the next write", async () => {
+  const files = new FaultyMemoryFiles();
+  const { w } = writer(files);
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  files.full = true;
+  files.partialBytes = '{"n":2}'.length;
+  assert.equal((await w.append('{"n":2}')).ok, false);
+  files.full = false;
+  assert.deepEqual(await w.append('{"n":3}'), { ok: true });
+  // Before: the next open ended the torn text with a newline, and {"n":2} (reported failed) was
+  // a valid line.
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":3}', '{"gap":1}']);
+  await w.close();
+});
+
+Deno.test("JournalWriter: when the cut fails too, one WARN says so and the torn line is still ended before the next", async () => {
+  const files = new FaultyMemoryFiles();
+  const { w, logLines } = writer(files);
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  files.full = true;
+  files.truncateFails = true;
+  files.partialBytes = 4;
+  assert.equal((await w.append('{"n":2}')).ok, false);
+  const warned = logLines.filter((l) => l.includes("could not be cut back"));
+  assert.equal(warned.length, 1, logLines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*test journal: a failed write could not be cut back \(No space left on device \(os error 28\)\): its whole lines may stay in \/data\/j\.jsonl$/,
+  );
+  files.full = false;
+  files.truncateFails = false;
+  assert.deepEqual(await w.append('{"n":3}'), { ok: true });
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n"', '{"n":3}', '{"gap":1}']);
+  await w.close();
+});
