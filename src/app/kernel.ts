@@ -231,7 +231,7 @@ export class Kernel {
       cwd: config.configDir,
       shutdownTimeoutMs: config.runtime.shutdownTimeoutMs,
     });
-    this.inventory = new Inventory(this.registry);
+    this.inventory = new Inventory(this.registry, log.child("inventory"));
     this.cache = new StateCache({
       registry: this.registry,
       bus: this.bus,

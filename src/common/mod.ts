@@ -10,4 +10,5 @@ export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./p
 export * from "./metrics.ts";
 export * from "./grid.ts";
 export { isLoopbackHost } from "./loopback.ts";
+export { tellEach } from "./listeners.ts";
 export * from "./mqtt.ts";

@@ -9,6 +9,7 @@ import {
   type ProviderSupervisionView,
   RuntimeError,
   type SpawnFn,
+  tellEach,
   type TimerId,
   toRuntimeError,
   unavailable,
@@ -176,6 +177,11 @@ export class ProviderHost {
     if (!s) return null;
     return Math.max(0, Math.round(this.#deps.clock.monoMs() - s.lastFrameAtMs));
   }
+
+  /** A listener that threw: logged, and the others are told all the same (tellEach). */
+  readonly #listenerFailed = (err: unknown): void => {
+    this.#log.error(`listener failed: ${errorMessage(err)}`);
+  };
 
   onInventory(listener: InventoryListener): void {
     this.#inventoryListeners.push(listener);
@@ -367,7 +373,7 @@ export class ProviderHost {
     const signature = inventorySignature(devices);
     const changed = signature !== this.#inventorySignature;
     this.#inventorySignature = signature;
-    for (const l of this.#inventoryListeners) l(devices, changed);
+    tellEach(this.#inventoryListeners, [devices, changed], this.#listenerFailed);
     this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
     session.ended.then((why) => this.#onSessionEnded(session, why));
     this.#armStreakReset();
@@ -426,7 +432,7 @@ export class ProviderHost {
       state: available ? "AVAILABLE" : "UNAVAILABLE",
       timestamp_ms: this.#deps.clock.nowMs(),
     });
-    for (const l of this.#availabilityListeners) l(available);
+    tellEach(this.#availabilityListeners, [available], this.#listenerFailed);
   }
 
   /**

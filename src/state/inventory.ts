@@ -5,12 +5,15 @@
  * router (control/), reads of values through the state cache. `deno task lint:layers` forbids
  * those folders from importing providers/ or adpp/ at all.
  */
-import type {
-  DeviceCapabilities,
-  DeviceInfo,
-  HostCheckView,
-  LifecycleState,
-  ProviderSupervisionView,
+import {
+  type DeviceCapabilities,
+  type DeviceInfo,
+  errorMessage,
+  type HostCheckView,
+  type LifecycleState,
+  type Logger,
+  type ProviderSupervisionView,
+  tellEach,
 } from "../common/mod.ts";
 import type { ProviderHostCounts, ProviderRegistry } from "../providers/mod.ts";
 
@@ -65,9 +68,12 @@ export class Inventory implements InventoryReader {
   readonly #registry: ProviderRegistry;
   readonly #listeners: InventoryListener[] = [];
   readonly #availability: AvailabilityListener[] = [];
+  /** A listener that threw: logged; the others are told all the same (tellEach). */
+  readonly #failed: (err: unknown) => void;
 
-  constructor(registry: ProviderRegistry) {
+  constructor(registry: ProviderRegistry, log?: Logger) {
     this.#registry = registry;
+    this.#failed = (err) => log?.error(`inventory listener failed: ${errorMessage(err)}`);
     registry.eachHost((host) => {
       host.onInventory((_devices, changed) => {
         if (registry.host(host.id) === host) {
@@ -76,7 +82,7 @@ export class Inventory implements InventoryReader {
       });
       host.onAvailability((up) => {
         if (registry.host(host.id) !== host) return;
-        for (const l of [...this.#availability]) l(host, up);
+        tellEach(this.#availability, [host, up], this.#failed);
       });
     });
     registry.onHostRemoved((host) => this.#tell(host.id, "removed"));
@@ -115,6 +121,6 @@ export class Inventory implements InventoryReader {
   }
 
   #tell(providerId: string, change: InventoryChange): void {
-    for (const l of [...this.#listeners]) l(providerId, change);
+    tellEach(this.#listeners, [providerId, change], this.#failed);
   }
 }
