@@ -150,6 +150,7 @@ export interface SparkplugHandle {
     readonly commandsIgnored: number;
     readonly hostOfflineDisconnects: number;
     readonly hostStatesIgnored: number;
+    readonly internalErrors: number;
   };
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;

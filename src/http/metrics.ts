@@ -549,4 +549,10 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
     "STATE messages of the primary host ignored: older than one already seen, or unreadable.",
     c.hostStatesIgnored,
   );
+  counter(
+    "runtime_sparkplug_internal_errors_total",
+    "Errors of the edge node's own code, contained where it was entered (logged at ERROR); " +
+      "the runtime goes on.",
+    c.internalErrors,
+  );
 }

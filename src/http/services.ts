@@ -124,6 +124,7 @@ export interface SparkplugMetricsView {
     readonly commandsIgnored: number;
     readonly hostOfflineDisconnects: number;
     readonly hostStatesIgnored: number;
+    readonly internalErrors: number;
   };
 }
 

@@ -233,6 +233,11 @@ export interface EdgeNodeCounts {
   hostOfflineDisconnects: number;
   /** STATE messages of the primary host ignored: older than one seen, or unreadable. */
   hostStatesIgnored: number;
+  /**
+   * Errors of the edge node's own code caught where it is entered (broker callbacks, deferred
+   * work, write completions): each logged at ERROR; the node goes on (see #contain).
+   */
+  internalErrors: number;
 }
 
 /** One DDATA kept for store and forward. */
@@ -337,6 +342,7 @@ export class SparkplugEdgeNode {
     replayed: 0,
     hostOfflineDisconnects: 0,
     hostStatesIgnored: 0,
+    internalErrors: 0,
   };
 
   constructor(options: EdgeNodeOptions) {
@@ -429,12 +435,39 @@ export class SparkplugEdgeNode {
     this.#session = session;
     // A session this node has left behind (primary host offline) is no longer heard.
     const current = () => this.#session === session;
-    session.onConnect(() => void (current() && this.#connected()));
-    session.onClose(() => current() && this.#closed());
+    session.onConnect(() => this.#contain("connect", () => current() && this.#connected()));
+    session.onClose(() => this.#contain("connection closed", () => current() && this.#closed()));
     session.onMessage((topic, payload, retained) =>
-      current() && this.#message(topic, payload, retained)
+      this.#contain(
+        `message on ${topic}`,
+        () => current() && this.#message(topic, payload, retained),
+      )
     );
     session.onError((m) => current() && this.#log.warn(`sparkplug broker connection: ${m}`));
+  }
+
+  /**
+   * Runs one entry into the edge node from outside its caller's stack (a broker callback,
+   * deferred work, a write's completion) and contains what its own code throws or rejects: the
+   * error is counted (`internalErrors`, runtime_sparkplug_internal_errors_total) and logged at
+   * ERROR with its stack, and the node goes on. Uncontained, such an error is an unhandled
+   * rejection, which ends the whole runtime (main.ts: `crash:`), its HTTP API and e-stop route
+   * with it: a bug in the plant link must not take the control path down. (The event bus and the
+   * inventory contain their listeners the same way.) A host that distrusts what followed may ask
+   * for a Rebirth.
+   */
+  #contain(what: string, work: () => unknown): void {
+    const failed = (err: unknown) => {
+      this.counts.internalErrors++;
+      const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      this.#log.error(`sparkplug: internal error in ${what} (the node goes on): ${text}`);
+    };
+    try {
+      const result = work();
+      if (result instanceof Promise) result.catch(failed);
+    } catch (err) {
+      failed(err);
+    }
   }
 
   /**
@@ -579,7 +612,7 @@ export class SparkplugEdgeNode {
       this.#maybeBirth();
     } else if (was) {
       this.#log.warn(`sparkplug: primary host ${host} is offline`);
-      if (this.#born) void this.#leaveForHost();
+      if (this.#born) this.#contain("leaving for the primary host", () => this.#leaveForHost());
     }
   }
 
@@ -841,7 +874,7 @@ export class SparkplugEdgeNode {
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       // One DDATA per device per poll pass: the pass publishes its updates synchronously.
-      queueMicrotask(() => this.#flush());
+      queueMicrotask(() => this.#contain("data", () => this.#flush()));
     }
   }
 
@@ -1127,21 +1160,25 @@ export class SparkplugEdgeNode {
   }
 
   #providerChangedSoon(providerId: string): void {
-    queueMicrotask(() => this.#providerChanged(providerId));
+    queueMicrotask(() =>
+      this.#contain(`births of ${providerId}`, () => this.#providerChanged(providerId))
+    );
   }
 
   #nodeSoon(): void {
     if (this.#nodeQueued) return;
     this.#nodeQueued = true;
-    queueMicrotask(() => {
-      this.#nodeQueued = false;
-      if (!this.online) return;
-      const now = this.#o.clock.nowMs();
-      const status = this.#o.status();
-      const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
-      this.#lastNode = status;
-      if (metrics.length > 0) this.#send("NDATA", undefined, { timestamp: now, metrics }, false);
-    });
+    queueMicrotask(() =>
+      this.#contain("node data", () => {
+        this.#nodeQueued = false;
+        if (!this.online) return;
+        const now = this.#o.clock.nowMs();
+        const status = this.#o.status();
+        const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
+        this.#lastNode = status;
+        if (metrics.length > 0) this.#send("NDATA", undefined, { timestamp: now, metrics }, false);
+      })
+    );
   }
 
   /** Node metrics that differ from `before` (all of them in a birth). */
@@ -1312,12 +1349,17 @@ export class SparkplugEdgeNode {
       // trail names the broker (origin kind sparkplug).
       origin: "manual",
       source: { ...this.#source("DCMD"), device_handle: `${dev.providerId}/${dev.deviceId}` },
-    }).then(() => {
-      this.counts.commandsAccepted++;
-      this.#commandResult(id, name, "OK");
-    }, (err) => {
-      this.#refused(topic, name, errorMessage(err), id);
-    }).finally(() => this.#commandsInProgress--);
+    }).then(
+      () =>
+        this.#contain(`the answer to ${name}`, () => {
+          this.counts.commandsAccepted++;
+          this.#commandResult(id, name, "OK");
+        }),
+      (err) =>
+        this.#contain(`the answer to ${name}`, () => {
+          this.#refused(topic, name, errorMessage(err), id);
+        }),
+    ).finally(() => this.#commandsInProgress--);
   }
 
   /** A refused command: counted, logged (bounded) and, for a device, published back. */
@@ -1388,8 +1430,10 @@ export class SparkplugEdgeNode {
     session.publish(this.#topic(type, deviceId), bytes, qos).then(() => {
       this.#inFlight--;
       this.counts.published++;
-      if (this.#storeLength() > 0) this.#drain();
-      else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
+      this.#contain("store and forward", () => {
+        if (this.#storeLength() > 0) this.#drain();
+        else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
+      });
     }, (err) => {
       this.#inFlight--;
       this.counts.publishFailures++;

@@ -39,6 +39,7 @@ const SPARKPLUG_FAMILIES: Record<string, Family["type"]> = {
   runtime_sparkplug_commands_total: "counter",
   runtime_sparkplug_primary_host_offline_disconnects_total: "counter",
   runtime_sparkplug_state_ignored_total: "counter",
+  runtime_sparkplug_internal_errors_total: "counter",
 };
 
 async function scrape(base: string): Promise<Map<string, Family>> {
