@@ -311,8 +311,10 @@ export class TelemetryWriter {
    * place: the new target is checked first -- a target that cannot start (no token, the client
    * not loaded, a URL that does not parse) throws FAILED_PRECONDITION and the writer goes on as
    * it was, so the section keeps its old value and the next reload tries again. Otherwise what
-   * the old target holds is flushed to it within `budgetMs`, and writing starts on the new one.
-   * Rows published in between go to neither (counted as dropped events while stopped).
+   * the old target holds (the queue, the batch, the retry buffer) is flushed to it within
+   * `budgetMs`, and writing starts on the new one. The writer stays subscribed meanwhile: what is
+   * published (and the run events recorded) during the flush waits in a new queue, of the new
+   * `queue_size`, for the new target.
    */
   async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     if (next.enabled) {
@@ -328,7 +330,15 @@ export class TelemetryWriter {
       }
     }
     const bus = this.#bus;
-    await this.stop(budgetMs);
+    const queue = new RingBuffer<QueueItem>(Math.max(1, next.influx.queueSize));
+    if (this.#running) {
+      this.#halt();
+      // What was published before the reload goes to the old target; from now on, to the new.
+      this.#fillBatch(Infinity);
+      this.#queue = queue;
+      if (!next.enabled) this.#unsubscribeBus();
+      await this.#flushOut(budgetMs);
+    }
     this.#opts = next;
     this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...next.tuning };
     this.#runtimeName = next.runtimeName || "default";
@@ -336,7 +346,7 @@ export class TelemetryWriter {
     this.#batchSize = Math.max(1, Math.floor(next.influx.batchSize));
     this.#flushIntervalMs = Math.max(10, Math.floor(next.influx.flushIntervalMs));
     this.#log = next.logger;
-    this.#queue = new RingBuffer(Math.max(1, next.influx.queueSize));
+    this.#queue = queue;
     this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));
     this.#batch = [];
     this.#transport = null;
@@ -344,6 +354,7 @@ export class TelemetryWriter {
     this.#backoffUntilMono = 0;
     this.#connected = false;
     if (bus !== null) this.start(bus);
+    if (!this.#running) this.#unsubscribeBus(); // disabled, or the new target did not start
   }
 
   /** True while the writer accepts events (enabled, token present, started, not stopped). */
@@ -389,7 +400,8 @@ export class TelemetryWriter {
     }&precision=ms`;
     this.#running = true;
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
-    this.#unsubscribe = bus.subscribe((published) => this.#onEvent(published.event));
+    // Still subscribed after a retarget (what came meanwhile is in the queue).
+    this.#unsubscribe ??= bus.subscribe((published) => this.#onEvent(published.event));
     const tickMs = Math.max(1, Math.min(this.#tuning.tickMs, this.#flushIntervalMs));
     const clock = this.#opts.clock;
     this.#tickTimer = gridInterval(() => this.#tick(), tickMs, clock);
@@ -409,7 +421,7 @@ export class TelemetryWriter {
    * be serialised is counted in `run_payload_errors` and logged, and the row is still written.
    */
   recordRunEvent(event: RunEventRecord, experimentLabel: string | null = null): void {
-    if (!this.#running) return;
+    if (this.#unsubscribe === null) return; // not started, or stopped (not during a retarget)
     let line: string | null;
     try {
       const row = runEventRow(this.#runtimeName, event, experimentLabel, this.#names);
@@ -465,18 +477,35 @@ export class TelemetryWriter {
    */
   async stop(budgetMs: number): Promise<void> {
     if (!this.#running) return;
+    this.#halt();
+    this.#unsubscribeBus();
+    this.#fillBatch(Infinity);
+    await this.#flushOut(budgetMs);
+  }
+
+  /** Stops the timers: nothing is written from now on but by #flushOut. */
+  #halt(): void {
     this.#running = false;
     this.#healthTimer?.stop();
     this.#tickTimer?.stop();
     if (this.#kickTimer !== undefined) this.#opts.clock.clearTimer(this.#kickTimer);
     this.#healthTimer = this.#tickTimer = this.#kickTimer = undefined;
+  }
+
+  #unsubscribeBus(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+  }
+
+  /**
+   * Writes the batch and the retry buffer (after the write in flight) within `budgetMs`; what is
+   * still unsent then is counted in `total_failed`. The queue is left alone.
+   */
+  async #flushOut(budgetMs: number): Promise<void> {
     const mono = () => this.#opts.clock.monoMs();
     const deadline = mono() + Math.max(0, budgetMs);
     try {
       if (this.#inFlight) await this.#awaitInFlight(deadline - mono());
-      this.#fillBatch(Infinity);
       while (this.#retry.length + this.#batch.length > 0) {
         const remaining = deadline - mono();
         if (remaining <= 0) break;
