@@ -203,6 +203,13 @@ export function telemetryOptionsFromConfig(
   };
 }
 
+/** Whether two settings write to the same database (url, org, bucket, token and transport). */
+function sameTarget(a: TelemetryWriterOptions, b: TelemetryWriterOptions): boolean {
+  return a.influx.url === b.influx.url && a.influx.org === b.influx.org &&
+    a.influx.bucket === b.influx.bucket && a.influx.token === b.influx.token &&
+    a.transport === b.transport;
+}
+
 /** The InfluxDB client's constructor, once loadInfluxClient() has run. */
 let influxClient: typeof InfluxDB | null = null;
 
@@ -312,7 +319,9 @@ export class TelemetryWriter {
    * not loaded, a URL that does not parse) throws FAILED_PRECONDITION and the writer goes on as
    * it was, so the section keeps its old value and the next reload tries again. Otherwise what
    * the old target holds (the queue, the batch, the retry buffer) is flushed to it within
-   * `budgetMs`, and writing starts on the new one. The writer stays subscribed meanwhile: what is
+   * `budgetMs`, and writing starts on the new one; when the target (url, org, bucket, token) is
+   * the same, nothing is flushed: the rows keep their place (a smaller `max_retry_buffer_size`
+   * evicts the oldest, counted) and the back-off goes on. The writer stays subscribed meanwhile: what is
    * published (and the run events recorded) during the flush waits in a new queue, of the new
    * `queue_size`, for the new target.
    */
@@ -331,14 +340,24 @@ export class TelemetryWriter {
     }
     const bus = this.#bus;
     const queue = new RingBuffer<QueueItem>(Math.max(1, next.influx.queueSize));
+    // The same database (a reload of batch sizes, intervals, names): the rows waiting keep their
+    // place and the back-off goes on; nothing is flushed, so a database that is down costs none.
+    const same = this.#running && next.enabled && sameTarget(this.#opts, next);
+    let kept: string[] = [];
     if (this.#running) {
       this.#halt();
       // What was published before the reload goes to the old target; from now on, to the new.
       this.#fillBatch(Infinity);
       this.#queue = queue;
       if (!next.enabled) this.#unsubscribeBus();
-      await this.#flushOut(budgetMs);
+      if (same) {
+        if (this.#inFlight) await this.#awaitInFlight(budgetMs);
+        kept = this.#retry.peek(this.#retry.length);
+      } else {
+        await this.#flushOut(budgetMs);
+      }
     }
+    const batch = same ? this.#batch : [];
     this.#opts = next;
     this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...next.tuning };
     this.#runtimeName = next.runtimeName || "default";
@@ -348,11 +367,14 @@ export class TelemetryWriter {
     this.#log = next.logger;
     this.#queue = queue;
     this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));
-    this.#batch = [];
+    this.#park(kept); // a smaller max_retry_buffer_size evicts (and counts) the oldest
+    this.#batch = batch;
     this.#transport = null;
-    this.#backoffMs = 0;
-    this.#backoffUntilMono = 0;
-    this.#connected = false;
+    if (!same) {
+      this.#backoffMs = 0;
+      this.#backoffUntilMono = 0;
+      this.#connected = false;
+    }
     if (bus !== null) this.start(bus);
     if (!this.#running) this.#unsubscribeBus(); // disabled, or the new target did not start
   }

@@ -100,6 +100,55 @@ function rig() {
   return { clock, db, bus, writer, options, publish };
 }
 
+Deno.test("TelemetryWriter.retarget to the same database keeps the rows waiting for a retry while it is down", async () => {
+  const { clock, db, writer, options, publish } = rig();
+  try {
+    db.otherwise = 503; // the database is down
+    publish(0, 8);
+    await clock.advanceAsync(10);
+    assert.equal(writer.status().retry_buffer_depth, 8);
+    // A reload that changes the batch size only: same url, org, bucket and token.
+    const reloaded = writer.retarget(
+      { ...options, influx: { ...SETTINGS, batchSize: 2 } },
+      200,
+    );
+    await clock.advanceAsync(200);
+    await reloaded;
+    db.otherwise = "ok"; // the database is back
+    await clock.advanceAsync(1000);
+    const s = writer.status();
+    assert.equal(s.total_failed, 0, "no row given up");
+    assert.equal(s.total_written, 8);
+    assert.equal(s.retry_buffer_depth, 0);
+    assert.deepEqual(db.values(), [0, 1, 2, 3, 4, 5, 6, 7]);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter.retarget to the same database with a smaller retry buffer drops and counts the oldest rows", async () => {
+  const { clock, db, writer, options, publish } = rig();
+  try {
+    db.otherwise = 503;
+    publish(0, 8);
+    await clock.advanceAsync(10);
+    await writer.retarget({ ...options, influx: { ...SETTINGS, maxRetryBufferSize: 5 } }, 200);
+    db.otherwise = "ok";
+    await clock.advanceAsync(1000);
+    const s = writer.status();
+    assert.equal(s.dropped_retry, 3);
+    assert.equal(s.total_failed, 3);
+    assert.equal(s.total_written, 5);
+    assert.deepEqual(db.values(), [0, 1, 2, 3, 4, 5, 6, 7], "all were tried before the reload");
+    assert.deepEqual(
+      db.requests.at(-1)!.map((l) => Number(/value_double=([0-9]+)/.exec(l)![1])),
+      [3, 4, 5, 6, 7],
+    );
+  } finally {
+    await writer.stop(0);
+  }
+});
+
 Deno.test("TelemetryWriter.retarget to a new database writes the rows published while the old one was flushed there", async () => {
   const { clock, db, writer, options, publish } = rig();
   const second = new ScriptedDb();
