@@ -891,8 +891,9 @@ export class Kernel {
     });
     own("telemetry", async (next) => {
       if (next.telemetry.enabled) await loadInfluxClient();
+      // Only this section of `next`: runtime.name (the rows' runtime_name) needs a restart.
       await this.telemetry.retarget(
-        this.#telemetryOptions(next),
+        this.#telemetryOptions(sectionOf("telemetry").take(this.#config, next)),
         Math.max(200, this.#config.runtime.shutdownTimeoutMs / 2),
       );
       return {
