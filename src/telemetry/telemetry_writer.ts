@@ -264,6 +264,8 @@ export class TelemetryWriter {
   #queue: RingBuffer<QueueItem>;
   #retry: RingBuffer<string>;
   #batch: string[] = [];
+  /** The retarget in progress (stop() waits for it). */
+  #retargeting: Promise<void> | null = null;
   /** The bus start() subscribed to (retarget subscribes again). */
   #bus: EventBus | null = null;
 
@@ -338,6 +340,16 @@ export class TelemetryWriter {
         throw new RuntimeError("FAILED_PRECONDITION", `${problem}: telemetry left as it was`);
       }
     }
+    const done = this.#retargetNow(next, budgetMs);
+    this.#retargeting = done;
+    try {
+      await done;
+    } finally {
+      this.#retargeting = null;
+    }
+  }
+
+  async #retargetNow(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     const bus = this.#bus;
     const queue = new RingBuffer<QueueItem>(Math.max(1, next.influx.queueSize));
     // The same database (a reload of batch sizes, intervals, names): the rows waiting keep their
@@ -495,9 +507,12 @@ export class TelemetryWriter {
   /**
    * Stops health snapshots and the subscription, then flushes queue, batch and retry buffer
    * within `budgetMs`. Rows still unsent when the budget ends (or after a failed final write)
-   * are counted in `total_failed`.
+   * are counted in `total_failed`. During a retarget, first waits for it (at most its budget).
    */
   async stop(budgetMs: number): Promise<void> {
+    // A reload retargeting the writer ends first (its flush has its own budget): then this stops
+    // the writer it started and flushes what came during it.
+    if (this.#retargeting !== null) await this.#retargeting.catch(() => {});
     if (!this.#running) return;
     this.#halt();
     this.#unsubscribeBus();

@@ -187,3 +187,27 @@ Deno.test("TelemetryWriter.retarget to a new database writes the rows published 
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter.stop during a retarget waits for it, then stops the writer and flushes what came meanwhile", async () => {
+  const { clock, db, writer, options, publish } = rig();
+  const second = new ScriptedDb();
+  db.script("hang"); // the old database is slow: the reload's flush takes its budget
+  publish(0, 4);
+  await clock.advanceAsync(10);
+  const reloaded = writer.retarget(
+    { ...options, influx: { ...SETTINGS, url: "http://db2.invalid:8086" }, transport: second },
+    200,
+  );
+  await clock.advanceAsync(50);
+  publish(4, 4); // during the reload: for the new target
+  const stopped = writer.stop(500); // SIGTERM during the reload
+  await clock.advanceAsync(150);
+  await reloaded;
+  await clock.advanceAsync(500);
+  await stopped;
+  const s = writer.status();
+  assert.equal(s.running, false, "stopped");
+  assert.deepEqual(second.values(), [4, 5, 6, 7], "the stop flushed the new target's rows");
+  assert.equal(s.total_written + s.total_failed, 8, "every row written or counted");
+  assert.equal(clock.pendingTimers, 0, "stop() leaves no timer behind");
+});
