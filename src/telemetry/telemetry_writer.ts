@@ -203,11 +203,13 @@ export function telemetryOptionsFromConfig(
   };
 }
 
-/** Whether two settings write to the same database (url, org, bucket, token and transport). */
+/**
+ * Whether two settings write to the same database (url, org, bucket and transport). The token is
+ * not part of it: a new token (a rotated one, the old revoked) writes the same rows there.
+ */
 function sameTarget(a: TelemetryWriterOptions, b: TelemetryWriterOptions): boolean {
   return a.influx.url === b.influx.url && a.influx.org === b.influx.org &&
-    a.influx.bucket === b.influx.bucket && a.influx.token === b.influx.token &&
-    a.transport === b.transport;
+    a.influx.bucket === b.influx.bucket && a.transport === b.transport;
 }
 
 /** The InfluxDB client's constructor, once loadInfluxClient() has run. */
@@ -321,11 +323,11 @@ export class TelemetryWriter {
    * not loaded, a URL that does not parse) throws FAILED_PRECONDITION and the writer goes on as
    * it was, so the section keeps its old value and the next reload tries again. Otherwise what
    * the old target holds (the queue, the batch, the retry buffer) is flushed to it within
-   * `budgetMs`, and writing starts on the new one; when the target (url, org, bucket, token) is
-   * the same, nothing is flushed: the rows keep their place (a smaller `max_retry_buffer_size`
-   * evicts the oldest, counted) and the back-off goes on. The writer stays subscribed meanwhile: what is
-   * published (and the run events recorded) during the flush waits in a new queue, of the new
-   * `queue_size`, for the new target.
+   * `budgetMs`, and writing starts on the new one; when the database (url, org, bucket) is the
+   * same, whatever the token, nothing is flushed: the rows keep their place (a smaller
+   * `max_retry_buffer_size` evicts the oldest, counted) and the back-off goes on. The writer
+   * stays subscribed meanwhile: what is published (and the run events recorded) during the flush
+   * waits in a new queue, of the new `queue_size`, for the new target.
    */
   async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     if (next.enabled) {

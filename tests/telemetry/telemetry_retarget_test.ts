@@ -149,6 +149,27 @@ Deno.test("TelemetryWriter.retarget to the same database with a smaller retry bu
   }
 });
 
+Deno.test("TelemetryWriter.retarget with a new token for the same database writes the rows the old token could not", async () => {
+  const { clock, db, writer, options, publish } = rig();
+  try {
+    db.otherwise = 401; // the old token was revoked
+    publish(0, 4);
+    await clock.advanceAsync(10);
+    assert.equal(writer.status().retry_buffer_depth, 4);
+    const reloaded = writer.retarget({ ...options, influx: { ...SETTINGS, token: "new" } }, 200);
+    db.otherwise = "ok"; // the new token is accepted
+    await clock.advanceAsync(200);
+    await reloaded;
+    await clock.advanceAsync(1000);
+    const s = writer.status();
+    assert.equal(s.total_failed, 0, "no row given up");
+    assert.equal(s.total_written, 4);
+    assert.deepEqual(db.values(), [0, 1, 2, 3]);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
 Deno.test("TelemetryWriter.retarget to a new database writes the rows published while the old one was flushed there", async () => {
   const { clock, db, writer, options, publish } = rig();
   const second = new ScriptedDb();
