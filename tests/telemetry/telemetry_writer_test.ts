@@ -367,6 +367,49 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "TelemetryWriter reloaded (same database, new batch size and token) during an outage writes every row once it is back",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    const bus = new EventBus();
+    const options = {
+      enabled: true,
+      runtimeName: "lab1",
+      healthIntervalMs: 0,
+      clock: systemClock,
+      logger: quietLogger(),
+      tuning: { retryInitialMs: 100, retryMaxMs: 400, writeTimeoutMs: 2000 },
+      influx: settings(vm.url, { batchSize: 10 }),
+    };
+    const w = new TelemetryWriter(options);
+    try {
+      w.start(bus);
+      publishDoubles(bus, 0, 10);
+      await waitFor("the first rows", () => w.status().total_written === 10);
+      await vm.pause();
+      publishDoubles(bus, 100, 30);
+      await waitFor(
+        "the outage rows in the retry buffer",
+        () => w.status().retry_buffer_depth === 30,
+      );
+      await w.retarget(
+        { ...options, influx: settings(vm.url, { batchSize: 20, token: "rotated-token" }) },
+        500,
+      );
+      publishDoubles(bus, 200, 10);
+      await vm.resume();
+      await waitFor("every row written", () => w.status().total_written === 50, 15000);
+      equal(w.status().total_failed, 0);
+      deepEqual(await exportedValues(vm), [...range(0, 10), ...range(100, 30), ...range(200, 10)]);
+    } finally {
+      await w.stop(1000);
+      await vm.dispose();
+    }
+  },
+});
+
+Deno.test({
   name: "TelemetryWriter counts subscriber-queue overflow and flushes the rest on stop",
   ignore,
   async fn() {
