@@ -120,6 +120,15 @@ export interface HistoryOptions {
 }
 
 /** The ring, the disk tier and their query. */
+/**
+ * A change of wall minus monotonic time between two polls larger than this is a step of the wall
+ * clock (NTP slews at most 0.5 ms per second).
+ */
+export const WALL_STEP_TOLERANCE_MS = 1000;
+
+/** Forward steps of the wall clock History remembers at once (the oldest is forgotten first). */
+export const MAX_WALL_STEPS = 8;
+
 export class History {
   readonly #o: HistoryOptions;
   readonly #budget: RingBudget;
@@ -132,6 +141,12 @@ export class History {
   #sweptAtMs = -Infinity;
   /** The bucket the newest poll fell in (null before the first): every older one is written. */
   #bucketNow: number | null = null;
+  /** Forward steps of the wall clock within the last memory_seconds (see #horizon), oldest first. */
+  readonly #steps: { atMono: number; deltaMs: number }[] = [];
+  /** The sum of #steps' deltas. */
+  #stepShift = 0;
+  /** Wall minus monotonic time at the last poll (null before the first). */
+  #lastOffset: number | null = null;
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -225,7 +240,7 @@ export class History {
       e.bucketStart = b;
     }
     const ring = e.ring;
-    const seq = ring.addPoll(now, now - this.#memoryMs);
+    const seq = ring.addPoll(now, this.#horizon(now));
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
     const signals = dev.signals;
@@ -244,6 +259,34 @@ export class History {
       this.#sweepRemoved(now);
     }
   };
+
+  /**
+   * The wall time before which a ring drops its polls: memory_seconds before `now`, and earlier by
+   * every forward step of the wall clock within the last memory_seconds of monotonic time. A poll
+   * recorded before such a step carries a time from before it, so without the shift a step longer
+   * than memory_seconds (the first NTP synchronisation of a board without a real-time clock) would
+   * drop every poll from before it at once -- the store and forward of the plant link and the
+   * pre-trigger samples of incidents with them -- though none is older than memory_seconds. With
+   * it, a poll goes once memory_seconds have really passed since it. (A step back keeps the polls
+   * recorded ahead of it: ring.ts, addPoll.) Steps within WALL_STEP_TOLERANCE_MS between two polls
+   * are the clock's slewing, not steps; at most MAX_WALL_STEPS are remembered.
+   */
+  #horizon(now: number): number {
+    const mono = this.#o.clock.monoMs();
+    const offset = now - mono;
+    const last = this.#lastOffset;
+    this.#lastOffset = offset;
+    const steps = this.#steps;
+    if (last !== null && offset - last > WALL_STEP_TOLERANCE_MS) {
+      if (steps.length === MAX_WALL_STEPS) this.#stepShift -= steps.shift()!.deltaMs;
+      steps.push({ atMono: mono, deltaMs: offset - last });
+      this.#stepShift += offset - last;
+    }
+    while (steps.length > 0 && mono - steps[0]!.atMono > this.#memoryMs) {
+      this.#stepShift -= steps.shift()!.deltaMs;
+    }
+    return now - this.#memoryMs - this.#stepShift;
+  }
 
   /**
    * Lets go of the rings of devices the cache no longer has once everything they hold is older

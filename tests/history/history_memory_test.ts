@@ -101,7 +101,9 @@ Deno.test("GET /v0/history answers every polled sample from the memory ring, in 
     }
     assert.equal((await rig.get("/v0/history/p0/nope")).status, 404);
 
-    // The ring keeps memory_seconds: a poll 40 s later drops every sample older than 30 s.
+    // The ring keeps memory_seconds: a poll 40 s later drops every sample older than 30 s. (40 s
+    // pass on the monotonic clock too: a wall clock stepped 40 s ahead drops nothing.)
+    rig.clock.mono = performance.now() + 40_000;
     await rig.poll(T0 + 40_000, probeValues(22, 3));
     const later = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0}`);
     assert.equal(later.memory_from_ms, T0 + 40_000);
@@ -152,6 +154,46 @@ Deno.test("history.enabled false: no ring, and the history and incident routes a
       );
     }
     assert.doesNotMatch(await (await rig.get("/metrics")).text(), /runtime_history_/);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("A wall clock stepped ahead by more than memory_seconds drops nothing from the ring: a poll goes once memory_seconds have really passed", async () => {
+  const rig = await startRig({ history: { diskMaxBytes: 0, memorySeconds: 30 } });
+  const mono0 = performance.now();
+  const at = (monoS: number, wallMs: number, temp: number) => {
+    rig.clock.mono = mono0 + monoS * 1000;
+    return rig.poll(wallMs, probeValues(temp, temp));
+  };
+  const times = async () =>
+    (await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=0`)).signals[0].points
+      .map((p: { t_ms: number }) => p.t_ms);
+  try {
+    await at(1, T0 + 1000, 1);
+    await at(2, T0 + 2000, 2);
+    // The first NTP synchronisation of a board without a real-time clock: a day ahead.
+    const DAY = 86_400_000;
+    await at(3, T0 + DAY + 3000, 3);
+    // Before: [T0 + DAY + 3000] -- the two polls of a second ago were dropped as a day old.
+    assert.deepEqual(await times(), [T0 + 1000, T0 + 2000, T0 + DAY + 3000]);
+    // Once 30 s have passed since them on the monotonic clock, they go, as any poll does.
+    await at(30.5, T0 + DAY + 30_500, 4);
+    assert.deepEqual(await times(), [T0 + 1000, T0 + 2000, T0 + DAY + 3000, T0 + DAY + 30_500]);
+    await at(31.5, T0 + DAY + 31_500, 5);
+    assert.deepEqual(await times(), [
+      T0 + 2000,
+      T0 + DAY + 3000,
+      T0 + DAY + 30_500,
+      T0 + DAY + 31_500,
+    ]);
+    await at(33, T0 + DAY + 33_000, 6);
+    assert.deepEqual(await times(), [
+      T0 + DAY + 3000,
+      T0 + DAY + 30_500,
+      T0 + DAY + 31_500,
+      T0 + DAY + 33_000,
+    ]);
   } finally {
     await rig.rt.stop();
   }
