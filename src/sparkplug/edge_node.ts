@@ -311,7 +311,13 @@ export class SparkplugEdgeNode {
   readonly #pending = new Map<string, Map<string, PendingSignal>>();
   #flushQueued = false;
   #nodeQueued = false;
+  /** The node metrics as the host last got them (the NBIRTH, then each NDATA handed over). */
   #lastNode: NodeStatus | null = null;
+  /**
+   * A change of the node metrics could not be handed over (MAX_IN_FLIGHT writes unconfirmed): its
+   * NDATA goes first when a write completes.
+   */
+  #nodeBehind = false;
   readonly #unsubscribe: Array<() => void> = [];
   /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
   readonly #store: StoredData[] = [];
@@ -695,6 +701,7 @@ export class SparkplugEdgeNode {
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
     this.#lastNode = status;
+    this.#nodeBehind = false;
     this.#send("NBIRTH", undefined, {
       timestamp: now,
       metrics: [
@@ -1171,14 +1178,28 @@ export class SparkplugEdgeNode {
     queueMicrotask(() =>
       this.#contain("node data", () => {
         this.#nodeQueued = false;
-        if (!this.online) return;
-        const now = this.#o.clock.nowMs();
-        const status = this.#o.status();
-        const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
-        this.#lastNode = status;
-        if (metrics.length > 0) this.#send("NDATA", undefined, { timestamp: now, metrics }, false);
+        this.#publishNode();
       })
     );
+  }
+
+  /**
+   * NDATA of the node metrics that differ from what the host last got. One that cannot be handed
+   * over now (writes full) is not lost: #nodeBehind, and the next completed write sends the
+   * metrics as they are then (a mode or latch change must reach the host, not only the next one).
+   */
+  #publishNode(): void {
+    this.#nodeBehind = false;
+    if (!this.online) return; // the next births carry the metrics as they are then
+    const now = this.#o.clock.nowMs();
+    const status = this.#o.status();
+    const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
+    if (metrics.length === 0) return;
+    if (this.#send("NDATA", undefined, { timestamp: now, metrics }, false)) {
+      this.#lastNode = status;
+    } else {
+      this.#nodeBehind = true;
+    }
   }
 
   /** Node metrics that differ from `before` (all of them in a birth). */
@@ -1414,13 +1435,16 @@ export class SparkplugEdgeNode {
     return a;
   }
 
-  /** Publishes with the next seq; births and deaths always go, data only under the bound. */
-  #send(type: MessageType, deviceId: string | undefined, p: Payload, always: boolean): void {
+  /**
+   * Publishes with the next seq; births and deaths always go, data only under the bound. Whether
+   * it was handed to the session.
+   */
+  #send(type: MessageType, deviceId: string | undefined, p: Payload, always: boolean): boolean {
     const session = this.#session;
-    if (session === null || !session.connected) return;
+    if (session === null || !session.connected) return false;
     if (!always && this.#inFlight >= MAX_IN_FLIGHT) {
       this.counts.publishFailures++;
-      return;
+      return false;
     }
     p.seq = type === "NBIRTH" ? 0 : this.#seq;
     this.#seq = (p.seq + 1) % 256;
@@ -1431,6 +1455,8 @@ export class SparkplugEdgeNode {
       this.#inFlight--;
       this.counts.published++;
       this.#contain("store and forward", () => {
+        // A node metric change (the e-stop latch, the mode) before any data waiting.
+        if (this.#nodeBehind) this.#publishNode();
         if (this.#storeLength() > 0) this.#drain();
         else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
       });
@@ -1439,6 +1465,7 @@ export class SparkplugEdgeNode {
       this.counts.publishFailures++;
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
     });
+    return true;
   }
 }
 

@@ -1,0 +1,116 @@
+/**
+ * The node metrics (mode, e-stop latch) reach the Sparkplug host even when they change while the
+ * broker is not taking writes (MAX_IN_FLIGHT writes unconfirmed: a broker that stalls without
+ * dropping the connection). Against a real Mosquitto, through an MqttConnect port that holds the
+ * writes back (as a stalled broker does) and lets them go later, in order.
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { connectMqttJs } from "../../src/host/mod.ts";
+import { MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
+import type { MqttConnect } from "../../src/common/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+
+const GROUP = "lab";
+const NODE = "rig-backlog";
+
+/** The last value the host received of a node metric (by its NBIRTH name, then its alias). */
+function lastNodeMetric(messages: readonly Received[], name: string): unknown {
+  let alias: number | null = null;
+  let value: unknown = undefined;
+  const valueOf = (m: Record<string, unknown>) => m.boolean_value ?? m.string_value;
+  for (const m of messages) {
+    if (m.topic === `spBv1.0/${GROUP}/NBIRTH/${NODE}`) {
+      const b = (m.payload.metrics ?? []).find((x) => x.name === name);
+      alias = b === undefined ? null : Number(b.alias);
+      value = b === undefined ? undefined : valueOf(b);
+    } else if (m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` && alias !== null) {
+      const d = (m.payload.metrics ?? []).find((x) => Number(x.alias) === alias);
+      if (d !== undefined) value = valueOf(d);
+    }
+  }
+  return value;
+}
+
+Deno.test({
+  name:
+    "an e-stop while MAX_IN_FLIGHT writes are unconfirmed reaches the host (NDATA) once they complete",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    // The port holds writes back while `stalled` (a broker that reads nothing), then lets them
+    // go in order.
+    let stalled = false;
+    const held: Array<() => void> = [];
+    const mqttConnect: MqttConnect = async (o) => {
+      const session = await connectMqttJs(o);
+      return {
+        ...session,
+        publish: (topic, payload, qos) => {
+          if (!stalled) return session.publish(topic, payload, qos);
+          return new Promise<void>((resolve, reject) => {
+            held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
+          });
+        },
+        get connected() {
+          return session.connected;
+        },
+      };
+    };
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(
+        testConfig({
+          runtime: { name: NODE },
+          providers: [simProvider("sim0")],
+          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
+        }),
+        { host: { mqttConnect } },
+      );
+      await waitFor("the births", () => rt!.sparkplug!.online);
+      await waitFor(
+        "Runtime/Estop Latched false at the host",
+        () => lastNodeMetric(host.messages, "Runtime/Estop Latched") === false,
+      );
+
+      // The broker stops taking writes; rebirths requested meanwhile fill the writes in flight.
+      stalled = true;
+      const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
+      while (held.length < MAX_IN_FLIGHT) {
+        await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
+      }
+      await waitFor("the births of the last rebirth", () => held.length >= MAX_IN_FLIGHT);
+
+      await rt.estop.trigger("while the broker stalls");
+      assert.equal(rt.estop.latched, true);
+      assert.equal(rt.modes.current(), "FAULT");
+
+      // The broker takes writes again: what was held goes out, in order.
+      stalled = false;
+      for (const write of held.splice(0)) write();
+      await waitFor(
+        "Runtime/Estop Latched true at the host",
+        () => lastNodeMetric(host.messages, "Runtime/Estop Latched") === true,
+        5000,
+      ).catch((err) => {
+        throw new Error(
+          `${(err as Error).message}: the runtime is latched in ${rt!.modes.current()}, the host ` +
+            `still reads Runtime/Estop Latched = ${
+              String(lastNodeMetric(host.messages, "Runtime/Estop Latched"))
+            }, Runtime/Mode = ${String(lastNodeMetric(host.messages, "Runtime/Mode"))}`,
+        );
+      });
+      assert.equal(lastNodeMetric(host.messages, "Runtime/Mode"), "FAULT");
+    } finally {
+      stalled = false;
+      for (const write of held.splice(0)) write();
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
