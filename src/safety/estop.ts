@@ -268,6 +268,11 @@ export class Estop implements EstopService {
   #activeCause: string = ESTOP_CAUSE_API;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
+  /**
+   * Stops triggered and not answered yet, and securing runs making their calls: arming is refused
+   * while any runs, latched or not, so no stop action lands after an operator's first command.
+   */
+  #stopsRunning = 0;
   #plan: SafeStatePlan | null = null;
   /** The plan's calls by provider (#callsOf), for the plan it was made from. */
   #planIndex: { plan: SafeStatePlan; byProvider: Map<string, PlannedCall[]> } | null = null;
@@ -301,6 +306,11 @@ export class Estop implements EstopService {
         this.#state === "latched"
           ? `E-stop latched: ${from} -> ${to} refused; the latch must be released first ` +
             "(POST /v0/estop/clear), then re-arm deliberately"
+          // Released while its stop still runs: the ladder's calls (and the hooks into FAULT after
+          // them) skip every gate, and would land after the operator's first commands.
+          : this.#stopsRunning > 0
+          ? `E-stop still running: ${from} -> ${to} refused until its safe-state calls and the ` +
+            "hooks into FAULT have finished (POST /v0/estop answers then); retry then"
           : null,
       "estop",
     );
@@ -465,7 +475,8 @@ export class Estop implements EstopService {
         if (r) this.#log.warn(`E-STOP reason: ${r}`);
       }, () => {});
     }
-    const stop = this.#stopTail.then(() => this.#stop(fault));
+    this.#stopsRunning++;
+    const stop = this.#stopTail.then(() => this.#stop(fault)).finally(() => this.#stopsRunning--);
     this.#stopTail = stop.catch(() => {});
     return await stop;
   }
@@ -694,7 +705,12 @@ export class Estop implements EstopService {
         `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
       );
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
-      for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!);
+      this.#stopsRunning++;
+      try {
+        for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!);
+      } finally {
+        this.#stopsRunning--;
+      }
       return done;
     });
     if (actions === null) return [];
