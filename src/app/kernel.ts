@@ -147,6 +147,7 @@ export interface SparkplugHandle {
     readonly replayed: number;
     readonly commandsAccepted: number;
     readonly commandsRefused: number;
+    readonly commandsFailed: number;
     readonly commandsIgnored: number;
     readonly hostOfflineDisconnects: number;
     readonly hostStatesIgnored: number;

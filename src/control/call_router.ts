@@ -109,6 +109,18 @@ export interface CallMetricsSeries {
   readonly duration: Histogram;
 }
 
+/** Errors of calls that failed after their request was written to the provider (reachedProvider). */
+const failedAfterSending = new WeakSet<object>();
+
+/**
+ * Whether `err`, thrown by CallRouter.call, is the failure of a call whose request had been
+ * written to the provider (no answer in time, an error status, the provider gone meanwhile): it
+ * may have acted. The audit trail's `failed`, as against `refused` (nothing was sent).
+ */
+export function reachedProvider(err: unknown): boolean {
+  return typeof err === "object" && err !== null && failedAfterSending.has(err);
+}
+
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
 export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
 
@@ -280,6 +292,7 @@ export class CallRouter {
     } catch (err) {
       this.#record(req.providerId, err instanceof RuntimeError ? err.code : "INTERNAL", startedMs);
       this.#auditFailure(req, progress, err, startedMs);
+      if (progress.sent && typeof err === "object" && err !== null) failedAfterSending.add(err);
       throw err;
     }
   }

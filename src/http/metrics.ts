@@ -534,10 +534,12 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
     "runtime_sparkplug_commands_total",
     "counter",
     "NCMD/DCMD metrics by result: accepted (carried out), refused (published back and logged), " +
+      "failed (a DCMD call the provider got that then failed: it may have acted), " +
       "ignored (undecodable, or no command of this node).",
   );
   w.sample("runtime_sparkplug_commands_total", c.commandsAccepted, { result: "accepted" });
   w.sample("runtime_sparkplug_commands_total", c.commandsRefused, { result: "refused" });
+  w.sample("runtime_sparkplug_commands_total", c.commandsFailed, { result: "failed" });
   w.sample("runtime_sparkplug_commands_total", c.commandsIgnored, { result: "ignored" });
   counter(
     "runtime_sparkplug_primary_host_offline_disconnects_total",

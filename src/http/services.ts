@@ -121,6 +121,7 @@ export interface SparkplugMetricsView {
     readonly replayed: number;
     readonly commandsAccepted: number;
     readonly commandsRefused: number;
+    readonly commandsFailed: number;
     readonly commandsIgnored: number;
     readonly hostOfflineDisconnects: number;
     readonly hostStatesIgnored: number;

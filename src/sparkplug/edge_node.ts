@@ -36,7 +36,8 @@ import type {
   ValueType,
 } from "../common/mod.ts";
 import type { AuditOrigin, CallRequest, CallResult } from "../control/mod.ts";
-import { errorMessage } from "../common/mod.ts";
+import { reachedProvider } from "../control/mod.ts";
+import { errorMessage, toRuntimeError } from "../common/mod.ts";
 import type { SparkplugConfig } from "../config/mod.ts";
 import type { PublishedEvent } from "../events/mod.ts";
 import type { InventoryReader, SignalState } from "../state/mod.ts";
@@ -215,6 +216,11 @@ export interface EdgeNodeCounts {
   /** Commands refused (commands off, role, unknown metric, or a gate of the call path). */
   commandsRefused: number;
   /**
+   * DCMD calls the provider got that then failed (an error status, no answer in time): answered
+   * FAILED, not REFUSED, for the provider may have acted.
+   */
+  commandsFailed: number;
+  /**
    * DDATA kept while the broker was unreachable (or the in-flight bound full), since start. Always
    * 0 with the history ring (nothing is copied).
    */
@@ -343,6 +349,7 @@ export class SparkplugEdgeNode {
     commandsIgnored: 0,
     commandsAccepted: 0,
     commandsRefused: 0,
+    commandsFailed: 0,
     stored: 0,
     storeDropped: 0,
     replayed: 0,
@@ -1378,9 +1385,27 @@ export class SparkplugEdgeNode {
         }),
       (err) =>
         this.#contain(`the answer to ${name}`, () => {
-          this.#refused(topic, name, errorMessage(err), id);
+          if (reachedProvider(err)) this.#failed(topic, name, err, id);
+          else this.#refused(topic, name, errorMessage(err), id);
         }),
     ).finally(() => this.#commandsInProgress--);
+  }
+
+  /**
+   * A DCMD call the provider got and that then failed: not "refused", it may have acted (as the
+   * audit trail's `failed`). Counted, logged (bounded), published back as `FAILED: <code>: <why>`.
+   */
+  #failed(topic: string, name: string, err: unknown, deviceId: string): void {
+    this.counts.commandsFailed++;
+    const n = this.counts.commandsFailed;
+    const e = toRuntimeError(err);
+    const why = `${e.code}: ${e.message}`;
+    if (n <= 100 || n % 1000 === 0) {
+      this.#log.warn(
+        `sparkplug: command ${name} on ${topic} failed after the provider got it (${n} so far): ${why}`,
+      );
+    }
+    this.#commandResult(deviceId, name, `FAILED: ${why}`);
   }
 
   /** A refused command: counted, logged (bounded) and, for a device, published back. */
