@@ -725,7 +725,8 @@ export class SparkplugEdgeNode {
           datatype: DataType.Boolean,
           boolean_value: false,
         },
-        ...(this.#o.commands === undefined ? [] : [{
+        // Offered only where it is taken: not with commands off, nor with role viewer.
+        ...(this.#commandRefusal() !== null ? [] : [{
           name: NODE_METRICS.estop,
           alias: this.#alias("", NODE_METRICS.estop),
           timestamp: now,

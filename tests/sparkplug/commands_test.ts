@@ -273,3 +273,35 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "with role viewer the NBIRTH offers no Node Control/E-Stop: every command is refused, that one too",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, { commands: true, role: "viewer" }), {
+        arm: true,
+      });
+      const nbirth = await waitFor(
+        "NBIRTH",
+        () => host.messages.find((m) => m.topic.includes("/NBIRTH/")),
+      );
+      const offered = (nbirth.payload.metrics ?? []).map((m) => m.name);
+      await host.send(NCMD, [{ name: "Node Control/E-Stop", datatype: 11, boolean_value: true }]);
+      await waitFor("the e-stop refused", () => rt!.sparkplug!.counts.commandsRefused >= 1);
+      assert.equal(rt.estop.latched, false, "role viewer: the NCMD e-stop is refused");
+      assert.ok(
+        !offered.includes("Node Control/E-Stop"),
+        `the NBIRTH offers a control the node refuses: ${JSON.stringify(offered)}`,
+      );
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
