@@ -906,12 +906,24 @@ export class Kernel {
     // A removed token is refused from the next request on; its open event streams end.
     // Who may act changed: on the audit trail (names and roles, never a token) and in the note.
     // Both sections set every token from `next`: the first of them to apply records the changes.
-    const retoken = (key: SectionKey) => async (next: Config) => {
-      const { ended, changes } = await this.api.setTokens(
-        this.#config.http,
-        resolveApiToken(next.http, this.#secret("RUNTIME_API_TOKEN")),
-        resolveNamedTokens(next.http, this.#secret),
-      );
+    const retoken = (key: SectionKey) => async (next: Config): Promise<SectionResult> => {
+      const apiToken = resolveApiToken(next.http, this.#secret("RUNTIME_API_TOKEN"));
+      const named = resolveNamedTokens(next.http, this.#secret);
+      // Authentication stays as it started (http.auth_enabled needs a restart): a file that turns
+      // it off and drops every token would leave the running API refusing every request, the
+      // e-stop included, a state start-up refuses ("auth_enabled is true but no token is set").
+      const running = this.#config.http;
+      if (
+        running.enabled && running.authEnabled && apiToken === "" &&
+        named.every((t) => t.token === "")
+      ) {
+        return {
+          refused: "http.auth_enabled stays true until a restart and the file sets no token " +
+            "(http.auth_token, http.tokens, RUNTIME_API_TOKEN): every request would be refused; " +
+            "the tokens in force are kept",
+        };
+      }
+      const { ended, changes } = await this.api.setTokens(running, apiToken, named);
       if (changes !== null) {
         this.audit.record({
           action: "config",

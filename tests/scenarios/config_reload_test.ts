@@ -768,3 +768,39 @@ Deno.test("SIGHUP that removes a named token: it is refused from the next reques
     await rig.dispose();
   }
 });
+
+Deno.test("SIGHUP that turns auth off (a restart's business) and drops every token keeps the tokens in force: the API, still authenticating, is not left with none", async () => {
+  const rig = await Rig.create(["p0"]);
+  const TOKEN = "shift-token-aaaaaaaaaaaaaaaa";
+  const write = (auth: string) =>
+    Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http:\n  port: ${rig.port}\n  auth_exempt_loopback: false\n${auth}` +
+        `providers:\n${rig.provider("p0")}\n`,
+    );
+  await write(
+    `  auth_enabled: true\n  tokens:\n    - {name: shift, role: operator, token: ${TOKEN}}\n`,
+  );
+  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, token: TOKEN });
+  try {
+    const status = async (token: string) =>
+      (await apiFetch(`${rt.base}/v0/runtime/status`, {
+        headers: token === "" ? {} : { authorization: `Bearer ${token}` },
+      })).status;
+    assert.equal(await status(TOKEN), 200);
+    await write("  auth_enabled: false\n");
+    const summary = await reload(rt, 1);
+    assert.match(summary, /needs restart: http\.auth_enabled/);
+    assert.equal(
+      await status(TOKEN),
+      200,
+      `auth is still on until the restart: its token must still admit (${summary})`,
+    );
+    assert.match(summary, /refused http\.tokens: .*http\.auth_enabled/);
+    assert.equal(await status(""), 401, "auth is still on");
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
