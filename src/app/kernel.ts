@@ -652,6 +652,8 @@ export class Kernel {
       onShutdown: () => this.api.close(),
     });
     this.#http = server;
+    // The bound in force may be lower than http.max_connections (the open-file limit).
+    this.api.fitConnections(server.maxConnections);
     this.#throwIfStopping(); // stop() meanwhile: it shuts this server down once start() settles
     const origin = `${server.tls ? "https" : "http"}://${server.hostname}:${server.port}`;
     this.host.log.info(`API listening on ${origin}/v0`);

@@ -35,7 +35,7 @@ import {
 import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
 import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
-import { SseHub } from "./sse_hub.ts";
+import { maxStreamsFor, SseHub } from "./sse_hub.ts";
 
 /**
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
@@ -146,6 +146,7 @@ export class HttpApi {
       replayMaxEvents: options.sseReplayMaxEvents,
       replayMaxBytes: options.sseReplayMaxBytes,
     });
+    if (options.maxSseClients === undefined) this.fitConnections(http.maxConnections);
     this.#limits = {
       maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
       timeoutMs: options.bodyReadTimeoutMs ?? BODY_READ_TIMEOUT_MS,
@@ -155,6 +156,19 @@ export class HttpApi {
     this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);
     this.#console = http.consoleEnabled ? new ConsoleSite() : null;
     this.#metrics = http.metricsEnabled ? new HttpRequestMetrics() : null;
+  }
+
+  /**
+   * Fits the bound on event streams to the connections the server holds (`maxConnections`: the
+   * bound in force, http.max_connections or lower when the open-file limit lowered it): streams
+   * take at most half of them (maxStreamsFor), so they never lock a request out.
+   */
+  fitConnections(maxConnections: number): void {
+    this.#sse.limitClients(
+      maxStreamsFor(maxConnections),
+      `streams get at most half of the server's ${maxConnections} connections, ` +
+        "http.max_connections",
+    );
   }
 
   /** Open SSE streams. */

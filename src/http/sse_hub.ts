@@ -26,6 +26,16 @@ import { EventRing } from "./event_ring.ts";
 
 /** Concurrent event streams allowed (as anolis: the 33rd gets 503). */
 export const MAX_SSE_CLIENTS = 32;
+
+/**
+ * The event streams allowed on a server holding at most `maxConnections` connections: an open
+ * stream holds its connection and is never idle (the connection layer never closes it for a
+ * newcomer), so streams get at most half of them and the rest stays for requests, an e-stop
+ * among them. MAX_SSE_CLIENTS from 64 connections up (the default 128 included); at least 1.
+ */
+export function maxStreamsFor(maxConnections: number): number {
+  return Math.max(1, Math.min(MAX_SSE_CLIENTS, Math.floor(maxConnections / 2)));
+}
 /** Frames queued per client before the oldest is dropped (as anolis). */
 export const SSE_QUEUE_SIZE = 100;
 /** A `: keepalive` comment is sent after this long without events (as anolis). */
@@ -145,7 +155,9 @@ export class SseHub {
   /** This run's prefix of every event id. */
   readonly bootId: string;
   readonly #keepAliveMs: number;
-  readonly #maxClients: number;
+  #maxClients: number;
+  /** What set a bound lower than MAX_SSE_CLIENTS (for the 503), "" otherwise. */
+  #maxClientsWhy = "";
   readonly #queueSize: number;
   readonly #clients = new Set<SseClient>();
   #closed = false;
@@ -183,6 +195,16 @@ export class SseHub {
     return this.#ring.bytes;
   }
 
+  /**
+   * Lowers the bound on open streams to `max` (never raises it), `why` naming the setting that
+   * decides it (in the 503). Streams open beyond it stay open; new ones wait for room.
+   */
+  limitClients(max: number, why: string): void {
+    if (max >= this.#maxClients) return;
+    this.#maxClients = Math.max(1, max);
+    this.#maxClientsWhy = why;
+  }
+
   get clientCount(): number {
     return this.#clients.size;
   }
@@ -216,7 +238,10 @@ export class SseHub {
       : { kind: "none" as const };
     if (this.#closed) throw unavailable("Event stream unavailable: server is shutting down");
     if (this.#clients.size >= this.#maxClients) {
-      throw unavailable(`Too many event streams: at most ${this.#maxClients} may be open`);
+      throw unavailable(
+        `Too many event streams: at most ${this.#maxClients} may be open` +
+          (this.#maxClientsWhy === "" ? "" : ` (${this.#maxClientsWhy})`),
+      );
     }
     let start: ClientStart = { kind: "live" };
     if (last.kind === "other_run") {
