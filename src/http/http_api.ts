@@ -7,12 +7,13 @@
  * of a HEAD).
  */
 import type { Logger } from "../common/mod.ts";
-import type { HttpConfig } from "../config/mod.ts";
+import type { HttpConfig, TokenRole } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   BearerAuth,
   forbiddenResponse,
   type NamedToken,
+  type Principal,
   roleAllows,
   type TokenChanges,
   tokenChanges,
@@ -260,6 +261,40 @@ export class HttpApi {
     return new Response(text, { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } });
   }
 
+  /**
+   * Asks the tokens in force again for a request admitted under older ones; throws Unadmitted
+   * (401, or 403 for a role now too low), audited as the first check would have, when they no
+   * longer admit it.
+   */
+  async #readmit(
+    req: Request,
+    url: URL,
+    info: RequestInfo,
+    was: Principal,
+    need: TokenRole,
+  ): Promise<void> {
+    const now = await this.#auth.identify(req, info.remoteAddr);
+    if (now !== null && roleAllows(now.role, need)) return;
+    const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
+    const why = "the API tokens were replaced (configuration reload) while its body arrived";
+    if (now === null) {
+      auditHttpRefusal(this.#services, {
+        ...refusal,
+        principal: null,
+        refusedBy: "auth",
+        reason: `UNAUTHENTICATED: token '${was.name}' no longer admits: ${why}`,
+      });
+      throw new Unadmitted(unauthorizedResponse());
+    }
+    auditHttpRefusal(this.#services, {
+      ...refusal,
+      principal: now,
+      refusedBy: "role",
+      reason: `PERMISSION_DENIED: role ${need} required (${now.name} has role ${now.role}): ${why}`,
+    });
+    throw new Unadmitted(forbiddenResponse(req.method, url.pathname, now, need));
+  }
+
   /** Ends every SSE stream and refuses new ones; call before the server shuts down. */
   close(): void {
     this.#sse.closeAll();
@@ -336,7 +371,15 @@ export class HttpApi {
         services: this.#services,
         sse: this.#sse,
         limits: this.#limits,
-        body: <T>() => readRequestBody<T>(req, this.#limits, match.doc),
+        body: async <T>() => {
+          const value = await readRequestBody<T>(req, this.#limits, match.doc);
+          // The tokens may have been replaced (a reload) while the body arrived: the request
+          // acts only when the tokens in force now still admit it with the role it needs.
+          if (generation !== this.#tokenGeneration) {
+            await this.#readmit(req, url, info, principal, match.role);
+          }
+          return value;
+        },
         bodyMatches: async (value) => {
           await loadRequestValidators();
           return requestValidator(match.doc.operationId)(value);
@@ -348,12 +391,20 @@ export class HttpApi {
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
       });
     } catch (err) {
+      if (err instanceof Unadmitted) return err.response;
       const res = responseForError(err);
       if (res.status === 500) {
         this.#log.error(`${req.method} ${url.pathname}: ${(err as Error)?.message ?? err}`);
       }
       return res;
     }
+  }
+}
+
+/** A request its credentials no longer admit (the tokens changed while it ran): its answer. */
+class Unadmitted extends Error {
+  constructor(readonly response: Response) {
+    super(`refused: ${response.status}`);
   }
 }
 

@@ -22,6 +22,7 @@ import {
 } from "../../src/http/mod.ts";
 import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 const REMOTE = "192.0.2.40";
 const DEFAULT_TOKEN = "default-token-6d1f0b9e3a27c4";
@@ -232,6 +233,53 @@ Deno.test("HttpApi refuses a viewer's actuating request before it runs: the mode
     });
     assert.equal(b.status, 200, b.text);
     assert.equal(fx.services.modes.current(), "MANUAL");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi: a token lowered to viewer while its request's body arrives gets 403 naming its new role, recorded; the mode stays IDLE", async () => {
+  const fx = await fixture();
+  try {
+    let push!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({ start: (c) => void (push = c) });
+    const answer = fx.api.handle(
+      new Request("http://localhost/v0/mode", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${tokenOf("shift")}`,
+          "content-type": "application/json",
+        },
+        body,
+      }),
+      { remoteAddr: REMOTE },
+    );
+    // The request is admitted as operator 'shift'; a reload then makes 'shift' a viewer.
+    await waitFor("the POST in flight", () => fx.api.inFlight === 1);
+    const lowered = NAMED.map((t) => t.name === "shift" ? { ...t, role: "viewer" as const } : t);
+    await fx.api.setTokens(fx.services.config.http, DEFAULT_TOKEN, lowered);
+    push.enqueue(new TextEncoder().encode(JSON.stringify({ mode: "MANUAL" })));
+    push.close();
+    const res = await answer;
+    const text = await res.text();
+    assert.equal(res.status, 403, text);
+    assert.equal(
+      JSON.parse(text).status.message,
+      "POST /v0/mode: role operator required (token 'shift' has role viewer)",
+    );
+    assert.equal(fx.services.modes.current(), "IDLE");
+    const page = await send(fx.api, "GET", "/v0/audit", { token: tokenOf("boss") });
+    const refused = page.json.entries.filter((e: { refused_by: string }) =>
+      e.refused_by === "role"
+    );
+    assert.deepStrictEqual(
+      refused.map((e: { action: string; reason: string }) => [e.action, e.reason]),
+      [[
+        "mode",
+        "PERMISSION_DENIED: role operator required (shift has role viewer): the API tokens were " +
+        "replaced (configuration reload) while its body arrived",
+      ]],
+    );
   } finally {
     await fx.close();
   }

@@ -15,6 +15,7 @@ import {
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { connect, readResponse, send } from "../http/_raw_socket.ts";
 
 /** How long a test waits for a reload (or anything it causes) to show. */
 const WAIT_MS = 60000;
@@ -800,6 +801,56 @@ Deno.test("SIGHUP that turns auth off (a restart's business) and drops every tok
     assert.match(summary, /refused http\.tokens: .*http\.auth_enabled/);
     assert.equal(await status(""), 401, "auth is still on");
   } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP that removes a token while a request made with it is still sending its body: the request does not act (401), the mode stays", async () => {
+  const rig = await Rig.create(["p0"]);
+  const OLD = "old-token-aaaaaaaaaaaaaaaa";
+  const NEW = "new-token-bbbbbbbbbbbbbbbb";
+  const write = (token: string) =>
+    Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http:\n  port: ${rig.port}\n  auth_enabled: true\n  auth_exempt_loopback: false\n` +
+        `  tokens:\n    - {name: shift, role: operator, token: ${token}}\n` +
+        `providers:\n${rig.provider("p0")}\n`,
+    );
+  await write(OLD);
+  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, token: OLD });
+  const conn = await connect(rig.port);
+  try {
+    const get = async (path: string, token: string) =>
+      await (await apiFetch(`${rt.base}${path}`, {
+        headers: { authorization: `Bearer ${token}` },
+      })).text();
+    const body = JSON.stringify({ mode: "MANUAL" });
+    // The request's head, with the token about to be removed; its body comes after the reload.
+    await send(
+      conn,
+      `POST /v0/mode HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${OLD}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    // Admitted and waiting for its body (this scrape is the other request in flight).
+    await waitFor(
+      "the POST in flight",
+      async () => /^runtime_http_requests_in_flight 2$/m.test(await get("/metrics", OLD)),
+      WAIT_MS,
+    );
+    await write(NEW);
+    assert.match(await reload(rt, 1), /API tokens replaced: 'shift' replaced/);
+    await send(conn, body);
+    const res = await readResponse(conn);
+    assert.equal(
+      res?.status,
+      401,
+      `a request whose token the reload removed acted once its body arrived: ${res?.body}`,
+    );
+    assert.equal(JSON.parse(await get("/v0/mode", NEW)).mode, "IDLE");
+  } finally {
+    conn.close();
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
   }
