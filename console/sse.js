@@ -117,6 +117,8 @@ export class EventStream {
     /** @type {AbortController | null} */
     this.abort = null;
     this.failures = 0;
+    /** performance.now() of the last data: silence is measured on the monotonic clock, which a
+     * step of the wall clock (NTP on the tablet) neither stretches nor cuts. */
     this.lastDataAt = 0;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this.watchTimer = undefined;
@@ -236,7 +238,7 @@ export class EventStream {
     }, this.options.onComment);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     this.failures = 0;
-    this.lastDataAt = Date.now();
+    this.lastDataAt = performance.now();
     this.setState("live", {});
     this.options.onOpen?.(resumeFrom !== "");
     this.watch(abort);
@@ -244,7 +246,7 @@ export class EventStream {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) return "the runtime ended the stream";
-        this.lastDataAt = Date.now();
+        this.lastDataAt = performance.now();
         if (this.state !== "live") this.setState("live", {});
         parser.push(value);
       }
@@ -264,7 +266,7 @@ export class EventStream {
     const dead = this.options.reconnectAfterMs ?? RECONNECT_AFTER_MS;
     const check = () => {
       if (abort.signal.aborted) return;
-      const silent = Date.now() - this.lastDataAt;
+      const silent = performance.now() - this.lastDataAt;
       if (silent >= dead) {
         // Stale on the way, also when this check comes late (a busy or throttled page): the
         // states an operator sees always run live -> stale -> disconnected.

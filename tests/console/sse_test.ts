@@ -183,6 +183,37 @@ Deno.test("EventStream passes through stale when its silence check comes past th
   }
 });
 
+Deno.test("EventStream notices a silent stream after the wall clock steps back (NTP on the tablet): stale, then a new connection", async () => {
+  const s = serve(() => stream([": hello\n\n"]));
+  const states: string[] = [];
+  let opens = 0;
+  const realNow = Date.now;
+  let stepMs = 0;
+  Date.now = () => realNow() + stepMs;
+  const es = new EventStream({
+    url: s.url,
+    onEvent: () => {},
+    onOpen: () => opens++,
+    // The first connection's last data arrived: a moment later the wall clock steps back an hour.
+    onComment: () => {
+      if (opens === 1) setTimeout(() => stepMs = -3_600_000, 20);
+    },
+    onState: (st: string) => states.push(st),
+    staleAfterMs: 100,
+    reconnectAfterMs: 300,
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await waitFor("a second connection after the silence", () => opens === 2, 3000);
+    assert.deepEqual(states.slice(0, 4), ["connecting", "live", "stale", "disconnected"]);
+  } finally {
+    Date.now = realNow;
+    await es.stop();
+    await s.server.shutdown();
+  }
+});
+
 Deno.test("EventStream answers 401 by asking for a token and retrying with it", async () => {
   const seen: Array<string | null> = [];
   const s = serve((req) => {
