@@ -206,6 +206,11 @@ export class Kernel {
   /** Serializes SIGHUP reloads; absent when the host cannot re-read the file. */
   readonly reloader: ConfigReloader | null;
   #http: HttpServerHandle | null = null;
+  /**
+   * The TLS certificate and key as the server read them at start (null without TLS): a reload
+   * compares the files, which a renewal rewrites in place (same paths) and only a restart serves.
+   */
+  #tlsServed: { readonly cert: Uint8Array; readonly key: Uint8Array } | null = null;
   #sparkplug: SparkplugHandle | null = null;
   /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at construction (only when enabled). */
   #sparkplugCredentials: { username?: string | undefined; password?: string | undefined } = {};
@@ -635,6 +640,10 @@ export class Kernel {
       return;
     }
     if (serve === undefined) return;
+    if (http.tlsCertPath !== null && http.tlsKeyPath !== null) {
+      const tls = this.#readTls(http.tlsCertPath, http.tlsKeyPath);
+      if (tls !== null) this.#tlsServed = tls;
+    }
     const server = await serve({
       hostname: http.bind,
       port: http.port,
@@ -771,7 +780,7 @@ export class Kernel {
       notes: [],
       refused: [],
       failed: [],
-      needsRestart: [...diff.needsRestart],
+      needsRestart: [...diff.needsRestart, ...this.#tlsFilesChanged(next)],
       weakened: [],
       estopActions: 0,
     };
@@ -812,6 +821,39 @@ export class Kernel {
       }
     }
     return report;
+  }
+
+  /** The TLS certificate and key files' bytes, or null when either cannot be read. */
+  #readTls(certPath: string, keyPath: string): { cert: Uint8Array; key: Uint8Array } | null {
+    const readFile = this.host.readFile ?? readFileBytes;
+    const bytes = (path: string) => {
+      const b = readFile(path);
+      return typeof b === "string" ? new TextEncoder().encode(b) : b;
+    };
+    try {
+      return { cert: bytes(certPath), key: bytes(keyPath) };
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The TLS keys whose file a reload finds changed under the same path (a renewed certificate):
+   * served only after a restart, so reported as needing one. A changed path is the diff's.
+   */
+  #tlsFilesChanged(next: Config): string[] {
+    const served = this.#tlsServed;
+    const now = this.#config.http;
+    if (served === null || now.tlsCertPath === null || now.tlsKeyPath === null) return [];
+    if (next.http.tlsCertPath !== now.tlsCertPath || next.http.tlsKeyPath !== now.tlsKeyPath) {
+      return [];
+    }
+    const read = this.#readTls(now.tlsCertPath, now.tlsKeyPath);
+    if (read === null) return ["http.tls_cert_path / http.tls_key_path (unreadable now)"];
+    const out: string[] = [];
+    if (!sameBytes(read.cert, served.cert)) out.push("http.tls_cert_path (file changed)");
+    if (!sameBytes(read.key, served.key)) out.push("http.tls_key_path (file changed)");
+    return out;
   }
 
   /** Records a reload's decision on a section that weakens a protection, or that was refused. */
@@ -1104,4 +1146,8 @@ export function historyReplay(history: History) {
       };
     },
   };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -16,6 +16,7 @@ import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { connect, readResponse, send } from "../http/_raw_socket.ts";
+import { selfSignedCert } from "../http/_tls_certs.ts";
 
 /** How long a test waits for a reload (or anything it causes) to show. */
 const WAIT_MS = 60000;
@@ -851,6 +852,38 @@ Deno.test("SIGHUP that removes a token while a request made with it is still sen
     assert.equal(JSON.parse(await get("/v0/mode", NEW)).mode, "IDLE");
   } finally {
     conn.close();
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP after the TLS certificate was renewed in place (same paths) says it needs a restart, not 'no change'", async () => {
+  const rig = await Rig.create(["p0"]);
+  const tls = `${rig.dir}/tls`;
+  await Deno.mkdir(tls);
+  const { cert, key } = await selfSignedCert(tls);
+  await Deno.writeTextFile(
+    rig.configPath,
+    `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+      `http: {port: ${rig.port}, tls_cert_path: ${cert}, tls_key_path: ${key}}\n` +
+      `providers:\n${rig.provider("p0")}\n`,
+  );
+  const rt = await startRuntimeChild({
+    config: rig.configPath,
+    port: rig.port,
+    caCert: await Deno.readTextFile(cert),
+  });
+  try {
+    // certbot's renewal: a new key and certificate written over the old files, then a reload.
+    await selfSignedCert(tls, 90);
+    const summary = await reload(rt, 1);
+    assert.match(
+      summary,
+      /needs restart: http\.tls_cert_path \(file changed\), http\.tls_key_path \(file changed\)$/,
+      `the renewed certificate is served only after a restart, and the reload says so: ${summary}`,
+    );
+    assert.doesNotMatch(summary, /no change/);
+  } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
   }
