@@ -979,12 +979,17 @@ export class Kernel {
           latency_ms: 0,
         });
       }
-      const what = changes === null ? "" : `: ${tokenChangesText(changes)}`;
-      return {
-        note: ended === 0
-          ? `API tokens replaced${what}`
-          : `API tokens replaced${what}; ${ended} event stream(s) of removed tokens ended`,
-      };
+      const notes: string[] = [];
+      // Nobody gained or lost anything (the other token section, applied first, took it all; or
+      // the file's auth_token, which RUNTIME_API_TOKEN overrides): nothing was replaced.
+      if (changes !== null) {
+        notes.push(`API tokens replaced: ${tokenChangesText(changes)}`);
+        if (ended > 0) notes.push(`${ended} event stream(s) of removed tokens ended`);
+      }
+      if (key === "http.auth_token" && (this.#secret("RUNTIME_API_TOKEN") ?? "") !== "") {
+        notes.push("http.auth_token not in effect: RUNTIME_API_TOKEN overrides it");
+      }
+      return notes.length === 0 ? {} : { note: notes.join("; ") };
     };
     own("http.auth_token", retoken("http.auth_token"));
     own("http.tokens", retoken("http.tokens"));

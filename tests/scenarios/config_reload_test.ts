@@ -888,3 +888,38 @@ Deno.test("SIGHUP after the TLS certificate was renewed in place (same paths) sa
     await rig.dispose();
   }
 });
+
+Deno.test("SIGHUP that changes http.auth_token while RUNTIME_API_TOKEN overrides it says the token in force did not change", async () => {
+  const rig = await Rig.create(["p0"]);
+  const ENV = "env-token-dddddddddddddddd";
+  const write = (token: string) =>
+    Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http:\n  port: ${rig.port}\n  auth_enabled: true\n  auth_exempt_loopback: false\n` +
+        `  auth_token: ${token}\n` +
+        `providers:\n${rig.provider("p0")}\n`,
+    );
+  await write("file-token-aaaaaaaaaaaaaaaa");
+  const rt = await startRuntimeChild({
+    config: rig.configPath,
+    port: rig.port,
+    token: ENV,
+    env: { RUNTIME_API_TOKEN: ENV },
+  });
+  try {
+    const status = async (token: string) =>
+      (await apiFetch(`${rt.base}/v0/runtime/status`, {
+        headers: { authorization: `Bearer ${token}` },
+      })).status;
+    await write("file-token-bbbbbbbbbbbbbbbb");
+    const summary = await reload(rt, 1);
+    assert.equal(await status(ENV), 200, "RUNTIME_API_TOKEN still wins");
+    assert.equal(await status("file-token-bbbbbbbbbbbbbbbb"), 401);
+    assert.doesNotMatch(summary, /API tokens replaced/, `nothing was replaced: ${summary}`);
+    assert.match(summary, /http\.auth_token not in effect: RUNTIME_API_TOKEN overrides it/);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
