@@ -386,7 +386,11 @@ export class HttpApi {
         },
         admitted: async () => {
           const now = await this.#auth.identify(req, info.remoteAddr);
-          return now !== null && roleAllows(now.role, match.role);
+          if (now === null || !roleAllows(now.role, match.role)) return false;
+          // A foreign page may have passed the origin check by its token alone: asked again too.
+          if (!RequestPolicy.judgesOrigin(req.method, url.pathname)) return true;
+          if (!req.headers.has("origin")) return true;
+          return this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req)) === null;
         },
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
       });

@@ -381,3 +381,48 @@ Deno.test("A page from a foreign origin gets no event stream without a CORS gran
     assert.equal(r.headers.get("content-type")?.startsWith("text/event-stream"), true);
   }
 });
+
+Deno.test("A foreign page's event stream admitted by its token ends when a reload removes the token, as a new one would be refused (loopback-exempt)", async () => {
+  const DEFAULT = "default-token-0a1b2c3d4e5f";
+  const SHIFT = "shift-token-6a7b8c9d0e1f";
+  const fx = await startHttpFixture({
+    start: false,
+    config: {
+      http: {
+        authEnabled: true,
+        authExemptLoopback: true,
+        authToken: DEFAULT,
+        corsAllowedOrigins: [],
+      },
+    },
+    api: { apiToken: DEFAULT, tokens: [{ name: "shift", role: "operator", token: SHIFT }] },
+  });
+  try {
+    const headers = { origin: "http://dash.example", authorization: `Bearer ${SHIFT}` };
+    const open = () =>
+      fx.api.handle(new Request("http://127.0.0.1/v0/events", { headers }), {
+        remoteAddr: "127.0.0.1",
+      });
+    const res = await open();
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    let ended = false;
+    const done = (async () => {
+      while (!(await reader.read()).done) { /* keep-alives */ }
+      ended = true;
+    })();
+    // The reload removes 'shift'.
+    await fx.api.setTokens(fx.services.config.http, DEFAULT, []);
+    const again = await open();
+    await again.body?.cancel();
+    assert.equal(again.status, 403, "the same page opening again is refused: no token, no grant");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([done, new Promise((r) => timer = setTimeout(r, 2000))]);
+    clearTimeout(timer);
+    const endedByReload = ended;
+    if (!endedByReload) await reader.cancel();
+    assert.equal(endedByReload, true, "the stream its removed token admitted kept delivering");
+  } finally {
+    await fx.close();
+  }
+});
