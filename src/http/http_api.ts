@@ -274,9 +274,20 @@ export class HttpApi {
     need: TokenRole,
   ): Promise<void> {
     const now = await this.#auth.identify(req, info.remoteAddr);
-    if (now !== null && roleAllows(now.role, need)) return;
     const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
     const why = "the API tokens were replaced (configuration reload) while its body arrived";
+    if (now !== null && roleAllows(now.role, need)) {
+      // A foreign page may have passed the origin check by its token alone: asked again too.
+      const foreign = await this.#foreignOrigin(req, url);
+      if (foreign === null) return;
+      auditHttpRefusal(this.#services, {
+        ...refusal,
+        principal: now,
+        refusedBy: "origin",
+        reason: `${foreign.code}: ${foreign.message}: ${why}`,
+      });
+      throw new Unadmitted(refusalResponse(foreign));
+    }
     if (now === null) {
       auditHttpRefusal(this.#services, {
         ...refusal,
@@ -293,6 +304,17 @@ export class HttpApi {
       reason: `PERMISSION_DENIED: role ${need} required (${now.name} has role ${now.role}): ${why}`,
     });
     throw new Unadmitted(forbiddenResponse(req.method, url.pathname, now, need));
+  }
+
+  /**
+   * The origin check under the tokens in force (a foreign page may pass it by its token alone),
+   * for a request it judges; null when it may go on.
+   */
+  async #foreignOrigin(req: Request, url: URL): Promise<PolicyRefusal | null> {
+    if (!RequestPolicy.judgesOrigin(req.method, url.pathname) || !req.headers.has("origin")) {
+      return null;
+    }
+    return this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req));
   }
 
   /** Ends every SSE stream and refuses new ones; call before the server shuts down. */
@@ -325,17 +347,15 @@ export class HttpApi {
     }
     // A state-changing request (or an event stream) from a web page runs only for a trusted
     // origin or with the token.
-    if (RequestPolicy.judgesOrigin(req.method, url.pathname) && req.headers.has("origin")) {
-      const foreign = this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req));
-      if (foreign) {
-        auditHttpRefusal(this.#services, {
-          ...refusal,
-          principal,
-          refusedBy: "origin",
-          reason: `${foreign.code}: ${foreign.message}`,
-        });
-        return await refuse(req, foreign);
-      }
+    const foreign = await this.#foreignOrigin(req, url);
+    if (foreign) {
+      auditHttpRefusal(this.#services, {
+        ...refusal,
+        principal,
+        refusedBy: "origin",
+        reason: `${foreign.code}: ${foreign.message}`,
+      });
+      return await refuse(req, foreign);
     }
     try {
       if (this.#metrics !== null && url.pathname === METRICS_PATH) {
@@ -387,10 +407,7 @@ export class HttpApi {
         admitted: async () => {
           const now = await this.#auth.identify(req, info.remoteAddr);
           if (now === null || !roleAllows(now.role, match.role)) return false;
-          // A foreign page may have passed the origin check by its token alone: asked again too.
-          if (!RequestPolicy.judgesOrigin(req.method, url.pathname)) return true;
-          if (!req.headers.has("origin")) return true;
-          return this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req)) === null;
+          return await this.#foreignOrigin(req, url) === null;
         },
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
       });
@@ -415,6 +432,10 @@ class Unadmitted extends Error {
 /** A policy refusal as an error response; the body is discarded unread. */
 async function refuse(req: Request, refusal: PolicyRefusal): Promise<Response> {
   await req.body?.cancel().catch(() => {});
+  return refusalResponse(refusal);
+}
+
+function refusalResponse(refusal: PolicyRefusal): Response {
   return new Response(
     JSON.stringify({ status: { code: refusal.code, message: refusal.message } }),
     { status: refusal.httpStatus, headers: { "content-type": "application/json" } },

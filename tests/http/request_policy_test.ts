@@ -8,6 +8,8 @@ import { loadConfig } from "../../src/config/mod.ts";
 import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import type { TestConfigOptions } from "../helpers/sim_config.ts";
 import { browserLike, rawRequest, type RawResponse } from "./raw_http.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { pendingBody } from "../helpers/pending_body.ts";
 
 const MANUAL = '{"mode":"MANUAL"}';
 
@@ -422,6 +424,48 @@ Deno.test("A foreign page's event stream admitted by its token ends when a reloa
     const endedByReload = ended;
     if (!endedByReload) await reader.cancel();
     assert.equal(endedByReload, true, "the stream its removed token admitted kept delivering");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A foreign page's POST admitted by its token, whose body arrives after a reload removed the token, does not act (loopback-exempt)", async () => {
+  const DEFAULT = "default-token-0a1b2c3d4e5f";
+  const SHIFT = "shift-token-6a7b8c9d0e1f";
+  const fx = await startHttpFixture({
+    config: {
+      http: {
+        authEnabled: true,
+        authExemptLoopback: true,
+        authToken: DEFAULT,
+        corsAllowedOrigins: [],
+      },
+    },
+    api: { apiToken: DEFAULT, tokens: [{ name: "shift", role: "operator", token: SHIFT }] },
+  });
+  try {
+    const pending = pendingBody();
+    const answer = fx.api.handle(
+      new Request("http://127.0.0.1/v0/mode", {
+        method: "POST",
+        headers: {
+          origin: "http://dash.example",
+          authorization: `Bearer ${SHIFT}`,
+          "content-type": "application/json",
+        },
+        body: pending.body,
+      }),
+      { remoteAddr: "127.0.0.1" },
+    );
+    // Admitted on its head: its body is being read.
+    await waitFor("the POST reading its body", pending.reading);
+    await fx.api.setTokens(fx.services.config.http, DEFAULT, []);
+    pending.send(MANUAL);
+    const res = await answer;
+    const text = await res.text();
+    assert.equal(res.status, 403, text);
+    assert.match(JSON.parse(text).status.message, /Origin not allowed/);
+    assert.equal(fx.services.modes.current(), "IDLE");
   } finally {
     await fx.close();
   }

@@ -23,6 +23,7 @@ import {
 import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { pendingBody } from "../helpers/pending_body.ts";
 
 const REMOTE = "192.0.2.40";
 const DEFAULT_TOKEN = "default-token-6d1f0b9e3a27c4";
@@ -241,8 +242,7 @@ Deno.test("HttpApi refuses a viewer's actuating request before it runs: the mode
 Deno.test("HttpApi: a token lowered to viewer while its request's body arrives gets 403 naming its new role, recorded; the mode stays IDLE", async () => {
   const fx = await fixture();
   try {
-    let push!: ReadableStreamDefaultController<Uint8Array>;
-    const body = new ReadableStream<Uint8Array>({ start: (c) => void (push = c) });
+    const pending = pendingBody();
     const answer = fx.api.handle(
       new Request("http://localhost/v0/mode", {
         method: "POST",
@@ -250,16 +250,16 @@ Deno.test("HttpApi: a token lowered to viewer while its request's body arrives g
           authorization: `Bearer ${tokenOf("shift")}`,
           "content-type": "application/json",
         },
-        body,
+        body: pending.body,
       }),
       { remoteAddr: REMOTE },
     );
     // The request is admitted as operator 'shift'; a reload then makes 'shift' a viewer.
-    await waitFor("the POST in flight", () => fx.api.inFlight === 1);
+    // Admitted on its head: its body is being read.
+    await waitFor("the POST reading its body", pending.reading);
     const lowered = NAMED.map((t) => t.name === "shift" ? { ...t, role: "viewer" as const } : t);
     await fx.api.setTokens(fx.services.config.http, DEFAULT_TOKEN, lowered);
-    push.enqueue(new TextEncoder().encode(JSON.stringify({ mode: "MANUAL" })));
-    push.close();
+    pending.send(JSON.stringify({ mode: "MANUAL" }));
     const res = await answer;
     const text = await res.text();
     assert.equal(res.status, 403, text);
