@@ -54,6 +54,12 @@ export const HTTP_RESERVED_FDS_BASE = 64;
 export const HTTP_RESERVED_FDS_PER_PROVIDER = 4;
 /** A certificate expiring within this many days is warned about at start-up. */
 export const TLS_CERT_EXPIRY_WARNING_DAYS = 14;
+/**
+ * How often the served certificate's dates are checked again while the server runs (a runtime
+ * runs for months): within TLS_CERT_EXPIRY_WARNING_DAYS each check warns, once expired each says
+ * so at ERROR.
+ */
+export const TLS_CERT_RECHECK_MS = 6 * 3_600_000;
 /** A TLS certificate or key file larger than this is refused before it is read. */
 export const TLS_FILE_MAX_BYTES = 1024 * 1024;
 
@@ -88,6 +94,8 @@ export interface ServeOptions {
   readonly openFileLimit?: number | null;
   /** Wall clock for the certificate dates (tests). */
   readonly now?: () => number;
+  /** Period of the served certificate's re-check (default TLS_CERT_RECHECK_MS; tests). */
+  readonly certificateRecheckMs?: number;
 }
 
 /** A listening server. */
@@ -258,6 +266,16 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     `listening on ${tls ? "https" : "http"}://${fmtHost(addr.hostname)}:${addr.port} ` +
       `(at most ${maxConnections} connections)`,
   );
+  // The certificate is served for as long as the process runs: its dates are looked at again.
+  let recheck: ReturnType<typeof setInterval> | null = null;
+  if (files !== null) {
+    const timer = setInterval(
+      () => void recheckServedCertificate(files.cert, opts),
+      opts.certificateRecheckMs ?? TLS_CERT_RECHECK_MS,
+    );
+    Deno.unrefTimer(timer);
+    recheck = timer;
+  }
   let stopping: Promise<void> | null = null;
   return {
     hostname: addr.hostname,
@@ -267,6 +285,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     connectionStats: () => layer.stats(),
     shutdown() {
       stopping ??= (async () => {
+        if (recheck !== null) clearInterval(recheck);
         opts.onShutdown?.();
         await layer.shutdown();
         log.info("http server stopped");
@@ -317,6 +336,37 @@ async function checkServerCertificate(pem: string, opts: ServeOptions): Promise<
           "http.tls_allow_expired_cert: true",
       );
     }
+  }
+}
+
+/**
+ * The served certificate's dates checked again (TLS_CERT_RECHECK_MS): a WARN while it expires
+ * within TLS_CERT_EXPIRY_WARNING_DAYS, an ERROR once it has expired (or, after a clock step, is
+ * not valid yet). Never rejects.
+ */
+async function recheckServedCertificate(pem: string, opts: ServeOptions): Promise<void> {
+  let check: CertificateCheck;
+  try {
+    check = await checkCertificate(pem, (opts.now ?? Date.now)());
+  } catch (err) {
+    opts.log.warn(
+      `http.tls_cert_path: cannot check the served certificate again: ${errorMessage(err)}`,
+    );
+    return;
+  }
+  const dates = `valid from ${check.validFrom.toISOString()} to ${check.validTo.toISOString()}`;
+  const where = `http.tls_cert_path: the certificate '${opts.tlsCertPath}'`;
+  if (check.problem === "expires-soon") {
+    opts.log.warn(
+      `${where} expires in ${
+        check.daysLeft < 1 ? "less than a day" : `${check.daysLeft} day(s)`
+      } (${dates}); renew it and restart the runtime before then`,
+    );
+  } else if (check.problem !== null) {
+    const what = check.problem === "expired" ? "has expired" : "is not valid yet";
+    opts.log.error(
+      `${where} ${what} (${dates}); clients refuse it: renew it and restart the runtime`,
+    );
   }
 }
 

@@ -11,7 +11,7 @@ import {
   type ServeOptions,
 } from "../../src/host/mod.ts";
 import { runCli, withFiles } from "../helpers/cli.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { certWithDates, selfSignedCert } from "./_tls_certs.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -241,6 +241,36 @@ Deno.test("serveHttp warns at start-up about a certificate expiring within 14 da
     const server2 = await serveHttp(tlsOptions(later.cert, later.key, quiet.log));
     await server2.shutdown();
     assert.deepEqual(quiet.lines.filter((l) => l.startsWith("WARN")), []);
+  });
+});
+
+Deno.test("serveHttp checks the served certificate's dates again while it runs: a runtime up for weeks warns before, and says when, it expires", async () => {
+  await inTempDir(async (dir) => {
+    const cert = await selfSignedCert(dir, 16);
+    const { log, lines } = capturingLogger();
+    let nowMs = Date.now();
+    const server = await serveHttp(
+      tlsOptions(cert.cert, cert.key, log, { now: () => nowMs, certificateRecheckMs: 20 }),
+    );
+    try {
+      const problems = () => lines.filter((l) => /^(WARN|ERROR) .*tls_cert_path/.test(l));
+      assert.deepEqual(problems(), [], "15 days left at start: nothing to say");
+      nowMs += 10 * 86_400_000; // ten days on, no restart
+      const soon = await waitFor("the expiry warning", () => problems()[0], 2000);
+      assert.match(soon, /^WARN .*http\.tls_cert_path: the certificate '.*' expires in 5 day\(s\)/);
+      nowMs += 6 * 86_400_000;
+      const expired = await waitFor(
+        "the expired line",
+        () => problems().find((l) => l.startsWith("ERROR")),
+        2000,
+      );
+      assert.match(
+        expired,
+        /^ERROR .*http\.tls_cert_path: the certificate '.*' has expired \(valid from .* to .*\); clients refuse it: renew it and restart the runtime/,
+      );
+    } finally {
+      await server.shutdown();
+    }
   });
 });
 
