@@ -60,6 +60,14 @@ export function storeToken(token) {
   }
 }
 
+/**
+ * A request that changes something (POST: a mode, a call, a parameter, a clear) refused with 401
+ * is sent again with the token entered only within this long of the first try: an operator who
+ * comes back to the token prompt minutes later must not see an old command act on a machine that
+ * moved on. The refusal says so; the operator sends it again if it still applies.
+ */
+export const RESEND_WITHIN_MS = 15_000;
+
 /** Client of the runtime's /v0 API on the page's own origin. */
 export class Api {
   /**
@@ -128,10 +136,12 @@ export class Api {
   }
 
   /**
-   * One request, asking again for a token on 401; resolves with the answer's text and content
-   * type when it is a success, rejects with ApiError (the API's own code and message) otherwise.
+   * One request, asking again for a token on 401 (a POST is then sent again only within
+   * RESEND_WITHIN_MS of its first try); resolves with the answer's text and content type when it
+   * is a success, rejects with ApiError (the API's own code and message) otherwise.
    */
   async send(method, path, accept, body) {
+    const firstTry = performance.now();
     for (;;) {
       const used = this.token;
       /** @type {Record<string, string>} */
@@ -153,7 +163,19 @@ export class Api {
         );
       }
       const text = await res.text();
-      if (res.status === 401 && await this.authenticate(used)) continue;
+      if (res.status === 401 && await this.authenticate(used)) {
+        const waited = performance.now() - firstTry;
+        if (method === "GET" || method === "HEAD" || waited <= RESEND_WITHIN_MS) continue;
+        throw new ApiError(
+          401,
+          "UNAUTHENTICATED",
+          `${method} ${path} was not sent again: the token came ${
+            Math.round(waited / 1000)
+          } s after it was refused (more than ${
+            RESEND_WITHIN_MS / 1000
+          } s); send it again if it still applies`,
+        );
+      }
       if (!res.ok) {
         let json = null;
         try {
