@@ -16,6 +16,7 @@ import type { CallOrigin } from "../../src/control/mod.ts";
 import { Inventory as InventoryPort } from "../../src/state/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import {
   dbl,
   type Inventory,
@@ -1039,5 +1040,66 @@ interlocks:
     ]);
   } finally {
     await s.close();
+  }
+});
+
+Deno.test("AlarmEngine says after a rediscovery what the provider's new inventory no longer has (logged, unresolved_block)", async () => {
+  // A real restart: the provider's inventory is announced before it counts as up again.
+  const fx = await startProgrammable({
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+      valve: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+  }, { restart: {}, inProcess: true });
+  const { alarms, interlocks } = configOf(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+interlocks:
+  - { id: il, block: [p0/valve/program], while: "p0/probe/temp > 80", message: m }
+`);
+  const lines: string[] = [];
+  const engine = new AlarmEngine({
+    alarms,
+    interlocks,
+    cache: fx.cache,
+    inventory: new InventoryPort(fx.registry),
+    bus: new EventBus(),
+    clock: fx.clock,
+    log: new LineLogger({
+      level: "debug",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
+  });
+  try {
+    await fx.cache.pollDevice("p0", "probe");
+    engine.start();
+    assert.deepEqual(engine.interlocks()[0]!.unresolved_block, []);
+    const told = () =>
+      lines.filter((l) => l.startsWith("ERROR") && !l.includes(" raised "))
+        .map((l) => l.slice(l.indexOf("[alarms] ") + 9));
+    assert.deepEqual(told(), []);
+
+    // The provider comes back without temp and without the valve.
+    await fx.setInventory({ devices: { probe: { signals: [{ id: "other", type: T.DOUBLE }] } } });
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.equal(
+      engine.alarm("hot").bad_input,
+      "p0/probe/temp: device p0/probe declares no signal 'temp'",
+    );
+    assert.deepEqual(engine.interlocks()[0]!.unresolved_block, ["p0/valve/program"]);
+    assert.deepEqual(told(), [
+      "alarm hot: p0/probe/temp: device p0/probe declares no signal 'temp'; the alarm treats it " +
+      "as a bad input",
+      "interlock il: p0/probe/temp: device p0/probe declares no signal 'temp'; the interlock " +
+      "blocks on it",
+      "interlock il: block entry p0/valve/program matches no function: it blocks nothing",
+    ]);
+  } finally {
+    engine.stop();
+    await fx.close();
   }
 });
