@@ -251,7 +251,7 @@ export class AlarmEngine implements AlarmService {
     this.#ctx = options.outages === undefined
       ? { cache: options.cache }
       : { cache: options.cache, outages: options.outages };
-    this.#build(options.alarms, options.interlocks, new Map());
+    this.#build(options.alarms, options.interlocks, new Map(), []);
     // A provider announces a new inventory before it counts as up, and what does not resolve is
     // judged and reported for providers that are up only: both are done again once it is up.
     const unwatchInventory = options.inventory.onChange((id, change) => {
@@ -281,18 +281,23 @@ export class AlarmEngine implements AlarmService {
   ): void {
     const previous = this.#alarms;
     for (const entry of previous.values()) this.#clearShelveTimer(entry);
-    this.#build(section.alarms, section.interlocks, previous);
+    this.#build(section.alarms, section.interlocks, previous, this.#interlocks);
     if (this.#stopped) return;
     this.#rebind(this.#started);
     this.#armCarriedShelves();
     this.evaluateAll();
   }
 
-  /** Builds the tables of `alarms` and `interlocks`, carrying state from `previous` entries. */
+  /**
+   * Builds the tables of `alarms` and `interlocks`, carrying state from `previous` entries: an
+   * interlock of the same id carries on from whether it blocked and since when, so the first
+   * evaluation after a reload publishes an engage or a release only when it changed.
+   */
   #build(
     alarms: readonly AlarmConfig[],
     interlocks: readonly InterlockConfig[],
     previous: ReadonlyMap<string, AlarmEntry>,
+    previousInterlocks: readonly InterlockEntry[],
   ): void {
     this.#alarms = new Map();
     this.#alarmList = [];
@@ -320,13 +325,15 @@ export class AlarmEngine implements AlarmService {
       this.#alarmList.push(entry);
       this.#watch(config.providerId, config.deviceId).alarms.push(entry);
     }
+    const interlocksBefore = new Map(previousInterlocks.map((e) => [e.interlock.config.id, e]));
     for (const config of interlocks) {
       const interlock = new Interlock(config, this.#ctx, inputFor);
+      const before = interlocksBefore.get(config.id);
       const entry: InterlockEntry = {
         interlock,
-        log: new TransitionLog(),
-        blocking: false,
-        sinceWall: null,
+        log: before?.log ?? new TransitionLog(),
+        blocking: before?.blocking ?? false,
+        sinceWall: before?.sinceWall ?? null,
         unresolved: [],
       };
       this.#interlocks.push(entry);

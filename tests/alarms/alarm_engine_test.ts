@@ -1103,3 +1103,27 @@ interlocks:
     await fx.close();
   }
 });
+
+Deno.test("AlarmEngine after a reload publishes an interlock's engage or release only when it changed: a kept one blocking is not engaged again, a loosened one is released", async () => {
+  const yaml = (limit: number) => `
+interlocks:
+  - { id: il, block: [p0/probe/program], while: "p0/probe/temp > ${limit}", message: m }
+`;
+  const s = await setup(yaml(80));
+  try {
+    await s.read([temp(85)]);
+    assert.deepEqual(interlockEvents(s.events).map((e) => e.blocking), [true]);
+    const since = s.engine.interlocks()[0]!.since_epoch_ms;
+
+    s.fx.clock.wallMs += 1_000;
+    s.reload(yaml(80)); // kept as it was, still blocking: no transition
+    assert.deepEqual(interlockEvents(s.events).map((e) => e.blocking), [true]);
+    assert.equal(s.engine.interlocks()[0]!.since_epoch_ms, since, "blocking since the engage");
+
+    s.reload(yaml(90)); // 85 no longer blocks: released, and said so
+    assert.deepEqual(interlockEvents(s.events).map((e) => e.blocking), [true, false]);
+    assert.equal(s.engine.interlocks()[0]!.blocking, false);
+  } finally {
+    await s.close();
+  }
+});
