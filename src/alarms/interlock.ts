@@ -97,6 +97,12 @@ export class Interlock {
 
   /** Whether it blocks now (see the module comment); `nowMono` is the monotonic clock. */
   evaluate(nowMono: number): boolean {
+    // Every input is classified, also those after the first bad one and those a comparison that
+    // cannot be made leaves unread: the engine's wake-up is set for when the first usable input
+    // goes stale (staleAtMono), and an outdated instant, once past, would wake it at once, again
+    // and again, for as long as the evaluation stops short of that input.
+    const all = this.inputs;
+    for (let i = 0; i < all.length; i++) all[i]!.classify(this.#ctx, nowMono);
     const inputs = this.valueInputs;
     for (let i = 0; i < inputs.length; i++) {
       const problem = inputs[i]!.classify(this.#ctx, nowMono);

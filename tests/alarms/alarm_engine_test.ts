@@ -1127,3 +1127,29 @@ interlocks:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine's wake-up is never set for an instant already past while an interlock blocks on one bad input of two", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: il, block: [p0/probe/program], while: "p0/probe/temp > 80 or p0/probe/mode == 'x'", message: m }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25), mode("open")]); // both usable: mode goes stale after 2000
+    s.fx.clock.mono = 1_500;
+    await s.read([temp(25, { quality: Q.FAULT }), mode("open")]); // mode fresh until 2500
+    assert.deepEqual(interlockEvents(s.events).map((e) => e.blocking), [true]);
+    // The wake-up fires; it must be set again for a later instant, not for one already past
+    // (that would wake the engine at once, again and again, while temp stays bad).
+    let wakes = 0;
+    for (s.fx.clock.mono = 2_001; wakes < 5; wakes++) {
+      const due = s.timers.dueTimes().filter((t) => t <= s.fx.clock.mono!);
+      if (due.length === 0) break;
+      s.timers.fireAll();
+    }
+    assert.ok(wakes <= 1, `woke ${wakes} times at the same instant`);
+    assert.equal(s.engine.interlocks()[0]!.blocking, true);
+  } finally {
+    await s.close();
+  }
+});
