@@ -169,6 +169,8 @@ export class AutomationEngine {
   #handles: readonly string[] = [];
   /** The calls the loaded tree makes with device and function written literally. */
   #literalCalls: readonly LiteralDeviceCall[] = [];
+  /** Digest of every file of the loaded tree (includes too); null without one. */
+  #contentDigest: string | null = null;
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
   readonly #lossLatch: DeviceLossLatch | null = null;
   /** Devices the tree commanded since AUTO was last entered (it depends on them). */
@@ -291,6 +293,7 @@ export class AutomationEngine {
     const built = await this.#buildTree(path, this.#o.tickRateHz);
     this.#handles = built.handles;
     this.#literalCalls = built.calls;
+    this.#contentDigest = built.contentDigest;
     this.#runner = built.runner;
     this.#log.info(
       `behavior tree ${path} loaded (main tree '${built.mainTreeId}', ${built.files} file(s))`,
@@ -305,13 +308,18 @@ export class AutomationEngine {
     runner: BtRunner;
     handles: readonly string[];
     calls: readonly LiteralDeviceCall[];
+    contentDigest: string;
     mainTreeId: string | undefined;
     files: number;
   }> {
     // The engine is loaded here, not at start-up: a runtime without a tree never loads it.
-    const { BtRunner, literalDeviceCalls, literalDeviceHandles, loadBehaviorTree } = await import(
-      "./bt/mod.ts"
-    );
+    const {
+      BtRunner,
+      computeTreeContentDigest,
+      literalDeviceCalls,
+      literalDeviceHandles,
+      loadBehaviorTree,
+    } = await import("./bt/mod.ts");
     const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
     for (const d of diagnostics) {
       if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
@@ -331,6 +339,7 @@ export class AutomationEngine {
       runner,
       handles: literalDeviceHandles(tree),
       calls: literalDeviceCalls(tree),
+      contentDigest: await computeTreeContentDigest(tree),
       mainTreeId: tree.mainTreeId,
       files: tree.files.length,
     };
@@ -363,7 +372,8 @@ export class AutomationEngine {
   /**
    * Configuration reload of automation.behavior_tree / tick_rate_hz: loads the tree (throws
    * INVALID_ARGUMENT with every diagnostic when it does not load, keeping the running one) and
-   * swaps it in unless it is the same (path, tick rate and digest): "unchanged". Refused while
+   * swaps it in unless it is the same (path, tick rate and the text of every file it reads,
+   * its includes too): "unchanged". Refused while
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
    * again after the load, synchronously with the swap.
    */
@@ -371,20 +381,22 @@ export class AutomationEngine {
     const before = this.#runner;
     if (this.#o.modes.current() === "AUTO") {
       const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
-        (behaviorTree === null || (await this.#digestOf(behaviorTree)) === before?.version?.digest);
+        (behaviorTree === null || (await this.#digestOf(behaviorTree)) === this.#contentDigest);
       return same ? "unchanged" : "refused_auto";
     }
     let next: BtRunner | null = null;
     let handles: readonly string[] = [];
     let calls: readonly LiteralDeviceCall[] = [];
+    let contentDigest: string | null = null;
     if (behaviorTree !== null) {
       const built = await this.#buildTree(behaviorTree, tickRateHz);
       next = built.runner;
       handles = built.handles;
       calls = built.calls;
+      contentDigest = built.contentDigest;
     }
     const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
-      next?.version?.digest === before?.version?.digest;
+      contentDigest === this.#contentDigest;
     if (same) return "unchanged";
     if (this.#o.modes.current() === "AUTO") return "refused_auto"; // entered AUTO meanwhile
     const started = this.#unsubscribe !== null;
@@ -395,16 +407,17 @@ export class AutomationEngine {
     this.#runner = next;
     this.#handles = handles;
     this.#literalCalls = calls;
+    this.#contentDigest = contentDigest;
     this.#log.info(`behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload`);
     if (started) this.start();
     return "replaced";
   }
 
-  /** The digest a tree file would get, or null when it does not load. */
+  /** The content digest a tree file would get (includes too), or null when it does not load. */
   async #digestOf(path: string): Promise<string | null> {
-    const { computeAutomationVersion, loadBehaviorTree } = await import("./bt/mod.ts");
+    const { computeTreeContentDigest, loadBehaviorTree } = await import("./bt/mod.ts");
     const { tree } = loadBehaviorTree(path, this.#o.readFile);
-    return tree ? (await computeAutomationVersion(tree)).digest : null;
+    return tree ? await computeTreeContentDigest(tree) : null;
   }
 
   /** Where status() finds the open run id (the run registry lives outside the kernel). */

@@ -285,3 +285,33 @@ Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names g
   assert.deepEqual(engine.status().device_loss_latched, []);
   assert.equal(engine.status().not_running, null);
 });
+
+Deno.test("AutomationEngine reloadTree loads the tree again when only a file it includes changed", async () => {
+  const files: Record<string, string> = {
+    [TREE]: xmlRoot(
+      `<include path="common.xml"/><BehaviorTree ID="Main"><SubTree ID="Hold"/></BehaviorTree>`,
+      "Main",
+    ),
+    "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="1000"/></BehaviorTree>`),
+  };
+  const { engine, modes } = setup(SLEEP, {
+    readFile: (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`No such file: ${path}`);
+      return text;
+    },
+  });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  assert.equal(await engine.reloadTree(TREE, 10), "unchanged", "nothing changed");
+  const before = engine.runner;
+  // The operator edits the included subtree: the top-level file is byte for byte the same.
+  files["/bt/common.xml"] = xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="5"/></BehaviorTree>`);
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.notEqual(engine.runner, before);
+  modes.set("AUTO");
+  files["/bt/common.xml"] = xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="7"/></BehaviorTree>`);
+  assert.equal(await engine.reloadTree(TREE, 10), "refused_auto", "never swapped in AUTO");
+  engine.stop();
+});

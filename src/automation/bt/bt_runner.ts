@@ -77,6 +77,17 @@ export async function computeAutomationVersion(parsed: ParsedTree): Promise<Auto
 }
 
 /**
+ * SHA-256 hex over every file of the tree, its includes too (names and texts, top-level first):
+ * what a configuration reload compares to decide whether the tree changed. The version digest
+ * covers the top-level file only, so an edited included subtree would look unchanged.
+ */
+export async function computeTreeContentDigest(parsed: ParsedTree): Promise<string> {
+  const text = JSON.stringify(parsed.files.map((file, i) => [file, parsed.texts[i]]));
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
  * Ticks on a grid of the process's monotonic clock (common/grid.ts): `setInterval` stretches each
  * period by its callback's lateness and ticked 48.3-48.6 times a second at 50 Hz (bench workload
  * 8); the grid keeps the configured rate, and a tick that ran long skips the missed instants.

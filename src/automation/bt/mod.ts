@@ -9,7 +9,12 @@ export { parseBehaviorTree } from "./parse.ts";
 export { verifyParsedTree } from "./verify.ts";
 export { buildTree } from "./build.ts";
 export type { BuildOptions, BuiltTree } from "./build.ts";
-export { BtRunner, computeAutomationVersion, STALL_FAILURE_TICKS } from "./bt_runner.ts";
+export {
+  BtRunner,
+  computeAutomationVersion,
+  computeTreeContentDigest,
+  STALL_FAILURE_TICKS,
+} from "./bt_runner.ts";
 export type {
   AutomationStatus,
   AutomationVersion,

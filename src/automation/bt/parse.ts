@@ -37,6 +37,8 @@ export interface ParsedTree {
   readonly trees: ReadonlyMap<string, TreeDefinition>;
   /** Every file read, top-level first. */
   readonly files: readonly string[];
+  /** The text of each of `files`, in the same order (what a reload compares). */
+  readonly texts: readonly string[];
 }
 
 const decoder = new TextDecoder();
@@ -66,10 +68,12 @@ export function parseBehaviorTree(
   }
   const trees = new Map<string, TreeDefinition>();
   const files: string[] = [];
+  const texts: string[] = [];
   let generatedIds = 0;
 
   const loadDocument = (file: string, text: string, chain: string[]): XmlElement | undefined => {
     files.push(file);
+    texts.push(text);
     const xml = parseXmlDocument(text, file);
     if (!xml.ok) {
       diagnostics.push(errorAt({ file, line: xml.line, column: xml.column }, "", xml.message));
@@ -213,6 +217,7 @@ export function parseBehaviorTree(
       mainTreeId,
       trees,
       files,
+      texts,
     },
     diagnostics,
   };
