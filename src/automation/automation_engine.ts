@@ -164,6 +164,8 @@ export class AutomationEngine {
   readonly #log: Logger;
   readonly #services: BtServices;
   #runner: BtRunner | null = null;
+  /** Between start() and stop(): a tree loaded meanwhile (a reload) starts ticking in AUTO. */
+  #started = false;
   #openRunId: () => string | null = () => null;
   #unsubscribe: (() => void) | null = null;
   #handles: readonly string[] = [];
@@ -350,6 +352,7 @@ export class AutomationEngine {
    * mode is AUTO; every committed mode change is followed at once.
    */
   start(): void {
+    this.#started = true;
     const runner = this.#runner;
     if (!runner || this.#unsubscribe) return;
     this.#unsubscribe = this.#o.modes.onModeChange(({ current }) => {
@@ -363,6 +366,7 @@ export class AutomationEngine {
 
   /** Halts the tree and stops ticking. Idempotent. */
   stop(): void {
+    this.#started = false;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#runner?.stop();
@@ -399,7 +403,8 @@ export class AutomationEngine {
       contentDigest === this.#contentDigest;
     if (same) return "unchanged";
     if (this.#o.modes.current() === "AUTO") return "refused_auto"; // entered AUTO meanwhile
-    const started = this.#unsubscribe !== null;
+    // Started with no tree (none configured, or a reload removed it), #unsubscribe is null.
+    const started = this.#started;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     before?.stop();

@@ -315,3 +315,17 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
   assert.equal(await engine.reloadTree(TREE, 10), "refused_auto", "never swapped in AUTO");
   engine.stop();
 });
+
+Deno.test("AutomationEngine started without a tree ticks the one a reload adds, in AUTO", async () => {
+  const { engine, modes } = setup(SLEEP, { behaviorTree: null });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.equal(engine.status().not_running?.cause, "mode", "waiting for AUTO, not stopped");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.active, true);
+  assert.equal(engine.runner!.tickOnce(), "RUNNING");
+  assert.equal(engine.status().not_running, null);
+  engine.stop();
+});
