@@ -408,7 +408,7 @@ export class IncidentRecorder {
 
   async #loadIndex(): Promise<void> {
     const files = this.#o.files;
-    const headers: IncidentHeader[] = [];
+    const headers: { header: IncidentHeader; n: number }[] = [];
     for (const name of await files.listNames(this.#o.dir)) {
       const m = /^(inc-\d+-(\d+))\.jsonl$/.exec(name);
       if (!m) continue;
@@ -420,14 +420,20 @@ export class IncidentRecorder {
       for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
         try {
           const h = JSON.parse(line) as IncidentHeader;
-          if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") headers.push(h);
+          if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") {
+            headers.push({ header: h, n });
+          }
         } catch {
           this.#o.log.warn(`incident file ${name}: damaged header, left out`);
         }
         break;
       }
     }
-    this.#index = headers.sort((a, b) => a.at_epoch_ms - b.at_epoch_ms);
+    // In the order they were recorded: by the counter of their ids, which goes on across
+    // restarts. Their wall times may say otherwise (a board that booted without its real-time
+    // clock stamps a newer record earlier), and the bound removes the oldest first.
+    this.#index = headers.sort((a, b) => a.n - b.n || a.header.at_epoch_ms - b.header.at_epoch_ms)
+      .map((e) => e.header);
     await this.#prune();
   }
 

@@ -119,3 +119,48 @@ Deno.test("an incident of a process whose wall clock repeats a previous process'
   await incidents.stop();
   await history.stop();
 });
+
+Deno.test("the records kept across restarts are the latest recorded, whatever the wall clock said when each was made", async () => {
+  // Three boots of a board without a real-time clock, the second started a day behind the first:
+  // its record is stamped earlier, but it is the newer one, and the bound (two records) must
+  // remove the first boot's record when the third boot records one.
+  let files: Parameters<typeof handFedHistory>[1] | undefined;
+  const ids: string[] = [];
+  let kept: string[] = [];
+  for (const [boot, wallOffset] of [[1, 0], [2, -86_400_000], [3, 0]] as const) {
+    const fed = handFedHistory({ diskMaxBytes: 0 }, files);
+    files = fed.files;
+    const { clock, history } = fed;
+    clock.wall += wallOffset;
+    const bus = new EventBus();
+    const incidents = new IncidentRecorder({
+      config: {
+        ...testConfig().history,
+        incidentBeforeS: 1,
+        incidentAfterS: 10,
+        incidentMaxCount: 2,
+      },
+      history,
+      files: fed.files,
+      dir: "/data/history/incidents",
+      clock,
+      log: testLogger(),
+    });
+    await history.start();
+    await incidents.start(bus);
+    bus.publish({
+      kind: "device_availability",
+      provider_id: "p0",
+      device_id: `boot${boot}`,
+      available: false,
+      timestamp_ms: clock.nowMs(),
+    });
+    clock.advance(10_000);
+    await incidents.settled();
+    kept = incidents.list().map((h) => h.incident_id);
+    ids.push(kept.find((id) => !ids.includes(id))!);
+    await incidents.stop();
+    await history.stop();
+  }
+  assert.deepEqual(kept, [ids[2], ids[1]], "the third and the second boot's records, newest first");
+});
