@@ -448,7 +448,12 @@ export class StateCache implements FreshReader {
     host.onAvailability((up) => {
       if (!current()) return;
       if (!up) this.#markProviderDown(host.id);
-      else this.#loops.get(host.id)?.wake();
+      else {
+        // What the previous process reported of its devices says nothing of the new one's (a
+        // device it called UNREACHABLE would count as failing): the new one is asked at once.
+        this.#reported.delete(host.id);
+        this.#loops.get(host.id)?.wake();
+      }
     });
     this.#byProvider.delete(host.id);
     this.#applyInventory(host, host.devices); // none yet unless the host is already up

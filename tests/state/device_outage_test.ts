@@ -21,6 +21,7 @@ import {
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 const DOWN_AFTER_MS = 500;
 
@@ -541,6 +542,32 @@ Deno.test("DeviceOutages follows the device of a provider that lists only one, a
     await fx.cache.pollDevice("p0", "pump");
     timers.advance(DOWN_AFTER_MS);
     assert.deepEqual(told, ["pump up", "pump failing", "pump down"]);
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages does not judge a restarted provider's device by the health its previous process reported", async () => {
+  const fx = await startProgrammable(INVENTORY, { inProcess: true, restart: {} });
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: fx.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  try {
+    await fx.program("pump", {
+      health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
+    });
+    await fx.cache.fetchReportedHealth(fx.host);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "failing");
+    // The process dies; the new one answers the pump's reads and has reported nothing yet.
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.deepEqual(outages.condition("p0", "pump"), { kind: "up", reason: "", sinceMono: null });
   } finally {
     outages.stop();
     await fx.close();
