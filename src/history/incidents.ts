@@ -8,9 +8,11 @@
  * so the e-stop never waits for it; the window is read from the ring and written when the timer
  * fires (after `incident_after_s`), or at stop. Triggers within MERGE_WINDOW_MS of a pending one
  * join it (an e-stop is also a FAULT entry: one incident, the e-stop its trigger, the FAULT in
- * `also`). Records are files `<data_dir>/history/incidents/<id>.jsonl` (JSON Lines: a header, then
- * one line per signal with its samples `[t_ms, value, quality]`), the JSONL export as stored;
- * bounded by `incident_max_count` and `incident_max_bytes` (the oldest are removed).
+ * `also`); at most MAX_PENDING_INCIDENTS wait, more are dropped, but an e-stop or FAULT entry
+ * makes room by writing the oldest at once. Records are files
+ * `<data_dir>/history/incidents/<id>.jsonl` (JSON Lines: a header, then one line per signal with
+ * its samples `[t_ms, value, quality]`), the JSONL export as stored; bounded by
+ * `incident_max_count` and `incident_max_bytes` (the oldest are removed).
  */
 import {
   type Clock,
@@ -268,6 +270,18 @@ export class IncidentRecorder {
       if (devices === null) joined.devices = null;
       else if (joined.devices !== null) { for (const d of devices) joined.devices.add(d); }
       return;
+    }
+    if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
+      // An e-stop or a FAULT entry is never dropped for weaker triggers waiting (a flapping
+      // device or alarm): the oldest waiting incident is written now, with the window so far.
+      const oldest = this.#pending[0]!;
+      this.#o.clock.clearTimer(oldest.timer);
+      oldest.timer = null;
+      this.#o.log.warn(
+        `incident ${oldest.id} written early: ${MAX_PENDING_INCIDENTS} incidents are waiting ` +
+          `for their window (MAX_PENDING_INCIDENTS) and ${trigger} needs one`,
+      );
+      this.#capture(oldest);
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS) {
       if (this.#dropped++ === 0) {

@@ -6,14 +6,14 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import { IncidentRecorder, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import { IncidentRecorder, MAX_PENDING_INCIDENTS, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
-function rig() {
+function rig(incidentAfterS = 10) {
   const { clock, history, files } = handFedHistory({ diskMaxBytes: 0 });
-  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 10 };
+  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS };
   const bus = new EventBus();
   const incidents = new IncidentRecorder({
     config,
@@ -163,4 +163,26 @@ Deno.test("the records kept across restarts are the latest recorded, whatever th
     await history.stop();
   }
   assert.deepEqual(kept, [ids[2], ids[1]], "the third and the second boot's records, newest first");
+});
+
+Deno.test("an e-stop gets its incident while MAX_PENDING_INCIDENTS weaker ones wait for their window", async () => {
+  const { clock, history, bus, incidents, loss, estop } = rig(30);
+  await history.start();
+  await incidents.start(bus);
+  // A flapping device: a loss every 1.1 s, each an incident of its own (beyond the merge window).
+  for (let i = 0; i < MAX_PENDING_INCIDENTS; i++) {
+    loss(`d${i}`);
+    clock.advance(MERGE_WINDOW_MS + 100);
+  }
+  assert.equal(incidents.status().pending, MAX_PENDING_INCIDENTS);
+  estop();
+  assert.equal(incidents.status().pending, MAX_PENDING_INCIDENTS, "still bounded");
+  clock.advance(30_000);
+  await incidents.settled();
+  const estops = incidents.list().filter((h) => h.trigger === "estop");
+  assert.equal(estops.length, 1, "the e-stop has its record");
+  assert.equal(estops[0]!.until_epoch_ms - estops[0]!.at_epoch_ms, 30_000, "its whole window");
+  assert.equal(incidents.list().length, MAX_PENDING_INCIDENTS + 1, "none of the others lost");
+  await incidents.stop();
+  await history.stop();
 });
