@@ -413,6 +413,8 @@ export class AutomationEngine {
     this.#handles = handles;
     this.#literalCalls = calls;
     this.#contentDigest = contentDigest;
+    // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one.
+    this.#calls.clear();
     this.#log.info(`behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload`);
     if (started) this.start();
     return "replaced";

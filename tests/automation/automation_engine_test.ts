@@ -329,3 +329,27 @@ Deno.test("AutomationEngine started without a tree ticks the one a reload adds, 
   assert.equal(engine.status().not_running, null);
   engine.stop();
 });
+
+Deno.test("AutomationEngine forgets the replaced tree's failed calls: status names no outage the new tree never saw", async () => {
+  const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
+  const { engine, modes } = setup(SLEEP, {
+    readFile: (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`No such file: ${path}`);
+      return text;
+    },
+  });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  const abort = new AbortController();
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(engine.services.callDevice("sim0/motorctl0", "f", {}, abort.signal));
+  }
+  assert.deepEqual(engine.status().device_outages.map((o) => o.device_handle), ["sim0/motorctl0"]);
+  files[TREE] = xmlRoot(`<BehaviorTree ID="Main"><Sleep msec="5"/></BehaviorTree>`, "Main");
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.deepEqual(engine.status().device_outages, []);
+  assert.equal(engine.status().last_error, null);
+  engine.stop();
+});
