@@ -145,6 +145,11 @@ export interface InterlockView {
 export const TRANSITION_LOG_LINES = 5;
 /** The window of TRANSITION_LOG_LINES. */
 export const TRANSITION_LOG_WINDOW_MS = 60_000;
+/**
+ * A change of the wall clock's offset to the monotonic clock at least this large is a step (NTP,
+ * an operator): a shelve's end shown on the wall clock moves with it. Smaller drift is ignored.
+ */
+export const WALL_STEP_MS = 1000;
 
 /**
  * What the HTTP layer needs. `source` is who asks (audit trail; default an HTTP client): every
@@ -689,7 +694,7 @@ export class AlarmEngine implements AlarmService {
         quality: t.quality,
         action: config.action,
         message: config.message,
-        shelved_until_epoch_ms: entry.monitor.shelvedUntilEpochMs,
+        shelved_until_epoch_ms: this.#shelvedUntilWall(entry.monitor),
         timestamp_ms: t.at_epoch_ms,
       });
     } catch (err) {
@@ -739,7 +744,7 @@ export class AlarmEngine implements AlarmService {
         break;
       case "shelve":
         line = `alarm ${config.id} shelved until ${
-          new Date(entry.monitor.shelvedUntilEpochMs ?? 0).toISOString()
+          new Date(this.#shelvedUntilWall(entry.monitor) ?? 0).toISOString()
         }`;
         break;
       case "unshelve":
@@ -778,7 +783,7 @@ export class AlarmEngine implements AlarmService {
       quality: s?.quality ?? null,
       bad_input: badInput,
       since_epoch_ms: m.sinceEpochMs,
-      shelved_until_epoch_ms: m.shelvedUntilEpochMs,
+      shelved_until_epoch_ms: this.#shelvedUntilWall(m),
       limits: { ...c.limits },
       alarm_when: c.alarmWhen ?? null,
       hysteresis: c.hysteresis,
@@ -786,6 +791,19 @@ export class AlarmEngine implements AlarmService {
       on_bad_quality: c.onBadQuality,
       transitions: m.transitions(),
     };
+  }
+
+  /**
+   * When the shelve ends on the wall clock of now (null: not shelved). It ends on the monotonic
+   * clock: a step of the wall clock since it began (the two clocks' offset moved by at least
+   * WALL_STEP_MS) moves the instant shown by the step, not the shelve.
+   */
+  #shelvedUntilWall(m: AlarmMonitor): number | null {
+    const untilMono = m.shelvedUntilMono;
+    const untilWall = m.shelvedUntilEpochMs;
+    if (untilMono === null || untilWall === null) return null;
+    const step = this.#o.clock.nowMs() - this.#o.clock.monoMs() - (untilWall - untilMono);
+    return Math.abs(step) < WALL_STEP_MS ? untilWall : Math.round(untilWall + step);
   }
 
   #entry(id: string): AlarmEntry {

@@ -1153,3 +1153,26 @@ interlocks:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine says when a shelve ends on the wall clock of now: a step of the wall clock moves it, not the shelve", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    s.engine.shelve("hot", 60_000);
+    assert.equal(s.engine.alarm("hot").shelved_until_epoch_ms, s.fx.clock.wallMs + 60_000);
+    // NTP steps the wall clock a day ahead 10 s later: the shelve still ends 50 s from now.
+    s.fx.clock.mono = 11_000;
+    s.fx.clock.wallMs += 10_000 + 86_400_000;
+    assert.equal(s.engine.alarm("hot").state, "shelved");
+    assert.equal(s.engine.alarm("hot").shelved_until_epoch_ms, s.fx.clock.wallMs + 50_000);
+    s.fx.clock.mono = 61_000;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("hot").state, "active");
+  } finally {
+    await s.close();
+  }
+});
