@@ -48,6 +48,12 @@ export function originMatches(entry: string, origin: string): boolean {
 export class CorsPolicy {
   readonly #origins: readonly string[];
   readonly #credentials: boolean;
+  /**
+   * An entry other than `*`: the CORS headers of an answer then depend on the request's Origin,
+   * so every answer says `Vary: Origin` (a shared cache must not hand one origin's answer, or an
+   * answer without CORS headers, to another).
+   */
+  readonly #varies: boolean;
   readonly #log: Logger | null;
   /** Origins without a grant already logged (at most MAX_LOGGED_UNGRANTED_ORIGINS). */
   readonly #logged = new Set<string>();
@@ -57,6 +63,7 @@ export class CorsPolicy {
   constructor(http: HttpConfig, log: Logger | null = null) {
     this.#origins = http.corsAllowedOrigins;
     this.#credentials = http.corsAllowCredentials;
+    this.#varies = this.#origins.some((e) => e !== "*");
     this.#log = log;
   }
 
@@ -93,11 +100,12 @@ export class CorsPolicy {
   }
 
   /**
-   * Headers to add to the response of `req`; empty when the request has no Origin or it matches
-   * no entry. `preflight` always carries Allow-Methods/Allow-Headers (as anolis answers them).
+   * Headers to add to the response of `req`; none of the CORS grants when the request has no
+   * Origin or it matches no entry (`Vary: Origin` still, with an entry other than `*`). `preflight` always carries Allow-Methods/Allow-Headers (as anolis answers them).
    */
   headersFor(req: Request, preflight: boolean): Record<string, string> {
     const out: Record<string, string> = {};
+    if (this.#varies) out["vary"] = "Origin";
     if (preflight) {
       out["access-control-allow-methods"] = CORS_ALLOW_METHODS;
       out["access-control-allow-headers"] = CORS_ALLOW_HEADERS;
@@ -113,7 +121,6 @@ export class CorsPolicy {
       out["access-control-allow-origin"] = "*";
     } else {
       out["access-control-allow-origin"] = origin;
-      out["vary"] = "Origin";
     }
     out["access-control-allow-methods"] = CORS_ALLOW_METHODS;
     out["access-control-allow-headers"] = CORS_ALLOW_HEADERS;
@@ -150,6 +157,10 @@ function quoteOrigin(origin: string): string {
 
 /** Copies `headers` onto a response (responses built here have mutable headers). */
 export function withHeaders(res: Response, headers: Record<string, string>): Response {
-  for (const [k, v] of Object.entries(headers)) res.headers.set(k, v);
+  for (const [k, v] of Object.entries(headers)) {
+    // Vary lists every request header the answer depends on: Origin joins what is there.
+    if (k === "vary") res.headers.append(k, v);
+    else res.headers.set(k, v);
+  }
   return res;
 }

@@ -155,7 +155,9 @@ Deno.test("HttpApi adds CORS headers for a matching origin on every response, er
     });
     assert401(denied);
     assert.equal(denied.headers.get("access-control-allow-origin"), origin);
-    // A non-matching origin and a request without Origin get no CORS headers.
+    // A non-matching origin and a request without Origin get no CORS headers, but Vary: Origin
+    // all the same: a shared cache must not hand their answer to a granted origin, or a granted
+    // origin's answer to them. (Before: no Vary on these answers.)
     const other = await fx.request("GET", "/v0/devices", {
       headers: { origin: "http://evil.test" },
     });
@@ -164,6 +166,7 @@ Deno.test("HttpApi adds CORS headers for a matching origin on every response, er
       for (const h of ["allow-origin", "allow-methods", "allow-headers", "allow-credentials"]) {
         assert.equal(r.headers.get(`access-control-${h}`), null, h);
       }
+      assert.equal(r.headers.get("vary"), "Origin");
     }
   } finally {
     await fx.close();
