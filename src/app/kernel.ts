@@ -207,10 +207,10 @@ export class Kernel {
   readonly reloader: ConfigReloader | null;
   #http: HttpServerHandle | null = null;
   /**
-   * The TLS certificate and key as the server read them at start (null without TLS): a reload
-   * compares the files, which a renewal rewrites in place (same paths) and only a restart serves.
+   * The TLS files as read at start, by configuration key (FILES_READ_AT_START): a reload compares
+   * them, as a renewal rewrites them in place (same paths) and only a restart reads them again.
    */
-  #tlsServed: { readonly cert: Uint8Array; readonly key: Uint8Array } | null = null;
+  readonly #filesRead = new Map<string, { readonly path: string; readonly bytes: Uint8Array }>();
   #sparkplug: SparkplugHandle | null = null;
   /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at construction (only when enabled). */
   #sparkplugCredentials: { username?: string | undefined; password?: string | undefined } = {};
@@ -584,9 +584,9 @@ export class Kernel {
       connect: this.host.mqttConnect ?? connectMqttJs,
       ...this.#sparkplugCredentials,
       tls: {
-        ca: bytes(config.sparkplug.tls.caPath),
-        cert: bytes(config.sparkplug.tls.certPath),
-        key: bytes(config.sparkplug.tls.keyPath),
+        ca: this.#noteFileRead("sparkplug.tls.ca_file", config.sparkplug.tls.caPath, bytes),
+        cert: this.#noteFileRead("sparkplug.tls.cert_file", config.sparkplug.tls.certPath, bytes),
+        key: this.#noteFileRead("sparkplug.tls.key_file", config.sparkplug.tls.keyPath, bytes),
       },
       bus: this.bus,
       inventory: this.inventory,
@@ -640,10 +640,8 @@ export class Kernel {
       return;
     }
     if (serve === undefined) return;
-    if (http.tlsCertPath !== null && http.tlsKeyPath !== null) {
-      const tls = this.#readTls(http.tlsCertPath, http.tlsKeyPath);
-      if (tls !== null) this.#tlsServed = tls;
-    }
+    this.#noteFileRead("http.tls_cert_path", http.tlsCertPath);
+    this.#noteFileRead("http.tls_key_path", http.tlsKeyPath);
     const server = await serve({
       hostname: http.bind,
       port: http.port,
@@ -780,7 +778,7 @@ export class Kernel {
       notes: [],
       refused: [],
       failed: [],
-      needsRestart: [...diff.needsRestart, ...this.#tlsFilesChanged(next)],
+      needsRestart: [...diff.needsRestart, ...this.#filesChanged(next)],
       weakened: [],
       estopActions: 0,
     };
@@ -823,36 +821,55 @@ export class Kernel {
     return report;
   }
 
-  /** The TLS certificate and key files' bytes, or null when either cannot be read. */
-  #readTls(certPath: string, keyPath: string): { cert: Uint8Array; key: Uint8Array } | null {
-    const readFile = this.host.readFile ?? readFileBytes;
-    const bytes = (path: string) => {
-      const b = readFile(path);
-      return typeof b === "string" ? new TextEncoder().encode(b) : b;
-    };
+  /** A file's bytes through the host's readFile. Throws when it cannot be read. */
+  #readBytes(path: string): Uint8Array {
+    const b = (this.host.readFile ?? readFileBytes)(path);
+    return typeof b === "string" ? new TextEncoder().encode(b) : b;
+  }
+
+  /**
+   * Reads the file `key` names at `path` (null: none; `read`: the caller's reader, whose errors
+   * are its own), remembers its bytes for #filesChanged and returns them. A file the kernel cannot
+   * read here is not remembered (its reader reports it).
+   */
+  #noteFileRead(
+    key: string,
+    path: string | null,
+    read?: (path: string) => Uint8Array | undefined,
+  ): Uint8Array | undefined {
+    if (path === null) return undefined;
+    if (read !== undefined) {
+      const bytes = read(path);
+      if (bytes !== undefined) this.#filesRead.set(key, { path, bytes });
+      return bytes;
+    }
     try {
-      return { cert: bytes(certPath), key: bytes(keyPath) };
+      const bytes = this.#readBytes(path);
+      this.#filesRead.set(key, { path, bytes });
+      return bytes;
     } catch {
-      return null;
+      return undefined;
     }
   }
 
   /**
-   * The TLS keys whose file a reload finds changed under the same path (a renewed certificate):
-   * served only after a restart, so reported as needing one. A changed path is the diff's.
+   * The keys whose file a reload finds changed under the same path (a renewed certificate, the
+   * HTTP server's or the Sparkplug link's): read only at start, so reported as needing a restart.
+   * A changed path is the diff's.
    */
-  #tlsFilesChanged(next: Config): string[] {
-    const served = this.#tlsServed;
-    const now = this.#config.http;
-    if (served === null || now.tlsCertPath === null || now.tlsKeyPath === null) return [];
-    if (next.http.tlsCertPath !== now.tlsCertPath || next.http.tlsKeyPath !== now.tlsKeyPath) {
-      return [];
-    }
-    const read = this.#readTls(now.tlsCertPath, now.tlsKeyPath);
-    if (read === null) return ["http.tls_cert_path / http.tls_key_path (unreadable now)"];
+  #filesChanged(next: Config): string[] {
     const out: string[] = [];
-    if (!sameBytes(read.cert, served.cert)) out.push("http.tls_cert_path (file changed)");
-    if (!sameBytes(read.key, served.key)) out.push("http.tls_key_path (file changed)");
+    for (const [key, read] of this.#filesRead) {
+      if (FILES_READ_AT_START[key]?.(next) !== read.path) continue;
+      let now: Uint8Array;
+      try {
+        now = this.#readBytes(read.path);
+      } catch {
+        out.push(`${key} (unreadable now)`);
+        continue;
+      }
+      if (!sameBytes(now, read.bytes)) out.push(`${key} (file changed)`);
+    }
     return out;
   }
 
@@ -1152,6 +1169,15 @@ export function historyReplay(history: History) {
     },
   };
 }
+
+/** The files a configuration names that are read only at start, by key: the path each names. */
+const FILES_READ_AT_START: Readonly<Record<string, (c: Config) => string | null>> = {
+  "http.tls_cert_path": (c) => c.http.tlsCertPath,
+  "http.tls_key_path": (c) => c.http.tlsKeyPath,
+  "sparkplug.tls.ca_file": (c) => c.sparkplug.tls.caPath,
+  "sparkplug.tls.cert_file": (c) => c.sparkplug.tls.certPath,
+  "sparkplug.tls.key_file": (c) => c.sparkplug.tls.keyPath,
+};
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);

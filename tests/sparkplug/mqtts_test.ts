@@ -73,3 +73,44 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a reload after the Sparkplug CA file was renewed in place says it needs a restart (it said nothing: the file is read at start)",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "sparkplug-tls-renew-" });
+    const { cert, key } = await selfSignedCert(dir);
+    const broker = await Mosquitto.start({ tls: { certFile: cert, keyFile: key } });
+    const config = testConfig({
+      runtime: { name: "renew-node" },
+      providers: [simProvider("sim0")],
+      sparkplug: {
+        enabled: true,
+        brokerUrl: `mqtts://localhost:${broker.tlsPort}`,
+        groupId: GROUP,
+        reconnectMs: 200,
+        tls: { caPath: cert, certPath: null, keyPath: null },
+      },
+    });
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config);
+      await waitFor("connected over TLS", () => rt!.sparkplug?.connected, 15_000);
+      const running = rt.config;
+      assert.deepEqual((await rt.reload(running)).needsRestart, [], "nothing changed yet");
+      // The CA renewed under the same path (as a certificate renewal does).
+      const other = await Deno.makeTempDir({ prefix: "sparkplug-tls-renew-" });
+      await Deno.copyFile((await selfSignedCert(other)).cert, cert);
+      await Deno.remove(other, { recursive: true });
+      // Before: [] -- "config reload: no change", the old CA kept until a restart.
+      assert.deepEqual((await rt.reload(running)).needsRestart, [
+        "sparkplug.tls.ca_file (file changed)",
+      ]);
+    } finally {
+      await rt?.stop();
+      await broker.dispose();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
