@@ -37,7 +37,8 @@
  * (`event_bytes`), so a start does not look at every file.
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
- * start. Journal lines replay cannot use (corrupt, torn by a crash, nested too deep, or failing in
+ * start, unless its event file already ends with run_closed (a close whose record failed): that
+ * event's reason and time are recorded instead, and nothing is written after it. Journal lines replay cannot use (corrupt, torn by a crash, nested too deep, or failing in
  * any other way) are skipped, counted and reported through the logger and
  * {@link RunRegistry.startupReport}; they are never fatal.
  */
@@ -199,6 +200,12 @@ interface OpenRun {
   notRecorded: number;
   /** Bus events that came while its run_closed was being written (counted if the close fails). */
   whileClosing: number;
+  /**
+   * Its run_closed event, once written to its event file while the close record of runs.jsonl is
+   * not (that write failed): the run has ended on disk. Nothing more is written to its file, and
+   * the retried close writes only the record, with this event's reason and time.
+   */
+  closedEvent: RunEvent | null;
 }
 
 type Body = Record<string, unknown>;
@@ -313,7 +320,14 @@ export class RunRegistry {
       for (const id of this.#order) {
         const run = this.#runs.get(id) as Run;
         if (run.state !== "open") continue;
-        await this.#closeRun(run, "abandoned", now);
+        const reason = await this.#closeRun(run, "abandoned", now);
+        if (reason !== "abandoned") {
+          this.#log.warn(
+            `run ${id}: its event file ends with run_closed (${reason}), its close record was ` +
+              `not written by the previous process: closed as the event file says`,
+          );
+          continue;
+        }
         abandoned.push(id);
         this.#log.warn(`run ${id} was left open by the previous process: closed as abandoned`);
       }
@@ -446,6 +460,7 @@ export class RunRegistry {
         bytes: opened,
         notRecorded: 0,
         whileClosing: 0,
+        closedEvent: null,
       };
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
@@ -589,6 +604,12 @@ export class RunRegistry {
       const open = this.#open;
       if (run.state !== "open" || !open || open.run !== run) {
         throw failedPrecondition(`Run is closed: ${runId}`);
+      }
+      if (open.closedEvent !== null) {
+        throw failedPrecondition(
+          `Run is closing: ${runId} (its run_closed event is written, its close record is not: ` +
+            `retry the close)`,
+        );
       }
       const now = this.#opts.clock.nowMs();
       const event = this.#event(
@@ -762,6 +783,10 @@ export class RunRegistry {
   ): void {
     const open = this.#open;
     if (!open || this.#state !== "ready") return;
+    if (open.closedEvent !== null && !open.closing) {
+      this.#droppedBusEvent(`the open run's run_closed is written, its close record is not`);
+      return;
+    }
     if (open.closing) {
       open.whileClosing++;
       return;
@@ -1000,26 +1025,40 @@ export class RunRegistry {
     return "unknown op";
   }
 
-  /** Writes run_closed + the close record (both fsync'd), then updates memory. */
-  async #closeRun(run: Run, reason: CloseReason, now: number): Promise<void> {
+  /**
+   * Writes run_closed + the close record (both fsync'd), then updates memory. A run_closed already
+   * in the event file (written by a close whose record failed, in this process or the one before)
+   * is not written again: the record takes its reason and time. Returns the reason recorded.
+   */
+  async #closeRun(run: Run, reason: CloseReason, now: number): Promise<CloseReason> {
     const open = this.#open?.run === run ? this.#open : null;
     // A run found open at start-up: its event file is continued after the last good line (the
     // writer starts on a new line after a torn one).
     const writer = open?.writer ?? this.#writer(this.#eventFile(run.run_id), 1);
     try {
-      let sequence: number;
+      let event: RunEvent | null = null;
+      let sequence = 0;
       if (open) {
         open.closing = true;
         open.whileClosing = 0;
-        sequence = open.nextSequence++;
+        event = open.closedEvent;
+        if (event === null) sequence = open.nextSequence++;
       } else {
-        sequence = ((await lastKeyed(await this.#keyedEvents(run.run_id, true)))?.key ?? 0) + 1;
+        const last = await lastKeyed(await this.#keyedEvents(run.run_id, true));
+        event = last === null ? null : this.#closedEventOf(last.line, run.run_id);
+        sequence = (last?.key ?? 0) + 1;
       }
-      // Always written, past the bound too: the run's end, and what the bound left out.
-      const left = open?.notRecorded ?? 0;
-      const payload = left > 0 ? { events_not_recorded: left } : {};
-      const event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
-      written(await writer.append(JSON.stringify(event), { sync: true }));
+      if (event === null) {
+        // Always written, past the bound too: the run's end, and what the bound left out.
+        const left = open?.notRecorded ?? 0;
+        const payload = left > 0 ? { events_not_recorded: left } : {};
+        event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
+        written(await writer.append(JSON.stringify(event), { sync: true }));
+        if (open) open.closedEvent = event;
+      } else {
+        reason = event.type as CloseReason;
+        now = event.recorded_at_epoch_ms;
+      }
       // The file's final size, for retention (a start reads it here instead of from the disk).
       const eventBytes = await this.#opts.files.fileSize(this.#eventFile(run.run_id))
         .catch(() => null);
@@ -1040,9 +1079,11 @@ export class RunRegistry {
       this.#log.info(`run ${run.run_id} closed (${reason})`);
       this.#emit(event, run);
       if (this.#state === "ready") await this.#retain(run.run_id);
+      return reason;
     } catch (err) {
       if (open) {
-        // The run stays open: the events left out while it was closing are lost, and counted.
+        // The run stays open: the events left out while it was closing are lost, and counted
+        // (and so is every later one when its run_closed was written: nothing may follow it).
         open.closing = false;
         for (; open.whileClosing > 0; open.whileClosing--) {
           this.#droppedBusEvent(`they came while run_closed was written, which failed`);
@@ -1050,6 +1091,19 @@ export class RunRegistry {
       } else await writer.close();
       throw this.#ioError("close run", err);
     }
+  }
+
+  /** The run_closed event of a stored line (its reason one of CLOSE_REASONS), or null. */
+  #closedEventOf(line: JournalLine, runId: string): RunEvent | null {
+    const e = eventOfLine(line, this.#eventRules(runId), true);
+    if (
+      e === null || e.category !== "run_closed" ||
+      !(CLOSE_REASONS as readonly unknown[]).includes(e.type) ||
+      !Number.isSafeInteger(e.recorded_at_epoch_ms)
+    ) {
+      return null;
+    }
+    return e;
   }
 
   /** A writer of one of the registry's files. */

@@ -61,3 +61,99 @@ Deno.test("a bus event that comes while a failing close is written is counted as
   assert.equal(registry.info().dropped_bus_events, 1);
   await registry.shutdown();
 });
+
+/** Faulty in-memory files whose appends to runs.jsonl fail while `journalFails` is set. */
+class JournalFailingFiles extends FaultyMemoryFiles {
+  journalFails = false;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    if (!path.endsWith("/runs.jsonl")) return h;
+    return {
+      ...h,
+      append: async (text: string) => {
+        if (this.journalFails) throw new Error("No space left on device (os error 28)");
+        await h.append(text);
+      },
+    };
+  }
+}
+
+function registryOn(files: FaultyMemoryFiles): RunRegistry {
+  return new RunRegistry({
+    dataDir: "/data",
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files,
+    clock: new ManualClock(0, 1_700_000_000_000),
+    logger: testLogger(),
+    automationVersion: () => null,
+    telemetrySink: () => {},
+    random: (b) => b.fill(1),
+  });
+}
+
+function eventsOnDisk(files: FaultyMemoryFiles, runId: string): [number, string, string][] {
+  return files.text(`/data/runs/${runId.slice(-26)}.jsonl`).split("\n").filter(Boolean)
+    .map((l) => JSON.parse(l)).map((e) => [e.sequence, e.category, e.type]);
+}
+
+Deno.test("a close whose run_closed was written but whose runs.jsonl record failed is finished by the retry: one run_closed, nothing after it", async () => {
+  const files = new JournalFailingFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  files.journalFails = true;
+  const first = await registry.close(run.run_id, { close_reason: "completed" }).then(
+    () => null,
+    (err: Error) => err.message,
+  );
+  assert.match(first ?? "", /close run.*No space left on device/);
+  files.journalFails = false;
+  // The run is not closed in runs.jsonl: an event that comes now must not follow run_closed.
+  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+  await assert.rejects(registry.addMarker(run.run_id, { type: "after the end" }));
+  const { run: closed } = await registry.close(run.run_id, { close_reason: "failed" });
+  assert.equal(closed.state, "closed");
+  // The answer says what the event file holds: the run_closed written first.
+  assert.equal(closed.close_reason, "completed");
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [
+    [1, "run_opened", ""],
+    [2, "run_closed", "completed"],
+  ]);
+  const journal = files.text("/data/runs.jsonl").split("\n").filter(Boolean).map((l) =>
+    JSON.parse(l)
+  );
+  assert.deepEqual(journal.map((r) => [r.op, r.close_reason]), [
+    ["open", undefined],
+    ["close", "completed"],
+  ]);
+  assert.equal(registry.info().dropped_bus_events, 1, "the event after run_closed is counted");
+  await registry.shutdown();
+});
+
+Deno.test("a run whose run_closed was written but whose runs.jsonl record failed is closed by the next start as its event file says, not closed again as abandoned", async () => {
+  const files = new JournalFailingFiles();
+  const a = registryOn(files);
+  await a.start();
+  const { run } = await a.open({});
+  files.journalFails = true;
+  await assert.rejects(a.close(run.run_id, { close_reason: "completed" }), /No space left/);
+  await a.shutdown();
+  files.journalFails = false;
+
+  const b = registryOn(files);
+  await b.start();
+  const got = (await b.get(run.run_id)).run;
+  assert.equal(got.state, "closed");
+  assert.equal(got.close_reason, "completed");
+  assert.equal(got.ended_at_epoch_ms, 1_700_000_000_000);
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [
+    [1, "run_opened", ""],
+    [2, "run_closed", "completed"],
+  ]);
+  assert.deepEqual(b.startupReport().abandonedRunIds, []);
+  await b.shutdown();
+});
