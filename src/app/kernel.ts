@@ -395,6 +395,9 @@ export class Kernel {
       logger: log.child("runs"),
       automationVersion: () => this.automation?.automationVersion() ?? null,
       telemetrySink: (event, run) => this.telemetry.recordRunEvent(event, run.experiment_label),
+      // Identical calls still collapsing into one audit entry are closed (and recorded below)
+      // before a run opens or closes: they are events of the run they were made in.
+      settleCalls: () => this.audit.flushOpen(),
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
     if (config.history.enabled) {

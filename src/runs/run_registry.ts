@@ -104,6 +104,12 @@ export interface RunRegistryOptions {
   /** The loaded automation definition, or null (manual-only); read when a run opens. */
   readonly automationVersion?: () => AutomationVersion | null;
   readonly telemetrySink?: RunTelemetrySink;
+  /**
+   * Hands over the calls decided so far that are not recorded yet (the audit trail's entry of
+   * identical calls still collapsing, given to recordCall when it closes): called right before a
+   * run opens or closes, so that they are events of the run they were made in.
+   */
+  readonly settleCalls?: () => void;
   /** Randomness for run ids (default crypto.getRandomValues). */
   readonly random?: (bytes: Uint8Array) => void;
   readonly runtimeVersion?: string;
@@ -423,6 +429,7 @@ export class RunRegistry {
     return await this.#serial(async () => {
       this.#requireReady();
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
+      this.#settleCalls(); // calls made before the run are none of its events
       const now = this.#opts.clock.nowMs();
       let runId: string;
       do {
@@ -1039,6 +1046,7 @@ export class RunRegistry {
       let event: RunEvent | null = null;
       let sequence = 0;
       if (open) {
+        if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
         open.closing = true;
         open.whileClosing = 0;
         event = open.closedEvent;
@@ -1173,6 +1181,16 @@ export class RunRegistry {
       recorded_at_epoch_ms: recorded,
       payload,
     };
+  }
+
+  #settleCalls(): void {
+    try {
+      this.#opts.settleCalls?.();
+    } catch (err) {
+      this.#log.error(
+        `runs: calls not settled before a run opened or closed: ${errorMessage(err)}`,
+      );
+    }
   }
 
   #emit(event: RunEvent, run: Run): void {
