@@ -946,6 +946,7 @@ export class Kernel {
     own("polling", (next, { auto, weakens }) => {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       this.cache.setIntervalMs(next.polling.intervalMs);
+      this.runs.setPollingIntervalMs(next.polling.intervalMs);
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
       return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
     });

@@ -96,7 +96,7 @@ export interface RunRegistryOptions {
   readonly dataDir: string;
   /** `runtime.name`; "" becomes "default" in run ids. */
   readonly runtimeName: string;
-  /** `polling.interval_ms`, recorded in every run. */
+  /** `polling.interval_ms`, recorded in every run (a reload sets it: setPollingIntervalMs). */
   readonly pollingIntervalMs: number;
   readonly files: JournalFiles;
   readonly clock: Clock;
@@ -297,6 +297,8 @@ export class RunRegistry {
   readonly #recordedBytes = new Map<string, number>();
   /** Lines of runs.jsonl (read at start, appended since; compacted when far more than needed). */
   #journalLines = 0;
+  /** `polling.interval_ms` in effect, recorded in the runs opened from now on. */
+  #pollingIntervalMs: number;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -304,6 +306,7 @@ export class RunRegistry {
     this.#ulid = new UlidGenerator({ now: () => options.clock.nowMs(), random: options.random });
     this.#prefix = options.runtimeName || "default";
     this.#maxRunBytes = options.maxRunBytes ?? RUN_MAX_BYTES_DEFAULT;
+    this.#pollingIntervalMs = options.pollingIntervalMs;
     const dir = options.dataDir.replace(/\/+$/, "");
     this.#runsFile = `${dir}/runs.jsonl`;
     this.#eventsDir = `${dir}/runs`;
@@ -388,6 +391,11 @@ export class RunRegistry {
       );
     }
     return orphans;
+  }
+
+  /** A reload changed `polling.interval_ms`: the runs opened from now on record `ms`. */
+  setPollingIntervalMs(ms: number): void {
+    this.#pollingIntervalMs = ms;
   }
 
   /** Id of the open run, or null (automation status reports it). */
@@ -1147,7 +1155,7 @@ export class RunRegistry {
       ended_at_epoch_ms: null,
       automation_version: this.#automationVersion(),
       runtime_version: this.#opts.runtimeVersion ?? RUNTIME_VERSION,
-      polling_interval_ms: this.#opts.pollingIntervalMs,
+      polling_interval_ms: this.#pollingIntervalMs,
       params,
       tag_scope: tagScope,
       experiment_label: experimentLabel,
