@@ -566,8 +566,12 @@ export class RunRegistry {
         }
       }
     } catch (err) {
+      this.#throwIfRemoved(runId, run);
       throw this.#ioError("read run events", err);
     }
+    // Retention may have removed the run (memory first, then its file) while this read waited
+    // for the close queued before it, or while it read: its file no longer answers for it.
+    this.#throwIfRemoved(runId, run);
     if (corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
       this.#warnedCorruptRuns.add(runId);
       this.#log.warn(`run ${runId}: corrupt event lines skipped (${corrupt} in one page)`);
@@ -1229,6 +1233,11 @@ export class RunRegistry {
     const run = this.#runs.get(runId);
     if (!run) throw notFound(`Run not found: ${runId}`);
     return run;
+  }
+
+  /** NOT_FOUND when `run` is no longer the registry's run `runId` (retention removed it). */
+  #throwIfRemoved(runId: string, run: Run): void {
+    if (this.#runs.get(runId) !== run) throw notFound(`Run not found: ${runId}`);
   }
 
   #requireReady(): void {

@@ -899,3 +899,21 @@ Deno.test("RunRegistry rewrites runs.jsonl while it runs once it holds twice the
     await again.registry.shutdown();
   });
 });
+
+Deno.test("RunRegistry answers NOT_FOUND, not an I/O failure, for a page of events of a run retention removed while the read waited for a close", async () => {
+  await withDir(async (dir) => {
+    const h = await harness(dir, { maxRuns: 1 });
+    try {
+      const old = await openAndClose(h.registry, "old");
+      const { run } = await h.registry.open({ experiment_label: "new" });
+      // The read is asked while the close (which removes the oldest run) is queued before it.
+      const closing = h.registry.close(run.run_id, {});
+      const read = h.registry.listEvents(old, {});
+      await closing;
+      await rejectsWith(read, "NOT_FOUND", /Run not found/);
+      ok(!h.logs.some((l) => l.startsWith("error ")), h.logs.join("\n"));
+    } finally {
+      await h.registry.shutdown();
+    }
+  });
+});
