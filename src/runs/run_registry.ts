@@ -1073,9 +1073,15 @@ export class RunRegistry {
         const left = open?.notRecorded ?? 0;
         const payload = left > 0 ? { events_not_recorded: left } : {};
         event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
-        written(await writer.append(JSON.stringify(event), { sync: true }));
-        if (open) open.closedEvent = event;
+        const result = await writer.append(JSON.stringify(event), { sync: true });
+        // A failed fsync leaves the line in the file (the OS has it): the run has ended there.
+        if (open && (result.ok || await this.#endsWith(run.run_id, event))) {
+          open.closedEvent = event;
+        }
+        written(result);
       } else {
+        // Written earlier, perhaps not fsync'd (its fsync failed): fsync'd before the record.
+        await this.#syncFile(this.#eventFile(run.run_id));
         reason = event.type as CloseReason;
         now = event.recorded_at_epoch_ms;
       }
@@ -1110,6 +1116,26 @@ export class RunRegistry {
         }
       } else await writer.close();
       throw this.#ioError("close run", err);
+    }
+  }
+
+  /** Whether the run's event file ends with `event` (its sequence, as run_closed); never throws. */
+  async #endsWith(runId: string, event: RunEvent): Promise<boolean> {
+    try {
+      const last = await lastKeyed(await this.#keyedEvents(runId, true));
+      return last !== null && this.#closedEventOf(last.line, runId)?.sequence === event.sequence;
+    } catch {
+      return false;
+    }
+  }
+
+  /** fsyncs a file written through a writer that has let go of it (its fsync failed). */
+  async #syncFile(path: string): Promise<void> {
+    const handle = await this.#opts.files.openAppend(path);
+    try {
+      await handle.sync();
+    } finally {
+      handle.close();
     }
   }
 

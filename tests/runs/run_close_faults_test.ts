@@ -157,3 +157,25 @@ Deno.test("a run whose run_closed was written but whose runs.jsonl record failed
   assert.deepEqual(b.startupReport().abandonedRunIds, []);
   await b.shutdown();
 });
+
+Deno.test("a close whose run_closed reached the event file but whose fsync failed is finished by the retry without a second run_closed", async () => {
+  const files = new JournalFailingFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const { run } = await registry.open({});
+  files.syncFails = true;
+  await assert.rejects(registry.close(run.run_id, { close_reason: "completed" }), /No space left/);
+  files.syncFails = false;
+  // The line is in the file (the OS has it); only its fsync failed.
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [
+    [1, "run_opened", ""],
+    [2, "run_closed", "completed"],
+  ]);
+  const { run: closed } = await registry.close(run.run_id, { close_reason: "failed" });
+  assert.equal(closed.close_reason, "completed");
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [
+    [1, "run_opened", ""],
+    [2, "run_closed", "completed"],
+  ]);
+  await registry.shutdown();
+});
