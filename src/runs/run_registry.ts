@@ -38,8 +38,9 @@
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start, unless its event file already ends with run_closed (a close whose record failed): that
- * event's reason and time are recorded instead, and nothing is written after it. Journal lines replay cannot use (corrupt, torn by a crash, nested too deep, or failing in
- * any other way) are skipped, counted and reported through the logger and
+ * event's reason and time are recorded instead, and nothing is written after it. Journal lines
+ * replay cannot use (corrupt, torn by a crash, nested too deep, or failing in any other way) are
+ * skipped, counted and reported through the logger and
  * {@link RunRegistry.startupReport}; they are never fatal.
  */
 import {
