@@ -35,7 +35,7 @@ import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
 /**
  * One cached signal sample. `value` is null for a declared signal the provider has only answered
  * without a usable value; a sample without a usable value keeps the last good value (with its
- * timestamp) and takes the sample's quality.
+ * timestamp) and takes the sample's quality (OK only for a value that was OK: withoutValue).
  */
 export interface SignalState {
   readonly value: TypedValue | null;
@@ -1058,7 +1058,13 @@ function noAnswer(err: unknown): boolean {
     !(err instanceof ProviderStatusError);
 }
 
-/** A sample without a usable value: the last good value (with its time) stays, or none. */
+/**
+ * A sample without a usable value: the last good value (with its time) stays, or none. It takes
+ * the sample's quality, except OK, which cannot vouch for a value it did not carry: a kept OK value
+ * stays OK (it goes stale from its own receipt, as a signal left out of an answer does), a kept
+ * value that was not OK (FAULT, UNAVAILABLE, STALE: it predates what made it so) is STALE, never
+ * good again until a value comes.
+ */
 function withoutValue(
   last: SignalState | undefined,
   quality: Quality,
@@ -1066,7 +1072,8 @@ function withoutValue(
   receivedMono: number,
 ): SignalState {
   if (last?.value) {
-    return new SignalSample(last.value, quality, last.timestampMs, last.receivedMono);
+    const kept = quality !== "OK" ? quality : last.quality === "OK" ? "OK" : "STALE";
+    return new SignalSample(last.value, kept, last.timestampMs, last.receivedMono);
   }
   return new SignalSample(null, quality, timestampMs, receivedMono);
 }

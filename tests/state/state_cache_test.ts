@@ -320,6 +320,45 @@ Deno.test("StateCache: a signal answered without a value keeps its last value an
   });
 });
 
+Deno.test("StateCache: a sample without a value at quality OK does not make a faulted or lost value good again", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 7.25)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    // A kept OK value stays OK (it ages from its own receipt): nothing changes, nothing is said.
+    take(fx);
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.OK }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.signal("p0", "d0", "x")!.quality, "OK");
+    assert.deepEqual(take(fx), []);
+    for (const lost of [Q.FAULT, Q.UNKNOWN, Q.STALE]) {
+      // The provider reports the value lost (no value), then answers OK, still without one.
+      await fx.program("d0", { read: { values: [{ id: "x", quality: lost }] } });
+      await fx.cache.pollDevice("p0", "d0");
+      const bad = fx.cache.signal("p0", "d0", "x")!.quality;
+      assert.notEqual(bad, "OK");
+      take(fx);
+      await fx.program("d0", { read: { values: [{ id: "x", quality: Q.OK }] } });
+      await fx.cache.pollDevice("p0", "d0");
+      const s = fx.cache.signal("p0", "d0", "x")!;
+      assert.deepEqual(s.value, { type: "double", double: 7.25 }, "the last value is kept");
+      assert.equal(
+        fx.cache.qualityNow("p0", "d0", "x", s),
+        "STALE",
+        `the value from before the ${bad} sample is not vouched for by a sample without a value`,
+      );
+      assert.deepEqual(
+        take(fx).map((e) => e.kind === "quality_change" && [e.old_quality, e.new_quality]),
+        bad === "STALE" ? [] : [false, [bad, "STALE"]],
+        "the change is published once (state_update, then quality_change)",
+      );
+      // A value brings it back.
+      await fx.program("d0", { read: { values: [dbl("x", 7.25)] } });
+      await fx.cache.pollDevice("p0", "d0");
+      assert.equal(fx.cache.signal("p0", "d0", "x")!.quality, "OK");
+    }
+  });
+});
+
 Deno.test("StateCache refuses a value whose member disagrees with the declared type or its own Value.type", async () => {
   const inventory = {
     devices: {
