@@ -44,8 +44,14 @@ export class DevicesView {
     /** @type {any[]} devices with their capabilities */
     this.devices = [];
     this.inventoryKey = "";
-    /** @type {Map<string, {valueEl: HTMLElement, qualityEl: HTMLElement, ageEl: HTMLElement, ts: number}>} signalKey -> its cells */
+    /**
+     * `ts`: when the runtime received the value shown (its clock); `streamed`: the streamedCount
+     * of the last streamed update shown (0: none).
+     * @type {Map<string, {valueEl: HTMLElement, qualityEl: HTMLElement, ageEl: HTMLElement, ts: number, streamed: number}>} signalKey -> its cells
+     */
     this.cells = new Map();
+    /** Streamed updates shown so far (state_update, quality_change): orders them against reads. */
+    this.streamedCount = 0;
     /** @type {Map<string, HTMLElement>} deviceKey -> liveness badge */
     this.healthBadges = new Map();
     /** runtime clock minus this browser's, from the last state read */
@@ -144,6 +150,7 @@ export class DevicesView {
         qualityEl,
         ageEl,
         ts: 0,
+        streamed: 0,
       });
       return h(
         "tr",
@@ -267,33 +274,41 @@ export class DevicesView {
     );
   }
 
-  /** Re-reads every value (GET /v0/state) and the runtime's clock offset. */
+  /**
+   * Re-reads every value (GET /v0/state) and the runtime's clock offset. A signal updated by the
+   * stream while the read was under way keeps what the stream said (the read may hold the older
+   * sample): reads and updates are ordered by when they arrived here, never by comparing times
+   * (`timestamp_epoch_ms` is the provider's clock, an update's `timestamp_ms` the runtime's).
+   */
   async loadState() {
+    const asked = this.streamedCount;
     const t0 = Date.now();
     const r = await this.api.get("/v0/state");
     const t1 = Date.now();
     this.clockOffsetMs = r.generated_at_epoch_ms - (t0 + t1) / 2;
     for (const dev of r.devices ?? []) {
       for (const v of dev.values ?? []) {
-        this.showValue(
-          signalKey(dev.provider_id, dev.device_id, v.signal_id),
-          v.value,
-          v.quality,
-          v.timestamp_epoch_ms,
-        );
+        const cell = this.cells.get(signalKey(dev.provider_id, dev.device_id, v.signal_id));
+        if (cell === undefined || cell.streamed > asked) continue;
+        // When the runtime received it, on its clock (as a streamed update's timestamp_ms).
+        this.paint(cell, v.value, v.quality, r.generated_at_epoch_ms - v.age_ms);
       }
     }
   }
 
   /**
-   * A signal's value, quality and sample time (`undefined`: unchanged).
+   * A streamed signal's value, quality and the runtime's time of receipt (`undefined`: unchanged).
    * @param {string} sk its signalKey
    */
   showValue(sk, value, quality, ts) {
     const cell = this.cells.get(sk);
     if (cell === undefined) return;
-    // A state read that started before a newer streamed sample must not show the older one.
-    if (typeof ts === "number" && ts < cell.ts) return;
+    cell.streamed = ++this.streamedCount;
+    this.paint(cell, value, quality, ts);
+  }
+
+  /** Shows a value, quality and receipt time (`undefined`: unchanged) in a signal's cells. */
+  paint(cell, value, quality, ts) {
     if (value !== undefined) setText(cell.valueEl, formatValue(value));
     if (quality !== undefined) setQuality(cell.qualityEl, quality);
     if (typeof ts === "number") cell.ts = ts;
