@@ -948,11 +948,15 @@ export class Kernel {
       this.cache.setIntervalMs(next.polling.intervalMs);
       this.runs.setPollingIntervalMs(next.polling.intervalMs);
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
+      // Every stale bound may have moved: judged now, not at the next poll or the old bound.
+      this.alarms.evaluateAll();
       return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
     });
     own("health", (next, { auto, weakens }) => {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       this.cache.setStaleness(next.health.staleness);
+      // Every stale bound may have moved: judged now, not at the next poll or the old bound.
+      this.alarms.evaluateAll();
       return {};
     });
     own("telemetry", async (next) => {

@@ -1,0 +1,62 @@
+/**
+ * A reload that changes only `health` (or `polling`) re-evaluates the alarms and interlocks at
+ * once (README, "Reloading the configuration": their staleness depends on them): an input whose
+ * sample is older than the new, shorter bound is bad from the reload on, not from the instant the
+ * old bound would have run out or the next poll -- which may be far off when the provider's reads
+ * hang (the poll waits out its timeout_ms). The runtime in process over the programmable provider
+ * as a child process.
+ */
+import assert from "node:assert/strict";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { alarmsConfig, program } from "../scenarios/alarms_helpers.ts";
+
+/** health.staleness.stale_after_ms before and after the reload. */
+const LAX_MS = 30_000;
+const TIGHT_MS = 1000;
+
+Deno.test("Kernel.reload of a shorter health.staleness raises at once an alarm whose input is older than the new bound while the provider's reads hang", async () => {
+  const inventory: Inventory = {
+    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+  };
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const config = testConfig({
+    // A hung read fails only after this long: nothing is polled meanwhile.
+    providers: [programmableProvider("p0", file, { timeoutMs: 6000 })],
+    pollingIntervalMs: 100,
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: LAX_MS } },
+    ...alarmsConfig(
+      `
+alarms:
+  - { id: probe_hot, signal: p0/probe/temp, hi: 80 }
+`,
+      ["p0"],
+    ),
+  });
+  const rt = await startRuntime(config);
+  try {
+    const state = () => rt.alarms.alarm("probe_hot").state;
+    await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
+    assert.equal(state(), "normal");
+    // The provider's reads hang from now on.
+    await program(rt, "p0", "probe", { read: { hang: true } });
+    await waitFor("temp older than the tighter bound", () => {
+      const s = rt.cache.signal("p0", "probe", "temp");
+      return s !== undefined && rt.cache.ageMs(s) > TIGHT_MS + 500;
+    });
+    assert.equal(state(), "normal", "within the lax bound");
+
+    const report = await rt.reload({
+      ...rt.config,
+      health: { ...rt.config.health, staleness: { warnAfterMs: 0, staleAfterMs: TIGHT_MS } },
+    });
+    assert.deepEqual(report.applied, ["health"]);
+    assert.equal(state(), "active", "raised by the reload: its input is stale under the new bound");
+    assert.equal(rt.alarms.alarm("probe_hot").cause, "bad_quality");
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
