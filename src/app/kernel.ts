@@ -343,6 +343,10 @@ export class Kernel {
       },
     });
     this.router.addGate(this.alarms.gate, "interlock");
+    // A provider's health answer that changes which devices it reports UNREACHABLE changes their
+    // inputs (the device outages, subscribed first, judged them already): not left to each
+    // device's next poll.
+    this.cache.onReportedUnreachable(() => this.alarms.evaluateAll());
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
     this.inventory.onChange((_id, change) => {
       if (change === "changed") void this.modes.recheckAutoGate();

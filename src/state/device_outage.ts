@@ -95,6 +95,11 @@ export class DeviceOutages {
     this.#o = options;
     this.#downAfterMs = options.downAfterMs;
     options.cache.onDevicePolled((dev) => this.#polled(dev));
+    // The provider's own health changed which devices it reports UNREACHABLE: judged now, not at
+    // each device's next poll.
+    options.cache.onReportedUnreachable((providerId) => {
+      for (const dev of options.cache.providerDevices(providerId)) this.#polled(dev);
+    });
     options.registry.eachHost((host) => {
       const current = () => options.registry.host(host.id) === host;
       if (!host.available) this.#providerDownSince.set(host.id, options.clock.monoMs());

@@ -4,6 +4,7 @@ import {
   type ResponsePayloads,
   timestampToMs,
   typedValueFromWire,
+  WireDeviceState,
   wireRepeats,
   type WireSignalValue,
   wireTypeAgrees,
@@ -210,6 +211,12 @@ export interface StateCacheOptions {
  */
 export type DevicePolledListener = (device: DeviceState) => void;
 
+/**
+ * Told when a provider's own health (GetHealth) changes which of its devices it reports
+ * UNREACHABLE. Must not throw (a listener that throws is logged, at a bounded rate, and skipped).
+ */
+export type ReportedUnreachableListener = (providerId: string) => void;
+
 /** Provider-reported health kept from the last GetHealth answer. */
 export interface ReportedHealthEntry {
   readonly atMs: number;
@@ -249,6 +256,7 @@ export class StateCache implements FreshReader {
   readonly #pollQueues = new Map<string, PollQueue>();
   /** An array, not a Set: iterating it by index allocates nothing on the poll path. */
   readonly #polledListeners: DevicePolledListener[] = [];
+  readonly #unreachableListeners: ReportedUnreachableListener[] = [];
   readonly #listenerErrors: RateLimitedLog;
   #running = false;
   #intervalMs: number;
@@ -521,6 +529,21 @@ export class StateCache implements FreshReader {
     };
   }
 
+  /**
+   * Subscribes to changes of which devices a provider's own health reports UNREACHABLE (a
+   * GetHealth answer that differs in that from the one before it): a device's condition depends
+   * on it (device_outage.ts) and must not wait for the device's next poll, which may be a poll
+   * period away. Listeners run in subscription order, synchronously, once the answer is stored.
+   * Returns the unsubscribe function.
+   */
+  onReportedUnreachable(listener: ReportedUnreachableListener): () => void {
+    this.#unreachableListeners.push(listener);
+    return () => {
+      const i = this.#unreachableListeners.indexOf(listener);
+      if (i >= 0) this.#unreachableListeners.splice(i, 1);
+    };
+  }
+
   device(providerId: string, deviceId: string): DeviceState | undefined {
     return this.#byProvider.get(providerId)?.get(deviceId);
   }
@@ -646,7 +669,11 @@ export class StateCache implements FreshReader {
       session.supportsGetHealth = true;
       const clock = this.#opts.clock;
       const entry = { atMs: clock.nowMs(), atMono: clock.monoMs(), response };
+      const before = this.#reported.get(host.id);
       this.#reported.set(host.id, entry);
+      if (unreachableDevices(before) !== unreachableDevices(entry)) {
+        this.#notifyUnreachable(host.id);
+      }
       return entry;
     } catch (err) {
       const answered = livenessOf(err); // as a poll pass counts it
@@ -847,6 +874,18 @@ export class StateCache implements FreshReader {
           `device poll listener failed for ${deviceHandle(dev.providerId, dev.deviceId)}: ${
             errorMessage(err)
           }`,
+        );
+      }
+    }
+  }
+
+  #notifyUnreachable(providerId: string): void {
+    for (const listener of [...this.#unreachableListeners]) {
+      try {
+        listener(providerId);
+      } catch (err) {
+        this.#listenerErrors.warn(
+          `reported health listener failed for provider ${providerId}: ${errorMessage(err)}`,
         );
       }
     }
@@ -1056,6 +1095,15 @@ function livenessOf(err: unknown): boolean | null {
 function noAnswer(err: unknown): boolean {
   return err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED" &&
     !(err instanceof ProviderStatusError);
+}
+
+/** The ids of the devices a health answer reports UNREACHABLE, as one text ("" for none). */
+function unreachableDevices(entry: ReportedHealthEntry | undefined): string {
+  const ids: string[] = [];
+  for (const d of entry?.response.devices ?? []) {
+    if (d.state === WireDeviceState.UNREACHABLE) ids.push(d.device_id ?? "");
+  }
+  return ids.length === 0 ? "" : JSON.stringify(ids.sort());
 }
 
 /**

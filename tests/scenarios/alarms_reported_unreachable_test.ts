@@ -1,0 +1,59 @@
+/**
+ * A device its provider's own health (GetHealth) reports UNREACHABLE is failing from that answer
+ * on (docs/safety.md, "A device that drops out"), not from its next poll: for alarms (a bad
+ * input), interlocks and the device-loss latch alike. A device whose signals hint slowly is polled
+ * seldom (here every 100 s): its next poll may be far off. The runtime in process over the
+ * programmable provider as a child process.
+ */
+import assert from "node:assert/strict";
+import { WireDeviceState } from "../../src/adpp/mod.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { alarmsConfig, program } from "./alarms_helpers.ts";
+
+Deno.test("A device its provider reports UNREACHABLE is failing at once, and an alarm reading it raises, before its next poll", async () => {
+  const inventory: Inventory = {
+    devices: {
+      // 0.01 Hz: polled every 100 s, once at start.
+      probe: { signals: [{ id: "temp", type: T.DOUBLE, hint: 0.01 }], values: [dbl("temp", 25)] },
+    },
+  };
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const rt = await startRuntime(testConfig({
+    providers: [programmableProvider("p0", file)],
+    pollingIntervalMs: 100,
+    ...alarmsConfig(
+      `
+alarms:
+  - { id: probe_hot, signal: p0/probe/temp, hi: 80 }
+`,
+      ["p0"],
+    ),
+  }));
+  try {
+    const host = rt.registry.host("p0")!;
+    await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
+    assert.equal(rt.cache.pollPeriodMs("p0", "probe"), 100_000);
+    assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+    assert.equal(rt.alarms.alarm("probe_hot").state, "normal");
+
+    await program(rt, "p0", "probe", {
+      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
+    });
+    assert.notEqual(await rt.cache.fetchReportedHealth(host), null); // as the poll loop asks it
+    const c = rt.outages.condition("p0", "probe");
+    assert.equal(c.kind, "failing", "failing from the report on");
+    assert.match(c.reason, /reports it UNREACHABLE/);
+    assert.equal(rt.alarms.alarm("probe_hot").state, "active", "its alarm's input is bad");
+
+    // Reported reachable again: up at once, the alarm's input good again.
+    await program(rt, "p0", "probe", { health: {} });
+    await rt.cache.fetchReportedHealth(host);
+    assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
