@@ -407,6 +407,11 @@ export class ModeManager implements ModeService {
       }
       // An arming check may have become true while the before-hooks ran (e-stop latched).
       this.#checkArming(from, target);
+      // So may the AUTO gate: a reload outside AUTO may drop the AUTO -> FAULT hook meanwhile.
+      if (target === "AUTO") {
+        const problem = this.autoGateProblem();
+        if (problem) throw failedPrecondition(problem);
+      }
       this.#commit(from, target);
       const after = await this.#runHooks("after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };

@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import { call, hook } from "../safety/_fixture.ts";
+import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 
 /** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
 const IDLE_TREE = treeXml(`<Sleep msec="60000" />`);
@@ -48,6 +50,71 @@ Deno.test("Kernel.reload: AUTO entered while the reload starts a new provider; t
           "automation.mode_transition_hooks",
         ]);
       }
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+/** The sim's relay channel `ch` on or off, as a declared (hook) call. */
+const relayCall = (ch: number, on: boolean) =>
+  call("sim0/relayio0", `set_relay_ch${ch}`, { enabled: on });
+
+/** Slows every call to sim0/relayio0 inside the provider (a hook call in flight for `ms`). */
+async function slowRelays(rt: Kernel, ms: number): Promise<void> {
+  await rt.router.call({
+    providerId: "sim0",
+    deviceId: "chaos_control",
+    functionName: "inject_call_latency",
+    args: { device_id: tv.s("relayio0"), latency_ms: tv.i(ms) },
+    origin: "manual",
+  });
+}
+
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that drops the AUTO -> FAULT hook: AUTO is refused, not entered unguarded", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const base = automationConfig(tree);
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: {
+          beforeTransition: [
+            ...base.automation.modeTransitionHooks.beforeTransition,
+            hook("MANUAL", "AUTO", [relayCall(1, true)]),
+          ],
+          afterTransition: [],
+        },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      await slowRelays(rt, 400);
+      const toAuto = rt.modes.request("AUTO").then(
+        (m) => `entered ${m}`,
+        (err: Error) => `refused: ${err.message}`,
+      );
+      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+      const report = await rt.reload({
+        ...rt.config,
+        automation: {
+          ...rt.config.automation,
+          modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+        },
+      });
+      assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
+      const outcome = await toAuto;
+      assert.equal(
+        rt.modes.current() === "AUTO" ? rt.modes.autoGateProblem() : null,
+        null,
+        `AUTO runs without a hook covering AUTO -> FAULT (${outcome})`,
+      );
+      assert.match(outcome, /^refused: refusing AUTO: \d+ actuating function\(s\)/);
+      assert.equal(rt.modes.current(), "MANUAL");
     } finally {
       await rt.stop();
     }
