@@ -273,11 +273,13 @@ export class ModeManager implements ModeService {
       args: { from, reason },
       latency_ms: 0,
     });
+    // The hooks in force at the commit: a reload meanwhile changes the next transition's.
+    const config = this.#o.hooks;
     let hooks: Promise<HookFailure[]> | null = null;
     return {
       committed: true,
       from,
-      runHooks: () => (hooks ??= this.#runFaultHooks(from)),
+      runHooks: () => (hooks ??= this.#runFaultHooks(config, from)),
     };
   }
 
@@ -392,9 +394,12 @@ export class ModeManager implements ModeService {
       if (problem) throw failedPrecondition(problem);
     }
     this.#busy = { from, to: target };
+    // Both phases run the hooks in force now: a reload while they run (it applies outside AUTO)
+    // would otherwise run or skip a hook it moved between the phases.
+    const hooks = this.#o.hooks;
     try {
       this.#log.info(`transition ${from} -> ${target} (requested)`);
-      const before = await this.#runHooks("before", from, target);
+      const before = await this.#runHooks(hooks, "before", from, target);
       // A change meanwhile (FAULT always gets through) comes first: a hook call it refused is
       // its consequence, not the reason.
       if (this.#mode !== from) {
@@ -413,7 +418,7 @@ export class ModeManager implements ModeService {
         if (problem) throw failedPrecondition(problem);
       }
       this.#commit(from, target);
-      const after = await this.#runHooks("after", from, target);
+      const after = await this.#runHooks(hooks, "after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
       // Only this transition can have set it: another one is refused above while it is set.
@@ -444,21 +449,25 @@ export class ModeManager implements ModeService {
    * each phase fanned out per provider, every call attempted; failures are collected, logged
    * and published.
    */
-  async #runFaultHooks(from: RuntimeMode): Promise<HookFailure[]> {
+  async #runFaultHooks(
+    hooks: ModeManagerOptions["hooks"],
+    from: RuntimeMode,
+  ): Promise<HookFailure[]> {
     this.#faultHooksRunning++;
     try {
-      return await this.#runFaultHookPhases(from);
+      return await this.#runFaultHookPhases(hooks, from);
     } finally {
       this.#faultHooksRunning--;
     }
   }
 
-  async #runFaultHookPhases(from: RuntimeMode): Promise<HookFailure[]> {
+  async #runFaultHookPhases(
+    config: ModeManagerOptions["hooks"],
+    from: RuntimeMode,
+  ): Promise<HookFailure[]> {
     const failures: HookFailure[] = [];
     for (const phase of ["before", "after"] as const) {
-      const hooks = phase === "before"
-        ? this.#o.hooks.beforeTransition
-        : this.#o.hooks.afterTransition;
+      const hooks = phase === "before" ? config.beforeTransition : config.afterTransition;
       const calls = hooks
         .filter((h) => hookMatches(h, from, "FAULT"))
         .flatMap((hook) => hook.calls.map((call) => ({ hook, call })));
@@ -538,13 +547,12 @@ export class ModeManager implements ModeService {
    * and is returned as the veto. Otherwise failures are collected and the rest run.
    */
   async #runHooks(
+    config: ModeManagerOptions["hooks"],
     phase: "before" | "after",
     from: RuntimeMode,
     to: RuntimeMode,
   ): Promise<{ veto: string | null; failures: HookFailure[] }> {
-    const hooks = phase === "before"
-      ? this.#o.hooks.beforeTransition
-      : this.#o.hooks.afterTransition;
+    const hooks = phase === "before" ? config.beforeTransition : config.afterTransition;
     const failures: HookFailure[] = [];
     for (const hook of hooks) {
       if (!hookMatches(hook, from, to)) continue;

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { call, hook } from "../safety/_fixture.ts";
+import type { HookConfig } from "../../src/config/mod.ts";
+import { call, hook, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 
 /** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
@@ -69,7 +70,7 @@ async function slowRelays(rt: Kernel, ms: number): Promise<void> {
     deviceId: "chaos_control",
     functionName: "inject_call_latency",
     args: { device_id: tv.s("relayio0"), latency_ms: tv.i(ms) },
-    origin: "manual",
+    origin: "automated", // passes the AUTO gate too
   });
 }
 
@@ -115,6 +116,46 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that drops the AUTO 
       );
       assert.match(outcome, /^refused: refusing AUTO: \d+ actuating function\(s\)/);
       assert.equal(rt.modes.current(), "MANUAL");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that moves an after-hook into before_transition: the transition still runs it once", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const base = automationConfig(tree);
+    const stopOnFault = base.automation.modeTransitionHooks.beforeTransition;
+    const hooks = (before: HookConfig[], after: HookConfig[]) => ({
+      ...base.automation,
+      modeTransitionHooks: {
+        beforeTransition: [...stopOnFault, ...before],
+        afterTransition: after,
+      },
+    });
+    const first = hook("MANUAL", "AUTO", [relayCall(1, true)]);
+    const second = hook("MANUAL", "AUTO", [relayCall(2, true)], false);
+    const rt = await startRuntime({ ...base, automation: hooks([first], [second]) }, {
+      arm: true,
+    });
+    try {
+      await slowRelays(rt, 400);
+      const toAuto = rt.modes.request("AUTO");
+      // While `first` is in flight, `second` moves from after_transition to before_transition:
+      // the next MANUAL -> AUTO runs both before AUTO; this one has passed its before phase.
+      const report = await rt.reload({ ...rt.config, automation: hooks([first, second], []) });
+      assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
+      assert.equal(await toAuto, "AUTO");
+      await slowRelays(rt, 0);
+      assert.equal(
+        await readSignal(rt, "sim0", "relayio0", "relay_ch2_state"),
+        true,
+        "the after-hook the transition started with never ran",
+      );
     } finally {
       await rt.stop();
     }
