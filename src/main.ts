@@ -338,7 +338,8 @@ async function behaviorTreeDiagnostics(config: Config): Promise<Diagnostic[]> {
   // Loaded only here: a configuration without automation never loads the tree engine.
   const { verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
   const cwd = Deno.cwd();
-  return verifyBehaviorTreeFile(path, (p) => Deno.readFileSync(p)).map((d) => {
+  const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
+  return verifyBehaviorTreeFile(path, (p) => Deno.readFileSync(p), parameters).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
 }

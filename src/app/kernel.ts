@@ -1036,7 +1036,8 @@ export class Kernel {
       // Automation disabled: nothing runs a tree; the setting is only kept.
       if (!this.automation) return changed ? {} : { unchanged: true };
       // reloadTree compares path, rate and the file's digest: it says "unchanged" for the same.
-      const r = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz);
+      // A new tree reads only parameters of this file (offered before automation.parameters).
+      const r = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz, na.parameters);
       if (r === "unchanged") return { unchanged: true };
       if (r === "refused_auto") {
         return { refused: "mode is AUTO: the running tree is never swapped" };
@@ -1050,6 +1051,15 @@ export class Kernel {
       if (auto && changes.length > 0) {
         return {
           refused: `mode is AUTO: it would change the running recipe: ${changes.join(", ")}`,
+        };
+      }
+      // The tree in force (the one this reload loaded, if any) would fail at every tick.
+      const reads = this.automation?.parameterReadProblems(next.automation.parameters) ?? [];
+      if (reads.length > 0) {
+        return {
+          refused: `the behavior tree in force reads parameters it would not declare: ${
+            reads.join("; ")
+          }`,
         };
       }
       params.redeclare(next.automation.parameters);

@@ -25,7 +25,12 @@ import {
   RuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
-import { type Diagnostic, formatDiagnostic, type RuntimeMode } from "../config/mod.ts";
+import {
+  type Diagnostic,
+  formatDiagnostic,
+  type ParameterConfig,
+  type RuntimeMode,
+} from "../config/mod.ts";
 import {
   allowedModesRefusal,
   type ArmCheck,
@@ -46,6 +51,7 @@ import type {
 } from "./bt/bt_runner.ts";
 import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
+import type { DeclaredParameters } from "./bt/mod.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 
 /** The part of the mode manager automation depends on (ModeManager satisfies it). */
@@ -146,8 +152,12 @@ export interface AutomationEngineOptions {
    * inventory are judged (unit tests), and no device-loss latch is kept.
    */
   readonly outages?: Pick<DeviceOutages, "condition" | "onChange">;
-  /** Absent: every GetParameter* node fails (no parameters declared). */
-  readonly parameters?: Pick<ParameterService, "get">;
+  /**
+   * The declared parameters: GetParameter* reads them; a tree reading a literal name that is not
+   * declared (or of a type its node does not read) does not load. Absent: every GetParameter*
+   * node fails (no parameters declared), unchecked.
+   */
+  readonly parameters?: Pick<ParameterService, "get" | "list">;
   readonly modes: AutomationModes;
   readonly bus: EventBus;
   readonly clock: Clock;
@@ -171,6 +181,8 @@ export class AutomationEngine {
   #handles: readonly string[] = [];
   /** The calls the loaded tree makes with device and function written literally. */
   #literalCalls: readonly LiteralDeviceCall[] = [];
+  /** The loaded tree's parameter reads against declarations (a reload's); null without a tree. */
+  #parameterReads: ParameterReads | null = null;
   /** Digest of every file of the loaded tree (includes too); null without one. */
   #contentDigest: string | null = null;
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
@@ -293,6 +305,11 @@ export class AutomationEngine {
       return;
     }
     const built = await this.#buildTree(path, this.#o.tickRateHz);
+    const parameters = this.#o.parameters;
+    if (parameters !== undefined) {
+      checkParameterReads(path, built.parameterReads, declaredOf(parameters.list()));
+    }
+    this.#parameterReads = built.parameterReads;
     this.#handles = built.handles;
     this.#literalCalls = built.calls;
     this.#contentDigest = built.contentDigest;
@@ -307,6 +324,7 @@ export class AutomationEngine {
    * every diagnostic when it does not load), with the handles and calls it names literally.
    */
   async #buildTree(path: string, tickRateHz: number): Promise<{
+    parameterReads: ParameterReads;
     runner: BtRunner;
     handles: readonly string[];
     calls: readonly LiteralDeviceCall[];
@@ -321,6 +339,7 @@ export class AutomationEngine {
       literalDeviceCalls,
       literalDeviceHandles,
       loadBehaviorTree,
+      parameterReadProblems,
     } = await import("./bt/mod.ts");
     const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
     for (const d of diagnostics) {
@@ -338,6 +357,7 @@ export class AutomationEngine {
     });
     await runner.ready;
     return {
+      parameterReads: (declared) => parameterReadProblems(tree, declared),
       runner,
       handles: literalDeviceHandles(tree),
       calls: literalDeviceCalls(tree),
@@ -377,11 +397,16 @@ export class AutomationEngine {
    * Configuration reload of automation.behavior_tree / tick_rate_hz: loads the tree (throws
    * INVALID_ARGUMENT with every diagnostic when it does not load, keeping the running one) and
    * swaps it in unless it is the same (path, tick rate and the text of every file it reads,
-   * its includes too): "unchanged". Refused while
+   * its includes too): "unchanged". A new tree must read only the `parameters` the new
+   * configuration declares (given: as load() checks the declared ones). Refused while
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
    * again after the load, synchronously with the swap.
    */
-  async reloadTree(behaviorTree: string | null, tickRateHz: number): Promise<TreeReload> {
+  async reloadTree(
+    behaviorTree: string | null,
+    tickRateHz: number,
+    parameters?: readonly ParameterConfig[],
+  ): Promise<TreeReload> {
     const before = this.#runner;
     if (this.#o.modes.current() === "AUTO") {
       const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
@@ -392,8 +417,10 @@ export class AutomationEngine {
     let handles: readonly string[] = [];
     let calls: readonly LiteralDeviceCall[] = [];
     let contentDigest: string | null = null;
+    let reads: ParameterReads | null = null;
     if (behaviorTree !== null) {
       const built = await this.#buildTree(behaviorTree, tickRateHz);
+      reads = built.parameterReads;
       next = built.runner;
       handles = built.handles;
       calls = built.calls;
@@ -402,6 +429,9 @@ export class AutomationEngine {
     const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
       contentDigest === this.#contentDigest;
     if (same) return "unchanged";
+    if (reads !== null && parameters !== undefined) {
+      checkParameterReads(behaviorTree!, reads, declaredOf(parameters));
+    }
     if (this.#o.modes.current() === "AUTO") return "refused_auto"; // entered AUTO meanwhile
     // Started with no tree (none configured, or a reload removed it), #unsubscribe is null.
     const started = this.#started;
@@ -410,6 +440,7 @@ export class AutomationEngine {
     before?.stop();
     this.#o = { ...this.#o, behaviorTree, tickRateHz };
     this.#runner = next;
+    this.#parameterReads = reads;
     this.#handles = handles;
     this.#literalCalls = calls;
     this.#contentDigest = contentDigest;
@@ -418,6 +449,15 @@ export class AutomationEngine {
     this.#log.info(`behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload`);
     if (started) this.start();
     return "replaced";
+  }
+
+  /**
+   * What the loaded tree reads by a literal name that `parameters` (a reload's declarations) no
+   * longer declares, or declares with a type its node does not read: one line each (the file's
+   * diagnostics); empty without a tree or when every read is declared.
+   */
+  parameterReadProblems(parameters: readonly ParameterConfig[]): string[] {
+    return (this.#parameterReads?.(declaredOf(parameters)) ?? []).map(formatDiagnostic);
   }
 
   /** The content digest a tree file would get (includes too), or null when it does not load. */
@@ -601,6 +641,26 @@ function whyNotRunning(
 }
 
 /** The load failure raised at start-up: every error diagnostic, one per line. */
+/** A loaded tree's parameter reads checked against declarations (bt/parameter_reads.ts). */
+type ParameterReads = (declared: DeclaredParameters) => Diagnostic[];
+
+/** Throws as a tree that does not load when `reads` finds a parameter `declared` refuses. */
+function checkParameterReads(
+  path: string,
+  reads: ParameterReads,
+  declared: DeclaredParameters,
+): void {
+  const problems = reads(declared);
+  if (problems.length > 0) throw treeLoadError(path, problems);
+}
+
+/** Declared parameters by name, for the tree's parameter reads. */
+function declaredOf(
+  parameters: readonly { readonly name: string; readonly type: ParameterConfig["type"] }[],
+): DeclaredParameters {
+  return new Map(parameters.map((p) => [p.name, p.type]));
+}
+
 function treeLoadError(path: string, diagnostics: readonly Diagnostic[]): RuntimeError {
   const errors = diagnostics.filter((d) => d.severity === "error");
   const lines = errors.map((d) => `  ${formatDiagnostic(d)}`).join("\n");

@@ -71,6 +71,7 @@ function setup(body: string, o: Partial<AutomationEngineOptions> = {}) {
     },
     parameters: {
       get: (name) => name === "target_temp" ? { name, type: "double", value: 40 } : undefined,
+      list: () => [{ name: "target_temp", type: "double", value: 40 }],
     },
     modes,
     bus: new EventBus(),

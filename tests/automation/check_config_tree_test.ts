@@ -80,3 +80,24 @@ Deno.test("--check-config does not verify the tree while automation is disabled"
     assert.equal(r.stdout.trim(), "cfg.yaml: 0 errors, 0 warnings");
   });
 });
+
+Deno.test("--check-config reports a GetParameter name the configuration does not declare", async () => {
+  const tree = `<root BTCPP_format="4">
+  <BehaviorTree ID="Main">
+    <GetParameter param="target_tmp" value="{t}" />
+  </BehaviorTree>
+</root>
+`;
+  const cfg = config(true).replace(
+    "  behavior_tree: bt/main.xml\n",
+    "  behavior_tree: bt/main.xml\n  parameters:\n    - { name: target_temp, type: double, default: 40 }\n",
+  );
+  await withFiles({ "cfg.yaml": cfg, "bt/main.xml": tree }, async (dir) => {
+    const r = await runCli(["--check-config", "cfg.yaml"], { cwd: dir });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      /^bt\/main\.xml:3:5: error: .*'target_tmp' is not a declared parameter \(automation\.parameters\) \(did you mean 'target_temp'\?\)$/m,
+    );
+  });
+});

@@ -155,7 +155,7 @@ Deno.test("examples/full.yaml starts with a stand-in for its bench-io provider, 
       const params = await get(rt, "/v0/parameters");
       assert.deepEqual(
         params.body.parameters.map((p: { name: string }) => p.name),
-        ["target_temp", "cycles", "dry_run", "recipe"],
+        ["target_temp", "motor_duty", "cycles", "dry_run", "recipe"],
       );
       await assertEstopVerified(rt);
     });

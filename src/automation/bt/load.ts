@@ -3,6 +3,7 @@ import type { Clock } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { buildTree } from "./build.ts";
 import { hasErrors } from "./diagnostics.ts";
+import { type DeclaredParameters, parameterReadProblems } from "./parameter_reads.ts";
 import { parseBehaviorTree, type ParsedTree } from "./parse.ts";
 import type { ReadFileFn } from "./services.ts";
 import { verifyParsedTree } from "./verify.ts";
@@ -34,7 +35,16 @@ export function loadBehaviorTree(
   return { tree: parsed, diagnostics };
 }
 
-/** Every diagnostic of a tree file, for `--check-config`. */
-export function verifyBehaviorTreeFile(path: string, readFile: ReadFileFn): Diagnostic[] {
-  return loadBehaviorTree(path, readFile).diagnostics;
+/**
+ * Every diagnostic of a tree file, for `--check-config`; with `parameters` (the configuration's
+ * automation.parameters) also every parameter it reads that they do not declare as it reads it.
+ */
+export function verifyBehaviorTreeFile(
+  path: string,
+  readFile: ReadFileFn,
+  parameters?: DeclaredParameters,
+): Diagnostic[] {
+  const { tree, diagnostics } = loadBehaviorTree(path, readFile);
+  if (tree === undefined || parameters === undefined) return diagnostics;
+  return [...diagnostics, ...parameterReadProblems(tree, parameters)];
 }

@@ -42,7 +42,8 @@ function editDistance(a: string, b: string): number {
   return dp[b.length]!;
 }
 
-function suggestion(name: string, candidates: Iterable<string>): string {
+/** ` (did you mean ...?)` for the candidate nearest to `name` (edit distance 2 at most), else "". */
+export function suggestion(name: string, candidates: Iterable<string>): string {
   let best: string | undefined;
   let bestD = Infinity;
   for (const c of candidates) {

@@ -1,0 +1,63 @@
+/**
+ * The parameters a tree reads by a name written literally (`GetParameter*` with `param` not a
+ * `{blackboard}` reference), checked against the declared parameters (automation.parameters):
+ * a name nobody declares cannot be given a value (POST /v0/parameters refuses it) and a declared
+ * parameter of a type the node does not read makes it fail, at every tick either way.
+ */
+import type { Diagnostic, ParameterType } from "../../config/mod.ts";
+import { errorAt } from "./diagnostics.ts";
+import type { ParsedTree } from "./parse.ts";
+import { blackboardKeyOf } from "./ports.ts";
+import { nodeTypeOf, pathSegment, suggestion } from "./verify.ts";
+import type { XmlElement } from "./xml_document.ts";
+
+/** The declared parameters by name (automation.parameters). */
+export type DeclaredParameters = ReadonlyMap<string, ParameterType>;
+
+/** The parameter types each GetParameter* node reads (custom_nodes.ts GetParameterNode). */
+const READS: Readonly<Record<string, readonly ParameterType[]>> = {
+  GetParameter: ["double", "int64"],
+  GetParameterBool: ["bool"],
+  GetParameterInt64: ["int64"],
+};
+
+/**
+ * One error per GetParameter* node of every tree definition (included files too) whose literal
+ * `param` is not declared in `declared`, or is declared with a type the node does not read.
+ */
+export function parameterReadProblems(
+  parsed: ParsedTree,
+  declared: DeclaredParameters,
+): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const visit = (el: XmlElement, path: string) => {
+    const type = nodeTypeOf(el);
+    const wants = type === undefined ? undefined : READS[type];
+    const name = el.attributes.get("param");
+    // The node looks the name up exactly as written (a string port is not trimmed).
+    if (wants !== undefined && name !== undefined && blackboardKeyOf(name, "param") === undefined) {
+      const has = declared.get(name);
+      if (has === undefined) {
+        out.push(errorAt(
+          el,
+          path,
+          `port 'param': '${name}' is not a declared parameter (automation.parameters)` +
+            suggestion(name, declared.keys()),
+        ));
+      } else if (!wants.includes(has)) {
+        out.push(errorAt(
+          el,
+          path,
+          `port 'param': '${name}' is a ${has} parameter; ${type} reads only ${
+            wants.join(" or ")
+          } parameters`,
+        ));
+      }
+    }
+    el.children.forEach((c, i) => visit(c, `${path}/${pathSegment(c, i)}`));
+  };
+  for (const tree of parsed.trees.values()) {
+    if (tree.root) visit(tree.root, `${tree.id}/${pathSegment(tree.root, 0)}`);
+  }
+  return out;
+}

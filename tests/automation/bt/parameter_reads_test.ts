@@ -1,0 +1,59 @@
+/** GetParameter* reads with a literal name against the declared parameters (parameter_reads.ts). */
+import assert from "node:assert/strict";
+import {
+  loadBehaviorTree,
+  parameterReadProblems,
+  verifyBehaviorTreeFile,
+} from "../../../src/automation/bt/mod.ts";
+import type { ParameterType } from "../../../src/config/mod.ts";
+import { memFiles, xmlRoot } from "./_helpers.ts";
+
+const DECLARED = new Map<string, ParameterType>([
+  ["temp", "double"],
+  ["cycles", "int64"],
+  ["dry", "bool"],
+  ["recipe", "string"],
+]);
+
+const TREE = xmlRoot(`<BehaviorTree ID="Main">
+  <Sequence>
+    <GetParameter param="temp" value="{a}" />
+    <GetParameter param="cycles" value="{b}" />
+    <GetParameterInt64 param="cycles" value="{c}" />
+    <GetParameterBool param="dry" value="{d}" />
+    <GetParameter param="{name}" value="{e}" />
+    <GetParameterInt64 param="temp" value="{f}" />
+    <GetParameter param="recipe" value="{g}" />
+    <GetParameterBool param=" dry" value="{h}" />
+  </Sequence>
+</BehaviorTree>`);
+
+Deno.test("parameterReadProblems: undeclared names and types the node does not read; blackboard names unchecked", () => {
+  const { tree, diagnostics } = loadBehaviorTree(
+    "/bt/main.xml",
+    memFiles({ "/bt/main.xml": TREE }),
+  );
+  assert.ok(tree, JSON.stringify(diagnostics));
+  const problems = parameterReadProblems(tree, DECLARED);
+  assert.deepEqual(problems.map((d) => [d.severity, d.path, d.message]), [
+    [
+      "error",
+      "Main/Sequence[0]/GetParameterInt64[5]",
+      "port 'param': 'temp' is a double parameter; GetParameterInt64 reads only int64 parameters",
+    ],
+    [
+      "error",
+      "Main/Sequence[0]/GetParameter[6]",
+      "port 'param': 'recipe' is a string parameter; GetParameter reads only double or int64 parameters",
+    ],
+    [
+      "error",
+      "Main/Sequence[0]/GetParameterBool[7]",
+      "port 'param': ' dry' is not a declared parameter (automation.parameters) (did you mean 'dry'?)",
+    ],
+  ]);
+  // --check-config without parameters (automation disabled) checks nothing of the kind.
+  const files = memFiles({ "/bt/main.xml": TREE });
+  assert.deepEqual(verifyBehaviorTreeFile("/bt/main.xml", files), []);
+  assert.equal(verifyBehaviorTreeFile("/bt/main.xml", files, DECLARED).length, 3);
+});
