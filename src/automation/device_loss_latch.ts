@@ -14,7 +14,8 @@
  *    AUTO was entered) going down forces FAULT at once (hooks included): the tree halts, and the
  *    mode change is on the audit trail with origin `device_loss` naming the device. Nothing is
  *    re-commanded when it returns: re-arming (FAULT -> MANUAL -> AUTO) is an operator's act, and
- *    entering AUTO is refused while a device the tree names is failing or down.
+ *    entering AUTO is refused while a device the tree names is failing or down. Entering AUTO
+ *    releases only the devices that are back: one still down stays latched until the next entry.
  * Every latch and release is published (`device_loss_latch`) and logged.
  */
 import { type Clock, deviceHandle, failedPrecondition, type Logger } from "../common/mod.ts";
@@ -39,7 +40,8 @@ export interface LatchModes {
 }
 
 export interface DeviceLossLatchOptions {
-  readonly outages: Pick<DeviceOutages, "onChange">;
+  /** Device conditions: a latched device still down when AUTO is entered stays latched. */
+  readonly outages: Pick<DeviceOutages, "onChange" | "condition">;
   readonly modes: LatchModes;
   readonly bus: EventBus;
   readonly clock: Clock;
@@ -91,11 +93,20 @@ export class DeviceLossLatch {
     );
   };
 
-  /** Mode listener: entering AUTO (a deliberate operator act) releases every latch. */
+  /**
+   * Mode listener: entering AUTO (a deliberate operator act) releases the latch of every device
+   * that is back. One still down stays latched: its return comes after the operator's act, and
+   * the tree would command it the moment it is back (the AUTO gate judges only the devices the
+   * tree names literally).
+   */
   onModeChange(change: ModeChange): void {
     if (change.current !== "FAULT") this.#forcedFault = null;
     if (change.current !== "AUTO" || change.previous === "AUTO") return;
     for (const [handle, entry] of this.#latched) {
+      if (this.#o.outages.condition(entry.providerId, entry.deviceId).kind === "down") {
+        this.#log.warn(`kept ${handle} latched: AUTO entered while it is still down`);
+        continue;
+      }
       this.#latched.delete(handle);
       this.#log.info(`released ${handle}: AUTO entered again`);
       this.#o.bus.publish({

@@ -283,8 +283,13 @@ Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names g
   modes.set("MANUAL");
   assert.equal(engine.status().not_running?.cause, "mode");
   modes.set("AUTO");
-  assert.deepEqual(engine.status().device_loss_latched, []);
+  // relayio0 is still down: it stays latched (its return must not let the tree command it).
+  assert.deepEqual(engine.status().device_loss_latched, ["sim0/relayio0"]);
   assert.equal(engine.status().not_running, null);
+  outages.set("sim0/relayio0", "up");
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.deepEqual(engine.status().device_loss_latched, []);
 });
 
 Deno.test("AutomationEngine reloadTree loads the tree again when only a file it includes changed", async () => {

@@ -29,6 +29,7 @@ function rig(o: { mode?: RuntimeMode; dependsOn?: string[]; failFault?: boolean 
   };
   const latch = new DeviceLossLatch({
     outages: {
+      condition: () => ({ kind: "up", reason: "", sinceMono: null }),
       onChange: (l) => {
         listeners.add(l);
         return () => listeners.delete(l);

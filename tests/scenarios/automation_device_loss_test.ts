@@ -105,3 +105,56 @@ Deno.test("AutomationEngine refuses AUTO while a named device is down and latche
     await dir.dispose();
   }
 });
+
+/** Commands sim1's motor 1 through a handle the tree computes (no literal device_handle). */
+const COMPUTED_HANDLE = treeXml(
+  `<Sequence name="run_sim1">
+      <Script code="dev := 'sim1/motorctl0'" />
+      <CallDevice name="run" device_handle="{dev}" function_name="set_motor_duty"
+                  args='json:{"motor_index": 1, "duty": 0.5}' />
+      <Sleep msec="60000" />
+    </Sequence>`,
+);
+
+Deno.test("AutomationEngine: AUTO entered while a latched device is still down keeps it latched; its return does not restart it", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("computed.xml", COMPUTED_HANDLE);
+    const rt = await startRuntime(automationConfig(tree, {
+      config: {
+        providers: [
+          simProvider("sim0"),
+          simProvider("sim1", { restart: { backoffMs: [1500], successResetMs: 200 } }),
+        ],
+      },
+    }));
+    const host = rt.registry.host("sim1")!;
+    try {
+      await rt.modes.request("MANUAL");
+      await manualCall(rt, "sim1", "chaos_control", 6, { exit_code: i(9) });
+      await waitFor("sim1 down", () => !host.available);
+      await waitFor(
+        "sim1/motorctl0 latched",
+        () => rt.automation!.status().device_loss_latched.includes("sim1/motorctl0"),
+      );
+      // The tree names no device of sim1 literally: the AUTO gate cannot judge it.
+      assert.equal(await rt.modes.request("AUTO"), "AUTO");
+      assert.equal(host.available, false, "AUTO was entered while sim1 was still down");
+      await waitFor("sim1 back", () => host.available, 10000);
+      await waitFor("motorctl0 polled", () => rt.cache.device("sim1", "motorctl0")?.available);
+      // Several ticks with sim1 back (20 Hz).
+      await new Promise((r) => setTimeout(r, 500));
+      await rt.cache.pollDevice("sim1", "motorctl0");
+      assert.equal(
+        cached(rt, "sim1/motorctl0", "motor1_duty"),
+        0,
+        "the tree restarted the motor of a device that returned after AUTO was entered",
+      );
+      assert.ok(rt.automation!.status().device_loss_latched.includes("sim1/motorctl0"));
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
