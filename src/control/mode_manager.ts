@@ -19,7 +19,9 @@
  * whatever failed before it, calls to different providers run concurrently (declared order is kept
  * within a provider), and every failed call is reported in the answer and as a `hook_failure`
  * event. FAULT cannot be vetoed. Leaving FAULT is refused while its hooks are still running: their
- * stop actions must not land after the operator's first commands.
+ * stop actions must not land after the operator's first commands. Nor can a re-arm override it: a
+ * FAULT requested while FAULT -> MANUAL runs its before-hooks (nothing to commit: the mode is
+ * FAULT) refuses that transition.
  *
  * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO -- the e-stop latch
  * refuses both while engaged, so releasing the latch never re-arms by itself; automation refuses
@@ -179,6 +181,8 @@ export class ModeManager implements ModeService {
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
   /** FAULT entries whose hooks (stop actions) are running; leaving FAULT waits for them. */
   #faultHooksRunning = 0;
+  /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
+  #faultWhileLeaving: string | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
@@ -261,6 +265,9 @@ export class ModeManager implements ModeService {
   enterFault(reason: string, source: AuditOrigin = INTERNAL_ORIGIN): FaultEntry {
     const from = this.#mode;
     if (from === "FAULT") {
+      // Leaving FAULT is in progress (its before-hooks run): that transition must not commit
+      // over this request (an alarm, another console), answered FAULT.
+      if (this.#busy?.from === "FAULT") this.#faultWhileLeaving ??= `${source.kind}: ${reason}`;
       return { committed: false, from, runHooks: () => Promise.resolve([]) };
     }
     this.#log.info(`transition ${from} -> FAULT (${reason})`);
@@ -394,6 +401,7 @@ export class ModeManager implements ModeService {
       if (problem) throw failedPrecondition(problem);
     }
     this.#busy = { from, to: target };
+    this.#faultWhileLeaving = null;
     // Both phases run the hooks in force now: a reload while they run (it applies outside AUTO)
     // would otherwise run or skip a hook it moved between the phases.
     const hooks = this.#o.hooks;
@@ -412,6 +420,13 @@ export class ModeManager implements ModeService {
       }
       // An arming check may have become true while the before-hooks ran (e-stop latched).
       this.#checkArming(from, target);
+      // So may a FAULT (an alarm, another console) while leaving FAULT: it was answered FAULT.
+      if (this.#faultWhileLeaving !== null) {
+        throw failedPrecondition(
+          `FAULT was requested again (${this.#faultWhileLeaving}) while ${from} -> ${target} ` +
+            "hooks ran; the mode stays FAULT",
+        );
+      }
       // So may the AUTO gate: a reload outside AUTO may drop the AUTO -> FAULT hook meanwhile.
       if (target === "AUTO") {
         const problem = this.autoGateProblem();

@@ -801,3 +801,34 @@ Deno.test("ModeManager records a FAULT it is forced into as the runtime's automa
     latency_ms: 0,
   }]);
 });
+
+Deno.test("ModeManager: a FAULT requested while FAULT -> MANUAL runs its before-hooks keeps FAULT", async () => {
+  const { modes, bus } = setup({
+    before: [hook("FAULT", "MANUAL", [ghost("slow")], false)],
+  });
+  await reach(modes, "FAULT");
+  // An alarm's fault action (or another console's FAULT) lands while the re-arm's hook call runs.
+  let faulted: Promise<boolean> | null = null;
+  bus.subscribe(({ event }) => {
+    if (event.kind === "hook_failure") {
+      faulted ??= modes.forceFault("alarm trip raised", { kind: "alarm", alarm_id: "trip" });
+    }
+  });
+  const rearm = modes.request("MANUAL").then(
+    (m) => `entered ${m}`,
+    (e: RuntimeError) => `refused: ${e.message}`,
+  );
+  const outcome = await rearm;
+  assert.ok(faulted !== null, "the FAULT was requested during the hooks");
+  assert.equal(await faulted, true, "forceFault answered FAULT");
+  assert.equal(
+    modes.current(),
+    "FAULT",
+    `the re-arm ${outcome} over the FAULT requested meanwhile`,
+  );
+  assert.equal(
+    outcome,
+    "refused: FAULT was requested again (alarm: alarm trip raised) while FAULT -> MANUAL hooks ran; " +
+      "the mode stays FAULT",
+  );
+});
