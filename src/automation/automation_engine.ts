@@ -222,7 +222,9 @@ export class AutomationEngine {
   /**
    * Why entering AUTO must be refused now: a device the tree names is failing or down, or a
    * function the tree calls is one its provider's declared policy never lets run in AUTO
-   * (`allowed_modes` without AUTO, or `requires_lease`): refused here, not at its first call.
+   * (`allowed_modes` without AUTO, or `requires_lease`): refused here, not at its first call; or
+   * the tree reads a parameter not declared as it reads it (a reload replaced the tree and its
+   * parameters section was refused, or has not been applied yet).
    */
   autoProblem(): string | null {
     const blocked = this.#blockedDevices();
@@ -232,8 +234,14 @@ export class AutomationEngine {
       }`;
     }
     const refused = this.#refusedCalls();
-    if (refused.length === 0) return null;
-    return `refusing AUTO: the behavior tree calls ${refused.join("; ")}`;
+    if (refused.length > 0) return `refusing AUTO: the behavior tree calls ${refused.join("; ")}`;
+    // A reload replaced the tree, and the parameters it reads are not (yet) declared.
+    const parameters = this.#o.parameters;
+    const reads = parameters === undefined ? [] : this.parameterReadProblems(parameters.list());
+    if (reads.length === 0) return null;
+    return `refusing AUTO: the behavior tree reads parameters that are not declared: ${
+      reads.join("; ")
+    }`;
   }
 
   /** The tree's literal calls whose declared policy refuses them in AUTO, one text each. */
@@ -456,7 +464,9 @@ export class AutomationEngine {
    * longer declares, or declares with a type its node does not read: one line each (the file's
    * diagnostics); empty without a tree or when every read is declared.
    */
-  parameterReadProblems(parameters: readonly ParameterConfig[]): string[] {
+  parameterReadProblems(
+    parameters: readonly { readonly name: string; readonly type: ParameterConfig["type"] }[],
+  ): string[] {
     return (this.#parameterReads?.(declaredOf(parameters)) ?? []).map(formatDiagnostic);
   }
 

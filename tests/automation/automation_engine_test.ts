@@ -359,3 +359,31 @@ Deno.test("AutomationEngine forgets the replaced tree's failed calls: status nam
   assert.equal(engine.status().last_error, null);
   engine.stop();
 });
+
+Deno.test("AutomationEngine refuses AUTO while the tree reads a parameter the store does not declare (a reload's parameters not applied yet)", async () => {
+  const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
+  const { engine, modes } = setup(SLEEP, { readFile: (path) => files[path]! });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  files[TREE] = xmlRoot(
+    `<BehaviorTree ID="Main"><GetParameter param="duty" value="{d}"/></BehaviorTree>`,
+    "Main",
+  );
+  // The reload declares `duty`; its automation.parameters section comes after the tree's.
+  const duty = {
+    name: "duty",
+    type: "double" as const,
+    default: 0.1,
+    min: 0,
+    max: 1,
+    allowedValues: [],
+  };
+  assert.equal(await engine.reloadTree(TREE, 10, [duty]), "replaced");
+  // Not applied yet (or refused): the store declares target_temp only.
+  assert.match(
+    engine.autoProblem() ?? "",
+    /^refusing AUTO: the behavior tree reads parameters that are not declared: .*'duty' is not a declared parameter/,
+  );
+  engine.stop();
+});
