@@ -72,7 +72,7 @@ export interface ModeService {
   current(): RuntimeMode;
   /**
    * Runs the transition (hooks, events); resolves with the mode after it and the hook calls
-   * that failed. Same mode = no-op. Throws FAILED_PRECONDITION for a refused transition or a
+   * that failed. Same mode = no-op (refused while a transition away from it has not committed). Throws FAILED_PRECONDITION for a refused transition or a
    * vetoing hook.
    */
   requestWithReport(mode: RuntimeMode, source?: AuditOrigin): Promise<TransitionReport>;
@@ -228,8 +228,10 @@ export class ModeManager implements ModeService {
     const from = this.#mode;
     const startedMs = this.#o.clock.monoMs();
     const audit = this.#o.audit;
+    // A request for the current mode changes nothing and is not recorded, unless it is refused.
+    const noop = from === mode && this.#leaving() === null;
     const done = this.#transition(mode);
-    if (!audit || from === mode) return done;
+    if (!audit || noop) return done;
     return done.then((report) => {
       audit.record({
         action: "mode",
@@ -372,7 +374,17 @@ export class ModeManager implements ModeService {
   /** A transition that is not into FAULT: gated, vetoable by before-hooks. */
   async #transition(target: RuntimeMode): Promise<TransitionReport> {
     const from = this.#mode;
-    if (target === from) return { mode: from, hook_failures: [] };
+    if (target === from) {
+      // Not while a transition away from it has not committed yet: the answer would name a mode
+      // about to change (the other transition would win over this request).
+      const busy = this.#leaving();
+      if (busy) {
+        throw failedPrecondition(
+          `Mode transition ${busy.from} -> ${busy.to} is in progress; retry ${target} when it has finished`,
+        );
+      }
+      return { mode: from, hook_failures: [] };
+    }
     // Arming checks first: "the e-stop is latched" is the reason an operator needs to see.
     this.#checkArming(from, target);
     if (!isTransitionAllowed(from, target)) {
@@ -439,6 +451,11 @@ export class ModeManager implements ModeService {
       // Only this transition can have set it: another one is refused above while it is set.
       this.#busy = null;
     }
+  }
+
+  /** The transition in progress while it has not committed (the mode is still its `from`). */
+  #leaving(): { from: RuntimeMode; to: RuntimeMode } | null {
+    return this.#busy !== null && this.#mode === this.#busy.from ? this.#busy : null;
   }
 
   /** Throws the first arming check's refusal for a transition into MANUAL or AUTO. */

@@ -832,3 +832,20 @@ Deno.test("ModeManager: a FAULT requested while FAULT -> MANUAL runs its before-
       "the mode stays FAULT",
   );
 });
+
+Deno.test("ModeManager: a request for the current mode while a transition away from it runs is refused, not answered with a mode about to change", async () => {
+  const { modes } = setup({ before: [hook("MANUAL", "AUTO", [ghost("slow")], false)] });
+  await reach(modes, "MANUAL");
+  const toAuto = modes.request("AUTO");
+  // Another console asks for MANUAL (stay / go back) while MANUAL -> AUTO runs its before-hooks.
+  const stay = modes.request("MANUAL").then(
+    (m) => `answered ${m}`,
+    (e: RuntimeError) => `refused: ${e.message}`,
+  );
+  assert.equal(await toAuto, "AUTO");
+  assert.equal(
+    await stay,
+    "refused: Mode transition MANUAL -> AUTO is in progress; retry MANUAL when it has finished",
+    `the mode is ${modes.current()}`,
+  );
+});
