@@ -370,7 +370,9 @@ export class ProviderSession {
     }
     this.#terminating = true;
     const gone = this.#proc.exited.then(() => true);
-    await this.#client.close();
+    // Not awaited: stdin closes once a write under way has ended, and a hung provider that reads
+    // nothing never ends it (the signals below do, or free the pipe). The session ends at once.
+    void this.#client.close();
     // A process already gone settles `gone` at once.
     if (await raceTimeout(this.#deps.clock, gone, budgetMs * 0.6, false)) return;
     this.#deps.log.warn(`provider did not exit after stdin closed; sending SIGTERM`);

@@ -89,3 +89,44 @@ for (const c of CASES) {
     }
   });
 }
+
+Deno.test("ProviderSession.terminate: a hung provider that reads nothing, with a write under way, is still signalled and ended within the budget", async () => {
+  const { s, lines, clock } = await session([]);
+  const pid = s.pid;
+  const sent = () =>
+    lines.map((l) => /sending (SIG\w+)/.exec(l)?.[1]).filter((x) => x !== undefined);
+  try {
+    // Hung: it reads nothing from its stdin any more, and a request larger than a pipe holds
+    // (64 KiB) is being written to it (a call with a large argument): the write cannot end.
+    Deno.kill(pid, "SIGSTOP");
+    s.send(
+      "hello",
+      {
+        protocol_version: "v0",
+        client_name: "x".repeat(300_000),
+        client_version: "0",
+      },
+      60_000,
+      () => {},
+    );
+    await new Promise((r) => setTimeout(r, 50)); // the write is under way
+    const done = s.terminate(1500);
+    // Closing stdin waits for that write: the escalation must not wait for it.
+    await waitFor(
+      "SIGTERM armed 900 ms after stdin was closed",
+      () => clock.pendingDueTimes()[0] === clock.mono + 900,
+    );
+    clock.advance(900);
+    await waitFor(
+      "SIGKILL armed 450 ms after SIGTERM",
+      () => clock.pendingDueTimes()[0] === clock.mono + 450,
+    );
+    clock.advance(450);
+    await done;
+    assert.equal(processAlive(pid), false);
+    assert.deepEqual(sent(), ["SIGTERM", "SIGKILL"]);
+    assert.equal(s.exitCode, 128 + 9);
+  } finally {
+    s.kill();
+  }
+});
