@@ -99,7 +99,6 @@ export class ProviderHost {
   #hostCheck: HostCheckView | null = null;
   #livenessFailures = 0;
   #restartTimer: TimerId | undefined;
-  #resetTimer: TimerId | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
   #attempt: Promise<void> | null = null;
   /** The stop, once asked for (stop). */
@@ -241,6 +240,13 @@ export class ProviderHost {
   noteLiveness(answered: boolean): void {
     if (answered) {
       this.#livenessFailures = 0;
+      // After a restart, the failure streak ends at the first answer once the provider has run
+      // success_reset_ms: healthy running is proven by an answer, not by the time alone (a
+      // provider that hangs soon after each start is found unresponsive only later, and its
+      // failures must count in a row).
+      if (this.#state.phase === "UP" && this.#state.attemptCount > 0) {
+        this.#apply({ type: "tick", at: this.#deps.clock.monoMs() });
+      }
       return;
     }
     if (++this.#livenessFailures >= LIVENESS_FAILURE_LIMIT && this.#session) {
@@ -265,7 +271,6 @@ export class ProviderHost {
   async #stop(budgetMs: number): Promise<void> {
     this.#apply({ type: "stop" });
     this.#deps.clock.clearTimer(this.#restartTimer);
-    this.#deps.clock.clearTimer(this.#resetTimer);
     const attempt = this.#attempt;
     const session = this.#session;
     this.#session = null;
@@ -376,22 +381,6 @@ export class ProviderHost {
     tellEach(this.#inventoryListeners, [devices, changed], this.#listenerFailed);
     this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
     session.ended.then((why) => this.#onSessionEnded(session, why));
-    this.#armStreakReset();
-  }
-
-  /**
-   * After a restart, ends the failure streak once the provider has run success_reset_ms (a tick
-   * to the supervisor); a timer that fires early against the monotonic clock is armed again.
-   */
-  #armStreakReset(): void {
-    this.#deps.clock.clearTimer(this.#resetTimer);
-    const s = this.#state;
-    if (s.phase !== "UP" || s.attemptCount === 0) return;
-    const dueAt = s.upSince! + this.config.restartPolicy.successResetMs;
-    this.#resetTimer = this.#deps.clock.setTimer(() => {
-      this.#apply({ type: "tick", at: this.#deps.clock.monoMs() });
-      this.#armStreakReset();
-    }, Math.max(0, dueAt - this.#deps.clock.monoMs()));
   }
 
   #onSessionEnded(session: ProviderSession, why: string): void {

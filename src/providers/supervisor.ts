@@ -37,7 +37,7 @@ export type SupervisorEvent =
   | { readonly type: "attempt"; readonly at: number }
   /** A restart attempt failed. */
   | { readonly type: "attempt_failed"; readonly at: number }
-  /** Time passed (checks success_reset_ms). */
+  /** The running provider answered a liveness check (ends the streak after success_reset_ms). */
   | { readonly type: "tick"; readonly at: number }
   | { readonly type: "stop" };
 

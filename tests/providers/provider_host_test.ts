@@ -99,7 +99,7 @@ Deno.test("ProviderHost publishes provider_health_change with the wall-clock tim
   }, { restart: { backoffMs: [0, 0, 0] } });
 });
 
-Deno.test("ProviderHost.stop while recovering from a restart leaves no streak reset pending", async () => {
+Deno.test("ProviderHost ends a restart's failure streak at the first liveness answer after success_reset_ms, not on time alone", async () => {
   const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   try {
     await withFixture(D0, async (fx) => {
@@ -107,8 +107,21 @@ Deno.test("ProviderHost.stop while recovering from a restart leaves no streak re
       Deno.kill(pid, "SIGKILL");
       await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
       assert.equal(fx.host.lifecycle, "RECOVERING");
-      // success_reset_ms on the monotonic clock (standing still): due in 60 s.
-      assert.deepEqual(timers.pending(), [60_000]);
+      // Nothing is armed for it: only an answer proves the provider healthy.
+      assert.deepEqual(timers.pending(), []);
+      // An answer before success_reset_ms (monotonic) keeps the streak ...
+      fx.clock.mono = 10_000 + 59_999;
+      fx.host.noteLiveness(true);
+      assert.equal(fx.host.lifecycle, "RECOVERING");
+      // ... time alone does not end it (a provider may hang soon after each start) ...
+      fx.clock.mono = 10_000 + 120_000;
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(fx.host.lifecycle, "RECOVERING");
+      assert.equal(fx.host.supervision().attempt_count, 1);
+      // ... an answer after it does.
+      fx.host.noteLiveness(true);
+      assert.equal(fx.host.lifecycle, "RUNNING");
+      assert.equal(fx.host.supervision().attempt_count, 0);
       await fx.registry.stopAll(1000);
       assert.deepEqual(timers.pending(), []);
     }, { mono: 10_000, restart: { backoffMs: [0, 0, 0], successResetMs: 60_000 } });
@@ -117,7 +130,7 @@ Deno.test("ProviderHost.stop while recovering from a restart leaves no streak re
   }
 });
 
-Deno.test("ProviderHost starts one process per restart and arms only the timers it needs: none while RUNNING, the streak reset while RECOVERING, the restart while backing off", async () => {
+Deno.test("ProviderHost starts one process per restart and arms only the timers it needs: none while RUNNING or RECOVERING, the restart while backing off", async () => {
   const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   let spawned = 0;
   const spawn: SpawnFn = (o) => {
@@ -136,16 +149,14 @@ Deno.test("ProviderHost starts one process per restart and arms only the timers 
       // Never failed: no failure streak to end, nothing armed.
       assert.equal(fx.host.lifecycle, "RUNNING");
       assert.deepEqual(timers.pending(), []);
-      // Restarted (backoff 0): the streak ends success_reset_ms after the restart, on the
-      // monotonic clock (standing still, so the timer is armed again each time it fires).
+      // Restarted (backoff 0): the streak ends at a liveness answer, nothing is armed for it.
       await crash(fx, true);
       assert.equal(fx.host.lifecycle, "RECOVERING");
-      assert.deepEqual(timers.pending(), [200]);
-      // Restarted again: the streak reset counts from the new process, the old one is gone.
+      assert.deepEqual(timers.pending(), []);
+      // Restarted again.
       await crash(fx, true);
-      assert.deepEqual(timers.pending(), [200]);
-      // Crashed a third time: backing off 60 s. The streak reset still due fires and arms
-      // nothing more (the provider is not up).
+      assert.deepEqual(timers.pending(), []);
+      // Crashed a third time: backing off 60 s.
       await crash(fx, false);
       await waitFor("backing off", () => fx.host.supervision().next_restart_in_ms === 60_000);
       await waitFor("only the restart pending", () => {
@@ -452,11 +463,13 @@ Deno.test("ProviderHost restarts after the backoff on the monotonic clock, howev
     await waitFor("restarted", () => fx.host.available);
     assert.notEqual(fx.host.session!.pid, pid);
     assert.equal(fx.host.lifecycle, "RECOVERING");
-    // success_reset_ms (200) of healthy running ends the streak, on the same clock.
-    await waitFor("the streak reset timer fired twice", () => timesArmed(200) >= 3);
+    // success_reset_ms (200) of healthy running ends the streak, on the same clock: an answer
+    // before it keeps the streak, one after it ends it.
+    fx.host.noteLiveness(true);
     assert.equal(fx.host.lifecycle, "RECOVERING");
     fx.clock.mono = 10_300;
-    await waitFor("streak reset", () => fx.host.lifecycle === "RUNNING");
+    fx.host.noteLiveness(true);
+    assert.equal(fx.host.lifecycle, "RUNNING");
     assert.equal(fx.host.supervision().attempt_count, 0);
   }, { mono: 10_000, restart: { backoffMs: [100, 100, 100], successResetMs: 200 } });
 });

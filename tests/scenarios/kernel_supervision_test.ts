@@ -3,6 +3,7 @@ import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { processAlive, recordEvents, startArmed, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { scriptedProvider } from "./process_helpers.ts";
 
 function chaos(
   rt: Kernel,
@@ -219,6 +220,36 @@ Deno.test("two providers: while one is down the other keeps serving state and ca
     );
     assert.equal(rt.cache.deviceQuality(rt.cache.device("sim1", "motorctl0")!), "OK");
     assert.equal(rt.cache.deviceQuality(rt.cache.device("sim0", "motorctl0")!), "UNAVAILABLE");
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("a provider that hangs soon after every restart is not 'healthy running': its failures in a row open the circuit", async () => {
+  // Each process answers one ReadSignals (the priming poll, or the poll right after a restart),
+  // then never answers again: it is found unresponsive (two polls unanswered within timeout_ms)
+  // long after success_reset_ms has passed on the clock.
+  const p = scriptedProvider("probe", ["--hang-after-reads", "1"], { timeoutMs: 1000 });
+  const rt = await startArmed(testConfig({
+    pollingIntervalMs: 100,
+    providers: [{
+      ...p,
+      restartPolicy: {
+        enabled: true,
+        maxAttempts: 2,
+        backoffMs: [50, 50],
+        timeoutMs: 30000,
+        successResetMs: 1500,
+      },
+    }],
+  }));
+  try {
+    const host = rt.registry.host("probe")!;
+    // The first process, then one per restart: three failures in a row with max_attempts 2.
+    await waitFor("three failures", () => host.counts().failures >= 3, 30_000);
+    assert.equal(host.lifecycle, "CIRCUIT_OPEN");
+    assert.equal(host.counts().restart_attempts, 2);
+    assert.equal(host.supervision().attempt_count, 3);
   } finally {
     await rt.stop();
   }
