@@ -3,105 +3,10 @@
  * buffered: against an injected transport and one manual clock, as telemetry_transport_test.ts.
  */
 import assert from "node:assert/strict";
-import type { Logger } from "../../src/common/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import {
-  type InfluxSettings,
-  type TelemetryTransport,
-  TelemetryWriter,
-  type TelemetryWriterOptions,
-} from "../../src/telemetry/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-
-const SILENT: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child: () => SILENT,
-};
-
-const SETTINGS: InfluxSettings = {
-  url: "http://db.invalid:8086",
-  org: "lab",
-  bucket: "telemetry",
-  token: "secret-token",
-  batchSize: 4,
-  flushIntervalMs: 50,
-  maxRetryBufferSize: 1000,
-  queueSize: 10000,
-};
-
-/** What the scripted database answers a request: accept, fail with a status, or never answer. */
-type Answer = "ok" | number | "hang";
-
-/** A database whose answers the test scripts; it keeps every request's rows. */
-class ScriptedDb implements TelemetryTransport {
-  readonly requests: string[][] = [];
-  readonly #answers: Answer[] = [];
-  /** Answer for requests past the script. */
-  otherwise: Answer = "ok";
-  script(...answers: Answer[]): void {
-    this.#answers.push(...answers);
-  }
-  request(_path: string, body: string, o: { signal?: AbortSignal }): Promise<unknown> {
-    this.requests.push(body.trimEnd().split("\n"));
-    const answer = this.#answers.shift() ?? this.otherwise;
-    if (answer === "ok") return Promise.resolve(undefined);
-    if (answer === "hang") {
-      return new Promise((_, reject) =>
-        o.signal?.addEventListener("abort", () => reject(new Error("aborted")))
-      );
-    }
-    return Promise.reject({ statusCode: answer, body: `status ${answer}` });
-  }
-  /** The `value_double` of every signal row sent, deduplicated, ascending. */
-  values(): number[] {
-    const seen = new Set<number>();
-    for (const r of this.requests) {
-      for (const l of r) {
-        const v = /value_double=([0-9.e+-]+)/.exec(l)?.[1];
-        if (v !== undefined) seen.add(Number(v));
-      }
-    }
-    return [...seen].sort((a, b) => a - b);
-  }
-}
-
-function rig() {
-  const clock = new ManualClock(1_000, 1_760_000_000_000);
-  const db = new ScriptedDb();
-  const bus = new EventBus();
-  const options: TelemetryWriterOptions = {
-    enabled: true,
-    runtimeName: "lab1",
-    healthIntervalMs: 0,
-    clock,
-    logger: SILENT,
-    influx: SETTINGS,
-    transport: db,
-    tuning: { retryInitialMs: 100, retryMaxMs: 400, writeTimeoutMs: 2000, tickMs: 10 },
-  };
-  const writer = new TelemetryWriter(options);
-  writer.start(bus);
-  const publish = (from: number, count: number) => {
-    for (let i = from; i < from + count; i++) {
-      bus.publish({
-        kind: "state_update",
-        provider_id: "sim0",
-        device_id: "tempctl0",
-        signal_id: "temp",
-        value: { type: "double", double: i },
-        quality: "OK",
-        timestamp_ms: 1_760_000_000_000 + i,
-      });
-    }
-  };
-  return { clock, db, bus, writer, options, publish };
-}
+import { ScriptedDb, scriptedRig, SETTINGS } from "./_scripted_db.ts";
 
 Deno.test("TelemetryWriter.retarget to the same database keeps the rows waiting for a retry while it is down", async () => {
-  const { clock, db, writer, options, publish } = rig();
+  const { clock, db, writer, options, publish } = scriptedRig();
   try {
     db.otherwise = 503; // the database is down
     publish(0, 8);
@@ -127,7 +32,7 @@ Deno.test("TelemetryWriter.retarget to the same database keeps the rows waiting 
 });
 
 Deno.test("TelemetryWriter.retarget to the same database with a smaller retry buffer drops and counts the oldest rows", async () => {
-  const { clock, db, writer, options, publish } = rig();
+  const { clock, db, writer, options, publish } = scriptedRig();
   try {
     db.otherwise = 503;
     publish(0, 8);
@@ -150,7 +55,7 @@ Deno.test("TelemetryWriter.retarget to the same database with a smaller retry bu
 });
 
 Deno.test("TelemetryWriter.retarget with a new token for the same database writes the rows the old token could not", async () => {
-  const { clock, db, writer, options, publish } = rig();
+  const { clock, db, writer, options, publish } = scriptedRig();
   try {
     db.otherwise = 401; // the old token was revoked
     publish(0, 4);
@@ -171,7 +76,7 @@ Deno.test("TelemetryWriter.retarget with a new token for the same database write
 });
 
 Deno.test("TelemetryWriter.retarget to a new database writes the rows published while the old one was flushed there", async () => {
-  const { clock, db, writer, options, publish } = rig();
+  const { clock, db, writer, options, publish } = scriptedRig();
   const second = new ScriptedDb();
   try {
     db.script("hang"); // the old database is slow: the flush takes the reload's budget
@@ -210,7 +115,7 @@ Deno.test("TelemetryWriter.retarget to a new database writes the rows published 
 });
 
 Deno.test("TelemetryWriter.stop during a retarget waits for it, then stops the writer and flushes what came meanwhile", async () => {
-  const { clock, db, writer, options, publish } = rig();
+  const { clock, db, writer, options, publish } = scriptedRig();
   const second = new ScriptedDb();
   db.script("hang"); // the old database is slow: the reload's flush takes its budget
   publish(0, 4);

@@ -5,100 +5,10 @@
  * one.
  */
 import assert from "node:assert/strict";
-import type { Logger } from "../../src/common/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import {
-  type InfluxSettings,
-  type TelemetryTransport,
-  TelemetryWriter,
-} from "../../src/telemetry/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-
-const SILENT: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child: () => SILENT,
-};
-
-const SETTINGS: InfluxSettings = {
-  url: "http://db.invalid:8086",
-  org: "lab",
-  bucket: "telemetry",
-  token: "secret-token",
-  batchSize: 4,
-  flushIntervalMs: 50,
-  maxRetryBufferSize: 1000,
-  queueSize: 10000,
-};
-
-/** What the scripted database answers a request: accept, fail with a status, or never answer. */
-type Answer = "ok" | number | "hang";
-
-/** A database whose answers the test scripts; it keeps every request's rows. */
-class ScriptedDb implements TelemetryTransport {
-  readonly requests: string[][] = [];
-  readonly #answers: Answer[] = [];
-  /** Answers for the requests to come, in order; past the script, "ok". */
-  script(...answers: Answer[]): void {
-    this.#answers.push(...answers);
-  }
-  request(_path: string, body: string, o: { signal?: AbortSignal }): Promise<unknown> {
-    this.requests.push(body.trimEnd().split("\n"));
-    const answer = this.#answers.shift() ?? "ok";
-    if (answer === "ok") return Promise.resolve(undefined);
-    if (answer === "hang") {
-      return new Promise((_, reject) =>
-        o.signal?.addEventListener("abort", () => reject(new Error("aborted")))
-      );
-    }
-    return Promise.reject({ statusCode: answer, body: `status ${answer}` });
-  }
-  /** The `value_double` of each row of one request, as sent. */
-  valuesOf(request: number): number[] {
-    return this.requests[request]!.map((l) => Number(/value_double=([0-9.e+-]+)/.exec(l)?.[1]));
-  }
-}
-
-function rig(o: { retryInitialMs?: number; retryMaxMs?: number } = {}) {
-  const clock = new ManualClock(1_000, 1_760_000_000_000);
-  const db = new ScriptedDb();
-  const bus = new EventBus();
-  const writer = new TelemetryWriter({
-    enabled: true,
-    runtimeName: "lab1",
-    healthIntervalMs: 0,
-    clock,
-    logger: SILENT,
-    influx: SETTINGS,
-    transport: db,
-    tuning: {
-      retryInitialMs: o.retryInitialMs ?? 100,
-      retryMaxMs: o.retryMaxMs ?? 400,
-      writeTimeoutMs: 2000,
-      tickMs: 10,
-    },
-  });
-  writer.start(bus);
-  const publish = (from: number, count: number) => {
-    for (let i = from; i < from + count; i++) {
-      bus.publish({
-        kind: "state_update",
-        provider_id: "sim0",
-        device_id: "tempctl0",
-        signal_id: "temp",
-        value: { type: "double", double: i },
-        quality: "OK",
-        timestamp_ms: 1_760_000_000_000 + i,
-      });
-    }
-  };
-  return { clock, db, writer, publish };
-}
+import { scriptedRig } from "./_scripted_db.ts";
 
 Deno.test("TelemetryWriter (injected transport) writes a full batch at the next tick, one request", async () => {
-  const { clock, db, writer, publish } = rig();
+  const { clock, db, writer, publish } = scriptedRig();
   try {
     publish(0, 4);
     await clock.advanceAsync(10);
@@ -112,7 +22,7 @@ Deno.test("TelemetryWriter (injected transport) writes a full batch at the next 
 });
 
 Deno.test("TelemetryWriter (injected transport) keeps failed rows, backs off doubling to retryMaxMs, then writes them first, in order", async () => {
-  const { clock, db, writer, publish } = rig();
+  const { clock, db, writer, publish } = scriptedRig();
   try {
     db.script(503, 503, 503, 503);
     publish(0, 4);
@@ -151,7 +61,7 @@ Deno.test("TelemetryWriter (injected transport) keeps failed rows, backs off dou
 });
 
 Deno.test("TelemetryWriter (injected transport) isolates a refused row: the others are written, the one dropped and counted", async () => {
-  const { clock, db, writer, publish } = rig();
+  const { clock, db, writer, publish } = scriptedRig();
   try {
     // The write of 4 is refused; its halves: [0,1] accepted, [2,3] refused; then 2 ok, 3 refused.
     db.script(400, "ok", 400, "ok", 400);
@@ -171,7 +81,7 @@ Deno.test("TelemetryWriter (injected transport) isolates a refused row: the othe
 });
 
 Deno.test("TelemetryWriter (injected transport) aborts a write that never answers at the stop budget and counts its rows failed", async () => {
-  const { clock, db, writer, publish } = rig();
+  const { clock, db, writer, publish } = scriptedRig();
   db.script("hang");
   publish(0, 4);
   await clock.advanceAsync(10);

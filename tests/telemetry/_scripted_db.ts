@@ -1,0 +1,115 @@
+/**
+ * A TelemetryWriter against an injected transport whose answers a test scripts, on one manual
+ * clock: no database, no sockets, no sleeping (telemetry_transport_test.ts,
+ * telemetry_retarget_test.ts). The end-to-end tests against VictoriaMetrics keep the real one.
+ */
+import type { Logger } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import {
+  type InfluxSettings,
+  type TelemetryTransport,
+  TelemetryWriter,
+  type TelemetryWriterOptions,
+} from "../../src/telemetry/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+
+const SILENT: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child: () => SILENT,
+};
+
+export const SETTINGS: InfluxSettings = {
+  url: "http://db.invalid:8086",
+  org: "lab",
+  bucket: "telemetry",
+  token: "secret-token",
+  batchSize: 4,
+  flushIntervalMs: 50,
+  maxRetryBufferSize: 1000,
+  queueSize: 10000,
+};
+
+/** What the scripted database answers a request: accept, fail with a status, or never answer. */
+export type Answer = "ok" | number | "hang";
+
+/** A database whose answers the test scripts; it keeps every request's rows. */
+export class ScriptedDb implements TelemetryTransport {
+  readonly requests: string[][] = [];
+  readonly #answers: Answer[] = [];
+  /** Answer for requests past the script. */
+  otherwise: Answer = "ok";
+  /** Answers for the requests to come, in order; past the script, `otherwise`. */
+  script(...answers: Answer[]): void {
+    this.#answers.push(...answers);
+  }
+  request(_path: string, body: string, o: { signal?: AbortSignal }): Promise<unknown> {
+    this.requests.push(body.trimEnd().split("\n"));
+    const answer = this.#answers.shift() ?? this.otherwise;
+    if (answer === "ok") return Promise.resolve(undefined);
+    if (answer === "hang") {
+      return new Promise((_, reject) =>
+        o.signal?.addEventListener("abort", () => reject(new Error("aborted")))
+      );
+    }
+    return Promise.reject({ statusCode: answer, body: `status ${answer}` });
+  }
+  /** The `value_double` of each row of one request, as sent. */
+  valuesOf(request: number): number[] {
+    return this.requests[request]!.map((l) => Number(/value_double=([0-9.e+-]+)/.exec(l)?.[1]));
+  }
+  /** The `value_double` of every signal row sent, deduplicated, ascending. */
+  values(): number[] {
+    const seen = new Set<number>();
+    for (const r of this.requests) {
+      for (const l of r) {
+        const v = /value_double=([0-9.e+-]+)/.exec(l)?.[1];
+        if (v !== undefined) seen.add(Number(v));
+      }
+    }
+    return [...seen].sort((a, b) => a - b);
+  }
+}
+
+/**
+ * A started writer on a ScriptedDb, its bus and clock; `publish(from, count)` publishes `count`
+ * state updates of one double signal with the values from `from` on.
+ */
+export function scriptedRig(o: { retryInitialMs?: number; retryMaxMs?: number } = {}) {
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const db = new ScriptedDb();
+  const bus = new EventBus();
+  const options: TelemetryWriterOptions = {
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 0,
+    clock,
+    logger: SILENT,
+    influx: SETTINGS,
+    transport: db,
+    tuning: {
+      retryInitialMs: o.retryInitialMs ?? 100,
+      retryMaxMs: o.retryMaxMs ?? 400,
+      writeTimeoutMs: 2000,
+      tickMs: 10,
+    },
+  };
+  const writer = new TelemetryWriter(options);
+  writer.start(bus);
+  const publish = (from: number, count: number) => {
+    for (let i = from; i < from + count; i++) {
+      bus.publish({
+        kind: "state_update",
+        provider_id: "sim0",
+        device_id: "tempctl0",
+        signal_id: "temp",
+        value: { type: "double", double: i },
+        quality: "OK",
+        timestamp_ms: 1_760_000_000_000 + i,
+      });
+    }
+  };
+  return { clock, db, bus, writer, options, publish };
+}
