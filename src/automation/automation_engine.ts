@@ -51,7 +51,7 @@ import type {
 } from "./bt/bt_runner.ts";
 import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
-import type { DeclaredParameters } from "./bt/mod.ts";
+import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 
 /** The part of the mode manager automation depends on (ModeManager satisfies it). */
@@ -346,6 +346,7 @@ export class AutomationEngine {
       computeTreeContentDigest,
       literalDeviceCalls,
       literalDeviceHandles,
+      literalParameterReads,
       loadBehaviorTree,
       parameterReadProblems,
     } = await import("./bt/mod.ts");
@@ -365,7 +366,8 @@ export class AutomationEngine {
     });
     await runner.ready;
     return {
-      parameterReads: (declared) => parameterReadProblems(tree, declared),
+      // The reads only, not the parsed tree: the engine keeps this for the tree's life.
+      parameterReads: readsAgainst(literalParameterReads(tree), parameterReadProblems),
       runner,
       handles: literalDeviceHandles(tree),
       calls: literalDeviceCalls(tree),
@@ -650,9 +652,19 @@ function whyNotRunning(
   }
 }
 
-/** The load failure raised at start-up: every error diagnostic, one per line. */
 /** A loaded tree's parameter reads checked against declarations (bt/parameter_reads.ts). */
 type ParameterReads = (declared: DeclaredParameters) => Diagnostic[];
+
+/**
+ * `reads` checked by `check` (bt/mod.ts, loaded on demand), in a closure of its own: it holds the
+ * reads, never the parsed tree they came from.
+ */
+function readsAgainst(
+  reads: readonly ParameterRead[],
+  check: typeof parameterReadProblems,
+): ParameterReads {
+  return (declared) => check(reads, declared);
+}
 
 /** Throws as a tree that does not load when `reads` finds a parameter `declared` refuses. */
 function checkParameterReads(
@@ -671,6 +683,7 @@ function declaredOf(
   return new Map(parameters.map((p) => [p.name, p.type]));
 }
 
+/** The load failure raised at start-up: every error diagnostic, one per line. */
 function treeLoadError(path: string, diagnostics: readonly Diagnostic[]): RuntimeError {
   const errors = diagnostics.filter((d) => d.severity === "error");
   const lines = errors.map((d) => `  ${formatDiagnostic(d)}`).join("\n");

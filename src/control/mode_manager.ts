@@ -72,8 +72,8 @@ export interface ModeService {
   current(): RuntimeMode;
   /**
    * Runs the transition (hooks, events); resolves with the mode after it and the hook calls
-   * that failed. Same mode = no-op (refused while a transition away from it has not committed). Throws FAILED_PRECONDITION for a refused transition or a
-   * vetoing hook.
+   * that failed. Same mode = no-op (refused while a transition away from it has not committed).
+   * Throws FAILED_PRECONDITION for a refused transition or a vetoing hook.
    */
   requestWithReport(mode: RuntimeMode, source?: AuditOrigin): Promise<TransitionReport>;
 }

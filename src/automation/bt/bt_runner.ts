@@ -71,8 +71,7 @@ export interface BtRunnerOptions {
 
 /** SHA-256 hex of the top-level file bytes and the file basename. */
 export async function computeAutomationVersion(parsed: ParsedTree): Promise<AutomationVersion> {
-  const hash = await crypto.subtle.digest("SHA-256", new Uint8Array(parsed.bytes));
-  const digest = [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const digest = await sha256Hex(new Uint8Array(parsed.bytes));
   return { engine_kind: "behavior_tree", id: parsed.id, digest, digest_scope: "top_level_file" };
 }
 
@@ -83,7 +82,11 @@ export async function computeAutomationVersion(parsed: ParsedTree): Promise<Auto
  */
 export async function computeTreeContentDigest(parsed: ParsedTree): Promise<string> {
   const text = JSON.stringify(parsed.files.map((file, i) => [file, parsed.texts[i]]));
-  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return await sha256Hex(new TextEncoder().encode(text));
+}
+
+async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", bytes);
   return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 

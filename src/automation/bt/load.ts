@@ -3,7 +3,11 @@ import type { Clock } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { buildTree } from "./build.ts";
 import { hasErrors } from "./diagnostics.ts";
-import { type DeclaredParameters, parameterReadProblems } from "./parameter_reads.ts";
+import {
+  type DeclaredParameters,
+  literalParameterReads,
+  parameterReadProblems,
+} from "./parameter_reads.ts";
 import { parseBehaviorTree, type ParsedTree } from "./parse.ts";
 import type { ReadFileFn } from "./services.ts";
 import { verifyParsedTree } from "./verify.ts";
@@ -46,5 +50,5 @@ export function verifyBehaviorTreeFile(
 ): Diagnostic[] {
   const { tree, diagnostics } = loadBehaviorTree(path, readFile);
   if (tree === undefined || parameters === undefined) return diagnostics;
-  return [...diagnostics, ...parameterReadProblems(tree, parameters)];
+  return [...diagnostics, ...parameterReadProblems(literalParameterReads(tree), parameters)];
 }

@@ -7,7 +7,12 @@ export { loadBehaviorTree, verifyBehaviorTreeFile } from "./load.ts";
 export type { ParsedTree, TreeDefinition } from "./parse.ts";
 export { parseBehaviorTree } from "./parse.ts";
 export { verifyParsedTree } from "./verify.ts";
-export { type DeclaredParameters, parameterReadProblems } from "./parameter_reads.ts";
+export {
+  type DeclaredParameters,
+  literalParameterReads,
+  type ParameterRead,
+  parameterReadProblems,
+} from "./parameter_reads.ts";
 export { buildTree } from "./build.ts";
 export type { BuildOptions, BuiltTree } from "./build.ts";
 export {

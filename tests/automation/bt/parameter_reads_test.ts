@@ -1,6 +1,7 @@
 /** GetParameter* reads with a literal name against the declared parameters (parameter_reads.ts). */
 import assert from "node:assert/strict";
 import {
+  literalParameterReads,
   loadBehaviorTree,
   parameterReadProblems,
   verifyBehaviorTreeFile,
@@ -34,7 +35,7 @@ Deno.test("parameterReadProblems: undeclared names and types the node does not r
     memFiles({ "/bt/main.xml": TREE }),
   );
   assert.ok(tree, JSON.stringify(diagnostics));
-  const problems = parameterReadProblems(tree, DECLARED);
+  const problems = parameterReadProblems(literalParameterReads(tree), DECLARED);
   assert.deepEqual(problems.map((d) => [d.severity, d.path, d.message]), [
     [
       "error",
