@@ -30,6 +30,7 @@ import {
   RuntimeError,
   type TimerId,
   type TypedValue,
+  WALL_STEP_MS,
 } from "../common/mod.ts";
 import type {
   AlarmAction,
@@ -145,11 +146,6 @@ export interface InterlockView {
 export const TRANSITION_LOG_LINES = 5;
 /** The window of TRANSITION_LOG_LINES. */
 export const TRANSITION_LOG_WINDOW_MS = 60_000;
-/**
- * A change of the wall clock's offset to the monotonic clock at least this large is a step (NTP,
- * an operator): a shelve's end shown on the wall clock moves with it. Smaller drift is ignored.
- */
-export const WALL_STEP_MS = 1000;
 
 /**
  * What the HTTP layer needs. `source` is who asks (audit trail; default an HTTP client): every

@@ -31,6 +31,14 @@ export interface Clock {
   clearTimer(id: TimerId): void;
 }
 
+/**
+ * A change of wall minus monotonic time this large is a step of the wall clock (NTP, an operator,
+ * a board's first synchronisation), not its slewing (NTP slews at most 0.5 ms per second): what
+ * follows the wall clock's steps (the history ring's horizon, a shelve's end as shown) ignores
+ * smaller drift.
+ */
+export const WALL_STEP_MS = 1000;
+
 /** Resolves after `ms` on `clock`; rejects with the signal's reason when `signal` aborts first. */
 export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -15,6 +15,7 @@ import {
   type Quality,
   raceTimeout,
   type ValueType,
+  WALL_STEP_MS,
 } from "../common/mod.ts";
 import type { HistoryConfig } from "../config/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
@@ -119,16 +120,10 @@ export interface HistoryOptions {
   readonly cache: Pick<StateCache, "onDevicePolled" | "device">;
 }
 
-/** The ring, the disk tier and their query. */
-/**
- * A change of wall minus monotonic time between two polls larger than this is a step of the wall
- * clock (NTP slews at most 0.5 ms per second).
- */
-export const WALL_STEP_TOLERANCE_MS = 1000;
-
 /** Forward steps of the wall clock History remembers at once (the oldest is forgotten first). */
 export const MAX_WALL_STEPS = 8;
 
+/** The ring, the disk tier and their query. */
 export class History {
   readonly #o: HistoryOptions;
   readonly #budget: RingBudget;
@@ -268,7 +263,7 @@ export class History {
    * drop every poll from before it at once -- the store and forward of the plant link and the
    * pre-trigger samples of incidents with them -- though none is older than memory_seconds. With
    * it, a poll goes once memory_seconds have really passed since it. (A step back keeps the polls
-   * recorded ahead of it: ring.ts, addPoll.) Steps within WALL_STEP_TOLERANCE_MS between two polls
+   * recorded ahead of it: ring.ts, addPoll.) Steps within WALL_STEP_MS (common) between two polls
    * are the clock's slewing, not steps; at most MAX_WALL_STEPS are remembered.
    */
   #horizon(now: number): number {
@@ -277,7 +272,7 @@ export class History {
     const last = this.#lastOffset;
     this.#lastOffset = offset;
     const steps = this.#steps;
-    if (last !== null && offset - last > WALL_STEP_TOLERANCE_MS) {
+    if (last !== null && offset - last > WALL_STEP_MS) {
       if (steps.length === MAX_WALL_STEPS) this.#stepShift -= steps.shift()!.deltaMs;
       steps.push({ atMono: mono, deltaMs: offset - last });
       this.#stepShift += offset - last;

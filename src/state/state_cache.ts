@@ -22,6 +22,7 @@ import {
   RuntimeError,
   sameValue,
   sharedInstantTimers,
+  tellEach,
   type TimerId,
   toRuntimeError,
   type TypedValue,
@@ -880,15 +881,10 @@ export class StateCache implements FreshReader {
   }
 
   #notifyUnreachable(providerId: string): void {
-    for (const listener of [...this.#unreachableListeners]) {
-      try {
-        listener(providerId);
-      } catch (err) {
-        this.#listenerErrors.warn(
-          `reported health listener failed for provider ${providerId}: ${errorMessage(err)}`,
-        );
-      }
-    }
+    tellEach(this.#unreachableListeners, [providerId], (err) =>
+      this.#listenerErrors.warn(
+        `reported health listener failed for provider ${providerId}: ${errorMessage(err)}`,
+      ));
   }
 
   #undeclared(dev: MutableDeviceState, signalId: string): void {
