@@ -889,9 +889,22 @@ export class SparkplugEdgeNode {
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       // One DDATA per device per poll pass: the pass publishes its updates synchronously.
-      queueMicrotask(() => this.#contain("data", () => this.#flush()));
+      queueMicrotask(this.#flushContained);
     }
   }
+
+  /**
+   * The data path's contained entries, made once (a closure per poll pass or per completed write
+   * would be garbage on the poll path).
+   */
+  readonly #flushContained = (): void => this.#contain("data", this.#flushNow);
+  readonly #flushNow = (): void => this.#flush();
+  readonly #afterWrite = (): void => {
+    // A node metric change (the e-stop latch, the mode) before any data waiting.
+    if (this.#nodeBehind) this.#publishNode();
+    if (this.#storeLength() > 0) this.#drain();
+    else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
+  };
 
   #flush(): void {
     this.#flushQueued = false;
@@ -1480,12 +1493,7 @@ export class SparkplugEdgeNode {
     session.publish(this.#topic(type, deviceId), bytes, qos).then(() => {
       this.#inFlight--;
       this.counts.published++;
-      this.#contain("store and forward", () => {
-        // A node metric change (the e-stop latch, the mode) before any data waiting.
-        if (this.#nodeBehind) this.#publishNode();
-        if (this.#storeLength() > 0) this.#drain();
-        else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
-      });
+      this.#contain("store and forward", this.#afterWrite);
     }, (err) => {
       this.#inFlight--;
       this.counts.publishFailures++;
