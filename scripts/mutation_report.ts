@@ -254,8 +254,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:455-488", // gate
-      "src/alarms/alarm_engine.ts:648-678", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:451-484", // gate
+      "src/alarms/alarm_engine.ts:644-674", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -272,9 +272,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-454",
-      "src/alarms/alarm_engine.ts:489-647",
-      "src/alarms/alarm_engine.ts:679-975",
+      "src/alarms/alarm_engine.ts:1-450",
+      "src/alarms/alarm_engine.ts:485-643",
+      "src/alarms/alarm_engine.ts:675-971",
     ],
     tests: [
       "tests/alarms/",

@@ -38,10 +38,15 @@ function openPipes(rt: RuntimeChild): number {
   return n;
 }
 
-async function providerAvailable(rt: RuntimeChild): Promise<boolean> {
-  const r = await apiFetch(`${rt.base}/v0/runtime/status`);
-  const body = await r.json() as { providers: { state: string }[] };
-  return body.providers.every((p) => p.state === "AVAILABLE");
+/**
+ * Whether the provider runs again with its restart streak over (`RUNNING`, not `RECOVERING`): the
+ * streak ends at its first answered poll (dc633aa), and a crash before that counts against
+ * max_attempts 1 -- the circuit would open and no new process come.
+ */
+async function providerRunning(rt: RuntimeChild): Promise<boolean> {
+  const r = await apiFetch(`${rt.base}/v0/providers/health`);
+  const body = await r.json() as { providers: { lifecycle_state: string }[] };
+  return body.providers.every((p) => p.lifecycle_state === "RUNNING");
 }
 
 Deno.test("a crashed provider's pipes are closed: restarts leave the runtime with the pipes of the running process only", async () => {
@@ -66,7 +71,7 @@ Deno.test("a crashed provider's pipes are closed: restarts leave the runtime wit
         const next = providerPid(rt);
         return next !== undefined && next !== pid;
       }, WAIT_MS);
-      await waitFor("the provider available again", () => providerAvailable(rt), WAIT_MS);
+      await waitFor("the provider running again", () => providerRunning(rt), WAIT_MS);
     }
     // The old processes' stdout and stderr are closed once read to their end: given a moment.
     await waitFor("the pipes back to their count", () => openPipes(rt) <= before, 2000)
