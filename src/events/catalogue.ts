@@ -36,6 +36,11 @@ export type RuntimeEvent =
     provider_id: string;
     device_id: string;
     available: boolean;
+    /**
+     * Set only when a configuration reload took the device's provider out (removed, or changed
+     * and restarted): the device left on purpose, it was not lost.
+     */
+    reason?: "removed";
     timestamp_ms: number;
   }
   | {

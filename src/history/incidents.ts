@@ -244,7 +244,8 @@ export class IncidentRecorder {
         return;
       }
       case "device_availability":
-        if (!e.available) {
+        // A device a reload took out left on purpose: not a loss.
+        if (!e.available && e.reason !== "removed") {
           this.#trigger("device_loss", `device ${e.provider_id}/${e.device_id} lost`, [
             `${e.provider_id}/${e.device_id}`,
           ]);

@@ -16,8 +16,8 @@ export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
   state_update: "a polled value: provider_id, device_id, signal_id, value, quality",
   quality_change: "a signal's quality changed: provider_id, device_id, signal_id, old_quality, " +
     "new_quality (sent on every change; anolis never sends it)",
-  device_availability: "a device came or went: provider_id, device_id, available " +
-    "(anolis never sends it)",
+  device_availability: "a device came or went: provider_id, device_id, available; reason " +
+    '"removed" when a configuration reload took its provider out (anolis never sends it)',
   provider_health_change: "a provider became AVAILABLE or UNAVAILABLE: provider_id, state " +
     "(anolis never sends it)",
   mode_change: "previous_mode, new_mode",

@@ -480,6 +480,22 @@ export class StateCache implements FreshReader {
     const loop = this.#loops.get(id);
     this.#loops.delete(id);
     void loop?.stop();
+    // Stream clients hold the devices' last values: tell them the devices are gone (as a removal,
+    // not a loss: no incident, no alarm). A changed provider's devices come back with its
+    // successor's first answered poll.
+    const now = this.#opts.clock.nowMs();
+    for (const dev of this.#byProvider.get(id)?.values() ?? []) {
+      if (!dev.available) continue; // already said
+      dev.available = false;
+      this.#opts.bus.publish({
+        kind: "device_availability",
+        provider_id: id,
+        device_id: dev.deviceId,
+        available: false,
+        reason: "removed",
+        timestamp_ms: now,
+      });
+    }
     this.#byProvider.delete(id);
     this.#reported.delete(id);
     this.#faults.delete(id);

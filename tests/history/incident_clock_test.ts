@@ -186,3 +186,27 @@ Deno.test("an e-stop gets its incident while MAX_PENDING_INCIDENTS weaker ones w
   await incidents.stop();
   await history.stop();
 });
+
+Deno.test("a device a reload took out (device_availability false, reason removed) opens no incident; a loss does", async () => {
+  const { clock, history, bus, incidents, loss } = rig();
+  await history.start();
+  await incidents.start(bus);
+  bus.publish({
+    kind: "device_availability",
+    provider_id: "p0",
+    device_id: "d0",
+    available: false,
+    reason: "removed",
+    timestamp_ms: clock.nowMs(),
+  });
+  clock.advance(10_000);
+  await incidents.settled();
+  assert.deepEqual(incidents.list(), [], "a removal is not a loss");
+  assert.equal(incidents.status().pending, 0);
+  loss("d1");
+  clock.advance(10_000);
+  await incidents.settled();
+  assert.deepEqual(incidents.list().map((h) => h.trigger), ["device_loss"]);
+  await incidents.stop();
+  await history.stop();
+});

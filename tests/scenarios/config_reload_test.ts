@@ -217,6 +217,14 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
       ),
       "the removed provider went UNAVAILABLE on the stream",
     );
+    const removed = events.frames.filter((f) =>
+      f.event === "device_availability" && f.data.provider_id === "gone" && !f.data.available
+    );
+    assert.ok(removed.length > 0, "the removed provider's devices were said gone on the stream");
+    assert.ok(
+      removed.every((f) => f.data.reason === "removed"),
+      `as a removal: ${JSON.stringify(removed.map((f) => f.data))}`,
+    );
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="success"}'), 1);
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="failure"}'), 0);
     assert.ok((await metric(api, "runtime_config_last_reload_success_timestamp_seconds"))! > 0);

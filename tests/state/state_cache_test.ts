@@ -1331,3 +1331,30 @@ Deno.test("StateCache.setIntervalMs: a longer interval cuts a slow device's skip
     assert.equal(await reads(), 2, "read within its 1000 ms period, not 7 cycles of 500 ms later");
   }, { intervalMs: 100, manual: clock });
 });
+
+Deno.test("a host a reload removes tells stream clients its devices are gone, as a removal: device_availability false, reason removed", async () => {
+  const clock = new ManualClock();
+  await withFixture({ devices: { d0: D0.devices.d0, d1: D0.devices.d0 } }, async (fx) => {
+    const old = fx.host;
+    await fx.cache.pollDevice("p0", "d0"); // d0 answered: available
+    await fx.program("d1", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    await fx.cache.pollDevice("p0", "d1"); // d1 failed: said unavailable already
+    assert.equal(fx.cache.providerDevices("p0").find((d) => d.deviceId === "d1")?.available, false);
+    fx.events.length = 0;
+    assert.equal(fx.registry.remove("p0"), old);
+    const gone = fx.events.filter((e) => e.kind === "device_availability");
+    assert.deepEqual(
+      gone.map((e) => ({ ...e, timestamp_ms: 0 })),
+      [{
+        kind: "device_availability",
+        provider_id: "p0",
+        device_id: "d0",
+        available: false,
+        reason: "removed",
+        timestamp_ms: 0,
+      }],
+      "the device that was available is said gone, once; the one already down is not said again",
+    );
+    await settleOn(clock, old.stop(1000));
+  }, { poll: true, intervalMs: 100, manual: clock });
+});
