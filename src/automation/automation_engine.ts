@@ -253,7 +253,8 @@ export class AutomationEngine {
       const dev = parseDeviceHandle(call.deviceHandle);
       if (!dev) continue;
       const caps = capabilitiesOf(dev.providerId, dev.deviceId);
-      const fn = caps?.functions.find((f) => f.name === call.functionName);
+      // A name declared twice reaches the last declaration (CallRouter, as anolis): its policy.
+      const fn = caps?.functions.findLast((f) => f.name === call.functionName);
       if (caps === undefined || fn === undefined) continue; // refused at the call, as before
       const err = allowedModesRefusal(caps, fn, "AUTO") ?? leaseRefusal(caps, fn);
       if (err !== null) out.push(`${call.deviceHandle} ${call.functionName} (${err.message})`);

@@ -1,6 +1,13 @@
 /** AutomationEngine over in-memory kernel doubles: the BtServices adapter, mode following, faults. */
 import assert from "node:assert/strict";
-import type { Logger, Quality, TypedValue } from "../../src/common/mod.ts";
+import {
+  type DeviceCapabilities,
+  type FunctionSpec,
+  type Logger,
+  NO_FUNCTION_POLICY,
+  type Quality,
+  type TypedValue,
+} from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
 import type { CallRequest, GateContext, ModeChangeListener } from "../../src/control/mod.ts";
 import type {
@@ -386,4 +393,50 @@ Deno.test("AutomationEngine refuses AUTO while the tree reads a parameter the st
     /^refusing AUTO: the behavior tree reads parameters that are not declared: .*'duty' is not a declared parameter/,
   );
   engine.stop();
+});
+
+Deno.test("AutomationEngine's AUTO gate judges a duplicated function name by the declaration a call by that name reaches (the last)", async () => {
+  // A provider declaring two functions under one name: a call by name goes to the last declared
+  // (CallRouter, as anolis). Its policy keeps it out of AUTO, so the tree's every call would be
+  // refused; the gate read the first declaration's policy instead and let AUTO in.
+  const fn = (functionId: number, allowedModes: string[]): FunctionSpec => ({
+    functionId,
+    name: "set_motor_duty",
+    description: "",
+    category: "ACTUATE",
+    actuating: true,
+    args: [],
+    policy: { ...NO_FUNCTION_POLICY, allowedModes },
+  });
+  const caps: DeviceCapabilities = {
+    device: {
+      providerId: "sim0",
+      deviceId: "motorctl0",
+      providerName: "sim",
+      typeId: "t",
+      typeVersion: "1",
+      label: "",
+      address: "",
+      tags: {},
+    },
+    functions: [fn(1, ["AUTO", "MANUAL"]), fn(2, ["MANUAL"])],
+    signals: [],
+  };
+  const { engine } = setup(
+    `<BehaviorTree ID="Main">
+  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="json:{}"/>
+</BehaviorTree>`,
+    {
+      inventory: {
+        providerAvailable: () => true,
+        devicesOf: () => ["motorctl0"],
+        capabilities: (p, d) => p === "sim0" && d === "motorctl0" ? caps : undefined,
+      },
+    },
+  );
+  await engine.load();
+  assert.match(
+    engine.autoProblem() ?? "(no problem: AUTO admitted)",
+    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_duty \(Call refused in AUTO mode: .* allowed only in MANUAL/,
+  );
 });
