@@ -50,6 +50,23 @@ const NUM_TYPE_CODE: Readonly<Partial<Record<ValueType, number>>> = {
 };
 /** First capacity of a ring (entries). */
 const FIRST_CAPACITY = 16;
+/** Bytes counted per value kept by reference, beside its text (the object holding it). */
+export const REF_OVERHEAD_BYTES = 32;
+
+/**
+ * The bytes a value kept by reference is counted as: its text (a string's UTF-16 units, the
+ * base64 of bytes, an exact integer's 8 bytes) and REF_OVERHEAD_BYTES.
+ */
+export function refBytes(v: TypedValue): number {
+  switch (v.type) {
+    case "string":
+      return REF_OVERHEAD_BYTES + 2 * v.string.length;
+    case "bytes":
+      return REF_OVERHEAD_BYTES + v.base64.length;
+    default:
+      return REF_OVERHEAD_BYTES + 8;
+  }
+}
 
 /**
  * The next capacity of a full ring: half again as large (doubling would leave up to half of a
@@ -119,6 +136,8 @@ export class SignalRing extends BucketAcc {
   #num: Float64Array;
   #flags: Uint8Array;
   #refs: (TypedValue | null)[] | null = null;
+  /** Bytes of the values kept by reference (refBytes), counted in the budget too. */
+  #refBytes = 0;
   #head = 0;
   #len = 0;
   /**
@@ -142,9 +161,9 @@ export class SignalRing extends BucketAcc {
     return this.#len;
   }
 
-  /** Bytes this ring holds (typed arrays; references not counted). */
+  /** Bytes this ring holds: its typed arrays and the values it keeps by reference. */
   get bytes(): number {
-    return this.#seq.length * 13;
+    return this.#seq.length * 13 + this.#refBytes;
   }
 
   /** Frees this ring's bytes from the budget (the signal or device is gone). */
@@ -195,18 +214,39 @@ export class SignalRing extends BucketAcc {
     const cap = this.#seq.length;
     // Changes no kept poll needs: the one in effect at the oldest kept poll stays.
     while (this.#len >= 2 && this.#seq[(this.#head + 1) % cap]! <= oldestSeq) this.#dropHead();
+    if (ref !== null) this.#makeRoom(seq, refBytes(ref));
     if (this.#len === this.#seq.length) this.#growOrDrop();
     const at = (this.#head + this.#len) % this.#seq.length;
     this.#seq[at] = seq;
     this.#num[at] = num;
     this.#flags[at] = flags;
-    if (ref !== null) (this.#refs ??= new Array(this.#seq.length).fill(null))[at] = ref;
-    else if (this.#refs !== null) this.#refs[at] = null;
+    if (ref !== null) {
+      (this.#refs ??= new Array(this.#seq.length).fill(null))[at] = ref;
+      const size = refBytes(ref);
+      this.#refBytes += size;
+      this.#budget.bytes += size;
+    } else if (this.#refs !== null) this.#refs[at] = null;
     this.#len++;
   }
 
+  /**
+   * Drops this signal's oldest changes until a value of `size` bytes kept by reference fits the
+   * budget (a value larger than all of them is kept alone: the newest sample is never dropped).
+   */
+  #makeRoom(seq: number, size: number): void {
+    if (this.#len === 0 || this.#budget.allows(size)) return;
+    while (this.#len > 0 && !this.#budget.allows(size)) this.#dropHead();
+    this.trimmedToSeq = this.#len > 0 ? this.#seq[this.#head]! : seq;
+  }
+
   #dropHead(): void {
-    if (this.#refs !== null) this.#refs[this.#head] = null;
+    const ref = this.#refs?.[this.#head] ?? null;
+    if (ref !== null) {
+      const size = refBytes(ref);
+      this.#refBytes -= size;
+      this.#budget.bytes -= size;
+      this.#refs![this.#head] = null;
+    }
     this.#head = (this.#head + 1) % this.#seq.length;
     this.#len--;
   }

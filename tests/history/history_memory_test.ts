@@ -140,6 +140,31 @@ Deno.test("The memory ring never holds more than history.memory_max_bytes: the o
   }
 });
 
+Deno.test("The memory ring's bound counts the strings it keeps: long strings that change at every poll shorten its reach, not grow its memory", async () => {
+  // A string (or bytes) value is kept by reference; before, only the ring's typed arrays were
+  // counted, so a 4 KB string changing at every poll kept every value of memory_seconds alive.
+  const rig = await startRig({
+    history: { diskMaxBytes: 0, memorySeconds: 3600, memoryMaxBytes: 65536 },
+  });
+  try {
+    const long = (i: number) => `${i}:`.padEnd(4096, "x");
+    for (let i = 1; i <= 200; i++) await rig.poll(T0 + i * 100, probeValues(i, i, long(i)));
+    const answer = await rig.json(`/v0/history/p0/probe?signal_id=label&since_ms=${T0}`);
+    const points = answer.signals[0].points;
+    const kept = points.reduce((n: number, p: { last: string }) => n + p.last.length, 0);
+    assert.ok(
+      kept <= 65536,
+      `the ring keeps ${points.length} strings of 4096 characters (${kept} in all) under ` +
+        "memory_max_bytes 65536",
+    );
+    assert.equal(points.at(-1).last, long(200), "the newest is kept");
+    const status = rig.rt.history!.status();
+    assert.ok(status.memoryBytes <= 65536, `${status.memoryBytes} bytes`);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
 Deno.test("history.enabled false: no ring, and the history and incident routes answer 503", async () => {
   const rig = await startRig({ history: { enabled: false } });
   try {
