@@ -346,14 +346,26 @@ export class IncidentRecorder {
             qualityName(s.quality),
           ]);
         });
-        samples += rows.length;
-        lines.push(toJsonText({
+        const line = {
           provider_id: providerId,
           device_id: deviceId,
           signal_id: signalId,
           value_type: type ?? "unknown",
           samples: rows,
-        }));
+        };
+        let text = toJsonText(line);
+        if (utf8Length(text) > INCIDENT_MAX_LINE_BYTES) {
+          const all = rows.length;
+          line.samples = fitLine(rows, p.lead.at_epoch_ms, utf8Length(text));
+          text = toJsonText(line);
+          this.#o.log.warn(
+            `incident ${p.id}: ${providerId}/${deviceId}/${signalId} keeps ${line.samples.length} ` +
+              `of its ${all} samples, those nearest the trigger: a record's line is read back ` +
+              `up to ${INCIDENT_MAX_LINE_BYTES} bytes (INCIDENT_MAX_LINE_BYTES)`,
+          );
+        }
+        samples += line.samples.length;
+        lines.push(text);
       }
     }
     const body = lines.map((l) => `${l}\n`).join("");
@@ -455,6 +467,25 @@ export class IncidentRecorder {
   #path(id: string): string {
     return `${this.#o.dir}/${id}.jsonl`;
   }
+}
+
+/**
+ * The samples of a signal whose line (`bytes` long with all of them) would be longer than
+ * INCIDENT_MAX_LINE_BYTES: those farthest in time from the trigger (`atMs`) are left out, from
+ * either end, until the line fits (a sample too long on its own leaves none).
+ */
+function fitLine<T extends readonly [number, unknown, string]>(
+  rows: readonly T[],
+  atMs: number,
+  bytes: number,
+): T[] {
+  let lo = 0;
+  let hi = rows.length; // rows[lo, hi) are kept
+  while (bytes > INCIDENT_MAX_LINE_BYTES && lo < hi) {
+    const i = atMs - rows[lo]![0] >= rows[hi - 1]![0] - atMs ? lo++ : --hi;
+    bytes -= utf8Length(toJsonText(rows[i])) + 1; // and its comma
+  }
+  return rows.slice(lo, hi);
 }
 
 function rank(t: IncidentTrigger): number {

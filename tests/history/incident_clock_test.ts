@@ -10,6 +10,7 @@ import { IncidentRecorder, MAX_PENDING_INCIDENTS, MERGE_WINDOW_MS } from "../../
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 
 function rig(incidentAfterS = 10) {
   const { clock, history, files } = handFedHistory({ diskMaxBytes: 0 });
@@ -207,6 +208,78 @@ Deno.test("a device a reload took out (device_availability false, reason removed
   clock.advance(10_000);
   await incidents.settled();
   assert.deepEqual(incidents.list().map((h) => h.trigger), ["device_loss"]);
+  await incidents.stop();
+  await history.stop();
+});
+
+Deno.test("an incident record's signal line stays within what reading it back accepts (INCIDENT_MAX_LINE_BYTES): a long string signal is served, not left out", async () => {
+  // A string signal of 300,000 characters changing at every poll (a spectrum, a JSON status) with
+  // a ring large enough to hold the whole window of it: the record's line for it was written
+  // whole (~6 MB) and then cut when read back, so GET /v0/incidents/{id} left the signal out.
+  const { clock, history, feed, files } = handFedHistory({
+    diskMaxBytes: 0,
+    memoryMaxBytes: 64 << 20,
+  });
+  const bus = new EventBus();
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 },
+    history,
+    files,
+    dir: "/data/history/incidents",
+    clock,
+    log: testLogger(),
+  });
+  await history.start();
+  await incidents.start(bus);
+  const signals = new Map<string, SignalState>();
+  const dev: DeviceState = {
+    providerId: "p0",
+    deviceId: "spec0",
+    pollable: ["spectrum"],
+    signals,
+    lastPollMs: 0,
+    lastPollMono: 0,
+    available: true,
+  };
+  const poll = (i: number) => {
+    signals.set("spectrum", {
+      value: { type: "string", string: `${i}:`.padEnd(300_000, "x") },
+      quality: "OK",
+      timestampMs: clock.wall,
+      receivedMono: clock.mono,
+    });
+    feed(dev);
+  };
+  for (let i = 0; i < 10; i++) {
+    poll(i);
+    clock.advance(100);
+  }
+  bus.publish({
+    kind: "device_availability",
+    provider_id: "p0",
+    device_id: "spec0",
+    available: false,
+    timestamp_ms: clock.nowMs(),
+  });
+  for (let i = 10; i < 20; i++) {
+    poll(i);
+    clock.advance(100);
+  }
+  clock.advance(1_000);
+  await incidents.settled();
+  const [header] = incidents.list();
+  assert.ok(header !== undefined, "the incident is recorded");
+  const record = await incidents.get(header.incident_id);
+  assert.deepEqual(
+    record.signals.map((s) => s.signal_id),
+    ["spectrum"],
+    `the record's signals as served (its header counts ${header.samples} samples)`,
+  );
+  const samples = record.signals[0]!.samples;
+  assert.equal(samples.length, header.samples, "the header counts what the record holds");
+  assert.ok(samples.length > 0);
+  const jsonl = (await incidents.jsonl(header.incident_id)).split("\n").filter(Boolean);
+  for (const line of jsonl) JSON.parse(line); // every exported line is whole
   await incidents.stop();
   await history.stop();
 });
