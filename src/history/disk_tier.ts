@@ -12,7 +12,7 @@
  * (a full disk, a read-only folder) stops the tier with one WARN: rows are dropped and counted,
  * the runtime goes on, and the tier tries again after DISK_RETRY_MS.
  */
-import { type Clock, errorMessage, type Logger, toJsonText } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, toJsonText, utf8Length } from "../common/mod.ts";
 import {
   type JournalFiles,
   type JournalLine,
@@ -298,7 +298,19 @@ export function rowText(
 ): string {
   const s: Record<string, unknown[]> = {};
   for (const [id, p] of signals) s[id] = [p.min, p.max, p.last, p.count, p.quality];
-  return toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+  let text = toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+  if (utf8Length(text) <= DISK_MAX_ROW_BYTES) return text;
+  // Longer than a row is read back (it would be skipped, every signal of the device with it):
+  // the longest string `last` values (strings, bytes) are written as null until it fits; their
+  // points keep count and quality.
+  const long = Object.values(s).filter((v) => typeof v[2] === "string")
+    .sort((a, b) => (b[2] as string).length - (a[2] as string).length);
+  for (const v of long) {
+    v[2] = null;
+    text = toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+    if (utf8Length(text) <= DISK_MAX_ROW_BYTES) break;
+  }
+  return text;
 }
 
 /** The source text of a JSON value, given to a reviver by V8 (JSON.parse source text access). */

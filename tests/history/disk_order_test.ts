@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import type { MemoryFiles } from "../helpers/memory_files.ts";
+import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 
 const T0 = 1_700_000_000_000;
 
@@ -184,5 +185,66 @@ Deno.test("a wall clock behind the disk tier's last row at start (stepped back a
     );
   } finally {
     await next.history.stop();
+  }
+});
+
+Deno.test("a device row stays within what the disk tier reads back (DISK_MAX_ROW_BYTES): a long string signal does not cost its device's other signals their disk history", async () => {
+  // A device with a number and a string of 1,100,000 characters (a JSON status, a base64 frame):
+  // its bucket row was written whole, longer than DISK_MAX_ROW_BYTES, and skipped as damaged when
+  // read back, so even the number had no disk history.
+  const { clock, history, feed } = handFedHistory({ stepMs: 1000, memorySeconds: 10 });
+  clock.wall = T0;
+  await history.start();
+  try {
+    const signals = new Map<string, SignalState>();
+    const dev: DeviceState = {
+      providerId: "p0",
+      deviceId: "spec0",
+      pollable: ["temp", "status"],
+      signals,
+      lastPollMs: 0,
+      lastPollMono: 0,
+      available: true,
+    };
+    for (let s = 0; s < 30; s++) {
+      const at = { quality: "OK" as const, timestampMs: clock.wall, receivedMono: clock.mono };
+      signals.set("temp", { ...at, value: { type: "double", double: s } });
+      signals.set("status", {
+        ...at,
+        value: { type: "string", string: `${s}:`.padEnd(1_100_000, "x") },
+      });
+      feed(dev);
+      clock.wall += 1000;
+    }
+    await history.flushDisk();
+    const answer = await history.query({
+      providerId: "p0",
+      deviceId: "spec0",
+      signalIds: ["temp"],
+      sinceMs: T0,
+      untilMs: T0 + 9_999,
+      stepMs: 1000,
+    });
+    assert.equal(answer.source, "disk");
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => p.last),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+      "temp's first ten seconds, from the disk tier",
+    );
+    // The string's buckets are there too, counted, without the value too long to keep.
+    const status = await history.query({
+      providerId: "p0",
+      deviceId: "spec0",
+      signalIds: ["status"],
+      sinceMs: T0,
+      untilMs: T0 + 9_999,
+      stepMs: 1000,
+    });
+    assert.deepEqual(
+      status.signals[0]!.points.map((p) => [p.last, p.count]),
+      Array(10).fill([null, 1]),
+    );
+  } finally {
+    await history.stop();
   }
 });
