@@ -194,7 +194,7 @@ export class IncidentRecorder {
         continue;
       }
       try {
-        signals.push(JSON.parse(line) as IncidentSignal);
+        signals.push(parseSignalLine(line));
       } catch {
         // a damaged line is left out
       }
@@ -486,6 +486,33 @@ function fitLine<T extends readonly [number, unknown, string]>(
     bytes -= utf8Length(toJsonText(rows[i])) + 1; // and its comma
   }
   return rows.slice(lo, hi);
+}
+
+/** A run of digits longer than any integer a double holds exactly (2^53 has 16 digits). */
+const LONG_DIGITS = /\d{16}/;
+const INTEGER_TEXT = /^-?\d+$/;
+
+/**
+ * A signal line of a record. A sample's value that is an integer no double holds (an int64 or
+ * uint64 beyond +/-2^53, written with every digit) is read back as a bigint, so the answers write
+ * it as stored; lines without a long run of digits are parsed the fast way.
+ */
+function parseSignalLine(line: string): IncidentSignal {
+  if (!LONG_DIGITS.test(line)) return JSON.parse(line) as IncidentSignal;
+  return JSON.parse(line, function (
+    this: unknown,
+    key: string,
+    value: unknown,
+    context?: { readonly source?: string },
+  ) {
+    // Element 1 of a sample `[t_ms, value, quality]`.
+    if (
+      key === "1" && typeof value === "number" && !Number.isSafeInteger(value) &&
+      Array.isArray(this) && this.length === 3 && context?.source !== undefined &&
+      INTEGER_TEXT.test(context.source)
+    ) return BigInt(context.source);
+    return value;
+  }) as IncidentSignal;
 }
 
 function rank(t: IncidentTrigger): number {

@@ -6,7 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import { IncidentRecorder, MAX_PENDING_INCIDENTS, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import {
+  incidentCsv,
+  IncidentRecorder,
+  MAX_PENDING_INCIDENTS,
+  MERGE_WINDOW_MS,
+} from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -280,6 +285,55 @@ Deno.test("an incident record's signal line stays within what reading it back ac
   assert.ok(samples.length > 0);
   const jsonl = (await incidents.jsonl(header.incident_id)).split("\n").filter(Boolean);
   for (const line of jsonl) JSON.parse(line); // every exported line is whole
+  await incidents.stop();
+  await history.stop();
+});
+
+Deno.test("an incident record serves 64-bit integers beyond 2^53 exactly, as every other answer does", async () => {
+  // The record holds every digit (JSON Lines export); the JSON and CSV answers parsed it back
+  // into doubles: 9007199254740993 came out as 9007199254740992.
+  const { clock, history, feed, files } = handFedHistory({ diskMaxBytes: 0 });
+  const bus = new EventBus();
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 },
+    history,
+    files,
+    dir: "/data/history/incidents",
+    clock,
+    log: testLogger(),
+  });
+  await history.start();
+  await incidents.start(bus);
+  const big = 2n ** 53n + 1n;
+  const signals = new Map<string, SignalState>([["counter", {
+    value: { type: "uint64", uint64: big },
+    quality: "OK",
+    timestampMs: clock.wall,
+    receivedMono: clock.mono,
+  }]]);
+  feed({
+    providerId: "p0",
+    deviceId: "c0",
+    pollable: ["counter"],
+    signals,
+    lastPollMs: 0,
+    lastPollMono: 0,
+    available: true,
+  });
+  bus.publish({
+    kind: "device_availability",
+    provider_id: "p0",
+    device_id: "c0",
+    available: false,
+    timestamp_ms: clock.nowMs(),
+  });
+  clock.advance(1_000);
+  await incidents.settled();
+  const [header] = incidents.list();
+  assert.ok((await incidents.jsonl(header!.incident_id)).includes(`,${big},"OK"]`));
+  const record = await incidents.get(header!.incident_id);
+  assert.deepEqual(record.signals[0]!.samples.map((s) => s[1]), [big]);
+  assert.match(incidentCsv(record.signals), new RegExp(`,${big},OK\\r\\n`));
   await incidents.stop();
   await history.stop();
 });
