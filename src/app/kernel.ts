@@ -762,8 +762,9 @@ export class Kernel {
    * reported. While AUTO runs, a section that would weaken a protection or change the running
    * recipe is refused (app/run_gate.ts), and so are provider removals and changes (additions
    * apply). A refused or failed section keeps its old value in `config`, so the next reload tries
-   * it again. Outside AUTO a weakened protection applies and is recorded on the audit trail. The
-   * caller serializes reloads.
+   * it again. Outside AUTO a weakened protection applies and is recorded on the audit trail. Once
+   * stop() has begun, no further section is applied (each is reported failed). The caller
+   * serializes reloads.
    */
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
@@ -790,6 +791,11 @@ export class Kernel {
       estopActions: 0,
     };
     for (const key of sectionsToOffer(diff)) {
+      // stop() may have begun while an earlier section awaited: its subsystems are ending.
+      if (this.#stopping) {
+        report.failed.push({ section: key, why: "the runtime is stopping" });
+        continue;
+      }
       const section = sectionOf(key);
       const weakens = weakenings.filter((w) => w.section === key);
       const apply = this.#owners.get(key);
