@@ -25,7 +25,16 @@ export interface ParameterView {
 export interface ParameterService {
   list(): ParameterView[];
   /** Throws NOT_FOUND for an unknown name, INVALID_ARGUMENT naming the rule (type/min/max/allowed). */
-  set(name: string, value: unknown, source?: AuditOrigin): { name: string; value: ParameterValue };
+  /**
+   * `written`: the JSON text of a number that parsing rounded to an integer (an int64 parameter
+   * refuses it; a double takes the number).
+   */
+  set(
+    name: string,
+    value: unknown,
+    source?: AuditOrigin,
+    written?: string,
+  ): { name: string; value: ParameterValue };
   get(name: string): ParameterView | undefined;
 }
 
@@ -56,7 +65,11 @@ function keptValue(
   }
 }
 
-export function checkParameterValue(def: ParameterConfig, value: unknown): ParameterValue {
+export function checkParameterValue(
+  def: ParameterConfig,
+  value: unknown,
+  written?: string,
+): ParameterValue {
   const bad = (rule: string, why: string) =>
     invalidArgument(`Invalid value for parameter '${def.name}': ${why} (rule: ${rule})`);
   const inBounds = (n: number): number => {
@@ -72,6 +85,13 @@ export function checkParameterValue(def: ParameterConfig, value: unknown): Param
       }
       return inBounds(value);
     case "int64":
+      if (written !== undefined) {
+        throw bad(
+          "type",
+          `expected an integer (int64) within \u00b12^53, got ${written} ` +
+            `(not an integer as written: JSON reads it as ${describe(value)})`,
+        );
+      }
       if (typeof value !== "number" || !Number.isSafeInteger(value)) {
         throw bad("type", `expected an integer (int64) within \u00b12^53, got ${describe(value)}`);
       }
@@ -248,13 +268,14 @@ export class ParameterStore implements ParameterService {
     name: string,
     value: unknown,
     source: AuditOrigin = { kind: "http" },
+    written?: string,
   ): { name: string; value: ParameterValue } {
     const audit = this.#o.audit;
-    if (!audit) return this.#set(name, value);
+    if (!audit) return this.#set(name, value, written);
     // The value as given, if JSON can carry it (the audit entry is JSON).
     const args = { value: isJsonScalar(value) ? value : String(value) };
     try {
-      const done = this.#set(name, value);
+      const done = this.#set(name, value, written);
       audit.record({
         action: "parameter",
         origin: source,
@@ -281,10 +302,10 @@ export class ParameterStore implements ParameterService {
     }
   }
 
-  #set(name: string, value: unknown): { name: string; value: ParameterValue } {
+  #set(name: string, value: unknown, written?: string): { name: string; value: ParameterValue } {
     const def = this.#defs.get(name);
     if (!def) throw notFound(`Parameter not found: ${name}`);
-    const next = checkParameterValue(def, value);
+    const next = checkParameterValue(def, value, written);
     const old = this.#values.get(name)!;
     if (old === next) return { name, value: next };
     this.#values.set(name, next);

@@ -87,10 +87,60 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
     );
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(text, noteRoundedIntegers);
   } catch (err) {
     throw invalidArgument(`Invalid JSON: ${(err as Error).message}`);
   }
+}
+
+/**
+ * The numbers of parsed bodies that parsing rounded to an integer (a fraction lost, digits beyond
+ * 2^53 dropped): by the object or array that holds them, the JSON text of each by its key. Weak:
+ * it lives as long as the body.
+ */
+const ROUNDED = new WeakMap<object, Map<string, string>>();
+
+/**
+ * The JSON text of `holder[key]` when that number is an integer only because parsing rounded it
+ * (`9007199254740991.4`, `2.0000000000000001`, `9007199254740993`); undefined for any other
+ * member. An integer field (int64, uint64) refuses such a number; a double field takes it.
+ */
+export function roundedIntegerText(holder: object, key: string): string | undefined {
+  return ROUNDED.get(holder)?.get(key);
+}
+
+/** JSON.parse reviver: notes the numbers parsed into an integer that their text is not. */
+function noteRoundedIntegers(
+  this: object,
+  key: string,
+  value: unknown,
+  context?: { source?: string },
+): unknown {
+  if (typeof value !== "number" || !Number.isInteger(value)) return value;
+  const source = context?.source;
+  if (source === undefined || writtenExactly(source, value)) return value;
+  let keys = ROUNDED.get(this);
+  if (keys === undefined) ROUNDED.set(this, keys = new Map());
+  keys.set(key, source);
+  return value;
+}
+
+/** Largest number of decimal digits of a finite double's integer part (1.8e308). */
+const MAX_DOUBLE_DIGITS = 309;
+
+/** Whether the JSON number text `source` is exactly the integer `n`. */
+function writtenExactly(source: string, n: number): boolean {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
+  if (m === null) return true; // not a JSON number's text: nothing to compare
+  const fraction = m[3] ?? "";
+  const all = (m[2]! + fraction).replace(/^0+/, "");
+  if (all === "") return n === 0; // a zero however written
+  const digits = all.replace(/0+$/, "");
+  // The value is digits * 10^exp, digits without trailing zeros.
+  const exp = Number(m[4] ?? "0") - fraction.length + (all.length - digits.length);
+  if (!(exp >= 0)) return false; // a fraction remains (or an exponent beyond any double)
+  if (digits.length + exp > MAX_DOUBLE_DIGITS) return false;
+  return BigInt(m[1] + digits) * 10n ** BigInt(exp) === BigInt(n);
 }
 
 /** Reads a body that must be a JSON object (missing body included: it is not an object). */

@@ -5,6 +5,7 @@
 import { unavailable } from "../../common/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
+import { roundedIntegerText } from "../json_body.ts";
 import { SET_PARAMETER_BODY_SCHEMA, type SetParameterBody } from "../request_schemas.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 import type { HttpServices } from "../services.ts";
@@ -60,8 +61,9 @@ function listParameters({ services }: RouteContext): Response {
 
 async function setParameter({ services, body, principal }: RouteContext): Promise<Response> {
   const parameters = parameterService(services);
-  const { name, value } = await body<SetParameterBody>();
-  return okResponse({ parameter: parameters.set(name, value, httpOrigin(principal)) });
+  const b = await body<SetParameterBody>();
+  const written = roundedIntegerText(b, "value");
+  return okResponse({ parameter: parameters.set(b.name, b.value, httpOrigin(principal), written) });
 }
 
 function automationService(services: HttpServices) {
