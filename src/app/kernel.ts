@@ -820,7 +820,7 @@ export class Kernel {
       if (result?.unchanged === true) continue;
       if (result?.refused !== undefined) {
         report.refused.push({ section: key, why: result.refused });
-        this.#recordReload(key, "refused", result.refused, weakens);
+        this.#recordReload(key, "refused", result.refused, weakens, result.refusedBy);
         if (result.effective === undefined) continue;
       }
       this.#config = result?.effective ?? section.take(this.#config, next);
@@ -892,6 +892,7 @@ export class Kernel {
     outcome: "accepted" | "refused" | "failed",
     reason: string | null,
     weakens: readonly Weakening[],
+    refusedBy = "run_gate",
   ): void {
     if (outcome === "accepted" && weakens.length === 0) return;
     for (const w of weakens) {
@@ -906,7 +907,7 @@ export class Kernel {
       function: key,
       args: { weakens: weakens.map((w) => w.what) },
       reason,
-      ...(outcome === "refused" ? { refused_by: "run_gate" } : {}),
+      ...(outcome === "refused" ? { refused_by: refusedBy } : {}),
       latency_ms: 0,
     });
   }
@@ -997,6 +998,7 @@ export class Kernel {
         named.every((t) => t.token === "")
       ) {
         return {
+          refusedBy: "validation",
           refused: "http.auth_enabled stays true until a restart and the file sets no token " +
             "(http.auth_token, http.tokens, RUNTIME_API_TOKEN): every request would be refused; " +
             "the tokens in force are kept",
@@ -1063,6 +1065,7 @@ export class Kernel {
       const reads = this.automation?.parameterReadProblems(next.automation.parameters) ?? [];
       if (reads.length > 0) {
         return {
+          refusedBy: "validation",
           refused: `the behavior tree in force reads parameters it would not declare: ${
             reads.join("; ")
           }`,

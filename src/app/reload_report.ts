@@ -65,6 +65,11 @@ export interface SectionResult {
   readonly note?: string;
   /** Why it was refused: the section keeps its old value (unless `effective` says otherwise). */
   readonly refused?: string;
+  /**
+   * What refused it (audit `refused_by`): `run_gate`, the AUTO rule of reloads, unless the owner
+   * says otherwise (`validation`: the new value is refused whatever the mode).
+   */
+  readonly refusedBy?: string;
   /** The configuration in effect now, when the section applied only in part. */
   readonly effective?: Config;
 }

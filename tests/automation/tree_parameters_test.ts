@@ -140,3 +140,22 @@ Deno.test("Kernel.reload refuses a tree reading a parameter the new configuratio
     }
   });
 });
+
+Deno.test("Kernel.reload outside AUTO: the parameters section refused for the tree's reads is audited as refused by validation, not by the AUTO run gate", async () => {
+  await withDir(async (dir) => {
+    const tree = await dir.write("reads.xml", READS_TARGET);
+    const rt = await startRuntime(automationConfig(tree), { arm: true });
+    try {
+      assert.equal(rt.modes.current(), "MANUAL");
+      const report = await rt.reload(withParameters(rt.config, ["motor_duty"]));
+      assert.deepEqual(report.refused.map((r) => r.section), ["automation.parameters"]);
+      const entry = (await rt.audit.query({ limit: 100 })).entries.find((e) =>
+        e.action === "config" && e.function === "automation.parameters"
+      );
+      assert.equal(entry?.outcome, "refused");
+      assert.equal(entry?.refused_by, "validation", JSON.stringify(entry));
+    } finally {
+      await rt.stop();
+    }
+  });
+});
