@@ -34,6 +34,7 @@ import {
 import {
   allowedModesRefusal,
   type ArmCheck,
+  type ArmRefusal,
   type AuditOrigin,
   type CallGate,
   type CallRouter,
@@ -213,7 +214,7 @@ export class AutomationEngine {
     }
     if (options.inventory || outages) {
       options.modes.addArmCheck?.(
-        (_from, to) => to === "AUTO" ? this.autoProblem() : null,
+        (_from, to) => to === "AUTO" ? this.#autoRefusal() : null,
         "device_loss",
       );
     }
@@ -227,28 +228,47 @@ export class AutomationEngine {
    * parameters section was refused, or has not been applied yet).
    */
   autoProblem(): string | null {
+    return this.#autoRefusal()?.message ?? null;
+  }
+
+  /** autoProblem with what refuses (audit `refused_by`): device_loss, the policy, validation. */
+  #autoRefusal(): ArmRefusal | null {
     const blocked = this.#blockedDevices();
     if (blocked.length > 0) {
-      return `refusing AUTO: the behavior tree names ${
-        blocked.map((b) => `${b.device_handle} (${b.reason})`).join(", ")
-      }`;
+      return {
+        message: `refusing AUTO: the behavior tree names ${
+          blocked.map((b) => `${b.device_handle} (${b.reason})`).join(", ")
+        }`,
+        refusedBy: "device_loss",
+      };
     }
     const refused = this.#refusedCalls();
-    if (refused.length > 0) return `refusing AUTO: the behavior tree calls ${refused.join("; ")}`;
+    if (refused.length > 0) {
+      return {
+        message: `refusing AUTO: the behavior tree calls ${refused.map((r) => r.text).join("; ")}`,
+        refusedBy: refused[0]!.refusedBy,
+      };
+    }
     // A reload replaced the tree, and the parameters it reads are not (yet) declared.
     const parameters = this.#o.parameters;
     const reads = parameters === undefined ? [] : this.parameterReadProblems(parameters.list());
     if (reads.length === 0) return null;
-    return `refusing AUTO: the behavior tree reads parameters that are not declared: ${
-      reads.join("; ")
-    }`;
+    return {
+      message: `refusing AUTO: the behavior tree reads parameters that are not declared: ${
+        reads.join("; ")
+      }`,
+      refusedBy: "validation",
+    };
   }
 
-  /** The tree's literal calls whose declared policy refuses them in AUTO, one text each. */
-  #refusedCalls(): string[] {
+  /**
+   * The tree's literal calls whose declared policy refuses them in AUTO, one text each, with the
+   * policy that refuses (the call gate's name: allowed_modes, requires_lease).
+   */
+  #refusedCalls(): { text: string; refusedBy: string }[] {
     const capabilitiesOf = this.#o.inventory?.capabilities;
     if (capabilitiesOf === undefined) return [];
-    const out: string[] = [];
+    const out: { text: string; refusedBy: string }[] = [];
     for (const call of this.#literalCalls) {
       const dev = parseDeviceHandle(call.deviceHandle);
       if (!dev) continue;
@@ -256,8 +276,14 @@ export class AutomationEngine {
       // A name declared twice reaches the last declaration (CallRouter, as anolis): its policy.
       const fn = caps?.functions.findLast((f) => f.name === call.functionName);
       if (caps === undefined || fn === undefined) continue; // refused at the call, as before
-      const err = allowedModesRefusal(caps, fn, "AUTO") ?? leaseRefusal(caps, fn);
-      if (err !== null) out.push(`${call.deviceHandle} ${call.functionName} (${err.message})`);
+      const modes = allowedModesRefusal(caps, fn, "AUTO");
+      const err = modes ?? leaseRefusal(caps, fn);
+      if (err !== null) {
+        out.push({
+          text: `${call.deviceHandle} ${call.functionName} (${err.message})`,
+          refusedBy: modes !== null ? "allowed_modes" : "requires_lease",
+        });
+      }
     }
     return out;
   }

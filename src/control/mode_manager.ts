@@ -82,7 +82,13 @@ export interface ModeService {
  * A check that may refuse arming: called for every transition into MANUAL or AUTO; returns the
  * refusal message, or null to allow.
  */
-export type ArmCheck = (from: RuntimeMode, to: RuntimeMode) => string | null;
+export type ArmCheck = (from: RuntimeMode, to: RuntimeMode) => string | ArmRefusal | null;
+
+/** An arming check's refusal naming its own cause (audit `refused_by`) instead of the check's. */
+export interface ArmRefusal {
+  readonly message: string;
+  readonly refusedBy: string;
+}
 
 /** A FAULT entry committed synchronously; its hooks run when `runHooks` is called. */
 export interface FaultEntry {
@@ -464,8 +470,9 @@ export class ModeManager implements ModeService {
     for (const { check, name } of this.#armChecks) {
       const refusal = check(from, target);
       if (refusal) {
-        const err = failedPrecondition(refusal);
-        this.#armRefusals.set(err, name);
+        const own = typeof refusal === "string" ? null : refusal;
+        const err = failedPrecondition(own?.message ?? refusal as string);
+        this.#armRefusals.set(err, own?.refusedBy ?? name);
         throw err;
       }
     }

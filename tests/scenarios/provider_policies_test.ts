@@ -343,3 +343,35 @@ Deno.test("Of two calls racing within min_interval_ms, exactly one is sent", asy
     assert.equal((await policyStats(rt)).calls_pulse, 1);
   });
 });
+
+Deno.test("AUTO refused for the tree's calls is audited as refused by allowed_modes / requires_lease, not device_loss", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const peek = await dir.write(
+      "peek.xml",
+      treeXml(`<CallDevice device_handle="pol/act0" function_name="peek" args="json:{}" />`),
+    );
+    const leased = await dir.write(
+      "leased.xml",
+      treeXml(`<CallDevice device_handle="pol/act0" function_name="leased" args="json:{}" />`),
+    );
+    const rt = await startRuntime(policyTreeConfig(peek));
+    try {
+      await rt.modes.request("MANUAL");
+      const refusedBy = async () => {
+        await assert.rejects(rt.modes.request("AUTO"), /the behavior tree calls pol\/act0/);
+        const entries = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+          e.action === "mode" && e.function === "AUTO" && e.outcome === "refused"
+        );
+        return entries.at(-1)?.refused_by;
+      };
+      assert.equal(await refusedBy(), "allowed_modes");
+      assert.equal(await rt.automation!.reloadTree(leased, 20), "replaced");
+      assert.equal(await refusedBy(), "requires_lease");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
