@@ -187,6 +187,11 @@ export class ModeManager implements ModeService {
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
   /** FAULT entries whose hooks (stop actions) are running; leaving FAULT waits for them. */
   #faultHooksRunning = 0;
+  /**
+   * Resolves once the hooks of the FAULT entry in force have run (its committer runs them: the
+   * e-stop after its ladder), or FAULT was left; null outside FAULT.
+   */
+  #faultHooksDone: PromiseWithResolvers<void> | null = null;
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
@@ -279,6 +284,9 @@ export class ModeManager implements ModeService {
       return { committed: false, from, runHooks: () => Promise.resolve([]) };
     }
     this.#log.info(`transition ${from} -> FAULT (${reason})`);
+    // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
+    const done = Promise.withResolvers<void>();
+    this.#faultHooksDone = done;
     this.#commit(from, "FAULT");
     this.#o.audit?.record({
       action: "mode",
@@ -294,21 +302,24 @@ export class ModeManager implements ModeService {
     return {
       committed: true,
       from,
-      runHooks: () => (hooks ??= this.#runFaultHooks(config, from)),
+      runHooks: () => (hooks ??= this.#runFaultHooks(config, from).finally(done.resolve)),
     };
   }
 
   /**
    * Enters FAULT without any possible veto (lost AUTO preconditions, automation faults) and runs
-   * its hooks. Resolves true when the mode is FAULT afterwards.
+   * its hooks; when FAULT was in force already, waits for the hooks of that entry instead (an
+   * e-stop runs them after its ladder). Resolves true when the mode is FAULT afterwards.
    */
   async forceFault(reason: string, source: AuditOrigin = INTERNAL_ORIGIN): Promise<boolean> {
+    const entry = this.enterFault(reason, source);
     try {
-      await this.enterFault(reason, source).runHooks();
+      await entry.runHooks();
     } catch (err) {
       // Not expected (hook failures are collected); never let it escape into a stop path.
       this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`);
     }
+    if (!entry.committed) await this.#faultHooksDone?.promise;
     return this.#mode === "FAULT";
   }
 
@@ -564,6 +575,11 @@ export class ModeManager implements ModeService {
    */
   #commit(previous: RuntimeMode, next: RuntimeMode): void {
     this.#mode = next;
+    if (previous === "FAULT") {
+      // Nobody waits for the hooks of a FAULT left behind.
+      this.#faultHooksDone?.resolve();
+      this.#faultHooksDone = null;
+    }
     this.#o.bus.publish({
       kind: "mode_change",
       previous_mode: previous,

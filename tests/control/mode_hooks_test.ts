@@ -206,6 +206,32 @@ Deno.test("ModeManager refuses an operator's re-arm until a forced FAULT's hooks
   });
 });
 
+Deno.test("ModeManager.forceFault during an e-stop's FAULT (hooks not run yet) resolves only once they have run", async () => {
+  await withRuntime({ after: [hook("*", "FAULT", [relay(1, false)], false)] }, async (rt) => {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "relayio0", 1, { enabled: b(true) });
+    // Slow the FAULT hook's call down inside the provider.
+    await rt.router.call({
+      providerId: "sim0",
+      deviceId: "chaos_control",
+      functionName: "inject_call_latency",
+      args: { device_id: { type: "string", string: "relayio0" }, latency_ms: i(300) },
+      origin: "manual",
+    });
+    // The e-stop commits FAULT at once and runs the FAULT hooks after its ladder.
+    const stopped = rt.estop.trigger("test");
+    assert.equal(rt.modes.current(), "FAULT");
+    // An alarm's fault action meanwhile: FAULT is in force, its hooks are not done.
+    assert.equal(await rt.modes.forceFault("alarm"), true);
+    assert.equal(
+      await readSignal(rt, "sim0", "relayio0", "relay_ch1_state"),
+      false,
+      "forceFault answered before the FAULT hooks had run",
+    );
+    await stopped;
+  });
+});
+
 Deno.test("ModeManager refuses AUTO without a hook covering AUTO -> FAULT while actuating functions exist", async () => {
   await withRuntime({ before: [hook("MANUAL", "AUTO", [relay(1, false)])] }, async (rt) => {
     await rt.modes.request("MANUAL");
