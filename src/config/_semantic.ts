@@ -3,7 +3,7 @@
  * defaults explicitly and applying every key's bounds (examples/full.yaml states each) and every
  * cross-field rule.
  */
-import { isLoopbackHost, LOG_LEVELS, resolvePath } from "../common/mod.ts";
+import { isLoopbackHost, LOG_LEVELS, maxStreamsFor, resolvePath } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
 import { readAlarms, readInterlocks } from "./_alarms.ts";
 import {
@@ -235,11 +235,16 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     min: 1000,
     max: 600000,
   });
-  if (enabled && maxConnections <= threadPoolSize) {
+  // Event streams hold connections of their own (at most half of them): what is left is what
+  // requests have.
+  const streams = maxStreamsFor(maxConnections);
+  if (enabled && maxConnections - streams <= threadPoolSize) {
     c.warning(
       [...P, "max_connections"],
-      `${maxConnections} is not above thread_pool_size (${threadPoolSize}): when every ` +
-        "connection has a request in flight, a new one (an e-stop too) is refused",
+      `${maxConnections} leaves ${maxConnections - streams} connection(s) for requests once ` +
+        `event streams hold theirs (${streams}, at most half), not above thread_pool_size ` +
+        `(${threadPoolSize}): when every one has a request in flight, a new one (an e-stop too) ` +
+        "is refused",
     );
   }
   const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";

@@ -6,7 +6,7 @@
  * outcome, errors included, leaves through one place that adds CORS headers (and drops the body
  * of a HEAD).
  */
-import type { Logger } from "../common/mod.ts";
+import { type Logger, maxStreamsFor } from "../common/mod.ts";
 import type { HttpConfig, TokenRole } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
@@ -36,7 +36,7 @@ import {
 import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
 import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
-import { maxStreamsFor, SseHub } from "./sse_hub.ts";
+import { SseHub } from "./sse_hub.ts";
 
 /**
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of

@@ -18,24 +18,13 @@ import {
   type Clock,
   invalidArgument,
   type Logger,
+  MAX_SSE_CLIENTS,
   toJsonText,
   unavailable,
 } from "../common/mod.ts";
 import type { EventBus, PublishedEvent, RuntimeEvent } from "../events/mod.ts";
 import { EventRing } from "./event_ring.ts";
 
-/** Concurrent event streams allowed (as anolis: the 33rd gets 503). */
-export const MAX_SSE_CLIENTS = 32;
-
-/**
- * The event streams allowed on a server holding at most `maxConnections` connections: an open
- * stream holds its connection and is never idle (the connection layer never closes it for a
- * newcomer), so streams get at most half of them and the rest stays for requests, an e-stop
- * among them. MAX_SSE_CLIENTS from 64 connections up (the default 128 included); at least 1.
- */
-export function maxStreamsFor(maxConnections: number): number {
-  return Math.max(1, Math.min(MAX_SSE_CLIENTS, Math.floor(maxConnections / 2)));
-}
 /** Frames queued per client before the oldest is dropped (as anolis). */
 export const SSE_QUEUE_SIZE = 100;
 /** A `: keepalive` comment is sent after this long without events (as anolis). */

@@ -217,13 +217,25 @@ providers:
     yaml: `${PROV}\nhttp:\n  max_connections: 40\n  thread_pool_size: 40\n`,
     expect: [[
       "warning http.max_connections",
-      "40 is not above thread_pool_size (40): when every connection has a request in flight, " +
-      "a new one (an e-stop too) is refused",
+      "40 leaves 20 connection(s) for requests once event streams hold theirs (20, at most half), " +
+      "not above thread_pool_size (40): when every one has a request in flight, a new one " +
+      "(an e-stop too) is refused",
     ]],
   },
   {
-    name: "max_connections one above thread_pool_size is valid",
-    yaml: `${PROV}\nhttp:\n  max_connections: 41\n  thread_pool_size: 40\n`,
+    name:
+      "max_connections above thread_pool_size by less than the event streams take is warned about",
+    yaml: `${PROV}\nhttp:\n  max_connections: 72\n  thread_pool_size: 40\n`,
+    expect: [[
+      "warning http.max_connections",
+      "72 leaves 40 connection(s) for requests once event streams hold theirs (32, at most half), " +
+      "not above thread_pool_size (40): when every one has a request in flight, a new one " +
+      "(an e-stop too) is refused",
+    ]],
+  },
+  {
+    name: "max_connections leaving thread_pool_size + 1 beside the event streams is valid",
+    yaml: `${PROV}\nhttp:\n  max_connections: 73\n  thread_pool_size: 40\n`,
     expect: [],
   },
   {
