@@ -42,7 +42,7 @@ export interface BuiltTree {
   readonly env: TickEnv;
   /** One tick of the root (BT.CPP tickOnce): a finished root is reset so it restarts next tick. */
   tickRoot(): NodeStatus;
-  /** Halts a RUNNING tree (cancelling asynchronous actions) and resets every node to IDLE. */
+  /** Halts every RUNNING node (cancelling asynchronous actions) and resets every node to IDLE. */
   haltTree(): void;
   /** Path of the deepest RUNNING node, or null when nothing runs. */
   runningPath(): string | null;
@@ -181,9 +181,13 @@ export function buildTree(
 }
 
 function makeBuiltTree(root: TreeNode, blackboard: Blackboard, env: TickEnv): BuiltTree {
-  const resetAll = (n: TreeNode) => {
+  // Every node still RUNNING is halted, not only those below a RUNNING root: a tick that threw
+  // leaves them under an ancestor that never marked itself RUNNING (Precondition), and BT.CPP's
+  // haltTree halts every node for the same reason ("just in case").
+  const haltAll = (n: TreeNode) => {
+    if (n.status === "RUNNING") n.haltNode();
     n.resetStatus();
-    n.children.forEach(resetAll);
+    n.children.forEach(haltAll);
   };
   return {
     root,
@@ -196,8 +200,7 @@ function makeBuiltTree(root: TreeNode, blackboard: Blackboard, env: TickEnv): Bu
       return s;
     },
     haltTree() {
-      if (root.status === "RUNNING") root.haltNode();
-      resetAll(root);
+      haltAll(root);
     },
     runningPath() {
       if (root.status !== "RUNNING") return null;

@@ -194,6 +194,25 @@ Deno.test("BtRunner reports a throwing tick as bt_error + automation_fault and c
   runner.stop();
 });
 
+Deno.test("BtRunner a throwing tick aborts the call it started under a Precondition", async () => {
+  // Precondition does not mark itself RUNNING before ticking its child: when the tick throws, the
+  // nodes below it are RUNNING under an IDLE ancestor, and the halt must still reach them.
+  const { runner, services, faults } = setup(
+    `<BehaviorTree ID="Demo"><Sequence><Precondition if="true">` +
+      `<Parallel success_count="2"><CallDevice device_handle="d/x" function_name="f"/>` +
+      `<Script code="x := missing + 1"/></Parallel></Precondition></Sequence></BehaviorTree>`,
+  );
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  equal(runner.tickOnce(), null);
+  equal(faults.length, 1);
+  equal(services.calls.length, 1);
+  equal(services.calls[0]!.signal.aborted, true, "the call the faulted tick started is aborted");
+  equal(runner.status().engine_diagnostics.current_running_node, null);
+  runner.stop();
+});
+
 Deno.test("BtRunner status carries the tree identity and the mode gate", async () => {
   const body = `<BehaviorTree ID="Demo"><AlwaysSuccess/></BehaviorTree>`;
   const { runner, services } = setup(body);
