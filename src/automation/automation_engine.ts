@@ -194,7 +194,11 @@ export class AutomationEngine {
   constructor(options: AutomationEngineOptions) {
     this.#o = options;
     this.#log = options.log.child("automation");
-    this.#services = kernelServices(options, (handle, err) => this.#noteCall(handle, err));
+    this.#services = kernelServices(
+      options,
+      (handle) => this.#noteCommand(handle),
+      (handle, err) => this.#noteCall(handle, err),
+    );
     options.modes.onModeChange((change) => {
       if (change.current === "AUTO" && change.previous !== "AUTO") this.#commanded.clear();
     });
@@ -596,9 +600,18 @@ export class AutomationEngine {
     return null;
   }
 
-  /** Records the outcome of one automated call (outage tracking, what the tree depends on). */
-  #noteCall(handle: string, err: unknown): void {
+  /**
+   * Records that the tree commands `handle` (it depends on it from then on): when the call
+   * starts, not when it settles -- a device lost while the tree's call to it is in flight (a
+   * device that stops answering holds the call up to the provider's timeout_ms) is one the tree
+   * depends on.
+   */
+  #noteCommand(handle: string): void {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
+  }
+
+  /** Records the outcome of one automated call (outage tracking). */
+  #noteCall(handle: string, err: unknown): void {
     if (err === null) {
       this.#calls.delete(handle);
       return;
@@ -730,6 +743,7 @@ function btQuality(q: Quality): BtQuality {
 /** The BtServices adapter over the kernel: cache reads, router writes, parameters, clock. */
 function kernelServices(
   o: AutomationEngineOptions,
+  noteCommand: (handle: string) => void,
   noteCall: (handle: string, err: unknown) => void,
 ): BtServices {
   return {
@@ -754,6 +768,7 @@ function kernelServices(
       if (!dev) {
         throw invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
       }
+      noteCommand(handle);
       try {
         await o.router.call({
           providerId: dev.providerId,

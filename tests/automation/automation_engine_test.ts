@@ -299,6 +299,42 @@ Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names g
   assert.deepEqual(engine.status().device_loss_latched, []);
 });
 
+Deno.test("AutomationEngine device-loss latch: a device the tree is commanding (its call in flight) going down forces FAULT", async () => {
+  // The handle comes from the blackboard: the tree does not name the device literally, it
+  // depends on it because it commands it.
+  const outages = new FakeOutages();
+  const { engine, modes, calls } = setup(
+    `<BehaviorTree ID="Main"><Sequence>` +
+      `<SetBlackboard value="sim0/motorctl0" output_key="dev"/>` +
+      `<CallDevice device_handle="{dev}" function_name="set_motor_duty"/>` +
+      `</Sequence></BehaviorTree>`,
+    {
+      outages,
+      router: {
+        call: (req) => {
+          calls.push(req);
+          return new Promise(() => {}); // the provider has not answered yet
+        },
+      },
+    },
+  );
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), "RUNNING");
+  assert.deepEqual(calls.map((c) => `${c.providerId}/${c.deviceId}`), ["sim0/motorctl0"]);
+  // Its provider dies while the call is in flight.
+  outages.set("sim0/motorctl0", "down");
+  assert.deepEqual(
+    modes.faults,
+    ["device-loss latch: sim0/motorctl0 is down (its reads fail)"],
+    "the device the tree is commanding forces FAULT",
+  );
+  assert.equal(modes.current(), "FAULT");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine reloadTree loads the tree again when only a file it includes changed", async () => {
   const files: Record<string, string> = {
     [TREE]: xmlRoot(
