@@ -190,6 +190,8 @@ export class AutomationEngine {
   readonly #lossLatch: DeviceLossLatch | null = null;
   /** Devices the tree commanded since AUTO was last entered (it depends on them). */
   readonly #commanded = new Set<string>();
+  /** Ticks and tick errors of the trees a reload replaced (tickCounts counts from start). */
+  readonly #retired = { ticks: 0, errors: 0 };
 
   constructor(options: AutomationEngineOptions) {
     this.#o = options;
@@ -479,6 +481,11 @@ export class AutomationEngine {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     before?.stop();
+    if (before) {
+      const d = before.status().engine_diagnostics;
+      this.#retired.ticks += d.total_ticks;
+      this.#retired.errors += d.error_count;
+    }
     this.#o = { ...this.#o, behaviorTree, tickRateHz };
     this.#runner = next;
     this.#parameterReads = reads;
@@ -539,10 +546,16 @@ export class AutomationEngine {
     }
   }
 
-  /** Ticks and tick errors since start (GET /metrics): the runner's, 0 before one is loaded. */
+  /**
+   * Ticks and tick errors since start (GET /metrics counters): the trees a reload replaced
+   * included, 0 before one is loaded.
+   */
   tickCounts(): { ticks: number; errors: number } {
     const d = this.#baseStatus().engine_diagnostics;
-    return { ticks: d.total_ticks, errors: d.error_count };
+    return {
+      ticks: this.#retired.ticks + d.total_ticks,
+      errors: this.#retired.errors + d.error_count,
+    };
   }
 
   /**

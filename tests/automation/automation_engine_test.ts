@@ -365,6 +365,40 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
   engine.stop();
 });
 
+Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting across a tree a reload replaces or removes", async () => {
+  const files: Record<string, string> = {
+    [TREE]: xmlRoot(`<BehaviorTree ID="Main"><Script code="x := missing"/></BehaviorTree>`, "Main"),
+  };
+  const { engine, modes } = setup(SLEEP, {
+    readFile: (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`No such file: ${path}`);
+      return text;
+    },
+  });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), null, "the tick threw");
+  assert.equal(modes.current(), "FAULT");
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), null);
+  assert.deepEqual(engine.tickCounts(), { ticks: 2, errors: 2 });
+  modes.set("MANUAL");
+  files[TREE] = xmlRoot(SLEEP, "Main");
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), "RUNNING");
+  // runtime_bt_ticks_total and runtime_bt_tick_errors_total count from the runtime's start.
+  assert.deepEqual(engine.tickCounts(), { ticks: 3, errors: 2 }, "after the tree was replaced");
+  modes.set("MANUAL");
+  assert.equal(await engine.reloadTree(null, 10), "replaced");
+  assert.deepEqual(engine.tickCounts(), { ticks: 3, errors: 2 }, "after the tree was removed");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine started without a tree ticks the one a reload adds, in AUTO", async () => {
   const { engine, modes } = setup(SLEEP, { behaviorTree: null });
   await engine.load();
