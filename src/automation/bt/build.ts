@@ -42,7 +42,10 @@ export interface BuiltTree {
   readonly env: TickEnv;
   /** One tick of the root (BT.CPP tickOnce): a finished root is reset so it restarts next tick. */
   tickRoot(): NodeStatus;
-  /** Halts every RUNNING node (cancelling asynchronous actions) and resets every node to IDLE. */
+  /**
+   * Halts every RUNNING node (cancelling asynchronous actions) and resets every node to IDLE; an
+   * _onHalted script that throws does not stop it (its first error is thrown at the end).
+   */
   haltTree(): void;
   /** Path of the deepest RUNNING node, or null when nothing runs. */
   runningPath(): string | null;
@@ -183,11 +186,19 @@ export function buildTree(
 function makeBuiltTree(root: TreeNode, blackboard: Blackboard, env: TickEnv): BuiltTree {
   // Every node still RUNNING is halted, not only those below a RUNNING root: a tick that threw
   // leaves them under an ancestor that never marked itself RUNNING (Precondition), and BT.CPP's
-  // haltTree halts every node for the same reason ("just in case").
-  const haltAll = (n: TreeNode) => {
-    if (n.status === "RUNNING") n.haltNode();
+  // haltTree halts every node for the same reason ("just in case"). An _onHalted script that
+  // throws stops its parent's halt there: the walk goes on (the nodes it left RUNNING are halted
+  // in turn) and the first error is thrown once every node is halted.
+  const haltAll = (n: TreeNode, failed: { first?: { err: unknown } }) => {
+    if (n.status === "RUNNING") {
+      try {
+        n.haltNode();
+      } catch (err) {
+        failed.first ??= { err };
+      }
+    }
     n.resetStatus();
-    n.children.forEach(haltAll);
+    for (const c of n.children) haltAll(c, failed);
   };
   return {
     root,
@@ -200,7 +211,9 @@ function makeBuiltTree(root: TreeNode, blackboard: Blackboard, env: TickEnv): Bu
       return s;
     },
     haltTree() {
-      haltAll(root);
+      const failed: { first?: { err: unknown } } = {};
+      haltAll(root, failed);
+      if (failed.first) throw failed.first.err;
     },
     runningPath() {
       if (root.status !== "RUNNING") return null;

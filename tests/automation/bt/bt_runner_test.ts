@@ -213,6 +213,28 @@ Deno.test("BtRunner a throwing tick aborts the call it started under a Precondit
   runner.stop();
 });
 
+Deno.test("BtRunner leaving AUTO aborts every running call even when an _onHalted script throws", async () => {
+  const { runner, services } = setup(
+    `<BehaviorTree ID="Demo"><Parallel success_count="2">` +
+      `<CallDevice device_handle="d/x" function_name="f" _onHalted="y := missing + 1"/>` +
+      `<CallDevice device_handle="d/x" function_name="g"/>` +
+      `</Parallel></BehaviorTree>`,
+  );
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  equal(runner.tickOnce(), "RUNNING");
+  equal(services.calls.length, 2);
+  runner.setActive(false);
+  deepStrictEqual(
+    services.calls.map((c) => [c.fn, c.signal.aborted]),
+    [["f", true], ["g", true]],
+    "both calls abandoned: the second one must not go out after AUTO was left",
+  );
+  equal(runner.status().engine_diagnostics.current_running_node, null);
+  runner.stop();
+});
+
 Deno.test("BtRunner status carries the tree identity and the mode gate", async () => {
   const body = `<BehaviorTree ID="Demo"><AlwaysSuccess/></BehaviorTree>`;
   const { runner, services } = setup(body);
