@@ -790,7 +790,12 @@ export class Kernel {
       weakened: [],
       estopActions: 0,
     };
-    for (const key of sectionsToOffer(diff)) {
+    // Providers the last reload failed to start are listed down until a reload reconciles again
+    // (it takes them out, and starts them again if the file still has them).
+    const retry = this.registry.failedStarts().length > 0 && !diff.live.includes("providers");
+    for (
+      const key of sectionsToOffer(retry ? { ...diff, live: [...diff.live, "providers"] } : diff)
+    ) {
       // stop() may have begun while an earlier section awaited: its subsystems are ending.
       if (this.#stopping) {
         report.failed.push({ section: key, why: "the runtime is stopping" });
@@ -945,7 +950,11 @@ export class Kernel {
         if (secured) report.estopActions += (await secured).length;
       }
       const failed = r.failed.length > 0 ? `; failed to start: ${r.failed.join("; ")}` : "";
+      const gone = r.cleared.filter((id) => !next.providers.some((p) => p.id === id));
       return {
+        ...(gone.length > 0
+          ? { note: `no longer listed (failed to start before): ${gone.join(", ")}` }
+          : {}),
         effective,
         ...(r.held.length > 0
           ? {

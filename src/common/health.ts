@@ -101,6 +101,11 @@ export interface ProviderHealthView {
    * discovery_warnings.
    */
   host_check?: HostCheckView | null;
+  /**
+   * Why the provider did not come up when a configuration reload started it (it is then listed
+   * DOWN until the next reload); null otherwise. Not in anolis. Set like discovery_warnings.
+   */
+  start_error?: string | null;
   /** Samples refused or stored as FAULT since start. Not in anolis. Set like discovery_warnings. */
   data_faults?: ProviderDataFaultsView;
   /**

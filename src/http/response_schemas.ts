@@ -267,6 +267,11 @@ export function responseComponents(): Record<string, JsonSchema> {
           "What the provider reported of its host at start-up (WaitReady host_check / " +
             "host_unmet); null when nothing (project addition).",
         ),
+        start_error: note(
+          orNull(str),
+          "Why the provider did not come up when a configuration reload started it (listed " +
+            "DOWN until the next reload); null otherwise (project addition).",
+        ),
         data_faults: note(
           obj(["type_mismatch", "non_finite", "undeclared_signal"], {
             type_mismatch: int,

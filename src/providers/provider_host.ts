@@ -97,6 +97,8 @@ export class ProviderHost {
   #devices: readonly DeviceCapabilities[] = [];
   /** The host check the last committed session reported at start-up (null: none reported). */
   #hostCheck: HostCheckView | null = null;
+  /** Why start() failed (null: it did not, or was not called). */
+  #startError: string | null = null;
   #livenessFailures = 0;
   #restartTimer: TimerId | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
@@ -154,6 +156,14 @@ export class ProviderHost {
     return this.#hostCheck;
   }
 
+  /**
+   * Why the initial bring-up (start) failed, e.g. a provider a reload added that did not come up;
+   * null when it came up or has not been started.
+   */
+  get startError(): string | null {
+    return this.#startError;
+  }
+
   supervision(): ProviderSupervisionView {
     return supervisionView(this.#state, this.config.restartPolicy, this.#deps.clock.monoMs());
   }
@@ -192,10 +202,15 @@ export class ProviderHost {
 
   /** Initial bring-up: spawn, handshake, discover. Throws when the provider cannot start. */
   async start(): Promise<void> {
-    const up = await this.#bringUp(null);
-    const refused = this.#refusal(up.devices);
-    if (refused) await this.#reject(up.session, refused, null);
-    this.#commit(up);
+    try {
+      const up = await this.#bringUp(null);
+      const refused = this.#refusal(up.devices);
+      if (refused) await this.#reject(up.session, refused, null);
+      this.#commit(up);
+    } catch (err) {
+      this.#startError = errorMessage(err);
+      throw err;
+    }
   }
 
   /**

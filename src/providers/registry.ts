@@ -27,6 +27,8 @@ export interface ReconcileReport {
   readonly effective: ProviderConfig[];
   /** The hosts it started (the caller may wait for what follows their start). */
   readonly started: ProviderHost[];
+  /** Providers the previous reload failed to start, listed down until this one took them out. */
+  readonly cleared: string[];
 }
 
 /** How a reconcile proceeds. */
@@ -59,6 +61,13 @@ export class ProviderRegistry {
    * reload does not leave a provider process behind.
    */
   readonly #retiring = new Set<Promise<void>>();
+  /**
+   * Hosts a reload added that did not come up: stopped, but kept in the registry so that health
+   * and metrics list them down with the reason (ProviderHost.startError) until the next reload,
+   * which takes them out first (their entries are not in effect) and starts them again if its
+   * file still has them.
+   */
+  readonly #failedStarts = new Set<ProviderHost>();
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
@@ -124,7 +133,8 @@ export class ProviderRegistry {
    * unchanged ones are not touched; removed and changed ones are stopped first (a changed one's
    * old process is gone before its successor starts: they may share a bus address) -- unless
    * held back -- then new and changed ones start with the handshake and discovery of start-up.
-   * One that does not come up is stopped and reported; its entry is not in effect.
+   * One that does not come up is stopped and reported; its entry is not in effect, but its host
+   * stays listed (down, with ProviderHost.startError) until the next reload.
    */
   async reconcile(
     before: readonly ProviderConfig[],
@@ -143,8 +153,11 @@ export class ProviderRegistry {
     const failed: string[] = [];
     const started: ProviderHost[] = [];
     o.restarting?.([...removed, ...changed.map((p) => p.id)]);
+    const failedBefore = this.failedStarts();
+    this.#failedStarts.clear();
     try {
       await Promise.all([
+        ...failedBefore.map((h) => this.#retire(h.id, o.stopBudgetMs)),
         ...removed.map((id) => this.#retire(id, o.stopBudgetMs)),
         ...changed.map((p) => this.#retire(p.id, o.stopBudgetMs)),
       ]);
@@ -158,7 +171,10 @@ export class ProviderRegistry {
           started.push(host);
         } catch (err) {
           failed.push(`${p.id}: ${errorMessage(err)}`);
-          await this.#retire(p.id, o.stopBudgetMs);
+          if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
+          // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.
+          this.#failedStarts.add(host);
+          await host.stop(o.stopBudgetMs);
         }
       }));
     } finally {
@@ -184,7 +200,16 @@ export class ProviderRegistry {
       held,
       effective,
       started,
+      cleared: failedBefore.map((h) => h.id),
     };
+  }
+
+  /**
+   * The hosts the last reload failed to start, still listed (down) until the next reconcile takes
+   * them out: a reload whose providers section is unchanged must reconcile all the same.
+   */
+  failedStarts(): ProviderHost[] {
+    return [...this.#failedStarts].filter((h) => this.#hosts.get(h.id) === h);
   }
 
   /** Takes a host out (remove) and stops it; stopAll waits for that stop as well. */

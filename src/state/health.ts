@@ -212,6 +212,7 @@ function providerView(
     devices,
     discovery_warnings: [...cache.discoveryWarnings(host.id)],
     host_check: host.hostCheck(),
+    start_error: host.startError,
     data_faults: cache.dataFaults(host.id),
     timestamp_skew: cache.timestampSkew(host.id),
   };

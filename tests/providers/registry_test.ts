@@ -343,8 +343,14 @@ Deno.test("a reload adding a provider that claims a held key does not start it; 
       "(each anolis.claim key must belong to one device)",
     ]);
     assert.deepEqual(report.effective.map((p) => p.id), ["p0", "p2"]);
-    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0", "p2"]);
-    assert.ok(r.registry.hosts.every((h) => h.available));
+    // p1 stays listed, down, with the reason, until the next reload.
+    assert.deepEqual(r.registry.hosts.map((h) => [h.id, h.available]), [
+      ["p0", true],
+      ["p2", true],
+      ["p1", false],
+    ]);
+    assert.match(r.registry.host("p1")!.startError!, /resource claim conflict/);
+    assert.deepEqual(r.registry.failedStarts().map((h) => h.id), ["p1"]);
   } finally {
     await r.close();
   }
@@ -533,6 +539,18 @@ Deno.test("ProviderRegistry.reconcile ends a changed provider's old process befo
     assert.equal(report.failed.length, 1);
     assert.match(report.failed[0]!, /^p1: provider speaks protocol 'old'/);
     assert.deepEqual(report.effective, [p0]);
+    // The successor stays listed, down and stopped, until the next reload takes it out.
+    assert.deepEqual(r.registry.hosts.map((h) => [h.id, h.available]), [["p0", true], [
+      "p1",
+      false,
+    ]]);
+    assert.equal(r.registry.host("p1")!.session, null);
+    const next = await r.registry.reconcile([p0!], [p0!], {
+      holdRemovals: false,
+      stopBudgetMs: 5000,
+      stopping: () => false,
+    });
+    assert.deepEqual([next.cleared, next.removed], [["p1"], []]);
     assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
   } finally {
     await r.close();

@@ -931,3 +931,49 @@ Deno.test("SIGHUP that changes http.auth_token while RUNTIME_API_TOKEN overrides
     await rig.dispose();
   }
 });
+
+Deno.test("SIGHUP adding a provider that fails to start lists it DOWN with the reason in /v0/providers/health and /metrics until a reload removes it or brings it up", async () => {
+  const rig = await Rig.create(["p0"]); // no simulator file for "bad": its process exits at once
+  const body = `providers:\n${rig.provider("p0")}\n`;
+  await rig.write(body);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  const listed = async () =>
+    // deno-lint-ignore no-explicit-any
+    ((await api.get("/v0/providers/health")).json.providers as any[]).map((p) => p.provider_id);
+  try {
+    await rig.write(`${body}${rig.provider("bad")}\n`);
+    assert.match(await reload(rt, 1), /failed to start: bad: /);
+    const bad = (await api.get("/v0/providers/health")).json.providers
+      // deno-lint-ignore no-explicit-any
+      .find((p: any) => p.provider_id === "bad");
+    assert.ok(bad, "the provider that failed to start is listed");
+    assert.deepEqual(
+      [bad.state, bad.lifecycle_state, bad.device_count, bad.last_seen_ago_ms],
+      ["UNAVAILABLE", "DOWN", 0, null],
+    );
+    assert.match(bad.start_error, /process exit code 1/, "with the reason it did not start");
+    assert.equal(await metric(api, 'runtime_provider_up{provider="bad"}'), 0);
+    // A reload that removes the entry takes it out; one that adds it again tries it again.
+    await rig.write(body);
+    await reload(rt, 2);
+    assert.deepEqual(await listed(), ["p0"]);
+    await rig.write(`${body}${rig.provider("bad")}\n`);
+    assert.match(await reload(rt, 3), /failed to start: bad: /);
+    await Deno.copyFile(`${rig.dir}/sim-p0.yaml`, `${rig.dir}/sim-bad.yaml`);
+    await rig.write(`${body}${rig.provider("bad")}\n`);
+    assert.match(await reload(rt, 4), /providers \+1 /);
+    const up = (await api.get("/v0/providers/health")).json.providers
+      // deno-lint-ignore no-explicit-any
+      .find((p: any) => p.provider_id === "bad");
+    assert.deepEqual([up.state, up.lifecycle_state, up.start_error], [
+      "AVAILABLE",
+      "RUNNING",
+      null,
+    ]);
+    assert.equal(await metric(api, 'runtime_provider_up{provider="bad"}'), 1);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});

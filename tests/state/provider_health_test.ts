@@ -76,6 +76,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
     failed_device_count: 1,
     reported: { state: "STATE_OK", message: "ok", metrics: { impl: "test" } },
     host_check: null,
+    start_error: null,
     supervision: registry.host("sim0")!.supervision(),
     devices: [
       {
