@@ -299,8 +299,9 @@ export class ProviderHost {
 
   /**
    * Spawns and brings a new session up to "discovered"; terminates it on failure. A restart
-   * attempt passes its budget (restart_policy.timeout_ms, checked after the handshake and after
-   * discovery) and hears of a failure before the half-started process is ended.
+   * attempt passes its budget (restart_policy.timeout_ms from the attempt's start: a timer ends
+   * the handshake or discovery it is still waiting for, and it is checked again after each) and
+   * hears of a failure before the half-started process is ended.
    */
   async #bringUp(budget: RestartBudget | null): Promise<
     { session: ProviderSession; devices: DeviceCapabilities[] }
@@ -320,19 +321,39 @@ export class ProviderHost {
     this.#starting = session;
     // Contains anolis's phrase, "Restart timeout exceeded for provider '<id>'": its tests and
     // launchers wait for it.
-    const checkBudget = (after: string) => {
-      if (budget === null) return;
-      const elapsed = Math.round(this.#deps.clock.monoMs() - budget.startedAt);
-      if (elapsed < budget.timeoutMs) return;
-      throw unavailable(
-        `Restart timeout exceeded for provider '${this.id}' after ${after} (${elapsed} ms >= restart_policy.timeout_ms ${budget.timeoutMs} ms)`,
+    const overrun = (when: string) => {
+      const elapsed = Math.round(this.#deps.clock.monoMs() - budget!.startedAt);
+      return unavailable(
+        `Restart timeout exceeded for provider '${this.id}' ${when} (${elapsed} ms >= restart_policy.timeout_ms ${
+          budget!.timeoutMs
+        } ms)`,
       );
     };
+    const checkBudget = (after: string) => {
+      if (budget === null) return;
+      if (this.#deps.clock.monoMs() - budget.startedAt < budget.timeoutMs) return;
+      throw overrun(`after ${after}`);
+    };
+    // The budget's end, while a handshake or discovery is awaited: a provider that hangs there is
+    // bounded by restart_policy.timeout_ms, not only by its hello/ready/request deadlines.
+    let phase = "handshake";
+    let budgetTimer: TimerId | undefined;
+    const budgetEnd = budget === null ? null : new Promise<never>((_, reject) => {
+      const left = budget.startedAt + budget.timeoutMs - this.#deps.clock.monoMs();
+      budgetTimer = this.#deps.clock.setTimer(
+        () => reject(overrun(`during ${phase}`)),
+        Math.max(0, Math.ceil(left)),
+      );
+    });
+    budgetEnd?.catch(() => {}); // heard through the race below; never an unhandled rejection
+    const within = <T>(step: Promise<T>): Promise<T> =>
+      budgetEnd === null ? step : Promise.race([step, budgetEnd]);
     try {
       // A process that dies during bring-up fails the pending request through the session end.
-      await session.handshake();
+      await within(session.handshake());
       checkBudget("handshake");
-      const devices = await session.discover();
+      phase = "discovery";
+      const devices = await within(session.discover());
       checkBudget("discovery");
       if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
       return { session, devices };
@@ -348,6 +369,8 @@ export class ProviderHost {
       budget?.onFailure(failure); // said now: ending the process may take up to 2 s
       await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
       throw failure;
+    } finally {
+      this.#deps.clock.clearTimer(budgetTimer);
     }
   }
 

@@ -314,9 +314,24 @@ Deno.test("ProviderHost: a restart attempt that overruns restart_policy.timeout_
     assert.equal(failures.length, 1);
     assert.match(
       failures[0]!,
-      /Restart timeout exceeded for provider '[\w-]+' after discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
+      /Restart timeout exceeded for provider '[\w-]+' during discovery \(\d+ ms >= restart_policy\.timeout_ms 2000 ms\)/,
     );
   }, { restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 2000 } });
+});
+
+Deno.test("ProviderHost: restart_policy.timeout_ms bounds a restart attempt whose provider hangs in the handshake, not only its hello_timeout_ms", async () => {
+  // hello_timeout_ms is 60 s; the restart budget 1.5 s: the attempt fails at the budget.
+  await withFixture(D0, async (fx) => {
+    await fx.setInventory({ ...D0, hello: { hang: true } });
+    Deno.kill(fx.host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN", 20_000);
+    const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 1);
+    assert.match(
+      failures[0]!,
+      /restart attempt 1 failed: Restart timeout exceeded for provider 'p0' during handshake \(\d+ ms >= restart_policy\.timeout_ms 1500 ms\)/,
+    );
+  }, { helloTimeoutMs: 60_000, restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 1500 } });
 });
 
 Deno.test("ProviderHost.stop ends a provider that is still starting, without waiting for its Hello deadline", async () => {
@@ -483,7 +498,7 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
     assert.equal(failures.length, 1);
     assert.match(
       failures[0]!,
-      /restart attempt 1 failed: Restart timeout exceeded for provider '[\w-]+' after handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
+      /restart attempt 1 failed: Restart timeout exceeded for provider '[\w-]+' during handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
     );
     // The operator is told once that supervision gave up.
     assert.deepEqual(circuitOpenLines(fx.lines), [

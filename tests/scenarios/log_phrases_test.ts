@@ -6,7 +6,7 @@
  * - `Runtime startup timeout exceeded`: when runtime.startup_timeout_ms runs out, not after the
  *   providers have been stopped (anolis core/runtime/runtime.cpp, check_startup_deadline);
  * - `Restart timeout exceeded for provider '<id>'`: when a restart attempt is found past
- *   restart_policy.timeout_ms (after the handshake or after discovery), before the half-started
+ *   restart_policy.timeout_ms (during or after the handshake or discovery), before the half-started
  *   process is ended
  *   (anolis core/runtime/runtime.cpp, restart_provider).
  */
