@@ -456,8 +456,12 @@ export class StateCache implements FreshReader {
     });
     host.onAvailability((up) => {
       if (!current()) return;
-      if (!up) this.#markProviderDown(host.id);
-      else {
+      if (!up) {
+        // What the dead process last reported is not the provider's word while it is down: the
+        // health view shows none (the provider is UNAVAILABLE, its devices too).
+        this.#reported.delete(host.id);
+        this.#markProviderDown(host.id);
+      } else {
         // What the previous process reported of its devices says nothing of the new one's (a
         // device it called UNREACHABLE would count as failing): the new one is asked at once.
         this.#reported.delete(host.id);
@@ -682,8 +686,10 @@ export class StateCache implements FreshReader {
     if (!session || session.supportsGetHealth === false) return null;
     try {
       const response = await host.request("get_health", {});
-      if (host.session === session) host.noteLiveness(true);
       session.supportsGetHealth = true;
+      // The process died since it answered: its word is not kept (see #addHost).
+      if (host.session !== session) return null;
+      host.noteLiveness(true);
       const clock = this.#opts.clock;
       const entry = { atMs: clock.nowMs(), atMono: clock.monoMs(), response };
       const before = this.#reported.get(host.id);

@@ -14,6 +14,8 @@ import { providerHealthViews, type ReportedHealthEntry } from "../../src/state/m
 import { rig, rigNotStarted } from "../helpers/rig.ts";
 import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
 import { dataProvider } from "../scenarios/_data_helpers.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { dbl, type Inventory, startProgrammable, T } from "../helpers/programmable_provider.ts";
 
 const STALENESS = { warnAfterMs: 0, staleAfterMs: 0 };
 
@@ -265,4 +267,42 @@ Deno.test("providerHealthViews grades each registered device of a running provid
   // The refused devices' warnings are part of the provider's view.
   assert.equal(p0!.discovery_warnings?.length, 5);
   assert.deepEqual(p0!.discovery_warnings, rt.cache.discoveryWarnings("p0"));
+});
+
+Deno.test("providerHealthViews does not show a dead process's last GetHealth report while its provider is down", async () => {
+  const inventory: Inventory = {
+    devices: { pump: { signals: [{ id: "flow", type: T.DOUBLE }], values: [dbl("flow", 1)] } },
+  };
+  // Restarts far off: the provider stays down for the test.
+  const fx = await startProgrammable(inventory, {
+    inProcess: true,
+    restart: { backoffMs: [60_000, 60_000, 60_000] },
+  });
+  try {
+    await fx.program("pump", {
+      health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
+    });
+    assert.ok(await fx.cache.fetchReportedHealth(fx.host));
+    const view = () =>
+      providerHealthViews(fx.registry, fx.cache, {
+        pollingIntervalMs: 100,
+        staleness: STALENESS,
+        nowMono: fx.clock.monoMs(),
+      })[0]!;
+    assert.deepEqual([view().degraded, view().devices[0]!.reported?.state], [
+      true,
+      "STATE_UNREACHABLE",
+    ]);
+    fx.kill();
+    await waitFor("down", () => !fx.host.available);
+    const down = view();
+    assert.equal(down.lifecycle_state, "RESTARTING");
+    assert.deepEqual(
+      [down.degraded, down.failed_device_count, down.devices.map((d) => [d.health, d.reported])],
+      [false, 0, [["UNAVAILABLE", null]]],
+      "nothing the dead process said is shown as the provider's word",
+    );
+  } finally {
+    await fx.close();
+  }
 });
