@@ -77,6 +77,8 @@ export class ProviderRegistry {
     // Once start-up has checked the whole inventory, every inventory committed later (a restart,
     // a provider a reload adds or changes) is checked against the devices of every other
     // provider: a resource claim another device holds refuses it.
+    // A provider that is down counts with its last inventory: it keeps its claims until a
+    // reload removes or changes it (docs/http-api.md, "Resource claims").
     this.#deps = {
       ...deps,
       spawnQueue: deps.spawnQueue ?? new SpawnQueue(deps.clock),

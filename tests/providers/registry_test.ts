@@ -578,3 +578,32 @@ Deno.test("ProviderRegistry.stopAll during a reload also waits for the providers
     await r.close();
   }
 });
+
+Deno.test("a down provider keeps its claims: a reload adding a rival is refused while it is down, and the rival starts once a reload removes the holder", async () => {
+  const r = await claimRegistry([claiming("dcmt_0", KEY), claiming("do_0", KEY)]);
+  try {
+    const [holder, rival] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p1"); // comes with the reload
+    await r.registry.startAll(30_000, 1000);
+    const p0 = r.registry.host("p0")!;
+    // The holder crashes and cannot come back (its restarts speak another protocol).
+    await Deno.writeTextFile(
+      r.files[0]!,
+      JSON.stringify({ ...claiming("dcmt_0", KEY), hello: { protocol: "old" } }),
+    );
+    Deno.kill(p0.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => p0.lifecycle === "CIRCUIT_OPEN", 20_000);
+    const opts = { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false };
+    const refused = await r.registry.reconcile([holder!], [holder!, rival!], opts);
+    assert.deepEqual(refused.failed, [
+      `p1: Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
+      "(each anolis.claim key must belong to one device)",
+    ]);
+    // Removing the holder's entry releases its claims.
+    const taken = await r.registry.reconcile([holder!], [rival!], opts);
+    assert.deepEqual([taken.removed, taken.added, taken.failed], [["p0"], ["p1"], []]);
+    assert.equal(r.registry.host("p1")!.available, true);
+  } finally {
+    await r.close();
+  }
+});
