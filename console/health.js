@@ -49,6 +49,7 @@ export class HealthView {
           ),
           facts([
             ["Lifecycle", p.lifecycle_state],
+            ...(p.start_error ? [["Failed to start", p.start_error]] : []),
             [
               "Last seen",
               p.last_seen_ago_ms === null ? "—" : `${formatAge(p.last_seen_ago_ms)} ago`,

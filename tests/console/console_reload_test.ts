@@ -53,3 +53,43 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console lists a provider a reload failed to start, with the reason, in the Health view",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+    assert.match(demo, /\npolling:\n/);
+    await withCheckoutMirror(demo, async (dir) => {
+      const [browser, rt] = await launchChromiumAlongside(
+        startRuntimeInMirror(dir),
+        (r) => r.stop(),
+      );
+      try {
+        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+        const errors = collectPageErrors(page);
+        await page.goto(`${rt.base}/#health`);
+        await page.locator('section[data-provider="sim0"]').waitFor({ timeout: PAGE_WAIT_MS });
+        await Deno.writeTextFile(
+          `${dir}/config.yaml`,
+          demo.replace(
+            "\npolling:\n",
+            "  - id: ghost0\n    command: ./no-such-provider\n\npolling:\n",
+          ),
+        );
+        rt.signal("SIGHUP");
+        await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
+        const ghost = page.locator('section[data-provider="ghost0"]');
+        await ghost.waitFor({ timeout: PAGE_WAIT_MS });
+        const text = await ghost.textContent() ?? "";
+        assert.match(text, /LifecycleDOWN/);
+        assert.match(text, /Failed to startcannot start provider 'ghost0'/);
+        assert.deepStrictEqual(errors, []);
+      } finally {
+        await browser.close();
+        await rt.stop();
+      }
+    });
+  },
+});
