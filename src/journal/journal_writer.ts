@@ -5,7 +5,9 @@
  *   (write(2) done) or could not be. Lines appended in the same tick are one write; lines
  *   appended while a write is in flight are the next one. A line never waits for a timer.
  * - **Batched fsync.** A line appended with `sync` resolves after an fsync; any other line is
- *   fsync'd within `syncIntervalMs` (and at close). A crash of the process loses nothing written
+ *   fsync'd within `syncIntervalMs` (and at close). When the fsync of a write holding a `sync`
+ *   line fails, that write is cut back (`truncate`) and all its lines are reported failed: a
+ *   line reported failed is not left in the file for a retry to duplicate. A crash of the process loses nothing written
  *   (the OS has it); a crash of the machine loses at most the last `syncIntervalMs` of lines.
  * - **Bounded, drop-and-count.** At most `maxQueuedLines` wait; past it an append is refused at
  *   once (`hasRoom()` tells beforehand). A failed write (full disk, read-only folder) drops its
@@ -98,6 +100,12 @@ interface GapCount {
   reason: string;
 }
 
+/** A file and its size before a write. */
+interface BatchStart {
+  readonly path: string;
+  readonly size: number;
+}
+
 interface Pending {
   readonly text: string;
   readonly sync: boolean;
@@ -121,6 +129,8 @@ export class JournalWriter {
   /** Current segment number; null until the folder was listed. */
   #segment: number | null = null;
   #needsNewline = false;
+  /** Where the last batch's write began (file and size): a failed fsync of it cuts back there. */
+  #batchStart: BatchStart | null = null;
   #syncTimer: TimerId | null = null;
   #syncDue = false;
   #closed = false;
@@ -265,6 +275,18 @@ export class JournalWriter {
         }
         continue;
       }
+      const sync = batch.some((p) => p.sync);
+      if (sync) {
+        // Before the gap line: a batch whose fsync fails is cut back, and the gap stays pending.
+        const synced = await this.#syncNow(this.#batchStart);
+        if (!synced.ok) {
+          for (const p of batch) {
+            if (p.counted) this.#lose(1, synced.reason);
+            p.done(synced);
+          }
+          continue;
+        }
+      }
       this.#linesWritten += batch.length;
       const gap = this.#gap;
       if (gap !== null) await this.#writeGap(gap);
@@ -272,13 +294,9 @@ export class JournalWriter {
         this.#failing = false;
         if (gap === null) this.#o.log.info(`${this.#o.name} written again`);
       }
-      if (batch.some((p) => p.sync)) {
-        const synced = await this.#syncNow();
-        for (const p of batch) p.done(p.sync && !synced.ok ? synced : { ok: true });
-      } else {
-        this.#scheduleSync();
-        for (const p of batch) p.done({ ok: true });
-      }
+      // The gap line after a batch fsync'd just now is fsync'd like any other line.
+      if (!sync || (gap !== null && this.#gap === null)) this.#scheduleSync();
+      for (const p of batch) p.done({ ok: true });
     }
     this.#inflight = [];
   }
@@ -309,8 +327,15 @@ export class JournalWriter {
     );
   }
 
-  /** fsync of the current file; a failure is counted and reported, never thrown. */
-  async #syncNow(): Promise<JournalAppendResult> {
+  /**
+   * fsync of the current file; a failure is counted and reported, never thrown. With `cutTo` (the
+   * batch of lines appended with `sync` just written), a failed fsync cuts the file back to where
+   * that batch began: its lines are reported failed, so the file must not hold them (a marker
+   * answered 503 would be duplicated by the client's retry; a run record reported failed would
+   * take effect at the next start). Lines of earlier writes, reported written, stay. A batch that
+   * began in an earlier segment is not cut (no segmented journal appends with `sync`).
+   */
+  async #syncNow(cutTo: BatchStart | null = null): Promise<JournalAppendResult> {
     if (this.#syncTimer !== null) this.#o.clock.clearTimer(this.#syncTimer);
     this.#syncTimer = null;
     if (this.#handle === null) return { ok: true };
@@ -318,8 +343,10 @@ export class JournalWriter {
       await this.#handle.sync();
       return { ok: true };
     } catch (err) {
+      const reason = this.#failed(err);
+      if (cutTo !== null && cutTo.path === this.currentPath) await this.#cutBack(cutTo.size);
       this.#dropHandle();
-      return { ok: false, reason: this.#failed(err) };
+      return { ok: false, reason };
     }
   }
 
@@ -348,6 +375,7 @@ export class JournalWriter {
   ): Promise<number> {
     const max = this.#segments?.maxFileBytes ?? Infinity;
     let i = 0;
+    let first = true;
     while (i < lines.length) {
       await this.#prepare(utf8Length(lines[i]!) + 1, fresh?.[i] === true);
       let text = this.#needsNewline ? "\n" : "";
@@ -359,10 +387,12 @@ export class JournalWriter {
       } while (
         i < lines.length && size + utf8Length(lines[i]!) + 1 <= max && fresh?.[i] !== true
       );
+      if (first) this.#batchStart = { path: this.currentPath!, size: this.#size };
+      first = false;
       try {
         await this.#handle!.append(text);
       } catch (err) {
-        await this.#cutBack();
+        await this.#cutBack(this.#size);
         throw err;
       }
       this.#needsNewline = false;
@@ -421,7 +451,8 @@ export class JournalWriter {
   }
 
   /**
-   * After a failed append: cuts the file back to its size before it, so no part of the failed
+   * After a failed append (or a failed fsync of a `sync` batch: #syncNow): cuts the file back to
+   * `size`, its size before the write, so no part of the failed
    * text stays (a short write on a full disk leaves whole lines and a torn one). Its lines are
    * reported failed, so the file must not hold them: a whole line kept would be a record its
    * writer was told was lost (a marker answered 503 would still appear; a run record reported
@@ -429,9 +460,9 @@ export class JournalWriter {
    * its newline would become valid once the next open ends it. When the cut fails too, the next
    * open still ends a torn line with a newline (torn-line recovery) and replay skips it.
    */
-  async #cutBack(): Promise<void> {
+  async #cutBack(size: number): Promise<void> {
     try {
-      await this.#handle!.truncate(this.#size);
+      await this.#handle!.truncate(size);
     } catch (err) {
       this.#o.log.warn(
         `${this.#o.name}: a failed write could not be cut back (${

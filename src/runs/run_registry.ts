@@ -464,6 +464,13 @@ export class RunRegistry {
         await this.#appendJournal(record);
       } catch (err) {
         await writer.close();
+        // No run names the file (a failed write is cut back, runs.jsonl's record too): not left
+        // as an orphan for every start to warn about.
+        await this.#opts.files.remove(this.#eventFile(run.run_id)).catch((e) =>
+          this.#log.warn(
+            `run ${run.run_id}: event file of a failed open not removed: ${errorMessage(e)}`,
+          )
+        );
         throw this.#ioError("open run", err);
       }
       this.#runs.set(run.run_id, run);
@@ -657,6 +664,7 @@ export class RunRegistry {
       try {
         written(await open.writer.append(line, { sync: true }));
       } catch (err) {
+        open.bytes -= size + 1; // not in the file (a failed write or fsync is cut back)
         throw this.#ioError("write marker", err);
       }
       this.#emit(event, run);

@@ -84,3 +84,20 @@ Deno.test("JournalWriter: when the cut fails too, one WARN says so and the torn 
   assert.deepEqual(linesOf(files), ['{"n":1}', '{"n"', '{"n":3}', '{"gap":1}']);
   await w.close();
 });
+
+Deno.test("JournalWriter: a write whose fsync failed for a sync line is cut back and all its lines reported failed; lines written before stay", async () => {
+  const files = new FaultyMemoryFiles();
+  const { w } = writer(files);
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  files.syncFails = true;
+  // One write: a line without sync and one with it; the fsync fails.
+  const results = await Promise.all([w.append('{"n":2}'), w.append('{"n":3}', { sync: true })]);
+  assert.deepEqual(results.map((r) => r.ok), [false, false]);
+  assert.equal(w.status().lost, 2);
+  // Before: '{"n":1}\n{"n":2}\n{"n":3}\n' -- a line answered failed was in the file.
+  assert.equal(files.text(PATH), '{"n":1}\n', "cut back to what was written before");
+  files.syncFails = false;
+  assert.deepEqual(await w.append('{"n":4}', { sync: true }), { ok: true });
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":4}', '{"gap":2}']);
+  await w.close();
+});

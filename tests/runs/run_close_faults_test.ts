@@ -158,7 +158,7 @@ Deno.test("a run whose run_closed was written but whose runs.jsonl record failed
   await b.shutdown();
 });
 
-Deno.test("a close whose run_closed reached the event file but whose fsync failed is finished by the retry without a second run_closed", async () => {
+Deno.test("a close whose run_closed fsync failed is cut back: the retry's reason is recorded, one run_closed", async () => {
   const files = new JournalFailingFiles();
   const registry = registryOn(files);
   await registry.start();
@@ -166,7 +166,27 @@ Deno.test("a close whose run_closed reached the event file but whose fsync faile
   files.syncFails = true;
   await assert.rejects(registry.close(run.run_id, { close_reason: "completed" }), /No space left/);
   files.syncFails = false;
-  // The line is in the file (the OS has it); only its fsync failed.
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [[1, "run_opened", ""]]);
+  const { run: closed } = await registry.close(run.run_id, { close_reason: "failed" });
+  assert.equal(closed.close_reason, "failed");
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [
+    [1, "run_opened", ""],
+    [3, "run_closed", "failed"],
+  ]);
+  await registry.shutdown();
+});
+
+Deno.test("a close whose run_closed reached the event file but whose fsync and cut failed is finished by the retry without a second run_closed", async () => {
+  const files = new JournalFailingFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const { run } = await registry.open({});
+  files.syncFails = true;
+  files.truncateFails = true;
+  await assert.rejects(registry.close(run.run_id, { close_reason: "completed" }), /No space left/);
+  files.syncFails = false;
+  files.truncateFails = false;
+  // The line is in the file (the OS has it, and it could not be cut back); only its fsync failed.
   assert.deepEqual(eventsOnDisk(files, run.run_id), [
     [1, "run_opened", ""],
     [2, "run_closed", "completed"],

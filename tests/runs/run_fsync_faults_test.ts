@@ -1,0 +1,84 @@
+/**
+ * A marker or a run open whose fsync fails is answered 503: the file must then not hold its line,
+ * or a client's retry duplicates the marker, and an open reported failed becomes a run (closed as
+ * abandoned) at the next start.
+ */
+import assert from "node:assert/strict";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { diskFullError } from "../helpers/journal_files.ts";
+
+/** Faulty in-memory files whose fsyncs of runs.jsonl fail while `journalSyncFails` is set. */
+class JournalSyncFailingFiles extends FaultyMemoryFiles {
+  journalSyncFails = false;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    if (!path.endsWith("/runs.jsonl")) return h;
+    return {
+      ...h,
+      sync: async () => {
+        if (this.journalSyncFails) throw diskFullError();
+        await h.sync();
+      },
+    };
+  }
+}
+
+function registryOn(files: FaultyMemoryFiles): RunRegistry {
+  return new RunRegistry({
+    dataDir: "/data",
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files,
+    clock: new ManualClock(0, 1_700_000_000_000),
+    logger: testLogger(),
+    automationVersion: () => null,
+    telemetrySink: () => {},
+    random: (b) => b.fill(1),
+  });
+}
+
+function eventsOnDisk(files: FaultyMemoryFiles, runId: string): [number, string, string][] {
+  return files.text(`/data/runs/${runId.slice(-26)}.jsonl`).split("\n").filter(Boolean)
+    .map((l) => JSON.parse(l)).map((e) => [e.sequence, e.category, e.type]);
+}
+
+Deno.test("RunRegistry: a marker whose fsync failed is not in the event file, so the client's retry records it once", async () => {
+  const files = new FaultyMemoryFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const { run } = await registry.open({});
+  files.syncFails = true;
+  await assert.rejects(registry.addMarker(run.run_id, { type: "sample in" }), /No space left/);
+  files.syncFails = false;
+  assert.deepEqual(
+    eventsOnDisk(files, run.run_id),
+    [[1, "run_opened", ""]],
+    "a marker answered 503 is not in the file",
+  );
+  const { event } = await registry.addMarker(run.run_id, { type: "sample in" });
+  const markers = eventsOnDisk(files, run.run_id).filter(([, c]) => c === "annotation");
+  assert.deepEqual(markers, [[event.sequence, "annotation", "sample in"]]);
+  await registry.shutdown();
+});
+
+Deno.test("RunRegistry: an open whose runs.jsonl fsync failed leaves no run for the next start to close as abandoned", async () => {
+  const files = new JournalSyncFailingFiles();
+  const a = registryOn(files);
+  await a.start();
+  files.journalSyncFails = true;
+  await assert.rejects(a.open({ experiment_label: "ghost" }), /No space left/);
+  files.journalSyncFails = false;
+  assert.deepEqual((await a.list()).runs, [], "the failed open is no run");
+  assert.deepEqual(await files.listNames("/data/runs"), [], "nor an orphaned event file");
+  await a.shutdown();
+
+  const b = registryOn(files);
+  await b.start();
+  assert.deepEqual(b.startupReport().abandonedRunIds, [], "no ghost run abandoned at start");
+  assert.deepEqual((await b.list()).runs.map((r) => r.experiment_label), []);
+  await b.shutdown();
+});
