@@ -60,7 +60,7 @@ import {
   tokenChangesText,
 } from "../http/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
-import { RunRegistry } from "../runs/mod.ts";
+import { type RunCallEntry, RunRegistry } from "../runs/mod.ts";
 import { History, IncidentRecorder, qualityName, ringValue } from "../history/mod.ts";
 import {
   loadInfluxClient,
@@ -215,6 +215,11 @@ export class Kernel {
   /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at construction (only when enabled). */
   #sparkplugCredentials: { username?: string | undefined; password?: string | undefined } = {};
   #startedAtMono = 0;
+  /**
+   * Calls the audit journal's opening records `interrupted` (at most what its recovery scan
+   * finds), kept for the run registry's start; null once it started.
+   */
+  #interruptedCalls: RunCallEntry[] | null = [];
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
@@ -426,9 +431,14 @@ export class Kernel {
       // An incident is an event of the run open when it begins (its record follows later).
       this.incidents.onIncident((i) => this.runs.recordIncident(i));
     }
-    // Calls decided while a run is open are events of that run.
+    // Calls decided while a run is open are events of that run; those the audit journal's
+    // opening finds interrupted by the end of the previous process, of the run it left open
+    // (handed to the run registry's start, which closes that run).
     this.audit.onEntry((entry) => {
-      if (entry.action === "call" && this.runs.openRunId() !== null) {
+      if (entry.action !== "call") return;
+      if (this.#interruptedCalls !== null && entry.outcome === "interrupted") {
+        this.#interruptedCalls.push(JSON.parse(boundedEntryText(entry)));
+      } else if (this.runs.openRunId() !== null) {
         this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
       }
     });
@@ -512,7 +522,9 @@ export class Kernel {
       maxFileBytes: config.audit.maxFileBytes,
       maxFiles: config.audit.maxFiles,
     });
-    await this.runs.start();
+    const interruptedCalls = this.#interruptedCalls ?? [];
+    this.#interruptedCalls = null;
+    await this.runs.start({ interruptedCalls });
     // Subscribed before the providers start: the priming poll is the ring's first sample.
     await this.history?.start();
     await this.incidents?.start(this.bus);

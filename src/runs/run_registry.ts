@@ -37,7 +37,8 @@
  * (`event_bytes`), so a start does not look at every file.
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
- * start, unless its event file already ends with run_closed (a close whose record failed): that
+ * start (the calls the audit trail found in flight at that end are written before its run_closed:
+ * RunStartInput), unless its event file already ends with run_closed (a close whose record failed): that
  * event's reason and time are recorded instead, and nothing is written after it. Journal lines
  * replay cannot use (corrupt, torn by a crash, nested too deep, or failing in any other way) are
  * skipped, counted and reported through the logger and
@@ -87,6 +88,28 @@ import type {
   PageRequest,
 } from "./run_requests.ts";
 import { ULID_PATTERN, UlidGenerator } from "./ulid.ts";
+
+/**
+ * An actuating call's audit trail entry (origin, device, function, args, outcome, result, count
+ * of collapsed repeats), recorded as a `call` event; type is `device_handle function`.
+ */
+export type RunCallEntry =
+  & {
+    readonly first_time_epoch_ms: number;
+    readonly device_handle: string | null;
+    readonly function: string | null;
+  }
+  & Record<string, unknown>;
+
+/** What the start is handed besides the journal. */
+export interface RunStartInput {
+  /**
+   * Calls the audit trail found in flight when the previous process ended (outcome
+   * `interrupted`): each is an event of the run open when it was made (the latest run started at
+   * or before it), when start closes that run as `abandoned`, written before its run_closed.
+   */
+  readonly interruptedCalls?: readonly RunCallEntry[];
+}
 
 /** Called after a run opened, closed or got a marker (the runtime forwards it to telemetry). */
 export type RunTelemetrySink = (event: RunEvent, run: Run) => void;
@@ -317,7 +340,7 @@ export class RunRegistry {
    * Replays the journal and closes runs left open as `abandoned`. Never throws: on failure the
    * registry stays unavailable (every call answers UNAVAILABLE) and the reason is logged.
    */
-  async start(): Promise<void> {
+  async start(input: RunStartInput = {}): Promise<void> {
     if (this.#state !== "new") return;
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
@@ -327,10 +350,11 @@ export class RunRegistry {
       this.#journal = journal;
       const now = this.#opts.clock.nowMs();
       const abandoned: string[] = [];
+      const interrupted = this.#callsByRun(input.interruptedCalls ?? []);
       for (const id of this.#order) {
         const run = this.#runs.get(id) as Run;
         if (run.state !== "open") continue;
-        const reason = await this.#closeRun(run, "abandoned", now);
+        const reason = await this.#closeRun(run, "abandoned", now, interrupted.get(id));
         if (reason !== "abandoned") {
           this.#log.warn(
             `run ${id}: its event file ends with run_closed (${reason}), its close record was ` +
@@ -360,6 +384,28 @@ export class RunRegistry {
       await this.#journal?.close();
       this.#journal = null;
     }
+  }
+
+  /** The calls of each run: the latest run started at or before a call is its run, if any. */
+  #callsByRun(calls: readonly RunCallEntry[]): Map<string, RunCallEntry[]> {
+    const byRun = new Map<string, RunCallEntry[]>();
+    const sorted = [...calls].sort((a, b) => a.first_time_epoch_ms - b.first_time_epoch_ms);
+    for (const call of sorted) {
+      let owner: string | null = null;
+      let ownerStart = -Infinity;
+      for (const id of this.#order) {
+        const started = this.#runs.get(id)!.started_at_epoch_ms;
+        if (started <= call.first_time_epoch_ms && started >= ownerStart) {
+          owner = id;
+          ownerStart = started;
+        }
+      }
+      if (owner === null) continue;
+      const list = byRun.get(owner) ?? [];
+      list.push(call);
+      byRun.set(owner, list);
+    }
+    return byRun;
   }
 
   /** What start() found: skipped corrupt lines, runs it closed as abandoned, orphaned files. */
@@ -769,15 +815,8 @@ export class RunRegistry {
    * device, function, args, outcome, result, count of collapsed repeats) as a `call` event of
    * the open run; type is `device_handle function`. Queued like bus events (bounded).
    */
-  recordCall(
-    entry: {
-      readonly first_time_epoch_ms: number;
-      readonly device_handle: string | null;
-      readonly function: string | null;
-    } & Record<string, unknown>,
-  ): void {
-    const type = `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
-    this.#queueEvent("call", type, entry.first_time_epoch_ms, { ...entry });
+  recordCall(entry: RunCallEntry): void {
+    this.#queueEvent("call", callType(entry), entry.first_time_epoch_ms, { ...entry });
   }
 
   /**
@@ -1056,9 +1095,16 @@ export class RunRegistry {
   /**
    * Writes run_closed + the close record (both fsync'd), then updates memory. A run_closed already
    * in the event file (written by a close whose record failed, in this process or the one before)
-   * is not written again: the record takes its reason and time. Returns the reason recorded.
+   * is not written again: the record takes its reason and time. `interrupted`: a run found open
+   * at start, the calls in flight when its process ended, written before its run_closed (not when
+   * it has one). Returns the reason recorded.
    */
-  async #closeRun(run: Run, reason: CloseReason, now: number): Promise<CloseReason> {
+  async #closeRun(
+    run: Run,
+    reason: CloseReason,
+    now: number,
+    interrupted: readonly RunCallEntry[] = [],
+  ): Promise<CloseReason> {
     const open = this.#open?.run === run ? this.#open : null;
     // A run found open at start-up: its event file is continued after the last good line (the
     // writer starts on a new line after a torn one).
@@ -1066,6 +1112,7 @@ export class RunRegistry {
     try {
       let event: RunEvent | null = null;
       let sequence = 0;
+      let left = open?.notRecorded ?? 0;
       if (open) {
         if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
         open.closing = true;
@@ -1073,13 +1120,34 @@ export class RunRegistry {
         event = open.closedEvent;
         if (event === null) sequence = open.nextSequence++;
       } else {
-        const last = await lastKeyed(await this.#keyedEvents(run.run_id, true));
+        const keyed = await this.#keyedEvents(run.run_id, true);
+        const last = await lastKeyed(keyed);
         event = last === null ? null : this.#closedEventOf(last.line, run.run_id);
         sequence = (last?.key ?? 0) + 1;
+        let bytes = keyed.end;
+        for (const call of event === null ? interrupted : []) {
+          const e = this.#event(
+            run.run_id,
+            sequence,
+            "call",
+            callType(call),
+            call.first_time_epoch_ms,
+            now,
+            { ...call },
+          );
+          const line = JSON.stringify(e);
+          if (bytes + utf8Length(line) + 1 > this.#maxRunBytes) {
+            left++;
+            continue;
+          }
+          // fsync'd with the run_closed that follows.
+          written(await writer.append(line));
+          bytes += utf8Length(line) + 1;
+          sequence++;
+        }
       }
       if (event === null) {
         // Always written, past the bound too: the run's end, and what the bound left out.
-        const left = open?.notRecorded ?? 0;
         const payload = left > 0 ? { events_not_recorded: left } : {};
         event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
         const result = await writer.append(JSON.stringify(event), { sync: true });
@@ -1293,6 +1361,11 @@ export class RunRegistry {
     this.#chain = result.then(() => {}, () => {});
     return result;
   }
+}
+
+/** A `call` event's type: `device_handle function`. */
+function callType(entry: RunCallEntry): string {
+  return `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
 }
 
 /** Throws the reason of a line that was not written (and fsync'd). */

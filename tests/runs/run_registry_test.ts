@@ -17,6 +17,7 @@ import {
   type RunEvent,
   RunRegistry,
   type RunRegistryOptions,
+  type RunStartInput,
 } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
@@ -51,6 +52,7 @@ async function harness(
   dataDir: string,
   over: Partial<RunRegistryOptions> = {},
   clock = new ManualClock(0, T0),
+  startInput: RunStartInput = {},
 ): Promise<Harness> {
   const sunk: { event: RunEvent; run: Run }[] = [];
   const logs: string[] = [];
@@ -67,7 +69,7 @@ async function harness(
     random: (b) => b.fill(seed++),
     ...over,
   });
-  await registry.start();
+  await registry.start(startInput);
   return { registry, clock, sunk, logs };
 }
 
@@ -368,6 +370,42 @@ Deno.test("RunRegistry closes a run left open by a crash as abandoned", async ()
       equal((await c.registry.get(run.run_id)).run.close_reason, "abandoned");
     } finally {
       await c.registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry.start writes the calls interrupted by a crash into the run it abandons, before run_closed; none into a closed run", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, {}, clock);
+    const { run: earlier } = await a.registry.open({});
+    clock.wall = T0 + 10;
+    await a.registry.close(earlier.run_id, {});
+    clock.wall = T0 + 100;
+    const { run } = await a.registry.open({});
+    await a.registry.shutdown(); // left open, as by a crash
+    const call = (at: number, fn: string) => ({
+      first_time_epoch_ms: at,
+      device_handle: "sim0/motorctl0",
+      function: fn,
+      outcome: "interrupted",
+    });
+    const b = await harness(dir, {}, new ManualClock(0, T0 + 60000), {
+      interruptedCalls: [call(T0 + 150, "set_duty"), call(T0 + 5, "in_closed"), call(T0 - 1, "x")],
+    });
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      const events = (await b.registry.listEvents(run.run_id, {})).events;
+      deepEqual(events.map((e) => [e.sequence, e.category, e.type, e.occurred_at_epoch_ms]), [
+        [1, "run_opened", "", T0 + 100],
+        [2, "call", "sim0/motorctl0 set_duty", T0 + 150],
+        [3, "run_closed", "abandoned", T0 + 60000],
+      ]);
+      equal(events[1]!.payload.outcome, "interrupted");
+      const before = (await b.registry.listEvents(earlier.run_id, {})).events;
+      deepEqual(before.map((e) => e.category), ["run_opened", "run_closed"]);
+    } finally {
+      await b.registry.shutdown();
     }
   });
 });
