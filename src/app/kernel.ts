@@ -1066,11 +1066,14 @@ export class Kernel {
       if (!this.automation) return changed ? {} : { unchanged: true };
       // reloadTree compares path, rate and the file's digest: it says "unchanged" for the same.
       // A new tree reads only parameters of this file (offered before automation.parameters).
+      const before = this.automation.automationVersion();
       const r = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz, na.parameters);
       if (r === "unchanged") return { unchanged: true };
       if (r === "refused_auto") {
         return { refused: "mode is AUTO: the running tree is never swapped" };
       }
+      // A run open now keeps the version it opened with; the swap is one of its events.
+      this.runs.recordAutomationChange(before, this.automation.automationVersion());
       return { note: "behavior tree reloaded" };
     });
     own("automation.parameters", (next, { auto }) => {

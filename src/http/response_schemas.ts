@@ -883,6 +883,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "interlock",
             "call",
             "incident",
+            "automation_change",
           ],
         },
         type: str,

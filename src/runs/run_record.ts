@@ -24,7 +24,13 @@ export type RunEventCategory =
   /** An actuating call decided during the run (its audit trail entry). */
   | "call"
   /** An incident began (GET /v0/incidents/{incident_id} has its record). */
-  | "incident";
+  | "incident"
+  /**
+   * A configuration reload replaced the behavior tree while the run was open (type `replaced`,
+   * payload `previous_version` and `new_version`, each an AutomationVersion or null): the run's
+   * `automation_version` stays the one it opened with.
+   */
+  | "automation_change";
 
 /** Identity of the automation definition (`automation_version`), captured when a run opens. */
 export interface AutomationVersion {

@@ -820,6 +820,19 @@ export class RunRegistry {
   }
 
   /**
+   * Records that a configuration reload replaced the behavior tree (`previous` -> `next`) as an
+   * `automation_change` event of the open run, whose record keeps the version it opened with.
+   * Queued like bus events (bounded); nothing when no run is open.
+   */
+  recordAutomationChange(previous: AutomationVersion | null, next: AutomationVersion | null): void {
+    const now = this.#opts.clock.nowMs();
+    this.#queueEvent("automation_change", "replaced", now, {
+      previous_version: previous === null ? null : { ...previous },
+      new_version: next === null ? null : { ...next },
+    });
+  }
+
+  /**
    * Records an incident (history/: e-stop, FAULT entry, alarm raise, device loss) as an
    * `incident` event of the open run, type its trigger, linking its record by id. Queued like bus
    * events (bounded); nothing when no run is open.

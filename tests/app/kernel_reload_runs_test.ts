@@ -1,11 +1,13 @@
 /**
  * Kernel.reload and the run registry: a run opened after a reload records the configuration then
- * in effect (the real kernel over the simulated provider).
+ * in effect, and a run open while a reload swaps the behavior tree records the swap (the real
+ * kernel over the simulated provider).
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 Deno.test("Kernel.reload of polling.interval_ms: a run opened afterwards records the interval in effect", async () => {
   const dir = await Deno.makeTempDir({ prefix: "reload_runs_" });
@@ -25,5 +27,43 @@ Deno.test("Kernel.reload of polling.interval_ms: a run opened afterwards records
   } finally {
     await rt.stop();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Kernel.reload that swaps the behavior tree while a run is open: the run keeps the version it opened with and records the swap as an automation_change event", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
+    const b = await dir.write("b.xml", treeXml(`<Sleep msec="50000" />`));
+    const rt = await startRuntime(automationConfig(a));
+    try {
+      const { run } = await rt.runs.open({});
+      const opened = run.automation_version!;
+      assert.equal(opened.id, "a");
+      const report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, behaviorTree: b },
+      });
+      assert.deepEqual(report.refused, []);
+      const swapped = rt.automation!.automationVersion()!;
+      assert.notEqual(swapped.digest, opened.digest);
+      // The record says what the run opened with...
+      assert.deepEqual((await rt.runs.get(run.run_id)).run.automation_version, opened);
+      // ...and its events say when that changed, and to what.
+      const events = (await rt.runs.listEvents(run.run_id, {})).events;
+      const changes = events.filter((e) => e.category === "automation_change");
+      assert.deepEqual(changes.map((e) => [e.type, e.payload]), [
+        ["replaced", { previous_version: opened, new_version: swapped }],
+      ]);
+      const { run: closed } = await rt.runs.close(run.run_id, {});
+      assert.deepEqual(closed.automation_version, opened);
+      const next = (await rt.runs.open({})).run;
+      assert.deepEqual(next.automation_version, swapped);
+      await rt.runs.close(next.run_id, {});
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
   }
 });
