@@ -71,7 +71,7 @@ const ADDITIONS = [
   "`GET /metrics` (Prometheus text format, same auth; `http.metrics_enabled`)",
   "`GET /v0/openapi.json` (this document)",
   "alarms and interlocks (`/v0/alarms*`, `/v0/interlocks`; SSE `alarm`, `interlock`)",
-  "`after_sequence` cursor on `GET /v0/runs/{run_id}/events`",
+  "`after_sequence` cursor on `GET /v0/runs/{run_id}/events`, `before` cursor on `GET /v0/runs`",
   "signal history (`/v0/history/{provider_id}/{device_id}`, JSON or CSV) and incident records " +
   "around every stop (`/v0/incidents*`)",
   "members added to anolis answers (listed in each schema's description): `runtime_name`, " +
@@ -143,7 +143,7 @@ export function routeErrorStatuses(r: Route): number[] {
   if (r.method === "POST" && r.doc.body?.handling !== "ignored") s.add(400);
   if (r.method === "POST" && !r.anyBody) s.add(415);
   if (r.segments.some((x) => x.startsWith(":"))) s.add(400);
-  if (r.doc.query?.some((q) => q.name === "after_sequence")) s.add(400);
+  if (r.doc.query?.some((q) => q.name === "after_sequence" || q.name === "before")) s.add(400);
   return [...s].sort((a, b) => a - b);
 }
 

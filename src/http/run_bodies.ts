@@ -9,6 +9,7 @@ import type {
   MarkerRequest,
   OpenRunRequest,
   PageRequest,
+  RunsPageRequest,
   TagScope,
 } from "../runs/mod.ts";
 import type { CloseRunBody, MarkerBody, OpenRunBody } from "./request_schemas.ts";
@@ -56,6 +57,12 @@ export function parseRunsPage(query: URLSearchParams): PageRequest {
   if (limit !== undefined) out.limit = limit;
   if (offset !== undefined) out.offset = offset;
   return out;
+}
+
+/** GET /v0/runs: limit/offset, plus the cursor `before` (a run id; the registry checks it). */
+export function parseRunsListPage(query: URLSearchParams): RunsPageRequest {
+  const before = query.get("before");
+  return before === null ? parseRunsPage(query) : { ...parseRunsPage(query), before };
 }
 
 /** GET /v0/runs/{run_id}/events: limit/offset as for runs, plus the strict `after_sequence`. */

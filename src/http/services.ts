@@ -21,7 +21,7 @@ import type {
   EventPageRequest,
   MarkerRequest,
   OpenRunRequest,
-  PageRequest,
+  RunsPageRequest,
 } from "../runs/mod.ts";
 import type { EstopService } from "../safety/mod.ts";
 import type { InventoryReader, StateCache } from "../state/mod.ts";
@@ -49,7 +49,7 @@ export interface TelemetryService {
  */
 export interface RunsService {
   open(request: OpenRunRequest): MaybePromise<{ run: unknown }>;
-  list(page: PageRequest): MaybePromise<{ runs: unknown[]; count: number }>;
+  list(page: RunsPageRequest): MaybePromise<{ runs: unknown[]; count: number }>;
   get(runId: string): MaybePromise<{ run: unknown }>;
   close(runId: string, request: CloseRunRequest): MaybePromise<{ run: unknown }>;
   listEvents(

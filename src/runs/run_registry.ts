@@ -86,6 +86,7 @@ import type {
   MarkerRequest,
   OpenRunRequest,
   PageRequest,
+  RunsPageRequest,
 } from "./run_requests.ts";
 import { ULID_PATTERN, UlidGenerator } from "./ulid.ts";
 
@@ -537,17 +538,39 @@ export class RunRegistry {
     });
   }
 
-  /** GET /v0/runs: newest first, from memory (never waits for a write). */
-  list(page: PageRequest = {}): Promise<{ runs: Run[]; count: number }> {
+  /**
+   * GET /v0/runs: newest first, from memory (never waits for a write). `offset` counts from the
+   * newest run, so a run opened between two pages shifts them (the next page repeats one);
+   * `before` (a run id: the last of the previous page) starts after that run instead, and a run
+   * opened meanwhile changes nothing. A `before` run no longer kept (retention) starts at the
+   * newest run whose id's ULID sorts below its own. INVALID_ARGUMENT when `before` does not end
+   * with a ULID.
+   */
+  list(page: RunsPageRequest = {}): Promise<{ runs: Run[]; count: number }> {
     return settled(() => {
       this.#requireReady();
       const { limit, offset } = pageBounds(page, RUNS_PAGE_LIMIT);
+      const from = page.before === undefined ? this.#order.length : this.#indexBefore(page.before);
       const runs: Run[] = [];
-      for (let i = this.#order.length - 1 - offset; i >= 0 && runs.length < limit; i--) {
+      for (let i = from - 1 - offset; i >= 0 && runs.length < limit; i--) {
         runs.push(structuredClone(this.#runs.get(this.#order[i]!) as Run));
       }
       return { runs, count: runs.length };
     });
+  }
+
+  /** Index in #order just past the runs opened before `cursor` (a run id). */
+  #indexBefore(cursor: string): number {
+    const ulid = cursor.slice(-26);
+    if (!ULID_PATTERN.test(ulid)) {
+      throw invalidArgument(`before: must be a run id (ending with a ULID): ${cursor}`);
+    }
+    const at = this.#runs.has(cursor) ? this.#order.indexOf(cursor) : -1;
+    if (at >= 0) return at;
+    // Not kept (retention removed it; the oldest go first): the runs whose ULID sorts below.
+    let i = this.#order.length;
+    while (i > 0 && this.#order[i - 1]!.slice(-26) >= ulid) i--;
+    return i;
   }
 
   /** GET /v0/runs/{run_id}, from memory. */

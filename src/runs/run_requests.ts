@@ -34,6 +34,14 @@ export interface PageRequest {
   readonly offset?: number;
 }
 
+/**
+ * A page of GET /v0/runs: `before` (a cursor, a run id) starts after that run in the newest-first
+ * list, so a run opened meanwhile does not shift the pages; `offset` then counts from there.
+ */
+export interface RunsPageRequest extends PageRequest {
+  readonly before?: string;
+}
+
 /** A page of a run's events: `after_sequence` (a cursor) starts after that sequence number. */
 export interface EventPageRequest extends PageRequest {
   readonly after_sequence?: number;

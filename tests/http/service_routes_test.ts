@@ -389,3 +389,56 @@ Deno.test("HttpApi answers 500 INTERNAL with the message when a handler throws",
     await fx.close();
   }
 });
+
+Deno.test("GET /v0/runs?before=<run_id> pages newest first without repeating a run when one opens between pages; offset still counts from the newest", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "http-runs-cursor-" });
+  const runs = new RunRegistry({
+    dataDir,
+    runtimeName: "lab1",
+    pollingIntervalMs: 100,
+    files: journalFiles,
+    clock: systemClock,
+    logger: testLogger(),
+  });
+  await runs.start();
+  const fx = await startHttpFixture({ start: false, services: { runs } });
+  const ids = async (path: string) => {
+    const r = await fx.request("GET", path);
+    assert.equal(r.status, 200, r.text);
+    return (r.json.runs as { run_id: string }[]).map((x) => x.run_id);
+  };
+  try {
+    const opened: string[] = [];
+    const openClose = async () => {
+      const { run } = await runs.open({});
+      await runs.close(run.run_id, {});
+      opened.push(run.run_id);
+    };
+    for (let i = 0; i < 4; i++) await openClose();
+    const [r1, r2, r3, r4] = opened;
+    const first = await ids("/v0/runs?limit=2");
+    assert.deepEqual(first, [r4, r3]);
+    await openClose(); // r5 opens between the pages
+    // Offset counts from the newest: the page repeats r3 (documented).
+    assert.deepEqual(await ids("/v0/runs?limit=2&offset=2"), [r3, r2]);
+    // The cursor does not.
+    assert.deepEqual(await ids(`/v0/runs?limit=2&before=${first.at(-1)}`), [r2, r1]);
+    assert.deepEqual(await ids(`/v0/runs?limit=2&before=${r2}&offset=1`), []);
+    assert.deepEqual(await ids(`/v0/runs?before=${r1}`), []);
+    // A cursor naming no kept run (retention removed it): the runs opened before it, by id.
+    assert.deepEqual(await ids(`/v0/runs?before=lab1-00000000000000000000000000`), []);
+    assert.deepEqual(await ids(`/v0/runs?limit=1&before=lab1-ZZZZZZZZZZZZZZZZZZZZZZZZZZ`), [
+      opened[4]!,
+    ]);
+    assertError(
+      await fx.request("GET", "/v0/runs?before=nope"),
+      400,
+      "INVALID_ARGUMENT",
+      /^before: must be a run id/,
+    );
+  } finally {
+    await fx.close();
+    await runs.shutdown();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

@@ -14,7 +14,7 @@ import {
   markerRequest,
   openRunRequest,
   parseEventsPage,
-  parseRunsPage,
+  parseRunsListPage,
 } from "../run_bodies.ts";
 
 const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[] => [
@@ -39,7 +39,16 @@ export const RUN_ROUTES: readonly Route[] = [
       operationId: "listRuns",
       summary: "Run records, newest first",
       tag: "runs",
-      query: PAGE_QUERY(50, 200),
+      query: [
+        ...PAGE_QUERY(50, 200),
+        {
+          name: "before",
+          description: "Only runs opened before this run id (a cursor: the last run of the " +
+            "previous page; a run opened meanwhile does not shift the pages; offset counts " +
+            "from there).",
+          schema: { type: "string", pattern: "[0-9A-HJKMNP-TV-Z]{26}$" },
+        },
+      ],
       response: "RunsListResponse",
     },
   }),
@@ -105,7 +114,7 @@ export const RUN_ROUTES: readonly Route[] = [
 ];
 
 async function listRuns({ services, url }: RouteContext): Promise<Response> {
-  return okResponse(await services.runs.list(parseRunsPage(url.searchParams)));
+  return okResponse(await services.runs.list(parseRunsListPage(url.searchParams)));
 }
 
 async function openRun({ services, body }: RouteContext): Promise<Response> {
