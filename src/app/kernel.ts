@@ -220,6 +220,11 @@ export class Kernel {
    * finds), kept for the run registry's start; null once it started.
    */
   #interruptedCalls: RunCallEntry[] | null = [];
+  /**
+   * Write-ahead ids of the calls in flight when the open run opened or the last one closed (at
+   * most AUDIT_MAX_UNSETTLED): their outcomes, recorded later, are no events of the open run.
+   */
+  #callsBeforeRun = new Set<string>();
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
@@ -406,7 +411,7 @@ export class Kernel {
       telemetrySink: (event, run) => this.telemetry.recordRunEvent(event, run.experiment_label),
       // Identical calls still collapsing into one audit entry are closed (and recorded below)
       // before a run opens or closes: they are events of the run they were made in.
-      settleCalls: () => this.audit.flushOpen(),
+      settleCalls: () => this.#settleRunCalls(),
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
     if (config.history.enabled) {
@@ -433,12 +438,16 @@ export class Kernel {
     }
     // Calls decided while a run is open are events of that run; those the audit journal's
     // opening finds interrupted by the end of the previous process, of the run it left open
-    // (handed to the run registry's start, which closes that run).
-    this.audit.onEntry((entry) => {
+    // (handed to the run registry's start, which closes that run). A call decided before the
+    // open run began (in flight when it opened) is not one of its events.
+    this.audit.onEntry((entry, intents) => {
       if (entry.action !== "call") return;
       if (this.#interruptedCalls !== null && entry.outcome === "interrupted") {
         this.#interruptedCalls.push(JSON.parse(boundedEntryText(entry)));
-      } else if (this.runs.openRunId() !== null) {
+      } else if (
+        this.runs.openRunId() !== null &&
+        !(intents.length > 0 && intents.every((id) => this.#callsBeforeRun.has(id)))
+      ) {
         this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
       }
     });
@@ -448,6 +457,37 @@ export class Kernel {
     this.services = this.#httpServices(host.processStats ?? readProcessStats);
     this.api = new HttpApi(this.services, { apiToken, tokens: namedTokens });
     this.#ownKernelSections();
+  }
+
+  /**
+   * Right before a run opens or closes: closes the audit entry still collapsing (its calls are
+   * events of the run they were made in), and notes the calls still in flight, so that their
+   * outcomes are not events of the next run. A run closing records them as `call` events of
+   * outcome `in_flight` (their outcome is on the audit trail when it comes).
+   */
+  #settleRunCalls(): void {
+    this.audit.flushOpen();
+    const inFlight = this.audit.inFlightCalls();
+    this.#callsBeforeRun = new Set(inFlight.map((c) => c.intent));
+    if (this.runs.openRunId() === null) return; // a run opens
+    for (const c of inFlight) {
+      this.runs.recordCall({
+        first_time_epoch_ms: c.time_epoch_ms,
+        last_time_epoch_ms: c.time_epoch_ms,
+        count: 1,
+        origin: c.origin,
+        action: "call",
+        device_handle: c.device_handle,
+        function: c.function,
+        args: c.args,
+        mode: c.mode,
+        outcome: "in_flight",
+        reason: "in flight when the run closed: its outcome is on the audit trail",
+        refused_by: null,
+        result: null,
+        latency_ms: null,
+      });
+    }
   }
 
   /** What the HTTP layer is handed (getters where a reload changes what is in effect). */

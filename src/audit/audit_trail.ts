@@ -206,7 +206,19 @@ export interface AuditJournalOptions {
 }
 
 /** Called with every entry once it is closed (the run registry records calls as run events). */
-export type AuditEntryListener = (entry: AuditEntry) => void;
+/** `intents`: the write-ahead ids of the calls the entry settles (see inFlightCalls). */
+export type AuditEntryListener = (entry: AuditEntry, intents: readonly string[]) => void;
+
+/** A call written ahead whose outcome is not recorded yet (in flight): its id and decision. */
+export interface AuditInFlightCall {
+  readonly intent: string;
+  readonly time_epoch_ms: number;
+  readonly origin: AuditCallAhead["origin"];
+  readonly device_handle: string | null;
+  readonly function: string | null;
+  readonly args: Readonly<Record<string, unknown>> | null;
+  readonly mode: string;
+}
 
 interface Journal extends AuditJournalOptions {
   readonly writer: JournalWriter;
@@ -537,7 +549,7 @@ export class AuditTrail implements AuditSink {
     const { entry, text } = boundedEntry(raw);
     for (const listener of this.#listeners) {
       try {
-        listener(entry);
+        listener(entry, intents);
       } catch (err) {
         this.#log.error(`audit listener failed: ${errorMessage(err)}`);
       }
@@ -813,6 +825,22 @@ export class AuditTrail implements AuditSink {
   flushOpen(): void {
     this.#closeOpen();
     this.#closeUntrusted();
+  }
+
+  /**
+   * The calls of this process written ahead whose outcome is not recorded yet, oldest first (at
+   * most AUDIT_MAX_UNSETTLED; none without a journal, which writes nothing ahead).
+   */
+  inFlightCalls(): AuditInFlightCall[] {
+    const calls: AuditInFlightCall[] = [];
+    for (const line of this.#unsettled.values()) {
+      try {
+        calls.push(JSON.parse(line) as AuditInFlightCall);
+      } catch {
+        // never: bounded() keeps every record valid JSON
+      }
+    }
+    return calls;
   }
 
   status(): AuditStatus {

@@ -6,7 +6,7 @@
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
-import { startServing } from "../helpers/kernel.ts";
+import { startServing, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 function duty(value: number) {
@@ -63,6 +63,54 @@ Deno.test("Identical calls collapsed into an audit entry still open when their r
       ["call", 0.4, 1],
       ["run_closed", null, null],
     ]);
+  } finally {
+    await service.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("A call decided in one run and answered after it closed and the next opened is an in_flight event of the first, not an event of the next", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_calls_inflight_" });
+  const config = testConfig({ runtime: { dataDir: dir }, http: { port: 0 } });
+  const service = await startServing(config);
+  try {
+    const base = `http://127.0.0.1:${service.http!.port}`;
+    assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
+    const latency = (ms: number) =>
+      post(base, "/v0/call", {
+        provider_id: "sim0",
+        device_id: "chaos_control",
+        function_id: 3,
+        args: {
+          device_id: { type: "string", string: "motorctl0" },
+          latency_ms: { type: "int64", int64: ms },
+        },
+      });
+    assert.equal((await latency(800)).status, 200);
+    const a = (await post(base, "/v0/runs", {})).json.run;
+    const slow = post(base, "/v0/call", duty(0.3));
+    // The call is on its way to the provider (written ahead) when run A closes and B opens.
+    await waitFor("the call written ahead", async () => {
+      const text = await Promise.all(
+        [...Deno.readDirSync(`${dir}/audit`)].map((e) =>
+          Deno.readTextFile(`${dir}/audit/${e.name}`)
+        ),
+      );
+      return text.join("").includes('"double":0.3');
+    });
+    assert.equal((await post(base, `/v0/runs/${a.run_id}/close`, {})).status, 200);
+    const b = (await post(base, "/v0/runs", {})).json.run;
+    assert.equal((await slow).status, 200);
+    await get(base, "/v0/audit?limit=1"); // a read closes the collapsing entry
+    assert.equal((await post(base, `/v0/runs/${b.run_id}/close`, {})).status, 200);
+
+    const calls = async (id: string) =>
+      ((await get(base, `/v0/runs/${id}/events?limit=1000`)).json.events as Ev[])
+        .filter((e) => e.category === "call")
+        .map((e) => [e.payload.args?.duty?.double ?? null, e.payload.outcome]);
+    assert.deepEqual(await calls(b.run_id), [], "decided before run B opened");
+    // Run A, in which it was decided, says it was in flight when it closed.
+    assert.deepEqual(await calls(a.run_id), [[0.3, "in_flight"]]);
   } finally {
     await service.stop();
     await Deno.remove(dir, { recursive: true });
