@@ -915,7 +915,11 @@ export class RunRegistry {
     open.nextSequence++;
     open.bytes += size;
     void open.writer.append(line).then((r) => {
-      if (!r.ok) this.#droppedBusEvent(r.reason);
+      if (r.ok) return;
+      this.#droppedBusEvent(r.reason);
+      // Not in the file (a failed write is cut back; unless the cut failed too, see journal/):
+      // its bytes do not count toward runs.max_run_bytes.
+      open.bytes -= size;
     });
   }
 

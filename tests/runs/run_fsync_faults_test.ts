@@ -4,6 +4,7 @@
  * abandoned) at the next start.
  */
 import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { RunRegistry } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
@@ -81,4 +82,41 @@ Deno.test("RunRegistry: an open whose runs.jsonl fsync failed leaves no run for 
   assert.deepEqual(b.startupReport().abandonedRunIds, [], "no ghost run abandoned at start");
   assert.deepEqual((await b.list()).runs.map((r) => r.experiment_label), []);
   await b.shutdown();
+});
+
+Deno.test("RunRegistry: bus events whose write failed do not count toward runs.max_run_bytes (markers are not refused for bytes the file never held)", async () => {
+  const files = new FaultyMemoryFiles();
+  const registry = new RunRegistry({
+    dataDir: "/data",
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files,
+    clock: new ManualClock(0, 1_700_000_000_000),
+    logger: testLogger(),
+    automationVersion: () => null,
+    random: (b) => b.fill(1),
+    maxRunBytes: 4096,
+  });
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  files.full = true;
+  for (let i = 0; i < 40; i++) {
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "IDLE",
+      new_mode: "MANUAL",
+      timestamp_ms: i,
+    });
+    await registry.listEvents(run.run_id, {}); // waits for its write
+  }
+  files.full = false;
+  // Before: 16 -- past 4096 bytes of lines never written, the rest counted as over the bound.
+  assert.equal(registry.info().dropped_bus_events, 40);
+  const size = files.text(`/data/runs/${run.run_id.slice(-26)}.jsonl`).length;
+  assert.ok(size < 512, `the file holds run_opened only (${size} bytes)`);
+  // Before: 409 "reached runs.max_run_bytes" -- the 40 lost events were counted as written.
+  await registry.addMarker(run.run_id, { type: "after the full disk" });
+  await registry.shutdown();
 });
