@@ -462,15 +462,17 @@ export class Kernel {
   /**
    * Right before a run opens or closes: closes the audit entry still collapsing (its calls are
    * events of the run they were made in), and notes the calls still in flight, so that their
-   * outcomes are not events of the next run. A run closing records them as `call` events of
-   * outcome `in_flight` (their outcome is on the audit trail when it comes).
+   * outcomes are not events of the next run. A run closing records those decided while it was
+   * open as `call` events of outcome `in_flight` (their outcome is on the audit trail).
    */
   #settleRunCalls(): void {
     this.audit.flushOpen();
     const inFlight = this.audit.inFlightCalls();
+    const before = this.#callsBeforeRun;
     this.#callsBeforeRun = new Set(inFlight.map((c) => c.intent));
     if (this.runs.openRunId() === null) return; // a run opens
     for (const c of inFlight) {
+      if (before.has(c.intent)) continue; // decided before the run opened: none of its calls
       this.runs.recordCall({
         first_time_epoch_ms: c.time_epoch_ms,
         last_time_epoch_ms: c.time_epoch_ms,

@@ -89,15 +89,17 @@ Deno.test("A call decided in one run and answered after it closed and the next o
     assert.equal((await latency(800)).status, 200);
     const a = (await post(base, "/v0/runs", {})).json.run;
     const slow = post(base, "/v0/call", duty(0.3));
+    const writtenAhead = (duty: number) =>
+      waitFor(`the call of duty ${duty} written ahead`, async () => {
+        const text = await Promise.all(
+          [...Deno.readDirSync(`${dir}/audit`)].map((e) =>
+            Deno.readTextFile(`${dir}/audit/${e.name}`)
+          ),
+        );
+        return text.join("").includes(`"double":${duty}`);
+      });
     // The call is on its way to the provider (written ahead) when run A closes and B opens.
-    await waitFor("the call written ahead", async () => {
-      const text = await Promise.all(
-        [...Deno.readDirSync(`${dir}/audit`)].map((e) =>
-          Deno.readTextFile(`${dir}/audit/${e.name}`)
-        ),
-      );
-      return text.join("").includes('"double":0.3');
-    });
+    await writtenAhead(0.3);
     assert.equal((await post(base, `/v0/runs/${a.run_id}/close`, {})).status, 200);
     const b = (await post(base, "/v0/runs", {})).json.run;
     assert.equal((await slow).status, 200);
@@ -111,6 +113,14 @@ Deno.test("A call decided in one run and answered after it closed and the next o
     assert.deepEqual(await calls(b.run_id), [], "decided before run B opened");
     // Run A, in which it was decided, says it was in flight when it closed.
     assert.deepEqual(await calls(a.run_id), [[0.3, "in_flight"]]);
+
+    // A call decided before run C opened and still in flight when C closes is none of C's.
+    const slower = post(base, "/v0/call", duty(0.5));
+    await writtenAhead(0.5);
+    const c = (await post(base, "/v0/runs", {})).json.run;
+    assert.equal((await post(base, `/v0/runs/${c.run_id}/close`, {})).status, 200);
+    assert.equal((await slower).status, 200);
+    assert.deepEqual(await calls(c.run_id), [], "decided before run C opened");
   } finally {
     await service.stop();
     await Deno.remove(dir, { recursive: true });
