@@ -3,8 +3,8 @@
  * them in order, and is the one owner of the running configuration (a reload is applied here,
  * section by section, by each section's owner: app/live_config.ts, docs/architecture.md).
  *
- * Start: audit journal -> run journal replay -> history (ring, disk tier, incidents) ->
- * telemetry and run records on the event bus ->
+ * Start: audit journal -> telemetry -> run journal replay -> history (ring, disk tier,
+ * incidents) -> run records on the event bus ->
  * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. Providers
  * and the priming poll together are bounded by runtime.startup_timeout_ms; stop() during start
  * acts at once (ending the providers ends whatever stage waits on them).
@@ -564,6 +564,11 @@ export class Kernel {
       maxFileBytes: config.audit.maxFileBytes,
       maxFiles: config.audit.maxFiles,
     });
+    // Subscribed before the providers start: the priming poll's first samples must be written
+    // too (a signal that never changes is never published again). Before the run registry: the
+    // run_closed of a run the previous process left open (closed by its start) is a row too.
+    if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
+    this.telemetry.start(this.bus);
     const interruptedCalls = this.#interruptedCalls ?? [];
     this.#interruptedCalls = null;
     await this.runs.start({ interruptedCalls });
@@ -571,10 +576,6 @@ export class Kernel {
     await this.history?.start();
     await this.incidents?.start(this.bus);
     this.#throwIfStopping();
-    // Subscribed before the providers start: the priming poll's first samples must be written
-    // too (a signal that never changes is never published again).
-    if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
-    this.telemetry.start(this.bus);
     this.runs.attach(this.bus);
     // A tree that does not load fails the start before any spawn
     await this.automation?.load();
