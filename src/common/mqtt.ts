@@ -16,8 +16,6 @@ export interface MqttSession {
   /** Publishes; resolves once written (QoS 0) or acknowledged (QoS 1); rejects when it fails. */
   publish(topic: string, payload: Uint8Array, qos: 0 | 1): Promise<void>;
   subscribe(topics: readonly string[], qos: 0 | 1): Promise<void>;
-  /** The will sent with the next CONNECT. */
-  setWill(topic: string, payload: Uint8Array): void;
   onConnect(listener: () => void): void;
   /** The connection is gone (the client keeps trying to reconnect). */
   onClose(listener: () => void): void;

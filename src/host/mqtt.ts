@@ -3,8 +3,8 @@
  * MQTT.js (and node:buffer) are imported on the first connect only: a runtime with sparkplug off
  * never loads them (tests/meta/startup_graph_test.ts).
  *
- * MQTT 3.1.1, clean session, the client's own reconnect every `reconnectMs`. The will (NDEATH)
- * can be replaced between connections: MQTT.js sends `options.will` with every CONNECT.
+ * MQTT 3.1.1, clean session, the client's own reconnect every `reconnectMs`, with the same will
+ * (a Sparkplug edge node opens a new session, with its next will, once a connection was made).
  */
 import type { MqttConnect } from "../common/mod.ts";
 
@@ -54,9 +54,6 @@ export const connectMqttJs: MqttConnect = async (o) => {
           else resolve();
         });
       }),
-    setWill(topic, payload) {
-      client.options.will = { topic, payload: Buffer.from(payload), qos: 1, retain: false };
-    },
     onConnect: (l) => void client.on("connect", () => l()),
     onClose: (l) => void client.on("close", () => l()),
     onMessage: (l) =>

@@ -72,6 +72,11 @@ export interface NodeStatus {
 export const MAX_IN_FLIGHT = 1000;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
 export const STOP_PUBLISH_TIMEOUT_MS = 2000;
+/**
+ * How long a reconnect waits for the next bdSeq to be recorded (BdSeqStore.save) before it
+ * connects anyway (WARNed: a restart may then reuse that bdSeq, as after a failed save).
+ */
+export const BDSEQ_SAVE_WAIT_MS = 10_000;
 
 /** Node metric names (NBIRTH/NDATA). */
 export const NODE_METRICS = {
@@ -305,6 +310,8 @@ export class SparkplugEdgeNode {
   #hostTimestamp = -Infinity;
   /** Ending the session because the primary host went offline (a new one follows). */
   #leaving = false;
+  /** Ends the wait of #renew (stop() calls it), or null. */
+  #wake: (() => void) | null = null;
   #inFlight = 0;
   readonly #aliases = new Map<string, number>();
   /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
@@ -520,6 +527,7 @@ export class SparkplugEdgeNode {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#wake?.();
     for (const u of this.#unsubscribe.splice(0)) u();
     const session = this.#session;
     if (session === null) return;
@@ -651,15 +659,11 @@ export class SparkplugEdgeNode {
     try {
       await this.#publishDeath(session);
       if (this.#stopped) return; // stop() ends the session
-      this.#session = null;
-      await session.end(true);
-      this.#bdSeq = (this.#bdSeq + 1) % 256;
-      void this.#saveBdSeq();
       this.#log.warn(
         `sparkplug: NDEATH published for the primary host going offline; reconnecting ` +
-          `(next bdSeq ${this.#bdSeq}) to wait for it`,
+          `(next bdSeq ${(this.#bdSeq + 1) % 256}) to wait for it`,
       );
-      await this.#openSession();
+      await this.#renew(session, 0);
     } catch (err) {
       this.#log.error(`sparkplug: reconnecting after the primary host left: ${errorMessage(err)}`);
     } finally {
@@ -691,11 +695,59 @@ export class SparkplugEdgeNode {
     if (this.#stopped) return;
     if (wasBorn) {
       // The broker published this connection's NDEATH; the next connection has the next bdSeq.
-      this.#bdSeq = (this.#bdSeq + 1) % 256;
-      this.#session?.setWill(this.#topic("NDEATH"), this.#deathPayload());
-      void this.#saveBdSeq();
-      this.#log.warn(`sparkplug lost the broker; reconnecting (next bdSeq ${this.#bdSeq})`);
+      this.#log.warn(
+        `sparkplug lost the broker; reconnecting (next bdSeq ${(this.#bdSeq + 1) % 256})`,
+      );
+      const session = this.#session!;
+      this.#contain("reconnecting", () => this.#renew(session, this.#o.config.reconnectMs));
     }
+  }
+
+  /**
+   * Ends `session` (its will, the current bdSeq, is due or published at the broker), advances
+   * bdSeq and opens the next session once the new bdSeq is recorded (and `delayMs` passed): a
+   * CONNECT never carries a bdSeq the store does not hold yet, so a crash at any moment leaves a
+   * restart the next one, never one a will of this process already used. A save that fails is
+   * WARNed by #recordBdSeq; one that hangs is waited for BDSEQ_SAVE_WAIT_MS at most (WARNed).
+   */
+  async #renew(session: MqttSession, delayMs: number): Promise<void> {
+    // Once per session: a connection lost while #leaveForHost publishes its NDEATH is renewed by
+    // whichever comes first (two renewals would open two clients with one client id).
+    if (this.#session !== session) return;
+    this.#session = null;
+    await session.end(true);
+    if (this.#stopped) return; // the next process starts after the recorded bdSeq
+    this.#bdSeq = (this.#bdSeq + 1) % 256;
+    const bdSeq = this.#bdSeq;
+    const clock = this.#o.clock;
+    let waits = 2; // the save (or its bound) and the delay
+    const timers: unknown[] = [];
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+      let saved = false;
+      const done = () => {
+        if (--waits === 0) resolve();
+      };
+      const save = (late: boolean) => {
+        if (saved) return;
+        saved = true;
+        if (late) {
+          this.#log.warn(
+            `sparkplug: bdSeq ${bdSeq} not recorded within ${BDSEQ_SAVE_WAIT_MS} ms ` +
+              `(BDSEQ_SAVE_WAIT_MS); reconnecting anyway: a restart may reuse it`,
+          );
+        }
+        done();
+      };
+      if (delayMs > 0) timers.push(clock.setTimer(done, delayMs));
+      else done();
+      timers.push(clock.setTimer(() => save(true), BDSEQ_SAVE_WAIT_MS));
+      void this.#saveBdSeq().then(() => save(false));
+    });
+    this.#wake = null;
+    for (const t of timers) clock.clearTimer(t);
+    if (this.#stopped) return;
+    await this.#openSession();
   }
 
   // ---- births and deaths ----

@@ -24,6 +24,7 @@ import type { PublishedEvent, RuntimeEvent } from "../../src/events/mod.ts";
 import { historyReplay } from "../../src/app/kernel.ts";
 import type { InventoryReader, SignalState } from "../../src/state/mod.ts";
 import {
+  BDSEQ_SAVE_WAIT_MS,
   type BdSeqStore,
   decode,
   MAX_IN_FLIGHT,
@@ -52,7 +53,6 @@ class HeldSession implements MqttSession {
   subscribe(): Promise<void> {
     return Promise.resolve();
   }
-  setWill(): void {}
   onConnect(l: () => void): void {
     this.#connect.push(l);
   }
@@ -61,8 +61,11 @@ class HeldSession implements MqttSession {
   }
   onMessage(): void {}
   onError(): void {}
+  /** The node's listeners go with the session (a new session registers its own). */
   end(): Promise<void> {
     this.connected = false;
+    this.#connect.length = 0;
+    this.#close.length = 0;
     return Promise.resolve();
   }
   get inFlight(): number {
@@ -138,11 +141,16 @@ function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
     onAvailability: () => () => {},
   } as unknown as InventoryReader;
   const session = new HeldSession();
+  /** Sessions the node opened (the double stands for each). */
+  let sessions = 0;
   const node = new SparkplugEdgeNode({
     config: { ...config.sparkplug, enabled: true, brokerUrl: "mqtt://test", groupId: "g" },
     edgeNodeId: "n",
     clientId: "c",
-    connect: () => Promise.resolve(session),
+    connect: () => {
+      sessions++;
+      return Promise.resolve(session);
+    },
     bus: {
       subscribe(l) {
         bus.push(l);
@@ -195,7 +203,15 @@ function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
     });
     return now;
   };
-  return { clock, history, node, session, poll, signals };
+  /**
+   * After a lost connection: the node opens its next session once reconnect_ms passed (and its
+   * bdSeq is recorded); the broker accepts it.
+   */
+  const reconnect = async () => {
+    await clock.advanceAsync(config.sparkplug.reconnectMs);
+    session.up();
+  };
+  return { clock, history, node, session, poll, signals, reconnect, sessions: () => sessions };
 }
 
 const BIG = 2n ** 60n;
@@ -203,7 +219,7 @@ const big = (i: number): TypedValue => ({ type: "uint64", uint64: BIG + BigInt(i
 const dbl = (i: number): TypedValue => ({ type: "double", double: i + 0.25 });
 
 Deno.test("the replay walks the ring poll by poll under MAX_IN_FLIGHT, in order, grouped per poll, exact", async () => {
-  const { history, node, session, poll } = rig();
+  const { history, node, session, poll, reconnect } = rig();
   await history.start();
   await node.start();
   poll({ a: { value: dbl(0) }, b: { value: big(0) } });
@@ -248,7 +264,7 @@ Deno.test("the replay walks the ring poll by poll under MAX_IN_FLIGHT, in order,
 
   // Back: births, then the replay fills the writes up to MAX_IN_FLIGHT and waits.
   const before = session.published.length;
-  session.up();
+  await reconnect(); // the next session, after sparkplug.reconnect_ms
   await flushMicrotasks();
   assert.equal(session.inFlight, MAX_IN_FLIGHT);
   const first = session.published.slice(before);
@@ -304,7 +320,7 @@ Deno.test("a wall clock stepped back during an outage loses no poll: the replay 
   // NTP stepping the clock back (or a Raspberry Pi without an RTC correcting itself) while the
   // broker is away: the polls after the step carry earlier times than the outage's start. Keyed
   // on time, the walk skipped them, uncounted.
-  const { clock, history, node, session, poll } = rig();
+  const { clock, history, node, session, poll, reconnect } = rig();
   await history.start();
   await node.start();
   poll({ a: { value: dbl(0) } });
@@ -321,7 +337,7 @@ Deno.test("a wall clock stepped back during an outage loses no poll: the replay 
   }
   await flushMicrotasks();
   const before = session.published.length;
-  session.up();
+  await reconnect();
   for (let rounds = 0; rounds < 20 && (session.inFlight > 0 || node.replayPending); rounds++) {
     await flushMicrotasks();
     session.complete();
@@ -344,7 +360,7 @@ Deno.test("a wall clock stepped back during an outage loses no poll: the replay 
   await history.stop();
 });
 
-Deno.test("bdSeq saves run one at a time and only the latest waits: connections flapping faster than the store writes leave the latest recorded", async () => {
+Deno.test("bdSeq saves run one at a time and only the latest waits: a stalled store holds a reconnect BDSEQ_SAVE_WAIT_MS at most, and connections flapping meanwhile leave the latest recorded", async () => {
   const log: string[] = [];
   const held: (() => void)[] = [];
   let recorded: number | null = 4;
@@ -366,12 +382,19 @@ Deno.test("bdSeq saves run one at a time and only the latest waits: connections 
       );
     },
   };
-  const { history, node, session, poll } = rig({ bdSeqStore: store });
+  const { clock, history, node, session, poll, reconnect, sessions } = rig({ bdSeqStore: store });
   await history.start();
   await node.start();
   assert.equal(node.bdSeq, 5, "the next after the recorded 4");
   poll({ a: { value: dbl(0) } });
   for (let flap = 0; flap < 3; flap++) {
+    if (flap > 0) {
+      // The save of the next bdSeq hangs: the next session waits for it, BDSEQ_SAVE_WAIT_MS at most.
+      await clock.advanceAsync(BDSEQ_SAVE_WAIT_MS - 1);
+      assert.equal(sessions(), flap, "no new session while the save may still come");
+      await clock.advanceAsync(1);
+      assert.equal(sessions(), flap + 1);
+    }
     session.up();
     await flushMicrotasks();
     session.complete();
@@ -387,8 +410,9 @@ Deno.test("bdSeq saves run one at a time and only the latest waits: connections 
   held.shift()!();
   await flushMicrotasks();
   assert.equal(recorded, 8);
-  session.up();
+  await reconnect();
   await flushMicrotasks();
+  assert.equal(node.connected, true);
   const stopping = node.stop();
   await flushMicrotasks();
   session.complete();

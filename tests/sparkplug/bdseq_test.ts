@@ -1,0 +1,156 @@
+/**
+ * The edge node's bdSeq across connections, against a real Mosquitto through the MQTT.js adapter,
+ * with a BdSeqStore the test holds (a disk that stalls): a CONNECT never carries a bdSeq the store
+ * does not hold yet, so a runtime that crashes at any moment restarts with a bdSeq no will of the
+ * crashed process used (Sparkplug 3.0 tck-id-payloads-ndeath-will-message-bdseq: bdSeq advances
+ * by one per MQTT CONNECT; the NBIRTH's is the will's).
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { connectMqttJs, systemClock } from "../../src/host/mod.ts";
+import type { MqttConnect } from "../../src/common/mod.ts";
+import type { InventoryReader } from "../../src/state/mod.ts";
+import { type BdSeqStore, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
+
+const GROUP = "lab";
+const NODE = "rig-bdseq";
+const RECONNECT_MS = 100;
+
+/** A store whose saves after the first wait until the test lets them through. */
+function heldStore() {
+  let recorded: number | null = null;
+  let held = false;
+  const waiting: (() => void)[] = [];
+  const store: BdSeqStore = {
+    load: () => Promise.resolve(recorded),
+    save(n) {
+      if (!held) {
+        recorded = n;
+        return Promise.resolve();
+      }
+      return new Promise((resolve) =>
+        waiting.push(() => {
+          recorded = n;
+          resolve();
+        })
+      );
+    },
+  };
+  return {
+    store,
+    get recorded() {
+      return recorded;
+    },
+    hold() {
+      held = true;
+    },
+    release() {
+      held = false;
+      for (const w of waiting.splice(0)) w();
+    },
+  };
+}
+
+/** An edge node without devices on `url`, its connections recorded (the store's value at each). */
+function edgeNode(url: string, store: BdSeqStore, recorded: () => number | null) {
+  const atConnect: (number | null)[] = [];
+  const connect: MqttConnect = async (o) => {
+    const session = await connectMqttJs(o);
+    return {
+      ...session,
+      onConnect: (l) =>
+        session.onConnect(() => {
+          atConnect.push(recorded());
+          l();
+        }),
+      get connected() {
+        return session.connected;
+      },
+    };
+  };
+  const inventory = {
+    providers: () => [],
+    provider: () => undefined,
+    devices: () => [],
+    capabilities: () => undefined,
+    onChange: () => () => {},
+    onAvailability: () => () => {},
+  } as unknown as InventoryReader;
+  const node = new SparkplugEdgeNode({
+    config: {
+      ...testConfig().sparkplug,
+      enabled: true,
+      brokerUrl: url,
+      groupId: GROUP,
+      reconnectMs: RECONNECT_MS,
+    },
+    edgeNodeId: NODE,
+    clientId: `${GROUP}-${NODE}`,
+    connect,
+    bus: { subscribe: () => () => {} },
+    inventory,
+    reads: { signal: () => undefined },
+    status: () => ({
+      mode: "IDLE",
+      estopLatched: false,
+      alarmsActive: 0,
+      alarmsUnacked: 0,
+      providersUp: 0,
+      providersDown: 0,
+    }),
+    bdSeqStore: store,
+    runtimeVersion: "test",
+    clock: systemClock,
+    log: testLogger(),
+  });
+  return { node, atConnect };
+}
+
+const bdSeqOf = (m: Received) =>
+  Number((m.payload.metrics ?? []).find((x) => x.name === "bdSeq")?.long_value);
+
+Deno.test({
+  name:
+    "after a lost connection the node reconnects only once the next bdSeq is recorded: a crash then never reuses a will's bdSeq",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP, { reconnectPeriod: RECONNECT_MS });
+    const disk = heldStore();
+    const { node, atConnect } = edgeNode(broker.url, disk.store, () => disk.recorded);
+    const nbirths = () => host.messages.filter((m) => m.topic.includes("/NBIRTH/"));
+    try {
+      await node.start();
+      await waitFor("the first NBIRTH", () => nbirths().length === 1);
+      assert.equal(bdSeqOf(nbirths()[0]!), 0);
+      assert.equal(disk.recorded, 0);
+
+      // The disk stalls; the broker goes away and comes back.
+      disk.hold();
+      await broker.pause();
+      await waitFor("the connection lost", () => !node.connected);
+      await broker.resume();
+      // Ten reconnect periods: a node that reconnects without waiting for the store does by then.
+      await waitFor("a reconnect", () => node.connected, 10 * RECONNECT_MS).catch(() => {});
+      assert.equal(
+        node.connected,
+        false,
+        `connected again (will bdSeq ${node.bdSeq}) while the store still holds ${disk.recorded}: ` +
+          `a crash now restarts with bdSeq ${node.bdSeq}, whose NDEATH the broker publishes at the takeover`,
+      );
+
+      disk.release();
+      await waitFor("the second NBIRTH", () => nbirths().length === 2);
+      assert.equal(bdSeqOf(nbirths()[1]!), 1);
+      assert.deepEqual(atConnect, [0, 1], "each CONNECT's bdSeq recorded before it");
+    } finally {
+      disk.release();
+      await node.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
