@@ -301,6 +301,11 @@ export class SparkplugEdgeNode {
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
+  /**
+   * The broker accepted the current session's CONNECT (CONNACK): its will, with the current
+   * bdSeq, is registered there, births or not.
+   */
+  #accepted = false;
   #stopped = false;
   /** The NCMD/DCMD (and STATE) subscriptions of the current connection are in place. */
   #subscribed = false;
@@ -552,6 +557,7 @@ export class SparkplugEdgeNode {
   async #connected(): Promise<void> {
     if (this.#stopped) return;
     this.counts.connects++;
+    this.#accepted = true;
     const o = this.#o;
     const session = this.#session!;
     const host = o.config.primaryHostId;
@@ -688,13 +694,17 @@ export class SparkplugEdgeNode {
   }
 
   #closed(): void {
-    const wasBorn = this.#born;
+    const accepted = this.#accepted;
+    this.#accepted = false;
     this.#born = false;
     this.#subscribed = false;
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
-    if (wasBorn) {
-      // The broker published this connection's NDEATH; the next connection has the next bdSeq.
+    if (accepted) {
+      // The broker published (or holds) this connection's will, NDEATH with its bdSeq, births or
+      // not (a node waiting for its primary host): the next CONNECT has the next bdSeq (Sparkplug
+      // 3.0: one more per MQTT CONNECT). A session that never connected keeps its will and is
+      // retried by the client.
       this.#log.warn(
         `sparkplug lost the broker; reconnecting (next bdSeq ${(this.#bdSeq + 1) % 256})`,
       );
@@ -715,6 +725,7 @@ export class SparkplugEdgeNode {
     // whichever comes first (two renewals would open two clients with one client id).
     if (this.#session !== session) return;
     this.#session = null;
+    this.#accepted = false;
     await session.end(true);
     if (this.#stopped) return; // the next process starts after the recorded bdSeq
     this.#bdSeq = (this.#bdSeq + 1) % 256;

@@ -55,7 +55,12 @@ function heldStore() {
 }
 
 /** An edge node without devices on `url`, its connections recorded (the store's value at each). */
-function edgeNode(url: string, store: BdSeqStore, recorded: () => number | null) {
+function edgeNode(
+  url: string,
+  store: BdSeqStore,
+  recorded: () => number | null,
+  primaryHostId = "",
+) {
   const atConnect: (number | null)[] = [];
   const connect: MqttConnect = async (o) => {
     const session = await connectMqttJs(o);
@@ -86,6 +91,7 @@ function edgeNode(url: string, store: BdSeqStore, recorded: () => number | null)
       brokerUrl: url,
       groupId: GROUP,
       reconnectMs: RECONNECT_MS,
+      primaryHostId,
     },
     edgeNodeId: NODE,
     clientId: `${GROUP}-${NODE}`,
@@ -148,6 +154,47 @@ Deno.test({
       assert.deepEqual(atConnect, [0, 1], "each CONNECT's bdSeq recorded before it");
     } finally {
       disk.release();
+      await node.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a connection that never published births still used its bdSeq: the next CONNECT has the next one",
+  ignore: mosquittoMissing(),
+  async fn() {
+    // The primary host is offline: the node connects (will: bdSeq 0) and waits without births.
+    // The connection is lost; the broker published (or holds) its will with bdSeq 0. Sparkplug
+    // 3.0 advances bdSeq per MQTT CONNECT: births on the next connection with bdSeq 0 again pair
+    // with a will already out (or still due at a takeover).
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP, { reconnectPeriod: RECONNECT_MS });
+    const disk = heldStore();
+    const { node, atConnect } = edgeNode(broker.url, disk.store, () => disk.recorded, "scada-1");
+    try {
+      await node.start();
+      await waitFor("connected, waiting for the primary host", () => node.connected);
+      assert.equal(node.online, false);
+      await broker.pause();
+      await waitFor("the connection lost", () => !node.connected);
+      await broker.resume();
+      await waitFor("connected again", () => node.connected);
+      await host.client.publishAsync(
+        "spBv1.0/STATE/scada-1",
+        JSON.stringify({ online: true, timestamp: Date.now() }),
+        { qos: 1, retain: true },
+      );
+      const nbirth = await waitFor(
+        "NBIRTH",
+        () => host.messages.find((m) => m.topic.includes("/NBIRTH/")),
+      );
+      assert.equal(bdSeqOf(nbirth), 1, "the second CONNECT's bdSeq: one more than the first's");
+      assert.deepEqual(atConnect, [0, 1], "each CONNECT's bdSeq recorded before it");
+      assert.equal(disk.recorded, 1);
+    } finally {
       await node.stop();
       await host.close();
       await broker.dispose();
