@@ -89,6 +89,8 @@ export const NODE_METRICS = {
   alarmsUnacked: "Alarms/Unacked",
   providersUp: "Providers/Up",
   providersDown: "Providers/Down",
+  /** The answer to the last NCMD: `<metric>: OK` or `<metric>: REFUSED: <why>` (a String). */
+  commandResult: "Runtime/Command Result",
   version: "Properties/Runtime Version",
 } as const;
 
@@ -146,6 +148,9 @@ export interface ReplayWalk {
     each: (signalId: string, value: TypedValue | null, quality: Quality, timeMs: number) => void,
   ): number | null;
 }
+
+/** The device id of the node itself where a command is answered (node metrics' aliases too). */
+const NODE = "";
 
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
@@ -798,6 +803,13 @@ export class SparkplugEdgeNode {
         }]),
         ...this.#nodeMetrics(status, null, now, true),
         {
+          name: NODE_METRICS.commandResult,
+          alias: this.#alias("", NODE_METRICS.commandResult),
+          timestamp: now,
+          datatype: DataType.String,
+          string_value: "",
+        },
+        {
           name: NODE_METRICS.version,
           alias: this.#alias("", NODE_METRICS.version),
           timestamp: now,
@@ -1378,14 +1390,19 @@ export class SparkplugEdgeNode {
       this.rebirth();
       return;
     }
+    if (name === NODE_METRICS.estop && m.boolean_value === false) {
+      // A momentary control set back (some hosts write true, then false): nothing to do.
+      return this.#ignored(topic, `${name} written false`);
+    }
     if (name === NODE_METRICS.estop && m.boolean_value === true) {
       const refusal = this.#commandRefusal();
-      if (refusal !== null) return this.#refused(topic, name, refusal);
+      if (refusal !== null) return this.#refused(topic, name, refusal, NODE);
       this.counts.commandsAccepted++;
       this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggering");
       // Not awaited: the stop runs on its own path; this only asks for it.
       this.#o.commands!.estop("Sparkplug NCMD Node Control/E-Stop", this.#source("NCMD"))
         .catch((err) => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
+      this.#commandResult(NODE, name, "OK");
       return;
     }
     this.#refused(
@@ -1394,6 +1411,7 @@ export class SparkplugEdgeNode {
       /clear|re-?arm|reset|release/i.test(name ?? "")
         ? "an e-stop is never cleared and the runtime never re-armed over Sparkplug"
         : "not a node command of this runtime (Node Control/Rebirth, Node Control/E-Stop)",
+      NODE,
     );
   }
 
@@ -1485,7 +1503,10 @@ export class SparkplugEdgeNode {
     this.#commandResult(deviceId, name, `FAILED: ${why}`);
   }
 
-  /** A refused command: counted, logged (bounded) and, for a device, published back. */
+  /**
+   * A refused command: counted, logged (bounded) and published back: for a device (a DCMD), or
+   * for the node (`NODE`: an NCMD).
+   */
   #refused(topic: string, name: string, why: string, deviceId?: string): void {
     this.counts.commandsRefused++;
     const n = this.counts.commandsRefused;
@@ -1495,10 +1516,27 @@ export class SparkplugEdgeNode {
     if (deviceId !== undefined) this.#commandResult(deviceId, name, `REFUSED: ${why}`);
   }
 
-  /** The outcome of a command as a DDATA of the metric it wrote (a String: OK or REFUSED: why). */
+  /**
+   * The outcome of a command (OK, REFUSED: why, FAILED: why): a DCMD's as a DDATA of the metric it
+   * wrote (`Functions/<name>`, a String); an NCMD's (`deviceId` NODE) as an NDATA of
+   * `Runtime/Command Result` naming the metric (Node Control/E-Stop is a Boolean, and a refused
+   * one may not be in the NBIRTH at all). Not while the node is not online (nobody could read it).
+   */
   #commandResult(deviceId: string, name: string, text: string): void {
-    if (!this.online || !this.#devices.has(deviceId)) return;
+    if (!this.online) return;
     const now = this.#o.clock.nowMs();
+    if (deviceId === NODE) {
+      this.#send("NDATA", undefined, {
+        timestamp: now,
+        metrics: [{
+          alias: this.#alias(NODE, NODE_METRICS.commandResult),
+          timestamp: now,
+          string_value: `${name}: ${text}`,
+        }],
+      }, true);
+      return;
+    }
+    if (!this.#devices.has(deviceId)) return;
     this.#send("DDATA", deviceId, {
       timestamp: now,
       metrics: [{ alias: this.#alias(deviceId, name), timestamp: now, string_value: text }],

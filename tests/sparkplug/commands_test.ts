@@ -305,3 +305,59 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a refused NCMD is answered as a DCMD is: NDATA of Runtime/Command Result names the metric and why",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, {}), { arm: true });
+      const nbirth = await waitFor(
+        "NBIRTH",
+        () => host.messages.find((m) => m.topic.includes("/NBIRTH/")),
+      );
+      const result = (nbirth.payload.metrics ?? []).find((m) =>
+        m.name === "Runtime/Command Result"
+      );
+      assert.ok(
+        result?.datatype === 12 && result.string_value === "",
+        `the NBIRTH declares no String metric for the answers to NCMD: ${
+          JSON.stringify((nbirth.payload.metrics ?? []).map((m) => m.name))
+        }`,
+      );
+      const answer = async (metrics: Array<Record<string, unknown>>) => {
+        const before = host.messages.length;
+        await host.send(NCMD, metrics);
+        const m = await waitFor(
+          "the NCMD's answer",
+          () =>
+            host.messages.slice(before).flatMap((m) =>
+              m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
+            ).find((x) => x.alias === result.alias),
+        );
+        return String(m.string_value);
+      };
+      assert.equal(
+        await answer([{ name: "Node Control/E-Stop", datatype: 11, boolean_value: true }]),
+        "Node Control/E-Stop: REFUSED: commands are off (sparkplug.commands: false)",
+      );
+      assert.equal(rt.estop.latched, false);
+      // The control set back to false (a momentary button) is no command: ignored, not answered.
+      const ignored = rt.sparkplug!.counts.commandsIgnored;
+      await host.send(NCMD, [{ name: "Node Control/E-Stop", datatype: 11, boolean_value: false }]);
+      await waitFor("ignored", () => rt!.sparkplug!.counts.commandsIgnored === ignored + 1);
+      assert.match(
+        await answer([{ name: "Node Control/Reboot", datatype: 11, boolean_value: true }]),
+        /^Node Control\/Reboot: REFUSED: not a node command of this runtime/,
+      );
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
