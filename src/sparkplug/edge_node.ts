@@ -152,6 +152,13 @@ export interface ReplayWalk {
 /** The device id of the node itself where a command is answered (node metrics' aliases too). */
 const NODE = "";
 
+/**
+ * Answers to commands waiting for the writes in flight to drop under MAX_IN_FLIGHT, at most (the
+ * latest per metric; an answer for another metric beyond it is dropped, counted as a publish
+ * failure).
+ */
+export const MAX_ANSWERS_WAITING = 256;
+
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
 /** Why a retained DCMD (or Rebirth) is not acted on: it is the broker's copy of an old command. */
@@ -341,6 +348,11 @@ export class SparkplugEdgeNode {
    * NDATA goes first when a write completes.
    */
   #nodeBehind = false;
+  /**
+   * Answers to commands not handed over yet (MAX_IN_FLIGHT writes unconfirmed), the latest per
+   * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
+   */
+  readonly #answersWaiting = new Map<string, { deviceId: string; name: string; text: string }>();
   readonly #unsubscribe: Array<() => void> = [];
   /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
   readonly #store: StoredData[] = [];
@@ -666,6 +678,7 @@ export class SparkplugEdgeNode {
     if (session === null || this.#leaving || this.#stopped) return;
     this.#leaving = true;
     this.#born = false;
+    this.#answersWaiting.clear();
     this.counts.hostOfflineDisconnects++;
     try {
       await this.#publishDeath(session);
@@ -703,6 +716,8 @@ export class SparkplugEdgeNode {
     this.#accepted = false;
     this.#born = false;
     this.#subscribed = false;
+    // Answers to the commands of a connection that is gone: the host saw its NDEATH.
+    this.#answersWaiting.clear();
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
     if (accepted) {
@@ -975,8 +990,10 @@ export class SparkplugEdgeNode {
   readonly #flushContained = (): void => this.#contain("data", this.#flushNow);
   readonly #flushNow = (): void => this.#flush();
   readonly #afterWrite = (): void => {
-    // A node metric change (the e-stop latch, the mode) before any data waiting.
+    // A node metric change (the e-stop latch, the mode) and the answers to commands before any
+    // data waiting.
     if (this.#nodeBehind) this.#publishNode();
+    if (this.#answersWaiting.size > 0) this.#sendAnswers();
     if (this.#storeLength() > 0) this.#drain();
     else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
   };
@@ -1524,6 +1541,30 @@ export class SparkplugEdgeNode {
    */
   #commandResult(deviceId: string, name: string, text: string): void {
     if (!this.online) return;
+    const key = `${deviceId}\u0000${name}`;
+    if (this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0) {
+      // Under the bound like data; the latest answer of a metric replaces an older one waiting.
+      this.#answersWaiting.delete(key);
+      if (this.#answersWaiting.size < MAX_ANSWERS_WAITING) {
+        this.#answersWaiting.set(key, { deviceId, name, text });
+      } else {
+        this.counts.publishFailures++;
+      }
+      return;
+    }
+    this.#answer(deviceId, name, text);
+  }
+
+  /** Sends the answers waiting, oldest first, while writes are under MAX_IN_FLIGHT. */
+  #sendAnswers(): void {
+    for (const [key, a] of this.#answersWaiting) {
+      if (!this.online || this.#inFlight >= MAX_IN_FLIGHT) return;
+      this.#answersWaiting.delete(key);
+      this.#answer(a.deviceId, a.name, a.text);
+    }
+  }
+
+  #answer(deviceId: string, name: string, text: string): void {
     const now = this.#o.clock.nowMs();
     if (deviceId === NODE) {
       this.#send("NDATA", undefined, {
@@ -1533,14 +1574,14 @@ export class SparkplugEdgeNode {
           timestamp: now,
           string_value: `${name}: ${text}`,
         }],
-      }, true);
+      }, false);
       return;
     }
     if (!this.#devices.has(deviceId)) return;
     this.#send("DDATA", deviceId, {
       timestamp: now,
       metrics: [{ alias: this.#alias(deviceId, name), timestamp: now, string_value: text }],
-    }, true);
+    }, false);
   }
 
   #ignored(topic: string, why: string): void {

@@ -1,0 +1,119 @@
+/**
+ * The answers to commands (DDATA of `Functions/<name>`, NDATA of `Runtime/Command Result`) stay
+ * under MAX_IN_FLIGHT like data: a host that keeps writing while the broker takes no writes adds
+ * no write beyond the bound; the latest answer of each metric goes out once writes complete.
+ * Against a real Mosquitto, through an MqttConnect port that holds the writes back (as a stalled
+ * broker does) and lets them go later, in order.
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { connectMqttJs } from "../../src/host/mod.ts";
+import { MAX_IN_FLIGHT, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import type { MqttConnect } from "../../src/common/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+
+const GROUP = "lab";
+const NODE = "rig-answers";
+const relay = sparkplugDeviceId("sim0", "relayio0");
+
+Deno.test({
+  name:
+    "command answers wait under MAX_IN_FLIGHT while the broker takes no writes; the latest of each metric goes out after",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let stalled = false;
+    const held: Array<() => void> = [];
+    const mqttConnect: MqttConnect = async (o) => {
+      const session = await connectMqttJs(o);
+      return {
+        ...session,
+        publish: (topic, payload, qos) => {
+          if (!stalled) return session.publish(topic, payload, qos);
+          return new Promise<void>((resolve, reject) => {
+            held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
+          });
+        },
+        get connected() {
+          return session.connected;
+        },
+      };
+    };
+    let rt: Kernel | null = null;
+    try {
+      // Commands off: every command is refused at once, and answered.
+      rt = await startRuntime(
+        testConfig({
+          runtime: { name: NODE },
+          providers: [simProvider("sim0")],
+          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP },
+        }),
+        { host: { mqttConnect } },
+      );
+      const node = rt.sparkplug!;
+      const dbirth = await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      const fnAlias = (dbirth.payload.metrics ?? []).find((m) =>
+        m.name === "Functions/set_relay_ch3"
+      )!.alias;
+
+      // The broker stops taking writes; rebirths requested meanwhile fill the writes in flight.
+      stalled = true;
+      const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
+      while (held.length < MAX_IN_FLIGHT) {
+        await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
+      }
+      await waitFor("the births of the last rebirth", () => held.length >= MAX_IN_FLIGHT);
+      const births = node.counts.births;
+      await waitFor("no more births", async () => {
+        await new Promise((r) => setTimeout(r, 50));
+        return node.counts.births === births;
+      });
+      const full = held.length;
+
+      const refused = node.counts.commandsRefused;
+      for (let i = 0; i < 20; i++) {
+        await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`, [
+          { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: i % 2 === 0 },
+        ]);
+        await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, [
+          { name: "Node Control/E-Stop", datatype: 11, boolean_value: true },
+        ]);
+      }
+      await waitFor("40 refusals", () => node.counts.commandsRefused === refused + 40);
+      assert.equal(
+        held.length,
+        full,
+        `${held.length - full} answers written beyond the ${MAX_IN_FLIGHT} writes in flight`,
+      );
+
+      // The broker takes writes again: the latest answer of each metric goes out.
+      const marker = host.messages.length;
+      stalled = false;
+      for (const write of held.splice(0)) write();
+      const answers = () =>
+        host.messages.slice(marker).flatMap((m) =>
+          m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}`
+            ? (m.payload.metrics ?? []).filter((x) => x.alias === fnAlias)
+            : []
+        );
+      await waitFor("the DCMD's answer", () => answers().length > 0);
+      assert.deepEqual(
+        answers().map((x) => x.string_value),
+        ["REFUSED: commands are off (sparkplug.commands: false)"],
+      );
+    } finally {
+      stalled = false;
+      for (const write of held.splice(0)) write();
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
