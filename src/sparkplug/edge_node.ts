@@ -159,6 +159,13 @@ const NODE = "";
  */
 export const MAX_ANSWERS_WAITING = 256;
 
+/**
+ * Changes of the node metrics kept while the node is not online (the primary host away, the
+ * broker unreachable), at most: replayed with is_historical after the next births; beyond it the
+ * oldest is dropped (counted in storeDropped, WARNed once per outage).
+ */
+export const MAX_NODE_CHANGES_KEPT = 1024;
+
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
 /** Why a retained DCMD (or Rebirth) is not acted on: it is the broker's copy of an old command. */
@@ -247,7 +254,7 @@ export interface EdgeNodeCounts {
    * reconnect. With the history ring: devices whose outage data could not all be replayed (the
    * ring no longer reached back to the device's outage start, the ring dropped polls the replay
    * had not reached, the device was not born again, or MAX_REPLAY_WALKS), one per device and
-   * outage.
+   * outage. Also node metric changes beyond MAX_NODE_CHANGES_KEPT while not online.
    */
   storeDropped: number;
   /** DDATA published with is_historical after a reconnect (kept ones, or from the ring). */
@@ -353,6 +360,13 @@ export class SparkplugEdgeNode {
    * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
    */
   readonly #answersWaiting = new Map<string, { deviceId: string; name: string; text: string }>();
+  /**
+   * Node metric changes while not online (after the first births), oldest first, each an NDATA's
+   * metrics (is_historical) at its time: MAX_NODE_CHANGES_KEPT at most.
+   */
+  #nodeKept: { readonly timestampMs: number; readonly metrics: Metric[] }[] = [];
+  /** The current outage's drops of #nodeKept have been WARNed. */
+  #nodeKeptWarned = false;
   readonly #unsubscribe: Array<() => void> = [];
   /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
   readonly #store: StoredData[] = [];
@@ -838,6 +852,8 @@ export class SparkplugEdgeNode {
       if (!p.available) continue;
       for (const caps of p.devices) this.#deviceBirth(caps);
     }
+    // What the node metrics went through while the node was away (the births carry them now).
+    this.#drainNode();
     this.#drain();
     // The ring's changes since the outage, up to these births (their values are current).
     if (this.#outage !== null) this.#startReplay();
@@ -993,6 +1009,7 @@ export class SparkplugEdgeNode {
     // A node metric change (the e-stop latch, the mode) and the answers to commands before any
     // data waiting.
     if (this.#nodeBehind) this.#publishNode();
+    if (this.#nodeKept.length > 0) this.#drainNode();
     if (this.#answersWaiting.size > 0) this.#sendAnswers();
     if (this.#storeLength() > 0) this.#drain();
     else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
@@ -1303,7 +1320,7 @@ export class SparkplugEdgeNode {
    */
   #publishNode(): void {
     this.#nodeBehind = false;
-    if (!this.online) return; // the next births carry the metrics as they are then
+    if (!this.online) return this.#keepNode();
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
     const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
@@ -1313,6 +1330,44 @@ export class SparkplugEdgeNode {
     } else {
       this.#nodeBehind = true;
     }
+  }
+
+  /**
+   * While the node is not online: the node metrics that changed, kept at their time, so that a
+   * latch and its clearing (a mode through FAULT) while the host was away reach its history after
+   * the next births (which carry the metrics as they are then). Not before the first births: no
+   * host has seen the node yet.
+   */
+  #keepNode(): void {
+    if (this.#lastNode === null) return;
+    const now = this.#o.clock.nowMs();
+    const status = this.#o.status();
+    const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
+    if (metrics.length === 0) return;
+    this.#lastNode = status;
+    for (const m of metrics) m.is_historical = true;
+    this.#nodeKept.push({ timestampMs: now, metrics });
+    if (this.#nodeKept.length <= MAX_NODE_CHANGES_KEPT) return;
+    this.#nodeKept.shift();
+    this.counts.storeDropped++;
+    if (!this.#nodeKeptWarned) {
+      this.#nodeKeptWarned = true;
+      this.#log.warn(
+        `sparkplug: more than ${MAX_NODE_CHANGES_KEPT} node metric changes while not online ` +
+          `(MAX_NODE_CHANGES_KEPT): the oldest are dropped from the replay`,
+      );
+    }
+  }
+
+  /** The kept node metric changes as NDATA (is_historical), oldest first, under MAX_IN_FLIGHT. */
+  #drainNode(): void {
+    let i = 0;
+    while (i < this.#nodeKept.length && this.online && this.#inFlight < MAX_IN_FLIGHT) {
+      const { timestampMs, metrics } = this.#nodeKept[i++]!;
+      this.#send("NDATA", undefined, { timestamp: timestampMs, metrics }, false);
+    }
+    this.#nodeKept.splice(0, i);
+    if (this.#nodeKept.length === 0) this.#nodeKeptWarned = false;
   }
 
   /** Node metrics that differ from `before` (all of them in a birth). */

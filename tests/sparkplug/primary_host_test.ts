@@ -252,3 +252,84 @@ Deno.test({
     }
   },
 });
+
+/** The node metric `name`'s values with is_historical in NDATA of messages[from..] (by alias). */
+function historicalNode(messages: Received[], from: number, name: string): unknown[] {
+  const after = messages.slice(from);
+  const birth = after.find((m) => m.topic === NBIRTH);
+  const alias = (birth?.payload.metrics ?? []).find((m) => m.name === name)?.alias;
+  if (alias === undefined) return [];
+  return after.filter((m) => m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}`)
+    .flatMap((m) => m.payload.metrics ?? [])
+    .filter((x) => x.alias === alias && x.is_historical === true)
+    .map((x) => x.boolean_value ?? x.string_value);
+}
+
+Deno.test({
+  name:
+    "an e-stop latched and cleared while the primary host is offline reaches the host's history after the births",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await primaryHost(broker.url);
+    let rt: Kernel | null = null;
+    try {
+      const t1 = Date.now();
+      await host.state({ online: true, timestamp: t1 });
+      rt = await startRuntime(config(broker.url), { arm: true });
+      const node = rt.sparkplug!;
+      await waitFor("the births", () => node.online);
+      await host.state({ online: false, timestamp: t1 });
+      await waitFor("NDEATH", () => host.messages.find((m) => m.topic === NDEATH));
+      await waitFor("a new session waiting", () => node.counts.connects === 2 && node.connected);
+
+      // While the host is away: the e-stop latches (FAULT), and an operator clears it.
+      const latchedAt = Date.now();
+      await rt.estop.trigger("while the host is away");
+      await waitFor("FAULT", () => rt!.modes.current() === "FAULT");
+      await new Promise((r) => setTimeout(r, 20));
+      rt.estop.clear();
+      await waitFor("the latch cleared", () => !rt!.estop.latched);
+
+      const marker = host.messages.length;
+      await host.state({ online: true, timestamp: t1 + 1 });
+      const nbirth = await waitFor(
+        "NBIRTH",
+        () => host.messages.slice(marker).find((m) => m.topic === NBIRTH),
+      );
+      const latched = (nbirth.payload.metrics ?? []).find((m) =>
+        m.name === "Runtime/Estop Latched"
+      );
+      assert.equal(latched?.boolean_value, false, "the births carry the state of now");
+      await waitFor(
+        "the latch and its clearing, replayed",
+        () => historicalNode(host.messages, marker, "Runtime/Estop Latched").length >= 2,
+        3000,
+      ).catch(() => {
+        throw new Error(
+          `the host's history of Runtime/Estop Latched after the births: ${
+            JSON.stringify(historicalNode(host.messages, marker, "Runtime/Estop Latched"))
+          } (the latch and its clearing while it was away are missing)`,
+        );
+      });
+      assert.deepEqual(historicalNode(host.messages, marker, "Runtime/Estop Latched"), [
+        true,
+        false,
+      ]);
+      assert.ok(historicalNode(host.messages, marker, "Runtime/Mode").includes("FAULT"));
+      const stamps = host.messages.slice(marker)
+        .filter((m) => m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}`)
+        .flatMap((m) => m.payload.metrics ?? [])
+        .filter((x) => x.is_historical === true)
+        .map((x) => Number(x.timestamp));
+      assert.ok(
+        stamps.every((t) => t >= latchedAt && t < Number(nbirth.payload.timestamp)),
+        "each change at its own time, before the births",
+      );
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
