@@ -290,6 +290,8 @@ interface BornDevice {
   readonly providerId: string;
   readonly deviceId: string;
   readonly signals: ReadonlySet<string>;
+  /** Its function metrics (`Functions/<name>`, Strings): where a DCMD's answer goes. */
+  readonly functions: ReadonlySet<string>;
   /** Each signal's type as its DBIRTH declared it (null: not declared). */
   readonly types: ReadonlyMap<string, ValueType | null>;
 }
@@ -902,6 +904,7 @@ export class SparkplugEdgeNode {
       providerId,
       deviceId,
       signals: new Set(caps.signals.map((s) => s.signalId)),
+      functions: new Set(caps.functions.map((f) => functionMetricName(f.name))),
       types: new Map(caps.signals.map((s) => [s.signalId, s.valueType])),
     });
     this.#send("DBIRTH", id, { timestamp: now, metrics }, true);
@@ -1590,12 +1593,21 @@ export class SparkplugEdgeNode {
 
   /**
    * The outcome of a command (OK, REFUSED: why, FAILED: why): a DCMD's as a DDATA of the metric it
-   * wrote (`Functions/<name>`, a String); an NCMD's (`deviceId` NODE) as an NDATA of
-   * `Runtime/Command Result` naming the metric (Node Control/E-Stop is a Boolean, and a refused
-   * one may not be in the NBIRTH at all). Not while the node is not online (nobody could read it).
+   * wrote (`Functions/<name>`, a String); an NCMD's (`deviceId` NODE), and a DCMD's that wrote no
+   * function of the device, as an NDATA of `Runtime/Command Result` naming the metric (Node
+   * Control/E-Stop is a Boolean, and a refused one may not be in the NBIRTH at all). Not while the
+   * node is not online (nobody could read it).
    */
   #commandResult(deviceId: string, name: string, text: string): void {
     if (!this.online) return;
+    if (deviceId !== NODE) {
+      const dev = this.#devices.get(deviceId);
+      if (dev === undefined) return;
+      // Only a function metric (a String) carries its own answer: on a signal's alias a String
+      // would be taken for the signal's value, and a name the DBIRTH did not declare has no alias
+      // a host knows. The node answers for it, naming the device.
+      if (!dev.functions.has(name)) return this.#commandResult(NODE, `${deviceId}/${name}`, text);
+    }
     const key = `${deviceId}\u0000${name}`;
     if (this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0) {
       // Under the bound like data; the latest answer of a metric replaces an older one waiting.

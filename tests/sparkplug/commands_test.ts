@@ -361,3 +361,63 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a DCMD writing a signal is refused without a DDATA of a String on the signal's alias; the node answers it",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, { commands: true }));
+      const birth = await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      const signal = (birth.payload.metrics ?? []).find((m) => m.name === "relay_ch3_state")!;
+      assert.equal(signal.datatype, 11, "a Boolean signal");
+      const nbirth = host.messages.find((m) => m.topic.includes("/NBIRTH/"))!;
+      const resultAlias = (nbirth.payload.metrics ?? []).find((m) =>
+        m.name === "Runtime/Command Result"
+      )!.alias;
+      const before = host.messages.length;
+      const refused = rt.sparkplug!.counts.commandsRefused;
+      for (const name of ["relay_ch3_state", "Functions/no_such_thing"]) {
+        await host.send(DCMD, [{ name, datatype: 11, boolean_value: true }]);
+      }
+      await waitFor("both refused", () => rt!.sparkplug!.counts.commandsRefused === refused + 2);
+      const nodeAnswers = await waitFor("the node's answers", () => {
+        const a = host.messages.slice(before).flatMap((m) =>
+          m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
+        ).filter((x) => x.alias === resultAlias).map((x) => x.string_value);
+        return a.length === 2 ? a : null;
+      }, 3000).catch(() => []);
+      const born = new Set((birth.payload.metrics ?? []).map((m) => m.alias));
+      const ddata = host.messages.slice(before).filter((m) =>
+        m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}`
+      ).flatMap((m) => m.payload.metrics ?? []);
+      assert.deepEqual(
+        ddata.filter((x) => typeof x.string_value === "string").map((x) => [
+          x.alias === signal.alias
+            ? "relay_ch3_state (a Boolean)"
+            : born.has(x.alias)
+            ? x.alias
+            : "an alias no birth declared",
+          x.string_value,
+        ]),
+        [],
+        "answers published on metrics that are no function of the device",
+      );
+      assert.deepEqual(nodeAnswers, [
+        `${relay}/relay_ch3_state: REFUSED: signals are read-only; write a Functions/<name> metric`,
+        `${relay}/Functions/no_such_thing: REFUSED: no such function`,
+      ]);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
