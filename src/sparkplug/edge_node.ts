@@ -357,6 +357,8 @@ export class SparkplugEdgeNode {
    * NDATA goes first when a write completes.
    */
   #nodeBehind = false;
+  /** A Rebirth was asked for while MAX_IN_FLIGHT writes were unconfirmed: due at the next one. */
+  #rebirthBehind = false;
   /**
    * Answers to commands not handed over yet (MAX_IN_FLIGHT writes unconfirmed), the latest per
    * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
@@ -578,10 +580,18 @@ export class SparkplugEdgeNode {
     this.#log.info("sparkplug edge node stopped");
   }
 
-  /** Publishes NBIRTH and every DBIRTH again on the current connection (Node Control/Rebirth). */
+  /**
+   * Publishes NBIRTH and every DBIRTH again on the current connection (Node Control/Rebirth).
+   * With MAX_IN_FLIGHT writes unconfirmed it waits (#rebirthBehind) for a write to complete:
+   * requests meanwhile are one rebirth, not births beyond the bound.
+   */
   rebirth(): void {
     // Not before the first births (e.g. while waiting for the primary host).
     if (!this.online) return;
+    if (this.#inFlight >= MAX_IN_FLIGHT) {
+      this.#rebirthBehind = true;
+      return;
+    }
     this.#births();
   }
 
@@ -800,6 +810,7 @@ export class SparkplugEdgeNode {
   // ---- births and deaths ----
 
   #births(): void {
+    this.#rebirthBehind = false;
     this.#seq = 0;
     this.#devices.clear();
     this.#pending.clear();
@@ -1009,8 +1020,9 @@ export class SparkplugEdgeNode {
   readonly #flushContained = (): void => this.#contain("data", this.#flushNow);
   readonly #flushNow = (): void => this.#flush();
   readonly #afterWrite = (): void => {
-    // A node metric change (the e-stop latch, the mode) and the answers to commands before any
-    // data waiting.
+    // A Rebirth asked for meanwhile (its births carry the node metrics), a node metric change
+    // (the e-stop latch, the mode) and the answers to commands before any data waiting.
+    if (this.#rebirthBehind) this.rebirth();
     if (this.#nodeBehind) this.#publishNode();
     if (this.#nodeKept.length > 0) this.#drainNode();
     if (this.#answersWaiting.size > 0) this.#sendAnswers();

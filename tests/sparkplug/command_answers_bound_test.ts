@@ -117,3 +117,84 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "Rebirth requests while MAX_IN_FLIGHT writes are unconfirmed add no births beyond the bound: one rebirth follows once writes complete",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let stalled = false;
+    const held: Array<() => void> = [];
+    const mqttConnect: MqttConnect = async (o) => {
+      const session = await connectMqttJs(o);
+      return {
+        ...session,
+        publish: (topic, payload, qos) => {
+          if (!stalled) return session.publish(topic, payload, qos);
+          return new Promise<void>((resolve, reject) => {
+            held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
+          });
+        },
+        get connected() {
+          return session.connected;
+        },
+      };
+    };
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(
+        testConfig({
+          runtime: { name: NODE },
+          providers: [simProvider("sim0")],
+          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP },
+        }),
+        { host: { mqttConnect } },
+      );
+      const node = rt.sparkplug!;
+      await waitFor("the births", () => node.online);
+      stalled = true;
+      const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
+      while (held.length < MAX_IN_FLIGHT) {
+        await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
+      }
+      await waitFor("the births of the last rebirth", () => held.length >= MAX_IN_FLIGHT);
+      const births = node.counts.births;
+      await waitFor("no more births", async () => {
+        await new Promise((r) => setTimeout(r, 50));
+        return node.counts.births === births;
+      });
+      const full = held.length;
+      // A host (or a loop in one) keeps asking while the broker takes no writes.
+      for (let i = 0; i < 30; i++) {
+        await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
+      }
+      const marker = host.messages.length;
+      await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, [
+        { name: "Node Control/Reboot", datatype: 11, boolean_value: true },
+      ]);
+      await waitFor("the NCMDs read", () => node.counts.commandsRefused >= 1);
+      assert.equal(
+        held.length,
+        full,
+        `${held.length - full} birth messages written beyond the ${MAX_IN_FLIGHT} writes in flight`,
+      );
+
+      stalled = false;
+      for (const write of held.splice(0)) write();
+      await waitFor(
+        "one rebirth after the writes complete",
+        () =>
+          host.messages.slice(marker).some((m) => m.topic === `spBv1.0/${GROUP}/NBIRTH/${NODE}`),
+      );
+      assert.equal(node.counts.births, births + 1);
+    } finally {
+      stalled = false;
+      for (const write of held.splice(0)) write();
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
