@@ -207,3 +207,19 @@ Deno.test("ControlNode a finished root restarts from scratch on the next tick", 
   equal(tree.root.status, "IDLE");
   deepStrictEqual(world.log, ["tick a", "tick a", "tick b", "tick a", "tick b"]);
 });
+
+Deno.test("ControlNode a SequenceWithMemory keeps its position across haltTree (as BT.CPP; docs/automation.md, State): it resumes at the halted step", () => {
+  const world = new StubWorld();
+  world.plan("b", "RUNNING");
+  const tree = buildXml(
+    xmlRoot(
+      `<BehaviorTree ID="M"><SequenceWithMemory><Stub id="a"/><Stub id="b"/></SequenceWithMemory></BehaviorTree>`,
+    ),
+    { world },
+  );
+  equal(tree.tickRoot(), "RUNNING");
+  tree.haltTree(); // leaving AUTO, an e-stop's FAULT
+  world.log.length = 0;
+  equal(tree.tickRoot(), "RUNNING");
+  deepStrictEqual(world.log, ["tick b"], "step a is not run again");
+});
