@@ -53,6 +53,7 @@ import {
   runEventRow,
 } from "./rows.ts";
 import { RingBuffer } from "./_ring_buffer.ts";
+import { PointSequencer } from "./_point_sequencer.ts";
 
 /**
  * Target and buffer sizes (config `telemetry.influxdb`) with the token already resolved: config
@@ -266,6 +267,8 @@ export class TelemetryWriter {
   #queue: RingBuffer<QueueItem>;
   #retry: RingBuffer<string>;
   #batch: string[] = [];
+  /** Tags same-millisecond rows of one series apart (event and run-event rows). */
+  #points = new PointSequencer();
   /** The retarget in progress (stop() waits for it). */
   #retargeting: Promise<void> | null = null;
   /** The bus start() subscribed to (retarget subscribes again). */
@@ -472,7 +475,7 @@ export class TelemetryWriter {
       this.#unformattable(`run event ${event.run_id} #${event.sequence}: ${errorMessage(err)}`);
       return;
     }
-    if (line !== null) this.#enqueue({ kind: "formatted_line", line });
+    if (line !== null) this.#enqueue({ kind: "formatted_line", line: this.#points.distinct(line) });
   }
 
   /** The status body for GET /v0/telemetry/status (without the `status` envelope). */
@@ -610,7 +613,7 @@ export class TelemetryWriter {
         this.#unformattable(`${item.kind}: ${errorMessage(err)}`);
         continue;
       }
-      if (line !== null) this.#batch.push(line);
+      if (line !== null) this.#batch.push(this.#points.distinct(line));
     }
   }
 

@@ -1,0 +1,64 @@
+/**
+ * InfluxDB identifies a point by its measurement, tag set and timestamp: a second row with the
+ * same three overwrites the first (InfluxDB v2 docs, "Handle duplicate data points"), where
+ * VictoriaMetrics keeps both. These tests check the writer's lines by that identity.
+ */
+import assert from "node:assert/strict";
+import { scriptedRig } from "./_scripted_db.ts";
+import { parseLine } from "./line_protocol_check.ts";
+
+/** A line's InfluxDB point identity: measurement, tags sorted by key, timestamp. */
+function pointIdentity(line: string): string {
+  const p = parseLine(line);
+  const tags = [...p.tags].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify([p.measurement, tags, String(p.timestamp)]);
+}
+
+Deno.test("TelemetryWriter writes same-millisecond rows of one series as distinct InfluxDB points", async () => {
+  const { clock, db, bus, writer } = scriptedRig();
+  const ts = 1_760_000_000_500;
+  try {
+    // The mode machine can change twice within one millisecond (e.g. MANUAL -> FAULT -> IDLE).
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "MANUAL",
+      new_mode: "FAULT",
+      timestamp_ms: ts,
+    });
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "FAULT",
+      new_mode: "IDLE",
+      timestamp_ms: ts,
+    });
+    // Two operator markers of one run within one millisecond.
+    for (const sequence of [3, 4]) {
+      writer.recordRunEvent({
+        run_id: "lab1-run",
+        sequence,
+        category: "annotation",
+        type: "note",
+        occurred_at_epoch_ms: ts,
+        payload: { text: `marker ${sequence}` },
+      });
+    }
+    await clock.advanceAsync(100);
+    const lines = db.requests.flat();
+    assert.equal(lines.length, 4, lines.join("\n"));
+    const ids = lines.map(pointIdentity);
+    assert.equal(
+      new Set(ids).size,
+      lines.length,
+      `rows InfluxDB would merge into one point (the last overwrites):\n${lines.join("\n")}`,
+    );
+    // The first row of each series is written as before; the timestamps are kept.
+    assert.ok(lines.includes(`runtime_mode_change previous_mode="MANUAL",new_mode="FAULT" ${ts}`));
+    assert.ok(
+      lines.includes(`runtime_mode_change,seq=1 previous_mode="FAULT",new_mode="IDLE" ${ts}`),
+    );
+    for (const l of lines) assert.equal(parseLine(l).timestamp, BigInt(ts));
+    assert.equal(writer.status().total_written, 4);
+  } finally {
+    await writer.stop(0);
+  }
+});
