@@ -529,6 +529,7 @@ export class Kernel {
       clock: this.host.clock,
       logger: this.host.log.child("telemetry"),
       healthSnapshot: () => this.providerHealthLive(),
+      polls: this.cache,
     });
   }
 

@@ -141,27 +141,17 @@ export function rowForEvent(
   names: MeasurementNames = MEASUREMENTS,
 ): BuiltRow | null {
   switch (event.kind) {
-    case "state_update": {
-      // The quality field is always there, so the row always has a field (valid line protocol).
-      const fields: Fields = [];
-      const vf = valueField(event.value);
-      let omission: RowOmission | undefined;
-      if (typeof vf !== "string") fields.push(vf);
-      else if (vf !== "none") omission = { kind: "value", reason: vf };
-      fields.push(["quality", str(event.quality)]);
-      return {
-        omission,
-        measurement: names.signal,
-        tags: [
-          ["runtime_name", runtimeName],
-          ["provider_id", event.provider_id],
-          ["device_id", event.device_id],
-          ["signal_id", event.signal_id],
-        ],
-        fields,
-        timestampMs: event.timestamp_ms,
-      };
-    }
+    case "state_update":
+      return signalRow(
+        runtimeName,
+        event.provider_id,
+        event.device_id,
+        event.signal_id,
+        event.value,
+        event.quality,
+        event.timestamp_ms,
+        names,
+      );
     case "mode_change":
       // No tags, not even runtime_name: anolis writes it so, and dashboards made for it rely on it.
       return {
@@ -182,6 +172,40 @@ export function rowForEvent(
     default:
       return null;
   }
+}
+
+/**
+ * A signal row: a state update, or (value null) the quality of a signal that has no value. The
+ * quality field is always there, so the row always has a field (valid line protocol).
+ */
+export function signalRow(
+  runtimeName: string,
+  providerId: string,
+  deviceId: string,
+  signalId: string,
+  value: SignalValue,
+  quality: string,
+  timestampMs: number,
+  names: MeasurementNames = MEASUREMENTS,
+): BuiltRow {
+  const fields: Fields = [];
+  const vf = valueField(value);
+  let omission: RowOmission | undefined;
+  if (typeof vf !== "string") fields.push(vf);
+  else if (vf !== "none") omission = { kind: "value", reason: vf };
+  fields.push(["quality", str(quality)]);
+  return {
+    omission,
+    measurement: names.signal,
+    tags: [
+      ["runtime_name", runtimeName],
+      ["provider_id", providerId],
+      ["device_id", deviceId],
+      ["signal_id", signalId],
+    ],
+    fields,
+    timestampMs,
+  };
 }
 
 /**

@@ -38,11 +38,13 @@ import {
   gridInterval,
   type Logger,
   type ProviderHealthView,
+  type Quality,
   RuntimeError,
   type TimerId,
 } from "../common/mod.ts";
 import type { Config, InfluxConfig, MeasurementNaming } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
+import type { DeviceState, StateCache } from "../state/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
 import {
   healthRows,
@@ -51,6 +53,7 @@ import {
   rowForEvent,
   type RunEventRecord,
   runEventRow,
+  signalRow,
 } from "./rows.ts";
 import { RingBuffer } from "./_ring_buffer.ts";
 import { PointSequencer } from "./_point_sequencer.ts";
@@ -98,6 +101,11 @@ export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
 const BATCH_HEALTH_ALLOWANCE = 10000;
 /** Lower bound of the number of retry-buffer rows one write may carry. */
 const MIN_ROWS_PER_WRITE = 1000;
+/**
+ * Value-less signals whose last written quality is remembered (see `polls`); on overflow all are
+ * forgotten, which costs one more row per value-less signal.
+ */
+export const MAX_VALUELESS_SIGNALS = 100_000;
 
 /** Everything the writer needs; build it from the config with {@link telemetryOptionsFromConfig}. */
 export interface TelemetryWriterOptions {
@@ -111,6 +119,12 @@ export interface TelemetryWriterOptions {
   readonly healthIntervalMs: number;
   /** A live health snapshot (the runtime does a GetHealth round-trip per provider). */
   readonly healthSnapshot?: (() => Promise<ProviderHealthView[]>) | undefined;
+  /**
+   * Every poll of every device (the state cache). A signal without a value has no `state_update`
+   * event: from its polls the writer writes a signal row with only its quality, at each quality
+   * it goes through.
+   */
+  readonly polls?: Pick<StateCache, "onDevicePolled"> | undefined;
   /** The time, and every timer of the writer (flush tick, health, write timeout). */
   readonly clock: Clock;
   readonly logger: Logger;
@@ -187,6 +201,7 @@ export function telemetryOptionsFromConfig(
     clock: Clock;
     logger: Logger;
     healthSnapshot?: (() => Promise<ProviderHealthView[]>) | undefined;
+    polls?: Pick<StateCache, "onDevicePolled"> | undefined;
     tuning?: Partial<TelemetryTuning> | undefined;
   },
 ): TelemetryWriterOptions {
@@ -198,6 +213,7 @@ export function telemetryOptionsFromConfig(
     influx: { ...t.influxdb, token: t.influxdb.token || deps.envToken || "" },
     healthIntervalMs: t.healthIntervalMs,
     healthSnapshot: deps.healthSnapshot,
+    polls: deps.polls,
     clock: deps.clock,
     logger: deps.logger,
     tuning: deps.tuning,
@@ -278,6 +294,10 @@ export class TelemetryWriter {
   #writePath = "";
   #running = false;
   #unsubscribe: (() => void) | null = null;
+  #unsubscribePolls: (() => void) | null = null;
+  /** Per device ("provider\0device"): the quality last written of each signal without a value. */
+  #valueless = new Map<string, Map<string, Quality>>();
+  #valuelessCount = 0;
   #tickTimer: GridInterval | undefined;
   #kickTimer: TimerId | undefined;
   #healthTimer: GridInterval | undefined;
@@ -388,6 +408,7 @@ export class TelemetryWriter {
     this.#batch = batch;
     this.#transport = null;
     if (!same) {
+      this.#forgetValueless(); // a new database gets their rows too
       this.#backoffMs = 0;
       this.#backoffUntilMono = 0;
       this.#connected = false;
@@ -441,6 +462,7 @@ export class TelemetryWriter {
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
     // Still subscribed after a retarget (what came meanwhile is in the queue).
     this.#unsubscribe ??= bus.subscribe((published) => this.#onEvent(published.event));
+    this.#unsubscribePolls ??= this.#opts.polls?.onDevicePolled(this.#onPolled) ?? null;
     const tickMs = Math.max(1, Math.min(this.#tuning.tickMs, this.#flushIntervalMs));
     const clock = this.#opts.clock;
     this.#tickTimer = gridInterval(() => this.#tick(), tickMs, clock);
@@ -537,6 +559,8 @@ export class TelemetryWriter {
   #unsubscribeBus(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+    this.#unsubscribePolls?.();
+    this.#unsubscribePolls = null;
   }
 
   /**
@@ -575,6 +599,65 @@ export class TelemetryWriter {
     ) {
       this.#enqueue(event);
     }
+  }
+
+  /**
+   * After every poll: a signal without a value (it never had one) gets a quality-only row when
+   * its quality differs from the one last written for it (the first time too).
+   */
+  readonly #onPolled = (dev: DeviceState): void => {
+    if (this.#unsubscribe === null) return;
+    const key = `${dev.providerId}\0${dev.deviceId}`;
+    let written = this.#valueless.get(key);
+    let now: number | undefined;
+    for (const id of dev.pollable) {
+      const s = dev.signals.get(id);
+      if (s === undefined) continue;
+      if (s.value !== null) {
+        if (written?.delete(id)) this.#valuelessCount--;
+        continue;
+      }
+      const last = written?.get(id);
+      if (last === s.quality) continue;
+      if (last === undefined) {
+        if (this.#valuelessCount >= MAX_VALUELESS_SIGNALS) this.#forgetValueless();
+        if (written === undefined || !this.#valueless.has(key)) {
+          this.#valueless.set(key, written = new Map());
+        }
+        this.#valuelessCount++;
+      }
+      written!.set(id, s.quality);
+      now ??= this.#opts.clock.nowMs();
+      this.#enqueueRow(
+        signalRow(
+          this.#runtimeName,
+          dev.providerId,
+          dev.deviceId,
+          id,
+          null,
+          s.quality,
+          now,
+          this.#names,
+        ),
+      );
+    }
+  };
+
+  #forgetValueless(): void {
+    this.#valueless.clear();
+    this.#valuelessCount = 0;
+  }
+
+  /** Formats a row now and queues its line. */
+  #enqueueRow(row: Row): void {
+    let line: string | null;
+    try {
+      line = this.#format(row);
+    } catch (err) {
+      this.#unformattable(`${row.measurement}: ${errorMessage(err)}`);
+      return;
+    }
+    if (line !== null) this.#enqueue({ kind: "formatted_line", line: this.#points.distinct(line) });
   }
 
   #enqueue(item: QueueItem): void {
