@@ -292,7 +292,8 @@ export class AlarmEngine implements AlarmService {
   /**
    * Builds the tables of `alarms` and `interlocks`, carrying state from `previous` entries: an
    * interlock of the same id carries on from whether it blocked and since when, so the first
-   * evaluation after a reload publishes an engage or a release only when it changed.
+   * evaluation after a reload publishes an engage or a release only when it changed; an alarm the
+   * reload kept unchanged carries on with its state and its transition log limit.
    */
   #build(
     alarms: readonly AlarmConfig[],
@@ -313,13 +314,16 @@ export class AlarmEngine implements AlarmService {
     };
     for (const config of alarms) {
       const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
-      const before = previous.get(config.id)?.monitor;
+      const was = previous.get(config.id);
+      // An alarm the reload kept carries on: its state, and its log limit's window (a reload
+      // must not let a dithering alarm flood the log again).
+      const kept = was !== undefined && sameAlarm(was.monitor.config, config) ? was : undefined;
       const entry: AlarmEntry = {
-        monitor: before !== undefined && sameAlarm(before.config, config)
-          ? AlarmMonitor.carriedOn(config, before)
+        monitor: kept !== undefined
+          ? AlarmMonitor.carriedOn(config, kept.monitor)
           : new AlarmMonitor(config),
         input,
-        log: new TransitionLog(),
+        log: kept?.log ?? new TransitionLog(),
         shelveTimer: null,
       };
       this.#alarms.set(config.id, entry);

@@ -730,6 +730,35 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine keeps an unchanged alarm's transition log limit across a reload: a reload does not start a new window", async () => {
+  const yaml = `
+alarms:
+  - { id: dither, signal: p0/probe/temp, hi: 80 }
+`;
+  const s = await setup(yaml);
+  try {
+    s.fx.clock.mono = 1_000;
+    const lines = () => s.lines.filter((l) => /alarm dither (raised|cleared)/.test(l));
+    for (let i = 0; i < TRANSITION_LOG_LINES + 2; i++) await s.read([temp(i % 2 === 0 ? 85 : 75)]);
+    assert.equal(lines().length, TRANSITION_LOG_LINES);
+    // A reload that keeps the alarm as it was (as a SIGHUP for another section would), within
+    // the same window: the alarm carries on, and so does its log limit.
+    s.reload(yaml);
+    const n = alarmEvents(s.events).length;
+    for (let i = 0; i < 4; i++) {
+      await s.read([temp((TRANSITION_LOG_LINES + i) % 2 === 0 ? 85 : 75)]);
+    }
+    assert.equal(alarmEvents(s.events).length, n + 4, "every transition is published");
+    assert.equal(
+      lines().length,
+      TRANSITION_LOG_LINES,
+      `transition lines within one window across a reload:\n${lines().join("\n")}`,
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine engages an interlock on time when its input goes stale, and raises a delayed alarm on a provider gone down, with no poll after", async () => {
   const s = await setup(`
 alarms:
