@@ -243,8 +243,6 @@ export class AlarmEngine implements AlarmService {
   /** The wake-up timer (module comment) and the instant it is set for (Infinity: none). */
   #wakeTimer: TimerId | null = null;
   #wakeDueMono = Infinity;
-  /** Providers whose changed inventory came before they were up again (bound and told then). */
-  readonly #rediscovered = new Set<string>();
 
   constructor(options: AlarmEngineOptions) {
     this.#o = options;
@@ -253,20 +251,11 @@ export class AlarmEngine implements AlarmService {
       ? { cache: options.cache }
       : { cache: options.cache, outages: options.outages };
     this.#build(options.alarms, options.interlocks, new Map(), []);
-    // A provider announces a new inventory before it counts as up, and what does not resolve is
-    // judged and reported for providers that are up only: both are done again once it is up.
-    const unwatchInventory = options.inventory.onChange((id, change) => {
-      if (change === "changed") this.#rediscovered.add(id);
-      else if (change === "removed") this.#rediscovered.delete(id);
+    // A provider announces a new inventory once it counts as up, with the cache holding it: what
+    // does not resolve (judged and reported for providers that are up only) is told then.
+    this.#unwatch = options.inventory.onChange((_id, change) => {
       if (change !== "unchanged") this.inventoryChanged();
     });
-    const unwatchUp = options.inventory.onAvailability((provider, up) => {
-      if (up && this.#rediscovered.delete(provider.id)) this.inventoryChanged();
-    });
-    this.#unwatch = () => {
-      unwatchInventory();
-      unwatchUp();
-    };
     this.#rebind(false);
   }
 

@@ -248,7 +248,6 @@ export class Kernel {
       cwd: config.configDir,
       shutdownTimeoutMs: config.runtime.shutdownTimeoutMs,
     });
-    this.inventory = new Inventory(this.registry, log.child("inventory"));
     this.cache = new StateCache({
       registry: this.registry,
       bus: this.bus,
@@ -263,6 +262,9 @@ export class Kernel {
       clock: host.clock,
       downAfterMs: deviceDownAfterMs(config.polling.intervalMs),
     });
+    // After the cache and the outages: a provider's hosts tell their listeners in the order they
+    // subscribed, so the upper layers' inventory listeners find both holding the new inventory.
+    this.inventory = new Inventory(this.registry, log.child("inventory"));
     this.audit = new AuditTrail({
       clock: host.clock,
       log,

@@ -73,7 +73,9 @@ export interface ProviderHostCounts {
 }
 
 /**
- * Listener for a provider's device inventory (after every successful discovery). `changed` is
+ * Listener for a provider's device inventory (after every successful discovery), told in the
+ * order they subscribed, once the provider counts as up and before its availability listeners
+ * are told. `changed` is
  * false when a rediscovery (a restart) found exactly the inventory the last one did: work that
  * depends on the inventory alone (an e-stop plan, bindings) need not be redone, and a restart
  * storm then costs no work per start that walks every provider.
@@ -416,8 +418,12 @@ export class ProviderHost {
     const signature = inventorySignature(devices);
     const changed = signature !== this.#inventorySignature;
     this.#inventorySignature = signature;
-    tellEach(this.#inventoryListeners, [devices, changed], this.#listenerFailed);
-    this.#apply({ type: "up", at: this.#deps.clock.monoMs() });
+    // Listeners are told once the provider counts as up (one reading it sees it up), and before
+    // its availability is said (the availability listeners find the new inventory in place).
+    this.#apply(
+      { type: "up", at: this.#deps.clock.monoMs() },
+      () => tellEach(this.#inventoryListeners, [devices, changed], this.#listenerFailed),
+    );
     session.ended.then((why) => this.#onSessionEnded(session, why));
   }
 
@@ -430,16 +436,21 @@ export class ProviderHost {
     this.#apply({ type: "failed", at: this.#deps.clock.monoMs() });
   }
 
-  #apply(event: SupervisorEvent): void {
+  /** Moves the supervisor on; `entered` runs in the new state, before availability is said. */
+  #apply(event: SupervisorEvent, entered?: () => void): void {
     const before = this.#state;
     const after = supervise(before, event, this.config.restartPolicy);
-    if (after === before) return;
+    if (after === before) {
+      entered?.();
+      return;
+    }
     this.#state = after;
     if (event.type === "failed") this.#counts.failures++;
     else if (event.type === "attempt") this.#counts.restart_attempts++;
     this.#log.debug(
       `supervision ${before.phase}(${before.attemptCount}) -${event.type}-> ${after.phase}(${after.attemptCount})`,
     );
+    entered?.();
     if (isAvailable(before) !== isAvailable(after)) this.#emitAvailability(isAvailable(after));
     // The state changed, so a phase was entered: BACKOFF and CIRCUIT_OPEN change only by leaving.
     if (after.phase === "BACKOFF") this.#scheduleRestart(after);

@@ -56,7 +56,9 @@ export interface InventoryReader {
   capabilities(providerId: string, deviceId: string): DeviceCapabilities | undefined;
   /**
    * Subscribes to inventory changes: a provider's (re)discovery, a provider added or removed (by
-   * a reload). Returns the unsubscribe function.
+   * a reload). A (re)discovered provider counts as up when its listeners are told, and the state
+   * cache and the device outages hold its new inventory (the composition root builds this port
+   * after them). Returns the unsubscribe function.
    */
   onChange(listener: InventoryListener): () => void;
   /** Subscribes to providers' availability (every provider, also those a reload adds). */
