@@ -49,9 +49,11 @@ export class VictoriaMetrics {
   /** The port it bound on its first start (0 before), kept for {@link resume}. */
   #port = 0;
   #child: Deno.ChildProcess | null = null;
+  readonly #extraArgs: readonly string[];
 
-  private constructor(dataDir: string) {
+  private constructor(dataDir: string, extraArgs: readonly string[]) {
     this.dataDir = dataDir;
+    this.#extraArgs = extraArgs;
   }
 
   /** The loopback port it serves on. */
@@ -64,10 +66,14 @@ export class VictoriaMetrics {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Starts an instance on a port of its own with a fresh temporary data dir; waits for /health. */
-  static async start(): Promise<VictoriaMetrics> {
+  /**
+   * Starts an instance on a port of its own with a fresh temporary data dir; waits for /health.
+   * `extraArgs` are added to its command line (e.g. `-dedup.minScrapeInterval=1ms`: one sample
+   * per series and millisecond, as InfluxDB keeps one point per series and timestamp).
+   */
+  static async start(o: { extraArgs?: readonly string[] } = {}): Promise<VictoriaMetrics> {
     const dir = await Deno.makeTempDir({ prefix: "vm_test_" });
-    const vm = new VictoriaMetrics(dir);
+    const vm = new VictoriaMetrics(dir, o.extraArgs ?? []);
     try {
       await vm.resume();
     } catch (err) {
@@ -90,6 +96,7 @@ export class VictoriaMetrics {
         `-storageDataPath=${this.dataDir}`,
         "-retentionPeriod=100y",
         "-loggerLevel=ERROR",
+        ...this.#extraArgs,
       ],
       stdin: "null",
       stdout: "null",

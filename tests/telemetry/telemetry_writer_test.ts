@@ -410,6 +410,66 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "TelemetryWriter retries a write that timed out after the database stored it with the same lines: each point is overwritten, not doubled",
+  ignore,
+  async fn() {
+    // One sample per series and millisecond, as InfluxDB keeps one point per series and
+    // timestamp (a later write of the same point overwrites it).
+    const vm = await VictoriaMetrics.start({ extraArgs: ["-dedup.minScrapeInterval=1ms"] });
+    const bodies: string[] = [];
+    const stored: number[] = [];
+    let failures = () => 0;
+    // In front of the database: the first write reaches it and is stored, but its answer is
+    // held until the writer has given up on it (its write timeout).
+    const proxy = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      async (req) => {
+        const u = new URL(req.url);
+        const body = await req.text();
+        bodies.push(body);
+        const res = await fetch(`${vm.url}${u.pathname}${u.search}`, { method: "POST", body });
+        await res.body?.cancel();
+        stored.push(res.status);
+        if (bodies.length === 1) {
+          await waitFor("the writer to give up on its first write", () => failures() >= 1, 5000);
+        }
+        return new Response(null, { status: res.status });
+      },
+    );
+    const bus = new EventBus();
+    const w = writer({
+      influx: settings(`http://127.0.0.1:${proxy.addr.port}`, { batchSize: 10 }),
+      tuning: { retryInitialMs: 50, retryMaxMs: 100, writeTimeoutMs: 300 },
+    });
+    failures = () => w.status().write_failures;
+    try {
+      w.start(bus);
+      publishDoubles(bus, 0, 10);
+      await waitFor("the rows written after the retry", () => w.status().total_written === 10);
+      const s = w.status();
+      equal(s.write_failures, 1, "the first write timed out");
+      equal(s.total_failed, 0);
+      ok(bodies.length >= 2, `${bodies.length} requests`);
+      equal(stored[0], 204, "the timed-out write was stored");
+      // The retry sends the very same lines: same series, same timestamps (same point identity).
+      const first = bodies[0]!.trimEnd().split("\n");
+      const retried = new Set(bodies.slice(1).join("").trimEnd().split("\n"));
+      for (const line of first) ok(retried.has(line), `not resent as it was: ${line}`);
+      // Each point is in the database once, with its value.
+      const series = await vm.export('runtime_signal_value_double{signal_id="temp"}');
+      const timestamps = series.flatMap((x) => x.timestamps);
+      equal(new Set(timestamps).size, timestamps.length, `timestamps: ${timestamps}`);
+      deepEqual(await exportedValues(vm), range(0, 10));
+    } finally {
+      await w.stop(1000);
+      await proxy.shutdown();
+      await vm.dispose();
+    }
+  },
+});
+
+Deno.test({
   name: "TelemetryWriter counts subscriber-queue overflow and flushes the rest on stop",
   ignore,
   async fn() {
