@@ -243,6 +243,8 @@ export class AlarmEngine implements AlarmService {
   /** The wake-up timer (module comment) and the instant it is set for (Infinity: none). */
   #wakeTimer: TimerId | null = null;
   #wakeDueMono = Infinity;
+  /** Providers the last binding skipped because they were down (judged again once up). */
+  readonly #unjudged = new Set<string>();
 
   constructor(options: AlarmEngineOptions) {
     this.#o = options;
@@ -252,10 +254,19 @@ export class AlarmEngine implements AlarmService {
       : { cache: options.cache, outages: options.outages };
     this.#build(options.alarms, options.interlocks, new Map(), []);
     // A provider announces a new inventory once it counts as up, with the cache holding it: what
-    // does not resolve (judged and reported for providers that are up only) is told then.
-    this.#unwatch = options.inventory.onChange((_id, change) => {
+    // does not resolve (judged and reported for providers that are up only) is told then. One
+    // that was down when the last binding skipped it (a reload meanwhile) is judged once it is up
+    // again, whatever inventory it comes back with.
+    const unwatchInventory = options.inventory.onChange((_id, change) => {
       if (change !== "unchanged") this.inventoryChanged();
     });
+    const unwatchUp = options.inventory.onAvailability((provider, up) => {
+      if (up && this.#unjudged.has(provider.id)) this.inventoryChanged();
+    });
+    this.#unwatch = () => {
+      unwatchInventory();
+      unwatchUp();
+    };
     this.#rebind(false);
   }
 
@@ -851,6 +862,7 @@ export class AlarmEngine implements AlarmService {
    */
   #rebind(report: boolean): void {
     const inventory = this.#o.inventory;
+    this.#unjudged.clear();
     for (const input of this.#inputs.values()) {
       const caps = inventory.capabilities(input.providerId, input.deviceId);
       const spec = caps?.signals.find((s) => s.signalId === input.signalId);
@@ -868,7 +880,11 @@ export class AlarmEngine implements AlarmService {
     }
     for (const entry of this.#interlocks) entry.unresolved = this.#unresolvedBlocks(entry);
     if (!report) return;
-    const up = (providerId: string) => inventory.provider(providerId)?.available ?? false;
+    const up = (providerId: string) => {
+      if (inventory.provider(providerId)?.available ?? false) return true;
+      this.#unjudged.add(providerId);
+      return false;
+    };
     for (const { monitor, input } of this.#alarms.values()) {
       const c = monitor.config;
       if (!up(c.providerId)) continue;
@@ -917,7 +933,10 @@ export class AlarmEngine implements AlarmService {
     const inventory = this.#o.inventory;
     const out: string[] = [];
     for (const b of entry.interlock.config.block) {
-      if (!(inventory.provider(b.providerId)?.available ?? false)) continue;
+      if (!(inventory.provider(b.providerId)?.available ?? false)) {
+        this.#unjudged.add(b.providerId);
+        continue;
+      }
       const caps = inventory.capabilities(b.providerId, b.deviceId);
       const matches = caps !== undefined &&
         caps.functions.some((f) =>

@@ -1133,6 +1133,54 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine judges a block entry a reload added while its provider was down once the provider is back, same inventory", async () => {
+  const fx = await startProgrammable({
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+      valve: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+  }, { restart: { backoffMs: [300, 300, 300] }, inProcess: true });
+  const lines: string[] = [];
+  const engine = new AlarmEngine({
+    ...configOf(""),
+    cache: fx.cache,
+    inventory: new InventoryPort(fx.registry),
+    bus: new EventBus(),
+    clock: fx.clock,
+    log: new LineLogger({
+      level: "debug",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
+  });
+  try {
+    await fx.cache.pollDevice("p0", "probe");
+    engine.start();
+    const pid = fx.kill();
+    await waitFor("down", () => !fx.host.available);
+    // A reload while it is down adds an interlock whose block entry names no function.
+    engine.reconfigure(configOf(`
+interlocks:
+  - { id: il, block: [p0/valve/nothing], while: "p0/probe/temp > 80", message: m }
+`));
+    assert.deepEqual(engine.interlocks()[0]!.unresolved_block, [], "not judged while down");
+    // It comes back with the inventory it had.
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid, 10000);
+    assert.deepEqual(engine.interlocks()[0]!.unresolved_block, ["p0/valve/nothing"]);
+    assert.ok(
+      lines.some((l) =>
+        l.includes("interlock il: block entry p0/valve/nothing matches no function")
+      ),
+      lines.join("\n"),
+    );
+  } finally {
+    engine.stop();
+    await fx.close();
+  }
+});
+
 Deno.test("AlarmEngine after a reload publishes an interlock's engage or release only when it changed: a kept one blocking is not engaged again, a loosened one is released", async () => {
   const yaml = (limit: number) => `
 interlocks:
