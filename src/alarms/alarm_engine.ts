@@ -284,6 +284,15 @@ export class AlarmEngine implements AlarmService {
     for (const entry of previous.values()) this.#clearShelveTimer(entry);
     this.#build(section.alarms, section.interlocks, previous, this.#interlocks);
     if (this.#stopped) return;
+    // A raised (or acknowledged, or shelved) alarm the reload removed or changed ends here: its
+    // clear is published, so the events, telemetry rows and run records end where the alarm
+    // view does (a changed one starts from normal and raises again if its condition holds).
+    const wall = this.#o.clock.nowMs();
+    for (const [id, entry] of previous) {
+      if (this.#alarms.get(id)?.log === entry.log) continue; // carried on
+      const t = entry.monitor.retire(wall);
+      if (t !== null) this.#publishAlarm(entry, t, "removed or changed by a reload");
+    }
     this.#rebind(this.#started);
     this.#armCarriedShelves();
     this.evaluateAll();
@@ -677,10 +686,10 @@ export class AlarmEngine implements AlarmService {
     return blocking;
   }
 
-  #publishAlarm(entry: AlarmEntry, t: AlarmTransitionRecord): void {
+  #publishAlarm(entry: AlarmEntry, t: AlarmTransitionRecord, why?: string): void {
     const config = entry.monitor.config;
     try {
-      this.#logTransition(entry, t);
+      this.#logTransition(entry, t, why);
       this.#o.bus.publish({
         kind: "alarm",
         alarm_id: config.id,
@@ -722,7 +731,7 @@ export class AlarmEngine implements AlarmService {
     }
   }
 
-  #logTransition(entry: AlarmEntry, t: AlarmTransitionRecord): void {
+  #logTransition(entry: AlarmEntry, t: AlarmTransitionRecord, why?: string): void {
     const config = entry.monitor.config;
     const value = `${config.signal} = ${valueText(t.value)}${
       t.quality && t.quality !== "OK" ? ` (${t.quality})` : ""
@@ -737,7 +746,7 @@ export class AlarmEngine implements AlarmService {
         write = t.level === "MAJOR" ? (l) => this.#log.error(l) : (l) => this.#log.warn(l);
         break;
       case "clear":
-        line = `alarm ${config.id} cleared: ${value}`;
+        line = `alarm ${config.id} cleared: ${why ?? value}`;
         break;
       case "ack":
         line = `alarm ${config.id} acknowledged`;

@@ -299,6 +299,22 @@ export class AlarmMonitor {
     return this.#record("unshelve", nowWall);
   }
 
+  /**
+   * Ends the alarm as a reload removes or replaces it: back to normal (not raised, not shelved,
+   * nothing pending) with a clear; null when it was normal already.
+   */
+  retire(nowWall: number): AlarmTransitionRecord | null {
+    if (this.state === "normal") return null;
+    this.#level = null;
+    this.#cause = null;
+    this.#limit = null;
+    this.#acked = false;
+    this.#shelvedUntilMono = null;
+    this.#shelvedUntilWall = null;
+    this.#pendingSinceMono = null;
+    return this.#record("clear", nowWall);
+  }
+
   /** Unshelves when the shelve has run out; null otherwise. */
   expireShelve(nowMono: number, nowWall: number): AlarmTransitionRecord | null {
     if (this.#shelvedUntilMono === null || nowMono < this.#shelvedUntilMono) return null;

@@ -644,15 +644,53 @@ alarms:
     s.timers.fireDue();
     assert.equal(s.engine.alarm("warm").state, "active");
 
-    // A changed limit is a new alarm: it starts over and raises on the next poll.
+    // A changed limit is a new alarm: the old one clears, the new one starts over and raises on
+    // the next poll.
     const m = alarmEvents(s.events).length;
     s.reload(yaml(90));
     await s.read([temp(120)]);
     assert.deepEqual(
       alarmEvents(s.events).slice(m).map((e) => [e.alarm_id, e.transition]),
-      [["hot", "raise"]],
+      [["hot", "clear"], ["hot", "raise"]],
     );
     assert.equal(s.actions.length, 1);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine clears a raised alarm a reload removes or changes, so events, rows and run records end where the alarm view does", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+  - { id: gone, signal: p0/probe/temp, hi: 50 }
+  - { id: kept, signal: p0/probe/temp, hi: 60 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.alarm_id, e.transition, e.state]),
+      [["hot", "raise", "active"], ["gone", "raise", "active"], ["kept", "raise", "active"]],
+    );
+    const n = alarmEvents(s.events).length;
+    // hot's limit moves above the value (it starts from normal, and stays so); gone is removed.
+    s.reload(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 90 }
+  - { id: kept, signal: p0/probe/temp, hi: 60 }
+`);
+    await s.read([temp(85)]);
+    assert.equal(s.engine.alarm("hot").state, "normal");
+    assert.deepEqual(
+      alarmEvents(s.events).slice(n).map((e) => [e.alarm_id, e.transition, e.state, e.level]),
+      [["hot", "clear", "normal", null], ["gone", "clear", "normal", null]],
+      "the last event of each alarm says what the alarm view says",
+    );
+    assert.ok(
+      s.lines.some((l) => l.includes("alarm gone cleared: removed or changed by a reload")),
+      s.lines.join("\n"),
+    );
   } finally {
     await s.close();
   }
