@@ -281,8 +281,9 @@ export class AlarmEngine implements AlarmService {
     section: { alarms: readonly AlarmConfig[]; interlocks: readonly InterlockConfig[] },
   ): void {
     const previous = this.#alarms;
+    const previousInterlocks = this.#interlocks;
     for (const entry of previous.values()) this.#clearShelveTimer(entry);
-    this.#build(section.alarms, section.interlocks, previous, this.#interlocks);
+    this.#build(section.alarms, section.interlocks, previous, previousInterlocks);
     if (this.#stopped) return;
     // A raised (or acknowledged, or shelved) alarm the reload removed or changed ends here: its
     // clear is published, so the events, telemetry rows and run records end where the alarm
@@ -292,6 +293,15 @@ export class AlarmEngine implements AlarmService {
       if (this.#alarms.get(id)?.log === entry.log) continue; // carried on
       const t = entry.monitor.retire(wall);
       if (t !== null) this.#publishAlarm(entry, t, "removed or changed by a reload");
+    }
+    // Likewise a blocking interlock the reload removed: released (a kept one goes on below).
+    const kept = new Set(section.interlocks.map((c) => c.id));
+    for (const entry of previousInterlocks) {
+      const id = entry.interlock.config.id;
+      if (kept.has(id) || !entry.blocking || entry.sinceWall === null) continue;
+      entry.blocking = false;
+      this.#log.info(`interlock ${id} released: removed by a reload`);
+      this.#publishInterlock(entry, false, null, wall);
     }
     this.#rebind(this.#started);
     this.#armCarriedShelves();
@@ -674,6 +684,17 @@ export class AlarmEngine implements AlarmService {
     } else {
       entry.log.write(mono, `interlock ${config.id} released`, (line) => this.#log.info(line));
     }
+    this.#publishInterlock(entry, blocking, reason, wall);
+    return blocking;
+  }
+
+  #publishInterlock(
+    entry: InterlockEntry,
+    blocking: boolean,
+    reason: string | null,
+    wall: number,
+  ): void {
+    const config = entry.interlock.config;
     this.#o.bus.publish({
       kind: "interlock",
       interlock_id: config.id,
@@ -683,7 +704,6 @@ export class AlarmEngine implements AlarmService {
       block: config.block.map((b) => b.handle),
       timestamp_ms: wall,
     });
-    return blocking;
   }
 
   #publishAlarm(entry: AlarmEntry, t: AlarmTransitionRecord, why?: string): void {

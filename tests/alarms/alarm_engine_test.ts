@@ -1243,6 +1243,28 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine releases a blocking interlock a reload removes, so its events and run records end where the gate does", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    await s.read([temp(85)]);
+    assert.deepEqual(interlockEvents(s.events).map((e) => [e.interlock_id, e.blocking]), [
+      ["il", true],
+    ]);
+    s.reload("interlocks: []\n");
+    assert.deepEqual(s.engine.interlocks(), []);
+    assert.deepEqual(
+      interlockEvents(s.events).map((e) => [e.interlock_id, e.blocking]),
+      [["il", true], ["il", false]],
+      "the last event of the removed interlock says it blocks nothing",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine's wake-up is never set for an instant already past while an interlock blocks on one bad input of two", async () => {
   const s = await setup(`
 interlocks:
