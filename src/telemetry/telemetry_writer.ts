@@ -241,8 +241,21 @@ export async function loadInfluxClient(): Promise<void> {
   influxClient ??= (await import("@influxdata/influxdb-client")).InfluxDB;
 }
 
-/** A bus event, or a line formatted when it was recorded (run events). */
-type QueueItem = RuntimeEvent | { kind: "formatted_line"; line: string };
+/**
+ * A bus event, a line formatted when it was recorded (run events), or the quality of a polled
+ * signal without a value (formatted when batched, as events are: with the names then in effect).
+ */
+type QueueItem =
+  | RuntimeEvent
+  | { kind: "formatted_line"; line: string }
+  | {
+    kind: "valueless_signal";
+    provider_id: string;
+    device_id: string;
+    signal_id: string;
+    quality: Quality;
+    timestamp_ms: number;
+  };
 
 type WriteOutcome = "ok" | "rejected" | "failed";
 
@@ -628,36 +641,20 @@ export class TelemetryWriter {
       }
       written!.set(id, s.quality);
       now ??= this.#opts.clock.nowMs();
-      this.#enqueueRow(
-        signalRow(
-          this.#runtimeName,
-          dev.providerId,
-          dev.deviceId,
-          id,
-          null,
-          s.quality,
-          now,
-          this.#names,
-        ),
-      );
+      this.#enqueue({
+        kind: "valueless_signal",
+        provider_id: dev.providerId,
+        device_id: dev.deviceId,
+        signal_id: id,
+        quality: s.quality,
+        timestamp_ms: now,
+      });
     }
   };
 
   #forgetValueless(): void {
     this.#valueless.clear();
     this.#valuelessCount = 0;
-  }
-
-  /** Formats a row now and queues its line. */
-  #enqueueRow(row: Row): void {
-    let line: string | null;
-    try {
-      line = this.#format(row);
-    } catch (err) {
-      this.#unformattable(`${row.measurement}: ${errorMessage(err)}`);
-      return;
-    }
-    if (line !== null) this.#enqueue({ kind: "formatted_line", line: this.#points.distinct(line) });
   }
 
   #enqueue(item: QueueItem): void {
@@ -688,7 +685,18 @@ export class TelemetryWriter {
       }
       let line: string | null;
       try {
-        const row = rowForEvent(this.#runtimeName, item, this.#names);
+        const row = item.kind === "valueless_signal"
+          ? signalRow(
+            this.#runtimeName,
+            item.provider_id,
+            item.device_id,
+            item.signal_id,
+            null,
+            item.quality,
+            item.timestamp_ms,
+            this.#names,
+          )
+          : rowForEvent(this.#runtimeName, item, this.#names);
         if (row === null) continue; // an event kind that is not written
         if (row.omission?.kind === "value") this.#omittedValues++;
         line = this.#format(row);

@@ -3,6 +3,7 @@
  * buffered: against an injected transport and one manual clock, as telemetry_transport_test.ts.
  */
 import assert from "node:assert/strict";
+import { TelemetryWriter, type TelemetryWriterOptions } from "../../src/telemetry/mod.ts";
 import { ScriptedDb, scriptedRig, SETTINGS } from "./_scripted_db.ts";
 
 Deno.test("TelemetryWriter.retarget to the same database keeps the rows waiting for a retry while it is down", async () => {
@@ -136,4 +137,58 @@ Deno.test("TelemetryWriter.stop during a retarget waits for it, then stops the w
   assert.deepEqual(second.values(), [4, 5, 6, 7], "the stop flushed the new target's rows");
   assert.equal(s.total_written + s.total_failed, 8, "every row written or counted");
   assert.equal(clock.pendingTimers, 0, "stop() leaves no timer behind");
+});
+
+Deno.test("TelemetryWriter.retarget to other measurement names writes a quality-only row polled meanwhile under the new names", async () => {
+  const { clock, db, bus, options, writer: unused } = scriptedRig();
+  await unused.stop(0);
+  type Listener = Parameters<NonNullable<TelemetryWriterOptions["polls"]>["onDevicePolled"]>[0];
+  let polled: Listener = () => {};
+  const polls = {
+    onDevicePolled(l: Listener) {
+      polled = l;
+      return () => {};
+    },
+  };
+  const writer = new TelemetryWriter({ ...options, polls });
+  writer.start(bus);
+  const device = (quality: "UNAVAILABLE" | "FAULT") =>
+    ({
+      providerId: "sim0",
+      deviceId: "probe",
+      pollable: ["absent"],
+      signals: new Map([["absent", { value: null, quality, timestampMs: 0, receivedMono: 0 }]]),
+      lastPollMs: 0,
+      lastPollMono: 0,
+      available: true,
+    }) as unknown as Parameters<Listener>[0];
+  try {
+    db.script("hang"); // the write in flight when the reload comes never answers
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "IDLE",
+      new_mode: "MANUAL",
+      timestamp_ms: 1_760_000_000_000,
+    });
+    await clock.advanceAsync(60);
+    assert.equal(db.requests.length, 1, "a write in flight");
+    // Same database, anolis names: the reload waits for the write in flight.
+    const reloaded = writer.retarget({ ...options, polls, measurementNames: "anolis" }, 200);
+    polled(device("FAULT")); // a poll during the reload
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "MANUAL",
+      new_mode: "AUTO",
+      timestamp_ms: 1_760_000_000_001,
+    });
+    await clock.advanceAsync(200);
+    await reloaded;
+    await clock.advanceAsync(1000);
+    const lines = db.requests.slice(1).flat();
+    assert.ok(lines.some((l) => l.startsWith("mode_change ")), lines.join("\n"));
+    const row = lines.find((l) => l.includes("signal_id=absent"));
+    assert.match(row ?? "", /^anolis_signal,/, lines.join("\n"));
+  } finally {
+    await writer.stop(0);
+  }
 });
