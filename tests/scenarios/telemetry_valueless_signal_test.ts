@@ -44,9 +44,12 @@ Deno.test("Telemetry writes a quality-only row for a signal that never had a val
     const polls = runtime.cache.device("p0", "missing")!.lastPollMs;
     await waitFor(
       "two more polls written",
-      () =>
-        runtime.cache.device("p0", "missing")!.lastPollMs >= polls + 100 &&
-        runtime.telemetry.status().pending_batch === 0,
+      () => {
+        const st = runtime.telemetry.status();
+        return runtime.cache.device("p0", "missing")!.lastPollMs >= polls + 100 &&
+          st.queue_depth === 0 && st.pending_batch === 0 &&
+          st.total_written === recorder.lines.length;
+      },
       5000,
     );
     const absent = recorder.lines.filter((l) => l.startsWith(`${series},signal_id=absent `));
