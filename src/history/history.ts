@@ -117,7 +117,7 @@ export interface HistoryOptions {
   readonly files: JournalFiles;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly cache: Pick<StateCache, "onDevicePolled" | "device">;
+  readonly cache: Pick<StateCache, "onDevicePolled" | "device" | "qualityNow">;
 }
 
 /** Forward steps of the wall clock History remembers at once (the oldest is forgotten first). */
@@ -239,14 +239,20 @@ export class History {
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
     const signals = dev.signals;
+    const cache = this.#o.cache;
     for (let i = 0; i < pollable.length; i++) {
       const s = signals.get(pollable[i]!);
       if (s === undefined) continue;
       const value = s.value;
       const d = value === null ? null : exactDouble(value);
       const sig = e.signals[i]!;
-      sig.record(seq, value, d, s.quality, oldest);
-      sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(s.quality));
+      // The quality a reader saw at this poll: an OK sample this poll did not bring (the provider
+      // left the signal out of its answer) is STALE past its bound, as GET /v0/state reads it.
+      const quality = s.quality !== "OK" || s.receivedMono === dev.lastPollMono
+        ? s.quality
+        : cache.qualityNow(dev.providerId, dev.deviceId, pollable[i]!, s);
+      sig.record(seq, value, d, quality, oldest);
+      sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(quality));
     }
     // (A wall clock stepped back sweeps at once and starts the count again.)
     if (now - this.#sweptAtMs >= HISTORY_SWEEP_EVERY_MS || now < this.#sweptAtMs) {

@@ -199,6 +199,8 @@ export interface EdgeNodeOptions {
   readonly inventory: InventoryReader;
   readonly reads: {
     signal(providerId: string, deviceId: string, signalId: string): SignalState | undefined;
+    /** The quality a reader sees now: STALE for an OK sample past its bound (StateCache). */
+    qualityNow(providerId: string, deviceId: string, signalId: string, s: SignalState): Quality;
   };
   readonly status: () => NodeStatus;
   /** Present only with `sparkplug.commands: true`. */
@@ -886,7 +888,10 @@ export class SparkplugEdgeNode {
           s,
           this.#alias(id, s.signalId),
           state?.value ?? null,
-          state?.quality ?? "UNAVAILABLE",
+          // As GET /v0/state reads it: an OK sample past its bound is STALE, not Good.
+          state === undefined
+            ? "UNAVAILABLE"
+            : this.#o.reads.qualityNow(providerId, deviceId, s.signalId, state),
           // When the runtime received the value (its age on the monotonic clock), as DDATA are
           // stamped with the poll's time: never the provider's timestamp, whose clock may be
           // anywhere (a year ahead, 1970 on a board without a real-time clock).

@@ -30,6 +30,7 @@ export function handFedHistory(o: Partial<Config["history"]> = {}, files = new M
         return () => (polled = null);
       },
       device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
+      qualityNow: (_p, _d, _s, s) => s.quality,
     },
   });
   const devices = new Map<string, DeviceState>();

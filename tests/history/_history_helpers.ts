@@ -68,6 +68,7 @@ export async function startRig(o: {
   clock?: TestClock;
   host?: Partial<KernelHost>;
   inventoryFile?: string;
+  sparkplug?: Partial<Config["sparkplug"]>;
 } = {}): Promise<HistoryRig> {
   const dataDir = o.dataDir ?? tempDir("history-data-");
   const clock = o.clock ?? new TestClock();
@@ -78,6 +79,7 @@ export async function startRig(o: {
     pollingIntervalMs: 60_000,
     runtime: { dataDir },
     ...(o.history ? { history: o.history } : {}),
+    ...(o.sparkplug ? { sparkplug: o.sparkplug } : {}),
   });
   const rt = await startServing(config, { clock, ...o.host });
   const base = `http://127.0.0.1:${rt.http!.port}`;

@@ -158,7 +158,7 @@ function rig(o: { bdSeqStore?: BdSeqStore } = {}) {
       },
     },
     inventory,
-    reads: { signal: (_p, _d, s) => signals.get(s) },
+    reads: { signal: (_p, _d, s) => signals.get(s), qualityNow: (_p, _d, _s, s) => s.quality },
     status: () => ({
       mode: "AUTO",
       estopLatched: false,
