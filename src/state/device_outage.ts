@@ -7,7 +7,8 @@
  * | its provider is not configured, or not AVAILABLE          | down at once                       |
  * | its provider is up but does not list it                   | down at once                       |
  * | its last read failed, every polled signal is UNAVAILABLE  | failing; down once it has been so  |
- * | or FAULT, or the provider's health reports it UNREACHABLE | for {@link deviceDownAfterMs}      |
+ * | or FAULT (or never answered), or the provider's health    | for {@link deviceDownAfterMs}      |
+ * | reports it UNREACHABLE                                    |                                    |
  * | it has no polled signal (nothing to judge reads by)       | up (listed by an AVAILABLE provider) |
  * | otherwise                                                 | up                                 |
  *
@@ -263,21 +264,33 @@ function down(reason: string, sinceMono: number | null): DeviceCondition {
 }
 
 /**
- * Whether the reads of a device fail: the last poll failed, every polled signal is UNAVAILABLE
- * or FAULT, or the provider's own health says the device is UNREACHABLE. Allocates nothing (it
- * runs after every poll).
+ * Whether the reads of a device fail: the last poll failed, every polled signal it has answered
+ * is UNAVAILABLE or FAULT (a signal never answered vouches for nothing: it is judged by the ones
+ * it sends, and failing when it sends none), or the provider's own health says the device is
+ * UNREACHABLE. Allocates nothing (it runs after every poll).
  */
 function readsFail(dev: DeviceState, cache: StateCache): boolean {
   if (dev.pollable.length === 0) return false;
   if (!dev.available) return true;
+  if (signalsFail(dev)) return true;
+  return reportedUnreachable(dev, cache);
+}
+
+/** No polled signal of an answering device has a good sample: each is bad or never answered. */
+function signalsFail(dev: DeviceState): boolean {
   const pollable = dev.pollable;
-  let bad = 0;
   for (let i = 0; i < pollable.length; i++) {
     const q = dev.signals.get(pollable[i]!)?.quality;
-    if (q === "UNAVAILABLE" || q === "FAULT") bad++;
+    if (q !== undefined && q !== "UNAVAILABLE" && q !== "FAULT") return false;
   }
-  if (bad === pollable.length) return true;
-  return reportedUnreachable(dev, cache);
+  return true;
+}
+
+/** Whether an answering device has sent no sample of any of its polled signals yet. */
+function noneAnswered(dev: DeviceState): boolean {
+  const pollable = dev.pollable;
+  for (let i = 0; i < pollable.length; i++) if (dev.signals.has(pollable[i]!)) return false;
+  return true;
 }
 
 function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {
@@ -298,5 +311,6 @@ function readFailure(dev: DeviceState, cache: StateCache): string | null {
     return dev.lastPollMs === 0 ? "it has not answered a read yet" : "its reads fail";
   }
   if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
+  if (noneAnswered(dev)) return "its reads are answered, but none of its polled signals answered";
   return "every polled signal is UNAVAILABLE or FAULT";
 }

@@ -573,3 +573,57 @@ Deno.test("DeviceOutages does not judge a restarted provider's device by the hea
     await fx.close();
   }
 });
+
+Deno.test("DeviceOutages: a signal never answered does not vouch for its device: the answered ones all FAULT, or none answered, is failing", async () => {
+  // The pump never sends temp: judged by the signals it sends (flow), as above.
+  const pump = { ...INVENTORY.devices.pump!, values: [dbl("flow", 1)] };
+  const fx = await startProgrammable({ devices: { pump } }, { mono: 10_000, inProcess: true });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const told: string[] = [];
+  outages.onChange((c) => told.push(`${c.deviceId} ${c.condition.kind}`));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    // Every signal it sends is FAULT; temp, never answered, is no good reading either.
+    await fx.program("pump", { read: { values: [dbl("flow", 1, { quality: Q.FAULT })] } });
+    await fx.cache.pollDevice("p0", "pump");
+    const c = outages.condition("p0", "pump");
+    assert.equal(c.kind, "failing", "flow FAULT and temp never answered");
+    assert.match(c.reason, /every polled signal is UNAVAILABLE or FAULT/);
+    timers.advance(DOWN_AFTER_MS);
+    assert.deepEqual(told, ["pump up", "pump failing", "pump down"]);
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device whose reads answer none of its polled signals is failing, then down", async () => {
+  const pump = { ...INVENTORY.devices.pump!, values: [] };
+  const fx = await startProgrammable({ devices: { pump } }, { mono: 10_000, inProcess: true });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(fx.cache.device("p0", "pump")?.available, true, "the read was answered");
+    const c = outages.condition("p0", "pump");
+    assert.equal(c.kind, "failing", "an answer without any polled signal");
+    assert.match(c.reason, /none of its polled signals answered/);
+    timers.advance(DOWN_AFTER_MS);
+    assert.equal(outages.condition("p0", "pump").kind, "down");
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
