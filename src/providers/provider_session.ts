@@ -18,6 +18,7 @@ import {
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
+  type SignalSpec,
   type SpawnFn,
   type TimerId,
   toRuntimeError,
@@ -88,6 +89,35 @@ export const MAX_DISCOVERY_WARNINGS = 20;
 const WARNING_ID_CHARS = 80;
 /** Longest discovery warning (a provider's error message inside it is cut). */
 const WARNING_CHARS = 300;
+/** How a discovery warning that skipped its device ends. */
+const SKIPPED = "device skipped";
+
+/**
+ * The ids a device declares more than one signal under, in order of their second declaration.
+ * Every part of the runtime keys a signal by its id (its cached sample, poll plan, stale bound,
+ * Sparkplug alias): one declaration must hold for all of them, so the first is kept (as for a
+ * parameter declared twice) and the others dropped, with a warning.
+ */
+function signalsDeclaredTwice(caps: DeviceCapabilities): string[] {
+  const seen = new Set<string>();
+  const twice: string[] = [];
+  for (const s of caps.signals) {
+    if (!seen.has(s.signalId)) seen.add(s.signalId);
+    else if (!twice.includes(s.signalId)) twice.push(s.signalId);
+  }
+  return twice;
+}
+
+/** The first declaration of each signal id, in declaration order. */
+function firstDeclarations(signals: readonly SignalSpec[]): SignalSpec[] {
+  const seen = new Set<string>();
+  return signals.filter((s) => {
+    if (seen.has(s.signalId)) return false;
+    seen.add(s.signalId);
+    return true;
+  });
+}
+
 /** Device ids that cannot be addressed as a URL path segment (RFC 3986 dot-segments). */
 const UNADDRESSABLE_IDS: ReadonlySet<string> = new Set([".", ".."]);
 
@@ -304,18 +334,21 @@ export class ProviderSession {
     const out: DeviceCapabilities[] = [];
     const seen = new Set<string>();
     const warnings: string[] = [];
-    let extra = 0; // skips beyond MAX_DISCOVERY_WARNINGS: counted, neither kept nor logged
-    const skip = (why: string) => {
+    let extra = 0; // warnings beyond MAX_DISCOVERY_WARNINGS: counted, neither kept nor logged
+    let extraKept = 0; // of those, the ones that skipped no device
+    const warn = (why: string, outcome: string) => {
       if (warnings.length === MAX_DISCOVERY_WARNINGS) {
         extra++;
+        if (outcome !== SKIPPED) extraKept++;
         return;
       }
-      const line =
-        `${why.length > WARNING_CHARS ? `${why.slice(0, WARNING_CHARS)}\u2026` : why}; ` +
-        "device skipped";
+      const line = `${
+        why.length > WARNING_CHARS ? `${why.slice(0, WARNING_CHARS)}\u2026` : why
+      }; ${outcome}`;
       this.#deps.log.warn(`discovery: ${line}`);
       warnings.push(line);
     };
+    const skip = (why: string) => warn(why, SKIPPED);
     for (const d of list.devices ?? []) {
       const id = d.device_id ?? "";
       if (!id) {
@@ -344,11 +377,20 @@ export class ProviderSession {
         skip(`DescribeDevice ${quote(id)} answered for device ${quote(answered)}`);
         continue;
       }
-      out.push(capabilitiesFromWire(this.#cfg.id, id, desc));
+      const caps = capabilitiesFromWire(this.#cfg.id, id, desc);
+      const twice = signalsDeclaredTwice(caps);
+      for (const signalId of twice) {
+        warn(
+          `DescribeDevice ${quote(id)} declares signal ${quote(signalId)} more than once`,
+          "the first declaration is kept",
+        );
+      }
+      out.push(twice.length === 0 ? caps : { ...caps, signals: firstDeclarations(caps.signals) });
     }
     if (extra > 0) {
-      warnings[MAX_DISCOVERY_WARNINGS - 1] = `${extra + 1} more devices skipped`;
-      this.#deps.log.warn(`discovery: ${extra} more devices skipped`);
+      const what = extraKept === 0 ? "devices skipped" : "discovery warnings";
+      warnings[MAX_DISCOVERY_WARNINGS - 1] = `${extra + 1} more ${what}`;
+      this.#deps.log.warn(`discovery: ${extra} more ${what}`);
     }
     this.discoveryWarnings = warnings;
     // Up but not ready (executable profile v1 sec. 6): its host lacks what it needs, and it says

@@ -1050,7 +1050,7 @@ export class StateCache implements FreshReader {
       for (const s of caps.signals) {
         const polled = s.pollHintHz > 0;
         if (polled) pollable.push(s.signalId);
-        // A signal declared twice: polled if either declaration has a poll hint.
+        // (Discovery keeps one declaration per signal id; were there two, either poll hint.)
         if (!slots.get(s.signalId)?.polled) {
           slots.set(s.signalId, {
             type: s.valueType,

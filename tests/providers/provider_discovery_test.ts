@@ -215,3 +215,35 @@ Deno.test("A discovery failure quotes the provider's last stderr lines, and an e
     await Deno.remove(file);
   }
 });
+
+Deno.test("A signal declared twice: the first declaration is kept whole (type, poll hint, stale bound), with a warning", async () => {
+  const fx = await startProgrammable({
+    devices: {
+      a: {
+        signals: [
+          { id: "x", type: T.DOUBLE }, // polled, no stale_after_ms of its own
+          { id: "y", type: T.DOUBLE },
+          { id: "x", type: T.DOUBLE, hint: 0, staleMs: 900_000 }, // not polled, a long bound
+        ],
+      },
+    },
+  });
+  try {
+    const caps = fx.registry.capabilities("p0", "a")!;
+    assert.deepEqual(caps.signals.map((s) => s.signalId), ["x", "y"], "one declaration of x");
+    assert.equal(caps.signals[0]!.staleAfterMs, 0, "the first declaration's");
+    assert.deepEqual(fx.cache.device("p0", "a")!.pollable, ["x", "y"]);
+    // x's bound is that of a signal declaring none (its device's liveness bound), as y's: not
+    // the 900 s of a declaration that also says x is not polled.
+    assert.equal(
+      fx.cache.staleAfterMs("p0", "a", "x"),
+      fx.cache.livenessBounds("p0", "a")!.staleAfterMs,
+      "x's stale bound",
+    );
+    assert.deepEqual(fx.host.session!.discoveryWarnings, [
+      'DescribeDevice "a" declares signal "x" more than once; the first declaration is kept',
+    ]);
+  } finally {
+    await fx.close();
+  }
+});

@@ -467,10 +467,10 @@ Deno.test("StateCache drops samples of undeclared signals and ignores declared s
         signals: [
           { id: "x", type: T.DOUBLE },
           { id: "quiet", type: T.DOUBLE, hint: 0 },
-          // Declared twice, polled by the second declaration.
+          // Declared twice: discovery keeps the first declaration (not polled).
           { id: "twice", type: T.DOUBLE, hint: 0 },
           { id: "twice", type: T.DOUBLE, hint: 5 },
-          // Declared twice, polled by the first declaration.
+          // Declared twice: the first declaration holds (polled).
           { id: "again", type: T.DOUBLE, hint: 5 },
           { id: "again", type: T.DOUBLE, hint: 0 },
         ],
@@ -484,12 +484,13 @@ Deno.test("StateCache drops samples of undeclared signals and ignores declared s
       },
     });
     await fx.cache.pollDevice("p0", "d0");
-    assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "twice", "again"]);
+    assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "again"]);
     assert.deepEqual(
       [...fx.cache.device("p0", "d0")!.signals.keys()].sort(),
-      ["again", "twice", "x"],
+      ["again", "x"],
     );
     assert.equal(fx.cache.signal("p0", "d0", "quiet"), undefined);
+    assert.equal(fx.cache.signal("p0", "d0", "twice"), undefined);
     assert.equal(fx.cache.signal("p0", "d0", "ghost"), undefined);
     assert.deepEqual(fx.cache.dataFaults("p0"), {
       type_mismatch: 0,
@@ -499,7 +500,7 @@ Deno.test("StateCache drops samples of undeclared signals and ignores declared s
     const signals = take(fx).filter((e) => e.kind === "state_update").map((e) =>
       e.kind === "state_update" && e.signal_id
     );
-    assert.deepEqual(signals, ["x", "twice", "again"]);
+    assert.deepEqual(signals, ["x", "again"]);
     assert.match(
       fx.lines.find((l) => l.includes("undeclared"))!,
       /^WARN .*p0\/d0: dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
