@@ -414,6 +414,11 @@ export function responseComponents(): Record<string, JsonSchema> {
         signals: arr(obj(["signal_id", "value_type", "points"], {
           signal_id: str,
           value_type: { enum: [...VALUE_TYPES, "unknown"] },
+          unit: note(
+            str,
+            "The signal's unit as its device declares it now (SignalSpec.unit); absent when it " +
+              "declares none.",
+          ),
           points: arr(obj(["t_ms", "min", "max", "last", "count", "quality"], {
             t_ms: note(int, "Bucket start, or the sample's time at full rate (epoch ms)."),
             min: orNull(num),

@@ -126,6 +126,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
             value_type: s.type,
             poll_hint_hz: s.hint ?? DEFAULT_POLL_HINT_HZ,
             ...(s.staleMs === undefined ? {} : { stale_after_ms: s.staleMs }),
+            ...(s.unit === undefined ? {} : { unit: s.unit }),
           })),
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },

@@ -45,6 +45,8 @@ export interface SignalDecl {
   readonly type: number;
   readonly hint?: number;
   readonly staleMs?: number;
+  /** Its unit (SignalSpec.unit; none by default). */
+  readonly unit?: string;
 }
 
 /** How a start-up step is answered: after `delayMs`, or never (`hang`). */
@@ -274,6 +276,7 @@ export function programmableFake(inventory: Inventory, host: ProgramHost): FakeP
             value_type: s.type,
             poll_hint_hz: s.hint ?? DEFAULT_POLL_HINT_HZ,
             ...(s.staleMs === undefined ? {} : { stale_after_ms: s.staleMs }),
+            ...(s.unit === undefined ? {} : { unit: s.unit }),
           })),
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },

@@ -178,16 +178,20 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     stepMs,
   });
   if (format === "csv") return csvResponse(historyCsv(answer));
-  // A signal the ring has not seen a value of (only on disk): its declared type, when declared.
-  const declared = (id: string) =>
-    caps?.signals.find((s) => s.signalId === id)?.valueType ?? "unknown";
+  const spec = (id: string) => caps?.signals.find((s) => s.signalId === id);
   return okResponse({
     ...answer,
-    signals: answer.signals.map((s) => ({
-      ...s,
-      value_type: s.value_type === "unknown" ? declared(s.signal_id) : s.value_type,
-      points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
-    })),
+    signals: answer.signals.map((s) => {
+      const declared = spec(s.signal_id);
+      return {
+        ...s,
+        // A signal the ring has not seen a value of (only on disk): its declared type, if any.
+        value_type: s.value_type === "unknown" ? declared?.valueType ?? "unknown" : s.value_type,
+        // Its unit as the device declares it now (as GET /v0/state), only when it declares one.
+        ...(declared?.unit ? { unit: declared.unit } : {}),
+        points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
+      };
+    }),
   });
 }
 
