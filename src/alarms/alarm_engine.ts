@@ -603,7 +603,7 @@ export class AlarmEngine implements AlarmService {
           return {
             signal: input.handle,
             value: s?.value ?? null,
-            quality: s?.quality ?? null,
+            quality: SignalInput.qualityOf(problem, s),
             bad_input: problem === InputProblem.GOOD
               ? null
               : input.describe(problem, this.#ctx, mono),
@@ -656,7 +656,8 @@ export class AlarmEngine implements AlarmService {
     const usable = problem === InputProblem.GOOD && alarmAccepts(monitor.config, value!);
     // A good value of a type this alarm cannot judge became unusable when it was read.
     const badSince = problem === InputProblem.GOOD ? null : input.badSinceMono;
-    const t = monitor.evaluate(value, s?.quality ?? null, usable, mono, wall, badSince);
+    const quality = SignalInput.qualityOf(problem, s);
+    const t = monitor.evaluate(value, quality, usable, mono, wall, badSince);
     if (t !== null) this.#publishAlarm(entry, t);
     const pending = monitor.pendingDueMono;
     const stale = input.staleAtMono;
@@ -809,7 +810,7 @@ export class AlarmEngine implements AlarmService {
       cause: m.cause,
       limit: m.limit,
       value: s?.value ?? null,
-      quality: s?.quality ?? null,
+      quality: SignalInput.qualityOf(problem, s),
       bad_input: badInput,
       since_epoch_ms: m.sinceEpochMs,
       shelved_until_epoch_ms: this.#shelvedUntilWall(m),

@@ -9,7 +9,7 @@
  * input remembers since when it has been unusable, whatever made it so, so an alarm's delay runs
  * from that moment whether or not anything polls (a provider that is down is not polled).
  */
-import type { TypedValue, ValueType } from "../common/mod.ts";
+import type { Quality, TypedValue, ValueType } from "../common/mod.ts";
 import type { DeviceOutages, SignalState, StateCache } from "../state/mod.ts";
 
 /** What an input is judged against: the cache, and (in the runtime) device conditions. */
@@ -85,6 +85,14 @@ export class SignalInput {
   /** When the usable sample goes stale (as last classified); null while unusable. */
   get staleAtMono(): number | null {
     return this.#staleAtMono;
+  }
+
+  /**
+   * The quality a reader sees of the sample classified as `problem`: STALE for one past its bound
+   * (AGE: stored OK, as GET /v0/state reads it), else its own; null without a sample.
+   */
+  static qualityOf(problem: InputProblem, s: SignalState | undefined): Quality | null {
+    return problem === InputProblem.AGE ? "STALE" : s?.quality ?? null;
   }
 
   /** The cached sample; undefined when there is none. */

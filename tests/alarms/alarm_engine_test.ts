@@ -1313,3 +1313,26 @@ alarms:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine records an input gone stale by age as STALE, as GET /v0/state reads it, not the OK it was stored with", async () => {
+  const s = await setup(`
+alarms:
+  - { id: stale, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    await s.read([temp(25)]);
+    // Nothing answers temp any more: its OK sample ages past the bound (1000 ms here).
+    s.fx.clock.mono = s.fx.clock.monoMs() + 1001;
+    s.timers.fireDue();
+    const raise = alarmEvents(s.events).find((e) => e.alarm_id === "stale");
+    assert.equal(raise?.transition, "raise");
+    assert.equal(raise?.quality, "STALE", "the raise's quality");
+    assert.equal(s.engine.alarm("stale").quality, "STALE", "the alarm's view");
+    assert.ok(
+      s.lines.some((l) => /alarm stale raised MAJOR .*p0\/probe\/temp = 25 \(STALE\)/.test(l)),
+      s.lines.join("\n"),
+    );
+  } finally {
+    await s.close();
+  }
+});
