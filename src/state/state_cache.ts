@@ -880,6 +880,17 @@ export class StateCache implements FreshReader {
       }
       this.#store(dev, signalId, slot, next, now);
     }
+    // A polled signal this answer left out keeps its last sample; an OK one past its bound is
+    // STALE (as qualityNow reads it), stored so and published as the quality change it is.
+    const pollable = dev.pollable;
+    for (let i = 0; i < pollable.length; i++) {
+      const slot = slots.get(pollable[i]!)!;
+      const kept = slot.last;
+      if (kept === undefined || kept.quality !== "OK" || kept.receivedMono === mono) continue;
+      if (mono - kept.receivedMono <= slot.staleAfterMs) continue;
+      const stale = new SignalSample(kept.value, "STALE", kept.timestampMs, kept.receivedMono);
+      this.#store(dev, pollable[i]!, slot, stale, now);
+    }
     if (!dev.available) {
       dev.available = true;
       this.#publishAvailability(dev, true, now);
