@@ -6,9 +6,10 @@
  * |-----------------------------------------------------------|------------------------------------|
  * | its provider is not configured, or not AVAILABLE          | down at once                       |
  * | its provider is up but does not list it                   | down at once                       |
- * | its last read failed, every polled signal is UNAVAILABLE  | failing; down once it has been so  |
- * | or FAULT (or never answered), or the provider's health    | for {@link deviceDownAfterMs}      |
- * | reports it UNREACHABLE                                    |                                    |
+ * | its last read failed or carried none of its polled        | failing; down once it has been so  |
+ * | signals, every polled signal is UNAVAILABLE or FAULT (or  | for {@link deviceDownAfterMs}      |
+ * | never answered), or the provider's health reports it      |                                    |
+ * | UNREACHABLE                                               |                                    |
  * | it has no polled signal (nothing to judge reads by)       | up (listed by an AVAILABLE provider) |
  * | otherwise                                                 | up                                 |
  *
@@ -264,15 +265,15 @@ function down(reason: string, sinceMono: number | null): DeviceCondition {
 }
 
 /**
- * Whether the reads of a device fail: the last poll failed, every polled signal it has answered
- * is UNAVAILABLE or FAULT (a signal never answered vouches for nothing: it is judged by the ones
- * it sends, and failing when it sends none), or the provider's own health says the device is
- * UNREACHABLE. Allocates nothing (it runs after every poll).
+ * Whether the reads of a device fail: the last poll failed, its last answer carried none of its
+ * polled signals, every polled signal it has answered is UNAVAILABLE or FAULT (a signal never
+ * answered vouches for nothing: it is judged by the ones it sends), or the provider's own health
+ * says the device is UNREACHABLE. Allocates nothing (it runs after every poll).
  */
 function readsFail(dev: DeviceState, cache: StateCache): boolean {
   if (dev.pollable.length === 0) return false;
   if (!dev.available) return true;
-  if (signalsFail(dev)) return true;
+  if (noneAnswered(dev) || signalsFail(dev)) return true;
   return reportedUnreachable(dev, cache);
 }
 
@@ -286,10 +287,15 @@ function signalsFail(dev: DeviceState): boolean {
   return true;
 }
 
-/** Whether an answering device has sent no sample of any of its polled signals yet. */
+/**
+ * Whether the device's last answered read carried none of its polled signals (never any, or no
+ * longer: its samples are only kept ones, none received at that read).
+ */
 function noneAnswered(dev: DeviceState): boolean {
   const pollable = dev.pollable;
-  for (let i = 0; i < pollable.length; i++) if (dev.signals.has(pollable[i]!)) return false;
+  for (let i = 0; i < pollable.length; i++) {
+    if (dev.signals.get(pollable[i]!)?.receivedMono === dev.lastPollMono) return false;
+  }
   return true;
 }
 
@@ -311,6 +317,10 @@ function readFailure(dev: DeviceState, cache: StateCache): string | null {
     return dev.lastPollMs === 0 ? "it has not answered a read yet" : "its reads fail";
   }
   if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
-  if (noneAnswered(dev)) return "its reads are answered, but none of its polled signals answered";
-  return "every polled signal is UNAVAILABLE or FAULT";
+  // Every sample it has is bad (a FAULT refused for its type keeps its old receipt: said so,
+  // not "none answered"); else its last answer carried none of its polled signals.
+  if (dev.signals.size > 0 && signalsFail(dev)) {
+    return "every polled signal is UNAVAILABLE or FAULT";
+  }
+  return "its reads are answered, but none of its polled signals answered";
 }

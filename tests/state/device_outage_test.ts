@@ -627,3 +627,34 @@ Deno.test("DeviceOutages: a device whose reads answer none of its polled signals
     await fx.close();
   }
 });
+
+Deno.test("DeviceOutages: a device whose reads stop carrying any of its polled signals is failing, then down, as one that never carried them", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    // From now on its reads are answered empty: its samples are only kept ones.
+    await fx.program("pump", { read: { values: [] } });
+    timers.advance(100);
+    await fx.cache.pollDevice("p0", "pump");
+    const c = outages.condition("p0", "pump");
+    assert.equal(c.kind, "failing", "an answer carrying none of its polled signals");
+    assert.match(c.reason, /none of its polled signals answered/);
+    timers.advance(DOWN_AFTER_MS);
+    assert.equal(outages.condition("p0", "pump").kind, "down");
+    // One signal answered again: up.
+    await fx.program("pump", { read: { values: [dbl("flow", 1)] } });
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
