@@ -254,8 +254,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:451-484", // gate
-      "src/alarms/alarm_engine.ts:644-674", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:474-507", // gate
+      "src/alarms/alarm_engine.ts:668-690", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -272,9 +272,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-450",
-      "src/alarms/alarm_engine.ts:485-643",
-      "src/alarms/alarm_engine.ts:675-971",
+      "src/alarms/alarm_engine.ts:1-473",
+      "src/alarms/alarm_engine.ts:508-667",
+      "src/alarms/alarm_engine.ts:691-1013",
     ],
     tests: [
       "tests/alarms/",
