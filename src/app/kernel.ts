@@ -995,6 +995,10 @@ export class Kernel {
         held: r.held,
       };
       const effective = { ...this.#config, providers: r.effective };
+      // The registry has changed: the entries in effect follow it now, even if what comes next
+      // throws (the section is then reported failed), or the next reload would diff against
+      // providers no longer running and add again one already registered.
+      this.#config = effective;
       if (r.added.length + r.restarted.length + r.removed.length > 0) {
         for (const problem of validateDeclaredCalls(effective, this.inventory)) {
           this.host.log.error(`declared call does not resolve: ${problem}`);
