@@ -847,6 +847,7 @@ export class Kernel {
       needsRestart: [...diff.needsRestart, ...this.#filesChanged(next)],
       weakened: [],
       estopActions: 0,
+      interrupted: false,
     };
     // Providers the last reload failed to start are listed down until a reload reconciles again
     // (it takes them out, and starts them again if the file still has them).
@@ -857,6 +858,7 @@ export class Kernel {
       // stop() may have begun while an earlier section awaited: its subsystems are ending.
       if (this.#stopping) {
         report.failed.push({ section: key, why: "the runtime is stopping" });
+        report.interrupted = true;
         continue;
       }
       const section = sectionOf(key);
@@ -881,6 +883,11 @@ export class Kernel {
       // A section that names a file, offered although the configuration did not change it, whose
       // file did not change either.
       if (result?.unchanged === true) continue;
+      if (result?.failed !== undefined) {
+        report.failed.push({ section: key, why: result.failed });
+        if (result.effective !== undefined) this.#config = result.effective;
+        continue;
+      }
       if (result?.refused !== undefined) {
         report.refused.push({ section: key, why: result.refused });
         this.#recordReload(key, "refused", result.refused, weakens, result.refusedBy);
@@ -999,6 +1006,15 @@ export class Kernel {
       // throws (the section is then reported failed), or the next reload would diff against
       // providers no longer running and add again one already registered.
       this.#config = effective;
+      // stop() began while providers started: those it cut short are not running (the rest of
+      // the runtime is ending too); the section did not apply, whatever did stays in effect.
+      if (this.#stopping !== null && r.failed.length > 0) {
+        report.interrupted = true;
+        return {
+          effective,
+          failed: `the runtime is stopping; not started: ${r.failed.join("; ")}`,
+        };
+      }
       if (r.added.length + r.restarted.length + r.removed.length > 0) {
         for (const problem of validateDeclaredCalls(effective, this.inventory)) {
           this.host.log.error(`declared call does not resolve: ${problem}`);

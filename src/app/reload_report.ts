@@ -34,6 +34,11 @@ export interface ReloadReport {
   readonly weakened: readonly Weakening[];
   /** Ladder calls the latched e-stop ran for providers the reload started. */
   readonly estopActions: number;
+  /**
+   * stop() cut the reload short: a section was not applied, or applied only in part (a provider
+   * start cut by the stop). Not a successful reload.
+   */
+  readonly interrupted: boolean;
 }
 
 export interface MutableReloadReport {
@@ -45,6 +50,7 @@ export interface MutableReloadReport {
   needsRestart: string[];
   weakened: Weakening[];
   estopActions: number;
+  interrupted: boolean;
 }
 
 /** What an owner is told when its section changed. */
@@ -72,6 +78,11 @@ export interface SectionResult {
   readonly refusedBy?: string;
   /** The configuration in effect now, when the section applied only in part. */
   readonly effective?: Config;
+  /**
+   * Why the section failed part-way (the runtime is stopping): reported failed, with `effective`
+   * (when given) in effect -- what it already changed stays.
+   */
+  readonly failed?: string;
 }
 
 /** Applies one section of `next` in place; throws when it cannot (the old value stays). */

@@ -116,21 +116,30 @@ export class ConfigReloader {
       this.#fail(`config reload failed: ${errorMessage(err)}`, [errorMessage(err)]);
       return;
     }
-    const summary = summarize(report);
-    this.#success++;
-    this.#lastSuccessMs = runtime.host.clock.nowMs();
     const refused = [
       ...report.refused.map((r) => `${r.section}: ${r.why}`),
       ...report.failed.map((f) => `${f.section}: ${f.why}`),
     ];
-    // Anything refused, failed, weakened or left for a restart is never said at INFO.
-    const warn = refused.length > 0 || report.providers.failed.length > 0 ||
-      report.needsRestart.length > 0 || report.weakened.length > 0;
-    if (warn) log.warn(summary);
-    else log.info(summary);
+    // Cut short by stop(): not applied as a whole, so not a success (what did apply is listed).
+    const interrupted = report.interrupted;
+    const summary = interrupted
+      ? `config reload interrupted: the runtime is stopping; ${summarize(report)}`
+      : summarize(report);
+    if (interrupted) {
+      this.#failure++;
+      log.error(summary);
+    } else {
+      this.#success++;
+      this.#lastSuccessMs = runtime.host.clock.nowMs();
+      // Anything refused, failed, weakened or left for a restart is never said at INFO.
+      const warn = refused.length > 0 || report.providers.failed.length > 0 ||
+        report.needsRestart.length > 0 || report.weakened.length > 0;
+      if (warn) log.warn(summary);
+      else log.info(summary);
+    }
     runtime.bus.publish({
       kind: "config_reload",
-      result: "applied",
+      result: interrupted ? "failed" : "applied",
       summary,
       providers_added: [...report.providers.added],
       providers_removed: [...report.providers.removed],
@@ -139,7 +148,7 @@ export class ConfigReloader {
       providers_failed: [...report.providers.failed],
       refused,
       needs_restart: [...report.needsRestart],
-      errors: [],
+      errors: interrupted ? ["the runtime is stopping"] : [],
       timestamp_ms: runtime.host.clock.nowMs(),
     });
   }

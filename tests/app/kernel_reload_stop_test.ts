@@ -4,7 +4,8 @@
  * values kept.
  */
 import assert from "node:assert/strict";
-import { startRuntime } from "../helpers/kernel.ts";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import type { Config } from "../../src/config/mod.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import type { LogLevel } from "../../src/common/mod.ts";
 
@@ -46,6 +47,57 @@ Deno.test("Kernel.reload: stop() while a section awaits (a provider starting): n
     );
     assert.match(report.failed.find((f) => f.section === "polling")?.why ?? "", /stopping/);
   } finally {
+    await (stopped ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.reload: a provider start cut short by stop() fails the providers section, not applied", async () => {
+  const rt = await startRuntime(testConfig());
+  let stopped: Promise<void> | null = null;
+  try {
+    const base = rt.config;
+    const reloading = rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] });
+    stopped = rt.stop(); // while the providers section reconciles
+    const report = await reloading;
+    await stopped;
+    assert.ok(report.providers.failed.length > 0, JSON.stringify(report.providers));
+    assert.ok(
+      !report.applied.includes("providers"),
+      `providers reported applied: ${JSON.stringify(report)}`,
+    );
+    assert.match(report.failed.find((f) => f.section === "providers")?.why ?? "", /stopping/);
+    assert.equal(report.interrupted, true);
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+});
+
+Deno.test("ConfigReloader: a reload cut short by stop() is counted a failure, published failed", async () => {
+  let next: Config | null = null;
+  const rt = await startRuntime(testConfig(), {
+    host: { loadConfig: () => Promise.resolve({ ok: true, config: next!, warnings: [] }) },
+  });
+  const { events, stop: unsubscribe } = recordEvents(rt);
+  let stopped: Promise<void> | null = null;
+  try {
+    const base = rt.config;
+    next = { ...base, providers: [...base.providers, simProvider("sim1")] };
+    const reloading = rt.reloader!.request();
+    // sim1 registered: its start (spawn, handshake) is under way.
+    await waitFor("sim1 starting", () => rt.registry.host("sim1"), 10000, 0);
+    stopped = rt.stop();
+    await reloading;
+    await stopped;
+    const counts = rt.reloader!.counts();
+    assert.deepEqual(
+      { success: counts.success, failure: counts.failure },
+      { success: 0, failure: 1 },
+      "an interrupted reload is not a success",
+    );
+    const ev = events.find((e) => e.kind === "config_reload");
+    assert.equal(ev?.kind === "config_reload" ? ev.result : undefined, "failed");
+  } finally {
+    unsubscribe();
     await (stopped ?? rt.stop());
   }
 });
