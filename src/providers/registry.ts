@@ -62,6 +62,11 @@ export class ProviderRegistry {
    */
   readonly #retiring = new Set<Promise<void>>();
   /**
+   * The hosts those stops are ending: out of the registry, but their processes may still drive
+   * the bus until they have exited (up to the stop budget), so their claims count until then.
+   */
+  readonly #retiringHosts = new Set<ProviderHost>();
+  /**
    * Hosts a reload added that did not come up: stopped, but kept in the registry so that health
    * and metrics list them down with the reason (ProviderHost.startError) until the next reload,
    * which takes them out first (their entries are not in effect) and starts them again if its
@@ -78,7 +83,8 @@ export class ProviderRegistry {
     // a provider a reload adds or changes) is checked against the devices of every other
     // provider: a resource claim another device holds refuses it.
     // A provider that is down counts with its last inventory: it keeps its claims until a
-    // reload removes or changes it (docs/http-api.md, "Resource claims").
+    // reload removes or changes it (docs/http-api.md, "Resource claims"), and until the process
+    // that reload stops has ended.
     this.#deps = {
       ...deps,
       spawnQueue: deps.spawnQueue ?? new SpawnQueue(deps.clock),
@@ -86,6 +92,7 @@ export class ProviderRegistry {
         this.#checked
           ? findClaimConflict([
             ...this.hosts.filter((h) => h.id !== providerId).flatMap((h) => h.devices),
+            ...[...this.#retiringHosts].flatMap((h) => h.devices),
             ...devices,
           ])
           : null,
@@ -218,9 +225,13 @@ export class ProviderRegistry {
   #retire(providerId: string, budgetMs: number): Promise<void> {
     const host = this.remove(providerId);
     if (host === undefined) return Promise.resolve();
+    this.#retiringHosts.add(host);
     const stopped = host.stop(budgetMs);
     this.#retiring.add(stopped);
-    return stopped.finally(() => this.#retiring.delete(stopped));
+    return stopped.finally(() => {
+      this.#retiring.delete(stopped);
+      this.#retiringHosts.delete(host);
+    });
   }
 
   /** Puts the hosts in the order of `ids` (the configuration's); ids not listed keep their place after. */

@@ -607,3 +607,39 @@ Deno.test("a down provider keeps its claims: a reload adding a rival is refused 
     await r.close();
   }
 });
+
+Deno.test("a provider a reload removes keeps its claims until its process has ended: another's restart claiming its key waits", async () => {
+  const r = await claimRegistry([
+    { ...claiming("dcmt_0", KEY), exitDelayMs: 2500 }, // slow to exit once stopped
+    claiming("do_0", "i2c:/dev/i2c-1:0x62"),
+  ]);
+  try {
+    await r.registry.startAll(30_000, 1000);
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    const oldPid = pidOf(r.registry, "p0");
+    const reconciling = r.registry.reconcile([p0!, p1!], [p1!], {
+      holdRemovals: false,
+      stopBudgetMs: 5000,
+      stopping: () => false,
+    });
+    await waitFor("p0 out of the registry", () => r.registry.host("p0") === undefined, 10000, 0);
+    assert.ok(processAlive(oldPid), "p0's process is still ending");
+    // p1's next process claims p0's key; its current one dies while p0's still runs.
+    await Deno.writeTextFile(r.files[1]!, JSON.stringify(claiming("do_0", KEY)));
+    const host1 = r.registry.host("p1")!;
+    Deno.kill(host1.session!.pid, "SIGKILL");
+    await waitFor("p1 down", () => !host1.available, 10000, 0);
+    await waitFor(
+      "p1 back or given up",
+      () => host1.available || host1.lifecycle === "CIRCUIT_OPEN" || !processAlive(oldPid),
+    );
+    assert.ok(
+      !(host1.available && processAlive(oldPid)),
+      `p1 admitted with p0/dcmt_0's key '${KEY}' while p0's process still runs\n` +
+        r.lines.join("\n"),
+    );
+    await reconciling;
+  } finally {
+    await r.close();
+  }
+});
