@@ -776,7 +776,9 @@ export class Kernel {
       called = true;
       listener();
     };
-    for (const h of this.registry.hosts) h.onAvailability(check);
+    // Providers a reload adds are waited for too; one it removes (down, say) no longer is.
+    this.registry.eachHost((h) => h.onAvailability(check));
+    this.registry.onHostRemoved(check);
     check();
   }
 

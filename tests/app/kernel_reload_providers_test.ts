@@ -4,7 +4,7 @@
  * the next reload diffs against what runs.
  */
 import assert from "node:assert/strict";
-import { startRuntime } from "../helpers/kernel.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 
 Deno.test("Kernel.reload: a failure after the providers reconcile keeps the entries in effect with the registry", async () => {
@@ -29,6 +29,31 @@ Deno.test("Kernel.reload: a failure after the providers reconcile keeps the entr
     const second = await rt.reload(next);
     assert.deepEqual(second.failed, [], JSON.stringify(second.failed));
     assert.deepEqual(second.providers.added, []);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Kernel.whenAllProvidersAvailable: a reload removing the one provider still down completes it", async () => {
+  const base = testConfig();
+  const rt = await startRuntime({
+    ...base,
+    providers: [...base.providers, simProvider("sim1", { restart: false })],
+  });
+  try {
+    const sim1 = rt.registry.host("sim1")!;
+    Deno.kill(sim1.session!.pid, "SIGKILL");
+    await waitFor("sim1 down", () => !sim1.available);
+    let ready = 0;
+    rt.whenAllProvidersAvailable(() => ready++);
+    assert.equal(ready, 0, "sim1 is down");
+    const report = await rt.reload({
+      ...rt.config,
+      providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+    });
+    assert.deepEqual(report.providers.removed, ["sim1"]);
+    assert.ok(rt.registry.hosts.every((h) => h.available));
+    assert.equal(ready, 1, "every provider listed is AVAILABLE: the listener is told");
   } finally {
     await rt.stop();
   }
