@@ -625,17 +625,21 @@ export class Kernel {
     // device or signal) is evaluated too.
     this.alarms.start();
     this.automation?.start();
-    // After the priming poll, so the births carry values; connecting goes on in the background.
-    if (this.config.sparkplug.enabled) await this.#startSparkplug();
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
+    // The API (and its e-stop route) before the Sparkplug edge node: nothing of the plant link
+    // (its bdSeq file under a hung data_dir, the broker) may keep it from being served.
     await this.#serve();
+    this.#throwIfStopping();
+    // After the priming poll, so the births carry values; connecting goes on in the background.
+    if (this.config.sparkplug.enabled) await this.#startSparkplug();
   }
 
   /** The Sparkplug B edge node (on demand: its code and MQTT.js are loaded here, only here). */
   async #startSparkplug(): Promise<void> {
     const { SparkplugEdgeNode } = await import("../sparkplug/mod.ts");
+    this.#throwIfStopping(); // stop() meanwhile found no node to stop
     const config = this.config;
     const readFile = this.host.readFile ?? readFileBytes;
     const bytes = (path: string | null): Uint8Array | undefined => {

@@ -73,8 +73,9 @@ export const MAX_IN_FLIGHT = 1000;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
 export const STOP_PUBLISH_TIMEOUT_MS = 2000;
 /**
- * How long a reconnect waits for the next bdSeq to be recorded (BdSeqStore.save) before it
- * connects anyway (WARNed: a restart may then reuse that bdSeq, as after a failed save).
+ * How long the start waits for the bdSeq store (the last bdSeq loaded, the next saved), and a
+ * reconnect for the next bdSeq to be recorded (BdSeqStore.save), before it connects anyway
+ * (WARNed: a restart may then reuse that bdSeq, as after a failed save).
  */
 export const BDSEQ_SAVE_WAIT_MS = 10_000;
 
@@ -458,12 +459,8 @@ export class SparkplugEdgeNode {
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
     this.#unsubscribe.push(o.inventory.onChange((id) => this.#providerChanged(id)));
     this.#unsubscribe.push(o.inventory.onAvailability((p) => this.#providerChanged(p.id)));
-    if (o.bdSeqStore !== undefined) {
-      // The next after the last process's: its will may still be due at the broker.
-      const last = await o.bdSeqStore.load().catch(() => null);
-      if (last !== null) this.#bdSeq = (last + 1) % 256;
-      await this.#saveBdSeq();
-    }
+    if (o.bdSeqStore !== undefined) await this.#bdSeqAtStart(o.bdSeqStore);
+    if (this.#stopped) return;
     await this.#openSession();
     const host = o.config.primaryHostId === ""
       ? ""
@@ -471,6 +468,38 @@ export class SparkplugEdgeNode {
     this.#log.info(
       `sparkplug edge node ${o.config.groupId}/${o.edgeNodeId} connecting to the broker ` +
         `(keep-alive ${o.config.keepAliveS} s${host})`,
+    );
+  }
+
+  /**
+   * The bdSeq of the first connection: the next after the last process's (its will may still be
+   * due at the broker), recorded before it is used. A store that does not answer (a hung disk
+   * under runtime.data_dir) is waited for BDSEQ_SAVE_WAIT_MS at most, WARNed: the node connects
+   * with the bdSeq it has (a restart may reuse it), and a load answering later changes nothing.
+   * stop() ends the wait.
+   */
+  async #bdSeqAtStart(store: BdSeqStore): Promise<void> {
+    let late = false;
+    const recorded = (async () => {
+      const last = await store.load().catch(() => null);
+      if (late) return;
+      if (last !== null) this.#bdSeq = (last + 1) % 256;
+      await this.#saveBdSeq();
+    })();
+    const clock = this.#o.clock;
+    let timer: unknown = undefined;
+    const outcome = await new Promise<"recorded" | "late" | "stopped">((resolve) => {
+      this.#wake = () => resolve("stopped");
+      timer = clock.setTimer(() => resolve("late"), BDSEQ_SAVE_WAIT_MS);
+      recorded.then(() => resolve("recorded"), () => resolve("recorded"));
+    });
+    this.#wake = null;
+    clock.clearTimer(timer);
+    if (outcome !== "late") return;
+    late = true;
+    this.#log.warn(
+      `sparkplug: the bdSeq store did not answer within ${BDSEQ_SAVE_WAIT_MS} ms ` +
+        `(BDSEQ_SAVE_WAIT_MS); connecting with bdSeq ${this.#bdSeq} anyway: a restart may reuse it`,
     );
   }
 

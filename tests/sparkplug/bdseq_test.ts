@@ -98,7 +98,7 @@ function edgeNode(
     connect,
     bus: { subscribe: () => () => {} },
     inventory,
-    reads: { signal: () => undefined },
+    reads: { signal: () => undefined, qualityNow: (_p, _d, _s, s) => s.quality },
     status: () => ({
       mode: "IDLE",
       estopLatched: false,
