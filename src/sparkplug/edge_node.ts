@@ -928,7 +928,9 @@ export class SparkplugEdgeNode {
         ),
       );
     }
-    for (const f of caps.functions) {
+    // A name declared twice is one metric, the last declaration: the one a call by name reaches.
+    for (const [i, f] of caps.functions.entries()) {
+      if (caps.functions.findLastIndex((g) => g.name === f.name) !== i) continue;
       metrics.push(functionBirthMetric(f, this.#alias(id, `Functions/${f.name}`), now));
     }
     metrics.push({
@@ -1566,7 +1568,9 @@ export class SparkplugEdgeNode {
       );
     }
     const caps = this.#o.inventory.capabilities(dev.providerId, dev.deviceId);
-    const fn = caps?.functions.find((f) => functionMetricName(f.name) === name);
+    // The last declaration of a duplicated name: the one the call path (and the AUTO gate)
+    // resolves by name, so the arguments are typed by the declaration they are validated against.
+    const fn = caps?.functions.findLast((f) => functionMetricName(f.name) === name);
     if (fn === undefined) {
       const why = dev.signals.has(name)
         ? "signals are read-only; write a Functions/<name> metric"
