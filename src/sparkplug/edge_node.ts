@@ -363,6 +363,12 @@ export class SparkplugEdgeNode {
   /** A Rebirth was asked for while MAX_IN_FLIGHT writes were unconfirmed: due at the next one. */
   #rebirthBehind = false;
   /**
+   * Providers whose devices changed (availability, inventory) while MAX_IN_FLIGHT writes were
+   * unconfirmed: their DBIRTH/DDEATH wait, and their devices are compared again as writes
+   * complete (flaps meanwhile are one change). One entry per provider id at most.
+   */
+  readonly #providersBehind = new Set<string>();
+  /**
    * Answers to commands not handed over yet (MAX_IN_FLIGHT writes unconfirmed), the latest per
    * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
    */
@@ -842,6 +848,7 @@ export class SparkplugEdgeNode {
 
   #births(): void {
     this.#rebirthBehind = false;
+    this.#providersBehind.clear(); // every device is born again as it is now
     this.#seq = 0;
     this.#devices.clear();
     this.#pending.clear();
@@ -963,9 +970,19 @@ export class SparkplugEdgeNode {
     this.#send("DDEATH", id, { timestamp: this.#o.clock.nowMs(), metrics: [] }, true);
   }
 
-  /** A provider's devices after a rediscovery, a reload or a change of availability. */
+  /**
+   * A provider's devices after a rediscovery, a reload or a change of availability: DDEATH for
+   * those gone, DBIRTH for those new or changed. Under MAX_IN_FLIGHT like data: with the writes
+   * full the provider waits in #providersBehind (compared again as writes complete).
+   */
   #providerChanged(providerId: string): void {
     if (!this.online) return;
+    const full = () => {
+      if (this.#inFlight < MAX_IN_FLIGHT) return false;
+      this.#providersBehind.add(providerId);
+      return true;
+    };
+    if (full()) return;
     const p = this.#o.inventory.provider(providerId);
     const now = new Map<string, DeviceCapabilities>();
     if (p?.available) {
@@ -974,13 +991,26 @@ export class SparkplugEdgeNode {
       }
     }
     for (const [id, d] of [...this.#devices]) {
-      if (d.providerId === providerId && !now.has(id)) this.#deviceDeath(id);
+      if (d.providerId !== providerId || now.has(id)) continue;
+      if (full()) return;
+      this.#deviceDeath(id);
     }
     for (const [id, caps] of now) {
       const born = this.#devices.get(id);
       const same = born !== undefined && born.signals.size === caps.signals.length &&
         caps.signals.every((s) => born.signals.has(s.signalId));
-      if (!same) this.#deviceBirth(caps);
+      if (same) continue;
+      if (full()) return;
+      this.#deviceBirth(caps);
+    }
+  }
+
+  /** The providers whose births and deaths waited for the writes in flight, while they fit. */
+  #providersCatchUp(): void {
+    for (const id of [...this.#providersBehind]) {
+      if (this.#inFlight >= MAX_IN_FLIGHT) return;
+      this.#providersBehind.delete(id);
+      this.#providerChanged(id);
     }
   }
 
@@ -1062,6 +1092,8 @@ export class SparkplugEdgeNode {
     if (this.#nodeBehind) this.#publishNode();
     if (this.#nodeKept.length > 0) this.#drainNode();
     if (this.#answersWaiting.size > 0) this.#sendAnswers();
+    // Births before the data of their devices.
+    if (this.#providersBehind.size > 0) this.#providersCatchUp();
     if (this.#storeLength() > 0) this.#drain();
     else if (this.#outage !== null || this.#walkHead < this.#walks.length) this.#pump();
   };
