@@ -297,6 +297,19 @@ interface BornDevice {
   readonly functions: ReadonlySet<string>;
   /** Each signal's type as its DBIRTH declared it (null: not declared). */
   readonly types: ReadonlyMap<string, ValueType | null>;
+  /** What its DBIRTH described (birthDescription): another description is born again. */
+  readonly description: string;
+}
+
+/**
+ * Everything of a device's capabilities its DBIRTH declares (signals and their types, functions
+ * and their arguments, the device's type and label), as one comparable string.
+ */
+function birthDescription(caps: DeviceCapabilities): string {
+  return JSON.stringify(
+    [caps.device, caps.signals, caps.functions],
+    (_k, v) => typeof v === "bigint" ? `${v}n` : v,
+  );
 }
 
 interface PendingSignal {
@@ -960,6 +973,7 @@ export class SparkplugEdgeNode {
       signals: new Set(caps.signals.map((s) => s.signalId)),
       functions: new Set(caps.functions.map((f) => functionMetricName(f.name))),
       types: new Map(caps.signals.map((s) => [s.signalId, s.valueType])),
+      description: birthDescription(caps),
     });
     this.#send("DBIRTH", id, { timestamp: now, metrics }, true);
   }
@@ -996,10 +1010,9 @@ export class SparkplugEdgeNode {
       this.#deviceDeath(id);
     }
     for (const [id, caps] of now) {
-      const born = this.#devices.get(id);
-      const same = born !== undefined && born.signals.size === caps.signals.length &&
-        caps.signals.every((s) => born.signals.has(s.signalId));
-      if (same) continue;
+      // Born again when anything its DBIRTH declares changed (a signal retyped, a function
+      // added): a host reads each alias as its birth declared it.
+      if (this.#devices.get(id)?.description === birthDescription(caps)) continue;
       if (full()) return;
       this.#deviceBirth(caps);
     }
