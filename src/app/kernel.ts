@@ -81,7 +81,7 @@ import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
 import { diffSections, type SectionKey, sectionOf, sectionsToOffer } from "./live_config.ts";
-import { protectionWeakenings, type Weakening } from "./run_gate.ts";
+import { protectionWeakenings, sameAlarm, type Weakening } from "./run_gate.ts";
 import type {
   MutableReloadReport,
   ReloadReport,
@@ -833,7 +833,7 @@ export class Kernel {
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
     const diff = diffSections(this.#config, next);
-    const weakenings = protectionWeakenings(this.#config, next, {
+    let weakenings = protectionWeakenings(this.#config, next, {
       actuatingFunctions: actuatingFunctionCount(this.inventory),
       longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
     });
@@ -855,6 +855,26 @@ export class Kernel {
       estopActions: 0,
       interrupted: false,
     };
+    // The providers section comes before alarms: an alarm the file drops along with the provider
+    // it reads would see that provider go and raise (and run its action) before its own removal.
+    // Outside AUTO (where removals apply) those alarms go first; the weakening is recorded now.
+    if (
+      diff.live.includes("providers") && diff.live.includes("alarms") &&
+      this.modes.current() !== "AUTO"
+    ) {
+      const early = this.#retireAlarmsOfRemovedProviders(next, diff.providers.removed);
+      if (early.length > 0) {
+        const done = weakenings.filter((w) =>
+          w.section === "alarms" && early.some((id) => w.what.startsWith(`alarm ${id} (`))
+        );
+        weakenings = weakenings.filter((w) => !done.includes(w));
+        report.weakened.push(...done);
+        this.#recordReload("alarms", "accepted", null, done);
+        report.notes.push(
+          `alarms retired before their providers were removed: ${early.join(", ")}`,
+        );
+      }
+    }
     // Providers the last reload failed to start are listed down until a reload reconciles again
     // (it takes them out, and starts them again if the file still has them).
     const retry = this.registry.failedStarts().length > 0 && !diff.live.includes("providers");
@@ -908,6 +928,24 @@ export class Kernel {
       }
     }
     return report;
+  }
+
+  /**
+   * Takes out of the alarm engine (and of the configuration in effect) every alarm that reads a
+   * provider in `removed` and that `next` removes or changes; returns their ids. The alarms
+   * section applies the rest of the file's alarms later, as usual.
+   */
+  #retireAlarmsOfRemovedProviders(next: Config, removed: readonly string[]): string[] {
+    const gone = new Set(removed);
+    const running = this.#config.alarms;
+    const retired = running.filter((a) =>
+      gone.has(a.providerId) && !next.alarms.some((b) => b.id === a.id && sameAlarm(a, b))
+    );
+    if (retired.length === 0) return [];
+    const alarms = running.filter((a) => !retired.includes(a));
+    this.alarms.reconfigure({ alarms, interlocks: this.#config.interlocks });
+    this.#config = { ...this.#config, alarms };
+    return retired.map((a) => a.id);
   }
 
   /** A file's bytes through the host's readFile. Throws when it cannot be read. */

@@ -175,6 +175,6 @@ function sameInterlock(a: InterlockConfig, b: InterlockConfig): boolean {
     same(a.block.map((x) => x.handle), b.block.map((x) => x.handle));
 }
 
-function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {
+export function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {
   return same({ ...a, path: "", message: "" }, { ...b, path: "", message: "" });
 }

@@ -1,0 +1,47 @@
+/**
+ * A reload that removes a provider together with the alarms that read it (docs/alarms.md,
+ * "Reloads"): the alarms go before the provider does, so its going never raises them (an e-stop
+ * alarm on its signal must not stop the machine the operator is reconfiguring).
+ */
+import assert from "node:assert/strict";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+
+Deno.test("Kernel.reload removing a provider and the e-stop alarm on its signal does not run the e-stop", async () => {
+  const protections = alarmsConfig(
+    `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 500, action: estop }
+  - { id: sim0_hot, signal: sim0/tempctl0/tc1_temp, hihi: 500, action: estop }
+`,
+    ["sim0", "sim1"],
+  );
+  const base = testConfig({
+    providers: [simProvider("sim0"), simProvider("sim1")],
+    alarms: protections.alarms,
+  });
+  const rt = await startRuntime(base, { arm: true });
+  const events = recordEvents(rt);
+  try {
+    await waitFor("sim1 sampled", () => rt.alarms.alarm("sim1_hot").quality === "OK", 5000);
+    const next = {
+      ...rt.config,
+      providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+      alarms: rt.config.alarms.filter((a) => a.id !== "sim1_hot"),
+    };
+    const report = await rt.reload(next);
+    assert.deepEqual(report.providers.removed, ["sim1"]);
+    assert.deepEqual(report.applied.includes("alarms"), true);
+    assert.deepEqual(report.weakened.map((w) => w.what), ["alarm sim1_hot (action estop) removed"]);
+    // Let any evaluation that the provider's going caused run.
+    await new Promise((r) => setTimeout(r, 300));
+    const raises = events.events.filter((e) => e.kind === "alarm" && e.transition === "raise");
+    assert.deepEqual(raises.map((e) => e.kind === "alarm" && e.alarm_id), []);
+    assert.equal(rt.estop.status().latched, false, "no e-stop");
+    assert.equal(rt.modes.current(), "MANUAL");
+  } finally {
+    events.stop();
+    await rt.stop();
+  }
+});
