@@ -320,6 +320,9 @@ export class AlarmEngine implements AlarmService {
     previous: ReadonlyMap<string, AlarmEntry>,
     previousInterlocks: readonly InterlockEntry[],
   ): void {
+    // An input read before and after the reload carries on: since when it has been unusable is
+    // what the delay of every alarm on it runs from, a new alarm's included.
+    const inputsBefore = this.#inputs;
     this.#alarms = new Map();
     this.#alarmList = [];
     this.#interlocks = [];
@@ -328,7 +331,10 @@ export class AlarmEngine implements AlarmService {
     this.#blocks = new Map();
     const inputFor = (handle: string, p: string, d: string, s: string): SignalInput => {
       let input = this.#inputs.get(handle);
-      if (input === undefined) this.#inputs.set(handle, input = new SignalInput(handle, p, d, s));
+      if (input === undefined) {
+        input = inputsBefore.get(handle) ?? new SignalInput(handle, p, d, s);
+        this.#inputs.set(handle, input);
+      }
       return input;
     };
     for (const config of alarms) {

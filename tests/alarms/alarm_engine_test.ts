@@ -1336,3 +1336,31 @@ alarms:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine: an alarm a reload adds on an input already bad runs its delay from when the input went bad, and a reload does not restart a pending delay", async () => {
+  const s = await setup(`
+alarms:
+  - { id: watch, signal: p0/probe/temp, hi: 80, on_bad_quality: ignore }
+  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 3000 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25, { quality: Q.FAULT })]); // bad from 1000 on
+    s.fx.clock.mono = 3_000;
+    await s.fx.cache.pollDevice("p0", "probe");
+    assert.equal(s.engine.alarm("guard").state, "normal", "2000 ms of 3000");
+    // A reload adds an alarm on the same input and changes an unrelated message.
+    s.reload(`
+alarms:
+  - { id: watch, signal: p0/probe/temp, hi: 80, on_bad_quality: ignore, message: changed }
+  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 3000 }
+  - { id: added, signal: p0/probe/temp, hi: 80, delay_ms: 1500 }
+`);
+    assert.equal(s.engine.alarm("added").state, "active", "bad for 2000 ms > its 1500 ms delay");
+    s.fx.clock.mono = 4_000;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "active", "3000 ms after the input went bad");
+  } finally {
+    await s.close();
+  }
+});
