@@ -65,6 +65,25 @@ function keptValue(
   }
 }
 
+/**
+ * The value a redeclaration `def` leaves a parameter with (as redeclare decides it): the value it
+ * still accepts, else its default; undefined when the default itself is refused (it goes away).
+ * A type-only change (int64 -> double) whose default is the value leaves the value as it is.
+ */
+function valueAfter(
+  prev: ParameterConfig,
+  def: ParameterConfig,
+  value: ParameterValue | undefined,
+): ParameterValue | undefined {
+  const kept = keptValue(prev, def, value);
+  if (kept !== undefined) return kept;
+  try {
+    return checkParameterValue(def, def.default);
+  } catch {
+    return undefined;
+  }
+}
+
 export function checkParameterValue(
   def: ParameterConfig,
   value: unknown,
@@ -235,7 +254,7 @@ export class ParameterStore implements ParameterService {
       const def = next.get(name);
       const value = this.#values.get(name);
       if (def === undefined) out.push(`${name} (removed)`);
-      else if (!sameDeclaration(prev, def) && keptValue(prev, def, value) === undefined) {
+      else if (!sameDeclaration(prev, def) && valueAfter(prev, def, value) !== value) {
         out.push(
           `${name} (its value ${String(value)} would go to the default ${String(def.default)})`,
         );

@@ -195,3 +195,17 @@ Deno.test("ParameterStore.set records every set in the audit trail: accepted wit
     { value: "x" },
   ]);
 });
+
+Deno.test("ParameterStore.valueChanges: a type-only change (int64 -> double, same default) whose value stays is no value change", () => {
+  const int: ParameterConfig = { name: "n", type: "int64", default: 30, allowedValues: [] };
+  const { s, events, audit } = store([int]);
+  const dbl: ParameterConfig = { ...int, type: "double" };
+  assert.deepEqual(s.valueChanges([dbl]), [], "the value 30 stays 30");
+  s.redeclare([dbl]);
+  assert.equal(s.value("n"), 30);
+  assert.equal(s.get("n")?.type, "double");
+  assert.deepEqual([events.length, audit.length], [0, 0]);
+  // A value the new type's default replaces is one.
+  s.set("n", 41.5);
+  assert.deepEqual(s.valueChanges([int]), ["n (its value 41.5 would go to the default 30)"]);
+});
