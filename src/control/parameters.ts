@@ -221,25 +221,44 @@ export class ParameterStore implements ParameterService {
       this.#values.set(def.name, value);
       const old = oldValues.get(def.name);
       if (prev !== undefined && old !== value) {
-        this.#o.bus.publish({
-          kind: "parameter_change",
-          parameter_name: def.name,
-          old_value: parameterValueText(prev.type, old!),
-          new_value: parameterValueText(def.type, value),
-          timestamp_ms: this.#o.clock.nowMs(),
-        });
-        // Nobody asked for this value, but it changed what the machine runs with: on record.
-        this.#o.audit?.record({
-          action: "parameter",
-          origin: source,
-          outcome: "accepted",
-          function: def.name,
-          args: { value, from: old! },
-          result: { value },
-          latency_ms: 0,
-        });
+        this.#recordReset(def.name, prev, old!, def, value, source);
       }
     }
+    // A parameter no longer declared is gone with its value: as much a change of what the machine
+    // runs with (an event with new_value "", an audit entry with value null).
+    for (const [name, prev] of oldDefs) {
+      if (!this.#defs.has(name)) {
+        this.#recordReset(name, prev, oldValues.get(name)!, null, null, source);
+      }
+    }
+  }
+
+  /** Publishes and records a value a redeclaration changed (`value` null: removed). */
+  #recordReset(
+    name: string,
+    prev: ParameterConfig,
+    old: ParameterValue,
+    def: ParameterConfig | null,
+    value: ParameterValue | null,
+    source: AuditOrigin,
+  ): void {
+    this.#o.bus.publish({
+      kind: "parameter_change",
+      parameter_name: name,
+      old_value: parameterValueText(prev.type, old),
+      new_value: def === null || value === null ? "" : parameterValueText(def.type, value),
+      timestamp_ms: this.#o.clock.nowMs(),
+    });
+    // Nobody asked for this value, but it changed what the machine runs with: on record.
+    this.#o.audit?.record({
+      action: "parameter",
+      origin: source,
+      outcome: "accepted",
+      function: name,
+      args: { value, from: old },
+      result: { value },
+      latency_ms: 0,
+    });
   }
 
   /**

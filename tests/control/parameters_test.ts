@@ -213,6 +213,7 @@ Deno.test("ParameterStore.redeclare keeps values the new declarations accept, re
     events.map((e) =>
       e.kind === "parameter_change" ? [e.parameter_name, e.old_value, e.new_value] : e.kind
     ),
-    [["count", "7", "5"], ["profile", "boost", "eco"]],
+    // armed and label are no longer declared: removed (new_value "").
+    [["count", "7", "5"], ["profile", "boost", "eco"], ["armed", "false", ""], ["label", "", ""]],
   );
 });
