@@ -66,12 +66,41 @@ export class DeviceLossLatch {
 
   /** Handles of the latched devices, in the order they were lost. */
   latched(): string[] {
+    this.#forgetUnconfigured();
     return [...this.#latched.keys()];
   }
 
   /** The latched devices with when and why (status). */
   entries(): LossEntry[] {
+    this.#forgetUnconfigured();
     return [...this.#latched.values()];
+  }
+
+  /**
+   * A latched device whose provider is no longer configured (a reload removed it) leaves the
+   * latch: it no longer exists, and would otherwise be "down" for ever. A provider configured
+   * again under that id brings new devices.
+   */
+  #forgetUnconfigured(): void {
+    for (const [handle, entry] of this.#latched) {
+      if (this.#o.outages.condition(entry.providerId, entry.deviceId).unconfigured !== true) {
+        continue;
+      }
+      this.#release(handle, entry, "its provider is no longer configured");
+    }
+  }
+
+  #release(handle: string, entry: LossEntry, reason: string): void {
+    this.#latched.delete(handle);
+    this.#log.info(`released ${handle}: ${reason}`);
+    this.#o.bus.publish({
+      kind: "device_loss_latch",
+      provider_id: entry.providerId,
+      device_id: entry.deviceId,
+      latched: false,
+      reason,
+      timestamp_ms: this.#o.clock.nowMs(),
+    });
   }
 
   /** The device whose loss forced the FAULT the runtime is in; null otherwise. */
@@ -102,21 +131,13 @@ export class DeviceLossLatch {
   onModeChange(change: ModeChange): void {
     if (change.current !== "FAULT") this.#forcedFault = null;
     if (change.current !== "AUTO" || change.previous === "AUTO") return;
+    this.#forgetUnconfigured();
     for (const [handle, entry] of this.#latched) {
       if (this.#o.outages.condition(entry.providerId, entry.deviceId).kind === "down") {
         this.#log.warn(`kept ${handle} latched: AUTO entered while it is still down`);
         continue;
       }
-      this.#latched.delete(handle);
-      this.#log.info(`released ${handle}: AUTO entered again`);
-      this.#o.bus.publish({
-        kind: "device_loss_latch",
-        provider_id: entry.providerId,
-        device_id: entry.deviceId,
-        latched: false,
-        reason: "AUTO entered again",
-        timestamp_ms: this.#o.clock.nowMs(),
-      });
+      this.#release(handle, entry, "AUTO entered again");
     }
   }
 
@@ -129,6 +150,12 @@ export class DeviceLossLatch {
     if (change.condition.kind !== "down") return;
     const { providerId, deviceId } = change;
     const handle = deviceHandle(providerId, deviceId);
+    // Removed by a reload (outside AUTO: a removal is held back in AUTO): not lost, gone.
+    if (change.condition.unconfigured === true) {
+      const entry = this.#latched.get(handle);
+      if (entry !== undefined) this.#release(handle, entry, "its provider is no longer configured");
+      return;
+    }
     const reason = change.condition.reason;
     // Decided in this step, before any await: FAULT is committed synchronously by forceFault.
     const fault = this.#o.modes.current() === "AUTO" && this.#o.treeDependsOn(handle);

@@ -45,6 +45,11 @@ export interface DeviceCondition {
   readonly reason: string;
   /** Monotonic time the device started failing or went down; null when up (or not known). */
   readonly sinceMono: number | null;
+  /**
+   * Down because its provider is not configured (a reload removed it): the device no longer
+   * exists here; a provider configured again under the id brings new devices.
+   */
+  readonly unconfigured?: true;
 }
 
 /** A change of a watched device's condition. */
@@ -159,7 +164,10 @@ export class DeviceOutages {
   #judge(providerId: string, deviceId: string): DeviceCondition {
     const host = this.#o.registry.host(providerId);
     if (!host) {
-      return down(`provider ${providerId} is not configured`, this.#providerSince(providerId));
+      return {
+        ...down(`provider ${providerId} is not configured`, this.#providerSince(providerId)),
+        unconfigured: true,
+      };
     }
     if (!host.available) {
       return down(
