@@ -1071,6 +1071,15 @@ export class Kernel {
         const secured = this.estop.securing(host);
         if (secured) report.estopActions += (await secured).length;
       }
+      // Each device of a provider this reload started is polled once before the next sections
+      // apply (as the priming poll does at start): an alarm the same reload adds on its signals
+      // judges a sample, not "no sample yet" (which would raise it and run its action).
+      // pollDevice never throws and each poll is bounded by the provider's timeout_ms.
+      await Promise.all(
+        r.started.flatMap((host) =>
+          host.devices.map((d) => this.cache.pollDevice(host.id, d.device.deviceId))
+        ),
+      );
       const failed = r.failed.length > 0 ? `; failed to start: ${r.failed.join("; ")}` : "";
       const gone = r.cleared.filter((id) => !next.providers.some((p) => p.id === id));
       return {

@@ -45,3 +45,31 @@ alarms:
     await rt.stop();
   }
 });
+
+Deno.test("Kernel.reload adding a provider and an e-stop alarm on its signal does not run the e-stop", async () => {
+  const protections = alarmsConfig(
+    `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 500, action: estop }
+`,
+    ["sim0", "sim1"],
+  );
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), { arm: true });
+  const events = recordEvents(rt);
+  try {
+    const next = {
+      ...rt.config,
+      providers: [...rt.config.providers, simProvider("sim1")],
+      alarms: protections.alarms,
+    };
+    const report = await rt.reload(next);
+    assert.deepEqual(report.providers.added, ["sim1"]);
+    await waitFor("sim1 sampled", () => rt.alarms.alarm("sim1_hot").quality === "OK", 5000);
+    const raises = events.events.filter((e) => e.kind === "alarm" && e.transition === "raise");
+    assert.deepEqual(raises.map((e) => e.kind === "alarm" && e.alarm_id), []);
+    assert.equal(rt.estop.status().latched, false, "no e-stop");
+  } finally {
+    events.stop();
+    await rt.stop();
+  }
+});
