@@ -569,6 +569,12 @@ export class AutomationEngine {
     const latched = this.#lossLatch?.entries() ?? [];
     const outages: DeviceOutage[] = [];
     for (const [handle, c] of this.#calls) {
+      // A device whose provider a reload removed is gone, not out: forgotten.
+      const dev = parseDeviceHandle(handle);
+      if (dev && this.#o.outages?.condition(dev.providerId, dev.deviceId).unconfigured === true) {
+        this.#calls.delete(handle);
+        continue;
+      }
       if (c.failures < DEVICE_OUTAGE_FAILURES) continue;
       outages.push({
         device_handle: handle,

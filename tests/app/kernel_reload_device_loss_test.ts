@@ -31,3 +31,39 @@ Deno.test("Kernel.reload removing a provider takes its devices out of the device
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload removing a provider takes its devices out of the automation status's device outages", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+    });
+    const rt = await startRuntime(base, { arm: true });
+    try {
+      const engine = rt.automation!;
+      // Two failed automated calls to a sim1 device: an outage in status.
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(
+          engine.services.callDevice(
+            "sim1/motorctl0",
+            "no_such_function",
+            {},
+            new AbortController().signal,
+          ),
+        );
+      }
+      assert.deepEqual(engine.status().device_outages.map((o) => o.device_handle), [
+        "sim1/motorctl0",
+      ]);
+      const next = { ...rt.config, providers: rt.config.providers.filter((p) => p.id !== "sim1") };
+      assert.deepEqual((await rt.reload(next)).providers.removed, ["sim1"]);
+      assert.deepEqual(engine.status().device_outages, []);
+      assert.equal(engine.status().last_error, null);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
