@@ -53,6 +53,7 @@ import {
   notFound,
   RUNTIME_VERSION,
   RuntimeError,
+  type TimerId,
   type TypedValue,
   unavailable,
   utf8Length,
@@ -186,6 +187,15 @@ export const MAX_MARKER_TYPE_CHARS = 256;
 export const MAX_PENDING_BUS_EVENTS = 1000;
 /** Longest time between a bus event's write and its fsync. */
 export const BUS_EVENT_SYNC_DELAY_MS = 1000;
+/**
+ * First wait before a failed start (a full disk while closing abandoned runs, a folder not yet
+ * mounted) is tried again; each further failure doubles it up to RUN_START_RETRY_MAX_MS. Retries
+ * go on until one succeeds or the registry shuts down: a short disk-full spell at boot must not
+ * disable runs for the life of the process.
+ */
+export const RUN_START_RETRY_MS = 5_000;
+/** Longest wait between two tries of a failed start. */
+export const RUN_START_RETRY_MAX_MS = 60_000;
 /** Records waiting for runs.jsonl at most (open and close wait for theirs: a handful at most). */
 export const MAX_PENDING_RUN_RECORDS = 64;
 /**
@@ -324,6 +334,11 @@ export class RunRegistry {
   #journalLines = 0;
   /** `polling.interval_ms` in effect, recorded in the runs opened from now on. */
   #pollingIntervalMs: number;
+  /** What start() was handed, kept for its retries. */
+  #startInput: RunStartInput = {};
+  /** The pending retry of a failed start, and the wait before the next one. */
+  #retryTimer: TimerId | null = null;
+  #retryDelayMs = RUN_START_RETRY_MS;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -339,10 +354,28 @@ export class RunRegistry {
 
   /**
    * Replays the journal and closes runs left open as `abandoned`. Never throws: on failure the
-   * registry stays unavailable (every call answers UNAVAILABLE) and the reason is logged.
+   * registry is unavailable (every call answers UNAVAILABLE), the reason is logged, and the start
+   * is tried again after RUN_START_RETRY_MS (doubling up to RUN_START_RETRY_MAX_MS) until it
+   * succeeds or the registry shuts down.
    */
   async start(input: RunStartInput = {}): Promise<void> {
     if (this.#state !== "new") return;
+    this.#startInput = input;
+    await this.#tryStart();
+  }
+
+  /** One try of the start; a failure leaves the registry unavailable and schedules the next. */
+  async #tryStart(): Promise<void> {
+    // A failed try may have replayed part of the journal: the next one starts from nothing.
+    this.#runs.clear();
+    this.#order.length = 0;
+    this.#closedBytes.clear();
+    this.#closedTotal = 0;
+    this.#recordedBytes.clear();
+    this.#warnedCorruptRuns.clear();
+    this.#journalLines = 0;
+    this.#report = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
+    const input = this.#startInput;
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
       await this.#replay();
@@ -376,15 +409,38 @@ export class RunRegistry {
         await this.#compact();
       }
       this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };
+      if (this.#state === "unavailable") {
+        this.#log.info(`run registry available: ${this.#runsFile} started on a retry`);
+      }
       this.#state = "ready";
       this.#unavailableReason = null;
+      this.#startInput = {};
     } catch (err) {
       this.#state = "unavailable";
       this.#unavailableReason = `run journal ${this.#runsFile}: ${errorMessage(err)}`;
-      this.#log.error(`run registry unavailable: ${this.#unavailableReason}`);
       await this.#journal?.close();
       this.#journal = null;
+      const delay = this.#retryDelayMs;
+      this.#retryDelayMs = Math.min(2 * delay, RUN_START_RETRY_MAX_MS);
+      this.#log.error(
+        `run registry unavailable: ${this.#unavailableReason}; retrying in ${delay} ms`,
+      );
+      this.#retryTimer = this.#opts.clock.setTimer(() => this.#retryStart(), delay);
     }
+  }
+
+  /** A retry of a failed start, in turn with shutdown (which cancels it). */
+  #retryStart(): void {
+    this.#retryTimer = null;
+    this.#serial(async () => {
+      if (this.#state === "unavailable") await this.#tryStart();
+    }).catch((err) => this.#log.error(`run registry start retry failed: ${errorMessage(err)}`));
+  }
+
+  #cancelRetry(): void {
+    if (this.#retryTimer === null) return;
+    this.#opts.clock.clearTimer(this.#retryTimer);
+    this.#retryTimer = null;
   }
 
   /** The calls of each run: the latest run started at or before a call is its run, if any. */
@@ -764,7 +820,10 @@ export class RunRegistry {
     if (this.#state === "stopped") return;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+    this.#cancelRetry();
     await this.#serial(async () => {
+      // A retry ahead of this in the queue may have failed and set another.
+      this.#cancelRetry();
       const open = this.#open;
       this.#open = null;
       // Writes what is queued and fsyncs; a failure is logged by the writer.

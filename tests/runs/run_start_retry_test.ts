@@ -1,0 +1,79 @@
+/**
+ * A start that fails (a full disk while closing the runs the previous process left open) leaves
+ * the registry unavailable only until a retry succeeds: a short disk-full spell at boot must not
+ * disable runs for the life of the process.
+ */
+import assert from "node:assert/strict";
+import { RUN_START_RETRY_MAX_MS, RunRegistry } from "../../src/runs/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+
+function registryOn(files: FaultyMemoryFiles, clock: ManualClock): RunRegistry {
+  return new RunRegistry({
+    dataDir: "/data",
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files,
+    clock,
+    logger: testLogger(),
+    automationVersion: () => null,
+    telemetrySink: () => {},
+    random: (b) => b.fill(1),
+  });
+}
+
+/** Advances `clock` until `cond` holds or `maxMs` of clock time passed. */
+async function advanceUntil(clock: ManualClock, cond: () => boolean, maxMs: number) {
+  for (let spent = 0; !cond() && spent < maxMs; spent += 100) {
+    await clock.advanceAsync(100);
+    // Let the file operations of a retry (promise callbacks only) settle.
+    for (let i = 0; i < 50 && !cond(); i++) await Promise.resolve();
+  }
+}
+
+Deno.test("RunRegistry: a start that failed on a full disk is retried, and the registry becomes available once the disk has room", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  const { run } = await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const registry = registryOn(files, clock);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  await assert.rejects(registry.open({}), /unavailable/i);
+  files.syncFails = false;
+
+  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(registry.info().available, true, "available again once the disk has room");
+  assert.deepEqual(registry.startupReport().abandonedRunIds, [run.run_id]);
+  const got = await registry.get(run.run_id);
+  assert.equal(got.run.close_reason, "abandoned");
+  const { run: next } = await registry.open({});
+  assert.equal(registry.openRunId(), next.run_id);
+  await registry.shutdown();
+  assert.equal(clock.pendingTimers, 0, "no retry left behind");
+});
+
+Deno.test("RunRegistry: shutdown while a failed start waits for its retry cancels the retry", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({});
+  await first.shutdown();
+
+  const registry = registryOn(files, clock);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false);
+  await registry.shutdown();
+  files.syncFails = false;
+  await clock.advanceAsync(2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(registry.info().available, false, "a stopped registry stays stopped");
+  assert.equal(registry.info().unavailable_reason, "run registry stopped");
+  assert.equal(clock.pendingTimers, 0);
+});
