@@ -889,6 +889,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "call",
             "incident",
             "automation_change",
+            "polling_change",
           ],
         },
         type: str,

@@ -30,7 +30,13 @@ export type RunEventCategory =
    * payload `previous_version` and `new_version`, each an AutomationVersion or null): the run's
    * `automation_version` stays the one it opened with.
    */
-  | "automation_change";
+  | "automation_change"
+  /**
+   * A configuration reload changed `polling.interval_ms` while the run was open (type "",
+   * payload `previous_interval_ms` and `new_interval_ms`): the run's `polling_interval_ms` stays
+   * the one it opened with.
+   */
+  | "polling_change";
 
 /** Identity of the automation definition (`automation_version`), captured when a run opens. */
 export interface AutomationVersion {

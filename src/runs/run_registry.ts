@@ -497,9 +497,19 @@ export class RunRegistry {
     return orphans;
   }
 
-  /** A reload changed `polling.interval_ms`: the runs opened from now on record `ms`. */
+  /**
+   * A reload changed `polling.interval_ms`: the runs opened from now on record `ms`, and a run
+   * open now (whose record keeps the interval it opened with) gets a `polling_change` event
+   * (queued like bus events, bounded). The same value again records nothing.
+   */
   setPollingIntervalMs(ms: number): void {
+    const previous = this.#pollingIntervalMs;
     this.#pollingIntervalMs = ms;
+    if (ms === previous) return;
+    this.#queueEvent("polling_change", "", this.#opts.clock.nowMs(), {
+      previous_interval_ms: previous,
+      new_interval_ms: ms,
+    });
   }
 
   /** Id of the open run, or null (automation status reports it). */

@@ -30,6 +30,30 @@ Deno.test("Kernel.reload of polling.interval_ms: a run opened afterwards records
   }
 });
 
+Deno.test("Kernel.reload of polling.interval_ms while a run is open: the run keeps the interval it opened with and records the change as a polling_change event", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "reload_runs_" });
+  const base = testConfig({ runtime: { dataDir: dir } });
+  const rt = await startRuntime(base);
+  try {
+    const { run } = await rt.runs.open({});
+    const from = base.polling.intervalMs;
+    const report = await rt.reload({ ...rt.config, polling: { intervalMs: from * 2 } });
+    assert.deepEqual(report.applied, ["polling"]);
+    assert.equal((await rt.runs.get(run.run_id)).run.polling_interval_ms, from);
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    const changes = events.filter((e) => e.category === "polling_change");
+    assert.deepEqual(
+      changes.map((e) => [e.type, e.payload]),
+      [["", { previous_interval_ms: from, new_interval_ms: from * 2 }]],
+      "the run's events say its polling interval changed, and to what",
+    );
+    await rt.runs.close(run.run_id, {});
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("Kernel.reload that swaps the behavior tree while a run is open: the run keeps the version it opened with and records the swap as an automation_change event", async () => {
   const dir = await TreeDir.create();
   try {
