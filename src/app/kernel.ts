@@ -1191,6 +1191,8 @@ export class Kernel {
       if (r === "refused_auto") {
         return { refused: "mode is AUTO: the running tree is never swapped" };
       }
+      // The same tree at another tick rate: its version is the same, no run records a swap.
+      if (r === "retimed") return { note: `behavior tree tick rate now ${na.tickRateHz} Hz` };
       // A run open now keeps the version it opened with; the swap is one of its events.
       this.runs.recordAutomationChange(before, this.automation.automationVersion());
       return { note: "behavior tree reloaded" };

@@ -133,7 +133,12 @@ export type EngineStatus = AutomationStatus & {
 };
 
 /** What a configuration reload did with the behavior tree (AutomationEngine.reloadTree). */
-export type TreeReload = "unchanged" | "replaced" | "refused_auto";
+/**
+ * What a reload did to the tree: "replaced" another tree (path or content) was swapped in;
+ * "retimed" the same tree (path and content) now ticks at another rate (its automation_version
+ * is unchanged); "unchanged"; "refused_auto".
+ */
+export type TreeReload = "unchanged" | "replaced" | "retimed" | "refused_auto";
 
 /** Construction options of AutomationEngine. */
 export interface AutomationEngineOptions {
@@ -440,7 +445,8 @@ export class AutomationEngine {
    * Configuration reload of automation.behavior_tree / tick_rate_hz: loads the tree (throws
    * INVALID_ARGUMENT with every diagnostic when it does not load, keeping the running one) and
    * swaps it in unless it is the same (path, tick rate and the text of every file it reads,
-   * its includes too): "unchanged". A new tree must read only the `parameters` the new
+   * its includes too): "unchanged"; the same tree at another tick rate is swapped in too, but
+   * answers "retimed" (no other tree: its automation_version is the same). A new tree must read only the `parameters` the new
    * configuration declares (given: as load() checks the declared ones). Refused while
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
    * again after the load, synchronously with the swap.
@@ -469,9 +475,8 @@ export class AutomationEngine {
       calls = built.calls;
       contentDigest = built.contentDigest;
     }
-    const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
-      contentDigest === this.#contentDigest;
-    if (same) return "unchanged";
+    const sameTree = behaviorTree === this.#o.behaviorTree && contentDigest === this.#contentDigest;
+    if (sameTree && tickRateHz === this.#o.tickRateHz) return "unchanged";
     if (reads !== null && parameters !== undefined) {
       checkParameterReads(behaviorTree!, reads, declaredOf(parameters));
     }
@@ -494,9 +499,12 @@ export class AutomationEngine {
     this.#contentDigest = contentDigest;
     // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one.
     this.#calls.clear();
-    this.#log.info(`behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload`);
+    this.#log.info(
+      `behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload` +
+        (sameTree ? ` (tick rate ${tickRateHz} Hz)` : ""),
+    );
     if (started) this.start();
-    return "replaced";
+    return sameTree ? "retimed" : "replaced";
   }
 
   /**

@@ -91,3 +91,32 @@ Deno.test("Kernel.reload that swaps the behavior tree while a run is open: the r
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload that changes only automation.tick_rate_hz while a run is open records no automation_change (the tree is the same)", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(a));
+    try {
+      const { run } = await rt.runs.open({});
+      const rate = rt.config.automation.tickRateHz;
+      const report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, tickRateHz: rate === 20 ? 10 : 20 },
+      });
+      assert.deepEqual(report.refused, []);
+      assert.deepEqual(rt.automation!.automationVersion(), run.automation_version);
+      const events = (await rt.runs.listEvents(run.run_id, {})).events;
+      assert.deepEqual(
+        events.filter((e) => e.category === "automation_change").map((e) => e.payload),
+        [],
+        "a tick rate change is no swap of the tree",
+      );
+      await rt.runs.close(run.run_id, {});
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});

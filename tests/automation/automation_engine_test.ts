@@ -365,6 +365,18 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
   engine.stop();
 });
 
+Deno.test("AutomationEngine reloadTree of the same tree at another tick rate answers retimed, its version unchanged", async () => {
+  const { engine, modes } = setup(SLEEP);
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  const version = engine.automationVersion();
+  assert.equal(await engine.reloadTree(TREE, 20), "retimed");
+  assert.deepEqual(engine.automationVersion(), version);
+  assert.equal(await engine.reloadTree(TREE, 20), "unchanged");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting across a tree a reload replaces or removes", async () => {
   const files: Record<string, string> = {
     [TREE]: xmlRoot(`<BehaviorTree ID="Main"><Script code="x := missing"/></BehaviorTree>`, "Main"),
