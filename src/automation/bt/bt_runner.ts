@@ -192,10 +192,19 @@ export class BtRunner {
     this.#halt();
   }
 
-  /** AUTO on/off. Turning it off halts the tree (cancels running calls); node state is kept. */
+  /**
+   * AUTO on/off. Turning it off halts the tree (cancels running calls); node state is kept.
+   * Turning it on (a re-arm) starts the failure streak over: the tree starts from its root, so
+   * its first FAILURE is a new bt_error and it is not stalled before it has ticked.
+   */
   setActive(active: boolean): void {
     if (this.#active === active) return;
     this.#active = active;
+    if (active) {
+      this.#ticksSinceProgress = 0;
+      this.#runningStreak = 0;
+      this.#failureReported = false;
+    }
     this.#syncTimer();
     if (!active) this.#halt();
   }

@@ -162,6 +162,32 @@ Deno.test("BtRunner reports blocked/waiting after more than 10 consecutive FAILU
   runner.stop();
 });
 
+Deno.test("BtRunner re-armed (out of AUTO and back) starts its failure streak over: a fresh bt_error, no stall before it ticks", async () => {
+  const { runner, seen } = setup(`<BehaviorTree ID="Demo"><AlwaysFailure/></BehaviorTree>`);
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  for (let i = 0; i < 11; i++) runner.tickOnce();
+  equal(runner.status().execution_status, "blocked");
+  equal(seen.filter((e) => e.kind === "bt_error").length, 1);
+  // The operator leaves AUTO (FAULT -> MANUAL) and re-arms (-> AUTO).
+  runner.setActive(false);
+  runner.setActive(true);
+  const s = runner.status();
+  deepStrictEqual(
+    [s.execution_status, s.engine_diagnostics.stall_suspected],
+    ["running", false],
+    "not stalled before the re-armed tree has ticked",
+  );
+  runner.tickOnce();
+  equal(
+    seen.filter((e) => e.kind === "bt_error").length,
+    2,
+    "the re-armed tree's first FAILURE is reported",
+  );
+  runner.stop();
+});
+
 Deno.test("BtRunner reports a throwing tick as bt_error + automation_fault and calls onFault", async () => {
   const { runner, seen, faults, services } = setup(
     `<BehaviorTree ID="Demo"><Parallel success_count="2">` +
