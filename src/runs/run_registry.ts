@@ -1217,11 +1217,14 @@ export class RunRegistry {
     const open = this.#open?.run === run ? this.#open : null;
     // A run found open at start-up: its event file is continued after the last good line (the
     // writer starts on a new line after a torn one).
-    const writer = open?.writer ?? this.#writer(this.#eventFile(run.run_id), 1);
+    // Room for its interrupted calls and the run_closed, queued together (one write).
+    const writer = open?.writer ??
+      this.#writer(this.#eventFile(run.run_id), interrupted.length + 1);
     try {
       let event: RunEvent | null = null;
       let sequence = 0;
       let left = open?.notRecorded ?? 0;
+      const callsWritten: Promise<JournalAppendResult>[] = [];
       if (open) {
         if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
         open.closing = true;
@@ -1249,8 +1252,9 @@ export class RunRegistry {
             left++;
             continue;
           }
-          // fsync'd with the run_closed that follows.
-          written(await writer.append(line));
+          // Queued in the same tick as the run_closed that follows: one write and one fsync,
+          // so a failed fsync cuts them back with it (a retried start writes them once).
+          callsWritten.push(writer.append(line));
           bytes += utf8Length(line) + 1;
           sequence++;
         }
@@ -1259,7 +1263,9 @@ export class RunRegistry {
         // Always written, past the bound too: the run's end, and what the bound left out.
         const payload = left > 0 ? { events_not_recorded: left } : {};
         event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
-        const result = await writer.append(JSON.stringify(event), { sync: true });
+        const closing = writer.append(JSON.stringify(event), { sync: true });
+        for (const r of await Promise.all(callsWritten)) written(r);
+        const result = await closing;
         // A failed fsync leaves the line in the file (the OS has it): the run has ended there.
         if (open && (result.ok || await this.#endsWith(run.run_id, event))) {
           open.closedEvent = event;

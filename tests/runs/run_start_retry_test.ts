@@ -77,3 +77,35 @@ Deno.test("RunRegistry: shutdown while a failed start waits for its retry cancel
   assert.equal(registry.info().unavailable_reason, "run registry stopped");
   assert.equal(clock.pendingTimers, 0);
 });
+
+Deno.test("RunRegistry: a retried start writes the interrupted calls of the abandoned run once", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  const { run } = await first.open({});
+  await first.shutdown();
+
+  const call = {
+    first_time_epoch_ms: clock.nowMs(),
+    last_time_epoch_ms: clock.nowMs(),
+    count: 1,
+    device_handle: "sim0/motor0",
+    function: "stop",
+    outcome: "interrupted",
+  };
+  const registry = registryOn(files, clock);
+  files.syncFails = true;
+  await registry.start({ interruptedCalls: [call] });
+  assert.equal(registry.info().available, false);
+  files.syncFails = false;
+  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(registry.info().available, true, String(registry.info().unavailable_reason));
+  const events = (await registry.listEvents(run.run_id, {})).events;
+  assert.deepEqual(
+    events.map((e) => [e.sequence, e.category, e.type]),
+    [[1, "run_opened", ""], [2, "call", "sim0/motor0 stop"], [3, "run_closed", "abandoned"]],
+    "the interrupted call once, then run_closed",
+  );
+  await registry.shutdown();
+});
