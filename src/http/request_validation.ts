@@ -5,7 +5,7 @@
  * number`), with the schema's `x-errors` message when it has one.
  */
 import { invalidArgument } from "../common/mod.ts";
-import { type BodyLimits, readJsonBody } from "./json_body.ts";
+import { type BodyLimits, readJsonBody, roundedIntegerText } from "./json_body.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
 /** One error of a generated validator (ajv's shape, `verbose`: with its schema and data). */
@@ -62,12 +62,70 @@ export function validateRequestBody<T>(
 ): T {
   const validate = requestValidator(operationId);
   const value = body === undefined ? null : body;
-  if (validate(value)) return value as T;
+  if (validate(value)) {
+    const rounded = roundedIntegerMember(schema, value, []);
+    if (rounded !== null) throw invalidArgument(rounded);
+    return value as T;
+  }
   if (body === undefined) {
     const absent = xErrors(schema).absent;
     if (typeof absent === "string") throw invalidArgument(`body: ${absent}`);
   }
   throw invalidArgument(firstProblem(validate.errors ?? [], schema));
+}
+
+/**
+ * The first member the schema declares an integer whose JSON text parsing rounded to the integer
+ * it holds (json_body.ts roundedIntegerText: `10.0000000000000001` read as 10), as the 400
+ * message naming it; null when there is none. The validators see only the parsed double, which
+ * is an integer. Walks the members the schema declares (properties, additionalProperties, items)
+ * in the schema's order.
+ */
+function roundedIntegerMember(
+  schema: JsonSchema,
+  value: unknown,
+  path: (string | number)[],
+): string | null {
+  if (typeof value !== "object" || value === null) return null;
+  const check = (sub: unknown, key: string | number): string | null => {
+    if (typeof sub !== "object" || sub === null) return null;
+    const s = sub as JsonSchema;
+    const member = (value as Record<string, unknown>)[key];
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    if (types.includes("integer") && typeof member === "number") {
+      const written = roundedIntegerText(value, String(key));
+      if (written !== undefined) {
+        return at(
+          [...path, key],
+          `${written} is not an integer as written ` +
+            `(a JSON number read as a double: it would arrive as ${member})`,
+        );
+      }
+    }
+    return roundedIntegerMember(s, member, [...path, key]);
+  };
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const problem = check(schema.items, i);
+      if (problem !== null) return problem;
+    }
+    return null;
+  }
+  const properties = (schema.properties ?? {}) as Record<string, unknown>;
+  for (const key of Object.keys(properties)) {
+    if (!Object.hasOwn(value, key)) continue;
+    const problem = check(properties[key], key);
+    if (problem !== null) return problem;
+  }
+  const more = schema.additionalProperties;
+  if (typeof more === "object" && more !== null) {
+    for (const key of Object.keys(value)) {
+      if (Object.hasOwn(properties, key)) continue;
+      const problem = check(more, key);
+      if (problem !== null) return problem;
+    }
+  }
+  return null;
 }
 
 /** What readRequestBody needs of a route's documentation (route_table.ts RouteDoc). */

@@ -80,6 +80,26 @@ const ROWS: ReadonlyArray<readonly [string, unknown, string]> = [
     { close_reason: "done" },
     "close_reason: must be one of operator_stop, completed, failed, superseded",
   ],
+  // An integer member whose JSON text parsing rounded (a fraction lost, a digit beyond 2^53):
+  // refused naming it, never taken as the integer it rounded to.
+  [
+    "/v0/call",
+    '{"provider_id":"p","device_id":"d","function_id":10.0000000000000001}',
+    "function_id: 10.0000000000000001 is not an integer as written " +
+    "(a JSON number read as a double: it would arrive as 10)",
+  ],
+  [
+    "/v0/alarms/a1/shelve",
+    '{"duration_ms":1000.00000000000001}',
+    "duration_ms: 1000.00000000000001 is not an integer as written " +
+    "(a JSON number read as a double: it would arrive as 1000)",
+  ],
+  [
+    "/v0/runs/r1/events",
+    '{"type":"t","occurred_at_epoch_ms":1764490000000.0000001}',
+    "occurred_at_epoch_ms: 1764490000000.0000001 is not an integer as written " +
+    "(a JSON number read as a double: it would arrive as 1764490000000)",
+  ],
   ["/v0/runs/r1/events", "", "body: must be a JSON object with a type"],
   ["/v0/runs/r1/events", {}, "type: missing"],
   ["/v0/runs/r1/events", { type: null }, "type: missing"],
