@@ -65,7 +65,19 @@ export interface HookFailure {
 export interface TransitionReport {
   readonly mode: RuntimeMode;
   readonly hook_failures: readonly HookFailure[];
+  /**
+   * A FAULT request while FAULT was in force: the hooks of that FAULT entry had not finished
+   * within FAULT_HOOKS_ANSWER_WAIT_MS, so `hook_failures` cannot list theirs yet.
+   */
+  readonly hooks_pending?: true;
 }
+
+/**
+ * How long a FAULT request made while FAULT is in force (an e-stop's, say) waits for the hooks of
+ * that FAULT entry to finish before it answers `hooks_pending` (the e-stop runs them after its
+ * ladder; each call has its own deadline).
+ */
+export const FAULT_HOOKS_ANSWER_WAIT_MS = 10_000;
 
 /** What the HTTP layer needs. */
 export interface ModeService {
@@ -191,7 +203,9 @@ export class ModeManager implements ModeService {
    * Resolves once the hooks of the FAULT entry in force have run (its committer runs them: the
    * e-stop after its ladder), or FAULT was left; null outside FAULT.
    */
-  #faultHooksDone: PromiseWithResolvers<void> | null = null;
+  #faultHooksDone: PromiseWithResolvers<readonly HookFailure[]> | null = null;
+  /** Whether the hooks of the FAULT entry in force have yet to finish. */
+  #faultHooksPending = false;
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
@@ -285,8 +299,13 @@ export class ModeManager implements ModeService {
     }
     this.#log.info(`transition ${from} -> FAULT (${reason})`);
     // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
-    const done = Promise.withResolvers<void>();
+    const done = Promise.withResolvers<readonly HookFailure[]>();
     this.#faultHooksDone = done;
+    this.#faultHooksPending = true;
+    const finished = (failures: readonly HookFailure[]) => {
+      if (this.#faultHooksDone === done) this.#faultHooksPending = false;
+      done.resolve(failures);
+    };
     this.#commit(from, "FAULT");
     this.#o.audit?.record({
       action: "mode",
@@ -302,7 +321,13 @@ export class ModeManager implements ModeService {
     return {
       committed: true,
       from,
-      runHooks: () => (hooks ??= this.#runFaultHooks(config, from).finally(done.resolve)),
+      runHooks: () => (hooks ??= this.#runFaultHooks(config, from).then((failures) => {
+        finished(failures);
+        return failures;
+      }, (err) => {
+        finished([]);
+        throw err;
+      })),
     };
   }
 
@@ -489,9 +514,30 @@ export class ModeManager implements ModeService {
     }
   }
 
+  /**
+   * The answer to a FAULT request: the failures of the hooks it ran or, when FAULT was in force
+   * already with its hooks not yet finished (an e-stop runs them after its ladder), of those
+   * hooks once they have run (at most FAULT_HOOKS_ANSWER_WAIT_MS: `hooks_pending` after that).
+   * Never an empty list for hooks that have not run yet.
+   */
   async #faultReport(entry: FaultEntry): Promise<TransitionReport> {
-    const failures = await entry.runHooks();
-    return { mode: this.#mode, hook_failures: failures };
+    if (entry.committed) return { mode: this.#mode, hook_failures: await entry.runHooks() };
+    const inForce = this.#faultHooksPending ? this.#faultHooksDone?.promise : undefined;
+    // FAULT in force with its hooks run: this request changes nothing and runs nothing.
+    if (inForce === undefined) return { mode: this.#mode, hook_failures: [] };
+    const clock = this.#o.clock;
+    let timer: ReturnType<Clock["setTimer"]> | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = clock.setTimer(() => resolve(null), FAULT_HOOKS_ANSWER_WAIT_MS);
+    });
+    try {
+      const failures = await Promise.race([inForce, late]);
+      return failures === null
+        ? { mode: this.#mode, hook_failures: [], hooks_pending: true }
+        : { mode: this.#mode, hook_failures: [...failures] };
+    } finally {
+      if (timer !== undefined) clock.clearTimer(timer);
+    }
   }
 
   /**
@@ -577,8 +623,9 @@ export class ModeManager implements ModeService {
     this.#mode = next;
     if (previous === "FAULT") {
       // Nobody waits for the hooks of a FAULT left behind.
-      this.#faultHooksDone?.resolve();
+      this.#faultHooksDone?.resolve([]);
       this.#faultHooksDone = null;
+      this.#faultHooksPending = false;
     }
     this.#o.bus.publish({
       kind: "mode_change",

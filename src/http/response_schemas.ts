@@ -649,6 +649,11 @@ export function responseComponents(): Record<string, JsonSchema> {
     ModeResponse: ok(["mode"], {
       mode: ref("RuntimeMode"),
       hook_failures: note(arr(ref("HookFailure")), "POST only (project addition)."),
+      hooks_pending: note(
+        bool,
+        "POST FAULT while FAULT's own hooks run, only when true: they had not finished within " +
+          "10 s, so hook_failures does not list theirs (project addition).",
+      ),
     }),
     EstopResponse: ok(["latched", "software_safe_state", "actions"], {
       latched: bool,

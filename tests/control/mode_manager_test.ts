@@ -6,13 +6,14 @@ import { type HookConfig, RUNTIME_MODES, type RuntimeMode } from "../../src/conf
 import {
   type AuditDecision,
   type CallOrigin,
+  FAULT_HOOKS_ANSWER_WAIT_MS,
   type HookFailure,
   isTransitionAllowed,
   ModeManager,
 } from "../../src/control/mod.ts";
 import { type RuntimeEvent } from "../../src/events/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
-import { withRealTimers } from "../helpers/clock.ts";
+import { ManualClock, withRealTimers } from "../helpers/clock.ts";
 
 /**
  * The runtime's mode manager (tests/helpers/rig.ts: the Kernel, not started) over an empty
@@ -398,6 +399,33 @@ Deno.test("ModeManager FAULT entry runs before- then after-hooks as stop actions
   ]);
   // A failed stop action is an error, whatever the hook's fail_on_error says.
   assert.deepEqual(levels(lines), ["ERROR", "ERROR", "ERROR", "ERROR"]);
+});
+
+Deno.test("ModeManager requestWithReport(FAULT) while FAULT's hooks have not run waits for them, then says hooks_pending", async () => {
+  const clock = new ManualClock();
+  const r = rigNotStarted({
+    clock,
+    automation: {
+      enabled: true,
+      modeTransitionHooks: {
+        beforeTransition: [hook("*", "FAULT", [ghost("stop")], false, "h")],
+        afterTransition: [],
+      },
+    },
+    safety: { present: true },
+  });
+  const modes = r.kernel.modes;
+  // An e-stop's entry: committed, its hooks run only after its ladder.
+  const entry = modes.enterFault("e-stop");
+  let answered = false;
+  const report = modes.requestWithReport("FAULT").finally(() => answered = true);
+  await clock.advanceAsync(FAULT_HOOKS_ANSWER_WAIT_MS - 1);
+  assert.equal(answered, false, "answered before the FAULT hooks in force had run");
+  await clock.advanceAsync(1);
+  assert.deepEqual(await report, { mode: "FAULT", hook_failures: [], hooks_pending: true });
+  // Once they have run, a FAULT request changes nothing and reports nothing.
+  assert.equal((await entry.runHooks()).length, 1);
+  assert.deepEqual(await modes.requestWithReport("FAULT"), { mode: "FAULT", hook_failures: [] });
 });
 
 Deno.test("ModeManager enterFault commits FAULT synchronously and runs its hooks once, on demand", async () => {

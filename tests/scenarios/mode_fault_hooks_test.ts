@@ -75,3 +75,52 @@ Deno.test("POST /v0/mode FAULT attempts every hook call after a failure and repo
     await fx.close();
   }
 });
+
+Deno.test("POST /v0/mode FAULT during an e-stop's FAULT hooks answers their failures once they ran, not an empty list at once", async () => {
+  const stopHook = hook(
+    "*",
+    "FAULT",
+    // Fails at the provider: tempctl set_relay is refused in closed mode.
+    [call("sim0/tempctl0", "set_relay", { relay_index: 1, state: false })],
+    true,
+    "automation.mode_transition_hooks.after_transition[0]",
+  );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim()],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [], afterTransition: [stopHook] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "tempctl0", 1, { mode: { type: "string", string: "closed" } });
+    // Slow tempctl0's calls down inside the provider: the e-stop's hook call is still pending
+    // when the request below arrives.
+    await rt.router.call({
+      providerId: "sim0",
+      deviceId: "chaos_control",
+      functionName: "inject_call_latency",
+      args: { device_id: { type: "string", string: "tempctl0" }, latency_ms: i(300) },
+      origin: "manual",
+    });
+    const stopped = rt.estop.trigger("test");
+    assert.equal(rt.modes.current(), "FAULT");
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    const estop = await stopped;
+    assert.equal(estop.hook_failures.length, 1, "the e-stop's hook failed");
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.mode, "FAULT");
+    assert.deepEqual(
+      r.json.hook_failures,
+      estop.hook_failures,
+      "POST /v0/mode FAULT claimed no failure for FAULT hooks still running",
+    );
+  } finally {
+    await fx.close();
+  }
+});

@@ -61,5 +61,9 @@ async function setMode({ services, body, principal }: RouteContext): Promise<Res
     );
   }
   const report = await services.modes.requestWithReport(mode, source);
-  return okResponse({ mode: report.mode, hook_failures: report.hook_failures });
+  return okResponse({
+    mode: report.mode,
+    hook_failures: report.hook_failures,
+    ...(report.hooks_pending ? { hooks_pending: true } : {}),
+  });
 }
