@@ -184,15 +184,9 @@ export class IncidentRecorder {
 
   /** One record: its header and its signals. NOT_FOUND when it is not kept. */
   async get(id: string): Promise<{ incident: IncidentHeader; signals: IncidentSignal[] }> {
-    const header = this.#index.find((h) => h.incident_id === id);
-    if (header === undefined) throw notFound(`Incident not found: ${id}`);
+    const { header, lines } = await this.#read(id);
     const signals: IncidentSignal[] = [];
-    let first = true;
-    for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
-      if (first) {
-        first = false;
-        continue;
-      }
+    for (const line of lines.slice(1)) {
       try {
         signals.push(parseSignalLine(line));
       } catch {
@@ -204,14 +198,24 @@ export class IncidentRecorder {
 
   /** The record as stored (JSON Lines). NOT_FOUND when it is not kept. */
   async jsonl(id: string): Promise<string> {
-    if (!this.#index.some((h) => h.incident_id === id)) {
-      throw notFound(`Incident not found: ${id}`);
-    }
-    let text = "";
+    const { lines } = await this.#read(id);
+    return lines.map((line) => `${line}\n`).join("");
+  }
+
+  /**
+   * A kept record's header and stored lines (its header line first). NOT_FOUND when it is not
+   * kept, or when its file is gone (removed by hand, or by the count bound meanwhile): a missing
+   * file reads as no line at all, never an empty record.
+   */
+  async #read(id: string): Promise<{ header: IncidentHeader; lines: string[] }> {
+    const header = this.#index.find((h) => h.incident_id === id);
+    if (header === undefined) throw notFound(`Incident not found: ${id}`);
+    const lines: string[] = [];
     for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
-      text += `${line}\n`;
+      lines.push(line);
     }
-    return text;
+    if (lines.length === 0) throw notFound(`Incident not found: ${id} (its file is gone)`);
+    return { header, lines };
   }
 
   // ---- triggers ------------------------------------------------------------------------------

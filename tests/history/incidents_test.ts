@@ -176,6 +176,16 @@ Deno.test("Each device loss is an incident of that device; the records are bound
     assert.deepEqual(temp.samples, [[T0 + 30_000, 3, "OK"], [T0 + 30_500, 3, "UNAVAILABLE"]]);
     const names = [...Deno.readDirSync(`${rig.dataDir}/history/incidents`)].map((e) => e.name);
     assert.equal(names.length, 2);
+
+    // A record whose file is gone (removed by hand, or by the count bound while it was asked
+    // for) is not kept: 404 as a missing record, never an empty export.
+    const gone = list[1].incident_id;
+    Deno.removeSync(`${rig.dataDir}/history/incidents/${gone}.jsonl`);
+    for (const accept of ["application/jsonl", "text/csv", "application/json"]) {
+      const r = await rig.get(`/v0/incidents/${gone}`, { accept });
+      const text = await r.text();
+      assert.equal(r.status, 404, `${accept}: ${r.status} ${JSON.stringify(text)}`);
+    }
   } finally {
     await rig.rt.stop();
   }
