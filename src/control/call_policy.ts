@@ -10,8 +10,9 @@
  *   matches no mode.
  * - `requires_lease`: this runtime grants no leases, so every call is refused, FAILED_PRECONDITION
  *   (409), never sent without one.
- * - `min_interval_ms`: a call sooner than that after the last call of the same function the
- *   runtime sent to the provider is refused, RESOURCE_EXHAUSTED (429, Retry-After).
+ * - `min_interval_ms`: a call sooner than that after the last call of the same function (by
+ *   name: a provider restart may renumber functions) the runtime sent to the provider is refused,
+ *   RESOURCE_EXHAUSTED (429, Retry-After).
  *
  * Stop actions (origin "safety": the e-stop's safe-state ladder, the hooks of a transition into
  * FAULT) pass all three: a stop must always go through. They are still counted as sent calls, so
@@ -73,11 +74,15 @@ export const MAX_CALL_INTERVAL_ENTRIES = 4096;
 
 /** When each function with a min_interval_ms was last sent to its provider (monotonic ms). */
 export class CallIntervals {
-  /** `${provider}/${device}\u0000${function_id}` -> last send. */
+  /**
+   * `${provider}/${device}\u0000${function name}` -> last send. By name, not by function id: a
+   * provider restart may renumber its functions, and the interval belongs to what the function
+   * does, not to the number it had.
+   */
   readonly #last = new Map<string, { atMono: number; minIntervalMs: number }>();
 
   #key(device: DeviceCapabilities, fn: FunctionSpec): string {
-    return `${device.device.providerId}/${device.device.deviceId}\u0000${fn.functionId}`;
+    return `${device.device.providerId}/${device.device.deviceId}\u0000${fn.name}`;
   }
 
   /** The refusal of a call to `fn` now, or null when its min_interval_ms has passed (or is 0). */

@@ -100,3 +100,23 @@ Deno.test("CallIntervals stays bounded: past the bound, entries whose interval r
   assert.equal(iv.size, 1);
   assert.equal(iv.refusal(device, fresh, 105)?.code, "RESOURCE_EXHAUSTED");
 });
+
+Deno.test("CallIntervals follows a function by name: a provider restart that renumbers functions keeps each one's interval", () => {
+  const iv = new CallIntervals();
+  const spec = (name: string, functionId: number): FunctionSpec => ({
+    ...fn({ minIntervalMs: 1000 }, functionId),
+    name,
+  });
+  iv.note(device, spec("set_x", 1), 10_000);
+  // After the restart set_x is function 2 and function 1 is another one.
+  assert.equal(
+    iv.refusal(device, spec("set_x", 2), 10_250)?.code,
+    "RESOURCE_EXHAUSTED",
+    "set_x renumbered: its waiting interval was lost",
+  );
+  assert.equal(
+    iv.refusal(device, spec("calibrate", 1), 10_250),
+    null,
+    "set_x's interval moved onto the function now numbered 1",
+  );
+});
