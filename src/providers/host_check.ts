@@ -34,8 +34,23 @@ export function hostCheckOf(
   return {
     status: "unmet",
     summary: cut(summary, MAX_HOST_SUMMARY_CHARS),
-    unmet: (listed ?? requirementsFromSummary(summary)).slice(0, MAX_HOST_REQUIREMENTS),
+    unmet: distinct(listed ?? requirementsFromSummary(summary)).slice(0, MAX_HOST_REQUIREMENTS),
   };
+}
+
+/**
+ * Each requirement once: one the provider named twice, or two equal once cut to
+ * MAX_HOST_REQUIREMENT_CHARS, is kept once (its first place). /metrics makes a series of each,
+ * and a scrape holding the same series twice is rejected whole.
+ */
+function distinct(list: readonly HostRequirementView[]): HostRequirementView[] {
+  const seen = new Set<string>();
+  return list.filter((r) => {
+    const key = JSON.stringify([r.id, r.detail, r.remedy]);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /** True when the diagnostics say the host is not ready for the provider. */
@@ -96,6 +111,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/**
+ * `text` within `max` UTF-16 units (longer: cut, with an ellipsis), well-formed: a lone surrogate
+ * (or half a pair the cut split) is U+FFFD, as UTF-8 output writes it anyway, so two texts that
+ * differ only there are equal here too.
+ */
 function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}\u2026` : text;
+  return (text.length > max ? `${text.slice(0, max)}\u2026` : text).toWellFormed();
 }
