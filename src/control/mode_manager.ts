@@ -104,7 +104,11 @@ export interface ArmRefusal {
 
 /** A FAULT entry committed synchronously; its hooks run when `runHooks` is called. */
 export interface FaultEntry {
-  /** False when the mode was already FAULT (nothing was committed, no hooks run). */
+  /**
+   * False when the mode was already FAULT (nothing was committed, no hooks of its own): its
+   * `runHooks` then resolves, once they have run, with the failures of the hooks of the FAULT
+   * entry in force if they had not finished when this entry was asked for; else with [].
+   */
   readonly committed: boolean;
   readonly from: RuntimeMode;
   /** Runs the matching hooks once (later calls return the same promise). */
@@ -295,7 +299,13 @@ export class ModeManager implements ModeService {
       // Leaving FAULT is in progress (its before-hooks run): that transition must not commit
       // over this request (an alarm, another console), answered FAULT.
       if (this.#busy?.from === "FAULT") this.#faultWhileLeaving ??= `${source.kind}: ${reason}`;
-      return { committed: false, from, runHooks: () => Promise.resolve([]) };
+      // Hooks of the entry in force not yet finished: this entry reports theirs, never [] early.
+      const inForce = this.#faultHooksPending ? this.#faultHooksDone?.promise : undefined;
+      return {
+        committed: false,
+        from,
+        runHooks: () => inForce === undefined ? Promise.resolve([]) : inForce.then((f) => [...f]),
+      };
     }
     this.#log.info(`transition ${from} -> FAULT (${reason})`);
     // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
@@ -522,9 +532,9 @@ export class ModeManager implements ModeService {
    */
   async #faultReport(entry: FaultEntry): Promise<TransitionReport> {
     if (entry.committed) return { mode: this.#mode, hook_failures: await entry.runHooks() };
-    const inForce = this.#faultHooksPending ? this.#faultHooksDone?.promise : undefined;
     // FAULT in force with its hooks run: this request changes nothing and runs nothing.
-    if (inForce === undefined) return { mode: this.#mode, hook_failures: [] };
+    if (!this.#faultHooksPending) return { mode: this.#mode, hook_failures: [] };
+    const inForce = entry.runHooks();
     const clock = this.#o.clock;
     let timer: ReturnType<Clock["setTimer"]> | undefined;
     const late = new Promise<null>((resolve) => {

@@ -4,7 +4,7 @@
  * of the request that caused the transition and as a `hook_failure` event.
  */
 import assert from "node:assert/strict";
-import { recordEvents } from "../helpers/kernel.ts";
+import { recordEvents, waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { b, call, d, hook, i, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
 import { eventsOf } from "./automation_helpers.ts";
@@ -119,6 +119,53 @@ Deno.test("POST /v0/mode FAULT during an e-stop's FAULT hooks answers their fail
       r.json.hook_failures,
       estop.hook_failures,
       "POST /v0/mode FAULT claimed no failure for FAULT hooks still running",
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("POST /v0/estop while a requested FAULT's hooks run answers their failures, not an empty list", async () => {
+  const stopHook = hook(
+    "*",
+    "FAULT",
+    // Fails at the provider: tempctl set_relay is refused in closed mode.
+    [call("sim0/tempctl0", "set_relay", { relay_index: 1, state: false })],
+    true,
+    "automation.mode_transition_hooks.after_transition[0]",
+  );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim()],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [], afterTransition: [stopHook] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "tempctl0", 1, { mode: { type: "string", string: "closed" } });
+    await rt.router.call({
+      providerId: "sim0",
+      deviceId: "chaos_control",
+      functionName: "inject_call_latency",
+      args: { device_id: { type: "string", string: "tempctl0" }, latency_ms: i(300) },
+      origin: "manual",
+    });
+    // FAULT requested: committed at once, its hook call slowed down in the provider.
+    const mode = fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    await waitFor("FAULT committed", () => rt.modes.current() === "FAULT");
+    const estop = await fx.request("POST", "/v0/estop", { body: { reason: "test" } });
+    const requested = await mode;
+    assert.equal(requested.json.hook_failures.length, 1, "the FAULT hook failed");
+    assert.equal(estop.status, 200, estop.text);
+    assert.deepEqual(
+      estop.json.hook_failures,
+      requested.json.hook_failures,
+      "POST /v0/estop claimed no failure for FAULT hooks still running",
     );
   } finally {
     await fx.close();
