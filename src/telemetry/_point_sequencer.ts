@@ -10,13 +10,17 @@
  * millisecond gets the last tag `seq=n` (1, 2, ...). A retried line is sent as it was formatted,
  * tag included, so a retry still overwrites its own earlier copy.
  *
- * Bounded: it remembers the last millisecond of at most {@link MAX_SEQUENCED_SERIES} series and
- * forgets them all when one more arrives (a same-millisecond pair straddling that moment keeps
- * one point: the limit).
+ * It remembers each millisecond a series used, not only its last one: when the wall clock steps
+ * back (NTP) onto a millisecond a series already wrote at, with other rows of it between, the
+ * new row is still tagged apart; a row at a millisecond its series never used stays untagged.
+ *
+ * Bounded: it remembers the last {@link MAX_REMEMBERED_POINTS} (series, millisecond) pairs and
+ * forgets the oldest first; a step back past that many rows keeps one point of a pair (the
+ * limit).
  */
 
-/** Series whose last millisecond is remembered. */
-export const MAX_SEQUENCED_SERIES = 10_000;
+/** (series, millisecond) pairs remembered; the oldest is forgotten for each new one past this. */
+export const MAX_REMEMBERED_POINTS = 10_000;
 
 /** The tag key a same-millisecond row of a series gets. */
 export const SEQ_TAG = "seq";
@@ -32,8 +36,8 @@ function seriesEnd(line: string): number {
 }
 
 export class PointSequencer {
-  /** Series (measurement and tags, as written) -> its last timestamp and rows at it so far. */
-  #last = new Map<string, { ts: string; rows: number }>();
+  /** "series timestamp" (measurement and tags, as written) -> rows at it so far; oldest first. */
+  #rows = new Map<string, number>();
 
   /** The line, with `seq=n` added to its tags when its series already has a row at its time. */
   distinct(line: string): string {
@@ -41,19 +45,16 @@ export class PointSequencer {
     const tsStart = line.lastIndexOf(" ") + 1;
     if (end < 0 || tsStart <= end) return line;
     const series = line.slice(0, end);
-    const ts = line.slice(tsStart);
-    const last = this.#last.get(series);
-    if (last !== undefined && last.ts === ts) {
-      const n = last.rows++;
+    const point = `${series} ${line.slice(tsStart)}`;
+    const n = this.#rows.get(point);
+    if (n !== undefined) {
+      this.#rows.set(point, n + 1); // an existing key keeps its place in the order
       return `${series},${SEQ_TAG}=${n}${line.slice(end)}`;
     }
-    if (last !== undefined) {
-      last.ts = ts;
-      last.rows = 1;
-      return line;
+    if (this.#rows.size >= MAX_REMEMBERED_POINTS) {
+      this.#rows.delete(this.#rows.keys().next().value as string);
     }
-    if (this.#last.size >= MAX_SEQUENCED_SERIES) this.#last.clear();
-    this.#last.set(series, { ts, rows: 1 });
+    this.#rows.set(point, 1);
     return line;
   }
 }

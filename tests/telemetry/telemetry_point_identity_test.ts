@@ -4,6 +4,7 @@
  * VictoriaMetrics keeps both. These tests check the writer's lines by that identity.
  */
 import assert from "node:assert/strict";
+import type { RuntimeMode } from "../../src/config/mod.ts";
 import { scriptedRig } from "./_scripted_db.ts";
 import { parseLine } from "./line_protocol_check.ts";
 
@@ -58,6 +59,41 @@ Deno.test("TelemetryWriter writes same-millisecond rows of one series as distinc
     );
     for (const l of lines) assert.equal(parseLine(l).timestamp, BigInt(ts));
     assert.equal(writer.status().total_written, 4);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter keeps a row distinct when the wall clock steps back onto a millisecond its series used", async () => {
+  const { clock, db, bus, writer } = scriptedRig();
+  const modeChange = (previous_mode: RuntimeMode, new_mode: RuntimeMode) =>
+    bus.publish({ kind: "mode_change", previous_mode, new_mode, timestamp_ms: clock.nowMs() });
+  try {
+    const t = clock.nowMs();
+    modeChange("IDLE", "MANUAL"); // at t
+    clock.wall += 1;
+    modeChange("MANUAL", "AUTO"); // at t + 1: the series' last millisecond is now t + 1
+    clock.wall -= 1; // the wall clock steps back (NTP) onto t
+    modeChange("AUTO", "FAULT"); // at t again, a row between
+    clock.wall -= 1;
+    modeChange("FAULT", "IDLE"); // at t - 1: a millisecond the series never used
+    await clock.advanceAsync(100);
+    const lines = db.requests.flat();
+    assert.equal(lines.length, 4, lines.join("\n"));
+    assert.equal(
+      new Set(lines.map(pointIdentity)).size,
+      lines.length,
+      `rows InfluxDB would merge into one point (the last overwrites):\n${lines.join("\n")}`,
+    );
+    // The first row of the series at each millisecond is written untagged, as before.
+    assert.ok(lines.includes(`runtime_mode_change previous_mode="IDLE",new_mode="MANUAL" ${t}`));
+    assert.ok(
+      lines.includes(`runtime_mode_change previous_mode="MANUAL",new_mode="AUTO" ${t + 1}`),
+    );
+    assert.ok(
+      lines.includes(`runtime_mode_change,seq=1 previous_mode="AUTO",new_mode="FAULT" ${t}`),
+    );
+    assert.ok(lines.includes(`runtime_mode_change previous_mode="FAULT",new_mode="IDLE" ${t - 1}`));
   } finally {
     await writer.stop(0);
   }
