@@ -10,6 +10,16 @@ export function healthClass(health) {
   return { OK: "OK", WARNING: "STALE", STALE: "STALE", FAULT: "FAULT" }[health] ?? "UNAVAILABLE";
 }
 
+/**
+ * "n of max" restarts attempted. The API's attempt_count counts as anolis does: the failure that
+ * opens the circuit counts one past max_attempts though no restart follows it, so the count shown
+ * is capped at max_attempts.
+ */
+export function restartsText(sup) {
+  const max = sup?.max_attempts ?? 0;
+  return `${Math.min(sup?.attempt_count ?? 0, max)} of ${max}`;
+}
+
 /** The Health view. */
 export class HealthView {
   /**
@@ -57,7 +67,7 @@ export class HealthView {
             ["Up for", formatAge((p.uptime_seconds ?? 0) * 1000)],
             ["Devices", `${p.device_count} (${p.failed_device_count} failed)`],
             ["Supervision", sup.enabled ? "restarts enabled" : "no restarts"],
-            ["Restarts attempted", `${sup.attempt_count ?? 0} of ${sup.max_attempts ?? 0}`],
+            ["Restarts attempted", restartsText(sup)],
             ["Crash detected", sup.crash_detected ? "yes" : "no"],
             ["Circuit", sup.circuit_open ? "OPEN (no further restarts)" : "closed"],
             [
