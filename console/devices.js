@@ -45,17 +45,23 @@ export class DevicesView {
     this.devices = [];
     this.inventoryKey = "";
     /**
-     * `ts`: when the runtime received the value shown (its clock); `streamed`: the streamedCount
-     * of the last streamed update shown (0: none).
-     * @type {Map<string, {valueEl: HTMLElement, qualityEl: HTMLElement, ageEl: HTMLElement, ts: number, streamed: number}>} signalKey -> its cells
+     * `receivedAt`: when the value shown was received by the runtime, on this page's monotonic
+     * clock (performance.now(); null: none yet); `streamed`: the streamedCount of the last
+     * streamed update shown (0: none).
+     * @type {Map<string, {valueEl: HTMLElement, qualityEl: HTMLElement, ageEl: HTMLElement, receivedAt: number | null, streamed: number}>} signalKey -> its cells
      */
     this.cells = new Map();
     /** Streamed updates shown so far (state_update, quality_change): orders them against reads. */
     this.streamedCount = 0;
     /** @type {Map<string, HTMLElement>} deviceKey -> liveness badge */
     this.healthBadges = new Map();
-    /** runtime clock minus this browser's, from the last state read */
-    this.clockOffsetMs = 0;
+    /**
+     * The runtime's clock at the last state read (`generated_at_epoch_ms`) and performance.now()
+     * then (null: no read yet): the runtime's time is carried forward on the monotonic clock, so a
+     * step of this browser's wall clock never shows in ages or the trend's window.
+     */
+    this.serverEpochAt = null;
+    this.serverMonoAt = 0;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this.inventoryTimer = undefined;
   }
@@ -149,7 +155,7 @@ export class DevicesView {
         valueEl,
         qualityEl,
         ageEl,
-        ts: 0,
+        receivedAt: null,
         streamed: 0,
       });
       return h(
@@ -275,23 +281,24 @@ export class DevicesView {
   }
 
   /**
-   * Re-reads every value (GET /v0/state) and the runtime's clock offset. A signal updated by the
+   * Re-reads every value (GET /v0/state) and the runtime's clock. A signal updated by the
    * stream while the read was under way keeps what the stream said (the read may hold the older
    * sample): reads and updates are ordered by when they arrived here, never by comparing times
    * (`timestamp_epoch_ms` is the provider's clock, an update's `timestamp_ms` the runtime's).
    */
   async loadState() {
     const asked = this.streamedCount;
-    const t0 = Date.now();
+    const m0 = performance.now();
     const r = await this.api.get("/v0/state");
-    const t1 = Date.now();
-    this.clockOffsetMs = r.generated_at_epoch_ms - (t0 + t1) / 2;
+    const read = (m0 + performance.now()) / 2;
+    this.serverEpochAt = r.generated_at_epoch_ms;
+    this.serverMonoAt = read;
     for (const dev of r.devices ?? []) {
       for (const v of dev.values ?? []) {
         const cell = this.cells.get(signalKey(dev.provider_id, dev.device_id, v.signal_id));
         if (cell === undefined || cell.streamed > asked) continue;
-        // When the runtime received it, on its clock (as a streamed update's timestamp_ms).
-        this.paint(cell, v.value, v.quality, r.generated_at_epoch_ms - v.age_ms);
+        // When the runtime received it, on this page's monotonic clock: its age_ms before the read.
+        this.paint(cell, v.value, v.quality, read - v.age_ms);
       }
     }
   }
@@ -304,15 +311,28 @@ export class DevicesView {
     const cell = this.cells.get(sk);
     if (cell === undefined) return;
     cell.streamed = ++this.streamedCount;
-    this.paint(cell, value, quality, ts);
+    // Its age on arrival, by the runtime's clock; before the first read (no runtime clock known
+    // yet, the browser's may be off) it is taken as just received.
+    const age = typeof ts !== "number"
+      ? undefined
+      : this.serverEpochAt === null
+      ? 0
+      : Math.max(0, this.serverNow() - ts);
+    this.paint(cell, value, quality, age === undefined ? undefined : performance.now() - age);
   }
 
-  /** Shows a value, quality and receipt time (`undefined`: unchanged) in a signal's cells. */
-  paint(cell, value, quality, ts) {
+  /**
+   * Shows a value, quality and receipt time (performance.now() terms; `undefined`: unchanged) in a
+   * signal's cells.
+   */
+  paint(cell, value, quality, receivedAt) {
     if (value !== undefined) setText(cell.valueEl, formatValue(value));
     if (quality !== undefined) setQuality(cell.qualityEl, quality);
-    if (typeof ts === "number") cell.ts = ts;
-    setText(cell.ageEl, cell.ts ? formatAge(this.serverNow() - cell.ts) : "—");
+    if (typeof receivedAt === "number") cell.receivedAt = receivedAt;
+    setText(
+      cell.ageEl,
+      cell.receivedAt === null ? "—" : formatAge(performance.now() - cell.receivedAt),
+    );
   }
 
   /**
@@ -346,15 +366,17 @@ export class DevicesView {
     }
   }
 
+  /** The runtime's clock now (epoch ms): the last read's, carried forward on the monotonic clock. */
   serverNow() {
-    return Date.now() + this.clockOffsetMs;
+    if (this.serverEpochAt === null) return Date.now();
+    return this.serverEpochAt + (performance.now() - this.serverMonoAt);
   }
 
   /** Recomputes the ages shown. */
   tickAges() {
-    const now = this.serverNow();
+    const now = performance.now();
     for (const cell of this.cells.values()) {
-      if (cell.ts) setText(cell.ageEl, formatAge(now - cell.ts));
+      if (cell.receivedAt !== null) setText(cell.ageEl, formatAge(now - cell.receivedAt));
     }
   }
 }
