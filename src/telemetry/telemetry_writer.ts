@@ -47,6 +47,7 @@ import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceState, StateCache } from "../state/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
 import {
+  type BuiltRow,
   healthRows,
   MEASUREMENT_NAMES,
   type MeasurementNames,
@@ -242,12 +243,12 @@ export async function loadInfluxClient(): Promise<void> {
 }
 
 /**
- * A bus event, a line formatted when it was recorded (run events), or the quality of a polled
- * signal without a value (formatted when batched, as events are: with the names then in effect).
+ * A bus event, a recorded run event, or the quality of a polled signal without a value: each is
+ * formatted when batched, with the names (measurement names, runtime name) then in effect.
  */
 type QueueItem =
   | RuntimeEvent
-  | { kind: "formatted_line"; line: string }
+  | { kind: "recorded_run_event"; event: RunEventRecord; experimentLabel: string | null }
   | {
     kind: "valueless_signal";
     provider_id: string;
@@ -490,27 +491,27 @@ export class TelemetryWriter {
   }
 
   /**
-   * Queues a run open/close/marker row (connected to the run registry's telemetry sink). The row
-   * is formatted here, synchronously, so the caller need not copy the event; a payload that cannot
-   * be serialised is counted in `run_payload_errors` and logged, and the row is still written.
+   * Queues a run open/close/marker row (connected to the run registry's telemetry sink, which
+   * hands over a copy: the event is kept as given until batched). Like the other rows it is
+   * formatted when batched, so a reload that changes the runtime name or the measurement names
+   * meanwhile writes it under the new ones; a payload that cannot be serialised is counted in
+   * `run_payload_errors` and logged, and the row is still written.
    */
   recordRunEvent(event: RunEventRecord, experimentLabel: string | null = null): void {
     if (this.#unsubscribe === null) return; // not started, or stopped (not during a retarget)
-    let line: string | null;
-    try {
-      const row = runEventRow(this.#runtimeName, event, experimentLabel, this.#names);
-      if (row.omission?.kind === "payload") {
-        this.#runPayloadErrors++;
-        this.#reportError(
-          `run event ${event.run_id} #${event.sequence}: ${row.omission.reason}; written with payload_error instead of its payload`,
-        );
-      }
-      line = this.#format(row);
-    } catch (err) {
-      this.#unformattable(`run event ${event.run_id} #${event.sequence}: ${errorMessage(err)}`);
-      return;
+    this.#enqueue({ kind: "recorded_run_event", event, experimentLabel });
+  }
+
+  /** A recorded run event's row; a payload left out is counted and reported. */
+  #runEventRow(event: RunEventRecord, experimentLabel: string | null): BuiltRow {
+    const row = runEventRow(this.#runtimeName, event, experimentLabel, this.#names);
+    if (row.omission?.kind === "payload") {
+      this.#runPayloadErrors++;
+      this.#reportError(
+        `run event ${event.run_id} #${event.sequence}: ${row.omission.reason}; written with payload_error instead of its payload`,
+      );
     }
-    if (line !== null) this.#enqueue({ kind: "formatted_line", line: this.#points.distinct(line) });
+    return row;
   }
 
   /** The status body for GET /v0/telemetry/status (without the `status` envelope). */
@@ -679,13 +680,11 @@ export class TelemetryWriter {
   #fillBatch(limit: number): void {
     while (this.#batch.length < limit && this.#queue.length > 0) {
       const item = this.#queue.shift() as QueueItem;
-      if (item.kind === "formatted_line") {
-        this.#batch.push(item.line);
-        continue;
-      }
       let line: string | null;
       try {
-        const row = item.kind === "valueless_signal"
+        const row = item.kind === "recorded_run_event"
+          ? this.#runEventRow(item.event, item.experimentLabel)
+          : item.kind === "valueless_signal"
           ? signalRow(
             this.#runtimeName,
             item.provider_id,
@@ -701,7 +700,11 @@ export class TelemetryWriter {
         if (row.omission?.kind === "value") this.#omittedValues++;
         line = this.#format(row);
       } catch (err) {
-        this.#unformattable(`${item.kind}: ${errorMessage(err)}`);
+        this.#unformattable(
+          item.kind === "recorded_run_event"
+            ? `run event ${item.event.run_id} #${item.event.sequence}: ${errorMessage(err)}`
+            : `${item.kind}: ${errorMessage(err)}`,
+        );
         continue;
       }
       if (line !== null) this.#batch.push(this.#points.distinct(line));

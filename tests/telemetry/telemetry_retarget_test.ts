@@ -192,3 +192,42 @@ Deno.test("TelemetryWriter.retarget to other measurement names writes a quality-
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter.retarget to a new runtime name writes a run event recorded during the reload under the new name, as the other rows", async () => {
+  const { clock, db, writer, options, publish } = scriptedRig();
+  const second = new ScriptedDb();
+  try {
+    db.script("hang"); // the old database is slow: the flush takes the reload's budget
+    publish(0, 4);
+    await clock.advanceAsync(10);
+    const reloaded = writer.retarget(
+      {
+        ...options,
+        runtimeName: "lab2",
+        influx: { ...SETTINGS, url: "http://db2.invalid:8086" },
+        transport: second,
+      },
+      200,
+    );
+    await clock.advanceAsync(50);
+    publish(4, 1); // during the reload
+    writer.recordRunEvent({
+      run_id: "r1",
+      sequence: 1,
+      category: "run_opened",
+      type: "",
+      occurred_at_epoch_ms: 1_760_000_000_100,
+      payload: {},
+    });
+    await clock.advanceAsync(150);
+    await reloaded;
+    await clock.advanceAsync(100);
+    const lines = second.requests.flat();
+    const signal = lines.find((l) => l.startsWith("runtime_signal,"));
+    const run = lines.find((l) => l.startsWith("runtime_run_event,"));
+    assert.match(signal ?? "", /runtime_name=lab2[, ]/, lines.join("\n"));
+    assert.match(run ?? "", /runtime_name=lab2[, ]/, lines.join("\n"));
+  } finally {
+    await writer.stop(0);
+  }
+});
