@@ -297,7 +297,7 @@ export class TelemetryWriter {
   #queue: RingBuffer<QueueItem>;
   #retry: RingBuffer<string>;
   #batch: string[] = [];
-  /** Tags same-millisecond rows of one series apart (event and run-event rows). */
+  /** Tags same-millisecond rows of one series apart (event, run-event and health rows). */
   #points = new PointSequencer();
   /** The retarget in progress (stop() waits for it). */
   #retargeting: Promise<void> | null = null;
@@ -731,7 +731,7 @@ export class TelemetryWriter {
   #appendRows(rows: readonly Row[]): void {
     for (const row of rows) {
       const line = this.#format(row);
-      if (line !== null) this.#batch.push(line);
+      if (line !== null) this.#batch.push(this.#points.distinct(line));
     }
     const cap = this.#batchSize + BATCH_HEALTH_ALLOWANCE;
     if (this.#batch.length > cap) {

@@ -4,7 +4,9 @@
  * VictoriaMetrics keeps both. These tests check the writer's lines by that identity.
  */
 import assert from "node:assert/strict";
+import type { ProviderHealthView } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
+import { TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { scriptedRig } from "./_scripted_db.ts";
 import { parseLine } from "./line_protocol_check.ts";
 
@@ -94,6 +96,54 @@ Deno.test("TelemetryWriter keeps a row distinct when the wall clock steps back o
       lines.includes(`runtime_mode_change,seq=1 previous_mode="AUTO",new_mode="FAULT" ${t}`),
     );
     assert.ok(lines.includes(`runtime_mode_change previous_mode="FAULT",new_mode="IDLE" ${t - 1}`));
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter keeps a health snapshot distinct when the wall clock steps back onto one taken before", async () => {
+  const { clock, db, bus, options, writer: unused } = scriptedRig();
+  await unused.stop(0);
+  let uptime = 0;
+  const health = (): ProviderHealthView[] => [{
+    provider_id: "sim0",
+    state: "AVAILABLE",
+    lifecycle_state: "RUNNING",
+    last_seen_ago_ms: 10,
+    uptime_seconds: ++uptime,
+    device_count: 0,
+    degraded: false,
+    failed_device_count: 0,
+    reported: null,
+    supervision: {
+      enabled: false,
+      attempt_count: 0,
+      max_attempts: 0,
+      crash_detected: false,
+      circuit_open: false,
+      next_restart_in_ms: null,
+    },
+    devices: [],
+  }];
+  const writer = new TelemetryWriter({
+    ...options,
+    healthIntervalMs: 1000,
+    healthSnapshot: () => Promise.resolve(health()),
+  });
+  writer.start(bus);
+  try {
+    await clock.advanceAsync(1000); // a snapshot at wall W
+    clock.wall -= 1000; // the wall clock steps back one interval (NTP)
+    await clock.advanceAsync(1000); // the next snapshot at wall W again
+    await clock.advanceAsync(100);
+    const lines = db.requests.flat().filter((l) => l.startsWith("runtime_provider_health"));
+    assert.equal(lines.length, 2, lines.join("\n"));
+    assert.equal(parseLine(lines[0]!).timestamp, parseLine(lines[1]!).timestamp);
+    assert.equal(
+      new Set(lines.map(pointIdentity)).size,
+      lines.length,
+      `rows InfluxDB would merge into one point (the last overwrites):\n${lines.join("\n")}`,
+    );
   } finally {
     await writer.stop(0);
   }
