@@ -254,8 +254,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:474-507", // gate
-      "src/alarms/alarm_engine.ts:668-690", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:480-513", // gate
+      "src/alarms/alarm_engine.ts:674-696", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -272,9 +272,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-473",
-      "src/alarms/alarm_engine.ts:508-667",
-      "src/alarms/alarm_engine.ts:691-1013",
+      "src/alarms/alarm_engine.ts:1-479",
+      "src/alarms/alarm_engine.ts:514-673",
+      "src/alarms/alarm_engine.ts:697-1019",
     ],
     tests: [
       "tests/alarms/",
