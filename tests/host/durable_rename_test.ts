@@ -58,7 +58,31 @@ async function traced(dir: string, script: string): Promise<string[]> {
     stderr: "piped",
   }).output();
   assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  return (await Deno.readTextFile(log)).split("\n");
+  return joinInterrupted((await Deno.readTextFile(log)).split("\n"));
+}
+
+/**
+ * strace -f splits a call that another thread interrupts into `PID call(args <unfinished ...>` and,
+ * later, `PID <... call resumed>rest`: the two are joined into one line at the resumption (a busy
+ * machine interleaves threads more, so the split calls are the ones that matter under load).
+ */
+export function joinInterrupted(lines: string[]): string[] {
+  const pending = new Map<string, string>();
+  const out: string[] = [];
+  for (const l of lines) {
+    const cut = /^(\d+) (.*) <unfinished \.\.\.>$/.exec(l);
+    if (cut) {
+      pending.set(cut[1]!, cut[2]!);
+      continue;
+    }
+    const resumed = /^(\d+) <\.\.\. \w+ resumed>(.*)$/.exec(l);
+    const head = resumed ? pending.get(resumed[1]!) : undefined;
+    if (resumed && head !== undefined) {
+      pending.delete(resumed[1]!);
+      out.push(`${resumed[1]} ${head}${resumed[2]}`);
+    } else out.push(l);
+  }
+  return out;
 }
 
 /** Whether, after the rename onto `target`, the folder `dir` is opened and that descriptor fsync'd. */
@@ -69,7 +93,7 @@ function folderSyncedAfterRename(lines: string[], target: string, dir: string): 
   assert.ok(at >= 0, `no rename onto ${target} in:\n${lines.join("\n")}`);
   const fds = new Set<string>();
   for (const l of lines.slice(at + 1)) {
-    const open = new RegExp(`openat\\(AT_FDCWD, "${dir}", [^)]*\\) = (\\d+)$`).exec(l);
+    const open = new RegExp(`openat\\(AT_FDCWD, "${dir}", [^)]*\\)\\s+= (\\d+)$`).exec(l);
     if (open) fds.add(open[1]!);
     // Deno may sync a duplicate of the descriptor it opened.
     const dup = /(?:dup[23]?\((\d+)[^)]*\)|fcntl\((\d+), F_DUPFD[^)]*\))\s+= (\d+)$/.exec(l);
@@ -111,4 +135,21 @@ Deno.test({
       assert.equal(await Deno.readTextFile(`${dir}/bdseq`), "7");
       assert.ok(folderSyncedAfterRename(lines, `${dir}/bdseq`, dir), lines.join("\n"));
     }),
+});
+
+Deno.test("joinInterrupted joins a call strace split across threads into one line", () => {
+  assert.deepEqual(
+    joinInterrupted([
+      '7 openat(AT_FDCWD, "/d", O_RDONLY|O_CLOEXEC <unfinished ...>',
+      "8 fsync(3)                          = 0",
+      "7 <... openat resumed>)             = 16",
+      "7 fsync(16 <unfinished ...>",
+      "7 <... fsync resumed>)              = 0",
+    ]),
+    [
+      "8 fsync(3)                          = 0",
+      '7 openat(AT_FDCWD, "/d", O_RDONLY|O_CLOEXEC)             = 16',
+      "7 fsync(16)              = 0",
+    ],
+  );
 });
