@@ -73,6 +73,12 @@ export const MAX_IN_FLIGHT = 1000;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
 export const STOP_PUBLISH_TIMEOUT_MS = 2000;
 /**
+ * How long stop() waits for a graceful end of the session (the client waits for every QoS 1 write
+ * not acknowledged yet) before it ends it by force: a broker that never acknowledges does not hold
+ * the runtime's shutdown.
+ */
+export const STOP_END_TIMEOUT_MS = 2000;
+/**
  * How long the start waits for the bdSeq store (the last bdSeq loaded, the next saved), and a
  * reconnect for the next bdSeq to be recorded (BdSeqStore.save), before it connects anyway
  * (WARNed: a restart may then reuse that bdSeq, as after a failed save).
@@ -621,12 +627,8 @@ export class SparkplugEdgeNode {
     for (const u of this.#unsubscribe.splice(0)) u();
     const session = this.#session;
     if (session === null) return;
-    if (session.connected) {
-      const sent = await this.#publishDeath(session);
-      await session.end(!sent);
-    } else {
-      await session.end(true);
-    }
+    if (session.connected && await this.#publishDeath(session)) await this.#endGracefully(session);
+    else await session.end(true);
     this.#log.info("sparkplug edge node stopped");
   }
 
@@ -772,6 +774,24 @@ export class SparkplugEdgeNode {
   }
 
   /** NDEATH on `session`, QoS 1, bounded by STOP_PUBLISH_TIMEOUT_MS; whether it was written. */
+  /** Ends `session` gracefully, or by force once STOP_END_TIMEOUT_MS passed. */
+  async #endGracefully(session: MqttSession): Promise<void> {
+    let timer: unknown;
+    const ended = await Promise.race([
+      session.end(false).then(() => true),
+      new Promise<false>((r) => {
+        timer = this.#o.clock.setTimer(() => r(false), STOP_END_TIMEOUT_MS);
+      }),
+    ]);
+    this.#o.clock.clearTimer(timer);
+    if (ended) return;
+    this.#log.warn(
+      `sparkplug: the session did not end within ${STOP_END_TIMEOUT_MS} ms ` +
+        `(STOP_END_TIMEOUT_MS: writes not acknowledged); ended by force`,
+    );
+    await session.end(true);
+  }
+
   async #publishDeath(session: MqttSession): Promise<boolean> {
     let timer: unknown;
     const sent = await Promise.race([
