@@ -253,8 +253,13 @@ Deno.test({
       await retained([{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }]);
       rt = await startRuntime(config(broker.url, { commands: true }), { arm: true });
       await waitFor("the Rebirth ignored", () => rt!.sparkplug!.counts.commandsIgnored === 1);
+      // The retained command is met at subscription, before the births: wait for the connection's
+      // own NBIRTH at the host, then give an ignored Rebirth time to have shown.
+      const nbirths = () => host.messages.filter((m) => m.topic.includes("/NBIRTH/")).length;
+      await waitFor("the connection's NBIRTH at the host", () => nbirths() >= 1);
+      await new Promise((r) => setTimeout(r, 300));
       assert.equal(
-        host.messages.filter((m) => m.topic.includes("/NBIRTH/")).length,
+        nbirths(),
         1,
         "one birth: the connection's own",
       );
