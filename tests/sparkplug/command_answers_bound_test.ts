@@ -10,9 +10,8 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugHost } from "../helpers/sparkplug_host.ts";
-import { connectMqttJs } from "../../src/host/mod.ts";
+import { heldMqtt } from "../helpers/held_mqtt.ts";
 import { MAX_IN_FLIGHT, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import type { MqttConnect } from "../../src/common/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
@@ -26,23 +25,7 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await sparkplugHost(broker.url, GROUP);
-    let stalled = false;
-    const held: Array<() => void> = [];
-    const mqttConnect: MqttConnect = async (o) => {
-      const session = await connectMqttJs(o);
-      return {
-        ...session,
-        publish: (topic, payload, qos) => {
-          if (!stalled) return session.publish(topic, payload, qos);
-          return new Promise<void>((resolve, reject) => {
-            held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
-          });
-        },
-        get connected() {
-          return session.connected;
-        },
-      };
-    };
+    const port = heldMqtt();
     let rt: Kernel | null = null;
     try {
       // Commands off: every command is refused at once, and answered.
@@ -52,7 +35,7 @@ Deno.test({
           providers: [simProvider("sim0")],
           sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP },
         }),
-        { host: { mqttConnect } },
+        { host: { mqttConnect: port.connect } },
       );
       const node = rt.sparkplug!;
       const dbirth = await waitFor(
@@ -64,18 +47,18 @@ Deno.test({
       )!.alias;
 
       // The broker stops taking writes; rebirths requested meanwhile fill the writes in flight.
-      stalled = true;
+      port.stall();
       const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
-      while (held.length < MAX_IN_FLIGHT) {
+      while (port.held < MAX_IN_FLIGHT) {
         await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
       }
-      await waitFor("the births of the last rebirth", () => held.length >= MAX_IN_FLIGHT);
+      await waitFor("the births of the last rebirth", () => port.held >= MAX_IN_FLIGHT);
       const births = node.counts.births;
       await waitFor("no more births", async () => {
         await new Promise((r) => setTimeout(r, 50));
         return node.counts.births === births;
       });
-      const full = held.length;
+      const full = port.held;
 
       const refused = node.counts.commandsRefused;
       for (let i = 0; i < 20; i++) {
@@ -88,15 +71,14 @@ Deno.test({
       }
       await waitFor("40 refusals", () => node.counts.commandsRefused === refused + 40);
       assert.equal(
-        held.length,
+        port.held,
         full,
-        `${held.length - full} answers written beyond the ${MAX_IN_FLIGHT} writes in flight`,
+        `${port.held - full} answers written beyond the ${MAX_IN_FLIGHT} writes in flight`,
       );
 
       // The broker takes writes again: the latest answer of each metric goes out.
       const marker = host.messages.length;
-      stalled = false;
-      for (const write of held.splice(0)) write();
+      port.release();
       const answers = () =>
         host.messages.slice(marker).flatMap((m) =>
           m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}`
@@ -109,8 +91,7 @@ Deno.test({
         ["REFUSED: commands are off (sparkplug.commands: false)"],
       );
     } finally {
-      stalled = false;
-      for (const write of held.splice(0)) write();
+      port.release();
       await rt?.stop();
       await host.close();
       await broker.dispose();
@@ -125,23 +106,7 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await sparkplugHost(broker.url, GROUP);
-    let stalled = false;
-    const held: Array<() => void> = [];
-    const mqttConnect: MqttConnect = async (o) => {
-      const session = await connectMqttJs(o);
-      return {
-        ...session,
-        publish: (topic, payload, qos) => {
-          if (!stalled) return session.publish(topic, payload, qos);
-          return new Promise<void>((resolve, reject) => {
-            held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
-          });
-        },
-        get connected() {
-          return session.connected;
-        },
-      };
-    };
+    const port = heldMqtt();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(
@@ -150,22 +115,22 @@ Deno.test({
           providers: [simProvider("sim0")],
           sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP },
         }),
-        { host: { mqttConnect } },
+        { host: { mqttConnect: port.connect } },
       );
       const node = rt.sparkplug!;
       await waitFor("the births", () => node.online);
-      stalled = true;
+      port.stall();
       const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
-      while (held.length < MAX_IN_FLIGHT) {
+      while (port.held < MAX_IN_FLIGHT) {
         await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
       }
-      await waitFor("the births of the last rebirth", () => held.length >= MAX_IN_FLIGHT);
+      await waitFor("the births of the last rebirth", () => port.held >= MAX_IN_FLIGHT);
       const births = node.counts.births;
       await waitFor("no more births", async () => {
         await new Promise((r) => setTimeout(r, 50));
         return node.counts.births === births;
       });
-      const full = held.length;
+      const full = port.held;
       // A host (or a loop in one) keeps asking while the broker takes no writes.
       for (let i = 0; i < 30; i++) {
         await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
@@ -176,13 +141,11 @@ Deno.test({
       ]);
       await waitFor("the NCMDs read", () => node.counts.commandsRefused >= 1);
       assert.equal(
-        held.length,
+        port.held,
         full,
-        `${held.length - full} birth messages written beyond the ${MAX_IN_FLIGHT} writes in flight`,
+        `${port.held - full} birth messages written beyond the ${MAX_IN_FLIGHT} writes in flight`,
       );
-
-      stalled = false;
-      for (const write of held.splice(0)) write();
+      port.release();
       await waitFor(
         "one rebirth after the writes complete",
         () =>
@@ -190,8 +153,7 @@ Deno.test({
       );
       assert.equal(node.counts.births, births + 1);
     } finally {
-      stalled = false;
-      for (const write of held.splice(0)) write();
+      port.release();
       await rt?.stop();
       await host.close();
       await broker.dispose();

@@ -9,9 +9,8 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
-import { connectMqttJs } from "../../src/host/mod.ts";
+import { heldMqtt } from "../helpers/held_mqtt.ts";
 import { MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
-import type { MqttConnect } from "../../src/common/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
@@ -42,25 +41,7 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await sparkplugHost(broker.url, GROUP);
-    // The port holds writes back while `stalled` (a broker that reads nothing), then lets them
-    // go in order.
-    let stalled = false;
-    const held: Array<() => void> = [];
-    const mqttConnect: MqttConnect = async (o) => {
-      const session = await connectMqttJs(o);
-      return {
-        ...session,
-        publish: (topic, payload, qos) => {
-          if (!stalled) return session.publish(topic, payload, qos);
-          return new Promise<void>((resolve, reject) => {
-            held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
-          });
-        },
-        get connected() {
-          return session.connected;
-        },
-      };
-    };
+    const port = heldMqtt();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(
@@ -69,7 +50,7 @@ Deno.test({
           providers: [simProvider("sim0")],
           sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
         }),
-        { host: { mqttConnect } },
+        { host: { mqttConnect: port.connect } },
       );
       await waitFor("the births", () => rt!.sparkplug!.online);
       await waitFor(
@@ -78,20 +59,19 @@ Deno.test({
       );
 
       // The broker stops taking writes; rebirths requested meanwhile fill the writes in flight.
-      stalled = true;
+      port.stall();
       const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
-      while (held.length < MAX_IN_FLIGHT) {
+      while (port.held < MAX_IN_FLIGHT) {
         await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
       }
-      await waitFor("the births of the last rebirth", () => held.length >= MAX_IN_FLIGHT);
+      await waitFor("the births of the last rebirth", () => port.held >= MAX_IN_FLIGHT);
 
       await rt.estop.trigger("while the broker stalls");
       assert.equal(rt.estop.latched, true);
       assert.equal(rt.modes.current(), "FAULT");
 
       // The broker takes writes again: what was held goes out, in order.
-      stalled = false;
-      for (const write of held.splice(0)) write();
+      port.release();
       await waitFor(
         "Runtime/Estop Latched true at the host",
         () => lastNodeMetric(host.messages, "Runtime/Estop Latched") === true,
@@ -106,8 +86,7 @@ Deno.test({
       });
       assert.equal(lastNodeMetric(host.messages, "Runtime/Mode"), "FAULT");
     } finally {
-      stalled = false;
-      for (const write of held.splice(0)) write();
+      port.release();
       await rt?.stop();
       await host.close();
       await broker.dispose();
