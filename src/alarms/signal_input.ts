@@ -153,6 +153,14 @@ export class SignalInput {
     return this.#staleAfterMs;
   }
 
+  #ageText(s: SignalState | undefined, ctx: InputContext, nowMono: number): string {
+    return `${this.handle} is stale: its sample is ${
+      s ? Math.round(nowMono - s.receivedMono) : "?"
+    } ms old (stale after ${
+      ctx.cache.staleAfterMs(this.providerId, this.deviceId, this.signalId)
+    } ms)`;
+  }
+
   /** One line saying why the input is bad (for reasons and logs; allocates). */
   describe(problem: InputProblem, ctx: InputContext, nowMono: number): string {
     const s = this.sample(ctx);
@@ -168,13 +176,14 @@ export class SignalInput {
       case InputProblem.NO_VALUE:
         return `${this.handle}: no value (quality ${s?.quality ?? "UNAVAILABLE"})`;
       case InputProblem.QUALITY:
-        return `${this.handle} is ${s?.quality ?? "UNAVAILABLE"}`;
+        // A sample the cache marked STALE for its age reads as the age rule says it, whichever of
+        // the two saw it first; a provider's own STALE (a fresh receipt) reads as the quality.
+        return s?.quality === "STALE" && s.value !== null &&
+            nowMono - s.receivedMono > this.#staleBound(ctx.cache)
+          ? this.#ageText(s, ctx, nowMono)
+          : `${this.handle} is ${s?.quality ?? "UNAVAILABLE"}`;
       case InputProblem.AGE:
-        return `${this.handle} is stale: its sample is ${
-          s ? Math.round(nowMono - s.receivedMono) : "?"
-        } ms old (stale after ${
-          ctx.cache.staleAfterMs(this.providerId, this.deviceId, this.signalId)
-        } ms)`;
+        return this.#ageText(s, ctx, nowMono);
       case InputProblem.DEVICE_DOWN: {
         const c = ctx.outages?.condition(this.providerId, this.deviceId);
         return `${this.handle}: device ${this.providerId}/${this.deviceId} is ${

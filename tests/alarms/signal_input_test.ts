@@ -110,6 +110,16 @@ Deno.test("SignalInput.describe names each problem as an operator reads it", () 
   assert.equal(i.classify(stale, 0), InputProblem.QUALITY);
   assert.equal(i.describe(InputProblem.QUALITY, stale, 0), "p0/probe/temp is STALE");
   assert.equal(i.describe(InputProblem.QUALITY, empty, 0), "p0/probe/temp is UNAVAILABLE");
+  // The cache stores an OK sample past its bound as STALE: it reads as the age rule's text, so an
+  // interlock's reason does not depend on whether the cache or the input saw the age first.
+  const aged = context({ sample: sample(dbl(1), "STALE", 100) });
+  assert.equal(i.classify(aged, 100 + STALE_AFTER_MS + 5), InputProblem.QUALITY);
+  assert.equal(
+    i.describe(InputProblem.QUALITY, aged, 100 + STALE_AFTER_MS + 5),
+    `p0/probe/temp is stale: its sample is ${
+      STALE_AFTER_MS + 5
+    } ms old (stale after ${STALE_AFTER_MS} ms)`,
+  );
   assert.equal(
     i.describe(InputProblem.AGE, empty, 5),
     `p0/probe/temp is stale: its sample is ? ms old (stale after ${STALE_AFTER_MS} ms)`,
