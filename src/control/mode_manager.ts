@@ -32,6 +32,7 @@ import {
   deviceHandle,
   failedPrecondition,
   type Logger,
+  raceTimeout,
   type RuntimeError,
   toRuntimeError,
 } from "../common/mod.ts";
@@ -344,17 +345,23 @@ export class ModeManager implements ModeService {
   /**
    * Enters FAULT without any possible veto (lost AUTO preconditions, automation faults) and runs
    * its hooks; when FAULT was in force already, waits for the hooks of that entry instead (an
-   * e-stop runs them after its ladder). Resolves true when the mode is FAULT afterwards.
+   * e-stop runs them after its ladder). Either wait ends after FAULT_HOOKS_ANSWER_WAIT_MS (the
+   * hooks run on; a warning says so), so a committer that never runs its hooks cannot hold it.
+   * Resolves true when the mode is FAULT afterwards.
    */
   async forceFault(reason: string, source: AuditOrigin = INTERNAL_ORIGIN): Promise<boolean> {
     const entry = this.enterFault(reason, source);
-    try {
-      await entry.runHooks();
-    } catch (err) {
+    const hooks = entry.runHooks().then(() => true, (err) => {
       // Not expected (hook failures are collected); never let it escape into a stop path.
       this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`);
+      return true;
+    });
+    if (!await raceTimeout(this.#o.clock, hooks, FAULT_HOOKS_ANSWER_WAIT_MS, false)) {
+      this.#log.warn(
+        `FAULT (${reason}): the FAULT hooks in force had not finished within ` +
+          `${FAULT_HOOKS_ANSWER_WAIT_MS} ms; answering without waiting for them (they run on)`,
+      );
     }
-    if (!entry.committed) await this.#faultHooksDone?.promise;
     return this.#mode === "FAULT";
   }
 

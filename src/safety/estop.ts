@@ -543,9 +543,18 @@ export class Estop implements EstopService {
 
   /** Steps 2-4 of the trigger (module comment). */
   async #stop(fault: FaultEntry | null): Promise<EstopResult> {
-    const plan = this.plan();
-    const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
-    const hookFailures = fault ? await fault.runHooks() : [];
+    let ladder: { plan: SafeStatePlan; actions: EstopAction[]; drain: DrainReport };
+    let hookFailures: HookFailure[];
+    try {
+      const plan = this.plan();
+      const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
+      ladder = { plan, actions, drain };
+    } finally {
+      // Whatever the ladder did, even throw: FAULT without its stop actions would also hold every
+      // FAULT request (an alarm's, forceFault) waiting for hooks that never run.
+      hookFailures = fault ? await fault.runHooks() : [];
+    }
+    const { plan, actions, drain } = ladder;
     const expect = this.#o.safeState.expect;
     const startedAt = this.#o.clock.monoMs();
     const verification = await verifySafeState({

@@ -428,6 +428,39 @@ Deno.test("ModeManager requestWithReport(FAULT) while FAULT's hooks have not run
   assert.deepEqual(await modes.requestWithReport("FAULT"), { mode: "FAULT", hook_failures: [] });
 });
 
+Deno.test("ModeManager.forceFault while FAULT's hooks never run (their committer failed) answers after FAULT_HOOKS_ANSWER_WAIT_MS", async () => {
+  const clock = new ManualClock();
+  const r = rigNotStarted({
+    clock,
+    logLevel: "warn",
+    automation: {
+      enabled: true,
+      modeTransitionHooks: {
+        beforeTransition: [hook("*", "FAULT", [ghost("stop")], false, "h")],
+        afterTransition: [],
+      },
+    },
+    safety: { present: true },
+  });
+  const modes = r.kernel.modes;
+  // An e-stop's entry whose committer never gets to run its hooks (its ladder threw).
+  modes.enterFault("e-stop");
+  let answered = false;
+  const forced = modes.forceFault("alarm").finally(() => answered = true);
+  await clock.advanceAsync(FAULT_HOOKS_ANSWER_WAIT_MS - 1);
+  assert.equal(answered, false, "answered before the FAULT hooks in force could have run");
+  await clock.advanceAsync(1);
+  assert.equal(answered, true, "forceFault still waits for FAULT hooks nobody runs");
+  assert.equal(await forced, true);
+  assert.ok(
+    r.lines.some((l) =>
+      l.startsWith("WARN") &&
+      l.includes(`FAULT hooks in force had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms`)
+    ),
+    r.lines.join("\n"),
+  );
+});
+
 Deno.test("ModeManager enterFault commits FAULT synchronously and runs its hooks once, on demand", async () => {
   const { modes, events } = setup({
     before: [hook("*", "FAULT", [ghost("stop")], true, "h")],

@@ -8,12 +8,14 @@ import { waitFor } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
 import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
+import { CallRouter } from "../../src/control/mod.ts";
 import {
+  Estop,
   NO_SAFE_STATE_WARNING,
   type SafeStateConfig,
   uncoveredWarning,
 } from "../../src/safety/mod.ts";
-import { call, hook } from "./_fixture.ts";
+import { call, hook, plantProvider } from "./_fixture.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { rigNotStarted } from "../helpers/rig.ts";
 
@@ -260,6 +262,51 @@ Deno.test("Estop answers with every failed call of the hooks into FAULT", async 
       error: "NOT_FOUND: Provider not found: p",
     },
   ]);
+});
+
+Deno.test("Estop runs the hooks into FAULT even when its ladder throws", async () => {
+  const clock = new ManualClock(1_000, NOW_MS);
+  const r = rigNotStarted({
+    clock,
+    logLevel: "warn",
+    // Configured, never started: the drain below is asked about it.
+    providers: [plantProvider("plant")],
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: {
+        beforeTransition: [],
+        afterTransition: [hook("*", "FAULT", [call("ghost/dev0", "stop")], false, "h")],
+      },
+    },
+    safety: { present: true },
+  });
+  const { registry, cache, inventory, modes, bus, host } = r.kernel;
+  /** A router whose drain fails: the ladder step (calls and drain) throws. */
+  class ThrowingDrain extends CallRouter {
+    override drain(): Promise<boolean> {
+      return Promise.reject(new Error("injected drain failure"));
+    }
+  }
+  const estop = new Estop({
+    router: new ThrowingDrain({ registry, cache, log: host.log, clock }),
+    inventory,
+    reads: cache,
+    clock,
+    log: host.log,
+    safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
+    modes,
+    bus,
+  });
+  await assert.rejects(estop.trigger("ladder throws"), /injected drain failure/);
+  assert.equal(modes.current(), "FAULT");
+  assert.deepEqual(
+    r.events.filter((e) => e.kind === "hook_failure").map((e) =>
+      e.kind === "hook_failure" && e.error
+    ),
+    ["NOT_FOUND: Provider not found: ghost"],
+    "the hooks into FAULT did not run",
+  );
 });
 
 Deno.test("Estop re-triggered while latched stamps the latest trigger", async () => {
