@@ -199,6 +199,15 @@ export class EstopPanel {
         ),
       );
     }
+    if (r.hooks_pending) {
+      children.push(
+        h("p", {
+          class: "warn",
+          text:
+            "FAULT hook calls were still running when the e-stop answered (re-arming waits for them)",
+        }),
+      );
+    }
     if (r.drain && !r.drain.complete) {
       children.push(
         h("p", {

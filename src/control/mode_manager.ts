@@ -114,6 +114,11 @@ export interface FaultEntry {
   readonly from: RuntimeMode;
   /** Runs the matching hooks once (later calls return the same promise). */
   runHooks(): Promise<HookFailure[]>;
+  /**
+   * The failures of the hooks `runHooks` resolves with that are known so far (a copy): for an
+   * answer that cannot wait for every hook call (the e-stop's, bounded).
+   */
+  hookFailuresSoFar(): HookFailure[];
 }
 
 /** A committed mode change, as listeners (the behavior-tree runner) receive it. */
@@ -211,6 +216,8 @@ export class ModeManager implements ModeService {
   #faultHooksDone: PromiseWithResolvers<readonly HookFailure[]> | null = null;
   /** Whether the hooks of the FAULT entry in force have yet to finish. */
   #faultHooksPending = false;
+  /** The failures of the FAULT entry in force's hooks so far (filled as they run). */
+  #faultHookFailures: readonly HookFailure[] = [];
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
@@ -302,17 +309,21 @@ export class ModeManager implements ModeService {
       if (this.#busy?.from === "FAULT") this.#faultWhileLeaving ??= `${source.kind}: ${reason}`;
       // Hooks of the entry in force not yet finished: this entry reports theirs, never [] early.
       const inForce = this.#faultHooksPending ? this.#faultHooksDone?.promise : undefined;
+      const soFar = this.#faultHookFailures;
       return {
         committed: false,
         from,
         runHooks: () => inForce === undefined ? Promise.resolve([]) : inForce.then((f) => [...f]),
+        hookFailuresSoFar: () => inForce === undefined ? [] : [...soFar],
       };
     }
     this.#log.info(`transition ${from} -> FAULT (${reason})`);
     // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
     const done = Promise.withResolvers<readonly HookFailure[]>();
+    const soFar: HookFailure[] = [];
     this.#faultHooksDone = done;
     this.#faultHooksPending = true;
+    this.#faultHookFailures = soFar;
     const finished = (failures: readonly HookFailure[]) => {
       if (this.#faultHooksDone === done) this.#faultHooksPending = false;
       done.resolve(failures);
@@ -332,13 +343,14 @@ export class ModeManager implements ModeService {
     return {
       committed: true,
       from,
-      runHooks: () => (hooks ??= this.#runFaultHooks(config, from).then((failures) => {
+      runHooks: () => (hooks ??= this.#runFaultHooks(config, from, soFar).then((failures) => {
         finished(failures);
         return failures;
       }, (err) => {
         finished([]);
         throw err;
       })),
+      hookFailuresSoFar: () => [...soFar],
     };
   }
 
@@ -565,20 +577,22 @@ export class ModeManager implements ModeService {
   async #runFaultHooks(
     hooks: ModeManagerOptions["hooks"],
     from: RuntimeMode,
+    failures: HookFailure[],
   ): Promise<HookFailure[]> {
     this.#faultHooksRunning++;
     try {
-      return await this.#runFaultHookPhases(hooks, from);
+      return await this.#runFaultHookPhases(hooks, from, failures);
     } finally {
       this.#faultHooksRunning--;
     }
   }
 
+  /** Fills `failures` as the calls fail (what the entry knows so far) and resolves with it. */
   async #runFaultHookPhases(
     config: ModeManagerOptions["hooks"],
     from: RuntimeMode,
+    failures: HookFailure[],
   ): Promise<HookFailure[]> {
-    const failures: HookFailure[] = [];
     for (const phase of ["before", "after"] as const) {
       const hooks = phase === "before" ? config.beforeTransition : config.afterTransition;
       const calls = hooks
@@ -643,6 +657,7 @@ export class ModeManager implements ModeService {
       this.#faultHooksDone?.resolve([]);
       this.#faultHooksDone = null;
       this.#faultHooksPending = false;
+      this.#faultHookFailures = [];
     }
     this.#o.bus.publish({
       kind: "mode_change",

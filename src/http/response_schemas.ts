@@ -669,6 +669,11 @@ export function responseComponents(): Record<string, JsonSchema> {
       uncovered_actuating_functions: int,
       uncovered: arr(ref("FunctionRef")),
       hook_failures: arr(ref("HookFailure")),
+      hooks_pending: note(
+        bool,
+        "Only when true: the hooks into FAULT had not finished within 10 s; hook_failures lists " +
+          "those known then, the others run on (project addition).",
+      ),
       drain: obj(["complete", "pending_providers"], {
         complete: bool,
         pending_providers: arr(str),

@@ -33,6 +33,7 @@ import {
   deviceHandle,
   failedPrecondition,
   type Logger,
+  raceTimeout,
   type RuntimeError,
   scalarOf,
   sleepOn,
@@ -47,6 +48,7 @@ import {
   type AuditOrigin,
   type AuditSink,
   type CallRouter,
+  FAULT_HOOKS_ANSWER_WAIT_MS,
   type FaultEntry,
   findDeclaredTarget,
   type GateContext,
@@ -102,8 +104,16 @@ export interface EstopResult {
   warning?: string;
   /** Whether the mode is FAULT afterwards. */
   fault_engaged: boolean;
-  /** Calls of the hooks into FAULT that failed (each one; every call is attempted). */
+  /**
+   * Calls of the hooks into FAULT that failed (each one; every call is attempted); with
+   * `hooks_pending`, those known when the answer stopped waiting.
+   */
   hook_failures: HookFailure[];
+  /**
+   * Only when true: the hooks into FAULT had not finished within FAULT_HOOKS_ANSWER_WAIT_MS; they
+   * run on (re-arming is refused until they have finished).
+   */
+  hooks_pending?: true;
   drain: DrainReport;
   /** The safe state read back fresh from the providers. */
   verification: Verification;
@@ -544,7 +554,7 @@ export class Estop implements EstopService {
   /** Steps 2-4 of the trigger (module comment). */
   async #stop(fault: FaultEntry | null): Promise<EstopResult> {
     let ladder: { plan: SafeStatePlan; actions: EstopAction[]; drain: DrainReport };
-    let hookFailures: HookFailure[];
+    let hooks: { failures: HookFailure[]; pending: boolean };
     try {
       const plan = this.plan();
       const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
@@ -552,7 +562,7 @@ export class Estop implements EstopService {
     } finally {
       // Whatever the ladder did, even throw: FAULT without its stop actions would also hold every
       // FAULT request (an alarm's, forceFault) waiting for hooks that never run.
-      hookFailures = fault ? await fault.runHooks() : [];
+      hooks = fault ? await this.#faultHooks(fault) : { failures: [], pending: false };
     }
     const { plan, actions, drain } = ladder;
     const expect = this.#o.safeState.expect;
@@ -572,7 +582,8 @@ export class Estop implements EstopService {
       uncovered_actuating_functions: plan.uncovered.length,
       uncovered: [...plan.uncovered],
       fault_engaged: this.#o.modes?.current() === "FAULT",
-      hook_failures: hookFailures,
+      hook_failures: hooks.failures,
+      ...(hooks.pending ? { hooks_pending: true as const } : {}),
       drain,
       verification,
     };
@@ -586,6 +597,26 @@ export class Estop implements EstopService {
       this.#log.warn(warning);
     }
     return result;
+  }
+
+  /**
+   * The hooks into FAULT of `fault`, waited for at most FAULT_HOOKS_ANSWER_WAIT_MS as a whole
+   * (each call has its own deadline, but a provider's calls run one after another): past that,
+   * the failures known so far, pending. Rejects when they failed to run at all, within the wait.
+   */
+  async #faultHooks(fault: FaultEntry): Promise<{ failures: HookFailure[]; pending: boolean }> {
+    const done = fault.runHooks();
+    const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
+    if (failures !== null) return { failures, pending: false };
+    done.catch((err) =>
+      this.#log.error(`the hooks into FAULT failed to run: ${toRuntimeError(err).message}`)
+    );
+    const soFar = fault.hookFailuresSoFar();
+    this.#log.warn(
+      `e-stop: the hooks into FAULT had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms; ` +
+        `answering with the ${soFar.length} failure(s) so far (they run on)`,
+    );
+    return { failures: soFar, pending: true };
   }
 
   /** Logs (`what`: how the lines begin) and publishes a verification. */

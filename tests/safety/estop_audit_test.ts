@@ -54,7 +54,12 @@ function parts(safe: Partial<SafeStateConfig> = {}, providers: ProviderConfig[] 
     current: () => "FAULT",
     enterFault: (reason, source) => {
       faults.push({ reason, source });
-      return { committed: true, from: "IDLE", runHooks: () => Promise.resolve([]) };
+      return {
+        committed: true,
+        from: "IDLE",
+        runHooks: () => Promise.resolve([]),
+        hookFailuresSoFar: () => [],
+      };
     },
     addArmCheck: () => {},
   };
