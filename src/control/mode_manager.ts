@@ -67,8 +67,8 @@ export interface TransitionReport {
   readonly mode: RuntimeMode;
   readonly hook_failures: readonly HookFailure[];
   /**
-   * A FAULT request while FAULT was in force: the hooks of that FAULT entry had not finished
-   * within FAULT_HOOKS_ANSWER_WAIT_MS, so `hook_failures` cannot list theirs yet.
+   * A FAULT request: the hooks of the FAULT entry it committed, or of the one in force, had not
+   * finished within FAULT_HOOKS_ANSWER_WAIT_MS; `hook_failures` lists those known then.
    */
   readonly hooks_pending?: true;
 }
@@ -546,27 +546,20 @@ export class ModeManager implements ModeService {
   /**
    * The answer to a FAULT request: the failures of the hooks it ran or, when FAULT was in force
    * already with its hooks not yet finished (an e-stop runs them after its ladder), of those
-   * hooks once they have run (at most FAULT_HOOKS_ANSWER_WAIT_MS: `hooks_pending` after that).
-   * Never an empty list for hooks that have not run yet.
+   * hooks once they have run. Either wait lasts at most FAULT_HOOKS_ANSWER_WAIT_MS as a whole (a
+   * provider's hook calls run one after another, each up to its deadline): past it, the failures
+   * known then and `hooks_pending`. Never an empty list as if hooks not yet run had not failed.
    */
   async #faultReport(entry: FaultEntry): Promise<TransitionReport> {
-    if (entry.committed) return { mode: this.#mode, hook_failures: await entry.runHooks() };
     // FAULT in force with its hooks run: this request changes nothing and runs nothing.
-    if (!this.#faultHooksPending) return { mode: this.#mode, hook_failures: [] };
-    const inForce = entry.runHooks();
-    const clock = this.#o.clock;
-    let timer: ReturnType<Clock["setTimer"]> | undefined;
-    const late = new Promise<null>((resolve) => {
-      timer = clock.setTimer(() => resolve(null), FAULT_HOOKS_ANSWER_WAIT_MS);
-    });
-    try {
-      const failures = await Promise.race([inForce, late]);
-      return failures === null
-        ? { mode: this.#mode, hook_failures: [], hooks_pending: true }
-        : { mode: this.#mode, hook_failures: [...failures] };
-    } finally {
-      if (timer !== undefined) clock.clearTimer(timer);
+    if (!entry.committed && !this.#faultHooksPending) {
+      return { mode: this.#mode, hook_failures: [] };
     }
+    const done = entry.runHooks();
+    const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
+    if (failures !== null) return { mode: this.#mode, hook_failures: [...failures] };
+    done.catch((err) => this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`));
+    return { mode: this.#mode, hook_failures: entry.hookFailuresSoFar(), hooks_pending: true };
   }
 
   /**

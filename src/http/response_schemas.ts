@@ -651,8 +651,8 @@ export function responseComponents(): Record<string, JsonSchema> {
       hook_failures: note(arr(ref("HookFailure")), "POST only (project addition)."),
       hooks_pending: note(
         bool,
-        "POST FAULT while FAULT's own hooks run, only when true: they had not finished within " +
-          "10 s, so hook_failures does not list theirs (project addition).",
+        "POST FAULT, only when true: the hooks of that FAULT entry (or of the one in force) had " +
+          "not finished within 10 s; hook_failures lists those known then (project addition).",
       ),
     }),
     EstopResponse: ok(["latched", "software_safe_state", "actions"], {

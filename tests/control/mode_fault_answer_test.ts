@@ -1,0 +1,50 @@
+/**
+ * POST /v0/mode FAULT's answer waits for the hooks of the FAULT entry it commits at most
+ * FAULT_HOOKS_ANSWER_WAIT_MS as a whole, as every other FAULT answer does: hook calls that hang
+ * (a provider's calls run one after another, each up to its timeout_ms) answer with the failures
+ * known then and hooks_pending. Virtual time (runUntil): the plant's latency and every deadline
+ * run on the test's clock.
+ */
+import assert from "node:assert/strict";
+import { FAULT_HOOKS_ANSWER_WAIT_MS } from "../../src/control/mod.ts";
+import { call, hook, plantProvider } from "../safety/_fixture.ts";
+import { ManualClock, runToSettle } from "../helpers/clock.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { rig } from "../helpers/rig.ts";
+
+Deno.test("ModeManager requestWithReport(FAULT) answers after FAULT_HOOKS_ANSWER_WAIT_MS with the failures so far and hooks_pending while its hook calls hang", async () => {
+  const clock = new ManualClock();
+  const heaterOff = call("plant/plant0", "set_heater", { enabled: false });
+  const r = await rig({
+    // Each actuating call takes 60 s; each one's deadline is 30 s: two of them hang for 60 s.
+    providers: [plantProvider("plant", { latencyMs: 60_000, timeoutMs: 30_000 })],
+    pollingIntervalMs: 60000,
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: {
+        beforeTransition: [],
+        afterTransition: [
+          hook("*", "FAULT", [heaterOff, heaterOff, call("ghost/dev0", "stop")], false, "h"),
+        ],
+      },
+    },
+    safety: { present: true },
+    clock,
+    host: { files: new MemoryFiles() },
+  });
+  const rt = r.kernel;
+  try {
+    const startedAt = clock.monoMs();
+    const report = await runToSettle(clock, rt.modes.requestWithReport("FAULT"), "FAULT");
+    const tookMs = clock.monoMs() - startedAt;
+    assert.equal(report.hooks_pending, true, `answered after ${tookMs} ms without hooks_pending`);
+    assert.ok(tookMs <= FAULT_HOOKS_ANSWER_WAIT_MS, `answered after ${tookMs} ms`);
+    assert.equal(report.mode, "FAULT");
+    assert.deepEqual(report.hook_failures.map((f) => f.error), [
+      "NOT_FOUND: Provider not found: ghost",
+    ]);
+  } finally {
+    await runToSettle(clock, rt.stop(), "the stop");
+  }
+});
