@@ -5,3 +5,4 @@ export * from "./declared_calls.ts";
 export * from "./mode_manager.ts";
 export * from "./parameters.ts";
 export * from "./audit_sink.ts";
+export * from "./stop_actions.ts";

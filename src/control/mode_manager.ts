@@ -48,6 +48,7 @@ import {
   registeredDevices,
   runDeclaredCall,
 } from "./declared_calls.ts";
+import { retryWhileBusy } from "./stop_actions.ts";
 
 /** One hook call that failed (or timed out) during a transition. */
 export interface HookFailure {
@@ -609,11 +610,17 @@ export class ModeManager implements ModeService {
     origin: CallOrigin,
   ): Promise<HookFailure | null> {
     try {
-      await runDeclaredCall(this.#o.router, call, origin, {
-        kind: "hook",
-        transition: `${from}->${to}`,
-        hook: hook.path,
-      });
+      const run = () =>
+        runDeclaredCall(this.#o.router, call, origin, {
+          kind: "hook",
+          transition: `${from}->${to}`,
+          hook: hook.path,
+        });
+      // A stop action waits its turn in a provider queue full of calls FAULT refuses (bounded).
+      if (origin === "safety") {
+        const providerId = call.deviceHandle.split("/", 1)[0]!;
+        await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run);
+      } else await run();
       return null;
     } catch (err) {
       const e = toRuntimeError(err);

@@ -36,7 +36,6 @@ import {
   raceTimeout,
   type RuntimeError,
   scalarOf,
-  sleepOn,
   type TimerId,
   toJsonText,
   toRuntimeError,
@@ -54,6 +53,7 @@ import {
   type GateContext,
   type HookFailure,
   registeredDevices,
+  retryWhileBusy,
   runDeclaredCall,
   toTypedArgs,
 } from "../control/mod.ts";
@@ -194,11 +194,6 @@ function estopSource(cause: string): AuditOrigin {
     ? { kind: "alarm", alarm_id: cause.slice("alarm:".length) }
     : { kind: "http" };
 }
-
-/** Pause between attempts of a ladder call refused because its provider's queue is full. */
-export const BUSY_RETRY_INTERVAL_MS = 10;
-/** How long past the provider's timeout_ms a ladder call keeps retrying a full queue. */
-export const BUSY_RETRY_MARGIN_MS = 1000;
 
 /** What an operator must do, in order, to actuate again after an e-stop (gate refusals say it). */
 export const LATCH_REMEDY =
@@ -872,31 +867,16 @@ export class Estop implements EstopService {
 
   /**
    * Runs one ladder call, retrying while its provider is up but its call queue is full (a flood
-   * of calls queued before the latch): those queued calls are refused one after another as soon
-   * as the call on the wire returns, so the queue drains within about the provider's timeout_ms.
-   * A provider that is down, or not configured, fails at once.
+   * of calls queued before the latch; control's retryWhileBusy). A provider that is down, or not
+   * configured, fails at once.
    */
   async #runWhileBusy(planned: PlannedCall): Promise<void> {
-    const providerId = providerOf(planned);
-    const host = this.#o.inventory.provider(providerId);
-    if (!host) {
-      await this.#run(planned); // rejects: the router names the unknown provider
-      return;
-    }
-    const deadline = this.#o.clock.monoMs() + host.config.timeoutMs + BUSY_RETRY_MARGIN_MS;
-    for (;;) {
-      try {
-        await this.#run(planned);
-        return;
-      } catch (err) {
-        const e = toRuntimeError(err);
-        // Runtime-side UNAVAILABLE (no provider status code) while the provider is up = queue full.
-        const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
-          host.available && this.#o.clock.monoMs() < deadline;
-        if (!busy) throw e;
-        await sleepOn(this.#o.clock, BUSY_RETRY_INTERVAL_MS);
-      }
-    }
+    await retryWhileBusy(
+      this.#o.inventory,
+      this.#o.clock,
+      providerOf(planned),
+      () => this.#run(planned),
+    );
   }
 
   #run(planned: PlannedCall): Promise<unknown> {

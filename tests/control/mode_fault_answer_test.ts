@@ -6,9 +6,11 @@
  * run on the test's clock.
  */
 import assert from "node:assert/strict";
+import type { RuntimeError } from "../../src/common/mod.ts";
 import { FAULT_HOOKS_ANSWER_WAIT_MS } from "../../src/control/mod.ts";
 import { call, hook, plantProvider } from "../safety/_fixture.ts";
-import { ManualClock, runToSettle } from "../helpers/clock.ts";
+import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 import { rig } from "../helpers/rig.ts";
 
@@ -44,6 +46,60 @@ Deno.test("ModeManager requestWithReport(FAULT) answers after FAULT_HOOKS_ANSWER
     assert.deepEqual(report.hook_failures.map((f) => f.error), [
       "NOT_FOUND: Provider not found: ghost",
     ]);
+  } finally {
+    await runToSettle(clock, rt.stop(), "the stop");
+  }
+});
+
+Deno.test("ModeManager FAULT hook call retries a provider queue full of calls FAULT refuses, as the e-stop ladder does", async () => {
+  // A call on the wire for 1500 ms and 64 queued behind it (the bound): FAULT refuses the queued
+  // ones one after another once the call on the wire returns; the hook's call, a stop action,
+  // must get its turn then, not fail as busy. Virtual time (runUntil).
+  const clock = new ManualClock();
+  const r = await rig({
+    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: {
+        beforeTransition: [],
+        afterTransition: [
+          hook("*", "FAULT", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], false),
+        ],
+      },
+    },
+    safety: { present: true },
+    clock,
+    host: { files: new MemoryFiles() },
+  });
+  const rt = r.kernel;
+  try {
+    await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
+    const flood = Array.from(
+      { length: 70 },
+      (_, k) =>
+        rt.router.call({
+          providerId: "plant",
+          deviceId: "plant0",
+          functionId: 2,
+          args: { duty: { type: "double", double: (k + 1) / 100 } },
+          origin: "manual",
+        }).then(() => "ok", (e: RuntimeError) => e.code),
+    );
+    await runUntil(
+      clock,
+      "the first call on the wire",
+      () => r.provider<FakeProvider>("plant").count("call") === 1,
+    );
+    const report = await runToSettle(clock, rt.modes.requestWithReport("FAULT"), "FAULT");
+    const codes = await runToSettle(clock, Promise.all(flood), "the flood");
+    assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
+    assert.deepEqual(report.hook_failures.map((f) => f.error), []);
+    assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, {
+      type: "double",
+      double: 0,
+    });
   } finally {
     await runToSettle(clock, rt.stop(), "the stop");
   }

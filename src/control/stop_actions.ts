@@ -1,0 +1,42 @@
+/**
+ * Stop actions (origin "safety": the e-stop ladder, the hooks of a transition into FAULT) and a
+ * provider queue that is full: the calls in it were admitted before the stop and are refused one
+ * after another by the gates that changed (latch, FAULT) as soon as the call on the wire returns,
+ * so the queue drains within about the provider's timeout_ms. A stop action refused as busy
+ * meanwhile retries until it gets its turn, bounded, instead of failing at once.
+ */
+import { type Clock, sleepOn, toRuntimeError } from "../common/mod.ts";
+import type { InventoryReader } from "../state/mod.ts";
+
+/** Pause between attempts of a stop action refused because its provider's queue is full. */
+export const BUSY_RETRY_INTERVAL_MS = 10;
+/** How long past the provider's timeout_ms a stop action keeps retrying a full queue. */
+export const BUSY_RETRY_MARGIN_MS = 1000;
+
+/**
+ * Runs `call` (a stop action to `providerId`), retrying while its provider is up but its call queue
+ * is full, for up to the provider's timeout_ms + BUSY_RETRY_MARGIN_MS. A provider that is down,
+ * or not configured, fails at once (the error `call` rejects with).
+ */
+export async function retryWhileBusy<T>(
+  inventory: InventoryReader,
+  clock: Clock,
+  providerId: string,
+  call: () => Promise<T>,
+): Promise<T> {
+  const host = inventory.provider(providerId);
+  if (!host) return await call(); // rejects: the router names the unknown provider
+  const deadline = clock.monoMs() + host.config.timeoutMs + BUSY_RETRY_MARGIN_MS;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      const e = toRuntimeError(err);
+      // Runtime-side UNAVAILABLE (no provider status code) while the provider is up = queue full.
+      const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
+        host.available && clock.monoMs() < deadline;
+      if (!busy) throw e;
+      await sleepOn(clock, BUSY_RETRY_INTERVAL_MS);
+    }
+  }
+}
