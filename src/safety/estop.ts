@@ -660,7 +660,7 @@ export class Estop implements EstopService {
     await Promise.all(
       [...byProvider].map(([id, indices]) =>
         this.#onProvider(id, async () => {
-          for (const i of indices) await this.#attempt(plan.calls[i]!, actions[i]!);
+          for (const i of indices) await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung);
         })
       ),
     );
@@ -682,10 +682,18 @@ export class Estop implements EstopService {
     return this.#planIndex.byProvider.get(providerId) ?? [];
   }
 
-  /** Runs one ladder call and records its outcome in `action` (never throws). */
-  async #attempt(planned: PlannedCall, action: EstopAction): Promise<void> {
+  /**
+   * Runs one ladder call of a plan whose rung is `rung` (its audit origin: a reload meanwhile
+   * changes the plan a next trigger runs, not this one's) and records its outcome in `action`
+   * (never throws).
+   */
+  async #attempt(
+    planned: PlannedCall,
+    action: EstopAction,
+    rung: SoftwareSafeState,
+  ): Promise<void> {
     try {
-      await this.#runWhileBusy(planned);
+      await this.#runWhileBusy(planned, rung);
     } catch (err) {
       const e = toRuntimeError(err);
       action.success = false;
@@ -736,13 +744,14 @@ export class Estop implements EstopService {
       run.started = true;
       if (this.#state !== "latched") return null;
       const calls = this.#callsOf(id);
+      const rung = this.plan().rung;
       this.#log.warn(
         `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
       );
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
       try {
-        for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!);
+        for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!, rung);
       } finally {
         this.#stopsRunning--;
       }
@@ -870,19 +879,19 @@ export class Estop implements EstopService {
    * of calls queued before the latch; control's retryWhileBusy). A provider that is down, or not
    * configured, fails at once.
    */
-  async #runWhileBusy(planned: PlannedCall): Promise<void> {
+  async #runWhileBusy(planned: PlannedCall, rung: SoftwareSafeState): Promise<void> {
     await retryWhileBusy(
       this.#o.inventory,
       this.#o.clock,
       providerOf(planned),
-      () => this.#run(planned),
+      () => this.#run(planned, rung),
     );
   }
 
-  #run(planned: PlannedCall): Promise<unknown> {
+  #run(planned: PlannedCall, rung: SoftwareSafeState): Promise<unknown> {
     const source: AuditOrigin = {
       kind: "estop",
-      rung: this.plan().rung,
+      rung,
       cause: this.#activeCause,
     };
     if (planned.kind === "declared") {

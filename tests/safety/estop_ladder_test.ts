@@ -432,3 +432,51 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
     await removed?.stop(2000);
   }
 });
+
+Deno.test("Estop ladder calls name the rung of the stop they belong to, whatever a reload sets meanwhile", async () => {
+  // Two ladder calls to one provider (declared order), 300 ms each: a reload of safety.safe_state
+  // while the first runs changes the plan a next trigger would run, not the running stop's.
+  await using r = await rig({
+    providers: [plantProvider("plant", { latencyMs: 300 })],
+    pollingIntervalMs: 60000,
+  });
+  const { registry, cache, inventory } = r.kernel;
+  const log = testLogger();
+  const audit: AuditDecision[] = [];
+  const router = new CallRouter({
+    registry,
+    cache,
+    log,
+    clock: systemClock,
+    audit: { record: (d) => audit.push(d) },
+  });
+  const safe = { setpoints: [], expect: [], verifyTimeoutMs: 100 };
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: cache,
+    clock: systemClock,
+    log,
+    safeState: {
+      ...safe,
+      hooks: [
+        call("plant/plant0", "set_heater", { enabled: false }),
+        call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+      ],
+      zeroIsSafe: false,
+    },
+  });
+  const stop = estop.trigger("hooks rung");
+  await waitFor(
+    "the first ladder call at the provider",
+    () => r.provider<FakeProvider>("plant").count("call") === 1,
+  );
+  estop.reconfigure({ ...safe, hooks: [], zeroIsSafe: true });
+  const result = await stop;
+  assert.equal(result.software_safe_state, "hooks");
+  const ladder = audit.filter((d) => d.action === "call" && d.origin.kind === "estop");
+  assert.deepEqual(
+    ladder.map((d) => [d.function, d.origin.kind === "estop" ? d.origin.rung : null]),
+    [["set_heater", "hooks"], ["set_fan", "hooks"]],
+  );
+});
