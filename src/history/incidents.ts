@@ -205,7 +205,8 @@ export class IncidentRecorder {
   /**
    * A kept record's header and stored lines (its header line first). NOT_FOUND when it is not
    * kept, or when its file is gone (removed by hand, or by the count bound meanwhile): a missing
-   * file reads as no line at all, never an empty record.
+   * file reads as no line at all, never an empty record, and the record is no longer kept (the
+   * listing and the counters drop it at once, not at the next start).
    */
   async #read(id: string): Promise<{ header: IncidentHeader; lines: string[] }> {
     const header = this.#index.find((h) => h.incident_id === id);
@@ -214,7 +215,14 @@ export class IncidentRecorder {
     for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
       lines.push(line);
     }
-    if (lines.length === 0) throw notFound(`Incident not found: ${id} (its file is gone)`);
+    if (lines.length === 0) {
+      const i = this.#index.indexOf(header);
+      if (i >= 0) {
+        this.#index.splice(i, 1);
+        this.#o.log.warn(`incident ${id}: its file is gone, no longer listed`);
+      }
+      throw notFound(`Incident not found: ${id} (its file is gone)`);
+    }
     return { header, lines };
   }
 

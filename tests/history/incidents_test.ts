@@ -186,6 +186,14 @@ Deno.test("Each device loss is an incident of that device; the records are bound
       const text = await r.text();
       assert.equal(r.status, 404, `${accept}: ${r.status} ${JSON.stringify(text)}`);
     }
+    // ... and no longer listed once a read found its file gone (not only after a restart).
+    const after = (await rig.json("/v0/incidents")).incidents;
+    assert.deepEqual(
+      after.map((i: { incident_id: string }) => i.incident_id),
+      [list[0].incident_id],
+      "the record whose file is gone is still listed",
+    );
+    assert.match(await (await rig.get("/metrics")).text(), /^runtime_incidents 1$/m);
   } finally {
     await rig.rt.stop();
   }
