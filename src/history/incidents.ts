@@ -12,7 +12,7 @@
  * makes room by writing the oldest at once. Records are files
  * `<data_dir>/history/incidents/<id>.jsonl` (JSON Lines: a header, then one line per signal with
  * its samples `[t_ms, value, quality]`), the JSONL export as stored; bounded by
- * `incident_max_count` and `incident_max_bytes` (the oldest are removed).
+ * `incident_max_count` and `incident_max_bytes` (the oldest are removed, e-stops' last).
  */
 import {
   type Clock,
@@ -429,7 +429,11 @@ export class IncidentRecorder {
     await this.#prune();
   }
 
-  /** Removes the oldest records beyond incident_max_count and incident_max_bytes. */
+  /**
+   * Removes records beyond incident_max_count and incident_max_bytes: the oldest that is not an
+   * e-stop's first (a flapping device's losses must not push the e-stops out), an e-stop's only
+   * when every record kept is one. One record is always kept, whatever its size.
+   */
   async #prune(): Promise<void> {
     const { incidentMaxCount, incidentMaxBytes } = this.#o.config;
     let bytes = this.#index.reduce((n, h) => n + h.bytes, 0);
@@ -437,7 +441,8 @@ export class IncidentRecorder {
       this.#index.length > 1 &&
       (this.#index.length > incidentMaxCount || bytes > incidentMaxBytes)
     ) {
-      const old = this.#index.shift()!;
+      const i = this.#index.findIndex((h) => h.trigger !== "estop");
+      const old = this.#index.splice(i < 0 ? 0 : i, 1)[0]!;
       bytes -= old.bytes;
       await this.#o.files.remove(this.#path(old.incident_id)).catch((err) =>
         this.#o.log.warn(`incident ${old.incident_id} not removed: ${errorMessage(err)}`)

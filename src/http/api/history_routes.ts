@@ -80,7 +80,7 @@ export const HISTORY_ROUTES: readonly Route[] = [
         "raise and device loss",
       tag: "history",
       description: "Newest first; bounded by history.incident_max_count and " +
-        "history.incident_max_bytes (the oldest are removed). Project addition.",
+        "history.incident_max_bytes (the oldest are removed, e-stops' records last). Project addition.",
       response: "IncidentsResponse",
     },
   }),
