@@ -437,6 +437,9 @@ export class Kernel {
       });
       // An incident is an event of the run open when it begins (its record follows later).
       this.incidents.onIncident((i) => this.runs.recordIncident(i));
+      // An e-stop's reason read after the latch (an HTTP body) is the cause of its incident.
+      const incidents = this.incidents;
+      this.estop.onReasonArriving((reason) => incidents.estopReason(reason));
     }
     // Calls decided while a run is open are events of that run; those the audit journal's
     // opening finds interrupted by the end of the previous process, of the run it left open

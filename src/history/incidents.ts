@@ -19,6 +19,7 @@ import {
   errorMessage,
   type Logger,
   notFound,
+  raceTimeout,
   type TimerId,
   toJsonText,
   utf8Length,
@@ -35,6 +36,13 @@ export const MERGE_WINDOW_MS = 1000;
 export const MAX_PENDING_INCIDENTS = 16;
 /** How long stop() waits for records still being written (a hung disk must not hold the stop). */
 export const INCIDENT_STOP_WAIT_MS = 2000;
+/**
+ * How long an e-stop's record waits past its window for the e-stop's reason still arriving (an
+ * HTTP body, itself read for at most ESTOP_REASON_READ_TIMEOUT_MS): then it is written without.
+ */
+export const INCIDENT_REASON_WAIT_MS = 1500;
+/** Characters of an e-stop's reason kept in an incident's cause (longer ones are cut, "…"). */
+export const INCIDENT_REASON_MAX_CHARS = 200;
 /** Longest line of an incident file read back. */
 export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 
@@ -96,6 +104,8 @@ interface Pending {
   /** null: machine-wide. */
   devices: Set<string> | null;
   timer: TimerId | null;
+  /** An e-stop's reason still arriving: the record waits for it (INCIDENT_REASON_WAIT_MS). */
+  reason: Promise<unknown> | null;
 }
 
 export interface IncidentOptions {
@@ -119,6 +129,8 @@ export class IncidentRecorder {
   #unsubscribe: (() => void) | null = null;
   #dropped = 0;
   #counter = 0;
+  /** The e-stop trigger of the bus event being handled now (estopReason attaches to it). */
+  #lastEstop: { readonly p: Pending; readonly c: IncidentCause; readonly by: string } | null = null;
 
   constructor(o: IncidentOptions) {
     this.#o = o;
@@ -234,11 +246,8 @@ export class IncidentRecorder {
       case "estop_change":
         if (e.latched) {
           const by = e.cause ?? "unknown";
-          this.#trigger(
-            "estop",
-            e.reason ? `e-stop: ${e.reason} (${by})` : `e-stop (${by})`,
-            null,
-          );
+          const t = this.#trigger("estop", estopCause(e.reason, by), null);
+          this.#lastEstop = t === null ? null : { ...t, by };
         }
         return;
       case "mode_change":
@@ -268,7 +277,38 @@ export class IncidentRecorder {
     }
   }
 
-  #trigger(trigger: IncidentTrigger, cause: string, devices: string[] | null): void {
+  /**
+   * An e-stop's reason still arriving (Estop.onReasonArriving, told in the step of its
+   * `estop_change`): once it arrives it is the cause of that e-stop in its incident, whose record
+   * waits for it (INCIDENT_REASON_WAIT_MS at most past its window).
+   */
+  estopReason(reason: Promise<string | null>): void {
+    const t = this.#lastEstop;
+    this.#lastEstop = null;
+    if (t === null || !this.#pending.includes(t.p)) return;
+    const p = t.p;
+    const wait = reason.then((r) => {
+      if (p.reason === wait) p.reason = null;
+      if (!r) return;
+      const next: IncidentCause = { ...t.c, cause: estopCause(r, t.by) };
+      if (p.lead === t.c) p.lead = next;
+      else {
+        const i = p.also.indexOf(t.c);
+        if (i >= 0) p.also[i] = next;
+      }
+    });
+    p.reason = wait;
+  }
+
+  /**
+   * Notes a trigger: joins a pending incident or starts one. Gives the incident and the cause as
+   * it holds it; null when dropped.
+   */
+  #trigger(
+    trigger: IncidentTrigger,
+    cause: string,
+    devices: string[] | null,
+  ): { p: Pending; c: IncidentCause } | null {
     const now = this.#o.clock.nowMs();
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
@@ -276,13 +316,14 @@ export class IncidentRecorder {
     // incident nor joins two.
     const joined = this.#pending.find((p) => mono - p.atMono <= MERGE_WINDOW_MS);
     if (joined !== undefined) {
+      let held = c;
       if (rank(trigger) < rank(joined.lead.trigger)) {
         joined.also.push(joined.lead);
-        joined.lead = { ...c, at_epoch_ms: joined.lead.at_epoch_ms };
+        joined.lead = held = { ...c, at_epoch_ms: joined.lead.at_epoch_ms };
       } else joined.also.push(c);
       if (devices === null) joined.devices = null;
       else if (joined.devices !== null) { for (const d of devices) joined.devices.add(d); }
-      return;
+      return { p: joined, c: held };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
       // An e-stop or a FAULT entry is never dropped for weaker triggers waiting (a flapping
@@ -303,7 +344,7 @@ export class IncidentRecorder {
             `(MAX_PENDING_INCIDENTS); ${trigger}: ${cause}`,
         );
       }
-      return;
+      return null;
     }
     const p: Pending = {
       id: `inc-${now}-${++this.#counter}`,
@@ -312,6 +353,7 @@ export class IncidentRecorder {
       also: [],
       devices: devices === null ? null : new Set(devices),
       timer: null,
+      reason: null,
     };
     this.#pending.push(p);
     p.timer = this.#o.clock.setTimer(() => {
@@ -329,6 +371,7 @@ export class IncidentRecorder {
         }
       }
     });
+    return { p, c };
   }
 
   // ---- capture -------------------------------------------------------------------------------
@@ -337,6 +380,21 @@ export class IncidentRecorder {
     const i = this.#pending.indexOf(p);
     if (i < 0) return;
     this.#pending.splice(i, 1);
+    if (p.reason !== null) {
+      // An e-stop's reason is still arriving: the record waits for it, bounded.
+      const write = raceTimeout(this.#o.clock, p.reason, INCIDENT_REASON_WAIT_MS, null)
+        .then(() => this.#captureNow(p));
+      this.#writes.add(write);
+      void write.finally(() => this.#writes.delete(write));
+      return;
+    }
+    const write = this.#captureNow(p);
+    this.#writes.add(write);
+    void write.finally(() => this.#writes.delete(write));
+  }
+
+  /** Reads the incident's window from the ring and writes its record. */
+  #captureNow(p: Pending): Promise<void> {
     const at = p.lead.at_epoch_ms;
     const from = at - this.#o.config.incidentBeforeS * 1000;
     const until = at + this.#o.config.incidentAfterS * 1000;
@@ -399,9 +457,7 @@ export class IncidentRecorder {
     let bytes = bytesOf({ ...headerBase, bytes: 0 });
     bytes = bytesOf({ ...headerBase, bytes });
     const header: IncidentHeader = { ...headerBase, bytes };
-    const write = this.#write(header, `${JSON.stringify(header)}\n${body}`);
-    this.#writes.add(write);
-    void write.finally(() => this.#writes.delete(write));
+    return this.#write(header, `${JSON.stringify(header)}\n${body}`);
   }
 
   async #write(header: IncidentHeader, text: string): Promise<void> {
@@ -530,6 +586,16 @@ function parseSignalLine(line: string): IncidentSignal {
     ) return BigInt(context.source);
     return value;
   }) as IncidentSignal;
+}
+
+/** An e-stop's cause: its reason (cut to INCIDENT_REASON_MAX_CHARS) and what latched it. */
+function estopCause(reason: string | null, by: string): string {
+  if (!reason) return `e-stop (${by})`;
+  const chars = [...reason];
+  const text = chars.length > INCIDENT_REASON_MAX_CHARS
+    ? `${chars.slice(0, INCIDENT_REASON_MAX_CHARS).join("")}…`
+    : reason;
+  return `e-stop: ${text} (${by})`;
 }
 
 function rank(t: IncidentTrigger): number {

@@ -137,7 +137,12 @@ export const ESTOP_BODY_SCHEMA: JsonSchema = {
   type: "object",
   description: "Optional and informative only: the latch engages before the body is read; a " +
     "body that is not this (not JSON, too deep, too slow) is ignored, never refused.",
-  properties: { reason: { type: "string", description: "Logged with the stop." } },
+  properties: {
+    reason: {
+      type: "string",
+      description: "Logged with the stop; the cause of its incident record.",
+    },
+  },
 };
 
 /** POST /v0/estop/clear: any body is discarded unread. */

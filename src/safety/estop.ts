@@ -31,6 +31,7 @@
 import {
   type Clock,
   deviceHandle,
+  errorMessage,
   failedPrecondition,
   type Logger,
   raceTimeout,
@@ -299,6 +300,7 @@ export class Estop implements EstopService {
   #pendingReverify: ReverifyBatch | null = null;
   /** The end of the re-verifications begun so far (one runs at a time). */
   #reverifyTail: Promise<unknown> = Promise.resolve();
+  readonly #reasonListeners: ((reason: Promise<string | null>, cause: string) => void)[] = [];
 
   constructor(options: EstopOptions) {
     this.#o = options;
@@ -359,6 +361,15 @@ export class Estop implements EstopService {
     this.#o.clock.clearTimer(this.#planLogTimer);
     this.#planLogTimer = undefined;
     this.#planLogReasons.clear();
+  }
+
+  /**
+   * Told, in a trigger's own synchronous step (after its `estop_change`), of a reason still
+   * arriving (an HTTP body read after the latch): it resolves with the reason, or null (none,
+   * empty, unreadable), and never rejects. The incident recorder puts it in the e-stop's record.
+   */
+  onReasonArriving(listener: (reason: Promise<string | null>, cause: string) => void): void {
+    this.#reasonListeners.push(listener);
   }
 
   /** Triggers since start (a trigger while latched counts too). */
@@ -475,10 +486,18 @@ export class Estop implements EstopService {
       cause,
       timestamp_ms: this.#latchedAtMs,
     });
-    if (typeof reason !== "string") {
-      void Promise.resolve(reason).then((r) => {
+    if (typeof reason !== "string" && reason !== undefined) {
+      const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
+      void arriving.then((r) => {
         if (r) this.#log.warn(`E-STOP reason: ${r}`);
-      }, () => {});
+      });
+      for (const l of this.#reasonListeners) {
+        try {
+          l(arriving, cause);
+        } catch (err) {
+          this.#log.warn(`e-stop reason listener failed: ${errorMessage(err)}`);
+        }
+      }
     }
     this.#stopsRunning++;
     const stop = this.#stopTail.then(() => this.#stop(fault)).finally(() => this.#stopsRunning--);

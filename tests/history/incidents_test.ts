@@ -79,7 +79,7 @@ Deno.test("An e-stop produces one incident holding the samples before and after 
     id = h.incident_id;
     assert.match(id, /^inc-\d+-\d+$/);
     assert.equal(h.trigger, "estop");
-    assert.match(h.cause, /^e-stop(: test stop)? \(api\)$/);
+    assert.equal(h.cause, "e-stop: test stop (api)", "the HTTP reason reaches the incident");
     assert.equal(h.at_epoch_ms, T0 + 20_000);
     assert.deepEqual(h.also, [
       { trigger: "fault", cause: "mode IDLE -> FAULT", at_epoch_ms: T0 + 20_000 },
@@ -221,6 +221,55 @@ Deno.test("The e-stop never waits for its incident: a record held by a slow disk
     assert.equal(list[0].samples, 3);
   } finally {
     files.release();
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("An e-stop's HTTP reason still arriving when its window ends reaches its incident: the record waits for it (bounded), the latch never does", async () => {
+  const rig = await startRig({
+    history: { incidentBeforeS: 5, incidentAfterS: 0, diskMaxBytes: 0 },
+  });
+  try {
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    // The body's first bytes now, the rest 300 ms later: the latch engages at once, the window
+    // (incident_after_s 0) ends before the reason is known.
+    let rest: () => void = () => {};
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('{"reason":"guard '));
+        rest = () => {
+          c.enqueue(new TextEncoder().encode('door opened"}'));
+          c.close();
+        };
+      },
+    });
+    const answer = fetch(`${rig.base}/v0/estop`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      // @ts-ignore: a streamed request body (fetch's duplex option)
+      duplex: "half",
+    });
+    await waitFor("the latch", () => rig.rt.estop.latched);
+    await new Promise((r) => setTimeout(r, 300));
+    rest();
+    const res = await answer;
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    await rig.rt.incidents!.settled();
+    const list = await waitFor("the record", async () => {
+      const l = (await rig.json("/v0/incidents")).incidents;
+      return l.length > 0 ? l : null;
+    });
+    assert.equal(list[0].trigger, "estop");
+    assert.equal(
+      list[0].cause,
+      "e-stop: guard door opened (api)",
+      "the reason is not in the incident",
+    );
+    const record = await rig.json(`/v0/incidents/${list[0].incident_id}`);
+    assert.equal(record.incident.cause, "e-stop: guard door opened (api)");
+  } finally {
     await rig.rt.stop();
   }
 });

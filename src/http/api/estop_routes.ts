@@ -58,7 +58,13 @@ async function estopTrigger(
         : undefined,
     () => undefined,
   );
-  return okResponse(await services.estop.trigger(reason, { source: httpOrigin(principal) }));
+  // The answer also waits for the body (bounded by the read timeout above): once the answer is
+  // sent the body can no longer be read, and a reason still arriving would be lost.
+  const [result] = await Promise.all([
+    services.estop.trigger(reason, { source: httpOrigin(principal) }),
+    reason,
+  ]);
+  return okResponse(result);
 }
 
 async function estopClear({ services, req, principal }: RouteContext): Promise<Response> {
