@@ -91,7 +91,7 @@ export interface AuditDecision {
   readonly outcome: AuditOutcome;
   /** `provider/device` for a call; null otherwise. */
   readonly device_handle?: string | null;
-  /** Function name of a call; parameter name; target mode. */
+  /** Function name of a call; parameter name; target mode; `reason` (an e-stop's late reason). */
   readonly function?: string | null;
   /** Call arguments (typed values), the parameter value, the e-stop reason. */
   readonly args?: Readonly<Record<string, unknown>> | null;

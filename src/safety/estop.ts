@@ -488,8 +488,20 @@ export class Estop implements EstopService {
     });
     if (typeof reason !== "string" && reason !== undefined) {
       const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
+      const latchedMono = this.#o.clock.monoMs();
       void arriving.then((r) => {
-        if (r) this.#log.warn(`E-STOP reason: ${r}`);
+        if (!r) return;
+        this.#log.warn(`E-STOP reason: ${r}`);
+        // The latch's entry above was written before the reason was known: a second entry of
+        // the same stop (function "reason") carries it.
+        this.#o.audit?.record({
+          action: "estop",
+          origin: source,
+          outcome: "accepted",
+          function: "reason",
+          args: { reason: r, cause },
+          latency_ms: Math.round(this.#o.clock.monoMs() - latchedMono),
+        });
       });
       for (const l of this.#reasonListeners) {
         try {

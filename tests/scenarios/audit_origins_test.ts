@@ -162,6 +162,13 @@ Deno.test("GET /v0/audit names every origin with its identity and every refusal 
     const estop = entries.find((e) => e.action === "estop");
     assert.deepEqual(estop.origin, { kind: "http", address: "127.0.0.1", token_name: "default" });
     assert.equal(estop.args.cause, "api");
+    // The reason, read after the latch, is in an entry of the same stop (function "reason").
+    const withReason = entries.filter((e) => e.action === "estop" && e.args.reason !== null);
+    assert.deepEqual(
+      withReason.map((e) => [e.origin, e.function, e.args]),
+      [[estop.origin, "reason", { reason: "audit test", cause: "api" }]],
+      "the e-stop's reason is in no audit entry",
+    );
     const fault = entries.find((e) => e.action === "mode" && e.function === "FAULT");
     assert.deepEqual(fault.origin, { kind: "estop", cause: "api" });
     const intoFault = entries.filter((e) =>
