@@ -434,6 +434,7 @@ export class Kernel {
         dir: `${config.runtime.dataDir}/history/incidents`,
         clock: host.clock,
         log: historyLog,
+        outages: this.outages,
       });
       // An incident is an event of the run open when it begins (its record follows later).
       this.incidents.onIncident((i) => this.runs.recordIncident(i));

@@ -26,6 +26,7 @@ import {
 } from "../common/mod.ts";
 import type { HistoryConfig } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
+import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
 import { type History, qualityName } from "./history.ts";
@@ -116,6 +117,12 @@ export interface IncidentOptions {
   readonly dir: string;
   readonly clock: Clock;
   readonly log: Logger;
+  /**
+   * Where device losses come from: a device going down (DeviceOutages: failing reads for
+   * `deviceDownAfterMs`, its provider down, or no longer listed), as for the device-loss latch.
+   * Absent: every `device_availability` false event (a single failed poll) is a loss.
+   */
+  readonly outages?: Pick<DeviceOutages, "onChange">;
 }
 
 /** Captures, keeps and reads incident records. */
@@ -127,6 +134,7 @@ export class IncidentRecorder {
   readonly #writes = new Set<Promise<void>>();
   readonly #listeners: ((h: IncidentCause & { incident_id: string }) => void)[] = [];
   #unsubscribe: (() => void) | null = null;
+  #unsubscribeOutages: (() => void) | null = null;
   #dropped = 0;
   #counter = 0;
   /** The e-stop trigger of the bus event being handled now (estopReason attaches to it). */
@@ -140,6 +148,7 @@ export class IncidentRecorder {
   async start(bus: EventBus): Promise<void> {
     await this.#loadIndex();
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
+    this.#unsubscribeOutages ??= this.#o.outages?.onChange((c) => this.#onCondition(c)) ?? null;
   }
 
   /**
@@ -149,6 +158,8 @@ export class IncidentRecorder {
   async stop(): Promise<void> {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+    this.#unsubscribeOutages?.();
+    this.#unsubscribeOutages = null;
     for (const p of [...this.#pending]) {
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
       this.#capture(p);
@@ -265,6 +276,8 @@ export class IncidentRecorder {
         return;
       }
       case "device_availability":
+        // With `outages`, a device is lost when it goes down (#onCondition).
+        if (this.#o.outages !== undefined) return;
         // A device a reload took out left on purpose: not a loss.
         if (!e.available && e.reason !== "removed") {
           this.#trigger("device_loss", `device ${e.provider_id}/${e.device_id} lost`, [
@@ -275,6 +288,23 @@ export class IncidentRecorder {
       default:
         return;
     }
+  }
+
+  /**
+   * A device went down (with `outages`): a device loss, dated from when its reads began failing
+   * (its provider went down), so the window holds the failures that led to it. Not for a device
+   * whose provider is no longer configured (a reload took it out; one it restarts is followed
+   * afresh once it is up again).
+   */
+  #onCondition(c: DeviceConditionChange): void {
+    if (c.condition.kind !== "down" || c.previous === "down" || c.condition.unconfigured) return;
+    const key = `${c.providerId}/${c.deviceId}`;
+    const since = c.condition.sinceMono;
+    const at = since === null
+      ? c.atWallMs
+      : c.atWallMs - Math.max(0, Math.round(this.#o.clock.monoMs() - since));
+    const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
+    this.#trigger("device_loss", `device ${key} lost${why}`, [key], at);
   }
 
   /**
@@ -308,8 +338,8 @@ export class IncidentRecorder {
     trigger: IncidentTrigger,
     cause: string,
     devices: string[] | null,
+    now = this.#o.clock.nowMs(),
   ): { p: Pending; c: IncidentCause } | null {
-    const now = this.#o.clock.nowMs();
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
     // On the monotonic clock: a step of the wall clock between two triggers neither splits one

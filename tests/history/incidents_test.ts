@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { T, TestClock } from "../helpers/programmable_provider.ts";
+import { programmableProvider, T, TestClock } from "../helpers/programmable_provider.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
 import { journalFiles } from "../../src/host/mod.ts";
@@ -138,24 +138,37 @@ Deno.test("An e-stop produces one incident holding the samples before and after 
   }
 });
 
+/** A device's reads fail once the probe is programmed so (call this before the failing poll). */
+async function programFailure(rig: Awaited<ReturnType<typeof startRig>>): Promise<void> {
+  await rig.rt.registry.host("p0")!.request("call", {
+    device_id: "probe",
+    function_id: 1,
+    args: {
+      answer: {
+        type: T.STRING,
+        string_value: JSON.stringify({ read: { error: { code: 14, message: "bus fault" } } }),
+      },
+    },
+  });
+}
+
 Deno.test("Each device loss is an incident of that device; the records are bounded in count", async () => {
   const rig = await startRig({
     history: { incidentBeforeS: 2, incidentAfterS: 0, incidentMaxCount: 2, diskMaxBytes: 0 },
   });
   try {
-    const program = async (p: object) => {
-      await rig.rt.registry.host("p0")!.request("call", {
-        device_id: "probe",
-        function_id: 1,
-        args: { answer: { type: T.STRING, string_value: JSON.stringify(p) } },
-      });
-    };
+    // A device is lost when it is down (DeviceOutages): reads failing for 500 ms here. The
+    // monotonic clock is the test's: it says when the bound has passed.
+    rig.rt.outages.setDownAfterMs(500);
+    rig.clock.mono = 1_000_000;
     for (let n = 1; n <= 3; n++) {
       const at = T0 + n * 10_000;
       await rig.poll(at, probeValues(n, n));
-      await program({ read: { error: { code: 14, message: "bus fault" } } });
+      await programFailure(rig);
       rig.clock.wallMs = at + 500;
-      await rig.rt.cache.pollDevice("p0", "probe"); // fails: the device is lost
+      await rig.rt.cache.pollDevice("p0", "probe"); // fails: failing, not yet down
+      rig.clock.mono += 500;
+      rig.clock.wallMs = at + 1000; // down now, dated from its first failed read
       await waitFor(`incident ${n}`, () => rig.rt.incidents!.list()[0]?.at_epoch_ms === at + 500);
       await rig.rt.incidents!.settled(); // its write and the removal of the oldest
     }
@@ -167,7 +180,7 @@ Deno.test("Each device loss is an incident of that device; the records are bound
     ]);
     for (const i of list) {
       assert.equal(i.trigger, "device_loss");
-      assert.equal(i.cause, "device p0/probe lost");
+      assert.equal(i.cause, "device p0/probe lost: its reads fail");
       assert.equal(i.scope, "devices");
       assert.deepEqual(i.devices, ["p0/probe"]);
     }
@@ -269,6 +282,62 @@ Deno.test("An e-stop's HTTP reason still arriving when its window ends reaches i
     );
     const record = await rig.json(`/v0/incidents/${list[0].incident_id}`);
     assert.equal(record.incident.cause, "e-stop: guard door opened (api)");
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("A device is lost when it is down, as for the device-loss latch: one failed poll of a device that answers again is no incident", async () => {
+  const rig = await startRig({
+    history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
+  });
+  try {
+    rig.rt.outages.setDownAfterMs(500);
+    rig.clock.mono = 1_000_000;
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    await programFailure(rig);
+    rig.clock.wallMs = T0 + 1500;
+    await rig.rt.cache.pollDevice("p0", "probe"); // one failed read: failing
+    assert.equal(rig.rt.outages.condition("p0", "probe").kind, "failing");
+    rig.clock.mono += 100;
+    await rig.poll(T0 + 1600, probeValues(2, 2)); // answers again: up
+    assert.equal(rig.rt.outages.condition("p0", "probe").kind, "up");
+    rig.clock.mono += 1000;
+    await rig.rt.incidents!.settled();
+    assert.equal(
+      rig.rt.incidents!.status().pending + rig.rt.incidents!.list().length,
+      0,
+      "a single failed poll of a device that is never down made a device_loss incident",
+    );
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("A reload that restarts or removes a provider is no device loss: its devices going down open no incident", async () => {
+  const rig = await startRig({
+    history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
+  });
+  try {
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    const config = rig.rt.config;
+    const p0 = config.providers[0]!;
+    // Restarted: its command line changed.
+    const restarted = { ...p0, args: [...p0.args, "--restarted"] };
+    const report = await rig.rt.reload({ ...config, providers: [restarted] });
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await waitFor("the probe back", () => rig.rt.outages.condition("p0", "probe").kind !== "down");
+    // Removed.
+    const dir = tempDir("incident-reload-");
+    const other = programmableProvider("p1", await probeFile(dir));
+    await rig.rt.reload({ ...config, providers: [other] });
+    await rig.rt.incidents!.settled();
+    assert.deepEqual(
+      rig.rt.incidents!.list().map((i) => `${i.trigger}: ${i.cause}`),
+      [],
+      "a reload's restart or removal of a provider was recorded as a device loss",
+    );
+    assert.equal(rig.rt.incidents!.status().pending, 0);
   } finally {
     await rig.rt.stop();
   }
