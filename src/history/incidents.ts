@@ -105,8 +105,8 @@ interface Pending {
   /** null: machine-wide. */
   devices: Set<string> | null;
   timer: TimerId | null;
-  /** An e-stop's reason still arriving: the record waits for it (INCIDENT_REASON_WAIT_MS). */
-  reason: Promise<unknown> | null;
+  /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
+  readonly reasons: Set<Promise<void>>;
 }
 
 export interface IncidentOptions {
@@ -318,7 +318,7 @@ export class IncidentRecorder {
     if (t === null || !this.#pending.includes(t.p)) return;
     const p = t.p;
     const wait = reason.then((r) => {
-      if (p.reason === wait) p.reason = null;
+      p.reasons.delete(wait);
       if (!r) return;
       const next: IncidentCause = { ...t.c, cause: estopCause(r, t.by) };
       if (p.lead === t.c) p.lead = next;
@@ -327,7 +327,7 @@ export class IncidentRecorder {
         if (i >= 0) p.also[i] = next;
       }
     });
-    p.reason = wait;
+    p.reasons.add(wait);
   }
 
   /**
@@ -383,7 +383,7 @@ export class IncidentRecorder {
       also: [],
       devices: devices === null ? null : new Set(devices),
       timer: null,
-      reason: null,
+      reasons: new Set(),
     };
     this.#pending.push(p);
     p.timer = this.#o.clock.setTimer(() => {
@@ -410,9 +410,14 @@ export class IncidentRecorder {
     const i = this.#pending.indexOf(p);
     if (i < 0) return;
     this.#pending.splice(i, 1);
-    if (p.reason !== null) {
+    if (p.reasons.size > 0) {
       // An e-stop's reason is still arriving: the record waits for it, bounded.
-      const write = raceTimeout(this.#o.clock, p.reason, INCIDENT_REASON_WAIT_MS, null)
+      const write = raceTimeout(
+        this.#o.clock,
+        Promise.all(p.reasons),
+        INCIDENT_REASON_WAIT_MS,
+        null,
+      )
         .then(() => this.#captureNow(p));
       this.#writes.add(write);
       void write.finally(() => this.#writes.delete(write));

@@ -1,0 +1,88 @@
+/**
+ * An e-stop's reason that arrives after the latch (Estop.onReasonArriving -> estopReason) in its
+ * incident record, in process with a manual clock: the record waits for every e-stop's reason of
+ * the incident, bounded by INCIDENT_REASON_WAIT_MS.
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import { INCIDENT_REASON_WAIT_MS, IncidentRecorder } from "../../src/history/mod.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+function rig() {
+  const { clock, history, files, poll } = handFedHistory({ diskMaxBytes: 0 });
+  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 };
+  const bus = new EventBus();
+  const incidents = new IncidentRecorder({
+    config,
+    history,
+    files,
+    dir: "/data/history/incidents",
+    clock,
+    log: testLogger(),
+  });
+  /** An HTTP e-stop: latched now, its reason given by the returned function later. */
+  const estop = () => {
+    let give: (r: string | null) => void = () => {};
+    const reason = new Promise<string | null>((r) => (give = r));
+    bus.publish({
+      kind: "estop_change",
+      latched: true,
+      reason: null,
+      cause: "api",
+      timestamp_ms: clock.nowMs(),
+    });
+    incidents.estopReason(reason);
+    return give;
+  };
+  return { clock, history, bus, incidents, poll, estop };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+Deno.test("two e-stops of one incident, their reasons arriving late in reverse order: the record waits for both", async () => {
+  const { clock, history, bus, incidents, poll, estop } = rig();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    poll("p0", "d0", 1);
+    const first = estop();
+    clock.advance(100);
+    const second = estop(); // joins the first's incident
+    assert.equal(incidents.status().pending, 1);
+    clock.advance(1_000); // the window is over: the record waits for the reasons
+    second("second reason");
+    await tick();
+    clock.advance(100);
+    first("first reason");
+    await tick();
+    clock.advance(INCIDENT_REASON_WAIT_MS);
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.equal(h!.cause, "e-stop: first reason (api)", "the first e-stop's reason is missing");
+    assert.deepEqual(h!.also.map((c) => c.cause), ["e-stop: second reason (api)"]);
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
+
+Deno.test("a reason that never arrives holds the record INCIDENT_REASON_WAIT_MS at most", async () => {
+  const { clock, history, bus, incidents, poll, estop } = rig();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    poll("p0", "d0", 1);
+    estop(); // its reason never comes
+    clock.advance(1_000);
+    await tick();
+    assert.equal(incidents.list().length, 0, "written before its reason could arrive");
+    clock.advance(INCIDENT_REASON_WAIT_MS);
+    await incidents.settled();
+    assert.equal(incidents.list()[0]!.cause, "e-stop (api)");
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
