@@ -135,6 +135,12 @@ export class IncidentRecorder {
   readonly #listeners: ((h: IncidentCause & { incident_id: string }) => void)[] = [];
   #unsubscribe: (() => void) | null = null;
   #unsubscribeOutages: (() => void) | null = null;
+  /**
+   * `provider/device` -> the wall time its reads began failing, told at that read (with
+   * `outages`): the time the ring stamped that read with, whatever the wall clock did since.
+   * Held only while the device is failing (bounded by the devices listed).
+   */
+  readonly #failingAt = new Map<string, number>();
   #dropped = 0;
   #counter = 0;
   /** The e-stop trigger of the bus event being handled now (estopReason attaches to it). */
@@ -297,12 +303,21 @@ export class IncidentRecorder {
    * afresh once it is up again).
    */
   #onCondition(c: DeviceConditionChange): void {
-    if (c.condition.kind !== "down" || c.previous === "down" || c.condition.unconfigured) return;
     const key = `${c.providerId}/${c.deviceId}`;
+    if (c.condition.kind === "failing") {
+      if (c.previous === "up") this.#failingAt.set(key, c.atWallMs);
+      return;
+    }
+    const failingAt = this.#failingAt.get(key);
+    this.#failingAt.delete(key);
+    if (c.condition.kind !== "down" || c.previous === "down" || c.condition.unconfigured) return;
     const since = c.condition.sinceMono;
-    const at = since === null
-      ? c.atWallMs
-      : c.atWallMs - Math.max(0, Math.round(this.#o.clock.monoMs() - since));
+    // Dated as the ring stamped its first failed read (a wall clock step since then would move a
+    // date counted back on the monotonic clock away from the samples), else counted back.
+    const at = failingAt ??
+      (since === null
+        ? c.atWallMs
+        : c.atWallMs - Math.max(0, Math.round(this.#o.clock.monoMs() - since)));
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
     this.#trigger("device_loss", `device ${key} lost${why}`, [key], at);
   }

@@ -342,3 +342,30 @@ Deno.test("A reload that restarts or removes a provider is no device loss: its d
     await rig.rt.stop();
   }
 });
+
+Deno.test("A device lost across a wall clock step is dated as its failed read is in the ring: the record holds the failure", async () => {
+  const rig = await startRig({
+    history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
+  });
+  try {
+    rig.rt.outages.setDownAfterMs(500);
+    rig.clock.mono = 1_000_000;
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    await programFailure(rig);
+    rig.clock.wallMs = T0 + 1500;
+    await rig.rt.cache.pollDevice("p0", "probe"); // failing since this read
+    // NTP steps the wall clock an hour forward before the device counts as down.
+    rig.clock.wallMs = T0 + 3_600_000;
+    rig.clock.mono += 500;
+    const [h] = await waitFor("the incident", () => {
+      const l = rig.rt.incidents!.list();
+      return l.length > 0 ? l : null;
+    });
+    assert.equal(h!.at_epoch_ms, T0 + 1500, "not dated as its failed read");
+    const record = await rig.json(`/v0/incidents/${h!.incident_id}`);
+    const temp = record.signals.find((s: { signal_id: string }) => s.signal_id === "temp");
+    assert.deepEqual(temp.samples, [[T0 + 1000, 1, "OK"], [T0 + 1500, 1, "UNAVAILABLE"]]);
+  } finally {
+    await rig.rt.stop();
+  }
+});
