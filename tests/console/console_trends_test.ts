@@ -311,15 +311,19 @@ Deno.test({
             // Written incident_after_s (1 s) after the e-stop; the list is re-read every 2 s.
             const row = page.locator("#incidents tr[data-incident]").first();
             await row.waitFor({ timeout: PAGE_WAIT_MS });
-            assert.match(await row.textContent() ?? "", /E-stop.*e-stop \(api\)/);
+            assert.match(await row.textContent() ?? "", /E-stop.*e-stop: operator console \(api\)/);
             const id = await row.getAttribute("data-incident");
             assert.ok(id);
             await row.getByRole("link", { name: "Open" }).click();
             assert.equal(new URL(page.url()).hash, `#incidents/${encodeURIComponent(id)}`);
-            await waitForText(page, "#incidents .incident-title", /^E-stop: e-stop \(api\)$/);
+            await waitForText(
+              page,
+              "#incidents .incident-title",
+              /^E-stop: e-stop: operator console \(api\)$/,
+            );
             assert.match(
               await page.locator("#incidents dl.kv").textContent() ?? "",
-              /Causee-stop \(api\) \(also FAULT entry: mode MANUAL -> FAULT\)/,
+              /Causee-stop: operator console \(api\) \(also FAULT entry: mode MANUAL -> FAULT\)/,
             );
             const axes = await waitForChart(
               page,
@@ -366,7 +370,11 @@ Deno.test({
             // The page's URL opens it again (a bookmark): the units arrive after the record.
             assert.deepEqual(await cspViolations(), []); // the reload forgets them
             await page.reload();
-            await waitForText(page, "#incidents .incident-title", /^E-stop: e-stop \(api\)$/);
+            await waitForText(
+              page,
+              "#incidents .incident-title",
+              /^E-stop: e-stop: operator console \(api\)$/,
+            );
             assert.equal(
               await waitForChart(page, "#incidents", "data-axes", (v) => v === axes, axes),
               axes,
