@@ -7,9 +7,9 @@
  * | its provider is not configured, or not AVAILABLE          | down at once                       |
  * | its provider is up but does not list it                   | down at once                       |
  * | its last read failed or carried none of its polled        | failing; down once it has been so  |
- * | signals, every polled signal is UNAVAILABLE or FAULT (or  | for {@link deviceDownAfterMs}      |
- * | never answered), or the provider's health reports it      |                                    |
- * | UNREACHABLE                                               |                                    |
+ * | signals, no polled signal is OK (each is STALE,           | for {@link deviceDownAfterMs}      |
+ * | UNAVAILABLE or FAULT, or never answered), or the          |                                    |
+ * | provider's health reports it UNREACHABLE                  |                                    |
  * | it has no polled signal (nothing to judge reads by)       | up (listed by an AVAILABLE provider) |
  * | otherwise                                                 | up                                 |
  *
@@ -274,9 +274,10 @@ function down(reason: string, sinceMono: number | null): DeviceCondition {
 
 /**
  * Whether the reads of a device fail: the last poll failed, its last answer carried none of its
- * polled signals, every polled signal it has answered is UNAVAILABLE or FAULT (a signal never
- * answered vouches for nothing: it is judged by the ones it sends), or the provider's own health
- * says the device is UNREACHABLE. Allocates nothing (it runs after every poll).
+ * polled signals, no polled signal it has answered is OK -- each is STALE (as the provider
+ * reports it, or kept past its bound), UNAVAILABLE or FAULT (a signal never answered vouches for
+ * nothing: it is judged by the ones it sends) -- or the provider's own health says the device is
+ * UNREACHABLE. Allocates nothing (it runs after every poll).
  */
 function readsFail(dev: DeviceState, cache: StateCache): boolean {
   if (dev.pollable.length === 0) return false;
@@ -285,12 +286,15 @@ function readsFail(dev: DeviceState, cache: StateCache): boolean {
   return reportedUnreachable(dev, cache);
 }
 
-/** No polled signal of an answering device has a good sample: each is bad or never answered. */
+/**
+ * No polled signal of an answering device has an OK sample: each is STALE, UNAVAILABLE, FAULT or
+ * never answered. A signal the provider itself reports STALE delivers nothing usable, as one it
+ * reports FAULT: a device answering only such samples answers none of its polled signals.
+ */
 function signalsFail(dev: DeviceState): boolean {
   const pollable = dev.pollable;
   for (let i = 0; i < pollable.length; i++) {
-    const q = dev.signals.get(pollable[i]!)?.quality;
-    if (q !== undefined && q !== "UNAVAILABLE" && q !== "FAULT") return false;
+    if (dev.signals.get(pollable[i]!)?.quality === "OK") return false;
   }
   return true;
 }
@@ -328,7 +332,7 @@ function readFailure(dev: DeviceState, cache: StateCache): string | null {
   // Every sample it has is bad (a FAULT refused for its type keeps its old receipt: said so,
   // not "none answered"); else its last answer carried none of its polled signals.
   if (dev.signals.size > 0 && signalsFail(dev)) {
-    return "every polled signal is UNAVAILABLE or FAULT";
+    return "every polled signal is STALE, UNAVAILABLE or FAULT";
   }
   return "its reads are answered, but none of its polled signals answered";
 }

@@ -150,7 +150,44 @@ const ROWS: Row[] = [
     device: "pump",
     afterPoll: "failing",
     pastBound: "down",
-    reason: /every polled signal is UNAVAILABLE or FAULT/,
+    reason: /every polled signal is STALE, UNAVAILABLE or FAULT/,
+  },
+  {
+    name: "every polled signal STALE as the provider itself reports it",
+    act: (r) =>
+      r.fx.program("pump", {
+        read: {
+          values: [dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20, { quality: Q.STALE })],
+        },
+      }),
+    device: "pump",
+    afterPoll: "failing",
+    pastBound: "down",
+    reason: /every polled signal is STALE, UNAVAILABLE or FAULT/,
+  },
+  {
+    name: "one signal STALE as the provider reports it, one FAULT",
+    act: (r) =>
+      r.fx.program("pump", {
+        read: {
+          values: [dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20, { quality: Q.FAULT })],
+        },
+      }),
+    device: "pump",
+    afterPoll: "failing",
+    pastBound: "down",
+    reason: /every polled signal is STALE, UNAVAILABLE or FAULT/,
+  },
+  {
+    name: "one signal STALE as the provider reports it, one OK",
+    act: (r) =>
+      r.fx.program("pump", {
+        read: { values: [dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20)] },
+      }),
+    device: "pump",
+    afterPoll: "up",
+    pastBound: "up",
+    reason: "",
   },
   {
     name: "the read fails with a status (the provider says the device is gone)",
@@ -595,7 +632,7 @@ Deno.test("DeviceOutages: a signal never answered does not vouch for its device:
     await fx.cache.pollDevice("p0", "pump");
     const c = outages.condition("p0", "pump");
     assert.equal(c.kind, "failing", "flow FAULT and temp never answered");
-    assert.match(c.reason, /every polled signal is UNAVAILABLE or FAULT/);
+    assert.match(c.reason, /every polled signal is STALE, UNAVAILABLE or FAULT/);
     timers.advance(DOWN_AFTER_MS);
     assert.deepEqual(told, ["pump up", "pump failing", "pump down"]);
   } finally {
