@@ -69,11 +69,11 @@ Deno.test("GET /v0/history answers every polled sample from the memory ring, in 
     assert.equal(csv.headers.get("content-type"), "text/csv; charset=utf-8");
     assert.equal(
       await csv.text(),
-      "signal_id,t_ms,min,max,last,count,quality\r\n" +
-        `temp,${T0},20.5,20.5,20.5,2,OK\r\n` +
-        `temp,${T0 + 2000},19,21.25,19,2,FAULT\r\n` +
-        `label,${T0},,,run,2,OK\r\n` +
-        `label,${T0 + 2000},,,"a,""b""",2,OK\r\n`,
+      "signal_id,t_ms,min,max,last,count,quality,unit\r\n" +
+        `temp,${T0},20.5,20.5,20.5,2,OK,\r\n` +
+        `temp,${T0 + 2000},19,21.25,19,2,FAULT,\r\n` +
+        `label,${T0},,,run,2,OK,\r\n` +
+        `label,${T0 + 2000},,,"a,""b""",2,OK,\r\n`,
     );
     const csv2 = await rig.get(`/v0/history/p0/probe?signal_id=temp&format=csv&since_ms=${T0}`);
     assert.equal((await csv2.text()).split("\r\n").length, 4 + 2);

@@ -67,7 +67,8 @@ export const HISTORY_ROUTES: readonly Route[] = [
       alternatives: [{
         contentType: "text/csv",
         description: "CSV (`format=csv` or `Accept: text/csv`): " +
-          "`signal_id,t_ms,min,max,last,count,quality`, one line per point.",
+          "`signal_id,t_ms,min,max,last,count,quality,unit`, one line per point (`unit` " +
+          "empty for a signal that declares none).",
         schema: { type: "string" },
       }],
       errors: [400, 404],
@@ -177,8 +178,8 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     untilMs,
     stepMs,
   });
-  if (format === "csv") return csvResponse(historyCsv(answer));
   const spec = (id: string) => caps?.signals.find((s) => s.signalId === id);
+  if (format === "csv") return csvResponse(historyCsv(answer, (id) => spec(id)?.unit));
   return okResponse({
     ...answer,
     signals: answer.signals.map((s) => {
@@ -195,15 +196,22 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   });
 }
 
-/** A history answer as CSV: `signal_id,t_ms,min,max,last,count,quality`. */
-export function historyCsv(a: HistoryAnswer): string {
-  let out = "signal_id,t_ms,min,max,last,count,quality\r\n";
+/**
+ * A history answer as CSV: `signal_id,t_ms,min,max,last,count,quality,unit`; `unit` is the
+ * signal's declared unit (as a JSON answer's `unit`), empty when it declares none.
+ */
+export function historyCsv(
+  a: HistoryAnswer,
+  unitOf: (signalId: string) => string | undefined,
+): string {
+  let out = "signal_id,t_ms,min,max,last,count,quality,unit\r\n";
   for (const s of a.signals) {
     const id = csvField(s.signal_id);
+    const unit = csvField(unitOf(s.signal_id) ?? "");
     for (const p of s.points) {
       out += `${id},${p.t_ms},${p.min ?? ""},${p.max ?? ""},${
         p.last === null ? "" : csvField(String(p.last))
-      },${p.count},${QUALITY_BY_CODE[p.quality]}\r\n`;
+      },${p.count},${QUALITY_BY_CODE[p.quality]},${unit}\r\n`;
     }
   }
   return out;
