@@ -12,7 +12,15 @@
  * (a full disk, a read-only folder) stops the tier with one WARN: rows are dropped and counted,
  * the runtime goes on, and the tier tries again after DISK_RETRY_MS.
  */
-import { type Clock, errorMessage, type Logger, toJsonText, utf8Length } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  type Logger,
+  toJsonText,
+  utf8Length,
+  VALUE_TYPES,
+  type ValueType,
+} from "../common/mod.ts";
 import {
   type JournalFiles,
   type JournalLine,
@@ -294,10 +302,14 @@ export function rowText(
   tMs: number,
   providerId: string,
   deviceId: string,
-  signals: readonly (readonly [string, HistoryPoint])[],
+  signals: readonly (readonly [string, HistoryPoint, (ValueType | null)?])[],
 ): string {
   const s: Record<string, unknown[]> = {};
-  for (const [id, p] of signals) s[id] = [p.min, p.max, p.last, p.count, p.quality];
+  for (const [id, p, type] of signals) {
+    s[id] = [p.min, p.max, p.last, p.count, p.quality];
+    // The type of its values (VALUE_TYPES index), when it has had one: a retype is a new series.
+    if (type !== undefined && type !== null) s[id].push(VALUE_TYPES.indexOf(type));
+  }
   let text = toJsonText({ t: tMs, p: providerId, d: deviceId, s });
   if (utf8Length(text) <= DISK_MAX_ROW_BYTES) return text;
   // Longer than a row is read back (it would be skipped, every signal of the device with it):
@@ -356,6 +368,16 @@ export function parseRow(line: string): DiskRow | null {
     typeof r.s !== "object" || r.s === null
   ) return null;
   return r as unknown as DiskRow;
+}
+
+/**
+ * Whether a row's entry for one signal holds values of `type`: its sixth member names the type
+ * (a VALUE_TYPES index); an entry without one (no value in its bucket, or written before types
+ * were) is taken for any.
+ */
+export function rowTypeIs(entry: readonly unknown[], type: ValueType): boolean {
+  const code = entry[5];
+  return typeof code !== "number" || VALUE_TYPES[code] === undefined || VALUE_TYPES[code] === type;
 }
 
 /** A row's entry for one signal as a point (null when it is malformed). */

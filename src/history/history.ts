@@ -21,7 +21,7 @@ import type { HistoryConfig } from "../config/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import type { DeviceState, StateCache } from "../state/mod.ts";
 import { BucketAcc, bucketStart, type HistoryPoint, typedValueScalar } from "./buckets.ts";
-import { DiskTier, type DiskTierStatus, rowPoint, rowText } from "./disk_tier.ts";
+import { DiskTier, type DiskTierStatus, rowPoint, rowText, rowTypeIs } from "./disk_tier.ts";
 import {
   ChangeWalk,
   DeviceRing,
@@ -117,7 +117,7 @@ export interface HistoryOptions {
   readonly files: JournalFiles;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly cache: Pick<StateCache, "onDevicePolled" | "device" | "qualityNow">;
+  readonly cache: Pick<StateCache, "onDevicePolled" | "device" | "qualityNow" | "declaredType">;
 }
 
 /** Forward steps of the wall clock History remembers at once (the oldest is forgotten first). */
@@ -226,7 +226,7 @@ export class History {
       };
       byDevice.set(dev.deviceId, e);
     }
-    if (e.pollable !== dev.pollable) this.#rebuild(e, dev.pollable);
+    if (e.pollable !== dev.pollable) this.#rebuild(e, dev);
     const step = this.#o.config.stepMs;
     const b = bucketStart(now, step);
     if (b !== this.#bucketNow) this.#crossBucket(b);
@@ -334,13 +334,23 @@ export class History {
     }
   }
 
-  /** The device's signals changed (rediscovery): rings of signals kept, others released. */
-  #rebuild(e: DeviceEntry, pollable: readonly string[]): void {
+  /**
+   * The device's signals changed (rediscovery): rings of signals kept, others released. A signal
+   * declared now with another type than its ring's values (retyped) starts a new series: its old
+   * samples are released, as a removed signal's, so no answer mixes the two types (the disk tier's
+   * rows name their type: query drops the old type's).
+   */
+  #rebuild(e: DeviceEntry, dev: DeviceState): void {
     if (e.bucketStart !== null) this.#flushBucket(e);
     e.bucketStart = null;
+    const pollable = dev.pollable;
     const kept = new Map<string, SignalRing>();
     for (const id of pollable) {
-      kept.set(id, e.ring.signals.get(id) ?? new SignalRing(id, this.#budget));
+      const old = e.ring.signals.get(id);
+      const declared = this.#o.cache.declaredType(dev.providerId, dev.deviceId, id) ?? null;
+      const retyped = old !== undefined && old.type !== null && declared !== null &&
+        declared !== old.type;
+      kept.set(id, old !== undefined && !retyped ? old : new SignalRing(id, this.#budget));
     }
     for (const [id, s] of e.ring.signals) if (!kept.has(id)) s.release();
     e.ring.signals.clear();
@@ -353,9 +363,9 @@ export class History {
   #flushBucket(e: DeviceEntry): void {
     const t = e.bucketStart;
     if (t === null) return;
-    const parts: [string, HistoryPoint][] = [];
+    const parts: [string, HistoryPoint, ValueType | null][] = [];
     for (const sig of e.signals) {
-      if (sig.count > 0) parts.push([sig.signalId, sig.point(t)]);
+      if (sig.count > 0) parts.push([sig.signalId, sig.point(t), sig.type]);
       sig.reset();
     }
     if (parts.length > 0) {
@@ -500,6 +510,16 @@ export class History {
       // back, so a bucket may get rows from two of them.
       const buckets = new Map<string, Map<number, BucketAcc>>();
       for (const id of ids) buckets.set(id, new Map());
+      // A signal's series is of the type it has now (its ring's values, else its declaration):
+      // rows of another type are from before a retype, another series (#rebuild).
+      const types = new Map<string, ValueType | null>();
+      for (const id of ids) {
+        types.set(
+          id,
+          e?.ring.signals.get(id)?.type ??
+            this.#o.cache.declaredType(q.providerId, q.deviceId, id) ?? null,
+        );
+      }
       await this.#disk.read(
         q.providerId,
         q.deviceId,
@@ -509,6 +529,8 @@ export class History {
           for (const id of ids) {
             const entry = row.s[id];
             if (entry === undefined) continue;
+            const type = types.get(id)!;
+            if (type !== null && !rowTypeIs(entry, type)) continue;
             const p = rowPoint(row.t, entry);
             if (p === null) continue;
             const t = bucketStart(row.t, outStep);

@@ -583,6 +583,18 @@ export class StateCache implements FreshReader {
     return this.device(providerId, deviceId)?.signals.get(signalId);
   }
 
+  /**
+   * The value type a signal is declared with now: null when the provider left it unspecified,
+   * undefined for a signal (or device) the cache does not hold.
+   */
+  declaredType(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+  ): ValueType | null | undefined {
+    return this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId)?.type;
+  }
+
   /** Worst signal quality; UNAVAILABLE when the device is unavailable. */
   deviceQuality(state: DeviceState): Quality {
     if (!state.available) return "UNAVAILABLE";

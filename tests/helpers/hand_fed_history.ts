@@ -31,6 +31,7 @@ export function handFedHistory(o: Partial<Config["history"]> = {}, files = new M
       },
       device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
       qualityNow: (_p, _d, _s, s) => s.quality,
+      declaredType: () => null,
     },
   });
   const devices = new Map<string, DeviceState>();

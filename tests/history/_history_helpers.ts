@@ -69,13 +69,15 @@ export async function startRig(o: {
   host?: Partial<KernelHost>;
   inventoryFile?: string;
   sparkplug?: Partial<Config["sparkplug"]>;
+  /** Restart the provider when it exits (it reads its inventory file again: a rediscovery). */
+  restart?: boolean;
 } = {}): Promise<HistoryRig> {
   const dataDir = o.dataDir ?? tempDir("history-data-");
   const clock = o.clock ?? new TestClock();
   if (o.clock === undefined) clock.wallMs = T0;
   const file = o.inventoryFile ?? await probeFile(dataDir);
   const config = testConfig({
-    providers: [programmableProvider("p0", file)],
+    providers: [programmableProvider("p0", file, o.restart ? { restart: {} } : {})],
     pollingIntervalMs: 60_000,
     runtime: { dataDir },
     ...(o.history ? { history: o.history } : {}),
