@@ -3,8 +3,7 @@
  * request schema (request_schemas.ts TYPED_VALUE_INPUT_SCHEMA), as the runtime's TypedValue; and
  * the JSON of a cached value as served.
  */
-import { invalidArgument, type TypedValue } from "../common/mod.ts";
-import { roundedIntegerText } from "./json_body.ts";
+import type { TypedValue } from "../common/mod.ts";
 import type { TypedValueInput } from "./request_schemas.ts";
 
 /** A validated typed value as a TypedValue (its other members dropped). */
@@ -26,8 +25,9 @@ export function typedValueOf(v: TypedValueInput): TypedValue {
 }
 
 /**
- * A validated call's `args` (absent = no args) by name. Throws INVALID_ARGUMENT naming the member
- * for an int64/uint64 whose JSON text parsing rounded to an integer (json_body.ts).
+ * A validated call's `args` (absent = no args) by name. An int64/uint64 whose JSON text parsing
+ * rounded never gets here: the body's validation refuses every such integer member
+ * (request_validation.ts, roundedIntegerMember).
  */
 export function callArgs(
   args: Readonly<Record<string, TypedValueInput>> | undefined,
@@ -35,18 +35,7 @@ export function callArgs(
   if (args === undefined) return {};
   // Null prototype: an arg named "__proto__" or "toString" is data, not an inherited member.
   const out: Record<string, TypedValue> = Object.create(null);
-  for (const [name, value] of Object.entries(args)) {
-    // An integer member the body's text does not hold exactly: refused, never the rounded value.
-    const member = value.type === "int64" || value.type === "uint64" ? value.type : null;
-    const written = member === null ? undefined : roundedIntegerText(value, member);
-    if (written !== undefined) {
-      throw invalidArgument(
-        `args.${name}.${member}: ${written} is not an integer within \u00b1(2^53-1) as written ` +
-          `(a JSON number read as a double: it would arrive as ${value[member!]})`,
-      );
-    }
-    out[name] = typedValueOf(value);
-  }
+  for (const [name, value] of Object.entries(args)) out[name] = typedValueOf(value);
   return out;
 }
 

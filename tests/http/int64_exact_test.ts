@@ -52,7 +52,25 @@ Deno.test("POST /v0/call: an int64 argument JSON would round is a 400 naming the
         body: `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{` +
           `"motor_index":{"type":"int64","int64":${index}},"duty":{"type":"double","double":0.25}}}`,
       });
-    assert400(await call("1.0000000000000001"), /^args\.motor_index\.int64: .*1\.0000000000000001/);
+    // The body-wide check answers (request_validation.ts, every integer member the schema
+    // declares, call arguments included): the route's own conversion never sees a rounded one.
+    assert400(
+      await call("1.0000000000000001"),
+      /^args\.motor_index\.int64: 1\.0000000000000001 is not an integer as written \(a JSON number read as a double: it would arrive as 1\)$/,
+    );
+    const raw = (args: string) =>
+      fx.request("POST", "/v0/call", {
+        body: `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{${args}}}`,
+      });
+    assert400(
+      await raw(`"n":{"type":"uint64","uint64":3.0000000000000001}`),
+      /^args\.n\.uint64: 3\.0000000000000001 is not an integer as written/,
+    );
+    // An integer member beside another type's value is refused all the same.
+    assert400(
+      await raw(`"n":{"type":"double","double":1,"int64":2.0000000000000001}`),
+      /^args\.n\.int64: 2\.0000000000000001 is not an integer as written/,
+    );
     assert.equal((await call("1")).status, 200);
     assert.equal((await call("1.0")).status, 200);
   } finally {
