@@ -1073,15 +1073,13 @@ export class StateCache implements FreshReader {
       for (const s of caps.signals) {
         const polled = s.pollHintHz > 0;
         if (polled) pollable.push(s.signalId);
-        // (Discovery keeps one declaration per signal id; were there two, either poll hint.)
-        if (!slots.get(s.signalId)?.polled) {
-          slots.set(s.signalId, {
-            type: s.valueType,
-            polled,
-            staleAfterMs: Infinity,
-            last: undefined,
-          });
-        }
+        // One declaration per signal id: discovery keeps the first (provider_session.ts).
+        slots.set(s.signalId, {
+          type: s.valueType,
+          polled,
+          staleAfterMs: Infinity,
+          last: undefined,
+        });
       }
       const prev = old.get(id);
       const signals = new Map<string, SignalState>();

@@ -483,6 +483,13 @@ Deno.test("StateCache drops samples of undeclared signals and ignores declared s
         values: [dbl("x", 1), dbl("quiet", 2), dbl("twice", 3), dbl("again", 4), dbl("ghost", 5)],
       },
     });
+    // Discovery dropped each later declaration before the cache saw it: one slot per id, the
+    // first declaration's (the cache has no branch for a second one).
+    assert.deepEqual(
+      fx.registry.capabilities("p0", "d0")!.signals.map((x) => [x.signalId, x.pollHintHz > 0]),
+      [["x", true], ["quiet", false], ["twice", false], ["again", true]],
+    );
+    assert.deepEqual(fx.cache.device("p0", "d0")!.pollable, ["x", "again"]);
     await fx.cache.pollDevice("p0", "d0");
     assert.deepEqual((await fx.stats("d0")).lastRead, ["x", "again"]);
     assert.deepEqual(
