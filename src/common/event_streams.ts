@@ -15,3 +15,25 @@ export const MAX_SSE_CLIENTS = 32;
 export function maxStreamsFor(maxConnections: number): number {
   return Math.max(1, Math.min(MAX_SSE_CLIENTS, Math.floor(maxConnections / 2)));
 }
+
+/**
+ * What `maxConnections` leaves requests once event streams hold their share (maxStreamsFor), when
+ * that is not above `threadPoolSize` (then, with every one of them holding a request in flight, a
+ * new one -- an e-stop too -- is refused); null when it is. One rule for the configured bound
+ * (config warning) and the bound in force (lowered to fit the open-file limit: HttpApi).
+ */
+export function requestConnectionsShort(
+  maxConnections: number,
+  threadPoolSize: number,
+): { readonly left: number; readonly streams: number; readonly text: string } | null {
+  const streams = maxStreamsFor(maxConnections);
+  const left = maxConnections - streams;
+  if (left > threadPoolSize) return null;
+  return {
+    left,
+    streams,
+    text: `leaves ${left} connection(s) for requests once event streams hold theirs (${streams}, ` +
+      `at most half), not above thread_pool_size (${threadPoolSize}): when every one has a ` +
+      "request in flight, a new one (an e-stop too) is refused",
+  };
+}

@@ -12,4 +12,4 @@ export * from "./grid.ts";
 export { isLoopbackHost } from "./loopback.ts";
 export { tellEach } from "./listeners.ts";
 export * from "./mqtt.ts";
-export { MAX_SSE_CLIENTS, maxStreamsFor } from "./event_streams.ts";
+export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";

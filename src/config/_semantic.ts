@@ -3,7 +3,7 @@
  * defaults explicitly and applying every key's bounds (examples/full.yaml states each) and every
  * cross-field rule.
  */
-import { isLoopbackHost, LOG_LEVELS, maxStreamsFor, resolvePath } from "../common/mod.ts";
+import { isLoopbackHost, LOG_LEVELS, requestConnectionsShort, resolvePath } from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
 import { readAlarms, readInterlocks } from "./_alarms.ts";
 import {
@@ -236,16 +236,10 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     max: 600000,
   });
   // Event streams hold connections of their own (at most half of them): what is left is what
-  // requests have.
-  const streams = maxStreamsFor(maxConnections);
-  if (enabled && maxConnections - streams <= threadPoolSize) {
-    c.warning(
-      [...P, "max_connections"],
-      `${maxConnections} leaves ${maxConnections - streams} connection(s) for requests once ` +
-        `event streams hold theirs (${streams}, at most half), not above thread_pool_size ` +
-        `(${threadPoolSize}): when every one has a request in flight, a new one (an e-stop too) ` +
-        "is refused",
-    );
+  // requests have. (A bound the open-file limit lowers at start-up is checked again: HttpApi.)
+  const short = requestConnectionsShort(maxConnections, threadPoolSize);
+  if (enabled && short !== null) {
+    c.warning([...P, "max_connections"], `${maxConnections} ${short.text}`);
   }
   const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
   const tokens = readTokens(h, P, {

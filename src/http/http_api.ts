@@ -6,7 +6,7 @@
  * outcome, errors included, leaves through one place that adds CORS headers (and drops the body
  * of a HEAD).
  */
-import { type Logger, maxStreamsFor } from "../common/mod.ts";
+import { type Logger, maxStreamsFor, requestConnectionsShort } from "../common/mod.ts";
 import type { HttpConfig, TokenRole } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
@@ -162,13 +162,24 @@ export class HttpApi {
   /**
    * Fits the bound on event streams to the connections the server holds (`maxConnections`: the
    * bound in force, http.max_connections or lower when the open-file limit lowered it): streams
-   * take at most half of them (maxStreamsFor), so they never lock a request out.
+   * take at most half of them (maxStreamsFor), so they never lock a request out. A bound lowered
+   * so far that it leaves requests no more connections than http.thread_pool_size is warned
+   * about, as the configuration check warns about such an http.max_connections.
    */
   fitConnections(maxConnections: number): void {
     this.#sse.limitClients(
       maxStreamsFor(maxConnections),
       `streams get at most half of the server's ${maxConnections} connections, ` +
         "http.max_connections",
+    );
+    const http = this.#services.config.http;
+    if (maxConnections >= http.maxConnections) return; // the configuration check said it
+    const short = requestConnectionsShort(maxConnections, http.threadPoolSize);
+    if (short === null) return;
+    this.#log.warn(
+      `the connection bound in force (${maxConnections}, http.max_connections ` +
+        `${http.maxConnections} lowered to fit the open-file limit) ${short.text} ` +
+        "(raise LimitNOFILE / ulimit -n, or lower http.thread_pool_size)",
     );
   }
 
