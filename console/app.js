@@ -313,7 +313,10 @@ function main() {
   // (reconnections) resume, or resync when the runtime cannot resume.
   refresh(true);
   setInterval(() => refresh(false), REFRESH_INTERVAL_MS);
-  setInterval(() => devices.tickAges(), AGE_TICK_MS);
+  setInterval(() => {
+    devices.tickAges();
+    health.tickCountdowns();
+  }, AGE_TICK_MS);
 }
 
 main();

@@ -3,7 +3,7 @@
 // liveness and resource claims (GET /v0/providers/health; the Devices view
 // shows the liveness too).
 
-import { badge, byId, facts, fill, formatAge, h, table } from "./dom.js";
+import { badge, byId, facts, fill, formatAge, h, setText, table } from "./dom.js";
 
 /** The quality colour class a device liveness is shown with. */
 export function healthClass(health) {
@@ -20,8 +20,21 @@ export function restartsText(sup) {
   return `${Math.min(sup?.attempt_count ?? 0, max)} of ${max}`;
 }
 
+/** "in 29 s": the time left until a restart due `dueAt` (performance.now() ms) at `now`. */
+export function nextRestartText(dueAt, now) {
+  return `in ${formatAge(dueAt - now)}`;
+}
+
 /** The Health view. */
 export class HealthView {
+  /**
+   * Each shown "Next restart" countdown: its element and when the restart is due on the page's
+   * monotonic clock (the API's next_restart_in_ms carried forward from when it arrived), so that
+   * tickCountdowns moves it every second between two reads of the health.
+   * @type {{el: Element, dueAt: number}[]}
+   */
+  countdowns = [];
+
   /**
    * @param {{
    *   api: {get: (path: string) => Promise<any>},
@@ -43,7 +56,20 @@ export class HealthView {
     if (this.isVisible()) this.render(r.providers ?? []);
   }
 
+  /** Moves every "Next restart" countdown shown to now (app.js calls it every AGE_TICK_MS). */
+  tickCountdowns() {
+    const now = performance.now();
+    for (const c of this.countdowns) setText(c.el, nextRestartText(c.dueAt, now));
+  }
+
   render(providers) {
+    const now = performance.now();
+    this.countdowns = [];
+    const countdown = (inMs) => {
+      const el = h("span", { "data-next-restart": true, text: nextRestartText(now + inMs, now) });
+      this.countdowns.push({ el, dueAt: now + inMs });
+      return el;
+    };
     fill(
       byId("health"),
       ...providers.map((p) => {
@@ -74,7 +100,7 @@ export class HealthView {
               "Next restart",
               sup.next_restart_in_ms === null || sup.next_restart_in_ms === undefined
                 ? "—"
-                : `in ${formatAge(sup.next_restart_in_ms)}`,
+                : countdown(sup.next_restart_in_ms),
             ],
             [
               "Provider reports",
