@@ -235,7 +235,8 @@ export class History {
       e.bucketStart = b;
     }
     const ring = e.ring;
-    const seq = ring.addPoll(now, this.#horizon(now));
+    const horizon = this.#horizon(now);
+    const seq = ring.addPoll(now, horizon);
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
     const signals = dev.signals;
@@ -257,7 +258,7 @@ export class History {
     // (A wall clock stepped back sweeps at once and starts the count again.)
     if (now - this.#sweptAtMs >= HISTORY_SWEEP_EVERY_MS || now < this.#sweptAtMs) {
       this.#sweptAtMs = now;
-      this.#sweepRemoved(now);
+      this.#sweepRemoved(horizon);
     }
   };
 
@@ -294,10 +295,10 @@ export class History {
    * than memory_seconds (no poll will come to drop it): their open bucket goes to the disk tier,
    * their bytes back to the shared budget (else every reload that removes a device would shorten
    * the reach of the rest for good). A device of a provider that is down is still the cache's:
-   * its last minutes stay.
+   * its last minutes stay. "Older" is by `horizon` (#horizon), as for the rings still polled: a
+   * forward step of the wall clock does not make a removed device's last polls look old.
    */
-  #sweepRemoved(now: number): void {
-    const horizon = now - this.#memoryMs;
+  #sweepRemoved(horizon: number): void {
     for (const [providerId, byDevice] of this.#devices) {
       for (const [deviceId, e] of byDevice) {
         if (this.#o.cache.device(providerId, deviceId) !== undefined) continue;

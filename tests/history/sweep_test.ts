@@ -72,18 +72,56 @@ Deno.test("a reload that removes a provider lets go of its devices' rings once t
     await waitFor("both providers' devices in the ring", () => history.knows("sim1", "relayio0"));
     const both = history.status().devices;
     await rt.reload({ ...config, providers: [config.providers[0]!] });
+    // Time passes on the wall clock a second at a time (a jump of more than WALL_STEP_MS would
+    // be a step of the clock, which makes nothing older: "a wall clock stepped forward ..." below).
+    const pass = async (seconds: number) => {
+      for (let i = 0; i < seconds; i++) {
+        clock.wallMs += 1_000;
+        await rt.cache.pollDevice("sim0", "relayio0");
+      }
+    };
     // Removed, but what the ring holds of it is not yet older than memory_seconds: kept.
-    clock.wallMs += 5_000;
-    await rt.cache.pollDevice("sim0", "relayio0");
+    await pass(5);
     assert.ok(history.knows("sim1", "relayio0"));
     assert.equal(history.status().devices, both);
-    // Past memory_seconds and the sweep's 10 s: let go at the next poll.
-    clock.wallMs += 11_000;
-    await rt.cache.pollDevice("sim0", "relayio0");
+    // Past memory_seconds, at the next sweep (every 10 s: at 10 s it was not yet past): let go.
+    await pass(16);
     assert.equal(history.knows("sim1", "relayio0"), false);
     assert.ok(history.knows("sim0", "relayio0"));
     assert.equal(history.status().devices, both / 2, "sim0's devices stay");
   } finally {
     await rt.stop();
   }
+});
+
+Deno.test("a wall clock stepped forward does not let go of a removed device's ring before memory_seconds have really passed", async () => {
+  const { clock, history, known, poll } = rig();
+  await history.start();
+  for (let i = 0; i < 30; i++) {
+    poll("keep", "d", i);
+    poll("gone", "d", i);
+    clock.wall += 1000;
+    clock.mono += 1000;
+  }
+  known.delete("gone/d"); // a reload removed its provider
+  // The first NTP synchronisation of a board without a real-time clock: an hour ahead at once.
+  clock.wall += 3_600_000;
+  for (let i = 0; i < HISTORY_SWEEP_EVERY_MS / 1000 + 1; i++) {
+    poll("keep", "d", 100 + i);
+    clock.wall += 1000;
+    clock.mono += 1000;
+  }
+  assert.ok(
+    history.knows("gone", "d"),
+    "its polls are seconds old on the monotonic clock: kept, as the rings keep theirs",
+  );
+  assert.ok(history.knows("keep", "d"));
+  // Once memory_seconds have really passed since its last poll (and the next sweep): let go.
+  for (let i = 0; i < MEMORY_S + HISTORY_SWEEP_EVERY_MS / 1000; i++) {
+    poll("keep", "d", 200 + i);
+    clock.wall += 1000;
+    clock.mono += 1000;
+  }
+  assert.equal(history.knows("gone", "d"), false);
+  await history.stop();
 });
