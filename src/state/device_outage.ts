@@ -330,9 +330,23 @@ function readFailure(dev: DeviceState, cache: StateCache): string | null {
   }
   if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
   // Every sample it has is bad (a FAULT refused for its type keeps its old receipt: said so,
-  // not "none answered"); else its last answer carried none of its polled signals.
-  if (dev.signals.size > 0 && signalsFail(dev)) {
+  // not "none answered"), unless all of them are only kept samples the cache aged (STALE, not
+  // received at its last answer: nothing the provider reported); else its last answer carried
+  // none of its polled signals.
+  if (dev.signals.size > 0 && signalsFail(dev) && !onlyKeptStale(dev)) {
     return "every polled signal is STALE, UNAVAILABLE or FAULT";
   }
   return "its reads are answered, but none of its polled signals answered";
+}
+
+/** Every polled signal's sample is STALE and was not received at the device's last answer. */
+function onlyKeptStale(dev: DeviceState): boolean {
+  const pollable = dev.pollable;
+  for (let i = 0; i < pollable.length; i++) {
+    const s = dev.signals.get(pollable[i]!);
+    if (s !== undefined && (s.quality !== "STALE" || s.receivedMono === dev.lastPollMono)) {
+      return false;
+    }
+  }
+  return true;
 }

@@ -686,6 +686,16 @@ Deno.test("DeviceOutages: a device whose reads stop carrying any of its polled s
     assert.match(c.reason, /none of its polled signals answered/);
     timers.advance(DOWN_AFTER_MS);
     assert.equal(outages.condition("p0", "pump").kind, "down");
+    // Past their stale bound the cache keeps its samples as STALE (for their age): still none
+    // answered -- the provider reported nothing STALE.
+    timers.advance(fx.cache.staleAfterMs("p0", "pump", "flow") + 1);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(fx.cache.signal("p0", "pump", "flow")?.quality, "STALE");
+    assert.match(
+      outages.condition("p0", "pump").reason,
+      /none of its polled signals answered/,
+      "the samples the cache aged are no answer",
+    );
     // One signal answered again: up.
     await fx.program("pump", { read: { values: [dbl("flow", 1)] } });
     await fx.cache.pollDevice("p0", "pump");
