@@ -113,7 +113,8 @@ export class ProviderRegistry {
 
   /**
    * Adds a host for a new provider entry (not started: the caller starts it). Throws
-   * FAILED_PRECONDITION when the id is taken.
+   * FAILED_PRECONDITION when the id is taken, and INTERNAL when a host listener throws: the host
+   * is then taken out again (onHostRemoved listeners told), never left registered half-wired.
    */
   add(config: ProviderConfig): ProviderHost {
     if (this.#hosts.has(config.id)) {
@@ -121,19 +122,37 @@ export class ProviderRegistry {
     }
     const host = new ProviderHost(config, this.#deps);
     this.#hosts.set(config.id, host);
-    for (const l of this.#added) l(host);
+    try {
+      for (const l of this.#added) l(host);
+    } catch (err) {
+      this.remove(config.id);
+      throw new RuntimeError(
+        "INTERNAL",
+        `Provider ${config.id} not registered: a host listener failed: ${errorMessage(err)}`,
+        { cause: err },
+      );
+    }
     return host;
   }
 
   /**
    * Takes a host out of the registry (calls to it are refused NOT_FOUND from now on) and returns
-   * it; the caller stops it. Undefined when no such provider is registered.
+   * it; the caller stops it. Undefined when no such provider is registered. A listener that
+   * throws is logged and the others are still told: the caller must get the host to stop it.
    */
   remove(providerId: string): ProviderHost | undefined {
     const host = this.#hosts.get(providerId);
     if (!host) return undefined;
     this.#hosts.delete(providerId);
-    for (const l of this.#removed) l(host);
+    for (const l of this.#removed) {
+      try {
+        l(host);
+      } catch (err) {
+        this.#deps.log.error(
+          `provider ${providerId} removed: a host-removed listener failed: ${errorMessage(err)}`,
+        );
+      }
+    }
     return host;
   }
 
@@ -172,7 +191,13 @@ export class ProviderRegistry {
       ]);
       await Promise.all([...changed, ...added].map(async (p) => {
         if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
-        const host = this.add(p);
+        let host: ProviderHost;
+        try {
+          host = this.add(p);
+        } catch (err) {
+          // Not registered (add took it out again): nothing to stop, nothing listed down.
+          return void failed.push(`${p.id}: ${errorMessage(err)}`);
+        }
         try {
           await host.start();
           // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.

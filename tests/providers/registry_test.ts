@@ -643,3 +643,63 @@ Deno.test("a provider a reload removes keeps its claims until its process has en
     await r.close();
   }
 });
+
+Deno.test("ProviderRegistry.reconcile with a host listener that throws on an added provider: the host is taken out again and reported failed, never left registered but not started", async () => {
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p1"); // comes with the reload
+    await r.registry.startAll(30_000, 1000);
+    const gone: string[] = [];
+    r.registry.onHostRemoved((h) => gone.push(h.id));
+    r.registry.eachHost((h) => {
+      if (h.id === "p1") throw new Error("listener broke");
+    });
+    const report = await r.registry.reconcile([p0!], [p0!, p1!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.added, []);
+    assert.deepEqual(report.failed, [
+      "p1: Provider p1 not registered: a host listener failed: listener broke",
+    ]);
+    assert.deepEqual(report.effective, [p0]);
+    assert.equal(r.registry.host("p1"), undefined, "not left registered");
+    assert.deepEqual(gone, ["p1"], "the listeners that took it are told it is gone");
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
+    assert.equal(r.pids.length, 1, "p1 never spawned");
+    // The next reload adds it again (no "already registered").
+    const again = await r.registry.reconcile([p0!], [p0!, p1!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+    assert.equal(again.failed.length, 1);
+    assert.match(again.failed[0]!, /a host listener failed/);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.reconcile with a host-removed listener that throws still ends the removed provider's process", async () => {
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    await r.registry.startAll(30_000, 1000);
+    const pid = pidOf(r.registry, "p1");
+    r.registry.onHostRemoved(() => {
+      throw new Error("listener broke");
+    });
+    const report = await r.registry.reconcile([p0!, p1!], [p0!], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.removed, ["p1"]);
+    assert.equal(r.registry.host("p1"), undefined);
+    await waitFor("p1's process ended", () => !processAlive(pid), 5000);
+  } finally {
+    await r.close();
+  }
+});
