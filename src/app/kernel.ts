@@ -1114,8 +1114,14 @@ export class Kernel {
       this.alarms.evaluateAll();
       return {};
     });
-    own("telemetry", async (next) => {
+    own("telemetry", async (next, { report }) => {
       if (next.telemetry.enabled) await loadInfluxClient();
+      // stop() began while the client loaded (its first import): the writer stops, or has
+      // stopped, and is not retargeted (it would refuse once stopped).
+      if (this.#stopping !== null) {
+        report.interrupted = true;
+        return { failed: "the runtime is stopping" };
+      }
       // Only this section of `next`: runtime.name (the rows' runtime_name) needs a restart.
       await this.telemetry.retarget(
         this.#telemetryOptions(sectionOf("telemetry").take(this.#config, next)),

@@ -301,6 +301,8 @@ export class TelemetryWriter {
   #points = new PointSequencer();
   /** The retarget in progress (stop() waits for it). */
   #retargeting: Promise<void> | null = null;
+  /** Set by stop(): final, no retarget or start runs the writer again. */
+  #stopped = false;
   /** The bus start() subscribed to (retarget subscribes again). */
   #bus: EventBus | null = null;
 
@@ -367,6 +369,11 @@ export class TelemetryWriter {
    * waits in a new queue, of the new `queue_size`, for the new target.
    */
   async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
+    // A reload's section that reaches the writer after the runtime stopped it (its first await,
+    // loading the client, outlasted the whole stop): nothing may run once stop() was called.
+    if (this.#stopped) {
+      throw new RuntimeError("UNAVAILABLE", "the telemetry writer has stopped: not retargeted");
+    }
     if (next.enabled) {
       const problem = !next.influx.token
         ? "telemetry.influxdb.token is empty and INFLUXDB_TOKEN is not set"
@@ -437,12 +444,13 @@ export class TelemetryWriter {
   }
 
   /**
-   * Subscribes to the bus and starts the flush loop and health timer. Does nothing when disabled;
-   * with an empty token it stays stopped and reports why in `last_error`.
+   * Subscribes to the bus and starts the flush loop and health timer. Does nothing when disabled
+   * or once stop() was called; with an empty token it stays stopped and reports why in
+   * `last_error`.
    */
   start(bus: EventBus): void {
     this.#bus = bus;
-    if (!this.#opts.enabled || this.#running) return;
+    if (!this.#opts.enabled || this.#running || this.#stopped) return;
     const { url, org, bucket, token } = this.#opts.influx;
     if (!token) {
       this.#setError(
@@ -552,8 +560,9 @@ export class TelemetryWriter {
    */
   async stop(budgetMs: number): Promise<void> {
     // A reload retargeting the writer ends first (its flush has its own budget): then this stops
-    // the writer it started and flushes what came during it.
+    // the writer it started and flushes what came during it. From then on nothing restarts it.
     if (this.#retargeting !== null) await this.#retargeting.catch(() => {});
+    this.#stopped = true;
     if (!this.#running) return;
     this.#halt();
     this.#unsubscribeBus();

@@ -231,3 +231,21 @@ Deno.test("TelemetryWriter.retarget to a new runtime name writes a run event rec
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter.retarget after stop() is refused: the stopped writer writes nothing more", async () => {
+  const { clock, db, writer, options, publish } = scriptedRig();
+  try {
+    await writer.stop(0);
+    // A reload's telemetry section that reaches the writer only after the runtime stopped it.
+    await assert.rejects(
+      writer.retarget({ ...options, influx: { ...SETTINGS, batchSize: 2 } }, 200),
+      /telemetry writer has stopped/,
+    );
+    assert.equal(writer.running, false, "running again after stop()");
+    publish(0, 4);
+    await clock.advanceAsync(1000);
+    assert.deepEqual(db.values(), [], "rows written after stop()");
+  } finally {
+    await writer.stop(0);
+  }
+});
