@@ -81,7 +81,7 @@ import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
 import { diffSections, type SectionKey, sectionOf, sectionsToOffer } from "./live_config.ts";
-import { protectionWeakenings, sameAlarm, type Weakening } from "./run_gate.ts";
+import { protectionWeakenings, sameAlarm, sameInterlock, type Weakening } from "./run_gate.ts";
 import type {
   MutableReloadReport,
   ReloadReport,
@@ -860,23 +860,38 @@ export class Kernel {
       interrupted: false,
     };
     // The providers section comes before alarms: an alarm the file drops along with the provider
-    // it reads would see that provider go and raise (and run its action) before its own removal.
-    // Outside AUTO (where removals apply) those alarms go first; the weakening is recorded now.
+    // it reads would see that provider go and raise (and run its action) before its own removal,
+    // and such an interlock would block its functions (bad input) until the alarms section.
+    // Outside AUTO (where removals apply) those alarms and interlocks go first; the weakening is
+    // recorded now.
     if (
       diff.live.includes("providers") && diff.live.includes("alarms") &&
       this.modes.current() !== "AUTO"
     ) {
-      const early = this.#retireAlarmsOfRemovedProviders(next, diff.providers.removed);
-      if (early.length > 0) {
+      const early = this.#retireProtectionsOfRemovedProviders(next, diff.providers.removed);
+      if (early.alarms.length + early.interlocks.length > 0) {
         const done = weakenings.filter((w) =>
-          w.section === "alarms" && early.some((id) => w.what.startsWith(`alarm ${id} (`))
+          w.section === "alarms" &&
+          (early.alarms.some((id) => w.what.startsWith(`alarm ${id} (`)) ||
+            early.interlocks.some((id) =>
+              w.what === `interlock ${id} removed` || w.what === `interlock ${id} changed`
+            ))
         );
         weakenings = weakenings.filter((w) => !done.includes(w));
         report.weakened.push(...done);
         this.#recordReload("alarms", "accepted", null, done);
-        report.notes.push(
-          `alarms retired before their providers were removed: ${early.join(", ")}`,
-        );
+        if (early.alarms.length > 0) {
+          report.notes.push(
+            `alarms retired before their providers were removed: ${early.alarms.join(", ")}`,
+          );
+        }
+        if (early.interlocks.length > 0) {
+          report.notes.push(
+            `interlocks retired before their providers were removed: ${
+              early.interlocks.join(", ")
+            }`,
+          );
+        }
       }
     }
     // Providers the last reload failed to start are listed down until a reload reconciles again
@@ -935,21 +950,34 @@ export class Kernel {
   }
 
   /**
-   * Takes out of the alarm engine (and of the configuration in effect) every alarm that reads a
-   * provider in `removed` and that `next` removes or changes; returns their ids. The alarms
-   * section applies the rest of the file's alarms later, as usual.
+   * Takes out of the alarm engine (and of the configuration in effect) every alarm and every
+   * interlock that reads a provider in `removed` and that `next` removes or changes; returns their
+   * ids. The alarms section applies the rest of the file's alarms and interlocks later, as usual.
    */
-  #retireAlarmsOfRemovedProviders(next: Config, removed: readonly string[]): string[] {
+  #retireProtectionsOfRemovedProviders(
+    next: Config,
+    removed: readonly string[],
+  ): { alarms: string[]; interlocks: string[] } {
     const gone = new Set(removed);
-    const running = this.#config.alarms;
-    const retired = running.filter((a) =>
+    const running = this.#config;
+    const retiredAlarms = running.alarms.filter((a) =>
       gone.has(a.providerId) && !next.alarms.some((b) => b.id === a.id && sameAlarm(a, b))
     );
-    if (retired.length === 0) return [];
-    const alarms = running.filter((a) => !retired.includes(a));
-    this.alarms.reconfigure({ alarms, interlocks: this.#config.interlocks });
-    this.#config = { ...this.#config, alarms };
-    return retired.map((a) => a.id);
+    const retiredInterlocks = running.interlocks.filter((il) =>
+      il.signals.some((s) => gone.has(s.providerId)) &&
+      !next.interlocks.some((b) => b.id === il.id && sameInterlock(il, b))
+    );
+    if (retiredAlarms.length + retiredInterlocks.length === 0) {
+      return { alarms: [], interlocks: [] };
+    }
+    const alarms = running.alarms.filter((a) => !retiredAlarms.includes(a));
+    const interlocks = running.interlocks.filter((il) => !retiredInterlocks.includes(il));
+    this.alarms.reconfigure({ alarms, interlocks });
+    this.#config = { ...this.#config, alarms, interlocks };
+    return {
+      alarms: retiredAlarms.map((a) => a.id),
+      interlocks: retiredInterlocks.map((il) => il.id),
+    };
   }
 
   /** A file's bytes through the host's readFile. Throws when it cannot be read. */

@@ -170,7 +170,7 @@ function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]):
 }
 
 /** The same condition (as written) blocking the same functions; message and place may differ. */
-function sameInterlock(a: InterlockConfig, b: InterlockConfig): boolean {
+export function sameInterlock(a: InterlockConfig, b: InterlockConfig): boolean {
   return a.conditionText.trim() === b.conditionText.trim() &&
     same(a.block.map((x) => x.handle), b.block.map((x) => x.handle));
 }

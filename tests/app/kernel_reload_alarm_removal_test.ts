@@ -73,3 +73,48 @@ alarms:
     await rt.stop();
   }
 });
+
+Deno.test("Kernel.reload removing a provider and the interlock reading its signal: the interlock never engages (no call refused meanwhile)", async () => {
+  const protections = alarmsConfig(
+    `
+interlocks:
+  - id: motor_by_sim1
+    block: [sim0/motorctl0/set_motor_duty]
+    while: 'sim1/tempctl0/tc1_temp > 1000'
+    message: sim0's motor waits for sim1's heater
+`,
+    ["sim0", "sim1"],
+  );
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0"), simProvider("sim1")],
+      interlocks: protections.interlocks,
+    }),
+    { arm: true },
+  );
+  const events = recordEvents(rt);
+  try {
+    await waitFor(
+      "the interlock judged sim1's sample",
+      () => rt.alarms.interlocks().some((i) => i.id === "motor_by_sim1" && !i.blocking),
+      5000,
+    );
+    const next = {
+      ...rt.config,
+      providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+      interlocks: [],
+    };
+    const report = await rt.reload(next);
+    assert.deepEqual(report.providers.removed, ["sim1"]);
+    assert.equal(report.applied.includes("alarms"), true);
+    assert.deepEqual(report.weakened.map((w) => w.what), ["interlock motor_by_sim1 removed"]);
+    const engaged = events.events.filter((e) => e.kind === "interlock" && e.blocking);
+    assert.deepEqual(
+      engaged.map((e) => e.kind === "interlock" && `${e.interlock_id}: ${e.reason}`),
+      [],
+    );
+  } finally {
+    events.stop();
+    await rt.stop();
+  }
+});
