@@ -73,6 +73,11 @@ export class ProviderRegistry {
    * file still has them.
    */
   readonly #failedStarts = new Set<ProviderHost>();
+  /**
+   * Ids a reload is stopping to start again with a changed entry: out of the registry meanwhile,
+   * but not gone (their devices are down, as in a supervisor restart, not unconfigured).
+   */
+  readonly #replacing = new Set<string>();
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
@@ -183,6 +188,7 @@ export class ProviderRegistry {
     o.restarting?.([...removed, ...changed.map((p) => p.id)]);
     const failedBefore = this.failedStarts();
     this.#failedStarts.clear();
+    for (const p of changed) this.#replacing.add(p.id);
     try {
       await Promise.all([
         ...failedBefore.map((h) => this.#retire(h.id, o.stopBudgetMs)),
@@ -212,6 +218,7 @@ export class ProviderRegistry {
         }
       }));
     } finally {
+      for (const p of changed) this.#replacing.delete(p.id);
       o.restarting?.([]);
     }
     const startedIds = new Set(started.map((h) => h.id));
@@ -236,6 +243,15 @@ export class ProviderRegistry {
       started,
       cleared: failedBefore.map((h) => h.id),
     };
+  }
+
+  /**
+   * Whether a reload is restarting this provider (its entry changed): between the old host's
+   * removal and its successor's registration no host is registered under the id, yet the
+   * provider is not gone.
+   */
+  replacing(providerId: string): boolean {
+    return this.#replacing.has(providerId);
   }
 
   /**

@@ -163,6 +163,13 @@ export class DeviceOutages {
 
   #judge(providerId: string, deviceId: string): DeviceCondition {
     const host = this.#o.registry.host(providerId);
+    if (!host && this.#o.registry.replacing(providerId)) {
+      // Stopped to start again with its changed entry: lost, as in any restart, not gone.
+      return down(
+        `provider ${providerId} is restarted by a configuration reload`,
+        this.#providerSince(providerId),
+      );
+    }
     if (!host) {
       return {
         ...down(`provider ${providerId} is not configured`, this.#providerSince(providerId)),

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 
 Deno.test("Kernel.reload removing a provider takes its devices out of the device-loss latch", async () => {
   const dir = await TreeDir.create();
@@ -65,5 +66,82 @@ Deno.test("Kernel.reload removing a provider takes its devices out of the automa
     }
   } finally {
     await dir.dispose();
+  }
+});
+
+/**
+ * sim0 (the FAULT hook's motor) and p1, a programmable provider listing `devices` (its file is
+ * rewritten by the test: a process reads it when it starts), no restarts; armed (MANUAL).
+ */
+async function latchRig(devices: Record<string, unknown>) {
+  const dir = await TreeDir.create();
+  const file = await Deno.makeTempFile({ prefix: "reload-latch-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ devices }));
+  const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+  const base = automationConfig(tree, {
+    config: { providers: [simProvider("sim0"), programmableProvider("p1", file)] },
+  });
+  const rt = await startRuntime(base, { arm: true });
+  return {
+    rt,
+    file,
+    /** The reload that restarts p1 (its entry changed). */
+    restartP1() {
+      return rt.reload({
+        ...rt.config,
+        providers: rt.config.providers.map((p) =>
+          p.id === "p1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+        ),
+      });
+    },
+    latched: () => rt.automation!.status().device_loss_latched,
+    async close() {
+      await rt.stop();
+      await Deno.remove(file).catch(() => {});
+      await dir.dispose();
+    },
+  };
+}
+
+const VALVE = { valve: { signals: [{ id: "x", type: T.DOUBLE }] } };
+const OTHER = { other: { signals: [{ id: "x", type: T.DOUBLE }] } };
+
+Deno.test("Kernel.reload restarting the provider of a latched device that does not come back keeps it latched, also across entering AUTO", async () => {
+  const r = await latchRig({ ...VALVE, ...OTHER });
+  try {
+    // p1 crashes (no restarts): its devices are down and latched.
+    Deno.kill(r.rt.registry.host("p1")!.session!.pid, "SIGKILL");
+    await waitFor("p1/valve latched", () => r.latched().includes("p1/valve"), 10_000);
+    // The operator changes p1's entry; its new process no longer lists the valve.
+    await Deno.writeTextFile(r.file, JSON.stringify({ devices: OTHER }));
+    const report = await r.restartP1();
+    assert.deepEqual(report.providers.restarted, ["p1"]);
+    assert.ok(r.latched().includes("p1/valve"), JSON.stringify(r.latched()));
+    await r.rt.modes.request("AUTO");
+    assert.deepEqual(
+      r.latched().filter((h) => h.startsWith("p1/")),
+      ["p1/valve"],
+      "still down when AUTO was entered: its return must not let the tree command it",
+    );
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("Kernel.reload restarting a provider whose new process no longer lists a device latches that device, as a supervisor restart would", async () => {
+  const r = await latchRig({ ...VALVE, ...OTHER });
+  try {
+    assert.deepEqual(r.latched(), []);
+    await Deno.writeTextFile(r.file, JSON.stringify({ devices: OTHER }));
+    const report = await r.restartP1();
+    assert.deepEqual(report.providers.restarted, ["p1"]);
+    await r.rt.modes.request("AUTO");
+    assert.deepEqual(
+      r.latched().filter((h) => h.startsWith("p1/")),
+      ["p1/valve"],
+      "lost across the restart and still down when AUTO was entered",
+    );
+  } finally {
+    await r.close();
   }
 });
