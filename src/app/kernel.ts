@@ -44,6 +44,7 @@ import {
 import { EventBus } from "../events/mod.ts";
 import {
   connectMqttJs,
+  fittedMaxConnections,
   httpReservedFds,
   type HttpServerHandle,
   journalFiles,
@@ -1058,10 +1059,46 @@ export class Kernel {
     });
   }
 
+  /**
+   * Why the providers `next` would run do not fit the open files the HTTP server leaves, or null.
+   * Its connection bound was fitted at start to the open-file limit, keeping httpReservedFds of the
+   * providers configured then: more providers would take descriptors the server may hold (a spawn
+   * then fails with EMFILE once its connections are all open). Null when nothing is served or the
+   * limit is unknown.
+   */
+  #openFilesShortfall(next: Config, auto: boolean): string | null {
+    const http = this.#http;
+    const limit = http?.openFileLimit ?? null;
+    if (http === null || limit === null) return null;
+    const ids = new Set(next.providers.map((p) => p.id));
+    // In AUTO removals and changes are held back: those providers go on running.
+    if (auto) { for (const h of this.registry.hosts) ids.add(h.id); }
+    const reserved = httpReservedFds(ids.size);
+    const fit = fittedMaxConnections(this.#config.http.maxConnections, limit, reserved, http.tls);
+    if (fit >= http.maxConnections) return null;
+    const added = next.providers.filter((p) => !this.#config.providers.some((q) => q.id === p.id))
+      .map((p) => p.id);
+    const perConnection = http.tls ? 3 : 1;
+    return `the open-file limit ${limit} leaves ${
+      limit - http.maxConnections * perConnection
+    } descriptor(s) beside the HTTP server's ${http.maxConnections} connection(s) (its bound, ` +
+      `fitted at start), and ${ids.size} provider(s) need ${reserved} kept free: not starting ` +
+      `${added.join(", ")}; the providers in effect are kept (raise LimitNOFILE / ulimit -n, or ` +
+      "lower http.max_connections, and restart)";
+  }
+
   /** The owner of every live section (app/live_config.ts names them). */
   #ownKernelSections(): void {
     const own = (key: SectionKey, apply: SectionApply) => this.#owners.set(key, apply);
     own("providers", async (next, { auto, report }) => {
+      const noRoom = this.#openFilesShortfall(next, auto);
+      if (noRoom !== null) {
+        report.providers = {
+          ...report.providers,
+          unchanged: this.#config.providers.map((p) => p.id),
+        };
+        return { refusedBy: "validation", refused: noRoom };
+      }
       const budget = this.#config.runtime.shutdownTimeoutMs;
       const r = await this.registry.reconcile(this.#config.providers, next.providers, {
         holdRemovals: auto,

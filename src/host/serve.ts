@@ -105,6 +105,8 @@ export interface HttpServerHandle {
   readonly tls: boolean;
   /** The connection bound in force (http.max_connections, lowered to fit the open-file limit). */
   readonly maxConnections: number;
+  /** The open-file limit the bound was fitted to; null when unknown (no fitting). */
+  readonly openFileLimit: number | null;
   /** Connection counters since start. */
   connectionStats(): ConnectionStats;
   /** Stops accepting, ends streams, waits for in-flight requests. Idempotent. */
@@ -282,6 +284,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     port: addr.port,
     tls,
     maxConnections,
+    openFileLimit: limit,
     connectionStats: () => layer.stats(),
     shutdown() {
       stopping ??= (async () => {
