@@ -860,41 +860,6 @@ export class Kernel {
       estopActions: 0,
       interrupted: false,
     };
-    // The providers section comes before alarms: an alarm the file drops along with the provider
-    // it reads would see that provider go and raise (and run its action) before its own removal,
-    // and such an interlock would block its functions (bad input) until the alarms section.
-    // Outside AUTO (where removals apply) those alarms and interlocks go first; the weakening is
-    // recorded now.
-    if (
-      diff.live.includes("providers") && diff.live.includes("alarms") &&
-      this.modes.current() !== "AUTO"
-    ) {
-      const early = this.#retireProtectionsOfRemovedProviders(next, diff.providers.removed);
-      if (early.alarms.length + early.interlocks.length > 0) {
-        const done = weakenings.filter((w) =>
-          w.section === "alarms" &&
-          (early.alarms.some((id) => w.what.startsWith(`alarm ${id} (`)) ||
-            early.interlocks.some((id) =>
-              w.what === `interlock ${id} removed` || w.what === `interlock ${id} changed`
-            ))
-        );
-        weakenings = weakenings.filter((w) => !done.includes(w));
-        report.weakened.push(...done);
-        this.#recordReload("alarms", "accepted", null, done);
-        if (early.alarms.length > 0) {
-          report.notes.push(
-            `alarms retired before their providers were removed: ${early.alarms.join(", ")}`,
-          );
-        }
-        if (early.interlocks.length > 0) {
-          report.notes.push(
-            `interlocks retired before their providers were removed: ${
-              early.interlocks.join(", ")
-            }`,
-          );
-        }
-      }
-    }
     // Providers the last reload failed to start are listed down until a reload reconciles again
     // (it takes them out, and starts them again if the file still has them).
     const retry = this.registry.failedStarts().length > 0 && !diff.live.includes("providers");
@@ -918,6 +883,18 @@ export class Kernel {
       // entered AUTO while an earlier section awaited (a provider starting), and the AUTO rule
       // holds for every section applied from then on.
       const auto = this.modes.current() === "AUTO";
+      // The providers section comes before alarms: an alarm the file drops along with the
+      // provider it reads would see that provider go and raise (and run its action) before its
+      // own removal, and such an interlock would block its functions (bad input) until the alarms
+      // section. Outside AUTO (where removals apply: decided here, with the mode the providers
+      // section applies in, as the removals are) those alarms and interlocks go first; the
+      // weakening is recorded now (not when the section is refused for want of open files).
+      if (
+        key === "providers" && !auto && diff.live.includes("alarms") &&
+        this.#openFilesShortfall(next, auto) === null
+      ) {
+        weakenings = this.#retireEarly(next, diff.providers.removed, weakenings, report);
+      }
       let result: SectionResult | void;
       try {
         result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
@@ -948,6 +925,42 @@ export class Kernel {
       }
     }
     return report;
+  }
+
+  /**
+   * Outside AUTO, right before the providers section: takes out the alarms and interlocks that
+   * read a provider the reload removes and that the file removes or changes
+   * (#retireProtectionsOfRemovedProviders), records their weakening as applied, and returns the
+   * weakenings left for the sections to come.
+   */
+  #retireEarly(
+    next: Config,
+    removed: readonly string[],
+    weakenings: readonly Weakening[],
+    report: MutableReloadReport,
+  ): Weakening[] {
+    const early = this.#retireProtectionsOfRemovedProviders(next, removed);
+    if (early.alarms.length + early.interlocks.length === 0) return [...weakenings];
+    const done = weakenings.filter((w) =>
+      w.section === "alarms" &&
+      (early.alarms.some((id) => w.what.startsWith(`alarm ${id} (`)) ||
+        early.interlocks.some((id) =>
+          w.what === `interlock ${id} removed` || w.what === `interlock ${id} changed`
+        ))
+    );
+    report.weakened.push(...done);
+    this.#recordReload("alarms", "accepted", null, done);
+    if (early.alarms.length > 0) {
+      report.notes.push(
+        `alarms retired before their providers were removed: ${early.alarms.join(", ")}`,
+      );
+    }
+    if (early.interlocks.length > 0) {
+      report.notes.push(
+        `interlocks retired before their providers were removed: ${early.interlocks.join(", ")}`,
+      );
+    }
+    return weakenings.filter((w) => !done.includes(w));
   }
 
   /**

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 Deno.test("Kernel.reload removing a provider and the e-stop alarm on its signal does not run the e-stop", async () => {
   const protections = alarmsConfig(
@@ -116,5 +117,54 @@ interlocks:
   } finally {
     events.stop();
     await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload removing a provider and its e-stop alarm, AUTO entered while an earlier section awaits: the provider is held back and so is its alarm", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const protections = alarmsConfig(
+      `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 500, action: estop }
+`,
+      ["sim0", "sim1"],
+    );
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1")], alarms: protections.alarms },
+    });
+    const rt = await startRuntime(base, { arm: true });
+    try {
+      await waitFor("sim1 sampled", () => rt.alarms.alarm("sim1_hot").quality === "OK", 5000);
+      // The operator enters AUTO while the reload's token section (before `providers`) awaits.
+      const api = rt.api as unknown as { setTokens: (...a: unknown[]) => Promise<unknown> };
+      const setTokens = api.setTokens.bind(rt.api);
+      api.setTokens = async (...a: unknown[]) => {
+        const r = await setTokens(...a);
+        await rt.modes.request("AUTO");
+        return r;
+      };
+      const next = {
+        ...rt.config,
+        http: { ...rt.config.http, authToken: "another" },
+        providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+        alarms: [],
+      };
+      const report = await rt.reload(next);
+      assert.equal(rt.modes.current(), "AUTO");
+      assert.deepEqual(report.providers.held, ["sim1"], "AUTO holds the removal back");
+      assert.ok(rt.registry.host("sim1")?.available, "sim1 still runs");
+      assert.deepEqual(
+        rt.config.alarms.map((a) => a.id),
+        ["sim1_hot"],
+        "the e-stop alarm of a provider that still runs in AUTO is still in force",
+      );
+      assert.equal(rt.alarms.alarms().some((a) => a.id === "sim1_hot"), true);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
   }
 });
