@@ -11,7 +11,8 @@
  *   a hook into FAULT, or that turns `manual_gating_policy` from BLOCK to OVERRIDE (the section
  *   holds it: an operator's manual calls would reach the actuators the running tree drives);
  * - `safety`: a change that weakens the e-stop (a ladder call, `zero_is_safe` or an expectation
- *   taken away, a longer verification timeout is fine);
+ *   taken away, a longer verification timeout is fine), judged on the ladder the e-stop runs (the
+ *   adopted `* -> FAULT` hook calls without a `safety:` section);
  * - `alarms`: an interlock removed or changed, an alarm that faults or stops the machine removed
  *   or changed (additions and alarms without action apply);
  * - `polling`: a longer `polling.interval_ms` (alarms and interlocks see each change later, a
@@ -32,6 +33,7 @@ import type {
   InterlockConfig,
 } from "../config/mod.ts";
 import { autoFaultHookProblem } from "../control/mod.ts";
+import { effectiveSafeState } from "../safety/mod.ts";
 import { deviceDownAfterMs } from "../state/mod.ts";
 import { same } from "./live_config.ts";
 
@@ -110,9 +112,10 @@ export function protectionWeakenings(
       });
     }
   }
-  // The e-stop.
-  const sb = before.safety.safeState;
-  const sn = next.safety.safeState;
+  // The e-stop, as it runs: without a `safety:` section it adopts the `* -> FAULT` hooks' calls,
+  // so a section added (or removed) changes its ladder even where the file's values do not.
+  const sb = effectiveSafeState(before).safeState;
+  const sn = effectiveSafeState(next).safeState;
   if (sb.zeroIsSafe && !sn.zeroIsSafe) {
     out.push({ section: "safety", what: "zero_is_safe turned off" });
   }
