@@ -33,9 +33,9 @@ import type {
   InterlockConfig,
 } from "../config/mod.ts";
 import { autoFaultHookProblem } from "../control/mod.ts";
-import { effectiveSafeState } from "../safety/mod.ts";
+import { effectiveSafeState, type SafeStateConfig } from "../safety/mod.ts";
 import { deviceDownAfterMs } from "../state/mod.ts";
-import { same } from "./live_config.ts";
+import { same, sectionOf } from "./live_config.ts";
 
 /** A protection a reload takes away or weakens, in words. */
 export interface Weakening {
@@ -113,22 +113,15 @@ export function protectionWeakenings(
     }
   }
   // The e-stop, as it runs: without a `safety:` section it adopts the `* -> FAULT` hooks' calls,
-  // so a section added (or removed) changes its ladder even where the file's values do not.
-  const sb = effectiveSafeState(before).safeState;
-  const sn = effectiveSafeState(next).safeState;
-  if (sb.zeroIsSafe && !sn.zeroIsSafe) {
-    out.push({ section: "safety", what: "zero_is_safe turned off" });
+  // so a section added (or removed) changes its ladder even where the file's values do not, and
+  // so does a hook change where it adopts them (each section is applied on its own).
+  const estopBefore = effectiveSafeState(before).safeState;
+  for (const what of estopWeakenings(estopBefore, effectiveSafeState(next).safeState)) {
+    out.push({ section: "safety", what });
   }
-  for (const call of lostCalls(sb.hooks, sn.hooks)) {
-    out.push({ section: "safety", what: `the e-stop no longer calls ${call}` });
-  }
-  for (const call of lostCalls(sb.setpoints, sn.setpoints)) {
-    out.push({ section: "safety", what: `the e-stop no longer sets ${call}` });
-  }
-  for (const e of sb.expect) {
-    if (!sn.expect.some((x) => same({ ...x, path: "" }, { ...e, path: "" }))) {
-      out.push({ section: "safety", what: `the e-stop no longer verifies ${e.signal}` });
-    }
+  const hooksOnly = sectionOf(section).take(before, next);
+  for (const what of estopWeakenings(estopBefore, effectiveSafeState(hooksOnly).safeState)) {
+    out.push({ section, what });
   }
   // Interlocks and acting alarms.
   for (const il of before.interlocks) {
@@ -145,6 +138,24 @@ export function protectionWeakenings(
       out.push({ section: "alarms", what: `alarm ${a.id} (action ${a.action}) removed` });
     } else if (!sameAlarm(a, now)) {
       out.push({ section: "alarms", what: `alarm ${a.id} (action ${a.action}) changed` });
+    }
+  }
+  return out;
+}
+
+/** What the e-stop's ladder `after` no longer does that `before` did, in words. */
+function estopWeakenings(before: SafeStateConfig, after: SafeStateConfig): string[] {
+  const out: string[] = [];
+  if (before.zeroIsSafe && !after.zeroIsSafe) out.push("zero_is_safe turned off");
+  for (const call of lostCalls(before.hooks, after.hooks)) {
+    out.push(`the e-stop no longer calls ${call}`);
+  }
+  for (const call of lostCalls(before.setpoints, after.setpoints)) {
+    out.push(`the e-stop no longer sets ${call}`);
+  }
+  for (const e of before.expect) {
+    if (!after.expect.some((x) => same({ ...x, path: "" }, { ...e, path: "" }))) {
+      out.push(`the e-stop no longer verifies ${e.signal}`);
     }
   }
   return out;

@@ -52,3 +52,36 @@ Deno.test("Kernel.reload in AUTO adding a safety section that drops the e-stop's
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload in AUTO turning the adopted * -> FAULT hook into AUTO -> FAULT (same calls) is refused: the e-stop would no longer adopt them", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const base = automationConfig(tree);
+    const hooks = (from: "*" | "AUTO") => ({
+      beforeTransition: [{ ...STOP_MOTOR_ON_FAULT, from }],
+      afterTransition: [],
+    });
+    const rt = await startRuntime({
+      ...base,
+      automation: { ...base.automation, modeTransitionHooks: hooks("*") },
+    });
+    try {
+      const adopted = rt.estop.planView();
+      assert.equal(adopted.rung, "hooks");
+      await enterAuto(rt);
+      const report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, modeTransitionHooks: hooks("AUTO") },
+      });
+      assert.equal(rt.modes.current(), "AUTO");
+      assert.deepEqual(rt.estop.planView(), adopted, "the e-stop plan changed while AUTO runs");
+      assert.deepEqual(report.refused.map((r) => r.section), ["automation.mode_transition_hooks"]);
+      assert.match(report.refused[0]!.why, /the e-stop no longer calls sim0\/motorctl0/);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
