@@ -838,10 +838,14 @@ export class Kernel {
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
     const diff = diffSections(this.#config, next);
-    let weakenings = protectionWeakenings(this.#config, next, {
-      actuatingFunctions: actuatingFunctionCount(this.inventory),
-      longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
-    });
+    // Judged as each section applies, against the configuration then in effect and the machine
+    // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook
+    // rule), and protections retired with their providers are no longer in effect.
+    const weakeningsNow = () =>
+      protectionWeakenings(this.#config, next, {
+        actuatingFunctions: actuatingFunctionCount(this.inventory),
+        longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
+      });
     const report: MutableReloadReport = {
       providers: {
         added: [],
@@ -873,7 +877,7 @@ export class Kernel {
         continue;
       }
       const section = sectionOf(key);
-      const weakens = weakenings.filter((w) => w.section === key);
+      const weakens = weakeningsNow().filter((w) => w.section === key);
       const apply = this.#owners.get(key);
       if (apply === undefined) {
         report.failed.push({ section: key, why: "no owner applies this section" });
@@ -893,7 +897,7 @@ export class Kernel {
         key === "providers" && !auto && diff.live.includes("alarms") &&
         this.#openFilesShortfall(next, auto) === null
       ) {
-        weakenings = this.#retireEarly(next, diff.providers.removed, weakenings, report);
+        this.#retireEarly(next, diff.providers.removed, weakeningsNow(), report);
       }
       let result: SectionResult | void;
       try {
@@ -930,17 +934,17 @@ export class Kernel {
   /**
    * Outside AUTO, right before the providers section: takes out the alarms and interlocks that
    * read a provider the reload removes and that the file removes or changes
-   * (#retireProtectionsOfRemovedProviders), records their weakening as applied, and returns the
-   * weakenings left for the sections to come.
+   * (#retireProtectionsOfRemovedProviders) and records their weakening as applied (the alarms
+   * section, judged later against the configuration then in effect, no longer finds them).
    */
   #retireEarly(
     next: Config,
     removed: readonly string[],
     weakenings: readonly Weakening[],
     report: MutableReloadReport,
-  ): Weakening[] {
+  ): void {
     const early = this.#retireProtectionsOfRemovedProviders(next, removed);
-    if (early.alarms.length + early.interlocks.length === 0) return [...weakenings];
+    if (early.alarms.length + early.interlocks.length === 0) return;
     const done = weakenings.filter((w) =>
       w.section === "alarms" &&
       (early.alarms.some((id) => w.what.startsWith(`alarm ${id} (`)) ||
@@ -960,7 +964,6 @@ export class Kernel {
         `interlocks retired before their providers were removed: ${early.interlocks.join(", ")}`,
       );
     }
-    return weakenings.filter((w) => !done.includes(w));
   }
 
   /**
