@@ -221,6 +221,17 @@ export class AutomationView {
           "Device outages",
           (s.device_outages ?? []).length ? JSON.stringify(s.device_outages) : "none",
         ],
+        ...(Array.isArray(s.refused_calls)
+          ? [[
+            "Refused calls",
+            s.refused_calls.length
+              ? s.refused_calls.map((r) =>
+                `${r.device_handle} by ${r.refused_by} (${r.consecutive_refusals} in a row): ` +
+                r.last_refusal
+              ).join("; ")
+              : "none",
+          ]]
+          : []),
         ...(Array.isArray(s.blocked_devices)
           ? [[
             "Blocked devices",

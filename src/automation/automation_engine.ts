@@ -41,6 +41,7 @@ import {
   leaseRefusal,
   type ModeChangeListener,
   type ParameterService,
+  refusingGate,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { DeviceOutages, StateCache } from "../state/mod.ts";
@@ -88,6 +89,21 @@ export interface DeviceOutage {
   since_epoch_ms: number;
 }
 
+/**
+ * A device the tree's recent calls to were all refused by a gate -- an interlock, the
+ * device-loss latch, the mode or e-stop gate (GET /v0/automation/status `refused_calls`): nothing
+ * was sent, so the device is not out; 2 or more in a row, until a call is not refused.
+ */
+export interface RefusedCalls {
+  device_handle: string;
+  consecutive_refusals: number;
+  /** What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`, ... */
+  refused_by: string;
+  /** The last refusal's message. */
+  last_refusal: string;
+  since_epoch_ms: number;
+}
+
 /** A device the tree names that is failing or down (AUTO is refused while there is one). */
 export interface BlockedDevice {
   device_handle: string;
@@ -130,6 +146,8 @@ export type EngineStatus = AutomationStatus & {
   /** Devices automation may not command until AUTO is entered again. */
   device_loss_latched: string[];
   device_outages: DeviceOutage[];
+  /** Devices the tree's recent calls to were all refused by a gate (not outages). */
+  refused_calls: RefusedCalls[];
 };
 
 /** What a configuration reload did with the behavior tree (AutomationEngine.reloadTree). */
@@ -192,6 +210,11 @@ export class AutomationEngine {
   /** Digest of every file of the loaded tree (includes too); null without one. */
   #contentDigest: string | null = null;
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
+  /** Calls to a device refused by a gate in a row: they neither count nor end `#calls`. */
+  readonly #refusals = new Map<
+    string,
+    { refusals: number; refusedBy: string; lastRefusal: string; sinceMs: number }
+  >();
   readonly #lossLatch: DeviceLossLatch | null = null;
   /** Devices the tree commanded since AUTO was last entered (it depends on them). */
   readonly #commanded = new Set<string>();
@@ -499,6 +522,7 @@ export class AutomationEngine {
     this.#contentDigest = contentDigest;
     // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one.
     this.#calls.clear();
+    this.#refusals.clear();
     this.#log.info(
       `behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload` +
         (sameTree ? ` (tick rate ${tickRateHz} Hz)` : ""),
@@ -576,10 +600,14 @@ export class AutomationEngine {
     const blocked = this.#blockedDevices();
     const latched = this.#lossLatch?.entries() ?? [];
     const outages: DeviceOutage[] = [];
-    for (const [handle, c] of this.#calls) {
-      // A device whose provider a reload removed is gone, not out: forgotten.
+    // A device whose provider a reload removed is gone, not out: forgotten.
+    const gone = (handle: string): boolean => {
       const dev = parseDeviceHandle(handle);
-      if (dev && this.#o.outages?.condition(dev.providerId, dev.deviceId).unconfigured === true) {
+      return dev !== null &&
+        this.#o.outages?.condition(dev.providerId, dev.deviceId).unconfigured === true;
+    };
+    for (const [handle, c] of this.#calls) {
+      if (gone(handle)) {
         this.#calls.delete(handle);
         continue;
       }
@@ -591,11 +619,32 @@ export class AutomationEngine {
         since_epoch_ms: c.sinceMs,
       });
     }
+    const refused: RefusedCalls[] = [];
+    for (const [handle, r] of this.#refusals) {
+      if (gone(handle)) {
+        this.#refusals.delete(handle);
+        continue;
+      }
+      if (r.refusals < DEVICE_OUTAGE_FAILURES) continue;
+      refused.push({
+        device_handle: handle,
+        consecutive_refusals: r.refusals,
+        refused_by: r.refusedBy,
+        last_refusal: r.lastRefusal,
+        since_epoch_ms: r.sinceMs,
+      });
+    }
     const lastError = base.last_error ??
       (outages.length > 0
         ? `device outage: ${
           outages.map((o) => `${o.device_handle} (${o.consecutive_failures} calls failed)`)
             .join(", ")
+        }`
+        : refused.length > 0
+        ? `calls refused: ${
+          refused.map((r) =>
+            `${r.device_handle} by ${r.refused_by} (${r.consecutive_refusals} in a row)`
+          ).join(", ")
         }`
         : null);
     const notRunning = this.#notRunning(base, mode, latched.length > 0);
@@ -610,6 +659,7 @@ export class AutomationEngine {
       blocked_devices: blocked,
       device_loss_latched: latched.map((e) => `${e.providerId}/${e.deviceId}`),
       device_outages: outages,
+      refused_calls: refused,
     };
   }
 
@@ -637,15 +687,32 @@ export class AutomationEngine {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
   }
 
-  /** Records the outcome of one automated call (outage tracking). */
+  /**
+   * Records the outcome of one automated call (outage tracking). A gate's refusal (nothing was
+   * sent) says nothing about the device: it counts toward `refused_calls` only, and neither
+   * extends nor ends a failure streak; any call a gate let through ends the refusal streak.
+   */
   #noteCall(handle: string, err: unknown): void {
     if (err === null) {
       this.#calls.delete(handle);
+      this.#refusals.delete(handle);
       return;
     }
     // A call cancelled by a halt (leaving AUTO) says nothing about the device.
     if (err instanceof DOMException && err.name === "AbortError") return;
     const message = errorMessage(err);
+    const gate = refusingGate(err);
+    if (gate !== null) {
+      const prev = this.#refusals.get(handle);
+      this.#refusals.set(handle, {
+        refusals: (prev?.refusals ?? 0) + 1,
+        refusedBy: refuserName(gate, err),
+        lastRefusal: message,
+        sinceMs: prev?.sinceMs ?? this.#o.clock.nowMs(),
+      });
+      return;
+    }
+    this.#refusals.delete(handle);
     const prev = this.#calls.get(handle);
     this.#calls.set(handle, {
       failures: (prev?.failures ?? 0) + 1,
@@ -683,6 +750,17 @@ export class AutomationEngine {
       },
     );
   }
+}
+
+/**
+ * `refused_by` of a gate's refusal: the interlock by its id, the device-loss latch by its name,
+ * any other gate by the router's name for it (estop, mode, allowed_modes).
+ */
+function refuserName(gate: string, err: unknown): string {
+  if (gate === "device_loss") return "device_loss_latch";
+  const id = err instanceof RuntimeError ? err.details?.["interlock_id"] : undefined;
+  if (gate === "interlock" && typeof id === "string") return `interlock ${id}`;
+  return gate;
 }
 
 function blockedNow(handle: string, reason: string): BlockedDevice {

@@ -20,6 +20,7 @@ export type {
   AutomationModes,
   DeviceOutage,
   EngineStatus,
+  RefusedCalls,
   TreeReload,
 } from "./automation_engine.ts";
 export { DEVICE_OUTAGE_FAILURES } from "./automation_engine.ts";

@@ -121,6 +121,18 @@ export function reachedProvider(err: unknown): boolean {
   return typeof err === "object" && err !== null && failedAfterSending.has(err);
 }
 
+/** Errors a gate refused a call with, by the gate's name (refusingGate). */
+const gateRefusals = new WeakMap<object, string>();
+
+/**
+ * The name of the gate (`addGate`: estop, mode, allowed_modes, interlock, device_loss) whose
+ * refusal `err`, thrown by CallRouter.call, is; null for any other failure. A gate's refusal says
+ * nothing about the device: nothing was sent (automation status keeps it out of device outages).
+ */
+export function refusingGate(err: unknown): string | null {
+  return typeof err === "object" && err !== null ? gateRefusals.get(err) ?? null : null;
+}
+
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
 export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
 
@@ -481,7 +493,10 @@ export class CallRouter {
       // Named before it runs: a gate that throws instead of answering is named as the refuser.
       progress.refusedBy = name;
       const refusal = gate(ctx);
-      if (refusal) throw refusal;
+      if (refusal) {
+        gateRefusals.set(refusal, name);
+        throw refusal;
+      }
     }
   }
 

@@ -735,7 +735,27 @@ export function responseComponents(): Record<string, JsonSchema> {
         device_outages: note(
           arr({ type: "object" }),
           "Devices whose recent automated calls " +
-            "all failed (project addition).",
+            "all failed (project addition); a call a gate refused is not a failure.",
+        ),
+        refused_calls: note(
+          arr(obj(
+            [
+              "device_handle",
+              "consecutive_refusals",
+              "refused_by",
+              "last_refusal",
+              "since_epoch_ms",
+            ],
+            {
+              device_handle: str,
+              consecutive_refusals: int,
+              refused_by: str,
+              last_refusal: str,
+              since_epoch_ms: int,
+            },
+          )),
+          "Devices whose recent automated calls a gate (an interlock, the device-loss latch, " +
+            "the mode or e-stop gate) all refused, 2 or more in a row (project addition).",
         ),
         mode: note(str, "The runtime mode now (project addition)."),
         not_running: note(

@@ -129,14 +129,24 @@ interlocks:
     assert.equal(manual.status, 409);
     assert.deepEqual(manual.json.status, { code: "FAILED_PRECONDITION", message: refusal });
 
-    // The behavior tree: its calls fail with the same refusal.
-    const outage = await waitFor("the tree's calls refused", async () => {
+    // The behavior tree: its calls fail with the same refusal -- refused by a gate, which says
+    // nothing of the device: listed in `refused_calls`, never as a device outage.
+    const refused = await waitFor("the tree's calls refused", async () => {
       const s = (await api.get("/v0/automation/status")).json;
-      return s.device_outages.find((o: { device_handle: string }) =>
+      const entry = s.refused_calls?.find((o: { device_handle: string }) =>
         o.device_handle === "sim0/motorctl0"
       );
+      return entry === undefined ? undefined : { s, entry };
     });
-    assert.equal(outage.last_error, refusal);
+    assert.deepEqual(refused.s.device_outages, [], "a healthy device refused is no outage");
+    assert.equal(refused.entry.refused_by, "interlock probe_guard");
+    assert.equal(refused.entry.last_refusal, refusal);
+    assert.ok(refused.entry.consecutive_refusals >= 2);
+    assert.equal(typeof refused.entry.since_epoch_ms, "number");
+    assert.match(
+      refused.s.last_error,
+      /^calls refused: sim0\/motorctl0 by interlock probe_guard \(\d+ in a row\)$/,
+    );
 
     // A mode-transition hook (AUTO -> MANUAL, fail_on_error): refused, so the transition is vetoed.
     const leave = await api.post("/v0/mode", { mode: "MANUAL" });

@@ -51,6 +51,7 @@ Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its tic
         blocked_devices: [],
         device_loss_latched: [],
         device_outages: [],
+        refused_calls: [],
       });
 
       await enterAuto(fx.runtime);

@@ -1,0 +1,62 @@
+/**
+ * Automation status over a real kernel: a call of the tree that a gate refused (the mode gate
+ * here) is not a failure of the device -- listed in `refused_calls`, never in `device_outages`,
+ * and it neither extends nor ends a device's failure streak (docs/safety.md §5).
+ */
+import assert from "node:assert/strict";
+import type { TypedValue } from "../../src/common/mod.ts";
+import { startRuntime } from "../helpers/kernel.ts";
+import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+
+const MOTOR_ARGS: Record<string, TypedValue> = {
+  motor_index: { type: "int64", int64: 1n },
+  duty: { type: "double", double: 0.2 },
+};
+
+Deno.test("AutomationEngine lists calls a gate refused in refused_calls, apart from the device's failure streak", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(tree)); // IDLE: the mode gate refuses
+    try {
+      const engine = rt.automation!;
+      const signal = new AbortController().signal;
+      const fail = () =>
+        assert.rejects(engine.services.callDevice("sim0/motorctl0", "no_such_fn", {}, signal));
+      const refuse = () =>
+        assert.rejects(
+          engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
+          /Call blocked in IDLE mode/,
+        );
+      await fail();
+      await refuse();
+      await refuse();
+      let s = engine.status();
+      assert.deepEqual(s.device_outages, [], "one failure, then refusals: no outage");
+      assert.deepEqual(
+        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
+        [["sim0/motorctl0", 2, "mode"]],
+      );
+      assert.match(s.refused_calls[0]!.last_refusal, /^Call blocked in IDLE mode: /);
+      assert.equal(s.last_error, "calls refused: sim0/motorctl0 by mode (2 in a row)");
+
+      await fail(); // the second failure in a row: the refusals between did not end the streak
+      s = engine.status();
+      assert.deepEqual(
+        s.device_outages.map((o) => [o.device_handle, o.consecutive_failures]),
+        [["sim0/motorctl0", 2]],
+      );
+      assert.deepEqual(s.refused_calls, [], "a call the gates let through ends the refusals");
+      assert.equal(s.last_error, "device outage: sim0/motorctl0 (2 calls failed)");
+
+      await rt.modes.request("MANUAL");
+      await engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
+      s = engine.status();
+      assert.deepEqual([s.device_outages, s.refused_calls, s.last_error], [[], [], null]);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
