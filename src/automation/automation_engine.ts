@@ -446,7 +446,9 @@ export class AutomationEngine {
     this.#started = true;
     const runner = this.#runner;
     if (!runner || this.#unsubscribe) return;
-    this.#unsubscribe = this.#o.modes.onModeChange(({ current }) => {
+    this.#unsubscribe = this.#o.modes.onModeChange(({ previous, current }) => {
+      // Leaving FAULT re-arms: status no longer reports the throw that forced it as the state.
+      if (previous === "FAULT" && current !== "FAULT") runner.rearm();
       // Synchronous with the commit: a tree leaving AUTO is halted (its pending calls aborted)
       // before any after_transition hook runs.
       runner.setActive(current === "AUTO");

@@ -165,6 +165,36 @@ Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
   assert.equal(engine.status().execution_status, "failed");
 });
 
+Deno.test("AutomationEngine status reflects a re-arm at once, not the throw of the tick before", async () => {
+  const { engine, modes } = setup(`<BehaviorTree ID="Main"><Script code="x := y"/></BehaviorTree>`);
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), null);
+  assert.equal(modes.mode, "FAULT");
+  assert.equal(engine.status().not_running?.cause, "automation_fault");
+
+  modes.set("MANUAL"); // FAULT left: re-armed
+  let s = engine.status();
+  assert.deepEqual(
+    [s.execution_status, s.execution_reason, s.not_running?.cause, s.why_not_running],
+    ["running", "mode_gate", "mode", "mode is MANUAL: the tree ticks only in AUTO"],
+    "FAULT -> MANUAL",
+  );
+  assert.equal(s.engine_diagnostics.error_count, 1, "the throw stays counted");
+  assert.match(s.last_error ?? "", /'y'/, "and its error stays the last one");
+
+  modes.set("AUTO"); // before the first tick
+  s = engine.status();
+  assert.deepEqual([s.execution_status, s.execution_reason, s.not_running], [
+    "running",
+    undefined,
+    null,
+  ], "MANUAL -> AUTO, not ticked yet");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine load fails with every error diagnostic", async () => {
   const { engine } = setup(
     `<BehaviorTree ID="Main"><Sequence><Nope/><Sleep/></Sequence></BehaviorTree>`,

@@ -201,12 +201,22 @@ export class BtRunner {
     if (this.#active === active) return;
     this.#active = active;
     if (active) {
+      this.rearm();
       this.#ticksSinceProgress = 0;
       this.#runningStreak = 0;
       this.#failureReported = false;
     }
     this.#syncTimer();
     if (!active) this.#halt();
+  }
+
+  /**
+   * A re-arm (the FAULT a throwing tick forced was left, or AUTO entered again): status stops
+   * saying `failed`/`terminal_failure` at once, not at the next tick. The throw stays counted
+   * (`error_count`) and its error stays `last_error`.
+   */
+  rearm(): void {
+    this.#lastThrew = false;
   }
 
   #syncTimer(): void {
