@@ -27,6 +27,14 @@ Deno.test("AutomationEngine runs the demo tree: heats to target_temp, runs the m
         cached(rt, "sim0/tempctl0", "control_mode") === "closed" &&
         cached(rt, "sim0/tempctl0", "setpoint") === 40,
     );
+    // Open loop set behind the tree's back: the tree reads control_mode (a string signal) and
+    // puts it back, as it corrects every readback that differs.
+    await callAs(rt, "automated", "sim0/tempctl0", "set_mode", { mode: tv.s("open") });
+    assert.equal(cached(rt, "sim0/tempctl0", "control_mode"), "open");
+    await waitFor(
+      "closed-loop mode restored by the tree",
+      () => cached(rt, "sim0/tempctl0", "control_mode") === "closed",
+    );
     // Far below the band (the sim starts at 25 C): the motor must not run yet.
     const temp = cached(rt, "sim0/tempctl0", "tc1_temp") as number;
     assert.ok(temp < 38, `still heating (${temp} C)`);

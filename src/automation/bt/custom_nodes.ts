@@ -53,9 +53,9 @@ function integerAsDouble(n: number | bigint): number | null {
 }
 
 /**
- * ReadSignal: value (double) and quality (string) of a cached signal; FAILURE if absent, if the
- * provider never gave it a value (a missing input is never read as 0), or if it is a 64-bit
- * integer no double holds exactly (never rounded silently).
+ * ReadSignal: value (double; a string signal as its string) and quality (string) of a cached
+ * signal; FAILURE if absent, if the provider never gave it a value (a missing input is never read
+ * as 0), or if it is a 64-bit integer no double holds exactly (never rounded silently).
  */
 export class ReadSignalNode extends SyncActionNode {
   protected override tickSync(): NodeStatus {
@@ -65,6 +65,12 @@ export class ReadSignalNode extends SyncActionNode {
     if (!services || !handle.ok || !signal.ok) return "FAILURE";
     const cached = services.readSignal(handle.value, signal.value);
     if (!cached || cached.value === null) return "FAILURE";
+    if (cached.value.type === "string") {
+      // A string (a mode, a state name) is carried as it is: scripts compare it ('closed').
+      this.setOutput("value", { type: "string", value: cached.value.string });
+      this.setOutput("quality", { type: "string", value: cached.quality });
+      return "SUCCESS";
+    }
     const value = signalAsDouble(cached.value);
     if (value === null) return "FAILURE";
     this.setOutput("value", { type: "double", value });

@@ -159,7 +159,8 @@ const SPECS: NodeSpec[] = [
   leaf("ReadSignal", "action", (i) => new ReadSignalNode(i), [
     inStr("device_handle", { required: true }),
     inStr("signal_id", { required: true }),
-    output("value", "double"),
+    // Weakly typed: a double, or the string of a string signal (the entry takes either).
+    output("value", "any"),
     output("quality", "string"),
   ], true),
   leaf("CheckQuality", "condition", (i) => new CheckQualityNode(i), [

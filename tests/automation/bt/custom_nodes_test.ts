@@ -19,7 +19,6 @@ const READ_CASES: [string, TypedValue, number][] = [
   ["int64 beyond 2^53", { type: "int64", int64: -(2n ** 60n) }, -(2 ** 60)],
   ["uint64 2^63", { type: "uint64", uint64: 2n ** 63n }, 2 ** 63],
   ["bool", { type: "bool", bool: true }, 1],
-  ["string", { type: "string", string: "12" }, 0],
   ["bytes", { type: "bytes", base64: "AQ==" }, 0],
 ];
 
@@ -33,6 +32,22 @@ for (const [name, value, expected] of READ_CASES) {
     deepStrictEqual(t.blackboard.get("q"), { type: "string", value: "STALE" });
   });
 }
+
+Deno.test("ReadSignal outputs a string signal as the string it is, which scripts compare", () => {
+  const s = new FakeServices();
+  s.setSignal("sim0/tempctl0", "temp", { type: "string", string: "closed" }, "OK");
+  const t = tree(
+    `<Sequence>${READ}<ScriptCondition code="v == 'closed' &amp;&amp; v != 'open'"/></Sequence>`,
+    s,
+  );
+  equal(t.tickRoot(), "SUCCESS");
+  deepStrictEqual(t.blackboard.get("v"), { type: "string", value: "closed" });
+  // A numeric text compares with numbers, as any string of the blackboard does.
+  s.setSignal("sim0/tempctl0", "temp", { type: "string", string: "12" }, "OK");
+  const n = tree(`<Sequence>${READ}<ScriptCondition code="v == 12"/></Sequence>`, s);
+  equal(n.tickRoot(), "SUCCESS");
+  deepStrictEqual(n.blackboard.get("v"), { type: "string", value: "12" });
+});
 
 Deno.test("ReadSignal fails when the signal is not in the cache", () => {
   equal(tree(READ, new FakeServices()).tickRoot(), "FAILURE");
