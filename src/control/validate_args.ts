@@ -28,7 +28,9 @@ export function validateArgs(
       throw invalidArgument(`args.${spec.name}: required argument missing for ${fn.name}`);
     }
   }
-  const specs = new Map(fn.args.map((a) => [a.name, a]));
+  // A name declared twice is its first declaration, as discovery keeps it and toTypedArgs reads it.
+  const specs = new Map<string, ArgSpec>();
+  for (const a of fn.args) if (!specs.has(a.name)) specs.set(a.name, a);
   const out: Record<string, TypedValue> = {};
   for (const name of Object.keys(args).sort()) {
     const spec = specs.get(name);

@@ -118,6 +118,33 @@ function firstDeclarations(signals: readonly SignalSpec[]): SignalSpec[] {
   });
 }
 
+/**
+ * The function names and argument names a device's functions declare more than once, and the
+ * functions with the first declaration of each argument name kept (the others dropped): every
+ * consumer -- conversion of declared calls, validation, capabilities, Sparkplug -- then reads the
+ * same declaration, as for a signal declared twice.
+ */
+function argumentsDeclaredTwice(
+  caps: DeviceCapabilities,
+): { twice: { fn: string; arg: string }[]; functions: DeviceCapabilities["functions"] } {
+  const twice: { fn: string; arg: string }[] = [];
+  const functions = caps.functions.map((f) => {
+    const seen = new Set<string>();
+    const dropped = new Set<string>();
+    const args = f.args.filter((a) => {
+      if (!seen.has(a.name)) {
+        seen.add(a.name);
+        return true;
+      }
+      if (!dropped.has(a.name)) twice.push({ fn: f.name, arg: a.name });
+      dropped.add(a.name);
+      return false;
+    });
+    return dropped.size === 0 ? f : { ...f, args };
+  });
+  return { twice, functions };
+}
+
 /** Device ids that cannot be addressed as a URL path segment (RFC 3986 dot-segments). */
 const UNADDRESSABLE_IDS: ReadonlySet<string> = new Set([".", ".."]);
 
@@ -385,7 +412,22 @@ export class ProviderSession {
           "the first declaration is kept",
         );
       }
-      out.push(twice.length === 0 ? caps : { ...caps, signals: firstDeclarations(caps.signals) });
+      const args = argumentsDeclaredTwice(caps);
+      for (const { fn, arg } of args.twice) {
+        warn(
+          `DescribeDevice ${quote(id)} function ${quote(fn)} declares argument ${
+            quote(arg)
+          } more than once`,
+          "the first declaration is kept",
+        );
+      }
+      out.push(
+        twice.length === 0 && args.twice.length === 0 ? caps : {
+          ...caps,
+          signals: firstDeclarations(caps.signals),
+          functions: args.functions,
+        },
+      );
     }
     if (extra > 0) {
       const what = extraKept === 0 ? "devices skipped" : "discovery warnings";

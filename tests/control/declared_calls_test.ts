@@ -16,6 +16,7 @@ import {
   fanOutByProvider,
   findDeclaredTarget,
   toTypedArgs,
+  validateArgs,
 } from "../../src/control/mod.ts";
 
 function argSpec(name: string, type: ValueType | null): ArgSpec {
@@ -115,6 +116,18 @@ Deno.test("toTypedArgs converts every argument by its own name", () => {
     i: { type: "int64", int64: 4 },
   });
   assert.deepEqual(toTypedArgs(TYPED, {}), {});
+});
+
+Deno.test("A declared argument named twice by the provider: converted and checked by its first declaration", () => {
+  // A hook's `x: 1` for a function declaring x as double first, then as int64.
+  const fn = fnSpec(1, "f", [argSpec("x", "double"), argSpec("x", "int64")]);
+  const typed = toTypedArgs(fn, { x: int(1) });
+  assert.deepEqual(typed, { x: { type: "double", double: 1 } });
+  assert.deepEqual(validateArgs(fn, typed), { x: { type: "double", double: 1 } });
+  assert.throws(
+    () => validateArgs(fn, { x: { type: "string", string: "1" } }),
+    /args\.x: expected double, got string/,
+  );
 });
 
 const DEVICES = [

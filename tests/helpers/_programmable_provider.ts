@@ -131,6 +131,7 @@ async function answer(req: WireRequest): Promise<WireResponse> {
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },
             { function_id: 2, name: "stats", policy: { category: 1 }, args: [] },
+            ...(dev.functions ?? []),
           ],
         },
       },

@@ -90,6 +90,8 @@ export interface Inventory {
       readonly tags?: Readonly<Record<string, string>>;
       /** DescribeDevice answers without its Device message. */
       readonly noDevice?: boolean;
+      /** Functions declared after `program` and `stats`, as on the wire (FunctionSpec). */
+      readonly functions?: readonly Record<string, unknown>[];
     }>
   >;
 }
@@ -281,6 +283,7 @@ export function programmableFake(inventory: Inventory, host: ProgramHost): FakeP
           functions: [
             { function_id: 1, name: "program", policy: { category: 1 }, args: [] },
             { function_id: 2, name: "stats", policy: { category: 1 }, args: [] },
+            ...(dev.functions ?? []),
           ],
         },
       },

@@ -247,3 +247,33 @@ Deno.test("A signal declared twice: the first declaration is kept whole (type, p
     await fx.close();
   }
 });
+
+Deno.test("An argument a function declares twice: the first declaration is kept, with a warning", async () => {
+  const fx = await startProgrammable({
+    devices: {
+      a: {
+        signals: [{ id: "x", type: T.DOUBLE }],
+        functions: [{
+          function_id: 9,
+          name: "set_x",
+          policy: { category: 2 },
+          args: [
+            { name: "x", type: T.DOUBLE, required: true },
+            { name: "y", type: T.DOUBLE },
+            { name: "x", type: T.INT64 },
+          ],
+        }],
+      },
+    },
+  });
+  try {
+    const fn = fx.registry.capabilities("p0", "a")!.functions.find((f) => f.name === "set_x")!;
+    assert.deepEqual(fn.args.map((a) => [a.name, a.type]), [["x", "double"], ["y", "double"]]);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, [
+      'DescribeDevice "a" function "set_x" declares argument "x" more than once; ' +
+      "the first declaration is kept",
+    ]);
+  } finally {
+    await fx.close();
+  }
+});
