@@ -636,19 +636,20 @@ export class AutomationEngine {
         since_epoch_ms: r.sinceMs,
       });
     }
-    const lastError = base.last_error ??
-      (outages.length > 0
-        ? `device outage: ${
-          outages.map((o) => `${o.device_handle} (${o.consecutive_failures} calls failed)`)
-            .join(", ")
-        }`
-        : refused.length > 0
-        ? `calls refused: ${
-          refused.map((r) =>
-            `${r.device_handle} by ${r.refused_by} (${r.consecutive_refusals} in a row)`
-          ).join(", ")
-        }`
-        : null);
+    // What the tree's recent calls found (outages first): why a stalled tree keeps failing.
+    const callProblems = outages.length > 0
+      ? `device outage: ${
+        outages.map((o) => `${o.device_handle} (${o.consecutive_failures} calls failed)`)
+          .join(", ")
+      }`
+      : refused.length > 0
+      ? `calls refused: ${
+        refused.map((r) =>
+          `${r.device_handle} by ${r.refused_by} (${r.consecutive_refusals} in a row)`
+        ).join(", ")
+      }`
+      : null;
+    const lastError = base.last_error ?? callProblems;
     const notRunning = this.#notRunning(base, mode, latched.length > 0);
     return {
       ...base,
@@ -657,7 +658,7 @@ export class AutomationEngine {
       not_running: notRunning,
       why_not_running: notRunning === null
         ? null
-        : whyNotRunning(notRunning, blocked, latched, base.last_error),
+        : whyNotRunning(notRunning, blocked, latched, base.last_error, callProblems),
       blocked_devices: blocked,
       device_loss_latched: latched.map((e) => `${e.providerId}/${e.deviceId}`),
       device_outages: outages,
@@ -775,6 +776,7 @@ function whyNotRunning(
   blocked: readonly BlockedDevice[],
   latched: readonly LossEntry[],
   lastError: string | null,
+  callProblems: string | null,
 ): string {
   const devices = blocked.map((b) =>
     `${b.device_handle} is ${b.condition === "down" ? "down" : "failing"} (${b.reason})`
@@ -795,7 +797,8 @@ function whyNotRunning(
     case "mode":
       return `mode is ${n.mode}: the tree ticks only in AUTO${blockedText}`;
     case "stalled":
-      return `the tree keeps failing tick after tick (${lastError ?? "no error"})`;
+      // The calls failing now say why; a throw before the last re-arm (lastError) may not.
+      return `the tree keeps failing tick after tick (${callProblems ?? lastError ?? "no error"})`;
   }
 }
 

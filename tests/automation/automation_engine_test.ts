@@ -552,3 +552,29 @@ Deno.test("AutomationEngine's AUTO gate judges a duplicated function name by the
     /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_duty \(Call refused in AUTO mode: .* allowed only in MANUAL/,
   );
 });
+
+Deno.test("AutomationEngine stalled: why_not_running names the devices whose calls keep failing, not 'no error'", async () => {
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><CallDevice device_handle="sim0/motorctl0" function_name="f" args="{}"/></BehaviorTree>`,
+  );
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  for (let i = 0; i < 40 && engine.status().not_running?.cause !== "stalled"; i++) {
+    engine.runner!.tickOnce();
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  const s = engine.status();
+  assert.equal(s.not_running?.cause, "stalled");
+  assert.equal(
+    s.last_error,
+    "device outage: sim0/motorctl0 (" +
+      `${s.device_outages[0]!.consecutive_failures} calls failed)`,
+  );
+  assert.equal(
+    s.why_not_running,
+    `the tree keeps failing tick after tick (${s.last_error})`,
+  );
+  engine.stop();
+});
