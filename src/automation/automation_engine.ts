@@ -795,7 +795,11 @@ function whyNotRunning(
         latched.map((e) => `${e.providerId}/${e.deviceId} was lost (${e.reason})`).join(", ")
       }; mode FAULT: re-arm deliberately (FAULT -> MANUAL -> AUTO)${blockedText}`;
     case "mode":
-      return `mode is ${n.mode}: the tree ticks only in AUTO${blockedText}`;
+      // FAULT -> AUTO is no transition: the remedy is the re-arm (an e-stop's latch, if any,
+      // is named by the refusal of MANUAL).
+      return `mode is ${n.mode}: the tree ticks only in AUTO${
+        n.mode === "FAULT" ? "; re-arm (FAULT -> MANUAL -> AUTO)" : ""
+      }${blockedText}`;
     case "stalled":
       // The calls failing now say why; a throw before the last re-arm (lastError) may not.
       return `the tree keeps failing tick after tick (${callProblems ?? lastError ?? "no error"})`;

@@ -578,3 +578,19 @@ Deno.test("AutomationEngine stalled: why_not_running names the devices whose cal
   );
   engine.stop();
 });
+
+Deno.test("AutomationEngine in a FAULT it did not cause: why_not_running gives the re-arm, not AUTO (FAULT -> AUTO is no transition)", async () => {
+  const { engine, modes } = setup(SLEEP);
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  modes.set("FAULT"); // an e-stop, an alarm action
+  const s = engine.status();
+  assert.deepEqual(s.not_running, { cause: "mode", mode: "FAULT" });
+  assert.equal(
+    s.why_not_running,
+    "mode is FAULT: the tree ticks only in AUTO; re-arm (FAULT -> MANUAL -> AUTO)",
+  );
+  engine.stop();
+});
