@@ -705,6 +705,9 @@ export class AutomationEngine {
     if (err instanceof DOMException && err.name === "AbortError") return;
     const message = errorMessage(err);
     const gate = refusingGate(err);
+    // The mode gate refuses the tree's calls in AUTO only while AUTO is being left (its
+    // before_transition hooks run): held back by the transition, as a halt cancels them.
+    if (gate === "mode" && this.#o.modes.current() === "AUTO") return;
     if (gate !== null) {
       const prev = this.#refusals.get(handle);
       this.#refusals.set(handle, {

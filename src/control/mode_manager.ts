@@ -9,7 +9,9 @@
  * operator re-arms by switching to MANUAL. Consequence: before_transition hooks leaving FAULT that
  * actuate are refused (they run in FAULT), exactly like hooks around IDLE; the hooks entering FAULT
  * are stop actions and pass (below). Read-only calls (category READ) always pass. In AUTO, manual
- * calls follow automation.manual_gating_policy; automated calls (behavior tree, hooks) pass.
+ * calls follow automation.manual_gating_policy; automated calls (behavior tree, hooks) pass --
+ * except the tree's while a transition leaving AUTO runs its before_transition hooks (what they
+ * stop stays stopped; the commit then halts the tree, a veto lets it carry on).
  *
  * Transitions into FAULT (operator, forced fault, e-stop) follow the stop rules of the e-stop
  * (docs/safety.md, "The stop, step by step"): FAULT is committed synchronously, before any await
@@ -408,13 +410,24 @@ export class ModeManager implements ModeService {
         return failedPrecondition(
           `Call blocked in FAULT mode: ${what} is actuating (switch to MANUAL to re-arm)`,
         );
-      case "AUTO":
+      case "AUTO": {
+        // Leaving AUTO: its before_transition hooks run while the mode is still AUTO, and what
+        // they stop must stay stopped -- the tree's calls wait for the outcome (refused until
+        // the transition commits, which halts the tree, or is vetoed).
+        const leaving = this.#leaving();
+        if (ctx.origin === "automated" && leaving !== null) {
+          return failedPrecondition(
+            `Call blocked while leaving AUTO: ${what} is actuating and the ${leaving.from} -> ` +
+              `${leaving.to} before_transition hooks are running`,
+          );
+        }
         if (!automated && this.#o.manualGatingPolicy === "BLOCK") {
           return failedPrecondition(
             `Manual call blocked in AUTO mode: ${what} is actuating (manual_gating_policy BLOCK)`,
           );
         }
         return null;
+      }
       case "MANUAL":
         return null;
     }
