@@ -470,8 +470,8 @@ export class AutomationEngine {
    * Configuration reload of automation.behavior_tree / tick_rate_hz: loads the tree (throws
    * INVALID_ARGUMENT with every diagnostic when it does not load, keeping the running one) and
    * swaps it in unless it is the same (path, tick rate and the text of every file it reads,
-   * its includes too): "unchanged"; the same tree at another tick rate is swapped in too, but
-   * answers "retimed" (no other tree: its automation_version is the same). A new tree must read only the `parameters` the new
+   * its includes too): "unchanged"; the same tree at another tick rate is retimed in place,
+   * keeping its state, and answers "retimed" (its automation_version is the same). A new tree must read only the `parameters` the new
    * configuration declares (given: as load() checks the declared ones). Refused while
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
    * again after the load, synchronously with the swap.
@@ -506,6 +506,16 @@ export class AutomationEngine {
       checkParameterReads(behaviorTree!, reads, declaredOf(parameters));
     }
     if (this.#o.modes.current() === "AUTO") return "refused_auto"; // entered AUTO meanwhile
+    if (sameTree && before !== null) {
+      // The same tree at another rate: retimed in place, its state (blackboard, RunOnce, a
+      // SequenceWithMemory's step), counters and the outages its calls found kept.
+      before.retime(tickRateHz);
+      this.#o = { ...this.#o, tickRateHz };
+      this.#log.info(
+        `behavior tree ${behaviorTree} retimed by a configuration reload (${tickRateHz} Hz)`,
+      );
+      return "retimed";
+    }
     // Started with no tree (none configured, or a reload removed it), #unsubscribe is null.
     const started = this.#started;
     this.#unsubscribe?.();

@@ -407,6 +407,26 @@ Deno.test("AutomationEngine reloadTree of the same tree at another tick rate ans
   engine.stop();
 });
 
+Deno.test("AutomationEngine retimed by a reload keeps the tree's state (blackboard, RunOnce), as leaving AUTO does", async () => {
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><Sequence><RunOnce><Script code="n := 0"/></RunOnce>` +
+      `<Script code="n := n + 1"/></Sequence></BehaviorTree>`,
+  );
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  for (let k = 0; k < 3; k++) assert.equal(engine.runner!.tickOnce(), "SUCCESS");
+  modes.set("MANUAL");
+  assert.equal(await engine.reloadTree(TREE, 20), "retimed");
+  assert.equal(engine.runner!.periodMs, 50, "ticks at the new rate");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), "SUCCESS");
+  assert.deepEqual(engine.runner!.tree.blackboard.get("n"), { type: "int64", value: 4 });
+  assert.equal(engine.tickCounts().ticks, 4);
+  engine.stop();
+});
+
 Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting across a tree a reload replaces or removes", async () => {
   const files: Record<string, string> = {
     [TREE]: xmlRoot(`<BehaviorTree ID="Main"><Script code="x := missing"/></BehaviorTree>`, "Main"),

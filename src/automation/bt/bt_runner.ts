@@ -102,12 +102,18 @@ function gridScheduler(clock: Clock): TickScheduler {
   };
 }
 
+function checkTickRate(rate: number): void {
+  if (!Number.isInteger(rate) || rate < 1 || rate > 1000) {
+    throw new RangeError(`tickRateHz must be an integer 1..1000, got ${rate}`);
+  }
+}
+
 /** Ticks a behavior tree while the runtime is in AUTO. */
 export class BtRunner {
   readonly #tree: BuiltTree;
   readonly #opts: BtRunnerOptions;
   readonly #scheduler: TickScheduler;
-  readonly #periodMs: number;
+  #periodMs: number;
   /** Resolves once the automation version (digest) is known. */
   readonly ready: Promise<void>;
   #version: AutomationVersion | null = null;
@@ -128,9 +134,7 @@ export class BtRunner {
 
   constructor(options: BtRunnerOptions) {
     const rate = options.tickRateHz;
-    if (!Number.isInteger(rate) || rate < 1 || rate > 1000) {
-      throw new RangeError(`tickRateHz must be an integer 1..1000, got ${rate}`);
-    }
+    checkTickRate(rate);
     const built = buildTree(options.parsed, {
       clock: options.services.clock,
       services: options.services,
@@ -208,6 +212,20 @@ export class BtRunner {
     }
     this.#syncTimer();
     if (!active) this.#halt();
+  }
+
+  /**
+   * Ticks at `tickRateHz` from now on (a reload retiming the same tree): the tree, its blackboard
+   * and node state are kept, as leaving and re-entering AUTO keeps them.
+   */
+  retime(tickRateHz: number): void {
+    checkTickRate(tickRateHz);
+    this.#periodMs = Math.max(1, Math.floor(1000 / tickRateHz));
+    if (this.#timer !== undefined) {
+      this.#scheduler.clearInterval(this.#timer);
+      this.#timer = undefined;
+      this.#syncTimer();
+    }
   }
 
   /**
