@@ -1547,7 +1547,8 @@ export class SparkplugEdgeNode {
         if (!retained) this.#deviceCommand(topic, id, m);
         else {
           const name = this.#commandName(id, m) ?? `alias ${String(m.alias)}`;
-          this.#refused(topic, name, RETAINED_COMMAND, this.#devices.has(id) ? id : undefined);
+          if (this.#devices.has(id)) this.#refused(topic, name, RETAINED_COMMAND, id);
+          else this.#refused(topic, `${id}/${name}`, RETAINED_COMMAND, NODE);
         }
       }
     } else {
@@ -1617,7 +1618,12 @@ export class SparkplugEdgeNode {
   #deviceCommand(topic: string, id: string, m: Record<string, unknown>): void {
     const name = this.#commandName(id, m);
     const dev = this.#devices.get(id);
-    if (dev === undefined) return this.#refused(topic, name ?? "?", "no such device on this node");
+    if (dev === undefined) {
+      // No device of this node by that id (gone, never born, mistyped): no alias of it is known,
+      // so the node answers, naming the device as for a metric that is no function of one.
+      const metric = name ?? `alias ${String(m.alias)}`;
+      return this.#refused(topic, `${id}/${metric}`, "no such device on this node", NODE);
+    }
     if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");
     const refusal = this.#commandRefusal();
     if (refusal !== null) return this.#refused(topic, name, refusal, id);

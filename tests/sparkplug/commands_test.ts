@@ -426,3 +426,53 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a DCMD to a device this node does not have is answered by the node (Runtime/Command Result), not only logged",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, { commands: true }));
+      const nbirth = await waitFor(
+        "NBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/NBIRTH/${NODE}`),
+      );
+      const resultAlias = (nbirth.payload.metrics ?? []).find((m) =>
+        m.name === "Runtime/Command Result"
+      )!.alias;
+      await waitFor(
+        "relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      const gone = sparkplugDeviceId("sim0", "no_such_device");
+      const before = host.messages.length;
+      const refused = rt.sparkplug!.counts.commandsRefused;
+      await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${gone}`, [
+        { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true },
+      ]);
+      // By alias too: an alias of another device names nothing on this one.
+      await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${gone}`, [
+        { alias: resultAlias, datatype: 11, boolean_value: true },
+      ]);
+      await waitFor("both refused", () => rt!.sparkplug!.counts.commandsRefused === refused + 2);
+      const answers = await waitFor("the node's answers", () => {
+        const a = host.messages.slice(before).flatMap((m) =>
+          m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
+        ).filter((x) => x.alias === resultAlias).map((x) => x.string_value);
+        return a.length === 2 ? a : null;
+      }, 3000).catch(() => []);
+      assert.deepEqual(answers, [
+        `${gone}/Functions/set_relay_ch3: REFUSED: no such device on this node`,
+        `${gone}/alias ${resultAlias}: REFUSED: no such device on this node`,
+      ], "a DCMD to an unknown device is unanswered");
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
