@@ -17,8 +17,13 @@ export interface MqttSession {
   publish(topic: string, payload: Uint8Array, qos: 0 | 1): Promise<void>;
   subscribe(topics: readonly string[], qos: 0 | 1): Promise<void>;
   onConnect(listener: () => void): void;
-  /** The connection is gone (the client keeps trying to reconnect). */
-  onClose(listener: () => void): void;
+  /**
+   * The connection is gone (the client keeps trying to reconnect, with the same will).
+   * `willUsed`: the attempt's CONNECT reached the broker (its connection opened) and was not
+   * refused, so the broker may hold its will or have published it, CONNACK or not (a CONNECT that
+   * timed out without an answer). False for an attempt that never reached it.
+   */
+  onClose(listener: (willUsed: boolean) => void): void;
   onMessage(listener: MqttMessageListener): void;
   /** Connection errors, once per distinct message (no secrets: the URL is not in them). */
   onError(listener: (message: string) => void): void;

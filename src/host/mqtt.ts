@@ -4,7 +4,8 @@
  * never loads them (tests/meta/startup_graph_test.ts).
  *
  * MQTT 3.1.1, clean session, the client's own reconnect every `reconnectMs`, with the same will
- * (a Sparkplug edge node opens a new session, with its next will, once a connection was made).
+ * (a Sparkplug edge node opens a new session, with its next will, once a CONNECT reached the
+ * broker: `onClose`'s `willUsed`).
  */
 import type { MqttConnect } from "../common/mod.ts";
 
@@ -14,6 +15,8 @@ export const connectMqttJs: MqttConnect = async (o) => {
   const decoder = new TextDecoder();
   const text = (b: Uint8Array | undefined) => (b === undefined ? undefined : decoder.decode(b));
   const client = mqtt.connect(o.url, {
+    // Connected below, once the attempt's CONNECT can be followed (willUsed).
+    manualConnect: true,
     clientId: o.clientId,
     protocolVersion: 4,
     clean: true,
@@ -39,6 +42,20 @@ export const connectMqttJs: MqttConnect = async (o) => {
     }),
   });
   let lastError = "";
+  // Whether the current attempt's CONNECT reached the broker: its connection opened (TLS: the
+  // handshake done), and no CONNACK refused it. A CONNECT without an answer counts: the broker
+  // may have registered its will.
+  let willUsed = false;
+  const opened = o.url.startsWith("mqtts:") ? "secureConnect" : "connect";
+  client.on("packetsend", (packet) => {
+    if (packet.cmd !== "connect") return;
+    willUsed = false;
+    client.stream.once(opened, () => willUsed = true);
+  });
+  client.on("packetreceive", (packet) => {
+    if (packet.cmd === "connack" && (packet.returnCode ?? 0) !== 0) willUsed = false;
+  });
+  client.connect();
   return {
     publish: (topic, payload, qos) =>
       new Promise<void>((resolve, reject) => {
@@ -55,7 +72,7 @@ export const connectMqttJs: MqttConnect = async (o) => {
         });
       }),
     onConnect: (l) => void client.on("connect", () => l()),
-    onClose: (l) => void client.on("close", () => l()),
+    onClose: (l) => void client.on("close", () => l(willUsed)),
     onMessage: (l) =>
       void client.on("message", (topic, payload, packet) => {
         l(

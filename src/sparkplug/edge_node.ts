@@ -361,6 +361,10 @@ export class SparkplugEdgeNode {
   /** Ends the wait of #renew (stop() calls it), or null. */
   #wake: (() => void) | null = null;
   #inFlight = 0;
+  /** CONNECTs in a row that reached the broker and got no CONNACK (bounds their WARN). */
+  #unansweredConnects = 0;
+  /** The last broker connection error WARNed (until a connection is accepted). */
+  #lastBrokerError = "";
   readonly #aliases = new Map<string, number>();
   /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
   readonly #aliasNames = new Map<number, string>();
@@ -552,14 +556,21 @@ export class SparkplugEdgeNode {
     // A session this node has left behind (primary host offline) is no longer heard.
     const current = () => this.#session === session;
     session.onConnect(() => this.#contain("connect", () => current() && this.#connected()));
-    session.onClose(() => this.#contain("connection closed", () => current() && this.#closed()));
+    session.onClose((willUsed) =>
+      this.#contain("connection closed", () => current() && this.#closed(willUsed))
+    );
     session.onMessage((topic, payload, retained) =>
       this.#contain(
         `message on ${topic}`,
         () => current() && this.#message(topic, payload, retained),
       )
     );
-    session.onError((m) => current() && this.#log.warn(`sparkplug broker connection: ${m}`));
+    session.onError((m) => {
+      // Once per distinct message across sessions too: each unanswered CONNECT opens a new one.
+      if (!current() || m === this.#lastBrokerError) return;
+      this.#lastBrokerError = m;
+      this.#log.warn(`sparkplug broker connection: ${m}`);
+    });
   }
 
   /**
@@ -653,6 +664,8 @@ export class SparkplugEdgeNode {
     if (this.#stopped) return;
     this.counts.connects++;
     this.#accepted = true;
+    this.#unansweredConnects = 0;
+    this.#lastBrokerError = "";
     const o = this.#o;
     const session = this.#session!;
     const host = o.config.primaryHostId;
@@ -807,7 +820,8 @@ export class SparkplugEdgeNode {
     return sent;
   }
 
-  #closed(): void {
+  /** `willUsed`: the attempt's CONNECT reached the broker (accepted, or not answered). */
+  #closed(willUsed: boolean): void {
     const accepted = this.#accepted;
     this.#accepted = false;
     this.#born = false;
@@ -816,14 +830,28 @@ export class SparkplugEdgeNode {
     this.#answersWaiting.clear();
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
-    if (accepted) {
+    if (accepted || willUsed) {
       // The broker published (or holds) this connection's will, NDEATH with its bdSeq, births or
-      // not (a node waiting for its primary host): the next CONNECT has the next bdSeq (Sparkplug
-      // 3.0: one more per MQTT CONNECT). A session that never connected keeps its will and is
-      // retried by the client.
-      this.#log.warn(
-        `sparkplug lost the broker; reconnecting (next bdSeq ${(this.#bdSeq + 1) % 256})`,
-      );
+      // not (a node waiting for its primary host), CONNACK or not (a CONNECT it got and never
+      // answered in connect_timeout_ms may still register its will): the next CONNECT has the
+      // next bdSeq (Sparkplug 3.0: one more per MQTT CONNECT). An attempt that never reached the
+      // broker (refused, unreachable) used no will: the client retries it as it is.
+      if (accepted) {
+        this.#unansweredConnects = 0;
+        this.#log.warn(
+          `sparkplug lost the broker; reconnecting (next bdSeq ${(this.#bdSeq + 1) % 256})`,
+        );
+      } else {
+        // Something that takes CONNECTs and never answers (a stalled broker, a wrong port) is
+        // met every reconnect_ms: the first of a stretch is WARNed, then every 100th.
+        const n = ++this.#unansweredConnects;
+        if (n === 1 || n % 100 === 0) {
+          this.#log.warn(
+            `sparkplug: the broker did not answer the CONNECT (no CONNACK; ${n} in a row); ` +
+              `reconnecting (next bdSeq ${(this.#bdSeq + 1) % 256})`,
+          );
+        }
+      }
       const session = this.#session!;
       this.#contain("reconnecting", () => this.#renew(session, this.#o.config.reconnectMs));
     }

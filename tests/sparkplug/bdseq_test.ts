@@ -13,7 +13,7 @@ import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import { connectMqttJs, systemClock } from "../../src/host/mod.ts";
 import type { MqttConnect } from "../../src/common/mod.ts";
 import type { InventoryReader } from "../../src/state/mod.ts";
-import { type BdSeqStore, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
+import { type BdSeqStore, decode, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-bdseq";
@@ -60,6 +60,7 @@ function edgeNode(
   store: BdSeqStore,
   recorded: () => number | null,
   primaryHostId = "",
+  connectTimeoutMs = testConfig().sparkplug.connectTimeoutMs,
 ) {
   const atConnect: (number | null)[] = [];
   const connect: MqttConnect = async (o) => {
@@ -91,6 +92,7 @@ function edgeNode(
       brokerUrl: url,
       groupId: GROUP,
       reconnectMs: RECONNECT_MS,
+      connectTimeoutMs,
       primaryHostId,
     },
     edgeNodeId: NODE,
@@ -198,6 +200,136 @@ Deno.test({
       await node.stop();
       await host.close();
       await broker.dispose();
+    }
+  },
+});
+
+/**
+ * A broker that accepts TCP connections and reads them but never answers a CONNECT: the bdSeq of
+ * each CONNECT's will, in order of arrival.
+ */
+function silentBroker() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const wills: number[] = [];
+  const conns = new Set<Deno.Conn>();
+  const serve = async (conn: Deno.Conn) => {
+    conns.add(conn);
+    let bytes = new Uint8Array(0);
+    const chunk = new Uint8Array(4096);
+    try {
+      for (;;) {
+        const n = await conn.read(chunk);
+        if (n === null) break;
+        const next = new Uint8Array(bytes.length + n);
+        next.set(bytes);
+        next.set(chunk.subarray(0, n), bytes.length);
+        bytes = next;
+        const will = connectWill(bytes);
+        if (will !== null) {
+          wills.push(will);
+          break;
+        }
+      }
+      // Keep reading (and never answer) until the client gives up.
+      while ((await conn.read(chunk)) !== null) { /* nothing */ }
+    } catch { /* closed */ }
+    conns.delete(conn);
+    try {
+      conn.close();
+    } catch { /* already */ }
+  };
+  const accepting = (async () => {
+    try {
+      for await (const conn of listener) void serve(conn);
+    } catch { /* closed */ }
+  })();
+  return {
+    url: `mqtt://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    wills,
+    async close() {
+      listener.close();
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch { /* already */ }
+      }
+      await accepting;
+    },
+  };
+}
+
+/** The bdSeq in the will of an MQTT 3.1.1 CONNECT packet, once it is whole (else null). */
+function connectWill(b: Uint8Array): number | null {
+  if (b.length < 2 || b[0] !== 0x10) return null;
+  let len = 0;
+  let mul = 1;
+  let i = 1;
+  for (;;) {
+    if (i >= b.length) return null;
+    const d = b[i++]!;
+    len += (d & 127) * mul;
+    mul *= 128;
+    if ((d & 128) === 0) break;
+  }
+  if (b.length < i + len) return null;
+  const u16 = (at: number) => (b[at]! << 8) | b[at + 1]!;
+  i += 2 + u16(i); // protocol name
+  i += 1; // level
+  const flags = b[i++]!;
+  i += 2; // keep-alive
+  i += 2 + u16(i); // client id
+  if ((flags & 0x04) === 0) return null;
+  i += 2 + u16(i); // will topic
+  const payload = b.subarray(i + 2, i + 2 + u16(i));
+  const bdSeq = (decode(payload).metrics ?? []).find((m) => m.name === "bdSeq")?.long_value;
+  return Number(bdSeq);
+}
+
+Deno.test({
+  name:
+    "a CONNECT that times out without CONNACK is not tried again with the same will: each CONNECT has the next bdSeq",
+  async fn() {
+    // The broker got the CONNECT and may have registered its will (a broker slow to answer, a
+    // CONNACK lost): Sparkplug 3.0 advances bdSeq per MQTT CONNECT, so a later NBIRTH with the
+    // same bdSeq would pair with that will, published when the attempt's socket closes or at the
+    // takeover.
+    const broker = silentBroker();
+    const disk = heldStore();
+    const { node } = edgeNode(broker.url, disk.store, () => disk.recorded, "", 1000);
+    try {
+      await node.start();
+      await waitFor("three CONNECTs", () => broker.wills.length >= 3, 10_000);
+      const wills = broker.wills.slice(0, 3);
+      assert.deepEqual(
+        wills,
+        [wills[0]!, wills[0]! + 1, wills[0]! + 2],
+        "the CONNECTs' wills repeat a bdSeq",
+      );
+      assert.ok(disk.recorded! >= wills[2]!, "each CONNECT's bdSeq recorded before it");
+    } finally {
+      await node.stop();
+      await broker.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "attempts that never reach a broker (nothing listening) use no will: bdSeq stays",
+  async fn() {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const disk = heldStore();
+    const { node } = edgeNode(`mqtt://127.0.0.1:${port}`, disk.store, () => disk.recorded);
+    try {
+      await node.start();
+      // Ten reconnect periods: ten attempts refused before any CONNECT reached a broker.
+      await new Promise((r) => setTimeout(r, 10 * RECONNECT_MS));
+      assert.equal(node.connected, false);
+      assert.equal(node.bdSeq, 0, "bdSeq advanced without a CONNECT reaching a broker");
+      assert.equal(disk.recorded, 0);
+    } finally {
+      await node.stop();
     }
   },
 });

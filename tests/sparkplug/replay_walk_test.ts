@@ -44,7 +44,7 @@ class HeldSession implements MqttSession {
   readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
   #held: (() => void)[] = [];
   readonly #connect: (() => void)[] = [];
-  readonly #close: (() => void)[] = [];
+  readonly #close: ((willUsed: boolean) => void)[] = [];
 
   publish(topic: string, payload: Uint8Array): Promise<void> {
     this.published.push({ topic, payload: decode(payload) });
@@ -56,7 +56,7 @@ class HeldSession implements MqttSession {
   onConnect(l: () => void): void {
     this.#connect.push(l);
   }
-  onClose(l: () => void): void {
+  onClose(l: (willUsed: boolean) => void): void {
     this.#close.push(l);
   }
   onMessage(): void {}
@@ -77,7 +77,7 @@ class HeldSession implements MqttSession {
   }
   down(): void {
     this.connected = false;
-    for (const l of this.#close) l();
+    for (const l of this.#close) l(true);
   }
   /** Completes every write outstanding now; returns how many. */
   complete(): number {
