@@ -456,6 +456,14 @@ export class SparkplugEdgeNode {
     return this.#session?.connected ?? false;
   }
 
+  /**
+   * Metric aliases known now: the node's, the born devices' and those of devices whose DDATA wait
+   * in the store-and-forward queue (#pruneAliases), not every device id the process ever saw.
+   */
+  get aliasCount(): number {
+    return this.#aliases.size;
+  }
+
   /** Whether the primary host is online by its last STATE (null: no primary host configured). */
   get primaryHostOnline(): boolean | null {
     return this.#o.config.primaryHostId === "" ? null : this.#hostOnline;
@@ -964,6 +972,8 @@ export class SparkplugEdgeNode {
       if (!p.available) continue;
       for (const caps of p.devices) this.#deviceBirth(caps);
     }
+    // Devices not born again (removed by a reload, gone while away) leave their aliases.
+    this.#pruneAliases();
     // What the node metrics went through while the node was away (the births carry them now).
     this.#drainNode();
     this.#drain();
@@ -1030,6 +1040,36 @@ export class SparkplugEdgeNode {
     this.#devices.delete(id);
     this.#pending.delete(id);
     this.#send("DDEATH", id, { timestamp: this.#o.clock.nowMs(), metrics: [] }, true);
+    this.#pruneAliases(id);
+  }
+
+  /**
+   * Forgets the aliases of devices not born on this connection (`only`: of that device alone),
+   * except those whose DDATA wait in the store-and-forward queue (drained under the aliases they
+   * were kept with, once the device is born again). So the alias maps hold the node's metrics,
+   * the born devices' and the queued ones', never every device id the process saw: devices that
+   * come and go (a reload, a provider whose device ids change) do not grow them. A device that
+   * returns is born with new aliases (a host takes each alias from the DBIRTH).
+   */
+  #pruneAliases(only?: string): void {
+    if (only !== undefined && this.#devices.has(only)) return;
+    const queued = new Set<string>();
+    if (only !== undefined && this.#storeLength() > 0) {
+      for (let i = this.#storeHead; i < this.#store.length; i++) {
+        if (this.#store[i]!.deviceId === only) return;
+      }
+    } else {
+      for (let i = this.#storeHead; i < this.#store.length; i++) {
+        queued.add(this.#store[i]!.deviceId);
+      }
+    }
+    for (const [key, alias] of this.#aliases) {
+      const device = key.slice(0, key.indexOf("\u0000"));
+      if (only !== undefined && device !== only) continue;
+      if (device === NODE || this.#devices.has(device) || queued.has(device)) continue;
+      this.#aliases.delete(key);
+      this.#aliasNames.delete(alias);
+    }
   }
 
   /**
@@ -1237,6 +1277,7 @@ export class SparkplugEdgeNode {
 
   /** Publishes stored data, oldest first, with is_historical, while online and under the bound. */
   #drain(): void {
+    const had = this.#storeLength() > 0;
     while (this.online && this.#storeLength() > 0 && this.#inFlight < MAX_IN_FLIGHT) {
       const item = this.#store[this.#storeHead]!;
       this.#storeHead++;
@@ -1269,6 +1310,8 @@ export class SparkplugEdgeNode {
       this.#store.length = 0;
       this.#storeHead = 0;
       this.#mistypedWarned = false;
+      // Queued data of devices not born again was dropped: their aliases go too.
+      if (had) this.#pruneAliases();
       if (this.#dropWarned) {
         this.#dropWarned = false;
         this.#log.info(
