@@ -1,0 +1,105 @@
+/**
+ * A provider restarted while the broker takes no writes (held by the MqttConnect port, as a
+ * stalled broker holds them): the host's view of its devices ends as the runtime's. Whatever
+ * DDEATH went out (or was due) for a device is followed by its DBIRTH once it is back, even when
+ * it came back unchanged; with MAX_IN_FLIGHT writes unconfirmed the flap is one change (no DDEATH,
+ * no DBIRTH: the host never saw it leave).
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { heldMqtt } from "../helpers/held_mqtt.ts";
+import { MAX_IN_FLIGHT, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+
+const GROUP = "lab";
+const NODE = "rig-stall-restart";
+const relay = sparkplugDeviceId("sim0", "relayio0");
+
+/** The device's births and deaths the host received, in order, from `from` on. */
+const lifecycle = (messages: readonly Received[], from = 0) =>
+  messages.slice(from).map((m) => m.topic).filter((t) =>
+    t === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}` ||
+    t === `spBv1.0/${GROUP}/DDEATH/${NODE}/${relay}` ||
+    t === `spBv1.0/${GROUP}/NBIRTH/${NODE}`
+  ).map((t) => t.split("/")[2]!);
+
+async function restartProvider(rt: Kernel): Promise<void> {
+  const host = rt.registry.host("sim0")!;
+  const pid = host.session!.pid;
+  Deno.kill(pid, "SIGKILL");
+  await waitFor("sim0 down", () => !host.available || host.session?.pid !== pid, 5000);
+  await waitFor(
+    "sim0 restarted",
+    () => host.available && host.session !== null && host.session.pid !== pid,
+    10_000,
+  );
+}
+
+for (const full of [false, true]) {
+  Deno.test({
+    name: `a provider restarted while the broker holds the writes (${
+      full ? "MAX_IN_FLIGHT of them" : "under the bound"
+    }): the host ends with the device born`,
+    ignore: mosquittoMissing(),
+    async fn() {
+      const broker = await Mosquitto.start();
+      const host = await sparkplugHost(broker.url, GROUP);
+      const port = heldMqtt();
+      let rt: Kernel | null = null;
+      try {
+        rt = await startRuntime(
+          testConfig({
+            runtime: { name: NODE },
+            providers: [simProvider("sim0")],
+            sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP },
+          }),
+          { host: { mqttConnect: port.connect } },
+        );
+        await waitFor("the births", () => rt!.sparkplug!.online);
+        await waitFor("the relay's DBIRTH", () => lifecycle(host.messages).includes("DBIRTH"));
+        port.stall();
+        const from = host.messages.length;
+        if (full) {
+          const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
+          while (port.held < MAX_IN_FLIGHT) {
+            await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, rebirth);
+          }
+          await waitFor("the writes full", () => port.held >= MAX_IN_FLIGHT);
+        }
+        await restartProvider(rt);
+        // A few poll periods with the provider back, still held.
+        await new Promise((r) => setTimeout(r, 300));
+        const heldBefore = port.held;
+        port.release();
+        await waitFor("the held writes out", () => host.messages.length >= from + 1, 5000);
+        // Quiet: no more lifecycle messages for a while.
+        let seen = -1;
+        await waitFor("the lifecycle settled", async () => {
+          const n = lifecycle(host.messages, from).length;
+          if (n === seen) return true;
+          seen = n;
+          await new Promise((r) => setTimeout(r, 500));
+          return false;
+        }, 15_000);
+        const after = lifecycle(host.messages, from);
+        const lastDeviceMessage = after.filter((t) => t !== "NBIRTH").at(-1);
+        assert.ok(
+          after.length === 0 || lastDeviceMessage === "DBIRTH" ||
+            (lastDeviceMessage === undefined && after.at(-1) === "NBIRTH"),
+          `the host's last word on ${relay} is ${String(lastDeviceMessage)} (${
+            JSON.stringify(after.slice(-8))
+          }; ${heldBefore} writes held); the device is up in the runtime`,
+        );
+        assert.ok(rt.registry.host("sim0")!.available);
+      } finally {
+        port.release();
+        await rt?.stop();
+        await host.close();
+        await broker.dispose();
+      }
+    },
+  });
+}
