@@ -1794,7 +1794,9 @@ export class SparkplugEdgeNode {
     if (!this.online) return;
     if (deviceId !== NODE) {
       const dev = this.#devices.get(deviceId);
-      if (dev === undefined) return;
+      // Not born now (it left while its call ran: a DDEATH, or a new connection's births without
+      // it): its metric is gone with it, and the outcome is the node's to tell.
+      if (dev === undefined) return this.#commandResult(NODE, `${deviceId}/${name}`, text);
       // Only a function metric (a String) carries its own answer: on a signal's alias a String
       // would be taken for the signal's value, and a name the DBIRTH did not declare has no alias
       // a host knows. The node answers for it, naming the device.
@@ -1836,7 +1838,8 @@ export class SparkplugEdgeNode {
       }, false);
       return;
     }
-    if (!this.#devices.has(deviceId)) return;
+    // Left while its answer waited for the writes: the node tells it, naming the device.
+    if (!this.#devices.has(deviceId)) return this.#answer(NODE, `${deviceId}/${name}`, text);
     this.#send("DDATA", deviceId, {
       timestamp: now,
       metrics: [{ alias: this.#alias(deviceId, name), timestamp: now, string_value: text }],
