@@ -23,6 +23,9 @@ export const connectMqttJs: MqttConnect = async (o) => {
     keepalive: o.keepAliveS,
     connectTimeout: o.connectTimeoutMs,
     reconnectPeriod: o.reconnectMs,
+    // A CONNECT the broker refuses (server unavailable while it starts, an auth backend not up
+    // yet) is tried again like an unreachable broker: MQTT.js would otherwise stop for good.
+    reconnectOnConnackError: true,
     // Sparkplug: aliases and births belong to one connection; nothing is queued while offline
     // here (the edge node keeps its own bounded store-and-forward queue).
     queueQoSZero: false,

@@ -50,3 +50,78 @@ Deno.test({
     }
   },
 });
+
+/**
+ * A broker that answers every CONNECT with a CONNACK refusing it (`code`), then closes: how many
+ * connections it got.
+ */
+function refusingBroker(code: number) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let connections = 0;
+  const conns = new Set<Deno.Conn>();
+  const serve = async (conn: Deno.Conn) => {
+    connections++;
+    conns.add(conn);
+    try {
+      const buf = new Uint8Array(4096);
+      if ((await conn.read(buf)) !== null && buf[0] === 0x10) {
+        await conn.write(new Uint8Array([0x20, 0x02, 0x00, code]));
+      }
+      while ((await conn.read(buf)) !== null) { /* until the client closes */ }
+    } catch { /* closed */ }
+    conns.delete(conn);
+    try {
+      conn.close();
+    } catch { /* already */ }
+  };
+  const accepting = (async () => {
+    try {
+      for await (const conn of listener) void serve(conn);
+    } catch { /* closed */ }
+  })();
+  return {
+    url: `mqtt://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    get connections() {
+      return connections;
+    },
+    async close() {
+      listener.close();
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch { /* already */ }
+      }
+      await accepting;
+    },
+  };
+}
+
+Deno.test("a CONNECT the broker refuses (CONNACK 'server unavailable') is tried again every reconnect_ms, its will unused", async () => {
+  // A broker starting up, or an auth backend not reachable yet, refuses with 3: the adapter's
+  // session must keep trying as it does for a broker that is not reachable at all (MQTT.js stops
+  // reconnecting after a refusing CONNACK unless told otherwise).
+  const broker = refusingBroker(3);
+  const session = await connectMqttJs({
+    url: broker.url,
+    clientId: "adapter-refused",
+    keepAliveS: 10,
+    connectTimeoutMs: 5000,
+    reconnectMs: 100,
+    will: { topic: "adapter/will", payload: new Uint8Array([1]) },
+  });
+  const closes: boolean[] = [];
+  session.onClose((willUsed) => closes.push(willUsed));
+  try {
+    await waitFor("a second attempt", () => broker.connections >= 3, 3000).catch(() => {});
+    assert.ok(
+      broker.connections >= 3,
+      `after a refusing CONNACK the session stopped trying: ${broker.connections} connection(s) in 3 s ` +
+        `with reconnect_ms 100`,
+    );
+    assert.ok(closes.length >= 1 && closes.every((used) => !used), `willUsed: ${closes}`);
+    assert.equal(session.connected, false);
+  } finally {
+    await session.end(true);
+    await broker.close();
+  }
+});
