@@ -64,7 +64,12 @@ async function machine(otherDevices: number): Promise<string> {
     files: journalFiles,
     clock: { ...systemClock, nowMs: () => END },
     log: silent,
-    cache: { onDevicePolled: () => () => {}, device: () => undefined, qualityNow: () => "OK" }, // nothing is polled here
+    cache: {
+      onDevicePolled: () => () => {},
+      device: () => undefined,
+      qualityNow: () => "OK",
+      declaredType: () => null,
+    }, // nothing is polled here
   });
   let bytes = 0;
   for await (const e of Deno.readDir(`${dir}/history`)) {
