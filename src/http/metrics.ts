@@ -355,6 +355,19 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "Interlocks blocking calls now.",
     services.alarms.interlocks().filter((i) => i.blocking).length,
   );
+  // ---- run records ----
+  const runs = services.runs.info();
+  gauge1(
+    "runtime_runs_available",
+    "1 while the run registry is available; 0 while its start failed (the runs API answers 503).",
+    runs.available ? 1 : 0,
+  );
+  gauge1("runtime_runs_open", "1 while a run is open.", runs.open_run_id === null ? 0 : 1);
+  w.family(
+    "runtime_runs_dropped_bus_events_total",
+    "counter",
+    "Run events not journaled (too many waiting for the disk, or their write failed).",
+  ).sample("runtime_runs_dropped_bus_events_total", runs.dropped_bus_events);
   // ---- audit trail ----
   const audit = services.audit.status();
   w.family("runtime_audit_entries_total", "counter", "Audit entries recorded (closed).")

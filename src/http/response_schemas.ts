@@ -151,6 +151,20 @@ export function responseComponents(): Record<string, JsonSchema> {
         })),
         device_count: int,
         estop: ref("EstopStatus"),
+        runs: note(
+          obj(
+            ["available", "unavailable_reason", "open_run_id", "run_count", "dropped_bus_events"],
+            {
+              available: bool,
+              unavailable_reason: orNull(str),
+              open_run_id: orNull(str),
+              run_count: int,
+              dropped_bus_events: int,
+            },
+          ),
+          "The run registry (project addition): `available` false while its start failed and " +
+            "waits for a retry (the runs API answers 503), `unavailable_reason` says why.",
+        ),
       },
     ),
     ProviderDeviceHealth: obj(

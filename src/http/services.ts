@@ -57,6 +57,20 @@ export interface RunsService {
     page: EventPageRequest,
   ): MaybePromise<{ events: unknown[]; count: number }>;
   addMarker(runId: string, marker: MarkerRequest): MaybePromise<{ event: unknown }>;
+  /**
+   * Availability (a start that failed and waits for its retry: `unavailable_reason`), the open
+   * run and counters (GET /v0/runtime/status `runs`, GET /metrics).
+   */
+  info(): RunsStatusView;
+}
+
+/** What GET /v0/runtime/status (`runs`) and GET /metrics show of the run registry. */
+export interface RunsStatusView {
+  readonly available: boolean;
+  readonly unavailable_reason: string | null;
+  readonly open_run_id: string | null;
+  readonly run_count: number;
+  readonly dropped_bus_events: number;
 }
 
 type MaybePromise<T> = T | Promise<T>;

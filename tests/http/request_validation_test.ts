@@ -137,6 +137,13 @@ Deno.test("every POST body is checked by its schema, naming the wrong field", as
         close: accepted,
         listEvents: accepted,
         addMarker: accepted,
+        info: () => ({
+          available: true,
+          unavailable_reason: null,
+          open_run_id: null,
+          run_count: 0,
+          dropped_bus_events: 0,
+        }),
       },
     },
   });

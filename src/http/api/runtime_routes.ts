@@ -12,7 +12,7 @@ export const RUNTIME_ROUTES: readonly Route[] = [
     priority: true,
     doc: {
       operationId: "getRuntimeStatus",
-      summary: "Version, mode, uptime, providers and the e-stop",
+      summary: "Version, mode, uptime, providers, the e-stop and the run registry",
       tag: "runtime",
       response: "RuntimeStatusResponse",
     },
@@ -43,6 +43,8 @@ function runtimeStatus({ services }: RouteContext): Response {
     providers,
     device_count: providers.reduce((n, p) => n + p.device_count, 0),
     estop: services.estop.status(),
+    // Project addition: a run registry that could not start answers the runs API 503; here is why.
+    runs: services.runs.info(),
   });
 }
 
