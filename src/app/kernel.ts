@@ -61,7 +61,7 @@ import {
   tokenChangesText,
 } from "../http/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
-import { type RunCallEntry, RunRegistry } from "../runs/mod.ts";
+import { type InterruptedCall, RunRegistry } from "../runs/mod.ts";
 import { History, IncidentRecorder, qualityName, ringValue } from "../history/mod.ts";
 import {
   loadInfluxClient,
@@ -220,7 +220,7 @@ export class Kernel {
    * Calls the audit journal's opening records `interrupted` (at most what its recovery scan
    * finds), kept for the run registry's start; null once it started.
    */
-  #interruptedCalls: RunCallEntry[] | null = [];
+  #interruptedCalls: InterruptedCall[] | null = [];
   /**
    * Write-ahead ids of the calls in flight when the open run opened or the last one closed (at
    * most AUDIT_MAX_UNSETTLED): their outcomes, recorded later, are no events of the open run.
@@ -270,6 +270,8 @@ export class Kernel {
       clock: host.clock,
       log,
       mode: () => this.modes.current(),
+      // Stamped on each call's write-ahead record: an interrupted call goes to its own run.
+      runId: () => this.runs.openRunId(),
     });
     this.router = new CallRouter({
       registry: this.registry,
@@ -447,10 +449,11 @@ export class Kernel {
     // opening finds interrupted by the end of the previous process, of the run it left open
     // (handed to the run registry's start, which closes that run). A call decided before the
     // open run began (in flight when it opened) is not one of its events.
-    this.audit.onEntry((entry, intents) => {
+    this.audit.onEntry((entry, intents, runId) => {
       if (entry.action !== "call") return;
       if (this.#interruptedCalls !== null && entry.outcome === "interrupted") {
-        this.#interruptedCalls.push(JSON.parse(boundedEntryText(entry)));
+        const call = JSON.parse(boundedEntryText(entry));
+        this.#interruptedCalls.push(runId === undefined ? { call } : { call, runId });
       } else if (
         this.runs.openRunId() !== null &&
         !(intents.length > 0 && intents.every((id) => this.#callsBeforeRun.has(id)))

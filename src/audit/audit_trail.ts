@@ -194,6 +194,12 @@ export interface AuditTrailOptions {
   readonly mode: () => string;
   /** Randomness of the process's write-ahead ids (default crypto.getRandomValues). */
   readonly random?: (bytes: Uint8Array) => void;
+  /**
+   * The run open now (src/runs/), or null: stamped on every write-ahead record (`run_id`), so
+   * that a call the next start finds interrupted goes to the run it was decided in by identity,
+   * not by comparing wall times a stepped host clock can reorder.
+   */
+  readonly runId?: () => string | null;
 }
 
 /** Where the journal lives and its bounds (`audit.*`). */
@@ -205,9 +211,17 @@ export interface AuditJournalOptions {
   readonly maxFiles: number;
 }
 
-/** Called with every entry once it is closed (the run registry records calls as run events). */
-/** `intents`: the write-ahead ids of the calls the entry settles (see inFlightCalls). */
-export type AuditEntryListener = (entry: AuditEntry, intents: readonly string[]) => void;
+/**
+ * Called with every entry once it is closed (the run registry records calls as run events).
+ * `intents`: the write-ahead ids of the calls the entry settles (see inFlightCalls). `runId`, for
+ * an `interrupted` entry only: the run its write-ahead record names (null: no run was open;
+ * undefined: the record names none, as an older version wrote it).
+ */
+export type AuditEntryListener = (
+  entry: AuditEntry,
+  intents: readonly string[],
+  runId?: string | null,
+) => void;
 
 /** A call written ahead whose outcome is not recorded yet (in flight): its id and decision. */
 export interface AuditInFlightCall {
@@ -233,6 +247,8 @@ interface IntentRecord {
   function: string | null;
   args: Readonly<Record<string, unknown>> | null;
   mode: string;
+  /** The run open when the call was decided (AuditTrailOptions.runId); absent in older records. */
+  run_id?: string | null;
 }
 
 const INTENT_PREFIX = '{"intent":';
@@ -330,6 +346,7 @@ export class AuditTrail implements AuditSink {
         function: call.function ?? null,
         args: call.args ?? null,
         mode,
+        ...(this.#o.runId ? { run_id: this.#o.runId() } : {}),
       };
       const line = bounded(record as unknown as Record<string, unknown>).text;
       if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
@@ -542,14 +559,14 @@ export class AuditTrail implements AuditSink {
   }
 
   /** Numbers, bounds and journals a closed entry; `intents`: the write-ahead ids it settles. */
-  #emit(raw: AuditEntry, intents: readonly string[]): void {
+  #emit(raw: AuditEntry, intents: readonly string[], runId?: string | null): void {
     raw.seq = ++this.#seq;
     this.#entriesTotal++;
     for (const id of intents) this.#unsettled.delete(id);
     const { entry, text } = boundedEntry(raw);
     for (const listener of this.#listeners) {
       try {
-        listener(entry, intents);
+        listener(entry, intents, runId);
       } catch (err) {
         this.#log.error(`audit listener failed: ${errorMessage(err)}`);
       }
@@ -635,26 +652,30 @@ export class AuditTrail implements AuditSink {
         `audit: a call to ${r.device_handle} ${r.function} was written ahead by an earlier ` +
           `process without an outcome: recorded as interrupted`,
       );
-      this.#emit({
-        seq: 0,
-        time_epoch_ms: r.time_epoch_ms,
-        first_time_epoch_ms: r.time_epoch_ms,
-        last_time_epoch_ms: r.time_epoch_ms,
-        count: 1,
-        origin: r.origin,
-        action: "call",
-        device_handle: r.device_handle,
-        function: r.function,
-        args: r.args,
-        mode: r.mode,
-        outcome: "interrupted",
-        reason: "the runtime ended after this call passed every check and before its outcome " +
-          "was recorded: the provider may or may not have received it; its answer, and any " +
-          "repeats of it, are not known",
-        refused_by: null,
-        result: null,
-        latency_ms: null,
-      }, [r.intent]);
+      this.#emit(
+        {
+          seq: 0,
+          time_epoch_ms: r.time_epoch_ms,
+          first_time_epoch_ms: r.time_epoch_ms,
+          last_time_epoch_ms: r.time_epoch_ms,
+          count: 1,
+          origin: r.origin,
+          action: "call",
+          device_handle: r.device_handle,
+          function: r.function,
+          args: r.args,
+          mode: r.mode,
+          outcome: "interrupted",
+          reason: "the runtime ended after this call passed every check and before its outcome " +
+            "was recorded: the provider may or may not have received it; its answer, and any " +
+            "repeats of it, are not known",
+          refused_by: null,
+          result: null,
+          latency_ms: null,
+        },
+        [r.intent],
+        typeof r.run_id === "string" || r.run_id === null ? r.run_id : undefined,
+      );
     }
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
   }

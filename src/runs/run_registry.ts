@@ -103,14 +103,27 @@ export type RunCallEntry =
   }
   & Record<string, unknown>;
 
+/** A call the audit trail found in flight when the previous process ended. */
+export interface InterruptedCall {
+  /** Its audit entry (outcome `interrupted`), the event's payload. */
+  readonly call: RunCallEntry;
+  /**
+   * The run open when it was decided (its write-ahead record says), null when none was; absent
+   * when the record does not say (an older version wrote it): then the latest run started at or
+   * before the call's wall time.
+   */
+  readonly runId?: string | null;
+}
+
 /** What the start is handed besides the journal. */
 export interface RunStartInput {
   /**
    * Calls the audit trail found in flight when the previous process ended (outcome
-   * `interrupted`): each is an event of the run open when it was made (the latest run started at
-   * or before it), when start closes that run as `abandoned`, written before its run_closed.
+   * `interrupted`): each is an event of the run open when it was made, when start closes that
+   * run as `abandoned`, written before its run_closed (none of a run already closed: its close
+   * recorded the calls then in flight).
    */
-  readonly interruptedCalls?: readonly RunCallEntry[];
+  readonly interruptedCalls?: readonly InterruptedCall[];
 }
 
 /** Called after a run opened, closed or got a marker (the runtime forwards it to telemetry). */
@@ -443,18 +456,26 @@ export class RunRegistry {
     this.#retryTimer = null;
   }
 
-  /** The calls of each run: the latest run started at or before a call is its run, if any. */
-  #callsByRun(calls: readonly RunCallEntry[]): Map<string, RunCallEntry[]> {
+  /**
+   * The calls of each run: the run the call's record names (identity: a wall clock stepped back
+   * after a run opened cannot move its calls to an earlier run); for a record naming none (an
+   * older version), the latest run started at or before the call's wall time, if any. In the
+   * order given (the audit trail's: the order they were decided in, not their wall times).
+   */
+  #callsByRun(calls: readonly InterruptedCall[]): Map<string, RunCallEntry[]> {
     const byRun = new Map<string, RunCallEntry[]>();
-    const sorted = [...calls].sort((a, b) => a.first_time_epoch_ms - b.first_time_epoch_ms);
-    for (const call of sorted) {
+    for (const { call, runId } of calls) {
       let owner: string | null = null;
-      let ownerStart = -Infinity;
-      for (const id of this.#order) {
-        const started = this.#runs.get(id)!.started_at_epoch_ms;
-        if (started <= call.first_time_epoch_ms && started >= ownerStart) {
-          owner = id;
-          ownerStart = started;
+      if (runId !== undefined) {
+        owner = runId !== null && this.#runs.has(runId) ? runId : null;
+      } else {
+        let ownerStart = -Infinity;
+        for (const id of this.#order) {
+          const started = this.#runs.get(id)!.started_at_epoch_ms;
+          if (started <= call.first_time_epoch_ms && started >= ownerStart) {
+            owner = id;
+            ownerStart = started;
+          }
         }
       }
       if (owner === null) continue;

@@ -783,3 +783,34 @@ Deno.test("boundedEntry cuts every text to AUDIT_MAX_TEXT_BYTES with a marker an
   const small = { ...base, ...short(base), args: null, reason: "x" };
   assert.equal(boundedEntry(small).entry, small);
 });
+
+Deno.test("AuditTrail gives an interrupted call the run open when it was decided (write-ahead run_id), whatever the wall clock did", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    let openRun: string | null = "lab1-RUN2";
+    const before = new AuditTrail({
+      clock: time,
+      log: testLogger(),
+      mode: () => "MANUAL",
+      runId: () => openRun,
+    });
+    await before.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    time.stepWall(-3_600_000); // NTP steps the host clock back an hour
+    assert.ok(await before.writeAhead(call(0.2)));
+    openRun = null;
+    time.advance(5);
+    assert.ok(await before.writeAhead(call(0.3)));
+    await before.query({ limit: 1 }); // everything queued so far is written
+
+    const after = trail(time);
+    const seen: Array<[unknown, string | null | undefined]> = [];
+    after.onEntry((e, _intents, runId) => seen.push([e.args?.duty, runId]));
+    await after.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    assert.deepEqual(seen, [
+      [{ type: "double", double: 0.2 }, "lab1-RUN2"],
+      [{ type: "double", double: 0.3 }, null],
+    ]);
+    await after.close();
+    await before.close();
+  });
+});

@@ -391,7 +391,8 @@ Deno.test("RunRegistry.start writes the calls interrupted by a crash into the ru
       outcome: "interrupted",
     });
     const b = await harness(dir, {}, new ManualClock(0, T0 + 60000), {
-      interruptedCalls: [call(T0 + 150, "set_duty"), call(T0 + 5, "in_closed"), call(T0 - 1, "x")],
+      interruptedCalls: [call(T0 + 150, "set_duty"), call(T0 + 5, "in_closed"), call(T0 - 1, "x")]
+        .map((c) => ({ call: c })),
     });
     try {
       deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
@@ -402,6 +403,48 @@ Deno.test("RunRegistry.start writes the calls interrupted by a crash into the ru
         [3, "run_closed", "abandoned", T0 + 60000],
       ]);
       equal(events[1]!.payload.outcome, "interrupted");
+      const before = (await b.registry.listEvents(earlier.run_id, {})).events;
+      deepEqual(before.map((e) => e.category), ["run_opened", "run_closed"]);
+    } finally {
+      await b.registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry.start gives an interrupted call to the run it names, not by wall time: a clock stepped back after the run opened does not drop it", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, {}, clock);
+    const { run: earlier } = await a.registry.open({});
+    clock.wall = T0 + 10;
+    await a.registry.close(earlier.run_id, {});
+    clock.wall = T0 + 100;
+    const { run } = await a.registry.open({});
+    await a.registry.shutdown(); // left open, as by a crash
+    // The host clock stepped back after the run opened: its call reads earlier than the run.
+    const call = (at: number, fn: string) => ({
+      first_time_epoch_ms: at,
+      device_handle: "sim0/motorctl0",
+      function: fn,
+      outcome: "interrupted",
+    });
+    const b = await harness(dir, {}, new ManualClock(0, T0 + 60000), {
+      interruptedCalls: [
+        { call: call(T0 + 50, "set_duty"), runId: run.run_id },
+        // Decided while no run was open (after the clock stepped): no run's event.
+        { call: call(T0 + 150, "none"), runId: null },
+        // Decided in the closed run (its close recorded it in flight): not written again.
+        { call: call(T0 + 120, "in_closed"), runId: earlier.run_id },
+      ],
+    });
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      const events = (await b.registry.listEvents(run.run_id, {})).events;
+      deepEqual(events.map((e) => [e.sequence, e.category, e.type, e.occurred_at_epoch_ms]), [
+        [1, "run_opened", "", T0 + 100],
+        [2, "call", "sim0/motorctl0 set_duty", T0 + 50],
+        [3, "run_closed", "abandoned", T0 + 60000],
+      ]);
       const before = (await b.registry.listEvents(earlier.run_id, {})).events;
       deepEqual(before.map((e) => e.category), ["run_opened", "run_closed"]);
     } finally {

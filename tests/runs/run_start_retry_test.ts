@@ -96,7 +96,7 @@ Deno.test("RunRegistry: a retried start writes the interrupted calls of the aban
   };
   const registry = registryOn(files, clock);
   files.syncFails = true;
-  await registry.start({ interruptedCalls: [call] });
+  await registry.start({ interruptedCalls: [{ call }] });
   assert.equal(registry.info().available, false);
   files.syncFails = false;
   await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
