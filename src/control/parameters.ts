@@ -184,8 +184,9 @@ export class ParameterStore implements ParameterService {
   /**
    * Replaces the declarations (configuration reload): a parameter declared exactly as before
    * keeps its value, a new or changed declaration starts at its default, one no longer declared
-   * disappears. A value that changes (a reset to the default) is published as parameter_change
-   * and recorded in the audit trail with `source` (default: a configuration reload).
+   * disappears. A value that changes (a reset to the default), a new parameter (old value "")
+   * and a removed one (new value "") are published as parameter_change and recorded in the audit
+   * trail with `source` (default: a configuration reload).
    */
   redeclare(
     parameters: readonly ParameterConfig[],
@@ -220,8 +221,9 @@ export class ParameterStore implements ParameterService {
       this.#defs.set(def.name, def);
       this.#values.set(def.name, value);
       const old = oldValues.get(def.name);
-      if (prev !== undefined && old !== value) {
-        this.#recordReset(def.name, prev, old!, def, value, source);
+      // A new parameter is a change of what the machine runs with too (old_value "", from null).
+      if (prev === undefined || old !== value) {
+        this.#recordReset(def.name, prev ?? null, old ?? null, def, value, source);
       }
     }
     // A parameter no longer declared is gone with its value: as much a change of what the machine
@@ -233,11 +235,14 @@ export class ParameterStore implements ParameterService {
     }
   }
 
-  /** Publishes and records a value a redeclaration changed (`value` null: removed). */
+  /**
+   * Publishes and records a value a redeclaration changed (`value` null: removed; `prev` and
+   * `old` null: added).
+   */
   #recordReset(
     name: string,
-    prev: ParameterConfig,
-    old: ParameterValue,
+    prev: ParameterConfig | null,
+    old: ParameterValue | null,
     def: ParameterConfig | null,
     value: ParameterValue | null,
     source: AuditOrigin,
@@ -245,7 +250,7 @@ export class ParameterStore implements ParameterService {
     this.#o.bus.publish({
       kind: "parameter_change",
       parameter_name: name,
-      old_value: parameterValueText(prev.type, old),
+      old_value: prev === null || old === null ? "" : parameterValueText(prev.type, old),
       new_value: def === null || value === null ? "" : parameterValueText(def.type, value),
       timestamp_ms: this.#o.clock.nowMs(),
     });

@@ -120,3 +120,41 @@ Deno.test("Kernel.reload that changes only automation.tick_rate_hz while a run i
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload that adds a parameter while a run is open records it as a parameter_change event of the run, as it does a removed one", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(a));
+    try {
+      const { run } = await rt.runs.open({});
+      const declared = rt.config.automation.parameters;
+      const fresh = { name: "soak_s", type: "int64" as const, default: 5, allowedValues: [] };
+      let report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, parameters: [...declared, fresh] },
+      });
+      assert.deepEqual(report.refused, []);
+      assert.equal(rt.parameters!.value("soak_s"), 5);
+      report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, parameters: declared },
+      });
+      assert.deepEqual(report.refused, []);
+      await rt.runs.close(run.run_id, {});
+      const events = (await rt.runs.listEvents(run.run_id, {})).events;
+      assert.deepEqual(
+        events.filter((e) => e.category === "parameter_change").map((e) => [e.type, e.payload]),
+        [
+          ["soak_s", { parameter_name: "soak_s", old_value: "", new_value: "5" }],
+          ["soak_s", { parameter_name: "soak_s", old_value: "5", new_value: "" }],
+        ],
+        "the run says a parameter came, with its value, and went",
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});

@@ -83,12 +83,12 @@ Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid defaul
   assert.deepStrictEqual(s.list().map((p) => [p.name, p.value]), [["temp", 20], ["fresh", true]]);
   assert.strictEqual(s.value("profile"), undefined, "removed");
   assert.strictEqual(s.value("bad"), undefined, "an invalid default is not declared");
-  // temp reset 55 -> 20; profile removed (new_value ""). A new parameter publishes nothing.
+  // temp reset 55 -> 20; fresh added (old_value ""); profile removed (new_value "").
   assert.deepStrictEqual(
     events.map((e) =>
       e.kind === "parameter_change" ? [e.parameter_name, e.old_value, e.new_value] : e.kind
     ),
-    [["temp", "55.000000", "20.000000"], ["profile", "eco", ""]],
+    [["temp", "55.000000", "20.000000"], ["fresh", "", "true"], ["profile", "eco", ""]],
   );
   // Declared again exactly as now: no event, value kept.
   s.set("temp", 42);
@@ -111,7 +111,7 @@ Deno.test("ParameterStore.redeclare records each reset of a value in the audit t
   s.redeclare([
     { ...BASE[0]!, max: 50, default: 20 }, // 55 refused: reset 55 -> 20
     { ...BASE[1]!, allowedValues: ["eco", "max"] }, // boost refused: reset boost -> eco
-    { name: "fresh", type: "bool", default: true, allowedValues: [] }, // new: not a reset
+    { name: "fresh", type: "bool", default: true, allowedValues: [] }, // new: recorded
   ]);
   // Declared as before, or a value still accepted: nothing to record; removed (fresh): recorded.
   s.redeclare([{ ...BASE[0]!, max: 50, default: 20 }, { ...BASE[1]!, allowedValues: ["eco"] }]);
@@ -132,6 +132,15 @@ Deno.test("ParameterStore.redeclare records each reset of a value in the audit t
       function: "profile",
       args: { value: "eco", from: "boost" },
       result: { value: "eco" },
+      latency_ms: 0,
+    },
+    {
+      action: "parameter",
+      origin: { kind: "reload" },
+      outcome: "accepted",
+      function: "fresh",
+      args: { value: true, from: null },
+      result: { value: true },
       latency_ms: 0,
     },
     {

@@ -213,7 +213,13 @@ Deno.test("ParameterStore.redeclare keeps values the new declarations accept, re
     events.map((e) =>
       e.kind === "parameter_change" ? [e.parameter_name, e.old_value, e.new_value] : e.kind
     ),
-    // armed and label are no longer declared: removed (new_value "").
-    [["count", "7", "5"], ["profile", "boost", "eco"], ["armed", "false", ""], ["label", "", ""]],
+    // fresh is new (old_value ""); armed and label are no longer declared: removed (new_value "").
+    [
+      ["count", "7", "5"],
+      ["profile", "boost", "eco"],
+      ["fresh", "", "true"],
+      ["armed", "false", ""],
+      ["label", "", ""],
+    ],
   );
 });
