@@ -499,6 +499,26 @@ Deno.test("AutomationEngine forgets the replaced tree's failed calls: status nam
   engine.stop();
 });
 
+Deno.test("AutomationEngine keeps the tree's failed calls when a reload changes only its tick rate: the same tree's outage is still named", async () => {
+  const { engine, modes } = setup(SLEEP);
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  const abort = new AbortController();
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(engine.services.callDevice("sim0/motorctl0", "f", {}, abort.signal));
+  }
+  assert.deepEqual(engine.status().device_outages.map((o) => o.device_handle), ["sim0/motorctl0"]);
+  assert.equal(await engine.reloadTree(TREE, 20), "retimed");
+  assert.deepEqual(
+    engine.status().device_outages.map((o) => [o.device_handle, o.consecutive_failures]),
+    [["sim0/motorctl0", 2]],
+    "a tick rate change is no other tree: what its calls found still holds",
+  );
+  assert.match(engine.status().last_error ?? "", /device outage: sim0\/motorctl0/);
+  engine.stop();
+});
+
 Deno.test("AutomationEngine refuses AUTO while the tree reads a parameter the store does not declare (a reload's parameters not applied yet)", async () => {
   const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
   const { engine, modes } = setup(SLEEP, { readFile: (path) => files[path]! });
