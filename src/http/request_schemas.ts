@@ -263,6 +263,13 @@ export const MARKER_BODY_SCHEMA: JsonSchema = {
       description: "Default: now.",
       "x-errors": { "*": "must be a non-negative integer" },
     },
+    marker_id: {
+      type: ["string", "null"],
+      description: "The client's key for this marker (project addition; 1 to 128 characters, " +
+        "checked by the run registry): a repeat within the run answers the marker recorded " +
+        "first and writes nothing (a retry after a lost answer).",
+      "x-errors": { type: "must be a string, got {type}" },
+    },
   },
   "x-errors": {
     absent: "must be a JSON object with a type",
@@ -321,4 +328,5 @@ export interface MarkerBody {
   readonly type: string;
   readonly payload?: Record<string, unknown> | null;
   readonly occurred_at_epoch_ms?: number | null;
+  readonly marker_id?: string | null;
 }

@@ -43,6 +43,7 @@ export function markerRequest(body: MarkerBody): MarkerRequest {
   const out: { -readonly [K in keyof MarkerRequest]: MarkerRequest[K] } = { type: body.type };
   if (body.payload != null) out.payload = body.payload;
   if (body.occurred_at_epoch_ms != null) out.occurred_at_epoch_ms = body.occurred_at_epoch_ms;
+  if (body.marker_id != null) out.marker_id = body.marker_id;
   return out;
 }
 

@@ -196,6 +196,14 @@ export const MAX_RUN_JSON_DEPTH = 32;
 const MAX_STORED_JSON_DEPTH = MAX_RUN_JSON_DEPTH + 4;
 const MAX_LINE_BYTES = 256 * 1024;
 export const MAX_MARKER_TYPE_CHARS = 256;
+/** Longest client `marker_id`. */
+export const MAX_MARKER_ID_CHARS = 128;
+/**
+ * Client marker ids the open run remembers (the oldest forgotten first): a retry of a marker
+ * whose answer was lost, sent within this many markers, is answered, not recorded again. About
+ * 250 bytes each (the id and a SHA-256 of the marker), forgotten when the run closes.
+ */
+export const MARKER_IDS_KEPT = 1000;
 /** Bus events of the open run waiting for the disk at most; more are dropped and counted. */
 export const MAX_PENDING_BUS_EVENTS = 1000;
 /** Longest time between a bus event's write and its fsync. */
@@ -260,6 +268,8 @@ interface OpenRun {
    * the retried close writes only the record, with this event's reason and time.
    */
   closedEvent: RunEvent | null;
+  /** Client marker ids (MarkerRequest.marker_id) -> the marker's sequence and digest, oldest first. */
+  markerIds: Map<string, { sequence: number; digest: string }>;
 }
 
 type Body = Record<string, unknown>;
@@ -618,6 +628,7 @@ export class RunRegistry {
         notRecorded: 0,
         whileClosing: 0,
         closedEvent: null,
+        markerIds: new Map(),
       };
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
@@ -763,8 +774,16 @@ export class RunRegistry {
   async addMarker(runId: string, marker: MarkerRequest): Promise<{ event: RunEvent }> {
     this.#requireReady();
     const run = this.#runOrThrow(runId);
-    const { type, occurred_at_epoch_ms: occurred } = marker;
+    const { type, occurred_at_epoch_ms: occurred, marker_id: markerId } = marker;
     const payload = marker.payload ?? {};
+    if (
+      markerId !== undefined &&
+      (typeof markerId !== "string" || markerId === "" || markerId.length > MAX_MARKER_ID_CHARS)
+    ) {
+      throw invalidArgument(
+        `marker_id: must be a string of 1 to ${MAX_MARKER_ID_CHARS} characters`,
+      );
+    }
     if (typeof type !== "string" || type === "") {
       throw invalidArgument("type: must be a non-empty string");
     }
@@ -782,50 +801,85 @@ export class RunRegistry {
       throw invalidArgument("occurred_at_epoch_ms: must be a non-negative integer");
     }
     const stored = structuredClone(payload) as Record<string, unknown>;
-    return await this.#serial(async () => {
-      this.#requireReady();
-      const open = this.#open;
-      if (run.state !== "open" || !open || open.run !== run) {
-        throw failedPrecondition(`Run is closed: ${runId}`);
-      }
-      if (open.closedEvent !== null) {
-        throw failedPrecondition(
-          `Run is closing: ${runId} (its run_closed event is written, its close record is not: ` +
-            `retry the close)`,
+    // What a repeat must match: the same type, payload and (given) time.
+    const digest = markerId === undefined
+      ? ""
+      : await sha256Hex(JSON.stringify([type, stored, occurred ?? null]));
+    const answer = await this.#serial(
+      async (): Promise<{ event: RunEvent } | { repeat: number }> => {
+        this.#requireReady();
+        const open = this.#open;
+        if (run.state !== "open" || !open || open.run !== run) {
+          throw failedPrecondition(`Run is closed: ${runId}`);
+        }
+        const seen = markerId === undefined ? undefined : open.markerIds.get(markerId);
+        if (seen !== undefined) {
+          if (seen.digest !== digest) {
+            throw failedPrecondition(
+              `Run ${runId}: marker_id ${markerId} already names another marker ` +
+                `(sequence ${seen.sequence}): a retry must repeat its type, payload and time`,
+            );
+          }
+          return { repeat: seen.sequence };
+        }
+        if (open.closedEvent !== null) {
+          throw failedPrecondition(
+            `Run is closing: ${runId} (its run_closed event is written, its close record is not: ` +
+              `retry the close)`,
+          );
+        }
+        const now = this.#opts.clock.nowMs();
+        const event = this.#event(
+          runId,
+          open.nextSequence,
+          "annotation",
+          type,
+          occurred ?? now,
+          now,
+          stored,
         );
-      }
-      const now = this.#opts.clock.nowMs();
-      const event = this.#event(
-        runId,
-        open.nextSequence,
-        "annotation",
-        type,
-        occurred ?? now,
-        now,
-        stored,
-      );
-      const line = JSON.stringify(event);
-      const size = utf8Length(line);
-      if (size > MAX_RECORD_BYTES) {
-        throw invalidArgument(`marker exceeds ${MAX_RECORD_BYTES} bytes: shorten payload`);
-      }
-      if (open.bytes + size + 1 > this.#maxRunBytes) {
-        throw failedPrecondition(
-          `Run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
-            `no more markers; close the run and open another`,
-        );
-      }
-      open.nextSequence++;
-      open.bytes += size + 1;
-      try {
-        written(await open.writer.append(line, { sync: true }));
-      } catch (err) {
-        open.bytes -= size + 1; // not in the file (a failed write or fsync is cut back)
-        throw this.#ioError("write marker", err);
-      }
-      this.#emit(event, run);
-      return { event };
+        const line = JSON.stringify(event);
+        const size = utf8Length(line);
+        if (size > MAX_RECORD_BYTES) {
+          throw invalidArgument(`marker exceeds ${MAX_RECORD_BYTES} bytes: shorten payload`);
+        }
+        if (open.bytes + size + 1 > this.#maxRunBytes) {
+          throw failedPrecondition(
+            `Run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
+              `no more markers; close the run and open another`,
+          );
+        }
+        open.nextSequence++;
+        open.bytes += size + 1;
+        try {
+          written(await open.writer.append(line, { sync: true }));
+        } catch (err) {
+          open.bytes -= size + 1; // not in the file (a failed write or fsync is cut back)
+          throw this.#ioError("write marker", err);
+        }
+        if (markerId !== undefined) {
+          if (open.markerIds.size >= MARKER_IDS_KEPT) {
+            open.markerIds.delete(open.markerIds.keys().next().value!);
+          }
+          open.markerIds.set(markerId, { sequence: event.sequence, digest });
+        }
+        this.#emit(event, run);
+        return { event };
+      },
+    );
+    if ("event" in answer) return answer;
+    // A repeat: the marker recorded first, read back from the run's file (outside the queue).
+    const { events } = await this.listEvents(runId, {
+      after_sequence: answer.repeat - 1,
+      limit: 1,
     });
+    const first = events[0];
+    if (first === undefined || first.sequence !== answer.repeat) {
+      throw unavailable(
+        `Run ${runId}: marker ${answer.repeat} (marker_id ${markerId}) not read back`,
+      );
+    }
+    return { event: first };
   }
 
   /**
@@ -1502,6 +1556,12 @@ export class RunRegistry {
 /** A `call` event's type: `device_handle function`. */
 function callType(entry: RunCallEntry): string {
   return `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
+}
+
+/** SHA-256 of `text` (UTF-8) as hex. */
+async function sha256Hex(text: string): Promise<string> {
+  const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Throws the reason of a line that was not written (and fsync'd). */

@@ -26,6 +26,12 @@ export interface MarkerRequest {
   readonly payload?: Readonly<Record<string, unknown>>;
   /** Default: the time it is recorded. */
   readonly occurred_at_epoch_ms?: number;
+  /**
+   * The client's key for this marker (1 to MAX_MARKER_ID_CHARS characters): a repeat within the
+   * run answers the marker recorded first and writes nothing; the same key for another marker is
+   * FAILED_PRECONDITION. The open run remembers its last MARKER_IDS_KEPT keys.
+   */
+  readonly marker_id?: string;
 }
 
 /** A page of a list. `limit` < 1 or absent takes the default; above the maximum it is clamped. */

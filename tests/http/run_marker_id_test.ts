@@ -1,0 +1,56 @@
+/**
+ * POST /v0/runs/{id}/events with a client `marker_id`: a retry of a marker whose answer was lost
+ * (the connection dropped after the fsync) answers the marker recorded the first time and writes
+ * nothing; the same id for another marker is 409.
+ */
+import assert from "node:assert/strict";
+import { journalFiles, systemClock } from "../../src/host/mod.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+
+Deno.test("POST /v0/runs/{id}/events: a repeat of a marker_id within the run answers the first marker and records it once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "http-marker-id-" });
+  const runs = new RunRegistry({
+    dataDir: dir,
+    runtimeName: "t",
+    pollingIntervalMs: 100,
+    files: journalFiles,
+    clock: systemClock,
+    logger: testLogger(),
+  });
+  await runs.start();
+  const fx = await startHttpFixture({ start: false, services: { runs } });
+  try {
+    const { run } = await runs.open({});
+    const path = `/v0/runs/${run.run_id}/events`;
+    const body = { type: "valve_opened", payload: { valve: "v1" }, marker_id: "c-7f3a-0001" };
+    const first = await fx.request("POST", path, { body });
+    assert.equal(first.status, 200, first.text);
+    const again = await fx.request("POST", path, { body });
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.json.event, first.json.event, "the retry answers the first marker");
+    const other = await fx.request("POST", path, {
+      body: { ...body, payload: { valve: "v2" } },
+    });
+    assert.equal(other.status, 409, other.text);
+    assert.match(other.json.status.message, /marker_id c-7f3a-0001 already names another marker/);
+    // Without a marker_id nothing is deduplicated.
+    const plain = { type: "valve_opened", payload: { valve: "v1" } };
+    assert.equal((await fx.request("POST", path, { body: plain })).status, 200);
+    assert.equal((await fx.request("POST", path, { body: plain })).status, 200);
+    const events = (await runs.listEvents(run.run_id, {})).events;
+    assert.deepEqual(
+      events.filter((e) => e.category === "annotation").map((e) => e.sequence),
+      [2, 3, 4],
+      "the marker_id'd marker once, the plain ones twice",
+    );
+    const bad = await fx.request("POST", path, { body: { type: "x", marker_id: "" } });
+    assert.equal(bad.status, 400, bad.text);
+    await runs.close(run.run_id, {});
+  } finally {
+    await fx.close();
+    await runs.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
