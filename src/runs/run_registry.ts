@@ -402,6 +402,8 @@ export class RunRegistry {
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
       await this.#replay();
+      // New ids sort after every kept run's, whatever the clock did since they were made.
+      for (const id of this.#order) this.#ulid.advancePast(id.slice(-26));
       const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
       await journal.open();
       this.#journal = journal;

@@ -30,6 +30,23 @@ export class UlidGenerator {
     this.#random = options.random ?? ((b) => crypto.getRandomValues(b));
   }
 
+  /**
+   * Makes every later id greater than `ulid` (one an earlier process made: a restart whose clock
+   * is behind the previous process's must not make ids that sort before that process's).
+   * Nothing when `ulid` is not a ULID or not greater than the last id made.
+   */
+  advancePast(ulid: string): void {
+    if (!ULID_PATTERN.test(ulid)) return;
+    const time = decodeTime(ulid.slice(0, 10));
+    const random = decodeRandom(ulid.slice(10));
+    const last = this.#lastTime < 0
+      ? ""
+      : encodeTime(this.#lastTime) + encodeRandom(this.#lastRandom);
+    if (ulid <= last) return;
+    this.#lastTime = time;
+    this.#lastRandom.set(random);
+  }
+
   /** The next id; strictly greater than every id this generator returned before. */
   next(): string {
     let time = Math.min(MAX_TIME, Math.max(0, Math.floor(this.#now())));
@@ -68,6 +85,23 @@ function encodeTime(time: number): string {
     t = Math.floor(t / 32);
   }
   return out;
+}
+
+function decodeTime(text: string): number {
+  let t = 0;
+  for (const c of text) t = t * 32 + ALPHABET.indexOf(c);
+  return Math.min(MAX_TIME, t);
+}
+
+function decodeRandom(text: string): Uint8Array {
+  let n = 0n;
+  for (const c of text) n = (n << 5n) | BigInt(ALPHABET.indexOf(c));
+  const bytes = new Uint8Array(RANDOM_BYTES);
+  for (let i = RANDOM_BYTES - 1; i >= 0; i--) {
+    bytes[i] = Number(n & 255n);
+    n >>= 8n;
+  }
+  return bytes;
 }
 
 function encodeRandom(bytes: Uint8Array): string {

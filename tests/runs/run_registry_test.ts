@@ -453,6 +453,34 @@ Deno.test("RunRegistry.start gives an interrupted call to the run it names, not 
   });
 });
 
+Deno.test("RunRegistry ids keep sorting by opening order across a restart whose clock is behind the previous process's, and the before cursor of a removed run pages on", async () => {
+  await withDir(async (dir) => {
+    const a = await harness(dir, { maxRuns: 2 }, new ManualClock(0, T0 + 3_600_000));
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { run } = await a.registry.open({});
+      await a.registry.close(run.run_id, {});
+      ids.push(run.run_id);
+    }
+    await a.registry.shutdown();
+    // The host clock was an hour ahead and NTP stepped it back before this start.
+    const b = await harness(dir, { maxRuns: 2 }, new ManualClock(0, T0));
+    try {
+      const { run } = await b.registry.open({});
+      await b.registry.close(run.run_id, {});
+      ids.push(run.run_id);
+      const ulids = ids.map((id) => id.slice(-26));
+      deepEqual([...ulids].sort(), ulids, "ids sort in the order the runs opened");
+      // Retention removed the oldest (ids[0]): a client paging with it as cursor gets the runs
+      // opened before it (none), not the newer ones again.
+      await rejects(b.registry.get(ids[0]!), /not found/i);
+      deepEqual((await b.registry.list({ before: ids[0]! })).runs.map((r) => r.run_id), []);
+    } finally {
+      await b.registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry skips corrupt journal lines and keeps appending cleanly", async () => {
   await withDir(async (dir) => {
     const a = await harness(dir);
