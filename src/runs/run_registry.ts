@@ -272,6 +272,14 @@ interface OpenRun {
   markerIds: Map<string, { sequence: number; digest: string }>;
 }
 
+/** An event of the open run not yet given its sequence number. */
+interface QueuedEvent {
+  readonly category: RunEventCategory;
+  readonly type: string;
+  readonly occurred: number;
+  readonly payload: Record<string, unknown>;
+}
+
 type Body = Record<string, unknown>;
 
 function isObject(v: unknown): v is Body {
@@ -362,6 +370,12 @@ export class RunRegistry {
   /** The pending retry of a failed start, and the wait before the next one. */
   #retryTimer: TimerId | null = null;
   #retryDelayMs = RUN_START_RETRY_MS;
+  /**
+   * Events that came while a run's open was being written (it has started: its started_at is
+   * taken first), at most MAX_PENDING_BUS_EVENTS: queued as its events once the open is durable,
+   * dropped with it when the open fails. Null while no open is being written.
+   */
+  #whileOpening: QueuedEvent[] | null = null;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -601,6 +615,8 @@ export class RunRegistry {
       const event = this.#event(run.run_id, 1, "run_opened", "", now, now, {});
       const writer = this.#writer(this.#eventFile(run.run_id), MAX_PENDING_BUS_EVENTS);
       let opened = 0;
+      // The run has started (at `now`): what comes while its open is written is its own.
+      this.#whileOpening = [];
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
         // record is the commit point.
@@ -609,6 +625,7 @@ export class RunRegistry {
         opened = utf8Length(line) + 1;
         await this.#appendJournal(record);
       } catch (err) {
+        this.#whileOpening = null; // of no run: the open failed
         await writer.close();
         // No run names the file (a failed write is cut back, runs.jsonl's record too): not left
         // as an orphan for every start to warn about.
@@ -632,6 +649,9 @@ export class RunRegistry {
         closedEvent: null,
         markerIds: new Map(),
       };
+      const came = this.#whileOpening ?? [];
+      this.#whileOpening = null;
+      for (const e of came) this.#queueEvent(e.category, e.type, e.occurred, e.payload);
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };
@@ -1031,7 +1051,19 @@ export class RunRegistry {
     payload: Record<string, unknown>,
   ): void {
     const open = this.#open;
-    if (!open || this.#state !== "ready") return;
+    if (this.#state !== "ready") return;
+    if (!open) {
+      const opening = this.#whileOpening;
+      if (opening === null) return;
+      if (opening.length >= MAX_PENDING_BUS_EVENTS) {
+        this.#droppedBusEvent(
+          `${MAX_PENDING_BUS_EVENTS} events came while a run's open was written`,
+        );
+        return;
+      }
+      opening.push({ category, type, occurred, payload });
+      return;
+    }
     if (open.closedEvent !== null && !open.closing) {
       this.#droppedBusEvent(`the open run's run_closed is written, its close record is not`);
       return;
