@@ -455,7 +455,9 @@ export class Kernel {
         const call = JSON.parse(boundedEntryText(entry));
         this.#interruptedCalls.push(runId === undefined ? { call } : { call, runId });
       } else if (
-        this.runs.openRunId() !== null &&
+        // The registry keeps it when a run is open, or has started and its open is being
+        // written (openRunId() is still null then); else it drops it.
+        this.runs.acceptsEvents() &&
         !(intents.length > 0 && intents.every((id) => this.#callsBeforeRun.has(id)))
       ) {
         this.runs.recordCall(JSON.parse(boundedEntryText(entry)));

@@ -559,6 +559,14 @@ export class RunRegistry {
     });
   }
 
+  /**
+   * Whether an event recorded now is one of a run's: a run is open, or has started and its open
+   * is being written (its id is not given out until that is durable).
+   */
+  acceptsEvents(): boolean {
+    return this.#state === "ready" && (this.#open !== null || this.#whileOpening !== null);
+  }
+
   /** Id of the open run, or null (automation status reports it). */
   openRunId(): string | null {
     return this.#open?.run.run_id ?? null;
