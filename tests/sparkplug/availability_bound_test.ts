@@ -4,63 +4,17 @@
  * the bound (each flap was a DDEATH and a DBIRTH more, without limit). What the host must learn
  * goes out once writes complete: the device's state as it is then (born again, or dead).
  *
- * The MQTT session is a test double (the replay_walk_test.ts style): completing the broker's
+ * The MQTT session is a test double (tests/helpers/held_session.ts): completing the broker's
  * writes at will is what shows the in-flight bound.
  */
 import assert from "node:assert/strict";
-import type { DeviceCapabilities, MqttSession } from "../../src/common/mod.ts";
+import type { DeviceCapabilities } from "../../src/common/mod.ts";
 import type { InventoryReader } from "../../src/state/mod.ts";
-import {
-  decode,
-  MAX_IN_FLIGHT,
-  sparkplugDeviceId,
-  SparkplugEdgeNode,
-} from "../../src/sparkplug/mod.ts";
+import { MAX_IN_FLIGHT, sparkplugDeviceId, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { HeldSession } from "../helpers/held_session.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { testLogger } from "../helpers/kernel.ts";
-
-/** A session whose writes complete only when the test says so. */
-class HeldSession implements MqttSession {
-  connected = false;
-  readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
-  #held: (() => void)[] = [];
-  readonly #connect: (() => void)[] = [];
-
-  publish(topic: string, payload: Uint8Array): Promise<void> {
-    this.published.push({ topic, payload: decode(payload) });
-    return new Promise((resolve) => this.#held.push(resolve));
-  }
-  subscribe(): Promise<void> {
-    return Promise.resolve();
-  }
-  onConnect(l: () => void): void {
-    this.#connect.push(l);
-  }
-  onClose(): void {}
-  onMessage(): void {}
-  onError(): void {}
-  end(): Promise<void> {
-    this.connected = false;
-    return Promise.resolve();
-  }
-  get inFlight(): number {
-    return this.#held.length;
-  }
-  up(): void {
-    this.connected = true;
-    for (const l of this.#connect) l();
-  }
-  /** Completes one write outstanding (the oldest). */
-  completeOne(): void {
-    this.#held.shift()?.();
-  }
-  complete(): void {
-    const held = this.#held;
-    this.#held = [];
-    for (const r of held) r();
-  }
-}
 
 const P = "p0";
 const D = "dev0";

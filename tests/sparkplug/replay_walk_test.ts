@@ -8,25 +8,18 @@
  * Also the births' signal timestamps: the time the runtime received the value, whatever the
  * provider's clock says.
  *
- * The MQTT session is a test double here (and only here: the other tests of store and forward run
- * against Mosquitto): completing the broker's writes at will is what shows the in-flight bound,
- * and a real broker gives no such handle.
+ * The MQTT session is a test double here (tests/helpers/held_session.ts; the other tests of store
+ * and forward run against Mosquitto): completing the broker's writes at will is what shows the
+ * in-flight bound, and a real broker gives no such handle.
  */
 import assert from "node:assert/strict";
-import type {
-  DeviceCapabilities,
-  MqttSession,
-  Quality,
-  SignalSpec,
-  TypedValue,
-} from "../../src/common/mod.ts";
+import type { DeviceCapabilities, Quality, SignalSpec, TypedValue } from "../../src/common/mod.ts";
 import type { PublishedEvent, RuntimeEvent } from "../../src/events/mod.ts";
 import { historyReplay } from "../../src/app/kernel.ts";
 import type { InventoryReader, SignalState } from "../../src/state/mod.ts";
 import {
   BDSEQ_SAVE_WAIT_MS,
   type BdSeqStore,
-  decode,
   MAX_IN_FLIGHT,
   type Metric,
   QUALITY_CODE,
@@ -34,59 +27,9 @@ import {
 } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { HeldSession } from "../helpers/held_session.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { testLogger } from "../helpers/kernel.ts";
-
-/** A session whose writes complete only when the test says so. */
-class HeldSession implements MqttSession {
-  connected = false;
-  /** Every message published, in publish order (decoded). */
-  readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
-  #held: (() => void)[] = [];
-  readonly #connect: (() => void)[] = [];
-  readonly #close: ((willUsed: boolean) => void)[] = [];
-
-  publish(topic: string, payload: Uint8Array): Promise<void> {
-    this.published.push({ topic, payload: decode(payload) });
-    return new Promise((resolve) => this.#held.push(resolve));
-  }
-  subscribe(): Promise<void> {
-    return Promise.resolve();
-  }
-  onConnect(l: () => void): void {
-    this.#connect.push(l);
-  }
-  onClose(l: (willUsed: boolean) => void): void {
-    this.#close.push(l);
-  }
-  onMessage(): void {}
-  onError(): void {}
-  /** The node's listeners go with the session (a new session registers its own). */
-  end(): Promise<void> {
-    this.connected = false;
-    this.#connect.length = 0;
-    this.#close.length = 0;
-    return Promise.resolve();
-  }
-  get inFlight(): number {
-    return this.#held.length;
-  }
-  up(): void {
-    this.connected = true;
-    for (const l of this.#connect) l();
-  }
-  down(): void {
-    this.connected = false;
-    for (const l of this.#close) l(true);
-  }
-  /** Completes every write outstanding now; returns how many. */
-  complete(): number {
-    const held = this.#held;
-    this.#held = [];
-    for (const r of held) r();
-    return held.length;
-  }
-}
 
 const P = "p0";
 const D = "dev0";

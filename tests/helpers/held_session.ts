@@ -1,0 +1,66 @@
+/**
+ * An MQTT session double whose writes complete only when the test says so: completing the
+ * broker's writes at will is what shows the edge node's in-flight bound (MAX_IN_FLIGHT), and a
+ * real broker gives no such handle. Shared by tests/sparkplug/replay_walk_test.ts and
+ * availability_bound_test.ts (the Mosquitto-backed counterpart is tests/helpers/held_mqtt.ts).
+ */
+import type { MqttSession } from "../../src/common/mod.ts";
+import { decode } from "../../src/sparkplug/mod.ts";
+
+/** A session whose writes complete only when the test says so. */
+export class HeldSession implements MqttSession {
+  connected = false;
+  /** Every message published, in publish order (decoded). */
+  readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
+  #held: (() => void)[] = [];
+  readonly #connect: (() => void)[] = [];
+  readonly #close: ((willUsed: boolean) => void)[] = [];
+
+  publish(topic: string, payload: Uint8Array): Promise<void> {
+    this.published.push({ topic, payload: decode(payload) });
+    return new Promise((resolve) => this.#held.push(resolve));
+  }
+  subscribe(): Promise<void> {
+    return Promise.resolve();
+  }
+  onConnect(l: () => void): void {
+    this.#connect.push(l);
+  }
+  onClose(l: (willUsed: boolean) => void): void {
+    this.#close.push(l);
+  }
+  onMessage(): void {}
+  onError(): void {}
+  /** The node's listeners go with the session (a new session registers its own). */
+  end(): Promise<void> {
+    this.connected = false;
+    this.#connect.length = 0;
+    this.#close.length = 0;
+    return Promise.resolve();
+  }
+  /** Writes outstanding now. */
+  get inFlight(): number {
+    return this.#held.length;
+  }
+  /** The broker connection comes up: the node's connect listeners run. */
+  up(): void {
+    this.connected = true;
+    for (const l of this.#connect) l();
+  }
+  /** The broker connection drops: the node's close listeners run. */
+  down(): void {
+    this.connected = false;
+    for (const l of this.#close) l(true);
+  }
+  /** Completes one write outstanding (the oldest). */
+  completeOne(): void {
+    this.#held.shift()?.();
+  }
+  /** Completes every write outstanding now; returns how many. */
+  complete(): number {
+    const held = this.#held;
+    this.#held = [];
+    for (const r of held) r();
+    return held.length;
+  }
+}
