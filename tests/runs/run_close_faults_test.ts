@@ -5,40 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-
-/** Faulty in-memory files whose appends wait while `gate` is set (a write under way). */
-class HeldFiles extends FaultyMemoryFiles {
-  gate: Promise<void> | null = null;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    return {
-      ...h,
-      append: async (text: string) => {
-        if (this.gate) await this.gate;
-        await h.append(text);
-      },
-    };
-  }
-}
+import { eventsOnDisk, registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
 Deno.test("a bus event that comes while a failing close is written is counted as dropped", async () => {
-  const files = new HeldFiles();
-  const registry = new RunRegistry({
-    dataDir: "/data",
-    runtimeName: "lab1",
-    pollingIntervalMs: 500,
-    files,
-    clock: new ManualClock(0, 1_700_000_000_000),
-    logger: testLogger(),
-    automationVersion: () => null,
-    telemetrySink: () => {},
-    random: (b) => b.fill(1),
-  });
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
   await registry.start();
   const bus = new EventBus();
   registry.attach(bus);
@@ -62,43 +33,8 @@ Deno.test("a bus event that comes while a failing close is written is counted as
   await registry.shutdown();
 });
 
-/** Faulty in-memory files whose appends to runs.jsonl fail while `journalFails` is set. */
-class JournalFailingFiles extends FaultyMemoryFiles {
-  journalFails = false;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    if (!path.endsWith("/runs.jsonl")) return h;
-    return {
-      ...h,
-      append: async (text: string) => {
-        if (this.journalFails) throw new Error("No space left on device (os error 28)");
-        await h.append(text);
-      },
-    };
-  }
-}
-
-function registryOn(files: FaultyMemoryFiles): RunRegistry {
-  return new RunRegistry({
-    dataDir: "/data",
-    runtimeName: "lab1",
-    pollingIntervalMs: 500,
-    files,
-    clock: new ManualClock(0, 1_700_000_000_000),
-    logger: testLogger(),
-    automationVersion: () => null,
-    telemetrySink: () => {},
-    random: (b) => b.fill(1),
-  });
-}
-
-function eventsOnDisk(files: FaultyMemoryFiles, runId: string): [number, string, string][] {
-  return files.text(`/data/runs/${runId.slice(-26)}.jsonl`).split("\n").filter(Boolean)
-    .map((l) => JSON.parse(l)).map((e) => [e.sequence, e.category, e.type]);
-}
-
 Deno.test("a close whose run_closed was written but whose runs.jsonl record failed is finished by the retry: one run_closed, nothing after it", async () => {
-  const files = new JournalFailingFiles();
+  const files = new RunJournalFaultFiles();
   const registry = registryOn(files);
   await registry.start();
   const bus = new EventBus();
@@ -135,7 +71,7 @@ Deno.test("a close whose run_closed was written but whose runs.jsonl record fail
 });
 
 Deno.test("a run whose run_closed was written but whose runs.jsonl record failed is closed by the next start as its event file says, not closed again as abandoned", async () => {
-  const files = new JournalFailingFiles();
+  const files = new RunJournalFaultFiles();
   const a = registryOn(files);
   await a.start();
   const { run } = await a.open({});
@@ -159,7 +95,7 @@ Deno.test("a run whose run_closed was written but whose runs.jsonl record failed
 });
 
 Deno.test("a close whose run_closed fsync failed is cut back: the retry's reason is recorded, one run_closed", async () => {
-  const files = new JournalFailingFiles();
+  const files = new RunJournalFaultFiles();
   const registry = registryOn(files);
   await registry.start();
   const { run } = await registry.open({});
@@ -177,7 +113,7 @@ Deno.test("a close whose run_closed fsync failed is cut back: the retry's reason
 });
 
 Deno.test("a close whose run_closed reached the event file but whose fsync and cut failed is finished by the retry without a second run_closed", async () => {
-  const files = new JournalFailingFiles();
+  const files = new RunJournalFaultFiles();
   const registry = registryOn(files);
   await registry.start();
   const { run } = await registry.open({});

@@ -5,50 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { diskFullError } from "../helpers/journal_files.ts";
-
-/** Faulty in-memory files whose fsyncs of runs.jsonl fail while `journalSyncFails` is set. */
-class JournalSyncFailingFiles extends FaultyMemoryFiles {
-  journalSyncFails = false;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    if (!path.endsWith("/runs.jsonl")) return h;
-    return {
-      ...h,
-      sync: async () => {
-        if (this.journalSyncFails) throw diskFullError();
-        await h.sync();
-      },
-    };
-  }
-}
-
-function registryOn(files: FaultyMemoryFiles): RunRegistry {
-  return new RunRegistry({
-    dataDir: "/data",
-    runtimeName: "lab1",
-    pollingIntervalMs: 500,
-    files,
-    clock: new ManualClock(0, 1_700_000_000_000),
-    logger: testLogger(),
-    automationVersion: () => null,
-    telemetrySink: () => {},
-    random: (b) => b.fill(1),
-  });
-}
-
-function eventsOnDisk(files: FaultyMemoryFiles, runId: string): [number, string, string][] {
-  return files.text(`/data/runs/${runId.slice(-26)}.jsonl`).split("\n").filter(Boolean)
-    .map((l) => JSON.parse(l)).map((e) => [e.sequence, e.category, e.type]);
-}
+import { eventsOnDisk, registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
 Deno.test("RunRegistry: a marker whose fsync failed is not in the event file, so the client's retry records it once", async () => {
-  const files = new FaultyMemoryFiles();
+  const files = new RunJournalFaultFiles();
   const registry = registryOn(files);
   await registry.start();
   const { run } = await registry.open({});
@@ -67,7 +27,7 @@ Deno.test("RunRegistry: a marker whose fsync failed is not in the event file, so
 });
 
 Deno.test("RunRegistry: an open whose runs.jsonl fsync failed leaves no run for the next start to close as abandoned", async () => {
-  const files = new JournalSyncFailingFiles();
+  const files = new RunJournalFaultFiles();
   const a = registryOn(files);
   await a.start();
   files.journalSyncFails = true;
@@ -85,18 +45,8 @@ Deno.test("RunRegistry: an open whose runs.jsonl fsync failed leaves no run for 
 });
 
 Deno.test("RunRegistry: bus events whose write failed do not count toward runs.max_run_bytes (markers are not refused for bytes the file never held)", async () => {
-  const files = new FaultyMemoryFiles();
-  const registry = new RunRegistry({
-    dataDir: "/data",
-    runtimeName: "lab1",
-    pollingIntervalMs: 500,
-    files,
-    clock: new ManualClock(0, 1_700_000_000_000),
-    logger: testLogger(),
-    automationVersion: () => null,
-    random: (b) => b.fill(1),
-    maxRunBytes: 4096,
-  });
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files, { maxRunBytes: 4096 });
   await registry.start();
   const bus = new EventBus();
   registry.attach(bus);

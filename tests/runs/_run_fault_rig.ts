@@ -1,0 +1,64 @@
+/**
+ * The run-journal fault rig shared by tests/runs/run_fsync_faults_test.ts and
+ * run_close_faults_test.ts: in-memory files with the FaultyMemoryFiles switches (full, syncFails,
+ * truncateFails) plus faults of runs.jsonl alone and appends held back as a write under way; a
+ * RunRegistry on them with a manual clock; and the events an event file holds.
+ */
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { diskFullError } from "../helpers/journal_files.ts";
+
+/** Faulty in-memory files with faults of runs.jsonl alone and appends that can be held back. */
+export class RunJournalFaultFiles extends FaultyMemoryFiles {
+  /** While set, appends to runs.jsonl fail with ENOSPC (the event files are written). */
+  journalFails = false;
+  /** While set, fsyncs of runs.jsonl fail with ENOSPC. */
+  journalSyncFails = false;
+  /** While set, every append waits for it first (a write under way). */
+  gate: Promise<void> | null = null;
+
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    const journal = path.endsWith("/runs.jsonl");
+    return {
+      ...h,
+      append: async (text: string) => {
+        if (this.gate) await this.gate;
+        if (journal && this.journalFails) throw diskFullError();
+        await h.append(text);
+      },
+      sync: async () => {
+        if (journal && this.journalSyncFails) throw diskFullError();
+        await h.sync();
+      },
+    };
+  }
+}
+
+/** A registry on `files` under /data, runtime "lab1", with a manual clock at 1_700_000_000_000. */
+export function registryOn(
+  files: FaultyMemoryFiles,
+  options: Partial<ConstructorParameters<typeof RunRegistry>[0]> = {},
+): RunRegistry {
+  return new RunRegistry({
+    dataDir: "/data",
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files,
+    clock: new ManualClock(0, 1_700_000_000_000),
+    logger: testLogger(),
+    automationVersion: () => null,
+    telemetrySink: () => {},
+    random: (b) => b.fill(1),
+    ...options,
+  });
+}
+
+/** The run's event file as [sequence, category, type] per line. */
+export function eventsOnDisk(files: FaultyMemoryFiles, runId: string): [number, string, string][] {
+  return files.text(`/data/runs/${runId.slice(-26)}.jsonl`).split("\n").filter(Boolean)
+    .map((l) => JSON.parse(l)).map((e) => [e.sequence, e.category, e.type]);
+}
