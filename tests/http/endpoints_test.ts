@@ -5,7 +5,12 @@
  */
 import assert from "node:assert/strict";
 import type { HttpServices } from "../../src/http/mod.ts";
-import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import {
+  type FixtureResponse,
+  type HttpFixture,
+  startHttpFixture,
+} from "../helpers/runtime_fixture.ts";
 
 const OK = { code: "OK", message: "ok" };
 const DUTY = {
@@ -22,6 +27,28 @@ function assertError(res: FixtureResponse, http: number, code: string, message: 
   assert.equal(res.json.status.code, code);
   if (typeof message === "string") assert.equal(res.json.status.message, message);
   else assert.match(res.json.status.message, message);
+}
+
+/**
+ * GET `path` until `fresh` holds of the answer (a device just polled: quality OK). A loaded
+ * machine can delay the 100 ms polls past a signal's stale bound (1.5 s for tc1_temp), and the
+ * answer is then STALE, rightly: the steps below check the answer about a device just polled, so
+ * they wait for one (bounded by waitFor's 10 s).
+ */
+function getFresh(
+  fx: HttpFixture,
+  path: string,
+  fresh: (res: FixtureResponse) => boolean,
+): Promise<FixtureResponse> {
+  return waitFor(
+    `${path} with quality OK`,
+    async () => {
+      const r = await fx.request("GET", path);
+      return r.status === 200 && fresh(r) ? r : null;
+    },
+    10000,
+    50,
+  );
 }
 
 Deno.test("HttpApi serves the device endpoints over a running simulated provider", async (t) => {
@@ -230,7 +257,12 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
     });
 
     await t.step("GET /v0/state lists only devices with pollable signals", async () => {
-      const r = await fx.request("GET", "/v0/state");
+      // The device and the signal asserted below (tempctl0, tc1_temp) read OK.
+      const r = await getFresh(fx, "/v0/state", (r) => {
+        const temp = r.json.devices.find((d: { device_id: string }) => d.device_id === "tempctl0");
+        const tc1 = temp?.values.find((v: { signal_id: string }) => v.signal_id === "tc1_temp");
+        return temp?.quality === "OK" && tc1?.quality === "OK";
+      });
       assert.equal(r.status, 200);
       assert.equal(typeof r.json.generated_at_epoch_ms, "number");
       const ids = r.json.devices.map((d: { device_id: string }) => d.device_id);
@@ -262,9 +294,10 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
     await t.step(
       "GET /v0/state/{p}/{d} filters by repeated signal_id, ignoring unknown ids",
       async () => {
-        const r = await fx.request(
-          "GET",
+        const r = await getFresh(
+          fx,
           "/v0/state/sim0/tempctl0?signal_id=tc2_temp&signal_id=relay1_state&signal_id=nope",
+          (r) => r.json.quality === "OK",
         );
         assert.equal(r.status, 200);
         assert.equal(r.json.provider_id, "sim0");
