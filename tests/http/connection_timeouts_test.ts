@@ -45,7 +45,9 @@ Deno.test("serveHttp closes a connection that sends no request once http.request
   const fx = await startHttpFixture({ start: false });
   const server = await serve(fx, { requestHeaderTimeoutMs: 600, keepAliveTimeoutMs: 60_000 });
   try {
-    const waited = await closedWithin(await connect(server.port), 600 + SLACK_MS);
+    // From before the connect: the server's timeout starts when it accepts.
+    const since = performance.now();
+    const waited = await closedWithin(await connect(server.port), 600 + SLACK_MS, since);
     assert.notEqual(waited, null, "a silent connection is still open");
     assert.ok(waited! >= 550, `closed after ${waited} ms, before the timeout`);
     assert.equal(server.connectionStats().headerTimeouts, 1);
@@ -59,6 +61,7 @@ Deno.test("serveHttp closes a connection that sends no request once http.request
 Deno.test("serveHttp closes a slowloris connection sending a header byte every third of the timeout", async () => {
   const fx = await startHttpFixture({ start: false });
   const server = await serve(fx, { requestHeaderTimeoutMs: 600, keepAliveTimeoutMs: 60_000 });
+  const since = performance.now();
   const conn = await connect(server.port);
   let writing = true;
   const drip = (async () => {
@@ -74,7 +77,7 @@ Deno.test("serveHttp closes a slowloris connection sending a header byte every t
     }
   })();
   try {
-    const waited = await closedWithin(conn, 600 + SLACK_MS);
+    const waited = await closedWithin(conn, 600 + SLACK_MS, since);
     assert.notEqual(waited, null, "a slowloris connection is still open");
     assert.ok(waited! >= 550, `closed after ${waited} ms, before the timeout`);
     assert.equal(server.connectionStats().headerTimeouts, 1);
@@ -95,9 +98,10 @@ Deno.test("serveHttp keeps a connection for requests within http.keep_alive_time
     assert.equal((await readResponse(conn))?.status, 200);
     await sleep(400);
     // Within the keep-alive timeout the same connection serves the next request.
+    const since = performance.now(); // from before the request: idle from its answer on
     await send(conn, getRequest("/v0/runtime/status"));
     assert.equal((await readResponse(conn))?.status, 200);
-    const waited = await closedWithin(conn, 1000 + SLACK_MS);
+    const waited = await closedWithin(conn, 1000 + SLACK_MS, since);
     assert.notEqual(waited, null, "an idle kept-alive connection is still open");
     assert.ok(waited! >= 950, `closed after ${waited} ms of idleness, before the timeout`);
     assert.equal(server.connectionStats().idleTimeouts, 1);
@@ -158,15 +162,20 @@ Deno.test("serveHttp over TLS closes connections that never finish the handshake
       keepAliveTimeoutMs: 60_000,
     });
     try {
+      // Each from before its connect: the server's timeout starts when it accepts.
+      const silentSince = performance.now();
       const silent = await Promise.all([1, 2, 3].map(() => connect(server.port)));
       // Half a ClientHello: a TLS record header announcing 512 bytes, and 5 of them.
+      const halfSince = performance.now();
       const half = await connect(server.port);
       await send(
         half,
         new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03]),
       );
       const closing = Promise.all(
-        [...silent, half].map((c) => closedWithin(c, 800 + SLACK_MS)),
+        [...silent, half].map((c) =>
+          closedWithin(c, 800 + SLACK_MS, c === half ? halfSince : silentSince)
+        ),
       );
       // Meanwhile the server holds a socket for each (what the check below sees go).
       await waitFor("connections accepted", () => acceptedSockets(server.port) >= 4, 700);
