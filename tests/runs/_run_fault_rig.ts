@@ -19,6 +19,8 @@ export class RunJournalFaultFiles extends FaultyMemoryFiles {
   journalSyncFails = false;
   /** While set, every append waits for it first (a write under way). */
   gate: Promise<void> | null = null;
+  /** Appends waiting at `gate` now. */
+  held = 0;
 
   override async openAppend(path: string): Promise<JournalAppendHandle> {
     const h = await super.openAppend(path);
@@ -26,7 +28,10 @@ export class RunJournalFaultFiles extends FaultyMemoryFiles {
     return {
       ...h,
       append: async (text: string) => {
-        if (this.gate) await this.gate;
+        if (this.gate) {
+          this.held++;
+          await this.gate.finally(() => this.held--);
+        }
         if (journal && this.journalFails) throw diskFullError();
         await h.append(text);
       },

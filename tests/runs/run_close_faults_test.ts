@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { eventsOnDisk, registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
 Deno.test("a bus event that comes while a failing close is written is counted as dropped", async () => {
@@ -22,7 +23,7 @@ Deno.test("a bus event that comes while a failing close is written is counted as
     () => null,
     (err: Error) => err.message,
   );
-  for (let i = 0; i < 20; i++) await Promise.resolve();
+  await waitFor("the run_closed write under way", () => files.held > 0);
   bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
   files.gate = null;
   release();
