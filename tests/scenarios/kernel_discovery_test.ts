@@ -38,7 +38,12 @@ Deno.test("Runtime discovers the simulated provider's devices and polls their si
       "a state_update after start",
       () => rec.events.some((e) => e.kind === "state_update" && e.device_id === "analogsensor0"),
     );
-    const health = rt.providerHealth()[0];
+    // tempctl0's health is OK once a poll answered within its bounds: a loaded machine can leave
+    // a poll later than tc1_temp's 1.5 s (STALE then, rightly), so wait for one (bounded).
+    const health = await waitFor("tempctl0's health OK", () => {
+      const h = rt.providerHealth()[0];
+      return h?.devices.find((d) => d.device_id === "tempctl0")?.health === "OK" ? h : null;
+    });
     assert.equal(health!.state, "AVAILABLE");
     assert.equal(health!.lifecycle_state, "RUNNING");
     assert.equal(health!.devices.find((d) => d.device_id === "tempctl0")?.health, "OK");
