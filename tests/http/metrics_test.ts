@@ -166,11 +166,17 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
       () => fx.runtime.cache.pollMetrics("sim0")!.duration.count > polls0 + 5,
     );
 
+    const pollErrors = () => fx.runtime.cache.pollMetrics("sim0")!.errors;
+    const errorsBefore = pollErrors();
     const { text, families } = await scrape(base);
+    const errorsAfter = pollErrors();
     const v = (name: string, labels: Record<string, string> = {}) =>
       sampleValue(families, name, labels);
     assert.ok(v("runtime_poll_duration_seconds_count", { provider: "sim0" }) > polls0 + 5);
-    assert.equal(v("runtime_poll_errors_total", { provider: "sim0" }), 0);
+    // What the cache counted when it was scraped: none, unless a read got no answer within the
+    // provider's timeout_ms (5 s), which a loaded machine can make happen.
+    const errors = v("runtime_poll_errors_total", { provider: "sim0" });
+    assert.ok(errors >= errorsBefore && errors <= errorsAfter, `${errors} poll errors`);
     assert.equal(v("runtime_calls_total", { provider: "sim0", code: "OK" }), 1);
     assert.equal(v("runtime_calls_total", { provider: "sim0", code: "FAILED_PRECONDITION" }), 1);
     assert.equal(v("runtime_call_duration_seconds_count", { provider: "sim0", code: "OK" }), 1);
