@@ -32,6 +32,9 @@ Deno.test("An alarm raises past hi (SSE, /v0/alarms, telemetry, run event), clea
   const config = testConfig({
     providers: [simProvider("sim0", { yaml: simYaml })],
     runtime: { name: "lab1", dataDir },
+    // A stale bound no load reaches (1 min, not tc1_temp's 1.5 s): this test is about limits, and
+    // a poll late past the bound would raise both alarms for their bad input (rightly) first.
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 60_000 } },
     telemetry: {
       enabled: true,
       healthIntervalMs: 0,
