@@ -77,7 +77,12 @@ Deno.test("a device whose poll fails keeps its last values in /v0/state, marked 
   const fx = await startHttpFixture();
   try {
     await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
-    const before = (await fx.request("GET", "/v0/state/sim0/tempctl0")).json;
+    // tempctl0 just polled (OK): a loaded machine can leave a poll later than tc1_temp's 1.5 s
+    // stale bound (STALE then, rightly), so wait for one (bounded).
+    const before = await waitFor("tempctl0 at quality OK", async () => {
+      const s = (await fx.request("GET", "/v0/state/sim0/tempctl0")).json;
+      return s.quality === "OK" ? s : null;
+    });
     assert.equal(before.quality, "OK");
     const injected = await fx.request("POST", "/v0/call", {
       body: {
