@@ -20,6 +20,10 @@ Deno.test("Alarms are acknowledged, shelved (bounded, never a stopping one) and 
   const fx = await startHttpFixture({
     config: {
       providers: [simProvider("sim0", { yaml: SIM_INERT_YAML })],
+      // A stale bound no load reaches (1 min, not motor1_duty's 0.8 s): this test is about the
+      // operator's actions, and a poll late past the bound would raise both alarms for their bad
+      // input (rightly; duty_trip faults the machine).
+      health: { staleness: { warnAfterMs: 0, staleAfterMs: 60_000 } },
       ...alarmsConfig(`
 alarms:
   - { id: duty_high, signal: sim0/motorctl0/motor1_duty, hi: 0.5, message: Motor 1 fast }
