@@ -57,11 +57,20 @@ interlocks:
       duty: { type: "double", double: 0.2 },
     });
     const read = async () => (await api.get("/v0/state/p0/probe")).json.values[0];
-    const fresh = await read();
+    // Fresh: a sample just received. A loaded machine can leave a poll later than the 1 s bound
+    // (STALE then, rightly, and the interlock refuses): wait for a fresh one, and for the call
+    // to be let through while it is (bounded; an interlock refusing fresh samples times out).
+    const fresh = await waitFor("temp fresh in the state API", async () => {
+      const v = await read();
+      return v.quality === "OK" ? v : null;
+    });
     assert.equal(fresh.quality, "OK");
     assert.equal(fresh.timestamp_epoch_ms, ahead, "the provider's timestamp, as given");
     assert.ok(fresh.age_ms < STALE_AFTER_MS, `age ${fresh.age_ms} ms, counted from receipt`);
-    assert.equal((await api.post("/v0/call", duty)).status, 200, "fresh: not blocked");
+    await waitFor(
+      "the call let through on a fresh sample",
+      async () => (await api.post("/v0/call", duty)).status === 200,
+    );
     const skew = (await api.get("/v0/providers/health")).json.providers
       .find((p: { provider_id: string }) => p.provider_id === "p0").timestamp_skew;
     assert.ok(skew.samples_total > 0);
