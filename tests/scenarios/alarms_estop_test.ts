@@ -25,6 +25,10 @@ function call(handle: string, functionName: string, args: CallConfig["args"]): C
 Deno.test("An alarm with action estop latches the e-stop with its cause, and the ladder runs although an interlock blocks its functions", async () => {
   const fx = await startHttpFixture({
     config: {
+      // A stale bound no load reaches (1 min, not tc1_temp's 1.5 s): a poll late past the bound
+      // would make tc1_temp a bad input, and the interlock refuse every call and tc1_overtemp
+      // latch the e-stop for it (rightly) before the limits are tried.
+      health: { staleness: { warnAfterMs: 0, staleAfterMs: 60_000 } },
       safety: {
         hooks: [
           call("sim0/tempctl0", "set_mode", { mode: s("open") }),

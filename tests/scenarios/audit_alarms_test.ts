@@ -23,6 +23,10 @@ const LADDER: CallConfig = {
 Deno.test("GET /v0/audit records an interlock refusal and the alarm's e-stop with the alarm id", async () => {
   const fx = await startHttpFixture({
     config: {
+      // A stale bound no load reaches (1 min, not tc1_temp's 1.5 s): a poll late past the bound
+      // would make tc1_temp a bad input, and tc1_overtemp latch the e-stop for it (rightly)
+      // before the limits are tried.
+      health: { staleness: { warnAfterMs: 0, staleAfterMs: 60_000 } },
       safety: { hooks: [LADDER] },
       ...alarmsConfig(`
 alarms:
