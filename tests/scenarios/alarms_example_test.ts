@@ -23,8 +23,13 @@ const relay = (index: number) =>
 
 Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-temperature alarm stops the machine", async () => {
   const example = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
-  const config = example.replace("providers/sim/sim.yaml", "fast-sim.yaml");
-  assert.notEqual(config, example, "examples/alarms.yaml no longer runs providers/sim/sim.yaml");
+  const fast = example.replace("providers/sim/sim.yaml", "fast-sim.yaml");
+  assert.notEqual(fast, example, "examples/alarms.yaml no longer runs providers/sim/sim.yaml");
+  assert.doesNotMatch(example, /^health:/m, "examples/alarms.yaml has a health section now");
+  // A stale bound no load reaches (1 min, not tc1_temp's 1.5 s): a poll late past the bound would
+  // make tc1_temp a bad input, and tc1_overtemp latch the e-stop for it (rightly) before the test
+  // heats.
+  const config = `${fast}\nhealth:\n  staleness:\n    stale_after_ms: 60000\n`;
   await withCheckoutMirror(config, async (dir) => {
     const rt = await startRuntimeInMirror(dir);
     try {
