@@ -904,6 +904,9 @@ export class Kernel {
       ) {
         this.#retireEarly(next, diff.providers.removed, weakeningsNow(), report);
       }
+      // Outside AUTO a weakening applies: a MANUAL -> AUTO transition running its before-hooks
+      // now was judged with the protection it takes away, and is refused at its commit.
+      if (!auto && weakens.length > 0) this.#invalidateAutoEntry(weakens);
       let result: SectionResult | void;
       try {
         result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
@@ -957,6 +960,7 @@ export class Kernel {
           w.what === `interlock ${id} removed` || w.what === `interlock ${id} changed`
         ))
     );
+    if (done.length > 0) this.#invalidateAutoEntry(done);
     report.weakened.push(...done);
     this.#recordReload("alarms", "accepted", null, done);
     if (early.alarms.length > 0) {
@@ -969,6 +973,13 @@ export class Kernel {
         `interlocks retired before their providers were removed: ${early.interlocks.join(", ")}`,
       );
     }
+  }
+
+  /** Refuses a pending MANUAL -> AUTO (its gate judged what `weakens` takes away). */
+  #invalidateAutoEntry(weakens: readonly Weakening[]): void {
+    this.modes.invalidateAutoEntry(
+      `a configuration reload weakened protections (${weakens.map((w) => w.what).join("; ")})`,
+    );
   }
 
   /**
@@ -1311,6 +1322,12 @@ export class Kernel {
             reads.join("; ")
           }`,
         };
+      }
+      // The recipe a pending MANUAL -> AUTO was requested with changes under it.
+      if (changes.length > 0) {
+        this.modes.invalidateAutoEntry(
+          `a configuration reload changed the recipe (${changes.join(", ")})`,
+        );
       }
       params.redeclare(next.automation.parameters);
       return {};

@@ -223,6 +223,11 @@ export class ModeManager implements ModeService {
   #faultHookFailures: readonly HookFailure[] = [];
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
+  /**
+   * What changed under a transition into AUTO while its before-hooks ran (invalidateAutoEntry);
+   * else null.
+   */
+  #autoEntryInvalid: string | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
@@ -249,6 +254,18 @@ export class ModeManager implements ModeService {
     manualGatingPolicy: ModeManagerOptions["manualGatingPolicy"],
   ): void {
     this.#o = { ...this.#o, hooks, manualGatingPolicy };
+  }
+
+  /**
+   * Says that what a transition into AUTO was judged on when requested (the protections in force,
+   * the tree it will run) has changed: a reload applying outside AUTO while that transition's
+   * before-hooks run (the mode is still MANUAL). That transition is then refused at its commit,
+   * with `why`; the operator requests AUTO again, judged on what is in force then. No-op when no
+   * transition into AUTO is pending.
+   */
+  invalidateAutoEntry(why: string): void {
+    if (this.#leaving()?.to !== "AUTO") return;
+    this.#autoEntryInvalid ??= why;
   }
 
   /** Runs a transition and resolves with the mode after it (see requestWithReport). */
@@ -499,6 +516,7 @@ export class ModeManager implements ModeService {
     }
     this.#busy = { from, to: target };
     this.#faultWhileLeaving = null;
+    this.#autoEntryInvalid = null;
     // Both phases run the hooks in force now: a reload while they run (it applies outside AUTO)
     // would otherwise run or skip a hook it moved between the phases.
     const hooks = this.#o.hooks;
@@ -528,6 +546,14 @@ export class ModeManager implements ModeService {
       if (target === "AUTO") {
         const problem = this.autoGateProblem();
         if (problem) throw failedPrecondition(problem);
+        // Or a reload may have weakened a protection the request was judged with, or replaced
+        // the tree: AUTO is armed only with what the operator asked for it with.
+        if (this.#autoEntryInvalid !== null) {
+          throw failedPrecondition(
+            `refusing AUTO: ${this.#autoEntryInvalid} while ${from} -> AUTO hooks ran; ` +
+              "request AUTO again to enter it with the configuration now in force",
+          );
+        }
       }
       this.#commit(from, target);
       const after = await this.#runHooks(hooks, "after", from, target);

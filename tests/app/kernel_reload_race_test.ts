@@ -10,6 +10,7 @@ import type { Kernel } from "../../src/app/kernel.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { call, hook, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 
 /** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
 const IDLE_TREE = treeXml(`<Sleep msec="60000" />`);
@@ -156,6 +157,63 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that moves an after-
         true,
         "the after-hook the transition started with never ran",
       );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that removes an interlock: AUTO never runs without a protection its gate judged", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const protections = alarmsConfig(`
+interlocks:
+  - id: hot
+    block: [sim0/motorctl0/set_motor_duty]
+    while: sim0/tempctl0/tc1_temp > 400
+    message: Motor held while hot
+`);
+    const base = automationConfig(tree, { config: { interlocks: protections.interlocks } });
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: {
+          beforeTransition: [
+            ...base.automation.modeTransitionHooks.beforeTransition,
+            hook("MANUAL", "AUTO", [relayCall(1, true)]),
+          ],
+          afterTransition: [],
+        },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      await slowRelays(rt, 400);
+      const toAuto = rt.modes.request("AUTO").then(
+        (m) => `entered ${m}`,
+        (err: Error) => `refused: ${err.message}`,
+      );
+      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+      const report = await rt.reload({ ...rt.config, interlocks: [] });
+      const outcome = await toAuto;
+      const interlocks = rt.alarms.interlocks().map((i) => i.id);
+      assert.ok(
+        rt.modes.current() !== "AUTO" || interlocks.includes("hot"),
+        `AUTO (${outcome}) runs without the interlock its gate judged; reload: ${
+          JSON.stringify({ applied: report.applied, refused: report.refused })
+        }`,
+      );
+      // Outside AUTO the weakening applies (recorded); the AUTO entry judged without it is refused.
+      assert.deepEqual(report.applied, ["alarms"]);
+      assert.match(
+        outcome,
+        /^refused: refusing AUTO: a configuration reload weakened protections \(interlock hot removed\)/,
+      );
+      assert.equal(rt.modes.current(), "MANUAL");
     } finally {
       await rt.stop();
     }
