@@ -64,6 +64,8 @@ export interface AutomationModes {
   forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
   /** Registers a check that may refuse arming (entering AUTO with a device down). */
   addArmCheck?(check: ArmCheck, name?: string): void;
+  /** Refuses a transition into AUTO whose before-hooks run now at its commit (a tree swap). */
+  invalidateAutoEntry?(why: string): void;
 }
 
 /** What automation needs to know about providers and their inventories. */
@@ -516,6 +518,11 @@ export class AutomationEngine {
       );
       return "retimed";
     }
+    // MANUAL -> AUTO running its before-hooks was requested to run the tree in force: it is
+    // refused at its commit, not armed with one the operator did not choose.
+    this.#o.modes.invalidateAutoEntry?.(
+      `a configuration reload replaced the behavior tree (now ${behaviorTree ?? "none"})`,
+    );
     // Started with no tree (none configured, or a reload removed it), #unsubscribe is null.
     const started = this.#started;
     this.#unsubscribe?.();

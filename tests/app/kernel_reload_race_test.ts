@@ -221,3 +221,54 @@ interlocks:
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that swaps the behavior tree: AUTO never runs a tree the operator did not arm", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const other = await dir.write("other.xml", treeXml(`<Sleep msec="30000" />`));
+    const base = automationConfig(tree);
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: {
+          beforeTransition: [
+            ...base.automation.modeTransitionHooks.beforeTransition,
+            hook("MANUAL", "AUTO", [relayCall(1, true)]),
+          ],
+          afterTransition: [],
+        },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      await slowRelays(rt, 400);
+      const toAuto = rt.modes.request("AUTO").then(
+        (m) => `entered ${m}`,
+        (err: Error) => `refused: ${err.message}`,
+      );
+      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+      const report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, behaviorTree: other },
+      });
+      const outcome = await toAuto;
+      assert.ok(
+        rt.modes.current() !== "AUTO" || rt.config.automation.behaviorTree === tree,
+        `AUTO (${outcome}) runs a tree swapped in while it was being entered; reload: ${
+          JSON.stringify({ applied: report.applied, refused: report.refused })
+        }`,
+      );
+      assert.deepEqual(report.applied, ["automation.behavior_tree"]);
+      assert.match(
+        outcome,
+        /^refused: refusing AUTO: a configuration reload replaced the behavior tree/,
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
