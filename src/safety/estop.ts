@@ -771,11 +771,12 @@ export class Estop implements EstopService {
    */
   async #secure(host: ProviderSummary, run: SecureRun): Promise<EstopAction[]> {
     const id = host.id;
+    let rung: SoftwareSafeState = this.plan().rung;
     const actions = await this.#onProvider(id, async () => {
       run.started = true;
       if (this.#state !== "latched") return null;
       const calls = this.#callsOf(id);
-      const rung = this.plan().rung;
+      rung = this.plan().rung;
       this.#log.warn(
         `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
       );
@@ -789,7 +790,7 @@ export class Estop implements EstopService {
       return done;
     });
     if (actions === null) return [];
-    await this.#reverify(id, actions);
+    await this.#reverify(id, actions, rung);
     return actions;
   }
 
@@ -797,15 +798,22 @@ export class Estop implements EstopService {
    * Asks for `providerId`'s expectations to be read back again, with `actions` its securing calls.
    * Providers that come back while a re-verification waits for its turn join it: one runs at a
    * time, after the stop that was running when it was asked for (whose verification it merges
-   * into), so a restart storm reads back in a few batches, not one per provider.
+   * into), so a restart storm reads back in a few batches, not one per provider. `rung` is the
+   * rung its securing calls ran with (the audit names it): a provider secured under another rung
+   * (a reload meanwhile) starts a batch of its own.
    */
-  #reverify(providerId: string, actions: readonly EstopAction[]): Promise<void> {
+  #reverify(
+    providerId: string,
+    actions: readonly EstopAction[],
+    rung: SoftwareSafeState,
+  ): Promise<void> {
     const pending = this.#pendingReverify;
-    if (pending) {
+    if (pending?.rung === rung) {
       pending.providers.set(providerId, actions);
       return pending.done;
     }
     const batch: ReverifyBatch = {
+      rung,
       providers: new Map([[providerId, actions]]),
       done: Promise.resolve(),
     };
@@ -844,7 +852,7 @@ export class Estop implements EstopService {
     const failed = actions.filter((a) => !a.success).length;
     this.#o.audit?.record({
       action: "estop",
-      origin: { kind: "estop", rung: this.plan().rung, cause: this.#cause ?? this.#activeCause },
+      origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? this.#activeCause },
       outcome: failed === 0 ? "accepted" : "failed",
       args: { provider_ids: ids, reason: "available while latched" },
       result: {
@@ -952,6 +960,8 @@ interface SecureRun {
 
 /** A re-verification and the providers (with their securing calls) it reads back. */
 interface ReverifyBatch {
+  /** The rung its providers' securing calls ran with. */
+  readonly rung: SoftwareSafeState;
   readonly providers: Map<string, readonly EstopAction[]>;
   done: Promise<void>;
 }
