@@ -40,6 +40,7 @@ import {
   ModeManager,
   ParameterStore,
   validateDeclaredCalls,
+  vetoingHookProblems,
 } from "../control/mod.ts";
 import { EventBus } from "../events/mod.ts";
 import {
@@ -620,6 +621,11 @@ export class Kernel {
     // Start-up preflight, log only (config.md sec. 6)
     for (const problem of validateDeclaredCalls(this.config, this.inventory)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
+    }
+    // A hook that makes arming impossible is said now, not at the operator's first POST /v0/mode.
+    const hooks = this.config.automation.modeTransitionHooks;
+    for (const problem of vetoingHookProblems(hooks, this.inventory)) {
+      this.host.log.warn(`mode transition hook: ${problem}`);
     }
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
     this.estop.logPlan("start-up");
@@ -1336,6 +1342,9 @@ export class Kernel {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       const na = next.automation;
       this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
+      for (const problem of vetoingHookProblems(na.modeTransitionHooks, this.inventory)) {
+        this.host.log.warn(`mode transition hook: ${problem}`);
+      }
       // Without a safety: section the e-stop adopts the *->FAULT hooks: they changed.
       const candidate = sectionOf("automation.mode_transition_hooks").take(this.#config, next);
       if (!candidate.safety.present) {

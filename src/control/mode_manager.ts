@@ -47,6 +47,7 @@ import { allowedModesRefusal } from "./call_policy.ts";
 import {
   declaredFunctionLabel,
   fanOutByProvider,
+  findDeclaredTarget,
   registeredDevices,
   runDeclaredCall,
 } from "./declared_calls.ts";
@@ -176,6 +177,39 @@ export function autoFaultHookProblem(
   if (covered) return null;
   return `refusing AUTO: ${actuating} actuating function(s) are registered but no ` +
     "mode_transition_hook covers AUTO -> FAULT (add one with from AUTO or * and to FAULT or *)";
+}
+
+/**
+ * The before_transition hooks that veto leaving IDLE or FAULT every time: they run while the mode
+ * is still IDLE or FAULT, where the mode gate refuses every actuating call, so a call of an
+ * actuating function (of the inventory now) in a hook with fail_on_error fails and vetoes the
+ * transition. One text per such call, naming the hook's and the call's config keys; empty when
+ * none.
+ */
+export function vetoingHookProblems(
+  hooks: { readonly beforeTransition: readonly HookConfig[] },
+  inventory: InventoryReader,
+): string[] {
+  const devices = registeredDevices(inventory);
+  const problems: string[] = [];
+  for (const hook of hooks.beforeTransition) {
+    if (!hook.failOnError) continue;
+    // FAULT is never vetoed (its hooks are stop actions): leaving IDLE or FAULT means arming.
+    const vetoed = (["IDLE", "FAULT"] as const).filter((from) => hookMatches(hook, from, "MANUAL"))
+      .map((from) => `${from} -> MANUAL`);
+    if (vetoed.length === 0) continue;
+    for (const call of hook.calls) {
+      const target = findDeclaredTarget(call, devices);
+      if ("problem" in target || !target.fn.actuating) continue;
+      problems.push(
+        `${hook.path} vetoes ${vetoed.join(" and ")} every time: its call ${call.path} ` +
+          `${call.deviceHandle} ${declaredFunctionLabel(call)} is actuating, and the mode gate ` +
+          `refuses it while the mode is still ${vetoed.map((t) => t.split(" ")[0]).join(" or ")} ` +
+          "(fail_on_error is true); set fail_on_error: false or move the call to after_transition",
+      );
+    }
+  }
+  return problems;
 }
 
 export interface ModeManagerOptions {

@@ -1,0 +1,51 @@
+/**
+ * A before_transition hook leaving IDLE or FAULT runs while the mode is still IDLE or FAULT, where
+ * the mode gate refuses every actuating call: with fail_on_error (the default) a call of an
+ * actuating function in it vetoes the transition every time, so the machine can never be armed.
+ * Start-up says so, once the inventory tells which functions actuate, naming the hook's key.
+ */
+import assert from "node:assert/strict";
+import { rig } from "../helpers/rig.ts";
+import { call, hook, inertSim } from "../safety/_fixture.ts";
+
+Deno.test("Start-up warns of a before_transition hook leaving IDLE whose actuating call (fail_on_error) vetoes arming every time", async () => {
+  const arming = hook(
+    "IDLE",
+    "MANUAL",
+    [
+      call("sim0/relayio0", "set_relay_ch1", { enabled: true }, "arming.calls[0]"),
+    ],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  // Without fail_on_error its failure only logs: no veto, no warning.
+  const lenient = hook(
+    "*",
+    "MANUAL",
+    [
+      call("sim0/relayio0", "set_relay_ch2", { enabled: true }, "lenient.calls[0]"),
+    ],
+    false,
+    "automation.mode_transition_hooks.before_transition[1]",
+  );
+  await using r = await rig({
+    providers: [inertSim("sim0")],
+    automation: {
+      enabled: false,
+      behaviorTree: null,
+      tickRateHz: 10,
+      manualGatingPolicy: "BLOCK",
+      parameters: [],
+      modeTransitionHooks: { beforeTransition: [arming, lenient], afterTransition: [] },
+    },
+  });
+  // The defect it warns of: arming is vetoed by its own hook.
+  await assert.rejects(r.kernel.modes.request("MANUAL"), /vetoed: .*Call blocked in IDLE mode/);
+  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  assert.equal(warned.length, 1, r.lines.join("\n"));
+  assert.match(warned[0]!, /^WARN /);
+  assert.match(
+    warned[0]!,
+    /automation\.mode_transition_hooks\.before_transition\[0\] .*IDLE -> MANUAL.*arming\.calls\[0\] sim0\/relayio0 set_relay_ch1/,
+  );
+});
