@@ -43,7 +43,7 @@ import type { EventBus } from "../events/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
-import { allowedModesRefusal } from "./call_policy.ts";
+import { allowedModesRefusal, leaseRefusal } from "./call_policy.ts";
 import {
   declaredFunctionLabel,
   fanOutByProvider,
@@ -180,11 +180,12 @@ export function autoFaultHookProblem(
 }
 
 /**
- * The before_transition hooks that veto leaving IDLE or FAULT every time: they run while the mode
- * is still IDLE or FAULT, where the mode gate refuses every actuating call, so a call of an
- * actuating function (of the inventory now) in a hook with fail_on_error fails and vetoes the
- * transition. One text per such call, naming the hook's and the call's config keys; empty when
- * none.
+ * The before_transition hooks that veto a transition every time: they run in the mode being left,
+ * where a call may be refused whatever the machine does -- an actuating call in IDLE or FAULT (the
+ * mode gate), a function whose provider's `allowed_modes` leave that mode out or that
+ * `requires_lease` -- so such a call (of the inventory now) in a hook with fail_on_error fails and
+ * vetoes the transition. One text per call and mode left, naming the hook's and the call's config
+ * keys; empty when none. Hooks into FAULT are stop actions (never refused, never vetoing).
  */
 export function vetoingHookProblems(
   hooks: { readonly beforeTransition: readonly HookConfig[] },
@@ -194,19 +195,29 @@ export function vetoingHookProblems(
   const problems: string[] = [];
   for (const hook of hooks.beforeTransition) {
     if (!hook.failOnError) continue;
-    // FAULT is never vetoed (its hooks are stop actions): leaving IDLE or FAULT means arming.
-    const vetoed = (["IDLE", "FAULT"] as const).filter((from) => hookMatches(hook, from, "MANUAL"))
-      .map((from) => `${from} -> MANUAL`);
-    if (vetoed.length === 0) continue;
+    const byFrom = new Map<RuntimeMode, string[]>();
+    for (
+      const [from, targets] of Object.entries(MODE_TRANSITIONS) as [RuntimeMode, RuntimeMode[]][]
+    ) {
+      const matched = targets.filter((to) => to !== "FAULT" && hookMatches(hook, from, to));
+      if (matched.length > 0) byFrom.set(from, matched.map((to) => `${from} -> ${to}`));
+    }
     for (const call of hook.calls) {
       const target = findDeclaredTarget(call, devices);
-      if ("problem" in target || !target.fn.actuating) continue;
-      problems.push(
-        `${hook.path} vetoes ${vetoed.join(" and ")} every time: its call ${call.path} ` +
-          `${call.deviceHandle} ${declaredFunctionLabel(call)} is actuating, and the mode gate ` +
-          `refuses it while the mode is still ${vetoed.map((t) => t.split(" ")[0]).join(" or ")} ` +
-          "(fail_on_error is true); set fail_on_error: false or move the call to after_transition",
-      );
+      if ("problem" in target) continue; // the declared-call preflight says it
+      for (const [from, transitions] of byFrom) {
+        const why = target.fn.actuating && (from === "IDLE" || from === "FAULT")
+          ? `it is actuating, and the mode gate refuses actuating calls in ${from}`
+          : (allowedModesRefusal(target.device, target.fn, from) ??
+            leaseRefusal(target.device, target.fn))?.message;
+        if (why === undefined) continue;
+        problems.push(
+          `${hook.path} vetoes ${transitions.join(" and ")} every time: its call ${call.path} ` +
+            `${call.deviceHandle} ${declaredFunctionLabel(call)} is refused while the mode is ` +
+            `still ${from} (${why}) and fail_on_error is true; set fail_on_error: false or move ` +
+            "the call to after_transition",
+        );
+      }
     }
   }
   return problems;

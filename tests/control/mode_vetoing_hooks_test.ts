@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
 import { call, hook, inertSim } from "../safety/_fixture.ts";
+import { policyProvider } from "../helpers/policy_provider.ts";
 
 Deno.test("Start-up warns of a before_transition hook leaving IDLE whose actuating call (fail_on_error) vetoes arming every time", async () => {
   const arming = hook(
@@ -47,5 +48,36 @@ Deno.test("Start-up warns of a before_transition hook leaving IDLE whose actuati
   assert.match(
     warned[0]!,
     /automation\.mode_transition_hooks\.before_transition\[0\] .*IDLE -> MANUAL.*arming\.calls\[0\] sim0\/relayio0 set_relay_ch1/,
+  );
+});
+
+Deno.test("Start-up warns of a before_transition hook calling a function its provider's allowed_modes refuse in the mode being left", async () => {
+  const disarm = hook(
+    "MANUAL",
+    "IDLE",
+    [
+      call("pol/act0", "auto_only", {}, "disarm.calls[0]"),
+    ],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  await using r = await rig({
+    providers: [policyProvider("pol")],
+    arm: true,
+    automation: {
+      enabled: false,
+      behaviorTree: null,
+      tickRateHz: 10,
+      manualGatingPolicy: "BLOCK",
+      parameters: [],
+      modeTransitionHooks: { beforeTransition: [disarm], afterTransition: [] },
+    },
+  });
+  await assert.rejects(r.kernel.modes.request("IDLE"), /vetoed: .*allowed only in AUTO/);
+  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  assert.equal(warned.length, 1, r.lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*before_transition\[0\] vetoes MANUAL -> IDLE every time: its call disarm\.calls\[0\] pol\/act0 auto_only is refused while the mode is still MANUAL \(Call refused in MANUAL mode: .*allowed only in AUTO/,
   );
 });
