@@ -420,6 +420,8 @@ export class Kernel {
       settleCalls: () => this.#settleRunCalls(),
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
+    // An e-stop's reason read after the latch (an HTTP body) follows its trigger in the run.
+    this.estop.onReasonArriving((reason, cause) => this.runs.recordEstopReason(reason, cause));
     if (config.history.enabled) {
       const files = host.files ?? journalFiles;
       const historyLog = log.child("history");

@@ -930,6 +930,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "annotation",
             "alarm",
             "interlock",
+            "estop",
             "call",
             "incident",
             "automation_change",

@@ -23,6 +23,12 @@ export type RunEventCategory =
   | "interlock"
   /** An actuating call decided during the run (its audit trail entry). */
   | "call"
+  /**
+   * The e-stop latched (type `trigger`), was released (type `clear`), or the reason of a latch
+   * arrived after it (type `reason`: an HTTP body read after the latch). Payload `latched`,
+   * `reason`, `cause` (`reason` and `cause` for type `reason`).
+   */
+  | "estop"
   /** An incident began (GET /v0/incidents/{incident_id} has its record). */
   | "incident"
   /**

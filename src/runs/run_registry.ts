@@ -376,6 +376,8 @@ export class RunRegistry {
    * dropped with it when the open fails. Null while no open is being written.
    */
   #whileOpening: QueuedEvent[] | null = null;
+  /** Id of the run whose open is being written (meaningful while #whileOpening is not null). */
+  #openingId: string | null = null;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -625,6 +627,7 @@ export class RunRegistry {
       let opened = 0;
       // The run has started (at `now`): what comes while its open is written is its own.
       this.#whileOpening = [];
+      this.#openingId = run.run_id;
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
         // record is the commit point.
@@ -991,6 +994,14 @@ export class RunRegistry {
           quality: e.quality,
         };
         break;
+      case "estop_change":
+        // The latch and its release: an audit of a run shows when it was stopped, and when
+        // the stop was cleared (a trigger while already in FAULT changes no mode; a clear never
+        // does). A reason read after the latch follows as type `reason` (recordEstopReason).
+        category = "estop";
+        type = e.latched ? "trigger" : "clear";
+        payload = { latched: e.latched, reason: e.reason, cause: e.cause };
+        break;
       case "interlock":
         category = "interlock";
         type = e.blocking ? "engage" : "release";
@@ -1027,6 +1038,27 @@ export class RunRegistry {
       previous_version: previous === null ? null : { ...previous },
       new_version: next === null ? null : { ...next },
     });
+  }
+
+  /**
+   * An e-stop's reason still arriving when it latched (Estop.onReasonArriving: an HTTP body read
+   * after the latch): once it arrives, non-empty, it is an `estop` event of type `reason`
+   * (payload `reason`, `cause`) of the run its trigger was an event of, if that run is still
+   * open; nothing otherwise. Holds only the promise, which the HTTP layer's body read bounds.
+   */
+  recordEstopReason(reason: Promise<string | null>, cause: string): void {
+    const runId = this.#eventRunId();
+    if (runId === null) return;
+    void reason.then((r) => {
+      if (!r || this.#eventRunId() !== runId) return;
+      this.#queueEvent("estop", "reason", this.#opts.clock.nowMs(), { reason: r, cause });
+    }, () => {});
+  }
+
+  /** Id of the run whose events are recorded now: the open one, or the one whose open is written. */
+  #eventRunId(): string | null {
+    if (this.#state !== "ready") return null;
+    return this.#open?.run.run_id ?? (this.#whileOpening === null ? null : this.#openingId);
   }
 
   /**

@@ -120,14 +120,17 @@ Deno.test("every demo answer carries what the later anolis OpenAPI document requ
           // A documented addition (docs/migrating-from-anolis.md, audit trail): the calls made
           // during the run (here the e-stop ladder's) are events of category `call`, which the
           // anolis enum does not list; so is the e-stop's incident record (category
-          // `incident`, docs/history.md). Everything else is validated as anolis requires it.
+          // `incident`, docs/history.md) and the e-stop itself (category `estop`, its trigger).
+          // Everything else is validated as anolis requires it.
           // deno-lint-ignore no-explicit-any
           const events = (json as any).events as { category: string }[];
           if (!events.some((e) => e.category === "call")) found.push(`${path}: no call events`);
           if (!events.some((e) => e.category === "incident")) found.push(`${path}: no incident`);
+          if (!events.some((e) => e.category === "estop")) found.push(`${path}: no estop`);
+          const added = ["call", "incident", "estop"];
           json = {
             ...(json as object),
-            events: events.filter((e) => e.category !== "call" && e.category !== "incident"),
+            events: events.filter((e) => !added.includes(e.category)),
           };
         }
         const p = r.status === 200 ? problems(schema, json) : `status ${r.status}`;

@@ -1026,3 +1026,46 @@ Deno.test("RunRegistry answers NOT_FOUND, not an I/O failure, for a page of even
     }
   });
 });
+
+Deno.test("RunRegistry records an e-stop's trigger, its reason arriving later and its clear as estop events of the open run", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock } = await harness(dir);
+    const bus = new EventBus();
+    registry.attach(bus);
+    try {
+      const { run } = await registry.open({});
+      let give = (_r: string | null) => {};
+      const reason = new Promise<string | null>((r) => (give = r));
+      bus.publish({
+        kind: "estop_change",
+        latched: true,
+        reason: null,
+        cause: "api",
+        timestamp_ms: T0 + 1,
+      });
+      registry.recordEstopReason(reason, "api");
+      clock.wall = T0 + 2;
+      give("coolant leak");
+      await reason;
+      await Promise.resolve();
+      bus.publish({
+        kind: "estop_change",
+        latched: false,
+        reason: null,
+        cause: null,
+        timestamp_ms: T0 + 3,
+      });
+      const { events } = await registry.listEvents(run.run_id, {});
+      deepEqual(
+        events.slice(1).map((e) => [e.category, e.type, e.occurred_at_epoch_ms, e.payload]),
+        [
+          ["estop", "trigger", T0 + 1, { latched: true, reason: null, cause: "api" }],
+          ["estop", "reason", T0 + 2, { reason: "coolant leak", cause: "api" }],
+          ["estop", "clear", T0 + 3, { latched: false, reason: null, cause: null }],
+        ],
+      );
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
