@@ -271,8 +271,9 @@ export class Kernel {
       clock: host.clock,
       log,
       mode: () => this.modes.current(),
-      // Stamped on each call's write-ahead record: an interrupted call goes to its own run.
-      runId: () => this.runs.openRunId(),
+      // Stamped on each call's write-ahead record: an interrupted call goes to its own run (the
+      // run whose open is being written included: it has started).
+      runId: () => this.runs.eventRunId(),
     });
     this.router = new CallRouter({
       registry: this.registry,

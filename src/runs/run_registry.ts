@@ -1047,16 +1047,20 @@ export class RunRegistry {
    * open; nothing otherwise. Holds only the promise, which the HTTP layer's body read bounds.
    */
   recordEstopReason(reason: Promise<string | null>, cause: string): void {
-    const runId = this.#eventRunId();
+    const runId = this.eventRunId();
     if (runId === null) return;
     void reason.then((r) => {
-      if (!r || this.#eventRunId() !== runId) return;
+      if (!r || this.eventRunId() !== runId) return;
       this.#queueEvent("estop", "reason", this.#opts.clock.nowMs(), { reason: r, cause });
     }, () => {});
   }
 
-  /** Id of the run whose events are recorded now: the open one, or the one whose open is written. */
-  #eventRunId(): string | null {
+  /**
+   * Id of the run whose events are recorded now: the open one, or the one whose open is being
+   * written (it has started; if that open fails, no run has the id). What an actuating call's
+   * write-ahead record names, so a crash before its outcome makes it that run's interrupted call.
+   */
+  eventRunId(): string | null {
     if (this.#state !== "ready") return null;
     return this.#open?.run.run_id ?? (this.#whileOpening === null ? null : this.#openingId);
   }

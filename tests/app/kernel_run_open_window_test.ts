@@ -73,3 +73,55 @@ Deno.test("Kernel: a call decided and settled while a run's open is being fsync'
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** The write-ahead records (`intent`) of the audit journal under `dir`, in file order. */
+async function intentRecords(dir: string): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  const names: string[] = [];
+  for await (const e of Deno.readDir(`${dir}/audit`)) if (e.isFile) names.push(e.name);
+  for (const name of names.sort()) {
+    for (const line of (await Deno.readTextFile(`${dir}/audit/${name}`)).split("\n")) {
+      if (line.trim() === "") continue;
+      const rec = JSON.parse(line);
+      if (typeof rec.intent === "string" && rec.function === "set_motor_duty") out.push(rec);
+    }
+  }
+  return out;
+}
+
+Deno.test("Kernel: a call decided while a run's open is being fsync'd is written ahead with that run's id, so a crash before its outcome makes it that run's interrupted call", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_open_window_wa_" });
+  const files = new SlowRunSyncFiles();
+  const rt = await startRuntime(testConfig({ runtime: { dataDir: dir } }), {
+    arm: true,
+    host: { files },
+  });
+  try {
+    let release = () => {};
+    files.syncGate = new Promise<void>((r) => (release = r));
+    const opening = rt.runs.open({});
+    for (let i = 0; i < 1000 && files.syncsWaiting === 0; i++) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.equal(files.syncsWaiting, 1, "the open waits for its fsync");
+    await rt.router.call({
+      providerId: "sim0",
+      deviceId: "motorctl0",
+      functionName: "set_motor_duty",
+      args: { motor_index: tv.i(1), duty: tv.d(0.3) },
+      origin: "manual",
+    });
+    files.syncGate = null;
+    release();
+    const { run } = await opening;
+    const records = await intentRecords(dir);
+    assert.deepEqual(
+      records.map((r) => r.run_id),
+      [run.run_id],
+      "the call's write-ahead record names the run whose open was being written",
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
