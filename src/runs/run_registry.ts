@@ -270,6 +270,8 @@ interface OpenRun {
   closedEvent: RunEvent | null;
   /** Client marker ids (MarkerRequest.marker_id) -> the marker's sequence and digest, oldest first. */
   markerIds: Map<string, { sequence: number; digest: string }>;
+  /** The monotonic clock when it started (with its started_at_epoch_ms). */
+  startedMono: number;
 }
 
 /** An event of the open run not yet given its sequence number. */
@@ -610,6 +612,7 @@ export class RunRegistry {
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
       this.#settleCalls(); // calls made before the run are none of its events
       const now = this.#opts.clock.nowMs();
+      const startedMono = this.#opts.clock.monoMs();
       let runId: string;
       do {
         // A restarted process with a clock behind the previous one could repeat an id.
@@ -659,6 +662,7 @@ export class RunRegistry {
         whileClosing: 0,
         closedEvent: null,
         markerIds: new Map(),
+        startedMono,
       };
       const came = this.#whileOpening ?? [];
       this.#whileOpening = null;
@@ -1368,6 +1372,15 @@ export class RunRegistry {
     interrupted: readonly RunCallEntry[] = [],
   ): Promise<CloseReason> {
     const open = this.#open?.run === run ? this.#open : null;
+    if (now < run.started_at_epoch_ms) {
+      // Never an end before the start (the wall clock stepped back since the open, or a previous
+      // process's clock was ahead of this one's): the start plus what the monotonic clock counted
+      // since (a run of this process), else the start itself.
+      const elapsed = open
+        ? Math.max(0, Math.round(this.#opts.clock.monoMs() - open.startedMono))
+        : 0;
+      now = run.started_at_epoch_ms + elapsed;
+    }
     // A run found open at start-up: its event file is continued after the last good line (the
     // writer starts on a new line after a torn one).
     // Room for its interrupted calls and the run_closed, queued together (one write).

@@ -1069,3 +1069,31 @@ Deno.test("RunRegistry records an e-stop's trigger, its reason arriving later an
     }
   });
 });
+
+Deno.test("RunRegistry never ends a run before it started: after a wall-clock step back its end is the start plus the monotonic time since, and a restart whose clock is behind closes the abandoned run at its start", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const { registry } = await harness(dir, {}, clock);
+    const { run } = await registry.open({});
+    clock.advance(5_000);
+    clock.wall = T0 - 60_000; // the host clock corrected back by a minute
+    const { run: closed } = await registry.close(run.run_id, {});
+    const { events } = await registry.listEvents(run.run_id, {});
+    const { run: left } = await registry.open({});
+    await registry.shutdown();
+    equal(closed.ended_at_epoch_ms, T0 + 5_000, "ended 5 s (monotonic) after it started");
+    equal(events.at(-1)!.occurred_at_epoch_ms, T0 + 5_000, "run_closed at the same time");
+    // The next process's clock is further behind: the run it abandons ends at its start.
+    const later = await harness(dir, {}, new ManualClock(0, T0 - 120_000));
+    try {
+      const { run: abandoned } = await later.registry.get(left.run_id);
+      equal(abandoned.close_reason, "abandoned");
+      ok(
+        abandoned.ended_at_epoch_ms! >= abandoned.started_at_epoch_ms,
+        `ended ${abandoned.ended_at_epoch_ms} before it started ${abandoned.started_at_epoch_ms}`,
+      );
+    } finally {
+      await later.registry.shutdown();
+    }
+  });
+});
