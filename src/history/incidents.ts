@@ -567,17 +567,29 @@ export class IncidentRecorder {
       // a new incident the id, and so the file, of a kept one.
       const n = Number(m[2]);
       if (n < 2 ** 32) this.#counter = Math.max(this.#counter, n);
+      let damage = "empty";
       for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
         try {
           const h = JSON.parse(line) as IncidentHeader;
           if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") {
             headers.push({ header: h, n });
-          }
+            damage = "";
+          } else damage = "a header not of this incident";
         } catch {
-          this.#o.log.warn(`incident file ${name}: damaged header, left out`);
+          damage = "a damaged header";
         }
         break;
       }
+      if (damage === "") continue;
+      // Never listed nor served, and counted by no bound (a crash while it was written): without
+      // this its bytes would hold disk beyond incident_max_bytes for good.
+      await files.remove(this.#path(m[1]!)).then(
+        () => this.#o.log.warn(`incident file ${name}: ${damage}, removed`),
+        (err) =>
+          this.#o.log.warn(
+            `incident file ${name}: ${damage}, left out; not removed: ${errorMessage(err)}`,
+          ),
+      );
     }
     // In the order they were recorded: by the counter of their ids, which goes on across
     // restarts. Their wall times may say otherwise (a board that booted without its real-time

@@ -98,3 +98,42 @@ Deno.test("incident_max_bytes removes the oldest record that is not an e-stop's 
     await history.stop();
   }
 });
+
+Deno.test("A start removes, with a WARN, the incident files whose header is damaged or missing: never listed, they would otherwise hold disk beyond incident_max_bytes for good", async () => {
+  const { history, files, clock } = handFedHistory({ diskMaxBytes: 0 });
+  const bus = new EventBus();
+  const dir = "/data/history/incidents";
+  const warnings: string[] = [];
+  const log = testLogger();
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, incidentMaxBytes: 1024 },
+    history,
+    files,
+    dir,
+    clock,
+    log: { ...log, warn: (m: string) => void warnings.push(m) } as typeof log,
+  });
+  const put = async (name: string, text: string) => {
+    const h = await files.openAppend(`${dir}/${name}`);
+    await h.append(text);
+    h.close();
+  };
+  // A crash tore the header of one (the samples behind it are 64 KiB) and wrote nothing of
+  // another.
+  await put("inc-1760000000000-1.jsonl", `{"incident_id":"inc-17600\n${"x".repeat(65536)}\n`);
+  await put("inc-1760000000001-2.jsonl", "");
+  await history.start();
+  await incidents.start(bus);
+  try {
+    assert.deepEqual(incidents.list(), []);
+    assert.deepEqual(
+      (await files.listNames(dir)).sort(),
+      [],
+      "the unreadable incident files are still on disk, counted by no bound",
+    );
+    assert.equal(warnings.filter((w) => /removed/.test(w)).length, 2, warnings.join("\n"));
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
