@@ -299,8 +299,8 @@ export class IncidentRecorder {
   /**
    * A device went down (with `outages`): a device loss, dated from when its reads began failing
    * (its provider went down), so the window holds the failures that led to it. Not for a device
-   * whose provider is no longer configured (a reload took it out; one it restarts is followed
-   * afresh once it is up again).
+   * whose provider a reload took out or is restarting (one it restarts is followed afresh once
+   * it is up again).
    */
   #onCondition(c: DeviceConditionChange): void {
     const key = `${c.providerId}/${c.deviceId}`;
@@ -310,7 +310,9 @@ export class IncidentRecorder {
     }
     const failingAt = this.#failingAt.get(key);
     this.#failingAt.delete(key);
-    if (c.condition.kind !== "down" || c.previous === "down" || c.condition.unconfigured) return;
+    // A device whose provider a reload removes or restarts left on purpose: not lost.
+    const { kind, unconfigured, reloading } = c.condition;
+    if (kind !== "down" || c.previous === "down" || unconfigured || reloading) return;
     const since = c.condition.sinceMono;
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
     // date counted back on the monotonic clock away from the samples), else counted back.

@@ -50,6 +50,11 @@ export interface DeviceCondition {
    * exists here; a provider configured again under the id brings new devices.
    */
   readonly unconfigured?: true;
+  /**
+   * Down because a reload is stopping its provider to start it again with a changed entry: lost
+   * as in any restart (latched), but on purpose, so not a device loss incident (history/).
+   */
+  readonly reloading?: true;
 }
 
 /** A change of a watched device's condition. */
@@ -165,10 +170,13 @@ export class DeviceOutages {
     const host = this.#o.registry.host(providerId);
     if (!host && this.#o.registry.replacing(providerId)) {
       // Stopped to start again with its changed entry: lost, as in any restart, not gone.
-      return down(
-        `provider ${providerId} is restarted by a configuration reload`,
-        this.#providerSince(providerId),
-      );
+      return {
+        ...down(
+          `provider ${providerId} is restarted by a configuration reload`,
+          this.#providerSince(providerId),
+        ),
+        reloading: true,
+      };
     }
     if (!host) {
       return {
