@@ -1675,6 +1675,21 @@ export class SparkplugEdgeNode {
     );
   }
 
+  /**
+   * Why a device not born is still the configuration's (its provider is down, and had it when last
+   * up or never came up), as a refusal; null for an id no configured provider has.
+   */
+  #downDevice(id: string): string | null {
+    for (const p of this.#o.inventory.providers()) {
+      if (p.available) continue;
+      const had = p.devices.length === 0
+        ? id.startsWith(sparkplugDeviceId(p.id, ""))
+        : p.devices.some((c) => sparkplugDeviceId(c.device.providerId, c.device.deviceId) === id);
+      if (had) return `device down (provider ${p.id} ${p.lifecycle})`;
+    }
+    return null;
+  }
+
   /** Why commands cannot act at all now (off, or the role), or null. */
   #commandRefusal(): string | null {
     if (this.#o.commands === undefined) return "commands are off (sparkplug.commands: false)";
@@ -1690,10 +1705,11 @@ export class SparkplugEdgeNode {
     const name = this.#commandName(id, m);
     const dev = this.#devices.get(id);
     if (dev === undefined) {
-      // No device of this node by that id (gone, never born, mistyped): no alias of it is known,
-      // so the node answers, naming the device as for a metric that is no function of one.
+      // No device of this node by that id (down, gone, never born, mistyped): no alias of it is
+      // known, so the node answers, naming the device as for a metric that is no function of one.
       const metric = name ?? `alias ${String(m.alias)}`;
-      return this.#refused(topic, `${id}/${metric}`, "no such device on this node", NODE);
+      const why = this.#downDevice(id) ?? "no such device on this node";
+      return this.#refused(topic, `${id}/${metric}`, why, NODE);
     }
     if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");
     const refusal = this.#commandRefusal();
