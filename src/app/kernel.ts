@@ -698,8 +698,12 @@ export class Kernel {
         ? {
           commands: {
             call: (req: CallRequest) => this.router.call(req),
-            estop: (reason: string, source: AuditOrigin) =>
-              this.estop.trigger(reason, { cause: "sparkplug", source }),
+            estop: (reason: string, source: AuditOrigin, onLatched?: () => void) =>
+              this.estop.trigger(reason, {
+                cause: "sparkplug",
+                source,
+                ...(onLatched ? { onLatched } : {}),
+              }),
           },
         }
         : {}),

@@ -165,6 +165,11 @@ export interface EstopTriggerOptions {
   readonly cause?: string;
   /** Who triggered it, for the audit trail (default: an HTTP client, or the alarm of `cause`). */
   readonly source?: AuditOrigin;
+  /**
+   * Called once the latch is engaged, audited, FAULT entered and the change published (before the
+   * ladder); not called when any of that threw (the trigger's promise rejects).
+   */
+  readonly onLatched?: () => void;
 }
 
 /** The cause of an e-stop requested over the API (POST /v0/estop). */
@@ -486,6 +491,7 @@ export class Estop implements EstopService {
       cause,
       timestamp_ms: this.#latchedAtMs,
     });
+    options.onLatched?.();
     if (typeof reason !== "string" && reason !== undefined) {
       const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
       const latchedMono = this.#o.clock.monoMs();

@@ -183,8 +183,12 @@ const RETAINED_COMMAND = "a retained command: the broker kept it from before thi
 export interface CommandPorts {
   /** An ordinary routed call, gated as a manual one, audited with origin kind `sparkplug`. */
   call(req: CallRequest): Promise<CallResult>;
-  /** Triggers the e-stop (never clears it: there is no port for that). */
-  estop(reason: string, source: AuditOrigin): Promise<unknown>;
+  /**
+   * Triggers the e-stop (never clears it: there is no port for that). `onLatched` is called once
+   * the latch is engaged, before the safe-state ladder; the promise settles with the whole stop
+   * (rejected: the trigger threw, before or after the latch).
+   */
+  estop(reason: string, source: AuditOrigin, onLatched?: () => void): Promise<unknown>;
 }
 
 /** What the edge node is built from. */
@@ -250,7 +254,8 @@ export interface EdgeNodeCounts {
   commandsRefused: number;
   /**
    * DCMD calls the provider got that then failed (an error status, no answer in time): answered
-   * FAILED, not REFUSED, for the provider may have acted.
+   * FAILED, not REFUSED, for the provider may have acted; and NCMD e-stops whose trigger threw
+   * before the latch engaged.
    */
   commandsFailed: number;
   /**
@@ -1657,12 +1662,31 @@ export class SparkplugEdgeNode {
     if (name === NODE_METRICS.estop && m.boolean_value === true) {
       const refusal = this.#commandRefusal();
       if (refusal !== null) return this.#refused(topic, name, refusal, NODE);
-      this.counts.commandsAccepted++;
       this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggering");
-      // Not awaited: the stop runs on its own path; this only asks for it.
-      this.#o.commands!.estop("Sparkplug NCMD Node Control/E-Stop", this.#source("NCMD"))
-        .catch((err) => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
-      this.#commandResult(NODE, name, "OK");
+      // The stop runs on its own path: the answer waits for the latch, not for the ladder. OK
+      // once latched; FAILED when the trigger threw first (no latch: the host must not rely on
+      // it). A port that never reports the latch is answered when the stop settles.
+      const latched = Promise.withResolvers<void>();
+      const stop = this.#o.commands!.estop(
+        "Sparkplug NCMD Node Control/E-Stop",
+        this.#source("NCMD"),
+        () => latched.resolve(),
+      );
+      stop.catch((err) => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
+      void Promise.race([
+        latched.promise.then(() => null),
+        stop.then(() => null, (err: unknown) => err),
+      ]).then((err) =>
+        this.#contain(`the answer to ${name}`, () => {
+          if (err === null) {
+            this.counts.commandsAccepted++;
+            this.#commandResult(NODE, name, "OK");
+          } else {
+            this.counts.commandsFailed++;
+            this.#commandResult(NODE, name, `FAILED: ${errorMessage(err)}`);
+          }
+        })
+      );
       return;
     }
     this.#refused(
