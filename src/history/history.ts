@@ -339,7 +339,8 @@ export class History {
    * The device's signals changed (rediscovery): rings of signals kept, others released. A signal
    * declared now with another type than its ring's values (retyped) starts a new series: its old
    * samples are released, as a removed signal's, so no answer mixes the two types (the disk tier's
-   * rows name their type: query drops the old type's).
+   * rows name their type: query drops the old type's), and its ring is marked trimmed to the next
+   * poll.
    */
   #rebuild(e: DeviceEntry, dev: DeviceState): void {
     if (e.bucketStart !== null) this.#flushBucket(e);
@@ -351,7 +352,15 @@ export class History {
       const declared = this.#o.cache.declaredType(dev.providerId, dev.deviceId, id) ?? null;
       const retyped = old !== undefined && old.type !== null && declared !== null &&
         declared !== old.type;
-      kept.set(id, old !== undefined && !retyped ? old : new SignalRing(id, this.#budget));
+      if (old !== undefined && !retyped) {
+        kept.set(id, old);
+        continue;
+      }
+      const fresh = new SignalRing(id, this.#budget);
+      // A retyped signal's changes are kept from the next poll on only: a walk from before says
+      // the old type's were lost (ChangeWalk.reachFromSeq), as when the byte bound trims them.
+      if (retyped) fresh.trimmedToSeq = e.ring.nextSeq;
+      kept.set(id, fresh);
     }
     for (const [id, s] of e.ring.signals) if (!kept.has(id)) s.release();
     e.ring.signals.clear();

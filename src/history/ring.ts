@@ -141,8 +141,9 @@ export class SignalRing extends BucketAcc {
   #head = 0;
   #len = 0;
   /**
-   * Sequence number of the oldest change kept after the byte bound last dropped one (-1: never):
-   * what this signal did before that poll is gone although the device's polls may still be kept.
+   * Sequence number of the oldest change kept after the byte bound last dropped one, or of the
+   * first poll after a retype dropped the old type's series (-1: never): what this signal did
+   * before that poll is gone although the device's polls may still be kept.
    */
   trimmedToSeq = -1;
   readonly #budget: RingBudget;
