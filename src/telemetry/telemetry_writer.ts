@@ -25,7 +25,9 @@
  * `total_written`; a single refused row is dropped and counted in `dropped_rejected` (and
  * `total_failed`); a part still refused when the budget is spent is dropped and counted the same
  * way. Any other failure (network, timeout, 401/403/404, 429, 5xx) is retried, during isolation
- * too: the rows not yet settled go back to the front of the retry buffer.
+ * too: the rows not yet settled go back to the front of the retry buffer. A refusal that says the
+ * database stored the other rows (InfluxDB's `partial write: ... dropped=N`, see
+ * partialWriteDropped) is not isolated: N rows count in `dropped_rejected`, the rest as written.
  *
  * Rows are valid line protocol by construction (line_protocol.ts); a row that cannot be made into
  * a valid line is dropped and counted in `dropped_unformattable`, never sent.
@@ -260,11 +262,25 @@ type QueueItem =
 
 type WriteOutcome = "ok" | "rejected" | "failed";
 
-/** What one POST came to; `refused` is the database refusing the data (400/413/422). */
+/**
+ * What one POST came to; `refused` is the database refusing the data (400/413/422). `dropped`: the
+ * database said it stored the rest (InfluxDB's `partial write: ... dropped=N`), else null.
+ */
 type PostResult =
   | { kind: "ok" }
-  | { kind: "refused"; status: number; detail: string }
+  | { kind: "refused"; status: number; detail: string; dropped: number | null }
   | { kind: "failed" };
+
+/**
+ * How many rows a refusal says the database dropped when it stored the others: InfluxDB 1.x
+ * (400) and 2.x (422) answer a write with lines it could not take (a field type conflict, points
+ * beyond the retention policy) with `partial write: <why> dropped=N` and store the other lines.
+ * Null for any other refusal (the write may have been refused whole).
+ */
+export function partialWriteDropped(body: string): number | null {
+  const m = /partial write\b[\s\S]*?\bdropped=(\d+)/.exec(body);
+  return m === null ? null : Number(m[1]);
+}
 
 /** A contiguous part of a refused write during isolation; `refused`: known to hold refused rows. */
 interface Segment {
@@ -826,6 +842,15 @@ export class TelemetryWriter {
       this.#written(rows.length);
       return "ok";
     }
+    if (result.dropped !== null) {
+      // The database stored the other rows: nothing to isolate (sending them again would only
+      // overwrite them), and the counts are its own.
+      this.#partlyRefused(rows.length, result.dropped, result);
+      this.#connected = true;
+      this.#backoffMs = 0;
+      this.#backoffUntilMono = 0;
+      return "rejected";
+    }
     const unsent = await this.#isolate(rows, result, deadlineMono);
     if (unsent.length > 0) {
       this.#requeueFront(unsent);
@@ -887,6 +912,12 @@ export class TelemetryWriter {
       const result = await this.#post(seg.rows, this.#requestTimeout(deadlineMono));
       if (result.kind === "ok") {
         written += seg.rows.length;
+      } else if (result.kind === "refused" && result.dropped !== null) {
+        // A partial write of this part: the database stored the rest of it.
+        const lost = Math.min(seg.rows.length, result.dropped);
+        written += seg.rows.length - lost;
+        dropped += lost;
+        refusal = result;
       } else if (result.kind === "refused") {
         refusal = result;
         work.unshift({ rows: seg.rows, refused: true });
@@ -907,6 +938,23 @@ export class TelemetryWriter {
         `${written} written, ${unsent.length} to retry, after ${requests} isolating requests${example}`,
     );
     return unsent;
+  }
+
+  /** A partial write of `rows`: the database dropped `dropped` of them and stored the others. */
+  #partlyRefused(
+    rows: number,
+    dropped: number,
+    refusal: { status: number; detail: string },
+  ): void {
+    const lost = Math.min(rows, dropped);
+    this.#written(rows - lost);
+    this.#droppedRejected += lost;
+    this.#totalFailed += lost;
+    const detail = refusal.detail ? `: ${refusal.detail}` : "";
+    this.#reportError(
+      `write partly refused (HTTP ${refusal.status}${detail}): the database dropped ${lost} of ` +
+        `${rows} rows and stored the others`,
+    );
   }
 
   /** Counts accepted rows and records a successful write. */
@@ -961,10 +1009,10 @@ export class TelemetryWriter {
       const status = (err as { statusCode?: unknown })?.statusCode;
       if (typeof status === "number") {
         // One log line per event: the database's answer may span lines.
-        const detail = String((err as { body?: unknown }).body ?? "").replace(/\s+/g, " ").trim()
-          .slice(0, 200);
+        const body = String((err as { body?: unknown }).body ?? "");
+        const detail = body.replace(/\s+/g, " ").trim().slice(0, 200);
         if (status === 400 || status === 413 || status === 422) {
-          return { kind: "refused", status, detail };
+          return { kind: "refused", status, detail, dropped: partialWriteDropped(body) };
         }
         this.#reportError(`write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}`);
         return { kind: "failed" };
