@@ -135,6 +135,15 @@ Deno.test({
             (m.payload.metrics ?? []).some((x) => x.boolean_value === true)
           ),
       );
+      // Answered once latched (the kernel's port reports the latch), not after the ladder.
+      await waitFor(
+        "NDATA Runtime/Command Result: Node Control/E-Stop: OK",
+        () =>
+          host.messages.find((m) =>
+            m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` &&
+            (m.payload.metrics ?? []).some((x) => x.string_value === "Node Control/E-Stop: OK")
+          ),
+      );
       const refused = rt.sparkplug!.counts.commandsRefused;
       await host.send(NCMD, [{
         name: "Node Control/Clear E-Stop",
