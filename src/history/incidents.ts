@@ -42,7 +42,7 @@ export const INCIDENT_STOP_WAIT_MS = 2000;
  * HTTP body, itself read for at most ESTOP_REASON_READ_TIMEOUT_MS): then it is written without.
  */
 export const INCIDENT_REASON_WAIT_MS = 1500;
-/** Characters of an e-stop's reason kept in an incident's cause (longer ones are cut, "…"). */
+/** Characters of an e-stop's reason kept in an incident's cause (longer ones are cut, "\u2026"). */
 export const INCIDENT_REASON_MAX_CHARS = 200;
 /** Longest line of an incident file read back. */
 export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
@@ -657,7 +657,7 @@ function estopCause(reason: string | null, by: string): string {
   if (!reason) return `e-stop (${by})`;
   const chars = [...reason];
   const text = chars.length > INCIDENT_REASON_MAX_CHARS
-    ? `${chars.slice(0, INCIDENT_REASON_MAX_CHARS).join("")}…`
+    ? `${chars.slice(0, INCIDENT_REASON_MAX_CHARS).join("")}\u2026`
     : reason;
   return `e-stop: ${text} (${by})`;
 }
