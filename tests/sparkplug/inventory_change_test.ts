@@ -127,7 +127,12 @@ for (const history of [true, false]) {
         assert.equal(node.counts.storeDropped, droppedBefore + 1);
         assert.ok(
           lines.some((l) =>
-            /^WARN .* polled as another type than its signals' birth declares now/.test(l)
+            // With history, the retype started x's ring afresh, trimmed (the old type's polls
+            // dropped there): the replay says the loss as a gap of the ring. Without, the DDATA
+            // queue still holds them and they are left out as mistyped.
+            (history
+              ? /^WARN .* the history ring no longer reaches back to the outage start: 1 device/
+              : /^WARN .* polled as another type than its signals' birth declares now/).test(l)
           ),
           lines.filter((l) => /sparkplug/.test(l)).join("\n"),
         );
