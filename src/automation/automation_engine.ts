@@ -41,6 +41,7 @@ import {
   leaseRefusal,
   type ModeChangeListener,
   type ParameterService,
+  refusingCheck,
   refusingGate,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -93,13 +94,17 @@ export interface DeviceOutage {
 
 /**
  * A device the tree's recent calls to were all refused by a gate -- an interlock, the
- * device-loss latch, the mode or e-stop gate (GET /v0/automation/status `refused_calls`): nothing
- * was sent, so the device is not out; 2 or more in a row, until a call is not refused.
+ * device-loss latch, the mode or e-stop gate -- or by a policy check about the caller --
+ * requires_lease, argument validation, min_interval (GET /v0/automation/status `refused_calls`):
+ * nothing was sent, so the device is not out; 2 or more in a row, until a call is not refused.
  */
 export interface RefusedCalls {
   device_handle: string;
   consecutive_refusals: number;
-  /** What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`, ... */
+  /**
+   * What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`,
+   * `allowed_modes`, `requires_lease`, `validation`, `min_interval`.
+   */
   refused_by: string;
   /** The last refusal's message. */
   last_refusal: string;
@@ -148,7 +153,7 @@ export type EngineStatus = AutomationStatus & {
   /** Devices automation may not command until AUTO is entered again. */
   device_loss_latched: string[];
   device_outages: DeviceOutage[];
-  /** Devices the tree's recent calls to were all refused by a gate (not outages). */
+  /** Devices the tree's recent calls to were all refused by a gate or a caller check (not outages). */
   refused_calls: RefusedCalls[];
 };
 
@@ -212,7 +217,7 @@ export class AutomationEngine {
   /** Digest of every file of the loaded tree (includes too); null without one. */
   #contentDigest: string | null = null;
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
-  /** Calls to a device refused by a gate in a row: they neither count nor end `#calls`. */
+  /** Calls to a device refused (a gate, a caller check) in a row: they neither count nor end `#calls`. */
   readonly #refusals = new Map<
     string,
     { refusals: number; refusedBy: string; lastRefusal: string; sinceMs: number }
@@ -708,9 +713,11 @@ export class AutomationEngine {
   }
 
   /**
-   * Records the outcome of one automated call (outage tracking). A gate's refusal (nothing was
+   * Records the outcome of one automated call (outage tracking). A gate's refusal, or the refusal
+   * of a policy check about the caller (requires_lease, validation, min_interval; nothing was
    * sent) says nothing about the device: it counts toward `refused_calls` only, and neither
-   * extends nor ends a failure streak; any call a gate let through ends the refusal streak.
+   * extends nor ends a failure streak; any call that got past them ends the refusal streak. A
+   * full provider queue is a failure (the provider is congested).
    */
   #noteCall(handle: string, err: unknown): void {
     if (err === null) {
@@ -721,7 +728,9 @@ export class AutomationEngine {
     // A call cancelled by a halt (leaving AUTO) says nothing about the device.
     if (err instanceof DOMException && err.name === "AbortError") return;
     const message = errorMessage(err);
-    const gate = refusingGate(err);
+    // A gate's refusal, or one of a policy check about the caller (requires_lease, validation,
+    // min_interval): nothing was sent either way.
+    const gate = refusingGate(err) ?? refusingCheck(err);
     // The mode gate refuses the tree's calls in AUTO only while AUTO is being left (its
     // before_transition hooks run): held back by the transition, as a halt cancels them.
     if (gate === "mode" && this.#o.modes.current() === "AUTO") return;
@@ -777,7 +786,8 @@ export class AutomationEngine {
 
 /**
  * `refused_by` of a gate's refusal: the interlock by its id, the device-loss latch by its name,
- * any other gate by the router's name for it (estop, mode, allowed_modes).
+ * any other gate or check by the router's name for it (estop, mode, allowed_modes;
+ * requires_lease, validation, min_interval).
  */
 function refuserName(gate: string, err: unknown): string {
   if (gate === "device_loss") return "device_loss_latch";

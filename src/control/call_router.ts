@@ -133,6 +133,38 @@ export function refusingGate(err: unknown): string | null {
   return typeof err === "object" && err !== null ? gateRefusals.get(err) ?? null : null;
 }
 
+/** Errors a caller's policy check refused a call with, by the check's name (refusingCheck). */
+const callerRefusals = new WeakMap<object, string>();
+
+/**
+ * The name of the policy check about the caller, not the device (`requires_lease`, `validation`
+ * of the arguments, `min_interval`), whose refusal `err`, thrown by CallRouter.call, is; null for
+ * any other failure. Like a gate's refusal, nothing was sent: it says nothing about the device. A
+ * full provider queue is not one (the provider is congested).
+ */
+export function refusingCheck(err: unknown): string | null {
+  return typeof err === "object" && err !== null ? callerRefusals.get(err) ?? null : null;
+}
+
+/** Runs `check`, marking what it throws as the refusal of the caller check `name`. */
+function callerCheck<T>(name: string, check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (typeof err === "object" && err !== null) callerRefusals.set(err, name);
+    throw err;
+  }
+}
+
+/** Throws the lease refusal of `fn`, if any, as a caller check's. */
+function checkLease(device: DeviceCapabilities, fn: FunctionSpec): void {
+  const lease = leaseRefusal(device, fn);
+  if (lease) {
+    callerRefusals.set(lease, "requires_lease");
+    throw lease;
+  }
+}
+
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
 export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
 
@@ -349,11 +381,10 @@ export class CallRouter {
     const stop = req.origin === "safety";
     if (!stop) {
       progress.refusedBy = "requires_lease";
-      const lease = leaseRefusal(device, fn);
-      if (lease) throw lease;
+      checkLease(device, fn);
     }
     progress.refusedBy = "validation";
-    let args = validateArgs(fn, req.args);
+    let args = callerCheck("validation", () => validateArgs(fn, req.args));
     progress.args = args;
     if (!stop) this.#checkInterval(device, fn, progress);
     progress.refusedBy = "queue";
@@ -382,12 +413,11 @@ export class CallRouter {
       if (redeclared !== null) {
         ({ device, fn } = redeclared);
         progress.fn = fn;
-        args = validateArgs(fn, req.args);
+        args = callerCheck("validation", () => validateArgs(fn, req.args));
         progress.args = args;
         if (!stop) {
           progress.refusedBy = "requires_lease";
-          const lease = leaseRefusal(device, fn);
-          if (lease) throw lease;
+          checkLease(device, fn);
         }
       }
       // Re-checked under the provider lock, after that write: nothing may have latched since
@@ -484,7 +514,10 @@ export class CallRouter {
   #checkInterval(device: DeviceCapabilities, fn: FunctionSpec, progress: CallProgress): void {
     progress.refusedBy = "min_interval";
     const refusal = this.#intervals.refusal(device, fn, this.#clock.monoMs());
-    if (refusal) throw refusal;
+    if (refusal) {
+      callerRefusals.set(refusal, "min_interval");
+      throw refusal;
+    }
   }
 
   #checkGates(ctx: GateContext, progress: CallProgress): void {

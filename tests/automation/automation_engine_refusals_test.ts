@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
+import { policyProvider } from "../helpers/policy_provider.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 const MOTOR_ARGS: Record<string, TypedValue> = {
@@ -53,6 +54,57 @@ Deno.test("AutomationEngine lists calls a gate refused in refused_calls, apart f
       await engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
       s = engine.status();
       assert.deepEqual([s.device_outages, s.refused_calls, s.last_error], [[], [], null]);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("AutomationEngine lists calls refused by the caller's policy checks (min_interval, requires_lease, validation) in refused_calls, not device_outages", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const config = automationConfig(tree);
+    const rt = await startRuntime({
+      ...config,
+      providers: [...config.providers, policyProvider()],
+    });
+    try {
+      const engine = rt.automation!;
+      await rt.modes.request("MANUAL"); // the mode gate lets automated calls through outside AUTO
+      const signal = new AbortController().signal;
+      const call = (fn: string, args: Record<string, TypedValue> = {}) =>
+        engine.services.callDevice("pol/act0", fn, args, signal);
+      const refusedBy = () =>
+        engine.status().refused_calls.map((r) => [
+          r.device_handle,
+          r.consecutive_refusals,
+          r.refused_by,
+        ]);
+
+      await assert.rejects(call("leased"), /requires a lease/);
+      await assert.rejects(call("leased"), /requires a lease/);
+      let s = engine.status();
+      assert.deepEqual(s.device_outages, [], "a lease refusal is no device failure");
+      assert.deepEqual(refusedBy(), [["pol/act0", 2, "requires_lease"]]);
+
+      const badLevel = { level: { type: "double", double: 2 } } as const;
+      await assert.rejects(call("set_level", badLevel));
+      await assert.rejects(call("set_level", badLevel));
+      s = engine.status();
+      assert.deepEqual(s.device_outages, [], "an argument refused is no device failure");
+      assert.deepEqual(refusedBy(), [["pol/act0", 4, "validation"]]);
+
+      await call("pulse"); // sent: ends the refusals
+      assert.deepEqual(refusedBy(), []);
+      await assert.rejects(call("pulse"), /min_interval_ms|sooner/);
+      await assert.rejects(call("pulse"), /min_interval_ms|sooner/);
+      s = engine.status();
+      assert.deepEqual(s.device_outages, [], "a call too soon is no device failure");
+      assert.deepEqual(refusedBy(), [["pol/act0", 2, "min_interval"]]);
+      assert.equal(s.last_error, "calls refused: pol/act0 by min_interval (2 in a row)");
     } finally {
       await rt.stop();
     }
