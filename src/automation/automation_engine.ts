@@ -237,7 +237,13 @@ export class AutomationEngine {
       (handle, err) => this.#noteCall(handle, err),
     );
     options.modes.onModeChange((change) => {
-      if (change.current === "AUTO" && change.previous !== "AUTO") this.#commanded.clear();
+      if (change.current !== "AUTO" || change.previous === "AUTO") return;
+      this.#commanded.clear();
+      // `refused_calls` are the recent automated calls' refusals: the gates behind them (the
+      // mode, the e-stop and device-loss latches) are decided again by entering AUTO, so the
+      // previous session's say nothing of this one. Outages are kept: they are what the device
+      // answered, and no call has reached it since (docs/safety.md §5).
+      this.#refusals.clear();
     });
     const outages = options.outages;
     if (outages) {

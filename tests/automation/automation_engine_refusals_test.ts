@@ -112,3 +112,44 @@ Deno.test("AutomationEngine lists calls refused by the caller's policy checks (m
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine entering AUTO starts refused_calls afresh (the gates are decided again), keeping the device outages", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(tree)); // IDLE: the mode gate refuses
+    try {
+      const engine = rt.automation!;
+      const signal = new AbortController().signal;
+      await assert.rejects(engine.services.callDevice("sim0/tempctl0", "no_such_fn", {}, signal));
+      await assert.rejects(engine.services.callDevice("sim0/tempctl0", "no_such_fn", {}, signal));
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(
+          engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
+          /Call blocked in IDLE mode/,
+        );
+      }
+      let s = engine.status();
+      assert.deepEqual(s.refused_calls.map((r) => r.device_handle), ["sim0/motorctl0"]);
+      assert.deepEqual(s.device_outages.map((o) => o.device_handle), ["sim0/tempctl0"]);
+
+      await rt.modes.request("MANUAL");
+      await rt.modes.request("AUTO");
+      s = engine.status();
+      assert.deepEqual(
+        s.refused_calls,
+        [],
+        "the refusals were the previous mode's gates: AUTO entry decided them again",
+      );
+      assert.deepEqual(
+        s.device_outages.map((o) => [o.device_handle, o.consecutive_failures]),
+        [["sim0/tempctl0", 2]],
+        "no call reached the device since: its outage still holds",
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
