@@ -831,10 +831,14 @@ function whyNotRunning(
         latched.map((e) => `${e.providerId}/${e.deviceId} was lost (${e.reason})`).join(", ")
       }; mode FAULT: re-arm deliberately (FAULT -> MANUAL -> AUTO)${blockedText}`;
     case "mode":
-      // FAULT -> AUTO is no transition: the remedy is the re-arm (an e-stop's latch, if any,
-      // is named by the refusal of MANUAL).
+      // FAULT -> AUTO and IDLE -> AUTO are no transitions: the remedy goes through MANUAL (an
+      // e-stop's latch, if any, is named by the refusal of MANUAL).
       return `mode is ${n.mode}: the tree ticks only in AUTO${
-        n.mode === "FAULT" ? "; re-arm (FAULT -> MANUAL -> AUTO)" : ""
+        n.mode === "FAULT"
+          ? "; re-arm (FAULT -> MANUAL -> AUTO)"
+          : n.mode === "IDLE"
+          ? "; switch to MANUAL, then AUTO (IDLE -> AUTO is no transition)"
+          : ""
       }${blockedText}`;
     case "stalled":
       // The calls failing now say why; a throw before the last re-arm (lastError) may not.

@@ -137,6 +137,11 @@ Deno.test("AutomationEngine ticks only in AUTO and halts the tree when leaving i
   const runner = engine.runner!;
   assert.equal(runner.active, false);
   assert.equal(runner.tickOnce(), null);
+  assert.equal(
+    engine.status().why_not_running,
+    "mode is IDLE: the tree ticks only in AUTO; switch to MANUAL, then AUTO (IDLE -> AUTO is no transition)",
+    "IDLE -> AUTO is no transition: the remedy goes through MANUAL",
+  );
   modes.set("MANUAL");
   modes.set("AUTO");
   assert.equal(runner.tickOnce(), "RUNNING");

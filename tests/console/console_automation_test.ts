@@ -82,7 +82,11 @@ Deno.test({
           assert.equal(s.execution_reason, "mode_gate");
           assert.deepEqual(s.not_running, { cause: "mode", mode: "IDLE" });
           await waitForText(page, fact("Execution"), /^running \(mode_gate\)$/);
-          await waitForText(page, WHY, /^Not running: mode is IDLE: the tree ticks only in AUTO$/);
+          await waitForText(
+            page,
+            WHY,
+            /^Not running: mode is IDLE: the tree ticks only in AUTO; switch to MANUAL, then AUTO \(IDLE -> AUTO is no transition\)$/,
+          );
         });
 
         await step("MANUAL: the line follows the mode", async () => {

@@ -47,7 +47,8 @@ Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its tic
         last_error: null,
         mode: "IDLE",
         not_running: { cause: "mode", mode: "IDLE" },
-        why_not_running: "mode is IDLE: the tree ticks only in AUTO",
+        why_not_running:
+          "mode is IDLE: the tree ticks only in AUTO; switch to MANUAL, then AUTO (IDLE -> AUTO is no transition)",
         blocked_devices: [],
         device_loss_latched: [],
         device_outages: [],
