@@ -315,7 +315,7 @@ function main() {
   setInterval(() => refresh(false), REFRESH_INTERVAL_MS);
   setInterval(() => {
     devices.tickAges();
-    health.tickCountdowns();
+    health.tickTimes();
   }, AGE_TICK_MS);
 }
 

@@ -25,15 +25,33 @@ export function nextRestartText(dueAt, now) {
   return `in ${formatAge(dueAt - now)}`;
 }
 
+/** "12 s ago": the age at `now` of what happened at `since` (performance.now() ms). */
+export function agoText(since, now) {
+  return `${formatAge(now - since)} ago`;
+}
+
+/** "12 s": the time from `since` (performance.now() ms) to `now`. */
+export function forText(since, now) {
+  return formatAge(now - since);
+}
+
 /** The Health view. */
 export class HealthView {
   /**
    * Each shown "Next restart" countdown: its element and when the restart is due on the page's
    * monotonic clock (the API's next_restart_in_ms carried forward from when it arrived), so that
-   * tickCountdowns moves it every second between two reads of the health.
+   * tickTimes moves it every second between two reads of the health.
    * @type {{el: Element, dueAt: number}[]}
    */
   countdowns = [];
+
+  /**
+   * Each shown age ("Last seen", "Up for", a device's "Last poll"): its element, since when on the
+   * page's monotonic clock (the API's age carried back from when it arrived) and its text, so
+   * that tickTimes moves it every second between two reads of the health.
+   * @type {{el: Element, since: number, text: (since: number, now: number) => string}[]}
+   */
+  ages = [];
 
   /**
    * @param {{
@@ -56,18 +74,28 @@ export class HealthView {
     if (this.isVisible()) this.render(r.providers ?? []);
   }
 
-  /** Moves every "Next restart" countdown shown to now (app.js calls it every AGE_TICK_MS). */
-  tickCountdowns() {
+  /**
+   * Moves every "Next restart" countdown and every age shown to now (app.js calls it every
+   * AGE_TICK_MS).
+   */
+  tickTimes() {
     const now = performance.now();
     for (const c of this.countdowns) setText(c.el, nextRestartText(c.dueAt, now));
+    for (const a of this.ages) setText(a.el, a.text(a.since, now));
   }
 
   render(providers) {
     const now = performance.now();
     this.countdowns = [];
+    this.ages = [];
     const countdown = (inMs) => {
       const el = h("span", { "data-next-restart": true, text: nextRestartText(now + inMs, now) });
       this.countdowns.push({ el, dueAt: now + inMs });
+      return el;
+    };
+    const age = (agoMs, text) => {
+      const el = h("span", { text: text(now - agoMs, now) });
+      this.ages.push({ el, since: now - agoMs, text });
       return el;
     };
     fill(
@@ -88,9 +116,17 @@ export class HealthView {
             ...(p.start_error ? [["Failed to start", p.start_error]] : []),
             [
               "Last seen",
-              p.last_seen_ago_ms === null ? "—" : `${formatAge(p.last_seen_ago_ms)} ago`,
+              p.last_seen_ago_ms === null || p.last_seen_ago_ms === undefined
+                ? "—"
+                : age(p.last_seen_ago_ms, agoText),
             ],
-            ["Up for", formatAge((p.uptime_seconds ?? 0) * 1000)],
+            // A provider that is not up has no uptime (0): it does not grow.
+            [
+              "Up for",
+              p.state === "AVAILABLE"
+                ? age((p.uptime_seconds ?? 0) * 1000, forText)
+                : formatAge((p.uptime_seconds ?? 0) * 1000),
+            ],
             ["Devices", `${p.device_count} (${p.failed_device_count} failed)`],
             ["Supervision", sup.enabled ? "restarts enabled" : "no restarts"],
             ["Restarts attempted", restartsText(sup)],
@@ -145,7 +181,7 @@ export class HealthView {
             (p.devices ?? []).map((d) => [
               d.device_id,
               badge(d.health, `q-${healthClass(d.health)}`),
-              d.last_poll_ms ? `${formatAge(d.staleness_ms)} ago` : "never",
+              d.last_poll_ms ? age(d.staleness_ms, agoText) : "never",
               String(d.stale_signal_count),
               String(d.fault_signal_count),
               (d.claims ?? []).length ? d.claims.join(" ") : "—",
