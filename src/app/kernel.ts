@@ -1307,7 +1307,8 @@ export class Kernel {
       // A new tree reads only parameters of this file (offered before automation.parameters).
       const before = this.automation.automationVersion();
       const r = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz, na.parameters);
-      if (r === "unchanged") return { unchanged: true };
+      // Without a tree, a changed rate is only kept (as with automation disabled).
+      if (r === "unchanged") return changed ? {} : { unchanged: true };
       if (r === "refused_auto") {
         return { refused: "mode is AUTO: the running tree is never swapped" };
       }

@@ -161,7 +161,8 @@ export type EngineStatus = AutomationStatus & {
 /**
  * What a reload did to the tree: "replaced" another tree (path or content) was swapped in;
  * "retimed" the same tree (path and content) now ticks at another rate (its automation_version
- * is unchanged); "unchanged"; "refused_auto".
+ * is unchanged); "unchanged" (no tree before nor after is unchanged whatever the rate);
+ * "refused_auto".
  */
 export type TreeReload = "unchanged" | "replaced" | "retimed" | "refused_auto";
 
@@ -483,7 +484,7 @@ export class AutomationEngine {
    * Configuration reload of automation.behavior_tree / tick_rate_hz: loads the tree (throws
    * INVALID_ARGUMENT with every diagnostic when it does not load, keeping the running one) and
    * swaps it in unless it is the same (path, tick rate and the text of every file it reads,
-   * its includes too): "unchanged"; the same tree at another tick rate is retimed in place,
+   * its includes too): "unchanged" (also without a tree before and after, whatever the rate); the same tree at another tick rate is retimed in place,
    * keeping its state, and answers "retimed" (its automation_version is the same). A new tree must read only the `parameters` the new
    * configuration declares (given: as load() checks the declared ones). Refused while
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
@@ -495,6 +496,12 @@ export class AutomationEngine {
     parameters?: readonly ParameterConfig[],
   ): Promise<TreeReload> {
     const before = this.#runner;
+    if (behaviorTree === null && this.#o.behaviorTree === null) {
+      // No tree before nor after: nothing ticks, so nothing is retimed (nor protected in AUTO);
+      // the rate is kept for the comparisons of the next reloads.
+      this.#o = { ...this.#o, tickRateHz };
+      return "unchanged";
+    }
     if (this.#o.modes.current() === "AUTO") {
       const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
         (behaviorTree === null || (await this.#digestOf(behaviorTree)) === this.#contentDigest);

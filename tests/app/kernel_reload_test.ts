@@ -295,3 +295,21 @@ Deno.test("Kernel.reload: a section whose owner fails keeps its old value and is
     assert.deepEqual((await rt.reload(fixed)).applied, [], "nothing left to apply");
   });
 });
+
+Deno.test("Kernel.reload of the tick rate without a behavior tree: the setting applies, with no tree retimed nor refused in AUTO", async () => {
+  const rt = await startRuntime(automationConfig(null));
+  try {
+    const r1 = await rt.reload(withAutomation(rt.config, { tickRateHz: 25 }));
+    assert.deepEqual(r1.applied, ["automation.behavior_tree"]);
+    assert.deepEqual(r1.notes, [], "no tree: no tick rate note");
+    assert.equal(rt.config.automation.tickRateHz, 25, "the configuration in effect takes the rate");
+    assert.equal(await rt.automation!.reloadTree(null, 25), "unchanged");
+    await enterAuto(rt);
+    const r2 = await rt.reload(withAutomation(rt.config, { tickRateHz: 30 }));
+    assert.deepEqual(refusedSections(r2), [], "no tree runs in AUTO: nothing to protect");
+    assert.deepEqual(r2.applied, ["automation.behavior_tree"]);
+    assert.equal(rt.config.automation.tickRateHz, 30);
+  } finally {
+    await rt.stop();
+  }
+});

@@ -466,6 +466,17 @@ Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting ac
   engine.stop();
 });
 
+Deno.test('AutomationEngine without a tree answers a reload changing only the tick rate "unchanged": no tree is retimed', async () => {
+  const { engine, modes } = setup(SLEEP, { behaviorTree: null });
+  await engine.load();
+  engine.start();
+  assert.equal(await engine.reloadTree(null, 20), "unchanged", "outside AUTO");
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(await engine.reloadTree(null, 30), "unchanged", "in AUTO: no running tree");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine started without a tree ticks the one a reload adds, in AUTO", async () => {
   const { engine, modes } = setup(SLEEP, { behaviorTree: null });
   await engine.load();
