@@ -686,6 +686,12 @@ export class AutomationEngine {
       : null;
     const lastError = base.last_error ?? callProblems;
     const notRunning = this.#notRunning(base, mode, latched.length > 0);
+    // Out of AUTO with no device blocking it: what else the AUTO gate would refuse it for (the
+    // tree's call policy, its undeclared parameter reads), so the remedy the line gives is one
+    // that works.
+    const autoRefusal = notRunning !== null && mode !== "AUTO" && blocked.length === 0
+      ? this.#autoRefusal()?.message ?? null
+      : null;
     return {
       ...base,
       last_error: lastError,
@@ -693,7 +699,7 @@ export class AutomationEngine {
       not_running: notRunning,
       why_not_running: notRunning === null
         ? null
-        : whyNotRunning(notRunning, blocked, latched, base.last_error, callProblems),
+        : whyNotRunning(notRunning, blocked, latched, base.last_error, callProblems, autoRefusal),
       blocked_devices: blocked,
       device_loss_latched: latched.map((e) => `${e.providerId}/${e.deviceId}`),
       device_outages: outages,
@@ -820,11 +826,16 @@ function whyNotRunning(
   latched: readonly LossEntry[],
   lastError: string | null,
   callProblems: string | null,
+  autoRefusal: string | null,
 ): string {
   const devices = blocked.map((b) =>
     `${b.device_handle} is ${b.condition === "down" ? "down" : "failing"} (${b.reason})`
   );
-  const blockedText = devices.length > 0 ? `; AUTO is refused while ${devices.join(", ")}` : "";
+  const blockedText = devices.length > 0
+    ? `; AUTO is refused while ${devices.join(", ")}`
+    : autoRefusal !== null
+    ? `; ${autoRefusal}`
+    : "";
   switch (n.cause) {
     case "no_definition":
       return "no behavior tree is configured (automation.behavior_tree)";

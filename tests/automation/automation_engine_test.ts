@@ -650,3 +650,54 @@ Deno.test("AutomationEngine in a FAULT it did not cause: why_not_running gives t
   );
   engine.stop();
 });
+
+Deno.test("AutomationEngine outside AUTO: why_not_running says AUTO would be refused for the tree's call policy, not only that the tree waits for AUTO", async () => {
+  const fn: FunctionSpec = {
+    functionId: 1,
+    name: "set_motor_duty",
+    description: "",
+    category: "ACTUATE",
+    actuating: true,
+    args: [],
+    policy: { ...NO_FUNCTION_POLICY, allowedModes: ["MANUAL"] },
+  };
+  const caps: DeviceCapabilities = {
+    device: {
+      providerId: "sim0",
+      deviceId: "motorctl0",
+      providerName: "sim",
+      typeId: "t",
+      typeVersion: "1",
+      label: "",
+      address: "",
+      tags: {},
+    },
+    functions: [fn],
+    signals: [],
+  };
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main">
+  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="json:{}"/>
+</BehaviorTree>`,
+    {
+      inventory: {
+        providerAvailable: () => true,
+        devicesOf: () => ["motorctl0"],
+        capabilities: (p, d) => p === "sim0" && d === "motorctl0" ? caps : undefined,
+      },
+    },
+  );
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  const problem = engine.autoProblem();
+  assert.match(problem ?? "", /^refusing AUTO: the behavior tree calls sim0\/motorctl0/);
+  const s = engine.status();
+  assert.deepEqual(s.not_running, { cause: "mode", mode: "MANUAL" });
+  assert.equal(
+    s.why_not_running,
+    `mode is MANUAL: the tree ticks only in AUTO; ${problem}`,
+    "the remedy 'enter AUTO' would be refused: the line says why",
+  );
+  engine.stop();
+});
