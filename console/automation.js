@@ -219,7 +219,12 @@ export class AutomationView {
         ],
         [
           "Device outages",
-          (s.device_outages ?? []).length ? JSON.stringify(s.device_outages) : "none",
+          (s.device_outages ?? []).length
+            ? s.device_outages.map((o) =>
+              `${o.device_handle} (${o.consecutive_failures} calls failed in a row): ` +
+              o.last_error
+            ).join("; ")
+            : "none",
         ],
         ...(Array.isArray(s.refused_calls)
           ? [[
