@@ -749,7 +749,8 @@ export function responseComponents(): Record<string, JsonSchema> {
         device_outages: note(
           arr({ type: "object" }),
           "Devices whose recent automated calls " +
-            "all failed (project addition); a call a gate refused is not a failure.",
+            "all failed (project addition); a call a gate or a caller check refused is not a " +
+            "failure.",
         ),
         refused_calls: note(
           arr(obj(
@@ -769,7 +770,9 @@ export function responseComponents(): Record<string, JsonSchema> {
             },
           )),
           "Devices whose recent automated calls a gate (an interlock, the device-loss latch, " +
-            "the mode or e-stop gate) all refused, 2 or more in a row (project addition).",
+            "the mode or e-stop gate) or a policy check about the caller (requires_lease, " +
+            "argument validation, min_interval) all refused, 2 or more in a row (project " +
+            "addition).",
         ),
         mode: note(str, "The runtime mode now (project addition)."),
         not_running: note(
