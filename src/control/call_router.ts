@@ -146,12 +146,15 @@ export function refusingCheck(err: unknown): string | null {
   return typeof err === "object" && err !== null ? callerRefusals.get(err) ?? null : null;
 }
 
-/** Runs `check`, marking what it throws as the refusal of the caller check `name`. */
+/**
+ * Runs `check`, marking the refusal it throws (a RuntimeError) as the caller check `name`'s; a
+ * check that crashes instead is no refusal.
+ */
 function callerCheck<T>(name: string, check: () => T): T {
   try {
     return check();
   } catch (err) {
-    if (typeof err === "object" && err !== null) callerRefusals.set(err, name);
+    if (err instanceof RuntimeError) callerRefusals.set(err, name);
     throw err;
   }
 }
