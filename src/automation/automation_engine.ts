@@ -243,7 +243,7 @@ export class AutomationEngine {
       // `refused_calls` are the recent automated calls' refusals: the gates behind them (the
       // mode, the e-stop and device-loss latches) are decided again by entering AUTO, so the
       // previous session's say nothing of this one. Outages are kept: they are what the device
-      // answered, and no call has reached it since (docs/safety.md §5).
+      // answered, and no call has reached it since (docs/safety.md section 5).
       this.#refusals.clear();
     });
     const outages = options.outages;
