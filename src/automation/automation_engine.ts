@@ -41,8 +41,7 @@ import {
   leaseRefusal,
   type ModeChangeListener,
   type ParameterService,
-  refusingCheck,
-  refusingGate,
+  refusedBeforeSending,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { DeviceOutages, StateCache } from "../state/mod.ts";
@@ -749,7 +748,7 @@ export class AutomationEngine {
     const message = errorMessage(err);
     // A gate's refusal, or one of a policy check about the caller (requires_lease, validation,
     // min_interval): nothing was sent either way.
-    const gate = refusingGate(err) ?? refusingCheck(err);
+    const gate = refusedBeforeSending(err);
     // The mode gate refuses the tree's calls in AUTO only while AUTO is being left (its
     // before_transition hooks run): held back by the transition, as a halt cancels them.
     if (gate === "mode" && this.#o.modes.current() === "AUTO") return;

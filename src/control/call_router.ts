@@ -121,29 +121,18 @@ export function reachedProvider(err: unknown): boolean {
   return typeof err === "object" && err !== null && failedAfterSending.has(err);
 }
 
-/** Errors a gate refused a call with, by the gate's name (refusingGate). */
-const gateRefusals = new WeakMap<object, string>();
+/** Errors a call was refused with before it was sent, by what refused it (refusedBeforeSending). */
+const refusedBy = new WeakMap<object, string>();
 
 /**
- * The name of the gate (`addGate`: estop, mode, allowed_modes, interlock, device_loss) whose
- * refusal `err`, thrown by CallRouter.call, is; null for any other failure. A gate's refusal says
- * nothing about the device: nothing was sent (automation status keeps it out of device outages).
+ * What refused the call `err`, thrown by CallRouter.call, is the refusal of -- a gate (`addGate`:
+ * estop, mode, allowed_modes, interlock, device_loss) or a policy check about the caller, not the
+ * device (`requires_lease`, `validation` of the arguments, `min_interval`) -- or null for any other
+ * failure. Nothing was sent: it says nothing about the device (automation status keeps it out of
+ * device outages). A full provider queue is not one (the provider is congested).
  */
-export function refusingGate(err: unknown): string | null {
-  return typeof err === "object" && err !== null ? gateRefusals.get(err) ?? null : null;
-}
-
-/** Errors a caller's policy check refused a call with, by the check's name (refusingCheck). */
-const callerRefusals = new WeakMap<object, string>();
-
-/**
- * The name of the policy check about the caller, not the device (`requires_lease`, `validation`
- * of the arguments, `min_interval`), whose refusal `err`, thrown by CallRouter.call, is; null for
- * any other failure. Like a gate's refusal, nothing was sent: it says nothing about the device. A
- * full provider queue is not one (the provider is congested).
- */
-export function refusingCheck(err: unknown): string | null {
-  return typeof err === "object" && err !== null ? callerRefusals.get(err) ?? null : null;
+export function refusedBeforeSending(err: unknown): string | null {
+  return typeof err === "object" && err !== null ? refusedBy.get(err) ?? null : null;
 }
 
 /**
@@ -154,7 +143,7 @@ function callerCheck<T>(name: string, check: () => T): T {
   try {
     return check();
   } catch (err) {
-    if (err instanceof RuntimeError) callerRefusals.set(err, name);
+    if (err instanceof RuntimeError) refusedBy.set(err, name);
     throw err;
   }
 }
@@ -163,7 +152,7 @@ function callerCheck<T>(name: string, check: () => T): T {
 function checkLease(device: DeviceCapabilities, fn: FunctionSpec): void {
   const lease = leaseRefusal(device, fn);
   if (lease) {
-    callerRefusals.set(lease, "requires_lease");
+    refusedBy.set(lease, "requires_lease");
     throw lease;
   }
 }
@@ -518,7 +507,7 @@ export class CallRouter {
     progress.refusedBy = "min_interval";
     const refusal = this.#intervals.refusal(device, fn, this.#clock.monoMs());
     if (refusal) {
-      callerRefusals.set(refusal, "min_interval");
+      refusedBy.set(refusal, "min_interval");
       throw refusal;
     }
   }
@@ -530,7 +519,7 @@ export class CallRouter {
       progress.refusedBy = name;
       const refusal = gate(ctx);
       if (refusal) {
-        gateRefusals.set(refusal, name);
+        refusedBy.set(refusal, name);
         throw refusal;
       }
     }
