@@ -70,6 +70,7 @@ import {
   seekAfter,
 } from "../journal/mod.ts";
 import { type EventLineRules, eventOfLine } from "./_event_lines.ts";
+import { fitEvent } from "./_event_fit.ts";
 import { exceedsJsonDepth } from "./_json_depth.ts";
 import {
   type AutomationVersion,
@@ -1126,8 +1127,11 @@ export class RunRegistry {
     }
     const now = this.#opts.clock.nowMs();
     const runId = open.run.run_id;
-    const event = this.#event(runId, open.nextSequence, category, type, occurred, now, payload);
-    const line = JSON.stringify(event);
+    // Long strings cut to fit a record: a line the reader cannot read would be lost in silence.
+    const { line } = fitEvent(
+      this.#event(runId, open.nextSequence, category, type, occurred, now, payload),
+      MAX_RECORD_BYTES,
+    );
     const size = utf8Length(line) + 1;
     if (open.bytes + size > this.#maxRunBytes) {
       if (open.notRecorded++ === 0) {
@@ -1413,7 +1417,7 @@ export class RunRegistry {
             now,
             { ...call },
           );
-          const line = JSON.stringify(e);
+          const { line } = fitEvent(e, MAX_RECORD_BYTES);
           if (bytes + utf8Length(line) + 1 > this.#maxRunBytes) {
             left++;
             continue;
