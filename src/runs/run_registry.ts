@@ -244,6 +244,15 @@ export const RUNS_TOTAL_BYTES_DEFAULT = RUNS_LIMITS.maxTotalBytes.default;
  * rewrites ~2 x runs.max_runs lines once per runs.max_runs runs, not the whole file at every close.
  */
 const RUNS_COMPACT_SLACK_LINES = 64;
+/**
+ * Closes after a failed rewrite of runs.jsonl before the running registry tries it again (a
+ * rename refused, a full disk); each further failure doubles the wait up to
+ * RUNS_COMPACT_RETRY_MAX_CLOSES, a rewrite that succeeds resets it: a rewrite that keeps failing
+ * is not redone at every close.
+ */
+export const RUNS_COMPACT_RETRY_CLOSES = 8;
+/** Most closes between two tries of a failing rewrite of runs.jsonl. */
+export const RUNS_COMPACT_RETRY_MAX_CLOSES = 256;
 /** Characters of runs.jsonl the rewrite gathers before each write (the file is never one string). */
 const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
@@ -366,6 +375,10 @@ export class RunRegistry {
   readonly #recordedBytes = new Map<string, number>();
   /** Lines of runs.jsonl (read at start, appended since; compacted when far more than needed). */
   #journalLines = 0;
+  /** Closes to let pass before the next try of a rewrite of runs.jsonl (one failed). */
+  #compactWait = 0;
+  /** The wait after the next failed rewrite (RUNS_COMPACT_RETRY_CLOSES, doubling). */
+  #compactBackoff = RUNS_COMPACT_RETRY_CLOSES;
   /** `polling.interval_ms` in effect, recorded in the runs opened from now on. */
   #pollingIntervalMs: number;
   /** What start() was handed, kept for its retries. */
@@ -1180,7 +1193,10 @@ export class RunRegistry {
     try {
       this.#noteClosed(runId, await this.#closedFileBytes(runId));
       await this.#prune();
-      if (this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
+      if (
+        this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES &&
+        this.#compactWait-- <= 0
+      ) {
         await this.#compact();
       }
     } catch (err) {
@@ -1283,8 +1299,15 @@ export class RunRegistry {
       }
       await files.rename(tmp, this.#runsFile);
       this.#journalLines = lines;
+      this.#compactWait = 0;
+      this.#compactBackoff = RUNS_COMPACT_RETRY_CLOSES;
     } catch (err) {
-      this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`);
+      this.#compactWait = this.#compactBackoff;
+      this.#compactBackoff = Math.min(2 * this.#compactBackoff, RUNS_COMPACT_RETRY_MAX_CLOSES);
+      this.#log.warn(
+        `${this.#runsFile} not rewritten: ${errorMessage(err)}; tried again after ` +
+          `${this.#compactWait} closes`,
+      );
       await files.remove(tmp).catch(() => {});
       return;
     }
