@@ -48,13 +48,14 @@ export function markerRequest(body: MarkerBody): MarkerRequest {
 }
 
 /**
- * GET /v0/runs: `limit` and `offset` as docs/http-api.md "Runs" gives them (an unparseable value
- * takes the default, as anolis does).
+ * GET /v0/runs: `limit` and `offset` as docs/http-api.md "Runs" gives them (a value that does not
+ * read as a number takes the default, as anolis does; one written as a number that is not an
+ * integer within +-(2^53-1) -- `1e20`, twenty digits, `1.5` -- is INVALID_ARGUMENT naming it).
  */
 export function parseRunsPage(query: URLSearchParams): PageRequest {
   const out: { -readonly [K in keyof PageRequest]: PageRequest[K] } = {};
-  const limit = lenientInt(query.get("limit"));
-  const offset = lenientInt(query.get("offset"));
+  const limit = lenientInt(query.get("limit"), "limit");
+  const offset = lenientInt(query.get("offset"), "offset");
   if (limit !== undefined) out.limit = limit;
   if (offset !== undefined) out.offset = offset;
   return out;
@@ -81,7 +82,20 @@ export function parseEventsPage(query: URLSearchParams): EventPageRequest {
   return page;
 }
 
-/** `[+-]digits` -> the number; anything else -> undefined (the default applies). */
-function lenientInt(s: string | null): number | undefined {
-  return s !== null && /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : undefined;
+/** A JSON-like number: sign, digits, fraction, exponent (what `1e20` or `1.5` look like). */
+const NUMBER_TEXT = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/**
+ * `[+-]digits` -> the number; text that does not read as a number -> undefined (the default
+ * applies); a number that is not a safe integer -> INVALID_ARGUMENT naming `field`.
+ */
+function lenientInt(s: string | null, field: string): number | undefined {
+  if (s === null || !NUMBER_TEXT.test(s)) return undefined;
+  const n = /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : NaN;
+  if (!Number.isSafeInteger(n)) {
+    throw invalidArgument(
+      `${field}: must be an integer from -(2^53-1) to 2^53-1 (got ${s.trim()})`,
+    );
+  }
+  return n;
 }

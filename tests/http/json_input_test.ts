@@ -170,3 +170,22 @@ Deno.test("Run markers, close and event pages answer 400 naming a mistyped membe
     assert.equal((await fx.request("GET", `/v0/runs/${id}`)).json.run.state, "open");
   });
 });
+
+Deno.test("limit/offset written as a number that is not a safe integer (1e20, 20 digits, 1.5) are 400 naming the field, on runs and events pages", async () => {
+  await withRuns(async (fx) => {
+    const id = (await fx.request("POST", "/v0/runs", { body: {} })).json.run.run_id;
+    for (const path of ["/v0/runs", `/v0/runs/${id}/events`]) {
+      for (const field of ["limit", "offset"]) {
+        for (const v of ["1e20", "99999999999999999999", "-99999999999999999999", "1.5"]) {
+          assert400(
+            await fx.request("GET", `${path}?${field}=${v}`),
+            `${field}: must be an integer from -(2^53-1) to 2^53-1 (got ${v})`,
+          );
+        }
+      }
+      // Leniency kept for what does not read as a number, and a large safe value is cut.
+      assert.equal((await fx.request("GET", `${path}?limit=x&offset=y`)).status, 200);
+      assert.equal((await fx.request("GET", `${path}?limit=9007199254740991`)).status, 200);
+    }
+  });
+});

@@ -22,12 +22,14 @@ const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[]
     name: "limit",
     description:
       `Page size (default ${defaultLimit}, at most ${maxLimit}; a larger value is cut, ` +
-      "a value below 1 or one that does not parse takes the default).",
+      "a value below 1 or one that does not read as a number takes the default; a number that " +
+      "is not an integer within \u00b1(2^53-1), such as 1e20 or 1.5, is 400).",
     schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
   },
   {
     name: "offset",
-    description: "Entries to skip (default 0; a value that does not parse takes the default).",
+    description: "Entries to skip (default 0; a value that does not read as a number takes the " +
+      "default; a number that is not an integer within \u00b1(2^53-1) is 400).",
     schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
   },
 ];
