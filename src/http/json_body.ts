@@ -109,6 +109,19 @@ export function roundedIntegerText(holder: object, key: string): string | undefi
   return ROUNDED.get(holder)?.get(key);
 }
 
+/**
+ * Whether the JSON number text `source` denotes an integer (`9007199254740993`, `1.0e3`), not a
+ * fraction (`1.0000000000000001`): in a free-form member, where any double is welcome, only an
+ * integer that parsing rounded (roundedIntegerText) is refused.
+ */
+export function denotesInteger(source: string): boolean {
+  const m = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
+  if (m === null) return false;
+  const fraction = (m[2] ?? "").replace(/0+$/, "");
+  if (fraction === "") return true;
+  return Number(m[3] ?? "0") >= fraction.length;
+}
+
 /** JSON.parse reviver: notes the numbers parsed into an integer that their text is not. */
 function noteRoundedIntegers(
   this: object,

@@ -5,7 +5,7 @@
  * number`), with the schema's `x-errors` message when it has one.
  */
 import { invalidArgument } from "../common/mod.ts";
-import { type BodyLimits, readJsonBody, roundedIntegerText } from "./json_body.ts";
+import { type BodyLimits, denotesInteger, readJsonBody, roundedIntegerText } from "./json_body.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
 /** One error of a generated validator (ajv's shape, `verbose`: with its schema and data). */
@@ -94,14 +94,9 @@ function roundedIntegerMember(
     const types = Array.isArray(s.type) ? s.type : [s.type];
     if (types.includes("integer") && typeof member === "number") {
       const written = roundedIntegerText(value, String(key));
-      if (written !== undefined) {
-        return at(
-          [...path, key],
-          `${written} is not an integer as written ` +
-            `(a JSON number read as a double: it would arrive as ${member})`,
-        );
-      }
+      if (written !== undefined) return roundedAt([...path, key], written, member);
     }
+    if (freeForm(s)) return roundedFreeFormInteger(member, [...path, key]);
     return roundedIntegerMember(s, member, [...path, key]);
   };
   if (Array.isArray(value)) {
@@ -124,6 +119,49 @@ function roundedIntegerMember(
       const problem = check(more, key);
       if (problem !== null) return problem;
     }
+  }
+  return null;
+}
+
+function roundedAt(path: readonly (string | number)[], written: string, member: number): string {
+  return at(
+    path,
+    `${written} is not an integer as written ` +
+      `(a JSON number read as a double: it would arrive as ${member})`,
+  );
+}
+
+/**
+ * A member the schema leaves free-form (run `params`, marker `payload`: an object or array it
+ * does not describe), stored as given: any double is welcome, but an integer its text gives that
+ * parsing rounded (beyond 2^53) would be stored as another integer.
+ */
+function freeForm(s: JsonSchema): boolean {
+  const types = Array.isArray(s.type) ? s.type : [s.type];
+  return (types.includes("object") || types.includes("array")) &&
+    s.properties === undefined && s.additionalProperties === undefined && s.items === undefined;
+}
+
+/**
+ * The first integer of a free-form value (document order) that parsing rounded, as the 400
+ * message; or null. Recursive: bodies nest at most MAX_JSON_DEPTH levels (json_body.ts).
+ */
+function roundedFreeFormInteger(value: unknown, path: (string | number)[]): string | null {
+  if (typeof value !== "object" || value === null) return null;
+  const keys: (string | number)[] = Array.isArray(value)
+    ? value.map((_, i) => i)
+    : Object.keys(value);
+  for (const k of keys) {
+    const member = (value as Record<string | number, unknown>)[k];
+    if (typeof member === "number") {
+      const written = roundedIntegerText(value, String(k));
+      if (written !== undefined && denotesInteger(written)) {
+        return roundedAt([...path, k], written, member);
+      }
+      continue;
+    }
+    const problem = roundedFreeFormInteger(member, [...path, k]);
+    if (problem !== null) return problem;
   }
   return null;
 }

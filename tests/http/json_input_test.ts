@@ -189,3 +189,31 @@ Deno.test("limit/offset written as a number that is not a safe integer (1e20, 20
     }
   });
 });
+
+Deno.test("run params and marker payload refuse an integer JSON parsing would round (beyond 2^53) with a 400 naming it; doubles and exact integers are kept", async () => {
+  await withRuns(async (fx, _runs, dataDir) => {
+    assert400(
+      await fx.request("POST", "/v0/runs", {
+        body: '{"params":{"recipe":{"batch_ids":[1,9007199254740993]}}}',
+      }),
+      "params.recipe.batch_ids[1]: 9007199254740993 is not an integer as written " +
+        "(a JSON number read as a double: it would arrive as 9007199254740992)",
+    );
+    assert.equal(await Deno.readTextFile(`${dataDir}/runs.jsonl`), "", "nothing opened");
+    const open = await fx.request("POST", "/v0/runs", {
+      body: '{"params":{"big":9007199254740992,"gain":0.1,"near_one":1.0000000000000001}}',
+    });
+    assert.equal(open.status, 200, open.text);
+    assert.deepEqual(open.json.run.params, { big: 9007199254740992, gain: 0.1, near_one: 1 });
+    const id = open.json.run.run_id;
+    assert400(
+      await fx.request("POST", `/v0/runs/${id}/events`, {
+        body: '{"type":"sample","payload":{"serial":12345678901234567890}}',
+      }),
+      "payload.serial: 12345678901234567890 is not an integer as written " +
+        "(a JSON number read as a double: it would arrive as 12345678901234567000)",
+    );
+    const events = await fx.request("GET", `/v0/runs/${id}/events`);
+    assert.equal(events.json.count, 1, "no marker recorded");
+  });
+});
