@@ -87,6 +87,10 @@ export interface RunEvent {
    * shelve, unshelve), interlock engage/release, else "".
    */
   type: string;
+  /**
+   * When it happened: may be earlier than that of an event recorded before it (a device loss
+   * dated from its first failed read); events are answered in `sequence` (recording) order.
+   */
   occurred_at_epoch_ms: number;
   recorded_at_epoch_ms: number;
   payload: Record<string, unknown>;
