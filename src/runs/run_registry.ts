@@ -270,7 +270,11 @@ interface OpenRun {
   bytes: number;
   /** Events left out since the file reached the bound (maxRunBytes). */
   notRecorded: number;
-  /** Bus events that came while its run_closed was being written (counted if the close fails). */
+  /**
+   * Bus events that came while its run_closed was being written: of no run when the close
+   * succeeds (the cut is by recording, whatever their time: nothing follows a run_closed), lost
+   * and counted if it fails (docs/http-api.md "Runs", Closing).
+   */
   whileClosing: number;
   /**
    * Its run_closed event, once written to its event file while the close record of runs.jsonl is

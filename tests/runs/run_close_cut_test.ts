@@ -1,0 +1,32 @@
+/**
+ * The cut a close makes: an event recorded once the close has begun (its run_closed queued)
+ * belongs to no run, whatever its time -- nothing follows a run_closed, and the next run has not
+ * started. It is not counted as dropped (no run was open to take it), as any event between runs.
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { eventsOnDisk, registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
+
+Deno.test("a bus event recorded while a successful close writes its run_closed belongs to no run: not after run_closed, not in the next run, not counted as dropped", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  await waitFor("the run_closed write under way", () => files.held > 0);
+  // Dated before the close's time, recorded after its run_closed was queued.
+  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
+  files.gate = null;
+  release();
+  await closing;
+  assert.deepEqual(eventsOnDisk(files, run.run_id).map((e) => e[1]), ["run_opened", "run_closed"]);
+  const next = await registry.open({});
+  assert.deepEqual(eventsOnDisk(files, next.run.run_id).map((e) => e[1]), ["run_opened"]);
+  assert.equal(registry.info().dropped_bus_events, 0);
+  await registry.shutdown();
+});
