@@ -92,6 +92,44 @@ Deno.test("Kernel.reload that swaps the behavior tree while a run is open: the r
   }
 });
 
+Deno.test("Kernel.reload after an edit of a file the tree includes: the run's automation_change tells the two trees apart, and so do the runs opened before and after", async () => {
+  const dir = await TreeDir.create();
+  const hold = (ms: number) =>
+    `<root BTCPP_format="4"><BehaviorTree ID="Hold"><Sleep msec="${ms}" /></BehaviorTree></root>\n`;
+  try {
+    await dir.write("common.xml", hold(60000));
+    const a = await dir.write(
+      "a.xml",
+      `<root BTCPP_format="4" main_tree_to_execute="Main">\n  <include path="common.xml" />\n` +
+        `  <BehaviorTree ID="Main"><SubTree ID="Hold" /></BehaviorTree>\n</root>\n`,
+    );
+    const rt = await startRuntime(automationConfig(a));
+    try {
+      const { run } = await rt.runs.open({});
+      // The operator edits the included subtree; the top-level file is byte for byte the same.
+      await dir.write("common.xml", hold(50000));
+      const report = await rt.reload(rt.config);
+      assert.deepEqual(report.refused, []);
+      const events = (await rt.runs.listEvents(run.run_id, {})).events;
+      const [change] = events.filter((e) => e.category === "automation_change");
+      assert.ok(change, "the swap is recorded");
+      assert.notDeepEqual(
+        change.payload.new_version,
+        change.payload.previous_version,
+        "the run's event tells the trees apart",
+      );
+      await rt.runs.close(run.run_id, {});
+      const next = (await rt.runs.open({})).run;
+      assert.notDeepEqual(next.automation_version, run.automation_version);
+      await rt.runs.close(next.run_id, {});
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
 Deno.test("Kernel.reload that changes only automation.tick_rate_hz while a run is open records no automation_change (the tree is the same)", async () => {
   const dir = await TreeDir.create();
   try {

@@ -17,7 +17,8 @@ export interface AutomationVersion {
   engine_kind: "behavior_tree";
   id: string;
   digest: string;
-  digest_scope: "top_level_file";
+  /** `top_level_file` for a tree in one file; `include_closure` for one that includes others. */
+  digest_scope: "top_level_file" | "include_closure";
 }
 
 /** Neutral automation status (GET /v0/automation/status); the runtime fills run_id. */
@@ -69,16 +70,25 @@ export interface BtRunnerOptions {
   readonly version?: AutomationVersion;
 }
 
-/** SHA-256 hex of the top-level file bytes and the file basename. */
+/**
+ * The file basename and a digest: of a tree in one file, the SHA-256 hex of its bytes
+ * (`top_level_file`); of a tree that includes other files, computeTreeContentDigest over all of
+ * them (`include_closure`), so that an edited included subtree is another version (a run records
+ * which tree it ran, and a reload's automation_change event tells the two apart).
+ */
 export async function computeAutomationVersion(parsed: ParsedTree): Promise<AutomationVersion> {
+  if (parsed.files.length > 1) {
+    const digest = await computeTreeContentDigest(parsed);
+    return { engine_kind: "behavior_tree", id: parsed.id, digest, digest_scope: "include_closure" };
+  }
   const digest = await sha256Hex(new Uint8Array(parsed.bytes));
   return { engine_kind: "behavior_tree", id: parsed.id, digest, digest_scope: "top_level_file" };
 }
 
 /**
  * SHA-256 hex over every file of the tree, its includes too (names and texts, top-level first):
- * what a configuration reload compares to decide whether the tree changed. The version digest
- * covers the top-level file only, so an edited included subtree would look unchanged.
+ * what a configuration reload compares to decide whether the tree changed, and the version digest
+ * of a tree that includes other files (computeAutomationVersion).
  */
 export async function computeTreeContentDigest(parsed: ParsedTree): Promise<string> {
   const text = JSON.stringify(parsed.files.map((file, i) => [file, parsed.texts[i]]));
