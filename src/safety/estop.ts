@@ -525,7 +525,7 @@ export class Estop implements EstopService {
 
   /**
    * Replaces safety.safe_state (configuration reload): the plan is recomputed and logged. A stop
-   * running now finishes with the plan it started with.
+   * running now finishes with the safe state it started with (its plan, then its read-back).
    */
   reconfigure(safeState: SafeStateConfig): void {
     this.#o = { ...this.#o, safeState };
@@ -587,6 +587,9 @@ export class Estop implements EstopService {
   async #stop(fault: FaultEntry | null): Promise<EstopResult> {
     let ladder: { plan: SafeStatePlan; actions: EstopAction[]; drain: DrainReport };
     let hooks: { failures: HookFailure[]; pending: boolean };
+    // The safe state this stop starts with: a reload meanwhile (reconfigure) changes the next
+    // stop's, not this one's read-back after its ladder.
+    const safeState = this.#o.safeState;
     try {
       const plan = this.plan();
       const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
@@ -597,13 +600,13 @@ export class Estop implements EstopService {
       hooks = fault ? await this.#faultHooks(fault) : { failures: [], pending: false };
     }
     const { plan, actions, drain } = ladder;
-    const expect = this.#o.safeState.expect;
+    const expect = safeState.expect;
     const startedAt = this.#o.clock.monoMs();
     const verification = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
       expect,
-      timeoutMs: this.#o.safeState.verifyTimeoutMs,
+      timeoutMs: safeState.verifyTimeoutMs,
     });
     this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
     this.#reportVerification(verification, "e-stop verification");
