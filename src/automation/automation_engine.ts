@@ -526,6 +526,11 @@ export class AutomationEngine {
     }
     if (this.#o.modes.current() === "AUTO") return "refused_auto"; // entered AUTO meanwhile
     if (sameTree && before !== null) {
+      // A MANUAL -> AUTO running its before-hooks was requested to run the tree at the rate in
+      // force (AUTO refuses a retime as it refuses a swap): refused at its commit.
+      this.#o.modes.invalidateAutoEntry?.(
+        `a configuration reload retimed the behavior tree (${this.#o.tickRateHz} -> ${tickRateHz} Hz)`,
+      );
       // The same tree at another rate: retimed in place, its state (blackboard, RunOnce, a
       // SequenceWithMemory's step), counters and the outages its calls found kept.
       before.retime(tickRateHz);

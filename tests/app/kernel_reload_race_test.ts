@@ -272,3 +272,53 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that swaps the behav
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that changes only the tick rate: AUTO is refused, not armed at a rate the operator did not arm", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const base = automationConfig(tree);
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: {
+          beforeTransition: [
+            ...base.automation.modeTransitionHooks.beforeTransition,
+            hook("MANUAL", "AUTO", [relayCall(1, true)]),
+          ],
+          afterTransition: [],
+        },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      const rate = rt.config.automation.tickRateHz;
+      await slowRelays(rt, 400);
+      const toAuto = rt.modes.request("AUTO").then(
+        (m) => `entered ${m}`,
+        (err: Error) => `refused: ${err.message}`,
+      );
+      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+      const report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, tickRateHz: rate * 2 },
+      });
+      const outcome = await toAuto;
+      assert.deepEqual(report.applied, ["automation.behavior_tree"]);
+      assert.ok(
+        rt.modes.current() !== "AUTO",
+        `AUTO (${outcome}) runs at ${rt.config.automation.tickRateHz} Hz, retimed from ${rate} ` +
+          "Hz while it was being entered (a change AUTO refuses)",
+      );
+      assert.match(
+        outcome,
+        /^refused: refusing AUTO: a configuration reload retimed the behavior tree/,
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
