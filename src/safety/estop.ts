@@ -167,7 +167,8 @@ export interface EstopTriggerOptions {
   readonly source?: AuditOrigin;
   /**
    * Called once the latch is engaged, audited, FAULT entered and the change published (before the
-   * ladder); not called when any of that threw (the trigger's promise rejects).
+   * ladder). Whatever throws after the latch (this callback included) is logged and the ladder
+   * runs all the same: the trigger's promise settles with the stop.
    */
   readonly onLatched?: () => void;
 }
@@ -470,28 +471,41 @@ export class Estop implements EstopService {
     // Status keeps what latched it: a later trigger while latched does not replace the cause.
     this.#cause ??= cause;
     const text = typeof reason === "string" ? reason : undefined;
-    this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
     const source = options.source ?? estopSource(cause);
-    // Recorded as decided (the latch), before anything physical: the ladder's calls follow
-    // as their own entries (origin estop).
-    this.#o.audit?.record({
-      action: "estop",
-      origin: source,
-      outcome: "accepted",
-      args: { reason: text ?? null, cause },
-      latency_ms: 0,
-    });
     this.#activeCause = cause;
-    // The reason is on the line above; the mode manager logs the transition "(e-stop)".
-    const fault = this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null;
-    this.#o.bus?.publish({
-      kind: "estop_change",
-      latched: true,
-      reason: text ?? null,
-      cause,
-      timestamp_ms: this.#latchedAtMs,
-    });
-    options.onLatched?.();
+    // From the latch on, the ladder starts whatever fails before it (a port that throws): a latch
+    // without its stop would leave the machine as it was, each failure logged.
+    let fault: FaultEntry | null = null;
+    try {
+      this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
+      // Recorded as decided (the latch), before anything physical: the ladder's calls follow
+      // as their own entries (origin estop).
+      this.#o.audit?.record({
+        action: "estop",
+        origin: source,
+        outcome: "accepted",
+        args: { reason: text ?? null, cause },
+        latency_ms: 0,
+      });
+      // The reason is on the line above; the mode manager logs the transition "(e-stop)".
+      fault = this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null;
+      this.#o.bus?.publish({
+        kind: "estop_change",
+        latched: true,
+        reason: text ?? null,
+        cause,
+        timestamp_ms: this.#latchedAtMs,
+      });
+    } catch (err) {
+      this.#log.error(
+        `e-stop: announcing the latch failed: ${errorMessage(err)}; the safe-state ladder runs`,
+      );
+    }
+    try {
+      options.onLatched?.();
+    } catch (err) {
+      this.#log.error(`e-stop: onLatched failed: ${errorMessage(err)}; the safe-state ladder runs`);
+    }
     if (typeof reason !== "string" && reason !== undefined) {
       const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
       const latchedMono = this.#o.clock.monoMs();
