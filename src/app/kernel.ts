@@ -626,10 +626,7 @@ export class Kernel {
       this.host.log.error(`declared call does not resolve: ${problem}`);
     }
     // A hook that makes arming impossible is said now, not at the operator's first POST /v0/mode.
-    const hooks = this.config.automation.modeTransitionHooks;
-    for (const problem of vetoingHookProblems(hooks, this.inventory)) {
-      this.host.log.warn(`mode transition hook: ${problem}`);
-    }
+    this.#warnVetoingHooks();
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
     this.estop.logPlan("start-up");
     // Once the inventory is known: a tree that AUTO could never start is said now, not at the
@@ -949,7 +946,23 @@ export class Kernel {
         this.#recordReload(key, "accepted", null, weakens);
       }
     }
+    // A hook that vetoes arming every time is said again when the hooks or the inventory they
+    // call changed (a provider started: its functions may actuate, or its allowed_modes refuse),
+    // once, with the hooks in force.
+    const p = report.providers;
+    if (
+      p.added.length + p.restarted.length > 0 ||
+      report.applied.includes("automation.mode_transition_hooks")
+    ) this.#warnVetoingHooks();
     return report;
+  }
+
+  /** Logs each before_transition hook that vetoes its transition every time (WARN, one line each). */
+  #warnVetoingHooks(): void {
+    const hooks = this.#config.automation.modeTransitionHooks;
+    for (const problem of vetoingHookProblems(hooks, this.inventory)) {
+      this.host.log.warn(`mode transition hook: ${problem}`);
+    }
   }
 
   /**
@@ -1350,9 +1363,6 @@ export class Kernel {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       const na = next.automation;
       this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
-      for (const problem of vetoingHookProblems(na.modeTransitionHooks, this.inventory)) {
-        this.host.log.warn(`mode transition hook: ${problem}`);
-      }
       // Without a safety: section the e-stop adopts the *->FAULT hooks: they changed.
       const candidate = sectionOf("automation.mode_transition_hooks").take(this.#config, next);
       if (!candidate.safety.present) {

@@ -81,3 +81,72 @@ Deno.test("Start-up warns of a before_transition hook calling a function its pro
     /^WARN .*before_transition\[0\] vetoes MANUAL -> IDLE every time: its call disarm\.calls\[0\] pol\/act0 auto_only is refused while the mode is still MANUAL \(Call refused in MANUAL mode: .*allowed only in AUTO/,
   );
 });
+
+Deno.test("A reload that adds the provider a before_transition hook names warns of the veto, as start-up does", async () => {
+  // The hook names sim1, not configured at start (the loader only warns): nothing resolves, so
+  // start-up cannot tell; the reload that adds sim1 makes the hook veto every arming.
+  const arming = hook(
+    "IDLE",
+    "MANUAL",
+    [call("sim1/relayio0", "set_relay_ch1", { enabled: true }, "arming.calls[0]")],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  await using r = await rig({
+    providers: [inertSim("sim0")],
+    automation: {
+      enabled: false,
+      behaviorTree: null,
+      tickRateHz: 10,
+      manualGatingPolicy: "BLOCK",
+      parameters: [],
+      modeTransitionHooks: { beforeTransition: [arming], afterTransition: [] },
+    },
+  });
+  assert.deepEqual(r.lines.filter((l) => l.includes("vetoes")), []);
+  const rt = r.kernel;
+  const report = await rt.reload({
+    ...rt.config,
+    providers: [...rt.config.providers, inertSim("sim1")],
+  });
+  assert.deepEqual(report.providers.added, ["sim1"]);
+  await assert.rejects(rt.modes.request("MANUAL"), /vetoed: .*Call blocked in IDLE mode/);
+  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  assert.equal(warned.length, 1, `the reload said nothing of the veto:\n${r.lines.join("\n")}`);
+  assert.match(
+    warned[0]!,
+    /^WARN .*before_transition\[0\] vetoes IDLE -> MANUAL every time: its call arming\.calls\[0\] sim1\/relayio0 set_relay_ch1/,
+  );
+});
+
+Deno.test("A reload that adds a provider and the hook naming it warns of the veto once", async () => {
+  await using r = await rig({
+    providers: [inertSim("sim0")],
+    automation: {
+      enabled: false,
+      behaviorTree: null,
+      tickRateHz: 10,
+      manualGatingPolicy: "BLOCK",
+      parameters: [],
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+    },
+  });
+  const rt = r.kernel;
+  const arming = hook(
+    "IDLE",
+    "MANUAL",
+    [call("sim1/relayio0", "set_relay_ch1", { enabled: true }, "arming.calls[0]")],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  await rt.reload({
+    ...rt.config,
+    providers: [...rt.config.providers, inertSim("sim1")],
+    automation: {
+      ...rt.config.automation,
+      modeTransitionHooks: { beforeTransition: [arming], afterTransition: [] },
+    },
+  });
+  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  assert.equal(warned.length, 1, r.lines.join("\n"));
+});
