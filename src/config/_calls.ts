@@ -11,6 +11,7 @@ import { type Checker, describeValue, type Obj, present } from "./_checker.ts";
 import { convertCallArg } from "./_scalars.ts";
 import { MAX_FUNCTION_ID } from "./_schema.ts";
 import { formatPath, type Path, type YamlSource } from "./_source.ts";
+import { noteSourcePosition } from "./source_positions.ts";
 import {
   type CallArgValue,
   type CallConfig,
@@ -40,17 +41,28 @@ export interface CallContext {
 }
 
 /** A list of call objects (safety.safe_state.hooks / setpoints, a hook's calls). */
-export function readCalls(ctx: CallContext, raw: unknown, path: Path): CallConfig[] {
+export function readCalls(
+  ctx: CallContext,
+  raw: unknown,
+  path: Path,
+  positioned = false,
+): CallConfig[] {
   const list = ctx.checker.sequence(raw, path) ?? [];
   const out: CallConfig[] = [];
   list.forEach((item, i) => {
-    const call = readCall(ctx, item, [...path, i]);
+    const call = readCall(ctx, item, [...path, i], positioned);
     if (call) out.push(call);
   });
   return out;
 }
 
-function readCall(ctx: CallContext, raw: unknown, path: Path): CallConfig | null {
+/** `positioned`: where it was read is kept (source_positions.ts) for messages naming it. */
+function readCall(
+  ctx: CallContext,
+  raw: unknown,
+  path: Path,
+  positioned: boolean,
+): CallConfig | null {
   const c = ctx.checker;
   const obj = c.mapping(raw, path, true);
   if (obj === null) return null;
@@ -92,7 +104,8 @@ function readCall(ctx: CallContext, raw: unknown, path: Path): CallConfig | null
     if (converted.ok) args[name] = converted.value;
     else c.error(argPath, converted.reason);
   }
-  return { deviceHandle: handle, functionId, functionName, args, path: formatPath(path) };
+  const call = { deviceHandle: handle, functionId, functionName, args, path: formatPath(path) };
+  return positioned ? noteSourcePosition(call, ctx.source.position(path)) : call;
 }
 
 /** automation.mode_transition_hooks.before_transition / after_transition. */
@@ -115,9 +128,13 @@ export function readHooks(ctx: CallContext, raw: unknown, path: Path): HookConfi
     } else if (Array.isArray(obj.calls) && obj.calls.length === 0) {
       c.error(callsPath, "must have at least one call");
     } else {
-      calls = readCalls(ctx, obj.calls, callsPath);
+      // Positioned: the vetoing-hook warning names their lines (start-up, reloads).
+      calls = readCalls(ctx, obj.calls, callsPath, true);
     }
-    out.push({ from, to, failOnError, calls, path: formatPath(hookPath) });
+    out.push(noteSourcePosition(
+      { from, to, failOnError, calls, path: formatPath(hookPath) },
+      ctx.source.position(hookPath),
+    ));
   });
   return out;
 }

@@ -16,5 +16,6 @@ export {
 } from "./_safety_review.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
 export * from "./condition.ts";
+export { atSourcePosition, sourcePosition } from "./source_positions.ts";
 export { diffParameters, diffProviders } from "./diff.ts";
 export type { ParameterDiff, ProviderDiff } from "./diff.ts";

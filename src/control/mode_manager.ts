@@ -38,7 +38,7 @@ import {
   type RuntimeError,
   toRuntimeError,
 } from "../common/mod.ts";
-import type { HookConfig, RuntimeMode } from "../config/mod.ts";
+import { atSourcePosition, type HookConfig, type RuntimeMode } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
@@ -212,7 +212,8 @@ export function vetoingHookProblems(
             leaseRefusal(target.device, target.fn))?.message;
         if (why === undefined) continue;
         problems.push(
-          `${hook.path} vetoes ${transitions.join(" and ")} every time: its call ${call.path} ` +
+          `${hook.path}${atSourcePosition(hook)} vetoes ${transitions.join(" and ")} every ` +
+            `time: its call ${call.path}${atSourcePosition(call)} ` +
             `${call.deviceHandle} ${declaredFunctionLabel(call)} is refused while the mode is ` +
             `still ${from} (${why}) and fail_on_error is true; set fail_on_error: false or move ` +
             "the call to after_transition",

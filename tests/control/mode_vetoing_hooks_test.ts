@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
 import { call, hook, inertSim } from "../safety/_fixture.ts";
 import { policyProvider } from "../helpers/policy_provider.ts";
+import { load } from "../config/_helpers.ts";
 
 Deno.test("Start-up warns of a before_transition hook leaving IDLE whose actuating call (fail_on_error) vetoes arming every time", async () => {
   const arming = hook(
@@ -149,4 +150,37 @@ Deno.test("A reload that adds a provider and the hook naming it warns of the vet
   });
   const warned = r.lines.filter((l) => l.includes("vetoes"));
   assert.equal(warned.length, 1, r.lines.join("\n"));
+});
+
+Deno.test("The vetoing-hook warning names the line and column of the hook and of its call in the file", async () => {
+  const loaded = load(`
+providers: [{id: sim0, command: prov}]
+automation:
+  mode_transition_hooks:
+    before_transition:
+      - from: IDLE
+        to: MANUAL
+        calls:
+          - device_handle: sim0/relayio0
+            function_name: set_relay_ch1
+            args: {enabled: true}
+`).config;
+  assert.ok(loaded !== null);
+  await using r = await rig({
+    providers: [inertSim("sim0")],
+    automation: {
+      enabled: false,
+      behaviorTree: null,
+      tickRateHz: 10,
+      manualGatingPolicy: "BLOCK",
+      parameters: [],
+      modeTransitionHooks: loaded.automation.modeTransitionHooks,
+    },
+  });
+  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  assert.equal(warned.length, 1, r.lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /before_transition\[0\] \(line 5:9\) vetoes IDLE -> MANUAL every time: its call automation\.mode_transition_hooks\.before_transition\[0\]\.calls\[0\] \(line 8:13\) sim0\/relayio0 set_relay_ch1/,
+  );
 });
