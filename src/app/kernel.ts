@@ -1162,7 +1162,17 @@ export class Kernel {
         holdRemovals: auto,
         stopBudgetMs: budget,
         stopping: () => this.#stopping !== null,
-        restarting: (ids) => (this.#reloadRestarting = ids),
+        restarting: (ids) => {
+          this.#reloadRestarting = ids;
+          // A MANUAL -> AUTO running its before-hooks was judged on these providers as they ran
+          // (what its hooks set up on them starts over): refused at its commit, as AUTO would
+          // hold these removals and changes back. One requested meanwhile is refused (arm check).
+          if (ids.length > 0) {
+            this.modes.invalidateAutoEntry(
+              `a configuration reload stopped or restarted provider(s) ${ids.join(", ")}`,
+            );
+          }
+        },
       });
       report.providers = {
         added: r.added,

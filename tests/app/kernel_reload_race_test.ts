@@ -322,3 +322,57 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that changes only th
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that restarts a provider: AUTO is refused, not armed on a provider restarted under its hooks", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+    });
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: {
+          beforeTransition: [
+            ...base.automation.modeTransitionHooks.beforeTransition,
+            hook("MANUAL", "AUTO", [relayCall(1, true)]),
+          ],
+          afterTransition: [],
+        },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      // Long enough for sim1's restart to end while the before-hook's call is in flight.
+      await slowRelays(rt, 3000);
+      let committed = false;
+      const toAuto = rt.modes.request("AUTO").then(
+        (m) => `entered ${m}`,
+        (err: Error) => `refused: ${err.message}`,
+      ).finally(() => (committed = true));
+      // sim1's entry changes (restarted: its devices start over); AUTO would hold that change.
+      const report = await rt.reload({
+        ...rt.config,
+        providers: [rt.config.providers[0]!, simProvider("sim1", { timeoutMs: 4000 })],
+      });
+      assert.deepEqual(report.providers.restarted, ["sim1"]);
+      assert.equal(committed, false, "the transition ended before the reload did");
+      const outcome = await toAuto;
+      assert.ok(
+        rt.modes.current() !== "AUTO",
+        `AUTO (${outcome}) was armed on provider sim1 restarted by a reload while its ` +
+          "before-hooks ran (a change AUTO holds back)",
+      );
+      assert.match(
+        outcome,
+        /^refused: refusing AUTO: a configuration reload stopped or restarted provider\(s\) sim1/,
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
