@@ -229,6 +229,10 @@ export class Kernel {
   #callsBeforeRun = new Set<string>();
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
+  /** A reload is applying its sections (Kernel.reload; the caller serializes reloads). */
+  #reloading = false;
+  /** An inventory changed during the reload: AUTO's gate is judged again once it has applied. */
+  #recheckAutoGateAfterReload = false;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
   /** INFLUXDB_TOKEN as read at construction (the environment no longer has it). */
@@ -364,9 +368,13 @@ export class Kernel {
     // inputs (the device outages, subscribed first, judged them already): not left to each
     // device's next poll.
     this.cache.onReportedUnreachable(() => this.alarms.evaluateAll());
-    // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook.
+    // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook. During
+    // a reload, judged once it has applied every section (the hook for a provider it adds comes
+    // in a later section than the provider).
     this.inventory.onChange((_id, change) => {
-      if (change === "changed") void this.modes.recheckAutoGate();
+      if (change !== "changed") return;
+      if (this.#reloading) this.#recheckAutoGateAfterReload = true;
+      else void this.modes.recheckAutoGate();
     });
     // Ticks only in AUTO; an e-stop forces FAULT, which halts it
     if (automation.enabled) {
@@ -852,6 +860,23 @@ export class Kernel {
    */
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
+    this.#reloading = true;
+    this.#recheckAutoGateAfterReload = false;
+    try {
+      return await this.#reload(next);
+    } finally {
+      this.#reloading = false;
+      // AUTO's gate (a hook into FAULT while anything actuates) is judged on what the whole
+      // reload left in force: a provider it started may actuate, and the hook the same file adds
+      // for it applies in a later section (refused, AUTO is left without it: FAULT).
+      // Not once stop() has begun: its providers are ending, no hook call may start then.
+      if (this.#recheckAutoGateAfterReload && this.#stopping === null) {
+        void this.modes.recheckAutoGate();
+      }
+    }
+  }
+
+  async #reload(next: Config): Promise<ReloadReport> {
     const diff = diffSections(this.#config, next);
     // Judged as each section applies, against the configuration then in effect and the machine
     // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook
@@ -946,10 +971,11 @@ export class Kernel {
         this.#recordReload(key, "accepted", null, weakens);
       }
     }
+    const p = report.providers;
+    if (p.added.length + p.restarted.length > 0) this.#recheckAutoGateAfterReload = true;
     // A hook that vetoes arming every time is said again when the hooks or the inventory they
     // call changed (a provider started: its functions may actuate, or its allowed_modes refuse),
     // once, with the hooks in force.
-    const p = report.providers;
     if (
       p.added.length + p.restarted.length > 0 ||
       report.applied.includes("automation.mode_transition_hooks")
@@ -1200,7 +1226,6 @@ export class Kernel {
         for (const problem of validateDeclaredCalls(effective, this.inventory)) {
           this.host.log.error(`declared call does not resolve: ${problem}`);
         }
-        void this.modes.recheckAutoGate();
       }
       // A provider that came up while the e-stop is latched is brought to the safe state by the
       // e-stop itself (it follows every provider's availability); the report counts its calls.

@@ -376,3 +376,72 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that restarts a prov
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload in AUTO adding an actuating provider together with the AUTO -> FAULT hook it needs: AUTO stays up", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    // Nothing actuates at first: AUTO needs no hook into FAULT.
+    const base = automationConfig(tree, { config: { providers: [] } });
+    const noHooks = { beforeTransition: [], afterTransition: [] };
+    const config = {
+      ...base,
+      automation: { ...base.automation, modeTransitionHooks: noHooks },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      assert.equal(await rt.modes.request("AUTO"), "AUTO");
+      // One file: the actuating provider and the hook that stops it on a fault.
+      const report = await rt.reload({
+        ...rt.config,
+        providers: [simProvider("sim0")],
+        automation: {
+          ...rt.config.automation,
+          modeTransitionHooks: base.automation.modeTransitionHooks,
+        },
+      });
+      assert.deepEqual(report.providers.added, ["sim0"]);
+      assert.deepEqual(report.refused, []);
+      assert.equal(rt.modes.autoGateProblem(), null);
+      assert.equal(
+        rt.modes.current(),
+        "AUTO",
+        "a reload whose file keeps AUTO's gate faulted the machine half-way through",
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload in AUTO adding an actuating provider without an AUTO -> FAULT hook: AUTO is faulted once the reload has applied", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const base = automationConfig(tree, { config: { providers: [] } });
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      assert.equal(await rt.modes.request("AUTO"), "AUTO");
+      const report = await rt.reload({ ...rt.config, providers: [simProvider("sim0")] });
+      assert.deepEqual(report.providers.added, ["sim0"]);
+      assert.match(
+        rt.modes.autoGateProblem() ?? "",
+        /no mode_transition_hook covers AUTO -> FAULT/,
+      );
+      assert.equal(rt.modes.current(), "FAULT");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
