@@ -229,10 +229,15 @@ export class Kernel {
   #callsBeforeRun = new Set<string>();
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
+  /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
+  #hooksChecked = false;
   /** A reload is applying its sections (Kernel.reload; the caller serializes reloads). */
   #reloading = false;
-  /** An inventory changed during the reload: AUTO's gate is judged again once it has applied. */
-  #recheckAutoGateAfterReload = false;
+  /**
+   * An inventory changed during the reload, or it started a provider: AUTO's gate and the
+   * vetoing hooks are judged again once it has applied.
+   */
+  #inventoryChangedInReload = false;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
   /** INFLUXDB_TOKEN as read at construction (the environment no longer has it). */
@@ -368,13 +373,17 @@ export class Kernel {
     // inputs (the device outages, subscribed first, judged them already): not left to each
     // device's next poll.
     this.cache.onReportedUnreachable(() => this.alarms.evaluateAll());
-    // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook. During
-    // a reload, judged once it has applied every section (the hook for a provider it adds comes
-    // in a later section than the provider).
+    // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook, and a
+    // hook may now veto arming every time (said again). During a reload, judged once it has
+    // applied every section (the hook for a provider it adds comes in a later section).
     this.inventory.onChange((_id, change) => {
       if (change !== "changed") return;
-      if (this.#reloading) this.#recheckAutoGateAfterReload = true;
-      else void this.modes.recheckAutoGate();
+      if (this.#reloading) {
+        this.#inventoryChangedInReload = true;
+        return;
+      }
+      void this.modes.recheckAutoGate();
+      if (this.#hooksChecked) this.#warnVetoingHooks(); // start-up's own check comes later
     });
     // Ticks only in AUTO; an e-stop forces FAULT, which halts it
     if (automation.enabled) {
@@ -635,6 +644,7 @@ export class Kernel {
     }
     // A hook that makes arming impossible is said now, not at the operator's first POST /v0/mode.
     this.#warnVetoingHooks();
+    this.#hooksChecked = true;
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
     this.estop.logPlan("start-up");
     // Once the inventory is known: a tree that AUTO could never start is said now, not at the
@@ -861,7 +871,7 @@ export class Kernel {
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
     this.#reloading = true;
-    this.#recheckAutoGateAfterReload = false;
+    this.#inventoryChangedInReload = false;
     try {
       return await this.#reload(next);
     } finally {
@@ -870,7 +880,7 @@ export class Kernel {
       // reload left in force: a provider it started may actuate, and the hook the same file adds
       // for it applies in a later section (refused, AUTO is left without it: FAULT).
       // Not once stop() has begun: its providers are ending, no hook call may start then.
-      if (this.#recheckAutoGateAfterReload && this.#stopping === null) {
+      if (this.#inventoryChangedInReload && this.#stopping === null) {
         void this.modes.recheckAutoGate();
       }
     }
@@ -972,12 +982,12 @@ export class Kernel {
       }
     }
     const p = report.providers;
-    if (p.added.length + p.restarted.length > 0) this.#recheckAutoGateAfterReload = true;
+    if (p.added.length + p.restarted.length > 0) this.#inventoryChangedInReload = true;
     // A hook that vetoes arming every time is said again when the hooks or the inventory they
     // call changed (a provider started: its functions may actuate, or its allowed_modes refuse),
     // once, with the hooks in force.
     if (
-      p.added.length + p.restarted.length > 0 ||
+      this.#inventoryChangedInReload ||
       report.applied.includes("automation.mode_transition_hooks")
     ) this.#warnVetoingHooks();
     return report;

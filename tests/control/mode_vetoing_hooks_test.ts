@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
-import { call, hook, inertSim } from "../safety/_fixture.ts";
+import { call, hook, inertSim, plantProvider } from "../safety/_fixture.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { policyProvider } from "../helpers/policy_provider.ts";
 import { load } from "../config/_helpers.ts";
 
@@ -183,4 +184,42 @@ automation:
     warned[0]!,
     /before_transition\[0\] \(line 5:9\) vetoes IDLE -> MANUAL every time: its call automation\.mode_transition_hooks\.before_transition\[0\]\.calls\[0\] \(line 8:13\) sim0\/relayio0 set_relay_ch1/,
   );
+});
+
+Deno.test("A provider restart whose rediscovery adds the actuating function a hook calls warns of the veto", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "vetoing-" });
+  try {
+    // The first process of `plant` declares only its READ function, every later one set_fan too.
+    const arming = hook(
+      "IDLE",
+      "MANUAL",
+      [call("plant/plant0", "set_fan", { duty: { double: 0 } }, "arming.calls[0]")],
+      true,
+      "automation.mode_transition_hooks.before_transition[0]",
+    );
+    await using r = await rig({
+      providers: [plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 })],
+      automation: {
+        enabled: false,
+        behaviorTree: null,
+        tickRateHz: 10,
+        manualGatingPolicy: "BLOCK",
+        parameters: [],
+        modeTransitionHooks: { beforeTransition: [arming], afterTransition: [] },
+      },
+    });
+    assert.deepEqual(r.lines.filter((l) => l.includes("vetoes")), []);
+    const host = r.kernel.registry.host("plant")!;
+    const pid = r.kill("plant");
+    await waitFor("plant restarted", () => host.available && host.session!.pid !== pid);
+    const warned = r.lines.filter((l) => l.includes("vetoes"));
+    assert.equal(
+      warned.length,
+      1,
+      `the rediscovery said nothing of the veto:\n${r.lines.join("\n")}`,
+    );
+    assert.match(warned[0]!, /before_transition\[0\] vetoes IDLE -> MANUAL every time/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
