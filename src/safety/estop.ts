@@ -466,7 +466,8 @@ export class Estop implements EstopService {
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
-    this.#latchedAtMs = this.#o.clock.nowMs();
+    const latchedAtMs = this.#o.clock.nowMs();
+    this.#latchedAtMs = latchedAtMs;
     const cause = options.cause ?? ESTOP_CAUSE_API;
     // Status keeps what latched it: a later trigger while latched does not replace the cause.
     this.#cause ??= cause;
@@ -474,38 +475,48 @@ export class Estop implements EstopService {
     const source = options.source ?? estopSource(cause);
     this.#activeCause = cause;
     // From the latch on, the ladder starts whatever fails before it (a port that throws): a latch
-    // without its stop would leave the machine as it was, each failure logged.
-    let fault: FaultEntry | null = null;
-    try {
-      this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`);
-      // Recorded as decided (the latch), before anything physical: the ladder's calls follow
-      // as their own entries (origin estop).
+    // without its stop would leave the machine as it was. Each step is contained on its own, so
+    // an audit that throws neither skips FAULT nor the change's announcement; each failure logged.
+    const contained = <T>(step: string, run: () => T): T | null => {
+      try {
+        return run();
+      } catch (err) {
+        try {
+          this.#log.error(
+            `e-stop: ${step} failed: ${errorMessage(err)}; the safe-state ladder runs`,
+          );
+        } catch { /* a logger that throws does not stop the stop either */ }
+        return null;
+      }
+    };
+    contained(
+      "logging the latch",
+      () => this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`),
+    );
+    // Recorded as decided (the latch), before anything physical: the ladder's calls follow
+    // as their own entries (origin estop).
+    contained("auditing the latch", () =>
       this.#o.audit?.record({
         action: "estop",
         origin: source,
         outcome: "accepted",
         args: { reason: text ?? null, cause },
         latency_ms: 0,
-      });
-      // The reason is on the line above; the mode manager logs the transition "(e-stop)".
-      fault = this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null;
+      }));
+    // The reason is on the line above; the mode manager logs the transition "(e-stop)".
+    const fault = contained(
+      "entering FAULT",
+      () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null,
+    );
+    contained("announcing the latch", () =>
       this.#o.bus?.publish({
         kind: "estop_change",
         latched: true,
         reason: text ?? null,
         cause,
-        timestamp_ms: this.#latchedAtMs,
-      });
-    } catch (err) {
-      this.#log.error(
-        `e-stop: announcing the latch failed: ${errorMessage(err)}; the safe-state ladder runs`,
-      );
-    }
-    try {
-      options.onLatched?.();
-    } catch (err) {
-      this.#log.error(`e-stop: onLatched failed: ${errorMessage(err)}; the safe-state ladder runs`);
-    }
+        timestamp_ms: latchedAtMs,
+      }));
+    contained("onLatched", () => options.onLatched?.());
     if (typeof reason !== "string" && reason !== undefined) {
       const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
       const latchedMono = this.#o.clock.monoMs();

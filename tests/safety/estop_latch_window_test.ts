@@ -13,7 +13,11 @@ import { rig } from "../helpers/rig.ts";
 
 async function ladderRunsDespite(
   name: string,
-  inject: { onLatched?: () => void; bus?: EstopOptions["bus"] },
+  inject: {
+    onLatched?: () => void;
+    bus?: EstopOptions["bus"];
+    audit?: EstopOptions["audit"];
+  },
 ): Promise<void> {
   await using r = await rig({ providers: [plantProvider("plant")], pollingIntervalMs: 60000 });
   const { registry, cache, inventory } = r.kernel;
@@ -26,6 +30,7 @@ async function ladderRunsDespite(
     clock: systemClock,
     log,
     ...(inject.bus ? { bus: inject.bus } : {}),
+    ...(inject.audit ? { audit: inject.audit } : {}),
     safeState: {
       setpoints: [],
       hooks: [call("plant/plant0", "set_heater", { enabled: false })],
@@ -67,4 +72,25 @@ Deno.test("Estop: an event bus that throws on estop_change still leaves the latc
       },
     } as unknown as EstopOptions["bus"],
   });
+});
+
+Deno.test("Estop: an audit that throws on the latch neither skips the change's announcement nor the ladder", async () => {
+  const published: string[] = [];
+  await ladderRunsDespite("the audit", {
+    audit: {
+      record: () => {
+        throw new Error("audit broke");
+      },
+    } as unknown as EstopOptions["audit"],
+    bus: {
+      publish: (e: { kind: string }) => {
+        published.push(e.kind);
+        return 0;
+      },
+    } as unknown as EstopOptions["bus"],
+  });
+  assert.ok(
+    published.includes("estop_change"),
+    `estop_change published after the audit threw (published: ${published.join(", ")})`,
+  );
 });
