@@ -243,6 +243,11 @@ export class StateCache implements FreshReader {
   readonly #log: Logger;
   /** provider id -> device id -> state, in discovery order. */
   readonly #byProvider = new Map<string, Map<string, MutableDeviceState>>();
+  /**
+   * provider id -> its devices with signals to poll, in discovery order (made with the inventory,
+   * read by every poll pass: a pass that polls them all allocates no list of its own).
+   */
+  readonly #polledDevices = new Map<string, readonly MutableDeviceState[]>();
   readonly #reported = new Map<string, ReportedHealthEntry>();
   readonly #loops = new Map<string, PollLoop>();
   /**
@@ -469,6 +474,7 @@ export class StateCache implements FreshReader {
       }
     });
     this.#byProvider.delete(host.id);
+    this.#polledDevices.delete(host.id);
     this.#applyInventory(host, host.devices); // none yet unless the host is already up
     if (this.#running) this.#loops.set(host.id, this.#newLoop(host));
   }
@@ -501,6 +507,7 @@ export class StateCache implements FreshReader {
       });
     }
     this.#byProvider.delete(id);
+    this.#polledDevices.delete(id);
     this.#reported.delete(id);
     this.#faults.delete(id);
     this.#pollMetrics.delete(id);
@@ -738,30 +745,34 @@ export class StateCache implements FreshReader {
    * whose last read failed is polled every cycle until one is answered.
    * `everyDevice`: the priming pass of start(), which polls each device once whatever is due.
    */
-  async #pollProvider(host: ProviderHost, everyDevice = false): Promise<void> {
-    let pollable = 0;
-    const due: MutableDeviceState[] = [];
-    for (const dev of this.#byProvider.get(host.id)?.values() ?? []) {
-      if (dev.pollable.length === 0) continue;
-      pollable++;
+  #pollProvider(host: ProviderHost, everyDevice = false): Promise<void> {
+    const devices = this.#polledDevices.get(host.id) ?? NO_DEVICES;
+    if (devices.length === 0) return this.#heartbeat(host);
+    // The provider's own list while every device is due (each cycle at the polling interval:
+    // nothing allocated per pass), a new one from the first device skipped.
+    let due: MutableDeviceState[] | null = null;
+    for (let i = 0; i < devices.length; i++) {
+      const dev = devices[i]!;
       // A device whose last read failed is polled every cycle until it answers: its outage is
       // judged on consecutive failed reads (device_outage.ts), as fast as for any device.
       if (dev.skipCycles > 0 && !everyDevice && dev.available) {
         dev.skipCycles--; // not due this cycle
+        due ??= devices.slice(0, i);
         continue;
       }
       dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
-      due.push(dev);
+      due?.push(dev);
     }
-    if (pollable === 0) {
-      // Nothing to poll: a heartbeat keeps liveness checks running.
-      const answered = await host.request("get_health", {}).then(() => true, livenessOf);
-      // (A provider that is down has no session to kill.)
-      if (answered !== null) host.noteLiveness(answered);
-      return;
-    }
-    if (due.length === 0 || !host.available) return;
-    await this.#serial(host.id, () => this.#pollBatch(host, due));
+    const batch = due ?? devices;
+    if (batch.length === 0 || !host.available) return DONE;
+    return this.#serial(host.id, () => this.#pollBatch(host, batch));
+  }
+
+  /** Nothing to poll: a heartbeat keeps liveness checks running. */
+  async #heartbeat(host: ProviderHost): Promise<void> {
+    const answered = await host.request("get_health", {}).then(() => true, livenessOf);
+    // (A provider that is down has no session to kill.)
+    if (answered !== null) host.noteLiveness(answered);
   }
 
   /**
@@ -1110,6 +1121,7 @@ export class StateCache implements FreshReader {
     // A device gone from the new inventory needs no notice: rediscovery follows a restart, and
     // every device was marked unavailable when the provider went down.
     this.#byProvider.set(providerId, next);
+    this.#polledDevices.set(providerId, [...next.values()].filter((d) => d.pollable.length > 0));
     this.#boundSlots(host, next);
   }
 }
@@ -1198,6 +1210,9 @@ function quoteId(id: string): string {
 
 /** The samples of an answer that has none. */
 const NO_VALUES: readonly WireSignalValue[] = Object.freeze([]);
+const NO_DEVICES: readonly MutableDeviceState[] = Object.freeze([]);
+/** What a poll pass with nothing to send returns (one settled promise, not one per pass). */
+const DONE: Promise<void> = Promise.resolve();
 
 /**
  * Runs polls one at a time, in arrival order. Bounded: the poll loop waits for its own poll, and
