@@ -141,6 +141,35 @@ class PendingRequests {
   }
 }
 
+/** Slots an emptied outbox keeps (a poll pass's requests are a few; a burst's are let go). */
+const OUTBOX_KEPT_SLOTS = 64;
+
+/**
+ * Frames waiting for a write, with their request ids, in request order. Cleared by emptying its
+ * slots, not by new lists: it keeps the capacity it grew to (a pass's requests), so filling it
+ * again allocates nothing.
+ */
+class Outbox {
+  readonly frames: (Uint8Array | undefined)[] = [];
+  readonly ids: number[] = [];
+  count = 0;
+
+  add(id: number, frame: Uint8Array): void {
+    this.frames[this.count] = frame;
+    this.ids[this.count++] = id;
+  }
+
+  /** Empties it (the frames are let go; up to OUTBOX_KEPT_SLOTS slots stay). */
+  clear(): void {
+    if (this.frames.length > OUTBOX_KEPT_SLOTS) {
+      this.frames.length = this.ids.length = 0; // grown by a burst: not kept for good
+    } else {
+      this.frames.fill(undefined, 0, this.count);
+    }
+    this.count = 0;
+  }
+}
+
 /**
  * One ADPP session over a provider's stdout (readable) and stdin (writable). Request ids count up
  * from 1; responses are matched by id, so a late answer to a timed-out request is discarded.
@@ -174,8 +203,12 @@ export class AdppClient {
    * requests of one turn (a poll pass over a provider's devices) go out in one write, so the
    * provider is woken once for all of them. At most maxInFlight frames.
    */
-  #outbox: Uint8Array[] = [];
-  #outboxIds: number[] = [];
+  #outbox = new Outbox();
+  /**
+   * The outbox being written (empty between writes): the two swap at each write, and each keeps
+   * the capacity it grew to, so queuing and writing a pass's frames allocates no list.
+   */
+  #sending = new Outbox();
   /**
    * The one deadline timer of the session, armed for the earliest deadline of a pending request
    * (or a later one: it re-arms when it fires early). Not a timer per request: at 10 Hz polling
@@ -314,44 +347,52 @@ export class AdppClient {
   }
 
   #write(id: number, frame: Uint8Array): void {
-    this.#outbox.push(frame);
-    this.#outboxIds.push(id);
+    this.#outbox.add(id, frame);
     // A write already queued behind the one under way takes this frame too.
-    if (this.#outbox.length > 1) return;
-    this.#writeChain = this.#writeChain.then(() => this.#writeOutbox());
+    if (this.#outbox.count > 1) return;
+    this.#writeChain = this.#writeChain.then(this.#writeOutboxNow);
   }
+
+  readonly #writeOutboxNow = (): Promise<void> => this.#writeOutbox();
 
   /** Writes every frame queued since the last write, as one write. */
   async #writeOutbox(): Promise<void> {
-    const frames = this.#outbox;
-    const ids = this.#outboxIds;
-    this.#outbox = [];
-    this.#outboxIds = [];
-    if (this.#end) return;
-    if (this.#writeFailure) {
-      for (const id of ids) this.#failUnwritten(id, this.#writeFailure);
-      return;
-    }
-    // Groups of at most PIPE_BUF bytes: a pipe takes such a write whole or not at all, so a
-    // failed write (EPIPE) fails exactly the requests the provider never saw.
-    for (let i = 0; i < frames.length;) {
-      let j = i + 1;
-      let bytes = frames[i]!.length;
-      while (j < frames.length && bytes + frames[j]!.length <= PIPE_BUF) {
-        bytes += frames[j++]!.length;
-      }
-      try {
-        await this.#writer.write(j === i + 1 ? frames[i]! : concatFrames(frames, i, j, bytes));
-      } catch (err) {
-        this.#writeFailure ??= {
-          reason: "transport_error",
-          message: `write failed: ${errorMessage(err)}`,
-        };
-        for (let k = i; k < ids.length; k++) this.#failUnwritten(ids[k]!, this.#writeFailure);
+    // The next write is chained after this one: the outbox written here is free again by then.
+    const out = this.#outbox;
+    this.#outbox = this.#sending;
+    this.#sending = out;
+    const frames = out.frames as Uint8Array[];
+    const ids = out.ids;
+    const n = out.count;
+    try {
+      if (this.#end) return;
+      if (this.#writeFailure) {
+        for (let k = 0; k < n; k++) this.#failUnwritten(ids[k]!, this.#writeFailure);
         return;
       }
-      if (this.#end) return;
-      i = j;
+      // Groups of at most PIPE_BUF bytes: a pipe takes such a write whole or not at all, so a
+      // failed write (EPIPE) fails exactly the requests the provider never saw.
+      for (let i = 0; i < n;) {
+        let j = i + 1;
+        let bytes = frames[i]!.length;
+        while (j < n && bytes + frames[j]!.length <= PIPE_BUF) {
+          bytes += frames[j++]!.length;
+        }
+        try {
+          await this.#writer.write(j === i + 1 ? frames[i]! : concatFrames(frames, i, j, bytes));
+        } catch (err) {
+          this.#writeFailure ??= {
+            reason: "transport_error",
+            message: `write failed: ${errorMessage(err)}`,
+          };
+          for (let k = i; k < n; k++) this.#failUnwritten(ids[k]!, this.#writeFailure);
+          return;
+        }
+        if (this.#end) return;
+        i = j;
+      }
+    } finally {
+      out.clear();
     }
   }
 
