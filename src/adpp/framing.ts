@@ -24,8 +24,13 @@ export function encodeFrame(payload: Uint8Array, maxBytes = MAX_FRAME_BYTES): Ui
     throw new FrameError("oversize", `frame of ${payload.length} bytes exceeds ${maxBytes}`);
   }
   if (payload.length === 0) throw new FrameError("zero_length", "zero-length frame");
-  const out = new Uint8Array(4 + payload.length);
-  new DataView(out.buffer).setUint32(0, payload.length, true);
+  const n = payload.length;
+  const out = new Uint8Array(4 + n);
+  // The prefix byte by byte, not through a DataView: one object less per frame (the poll path).
+  out[0] = n & 0xff;
+  out[1] = (n >>> 8) & 0xff;
+  out[2] = (n >>> 16) & 0xff;
+  out[3] = n >>> 24;
   out.set(payload, 4);
   return out;
 }
