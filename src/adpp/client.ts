@@ -17,7 +17,7 @@ import {
   type WireRequest,
   type WireResponse,
 } from "./codec.ts";
-import { concatFrames, encodeFrame, FrameReader, MAX_FRAME_BYTES, PIPE_BUF } from "./framing.ts";
+import { checkFrameLength, FrameReader, MAX_FRAME_BYTES, PIPE_BUF, writeFrame } from "./framing.ts";
 
 /** Why a session ended. */
 export interface SessionEnd {
@@ -141,31 +141,56 @@ class PendingRequests {
   }
 }
 
-/** Slots an emptied outbox keeps (a poll pass's requests are a few; a burst's are let go). */
+/** Bytes an outbox starts with (a poll pass's requests are some dozens of bytes per device). */
+const OUTBOX_INITIAL_BYTES = 512;
+/** Bytes an emptied outbox keeps: one a burst grew past this starts again from the initial size. */
+const OUTBOX_KEPT_BYTES = 65_536;
+/** Frames an emptied outbox keeps the slots of (a poll pass's requests are a few). */
 const OUTBOX_KEPT_SLOTS = 64;
 
 /**
- * Frames waiting for a write, with their request ids, in request order. Cleared by emptying its
- * slots, not by new lists: it keeps the capacity it grew to (a pass's requests), so filling it
- * again allocates nothing.
+ * Frames waiting for a write, with their request ids, in request order: each framed straight into
+ * one byte buffer, which an emptied outbox keeps (up to OUTBOX_KEPT_BYTES) with its lists, so
+ * queuing a pass's requests allocates no frame, and writing them one buffer per write.
  */
 class Outbox {
-  readonly frames: (Uint8Array | undefined)[] = [];
+  #bytes = new Uint8Array(OUTBOX_INITIAL_BYTES);
+  #used = 0;
   readonly ids: number[] = [];
+  /** Where each frame ends in #bytes. */
+  readonly #ends: number[] = [];
   count = 0;
 
-  add(id: number, frame: Uint8Array): void {
-    this.frames[this.count] = frame;
-    this.ids[this.count++] = id;
+  /** Frames `payload` (its length checked: checkFrameLength) after those queued. */
+  add(id: number, payload: Uint8Array): void {
+    const need = this.#used + 4 + payload.length;
+    if (need > this.#bytes.length) {
+      let size = this.#bytes.length * 2;
+      while (size < need) size *= 2;
+      const grown = new Uint8Array(size);
+      grown.set(this.#bytes.subarray(0, this.#used));
+      this.#bytes = grown;
+    }
+    this.#used = writeFrame(this.#bytes, this.#used, payload);
+    this.ids[this.count] = id;
+    this.#ends[this.count++] = this.#used;
   }
 
-  /** Empties it (the frames are let go; up to OUTBOX_KEPT_SLOTS slots stay). */
+  /** Bytes of frame `i` (with its prefix). */
+  frameBytes(i: number): number {
+    return this.#ends[i]! - (i === 0 ? 0 : this.#ends[i - 1]!);
+  }
+
+  /** Frames [from, to) in a buffer of their own (a writer may keep what it was given). */
+  copy(from: number, to: number): Uint8Array {
+    return this.#bytes.slice(from === 0 ? 0 : this.#ends[from - 1]!, this.#ends[to - 1]!);
+  }
+
+  /** Empties it. */
   clear(): void {
-    if (this.frames.length > OUTBOX_KEPT_SLOTS) {
-      this.frames.length = this.ids.length = 0; // grown by a burst: not kept for good
-    } else {
-      this.frames.fill(undefined, 0, this.count);
-    }
+    if (this.#bytes.length > OUTBOX_KEPT_BYTES) this.#bytes = new Uint8Array(OUTBOX_INITIAL_BYTES);
+    if (this.ids.length > OUTBOX_KEPT_SLOTS) this.ids.length = this.#ends.length = 0;
+    this.#used = 0;
     this.count = 0;
   }
 }
@@ -288,9 +313,10 @@ export class AdppClient {
     }
     const id = this.#nextId++;
     const msg = { request_id: id, [kind]: payload } as WireRequest;
-    let frame: Uint8Array;
+    let encoded: Uint8Array;
     try {
-      frame = encodeFrame(encodeRequest(msg), this.#maxFrameBytes);
+      encoded = encodeRequest(msg);
+      checkFrameLength(encoded.length, this.#maxFrameBytes);
     } catch (err) {
       // An oversize request is refused before any byte is written (the session stays usable).
       return replyLater(reply, new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
@@ -298,7 +324,7 @@ export class AdppClient {
     const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
     this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply });
     if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
-    this.#write(id, frame);
+    this.#write(id, encoded);
   }
 
   /** (Re-)arms the deadline timer for `atMs`. */
@@ -346,8 +372,8 @@ export class AdppClient {
     await this.#stdinClosed;
   }
 
-  #write(id: number, frame: Uint8Array): void {
-    this.#outbox.add(id, frame);
+  #write(id: number, payload: Uint8Array): void {
+    this.#outbox.add(id, payload);
     // A write already queued behind the one under way takes this frame too.
     if (this.#outbox.count > 1) return;
     this.#writeChain = this.#writeChain.then(this.#writeOutboxNow);
@@ -361,7 +387,6 @@ export class AdppClient {
     const out = this.#outbox;
     this.#outbox = this.#sending;
     this.#sending = out;
-    const frames = out.frames as Uint8Array[];
     const ids = out.ids;
     const n = out.count;
     try {
@@ -374,12 +399,10 @@ export class AdppClient {
       // failed write (EPIPE) fails exactly the requests the provider never saw.
       for (let i = 0; i < n;) {
         let j = i + 1;
-        let bytes = frames[i]!.length;
-        while (j < n && bytes + frames[j]!.length <= PIPE_BUF) {
-          bytes += frames[j++]!.length;
-        }
+        let bytes = out.frameBytes(i);
+        while (j < n && bytes + out.frameBytes(j) <= PIPE_BUF) bytes += out.frameBytes(j++);
         try {
-          await this.#writer.write(j === i + 1 ? frames[i]! : concatFrames(frames, i, j, bytes));
+          await this.#writer.write(out.copy(i, j));
         } catch (err) {
           this.#writeFailure ??= {
             reason: "transport_error",

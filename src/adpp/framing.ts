@@ -20,19 +20,31 @@ export class FrameError extends Error {
 
 /** Prefixes one payload with its length. Throws FrameError for an oversize or empty payload. */
 export function encodeFrame(payload: Uint8Array, maxBytes = MAX_FRAME_BYTES): Uint8Array {
-  if (payload.length > maxBytes) {
-    throw new FrameError("oversize", `frame of ${payload.length} bytes exceeds ${maxBytes}`);
-  }
-  if (payload.length === 0) throw new FrameError("zero_length", "zero-length frame");
-  const n = payload.length;
-  const out = new Uint8Array(4 + n);
-  // The prefix byte by byte, not through a DataView: one object less per frame (the poll path).
-  out[0] = n & 0xff;
-  out[1] = (n >>> 8) & 0xff;
-  out[2] = (n >>> 16) & 0xff;
-  out[3] = n >>> 24;
-  out.set(payload, 4);
+  checkFrameLength(payload.length, maxBytes);
+  const out = new Uint8Array(4 + payload.length);
+  writeFrame(out, 0, payload);
   return out;
+}
+
+/** Throws FrameError, as encodeFrame does, for a payload of `n` bytes that cannot be framed. */
+export function checkFrameLength(n: number, maxBytes = MAX_FRAME_BYTES): void {
+  if (n > maxBytes) throw new FrameError("oversize", `frame of ${n} bytes exceeds ${maxBytes}`);
+  if (n === 0) throw new FrameError("zero_length", "zero-length frame");
+}
+
+/**
+ * Writes one frame (prefix and payload) into `out` at `at` (room for 4 + payload bytes there;
+ * the length unchecked: checkFrameLength). Returns where the frame ends.
+ */
+export function writeFrame(out: Uint8Array, at: number, payload: Uint8Array): number {
+  const n = payload.length;
+  // The prefix byte by byte, not through a DataView: one object less per frame (the poll path).
+  out[at] = n & 0xff;
+  out[at + 1] = (n >>> 8) & 0xff;
+  out[at + 2] = (n >>> 16) & 0xff;
+  out[at + 3] = n >>> 24;
+  out.set(payload, at + 4);
+  return at + 4 + n;
 }
 
 /**
