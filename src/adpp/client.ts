@@ -379,45 +379,55 @@ export class AdppClient {
     this.#writeChain = this.#writeChain.then(this.#writeOutboxNow);
   }
 
-  readonly #writeOutboxNow = (): Promise<void> => this.#writeOutbox();
-
-  /** Writes every frame queued since the last write, as one write. */
-  async #writeOutbox(): Promise<void> {
-    // The next write is chained after this one: the outbox written here is free again by then.
+  /**
+   * Writes every frame queued since the last write (the next write is chained after this one, so
+   * the outbox written here is free again by then), in groups of at most PIPE_BUF bytes: a pipe
+   * takes such a write whole or not at all, so a failed write (EPIPE) fails exactly the requests
+   * the provider never saw. A chain of promises, not an async function: no coroutine per write.
+   */
+  readonly #writeOutboxNow = (): Promise<void> | undefined => {
     const out = this.#outbox;
     this.#outbox = this.#sending;
     this.#sending = out;
-    const ids = out.ids;
+    return this.#writeGroupAt(0);
+  };
+
+  /** First frame of the group being written (in #sending), and the frame after its last. */
+  #groupFrom = 0;
+  #groupTo = 0;
+
+  /** Writes the group of frames of #sending that starts at frame `i`, then the rest. */
+  #writeGroupAt(i: number): Promise<void> | undefined {
+    const out = this.#sending;
     const n = out.count;
-    try {
-      if (this.#end) return;
-      if (this.#writeFailure) {
-        for (let k = 0; k < n; k++) this.#failUnwritten(ids[k]!, this.#writeFailure);
-        return;
-      }
-      // Groups of at most PIPE_BUF bytes: a pipe takes such a write whole or not at all, so a
-      // failed write (EPIPE) fails exactly the requests the provider never saw.
-      for (let i = 0; i < n;) {
-        let j = i + 1;
-        let bytes = out.frameBytes(i);
-        while (j < n && bytes + out.frameBytes(j) <= PIPE_BUF) bytes += out.frameBytes(j++);
-        try {
-          await this.#writer.write(out.copy(i, j));
-        } catch (err) {
-          this.#writeFailure ??= {
-            reason: "transport_error",
-            message: `write failed: ${errorMessage(err)}`,
-          };
-          for (let k = i; k < n; k++) this.#failUnwritten(ids[k]!, this.#writeFailure);
-          return;
-        }
-        if (this.#end) return;
-        i = j;
-      }
-    } finally {
+    if (this.#end || i >= n) {
       out.clear();
+      return undefined;
     }
+    if (this.#writeFailure) {
+      for (let k = i; k < n; k++) this.#failUnwritten(out.ids[k]!, this.#writeFailure);
+      out.clear();
+      return undefined;
+    }
+    let j = i + 1;
+    let bytes = out.frameBytes(i);
+    while (j < n && bytes + out.frameBytes(j) <= PIPE_BUF) bytes += out.frameBytes(j++);
+    this.#groupFrom = i;
+    this.#groupTo = j;
+    return this.#writer.write(out.copy(i, j)).then(this.#onGroupWritten, this.#onGroupFailed);
   }
+
+  readonly #onGroupWritten = (): Promise<void> | undefined => this.#writeGroupAt(this.#groupTo);
+
+  readonly #onGroupFailed = (err: unknown): void => {
+    const failure = this.#writeFailure ??= {
+      reason: "transport_error",
+      message: `write failed: ${errorMessage(err)}`,
+    };
+    const out = this.#sending;
+    for (let k = this.#groupFrom; k < out.count; k++) this.#failUnwritten(out.ids[k]!, failure);
+    out.clear();
+  };
 
   /** Rejects the request whose frame was not written (the provider never saw it). */
   #failUnwritten(id: number, failure: SessionEnd): void {
