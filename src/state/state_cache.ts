@@ -529,9 +529,12 @@ export class StateCache implements FreshReader {
   #newLoop(host: ProviderHost): PollLoop {
     this.#loopClock ??= sharedInstantTimers(this.#opts.clock);
     this.#gridOriginMs ??= this.#loopClock.monoMs();
+    // A cycle: one poll pass, then the provider's own health when due. Both closures made once
+    // per loop: a cycle allocates one promise for them, not a coroutine.
+    const afterPass = () => this.#healthIfDue(host);
     return new PollLoop(
       this.#intervalMs,
-      () => this.#cycle(host),
+      () => this.#pollProvider(host).then(afterPass),
       this.#loopClock,
       this.#gridOriginMs,
     );
@@ -729,12 +732,15 @@ export class StateCache implements FreshReader {
 
   // ---- polling ----
 
-  /** One poll pass, then the provider's own health when due (both skip a provider that is down). */
-  async #cycle(host: ProviderHost): Promise<void> {
-    await this.#pollProvider(host);
+  /**
+   * After a cycle's poll pass: the provider's own health when due (skipping a provider that is
+   * down); undefined when not due.
+   */
+  #healthIfDue(host: ProviderHost): Promise<unknown> | undefined {
     const every = this.#opts.reportedHealthIntervalMs ?? 5000;
     const last = this.#reported.get(host.id)?.atMono ?? -Infinity;
-    if (this.#opts.clock.monoMs() - last >= every) await this.fetchReportedHealth(host);
+    if (this.#opts.clock.monoMs() - last >= every) return this.fetchReportedHealth(host);
+    return undefined;
   }
 
   /**
@@ -1260,7 +1266,7 @@ class PollQueue {
  */
 export class PollLoop {
   #intervalMs: number;
-  readonly #body: () => Promise<void>;
+  readonly #body: () => Promise<unknown>;
   readonly #clock: Clock;
   readonly #gridOriginMs: number;
   #timer: TimerId | undefined;
@@ -1269,7 +1275,12 @@ export class PollLoop {
   #running = true;
   #current: Promise<void> | null = null;
 
-  constructor(intervalMs: number, body: () => Promise<void>, clock: Clock, gridOriginMs: number) {
+  constructor(
+    intervalMs: number,
+    body: () => Promise<unknown>,
+    clock: Clock,
+    gridOriginMs: number,
+  ) {
     this.#intervalMs = intervalMs;
     this.#body = body;
     this.#clock = clock;
@@ -1313,19 +1324,36 @@ export class PollLoop {
     return nextGridInstant(this.#gridOriginMs, this.#intervalMs, fromMs);
   }
 
-  readonly #onTimer = (): void => void this.#run();
+  /** When the cycle in flight started (monotonic ms), and the instant its timer aimed at. */
+  #startedMs = 0;
+  #startedDueMs = 0;
 
-  /** Runs only from its timer, which stop() clears: never after stop(). */
-  async #run(): Promise<void> {
-    const started = this.#clock.monoMs();
-    const due = this.#dueMs;
-    this.#current = this.#body().catch(() => {});
-    await this.#current;
+  /**
+   * Runs a cycle; only from its timer, which stop() clears: never after stop(). Its end is a
+   * promise reaction, not a coroutine per cycle.
+   */
+  readonly #onTimer = (): void => {
+    this.#startedMs = this.#clock.monoMs();
+    this.#startedDueMs = this.#dueMs;
+    let body: Promise<unknown>;
+    try {
+      body = this.#body();
+    } catch {
+      body = DONE; // as a cycle that failed: the next one is scheduled all the same
+    }
+    this.#current = body.then(this.#afterCycle, this.#afterCycle);
+  };
+
+  /** A cycle ended (answered or failed): the next one, unless stopped. */
+  readonly #afterCycle = (): void => {
     this.#current = null;
     if (!this.#running) return;
     const now = this.#clock.monoMs();
+    const started = this.#startedMs;
     this.#dueMs = this.#scheduleAt(
-      now - started >= this.#intervalMs ? now : this.#nextGridInstant(Math.max(due, started)),
+      now - started >= this.#intervalMs
+        ? now
+        : this.#nextGridInstant(Math.max(this.#startedDueMs, started)),
     );
-  }
+  };
 }
