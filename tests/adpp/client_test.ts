@@ -289,6 +289,39 @@ Deno.test("AdppClient: frames of one turn beyond PIPE_BUF bytes are split into w
   for (const r of requests) await r.catch(() => {});
 });
 
+Deno.test("AdppClient: the outbox the client frames requests into is its own: a burst that grew it, and the turns after, reach the writer intact", async () => {
+  // The client frames each turn's requests into a buffer it keeps from turn to turn; a writer may
+  // keep what it was given (a pipe's queue): every write must stay as it was when written.
+  const stdin = closingStdin(Infinity);
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable, {
+    clock: new ManualClock(),
+    maxInFlight: 256,
+  });
+  const sent: string[] = [];
+  const pending: Promise<unknown>[] = [];
+  const turn = async (deviceIds: string[]) => {
+    for (const d of deviceIds) {
+      sent.push(d);
+      pending.push(client.request("read_signals", { device_id: d }, 10_000).catch(() => {}));
+    }
+    await waitFor(
+      `${sent.length} frames written`,
+      () => stdin.written.reduce((n, w) => n + splitFrames(w).length, 0) === sent.length,
+    );
+  };
+  // More frames and bytes than an emptied outbox keeps, then turns of a poll pass's size.
+  await turn(Array.from({ length: 100 }, (_, i) => `burst-${i}`.padEnd(1000, "x")));
+  for (let t = 0; t < 6; t++) await turn([`t${t}-a`, `t${t}-b`, `t${t}-c`]);
+  await turn(Array.from({ length: 20 }, (_, i) => `again-${i}`.padEnd(300, "y")));
+  for (let t = 6; t < 9; t++) await turn([`t${t}-a`]);
+  const got = stdin.written.flatMap((w) =>
+    splitFrames(w).map((f) => decodeRequest(f).read_signals?.device_id)
+  );
+  assert.deepEqual(got, sent);
+  await client.close();
+  await Promise.all(pending);
+});
+
 Deno.test("AdppClient: a write that fails because the provider exited does not fail a request whose answer is still to be read", async () => {
   // The race: the provider answers a call and exits; a poll written before the runtime has read
   // that answer fails with EPIPE. The answer is in the pipe: the call gets it, the poll alone
