@@ -1,6 +1,7 @@
 import {
   ProviderStatusError,
   qualityFromWire,
+  type RequestPayloads,
   type ResponsePayloads,
   timestampToMs,
   typedValueFromWire,
@@ -151,6 +152,8 @@ interface MutableDeviceState {
   providerId: string;
   deviceId: string;
   pollable: string[];
+  /** The ReadSignals request of its polls (made with the inventory, sent by every poll). */
+  readonly readRequest: RequestPayloads["read_signals"];
   /** Every declared signal (built at inventory time, not per sample). */
   slots: Map<string, SignalSlot>;
   signals: Map<string, SignalState>;
@@ -839,7 +842,7 @@ export class StateCache implements FreshReader {
         const dev = due[i]!;
         host.send(
           "read_signals",
-          { device_id: dev.deviceId, signal_ids: dev.pollable },
+          dev.readRequest,
           (err, body) => {
             if (settled) return;
             outcomes[i] = err ?? body!.values ?? NO_VALUES;
@@ -1113,6 +1116,7 @@ export class StateCache implements FreshReader {
         providerId,
         deviceId: id,
         pollable,
+        readRequest: { device_id: id, signal_ids: pollable },
         slots,
         signals,
         lastPollMs: prev?.lastPollMs ?? 0,
