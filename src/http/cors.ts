@@ -1,6 +1,6 @@
 /**
- * CORS as docs/http-api.md "CORS" describes it: anolis's rules, plus `Authorization` as an allowed
- * header and `Vary: Origin` with an echoed origin. No origin has a grant unless
+ * CORS as docs/http-api.md "CORS" describes it: anolis's rules, plus `Authorization` and
+ * `Last-Event-ID` as allowed headers and `Vary: Origin` with an echoed origin. No origin has a grant unless
  * `http.cors_allowed_origins` lists it (a former default of `*` let any web page read a loopback
  * runtime's state, audit and runs). A page without a grant is told, and the log says, which key to
  * set: its preflight is answered 403 naming `http.cors_allowed_origins`, and the first request of
@@ -11,7 +11,12 @@ import type { HttpConfig } from "../config/mod.ts";
 import { errorResponse } from "./envelope.ts";
 
 export const CORS_ALLOW_METHODS = "GET, POST, OPTIONS";
-export const CORS_ALLOW_HEADERS = "Content-Type, Authorization";
+/**
+ * The request headers a granted page may send: `Last-Event-ID` too, since a page that resumes the
+ * event stream with `fetch` (an `EventSource` cannot send the token) sends it, and browsers
+ * preflight it.
+ */
+export const CORS_ALLOW_HEADERS = "Content-Type, Authorization, Last-Event-ID";
 
 /**
  * Distinct origins without a CORS grant that are logged, one line each; past it one more line says

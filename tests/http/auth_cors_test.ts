@@ -144,7 +144,10 @@ Deno.test("HttpApi adds CORS headers for a matching origin on every response, er
     assert.equal(ok.headers.get("access-control-allow-origin"), origin);
     assert.equal(ok.headers.get("vary"), "Origin");
     assert.equal(ok.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
-    assert.equal(ok.headers.get("access-control-allow-headers"), "Content-Type, Authorization");
+    assert.equal(
+      ok.headers.get("access-control-allow-headers"),
+      "Content-Type, Authorization, Last-Event-ID",
+    );
     assert.equal(ok.headers.get("access-control-allow-credentials"), "true");
     const nf = await fx.request("GET", "/v0/nope", { headers: { origin } });
     assert.equal(nf.status, 404);
@@ -203,7 +206,10 @@ Deno.test("HttpApi answers a CORS preflight with 204 before auth", async () => {
     assert.equal(pre.status, 204);
     assert.equal(pre.text, "");
     assert.equal(pre.headers.get("access-control-allow-origin"), "http://localhost:3000");
-    assert.equal(pre.headers.get("access-control-allow-headers"), "Content-Type, Authorization");
+    assert.equal(
+      pre.headers.get("access-control-allow-headers"),
+      "Content-Type, Authorization, Last-Event-ID",
+    );
     assert.equal(pre.headers.get("access-control-allow-methods"), "GET, POST, OPTIONS");
     // Allow-Methods/Headers are always set on a preflight, even for an origin that does not match;
     // that one is refused, naming the key that would grant it.
