@@ -3,9 +3,10 @@
  *
  * Each client subscribes to the event bus with a bounded queue of encoded frames. The bus
  * publishes synchronously, so the listener only filters and queues; the response stream pulls
- * from the queue as fast as the socket accepts. A client that does not keep up loses its oldest
- * frames (the runtime and other clients never wait for it) and is told so by a comment block
- * `: dropped N events` sent right before the next frame it receives.
+ * from the queue as fast as the socket accepts. A client that does not keep up (more than
+ * SSE_QUEUE_SIZE frames or SSE_QUEUE_MAX_BYTES queued) loses its oldest frames (the runtime and
+ * other clients never wait for it) and is told so by a comment block `: dropped N events` sent
+ * right before the next frame it receives.
  *
  * Resuming (docs/http-api.md, "Resuming a stream"): every frame's id is `<boot>-<n>`, `boot`
  * drawn at random when the hub starts, so an id names one event of one run of the runtime. The
@@ -27,6 +28,12 @@ import { EventRing } from "./event_ring.ts";
 
 /** Frames queued per client before the oldest is dropped (as anolis). */
 export const SSE_QUEUE_SIZE = 100;
+/**
+ * Bytes of frames queued per client before the oldest is dropped (the newest is always kept): a
+ * string or bytes value may be as large as an ADPP frame (1 MiB), and 100 of them would pin 100 MiB
+ * for one client that stopped reading. 100 ordinary frames take about 30 KiB.
+ */
+export const SSE_QUEUE_MAX_BYTES = 1024 * 1024;
 /** A `: keepalive` comment is sent after this long without events (as anolis). */
 export const SSE_KEEPALIVE_MS = 15_000;
 /** A replay is sent in chunks of about this many bytes (the socket takes one at a time). */
@@ -52,6 +59,7 @@ export interface SseHubOptions {
   readonly keepAliveMs?: number | undefined;
   readonly maxClients?: number | undefined;
   readonly queueSize?: number | undefined;
+  readonly queueMaxBytes?: number | undefined;
   /** Bounds of the resume ring (event_ring.ts defaults). */
   readonly replayMaxEvents?: number | undefined;
   readonly replayMaxBytes?: number | undefined;
@@ -148,6 +156,7 @@ export class SseHub {
   /** What set a bound lower than MAX_SSE_CLIENTS (for the 503), "" otherwise. */
   #maxClientsWhy = "";
   readonly #queueSize: number;
+  readonly #queueMaxBytes: number;
   readonly #clients = new Set<SseClient>();
   #closed = false;
   /** Frames dropped from any client's full queue since start. */
@@ -162,6 +171,7 @@ export class SseHub {
     this.#keepAliveMs = options.keepAliveMs ?? SSE_KEEPALIVE_MS;
     this.#maxClients = options.maxClients ?? MAX_SSE_CLIENTS;
     this.#queueSize = options.queueSize ?? SSE_QUEUE_SIZE;
+    this.#queueMaxBytes = options.queueMaxBytes ?? SSE_QUEUE_MAX_BYTES;
     this.bootId = options.bootId ?? randomBootId();
     if (!/^[0-9a-z]{1,32}$/.test(this.bootId)) {
       throw new Error(`SseHub bootId: 1-32 lowercase letters or digits, got "${this.bootId}"`);
@@ -244,6 +254,7 @@ export class SseHub {
     const client = new SseClient({
       filter,
       queueSize: this.#queueSize,
+      queueMaxBytes: this.#queueMaxBytes,
       keepAliveMs: this.#keepAliveMs,
       clock: this.#clock,
       start,
@@ -330,6 +341,7 @@ type ClientStart =
 interface SseClientOptions {
   readonly filter: SseFilter;
   readonly queueSize: number;
+  readonly queueMaxBytes: number;
   readonly keepAliveMs: number;
   readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
   readonly start: ClientStart;
@@ -347,6 +359,8 @@ class SseClient {
   readonly stream: ReadableStream<Uint8Array>;
   readonly #opts: SseClientOptions;
   readonly #queue: Uint8Array[] = [];
+  /** Bytes of the frames in #queue. */
+  #queuedBytes = 0;
   #dropped = 0;
   #closed = false;
   #controller: ReadableStreamDefaultController<Uint8Array> | null = null;
@@ -394,6 +408,7 @@ class SseClient {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#queue.length = 0;
+    this.#queuedBytes = 0;
     try {
       this.#controller?.close();
     } catch {
@@ -406,9 +421,14 @@ class SseClient {
   #push(p: PublishedEvent): void {
     // While replaying, the ring holds this event: the replay reaches it.
     if (this.#closed || this.#cursor !== null || !eventPasses(p.event, this.#opts.filter)) return;
-    this.#queue.push(this.#opts.encode(p));
-    if (this.#queue.length > this.#opts.queueSize) {
-      this.#queue.shift();
+    const frame = this.#opts.encode(p);
+    this.#queue.push(frame);
+    this.#queuedBytes += frame.byteLength;
+    while (
+      this.#queue.length > this.#opts.queueSize ||
+      (this.#queuedBytes > this.#opts.queueMaxBytes && this.#queue.length > 1)
+    ) {
+      this.#queuedBytes -= this.#queue.shift()!.byteLength;
       this.#dropped++;
       this.#opts.onDrop();
     }
@@ -468,6 +488,7 @@ class SseClient {
   /** Everything queued as one chunk, preceded by the drop notice when frames were lost. */
   #drain(): Uint8Array {
     const parts = this.#queue.splice(0);
+    this.#queuedBytes = 0;
     if (this.#dropped > 0) {
       parts.unshift(encoder.encode(`: dropped ${this.#dropped} events\n\n`));
       this.#dropped = 0;
