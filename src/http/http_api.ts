@@ -34,7 +34,7 @@ import {
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
 import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
-import { isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
+import { checkSingleQueryValues, isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
 
@@ -390,6 +390,7 @@ export class HttpApi {
         });
         return forbiddenResponse(req.method, url.pathname, principal, match.role);
       }
+      checkSingleQueryValues(url, match.doc);
       if (!match.anyBody) {
         const notJson = this.#policy.checkContentType(req);
         if (notJson) return await refuse(req, notJson);

@@ -143,7 +143,8 @@ export function routeErrorStatuses(r: Route): number[] {
   if (r.method === "POST" && r.doc.body?.handling !== "ignored") s.add(400);
   if (r.method === "POST" && !r.anyBody) s.add(415);
   if (r.segments.some((x) => x.startsWith(":"))) s.add(400);
-  if (r.doc.query?.some((q) => q.name === "after_sequence" || q.name === "before")) s.add(400);
+  // A parameter that takes one value, given twice (routes.ts checkSingleQueryValues).
+  if (r.doc.query?.some((q) => !q.repeated)) s.add(400);
   return [...s].sort((a, b) => a - b);
 }
 

@@ -90,7 +90,8 @@ export interface RawResponseDoc {
 /**
  * What GET /v0/openapi.json says about a route (openapi.ts builds the document from these).
  * Every route also answers 401, 403, 500 and 503 (busy); every POST 400 and 415; every route
- * with path parameters 400 (broken %-encoding): those need not be listed.
+ * with path parameters 400 (broken %-encoding), and every route with a query parameter that takes
+ * one value 400 (given twice): those need not be listed.
  */
 export interface RouteDoc {
   /** Unique; also the name of the route's generated body validator. */

@@ -115,6 +115,20 @@ export function isPriorityRequest(method: string, pathname: string): boolean {
   );
 }
 
+/**
+ * Refuses a query parameter that takes one value (docs: not `repeated`) given more than once: the
+ * handler would read the first alone, and the others (a second `signal_id` filter, a second
+ * `origin`) would be dropped without a word.
+ * @throws INVALID_ARGUMENT naming the parameter.
+ */
+export function checkSingleQueryValues(url: URL, doc: RouteDoc): void {
+  for (const q of doc.query ?? []) {
+    if (q.repeated) continue;
+    const n = url.searchParams.getAll(q.name).length;
+    if (n > 1) throw invalidArgument(`${q.name}: given ${n} times; this parameter takes one value`);
+  }
+}
+
 function decodeSegment(raw: string, name: string): string {
   try {
     return decodeURIComponent(raw);
