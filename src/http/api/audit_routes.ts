@@ -89,7 +89,9 @@ export function parseAuditQuery(q: URLSearchParams): AuditQuery {
 function epochMs(text: string, name: string): number {
   const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n)) {
-    throw invalidArgument(`${name}: must be epoch milliseconds (a non-negative integer)`);
+    throw invalidArgument(
+      `${name}: must be epoch milliseconds (a non-negative integer, at most ${Number.MAX_SAFE_INTEGER})`,
+    );
   }
   return n;
 }

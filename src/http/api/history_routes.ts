@@ -117,6 +117,9 @@ export const HISTORY_ROUTES: readonly Route[] = [
   }),
 ];
 
+/** The largest `step_ms` (10 digits: 115 days). */
+const MAX_STEP_MS = 9_999_999_999;
+
 function requireHistory(services: HttpServices) {
   const h = services.history;
   const i = services.incidents;
@@ -146,7 +149,9 @@ function epochParam(q: URLSearchParams, name: string): number | undefined {
   if (text === null) return undefined;
   const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n)) {
-    throw invalidArgument(`${name}: must be epoch milliseconds (a non-negative integer)`);
+    throw invalidArgument(
+      `${name}: must be epoch milliseconds (a non-negative integer, at most ${Number.MAX_SAFE_INTEGER})`,
+    );
   }
   return n;
 }
@@ -165,7 +170,9 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   if (stepText !== null) {
     stepMs = /^\d{1,10}$/.test(stepText) ? Number(stepText) : NaN;
     if (!Number.isSafeInteger(stepMs)) {
-      throw invalidArgument("step_ms: must be a non-negative integer (milliseconds)");
+      throw invalidArgument(
+        `step_ms: must be a non-negative integer of milliseconds, at most ${MAX_STEP_MS}`,
+      );
     }
   }
   const signalIds = q.getAll("signal_id");
