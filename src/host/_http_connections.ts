@@ -30,6 +30,12 @@ export const ACCEPT_ERROR_BACKOFF_MAX_MS = 1000;
 export const CONNECTION_LOG_INTERVAL_MS = 10_000;
 /** Size of each direction's copy buffer of the TLS relay (one TLS record is at most 16 KiB). */
 export const TLS_RELAY_BUFFER_BYTES = 16 * 1024;
+/**
+ * Shutdown lets requests in flight finish for at most this long, then drops their connections: a
+ * client that stopped reading (an event stream to a frozen tablet, a half-open connection) would
+ * otherwise hold the server's shutdown, and the runtime's stop behind it, for ever.
+ */
+export const HTTP_SHUTDOWN_DRAIN_MS = 1000;
 /** At the limit, the next accept waits for the evicted connection's socket at most this long. */
 const EVICTION_WAIT_MAX_MS = 1000;
 /** A connection to the internal TLS listener that no relay claims within this time is closed. */
@@ -134,6 +140,8 @@ interface Conn {
   innerPort: number;
   /** Called once the connection's socket is gone (its server or relay has ended). */
   onEnded: (() => void) | null;
+  /** Shutdown: called when its last request in flight has been answered. */
+  onIdle: (() => void) | null;
   ended: boolean;
   readonly requestDone: () => void;
 }
@@ -185,7 +193,10 @@ export class ConnectionLayer {
 
   /**
    * Stops accepting, closes connections without a request in flight at once, lets the others
-   * finish their requests (graceful), and resolves when every connection has ended.
+   * finish their requests for at most HTTP_SHUTDOWN_DRAIN_MS and closes each once it has (or then),
+   * and resolves when every connection has ended. (Not Deno's graceful server shutdown: a
+   * connection it waits on cannot be dropped any more, so a client that stopped reading held it
+   * for ever.)
    */
   async shutdown(): Promise<void> {
     if (this.#stopping) return;
@@ -197,10 +208,28 @@ export class ConnectionLayer {
     await Promise.all(this.#loops);
     for (const { conn } of this.#unclaimedTls.values()) closeQuietly(conn);
     this.#unclaimedTls.clear();
-    for (const c of [...this.#conns]) {
-      if (c.inFlight === 0 || c.server === null) this.#close(c);
-      else this.#track(c.server.shutdown().catch(() => this.#close(c)));
+    const busy = [...this.#conns].filter((c) => c.inFlight > 0 && c.server !== null);
+    for (const c of this.#conns) if (!busy.includes(c)) this.#close(c);
+    // Each answered one is shut down gracefully then (its answer's last bytes flushed): by then
+    // nothing can hold it. One whose graceful shutdown has begun can no longer be dropped.
+    const answered = busy.map((c) =>
+      new Promise<void>((r) => {
+        c.onIdle = () => {
+          c.onIdle = null;
+          this.#track(c.server!.shutdown().catch(() => this.#close(c)));
+          r();
+        };
+      })
+    );
+    await this.#bounded(Promise.all(answered).then(() => {}), HTTP_SHUTDOWN_DRAIN_MS);
+    const late = busy.filter((c) => c.onIdle !== null && !c.closed);
+    if (late.length > 0) {
+      this.#o.log.warn(
+        `http shutdown: ${late.length} connection(s) still answering after ${HTTP_SHUTDOWN_DRAIN_MS} ms ` +
+          "(a client not reading its answer): dropped",
+      );
     }
+    for (const c of late) this.#close(c);
     while (this.#pending.size > 0) await Promise.all(this.#pending);
   }
 
@@ -285,10 +314,12 @@ export class ConnectionLayer {
       inner: null,
       innerPort: 0,
       onEnded: null,
+      onIdle: null,
       ended: false,
       requestDone: () => {
         c.inFlight--;
         c.idleSince = performance.now();
+        if (c.inFlight === 0) c.onIdle?.();
       },
     };
     this.#conns.add(c);
