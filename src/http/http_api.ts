@@ -1,8 +1,8 @@
 /**
  * The request handler: `(Request, {remoteAddr}) => Promise<Response>`. Order per request:
- * host check -> operator console (paths outside /v0 but /metrics, when enabled) -> concurrency
- * bound (priority routes have their own slots) -> CORS preflight -> auth -> origin check ->
- * /metrics (any role) or route -> role check (403) -> content-type check -> handler; every
+ * host check -> CORS preflight (no slot) -> operator console (paths outside /v0 but /metrics,
+ * when enabled) -> concurrency bound (priority routes have their own slots) -> auth -> origin
+ * check -> /metrics (any role) or route -> role check (403) -> content-type check -> handler; every
  * outcome, errors included, leaves through one place that adds CORS headers (and drops the body
  * of a HEAD).
  */
@@ -212,6 +212,12 @@ export class HttpApi {
       const wrongHost = this.#policy.checkHost(req, url);
       if (wrongHost) {
         res = await refuse(req, wrongHost);
+      } else if (preflight) {
+        // Answered from memory, before auth (browsers never send credentials on a preflight)
+        // and without a request slot: the preflight of a cross-origin POST /v0/estop must not be
+        // refused for capacity when the stop itself would not be.
+        await req.body?.cancel().catch(() => {});
+        res = this.#cors.preflightResponse(req);
       } else if (this.#console !== null && route === CONSOLE_ROUTE) {
         // The console's files hold no data: no auth (the page asks for the token when the API
         // answers 401), and no request slot (answered from memory at once).
@@ -234,7 +240,7 @@ export class HttpApi {
           );
         } else {
           try {
-            res = await this.#dispatch(req, url, info, preflight);
+            res = await this.#dispatch(req, url, info);
           } finally {
             slots.release();
           }
@@ -333,15 +339,7 @@ export class HttpApi {
     this.#sse.closeAll();
   }
 
-  async #dispatch(
-    req: Request,
-    url: URL,
-    info: RequestInfo,
-    preflight: boolean,
-  ): Promise<Response> {
-    // Preflights carry no credentials by design (browsers never send Authorization on them), so
-    // they are answered before auth: they reveal nothing and run nothing.
-    if (preflight) return this.#cors.preflightResponse(req);
+  async #dispatch(req: Request, url: URL, info: RequestInfo): Promise<Response> {
     // The tokens this request is admitted under (a reload may replace them while it runs).
     const generation = this.#tokenGeneration;
     const principal = await this.#auth.identify(req, info.remoteAddr);
