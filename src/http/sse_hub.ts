@@ -34,6 +34,12 @@ export const SSE_QUEUE_SIZE = 100;
  * for one client that stopped reading. 100 ordinary frames take about 30 KiB.
  */
 export const SSE_QUEUE_MAX_BYTES = 1024 * 1024;
+/**
+ * A stream whose client has read nothing for this long while its queue overflowed ends (frees its
+ * slot and subscription): a frozen tablet would otherwise hold one of the bounded stream slots for
+ * as long as its connection lives. The client, if it wakes, resumes with `Last-Event-ID`.
+ */
+export const SSE_STALLED_CLIENT_MS = 60_000;
 /** A `: keepalive` comment is sent after this long without events (as anolis). */
 export const SSE_KEEPALIVE_MS = 15_000;
 /** A replay is sent in chunks of about this many bytes (the socket takes one at a time). */
@@ -54,8 +60,8 @@ export interface SseFilter {
 export interface SseHubOptions {
   readonly bus: EventBus;
   readonly log: Logger;
-  /** The keep-alive timers, and the time of a `resync` event. */
-  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs">;
+  /** The keep-alive timers, the time of a `resync` event, how long a client has not read. */
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs" | "monoMs">;
   readonly keepAliveMs?: number | undefined;
   readonly maxClients?: number | undefined;
   readonly queueSize?: number | undefined;
@@ -146,7 +152,7 @@ export interface StreamHolder {
 export class SseHub {
   readonly #bus: EventBus;
   readonly #log: Logger;
-  readonly #clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs">;
+  readonly #clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs" | "monoMs">;
   readonly #ring: EventRing;
   readonly #unsubscribeRing: () => void;
   /** This run's prefix of every event id. */
@@ -263,6 +269,13 @@ export class SseHub {
       encode: (p) => this.#encode(p),
       holder: holder ?? null,
       onDrop: () => this.#droppedTotal++,
+      onStalled: (c, forMs) => {
+        c.close();
+        this.#log.info(
+          `event stream ended: its client read nothing for ${forMs} ms while its queue overflowed` +
+            (c.holder === null ? "" : ` ('${c.holder.principal}')`),
+        );
+      },
       onClose: (c) => {
         this.#clients.delete(c);
         this.#log.debug(`event stream closed (${this.#clients.size} open)`);
@@ -343,7 +356,7 @@ interface SseClientOptions {
   readonly queueSize: number;
   readonly queueMaxBytes: number;
   readonly keepAliveMs: number;
-  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "monoMs">;
   readonly start: ClientStart;
   readonly ring: EventRing;
   /** The `resync` frame for a replay the ring outran (`lastId`: the last event sent). */
@@ -352,6 +365,8 @@ interface SseClientOptions {
   /** Who opened the stream (asked again when the API tokens change); null when none said. */
   readonly holder: StreamHolder | null;
   readonly onDrop: () => void;
+  /** The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped. */
+  readonly onStalled: (c: SseClient, forMs: number) => void;
   readonly onClose: (c: SseClient) => void;
 }
 
@@ -371,9 +386,12 @@ class SseClient {
   #cursor: number | null = null;
   /** A `resync` frame to send before anything queued (never dropped with the queue's oldest). */
   #first: Uint8Array | null = null;
+  /** When the stream last asked for data (monotonic ms): the client was reading then. */
+  #lastReadMs: number;
 
   constructor(opts: SseClientOptions) {
     this.#opts = opts;
+    this.#lastReadMs = opts.clock.monoMs();
     if (opts.start.kind === "gap") this.#first = opts.start.frame;
     else if (opts.start.kind === "replay") this.#cursor = opts.start.from;
     // highWaterMark 0: frames wait in #queue (bounded, drop-oldest), never in the stream.
@@ -432,10 +450,19 @@ class SseClient {
       this.#dropped++;
       this.#opts.onDrop();
     }
+    // Dropped since the client last read, and no read waiting for data (that one is reading).
+    const unread = this.#dropped > 0 && this.#wake === null
+      ? this.#opts.clock.monoMs() - this.#lastReadMs
+      : 0;
+    if (unread >= SSE_STALLED_CLIENT_MS) {
+      this.#opts.onStalled(this, unread);
+      return;
+    }
     this.#wake?.();
   }
 
   async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    this.#lastReadMs = this.#opts.clock.monoMs();
     while (!this.#closed) {
       if (this.#cursor !== null) {
         const chunk = this.#replayChunk();

@@ -1,0 +1,62 @@
+/**
+ * A stream whose client has read nothing for SSE_STALLED_CLIENT_MS while its queue overflowed
+ * ends: it would otherwise hold one of the 32 stream slots (and its subscription) for as long as
+ * its connection lives, and a few frozen tablets would lock every console out of the event stream
+ * (docs/http-api.md "Slow clients").
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { SseHub } from "../../src/http/sse_hub.ts";
+import { ManualClock } from "../helpers/clock.ts";
+
+const FILTER = { providerId: "", deviceId: "", signalId: "" };
+/** The bound docs/http-api.md names. */
+const STALLED_MS = 60_000;
+
+Deno.test("SseHub ends a stream whose client read nothing for 60 s while events were dropped, freeing its slot", async () => {
+  const bus = new EventBus();
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  const hub = new SseHub({
+    bus,
+    log: new LineLogger({
+      level: "info",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    clock,
+    maxClients: 1,
+  });
+  const publish = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      bus.publish({
+        kind: "mode_change",
+        previous_mode: "IDLE",
+        new_mode: "MANUAL",
+        timestamp_ms: i,
+      });
+    }
+  };
+  try {
+    const stalled = hub.open(FILTER); // never read
+    publish(150); // the queue overflows at once: a slow moment, not yet a stalled client
+    assert.equal(hub.clientCount, 1);
+    clock.mono += STALLED_MS - 1;
+    publish(1);
+    assert.equal(hub.clientCount, 1, "not yet stalled");
+    clock.mono += 1;
+    publish(1);
+    assert.equal(hub.clientCount, 0, "the stalled stream ended");
+    assert.ok(
+      lines.some((l) => /event stream ended: its client read nothing for 60000 ms/.test(l)),
+      lines.join("\n"),
+    );
+    const next = hub.open(FILTER); // its slot is free
+    await next.body!.cancel();
+    await stalled.body!.cancel();
+  } finally {
+    hub.closeAll();
+  }
+});
