@@ -41,6 +41,7 @@ import {
   leaseRefusal,
   type ModeChangeListener,
   type ParameterService,
+  reachedProvider,
   refusedBeforeSending,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -748,7 +749,7 @@ export class AutomationEngine {
       this.#refusals.delete(handle);
       return;
     }
-    // A call cancelled by a halt (leaving AUTO) says nothing about the device.
+    // A call a halt (leaving AUTO) cancelled before it was sent says nothing about the device.
     if (err instanceof DOMException && err.name === "AbortError") return;
     const message = errorMessage(err);
     // A gate's refusal, or one of a policy check about the caller (requires_lease, validation,
@@ -956,7 +957,10 @@ function kernelServices(
           signal,
         });
       } catch (err) {
-        noteCall(handle, signal.aborted ? new DOMException("halted", "AbortError") : err);
+        // A halt cancels a call only until it is sent: one the provider got and failed is the
+        // device's failure whatever became of the tree meanwhile.
+        const cancelled = signal.aborted && !reachedProvider(err);
+        noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err);
         throw err;
       }
       noteCall(handle, null);
