@@ -727,10 +727,10 @@ export class AutomationEngine {
   }
 
   /**
-   * Records that the tree commands `handle` (it depends on it from then on): when the call
-   * starts, not when it settles -- a device lost while the tree's call to it is in flight (a
-   * device that stops answering holds the call up to the provider's timeout_ms) is one the tree
-   * depends on.
+   * Records that the tree commands `handle` (it depends on it from then on): when the call is
+   * sent, not when it settles -- a device lost while the tree's call to it is in flight (a device
+   * that stops answering holds the call up to the provider's timeout_ms) is one the tree depends
+   * on. A call refused or cancelled before sending commanded nothing.
    */
   #noteCommand(handle: string): void {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
@@ -945,7 +945,6 @@ function kernelServices(
       if (!dev) {
         throw invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
       }
-      noteCommand(handle);
       try {
         await o.router.call({
           providerId: dev.providerId,
@@ -955,6 +954,7 @@ function kernelServices(
           origin: "automated",
           source: node === undefined ? { kind: "automation" } : { kind: "automation", node },
           signal,
+          onSent: () => noteCommand(handle),
         });
       } catch (err) {
         // A halt cancels a call only until it is sent: one the provider got and failed is the

@@ -45,6 +45,11 @@ export interface CallRequest {
   readonly source?: AuditOrigin;
   /** Cancels waiting (the provider may still execute the call). */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Called once the request was written to the provider (synchronously, before its answer); never
+   * for a call refused or cancelled before sending. Must not throw.
+   */
+  readonly onSent?: (() => void) | undefined;
 }
 
 /** The audit origin of a call that names none: the kind its gate origin implies. */
@@ -442,7 +447,10 @@ export class CallRouter {
       // Written unless the provider was down (host.request refuses that before it writes):
       // once sent, a failure is `failed` and names no refusing check.
       progress.sent = available;
-      if (available) this.#intervals.note(device, fn, this.#clock.monoMs());
+      if (available) {
+        this.#intervals.note(device, fn, this.#clock.monoMs());
+        req.onSent?.();
+      }
       response = await pending;
     } finally {
       release();

@@ -1,11 +1,13 @@
 /**
- * What the tree's calls tell automation status about a device, over a real kernel and the
- * simulated provider: a call that reached the provider and failed there is the device's failure
- * even when the tree was halted meanwhile.
+ * What the tree's calls tell automation about a device, over a real kernel and the simulated
+ * provider: a call that reached the provider and failed there is the device's failure even when
+ * the tree was halted meanwhile; a call refused before it was sent does not make the tree depend
+ * on the device (the device-loss latch forces FAULT only for a device the tree commanded).
  */
 import assert from "node:assert/strict";
 import type { TypedValue } from "../../src/common/mod.ts";
-import { startRuntime } from "../helpers/kernel.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 
 const MOTOR_ARGS: Record<string, TypedValue> = { motor_index: tv.i(1), duty: tv.d(0.2) };
@@ -50,6 +52,65 @@ Deno.test("AutomationEngine counts a sent call's failure toward device_outages e
         "the device failed both calls it was sent",
       );
       assert.match(s.device_outages[0]!.last_error, /injected fault/);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("AutomationEngine: a device whose only call was refused before sending is not commanded (its loss does not force FAULT); one commanded is", async () => {
+  const dir = await TreeDir.create();
+  try {
+    // The tree names no device: only the calls below can make it depend on sim1/motorctl0.
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(tree, {
+      // OVERRIDE: the test crashes sim1 with a manual chaos call while in AUTO.
+      manualGatingPolicy: "OVERRIDE",
+      config: {
+        providers: [
+          simProvider("sim0"),
+          simProvider("sim1", { restart: { backoffMs: [300], successResetMs: 200 } }),
+        ],
+      },
+    }));
+    const host = rt.registry.host("sim1")!;
+    const engine = rt.automation!;
+    const signal = new AbortController().signal;
+    const crashSim1 = () =>
+      callAs(rt, "manual", "sim1/chaos_control", "crash", { exit_code: tv.i(9) });
+    const lost = async () => {
+      await crashSim1();
+      await waitFor(
+        "sim1/motorctl0 latched",
+        () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
+      );
+    };
+    try {
+      await rt.modes.request("MANUAL");
+      await rt.modes.request("AUTO");
+      // Refused by argument validation (duty above its max 1): nothing was sent.
+      await assert.rejects(
+        engine.services.callDevice(
+          "sim1/motorctl0",
+          "set_motor_duty",
+          { motor_index: tv.i(1), duty: tv.d(2) },
+          signal,
+        ),
+      );
+      await lost();
+      // The latch and the FAULT are decided in one step: latched and still AUTO is no FAULT.
+      assert.equal(rt.modes.current(), "AUTO", "a device the tree never commanded forced FAULT");
+
+      await waitFor("sim1 back", () => host.available, 10000);
+      await waitFor("motorctl0 polled", () => rt.cache.device("sim1", "motorctl0")?.available);
+      await rt.modes.request("MANUAL");
+      await rt.modes.request("AUTO"); // releases the latch of the device that is back
+      await engine.services.callDevice("sim1/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
+      await lost();
+      await waitFor("FAULT forced", () => rt.modes.current() === "FAULT");
+      assert.equal(engine.status().not_running?.cause, "device_loss_latch");
     } finally {
       await rt.stop();
     }

@@ -348,7 +348,8 @@ Deno.test("AutomationEngine device-loss latch: a device the tree is commanding (
       router: {
         call: (req) => {
           calls.push(req);
-          return new Promise(() => {}); // the provider has not answered yet
+          req.onSent?.(); // sent: the provider has not answered yet
+          return new Promise(() => {});
         },
       },
     },
