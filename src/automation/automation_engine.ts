@@ -94,16 +94,18 @@ export interface DeviceOutage {
 
 /**
  * A device the tree's recent calls to were all refused by a gate -- an interlock, the
- * device-loss latch, the mode or e-stop gate -- or by a policy check about the caller --
- * requires_lease, argument validation, min_interval (GET /v0/automation/status `refused_calls`):
- * nothing was sent, so the device is not out; 2 or more in a row, until a call is not refused.
+ * device-loss latch, the mode or e-stop gate -- or by a check about the caller -- requires_lease,
+ * argument validation, min_interval, a function the device does not declare (GET
+ * /v0/automation/status `refused_calls`): nothing was sent, so the device is not out; 2 or more
+ * in a row, until a call is not refused.
  */
 export interface RefusedCalls {
   device_handle: string;
   consecutive_refusals: number;
   /**
    * What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`,
-   * `allowed_modes`, `requires_lease`, `validation`, `min_interval`.
+   * `allowed_modes`, `requires_lease`, `validation`, `min_interval`, `unknown_function` (the
+   * tree calls a function the device does not declare: a tree or configuration error).
    */
   refused_by: string;
   /** The last refusal's message. */

@@ -131,10 +131,11 @@ const refusedBy = new WeakMap<object, string>();
 
 /**
  * What refused the call `err`, thrown by CallRouter.call, is the refusal of -- a gate (`addGate`:
- * estop, mode, allowed_modes, interlock, device_loss) or a policy check about the caller, not the
- * device (`requires_lease`, `validation` of the arguments, `min_interval`) -- or null for any other
- * failure. Nothing was sent: it says nothing about the device (automation status keeps it out of
- * device outages). A full provider queue is not one (the provider is congested).
+ * estop, mode, allowed_modes, interlock, device_loss) or a check about the caller, not the device
+ * (`requires_lease`, `validation` of the arguments, `min_interval`, `unknown_function`: the device
+ * declares no function by that selector) -- or null for any other failure. Nothing was sent: it
+ * says nothing about the device (automation status keeps it out of device outages). A full
+ * provider queue is not one (the provider is congested).
  */
 export function refusedBeforeSending(err: unknown): string | null {
   return typeof err === "object" && err !== null ? refusedBy.get(err) ?? null : null;
@@ -151,6 +152,17 @@ function callerCheck<T>(name: string, check: () => T): T {
     if (err instanceof RuntimeError) refusedBy.set(err, name);
     throw err;
   }
+}
+
+/**
+ * NOT_FOUND for a function the device does not declare (`what`: the device and the selector),
+ * marked as refused before sending by `unknown_function`: a caller's mistake (a tree's, a
+ * configuration's), not the device's failure.
+ */
+function unknownFunction(what: string): RuntimeError {
+  const err = notFound(`Function not found: ${what}`);
+  refusedBy.set(err, "unknown_function");
+  return err;
 }
 
 /** Throws the lease refusal of `fn`, if any, as a caller check's. */
@@ -259,7 +271,7 @@ export class CallRouter {
     if (id !== 0) {
       fn = device.functions.find((f) => f.functionId === id);
       if (!fn) {
-        throw notFound(`Function not found: ${req.providerId}/${req.deviceId} function_id ${id}`);
+        throw unknownFunction(`${req.providerId}/${req.deviceId} function_id ${id}`);
       }
       if (name && fn.name !== name) {
         throw invalidArgument(
@@ -270,7 +282,7 @@ export class CallRouter {
       if (!name) throw invalidArgument("missing function selector: function_id must not be 0");
       // Functions are indexed by name; duplicates collapse to the last declared (as anolis).
       fn = device.functions.findLast((f) => f.name === name);
-      if (!fn) throw notFound(`Function not found: ${req.providerId}/${req.deviceId} '${name}'`);
+      if (!fn) throw unknownFunction(`${req.providerId}/${req.deviceId} '${name}'`);
     }
     return fn;
   }
@@ -302,9 +314,11 @@ export class CallRouter {
     try {
       selected = this.#select(req, now);
     } catch (err) {
-      throw err instanceof RuntimeError
-        ? new RuntimeError(err.code, `${err.message} (${restarted})`)
-        : err;
+      if (!(err instanceof RuntimeError)) throw err;
+      const again = new RuntimeError(err.code, `${err.message} (${restarted})`);
+      const by = refusedBy.get(err);
+      if (by !== undefined) refusedBy.set(again, by);
+      throw again;
     }
     if (selected.name !== fn.name) {
       throw new RuntimeError(

@@ -771,8 +771,8 @@ export function responseComponents(): Record<string, JsonSchema> {
           )),
           "Devices whose recent automated calls a gate (an interlock, the device-loss latch, " +
             "the mode or e-stop gate) or a policy check about the caller (requires_lease, " +
-            "argument validation, min_interval) all refused, 2 or more in a row (project " +
-            "addition).",
+            "argument validation, min_interval, a function the device does not declare: " +
+            "unknown_function) all refused, 2 or more in a row (project addition).",
         ),
         mode: note(str, "The runtime mode now (project addition)."),
         not_running: note(

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 
 Deno.test("Kernel.reload removing a provider takes its devices out of the device-loss latch", async () => {
@@ -43,15 +43,21 @@ Deno.test("Kernel.reload removing a provider takes its devices out of the automa
     const rt = await startRuntime(base, { arm: true });
     try {
       const engine = rt.automation!;
-      // Two failed automated calls to a sim1 device: an outage in status.
+      // Two automated calls the sim1 device failed: an outage in status.
+      await callAs(rt, "manual", "sim1/chaos_control", "inject_call_failure", {
+        device_id: tv.s("motorctl0"),
+        function_id: tv.s("10"), // set_motor_duty
+        failure_rate: tv.d(1),
+      });
       for (let i = 0; i < 2; i++) {
         await assert.rejects(
           engine.services.callDevice(
             "sim1/motorctl0",
-            "no_such_function",
-            {},
+            "set_motor_duty",
+            { motor_index: tv.i(1), duty: tv.d(0.2) },
             new AbortController().signal,
           ),
+          /injected fault/,
         );
       }
       assert.deepEqual(engine.status().device_outages.map((o) => o.device_handle), [

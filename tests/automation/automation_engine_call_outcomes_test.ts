@@ -118,3 +118,34 @@ Deno.test("AutomationEngine: a device whose only call was refused before sending
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine lists a call to a function the device does not declare in refused_calls (unknown_function), not as a device outage", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(tree));
+    try {
+      const engine = rt.automation!;
+      await rt.modes.request("MANUAL"); // the mode gate lets automated calls through outside AUTO
+      const signal = new AbortController().signal;
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(
+          engine.services.callDevice("sim0/motorctl0", "no_such_fn", {}, signal),
+          /Function not found: sim0\/motorctl0 'no_such_fn'/,
+        );
+      }
+      const s = engine.status();
+      assert.deepEqual(s.device_outages, [], "the device answered nothing: no outage");
+      assert.deepEqual(
+        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
+        [["sim0/motorctl0", 2, "unknown_function"]],
+      );
+      assert.match(s.refused_calls[0]!.last_refusal, /^Function not found: /);
+      assert.equal(s.last_error, "calls refused: sim0/motorctl0 by unknown_function (2 in a row)");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});

@@ -7,7 +7,17 @@ import assert from "node:assert/strict";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { policyProvider } from "../helpers/policy_provider.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
+
+/** Makes the simulated device fail every call of one function (sent, then failed by it). */
+function failCallsOf(rt: Kernel, deviceId: string, functionId: number): Promise<void> {
+  return callAs(rt, "manual", "sim0/chaos_control", "inject_call_failure", {
+    device_id: tv.s(deviceId),
+    function_id: tv.s(String(functionId)),
+    failure_rate: tv.d(1),
+  });
+}
 
 const MOTOR_ARGS: Record<string, TypedValue> = {
   motor_index: { type: "int64", int64: 1n },
@@ -18,18 +28,17 @@ Deno.test("AutomationEngine lists calls a gate refused in refused_calls, apart f
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree)); // IDLE: the mode gate refuses
+    const rt = await startRuntime(automationConfig(tree), { arm: true });
     try {
       const engine = rt.automation!;
       const signal = new AbortController().signal;
-      const fail = () =>
-        assert.rejects(engine.services.callDevice("sim0/motorctl0", "no_such_fn", {}, signal));
-      const refuse = () =>
-        assert.rejects(
-          engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
-          /Call blocked in IDLE mode/,
-        );
+      await failCallsOf(rt, "motorctl0", 10); // set_motor_duty: the device fails every call
+      const call = () =>
+        engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
+      const fail = () => assert.rejects(call(), /injected fault/);
+      const refuse = () => assert.rejects(call(), /Call blocked in IDLE mode/);
       await fail();
+      await rt.modes.request("IDLE"); // the mode gate refuses
       await refuse();
       await refuse();
       let s = engine.status();
@@ -41,6 +50,7 @@ Deno.test("AutomationEngine lists calls a gate refused in refused_calls, apart f
       assert.match(s.refused_calls[0]!.last_refusal, /^Call blocked in IDLE mode: /);
       assert.equal(s.last_error, "calls refused: sim0/motorctl0 by mode (2 in a row)");
 
+      await rt.modes.request("MANUAL");
       await fail(); // the second failure in a row: the refusals between did not end the streak
       s = engine.status();
       assert.deepEqual(
@@ -50,8 +60,8 @@ Deno.test("AutomationEngine lists calls a gate refused in refused_calls, apart f
       assert.deepEqual(s.refused_calls, [], "a call the gates let through ends the refusals");
       assert.equal(s.last_error, "device outage: sim0/motorctl0 (2 calls failed)");
 
-      await rt.modes.request("MANUAL");
-      await engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
+      await callAs(rt, "manual", "sim0/chaos_control", "clear_faults", {});
+      await call();
       s = engine.status();
       assert.deepEqual([s.device_outages, s.refused_calls, s.last_error], [[], [], null]);
     } finally {
@@ -117,12 +127,18 @@ Deno.test("AutomationEngine entering AUTO starts refused_calls afresh (the gates
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree)); // IDLE: the mode gate refuses
+    const rt = await startRuntime(automationConfig(tree), { arm: true });
     try {
       const engine = rt.automation!;
       const signal = new AbortController().signal;
-      await assert.rejects(engine.services.callDevice("sim0/tempctl0", "no_such_fn", {}, signal));
-      await assert.rejects(engine.services.callDevice("sim0/tempctl0", "no_such_fn", {}, signal));
+      await failCallsOf(rt, "tempctl0", 2); // set_setpoint: the device fails every call
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(
+          engine.services.callDevice("sim0/tempctl0", "set_setpoint", { value: tv.d(30) }, signal),
+          /injected fault/,
+        );
+      }
+      await rt.modes.request("IDLE"); // the mode gate refuses
       for (let i = 0; i < 2; i++) {
         await assert.rejects(
           engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
