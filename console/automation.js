@@ -1,6 +1,6 @@
-// The Automation view: in one line why the tree runs or not, then execution status and reason,
-// tick counts, errors, last error, device-loss latches and outages, and the loaded behavior tree
-// as an indented outline.
+// The Automation view: in one line why the tree runs or not (or is blocked), then execution
+// status and reason, tick counts, errors, last error, device-loss latches, outages and refused
+// calls, and the loaded behavior tree as an indented outline.
 
 import { ApiError } from "./api.js";
 import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
@@ -27,7 +27,8 @@ const KIND_PREFIX = {
 /**
  * Why the behavior tree runs or not, in one line, from GET /v0/automation/status. A runtime that
  * says why (`not_running`: null while the tree runs in AUTO, else its `cause`; `why_not_running`:
- * the same in words, with the remedy; `blocked_devices`) is shown in its own words. An older one
+ * the same in words, with the remedy; `blocked_devices`) is shown in its own words; in AUTO its
+ * `refused_calls` make the line "Blocked" (the tree ticks, its calls are refused). An older one
  * is read from `execution_status` and its reasons (`mode_gate`, `waiting`, `terminal_failure`,
  * `engine_fault`, `no_definition`, `stopped`, none while running) with `device_outages`. A reason
  * this console does not know is shown as the runtime words it.
@@ -39,8 +40,9 @@ const KIND_PREFIX = {
  *   text: string}}
  */
 export function automationWhy(s, context = {}) {
-  if (s && Object.hasOwn(s, "not_running")) return runtimeWhy(s);
   const timeOf = context.timeOf ?? ((ms) => new Date(ms).toLocaleTimeString());
+  const since = (ms) => typeof ms === "number" && ms > 0 ? `since ${timeOf(ms)}` : "";
+  if (s && Object.hasOwn(s, "not_running")) return runtimeWhy(s, since);
   const mode = typeof s.mode === "string" ? s.mode : context.mode;
   const reason = s.execution_reason;
   const fault = () => ({
@@ -55,7 +57,6 @@ export function automationWhy(s, context = {}) {
         " — re-arm by entering AUTO",
     };
   };
-  const since = (ms) => typeof ms === "number" && ms > 0 ? `since ${timeOf(ms)}` : "";
   switch (reason) {
     case "mode_gate":
       // An older runtime reports a tick that threw (which forces FAULT) as failed / mode_gate.
@@ -104,10 +105,26 @@ export function automationWhy(s, context = {}) {
   }
 }
 
-/** The runtime's own why (`not_running`, `why_not_running`, `blocked_devices`). */
-function runtimeWhy(s) {
+/**
+ * The runtime's own why (`not_running`, `why_not_running`, `blocked_devices`); in AUTO, a tree
+ * whose recent calls a gate or a check refused (`refused_calls`) ticks but moves nothing: blocked.
+ */
+function runtimeWhy(s, since) {
   const n = s.not_running;
-  if (n === null) return { kind: "running", text: "Running" };
+  if (n === null) {
+    const refused = Array.isArray(s.refused_calls) ? s.refused_calls : [];
+    if (refused.length === 0) return { kind: "running", text: "Running" };
+    return {
+      kind: "blocked",
+      text: `Blocked: ${
+        refused.map((r) => {
+          const when = since(r.since_epoch_ms);
+          return `calls to ${r.device_handle} are refused by ${r.refused_by} (` +
+            `${r.consecutive_refusals} in a row${when ? ` ${when}` : ""})`;
+        }).join("; ")
+      }`,
+    };
+  }
   const cause = n && typeof n.cause === "string" ? n.cause : "";
   let kind = CAUSE_KIND[cause] ?? "unknown";
   // Out of AUTO with a device the tree needs down: AUTO would be refused, the line says why.

@@ -70,6 +70,40 @@ Deno.test("automationWhy shows the runtime's own why: not_running, why_not_runni
   });
 });
 
+Deno.test("automationWhy shows a tree whose calls are refused as blocked, not running (refused_calls)", () => {
+  // In AUTO, ticking, but every call to the device is refused by an interlock: nothing moves.
+  const refused = {
+    mode: "AUTO",
+    not_running: null,
+    why_not_running: null,
+    blocked_devices: [],
+    last_error: "calls refused: sim0/motorctl0 by interlock probe_guard (3 in a row)",
+    refused_calls: [{
+      device_handle: "sim0/motorctl0",
+      consecutive_refusals: 3,
+      refused_by: "interlock probe_guard",
+      last_refusal: "Interlock probe_guard holds",
+      since_epoch_ms: 9,
+    }],
+  };
+  assert.deepEqual(why(refused), {
+    kind: "blocked",
+    text: "Blocked: calls to sim0/motorctl0 are refused by interlock probe_guard (3 in a row " +
+      "since t9)",
+  });
+  assert.deepEqual(why({ ...refused, refused_calls: [] }), { kind: "running", text: "Running" });
+  // Out of AUTO the mode is why: the last session's refusals do not block a tree not ticking.
+  assert.equal(
+    why({
+      ...refused,
+      mode: "MANUAL",
+      not_running: { cause: "mode", mode: "MANUAL" },
+      why_not_running: "mode is MANUAL: the tree ticks only in AUTO",
+    }).kind,
+    "stopped",
+  );
+});
+
 Deno.test("automationWhy reads an older runtime's answer from execution_status and its reasons", () => {
   // Not in AUTO: the mode comes from the runtime status when the answer has none.
   assert.equal(
