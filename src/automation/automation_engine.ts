@@ -546,7 +546,9 @@ export class AutomationEngine {
     // MANUAL -> AUTO running its before-hooks was requested to run the tree in force: it is
     // refused at its commit, not armed with one the operator did not choose.
     this.#o.modes.invalidateAutoEntry?.(
-      `a configuration reload replaced the behavior tree (now ${behaviorTree ?? "none"})`,
+      behaviorTree === null
+        ? "a configuration reload removed the behavior tree"
+        : `a configuration reload replaced the behavior tree (now ${behaviorTree})`,
     );
     // Started with no tree (none configured, or a reload removed it), #unsubscribe is null.
     const started = this.#started;
@@ -568,8 +570,10 @@ export class AutomationEngine {
     this.#calls.clear();
     this.#refusals.clear();
     this.#log.info(
-      `behavior tree ${behaviorTree ?? "(none)"} loaded by a configuration reload` +
-        (sameTree ? ` (tick rate ${tickRateHz} Hz)` : ""),
+      behaviorTree === null
+        ? "behavior tree removed by a configuration reload"
+        : `behavior tree ${behaviorTree} loaded by a configuration reload` +
+          (sameTree ? ` (tick rate ${tickRateHz} Hz)` : ""),
     );
     if (started) this.start();
     return sameTree ? "retimed" : "replaced";

@@ -16,6 +16,7 @@ import type {
   DeviceConditionListener,
 } from "../../src/state/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 import {
   AutomationEngine,
   type AutomationEngineOptions,
@@ -700,5 +701,26 @@ Deno.test("AutomationEngine outside AUTO: why_not_running says AUTO would be ref
     `mode is MANUAL: the tree ticks only in AUTO; ${problem}`,
     "the remedy 'enter AUTO' would be refused: the line says why",
   );
+  engine.stop();
+});
+
+Deno.test("AutomationEngine logs a reload that removes the tree as 'behavior tree removed', one line, level first", async () => {
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "info",
+    journald: false,
+    now: () => Date.now(),
+    write: (line) => lines.push(line),
+  });
+  const { engine, modes } = setup(SLEEP, { log });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  lines.length = 0;
+  assert.equal(await engine.reloadTree(null, 10), "replaced");
+  const reload = lines.filter((l) => /behavior tree/.test(l));
+  assert.equal(reload.length, 1, reload.join("\n"));
+  assert.match(reload[0]!, /^INFO\b.*behavior tree removed by a configuration reload$/);
+  assert.doesNotMatch(reload[0]!, /\(none\)|loaded/);
   engine.stop();
 });
