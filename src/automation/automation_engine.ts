@@ -228,6 +228,11 @@ export class AutomationEngine {
   readonly #lossLatch: DeviceLossLatch | null = null;
   /** Devices the tree commanded since AUTO was last entered (it depends on them). */
   readonly #commanded = new Set<string>();
+  /**
+   * Counts the trees a reload swapped in: a call records its outcome only under the tree it was
+   * made by (a replaced tree's call settling after the swap says nothing of the new one's).
+   */
+  #treeGeneration = 0;
   /** Ticks and tick errors of the trees a reload replaced (tickCounts counts from start). */
   readonly #retired = { ticks: 0, errors: 0 };
 
@@ -236,8 +241,9 @@ export class AutomationEngine {
     this.#log = options.log.child("automation");
     this.#services = kernelServices(
       options,
+      () => this.#treeGeneration,
       (handle) => this.#noteCommand(handle),
-      (handle, err) => this.#noteCall(handle, err),
+      (handle, err, generation) => this.#noteCall(handle, err, generation),
     );
     options.modes.onModeChange((change) => {
       if (change.current !== "AUTO" || change.previous === "AUTO") return;
@@ -566,7 +572,9 @@ export class AutomationEngine {
     this.#handles = handles;
     this.#literalCalls = calls;
     this.#contentDigest = contentDigest;
-    // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one.
+    // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one
+    // (nor do its calls still in flight, when they settle).
+    this.#treeGeneration++;
     this.#calls.clear();
     this.#refusals.clear();
     this.#log.info(
@@ -747,9 +755,11 @@ export class AutomationEngine {
    * of a policy check about the caller (requires_lease, validation, min_interval; nothing was
    * sent) says nothing about the device: it counts toward `refused_calls` only, and neither
    * extends nor ends a failure streak; any call that got past them ends the refusal streak. A
-   * full provider queue is a failure (the provider is congested).
+   * full provider queue is a failure (the provider is congested). `generation`: the tree swap the
+   * call was made under.
    */
-  #noteCall(handle: string, err: unknown): void {
+  #noteCall(handle: string, err: unknown, generation: number): void {
+    if (generation !== this.#treeGeneration) return; // a call of a tree a reload replaced
     if (err === null) {
       this.#calls.delete(handle);
       this.#refusals.delete(handle);
@@ -926,8 +936,9 @@ function btQuality(q: Quality): BtQuality {
 /** The BtServices adapter over the kernel: cache reads, router writes, parameters, clock. */
 function kernelServices(
   o: AutomationEngineOptions,
+  generation: () => number,
   noteCommand: (handle: string) => void,
-  noteCall: (handle: string, err: unknown) => void,
+  noteCall: (handle: string, err: unknown, generation: number) => void,
 ): BtServices {
   return {
     clock: o.clock,
@@ -951,6 +962,7 @@ function kernelServices(
       if (!dev) {
         throw invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
       }
+      const madeUnder = generation();
       try {
         await o.router.call({
           providerId: dev.providerId,
@@ -966,10 +978,10 @@ function kernelServices(
         // A halt cancels a call only until it is sent: one the provider got and failed is the
         // device's failure whatever became of the tree meanwhile.
         const cancelled = signal.aborted && !reachedProvider(err);
-        noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err);
+        noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err, madeUnder);
         throw err;
       }
-      noteCall(handle, null);
+      noteCall(handle, null, madeUnder);
     },
     getParameter(name: string) {
       const p = o.parameters?.get(name);

@@ -724,3 +724,52 @@ Deno.test("AutomationEngine logs a reload that removes the tree as 'behavior tre
   assert.doesNotMatch(reload[0]!, /\(none\)|loaded/);
   engine.stop();
 });
+
+Deno.test("AutomationEngine: a call of a replaced tree that settles after the swap says nothing of the new tree's outages", async () => {
+  const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
+  let settle: (() => void) | null = null;
+  let pending = true;
+  const { engine, modes } = setup(SLEEP, {
+    readFile: (path) => files[path]!,
+    router: {
+      call: (req) => {
+        if (!pending) return Promise.reject(new Error("device fault"));
+        pending = false;
+        req.onSent?.();
+        return new Promise((resolve) => {
+          settle = () =>
+            resolve({
+              providerId: req.providerId,
+              deviceId: req.deviceId,
+              functionId: 1,
+              functionName: "f",
+              results: {},
+              postCallPollTriggered: false,
+            });
+        });
+      },
+    },
+  });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  // The old tree's call is in flight when a reload replaces the tree.
+  const old = engine.services.callDevice("sim0/motorctl0", "f", {}, new AbortController().signal);
+  files[TREE] = xmlRoot(`<BehaviorTree ID="Main"><Sleep msec="5"/></BehaviorTree>`, "Main");
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  // The new tree's calls to the device fail: an outage.
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(
+      engine.services.callDevice("sim0/motorctl0", "f", {}, new AbortController().signal),
+    );
+  }
+  assert.deepEqual(engine.status().device_outages.map((o) => o.device_handle), ["sim0/motorctl0"]);
+  settle!();
+  await old;
+  assert.deepEqual(
+    engine.status().device_outages.map((o) => [o.device_handle, o.consecutive_failures]),
+    [["sim0/motorctl0", 2]],
+    "the replaced tree's late answer ended the new tree's outage",
+  );
+  engine.stop();
+});
