@@ -105,7 +105,8 @@ export interface RefusedCalls {
   /**
    * What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`,
    * `allowed_modes`, `requires_lease`, `validation`, `min_interval`, `unknown_function` (the
-   * tree calls a function the device does not declare: a tree or configuration error).
+   * tree calls a function the device does not declare), `unknown_provider` (no provider has the
+   * handle's id): the last two are tree or configuration errors.
    */
   refused_by: string;
   /** The last refusal's message. */
@@ -677,7 +678,8 @@ export class AutomationEngine {
     }
     const refused: RefusedCalls[] = [];
     for (const [handle, r] of this.#refusals) {
-      if (gone(handle)) {
+      // Kept when the refusal says the provider is not there: the tree still calls it.
+      if (r.refusedBy !== "unknown_provider" && gone(handle)) {
         this.#refusals.delete(handle);
         continue;
       }

@@ -133,7 +133,8 @@ const refusedBy = new WeakMap<object, string>();
  * What refused the call `err`, thrown by CallRouter.call, is the refusal of -- a gate (`addGate`:
  * estop, mode, allowed_modes, interlock, device_loss) or a check about the caller, not the device
  * (`requires_lease`, `validation` of the arguments, `min_interval`, `unknown_function`: the device
- * declares no function by that selector) -- or null for any other failure. Nothing was sent: it
+ * declares no function by that selector, `unknown_provider`: no provider has that id) -- or null
+ * for any other failure. Nothing was sent: it
  * says nothing about the device (automation status keeps it out of device outages). A full
  * provider queue is not one (the provider is congested).
  */
@@ -162,6 +163,17 @@ function callerCheck<T>(name: string, check: () => T): T {
 function unknownFunction(what: string): RuntimeError {
   const err = notFound(`Function not found: ${what}`);
   refusedBy.set(err, "unknown_function");
+  return err;
+}
+
+/**
+ * NOT_FOUND for a provider id the configuration does not have, marked as refused before sending
+ * by `unknown_provider`: a caller's mistake (a handle a tree computed), or a provider a reload
+ * removed -- no device's failure either way.
+ */
+function unknownProvider(providerId: string): RuntimeError {
+  const err = notFound(`Provider not found: ${providerId}`);
+  refusedBy.set(err, "unknown_provider");
   return err;
 }
 
@@ -253,7 +265,7 @@ export class CallRouter {
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
   ): { device: DeviceCapabilities; fn: FunctionSpec } {
     const host = this.#registry.host(req.providerId);
-    if (!host) throw notFound(`Provider not found: ${req.providerId}`);
+    if (!host) throw unknownProvider(req.providerId);
     if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
     const device = this.#registry.capabilities(req.providerId, req.deviceId);
     if (!device) throw notFound(`Device not found: ${req.providerId}/${req.deviceId}`);

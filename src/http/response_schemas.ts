@@ -772,7 +772,8 @@ export function responseComponents(): Record<string, JsonSchema> {
           "Devices whose recent automated calls a gate (an interlock, the device-loss latch, " +
             "the mode or e-stop gate) or a policy check about the caller (requires_lease, " +
             "argument validation, min_interval, a function the device does not declare: " +
-            "unknown_function) all refused, 2 or more in a row (project addition).",
+            "unknown_function, a provider id not configured: unknown_provider) all refused, 2 " +
+            "or more in a row (project addition).",
         ),
         mode: note(str, "The runtime mode now (project addition)."),
         not_running: note(

@@ -149,3 +149,34 @@ Deno.test("AutomationEngine lists a call to a function the device does not decla
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine lists calls to a provider that is not configured in refused_calls (unknown_provider), not nowhere", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(tree), { arm: true });
+    try {
+      const engine = rt.automation!;
+      const signal = new AbortController().signal;
+      // A handle the tree computed, naming a provider the configuration does not have.
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(
+          engine.services.callDevice("simO/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
+          /Provider not found: simO/,
+        );
+      }
+      const s = engine.status();
+      assert.deepEqual(s.device_outages, [], "no device answered: no outage");
+      assert.deepEqual(
+        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
+        [["simO/motorctl0", 2, "unknown_provider"]],
+        "the tree's calls to a provider that does not exist are nowhere in status",
+      );
+      assert.equal(s.last_error, "calls refused: simO/motorctl0 by unknown_provider (2 in a row)");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
