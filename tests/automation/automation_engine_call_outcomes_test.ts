@@ -25,6 +25,11 @@ Deno.test("AutomationEngine counts a sent call's failure toward device_outages e
         function_id: tv.s("10"), // set_motor_duty
         failure_rate: tv.d(1),
       });
+      // The device answers a call 300 ms after it got it: the halt below comes well before.
+      await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
+        device_id: tv.s("motorctl0"),
+        latency_ms: tv.i(300),
+      });
       // The halt comes once the call's decision was written ahead: the router sends the request
       // in the microtasks that follow, before the timer fires -- the tree is halted while its sent call is in flight.
       let halt: AbortController | null = null;
