@@ -244,7 +244,7 @@ export class AutomationEngine {
       options,
       () => this.#treeGeneration,
       (handle) => this.#noteCommand(handle),
-      (handle, err, generation) => this.#noteCall(handle, err, generation),
+      (handle, err, generation, refusedBy) => this.#noteCall(handle, err, generation, refusedBy),
     );
     options.modes.onModeChange((change) => {
       if (change.current !== "AUTO" || change.previous === "AUTO") return;
@@ -758,9 +758,9 @@ export class AutomationEngine {
    * sent) says nothing about the device: it counts toward `refused_calls` only, and neither
    * extends nor ends a failure streak; any call that got past them ends the refusal streak. A
    * full provider queue is a failure (the provider is congested). `generation`: the tree swap the
-   * call was made under.
+   * call was made under; `refusedBy`: the check that refused it before the router saw it.
    */
-  #noteCall(handle: string, err: unknown, generation: number): void {
+  #noteCall(handle: string, err: unknown, generation: number, refusedBy?: string): void {
     if (generation !== this.#treeGeneration) return; // a call of a tree a reload replaced
     if (err === null) {
       this.#calls.delete(handle);
@@ -772,7 +772,7 @@ export class AutomationEngine {
     const message = errorMessage(err);
     // A gate's refusal, or one of a policy check about the caller (requires_lease, validation,
     // min_interval): nothing was sent either way.
-    const gate = refusedBeforeSending(err);
+    const gate = refusedBy ?? refusedBeforeSending(err);
     // The mode gate refuses the tree's calls in AUTO only while AUTO is being left (its
     // before_transition hooks run): held back by the transition, as a halt cancels them.
     if (gate === "mode" && this.#o.modes.current() === "AUTO") return;
@@ -940,7 +940,7 @@ function kernelServices(
   o: AutomationEngineOptions,
   generation: () => number,
   noteCommand: (handle: string) => void,
-  noteCall: (handle: string, err: unknown, generation: number) => void,
+  noteCall: (handle: string, err: unknown, generation: number, refusedBy?: string) => void,
 ): BtServices {
   return {
     clock: o.clock,
@@ -960,11 +960,14 @@ function kernelServices(
       signal: AbortSignal,
       node?: string,
     ): Promise<void> {
+      const madeUnder = generation();
       const dev = parseDeviceHandle(handle);
       if (!dev) {
-        throw invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
+        // A tree's error (a handle it computed), refused before the router: listed as such.
+        const err = invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
+        noteCall(handle, err, madeUnder, "validation");
+        throw err;
       }
-      const madeUnder = generation();
       try {
         await o.router.call({
           providerId: dev.providerId,

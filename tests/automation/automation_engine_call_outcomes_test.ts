@@ -185,3 +185,33 @@ Deno.test("AutomationEngine lists calls to a provider that is not configured in 
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine lists calls with a malformed device handle in refused_calls (validation), not nowhere", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const rt = await startRuntime(automationConfig(tree), { arm: true });
+    try {
+      const engine = rt.automation!;
+      const signal = new AbortController().signal;
+      // A handle the tree computed without its provider part.
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(
+          engine.services.callDevice("motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
+          /device_handle must be 'provider\/device', got 'motorctl0'/,
+        );
+      }
+      const s = engine.status();
+      assert.deepEqual(
+        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
+        [["motorctl0", 2, "validation"]],
+        "the tree's calls with a malformed handle are nowhere in status",
+      );
+      assert.equal(s.last_error, "calls refused: motorctl0 by validation (2 in a row)");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
