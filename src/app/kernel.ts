@@ -1374,7 +1374,9 @@ export class Kernel {
       if (r === "retimed") return { note: `behavior tree tick rate now ${na.tickRateHz} Hz` };
       // A run open now keeps the version it opened with; the swap is one of its events.
       this.runs.recordAutomationChange(before, this.automation.automationVersion());
-      return { note: "behavior tree reloaded" };
+      return {
+        note: na.behaviorTree === null ? "behavior tree removed" : "behavior tree reloaded",
+      };
     });
     own("automation.parameters", (next, { auto }) => {
       const params = this.parameters;

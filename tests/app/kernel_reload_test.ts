@@ -313,3 +313,13 @@ Deno.test("Kernel.reload of the tick rate without a behavior tree: the setting a
     await rt.stop();
   }
 });
+
+Deno.test("Kernel.reload removing the behavior tree says so in its notes, not 'behavior tree reloaded'", async () => {
+  await withKernel(async (rt) => {
+    await rt.modes.request("MANUAL");
+    const r = await rt.reload(withAutomation(rt.config, { behaviorTree: null }));
+    assert.deepEqual(r.applied, ["automation.behavior_tree"]);
+    assert.deepEqual(r.notes.filter((n) => /behavior tree/.test(n)), ["behavior tree removed"]);
+    assert.equal(rt.automation!.status().not_running?.cause, "no_definition");
+  });
+});
