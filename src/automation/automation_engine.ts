@@ -95,9 +95,9 @@ export interface DeviceOutage {
 /**
  * A device the tree's recent calls to were all refused by a gate -- an interlock, the
  * device-loss latch, the mode or e-stop gate -- or by a check about the caller -- requires_lease,
- * argument validation, min_interval, a function the device does not declare (GET
- * /v0/automation/status `refused_calls`): nothing was sent, so the device is not out; 2 or more
- * in a row, until a call is not refused.
+ * argument validation (a malformed device handle too), min_interval, a function the device does
+ * not declare, a provider id not configured (GET /v0/automation/status `refused_calls`): nothing
+ * was sent, so the device is not out; 2 or more in a row, until a call is not refused.
  */
 export interface RefusedCalls {
   device_handle: string;

@@ -134,9 +134,8 @@ const refusedBy = new WeakMap<object, string>();
  * estop, mode, allowed_modes, interlock, device_loss) or a check about the caller, not the device
  * (`requires_lease`, `validation` of the arguments, `min_interval`, `unknown_function`: the device
  * declares no function by that selector, `unknown_provider`: no provider has that id) -- or null
- * for any other failure. Nothing was sent: it
- * says nothing about the device (automation status keeps it out of device outages). A full
- * provider queue is not one (the provider is congested).
+ * for any other failure. Nothing was sent: it says nothing about the device (automation status
+ * keeps it out of device outages). A full provider queue is not one (the provider is congested).
  */
 export function refusedBeforeSending(err: unknown): string | null {
   return typeof err === "object" && err !== null ? refusedBy.get(err) ?? null : null;
