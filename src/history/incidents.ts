@@ -96,14 +96,20 @@ export interface IncidentStatus {
   readonly dropped: number;
 }
 
+/** A device as `[providerId, deviceId]`. */
+type DeviceParts = readonly [string, string];
+
 interface Pending {
   readonly id: string;
   /** Monotonic time of its first trigger: what later triggers join by (MERGE_WINDOW_MS). */
   readonly atMono: number;
   lead: IncidentCause;
   readonly also: IncidentCause[];
-  /** null: machine-wide. */
-  devices: Set<string> | null;
+  /**
+   * `provider/device` -> its parts (as the trigger named them: a provider or device id may hold a
+   * "/", so the joined text is never split back); null: machine-wide.
+   */
+  devices: Map<string, DeviceParts> | null;
   timer: TimerId | null;
   /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
   readonly reasons: Set<Promise<void>>;
@@ -274,11 +280,12 @@ export class IncidentRecorder {
         return;
       case "alarm": {
         if (e.transition !== "raise") return;
-        const parts = e.signal.split("/");
-        const device = parts.length >= 3 ? parts.slice(0, -1).join("/") : e.signal;
-        this.#trigger("alarm", `alarm ${e.alarm_id}: ${e.cause ?? ""} ${e.message}`.trim(), [
-          device,
-        ]);
+        const device = alarmDevice(e.signal);
+        this.#trigger(
+          "alarm",
+          `alarm ${e.alarm_id}: ${e.cause ?? ""} ${e.message}`.trim(),
+          device === null ? null : [device],
+        );
         return;
       }
       case "device_availability":
@@ -287,7 +294,7 @@ export class IncidentRecorder {
         // A device a reload took out left on purpose: not a loss.
         if (!e.available && e.reason !== "removed") {
           this.#trigger("device_loss", `device ${e.provider_id}/${e.device_id} lost`, [
-            `${e.provider_id}/${e.device_id}`,
+            [e.provider_id, e.device_id],
           ]);
         }
         return;
@@ -321,7 +328,7 @@ export class IncidentRecorder {
         ? c.atWallMs
         : c.atWallMs - Math.max(0, Math.round(this.#o.clock.monoMs() - since)));
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
-    this.#trigger("device_loss", `device ${key} lost${why}`, [key], at);
+    this.#trigger("device_loss", `device ${key} lost${why}`, [[c.providerId, c.deviceId]], at);
   }
 
   /**
@@ -354,7 +361,7 @@ export class IncidentRecorder {
   #trigger(
     trigger: IncidentTrigger,
     cause: string,
-    devices: string[] | null,
+    devices: DeviceParts[] | null,
     now = this.#o.clock.nowMs(),
   ): { p: Pending; c: IncidentCause } | null {
     const mono = this.#o.clock.monoMs();
@@ -369,7 +376,9 @@ export class IncidentRecorder {
         joined.lead = held = { ...c, at_epoch_ms: joined.lead.at_epoch_ms };
       } else joined.also.push(c);
       if (devices === null) joined.devices = null;
-      else if (joined.devices !== null) { for (const d of devices) joined.devices.add(d); }
+      else if (joined.devices !== null) {
+        for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
+      }
       return { p: joined, c: held };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
@@ -398,7 +407,7 @@ export class IncidentRecorder {
       atMono: mono,
       lead: c,
       also: [],
-      devices: devices === null ? null : new Set(devices),
+      devices: devices === null ? null : new Map(devices.map((d) => [`${d[0]}/${d[1]}`, d])),
       timer: null,
       reasons: new Set(),
     };
@@ -451,10 +460,9 @@ export class IncidentRecorder {
     const from = at - this.#o.config.incidentBeforeS * 1000;
     const until = at + this.#o.config.incidentAfterS * 1000;
     const history = this.#o.history;
-    const devices = p.devices === null ? history.devices() : [...p.devices].map((h) => {
-      const k = h.indexOf("/");
-      return [h.slice(0, k), h.slice(k + 1)] as [string, string];
-    });
+    const devices: readonly DeviceParts[] = p.devices === null
+      ? history.devices()
+      : [...p.devices.values()];
     const lines: string[] = [];
     let samples = 0;
     for (const [providerId, deviceId] of devices) {
@@ -660,6 +668,17 @@ function estopCause(reason: string | null, by: string): string {
     ? `${chars.slice(0, INCIDENT_REASON_MAX_CHARS).join("")}\u2026`
     : reason;
   return `e-stop: ${text} (${by})`;
+}
+
+/**
+ * The device of an alarm's `provider/device/signal`, split as the configuration reads it (a
+ * provider and a signal id hold no "/", a device id may); null when it is not of that shape.
+ */
+function alarmDevice(signal: string): DeviceParts | null {
+  const first = signal.indexOf("/");
+  const last = signal.lastIndexOf("/");
+  if (first <= 0 || last <= first + 1 || last === signal.length - 1) return null;
+  return [signal.slice(0, first), signal.slice(first + 1, last)];
 }
 
 function rank(t: IncidentTrigger): number {
