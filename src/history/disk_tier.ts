@@ -157,6 +157,8 @@ export class DiskTier {
     if (this.#state === "stopped") {
       if (this.#o.clock.monoMs() < this.#retryAtMono) {
         this.#rowsDropped++;
+        // In the gap line written once writing works again, with the rows the failed write held.
+        this.#writer.countLost(1, this.#lastError ?? "history disk tier stopped");
         return;
       }
       this.#state = "ok";

@@ -225,6 +225,14 @@ export class JournalWriter {
     }
   }
 
+  /**
+   * Counts `lines` the owner dropped without handing them to the writer (it holds its own lines
+   * back while the journal fails): they are lost like refused ones, and in the next gap line.
+   */
+  countLost(lines: number, reason: string): void {
+    if (lines > 0) this.#lose(lines, reason);
+  }
+
   status(): JournalWriterStatus {
     return {
       state: this.#failing ? "failing" : "ok",
