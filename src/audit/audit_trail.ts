@@ -114,8 +114,8 @@ export const AUDIT_WRITE_AHEAD_TIMEOUT_MS = 100;
 export const AUDIT_RECOVERY_SCAN_BYTES = 8 * 1024 * 1024;
 /**
  * Write-ahead records of this process not yet settled that it keeps, to list at a clean close
- * (calls in flight: bounded by the router; past this bound the close writes no closing record and
- * the next start searches the journal's tail instead).
+ * (calls in flight: bounded by the router; while a record past this bound is unsettled, no
+ * checkpoint nor closing record is written, and a start after that searches the journal's tail).
  */
 export const AUDIT_MAX_UNSETTLED = 256;
 /**
@@ -295,8 +295,11 @@ export class AuditTrail implements AuditSink {
   #intentSeq = 0;
   /** This process's write-ahead records not settled yet (their lines), by id; bounded. */
   readonly #unsettled = new Map<string, string>();
-  /** Set when a record did not fit in #unsettled: the close writes no closing record. */
-  #unsettledOverflow = false;
+  /**
+   * Records of this process that did not fit in #unsettled and are not settled yet: while any is,
+   * a closing record or a checkpoint could not list it, so none is written (#markerLine).
+   */
+  #unsettledOverflow = 0;
   /** Bytes queued for the journal since the last checkpoint. */
   #sinceCheckpoint = 0;
 
@@ -350,7 +353,12 @@ export class AuditTrail implements AuditSink {
       };
       const line = bounded(record as unknown as Record<string, unknown>).text;
       if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
-      else this.#unsettledOverflow = true;
+      else if (this.#unsettledOverflow++ === 0) {
+        this.#log.warn(
+          `more than ${AUDIT_MAX_UNSETTLED} calls in flight (AUDIT_MAX_UNSETTLED): no checkpoint ` +
+            `nor closing record until they settle (a start after this searches the journal's tail)`,
+        );
+      }
       const write = journal.writer.append(line, { counted: false });
       this.#wrote(journal, line);
       if (options.wait === false) {
@@ -562,7 +570,17 @@ export class AuditTrail implements AuditSink {
   #emit(raw: AuditEntry, intents: readonly string[], runId?: string | null): void {
     raw.seq = ++this.#seq;
     this.#entriesTotal++;
-    for (const id of intents) this.#unsettled.delete(id);
+    for (const id of intents) {
+      // Not kept: one of the records past AUDIT_MAX_UNSETTLED (each intent settles once).
+      if (!this.#unsettled.delete(id) && this.#unsettledOverflow > 0) {
+        if (--this.#unsettledOverflow === 0) {
+          this.#log.info(
+            `calls in flight back within ${AUDIT_MAX_UNSETTLED} (AUDIT_MAX_UNSETTLED): ` +
+              `checkpoints and the closing record are written again`,
+          );
+        }
+      }
+    }
     const { entry, text } = boundedEntry(raw);
     for (const listener of this.#listeners) {
       try {
@@ -807,7 +825,7 @@ export class AuditTrail implements AuditSink {
   #markerLine(journal: Journal, prefix: string): string | null {
     const w = journal.writer.status();
     if (
-      this.#unsettledOverflow || w.writeErrors > 0 || w.lost > 0 || w.gapPending > 0 ||
+      this.#unsettledOverflow > 0 || w.writeErrors > 0 || w.lost > 0 || w.gapPending > 0 ||
       w.state === "failing"
     ) {
       return null;
