@@ -293,6 +293,14 @@ export class AuditTrail implements AuditSink {
   /** This process's prefix of write-ahead ids, and the last number. */
   readonly #boot: string;
   #intentSeq = 0;
+  /**
+   * The decision each write ahead wrote and its collapse key (#key), for its outcome's record to
+   * use instead of building it again (#callKey); held as long as the intent is.
+   */
+  readonly #aheadKeys = new WeakMap<
+    AuditIntent,
+    { readonly call: AuditCallAhead; readonly mode: string; readonly key: string }
+  >();
   /** This process's write-ahead records not settled yet (their lines), by id; bounded. */
   readonly #unsettled = new Map<string, string>();
   /**
@@ -316,7 +324,7 @@ export class AuditTrail implements AuditSink {
     try {
       const now = this.#o.clock.nowMs();
       const mode = this.#o.mode();
-      this.#record(d, d.action === "call" ? this.#key(d, mode) : null, now, mode);
+      this.#record(d, d.action === "call" ? this.#callKey(d, mode) : null, now, mode);
     } catch (err) {
       // Never let the record break a call or a stop.
       this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
@@ -339,7 +347,8 @@ export class AuditTrail implements AuditSink {
       const now = this.#o.clock.nowMs();
       const mode = this.#o.mode();
       const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
-      if (!this.#sealed && this.#collapses(this.#key(accepted, mode), now)) return null;
+      const key = this.#key(accepted, mode);
+      if (!this.#sealed && this.#collapses(key, now)) return null;
       const id = `${this.#boot}.${++this.#intentSeq}`;
       const record: IntentRecord = {
         intent: id,
@@ -361,10 +370,12 @@ export class AuditTrail implements AuditSink {
       }
       const write = journal.writer.append(line, { counted: false });
       this.#wrote(journal, line);
+      const intent: AuditIntent = { id };
+      this.#aheadKeys.set(intent, { call, mode, key });
       if (options.wait === false) {
         // A stop action: queued in order, never waited for (a slow disk must not delay it).
         void write.catch(() => {});
-        return { id };
+        return intent;
       }
       let timer: TimerId;
       const late = new Promise<"late">((r) => {
@@ -384,7 +395,7 @@ export class AuditTrail implements AuditSink {
       } else {
         this.#aheadLateLogged = false;
       }
-      return { id };
+      return intent;
     } catch (err) {
       this.#log.error(
         `audit decision not written ahead: ${errorMessage(err)}`,
@@ -454,6 +465,22 @@ export class AuditTrail implements AuditSink {
   /** Subscribes to closed entries. */
   onEntry(listener: AuditEntryListener): void {
     this.#listeners.push(listener);
+  }
+
+  /**
+   * The key of a call decision: the one its write ahead built when it is that decision's
+   * accepted outcome (the same origin, device, function and args, in the same mode), else built.
+   */
+  #callKey(d: AuditDecision, mode: string): string {
+    const ahead = d.intent ? this.#aheadKeys.get(d.intent) : undefined;
+    if (
+      ahead !== undefined && d.outcome === "accepted" && (d.reason ?? null) === null &&
+      (d.refused_by ?? null) === null && ahead.mode === mode && d.origin === ahead.call.origin &&
+      (d.device_handle ?? null) === (ahead.call.device_handle ?? null) &&
+      (d.function ?? null) === (ahead.call.function ?? null) &&
+      (d.args ?? null) === (ahead.call.args ?? null)
+    ) return ahead.key;
+    return this.#key(d, mode);
   }
 
   /** What makes two decisions identical for collapsing. */

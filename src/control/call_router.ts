@@ -396,6 +396,10 @@ export class CallRouter {
 
   async #call(req: CallRequest, progress: CallProgress): Promise<CallResult> {
     const startedMs = this.#clock.monoMs();
+    // Built once: the decision written ahead and its outcome's record are the same call (the
+    // audit trail reuses the write ahead's collapse key for it).
+    const auditOrigin = req.source ?? defaultAuditOrigin(req.origin);
+    const auditHandle = `${req.providerId}/${req.deviceId}`;
     let { device, fn } = this.resolve(req);
     progress.fn = fn;
     this.#checkGates({ fn, device, origin: req.origin }, progress);
@@ -422,8 +426,8 @@ export class CallRouter {
       // without waiting: a slow or full disk must never delay a stop.
       if (fn.actuating && this.#audit?.writeAhead) {
         progress.intent = await this.#audit.writeAhead({
-          origin: req.source ?? defaultAuditOrigin(req.origin),
-          device_handle: `${req.providerId}/${req.deviceId}`,
+          origin: auditOrigin,
+          device_handle: auditHandle,
           function: fn.name,
           args,
         }, { wait: req.origin !== "safety" });
@@ -489,9 +493,9 @@ export class CallRouter {
     if (fn.actuating && this.#audit) {
       this.#audit.record({
         action: "call",
-        origin: req.source ?? defaultAuditOrigin(req.origin),
+        origin: auditOrigin,
         outcome: "accepted",
-        device_handle: `${req.providerId}/${req.deviceId}`,
+        device_handle: auditHandle,
         function: fn.name,
         args,
         reason: null,
