@@ -8,6 +8,7 @@ import type { Config } from "../config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
   detachNotifySocket,
+  folderSync,
   journalFiles,
   killProviderProcesses,
   type LineLogger,
@@ -57,6 +58,8 @@ export async function runService(
   // Signals are watched from the start and for the whole life of the process: a signal during
   // start-up stops it at once, and a later one must never fall back to the default (exit now).
   const signals = watchStopSignals(log);
+  // A folder that cannot be fsync'd after a rename (runs.jsonl, the bdSeq file) is said once.
+  folderSync.setLog(log.child("files"));
   const kernel = new Kernel(config, {
     spawn: spawnProcess,
     clock: systemClock,

@@ -1,4 +1,4 @@
-import { errorMessage } from "../common/mod.ts";
+import { errorMessage, type Logger } from "../common/mod.ts";
 
 /** Reads a whole file as bytes (behavior trees: the digest covers the exact file bytes). */
 export function readFileBytes(path: string): Uint8Array {
@@ -118,24 +118,63 @@ function openErrorMessage(e: unknown): string {
 /** Most bytes of a small state file `smallStateFile` reads (a bdSeq is at most 3 digits). */
 const SMALL_STATE_FILE_MAX_BYTES = 64;
 
+/** How a folder is opened to fsync it (Deno.open; tests inject one that fails). */
+export type OpenFolder = (dir: string) => Promise<{ sync(): Promise<void>; close(): void }>;
+
 /**
- * fsyncs the folder holding `path`, so that a rename into it survives a power cut (the new name is
- * durable only once its folder is; until the file system commits it, a cut brings the old file
- * back). Best effort: a file system that cannot sync a folder is left as it is.
+ * fsyncs the folder of a file renamed into it, so that the rename survives a power cut (the new
+ * name is durable only once its folder is; until the file system commits it, a cut brings the old
+ * file back). Best effort: a folder that cannot be synced leaves the rename standing (durable
+ * when the file system commits it), but each failure is counted (`failures`) and the first is
+ * said (one WARN, with its folder and error), so a disk that cannot sync is visible.
  */
-export async function syncFolderOf(path: string): Promise<void> {
-  const slash = path.lastIndexOf("/");
-  const dir = slash < 0 ? "." : slash === 0 ? "/" : path.slice(0, slash);
-  try {
-    const f = await Deno.open(dir, { read: true });
-    try {
-      await f.sync();
-    } finally {
-      f.close();
-    }
-  } catch {
-    // not supported here: the rename stands, durable when the file system commits it
+export class FolderSync {
+  readonly #open: OpenFolder;
+  #log: Pick<Logger, "warn"> | null;
+  /** The WARN of a failure before a logger was given (said once one is). */
+  #unsaid: string | null = null;
+  /** Folder fsyncs that failed since start. */
+  failures = 0;
+
+  constructor(o: { readonly open?: OpenFolder; readonly log?: Pick<Logger, "warn"> } = {}) {
+    this.#open = o.open ?? ((dir) => Deno.open(dir, { read: true }));
+    this.#log = o.log ?? null;
   }
+
+  /** Where the first failure is said (the process's logger, given by the composition root). */
+  setLog(log: Pick<Logger, "warn">): void {
+    this.#log = log;
+    if (this.#unsaid !== null) log.warn(this.#unsaid);
+    this.#unsaid = null;
+  }
+
+  /** fsyncs the folder holding `path`; never rejects. */
+  async sync(path: string): Promise<void> {
+    const slash = path.lastIndexOf("/");
+    const dir = slash < 0 ? "." : slash === 0 ? "/" : path.slice(0, slash);
+    try {
+      const f = await this.#open(dir);
+      try {
+        await f.sync();
+      } finally {
+        f.close();
+      }
+    } catch (err) {
+      if (this.failures++ > 0) return;
+      const line = `folder fsync failed for ${dir}: ${errorMessage(err)}; renames there are ` +
+        `durable only once the file system commits them (said once; later failures counted)`;
+      if (this.#log === null) this.#unsaid = line;
+      else this.#log.warn(line);
+    }
+  }
+}
+
+/** The process's folder fsyncs (syncFolderOf). */
+export const folderSync = new FolderSync();
+
+/** fsyncs the folder holding `path` (folderSync): best effort, a failure counted and said once. */
+export function syncFolderOf(path: string): Promise<void> {
+  return folderSync.sync(path);
 }
 
 /**
