@@ -146,6 +146,11 @@ export class SignalRing extends BucketAcc {
    * before that poll is gone although the device's polls may still be kept.
    */
   trimmedToSeq = -1;
+  /**
+   * Sequence number of the newest change dropped (by either bound; -1: none): a walk whose cursor
+   * had not passed it lost that change (ChangeWalk.overtaken).
+   */
+  droppedSeq = -1;
   readonly #budget: RingBudget;
 
   constructor(signalId: string, budget: RingBudget) {
@@ -241,6 +246,7 @@ export class SignalRing extends BucketAcc {
   }
 
   #dropHead(): void {
+    this.droppedSeq = this.#seq[this.#head]!;
     const ref = this.#refs?.[this.#head] ?? null;
     if (ref !== null) {
       const size = refBytes(ref);
@@ -535,8 +541,13 @@ export class ChangeWalk {
    * when the ring keeps no poll of the device.
    */
   readonly reachFromMs: number;
-  /** Polls the cursor had not reached were dropped meanwhile (their changes are not walked). */
+  /**
+   * Changes the cursor had not reached were dropped meanwhile (not walked): with the device's
+   * polls (time or byte bound), or by the byte bound trimming a signal's ring alone.
+   */
   overtaken = false;
+  /** Each signal's droppedSeq as last looked at (drops before the walk are in reachFromSeq). */
+  readonly #droppedSeen: number[];
 
   constructor(ring: DeviceRing, signals: readonly SignalRing[], fromSeq: number, untilSeq: number) {
     this.#ring = ring;
@@ -549,6 +560,7 @@ export class ChangeWalk {
       if (t >= ring.firstSeq && t < ring.nextSeq) reach = Math.max(reach, t);
     }
     this.reachFromSeq = reach;
+    this.#droppedSeen = signals.map((sig) => sig.droppedSeq);
     this.reachFromMs = reach === -Infinity
       ? -Infinity
       : reach < ring.nextSeq
@@ -562,6 +574,13 @@ export class ChangeWalk {
    */
   next(each: (signalId: string, s: RingSample, type: ValueType | null) => void): number | null {
     const ring = this.#ring;
+    // A change dropped since the last step that the cursor had not passed is lost to the walk.
+    for (let k = 0; k < this.#signals.length; k++) {
+      const dropped = this.#signals[k]!.droppedSeq;
+      if (dropped === this.#droppedSeen[k]) continue;
+      this.#droppedSeen[k] = dropped;
+      if (dropped >= this.#cursor && dropped < this.#endSeq) this.overtaken = true;
+    }
     if (this.#cursor < ring.firstSeq) {
       this.overtaken = true;
       this.#cursor = ring.firstSeq;
