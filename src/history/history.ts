@@ -468,7 +468,12 @@ export class History {
     const stepMs = q.stepMs ?? 0;
     let e = this.#devices.get(q.providerId)?.get(q.deviceId);
     const diskStep = this.#disk === null ? null : this.#o.config.stepMs;
-    if (this.#disk !== null && sinceMs < (e?.ring.oldestMs() ?? Infinity)) {
+    // Signals asked for that the ring holds nothing of (a rediscovery removed them: their ring was
+    // released, their buckets are on disk): the disk tier answers their whole range.
+    const ringless = new Set(q.signalIds.filter((id) => e?.ring.signals.get(id) === undefined));
+    if (
+      this.#disk !== null && (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity))
+    ) {
       // The range reaches before the ring: the buckets closed but still queued for the disk are
       // part of the answer (else they would be in neither tier).
       await raceTimeout(this.#o.clock, this.#disk.flush(), HISTORY_QUERY_DISK_WAIT_MS, undefined);
@@ -512,9 +517,10 @@ export class History {
     }
     let fromDisk = false;
     let fromMemory = false;
-    // The disk part: [sinceMs, diskEnd).
+    // The disk part: [sinceMs, diskEnd); up to untilMs for the signals the ring holds nothing of.
     const diskUntil = Math.min(untilMs, diskEnd - 1);
-    if (this.#disk !== null && diskStep !== null && sinceMs <= diskUntil) {
+    const readUntil = ringless.size > 0 ? untilMs : diskUntil;
+    if (this.#disk !== null && diskStep !== null && sinceMs <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
       // back, so a bucket may get rows from two of them.
@@ -534,9 +540,11 @@ export class History {
         q.providerId,
         q.deviceId,
         bucketStart(sinceMs, diskStep),
-        diskUntil,
+        readUntil,
         (row) => {
+          const past = row.t > diskUntil;
           for (const id of ids) {
+            if (past && !ringless.has(id)) continue;
             const entry = row.s[id];
             if (entry === undefined) continue;
             const type = types.get(id)!;
