@@ -446,7 +446,8 @@ export class AuditTrail implements AuditSink {
       }
       if (u.over !== null) {
         u.over.entry.count++;
-        u.over.entry.last_time_epoch_ms = now;
+        // (Never before its first: a wall clock stepped back during the window.)
+        u.over.entry.last_time_epoch_ms = Math.max(u.over.entry.last_time_epoch_ms, now);
         return;
       }
       // A different decision closes the open entry, as in #record.
@@ -498,10 +499,14 @@ export class AuditTrail implements AuditSink {
     ]);
   }
 
-  /** True when a decision with this key counts into the open entry. */
+  /**
+   * True when a decision with this key counts into the open entry: not past its bound, nor
+   * before its last decision (a wall clock stepped back begins a new entry: none ends before it
+   * begins).
+   */
   #collapses(key: string, now: number): boolean {
     const open = this.#open;
-    return open !== null && open.key === key &&
+    return open !== null && open.key === key && now >= open.entry.last_time_epoch_ms &&
       now - open.entry.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS;
   }
 

@@ -1,0 +1,44 @@
+/**
+ * The audit trail across a wall clock stepped back (an NTP correction, a clock set by hand): an
+ * identical call after the step is an entry of its own, so that no entry ends before it begins.
+ */
+import assert from "node:assert/strict";
+import { type AuditEntry, AuditTrail } from "../../src/audit/mod.ts";
+import type { AuditDecision } from "../../src/control/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+const DUTY: AuditDecision = {
+  action: "call",
+  origin: { kind: "automation", node: "Main" },
+  outcome: "accepted",
+  device_handle: "sim0/motorctl0",
+  function: "set_motor_duty",
+  args: { duty: { type: "double", double: 0.5 } },
+  result: {},
+  latency_ms: 1,
+};
+
+Deno.test("AuditTrail never collapses a call into an entry across a wall clock stepped back: no entry ends before it begins", async () => {
+  const time = new ManualClock();
+  const t = new AuditTrail({ clock: time, log: testLogger(), mode: () => "AUTO" });
+  const entries: AuditEntry[] = [];
+  t.onEntry((e) => entries.push(e));
+  const before = time.wall;
+  t.record(DUTY);
+  time.advance(10);
+  time.wall -= 60_000; // stepped back a minute
+  t.record(DUTY);
+  t.flushOpen();
+  for (const e of entries) {
+    assert.ok(
+      e.last_time_epoch_ms >= e.first_time_epoch_ms,
+      `an entry ends before it begins: ${e.first_time_epoch_ms} .. ${e.last_time_epoch_ms}`,
+    );
+  }
+  assert.deepEqual(entries.map((e) => [e.first_time_epoch_ms, e.count]), [
+    [before, 1],
+    [before + 10 - 60_000, 1],
+  ]);
+  await t.close();
+});
