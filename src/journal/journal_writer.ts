@@ -511,7 +511,10 @@ export class JournalWriter {
     if (this.#gap === null) this.#gap = { lines, first: now, last: now, reason };
     else {
       this.#gap.lines += lines;
-      this.#gap.last = now;
+      // The span of the losses: a wall clock stepped back between two must not end it before it
+      // begins.
+      this.#gap.first = Math.min(this.#gap.first, now);
+      this.#gap.last = Math.max(this.#gap.last, now);
       this.#gap.reason = reason;
     }
   }

@@ -7,6 +7,7 @@ import { type AuditEntry, AuditTrail } from "../../src/audit/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
 
 const DUTY: AuditDecision = {
   action: "call",
@@ -41,4 +42,35 @@ Deno.test("AuditTrail never collapses a call into an entry across a wall clock s
     [before + 10 - 60_000, 1],
   ]);
   await t.close();
+});
+
+Deno.test("AuditTrail's gap entry, of entries lost across a wall clock stepped back, does not end before it begins", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_clock_step_" });
+  try {
+    const time = new ManualClock();
+    const files = new SwitchableFiles();
+    const t = new AuditTrail({ clock: time, log: testLogger(), mode: () => "AUTO" });
+    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    files.full = true;
+    t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    await t.query({ limit: 1 }); // that write failed
+    time.advance(10);
+    time.wall -= 60_000; // stepped back a minute
+    t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
+    await t.query({ limit: 1 }); // lost too
+    files.full = false;
+    t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    const gaps = (await t.query({ limit: 100 })).entries.filter((e) => e.action === "gap");
+    assert.equal(gaps.length, 1);
+    assert.equal(gaps[0]!.count, 2);
+    assert.ok(
+      gaps[0]!.last_time_epoch_ms >= gaps[0]!.first_time_epoch_ms,
+      `the gap ends before it begins: ${gaps[0]!.first_time_epoch_ms} .. ${
+        gaps[0]!.last_time_epoch_ms
+      }`,
+    );
+    await t.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
