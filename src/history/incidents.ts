@@ -537,7 +537,12 @@ export class IncidentRecorder {
       await files.remove(this.#path(header.incident_id)).catch(() => {});
       return;
     }
-    this.#index.push(header);
+    // In the order recorded (by the counter of its id), whatever order the writes ended in: an
+    // e-stop's record waiting for its reason may be written after a later incident's.
+    const n = idCounter(header.incident_id);
+    let at = this.#index.length;
+    while (at > 0 && idCounter(this.#index[at - 1]!.incident_id) > n) at--;
+    this.#index.splice(at, 0, header);
     this.#o.log.info(
       `incident ${header.incident_id} recorded: ${header.trigger} (${header.cause}), ` +
         `${header.signals} signal(s), ${header.samples} sample(s)`,
@@ -679,6 +684,11 @@ function alarmDevice(signal: string): DeviceParts | null {
   const last = signal.lastIndexOf("/");
   if (first <= 0 || last <= first + 1 || last === signal.length - 1) return null;
   return [signal.slice(0, first), signal.slice(first + 1, last)];
+}
+
+/** The counter of an incident id (`inc-<ms>-<counter>`): the order incidents were recorded in. */
+function idCounter(id: string): number {
+  return Number(id.slice(id.lastIndexOf("-") + 1));
 }
 
 function rank(t: IncidentTrigger): number {

@@ -86,3 +86,32 @@ Deno.test("a reason that never arrives holds the record INCIDENT_REASON_WAIT_MS 
     await history.stop();
   }
 });
+
+Deno.test("an e-stop's record waiting for its reason is listed before a later incident written first: the listing is newest first by id", async () => {
+  const { clock, history, bus, incidents, poll, estop } = rig();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    poll("p0", "d0", 1);
+    const give = estop(); // its reason comes late
+    clock.advance(1_200); // past MERGE_WINDOW_MS: the loss below is an incident of its own
+    bus.publish({
+      kind: "device_availability",
+      provider_id: "p0",
+      device_id: "d0",
+      available: false,
+      timestamp_ms: clock.nowMs(),
+    });
+    clock.advance(1_000); // both windows over; the e-stop's record waits for its reason
+    for (let i = 0; i < 10; i++) await tick(); // the loss's record is written meanwhile
+    give("late");
+    await tick();
+    clock.advance(INCIDENT_REASON_WAIT_MS);
+    await incidents.settled();
+    const listed = incidents.list().map((h) => h.trigger);
+    assert.deepEqual(listed, ["device_loss", "estop"], "the listing is not newest first");
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
