@@ -142,6 +142,12 @@ export class History {
   #stepShift = 0;
   /** Wall minus monotonic time at the last poll (null before the first). */
   #lastOffset: number | null = null;
+  /**
+   * Where a new device ring's poll numbers begin: past every number a ring let go by the sweep
+   * gave, so a device declared again never repeats its old ring's numbers (a reader holding one,
+   * Sparkplug's replay, learns those polls are gone). One number, not one per device.
+   */
+  #seqBase = 0;
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -219,7 +225,7 @@ export class History {
     let e = byDevice.get(dev.deviceId);
     if (e === undefined) {
       e = {
-        ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget),
+        ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget, this.#seqBase),
         pollable: null,
         signals: [],
         bucketStart: null,
@@ -306,6 +312,7 @@ export class History {
         if (newest !== null && newest >= horizon) continue;
         this.#flushBucket(e);
         e.ring.release();
+        this.#seqBase = Math.max(this.#seqBase, e.ring.nextSeq);
         byDevice.delete(deviceId);
       }
       if (byDevice.size === 0) this.#devices.delete(providerId);
@@ -419,11 +426,11 @@ export class History {
 
   /**
    * The sequence number the device's next recorded poll gets (DeviceRing.nextSeq): where a
-   * reader that must miss none of the polls from now on starts. 0 for a device the ring has not
-   * seen (its first poll will be 0).
+   * reader that must miss none of the polls from now on starts. For a device the ring does not
+   * hold, the number its first poll will get (#seqBase).
    */
   nextPollSeq(providerId: string, deviceId: string): number {
-    return this.#devices.get(providerId)?.get(deviceId)?.ring.nextSeq ?? 0;
+    return this.#devices.get(providerId)?.get(deviceId)?.ring.nextSeq ?? this.#seqBase;
   }
 
   /**
@@ -484,7 +491,7 @@ export class History {
     // device's first poll; once it has dropped samples (or the wall clock stepped back: its time
     // searches begin at the step), the next disk bucket (the disk tier has every bucket before
     // it), so no sample is counted twice.
-    const trimmed = (e?.ring.timeFirstSeq ?? 0) > 0;
+    const trimmed = e !== undefined && e.ring.timeFirstSeq > e.ring.startSeq;
     const memoryFrom = oldest === null
       ? null
       : diskStep === null || !trimmed

@@ -330,18 +330,26 @@ export class DeviceRing {
   #head = 0;
   #len = 0;
   /** Sequence number of the oldest kept poll. */
-  #firstSeq = 0;
+  #firstSeq: number;
+  /**
+   * Sequence number of this ring's first poll: above 0 when it goes on from the numbers of a ring
+   * let go before (History: a device declared again), whose polls are not in this one.
+   */
+  readonly startSeq: number;
   /**
    * Sequence number of the first poll since the wall clock last stepped back: the polls from it on
    * ascend in time, and the time searches look at them only (the polls before it are kept, in
    * order, for the walks by sequence: Sparkplug's replay).
    */
-  #runSeq = 0;
+  #runSeq: number;
   readonly #budget: RingBudget;
 
-  constructor(providerId: string, deviceId: string, budget: RingBudget) {
+  constructor(providerId: string, deviceId: string, budget: RingBudget, startSeq = 0) {
     this.providerId = providerId;
     this.deviceId = deviceId;
+    this.#firstSeq = startSeq;
+    this.#runSeq = startSeq;
+    this.startSeq = startSeq;
     this.#budget = budget;
     budget.bytes += FIRST_CAPACITY * 8;
     this.#times = new Float64Array(FIRST_CAPACITY);
@@ -554,7 +562,10 @@ export class ChangeWalk {
     this.#signals = signals;
     this.#cursor = Math.max(fromSeq, ring.firstSeq);
     this.#endSeq = Math.min(untilSeq, ring.nextSeq);
-    let reach = ring.firstSeq > 0 ? ring.firstSeq : -Infinity;
+    // Polls before the ring's first (a ring let go before held them) are lost too.
+    let reach = ring.firstSeq > ring.startSeq || fromSeq < ring.startSeq
+      ? ring.firstSeq
+      : -Infinity;
     for (const sig of signals) {
       const t = sig.trimmedToSeq;
       if (t >= ring.firstSeq && t < ring.nextSeq) reach = Math.max(reach, t);
