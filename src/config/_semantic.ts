@@ -437,7 +437,10 @@ function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
     if (p === null) return;
     c.knownKeys(p, pp, PROVIDER_KEYS);
     const id = c.requiredString(p, pp, "id");
-    if (id !== "") {
+    if (id.includes("/")) {
+      // A device handle is `provider/device`: an id with "/" makes every handle of it ambiguous.
+      c.error([...pp, "id"], `'${id}' must not contain '/' (a device handle is provider/device)`);
+    } else if (id !== "") {
       const first = firstById.get(id);
       if (first !== undefined) {
         c.error([...pp, "id"], `duplicate provider id '${id}' (first at providers[${first}])`);

@@ -422,6 +422,15 @@ providers:
     expect: ["error providers[0].id @2"],
   },
   {
+    name: "a provider id containing '/' is an error (a device handle is provider/device)",
+    yaml: `
+providers:
+  - id: line/a
+    command: prov
+`,
+    expect: ["error providers[0].id @2"],
+  },
+  {
     name: "duplicate provider ids are an error at the second id",
     yaml: `
 providers:
