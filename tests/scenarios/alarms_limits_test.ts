@@ -4,7 +4,13 @@
  * sample past it, in GET /v0/alarms, as a runtime_alarm row and as a run event — clears only once
  * the temperature is below hi − hysteresis, and an alarm with delay_ms raises only after the
  * condition has held that long. The heater's time constant is TAU_S instead of the simulator's
- * 6 s (fewer seconds of waiting, still several samples inside the hysteresis band).
+ * 6 s (fewer seconds of waiting).
+ *
+ * The samples inside the hysteresis band do not depend on how fast they come: after the raise
+ * the heater's closed loop holds the temperature at IN_BAND (it approaches it from above, never
+ * passing below), and only once a sample inside the band has been seen does the test switch the
+ * heater off. (Cooling on its own, samples seconds apart on a loaded machine could jump over the
+ * 1.5 °C band.)
  */
 import assert from "node:assert/strict";
 import { startServing, waitFor } from "../helpers/kernel.ts";
@@ -18,11 +24,18 @@ const DELAY_MS = 1500;
 /** The heater's time constant (s): at 100 ms a sample it cools ~0.2 °C a sample near HI. */
 const TAU_S = 2;
 
+/** Inside the band [HI - HYSTERESIS, HI): where the closed loop holds the heater after the raise. */
+const IN_BAND = HI - HYSTERESIS / 2;
+
 const relay1 = (on: boolean) =>
   callBody("sim0/tempctl0", 3, {
     relay_index: { type: "int64", int64: 1 },
     state: { type: "bool", bool: on },
   });
+const setMode = (mode: "open" | "closed") =>
+  callBody("sim0/tempctl0", 1, { mode: { type: "string", string: mode } });
+const setSetpoint = (value: number) =>
+  callBody("sim0/tempctl0", 2, { value: { type: "double", double: value } });
 
 Deno.test("An alarm raises past hi (SSE, /v0/alarms, telemetry, run event), clears only below hi - hysteresis, and waits delay_ms", async () => {
   const recorder = new LineRecorder(null);
@@ -81,7 +94,25 @@ alarms:
       () => alarmFrames("tc1_warm_delayed", "raise").length > 0,
       30_000,
     );
-    assert.equal((await api.post("/v0/call", relay1(false))).status, 200);
+    // Hold the heater inside the hysteresis band (closed loop at IN_BAND: it cools towards it
+    // from above, its relays off) until a sample there has been seen, then switch it off (open
+    // loop, relays off) to cool below the band.
+    assert.equal((await api.post("/v0/call", setSetpoint(IN_BAND))).status, 200);
+    assert.equal((await api.post("/v0/call", setMode("closed"))).status, 200);
+    await waitFor(
+      "a tc1_temp sample inside the hysteresis band",
+      () => {
+        const raisedAt = sse.frames.findIndex((f) =>
+          f.event === "alarm" && f.data.alarm_id === "tc1_warm" && f.data.transition === "raise"
+        );
+        return sse.frames.slice(raisedAt + 1).some((f) =>
+          f.event === "state_update" && f.data.device_id === "tempctl0" &&
+          f.data.signal_id === "tc1_temp" && f.data.value.double < HI
+        );
+      },
+      60_000,
+    );
+    assert.equal((await api.post("/v0/call", setMode("open"))).status, 200);
     await waitFor("tc1_warm cleared", () => alarmFrames("tc1_warm", "clear").length > 0, 60_000);
     await waitFor(
       "the delayed alarm cleared",
