@@ -1,10 +1,12 @@
 /**
  * The worked example docs/alarms.md walks through (examples/alarms.yaml: the demo machine with
  * alarms and an interlock), started as a real `runtime` process with its simulated provider, and
- * driven over HTTP as the document does: heat with both relays, the motor is refused above
- * 45 °C, a warning above 50 °C, and above 60 °C the over-temperature alarm stops the machine.
- * The heater's time constant is TAU_S instead of the simulator's 6 s: it passes 45 °C after ~1 s
- * and 60 °C after ~2 s, which leaves the motor call a second between the interlock and the e-stop.
+ * driven over HTTP as the document does: the heater held at 52 °C by its closed loop, the motor
+ * is refused above 45 °C, a warning above 50 °C, and with the setpoint raised to 70 °C, above
+ * 60 °C the over-temperature alarm stops the machine. The closed loop approaches its setpoint
+ * without passing it, so the motor call meets the interlock however late it lands (heating open
+ * loop with both relays left it about a second before the e-stop). The heater's time constant is
+ * TAU_S instead of the simulator's 6 s (fewer seconds of waiting).
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
@@ -15,11 +17,13 @@ import { Api, callBody } from "./alarms_helpers.ts";
 /** The heater's time constant (s) in this test's simulated provider. */
 const TAU_S = 3;
 
-const relay = (index: number) =>
-  callBody("sim0/tempctl0", 3, {
-    relay_index: { type: "int64", int64: index },
-    state: { type: "bool", bool: true },
-  });
+/** Where the closed loop holds the heater: above the interlock's 45, below the e-stop's 60. */
+const HELD_C = 52;
+
+const setSetpoint = (value: number) =>
+  callBody("sim0/tempctl0", 2, { value: { type: "double", double: value } });
+const setMode = (mode: "open" | "closed") =>
+  callBody("sim0/tempctl0", 1, { mode: { type: "string", string: mode } });
 
 Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-temperature alarm stops the machine", async () => {
   const example = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
@@ -40,8 +44,8 @@ Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-tem
         ["tc1_high:normal", "tc1_overtemp:normal", "relay4_on:normal"],
       );
       assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
-      assert.equal((await api.post("/v0/call", relay(1))).status, 200);
-      assert.equal((await api.post("/v0/call", relay(2))).status, 200);
+      assert.equal((await api.post("/v0/call", setSetpoint(HELD_C))).status, 200);
+      assert.equal((await api.post("/v0/call", setMode("closed"))).status, 200);
 
       await waitFor(
         "the interlock engaged",
@@ -61,6 +65,7 @@ Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-tem
         /^Interlock motor_blocked_while_hot blocks sim0\/motorctl0 set_motor_duty: Motors stay as they are while the heater is above 45 °C \(sim0\/tempctl0\/tc1_temp = \d+\.\d+\)$/,
       );
 
+      assert.equal((await api.post("/v0/call", setSetpoint(70))).status, 200);
       const status = await waitFor("the over-temperature alarm stopped the machine", async () => {
         const s = (await api.get("/v0/runtime/status")).json;
         return s.estop.latched && s.estop.verification ? s : null;
