@@ -8,13 +8,20 @@ import { scalarOf } from "../../src/common/mod.ts";
 
 const MAIN = new URL("./_policy_provider.ts", import.meta.url).pathname;
 
+/**
+ * The provider's call timeout (`timeout_ms`), which also judges its liveness: 30 s, not 5 s, so
+ * that a loaded machine stalling the child for a few seconds neither fails a call (the counters
+ * read by `policyStats`) nor marks the provider down. No test of it is about timeouts.
+ */
+export const POLICY_PROVIDER_TIMEOUT_MS = 30_000;
+
 /** A provider entry running the policy provider under this Deno. */
 export function policyProvider(id = "pol"): ProviderConfig {
   return {
     id,
     command: Deno.execPath(),
     args: ["run", "--quiet", MAIN],
-    timeoutMs: 5000,
+    timeoutMs: POLICY_PROVIDER_TIMEOUT_MS,
     helloTimeoutMs: 10000,
     readyTimeoutMs: 10000,
     restartPolicy: {
