@@ -10,7 +10,22 @@ import { b, call, d, expectation, i, inertSim, manualCall } from "../safety/_fix
 import { eventsOf } from "./automation_helpers.ts";
 import { scriptedProvider } from "./process_helpers.ts";
 
-const VERIFY_TIMEOUT_MS = 300;
+/**
+ * verify_timeout_ms of these tests: room for a read-back on a loaded machine (300 ms was not: a
+ * provider answering late turned every check `unreachable`). The cases that end in `mismatch` or
+ * `unreachable` re-read until it passes, so each takes about this long.
+ */
+const VERIFY_TIMEOUT_MS = 2000;
+/**
+ * The providers' own timeout_ms where a test tells "cut off by the verify deadline" from "waited
+ * for the provider's timeout": far above VERIFY_TIMEOUT_MS, whatever the load.
+ */
+const PROVIDER_TIMEOUT_MS = 30_000;
+/**
+ * How long after its deadline a verification may end and still count as stopped there: generous
+ * (a loaded machine), and far from "kept going".
+ */
+const STOPPED_WITHIN_MS = 10_000;
 
 Deno.test("Estop verification reports a killed provider's checks as unreachable", async () => {
   const rt = await startRuntime(testConfig({
@@ -45,7 +60,7 @@ Deno.test("Estop verification reports a killed provider's checks as unreachable"
     assert.deepEqual(v.checks[1]!.expected, { max: 0 });
     // It kept trying until the timeout (the provider might have come back), and no longer.
     assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS, `elapsed ${v.elapsed_ms} ms`);
-    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + 2000, `elapsed ${v.elapsed_ms} ms`);
+    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + STOPPED_WITHIN_MS, `elapsed ${v.elapsed_ms} ms`);
 
     assert.deepEqual(rt.estop.status().verification, v);
     const [event] = eventsOf(rec.events, "estop_verification");
@@ -134,7 +149,9 @@ Deno.test("Estop verification catches an actuator that acknowledges but does not
 Deno.test("Estop verification keeps a fresh mismatch when a later read-back is cut off by the deadline", async () => {
   // The provider answers the priming poll and the first read-back, then never again.
   const rt = await startRuntime(testConfig({
-    providers: [scriptedProvider("probe", ["--hang-after-reads", "2"], { timeoutMs: 5000 })],
+    providers: [
+      scriptedProvider("probe", ["--hang-after-reads", "2"], { timeoutMs: PROVIDER_TIMEOUT_MS }),
+    ],
     pollingIntervalMs: 60000,
     safety: {
       expect: [expectation("probe/probe0/env_probe_marker", { equals: "armed" })],
@@ -146,7 +163,8 @@ Deno.test("Estop verification keeps a fresh mismatch when a later read-back is c
     assert.equal(v.outcome, "mismatch");
     assert.equal(v.checks[0]!.outcome, "mismatch");
     assert.deepEqual(v.checks[0]!.observed, { type: "string", string: "<unset>" });
-    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + 1000, `bounded: ${v.elapsed_ms} ms`);
+    // Cut off by the verify deadline, not by the hung provider's own timeout.
+    assert.ok(v.elapsed_ms < PROVIDER_TIMEOUT_MS, `bounded: ${v.elapsed_ms} ms`);
   } finally {
     await rt.stop();
   }
