@@ -8,34 +8,13 @@
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { FAULT_HOOKS_ANSWER_WAIT_MS } from "../../src/control/mod.ts";
-import { call, hook, plantProvider } from "../safety/_fixture.ts";
-import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
+import { call } from "../safety/_fixture.ts";
+import { faultHooksRig, hangingFaultHooksRig } from "../safety/_fault_hooks_rig.ts";
+import { runToSettle, runUntil } from "../helpers/clock.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
-import { rig } from "../helpers/rig.ts";
 
 Deno.test("ModeManager requestWithReport(FAULT) answers after FAULT_HOOKS_ANSWER_WAIT_MS with the failures so far and hooks_pending while its hook calls hang", async () => {
-  const clock = new ManualClock();
-  const heaterOff = call("plant/plant0", "set_heater", { enabled: false });
-  const r = await rig({
-    // Each actuating call takes 60 s; each one's deadline is 30 s: two of them hang for 60 s.
-    providers: [plantProvider("plant", { latencyMs: 60_000, timeoutMs: 30_000 })],
-    pollingIntervalMs: 60000,
-    automation: {
-      enabled: true,
-      manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: {
-        beforeTransition: [],
-        afterTransition: [
-          hook("*", "FAULT", [heaterOff, heaterOff, call("ghost/dev0", "stop")], false, "h"),
-        ],
-      },
-    },
-    safety: { present: true },
-    clock,
-    host: { files: new MemoryFiles() },
-  });
-  const rt = r.kernel;
+  const { rt, clock, stop } = await hangingFaultHooksRig();
   try {
     const startedAt = clock.monoMs();
     const report = await runToSettle(clock, rt.modes.requestWithReport("FAULT"), "FAULT");
@@ -47,7 +26,7 @@ Deno.test("ModeManager requestWithReport(FAULT) answers after FAULT_HOOKS_ANSWER
       "NOT_FOUND: Provider not found: ghost",
     ]);
   } finally {
-    await runToSettle(clock, rt.stop(), "the stop");
+    await stop();
   }
 });
 
@@ -55,25 +34,11 @@ Deno.test("ModeManager FAULT hook call retries a provider queue full of calls FA
   // A call on the wire for 1500 ms and 64 queued behind it (the bound): FAULT refuses the queued
   // ones one after another once the call on the wire returns; the hook's call, a stop action,
   // must get its turn then, not fail as busy. Virtual time (runUntil).
-  const clock = new ManualClock();
-  const r = await rig({
-    providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
-    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-    automation: {
-      enabled: true,
-      manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: {
-        beforeTransition: [],
-        afterTransition: [
-          hook("*", "FAULT", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], false),
-        ],
-      },
-    },
-    safety: { present: true },
-    clock,
-    host: { files: new MemoryFiles() },
+  const { r, rt, clock, stop } = await faultHooksRig({
+    latencyMs: 1500,
+    timeoutMs: 2000,
+    calls: [call("plant/plant0", "set_fan", { duty: { double: 0 } })],
   });
-  const rt = r.kernel;
   try {
     await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
     const flood = Array.from(
@@ -101,6 +66,6 @@ Deno.test("ModeManager FAULT hook call retries a provider queue full of calls FA
       double: 0,
     });
   } finally {
-    await runToSettle(clock, rt.stop(), "the stop");
+    await stop();
   }
 });

@@ -7,33 +7,11 @@
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { FAULT_HOOKS_ANSWER_WAIT_MS } from "../../src/control/mod.ts";
-import { call, hook, plantProvider } from "./_fixture.ts";
-import { ManualClock, runToSettle } from "../helpers/clock.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
-import { rig } from "../helpers/rig.ts";
+import { hangingFaultHooksRig } from "./_fault_hooks_rig.ts";
+import { runToSettle } from "../helpers/clock.ts";
 
 Deno.test("Estop answers after FAULT_HOOKS_ANSWER_WAIT_MS with the hook failures so far and hooks_pending while hook calls hang", async () => {
-  const clock = new ManualClock();
-  const heaterOff = call("plant/plant0", "set_heater", { enabled: false });
-  const r = await rig({
-    // Each actuating call takes 60 s; each one's deadline is 30 s: two of them hang for 60 s.
-    providers: [plantProvider("plant", { latencyMs: 60_000, timeoutMs: 30_000 })],
-    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
-    automation: {
-      enabled: true,
-      manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: {
-        beforeTransition: [],
-        afterTransition: [
-          hook("*", "FAULT", [heaterOff, heaterOff, call("ghost/dev0", "stop")], false, "h"),
-        ],
-      },
-    },
-    safety: { present: true },
-    clock,
-    host: { files: new MemoryFiles() },
-  });
-  const rt = r.kernel;
+  const { rt, clock, stop } = await hangingFaultHooksRig();
   try {
     const startedAt = clock.monoMs();
     const result = await runToSettle(clock, rt.estop.trigger("hooks hang"), "the e-stop");
@@ -51,6 +29,6 @@ Deno.test("Estop answers after FAULT_HOOKS_ANSWER_WAIT_MS with the hook failures
       return true;
     });
   } finally {
-    await runToSettle(clock, rt.stop(), "the stop");
+    await stop();
   }
 });
