@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import type { HookConfig } from "../../src/config/mod.ts";
+import type { Config, HookConfig } from "../../src/config/mod.ts";
 import { call, hook, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
@@ -15,54 +15,98 @@ import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 /** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
 const IDLE_TREE = treeXml(`<Sleep msec="60000" />`);
 
-Deno.test("Kernel.reload: AUTO entered while the reload starts a new provider; the later hooks section is still refused from leaving AUTO -> FAULT uncovered", async () => {
+/**
+ * A runtime armed (MANUAL) on the config `configure` makes of the tree dir and its idle tree
+ * (default automationConfig(tree)), given to `body`; stopped and the dir removed after.
+ */
+async function withArmedRuntime(
+  body: (rt: Kernel, tree: string) => Promise<void>,
+  configure: (tree: string, dir: TreeDir) => Config | Promise<Config> = (tree) =>
+    automationConfig(tree),
+): Promise<void> {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("idle.xml", IDLE_TREE);
-    const rt = await startRuntime(automationConfig(tree), { arm: true });
+    const rt = await startRuntime(await configure(tree, dir), { arm: true });
     try {
-      const base = rt.config;
-      assert.equal(rt.modes.autoGateProblem(), null);
-      // Adds a provider (its start takes a process spawn and handshake) and drops every hook.
-      const next = {
-        ...base,
-        providers: [...base.providers, simProvider("sim1")],
-        automation: {
-          ...base.automation,
-          modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
-        },
-      };
-      let reloadDone = false;
-      const reloading = rt.reload(next).finally(() => (reloadDone = true));
-      // The operator enters AUTO while the reload is starting sim1 (an addition: not refused).
-      const entered = await rt.modes.request("AUTO").catch((err: Error) => err.message);
-      assert.equal(reloadDone, false, "the mode request settled while the reload was running");
-      const report = await reloading;
-      assert.deepEqual(report.providers.added, ["sim1"]);
-      if (rt.modes.current() === "AUTO") {
-        // The machine runs in AUTO: a reload may not have left it in a state AUTO refuses.
-        assert.equal(
-          rt.modes.autoGateProblem(),
-          null,
-          `AUTO (entered: ${entered}) runs without a hook covering AUTO -> FAULT; reload: ${
-            JSON.stringify({ applied: report.applied, refused: report.refused })
-          }`,
-        );
-        assert.deepEqual(report.refused.map((r) => r.section), [
-          "automation.mode_transition_hooks",
-        ]);
-      }
+      await body(rt, tree);
     } finally {
       await rt.stop();
     }
   } finally {
     await dir.dispose();
   }
+}
+
+Deno.test("Kernel.reload: AUTO entered while the reload starts a new provider; the later hooks section is still refused from leaving AUTO -> FAULT uncovered", async () => {
+  await withArmedRuntime(async (rt) => {
+    const base = rt.config;
+    assert.equal(rt.modes.autoGateProblem(), null);
+    // Adds a provider (its start takes a process spawn and handshake) and drops every hook.
+    const next = {
+      ...base,
+      providers: [...base.providers, simProvider("sim1")],
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+      },
+    };
+    let reloadDone = false;
+    const reloading = rt.reload(next).finally(() => (reloadDone = true));
+    // The operator enters AUTO while the reload is starting sim1 (an addition: not refused).
+    const entered = await rt.modes.request("AUTO").catch((err: Error) => err.message);
+    assert.equal(reloadDone, false, "the mode request settled while the reload was running");
+    const report = await reloading;
+    assert.deepEqual(report.providers.added, ["sim1"]);
+    if (rt.modes.current() === "AUTO") {
+      // The machine runs in AUTO: a reload may not have left it in a state AUTO refuses.
+      assert.equal(
+        rt.modes.autoGateProblem(),
+        null,
+        `AUTO (entered: ${entered}) runs without a hook covering AUTO -> FAULT; reload: ${
+          JSON.stringify({ applied: report.applied, refused: report.refused })
+        }`,
+      );
+      assert.deepEqual(report.refused.map((r) => r.section), [
+        "automation.mode_transition_hooks",
+      ]);
+    }
+  });
 });
 
 /** The sim's relay channel `ch` on or off, as a declared (hook) call. */
 const relayCall = (ch: number, on: boolean) =>
   call("sim0/relayio0", `set_relay_ch${ch}`, { enabled: on });
+
+/** A MANUAL -> AUTO before-hook switching relay 1 on (requestAutoSlowly holds it in flight). */
+const RELAY_BEFORE_AUTO = hook("MANUAL", "AUTO", [relayCall(1, true)]);
+
+/** `base` with these hooks after its own before-hooks (the stop on AUTO -> FAULT). */
+function withHooks(base: Config, before: HookConfig[], after: HookConfig[]): Config {
+  return {
+    ...base,
+    automation: {
+      ...base.automation,
+      modeTransitionHooks: {
+        beforeTransition: [...base.automation.modeTransitionHooks.beforeTransition, ...before],
+        afterTransition: after,
+      },
+    },
+  };
+}
+
+/**
+ * Starts MANUAL -> AUTO with its before-hook's relay call in flight for 400 ms; `outcome`: what it
+ * came to, `entered <mode>` or `refused: <message>` (wrapped: awaiting this must not await it).
+ */
+async function requestAutoSlowly(rt: Kernel): Promise<{ outcome: Promise<string> }> {
+  await slowRelays(rt, 400);
+  const outcome = rt.modes.request("AUTO").then(
+    (m) => `entered ${m}`,
+    (err: Error) => `refused: ${err.message}`,
+  );
+  return { outcome };
+}
 
 /** Slows every call to sim0/relayio0 inside the provider (a hook call in flight for `ms`). */
 async function slowRelays(rt: Kernel, ms: number): Promise<void> {
@@ -76,201 +120,111 @@ async function slowRelays(rt: Kernel, ms: number): Promise<void> {
 }
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that drops the AUTO -> FAULT hook: AUTO is refused, not entered unguarded", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const base = automationConfig(tree);
-    const config = {
-      ...base,
+  await withArmedRuntime(async (rt) => {
+    const toAuto = (await requestAutoSlowly(rt)).outcome;
+    // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+    const report = await rt.reload({
+      ...rt.config,
       automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [
-            ...base.automation.modeTransitionHooks.beforeTransition,
-            hook("MANUAL", "AUTO", [relayCall(1, true)]),
-          ],
-          afterTransition: [],
-        },
+        ...rt.config.automation,
+        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
       },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      await slowRelays(rt, 400);
-      const toAuto = rt.modes.request("AUTO").then(
-        (m) => `entered ${m}`,
-        (err: Error) => `refused: ${err.message}`,
-      );
-      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
-      const report = await rt.reload({
-        ...rt.config,
-        automation: {
-          ...rt.config.automation,
-          modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
-        },
-      });
-      assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
-      const outcome = await toAuto;
-      assert.equal(
-        rt.modes.current() === "AUTO" ? rt.modes.autoGateProblem() : null,
-        null,
-        `AUTO runs without a hook covering AUTO -> FAULT (${outcome})`,
-      );
-      assert.match(outcome, /^refused: refusing AUTO: \d+ actuating function\(s\)/);
-      assert.equal(rt.modes.current(), "MANUAL");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+    });
+    assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
+    const outcome = await toAuto;
+    assert.equal(
+      rt.modes.current() === "AUTO" ? rt.modes.autoGateProblem() : null,
+      null,
+      `AUTO runs without a hook covering AUTO -> FAULT (${outcome})`,
+    );
+    assert.match(outcome, /^refused: refusing AUTO: \d+ actuating function\(s\)/);
+    assert.equal(rt.modes.current(), "MANUAL");
+  }, (tree) => withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []));
 });
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that moves an after-hook into before_transition: the transition still runs it once", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const base = automationConfig(tree);
-    const stopOnFault = base.automation.modeTransitionHooks.beforeTransition;
-    const hooks = (before: HookConfig[], after: HookConfig[]) => ({
-      ...base.automation,
-      modeTransitionHooks: {
-        beforeTransition: [...stopOnFault, ...before],
-        afterTransition: after,
-      },
+  const first = hook("MANUAL", "AUTO", [relayCall(1, true)]);
+  const second = hook("MANUAL", "AUTO", [relayCall(2, true)], false);
+  await withArmedRuntime(async (rt, tree) => {
+    await slowRelays(rt, 400);
+    const toAuto = rt.modes.request("AUTO");
+    // While `first` is in flight, `second` moves from after_transition to before_transition:
+    // the next MANUAL -> AUTO runs both before AUTO; this one has passed its before phase.
+    const report = await rt.reload({
+      ...rt.config,
+      automation: withHooks(automationConfig(tree), [first, second], []).automation,
     });
-    const first = hook("MANUAL", "AUTO", [relayCall(1, true)]);
-    const second = hook("MANUAL", "AUTO", [relayCall(2, true)], false);
-    const rt = await startRuntime({ ...base, automation: hooks([first], [second]) }, {
-      arm: true,
-    });
-    try {
-      await slowRelays(rt, 400);
-      const toAuto = rt.modes.request("AUTO");
-      // While `first` is in flight, `second` moves from after_transition to before_transition:
-      // the next MANUAL -> AUTO runs both before AUTO; this one has passed its before phase.
-      const report = await rt.reload({ ...rt.config, automation: hooks([first, second], []) });
-      assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
-      assert.equal(await toAuto, "AUTO");
-      await slowRelays(rt, 0);
-      assert.equal(
-        await readSignal(rt, "sim0", "relayio0", "relay_ch2_state"),
-        true,
-        "the after-hook the transition started with never ran",
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+    assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
+    assert.equal(await toAuto, "AUTO");
+    await slowRelays(rt, 0);
+    assert.equal(
+      await readSignal(rt, "sim0", "relayio0", "relay_ch2_state"),
+      true,
+      "the after-hook the transition started with never ran",
+    );
+  }, (tree) => withHooks(automationConfig(tree), [first], [second]));
 });
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that removes an interlock: AUTO never runs without a protection its gate judged", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const protections = alarmsConfig(`
+  const protections = alarmsConfig(`
 interlocks:
   - id: hot
     block: [sim0/motorctl0/set_motor_duty]
     while: sim0/tempctl0/tc1_temp > 400
     message: Motor held while hot
 `);
-    const base = automationConfig(tree, { config: { interlocks: protections.interlocks } });
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [
-            ...base.automation.modeTransitionHooks.beforeTransition,
-            hook("MANUAL", "AUTO", [relayCall(1, true)]),
-          ],
-          afterTransition: [],
-        },
-      },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      await slowRelays(rt, 400);
-      const toAuto = rt.modes.request("AUTO").then(
-        (m) => `entered ${m}`,
-        (err: Error) => `refused: ${err.message}`,
-      );
-      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
-      const report = await rt.reload({ ...rt.config, interlocks: [] });
-      const outcome = await toAuto;
-      const interlocks = rt.alarms.interlocks().map((i) => i.id);
-      assert.ok(
-        rt.modes.current() !== "AUTO" || interlocks.includes("hot"),
-        `AUTO (${outcome}) runs without the interlock its gate judged; reload: ${
-          JSON.stringify({ applied: report.applied, refused: report.refused })
-        }`,
-      );
-      // Outside AUTO the weakening applies (recorded); the AUTO entry judged without it is refused.
-      assert.deepEqual(report.applied, ["alarms"]);
-      assert.match(
-        outcome,
-        /^refused: refusing AUTO: a configuration reload weakened protections \(interlock hot removed\)/,
-      );
-      assert.equal(rt.modes.current(), "MANUAL");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withArmedRuntime(async (rt) => {
+    const toAuto = (await requestAutoSlowly(rt)).outcome;
+    // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+    const report = await rt.reload({ ...rt.config, interlocks: [] });
+    const outcome = await toAuto;
+    const interlocks = rt.alarms.interlocks().map((i) => i.id);
+    assert.ok(
+      rt.modes.current() !== "AUTO" || interlocks.includes("hot"),
+      `AUTO (${outcome}) runs without the interlock its gate judged; reload: ${
+        JSON.stringify({ applied: report.applied, refused: report.refused })
+      }`,
+    );
+    // Outside AUTO the weakening applies (recorded); the AUTO entry judged without it is refused.
+    assert.deepEqual(report.applied, ["alarms"]);
+    assert.match(
+      outcome,
+      /^refused: refusing AUTO: a configuration reload weakened protections \(interlock hot removed\)/,
+    );
+    assert.equal(rt.modes.current(), "MANUAL");
+  }, (tree) =>
+    withHooks(
+      automationConfig(tree, { config: { interlocks: protections.interlocks } }),
+      [RELAY_BEFORE_AUTO],
+      [],
+    ));
 });
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that swaps the behavior tree: AUTO never runs a tree the operator did not arm", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const other = await dir.write("other.xml", treeXml(`<Sleep msec="30000" />`));
-    const base = automationConfig(tree);
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [
-            ...base.automation.modeTransitionHooks.beforeTransition,
-            hook("MANUAL", "AUTO", [relayCall(1, true)]),
-          ],
-          afterTransition: [],
-        },
-      },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      await slowRelays(rt, 400);
-      const toAuto = rt.modes.request("AUTO").then(
-        (m) => `entered ${m}`,
-        (err: Error) => `refused: ${err.message}`,
-      );
-      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
-      const report = await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, behaviorTree: other },
-      });
-      const outcome = await toAuto;
-      assert.ok(
-        rt.modes.current() !== "AUTO" || rt.config.automation.behaviorTree === tree,
-        `AUTO (${outcome}) runs a tree swapped in while it was being entered; reload: ${
-          JSON.stringify({ applied: report.applied, refused: report.refused })
-        }`,
-      );
-      assert.deepEqual(report.applied, ["automation.behavior_tree"]);
-      assert.match(
-        outcome,
-        /^refused: refusing AUTO: a configuration reload replaced the behavior tree/,
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  let other = "";
+  await withArmedRuntime(async (rt, tree) => {
+    const toAuto = (await requestAutoSlowly(rt)).outcome;
+    // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+    const report = await rt.reload({
+      ...rt.config,
+      automation: { ...rt.config.automation, behaviorTree: other },
+    });
+    const outcome = await toAuto;
+    assert.ok(
+      rt.modes.current() !== "AUTO" || rt.config.automation.behaviorTree === tree,
+      `AUTO (${outcome}) runs a tree swapped in while it was being entered; reload: ${
+        JSON.stringify({ applied: report.applied, refused: report.refused })
+      }`,
+    );
+    assert.deepEqual(report.applied, ["automation.behavior_tree"]);
+    assert.match(
+      outcome,
+      /^refused: refusing AUTO: a configuration reload replaced the behavior tree/,
+    );
+  }, async (tree, dir) => {
+    other = await dir.write("other.xml", treeXml(`<Sleep msec="30000" />`));
+    return withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []);
+  });
 });
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that changes only the tick rate: AUTO is refused, not armed at a rate the operator did not arm", async () => {
