@@ -82,6 +82,21 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
+/** A registry on a fresh data dir (harness(dir, over)), given to `fn`, shut down after. */
+async function withRegistry(
+  fn: (h: Harness, dir: string) => Promise<void>,
+  over: Partial<RunRegistryOptions> = {},
+): Promise<void> {
+  await withDir(async (dir) => {
+    const h = await harness(dir, over);
+    try {
+      await fn(h, dir);
+    } finally {
+      await h.registry.shutdown();
+    }
+  });
+}
+
 async function rejectsWith(p: Promise<unknown>, code: StatusCode, message?: RegExp) {
   await rejects(p, (err: unknown) => {
     ok(err instanceof RuntimeError, `expected RuntimeError, got ${err}`);
@@ -92,192 +107,167 @@ async function rejectsWith(p: Promise<unknown>, code: StatusCode, message?: RegE
 }
 
 Deno.test("RunRegistry opens, marks and closes a run with the contract's fields", async () => {
-  await withDir(async (dir) => {
-    const { registry, clock, sunk } = await harness(dir);
-    try {
-      const { run } = await registry.open({
-        experiment_label: "trial-3",
-        params: { setpoint: 30 },
-        tag_scope: { provider_ids: ["sim0"] },
-      });
-      match(run.run_id, /^lab1-[0-9A-HJKMNP-TV-Z]{26}$/);
-      deepEqual(run, {
-        schema_version: 1,
-        run_id: run.run_id,
-        state: "open",
-        close_reason: null,
-        started_at_epoch_ms: T0,
-        ended_at_epoch_ms: null,
-        automation_version: VERSION,
-        runtime_version: "0.2.0",
-        polling_interval_ms: 500,
-        params: { setpoint: 30 },
-        tag_scope: { provider_ids: ["sim0"], device_ids: [], signal_ids: [] },
-        experiment_label: "trial-3",
-      });
-      equal(registry.openRunId(), run.run_id);
+  await withRegistry(async ({ registry, clock, sunk }) => {
+    const { run } = await registry.open({
+      experiment_label: "trial-3",
+      params: { setpoint: 30 },
+      tag_scope: { provider_ids: ["sim0"] },
+    });
+    match(run.run_id, /^lab1-[0-9A-HJKMNP-TV-Z]{26}$/);
+    deepEqual(run, {
+      schema_version: 1,
+      run_id: run.run_id,
+      state: "open",
+      close_reason: null,
+      started_at_epoch_ms: T0,
+      ended_at_epoch_ms: null,
+      automation_version: VERSION,
+      runtime_version: "0.2.0",
+      polling_interval_ms: 500,
+      params: { setpoint: 30 },
+      tag_scope: { provider_ids: ["sim0"], device_ids: [], signal_ids: [] },
+      experiment_label: "trial-3",
+    });
+    equal(registry.openRunId(), run.run_id);
 
-      clock.wall = T0 + 100;
-      const { event } = await registry.addMarker(run.run_id, {
-        type: "valve_open",
-        payload: { valve: 2 },
-      });
-      deepEqual(event, {
-        schema_version: 1,
-        run_id: run.run_id,
-        sequence: 2,
-        category: "annotation",
-        type: "valve_open",
-        occurred_at_epoch_ms: T0 + 100,
-        recorded_at_epoch_ms: T0 + 100,
-        payload: { valve: 2 },
-      });
-      const m2 = await registry.addMarker(run.run_id, {
-        type: "late",
-        occurred_at_epoch_ms: T0 + 50,
-      });
-      equal(m2.event.occurred_at_epoch_ms, T0 + 50);
-      equal(m2.event.recorded_at_epoch_ms, T0 + 100);
+    clock.wall = T0 + 100;
+    const { event } = await registry.addMarker(run.run_id, {
+      type: "valve_open",
+      payload: { valve: 2 },
+    });
+    deepEqual(event, {
+      schema_version: 1,
+      run_id: run.run_id,
+      sequence: 2,
+      category: "annotation",
+      type: "valve_open",
+      occurred_at_epoch_ms: T0 + 100,
+      recorded_at_epoch_ms: T0 + 100,
+      payload: { valve: 2 },
+    });
+    const m2 = await registry.addMarker(run.run_id, {
+      type: "late",
+      occurred_at_epoch_ms: T0 + 50,
+    });
+    equal(m2.event.occurred_at_epoch_ms, T0 + 50);
+    equal(m2.event.recorded_at_epoch_ms, T0 + 100);
 
-      clock.wall = T0 + 200;
-      const closed = await registry.close(run.run_id, { close_reason: "completed" });
-      equal(closed.run.state, "closed");
-      equal(closed.run.close_reason, "completed");
-      equal(closed.run.ended_at_epoch_ms, T0 + 200);
-      equal(registry.openRunId(), null);
+    clock.wall = T0 + 200;
+    const closed = await registry.close(run.run_id, { close_reason: "completed" });
+    equal(closed.run.state, "closed");
+    equal(closed.run.close_reason, "completed");
+    equal(closed.run.ended_at_epoch_ms, T0 + 200);
+    equal(registry.openRunId(), null);
 
-      clock.wall = T0 + 300;
-      deepEqual(await registry.close(run.run_id, {}), closed, "close is idempotent");
-      deepEqual((await registry.get(run.run_id)).run, closed.run);
+    clock.wall = T0 + 300;
+    deepEqual(await registry.close(run.run_id, {}), closed, "close is idempotent");
+    deepEqual((await registry.get(run.run_id)).run, closed.run);
 
-      const { events, count } = await registry.listEvents(run.run_id, {});
-      equal(count, 4);
-      deepEqual(events.map((e) => [e.sequence, e.category, e.type]), [
-        [1, "run_opened", ""],
-        [2, "annotation", "valve_open"],
-        [3, "annotation", "late"],
-        [4, "run_closed", "completed"],
-      ]);
-      deepEqual(sunk.map((s) => s.event.category), [
-        "run_opened",
-        "annotation",
-        "annotation",
-        "run_closed",
-      ]);
-      equal(sunk[0]!.run.experiment_label, "trial-3");
-    } finally {
-      await registry.shutdown();
-    }
+    const { events, count } = await registry.listEvents(run.run_id, {});
+    equal(count, 4);
+    deepEqual(events.map((e) => [e.sequence, e.category, e.type]), [
+      [1, "run_opened", ""],
+      [2, "annotation", "valve_open"],
+      [3, "annotation", "late"],
+      [4, "run_closed", "completed"],
+    ]);
+    deepEqual(sunk.map((s) => s.event.category), [
+      "run_opened",
+      "annotation",
+      "annotation",
+      "run_closed",
+    ]);
+    equal(sunk[0]!.run.experiment_label, "trial-3");
   });
 });
 
 Deno.test("RunRegistry closes with operator_stop by default and records a null automation version", async () => {
-  await withDir(async (dir) => {
-    const { registry } = await harness(dir, { automationVersion: () => null, runtimeName: "" });
-    try {
-      const { run } = await registry.open(undefined);
-      match(run.run_id, /^default-[0-9A-HJKMNP-TV-Z]{26}$/);
-      equal(run.automation_version, null);
-      equal(run.experiment_label, null);
-      deepEqual(run.params, {});
-      const closed = await registry.close(run.run_id, undefined);
-      equal(closed.run.close_reason, "operator_stop");
-    } finally {
-      await registry.shutdown();
-    }
-  });
+  await withRegistry(async ({ registry }) => {
+    const { run } = await registry.open(undefined);
+    match(run.run_id, /^default-[0-9A-HJKMNP-TV-Z]{26}$/);
+    equal(run.automation_version, null);
+    equal(run.experiment_label, null);
+    deepEqual(run.params, {});
+    const closed = await registry.close(run.run_id, undefined);
+    equal(closed.run.close_reason, "operator_stop");
+  }, { automationVersion: () => null, runtimeName: "" });
 });
 
 Deno.test("RunRegistry allows one open run at a time", async () => {
-  await withDir(async (dir) => {
-    const { registry } = await harness(dir);
-    try {
-      const first = await registry.open({});
-      await rejectsWith(registry.open({}), "FAILED_PRECONDITION", /Run already open/);
-      await registry.close(first.run.run_id, {});
-      const second = await registry.open({});
-      ok(second.run.run_id > first.run.run_id, "run ids sort by time");
-    } finally {
-      await registry.shutdown();
-    }
+  await withRegistry(async ({ registry }) => {
+    const first = await registry.open({});
+    await rejectsWith(registry.open({}), "FAILED_PRECONDITION", /Run already open/);
+    await registry.close(first.run.run_id, {});
+    const second = await registry.open({});
+    ok(second.run.run_id > first.run.run_id, "run ids sort by time");
   });
 });
 
 Deno.test("RunRegistry rejects invalid requests with the contract's codes", async () => {
-  await withDir(async (dir) => {
-    const { registry } = await harness(dir);
-    try {
-      await rejectsWith(registry.open({ params: { big: "x".repeat(70000) } }), "INVALID_ARGUMENT");
-      const { run } = await registry.open({});
-      const id = run.run_id;
-      await rejectsWith(
-        // Only the runtime closes a run as abandoned (the type allows it; the registry checks).
-        registry.close(id, { close_reason: "abandoned" as ClientCloseReason }),
-        "INVALID_ARGUMENT",
-        /close_reason/,
-      );
-      await rejectsWith(registry.addMarker(id, { type: "" }), "INVALID_ARGUMENT", /^type/);
-      await rejectsWith(
-        registry.addMarker(id, { type: "x".repeat(257) }),
-        "INVALID_ARGUMENT",
-        /^type: longer than 256/,
-      );
-      await rejectsWith(
-        registry.addMarker(id, { type: "t", occurred_at_epoch_ms: -1 }),
-        "INVALID_ARGUMENT",
-        /^occurred_at_epoch_ms/,
-      );
-      await rejectsWith(
-        registry.addMarker(id, { type: "t", occurred_at_epoch_ms: 1.5 }),
-        "INVALID_ARGUMENT",
-        /^occurred_at_epoch_ms/,
-      );
-      const unknown = "lab1-01JB0Z8Q6M5S2K7T9V3W4X5Y6Z";
-      await rejectsWith(registry.get(unknown), "NOT_FOUND", /Run not found/);
-      await rejectsWith(registry.close(unknown, {}), "NOT_FOUND");
-      await rejectsWith(registry.listEvents(unknown, {}), "NOT_FOUND");
-      await rejectsWith(registry.addMarker(unknown, { type: "t" }), "NOT_FOUND");
-      await registry.close(id, {});
-      await rejectsWith(registry.addMarker(id, { type: "t" }), "FAILED_PRECONDITION", /closed/);
-      // The failed calls left no trace in the log of events.
-      equal((await registry.listEvents(id, {})).count, 2);
-    } finally {
-      await registry.shutdown();
-    }
+  await withRegistry(async ({ registry }) => {
+    await rejectsWith(registry.open({ params: { big: "x".repeat(70000) } }), "INVALID_ARGUMENT");
+    const { run } = await registry.open({});
+    const id = run.run_id;
+    await rejectsWith(
+      // Only the runtime closes a run as abandoned (the type allows it; the registry checks).
+      registry.close(id, { close_reason: "abandoned" as ClientCloseReason }),
+      "INVALID_ARGUMENT",
+      /close_reason/,
+    );
+    await rejectsWith(registry.addMarker(id, { type: "" }), "INVALID_ARGUMENT", /^type/);
+    await rejectsWith(
+      registry.addMarker(id, { type: "x".repeat(257) }),
+      "INVALID_ARGUMENT",
+      /^type: longer than 256/,
+    );
+    await rejectsWith(
+      registry.addMarker(id, { type: "t", occurred_at_epoch_ms: -1 }),
+      "INVALID_ARGUMENT",
+      /^occurred_at_epoch_ms/,
+    );
+    await rejectsWith(
+      registry.addMarker(id, { type: "t", occurred_at_epoch_ms: 1.5 }),
+      "INVALID_ARGUMENT",
+      /^occurred_at_epoch_ms/,
+    );
+    const unknown = "lab1-01JB0Z8Q6M5S2K7T9V3W4X5Y6Z";
+    await rejectsWith(registry.get(unknown), "NOT_FOUND", /Run not found/);
+    await rejectsWith(registry.close(unknown, {}), "NOT_FOUND");
+    await rejectsWith(registry.listEvents(unknown, {}), "NOT_FOUND");
+    await rejectsWith(registry.addMarker(unknown, { type: "t" }), "NOT_FOUND");
+    await registry.close(id, {});
+    await rejectsWith(registry.addMarker(id, { type: "t" }), "FAILED_PRECONDITION", /closed/);
+    // The failed calls left no trace in the log of events.
+    equal((await registry.listEvents(id, {})).count, 2);
   });
 });
 
 Deno.test("RunRegistry pages runs newest first and events oldest first", async () => {
-  await withDir(async (dir) => {
-    const { registry, clock } = await harness(dir);
-    try {
-      const ids: string[] = [];
-      for (let i = 0; i < 5; i++) {
-        clock.wall = T0 + i * 1000;
-        const { run } = await registry.open({ experiment_label: `r${i}` });
-        ids.push(run.run_id);
-        if (i < 4) await registry.close(run.run_id, {});
-      }
-      const all = await registry.list({});
-      equal(all.count, 5);
-      deepEqual(all.runs.map((r) => r.run_id), [...ids].reverse());
-      const page = await registry.list({ limit: 2, offset: 1 });
-      deepEqual(page.runs.map((r) => r.experiment_label), ["r3", "r2"]);
-      equal(page.count, 2);
-      equal((await registry.list({ limit: -1, offset: -4 })).count, 5);
-      equal((await registry.list({ limit: 900 })).count, 5);
-      equal((await registry.list({ offset: 5 })).count, 0);
-
-      const open = ids[4];
-      for (let i = 0; i < 10; i++) await registry.addMarker(open!, { type: `m${i}` });
-      const events = await registry.listEvents(open!, { limit: 3, offset: 2 });
-      deepEqual(events.events.map((e) => e.sequence), [3, 4, 5]);
-      equal(events.count, 3);
-      equal((await registry.listEvents(open!, { limit: 0 })).count, 11);
-      equal((await registry.listEvents(open!, { limit: 5000, offset: 10 })).count, 1);
-    } finally {
-      await registry.shutdown();
+  await withRegistry(async ({ registry, clock }) => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      clock.wall = T0 + i * 1000;
+      const { run } = await registry.open({ experiment_label: `r${i}` });
+      ids.push(run.run_id);
+      if (i < 4) await registry.close(run.run_id, {});
     }
+    const all = await registry.list({});
+    equal(all.count, 5);
+    deepEqual(all.runs.map((r) => r.run_id), [...ids].reverse());
+    const page = await registry.list({ limit: 2, offset: 1 });
+    deepEqual(page.runs.map((r) => r.experiment_label), ["r3", "r2"]);
+    equal(page.count, 2);
+    equal((await registry.list({ limit: -1, offset: -4 })).count, 5);
+    equal((await registry.list({ limit: 900 })).count, 5);
+    equal((await registry.list({ offset: 5 })).count, 0);
+
+    const open = ids[4];
+    for (let i = 0; i < 10; i++) await registry.addMarker(open!, { type: `m${i}` });
+    const events = await registry.listEvents(open!, { limit: 3, offset: 2 });
+    deepEqual(events.events.map((e) => e.sequence), [3, 4, 5]);
+    equal(events.count, 3);
+    equal((await registry.listEvents(open!, { limit: 0 })).count, 11);
+    equal((await registry.listEvents(open!, { limit: 5000, offset: 10 })).count, 1);
   });
 });
 
@@ -374,26 +364,45 @@ Deno.test("RunRegistry closes a run left open by a crash as abandoned", async ()
   });
 });
 
+/** A call the previous process left in flight, recorded at `at` (epoch ms). */
+const interruptedCall = (at: number, fn: string) => ({
+  first_time_epoch_ms: at,
+  device_handle: "sim0/motorctl0",
+  function: fn,
+  outcome: "interrupted",
+});
+
+/**
+ * A process that closed a run (`earlier`, T0 .. T0 + 10) and opened another (`run`, T0 + 100) left
+ * open as by a crash; the next start, at T0 + 60000, is given the calls `interrupted` names. The
+ * caller shuts `b` down.
+ */
+async function restartWithInterruptedCalls(
+  dir: string,
+  interrupted: (runs: { earlier: Run; run: Run }) => NonNullable<RunStartInput["interruptedCalls"]>,
+): Promise<{ b: Harness; earlier: Run; run: Run }> {
+  const clock = new ManualClock(0, T0);
+  const a = await harness(dir, {}, clock);
+  const { run: earlier } = await a.registry.open({});
+  clock.wall = T0 + 10;
+  await a.registry.close(earlier.run_id, {});
+  clock.wall = T0 + 100;
+  const { run } = await a.registry.open({});
+  await a.registry.shutdown(); // left open, as by a crash
+  const b = await harness(dir, {}, new ManualClock(0, T0 + 60000), {
+    interruptedCalls: interrupted({ earlier, run }),
+  });
+  return { b, earlier, run };
+}
+
 Deno.test("RunRegistry.start writes the calls interrupted by a crash into the run it abandons, before run_closed; none into a closed run", async () => {
   await withDir(async (dir) => {
-    const clock = new ManualClock(0, T0);
-    const a = await harness(dir, {}, clock);
-    const { run: earlier } = await a.registry.open({});
-    clock.wall = T0 + 10;
-    await a.registry.close(earlier.run_id, {});
-    clock.wall = T0 + 100;
-    const { run } = await a.registry.open({});
-    await a.registry.shutdown(); // left open, as by a crash
-    const call = (at: number, fn: string) => ({
-      first_time_epoch_ms: at,
-      device_handle: "sim0/motorctl0",
-      function: fn,
-      outcome: "interrupted",
-    });
-    const b = await harness(dir, {}, new ManualClock(0, T0 + 60000), {
-      interruptedCalls: [call(T0 + 150, "set_duty"), call(T0 + 5, "in_closed"), call(T0 - 1, "x")]
-        .map((c) => ({ call: c })),
-    });
+    const { b, earlier, run } = await restartWithInterruptedCalls(dir, () =>
+      [
+        interruptedCall(T0 + 150, "set_duty"),
+        interruptedCall(T0 + 5, "in_closed"),
+        interruptedCall(T0 - 1, "x"),
+      ].map((c) => ({ call: c })));
     try {
       deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
       const events = (await b.registry.listEvents(run.run_id, {})).events;
@@ -413,30 +422,14 @@ Deno.test("RunRegistry.start writes the calls interrupted by a crash into the ru
 
 Deno.test("RunRegistry.start gives an interrupted call to the run it names, not by wall time: a clock stepped back after the run opened does not drop it", async () => {
   await withDir(async (dir) => {
-    const clock = new ManualClock(0, T0);
-    const a = await harness(dir, {}, clock);
-    const { run: earlier } = await a.registry.open({});
-    clock.wall = T0 + 10;
-    await a.registry.close(earlier.run_id, {});
-    clock.wall = T0 + 100;
-    const { run } = await a.registry.open({});
-    await a.registry.shutdown(); // left open, as by a crash
     // The host clock stepped back after the run opened: its call reads earlier than the run.
-    const call = (at: number, fn: string) => ({
-      first_time_epoch_ms: at,
-      device_handle: "sim0/motorctl0",
-      function: fn,
-      outcome: "interrupted",
-    });
-    const b = await harness(dir, {}, new ManualClock(0, T0 + 60000), {
-      interruptedCalls: [
-        { call: call(T0 + 50, "set_duty"), runId: run.run_id },
-        // Decided while no run was open (after the clock stepped): no run's event.
-        { call: call(T0 + 150, "none"), runId: null },
-        // Decided in the closed run (its close recorded it in flight): not written again.
-        { call: call(T0 + 120, "in_closed"), runId: earlier.run_id },
-      ],
-    });
+    const { b, earlier, run } = await restartWithInterruptedCalls(dir, ({ earlier, run }) => [
+      { call: interruptedCall(T0 + 50, "set_duty"), runId: run.run_id },
+      // Decided while no run was open (after the clock stepped): no run's event.
+      { call: interruptedCall(T0 + 150, "none"), runId: null },
+      // Decided in the closed run (its close recorded it in flight): not written again.
+      { call: interruptedCall(T0 + 120, "in_closed"), runId: earlier.run_id },
+    ]);
     try {
       deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
       const events = (await b.registry.listEvents(run.run_id, {})).events;
@@ -578,40 +571,35 @@ Deno.test("RunRegistry replay skips a record nested too deep and keeps serving t
 });
 
 Deno.test("RunRegistry refuses params and payloads nested deeper than MAX_RUN_JSON_DEPTH before writing", async () => {
-  await withDir(async (dir) => {
-    const { registry, sunk } = await harness(dir);
-    try {
-      const journal = `${dir}/runs.jsonl`;
-      const before = await Deno.readTextFile(journal);
-      // params itself is level 1: {a: nested(32)} is 33 levels.
-      await rejectsWith(
-        registry.open({ params: { a: nested(MAX_RUN_JSON_DEPTH) } }),
-        "INVALID_ARGUMENT",
-        /^params: nested deeper than 32 levels/,
-      );
-      equal(await Deno.readTextFile(journal), before, "nothing journaled");
-      equal(registry.openRunId(), null);
-      equal((await registry.list({})).count, 0);
-      equal(sunk.length, 0);
+  await withRegistry(async ({ registry, sunk }, dir) => {
+    const journal = `${dir}/runs.jsonl`;
+    const before = await Deno.readTextFile(journal);
+    // params itself is level 1: {a: nested(32)} is 33 levels.
+    await rejectsWith(
+      registry.open({ params: { a: nested(MAX_RUN_JSON_DEPTH) } }),
+      "INVALID_ARGUMENT",
+      /^params: nested deeper than 32 levels/,
+    );
+    equal(await Deno.readTextFile(journal), before, "nothing journaled");
+    equal(registry.openRunId(), null);
+    equal((await registry.list({})).count, 0);
+    equal(sunk.length, 0);
 
-      const { run } = await registry.open({ params: { a: nested(MAX_RUN_JSON_DEPTH - 1) } });
-      await rejectsWith(
-        registry.addMarker(run.run_id, { type: "t", payload: { a: nested(MAX_RUN_JSON_DEPTH) } }),
-        "INVALID_ARGUMENT",
-        /^payload: nested deeper than 32 levels/,
-      );
-      await registry.addMarker(run.run_id, {
-        type: "t",
-        payload: { a: nested(MAX_RUN_JSON_DEPTH - 1) },
-      });
-      deepEqual(sunk.map((s) => s.event.category), ["run_opened", "annotation"]);
-      deepEqual(
-        (await registry.listEvents(run.run_id, {})).events.map((e) => e.sequence),
-        [1, 2],
-      );
-    } finally {
-      await registry.shutdown();
-    }
+    const { run } = await registry.open({ params: { a: nested(MAX_RUN_JSON_DEPTH - 1) } });
+    await rejectsWith(
+      registry.addMarker(run.run_id, { type: "t", payload: { a: nested(MAX_RUN_JSON_DEPTH) } }),
+      "INVALID_ARGUMENT",
+      /^payload: nested deeper than 32 levels/,
+    );
+    await registry.addMarker(run.run_id, {
+      type: "t",
+      payload: { a: nested(MAX_RUN_JSON_DEPTH - 1) },
+    });
+    deepEqual(sunk.map((s) => s.event.category), ["run_opened", "annotation"]);
+    deepEqual(
+      (await registry.listEvents(run.run_id, {})).events.map((e) => e.sequence),
+      [1, 2],
+    );
   });
 });
 
