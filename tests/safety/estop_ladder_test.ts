@@ -41,12 +41,18 @@ async function onTheWire(files: SwitchableFiles): Promise<void> {
   await admitted();
 }
 
-/** Generous bound on an e-stop whose failed calls fail at once (a retry costs timeout_ms + 1 s). */
+/**
+ * Bound on an e-stop whose failed calls fail at once (a retry costs timeout_ms + 1 s), on the
+ * test's virtual clock.
+ */
 const FAILS_AT_ONCE_BOUND_MS = 2500;
 
 Deno.test("Estop attempts every ladder call and reports each failure at once, in plan order", async () => {
   const logFile = await Deno.makeTempFile({ prefix: "estop-ladder-" });
+  // Virtual time: "at once" is measured on the test's clock, not on a loaded machine's.
+  const clock = new ManualClock();
   const r = await rig({
+    clock,
     providers: [
       plantProvider("plant"),
       readbackProvider("rb", {
@@ -69,7 +75,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
   });
   const rt = r.kernel;
   try {
-    await rt.registry.host("gone")!.stop(2000);
+    await runToSettle(clock, rt.registry.host("gone")!.stop(2000), "gone stopped");
     assert.equal(rt.registry.host("gone")!.available, false);
     const before = rt.estop.status();
     assert.deepEqual(before.plan?.calls, [
@@ -94,11 +100,11 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
     ]);
     assert.deepEqual(before.unverified_devices, ["plant/plant0", "gone/dev0"]);
 
-    await rt.modes.request("MANUAL");
-    await manualCall(rt, "plant", "plant0", 2, { duty: d(0.8) });
-    const t0 = performance.now();
-    const result = await rt.estop.trigger("ladder");
-    const took = performance.now() - t0;
+    await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
+    await runToSettle(clock, manualCall(rt, "plant", "plant0", 2, { duty: d(0.8) }), "the call");
+    const t0 = clock.monoMs();
+    const result = await runToSettle(clock, rt.estop.trigger("ladder"), "the e-stop");
+    const took = clock.monoMs() - t0;
     assert.deepEqual(result.actions, [
       {
         device_handle: "plant/plant0",
@@ -140,7 +146,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
       /^The 'hooks' rung leaves 1 actuating function\(s\) untouched: plant\/plant0 set_heater\. /,
     );
   } finally {
-    await rt.stop();
+    await runToSettle(clock, rt.stop(), "the stop");
     await Deno.remove(logFile);
   }
 });
