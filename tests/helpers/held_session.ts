@@ -1,10 +1,11 @@
 /**
  * An MQTT session double whose writes complete only when the test says so: completing the
  * broker's writes at will is what shows the edge node's in-flight bound (MAX_IN_FLIGHT), and a
- * real broker gives no such handle. Shared by tests/sparkplug/replay_walk_test.ts and
- * availability_bound_test.ts (the Mosquitto-backed counterpart is tests/helpers/held_mqtt.ts).
+ * real broker gives no such handle. Shared by tests/sparkplug/replay_walk_test.ts,
+ * availability_bound_test.ts and tests/sparkplug/_edge_node_rig.ts (whose sessions complete
+ * writes at once unless held); the Mosquitto-backed counterpart is tests/helpers/held_mqtt.ts.
  */
-import type { MqttSession } from "../../src/common/mod.ts";
+import type { MqttMessageListener, MqttSession } from "../../src/common/mod.ts";
 import { decode } from "../../src/sparkplug/mod.ts";
 
 /** A session whose writes complete only when the test says so. */
@@ -12,12 +13,20 @@ export class HeldSession implements MqttSession {
   connected = false;
   /** Every message published, in publish order (decoded). */
   readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
+  /** Whether writes wait for completeOne()/complete() (false: each completes at once). */
+  hold: boolean;
   #held: (() => void)[] = [];
   readonly #connect: (() => void)[] = [];
   readonly #close: ((willUsed: boolean) => void)[] = [];
+  readonly #message: MqttMessageListener[] = [];
+
+  constructor(o: { readonly hold?: boolean } = {}) {
+    this.hold = o.hold ?? true;
+  }
 
   publish(topic: string, payload: Uint8Array): Promise<void> {
     this.published.push({ topic, payload: decode(payload) });
+    if (!this.hold) return Promise.resolve();
     return new Promise((resolve) => this.#held.push(resolve));
   }
   subscribe(): Promise<void> {
@@ -29,13 +38,16 @@ export class HeldSession implements MqttSession {
   onClose(l: (willUsed: boolean) => void): void {
     this.#close.push(l);
   }
-  onMessage(): void {}
+  onMessage(l: MqttMessageListener): void {
+    this.#message.push(l);
+  }
   onError(): void {}
   /** The node's listeners go with the session (a new session registers its own). */
   end(): Promise<void> {
     this.connected = false;
     this.#connect.length = 0;
     this.#close.length = 0;
+    this.#message.length = 0;
     return Promise.resolve();
   }
   /** Writes outstanding now. */
@@ -51,6 +63,10 @@ export class HeldSession implements MqttSession {
   down(): void {
     this.connected = false;
     for (const l of this.#close) l(true);
+  }
+  /** The broker delivers a message (not retained) to the node. */
+  deliver(topic: string, payload: Uint8Array): void {
+    for (const l of this.#message) l(topic, payload, false);
   }
   /** Completes one write outstanding (the oldest). */
   completeOne(): void {

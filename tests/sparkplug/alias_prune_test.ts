@@ -4,62 +4,18 @@
  * at each rediscovery) does not grow the alias maps, whether the device leaves while the node is
  * online (DDEATH) or while it is away (not born again at the next births).
  *
- * The MQTT session is a test double whose writes complete at once (the availability_bound_test.ts
- * style).
+ * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts), the session's writes complete
+ * at once.
  */
 import assert from "node:assert/strict";
-import type { DeviceCapabilities, MqttSession } from "../../src/common/mod.ts";
-import type { InventoryReader } from "../../src/state/mod.ts";
-import { decode, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
-import { testConfig } from "../helpers/sim_config.ts";
-import { testLogger } from "../helpers/kernel.ts";
-
-class Session implements MqttSession {
-  connected = false;
-  readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
-  readonly #connect: (() => void)[] = [];
-  readonly #close: ((willUsed: boolean) => void)[] = [];
-
-  publish(topic: string, payload: Uint8Array): Promise<void> {
-    this.published.push({ topic, payload: decode(payload) });
-    return Promise.resolve();
-  }
-  subscribe(): Promise<void> {
-    return Promise.resolve();
-  }
-  onConnect(l: () => void): void {
-    this.#connect.push(l);
-  }
-  onClose(l: (willUsed: boolean) => void): void {
-    this.#close.push(l);
-  }
-  onMessage(): void {}
-  onError(): void {}
-  end(): Promise<void> {
-    this.connected = false;
-    return Promise.resolve();
-  }
-  up(): void {
-    this.connected = true;
-    for (const l of this.#connect) l();
-  }
-}
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { deviceCaps, edgeNodeRig, signalSpec } from "./_edge_node_rig.ts";
 
 const P = "p0";
 
-function capsOf(deviceId: string): DeviceCapabilities {
-  return {
-    device: {
-      providerId: P,
-      deviceId,
-      providerName: "test",
-      typeId: "t",
-      typeVersion: "1",
-      label: deviceId,
-      address: "",
-      tags: {},
-    },
+function capsOf(deviceId: string) {
+  return deviceCaps(P, deviceId, {
+    label: deviceId,
     functions: [{
       name: "set",
       functionId: 1,
@@ -68,63 +24,19 @@ function capsOf(deviceId: string): DeviceCapabilities {
       actuating: true,
       args: [],
     }],
-    signals: ["a", "b", "c"].map((signalId) => ({
-      signalId,
-      name: signalId,
-      description: "",
-      valueType: "double" as const,
-      unit: "",
-      pollHintHz: 10,
-      staleAfterMs: 0,
-    })),
-  };
+    signals: ["a", "b", "c"].map((signalId) => signalSpec(signalId, "double")),
+  });
 }
 
 function rig() {
-  const summary = { id: P, available: true, devices: [capsOf("dev0")] };
-  const changed: ((id: string) => void)[] = [];
-  const inventory = {
-    providers: () => [summary],
-    provider: (id: string) => (id === P ? summary : undefined),
-    devices: () => summary.devices.map((c) => c.device),
-    capabilities: (_p: string, d: string) => summary.devices.find((c) => c.device.deviceId === d),
-    onChange(l: (id: string) => void) {
-      changed.push(l);
-      return () => {};
-    },
-    onAvailability: () => () => {},
-  } as unknown as InventoryReader;
-  const sessions: Session[] = [];
-  const node = new SparkplugEdgeNode({
-    config: { ...testConfig().sparkplug, enabled: true, brokerUrl: "mqtt://test", groupId: "g" },
-    edgeNodeId: "n",
-    clientId: "c",
-    connect: () => {
-      const s = new Session();
-      sessions.push(s);
-      return Promise.resolve(s);
-    },
-    bus: { subscribe: () => () => {} },
-    inventory,
-    reads: { signal: () => undefined, qualityNow: (_p, _d, _s, s) => s.quality },
-    status: () => ({
-      mode: "IDLE",
-      estopLatched: false,
-      alarmsActive: 0,
-      alarmsUnacked: 0,
-      providersUp: 1,
-      providersDown: 0,
-    }),
-    runtimeVersion: "test",
-    clock: new ManualClock(),
-    log: testLogger(),
-  });
+  const provider = { id: P, available: true, devices: [capsOf("dev0")] };
+  const r = edgeNodeRig({ providers: [provider] });
   /** The provider now declares this device instead (a reload, a rediscovery). */
   const replaceDevice = (deviceId: string, tell: boolean) => {
-    summary.devices = [capsOf(deviceId)];
-    if (tell) { for (const l of changed) l(P); }
+    provider.devices = [capsOf(deviceId)];
+    if (tell) r.changed(P);
   };
-  return { node, sessions, replaceDevice };
+  return { node: r.node, sessions: r.sessions, replaceDevice };
 }
 
 Deno.test("devices that come and go while the node is online leave no aliases behind", async () => {

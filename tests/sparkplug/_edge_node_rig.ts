@@ -1,0 +1,196 @@
+/**
+ * The edge node under test among doubles, for the tests of tests/sparkplug/ that hand the node
+ * its commands and read what it publishes: a HeldSession per broker connection (its writes
+ * complete at once unless `hold`), an inventory read from provider summaries the test changes
+ * (then tells the node: `changed`, `setAvailable`), a bus the test emits on, and node metrics
+ * counted from those summaries. A real broker gives no handle on the writes in flight, nor a
+ * provider that leaves while a call runs.
+ */
+import type {
+  DeviceCapabilities,
+  FunctionSpec,
+  LifecycleState,
+  SignalSpec,
+} from "../../src/common/mod.ts";
+import type { PublishedEvent } from "../../src/events/mod.ts";
+import type { InventoryReader } from "../../src/state/mod.ts";
+import { type CommandPorts, encode, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { HeldSession } from "../helpers/held_session.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+/** A provider as the inventory shows it; the test changes it, then tells the node. */
+export interface RigProvider {
+  readonly id: string;
+  available: boolean;
+  lifecycle?: LifecycleState;
+  devices: DeviceCapabilities[];
+}
+
+/** A device's capabilities (providerName "test", typeId "t"): no functions or signals unless given. */
+export function deviceCaps(
+  providerId: string,
+  deviceId: string,
+  o: { readonly functions?: FunctionSpec[]; readonly signals?: SignalSpec[]; label?: string } = {},
+): DeviceCapabilities {
+  return {
+    device: {
+      providerId,
+      deviceId,
+      providerName: "test",
+      typeId: "t",
+      typeVersion: "1",
+      label: o.label ?? "dev",
+      address: "",
+      tags: {},
+    },
+    functions: o.functions ?? [],
+    signals: o.signals ?? [],
+  };
+}
+
+/** A polled signal of this type (name = id, 10 Hz, no age bound). */
+export function signalSpec(signalId: string, valueType: SignalSpec["valueType"]): SignalSpec {
+  return {
+    signalId,
+    name: signalId,
+    description: "",
+    valueType,
+    unit: "",
+    pollHintHz: 10,
+    staleAfterMs: 0,
+  };
+}
+
+/** An actuating function without arguments. */
+export function pulseFunction(name: string, functionId = 1): FunctionSpec {
+  return { functionId, name, description: "", category: "ACTUATE", actuating: true, args: [] };
+}
+
+export interface EdgeNodeRigOptions {
+  readonly providers?: RigProvider[];
+  readonly commands?: CommandPorts;
+  /** The node's mode metric (IDLE by default). */
+  readonly mode?: string;
+  /** Each session's writes wait for completeOne()/complete() (HeldSession), not done at once. */
+  readonly hold?: boolean;
+}
+
+export interface EdgeNodeRig {
+  readonly node: SparkplugEdgeNode;
+  readonly providers: RigProvider[];
+  /** A session per connection the node opened, oldest first. */
+  readonly sessions: HeldSession[];
+  /** The latest session. */
+  readonly session: HeldSession;
+  /** Starts the node and brings its first connection up: its births go out. */
+  online(): Promise<void>;
+  /** The inventory tells the node a provider's devices changed (a rediscovery, a reload). */
+  changed(providerId: string): void;
+  /** A provider's availability changes, and the inventory tells the node. */
+  setAvailable(providerId: string, available: boolean): void;
+  /** An event on the bus the node subscribed to. */
+  emit(e: PublishedEvent): void;
+  /** The broker delivers a command (NCMD or DCMD) of these metrics to the latest session. */
+  command(topic: string, metrics: Array<Record<string, unknown>>): void;
+  /** The alias the latest NBIRTH gave a node metric, as decoded. */
+  nodeAlias(name: string): unknown;
+  /** Stops the node, completing the writes it holds meanwhile. */
+  stop(): Promise<void>;
+}
+
+/** The node (group "g", node "n") among the doubles; not started. */
+export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
+  const providers = o.providers ?? [];
+  const changed: ((id: string) => void)[] = [];
+  const availability: ((p: { id: string }) => void)[] = [];
+  const bus: ((e: PublishedEvent) => void)[] = [];
+  const find = (id: string) => providers.find((p) => p.id === id);
+  const inventory = {
+    providers: () => providers,
+    provider: find,
+    devices: () => providers.flatMap((p) => p.devices.map((c) => c.device)),
+    capabilities: (p: string, d: string) => find(p)?.devices.find((c) => c.device.deviceId === d),
+    onChange(l: (id: string) => void) {
+      changed.push(l);
+      return () => {};
+    },
+    onAvailability(l: (p: { id: string }) => void) {
+      availability.push(l);
+      return () => {};
+    },
+  } as unknown as InventoryReader;
+  const sessions: HeldSession[] = [];
+  const node = new SparkplugEdgeNode({
+    config: { ...testConfig().sparkplug, enabled: true, brokerUrl: "mqtt://test", groupId: "g" },
+    edgeNodeId: "n",
+    clientId: "c",
+    connect: () => {
+      const s = new HeldSession({ hold: o.hold ?? false });
+      sessions.push(s);
+      return Promise.resolve(s);
+    },
+    bus: {
+      subscribe(l) {
+        bus.push(l);
+        return () => {};
+      },
+    },
+    inventory,
+    reads: { signal: () => undefined, qualityNow: (_p, _d, _s, s) => s.quality },
+    status: () => ({
+      mode: o.mode ?? "IDLE",
+      estopLatched: false,
+      alarmsActive: 0,
+      alarmsUnacked: 0,
+      providersUp: providers.filter((p) => p.available).length,
+      providersDown: providers.filter((p) => !p.available).length,
+    }),
+    commands: o.commands,
+    runtimeVersion: "test",
+    clock: new ManualClock(),
+    log: testLogger(),
+  });
+  const latest = () => {
+    const s = sessions.at(-1);
+    if (s === undefined) throw new Error("the node opened no session yet");
+    return s;
+  };
+  return {
+    node,
+    providers,
+    sessions,
+    get session() {
+      return latest();
+    },
+    async online() {
+      await node.start();
+      latest().up();
+      await flushMicrotasks();
+    },
+    changed(providerId) {
+      for (const l of changed) l(providerId);
+    },
+    setAvailable(providerId, available) {
+      find(providerId)!.available = available;
+      for (const l of availability) l({ id: providerId });
+    },
+    emit(e) {
+      for (const l of bus) l(e);
+    },
+    command(topic, metrics) {
+      latest().deliver(topic, encode({ timestamp: 1, metrics }));
+    },
+    nodeAlias(name) {
+      const nbirth = latest().published.findLast((m) => m.topic === "spBv1.0/g/NBIRTH/n");
+      return (nbirth?.payload.metrics ?? []).find((m) => m.name === name)?.alias;
+    },
+    async stop() {
+      const stopping = node.stop();
+      await flushMicrotasks();
+      for (const s of sessions) s.complete();
+      await stopping;
+    },
+  };
+}
