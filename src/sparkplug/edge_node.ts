@@ -1700,15 +1700,23 @@ export class SparkplugEdgeNode {
   }
 
   /**
-   * Why a device not born is still the configuration's (its provider is down, and had it when last
-   * up or never came up), as a refusal; null for an id no configured provider has.
+   * Why a device not born is still the configuration's, as a refusal: its provider is down (and
+   * had it when last up, or never came up), or has it now and its DBIRTH has not gone out yet
+   * (waiting for the writes in flight, or about to). Null for an id no configured provider has.
    */
-  #downDevice(id: string): string | null {
+  #notBorn(id: string): string | null {
     for (const p of this.#o.inventory.providers()) {
-      if (p.available) continue;
-      const had = p.devices.length === 0
-        ? id.startsWith(sparkplugDeviceId(p.id, ""))
-        : p.devices.some((c) => sparkplugDeviceId(c.device.providerId, c.device.deviceId) === id);
+      const has = p.devices.some((c) =>
+        sparkplugDeviceId(c.device.providerId, c.device.deviceId) === id
+      );
+      if (p.available) {
+        if (!has) continue;
+        return this.#providersBehind.has(p.id)
+          ? `device not born yet (its DBIRTH waits for the writes in flight: MAX_IN_FLIGHT ` +
+            `${MAX_IN_FLIGHT}); send it again after the DBIRTH`
+          : "device not born yet (its DBIRTH is about to go out); send it again after the DBIRTH";
+      }
+      const had = p.devices.length === 0 ? id.startsWith(sparkplugDeviceId(p.id, "")) : has;
       if (had) return `device down (provider ${p.id} ${p.lifecycle})`;
     }
     return null;
@@ -1732,7 +1740,7 @@ export class SparkplugEdgeNode {
       // No device of this node by that id (down, gone, never born, mistyped): no alias of it is
       // known, so the node answers, naming the device as for a metric that is no function of one.
       const metric = name ?? `alias ${String(m.alias)}`;
-      const why = this.#downDevice(id) ?? "no such device on this node";
+      const why = this.#notBorn(id) ?? "no such device on this node";
       return this.#refused(topic, `${id}/${metric}`, why, NODE);
     }
     if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");

@@ -1,0 +1,73 @@
+/**
+ * A DCMD to a device its provider has now but whose DBIRTH has not gone out yet (the provider
+ * added it while MAX_IN_FLIGHT writes were unconfirmed: its birth waits for a write to complete)
+ * is refused as not born yet, naming the wait: the device is the node's and will be born, and
+ * "no such device" told the host it does not exist.
+ *
+ * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts) whose writes complete when the
+ * test says so.
+ */
+import assert from "node:assert/strict";
+import type { CallResult } from "../../src/control/mod.ts";
+import { DataType, MAX_IN_FLIGHT, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
+
+const P = "p0";
+const NEW = sparkplugDeviceId(P, "dev1");
+
+Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waiting) is refused as not born yet, not as no such device", async () => {
+  const caps = (d: string) => deviceCaps(P, d, { functions: [pulseFunction("pulse")] });
+  const provider = { id: P, available: true, devices: [caps("dev0")] };
+  const calls: string[] = [];
+  const rig = edgeNodeRig({
+    providers: [provider],
+    mode: "MANUAL",
+    hold: true,
+    commands: {
+      call(req) {
+        calls.push(req.deviceId);
+        return Promise.resolve({} as CallResult);
+      },
+      estop: () => Promise.resolve(),
+    },
+  });
+  await rig.online();
+  rig.session.complete();
+  await flushMicrotasks();
+  assert.ok(rig.node.online, "born");
+  const resultAlias = rig.nodeAlias("Runtime/Command Result");
+
+  // The broker stops confirming writes; meanwhile the provider's rediscovery finds dev1.
+  while (rig.session.inFlight < MAX_IN_FLIGHT) rig.node.rebirth();
+  const from = rig.session.published.length;
+  provider.devices = [caps("dev0"), caps("dev1")];
+  rig.changed(P);
+  await flushMicrotasks();
+  rig.command(`spBv1.0/g/DCMD/n/${NEW}`, [
+    { name: "Functions/pulse", datatype: DataType.Boolean, boolean_value: true },
+  ]);
+  await flushMicrotasks();
+  assert.deepEqual(calls, [], "no call: the device is not born");
+
+  // Writes complete: the answer, then the DBIRTH that waited (a write each).
+  rig.session.completeOne();
+  await flushMicrotasks();
+  rig.session.completeOne();
+  await flushMicrotasks();
+  const after = rig.session.published.slice(from);
+  const answers = after.flatMap((m) =>
+    m.topic === "spBv1.0/g/NDATA/n"
+      ? (m.payload.metrics ?? []).filter((x) => x.alias === resultAlias).map((x) => x.string_value)
+      : []
+  );
+  assert.deepEqual(answers, [
+    `${NEW}/Functions/pulse: REFUSED: device not born yet (its DBIRTH waits for the writes in ` +
+    `flight: MAX_IN_FLIGHT ${MAX_IN_FLIGHT}); send it again after the DBIRTH`,
+  ]);
+  assert.ok(
+    after.some((m) => m.topic === `spBv1.0/g/DBIRTH/n/${NEW}`),
+    "born once a write completed",
+  );
+  await rig.stop();
+});
