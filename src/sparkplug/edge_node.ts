@@ -54,6 +54,7 @@ import {
   QUALITY_CODE,
   signalBirthMetric,
   sparkplugDeviceId,
+  sparkplugDeviceProvider,
   topicOf,
   valueFields,
 } from "./payloads.ts";
@@ -1716,7 +1717,8 @@ export class SparkplugEdgeNode {
             `${MAX_IN_FLIGHT}); send it again after the DBIRTH`
           : "device not born yet (its DBIRTH is about to go out); send it again after the DBIRTH";
       }
-      const had = p.devices.length === 0 ? id.startsWith(sparkplugDeviceId(p.id, "")) : has;
+      // Never came up (no devices known): any device id of its own, exactly (not a prefix).
+      const had = p.devices.length === 0 ? sparkplugDeviceProvider(id) === p.id : has;
       if (had) return `device down (provider ${p.id} ${p.lifecycle})`;
     }
     return null;

@@ -66,6 +66,20 @@ export function sparkplugDeviceId(providerId: string, deviceId: string): string 
   return `${enc(providerId)}:${enc(deviceId)}`;
 }
 
+/**
+ * The provider id a Sparkplug device id names (sparkplugDeviceId's inverse), or null for an id
+ * that is no device id's encoding (no `:`, a raw `:` in the device part, an escape it never
+ * writes): so ownership is exact, never a string prefix.
+ */
+export function sparkplugDeviceProvider(id: string): string | null {
+  const i = id.indexOf(":");
+  if (i < 0) return null;
+  const dec = (s: string) =>
+    s.replace(/%(25|2f|2b|23|3a)/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  const providerId = dec(id.slice(0, i));
+  return sparkplugDeviceId(providerId, dec(id.slice(i + 1))) === id ? providerId : null;
+}
+
 /** Sparkplug B datatype codes (sparkplug_b.proto, "Indexes of Data Types"). */
 export const DataType = {
   Int32: 3,
