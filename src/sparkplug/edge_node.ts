@@ -371,7 +371,10 @@ export class SparkplugEdgeNode {
   #unansweredConnects = 0;
   /** The last broker connection error WARNed (until a connection is accepted). */
   #lastBrokerError = "";
-  readonly #aliases = new Map<string, number>();
+  /** Aliases by Sparkplug device id (NODE: the node's) then metric name (#alias). */
+  readonly #aliases = new Map<string, Map<string, number>>();
+  /** How many aliases #aliases holds. */
+  #aliasCount = 0;
   /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
   readonly #aliasNames = new Map<number, string>();
   #commandsInProgress = 0;
@@ -413,6 +416,8 @@ export class SparkplugEdgeNode {
   /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
   readonly #store: StoredData[] = [];
   #storeHead = 0;
+  /** DDATA in #store per Sparkplug device id (a device with none has no entry). */
+  readonly #storedOf = new Map<string, number>();
   #storeBytes = 0;
   /** Whether the current stretch of drops has been WARNed (one line per stretch). */
   #dropWarned = false;
@@ -467,7 +472,7 @@ export class SparkplugEdgeNode {
    * in the store-and-forward queue (#pruneAliases), not every device id the process ever saw.
    */
   get aliasCount(): number {
-    return this.#aliases.size;
+    return this.#aliasCount;
   }
 
   /** Whether the primary host is online by its last STATE (null: no primary host configured). */
@@ -1055,27 +1060,35 @@ export class SparkplugEdgeNode {
    * were kept with, once the device is born again). So the alias maps hold the node's metrics,
    * the born devices' and the queued ones', never every device id the process saw: devices that
    * come and go (a reload, a provider whose device ids change) do not grow them. A device that
-   * returns is born with new aliases (a host takes each alias from the DBIRTH).
+   * returns is born with new aliases (a host takes each alias from the DBIRTH). A DDEATH's prune
+   * (`only`) costs that device's aliases alone: they are indexed by device, the queue counted per
+   * device (#storedOf).
    */
   #pruneAliases(only?: string): void {
-    if (only !== undefined && this.#devices.has(only)) return;
-    const queued = new Set<string>();
-    if (only !== undefined && this.#storeLength() > 0) {
-      for (let i = this.#storeHead; i < this.#store.length; i++) {
-        if (this.#store[i]!.deviceId === only) return;
-      }
-    } else {
-      for (let i = this.#storeHead; i < this.#store.length; i++) {
-        queued.add(this.#store[i]!.deviceId);
-      }
+    if (only !== undefined) {
+      if (!this.#devices.has(only) && !this.#storedOf.has(only)) this.#forgetAliases(only);
+      return;
     }
-    for (const [key, alias] of this.#aliases) {
-      const device = key.slice(0, key.indexOf("\u0000"));
-      if (only !== undefined && device !== only) continue;
-      if (device === NODE || this.#devices.has(device) || queued.has(device)) continue;
-      this.#aliases.delete(key);
-      this.#aliasNames.delete(alias);
+    for (const device of this.#aliases.keys()) {
+      if (device === NODE || this.#devices.has(device) || this.#storedOf.has(device)) continue;
+      this.#forgetAliases(device);
     }
+  }
+
+  /** Forgets every alias of a device (its own only: indexed by device). */
+  #forgetAliases(device: string): void {
+    const names = this.#aliases.get(device);
+    if (names === undefined) return;
+    for (const alias of names.values()) this.#aliasNames.delete(alias);
+    this.#aliasCount -= names.size;
+    this.#aliases.delete(device);
+  }
+
+  /** Counts a DDATA into (+1) or out of (-1) the store for its device. */
+  #storedCount(deviceId: string, delta: 1 | -1): void {
+    const n = (this.#storedOf.get(deviceId) ?? 0) + delta;
+    if (n > 0) this.#storedOf.set(deviceId, n);
+    else this.#storedOf.delete(deviceId);
   }
 
   /**
@@ -1255,13 +1268,16 @@ export class SparkplugEdgeNode {
     const bytes = encode({ timestamp: timestampMs, metrics }).length;
     this.counts.stored++;
     this.#store.push({ deviceId, timestampMs, metrics, bytes });
+    this.#storedCount(deviceId, 1);
     this.#storeBytes += bytes;
     let dropped = 0;
     while (
       this.#storeLength() > 0 &&
       (this.#storeLength() > maxMessages || this.#storeBytes > maxBytes)
     ) {
-      this.#storeBytes -= this.#store[this.#storeHead]!.bytes;
+      const oldest = this.#store[this.#storeHead]!;
+      this.#storeBytes -= oldest.bytes;
+      this.#storedCount(oldest.deviceId, -1);
       this.#storeHead++;
       dropped++;
     }
@@ -1288,6 +1304,7 @@ export class SparkplugEdgeNode {
       const item = this.#store[this.#storeHead]!;
       this.#storeHead++;
       this.#storeBytes -= item.bytes;
+      this.#storedCount(item.deviceId, -1);
       // A device that did not come back on this connection has no alias there: its data goes.
       const dev = this.#devices.get(item.deviceId);
       if (dev === undefined) {
@@ -1919,11 +1936,13 @@ export class SparkplugEdgeNode {
   }
 
   #alias(deviceId: string, name: string): number {
-    const key = `${deviceId}\u0000${name}`;
-    let a = this.#aliases.get(key);
+    let names = this.#aliases.get(deviceId);
+    if (names === undefined) this.#aliases.set(deviceId, names = new Map());
+    let a = names.get(name);
     if (a === undefined) {
-      this.#aliases.set(key, a = this.#nextAlias++);
-      this.#aliasNames.set(a, key);
+      names.set(name, a = this.#nextAlias++);
+      this.#aliasNames.set(a, `${deviceId}\u0000${name}`);
+      this.#aliasCount++;
     }
     return a;
   }
