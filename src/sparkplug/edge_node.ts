@@ -1312,7 +1312,9 @@ export class SparkplugEdgeNode {
         continue;
       }
       // Values of a signal's old type (its provider came back declaring another): the birth on
-      // this connection declares the new one, and a host reads the alias's data as that type.
+      // this connection declares the new one, and a host reads the alias's data as that type. A
+      // signal the birth no longer declares (it came back without it): its alias is no metric of
+      // that birth, so a host could not read it at all.
       const metrics = item.metrics.filter((m) => this.#asBorn(dev, item.deviceId, m));
       if (metrics.length < item.metrics.length) {
         this.counts.storeDropped++;
@@ -1320,8 +1322,8 @@ export class SparkplugEdgeNode {
           this.#mistypedWarned = true;
           this.#log.warn(
             `sparkplug store-and-forward: stored data of ${item.deviceId} polled as another type ` +
-              `than its signals' birth declares now (the provider came back with other types) ` +
-              `is left out`,
+              `than its signals' birth declares now, or of a signal it no longer declares (the ` +
+              `provider came back with other types or signals), is left out`,
           );
         }
         if (metrics.length === 0) continue;
@@ -1344,10 +1346,15 @@ export class SparkplugEdgeNode {
     }
   }
 
-  /** Whether a stored metric's value is of the type its signal's current birth declares. */
+  /**
+   * Whether a stored metric is of a signal the device's current birth declares, its value of the
+   * type that birth declares.
+   */
   #asBorn(dev: BornDevice, deviceId: string, m: Metric): boolean {
     const key = this.#aliasNames.get(Number(m.alias));
-    const born = key === undefined ? null : dev.types.get(key.slice(deviceId.length + 1)) ?? null;
+    const signalId = key?.slice(deviceId.length + 1);
+    if (signalId === undefined || !dev.signals.has(signalId)) return false;
+    const born = dev.types.get(signalId) ?? null;
     return born === null || m.is_null === true || m[VALUE_FIELD_OF[born]] !== undefined;
   }
 
