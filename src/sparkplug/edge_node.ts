@@ -1769,7 +1769,17 @@ export class SparkplugEdgeNode {
       const why = this.#notBorn(id) ?? "no such device on this node";
       return this.#refused(topic, `${id}/${metric}`, why, NODE);
     }
-    if (name === null) return this.#refused(topic, `alias ${String(m.alias)}`, "unknown metric");
+    if (name === null) {
+      // Answered (by the node, naming the device: the alias names no metric of it), so a host
+      // holding an alias from before the device was born again learns to take the new one.
+      return this.#refused(
+        topic,
+        `alias ${String(m.alias)}`,
+        "unknown metric (no metric of the device's current DBIRTH has this alias: a device born " +
+          "again has new aliases)",
+        id,
+      );
+    }
     const refusal = this.#commandRefusal();
     if (refusal !== null) return this.#refused(topic, name, refusal, id);
     // After its NDEATH (the primary host went offline, or the connection was lost) the node is
