@@ -45,6 +45,11 @@ export interface FleetOptions {
 
 /** Nodes the fleet view tracks at most (a broker with more is cut there, said in `truncated`). */
 export const MAX_FLEET_NODES = 10000;
+/**
+ * Device ids the fleet view tracks at most, over all nodes (a node's count is its devices born
+ * now, by id); beyond it new ids are not counted, said in `truncated`.
+ */
+export const MAX_FLEET_DEVICES = 100000;
 
 /** Listens for `waitMs` and returns what it saw, sorted by group and node. */
 export async function collectFleet(
@@ -53,6 +58,9 @@ export async function collectFleet(
   const nodes = new Map<string, FleetNode>();
   const aliases = new Map<string, Map<number, string>>();
   const asked = new Set<string>();
+  /** Each node's devices born now (DBIRTH adds, DDEATH and NBIRTH take away), by device id. */
+  const born = new Map<string, Set<string>>();
+  let deviceIds = 0;
   let truncated = false;
   const session = await o.connect({
     url: o.url,
@@ -137,10 +145,15 @@ export async function collectFleet(
     };
     const node = n;
     const told = () => o.onUpdate?.(node);
+    // A device born again (a DBIRTH without a DDEATH: its description changed) is one device.
+    const devices = born.get(key) ?? new Set<string>();
+    born.set(key, devices);
     switch (t.type) {
       case "NBIRTH":
         n.born = true;
         n.reachable = true;
+        deviceIds -= devices.size;
+        devices.clear();
         n.devices = 0;
         apply(p.metrics ?? []);
         told();
@@ -149,10 +162,18 @@ export async function collectFleet(
         apply(p.metrics ?? []);
         break;
       case "DBIRTH":
-        n.devices++;
+        if (t.deviceId !== null && !devices.has(t.deviceId)) {
+          if (deviceIds >= MAX_FLEET_DEVICES) truncated = true;
+          else {
+            devices.add(t.deviceId);
+            deviceIds++;
+          }
+        }
+        n.devices = devices.size;
         break;
       case "DDEATH":
-        n.devices = Math.max(0, n.devices - 1);
+        if (t.deviceId !== null && devices.delete(t.deviceId)) deviceIds--;
+        n.devices = devices.size;
         break;
       case "NDEATH": {
         const bd = (p.metrics ?? []).find((m) => m.name === NODE_METRICS.bdSeq);

@@ -1,0 +1,42 @@
+/**
+ * The fleet view's device count is the devices born now, not the DBIRTHs seen: an edge node
+ * publishes a DBIRTH again, without a DDEATH, for a device whose description changed (its provider
+ * restarted or was reloaded with a signal retyped, a function added:
+ * tests/sparkplug/rediscovery_birth_test.ts), and counting each DBIRTH listed one device twice.
+ *
+ * The broker session is a test double (tests/helpers/held_session.ts) that hands the fleet view
+ * the messages of one edge node.
+ */
+import assert from "node:assert/strict";
+import { collectFleet, DataType, encode } from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { HeldSession } from "../helpers/held_session.ts";
+
+Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the fleet view; a DDEATH of one never born takes none away", async () => {
+  const session = new HeldSession({ hold: false });
+  const clock = new ManualClock();
+  const collected = collectFleet({
+    url: "mqtt://test",
+    group: "g",
+    waitMs: 1000,
+    connect: () => Promise.resolve(session),
+    clock,
+  });
+  await flushMicrotasks();
+  session.up();
+  await flushMicrotasks();
+  const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
+    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  send("NBIRTH/n", [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }]);
+  const signal = (datatype: number) => [{ name: "a", alias: 10, datatype }];
+  send("DBIRTH/n/p0:dev0", signal(DataType.Double));
+  send("DBIRTH/n/p0:dev1", signal(DataType.Double));
+  // p0 restarts declaring `a` as a String: dev0 and dev1 are born again, no DDEATH between.
+  send("DBIRTH/n/p0:dev0", signal(DataType.String));
+  send("DBIRTH/n/p0:dev1", signal(DataType.String));
+  // A DDEATH of a device this view never saw born (a late duplicate, another id).
+  send("DDEATH/n/p9:ghost");
+  clock.advance(1000);
+  const { nodes } = await collected;
+  assert.deepEqual(nodes.map((n) => [n.node, n.devices]), [["n", 2]]);
+});
