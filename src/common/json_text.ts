@@ -24,3 +24,26 @@ export function toJsonText(value: unknown): string {
     return JSON.stringify(value, bigintAsNumber);
   }
 }
+
+/** Largest number of decimal digits of a finite double's integer part (1.8e308). */
+const MAX_DOUBLE_DIGITS = 309;
+
+/**
+ * Whether the JSON number text `source` is exactly the integer `n` that JSON.parse read from it
+ * (`9007199254740993` and `2.0000000000000001` are not: parsing rounded them). Used with a
+ * JSON.parse reviver's `context.source` by whatever takes integers from JSON text (HTTP bodies,
+ * Sparkplug DCMD arguments).
+ */
+export function integerWrittenExactly(source: string, n: number): boolean {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
+  if (m === null) return true; // not a JSON number's text: nothing to compare
+  const fraction = m[3] ?? "";
+  const all = (m[2]! + fraction).replace(/^0+/, "");
+  if (all === "") return n === 0; // a zero however written
+  const digits = all.replace(/0+$/, "");
+  // The value is digits * 10^exp, digits without trailing zeros.
+  const exp = Number(m[4] ?? "0") - fraction.length + (all.length - digits.length);
+  if (!(exp >= 0)) return false; // a fraction remains (or an exponent beyond any double)
+  if (digits.length + exp > MAX_DOUBLE_DIGITS) return false;
+  return BigInt(m[1] + digits) * 10n ** BigInt(exp) === BigInt(n);
+}

@@ -2,7 +2,7 @@
  * Request bodies: bounded in size and in the time a client may take to send them, then parsed as
  * JSON. Every failure is a 400 INVALID_ARGUMENT naming the problem.
  */
-import { type Clock, invalidArgument, RuntimeError } from "../common/mod.ts";
+import { type Clock, integerWrittenExactly, invalidArgument, RuntimeError } from "../common/mod.ts";
 
 /** Largest accepted request body (64 KiB): every v0 body is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -131,29 +131,11 @@ function noteRoundedIntegers(
 ): unknown {
   if (typeof value !== "number" || !Number.isInteger(value)) return value;
   const source = context?.source;
-  if (source === undefined || writtenExactly(source, value)) return value;
+  if (source === undefined || integerWrittenExactly(source, value)) return value;
   let keys = ROUNDED.get(this);
   if (keys === undefined) ROUNDED.set(this, keys = new Map());
   keys.set(key, source);
   return value;
-}
-
-/** Largest number of decimal digits of a finite double's integer part (1.8e308). */
-const MAX_DOUBLE_DIGITS = 309;
-
-/** Whether the JSON number text `source` is exactly the integer `n`. */
-function writtenExactly(source: string, n: number): boolean {
-  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
-  if (m === null) return true; // not a JSON number's text: nothing to compare
-  const fraction = m[3] ?? "";
-  const all = (m[2]! + fraction).replace(/^0+/, "");
-  if (all === "") return n === 0; // a zero however written
-  const digits = all.replace(/0+$/, "");
-  // The value is digits * 10^exp, digits without trailing zeros.
-  const exp = Number(m[4] ?? "0") - fraction.length + (all.length - digits.length);
-  if (!(exp >= 0)) return false; // a fraction remains (or an exponent beyond any double)
-  if (digits.length + exp > MAX_DOUBLE_DIGITS) return false;
-  return BigInt(m[1] + digits) * 10n ** BigInt(exp) === BigInt(n);
 }
 
 /** Reads a body that must be a JSON object (missing body included: it is not an object). */

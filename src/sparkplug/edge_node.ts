@@ -37,7 +37,7 @@ import type {
 } from "../common/mod.ts";
 import type { AuditOrigin, CallRequest, CallResult } from "../control/mod.ts";
 import { reachedProvider } from "../control/mod.ts";
-import { errorMessage, toRuntimeError } from "../common/mod.ts";
+import { errorMessage, integerWrittenExactly, toRuntimeError } from "../common/mod.ts";
 import type { SparkplugConfig } from "../config/mod.ts";
 import type { PublishedEvent } from "../events/mod.ts";
 import type { InventoryReader, SignalState } from "../state/mod.ts";
@@ -2016,8 +2016,26 @@ export function commandArgs(
   const raw = scalarOf(m);
   if (typeof raw === "string" && raw.trimStart().startsWith("{")) {
     let parsed: unknown;
+    // The JSON text of each member parsing rounded into an integer (digits beyond 2^53, a
+    // fraction below a double's precision), by the object holding it: an integer argument
+    // refuses it.
+    const rounded = new Map<object, Map<string, string>>();
     try {
-      parsed = JSON.parse(raw);
+      parsed = JSON.parse(
+        raw,
+        function (this: object, key: string, value: unknown, context?: { source?: string }) {
+          const source = context?.source;
+          if (
+            typeof value === "number" && Number.isInteger(value) && source !== undefined &&
+            !integerWrittenExactly(source, value)
+          ) {
+            let keys = rounded.get(this);
+            if (keys === undefined) rounded.set(this, keys = new Map());
+            keys.set(key, source);
+          }
+          return value;
+        },
+      );
     } catch {
       return "the value is not a JSON object of arguments";
     }
@@ -2028,6 +2046,11 @@ export function commandArgs(
     for (const [k, v] of Object.entries(parsed)) {
       const spec = fn.args.find((a) => a.name === k);
       if (spec === undefined) return `unknown argument ${JSON.stringify(k)}`;
+      const written = rounded.get(parsed)?.get(k);
+      if ((spec.type === "int64" || spec.type === "uint64") && written !== undefined) {
+        return `argument ${k}: ${written} is not an integer as written (a JSON number read as ` +
+          `a double: it would arrive as ${String(v)})`;
+      }
       const t = typedArg(spec, v);
       if (typeof t === "string") return t;
       out[k] = t;
