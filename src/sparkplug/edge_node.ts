@@ -2060,7 +2060,7 @@ export function commandArgs(
   if (fn.args.length === 0) return {};
   if (fn.args.length === 1 && raw !== undefined) {
     const spec = fn.args[0]!;
-    const t = typedArg(spec, raw);
+    const t = typedArg(spec, asDeclared(m, raw, spec.type));
     return typeof t === "string" ? t : { [spec.name]: t };
   }
   return `${fn.name} takes ${fn.args.length} arguments: write a JSON object of them as a String`;
@@ -2090,6 +2090,28 @@ function scalarOf(m: Record<string, unknown>): unknown {
   return undefined;
 }
 
+/**
+ * A metric's integer value as the signed or unsigned number its datatype declares: Sparkplug B
+ * carries `int_value` as a uint32 and `long_value` as a uint64, so an Int8/Int16/Int32 -5 arrives
+ * as 4294967291 and an Int64 -5 as 2^64-5. A long without a datatype is read as the argument's
+ * type says (signed for an int64).
+ */
+function asDeclared(m: Record<string, unknown>, raw: unknown, argType: ArgSpec["type"]): unknown {
+  const dt = typeof m.datatype === "number" ? m.datatype : undefined;
+  if (m.int_value !== undefined && raw === m.int_value && typeof raw === "number") {
+    return dt === DataType.Int8 || dt === DataType.Int16 || dt === DataType.Int32 ? raw | 0 : raw;
+  }
+  if (m.long_value !== undefined && raw === m.long_value && typeof raw === "bigint") {
+    const signed = dt === DataType.Int64 || (dt === undefined && argType === "int64");
+    return signed ? BigInt.asIntN(64, raw) : raw;
+  }
+  return raw;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const UINT64_MAX = 2n ** 64n - 1n;
+
 function typedArg(spec: ArgSpec, v: unknown): TypedValue | string {
   const bad = `argument ${spec.name}: expected ${spec.type ?? "a typed value"}, got ${typeof v}`;
   switch (spec.type) {
@@ -2102,9 +2124,13 @@ function typedArg(spec: ArgSpec, v: unknown): TypedValue | string {
     case "int64":
     case "uint64": {
       let n: number | bigint;
-      if (typeof v === "bigint") n = spec.type === "int64" ? BigInt.asIntN(64, v) : v;
+      if (typeof v === "bigint") n = v;
       else if (typeof v === "number" && Number.isInteger(v)) n = v;
       else return bad;
+      const [min, max] = spec.type === "int64" ? [INT64_MIN, INT64_MAX] : [0n, UINT64_MAX];
+      if (typeof n === "bigint" && (n < min || n > max)) {
+        return `argument ${spec.name}: ${n} is out of range for ${spec.type}`;
+      }
       if (typeof n === "bigint" && n >= Number.MIN_SAFE_INTEGER && n <= Number.MAX_SAFE_INTEGER) {
         n = Number(n);
       }

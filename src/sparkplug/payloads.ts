@@ -82,6 +82,8 @@ export function sparkplugDeviceProvider(id: string): string | null {
 
 /** Sparkplug B datatype codes (sparkplug_b.proto, "Indexes of Data Types"). */
 export const DataType = {
+  Int8: 1,
+  Int16: 2,
   Int32: 3,
   Int64: 4,
   UInt32: 7,
