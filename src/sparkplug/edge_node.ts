@@ -1714,6 +1714,20 @@ export class SparkplugEdgeNode {
       );
       return;
     }
+    if (name === NODE_METRICS.estop) {
+      // Written as another type than its birth's Boolean: not taken (true is the request), and
+      // answered as such, not as a metric the node does not have.
+      const refusal = this.#commandRefusal();
+      if (refusal !== null) return this.#refused(topic, name, refusal, NODE);
+      const field = VALUE_FIELDS.find((k) => m[k] !== undefined);
+      const written = field === undefined ? "no value" : `${field} ${String(m[field])}`;
+      return this.#refused(
+        topic,
+        name,
+        `${name} is a Boolean: write true to trigger the e-stop (written: ${written})`,
+        NODE,
+      );
+    }
     this.#refused(
       topic,
       name ?? `alias ${String(m.alias)}`,

@@ -50,3 +50,34 @@ Deno.test("an NCMD e-stop is answered OK once the latch engaged, while its ladde
   });
   assert.deepEqual(answers, ["Node Control/E-Stop: OK"]);
 });
+
+Deno.test("an NCMD Node Control/E-Stop written as no Boolean is refused naming the type it takes, not as an unknown node command", async () => {
+  let stops = 0;
+  const rig = edgeNodeRig({
+    mode: "MANUAL",
+    commands: {
+      call: () => Promise.reject(new Error("no calls")),
+      estop: (_reason, _source, onLatched) => {
+        stops++;
+        onLatched?.();
+        return Promise.resolve();
+      },
+    },
+  });
+  await rig.online();
+  const resultAlias = rig.nodeAlias("Runtime/Command Result");
+  const from = rig.session.published.length;
+  rig.command("spBv1.0/g/NCMD/n", [
+    { name: "Node Control/E-Stop", datatype: DataType.Int32, int_value: 1 },
+  ]);
+  await flushMicrotasks();
+  const answers = rig.session.published.slice(from).flatMap((m) =>
+    (m.payload.metrics ?? []).filter((x) => x.alias === resultAlias).map((x) => x.string_value)
+  );
+  assert.equal(stops, 0, "not taken: the metric is a Boolean");
+  assert.deepEqual(answers, [
+    "Node Control/E-Stop: REFUSED: Node Control/E-Stop is a Boolean: write true to trigger the " +
+    "e-stop (written: int_value 1)",
+  ]);
+  await rig.stop();
+});
