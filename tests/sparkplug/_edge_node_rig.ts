@@ -12,6 +12,7 @@ import type {
   LifecycleState,
   SignalSpec,
 } from "../../src/common/mod.ts";
+import type { CallRequest, CallResult } from "../../src/control/mod.ts";
 import type { PublishedEvent } from "../../src/events/mod.ts";
 import type { InventoryReader } from "../../src/state/mod.ts";
 import { type CommandPorts, encode, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
@@ -71,6 +72,8 @@ export function pulseFunction(name: string, functionId = 1): FunctionSpec {
 export interface EdgeNodeRigOptions {
   readonly providers?: RigProvider[];
   readonly commands?: CommandPorts;
+  /** Commands on, every call recorded (`calls`) and answered OK, every e-stop taken. */
+  readonly recordCalls?: boolean;
   /** The node's mode metric (IDLE by default). */
   readonly mode?: string;
   /** Each session's writes wait for completeOne()/complete() (HeldSession), not done at once. */
@@ -80,6 +83,8 @@ export interface EdgeNodeRigOptions {
 export interface EdgeNodeRig {
   readonly node: SparkplugEdgeNode;
   readonly providers: RigProvider[];
+  /** The calls made (with `recordCalls`), in order. */
+  readonly calls: CallRequest[];
   /** A session per connection the node opened, oldest first. */
   readonly sessions: HeldSession[];
   /** The latest session. */
@@ -122,6 +127,14 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     },
   } as unknown as InventoryReader;
   const sessions: HeldSession[] = [];
+  const calls: CallRequest[] = [];
+  const recording: CommandPorts = {
+    call(req) {
+      calls.push(req);
+      return Promise.resolve({} as CallResult);
+    },
+    estop: () => Promise.resolve(),
+  };
   const node = new SparkplugEdgeNode({
     config: { ...testConfig().sparkplug, enabled: true, brokerUrl: "mqtt://test", groupId: "g" },
     edgeNodeId: "n",
@@ -147,7 +160,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       providersUp: providers.filter((p) => p.available).length,
       providersDown: providers.filter((p) => !p.available).length,
     }),
-    commands: o.commands,
+    commands: o.recordCalls ? recording : o.commands,
     runtimeVersion: "test",
     clock: new ManualClock(),
     log: testLogger(),
@@ -160,6 +173,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
   return {
     node,
     providers,
+    calls,
     sessions,
     get session() {
       return latest();

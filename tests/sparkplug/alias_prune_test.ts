@@ -9,7 +9,6 @@
  */
 import assert from "node:assert/strict";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import type { CallResult } from "../../src/control/mod.ts";
 import type { PublishedEvent } from "../../src/events/mod.ts";
 import { DataType, MAX_IN_FLIGHT, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { deviceCaps, type EdgeNodeRig, edgeNodeRig, signalSpec } from "./_edge_node_rig.ts";
@@ -117,17 +116,10 @@ function birthAliases(r: EdgeNodeRig, deviceId: string): Map<string, unknown> {
 
 Deno.test("a DDEATH forgets the aliases of that device alone: the others' and the node's still name their metrics", async () => {
   const provider = { id: P, available: true, devices: [capsOf("dev0"), capsOf("dev1")] };
-  const calls: string[] = [];
   const r = edgeNodeRig({
     providers: [provider],
     mode: "MANUAL",
-    commands: {
-      call(req) {
-        calls.push(`${req.deviceId}/${req.functionName}`);
-        return Promise.resolve({} as CallResult);
-      },
-      estop: () => Promise.resolve(),
-    },
+    recordCalls: true,
   });
   await r.online();
   const born = r.node.aliasCount;
@@ -157,7 +149,11 @@ Deno.test("a DDEATH forgets the aliases of that device alone: the others' and th
     ),
     [[[dev0.get("b"), 1.5]], [[dev0.get("Functions/set"), "OK"]]],
   );
-  assert.deepEqual(calls, ["dev0/set"], "dev0's function by its alias; dev1's alias names nothing");
+  assert.deepEqual(
+    r.calls.map((c) => `${c.deviceId}/${c.functionName}`),
+    ["dev0/set"],
+    "dev0's function by its alias; dev1's alias names nothing",
+  );
   await r.stop();
 });
 

@@ -8,7 +8,6 @@
  */
 import assert from "node:assert/strict";
 import type { ArgSpec } from "../../src/common/mod.ts";
-import type { CallRequest, CallResult } from "../../src/control/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
@@ -26,7 +25,6 @@ const arg = (name: string, type: ArgSpec["type"]): ArgSpec => ({
 });
 
 Deno.test("a DCMD's JSON arguments: an int64 the JSON parse rounded is refused, an exact one (and a double) taken", async () => {
-  const calls: CallRequest["args"][] = [];
   const rig = edgeNodeRig({
     providers: [{
       id: P,
@@ -43,13 +41,7 @@ Deno.test("a DCMD's JSON arguments: an int64 the JSON parse rounded is refused, 
       })],
     }],
     mode: "MANUAL",
-    commands: {
-      call(req) {
-        calls.push(req.args);
-        return Promise.resolve({} as CallResult);
-      },
-      estop: () => Promise.resolve(),
-    },
+    recordCalls: true,
   });
   await rig.online();
   const from = rig.session.published.length;
@@ -74,7 +66,7 @@ Deno.test("a DCMD's JSON arguments: an int64 the JSON parse rounded is refused, 
     "as a double: it would arrive as 9007199254740992)",
     "OK",
   ]);
-  assert.deepEqual(calls, [{
+  assert.deepEqual(rig.calls.map((c) => c.args), [{
     count: { type: "int64", int64: 42 },
     level: { type: "double", double: 9007199254740992 },
   }]);

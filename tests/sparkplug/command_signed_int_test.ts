@@ -9,7 +9,6 @@
  */
 import assert from "node:assert/strict";
 import type { ArgSpec } from "../../src/common/mod.ts";
-import type { CallRequest, CallResult } from "../../src/control/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
@@ -29,7 +28,6 @@ function fn(name: string, type: ArgSpec["type"]) {
 }
 
 Deno.test("a DCMD's integer metric is read as its datatype says: an Int32 -5 is -5, a UInt64 beyond 2^63 is not made negative", async () => {
-  const calls: CallRequest["args"][] = [];
   const rig = edgeNodeRig({
     providers: [{
       id: P,
@@ -39,13 +37,7 @@ Deno.test("a DCMD's integer metric is read as its datatype says: an Int32 -5 is 
       })],
     }],
     mode: "MANUAL",
-    commands: {
-      call(req) {
-        calls.push(req.args);
-        return Promise.resolve({} as CallResult);
-      },
-      estop: () => Promise.resolve(),
-    },
+    recordCalls: true,
   });
   await rig.online();
   const dcmd = (metric: Record<string, unknown>) =>
@@ -65,7 +57,7 @@ Deno.test("a DCMD's integer metric is read as its datatype says: an Int32 -5 is 
     ),
     ["REFUSED: argument n: 9223372036854775809 is out of range for int64"],
   );
-  assert.deepEqual(calls, [
+  assert.deepEqual(rig.calls.map((c) => c.args), [
     { n: { type: "int64", int64: -5 } },
     { n: { type: "double", double: -7 } },
     { n: { type: "int64", int64: -9 } },

@@ -8,7 +8,6 @@
  * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import type { CallResult } from "../../src/control/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
@@ -17,7 +16,6 @@ const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
 
 Deno.test("a DCMD by an alias from before the device's provider restarted is answered REFUSED, naming the device", async () => {
-  const calls: string[] = [];
   const rig = edgeNodeRig({
     providers: [{
       id: P,
@@ -25,13 +23,7 @@ Deno.test("a DCMD by an alias from before the device's provider restarted is ans
       devices: [deviceCaps(P, "dev0", { functions: [pulseFunction("pulse")] })],
     }],
     mode: "MANUAL",
-    commands: {
-      call(req) {
-        calls.push(String(req.functionName));
-        return Promise.resolve({} as CallResult);
-      },
-      estop: () => Promise.resolve(),
-    },
+    recordCalls: true,
   });
   await rig.online();
   const resultAlias = rig.nodeAlias("Runtime/Command Result");
@@ -53,7 +45,7 @@ Deno.test("a DCMD by an alias from before the device's provider restarted is ans
     { alias: old, datatype: DataType.Boolean, boolean_value: true },
   ]);
   await flushMicrotasks();
-  assert.deepEqual(calls, []);
+  assert.deepEqual(rig.calls, []);
   const answers = rig.session.published.slice(from).flatMap((m) =>
     m.topic === "spBv1.0/g/NDATA/n"
       ? (m.payload.metrics ?? []).filter((x) => x.alias === resultAlias).map((x) => x.string_value)

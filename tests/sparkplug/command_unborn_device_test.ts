@@ -8,7 +8,6 @@
  * test says so.
  */
 import assert from "node:assert/strict";
-import type { CallResult } from "../../src/control/mod.ts";
 import { DataType, MAX_IN_FLIGHT, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
@@ -19,18 +18,11 @@ const NEW = sparkplugDeviceId(P, "dev1");
 Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waiting) is refused as not born yet, not as no such device", async () => {
   const caps = (d: string) => deviceCaps(P, d, { functions: [pulseFunction("pulse")] });
   const provider = { id: P, available: true, devices: [caps("dev0")] };
-  const calls: string[] = [];
   const rig = edgeNodeRig({
     providers: [provider],
     mode: "MANUAL",
     hold: true,
-    commands: {
-      call(req) {
-        calls.push(req.deviceId);
-        return Promise.resolve({} as CallResult);
-      },
-      estop: () => Promise.resolve(),
-    },
+    recordCalls: true,
   });
   await rig.online();
   rig.session.complete();
@@ -48,7 +40,7 @@ Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waitin
     { name: "Functions/pulse", datatype: DataType.Boolean, boolean_value: true },
   ]);
   await flushMicrotasks();
-  assert.deepEqual(calls, [], "no call: the device is not born");
+  assert.deepEqual(rig.calls, [], "no call: the device is not born");
 
   // Writes complete: the answer, then the DBIRTH that waited (a write each).
   rig.session.completeOne();
