@@ -102,8 +102,9 @@ const ROUNDED = new WeakMap<object, Map<string, string>>();
 
 /**
  * The JSON text of `holder[key]` when that number is an integer only because parsing rounded it
- * (`9007199254740991.4`, `2.0000000000000001`, `9007199254740993`); undefined for any other
- * member. An integer field (int64, uint64) refuses such a number; a double field takes it.
+ * (`9007199254740991.4`, `2.0000000000000001`, `9007199254740993`) or is beyond any double
+ * (`1e400`, read as Infinity); undefined for any other member. An integer field (int64, uint64)
+ * refuses such a number; a double field takes a rounded one.
  */
 export function roundedIntegerText(holder: object, key: string): string | undefined {
   return ROUNDED.get(holder)?.get(key);
@@ -122,16 +123,24 @@ export function denotesInteger(source: string): boolean {
   return Number(m[3] ?? "0") >= fraction.length;
 }
 
-/** JSON.parse reviver: notes the numbers parsed into an integer that their text is not. */
+/**
+ * JSON.parse reviver: notes the numbers parsed into an integer that their text is not, and the
+ * numbers beyond any double (`1e400`, read as Infinity; JSON has no such value, so stored as null).
+ */
 function noteRoundedIntegers(
   this: object,
   key: string,
   value: unknown,
   context?: { source?: string },
 ): unknown {
-  if (typeof value !== "number" || !Number.isInteger(value)) return value;
+  if (typeof value !== "number") return value;
   const source = context?.source;
-  if (source === undefined || integerWrittenExactly(source, value)) return value;
+  if (source === undefined) return value;
+  if (
+    Number.isFinite(value) && (!Number.isInteger(value) || integerWrittenExactly(source, value))
+  ) {
+    return value;
+  }
   let keys = ROUNDED.get(this);
   if (keys === undefined) ROUNDED.set(this, keys = new Map());
   keys.set(key, source);

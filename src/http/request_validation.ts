@@ -124,6 +124,13 @@ function roundedIntegerMember(
 }
 
 function roundedAt(path: readonly (string | number)[], written: string, member: number): string {
+  if (!Number.isFinite(member)) {
+    return at(
+      path,
+      `${written} is beyond any double ` +
+        `(a JSON number read as a double: it would arrive as ${member})`,
+    );
+  }
   return at(
     path,
     `${written} is not an integer as written ` +
@@ -134,7 +141,8 @@ function roundedAt(path: readonly (string | number)[], written: string, member: 
 /**
  * A member the schema leaves free-form (run `params`, marker `payload`: an object or array it
  * does not describe), stored as given: any double is welcome, but an integer its text gives that
- * parsing rounded (beyond 2^53) would be stored as another integer.
+ * parsing rounded (beyond 2^53) would be stored as another integer, and a number beyond any double
+ * (`1e400`: Infinity) as null.
  */
 function freeForm(s: JsonSchema): boolean {
   const types = Array.isArray(s.type) ? s.type : [s.type];
@@ -143,8 +151,8 @@ function freeForm(s: JsonSchema): boolean {
 }
 
 /**
- * The first integer of a free-form value (document order) that parsing rounded, as the 400
- * message; or null. Recursive: bodies nest at most MAX_JSON_DEPTH levels (json_body.ts).
+ * The first integer of a free-form value (document order) that parsing rounded, or number beyond
+ * any double, as the 400 message; or null. Recursive: bodies nest at most MAX_JSON_DEPTH levels (json_body.ts).
  */
 function roundedFreeFormInteger(value: unknown, path: (string | number)[]): string | null {
   if (typeof value !== "object" || value === null) return null;
@@ -155,7 +163,7 @@ function roundedFreeFormInteger(value: unknown, path: (string | number)[]): stri
     const member = (value as Record<string | number, unknown>)[k];
     if (typeof member === "number") {
       const written = roundedIntegerText(value, String(k));
-      if (written !== undefined && denotesInteger(written)) {
+      if (written !== undefined && (denotesInteger(written) || !Number.isFinite(member))) {
         return roundedAt([...path, k], written, member);
       }
       continue;

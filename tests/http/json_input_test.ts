@@ -217,3 +217,31 @@ Deno.test("run params and marker payload refuse an integer JSON parsing would ro
     assert.equal(events.json.count, 1, "no marker recorded");
   });
 });
+
+Deno.test("run params and marker payload refuse a number beyond any double (1e400, -1e400) with a 400 naming it, not store it as null", async () => {
+  await withRuns(async (fx, _runs, dataDir) => {
+    assert400(
+      await fx.request("POST", "/v0/runs", {
+        body: '{"params":{"gain":0.5,"limits":[1,-1e400]}}',
+      }),
+      "params.limits[1]: -1e400 is beyond any double (a JSON number read as a double: " +
+        "it would arrive as -Infinity)",
+    );
+    assert.equal(await Deno.readTextFile(`${dataDir}/runs.jsonl`), "", "nothing opened");
+    const open = await fx.request("POST", "/v0/runs", {
+      body: '{"params":{"big":1e22,"tiny":-1e-300}}',
+    });
+    assert.equal(open.status, 200, open.text);
+    assert.deepEqual(open.json.run.params, { big: 1e22, tiny: -1e-300 }, "finite doubles are kept");
+    const id = open.json.run.run_id;
+    assert400(
+      await fx.request("POST", `/v0/runs/${id}/events`, {
+        body: '{"type":"sample","payload":{"reading":{"peak":1e400}}}',
+      }),
+      "payload.reading.peak: 1e400 is beyond any double (a JSON number read as a double: " +
+        "it would arrive as Infinity)",
+    );
+    const events = await fx.request("GET", `/v0/runs/${id}/events`);
+    assert.equal(events.json.count, 1, "no marker recorded");
+  });
+});
