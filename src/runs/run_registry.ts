@@ -37,8 +37,9 @@
  * (`event_bytes`), so a start does not look at every file.
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
- * start (the calls the audit trail found in flight at that end are written before its run_closed:
- * RunStartInput), unless its event file already ends with run_closed (a close whose record failed): that
+ * start, ended at its last known activity (lastActivity; payload end_basis "last_event"), not at
+ * that start (the calls the audit trail found in flight at that end are written before its
+ * run_closed: RunStartInput), unless its event file already ends with run_closed (a close whose record failed): that
  * event's reason and time are recorded instead, and nothing is written after it. Journal lines
  * replay cannot use (corrupt, torn by a crash, nested too deep, or failing in any other way) are
  * skipped, counted and reported through the logger and
@@ -1420,6 +1421,8 @@ export class RunRegistry {
     try {
       let event: RunEvent | null = null;
       let sequence = 0;
+      let ended = now;
+      let endPayload: Record<string, unknown> = {};
       let left = open?.notRecorded ?? 0;
       const callsWritten: Promise<JournalAppendResult>[] = [];
       if (open) {
@@ -1433,6 +1436,12 @@ export class RunRegistry {
         const last = await lastKeyed(keyed);
         event = last === null ? null : this.#closedEventOf(last.line, run.run_id);
         sequence = (last?.key ?? 0) + 1;
+        if (event === null && reason === "abandoned") {
+          // Its process ended unseen: the run ends at its last known activity, not now.
+          const lastEvent = last && eventOfLine(last.line, this.#eventRules(run.run_id), true);
+          ended = lastActivity(run, lastEvent, interrupted);
+          endPayload = { end_basis: "last_event" };
+        }
         let bytes = keyed.end;
         for (const call of event === null ? interrupted : []) {
           const e = this.#event(
@@ -1458,8 +1467,9 @@ export class RunRegistry {
       }
       if (event === null) {
         // Always written, past the bound too: the run's end, and what the bound left out.
-        const payload = left > 0 ? { events_not_recorded: left } : {};
-        event = this.#event(run.run_id, sequence, "run_closed", reason, now, now, payload);
+        const payload = left > 0 ? { ...endPayload, events_not_recorded: left } : endPayload;
+        event = this.#event(run.run_id, sequence, "run_closed", reason, ended, now, payload);
+        now = ended;
         const closing = writer.append(JSON.stringify(event), { sync: true });
         for (const r of await Promise.all(callsWritten)) written(r);
         const result = await closing;
@@ -1472,7 +1482,7 @@ export class RunRegistry {
         // Written earlier, perhaps not fsync'd (its fsync failed): fsync'd before the record.
         await this.#syncFile(this.#eventFile(run.run_id));
         reason = event.type as CloseReason;
-        now = event.recorded_at_epoch_ms;
+        now = event.occurred_at_epoch_ms;
       }
       // The file's final size, for retention (a start reads it here instead of from the disk).
       const eventBytes = await this.#opts.files.fileSize(this.#eventFile(run.run_id))
@@ -1676,6 +1686,28 @@ export class RunRegistry {
 }
 
 /** A `call` event's type: `device_handle function`. */
+/**
+ * When a run its process left open (a crash) last showed life: the latest of its start, its last
+ * recorded event's recording and the calls found in flight (made, or last repeated, before the
+ * end). A quiet run may have lived on after it: nothing records that.
+ */
+function lastActivity(
+  run: Run,
+  lastEvent: RunEvent | null,
+  interrupted: readonly RunCallEntry[],
+): number {
+  let at = run.started_at_epoch_ms;
+  const later = (t: unknown) => {
+    if (typeof t === "number" && Number.isSafeInteger(t) && t > at) at = t;
+  };
+  later(lastEvent?.recorded_at_epoch_ms);
+  for (const call of interrupted) {
+    later(call.first_time_epoch_ms);
+    later(call.last_time_epoch_ms);
+  }
+  return at;
+}
+
 function callType(entry: RunCallEntry): string {
   return `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
 }

@@ -340,7 +340,7 @@ Deno.test("RunRegistry closes a run left open by a crash as abandoned", async ()
       const got = (await b.registry.get(run.run_id)).run;
       equal(got.state, "closed");
       equal(got.close_reason, "abandoned");
-      equal(got.ended_at_epoch_ms, T0 + 60000);
+      equal(got.ended_at_epoch_ms, T0, "ended at its last event (the marker), not at the start");
       const events = (await b.registry.listEvents(run.run_id, {})).events;
       deepEqual(events.map((e) => [e.sequence, e.category, e.type]), [
         [1, "run_opened", ""],
@@ -395,6 +395,52 @@ async function restartWithInterruptedCalls(
   return { b, earlier, run };
 }
 
+Deno.test("RunRegistry ends a run abandoned by a crash at its last recorded event, not at the next start hours later, and says so in its run_closed", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, {}, clock);
+    const { run } = await a.registry.open({});
+    clock.wall = T0 + 5000;
+    await a.registry.addMarker(run.run_id, { type: "last words" });
+    await a.registry.shutdown(); // left open, as by a crash: the journal holds an open record only
+
+    const later = T0 + 3 * 3_600_000; // the next start, three hours on
+    const b = await harness(dir, {}, new ManualClock(0, later), {
+      // A call in flight at the crash, made after the marker: the process lived until then.
+      interruptedCalls: [{
+        call: {
+          first_time_epoch_ms: T0 + 7000,
+          device_handle: "sim0/motorctl0",
+          function: "set_duty",
+          outcome: "interrupted",
+        },
+        runId: run.run_id,
+      }],
+    });
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      const got = (await b.registry.get(run.run_id)).run;
+      equal(got.close_reason, "abandoned");
+      equal(got.ended_at_epoch_ms, T0 + 7000, "the run ends at its last known activity");
+      const closed = (await b.registry.listEvents(run.run_id, {})).events.at(-1)!;
+      deepEqual(
+        [closed.category, closed.type, closed.occurred_at_epoch_ms, closed.recorded_at_epoch_ms],
+        ["run_closed", "abandoned", T0 + 7000, later],
+      );
+      deepEqual(closed.payload, { end_basis: "last_event" });
+    } finally {
+      await b.registry.shutdown();
+    }
+    // Replayed as written: a third start reads the same end.
+    const c = await harness(dir, {}, new ManualClock(0, later + 1000));
+    try {
+      equal((await c.registry.get(run.run_id)).run.ended_at_epoch_ms, T0 + 7000);
+    } finally {
+      await c.registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry.start writes the calls interrupted by a crash into the run it abandons, before run_closed; none into a closed run", async () => {
   await withDir(async (dir) => {
     const { b, earlier, run } = await restartWithInterruptedCalls(dir, () =>
@@ -409,7 +455,7 @@ Deno.test("RunRegistry.start writes the calls interrupted by a crash into the ru
       deepEqual(events.map((e) => [e.sequence, e.category, e.type, e.occurred_at_epoch_ms]), [
         [1, "run_opened", "", T0 + 100],
         [2, "call", "sim0/motorctl0 set_duty", T0 + 150],
-        [3, "run_closed", "abandoned", T0 + 60000],
+        [3, "run_closed", "abandoned", T0 + 150],
       ]);
       equal(events[1]!.payload.outcome, "interrupted");
       const before = (await b.registry.listEvents(earlier.run_id, {})).events;
@@ -436,7 +482,7 @@ Deno.test("RunRegistry.start gives an interrupted call to the run it names, not 
       deepEqual(events.map((e) => [e.sequence, e.category, e.type, e.occurred_at_epoch_ms]), [
         [1, "run_opened", "", T0 + 100],
         [2, "call", "sim0/motorctl0 set_duty", T0 + 50],
-        [3, "run_closed", "abandoned", T0 + 60000],
+        [3, "run_closed", "abandoned", T0 + 100],
       ]);
       const before = (await b.registry.listEvents(earlier.run_id, {})).events;
       deepEqual(before.map((e) => e.category), ["run_opened", "run_closed"]);
