@@ -265,7 +265,10 @@ interface OpenRun {
   nextSequence: number;
   /** The writer of the run's event file. */
   writer: JournalWriter;
-  /** Its run_closed event is being written: nothing more is queued for it. */
+  /**
+   * Its run_closed event is being written: nothing more is queued for it. Not set by the retry of
+   * a close whose run_closed is already written (closedEvent): its events are dropped, counted.
+   */
   closing: boolean;
   /** Bytes of its event file (the lines queued included). */
   bytes: number;
@@ -1427,7 +1430,9 @@ export class RunRegistry {
       const callsWritten: Promise<JournalAppendResult>[] = [];
       if (open) {
         if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
-        open.closing = true;
+        // A retry of a close whose run_closed is written: the run ended on disk at the failed
+        // try, its events are dropped and counted until the record is written, as between them.
+        open.closing = open.closedEvent === null;
         open.whileClosing = 0;
         event = open.closedEvent;
         if (event === null) sequence = open.nextSequence++;

@@ -136,3 +136,37 @@ Deno.test("a close whose run_closed reached the event file but whose fsync and c
   ]);
   await registry.shutdown();
 });
+
+Deno.test("a failed close's retry counts the events that come while it writes, as the events between the failure and the retry are", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  files.journalFails = true;
+  await assert.rejects(registry.close(run.run_id, { close_reason: "completed" }), /No space/);
+  files.journalFails = false;
+  // Between the failure and the retry: the run has ended on disk, its events are dropped.
+  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
+  await waitFor("the event between counted", () => registry.info().dropped_bus_events === 1);
+  // The retry's record write is under way when the next event comes: dropped just the same.
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const retry = registry.close(run.run_id, {});
+  await waitFor("the retry's record write under way", () => files.held > 0);
+  bus.publish({ kind: "mode_change", previous_mode: "MANUAL", new_mode: "IDLE", timestamp_ms: 2 });
+  files.gate = null;
+  release();
+  assert.equal((await retry).run.state, "closed");
+  assert.deepEqual(eventsOnDisk(files, run.run_id), [
+    [1, "run_opened", ""],
+    [2, "run_closed", "completed"],
+  ]);
+  assert.equal(
+    registry.info().dropped_bus_events,
+    2,
+    "the event during the retry is counted like the one before it",
+  );
+  await registry.shutdown();
+});
