@@ -82,7 +82,13 @@ import { effectiveSafeState, Estop } from "../safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
-import { diffSections, type SectionKey, sectionOf, sectionsToOffer } from "./live_config.ts";
+import {
+  diffSections,
+  sectionChanges,
+  type SectionKey,
+  sectionOf,
+  sectionsToOffer,
+} from "./live_config.ts";
 import { protectionWeakenings, sameAlarm, sameInterlock, type Weakening } from "./run_gate.ts";
 import type {
   MutableReloadReport,
@@ -917,6 +923,13 @@ export class Kernel {
     // Providers the last reload failed to start are listed down until a reload reconciles again
     // (it takes them out, and starts them again if the file still has them).
     const retry = this.registry.failedStarts().length > 0 && !diff.live.includes("providers");
+    // Each section is applied once: what it changed is measured from the reload's start (the
+    // providers section may take alarms out before the alarms section applies).
+    const started = this.#config;
+    const recordChange = (key: SectionKey) => {
+      const changes = sectionChanges(key, started, this.#config);
+      if (changes !== null) this.runs.recordConfigChange(key, changes);
+    };
     for (
       const key of sectionsToOffer(retry ? { ...diff, live: [...diff.live, "providers"] } : diff)
     ) {
@@ -958,6 +971,7 @@ export class Kernel {
       } catch (err) {
         report.failed.push({ section: key, why: errorMessage(err) });
         this.#recordReload(key, "failed", errorMessage(err), weakens);
+        recordChange(key); // what took effect before it threw (providers started)
         continue;
       }
       // A section that names a file, offered although the configuration did not change it, whose
@@ -966,6 +980,7 @@ export class Kernel {
       if (result?.failed !== undefined) {
         report.failed.push({ section: key, why: result.failed });
         if (result.effective !== undefined) this.#config = result.effective;
+        recordChange(key); // what took effect before it failed (providers started)
         continue;
       }
       if (result?.refused !== undefined) {
@@ -974,6 +989,8 @@ export class Kernel {
         if (result.effective === undefined) continue;
       }
       this.#config = result?.effective ?? section.take(this.#config, next);
+      // A run open now says its limits, providers or safe state changed under it.
+      recordChange(key);
       if (result?.refused === undefined) report.applied.push(key);
       if (result?.note) report.notes.push(result.note);
       if (weakens.length > 0) {

@@ -342,3 +342,83 @@ export function same(a: unknown, b: unknown): boolean {
 function snake(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
+
+/** Most names a section's change lists (added, removed, changed together); the rest are counted. */
+export const CONFIG_CHANGE_MAX_NAMES = 32;
+
+/**
+ * What a reload changed in a section, by name only (never a value: a token, a URL's password):
+ * the ids (names, for parameters and tokens) of list entries `added`, `removed` or `changed`
+ * (`alarms[high_temp]`), and the keys whose value changed (`polling.interval_ms`), in YAML
+ * spelling; at most CONFIG_CHANGE_MAX_NAMES names, `omitted` counting the rest. Null when the
+ * section is the same.
+ */
+export function sectionChanges(
+  key: SectionKey,
+  before: Config,
+  after: Config,
+): { added: string[]; removed: string[]; changed: string[]; omitted: number } | null {
+  const s = sectionOf(key);
+  const a = s.read(before);
+  const b = s.read(after);
+  if (same(a, b)) return null;
+  const out = { added: [] as string[], removed: [] as string[], changed: [] as string[] };
+  let names = 0;
+  let omitted = 0;
+  const note = (list: string[], name: string) => {
+    if (names++ < CONFIG_CHANGE_MAX_NAMES) list.push(name);
+    else omitted++;
+  };
+  const walk = (x: unknown, y: unknown, path: string) => {
+    if (same(x, y)) return;
+    const xs = identified(x);
+    const ys = identified(y);
+    if (xs !== null && ys !== null) {
+      for (const [id, v] of ys) {
+        if (!xs.has(id)) note(out.added, `${path}[${id}]`);
+        else if (!same(xs.get(id), v)) note(out.changed, `${path}[${id}]`);
+      }
+      for (const id of xs.keys()) if (!ys.has(id)) note(out.removed, `${path}[${id}]`);
+      return;
+    }
+    if (isRecord(x) && isRecord(y)) {
+      for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
+        walk(x[k], y[k], `${path}.${snake(k)}`);
+      }
+      return;
+    }
+    note(out.changed, path);
+  };
+  const parts = TUPLE_SECTIONS[key];
+  if (parts !== undefined && Array.isArray(a) && Array.isArray(b)) {
+    const prefix = key.includes(".") ? key.slice(0, key.lastIndexOf(".") + 1) : "";
+    parts.forEach((part, i) => walk(a[i], b[i], `${prefix}${part}`));
+  } else {
+    walk(a, b, key);
+  }
+  return { ...out, omitted };
+}
+
+/** The sections whose `read` is a tuple: the name of each member, in YAML spelling. */
+const TUPLE_SECTIONS: Partial<Record<SectionKey, readonly string[]>> = {
+  "alarms": ["alarms", "interlocks"],
+  "automation.behavior_tree": ["behavior_tree", "tick_rate_hz"],
+  "automation.mode_transition_hooks": ["mode_transition_hooks", "manual_gating_policy"],
+};
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A list whose every entry is an object with a string `id` (or `name`), by it; else null. */
+function identified(v: unknown): Map<string, unknown> | null {
+  if (!Array.isArray(v)) return null;
+  const byId = new Map<string, unknown>();
+  for (const e of v) {
+    if (!isRecord(e)) return null;
+    const id = typeof e.id === "string" ? e.id : typeof e.name === "string" ? e.name : null;
+    if (id === null || byId.has(id)) return null;
+    byId.set(id, e);
+  }
+  return byId;
+}

@@ -939,6 +939,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "incident",
             "automation_change",
             "polling_change",
+            "config_change",
           ],
         },
         type: str,

@@ -42,7 +42,13 @@ export type RunEventCategory =
    * payload `previous_interval_ms` and `new_interval_ms`): the run's `polling_interval_ms` stays
    * the one it opened with.
    */
-  | "polling_change";
+  | "polling_change"
+  /**
+   * A configuration reload applied a section while the run was open (type: the section, as
+   * `alarms`, `providers`, `safety`; payload `section`, `added`, `removed`, `changed`: the ids and
+   * keys it changed, never their values; `omitted`: how many names were left out).
+   */
+  | "config_change";
 
 /** Identity of the automation definition (`automation_version`), captured when a run opens. */
 export interface AutomationVersion {

@@ -586,6 +586,30 @@ export class RunRegistry {
   }
 
   /**
+   * A reload applied a section of the configuration (a protection's limits, a provider, the
+   * safe state, ...): a run open now gets a `config_change` event of type `section`, payload
+   * `section` and what changed by name (`added`, `removed`, `changed`: ids and keys, never values,
+   * bounded by the caller; `omitted`: names left out). Queued like bus events, bounded.
+   */
+  recordConfigChange(
+    section: string,
+    changes: {
+      readonly added: readonly string[];
+      readonly removed: readonly string[];
+      readonly changed: readonly string[];
+      readonly omitted: number;
+    },
+  ): void {
+    this.#queueEvent("config_change", section, this.#opts.clock.nowMs(), {
+      section,
+      added: [...changes.added],
+      removed: [...changes.removed],
+      changed: [...changes.changed],
+      omitted: changes.omitted,
+    });
+  }
+
+  /**
    * Whether an event recorded now is one of a run's: a run is open, or has started and its open
    * is being written (its id is not given out until that is durable).
    */

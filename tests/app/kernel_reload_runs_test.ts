@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 Deno.test("Kernel.reload of polling.interval_ms: a run opened afterwards records the interval in effect", async () => {
@@ -194,5 +195,90 @@ Deno.test("Kernel.reload that adds a parameter while a run is open records it as
     }
   } finally {
     await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload that changes alarms, interlocks, providers, safety and tokens while a run is open records one config_change event per applied section, naming what changed, never a token", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "reload_runs_" });
+  const first = alarmsConfig(`
+alarms:
+  - { id: trip, signal: sim0/tempctl0/tc1_temp, hihi: 500, action: fault }
+  - { id: warm, signal: sim0/tempctl0/tc1_temp, hi: 300 }
+interlocks:
+  - id: hot
+    block: [sim0/motorctl0/set_motor_duty]
+    while: sim0/tempctl0/tc1_temp > 400
+    message: Motor held while hot
+`);
+  const second = alarmsConfig(`
+alarms:
+  - { id: trip, signal: sim0/tempctl0/tc1_temp, hihi: 450, action: fault }
+  - { id: cold, signal: sim0/tempctl0/tc1_temp, lo: 5 }
+interlocks: []
+`);
+  const base = testConfig({ runtime: { dataDir: dir }, ...first });
+  const rt = await startRuntime(base);
+  try {
+    const { run } = await rt.runs.open({});
+    const secret = "s3cret-token-value-0123456789";
+    const report = await rt.reload({
+      ...rt.config,
+      ...second,
+      providers: [...rt.config.providers, simProvider("sim1")],
+      safety: {
+        ...rt.config.safety,
+        safeState: { ...rt.config.safety.safeState, zeroIsSafe: true },
+      },
+      http: {
+        ...rt.config.http,
+        tokens: [{ name: "ops", token: secret, tokenEnv: "", role: "operator" }],
+      },
+    });
+    assert.deepEqual(report.refused, []);
+    assert.deepEqual(report.failed, []);
+    await rt.runs.close(run.run_id, {});
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    const changes = events.filter((e) => e.category === "config_change");
+    assert.deepEqual(
+      changes.map((e) => [e.type, e.payload]),
+      [
+        ["http.tokens", {
+          section: "http.tokens",
+          added: ["http.tokens[ops]"],
+          removed: [],
+          changed: [],
+          omitted: 0,
+        }],
+        ["providers", {
+          section: "providers",
+          added: ["providers[sim1]"],
+          removed: [],
+          changed: [],
+          omitted: 0,
+        }],
+        ["safety", {
+          section: "safety",
+          added: [],
+          removed: [],
+          changed: ["safety.safe_state.zero_is_safe"],
+          omitted: 0,
+        }],
+        ["alarms", {
+          section: "alarms",
+          added: ["alarms[cold]"],
+          removed: ["alarms[warm]", "interlocks[hot]"],
+          changed: ["alarms[trip]"],
+          omitted: 0,
+        }],
+      ],
+      "the run says which protections, providers and safe state changed under it",
+    );
+    assert.ok(
+      !JSON.stringify(events).includes(secret),
+      "no token value is written to the run's events",
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
   }
 });

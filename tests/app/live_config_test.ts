@@ -5,15 +5,18 @@
  */
 import assert from "node:assert/strict";
 import {
+  CONFIG_CHANGE_MAX_NAMES,
   CONFIG_SECTIONS,
   diffSections,
   isEmptySectionDiff,
   RESTART_ONLY_KEYS,
+  sectionChanges,
   type SectionKey,
   sectionOf,
 } from "../../src/app/live_config.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { load } from "../config/_helpers.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
 
 function cfg(yaml: string): Config {
   const r = load(yaml, { env: { INFLUXDB_TOKEN: "t" } });
@@ -164,4 +167,20 @@ Deno.test("diffSections sorts providers and parameters member by member", () => 
   );
   assert.deepEqual(d.parameters.redeclared, ["redo"]);
   assert.deepEqual(d.parameters.unchanged, ["keep"]);
+});
+
+Deno.test("sectionChanges names what a section changed by id and key, never a value, at most CONFIG_CHANGE_MAX_NAMES names", () => {
+  const base = testConfig();
+  assert.equal(sectionChanges("providers", base, base), null, "the same section: nothing");
+  const many = Array.from({ length: CONFIG_CHANGE_MAX_NAMES + 8 }, (_, i) => simProvider(`p${i}`));
+  const wide = sectionChanges("providers", base, { ...base, providers: many })!;
+  assert.equal(wide.added.length + wide.removed.length, CONFIG_CHANGE_MAX_NAMES);
+  assert.equal(wide.omitted, 9, "the rest counted (40 added, sim0 removed)");
+  const secret = "influx-secret-token";
+  const token = sectionChanges("telemetry", base, {
+    ...base,
+    telemetry: { ...base.telemetry, influxdb: { ...base.telemetry.influxdb, token: secret } },
+  })!;
+  assert.deepEqual(token.changed, ["telemetry.influxdb.token"]);
+  assert.ok(!JSON.stringify(token).includes(secret));
 });
