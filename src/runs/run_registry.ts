@@ -256,6 +256,13 @@ export const RUNS_COMPACT_RETRY_CLOSES = 8;
 export const RUNS_COMPACT_RETRY_MAX_CLOSES = 256;
 /** Characters of runs.jsonl the rewrite gathers before each write (the file is never one string). */
 const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
+/**
+ * How often, at most, the count of an open run's events left out past runs.max_run_bytes is saved
+ * to runs.jsonl (a `not_recorded` record: the first at once, then the count reached, while it
+ * grows; and at shutdown), so a start after a crash closes the run with it: at most 8,640 lines a
+ * day while such a run stays open and keeps leaving events out (a rewrite keeps the last one).
+ */
+export const RUN_NOT_RECORDED_SAVE_MS = 10_000;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
@@ -274,6 +281,10 @@ interface OpenRun {
   bytes: number;
   /** Events left out since the file reached the bound (maxRunBytes). */
   notRecorded: number;
+  /** `notRecorded` as last saved to runs.jsonl (RUN_NOT_RECORDED_SAVE_MS). */
+  savedNotRecorded: number;
+  /** The timer of the next save of `notRecorded`, or null. */
+  saveTimer: TimerId | null;
   /**
    * Bus events that came while its run_closed was being written: of no run when the close
    * succeeds (the cut is by recording, whatever their time: nothing follows a run_closed), lost
@@ -381,6 +392,11 @@ export class RunRegistry {
   #closedTotal = 0;
   /** Event file sizes the close records give (`event_bytes`), until retention takes them. */
   readonly #recordedBytes = new Map<string, number>();
+  /**
+   * Runs found open by replay: the count of events left out past the bound their process saved
+   * last (`not_recorded` records) and when; their close at start counts them.
+   */
+  readonly #savedNotRecorded = new Map<string, { count: number; at: number }>();
   /** Lines of runs.jsonl (read at start, appended since; compacted when far more than needed). */
   #journalLines = 0;
   /** Closes to let pass before the next try of a rewrite of runs.jsonl (one failed). */
@@ -435,6 +451,7 @@ export class RunRegistry {
     this.#closedBytes.clear();
     this.#closedTotal = 0;
     this.#recordedBytes.clear();
+    this.#savedNotRecorded.clear();
     this.#warnedCorruptRuns.clear();
     this.#journalLines = 0;
     this.#report = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
@@ -705,6 +722,8 @@ export class RunRegistry {
         closing: false,
         bytes: opened,
         notRecorded: 0,
+        savedNotRecorded: 0,
+        saveTimer: null,
         whileClosing: 0,
         closedEvent: null,
         markerIds: new Map(),
@@ -993,6 +1012,11 @@ export class RunRegistry {
       // A retry ahead of this in the queue may have failed and set another.
       this.#cancelRetry();
       const open = this.#open;
+      if (open) {
+        // Left open (closed as abandoned at the next start): with its count of events left out.
+        this.#stopSaving(open);
+        this.#saveNotRecorded(open);
+      }
       this.#open = null;
       // Writes what is queued and fsyncs; a failure is logged by the writer.
       await open?.writer.close();
@@ -1184,6 +1208,12 @@ export class RunRegistry {
           `run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
             `events are counted from now on, not recorded (the run_closed event says how many)`,
         );
+        this.#saveNotRecorded(open);
+      } else if (open.saveTimer === null) {
+        open.saveTimer = this.#opts.clock.setTimer(() => {
+          open.saveTimer = null;
+          this.#saveNotRecorded(open);
+        }, RUN_NOT_RECORDED_SAVE_MS);
       }
       return;
     }
@@ -1196,6 +1226,44 @@ export class RunRegistry {
       // its bytes do not count toward runs.max_run_bytes.
       open.bytes -= size;
     });
+  }
+
+  /**
+   * Saves the open run's count of events left out past the bound to runs.jsonl (not awaited, not
+   * fsync'd at once: within BUS_EVENT_SYNC_DELAY_MS), so a start after a crash closes the run with
+   * it. Nothing once its close began, or when the count is saved already; a full queue or a
+   * failed write leaves it to the next save.
+   */
+  #saveNotRecorded(open: OpenRun): void {
+    const journal = this.#journal;
+    if (
+      open !== this.#open || open.closing || open.closedEvent !== null || journal === null ||
+      open.notRecorded === open.savedNotRecorded || !journal.hasRoom()
+    ) {
+      return;
+    }
+    const count = open.notRecorded;
+    const previous = open.savedNotRecorded;
+    open.savedNotRecorded = count;
+    this.#journalLines++;
+    void journal.append(JSON.stringify({
+      v: SCHEMA_VERSION,
+      op: "not_recorded",
+      run_id: open.run.run_id,
+      count,
+      at_epoch_ms: this.#opts.clock.nowMs(),
+    })).then((r) => {
+      if (r.ok) return;
+      // The next save (the next event left out, or shutdown) writes it again.
+      if (open.savedNotRecorded === count) open.savedNotRecorded = previous;
+      this.#log.warn(`run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}`);
+    });
+  }
+
+  #stopSaving(open: OpenRun): void {
+    if (open.saveTimer === null) return;
+    this.#opts.clock.clearTimer(open.saveTimer);
+    open.saveTimer = null;
   }
 
   #droppedBusEvent(reason: string): void {
@@ -1313,6 +1381,16 @@ export class RunRegistry {
             ended_at_epoch_ms: null,
           };
           await add(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
+          const open = this.#open?.run === run ? this.#open : null;
+          if (open !== null && open.notRecorded > 0) {
+            await add(JSON.stringify({
+              v: SCHEMA_VERSION,
+              op: "not_recorded",
+              run_id: id,
+              count: open.notRecorded,
+              at_epoch_ms: this.#opts.clock.nowMs(),
+            }));
+          }
           if (run.state === "closed") {
             await add(JSON.stringify({
               v: SCHEMA_VERSION,
@@ -1414,6 +1492,20 @@ export class RunRegistry {
       }
       return null;
     }
+    if (rec.op === "not_recorded") {
+      const run = typeof rec.run_id === "string" ? this.#runs.get(rec.run_id) : undefined;
+      if (!run) return "not_recorded record for an unknown run";
+      const { count, at_epoch_ms: at } = rec;
+      if (
+        typeof count !== "number" || !Number.isSafeInteger(count) || count < 0 ||
+        typeof at !== "number" || !Number.isSafeInteger(at)
+      ) {
+        return "not_recorded record without a count and time";
+      }
+      // Of a run still open (its close, written after, counted what it left out itself).
+      if (run.state === "open") this.#savedNotRecorded.set(run.run_id, { count, at });
+      return null;
+    }
     return "unknown op";
   }
 
@@ -1454,6 +1546,7 @@ export class RunRegistry {
       const callsWritten: Promise<JournalAppendResult>[] = [];
       if (open) {
         if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
+        this.#stopSaving(open);
         // A retry of a close whose run_closed is written: the run ended on disk at the failed
         // try, its events are dropped and counted until the record is written, as between them.
         open.closing = open.closedEvent === null;
@@ -1465,11 +1558,17 @@ export class RunRegistry {
         const last = await lastKeyed(keyed);
         event = last === null ? null : this.#closedEventOf(last.line, run.run_id);
         sequence = (last?.key ?? 0) + 1;
+        const saved = this.#savedNotRecorded.get(run.run_id);
         if (event === null && reason === "abandoned") {
           // Its process ended unseen: the run ends at its last known activity, not now.
           const lastEvent = last && eventOfLine(last.line, this.#eventRules(run.run_id), true);
-          ended = lastActivity(run, lastEvent, interrupted);
+          ended = lastActivity(run, lastEvent, interrupted, saved?.at);
           endPayload = { end_basis: "last_event" };
+          if (saved !== undefined && saved.count > 0) {
+            // What its process counted past the bound, as saved last (RUN_NOT_RECORDED_SAVE_MS).
+            left += saved.count;
+            endPayload = { ...endPayload, events_not_recorded_saved_at_epoch_ms: saved.at };
+          }
         }
         let bytes = keyed.end;
         for (const call of event === null ? interrupted : []) {
@@ -1717,19 +1816,21 @@ export class RunRegistry {
 /** A `call` event's type: `device_handle function`. */
 /**
  * When a run its process left open (a crash) last showed life: the latest of its start, its last
- * recorded event's recording and the calls found in flight (made, or last repeated, before the
- * end). A quiet run may have lived on after it: nothing records that.
+ * recorded event's recording, the calls found in flight (made, or last repeated, before the end)
+ * and the last save of its count of events left out past the bound. A quiet run may have lived on after it: nothing records that.
  */
 function lastActivity(
   run: Run,
   lastEvent: RunEvent | null,
   interrupted: readonly RunCallEntry[],
+  countSavedAt: number | undefined,
 ): number {
   let at = run.started_at_epoch_ms;
   const later = (t: unknown) => {
     if (typeof t === "number" && Number.isSafeInteger(t) && t > at) at = t;
   };
   later(lastEvent?.recorded_at_epoch_ms);
+  later(countSavedAt);
   for (const call of interrupted) {
     later(call.first_time_epoch_ms);
     later(call.last_time_epoch_ms);

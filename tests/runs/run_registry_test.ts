@@ -20,6 +20,7 @@ import {
   type RunStartInput,
 } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/kernel.ts";
 
 const T0 = 1760000000000;
 
@@ -1128,6 +1129,56 @@ Deno.test("RunRegistry never ends a run before it started: after a wall-clock st
       );
     } finally {
       await later.registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry: after a crash of a run past runs.max_run_bytes, the next start's run_closed still says how many events were left out (saved to runs.jsonl as they were)", async () => {
+  await withDir(async (dir) => {
+    const maxRunBytes = 64 * 1024;
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, { maxRunBytes }, clock);
+    const { run } = await a.registry.open({});
+    const call = (i: number) => ({
+      first_time_epoch_ms: T0 + i,
+      device_handle: "sim0/motorctl0",
+      function: "set_motor_duty",
+      args: { duty: { type: "double", double: i / 1000 } },
+      outcome: "accepted",
+      note: "x".repeat(200),
+    });
+    for (let i = 0; i < 1000; i++) a.registry.recordCall(call(i));
+    const calls = (await a.registry.listEvents(run.run_id, { limit: 1000 })).events
+      .filter((e) => e.category === "call").length;
+    ok(calls < 1000, `${calls} calls recorded`);
+    // The count is saved at most every RUN_NOT_RECORDED_SAVE_MS (10 s): then it is on disk.
+    clock.advance(10_000); // the wall clock with it
+    const saved = `"count":${1000 - calls}`;
+    await waitFor("the count saved", async () => {
+      return (await Deno.readTextFile(`${dir}/runs.jsonl`)).includes(saved);
+    });
+    // The process dies here: its files as they are now, nothing written at shutdown.
+    const crashed = `${dir}-crashed`;
+    await Deno.mkdir(`${crashed}/runs`, { recursive: true });
+    await Deno.copyFile(`${dir}/runs.jsonl`, `${crashed}/runs.jsonl`);
+    await Deno.copyFile(eventFile(dir, run.run_id), eventFile(crashed, run.run_id));
+    await a.registry.shutdown();
+
+    const b = await harness(crashed, {}, new ManualClock(0, T0 + 3_600_000));
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      const closed = (await b.registry.listEvents(run.run_id, { limit: 1000 })).events.at(-1)!;
+      equal(closed.category, "run_closed");
+      equal(
+        closed.payload.events_not_recorded,
+        1000 - calls,
+        "the events its process left out past the bound are still counted",
+      );
+      equal(closed.payload.events_not_recorded_saved_at_epoch_ms, T0 + 10_000);
+      equal((await b.registry.get(run.run_id)).run.ended_at_epoch_ms, T0 + 10_000);
+    } finally {
+      await b.registry.shutdown();
+      await Deno.remove(crashed, { recursive: true });
     }
   });
 });
