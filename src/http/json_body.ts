@@ -124,6 +124,28 @@ export function denotesInteger(source: string): boolean {
 }
 
 /**
+ * Whether the JSON number text `source` denotes the same decimal as `n` written back as JSON
+ * (`6.02e23` and `6.02e+23`, `1e22` and `1e+22`): a free-form member stores `n` as that text, so
+ * nothing the client wrote is lost, though the double is not exactly the decimal.
+ */
+export function storedAsWritten(source: string, n: number): boolean {
+  const a = canonicalDecimal(source);
+  return a !== null && a === canonicalDecimal(JSON.stringify(n));
+}
+
+/** A JSON number's text as sign, significant digits and exponent (`-602e21`); null if not one. */
+function canonicalDecimal(text: string): string | null {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (m === null) return null;
+  const fraction = m[3] ?? "";
+  const digits = (m[2]! + fraction).replace(/^0+/, "");
+  if (digits === "") return "0";
+  const significant = digits.replace(/0+$/, "");
+  const exp = Number(m[4] ?? "0") - fraction.length + (digits.length - significant.length);
+  return `${m[1]}${significant}e${exp}`;
+}
+
+/**
  * JSON.parse reviver: notes the numbers parsed into an integer that their text is not, and the
  * numbers beyond any double (`1e400`, read as Infinity; JSON has no such value, so stored as null).
  */

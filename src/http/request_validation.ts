@@ -5,7 +5,13 @@
  * number`), with the schema's `x-errors` message when it has one.
  */
 import { invalidArgument } from "../common/mod.ts";
-import { type BodyLimits, denotesInteger, readJsonBody, roundedIntegerText } from "./json_body.ts";
+import {
+  type BodyLimits,
+  denotesInteger,
+  readJsonBody,
+  roundedIntegerText,
+  storedAsWritten,
+} from "./json_body.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
 /** One error of a generated validator (ajv's shape, `verbose`: with its schema and data). */
@@ -142,7 +148,8 @@ function roundedAt(path: readonly (string | number)[], written: string, member: 
  * A member the schema leaves free-form (run `params`, marker `payload`: an object or array it
  * does not describe), stored as given: any double is welcome, but an integer its text gives that
  * parsing rounded (beyond 2^53) would be stored as another integer, and a number beyond any double
- * (`1e400`: Infinity) as null.
+ * (`1e400`: Infinity) as null. A number stored as the text written denotes (`6.02e23`, stored
+ * `6.02e+23`) is kept, although the double is not exactly that integer.
  */
 function freeForm(s: JsonSchema): boolean {
   const types = Array.isArray(s.type) ? s.type : [s.type];
@@ -163,7 +170,11 @@ function roundedFreeFormInteger(value: unknown, path: (string | number)[]): stri
     const member = (value as Record<string | number, unknown>)[k];
     if (typeof member === "number") {
       const written = roundedIntegerText(value, String(k));
-      if (written !== undefined && (denotesInteger(written) || !Number.isFinite(member))) {
+      if (
+        written !== undefined &&
+        (!Number.isFinite(member) ||
+          (denotesInteger(written) && !storedAsWritten(written, member)))
+      ) {
         return roundedAt([...path, k], written, member);
       }
       continue;

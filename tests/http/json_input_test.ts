@@ -245,3 +245,30 @@ Deno.test("run params and marker payload refuse a number beyond any double (1e40
     assert.equal(events.json.count, 1, "no marker recorded");
   });
 });
+
+Deno.test("run params and marker payload keep a double written with an exponent (6.02e23, 1.7e308) that JSON stores as written, refusing only an integer stored as another", async () => {
+  await withRuns(async (fx, _runs, _dataDir) => {
+    const open = await fx.request("POST", "/v0/runs", {
+      body: '{"params":{"avogadro":6.02e23,"top":1.7e308,"planck":6.62607015e-34}}',
+    });
+    assert.equal(open.status, 200, open.text);
+    assert.deepEqual(open.json.run.params, {
+      avogadro: 6.02e23,
+      top: 1.7e308,
+      planck: 6.62607015e-34,
+    });
+    const id = open.json.run.run_id;
+    const marker = await fx.request("POST", `/v0/runs/${id}/events`, {
+      body: '{"type":"sample","payload":{"count":1.5e20}}',
+    });
+    assert.equal(marker.status, 200, marker.text);
+    assert.deepEqual(marker.json.event.payload, { count: 1.5e20 });
+    assert400(
+      await fx.request("POST", `/v0/runs/${id}/events`, {
+        body: '{"type":"sample","payload":{"serial":9.007199254740993e15}}',
+      }),
+      "payload.serial: 9.007199254740993e15 is not an integer as written " +
+        "(a JSON number read as a double: it would arrive as 9007199254740992)",
+    );
+  });
+});
