@@ -29,7 +29,8 @@
  * MAX_PENDING_BUS_EVENTS bus events wait for the disk; more are dropped and counted.
  *
  * Bounds on disk (config `runs.*`): an open run's event file stops growing at maxRunBytes (its
- * automatic events are then counted, not recorded); closed runs are kept up to maxRuns and
+ * automatic events are then counted, not recorded, but its safety events, kept within
+ * RUN_SAFETY_RESERVE_BYTES more); closed runs are kept up to maxRuns and
  * maxTotalBytes of event files together, the oldest removed first (record and file; never the most
  * recently closed one), when a run closes and at start. runs.jsonl is rewritten with the kept
  * runs' records at start when it holds more, and while running once it holds twice the lines they
@@ -223,12 +224,22 @@ export const RUN_START_RETRY_MAX_MS = 60_000;
 export const MAX_PENDING_RUN_RECORDS = 64;
 /**
  * Default of `runs.max_run_bytes`: the size an open run's event file may reach. Past it automatic
- * events (calls, alarms, interlocks, mode and parameter changes, faults, incidents) are counted
- * instead of recorded, markers are refused, and the run_closed event (always written) says how
+ * events (calls, alarms, interlocks, mode changes not into or out of FAULT, parameter changes,
+ * automation faults and changes, polling changes, incidents) are counted instead of recorded; the
+ * safety events (e-stop trigger, clear and reason, mode changes into and out of FAULT,
+ * config_change) are still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written) says how
  * many were left out: a run left open in AUTO must not fill the disk the audit journal and the
  * history share.
  */
 export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
+/**
+ * Bytes an open run's event file may grow beyond `runs.max_run_bytes` for its safety events only
+ * (isSafetyEvent: the e-stop's trigger, clear and late reason, mode changes into and out of FAULT,
+ * config_change): a review of a run past the bound must still show that the machine was stopped,
+ * released, or reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
+ * counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its run_closed).
+ */
+export const RUN_SAFETY_RESERVE_BYTES = 1024 * 1024;
 /**
  * Defaults of `runs.max_runs` and `runs.max_total_bytes`: the closed runs kept, by number and by
  * the bytes of their event files together. Past either, the oldest closed runs are removed (record
@@ -281,6 +292,8 @@ interface OpenRun {
   bytes: number;
   /** Events left out since the file reached the bound (maxRunBytes). */
   notRecorded: number;
+  /** Its safety events no longer fit RUN_SAFETY_RESERVE_BYTES either (warned once). */
+  reserveUsedUp: boolean;
   /** `notRecorded` as last saved to runs.jsonl (RUN_NOT_RECORDED_SAVE_MS). */
   savedNotRecorded: number;
   /** The timer of the next save of `notRecorded`, or null. */
@@ -334,6 +347,23 @@ function pageBounds(
       : Math.min(Math.floor(l), limits.max),
     offset: o === undefined || !Number.isFinite(o) || o < 0 ? 0 : Math.floor(o),
   };
+}
+
+/**
+ * Whether an automatic event is kept past `runs.max_run_bytes` (within RUN_SAFETY_RESERVE_BYTES):
+ * every `estop` event (trigger, clear, late reason), a mode change into or out of FAULT, and
+ * `config_change`.
+ */
+function isSafetyEvent(category: RunEventCategory, payload: Record<string, unknown>): boolean {
+  switch (category) {
+    case "estop":
+    case "config_change":
+      return true;
+    case "mode_change":
+      return payload.previous_mode === "FAULT" || payload.new_mode === "FAULT";
+    default:
+      return false;
+  }
 }
 
 /** Parses a journaled run; null when the shape is wrong. */
@@ -722,6 +752,7 @@ export class RunRegistry {
         closing: false,
         bytes: opened,
         notRecorded: 0,
+        reserveUsedUp: false,
         savedNotRecorded: 0,
         saveTimer: null,
         whileClosing: 0,
@@ -1202,11 +1233,22 @@ export class RunRegistry {
       MAX_RECORD_BYTES,
     );
     const size = utf8Length(line) + 1;
-    if (open.bytes + size > this.#maxRunBytes) {
+    const safety = isSafetyEvent(category, payload);
+    const bound = this.#maxRunBytes + (safety ? RUN_SAFETY_RESERVE_BYTES : 0);
+    if (open.bytes + size > bound) {
+      if (safety && !open.reserveUsedUp) {
+        open.reserveUsedUp = true;
+        this.#log.warn(
+          `run ${runId}: its event file used up its safety reserve (runs.max_run_bytes + ` +
+            `${RUN_SAFETY_RESERVE_BYTES} bytes): e-stop, FAULT and config_change events are ` +
+            `counted from now on too, not recorded`,
+        );
+      }
       if (open.notRecorded++ === 0) {
         this.#log.warn(
           `run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
-            `events are counted from now on, not recorded (the run_closed event says how many)`,
+            `events are counted from now on, not recorded (the run_closed event says how many), ` +
+            `but e-stop, FAULT and config_change events (within ${RUN_SAFETY_RESERVE_BYTES} bytes more)`,
         );
         this.#saveNotRecorded(open);
       } else if (open.saveTimer === null) {
