@@ -438,6 +438,8 @@ export class Kernel {
       clock: host.clock,
       logger: log.child("runs"),
       automationVersion: () => this.automation?.automationVersion() ?? null,
+      // A run opened in FAULT or under a latched e-stop says so in its run_opened.
+      safetyState: () => ({ mode: this.modes.current(), estopLatched: this.estop.latched }),
       telemetrySink: (event, run) => this.telemetry.recordRunEvent(event, run.experiment_label),
       // Identical calls still collapsing into one audit entry are closed (and recorded below)
       // before a run opens or closes: they are events of the run they were made in.

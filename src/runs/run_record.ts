@@ -13,6 +13,7 @@ export type CloseReason = (typeof CLIENT_CLOSE_REASONS)[number] | "abandoned";
 export const CLOSE_REASONS: readonly CloseReason[] = [...CLIENT_CLOSE_REASONS, "abandoned"];
 
 export type RunEventCategory =
+  /** Sequence 1 (type ""); payload `mode` and `estop_latched` when the run opened. */
   | "run_opened"
   | "run_closed"
   | "mode_change"

@@ -152,6 +152,12 @@ export interface RunRegistryOptions {
    * run opens or closes, so that they are events of the run they were made in.
    */
   readonly settleCalls?: () => void;
+  /**
+   * The mode and whether the e-stop is latched, read when a run opens: its run_opened event's
+   * payload (`mode`, `estop_latched`), so a run opened in FAULT or under a latched e-stop says so
+   * (its trigger happened before the run). Absent: the payload is `{}`.
+   */
+  readonly safetyState?: () => { readonly mode: string; readonly estopLatched: boolean };
   /** Randomness for run ids (default crypto.getRandomValues). */
   readonly random?: (bytes: Uint8Array) => void;
   readonly runtimeVersion?: string;
@@ -718,7 +724,11 @@ export class RunRegistry {
           `run record exceeds ${MAX_RECORD_BYTES} bytes: shorten params, tag_scope or experiment_label`,
         );
       }
-      const event = this.#event(run.run_id, 1, "run_opened", "", now, now, {});
+      const state = this.#opts.safetyState?.();
+      const openedPayload = state === undefined
+        ? {}
+        : { mode: state.mode, estop_latched: state.estopLatched };
+      const event = this.#event(run.run_id, 1, "run_opened", "", now, now, openedPayload);
       const writer = this.#writer(this.#eventFile(run.run_id), MAX_PENDING_BUS_EVENTS);
       let opened = 0;
       // The run has started (at `now`): what comes while its open is written is its own.

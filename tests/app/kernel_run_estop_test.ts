@@ -31,3 +31,33 @@ Deno.test("Kernel: with history off, an e-stop's trigger, its reason read after 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("Kernel: a run opened while the e-stop is latched says so in its run_opened (mode FAULT, estop_latched), and one opened after the re-arm says the mode", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_estop_k_" });
+  const rt = await startRuntime(
+    testConfig({ runtime: { dataDir: dir }, history: { enabled: false } }),
+    { arm: true },
+  );
+  try {
+    await rt.estop.trigger("door opened");
+    const latched = (await rt.runs.open({})).run;
+    await rt.runs.close(latched.run_id, {});
+    rt.estop.clear();
+    const released = (await rt.runs.open({})).run;
+    await rt.runs.close(released.run_id, {});
+    const opened = async (id: string) =>
+      (await rt.runs.listEvents(id, { limit: 1 })).events.map((e) => [e.category, e.payload]);
+    // Before: [["run_opened", {}]] -- nothing in the run showed it was opened under a stop.
+    assert.deepEqual(await opened(latched.run_id), [["run_opened", {
+      mode: "FAULT",
+      estop_latched: true,
+    }]]);
+    assert.deepEqual(await opened(released.run_id), [["run_opened", {
+      mode: "FAULT",
+      estop_latched: false,
+    }]]);
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
