@@ -1107,6 +1107,11 @@ export class RunRegistry {
           // A 64-bit integer beyond 2^53 is kept exact as its decimal digits (the journal is JSON).
           value: e.value === null ? null : jsonSafeValue(e.value),
           quality: e.quality,
+          action: e.action,
+          // A long message is cut with the event's other long strings (fitEvent).
+          message: e.message,
+          // A shelve says how long the alarm is hidden.
+          shelved_until_epoch_ms: e.shelved_until_epoch_ms,
         };
         break;
       case "estop_change":

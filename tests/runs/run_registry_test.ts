@@ -791,6 +791,9 @@ Deno.test("RunRegistry journals alarm transitions and interlock engage/release, 
             signal: "p/d/count",
             value: { type: "uint64", uint64: "1152921504606846976" },
             quality: "OK",
+            action: "none",
+            message: "",
+            shelved_until_epoch_ms: null,
           }],
           ["interlock", "engage", T0 + 2, {
             interlock_id: "hot",
@@ -1179,6 +1182,58 @@ Deno.test("RunRegistry: after a crash of a run past runs.max_run_bytes, the next
     } finally {
       await b.registry.shutdown();
       await Deno.remove(crashed, { recursive: true });
+    }
+  });
+});
+
+Deno.test("RunRegistry alarm events carry the action, the message (a long one cut) and shelved_until_epoch_ms, so a shelve says how long", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir);
+    const bus = new EventBus();
+    registry.attach(bus);
+    try {
+      const { run } = await registry.open({});
+      const alarm = {
+        kind: "alarm",
+        alarm_id: "tc1_high",
+        state: "shelved",
+        level: "MINOR",
+        cause: "hi",
+        limit: 50,
+        signal: "p/d/t",
+        value: { type: "double", double: 51 },
+        quality: "OK",
+        action: "none",
+      } as const;
+      bus.publish({
+        ...alarm,
+        transition: "shelve",
+        message: "Heater above 50 C",
+        shelved_until_epoch_ms: T0 + 600_000,
+        timestamp_ms: T0 + 1,
+      });
+      bus.publish({
+        ...alarm,
+        state: "active",
+        transition: "raise",
+        message: "m".repeat(100 * 1024),
+        shelved_until_epoch_ms: null,
+        timestamp_ms: T0 + 2,
+      });
+      const { events } = await registry.listEvents(run.run_id, {});
+      const [shelve, raise] = events.slice(1);
+      deepEqual(
+        [shelve!.type, shelve!.payload.action, shelve!.payload.message],
+        ["shelve", "none", "Heater above 50 C"],
+      );
+      // Before: undefined -- the run did not say how long the alarm was hidden.
+      equal(shelve!.payload.shelved_until_epoch_ms, T0 + 600_000);
+      equal(raise!.type, "raise");
+      equal(raise!.payload.shelved_until_epoch_ms, null);
+      equal(raise!.payload.truncated, true);
+      match(String(raise!.payload.message), /^m+\.\.\.\[cut\]$/);
+    } finally {
+      await registry.shutdown();
     }
   });
 });

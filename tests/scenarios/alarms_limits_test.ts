@@ -213,6 +213,9 @@ alarms:
       signal: "sim0/tempctl0/tc1_temp",
       value: raise.value,
       quality: "OK",
+      action: "none",
+      message: raise.message,
+      shelved_until_epoch_ms: null,
     });
   } finally {
     await sse.close();
