@@ -10,13 +10,20 @@ import {
   TRANSITION_LOG_LINES,
   TRANSITION_LOG_WINDOW_MS,
 } from "../../src/alarms/mod.ts";
-import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
+import type {
+  DeviceCapabilities,
+  FunctionSpec,
+  Logger,
+  RuntimeError,
+} from "../../src/common/mod.ts";
 import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/config/mod.ts";
 import type { CallOrigin } from "../../src/control/mod.ts";
 import { Inventory as InventoryPort } from "../../src/state/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { journalFiles, LineLogger } from "../../src/host/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { withRealTimers } from "../helpers/clock.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
 import {
   dbl,
   type Inventory,
@@ -116,6 +123,7 @@ class ManualTimers {
 interface Setup {
   fx: ProgrammableFixture;
   engine: AlarmEngine;
+  bus: EventBus;
   events: RuntimeEvent[];
   actions: string[];
   lines: string[];
@@ -182,6 +190,7 @@ async function setup(
   const out: Setup = {
     fx,
     engine,
+    bus,
     events,
     actions,
     lines,
@@ -600,6 +609,58 @@ alarms:
     assert.equal(s.timers.pending.size, 0, "stop() clears the shelve and wake-up timers");
   }
 });
+
+Deno.test("AlarmEngine: a raise and clear while shelved are no run events (shelving publishes neither, docs/alarms.md); the run has the shelve with its end and the unshelve with the state then", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+`);
+  const dir = await Deno.makeTempDir({ prefix: "alarm_shelve_run_" });
+  const runs = new RunRegistry({
+    dataDir: dir,
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files: journalFiles,
+    clock: withRealTimers(s.fx.clock),
+    logger: runsLogger,
+  });
+  try {
+    await runs.start();
+    runs.attach(s.bus);
+    const { run } = await runs.open({});
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(70)]);
+    const shelved = s.engine.shelve("hot", 60_000);
+    await s.read([temp(85)]); // raises while shelved
+    await s.read([temp(70)]); // clears while shelved
+    await s.read([temp(90)]); // raises again
+    s.engine.unshelve("hot");
+    const events = (await runs.listEvents(run.run_id, {})).events.filter((e) =>
+      e.category === "alarm"
+    );
+    assert.deepEqual(
+      events.map((
+        e,
+      ) => [e.type, e.payload.state, e.payload.level, e.payload.shelved_until_epoch_ms]),
+      [
+        ["shelve", "shelved", null, shelved.shelved_until_epoch_ms],
+        ["unshelve", "active", "MINOR", null],
+      ],
+    );
+  } finally {
+    await runs.shutdown();
+    await s.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+const runsLogger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child: () => runsLogger,
+};
 
 Deno.test("AlarmEngine after a reload carries on with each alarm the reload kept: no new raise or action, ack and shelve kept; a changed one starts over", async () => {
   const yaml = (hotHi: number, message = "too hot") => `
