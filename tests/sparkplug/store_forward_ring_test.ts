@@ -169,8 +169,10 @@ Deno.test({
         "relayio0's DBIRTH",
         () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
       );
-      await broker.pause();
+      // Taken before the pause: the edge node can see the connection drop (and note the outage
+      // from a poll then) before pause() returns on a loaded machine.
       const down = Date.now();
+      await broker.pause();
       await waitFor("the edge node to see the broker gone", () => !node.online);
       for (const on of [true, false, true]) await switchRelay(rt, on);
       await sleep(Math.max(0, 5000 - (Date.now() - down)));
