@@ -181,8 +181,6 @@ Deno.test("serveHttp over TLS closes connections that never finish the handshake
           closedWithin(c, 800 + SLACK_MS, c === half ? halfSince : silentSince)
         ),
       );
-      // Meanwhile the server holds a socket for each (what the check below sees go).
-      await waitFor("connections accepted", () => acceptedSockets(server.port) >= 4, 700);
       const waited = await closing;
       for (const w of waited) {
         assert.notEqual(w, null, "an unfinished TLS handshake is still open");
@@ -199,7 +197,11 @@ Deno.test("serveHttp over TLS closes connections that never finish the handshake
           client,
         });
         assert.equal(res.status, 200);
-        await res.body?.cancel();
+        await res.text();
+        // The check above could fail: it sees a socket the server accepted and holds (this one,
+        // kept alive). Not looked at while the four were open: the server closes them 800 ms
+        // after accepting, and a loaded machine can let that pass before the test looks.
+        assert.ok(acceptedSockets(server.port) >= 1, "the kept-alive socket is not seen");
       } finally {
         client.close();
       }
