@@ -110,6 +110,9 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     return { request_id: id, status: { code: StatusCode.NOT_FOUND, message: deviceId } };
   }
   if (req.describe_device) {
+    if (inventory.describedFile) {
+      Deno.writeTextFileSync(inventory.describedFile, `${deviceId}\n`, { append: true });
+    }
     if (inventory.describeDelayMs) await sleep(inventory.describeDelayMs);
     if (inventory.exitOnDescribe === deviceId) Deno.exit(4);
     return {

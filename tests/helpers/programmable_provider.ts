@@ -74,6 +74,11 @@ export interface Inventory {
   readonly pidFile?: string;
   readonly listDelayMs?: number;
   readonly describeDelayMs?: number;
+  /**
+   * Each DescribeDevice the child process receives appends its device id and a newline to this
+   * file, before `describeDelayMs` (the request is in hand). The in-process twin ignores it.
+   */
+  readonly describedFile?: string;
   /** Once stdin closed (the ADPP stop signal), take this long to exit (code 0). */
   readonly exitDelayMs?: number;
   /** Exit (code 4) when asked to describe this device. */

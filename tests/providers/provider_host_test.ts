@@ -779,28 +779,44 @@ Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED
 });
 
 Deno.test("ProviderHost.stop during a restart's discovery: the answers that still arrive bring nothing up", async () => {
-  // The restarted process answers DescribeDevice after 600 ms, and still does after stdin closed
+  // The restarted process answers DescribeDevice after 1000 ms, and still does after stdin closed
   // (it finishes the request in hand, then exits). stop() closes the session's client first: the
   // request in hand fails at once and the late answer goes nowhere. (The check after discovery
   // in #bringUp covers a stop() between discovery's end and its continuation, which no test
   // reaches from outside: docs/mutation-report.md.)
   await withFixture(D0, async (fx) => {
-    await fx.setInventory({ ...D0, describeDelayMs: 600 });
-    const told: number[] = [];
-    fx.host.onInventory((devices) => told.push(devices.length));
-    Deno.kill(fx.host.session!.pid, "SIGKILL");
-    await waitFor(
-      "restart attempt discovering",
-      () => fx.lines.some((l) => /restart attempt 1\/3 in/.test(l)),
-    );
-    await new Promise((r) => setTimeout(r, 350)); // handshake done, DescribeDevice in hand
-    const before = fx.lines.length;
-    await fx.registry.stopAll(3000);
-    await new Promise((r) => setTimeout(r, 100));
-    assert.deepEqual(told, [], "no inventory told after stop()");
-    const after = fx.lines.slice(before).filter((l) => !l.startsWith("DEBUG"));
-    assert.deepEqual(after, [], "neither an up line nor a provider down");
-    assert.equal(fx.host.available, false);
-    assert.equal(fx.host.session, null);
+    const described = await Deno.makeTempFile();
+    try {
+      await fx.setInventory({
+        ...D0,
+        describeDelayMs: 1000,
+        exitDelayMs: 1300,
+        describedFile: described,
+      });
+      const told: number[] = [];
+      fx.host.onInventory((devices) => told.push(devices.length));
+      Deno.kill(fx.host.session!.pid, "SIGKILL");
+      await waitFor(
+        "restart attempt discovering",
+        () => fx.lines.some((l) => /restart attempt 1\/3 in/.test(l)),
+      );
+      // The handshake done, DescribeDevice in hand (not a fixed sleep: a loaded machine starts
+      // the process later).
+      await waitFor(
+        "DescribeDevice in hand",
+        async () => await Deno.readTextFile(described) !== "",
+      );
+      assert.equal(await Deno.readTextFile(described), "d0\n");
+      const before = fx.lines.length;
+      await fx.registry.stopAll(3000);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(told, [], "no inventory told after stop()");
+      const after = fx.lines.slice(before).filter((l) => !l.startsWith("DEBUG"));
+      assert.deepEqual(after, [], "neither an up line nor a provider down");
+      assert.equal(fx.host.available, false);
+      assert.equal(fx.host.session, null);
+    } finally {
+      await Deno.remove(described);
+    }
   }, { restart: { backoffMs: [0, 0, 0] } });
 });
