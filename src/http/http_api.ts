@@ -205,7 +205,10 @@ export class HttpApi {
     try {
       const url = new URL(req.url);
       route = this.#routeLabel(url.pathname);
-      const preflight = req.method === "OPTIONS" && url.pathname.startsWith("/v0/");
+      // GET /metrics is read cross-origin like /v0 (a granted page scraping it with the token
+      // needs its Authorization preflight answered).
+      const preflight = req.method === "OPTIONS" &&
+        (url.pathname.startsWith("/v0/") || route === METRICS_PATH);
       cors = this.#cors.headersFor(req, preflight);
       // DNS rebinding: a loopback-bound API answers only for loopback names (and allowed_hosts),
       // before anything else is looked at.

@@ -351,3 +351,54 @@ Deno.test("BearerAuth.identify names who a request acts as: default, local, anon
     role: "admin",
   });
 });
+
+Deno.test("HttpApi answers the CORS preflight of GET /metrics, so a granted page can scrape it with the token", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: { http: { ...AUTH, corsAllowedOrigins: ["http://localhost:*"] } },
+    api: { apiToken: TOKEN },
+  });
+  try {
+    const origin = "http://localhost:3000";
+    // What a browser sends before a GET /metrics carrying Authorization.
+    const pre = await fx.request("OPTIONS", "/metrics", {
+      remoteAddr: "10.1.1.1",
+      headers: {
+        origin,
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization",
+      },
+    });
+    assert.equal(pre.status, 204, pre.text);
+    assert.equal(pre.headers.get("access-control-allow-origin"), origin);
+    assert.match(pre.headers.get("access-control-allow-headers") ?? "", /Authorization/);
+    const scrape = await fx.request("GET", "/metrics", {
+      remoteAddr: "10.1.1.1",
+      headers: { origin, authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(scrape.status, 200);
+    assert.equal(scrape.headers.get("access-control-allow-origin"), origin);
+    // An origin without a grant is refused as under /v0.
+    const foreign = await fx.request("OPTIONS", "/metrics", {
+      headers: { origin: "http://evil.test", "access-control-request-method": "GET" },
+    });
+    assert.equal(foreign.status, 403);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("HttpApi with http.metrics_enabled false leaves OPTIONS /metrics an unknown route", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: { http: { corsAllowedOrigins: ["http://localhost:*"], metricsEnabled: false } },
+  });
+  try {
+    const pre = await fx.request("OPTIONS", "/metrics", {
+      headers: { origin: "http://localhost:3000", "access-control-request-method": "GET" },
+    });
+    assert.equal(pre.status, 404);
+  } finally {
+    await fx.close();
+  }
+});
