@@ -1,7 +1,9 @@
 /**
  * The recent events an event stream can resume from (GET /v0/events with `Last-Event-ID`,
  * docs/http-api.md "Resuming a stream"). Bounded in count (SSE_REPLAY_MAX_EVENTS) and in bytes
- * (SSE_REPLAY_MAX_BYTES, an upper estimate of each event's frame); the oldest go first.
+ * (SSE_REPLAY_MAX_BYTES, an upper estimate of each event's frame); the oldest go first. An event
+ * larger than the byte bound is kept as its place only (its kind and ids, counted in
+ * omittedTotal): a replay says it was dropped, and the events around it stay resumable.
  *
  * What it costs the poll path, which publishes every changed sample: no frame is written (that
  * is 1-5 us an event, hundreds a second at 10 providers, whether or not anyone ever resumes; a
@@ -20,6 +22,17 @@ import type { Quality, TypedValue } from "../common/mod.ts";
 export const SSE_REPLAY_MAX_EVENTS = 8192;
 /** Bytes kept for resuming streams (the sum of each event's estimated frame size). */
 export const SSE_REPLAY_MAX_BYTES = 2 * 1024 * 1024;
+
+/**
+ * What an event too large for the ring is kept as (its kind and ids, not its content): the place
+ * it holds in the sequence, so the events around it stay resumable.
+ */
+export interface OmittedEvent {
+  readonly kind: RuntimeEvent["kind"];
+  readonly provider_id?: string;
+  readonly device_id?: string;
+  readonly signal_id?: string;
+}
 
 /** A frame's `event:`, `id:`, `data:` lines and the JSON members common to the kinds. */
 const FRAME_OVERHEAD = 200;
@@ -70,6 +83,16 @@ function stringBytes(x: unknown): number {
   return 24;
 }
 
+function omittedOf(e: RuntimeEvent): OmittedEvent {
+  const ids = e as { provider_id?: unknown; device_id?: unknown; signal_id?: unknown };
+  return {
+    kind: e.kind,
+    ...(typeof ids.provider_id === "string" ? { provider_id: ids.provider_id } : {}),
+    ...(typeof ids.device_id === "string" ? { device_id: ids.device_id } : {}),
+    ...(typeof ids.signal_id === "string" ? { signal_id: ids.signal_id } : {}),
+  };
+}
+
 export interface EventRingOptions {
   readonly maxEvents?: number | undefined;
   readonly maxBytes?: number | undefined;
@@ -91,6 +114,7 @@ const BOOL = 2;
 const INT64 = 3;
 const UINT64 = 4;
 const VALUE_OBJECT = 5; // a state_update in the columns, value object in #objects
+const OMITTED = 6; // too large to keep: #objects[slot] is its OmittedEvent
 
 /**
  * A circular buffer of the bus's events, contiguous in id (the bus numbers them 1, 2, 3, ...).
@@ -118,6 +142,8 @@ export class EventRing {
   #lastId = 0;
   /** Id of the oldest event that can still be replayed (lastId + 1 when none is kept). */
   #firstId = 1;
+  /** Events left out for their size since start. */
+  #omittedTotal = 0;
 
   constructor(options: EventRingOptions = {}) {
     this.#maxEvents = Math.max(1, options.maxEvents ?? SSE_REPLAY_MAX_EVENTS);
@@ -144,6 +170,11 @@ export class EventRing {
     return this.#bytes;
   }
 
+  /** Events too large for the ring (over its byte bound) kept only as their place, since start. */
+  get omittedTotal(): number {
+    return this.#omittedTotal;
+  }
+
   /** Id of the newest event seen (0 before the first). */
   get lastId(): number {
     return this.#lastId;
@@ -159,17 +190,24 @@ export class EventRing {
   push(p: PublishedEvent): void {
     if (p.id !== this.#lastId + 1) this.#clear(p.id - 1); // never with one bus; kept honest
     this.#lastId = p.id;
-    const size = Math.min(estimateFrameBytes(p.event), 0xffffffff);
+    let size = Math.min(estimateFrameBytes(p.event), 0xffffffff);
+    let omitted: OmittedEvent | null = null;
     if (size > this.#maxBytes) {
-      // Larger than the whole ring: nothing before it can be replayed without it.
-      this.#clear(p.id);
-      return;
+      // Larger than the whole ring: kept as its place only (a resumed stream is told it was
+      // left out), not clearing the ring, which would answer every resume too_old.
+      omitted = omittedOf(p.event);
+      size = Math.min(FRAME_OVERHEAD + stringBytes(omitted), this.#maxBytes);
+      this.#omittedTotal++;
     }
     while (this.#count >= this.#maxEvents || this.#bytes + size > this.#maxBytes) {
       this.#dropOldest();
     }
     const slot = (this.#start + this.#count) % this.#maxEvents;
-    this.#keep(slot, p.event);
+    if (omitted === null) this.#keep(slot, p.event);
+    else {
+      this.#form[slot] = OMITTED;
+      this.#objects[slot] = omitted;
+    }
     this.#sizes[slot] = size;
     this.#count++;
     this.#bytes += size;
@@ -182,11 +220,15 @@ export class EventRing {
     return { ok: true };
   }
 
-  /** The event with this id, when it is still kept (made anew from the columns). */
+  /**
+   * The event with this id, when it is still kept (made anew from the columns); undefined too
+   * for one left out for its size (see omitted()).
+   */
   get(id: number): PublishedEvent | undefined {
     if (id < this.#firstId || id > this.#lastId || this.#count === 0) return undefined;
     const slot = (this.#start + (id - this.#firstId)) % this.#maxEvents;
     const form = this.#form[slot]!;
+    if (form === OMITTED) return undefined;
     if (form === OBJECT) return { id, event: this.#objects[slot] as RuntimeEvent };
     const x = this.#numbers[slot]!;
     const value: TypedValue = form === DOUBLE
@@ -211,6 +253,13 @@ export class EventRing {
         timestamp_ms: this.#times[slot]!,
       },
     };
+  }
+
+  /** The kind and ids of the event with this id when it was left out for its size. */
+  omitted(id: number): OmittedEvent | undefined {
+    if (id < this.#firstId || id > this.#lastId || this.#count === 0) return undefined;
+    const slot = (this.#start + (id - this.#firstId)) % this.#maxEvents;
+    return this.#form[slot] === OMITTED ? this.#objects[slot] as OmittedEvent : undefined;
   }
 
   /** Stores an event in a slot: a state_update in the columns, anything else as it is. */

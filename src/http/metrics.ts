@@ -284,6 +284,11 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "Estimated bytes of the events held for resuming event streams.",
     http.sse.replayBytes,
   );
+  w.family(
+    "runtime_sse_replay_omitted_total",
+    "counter",
+    "Events larger than the resume ring's byte bound, kept only as their place (a replay says dropped).",
+  ).sample("runtime_sse_replay_omitted_total", http.sse.replayOmittedTotal);
   w.family("runtime_events_published_total", "counter", "Events published on the event bus.")
     .sample("runtime_events_published_total", services.bus.publishedCount);
 

@@ -24,7 +24,7 @@ import {
   unavailable,
 } from "../common/mod.ts";
 import type { EventBus, PublishedEvent, RuntimeEvent } from "../events/mod.ts";
-import { EventRing } from "./event_ring.ts";
+import { EventRing, type OmittedEvent } from "./event_ring.ts";
 
 /** Frames queued per client before the oldest is dropped (as anolis). */
 export const SSE_QUEUE_SIZE = 100;
@@ -82,9 +82,11 @@ const SSE_HEADERS: Record<string, string> = {
 
 const encoder = new TextEncoder();
 const KEEPALIVE = encoder.encode(": keepalive\n\n");
+/** In a replay, in place of an event the resume ring left out for its size. */
+const OMITTED_NOTICE = encoder.encode(": dropped 1 events\n\n");
 
 /** Whether an event passes a client's filters. */
-export function eventPasses(e: RuntimeEvent, f: SseFilter): boolean {
+export function eventPasses(e: RuntimeEvent | OmittedEvent, f: SseFilter): boolean {
   if (e.kind === "state_update" || e.kind === "quality_change") {
     if (f.signalId !== "" && e.signal_id !== f.signalId) return false;
   } else if (e.kind !== "device_availability") {
@@ -198,6 +200,11 @@ export class SseHub {
 
   get replayBytes(): number {
     return this.#ring.bytes;
+  }
+
+  /** Events too large for the resume ring (kept as their place only) since start. */
+  get replayOmittedTotal(): number {
+    return this.#ring.omittedTotal;
   }
 
   /**
@@ -502,7 +509,16 @@ class SseClient {
     }
     for (; id <= ring.lastId && bytes < SSE_REPLAY_CHUNK_BYTES; id++) {
       const p = ring.get(id);
-      if (p === undefined || !eventPasses(p.event, this.#opts.filter)) continue;
+      if (p === undefined) {
+        // Too large for the ring: said as a live stream says a dropped event.
+        const left = ring.omitted(id);
+        if (left !== undefined && eventPasses(left, this.#opts.filter)) {
+          parts.push(OMITTED_NOTICE);
+          bytes += OMITTED_NOTICE.byteLength;
+        }
+        continue;
+      }
+      if (!eventPasses(p.event, this.#opts.filter)) continue;
       const frame = this.#opts.encode(p);
       parts.push(frame);
       bytes += frame.byteLength;

@@ -42,7 +42,7 @@ Deno.test("EventRing keeps the newest events within its count bound and says how
   assert.deepEqual(ring.resumeFrom(7), { ok: false, reason: "unknown" });
 });
 
-Deno.test("EventRing keeps within its byte bound, and an event larger than it empties it", () => {
+Deno.test("EventRing keeps within its byte bound, and an event larger than it is kept as its place only", () => {
   const one = estimateFrameBytes(su(1).event);
   const ring = new EventRing({ maxEvents: 100, maxBytes: 3 * one });
   for (let id = 1; id <= 5; id++) ring.push(su(id));
@@ -50,14 +50,29 @@ Deno.test("EventRing keeps within its byte bound, and an event larger than it em
   assert.equal(ring.bytes, 3 * one);
   assert.equal(ring.firstId, 3);
   ring.push(bt(6, "x".repeat(4 * one)));
-  assert.equal(ring.count, 0);
-  assert.equal(ring.bytes, 0);
-  // Nothing before the big one can be replayed; after it, everything can.
-  assert.deepEqual(ring.resumeFrom(5), { ok: false, reason: "too_old" });
-  assert.deepEqual(ring.resumeFrom(6), { ok: true });
+  // Before: the ring emptied, and every resume from before it answered too_old.
+  assert.equal(ring.omittedTotal, 1);
+  assert.ok(ring.bytes <= 3 * one, `${ring.bytes}`);
+  assert.equal(ring.get(6), undefined);
+  assert.deepEqual(ring.omitted(6), { kind: "bt_error" });
+  assert.equal(ring.omitted(5), undefined);
+  assert.deepEqual(ring.resumeFrom(5), { ok: true });
+  assert.equal(ring.get(5)?.id, 5);
   ring.push(su(7));
   assert.equal(ring.get(7)?.id, 7);
   assert.deepEqual(ring.resumeFrom(6), { ok: true });
+  // A state_update keeps its ids, for a stream's filter.
+  ring.push({
+    id: 8,
+    event: { ...su(8).event, value: { type: "string", string: "y".repeat(3 * one) } },
+  } as PublishedEvent);
+  assert.deepEqual(ring.omitted(8), {
+    kind: "state_update",
+    provider_id: "sim0",
+    device_id: "analogsensor0",
+    signal_id: "voltage_ch1",
+  });
+  assert.equal(ring.get(7)?.id, 7);
 });
 
 Deno.test("EventRing started after events it never saw does not offer them", () => {

@@ -47,6 +47,7 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_sse_queued_events: "gauge",
   runtime_sse_replay_events: "gauge",
   runtime_sse_replay_bytes: "gauge",
+  runtime_sse_replay_omitted_total: "counter",
   runtime_events_published_total: "counter",
   runtime_telemetry_enabled: "gauge",
   runtime_telemetry_connected: "gauge",

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
-import { SSE_QUEUE_SIZE, SSE_RESYNC_EVENT } from "../../src/http/mod.ts";
+import { SSE_QUEUE_SIZE, SSE_REPLAY_MAX_BYTES, SSE_RESYNC_EVENT } from "../../src/http/mod.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { type SseBlock, SseReader } from "../helpers/sse_reader.ts";
@@ -291,4 +291,61 @@ Deno.test("GET /v0/events after a runtime restart: the last id of the previous r
       await rt.stop();
     }
   });
+});
+
+Deno.test("GET /v0/events with Last-Event-ID across a state_update larger than the resume ring resumes, saying that one was dropped", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const server = await fx.serve();
+    const url = `http://127.0.0.1:${server.port}/v0/events`;
+    const bus = fx.runtime.bus;
+    const first = new SseReader((await apiFetch(url)).body!);
+    bus.publish(marker(1));
+    const [seen] = await readUntil(first, isMarker(1));
+    await first.cancel();
+    // A string signal's value whose frame is estimated beyond the ring's 2 MiB (6 bytes a unit).
+    const huge = "x".repeat(Math.ceil(SSE_REPLAY_MAX_BYTES / 6) + 1);
+    bus.publish(marker(2));
+    bus.publish({
+      kind: "state_update",
+      provider_id: "sim0",
+      device_id: "analogsensor0",
+      signal_id: "label",
+      value: { type: "string", string: huge },
+      quality: "OK",
+      timestamp_ms: 1,
+    });
+    bus.publish(marker(3));
+    const again = new SseReader(
+      (await apiFetch(url, { headers: { "last-event-id": seen!.rawId! } })).body!,
+    );
+    try {
+      const got: string[] = [];
+      while (got.length < 3) {
+        const b = await again.next();
+        assert.notEqual(b, null, `stream ended after ${got}`);
+        for (const c of b!.comments) got.push(`: ${c}`);
+        if (b!.event !== undefined) got.push(`${b!.event} ${b!.data?.node ?? b!.data?.reason}`);
+      }
+      assert.deepEqual(got, ["bt_error marker-2", ": dropped 1 events", "bt_error marker-3"]);
+    } finally {
+      await again.cancel();
+    }
+    // A stream filtered to another device is not told of it.
+    const other = new SseReader(
+      (await apiFetch(`${url}?device_id=tempctl0`, {
+        headers: { "last-event-id": seen!.rawId! },
+      })).body!,
+    );
+    try {
+      const b = await other.next();
+      assert.deepEqual([b?.event, b?.data?.node, b?.comments], ["bt_error", "marker-2", []]);
+      const c = await other.next();
+      assert.deepEqual([c?.event, c?.data?.node, c?.comments], ["bt_error", "marker-3", []]);
+    } finally {
+      await other.cancel();
+    }
+  } finally {
+    await fx.close();
+  }
 });
