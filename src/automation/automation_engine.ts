@@ -16,6 +16,7 @@ import {
   type Clock,
   type DeviceCapabilities,
   errorMessage,
+  type FunctionSpec,
   internal,
   invalidArgument,
   type Logger,
@@ -43,6 +44,7 @@ import {
   type ParameterService,
   reachedProvider,
   refusedBeforeSending,
+  validateArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { DeviceOutages, StateCache } from "../state/mod.ts";
@@ -56,6 +58,20 @@ import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
 import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
+import { parseCallArgs } from "./bt/mod.ts";
+
+/** Why a call of `fn` with these literal args would be refused by validation; null: it passes. */
+function literalArgsProblem(fn: FunctionSpec, text: string): string | null {
+  const parsed = parseCallArgs(text);
+  if (!parsed.ok) return parsed.error;
+  try {
+    validateArgs(fn, parsed.args);
+    return null;
+  } catch (err) {
+    if (err instanceof RuntimeError) return err.message;
+    throw err;
+  }
+}
 
 /** The part of the mode manager automation depends on (ModeManager satisfies it). */
 export interface AutomationModes {
@@ -280,7 +296,8 @@ export class AutomationEngine {
   /**
    * Why entering AUTO must be refused now: a device the tree names is failing or down, or a
    * function the tree calls is one its provider's declared policy never lets run in AUTO
-   * (`allowed_modes` without AUTO, or `requires_lease`): refused here, not at its first call; or
+   * (`allowed_modes` without AUTO, or `requires_lease`), one the device does not declare, or one
+   * with literal args that fail validation: refused here, not at its every call; or
    * the tree reads a parameter not declared as it reads it (a reload replaced the tree and its
    * parameters section was refused, or has not been applied yet).
    */
@@ -319,27 +336,47 @@ export class AutomationEngine {
   }
 
   /**
-   * The tree's literal calls whose declared policy refuses them in AUTO, one text each, with the
-   * policy that refuses (the call gate's name: allowed_modes, requires_lease).
+   * The tree's literal calls the call router would refuse at every run in AUTO, one text each,
+   * with what refuses: the declared policy (allowed_modes, requires_lease), a function the device
+   * does not declare (unknown_function), or literal args that fail validation (validation) --
+   * the last two naming the CallDevice node (`at FILE:LINE:COL`). A device not listed is
+   * #blockedDevices' (device_loss).
    */
   #refusedCalls(): { text: string; refusedBy: string }[] {
     const capabilitiesOf = this.#o.inventory?.capabilities;
     if (capabilitiesOf === undefined) return [];
     const out: { text: string; refusedBy: string }[] = [];
+    const policyJudged = new Set<string>();
     for (const call of this.#literalCalls) {
       const dev = parseDeviceHandle(call.deviceHandle);
       if (!dev) continue;
       const caps = capabilitiesOf(dev.providerId, dev.deviceId);
+      if (caps === undefined) continue;
+      const named = `${call.deviceHandle} ${call.functionName}`;
       // A name declared twice reaches the last declaration (CallRouter, as anolis): its policy.
-      const fn = caps?.functions.findLast((f) => f.name === call.functionName);
-      if (caps === undefined || fn === undefined) continue; // refused at the call, as before
-      const modes = allowedModesRefusal(caps, fn, "AUTO");
-      const err = modes ?? leaseRefusal(caps, fn);
-      if (err !== null) {
+      const fn = caps.functions.findLast((f) => f.name === call.functionName);
+      if (fn === undefined) {
         out.push({
-          text: `${call.deviceHandle} ${call.functionName} (${err.message})`,
-          refusedBy: modes !== null ? "allowed_modes" : "requires_lease",
+          text:
+            `${named} at ${call.at} (Function not found: ${call.deviceHandle} '${call.functionName}')`,
+          refusedBy: "unknown_function",
         });
+        continue;
+      }
+      if (!policyJudged.has(named)) {
+        policyJudged.add(named);
+        const modes = allowedModesRefusal(caps, fn, "AUTO");
+        const err = modes ?? leaseRefusal(caps, fn);
+        if (err !== null) {
+          out.push({
+            text: `${named} (${err.message})`,
+            refusedBy: modes !== null ? "allowed_modes" : "requires_lease",
+          });
+        }
+      }
+      const argsProblem = call.args === null ? null : literalArgsProblem(fn, call.args);
+      if (argsProblem !== null) {
+        out.push({ text: `${named} at ${call.at} (${argsProblem})`, refusedBy: "validation" });
       }
     }
     return out;

@@ -773,3 +773,85 @@ Deno.test("AutomationEngine: a call of a replaced tree that settles after the sw
   );
   engine.stop();
 });
+
+Deno.test("AutomationEngine refuses AUTO for a literal call of a function the device does not declare, or with literal args that fail validation, naming the node", async () => {
+  // Every such call is refused at run time (unknown_function / validation): the tree cannot run
+  // in AUTO, so entering it is refused, as for a call whose policy keeps it out of AUTO.
+  const fn: FunctionSpec = {
+    functionId: 1,
+    name: "set_motor_duty",
+    description: "",
+    category: "ACTUATE",
+    actuating: true,
+    args: [{
+      name: "duty",
+      type: "double",
+      unit: "",
+      description: "",
+      required: true,
+      min: 0,
+      max: 1,
+      allowedValues: [],
+    }],
+    policy: NO_FUNCTION_POLICY,
+  };
+  const caps: DeviceCapabilities = {
+    device: {
+      providerId: "sim0",
+      deviceId: "motorctl0",
+      providerName: "sim",
+      typeId: "t",
+      typeVersion: "1",
+      label: "",
+      address: "",
+      tags: {},
+    },
+    functions: [fn],
+    signals: [],
+  };
+  const inventory = {
+    providerAvailable: () => true,
+    devicesOf: () => ["motorctl0"],
+    capabilities: (p: string, d: string) => p === "sim0" && d === "motorctl0" ? caps : undefined,
+  };
+  const problemOf = async (tree: string): Promise<string | null> => {
+    const { engine } = setup(`<BehaviorTree ID="Main">\n${tree}\n</BehaviorTree>`, { inventory });
+    try {
+      await engine.load();
+      return engine.autoProblem();
+    } finally {
+      engine.stop();
+    }
+  };
+  assert.equal(
+    await problemOf(
+      `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{"duty": 0.5}'/>`,
+    ),
+    null,
+  );
+  assert.match(
+    await problemOf(
+      `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_dutty" args='json:{"duty": 0.5}'/>`,
+    ) ?? "(no problem: AUTO admitted)",
+    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_dutty at \S+:3:\d+ \(Function not found: .*'set_motor_dutty'/,
+  );
+  assert.match(
+    await problemOf(
+      `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{"duty": 1.5}'/>`,
+    ) ?? "(no problem: AUTO admitted)",
+    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_duty at \S+:3:\d+ \(args\.duty: .*1\.5/,
+  );
+  assert.match(
+    await problemOf(
+      `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty"/>`,
+    ) ?? "(no problem: AUTO admitted)",
+    /^refusing AUTO: .* set_motor_duty at \S+:3:\d+ \(args\.duty: required argument missing/,
+  );
+  // Args from the blackboard are judged at the call, as before.
+  assert.equal(
+    await problemOf(
+      `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="{a}"/>`,
+    ),
+    null,
+  );
+});

@@ -41,12 +41,16 @@ export function literalDeviceHandles(parsed: ParsedTree): string[] {
 export interface LiteralDeviceCall {
   readonly deviceHandle: string;
   readonly functionName: string;
+  /** Its `args` as written (`{}` when absent), or null when they come from the blackboard. */
+  readonly args: string | null;
+  /** Where the CallDevice node is: `FILE:LINE:COL`. */
+  readonly at: string;
 }
 
 /**
  * Every CallDevice whose `device_handle` and `function_name` are both written literally (not
- * `{blackboard}` references), in document order, without repeats: what a gate can check before
- * the tree runs.
+ * `{blackboard}` references), in document order, the first of each device, function and args:
+ * what a gate can check before the tree runs.
  */
 export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
   const out = new Map<string, LiteralDeviceCall>();
@@ -54,8 +58,18 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
     if (nodeTypeOf(el) !== "CallDevice") return;
     const deviceHandle = literal(el, "device_handle");
     const functionName = literal(el, "function_name");
-    if (deviceHandle !== null && functionName !== null) {
-      out.set(`${deviceHandle}\n${functionName}`, { deviceHandle, functionName });
+    if (deviceHandle === null || functionName === null) return;
+    // The node reads args as written (a string port, default `{}`).
+    const raw = el.attributes.get("args");
+    const args = raw === undefined ? "{}" : blackboardKeyOf(raw, "args") !== undefined ? null : raw;
+    const key = `${deviceHandle}\n${functionName}\n${args ?? "\u0000"}`;
+    if (!out.has(key)) {
+      out.set(key, {
+        deviceHandle,
+        functionName,
+        args,
+        at: `${el.file}:${el.line}:${el.column}`,
+      });
     }
   });
   return [...out.values()];

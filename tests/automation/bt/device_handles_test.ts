@@ -37,9 +37,25 @@ Deno.test("literalDeviceHandles: trimmed, in document order, without repeats; re
   ]);
 });
 
-Deno.test("literalDeviceCalls: CallDevice nodes whose device and function are both literal, trimmed, without repeats", () => {
+Deno.test("literalDeviceCalls: CallDevice nodes whose device and function are both literal, trimmed, without repeats, with their args and place", () => {
+  const at = (line: number) => `/bt/main.xml:${line}:5`;
   assert.deepEqual(literalDeviceCalls(parsed(TREE)), [
-    { deviceHandle: "sim0/motorctl0", functionName: "set_motor_duty" },
-    { deviceHandle: "sim0/tempctl0", functionName: "set_mode" },
+    { deviceHandle: "sim0/motorctl0", functionName: "set_motor_duty", args: "json:{}", at: at(8) },
+    { deviceHandle: "sim0/tempctl0", functionName: "set_mode", args: "json:{}", at: at(13) },
+  ]);
+  // Other args are another call; args from the blackboard are null, absent ones `{}`.
+  const calls = literalDeviceCalls(parsed(`<BehaviorTree ID="main">
+  <Sequence>
+    <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{}' />
+    <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args='json:{"duty": 2}' />
+    <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="{a}" />
+    <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" />
+  </Sequence>
+</BehaviorTree>`));
+  assert.deepEqual(calls.map((c) => [c.args, c.at]), [
+    ["json:{}", at(4)],
+    ['json:{"duty": 2}', at(5)],
+    [null, at(6)],
+    ["{}", at(7)],
   ]);
 });
