@@ -15,6 +15,8 @@ export const BACKOFF_MAX_MS = 10000;
 export const MAX_PENDING_CHARS = 1 << 20;
 /** The event the runtime sends instead of missed events it no longer holds. */
 export const RESYNC_EVENT = "resync";
+/** The event (no id) after a `: dropped N events` comment: this page reads the comment instead. */
+export const DROPPED_EVENT = "dropped";
 
 /** The run part of an event id `<boot>-<n>` ("" for an id of another shape). */
 function idRun(id) {
@@ -218,6 +220,8 @@ export class EventStream {
     }
     let first = true;
     const parser = new SseParser((e) => {
+      // Said by the comment before it (onComment); no id, so it says nothing of the run either.
+      if (e.event === DROPPED_EVENT) return;
       // A runtime that does not resume (another run, or one that ignores the id) shows itself
       // by its ids: the first event after a resume must be of the same run.
       const checkRun = first && resumeFrom !== "" && e.event !== RESYNC_EVENT;

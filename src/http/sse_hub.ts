@@ -46,6 +46,19 @@ export const SSE_KEEPALIVE_MS = 15_000;
 export const SSE_REPLAY_CHUNK_BYTES = 64 * 1024;
 /** The event a resuming client gets instead of the events it missed, when they are gone. */
 export const SSE_RESYNC_EVENT = "resync";
+/**
+ * The event (no `id:`) that follows the `: dropped N events` comment, for a browser's
+ * EventSource, which hands no comment to the page: `count`, `timestamp_ms`.
+ */
+export const SSE_DROPPED_EVENT = "dropped";
+
+/** The notice of `count` events a stream lost: the comment, then the `dropped` event. */
+function dropNotice(count: number, nowMs: number): Uint8Array {
+  return encoder.encode(
+    `: dropped ${count} events\n\nevent: ${SSE_DROPPED_EVENT}\n` +
+      `data: {"count":${count},"timestamp_ms":${nowMs}}\n\n`,
+  );
+}
 
 /** Why a stream could not be resumed (the `reason` of a `resync` event). */
 export type ResyncReason = "too_old" | "restarted" | "unknown";
@@ -82,8 +95,6 @@ const SSE_HEADERS: Record<string, string> = {
 
 const encoder = new TextEncoder();
 const KEEPALIVE = encoder.encode(": keepalive\n\n");
-/** In a replay, in place of an event the resume ring left out for its size. */
-const OMITTED_NOTICE = encoder.encode(": dropped 1 events\n\n");
 
 /** Whether an event passes a client's filters. */
 export function eventPasses(e: RuntimeEvent | OmittedEvent, f: SseFilter): boolean {
@@ -363,7 +374,7 @@ interface SseClientOptions {
   readonly queueSize: number;
   readonly queueMaxBytes: number;
   readonly keepAliveMs: number;
-  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "monoMs">;
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "nowMs" | "monoMs">;
   readonly start: ClientStart;
   readonly ring: EventRing;
   /** The `resync` frame for a replay the ring outran (`lastId`: the last event sent). */
@@ -513,8 +524,9 @@ class SseClient {
         // Too large for the ring: said as a live stream says a dropped event.
         const left = ring.omitted(id);
         if (left !== undefined && eventPasses(left, this.#opts.filter)) {
-          parts.push(OMITTED_NOTICE);
-          bytes += OMITTED_NOTICE.byteLength;
+          const notice = dropNotice(1, this.#opts.clock.nowMs());
+          parts.push(notice);
+          bytes += notice.byteLength;
         }
         continue;
       }
@@ -533,7 +545,7 @@ class SseClient {
     const parts = this.#queue.splice(0);
     this.#queuedBytes = 0;
     if (this.#dropped > 0) {
-      parts.unshift(encoder.encode(`: dropped ${this.#dropped} events\n\n`));
+      parts.unshift(dropNotice(this.#dropped, this.#opts.clock.nowMs()));
       this.#dropped = 0;
     }
     if (this.#first !== null) {

@@ -343,3 +343,34 @@ Deno.test("EventStream against the real runtime: a dropped connection resumes wi
     await fx.close();
   }
 });
+
+Deno.test("EventStream: a resumed stream that starts with a drop notice (comment and id-less `dropped` event) is no restart", async () => {
+  const s = serve((_req, n) => {
+    if (n === 1) return stream(["event: e\nid: a-1\ndata: 1\n\n"], true);
+    return stream([
+      ': dropped 2 events\n\nevent: dropped\ndata: {"count":2,"timestamp_ms":1}\n\n',
+      "event: e\nid: a-4\ndata: 4\n\n",
+    ]);
+  });
+  const events: string[] = [];
+  const gaps: string[] = [];
+  const comments: string[] = [];
+  const es = new EventStream({
+    url: s.url,
+    onEvent: (e: Frame) => events.push(`${e.event} ${e.id} ${e.data}`),
+    onComment: (c: string) => comments.push(c),
+    onGap: (reason: string) => gaps.push(reason),
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await waitFor("the resumed stream's event", () => events.length === 2);
+    assert.deepEqual(gaps, []);
+    assert.deepEqual(events, ["e a-1 1", "e a-4 4"]);
+    assert.deepEqual(comments, ["dropped 2 events"]);
+    assert.equal(es.lastEventId, "a-4");
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+});

@@ -59,3 +59,47 @@ Deno.test("SseHub: a client that never reads holds at most 1 MiB of large events
     hub.closeAll();
   }
 });
+
+Deno.test("SseHub: a filtered stream that lost events gets a `dropped` event after the comment, which an EventSource page can see", async () => {
+  const bus = new EventBus();
+  const hub = new SseHub({
+    bus,
+    log: new LineLogger({ level: "warn", journald: false, now: () => 0, write: () => {} }),
+    clock: systemClock,
+    keepAliveMs: 60_000,
+  });
+  try {
+    // Filtered to one device: its ids jump whether or not it lost any, so only a notice says so.
+    const res = hub.open({ providerId: "sim0", deviceId: "cam0", signalId: "" });
+    for (let i = 0; i < 150; i++) {
+      bus.publish({
+        kind: "state_update",
+        provider_id: "sim0",
+        device_id: "cam0",
+        signal_id: "n",
+        value: { type: "double", double: i },
+        quality: "OK",
+        timestamp_ms: i,
+      });
+    }
+    const dropped = hub.droppedTotal;
+    assert.ok(dropped > 0, "the queue overflowed");
+    const sse = new SseReader(res.body!);
+    try {
+      const comment = await sse.next();
+      assert.deepEqual(comment?.comments, [`dropped ${dropped} events`]);
+      // An EventSource hands the page named events only (addEventListener("dropped", ...)).
+      const event = await sse.nextEvent();
+      assert.equal(event.event, "dropped");
+      assert.equal(event.rawId, undefined, "no id: a resume goes on from the last event received");
+      assert.equal(event.data.count, dropped);
+      assert.equal(typeof event.data.timestamp_ms, "number");
+      const next = await sse.nextEvent();
+      assert.equal(next.event, "state_update");
+    } finally {
+      await sse.cancel();
+    }
+  } finally {
+    hub.closeAll();
+  }
+});

@@ -36,7 +36,8 @@ export const EVENT_ROUTES: readonly Route[] = [
         contentType: "text/event-stream",
         description: "An endless stream of `event: <kind>`, `id: <boot>-<n>`, `data: <JSON>` " +
           "frames (the kinds are listed in the document's description of this operation); " +
-          "comments `: keepalive` and `: dropped N events`. With `Last-Event-ID` (header) or " +
+          "comments `: keepalive` and `: dropped N events`, the latter followed by a `dropped` " +
+          "event without id (`count`, `timestamp_ms`) for EventSource pages. With `Last-Event-ID` (header) or " +
           "`last_event_id`, the missed events first, or one `resync` event " +
           "(`reason`: too_old, restarted or unknown; `last_event_id`; `timestamp_ms`).",
         schema: { type: "string" },
