@@ -58,7 +58,7 @@ export async function collectFleet(
   const nodes = new Map<string, FleetNode>();
   const aliases = new Map<string, Map<number, string>>();
   const asked = new Set<string>();
-  /** Each node's devices born now (DBIRTH adds, DDEATH and NBIRTH take away), by device id. */
+  /** Each node's devices born now (DBIRTH adds, DDEATH, NBIRTH and NDEATH take away), by device id. */
   const born = new Map<string, Set<string>>();
   let deviceIds = 0;
   let truncated = false;
@@ -178,7 +178,11 @@ export async function collectFleet(
       case "NDEATH": {
         const bd = (p.metrics ?? []).find((m) => m.name === NODE_METRICS.bdSeq);
         if (n.bdSeq === null || bd === undefined || Number(bd.long_value ?? 0) === n.bdSeq) {
+          // A dead node's devices are dead with it (none is born now).
           n.reachable = false;
+          deviceIds -= devices.size;
+          devices.clear();
+          n.devices = 0;
         }
         told();
         return;

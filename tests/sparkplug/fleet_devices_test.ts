@@ -40,3 +40,36 @@ Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the 
   const { nodes } = await collected;
   assert.deepEqual(nodes.map((n) => [n.node, n.devices]), [["n", 2]]);
 });
+
+Deno.test("a node's NDEATH (of its birth's bdSeq) leaves it no devices born; a stale NDEATH of an older bdSeq takes none", async () => {
+  const session = new HeldSession({ hold: false });
+  const clock = new ManualClock();
+  const collected = collectFleet({
+    url: "mqtt://test",
+    group: "g",
+    waitMs: 1000,
+    connect: () => Promise.resolve(session),
+    clock,
+  });
+  await flushMicrotasks();
+  session.up();
+  await flushMicrotasks();
+  const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
+    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  const bdSeq = (n: number) => [{ name: "bdSeq", datatype: DataType.UInt64, long_value: n }];
+  const signal = [{ name: "a", alias: 10, datatype: DataType.Double }];
+  for (const node of ["dead", "alive"]) {
+    send(`NBIRTH/${node}`, bdSeq(3));
+    send(`DBIRTH/${node}/p0:dev0`, signal);
+    send(`DBIRTH/${node}/p0:dev1`, signal);
+  }
+  // "dead" dies (its will, the bdSeq of its birth); "alive" gets the late will of an older session.
+  send("NDEATH/dead", bdSeq(3));
+  send("NDEATH/alive", bdSeq(2));
+  clock.advance(1000);
+  const { nodes } = await collected;
+  assert.deepEqual(nodes.map((n) => [n.node, n.reachable, n.devices]), [
+    ["alive", true, 2],
+    ["dead", false, 0],
+  ]);
+});
