@@ -308,6 +308,8 @@ export class AuditTrail implements AuditSink {
    * a closing record or a checkpoint could not list it, so none is written (#markerLine).
    */
   #unsettledOverflow = 0;
+  /** Whether the last checkpoint or closing record was withheld for a failing journal (logged). */
+  #markersHeld = false;
   /** Bytes queued for the journal since the last checkpoint. */
   #sinceCheckpoint = 0;
 
@@ -850,18 +852,31 @@ export class AuditTrail implements AuditSink {
 
   /**
    * A closing record (CLOSED_PREFIX) or a checkpoint (CHECKPOINT_PREFIX): the write-ahead records
-   * still without an outcome (calls in flight), or null when it cannot be trusted (a write failed
-   * or an entry was dropped in this process, more unsettled records than AUDIT_MAX_UNSETTLED) or
+   * still without an outcome (calls in flight), or null when it cannot be trusted (the journal is
+   * failing, or lines it lost are not recorded by a `gap` entry yet; more unsettled records than
+   * AUDIT_MAX_UNSETTLED) or
    * does not fit in AUDIT_MAX_ENTRY_BYTES: then the next start searches the journal's tail.
    */
   #markerLine(journal: Journal, prefix: string): string | null {
     const w = journal.writer.status();
-    if (
-      this.#unsettledOverflow > 0 || w.writeErrors > 0 || w.lost > 0 || w.gapPending > 0 ||
-      w.state === "failing"
-    ) {
-      return null;
+    // Lines lost and not yet recorded by a `gap` entry: held until the journal is written again
+    // and says what it lost (not for the life of the process).
+    const failing = w.gapPending > 0 || w.state === "failing";
+    if (failing !== this.#markersHeld) {
+      this.#markersHeld = failing;
+      if (failing) {
+        this.#log.warn(
+          `audit journal failing or its lost entries not recorded yet: no checkpoint nor ` +
+            `closing record until it is written again (a start after this searches the journal's tail)`,
+        );
+      } else {
+        this.#log.info(
+          `audit journal written again, its lost entries recorded: checkpoints and the closing ` +
+            `record are written again`,
+        );
+      }
     }
+    if (this.#unsettledOverflow > 0 || failing) return null;
     const line = `${prefix}${this.#o.clock.nowMs()},"open":[${
       [...this.#unsettled.values()].join(",")
     }]}`;
