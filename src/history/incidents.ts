@@ -557,14 +557,15 @@ export class IncidentRecorder {
    */
   async #prune(): Promise<void> {
     const { incidentMaxCount, incidentMaxBytes } = this.#o.config;
-    let bytes = this.#index.reduce((n, h) => n + h.bytes, 0);
+    // The total is taken again after each removal waited for: another write's prune may have
+    // removed records meanwhile (a total from before would remove one record too many).
+    const bytes = () => this.#index.reduce((n, h) => n + h.bytes, 0);
     while (
       this.#index.length > 1 &&
-      (this.#index.length > incidentMaxCount || bytes > incidentMaxBytes)
+      (this.#index.length > incidentMaxCount || bytes() > incidentMaxBytes)
     ) {
       const i = this.#index.findIndex((h) => h.trigger !== "estop");
       const old = this.#index.splice(i < 0 ? 0 : i, 1)[0]!;
-      bytes -= old.bytes;
       await this.#o.files.remove(this.#path(old.incident_id)).catch((err) =>
         this.#o.log.warn(`incident ${old.incident_id} not removed: ${errorMessage(err)}`)
       );
