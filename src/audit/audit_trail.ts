@@ -308,6 +308,11 @@ export class AuditTrail implements AuditSink {
    * a closing record or a checkpoint could not list it, so none is written (#markerLine).
    */
   #unsettledOverflow = 0;
+  /**
+   * Repeats of the open accepted entry in flight (nothing written ahead for them), by id: listed
+   * by inFlightCalls, never by a closing record or a checkpoint; at most AUDIT_MAX_UNSETTLED.
+   */
+  readonly #repeats = new Map<string, IntentRecord>();
   /** Whether the last checkpoint or closing record was withheld for a failing journal (logged). */
   #markersHeld = false;
   /** Bytes queued for the journal since the last checkpoint. */
@@ -336,7 +341,8 @@ export class AuditTrail implements AuditSink {
   /**
    * Writes the decision to send an actuating call before it is sent; resolves once its bytes
    * reached the OS, its write failed (counted) or AUDIT_WRITE_AHEAD_TIMEOUT_MS passed (counted).
-   * Nothing is written for a repeat of the open accepted entry, nor without a journal. Never
+   * Nothing is written for a repeat of the open accepted entry (its intent, held in memory, is
+   * listed by inFlightCalls until its outcome settles it), nor without a journal (null). Never
    * rejects.
    */
   async writeAhead(
@@ -350,7 +356,9 @@ export class AuditTrail implements AuditSink {
       const mode = this.#o.mode();
       const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
       const key = this.#key(accepted, mode);
-      if (!this.#sealed && this.#collapses(key, now)) return null;
+      const repeat = !this.#sealed && this.#collapses(key, now);
+      // A repeat beyond the bound is not tracked: its outcome settles nothing (as before).
+      if (repeat && this.#repeats.size >= AUDIT_MAX_UNSETTLED) return null;
       const id = `${this.#boot}.${++this.#intentSeq}`;
       const record: IntentRecord = {
         intent: id,
@@ -362,6 +370,14 @@ export class AuditTrail implements AuditSink {
         mode,
         ...(this.#o.runId ? { run_id: this.#o.runId() } : {}),
       };
+      if (repeat) {
+        // Nothing written (the open entry's decision is on disk), but in flight all the same: a
+        // run closing meanwhile lists it, and its outcome is not an event of the next run.
+        const intent: AuditIntent = { id };
+        this.#repeats.set(id, record);
+        this.#aheadKeys.set(intent, { call, mode, key });
+        return intent;
+      }
       const line = bounded(record as unknown as Record<string, unknown>).text;
       if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
       else if (this.#unsettledOverflow++ === 0) {
@@ -604,7 +620,13 @@ export class AuditTrail implements AuditSink {
   #emit(raw: AuditEntry, intents: readonly string[], runId?: string | null): void {
     raw.seq = ++this.#seq;
     this.#entriesTotal++;
+    let written = intents;
     for (const id of intents) {
+      if (this.#repeats.delete(id)) {
+        // No record of it on disk to settle: its id stays out of the journal.
+        written = written.filter((w) => w !== id);
+        continue;
+      }
       // Not kept: one of the records past AUDIT_MAX_UNSETTLED (each intent settles once).
       if (!this.#unsettled.delete(id) && this.#unsettledOverflow > 0) {
         if (--this.#unsettledOverflow === 0) {
@@ -629,11 +651,11 @@ export class AuditTrail implements AuditSink {
       if (this.#memory.length > AUDIT_MEMORY_ENTRIES) this.#memory.shift();
       return;
     }
-    const line = entryLine(text, intents.slice(0, AUDIT_MAX_INTENTS_PER_LINE));
+    const line = entryLine(text, written.slice(0, AUDIT_MAX_INTENTS_PER_LINE));
     void journal.writer.append(line);
     this.#wrote(journal, line);
-    for (let i = AUDIT_MAX_INTENTS_PER_LINE; i < intents.length; i += AUDIT_MAX_INTENTS_PER_LINE) {
-      const covers = JSON.stringify({ covers: intents.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE) });
+    for (let i = AUDIT_MAX_INTENTS_PER_LINE; i < written.length; i += AUDIT_MAX_INTENTS_PER_LINE) {
+      const covers = JSON.stringify({ covers: written.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE) });
       void journal.writer.append(covers, { counted: false });
       this.#wrote(journal, covers);
     }
@@ -915,7 +937,8 @@ export class AuditTrail implements AuditSink {
 
   /**
    * The calls of this process written ahead whose outcome is not recorded yet, oldest first (at
-   * most AUDIT_MAX_UNSETTLED; none without a journal, which writes nothing ahead).
+   * most AUDIT_MAX_UNSETTLED; none without a journal, which writes nothing ahead), and the repeats
+   * of the open entry in flight, for which nothing was written (at most AUDIT_MAX_UNSETTLED more).
    */
   inFlightCalls(): AuditInFlightCall[] {
     const calls: AuditInFlightCall[] = [];
@@ -926,7 +949,10 @@ export class AuditTrail implements AuditSink {
         // never: bounded() keeps every record valid JSON
       }
     }
-    return calls;
+    if (this.#repeats.size === 0) return calls;
+    calls.push(...this.#repeats.values());
+    const n = (id: string) => Number(id.slice(id.indexOf(".") + 1));
+    return calls.sort((a, b) => n(a.intent) - n(b.intent));
   }
 
   status(): AuditStatus {

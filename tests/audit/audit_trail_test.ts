@@ -415,8 +415,9 @@ Deno.test("AuditTrail.writeAhead has the decision written when it resolves, and 
     assert.equal(JSON.parse(lines[0]!).args.duty.double, 0.5);
     t.record({ ...duty(0.5), intent });
     // The same call again: the open entry stands for it, nothing more is written ahead.
-    assert.equal(await t.writeAhead(call(0.5)), null);
-    t.record(duty(0.5));
+    const repeat = await t.writeAhead(call(0.5)); // in memory only (inFlightCalls)
+    assert.equal((await journalLines(dir)).length, 1);
+    t.record({ ...duty(0.5), intent: repeat });
     const page = await t.query({ limit: 10 });
     assert.deepEqual(page.entries.map((e) => [e.outcome, e.count]), [["accepted", 2]]);
     assert.deepEqual(page.problems, []);

@@ -1,0 +1,76 @@
+/**
+ * A repeat of the open accepted entry writes nothing ahead, but it is in flight all the same: a
+ * run closing meanwhile (the kernel's #settleRunCalls, src/app/kernel.ts) must find it in
+ * inFlightCalls() and tell its outcome by its intent, else that outcome, arriving after the open
+ * entry was closed, became a `call` event of the next run and the run it was made in never said
+ * it was in flight.
+ */
+import assert from "node:assert/strict";
+import { AuditTrail } from "../../src/audit/mod.ts";
+import type { AuditDecision } from "../../src/control/mod.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
+
+function duty(value: number): AuditDecision {
+  return {
+    action: "call",
+    origin: { kind: "automation", node: "Main" },
+    outcome: "accepted",
+    device_handle: "sim0/motorctl0",
+    function: "set_motor_duty",
+    args: { duty: { type: "double", double: value } },
+    result: {},
+    latency_ms: 1,
+  };
+}
+
+const ahead = (value: number) => {
+  const { outcome: _o, result: _r, latency_ms: _l, ...call } = duty(value);
+  return call;
+};
+
+Deno.test("AuditTrail lists a repeat of the open entry in flight (nothing written ahead) and its outcome's entry carries its intent", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_repeat_" });
+  try {
+    const time = new ManualClock();
+    const t = new AuditTrail({ clock: time, log: testLogger(), mode: () => "AUTO" });
+    await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+    const seen: { count: number; intents: readonly string[] }[] = [];
+    t.onEntry((e, intents) => seen.push({ count: e.count, intents }));
+    const first = await t.writeAhead(ahead(0.5));
+    assert.ok(first);
+    t.record({ ...duty(0.5), intent: first });
+    const names = async () => (await journalFiles.listNames(dir)).sort();
+    const text = async () =>
+      (await Promise.all((await names()).map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
+    const before = await text(); // the first call's record written ahead (its entry is open)
+    assert.match(before, /"intent":/);
+    // The same call again while the entry is open: nothing is written ahead...
+    time.advance(10);
+    const repeat = await t.writeAhead(ahead(0.5));
+    assert.equal(await text(), before, "a repeat wrote ahead");
+    // ...and a run closes while it is in flight: the open entry is closed, the repeat listed.
+    t.flushOpen();
+    const inFlight = t.inFlightCalls();
+    assert.deepEqual(
+      inFlight.map((c) => [c.function, (c.args as { duty: { double: number } }).duty.double]),
+      [["set_motor_duty", 0.5]],
+      "the repeat in flight is not listed",
+    );
+    assert.ok(repeat);
+    assert.equal(inFlight[0]!.intent, repeat.id);
+    // Its outcome arrives: an entry of its own that names it (the kernel tells it by that).
+    time.advance(10);
+    t.record({ ...duty(0.5), intent: repeat });
+    t.flushOpen();
+    assert.deepEqual(seen.map((s) => [s.count, s.intents]), [[1, [first.id]], [1, [repeat.id]]]);
+    assert.deepEqual(t.inFlightCalls(), []);
+    await t.close();
+    // No id of a record that is not on disk is written in the journal.
+    assert.ok(!(await text()).includes(repeat.id), "the repeat's id was journaled");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
