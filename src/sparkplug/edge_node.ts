@@ -401,6 +401,11 @@ export class SparkplugEdgeNode {
    */
   readonly #providersBehind = new Set<string>();
   /**
+   * Providers seen up since the node started (#noteUp): a down one of them with no devices known
+   * came up with none, and claims no device id (#notBorn). At most the configured providers.
+   */
+  readonly #seenUp = new Set<string>();
+  /**
    * Answers to commands not handed over yet (MAX_IN_FLIGHT writes unconfirmed), the latest per
    * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
    */
@@ -505,8 +510,15 @@ export class SparkplugEdgeNode {
   async start(): Promise<void> {
     const o = this.#o;
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
-    this.#unsubscribe.push(o.inventory.onChange((id) => this.#providerChanged(id)));
-    this.#unsubscribe.push(o.inventory.onAvailability((p) => this.#providerChanged(p.id)));
+    for (const p of o.inventory.providers()) this.#noteUp(p.id);
+    this.#unsubscribe.push(o.inventory.onChange((id) => {
+      this.#noteUp(id);
+      this.#providerChanged(id);
+    }));
+    this.#unsubscribe.push(o.inventory.onAvailability((p) => {
+      this.#noteUp(p.id);
+      this.#providerChanged(p.id);
+    }));
     if (o.bdSeqStore !== undefined) await this.#bdSeqAtStart(o.bdSeqStore);
     if (this.#stopped) return;
     await this.#openSession();
@@ -1755,11 +1767,24 @@ export class SparkplugEdgeNode {
             `${MAX_IN_FLIGHT}); send it again after the DBIRTH`
           : "device not born yet (its DBIRTH is about to go out); send it again after the DBIRTH";
       }
-      // Never came up (no devices known): any device id of its own, exactly (not a prefix).
-      const had = p.devices.length === 0 ? sparkplugDeviceProvider(id) === p.id : has;
+      // Never came up (no devices known): any device id of its own, exactly (not a prefix). One
+      // that came up with none had none of them.
+      const had = p.devices.length === 0 && !this.#seenUp.has(p.id)
+        ? sparkplugDeviceProvider(id) === p.id
+        : has;
       if (had) return `device down (provider ${p.id} ${p.lifecycle})`;
     }
     return null;
+  }
+
+  /**
+   * Notes a provider seen up (#seenUp); forgets one no longer configured, so the set holds at
+   * most the configured providers.
+   */
+  #noteUp(providerId: string): void {
+    const p = this.#o.inventory.provider(providerId);
+    if (p === undefined) this.#seenUp.delete(providerId);
+    else if (p.available) this.#seenUp.add(providerId);
   }
 
   /** Why commands cannot act at all now (off, or the role), or null. */

@@ -69,3 +69,42 @@ Deno.test("sparkplugDeviceProvider inverts sparkplugDeviceId and names no provid
     assert.equal(sparkplugDeviceProvider(id), null, id);
   }
 });
+
+Deno.test("a down provider that came up with no devices claims no device id: only one never up claims its own", async () => {
+  const rig = edgeNodeRig({
+    providers: [
+      // Came up with no devices (host requirements unmet), then went down.
+      { id: "bare", available: true, devices: [] },
+      // Came up with no devices after the node started, then went down.
+      { id: "late", available: false, lifecycle: "DOWN", devices: [] },
+      // Never came up.
+      { id: "never", available: false, lifecycle: "DOWN", devices: [] },
+    ],
+    mode: "MANUAL",
+    recordCalls: true,
+  });
+  await rig.online();
+  rig.setAvailable("late", true);
+  rig.setAvailable("bare", false);
+  rig.setAvailable("late", false);
+  await flushMicrotasks();
+  const resultAlias = rig.nodeAlias("Runtime/Command Result");
+  const from = rig.session.published.length;
+  for (const p of ["bare", "late", "never"]) {
+    rig.command(`spBv1.0/g/DCMD/n/${sparkplugDeviceId(p, "dev0")}`, [
+      { name: "Functions/pulse", datatype: DataType.Boolean, boolean_value: true },
+    ]);
+  }
+  await flushMicrotasks();
+  const answers = rig.session.published.slice(from).flatMap((m) =>
+    m.topic === "spBv1.0/g/NDATA/n"
+      ? (m.payload.metrics ?? []).filter((x) => x.alias === resultAlias).map((x) => x.string_value)
+      : []
+  );
+  assert.deepEqual(answers, [
+    "bare:dev0/Functions/pulse: REFUSED: no such device on this node",
+    "late:dev0/Functions/pulse: REFUSED: no such device on this node",
+    "never:dev0/Functions/pulse: REFUSED: device down (provider never DOWN)",
+  ]);
+  await rig.stop();
+});
