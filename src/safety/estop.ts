@@ -806,11 +806,13 @@ export class Estop implements EstopService {
   async #secure(host: ProviderSummary, run: SecureRun): Promise<EstopAction[]> {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
+    let safeState = this.#o.safeState;
     const actions = await this.#onProvider(id, async () => {
       run.started = true;
       if (this.#state !== "latched") return null;
       const calls = this.#callsOf(id);
       rung = this.plan().rung;
+      safeState = this.#o.safeState;
       this.#log.warn(
         `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
       );
@@ -824,7 +826,7 @@ export class Estop implements EstopService {
       return done;
     });
     if (actions === null) return [];
-    await this.#reverify(id, actions, rung);
+    await this.#reverify(id, actions, rung, safeState);
     return actions;
   }
 
@@ -833,21 +835,24 @@ export class Estop implements EstopService {
    * Providers that come back while a re-verification waits for its turn join it: one runs at a
    * time, after the stop that was running when it was asked for (whose verification it merges
    * into), so a restart storm reads back in a few batches, not one per provider. `rung` is the
-   * rung its securing calls ran with (the audit names it): a provider secured under another rung
+   * rung its securing calls ran with (the audit names it) and `safeState` the safe state of their
+   * plan, whose expectations are read back: a provider secured under another rung or safe state
    * (a reload meanwhile) starts a batch of its own.
    */
   #reverify(
     providerId: string,
     actions: readonly EstopAction[],
     rung: SoftwareSafeState,
+    safeState: SafeStateConfig,
   ): Promise<void> {
     const pending = this.#pendingReverify;
-    if (pending?.rung === rung) {
+    if (pending?.rung === rung && pending.safeState === safeState) {
       pending.providers.set(providerId, actions);
       return pending.done;
     }
     const batch: ReverifyBatch = {
       rung,
+      safeState,
       providers: new Map([[providerId, actions]]),
       done: Promise.resolve(),
     };
@@ -863,23 +868,28 @@ export class Estop implements EstopService {
   }
 
   /**
-   * One re-verification: the batch's providers' expectations (of the list the shown verification
-   * holds) read back fresh, merged, logged, published as `estop_verification` and audited. Skipped
-   * once the latch is released.
+   * One re-verification: the batch's providers' expectations read back fresh, merged, logged,
+   * published as `estop_verification` and audited. Those of the safe state its securing calls came
+   * from: when a reload changed the expectations since the verification shown, that list is read
+   * back whole (it replaces the shown one, whose checks were of another plan). Skipped once the
+   * latch is released.
    */
   async #runReverify(batch: ReverifyBatch): Promise<void> {
     const shown = this.#verified;
     if (this.#state !== "latched" || shown === null) return;
     const ids = [...batch.providers.keys()];
-    const indices = shown.expect.flatMap((e, i) => ids.includes(e.providerId) ? [i] : []);
+    const expect = batch.safeState.expect;
+    const indices = expect.flatMap((e, i) =>
+      expect !== shown.expect || ids.includes(e.providerId) ? [i] : []
+    );
     const startedAt = this.#o.clock.monoMs();
     const partial = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
-      expect: indices.map((i) => shown.expect[i]!),
-      timeoutMs: this.#o.safeState.verifyTimeoutMs,
+      expect: indices.map((i) => expect[i]!),
+      timeoutMs: batch.safeState.verifyTimeoutMs,
     });
-    if (!this.#mergeVerification(shown.expect, indices, partial, startedAt)) return;
+    if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
     const merged = verificationView(this.#verified!);
     this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} back)`);
     const actions = [...batch.providers.values()].flat();
@@ -996,6 +1006,8 @@ interface SecureRun {
 interface ReverifyBatch {
   /** The rung its providers' securing calls ran with. */
   readonly rung: SoftwareSafeState;
+  /** The safe state of their plan: its expectations are the ones read back. */
+  readonly safeState: SafeStateConfig;
   readonly providers: Map<string, readonly EstopAction[]>;
   done: Promise<void>;
 }
