@@ -267,6 +267,16 @@ export class ModeManager implements ModeService {
   #faultHooksPending = false;
   /** The failures of the FAULT entry in force's hooks so far (filled as they run). */
   #faultHookFailures: readonly HookFailure[] = [];
+  /**
+   * The hooks of the FAULT entry in force once they have begun to run, with the promise they
+   * resolve with; null outside FAULT. A provider that becomes AVAILABLE while it stands gets their
+   * calls addressed to it again (#providerBack).
+   */
+  #faultInForce:
+    | { config: ModeManagerOptions["hooks"]; from: RuntimeMode; run: Promise<unknown> }
+    | null = null;
+  /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
+  readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -284,6 +294,9 @@ export class ModeManager implements ModeService {
     this.#log = options.log.child("mode");
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
+    options.inventory.onAvailability((p, up) => {
+      if (up) this.#providerBack(p.id);
+    });
   }
 
   current(): RuntimeMode {
@@ -409,13 +422,18 @@ export class ModeManager implements ModeService {
     return {
       committed: true,
       from,
-      runHooks: () => (hooks ??= this.#runFaultHooks(config, from, soFar).then((failures) => {
-        finished(failures);
-        return failures;
-      }, (err) => {
-        finished([]);
-        throw err;
-      })),
+      runHooks: () => {
+        if (hooks !== null) return hooks;
+        hooks = this.#runFaultHooks(config, from, soFar).then((failures) => {
+          finished(failures);
+          return failures;
+        }, (err) => {
+          finished([]);
+          throw err;
+        });
+        if (this.#faultHooksDone === done) this.#faultInForce = { config, from, run: hooks };
+        return hooks;
+      },
       hookFailuresSoFar: () => [...soFar],
     };
   }
@@ -685,6 +703,49 @@ export class ModeManager implements ModeService {
     return failures;
   }
 
+  /**
+   * `providerId` became AVAILABLE while FAULT stands with its hooks begun: its process may be new
+   * (a crash, a reload restarting it), with its own start-up values, and its hook calls may have
+   * failed while it was down. So the calls of those hooks addressed to it are made again, as stop
+   * actions in declared order (before phase, then after), once the hooks' own run has finished;
+   * one run per provider at a time, at most one waiting (it finds the provider up). Each call is
+   * audited and a failure published as the hooks' own are; re-arming waits for them. Stops once
+   * FAULT is left.
+   */
+  #providerBack(providerId: string): void {
+    const entry = this.#faultInForce;
+    if (this.#mode !== "FAULT" || entry === null) return;
+    const calls = (["before", "after"] as const).flatMap((phase) =>
+      (phase === "before" ? entry.config.beforeTransition : entry.config.afterTransition)
+        .filter((h) => hookMatches(h, entry.from, "FAULT"))
+        .flatMap((hook) => hook.calls.map((call) => ({ phase, hook, call })))
+        .filter(({ call }) => call.deviceHandle.split("/", 1)[0] === providerId)
+    );
+    if (calls.length === 0) return;
+    const previous = this.#reapplying.get(providerId);
+    if (previous?.waiting) return;
+    const run = { waiting: true, done: Promise.resolve() };
+    this.#faultHooksRunning++;
+    run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
+      run.waiting = false;
+      if (this.#faultInForce !== entry) return;
+      this.#log.warn(
+        `FAULT: provider ${providerId} is AVAILABLE again; making its ${calls.length} hook ` +
+          `call(s) into FAULT (${entry.from}->FAULT) again`,
+      );
+      for (const { phase, hook, call } of calls) {
+        if (this.#faultInForce !== entry) return;
+        await this.#runHookCall(phase, hook, call, entry.from, "FAULT", "safety");
+      }
+    }).catch((err) => {
+      this.#log.error(`FAULT hooks for ${providerId} failed: ${toRuntimeError(err).message}`);
+    }).finally(() => {
+      this.#faultHooksRunning--;
+      if (this.#reapplying.get(providerId) === run) this.#reapplying.delete(providerId);
+    });
+    this.#reapplying.set(providerId, run);
+  }
+
   /** Runs one hook call; returns its failure (logged and published), or null. */
   async #runHookCall(
     phase: "before" | "after",
@@ -743,6 +804,7 @@ export class ModeManager implements ModeService {
       this.#faultHooksDone = null;
       this.#faultHooksPending = false;
       this.#faultHookFailures = [];
+      this.#faultInForce = null;
     }
     this.#o.bus.publish({
       kind: "mode_change",

@@ -1,0 +1,55 @@
+/**
+ * The hooks into FAULT are stop actions; a provider that was down (restarting) when FAULT was
+ * entered got none of them (UNAVAILABLE), and its new process starts with its own start-up values.
+ * While FAULT stands, the hook calls addressed to it are made again when it comes back, as the
+ * e-stop secures a provider that comes back while latched (docs/safety.md).
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { call, d, hook, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
+
+Deno.test("A provider restarting when FAULT was entered gets the hook calls into FAULT when it comes back", async () => {
+  const faultHook = hook(
+    "*",
+    "FAULT",
+    [call("sim0/tempctl0", "set_setpoint", { value: { double: 10 } })],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  const fx = await startHttpFixture({
+    config: {
+      // Down for 1.5 s after a crash: FAULT is entered meanwhile.
+      providers: [inertSim("sim0", { restart: { backoffMs: [1500], maxAttempts: 1 } })],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook], afterTransition: [] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "tempctl0", 2, { value: d(80) });
+    const host = rt.registry.host("sim0")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("sim0 down", () => !host.available);
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.mode, "FAULT");
+    assert.equal(r.json.hook_failures.length, 1, r.text);
+    assert.match(r.json.hook_failures[0].error, /^UNAVAILABLE/);
+    await waitFor("sim0 restarted", () => host.available && host.session!.pid !== pid, 20_000);
+    // The new process starts with its own setpoint (60); the hook's 10 must be applied again.
+    await waitFor(
+      "the FAULT hook's setpoint applied to the restarted sim0",
+      async () => await readSignal(rt, "sim0", "tempctl0", "setpoint") === 10,
+    );
+    const status = await fx.request("GET", "/v0/runtime/status");
+    assert.equal(status.json.mode, "FAULT");
+  } finally {
+    await fx.close();
+  }
+});
