@@ -780,10 +780,11 @@ export class AutomationEngine {
   }
 
   /**
-   * Records that the tree commands `handle` (it depends on it from then on): when the call is
-   * sent, not when it settles -- a device lost while the tree's call to it is in flight (a device
-   * that stops answering holds the call up to the provider's timeout_ms) is one the tree depends
-   * on. A call refused or cancelled before sending commanded nothing.
+   * Records that the tree commands `handle` (it depends on it from then on): once the call is
+   * admitted to its provider's queue, not when it settles -- a device lost while the tree's call
+   * to it waits there behind another call, or is in flight (a device that stops answering holds
+   * the call up to the provider's timeout_ms), is one the tree was about to command. A call a gate
+   * or caller check refused (or a full queue) commanded nothing.
    */
   #noteCommand(handle: string): void {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
@@ -1014,6 +1015,7 @@ function kernelServices(
           origin: "automated",
           source: node === undefined ? { kind: "automation" } : { kind: "automation", node },
           signal,
+          onQueued: () => noteCommand(handle),
           onSent: () => noteCommand(handle),
         });
       } catch (err) {

@@ -50,6 +50,13 @@ export interface CallRequest {
    * for a call refused or cancelled before sending. Must not throw.
    */
   readonly onSent?: (() => void) | undefined;
+  /**
+   * Called once the call has passed the gates and the caller checks and is admitted to its
+   * provider's queue (synchronously, within `call`, before it waits there); never for a call
+   * refused before that, a full queue included. It may still be refused under the provider lock
+   * or cancelled while queued. Must not throw.
+   */
+  readonly onQueued?: (() => void) | undefined;
 }
 
 /** The audit origin of a call that names none: the kind its gate origin implies. */
@@ -416,7 +423,7 @@ export class CallRouter {
     progress.refusedBy = "queue";
     const host = this.#registry.host(req.providerId)!;
     const lock = this.#lockFor(req.providerId);
-    const release = await lock.acquire(req.signal);
+    const release = await lock.acquire(req.signal, { onAdmitted: req.onQueued });
     progress.refusedBy = null;
     let response;
     try {
@@ -579,7 +586,10 @@ class ProviderLock {
     this.#providerId = providerId;
   }
 
-  acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {
+  acquire(
+    signal?: AbortSignal,
+    options: { unbounded?: boolean; onAdmitted?: (() => void) | undefined } = {},
+  ): Promise<() => void> {
     const release = () => {
       const next = this.#waiters.shift();
       if (next) next();
@@ -591,6 +601,7 @@ class ProviderLock {
     }
     if (!this.#held) {
       this.#held = true;
+      options.onAdmitted?.();
       return Promise.resolve(release);
     }
     if (!options.unbounded && this.#waiters.length >= MAX_QUEUED_CALLS_PER_PROVIDER) {
@@ -611,6 +622,7 @@ class ProviderLock {
       };
       signal?.addEventListener("abort", onAbort);
       this.#waiters.push(grant);
+      options.onAdmitted?.();
     });
   }
 }

@@ -372,6 +372,41 @@ Deno.test("AutomationEngine device-loss latch: a device the tree is commanding (
   engine.stop();
 });
 
+Deno.test("AutomationEngine device-loss latch: a device the tree's call waits in its provider's queue for going down forces FAULT", async () => {
+  // The handle comes from the blackboard; the call passed the gates and waits behind another call
+  // to its provider (not written yet) when the device is lost: the tree was about to command it.
+  const outages = new FakeOutages();
+  const { engine, modes, calls } = setup(
+    `<BehaviorTree ID="Main"><Sequence>` +
+      `<SetBlackboard value="sim0/motorctl0" output_key="dev"/>` +
+      `<CallDevice device_handle="{dev}" function_name="set_motor_duty"/>` +
+      `</Sequence></BehaviorTree>`,
+    {
+      outages,
+      router: {
+        call: (req) => {
+          calls.push(req);
+          (req as { onQueued?: () => void }).onQueued?.(); // admitted to the queue, not sent
+          return new Promise(() => {});
+        },
+      },
+    },
+  );
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  modes.set("AUTO");
+  assert.equal(engine.runner!.tickOnce(), "RUNNING");
+  outages.set("sim0/motorctl0", "down");
+  assert.deepEqual(
+    modes.faults,
+    ["device-loss latch: sim0/motorctl0 is down (its reads fail)"],
+    "the device the tree's queued call was about to command forces FAULT",
+  );
+  assert.equal(modes.current(), "FAULT");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine reloadTree loads the tree again when only a file it includes changed", async () => {
   const files: Record<string, string> = {
     [TREE]: xmlRoot(

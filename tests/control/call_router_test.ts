@@ -345,3 +345,27 @@ Deno.test("CallRouter never sends a tree's call whose tree was halted while it w
     }
   });
 });
+
+Deno.test("CallRouter tells onQueued once a call is admitted to its provider's queue (behind another), never for one refused before it", async () => {
+  await withPlant(async (rt) => {
+    const seen: string[] = [];
+    const req = (what: string, duty: number) => ({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_FAN,
+      args: { duty: d(duty) },
+      origin: "manual" as const,
+      onQueued: () => seen.push(`${what} queued`),
+      onSent: () => seen.push(`${what} sent`),
+    });
+    const first = rt.router.call(req("first", 0.3));
+    const second = rt.router.call(req("second", 0.4));
+    // Both admitted synchronously; the second waits behind the first, not written yet.
+    assert.deepEqual(seen, ["first queued", "second queued"]);
+    const refused = rt.router.call(req("refused", 7)); // out of bounds: validation refuses it
+    await assert.rejects(refused);
+    await first;
+    await second;
+    assert.deepEqual(seen, ["first queued", "second queued", "first sent", "second sent"]);
+  });
+});
