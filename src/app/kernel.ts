@@ -14,6 +14,7 @@
 import {
   type Clock,
   errorMessage,
+  failedPrecondition,
   type Logger,
   type LogLevel,
   type MqttConnect,
@@ -237,7 +238,7 @@ export class Kernel {
   #stopping: Promise<void> | null = null;
   /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
   #hooksChecked = false;
-  /** A reload is applying its sections (Kernel.reload; the caller serializes reloads). */
+  /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
   /**
    * An inventory changed during the reload, or it started a provider: AUTO's gate and the
@@ -873,11 +874,19 @@ export class Kernel {
    * recipe is refused (app/run_gate.ts), and so are provider removals and changes (additions
    * apply). A refused or failed section keeps its old value in `config`, so the next reload tries
    * it again. Outside AUTO a weakened protection applies and is recorded on the audit trail. Once
-   * stop() has begun, no further section is applied (each is reported failed). The caller
-   * serializes reloads.
+   * stop() has begun, no further section is applied (each is reported failed). One at a time:
+   * while one applies, another is refused (FAILED_PRECONDITION); the ConfigReloader serializes the
+   * process's own.
    */
   async reload(next: Config): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
+    // One at a time (#reloading is one flag): the ConfigReloader, the only caller in the process,
+    // serializes them; a second direct call would end the running one's state early.
+    if (this.#reloading) {
+      throw failedPrecondition(
+        "reload refused: a configuration reload is already running; retry when it has finished",
+      );
+    }
     this.#reloading = true;
     this.#inventoryChangedInReload = false;
     try {
