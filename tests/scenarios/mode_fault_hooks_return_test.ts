@@ -53,3 +53,45 @@ Deno.test("A provider restarting when FAULT was entered gets the hook calls into
     await fx.close();
   }
 });
+
+Deno.test("A provider a reload restarts while FAULT stands gets the hook calls into FAULT again", async () => {
+  const faultHook = hook(
+    "*",
+    "FAULT",
+    [call("sim0/tempctl0", "set_setpoint", { value: { double: 10 } })],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim("sim0")],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook], afterTransition: [] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json.hook_failures, []);
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    // Its entry changed: the reload restarts it (outside AUTO a change applies); the new process
+    // starts with its own setpoint (60).
+    const [sim0] = rt.config.providers;
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [{ ...sim0!, timeoutMs: sim0!.timeoutMs + 1 }],
+    });
+    assert.deepEqual(report.providers.restarted, ["sim0"]);
+    await waitFor(
+      "the FAULT hook's setpoint applied to the sim0 the reload restarted",
+      async () => await readSignal(rt, "sim0", "tempctl0", "setpoint") === 10,
+    );
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await fx.close();
+  }
+});
