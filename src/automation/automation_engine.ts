@@ -58,7 +58,7 @@ import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
 import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
-import { parseCallArgs } from "./bt/mod.ts";
+import { parseCallArgs } from "./call_args.ts";
 
 /** Why a call of `fn` with these literal args would be refused by validation; null: it passes. */
 function literalArgsProblem(fn: FunctionSpec, text: string): string | null {

@@ -5,13 +5,8 @@
  * return FAILURE, as in anolis. CallDevice is asynchronous: it starts the call on its first tick
  * and reports RUNNING until the call settles; halting aborts the call.
  */
-import {
-  errorMessage,
-  exactInteger,
-  INT64_MAX,
-  INT64_MIN,
-  type TypedValue,
-} from "../../common/mod.ts";
+import { errorMessage, type TypedValue } from "../../common/mod.ts";
+import { parseCallArgs } from "../call_args.ts";
 import type { BtServices } from "./services.ts";
 import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } from "./tree_node.ts";
 
@@ -93,67 +88,6 @@ export class CheckQualityNode extends SyncActionNode {
     if (!cached) return "FAILURE";
     return cached.quality === expected.value ? "SUCCESS" : "FAILURE";
   }
-}
-
-interface JsonReviverContext {
-  source?: string;
-}
-
-/**
- * Parses CallDevice `args` (after the `json:` prefix): a JSON object whose values are numbers,
- * booleans or strings. JSON floats (with `.`/exponent in the source text) become double, JSON
- * integers int64, exactly from their source digits (beyond +/-2^53 too, within the int64 range).
- * Returns the typed args or an error message.
- */
-export function parseCallArgs(
-  text: string,
-): { ok: true; args: Record<string, TypedValue> } | { ok: false; error: string } {
-  const body = text.startsWith("json:") ? text.slice(5) : text;
-  // Source text of every number, per holder object (the reviver sees nested holders too).
-  const sources = new WeakMap<object, Map<string, string>>();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(
-      body,
-      function (this: unknown, key: string, value: unknown, context?: JsonReviverContext) {
-        if (typeof value === "number" && typeof this === "object" && this !== null) {
-          let m = sources.get(this);
-          if (!m) sources.set(this, m = new Map());
-          if (context?.source !== undefined) m.set(key, context.source);
-        }
-        return value;
-      },
-    );
-  } catch (err) {
-    const reason = errorMessage(err);
-    return { ok: false, error: `invalid JSON in args: ${reason}` };
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    return { ok: false, error: "args must be a JSON object" };
-  }
-  const out: Record<string, TypedValue> = {};
-  const numberSources = sources.get(parsed);
-  for (const [name, value] of Object.entries(parsed)) {
-    if (typeof value === "boolean") out[name] = { type: "bool", bool: value };
-    else if (typeof value === "string") out[name] = { type: "string", string: value };
-    else if (typeof value === "number") {
-      const src = numberSources?.get(name);
-      const isFloat = src !== undefined ? /[.eE]/.test(src) : !Number.isInteger(value);
-      if (isFloat) out[name] = { type: "double", double: value };
-      else if (Number.isSafeInteger(value)) out[name] = { type: "int64", int64: value };
-      else {
-        const exact = src !== undefined ? BigInt(src) : null;
-        if (exact === null || exact < INT64_MIN || exact > INT64_MAX) {
-          return { ok: false, error: `arg '${name}': integer ${src ?? value} is out of range` };
-        }
-        out[name] = { type: "int64", int64: exactInteger(exact) };
-      }
-    } else {
-      const kind = value === null ? "null" : Array.isArray(value) ? "array" : "object";
-      return { ok: false, error: `arg '${name}': unsupported JSON value (${kind})` };
-    }
-  }
-  return { ok: true, args: out };
 }
 
 /**

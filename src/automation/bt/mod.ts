@@ -31,7 +31,8 @@ export type { BtQuality, BtServices, ReadFileFn } from "./services.ts";
 export type { NodeStatus } from "./tree_node.ts";
 export { NODE_SPECS } from "./node_registry.ts";
 export type { NodeSpec } from "./node_registry.ts";
-export { parseCallArgs, SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
+export { parseCallArgs } from "../call_args.ts";
+export { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
 export {
   type LiteralDeviceCall,
   literalDeviceCalls,

@@ -6,7 +6,7 @@
  */
 import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
-import { parseCallArgs } from "./custom_nodes.ts";
+import { parseCallArgs } from "../call_args.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
