@@ -241,10 +241,16 @@ export class Kernel {
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
   /**
-   * An inventory changed during the reload, or it started a provider: AUTO's gate and the
+   * A provider the reload starts changed its inventory, or it started one: AUTO's gate and the
    * vetoing hooks are judged again once it has applied.
    */
   #inventoryChangedInReload = false;
+  /**
+   * Providers the running reload starts (added, changed, a failed start retried): their
+   * inventory is judged by AUTO's gate once the reload has applied (the hook its file brings for
+   * them applies in a later section). Any other provider's rediscovery is judged at once.
+   */
+  #reloadStarting: ReadonlySet<string> = new Set();
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
   /** INFLUXDB_TOKEN as read at construction (the environment no longer has it). */
@@ -381,15 +387,17 @@ export class Kernel {
     // device's next poll.
     this.cache.onReportedUnreachable(() => this.alarms.evaluateAll());
     // A rediscovery may add actuating functions: AUTO must then still have its FAULT hook, and a
-    // hook may now veto arming every time (said again). During a reload, judged once it has
-    // applied every section (the hook for a provider it adds comes in a later section).
-    this.inventory.onChange((_id, change) => {
+    // hook may now veto arming every time (said again). A provider a reload starts is judged once
+    // the reload has applied every section (the hook for it comes in a later section); any other
+    // at once, without the providers the reload starts (a crash-restart of another provider
+    // while a reload awaits a start must not wait for it: up to its ready_timeout_ms).
+    this.inventory.onChange((id, change) => {
       if (change !== "changed") return;
-      if (this.#reloading) {
+      if (this.#reloading && this.#reloadStarting.has(id)) {
         this.#inventoryChangedInReload = true;
         return;
       }
-      void this.modes.recheckAutoGate();
+      void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
       if (this.#hooksChecked) this.#warnVetoingHooks(); // start-up's own check comes later
     });
     // Ticks only in AUTO; an e-stop forces FAULT, which halts it
@@ -893,6 +901,7 @@ export class Kernel {
       return await this.#reload(next);
     } finally {
       this.#reloading = false;
+      this.#reloadStarting = new Set();
       // AUTO's gate (a hook into FAULT while anything actuates) is judged on what the whole
       // reload left in force: a provider it started may actuate, and the hook the same file adds
       // for it applies in a later section (refused, AUTO is left without it: FAULT).
@@ -905,6 +914,11 @@ export class Kernel {
 
   async #reload(next: Config): Promise<ReloadReport> {
     const diff = diffSections(this.#config, next);
+    this.#reloadStarting = new Set([
+      ...diff.providers.added.map((p) => p.id),
+      ...diff.providers.changed.map((p) => p.id),
+      ...this.registry.failedStarts().map((h) => h.id),
+    ]);
     // Judged as each section applies, against the configuration then in effect and the machine
     // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook
     // rule), and protections retired with their providers are no longer in effect.

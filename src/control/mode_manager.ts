@@ -153,8 +153,12 @@ export function hookMatches(hook: HookConfig, from: RuntimeMode, to: RuntimeMode
 }
 
 /** How many actuating functions the inventory's devices declare. */
-export function actuatingFunctionCount(inventory: InventoryReader): number {
+export function actuatingFunctionCount(
+  inventory: InventoryReader,
+  except?: ReadonlySet<string>,
+): number {
   return registeredDevices(inventory)
+    .filter((d) => except === undefined || !except.has(d.device.providerId))
     .reduce((n, d) => n + d.functions.filter((f) => f.actuating).length, 0);
 }
 
@@ -526,14 +530,18 @@ export class ModeManager implements ModeService {
    * covering AUTO -> FAULT while any actuating function is registered. A message when entering
    * AUTO must be refused, else null. `safety.safe_state` does not satisfy it.
    */
-  autoGateProblem(): string | null {
-    return autoFaultHookProblem(this.#o.hooks, actuatingFunctionCount(this.#o.inventory));
+  autoGateProblem(except?: ReadonlySet<string>): string | null {
+    return autoFaultHookProblem(this.#o.hooks, actuatingFunctionCount(this.#o.inventory, except));
   }
 
-  /** Re-checks the AUTO gate (after a provider rediscovery); forces FAULT when it now fails. */
-  async recheckAutoGate(): Promise<void> {
+  /**
+   * Re-checks the AUTO gate (after a provider rediscovery); forces FAULT when it now fails.
+   * `except`: providers whose functions are left out (a reload starting them judges them once
+   * it has applied, with the hooks its file brings).
+   */
+  async recheckAutoGate(except?: ReadonlySet<string>): Promise<void> {
     if (this.#mode !== "AUTO") return;
-    const problem = this.autoGateProblem();
+    const problem = this.autoGateProblem(except);
     if (problem) await this.forceFault(problem);
   }
 

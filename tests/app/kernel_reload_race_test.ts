@@ -4,11 +4,11 @@
  * during the same reload, not only when AUTO was running when the reload started.
  */
 import assert from "node:assert/strict";
-import { startRuntime } from "../helpers/kernel.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config, HookConfig } from "../../src/config/mod.ts";
-import { call, hook, readSignal } from "../safety/_fixture.ts";
+import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 
@@ -392,6 +392,66 @@ Deno.test("Kernel.reload in AUTO adding an actuating provider without an AUTO ->
         /no mode_transition_hook covers AUTO -> FAULT/,
       );
       assert.equal(rt.modes.current(), "FAULT");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload in AUTO awaiting a slow provider start: another provider's restart that adds an actuating function without a hook faults AUTO at once, not when the reload ends", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const marker = `${dir.path}/started`;
+    // plant's first process declares only its READ function (nothing actuates: AUTO needs no
+    // hook into FAULT); every later one set_fan too.
+    const base = automationConfig(tree, {
+      config: {
+        providers: [plantProvider("plant", { growMarker: marker, restartBackoffMs: 50 })],
+      },
+    });
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+      },
+    };
+    const rt = await startRuntime(config, { arm: true });
+    try {
+      assert.equal(await rt.modes.request("AUTO"), "AUTO");
+      // A provider that never says hello: the reload awaits its start up to its hello timeout.
+      const silent = {
+        ...plantProvider("silent"),
+        command: "sleep",
+        args: ["60"],
+        helloTimeoutMs: 8000,
+      };
+      let reloadDone = false;
+      const reloading = rt.reload({ ...rt.config, providers: [...rt.config.providers, silent] })
+        .finally(() => (reloadDone = true));
+      const host = rt.registry.host("plant")!;
+      const pid = host.session!.pid;
+      Deno.kill(pid, "SIGKILL");
+      await waitFor(
+        "plant restarted with set_fan",
+        () => host.available && host.session!.pid !== pid,
+        6000,
+      );
+      await waitFor(
+        "FAULT or the reload's end",
+        () => rt.modes.current() === "FAULT" || reloadDone,
+      );
+      assert.equal(
+        reloadDone,
+        false,
+        "AUTO ran with an actuating function and no hook into FAULT until the reload ended",
+      );
+      assert.equal(rt.modes.current(), "FAULT");
+      const report = await reloading;
+      assert.match(report.providers.failed.join("; "), /silent/);
     } finally {
       await rt.stop();
     }
