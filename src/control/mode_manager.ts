@@ -272,13 +272,11 @@ export class ModeManager implements ModeService {
   /** The failures of the FAULT entry in force's hooks so far (filled as they run). */
   #faultHookFailures: readonly HookFailure[] = [];
   /**
-   * The hooks of the FAULT entry in force once they have begun to run, with the promise they
-   * resolve with; null outside FAULT. A provider that becomes AVAILABLE while it stands gets their
-   * calls addressed to it again (#providerBack).
+   * The FAULT entry in force once its hooks have begun to run: the mode it was entered from and
+   * the promise its hooks resolve with; null outside FAULT. A provider that becomes AVAILABLE while
+   * it stands gets the calls addressed to it of the hooks into FAULT in force then (#providerBack).
    */
-  #faultInForce:
-    | { config: ModeManagerOptions["hooks"]; from: RuntimeMode; run: Promise<unknown> }
-    | null = null;
+  #faultInForce: { from: RuntimeMode; run: Promise<unknown> } | null = null;
   /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
   readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
@@ -310,7 +308,8 @@ export class ModeManager implements ModeService {
   /**
    * Replaces the mode-transition hooks and the manual gating policy (configuration reload); the
    * next transition and the next gated call use them. A transition whose hooks are running
-   * finishes with the hooks it started with.
+   * finishes with the hooks it started with; a provider that comes back while FAULT stands gets
+   * the calls of these (#providerBack).
    */
   reconfigure(
     hooks: ModeManagerOptions["hooks"],
@@ -435,7 +434,7 @@ export class ModeManager implements ModeService {
           finished([]);
           throw err;
         });
-        if (this.#faultHooksDone === done) this.#faultInForce = { config, from, run: hooks };
+        if (this.#faultHooksDone === done) this.#faultInForce = { from, run: hooks };
         return hooks;
       },
       hookFailuresSoFar: () => [...soFar],
@@ -712,24 +711,34 @@ export class ModeManager implements ModeService {
   }
 
   /**
+   * The calls addressed to `providerId` of the hooks of `from -> FAULT` in force now (the running
+   * configuration's, reloads included), in declared order: before phase, then after.
+   */
+  #faultHookCallsTo(providerId: string, from: RuntimeMode) {
+    const config = this.#o.hooks;
+    return (["before", "after"] as const).flatMap((phase) =>
+      (phase === "before" ? config.beforeTransition : config.afterTransition)
+        .filter((h) => hookMatches(h, from, "FAULT"))
+        .flatMap((hook) => hook.calls.map((call) => ({ phase, hook, call })))
+        .filter(({ call }) => call.deviceHandle.split("/", 1)[0] === providerId)
+    );
+  }
+
+  /**
    * `providerId` became AVAILABLE while FAULT stands with its hooks begun: its process may be new
    * (a crash, a reload restarting it), with its own start-up values, and its hook calls may have
-   * failed while it was down. So the calls of those hooks addressed to it are made again, as stop
-   * actions in declared order (before phase, then after), once the hooks' own run has finished;
-   * one run per provider at a time, at most one waiting (it finds the provider up). Each call is
-   * audited and a failure published as the hooks' own are; re-arming waits for them. Stops once
-   * FAULT is left.
+   * failed while it was down. So the calls addressed to it of the hooks into FAULT (from the mode
+   * FAULT was entered from) are made again, as stop actions in declared order (before phase, then
+   * after), once the hooks' own run has finished: those of the hooks in force when they start, not
+   * those FAULT was entered with -- a reload while FAULT stands that fixed a hook is the fix the
+   * operator expects. One run per provider at a time, at most one waiting (it finds the provider
+   * up). Each call is audited and a failure published as the hooks' own are; re-arming waits for
+   * them. Stops once FAULT is left.
    */
   #providerBack(providerId: string): void {
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
-    const calls = (["before", "after"] as const).flatMap((phase) =>
-      (phase === "before" ? entry.config.beforeTransition : entry.config.afterTransition)
-        .filter((h) => hookMatches(h, entry.from, "FAULT"))
-        .flatMap((hook) => hook.calls.map((call) => ({ phase, hook, call })))
-        .filter(({ call }) => call.deviceHandle.split("/", 1)[0] === providerId)
-    );
-    if (calls.length === 0) return;
+    if (this.#faultHookCallsTo(providerId, entry.from).length === 0) return;
     const previous = this.#reapplying.get(providerId);
     if (previous?.waiting) return;
     const run = { waiting: true, done: Promise.resolve() };
@@ -737,6 +746,8 @@ export class ModeManager implements ModeService {
     run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
       run.waiting = false;
       if (this.#faultInForce !== entry) return;
+      const calls = this.#faultHookCallsTo(providerId, entry.from);
+      if (calls.length === 0) return;
       this.#log.warn(
         `FAULT: provider ${providerId} is AVAILABLE again; making its ${calls.length} hook ` +
           `call(s) into FAULT (${entry.from}->FAULT) again`,

@@ -95,3 +95,60 @@ Deno.test("A provider a reload restarts while FAULT stands gets the hook calls i
     await fx.close();
   }
 });
+
+Deno.test("A provider that comes back while FAULT stands gets the hook calls a reload put in force meanwhile", async () => {
+  const faultHook = (value: number) =>
+    hook(
+      "*",
+      "FAULT",
+      [call("sim0/tempctl0", "set_setpoint", { value: { double: value } })],
+      true,
+      "automation.mode_transition_hooks.before_transition[0]",
+    );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim("sim0", { restart: { backoffMs: [100], maxAttempts: 1 } })],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook(10)], afterTransition: [] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json.hook_failures, []);
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    // The operator fixes the hook while FAULT stands (outside AUTO a hook change applies).
+    const report = await rt.reload({
+      ...rt.config,
+      automation: {
+        ...rt.config.automation,
+        modeTransitionHooks: { beforeTransition: [faultHook(20)], afterTransition: [] },
+      },
+    });
+    assert.ok(report.applied.includes("automation.mode_transition_hooks"), JSON.stringify(report));
+    // sim0 crashes; the supervisor restarts it and its new process starts at setpoint 60.
+    const host = rt.registry.host("sim0")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("sim0 restarted", () => host.available && host.session!.pid !== pid, 20_000);
+    const setpoint = await waitFor(
+      "a FAULT hook's setpoint applied to the restarted sim0",
+      async () => {
+        const v = await readSignal(rt, "sim0", "tempctl0", "setpoint");
+        return v === 10 || v === 20 ? v : undefined;
+      },
+    );
+    assert.equal(
+      setpoint,
+      20,
+      "the hook in force now (the reload's), not the one FAULT was entered with",
+    );
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await fx.close();
+  }
+});
