@@ -38,9 +38,14 @@ import {
   type RuntimeError,
   toRuntimeError,
 } from "../common/mod.ts";
-import { atSourcePosition, type HookConfig, type RuntimeMode } from "../config/mod.ts";
+import {
+  atSourcePosition,
+  type CallConfig,
+  type HookConfig,
+  type RuntimeMode,
+} from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { InventoryReader } from "../state/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
 import { allowedModesRefusal, leaseRefusal } from "./call_policy.ts";
@@ -124,6 +129,13 @@ export interface FaultEntry {
    */
   hookFailuresSoFar(): HookFailure[];
 }
+
+/**
+ * The e-stop's securing of a provider host that became AVAILABLE while latched (setLatchSecuring):
+ * resolves, once its ladder's calls to that provider have been made, with the declared calls among
+ * them (each attempted); null when the e-stop secures none for this return (not latched then).
+ */
+export type LatchSecuring = (host: ProviderSummary) => Promise<readonly CallConfig[]> | null;
 
 /** A committed mode change, as listeners (the behavior-tree runner) receive it. */
 export interface ModeChange {
@@ -277,6 +289,8 @@ export class ModeManager implements ModeService {
    * it stands gets the calls addressed to it of the hooks into FAULT in force then (#providerBack).
    */
   #faultInForce: { from: RuntimeMode; run: Promise<unknown> } | null = null;
+  /** The e-stop's securing of a returning provider (setLatchSecuring); null without an e-stop. */
+  #latchSecuring: LatchSecuring | null = null;
   /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
   readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
@@ -297,8 +311,18 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      if (up) this.#providerBack(p.id);
+      if (up) this.#providerBack(p);
     });
+  }
+
+  /**
+   * The e-stop says how it secures a provider that comes back while latched: the hooks into FAULT
+   * made again for that provider (#providerBack) wait for its ladder's calls and leave out each
+   * call the ladder made (without a `safety:` section the ladder is the `* -> FAULT` hooks' own
+   * calls), so the provider gets each call once.
+   */
+  setLatchSecuring(securing: LatchSecuring): void {
+    this.#latchSecuring = securing;
   }
 
   current(): RuntimeMode {
@@ -735,7 +759,8 @@ export class ModeManager implements ModeService {
    * up). Each call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
-  #providerBack(providerId: string): void {
+  #providerBack(host: ProviderSummary): void {
+    const providerId = host.id;
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
     if (this.#faultHookCallsTo(providerId, entry.from).length === 0) return;
@@ -746,8 +771,26 @@ export class ModeManager implements ModeService {
     run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
       run.waiting = false;
       if (this.#faultInForce !== entry) return;
-      const calls = this.#faultHookCallsTo(providerId, entry.from);
-      if (calls.length === 0) return;
+      // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
+      // call it made is not made again. Released before the ladder's turn: it made none.
+      const secured = this.#latchSecuring?.(host) ?? null;
+      const made = secured === null ? [] : [...await secured];
+      if (this.#faultInForce !== entry) return;
+      const calls = this.#faultHookCallsTo(providerId, entry.from).filter(({ call }) => {
+        const i = made.findIndex((m) => sameDeclaredCall(m, call));
+        if (i < 0) return true;
+        made.splice(i, 1);
+        return false;
+      });
+      if (calls.length === 0) {
+        if (secured !== null) {
+          this.#log.info(
+            `FAULT: provider ${providerId} is AVAILABLE again; the e-stop's ladder made its hook ` +
+              `call(s) into FAULT (${entry.from}->FAULT)`,
+          );
+        }
+        return;
+      }
       this.#log.warn(
         `FAULT: provider ${providerId} is AVAILABLE again; making its ${calls.length} hook ` +
           `call(s) into FAULT (${entry.from}->FAULT) again`,
@@ -867,6 +910,22 @@ export class ModeManager implements ModeService {
     }
     return { veto: null, failures };
   }
+}
+
+/** Whether two declared calls are the same call: device, function and arguments alike. */
+function sameDeclaredCall(a: CallConfig, b: CallConfig): boolean {
+  if (a === b) return true;
+  if (
+    a.deviceHandle !== b.deviceHandle || a.functionId !== b.functionId ||
+    a.functionName !== b.functionName
+  ) return false;
+  const names = Object.keys(a.args);
+  return names.length === Object.keys(b.args).length && names.every((n) => {
+    const x = a.args[n]!;
+    const y = b.args[n];
+    return y !== undefined && x.type === y.type &&
+      (x as Record<string, unknown>)[x.type] === (y as Record<string, unknown>)[y.type];
+  });
 }
 
 /** One line naming the hook call that failed and why (the log line and a veto's reason). */

@@ -42,7 +42,7 @@ import {
   toRuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
-import type { RuntimeMode, SafeStateExpectation } from "../config/mod.ts";
+import type { CallConfig, RuntimeMode, SafeStateExpectation } from "../config/mod.ts";
 import {
   type ArmCheck,
   type AuditOrigin,
@@ -53,6 +53,7 @@ import {
   findDeclaredTarget,
   type GateContext,
   type HookFailure,
+  type LatchSecuring,
   registeredDevices,
   retryWhileBusy,
   runDeclaredCall,
@@ -248,6 +249,8 @@ export interface EstopModes {
   /** Commits FAULT synchronously; its hooks run when asked. */
   enterFault(reason: string, source?: AuditOrigin): FaultEntry;
   addArmCheck(check: ArmCheck, name?: string): void;
+  /** Told how the e-stop secures a provider that comes back while latched (#ladderMade). */
+  setLatchSecuring?(securing: LatchSecuring): void;
 }
 
 export interface EstopOptions {
@@ -337,6 +340,18 @@ export class Estop implements EstopService {
     options.inventory.onAvailability((p, up) => {
       if (up) this.#providerAvailable(p);
     });
+    // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
+    // and leave out those the ladder made (the adopted hooks' own, without a safety: section).
+    options.modes?.setLatchSecuring?.((host) => this.#ladderMade(host));
+  }
+
+  /**
+   * The securing run begun when `host` last became AVAILABLE, if it was latched then: resolves,
+   * once its ladder calls have been made, with the declared ones among them ([] when the latch was
+   * released before their turn); null when it came back unlatched.
+   */
+  #ladderMade(host: ProviderSummary): Promise<readonly CallConfig[]> | null {
+    return this.#secureRuns.get(host)?.ladder ?? null;
   }
 
   /**
@@ -558,9 +573,9 @@ export class Estop implements EstopService {
   }
 
   /**
-   * The securing run begun when `host` last became AVAILABLE while latched: resolves with its
-   * ladder calls once its expectations have been read back again (a configuration reload waits
-   * for the providers it started). Null when it never came up while latched.
+   * The securing run begun when `host` last became AVAILABLE, if it was latched then: resolves
+   * with its ladder calls once its expectations have been read back again (a configuration reload
+   * waits for the providers it started). Null when it last came up while released.
    */
   securing(host: ProviderSummary): Promise<EstopAction[]> | null {
     return this.#secureRuns.get(host)?.promise ?? null;
@@ -789,28 +804,39 @@ export class Estop implements EstopService {
    * its turn (it will find the provider up), one begins (#secure).
    */
   #providerAvailable(host: ProviderSummary): void {
-    if (this.#state !== "latched" || this.#o.inventory.provider(host.id) !== host) return;
+    if (this.#o.inventory.provider(host.id) !== host) return;
+    // A return while released is secured by nobody: an earlier return's run no longer says it
+    // (the supervisor restarts a provider within the same host).
+    if (this.#state !== "latched") return void this.#secureRuns.delete(host);
     const queued = this.#secureRuns.get(host);
     if (queued && !queued.started) return;
-    const run: SecureRun = { started: false, promise: Promise.resolve([]) };
+    const made = Promise.withResolvers<readonly CallConfig[]>();
+    const run: SecureRun = { started: false, promise: Promise.resolve([]), ladder: made.promise };
     // Not inside the host's own step of coming up: the calls start from the next microtask.
-    run.promise = Promise.resolve().then(() => this.#secure(host, run));
+    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve));
     this.#secureRuns.set(host, run);
   }
 
   /**
    * Brings a provider that came up while latched to the safe state: the plan's calls for it, in
    * declared order behind ladder calls still running on it, every call attempted; then (still
-   * latched) its expectations are read back again (#reverify). Resolves with the calls made.
+   * latched) its expectations are read back again (#reverify). Resolves with the calls made;
+   * `laddered` is told the declared ones once they have been made, before the read-back.
    */
-  async #secure(host: ProviderSummary, run: SecureRun): Promise<EstopAction[]> {
+  async #secure(
+    host: ProviderSummary,
+    run: SecureRun,
+    laddered: (made: readonly CallConfig[]) => void,
+  ): Promise<EstopAction[]> {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
     let safeState = this.#o.safeState;
+    let made: CallConfig[] = [];
     const actions = await this.#onProvider(id, async () => {
       run.started = true;
       if (this.#state !== "latched") return null;
       const calls = this.#callsOf(id);
+      made = calls.flatMap((c) => c.kind === "declared" ? [c.call] : []);
       rung = this.plan().rung;
       safeState = this.#o.safeState;
       this.#log.warn(
@@ -824,7 +850,7 @@ export class Estop implements EstopService {
         this.#stopsRunning--;
       }
       return done;
-    });
+    }).finally(() => laddered(made));
     if (actions === null) return [];
     await this.#reverify(id, actions, rung, safeState);
     return actions;
@@ -1000,6 +1026,8 @@ function providerOf(c: PlannedCall): string {
 interface SecureRun {
   started: boolean;
   promise: Promise<EstopAction[]>;
+  /** The declared calls its ladder made, once made (before the read-back). */
+  readonly ladder: Promise<readonly CallConfig[]>;
 }
 
 /** A re-verification and the providers (with their securing calls) it reads back. */

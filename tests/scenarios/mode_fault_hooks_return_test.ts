@@ -152,3 +152,60 @@ Deno.test("A provider that comes back while FAULT stands gets the hook calls a r
     await fx.close();
   }
 });
+
+Deno.test("A provider that comes back while latched, with the *->FAULT hooks adopted as the ladder, gets each of their calls once", async () => {
+  // No safety: section: the e-stop adopts the *->FAULT hook's call as its ladder (rung hooks).
+  const faultHook = hook(
+    "*",
+    "FAULT",
+    [call("sim0/tempctl0", "set_setpoint", { value: { double: 10 } })],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  const fx = await startHttpFixture({
+    config: {
+      // Down for 1.5 s after a crash: the e-stop latches meanwhile.
+      providers: [inertSim("sim0", { restart: { backoffMs: [1500], maxAttempts: 1 } })],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook], afterTransition: [] },
+      },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    assert.equal(rt.estop.status().software_safe_state, "hooks");
+    await rt.modes.request("MANUAL");
+    const host = rt.registry.host("sim0")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("sim0 down", () => !host.available);
+    const stop = await fx.request("POST", "/v0/estop", { body: { reason: "sim0 down" } });
+    assert.equal(stop.status, 200, stop.text);
+    assert.match(stop.json.actions[0].error, /^UNAVAILABLE/);
+    assert.match(stop.json.hook_failures[0].error, /^UNAVAILABLE/);
+    await waitFor("sim0 restarted", () => host.available && host.session!.pid !== pid, 20_000);
+    // The latched provider gets its safe state from the ladder.
+    await waitFor("the e-stop securing sim0", () => rt.estop.securing(host));
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    // Re-arming is refused until every stop action for it (ladder and hooks) has been made.
+    const cleared = await fx.request("POST", "/v0/estop/clear");
+    assert.equal(cleared.status, 200, cleared.text);
+    await waitFor("re-armed (MANUAL)", async () => {
+      const r = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+      return r.status === 200;
+    });
+    // Every call the provider received is on the audit trail (the router records each one sent).
+    const sent = (await rt.audit.query({ limit: 1000 })).entries.filter((e) =>
+      e.action === "call" && e.device_handle === "sim0/tempctl0" &&
+      e.function === "set_setpoint" && e.outcome === "accepted"
+    );
+    assert.deepEqual(
+      sent.map((e) => e.origin.kind),
+      ["estop"],
+      `set_setpoint reached the restarted sim0 once, by the ladder: ${JSON.stringify(sent)}`,
+    );
+  } finally {
+    await fx.close();
+  }
+});
