@@ -21,8 +21,9 @@
  * whatever failed before it, calls to different providers run concurrently (declared order is kept
  * within a provider), and every failed call is reported in the answer and as a `hook_failure`
  * event. FAULT cannot be vetoed. Leaving FAULT is refused while its hooks are still running: their
- * stop actions must not land after the operator's first commands. Nor can a re-arm override it: a
- * FAULT requested while FAULT -> MANUAL runs its before-hooks (nothing to commit: the mode is
+ * stop actions must not land after the operator's first commands (checked again at the commit: a
+ * provider that comes back while the before-hooks run gets them again). Nor can a re-arm override
+ * it: a FAULT requested while FAULT -> MANUAL runs its before-hooks (nothing to commit: the mode is
  * FAULT) refuses that transition.
  *
  * Arming checks (addArmCheck) may refuse a transition into MANUAL or AUTO -- the e-stop latch
@@ -635,6 +636,14 @@ export class ModeManager implements ModeService {
         throw failedPrecondition(
           `FAULT was requested again (${this.#faultWhileLeaving}) while ${from} -> ${target} ` +
             "hooks ran; the mode stays FAULT",
+        );
+      }
+      // So may a provider that came back meanwhile: the hooks into FAULT are made again for it
+      // (#providerBack), and their stop actions must not land after the operator's first commands.
+      if (from === "FAULT" && this.#faultHooksRunning > 0) {
+        throw failedPrecondition(
+          `FAULT hooks are still running (making the machine safe: a provider came back while ` +
+            `FAULT -> ${target} hooks ran); retry FAULT -> ${target} when they have finished`,
         );
       }
       // So may the AUTO gate: a reload outside AUTO may drop the AUTO -> FAULT hook meanwhile.
