@@ -209,3 +209,52 @@ Deno.test("A provider that comes back while latched, with the *->FAULT hooks ado
     await fx.close();
   }
 });
+
+Deno.test("A provider secured while latched that comes back again after the release gets the hook calls into FAULT", async () => {
+  // No safety: section: the e-stop adopts the *->FAULT hook's call as its ladder (rung hooks).
+  const faultHook = hook(
+    "*",
+    "FAULT",
+    [call("sim0/tempctl0", "set_setpoint", { value: { double: 10 } })],
+    true,
+    "automation.mode_transition_hooks.before_transition[0]",
+  );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim("sim0", { restart: { backoffMs: [100], maxAttempts: 2 } })],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook], afterTransition: [] },
+      },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    const host = rt.registry.host("sim0")!;
+    const stop = await fx.request("POST", "/v0/estop", { body: { reason: "test" } });
+    assert.equal(stop.status, 200, stop.text);
+    // Latched: the supervisor restarts sim0 and the ladder secures it.
+    const first = host.session!.pid;
+    Deno.kill(first, "SIGKILL");
+    await waitFor("sim0 restarted", () => host.available && host.session!.pid !== first, 20_000);
+    await waitFor("the e-stop securing sim0", () => rt.estop.securing(host));
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    // Released, FAULT stands: it restarts again; the hooks into FAULT, not the latch, secure it.
+    const cleared = await fx.request("POST", "/v0/estop/clear");
+    assert.equal(cleared.status, 200, cleared.text);
+    const second = host.session!.pid;
+    Deno.kill(second, "SIGKILL");
+    await waitFor(
+      "sim0 restarted again",
+      () => host.available && host.session!.pid !== second,
+      20_000,
+    );
+    await waitFor(
+      "the FAULT hook's setpoint applied to sim0 restarted after the release",
+      async () => await readSignal(rt, "sim0", "tempctl0", "setpoint") === 10,
+    );
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await fx.close();
+  }
+});
