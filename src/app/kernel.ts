@@ -71,7 +71,7 @@ import {
   TelemetryWriter,
   type TelemetryWriterOptions,
 } from "../telemetry/mod.ts";
-import { describeNotReady, ProviderRegistry } from "../providers/mod.ts";
+import { describeNotReady, type ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import {
   deviceDownAfterMs,
   DeviceOutages,
@@ -1448,10 +1448,14 @@ export class Kernel {
       params.redeclare(next.automation.parameters);
       return {};
     });
-    own("automation.mode_transition_hooks", (next, { auto, weakens }) => {
+    own("automation.mode_transition_hooks", (next, { auto, weakens, report }) => {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       const na = next.automation;
-      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
+      // Providers this reload started came back (while FAULT stands) before these hooks applied.
+      const returned = [...report.providers.added, ...report.providers.restarted]
+        .map((id) => this.registry.host(id))
+        .filter((h): h is ProviderHost => h?.available === true);
+      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy, returned);
       // Without a safety: section the e-stop adopts the *->FAULT hooks: they changed.
       const candidate = sectionOf("automation.mode_transition_hooks").take(this.#config, next);
       if (!candidate.safety.present) {

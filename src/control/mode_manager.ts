@@ -334,13 +334,26 @@ export class ModeManager implements ModeService {
    * Replaces the mode-transition hooks and the manual gating policy (configuration reload); the
    * next transition and the next gated call use them. A transition whose hooks are running
    * finishes with the hooks it started with; a provider that comes back while FAULT stands gets
-   * the calls of these (#providerBack).
+   * the calls of these (#providerBack). `returned`: the providers the same reload started before
+   * these apply (its providers section comes first), while FAULT stands: each got the hooks into
+   * FAULT in force then, and gets the calls of these again where those addressed to it changed.
    */
   reconfigure(
     hooks: ModeManagerOptions["hooks"],
     manualGatingPolicy: ModeManagerOptions["manualGatingPolicy"],
+    returned: readonly ProviderSummary[] = [],
   ): void {
+    const before = this.#o.hooks;
     this.#o = { ...this.#o, hooks, manualGatingPolicy };
+    const entry = this.#faultInForce;
+    if (this.#mode !== "FAULT" || entry === null) return;
+    for (const host of returned) {
+      const was = this.#faultHookCallsTo(host.id, entry.from, before);
+      const now = this.#faultHookCallsTo(host.id, entry.from);
+      const same = was.length === now.length &&
+        was.every((w, i) => w.phase === now[i]!.phase && sameDeclaredCall(w.call, now[i]!.call));
+      if (!same) this.#providerBack(host);
+    }
   }
 
   /**
@@ -744,11 +757,15 @@ export class ModeManager implements ModeService {
   }
 
   /**
-   * The calls addressed to `providerId` of the hooks of `from -> FAULT` in force now (the running
-   * configuration's, reloads included), in declared order: before phase, then after.
+   * The calls addressed to `providerId` of the hooks of `from -> FAULT` in `config` (default those
+   * in force now: the running configuration's, reloads included), in declared order: before
+   * phase, then after.
    */
-  #faultHookCallsTo(providerId: string, from: RuntimeMode) {
-    const config = this.#o.hooks;
+  #faultHookCallsTo(
+    providerId: string,
+    from: RuntimeMode,
+    config: ModeManagerOptions["hooks"] = this.#o.hooks,
+  ) {
     return (["before", "after"] as const).flatMap((phase) =>
       (phase === "before" ? config.beforeTransition : config.afterTransition)
         .filter((h) => hookMatches(h, from, "FAULT"))

@@ -258,3 +258,50 @@ Deno.test("A provider secured while latched that comes back again after the rele
     await fx.close();
   }
 });
+
+Deno.test("A provider one reload restarts while FAULT stands gets the hook calls into FAULT that reload fixed", async () => {
+  const faultHook = (value: number) =>
+    hook(
+      "*",
+      "FAULT",
+      [call("sim0/tempctl0", "set_setpoint", { value: { double: value } })],
+      true,
+      "automation.mode_transition_hooks.before_transition[0]",
+    );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim("sim0")],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook(10)], afterTransition: [] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    // One reload changes sim0's entry (restarted: its providers section applies first, and the
+    // new process comes back before the hooks section) and fixes the hook.
+    const [sim0] = rt.config.providers;
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [{ ...sim0!, timeoutMs: sim0!.timeoutMs + 1 }],
+      automation: {
+        ...rt.config.automation,
+        modeTransitionHooks: { beforeTransition: [faultHook(20)], afterTransition: [] },
+      },
+    });
+    assert.deepEqual(report.providers.restarted, ["sim0"]);
+    assert.ok(report.applied.includes("automation.mode_transition_hooks"), JSON.stringify(report));
+    await waitFor(
+      "the fixed FAULT hook's setpoint applied to the sim0 the same reload restarted",
+      async () => await readSignal(rt, "sim0", "tempctl0", "setpoint") === 20,
+    );
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await fx.close();
+  }
+});
