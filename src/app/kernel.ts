@@ -79,7 +79,7 @@ import {
   providerHealthViews,
   StateCache,
 } from "../state/mod.ts";
-import { effectiveSafeState, Estop } from "../safety/mod.ts";
+import { effectiveSafeState, Estop, type EstopAction } from "../safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
@@ -1448,25 +1448,38 @@ export class Kernel {
       params.redeclare(next.automation.parameters);
       return {};
     });
-    own("automation.mode_transition_hooks", (next, { auto, weakens, report }) => {
-      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
-      const na = next.automation;
-      // Providers this reload started came back (while FAULT stands) before these hooks applied.
-      const returned = [...report.providers.added, ...report.providers.restarted]
+    // The providers this reload started (up): they came back before a later section applied,
+    // under the hooks and safe state in force then.
+    const returned = (report: MutableReloadReport) =>
+      [...report.providers.added, ...report.providers.restarted]
         .map((id) => this.registry.host(id))
         .filter((h): h is ProviderHost => h?.available === true);
-      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy, returned);
-      // Without a safety: section the e-stop adopts the *->FAULT hooks: they changed.
+    // A provider secured again under the new plan while latched: the reload waits for it, as
+    // for the providers it started, and counts its calls.
+    const secured = async (report: MutableReloadReport, runs: Promise<EstopAction[]>[]) => {
+      for (const run of runs) report.estopActions += (await run).length;
+    };
+    own("automation.mode_transition_hooks", async (next, { auto, weakens, report }) => {
+      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      const na = next.automation;
+      const back = returned(report);
+      // Without a safety: section the e-stop adopts the *->FAULT hooks: they changed. First: a
+      // provider secured again with them, the hooks into FAULT made again leave those calls out.
       const candidate = sectionOf("automation.mode_transition_hooks").take(this.#config, next);
-      if (!candidate.safety.present) {
-        this.estop.reconfigure(effectiveSafeState(candidate).safeState);
-      }
+      const runs = candidate.safety.present
+        ? []
+        : this.estop.reconfigure(effectiveSafeState(candidate).safeState, back);
+      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy, back);
+      await secured(report, runs);
       return {};
     });
-    own("safety", (next, { auto, weakens }) => {
+    own("safety", async (next, { auto, weakens, report }) => {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       const candidate = sectionOf("safety").take(this.#config, next);
-      this.estop.reconfigure(effectiveSafeState(candidate).safeState);
+      await secured(
+        report,
+        this.estop.reconfigure(effectiveSafeState(candidate).safeState, returned(report)),
+      );
       return {};
     });
     own("alarms", (next, { auto, weakens }) => {

@@ -21,7 +21,8 @@
  * in declared order behind any ladder call still running on that provider, then its expectations
  * are read back again and merged into the verification status shows, which is published
  * (`estop_verification`) and recorded in the audit trail (see #secure). One mechanism for every
- * path: the e-stop follows every provider host's availability, also of hosts a reload adds.
+ * path: the e-stop follows every provider host's availability, also of hosts a reload adds; a
+ * reload that starts a provider and changes its ladder calls secures it again (reconfigure).
  *
  * Releasing the latch changes nothing physical and never re-arms: the mode stays FAULT and
  * arming (MANUAL, AUTO) is refused while the latch holds.
@@ -566,10 +567,27 @@ export class Estop implements EstopService {
   /**
    * Replaces safety.safe_state (configuration reload): the plan is recomputed and logged. A stop
    * running now finishes with the safe state it started with (its plan, then its read-back).
+   * `returned`: the providers the same reload started before this applies (its providers section
+   * comes first), secured while latched with the plan in force then; each whose ladder calls the
+   * new plan changes is secured again with it (#providerAvailable). Resolves, per such provider,
+   * like `securing`.
    */
-  reconfigure(safeState: SafeStateConfig): void {
+  reconfigure(
+    safeState: SafeStateConfig,
+    returned: readonly ProviderSummary[] = [],
+  ): Promise<EstopAction[]>[] {
+    const latched = this.#state === "latched";
+    const before = latched ? returned.map((h) => callsText(this.#callsOf(h.id))) : [];
     this.#o = { ...this.#o, safeState };
     this.#planChanged("configuration reloaded");
+    if (!latched) return [];
+    return returned.flatMap((host, i) => {
+      if (callsText(this.#callsOf(host.id)) === before[i]) return [];
+      const secured = this.#secureRuns.get(host);
+      this.#providerAvailable(host, "came back before a reload changed its ladder calls");
+      const run = this.#secureRuns.get(host);
+      return run !== undefined && run !== secured ? [run.promise] : [];
+    });
   }
 
   /**
@@ -800,10 +818,11 @@ export class Estop implements EstopService {
   }
 
   /**
-   * `host` became AVAILABLE: while latched, and unless a securing run of it is still waiting for
-   * its turn (it will find the provider up), one begins (#secure).
+   * `host` became AVAILABLE (or, `why` says, a reload changed its ladder calls since): while
+   * latched, and unless a securing run of it is still waiting for its turn (it will find the
+   * provider up, and take the plan then), one begins (#secure).
    */
-  #providerAvailable(host: ProviderSummary): void {
+  #providerAvailable(host: ProviderSummary, why = "is AVAILABLE again"): void {
     if (this.#o.inventory.provider(host.id) !== host) return;
     // A return while released is secured by nobody: an earlier return's run no longer says it
     // (the supervisor restarts a provider within the same host).
@@ -813,7 +832,7 @@ export class Estop implements EstopService {
     const made = Promise.withResolvers<readonly CallConfig[]>();
     const run: SecureRun = { started: false, promise: Promise.resolve([]), ladder: made.promise };
     // Not inside the host's own step of coming up: the calls start from the next microtask.
-    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve));
+    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why));
     this.#secureRuns.set(host, run);
   }
 
@@ -827,6 +846,7 @@ export class Estop implements EstopService {
     host: ProviderSummary,
     run: SecureRun,
     laddered: (made: readonly CallConfig[]) => void,
+    why: string,
   ): Promise<EstopAction[]> {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
@@ -840,7 +860,7 @@ export class Estop implements EstopService {
       rung = this.plan().rung;
       safeState = this.#o.safeState;
       this.#log.warn(
-        `e-stop latched: provider ${id} is AVAILABLE again; bringing it to the safe state (${calls.length} call(s))`,
+        `e-stop latched: provider ${id} ${why}; bringing it to the safe state (${calls.length} call(s))`,
       );
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
@@ -1015,6 +1035,17 @@ export class Estop implements EstopService {
       source,
     });
   }
+}
+
+/** A provider's planned calls as text: two plans make the same calls when these are equal. */
+function callsText(calls: readonly PlannedCall[]): string {
+  return toJsonText(
+    calls.map((c) =>
+      c.kind === "zero"
+        ? [c.providerId, c.deviceId, c.functionId, c.args]
+        : [c.call.deviceHandle, c.call.functionId, c.call.functionName, c.call.args]
+    ),
+  );
 }
 
 /** The provider a planned call goes to. */

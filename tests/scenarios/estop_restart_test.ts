@@ -10,7 +10,15 @@ import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { d, expectation, manualCall, plantProvider, readSignal } from "../safety/_fixture.ts";
+import {
+  call,
+  d,
+  expectation,
+  inertSim,
+  manualCall,
+  plantProvider,
+  readSignal,
+} from "../safety/_fixture.ts";
 
 Deno.test("Estop brings a provider the supervisor restarts while latched to the safe state, and redoes and publishes its verification", async () => {
   const rt = await startRuntime(testConfig({
@@ -136,6 +144,48 @@ Deno.test("Estop sends nothing to a provider that comes back after the latch was
     assert.equal(rec.events.filter((e) => e.kind === "estop_verification").length, 1);
   } finally {
     rec.stop();
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop secures a provider one reload restarts while latched with the ladder that same reload put in force", async () => {
+  const ladder = (setpoint: number) => ({
+    hooks: [
+      call(
+        "sim0/tempctl0",
+        "set_setpoint",
+        { value: { double: setpoint } },
+        "safety.safe_state.hooks[0]",
+      ),
+    ],
+    expect: [expectation("sim0/tempctl0/setpoint", { equals: setpoint })],
+    verifyTimeoutMs: 1000,
+  });
+  const rt = await startRuntime(testConfig({ providers: [inertSim("sim0")], safety: ladder(10) }));
+  try {
+    const stop = await rt.estop.trigger("test");
+    assert.equal(stop.verification.outcome, "verified");
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    // One reload changes sim0's entry (restarted: the providers section applies first, so the new
+    // process comes back before the safety section) and the ladder.
+    const [sim0] = rt.config.providers;
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [{ ...sim0!, timeoutMs: sim0!.timeoutMs + 1 }],
+      safety: { ...rt.config.safety, safeState: { ...rt.config.safety.safeState, ...ladder(20) } },
+    });
+    assert.deepEqual(report.providers.restarted, ["sim0"]);
+    assert.ok(report.applied.includes("safety"), JSON.stringify(report));
+    assert.equal(
+      await readSignal(rt, "sim0", "tempctl0", "setpoint"),
+      20,
+      "the restarted sim0 is at the safe state of the ladder in force",
+    );
+    assert.equal(rt.estop.status().verification?.outcome, "verified");
+    assert.deepEqual(rt.estop.status().verification?.checks.map((c) => c.expected), [{
+      equals: 20,
+    }]);
+  } finally {
     await rt.stop();
   }
 });
