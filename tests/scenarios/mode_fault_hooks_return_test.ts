@@ -305,3 +305,58 @@ Deno.test("A provider one reload restarts while FAULT stands gets the hook calls
     await fx.close();
   }
 });
+
+Deno.test("A provider one reload restarts while latched, changing the adopted *->FAULT hook, gets each call once", async () => {
+  const faultHook = (value: number) =>
+    hook(
+      "*",
+      "FAULT",
+      [call("sim0/tempctl0", "set_setpoint", { value: { double: value } })],
+      true,
+      "automation.mode_transition_hooks.before_transition[0]",
+    );
+  // No safety: section: the e-stop adopts the *->FAULT hook's call as its ladder (rung hooks).
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim("sim0")],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook(10)], afterTransition: [] },
+      },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    const stop = await fx.request("POST", "/v0/estop", { body: { reason: "test" } });
+    assert.equal(stop.status, 200, stop.text);
+    const seqBefore = (await rt.audit.query({ limit: 1000 })).entries.at(-1)!.seq;
+    const [sim0] = rt.config.providers;
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [{ ...sim0!, timeoutMs: sim0!.timeoutMs + 1 }],
+      automation: {
+        ...rt.config.automation,
+        modeTransitionHooks: { beforeTransition: [faultHook(20)], afterTransition: [] },
+      },
+    });
+    assert.deepEqual(report.providers.restarted, ["sim0"]);
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 20);
+    // Every stop action for it has been made once re-arming is possible.
+    assert.equal((await fx.request("POST", "/v0/estop/clear")).status, 200);
+    await waitFor("re-armed (MANUAL)", async () => {
+      const r = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+      return r.status === 200;
+    });
+    const sent = (await rt.audit.query({ limit: 1000 })).entries.filter((e) =>
+      e.seq > seqBefore && e.action === "call" && e.device_handle === "sim0/tempctl0" &&
+      e.function === "set_setpoint" && e.outcome === "accepted"
+    );
+    assert.deepEqual(
+      sent.map((e) => [e.origin.kind, (e.args as { value: { double: number } }).value.double]),
+      [["estop", 10], ["estop", 20]],
+      JSON.stringify(sent),
+    );
+  } finally {
+    await fx.close();
+  }
+});
