@@ -99,7 +99,11 @@ export type CallGate = (ctx: GateContext) => RuntimeError | null;
 interface CallProgress {
   fn: FunctionSpec | null;
   args: Readonly<Record<string, TypedValue>>;
-  /** The name of the gate or check that refused; null when nothing refused (yet). */
+  /**
+   * The name of the gate or check running now, so of the one that refused when the call fails
+   * unsent; null when nothing refused (yet). The one record of a refusal: the audit entry's
+   * `refused_by` and refusedBeforeSending are both read from it (CallRouter.call).
+   */
   refusedBy: string | null;
   /** True once the request was written to the provider. */
   sent: boolean;
@@ -133,8 +137,19 @@ export function reachedProvider(err: unknown): boolean {
   return typeof err === "object" && err !== null && failedAfterSending.has(err);
 }
 
-/** Errors a call was refused with before it was sent, by what refused it (refusedBeforeSending). */
+/**
+ * Errors a call was refused with before it was sent, by what refused it (refusedBeforeSending):
+ * set in one place only, CallRouter.call, from the call's CallProgress.refusedBy -- the audit
+ * entry's `refused_by` -- so the two cannot disagree.
+ */
 const refusedBy = new WeakMap<object, string>();
+
+/**
+ * Refusers before sending that say nothing about the caller: the provider's queue (full, or the
+ * call cancelled there) and the provider (down, or the device gone). Audited as refusals, but not
+ * refusedBeforeSending's: a congested or absent provider is the device's business.
+ */
+const NOT_CALLER_REFUSALS: ReadonlySet<string> = new Set(["queue", "unavailable"]);
 
 /**
  * What refused the call `err`, thrown by CallRouter.call, is the refusal of -- a gate (`addGate`:
@@ -149,47 +164,28 @@ export function refusedBeforeSending(err: unknown): string | null {
 }
 
 /**
- * Runs `check`, marking the refusal it throws (a RuntimeError) as the caller check `name`'s; a
- * check that crashes instead is no refusal.
+ * Marks the refusal `err` of a call that failed unsent, by what `progress` says refused it: a
+ * RuntimeError (a check that crashes instead is no refusal), refused by a check about the caller.
  */
-function callerCheck<T>(name: string, check: () => T): T {
-  try {
-    return check();
-  } catch (err) {
-    if (err instanceof RuntimeError) refusedBy.set(err, name);
-    throw err;
-  }
+function markRefusal(progress: CallProgress, err: unknown): void {
+  const by = progress.refusedBy;
+  if (progress.sent || by === null || NOT_CALLER_REFUSALS.has(by)) return;
+  if (err instanceof RuntimeError) refusedBy.set(err, by);
 }
 
-/**
- * NOT_FOUND for a function the device does not declare (`what`: the device and the selector),
- * marked as refused before sending by `unknown_function`: a caller's mistake (a tree's, a
- * configuration's), not the device's failure.
- */
-function unknownFunction(what: string): RuntimeError {
-  const err = notFound(`Function not found: ${what}`);
-  refusedBy.set(err, "unknown_function");
-  return err;
-}
-
-/**
- * NOT_FOUND for a provider id the configuration does not have, marked as refused before sending
- * by `unknown_provider`: a caller's mistake (a handle a tree computed), or a provider a reload
- * removed -- no device's failure either way.
- */
-function unknownProvider(providerId: string): RuntimeError {
-  const err = notFound(`Provider not found: ${providerId}`);
-  refusedBy.set(err, "unknown_provider");
-  return err;
-}
-
-/** Throws the lease refusal of `fn`, if any, as a caller check's. */
-function checkLease(device: DeviceCapabilities, fn: FunctionSpec): void {
+/** Throws the lease refusal of `fn`, if any (refused by `requires_lease`). */
+function checkLease(device: DeviceCapabilities, fn: FunctionSpec, progress: CallProgress): void {
+  progress.refusedBy = "requires_lease";
   const lease = leaseRefusal(device, fn);
-  if (lease) {
-    refusedBy.set(lease, "requires_lease");
-    throw lease;
-  }
+  if (lease) throw lease;
+}
+
+/**
+ * A call's progress before it starts: `resolve` called outside `call` records nothing (its
+ * errors are marked by no one).
+ */
+function freshProgress(args: Readonly<Record<string, TypedValue>>): CallProgress {
+  return { fn: null, args, refusedBy: null, sent: false, results: null, intent: null };
 }
 
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
@@ -270,37 +266,61 @@ export class CallRouter {
   resolve(
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
   ): { device: DeviceCapabilities; fn: FunctionSpec } {
+    return this.#resolve(req, freshProgress({}));
+  }
+
+  /**
+   * resolve, naming in `progress` what refuses: `unknown_provider` (no provider has that id: a
+   * caller's mistake, a handle a tree computed, or a provider a reload removed), then nothing for
+   * a provider down or a device it does not have (the device's business), then #select's.
+   */
+  #resolve(
+    req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
+    progress: CallProgress,
+  ): { device: DeviceCapabilities; fn: FunctionSpec } {
+    progress.refusedBy = "unknown_provider";
     const host = this.#registry.host(req.providerId);
-    if (!host) throw unknownProvider(req.providerId);
+    if (!host) throw notFound(`Provider not found: ${req.providerId}`);
+    progress.refusedBy = null;
     if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
     const device = this.#registry.capabilities(req.providerId, req.deviceId);
     if (!device) throw notFound(`Device not found: ${req.providerId}/${req.deviceId}`);
-    return { device, fn: this.#select(req, device) };
+    return { device, fn: this.#select(req, device, progress) };
   }
 
-  /** The function `req` selects on `device` (see resolve for the errors and their order). */
+  /**
+   * The function `req` selects on `device` (see resolve for the errors and their order), naming
+   * in `progress` what refuses: `unknown_function` (the device declares no function by that
+   * selector: a caller's mistake, a tree's, a configuration's, not the device's failure) or
+   * `validation` (no selector, or an id and a name that disagree).
+   */
   #select(
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
     device: DeviceCapabilities,
+    progress: CallProgress,
   ): FunctionSpec {
     const id = req.functionId ?? 0;
     const name = req.functionName ?? "";
     let fn: FunctionSpec | undefined;
     if (id !== 0) {
+      progress.refusedBy = "unknown_function";
       fn = device.functions.find((f) => f.functionId === id);
       if (!fn) {
-        throw unknownFunction(`${req.providerId}/${req.deviceId} function_id ${id}`);
+        throw notFound(`Function not found: ${req.providerId}/${req.deviceId} function_id ${id}`);
       }
+      progress.refusedBy = "validation";
       if (name && fn.name !== name) {
         throw invalidArgument(
           `function_id ${id} is '${fn.name}', not '${name}' (${req.providerId}/${req.deviceId})`,
         );
       }
     } else {
+      progress.refusedBy = "validation";
       if (!name) throw invalidArgument("missing function selector: function_id must not be 0");
+      progress.refusedBy = "unknown_function";
       // Functions are indexed by name; duplicates collapse to the last declared (as anolis).
       fn = device.functions.findLast((f) => f.name === name);
-      if (!fn) throw unknownFunction(`${req.providerId}/${req.deviceId} '${name}'`);
+      if (!fn) throw notFound(`Function not found: ${req.providerId}/${req.deviceId} '${name}'`);
     }
     return fn;
   }
@@ -318,6 +338,7 @@ export class CallRouter {
     host: ReturnType<ProviderRegistry["host"]>,
     device: DeviceCapabilities,
     fn: FunctionSpec,
+    progress: CallProgress,
   ): { device: DeviceCapabilities; fn: FunctionSpec } | null {
     // A host a reload replaced is stopped: sending to it refuses the call.
     const current = this.#registry.host(req.providerId);
@@ -326,18 +347,18 @@ export class CallRouter {
     if (now === device) return null;
     const restarted = "its provider restarted while the call was queued; nothing was sent";
     if (!now) {
+      // As a device its provider does not have at resolve: the device's business, not the caller's.
+      progress.refusedBy = "unavailable";
       throw notFound(`Device not found: ${req.providerId}/${req.deviceId} (${restarted})`);
     }
     let selected: FunctionSpec;
     try {
-      selected = this.#select(req, now);
+      selected = this.#select(req, now, progress);
     } catch (err) {
       if (!(err instanceof RuntimeError)) throw err;
-      const again = new RuntimeError(err.code, `${err.message} (${restarted})`);
-      const by = refusedBy.get(err);
-      if (by !== undefined) refusedBy.set(again, by);
-      throw again;
+      throw new RuntimeError(err.code, `${err.message} (${restarted})`);
     }
+    progress.refusedBy = "validation";
     if (selected.name !== fn.name) {
       throw new RuntimeError(
         "FAILED_PRECONDITION",
@@ -350,14 +371,7 @@ export class CallRouter {
   /** Validates, gates and sends one call; polls the device right after a success. */
   async call(req: CallRequest): Promise<CallResult> {
     const startedMs = this.#clock.monoMs();
-    const progress: CallProgress = {
-      fn: null,
-      args: req.args,
-      refusedBy: null,
-      sent: false,
-      results: null,
-      intent: null,
-    };
+    const progress = freshProgress(req.args);
     try {
       const result = await this.#call(req, progress);
       this.#record(req.providerId, "OK", startedMs);
@@ -366,6 +380,7 @@ export class CallRouter {
       this.#record(req.providerId, err instanceof RuntimeError ? err.code : "INTERNAL", startedMs);
       this.#auditFailure(req, progress, err, startedMs);
       if (progress.sent && typeof err === "object" && err !== null) failedAfterSending.add(err);
+      markRefusal(progress, err);
       throw err;
     }
   }
@@ -407,17 +422,14 @@ export class CallRouter {
     // audit trail reuses the write ahead's collapse key for it).
     const auditOrigin = req.source ?? defaultAuditOrigin(req.origin);
     const auditHandle = `${req.providerId}/${req.deviceId}`;
-    let { device, fn } = this.resolve(req);
+    let { device, fn } = this.#resolve(req, progress);
     progress.fn = fn;
     this.#checkGates({ fn, device, origin: req.origin }, progress);
     // The provider's declared policy (call_policy.ts): stop actions pass it, like the gates.
     const stop = req.origin === "safety";
-    if (!stop) {
-      progress.refusedBy = "requires_lease";
-      checkLease(device, fn);
-    }
+    if (!stop) checkLease(device, fn, progress);
     progress.refusedBy = "validation";
-    let args = callerCheck("validation", () => validateArgs(fn, req.args));
+    let args = validateArgs(fn, req.args);
     progress.args = args;
     if (!stop) this.#checkInterval(device, fn, progress);
     progress.refusedBy = "queue";
@@ -441,17 +453,14 @@ export class CallRouter {
       }
       // Resolved and validated again against what the provider declares now, when it restarted
       // (or rediscovered) since: the call goes out as validated, or not at all.
-      progress.refusedBy = "validation";
-      const redeclared = this.#redeclared(req, host, device, fn);
+      const redeclared = this.#redeclared(req, host, device, fn, progress);
       if (redeclared !== null) {
         ({ device, fn } = redeclared);
         progress.fn = fn;
-        args = callerCheck("validation", () => validateArgs(fn, req.args));
+        progress.refusedBy = "validation";
+        args = validateArgs(fn, req.args);
         progress.args = args;
-        if (!stop) {
-          progress.refusedBy = "requires_lease";
-          checkLease(device, fn);
-        }
+        if (!stop) checkLease(device, fn, progress);
       }
       // Re-checked under the provider lock, after that write: nothing may have latched since
       // validation. (A provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
@@ -550,10 +559,7 @@ export class CallRouter {
   #checkInterval(device: DeviceCapabilities, fn: FunctionSpec, progress: CallProgress): void {
     progress.refusedBy = "min_interval";
     const refusal = this.#intervals.refusal(device, fn, this.#clock.monoMs());
-    if (refusal) {
-      refusedBy.set(refusal, "min_interval");
-      throw refusal;
-    }
+    if (refusal) throw refusal;
   }
 
   #checkGates(ctx: GateContext, progress: CallProgress): void {
@@ -562,10 +568,7 @@ export class CallRouter {
       // Named before it runs: a gate that throws instead of answering is named as the refuser.
       progress.refusedBy = name;
       const refusal = gate(ctx);
-      if (refusal) {
-        refusedBy.set(refusal, name);
-        throw refusal;
-      }
+      if (refusal) throw refusal;
     }
   }
 

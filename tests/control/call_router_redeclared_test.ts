@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
+import { refusedBeforeSending } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { DeviceProvider, type FunctionDefinition } from "../../src/provider_sdk/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -85,7 +86,7 @@ function valveProvider(): ProviderConfig {
  * takes the lock, its write-ahead is held until the new process is up, then goes on.
  */
 async function callAcrossRestart(
-  selector: { functionId: number } | { functionName: string },
+  selector: { functionId?: number; functionName?: string },
   pct: number,
 ): Promise<{ outcome: unknown; ran: string[]; audit: Kernel["audit"] }> {
   const ran: string[] = [];
@@ -140,6 +141,23 @@ Deno.test("CallRouter: a call by function_id whose id now selects another functi
   const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
   assert.equal(entry?.outcome, "refused");
   assert.equal(entry?.refused_by, "validation");
+  assert.equal(refusedBeforeSending(e), "validation", "the audit and the refusal disagree");
+});
+
+Deno.test("CallRouter: a call by function_id and name whose id names another function after a restart is refused by validation, in the audit entry and refusedBeforeSending alike", async () => {
+  const { outcome, ran, audit } = await callAcrossRestart(
+    { functionId: 1, functionName: "set_opening" },
+    30,
+  );
+  assert.deepEqual(ran, [], "nothing ran in either process");
+  const e = refusal(outcome);
+  assert.equal(e.code, "INVALID_ARGUMENT");
+  assert.match(e.message, /function_id 1 is 'open_drain', not 'set_opening'.*restarted/);
+  const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
+  assert.deepEqual(
+    [entry?.outcome, entry?.refused_by, refusedBeforeSending(e)],
+    ["refused", "validation", "validation"],
+  );
 });
 
 Deno.test("CallRouter: a call by name is sent under the function's new id after a restart, its arguments validated against the new bounds", async () => {
