@@ -243,8 +243,17 @@ export class AutomationEngine {
     { refusals: number; refusedBy: string; lastRefusal: string; sinceMs: number }
   >();
   readonly #lossLatch: DeviceLossLatch | null = null;
-  /** Devices the tree commanded since AUTO was last entered (it depends on them). */
+  /**
+   * Devices the tree commanded since AUTO was last entered (it depends on them), and those its
+   * calls were still in flight to when it was entered.
+   */
   readonly #commanded = new Set<string>();
+  /**
+   * Automated calls admitted to their provider's queue and not settled yet, by device handle (an
+   * entry leaves at 0): bounded by the provider queues. A call a halt did not stop (one sent, up
+   * to the provider's timeout_ms) still commands its device when AUTO is entered again.
+   */
+  readonly #inFlight = new Map<string, number>();
   /**
    * Counts the trees a reload swapped in: a call records its outcome only under the tree it was
    * made by (a replaced tree's call settling after the swap says nothing of the new one's).
@@ -260,11 +269,15 @@ export class AutomationEngine {
       options,
       () => this.#treeGeneration,
       (handle) => this.#noteCommand(handle),
+      (handle, delta) => this.#noteInFlight(handle, delta),
       (handle, err, generation, refusedBy) => this.#noteCall(handle, err, generation, refusedBy),
     );
     options.modes.onModeChange((change) => {
       if (change.current !== "AUTO" || change.previous === "AUTO") return;
       this.#commanded.clear();
+      // A call of a previous session still in flight may yet act on its device: the tree depends
+      // on that device until the call settles (at least), as on one it commands in this session.
+      for (const handle of this.#inFlight.keys()) this.#commanded.add(handle);
       // `refused_calls` are the recent automated calls' refusals: the gates behind them (the
       // mode, the e-stop and device-loss latches) are decided again by entering AUTO, so the
       // previous session's say nothing of this one. Outages are kept: they are what the device
@@ -790,6 +803,13 @@ export class AutomationEngine {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
   }
 
+  /** Counts an automated call to `handle` in flight (+1 once admitted, -1 once settled). */
+  #noteInFlight(handle: string, delta: 1 | -1): void {
+    const n = (this.#inFlight.get(handle) ?? 0) + delta;
+    if (n > 0) this.#inFlight.set(handle, n);
+    else this.#inFlight.delete(handle);
+  }
+
   /**
    * Records the outcome of one automated call (outage tracking). A gate's refusal, or the refusal
    * of a policy check about the caller (requires_lease, validation, min_interval; nothing was
@@ -978,6 +998,7 @@ function kernelServices(
   o: AutomationEngineOptions,
   generation: () => number,
   noteCommand: (handle: string) => void,
+  noteInFlight: (handle: string, delta: 1 | -1) => void,
   noteCall: (handle: string, err: unknown, generation: number, refusedBy?: string) => void,
 ): BtServices {
   return {
@@ -1006,6 +1027,7 @@ function kernelServices(
         noteCall(handle, err, madeUnder, "validation");
         throw err;
       }
+      let admitted = false;
       try {
         await o.router.call({
           providerId: dev.providerId,
@@ -1015,16 +1037,22 @@ function kernelServices(
           origin: "automated",
           source: node === undefined ? { kind: "automation" } : { kind: "automation", node },
           signal,
-          onQueued: () => noteCommand(handle),
+          onQueued: () => {
+            admitted = true;
+            noteInFlight(handle, 1);
+            noteCommand(handle);
+          },
           onSent: () => noteCommand(handle),
         });
       } catch (err) {
+        if (admitted) noteInFlight(handle, -1);
         // A halt cancels a call only until it is sent: one the provider got and failed is the
         // device's failure whatever became of the tree meanwhile.
         const cancelled = signal.aborted && !reachedProvider(err);
         noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err, madeUnder);
         throw err;
       }
+      if (admitted) noteInFlight(handle, -1);
       noteCall(handle, null, madeUnder);
     },
     getParameter(name: string) {

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 
@@ -211,6 +212,64 @@ Deno.test("AutomationEngine lists calls with a malformed device handle in refuse
     } finally {
       await rt.stop();
     }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("AutomationEngine: a tree call still in flight from the previous AUTO session commands its device after AUTO is entered again (its loss forces FAULT)", async () => {
+  const dir = await TreeDir.create();
+  try {
+    // The tree names no device: only the call below can make it depend on sim1/motorctl0.
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    await using r = await rig({
+      config: automationConfig(tree, {
+        config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+      }),
+      arm: true,
+    });
+    const rt = r.kernel;
+    const engine = rt.automation!;
+    // The device answers a call 5 s after it got it: AUTO is left and entered again meanwhile.
+    await callAs(rt, "manual", "sim1/chaos_control", "inject_call_latency", {
+      device_id: tv.s("motorctl0"),
+      latency_ms: tv.i(5000),
+    });
+    // The request is written in the microtasks after its decision is written ahead.
+    let written = false;
+    rt.router.setAuditSink({
+      record: (d) => rt.audit.record(d),
+      writeAhead: async (call, options) => {
+        const intent = await rt.audit.writeAhead(call, options);
+        if (call.device_handle === "sim1/motorctl0") setTimeout(() => written = true, 0);
+        return intent;
+      },
+    });
+    await rt.modes.request("AUTO");
+    const halt = new AbortController();
+    const inFlight = engine.services.callDevice(
+      "sim1/motorctl0",
+      "set_motor_duty",
+      MOTOR_ARGS,
+      halt.signal,
+    ).catch((err: unknown) => err);
+    await waitFor("the tree's call sent", () => written);
+    await rt.modes.request("MANUAL");
+    halt.abort(); // the tree is halted: its sent call goes on
+    await rt.modes.request("AUTO");
+    r.kill("sim1");
+    await waitFor(
+      "sim1/motorctl0 latched",
+      () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
+    );
+    // The latch and the FAULT are decided in one step.
+    assert.equal(
+      rt.modes.current(),
+      "FAULT",
+      "the device the tree's call in flight commands was lost in AUTO without FAULT",
+    );
+    assert.equal(engine.status().not_running?.cause, "device_loss_latch");
+    await inFlight;
   } finally {
     await dir.dispose();
   }
