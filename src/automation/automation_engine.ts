@@ -993,6 +993,16 @@ function btQuality(q: Quality): BtQuality {
   return q === "UNAVAILABLE" ? "UNKNOWN" : q;
 }
 
+/**
+ * Refusals before sending that are a tree's own errors, not the machine's state: the call names
+ * where its CallDevice node is written (`FILE:LINE:COL`).
+ */
+const TREE_ERRORS: ReadonlySet<string> = new Set([
+  "validation",
+  "unknown_function",
+  "unknown_provider",
+]);
+
 /** The BtServices adapter over the kernel: cache reads, router writes, parameters, clock. */
 function kernelServices(
   o: AutomationEngineOptions,
@@ -1018,12 +1028,16 @@ function kernelServices(
       args: Record<string, TypedValue>,
       signal: AbortSignal,
       node?: string,
+      at?: string,
     ): Promise<void> {
       const madeUnder = generation();
+      const where = at === undefined ? "" : ` (CallDevice at ${at})`;
       const dev = parseDeviceHandle(handle);
       if (!dev) {
         // A tree's error (a handle it computed), refused before the router: listed as such.
-        const err = invalidArgument(`device_handle must be 'provider/device', got '${handle}'`);
+        const err = invalidArgument(
+          `device_handle must be 'provider/device', got '${handle}'${where}`,
+        );
         noteCall(handle, err, madeUnder, "validation");
         throw err;
       }
@@ -1049,11 +1063,26 @@ function kernelServices(
         // A halt cancels a call only until it is sent: one the provider got and failed is the
         // device's failure whatever became of the tree meanwhile.
         const cancelled = signal.aborted && !reachedProvider(err);
+        // The tree's own error (a function or provider it names that does not exist, arguments
+        // that fail validation; checked at AUTO entry only when written literally): the refusal
+        // names where the node is written.
+        const by = refusedBeforeSending(err);
+        if (
+          !cancelled && where !== "" && by !== null && TREE_ERRORS.has(by) &&
+          err instanceof RuntimeError
+        ) {
+          const refusal = new RuntimeError(err.code, `${err.message}${where}`);
+          noteCall(handle, refusal, madeUnder, by);
+          throw refusal;
+        }
         noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err, madeUnder);
         throw err;
       }
       if (admitted) noteInFlight(handle, -1);
       noteCall(handle, null, madeUnder);
+    },
+    refuseCall(handle: string, _functionName: string, message: string): void {
+      noteCall(handle, invalidArgument(message), generation(), "validation");
     },
     getParameter(name: string) {
       const p = o.parameters?.get(name);

@@ -162,6 +162,7 @@ export function buildTree(
       type,
       name: el.attributes.get("name") ?? type,
       path,
+      at: `${el.file}:${el.line}:${el.column}`,
       ports,
       portSpecs: spec.ports,
       blackboard: nodeBb,

@@ -102,13 +102,16 @@ export class CallDeviceNode extends StatefulActionNode {
     const services = servicesOf(this);
     if (!services) return this.#finish(false, "no runtime services on this blackboard");
     const handle = this.getString("device_handle");
-    if (!handle.ok) return this.#finish(false, handle.error);
+    const port = (name: string) => this.rawPort(name) ?? "";
+    if (!handle.ok) {
+      return this.#refuse(services, port("device_handle"), port("function_name"), handle.error);
+    }
     const fn = this.getString("function_name");
-    if (!fn.ok) return this.#finish(false, fn.error);
+    if (!fn.ok) return this.#refuse(services, handle.value, port("function_name"), fn.error);
     const argsText = this.getString("args");
-    if (!argsText.ok) return this.#finish(false, argsText.error);
+    if (!argsText.ok) return this.#refuse(services, handle.value, fn.value, argsText.error);
     const args = parseCallArgs(argsText.value);
-    if (!args.ok) return this.#finish(false, args.error);
+    if (!args.ok) return this.#refuse(services, handle.value, fn.value, args.error);
     const reason = this.hasPort("reason") ? this.getString("reason") : undefined;
     this.env.log?.debug(
       `CallDevice ${handle.value} ${fn.value}` + (reason?.ok ? ` reason=${reason.value}` : ""),
@@ -124,6 +127,7 @@ export class CallDeviceNode extends StatefulActionNode {
         args.args,
         abort.signal,
         this.path,
+        this.init.at,
       );
     } catch (err) {
       call = Promise.reject(err);
@@ -155,6 +159,18 @@ export class CallDeviceNode extends StatefulActionNode {
     this.#abort = undefined;
     this.#outcome = undefined;
     abort?.abort();
+  }
+
+  /**
+   * FAILURE without a call, for the tree's own error found only now (a port it cannot read, a
+   * blackboard entry not set, args that do not parse): the error names where the node is written,
+   * and the runtime is told of the refusal (automation status `refused_calls`) when the node
+   * names a device, even as a blackboard reference.
+   */
+  #refuse(services: BtServices, handle: string, fn: string, error: string): NodeStatus {
+    const message = this.init.at === undefined ? error : `${error} (CallDevice at ${this.init.at})`;
+    if (handle !== "") services.refuseCall?.(handle, fn, message);
+    return this.#finish(false, message);
   }
 
   #finish(ok: boolean, error: string): NodeStatus {

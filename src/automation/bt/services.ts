@@ -31,7 +31,20 @@ export interface BtServices {
     signal: AbortSignal,
     /** Path of the calling node (`Main/Sequence[0]/CallDevice[2]`), for the audit trail. */
     node?: string,
+    /**
+     * Where the calling node is written (`FILE:LINE:COL`): a refusal that is the tree's own error
+     * (a function the device does not declare, a provider not configured, arguments that fail
+     * validation -- names and args a tree takes from the blackboard are checked only now) names it.
+     */
+    at?: string,
   ): Promise<void>;
+  /**
+   * A call the calling node refused itself before callDevice, for the tree's error it found:
+   * a port it could not read (a blackboard entry not set), args that do not parse. `deviceHandle`:
+   * the device it names, else its port as written. `message` names the node (`FILE:LINE:COL`).
+   * Optional: automation status lists it in `refused_calls` (`validation`).
+   */
+  refuseCall?(deviceHandle: string, functionName: string, message: string): void;
   /** Current value of a declared parameter, or null when unknown. */
   getParameter(
     name: string,

@@ -32,6 +32,8 @@ export interface NodeInit {
   readonly name: string;
   /** Node path, e.g. `Main/Sequence[0]/CallDevice[2]`. */
   readonly path: string;
+  /** Where the node is written, `FILE:LINE:COL` (absent for a node built without a document). */
+  readonly at?: string;
   /** Raw attribute values of declared ports (defaults not included). */
   readonly ports: ReadonlyMap<string, string>;
   readonly portSpecs: readonly PortSpec[];

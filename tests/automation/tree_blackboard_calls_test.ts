@@ -1,0 +1,109 @@
+/**
+ * Calls whose device, function or args a tree takes from the blackboard (`{var}` ports): the AUTO
+ * gate cannot check them (their values exist only once the tree runs), so they are checked at the
+ * call. A refusal there is the tree's own error: it names where the CallDevice node is written
+ * (`FILE:LINE:COL`) and is listed in automation status `refused_calls`, never as a device outage.
+ * Over a real kernel with the simulated providers sim0 and sim1 (in-process).
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { simProvider } from "../helpers/sim_config.ts";
+import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+
+/** Every CallDevice runs at each pass: a refused one does not stop the others. */
+const TREE = treeXml(`<Sequence>
+      <Script code="fn := 'no_such_fn'; bad_json := 'not json'; dev := 'simX/motorctl0'" />
+      <Script code="too_fast := '{&quot;motor_index&quot;: 1, &quot;duty&quot;: 2.0}'" />
+      <ForceSuccess>
+        <CallDevice name="by_fn" device_handle="sim0/motorctl0" function_name="{fn}" />
+      </ForceSuccess>
+      <ForceSuccess>
+        <CallDevice name="by_json" device_handle="sim0/tempctl0" function_name="set_setpoint"
+          args="{bad_json}" />
+      </ForceSuccess>
+      <ForceSuccess>
+        <CallDevice name="by_args" device_handle="sim1/motorctl0" function_name="set_motor_duty"
+          args="{too_fast}" />
+      </ForceSuccess>
+      <ForceSuccess>
+        <CallDevice name="by_dev" device_handle="{dev}" function_name="set_motor_duty"
+          args='json:{"motor_index": 1, "duty": 0.1}' />
+      </ForceSuccess>
+      <ForceSuccess>
+        <CallDevice name="unset" device_handle="sim1/tempctl0" function_name="{never_set}" />
+      </ForceSuccess>
+    </Sequence>`);
+
+/** `FILE:LINE:COL` of the CallDevice named `name` in `text` (COL: its `<`, 1-based). */
+function placeOf(file: string, text: string, name: string): string {
+  const lines = text.split("\n");
+  const line = lines.findIndex((l) => l.includes(`<CallDevice name="${name}"`));
+  assert.ok(line >= 0, name);
+  return `${file}:${line + 1}:${lines[line]!.indexOf("<CallDevice") + 1}`;
+}
+
+Deno.test("AutomationEngine: a tree call whose names or args come from the blackboard and are refused at the call names its node's FILE:LINE:COL and is listed in refused_calls", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const path = await dir.write("bb_calls.xml", TREE);
+    await using r = await rig({
+      config: automationConfig(path, {
+        config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+      }),
+      arm: true,
+    });
+    const rt = r.kernel;
+    const engine = rt.automation!;
+    // Nothing the gate can judge before the tree runs: AUTO is entered.
+    assert.equal(engine.autoProblem(), null);
+    await rt.modes.request("AUTO");
+    const handles = [
+      "sim0/motorctl0",
+      "sim0/tempctl0",
+      "sim1/motorctl0",
+      "simX/motorctl0",
+      "sim1/tempctl0",
+    ];
+    // Every call refused twice, or passes enough for that (about 4 ticks each) have run.
+    await waitFor("every call refused twice", () => {
+      const listed = engine.status().refused_calls.map((c) => c.device_handle);
+      return handles.every((h) => listed.includes(h)) || engine.tickCounts().ticks >= 60;
+    });
+    await rt.modes.request("MANUAL");
+    const s = engine.status();
+    assert.deepEqual(s.device_outages, [], "the tree's errors are no device outage");
+    const at = (name: string) => `(CallDevice at ${placeOf(path, TREE, name)})`;
+    const refused = Object.fromEntries(
+      s.refused_calls.map((c) => [c.device_handle, [c.refused_by, c.last_refusal]]),
+    );
+    assert.deepEqual(refused, {
+      "sim0/motorctl0": [
+        "unknown_function",
+        `Function not found: sim0/motorctl0 'no_such_fn' ${at("by_fn")}`,
+      ],
+      "sim0/tempctl0": [
+        "validation",
+        `invalid JSON in args: ${jsonError("not json")} ${at("by_json")}`,
+      ],
+      "sim1/motorctl0": ["validation", `args.duty: 2 is above the maximum 1 ${at("by_args")}`],
+      "simX/motorctl0": ["unknown_provider", `Provider not found: simX ${at("by_dev")}`],
+      "sim1/tempctl0": [
+        "validation",
+        `port 'function_name': blackboard entry 'never_set' has no value yet ${at("unset")}`,
+      ],
+    });
+  } finally {
+    await dir.dispose();
+  }
+});
+
+/** JSON.parse's message for `text`. */
+function jsonError(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error(`${text} parses`);
+}
