@@ -365,6 +365,16 @@ export class CallRouter {
         `function_id ${req.functionId} of ${req.providerId}/${req.deviceId} is now '${selected.name}', not '${fn.name}' (${restarted})`,
       );
     }
+    // Actuating or not decides the write ahead (made, or not, before this) and its settling
+    // record: a call validated as the one is not sent as the other.
+    if (selected.actuating !== fn.actuating) {
+      const kind = (actuating: boolean) => actuating ? "actuating" : "read-only";
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `'${fn.name}' of ${req.providerId}/${req.deviceId} is now ${kind(selected.actuating)}, ` +
+          `not ${kind(fn.actuating)} (${restarted})`,
+      );
+    }
     return { device: now, fn: selected };
   }
 

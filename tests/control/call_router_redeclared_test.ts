@@ -24,7 +24,7 @@ import { d } from "../safety/_fixture.ts";
 const VALVE = "valve-provider";
 
 /** What each process of the valve provider ran: `${process}:${function}(${pct})`. */
-function valveProgram(ran: string[]) {
+function valveProgram(ran: string[], o: { readLater?: boolean } = {}) {
   let processes = 0;
   return (_host: ProgramHost) => {
     const process = ++processes;
@@ -32,7 +32,8 @@ function valveProgram(ran: string[]) {
     const fn = (id: number, name: string, max: number): FunctionDefinition => ({
       id,
       name,
-      category: "ACTUATE",
+      // readLater: a later process declares set_opening read-only (a reading of the opening).
+      category: o.readLater && !first && name === "set_opening" ? "READ" : "ACTUATE",
       args: [{ name: "pct", type: "double", min: 0, max }],
       handler: (args) => {
         ran.push(`${process}:${name}(${args.double("pct")})`);
@@ -88,11 +89,12 @@ function valveProvider(): ProviderConfig {
 async function callAcrossRestart(
   selector: { functionId?: number; functionName?: string },
   pct: number,
+  o: { readLater?: boolean } = {},
 ): Promise<{ outcome: unknown; ran: string[]; audit: Kernel["audit"] }> {
   const ran: string[] = [];
   await using r = await rig({
     providers: [valveProvider()],
-    programs: { ...TEST_PROGRAMS, [VALVE]: valveProgram(ran) },
+    programs: { ...TEST_PROGRAMS, [VALVE]: valveProgram(ran, o) },
     arm: true,
   });
   const rt = r.kernel;
@@ -170,4 +172,21 @@ Deno.test("CallRouter: a call by name is sent under the function's new id after 
   const beyond = await callAcrossRestart({ functionName: "set_opening" }, 80);
   assert.deepEqual(beyond.ran, [], "the narrowed bound holds");
   assert.equal(refusal(beyond.outcome).code, "INVALID_ARGUMENT");
+});
+
+Deno.test("CallRouter: an actuating call whose function is read-only after a restart is refused, its decision written ahead settled", async () => {
+  const { outcome, ran, audit } = await callAcrossRestart({ functionName: "set_opening" }, 30, {
+    readLater: true,
+  });
+  assert.deepEqual(
+    audit.inFlightCalls().map((c) => c.function),
+    [],
+    "the decision written ahead is never settled",
+  );
+  assert.deepEqual(ran, [], "sent as validated (actuating), or not at all");
+  const e = refusal(outcome);
+  assert.equal(e.code, "FAILED_PRECONDITION");
+  assert.match(e.message, /'set_opening' of valve\/valve0 is now read-only, not actuating/);
+  const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
+  assert.deepEqual([entry?.outcome, entry?.refused_by], ["refused", "validation"]);
 });
