@@ -24,7 +24,7 @@ import { d } from "../safety/_fixture.ts";
 const VALVE = "valve-provider";
 
 /** What each process of the valve provider ran: `${process}:${function}(${pct})`. */
-function valveProgram(ran: string[], o: { readLater?: boolean } = {}) {
+function valveProgram(ran: string[], o: { readLater?: boolean; actuateLater?: boolean } = {}) {
   let processes = 0;
   return (_host: ProgramHost) => {
     const process = ++processes;
@@ -32,8 +32,11 @@ function valveProgram(ran: string[], o: { readLater?: boolean } = {}) {
     const fn = (id: number, name: string, max: number): FunctionDefinition => ({
       id,
       name,
-      // readLater: a later process declares set_opening read-only (a reading of the opening).
-      category: o.readLater && !first && name === "set_opening" ? "READ" : "ACTUATE",
+      // readLater: a later process declares set_opening read-only (a reading of the opening);
+      // actuateLater: the first one does.
+      category: name === "set_opening" && (first ? o.actuateLater : o.readLater)
+        ? "READ"
+        : "ACTUATE",
       args: [{ name: "pct", type: "double", min: 0, max }],
       handler: (args) => {
         ran.push(`${process}:${name}(${args.double("pct")})`);
@@ -189,4 +192,56 @@ Deno.test("CallRouter: an actuating call whose function is read-only after a res
   assert.match(e.message, /'set_opening' of valve\/valve0 is now read-only, not actuating/);
   const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
   assert.deepEqual([entry?.outcome, entry?.refused_by], ["refused", "validation"]);
+});
+
+Deno.test("CallRouter: a read-only call whose function is actuating after a restart is refused, not sent with no decision written ahead", async () => {
+  const ran: string[] = [];
+  await using r = await rig({
+    providers: [valveProvider()],
+    programs: { ...TEST_PROGRAMS, [VALVE]: valveProgram(ran, { actuateLater: true }) },
+    arm: true,
+  });
+  const rt = r.kernel;
+  const host = rt.registry.host("valve")!;
+  const trail = rt.audit as unknown as { writeAhead: (...a: unknown[]) => Promise<unknown> };
+  const writeAhead = trail.writeAhead.bind(rt.audit);
+  const written: string[] = [];
+  const call = (functionName: string) =>
+    rt.router.call({
+      providerId: "valve",
+      deviceId: "valve0",
+      functionName,
+      args: { pct: d(30) },
+      origin: "manual",
+    }).catch((err: unknown) => err);
+  let second: Promise<unknown> | null = null;
+  // open_drain (actuating) holds the lock in its write ahead while the provider restarts; the
+  // read of set_opening waits behind it, validated as a read (nothing written ahead for it).
+  trail.writeAhead = async (...a: unknown[]) => {
+    written.push(String((a[0] as { function?: string }).function));
+    if (second === null) {
+      second = call("set_opening");
+      const first = host.devices;
+      r.kill("valve");
+      await waitFor(
+        "valve back with its new declaration",
+        () => host.available && host.devices !== first && host.devices.length === 1,
+      );
+    }
+    return await writeAhead(...a);
+  };
+  try {
+    await call("open_drain");
+    const outcome = await second;
+    assert.deepEqual(
+      [ran, written],
+      [["2:open_drain(30)"], ["open_drain"]],
+      "set_opening went out actuating with no decision written ahead",
+    );
+    const e = refusal(outcome);
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.match(e.message, /'set_opening' of valve\/valve0 is now actuating, not read-only/);
+  } finally {
+    trail.writeAhead = writeAhead;
+  }
 });
