@@ -11,11 +11,12 @@
  *  - a device that goes down is latched: automated calls to it are refused (manual calls, mode
  *    transition hooks and the safe-state ladder are exempt);
  *  - in AUTO, a device the tree depends on (named literally in the tree, or commanded by it since
- *    AUTO was entered, a call still in flight at the entry included) going down forces FAULT at once (hooks included): the tree halts, and the
- *    mode change is on the audit trail with origin `device_loss` naming the device. Nothing is
- *    re-commanded when it returns: re-arming (FAULT -> MANUAL -> AUTO) is an operator's act, and
- *    entering AUTO is refused while a device the tree names is failing or down. Entering AUTO
- *    releases only the devices that are back: one still down stays latched until the next entry.
+ *    AUTO was entered, a call still in flight at the entry included) going down forces FAULT at
+ *    once (hooks included): the tree halts, and the mode change is on the audit trail with origin
+ *    `device_loss` naming the device. Nothing is re-commanded when it returns: re-arming
+ *    (FAULT -> MANUAL -> AUTO) is an operator's act, and entering AUTO is refused while a device
+ *    the tree names is failing or down. Entering AUTO releases only the devices that are back:
+ *    one still down stays latched until the next entry.
  * Every latch and release is published (`device_loss_latch`) and logged.
  */
 import { type Clock, deviceHandle, failedPrecondition, type Logger } from "../common/mod.ts";
