@@ -24,7 +24,17 @@ import { d } from "../safety/_fixture.ts";
 const VALVE = "valve-provider";
 
 /** What each process of the valve provider ran: `${process}:${function}(${pct})`. */
-function valveProgram(ran: string[], o: { readLater?: boolean; actuateLater?: boolean } = {}) {
+/** What a later process of the valve changes: see valveProgram. */
+interface ValveChanges {
+  /** set_opening is read-only in a later process. */
+  readLater?: boolean;
+  /** set_opening is read-only in the first process. */
+  actuateLater?: boolean;
+  /** A later process names its device valve1. */
+  renamedLater?: boolean;
+}
+
+function valveProgram(ran: string[], o: ValveChanges = {}) {
   let processes = 0;
   return (_host: ProgramHost) => {
     const process = ++processes;
@@ -43,7 +53,7 @@ function valveProgram(ran: string[], o: { readLater?: boolean; actuateLater?: bo
       },
     });
     const provider = new DeviceProvider({ name: "valve", version: "0.0.1" }, [{
-      deviceId: "valve0",
+      deviceId: o.renamedLater && !first ? "valve1" : "valve0",
       typeId: "test.valve",
       typeVersion: "1.0",
       label: "Valve and drain",
@@ -92,7 +102,7 @@ function valveProvider(): ProviderConfig {
 async function callAcrossRestart(
   selector: { functionId?: number; functionName?: string },
   pct: number,
-  o: { readLater?: boolean } = {},
+  o: ValveChanges = {},
 ): Promise<{ outcome: unknown; ran: string[]; audit: Kernel["audit"] }> {
   const ran: string[] = [];
   await using r = await rig({
@@ -244,4 +254,19 @@ Deno.test("CallRouter: a read-only call whose function is actuating after a rest
   } finally {
     trail.writeAhead = writeAhead;
   }
+});
+
+Deno.test("CallRouter: a call whose device is gone after a restart is refused as `unavailable` (the device's business, not the caller's)", async () => {
+  const { outcome, ran, audit } = await callAcrossRestart({ functionName: "set_opening" }, 30, {
+    renamedLater: true,
+  });
+  assert.deepEqual(ran, []);
+  const e = refusal(outcome);
+  assert.equal(e.code, "NOT_FOUND");
+  assert.match(e.message, /Device not found: valve\/valve0 \(its provider restarted/);
+  const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
+  assert.deepEqual(
+    [entry?.outcome, entry?.refused_by, refusedBeforeSending(e)],
+    ["refused", "unavailable", null],
+  );
 });
