@@ -224,16 +224,18 @@ Deno.test("AutomationEngine: a tree call still in flight from the previous AUTO 
     const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
     await using r = await rig({
       config: automationConfig(tree, {
-        config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+        config: {
+          providers: [simProvider("sim0"), simProvider("sim1", { timeoutMs: 60_000 })],
+        },
       }),
       arm: true,
     });
     const rt = r.kernel;
     const engine = rt.automation!;
-    // The device answers a call 5 s after it got it: AUTO is left and entered again meanwhile.
+    // The device answers a call 30 s after it got it: AUTO is left and entered again meanwhile.
     await callAs(rt, "manual", "sim1/chaos_control", "inject_call_latency", {
       device_id: tv.s("motorctl0"),
-      latency_ms: tv.i(5000),
+      latency_ms: tv.i(30_000),
     });
     // The request is written in the microtasks after its decision is written ahead.
     let written = false;
@@ -257,6 +259,10 @@ Deno.test("AutomationEngine: a tree call still in flight from the previous AUTO 
     await rt.modes.request("MANUAL");
     halt.abort(); // the tree is halted: its sent call goes on
     await rt.modes.request("AUTO");
+    let settled = false;
+    void inFlight.then(() => settled = true);
+    await Promise.resolve();
+    assert.equal(settled, false, "the previous session's call is still in flight");
     r.kill("sim1");
     await waitFor(
       "sim1/motorctl0 latched",
