@@ -34,7 +34,7 @@ import {
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
 import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
-import { checkSingleQueryValues, isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
+import { checkQuery, isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
 
@@ -391,7 +391,8 @@ export class HttpApi {
         });
         return forbiddenResponse(req.method, url.pathname, principal, match.role);
       }
-      checkSingleQueryValues(url, match.doc);
+      // The e-stop is refused for nothing it carries: neither its body nor its query.
+      if (!match.anyBody) checkQuery(url, req.method, match.doc);
       if (!match.anyBody) {
         const notJson = this.#policy.checkContentType(req);
         if (notJson) return await refuse(req, notJson);

@@ -56,7 +56,8 @@ const DIFFERENCES = [
   "request policy (anolis has none): a non-loopback `Host` on a loopback bind and a foreign " +
   "`Origin` on a POST are 403 PERMISSION_DENIED; a POST body must be `application/json` (415); " +
   "bodies are bounded (64 KiB, 5 s, 32 levels of nesting)",
-  "a mistyped member of a request is 400 naming it (anolis drops some silently)",
+  "a mistyped member of a request is 400 naming it (anolis drops some silently), and so is a " +
+  "query parameter the route does not take (anolis ignores it; the cache-buster `_` passes)",
   "CORS allows `Authorization` and sends `Vary: Origin`",
   "`quality_change`, `device_availability` and `provider_health_change` events are sent",
   'non-finite doubles are `{"type":"double","double":null,"non_finite":"NaN"}`; ' +
@@ -143,8 +144,9 @@ export function routeErrorStatuses(r: Route): number[] {
   if (r.method === "POST" && r.doc.body?.handling !== "ignored") s.add(400);
   if (r.method === "POST" && !r.anyBody) s.add(415);
   if (r.segments.some((x) => x.startsWith(":"))) s.add(400);
-  // A parameter that takes one value, given twice (routes.ts checkSingleQueryValues).
-  if (r.doc.query?.some((q) => !q.repeated)) s.add(400);
+  // A query parameter the route does not take, or one that takes one value given twice
+  // (routes.ts checkQuery); the e-stop ignores its query.
+  if (!r.anyBody) s.add(400);
   return [...s].sort((a, b) => a - b);
 }
 

@@ -90,8 +90,9 @@ export interface RawResponseDoc {
 /**
  * What GET /v0/openapi.json says about a route (openapi.ts builds the document from these).
  * Every route also answers 401, 403, 500 and 503 (busy); every POST 400 and 415; every route
- * with path parameters 400 (broken %-encoding), and every route with a query parameter that takes
- * one value 400 (given twice): those need not be listed.
+ * but the e-stop 400 for its query (a parameter it does not take, or one that takes one value
+ * given twice), and every route with path parameters 400 (broken %-encoding): those need not be
+ * listed.
  */
 export interface RouteDoc {
   /** Unique; also the name of the route's generated body validator. */

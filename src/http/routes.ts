@@ -116,13 +116,33 @@ export function isPriorityRequest(method: string, pathname: string): boolean {
 }
 
 /**
- * Refuses a query parameter that takes one value (docs: not `repeated`) given more than once: the
- * handler would read the first alone, and the others (a second `signal_id` filter, a second
- * `origin`) would be dropped without a word.
+ * The query parameter every route accepts and none reads: the cache-buster `_=<time>` that HTTP
+ * libraries append to a GET (jQuery's `cache: false`, many polling dashboards).
+ */
+export const CACHE_BUSTER_PARAMETER = "_";
+/** An unknown parameter's name is quoted in the 400 up to this many characters. */
+const UNKNOWN_NAME_SHOWN_CHARS = 64;
+
+/**
+ * Checks a request's query against its route's documented parameters (docs: `query`). Refuses a
+ * parameter the route does not take: a misspelled filter (`GET /v0/events?provder=sim0`) would
+ * otherwise be ignored without a word and the client would get the unfiltered answer. Refuses a
+ * parameter that takes one value (not `repeated`) given more than once: the handler would read
+ * the first alone, and the others (a second `signal_id` filter, a second `origin`) would be
+ * dropped without a word. CACHE_BUSTER_PARAMETER is accepted everywhere and ignored.
  * @throws INVALID_ARGUMENT naming the parameter.
  */
-export function checkSingleQueryValues(url: URL, doc: RouteDoc): void {
-  for (const q of doc.query ?? []) {
+export function checkQuery(url: URL, method: string, doc: RouteDoc): void {
+  const known = doc.query ?? [];
+  for (const name of new Set(url.searchParams.keys())) {
+    if (name === CACHE_BUSTER_PARAMETER || known.some((q) => q.name === name)) continue;
+    const shown = JSON.stringify(name.slice(0, UNKNOWN_NAME_SHOWN_CHARS));
+    throw invalidArgument(
+      `${shown}: unknown query parameter; ${method} ${url.pathname} takes ` +
+        (known.length === 0 ? "none" : known.map((q) => q.name).join(", ")),
+    );
+  }
+  for (const q of known) {
     if (q.repeated) continue;
     const n = url.searchParams.getAll(q.name).length;
     if (n > 1) throw invalidArgument(`${q.name}: given ${n} times; this parameter takes one value`);

@@ -55,3 +55,50 @@ Deno.test("Every single-valued query parameter of every GET route given twice is
     await fx.close();
   }
 });
+
+Deno.test("GET /v0/events?provder=sim0 (a misspelled filter) is 400 naming it, not the unfiltered stream", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const server = await fx.serve();
+    const res = await apiFetch(`http://127.0.0.1:${server.port}/v0/events?provder=sim0`);
+    const text = res.headers.get("content-type") === "text/event-stream"
+      ? (await res.body?.cancel(), "(an event stream)")
+      : await res.text();
+    assert.equal(res.status, 400, text);
+    assert.deepEqual(JSON.parse(text), {
+      status: {
+        code: "INVALID_ARGUMENT",
+        message: '"provder": unknown query parameter; GET /v0/events takes provider_id, ' +
+          "device_id, signal_id, last_event_id",
+      },
+    });
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Every route but the e-stop refuses a query parameter it does not take, naming it; the cache-buster _ passes everywhere", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    for (const r of ROUTES) {
+      const path = "/" + r.segments.map((s) => s.startsWith(":") ? "x" : s).join("/");
+      const method = r.method;
+      const body = method === "POST" ? {} : undefined;
+      const buster = await fx.request(method, `${path}?_=1700000000000`, { body });
+      assert.doesNotMatch(buster.text, /unknown query parameter/, `${method} ${path}?_=`);
+      const res = await fx.request(method, `${path}?bogus=1`, { body });
+      if (r.anyBody) {
+        assert.doesNotMatch(res.text, /unknown query parameter/, `${method} ${path}`);
+        continue;
+      }
+      assert.equal(res.status, 400, `${method} ${path}: ${res.text}`);
+      assert.match(
+        res.json.status.message,
+        /^"bogus": unknown query parameter; /,
+        `${method} ${path}`,
+      );
+    }
+  } finally {
+    await fx.close();
+  }
+});
