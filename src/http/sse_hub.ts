@@ -518,23 +518,30 @@ class SseClient {
       this.#cursor = null;
       return this.#opts.resync("too_old", id - 1);
     }
+    // Events too large for the ring since the last frame: said as a live stream says dropped
+    // events, one notice for a run of them (at most the ring's count) before the next frame.
+    let omitted = 0;
+    const sayOmitted = () => {
+      if (omitted === 0) return;
+      const notice = dropNotice(omitted, this.#opts.clock.nowMs());
+      parts.push(notice);
+      bytes += notice.byteLength;
+      omitted = 0;
+    };
     for (; id <= ring.lastId && bytes < SSE_REPLAY_CHUNK_BYTES; id++) {
       const p = ring.get(id);
       if (p === undefined) {
-        // Too large for the ring: said as a live stream says a dropped event.
         const left = ring.omitted(id);
-        if (left !== undefined && eventPasses(left, this.#opts.filter)) {
-          const notice = dropNotice(1, this.#opts.clock.nowMs());
-          parts.push(notice);
-          bytes += notice.byteLength;
-        }
+        if (left !== undefined && eventPasses(left, this.#opts.filter)) omitted++;
         continue;
       }
       if (!eventPasses(p.event, this.#opts.filter)) continue;
+      sayOmitted();
       const frame = this.#opts.encode(p);
       parts.push(frame);
       bytes += frame.byteLength;
     }
+    sayOmitted();
     // Nothing more to replay: live (the loop stops early only once it has frames).
     this.#cursor = id > ring.lastId ? null : id;
     return parts.length === 0 ? null : concat(parts);

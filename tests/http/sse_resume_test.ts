@@ -356,3 +356,64 @@ Deno.test("GET /v0/events with Last-Event-ID across a state_update larger than t
     await fx.close();
   }
 });
+
+Deno.test("GET /v0/events with Last-Event-ID across several state_updates too large for the resume ring in a row gets one notice counting them", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const server = await fx.serve();
+    const url = `http://127.0.0.1:${server.port}/v0/events`;
+    const bus = fx.runtime.bus;
+    const first = new SseReader((await apiFetch(url)).body!);
+    bus.publish(marker(1));
+    const [seen] = await readUntil(first, isMarker(1));
+    await first.cancel();
+    const huge = "x".repeat(Math.ceil(SSE_REPLAY_MAX_BYTES / 6) + 1);
+    const big = (device: string): RuntimeEvent => ({
+      kind: "state_update",
+      provider_id: "sim0",
+      device_id: device,
+      signal_id: "label",
+      value: { type: "string", string: huge },
+      quality: "OK",
+      timestamp_ms: 1,
+    });
+    bus.publish(marker(2));
+    bus.publish(big("analogsensor0"));
+    bus.publish(big("analogsensor0"));
+    // One the stream's filter would not pass anyway, between two it would: still one run.
+    bus.publish(big("tempctl0"));
+    bus.publish(big("analogsensor0"));
+    bus.publish(marker(3));
+    bus.publish(big("analogsensor0"));
+    bus.publish(marker(4));
+    const again = new SseReader(
+      (await apiFetch(`${url}?device_id=analogsensor0`, {
+        headers: { "last-event-id": seen!.rawId! },
+      })).body!,
+    );
+    try {
+      const got: string[] = [];
+      while (got.length < 7) {
+        const b = await again.next();
+        assert.notEqual(b, null, `stream ended after ${got}`);
+        for (const c of b!.comments) got.push(`: ${c}`);
+        if (b!.event !== undefined) {
+          got.push(`${b!.event} ${b!.data?.node ?? b!.data?.count}`);
+        }
+      }
+      assert.deepEqual(got, [
+        "bt_error marker-2",
+        ": dropped 3 events",
+        "dropped 3",
+        "bt_error marker-3",
+        ": dropped 1 events",
+        "dropped 1",
+        "bt_error marker-4",
+      ]);
+    } finally {
+      await again.cancel();
+    }
+  } finally {
+    await fx.close();
+  }
+});
