@@ -9,6 +9,7 @@ import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } fro
 import {
   detachNotifySocket,
   folderSync,
+  HTTP_SHUTDOWN_ANSWER_MS,
   journalFiles,
   killProviderProcesses,
   type LineLogger,
@@ -25,6 +26,16 @@ import type { ReloadedConfig } from "./reloader.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;
+
+/**
+ * How long shutdown may take before the process exits regardless (exit 4):
+ * runtime.shutdown_timeout_ms and SHUTDOWN_GRACE_MS, and with the API on the time a request in
+ * flight may still take to be answered before the providers are stopped (HTTP_SHUTDOWN_ANSWER_MS).
+ */
+export function shutdownBudgetMs(config: Config): number {
+  return config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS +
+    (config.http.enabled ? HTTP_SHUTDOWN_ANSWER_MS : 0);
+}
 /** After a second stop signal: how much longer the rest of shutdown may take. */
 export const HURRIED_SHUTDOWN_MS = 1000;
 /**
@@ -157,7 +168,7 @@ export async function shutDown(
   },
 ): Promise<ExitCode> {
   // The budget is enforced: whatever is still running past it must not keep the process alive.
-  const budgetMs = config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS;
+  const budgetMs = shutdownBudgetMs(config);
   const clock = deps.clock;
   let limit = `${budgetMs} ms`;
   let expire: (outcome: "overrun") => void = () => {};

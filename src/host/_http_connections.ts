@@ -36,6 +36,15 @@ export const TLS_RELAY_BUFFER_BYTES = 16 * 1024;
  * otherwise hold the server's shutdown, and the runtime's stop behind it, for ever.
  */
 export const HTTP_SHUTDOWN_DRAIN_MS = 1000;
+/**
+ * A request whose answer is still being made when shutdown begins (its handler has not returned:
+ * a device call waiting for its provider, which stays up until the server is down) gets this long
+ * from then to be answered and its answer written: the default providers[].timeout_ms, so a call
+ * is not cut off after it was sent and its client left not knowing whether it acted. Answers
+ * already handed over (event streams, which the API ends first, and bodies a client does not read)
+ * keep HTTP_SHUTDOWN_DRAIN_MS. The process's shutdown budget adds it (src/app/process.ts).
+ */
+export const HTTP_SHUTDOWN_ANSWER_MS = 5000;
 /** At the limit, the next accept waits for the evicted connection's socket at most this long. */
 const EVICTION_WAIT_MAX_MS = 1000;
 /** A connection to the internal TLS listener that no relay claims within this time is closed. */
@@ -131,6 +140,8 @@ interface Conn {
   idleSince: number;
   requests: number;
   inFlight: number;
+  /** Requests whose handler has not returned its Response yet (the answer is being made). */
+  answering: number;
   closed: boolean;
   /** Cancels Deno's connection server (drops the connection); null once it has ended. */
   cancel: (() => void) | null;
@@ -144,6 +155,7 @@ interface Conn {
   onIdle: (() => void) | null;
   ended: boolean;
   readonly requestDone: () => void;
+  readonly answerMade: () => void;
 }
 
 /** The accept loop, the admitted connections and their deadlines. */
@@ -193,10 +205,11 @@ export class ConnectionLayer {
 
   /**
    * Stops accepting, closes connections without a request in flight at once, lets the others
-   * finish their requests for at most HTTP_SHUTDOWN_DRAIN_MS and closes each once it has (or then),
-   * and resolves when every connection has ended. (Not Deno's graceful server shutdown: a
-   * connection it waits on cannot be dropped any more, so a client that stopped reading held it
-   * for ever.)
+   * finish their requests and closes each once it has, and resolves when every connection has
+   * ended. A connection still answering after HTTP_SHUTDOWN_DRAIN_MS is dropped then, unless its
+   * answer is still being made (it gets up to HTTP_SHUTDOWN_ANSWER_MS). (Not Deno's graceful
+   * server shutdown: a connection it waits on cannot be dropped any more, so a client that
+   * stopped reading held it for ever.)
    */
   async shutdown(): Promise<void> {
     if (this.#stopping) return;
@@ -212,25 +225,42 @@ export class ConnectionLayer {
     for (const c of this.#conns) if (!busy.includes(c)) this.#close(c);
     // Each answered one is shut down gracefully then (its answer's last bytes flushed): by then
     // nothing can hold it. One whose graceful shutdown has begun can no longer be dropped.
-    const answered = busy.map((c) =>
+    const answered = new Map(busy.map((c) => [
+      c,
       new Promise<void>((r) => {
         c.onIdle = () => {
           c.onIdle = null;
           this.#track(c.server!.shutdown().catch(() => this.#close(c)));
           r();
         };
-      })
-    );
-    await this.#bounded(Promise.all(answered).then(() => {}), HTTP_SHUTDOWN_DRAIN_MS);
+      }),
+    ]));
+    const started = performance.now();
+    await this.#bounded(Promise.all(answered.values()).then(() => {}), HTTP_SHUTDOWN_DRAIN_MS);
     const late = busy.filter((c) => c.onIdle !== null && !c.closed);
-    if (late.length > 0) {
-      this.#o.log.warn(
-        `http shutdown: ${late.length} connection(s) still answering after ${HTTP_SHUTDOWN_DRAIN_MS} ms ` +
-          "(a client not reading its answer): dropped",
+    const making = late.filter((c) => c.answering > 0);
+    this.#drop(
+      late.filter((c) => c.answering === 0),
+      `${HTTP_SHUTDOWN_DRAIN_MS} ms (a client not reading its answer)`,
+    );
+    if (making.length > 0) {
+      const left = HTTP_SHUTDOWN_ANSWER_MS - (performance.now() - started);
+      await this.#bounded(Promise.all(making.map((c) => answered.get(c))).then(() => {}), left);
+      this.#drop(
+        making.filter((c) => c.onIdle !== null && !c.closed),
+        `${HTTP_SHUTDOWN_ANSWER_MS} ms (an answer still being made, e.g. a device call)`,
       );
     }
-    for (const c of late) this.#close(c);
     while (this.#pending.size > 0) await Promise.all(this.#pending);
+  }
+
+  /** Shutdown: drops connections still answering past `after`, in one WARN line. */
+  #drop(conns: readonly Conn[], after: string): void {
+    if (conns.length === 0) return;
+    this.#o.log.warn(
+      `http shutdown: ${conns.length} connection(s) still answering after ${after}: dropped`,
+    );
+    for (const c of conns) this.#close(c);
   }
 
   #track(p: Promise<unknown>): void {
@@ -316,10 +346,14 @@ export class ConnectionLayer {
       onEnded: null,
       onIdle: null,
       ended: false,
+      answering: 0,
       requestDone: () => {
         c.inFlight--;
         c.idleSince = performance.now();
         if (c.inFlight === 0) c.onIdle?.();
+      },
+      answerMade: () => {
+        c.answering--;
       },
     };
     this.#conns.add(c);
@@ -348,8 +382,11 @@ export class ConnectionLayer {
         (req, info) => {
           c.requests++;
           c.inFlight++;
+          c.answering++;
           info.completed.then(c.requestDone, c.requestDone);
-          return handler(req, c.info);
+          const answer = handler(req, c.info);
+          answer.then(c.answerMade, c.answerMade);
+          return answer;
         },
         this.#o.onError,
         () => {},

@@ -4,9 +4,9 @@
  * and again, or a supervisor repeating SIGTERM, would otherwise keep a hung shutdown alive).
  */
 import assert from "node:assert/strict";
-import { HURRIED_SHUTDOWN_MS, shutDown } from "../../src/app/process.ts";
+import { HURRIED_SHUTDOWN_MS, shutDown, shutdownBudgetMs } from "../../src/app/process.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { HTTP_SHUTDOWN_ANSWER_MS, LineLogger } from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
@@ -53,7 +53,12 @@ Deno.test("shutDown: a third stop signal does not push back the deadline the sec
 
 Deno.test("shutDown: without a second signal the budget is shutdown_timeout_ms plus the grace; a finished stop exits 0", async () => {
   const r = rig();
-  await r.clock.advanceAsync(10_999);
+  // With the API on, plus the time a request in flight may take to be answered.
+  const budget = shutdownBudgetMs(testConfig({ runtime: { shutdownTimeoutMs: 10_000 } }));
+  assert.equal(budget, 11_000 + HTTP_SHUTDOWN_ANSWER_MS);
+  const noApi = testConfig({ runtime: { shutdownTimeoutMs: 10_000 } });
+  assert.equal(shutdownBudgetMs({ ...noApi, http: { ...noApi.http, enabled: false } }), 11_000);
+  await r.clock.advanceAsync(budget - 1);
   assert.equal(r.code(), null);
   await r.clock.advanceAsync(1);
   assert.equal(r.code(), EXIT_INTERNAL_ERROR);

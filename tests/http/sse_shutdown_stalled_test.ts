@@ -5,7 +5,7 @@
  * server down first) never reached the providers, the audit journal or the runs.
  */
 import assert from "node:assert/strict";
-import { serveHttp } from "../../src/host/mod.ts";
+import { HTTP_SHUTDOWN_DRAIN_MS, serveHttp } from "../../src/host/mod.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { connect, getRequest, send } from "./_raw_socket.ts";
@@ -67,6 +67,33 @@ Deno.test("server shutdown still lets a request in flight finish its answer", as
     log: testLogger(),
   });
   const answer = fetch(`http://127.0.0.1:${server.port}/slow`).then((r) => r.text());
+  await inHandler;
+  const stopped = server.shutdown();
+  assert.equal(await answer, "answered");
+  await stopped;
+});
+
+Deno.test("server shutdown waits past the drain bound for an answer still being made (a slow device call)", async () => {
+  let entered: () => void = () => {};
+  const inHandler = new Promise<void>((r) => (entered = r));
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: false,
+    allowInsecureBind: false,
+    handler: async () => {
+      entered();
+      await new Promise((r) => setTimeout(r, HTTP_SHUTDOWN_DRAIN_MS + 500));
+      return new Response("answered");
+    },
+    log: testLogger(),
+  });
+  const answer = fetch(`http://127.0.0.1:${server.port}/slow`).then(
+    (r) => r.text(),
+    (e) => `no answer: ${e}`,
+  );
   await inHandler;
   const stopped = server.shutdown();
   assert.equal(await answer, "answered");
