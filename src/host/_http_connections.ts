@@ -17,8 +17,16 @@
  */
 import { errorMessage, type Logger } from "../common/mod.ts";
 
-/** The request handler the server drives (HttpApi.handle). */
-export type ServeHandler = (req: Request, info: { remoteAddr: string }) => Promise<Response>;
+/**
+ * The request handler the server drives (HttpApi.handle). `info.dropConnection` closes the
+ * connection the request came on at once, whatever it is still writing: for an answer its client
+ * will never read to its end (an event stream to a client that stopped reading), which would keep
+ * the request in flight and the connection held for as long as the client lives.
+ */
+export type ServeHandler = (
+  req: Request,
+  info: { readonly remoteAddr: string; readonly dropConnection: () => void },
+) => Promise<Response>;
 
 /** How often the sweeper checks deadlines at most / at least (ms). */
 const SWEEP_INTERVAL_MIN_MS = 50;
@@ -135,7 +143,7 @@ export interface ConnectionStats {
 interface Conn {
   /** The client's TCP connection. */
   readonly conn: Deno.Conn;
-  readonly info: { readonly remoteAddr: string };
+  readonly info: { readonly remoteAddr: string; readonly dropConnection: () => void };
   readonly acceptedAt: number;
   idleSince: number;
   requests: number;
@@ -333,7 +341,10 @@ export class ConnectionLayer {
     const now = performance.now();
     const c: Conn = {
       conn,
-      info: { remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname },
+      info: {
+        remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname,
+        dropConnection: () => this.#close(c),
+      },
       acceptedAt: now,
       idleSince: now,
       requests: 0,

@@ -50,6 +50,11 @@ export const PRIORITY_REQUEST_SLOTS = 16;
 export interface RequestInfo {
   /** Client IP address without port, e.g. `127.0.0.1` or `::1`. */
   readonly remoteAddr: string;
+  /**
+   * Closes the connection the request came on at once (the server's ServeHandler info); absent
+   * when the handler is called without a server.
+   */
+  readonly dropConnection?: () => void;
 }
 
 export interface HttpApiOptions {
@@ -424,6 +429,7 @@ export class HttpApi {
           return await this.#foreignOrigin(req, url) === null;
         },
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
+        dropConnection: info.dropConnection ?? (() => {}),
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;

@@ -41,6 +41,11 @@ export interface RouteContext {
    * ran): whatever it keeps open must be checked with `admitted` again.
    */
   readonly admittedUnderCurrentTokens: () => boolean;
+  /**
+   * Closes the request's connection at once, whatever its answer is still writing (an event
+   * stream whose client stopped reading); nothing when no server carries the request.
+   */
+  readonly dropConnection: () => void;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;

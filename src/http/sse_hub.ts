@@ -249,12 +249,14 @@ export class SseHub {
    * stream resumes after that event, or starts with a `resync` event when it cannot. Throws
    * UNAVAILABLE when the client bound is reached or the hub is closed, INVALID_ARGUMENT for an id
    * no runtime sends. The stream ends and frees its subscription when the client goes (the server
-   * cancels the body) or on closeAll().
+   * cancels the body) or on closeAll(). `dropConnection` closes the stream's connection: a stream
+   * ended because its client reads nothing (SSE_STALLED_CLIENT_MS) drops it too.
    */
   open(
     filter: SseFilter,
     lastEventId?: { text: string; where: string },
     holder?: StreamHolder,
+    dropConnection?: () => void,
   ): Response {
     const last = lastEventId
       ? parseLastEventId(lastEventId.text, this.bootId, lastEventId.where)
@@ -286,9 +288,10 @@ export class SseHub {
       resync: (reason, lastId) => this.#resyncFrame(reason, `${this.bootId}-${lastId}`),
       encode: (p) => this.#encode(p),
       holder: holder ?? null,
+      dropConnection: dropConnection ?? (() => {}),
       onDrop: () => this.#droppedTotal++,
       onStalled: (c, forMs) => {
-        c.close();
+        c.abort();
         this.#log.info(
           `event stream ended: its client read nothing for ${forMs} ms while its queue overflowed` +
             (c.holder === null ? "" : ` ('${c.holder.principal}')`),
@@ -382,6 +385,8 @@ interface SseClientOptions {
   readonly encode: (p: PublishedEvent) => Uint8Array;
   /** Who opened the stream (asked again when the API tokens change); null when none said. */
   readonly holder: StreamHolder | null;
+  /** Closes the stream's connection at once (abort). */
+  readonly dropConnection: () => void;
   readonly onDrop: () => void;
   /** The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped. */
   readonly onStalled: (c: SseClient, forMs: number) => void;
@@ -438,6 +443,7 @@ class SseClient {
     this.#unsubscribe = bus.subscribe((p) => this.#push(p));
   }
 
+  /** Ends the stream: its client gets the end once it has read what was sent before. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -452,6 +458,18 @@ class SseClient {
     }
     this.#wake?.();
     this.#opts.onClose(this);
+  }
+
+  /**
+   * Ends the stream and drops its connection: for a client that reads nothing, which would never
+   * take the stream's last bytes (erroring the stream is not enough: the server is stuck writing
+   * the bytes before), so a graceful end would keep its request in flight, and its connection (one
+   * of http.max_connections) held, for as long as the client lives.
+   */
+  abort(): void {
+    if (this.#closed) return;
+    this.close();
+    this.#opts.dropConnection();
   }
 
   #push(p: PublishedEvent): void {

@@ -54,7 +54,7 @@ export const EVENT_ROUTES: readonly Route[] = [
  * a URL may still carry from the first connection.
  */
 function events(
-  { sse, url, req, principal, admitted, admittedUnderCurrentTokens }: RouteContext,
+  { sse, url, req, principal, admitted, admittedUnderCurrentTokens, dropConnection }: RouteContext,
 ): Response {
   const q = url.searchParams;
   const header = req.headers.get("last-event-id");
@@ -72,5 +72,6 @@ function events(
     },
     lastEventId,
     { principal: principal.name, admitted, current: admittedUnderCurrentTokens },
+    dropConnection,
   );
 }
