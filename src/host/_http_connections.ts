@@ -19,9 +19,10 @@ import { errorMessage, type Logger } from "../common/mod.ts";
 
 /**
  * The request handler the server drives (HttpApi.handle). `info.dropConnection` closes the
- * connection the request came on at once, whatever it is still writing: for an answer its client
- * will never read to its end (an event stream to a client that stopped reading), which would keep
- * the request in flight and the connection held for as long as the client lives.
+ * connection the request came on at once while its answer is not completely written (nothing
+ * after): for an answer its client will never read to its end (an event stream to a client that
+ * stopped reading), which would keep the request in flight and the connection held for as long as
+ * the client lives.
  */
 export type ServeHandler = (
   req: Request,
@@ -143,7 +144,7 @@ export interface ConnectionStats {
 interface Conn {
   /** The client's TCP connection. */
   readonly conn: Deno.Conn;
-  readonly info: { readonly remoteAddr: string; readonly dropConnection: () => void };
+  readonly info: { readonly remoteAddr: string };
   readonly acceptedAt: number;
   idleSince: number;
   requests: number;
@@ -341,10 +342,7 @@ export class ConnectionLayer {
     const now = performance.now();
     const c: Conn = {
       conn,
-      info: {
-        remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname,
-        dropConnection: () => this.#close(c),
-      },
+      info: { remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname },
       acceptedAt: now,
       idleSince: now,
       requests: 0,
@@ -394,8 +392,19 @@ export class ConnectionLayer {
           c.requests++;
           c.inFlight++;
           c.answering++;
-          info.completed.then(c.requestDone, c.requestDone);
-          const answer = handler(req, c.info);
+          let written = false;
+          const done = () => {
+            written = true;
+            c.requestDone();
+          };
+          info.completed.then(done, done);
+          const answer = handler(req, {
+            remoteAddr: c.info.remoteAddr,
+            // Once the answer is written the connection may carry the next request: kept.
+            dropConnection: () => {
+              if (!written) this.#close(c);
+            },
+          });
           answer.then(c.answerMade, c.answerMade);
           return answer;
         },

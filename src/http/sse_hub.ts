@@ -20,6 +20,7 @@ import {
   invalidArgument,
   type Logger,
   MAX_SSE_CLIENTS,
+  type TimerId,
   toJsonText,
   unavailable,
 } from "../common/mod.ts";
@@ -40,6 +41,12 @@ export const SSE_QUEUE_MAX_BYTES = 1024 * 1024;
  * as long as its connection lives. The client, if it wakes, resumes with `Last-Event-ID`.
  */
 export const SSE_STALLED_CLIENT_MS = 60_000;
+/**
+ * A stream ended while its client is there (its token no longer admits it) whose last bytes the
+ * client has not taken this long after has its connection dropped: a client that stopped reading
+ * would otherwise keep the request in flight, and its connection held, for as long as it lives.
+ */
+export const SSE_END_FLUSH_MS = 5_000;
 /** A `: keepalive` comment is sent after this long without events (as anolis). */
 export const SSE_KEEPALIVE_MS = 15_000;
 /** A replay is sent in chunks of about this many bytes (the socket takes one at a time). */
@@ -177,6 +184,8 @@ export class SseHub {
   readonly #queueSize: number;
   readonly #queueMaxBytes: number;
   readonly #clients = new Set<SseClient>();
+  /** Streams ended by recheck whose connection is dropped if its client does not take the end. */
+  readonly #flushing = new Set<SseClient>();
   #closed = false;
   /** Frames dropped from any client's full queue since start. */
   #droppedTotal = 0;
@@ -288,7 +297,7 @@ export class SseHub {
       resync: (reason, lastId) => this.#resyncFrame(reason, `${this.bootId}-${lastId}`),
       encode: (p) => this.#encode(p),
       holder: holder ?? null,
-      dropConnection: dropConnection ?? (() => {}),
+      dropConnection: dropConnection ?? null,
       onDrop: () => this.#droppedTotal++,
       onStalled: (c, forMs) => {
         c.abort();
@@ -328,7 +337,8 @@ export class SseHub {
   async #recheckOne(client: SseClient, holder: StreamHolder): Promise<boolean> {
     if (await holder.admitted()) return false;
     if (client.closed) return false; // went meanwhile
-    client.close();
+    this.#flushing.add(client);
+    client.closeThenDrop(SSE_END_FLUSH_MS, () => this.#flushing.delete(client));
     this.#log.info(
       `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
     );
@@ -340,6 +350,9 @@ export class SseHub {
     this.#closed = true;
     this.#unsubscribeRing();
     for (const c of [...this.#clients]) c.close();
+    // The server's shutdown bounds what is left to write (HTTP_SHUTDOWN_DRAIN_MS).
+    for (const c of this.#flushing) c.cancelDrop();
+    this.#flushing.clear();
   }
 
   #encode(p: PublishedEvent): Uint8Array {
@@ -385,8 +398,8 @@ interface SseClientOptions {
   readonly encode: (p: PublishedEvent) => Uint8Array;
   /** Who opened the stream (asked again when the API tokens change); null when none said. */
   readonly holder: StreamHolder | null;
-  /** Closes the stream's connection at once (abort). */
-  readonly dropConnection: () => void;
+  /** Closes the stream's connection at once while its answer is unwritten; null: no server. */
+  readonly dropConnection: (() => void) | null;
   readonly onDrop: () => void;
   /** The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped. */
   readonly onStalled: (c: SseClient, forMs: number) => void;
@@ -411,6 +424,8 @@ class SseClient {
   #first: Uint8Array | null = null;
   /** When the stream last asked for data (monotonic ms): the client was reading then. */
   #lastReadMs: number;
+  /** The drop closeThenDrop planned, until it fires or is cancelled. */
+  #dropTimer: { readonly id: TimerId; readonly settled: () => void } | null = null;
 
   constructor(opts: SseClientOptions) {
     this.#opts = opts;
@@ -469,7 +484,35 @@ class SseClient {
   abort(): void {
     if (this.#closed) return;
     this.close();
-    this.#opts.dropConnection();
+    this.#opts.dropConnection?.();
+  }
+
+  /**
+   * Ends the stream, and drops its connection `ms` later unless the client has taken the end by
+   * then (the server ignores the drop once the answer is written); `settled` when the timer is
+   * done with.
+   */
+  closeThenDrop(ms: number, settled: () => void): void {
+    if (this.#closed) return;
+    this.close();
+    const drop = this.#opts.dropConnection;
+    if (drop === null) return settled();
+    this.#dropTimer = {
+      id: this.#opts.clock.setTimer(() => {
+        this.#dropTimer = null;
+        settled();
+        drop();
+      }, ms),
+      settled,
+    };
+  }
+
+  /** Forgets a drop closeThenDrop planned. */
+  cancelDrop(): void {
+    if (this.#dropTimer === null) return;
+    this.#opts.clock.clearTimer(this.#dropTimer.id);
+    this.#dropTimer.settled();
+    this.#dropTimer = null;
   }
 
   #push(p: PublishedEvent): void {

@@ -8,11 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { serveHttp } from "../../src/host/mod.ts";
-import { SSE_STALLED_CLIENT_MS } from "../../src/http/mod.ts";
+import { SSE_END_FLUSH_MS, SSE_STALLED_CLIENT_MS } from "../../src/http/mod.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { connect, getRequest, send } from "./_raw_socket.ts";
+import { connect, getRequest, readResponse, send } from "./_raw_socket.ts";
 
 Deno.test("a stream ended because its client read nothing frees its connection too", async () => {
   const clock = new ManualClock();
@@ -56,6 +56,121 @@ Deno.test("a stream ended because its client read nothing frees its connection t
         `the ended stream's connection is still open (${server.connectionStats().open} open)`,
       );
     });
+  } finally {
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+    await server.shutdown();
+    await fx.close();
+  }
+});
+
+Deno.test("a stream its token no longer admits (a reload) frees its connection too when its client reads nothing", async () => {
+  const clock = new ManualClock();
+  const fx = await startHttpFixture({
+    start: false,
+    apiClock: clock,
+    config: { http: { authEnabled: true, authExemptLoopback: false } },
+    api: { apiToken: "shift-token-0001" },
+  });
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: true,
+    allowInsecureBind: false,
+    handler: fx.api.handle,
+    log: testLogger(),
+    onShutdown: () => fx.api.close(),
+  });
+  const conn = await connect(server.port);
+  try {
+    await send(
+      conn,
+      "GET /v0/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+        "Authorization: Bearer shift-token-0001\r\n\r\n",
+    ); // and never read
+    await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
+    // Events until the client's socket is full (frames wait in the stream's queue).
+    const big = "x".repeat(64 * 1024);
+    let n = 0;
+    await waitFor("frames queued for the client", async () => {
+      for (let i = 0; i < 20; i++) {
+        fx.runtime.bus.publish({ kind: "bt_error", node: "n", error: big, timestamp_ms: n++ });
+      }
+      await new Promise((r) => setTimeout(r, 5));
+      const m = (await fx.request("GET", "/metrics", {
+        headers: { authorization: "Bearer shift-token-0001" },
+      })).text;
+      return Number(/^runtime_sse_queued_events (\d+)$/m.exec(m)?.[1] ?? 0) > 0;
+    }, 20_000);
+    const { ended } = await fx.api.setTokens(fx.config.http, "next-token-0002", []);
+    assert.equal(ended, 1, "the stream ended");
+    await clock.advanceAsync(SSE_END_FLUSH_MS);
+    await waitFor(
+      "its connection closed",
+      () => server.connectionStats().open === 0,
+      5000,
+    ).catch(() => {
+      assert.fail(
+        `the ended stream's connection is still open (${server.connectionStats().open} open)`,
+      );
+    });
+  } finally {
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+    await server.shutdown();
+    await fx.close();
+  }
+});
+
+Deno.test("a stream its token no longer admits ends cleanly for a client that reads, and its kept-alive connection serves the next request", async () => {
+  const clock = new ManualClock();
+  const fx = await startHttpFixture({
+    start: false,
+    apiClock: clock,
+    config: { http: { authEnabled: true, authExemptLoopback: false } },
+    api: { apiToken: "shift-token-0001" },
+  });
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: true,
+    allowInsecureBind: false,
+    handler: fx.api.handle,
+    log: testLogger(),
+    onShutdown: () => fx.api.close(),
+  });
+  const conn = await connect(server.port);
+  try {
+    await send(
+      conn,
+      "GET /v0/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+        "Authorization: Bearer shift-token-0001\r\n\r\n",
+    );
+    await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
+    const { ended } = await fx.api.setTokens(fx.config.http, "next-token-0002", []);
+    assert.equal(ended, 1);
+    // The chunked stream's end, read to its last chunk.
+    const dec = new TextDecoder();
+    const buf = new Uint8Array(64 * 1024);
+    let text = "";
+    while (!text.endsWith("0\r\n\r\n")) {
+      const n = await conn.read(buf);
+      assert.notEqual(n, null, `connection closed before the stream's end: ${text}`);
+      text += dec.decode(buf.subarray(0, n!));
+    }
+    await clock.advanceAsync(SSE_END_FLUSH_MS);
+    await send(
+      conn,
+      "GET /v0/mode HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer next-token-0002\r\n\r\n",
+    );
+    const next = await readResponse(conn);
+    assert.equal(next?.status, 200, "the kept-alive connection still serves");
   } finally {
     try {
       conn.close();
