@@ -36,9 +36,10 @@ export const SSE_QUEUE_SIZE = 100;
  */
 export const SSE_QUEUE_MAX_BYTES = 1024 * 1024;
 /**
- * A stream whose client has read nothing for this long while its queue overflowed ends (frees its
- * slot and subscription): a frozen tablet would otherwise hold one of the bounded stream slots for
- * as long as its connection lives. The client, if it wakes, resumes with `Last-Event-ID`.
+ * A stream whose client has read nothing for this long while its queue overflowed (or while its
+ * replay had more to send) ends, its connection dropped (frees its slot, subscription and
+ * connection): a frozen tablet would otherwise hold one of the bounded stream slots for as long as
+ * its connection lives. The client, if it wakes, resumes with `Last-Event-ID`.
  */
 export const SSE_STALLED_CLIENT_MS = 60_000;
 /**
@@ -299,10 +300,10 @@ export class SseHub {
       holder: holder ?? null,
       dropConnection: dropConnection ?? null,
       onDrop: () => this.#droppedTotal++,
-      onStalled: (c, forMs) => {
+      onStalled: (c, forMs, why) => {
         c.abort();
         this.#log.info(
-          `event stream ended: its client read nothing for ${forMs} ms while its queue overflowed` +
+          `event stream ended: its client read nothing for ${forMs} ms while ${why}` +
             (c.holder === null ? "" : ` ('${c.holder.principal}')`),
         );
       },
@@ -401,8 +402,11 @@ interface SseClientOptions {
   /** Closes the stream's connection at once while its answer is unwritten; null: no server. */
   readonly dropConnection: (() => void) | null;
   readonly onDrop: () => void;
-  /** The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped. */
-  readonly onStalled: (c: SseClient, forMs: number) => void;
+  /**
+   * The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped, or
+   * while its replay had more to send.
+   */
+  readonly onStalled: (c: SseClient, forMs: number, why: string) => void;
   readonly onClose: (c: SseClient) => void;
 }
 
@@ -516,8 +520,18 @@ class SseClient {
   }
 
   #push(p: PublishedEvent): void {
-    // While replaying, the ring holds this event: the replay reaches it.
-    if (this.#closed || this.#cursor !== null || !eventPasses(p.event, this.#opts.filter)) return;
+    if (this.#closed) return;
+    if (this.#cursor !== null) {
+      // While replaying, the ring holds this event: the replay reaches it. A client that has not
+      // asked for the replay's next chunk for SSE_STALLED_CLIENT_MS is as stalled as a live one
+      // whose queue overflowed (its replay would otherwise hold the stream for ever).
+      const unread = this.#opts.clock.monoMs() - this.#lastReadMs;
+      if (unread >= SSE_STALLED_CLIENT_MS) {
+        this.#opts.onStalled(this, unread, "its replay had more to send");
+      }
+      return;
+    }
+    if (!eventPasses(p.event, this.#opts.filter)) return;
     const frame = this.#opts.encode(p);
     this.#queue.push(frame);
     this.#queuedBytes += frame.byteLength;
@@ -534,7 +548,7 @@ class SseClient {
       ? this.#opts.clock.monoMs() - this.#lastReadMs
       : 0;
     if (unread >= SSE_STALLED_CLIENT_MS) {
-      this.#opts.onStalled(this, unread);
+      this.#opts.onStalled(this, unread, "its queue overflowed");
       return;
     }
     this.#wake?.();

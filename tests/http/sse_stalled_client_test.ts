@@ -60,3 +60,34 @@ Deno.test("SseHub ends a stream whose client read nothing for 60 s while events 
     hub.closeAll();
   }
 });
+
+Deno.test("SseHub ends a resuming stream whose client stopped reading in the middle of its replay, after 60 s", async () => {
+  const bus = new EventBus();
+  const clock = new ManualClock();
+  const hub = new SseHub({
+    bus,
+    log: new LineLogger({ level: "error", journald: false, now: () => 0, write: () => {} }),
+    clock,
+    maxClients: 1,
+    bootId: "b00t",
+  });
+  const publish = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      bus.publish({ kind: "bt_error", node: "n", error: "x".repeat(200), timestamp_ms: i });
+    }
+  };
+  try {
+    publish(2000); // far more than one replay chunk (SSE_REPLAY_CHUNK_BYTES)
+    const resumed = hub.open(FILTER, { text: "b00t-1", where: "Last-Event-ID header" });
+    const reader = resumed.body!.getReader();
+    assert.equal((await reader.read()).done, false); // one chunk of the replay, then nothing
+    clock.mono += STALLED_MS;
+    publish(1);
+    assert.equal(hub.clientCount, 0, "the stream whose client stopped reading ended");
+    const next = hub.open(FILTER); // its slot is free
+    await next.body!.cancel();
+    await reader.cancel();
+  } finally {
+    hub.closeAll();
+  }
+});
