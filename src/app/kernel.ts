@@ -1496,11 +1496,14 @@ export class Kernel {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
+      // The tree is halted first: from the HTTP listener's close on, no operator's e-stop can
+      // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
+      // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.
+      this.automation?.stop();
       this.api.close(); // event streams end: they would keep the server's shutdown waiting
       await this.#http?.shutdown();
       // NDEATH, bounded in time: a stalled broker does not hold the shutdown.
       await this.#sparkplug?.stop();
-      this.automation?.stop(); // halt the tree before polling stops
       this.alarms.stop(); // no alarm action while the runtime shuts down
       this.outages.stop(); // nor a device-loss latch forcing FAULT
       this.estop.close(); // a plan log waiting for its turn is not written
