@@ -162,9 +162,12 @@ export class JournalWriter {
     await this.#prepare(0);
   }
 
-  /** True when an append now would be queued (not refused by `maxQueuedLines`). */
-  hasRoom(): boolean {
-    return !this.#closed && this.#queue.length < this.#o.maxQueuedLines;
+  /**
+   * True when an append now would be queued (not refused by `maxQueuedLines`) and leave room for
+   * `spare` more (an owner keeping the last places of its queue for lines that matter more).
+   */
+  hasRoom(spare = 0): boolean {
+    return !this.#closed && this.#queue.length + spare < this.#o.maxQueuedLines;
   }
 
   /**

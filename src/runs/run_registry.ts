@@ -26,7 +26,8 @@
  * Memory: run records live in memory (a few hundred bytes each plus params, whose record is
  * capped at 64 KiB and nested at most MAX_RUN_JSON_DEPTH levels). Events are never held in
  * memory: a page is read from the run's file (limit <= 1000, lines <= 256 KiB). At most
- * MAX_PENDING_BUS_EVENTS bus events wait for the disk; more are dropped and counted.
+ * MAX_PENDING_BUS_EVENTS bus events wait for the disk (and RUN_SAFETY_RESERVE_EVENTS safety events
+ * more); more are dropped and counted, by the registry and by the run they were events of.
  *
  * Bounds on disk (config `runs.*`): an open run's event file stops growing at maxRunBytes (its
  * automatic events are then counted, not recorded, but its safety events, kept within
@@ -213,8 +214,25 @@ export const MAX_MARKER_ID_CHARS = 128;
  * 250 bytes each (the id and a SHA-256 of the marker), forgotten when the run closes.
  */
 export const MARKER_IDS_KEPT = 1000;
-/** Bus events of the open run waiting for the disk at most; more are dropped and counted. */
+/**
+ * Bus events of the open run waiting for the disk at most (and, as many, of a run whose open is
+ * being written); more are dropped and counted (`dropped_bus_events`, and the run's
+ * `events_not_recorded`), but the safety events, which have RUN_SAFETY_RESERVE_EVENTS places more.
+ */
 export const MAX_PENDING_BUS_EVENTS = 1000;
+/**
+ * Places of an open run's queues (its writer's, and the one of its open's window) beyond
+ * MAX_PENDING_BUS_EVENTS kept for its safety events (isSafetyEvent: e-stop, FAULT, config_change),
+ * so a flood of calls waiting for a slow disk does not drop the e-stop that stopped them. Past
+ * these the safety events are dropped and counted too.
+ */
+export const RUN_SAFETY_RESERVE_EVENTS = 100;
+/**
+ * Lines an open run's writer holds at most: the bus events, their safety reserve, and the one line
+ * of the serial operation under way (a marker or the run_closed), which a full queue of events
+ * must not refuse.
+ */
+const RUN_WRITER_MAX_LINES = MAX_PENDING_BUS_EVENTS + RUN_SAFETY_RESERVE_EVENTS + 1;
 /** Longest time between a bus event's write and its fsync. */
 export const BUS_EVENT_SYNC_DELAY_MS = 1000;
 /**
@@ -296,8 +314,13 @@ interface OpenRun {
   closing: boolean;
   /** Bytes of its event file (the lines queued included). */
   bytes: number;
-  /** Events left out since the file reached the bound (maxRunBytes). */
+  /**
+   * Events left out: past the bound (maxRunBytes), or lost on their way to the disk (a queue full,
+   * a failed write).
+   */
   notRecorded: number;
+  /** Its event file reached the bound (maxRunBytes): warned once. */
+  boundReached: boolean;
   /** Its safety events no longer fit RUN_SAFETY_RESERVE_BYTES either (warned once). */
   reserveUsedUp: boolean;
   /** `notRecorded` as last saved to runs.jsonl (RUN_NOT_RECORDED_SAVE_MS). */
@@ -454,6 +477,8 @@ export class RunRegistry {
   #whileOpening: QueuedEvent[] | null = null;
   /** Id of the run whose open is being written (meaningful while #whileOpening is not null). */
   #openingId: string | null = null;
+  /** Events of the run whose open is being written that #whileOpening had no room for. */
+  #lostWhileOpening = 0;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -729,10 +754,11 @@ export class RunRegistry {
         ? {}
         : { mode: state.mode, estop_latched: state.estopLatched };
       const event = this.#event(run.run_id, 1, "run_opened", "", now, now, openedPayload);
-      const writer = this.#writer(this.#eventFile(run.run_id), MAX_PENDING_BUS_EVENTS);
+      const writer = this.#writer(this.#eventFile(run.run_id), RUN_WRITER_MAX_LINES);
       let opened = 0;
       // The run has started (at `now`): what comes while its open is written is its own.
       this.#whileOpening = [];
+      this.#lostWhileOpening = 0;
       this.#openingId = run.run_id;
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
@@ -762,6 +788,7 @@ export class RunRegistry {
         closing: false,
         bytes: opened,
         notRecorded: 0,
+        boundReached: false,
         reserveUsedUp: false,
         savedNotRecorded: 0,
         saveTimer: null,
@@ -772,6 +799,8 @@ export class RunRegistry {
       };
       const came = this.#whileOpening ?? [];
       this.#whileOpening = null;
+      // Its events the window's queue dropped are left out of its record: counted by the run.
+      for (let n = this.#lostWhileOpening; n > 0; n--) this.#countNotRecorded(this.#open);
       for (const e of came) this.#queueEvent(e.category, e.type, e.occurred, e.payload);
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
@@ -1216,10 +1245,12 @@ export class RunRegistry {
   ): void {
     const open = this.#open;
     if (this.#state !== "ready") return;
+    const safety = isSafetyEvent(category, payload);
     if (!open) {
       const opening = this.#whileOpening;
       if (opening === null) return;
-      if (opening.length >= MAX_PENDING_BUS_EVENTS) {
+      if (opening.length >= MAX_PENDING_BUS_EVENTS + (safety ? RUN_SAFETY_RESERVE_EVENTS : 0)) {
+        this.#lostWhileOpening++;
         this.#droppedBusEvent(
           `${MAX_PENDING_BUS_EVENTS} events came while a run's open was written`,
         );
@@ -1236,8 +1267,11 @@ export class RunRegistry {
       open.whileClosing++;
       return;
     }
-    if (!open.writer.hasRoom()) {
+    // The last place is the serial operation's (a marker, the run_closed); the reserve before
+    // it the safety events'.
+    if (!open.writer.hasRoom(safety ? 1 : RUN_SAFETY_RESERVE_EVENTS + 1)) {
       this.#droppedBusEvent(`${MAX_PENDING_BUS_EVENTS} events waiting for the disk`);
+      this.#countNotRecorded(open);
       return;
     }
     const now = this.#opts.clock.nowMs();
@@ -1248,7 +1282,6 @@ export class RunRegistry {
       MAX_RECORD_BYTES,
     );
     const size = utf8Length(line) + 1;
-    const safety = isSafetyEvent(category, payload);
     const bound = this.#maxRunBytes + (safety ? RUN_SAFETY_RESERVE_BYTES : 0);
     if (open.bytes + size > bound) {
       if (safety && !open.reserveUsedUp) {
@@ -1259,19 +1292,15 @@ export class RunRegistry {
             `counted from now on too, not recorded`,
         );
       }
-      if (open.notRecorded++ === 0) {
+      if (!open.boundReached) {
+        open.boundReached = true;
         this.#log.warn(
           `run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
             `events are counted from now on, not recorded (the run_closed event says how many), ` +
             `but e-stop, FAULT and config_change events (within ${RUN_SAFETY_RESERVE_BYTES} bytes more)`,
         );
-        this.#saveNotRecorded(open);
-      } else if (open.saveTimer === null) {
-        open.saveTimer = this.#opts.clock.setTimer(() => {
-          open.saveTimer = null;
-          this.#saveNotRecorded(open);
-        }, RUN_NOT_RECORDED_SAVE_MS);
       }
+      this.#countNotRecorded(open);
       return;
     }
     open.nextSequence++;
@@ -1280,9 +1309,27 @@ export class RunRegistry {
       if (r.ok) return;
       this.#droppedBusEvent(r.reason);
       // Not in the file (a failed write is cut back; unless the cut failed too, see journal/):
-      // its bytes do not count toward runs.max_run_bytes.
+      // its bytes do not count toward runs.max_run_bytes. Counted by the run (unless its
+      // run_closed, whose count was taken when its close began, is written already).
       open.bytes -= size;
+      this.#countNotRecorded(open);
     });
+  }
+
+  /**
+   * One more event of the open run left out of its event file (past the bound, or lost on its
+   * way): its run_closed says how many; the count is saved at once the first time, then at most
+   * every RUN_NOT_RECORDED_SAVE_MS.
+   */
+  #countNotRecorded(open: OpenRun): void {
+    if (open.notRecorded++ === 0) {
+      this.#saveNotRecorded(open);
+    } else if (open.saveTimer === null && open === this.#open && !open.closing) {
+      open.saveTimer = this.#opts.clock.setTimer(() => {
+        open.saveTimer = null;
+        this.#saveNotRecorded(open);
+      }, RUN_NOT_RECORDED_SAVE_MS);
+    }
   }
 
   /**
@@ -1697,6 +1744,8 @@ export class RunRegistry {
         open.closing = false;
         for (; open.whileClosing > 0; open.whileClosing--) {
           this.#droppedBusEvent(`they came while run_closed was written, which failed`);
+          // Of the run still open, whose record (a later run_closed) counts them.
+          if (open.closedEvent === null) this.#countNotRecorded(open);
         }
       } else await writer.close();
       throw this.#ioError("close run", err);
