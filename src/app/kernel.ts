@@ -230,10 +230,12 @@ export class Kernel {
    */
   #interruptedCalls: InterruptedCall[] | null = [];
   /**
-   * Write-ahead ids of the calls in flight when the open run opened or the last one closed (at
-   * most AUDIT_MAX_UNSETTLED): their outcomes, recorded later, are no events of the open run.
+   * The number of the last call written ahead when the open run opened or the last one closed
+   * (AuditTrail.lastIntentNumber): the outcomes of calls written ahead up to it, recorded later,
+   * are no events of the open run, however many were in flight (AUDIT_MAX_UNSETTLED bounds only
+   * the calls inFlightCalls lists).
    */
-  #callsBeforeRun = new Set<string>();
+  #lastIntentBeforeRun = 0;
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
@@ -496,7 +498,8 @@ export class Kernel {
         // The registry keeps it when a run is open, or has started and its open is being
         // written (openRunId() is still null then); else it drops it.
         this.runs.acceptsEvents() &&
-        !(intents.length > 0 && intents.every((id) => this.#callsBeforeRun.has(id)))
+        !(intents.length > 0 &&
+          intents.every((id) => this.#decidedBefore(id, this.#lastIntentBeforeRun)))
       ) {
         this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
       }
@@ -517,12 +520,12 @@ export class Kernel {
    */
   #settleRunCalls(): void {
     this.audit.flushOpen();
-    const inFlight = this.audit.inFlightCalls();
-    const before = this.#callsBeforeRun;
-    this.#callsBeforeRun = new Set(inFlight.map((c) => c.intent));
+    const before = this.#lastIntentBeforeRun;
+    this.#lastIntentBeforeRun = this.audit.lastIntentNumber();
     if (this.runs.openRunId() === null) return; // a run opens
-    for (const c of inFlight) {
-      if (before.has(c.intent)) continue; // decided before the run opened: none of its calls
+    for (const c of this.audit.inFlightCalls()) {
+      // Decided before the run opened: none of its calls.
+      if (this.#decidedBefore(c.intent, before)) continue;
       this.runs.recordCall({
         first_time_epoch_ms: c.time_epoch_ms,
         last_time_epoch_ms: c.time_epoch_ms,
@@ -540,6 +543,12 @@ export class Kernel {
         latency_ms: null,
       });
     }
+  }
+
+  /** Whether a call of this process was written ahead up to write-ahead number `last`. */
+  #decidedBefore(intent: string, last: number): boolean {
+    const n = this.audit.intentNumber(intent);
+    return n !== null && n <= last;
   }
 
   /** What the HTTP layer is handed (getters where a reload changes what is in effect). */

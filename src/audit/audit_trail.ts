@@ -929,6 +929,23 @@ export class AuditTrail implements AuditSink {
     await journal.writer.close();
   }
 
+  /**
+   * The number of this process's last write-ahead id (0 before the first): every call written
+   * ahead later has a greater one (intentNumber), so "decided before" is a number compare, for
+   * every call in flight, listed by inFlightCalls or not.
+   */
+  lastIntentNumber(): number {
+    return this.#intentSeq;
+  }
+
+  /** The number of a write-ahead id of this process (its order), or null (another process's). */
+  intentNumber(id: string): number | null {
+    const dot = id.indexOf(".");
+    if (dot !== this.#boot.length || !id.startsWith(this.#boot)) return null;
+    const n = Number(id.slice(dot + 1));
+    return Number.isSafeInteger(n) ? n : null;
+  }
+
   /** Closes the open entry (a read or a test wants everything recorded so far). */
   flushOpen(): void {
     this.#closeOpen();

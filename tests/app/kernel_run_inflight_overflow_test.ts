@@ -1,0 +1,55 @@
+/**
+ * More calls in flight across a run's close than the audit trail lists (AUDIT_MAX_UNSETTLED):
+ * the outcome of every call decided before the next run opened -- listed or not -- is no event
+ * of that next run. The calls are written ahead and settled through the kernel's own audit trail
+ * (as the router does, one per provider lock: many providers at once), the sim provider running.
+ */
+import assert from "node:assert/strict";
+import { AUDIT_MAX_UNSETTLED } from "../../src/audit/mod.ts";
+import type { AuditIntent } from "../../src/control/mod.ts";
+import { startRuntime } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+const IN_FLIGHT = AUDIT_MAX_UNSETTLED + 44;
+
+const decision = (i: number) => ({
+  origin: { kind: "http" as const, address: "127.0.0.1", token_name: "local" },
+  device_handle: "sim0/motorctl0",
+  function: "set_motor_duty",
+  args: { duty: { type: "double", double: i } },
+});
+
+Deno.test("Kernel: the outcomes of calls in flight past AUDIT_MAX_UNSETTLED when a run closes are no events of the next run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_inflight_overflow_" });
+  const rt = await startRuntime(
+    testConfig({ runtime: { dataDir: dir }, history: { enabled: false } }),
+  );
+  try {
+    const a = (await rt.runs.open({})).run;
+    const intents: AuditIntent[] = [];
+    for (let i = 0; i < IN_FLIGHT; i++) {
+      const intent = await rt.audit.writeAhead(decision(i));
+      assert.ok(intent !== null);
+      intents.push(intent);
+    }
+    await rt.runs.close(a.run_id, {});
+    const b = (await rt.runs.open({})).run;
+    intents.forEach((intent, i) =>
+      rt.audit.record({ ...decision(i), action: "call", outcome: "accepted", intent })
+    );
+    rt.audit.flushOpen();
+    await rt.runs.close(b.run_id, {});
+    const calls = async (id: string) =>
+      (await rt.runs.listEvents(id, { limit: 1000 })).events.filter((e) => e.category === "call");
+    assert.equal(
+      (await calls(b.run_id)).length,
+      0,
+      "every call was decided before run B opened",
+    );
+    const inFlight = await calls(a.run_id);
+    assert.ok(inFlight.every((e) => e.payload.outcome === "in_flight"));
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
