@@ -236,6 +236,12 @@ export class Kernel {
    * the calls inFlightCalls lists).
    */
   #lastIntentBeforeRun = 0;
+  /**
+   * Names of the section a reload applies (`polling.interval_ms`, `automation.behavior_tree`) that
+   * its owner recorded as a run event of their own (polling_change, automation_change: with the
+   * values and versions): left out of the section's config_change, one event per fact.
+   */
+  readonly #sectionFactsRecorded = new Set<string>();
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
@@ -962,7 +968,19 @@ export class Kernel {
     const started = this.#config;
     const recordChange = (key: SectionKey) => {
       const changes = sectionChanges(key, started, this.#config);
-      if (changes !== null) this.runs.recordConfigChange(key, changes);
+      const own = this.#sectionFactsRecorded;
+      if (changes === null) return;
+      const left = (names: string[]) => names.filter((n) => !own.has(n));
+      const rest = {
+        added: left(changes.added),
+        removed: left(changes.removed),
+        changed: left(changes.changed),
+        omitted: changes.omitted,
+      };
+      if (rest.added.length + rest.removed.length + rest.changed.length + rest.omitted === 0) {
+        return;
+      }
+      this.runs.recordConfigChange(key, rest);
     };
     for (
       const key of sectionsToOffer(retry ? { ...diff, live: [...diff.live, "providers"] } : diff)
@@ -1000,6 +1018,7 @@ export class Kernel {
       // now was judged with the protection it takes away, and is refused at its commit.
       if (!auto && weakens.length > 0) this.#invalidateAutoEntry(weakens);
       let result: SectionResult | void;
+      this.#sectionFactsRecorded.clear();
       try {
         result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
       } catch (err) {
@@ -1320,7 +1339,8 @@ export class Kernel {
     own("polling", (next, { auto, weakens }) => {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       this.cache.setIntervalMs(next.polling.intervalMs);
-      this.runs.setPollingIntervalMs(next.polling.intervalMs);
+      this.runs.setPollingIntervalMs(next.polling.intervalMs); // its polling_change
+      this.#sectionFactsRecorded.add("polling.interval_ms");
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
       // Every stale bound may have moved: judged now, not at the next poll or the old bound.
       this.alarms.evaluateAll();
@@ -1425,6 +1445,7 @@ export class Kernel {
       if (r === "retimed") return { note: `behavior tree tick rate now ${na.tickRateHz} Hz` };
       // A run open now keeps the version it opened with; the swap is one of its events.
       this.runs.recordAutomationChange(before, this.automation.automationVersion());
+      this.#sectionFactsRecorded.add("automation.behavior_tree");
       return {
         note: na.behaviorTree === null ? "behavior tree removed" : "behavior tree reloaded",
       };

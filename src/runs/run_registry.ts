@@ -222,7 +222,7 @@ export const MARKER_IDS_KEPT = 1000;
 export const MAX_PENDING_BUS_EVENTS = 1000;
 /**
  * Places of an open run's queues (its writer's, and the one of its open's window) beyond
- * MAX_PENDING_BUS_EVENTS kept for its safety events (isSafetyEvent: e-stop, FAULT, config_change),
+ * MAX_PENDING_BUS_EVENTS kept for its safety events (isSafetyEvent: e-stop, FAULT, reconfiguration),
  * so a flood of calls waiting for a slow disk does not drop the e-stop that stopped them. Past
  * these the safety events are dropped and counted too.
  */
@@ -249,9 +249,9 @@ export const MAX_PENDING_RUN_RECORDS = 64;
 /**
  * Default of `runs.max_run_bytes`: the size an open run's event file may reach. Past it automatic
  * events (calls, alarms, interlocks, mode changes not into or out of FAULT, parameter changes,
- * automation faults and changes, polling changes, incidents) are counted instead of recorded; the
- * safety events (e-stop trigger, clear and reason, mode changes into and out of FAULT,
- * config_change) are still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written) says how
+ * automation faults, incidents) are counted instead of recorded; the safety events (e-stop
+ * trigger, clear and reason, mode changes into and out of FAULT, config_change, polling_change,
+ * automation_change) are still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written) says how
  * many were left out: a run left open in AUTO must not fill the disk the audit journal and the
  * history share.
  */
@@ -259,7 +259,7 @@ export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
 /**
  * Bytes an open run's event file may grow beyond `runs.max_run_bytes` for its safety events only
  * (isSafetyEvent: the e-stop's trigger, clear and late reason, mode changes into and out of FAULT,
- * config_change): a review of a run past the bound must still show that the machine was stopped,
+ * config_change, polling_change, automation_change): a review of a run past the bound must still show that the machine was stopped,
  * released, or reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
  * counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its run_closed).
  */
@@ -380,13 +380,16 @@ function pageBounds(
 
 /**
  * Whether an automatic event is kept past `runs.max_run_bytes` (within RUN_SAFETY_RESERVE_BYTES):
- * every `estop` event (trigger, clear, late reason), a mode change into or out of FAULT, and
- * `config_change`.
+ * every `estop` event (trigger, clear, late reason), a mode change into or out of FAULT, and what
+ * a reload changed (`config_change`, and `polling_change` and `automation_change`, which say it
+ * for those sections instead of config_change).
  */
 function isSafetyEvent(category: RunEventCategory, payload: Record<string, unknown>): boolean {
   switch (category) {
     case "estop":
     case "config_change":
+    case "polling_change":
+    case "automation_change":
       return true;
     case "mode_change":
       return payload.previous_mode === "FAULT" || payload.new_mode === "FAULT";
@@ -667,7 +670,8 @@ export class RunRegistry {
    * A reload applied a section of the configuration (a protection's limits, a provider, the
    * safe state, ...): a run open now gets a `config_change` event of type `section`, payload
    * `section` and what changed by name (`added`, `removed`, `changed`: ids and keys, never values,
-   * bounded by the caller; `omitted`: names left out). Queued like bus events, bounded.
+   * bounded by the caller; `omitted`: names left out). Queued like bus events, bounded. The caller
+   * leaves out what an event of its own says (polling_change, automation_change).
    */
   recordConfigChange(
     section: string,
@@ -1288,7 +1292,7 @@ export class RunRegistry {
         open.reserveUsedUp = true;
         this.#log.warn(
           `run ${runId}: its event file used up its safety reserve (runs.max_run_bytes + ` +
-            `${RUN_SAFETY_RESERVE_BYTES} bytes): e-stop, FAULT and config_change events are ` +
+            `${RUN_SAFETY_RESERVE_BYTES} bytes): e-stop, FAULT and reconfiguration events are ` +
             `counted from now on too, not recorded`,
         );
       }
@@ -1297,7 +1301,7 @@ export class RunRegistry {
         this.#log.warn(
           `run ${runId}: its event file reached runs.max_run_bytes (${this.#maxRunBytes} bytes): ` +
             `events are counted from now on, not recorded (the run_closed event says how many), ` +
-            `but e-stop, FAULT and config_change events (within ${RUN_SAFETY_RESERVE_BYTES} bytes more)`,
+            `but e-stop, FAULT and reconfiguration events (within ${RUN_SAFETY_RESERVE_BYTES} bytes more)`,
         );
       }
       this.#countNotRecorded(open);
