@@ -636,7 +636,8 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
       {
         max_run_bytes: int(
           "Size an open run's event file may reach; past it automatic events (calls, alarms, " +
-            "mode and parameter changes) are counted instead of recorded and markers are refused.",
+            "mode and parameter changes) are counted instead of recorded and markers are refused; " +
+            "its safety events (e-stop, FAULT, reload changes) take up to 1 MiB more.",
           RUNS_LIMITS.maxRunBytes.default,
           RUNS_LIMITS.maxRunBytes.min,
           RUNS_LIMITS.maxRunBytes.max,

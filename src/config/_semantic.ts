@@ -739,10 +739,29 @@ function readRuns(root: Obj, c: Checker): Config["runs"] {
   const r = c.mapping(root.runs, P) ?? {};
   c.knownKeys(r, P, ["max_run_bytes", "max_runs", "max_total_bytes"]);
   const L = RUNS_LIMITS;
+  const maxRunBytes = c.integer(r, P, "max_run_bytes", L.maxRunBytes.default, L.maxRunBytes);
+  const maxTotalBytes = c.integer(
+    r,
+    P,
+    "max_total_bytes",
+    L.maxTotalBytes.default,
+    L.maxTotalBytes,
+  );
+  // A run's event file may reach max_run_bytes plus its safety reserve: a total below that keeps
+  // only the most recently closed run once one reaches its bound.
+  if (maxTotalBytes < maxRunBytes + L.safetyReserveBytes) {
+    c.warning(
+      [...P, "max_total_bytes"],
+      `${maxTotalBytes} is below what one run's event file may reach (runs.max_run_bytes ` +
+        `${maxRunBytes} + ${L.safetyReserveBytes} bytes of safety reserve): each close removes ` +
+        `every older closed run once a run's file is that large (the most recently closed one ` +
+        `is always kept)`,
+    );
+  }
   return {
-    maxRunBytes: c.integer(r, P, "max_run_bytes", L.maxRunBytes.default, L.maxRunBytes),
+    maxRunBytes,
     maxRuns: c.integer(r, P, "max_runs", L.maxRuns.default, L.maxRuns),
-    maxTotalBytes: c.integer(r, P, "max_total_bytes", L.maxTotalBytes.default, L.maxTotalBytes),
+    maxTotalBytes,
   };
 }
 

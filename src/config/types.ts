@@ -51,6 +51,12 @@ export const RUNS_LIMITS = {
     min: 64 * 1024,
     max: 1024 * 1024 * 1024 * 1024,
   },
+  /**
+   * Bytes a run's event file may take past max_run_bytes for its safety events
+   * (RUN_SAFETY_RESERVE_BYTES in src/runs/): a file may reach max_run_bytes + this (+ its
+   * run_closed).
+   */
+  safetyReserveBytes: 1024 * 1024,
 } as const;
 
 /** Default and bounds of safety.safe_state.verify_timeout_ms. */

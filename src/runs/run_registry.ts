@@ -263,7 +263,7 @@ export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
  * released, or reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
  * counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its run_closed).
  */
-export const RUN_SAFETY_RESERVE_BYTES = 1024 * 1024;
+export const RUN_SAFETY_RESERVE_BYTES = RUNS_LIMITS.safetyReserveBytes;
 /**
  * Defaults of `runs.max_runs` and `runs.max_total_bytes`: the closed runs kept, by number and by
  * the bytes of their event files together. Past either, the oldest closed runs are removed (record

@@ -23,6 +23,12 @@ const NO_AUTO_HOOK: [string, string] = [
   "is enabled but no mode_transition_hooks entry covers AUTO -> FAULT",
 ];
 
+/** runs.max_total_bytes below one run's event file at its bound with its safety reserve. */
+const RUN_OVER_TOTAL: [string, string] = [
+  "warning runs.max_total_bytes",
+  "is below what one run's event file may reach",
+];
+
 function assertDiagnostics(result: LoadConfigResult, expect: Array<[string, string]>): void {
   const got = result.diagnostics.map((d) => ({
     at: `${d.severity} ${d.path}`,
@@ -173,9 +179,37 @@ providers:
   })),
   ...range("audit", "max_file_bytes", 4096, 1073741824),
   ...range("audit", "max_files", 2, 1000),
-  ...range("runs", "max_run_bytes", 65536, 1099511627776),
+  // A valid bound whose one run (max_run_bytes + its safety reserve) outgrows max_total_bytes
+  // (default 4 GiB) or falls below max_run_bytes (default 256 MiB) is warned about.
+  ...range("runs", "max_run_bytes", 65536, 1099511627776).map((c) =>
+    c.name.endsWith("1099511627776 is valid") ? { ...c, expect: [RUN_OVER_TOTAL] } : c
+  ),
   ...range("runs", "max_runs", 1, 1000000),
-  ...range("runs", "max_total_bytes", 65536, 1099511627776),
+  ...range("runs", "max_total_bytes", 65536, 1099511627776).map((c) =>
+    c.name.endsWith(" 65536 is valid") ? { ...c, expect: [RUN_OVER_TOTAL] } : c
+  ),
+  {
+    name: "runs.max_total_bytes below one run's event file with its safety reserve is warned about",
+    yaml: `${PROV}
+runs:
+  max_run_bytes: 1048576
+  max_total_bytes: 2097151
+`,
+    expect: [[
+      "warning runs.max_total_bytes",
+      "2097151 is below what one run's event file may reach (runs.max_run_bytes 1048576 + " +
+      "1048576 bytes of safety reserve): each close removes every older closed run",
+    ]],
+  },
+  {
+    name: "runs.max_total_bytes holding one run's event file with its safety reserve is valid",
+    yaml: `${PROV}
+runs:
+  max_run_bytes: 1048576
+  max_total_bytes: 2097152
+`,
+    expect: [],
+  },
   ...(["warn_after_ms", "stale_after_ms"] as const).flatMap((key) =>
     atLeast(
       (v) => `${PROV}\nhealth:\n  staleness:\n    ${key}: ${v}\n`,

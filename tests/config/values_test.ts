@@ -90,7 +90,7 @@ audit:
 runs:
   max_run_bytes: 65536
   max_runs: 1
-  max_total_bytes: 65536
+  max_total_bytes: 1114112
 `);
   assert.deepEqual(config.runtime, {
     name: "rig-7",
@@ -159,7 +159,7 @@ runs:
   assert.equal(config.safety.safeState.zeroIsSafe, true);
   assert.deepEqual(config.health, { staleness: { warnAfterMs: 100, staleAfterMs: 101 } });
   assert.deepEqual(config.audit, { maxFileBytes: 4096, maxFiles: 1000 });
-  assert.deepEqual(config.runs, { maxRunBytes: 65536, maxRuns: 1, maxTotalBytes: 65536 });
+  assert.deepEqual(config.runs, { maxRunBytes: 65536, maxRuns: 1, maxTotalBytes: 1114112 });
 });
 
 Deno.test("loadConfig applies every flat telemetry alias when the nested key is absent", () => {
