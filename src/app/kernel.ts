@@ -231,7 +231,7 @@ export class Kernel {
   #interruptedCalls: InterruptedCall[] | null = [];
   /**
    * The number of the last call written ahead when the open run opened or the last one closed
-   * (AuditTrail.lastIntentNumber): the outcomes of calls written ahead up to it, recorded later,
+   * (AuditTrail.runBoundary): the outcomes of calls written ahead up to it, recorded later,
    * are no events of the open run, however many were in flight (AUDIT_MAX_UNSETTLED bounds only
    * the calls inFlightCalls lists).
    */
@@ -525,9 +525,8 @@ export class Kernel {
    * open as `call` events of outcome `in_flight` (their outcome is on the audit trail).
    */
   #settleRunCalls(): void {
-    this.audit.flushOpen();
     const before = this.#lastIntentBeforeRun;
-    this.#lastIntentBeforeRun = this.audit.lastIntentNumber();
+    this.#lastIntentBeforeRun = this.audit.runBoundary();
     if (this.runs.openRunId() === null) return; // a run opens
     for (const c of this.audit.inFlightCalls()) {
       // Decided before the run opened: none of its calls.

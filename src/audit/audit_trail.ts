@@ -268,8 +268,17 @@ const CHECKPOINT_PREFIX = '{"covers":[],"checkpoint":';
 export class AuditTrail implements AuditSink {
   readonly #o: AuditTrailOptions;
   readonly #log: Logger;
-  /** The open (collapsing) entry and the write-ahead ids its decisions settle. */
-  #open: { key: string; entry: AuditEntry; timer: TimerId; intents: string[] } | null = null;
+  /**
+   * The open (collapsing) entry and the write-ahead ids its decisions settle; `before`: its first
+   * decision settles a call written ahead up to #boundary (see runBoundary).
+   */
+  #open: {
+    key: string;
+    entry: AuditEntry;
+    timer: TimerId;
+    intents: string[];
+    before: boolean;
+  } | null = null;
   /**
    * Untrusted refusals: this window's start (monotonic: a wall clock stepped back must neither
    * stretch the window nor hold the summing-up entry) and entries written; the summing-up entry.
@@ -293,6 +302,8 @@ export class AuditTrail implements AuditSink {
   /** This process's prefix of write-ahead ids, and the last number. */
   readonly #boot: string;
   #intentSeq = 0;
+  /** The last write-ahead number when a run last opened or closed (runBoundary). */
+  #boundary = 0;
   /**
    * The decision each write ahead wrote and its collapse key (#key), for its outcome's record to
    * use instead of building it again (#callKey); held as long as the intent is.
@@ -356,7 +367,8 @@ export class AuditTrail implements AuditSink {
       const mode = this.#o.mode();
       const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
       const key = this.#key(accepted, mode);
-      const repeat = !this.#sealed && this.#collapses(key, now);
+      // (Never a repeat of an entry of calls written ahead before the last run boundary.)
+      const repeat = !this.#sealed && this.#open?.before === false && this.#collapses(key, now);
       // A repeat beyond the bound is not tracked: its outcome settles nothing (as before).
       if (repeat && this.#repeats.size >= AUDIT_MAX_UNSETTLED) return null;
       const id = `${this.#boot}.${++this.#intentSeq}`;
@@ -536,7 +548,10 @@ export class AuditTrail implements AuditSink {
   #record(d: AuditDecision, key: string | null, now: number, mode: string): void {
     const open = this.#open;
     const intent = d.intent?.id;
-    if (open !== null && key !== null && this.#collapses(key, now)) {
+    // A call written ahead before the last run boundary and one after it are events of different
+    // runs: never one entry.
+    const before = intent !== undefined && this.#beforeBoundary(intent);
+    if (open !== null && key !== null && open.before === before && this.#collapses(key, now)) {
       const e = open.entry;
       e.count++;
       e.last_time_epoch_ms = now;
@@ -555,7 +570,7 @@ export class AuditTrail implements AuditSink {
     const timer = this.#o.clock.setTimer(() => {
       if (this.#open?.entry === entry) this.#closeOpen();
     }, AUDIT_COLLAPSE_MAX_OPEN_MS);
-    this.#open = { key, entry, timer, intents };
+    this.#open = { key, entry, timer, intents, before };
   }
 
   /** A new entry of one decision. */
@@ -930,12 +945,22 @@ export class AuditTrail implements AuditSink {
   }
 
   /**
-   * The number of this process's last write-ahead id (0 before the first): every call written
-   * ahead later has a greater one (intentNumber), so "decided before" is a number compare, for
-   * every call in flight, listed by inFlightCalls or not.
+   * A run opens or closes: closes the open entry (its decisions are events of the run they were
+   * made in) and returns the number of this process's last write-ahead id (0 before the first).
+   * Every call written ahead later has a greater one (intentNumber), so "decided before" is a
+   * number compare, for every call in flight, listed by inFlightCalls or not; and from now on the
+   * outcome of a call written ahead up to it never shares an entry with one written ahead after.
    */
-  lastIntentNumber(): number {
-    return this.#intentSeq;
+  runBoundary(): number {
+    this.flushOpen();
+    this.#boundary = this.#intentSeq;
+    return this.#boundary;
+  }
+
+  /** Whether a write-ahead id of this process is numbered up to the last run boundary. */
+  #beforeBoundary(id: string): boolean {
+    const n = this.intentNumber(id);
+    return n !== null && n <= this.#boundary;
   }
 
   /** The number of a write-ahead id of this process (its order), or null (another process's). */

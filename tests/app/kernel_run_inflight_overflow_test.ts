@@ -53,3 +53,35 @@ Deno.test("Kernel: the outcomes of calls in flight past AUDIT_MAX_UNSETTLED when
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("Kernel: the outcome of a call decided before a run opened never collapses with an identical call of that run into one of its events", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_collapse_boundary_" });
+  const rt = await startRuntime(
+    testConfig({ runtime: { dataDir: dir }, history: { enabled: false } }),
+  );
+  try {
+    const done = (intent: AuditIntent | null) =>
+      rt.audit.record({ ...decision(1), action: "call", outcome: "accepted", intent });
+    // Before run B: X in flight. Run B: X answers, then Y, identical, is decided and answers.
+    const x = await rt.audit.writeAhead(decision(1));
+    const b = (await rt.runs.open({})).run;
+    done(x);
+    done(await rt.audit.writeAhead(decision(1)));
+    rt.audit.flushOpen();
+    // Run C: Y' decided and answered, then X', decided before C opened, answers.
+    const x2 = await rt.audit.writeAhead(decision(1));
+    await rt.runs.close(b.run_id, {});
+    const c = (await rt.runs.open({})).run;
+    done(await rt.audit.writeAhead(decision(1)));
+    done(x2);
+    await rt.runs.close(c.run_id, {});
+    const counts = async (id: string) =>
+      (await rt.runs.listEvents(id, { limit: 1000 })).events.filter((e) => e.category === "call")
+        .map((e) => [e.payload.outcome, e.payload.count]);
+    assert.deepEqual(await counts(b.run_id), [["accepted", 1], ["in_flight", 1]], "Y, then X'");
+    assert.deepEqual(await counts(c.run_id), [["accepted", 1]], "Y' only");
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
