@@ -80,8 +80,19 @@ import {
 } from "../journal/mod.ts";
 import { AUDIT_MAX_ENTRY_BYTES, type AuditEntry, bounded, boundedEntry } from "./audit_entry.ts";
 
-/** Lines waiting for the disk; past it new entries are dropped and counted. */
+/**
+ * Lines waiting for the disk; past it new entries are dropped and counted, but the entries of a
+ * stop, which have AUDIT_SAFETY_RESERVE_ENTRIES places more.
+ */
 export const AUDIT_QUEUE_MAX_ENTRIES = 1000;
+/**
+ * Places of the journal's queue beyond AUDIT_QUEUE_MAX_ENTRIES kept for the entries of a stop
+ * (isSafetyEntry: the e-stop and its clear, mode changes, reload decisions, the calls of the
+ * e-stop ladder, of the hooks and of a device-loss FAULT, and their write-ahead records), so a
+ * flood of call entries waiting for a slow disk does not drop the record that the machine was
+ * stopped. Past these they are dropped and counted too.
+ */
+export const AUDIT_SAFETY_RESERVE_ENTRIES = 100;
 /** Entries kept in memory when there is no journal. */
 export const AUDIT_MEMORY_ENTRIES = 1000;
 /** Longest time a collapsed entry stays open (its repeats uncounted on disk) after its first call. */
@@ -398,7 +409,10 @@ export class AuditTrail implements AuditSink {
             `nor closing record until they settle (a start after this searches the journal's tail)`,
         );
       }
-      const write = journal.writer.append(line, { counted: false });
+      const write = journal.writer.append(line, {
+        counted: false,
+        spare: stopOrigin(call.origin) ? 0 : AUDIT_SAFETY_RESERVE_ENTRIES,
+      });
       this.#wrote(journal, line);
       const intent: AuditIntent = { id };
       this.#aheadKeys.set(intent, { call, mode, key });
@@ -667,11 +681,12 @@ export class AuditTrail implements AuditSink {
       return;
     }
     const line = entryLine(text, written.slice(0, AUDIT_MAX_INTENTS_PER_LINE));
-    void journal.writer.append(line);
+    const spare = isSafetyEntry(entry) ? 0 : AUDIT_SAFETY_RESERVE_ENTRIES;
+    void journal.writer.append(line, { spare });
     this.#wrote(journal, line);
     for (let i = AUDIT_MAX_INTENTS_PER_LINE; i < written.length; i += AUDIT_MAX_INTENTS_PER_LINE) {
       const covers = JSON.stringify({ covers: written.slice(i, i + AUDIT_MAX_INTENTS_PER_LINE) });
-      void journal.writer.append(covers, { counted: false });
+      void journal.writer.append(covers, { counted: false, spare });
       this.#wrote(journal, covers);
     }
   }
@@ -721,7 +736,7 @@ export class AuditTrail implements AuditSink {
       name: "audit journal",
       log: this.#log,
       clock: this.#o.clock,
-      maxQueuedLines: AUDIT_QUEUE_MAX_ENTRIES,
+      maxQueuedLines: AUDIT_QUEUE_MAX_ENTRIES + AUDIT_SAFETY_RESERVE_ENTRIES,
       syncIntervalMs: AUDIT_SYNC_INTERVAL_MS,
       gapLine: (gap) => this.#gapLine(gap),
     });
@@ -1207,4 +1222,25 @@ function parseCursor(raw: string): Cursor {
   const m = /^m\.(\d{1,15})$/.exec(text);
   if (m) return { kind: "memory", seq: Number(m[1]) };
   throw invalidArgument("cursor: not a cursor returned by GET /v0/audit");
+}
+
+/** Origins of a stop's calls: the e-stop ladder, a mode-transition hook, a device-loss FAULT. */
+function stopOrigin(origin: AuditEntry["origin"]): boolean {
+  return origin.kind === "estop" || origin.kind === "hook" || origin.kind === "device_loss";
+}
+
+/**
+ * Whether an entry takes the journal queue's reserve (AUDIT_SAFETY_RESERVE_ENTRIES): the e-stop
+ * and its clear, mode changes, reload decisions, and every entry of a stop's origin.
+ */
+function isSafetyEntry(entry: AuditEntry): boolean {
+  switch (entry.action) {
+    case "estop":
+    case "estop_clear":
+    case "mode":
+    case "config":
+      return true;
+    default:
+      return stopOrigin(entry.origin);
+  }
 }

@@ -70,6 +70,11 @@ export interface JournalAppendOptions {
    * disk tier after a wall clock stepped back: rows ascend within each file).
    */
   readonly newSegment?: boolean;
+  /**
+   * Places of the queue the line leaves free (default 0): it is refused, as by a full queue, when
+   * fewer would be left (an owner keeping the last places for lines that matter more).
+   */
+  readonly spare?: number;
 }
 
 /** What became of an appended line. */
@@ -179,8 +184,11 @@ export class JournalWriter {
     if (this.#closed) {
       return Promise.resolve(this.#refuse(counted, `${this.#o.name} is closed`));
     }
-    if (this.#queue.length >= this.#o.maxQueuedLines) {
-      const reason = `${this.#o.name}: ${this.#o.maxQueuedLines} lines waiting for the disk`;
+    const spare = options.spare ?? 0;
+    if (this.#queue.length + spare >= this.#o.maxQueuedLines) {
+      const reason = `${this.#o.name}: ${
+        this.#o.maxQueuedLines - spare
+      } lines waiting for the disk`;
       if (!this.#fullLogged) {
         this.#fullLogged = true;
         this.#o.log.error(`${this.#o.name} too slow: ${reason}, new ones are dropped`);
