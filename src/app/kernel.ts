@@ -526,8 +526,11 @@ export class Kernel {
    */
   #settleRunCalls(): void {
     const before = this.#lastIntentBeforeRun;
-    this.#lastIntentBeforeRun = this.audit.runBoundary();
+    const { last, unlisted } = this.audit.runBoundary();
+    this.#lastIntentBeforeRun = last;
     if (this.runs.openRunId() === null) return; // a run opens
+    // Its calls in flight past AUDIT_MAX_UNSETTLED: not listed below, counted by the run.
+    this.runs.countCallsNotListed(unlisted);
     for (const c of this.audit.inFlightCalls()) {
       // Decided before the run opened: none of its calls.
       if (this.#decidedBefore(c.intent, before)) continue;

@@ -331,6 +331,11 @@ export class AuditTrail implements AuditSink {
    */
   #unsettledOverflow = 0;
   /**
+   * Those of #unsettledOverflow written ahead after the last run boundary (runBoundary): calls in
+   * flight inFlightCalls cannot list, counted by the run they were made in when it closes.
+   */
+  #overflowAfterBoundary = 0;
+  /**
    * Repeats of the open accepted entry in flight (nothing written ahead for them), by id: listed
    * by inFlightCalls, never by a closing record or a checkpoint; at most AUDIT_MAX_UNSETTLED.
    */
@@ -403,11 +408,15 @@ export class AuditTrail implements AuditSink {
       }
       const line = bounded(record as unknown as Record<string, unknown>).text;
       if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
-      else if (this.#unsettledOverflow++ === 0) {
-        this.#log.warn(
-          `more than ${AUDIT_MAX_UNSETTLED} calls in flight (AUDIT_MAX_UNSETTLED): no checkpoint ` +
-            `nor closing record until they settle (a start after this searches the journal's tail)`,
-        );
+      else {
+        this.#overflowAfterBoundary++;
+        if (this.#unsettledOverflow++ === 0) {
+          this.#log.warn(
+            `more than ${AUDIT_MAX_UNSETTLED} calls in flight (AUDIT_MAX_UNSETTLED): no ` +
+              `checkpoint nor closing record until they settle (a start after this searches the ` +
+              `journal's tail)`,
+          );
+        }
       }
       const write = journal.writer.append(line, {
         counted: false,
@@ -658,6 +667,9 @@ export class AuditTrail implements AuditSink {
       }
       // Not kept: one of the records past AUDIT_MAX_UNSETTLED (each intent settles once).
       if (!this.#unsettled.delete(id) && this.#unsettledOverflow > 0) {
+        if (!this.#beforeBoundary(id) && this.#overflowAfterBoundary > 0) {
+          this.#overflowAfterBoundary--;
+        }
         if (--this.#unsettledOverflow === 0) {
           this.#log.info(
             `calls in flight back within ${AUDIT_MAX_UNSETTLED} (AUDIT_MAX_UNSETTLED): ` +
@@ -961,15 +973,19 @@ export class AuditTrail implements AuditSink {
 
   /**
    * A run opens or closes: closes the open entry (its decisions are events of the run they were
-   * made in) and returns the number of this process's last write-ahead id (0 before the first).
-   * Every call written ahead later has a greater one (intentNumber), so "decided before" is a
-   * number compare, for every call in flight, listed by inFlightCalls or not; and from now on the
-   * outcome of a call written ahead up to it never shares an entry with one written ahead after.
+   * made in) and returns the number of this process's last write-ahead id (`last`, 0 before the
+   * first). Every call written ahead later has a greater one (intentNumber), so "decided before"
+   * is a number compare, for every call in flight, listed by inFlightCalls or not; and from now on
+   * the outcome of a call written ahead up to it never shares an entry with one written ahead
+   * after. `unlisted`: the calls written ahead since the previous boundary still in flight that
+   * inFlightCalls does not list (past AUDIT_MAX_UNSETTLED).
    */
-  runBoundary(): number {
+  runBoundary(): { readonly last: number; readonly unlisted: number } {
     this.flushOpen();
     this.#boundary = this.#intentSeq;
-    return this.#boundary;
+    const unlisted = this.#overflowAfterBoundary;
+    this.#overflowAfterBoundary = 0;
+    return { last: this.#boundary, unlisted };
   }
 
   /** Whether a write-ahead id of this process is numbered up to the last run boundary. */

@@ -1321,12 +1321,25 @@ export class RunRegistry {
   }
 
   /**
-   * One more event of the open run left out of its event file (past the bound, or lost on its
+   * Calls of the open run in flight as it closes that the audit trail cannot list (past
+   * AUDIT_MAX_UNSETTLED, so no `in_flight` event for them): counted as events left out, in its
+   * run_closed's events_not_recorded. Called by settleCalls, before the close takes its count.
+   */
+  countCallsNotListed(count: number): void {
+    const open = this.#open;
+    if (this.#state !== "ready" || open === null || open.closing || count <= 0) return;
+    this.#countNotRecorded(open, count);
+  }
+
+  /**
+   * `n` more events of the open run left out of its event file (past the bound, or lost on their
    * way): its run_closed says how many; the count is saved at once the first time, then at most
    * every RUN_NOT_RECORDED_SAVE_MS.
    */
-  #countNotRecorded(open: OpenRun): void {
-    if (open.notRecorded++ === 0) {
+  #countNotRecorded(open: OpenRun, n = 1): void {
+    const before = open.notRecorded;
+    open.notRecorded += n;
+    if (before === 0) {
       this.#saveNotRecorded(open);
     } else if (open.saveTimer === null && open === this.#open && !open.closing) {
       open.saveTimer = this.#opts.clock.setTimer(() => {
@@ -1650,10 +1663,12 @@ export class RunRegistry {
       let sequence = 0;
       let ended = now;
       let endPayload: Record<string, unknown> = {};
-      let left = open?.notRecorded ?? 0;
+      let left = 0;
       const callsWritten: Promise<JournalAppendResult>[] = [];
       if (open) {
         if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
+        // Taken after them: what they could not record is counted too.
+        left = open.notRecorded;
         this.#stopSaving(open);
         // A retry of a close whose run_closed is written: the run ended on disk at the failed
         // try, its events are dropped and counted until the record is written, as between them.

@@ -48,6 +48,13 @@ Deno.test("Kernel: the outcomes of calls in flight past AUDIT_MAX_UNSETTLED when
     );
     const inFlight = await calls(a.run_id);
     assert.ok(inFlight.every((e) => e.payload.outcome === "in_flight"));
+    // Those the audit trail does not list (past AUDIT_MAX_UNSETTLED) are counted by run A.
+    const closed = (await rt.runs.listEvents(a.run_id, { limit: 1000 })).events.at(-1)!;
+    assert.deepEqual(
+      closed.payload,
+      { events_not_recorded: IN_FLIGHT - inFlight.length },
+      "run A says how many of its calls in flight it could not list",
+    );
   } finally {
     await rt.stop();
     await Deno.remove(dir, { recursive: true });
