@@ -411,6 +411,14 @@ export class SparkplugEdgeNode {
    */
   readonly #answersWaiting = new Map<string, { deviceId: string; name: string; text: string }>();
   /**
+   * Answers to DCMDs to a device its provider has whose DBIRTH had not gone out (#notBorn), by
+   * provider id: held until that provider's births went out (#providerChanged ran to its end, or
+   * all births), so a host reads the refusal after the DBIRTH it names, whichever write completes
+   * first. MAX_ANSWERS_WAITING in all at most (beyond it dropped, counted as a publish failure).
+   */
+  readonly #answersAfterBirth = new Map<string, { name: string; text: string }[]>();
+  #answersAfterBirthCount = 0;
+  /**
    * Node metric changes while not online (after the first births), oldest first, each an NDATA's
    * metrics (is_historical) at its time: MAX_NODE_CHANGES_KEPT at most.
    */
@@ -801,6 +809,7 @@ export class SparkplugEdgeNode {
     this.#leaving = true;
     this.#born = false;
     this.#answersWaiting.clear();
+    this.#dropAnswersAfterBirth();
     this.counts.hostOfflineDisconnects++;
     try {
       await this.#publishDeath(session);
@@ -859,6 +868,7 @@ export class SparkplugEdgeNode {
     this.#subscribed = false;
     // Answers to the commands of a connection that is gone: the host saw its NDEATH.
     this.#answersWaiting.clear();
+    this.#dropAnswersAfterBirth();
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
     if (accepted || willUsed) {
@@ -995,6 +1005,8 @@ export class SparkplugEdgeNode {
       if (!p.available) continue;
       for (const caps of p.devices) this.#deviceBirth(caps);
     }
+    // Answers that waited for a birth follow it (every provider's devices are born now).
+    for (const providerId of [...this.#answersAfterBirth.keys()]) this.#answersBorn(providerId);
     // Devices not born again (removed by a reload, gone while away) leave their aliases.
     this.#pruneAliases();
     // What the node metrics went through while the node was away (the births carry them now).
@@ -1135,6 +1147,39 @@ export class SparkplugEdgeNode {
       if (full()) return;
       this.#deviceBirth(caps);
     }
+    this.#answersBorn(providerId);
+  }
+
+  /**
+   * Holds the answer to a DCMD to one of a provider's devices not born yet until that provider's
+   * births went out (#answersAfterBirth), and has its devices compared (their births due).
+   */
+  #answerAfterBirth(providerId: string, name: string, text: string): void {
+    if (!this.online) return;
+    if (this.#answersAfterBirthCount >= MAX_ANSWERS_WAITING) {
+      this.counts.publishFailures++;
+      return;
+    }
+    let held = this.#answersAfterBirth.get(providerId);
+    if (held === undefined) this.#answersAfterBirth.set(providerId, held = []);
+    held.push({ name, text });
+    this.#answersAfterBirthCount++;
+    this.#providerChangedSoon(providerId);
+  }
+
+  /** A provider's births went out: the answers that waited for them follow (by the node). */
+  #answersBorn(providerId: string): void {
+    const held = this.#answersAfterBirth.get(providerId);
+    if (held === undefined) return;
+    this.#answersAfterBirth.delete(providerId);
+    this.#answersAfterBirthCount -= held.length;
+    for (const a of held) this.#commandResult(NODE, a.name, a.text);
+  }
+
+  /** The connection that the held answers were for is gone (the host saw its NDEATH). */
+  #dropAnswersAfterBirth(): void {
+    this.#answersAfterBirth.clear();
+    this.#answersAfterBirthCount = 0;
   }
 
   /** The providers whose births and deaths waited for the writes in flight, while they fit. */
@@ -1753,26 +1798,28 @@ export class SparkplugEdgeNode {
   /**
    * Why a device not born is still the configuration's, as a refusal: its provider is down (and
    * had it when last up, or never came up), or has it now and its DBIRTH has not gone out yet
-   * (waiting for the writes in flight, or about to). Null for an id no configured provider has.
+   * (waiting for the writes in flight, or about to): `birthOf` names that provider, whose births
+   * the answer follows (#answerAfterBirth). Null for an id no configured provider has.
    */
-  #notBorn(id: string): string | null {
+  #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     for (const p of this.#o.inventory.providers()) {
       const has = p.devices.some((c) =>
         sparkplugDeviceId(c.device.providerId, c.device.deviceId) === id
       );
       if (p.available) {
         if (!has) continue;
-        return this.#providersBehind.has(p.id)
+        const why = this.#providersBehind.has(p.id)
           ? `device not born yet (its DBIRTH waits for the writes in flight: MAX_IN_FLIGHT ` +
             `${MAX_IN_FLIGHT}); send it again after the DBIRTH`
           : "device not born yet (its DBIRTH is about to go out); send it again after the DBIRTH";
+        return { why, birthOf: p.id };
       }
       // Never came up (no devices known): any device id of its own, exactly (not a prefix). One
       // that came up with none had none of them.
       const had = p.devices.length === 0 && !this.#seenUp.has(p.id)
         ? sparkplugDeviceProvider(id) === p.id
         : has;
-      if (had) return `device down (provider ${p.id} ${p.lifecycle})`;
+      if (had) return { why: `device down (provider ${p.id} ${p.lifecycle})` };
     }
     return null;
   }
@@ -1805,8 +1852,13 @@ export class SparkplugEdgeNode {
       // No device of this node by that id (down, gone, never born, mistyped): no alias of it is
       // known, so the node answers, naming the device as for a metric that is no function of one.
       const metric = name ?? `alias ${String(m.alias)}`;
-      const why = this.#notBorn(id) ?? "no such device on this node";
-      return this.#refused(topic, `${id}/${metric}`, why, NODE);
+      const notBorn = this.#notBorn(id);
+      const why = notBorn?.why ?? "no such device on this node";
+      if (notBorn?.birthOf === undefined) return this.#refused(topic, `${id}/${metric}`, why, NODE);
+      // Published after the DBIRTH it names: a host never reads "not born" about a device it
+      // already holds the birth of, nor before it, depending on which write completed first.
+      this.#refused(topic, `${id}/${metric}`, why);
+      return this.#answerAfterBirth(notBorn.birthOf, `${id}/${metric}`, `REFUSED: ${why}`);
     }
     if (name === null) {
       // Answered (by the node, naming the device: the alias names no metric of it), so a host

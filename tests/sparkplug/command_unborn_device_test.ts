@@ -63,3 +63,45 @@ Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waitin
   );
   await rig.stop();
 });
+
+Deno.test("the not-born-yet answer to a DCMD follows the DBIRTH it names, whichever write completes first", async () => {
+  const caps = (d: string) => deviceCaps(P, d, { functions: [pulseFunction("pulse")] });
+  const provider = { id: P, available: true, devices: [caps("dev0")] };
+  const rig = edgeNodeRig({ providers: [provider], mode: "MANUAL", hold: true, recordCalls: true });
+  await rig.online();
+  rig.session.complete();
+  await flushMicrotasks();
+  const resultAlias = rig.nodeAlias("Runtime/Command Result");
+
+  while (rig.session.inFlight < MAX_IN_FLIGHT) rig.node.rebirth();
+  const from = rig.session.published.length;
+  provider.devices = [caps("dev0"), caps("dev1")];
+  rig.changed(P);
+  await flushMicrotasks();
+  rig.command(`spBv1.0/g/DCMD/n/${NEW}`, [
+    { name: "Functions/pulse", datatype: DataType.Boolean, boolean_value: true },
+  ]);
+  await flushMicrotasks();
+  // Writes complete one by one until both went out.
+  const isAnswer = (m: (typeof rig.session.published)[number]) =>
+    m.topic === "spBv1.0/g/NDATA/n" &&
+    (m.payload.metrics ?? []).some((x) =>
+      x.alias === resultAlias && String(x.string_value).startsWith(`${NEW}/Functions/pulse:`)
+    );
+  const birth = `spBv1.0/g/DBIRTH/n/${NEW}`;
+  for (let i = 0; i < 4; i++) {
+    rig.session.completeOne();
+    await flushMicrotasks();
+  }
+  const after = rig.session.published.slice(from);
+  const order = after.filter((m) => m.topic === birth || isAnswer(m)).map((m) =>
+    m.topic === birth ? "DBIRTH" : "answer"
+  );
+  assert.deepEqual(
+    order,
+    ["DBIRTH", "answer"],
+    "a host reads the refusal after the birth it names",
+  );
+  assert.deepEqual(rig.calls, []);
+  await rig.stop();
+});
