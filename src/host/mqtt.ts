@@ -59,10 +59,18 @@ export const connectMqttJs: MqttConnect = async (o) => {
     if (packet.cmd === "connack" && (packet.returnCode ?? 0) !== 0) willUsed = false;
   });
   client.connect();
+  // Writes handed to MQTT.js and not settled yet: a QoS 1 write in its outgoing store (never
+  // acknowledged) or a QoS 0 write waiting for the socket's `drain` is settled by neither a lost
+  // connection nor a forced end while reconnecting is on, so end() rejects what is left (the
+  // caller counts its writes in flight down only when they settle). At most the caller's writes
+  // in flight (the edge node's MAX_IN_FLIGHT).
+  const unsettled = new Set<(err: Error) => void>();
   return {
     publish: (topic, payload, qos) =>
       new Promise<void>((resolve, reject) => {
+        unsettled.add(reject);
         client.publish(topic, Buffer.from(payload), { qos, retain: false }, (err) => {
+          unsettled.delete(reject);
           if (err) reject(err);
           else resolve();
         });
@@ -96,7 +104,12 @@ export const connectMqttJs: MqttConnect = async (o) => {
     },
     end: (force) =>
       new Promise<void>((resolve) => {
-        client.end(force, {}, () => resolve());
+        client.end(force, {}, () => {
+          const ended = new Error("the session ended before the write completed");
+          for (const reject of unsettled) reject(ended);
+          unsettled.clear();
+          resolve();
+        });
       }),
   };
 };

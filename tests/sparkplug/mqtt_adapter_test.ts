@@ -125,3 +125,39 @@ Deno.test("a CONNECT the broker refuses (CONNACK 'server unavailable') is tried 
     await broker.close();
   }
 });
+
+Deno.test("a write the broker never confirmed settles (rejected) when the session is ended, so the edge node's count of writes in flight comes back down", async () => {
+  // Accepts the CONNECT (CONNACK 0), then reads without answering: a QoS 1 publish is never
+  // acknowledged. MQTT.js keeps it in its outgoing store and, with reconnect on, calls its
+  // callback neither when the connection drops nor when the client is ended by force: the edge
+  // node's #inFlight, counted down only there, would keep it for good (a new session after every
+  // lost connection), and MAX_IN_FLIGHT such writes leave live data in store and forward forever.
+  const broker = refusingBroker(0);
+  const session = await connectMqttJs({
+    url: broker.url,
+    clientId: "adapter-unconfirmed",
+    keepAliveS: 10,
+    connectTimeoutMs: 5000,
+    reconnectMs: 100,
+  });
+  try {
+    await waitFor("the connection", () => session.connected);
+    let settled: string | null = null;
+    session.publish("adapter/q1", new Uint8Array([1]), 1).then(
+      () => settled = "resolved",
+      (err: unknown) => settled = `rejected: ${err instanceof Error ? err.message : String(err)}`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(settled, null, "the broker never acknowledged it");
+    await session.end(true);
+    await waitFor("the write settled", () => settled !== null, 2000).catch(() => {});
+    assert.match(
+      String(settled),
+      /^rejected: /,
+      "the unconfirmed write settles once the session ended",
+    );
+  } finally {
+    await session.end(true);
+    await broker.close();
+  }
+});
