@@ -1301,7 +1301,10 @@ export class SparkplugEdgeNode {
       }
       // In order: while anything is stored, new data queues behind it.
       if (live) {
-        this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false);
+        // The poll its changes belong to, for the ring's replay should the write fail (#lost).
+        let seq = Infinity;
+        for (const p of signals.values()) seq = Math.min(seq, p.seq);
+        this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false, seq);
       } else {
         this.#keep(id, metrics);
       }
@@ -1427,7 +1430,9 @@ export class SparkplugEdgeNode {
           `${this.#o.replay!.memorySeconds} s)`,
       );
     }
-    if (!this.#outage.has(id)) this.#outage.set(id, start);
+    // The earliest start wins: a failed write reports its poll after later changes were noted.
+    const noted = this.#outage.get(id);
+    if (noted === undefined || start.seq < noted.seq) this.#outage.set(id, start);
   }
 
   /**
@@ -2059,7 +2064,13 @@ export class SparkplugEdgeNode {
    * Publishes with the next seq; births and deaths always go, data only under the bound. Whether
    * it was handed to the session.
    */
-  #send(type: MessageType, deviceId: string | undefined, p: Payload, always: boolean): boolean {
+  #send(
+    type: MessageType,
+    deviceId: string | undefined,
+    p: Payload,
+    always: boolean,
+    liveSeq?: number,
+  ): boolean {
     const session = this.#session;
     if (session === null || !session.connected) return false;
     if (!always && this.#inFlight >= MAX_IN_FLIGHT) {
@@ -2079,8 +2090,34 @@ export class SparkplugEdgeNode {
       this.#inFlight--;
       this.counts.publishFailures++;
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
+      if (liveSeq !== undefined && deviceId !== undefined) {
+        this.#contain("store and forward", () => this.#lost(deviceId, p, liveSeq));
+      }
     });
     return true;
+  }
+
+  /**
+   * A live DDATA whose write failed after it was handed over (the connection went away under it:
+   * MQTT.js fails a QoS 0 write on a closed socket, and the session's end one never acknowledged)
+   * is store and forward's like data that found the node offline: with the history ring its
+   * device's outage starts at its poll (the ring holds the change: replayed after the next births,
+   * or once writes drain); without it, it joins the queue with is_historical. A device not born
+   * now (left meanwhile) loses it, as its queued data. (A lost connection is known by then: the
+   * client fails the write before it reports the close, this runs a microtask later.)
+   */
+  #lost(deviceId: string, p: Payload, seq: number): void {
+    if (this.#stopped || !this.#devices.has(deviceId)) return;
+    if (this.#o.replay !== undefined) {
+      let atMs = p.timestamp;
+      for (const m of p.metrics) atMs = Math.min(atMs, Number(m.timestamp));
+      this.#noteOutage(deviceId, { atMs, seq });
+      // Still online (a write failed on a live connection): nothing else may start the replay.
+      this.#pump();
+      return;
+    }
+    this.#keep(deviceId, p.metrics);
+    this.#drain();
   }
 }
 

@@ -15,7 +15,7 @@ export class HeldSession implements MqttSession {
   readonly published: { topic: string; payload: ReturnType<typeof decode> }[] = [];
   /** Whether writes wait for completeOne()/complete() (false: each completes at once). */
   hold: boolean;
-  #held: (() => void)[] = [];
+  #held: { resolve: () => void; reject: (err: Error) => void }[] = [];
   readonly #connect: (() => void)[] = [];
   readonly #close: ((willUsed: boolean) => void)[] = [];
   readonly #message: MqttMessageListener[] = [];
@@ -27,7 +27,7 @@ export class HeldSession implements MqttSession {
   publish(topic: string, payload: Uint8Array): Promise<void> {
     this.published.push({ topic, payload: decode(payload) });
     if (!this.hold) return Promise.resolve();
-    return new Promise((resolve) => this.#held.push(resolve));
+    return new Promise((resolve, reject) => this.#held.push({ resolve, reject }));
   }
   subscribe(): Promise<void> {
     return Promise.resolve();
@@ -68,15 +68,25 @@ export class HeldSession implements MqttSession {
   deliver(topic: string, payload: Uint8Array): void {
     for (const l of this.#message) l(topic, payload, false);
   }
+  /**
+   * The connection is cut: the writes outstanding fail ("Connection closed", as MQTT.js fails its
+   * QoS 0 writes on a closed socket), then the node's close listeners run.
+   */
+  cut(): void {
+    const held = this.#held;
+    this.#held = [];
+    for (const w of held) w.reject(new Error("Connection closed"));
+    this.down();
+  }
   /** Completes one write outstanding (the oldest). */
   completeOne(): void {
-    this.#held.shift()?.();
+    this.#held.shift()?.resolve();
   }
   /** Completes every write outstanding now; returns how many. */
   complete(): number {
     const held = this.#held;
     this.#held = [];
-    for (const r of held) r();
+    for (const w of held) w.resolve();
     return held.length;
   }
 }

@@ -82,6 +82,8 @@ export interface EdgeNodeRigOptions {
 
 export interface EdgeNodeRig {
   readonly node: SparkplugEdgeNode;
+  /** The node's clock (reconnect_ms and the other timers run on it). */
+  readonly clock: ManualClock;
   readonly providers: RigProvider[];
   /** The calls made (with `recordCalls`), in order. */
   readonly calls: CallRequest[];
@@ -128,6 +130,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
   } as unknown as InventoryReader;
   const sessions: HeldSession[] = [];
   const calls: CallRequest[] = [];
+  const clock = new ManualClock();
   const recording: CommandPorts = {
     call(req) {
       calls.push(req);
@@ -162,7 +165,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     }),
     commands: o.recordCalls ? recording : o.commands,
     runtimeVersion: "test",
-    clock: new ManualClock(),
+    clock,
     log: testLogger(),
   });
   const latest = () => {
@@ -172,6 +175,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
   };
   return {
     node,
+    clock,
     providers,
     calls,
     sessions,

@@ -386,3 +386,38 @@ Deno.test("a DBIRTH's signal metrics carry the time the runtime received each va
   await stopping;
   await history.stop();
 });
+
+Deno.test("a live DDATA whose write fails as the connection is cut is replayed from the ring after the next births", async () => {
+  const { history, node, session, poll, reconnect } = rig();
+  await history.start();
+  await node.start();
+  poll({ a: { value: dbl(0) }, b: { value: big(0) } });
+  session.up();
+  await flushMicrotasks();
+  session.complete();
+  await flushMicrotasks();
+  // A change goes out live; the connection is cut before it was written (MQTT.js fails it).
+  const lost = poll({ a: { value: dbl(1) } });
+  await flushMicrotasks();
+  const topic = `spBv1.0/g/DDATA/n/${DEVICE}`;
+  assert.equal(session.published.filter((m) => m.topic === topic).length, 1, "sent live");
+  session.cut();
+  await flushMicrotasks();
+  const before = session.published.length;
+  await reconnect();
+  await flushMicrotasks();
+  while (session.complete() > 0) await flushMicrotasks();
+  const replayed = session.published.slice(before).filter((m) => m.topic === topic);
+  assert.deepEqual(
+    replayed.map((m) =>
+      (m.payload.metrics ?? []).map((x) => [Number(x.timestamp), x.double_value, x.is_historical])
+    ),
+    [[[lost, 1.25, true]]],
+    "the change whose write failed reaches the host, with is_historical, after the births",
+  );
+  const stopping = node.stop();
+  await flushMicrotasks();
+  session.complete();
+  await stopping;
+  await history.stop();
+});

@@ -1,0 +1,64 @@
+/**
+ * A live DDATA handed to the MQTT client whose write then fails because the connection went away
+ * (MQTT.js fails a QoS 0 write on the closed socket, and the session's end a QoS 1 one never
+ * acknowledged) is store and forward's to keep: without the history ring it joins the
+ * store-and-forward queue and goes out, with is_historical, after the next births. (With the ring:
+ * tests/sparkplug/replay_walk_test.ts.)
+ *
+ * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts) whose writes complete, or fail
+ * with the connection, when the test says so.
+ */
+import assert from "node:assert/strict";
+import type { PublishedEvent } from "../../src/events/mod.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { deviceCaps, edgeNodeRig, signalSpec } from "./_edge_node_rig.ts";
+
+const P = "p0";
+const DEV = sparkplugDeviceId(P, "dev0");
+
+function update(value: number): PublishedEvent {
+  return {
+    id: 1,
+    event: {
+      kind: "state_update",
+      provider_id: P,
+      device_id: "dev0",
+      signal_id: "a",
+      value: { type: "double", double: value },
+      quality: "OK",
+      timestamp_ms: 0,
+    },
+  };
+}
+
+Deno.test("a live DDATA whose write fails as the connection is cut is kept and forwarded after the next births", async () => {
+  const caps = deviceCaps(P, "dev0", { signals: [signalSpec("a", "double")] });
+  const r = edgeNodeRig({ providers: [{ id: P, available: true, devices: [caps] }], hold: true });
+  await r.online();
+  r.session.complete();
+  await flushMicrotasks();
+  r.emit(update(2.5));
+  await flushMicrotasks();
+  const topic = `spBv1.0/g/DDATA/n/${DEV}`;
+  assert.equal(r.session.published.filter((m) => m.topic === topic).length, 1, "sent live");
+  r.session.cut();
+  await flushMicrotasks();
+  assert.equal(r.node.counts.publishFailures, 1);
+
+  // The next session (after reconnect_ms and the bdSeq record) comes up: births, then the queue.
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  assert.equal(r.sessions.length, 2, "a new session");
+  r.session.up();
+  await flushMicrotasks();
+  while (r.session.complete() > 0) await flushMicrotasks();
+  const forwarded = r.session.published.filter((m) => m.topic === topic);
+  assert.deepEqual(
+    forwarded.map((m) => (m.payload.metrics ?? []).map((x) => [x.double_value, x.is_historical])),
+    [[[2.5, true]]],
+    "the change whose write failed reaches the host, with is_historical, after the births",
+  );
+  assert.equal(r.node.counts.stored, 1);
+  await r.stop();
+});
