@@ -53,10 +53,10 @@ import {
   propertySet,
   QUALITY_CODE,
   signalBirthMetric,
+  signalValueFields,
   sparkplugDeviceId,
   sparkplugDeviceProvider,
   topicOf,
-  valueFields,
 } from "./payloads.ts";
 
 /** The node-level state published in NBIRTH and NDATA. */
@@ -1291,12 +1291,13 @@ export class SparkplugEdgeNode {
         continue;
       }
       const metrics: Metric[] = [];
+      const types = this.#devices.get(id)?.types;
       for (const [signalId, p] of signals) {
         metrics.push({
           alias: this.#alias(id, signalId),
           timestamp: p.timestampMs,
           properties: propertySet({ Quality: QUALITY_CODE[p.quality] }),
-          ...valueFields(p.value),
+          ...signalValueFields(p.value, types?.get(signalId) ?? null),
         });
       }
       // In order: while anything is stored, new data queues behind it.
@@ -1415,7 +1416,9 @@ export class SparkplugEdgeNode {
     const signalId = key?.slice(deviceId.length + 1);
     if (signalId === undefined || !dev.signals.has(signalId)) return false;
     const born = dev.types.get(signalId) ?? null;
-    return born === null || m.is_null === true || m[VALUE_FIELD_OF[born]] !== undefined;
+    // A typeless signal's values travel as text (signalValueFields).
+    const field = born === null ? "string_value" : VALUE_FIELD_OF[born];
+    return m.is_null === true || m[field] !== undefined;
   }
 
   // ---- store and forward from the history ring ----
@@ -1546,7 +1549,7 @@ export class SparkplugEdgeNode {
           timestamp: timeMs,
           is_historical: true,
           properties: propertySet({ Quality: QUALITY_CODE[quality] }),
-          ...valueFields(value),
+          ...signalValueFields(value, born),
         });
       });
       if (t === null) {

@@ -153,6 +153,30 @@ export function valueFields(v: TypedValue | null): Metric {
   }
 }
 
+/**
+ * The value fields of a signal's value as its birth declares the signal: a typeless signal (no
+ * declared type) is born as a String, and Sparkplug reads a metric's value from the field its
+ * datatype names, so its values travel as text (`string_value`; bytes as base64), whatever type a
+ * poll returned.
+ */
+export function signalValueFields(v: TypedValue | null, declared: ValueType | null): Metric {
+  if (v === null || declared !== null) return valueFields(v);
+  switch (v.type) {
+    case "double":
+      return { string_value: String(v.double) };
+    case "int64":
+      return { string_value: String(v.int64) };
+    case "uint64":
+      return { string_value: String(v.uint64) };
+    case "bool":
+      return { string_value: String(v.bool) };
+    case "string":
+      return { string_value: v.string };
+    case "bytes":
+      return { string_value: v.base64 };
+  }
+}
+
 /** A property set from plain values (strings, booleans, integers as Int32/Int64). */
 export function propertySet(props: Record<string, string | boolean | number>): Metric {
   const keys = Object.keys(props);
@@ -187,7 +211,7 @@ export function signalBirthMetric(
     timestamp: timestampMs,
     datatype: dataTypeOf(spec.valueType),
     properties: propertySet(props),
-    ...valueFields(value),
+    ...signalValueFields(value, spec.valueType),
   };
 }
 
