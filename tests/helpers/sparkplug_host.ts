@@ -8,6 +8,7 @@ import mqtt, { type IClientOptions, type MqttClient } from "mqtt";
 import { decode, encode } from "../../src/sparkplug/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
+import { waitFor } from "./kernel.ts";
 
 /** One message the host received: its topic, the decoded payload and the bytes as sent. */
 export interface Received {
@@ -74,6 +75,49 @@ export async function sparkplugHost(
  */
 export function reconnectingHost(url: string, group: string): Promise<SparkplugHost> {
   return sparkplugHost(url, group, { reconnectPeriod: 100, clean: false });
+}
+
+/**
+ * The alias the edge node `node`'s latest NBIRTH the host received gave `Runtime/Command Result`,
+ * the String the node answers NCMDs (and DCMDs no device metric carries) on. Waits for the NBIRTH.
+ */
+export async function commandResultAlias(
+  host: SparkplugHost,
+  group: string,
+  node: string,
+): Promise<unknown> {
+  const topic = `spBv1.0/${group}/NBIRTH/${node}`;
+  const nbirth = await waitFor("NBIRTH", () => host.messages.findLast((m) => m.topic === topic));
+  const metric = (nbirth.payload.metrics ?? []).find((m) => m.name === "Runtime/Command Result");
+  if (metric === undefined) throw new Error(`the NBIRTH of ${node} has no Runtime/Command Result`);
+  return metric.alias;
+}
+
+/**
+ * The node's answers (the Strings of its `Runtime/Command Result`, `alias`) in the NDATA the host
+ * received from message `from` on, once there are `count` of them; after `timeoutMs`, those there
+ * are (for the assertion to show).
+ */
+export async function nodeAnswers(
+  host: SparkplugHost,
+  o: {
+    readonly group: string;
+    readonly node: string;
+    readonly alias: unknown;
+    readonly from: number;
+    readonly count: number;
+  },
+  timeoutMs = 10_000,
+): Promise<unknown[]> {
+  const topic = `spBv1.0/${o.group}/NDATA/${o.node}`;
+  const answers = () =>
+    host.messages.slice(o.from).flatMap((m) => m.topic === topic ? m.payload.metrics ?? [] : [])
+      .filter((x) => x.alias === o.alias && typeof x.string_value === "string")
+      .map((x) => x.string_value);
+  return await waitFor("the node's answers", () => {
+    const a = answers();
+    return a.length >= o.count ? a : null;
+  }, timeoutMs).catch(() => answers());
 }
 
 /** Sets relay 3 of the simulated provider's `sim0/relayio0` through the router, as an operator. */

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { commandResultAlias, nodeAnswers, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
@@ -37,10 +37,7 @@ Deno.test({
         "relayio0's DBIRTH",
         () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
       );
-      const nbirth = host.messages.findLast((m) => m.topic === `spBv1.0/${GROUP}/NBIRTH/${NODE}`)!;
-      const resultAlias = (nbirth.payload.metrics ?? []).find((m) =>
-        m.name === "Runtime/Command Result"
-      )!.alias;
+      const alias = await commandResultAlias(host, GROUP, NODE);
       const sim = rt.registry.host("sim0")!;
       Deno.kill(sim.session!.pid, "SIGKILL");
       await waitFor(
@@ -52,16 +49,9 @@ Deno.test({
       await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`, [
         { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true },
       ]);
-      const answer = await waitFor(
-        "the command's answer",
-        () =>
-          host.messages.slice(before).flatMap((m) =>
-            m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
-          ).find((x) => x.alias === resultAlias && typeof x.string_value === "string"),
-      );
-      assert.equal(
-        answer.string_value,
-        `${relay}/Functions/set_relay_ch3: REFUSED: device down (provider sim0 ${sim.lifecycle})`,
+      assert.deepEqual(
+        await nodeAnswers(host, { group: GROUP, node: NODE, alias, from: before, count: 1 }),
+        [`${relay}/Functions/set_relay_ch3: REFUSED: device down (provider sim0 ${sim.lifecycle})`],
         "the host is told what became of the device",
       );
 
@@ -71,16 +61,9 @@ Deno.test({
       await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${unknown}`, [
         { name: "Functions/x", datatype: 11, boolean_value: true },
       ]);
-      const other = await waitFor(
-        "the unknown device's answer",
-        () =>
-          host.messages.slice(from).flatMap((m) =>
-            m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
-          ).find((x) => x.alias === resultAlias && typeof x.string_value === "string"),
-      );
-      assert.equal(
-        other.string_value,
-        `${unknown}/Functions/x: REFUSED: no such device on this node`,
+      assert.deepEqual(
+        await nodeAnswers(host, { group: GROUP, node: NODE, alias, from, count: 1 }),
+        [`${unknown}/Functions/x: REFUSED: no such device on this node`],
       );
     } finally {
       await rt?.stop();

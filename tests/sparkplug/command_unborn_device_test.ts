@@ -15,22 +15,19 @@ import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
 const P = "p0";
 const NEW = sparkplugDeviceId(P, "dev1");
 
-Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waiting) is refused as not born yet, not as no such device", async () => {
+/**
+ * Born with dev0; then the broker stops confirming writes (MAX_IN_FLIGHT outstanding), the
+ * provider's rediscovery finds dev1, and a DCMD to dev1 arrives: its DBIRTH waits for a write.
+ */
+async function commandWhileBirthWaits() {
   const caps = (d: string) => deviceCaps(P, d, { functions: [pulseFunction("pulse")] });
   const provider = { id: P, available: true, devices: [caps("dev0")] };
-  const rig = edgeNodeRig({
-    providers: [provider],
-    mode: "MANUAL",
-    hold: true,
-    recordCalls: true,
-  });
+  const rig = edgeNodeRig({ providers: [provider], mode: "MANUAL", hold: true, recordCalls: true });
   await rig.online();
   rig.session.complete();
   await flushMicrotasks();
   assert.ok(rig.node.online, "born");
   const resultAlias = rig.nodeAlias("Runtime/Command Result");
-
-  // The broker stops confirming writes; meanwhile the provider's rediscovery finds dev1.
   while (rig.session.inFlight < MAX_IN_FLIGHT) rig.node.rebirth();
   const from = rig.session.published.length;
   provider.devices = [caps("dev0"), caps("dev1")];
@@ -41,8 +38,12 @@ Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waitin
   ]);
   await flushMicrotasks();
   assert.deepEqual(rig.calls, [], "no call: the device is not born");
+  return { rig, resultAlias, from };
+}
 
-  // Writes complete: the answer, then the DBIRTH that waited (a write each).
+Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waiting) is refused as not born yet, not as no such device", async () => {
+  const { rig, resultAlias, from } = await commandWhileBirthWaits();
+  // Writes complete: the DBIRTH that waited and the answer (a write each).
   rig.session.completeOne();
   await flushMicrotasks();
   rig.session.completeOne();
@@ -65,30 +66,14 @@ Deno.test("a DCMD to a device added while the writes are full (its DBIRTH waitin
 });
 
 Deno.test("the not-born-yet answer to a DCMD follows the DBIRTH it names, whichever write completes first", async () => {
-  const caps = (d: string) => deviceCaps(P, d, { functions: [pulseFunction("pulse")] });
-  const provider = { id: P, available: true, devices: [caps("dev0")] };
-  const rig = edgeNodeRig({ providers: [provider], mode: "MANUAL", hold: true, recordCalls: true });
-  await rig.online();
-  rig.session.complete();
-  await flushMicrotasks();
-  const resultAlias = rig.nodeAlias("Runtime/Command Result");
-
-  while (rig.session.inFlight < MAX_IN_FLIGHT) rig.node.rebirth();
-  const from = rig.session.published.length;
-  provider.devices = [caps("dev0"), caps("dev1")];
-  rig.changed(P);
-  await flushMicrotasks();
-  rig.command(`spBv1.0/g/DCMD/n/${NEW}`, [
-    { name: "Functions/pulse", datatype: DataType.Boolean, boolean_value: true },
-  ]);
-  await flushMicrotasks();
-  // Writes complete one by one until both went out.
+  const { rig, resultAlias, from } = await commandWhileBirthWaits();
   const isAnswer = (m: (typeof rig.session.published)[number]) =>
     m.topic === "spBv1.0/g/NDATA/n" &&
     (m.payload.metrics ?? []).some((x) =>
       x.alias === resultAlias && String(x.string_value).startsWith(`${NEW}/Functions/pulse:`)
     );
   const birth = `spBv1.0/g/DBIRTH/n/${NEW}`;
+  // Writes complete one by one until both went out.
   for (let i = 0; i < 4; i++) {
     rig.session.completeOne();
     await flushMicrotasks();

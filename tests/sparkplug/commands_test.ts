@@ -9,7 +9,13 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { setSimRelay, type SparkplugHost, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import {
+  commandResultAlias,
+  nodeAnswers,
+  setSimRelay,
+  type SparkplugHost,
+  sparkplugHost,
+} from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
@@ -392,22 +398,18 @@ Deno.test({
       );
       const signal = (birth.payload.metrics ?? []).find((m) => m.name === "relay_ch3_state")!;
       assert.equal(signal.datatype, 11, "a Boolean signal");
-      const nbirth = host.messages.find((m) => m.topic.includes("/NBIRTH/"))!;
-      const resultAlias = (nbirth.payload.metrics ?? []).find((m) =>
-        m.name === "Runtime/Command Result"
-      )!.alias;
+      const alias = await commandResultAlias(host, GROUP, NODE);
       const before = host.messages.length;
       const refused = rt.sparkplug!.counts.commandsRefused;
       for (const name of ["relay_ch3_state", "Functions/no_such_thing"]) {
         await host.send(DCMD, [{ name, datatype: 11, boolean_value: true }]);
       }
       await waitFor("both refused", () => rt!.sparkplug!.counts.commandsRefused === refused + 2);
-      const nodeAnswers = await waitFor("the node's answers", () => {
-        const a = host.messages.slice(before).flatMap((m) =>
-          m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
-        ).filter((x) => x.alias === resultAlias).map((x) => x.string_value);
-        return a.length === 2 ? a : null;
-      }, 3000).catch(() => []);
+      const answers = await nodeAnswers(
+        host,
+        { group: GROUP, node: NODE, alias, from: before, count: 2 },
+        3000,
+      );
       const born = new Set((birth.payload.metrics ?? []).map((m) => m.alias));
       const ddata = host.messages.slice(before).filter((m) =>
         m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}`
@@ -424,7 +426,7 @@ Deno.test({
         [],
         "answers published on metrics that are no function of the device",
       );
-      assert.deepEqual(nodeAnswers, [
+      assert.deepEqual(answers, [
         `${relay}/relay_ch3_state: REFUSED: signals are read-only; write a Functions/<name> metric`,
         `${relay}/Functions/no_such_thing: REFUSED: no such function`,
       ]);
@@ -446,13 +448,7 @@ Deno.test({
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { commands: true }));
-      const nbirth = await waitFor(
-        "NBIRTH",
-        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/NBIRTH/${NODE}`),
-      );
-      const resultAlias = (nbirth.payload.metrics ?? []).find((m) =>
-        m.name === "Runtime/Command Result"
-      )!.alias;
+      const resultAlias = await commandResultAlias(host, GROUP, NODE);
       await waitFor(
         "relayio0's DBIRTH",
         () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
@@ -468,12 +464,11 @@ Deno.test({
         { alias: resultAlias, datatype: 11, boolean_value: true },
       ]);
       await waitFor("both refused", () => rt!.sparkplug!.counts.commandsRefused === refused + 2);
-      const answers = await waitFor("the node's answers", () => {
-        const a = host.messages.slice(before).flatMap((m) =>
-          m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` ? m.payload.metrics ?? [] : []
-        ).filter((x) => x.alias === resultAlias).map((x) => x.string_value);
-        return a.length === 2 ? a : null;
-      }, 3000).catch(() => []);
+      const answers = await nodeAnswers(
+        host,
+        { group: GROUP, node: NODE, alias: resultAlias, from: before, count: 2 },
+        3000,
+      );
       assert.deepEqual(answers, [
         `${gone}/Functions/set_relay_ch3: REFUSED: no such device on this node`,
         `${gone}/alias ${resultAlias}: REFUSED: no such device on this node`,
