@@ -1607,7 +1607,7 @@ export class SparkplugEdgeNode {
     const status = this.#o.status();
     const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
     if (metrics.length === 0) return;
-    if (this.#send("NDATA", undefined, { timestamp: now, metrics }, false)) {
+    if (this.#send("NDATA", undefined, { timestamp: now, metrics }, false, 0)) {
       this.#lastNode = status;
     } else {
       this.#nodeBehind = true;
@@ -1629,7 +1629,11 @@ export class SparkplugEdgeNode {
     this.#lastNode = status;
     for (const m of metrics) m.is_historical = true;
     this.#nodeKept.push({ timestampMs: now, metrics });
-    if (this.#nodeKept.length <= MAX_NODE_CHANGES_KEPT) return;
+    if (this.#nodeKept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
+  }
+
+  /** #nodeKept beyond MAX_NODE_CHANGES_KEPT: the oldest goes (counted, WARNed once per outage). */
+  #nodeKeptOver(): void {
     this.#nodeKept.shift();
     this.counts.storeDropped++;
     if (!this.#nodeKeptWarned) {
@@ -2072,6 +2076,10 @@ export class SparkplugEdgeNode {
     deviceId: string | undefined,
     p: Payload,
     always: boolean,
+    /**
+     * Live data store and forward takes back should its write fail (#lost, #lostNode): for a
+     * DDATA the poll sequence of its changes; for an NDATA of node metric changes any number.
+     */
     liveSeq?: number,
   ): boolean {
     const session = this.#session;
@@ -2093,11 +2101,30 @@ export class SparkplugEdgeNode {
       this.#inFlight--;
       this.counts.publishFailures++;
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
-      if (liveSeq !== undefined && deviceId !== undefined) {
+      if (liveSeq === undefined) return;
+      if (type === "NDATA") this.#contain("store and forward", () => this.#lostNode(p));
+      else if (deviceId !== undefined) {
         this.#contain("store and forward", () => this.#lost(deviceId, p, liveSeq));
       }
     });
     return true;
+  }
+
+  /**
+   * An NDATA of node metric changes whose write failed after it was handed over (the connection
+   * went away under it): kept with the changes noted while not online (#nodeKept, in time order,
+   * is_historical), so a latch whose NDATA was cut off still reaches the host's history before
+   * its release, after the next births. The births carry the metrics as they are then.
+   */
+  #lostNode(p: Payload): void {
+    if (this.#stopped) return;
+    for (const m of p.metrics) m.is_historical = true;
+    const kept = this.#nodeKept;
+    let i = kept.length;
+    while (i > 0 && kept[i - 1]!.timestampMs > p.timestamp) i--;
+    kept.splice(i, 0, { timestampMs: p.timestamp, metrics: p.metrics });
+    if (kept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
+    this.#drainNode();
   }
 
   /**

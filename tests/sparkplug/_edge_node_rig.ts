@@ -84,6 +84,8 @@ export interface EdgeNodeRig {
   readonly node: SparkplugEdgeNode;
   /** The node's clock (reconnect_ms and the other timers run on it). */
   readonly clock: ManualClock;
+  /** The node metrics' mode and latch as the node reads them now (the test changes them). */
+  readonly status: { mode: string; estopLatched: boolean };
   readonly providers: RigProvider[];
   /** The calls made (with `recordCalls`), in order. */
   readonly calls: CallRequest[];
@@ -131,6 +133,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
   const sessions: HeldSession[] = [];
   const calls: CallRequest[] = [];
   const clock = new ManualClock();
+  const status = { mode: o.mode ?? "IDLE", estopLatched: false };
   const recording: CommandPorts = {
     call(req) {
       calls.push(req);
@@ -156,8 +159,8 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     inventory,
     reads: { signal: () => undefined, qualityNow: (_p, _d, _s, s) => s.quality },
     status: () => ({
-      mode: o.mode ?? "IDLE",
-      estopLatched: false,
+      mode: status.mode,
+      estopLatched: status.estopLatched,
       alarmsActive: 0,
       alarmsUnacked: 0,
       providersUp: providers.filter((p) => p.available).length,
@@ -176,6 +179,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
   return {
     node,
     clock,
+    status,
     providers,
     calls,
     sessions,

@@ -62,3 +62,43 @@ Deno.test("a live DDATA whose write fails as the connection is cut is kept and f
   assert.equal(r.node.counts.stored, 1);
   await r.stop();
 });
+
+Deno.test("an NDATA of the e-stop latch whose write fails as the connection is cut reaches the host's history after the next births", async () => {
+  const r = edgeNodeRig({ hold: true });
+  await r.online();
+  r.session.complete();
+  await flushMicrotasks();
+  const latchAlias = r.nodeAlias("Runtime/Estop Latched");
+  const estop = (latched: boolean): PublishedEvent => ({
+    id: 1,
+    event: { kind: "estop_change", latched, reason: null, cause: null, timestamp_ms: 0 },
+  });
+  // The latch engages: its NDATA goes out live, and the connection is cut under it.
+  r.status.estopLatched = true;
+  r.emit(estop(true));
+  await flushMicrotasks();
+  assert.equal(r.session.published.at(-1)?.topic, "spBv1.0/g/NDATA/n", "sent live");
+  r.clock.advance(10);
+  r.session.cut();
+  await flushMicrotasks();
+  // Released while the node is away (the latch's whole episode happened around the outage).
+  r.clock.advance(10);
+  r.status.estopLatched = false;
+  r.emit(estop(false));
+  await flushMicrotasks();
+
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  r.session.up();
+  await flushMicrotasks();
+  while (r.session.complete() > 0) await flushMicrotasks();
+  const history = r.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((
+    m,
+  ) => (m.payload.metrics ?? []).filter((x) => x.alias === latchAlias))
+    .map((x) => [x.boolean_value, x.is_historical === true]);
+  assert.deepEqual(
+    history,
+    [[true, true], [false, true]],
+    "the host's history has the latch and its release, in order",
+  );
+  await r.stop();
+});
