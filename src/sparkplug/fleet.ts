@@ -115,6 +115,10 @@ export async function collectFleet(
           ? names.get(m.alias)
           : undefined;
         if (typeof m.name === "string" && typeof m.alias === "number") names.set(m.alias, m.name);
+        // Store and forward's replay of what changed while the node was away (after its births,
+        // which carry the metrics as they are; a live change may even precede its last ones):
+        // history, not the node's state now.
+        if (m.is_historical === true) continue;
         switch (name) {
           case NODE_METRICS.bdSeq:
             n!.bdSeq = Number(m.long_value ?? 0);

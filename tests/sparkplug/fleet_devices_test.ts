@@ -73,3 +73,42 @@ Deno.test("a node's NDEATH (of its birth's bdSeq) leaves it no devices born; a s
     ["dead", false, 0],
   ]);
 });
+
+Deno.test("historical node metrics (store and forward's NDATA with is_historical) do not overwrite what the fleet view shows as now", async () => {
+  // An edge node back from an outage publishes its births (the metrics as they are now), then
+  // what changed while it was away, flagged is_historical and oldest first; with its writes at
+  // their bound a live change can even go out before the last of those. The e-stop latched and
+  // released while it was away is history: the node's latch is off now.
+  const session = new HeldSession({ hold: false });
+  const clock = new ManualClock();
+  const collected = collectFleet({
+    url: "mqtt://test",
+    group: "g",
+    waitMs: 1000,
+    connect: () => Promise.resolve(session),
+    clock,
+  });
+  await flushMicrotasks();
+  session.up();
+  await flushMicrotasks();
+  const send = (topic: string, metrics: Array<Record<string, unknown>>) =>
+    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  send("NBIRTH/n", [
+    { name: "bdSeq", datatype: DataType.UInt64, long_value: 1 },
+    { name: "Runtime/Mode", alias: 2, datatype: DataType.String, string_value: "MANUAL" },
+    { name: "Runtime/Estop Latched", alias: 3, datatype: DataType.Boolean, boolean_value: false },
+  ]);
+  // A live change first, then the last historical ones (writes were at their bound).
+  send("NDATA/n", [{ alias: 2, string_value: "AUTO" }]);
+  send("NDATA/n", [
+    { alias: 3, boolean_value: true, is_historical: true },
+    { alias: 2, string_value: "FAULT", is_historical: true },
+  ]);
+  clock.advance(1000);
+  const { nodes } = await collected;
+  assert.deepEqual(
+    nodes.map((n) => [n.node, n.mode, n.estopLatched]),
+    [["n", "AUTO", false]],
+    "the fleet view shows the node as it is now",
+  );
+});
