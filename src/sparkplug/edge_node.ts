@@ -673,6 +673,9 @@ export class SparkplugEdgeNode {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    // Dead to the group from its NDEATH on: nothing queued meanwhile (a poll pass's DDATA due, a
+    // birth waiting, what a completed write starts while the session ends) goes out after it.
+    this.#born = false;
     this.#wake?.();
     for (const u of this.#unsubscribe.splice(0)) u();
     const session = this.#session;
@@ -2083,7 +2086,7 @@ export class SparkplugEdgeNode {
     liveSeq?: number,
   ): boolean {
     const session = this.#session;
-    if (session === null || !session.connected) return false;
+    if (session === null || !session.connected || this.#stopped) return false;
     if (!always && this.#inFlight >= MAX_IN_FLIGHT) {
       this.counts.publishFailures++;
       return false;
