@@ -419,8 +419,9 @@ export class SparkplugEdgeNode {
   readonly #answersAfterBirth = new Map<string, { name: string; text: string }[]>();
   #answersAfterBirthCount = 0;
   /**
-   * Node metric changes while not online (after the first births), oldest first, each an NDATA's
-   * metrics (is_historical) at its time: MAX_NODE_CHANGES_KEPT at most.
+   * Node metric changes while not online (after the first births), and those whose live NDATA
+   * failed with the connection (#lostNode), oldest first, each an NDATA's metrics (is_historical)
+   * at its time: MAX_NODE_CHANGES_KEPT at most.
    */
   #nodeKept: { readonly timestampMs: number; readonly metrics: Metric[] }[] = [];
   /** The current outage's drops of #nodeKept have been WARNed. */
