@@ -12,7 +12,11 @@ import { collectFleet, DataType, encode } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { HeldSession } from "../helpers/held_session.ts";
 
-Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the fleet view; a DDEATH of one never born takes none away", async () => {
+/**
+ * The fleet view listening (group "g", 1 s on a manual clock) to a session double that is up:
+ * `send` hands it one edge node message; `collected` settles once the clock passed the second.
+ */
+async function listening() {
   const session = new HeldSession({ hold: false });
   const clock = new ManualClock();
   const collected = collectFleet({
@@ -27,6 +31,11 @@ Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the 
   await flushMicrotasks();
   const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
     session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  return { clock, collected, send };
+}
+
+Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the fleet view; a DDEATH of one never born takes none away", async () => {
+  const { clock, collected, send } = await listening();
   send("NBIRTH/n", [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }]);
   const signal = (datatype: number) => [{ name: "a", alias: 10, datatype }];
   send("DBIRTH/n/p0:dev0", signal(DataType.Double));
@@ -42,20 +51,7 @@ Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the 
 });
 
 Deno.test("a node's NDEATH (of its birth's bdSeq) leaves it no devices born; a stale NDEATH of an older bdSeq takes none", async () => {
-  const session = new HeldSession({ hold: false });
-  const clock = new ManualClock();
-  const collected = collectFleet({
-    url: "mqtt://test",
-    group: "g",
-    waitMs: 1000,
-    connect: () => Promise.resolve(session),
-    clock,
-  });
-  await flushMicrotasks();
-  session.up();
-  await flushMicrotasks();
-  const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
-    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  const { clock, collected, send } = await listening();
   const bdSeq = (n: number) => [{ name: "bdSeq", datatype: DataType.UInt64, long_value: n }];
   const signal = [{ name: "a", alias: 10, datatype: DataType.Double }];
   for (const node of ["dead", "alive"]) {
@@ -79,20 +75,7 @@ Deno.test("historical node metrics (store and forward's NDATA with is_historical
   // what changed while it was away, flagged is_historical and oldest first; with its writes at
   // their bound a live change can even go out before the last of those. The e-stop latched and
   // released while it was away is history: the node's latch is off now.
-  const session = new HeldSession({ hold: false });
-  const clock = new ManualClock();
-  const collected = collectFleet({
-    url: "mqtt://test",
-    group: "g",
-    waitMs: 1000,
-    connect: () => Promise.resolve(session),
-    clock,
-  });
-  await flushMicrotasks();
-  session.up();
-  await flushMicrotasks();
-  const send = (topic: string, metrics: Array<Record<string, unknown>>) =>
-    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  const { clock, collected, send } = await listening();
   send("NBIRTH/n", [
     { name: "bdSeq", datatype: DataType.UInt64, long_value: 1 },
     { name: "Runtime/Mode", alias: 2, datatype: DataType.String, string_value: "MANUAL" },
