@@ -109,6 +109,42 @@ export async function waitFor<T>(
   }
 }
 
+/**
+ * Resolves once the device `handle` ("provider/device") has been polled `n` more times, counted
+ * from the call (a poll that fails counts: the cache marks the device then too). The proof that a
+ * window a test asserts "nothing happened" in has passed, measured in the runtime's own poll
+ * cycles (which slow down with a loaded machine, as a fixed sleep does not). Bounded: throws
+ * after `timeoutMs`, naming `what`.
+ */
+export async function afterPolls(
+  rt: Kernel,
+  handle: string,
+  n: number,
+  what = `${n} polls of ${handle}`,
+  timeoutMs = 10000,
+): Promise<void> {
+  const [providerId, deviceId] = handle.split("/");
+  let seen = 0;
+  let done: () => void = () => {};
+  const reached = new Promise<void>((r) => (done = r));
+  const off = rt.cache.onDevicePolled((d) => {
+    if (d.providerId === providerId && d.deviceId === deviceId && ++seen >= n) done();
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out waiting for ${what} (${seen} of ${n} seen)`)),
+      timeoutMs,
+    );
+  });
+  try {
+    await Promise.race([reached, late]);
+  } finally {
+    off();
+    clearTimeout(timer);
+  }
+}
+
 /** Collects events from the runtime's bus until disposed. */
 export function recordEvents(rt: Kernel): { events: RuntimeEvent[]; stop: () => void } {
   const events: RuntimeEvent[] = [];
