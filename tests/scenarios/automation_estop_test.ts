@@ -3,7 +3,7 @@
  * safe; re-arming is refused while latched, and releasing the latch restarts nothing.
  */
 import assert from "node:assert/strict";
-import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import {
   automationConfig,
   cached,
@@ -62,10 +62,12 @@ Deno.test("AutomationEngine halts on an e-stop mid-tree and its calls stay refus
       assert.equal(rt.modes.current(), "FAULT");
 
       // Releasing the latch re-arms nothing: the mode stays FAULT, the tree does not tick and
-      // the motor stays at 0 across several tick periods and polls.
-      rt.estop.clear();
+      // the motor stays at 0 across several tick periods (20 Hz) and polls: three polls of the
+      // motor's device after the release are the proof the window has passed.
       const ticks = engine.status().engine_diagnostics.total_ticks;
-      await new Promise((r) => setTimeout(r, 600));
+      const polls = afterPolls(rt, "sim0/motorctl0", 3, "three polls after the release");
+      rt.estop.clear();
+      await polls;
       assert.equal(rt.modes.current(), "FAULT");
       assert.equal(engine.status().engine_diagnostics.total_ticks, ticks);
       assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
