@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
-import { waitFor } from "../helpers/kernel.ts";
+import { afterPolls, waitFor } from "../helpers/kernel.ts";
 import { automationOptions, cached, MOTOR_THEN_SLEEP, TreeDir } from "./automation_helpers.ts";
 
 Deno.test("POST /v0/mode is refused while the e-stop is latched and a clear re-arms nothing", async () => {
@@ -36,11 +36,13 @@ Deno.test("POST /v0/mode is refused while the e-stop is latched and a clear re-a
       }
       assert.equal((await fx.request("GET", "/v0/mode")).json.mode, "FAULT");
 
+      // Released, but nothing re-armed: FAULT, no tick, the motor stays at 0 across polls --
+      // three polls of the motor's device after the release prove the window has passed.
+      const ticks = fx.runtime.automation!.status().engine_diagnostics.total_ticks;
+      const polls = afterPolls(fx.runtime, "sim0/motorctl0", 3, "three polls after the release");
       const clear = await post("/v0/estop/clear");
       assert.equal(clear.status, 200);
-      // Released, but nothing re-armed: FAULT, no tick, the motor stays at 0 across polls.
-      const ticks = fx.runtime.automation!.status().engine_diagnostics.total_ticks;
-      await new Promise((r) => setTimeout(r, 500));
+      await polls;
       assert.equal((await fx.request("GET", "/v0/mode")).json.mode, "FAULT");
       assert.equal(fx.runtime.automation!.status().engine_diagnostics.total_ticks, ticks);
       assert.equal(cached(fx.runtime, "sim0/motorctl0", "motor1_duty"), 0);
