@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { deviceDownAfterMs } from "../../src/state/mod.ts";
-import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
 import { automationConfig, cached, eventsOf, TreeDir, treeXml } from "./automation_helpers.ts";
 
@@ -66,7 +66,11 @@ Deno.test("Device drop-out: AUTO is refused while a device the tree names does n
     });
     assert.equal(rt.modes.current(), "MANUAL");
     // Past the bound it is down: still refused, and automation status says why nothing runs.
-    await new Promise((r) => setTimeout(r, deviceDownAfterMs(rt.config.polling.intervalMs) + 50));
+    await waitFor(
+      "motorctl0 down (past the bound)",
+      () => rt.outages.condition("sim0", "motorctl0").kind === "down",
+      deviceDownAfterMs(rt.config.polling.intervalMs) + 10_000,
+    );
     await assert.rejects(rt.modes.request("AUTO"), /sim0\/motorctl0 \(its reads fail\)/);
     const status = rt.automation!.status();
     assert.equal(status.not_running?.cause, "mode");
@@ -109,7 +113,8 @@ Deno.test("Device drop-out in AUTO engages the device-loss latch: FAULT, tree ha
         () => rt.cache.device("sim0", "motorctl0")?.available === true,
         5000,
       );
-      await new Promise((r) => setTimeout(r, 500));
+      // Three polls of the device it answers: the window in which a re-command would show.
+      await afterPolls(rt, "sim0/motorctl0", 3, "three polls of motorctl0 back");
       const automated = (await rt.audit.query({ limit: 1000 })).entries.filter((e) =>
         e.origin.kind === "automation" && e.last_time_epoch_ms > faultAt
       );
