@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
-import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
 import { automationConfig, cached, eventsOf, TreeDir, treeXml } from "./automation_helpers.ts";
@@ -74,7 +74,8 @@ Deno.test("AutomationEngine refuses AUTO while a named device is down and latche
       await waitFor("sim0 back again", () => host.available, 10000);
       await waitFor("fresh provider polled", () => rt.cache.device("sim0", "motorctl0")?.available);
       assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
-      await new Promise((r) => setTimeout(r, 400));
+      // Three polls of the returned device: the window in which a restart would show.
+      await afterPolls(rt, "sim0/motorctl0", 3, "three polls of the returned motorctl0");
       assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0, "not restarted by itself");
       assert.equal(rt.modes.current(), "FAULT");
 
@@ -142,8 +143,10 @@ Deno.test("AutomationEngine: AUTO entered while a latched device is still down k
       assert.equal(host.available, false, "AUTO was entered while sim1 was still down");
       await waitFor("sim1 back", () => host.available, 10000);
       await waitFor("motorctl0 polled", () => rt.cache.device("sim1", "motorctl0")?.available);
-      // Several ticks with sim1 back (20 Hz).
-      await new Promise((r) => setTimeout(r, 500));
+      // Several ticks with sim1 back (20 Hz): five more counted, each one a chance to call it.
+      const ticks = () => rt.automation!.status().engine_diagnostics.total_ticks;
+      const from = ticks();
+      await waitFor("five ticks with sim1 back", () => ticks() >= from + 5);
       await rt.cache.pollDevice("sim1", "motorctl0");
       assert.equal(
         cached(rt, "sim1/motorctl0", "motor1_duty"),
