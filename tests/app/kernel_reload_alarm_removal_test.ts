@@ -4,7 +4,7 @@
  * alarm on its signal must not stop the machine the operator is reconfiguring).
  */
 import assert from "node:assert/strict";
-import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
@@ -35,8 +35,9 @@ alarms:
     assert.deepEqual(report.providers.removed, ["sim1"]);
     assert.deepEqual(report.applied.includes("alarms"), true);
     assert.deepEqual(report.weakened.map((w) => w.what), ["alarm sim1_hot (action estop) removed"]);
-    // Let any evaluation that the provider's going caused run.
-    await new Promise((r) => setTimeout(r, 300));
+    // Any evaluation the provider's going caused has run once the alarm engine has evaluated
+    // after two more polls of sim0's tempctl0 (sim0_hot reads it).
+    await afterPolls(rt, "sim0/tempctl0", 2, "two polls of sim0/tempctl0 after the reload");
     const raises = events.events.filter((e) => e.kind === "alarm" && e.transition === "raise");
     assert.deepEqual(raises.map((e) => e.kind === "alarm" && e.alarm_id), []);
     assert.equal(rt.estop.status().latched, false, "no e-stop");
