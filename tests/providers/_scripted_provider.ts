@@ -12,7 +12,8 @@
  *   --hang-after-reads N                  answer N ReadSignals, then never answer another
  *   --spawn-helper                        start `sleep 1000` (a helper: the runtime's grandchild)
  *   --ignore-sigterm                      SIGTERM does nothing
- *   --ignore-stdin-eof                    keep running after stdin closes (the ADPP stop signal)
+ *   --ignore-stdin-eof                    keep running after stdin closes (the ADPP stop signal);
+ *                                         logs `stdin_eof` when it does
  *   --say TEXT                            write TEXT as a line to stderr at start
  *   --safe-state-ms N                     declare a safe state that takes N ms to apply, then
  *                                         logs `safe REASON` (stdin_eof: the runtime closed the
@@ -124,6 +125,7 @@ const provider: ProviderHandler = {
 
 if (values["ignore-stdin-eof"]) {
   await serveProvider(provider, { readable: Deno.stdin.readable, writable: Deno.stdout.writable });
+  note("stdin_eof"); // the runtime's graceful stop reached it
   setInterval(() => {}, 1 << 30); // stay alive until killed
 } else {
   await runStdioProvider(provider);

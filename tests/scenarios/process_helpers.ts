@@ -53,6 +53,8 @@ export interface ScriptedLog {
   readonly hangs: string[];
   /** Why the provider applied its safe state, each time it did (`--safe-state-ms`). */
   readonly safe: string[];
+  /** How many times its stdin closed while it kept running (`--ignore-stdin-eof`). */
+  stdinEofs: number;
 }
 
 /** Reads a scripted provider's --log file (empty when it does not exist yet). */
@@ -63,13 +65,14 @@ export function readScriptedLog(path: string): ScriptedLog {
   } catch {
     // not written yet
   }
-  const log: ScriptedLog = { pids: [], helpers: [], hangs: [], safe: [] };
+  const log: ScriptedLog = { pids: [], helpers: [], hangs: [], safe: [], stdinEofs: 0 };
   for (const line of text.split("\n")) {
     const [what, value] = line.split(" ");
     if (what === "pid") log.pids.push(Number(value));
     if (what === "helper") log.helpers.push(Number(value));
     if (what === "hang") log.hangs.push(value!);
     if (what === "safe") log.safe.push(value!);
+    if (what === "stdin_eof") log.stdinEofs++;
   }
   return log;
 }

@@ -42,7 +42,7 @@ Deno.test("a second stop signal kills a provider that ignores stdin EOF and SIGT
     assert.equal(pids.length, 1);
     assert.equal(helpers.length, 1);
     rt.child.kill("SIGINT");
-    await new Promise((r) => setTimeout(r, 300));
+    await gracefulStopReached(log);
     assert.ok(processAlive(pids[0]!), "the provider is still being stopped after the first signal");
     rt.child.kill("SIGTERM");
     const exit = await within(rt.exit, 5000);
@@ -62,6 +62,19 @@ Deno.test("a second stop signal kills a provider that ignores stdin EOF and SIGT
 async function firstSignalTaken(rt: RuntimeProcess): Promise<void> {
   const taken = await within(rt.stderrLine(/SIGINT received: shutting down/), 30_000);
   if (taken === "timeout") assert.fail("the runtime did not take the first SIGINT");
+}
+
+/**
+ * Waits until the runtime's graceful stop has reached a provider run with --ignore-stdin-eof (its
+ * stdin closed: the ADPP stop signal, the ladder's first step; bounded): a first signal that
+ * killed the provider at once would end it before, and it would log nothing.
+ */
+async function gracefulStopReached(log: string): Promise<void> {
+  await waitFor(
+    "the provider's stdin closed by the graceful stop",
+    () => readScriptedLog(log).stdinEofs > 0,
+    30_000,
+  );
 }
 
 /**
@@ -123,7 +136,10 @@ Deno.test("the same stop signal again after STOP_SIGNAL_REPEAT_WINDOW_MS hurries
     const { pids } = readScriptedLog(log);
     rt.child.kill("SIGINT");
     await firstSignalTaken(rt);
-    // The runtime timed the window from before it logged that line: this is past it.
+    await gracefulStopReached(log);
+    // The scenario's input, not a proof that nothing happened: the second signal must come
+    // after the window, which the runtime timed from before it logged that line (a longer wait
+    // under load is still past it).
     await new Promise((r) => setTimeout(r, STOP_SIGNAL_REPEAT_WINDOW_MS + 100));
     assert.ok(processAlive(pids[0]!), "the provider is still being stopped after the first signal");
     rt.child.kill("SIGINT");
