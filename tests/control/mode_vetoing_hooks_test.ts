@@ -10,41 +10,67 @@ import { call, hook, inertSim, plantProvider } from "../safety/_fixture.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { policyProvider } from "../helpers/policy_provider.ts";
 import { load } from "../config/_helpers.ts";
+import type { CallConfig, Config, HookConfig } from "../../src/config/mod.ts";
+
+/** Automation off, these mode-transition hooks only: what each test here starts with. */
+function hooksOnly(
+  hooks: Config["automation"]["modeTransitionHooks"] = {
+    beforeTransition: [],
+    afterTransition: [],
+  },
+): Config["automation"] {
+  return {
+    enabled: false,
+    behaviorTree: null,
+    tickRateHz: 10,
+    manualGatingPolicy: "BLOCK",
+    parameters: [],
+    modeTransitionHooks: hooks,
+  };
+}
+
+/** before_transition[i] (its config key), fail_on_error unless `failOnError` is false. */
+function beforeHook(
+  i: number,
+  from: HookConfig["from"],
+  to: HookConfig["to"],
+  calls: CallConfig[],
+  failOnError = true,
+): HookConfig {
+  return hook(
+    from,
+    to,
+    calls,
+    failOnError,
+    `automation.mode_transition_hooks.before_transition[${i}]`,
+  );
+}
+
+/** An IDLE -> MANUAL before-hook at before_transition[0] setting relay 1 of `relayDevice`. */
+function armingHook(relayDevice: string): HookConfig {
+  return beforeHook(0, "IDLE", "MANUAL", [
+    call(relayDevice, "set_relay_ch1", { enabled: true }, "arming.calls[0]"),
+  ]);
+}
+
+/** The log lines that warn of a vetoing hook. */
+function vetoWarnings(r: { readonly lines: readonly string[] }): string[] {
+  return r.lines.filter((l) => l.includes("vetoes"));
+}
 
 Deno.test("Start-up warns of a before_transition hook leaving IDLE whose actuating call (fail_on_error) vetoes arming every time", async () => {
-  const arming = hook(
-    "IDLE",
-    "MANUAL",
-    [
-      call("sim0/relayio0", "set_relay_ch1", { enabled: true }, "arming.calls[0]"),
-    ],
-    true,
-    "automation.mode_transition_hooks.before_transition[0]",
-  );
+  const arming = armingHook("sim0/relayio0");
   // Without fail_on_error its failure only logs: no veto, no warning.
-  const lenient = hook(
-    "*",
-    "MANUAL",
-    [
-      call("sim0/relayio0", "set_relay_ch2", { enabled: true }, "lenient.calls[0]"),
-    ],
-    false,
-    "automation.mode_transition_hooks.before_transition[1]",
-  );
+  const lenient = beforeHook(1, "*", "MANUAL", [
+    call("sim0/relayio0", "set_relay_ch2", { enabled: true }, "lenient.calls[0]"),
+  ], false);
   await using r = await rig({
     providers: [inertSim("sim0")],
-    automation: {
-      enabled: false,
-      behaviorTree: null,
-      tickRateHz: 10,
-      manualGatingPolicy: "BLOCK",
-      parameters: [],
-      modeTransitionHooks: { beforeTransition: [arming, lenient], afterTransition: [] },
-    },
+    automation: hooksOnly({ beforeTransition: [arming, lenient], afterTransition: [] }),
   });
   // The defect it warns of: arming is vetoed by its own hook.
   await assert.rejects(r.kernel.modes.request("MANUAL"), /vetoed: .*Call blocked in IDLE mode/);
-  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  const warned = vetoWarnings(r);
   assert.equal(warned.length, 1, r.lines.join("\n"));
   assert.match(warned[0]!, /^WARN /);
   assert.match(
@@ -54,29 +80,16 @@ Deno.test("Start-up warns of a before_transition hook leaving IDLE whose actuati
 });
 
 Deno.test("Start-up warns of a before_transition hook calling a function its provider's allowed_modes refuse in the mode being left", async () => {
-  const disarm = hook(
-    "MANUAL",
-    "IDLE",
-    [
-      call("pol/act0", "auto_only", {}, "disarm.calls[0]"),
-    ],
-    true,
-    "automation.mode_transition_hooks.before_transition[0]",
-  );
+  const disarm = beforeHook(0, "MANUAL", "IDLE", [
+    call("pol/act0", "auto_only", {}, "disarm.calls[0]"),
+  ]);
   await using r = await rig({
     providers: [policyProvider("pol")],
     arm: true,
-    automation: {
-      enabled: false,
-      behaviorTree: null,
-      tickRateHz: 10,
-      manualGatingPolicy: "BLOCK",
-      parameters: [],
-      modeTransitionHooks: { beforeTransition: [disarm], afterTransition: [] },
-    },
+    automation: hooksOnly({ beforeTransition: [disarm], afterTransition: [] }),
   });
   await assert.rejects(r.kernel.modes.request("IDLE"), /vetoed: .*allowed only in AUTO/);
-  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  const warned = vetoWarnings(r);
   assert.equal(warned.length, 1, r.lines.join("\n"));
   assert.match(
     warned[0]!,
@@ -87,25 +100,12 @@ Deno.test("Start-up warns of a before_transition hook calling a function its pro
 Deno.test("A reload that adds the provider a before_transition hook names warns of the veto, as start-up does", async () => {
   // The hook names sim1, not configured at start (the loader only warns): nothing resolves, so
   // start-up cannot tell; the reload that adds sim1 makes the hook veto every arming.
-  const arming = hook(
-    "IDLE",
-    "MANUAL",
-    [call("sim1/relayio0", "set_relay_ch1", { enabled: true }, "arming.calls[0]")],
-    true,
-    "automation.mode_transition_hooks.before_transition[0]",
-  );
+  const arming = armingHook("sim1/relayio0");
   await using r = await rig({
     providers: [inertSim("sim0")],
-    automation: {
-      enabled: false,
-      behaviorTree: null,
-      tickRateHz: 10,
-      manualGatingPolicy: "BLOCK",
-      parameters: [],
-      modeTransitionHooks: { beforeTransition: [arming], afterTransition: [] },
-    },
+    automation: hooksOnly({ beforeTransition: [arming], afterTransition: [] }),
   });
-  assert.deepEqual(r.lines.filter((l) => l.includes("vetoes")), []);
+  assert.deepEqual(vetoWarnings(r), []);
   const rt = r.kernel;
   const report = await rt.reload({
     ...rt.config,
@@ -113,7 +113,7 @@ Deno.test("A reload that adds the provider a before_transition hook names warns 
   });
   assert.deepEqual(report.providers.added, ["sim1"]);
   await assert.rejects(rt.modes.request("MANUAL"), /vetoed: .*Call blocked in IDLE mode/);
-  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  const warned = vetoWarnings(r);
   assert.equal(warned.length, 1, `the reload said nothing of the veto:\n${r.lines.join("\n")}`);
   assert.match(
     warned[0]!,
@@ -122,25 +122,9 @@ Deno.test("A reload that adds the provider a before_transition hook names warns 
 });
 
 Deno.test("A reload that adds a provider and the hook naming it warns of the veto once", async () => {
-  await using r = await rig({
-    providers: [inertSim("sim0")],
-    automation: {
-      enabled: false,
-      behaviorTree: null,
-      tickRateHz: 10,
-      manualGatingPolicy: "BLOCK",
-      parameters: [],
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
-    },
-  });
+  await using r = await rig({ providers: [inertSim("sim0")], automation: hooksOnly() });
   const rt = r.kernel;
-  const arming = hook(
-    "IDLE",
-    "MANUAL",
-    [call("sim1/relayio0", "set_relay_ch1", { enabled: true }, "arming.calls[0]")],
-    true,
-    "automation.mode_transition_hooks.before_transition[0]",
-  );
+  const arming = armingHook("sim1/relayio0");
   await rt.reload({
     ...rt.config,
     providers: [...rt.config.providers, inertSim("sim1")],
@@ -149,7 +133,7 @@ Deno.test("A reload that adds a provider and the hook naming it warns of the vet
       modeTransitionHooks: { beforeTransition: [arming], afterTransition: [] },
     },
   });
-  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  const warned = vetoWarnings(r);
   assert.equal(warned.length, 1, r.lines.join("\n"));
 });
 
@@ -169,16 +153,9 @@ automation:
   assert.ok(loaded !== null);
   await using r = await rig({
     providers: [inertSim("sim0")],
-    automation: {
-      enabled: false,
-      behaviorTree: null,
-      tickRateHz: 10,
-      manualGatingPolicy: "BLOCK",
-      parameters: [],
-      modeTransitionHooks: loaded.automation.modeTransitionHooks,
-    },
+    automation: hooksOnly(loaded.automation.modeTransitionHooks),
   });
-  const warned = r.lines.filter((l) => l.includes("vetoes"));
+  const warned = vetoWarnings(r);
   assert.equal(warned.length, 1, r.lines.join("\n"));
   assert.match(
     warned[0]!,
@@ -190,29 +167,18 @@ Deno.test("A provider restart whose rediscovery adds the actuating function a ho
   const dir = await Deno.makeTempDir({ prefix: "vetoing-" });
   try {
     // The first process of `plant` declares only its READ function, every later one set_fan too.
-    const arming = hook(
-      "IDLE",
-      "MANUAL",
-      [call("plant/plant0", "set_fan", { duty: { double: 0 } }, "arming.calls[0]")],
-      true,
-      "automation.mode_transition_hooks.before_transition[0]",
-    );
+    const arming = beforeHook(0, "IDLE", "MANUAL", [
+      call("plant/plant0", "set_fan", { duty: { double: 0 } }, "arming.calls[0]"),
+    ]);
     await using r = await rig({
       providers: [plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 })],
-      automation: {
-        enabled: false,
-        behaviorTree: null,
-        tickRateHz: 10,
-        manualGatingPolicy: "BLOCK",
-        parameters: [],
-        modeTransitionHooks: { beforeTransition: [arming], afterTransition: [] },
-      },
+      automation: hooksOnly({ beforeTransition: [arming], afterTransition: [] }),
     });
-    assert.deepEqual(r.lines.filter((l) => l.includes("vetoes")), []);
+    assert.deepEqual(vetoWarnings(r), []);
     const host = r.kernel.registry.host("plant")!;
     const pid = r.kill("plant");
     await waitFor("plant restarted", () => host.available && host.session!.pid !== pid);
-    const warned = r.lines.filter((l) => l.includes("vetoes"));
+    const warned = vetoWarnings(r);
     assert.equal(
       warned.length,
       1,
