@@ -6,45 +6,16 @@
  * it was in flight.
  */
 import assert from "node:assert/strict";
-import { AuditTrail } from "../../src/audit/mod.ts";
-import type { AuditDecision } from "../../src/control/mod.ts";
-import { journalFiles } from "../../src/host/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { SwitchableFiles } from "../helpers/journal_files.ts";
-
-function duty(value: number): AuditDecision {
-  return {
-    action: "call",
-    origin: { kind: "automation", node: "Main" },
-    outcome: "accepted",
-    device_handle: "sim0/motorctl0",
-    function: "set_motor_duty",
-    args: { duty: { type: "double", double: value } },
-    result: {},
-    latency_ms: 1,
-  };
-}
-
-const ahead = (value: number) => {
-  const { outcome: _o, result: _r, latency_ms: _l, ...call } = duty(value);
-  return call;
-};
+import { ahead, duty, journalText, withJournaledTrail } from "./_rig.ts";
 
 Deno.test("AuditTrail lists a repeat of the open entry in flight (nothing written ahead) and its outcome's entry carries its intent", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "audit_repeat_" });
-  try {
-    const time = new ManualClock();
-    const t = new AuditTrail({ clock: time, log: testLogger(), mode: () => "AUTO" });
-    await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+  await withJournaledTrail("audit_repeat_", async (t, time, dir) => {
     const seen: { count: number; intents: readonly string[] }[] = [];
     t.onEntry((e, intents) => seen.push({ count: e.count, intents }));
     const first = await t.writeAhead(ahead(0.5));
     assert.ok(first);
     t.record({ ...duty(0.5), intent: first });
-    const names = async () => (await journalFiles.listNames(dir)).sort();
-    const text = async () =>
-      (await Promise.all((await names()).map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
+    const text = () => journalText(dir);
     const before = await text(); // the first call's record written ahead (its entry is open)
     assert.match(before, /"intent":/);
     // The same call again while the entry is open: nothing is written ahead...
@@ -70,7 +41,5 @@ Deno.test("AuditTrail lists a repeat of the open entry in flight (nothing writte
     await t.close();
     // No id of a record that is not on disk is written in the journal.
     assert.ok(!(await text()).includes(repeat.id), "the repeat's id was journaled");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -4,43 +4,21 @@
  * its closing record again. Entering and leaving the overflow is said (WARN, then INFO).
  */
 import assert from "node:assert/strict";
-import { AUDIT_MAX_UNSETTLED, AuditTrail } from "../../src/audit/mod.ts";
-import type { AuditDecision, AuditIntent } from "../../src/control/mod.ts";
-import { journalFiles, LineLogger } from "../../src/host/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
-import { SwitchableFiles } from "../helpers/journal_files.ts";
-
-function duty(value: number): AuditDecision {
-  return {
-    action: "call",
-    origin: { kind: "automation", node: "Main" },
-    outcome: "accepted",
-    device_handle: "sim0/motorctl0",
-    function: "set_motor_duty",
-    args: { duty: { type: "double", double: value } },
-    result: {},
-    latency_ms: 1,
-  };
-}
-
-const ahead = (value: number) => {
-  const { outcome: _o, result: _r, latency_ms: _l, ...call } = duty(value);
-  return call;
-};
+import { AUDIT_MAX_UNSETTLED } from "../../src/audit/mod.ts";
+import type { AuditIntent } from "../../src/control/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { ahead, duty, journalText, withJournaledTrail } from "./_rig.ts";
 
 Deno.test("AuditTrail writes its closing record again once the calls past AUDIT_MAX_UNSETTLED settled, with a WARN entering and an INFO leaving the overflow", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "audit_unsettled_" });
-  try {
-    const time = new ManualClock();
-    const lines: string[] = [];
-    const log = new LineLogger({
+  const lines: string[] = [];
+  const log = (time: { wall: number }) =>
+    new LineLogger({
       level: "info",
       journald: false,
       now: () => time.wall,
       write: (l) => lines.push(l),
     });
-    const t = new AuditTrail({ clock: time, log, mode: () => "AUTO" });
-    await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+  await withJournaledTrail("audit_unsettled_", async (t, time, dir) => {
     const intents: { value: number; intent: AuditIntent }[] = [];
     for (let i = 0; i < AUDIT_MAX_UNSETTLED + 2; i++) {
       time.advance(1);
@@ -59,26 +37,15 @@ Deno.test("AuditTrail writes its closing record again once the calls past AUDIT_
     const infos = lines.filter((l) => l.startsWith("INFO") && /AUDIT_MAX_UNSETTLED/.test(l));
     assert.equal(infos.length, 1, lines.join("\n"));
     await t.close();
-    const names = (await journalFiles.listNames(dir)).sort();
-    const text = (await Promise.all(names.map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
+    const text = await journalText(dir);
     const last = JSON.parse(text.trimEnd().split("\n").at(-1)!);
     assert.equal(typeof last.clean_close, "number", "no closing record after the overflow ended");
     assert.deepEqual(last.open, []);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, log);
 });
 
 Deno.test("AuditTrail writes no closing record while a call past AUDIT_MAX_UNSETTLED is still in flight", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "audit_unsettled_" });
-  try {
-    const time = new ManualClock();
-    const t = new AuditTrail({
-      clock: time,
-      log: new LineLogger({ level: "error", journald: false, now: () => 0, write: () => {} }),
-      mode: () => "AUTO",
-    });
-    await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+  await withJournaledTrail("audit_unsettled_", async (t, time, dir) => {
     const intents: { value: number; intent: AuditIntent }[] = [];
     for (let i = 0; i < AUDIT_MAX_UNSETTLED + 1; i++) {
       time.advance(1);
@@ -91,11 +58,8 @@ Deno.test("AuditTrail writes no closing record while a call past AUDIT_MAX_UNSET
       t.record({ ...duty(value), intent });
     }
     await t.close();
-    const names = (await journalFiles.listNames(dir)).sort();
-    const text = (await Promise.all(names.map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
+    const text = await journalText(dir);
     const last = JSON.parse(text.trimEnd().split("\n").at(-1)!);
     assert.equal(last.clean_close, undefined, JSON.stringify(last));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

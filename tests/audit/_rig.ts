@@ -1,0 +1,58 @@
+/**
+ * What the audit trail tests of unsettled and in-flight calls share: an automated duty call (its
+ * decision and the record written ahead of it), a journaled AuditTrail on a ManualClock in a
+ * temporary folder removed afterwards, and the journal's text as the files on disk hold it.
+ */
+import { AuditTrail } from "../../src/audit/mod.ts";
+import type { AuditDecision } from "../../src/control/mod.ts";
+import { journalFiles, type LineLogger } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
+
+/** The tree's accepted set_motor_duty call of sim0/motorctl0 at `value`. */
+export function duty(value: number): AuditDecision {
+  return {
+    action: "call",
+    origin: { kind: "automation", node: "Main" },
+    outcome: "accepted",
+    device_handle: "sim0/motorctl0",
+    function: "set_motor_duty",
+    args: { duty: { type: "double", double: value } },
+    result: {},
+    latency_ms: 1,
+  };
+}
+
+/** duty(value) as written ahead (AuditTrail.writeAhead): the decision without its outcome. */
+export function ahead(value: number): Parameters<AuditTrail["writeAhead"]>[0] {
+  const { outcome: _o, result: _r, latency_ms: _l, ...call } = duty(value);
+  return call;
+}
+
+/**
+ * Runs `fn` with an AuditTrail (mode AUTO) on a ManualClock, its journal opened in a fresh
+ * temporary folder (1 MiB files, two kept), logging to `log` (default the quiet test logger);
+ * the folder is removed afterwards, whatever `fn` did.
+ */
+export async function withJournaledTrail(
+  prefix: string,
+  fn: (t: AuditTrail, time: ManualClock, dir: string) => Promise<void>,
+  log: (time: ManualClock) => LineLogger = () => testLogger(),
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix });
+  try {
+    const time = new ManualClock();
+    const t = new AuditTrail({ clock: time, log: log(time), mode: () => "AUTO" });
+    await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+    await fn(t, time, dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** The journal in `dir` as one text, its files in name order. */
+export async function journalText(dir: string): Promise<string> {
+  const names = (await journalFiles.listNames(dir)).sort();
+  return (await Promise.all(names.map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
+}
