@@ -5,84 +5,59 @@
  * on the device (the device-loss latch forces FAULT only for a device the tree commanded).
  */
 import assert from "node:assert/strict";
-import type { TypedValue } from "../../src/common/mod.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
-
-const MOTOR_ARGS: Record<string, TypedValue> = { motor_index: tv.i(1), duty: tv.d(0.2) };
+import { MOTOR_ARGS, refusedRows, withIdleTree } from "./_kernel_rig.ts";
 
 Deno.test("AutomationEngine counts a sent call's failure toward device_outages even when the tree was halted while it was in flight", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree));
-    try {
-      const engine = rt.automation!;
-      await rt.modes.request("MANUAL"); // the mode gate lets automated calls through outside AUTO
-      await callAs(rt, "manual", "sim0/chaos_control", "inject_call_failure", {
-        device_id: tv.s("motorctl0"),
-        function_id: tv.s("10"), // set_motor_duty
-        failure_rate: tv.d(1),
-      });
-      // The device answers a call 300 ms after it got it: the halt below comes well before.
-      await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
-        device_id: tv.s("motorctl0"),
-        latency_ms: tv.i(300),
-      });
-      // The halt comes once the call's decision was written ahead: the router sends the request
-      // in the microtasks that follow, before the timer fires -- the tree is halted while its sent call is in flight.
-      let halt: AbortController | null = null;
-      rt.router.setAuditSink({
-        record: (d) => rt.audit.record(d),
-        writeAhead: async (call, options) => {
-          const intent = await rt.audit.writeAhead(call, options);
-          const h = halt;
-          setTimeout(() => h?.abort(), 0);
-          return intent;
-        },
-      });
-      for (let i = 0; i < 2; i++) {
-        halt = new AbortController();
-        await assert.rejects(
-          engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, halt.signal),
-          /injected fault/,
-        );
-        assert.equal(halt.signal.aborted, true, "halted while the call was in flight");
-      }
-      const s = engine.status();
-      assert.deepEqual(
-        s.device_outages.map((o) => [o.device_handle, o.consecutive_failures]),
-        [["sim0/motorctl0", 2]],
-        "the device failed both calls it was sent",
+  await withIdleTree(async (rt, engine) => {
+    await rt.modes.request("MANUAL"); // the mode gate lets automated calls through outside AUTO
+    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_failure", {
+      device_id: tv.s("motorctl0"),
+      function_id: tv.s("10"), // set_motor_duty
+      failure_rate: tv.d(1),
+    });
+    // The device answers a call 300 ms after it got it: the halt below comes well before.
+    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
+      device_id: tv.s("motorctl0"),
+      latency_ms: tv.i(300),
+    });
+    // The halt comes once the call's decision was written ahead: the router sends the request
+    // in the microtasks that follow, before the timer fires -- the tree is halted while its sent call is in flight.
+    let halt: AbortController | null = null;
+    rt.router.setAuditSink({
+      record: (d) => rt.audit.record(d),
+      writeAhead: async (call, options) => {
+        const intent = await rt.audit.writeAhead(call, options);
+        const h = halt;
+        setTimeout(() => h?.abort(), 0);
+        return intent;
+      },
+    });
+    for (let i = 0; i < 2; i++) {
+      halt = new AbortController();
+      await assert.rejects(
+        engine.services.callDevice("sim0/motorctl0", "set_motor_duty", MOTOR_ARGS, halt.signal),
+        /injected fault/,
       );
-      assert.match(s.device_outages[0]!.last_error, /injected fault/);
-    } finally {
-      await rt.stop();
+      assert.equal(halt.signal.aborted, true, "halted while the call was in flight");
     }
-  } finally {
-    await dir.dispose();
-  }
+    const s = engine.status();
+    assert.deepEqual(
+      s.device_outages.map((o) => [o.device_handle, o.consecutive_failures]),
+      [["sim0/motorctl0", 2]],
+      "the device failed both calls it was sent",
+    );
+    assert.match(s.device_outages[0]!.last_error, /injected fault/);
+  });
 });
 
 Deno.test("AutomationEngine: a device whose only call was refused before sending is not commanded (its loss does not force FAULT); one commanded is", async () => {
-  const dir = await TreeDir.create();
-  try {
-    // The tree names no device: only the calls below can make it depend on sim1/motorctl0.
-    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree, {
-      // OVERRIDE: the test crashes sim1 with a manual chaos call while in AUTO.
-      manualGatingPolicy: "OVERRIDE",
-      config: {
-        providers: [
-          simProvider("sim0"),
-          simProvider("sim1", { restart: { backoffMs: [300], successResetMs: 200 } }),
-        ],
-      },
-    }));
+  // The tree names no device: only the calls below can make it depend on sim1/motorctl0.
+  await withIdleTree(async (rt, engine) => {
     const host = rt.registry.host("sim1")!;
-    const engine = rt.automation!;
     const signal = new AbortController().signal;
     const crashSim1 = () =>
       callAs(rt, "manual", "sim1/chaos_control", "crash", { exit_code: tv.i(9) });
@@ -93,128 +68,101 @@ Deno.test("AutomationEngine: a device whose only call was refused before sending
         () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
       );
     };
-    try {
-      await rt.modes.request("MANUAL");
-      await rt.modes.request("AUTO");
-      // Refused by argument validation (duty above its max 1): nothing was sent.
-      await assert.rejects(
-        engine.services.callDevice(
-          "sim1/motorctl0",
-          "set_motor_duty",
-          { motor_index: tv.i(1), duty: tv.d(2) },
-          signal,
-        ),
-      );
-      await lost();
-      // The latch and the FAULT are decided in one step: latched and still AUTO is no FAULT.
-      assert.equal(rt.modes.current(), "AUTO", "a device the tree never commanded forced FAULT");
+    await rt.modes.request("MANUAL");
+    await rt.modes.request("AUTO");
+    // Refused by argument validation (duty above its max 1): nothing was sent.
+    await assert.rejects(
+      engine.services.callDevice(
+        "sim1/motorctl0",
+        "set_motor_duty",
+        { motor_index: tv.i(1), duty: tv.d(2) },
+        signal,
+      ),
+    );
+    await lost();
+    // The latch and the FAULT are decided in one step: latched and still AUTO is no FAULT.
+    assert.equal(rt.modes.current(), "AUTO", "a device the tree never commanded forced FAULT");
 
-      await waitFor("sim1 back", () => host.available, 10000);
-      await waitFor("motorctl0 polled", () => rt.cache.device("sim1", "motorctl0")?.available);
-      await rt.modes.request("MANUAL");
-      await rt.modes.request("AUTO"); // releases the latch of the device that is back
-      await engine.services.callDevice("sim1/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
-      await lost();
-      await waitFor("FAULT forced", () => rt.modes.current() === "FAULT");
-      assert.equal(engine.status().not_running?.cause, "device_loss_latch");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+    await waitFor("sim1 back", () => host.available, 10000);
+    await waitFor("motorctl0 polled", () => rt.cache.device("sim1", "motorctl0")?.available);
+    await rt.modes.request("MANUAL");
+    await rt.modes.request("AUTO"); // releases the latch of the device that is back
+    await engine.services.callDevice("sim1/motorctl0", "set_motor_duty", MOTOR_ARGS, signal);
+    await lost();
+    await waitFor("FAULT forced", () => rt.modes.current() === "FAULT");
+    assert.equal(engine.status().not_running?.cause, "device_loss_latch");
+  }, {
+    // OVERRIDE: the test crashes sim1 with a manual chaos call while in AUTO.
+    manualGatingPolicy: "OVERRIDE",
+    config: {
+      providers: [
+        simProvider("sim0"),
+        simProvider("sim1", { restart: { backoffMs: [300], successResetMs: 200 } }),
+      ],
+    },
+  });
 });
 
 Deno.test("AutomationEngine lists a call to a function the device does not declare in refused_calls (unknown_function), not as a device outage", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree));
-    try {
-      const engine = rt.automation!;
-      await rt.modes.request("MANUAL"); // the mode gate lets automated calls through outside AUTO
-      const signal = new AbortController().signal;
-      for (let i = 0; i < 2; i++) {
-        await assert.rejects(
-          engine.services.callDevice("sim0/motorctl0", "no_such_fn", {}, signal),
-          /Function not found: sim0\/motorctl0 'no_such_fn'/,
-        );
-      }
-      const s = engine.status();
-      assert.deepEqual(s.device_outages, [], "the device answered nothing: no outage");
-      assert.deepEqual(
-        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
-        [["sim0/motorctl0", 2, "unknown_function"]],
+  await withIdleTree(async (rt, engine) => {
+    await rt.modes.request("MANUAL"); // the mode gate lets automated calls through outside AUTO
+    const signal = new AbortController().signal;
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(
+        engine.services.callDevice("sim0/motorctl0", "no_such_fn", {}, signal),
+        /Function not found: sim0\/motorctl0 'no_such_fn'/,
       );
-      assert.match(s.refused_calls[0]!.last_refusal, /^Function not found: /);
-      assert.equal(s.last_error, "calls refused: sim0/motorctl0 by unknown_function (2 in a row)");
-    } finally {
-      await rt.stop();
     }
-  } finally {
-    await dir.dispose();
-  }
+    const s = engine.status();
+    assert.deepEqual(s.device_outages, [], "the device answered nothing: no outage");
+    assert.deepEqual(
+      refusedRows(engine),
+      [["sim0/motorctl0", 2, "unknown_function"]],
+    );
+    assert.match(s.refused_calls[0]!.last_refusal, /^Function not found: /);
+    assert.equal(s.last_error, "calls refused: sim0/motorctl0 by unknown_function (2 in a row)");
+  });
 });
 
 Deno.test("AutomationEngine lists calls to a provider that is not configured in refused_calls (unknown_provider), not nowhere", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree), { arm: true });
-    try {
-      const engine = rt.automation!;
-      const signal = new AbortController().signal;
-      // A handle the tree computed, naming a provider the configuration does not have.
-      for (let i = 0; i < 2; i++) {
-        await assert.rejects(
-          engine.services.callDevice("simO/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
-          /Provider not found: simO/,
-        );
-      }
-      const s = engine.status();
-      assert.deepEqual(s.device_outages, [], "no device answered: no outage");
-      assert.deepEqual(
-        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
-        [["simO/motorctl0", 2, "unknown_provider"]],
-        "the tree's calls to a provider that does not exist are nowhere in status",
+  await withIdleTree(async (_rt, engine) => {
+    const signal = new AbortController().signal;
+    // A handle the tree computed, naming a provider the configuration does not have.
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(
+        engine.services.callDevice("simO/motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
+        /Provider not found: simO/,
       );
-      assert.equal(s.last_error, "calls refused: simO/motorctl0 by unknown_provider (2 in a row)");
-    } finally {
-      await rt.stop();
     }
-  } finally {
-    await dir.dispose();
-  }
+    const s = engine.status();
+    assert.deepEqual(s.device_outages, [], "no device answered: no outage");
+    assert.deepEqual(
+      refusedRows(engine),
+      [["simO/motorctl0", 2, "unknown_provider"]],
+      "the tree's calls to a provider that does not exist are nowhere in status",
+    );
+    assert.equal(s.last_error, "calls refused: simO/motorctl0 by unknown_provider (2 in a row)");
+  }, { arm: true });
 });
 
 Deno.test("AutomationEngine lists calls with a malformed device handle in refused_calls (validation), not nowhere", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(tree), { arm: true });
-    try {
-      const engine = rt.automation!;
-      const signal = new AbortController().signal;
-      // A handle the tree computed without its provider part.
-      for (let i = 0; i < 2; i++) {
-        await assert.rejects(
-          engine.services.callDevice("motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
-          /device_handle must be 'provider\/device', got 'motorctl0'/,
-        );
-      }
-      const s = engine.status();
-      assert.deepEqual(
-        s.refused_calls.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
-        [["motorctl0", 2, "validation"]],
-        "the tree's calls with a malformed handle are nowhere in status",
+  await withIdleTree(async (_rt, engine) => {
+    const signal = new AbortController().signal;
+    // A handle the tree computed without its provider part.
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(
+        engine.services.callDevice("motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
+        /device_handle must be 'provider\/device', got 'motorctl0'/,
       );
-      assert.equal(s.last_error, "calls refused: motorctl0 by validation (2 in a row)");
-    } finally {
-      await rt.stop();
     }
-  } finally {
-    await dir.dispose();
-  }
+    const s = engine.status();
+    assert.deepEqual(
+      refusedRows(engine),
+      [["motorctl0", 2, "validation"]],
+      "the tree's calls with a malformed handle are nowhere in status",
+    );
+    assert.equal(s.last_error, "calls refused: motorctl0 by validation (2 in a row)");
+  }, { arm: true });
 });
 
 Deno.test("AutomationEngine: a tree call still in flight from the previous AUTO session commands its device after AUTO is entered again (its loss forces FAULT)", async () => {
