@@ -20,6 +20,7 @@ import { LineLogger } from "../../src/host/mod.ts";
 import {
   AutomationEngine,
   type AutomationEngineOptions,
+  type AutomationInventory,
   type TickScheduler,
 } from "../../src/automation/mod.ts";
 import { ManualClock, memFiles, xmlRoot } from "./bt/_helpers.ts";
@@ -94,6 +95,64 @@ function setup(body: string, o: Partial<AutomationEngineOptions> = {}) {
 
 const SLEEP = `<BehaviorTree ID="Main"><Sleep msec="1000"/></BehaviorTree>`;
 
+/** Loads and starts the engine, then walks the fake mode to `mode` (IDLE -> MANUAL -> AUTO). */
+async function started(
+  s: { engine: AutomationEngine; modes: FakeModes },
+  mode: "IDLE" | "MANUAL" | "AUTO" = "IDLE",
+): Promise<void> {
+  await s.engine.load();
+  s.engine.start();
+  if (mode === "IDLE") return;
+  s.modes.set("MANUAL");
+  if (mode === "AUTO") s.modes.set("AUTO");
+}
+
+/** A readFile over `files` that a test edits (a reload reads them again); unknown paths throw. */
+function editable(files: Record<string, string>): (path: string) => string {
+  return (path) => {
+    const text = files[path];
+    if (text === undefined) throw new Error(`No such file: ${path}`);
+    return text;
+  };
+}
+
+/** set_motor_duty of sim0/motorctl0: actuating, no args, no policy unless `o` says otherwise. */
+function setMotorDuty(o: Partial<FunctionSpec> = {}): FunctionSpec {
+  return {
+    functionId: 1,
+    name: "set_motor_duty",
+    description: "",
+    category: "ACTUATE",
+    actuating: true,
+    args: [],
+    policy: NO_FUNCTION_POLICY,
+    ...o,
+  };
+}
+
+/** An inventory holding one available device, sim0/motorctl0, declaring `functions`. */
+function motorctlInventory(functions: FunctionSpec[]): AutomationInventory {
+  const caps: DeviceCapabilities = {
+    device: {
+      providerId: "sim0",
+      deviceId: "motorctl0",
+      providerName: "sim",
+      typeId: "t",
+      typeVersion: "1",
+      label: "",
+      address: "",
+      tags: {},
+    },
+    functions,
+    signals: [],
+  };
+  return {
+    providerAvailable: () => true,
+    devicesOf: () => ["motorctl0"],
+    capabilities: (p, d) => p === "sim0" && d === "motorctl0" ? caps : undefined,
+  };
+}
+
 Deno.test("AutomationEngine services read the cache with UNAVAILABLE as UNKNOWN and read parameters", () => {
   const { engine, signals } = setup(SLEEP);
   signals.set("sim0/tempctl0/tc1_temp", {
@@ -133,8 +192,7 @@ Deno.test("AutomationEngine services call the router as automated with the halt 
 
 Deno.test("AutomationEngine ticks only in AUTO and halts the tree when leaving it", async () => {
   const { engine, modes } = setup(SLEEP);
-  await engine.load();
-  engine.start();
+  await started({ engine, modes });
   const runner = engine.runner!;
   assert.equal(runner.active, false);
   assert.equal(runner.tickOnce(), null);
@@ -160,10 +218,7 @@ Deno.test("AutomationEngine ticks only in AUTO and halts the tree when leaving i
 
 Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
   const { engine, modes } = setup(`<BehaviorTree ID="Main"><Script code="x := y"/></BehaviorTree>`);
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), null);
   assert.equal(modes.faults.length, 1);
   assert.match(modes.faults[0]!, /^automation fault: .*'y'.*Main\/Script\[0\]/);
@@ -173,10 +228,7 @@ Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
 
 Deno.test("AutomationEngine status reflects a re-arm at once, not the throw of the tick before", async () => {
   const { engine, modes } = setup(`<BehaviorTree ID="Main"><Script code="x := y"/></BehaviorTree>`);
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), null);
   assert.equal(modes.mode, "FAULT");
   assert.equal(engine.status().not_running?.cause, "automation_fault");
@@ -282,9 +334,7 @@ Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names g
       addGate: (g) => void gates.push(g),
     },
   });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   // Failing (within the bound): AUTO is refused, naming the device and why.
   outages.set("sim0/motorctl0", "failing");
   assert.match(engine.autoProblem() ?? "", /sim0\/motorctl0 \(its reads fail\)/);
@@ -335,9 +385,15 @@ Deno.test("AutomationEngine device-loss latch: in AUTO a device the tree names g
   assert.deepEqual(engine.status().device_loss_latched, []);
 });
 
-Deno.test("AutomationEngine device-loss latch: a device the tree is commanding (its call in flight) going down forces FAULT", async () => {
-  // The handle comes from the blackboard: the tree does not name the device literally, it
-  // depends on it because it commands it.
+/**
+ * A tree that commands sim0/motorctl0 through a handle from its blackboard (it does not name the
+ * device literally: it depends on it because it commands it), in AUTO, ticked once: its call is
+ * held where `mark` leaves it (told sent, or admitted to its provider's queue) and never answers.
+ * Then the device goes down; returns the FAULTs forced and the mode.
+ */
+async function lossWhileCommanding(
+  mark: (req: CallRequest) => void,
+): Promise<{ faults: string[]; mode: RuntimeMode; called: string[] }> {
   const outages = new FakeOutages();
   const { engine, modes, calls } = setup(
     `<BehaviorTree ID="Main"><Sequence>` +
@@ -349,62 +405,44 @@ Deno.test("AutomationEngine device-loss latch: a device the tree is commanding (
       router: {
         call: (req) => {
           calls.push(req);
-          req.onSent?.(); // sent: the provider has not answered yet
+          mark(req);
           return new Promise(() => {});
         },
       },
     },
   );
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), "RUNNING");
-  assert.deepEqual(calls.map((c) => `${c.providerId}/${c.deviceId}`), ["sim0/motorctl0"]);
-  // Its provider dies while the call is in flight.
+  const called = calls.map((c) => `${c.providerId}/${c.deviceId}`);
   outages.set("sim0/motorctl0", "down");
+  const lost = { faults: [...modes.faults], mode: modes.current(), called };
+  engine.stop();
+  return lost;
+}
+
+Deno.test("AutomationEngine device-loss latch: a device the tree is commanding (its call in flight) going down forces FAULT", async () => {
+  // Its provider dies while the call is in flight.
+  const lost = await lossWhileCommanding((req) => req.onSent?.()); // sent, not answered yet
+  assert.deepEqual(lost.called, ["sim0/motorctl0"]);
   assert.deepEqual(
-    modes.faults,
+    lost.faults,
     ["device-loss latch: sim0/motorctl0 is down (its reads fail)"],
     "the device the tree is commanding forces FAULT",
   );
-  assert.equal(modes.current(), "FAULT");
-  engine.stop();
+  assert.equal(lost.mode, "FAULT");
 });
 
 Deno.test("AutomationEngine device-loss latch: a device the tree's call waits in its provider's queue for going down forces FAULT", async () => {
-  // The handle comes from the blackboard; the call passed the gates and waits behind another call
-  // to its provider (not written yet) when the device is lost: the tree was about to command it.
-  const outages = new FakeOutages();
-  const { engine, modes, calls } = setup(
-    `<BehaviorTree ID="Main"><Sequence>` +
-      `<SetBlackboard value="sim0/motorctl0" output_key="dev"/>` +
-      `<CallDevice device_handle="{dev}" function_name="set_motor_duty"/>` +
-      `</Sequence></BehaviorTree>`,
-    {
-      outages,
-      router: {
-        call: (req) => {
-          calls.push(req);
-          (req as { onQueued?: () => void }).onQueued?.(); // admitted to the queue, not sent
-          return new Promise(() => {});
-        },
-      },
-    },
+  // The call passed the gates and waits behind another call to its provider (not written yet)
+  // when the device is lost: the tree was about to command it.
+  const lost = await lossWhileCommanding((req) => (req as { onQueued?: () => void }).onQueued?.() // admitted to the queue, not sent
   );
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
-  assert.equal(engine.runner!.tickOnce(), "RUNNING");
-  outages.set("sim0/motorctl0", "down");
   assert.deepEqual(
-    modes.faults,
+    lost.faults,
     ["device-loss latch: sim0/motorctl0 is down (its reads fail)"],
     "the device the tree's queued call was about to command forces FAULT",
   );
-  assert.equal(modes.current(), "FAULT");
-  engine.stop();
+  assert.equal(lost.mode, "FAULT");
 });
 
 Deno.test("AutomationEngine reloadTree loads the tree again when only a file it includes changed", async () => {
@@ -416,15 +454,9 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
     "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="1000"/></BehaviorTree>`),
   };
   const { engine, modes } = setup(SLEEP, {
-    readFile: (path) => {
-      const text = files[path];
-      if (text === undefined) throw new Error(`No such file: ${path}`);
-      return text;
-    },
+    readFile: editable(files),
   });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   assert.equal(await engine.reloadTree(TREE, 10), "unchanged", "nothing changed");
   const before = engine.runner;
   // The operator edits the included subtree: the top-level file is byte for byte the same.
@@ -439,9 +471,7 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
 
 Deno.test("AutomationEngine reloadTree of the same tree at another tick rate answers retimed, its version unchanged", async () => {
   const { engine, modes } = setup(SLEEP);
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   const version = engine.automationVersion();
   assert.equal(await engine.reloadTree(TREE, 20), "retimed");
   assert.deepEqual(engine.automationVersion(), version);
@@ -454,10 +484,7 @@ Deno.test("AutomationEngine retimed by a reload keeps the tree's state (blackboa
     `<BehaviorTree ID="Main"><Sequence><RunOnce><Script code="n := 0"/></RunOnce>` +
       `<Script code="n := n + 1"/></Sequence></BehaviorTree>`,
   );
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   for (let k = 0; k < 3; k++) assert.equal(engine.runner!.tickOnce(), "SUCCESS");
   modes.set("MANUAL");
   assert.equal(await engine.reloadTree(TREE, 20), "retimed");
@@ -474,16 +501,9 @@ Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting ac
     [TREE]: xmlRoot(`<BehaviorTree ID="Main"><Script code="x := missing"/></BehaviorTree>`, "Main"),
   };
   const { engine, modes } = setup(SLEEP, {
-    readFile: (path) => {
-      const text = files[path];
-      if (text === undefined) throw new Error(`No such file: ${path}`);
-      return text;
-    },
+    readFile: editable(files),
   });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), null, "the tick threw");
   assert.equal(modes.current(), "FAULT");
   modes.set("MANUAL");
@@ -505,8 +525,7 @@ Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting ac
 
 Deno.test('AutomationEngine without a tree answers a reload changing only the tick rate "unchanged": no tree is retimed', async () => {
   const { engine, modes } = setup(SLEEP, { behaviorTree: null });
-  await engine.load();
-  engine.start();
+  await started({ engine, modes });
   assert.equal(await engine.reloadTree(null, 20), "unchanged", "outside AUTO");
   modes.set("MANUAL");
   modes.set("AUTO");
@@ -516,9 +535,7 @@ Deno.test('AutomationEngine without a tree answers a reload changing only the ti
 
 Deno.test("AutomationEngine started without a tree ticks the one a reload adds, in AUTO", async () => {
   const { engine, modes } = setup(SLEEP, { behaviorTree: null });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   assert.equal(await engine.reloadTree(TREE, 10), "replaced");
   assert.equal(engine.status().not_running?.cause, "mode", "waiting for AUTO, not stopped");
   modes.set("AUTO");
@@ -531,15 +548,9 @@ Deno.test("AutomationEngine started without a tree ticks the one a reload adds, 
 Deno.test("AutomationEngine forgets the replaced tree's failed calls: status names no outage the new tree never saw", async () => {
   const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
   const { engine, modes } = setup(SLEEP, {
-    readFile: (path) => {
-      const text = files[path];
-      if (text === undefined) throw new Error(`No such file: ${path}`);
-      return text;
-    },
+    readFile: editable(files),
   });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   const abort = new AbortController();
   for (let i = 0; i < 2; i++) {
     await assert.rejects(engine.services.callDevice("sim0/motorctl0", "f", {}, abort.signal));
@@ -554,9 +565,7 @@ Deno.test("AutomationEngine forgets the replaced tree's failed calls: status nam
 
 Deno.test("AutomationEngine keeps the tree's failed calls when a reload changes only its tick rate: the same tree's outage is still named", async () => {
   const { engine, modes } = setup(SLEEP);
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   const abort = new AbortController();
   for (let i = 0; i < 2; i++) {
     await assert.rejects(engine.services.callDevice("sim0/motorctl0", "f", {}, abort.signal));
@@ -575,9 +584,7 @@ Deno.test("AutomationEngine keeps the tree's failed calls when a reload changes 
 Deno.test("AutomationEngine refuses AUTO while the tree reads a parameter the store does not declare (a reload's parameters not applied yet)", async () => {
   const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
   const { engine, modes } = setup(SLEEP, { readFile: (path) => files[path]! });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   files[TREE] = xmlRoot(
     `<BehaviorTree ID="Main"><GetParameter param="duty" value="{d}"/></BehaviorTree>`,
     "Main",
@@ -604,40 +611,13 @@ Deno.test("AutomationEngine's AUTO gate judges a duplicated function name by the
   // A provider declaring two functions under one name: a call by name goes to the last declared
   // (CallRouter, as anolis). Its policy keeps it out of AUTO, so the tree's every call would be
   // refused; the gate read the first declaration's policy instead and let AUTO in.
-  const fn = (functionId: number, allowedModes: string[]): FunctionSpec => ({
-    functionId,
-    name: "set_motor_duty",
-    description: "",
-    category: "ACTUATE",
-    actuating: true,
-    args: [],
-    policy: { ...NO_FUNCTION_POLICY, allowedModes },
-  });
-  const caps: DeviceCapabilities = {
-    device: {
-      providerId: "sim0",
-      deviceId: "motorctl0",
-      providerName: "sim",
-      typeId: "t",
-      typeVersion: "1",
-      label: "",
-      address: "",
-      tags: {},
-    },
-    functions: [fn(1, ["AUTO", "MANUAL"]), fn(2, ["MANUAL"])],
-    signals: [],
-  };
+  const fn = (functionId: number, allowedModes: string[]): FunctionSpec =>
+    setMotorDuty({ functionId, policy: { ...NO_FUNCTION_POLICY, allowedModes } });
   const { engine } = setup(
     `<BehaviorTree ID="Main">
   <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="json:{}"/>
 </BehaviorTree>`,
-    {
-      inventory: {
-        providerAvailable: () => true,
-        devicesOf: () => ["motorctl0"],
-        capabilities: (p, d) => p === "sim0" && d === "motorctl0" ? caps : undefined,
-      },
-    },
+    { inventory: motorctlInventory([fn(1, ["AUTO", "MANUAL"]), fn(2, ["MANUAL"])]) },
   );
   await engine.load();
   assert.match(
@@ -650,10 +630,7 @@ Deno.test("AutomationEngine stalled: why_not_running names the devices whose cal
   const { engine, modes } = setup(
     `<BehaviorTree ID="Main"><CallDevice device_handle="sim0/motorctl0" function_name="f" args="{}"/></BehaviorTree>`,
   );
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   for (let i = 0; i < 40 && engine.status().not_running?.cause !== "stalled"; i++) {
     engine.runner!.tickOnce();
     await new Promise((r) => setTimeout(r, 0));
@@ -674,10 +651,7 @@ Deno.test("AutomationEngine stalled: why_not_running names the devices whose cal
 
 Deno.test("AutomationEngine in a FAULT it did not cause: why_not_running gives the re-arm, not AUTO (FAULT -> AUTO is no transition)", async () => {
   const { engine, modes } = setup(SLEEP);
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
-  modes.set("AUTO");
+  await started({ engine, modes }, "AUTO");
   modes.set("FAULT"); // an e-stop, an alarm action
   const s = engine.status();
   assert.deepEqual(s.not_running, { cause: "mode", mode: "FAULT" });
@@ -689,44 +663,17 @@ Deno.test("AutomationEngine in a FAULT it did not cause: why_not_running gives t
 });
 
 Deno.test("AutomationEngine outside AUTO: why_not_running says AUTO would be refused for the tree's call policy, not only that the tree waits for AUTO", async () => {
-  const fn: FunctionSpec = {
-    functionId: 1,
-    name: "set_motor_duty",
-    description: "",
-    category: "ACTUATE",
-    actuating: true,
-    args: [],
-    policy: { ...NO_FUNCTION_POLICY, allowedModes: ["MANUAL"] },
-  };
-  const caps: DeviceCapabilities = {
-    device: {
-      providerId: "sim0",
-      deviceId: "motorctl0",
-      providerName: "sim",
-      typeId: "t",
-      typeVersion: "1",
-      label: "",
-      address: "",
-      tags: {},
-    },
-    functions: [fn],
-    signals: [],
-  };
   const { engine, modes } = setup(
     `<BehaviorTree ID="Main">
   <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="json:{}"/>
 </BehaviorTree>`,
     {
-      inventory: {
-        providerAvailable: () => true,
-        devicesOf: () => ["motorctl0"],
-        capabilities: (p, d) => p === "sim0" && d === "motorctl0" ? caps : undefined,
-      },
+      inventory: motorctlInventory([
+        setMotorDuty({ policy: { ...NO_FUNCTION_POLICY, allowedModes: ["MANUAL"] } }),
+      ]),
     },
   );
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   const problem = engine.autoProblem();
   assert.match(problem ?? "", /^refusing AUTO: the behavior tree calls sim0\/motorctl0/);
   const s = engine.status();
@@ -748,9 +695,7 @@ Deno.test("AutomationEngine logs a reload that removes the tree as 'behavior tre
     write: (line) => lines.push(line),
   });
   const { engine, modes } = setup(SLEEP, { log });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   lines.length = 0;
   assert.equal(await engine.reloadTree(null, 10), "replaced");
   const reload = lines.filter((l) => /behavior tree/.test(l));
@@ -785,9 +730,7 @@ Deno.test("AutomationEngine: a call of a replaced tree that settles after the sw
       },
     },
   });
-  await engine.load();
-  engine.start();
-  modes.set("MANUAL");
+  await started({ engine, modes }, "MANUAL");
   // The old tree's call is in flight when a reload replaces the tree.
   const old = engine.services.callDevice("sim0/motorctl0", "f", {}, new AbortController().signal);
   files[TREE] = xmlRoot(`<BehaviorTree ID="Main"><Sleep msec="5"/></BehaviorTree>`, "Main");
@@ -812,12 +755,7 @@ Deno.test("AutomationEngine: a call of a replaced tree that settles after the sw
 Deno.test("AutomationEngine refuses AUTO for a literal call of a function the device does not declare, or with literal args that fail validation, naming the node", async () => {
   // Every such call is refused at run time (unknown_function / validation): the tree cannot run
   // in AUTO, so entering it is refused, as for a call whose policy keeps it out of AUTO.
-  const fn: FunctionSpec = {
-    functionId: 1,
-    name: "set_motor_duty",
-    description: "",
-    category: "ACTUATE",
-    actuating: true,
+  const inventory = motorctlInventory([setMotorDuty({
     args: [{
       name: "duty",
       type: "double",
@@ -828,27 +766,7 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
       max: 1,
       allowedValues: [],
     }],
-    policy: NO_FUNCTION_POLICY,
-  };
-  const caps: DeviceCapabilities = {
-    device: {
-      providerId: "sim0",
-      deviceId: "motorctl0",
-      providerName: "sim",
-      typeId: "t",
-      typeVersion: "1",
-      label: "",
-      address: "",
-      tags: {},
-    },
-    functions: [fn],
-    signals: [],
-  };
-  const inventory = {
-    providerAvailable: () => true,
-    devicesOf: () => ["motorctl0"],
-    capabilities: (p: string, d: string) => p === "sim0" && d === "motorctl0" ? caps : undefined,
-  };
+  })]);
   const problemOf = async (tree: string): Promise<string | null> => {
     const { engine } = setup(`<BehaviorTree ID="Main">\n${tree}\n</BehaviorTree>`, { inventory });
     try {
