@@ -43,14 +43,7 @@ Deno.test("Kernel.reload: AUTO entered while the reload starts a new provider; t
     const base = rt.config;
     assert.equal(rt.modes.autoGateProblem(), null);
     // Adds a provider (its start takes a process spawn and handshake) and drops every hook.
-    const next = {
-      ...base,
-      providers: [...base.providers, simProvider("sim1")],
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
-      },
-    };
+    const next = withoutHooks({ ...base, providers: [...base.providers, simProvider("sim1")] });
     let reloadDone = false;
     const reloading = rt.reload(next).finally(() => (reloadDone = true));
     // The operator enters AUTO while the reload is starting sim1 (an addition: not refused).
@@ -95,12 +88,23 @@ function withHooks(base: Config, before: HookConfig[], after: HookConfig[]): Con
   };
 }
 
+/** `base` with no mode-transition hooks at all (not even the stop on AUTO -> FAULT). */
+function withoutHooks(base: Config): Config {
+  return {
+    ...base,
+    automation: {
+      ...base.automation,
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
+    },
+  };
+}
+
 /**
- * Starts MANUAL -> AUTO with its before-hook's relay call in flight for 400 ms; `outcome`: what it
+ * Starts MANUAL -> AUTO with its before-hook's relay call in flight for `ms`; `outcome`: what it
  * came to, `entered <mode>` or `refused: <message>` (wrapped: awaiting this must not await it).
  */
-async function requestAutoSlowly(rt: Kernel): Promise<{ outcome: Promise<string> }> {
-  await slowRelays(rt, 400);
+async function requestAutoSlowly(rt: Kernel, ms = 400): Promise<{ outcome: Promise<string> }> {
+  await slowRelays(rt, ms);
   const outcome = rt.modes.request("AUTO").then(
     (m) => `entered ${m}`,
     (err: Error) => `refused: ${err.message}`,
@@ -123,13 +127,7 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that drops the AUTO 
   await withArmedRuntime(async (rt) => {
     const toAuto = (await requestAutoSlowly(rt)).outcome;
     // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
-    const report = await rt.reload({
-      ...rt.config,
-      automation: {
-        ...rt.config.automation,
-        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
-      },
-    });
+    const report = await rt.reload(withoutHooks(rt.config));
     assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
     const outcome = await toAuto;
     assert.equal(
@@ -228,176 +226,96 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that swaps the behav
 });
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that changes only the tick rate: AUTO is refused, not armed at a rate the operator did not arm", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const base = automationConfig(tree);
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [
-            ...base.automation.modeTransitionHooks.beforeTransition,
-            hook("MANUAL", "AUTO", [relayCall(1, true)]),
-          ],
-          afterTransition: [],
-        },
-      },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      const rate = rt.config.automation.tickRateHz;
-      await slowRelays(rt, 400);
-      const toAuto = rt.modes.request("AUTO").then(
-        (m) => `entered ${m}`,
-        (err: Error) => `refused: ${err.message}`,
-      );
-      // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
-      const report = await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, tickRateHz: rate * 2 },
-      });
-      const outcome = await toAuto;
-      assert.deepEqual(report.applied, ["automation.behavior_tree"]);
-      assert.ok(
-        rt.modes.current() !== "AUTO",
-        `AUTO (${outcome}) runs at ${rt.config.automation.tickRateHz} Hz, retimed from ${rate} ` +
-          "Hz while it was being entered (a change AUTO refuses)",
-      );
-      assert.match(
-        outcome,
-        /^refused: refusing AUTO: a configuration reload retimed the behavior tree/,
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withArmedRuntime(async (rt) => {
+    const rate = rt.config.automation.tickRateHz;
+    const toAuto = (await requestAutoSlowly(rt)).outcome;
+    // The reload lands while the before-hook's relay call is in flight (mode still MANUAL).
+    const report = await rt.reload({
+      ...rt.config,
+      automation: { ...rt.config.automation, tickRateHz: rate * 2 },
+    });
+    const outcome = await toAuto;
+    assert.deepEqual(report.applied, ["automation.behavior_tree"]);
+    assert.ok(
+      rt.modes.current() !== "AUTO",
+      `AUTO (${outcome}) runs at ${rt.config.automation.tickRateHz} Hz, retimed from ${rate} ` +
+        "Hz while it was being entered (a change AUTO refuses)",
+    );
+    assert.match(
+      outcome,
+      /^refused: refusing AUTO: a configuration reload retimed the behavior tree/,
+    );
+  }, (tree) => withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []));
 });
 
 Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that restarts a provider: AUTO is refused, not armed on a provider restarted under its hooks", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const base = automationConfig(tree, {
-      config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+  await withArmedRuntime(async (rt) => {
+    // Long enough for sim1's restart to end while the before-hook's call is in flight.
+    let committed = false;
+    const toAuto = (await requestAutoSlowly(rt, 3000)).outcome.finally(() => (committed = true));
+    // sim1's entry changes (restarted: its devices start over); AUTO would hold that change.
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [rt.config.providers[0]!, simProvider("sim1", { timeoutMs: 4000 })],
     });
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [
-            ...base.automation.modeTransitionHooks.beforeTransition,
-            hook("MANUAL", "AUTO", [relayCall(1, true)]),
-          ],
-          afterTransition: [],
-        },
-      },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      // Long enough for sim1's restart to end while the before-hook's call is in flight.
-      await slowRelays(rt, 3000);
-      let committed = false;
-      const toAuto = rt.modes.request("AUTO").then(
-        (m) => `entered ${m}`,
-        (err: Error) => `refused: ${err.message}`,
-      ).finally(() => (committed = true));
-      // sim1's entry changes (restarted: its devices start over); AUTO would hold that change.
-      const report = await rt.reload({
-        ...rt.config,
-        providers: [rt.config.providers[0]!, simProvider("sim1", { timeoutMs: 4000 })],
-      });
-      assert.deepEqual(report.providers.restarted, ["sim1"]);
-      assert.equal(committed, false, "the transition ended before the reload did");
-      const outcome = await toAuto;
-      assert.ok(
-        rt.modes.current() !== "AUTO",
-        `AUTO (${outcome}) was armed on provider sim1 restarted by a reload while its ` +
-          "before-hooks ran (a change AUTO holds back)",
-      );
-      assert.match(
-        outcome,
-        /^refused: refusing AUTO: a configuration reload stopped or restarted provider\(s\) sim1/,
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+    assert.deepEqual(report.providers.restarted, ["sim1"]);
+    assert.equal(committed, false, "the transition ended before the reload did");
+    const outcome = await toAuto;
+    assert.ok(
+      rt.modes.current() !== "AUTO",
+      `AUTO (${outcome}) was armed on provider sim1 restarted by a reload while its ` +
+        "before-hooks ran (a change AUTO holds back)",
+    );
+    assert.match(
+      outcome,
+      /^refused: refusing AUTO: a configuration reload stopped or restarted provider\(s\) sim1/,
+    );
+  }, (tree) =>
+    withHooks(
+      automationConfig(tree, { config: { providers: [simProvider("sim0"), simProvider("sim1")] } }),
+      [RELAY_BEFORE_AUTO],
+      [],
+    ));
 });
 
+/** Nothing actuates at first (no provider), so AUTO needs no hook into FAULT: none is set. */
+const nothingActuates = (tree: string) =>
+  withoutHooks(automationConfig(tree, { config: { providers: [] } }));
+
 Deno.test("Kernel.reload in AUTO adding an actuating provider together with the AUTO -> FAULT hook it needs: AUTO stays up", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    // Nothing actuates at first: AUTO needs no hook into FAULT.
-    const base = automationConfig(tree, { config: { providers: [] } });
-    const noHooks = { beforeTransition: [], afterTransition: [] };
-    const config = {
-      ...base,
-      automation: { ...base.automation, modeTransitionHooks: noHooks },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      assert.equal(await rt.modes.request("AUTO"), "AUTO");
-      // One file: the actuating provider and the hook that stops it on a fault.
-      const report = await rt.reload({
-        ...rt.config,
-        providers: [simProvider("sim0")],
-        automation: {
-          ...rt.config.automation,
-          modeTransitionHooks: base.automation.modeTransitionHooks,
-        },
-      });
-      assert.deepEqual(report.providers.added, ["sim0"]);
-      assert.deepEqual(report.refused, []);
-      assert.equal(rt.modes.autoGateProblem(), null);
-      assert.equal(
-        rt.modes.current(),
-        "AUTO",
-        "a reload whose file keeps AUTO's gate faulted the machine half-way through",
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withArmedRuntime(async (rt, tree) => {
+    assert.equal(await rt.modes.request("AUTO"), "AUTO");
+    // One file: the actuating provider and the hook that stops it on a fault.
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [simProvider("sim0")],
+      automation: {
+        ...rt.config.automation,
+        modeTransitionHooks: automationConfig(tree).automation.modeTransitionHooks,
+      },
+    });
+    assert.deepEqual(report.providers.added, ["sim0"]);
+    assert.deepEqual(report.refused, []);
+    assert.equal(rt.modes.autoGateProblem(), null);
+    assert.equal(
+      rt.modes.current(),
+      "AUTO",
+      "a reload whose file keeps AUTO's gate faulted the machine half-way through",
+    );
+  }, nothingActuates);
 });
 
 Deno.test("Kernel.reload in AUTO adding an actuating provider without an AUTO -> FAULT hook: AUTO is faulted once the reload has applied", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("idle.xml", IDLE_TREE);
-    const base = automationConfig(tree, { config: { providers: [] } });
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: { beforeTransition: [], afterTransition: [] },
-      },
-    };
-    const rt = await startRuntime(config, { arm: true });
-    try {
-      assert.equal(await rt.modes.request("AUTO"), "AUTO");
-      const report = await rt.reload({ ...rt.config, providers: [simProvider("sim0")] });
-      assert.deepEqual(report.providers.added, ["sim0"]);
-      assert.match(
-        rt.modes.autoGateProblem() ?? "",
-        /no mode_transition_hook covers AUTO -> FAULT/,
-      );
-      assert.equal(rt.modes.current(), "FAULT");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withArmedRuntime(async (rt) => {
+    assert.equal(await rt.modes.request("AUTO"), "AUTO");
+    const report = await rt.reload({ ...rt.config, providers: [simProvider("sim0")] });
+    assert.deepEqual(report.providers.added, ["sim0"]);
+    assert.match(
+      rt.modes.autoGateProblem() ?? "",
+      /no mode_transition_hook covers AUTO -> FAULT/,
+    );
+    assert.equal(rt.modes.current(), "FAULT");
+  }, nothingActuates);
 });
 
 Deno.test("Kernel.reload in AUTO awaiting a slow provider start: another provider's restart that adds an actuating function without a hook faults AUTO at once, not when the reload ends", async () => {
