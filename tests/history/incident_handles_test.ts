@@ -4,27 +4,11 @@
  * (ADPP allows any string).
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import { IncidentRecorder } from "../../src/history/mod.ts";
-import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { incidentRig } from "./_incident_rig.ts";
 
 Deno.test("IncidentRecorder records a device loss of a provider whose id holds a '/' with that device's signals", async () => {
-  const { clock, history, files, poll, feed } = handFedHistory({ diskMaxBytes: 0 });
-  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 };
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config,
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { clock, incidents, poll, feed, loss, session } = incidentRig();
+  await session(async () => {
     poll("line/a", "pump", 1);
     // Another device whose joined handle is the same text: `line` / `a/pump`.
     feed({
@@ -41,13 +25,7 @@ Deno.test("IncidentRecorder records a device loss of a provider whose id holds a
       lastPollMono: 0,
       available: true,
     });
-    bus.publish({
-      kind: "device_availability",
-      provider_id: "line/a",
-      device_id: "pump",
-      available: false,
-      timestamp_ms: clock.nowMs(),
-    });
+    loss("pump", "line/a");
     clock.advance(5_000);
     await incidents.settled();
     const [header] = incidents.list();
@@ -58,8 +36,5 @@ Deno.test("IncidentRecorder records a device loss of a provider whose id holds a
       [["line/a", "pump", "x", 1]],
       "the incident holds another device's signals",
     );
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
