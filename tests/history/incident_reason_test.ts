@@ -4,48 +4,27 @@
  * the incident, bounded by INCIDENT_REASON_WAIT_MS.
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import { INCIDENT_REASON_WAIT_MS, IncidentRecorder } from "../../src/history/mod.ts";
-import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { INCIDENT_REASON_WAIT_MS } from "../../src/history/mod.ts";
+import { incidentRig } from "./_incident_rig.ts";
 
 function rig() {
-  const { clock, history, files, poll } = handFedHistory({ diskMaxBytes: 0 });
-  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 };
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config,
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
+  const base = incidentRig();
   /** An HTTP e-stop: latched now, its reason given by the returned function later. */
   const estop = () => {
     let give: (r: string | null) => void = () => {};
     const reason = new Promise<string | null>((r) => (give = r));
-    bus.publish({
-      kind: "estop_change",
-      latched: true,
-      reason: null,
-      cause: "api",
-      timestamp_ms: clock.nowMs(),
-    });
-    incidents.estopReason(reason);
+    base.estop();
+    base.incidents.estopReason(reason);
     return give;
   };
-  return { clock, history, bus, incidents, poll, estop };
+  return { ...base, estop };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
 Deno.test("two e-stops of one incident, their reasons arriving late in reverse order: the record waits for both", async () => {
-  const { clock, history, bus, incidents, poll, estop } = rig();
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { clock, incidents, poll, estop, session } = rig();
+  await session(async () => {
     poll("p0", "d0", 1);
     const first = estop();
     clock.advance(100);
@@ -62,17 +41,12 @@ Deno.test("two e-stops of one incident, their reasons arriving late in reverse o
     const [h] = incidents.list();
     assert.equal(h!.cause, "e-stop: first reason (api)", "the first e-stop's reason is missing");
     assert.deepEqual(h!.also.map((c) => c.cause), ["e-stop: second reason (api)"]);
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
 
 Deno.test("a reason that never arrives holds the record INCIDENT_REASON_WAIT_MS at most", async () => {
-  const { clock, history, bus, incidents, poll, estop } = rig();
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { clock, incidents, poll, estop, session } = rig();
+  await session(async () => {
     poll("p0", "d0", 1);
     estop(); // its reason never comes
     clock.advance(1_000);
@@ -81,27 +55,16 @@ Deno.test("a reason that never arrives holds the record INCIDENT_REASON_WAIT_MS 
     clock.advance(INCIDENT_REASON_WAIT_MS);
     await incidents.settled();
     assert.equal(incidents.list()[0]!.cause, "e-stop (api)");
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
 
 Deno.test("an e-stop's record waiting for its reason is listed before a later incident written first: the listing is newest first by id", async () => {
-  const { clock, history, bus, incidents, poll, estop } = rig();
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { clock, incidents, poll, estop, loss, session } = rig();
+  await session(async () => {
     poll("p0", "d0", 1);
     const give = estop(); // its reason comes late
     clock.advance(1_200); // past MERGE_WINDOW_MS: the loss below is an incident of its own
-    bus.publish({
-      kind: "device_availability",
-      provider_id: "p0",
-      device_id: "d0",
-      available: false,
-      timestamp_ms: clock.nowMs(),
-    });
+    loss("d0");
     clock.advance(1_000); // both windows over; the e-stop's record waits for its reason
     for (let i = 0; i < 10; i++) await tick(); // the loss's record is written meanwhile
     give("late");
@@ -110,8 +73,5 @@ Deno.test("an e-stop's record waiting for its reason is listed before a later in
     await incidents.settled();
     const listed = incidents.list().map((h) => h.trigger);
     assert.deepEqual(listed, ["device_loss", "estop"], "the listing is not newest first");
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
