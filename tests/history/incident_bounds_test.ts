@@ -4,57 +4,29 @@
  * is not an e-stop's goes first, an e-stop's only when nothing else is left.
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import { IncidentRecorder } from "../../src/history/mod.ts";
 import type { HistoryConfig } from "../../src/config/mod.ts";
-import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
 
-function rig(o: Partial<HistoryConfig>) {
-  const { clock, history, files, poll } = handFedHistory({ diskMaxBytes: 0 });
-  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1, ...o };
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config,
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
+function rig(config: Partial<HistoryConfig>) {
+  const base = incidentRig({ config });
+  const { clock, incidents, poll, loss, estop } = base;
   /** Publishes a trigger and lets its record be written (a window later). */
   const record = async (what: "estop" | "loss", device = "d0") => {
     poll("p0", device, 1);
-    if (what === "estop") {
-      bus.publish({
-        kind: "estop_change",
-        latched: true,
-        reason: null,
-        cause: "api",
-        timestamp_ms: clock.nowMs(),
-      });
-    } else {
-      bus.publish({
-        kind: "device_availability",
-        provider_id: "p0",
-        device_id: device,
-        available: false,
-        timestamp_ms: clock.nowMs(),
-      });
-    }
+    if (what === "estop") estop();
+    else loss(device);
     clock.advance(5_000);
     await incidents.settled();
   };
   const kept = () => incidents.list().map((h) => h.trigger).reverse();
-  return { history, bus, incidents, record, kept };
+  return { ...base, record, kept };
 }
 
 Deno.test("incident_max_count removes the oldest record that is not an e-stop's: a flaky device's losses never push an e-stop's record out", async () => {
-  const { history, bus, incidents, record, kept } = rig({ incidentMaxCount: 3 });
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { incidents, record, kept, session } = rig({ incidentMaxCount: 3 });
+  await session(async () => {
     await record("loss");
     await record("estop");
     for (let i = 0; i < 5; i++) await record("loss");
@@ -69,48 +41,33 @@ Deno.test("incident_max_count removes the oldest record that is not an e-stop's:
     await record("estop");
     assert.deepEqual(kept(), ["estop", "estop", "estop"]);
     assert.equal(incidents.status().count, 3);
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
 
 Deno.test("incident_max_bytes removes the oldest record that is not an e-stop's first too", async () => {
   // Measure one record, then keep room for three.
   const probe = rig({});
-  await probe.history.start();
-  await probe.incidents.start(probe.bus);
-  await probe.record("loss");
-  const one = probe.incidents.list()[0]!.bytes;
-  await probe.incidents.stop();
-  await probe.history.stop();
+  let one = 0;
+  await probe.session(async () => {
+    await probe.record("loss");
+    one = probe.incidents.list()[0]!.bytes;
+  });
 
-  const { history, bus, incidents, record, kept } = rig({ incidentMaxBytes: 3 * one + one / 2 });
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { incidents, record, kept, session } = rig({ incidentMaxBytes: 3 * one + one / 2 });
+  await session(async () => {
     await record("estop");
     for (let i = 0; i < 4; i++) await record("loss");
     assert.equal(kept()[0], "estop", "the e-stop's record was removed for device losses");
     assert.ok(incidents.status().bytes <= 3 * one + one / 2);
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
 
 Deno.test("A start removes, with a WARN, the incident files whose header is damaged or missing: never listed, they would otherwise hold disk beyond incident_max_bytes for good", async () => {
-  const { history, files, clock } = handFedHistory({ diskMaxBytes: 0 });
-  const bus = new EventBus();
-  const dir = "/data/history/incidents";
+  const dir = INCIDENTS_DIR;
   const warnings: string[] = [];
   const log = testLogger();
-  const incidents = new IncidentRecorder({
+  const { files, incidents, session } = incidentRig({
     config: { ...testConfig().history, incidentMaxBytes: 1024 },
-    history,
-    files,
-    dir,
-    clock,
     log: { ...log, warn: (m: string) => void warnings.push(m) } as typeof log,
   });
   const put = async (name: string, text: string) => {
@@ -122,9 +79,7 @@ Deno.test("A start removes, with a WARN, the incident files whose header is dama
   // another.
   await put("inc-1760000000000-1.jsonl", `{"incident_id":"inc-17600\n${"x".repeat(65536)}\n`);
   await put("inc-1760000000001-2.jsonl", "");
-  await history.start();
-  await incidents.start(bus);
-  try {
+  await session(async () => {
     assert.deepEqual(incidents.list(), []);
     assert.deepEqual(
       (await files.listNames(dir)).sort(),
@@ -132,8 +87,5 @@ Deno.test("A start removes, with a WARN, the incident files whose header is dama
       "the unreadable incident files are still on disk, counted by no bound",
     );
     assert.equal(warnings.filter((w) => /removed/.test(w)).length, 2, warnings.join("\n"));
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
