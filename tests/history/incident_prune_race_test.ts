@@ -4,14 +4,10 @@
  * record too many (the newest but one, though the two newest fit).
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import { IncidentRecorder } from "../../src/history/mod.ts";
 import type { HistoryConfig } from "../../src/config/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { incidentRig } from "./_incident_rig.ts";
 
 /** MemoryFiles whose removals wait while `held` is set. */
 class HeldRemovals extends MemoryFiles {
@@ -26,59 +22,41 @@ class HeldRemovals extends MemoryFiles {
   }
 }
 
-function rig(o: Partial<HistoryConfig>) {
+function rig(config: Partial<HistoryConfig>) {
   const files = new HeldRemovals();
-  const { clock, history, poll } = handFedHistory({ diskMaxBytes: 0 }, files);
-  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1, ...o };
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config,
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
+  const base = incidentRig({ config, files });
+  const { clock, incidents, poll, loss } = base;
   /** `polls` polls of `device` over the last 500 ms, then its loss. */
   const lose = (device: string, polls: number) => {
     for (let i = 0; i < polls; i++) {
       poll("p0", device, i);
       clock.advance(500 / polls);
     }
-    bus.publish({
-      kind: "device_availability",
-      provider_id: "p0",
-      device_id: device,
-      available: false,
-      timestamp_ms: clock.nowMs(),
-    });
+    loss(device);
   };
   const kept = () => incidents.list().map((h) => h.devices[0]).reverse();
-  return { files, clock, history, bus, incidents, lose, kept };
+  return { ...base, files, lose, kept };
 }
 
 Deno.test("Two incident records pruned at once to incident_max_bytes remove only the records beyond it", async () => {
   // Measure a small record (one sample) and a big one (200 samples).
   const probe = rig({});
-  await probe.history.start();
-  await probe.incidents.start(probe.bus);
-  probe.lose("s0", 1);
-  probe.clock.advance(5_000);
-  await probe.incidents.settled();
-  probe.lose("bg", 200);
-  probe.clock.advance(5_000);
-  await probe.incidents.settled();
-  const [small, big] = probe.incidents.list().map((h) => h.bytes).reverse() as [number, number];
-  await probe.incidents.stop();
-  await probe.history.stop();
+  let [small, big] = [0, 0];
+  await probe.session(async () => {
+    probe.lose("s0", 1);
+    probe.clock.advance(5_000);
+    await probe.incidents.settled();
+    probe.lose("bg", 200);
+    probe.clock.advance(5_000);
+    await probe.incidents.settled();
+    [small, big] = probe.incidents.list().map((h) => h.bytes).reverse() as [number, number];
+  });
   assert.ok(big > 3 * small, `${big} ${small}`);
 
   // Room for the big record and one and a half small ones.
   const max = big + small + small / 2;
-  const { files, clock, history, bus, incidents, lose, kept } = rig({ incidentMaxBytes: max });
-  await history.start();
-  await incidents.start(bus);
-  try {
+  const { files, clock, incidents, lose, kept, session } = rig({ incidentMaxBytes: max });
+  await session(async () => {
     for (const d of ["s1", "s2", "s3"]) {
       lose(d, 1);
       clock.advance(5_000);
@@ -101,8 +79,5 @@ Deno.test("Two incident records pruned at once to incident_max_bytes remove only
     // s1, s2 and s3 must go (bg + s4 fit under the bound); bg must stay.
     assert.deepEqual(kept(), ["p0/bg", "p0/s4"]);
     assert.ok(incidents.status().bytes <= max);
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
