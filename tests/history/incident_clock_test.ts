@@ -5,53 +5,19 @@
  * triggers neither splits one incident in two nor joins two incidents seconds apart.
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import {
-  incidentCsv,
-  IncidentRecorder,
-  MAX_PENDING_INCIDENTS,
-  MERGE_WINDOW_MS,
-} from "../../src/history/mod.ts";
-import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { incidentCsv, MAX_PENDING_INCIDENTS, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import type { MemoryFiles } from "../helpers/memory_files.ts";
+import { incidentRig } from "./_incident_rig.ts";
 import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 
-function rig(incidentAfterS = 10) {
-  const { clock, history, files } = handFedHistory({ diskMaxBytes: 0 });
-  const config = { ...testConfig().history, incidentBeforeS: 1, incidentAfterS };
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config,
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
-  const loss = (device: string) =>
-    bus.publish({
-      kind: "device_availability",
-      provider_id: "p0",
-      device_id: device,
-      available: false,
-      timestamp_ms: clock.nowMs(),
-    });
-  const estop = () =>
-    bus.publish({
-      kind: "estop_change",
-      latched: true,
-      reason: null,
-      cause: "api",
-      timestamp_ms: clock.nowMs(),
-    });
-  return { clock, history, bus, incidents, loss, estop, files };
+/** The incident rig with a window of `incidentAfterS` after a trigger (1 s before it). */
+function rig(incidentAfterS = 10, files?: MemoryFiles) {
+  return incidentRig({ config: { incidentAfterS }, ...(files ? { files } : {}) });
 }
 
 Deno.test("a trigger joins a pending incident by the monotonic clock: a wall clock step between two triggers neither splits nor joins them", async () => {
-  const { clock, history, bus, incidents, loss, estop } = rig();
-  await history.start();
-  await incidents.start(bus);
+  const { clock, incidents, loss, estop, start, stop } = rig();
+  await start();
   // A device is lost, then 200 ms later the e-stop; NTP stepped the wall clock back an hour
   // between them. One incident: the e-stop leads, the loss joined it.
   loss("d0");
@@ -74,8 +40,7 @@ Deno.test("a trigger joins a pending incident by the monotonic clock: a wall clo
   clock.stepWall(-5_000);
   loss("d2");
   assert.equal(incidents.status().pending, 2, "two incidents, not one");
-  await incidents.stop();
-  await history.stop();
+  await stop();
 });
 
 Deno.test("an incident of a process whose wall clock repeats a previous process's millisecond gets an id of its own, not the earlier record's file", async () => {
@@ -84,35 +49,17 @@ Deno.test("an incident of a process whose wall clock repeats a previous process'
   // first's file nor hide it.
   const first = rig();
   const wall = first.clock.wall;
-  await first.history.start();
-  await first.incidents.start(first.bus);
+  await first.start();
   first.estop();
   first.clock.advance(10_000);
   await first.incidents.settled();
-  await first.incidents.stop();
-  await first.history.stop();
+  await first.stop();
   const [earlier] = first.incidents.list();
 
-  const { clock, history, files } = handFedHistory({ diskMaxBytes: 0 }, first.files);
+  const { clock, incidents, loss, start, stop } = rig(10, first.files);
   clock.wall = wall;
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config: { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 10 },
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
-  await history.start();
-  await incidents.start(bus);
-  bus.publish({
-    kind: "device_availability",
-    provider_id: "p0",
-    device_id: "d0",
-    available: false,
-    timestamp_ms: clock.nowMs(),
-  });
+  await start();
+  loss("d0");
   clock.advance(10_000);
   await incidents.settled();
   const ids = incidents.list().map((h) => h.incident_id);
@@ -122,59 +69,38 @@ Deno.test("an incident of a process whose wall clock repeats a previous process'
   const later = ids.find((id) => id !== earlier!.incident_id)!;
   assert.equal((await incidents.get(later)).incident.trigger, "device_loss");
   assert.equal((await incidents.jsonl(earlier!.incident_id)).split("\n").filter(Boolean).length, 1);
-  await incidents.stop();
-  await history.stop();
+  await stop();
 });
 
 Deno.test("the records kept across restarts are the latest recorded, whatever the wall clock said when each was made", async () => {
   // Three boots of a board without a real-time clock, the second started a day behind the first:
   // its record is stamped earlier, but it is the newer one, and the bound (two records) must
   // remove the first boot's record when the third boot records one.
-  let files: Parameters<typeof handFedHistory>[1] | undefined;
+  let files: MemoryFiles | undefined;
   const ids: string[] = [];
   let kept: string[] = [];
   for (const [boot, wallOffset] of [[1, 0], [2, -86_400_000], [3, 0]] as const) {
-    const fed = handFedHistory({ diskMaxBytes: 0 }, files);
-    files = fed.files;
-    const { clock, history } = fed;
+    const booted = incidentRig({
+      config: { incidentAfterS: 10, incidentMaxCount: 2 },
+      ...(files ? { files } : {}),
+    });
+    files = booted.files;
+    const { clock, incidents, loss, start, stop } = booted;
     clock.wall += wallOffset;
-    const bus = new EventBus();
-    const incidents = new IncidentRecorder({
-      config: {
-        ...testConfig().history,
-        incidentBeforeS: 1,
-        incidentAfterS: 10,
-        incidentMaxCount: 2,
-      },
-      history,
-      files: fed.files,
-      dir: "/data/history/incidents",
-      clock,
-      log: testLogger(),
-    });
-    await history.start();
-    await incidents.start(bus);
-    bus.publish({
-      kind: "device_availability",
-      provider_id: "p0",
-      device_id: `boot${boot}`,
-      available: false,
-      timestamp_ms: clock.nowMs(),
-    });
+    await start();
+    loss(`boot${boot}`);
     clock.advance(10_000);
     await incidents.settled();
     kept = incidents.list().map((h) => h.incident_id);
     ids.push(kept.find((id) => !ids.includes(id))!);
-    await incidents.stop();
-    await history.stop();
+    await stop();
   }
   assert.deepEqual(kept, [ids[2], ids[1]], "the third and the second boot's records, newest first");
 });
 
 Deno.test("an e-stop gets its incident while MAX_PENDING_INCIDENTS weaker ones wait for their window", async () => {
-  const { clock, history, bus, incidents, loss, estop } = rig(30);
-  await history.start();
-  await incidents.start(bus);
+  const { clock, incidents, loss, estop, start, stop } = rig(30);
+  await start();
   // A flapping device: a loss every 1.1 s, each an incident of its own (beyond the merge window).
   for (let i = 0; i < MAX_PENDING_INCIDENTS; i++) {
     loss(`d${i}`);
@@ -189,14 +115,12 @@ Deno.test("an e-stop gets its incident while MAX_PENDING_INCIDENTS weaker ones w
   assert.equal(estops.length, 1, "the e-stop has its record");
   assert.equal(estops[0]!.until_epoch_ms - estops[0]!.at_epoch_ms, 30_000, "its whole window");
   assert.equal(incidents.list().length, MAX_PENDING_INCIDENTS + 1, "none of the others lost");
-  await incidents.stop();
-  await history.stop();
+  await stop();
 });
 
 Deno.test("a device a reload took out (device_availability false, reason removed) opens no incident; a loss does", async () => {
-  const { clock, history, bus, incidents, loss } = rig();
-  await history.start();
-  await incidents.start(bus);
+  const { clock, bus, incidents, loss, start, stop } = rig();
+  await start();
   bus.publish({
     kind: "device_availability",
     provider_id: "p0",
@@ -213,29 +137,17 @@ Deno.test("a device a reload took out (device_availability false, reason removed
   clock.advance(10_000);
   await incidents.settled();
   assert.deepEqual(incidents.list().map((h) => h.trigger), ["device_loss"]);
-  await incidents.stop();
-  await history.stop();
+  await stop();
 });
 
 Deno.test("an incident record's signal line stays within what reading it back accepts (INCIDENT_MAX_LINE_BYTES): a long string signal is served, not left out", async () => {
   // A string signal of 300,000 characters changing at every poll (a spectrum, a JSON status) with
   // a ring large enough to hold the whole window of it: the record's line for it was written
   // whole (~6 MB) and then cut when read back, so GET /v0/incidents/{id} left the signal out.
-  const { clock, history, feed, files } = handFedHistory({
-    diskMaxBytes: 0,
-    memoryMaxBytes: 64 << 20,
+  const { clock, feed, incidents, loss, start, stop } = incidentRig({
+    history: { memoryMaxBytes: 64 << 20 },
   });
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config: { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 },
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
-  await history.start();
-  await incidents.start(bus);
+  await start();
   const signals = new Map<string, SignalState>();
   const dev: DeviceState = {
     providerId: "p0",
@@ -259,13 +171,7 @@ Deno.test("an incident record's signal line stays within what reading it back ac
     poll(i);
     clock.advance(100);
   }
-  bus.publish({
-    kind: "device_availability",
-    provider_id: "p0",
-    device_id: "spec0",
-    available: false,
-    timestamp_ms: clock.nowMs(),
-  });
+  loss("spec0");
   for (let i = 10; i < 20; i++) {
     poll(i);
     clock.advance(100);
@@ -285,25 +191,14 @@ Deno.test("an incident record's signal line stays within what reading it back ac
   assert.ok(samples.length > 0);
   const jsonl = (await incidents.jsonl(header.incident_id)).split("\n").filter(Boolean);
   for (const line of jsonl) JSON.parse(line); // every exported line is whole
-  await incidents.stop();
-  await history.stop();
+  await stop();
 });
 
 Deno.test("an incident record serves 64-bit integers beyond 2^53 exactly, as every other answer does", async () => {
   // The record holds every digit (JSON Lines export); the JSON and CSV answers parsed it back
   // into doubles: 9007199254740993 came out as 9007199254740992.
-  const { clock, history, feed, files } = handFedHistory({ diskMaxBytes: 0 });
-  const bus = new EventBus();
-  const incidents = new IncidentRecorder({
-    config: { ...testConfig().history, incidentBeforeS: 1, incidentAfterS: 1 },
-    history,
-    files,
-    dir: "/data/history/incidents",
-    clock,
-    log: testLogger(),
-  });
-  await history.start();
-  await incidents.start(bus);
+  const { clock, feed, incidents, loss, start, stop } = incidentRig();
+  await start();
   const big = 2n ** 53n + 1n;
   const signals = new Map<string, SignalState>([["counter", {
     value: { type: "uint64", uint64: big },
@@ -320,13 +215,7 @@ Deno.test("an incident record serves 64-bit integers beyond 2^53 exactly, as eve
     lastPollMono: 0,
     available: true,
   });
-  bus.publish({
-    kind: "device_availability",
-    provider_id: "p0",
-    device_id: "c0",
-    available: false,
-    timestamp_ms: clock.nowMs(),
-  });
+  loss("c0");
   clock.advance(1_000);
   await incidents.settled();
   const [header] = incidents.list();
@@ -334,6 +223,5 @@ Deno.test("an incident record serves 64-bit integers beyond 2^53 exactly, as eve
   const record = await incidents.get(header!.incident_id);
   assert.deepEqual(record.signals[0]!.samples.map((s) => s[1]), [big]);
   assert.match(incidentCsv(record.signals), new RegExp(`,${big},OK\\r\\n`));
-  await incidents.stop();
-  await history.stop();
+  await stop();
 });
