@@ -78,3 +78,38 @@ export class SwitchableFiles implements JournalFiles {
     this.readsWaiting--;
   }
 }
+
+/**
+ * Host's journalFiles (real files) whose appends to a path holding `pathPart` go through
+ * `intercept` (given the text and the real append): a disk that fills up, one slow to write.
+ * Every other call, and appends elsewhere, are the real ones.
+ */
+export class InterceptedAppends implements JournalFiles {
+  readonly #pathPart: string;
+  readonly #intercept: (text: string, append: (text: string) => Promise<void>) => Promise<void>;
+  constructor(
+    pathPart: string,
+    intercept: (text: string, append: (text: string) => Promise<void>) => Promise<void>,
+  ) {
+    this.#pathPart = pathPart;
+    this.#intercept = intercept;
+  }
+  ensureDir = journalFiles.ensureDir;
+  endsWithNewline = journalFiles.endsWithNewline;
+  fileSize = journalFiles.fileSize;
+  remove = journalFiles.remove;
+  rename = journalFiles.rename;
+  listNames = journalFiles.listNames;
+  readLines = journalFiles.readLines;
+  readLinesAt = journalFiles.readLinesAt;
+  async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await journalFiles.openAppend(path);
+    if (!path.includes(this.#pathPart)) return handle;
+    return {
+      append: (text: string) => this.#intercept(text, (t) => handle.append(t)),
+      sync: () => handle.sync(),
+      truncate: (size: number) => handle.truncate(size),
+      close: () => handle.close(),
+    };
+  }
+}
