@@ -8,10 +8,9 @@
 import assert from "node:assert/strict";
 import { raceTimeout } from "../../src/common/mod.ts";
 import { HISTORY_QUERY_DISK_WAIT_MS } from "../../src/history/mod.ts";
-import { journalFiles, LineLogger, systemClock } from "../../src/host/mod.ts";
-import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
 import { tempDir } from "../helpers/kernel.ts";
-import { diskFullError } from "../helpers/journal_files.ts";
+import { diskFullError, InterceptedAppends } from "../helpers/journal_files.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
 import { T, TestClock } from "../helpers/programmable_provider.ts";
 
@@ -174,31 +173,13 @@ Deno.test("The disk tier gives back an integer beyond 2^53 exactly after a resta
 });
 
 /** The real files, but what is appended under `/history/` stops fitting past `capBytes`. */
-class CappedFiles implements JournalFiles {
-  written = 0;
-  constructor(readonly capBytes: number) {}
-  ensureDir = journalFiles.ensureDir;
-  endsWithNewline = journalFiles.endsWithNewline;
-  fileSize = journalFiles.fileSize;
-  remove = journalFiles.remove;
-  rename = journalFiles.rename;
-  listNames = journalFiles.listNames;
-  readLines = journalFiles.readLines;
-  readLinesAt = journalFiles.readLinesAt;
-  async openAppend(path: string): Promise<JournalAppendHandle> {
-    const handle = await journalFiles.openAppend(path);
-    if (!path.includes("/history/")) return handle;
-    return {
-      append: async (text: string) => {
-        if (this.written + text.length > this.capBytes) throw diskFullError();
-        this.written += text.length;
-        await handle.append(text);
-      },
-      sync: () => handle.sync(),
-      truncate: (size: number) => handle.truncate(size),
-      close: () => handle.close(),
-    };
-  }
+function cappedFiles(capBytes: number): InterceptedAppends {
+  let written = 0;
+  return new InterceptedAppends("/history/", async (text, append) => {
+    if (written + text.length > capBytes) throw diskFullError();
+    written += text.length;
+    await append(text);
+  });
 }
 
 Deno.test("A full disk stops the disk tier with a WARN and a metric; the runtime and its ring go on", async () => {
@@ -209,7 +190,7 @@ Deno.test("A full disk stops the disk tier with a WARN and a metric; the runtime
     now: () => Date.now(),
     write: (line) => lines.push(line),
   });
-  const files = new CappedFiles(400);
+  const files = cappedFiles(400);
   const rig = await startRig({ history: { stepMs: 1000 }, host: { files, log } });
   try {
     for (let i = 1; i <= 12; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
@@ -236,27 +217,19 @@ Deno.test("A full disk stops the disk tier with a WARN and a metric; the runtime
 });
 
 /** The real files, but appends under `/history/` wait while `held` (a disk slow to write). */
-class HeldFiles extends CappedFiles {
+class HeldFiles extends InterceptedAppends {
   held = false;
   #release: (() => void)[] = [];
   constructor() {
-    super(Infinity);
+    super("/history/", async (text, append) => {
+      if (this.held) await new Promise<void>((r) => this.#release.push(r));
+      await append(text);
+    });
   }
   /** Lets every held append go on (and later ones through). */
   release(): void {
     this.held = false;
     for (const r of this.#release.splice(0)) r();
-  }
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const handle = await super.openAppend(path);
-    if (!path.includes("/history/")) return handle;
-    return {
-      ...handle,
-      append: async (text: string) => {
-        if (this.held) await new Promise<void>((r) => this.#release.push(r));
-        await handle.append(text);
-      },
-    };
   }
 }
 
