@@ -11,38 +11,22 @@ import { apiFetch } from "../helpers/openapi_check.ts";
 import { programmableProvider, T, TestClock } from "../helpers/programmable_provider.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
-import { journalFiles } from "../../src/host/mod.ts";
-import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
+import { InterceptedAppends } from "../helpers/journal_files.ts";
 
 /** The real files, but a write of an incident record waits until `release()` (a slow disk). */
-class HeldIncidentFiles implements JournalFiles {
+class HeldIncidentFiles extends InterceptedAppends {
   #release!: () => void;
   readonly held = new Promise<void>((r) => this.#release = r);
   waiting = 0;
+  constructor() {
+    super("/incidents/", async (text, append) => {
+      this.waiting++;
+      await this.held;
+      await append(text);
+    });
+  }
   release(): void {
     this.#release();
-  }
-  ensureDir = journalFiles.ensureDir;
-  endsWithNewline = journalFiles.endsWithNewline;
-  fileSize = journalFiles.fileSize;
-  remove = journalFiles.remove;
-  rename = journalFiles.rename;
-  listNames = journalFiles.listNames;
-  readLines = journalFiles.readLines;
-  readLinesAt = journalFiles.readLinesAt;
-  async openAppend(path: string): Promise<JournalAppendHandle> {
-    const handle = await journalFiles.openAppend(path);
-    if (!path.includes("/incidents/")) return handle;
-    return {
-      append: async (text: string) => {
-        this.waiting++;
-        await this.held;
-        await handle.append(text);
-      },
-      sync: () => handle.sync(),
-      truncate: (size: number) => handle.truncate(size),
-      close: () => handle.close(),
-    };
   }
 }
 
@@ -287,22 +271,37 @@ Deno.test("An e-stop's HTTP reason still arriving when its window ends reaches i
   }
 });
 
-Deno.test("A device is lost when it is down, as for the device-loss latch: one failed poll of a device that answers again is no incident", async () => {
-  const rig = await startRig({
-    history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
-  });
+/** 2 s of samples before a trigger, none after it, no disk tier. */
+const LOSS_WINDOW = { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 };
+
+/**
+ * A rig (LOSS_WINDOW; a device down after 500 ms failing) whose probe answered a poll at T0 + 1 s
+ * and failed its read at T0 + 1.5 s (one failed read: failing since then). The caller stops it.
+ */
+async function startFailingProbe(): Promise<Awaited<ReturnType<typeof startRig>>> {
+  const rig = await startRig({ history: LOSS_WINDOW });
   try {
     rig.rt.outages.setDownAfterMs(500);
     rig.clock.mono = 1_000_000;
     await rig.poll(T0 + 1000, probeValues(1, 1));
     await programFailure(rig);
     rig.clock.wallMs = T0 + 1500;
-    await rig.rt.cache.pollDevice("p0", "probe"); // one failed read: failing
+    await rig.rt.cache.pollDevice("p0", "probe");
+    return rig;
+  } catch (err) {
+    await rig.rt.stop();
+    throw err;
+  }
+}
+
+Deno.test("A device is lost when it is down, as for the device-loss latch: one failed poll of a device that answers again is no incident", async () => {
+  const rig = await startFailingProbe();
+  try {
     assert.equal(rig.rt.outages.condition("p0", "probe").kind, "failing");
-    rig.clock.mono += 100;
+    rig.clock.mono! += 100;
     await rig.poll(T0 + 1600, probeValues(2, 2)); // answers again: up
     assert.equal(rig.rt.outages.condition("p0", "probe").kind, "up");
-    rig.clock.mono += 1000;
+    rig.clock.mono! += 1000;
     await rig.rt.incidents!.settled();
     assert.equal(
       rig.rt.incidents!.status().pending + rig.rt.incidents!.list().length,
@@ -315,9 +314,7 @@ Deno.test("A device is lost when it is down, as for the device-loss latch: one f
 });
 
 Deno.test("A reload that restarts or removes a provider is no device loss: its devices going down open no incident", async () => {
-  const rig = await startRig({
-    history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
-  });
+  const rig = await startRig({ history: LOSS_WINDOW });
   try {
     await rig.poll(T0 + 1000, probeValues(1, 1));
     const config = rig.rt.config;
@@ -344,19 +341,11 @@ Deno.test("A reload that restarts or removes a provider is no device loss: its d
 });
 
 Deno.test("A device lost across a wall clock step is dated as its failed read is in the ring: the record holds the failure", async () => {
-  const rig = await startRig({
-    history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
-  });
+  const rig = await startFailingProbe(); // failing since its read at T0 + 1.5 s
   try {
-    rig.rt.outages.setDownAfterMs(500);
-    rig.clock.mono = 1_000_000;
-    await rig.poll(T0 + 1000, probeValues(1, 1));
-    await programFailure(rig);
-    rig.clock.wallMs = T0 + 1500;
-    await rig.rt.cache.pollDevice("p0", "probe"); // failing since this read
     // NTP steps the wall clock an hour forward before the device counts as down.
     rig.clock.wallMs = T0 + 3_600_000;
-    rig.clock.mono += 500;
+    rig.clock.mono! += 500;
     const [h] = await waitFor("the incident", () => {
       const l = rig.rt.incidents!.list();
       return l.length > 0 ? l : null;
