@@ -10,8 +10,45 @@ export function diskFullError(): Error {
   return new Error("No space left on device (os error 28)");
 }
 
+/**
+ * Host's journalFiles (real files) as a class: a test's files extend it and override only the
+ * calls they change (methods, so a subclass's own methods take their place).
+ */
+export class RealJournalFiles implements JournalFiles {
+  ensureDir(path: string): Promise<void> {
+    return journalFiles.ensureDir(path);
+  }
+  openAppend(path: string): Promise<JournalAppendHandle> {
+    return journalFiles.openAppend(path);
+  }
+  endsWithNewline(path: string): Promise<boolean> {
+    return journalFiles.endsWithNewline(path);
+  }
+  readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
+    return journalFiles.readLines(path, maxLineBytes);
+  }
+  readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncIterable<JournalLine> {
+    return journalFiles.readLinesAt(path, options);
+  }
+  fileSize(path: string): Promise<number> {
+    return journalFiles.fileSize(path);
+  }
+  remove(path: string): Promise<void> {
+    return journalFiles.remove(path);
+  }
+  rename(from: string, to: string): Promise<void> {
+    return journalFiles.rename(from, to);
+  }
+  listNames(dir: string): Promise<string[]> {
+    return journalFiles.listNames(dir);
+  }
+}
+
 /** journalFiles with writes that fail while `full` is set, and counters. */
-export class SwitchableFiles implements JournalFiles {
+export class SwitchableFiles extends RealJournalFiles {
   /** While true, every append and fsync rejects with ENOSPC (nothing is written). */
   full = false;
   appends = 0;
@@ -25,14 +62,7 @@ export class SwitchableFiles implements JournalFiles {
   /** Texts handed to append (whether or not they failed). */
   readonly appended: string[] = [];
 
-  ensureDir = journalFiles.ensureDir;
-  endsWithNewline = journalFiles.endsWithNewline;
-  fileSize = journalFiles.fileSize;
-  remove = journalFiles.remove;
-  rename = journalFiles.rename;
-  listNames = journalFiles.listNames;
-
-  async openAppend(path: string): Promise<JournalAppendHandle> {
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
     const handle = await journalFiles.openAppend(path);
     return {
       append: async (text: string) => {
@@ -51,7 +81,7 @@ export class SwitchableFiles implements JournalFiles {
     };
   }
 
-  async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
+  override async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
     await this.#wait();
     for await (const line of journalFiles.readLines(path, maxLineBytes)) {
       this.linesRead++;
@@ -59,7 +89,7 @@ export class SwitchableFiles implements JournalFiles {
     }
   }
 
-  async *readLinesAt(
+  override async *readLinesAt(
     path: string,
     options: { maxLineBytes: number; startByte: number },
   ): AsyncGenerator<JournalLine> {
@@ -84,25 +114,18 @@ export class SwitchableFiles implements JournalFiles {
  * `intercept` (given the text and the real append): a disk that fills up, one slow to write.
  * Every other call, and appends elsewhere, are the real ones.
  */
-export class InterceptedAppends implements JournalFiles {
+export class InterceptedAppends extends RealJournalFiles {
   readonly #pathPart: string;
   readonly #intercept: (text: string, append: (text: string) => Promise<void>) => Promise<void>;
   constructor(
     pathPart: string,
     intercept: (text: string, append: (text: string) => Promise<void>) => Promise<void>,
   ) {
+    super();
     this.#pathPart = pathPart;
     this.#intercept = intercept;
   }
-  ensureDir = journalFiles.ensureDir;
-  endsWithNewline = journalFiles.endsWithNewline;
-  fileSize = journalFiles.fileSize;
-  remove = journalFiles.remove;
-  rename = journalFiles.rename;
-  listNames = journalFiles.listNames;
-  readLines = journalFiles.readLines;
-  readLinesAt = journalFiles.readLinesAt;
-  async openAppend(path: string): Promise<JournalAppendHandle> {
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
     const handle = await journalFiles.openAppend(path);
     if (!path.includes(this.#pathPart)) return handle;
     return {
