@@ -36,10 +36,12 @@ export const SSE_QUEUE_SIZE = 100;
  */
 export const SSE_QUEUE_MAX_BYTES = 1024 * 1024;
 /**
- * A stream whose client has read nothing for this long while its queue overflowed (or while its
- * replay had more to send) ends, its connection dropped (frees its slot, subscription and
- * connection): a frozen tablet would otherwise hold one of the bounded stream slots for as long as
- * its connection lives. The client, if it wakes, resumes with `Last-Event-ID`.
+ * A stream whose client has read nothing for this long while its queue overflowed, while its
+ * replay had more to send, or while the stream's last bytes (frames, a keep-alive) waited to be
+ * taken, ends, its connection dropped (frees its slot, subscription and connection): a frozen
+ * tablet would otherwise hold one of the bounded stream slots for as long as its connection lives.
+ * The last case is judged by a timer, not by the next event: a filtered stream may get none for
+ * hours. The client, if it wakes, resumes with `Last-Event-ID`.
  */
 export const SSE_STALLED_CLIENT_MS = 60_000;
 /**
@@ -403,8 +405,8 @@ interface SseClientOptions {
   readonly dropConnection: (() => void) | null;
   readonly onDrop: () => void;
   /**
-   * The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped, or
-   * while its replay had more to send.
+   * The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped,
+   * while its replay had more to send, or while the bytes last handed to the server waited.
    */
   readonly onStalled: (c: SseClient, forMs: number, why: string) => void;
   readonly onClose: (c: SseClient) => void;
@@ -428,6 +430,11 @@ class SseClient {
   #first: Uint8Array | null = null;
   /** When the stream last asked for data (monotonic ms): the client was reading then. */
   #lastReadMs: number;
+  /**
+   * Armed once bytes are handed to the server and no read waits (SSE_STALLED_CLIENT_MS): the
+   * stall check of a stream no event reaches. At most one per stream; null while unarmed.
+   */
+  #stallTimer: TimerId | null = null;
   /** The drop closeThenDrop planned, until it fires or is cancelled. */
   #dropTimer: { readonly id: TimerId; readonly settled: () => void } | null = null;
 
@@ -470,6 +477,10 @@ class SseClient {
     this.#unsubscribe = null;
     this.#queue.length = 0;
     this.#queuedBytes = 0;
+    if (this.#stallTimer !== null) {
+      this.#opts.clock.clearTimer(this.#stallTimer);
+      this.#stallTimer = null;
+    }
     try {
       this.#controller?.close();
     } catch {
@@ -561,20 +572,50 @@ class SseClient {
         const chunk = this.#replayChunk();
         if (chunk !== null) {
           controller.enqueue(chunk);
-          return;
+          return this.#handed();
         }
         continue; // caught up: live from here (#cursor is null now)
       }
       if (this.#queue.length > 0 || this.#first !== null) {
         controller.enqueue(this.#drain());
-        return;
+        return this.#handed();
       }
       const keepAlive = await this.#waitForWork();
       if (this.#closed) return;
       if (keepAlive && this.#queue.length === 0) {
         controller.enqueue(KEEPALIVE);
-        return;
+        return this.#handed();
       }
+    }
+  }
+
+  /**
+   * Bytes were handed to the server, which asks for more once it has written them: until it
+   * does, the stall timer runs (armed unless it already is).
+   */
+  #handed(): void {
+    if (this.#stallTimer === null) this.#armStall(SSE_STALLED_CLIENT_MS);
+  }
+
+  #armStall(ms: number): void {
+    this.#stallTimer = this.#opts.clock.setTimer(() => {
+      this.#stallTimer = null;
+      this.#checkStalled();
+    }, ms);
+  }
+
+  /**
+   * Ends the stream when the server has not asked for data for SSE_STALLED_CLIENT_MS: its last
+   * bytes could not be written (the client's socket is full). A read waiting for data is a client
+   * that reads: the next bytes handed arm the timer again.
+   */
+  #checkStalled(): void {
+    if (this.#closed || this.#wake !== null) return;
+    const unread = this.#opts.clock.monoMs() - this.#lastReadMs;
+    if (unread >= SSE_STALLED_CLIENT_MS) {
+      this.#opts.onStalled(this, unread, "its last frames waited to be sent");
+    } else {
+      this.#armStall(SSE_STALLED_CLIENT_MS - unread);
     }
   }
 

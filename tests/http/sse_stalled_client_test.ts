@@ -5,9 +5,9 @@
  * (docs/http-api.md "Slow clients").
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
-import { SseHub } from "../../src/http/sse_hub.ts";
+import { SSE_KEEPALIVE_MS, SseHub } from "../../src/http/sse_hub.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
 const FILTER = { providerId: "", deviceId: "", signalId: "" };
@@ -86,6 +86,85 @@ Deno.test("SseHub ends a resuming stream whose client stopped reading in the mid
     assert.equal(hub.clientCount, 0, "the stream whose client stopped reading ended");
     const next = hub.open(FILTER); // its slot is free
     await next.body!.cancel();
+    await reader.cancel();
+  } finally {
+    hub.closeAll();
+  }
+});
+
+/** A state update of provider `p` (a string value of `size` characters). */
+function update(p: string, size = 10): RuntimeEvent {
+  return {
+    kind: "state_update",
+    provider_id: p,
+    device_id: "d",
+    signal_id: "s",
+    value: { type: "string", string: "x".repeat(size) },
+    quality: "OK",
+    timestamp_ms: 0,
+  };
+}
+
+Deno.test("SseHub ends a filtered stream whose client stopped reading after 60 s, though no event reaches it then", async () => {
+  const bus = new EventBus();
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  const hub = new SseHub({
+    bus,
+    log: new LineLogger({
+      level: "info",
+      journald: false,
+      now: () => 0,
+      write: (l) => lines.push(l),
+    }),
+    clock,
+    maxClients: 1,
+  });
+  try {
+    const rare = hub.open({ providerId: "rare", deviceId: "", signalId: "" });
+    const reader = rare.body!.getReader();
+    bus.publish(update("rare"));
+    assert.equal((await reader.read()).done, false); // the one event; then the client froze
+    bus.publish(update("rare")); // waits in its queue: the server could not write the last
+    await clock.advanceAsync(STALLED_MS - 1);
+    for (let i = 0; i < 50; i++) bus.publish(update("busy")); // events of other providers only
+    assert.equal(hub.clientCount, 1, "not yet stalled");
+    await clock.advanceAsync(1);
+    assert.equal(hub.clientCount, 0, "the stalled filtered stream ended");
+    assert.ok(
+      lines.some((l) => /event stream ended: its client read nothing for 60000 ms/.test(l)),
+      lines.join("\n"),
+    );
+    const next = hub.open(FILTER); // its slot is free
+    await next.body!.cancel();
+    await reader.cancel();
+  } finally {
+    hub.closeAll();
+  }
+});
+
+Deno.test("SseHub keeps a filtered stream whose client reads, with only keep-alives for minutes", async () => {
+  const bus = new EventBus();
+  const clock = new ManualClock();
+  const hub = new SseHub({
+    bus,
+    log: new LineLogger({ level: "error", journald: false, now: () => 0, write: () => {} }),
+    clock,
+    maxClients: 1,
+  });
+  try {
+    const rare = hub.open({ providerId: "rare", deviceId: "", signalId: "" });
+    const reader = rare.body!.getReader();
+    const dec = new TextDecoder();
+    bus.publish(update("rare"));
+    assert.match(dec.decode((await reader.read()).value), /event: state_update/);
+    for (let s = 0; s < 3 * STALLED_MS; s += SSE_KEEPALIVE_MS) {
+      const read = reader.read(); // the client reads: a read waits for data
+      await clock.advanceAsync(SSE_KEEPALIVE_MS);
+      assert.equal(dec.decode((await read).value), ": keepalive\n\n");
+      for (let i = 0; i < 10; i++) bus.publish(update("busy"));
+    }
+    assert.equal(hub.clientCount, 1, "a reading client's stream stays open");
     await reader.cancel();
   } finally {
     hub.closeAll();

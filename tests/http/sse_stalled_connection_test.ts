@@ -179,3 +179,64 @@ Deno.test("a stream its token no longer admits ends cleanly for a client that re
     await fx.close();
   }
 });
+
+Deno.test("a filtered stream whose client stopped reading frees its connection after 60 s, though no event reaches it then", async () => {
+  const clock = new ManualClock();
+  const fx = await startHttpFixture({ start: false, apiClock: clock });
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: false,
+    allowInsecureBind: false,
+    handler: fx.api.handle,
+    log: testLogger(),
+    onShutdown: () => fx.api.close(),
+  });
+  const conn = await connect(server.port);
+  const update = (p: string, value: string, n: number) =>
+    fx.runtime.bus.publish({
+      kind: "state_update",
+      provider_id: p,
+      device_id: "d",
+      signal_id: "s",
+      value: { type: "string", string: value },
+      quality: "OK",
+      timestamp_ms: n,
+    });
+  try {
+    await send(conn, getRequest("/v0/events?provider_id=rare")); // and never read
+    await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
+    // Its provider's events until the client's socket is full (frames wait in its queue), but
+    // never so many that its queue overflows: then the events stop (a provider that is quiet).
+    const big = "x".repeat(64 * 1024);
+    let n = 0;
+    await waitFor("frames queued for the client", async () => {
+      update("rare", big, n++);
+      await new Promise((r) => setTimeout(r, 2));
+      const m = (await fx.request("GET", "/metrics")).text;
+      return Number(/^runtime_sse_queued_events (\d+)$/m.exec(m)?.[1] ?? 0) > 0;
+    }, 20_000);
+    const m = (await fx.request("GET", "/metrics")).text;
+    assert.match(m, /^runtime_sse_events_dropped_total 0$/m, "nothing dropped");
+    await clock.advanceAsync(SSE_STALLED_CLIENT_MS);
+    for (let i = 0; i < 100; i++) update("busy", "1", n++); // other providers' events only
+    assert.equal(fx.api.sseClientCount, 0, "the stalled filtered stream ended");
+    await waitFor(
+      "its connection closed",
+      () => server.connectionStats().open === 0,
+      5000,
+    ).catch(() => {
+      assert.fail(
+        `the ended stream's connection is still open (${server.connectionStats().open} open)`,
+      );
+    });
+  } finally {
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+    await server.shutdown();
+    await fx.close();
+  }
+});
