@@ -19,10 +19,12 @@ import { errorMessage, type Logger } from "../common/mod.ts";
 
 /**
  * The request handler the server drives (HttpApi.handle). `info.dropConnection` closes the
- * connection the request came on at once while its answer is not completely written (nothing
- * after): for an answer its client will never read to its end (an event stream to a client that
- * stopped reading), which would keep the request in flight and the connection held for as long as
- * the client lives.
+ * connection the request came on while its answer is not completely written (nothing after): for
+ * an answer its client will never read to its end (an event stream to a client that stopped
+ * reading), which would keep the request in flight and the connection held for as long as the
+ * client lives. Under HTTP/2 (a browser's tabs share one connection) the connection is dropped
+ * only once every request in flight on it has asked so: its other requests, an e-stop among
+ * them, are answered first.
  */
 export type ServeHandler = (
   req: Request,
@@ -54,6 +56,11 @@ export const HTTP_SHUTDOWN_DRAIN_MS = 1000;
  * keep HTTP_SHUTDOWN_DRAIN_MS. The process's shutdown budget adds it (src/app/process.ts).
  */
 export const HTTP_SHUTDOWN_ANSWER_MS = 5000;
+/**
+ * HTTP/2: a connection whose last request not asking to drop it has just been answered is dropped
+ * this long after (its answer's bytes leave first: dropping at once lost them).
+ */
+export const HTTP2_DROP_FLUSH_MS = 1000;
 /** At the limit, the next accept waits for the evicted connection's socket at most this long. */
 const EVICTION_WAIT_MAX_MS = 1000;
 /** A connection to the internal TLS listener that no relay claims within this time is closed. */
@@ -151,6 +158,13 @@ interface Conn {
   inFlight: number;
   /** Requests whose handler has not returned its Response yet (the answer is being made). */
   answering: number;
+  /**
+   * Requests in flight that asked to drop the connection (dropConnection); it is dropped once
+   * they are all of its requests in flight (HTTP/1.1: at once).
+   */
+  dropWanted: number;
+  /** The drop planned once the other requests were answered (HTTP2_DROP_FLUSH_MS). */
+  dropTimer: ReturnType<typeof setTimeout> | null;
   closed: boolean;
   /** Cancels Deno's connection server (drops the connection); null once it has ended. */
   cancel: (() => void) | null;
@@ -356,6 +370,8 @@ export class ConnectionLayer {
       onIdle: null,
       ended: false,
       answering: 0,
+      dropWanted: 0,
+      dropTimer: null,
       requestDone: () => {
         c.inFlight--;
         c.idleSince = performance.now();
@@ -393,16 +409,22 @@ export class ConnectionLayer {
           c.inFlight++;
           c.answering++;
           let written = false;
+          let dropWanted = false;
           const done = () => {
             written = true;
+            if (dropWanted) c.dropWanted--;
             c.requestDone();
+            this.#dropIfAllWanted(c, true);
           };
           info.completed.then(done, done);
           const answer = handler(req, {
             remoteAddr: c.info.remoteAddr,
             // Once the answer is written the connection may carry the next request: kept.
             dropConnection: () => {
-              if (!written) this.#close(c);
+              if (written || dropWanted) return;
+              dropWanted = true;
+              c.dropWanted++;
+              this.#dropIfAllWanted(c);
             },
           });
           answer.then(c.answerMade, c.answerMade);
@@ -424,6 +446,20 @@ export class ConnectionLayer {
       this.#o.log.debug(`connection ended with an error: ${errorMessage(err)}`);
       serverDone();
     }));
+  }
+
+  /**
+   * Drops a connection whose every request in flight asked for it: HTTP/2 multiplexes a browser's
+   * requests onto one connection, and dropping it for one stalled stream would cut the others.
+   */
+  #dropIfAllWanted(c: Conn, answered = false): void {
+    if (c.closed || c.dropWanted === 0 || c.dropWanted < c.inFlight) return;
+    if (!answered) return this.#close(c);
+    if (c.dropTimer !== null) return;
+    c.dropTimer = setTimeout(() => {
+      c.dropTimer = null;
+      if (c.dropWanted > 0 && c.dropWanted >= c.inFlight) this.#close(c);
+    }, HTTP2_DROP_FLUSH_MS);
   }
 
   /** HTTPS: copies bytes between the client and the loopback TLS listener both ways. */
@@ -488,6 +524,7 @@ export class ConnectionLayer {
   #close(c: Conn): void {
     if (c.closed) return;
     c.closed = true;
+    if (c.dropTimer !== null) clearTimeout(c.dropTimer);
     this.#conns.delete(c);
     if (c.innerPort !== 0) this.#awaitingTls.delete(c.innerPort);
     // Cancelling Deno's connection server drops the connection (its socket is closed).

@@ -1,0 +1,69 @@
+/**
+ * HTTPS negotiates HTTP/2 (ALPN h2, Deno's engine), and a browser then carries its event stream
+ * and its other requests, POST /v0/estop among them, on one connection. Dropping the connection
+ * of a stream whose client reads nothing (info.dropConnection) must not cut those other requests.
+ */
+import assert from "node:assert/strict";
+import { serveHttp } from "../../src/host/mod.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { selfSignedCert } from "./_tls_certs.ts";
+
+Deno.test("over HTTP/2 a stream's connection drop waits for the other requests on that connection, then drops it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "http-h2-" });
+  const { cert, key } = await selfSignedCert(dir);
+  let drop: (() => void) | null = null;
+  let slowArrived = false;
+  let release = () => {};
+  const released = new Promise<void>((r) => (release = r));
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: cert,
+    tlsKeyPath: key,
+    authEnabled: false,
+    allowInsecureBind: false,
+    log: testLogger(),
+    openFileLimit: null,
+    handler: async (req, info) => {
+      if (new URL(req.url).pathname === "/stream") {
+        drop = info.dropConnection;
+        return new Response(
+          new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(": hi\n\n")) }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
+      }
+      slowArrived = true; // an e-stop whose stop ladder is running
+      await released;
+      return new Response("stopped");
+    },
+  });
+  const client = Deno.createHttpClient({
+    caCerts: [await Deno.readTextFile(cert)],
+    http1: false,
+    http2: true,
+  });
+  try {
+    const stream = await fetch(`https://localhost:${server.port}/stream`, { client });
+    const slow = fetch(`https://localhost:${server.port}/estop`, { method: "POST", client })
+      .catch((err) => err as Error);
+    await waitFor("both requests in flight", () => slowArrived && drop !== null, 5000);
+    assert.equal(server.connectionStats().open, 1, "one HTTP/2 connection carries both");
+    drop!(); // the stream's client is judged stalled
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    const res = await slow;
+    assert.ok(res instanceof Response, `the e-stop sharing the connection was cut: ${res}`);
+    assert.equal(await res.text(), "stopped");
+    await waitFor(
+      "the connection dropped once only the stream was left",
+      () => server.connectionStats().open === 0,
+      5000,
+    );
+    await stream.body?.cancel().catch(() => {});
+  } finally {
+    release();
+    client.close();
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
