@@ -569,8 +569,10 @@ export class Estop implements EstopService {
    * running now finishes with the safe state it started with (its plan, then its read-back).
    * `returned`: the providers the same reload started before this applies (its providers section
    * comes first), secured while latched with the plan in force then; each whose ladder calls the
-   * new plan changes is secured again with it (#providerAvailable). Resolves, per such provider,
-   * like `securing`.
+   * new plan changes is secured again with it (#providerAvailable); each whose calls it leaves
+   * alone but whose expectations it changes is read back again against the new ones once its
+   * securing run has ended. Resolves, per such provider, like `securing` (with no calls for a
+   * read-back only).
    */
   reconfigure(
     safeState: SafeStateConfig,
@@ -582,11 +584,27 @@ export class Estop implements EstopService {
     this.#planChanged("configuration reloaded");
     if (!latched) return [];
     return returned.flatMap((host, i) => {
-      if (callsText(this.#callsOf(host.id)) === before[i]) return [];
       const secured = this.#secureRuns.get(host);
-      this.#providerAvailable(host, "came back before a reload changed its ladder calls");
-      const run = this.#secureRuns.get(host);
-      return run !== undefined && run !== secured ? [run.promise] : [];
+      if (callsText(this.#callsOf(host.id)) !== before[i]) {
+        this.#providerAvailable(host, "came back before a reload changed its ladder calls");
+        const run = this.#secureRuns.get(host);
+        return run !== undefined && run !== secured ? [run.promise] : [];
+      }
+      // The same calls, other expectations: read back again against those in force, once its
+      // securing run (and its read-back of the old ones) has ended. A run still waiting for its
+      // turn takes the safe state in force then.
+      const used = secured?.secured;
+      if (
+        used === undefined || expectText(used.safeState, host.id) === expectText(safeState, host.id)
+      ) {
+        return [];
+      }
+      return [
+        secured!.promise.then(async (actions) => {
+          await this.#reverify(host.id, actions, used.rung, safeState);
+          return [];
+        }),
+      ];
     });
   }
 
@@ -859,6 +877,7 @@ export class Estop implements EstopService {
       made = calls.flatMap((c) => c.kind === "declared" ? [c.call] : []);
       rung = this.plan().rung;
       safeState = this.#o.safeState;
+      run.secured = { rung, safeState };
       this.#log.warn(
         `e-stop latched: provider ${id} ${why}; bringing it to the safe state (${calls.length} call(s))`,
       );
@@ -1048,6 +1067,13 @@ function callsText(calls: readonly PlannedCall[]): string {
   );
 }
 
+/** A provider's expectations as text (config paths left out): equal when read back alike. */
+function expectText(safeState: SafeStateConfig, providerId: string): string {
+  return toJsonText(
+    safeState.expect.flatMap(({ path: _path, ...e }) => e.providerId === providerId ? [e] : []),
+  );
+}
+
 /** The provider a planned call goes to. */
 function providerOf(c: PlannedCall): string {
   return c.kind === "zero" ? c.providerId : (c.call.deviceHandle.split("/", 1)[0])!;
@@ -1056,6 +1082,8 @@ function providerOf(c: PlannedCall): string {
 /** A provider's securing run (#secure); `started` once its ladder calls had their turn. */
 interface SecureRun {
   started: boolean;
+  /** Once started: the rung and safe state of its plan (its read-back's expectations). */
+  secured?: { readonly rung: SoftwareSafeState; readonly safeState: SafeStateConfig };
   promise: Promise<EstopAction[]>;
   /** The declared calls its ladder made, once made (before the read-back). */
   readonly ladder: Promise<readonly CallConfig[]>;

@@ -189,3 +189,47 @@ Deno.test("Estop secures a provider one reload restarts while latched with the l
     await rt.stop();
   }
 });
+
+Deno.test("Estop reads a provider one reload restarts while latched back against the expectations that same reload put in force, when only they changed", async () => {
+  const safety = (expected: number) => ({
+    hooks: [
+      call(
+        "sim0/tempctl0",
+        "set_setpoint",
+        { value: { double: 10 } },
+        "safety.safe_state.hooks[0]",
+      ),
+    ],
+    expect: [expectation("sim0/tempctl0/setpoint", { equals: expected })],
+    verifyTimeoutMs: 300,
+  });
+  const rt = await startRuntime(testConfig({ providers: [inertSim("sim0")], safety: safety(10) }));
+  const rec = recordEvents(rt);
+  try {
+    const stop = await rt.estop.trigger("test");
+    assert.equal(stop.verification.outcome, "verified");
+    // One reload restarts sim0 and changes only what its safe state is expected to read back:
+    // its ladder calls stay the same.
+    const [sim0] = rt.config.providers;
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [{ ...sim0!, timeoutMs: sim0!.timeoutMs + 1 }],
+      safety: { ...rt.config.safety, safeState: { ...rt.config.safety.safeState, ...safety(20) } },
+    });
+    assert.deepEqual(report.providers.restarted, ["sim0"]);
+    assert.ok(report.applied.includes("safety"), JSON.stringify(report));
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    const shown = rt.estop.status().verification;
+    assert.deepEqual(
+      shown?.checks.map((c) => [c.expected, c.outcome]),
+      [[{ equals: 20 }, "mismatch"]],
+      "the restarted sim0 is read back against the expectations in force",
+    );
+    assert.notEqual(shown?.outcome, "verified");
+    const last = rec.events.filter((e) => e.kind === "estop_verification").at(-1);
+    assert.equal(last?.kind === "estop_verification" && last.outcome, shown?.outcome);
+  } finally {
+    rec.stop();
+    await rt.stop();
+  }
+});
