@@ -122,7 +122,10 @@ export interface FaultEntry {
    */
   readonly committed: boolean;
   readonly from: RuntimeMode;
-  /** Runs the matching hooks once (later calls return the same promise). */
+  /**
+   * Runs the matching hooks of those in force now (not at the commit: the e-stop calls it after
+   * its ladder) once; later calls return the same promise.
+   */
   runHooks(): Promise<HookFailure[]>;
   /**
    * The failures of the hooks `runHooks` resolves with that are known so far (a copy): for an
@@ -457,15 +460,17 @@ export class ModeManager implements ModeService {
       args: { from, reason },
       latency_ms: 0,
     });
-    // The hooks in force at the commit: a reload meanwhile changes the next transition's.
-    const config = this.#o.hooks;
     let hooks: Promise<HookFailure[]> | null = null;
     return {
       committed: true,
       from,
       runHooks: () => {
         if (hooks !== null) return hooks;
-        hooks = this.#runFaultHooks(config, from, soFar).then((failures) => {
+        // The hooks in force when they start (the e-stop runs them after its ladder, which may
+        // take long): a reload meanwhile that fixed one is the fix the operator expects, as for a
+        // provider that comes back while FAULT stands (#providerBack). Once begun, a reload
+        // changes the next transition's.
+        hooks = this.#runFaultHooks(this.#o.hooks, from, soFar).then((failures) => {
           finished(failures);
           return failures;
         }, (err) => {
