@@ -364,6 +364,7 @@ export class Kernel {
       modes: this.modes,
       bus: this.bus,
       audit: this.audit,
+      devices: this.outages,
     });
     // Evaluated after every poll, in every mode. Their
     // actions go through the same paths as an operator's: forceFault (hooks included) and the

@@ -22,7 +22,9 @@
  * are read back again and merged into the verification status shows, which is published
  * (`estop_verification`) and recorded in the audit trail (see #secure). One mechanism for every
  * path: the e-stop follows every provider host's availability, also of hosts a reload adds; a
- * reload that starts a provider and changes its ladder calls secures it again (reconfigure).
+ * reload that starts a provider and changes its ladder calls secures it again (reconfigure). A
+ * device that stopped answering while its provider stayed up secures its provider again when it
+ * answers again while latched (#deviceChanged).
  *
  * Releasing the latch changes nothing physical and never re-arms: the mode stays FAULT and
  * arming (MANUAL, AUTO) is refused while the latch holds.
@@ -61,7 +63,12 @@ import {
   toTypedArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../state/mod.ts";
+import type {
+  DeviceConditionChange,
+  FreshReader,
+  InventoryReader,
+  ProviderSummary,
+} from "../state/mod.ts";
 import {
   type FunctionRef,
   type PlannedCall,
@@ -270,6 +277,13 @@ export interface EstopOptions {
   readonly bus?: EventBus;
   /** Where triggers and clears are recorded (the ladder's calls are recorded by the router). */
   readonly audit?: AuditSink;
+  /**
+   * Device conditions (the state layer's DeviceOutages): a device that stopped answering while
+   * its provider stayed up is secured again when it answers again while latched.
+   */
+  readonly devices?: {
+    onChange(listener: (change: DeviceConditionChange) => void): () => void;
+  };
 }
 
 /** The e-stop latch and ladder. Registers the latch gate on the router at construction. */
@@ -311,6 +325,12 @@ export class Estop implements EstopService {
   /** The end of the re-verifications begun so far (one runs at a time). */
   #reverifyTail: Promise<unknown> = Promise.resolve();
   readonly #reasonListeners: ((reason: Promise<string | null>, cause: string) => void)[] = [];
+  /**
+   * Per provider id, its devices that stopped answering while it stayed up (failing or down):
+   * one that answers again is secured as a provider that comes back is. Emptied when the
+   * provider goes down or comes back (its own return secures it whole).
+   */
+  readonly #devicesOut = new Map<string, Set<string>>();
 
   constructor(options: EstopOptions) {
     this.#o = options;
@@ -339,8 +359,10 @@ export class Estop implements EstopService {
       else if (change === "removed") this.#planChanged(`provider ${id} removed`);
     });
     options.inventory.onAvailability((p, up) => {
+      this.#devicesOut.delete(p.id);
       if (up) this.#providerAvailable(p);
     });
+    options.devices?.onChange((c) => this.#deviceChanged(c));
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
     // and leave out those the ladder made (the adopted hooks' own, without a safety: section).
     options.modes?.setLatchSecuring?.((host) => this.#ladderMade(host));
@@ -852,6 +874,28 @@ export class Estop implements EstopService {
     // Not inside the host's own step of coming up: the calls start from the next microtask.
     run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why));
     this.#secureRuns.set(host, run);
+  }
+
+  /**
+   * A device whose provider stays up stopped answering (its ladder calls fail meanwhile) or
+   * answers again: once it does, while latched, its provider is secured again (#providerAvailable:
+   * the ladder's calls for it, then its expectations read back), as if it had come back itself.
+   * A device out because its provider is down is left to the provider's return.
+   */
+  #deviceChanged(c: DeviceConditionChange): void {
+    const host = this.#o.inventory.provider(c.providerId);
+    if (c.condition.kind !== "up") {
+      if (host?.available !== true) return;
+      const out = this.#devicesOut.get(c.providerId);
+      if (out) out.add(c.deviceId);
+      else this.#devicesOut.set(c.providerId, new Set([c.deviceId]));
+      return;
+    }
+    const out = this.#devicesOut.get(c.providerId);
+    if (!out?.delete(c.deviceId)) return;
+    if (out.size === 0) this.#devicesOut.delete(c.providerId);
+    if (this.#state !== "latched" || host?.available !== true) return;
+    this.#providerAvailable(host, `has device ${c.deviceId} answering again`);
   }
 
   /**

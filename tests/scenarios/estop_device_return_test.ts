@@ -1,0 +1,59 @@
+/**
+ * A device that drops out while its provider stays up (the simulated provider's
+ * `inject_device_unavailable`: its reads and calls fail) when the e-stop latches gets none of the
+ * ladder's calls. When it answers again while the latch holds, it is brought to the safe state and
+ * read back, as a provider that comes back while latched is (docs/safety.md).
+ */
+import assert from "node:assert/strict";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { call, d, expectation, i, manualCall, readSignal } from "../safety/_fixture.ts";
+
+Deno.test("Estop brings a device that answers again while latched to the safe state, and reads it back", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [simProvider("sim0")],
+    safety: {
+      hooks: [
+        call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: { double: 0 } }),
+      ],
+      expect: [expectation("sim0/motorctl0/motor1_duty", { equals: 0 })],
+      verifyTimeoutMs: 300,
+    },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
+    assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0.5);
+    // motorctl0 stops answering for 1.5 s; sim0 stays up.
+    await manualCall(rt, "sim0", "chaos_control", 1, {
+      device_id: { type: "string", string: "motorctl0" },
+      duration_ms: i(1500),
+    });
+    await waitFor(
+      "motorctl0 reads fail",
+      () => rt.cache.device("sim0", "motorctl0")?.available === false,
+    );
+    const stop = await rt.estop.trigger("while motorctl0 is out");
+    assert.equal(stop.actions[0]!.success, false, JSON.stringify(stop.actions));
+    assert.notEqual(stop.verification.outcome, "verified");
+    assert.equal(rt.registry.host("sim0")!.available, true);
+
+    await waitFor(
+      "motorctl0 answers again",
+      () => rt.cache.device("sim0", "motorctl0")?.available === true,
+    );
+    // Bounded: the securing of the returned device (calls, then read-back) ends well within it.
+    await waitFor("the read-back redone", () => {
+      return rt.estop.status().verification?.outcome === "verified";
+    }, 5000).catch(() => {});
+    assert.equal(
+      await readSignal(rt, "sim0", "motorctl0", "motor1_duty"),
+      0,
+      "the device that answers again while latched is at the safe state",
+    );
+    assert.equal(rt.estop.status().verification?.outcome, "verified");
+    assert.equal(rt.estop.status().latched, true);
+  } finally {
+    await rt.stop();
+  }
+});
