@@ -324,6 +324,7 @@ export class Kernel {
       manualGatingPolicy: automation.manualGatingPolicy,
       hooks: automation.modeTransitionHooks,
       audit: this.audit,
+      devices: this.outages,
     });
     // The AUTO rule of reloads is decided section by section, as each is applied; the providers
     // section decides it when it starts: entering AUTO while it is taking providers away would let

@@ -894,8 +894,11 @@ export class Estop implements EstopService {
     const out = this.#devicesOut.get(c.providerId);
     if (!out?.delete(c.deviceId)) return;
     if (out.size === 0) this.#devicesOut.delete(c.providerId);
-    if (this.#state !== "latched" || host?.available !== true) return;
-    this.#providerAvailable(host, `has device ${c.deviceId} answering again`);
+    // Released: #providerAvailable forgets an earlier securing run (the hooks into FAULT made
+    // again for this return must not leave out calls an old ladder made).
+    if (host?.available === true) {
+      this.#providerAvailable(host, `has device ${c.deviceId} answering again`);
+    }
   }
 
   /**
