@@ -19,8 +19,8 @@ Deno.test("Estop runs the hooks into FAULT in force when they start, after a rel
       "automation.mode_transition_hooks.before_transition[0]",
     );
   const rt = await startRuntime(testConfig({
-    // Each ladder call to the plant answers 2 s after it arrived: the ladder runs that long.
-    providers: [plantProvider("plant", { latencyMs: 2000 }), inertSim("sim0")],
+    // Each ladder call to the plant answers 3 s after it arrived: the ladder runs that long.
+    providers: [plantProvider("plant", { latencyMs: 3000 }), inertSim("sim0")],
     automation: {
       enabled: true,
       modeTransitionHooks: { beforeTransition: [faultHook(99)], afterTransition: [] },

@@ -29,10 +29,10 @@ Deno.test("A device that answers again while FAULT stands gets the hook calls in
     await rt.modes.request("MANUAL");
     await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
     assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0.5);
-    // motorctl0 stops answering for 1.5 s; sim0 stays up.
+    // motorctl0 stops answering for 2.5 s; sim0 stays up.
     await manualCall(rt, "sim0", "chaos_control", 1, {
       device_id: { type: "string", string: "motorctl0" },
-      duration_ms: i(1500),
+      duration_ms: i(2500),
     });
     await waitFor(
       "motorctl0 reads fail",
