@@ -288,6 +288,8 @@ export class AuditTrail implements AuditSink {
     entry: AuditEntry;
     timer: TimerId;
     intents: string[];
+    /** Those of `intents` with no record on disk (untracked repeats): kept out of its line. */
+    unwritten: string[];
     before: boolean;
   } | null = null;
   /**
@@ -321,7 +323,13 @@ export class AuditTrail implements AuditSink {
    */
   readonly #aheadKeys = new WeakMap<
     AuditIntent,
-    { readonly call: AuditCallAhead; readonly mode: string; readonly key: string }
+    {
+      readonly call: AuditCallAhead;
+      readonly mode: string;
+      readonly key: string;
+      /** A repeat past AUDIT_MAX_UNSETTLED repeats: not listed (#overflowAfterBoundary). */
+      readonly untracked?: true;
+    }
   >();
   /** This process's write-ahead records not settled yet (their lines), by id; bounded. */
   readonly #unsettled = new Map<string, string>();
@@ -331,7 +339,8 @@ export class AuditTrail implements AuditSink {
    */
   #unsettledOverflow = 0;
   /**
-   * Those of #unsettledOverflow written ahead after the last run boundary (runBoundary): calls in
+   * Those of #unsettledOverflow written ahead after the last run boundary (runBoundary), and the
+   * repeats of the open entry past AUDIT_MAX_UNSETTLED (not in #repeats) decided since: calls in
    * flight inFlightCalls cannot list, counted by the run they were made in when it closes.
    */
   #overflowAfterBoundary = 0;
@@ -369,8 +378,8 @@ export class AuditTrail implements AuditSink {
    * Writes the decision to send an actuating call before it is sent; resolves once its bytes
    * reached the OS, its write failed (counted) or AUDIT_WRITE_AHEAD_TIMEOUT_MS passed (counted).
    * Nothing is written for a repeat of the open accepted entry (its intent, held in memory, is
-   * listed by inFlightCalls until its outcome settles it), nor without a journal (null). Never
-   * rejects.
+   * listed by inFlightCalls until its outcome settles it; past AUDIT_MAX_UNSETTLED repeats, not
+   * listed but counted: runBoundary's `unlisted`), nor without a journal (null). Never rejects.
    */
   async writeAhead(
     call: AuditCallAhead,
@@ -385,9 +394,15 @@ export class AuditTrail implements AuditSink {
       const key = this.#key(accepted, mode);
       // (Never a repeat of an entry of calls written ahead before the last run boundary.)
       const repeat = !this.#sealed && this.#open?.before === false && this.#collapses(key, now);
-      // A repeat beyond the bound is not tracked: its outcome settles nothing (as before).
-      if (repeat && this.#repeats.size >= AUDIT_MAX_UNSETTLED) return null;
       const id = `${this.#boot}.${++this.#intentSeq}`;
+      if (repeat && this.#repeats.size >= AUDIT_MAX_UNSETTLED) {
+        // A repeat beyond the bound is not listed by inFlightCalls, but it has an id all the same
+        // (its number says which run it was decided in) and is counted as a call not listed.
+        const intent: AuditIntent = { id };
+        this.#overflowAfterBoundary++;
+        this.#aheadKeys.set(intent, { call, mode, key, untracked: true });
+        return intent;
+      }
       const record: IntentRecord = {
         intent: id,
         time_epoch_ms: now,
@@ -574,6 +589,8 @@ export class AuditTrail implements AuditSink {
     // A call written ahead before the last run boundary and one after it are events of different
     // runs: never one entry.
     const before = intent !== undefined && this.#beforeBoundary(intent);
+    const untracked = d.intent ? this.#aheadKeys.get(d.intent)?.untracked === true : false;
+    if (untracked && !before && this.#overflowAfterBoundary > 0) this.#overflowAfterBoundary--;
     if (open !== null && key !== null && open.before === before && this.#collapses(key, now)) {
       const e = open.entry;
       e.count++;
@@ -581,19 +598,21 @@ export class AuditTrail implements AuditSink {
       e.result = d.result ?? null;
       e.latency_ms = d.latency_ms ?? null;
       if (intent !== undefined) open.intents.push(intent);
+      if (untracked) open.unwritten.push(intent!);
       return;
     }
     this.#closeOpen();
     const entry = this.#entry(d, now, mode);
     const intents = intent === undefined ? [] : [intent];
+    const unwritten = untracked ? [intent!] : [];
     if (key === null || this.#sealed) {
-      this.#emit(entry, intents);
+      this.#emit(entry, intents, undefined, unwritten);
       return;
     }
     const timer = this.#o.clock.setTimer(() => {
       if (this.#open?.entry === entry) this.#closeOpen();
     }, AUDIT_COLLAPSE_MAX_OPEN_MS);
-    this.#open = { key, entry, timer, intents, before };
+    this.#open = { key, entry, timer, intents, unwritten, before };
   }
 
   /** A new entry of one decision. */
@@ -639,7 +658,7 @@ export class AuditTrail implements AuditSink {
     if (!open) return;
     this.#open = null;
     this.#o.clock.clearTimer(open.timer);
-    this.#emit(open.entry, open.intents);
+    this.#emit(open.entry, open.intents, undefined, open.unwritten);
   }
 
   /**
@@ -654,12 +673,21 @@ export class AuditTrail implements AuditSink {
     if (checkpoint !== null) void journal.writer.append(checkpoint, { counted: false });
   }
 
-  /** Numbers, bounds and journals a closed entry; `intents`: the write-ahead ids it settles. */
-  #emit(raw: AuditEntry, intents: readonly string[], runId?: string | null): void {
+  /**
+   * Numbers, bounds and journals a closed entry; `intents`: the write-ahead ids it settles
+   * (`unwritten`: those of untracked repeats, kept out of its line).
+   */
+  #emit(
+    raw: AuditEntry,
+    intents: readonly string[],
+    runId?: string | null,
+    unwritten: readonly string[] = [],
+  ): void {
     raw.seq = ++this.#seq;
     this.#entriesTotal++;
-    let written = intents;
-    for (const id of intents) {
+    const untracked = unwritten.length === 0 ? null : new Set(unwritten);
+    let written = untracked === null ? intents : intents.filter((id) => !untracked.has(id));
+    for (const id of untracked === null ? intents : written) {
       if (this.#repeats.delete(id)) {
         // No record of it on disk to settle: its id stays out of the journal.
         written = written.filter((w) => w !== id);

@@ -92,3 +92,41 @@ Deno.test("Kernel: the outcome of a call decided before a run opened never colla
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("Kernel: repeats of the open call entry in flight past AUDIT_MAX_UNSETTLED when a run closes are counted by it, and their outcomes are no events of the next run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_repeat_overflow_" });
+  const rt = await startRuntime(
+    testConfig({ runtime: { dataDir: dir }, history: { enabled: false } }),
+  );
+  try {
+    const a = (await rt.runs.open({})).run;
+    // The open entry: one answered call; every identical call decided next is a repeat of it.
+    const first = await rt.audit.writeAhead(decision(1));
+    rt.audit.record({ ...decision(1), action: "call", outcome: "accepted", intent: first });
+    const intents: (AuditIntent | null)[] = [];
+    for (let i = 0; i < IN_FLIGHT; i++) intents.push(await rt.audit.writeAhead(decision(1)));
+    await rt.runs.close(a.run_id, {});
+    const b = (await rt.runs.open({})).run;
+    for (const intent of intents) {
+      rt.audit.record({ ...decision(1), action: "call", outcome: "accepted", intent });
+    }
+    rt.audit.flushOpen();
+    await rt.runs.close(b.run_id, {});
+    const events = async (id: string) => (await rt.runs.listEvents(id, { limit: 1000 })).events;
+    assert.deepEqual(
+      (await events(b.run_id)).filter((e) => e.category === "call").map((e) => e.payload.count),
+      [],
+      "every repeat was decided before run B opened",
+    );
+    const ofA = await events(a.run_id);
+    const inFlight = ofA.filter((e) => e.payload.outcome === "in_flight").length;
+    assert.deepEqual(
+      ofA.at(-1)!.payload,
+      { events_not_recorded: IN_FLIGHT - inFlight },
+      "run A says how many of its repeats in flight it could not list",
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
