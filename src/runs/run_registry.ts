@@ -1667,15 +1667,20 @@ export class RunRegistry {
       const callsWritten: Promise<JournalAppendResult>[] = [];
       if (open) {
         if (open.closedEvent === null) this.#settleCalls(); // before run_closed: its last events
-        // Taken after them: what they could not record is counted too.
-        left = open.notRecorded;
         this.#stopSaving(open);
         // A retry of a close whose run_closed is written: the run ended on disk at the failed
         // try, its events are dropped and counted until the record is written, as between them.
         open.closing = open.closedEvent === null;
         open.whileClosing = 0;
         event = open.closedEvent;
-        if (event === null) sequence = open.nextSequence++;
+        if (event === null) {
+          sequence = open.nextSequence++;
+          // Its lines on their way (a write under way, or queued behind it) are written first:
+          // one whose write fails is counted by now (#queueEvent), so in the count taken next.
+          await open.writer.flush();
+        }
+        // Taken after them: what they could not record is counted too.
+        left = open.notRecorded;
       } else {
         const keyed = await this.#keyedEvents(run.run_id, true);
         const last = await lastKeyed(keyed);
