@@ -13,7 +13,11 @@ export type CloseReason = (typeof CLIENT_CLOSE_REASONS)[number] | "abandoned";
 export const CLOSE_REASONS: readonly CloseReason[] = [...CLIENT_CLOSE_REASONS, "abandoned"];
 
 export type RunEventCategory =
-  /** Sequence 1 (type ""); payload `mode` and `estop_latched` when the run opened. */
+  /**
+   * Sequence 1 (type ""); payload `mode` and `estop_latched` when the run opened, and
+   * `safety_events_between_runs` (count, estop_triggers, first/last time) when safety events came
+   * that no run recorded since the previous run opened.
+   */
   | "run_opened"
   | "run_closed"
   | "mode_change"

@@ -329,10 +329,13 @@ interface OpenRun {
   saveTimer: TimerId | null;
   /**
    * Bus events that came while its run_closed was being written: of no run when the close
-   * succeeds (the cut is by recording, whatever their time: nothing follows a run_closed), lost
-   * and counted if it fails (docs/http-api.md "Runs", Closing).
+   * succeeds (the cut is by recording, whatever their time: nothing follows a run_closed; its
+   * safety events are counted by the next run_opened: #betweenRuns), lost and counted if it fails
+   * (docs/http-api.md "Runs", Closing).
    */
   whileClosing: number;
+  /** The safety events of whileClosing: of no run when the close succeeds (SafetyBetweenRuns). */
+  safetyWhileClosing: SafetyBetweenRuns | null;
   /**
    * Its run_closed event, once written to its event file while the close record of runs.jsonl is
    * not (that write failed): the run has ended on disk. Nothing more is written to its file, and
@@ -343,6 +346,48 @@ interface OpenRun {
   markerIds: Map<string, { sequence: number; digest: string }>;
   /** The monotonic clock when it started (with its started_at_epoch_ms). */
   startedMono: number;
+}
+
+/**
+ * Safety events (isSafetyEvent) no run recorded: between two runs, while a close wrote its
+ * run_closed, while an open that then failed was written. The next run opened gives them in its
+ * run_opened payload (`safety_events_between_runs`).
+ */
+interface SafetyBetweenRuns {
+  count: number;
+  estopTriggers: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+function noteSafety(
+  into: SafetyBetweenRuns | null,
+  category: RunEventCategory,
+  type: string,
+  occurred: number,
+): SafetyBetweenRuns {
+  const trigger = category === "estop" && type === "trigger" ? 1 : 0;
+  if (into === null) {
+    return { count: 1, estopTriggers: trigger, firstAt: occurred, lastAt: occurred };
+  }
+  into.count++;
+  into.estopTriggers += trigger;
+  into.firstAt = Math.min(into.firstAt, occurred);
+  into.lastAt = Math.max(into.lastAt, occurred);
+  return into;
+}
+
+function mergeSafety(
+  into: SafetyBetweenRuns | null,
+  more: SafetyBetweenRuns | null,
+): SafetyBetweenRuns | null {
+  if (more === null) return into;
+  if (into === null) return { ...more };
+  into.count += more.count;
+  into.estopTriggers += more.estopTriggers;
+  into.firstAt = Math.min(into.firstAt, more.firstAt);
+  into.lastAt = Math.max(into.lastAt, more.lastAt);
+  return into;
 }
 
 /** An event of the open run not yet given its sequence number. */
@@ -482,6 +527,8 @@ export class RunRegistry {
   #openingId: string | null = null;
   /** Events of the run whose open is being written that #whileOpening had no room for. */
   #lostWhileOpening = 0;
+  /** Safety events no run recorded since the last run opened (or this process started). */
+  #betweenRuns: SafetyBetweenRuns | null = null;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -754,9 +801,18 @@ export class RunRegistry {
         );
       }
       const state = this.#opts.safetyState?.();
-      const openedPayload = state === undefined
-        ? {}
-        : { mode: state.mode, estop_latched: state.estopLatched };
+      const between = this.#betweenRuns;
+      const openedPayload = {
+        ...(state === undefined ? {} : { mode: state.mode, estop_latched: state.estopLatched }),
+        ...(between === null ? {} : {
+          safety_events_between_runs: {
+            count: between.count,
+            estop_triggers: between.estopTriggers,
+            first_at_epoch_ms: between.firstAt,
+            last_at_epoch_ms: between.lastAt,
+          },
+        }),
+      };
       const event = this.#event(run.run_id, 1, "run_opened", "", now, now, openedPayload);
       const writer = this.#writer(this.#eventFile(run.run_id), RUN_WRITER_MAX_LINES);
       let opened = 0;
@@ -772,7 +828,13 @@ export class RunRegistry {
         opened = utf8Length(line) + 1;
         await this.#appendJournal(record);
       } catch (err) {
-        this.#whileOpening = null; // of no run: the open failed
+        // Of no run: the open failed. Its safety events go to the next run's run_opened.
+        for (const e of this.#whileOpening ?? []) {
+          if (isSafetyEvent(e.category, e.payload)) {
+            this.#betweenRuns = noteSafety(this.#betweenRuns, e.category, e.type, e.occurred);
+          }
+        }
+        this.#whileOpening = null;
         await writer.close();
         // No run names the file (a failed write is cut back, runs.jsonl's record too): not left
         // as an orphan for every start to warn about.
@@ -785,6 +847,7 @@ export class RunRegistry {
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
+      this.#betweenRuns = null; // in its run_opened
       this.#open = {
         run,
         nextSequence: 2,
@@ -797,6 +860,7 @@ export class RunRegistry {
         savedNotRecorded: 0,
         saveTimer: null,
         whileClosing: 0,
+        safetyWhileClosing: null,
         closedEvent: null,
         markerIds: new Map(),
         startedMono,
@@ -1252,7 +1316,11 @@ export class RunRegistry {
     const safety = isSafetyEvent(category, payload);
     if (!open) {
       const opening = this.#whileOpening;
-      if (opening === null) return;
+      if (opening === null) {
+        // Between runs: no run records it, the next run's run_opened counts it.
+        if (safety) this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
+        return;
+      }
       if (opening.length >= MAX_PENDING_BUS_EVENTS + (safety ? RUN_SAFETY_RESERVE_EVENTS : 0)) {
         this.#lostWhileOpening++;
         this.#droppedBusEvent(
@@ -1265,10 +1333,15 @@ export class RunRegistry {
     }
     if (open.closedEvent !== null && !open.closing) {
       this.#droppedBusEvent(`the open run's run_closed is written, its close record is not`);
+      // The run has ended on disk: of no run, as between runs.
+      if (safety) this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
       return;
     }
     if (open.closing) {
       open.whileClosing++;
+      if (safety) {
+        open.safetyWhileClosing = noteSafety(open.safetyWhileClosing, category, type, occurred);
+      }
       return;
     }
     // The last place is the serial operation's (a marker, the run_closed); the reserve before
@@ -1672,6 +1745,7 @@ export class RunRegistry {
         // try, its events are dropped and counted until the record is written, as between them.
         open.closing = open.closedEvent === null;
         open.whileClosing = 0;
+        open.safetyWhileClosing = null;
         event = open.closedEvent;
         if (event === null) {
           sequence = open.nextSequence++;
@@ -1755,7 +1829,11 @@ export class RunRegistry {
       run.state = "closed";
       run.close_reason = reason;
       run.ended_at_epoch_ms = now;
-      if (open) this.#open = null;
+      if (open) {
+        this.#open = null;
+        // What came while its run_closed was written is of no run: the next run's run_opened.
+        this.#betweenRuns = mergeSafety(this.#betweenRuns, open.safetyWhileClosing);
+      }
       await writer.close();
       this.#log.info(`run ${run.run_id} closed (${reason})`);
       this.#emit(event, run);
@@ -1766,6 +1844,11 @@ export class RunRegistry {
         // The run stays open: the events left out while it was closing are lost, and counted
         // (and so is every later one when its run_closed was written: nothing may follow it).
         open.closing = false;
+        // Of no run when its run_closed is written (it has ended on disk), else counted below.
+        if (open.closedEvent !== null) {
+          this.#betweenRuns = mergeSafety(this.#betweenRuns, open.safetyWhileClosing);
+        }
+        open.safetyWhileClosing = null;
         for (; open.whileClosing > 0; open.whileClosing--) {
           this.#droppedBusEvent(`they came while run_closed was written, which failed`);
           // Of the run still open, whose record (a later run_closed) counts them.

@@ -45,16 +45,29 @@ Deno.test("Kernel: a run opened while the e-stop is latched says so in its run_o
     rt.estop.clear();
     const released = (await rt.runs.open({})).run;
     await rt.runs.close(released.run_id, {});
+    // The times of the safety events between runs left out (the wall clock's).
     const opened = async (id: string) =>
-      (await rt.runs.listEvents(id, { limit: 1 })).events.map((e) => [e.category, e.payload]);
+      (await rt.runs.listEvents(id, { limit: 1 })).events.map((e) => {
+        const between = e.payload.safety_events_between_runs as Record<string, unknown> | undefined;
+        if (between === undefined) return [e.category, e.payload];
+        const { count, estop_triggers } = between;
+        return [e.category, {
+          ...e.payload,
+          safety_events_between_runs: { count, estop_triggers },
+        }];
+      });
     // Before: [["run_opened", {}]] -- nothing in the run showed it was opened under a stop.
+    // The stop's trigger and FAULT entry came before it: in no run, counted by the next one.
     assert.deepEqual(await opened(latched.run_id), [["run_opened", {
       mode: "FAULT",
       estop_latched: true,
+      safety_events_between_runs: { count: 2, estop_triggers: 1 },
     }]]);
+    // The re-arm (the stop's clear) came between the two runs.
     assert.deepEqual(await opened(released.run_id), [["run_opened", {
       mode: "FAULT",
       estop_latched: false,
+      safety_events_between_runs: { count: 1, estop_triggers: 0 },
     }]]);
   } finally {
     await rt.stop();

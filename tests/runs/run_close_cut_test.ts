@@ -79,3 +79,94 @@ Deno.test("an event of a run whose write fails after the run's close began is co
   );
   await registry.shutdown();
 });
+
+function estopAt(bus: EventBus, t: number): void {
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: t,
+  });
+  bus.publish({
+    kind: "mode_change",
+    previous_mode: "AUTO",
+    new_mode: "FAULT",
+    timestamp_ms: t + 1,
+  });
+}
+
+Deno.test("an e-stop while a close writes its run_closed is in no run's events: the next run's run_opened counts it", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  await waitFor("the run_closed write under way", () => files.held > 0);
+  estopAt(bus, 5);
+  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 9 });
+  files.gate = null;
+  release();
+  await closing;
+  assert.deepEqual(eventsOnDisk(files, run.run_id).map((e) => e[1]), ["run_opened", "run_closed"]);
+  const next = await registry.open({});
+  const opened = (await registry.listEvents(next.run.run_id)).events[0]!;
+  assert.deepEqual(
+    opened.payload,
+    {
+      safety_events_between_runs: {
+        count: 2,
+        estop_triggers: 1,
+        first_at_epoch_ms: 5,
+        last_at_epoch_ms: 6,
+      },
+    },
+    "the next run's run_opened counts the e-stop and the FAULT entry no run recorded",
+  );
+  await registry.close(next.run.run_id, {});
+  const third = await registry.open({});
+  assert.deepEqual(
+    (await registry.listEvents(third.run.run_id)).events[0]!.payload,
+    {},
+    "counted once",
+  );
+  await registry.shutdown();
+});
+
+Deno.test("an e-stop while an open that then fails is written is in no run's events: the next run's run_opened counts it", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const opening = registry.open({});
+  await waitFor("the open's write under way", () => files.held > 0);
+  estopAt(bus, 7);
+  files.journalFails = true; // its record in runs.jsonl fails: no run
+  files.gate = null;
+  release();
+  await assert.rejects(opening);
+  files.journalFails = false;
+  const { run } = await registry.open({});
+  const events = (await registry.listEvents(run.run_id)).events;
+  assert.deepEqual(events.map((e) => e.category), ["run_opened"]);
+  assert.deepEqual(
+    events[0]!.payload,
+    {
+      safety_events_between_runs: {
+        count: 2,
+        estop_triggers: 1,
+        first_at_epoch_ms: 7,
+        last_at_epoch_ms: 8,
+      },
+    },
+    "the run opened next counts the e-stop and the FAULT entry of the failed open's window",
+  );
+  await registry.shutdown();
+});
