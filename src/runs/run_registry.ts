@@ -1854,6 +1854,9 @@ export class RunRegistry {
           // Of the run still open, whose record (a later run_closed) counts them.
           if (open.closedEvent === null) this.#countNotRecorded(open);
         }
+        // What was counted while it was closing (its writes failing then) was not saved: a
+        // crash before the next save would close it as abandoned without that count.
+        this.#saveNotRecorded(open);
       } else await writer.close();
       throw this.#ioError("close run", err);
     }

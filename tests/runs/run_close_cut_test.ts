@@ -170,3 +170,32 @@ Deno.test("an e-stop while an open that then fails is written is in no run's eve
   );
   await registry.shutdown();
 });
+
+Deno.test("a run whose close fails after one of its event writes failed saves that count at once: a crash then closes it as abandoned with it", async () => {
+  const files = new FailAfterGate();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
+  await waitFor("the event's write under way", () => files.held > 0);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  files.failNext = 2; // the event's write fails, and so does the run_closed's
+  files.gate = null;
+  release();
+  await assert.rejects(closing);
+  // The count is saved to runs.jsonl without waiting for the disk: given the time to get there.
+  for (let i = 0; i < 50 && !files.text("/data/runs.jsonl").includes("not_recorded"); i++) {
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  // A crash now (no shutdown): the next start closes the run as abandoned.
+  const next = registryOn(files);
+  await next.start();
+  const closed = (await next.listEvents(run.run_id)).events.at(-1)!;
+  assert.equal(closed.type, "abandoned");
+  assert.equal(closed.payload.events_not_recorded, 1, "the event its failed write lost");
+  await next.shutdown();
+});
