@@ -1312,8 +1312,15 @@ export class RunRegistry {
     payload: Record<string, unknown>,
   ): void {
     const open = this.#open;
-    if (this.#state !== "ready") return;
     const safety = isSafetyEvent(category, payload);
+    if (this.#state !== "ready") {
+      // No run can be open (a start not done yet, or failed and waiting for its retry): between
+      // runs, counted by the next run's run_opened. Nothing once stopped.
+      if (safety && this.#state !== "stopped") {
+        this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
+      }
+      return;
+    }
     if (!open) {
       const opening = this.#whileOpening;
       if (opening === null) {

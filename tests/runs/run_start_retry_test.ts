@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { RUN_START_RETRY_MAX_MS, RunRegistry } from "../../src/runs/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
@@ -106,6 +107,46 @@ Deno.test("RunRegistry: a retried start writes the interrupted calls of the aban
     events.map((e) => [e.sequence, e.category, e.type]),
     [[1, "run_opened", ""], [2, "call", "sim0/motor0 stop"], [3, "run_closed", "abandoned"]],
     "the interrupted call once, then run_closed",
+  );
+  await registry.shutdown();
+});
+
+Deno.test("RunRegistry: an e-stop while a failed start waits for its retry is counted by the first run opened after it", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const registry = registryOn(files, clock);
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: 3,
+  });
+  files.syncFails = false;
+  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(registry.info().available, true);
+  const { run } = await registry.open({});
+  assert.deepEqual(
+    (await registry.listEvents(run.run_id)).events[0]!.payload,
+    {
+      safety_events_between_runs: {
+        count: 1,
+        estop_triggers: 1,
+        first_at_epoch_ms: 3,
+        last_at_epoch_ms: 3,
+      },
+    },
+    "the e-stop no run recorded is in the next run's run_opened",
   );
   await registry.shutdown();
 });
