@@ -217,7 +217,9 @@ Deno.test("AutomationEngine ticks only in AUTO and halts the tree when leaving i
 });
 
 Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
-  const { engine, modes } = setup(`<BehaviorTree ID="Main"><Script code="x := y"/></BehaviorTree>`);
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><Script code="x := y; y := 0"/></BehaviorTree>`,
+  );
   await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), null);
   assert.equal(modes.faults.length, 1);
@@ -227,7 +229,9 @@ Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
 });
 
 Deno.test("AutomationEngine status reflects a re-arm at once, not the throw of the tick before", async () => {
-  const { engine, modes } = setup(`<BehaviorTree ID="Main"><Script code="x := y"/></BehaviorTree>`);
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><Script code="x := y; y := 0"/></BehaviorTree>`,
+  );
   await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), null);
   assert.equal(modes.mode, "FAULT");
@@ -498,7 +502,10 @@ Deno.test("AutomationEngine retimed by a reload keeps the tree's state (blackboa
 
 Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting across a tree a reload replaces or removes", async () => {
   const files: Record<string, string> = {
-    [TREE]: xmlRoot(`<BehaviorTree ID="Main"><Script code="x := missing"/></BehaviorTree>`, "Main"),
+    [TREE]: xmlRoot(
+      `<BehaviorTree ID="Main"><Script code="x := missing; missing := 0"/></BehaviorTree>`,
+      "Main",
+    ),
   };
   const { engine, modes } = setup(SLEEP, {
     readFile: editable(files),
@@ -803,7 +810,9 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
   // Args from the blackboard are judged at the call, as before.
   assert.equal(
     await problemOf(
-      `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="{a}"/>`,
+      `<Sequence><Script code="a := 'json:{}'"/>` +
+        `<CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="{a}"/>` +
+        `</Sequence>`,
     ),
     null,
   );

@@ -33,6 +33,8 @@ const TREE = treeXml(`<Sequence>
       <ForceSuccess>
         <CallDevice name="unset" device_handle="sim1/tempctl0" function_name="{never_set}" />
       </ForceSuccess>
+      <!-- Written only in a branch never taken: the tree loads, the call finds no value. -->
+      <Script code="never_set := 'set_mode'" _skipIf="true" />
     </Sequence>`);
 
 /** `FILE:LINE:COL` of the CallDevice named `name` in `text` (COL: its `<`, 1-based). */

@@ -62,7 +62,7 @@ Deno.test("AutomationEngine turns a tick that throws into bt_error, automation_f
         `<Sequence>
       <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty"
                   args='json:{"motor_index": 1, "duty": 0.5}' />
-      <Script code="level := undefined_variable + 1" />
+      <Script code="level := undefined_variable + 1; undefined_variable := 0" />
     </Sequence>`,
       ),
     );

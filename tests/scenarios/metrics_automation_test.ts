@@ -12,7 +12,7 @@ Deno.test("GET /metrics runtime_bt_ticks_total and runtime_bt_tick_errors_total 
       "throwing.xml",
       treeXml(`<Sequence>
       <Sleep msec="150" />
-      <Script code="level := undefined_variable + 1" />
+      <Script code="level := undefined_variable + 1; undefined_variable := 0" />
     </Sequence>`),
     );
     const fx = await startHttpFixture({ config: automationOptions(tree) });

@@ -284,6 +284,7 @@ Deno.test("AUTO is refused when the tree calls a function whose policy never let
       <CallDevice device_handle="pol/act0" function_name="peek" args="json:{}" />
       <CallDevice device_handle="pol/act0" function_name="leased" args="json:{}" />
       <CallDevice device_handle="{dev}" function_name="peek" args="json:{}" />
+      <Script code="dev := 'pol/act0'" _skipIf="true" />
     </Sequence>`,
       ),
     );

@@ -1,6 +1,7 @@
 /** Public entry points: load (parse + verify + check-build) and verify-only for --check-config. */
 import type { Clock } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
+import { unwrittenBlackboardReads } from "./blackboard_keys.ts";
 import { buildTree } from "./build.ts";
 import { hasErrors } from "./diagnostics.ts";
 import {
@@ -31,6 +32,9 @@ export function loadBehaviorTree(
   const { parsed, diagnostics } = parseBehaviorTree(path, readFile);
   if (!parsed) return { diagnostics };
   diagnostics.push(...verifyParsedTree(parsed));
+  if (hasErrors(diagnostics)) return { diagnostics };
+  // Only the tree writes its blackboard: a key it reads that nothing writes never has a value.
+  diagnostics.push(...unwrittenBlackboardReads(parsed));
   if (hasErrors(diagnostics)) return { diagnostics };
   // A check-only build finds blackboard port type conflicts (BT.CPP reports them at creation).
   const built = buildTree(parsed, { clock: CHECK_CLOCK });

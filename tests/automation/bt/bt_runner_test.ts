@@ -114,7 +114,8 @@ Deno.test("BtRunner restarts a finished tree on the next tick", async () => {
 
 Deno.test("BtRunner emits bt_error on the first FAILURE after progress only", async () => {
   const { runner, seen, services } = setup(
-    `<BehaviorTree ID="Demo"><Sequence><AlwaysSuccess/><CheckBool value="{ok}"/></Sequence>` +
+    `<BehaviorTree ID="Demo"><Sequence><AlwaysSuccess/><CheckBool value="{ok}"/>` +
+      `<Script code="ok := false" _skipIf="true"/></Sequence>` +
       `</BehaviorTree>`,
   );
   await runner.ready;
@@ -192,7 +193,7 @@ Deno.test("BtRunner reports a throwing tick as bt_error + automation_fault and c
   const { runner, seen, faults, services } = setup(
     `<BehaviorTree ID="Demo"><Parallel success_count="2">` +
       `<CallDevice device_handle="d/x" function_name="f"/>` +
-      `<Sequence><AlwaysSuccess/><Script code="x := missing + 1"/></Sequence>` +
+      `<Sequence><AlwaysSuccess/><Script code="x := missing + 1; missing := 0"/></Sequence>` +
       `</Parallel></BehaviorTree>`,
   );
   await runner.ready;
@@ -226,7 +227,7 @@ Deno.test("BtRunner a throwing tick aborts the call it started under a Precondit
   const { runner, services, faults } = setup(
     `<BehaviorTree ID="Demo"><Sequence><Precondition if="true">` +
       `<Parallel success_count="2"><CallDevice device_handle="d/x" function_name="f"/>` +
-      `<Script code="x := missing + 1"/></Parallel></Precondition></Sequence></BehaviorTree>`,
+      `<Script code="x := missing + 1; missing := 0"/></Parallel></Precondition></Sequence></BehaviorTree>`,
   );
   await runner.ready;
   runner.start();
@@ -242,7 +243,7 @@ Deno.test("BtRunner a throwing tick aborts the call it started under a Precondit
 Deno.test("BtRunner leaving AUTO aborts every running call even when an _onHalted script throws", async () => {
   const { runner, services } = setup(
     `<BehaviorTree ID="Demo"><Parallel success_count="2">` +
-      `<CallDevice device_handle="d/x" function_name="f" _onHalted="y := missing + 1"/>` +
+      `<CallDevice device_handle="d/x" function_name="f" _onHalted="y := missing + 1; missing := 0"/>` +
       `<CallDevice device_handle="d/x" function_name="g"/>` +
       `</Parallel></BehaviorTree>`,
   );

@@ -26,6 +26,7 @@ const TREE = xmlRoot(`<BehaviorTree ID="Main">
     <GetParameterInt64 param="temp" value="{f}" />
     <GetParameter param="recipe" value="{g}" />
     <GetParameterBool param=" dry" value="{h}" />
+    <Script code="name := 'temp'" _skipIf="true" />
   </Sequence>
 </BehaviorTree>`);
 

@@ -1,0 +1,207 @@
+/**
+ * Which blackboard keys a tree writes and reads. Only the tree writes its blackboard (output
+ * ports, scripts, SubTree literal ports; parameters are not mirrored onto it and nothing outside
+ * sets it: docs/automation.md), so a key it reads that nothing writes has no value at every read.
+ * By name across every tree definition (scopes are not followed): a key counts as written when
+ * any write names it, or names a key a SubTree remap joins it to -- never a false alarm, though a
+ * write in another scope can hide a never-written read.
+ */
+import type { Diagnostic } from "../../config/mod.ts";
+import { errorAt, warningAt } from "./diagnostics.ts";
+import { NODE_SPECS } from "./node_registry.ts";
+import type { ParsedTree } from "./parse.ts";
+import { blackboardKeyOf } from "./ports.ts";
+import { parseScript, type ScriptExpr, ScriptSyntaxError } from "./script.ts";
+import { POST_CONDITIONS, PRE_CONDITIONS } from "./tree_node.ts";
+import { nodeTypeOf, pathSegment } from "./verify.ts";
+import type { XmlElement } from "./xml_document.ts";
+
+/** Script-holding ports (their text is a script whose reads and writes count). */
+const SCRIPT_PORTS: ReadonlySet<string> = new Set([
+  "Script.code",
+  "ScriptCondition.code",
+  "Precondition.if",
+]);
+
+/**
+ * Input ports whose node goes on without a value (a default, the clock, an empty slot): a read of
+ * a never-written key there is a warning, not an error.
+ */
+function toleratesMissing(type: string, port: string): boolean {
+  if (port === "now_ms") return type === "PeriodicPulseWindow" || type === "EmitOnChangeOrInterval";
+  if (type === "RunOnce") return port === "then_skip";
+  if (type === "CallDevice") return port === "reason";
+  return type === "BuildArgsJson" && /^arg\d+_(name|type|num|bool|str)$/.test(port);
+}
+
+/** A blackboard key without `@` (the root scope's key is the same name, by name). */
+const bare = (key: string): string => key.startsWith("@") ? key.slice(1) : key;
+
+interface ScriptKeys {
+  reads: string[];
+  writes: string[];
+}
+
+/** The variables a script reads and assigns (an unparsable script: none; verify reports it). */
+function scriptKeys(code: string): ScriptKeys {
+  const out: ScriptKeys = { reads: [], writes: [] };
+  let statements: readonly ScriptExpr[];
+  try {
+    statements = parseScript(code).statements;
+  } catch (err) {
+    if (err instanceof ScriptSyntaxError) return out;
+    throw err;
+  }
+  const walk = (e: ScriptExpr): void => {
+    switch (e.kind) {
+      case "literal":
+        return;
+      case "var":
+        out.reads.push(e.name);
+        return;
+      case "unary":
+        return walk(e.arg);
+      case "binary":
+        walk(e.left);
+        return walk(e.right);
+      case "ternary":
+        walk(e.cond);
+        walk(e.then);
+        return walk(e.else);
+      case "assign":
+        // `x += 1` reads x as well; `:=` and `=` only write it.
+        if (e.op !== ":=" && e.op !== "=") out.reads.push(e.name);
+        walk(e.value);
+        out.writes.push(e.name);
+        return;
+    }
+  };
+  for (const s of statements) walk(s);
+  return out;
+}
+
+/** One read of a blackboard key by a node. */
+interface KeyRead {
+  readonly key: string;
+  readonly el: XmlElement;
+  readonly path: string;
+  /** `port 'x'` or `attribute _skipIf`. */
+  readonly where: string;
+  readonly tolerated: boolean;
+}
+
+/** Every write and read of the tree's keys, and the SubTree remaps joining keys. */
+function collect(parsed: ParsedTree): {
+  writes: Set<string>;
+  nodeWrites: Set<string>;
+  reads: KeyRead[];
+  joins: [string, string][];
+} {
+  const writes = new Set<string>();
+  // Those of the nodes (what changes while the tree runs): `writes` less the SubTree ports.
+  const nodeWrites = new Set<string>();
+  const write = (key: string) => {
+    writes.add(key);
+    nodeWrites.add(key);
+  };
+  const reads: KeyRead[] = [];
+  const joins: [string, string][] = [];
+  const script = (code: string, el: XmlElement, path: string, where: string) => {
+    const k = scriptKeys(code);
+    for (const w of k.writes) write(bare(w));
+    for (const r of k.reads) reads.push({ key: bare(r), el, path, where, tolerated: false });
+  };
+  const visit = (el: XmlElement, path: string) => {
+    const type = nodeTypeOf(el) ?? "";
+    for (const cond of [...PRE_CONDITIONS, ...POST_CONDITIONS]) {
+      const code = el.attributes.get(cond);
+      if (code !== undefined) script(code, el, path, `attribute ${cond}`);
+    }
+    const spec = NODE_SPECS.get(type);
+    if (spec?.category === "subtree") {
+      for (const [name, value] of el.attributes) {
+        if (name === "ID" || name === "name" || name.startsWith("_")) continue;
+        const key = blackboardKeyOf(value, name);
+        // A literal port value is set in the SubTree's scope; a reference joins the two keys.
+        if (key === undefined) writes.add(name);
+        else joins.push([name, bare(key)]);
+      }
+    } else if (spec) {
+      for (const port of spec.ports) {
+        const raw = el.attributes.get(port.name);
+        if (raw === undefined) continue;
+        const key = blackboardKeyOf(raw, port.name);
+        if (key === undefined) {
+          // SetBlackboard's output_key names its key without braces too.
+          if (type === "SetBlackboard" && port.name === "output_key") write(bare(raw.trim()));
+          if (SCRIPT_PORTS.has(`${type}.${port.name}`)) {
+            script(raw, el, path, `port '${port.name}'`);
+          }
+          continue;
+        }
+        if (port.direction === "input") {
+          reads.push({
+            key: bare(key),
+            el,
+            path,
+            where: `port '${port.name}'`,
+            tolerated: toleratesMissing(type, port.name),
+          });
+        } else write(bare(key));
+      }
+    }
+    el.children.forEach((c, i) => visit(c, `${path}/${pathSegment(c, i)}`));
+  };
+  for (const tree of parsed.trees.values()) {
+    if (tree.root) visit(tree.root, `${tree.id}/${pathSegment(tree.root, 0)}`);
+  }
+  return { writes, nodeWrites, reads, joins };
+}
+
+/** The keys written by name, closed over SubTree remaps (a write to either name of a join). */
+function closeOverJoins(writes: Set<string>, joins: readonly [string, string][]): Set<string> {
+  const out = new Set(writes);
+  // Each pass adds at least one key or stops: at most joins.length + 1 passes.
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const [a, b] of joins) {
+      if (out.has(a) !== out.has(b)) {
+        out.add(a);
+        out.add(b);
+        changed = true;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Every blackboard key a node of the tree writes while it runs (output ports, scripts; not the
+ * SubTree ports set before it runs), by name without `@`, joined over SubTree remaps.
+ */
+export function writtenBlackboardKeys(parsed: ParsedTree): ReadonlySet<string> {
+  const { nodeWrites, joins } = collect(parsed);
+  return closeOverJoins(nodeWrites, joins);
+}
+
+/**
+ * One diagnostic per read of a key that nothing in the tree writes: an error (the read fails at
+ * every tick it is made: the tree is refused), a warning where the node goes on without it.
+ */
+export function unwrittenBlackboardReads(parsed: ParsedTree): Diagnostic[] {
+  const { writes, reads, joins } = collect(parsed);
+  const written = closeOverJoins(writes, joins);
+  const out: Diagnostic[] = [];
+  for (const r of reads) {
+    if (written.has(r.key)) continue;
+    const message = `${r.where}: blackboard entry '${r.key}' is read but nothing in the tree ` +
+      `writes it (no output port, script or SubTree port sets it; parameters are read with ` +
+      `GetParameter*)`;
+    out.push(
+      r.tolerated
+        ? warningAt(r.el, r.path, `${message}; the node goes on without it`)
+        : errorAt(r.el, r.path, `${message}, so it has no value at every read`),
+    );
+  }
+  return out;
+}
