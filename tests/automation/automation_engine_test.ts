@@ -815,5 +815,48 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
         `</Sequence>`,
     ),
     null,
+  ); // A SubTree port setting the device and function to literals is a literal call too.
+  const { engine } = setup(SLEEP, { inventory, readFile: () => SUBTREE_CALL("set_motor_dutty") });
+  try {
+    await engine.load();
+    assert.match(
+      engine.autoProblem() ?? "(no problem: AUTO admitted)",
+      /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_dutty at \S+:3:\d+ \(Function not found/,
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
+/** A SubTree setting the device (and function) of the call inside it to a literal. */
+const SUBTREE_CALL = (fn: string) =>
+  xmlRoot(
+    `<BehaviorTree ID="Main"><SubTree ID="m" _autoremap="true" dev="sim0/motorctl0" fn="${fn}"/>` +
+      `</BehaviorTree>\n<BehaviorTree ID="m">` +
+      `<CallDevice device_handle="{dev}" function_name="{fn}" args='json:{"duty": 0.5}'/>` +
+      `</BehaviorTree>`,
+    "Main",
   );
+
+Deno.test("AutomationEngine: a call whose device a SubTree port sets to a literal is named by the tree: AUTO refused while it is down, FAULT when it goes down in AUTO", async () => {
+  const outages = new FakeOutages();
+  const { engine, modes } = setup(SLEEP, {
+    outages,
+    readFile: () => SUBTREE_CALL("set_motor_duty"),
+  });
+  await engine.load();
+  engine.start();
+  modes.set("MANUAL");
+  outages.set("sim0/motorctl0", "failing");
+  assert.match(
+    engine.autoProblem() ?? "(AUTO admitted)",
+    /names sim0\/motorctl0 \(its reads fail\)/,
+  );
+  outages.set("sim0/motorctl0", "up");
+  assert.equal(engine.autoProblem(), null);
+  modes.set("AUTO");
+  outages.set("sim0/motorctl0", "down");
+  assert.equal(modes.current(), "FAULT", "the device the tree names going down forces FAULT");
+  assert.deepEqual(modes.faults, ["device-loss latch: sim0/motorctl0 is down (its reads fail)"]);
+  engine.stop();
 });

@@ -1,8 +1,108 @@
-/** Device handles and calls a tree names literally (not through a `{blackboard}` reference). */
+/**
+ * Device handles and calls a tree names literally: written in the node, or through a
+ * `{blackboard}` reference a SubTree's port sets to a literal (`<SubTree ID="m" dev="sim0/x"/>`
+ * with `device_handle="{dev}"` inside) and nothing in the tree writes.
+ */
+import { parseScalar } from "./blackboard.ts";
+import { writtenBlackboardKeys } from "./blackboard_keys.ts";
 import type { ParsedTree } from "./parse.ts";
 import { blackboardKeyOf } from "./ports.ts";
 import { nodeTypeOf } from "./verify.ts";
 import type { XmlElement } from "./xml_document.ts";
+
+/**
+ * How deep SubTrees are followed from the main tree to resolve their literal ports (verify refuses
+ * SubTree recursion; this bounds the walk all the same).
+ */
+export const MAX_RESOLVED_SUBTREE_DEPTH = 32;
+
+/** A SubTree instance's blackboard scope as the build makes it (build.ts). */
+interface Scope {
+  /** Ports the SubTree element sets to a literal. */
+  readonly literals: ReadonlyMap<string, string>;
+  /** Ports it remaps to a key of the parent scope. */
+  readonly remaps: ReadonlyMap<string, string>;
+  readonly autoremap: boolean;
+  readonly parent: Scope | null;
+}
+
+const ROOT_SCOPE: Scope = {
+  literals: new Map(),
+  remaps: new Map(),
+  autoremap: false,
+  parent: null,
+};
+
+/**
+ * The literal a key holds in `scope` before the tree runs (Blackboard.getEntry's lookup order),
+ * or null: not set by a SubTree port, or written by the tree (`written`), so it varies.
+ */
+function resolveKey(key: string, scope: Scope, written: ReadonlySet<string>): string | null {
+  let s: Scope | null = scope;
+  let k = key;
+  // Each step goes one scope up: at most the depth of SubTrees followed.
+  while (s !== null) {
+    if (k.startsWith("@")) {
+      while (s.parent !== null) s = s.parent;
+      k = k.slice(1);
+    }
+    if (written.has(k.startsWith("@") ? k.slice(1) : k)) return null;
+    const lit = s.literals.get(k);
+    if (lit !== undefined) return lit;
+    const remapped = s.remaps.get(k);
+    if (remapped !== undefined) k = remapped;
+    else if (!(s.autoremap && !k.startsWith("_"))) return null;
+    s = s.parent;
+  }
+  return null;
+}
+
+/**
+ * Calls `fn` with every element reached from the main tree, SubTrees expanded (to
+ * MAX_RESOLVED_SUBTREE_DEPTH), with its scope: what the tree runs, ports resolved as it reads them.
+ */
+function forEachInstance(parsed: ParsedTree, fn: (el: XmlElement, scope: Scope) => void): void {
+  const main = parsed.mainTreeId === undefined ? undefined : parsed.trees.get(parsed.mainTreeId);
+  if (!main?.root) return;
+  const visit = (el: XmlElement, scope: Scope, depth: number) => {
+    fn(el, scope);
+    if (nodeTypeOf(el) === "SubTree") {
+      const target = parsed.trees.get(el.attributes.get("ID") ?? "");
+      if (!target?.root || depth >= MAX_RESOLVED_SUBTREE_DEPTH) return;
+      const literals = new Map<string, string>();
+      const remaps = new Map<string, string>();
+      let autoremap = false;
+      for (const [name, value] of el.attributes) {
+        if (name === "_autoremap") autoremap = parseScalar(value, "bool")?.value === true;
+        if (name === "ID" || name === "name" || name.startsWith("_")) continue;
+        const key = blackboardKeyOf(value, name);
+        if (key !== undefined) remaps.set(name, key);
+        else literals.set(name, value);
+      }
+      visit(target.root, { literals, remaps, autoremap, parent: scope }, depth + 1);
+      return;
+    }
+    for (const child of el.children) visit(child, scope, depth);
+  };
+  visit(main.root, ROOT_SCOPE, 0);
+}
+
+/**
+ * Port `name`'s value on `el` as the node reads it before the tree writes anything: written
+ * literally, or a reference `scope` resolves to a literal; trimmed, not blank. Null otherwise.
+ */
+function resolved(
+  el: XmlElement,
+  name: string,
+  scope: Scope,
+  written: ReadonlySet<string>,
+): string | null {
+  const value = el.attributes.get(name);
+  if (value === undefined) return null;
+  const key = blackboardKeyOf(value, name);
+  const v = (key === undefined ? value : resolveKey(key, scope, written))?.trim();
+  return v === undefined || v === "" ? null : v;
+}
 
 /**
  * Port `name`'s value on `el`, trimmed, when it is written literally: present, not blank, not a
@@ -34,6 +134,13 @@ export function literalDeviceHandles(parsed: ParsedTree): string[] {
     const handle = literal(el, "device_handle");
     if (handle !== null) out.add(handle);
   });
+  // Then those a SubTree port gives a reference of the main tree's nodes (the tree runs them).
+  const written = writtenBlackboardKeys(parsed);
+  forEachInstance(parsed, (el, scope) => {
+    if (!el.attributes.has("device_handle") || nodeTypeOf(el) === "SubTree") return;
+    const handle = resolved(el, "device_handle", scope, written);
+    if (handle !== null) out.add(handle);
+  });
   return [...out];
 }
 
@@ -54,14 +161,7 @@ export interface LiteralDeviceCall {
  */
 export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
   const out = new Map<string, LiteralDeviceCall>();
-  forEachElement(parsed, (el) => {
-    if (nodeTypeOf(el) !== "CallDevice") return;
-    const deviceHandle = literal(el, "device_handle");
-    const functionName = literal(el, "function_name");
-    if (deviceHandle === null || functionName === null) return;
-    // The node reads args as written (a string port, default `{}`).
-    const raw = el.attributes.get("args");
-    const args = raw === undefined ? "{}" : blackboardKeyOf(raw, "args") !== undefined ? null : raw;
+  const add = (el: XmlElement, deviceHandle: string, functionName: string, args: string | null) => {
     const key = `${deviceHandle}\n${functionName}\n${args ?? "\u0000"}`;
     if (!out.has(key)) {
       out.set(key, {
@@ -71,6 +171,37 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
         at: `${el.file}:${el.line}:${el.column}`,
       });
     }
+  };
+  forEachElement(parsed, (el) => {
+    if (nodeTypeOf(el) !== "CallDevice") return;
+    const deviceHandle = literal(el, "device_handle");
+    const functionName = literal(el, "function_name");
+    if (deviceHandle === null || functionName === null) return;
+    // The node reads args as written (a string port, default `{}`).
+    const raw = el.attributes.get("args");
+    add(
+      el,
+      deviceHandle,
+      functionName,
+      raw === undefined ? "{}" : blackboardKeyOf(raw, "args") !== undefined ? null : raw,
+    );
+  });
+  // Then those whose device or function a SubTree port sets to a literal (args too, when so).
+  const written = writtenBlackboardKeys(parsed);
+  forEachInstance(parsed, (el, scope) => {
+    if (nodeTypeOf(el) !== "CallDevice") return;
+    const deviceHandle = resolved(el, "device_handle", scope, written);
+    const functionName = resolved(el, "function_name", scope, written);
+    if (deviceHandle === null || functionName === null) return;
+    const raw = el.attributes.get("args");
+    const argsKey = raw === undefined ? undefined : blackboardKeyOf(raw, "args");
+    // A resolved literal is the text the node reads (untrimmed, as written in the SubTree).
+    const args = raw === undefined
+      ? "{}"
+      : argsKey === undefined
+      ? raw
+      : resolveKey(argsKey, scope, written);
+    add(el, deviceHandle, functionName, args);
   });
   return [...out.values()];
 }

@@ -7,9 +7,9 @@ import {
 } from "../../../src/automation/bt/mod.ts";
 import { memFiles, xmlRoot } from "./_helpers.ts";
 
-function parsed(body: string) {
+function parsed(body: string, main?: string) {
   const path = "/bt/main.xml";
-  const { parsed } = parseBehaviorTree(path, memFiles({ [path]: xmlRoot(body) }));
+  const { parsed } = parseBehaviorTree(path, memFiles({ [path]: xmlRoot(body, main) }));
   assert.ok(parsed, "the tree parses");
   return parsed;
 }
@@ -57,5 +57,47 @@ Deno.test("literalDeviceCalls: CallDevice nodes whose device and function are bo
     ['json:{"duty": 2}', at(5)],
     [null, at(6)],
     ["{}", at(7)],
+  ]);
+});
+
+const SUBTREES = `<BehaviorTree ID="main">
+  <Sequence>
+    <SubTree ID="m" dev="sim1/motorctl0" fn="set_motor_duty" />
+    <SubTree ID="outer" d="sim1/relayio0" />
+    <SubTree ID="varies" dev2="sim1/tempctl0" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="m">
+  <CallDevice device_handle="{dev}" function_name="{fn}" args='json:{"duty": 0.1}' />
+</BehaviorTree>
+<BehaviorTree ID="varies">
+  <Sequence>
+    <Script code="dev2 := 'sim0/x'" />
+    <ReadSignal device_handle="{dev2}" signal_id="x" value="{v}" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="outer">
+  <SubTree ID="inner" h="{d}" />
+</BehaviorTree>
+<BehaviorTree ID="inner">
+  <CallDevice device_handle="{h}" function_name="set_relay" />
+</BehaviorTree>`;
+
+Deno.test("literalDeviceHandles/literalDeviceCalls: a SubTree port set to a literal (through nested SubTrees) names its device; one the tree writes does not", () => {
+  const p = parsed(SUBTREES, "main");
+  assert.deepEqual(literalDeviceHandles(p), ["sim1/motorctl0", "sim1/relayio0"]);
+  assert.deepEqual(literalDeviceCalls(p), [
+    {
+      deviceHandle: "sim1/motorctl0",
+      functionName: "set_motor_duty",
+      args: 'json:{"duty": 0.1}',
+      at: "/bt/main.xml:10:3",
+    },
+    {
+      deviceHandle: "sim1/relayio0",
+      functionName: "set_relay",
+      args: "{}",
+      at: "/bt/main.xml:22:3",
+    },
   ]);
 });
