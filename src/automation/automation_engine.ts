@@ -100,6 +100,21 @@ export interface AutomationInventory {
 /** Consecutive failed calls to one device after which status reports an outage. */
 export const DEVICE_OUTAGE_FAILURES = 2;
 
+/**
+ * Devices whose recent failed (or refused) calls are kept, each record apart: a tree computing
+ * its handles (`{dev}`) can name without end, so beyond it the least recently updated device's
+ * record goes (its streak starts again at its next failure).
+ */
+export const MAX_CALL_RECORDS = 256;
+
+/** Sets `key` as the most recent entry of `map`, the least recent going beyond `max`. */
+function setNewest<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  // One entry in at most: one out at most.
+  if (map.size > max) map.delete(map.keys().next().value!);
+}
+
 /** A device the tree's recent calls to all failed (GET /v0/automation/status). */
 export interface DeviceOutage {
   device_handle: string;
@@ -836,21 +851,21 @@ export class AutomationEngine {
     if (gate === "mode" && this.#o.modes.current() === "AUTO") return;
     if (gate !== null) {
       const prev = this.#refusals.get(handle);
-      this.#refusals.set(handle, {
+      setNewest(this.#refusals, handle, {
         refusals: (prev?.refusals ?? 0) + 1,
         refusedBy: refuserName(gate, err),
         lastRefusal: message,
         sinceMs: prev?.sinceMs ?? this.#o.clock.nowMs(),
-      });
+      }, MAX_CALL_RECORDS);
       return;
     }
     this.#refusals.delete(handle);
     const prev = this.#calls.get(handle);
-    this.#calls.set(handle, {
+    setNewest(this.#calls, handle, {
       failures: (prev?.failures ?? 0) + 1,
       lastError: message,
       sinceMs: prev?.sinceMs ?? this.#o.clock.nowMs(),
-    });
+    }, MAX_CALL_RECORDS);
   }
 
   #baseStatus(): AutomationStatus {

@@ -23,5 +23,5 @@ export type {
   RefusedCalls,
   TreeReload,
 } from "./automation_engine.ts";
-export { DEVICE_OUTAGE_FAILURES } from "./automation_engine.ts";
+export { DEVICE_OUTAGE_FAILURES, MAX_CALL_RECORDS } from "./automation_engine.ts";
 export { DeviceLossLatch } from "./device_loss_latch.ts";

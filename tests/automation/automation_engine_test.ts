@@ -21,6 +21,7 @@ import {
   AutomationEngine,
   type AutomationEngineOptions,
   type AutomationInventory,
+  MAX_CALL_RECORDS,
   type TickScheduler,
 } from "../../src/automation/mod.ts";
 import { ManualClock, memFiles, xmlRoot } from "./bt/_helpers.ts";
@@ -858,5 +859,37 @@ Deno.test("AutomationEngine: a call whose device a SubTree port sets to a litera
   outages.set("sim0/motorctl0", "down");
   assert.equal(modes.current(), "FAULT", "the device the tree names going down forces FAULT");
   assert.deepEqual(modes.faults, ["device-loss latch: sim0/motorctl0 is down (its reads fail)"]);
+  engine.stop();
+});
+
+Deno.test("AutomationEngine keeps the failure and refusal records of at most MAX_CALL_RECORDS devices, the least recently updated going first", async () => {
+  const { engine } = setup(SLEEP);
+  await engine.load();
+  const signal = new AbortController().signal;
+  const fail = (handle: string) =>
+    assert.rejects(engine.services.callDevice(handle, "f", {}, signal));
+  // sim0/kept fails first, then again after the others started: it is the most recent.
+  await fail("sim0/kept");
+  for (let i = 0; i < MAX_CALL_RECORDS; i++) {
+    await fail(`sim0/dev${i}`);
+    await fail(`sim0/dev${i}`);
+    // A handle the tree computed malformed is refused (validation): a refusal record.
+    await fail(`bad${i}`);
+    await fail(`bad${i}`);
+    if (i === 0) await fail("sim0/kept");
+  }
+  await fail(`bad${MAX_CALL_RECORDS}`);
+  await fail(`bad${MAX_CALL_RECORDS}`);
+  const s = engine.status();
+  assert.equal(s.device_outages.length, MAX_CALL_RECORDS);
+  assert.equal(s.refused_calls.length, MAX_CALL_RECORDS);
+  const outages = s.device_outages.map((o) => o.device_handle);
+  assert.ok(outages.includes("sim0/kept"), "updated after the oldest: kept");
+  assert.ok(!outages.includes("sim0/dev0"), "the least recently updated went");
+  assert.ok(outages.includes(`sim0/dev${MAX_CALL_RECORDS - 1}`));
+  assert.deepEqual(
+    [s.refused_calls[0]!.device_handle, s.refused_calls.at(-1)!.device_handle],
+    ["bad1", `bad${MAX_CALL_RECORDS}`],
+  );
   engine.stop();
 });
