@@ -88,6 +88,8 @@ interface KeyRead {
   /** `port 'x'` or `attribute _skipIf`. */
   readonly where: string;
   readonly tolerated: boolean;
+  /** The tree definition the node is in. */
+  readonly tree: string;
 }
 
 /** Every write and read of the tree's keys, and the SubTree remaps joining keys. */
@@ -106,10 +108,11 @@ function collect(parsed: ParsedTree): {
   };
   const reads: KeyRead[] = [];
   const joins: [string, string][] = [];
+  let tree = "";
   const script = (code: string, el: XmlElement, path: string, where: string) => {
     const k = scriptKeys(code);
     for (const w of k.writes) write(bare(w));
-    for (const r of k.reads) reads.push({ key: bare(r), el, path, where, tolerated: false });
+    for (const r of k.reads) reads.push({ key: bare(r), el, path, where, tolerated: false, tree });
   };
   const visit = (el: XmlElement, path: string) => {
     const type = nodeTypeOf(el) ?? "";
@@ -146,16 +149,36 @@ function collect(parsed: ParsedTree): {
             path,
             where: `port '${port.name}'`,
             tolerated: toleratesMissing(type, port.name),
+            tree,
           });
         } else write(bare(key));
       }
     }
     el.children.forEach((c, i) => visit(c, `${path}/${pathSegment(c, i)}`));
   };
-  for (const tree of parsed.trees.values()) {
-    if (tree.root) visit(tree.root, `${tree.id}/${pathSegment(tree.root, 0)}`);
+  for (const def of parsed.trees.values()) {
+    tree = def.id;
+    if (def.root) visit(def.root, `${def.id}/${pathSegment(def.root, 0)}`);
   }
   return { writes, nodeWrites, reads, joins };
+}
+
+/** The tree definitions the main tree runs: itself and every SubTree it reaches. */
+function treesRun(parsed: ParsedTree): Set<string> {
+  const out = new Set<string>();
+  const pending = parsed.mainTreeId === undefined ? [] : [parsed.mainTreeId];
+  // Each definition is expanded once: at most one pass per definition.
+  for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
+    const def = parsed.trees.get(id);
+    if (out.has(id) || def?.root === undefined) continue;
+    out.add(id);
+    const visit = (el: XmlElement) => {
+      if (nodeTypeOf(el) === "SubTree") pending.push(el.attributes.get("ID") ?? "");
+      el.children.forEach(visit);
+    };
+    visit(def.root);
+  }
+  return out;
 }
 
 /** The keys written by name, closed over SubTree remaps (a write to either name of a join). */
@@ -191,9 +214,11 @@ export function writtenBlackboardKeys(parsed: ParsedTree): ReadonlySet<string> {
 export function unwrittenBlackboardReads(parsed: ParsedTree): Diagnostic[] {
   const { writes, reads, joins } = collect(parsed);
   const written = closeOverJoins(writes, joins);
+  const runs = treesRun(parsed);
   const out: Diagnostic[] = [];
   for (const r of reads) {
-    if (written.has(r.key)) continue;
+    // A tree nothing runs (one of an included library) reads nothing.
+    if (written.has(r.key) || !runs.has(r.tree)) continue;
     const message = `${r.where}: blackboard entry '${r.key}' is read but nothing in the tree ` +
       `writes it (no output port, script or SubTree port sets it; parameters are read with ` +
       `GetParameter*)`;

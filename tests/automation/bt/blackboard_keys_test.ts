@@ -65,3 +65,22 @@ Deno.test("loadBehaviorTree only warns where the node goes on without the value 
   deepStrictEqual(diagnostics.map((d) => [d.severity, d.line]), [["warning", 3]]);
   ok(/'never_set'.*goes on without it/.test(diagnostics[0]!.message));
 });
+
+Deno.test("loadBehaviorTree: a tree nothing runs (an included library's) reads nothing", () => {
+  const path = "/bt/main.xml";
+  const { tree, diagnostics } = loadBehaviorTree(
+    path,
+    memFiles({
+      [path]: xmlRoot(
+        `<include path="lib.xml"/>\n<BehaviorTree ID="Main"><SubTree ID="Used" v="1"/></BehaviorTree>`,
+        "Main",
+      ),
+      "/bt/lib.xml": xmlRoot(
+        `<BehaviorTree ID="Used"><CheckBool value="{v}"/></BehaviorTree>\n` +
+          `<BehaviorTree ID="Unused"><CheckBool value="{caller_sets}"/></BehaviorTree>`,
+      ),
+    }),
+  );
+  deepStrictEqual(diagnostics, []);
+  ok(tree);
+});
