@@ -293,6 +293,7 @@ export class Kernel {
       cache: this.cache,
       clock: host.clock,
       downAfterMs: deviceDownAfterMs(config.polling.intervalMs),
+      onListenerError: (err) => log.error(`device condition listener failed: ${errorMessage(err)}`),
     });
     // After the cache and the outages: a provider's hosts tell their listeners in the order they
     // subscribed, so the upper layers' inventory listeners find both holding the new inventory.

@@ -21,7 +21,7 @@
  * time whether or not anything polls (a provider that hangs is not polled).
  */
 import { WireDeviceState } from "../adpp/mod.ts";
-import type { Clock, DeviceCapabilities, TimerId } from "../common/mod.ts";
+import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
 
@@ -75,6 +75,11 @@ export interface DeviceOutagesOptions {
   readonly clock: Clock;
   /** How long reads must fail before the device is down (deviceDownAfterMs of the interval). */
   readonly downAfterMs: number;
+  /**
+   * A listener that threw (logged by the kernel): the others are told all the same (tellEach),
+   * the e-stop's and the mode manager's securing of a device that answers again among them.
+   */
+  readonly onListenerError?: (err: unknown) => void;
 }
 
 const UP: DeviceCondition = { kind: "up", reason: "", sinceMono: null };
@@ -263,7 +268,7 @@ export class DeviceOutages {
       condition: next,
       atWallMs: this.#o.clock.nowMs(),
     };
-    for (const l of [...this.#listeners]) l(change);
+    tellEach(this.#listeners, [change], this.#o.onListenerError ?? (() => {}));
   }
 
   /** A failing device is re-judged when the bound runs out (nothing may poll it meanwhile). */

@@ -705,3 +705,32 @@ Deno.test("DeviceOutages: a device whose reads stop carrying any of its polled s
     await fx.close();
   }
 });
+
+Deno.test("DeviceOutages tells every listener though one throws, and hands the error to onListenerError", async () => {
+  const r = await rig();
+  try {
+    const errors: string[] = [];
+    const outages = new DeviceOutages({
+      registry: r.fx.registry,
+      cache: r.fx.cache,
+      clock: r.timers.clock,
+      downAfterMs: DOWN_AFTER_MS,
+      onListenerError: (err) => errors.push(String(err)),
+    });
+    const told: string[] = [];
+    try {
+      // A peripheral listener with a bug, subscribed before the e-stop's and the mode manager's.
+      outages.onChange(() => {
+        throw new Error("listener bug");
+      });
+      outages.onChange((c) => told.push(c.condition.kind));
+      await failPump(r);
+      assert.deepEqual(told, ["failing"], "a throwing listener kept the next one from being told");
+      assert.deepEqual(errors, ["Error: listener bug"]);
+    } finally {
+      outages.stop();
+    }
+  } finally {
+    await r.close();
+  }
+});
