@@ -18,6 +18,7 @@ import {
   type WireResponse,
 } from "./codec.ts";
 import { checkFrameLength, FrameReader, MAX_FRAME_BYTES, PIPE_BUF, writeFrame } from "./framing.ts";
+import { decodeReadSignalsInto, fastResponseId, type SampleBatch } from "./read_signals.ts";
 
 /** Why a session ended. */
 export interface SessionEnd {
@@ -75,11 +76,19 @@ export type Reply<K extends PayloadKind> = (
   body: ResponsePayloads[K] | undefined,
 ) => void;
 
+/**
+ * Receives a ReadSignals outcome decoded into a SampleBatch (`AdppClient.sendRead`): an error, or
+ * the batch the answer's samples are in.
+ */
+export type ReadReply = (err: Error | null, batch: SampleBatch | undefined) => void;
+
 interface Pending {
   readonly id: number;
   readonly kind: PayloadKind;
   // deno-lint-ignore no-explicit-any
-  readonly reply: Reply<any>;
+  readonly reply: Reply<any> | ReadReply;
+  /** Where a sendRead's answer is decoded; null for the other requests. */
+  readonly into: SampleBatch | null;
   /** Monotonic ms after which the request expires. */
   readonly deadlineMs: number;
   readonly timeoutMs: number;
@@ -110,6 +119,15 @@ class PendingRequests {
   /** Adds a request (the caller keeps `size` under the capacity). */
   add(p: Pending): void {
     this.#slots[this.#count++] = p;
+  }
+
+  /** The request with this id, if it is in flight (left in flight). */
+  find(id: number): Pending | undefined {
+    const slots = this.#slots;
+    for (let i = 0; i < this.#count; i++) {
+      if (slots[i]!.id === id) return slots[i];
+    }
+    return undefined;
   }
 
   /** Removes and returns the request with this id, if it is in flight. */
@@ -304,6 +322,30 @@ export class AdppClient {
     timeoutMs: number,
     reply: Reply<K>,
   ): void {
+    this.#send(kind, payload, timeoutMs, reply, null);
+  }
+
+  /**
+   * A ReadSignals `send` whose answer is decoded into `into` (SampleBatch, read_signals.ts): no
+   * object per sample. `reply` gets `into` once it holds the answer's samples, or the error `send`
+   * would give. `into` is not to be used for another request until then.
+   */
+  sendRead(
+    payload: RequestPayloads["read_signals"],
+    timeoutMs: number,
+    into: SampleBatch,
+    reply: ReadReply,
+  ): void {
+    this.#send("read_signals", payload, timeoutMs, reply, into);
+  }
+
+  #send<K extends PayloadKind>(
+    kind: K,
+    payload: RequestPayloads[K],
+    timeoutMs: number,
+    reply: Reply<K> | ReadReply,
+    into: SampleBatch | null,
+  ): void {
     const ended = this.#end ?? this.#writeFailure;
     if (ended) {
       return replyLater(reply, unavailable(`provider session ended: ${ended.message}`));
@@ -322,7 +364,7 @@ export class AdppClient {
       return replyLater(reply, new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
     }
     const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
-    this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply });
+    this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply, into });
     if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
     this.#write(id, encoded);
   }
@@ -468,6 +510,17 @@ export class AdppClient {
   readonly #onFrame = (payload: Uint8Array): void => {
     if (this.#end) return; // a frame after a protocol violation in the same chunk
     this.#lastFrameAt = this.#clock.monoMs();
+    // An OK ReadSignals answer to a sendRead: decoded into its batch, no object per sample.
+    const id = fastResponseId(payload);
+    if (id >= 0) {
+      const pending = this.#pending.find(id);
+      if (pending?.into && decodeReadSignalsInto(payload, pending.into)) {
+        this.#pending.take(id);
+        deliver(pending.reply, null, pending.into);
+        this.#endIfDrained();
+        return;
+      }
+    }
     let response: WireResponse;
     try {
       response = decodeResponse(payload);
@@ -535,6 +588,12 @@ function settle(p: Pending, r: WireResponse): void {
     deliver(p.reply, new RuntimeError("INTERNAL", `provider response lacks the ${p.kind} payload`));
     return;
   }
+  if (p.into !== null) {
+    // A sendRead's answer that the fast path left to the generated decoder.
+    p.into.fillFrom((body as ResponsePayloads["read_signals"]).values ?? []);
+    deliver(p.reply, null, p.into);
+    return;
+  }
   deliver(p.reply, null, body);
 }
 
@@ -543,9 +602,10 @@ function settle(p: Pending, r: WireResponse): void {
  * ends the session (the read loop would take it for a bad frame).
  */
 // deno-lint-ignore no-explicit-any
-function deliver(reply: Reply<any>, err: Error | null, body?: unknown): void {
+function deliver(reply: Reply<any> | ReadReply, err: Error | null, body?: unknown): void {
   try {
-    reply(err, body);
+    // deno-lint-ignore no-explicit-any
+    (reply as Reply<any>)(err, body);
   } catch (thrown) {
     queueMicrotask(() => {
       throw thrown;
@@ -555,7 +615,7 @@ function deliver(reply: Reply<any>, err: Error | null, body?: unknown): void {
 
 /** A refusal before anything was sent, replied in a microtask (a reply is never synchronous). */
 // deno-lint-ignore no-explicit-any
-function replyLater(reply: Reply<any>, err: Error): void {
+function replyLater(reply: Reply<any> | ReadReply, err: Error): void {
   queueMicrotask(() => deliver(reply, err));
 }
 

@@ -67,7 +67,7 @@ export function typedValueFromWire(v: WireValue | undefined): TypedValue | null 
   if (v.uint64_value !== undefined) return uint64Value(v.uint64_value);
   if (v.bool_value !== undefined) return boolValue(v.bool_value);
   if (v.string_value !== undefined) return stringValue(v.string_value);
-  if (v.bytes_value !== undefined) return { type: "bytes", base64: toBase64(v.bytes_value) };
+  if (v.bytes_value !== undefined) return { type: "bytes", base64: bytesToBase64(v.bytes_value) };
   return null;
 }
 
@@ -238,7 +238,8 @@ function num(v: number | undefined): number | undefined {
   return v === undefined ? undefined : Number(v);
 }
 
-function toBase64(bytes: Uint8Array): string {
+/** Bytes as base64 text (a bytes value as the runtime types it). */
+export function bytesToBase64(bytes: Uint8Array): string {
   let s = "";
   for (let i = 0; i < bytes.length; i += 0x8000) {
     s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));

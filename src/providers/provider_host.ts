@@ -1,4 +1,11 @@
-import type { PayloadKind, Reply, RequestPayloads, ResponsePayloads } from "../adpp/mod.ts";
+import type {
+  PayloadKind,
+  ReadReply,
+  Reply,
+  RequestPayloads,
+  ResponsePayloads,
+  SampleBatch,
+} from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
@@ -247,6 +254,24 @@ export class ProviderHost {
       return;
     }
     s.send(kind, payload, this.config.timeoutMs, reply);
+  }
+
+  /**
+   * `send` of a ReadSignals whose answer is decoded into `into` (the poll path: no object per
+   * sample; see AdppClient.sendRead).
+   */
+  sendRead(
+    payload: RequestPayloads["read_signals"],
+    into: SampleBatch,
+    reply: ReadReply,
+  ): void {
+    const s = this.#session;
+    if (!s || !this.available) {
+      const err = unavailable(`Provider unavailable: ${this.id}`);
+      queueMicrotask(() => reply(err, undefined));
+      return;
+    }
+    s.sendRead(payload, this.config.timeoutMs, into, reply);
   }
 
   /**

@@ -2,9 +2,11 @@ import {
   AdppClient,
   capabilitiesFromWire,
   type PayloadKind,
+  type ReadReply,
   type Reply,
   type RequestPayloads,
   type ResponsePayloads,
+  type SampleBatch,
   type SessionEnd,
 } from "../adpp/mod.ts";
 import {
@@ -254,6 +256,16 @@ export class ProviderSession {
     reply: Reply<K>,
   ): void {
     this.#client.send(kind, payload, timeoutMs, reply);
+  }
+
+  /** A ReadSignals decoded into `into` (see AdppClient.sendRead). */
+  sendRead(
+    payload: RequestPayloads["read_signals"],
+    timeoutMs: number,
+    into: SampleBatch,
+    reply: ReadReply,
+  ): void {
+    this.#client.sendRead(payload, timeoutMs, into, reply);
   }
 
   /** The provider's last stderr lines, oldest first (at most STDERR_TAIL_LINES). */

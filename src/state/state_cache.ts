@@ -3,12 +3,9 @@ import {
   qualityFromWire,
   type RequestPayloads,
   type ResponsePayloads,
-  timestampToMs,
+  SampleBatch,
   typedValueFromWire,
   WireDeviceState,
-  wireRepeats,
-  type WireSignalValue,
-  wireTypeAgrees,
 } from "../adpp/mod.ts";
 import {
   type Clock,
@@ -154,6 +151,13 @@ interface MutableDeviceState {
   pollable: string[];
   /** The ReadSignals request of its polls (made with the inventory, sent by every poll). */
   readonly readRequest: RequestPayloads["read_signals"];
+  /**
+   * Where its polls' answers are decoded (made with the inventory, refilled by every poll: no
+   * object per sample). Held from the send until the pass applied the answer (`batchHeld`).
+   */
+  readonly readBatch: SampleBatch;
+  /** readBatch is taken by a request not applied yet: a poll beside it decodes into its own. */
+  batchHeld: boolean;
   /** Every declared signal (built at inventory time, not per sample). */
   slots: Map<string, SignalSlot>;
   signals: Map<string, SignalState>;
@@ -798,7 +802,7 @@ export class StateCache implements FreshReader {
     if (n === 0) return Promise.resolve();
     // Each device's outcome as it arrives (its samples, or why it has none); applied in request
     // order. Replies, not promises: one promise per pass, none per device.
-    const outcomes: (readonly WireSignalValue[] | Error | undefined)[] = new Array(n);
+    const outcomes: (SampleBatch | Error | undefined)[] = new Array(n);
     let next = 0;
     let settled = false; // every outcome applied (or the pass failed): later replies change nothing
     let sinceMs = clock.monoMs();
@@ -810,6 +814,7 @@ export class StateCache implements FreshReader {
           const dev = due[next]!;
           const outcome = outcomes[next]!;
           outcomes[next++] = undefined;
+          if (outcome === dev.readBatch) dev.batchHeld = false; // read below, before any other
           // A device's poll time: from the answer before it (the provider answers in turn).
           const now = clock.monoMs();
           metrics.duration.observe((now - sinceMs) / 1000);
@@ -840,16 +845,25 @@ export class StateCache implements FreshReader {
       };
       for (let i = 0; i < n; i++) {
         const dev = due[i]!;
-        host.send(
-          "read_signals",
+        // Its own batch unless an earlier request still holds it (a pass that failed): one each.
+        const into = dev.batchHeld ? new SampleBatch(dev.pollable.length) : dev.readBatch;
+        if (into === dev.readBatch) dev.batchHeld = true;
+        host.sendRead(
           dev.readRequest,
-          (err, body) => {
+          into,
+          (err, batch) => {
+            // An error, or an answer nobody applies: the batch is free again.
+            if ((err !== null || settled) && into === dev.readBatch) dev.batchHeld = false;
             if (settled) return;
-            outcomes[i] = err ?? body!.values ?? NO_VALUES;
+            outcomes[i] = err ?? batch!;
             try {
               apply();
             } catch (thrown) {
               settled = true;
+              // The answers it leaves unapplied hold their batches no more.
+              for (let k = next; k < n; k++) {
+                if (outcomes[k] === due[k]!.readBatch) due[k]!.batchHeld = false;
+              }
               reject(thrown);
             }
           },
@@ -865,14 +879,14 @@ export class StateCache implements FreshReader {
     return q.run(poll);
   }
 
-  #applySamples(dev: MutableDeviceState, values: readonly WireSignalValue[]): void {
+  #applySamples(dev: MutableDeviceState, batch: SampleBatch): void {
     const now = this.#opts.clock.nowMs();
     const mono = this.#opts.clock.monoMs();
     dev.lastPollMs = now;
     dev.lastPollMono = mono;
     const slots = dev.slots;
-    for (const sv of values) {
-      const signalId = sv.signal_id ?? "";
+    for (let i = 0; i < batch.count; i++) {
+      const signalId = batch.signalIds[i]!;
       const slot = slots.get(signalId);
       if (slot === undefined) {
         this.#undeclared(dev, signalId);
@@ -881,25 +895,25 @@ export class StateCache implements FreshReader {
       if (!slot.polled) continue; // declared without a poll hint: never requested, not cached
       const kept = slot.last;
       const last = kept?.value;
-      const value = wireRepeats(last, sv.value) ? last! : typedValueFromWire(sv.value);
-      const stamped = timestampToMs(sv.timestamp);
+      const value = batch.repeats(i, last) ? last! : batch.typedValue(i);
+      const stamped = batch.timestampMs(i);
       const timestampMs = stamped ?? now;
       if (stamped !== null && Math.abs(stamped - now) > TIMESTAMP_SKEW_LIMIT_MS) {
         this.#skewed(dev, signalId, stamped - now, now);
       }
       let next: SignalState;
       if (value === null) {
-        next = withoutValue(slot.last, qualityFromWire(sv.quality), timestampMs, mono);
+        next = withoutValue(slot.last, qualityFromWire(batch.qualities[i]), timestampMs, mono);
       } else if (
-        (slot.type !== null && slot.type !== value.type) || !wireTypeAgrees(sv.value!, value.type)
+        (slot.type !== null && slot.type !== value.type) || !batch.typeAgrees(i, value.type)
       ) {
-        this.#typeMismatch(dev, signalId, slot.type, value.type, sv.value!.type ?? 0);
+        this.#typeMismatch(dev, signalId, slot.type, value.type, batch.valueTypes[i]!);
         next = withoutValue(slot.last, "FAULT", timestampMs, mono);
       } else if (value.type === "double" && value.non_finite !== undefined) {
         this.#nonFinite(dev, signalId, value.non_finite);
         next = new SignalSample(value, "FAULT", timestampMs, mono);
       } else {
-        const quality = qualityFromWire(sv.quality);
+        const quality = qualityFromWire(batch.qualities[i]);
         if (value === last && quality === kept!.quality) {
           // The same value at the same quality (most samples of most polls): only its times
           // move, set on the kept sample itself -- nothing allocated, nothing published (#store
@@ -1117,6 +1131,8 @@ export class StateCache implements FreshReader {
         deviceId: id,
         pollable,
         readRequest: { device_id: id, signal_ids: pollable },
+        readBatch: new SampleBatch(pollable.length),
+        batchHeld: false,
         slots,
         signals,
         lastPollMs: prev?.lastPollMs ?? 0,
@@ -1218,8 +1234,6 @@ function quoteId(id: string): string {
   return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}\u2026` : id);
 }
 
-/** The samples of an answer that has none. */
-const NO_VALUES: readonly WireSignalValue[] = Object.freeze([]);
 const NO_DEVICES: readonly MutableDeviceState[] = Object.freeze([]);
 /** What a poll pass with nothing to send returns (one settled promise, not one per pass). */
 const DONE: Promise<void> = Promise.resolve();

@@ -1154,6 +1154,11 @@ Deno.test("StateCache: a provider a reload removes is no longer polled nor kept;
       asked.push(kind);
       send(kind, ...rest);
     }) as typeof old.send;
+    const sendRead = old.sendRead.bind(old);
+    old.sendRead = ((...args) => {
+      asked.push("read_signals");
+      sendRead(...args);
+    }) as typeof old.sendRead;
     assert.equal(fx.registry.remove("p0"), old);
     await settleOn(clock, old.stop(1000));
     for (let i = 0; i < 5; i++) clock.advance(100);
