@@ -1,6 +1,7 @@
 import {
   ProviderStatusError,
   qualityFromWire,
+  type ReadReply,
   type RequestPayloads,
   type ResponsePayloads,
   SampleBatch,
@@ -778,7 +779,15 @@ export class StateCache implements FreshReader {
     }
     const batch = due ?? devices;
     if (batch.length === 0 || !host.available) return DONE;
-    return this.#serial(host.id, () => this.#pollBatch(host, batch));
+    // The loop's pass of the last cycle, reused once it has settled with every reply in (a loop
+    // starts no cycle before its last one ended; a pass that failed is never reused).
+    const q = this.#queueOf(host.id);
+    let pass = q.pass;
+    if (pass === null || pass.dead || !pass.settled || pass.waiting > 0 || pass.host !== host) {
+      pass = q.pass = this.#newPass(host, batch);
+    }
+    pass.due = batch;
+    return q.run(pass.start);
   }
 
   /** Nothing to poll: a heartbeat keeps liveness checks running. */
@@ -796,87 +805,134 @@ export class StateCache implements FreshReader {
    * one device.
    */
   #pollBatch(host: ProviderHost, due: readonly MutableDeviceState[]): Promise<void> {
-    const metrics = this.#pollMetrics.get(host.id) ?? DETACHED_POLL_METRICS;
-    const clock = this.#opts.clock;
+    return this.#runPass(this.#newPass(host, due));
+  }
+
+  /** A pass over `due` (its reply per device and its promise executor made once, here). */
+  #newPass(host: ProviderHost, due: readonly MutableDeviceState[]): PollPass {
+    const pass = new PollPass(host, due);
+    pass.start = () => this.#runPass(pass);
+    return pass;
+  }
+
+  /**
+   * Starts `pass`: each due device's ReadSignals sent, decoded into its batch. Replies, not
+   * promises: one promise per pass, none per device, and no closure (the pass's replies are
+   * made once per device index and kept with the pass, which the provider's loop reuses).
+   */
+  #runPass(pass: PollPass): Promise<void> {
+    const due = pass.due;
     const n = due.length;
     if (n === 0) return Promise.resolve();
-    // Each device's outcome as it arrives (its samples, or why it has none); applied in request
-    // order. Replies, not promises: one promise per pass, none per device.
-    const outcomes: (SampleBatch | Error | undefined)[] = new Array(n);
-    let next = 0;
-    let settled = false; // every outcome applied (or the pass failed): later replies change nothing
-    let sinceMs = clock.monoMs();
-    let answered = false;
-    let timedOut = false;
-    return new Promise<void>((resolve, reject) => {
-      const apply = (): void => {
-        while (next < n && outcomes[next] !== undefined) {
-          const dev = due[next]!;
-          const outcome = outcomes[next]!;
-          outcomes[next++] = undefined;
-          if (outcome === dev.readBatch) dev.batchHeld = false; // read below, before any other
-          // A device's poll time: from the answer before it (the provider answers in turn).
-          const now = clock.monoMs();
-          metrics.duration.observe((now - sinceMs) / 1000);
-          sinceMs = now;
-          if (!(outcome instanceof Error)) {
-            answered = true;
-            if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile: not stored
-            this.#applySamples(dev, outcome);
-            continue;
-          }
-          metrics.errors++;
-          const alive = livenessOf(outcome); // a status is still an answer
-          if (alive === false) timedOut = true;
-          else if (alive === true) answered = true;
-          // (A provider that went down has its devices marked already: marking again changes
-          // nothing.)
-          if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
-          this.#log.debug(
-            `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${outcome.message}`,
-          );
-          this.#markDeviceUnavailable(dev);
-        }
-        if (next < n) return;
-        settled = true;
-        if (answered) host.noteLiveness(true);
-        else if (timedOut) host.noteLiveness(false);
-        resolve();
-      };
+    pass.metrics = this.#pollMetrics.get(pass.host.id) ?? DETACHED_POLL_METRICS;
+    pass.next = 0;
+    pass.settled = false;
+    pass.answered = false;
+    pass.timedOut = false;
+    pass.sinceMs = this.#opts.clock.monoMs();
+    const promise = new Promise<void>(pass.executor);
+    try {
       for (let i = 0; i < n; i++) {
         const dev = due[i]!;
         // Its own batch unless an earlier request still holds it (a pass that failed): one each.
         const into = dev.batchHeld ? new SampleBatch(dev.pollable.length) : dev.readBatch;
         if (into === dev.readBatch) dev.batchHeld = true;
-        host.sendRead(
-          dev.readRequest,
-          into,
-          (err, batch) => {
-            // An error, or an answer nobody applies: the batch is free again.
-            if ((err !== null || settled) && into === dev.readBatch) dev.batchHeld = false;
-            if (settled) return;
-            outcomes[i] = err ?? batch!;
-            try {
-              apply();
-            } catch (thrown) {
-              settled = true;
-              // The answers it leaves unapplied hold their batches no more.
-              for (let k = next; k < n; k++) {
-                if (outcomes[k] === due[k]!.readBatch) due[k]!.batchHeld = false;
-              }
-              reject(thrown);
-            }
-          },
-        );
+        pass.intos[i] = into;
+        pass.waiting++;
+        pass.host.sendRead(dev.readRequest, into, pass.replies[i] ??= this.#replyOf(pass, i));
       }
-    });
+    } catch (thrown) {
+      this.#failPass(pass, thrown);
+    }
+    return promise;
+  }
+
+  #replyOf(pass: PollPass, i: number): ReadReply {
+    return (err, batch) => this.#onPassReply(pass, i, err, batch);
+  }
+
+  /** Device `i`'s outcome: stored, and every outcome due in request order applied. */
+  #onPassReply(pass: PollPass, i: number, err: Error | null, batch: SampleBatch | undefined): void {
+    pass.waiting--;
+    const dev = pass.due[i]!;
+    // An error, or an answer nobody applies: the batch is free again.
+    if ((err !== null || pass.settled) && pass.intos[i] === dev.readBatch) dev.batchHeld = false;
+    if (pass.settled) return;
+    pass.outcomes[i] = err ?? batch!;
+    try {
+      this.#applyPass(pass);
+    } catch (thrown) {
+      this.#failPass(pass, thrown);
+    }
+  }
+
+  /** The pass failed: it applies nothing more, and is not reused (replies may still come). */
+  #failPass(pass: PollPass, thrown: unknown): void {
+    pass.settled = true;
+    pass.dead = true;
+    // The answers it leaves unapplied hold their batches no more.
+    for (let k = pass.next; k < pass.due.length; k++) {
+      if (pass.outcomes[k] === pass.due[k]!.readBatch) pass.due[k]!.batchHeld = false;
+      pass.outcomes[k] = undefined;
+    }
+    const reject = pass.reject;
+    pass.resolve = pass.reject = noop;
+    reject(thrown);
+  }
+
+  /**
+   * Applies the outcomes of `pass` that are due in request order; the last one settles it. A
+   * provider that does not answer in time counts once for the pass in its liveness checks.
+   */
+  #applyPass(pass: PollPass): void {
+    const { host, due, outcomes, metrics } = pass;
+    const n = due.length;
+    const clock = this.#opts.clock;
+    while (pass.next < n && outcomes[pass.next] !== undefined) {
+      const dev = due[pass.next]!;
+      const outcome = outcomes[pass.next]!;
+      outcomes[pass.next++] = undefined;
+      if (outcome === dev.readBatch) dev.batchHeld = false; // read below, before any other
+      // A device's poll time: from the answer before it (the provider answers in turn).
+      const now = clock.monoMs();
+      metrics.duration.observe((now - pass.sinceMs) / 1000);
+      pass.sinceMs = now;
+      if (!(outcome instanceof Error)) {
+        pass.answered = true;
+        if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile: not stored
+        this.#applySamples(dev, outcome);
+        continue;
+      }
+      metrics.errors++;
+      const alive = livenessOf(outcome); // a status is still an answer
+      if (alive === false) pass.timedOut = true;
+      else if (alive === true) pass.answered = true;
+      // (A provider that went down has its devices marked already: marking again changes
+      // nothing.)
+      if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
+      this.#log.debug(
+        `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${outcome.message}`,
+      );
+      this.#markDeviceUnavailable(dev);
+    }
+    if (pass.next < n) return;
+    pass.settled = true;
+    if (pass.answered) host.noteLiveness(true);
+    else if (pass.timedOut) host.noteLiveness(false);
+    const resolve = pass.resolve;
+    pass.resolve = pass.reject = noop; // the pass keeps no settled promise alive
+    resolve();
   }
 
   /** Runs `poll` once every poll of this provider queued before it has ended (one at a time). */
   #serial<T>(providerId: string, poll: () => Promise<T>): Promise<T> {
+    return this.#queueOf(providerId).run(poll);
+  }
+
+  #queueOf(providerId: string): PollQueue {
     let q = this.#pollQueues.get(providerId);
     if (!q) this.#pollQueues.set(providerId, q = new PollQueue());
-    return q.run(poll);
+    return q;
   }
 
   #applySamples(dev: MutableDeviceState, batch: SampleBatch): void {
@@ -1238,11 +1294,58 @@ const NO_DEVICES: readonly MutableDeviceState[] = Object.freeze([]);
 /** What a poll pass with nothing to send returns (one settled promise, not one per pass). */
 const DONE: Promise<void> = Promise.resolve();
 
+/** A no-op resolver (a settled pass keeps no promise's resolving functions). */
+function noop(): void {}
+
+/**
+ * One poll pass over a provider's due devices and where it stands: what StateCache.#runPass sends
+ * and #applyPass applies. Made once per provider for its poll loop and reused pass after pass
+ * (a post-call poll makes its own), so a pass allocates its promise and little else: its replies
+ * per device index and its promise executor are made with it.
+ */
+class PollPass {
+  host: ProviderHost;
+  due: readonly MutableDeviceState[];
+  metrics: PollMetrics = DETACHED_POLL_METRICS;
+  /** Each device's outcome as it arrives (its samples, or why it has none), until applied. */
+  readonly outcomes: (SampleBatch | Error | undefined)[] = [];
+  /** The batch each device's request decodes into. */
+  readonly intos: SampleBatch[] = [];
+  /** The reply of each device index (made once). */
+  readonly replies: ReadReply[] = [];
+  /** Replies still to come. */
+  waiting = 0;
+  /** The next outcome to apply (request order). */
+  next = 0;
+  /** Every outcome applied, or the pass failed: later replies change nothing. */
+  settled = true;
+  /** Failed (an apply threw): never reused. */
+  dead = false;
+  sinceMs = 0;
+  answered = false;
+  timedOut = false;
+  resolve: () => void = noop;
+  reject: (err: unknown) => void = noop;
+  readonly executor = (resolve: () => void, reject: (err: unknown) => void): void => {
+    this.resolve = resolve;
+    this.reject = reject;
+  };
+  /** Runs this pass (the poll queue's job; set with the pass). */
+  start: () => Promise<void> = () => Promise.resolve();
+
+  constructor(host: ProviderHost, due: readonly MutableDeviceState[]) {
+    this.host = host;
+    this.due = due;
+  }
+}
+
 /**
  * Runs polls one at a time, in arrival order. Bounded: the poll loop waits for its own poll, and
  * pollDevice joins a queued poll of the same device, so at most one poll per device waits.
  */
 class PollQueue {
+  /** The poll loop's pass, reused cycle after cycle (StateCache.#pollProvider). */
+  pass: PollPass | null = null;
   #busy = false;
   readonly #waiting: Array<() => void> = [];
 
