@@ -18,7 +18,12 @@ import {
   type WireResponse,
 } from "./codec.ts";
 import { checkFrameLength, FrameReader, MAX_FRAME_BYTES, PIPE_BUF, writeFrame } from "./framing.ts";
-import { decodeReadSignalsInto, fastResponseId, type SampleBatch } from "./read_signals.ts";
+import {
+  decodeReadSignalsInto,
+  fastResponseId,
+  type PreparedRead,
+  type SampleBatch,
+} from "./read_signals.ts";
 
 /** Why a session ended. */
 export interface SessionEnd {
@@ -181,17 +186,38 @@ class Outbox {
 
   /** Frames `payload` (its length checked: checkFrameLength) after those queued. */
   add(id: number, payload: Uint8Array): void {
-    const need = this.#used + 4 + payload.length;
-    if (need > this.#bytes.length) {
-      let size = this.#bytes.length * 2;
-      while (size < need) size *= 2;
-      const grown = new Uint8Array(size);
-      grown.set(this.#bytes.subarray(0, this.#used));
-      this.#bytes = grown;
-    }
+    this.#room(4 + payload.length);
     this.#used = writeFrame(this.#bytes, this.#used, payload);
     this.ids[this.count] = id;
     this.#ends[this.count++] = this.#used;
+  }
+
+  /**
+   * Frames the prepared Request with request_id `id`, of `n` bytes (its requestLength, checked:
+   * checkFrameLength), after those queued.
+   */
+  addRequest(id: number, request: PreparedRead, n: number): void {
+    this.#room(4 + n);
+    const out = this.#bytes;
+    const at = this.#used;
+    out[at] = n & 0xff;
+    out[at + 1] = (n >>> 8) & 0xff;
+    out[at + 2] = (n >>> 16) & 0xff;
+    out[at + 3] = n >>> 24;
+    this.#used = request.writeRequest(out, at + 4, id);
+    this.ids[this.count] = id;
+    this.#ends[this.count++] = this.#used;
+  }
+
+  /** Grows the buffer to take `bytes` more. */
+  #room(bytes: number): void {
+    const need = this.#used + bytes;
+    if (need <= this.#bytes.length) return;
+    let size = this.#bytes.length * 2;
+    while (size < need) size *= 2;
+    const grown = new Uint8Array(size);
+    grown.set(this.#bytes.subarray(0, this.#used));
+    this.#bytes = grown;
   }
 
   /** Bytes of frame `i` (with its prefix). */
@@ -331,12 +357,12 @@ export class AdppClient {
    * would give. `into` is not to be used for another request until then.
    */
   sendRead(
-    payload: RequestPayloads["read_signals"],
+    request: PreparedRead,
     timeoutMs: number,
     into: SampleBatch,
     reply: ReadReply,
   ): void {
-    this.#send("read_signals", payload, timeoutMs, reply, into);
+    this.#send("read_signals", request.payload, timeoutMs, reply, into, request);
   }
 
   #send<K extends PayloadKind>(
@@ -345,6 +371,7 @@ export class AdppClient {
     timeoutMs: number,
     reply: Reply<K> | ReadReply,
     into: SampleBatch | null,
+    prepared: PreparedRead | null = null,
   ): void {
     const ended = this.#end ?? this.#writeFailure;
     if (ended) {
@@ -354,11 +381,18 @@ export class AdppClient {
       return replyLater(reply, unavailable(`too many requests in flight (${this.#maxInFlight})`));
     }
     const id = this.#nextId++;
-    const msg = { request_id: id, [kind]: payload } as WireRequest;
-    let encoded: Uint8Array;
+    let encoded: Uint8Array | null = null;
+    let length = 0;
     try {
-      encoded = encodeRequest(msg);
-      checkFrameLength(encoded.length, this.#maxFrameBytes);
+      if (prepared !== null) {
+        // Encoded once: only the request_id is written per request (no message object, no copy).
+        if (prepared.error !== null) throw prepared.error;
+        length = prepared.requestLength(id);
+      } else {
+        encoded = encodeRequest({ request_id: id, [kind]: payload } as WireRequest);
+        length = encoded.length;
+      }
+      checkFrameLength(length, this.#maxFrameBytes);
     } catch (err) {
       // An oversize request is refused before any byte is written (the session stays usable).
       return replyLater(reply, new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
@@ -366,7 +400,9 @@ export class AdppClient {
     const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
     this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply, into });
     if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
-    this.#write(id, encoded);
+    if (encoded !== null) this.#outbox.add(id, encoded);
+    else this.#outbox.addRequest(id, prepared!, length);
+    this.#queueWrite();
   }
 
   /** (Re-)arms the deadline timer for `atMs`. */
@@ -414,8 +450,8 @@ export class AdppClient {
     await this.#stdinClosed;
   }
 
-  #write(id: number, payload: Uint8Array): void {
-    this.#outbox.add(id, payload);
+  /** Queues a write of the outbox, unless one is queued already. */
+  #queueWrite(): void {
     // A write already queued behind the one under way takes this frame too.
     if (this.#outbox.count > 1) return;
     this.#writeChain = this.#writeChain.then(this.#writeOutboxNow);

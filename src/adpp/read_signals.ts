@@ -13,7 +13,13 @@
  * decoder (`fastResponseId` answers -1), which gives the usual answer or error.
  */
 import { ProtoReader } from "./_proto_reader.ts";
-import { StatusCode, type WireSignalValue, WireValueType } from "./codec.ts";
+import {
+  encodeRequest,
+  type RequestPayloads,
+  StatusCode,
+  type WireSignalValue,
+  WireValueType,
+} from "./codec.ts";
 import {
   boolValue,
   doubleValue,
@@ -230,6 +236,57 @@ export class SampleBatch {
 function grown<T extends Int32Array | Uint8Array | Float64Array>(old: T, into: T): T {
   into.set(old);
   return into;
+}
+
+/**
+ * A ReadSignals request encoded once, for a request sent again and again (a device's polls):
+ * AdppClient.sendRead writes its request_id and these bytes, with no message object and no
+ * encoding per request. The payload must not change once prepared.
+ */
+export class PreparedRead {
+  readonly payload: RequestPayloads["read_signals"];
+  /** The Request's bytes but its request_id (the read_signals member); empty when `error`. */
+  readonly body: Uint8Array;
+  /** Why the payload cannot be encoded (what sending it answers), or null. */
+  readonly error: Error | null;
+
+  constructor(payload: RequestPayloads["read_signals"]) {
+    this.payload = payload;
+    let body = new Uint8Array(0);
+    let error: Error | null = null;
+    try {
+      // request_id 0 is not written: what is left is what follows field 1 in a Request.
+      body = encodeRequest({ request_id: 0, read_signals: payload }).slice();
+    } catch (err) {
+      error = err as Error;
+    }
+    this.body = body;
+    this.error = error;
+  }
+
+  /** Bytes of the Request with request_id `id` (a safe integer > 0): its field 1 and the body. */
+  requestLength(id: number): number {
+    let n = 1;
+    for (let v = id; v >= 0x80; v = Math.floor(v / 0x80)) n++;
+    return 1 + n + this.body.length;
+  }
+
+  /**
+   * Writes the Request with request_id `id` (a safe integer > 0) into `out` at `at` (room for
+   * requestLength(id) bytes there), byte for byte as encodeRequest encodes it (field 1 first);
+   * returns where it ends.
+   */
+  writeRequest(out: Uint8Array, at: number, id: number): number {
+    out[at++] = 8; // field 1, varint
+    let v = id;
+    while (v >= 0x80) {
+      out[at++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    out[at++] = v;
+    out.set(this.body, at);
+    return at + this.body.length;
+  }
 }
 
 const r = new ProtoReader();

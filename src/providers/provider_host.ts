@@ -1,5 +1,6 @@
 import type {
   PayloadKind,
+  PreparedRead,
   ReadReply,
   Reply,
   RequestPayloads,
@@ -261,7 +262,7 @@ export class ProviderHost {
    * sample; see AdppClient.sendRead).
    */
   sendRead(
-    payload: RequestPayloads["read_signals"],
+    request: PreparedRead,
     into: SampleBatch,
     reply: ReadReply,
   ): void {
@@ -271,7 +272,7 @@ export class ProviderHost {
       queueMicrotask(() => reply(err, undefined));
       return;
     }
-    s.sendRead(payload, this.config.timeoutMs, into, reply);
+    s.sendRead(request, this.config.timeoutMs, into, reply);
   }
 
   /**

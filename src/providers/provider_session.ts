@@ -2,6 +2,7 @@ import {
   AdppClient,
   capabilitiesFromWire,
   type PayloadKind,
+  type PreparedRead,
   type ReadReply,
   type Reply,
   type RequestPayloads,
@@ -260,12 +261,12 @@ export class ProviderSession {
 
   /** A ReadSignals decoded into `into` (see AdppClient.sendRead). */
   sendRead(
-    payload: RequestPayloads["read_signals"],
+    request: PreparedRead,
     timeoutMs: number,
     into: SampleBatch,
     reply: ReadReply,
   ): void {
-    this.#client.sendRead(payload, timeoutMs, into, reply);
+    this.#client.sendRead(request, timeoutMs, into, reply);
   }
 
   /** The provider's last stderr lines, oldest first (at most STDERR_TAIL_LINES). */

@@ -1,8 +1,8 @@
 import {
+  PreparedRead,
   ProviderStatusError,
   qualityFromWire,
   type ReadReply,
-  type RequestPayloads,
   type ResponsePayloads,
   SampleBatch,
   typedValueFromWire,
@@ -150,8 +150,8 @@ interface MutableDeviceState {
   providerId: string;
   deviceId: string;
   pollable: string[];
-  /** The ReadSignals request of its polls (made with the inventory, sent by every poll). */
-  readonly readRequest: RequestPayloads["read_signals"];
+  /** The ReadSignals request of its polls (encoded with the inventory, sent by every poll). */
+  readonly readRequest: PreparedRead;
   /**
    * Where its polls' answers are decoded (made with the inventory, refilled by every poll: no
    * object per sample). Held from the send until the pass applied the answer (`batchHeld`).
@@ -1186,7 +1186,7 @@ export class StateCache implements FreshReader {
         providerId,
         deviceId: id,
         pollable,
-        readRequest: { device_id: id, signal_ids: pollable },
+        readRequest: new PreparedRead({ device_id: id, signal_ids: pollable }),
         readBatch: new SampleBatch(pollable.length),
         batchHeld: false,
         slots,

@@ -12,8 +12,11 @@ import {
   AdppClient,
   decodeReadSignalsInto,
   decodeResponse,
+  encodeFrame,
+  encodeRequest,
   encodeResponse,
   fastResponseId,
+  PreparedRead,
   ProviderStatusError,
   SampleBatch,
   StatusCode,
@@ -425,7 +428,12 @@ function pipes() {
 
 function read(client: AdppClient, into: SampleBatch): Promise<SampleBatch> {
   return new Promise((resolve, reject) =>
-    client.sendRead({ device_id: "d" }, 5000, into, (err, b) => err ? reject(err) : resolve(b!))
+    client.sendRead(
+      new PreparedRead({ device_id: "d" }),
+      5000,
+      into,
+      (err, b) => err ? reject(err) : resolve(b!),
+    )
   );
 }
 
@@ -468,4 +476,65 @@ Deno.test("AdppClient.sendRead: an OK answer lands in the batch; one the fast pa
   assert.equal((await client.ended).reason, "protocol_violation");
   await writer.close().catch(() => {});
   await client.close();
+});
+
+Deno.test("PreparedRead writes each request_id's Request byte for byte as encodeRequest does", () => {
+  const payloads = [
+    {},
+    { device_id: "tempctl0" },
+    { device_id: "d", signal_ids: ["a", "b", "é😀"] },
+    { device_id: "x".repeat(300), signal_ids: ["s".repeat(200)], min_timestamp: { seconds: 5 } },
+  ];
+  const ids = [1, 2, 127, 128, 255, 16383, 16384, 2 ** 21, 2 ** 28 - 1, 2 ** 31, 2 ** 32 + 1];
+  ids.push(2 ** 35, 2 ** 49 + 3, Number.MAX_SAFE_INTEGER);
+  for (const payload of payloads) {
+    const prepared = new PreparedRead(payload);
+    assert.equal(prepared.error, null);
+    for (const id of ids) {
+      const want = encodeRequest({ request_id: id, read_signals: payload });
+      const out = new Uint8Array(prepared.requestLength(id) + 3);
+      const end = prepared.writeRequest(out, 3, id);
+      assert.equal(prepared.requestLength(id), want.length, `length of id ${id}`);
+      assert.equal(end, 3 + want.length);
+      assert.deepEqual(out.subarray(3), want, `bytes of id ${id} ${show(payload)}`);
+    }
+  }
+});
+
+Deno.test("AdppClient.sendRead writes the frames send writes, and refuses a payload encodeRequest refuses as send does", async () => {
+  const toProvider = new TransformStream<Uint8Array, Uint8Array>();
+  const clock = {
+    monoMs: () => performance.now(),
+    setTimer: (fn: () => void, ms: number) => setTimeout(fn, ms),
+    clearTimer: (id: unknown) => clearTimeout(id as number),
+  };
+  const client = new AdppClient(new ReadableStream(), toProvider.writable, { clock });
+  const payload = { device_id: "d", signal_ids: ["a", "b"] };
+  const prepared = new PreparedRead(payload);
+  const batch = new SampleBatch();
+  const replies: (Error | null)[] = [];
+  for (let i = 0; i < 60; i++) {
+    client.sendRead(prepared, 60_000, batch, (err) => replies.push(err));
+  }
+  const written: number[] = [];
+  const reader = toProvider.readable.getReader();
+  let want: number[] = [];
+  for (let id = 1; id <= 60; id++) {
+    want = [...want, ...encodeFrame(encodeRequest({ request_id: id, read_signals: payload }))];
+  }
+  while (written.length < want.length) written.push(...(await reader.read()).value!);
+  assert.deepEqual(written, want);
+  // A payload the encoder refuses: INVALID_ARGUMENT before anything is written, as send answers.
+  const bad = new PreparedRead({ device_id: 7 as unknown as string });
+  const viaSend = await new Promise<Error>((resolve) =>
+    client.send("read_signals", { device_id: 7 as unknown as string }, 1000, (e) => resolve(e!))
+  );
+  const viaRead = await new Promise<Error>((resolve) =>
+    client.sendRead(bad, 1000, batch, (e) => resolve(e!))
+  );
+  assert.equal(viaRead.message.replace(/request \d+/, ""), viaSend.message);
+  assert.equal((viaRead as { code?: string }).code, "INVALID_ARGUMENT");
+  reader.releaseLock();
+  await client.close();
+  assert.equal(replies.length, 60); // every request replied (the session ended)
 });
