@@ -542,15 +542,15 @@ export class AdppClient {
     }
   }
 
-  /** One frame from the provider (a view of the read buffer, decoded before the next read). */
-  readonly #onFrame = (payload: Uint8Array): void => {
+  /** One frame from the provider (`buf[start..end)`, often the read buffer, decoded at once). */
+  readonly #onFrame = (buf: Uint8Array, start: number, end: number): void => {
     if (this.#end) return; // a frame after a protocol violation in the same chunk
     this.#lastFrameAt = this.#clock.monoMs();
     // An OK ReadSignals answer to a sendRead: decoded into its batch, no object per sample.
-    const id = fastResponseId(payload);
+    const id = fastResponseId(buf, start, end);
     if (id >= 0) {
       const pending = this.#pending.find(id);
-      if (pending?.into && decodeReadSignalsInto(payload, pending.into)) {
+      if (pending?.into && decodeReadSignalsInto(buf, pending.into)) {
         this.#pending.take(id);
         deliver(pending.reply, null, pending.into);
         this.#endIfDrained();
@@ -559,7 +559,7 @@ export class AdppClient {
     }
     let response: WireResponse;
     try {
-      response = decodeResponse(payload);
+      response = decodeResponse(start === 0 && end === buf.length ? buf : buf.subarray(start, end));
     } catch (err) {
       this.#finish({
         reason: "protocol_violation",

@@ -48,6 +48,12 @@ export function writeFrame(out: Uint8Array, at: number, payload: Uint8Array): nu
 }
 
 /**
+ * Receives one payload: the bytes `buf[start..end)` (no view made per payload: the poll path
+ * decodes them in place).
+ */
+export type PayloadSink = (buf: Uint8Array, start: number, end: number) => void;
+
+/**
  * Splits bytes into payloads, whatever the chunk boundaries: a frame that arrives in pieces is
  * gathered into one buffer allocated once its length is known, so every payload byte is copied
  * exactly once; a frame inside one chunk is copied too, so an emitted payload never aliases the
@@ -66,10 +72,12 @@ class FrameSplitter {
   }
 
   /**
-   * Feeds one chunk; calls `emit` for each payload completed by it. With `alias`, a payload
-   * wholly inside the chunk is a view of it (valid while `emit` runs), not a copy.
+   * Feeds one chunk; calls `emit` for each payload completed by it: the payload is
+   * `buf[start..end)`, where `buf` is a buffer of its own (start 0, end its length) or, with
+   * `alias`, for a payload wholly inside the chunk, the chunk itself (valid while `emit` runs; no
+   * view or copy made).
    */
-  push(chunk: Uint8Array, emit: (payload: Uint8Array) => void, alias = false): void {
+  push(chunk: Uint8Array, emit: PayloadSink, alias = false): void {
     let off = 0;
     while (off < chunk.length) {
       if (this.#payload === null) {
@@ -91,7 +99,8 @@ class FrameSplitter {
         if (need === 0) throw new FrameError("zero_length", "zero-length frame");
         if (chunk.length - off >= need) {
           // whole frame in this chunk
-          emit(alias ? chunk.subarray(off, off + need) : chunk.slice(off, off + need));
+          if (alias) emit(chunk, off, off + need);
+          else emit(chunk.slice(off, off + need), 0, need);
           off += need;
           continue;
         }
@@ -105,7 +114,7 @@ class FrameSplitter {
       off += take;
       if (this.#payloadFill === payload.length) {
         this.#payload = null;
-        emit(payload);
+        emit(payload, 0, payload.length);
       }
     }
   }
@@ -127,7 +136,7 @@ export class FrameDecoderStream extends TransformStream<Uint8Array, Uint8Array> 
     const splitter = new FrameSplitter(maxBytes);
     super({
       transform(chunk, controller) {
-        splitter.push(chunk, (payload) => controller.enqueue(payload));
+        splitter.push(chunk, (payload) => controller.enqueue(payload)); // (a buffer of its own)
       },
       flush() {
         splitter.end();
@@ -161,7 +170,7 @@ export class FrameReader {
   /** Payloads completed by the last chunk and not yet returned (drained before the next read). */
   #ready: Uint8Array[] = [];
   #readyAt = 0;
-  readonly #emit = (payload: Uint8Array) => void this.#ready.push(payload);
+  readonly #emit: PayloadSink = (payload) => void this.#ready.push(payload); // its own buffer
 
   constructor(
     readable: ReadableStream<Uint8Array>,
@@ -192,18 +201,18 @@ export class FrameReader {
   /**
    * Reads the next chunk and gives each payload it completes to `onPayload`, synchronously and
    * in order, with no promise per payload (the ADPP client: a provider's answers to one poll pass
-   * arrive in one chunk). A payload may be a view of the reused read buffer: it is valid while
-   * `onPayload` runs. Resolves true at a clean EOF between frames, false otherwise; rejects with
-   * FrameError on a framing error (the payloads before it in the chunk were given). Not to be
-   * mixed with `read` on one reader.
+   * arrive in one chunk). A payload is `buf[start..end)` (PayloadSink), `buf` often the reused
+   * read buffer: it is valid while `onPayload` runs. Resolves true at a clean EOF between frames,
+   * false otherwise; rejects with FrameError on a framing error (the payloads before it in the
+   * chunk were given). Not to be mixed with `read` on one reader.
    */
-  readFrames(onPayload: (payload: Uint8Array) => void): Promise<boolean> {
+  readFrames(onPayload: PayloadSink): Promise<boolean> {
     this.#sink = onPayload;
     if (this.#byob === null) return this.#reader!.read().then(this.#feedChunk);
     return this.#byob.read(new Uint8Array(this.#buffer!)).then(this.#feedView);
   }
 
-  #sink: (payload: Uint8Array) => void = () => {};
+  #sink: PayloadSink = () => {};
 
   readonly #feedView = (r: ReadableStreamReadResult<Uint8Array>): boolean => {
     if (r.value !== undefined) this.#buffer = r.value.buffer as ArrayBuffer;

@@ -297,12 +297,15 @@ let bodyStart = 0;
 let bodyEnd = 0;
 
 /**
- * The request_id of a Response the fast path takes (a status OK, one read_signals member and no
- * other payload member; fields it does not know skipped), or -1 for any other (malformed ones
- * too): those are for the generated decoder. 0 for a taken answer without a request_id.
+ * The request_id of a Response (`bytes[start..end)`, the whole of `bytes` by default) the fast
+ * path takes (a status OK, one read_signals member and no other payload member; fields it does
+ * not know skipped), or -1 for any other (malformed ones too): those are for the generated
+ * decoder. 0 for a taken answer without a request_id.
  */
-export function fastResponseId(bytes: Uint8Array): number {
+export function fastResponseId(bytes: Uint8Array, start = 0, end = bytes.length): number {
   r.reset(bytes);
+  r.pos = start;
+  r.end = end;
   try {
     let id = 0;
     let code = -1; // no status
@@ -390,8 +393,8 @@ function mapEntry(): void {
 }
 
 /**
- * Decodes the read_signals member `fastResponseId` found last in `bytes` (the same bytes) into
- * `into`. False when those bytes are malformed (`into` then holds a part: the generated decoder
+ * Decodes the read_signals member `fastResponseId` found last in `bytes` (the same buffer, just
+ * before) into `into`. False when those bytes are malformed (`into` then holds a part: the generated decoder
  * says what is wrong with them).
  */
 export function decodeReadSignalsInto(bytes: Uint8Array, into: SampleBatch): boolean {

@@ -340,9 +340,9 @@ Deno.test("FrameReader.readFrames gives every payload of a chunk at once, in ord
   for (;;) {
     const batch: string[] = [];
     const sizes: number[] = [];
-    const done = await reader.readFrames((payload) => {
-      batch.push(hex(payload));
-      sizes.push(payload.buffer.byteLength);
+    const done = await reader.readFrames((buf, start, end) => {
+      batch.push(hex(buf.subarray(start, end)));
+      sizes.push(buf.buffer.byteLength);
     });
     if (done) break;
     got.push(batch);
@@ -358,7 +358,10 @@ Deno.test("FrameReader.readFrames gives every payload of a chunk at once, in ord
 Deno.test("FrameReader.readFrames gives the payloads before a bad prefix, then rejects; EOF mid-frame rejects", async () => {
   const bad = new FrameReader(byteStream([concat(STREAM, lePrefix(0))]));
   const seen: string[] = [];
-  await rejects(bad.readFrames((p) => seen.push(hex(p))), isFrameError("zero_length"));
+  await rejects(
+    bad.readFrames((b, s, e) => seen.push(hex(b.subarray(s, e)))),
+    isFrameError("zero_length"),
+  );
   deepStrictEqual(seen, PAYLOADS);
   const cut = new FrameReader(byteStream([STREAM.subarray(0, 6)]));
   equal(await cut.readFrames(() => {}), false);

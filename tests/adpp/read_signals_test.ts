@@ -287,10 +287,19 @@ const PROBES: TypedValue[] = [
  */
 function check(bytes: Uint8Array, what: string): boolean {
   const gen = generated(bytes);
+  // The same bytes inside a larger buffer (a frame in the read buffer): the same outcome.
+  const padded = new Uint8Array(bytes.length + 7).fill(0xff);
+  padded.set(bytes, 3);
+  const inPlace = new SampleBatch(1);
+  const idInPlace = fastResponseId(padded, 3, 3 + bytes.length);
+  const okInPlace = idInPlace >= 0 && decodeReadSignalsInto(padded, inPlace);
   const id = fastResponseId(bytes);
+  assert.equal(idInPlace, id, `${what}: id in place`);
   if (id < 0) return false;
   const batch = new SampleBatch(1);
-  if (!decodeReadSignalsInto(bytes, batch)) return false;
+  const ok = decodeReadSignalsInto(bytes, batch);
+  assert.equal(okInPlace, ok, `${what}: decoded in place`);
+  if (!ok) return false;
   if (gen instanceof Error) {
     assert.fail(`${what}: fast path took bytes the generated decoder refuses: ${gen.message}`);
   }
@@ -300,6 +309,8 @@ function check(bytes: Uint8Array, what: string): boolean {
   const values = gen.read_signals!.values ?? [];
   assert.equal(batch.count, values.length, `${what}: sample count`);
   values.forEach((sv, i) => assertSample(batch, i, sv, `${what} sample ${i} ${show(sv)}`));
+  assert.equal(inPlace.count, values.length, `${what}: sample count in place`);
+  values.forEach((sv, i) => assertSample(inPlace, i, sv, `${what} in place ${i}`));
   // The fallback's fill reads the same.
   const filled = new SampleBatch(1);
   filled.fillFrom(values);
