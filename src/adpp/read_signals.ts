@@ -24,6 +24,7 @@ import {
   boolValue,
   doubleValue,
   type ExactInteger,
+  exactInteger,
   int64Value,
   stringValue,
   type TypedValue,
@@ -90,7 +91,9 @@ export class SampleBatch {
 
   /** Empties it. */
   clear(): void {
-    this.refs.fill(undefined, 0, this.count); // nothing of the last answer kept alive
+    // Nothing of the last answer kept alive (a loop: Array.prototype.fill allocates here).
+    const refs = this.refs;
+    for (let i = 0; i < this.count; i++) refs[i] = undefined;
     this.count = 0;
   }
 
@@ -290,6 +293,7 @@ export class PreparedRead {
 }
 
 const r = new ProtoReader();
+const TWO_POW_32 = 4294967296;
 const EMPTY_BYTES = new Uint8Array(0);
 
 /** Where the last `fastResponseId` found the read_signals member (its bytes' start and end). */
@@ -483,14 +487,20 @@ function value(b: SampleBatch, i: number): void {
         break;
       case 24:
       case 32: {
-        kind = t === 24 ? SampleValueKind.INT64 : SampleValueKind.UINT64;
-        const x = t === 24 ? r.int64Exact() : r.uint64Exact();
-        if (typeof x === "bigint") {
-          num = 0;
-          ref = x;
-        } else {
-          num = x;
+        // r.int64Exact() / r.uint64Exact() unrolled: a number they returned would be a heap
+        // number per sample beyond 2^30; here a safe one goes straight to the slot.
+        const unsigned = t === 32;
+        kind = unsigned ? SampleValueKind.UINT64 : SampleValueKind.INT64;
+        const lo = r.varint() >>> 0;
+        const hi = r.hi;
+        const approx = (unsigned ? hi >>> 0 : hi | 0) * TWO_POW_32 + lo;
+        if (Number.isSafeInteger(approx)) {
+          num = approx;
           ref = undefined;
+        } else {
+          const x = exactBeyondSafe(lo, hi, unsigned); // a bigint (ExactInteger's rule)
+          num = typeof x === "bigint" ? 0 : x;
+          ref = typeof x === "bigint" ? x : undefined;
         }
         break;
       }
@@ -517,6 +527,12 @@ function value(b: SampleBatch, i: number): void {
   b.valueTypes[i] = type;
   b.nums[i] = num;
   b.refs[i] = ref;
+}
+
+/** A 64-bit integer beyond the safe range from its halves, as ProtoReader's exact() makes it. */
+function exactBeyondSafe(lo: number, hi: number, unsigned: boolean): ExactInteger {
+  const bits = (BigInt(hi >>> 0) << 32n) | BigInt(lo);
+  return exactInteger(unsigned ? bits : BigInt.asIntN(64, bits));
 }
 
 /** A Timestamp (a later one replaces an earlier one whole). */
