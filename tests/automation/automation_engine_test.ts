@@ -893,3 +893,33 @@ Deno.test("AutomationEngine keeps the failure and refusal records of at most MAX
   );
   engine.stop();
 });
+
+Deno.test("AutomationEngine's AUTO gate judges only the trees the main tree reaches: an unused library tree naming a missing device or an undeclared function does not refuse AUTO", async () => {
+  const inventory = motorctlInventory([setMotorDuty()]);
+  const LIB = `<BehaviorTree ID="Lib"><Sequence>` +
+    `<ReadSignal device_handle="sim9/gone0" signal_id="x" value="{x}"/>` +
+    `<CallDevice device_handle="sim0/motorctl0" function_name="no_such_function"/>` +
+    `</Sequence></BehaviorTree>`;
+  const problemOf = async (main: string): Promise<string | null> => {
+    const { engine } = setup(`${main}${LIB}`, { inventory });
+    try {
+      await engine.load();
+      return engine.autoProblem();
+    } finally {
+      engine.stop();
+    }
+  };
+  const CALL = `<CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty"/>`;
+  assert.equal(
+    await problemOf(`<BehaviorTree ID="Main">${CALL}</BehaviorTree>`),
+    null,
+    "the library tree nobody instantiates names nothing",
+  );
+  assert.match(
+    await problemOf(
+      `<BehaviorTree ID="Main"><Sequence>${CALL}<SubTree ID="Lib"/></Sequence></BehaviorTree>`,
+    ) ?? "(no problem: AUTO admitted)",
+    /^refusing AUTO: /,
+    "the same tree reached through SubTree still refuses",
+  );
+});

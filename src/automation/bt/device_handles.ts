@@ -105,36 +105,13 @@ function resolved(
 }
 
 /**
- * Port `name`'s value on `el`, trimmed, when it is written literally: present, not blank, not a
- * blackboard reference (blackboardKeyOf: the test verify and the nodes use). Null otherwise.
- */
-function literal(el: XmlElement, name: string): string | null {
-  const value = el.attributes.get(name);
-  if (value === undefined || blackboardKeyOf(value, name) !== undefined) return null;
-  const v = value.trim();
-  return v === "" ? null : v;
-}
-
-/** Calls `fn` with every element of every tree definition (included files too), in document order. */
-function forEachElement(parsed: ParsedTree, fn: (el: XmlElement) => void): void {
-  const visit = (el: XmlElement) => {
-    fn(el);
-    for (const child of el.children) visit(child);
-  };
-  for (const def of parsed.trees.values()) visit(def.element);
-}
-
-/**
- * Every `device_handle` attribute value of every tree definition (included files too) that is
- * written literally -- `sim0/motorctl0`, not `{motor}` -- in document order, without repeats.
+ * Every `device_handle` the tree's nodes read before it writes anything -- written literally
+ * (`sim0/motorctl0`, not `{motor}`) or a reference a SubTree port sets to a literal -- in the
+ * order the main tree reaches them, without repeats. Only the main tree and the SubTrees it
+ * reaches count: a tree of an included library nobody instantiates names nothing.
  */
 export function literalDeviceHandles(parsed: ParsedTree): string[] {
   const out = new Set<string>();
-  forEachElement(parsed, (el) => {
-    const handle = literal(el, "device_handle");
-    if (handle !== null) out.add(handle);
-  });
-  // Then those a SubTree port gives a reference of the main tree's nodes (the tree runs them).
   const written = writtenBlackboardKeys(parsed);
   forEachInstance(parsed, (el, scope) => {
     if (!el.attributes.has("device_handle") || nodeTypeOf(el) === "SubTree") return;
@@ -156,8 +133,9 @@ export interface LiteralDeviceCall {
 
 /**
  * Every CallDevice whose `device_handle` and `function_name` are both written literally (not
- * `{blackboard}` references), in document order, the first of each device, function and args:
- * what a gate can check before the tree runs.
+ * `{blackboard}` references) or set to a literal by a SubTree port, in the order the main tree
+ * reaches them (only the trees it reaches), the first of each device, function and args: what a
+ * gate can check before the tree runs.
  */
 export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
   const out = new Map<string, LiteralDeviceCall>();
@@ -172,21 +150,7 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
       });
     }
   };
-  forEachElement(parsed, (el) => {
-    if (nodeTypeOf(el) !== "CallDevice") return;
-    const deviceHandle = literal(el, "device_handle");
-    const functionName = literal(el, "function_name");
-    if (deviceHandle === null || functionName === null) return;
-    // The node reads args as written (a string port, default `{}`).
-    const raw = el.attributes.get("args");
-    add(
-      el,
-      deviceHandle,
-      functionName,
-      raw === undefined ? "{}" : blackboardKeyOf(raw, "args") !== undefined ? null : raw,
-    );
-  });
-  // Then those whose device or function a SubTree port sets to a literal (args too, when so).
+  // Device and function written literally or set to a literal by a SubTree port (args too).
   const written = writtenBlackboardKeys(parsed);
   forEachInstance(parsed, (el, scope) => {
     if (nodeTypeOf(el) !== "CallDevice") return;

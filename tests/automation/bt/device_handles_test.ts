@@ -101,3 +101,36 @@ Deno.test("literalDeviceHandles/literalDeviceCalls: a SubTree port set to a lite
     },
   ]);
 });
+
+const LIBRARY = `<BehaviorTree ID="main">
+  <Sequence>
+    <SubTree ID="used" />
+    <ReadSignal device_handle="sim0/tempctl0" signal_id="t" value="{t}" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="used">
+  <CallDevice device_handle="sim1/motorctl0" function_name="set_motor_duty" />
+</BehaviorTree>
+<BehaviorTree ID="unused">
+  <Sequence>
+    <ReadSignal device_handle="sim9/gone0" signal_id="x" value="{x}" />
+    <CallDevice device_handle="sim9/gone0" function_name="no_such_function" />
+    <SubTree ID="alsoUnused" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="alsoUnused">
+  <CallDevice device_handle="sim9/gone1" function_name="open" />
+</BehaviorTree>`;
+
+Deno.test("literalDeviceHandles/literalDeviceCalls: only the trees the main tree reaches through SubTree count; an unused library tree names nothing", () => {
+  const p = parsed(LIBRARY, "main");
+  assert.deepEqual(literalDeviceHandles(p), ["sim1/motorctl0", "sim0/tempctl0"]);
+  assert.deepEqual(literalDeviceCalls(p), [
+    {
+      deviceHandle: "sim1/motorctl0",
+      functionName: "set_motor_duty",
+      args: "{}",
+      at: "/bt/main.xml:9:3",
+    },
+  ]);
+});
