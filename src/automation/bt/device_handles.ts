@@ -3,11 +3,15 @@
  * `{blackboard}` reference a SubTree's port sets to a literal (`<SubTree ID="m" dev="sim0/x"/>`
  * with `device_handle="{dev}"` inside) and nothing in the tree writes.
  */
+import { parseDeviceHandle } from "../../common/mod.ts";
+import type { Diagnostic } from "../../config/mod.ts";
 import { parseScalar } from "./blackboard.ts";
 import { writtenBlackboardKeys } from "./blackboard_keys.ts";
 import type { ParsedTree } from "./parse.ts";
+import { errorAt } from "./diagnostics.ts";
+import { NODE_SPECS } from "./node_registry.ts";
 import { blackboardKeyOf } from "./ports.ts";
-import { nodeTypeOf } from "./verify.ts";
+import { nodeTypeOf, pathSegment } from "./verify.ts";
 import type { XmlElement } from "./xml_document.ts";
 
 /**
@@ -61,11 +65,14 @@ function resolveKey(key: string, scope: Scope, written: ReadonlySet<string>): st
  * Calls `fn` with every element reached from the main tree, SubTrees expanded (to
  * MAX_RESOLVED_SUBTREE_DEPTH), with its scope: what the tree runs, ports resolved as it reads them.
  */
-function forEachInstance(parsed: ParsedTree, fn: (el: XmlElement, scope: Scope) => void): void {
+function forEachInstance(
+  parsed: ParsedTree,
+  fn: (el: XmlElement, scope: Scope, path: string) => void,
+): void {
   const main = parsed.mainTreeId === undefined ? undefined : parsed.trees.get(parsed.mainTreeId);
   if (!main?.root) return;
-  const visit = (el: XmlElement, scope: Scope, depth: number) => {
-    fn(el, scope);
+  const visit = (el: XmlElement, scope: Scope, depth: number, path: string) => {
+    fn(el, scope, path);
     if (nodeTypeOf(el) === "SubTree") {
       const target = parsed.trees.get(el.attributes.get("ID") ?? "");
       if (!target?.root || depth >= MAX_RESOLVED_SUBTREE_DEPTH) return;
@@ -79,17 +86,19 @@ function forEachInstance(parsed: ParsedTree, fn: (el: XmlElement, scope: Scope) 
         if (key !== undefined) remaps.set(name, key);
         else literals.set(name, value);
       }
-      visit(target.root, { literals, remaps, autoremap, parent: scope }, depth + 1);
+      const scoped = { literals, remaps, autoremap, parent: scope };
+      visit(target.root, scoped, depth + 1, `${path}/${target.id}/${pathSegment(target.root, 0)}`);
       return;
     }
-    for (const child of el.children) visit(child, scope, depth);
+    el.children.forEach((c, i) => visit(c, scope, depth, `${path}/${pathSegment(c, i)}`));
   };
-  visit(main.root, ROOT_SCOPE, 0);
+  visit(main.root, ROOT_SCOPE, 0, `${main.id}/${pathSegment(main.root, 0)}`);
 }
 
 /**
  * Port `name`'s value on `el` as the node reads it before the tree writes anything: written
- * literally, or a reference `scope` resolves to a literal; trimmed, not blank. Null otherwise.
+ * literally, or a reference `scope` resolves to a literal; exactly as written (the node does not
+ * trim it), not blank. Null otherwise.
  */
 function resolved(
   el: XmlElement,
@@ -100,8 +109,8 @@ function resolved(
   const value = el.attributes.get(name);
   if (value === undefined) return null;
   const key = blackboardKeyOf(value, name);
-  const v = (key === undefined ? value : resolveKey(key, scope, written))?.trim();
-  return v === undefined || v === "" ? null : v;
+  const v = key === undefined ? value : resolveKey(key, scope, written);
+  return v === null || v.trim() === "" ? null : v;
 }
 
 /**
@@ -166,6 +175,58 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
       ? raw
       : resolveKey(argsKey, scope, written);
     add(el, deviceHandle, functionName, args);
+  });
+  return [...out.values()];
+}
+
+/**
+ * A `device_handle` (or CallDevice `function_name`) reference a SubTree port sets to a literal
+ * that names nothing: the rule verify applies to one written in the node (not provider_id/device_id,
+ * spaces around; a blank or spaced function name), since the node reads the literal exactly as
+ * the SubTree writes it. One error per node and value, at the node, for the main tree's reach.
+ */
+export function subTreeLiteralProblems(parsed: ParsedTree): Diagnostic[] {
+  const out = new Map<string, Diagnostic>();
+  const written = writtenBlackboardKeys(parsed);
+  const add = (el: XmlElement, path: string, message: string) => {
+    const key = `${el.file}:${el.line}:${el.column}\n${message}`;
+    if (!out.has(key)) out.set(key, errorAt(el, path, message));
+  };
+  forEachInstance(parsed, (el, scope, path) => {
+    const type = nodeTypeOf(el);
+    const spec = type === undefined ? undefined : NODE_SPECS.get(type);
+    if (spec === undefined) return;
+    const fromSubTree = (port: string): { ref: string; value: string } | null => {
+      const ref = el.attributes.get(port);
+      const key = ref === undefined ? undefined : blackboardKeyOf(ref, port);
+      if (key === undefined) return null;
+      const value = resolveKey(key, scope, written);
+      return value === null ? null : { ref: ref!, value };
+    };
+    const handle = spec.ports.some((p) => p.name === "device_handle")
+      ? fromSubTree("device_handle")
+      : null;
+    if (
+      handle !== null &&
+      (handle.value !== handle.value.trim() || parseDeviceHandle(handle.value) === null)
+    ) {
+      add(
+        el,
+        path,
+        `port 'device_handle': '${handle.ref}' is '${handle.value}' (a SubTree port's literal), ` +
+          `not provider_id/device_id`,
+      );
+    }
+    const fn = type === "CallDevice" ? fromSubTree("function_name") : null;
+    if (fn !== null && (fn.value.trim() === "" || fn.value !== fn.value.trim())) {
+      add(
+        el,
+        path,
+        `port 'function_name': '${fn.ref}' is '${fn.value}' (a SubTree port's literal), which ${
+          fn.value.trim() === "" ? "is blank" : "has spaces around it"
+        }`,
+      );
+    }
   });
   return [...out.values()];
 }

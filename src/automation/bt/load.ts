@@ -3,6 +3,7 @@ import type { Clock } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { unwrittenBlackboardReads } from "./blackboard_keys.ts";
 import { buildTree } from "./build.ts";
+import { subTreeLiteralProblems } from "./device_handles.ts";
 import { hasErrors } from "./diagnostics.ts";
 import {
   type DeclaredParameters,
@@ -33,6 +34,8 @@ export function loadBehaviorTree(
   if (!parsed) return { diagnostics };
   diagnostics.push(...verifyParsedTree(parsed));
   if (hasErrors(diagnostics)) return { diagnostics };
+  // A SubTree port's literal read as a device handle is judged as one written in the node.
+  diagnostics.push(...subTreeLiteralProblems(parsed));
   // Only the tree writes its blackboard: a key it reads that nothing writes never has a value.
   diagnostics.push(...unwrittenBlackboardReads(parsed));
   if (hasErrors(diagnostics)) return { diagnostics };

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   literalDeviceCalls,
   literalDeviceHandles,
+  loadBehaviorTree,
   parseBehaviorTree,
 } from "../../../src/automation/bt/mod.ts";
 import { memFiles, xmlRoot } from "./_helpers.ts";
@@ -29,18 +30,20 @@ const TREE = `<BehaviorTree ID="main">
   </Sequence>
 </BehaviorTree>`;
 
-Deno.test("literalDeviceHandles: trimmed, in document order, without repeats; references (`{key}`, `=`) and blank values left out", () => {
+Deno.test("literalDeviceHandles: as the node reads them (verify refuses spaces around), in document order, without repeats; references (`{key}`, `=`) and blank values left out", () => {
   assert.deepEqual(literalDeviceHandles(parsed(TREE)), [
-    "sim0/tempctl0",
+    " sim0/tempctl0 ",
     "sim0/motorctl0",
     "sim0/relayio0",
+    "sim0/tempctl0",
   ]);
 });
 
-Deno.test("literalDeviceCalls: CallDevice nodes whose device and function are both literal, trimmed, without repeats, with their args and place", () => {
+Deno.test("literalDeviceCalls: CallDevice nodes whose device and function are both literal, as the node reads them, without repeats, with their args and place", () => {
   const at = (line: number) => `/bt/main.xml:${line}:5`;
   assert.deepEqual(literalDeviceCalls(parsed(TREE)), [
     { deviceHandle: "sim0/motorctl0", functionName: "set_motor_duty", args: "json:{}", at: at(8) },
+    { deviceHandle: "sim0/motorctl0", functionName: " set_motor_duty", args: "json:{}", at: at(9) },
     { deviceHandle: "sim0/tempctl0", functionName: "set_mode", args: "json:{}", at: at(13) },
   ]);
   // Other args are another call; args from the blackboard are null, absent ones `{}`.
@@ -133,4 +136,46 @@ Deno.test("literalDeviceHandles/literalDeviceCalls: only the trees the main tree
       at: "/bt/main.xml:9:3",
     },
   ]);
+});
+
+Deno.test("loadBehaviorTree refuses a SubTree port's literal read as a device handle that is not provider_id/device_id or has spaces around, as for one written in the node; the AUTO gate gets the handle exactly as the node reads it", () => {
+  const load = (dev: string, fn = "set_relay") => {
+    const path = "/bt/main.xml";
+    const body = `<BehaviorTree ID="main">
+  <SubTree ID="m" dev="${dev}" fn="${fn}" />
+</BehaviorTree>
+<BehaviorTree ID="m">
+  <Sequence>
+    <ReadSignal device_handle="{dev}" signal_id="x" value="{x}" />
+    <CallDevice device_handle="{dev}" function_name="{fn}" />
+  </Sequence>
+</BehaviorTree>`;
+    return loadBehaviorTree(path, memFiles({ [path]: xmlRoot(body, "main") }));
+  };
+  const errors = (r: ReturnType<typeof load>) =>
+    r.diagnostics.filter((d) => d.severity === "error").map((d) => `${d.line}: ${d.message}`);
+  assert.ok(load("sim1/relayio0").tree, "a well-formed literal loads");
+  assert.deepEqual(errors(load("sim1 relayio0")), [
+    "7: port 'device_handle': '{dev}' is 'sim1 relayio0' (a SubTree port's literal), not provider_id/device_id",
+    "8: port 'device_handle': '{dev}' is 'sim1 relayio0' (a SubTree port's literal), not provider_id/device_id",
+  ]);
+  assert.deepEqual(errors(load(" sim1/relayio0 ")), [
+    "7: port 'device_handle': '{dev}' is ' sim1/relayio0 ' (a SubTree port's literal), not provider_id/device_id",
+    "8: port 'device_handle': '{dev}' is ' sim1/relayio0 ' (a SubTree port's literal), not provider_id/device_id",
+  ]);
+  assert.deepEqual(errors(load("sim1/relayio0", " set_relay")), [
+    "8: port 'function_name': '{fn}' is ' set_relay' (a SubTree port's literal), which has spaces around it",
+  ]);
+  // What the gate judges is what the node reads: not a trimmed handle it never calls.
+  const { parsed: p } = parseBehaviorTree(
+    "/bt/main.xml",
+    memFiles({
+      "/bt/main.xml": xmlRoot(
+        `<BehaviorTree ID="main"><SubTree ID="m" dev=" sim1/relayio0 "/></BehaviorTree>` +
+          `<BehaviorTree ID="m"><ReadSignal device_handle="{dev}" signal_id="x" value="{x}"/></BehaviorTree>`,
+        "main",
+      ),
+    }),
+  );
+  assert.deepEqual(literalDeviceHandles(p!), [" sim1/relayio0 "]);
 });
