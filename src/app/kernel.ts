@@ -1446,6 +1446,12 @@ export class Kernel {
       if (r === "refused_auto") {
         return { refused: "mode is AUTO: the running tree is never swapped" };
       }
+      if (typeof r === "object") {
+        return {
+          refused: `mode is AUTO: the running tree is never swapped, and the new one does not ` +
+            `load: ${r.refused_auto.does_not_load}`,
+        };
+      }
       // The same tree at another tick rate: its version is the same, no run records a swap.
       if (r === "retimed") return { note: `behavior tree tick rate now ${na.tickRateHz} Hz` };
       // A run open now keeps the version it opened with; the swap is one of its events.

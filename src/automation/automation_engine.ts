@@ -191,14 +191,19 @@ export type EngineStatus = AutomationStatus & {
   refused_calls: RefusedCalls[];
 };
 
-/** What a configuration reload did with the behavior tree (AutomationEngine.reloadTree). */
 /**
  * What a reload did to the tree: "replaced" another tree (path or content) was swapped in;
  * "retimed" the same tree (path and content) now ticks at another rate (its automation_version
  * is unchanged); "unchanged" (no tree before nor after is unchanged whatever the rate);
- * "refused_auto".
+ * "refused_auto"; refused in AUTO with `does_not_load`, the new tree's load error (every
+ * diagnostic, as outside AUTO) when it does not load either.
  */
-export type TreeReload = "unchanged" | "replaced" | "retimed" | "refused_auto";
+export type TreeReload =
+  | "unchanged"
+  | "replaced"
+  | "retimed"
+  | "refused_auto"
+  | { readonly refused_auto: { readonly does_not_load: string } };
 
 /** Construction options of AutomationEngine. */
 export interface AutomationEngineOptions {
@@ -577,8 +582,11 @@ export class AutomationEngine {
       return "unchanged";
     }
     if (this.#o.modes.current() === "AUTO") {
+      // A file that does not load is answered with why, as outside AUTO (still not swapped).
+      const next = behaviorTree === null ? null : await this.#digestOf(behaviorTree);
+      if (next !== null && "error" in next) return { refused_auto: { does_not_load: next.error } };
       const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
-        (behaviorTree === null || (await this.#digestOf(behaviorTree)) === this.#contentDigest);
+        (next === null || next.digest === this.#contentDigest);
       return same ? "unchanged" : "refused_auto";
     }
     let next: BtRunner | null = null;
@@ -664,11 +672,15 @@ export class AutomationEngine {
     return (this.#parameterReads?.(declaredOf(parameters)) ?? []).map(formatDiagnostic);
   }
 
-  /** The content digest a tree file would get (includes too), or null when it does not load. */
-  async #digestOf(path: string): Promise<string | null> {
+  /**
+   * The content digest a tree file would get (includes too), or the error listing every
+   * diagnostic when it does not load (load()'s message).
+   */
+  async #digestOf(path: string): Promise<{ digest: string } | { error: string }> {
     const { computeTreeContentDigest, loadBehaviorTree } = await import("./bt/mod.ts");
-    const { tree } = loadBehaviorTree(path, this.#o.readFile);
-    return tree ? await computeTreeContentDigest(tree) : null;
+    const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
+    if (!tree) return { error: treeLoadError(path, diagnostics).message };
+    return { digest: await computeTreeContentDigest(tree) };
   }
 
   /** Where status() finds the open run id (the run registry lives outside the kernel). */

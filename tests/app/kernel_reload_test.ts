@@ -323,3 +323,27 @@ Deno.test("Kernel.reload removing the behavior tree says so in its notes, not 'b
     assert.equal(rt.automation!.status().not_running?.cause, "no_definition");
   });
 });
+
+Deno.test("Kernel.reload in AUTO of a tree file that does not load is refused with the file's diagnostics, not only 'mode is AUTO'", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", IDLE_TREE);
+    const rt = await startRuntime(automationConfig(tree));
+    try {
+      await enterAuto(rt);
+      // The operator edits the running tree's file into one that does not load, and reloads.
+      await dir.write("idle.xml", treeXml(`<Sleeep msec="60000" />`));
+      const r = await rt.reload(rt.config);
+      assert.deepEqual(refusedSections(r), ["automation.behavior_tree"], "still refused in AUTO");
+      assert.match(
+        r.refused[0]!.why,
+        /^mode is AUTO: .*Failed to load behavior tree .*idle\.xml: 1 error\(s\)\n .*idle\.xml:\d+:\d+: error: .*unknown node type 'Sleeep'/s,
+      );
+      assert.equal(rt.modes.current(), "AUTO", "the running tree keeps running");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});

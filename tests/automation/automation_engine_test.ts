@@ -471,6 +471,11 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
   modes.set("AUTO");
   files["/bt/common.xml"] = xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="7"/></BehaviorTree>`);
   assert.equal(await engine.reloadTree(TREE, 10), "refused_auto", "never swapped in AUTO");
+  // A file that does not load is refused with why (every diagnostic), as outside AUTO.
+  files["/bt/common.xml"] = xmlRoot(`<BehaviorTree ID="Hold"><Sleeep msec="7"/></BehaviorTree>`);
+  const r = await engine.reloadTree(TREE, 10);
+  assert.ok(typeof r === "object", `refused with the file's diagnostics, not ${JSON.stringify(r)}`);
+  assert.match(r.refused_auto.does_not_load, /common\.xml:\d+:\d+: error: .*'Sleeep'/);
   engine.stop();
 });
 
