@@ -164,7 +164,7 @@ function collect(parsed: ParsedTree): {
 }
 
 /** The tree definitions the main tree runs: itself and every SubTree it reaches. */
-function treesRun(parsed: ParsedTree): Set<string> {
+export function treesRun(parsed: ParsedTree): Set<string> {
   const out = new Set<string>();
   const pending = parsed.mainTreeId === undefined ? [] : [parsed.mainTreeId];
   // Each definition is expanded once: at most one pass per definition.

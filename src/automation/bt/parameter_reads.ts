@@ -5,6 +5,7 @@
  * parameter of a type the node does not read makes it fail, at every tick either way.
  */
 import type { Diagnostic, ParameterType } from "../../config/mod.ts";
+import { treesRun } from "./blackboard_keys.ts";
 import { errorAt, type SourcePos } from "./diagnostics.ts";
 import type { ParsedTree } from "./parse.ts";
 import { blackboardKeyOf } from "./ports.ts";
@@ -34,8 +35,8 @@ export interface ParameterRead {
 }
 
 /**
- * Every GetParameter* node of every tree definition (included files too) whose `param` is a
- * literal name (not a `{blackboard}` reference). Small: a loaded tree keeps this list, not itself.
+ * Every GetParameter* node of the main tree and the SubTrees it reaches (an included library's
+ * tree nobody instantiates reads nothing) whose `param` is a literal name (not a `{blackboard}` reference). Small: a loaded tree keeps this list, not itself.
  */
 export function literalParameterReads(parsed: ParsedTree): ParameterRead[] {
   const out: ParameterRead[] = [];
@@ -55,8 +56,10 @@ export function literalParameterReads(parsed: ParsedTree): ParameterRead[] {
     }
     el.children.forEach((c, i) => visit(c, `${path}/${pathSegment(c, i)}`));
   };
+  // A tree nothing runs (one of an included library) reads nothing.
+  const runs = treesRun(parsed);
   for (const tree of parsed.trees.values()) {
-    if (tree.root) visit(tree.root, `${tree.id}/${pathSegment(tree.root, 0)}`);
+    if (tree.root && runs.has(tree.id)) visit(tree.root, `${tree.id}/${pathSegment(tree.root, 0)}`);
   }
   return out;
 }

@@ -59,3 +59,24 @@ Deno.test("parameterReadProblems: undeclared names and types the node does not r
   assert.deepEqual(verifyBehaviorTreeFile("/bt/main.xml", files), []);
   assert.equal(verifyBehaviorTreeFile("/bt/main.xml", files, DECLARED).length, 3);
 });
+
+Deno.test("literalParameterReads: only the trees the main tree reaches through SubTree read; an unused library tree reads nothing", () => {
+  const files = memFiles({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>` +
+        `<GetParameter param="temp" value="{a}"/><SubTree ID="Used" _autoremap="true"/>` +
+        `</Sequence></BehaviorTree>` +
+        `<BehaviorTree ID="Used"><GetParameterBool param="dry" value="{d}"/></BehaviorTree>` +
+        `<BehaviorTree ID="Unused"><GetParameter param="not_declared" value="{x}"/></BehaviorTree>`,
+      "Main",
+    ),
+  });
+  const { tree, diagnostics } = loadBehaviorTree("/bt/main.xml", files);
+  assert.ok(tree, JSON.stringify(diagnostics));
+  assert.deepEqual(literalParameterReads(tree).map((r) => r.name), ["temp", "dry"]);
+  assert.deepEqual(
+    verifyBehaviorTreeFile("/bt/main.xml", files, DECLARED).map((d) => d.message),
+    [],
+    "the library tree nobody instantiates does not refuse the file",
+  );
+});
