@@ -593,8 +593,10 @@ export class Estop implements EstopService {
    * comes first), secured while latched with the plan in force then; each whose ladder calls the
    * new plan changes is secured again with it (#providerAvailable); each whose calls it leaves
    * alone but whose expectations it changes is read back again against the new ones once its
-   * securing run has ended. Resolves, per such provider, like `securing` (with no calls for a
-   * read-back only).
+   * securing run has ended. Any other provider whose expectations it changes (up all along, or
+   * brought back earlier) is read back against the new ones too, after a stop that runs, so status
+   * never shows checks of expectations no longer in force. Resolves, per such run, like `securing`
+   * (with no calls for a read-back only).
    */
   reconfigure(
     safeState: SafeStateConfig,
@@ -602,10 +604,11 @@ export class Estop implements EstopService {
   ): Promise<EstopAction[]>[] {
     const latched = this.#state === "latched";
     const before = latched ? returned.map((h) => callsText(this.#callsOf(h.id))) : [];
+    const previous = this.#o.safeState;
     this.#o = { ...this.#o, safeState };
     this.#planChanged("configuration reloaded");
     if (!latched) return [];
-    return returned.flatMap((host, i) => {
+    const runs = returned.flatMap((host, i) => {
       const secured = this.#secureRuns.get(host);
       if (callsText(this.#callsOf(host.id)) !== before[i]) {
         this.#providerAvailable(host, "came back before a reload changed its ladder calls");
@@ -628,6 +631,20 @@ export class Estop implements EstopService {
         }),
       ];
     });
+    // The providers it did not start whose expectations it changed: read back against the new
+    // ones (one batch; the whole new list is read, replacing the checks of the old one).
+    const started = new Set(returned.map((h) => h.id));
+    const changed = [...new Set([...previous.expect, ...safeState.expect].map((e) => e.providerId))]
+      .filter((id) => !started.has(id) && expectText(previous, id) !== expectText(safeState, id));
+    if (changed.length > 0) {
+      const rung = this.plan().rung;
+      let done: Promise<void> = Promise.resolve();
+      for (const id of changed) {
+        done = this.#reverify(id, [], rung, safeState, EXPECTATIONS_RELOADED);
+      }
+      runs.push(done.then(() => []));
+    }
+    return runs;
   }
 
   /**
@@ -956,15 +973,17 @@ export class Estop implements EstopService {
     actions: readonly EstopAction[],
     rung: SoftwareSafeState,
     safeState: SafeStateConfig,
+    reason: string = AVAILABLE_WHILE_LATCHED,
   ): Promise<void> {
     const pending = this.#pendingReverify;
-    if (pending?.rung === rung && pending.safeState === safeState) {
+    if (pending?.rung === rung && pending.safeState === safeState && pending.reason === reason) {
       pending.providers.set(providerId, actions);
       return pending.done;
     }
     const batch: ReverifyBatch = {
       rung,
       safeState,
+      reason,
       providers: new Map([[providerId, actions]]),
       done: Promise.resolve(),
     };
@@ -981,16 +1000,17 @@ export class Estop implements EstopService {
 
   /**
    * One re-verification: the batch's providers' expectations read back fresh, merged, logged,
-   * published as `estop_verification` and audited. Those of the safe state its securing calls came
-   * from: when a reload changed the expectations since the verification shown, that list is read
-   * back whole (it replaces the shown one, whose checks were of another plan). Skipped once the
-   * latch is released.
+   * published as `estop_verification` and audited. Those in force when it runs (a reload since
+   * its securing calls were made changed what they must read back): when a reload changed the
+   * expectations since the verification shown, that list is read back whole (it replaces the
+   * shown one, whose checks were of another plan). Skipped once the latch is released.
    */
   async #runReverify(batch: ReverifyBatch): Promise<void> {
     const shown = this.#verified;
     if (this.#state !== "latched" || shown === null) return;
     const ids = [...batch.providers.keys()];
-    const expect = batch.safeState.expect;
+    const safeState = this.#o.safeState;
+    const expect = safeState.expect;
     const indices = expect.flatMap((e, i) =>
       expect !== shown.expect || ids.includes(e.providerId) ? [i] : []
     );
@@ -999,18 +1019,19 @@ export class Estop implements EstopService {
       reads: this.#o.reads,
       clock: this.#o.clock,
       expect: indices.map((i) => expect[i]!),
-      timeoutMs: batch.safeState.verifyTimeoutMs,
+      timeoutMs: safeState.verifyTimeoutMs,
     });
     if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
     const merged = verificationView(this.#verified!);
-    this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} back)`);
+    const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : "expectations reloaded";
+    this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
     const actions = [...batch.providers.values()].flat();
     const failed = actions.filter((a) => !a.success).length;
     this.#o.audit?.record({
       action: "estop",
       origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? this.#activeCause },
       outcome: failed === 0 ? "accepted" : "failed",
-      args: { provider_ids: ids, reason: "available while latched" },
+      args: { provider_ids: ids, reason: batch.reason },
       result: {
         actions: actions.length,
         actions_failed: failed,
@@ -1103,6 +1124,12 @@ export class Estop implements EstopService {
   }
 }
 
+/** The audit's `args.reason` of a re-verification of providers that came back while latched. */
+const AVAILABLE_WHILE_LATCHED = "available while latched";
+
+/** The audit's `args.reason` of a re-verification after a reload changed expectations. */
+const EXPECTATIONS_RELOADED = "expectations reloaded while latched";
+
 /** A provider's planned calls as text: two plans make the same calls when these are equal. */
 function callsText(calls: readonly PlannedCall[]): string {
   return toJsonText(
@@ -1140,8 +1167,10 @@ interface SecureRun {
 interface ReverifyBatch {
   /** The rung its providers' securing calls ran with. */
   readonly rung: SoftwareSafeState;
-  /** The safe state of their plan: its expectations are the ones read back. */
+  /** The safe state of their plan (batches are by it; the expectations in force are read back). */
   readonly safeState: SafeStateConfig;
+  /** Why they are read back (the audit's `args.reason`). */
+  readonly reason: string;
   readonly providers: Map<string, readonly EstopAction[]>;
   done: Promise<void>;
 }
