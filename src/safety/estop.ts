@@ -22,7 +22,7 @@
  * are read back again and merged into the verification status shows, which is published
  * (`estop_verification`) and recorded in the audit trail (see #secure). One mechanism for every
  * path: the e-stop follows every provider host's availability, also of hosts a reload adds; a
- * reload that starts a provider and changes its ladder calls secures it again (reconfigure). A
+ * reload that changes the ladder calls of a provider that is up secures it again (reconfigure). A
  * device that stopped answering while its provider stayed up secures its provider again when it
  * answers again while latched (#deviceChanged).
  *
@@ -589,9 +589,10 @@ export class Estop implements EstopService {
   /**
    * Replaces safety.safe_state (configuration reload): the plan is recomputed and logged. A stop
    * running now finishes with the safe state it started with (its plan, then its read-back).
-   * `returned`: the providers the same reload started before this applies (its providers section
-   * comes first), secured while latched with the plan in force then; each whose ladder calls the
-   * new plan changes is secured again with it (#providerAvailable); each whose calls it leaves
+   * While latched, each provider up now whose ladder calls the new plan changes is secured again
+   * with it (#providerAvailable: its calls, then its read-back). `returned`: the providers the same
+   * reload started before this applies (its providers section comes first), secured while latched
+   * with the plan in force then; each whose calls it leaves
    * alone but whose expectations it changes is read back again against the new ones once its
    * securing run has ended. Any other provider whose expectations it changes (up all along, or
    * brought back earlier) is read back against the new ones too, after a stop that runs, so status
@@ -603,18 +604,30 @@ export class Estop implements EstopService {
     returned: readonly ProviderSummary[] = [],
   ): Promise<EstopAction[]>[] {
     const latched = this.#state === "latched";
-    const before = latched ? returned.map((h) => callsText(this.#callsOf(h.id))) : [];
+    const started = new Set(returned.map((h) => h.id));
+    // Every provider up now: one the reload started, or up all along (the latch's stop made the
+    // old plan's calls to it), or back before (secured with the old plan).
+    const up = latched ? this.#o.inventory.providers().filter((h) => h.available) : [];
+    const before = up.map((h) => callsText(this.#callsOf(h.id)));
     const previous = this.#o.safeState;
     this.#o = { ...this.#o, safeState };
     this.#planChanged("configuration reloaded");
     if (!latched) return [];
-    const runs = returned.flatMap((host, i) => {
+    const runs = up.flatMap((host, i) => {
       const secured = this.#secureRuns.get(host);
       if (callsText(this.#callsOf(host.id)) !== before[i]) {
-        this.#providerAvailable(host, "came back before a reload changed its ladder calls");
+        this.#providerAvailable(
+          host,
+          started.has(host.id)
+            ? "came back before a reload changed its ladder calls"
+            : LADDER_RELOADED,
+        );
+        // Read back by its securing run (one waiting for its turn takes the new plan too).
+        started.add(host.id);
         const run = this.#secureRuns.get(host);
         return run !== undefined && run !== secured ? [run.promise] : [];
       }
+      if (!started.has(host.id)) return [];
       // The same calls, other expectations: read back again against those in force, once its
       // securing run (and its read-back of the old ones) has ended. A run still waiting for its
       // turn takes the safe state in force then.
@@ -633,7 +646,6 @@ export class Estop implements EstopService {
     });
     // The providers it did not start whose expectations it changed: read back against the new
     // ones (one batch; the whole new list is read, replacing the checks of the old one).
-    const started = new Set(returned.map((h) => h.id));
     const changed = [...new Set([...previous.expect, ...safeState.expect].map((e) => e.providerId))]
       .filter((id) => !started.has(id) && expectText(previous, id) !== expectText(safeState, id));
     if (changed.length > 0) {
@@ -955,7 +967,8 @@ export class Estop implements EstopService {
       return done;
     }).finally(() => laddered(made));
     if (actions === null) return [];
-    await this.#reverify(id, actions, rung, safeState);
+    const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
+    await this.#reverify(id, actions, rung, safeState, reason);
     return actions;
   }
 
@@ -1023,7 +1036,7 @@ export class Estop implements EstopService {
     });
     if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
     const merged = verificationView(this.#verified!);
-    const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : "expectations reloaded";
+    const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : batch.reason;
     this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
     const actions = [...batch.providers.values()].flat();
     const failed = actions.filter((a) => !a.success).length;
@@ -1126,6 +1139,9 @@ export class Estop implements EstopService {
 
 /** The audit's `args.reason` of a re-verification of providers that came back while latched. */
 const AVAILABLE_WHILE_LATCHED = "available while latched";
+
+/** Why a provider up while latched is secured again: a reload changed its ladder calls. */
+const LADDER_RELOADED = "had its ladder calls changed by a reload";
 
 /** The audit's `args.reason` of a re-verification after a reload changed expectations. */
 const EXPECTATIONS_RELOADED = "expectations reloaded while latched";
