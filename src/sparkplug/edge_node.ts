@@ -364,6 +364,8 @@ export class SparkplugEdgeNode {
   #hostTimestamp = -Infinity;
   /** Ending the session because the primary host went offline (a new one follows). */
   #leaving = false;
+  /** The NDEATH written (or being written) on a session, and whether it was: one per session. */
+  #death: { readonly session: MqttSession; readonly sent: Promise<boolean> } | null = null;
   /** Ends the wait of #renew (stop() calls it), or null. */
   #wake: (() => void) | null = null;
   #inFlight = 0;
@@ -830,7 +832,6 @@ export class SparkplugEdgeNode {
     }
   }
 
-  /** NDEATH on `session`, QoS 1, bounded by STOP_PUBLISH_TIMEOUT_MS; whether it was written. */
   /** Ends `session` gracefully, or by force once STOP_END_TIMEOUT_MS passed. */
   async #endGracefully(session: MqttSession): Promise<void> {
     let timer: unknown;
@@ -849,7 +850,16 @@ export class SparkplugEdgeNode {
     await session.end(true);
   }
 
-  async #publishDeath(session: MqttSession): Promise<boolean> {
+  /** NDEATH on `session`, QoS 1, bounded by STOP_PUBLISH_TIMEOUT_MS; whether it was written. */
+  #publishDeath(session: MqttSession): Promise<boolean> {
+    // One NDEATH per session: stop() while #leaveForHost writes it waits for that one.
+    if (this.#death?.session !== session) {
+      this.#death = { session, sent: this.#writeDeath(session) };
+    }
+    return this.#death.sent;
+  }
+
+  async #writeDeath(session: MqttSession): Promise<boolean> {
     let timer: unknown;
     const sent = await Promise.race([
       session.publish(this.#topic("NDEATH"), this.#deathPayload(), 1).then(

@@ -78,6 +78,8 @@ export interface EdgeNodeRigOptions {
   readonly mode?: string;
   /** Each session's writes wait for completeOne()/complete() (HeldSession), not done at once. */
   readonly hold?: boolean;
+  /** `sparkplug.primary_host_id` (none by default): births wait for its STATE online. */
+  readonly primaryHostId?: string;
 }
 
 export interface EdgeNodeRig {
@@ -142,7 +144,13 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     estop: () => Promise.resolve(),
   };
   const node = new SparkplugEdgeNode({
-    config: { ...testConfig().sparkplug, enabled: true, brokerUrl: "mqtt://test", groupId: "g" },
+    config: {
+      ...testConfig().sparkplug,
+      enabled: true,
+      brokerUrl: "mqtt://test",
+      groupId: "g",
+      primaryHostId: o.primaryHostId ?? "",
+    },
     edgeNodeId: "n",
     clientId: "c",
     connect: () => {
