@@ -1251,11 +1251,26 @@ export class SparkplugEdgeNode {
   ): void {
     const id = sparkplugDeviceId(providerId, deviceId);
     const dev = this.#devices.get(id);
-    if (dev === undefined || !dev.signals.has(signalId)) return;
+    const replay = this.#o.replay;
+    if (dev === undefined || !dev.signals.has(signalId)) {
+      // A device (or a signal) first seen while the node is offline after its first births (a
+      // provider restarted during a broker outage): not born on the connection gone, but the
+      // ring holds its changes like any device's, replayed after the DBIRTH of the next births.
+      if (
+        replay === undefined || this.online || this.#lastNode === null ||
+        this.#outage?.has(id) ||
+        !this.#o.inventory.capabilities(providerId, deviceId)?.signals.some((s) =>
+          s.signalId === signalId
+        )
+      ) return;
+      const seq = replay.position(providerId, deviceId);
+      this.#noteOutage(id, { atMs: this.#o.clock.nowMs(), seq });
+      return;
+    }
     // The cache publishes a poll's changes before the ring records the poll: the ring's next
     // sequence number is this poll's.
-    const seq = this.#o.replay?.position(providerId, deviceId) ?? 0;
-    if (this.#o.replay !== undefined && (this.#outage !== null || !this.online)) {
+    const seq = replay?.position(providerId, deviceId) ?? 0;
+    if (replay !== undefined && (this.#outage !== null || !this.online)) {
       // The history ring has it: only when the device's data stopped going out is noted.
       this.#noteOutage(id, { atMs: this.#o.clock.nowMs(), seq });
       return;
