@@ -1621,6 +1621,9 @@ export function historyReplay(history: History) {
         get overtaken() {
           return walk.overtaken;
         },
+        get seq() {
+          return walk.seq;
+        },
         next(
           each: (
             signalId: string,

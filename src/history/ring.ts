@@ -556,6 +556,8 @@ export class ChangeWalk {
   overtaken = false;
   /** Each signal's droppedSeq as last looked at (drops before the walk are in reachFromSeq). */
   readonly #droppedSeen: number[];
+  /** The sequence number of the poll `next` returned last (-1 before the first). */
+  seq = -1;
 
   constructor(ring: DeviceRing, signals: readonly SignalRing[], fromSeq: number, untilSeq: number) {
     this.#ring = ring;
@@ -614,6 +616,7 @@ export class ChangeWalk {
       each(sig.signalId, out, sig.type);
     }
     this.#cursor = min + 1;
+    this.seq = min;
     return out.timeMs;
   }
 }

@@ -71,6 +71,13 @@ export interface NodeStatus {
 
 /** Writes handed to the MQTT client and not yet confirmed, at most (then: store and forward). */
 export const MAX_IN_FLIGHT = 1000;
+
+/**
+ * With the history ring: the live DDATA written last (device and poll) remembered, at most, so
+ * that a replay started by one whose write failed (#lost) skips the later polls that did go out
+ * while it was in flight (at most MAX_IN_FLIGHT - 1 of them).
+ */
+export const LIVE_OUT_KEPT = MAX_IN_FLIGHT;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
 export const STOP_PUBLISH_TIMEOUT_MS = 2000;
 /**
@@ -148,6 +155,8 @@ export interface ReplayWalk {
   readonly reachFromMs: number;
   /** Polls the cursor had not reached were dropped by the ring meanwhile (a replay too slow). */
   readonly overtaken: boolean;
+  /** The sequence number of the poll `next` returned last. */
+  readonly seq: number;
   /**
    * The next poll with changes: `each` per changed signal, then its time; null when done. The
    * value is a fresh object or one the ring holds (not to be changed).
@@ -447,6 +456,16 @@ export class SparkplugEdgeNode {
   /** With the history ring: replays waiting or in progress, oldest first (a cursor each). */
   #walks: (Replaying | null)[] = [];
   #walkHead = 0;
+  /** With the history ring: live DDATA handed over and not settled (written or failed). */
+  #liveInFlight = 0;
+  /**
+   * With the history ring: the last LIVE_OUT_KEPT live DDATA written (a ring: device, poll);
+   * emptied whenever no replay waits and none is in flight (nothing can need them then).
+   */
+  readonly #liveOutIds: string[] = new Array(LIVE_OUT_KEPT).fill("");
+  readonly #liveOutSeqs: number[] = new Array(LIVE_OUT_KEPT).fill(-1);
+  #liveOutNext = 0;
+  #liveOutCount = 0;
   readonly counts: EdgeNodeCounts = {
     connects: 0,
     births: 0,
@@ -1549,8 +1568,10 @@ export class SparkplugEdgeNode {
           this.#walks = [];
           this.#walkHead = 0;
         }
-        // Not while a poll pass's changes wait for #flush: they would go out twice.
-        if (this.#outage === null || this.#flushQueued) return;
+        // Not while a poll pass's changes wait for #flush: they would go out twice. Nor while
+        // live DDATA are in flight: each settles (written: skipped by the replay; failed: its
+        // poll noted) before the walks start, so none goes out live and again as historical.
+        if (this.#outage === null || this.#flushQueued || this.#liveInFlight > 0) return;
         this.#startReplay();
         if (this.#walks.length === 0) return;
       }
@@ -1601,7 +1622,9 @@ export class SparkplugEdgeNode {
         }
         continue;
       }
-      if (metrics.length === 0) continue;
+      // Its live DDATA went out while an earlier one of the device was in flight (that one
+      // failed: the replay starts at its poll); the host has it.
+      if (metrics.length === 0 || this.#wentOutLive(r.id, r.walk.seq)) continue;
       this.counts.replayed++;
       this.#send("DDATA", r.id, { timestamp: t, metrics }, true);
     }
@@ -2122,12 +2145,16 @@ export class SparkplugEdgeNode {
     const bytes = encode(p);
     const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
     this.#inFlight++;
+    const ring = type === "DDATA" && liveSeq !== undefined && this.#o.replay !== undefined;
+    if (ring) this.#liveInFlight++;
     session.publish(this.#topic(type, deviceId), bytes, qos).then(() => {
       this.#inFlight--;
       this.counts.published++;
+      if (ring) this.#liveWritten(deviceId!, liveSeq!);
       this.#contain("store and forward", this.#afterWrite);
     }, (err) => {
       this.#inFlight--;
+      if (ring) this.#liveInFlight--;
       this.counts.publishFailures++;
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
       if (liveSeq === undefined) return;
@@ -2137,6 +2164,30 @@ export class SparkplugEdgeNode {
       }
     });
     return true;
+  }
+
+  /** A live DDATA was written: remembered for a replay that may yet start from an earlier poll. */
+  #liveWritten(deviceId: string, seq: number): void {
+    this.#liveInFlight--;
+    if (
+      this.#liveInFlight === 0 && this.#outage === null && this.#walkHead === this.#walks.length
+    ) {
+      this.#liveOutCount = 0; // no replay waits and none in flight: nothing can need them
+      return;
+    }
+    this.#liveOutIds[this.#liveOutNext] = deviceId;
+    this.#liveOutSeqs[this.#liveOutNext] = seq;
+    this.#liveOutNext = (this.#liveOutNext + 1) % LIVE_OUT_KEPT;
+    if (this.#liveOutCount < LIVE_OUT_KEPT) this.#liveOutCount++;
+  }
+
+  /** Whether the live DDATA of this device's poll was written (then a replay skips it). */
+  #wentOutLive(deviceId: string, seq: number): boolean {
+    for (let k = 1; k <= this.#liveOutCount; k++) {
+      const i = (this.#liveOutNext - k + LIVE_OUT_KEPT) % LIVE_OUT_KEPT;
+      if (this.#liveOutSeqs[i] === seq && this.#liveOutIds[i] === deviceId) return true;
+    }
+    return false;
   }
 
   /**

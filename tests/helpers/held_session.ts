@@ -78,6 +78,14 @@ export class HeldSession implements MqttSession {
     for (const w of held) w.reject(new Error("Connection closed"));
     this.down();
   }
+  /** Fails one write outstanding (the oldest), the connection staying up. */
+  failOne(): void {
+    this.#held.shift()?.reject(new Error("write failed"));
+  }
+  /** Completes the newest write outstanding. */
+  completeNewest(): void {
+    this.#held.pop()?.resolve();
+  }
   /** Completes one write outstanding (the oldest). */
   completeOne(): void {
     this.#held.shift()?.resolve();
