@@ -46,7 +46,7 @@ import {
   type RuntimeMode,
 } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { DeviceConditionChange, InventoryReader, ProviderSummary } from "../state/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
 import { allowedModesRefusal, leaseRefusal } from "./call_policy.ts";
@@ -265,7 +265,7 @@ export interface ModeManagerOptions {
    * its provider stayed up gets the hooks into FAULT again when it answers again (#providerBack).
    */
   readonly devices?: {
-    onChange(listener: (change: DeviceConditionChange) => void): () => void;
+    onDeviceReturn(listener: (providerId: string, deviceId: string) => void): () => void;
   };
 }
 
@@ -304,11 +304,6 @@ export class ModeManager implements ModeService {
   #latchSecuring: LatchSecuring | null = null;
   /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
   readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
-  /**
-   * Per provider id, its devices that stopped answering while it stayed up (failing or down);
-   * emptied when the provider goes down or comes back (its own return gets the hooks again).
-   */
-  readonly #devicesOut = new Map<string, Set<string>>();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -327,33 +322,14 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      this.#devicesOut.delete(p.id);
       if (up) this.#providerBack(p);
     });
-    options.devices?.onChange((c) => this.#deviceChanged(c));
-  }
-
-  /**
-   * A device whose provider stays up stopped answering (the hook calls into FAULT addressed to it
-   * fail meanwhile) or answers again: once it does, while FAULT stands, its provider gets the
-   * hook calls into FAULT again (#providerBack), as if it had come back itself. A device out
-   * because its provider is down is left to the provider's return.
-   */
-  #deviceChanged(c: DeviceConditionChange): void {
-    const host = this.#o.inventory.provider(c.providerId);
-    if (c.condition.kind !== "up") {
-      if (host?.available !== true) return;
-      const out = this.#devicesOut.get(c.providerId);
-      if (out) out.add(c.deviceId);
-      else this.#devicesOut.set(c.providerId, new Set([c.deviceId]));
-      return;
-    }
-    const out = this.#devicesOut.get(c.providerId);
-    if (!out?.delete(c.deviceId)) return;
-    if (out.size === 0) this.#devicesOut.delete(c.providerId);
-    if (host?.available === true) {
-      this.#providerBack(host, `has device ${c.deviceId} answering again`);
-    }
+    options.devices?.onDeviceReturn((providerId, deviceId) => {
+      const host = this.#o.inventory.provider(providerId);
+      if (host?.available === true) {
+        this.#providerBack(host, `has device ${deviceId} answering again`);
+      }
+    });
   }
 
   /**

@@ -24,7 +24,7 @@
  * path: the e-stop follows every provider host's availability, also of hosts a reload adds; a
  * reload that changes the ladder calls of a provider that is up secures it again (reconfigure). A
  * device that stopped answering while its provider stayed up secures its provider again when it
- * answers again while latched (#deviceChanged).
+ * answers again while latched (DeviceOutages.onDeviceReturn).
  *
  * Releasing the latch changes nothing physical and never re-arms: the mode stays FAULT and
  * arming (MANUAL, AUTO) is refused while the latch holds.
@@ -63,12 +63,7 @@ import {
   toTypedArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type {
-  DeviceConditionChange,
-  FreshReader,
-  InventoryReader,
-  ProviderSummary,
-} from "../state/mod.ts";
+import type { FreshReader, InventoryReader, ProviderSummary } from "../state/mod.ts";
 import {
   type FunctionRef,
   type PlannedCall,
@@ -282,7 +277,7 @@ export interface EstopOptions {
    * its provider stayed up is secured again when it answers again while latched.
    */
   readonly devices?: {
-    onChange(listener: (change: DeviceConditionChange) => void): () => void;
+    onDeviceReturn(listener: (providerId: string, deviceId: string) => void): () => void;
   };
 }
 
@@ -325,12 +320,6 @@ export class Estop implements EstopService {
   /** The end of the re-verifications begun so far (one runs at a time). */
   #reverifyTail: Promise<unknown> = Promise.resolve();
   readonly #reasonListeners: ((reason: Promise<string | null>, cause: string) => void)[] = [];
-  /**
-   * Per provider id, its devices that stopped answering while it stayed up (failing or down):
-   * one that answers again is secured as a provider that comes back is. Emptied when the
-   * provider goes down or comes back (its own return secures it whole).
-   */
-  readonly #devicesOut = new Map<string, Set<string>>();
 
   constructor(options: EstopOptions) {
     this.#o = options;
@@ -359,10 +348,14 @@ export class Estop implements EstopService {
       else if (change === "removed") this.#planChanged(`provider ${id} removed`);
     });
     options.inventory.onAvailability((p, up) => {
-      this.#devicesOut.delete(p.id);
       if (up) this.#providerAvailable(p);
     });
-    options.devices?.onChange((c) => this.#deviceChanged(c));
+    options.devices?.onDeviceReturn((providerId, deviceId) => {
+      const host = this.#o.inventory.provider(providerId);
+      if (host?.available === true) {
+        this.#providerAvailable(host, `has device ${deviceId} answering again`);
+      }
+    });
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
     // and leave out those the ladder made (the adopted hooks' own, without a safety: section).
     options.modes?.setLatchSecuring?.((host) => this.#ladderMade(host));
@@ -903,31 +896,6 @@ export class Estop implements EstopService {
     // Not inside the host's own step of coming up: the calls start from the next microtask.
     run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why));
     this.#secureRuns.set(host, run);
-  }
-
-  /**
-   * A device whose provider stays up stopped answering (its ladder calls fail meanwhile) or
-   * answers again: once it does, while latched, its provider is secured again (#providerAvailable:
-   * the ladder's calls for it, then its expectations read back), as if it had come back itself.
-   * A device out because its provider is down is left to the provider's return.
-   */
-  #deviceChanged(c: DeviceConditionChange): void {
-    const host = this.#o.inventory.provider(c.providerId);
-    if (c.condition.kind !== "up") {
-      if (host?.available !== true) return;
-      const out = this.#devicesOut.get(c.providerId);
-      if (out) out.add(c.deviceId);
-      else this.#devicesOut.set(c.providerId, new Set([c.deviceId]));
-      return;
-    }
-    const out = this.#devicesOut.get(c.providerId);
-    if (!out?.delete(c.deviceId)) return;
-    if (out.size === 0) this.#devicesOut.delete(c.providerId);
-    // Released: #providerAvailable forgets an earlier securing run (the hooks into FAULT made
-    // again for this return must not leave out calls an old ladder made).
-    if (host?.available === true) {
-      this.#providerAvailable(host, `has device ${c.deviceId} answering again`);
-    }
   }
 
   /**

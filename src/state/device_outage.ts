@@ -69,6 +69,12 @@ export interface DeviceConditionChange {
 
 export type DeviceConditionListener = (change: DeviceConditionChange) => void;
 
+/**
+ * Told when a device that stopped answering while its provider stayed up (failing or down)
+ * answers again with its provider still up (onDeviceReturn).
+ */
+export type DeviceReturnListener = (providerId: string, deviceId: string) => void;
+
 export interface DeviceOutagesOptions {
   readonly registry: ProviderRegistry;
   readonly cache: StateCache;
@@ -106,6 +112,12 @@ export class DeviceOutages {
   /** Provider id -> device id -> the device as followed (two lookups per poll, no key string). */
   readonly #tracked = new Map<string, Map<string, Tracked>>();
   readonly #listeners: DeviceConditionListener[] = [];
+  readonly #returnListeners: DeviceReturnListener[] = [];
+  /**
+   * Per provider id, its devices that stopped answering while it stayed up (failing or down);
+   * emptied when the provider goes down, comes back or is removed (its own return is whole).
+   */
+  readonly #devicesOut = new Map<string, Set<string>>();
   #stopped = false;
 
   constructor(options: DeviceOutagesOptions) {
@@ -122,6 +134,7 @@ export class DeviceOutages {
       if (!host.available) this.#providerDownSince.set(host.id, options.clock.monoMs());
       host.onAvailability((up) => {
         if (!current()) return;
+        this.#devicesOut.delete(host.id);
         if (up) this.#providerDownSince.delete(host.id);
         else this.#providerDownSince.set(host.id, options.clock.monoMs());
         this.#recheckProvider(host.id);
@@ -145,6 +158,7 @@ export class DeviceOutages {
       follow(host.devices); // none yet unless the host is up already
     });
     options.registry.onHostRemoved((host) => {
+      this.#devicesOut.delete(host.id);
       this.#providerDownSince.set(host.id, options.clock.monoMs());
       this.#recheckProvider(host.id);
       this.#providerDownSince.delete(host.id);
@@ -205,6 +219,21 @@ export class DeviceOutages {
       return { kind: "down", reason: failure, sinceMono: since };
     }
     return { kind: "failing", reason: failure, sinceMono: since };
+  }
+
+  /**
+   * Subscribes to the return of a device that stopped answering while its provider stayed up:
+   * told once it answers again, its provider still up (the e-stop secures it again while latched,
+   * the mode manager makes the hook calls into FAULT again while FAULT stands). A device out
+   * because its provider went down is left to the provider's own return. Returns the unsubscribe
+   * function.
+   */
+  onDeviceReturn(listener: DeviceReturnListener): () => void {
+    this.#returnListeners.push(listener);
+    return () => {
+      const i = this.#returnListeners.indexOf(listener);
+      if (i >= 0) this.#returnListeners.splice(i, 1);
+    };
   }
 
   /** Subscribes to condition changes of listed devices; returns the unsubscribe function. */
@@ -268,7 +297,18 @@ export class DeviceOutages {
       condition: next,
       atWallMs: this.#o.clock.nowMs(),
     };
-    tellEach(this.#listeners, [change], this.#o.onListenerError ?? (() => {}));
+    const onError = this.#o.onListenerError ?? (() => {});
+    tellEach(this.#listeners, [change], onError);
+    if (this.#o.registry.host(t.providerId)?.available !== true) return;
+    const out = this.#devicesOut.get(t.providerId);
+    if (next.kind !== "up") {
+      if (out) out.add(t.deviceId);
+      else this.#devicesOut.set(t.providerId, new Set([t.deviceId]));
+      return;
+    }
+    if (!out?.delete(t.deviceId)) return;
+    if (out.size === 0) this.#devicesOut.delete(t.providerId);
+    tellEach(this.#returnListeners, [t.providerId, t.deviceId], onError);
   }
 
   /** A failing device is re-judged when the bound runs out (nothing may poll it meanwhile). */

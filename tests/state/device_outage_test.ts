@@ -734,3 +734,31 @@ Deno.test("DeviceOutages tells every listener though one throws, and hands the e
     await r.close();
   }
 });
+
+Deno.test("DeviceOutages.onDeviceReturn tells a device that answers again with its provider up, once; a provider's own outage tells nothing", async () => {
+  const r = await rig();
+  const returned: string[] = [];
+  const off = r.outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  try {
+    await failPump(r);
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.kind("pump"), "down");
+    assert.deepEqual(returned, [], "told while still out");
+    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await r.poll("pump");
+    assert.deepEqual(returned, ["p0/pump"]);
+    await r.poll("pump");
+    assert.deepEqual(returned, ["p0/pump"], "told again while it stayed up");
+    // A device down because its provider went down is left to the provider's own return.
+    await failPump(r);
+    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
+    for (let i = 0; i < 200 && r.fx.host.available; i++) {
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    assert.equal(r.kind("switch"), "down");
+    assert.deepEqual(returned, ["p0/pump"], "a provider going down told a device return");
+  } finally {
+    off();
+    await r.close();
+  }
+});
