@@ -1510,7 +1510,7 @@ export class Kernel {
       const runs = candidate.safety.present
         ? []
         : this.estop.reconfigure(effectiveSafeState(candidate).safeState, back);
-      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy, back);
+      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
       await secured(report, runs);
       return {};
     });

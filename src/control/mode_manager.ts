@@ -350,25 +350,27 @@ export class ModeManager implements ModeService {
    * Replaces the mode-transition hooks and the manual gating policy (configuration reload); the
    * next transition and the next gated call use them. A transition whose hooks are running
    * finishes with the hooks it started with; a provider that comes back while FAULT stands gets
-   * the calls of these (#providerBack). `returned`: the providers the same reload started before
-   * these apply (its providers section comes first), while FAULT stands: each got the hooks into
-   * FAULT in force then, and gets the calls of these again where those addressed to it changed.
+   * the calls of these (#providerBack). While FAULT stands, every provider that is up whose hook
+   * calls into FAULT (of the mode FAULT was entered from) these change gets the new ones made
+   * (#providerBack: after the running hooks, the e-stop ladder's calls left out while latched):
+   * an operator who fixes a stop action by reload while FAULT stands gets the fix, whether the
+   * provider stayed up or the same reload restarted it (its providers section comes first).
    */
   reconfigure(
     hooks: ModeManagerOptions["hooks"],
     manualGatingPolicy: ModeManagerOptions["manualGatingPolicy"],
-    returned: readonly ProviderSummary[] = [],
   ): void {
     const before = this.#o.hooks;
     this.#o = { ...this.#o, hooks, manualGatingPolicy };
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
-    for (const host of returned) {
+    for (const host of this.#o.inventory.providers()) {
+      if (!host.available) continue;
       const was = this.#faultHookCallsTo(host.id, entry.from, before);
       const now = this.#faultHookCallsTo(host.id, entry.from);
       const same = was.length === now.length &&
         was.every((w, i) => w.phase === now[i]!.phase && sameDeclaredCall(w.call, now[i]!.call));
-      if (!same) this.#providerBack(host);
+      if (!same) this.#providerBack(host, "had its hook calls into FAULT changed by a reload");
     }
   }
 

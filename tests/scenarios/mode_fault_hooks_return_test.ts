@@ -360,3 +360,49 @@ Deno.test("A provider one reload restarts while latched, changing the adopted *-
     await fx.close();
   }
 });
+
+Deno.test("A reload while FAULT stands that changes a hook call into FAULT makes the new call on a provider that stayed up", async () => {
+  const faultHook = (value: number) =>
+    hook(
+      "*",
+      "FAULT",
+      [call("sim0/tempctl0", "set_setpoint", { value: { double: value } })],
+      true,
+      "automation.mode_transition_hooks.before_transition[0]",
+    );
+  const fx = await startHttpFixture({
+    config: {
+      providers: [inertSim("sim0")],
+      automation: {
+        enabled: true,
+        modeTransitionHooks: { beforeTransition: [faultHook(10)], afterTransition: [] },
+      },
+      safety: { present: true },
+    },
+  });
+  try {
+    const rt = fx.runtime;
+    const r = await fx.request("POST", "/v0/mode", { body: { mode: "FAULT" } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(await readSignal(rt, "sim0", "tempctl0", "setpoint"), 10);
+    const pid = rt.registry.host("sim0")!.session!.pid;
+    // Only the hook changes: sim0 stays up, its process the same.
+    const report = await rt.reload({
+      ...rt.config,
+      automation: {
+        ...rt.config.automation,
+        modeTransitionHooks: { beforeTransition: [faultHook(20)], afterTransition: [] },
+      },
+    });
+    assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
+    await waitFor(
+      "the fixed FAULT hook's setpoint applied to sim0, which stayed up",
+      async () => await readSignal(rt, "sim0", "tempctl0", "setpoint") === 20,
+      5000,
+    );
+    assert.equal(rt.registry.host("sim0")!.session!.pid, pid, "sim0 was restarted");
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await fx.close();
+  }
+});
