@@ -527,13 +527,17 @@ export class AdppClient {
       for (;;) {
         // Every answer of a chunk is dispatched before the next read, with no promise per frame.
         const done = await reader.readFrames(this.#onFrame);
-        if (this.#end) return;
         if (done) {
           this.#finish(
             this.#writeFailure ?? { reason: "eof", message: "provider closed its stdout" },
           );
           return;
         }
+        // Closed by the runtime, the provider may still finish the requests in hand: its stdout
+        // is read on (the answers dropped in #onFrame) until it closes it, which it does within
+        // the budget of the termination that closed the session (exit or signal). A pipe no
+        // longer read would fail its writes (EPIPE: a C provider dies of SIGPIPE).
+        if (this.#end !== null && this.#end.reason !== "closed") return;
       }
     } catch (err) {
       this.#finish({ reason: "protocol_violation", message: `bad frame: ${errorMessage(err)}` });

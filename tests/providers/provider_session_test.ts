@@ -49,9 +49,9 @@ Deno.test("ProviderSession ends and kills its process when the provider sends a 
 });
 
 /** A session of the programmable provider run under `sh -c script` (see programmable_provider). */
-async function shSession(script: string) {
+async function shSession(script: string, inventory: object = D0) {
   const file = await Deno.makeTempFile({ suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(D0));
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
   const cfg = programmableProvider("p0", file, { sh: script });
   const lines: string[] = [];
   const s = new ProviderSession(cfg, cfg.command, {
@@ -107,6 +107,39 @@ Deno.test("ProviderSession.ended says with which code the process exited, or by 
   } finally {
     await signalled.s.terminate(1000);
     await Deno.remove(signalled.file);
+  }
+});
+
+Deno.test("ProviderSession.terminate: a provider finishing the requests in hand after its stdin closed writes its answers into a pipe still read, and exits on its own", async () => {
+  // Two requests in hand when the session is closed, answered 300 and 900 ms later; the provider
+  // then exits 1500 ms after its stdin closed. Its stdout is read (the answers dropped) until it
+  // closes: had the runtime stopped reading at the first answer, the second would meet a closed
+  // pipe (EPIPE; a C provider dies of SIGPIPE) -- the provider host test that stops a restart's
+  // discovery saw this as the provider's "BrokenPipe" on its stderr.
+  const signals = [{ id: "x", type: T.DOUBLE }];
+  const described = await Deno.makeTempFile();
+  const { s, file, lines } = await shSession("exec PROVIDER", {
+    devices: { a: { signals }, b: { signals, readDelayMs: 900 } },
+    describeDelayMs: 300,
+    describedFile: described,
+    exitDelayMs: 1500,
+  });
+  try {
+    await s.handshake();
+    const answers = [
+      s.request("read_signals", { device_id: "b", signal_ids: [] }),
+      s.request("describe_device", { device_id: "a" }),
+    ].map((p) => p.then(() => "answered", String));
+    // Written in order: the provider has both once it started describing `a`.
+    await waitFor("both requests in hand", async () => await Deno.readTextFile(described) !== "");
+    await s.terminate(10_000);
+    assert.deepEqual(lines.filter((l) => /stderr|pipe/i.test(l)), [], "the provider said nothing");
+    assert.equal(s.exitCode, 0, "it exited on its own, with code 0");
+    for (const a of await Promise.all(answers)) assert.match(a, /session ended: closed/);
+  } finally {
+    s.kill();
+    await Deno.remove(file);
+    await Deno.remove(described);
   }
 });
 
