@@ -205,8 +205,9 @@ export class SampleBatch {
   }
 
   /**
-   * Whether `typedValue(i)` would make a value equal to `t` (wireRepeats): finite doubles, bools
-   * and strings; anything else answers false (a new value is made).
+   * Whether `typedValue(i)` would make a value equal to `t` (as sameValue compares): finite
+   * doubles, bools and strings; anything else answers false (a new value is made). The tests hold
+   * it to tests/adpp/_wire_reference.ts `wireRepeats`.
    */
   repeats(i: number, t: TypedValue | null | undefined): boolean {
     if (!t) return false;
@@ -223,7 +224,10 @@ export class SampleBatch {
     }
   }
 
-  /** Whether the Value's own `type` agrees with its member's type `t` (wireTypeAgrees). */
+  /**
+   * Whether the Value's own `type` agrees with its member's type `t`: an UNSPECIFIED `type` agrees
+   * with any member (tests/adpp/_wire_reference.ts `wireTypeAgrees`).
+   */
   typeAgrees(i: number, t: ValueType): boolean {
     const wire = this.valueTypes[i]!;
     return wire === WireValueType.UNSPECIFIED || wire === valueTypeToWire(t);

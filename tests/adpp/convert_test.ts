@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  typedValueFromWire,
-  wireRepeats,
-  type WireValue,
-  WireValueType,
-} from "../../src/adpp/mod.ts";
+import { typedValueFromWire, type WireValue, WireValueType } from "../../src/adpp/mod.ts";
 import { sameValue, type TypedValue } from "../../src/common/mod.ts";
+import { wireRepeats } from "./_wire_reference.ts";
 
 // Wire values as providers send them: each member, with and without `type`, and values that
 // are equal under one comparison and not another (0 and -0, NaN, 1 as double and as int64).

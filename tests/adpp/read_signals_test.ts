@@ -22,14 +22,13 @@ import {
   StatusCode,
   timestampToMs,
   typedValueFromWire,
-  wireRepeats,
   type WireResponse,
   type WireSignalValue,
-  wireTypeAgrees,
 } from "../../src/adpp/mod.ts";
 import { sameValue, type TypedValue } from "../../src/common/mod.ts";
 import { ReferenceCodec, registerValueWrapper } from "./_reference_codec.ts";
 import { prng, RandomMessages } from "./_random_message.ts";
+import { wireRepeats, wireTypeAgrees } from "./_wire_reference.ts";
 
 const PKG = "anolis.deviceprovider.v1";
 registerValueWrapper(`${PKG}.Value`);
