@@ -228,8 +228,11 @@ Deno.test("An e-stop's HTTP reason still arriving when its window ends reaches i
   });
   try {
     await rig.poll(T0 + 1000, probeValues(1, 1));
-    // The body's first bytes now, the rest 300 ms later: the latch engages at once, the window
-    // (incident_after_s 0) ends before the reason is known.
+    const incidents = rig.rt.incidents!;
+    const begun: string[] = [];
+    incidents.onIncident((h) => begun.push(h.trigger));
+    // The body's first bytes now, the rest once the window has ended: the latch engages at once,
+    // the window (incident_after_s 0) ends before the reason is known.
     let rest: () => void = () => {};
     const body = new ReadableStream<Uint8Array>({
       start(c) {
@@ -248,7 +251,9 @@ Deno.test("An e-stop's HTTP reason still arriving when its window ends reaches i
       duplex: "half",
     });
     await waitFor("the latch", () => rig.rt.estop.latched);
-    await new Promise((r) => setTimeout(r, 300));
+    // The window ends (incident_after_s 0: its record is captured, no longer pending) while the
+    // reason is still arriving.
+    await waitFor("the window ended", () => begun.length === 1 && incidents.status().pending === 0);
     rest();
     const res = await answer;
     assert.equal(res.status, 200);

@@ -778,12 +778,58 @@ Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED
   }
 });
 
+/**
+ * A provider's stdout as the runtime reads it, counted: `ended` settles once the runtime read it to
+ * its close ("closed") or gave it up ("cancelled"). The stream pulls only when the runtime asks for
+ * more, so once it has read the close every chunk before it has been dispatched.
+ */
+function watchedOutput(source: ReadableStream<Uint8Array>) {
+  const reader = source.getReader();
+  const end = Promise.withResolvers<"closed" | "cancelled">();
+  const out = {
+    bytes: 0,
+    ended: end.promise,
+    stream: new ReadableStream<Uint8Array>({
+      async pull(c) {
+        const { done, value } = await reader.read();
+        if (done) {
+          c.close();
+          end.resolve("closed");
+          return;
+        }
+        out.bytes += value.byteLength;
+        c.enqueue(value);
+      },
+      cancel(reason) {
+        end.resolve("cancelled");
+        return reader.cancel(reason);
+      },
+    }, { highWaterMark: 0 }),
+  };
+  return out;
+}
+
 Deno.test("ProviderHost.stop during a restart's discovery: the answers that still arrive bring nothing up", async () => {
   // The restarted process answers DescribeDevice after 1000 ms, and still does after stdin closed
   // (it finishes the request in hand, then exits). stop() closes the session's client first: the
   // request in hand fails at once and the late answer goes nowhere. (The check after discovery
   // in #bringUp covers a stop() between discovery's end and its continuation, which no test
   // reaches from outside: docs/mutation-report.md.)
+  const outputs: ReturnType<typeof watchedOutput>[] = [];
+  const spawn: SpawnFn = (o) => {
+    const p = spawnProcess(o);
+    const stdout = watchedOutput(p.stdout);
+    outputs.push(stdout);
+    return {
+      pid: p.pid,
+      stdin: p.stdin,
+      stdout: stdout.stream,
+      stderr: p.stderr,
+      exited: p.exited,
+      kill: (signal) => p.kill(signal),
+    };
+  };
+  const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     const described = await Deno.makeTempFile();
     try {
@@ -808,8 +854,14 @@ Deno.test("ProviderHost.stop during a restart's discovery: the answers that stil
       );
       assert.equal(await Deno.readTextFile(described), "d0\n");
       const before = fx.lines.length;
+      const output = outputs.at(-1)!;
+      const bytesBefore = output.bytes;
       await fx.registry.stopAll(3000);
-      await new Promise((r) => setTimeout(r, 100));
+      // Not a pause hoping nothing shows: the late answer has reached the runtime (its stdout read
+      // to the close, every chunk dispatched), and nothing is armed to happen later.
+      assert.equal(await output.ended, "closed", "the provider's stdout read to its close");
+      assert.ok(output.bytes > bytesBefore, "the late DescribeDevice answer reached the runtime");
+      assert.deepEqual(timers.pending(), [], "nothing armed after stop()");
       assert.deepEqual(told, [], "no inventory told after stop()");
       const after = fx.lines.slice(before).filter((l) => !l.startsWith("DEBUG"));
       assert.deepEqual(after, [], "neither an up line nor a provider down");
@@ -818,5 +870,5 @@ Deno.test("ProviderHost.stop during a restart's discovery: the answers that stil
     } finally {
       await Deno.remove(described);
     }
-  }, { restart: { backoffMs: [0, 0, 0] } });
+  }, { restart: { backoffMs: [0, 0, 0] }, spawn }).finally(() => timers.close());
 });

@@ -6,9 +6,31 @@
 import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import type { TypedValue } from "../../src/common/mod.ts";
 import { call, d, expectation, manualCall, plantProvider } from "../safety/_fixture.ts";
 
 const SLOW_MS = 800;
+
+/** A manual set_fan call (function 2) to `providerId`'s plant0; `onSent` once it is written. */
+function sentCall(
+  rt: Kernel,
+  providerId: string,
+  args: Record<string, TypedValue>,
+  onSent: () => void,
+) {
+  const answer = rt.router.call({
+    providerId,
+    deviceId: "plant0",
+    functionId: 2,
+    args,
+    origin: "manual",
+    onSent,
+  });
+  // Awaited by the test; a failed assertion before that must not be hidden by its rejection.
+  answer.catch(() => {});
+  return answer;
+}
 
 Deno.test("Estop answers only after in-flight calls to untouched providers have finished", async () => {
   const rt = await startRuntime(testConfig({
@@ -22,9 +44,10 @@ Deno.test("Estop answers only after in-flight calls to untouched providers have 
   try {
     await rt.modes.request("MANUAL");
     const sentAt = Date.now();
-    const inFlight = manualCall(rt, "other", "plant0", 2, { duty: d(0.9) });
-    // Let the call reach the provider (it is on the wire for SLOW_MS).
-    await new Promise((r) => setTimeout(r, 100));
+    const sent = Promise.withResolvers<void>();
+    const inFlight = sentCall(rt, "other", { duty: d(0.9) }, sent.resolve);
+    // The call is on the wire (for SLOW_MS) before the latch: written to the provider.
+    await sent.promise;
 
     const result = await rt.estop.trigger("drain");
     const answeredAt = Date.now();
@@ -49,8 +72,9 @@ Deno.test("CallRouter.drain is bounded: it reports false while a call is still o
   try {
     await rt.modes.request("MANUAL");
     assert.equal(await rt.router.drain("other", 10), true, "idle provider drains at once");
-    const inFlight = manualCall(rt, "other", "plant0", 2, { duty: d(0.5) });
-    await new Promise((r) => setTimeout(r, 50));
+    const sent = Promise.withResolvers<void>();
+    const inFlight = sentCall(rt, "other", { duty: d(0.5) }, sent.resolve);
+    await sent.promise; // written to the provider: it answers SLOW_MS after arrival
     const t0 = performance.now();
     assert.equal(await rt.router.drain("other", 100), false);
     assert.ok(performance.now() - t0 < SLOW_MS - 200, "the bound, not the call, ended the wait");
