@@ -8,16 +8,17 @@
 import assert from "node:assert/strict";
 import { RunRegistry } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { startRuntime, testLogger } from "../helpers/kernel.ts";
+import { testLogger } from "../helpers/kernel.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
-import { testConfig } from "../helpers/sim_config.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import {
+  otherTickRate,
+  reloadAutomation,
+  withDataDirRuntime,
+  withTreeRuntime,
+} from "./_reload_runs_rig.ts";
 
 Deno.test("Kernel.reload of polling.interval_ms while a run is open: one polling_change, no config_change repeating it", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "reload_run_facts_" });
-  const base = testConfig({ runtime: { dataDir: dir } });
-  const rt = await startRuntime(base);
-  try {
+  await withDataDirRuntime({}, async (rt, base) => {
     const { run } = await rt.runs.open({});
     const from = base.polling.intervalMs;
     const report = await rt.reload({ ...rt.config, polling: { intervalMs: from * 2 } });
@@ -29,46 +30,26 @@ Deno.test("Kernel.reload of polling.interval_ms while a run is open: one polling
         .map((e) => [e.category, e.type]),
       [["polling_change", ""]],
     );
-  } finally {
-    await rt.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("Kernel.reload that swaps the tree and its tick rate while a run is open: one automation_change, and a config_change naming only the tick rate", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
-    const b = await dir.write("b.xml", treeXml(`<Sleep msec="50000" />`));
-    const rt = await startRuntime(automationConfig(a));
-    try {
-      const { run } = await rt.runs.open({});
-      const rate = rt.config.automation.tickRateHz;
-      await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, behaviorTree: b },
-      });
-      await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, behaviorTree: a, tickRateHz: rate === 20 ? 10 : 20 },
-      });
-      await rt.runs.close(run.run_id, {});
-      const events = (await rt.runs.listEvents(run.run_id, {})).events;
-      assert.deepEqual(
-        events.filter((e) => e.category === "automation_change" || e.category === "config_change")
-          .map((e) => [e.category, e.payload.changed ?? null]),
-        [
-          ["automation_change", null],
-          ["automation_change", null],
-          ["config_change", ["automation.tick_rate_hz"]],
-        ],
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withTreeRuntime(async (rt, { a, b }) => {
+    const { run } = await rt.runs.open({});
+    await reloadAutomation(rt, { behaviorTree: b });
+    await reloadAutomation(rt, { behaviorTree: a, tickRateHz: otherTickRate(rt) });
+    await rt.runs.close(run.run_id, {});
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    assert.deepEqual(
+      events.filter((e) => e.category === "automation_change" || e.category === "config_change")
+        .map((e) => [e.category, e.payload.changed ?? null]),
+      [
+        ["automation_change", null],
+        ["automation_change", null],
+        ["config_change", ["automation.tick_rate_hz"]],
+      ],
+    );
+  });
 });
 
 Deno.test("RunRegistry keeps polling_change and automation_change past runs.max_run_bytes, as the config_change they replace was", async () => {

@@ -6,15 +6,18 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import { automationConfig, TreeDir } from "../scenarios/automation_helpers.ts";
+import {
+  otherTickRate,
+  reloadAutomation,
+  withDataDirRuntime,
+  withTreeRuntime,
+} from "./_reload_runs_rig.ts";
 
 Deno.test("Kernel.reload of polling.interval_ms: a run opened afterwards records the interval in effect", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "reload_runs_" });
-  const base = testConfig({ runtime: { dataDir: dir } });
-  const rt = await startRuntime(base);
-  try {
+  await withDataDirRuntime({}, async (rt, base) => {
     const before = (await rt.runs.open({})).run;
     assert.equal(before.polling_interval_ms, base.polling.intervalMs);
     await rt.runs.close(before.run_id, {});
@@ -25,17 +28,11 @@ Deno.test("Kernel.reload of polling.interval_ms: a run opened afterwards records
     const after = (await rt.runs.open({})).run;
     assert.equal(after.polling_interval_ms, rt.cache.intervalMs);
     await rt.runs.close(after.run_id, {});
-  } finally {
-    await rt.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("Kernel.reload of polling.interval_ms while a run is open: the run keeps the interval it opened with and records the change as a polling_change event", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "reload_runs_" });
-  const base = testConfig({ runtime: { dataDir: dir } });
-  const rt = await startRuntime(base);
-  try {
+  await withDataDirRuntime({}, async (rt, base) => {
     const { run } = await rt.runs.open({});
     const from = base.polling.intervalMs;
     const report = await rt.reload({ ...rt.config, polling: { intervalMs: from * 2 } });
@@ -49,48 +46,32 @@ Deno.test("Kernel.reload of polling.interval_ms while a run is open: the run kee
       "the run's events say its polling interval changed, and to what",
     );
     await rt.runs.close(run.run_id, {});
-  } finally {
-    await rt.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("Kernel.reload that swaps the behavior tree while a run is open: the run keeps the version it opened with and records the swap as an automation_change event", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
-    const b = await dir.write("b.xml", treeXml(`<Sleep msec="50000" />`));
-    const rt = await startRuntime(automationConfig(a));
-    try {
-      const { run } = await rt.runs.open({});
-      const opened = run.automation_version!;
-      assert.equal(opened.id, "a");
-      const report = await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, behaviorTree: b },
-      });
-      assert.deepEqual(report.refused, []);
-      const swapped = rt.automation!.automationVersion()!;
-      assert.notEqual(swapped.digest, opened.digest);
-      // The record says what the run opened with...
-      assert.deepEqual((await rt.runs.get(run.run_id)).run.automation_version, opened);
-      // ...and its events say when that changed, and to what.
-      const events = (await rt.runs.listEvents(run.run_id, {})).events;
-      const changes = events.filter((e) => e.category === "automation_change");
-      assert.deepEqual(changes.map((e) => [e.type, e.payload]), [
-        ["replaced", { previous_version: opened, new_version: swapped }],
-      ]);
-      const { run: closed } = await rt.runs.close(run.run_id, {});
-      assert.deepEqual(closed.automation_version, opened);
-      const next = (await rt.runs.open({})).run;
-      assert.deepEqual(next.automation_version, swapped);
-      await rt.runs.close(next.run_id, {});
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withTreeRuntime(async (rt, { b }) => {
+    const { run } = await rt.runs.open({});
+    const opened = run.automation_version!;
+    assert.equal(opened.id, "a");
+    const report = await reloadAutomation(rt, { behaviorTree: b });
+    assert.deepEqual(report.refused, []);
+    const swapped = rt.automation!.automationVersion()!;
+    assert.notEqual(swapped.digest, opened.digest);
+    // The record says what the run opened with...
+    assert.deepEqual((await rt.runs.get(run.run_id)).run.automation_version, opened);
+    // ...and its events say when that changed, and to what.
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    const changes = events.filter((e) => e.category === "automation_change");
+    assert.deepEqual(changes.map((e) => [e.type, e.payload]), [
+      ["replaced", { previous_version: opened, new_version: swapped }],
+    ]);
+    const { run: closed } = await rt.runs.close(run.run_id, {});
+    assert.deepEqual(closed.automation_version, opened);
+    const next = (await rt.runs.open({})).run;
+    assert.deepEqual(next.automation_version, swapped);
+    await rt.runs.close(next.run_id, {});
+  });
 });
 
 Deno.test("Kernel.reload after an edit of a file the tree includes: the run's automation_change tells the two trees apart, and so do the runs opened before and after", async () => {
@@ -132,74 +113,45 @@ Deno.test("Kernel.reload after an edit of a file the tree includes: the run's au
 });
 
 Deno.test("Kernel.reload that changes only automation.tick_rate_hz while a run is open records no automation_change (the tree is the same)", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(a));
-    try {
-      const { run } = await rt.runs.open({});
-      const rate = rt.config.automation.tickRateHz;
-      const report = await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, tickRateHz: rate === 20 ? 10 : 20 },
-      });
-      assert.deepEqual(report.refused, []);
-      assert.deepEqual(rt.automation!.automationVersion(), run.automation_version);
-      const events = (await rt.runs.listEvents(run.run_id, {})).events;
-      assert.deepEqual(
-        events.filter((e) => e.category === "automation_change").map((e) => e.payload),
-        [],
-        "a tick rate change is no swap of the tree",
-      );
-      await rt.runs.close(run.run_id, {});
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withTreeRuntime(async (rt) => {
+    const { run } = await rt.runs.open({});
+    const report = await reloadAutomation(rt, { tickRateHz: otherTickRate(rt) });
+    assert.deepEqual(report.refused, []);
+    assert.deepEqual(rt.automation!.automationVersion(), run.automation_version);
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    assert.deepEqual(
+      events.filter((e) => e.category === "automation_change").map((e) => e.payload),
+      [],
+      "a tick rate change is no swap of the tree",
+    );
+    await rt.runs.close(run.run_id, {});
+  });
 });
 
 Deno.test("Kernel.reload that adds a parameter while a run is open records it as a parameter_change event of the run, as it does a removed one", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const a = await dir.write("a.xml", treeXml(`<Sleep msec="60000" />`));
-    const rt = await startRuntime(automationConfig(a));
-    try {
-      const { run } = await rt.runs.open({});
-      const declared = rt.config.automation.parameters;
-      const fresh = { name: "soak_s", type: "int64" as const, default: 5, allowedValues: [] };
-      let report = await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, parameters: [...declared, fresh] },
-      });
-      assert.deepEqual(report.refused, []);
-      assert.equal(rt.parameters!.value("soak_s"), 5);
-      report = await rt.reload({
-        ...rt.config,
-        automation: { ...rt.config.automation, parameters: declared },
-      });
-      assert.deepEqual(report.refused, []);
-      await rt.runs.close(run.run_id, {});
-      const events = (await rt.runs.listEvents(run.run_id, {})).events;
-      assert.deepEqual(
-        events.filter((e) => e.category === "parameter_change").map((e) => [e.type, e.payload]),
-        [
-          ["soak_s", { parameter_name: "soak_s", old_value: "", new_value: "5" }],
-          ["soak_s", { parameter_name: "soak_s", old_value: "5", new_value: "" }],
-        ],
-        "the run says a parameter came, with its value, and went",
-      );
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+  await withTreeRuntime(async (rt) => {
+    const { run } = await rt.runs.open({});
+    const declared = rt.config.automation.parameters;
+    const fresh = { name: "soak_s", type: "int64" as const, default: 5, allowedValues: [] };
+    let report = await reloadAutomation(rt, { parameters: [...declared, fresh] });
+    assert.deepEqual(report.refused, []);
+    assert.equal(rt.parameters!.value("soak_s"), 5);
+    report = await reloadAutomation(rt, { parameters: declared });
+    assert.deepEqual(report.refused, []);
+    await rt.runs.close(run.run_id, {});
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    assert.deepEqual(
+      events.filter((e) => e.category === "parameter_change").map((e) => [e.type, e.payload]),
+      [
+        ["soak_s", { parameter_name: "soak_s", old_value: "", new_value: "5" }],
+        ["soak_s", { parameter_name: "soak_s", old_value: "5", new_value: "" }],
+      ],
+      "the run says a parameter came, with its value, and went",
+    );
+  });
 });
 
 Deno.test("Kernel.reload that changes alarms, interlocks, providers, safety and tokens while a run is open records one config_change event per applied section, naming what changed, never a token", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "reload_runs_" });
   const first = alarmsConfig(`
 alarms:
   - { id: trip, signal: sim0/tempctl0/tc1_temp, hihi: 500, action: fault }
@@ -216,9 +168,7 @@ alarms:
   - { id: cold, signal: sim0/tempctl0/tc1_temp, lo: 5 }
 interlocks: []
 `);
-  const base = testConfig({ runtime: { dataDir: dir }, ...first });
-  const rt = await startRuntime(base);
-  try {
+  await withDataDirRuntime(first, async (rt) => {
     const { run } = await rt.runs.open({});
     const secret = "s3cret-token-value-0123456789";
     const report = await rt.reload({
@@ -277,8 +227,5 @@ interlocks: []
       !JSON.stringify(events).includes(secret),
       "no token value is written to the run's events",
     );
-  } finally {
-    await rt.stop();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { SSE_QUEUE_SIZE, SSE_REPLAY_MAX_BYTES, SSE_RESYNC_EVENT } from "../../src/http/mod.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { type SseBlock, SseReader } from "../helpers/sse_reader.ts";
 import {
@@ -293,56 +293,83 @@ Deno.test("GET /v0/events after a runtime restart: the last id of the previous r
   });
 });
 
-Deno.test("GET /v0/events with Last-Event-ID across a state_update larger than the resume ring resumes, saying that one was dropped", async () => {
+/** The served API of a runtime that is not started (events published by the test), closed after. */
+async function withServedBus(
+  body: (url: string, bus: HttpFixture["runtime"]["bus"]) => Promise<void>,
+): Promise<void> {
   const fx = await startHttpFixture({ start: false });
   try {
     const server = await fx.serve();
-    const url = `http://127.0.0.1:${server.port}/v0/events`;
-    const bus = fx.runtime.bus;
-    const first = new SseReader((await apiFetch(url)).body!);
-    bus.publish(marker(1));
-    const [seen] = await readUntil(first, isMarker(1));
-    await first.cancel();
-    // A string signal's value whose frame is estimated beyond the ring's 2 MiB (6 bytes a unit).
-    const huge = "x".repeat(Math.ceil(SSE_REPLAY_MAX_BYTES / 6) + 1);
-    bus.publish(marker(2));
-    bus.publish({
-      kind: "state_update",
-      provider_id: "sim0",
-      device_id: "analogsensor0",
-      signal_id: "label",
-      value: { type: "string", string: huge },
-      quality: "OK",
-      timestamp_ms: 1,
-    });
-    bus.publish(marker(3));
-    const again = new SseReader(
-      (await apiFetch(url, { headers: { "last-event-id": seen!.rawId! } })).body!,
-    );
-    try {
-      const got: string[] = [];
-      while (got.length < 4) {
-        const b = await again.next();
-        assert.notEqual(b, null, `stream ended after ${got}`);
-        for (const c of b!.comments) got.push(`: ${c}`);
-        if (b!.event !== undefined) {
-          got.push(`${b!.event} ${b!.data?.node ?? b!.data?.reason ?? b!.data?.count}`);
-        }
+    await body(`http://127.0.0.1:${server.port}/v0/events`, fx.runtime.bus);
+  } finally {
+    await fx.close();
+  }
+}
+
+/** The raw id of marker 1, read by a stream opened before it and closed since. */
+async function marker1Id(url: string, bus: HttpFixture["runtime"]["bus"]): Promise<string> {
+  const first = new SseReader((await apiFetch(url)).body!);
+  bus.publish(marker(1));
+  const [seen] = await readUntil(first, isMarker(1));
+  await first.cancel();
+  return seen!.rawId!;
+}
+
+/** A string signal's value whose frame is estimated beyond the ring's 2 MiB (6 bytes a unit). */
+const HUGE = "x".repeat(Math.ceil(SSE_REPLAY_MAX_BYTES / 6) + 1);
+
+/** sim0's `label` of `device` with the HUGE value. */
+function hugeUpdate(device: string): RuntimeEvent {
+  return {
+    kind: "state_update",
+    provider_id: "sim0",
+    device_id: device,
+    signal_id: "label",
+    value: { type: "string", string: HUGE },
+    quality: "OK",
+    timestamp_ms: 1,
+  };
+}
+
+/**
+ * The first `n` things a resumed stream (`url` from `lastId`) says, as `: comment` or `event node`
+ * (or its reason, or count); the stream is cancelled after.
+ */
+async function resumedSays(url: string, lastId: string, n: number): Promise<string[]> {
+  const again = new SseReader(
+    (await apiFetch(url, { headers: { "last-event-id": lastId } })).body!,
+  );
+  try {
+    const got: string[] = [];
+    while (got.length < n) {
+      const b = await again.next();
+      assert.notEqual(b, null, `stream ended after ${got}`);
+      for (const c of b!.comments) got.push(`: ${c}`);
+      if (b!.event !== undefined) {
+        got.push(`${b!.event} ${b!.data?.node ?? b!.data?.reason ?? b!.data?.count}`);
       }
-      assert.deepEqual(got, [
-        "bt_error marker-2",
-        ": dropped 1 events",
-        "dropped 1",
-        "bt_error marker-3",
-      ]);
-    } finally {
-      await again.cancel();
     }
+    return got;
+  } finally {
+    await again.cancel();
+  }
+}
+
+Deno.test("GET /v0/events with Last-Event-ID across a state_update larger than the resume ring resumes, saying that one was dropped", async () => {
+  await withServedBus(async (url, bus) => {
+    const seen = await marker1Id(url, bus);
+    bus.publish(marker(2));
+    bus.publish(hugeUpdate("analogsensor0"));
+    bus.publish(marker(3));
+    assert.deepEqual(await resumedSays(url, seen, 4), [
+      "bt_error marker-2",
+      ": dropped 1 events",
+      "dropped 1",
+      "bt_error marker-3",
+    ]);
     // A stream filtered to another device is not told of it.
     const other = new SseReader(
-      (await apiFetch(`${url}?device_id=tempctl0`, {
-        headers: { "last-event-id": seen!.rawId! },
-      })).body!,
+      (await apiFetch(`${url}?device_id=tempctl0`, { headers: { "last-event-id": seen } })).body!,
     );
     try {
       const b = await other.next();
@@ -352,68 +379,29 @@ Deno.test("GET /v0/events with Last-Event-ID across a state_update larger than t
     } finally {
       await other.cancel();
     }
-  } finally {
-    await fx.close();
-  }
+  });
 });
 
 Deno.test("GET /v0/events with Last-Event-ID across several state_updates too large for the resume ring in a row gets one notice counting them", async () => {
-  const fx = await startHttpFixture({ start: false });
-  try {
-    const server = await fx.serve();
-    const url = `http://127.0.0.1:${server.port}/v0/events`;
-    const bus = fx.runtime.bus;
-    const first = new SseReader((await apiFetch(url)).body!);
-    bus.publish(marker(1));
-    const [seen] = await readUntil(first, isMarker(1));
-    await first.cancel();
-    const huge = "x".repeat(Math.ceil(SSE_REPLAY_MAX_BYTES / 6) + 1);
-    const big = (device: string): RuntimeEvent => ({
-      kind: "state_update",
-      provider_id: "sim0",
-      device_id: device,
-      signal_id: "label",
-      value: { type: "string", string: huge },
-      quality: "OK",
-      timestamp_ms: 1,
-    });
+  await withServedBus(async (url, bus) => {
+    const seen = await marker1Id(url, bus);
     bus.publish(marker(2));
-    bus.publish(big("analogsensor0"));
-    bus.publish(big("analogsensor0"));
+    bus.publish(hugeUpdate("analogsensor0"));
+    bus.publish(hugeUpdate("analogsensor0"));
     // One the stream's filter would not pass anyway, between two it would: still one run.
-    bus.publish(big("tempctl0"));
-    bus.publish(big("analogsensor0"));
+    bus.publish(hugeUpdate("tempctl0"));
+    bus.publish(hugeUpdate("analogsensor0"));
     bus.publish(marker(3));
-    bus.publish(big("analogsensor0"));
+    bus.publish(hugeUpdate("analogsensor0"));
     bus.publish(marker(4));
-    const again = new SseReader(
-      (await apiFetch(`${url}?device_id=analogsensor0`, {
-        headers: { "last-event-id": seen!.rawId! },
-      })).body!,
-    );
-    try {
-      const got: string[] = [];
-      while (got.length < 7) {
-        const b = await again.next();
-        assert.notEqual(b, null, `stream ended after ${got}`);
-        for (const c of b!.comments) got.push(`: ${c}`);
-        if (b!.event !== undefined) {
-          got.push(`${b!.event} ${b!.data?.node ?? b!.data?.count}`);
-        }
-      }
-      assert.deepEqual(got, [
-        "bt_error marker-2",
-        ": dropped 3 events",
-        "dropped 3",
-        "bt_error marker-3",
-        ": dropped 1 events",
-        "dropped 1",
-        "bt_error marker-4",
-      ]);
-    } finally {
-      await again.cancel();
-    }
-  } finally {
-    await fx.close();
-  }
+    assert.deepEqual(await resumedSays(`${url}?device_id=analogsensor0`, seen, 7), [
+      "bt_error marker-2",
+      ": dropped 3 events",
+      "dropped 3",
+      "bt_error marker-3",
+      ": dropped 1 events",
+      "dropped 1",
+      "bt_error marker-4",
+    ]);
+  });
 });

@@ -14,7 +14,14 @@ const FILTER = { providerId: "", deviceId: "", signalId: "" };
 /** The bound docs/http-api.md names. */
 const STALLED_MS = 60_000;
 
-Deno.test("SseHub ends a stream whose client read nothing for 60 s while events were dropped, freeing its slot", async () => {
+/**
+ * A hub of one stream slot on a ManualClock and a bus, its log lines (info and up) kept; every
+ * stream is closed after `body`.
+ */
+async function withHub(
+  o: { bootId?: string },
+  body: (h: { bus: EventBus; clock: ManualClock; hub: SseHub; lines: string[] }) => Promise<void>,
+): Promise<void> {
   const bus = new EventBus();
   const clock = new ManualClock();
   const lines: string[] = [];
@@ -28,18 +35,41 @@ Deno.test("SseHub ends a stream whose client read nothing for 60 s while events 
     }),
     clock,
     maxClients: 1,
+    ...(o.bootId === undefined ? {} : { bootId: o.bootId }),
   });
-  const publish = (n: number) => {
-    for (let i = 0; i < n; i++) {
-      bus.publish({
-        kind: "mode_change",
-        previous_mode: "IDLE",
-        new_mode: "MANUAL",
-        timestamp_ms: i,
-      });
-    }
-  };
   try {
+    await body({ bus, clock, hub, lines });
+  } finally {
+    hub.closeAll();
+  }
+}
+
+/** The line a stalled stream's end logs is among `lines`. */
+function assertStalledLine(lines: string[]): void {
+  assert.ok(
+    lines.some((l) => /event stream ended: its client read nothing for 60000 ms/.test(l)),
+    lines.join("\n"),
+  );
+}
+
+/** Its slot is free: another stream opens (and is cancelled). */
+async function assertSlotFree(hub: SseHub): Promise<void> {
+  const next = hub.open(FILTER);
+  await next.body!.cancel();
+}
+
+Deno.test("SseHub ends a stream whose client read nothing for 60 s while events were dropped, freeing its slot", async () => {
+  await withHub({}, async ({ bus, clock, hub, lines }) => {
+    const publish = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        bus.publish({
+          kind: "mode_change",
+          previous_mode: "IDLE",
+          new_mode: "MANUAL",
+          timestamp_ms: i,
+        });
+      }
+    };
     const stalled = hub.open(FILTER); // never read
     publish(150); // the queue overflows at once: a slow moment, not yet a stalled client
     assert.equal(hub.clientCount, 1);
@@ -49,34 +79,19 @@ Deno.test("SseHub ends a stream whose client read nothing for 60 s while events 
     clock.mono += 1;
     publish(1);
     assert.equal(hub.clientCount, 0, "the stalled stream ended");
-    assert.ok(
-      lines.some((l) => /event stream ended: its client read nothing for 60000 ms/.test(l)),
-      lines.join("\n"),
-    );
-    const next = hub.open(FILTER); // its slot is free
-    await next.body!.cancel();
+    assertStalledLine(lines);
+    await assertSlotFree(hub);
     await stalled.body!.cancel();
-  } finally {
-    hub.closeAll();
-  }
+  });
 });
 
 Deno.test("SseHub ends a resuming stream whose client stopped reading in the middle of its replay, after 60 s", async () => {
-  const bus = new EventBus();
-  const clock = new ManualClock();
-  const hub = new SseHub({
-    bus,
-    log: new LineLogger({ level: "error", journald: false, now: () => 0, write: () => {} }),
-    clock,
-    maxClients: 1,
-    bootId: "b00t",
-  });
-  const publish = (n: number) => {
-    for (let i = 0; i < n; i++) {
-      bus.publish({ kind: "bt_error", node: "n", error: "x".repeat(200), timestamp_ms: i });
-    }
-  };
-  try {
+  await withHub({ bootId: "b00t" }, async ({ bus, clock, hub }) => {
+    const publish = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        bus.publish({ kind: "bt_error", node: "n", error: "x".repeat(200), timestamp_ms: i });
+      }
+    };
     publish(2000); // far more than one replay chunk (SSE_REPLAY_CHUNK_BYTES)
     const resumed = hub.open(FILTER, { text: "b00t-1", where: "Last-Event-ID header" });
     const reader = resumed.body!.getReader();
@@ -84,12 +99,9 @@ Deno.test("SseHub ends a resuming stream whose client stopped reading in the mid
     clock.mono += STALLED_MS;
     publish(1);
     assert.equal(hub.clientCount, 0, "the stream whose client stopped reading ended");
-    const next = hub.open(FILTER); // its slot is free
-    await next.body!.cancel();
+    await assertSlotFree(hub);
     await reader.cancel();
-  } finally {
-    hub.closeAll();
-  }
+  });
 });
 
 /** A state update of provider `p` (a string value of `size` characters). */
@@ -106,21 +118,7 @@ function update(p: string, size = 10): RuntimeEvent {
 }
 
 Deno.test("SseHub ends a filtered stream whose client stopped reading after 60 s, though no event reaches it then", async () => {
-  const bus = new EventBus();
-  const clock = new ManualClock();
-  const lines: string[] = [];
-  const hub = new SseHub({
-    bus,
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
-    clock,
-    maxClients: 1,
-  });
-  try {
+  await withHub({}, async ({ bus, clock, hub, lines }) => {
     const rare = hub.open({ providerId: "rare", deviceId: "", signalId: "" });
     const reader = rare.body!.getReader();
     bus.publish(update("rare"));
@@ -131,28 +129,14 @@ Deno.test("SseHub ends a filtered stream whose client stopped reading after 60 s
     assert.equal(hub.clientCount, 1, "not yet stalled");
     await clock.advanceAsync(1);
     assert.equal(hub.clientCount, 0, "the stalled filtered stream ended");
-    assert.ok(
-      lines.some((l) => /event stream ended: its client read nothing for 60000 ms/.test(l)),
-      lines.join("\n"),
-    );
-    const next = hub.open(FILTER); // its slot is free
-    await next.body!.cancel();
+    assertStalledLine(lines);
+    await assertSlotFree(hub);
     await reader.cancel();
-  } finally {
-    hub.closeAll();
-  }
+  });
 });
 
 Deno.test("SseHub keeps a filtered stream whose client reads, with only keep-alives for minutes", async () => {
-  const bus = new EventBus();
-  const clock = new ManualClock();
-  const hub = new SseHub({
-    bus,
-    log: new LineLogger({ level: "error", journald: false, now: () => 0, write: () => {} }),
-    clock,
-    maxClients: 1,
-  });
-  try {
+  await withHub({}, async ({ bus, clock, hub }) => {
     const rare = hub.open({ providerId: "rare", deviceId: "", signalId: "" });
     const reader = rare.body!.getReader();
     const dec = new TextDecoder();
@@ -166,7 +150,5 @@ Deno.test("SseHub keeps a filtered stream whose client reads, with only keep-ali
     }
     assert.equal(hub.clientCount, 1, "a reading client's stream stays open");
     await reader.cancel();
-  } finally {
-    hub.closeAll();
-  }
+  });
 });

@@ -9,27 +9,88 @@
 import assert from "node:assert/strict";
 import { serveHttp } from "../../src/host/mod.ts";
 import { SSE_END_FLUSH_MS, SSE_STALLED_CLIENT_MS } from "../../src/http/mod.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { connect, getRequest, readResponse, send } from "./_raw_socket.ts";
 
-Deno.test("a stream ended because its client read nothing frees its connection too", async () => {
+const TOKEN = "shift-token-0001";
+const NEXT_TOKEN = "next-token-0002";
+
+interface Rig {
+  readonly clock: ManualClock;
+  readonly fx: HttpFixture;
+  readonly server: Awaited<ReturnType<typeof serveHttp>>;
+  /** One raw connection to the server. */
+  readonly conn: Deno.TcpConn;
+  /** A metric's value from GET /metrics (0 when absent). */
+  metric(name: string): Promise<number>;
+}
+
+/**
+ * The API on a ManualClock, served on loopback (with TOKEN when `auth`), and one raw connection
+ * to it; everything closed after `body`.
+ */
+async function withRawStream(auth: boolean, body: (rig: Rig) => Promise<void>): Promise<void> {
   const clock = new ManualClock();
-  const fx = await startHttpFixture({ start: false, apiClock: clock });
+  const fx = await startHttpFixture({
+    start: false,
+    apiClock: clock,
+    ...(auth
+      ? {
+        config: { http: { authEnabled: true, authExemptLoopback: false } },
+        api: { apiToken: TOKEN },
+      }
+      : {}),
+  });
   const server = await serveHttp({
     hostname: "127.0.0.1",
     port: 0,
     tlsCertPath: null,
     tlsKeyPath: null,
-    authEnabled: false,
+    authEnabled: auth,
     allowInsecureBind: false,
     handler: fx.api.handle,
     log: testLogger(),
     onShutdown: () => fx.api.close(),
   });
   const conn = await connect(server.port);
+  const metric = async (name: string) => {
+    const headers = auth ? { authorization: `Bearer ${TOKEN}` } : {};
+    const m = (await fx.request("GET", "/metrics", { headers })).text;
+    return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(m)?.[1] ?? 0);
+  };
   try {
+    await body({ clock, fx, server, conn, metric });
+  } finally {
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+    await server.shutdown();
+    await fx.close();
+  }
+}
+
+/** GET /v0/events with TOKEN. */
+const EVENTS_WITH_TOKEN = "GET /v0/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+  `Authorization: Bearer ${TOKEN}\r\n\r\n`;
+
+/** Waits until the server has no connection open (fails naming how many are). */
+async function connectionClosed(rig: Rig): Promise<void> {
+  await waitFor(
+    "its connection closed",
+    () => rig.server.connectionStats().open === 0,
+    5000,
+  ).catch(() => {
+    assert.fail(
+      `the ended stream's connection is still open (${rig.server.connectionStats().open} open)`,
+    );
+  });
+}
+
+Deno.test("a stream ended because its client read nothing frees its connection too", async () => {
+  await withRawStream(false, async (rig) => {
+    const { fx, server, conn, clock } = rig;
     await send(conn, getRequest("/v0/events")); // and never read
     await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
     assert.equal(server.connectionStats().open, 1);
@@ -41,56 +102,19 @@ Deno.test("a stream ended because its client read nothing frees its connection t
         fx.runtime.bus.publish({ kind: "bt_error", node: "n", error: big, timestamp_ms: n++ });
         await new Promise((r) => setTimeout(r, 2));
       }
-      const m = (await fx.request("GET", "/metrics")).text;
-      return Number(/^runtime_sse_events_dropped_total (\d+)$/m.exec(m)?.[1] ?? 0) > 0;
+      return await rig.metric("runtime_sse_events_dropped_total") > 0;
     }, 20_000);
     clock.mono += SSE_STALLED_CLIENT_MS;
     fx.runtime.bus.publish({ kind: "bt_error", node: "n", error: "last", timestamp_ms: n++ });
     assert.equal(fx.api.sseClientCount, 0, "the stalled stream ended");
-    await waitFor(
-      "its connection closed",
-      () => server.connectionStats().open === 0,
-      5000,
-    ).catch(() => {
-      assert.fail(
-        `the ended stream's connection is still open (${server.connectionStats().open} open)`,
-      );
-    });
-  } finally {
-    try {
-      conn.close();
-    } catch { /* closed by the server */ }
-    await server.shutdown();
-    await fx.close();
-  }
+    await connectionClosed(rig);
+  });
 });
 
 Deno.test("a stream its token no longer admits (a reload) frees its connection too when its client reads nothing", async () => {
-  const clock = new ManualClock();
-  const fx = await startHttpFixture({
-    start: false,
-    apiClock: clock,
-    config: { http: { authEnabled: true, authExemptLoopback: false } },
-    api: { apiToken: "shift-token-0001" },
-  });
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: null,
-    tlsKeyPath: null,
-    authEnabled: true,
-    allowInsecureBind: false,
-    handler: fx.api.handle,
-    log: testLogger(),
-    onShutdown: () => fx.api.close(),
-  });
-  const conn = await connect(server.port);
-  try {
-    await send(
-      conn,
-      "GET /v0/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-        "Authorization: Bearer shift-token-0001\r\n\r\n",
-    ); // and never read
+  await withRawStream(true, async (rig) => {
+    const { fx, conn, clock } = rig;
+    await send(conn, EVENTS_WITH_TOKEN); // and never read
     await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
     // Events until the client's socket is full (frames wait in the stream's queue).
     const big = "x".repeat(64 * 1024);
@@ -100,60 +124,20 @@ Deno.test("a stream its token no longer admits (a reload) frees its connection t
         fx.runtime.bus.publish({ kind: "bt_error", node: "n", error: big, timestamp_ms: n++ });
       }
       await new Promise((r) => setTimeout(r, 5));
-      const m = (await fx.request("GET", "/metrics", {
-        headers: { authorization: "Bearer shift-token-0001" },
-      })).text;
-      return Number(/^runtime_sse_queued_events (\d+)$/m.exec(m)?.[1] ?? 0) > 0;
+      return await rig.metric("runtime_sse_queued_events") > 0;
     }, 20_000);
-    const { ended } = await fx.api.setTokens(fx.config.http, "next-token-0002", []);
+    const { ended } = await fx.api.setTokens(fx.config.http, NEXT_TOKEN, []);
     assert.equal(ended, 1, "the stream ended");
     await clock.advanceAsync(SSE_END_FLUSH_MS);
-    await waitFor(
-      "its connection closed",
-      () => server.connectionStats().open === 0,
-      5000,
-    ).catch(() => {
-      assert.fail(
-        `the ended stream's connection is still open (${server.connectionStats().open} open)`,
-      );
-    });
-  } finally {
-    try {
-      conn.close();
-    } catch { /* closed by the server */ }
-    await server.shutdown();
-    await fx.close();
-  }
+    await connectionClosed(rig);
+  });
 });
 
 Deno.test("a stream its token no longer admits ends cleanly for a client that reads, and its kept-alive connection serves the next request", async () => {
-  const clock = new ManualClock();
-  const fx = await startHttpFixture({
-    start: false,
-    apiClock: clock,
-    config: { http: { authEnabled: true, authExemptLoopback: false } },
-    api: { apiToken: "shift-token-0001" },
-  });
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: null,
-    tlsKeyPath: null,
-    authEnabled: true,
-    allowInsecureBind: false,
-    handler: fx.api.handle,
-    log: testLogger(),
-    onShutdown: () => fx.api.close(),
-  });
-  const conn = await connect(server.port);
-  try {
-    await send(
-      conn,
-      "GET /v0/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-        "Authorization: Bearer shift-token-0001\r\n\r\n",
-    );
+  await withRawStream(true, async ({ fx, conn, clock }) => {
+    await send(conn, EVENTS_WITH_TOKEN);
     await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
-    const { ended } = await fx.api.setTokens(fx.config.http, "next-token-0002", []);
+    const { ended } = await fx.api.setTokens(fx.config.http, NEXT_TOKEN, []);
     assert.equal(ended, 1);
     // The chunked stream's end, read to its last chunk.
     const dec = new TextDecoder();
@@ -167,45 +151,26 @@ Deno.test("a stream its token no longer admits ends cleanly for a client that re
     await clock.advanceAsync(SSE_END_FLUSH_MS);
     await send(
       conn,
-      "GET /v0/mode HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer next-token-0002\r\n\r\n",
+      `GET /v0/mode HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${NEXT_TOKEN}\r\n\r\n`,
     );
     const next = await readResponse(conn);
     assert.equal(next?.status, 200, "the kept-alive connection still serves");
-  } finally {
-    try {
-      conn.close();
-    } catch { /* closed by the server */ }
-    await server.shutdown();
-    await fx.close();
-  }
+  });
 });
 
 Deno.test("a filtered stream whose client stopped reading frees its connection after 60 s, though no event reaches it then", async () => {
-  const clock = new ManualClock();
-  const fx = await startHttpFixture({ start: false, apiClock: clock });
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: null,
-    tlsKeyPath: null,
-    authEnabled: false,
-    allowInsecureBind: false,
-    handler: fx.api.handle,
-    log: testLogger(),
-    onShutdown: () => fx.api.close(),
-  });
-  const conn = await connect(server.port);
-  const update = (p: string, value: string, n: number) =>
-    fx.runtime.bus.publish({
-      kind: "state_update",
-      provider_id: p,
-      device_id: "d",
-      signal_id: "s",
-      value: { type: "string", string: value },
-      quality: "OK",
-      timestamp_ms: n,
-    });
-  try {
+  await withRawStream(false, async (rig) => {
+    const { fx, conn, clock } = rig;
+    const update = (p: string, value: string, n: number) =>
+      fx.runtime.bus.publish({
+        kind: "state_update",
+        provider_id: p,
+        device_id: "d",
+        signal_id: "s",
+        value: { type: "string", string: value },
+        quality: "OK",
+        timestamp_ms: n,
+      });
     await send(conn, getRequest("/v0/events?provider_id=rare")); // and never read
     await waitFor("the stream opened", () => fx.api.sseClientCount === 1, 5000);
     // Its provider's events until the client's socket is full (frames wait in its queue), but
@@ -215,28 +180,13 @@ Deno.test("a filtered stream whose client stopped reading frees its connection a
     await waitFor("frames queued for the client", async () => {
       update("rare", big, n++);
       await new Promise((r) => setTimeout(r, 2));
-      const m = (await fx.request("GET", "/metrics")).text;
-      return Number(/^runtime_sse_queued_events (\d+)$/m.exec(m)?.[1] ?? 0) > 0;
+      return await rig.metric("runtime_sse_queued_events") > 0;
     }, 20_000);
     const m = (await fx.request("GET", "/metrics")).text;
     assert.match(m, /^runtime_sse_events_dropped_total 0$/m, "nothing dropped");
     await clock.advanceAsync(SSE_STALLED_CLIENT_MS);
     for (let i = 0; i < 100; i++) update("busy", "1", n++); // other providers' events only
     assert.equal(fx.api.sseClientCount, 0, "the stalled filtered stream ended");
-    await waitFor(
-      "its connection closed",
-      () => server.connectionStats().open === 0,
-      5000,
-    ).catch(() => {
-      assert.fail(
-        `the ended stream's connection is still open (${server.connectionStats().open} open)`,
-      );
-    });
-  } finally {
-    try {
-      conn.close();
-    } catch { /* closed by the server */ }
-    await server.shutdown();
-    await fx.close();
-  }
+    await connectionClosed(rig);
+  });
 });

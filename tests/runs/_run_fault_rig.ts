@@ -21,6 +21,11 @@ export class RunJournalFaultFiles extends FaultyMemoryFiles {
   gate: Promise<void> | null = null;
   /** Appends waiting at `gate` now. */
   held = 0;
+  /**
+   * How many of the next appends to event files (not runs.jsonl) fail (WriteZero, "no space left
+   * on device"), once past `gate`: nothing of them is written.
+   */
+  eventAppendsToFail = 0;
 
   override async openAppend(path: string): Promise<JournalAppendHandle> {
     const h = await super.openAppend(path);
@@ -33,6 +38,10 @@ export class RunJournalFaultFiles extends FaultyMemoryFiles {
           await this.gate.finally(() => this.held--);
         }
         if (journal && this.journalFails) throw diskFullError();
+        if (!journal && this.eventAppendsToFail > 0) {
+          this.eventAppendsToFail--;
+          throw new Deno.errors.WriteZero("no space left on device");
+        }
         await h.append(text);
       },
       sync: async () => {

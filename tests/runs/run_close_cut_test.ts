@@ -8,20 +8,45 @@ import { EventBus } from "../../src/events/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { eventsOnDisk, registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
-Deno.test("a bus event recorded while a successful close writes its run_closed belongs to no run: not after run_closed, not in the next run, not counted as dropped", async () => {
-  const files = new RunJournalFaultFiles();
+/** A started registry on `files`, following a bus. */
+async function attached(files: RunJournalFaultFiles) {
   const registry = registryOn(files);
   await registry.start();
   const bus = new EventBus();
   registry.attach(bus);
-  const { run } = await registry.open({});
+  return { registry, bus };
+}
+
+/** Holds every append at a gate from now on; the function returned lets them all go on. */
+function holdWrites(files: RunJournalFaultFiles): () => void {
   let release!: () => void;
   files.gate = new Promise((r) => release = r);
+  return () => {
+    files.gate = null;
+    release();
+  };
+}
+
+/** A mode change dated `t`: an ordinary event of a run. */
+function modeChangeAt(bus: EventBus, t: number): void {
+  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: t });
+}
+
+/** A run whose close has begun, its run_closed's write under way and held until `release`. */
+async function closeHeldAtRunClosed() {
+  const files = new RunJournalFaultFiles();
+  const { registry, bus } = await attached(files);
+  const { run } = await registry.open({});
+  const release = holdWrites(files);
   const closing = registry.close(run.run_id, { close_reason: "completed" });
   await waitFor("the run_closed write under way", () => files.held > 0);
+  return { files, registry, bus, run, closing, release };
+}
+
+Deno.test("a bus event recorded while a successful close writes its run_closed belongs to no run: not after run_closed, not in the next run, not counted as dropped", async () => {
+  const { files, registry, bus, run, closing, release } = await closeHeldAtRunClosed();
   // Dated before the close's time, recorded after its run_closed was queued.
-  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
-  files.gate = null;
+  modeChangeAt(bus, 1);
   release();
   await closing;
   assert.deepEqual(eventsOnDisk(files, run.run_id).map((e) => e[1]), ["run_opened", "run_closed"]);
@@ -31,44 +56,27 @@ Deno.test("a bus event recorded while a successful close writes its run_closed b
   await registry.shutdown();
 });
 
-/** Fails the next `failNext` appends to event files once the gate (a write under way) opens. */
-class FailAfterGate extends RunJournalFaultFiles {
-  failNext = 0;
-  override async openAppend(path: string) {
-    const h = await super.openAppend(path);
-    return {
-      ...h,
-      append: async (text: string) => {
-        if (this.gate) {
-          this.held++;
-          await this.gate.finally(() => this.held--);
-        }
-        if (!path.endsWith("/runs.jsonl") && this.failNext > 0) {
-          this.failNext--;
-          throw new Deno.errors.WriteZero("no space left on device");
-        }
-        await h.append(text);
-      },
-    };
-  }
+/**
+ * A run with an event whose write is under way when its close begins; the next `failures` event
+ * file appends (that event's, then the run_closed's) fail once the writes go on.
+ */
+async function closeWithEventWritesFailing(failures: number) {
+  const files = new RunJournalFaultFiles();
+  const { registry, bus } = await attached(files);
+  const { run } = await registry.open({});
+  const release = holdWrites(files);
+  // Recorded while the run is open: its write is under way when the close begins.
+  modeChangeAt(bus, 1);
+  await waitFor("the event's write under way", () => files.held > 0);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  files.eventAppendsToFail = failures;
+  release();
+  return { files, registry, run, closing };
 }
 
 Deno.test("an event of a run whose write fails after the run's close began is counted in its run_closed's events_not_recorded", async () => {
-  const files = new FailAfterGate();
-  const registry = registryOn(files);
-  await registry.start();
-  const bus = new EventBus();
-  registry.attach(bus);
-  const { run } = await registry.open({});
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
-  // Recorded while the run is open: its write is under way when the close begins.
-  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
-  await waitFor("the event's write under way", () => files.held > 0);
-  const closing = registry.close(run.run_id, { close_reason: "completed" });
-  files.failNext = 1; // the event's write fails, the run_closed's (the next write) does not
-  files.gate = null;
-  release();
+  // The event's write fails, the run_closed's (the next write) does not.
+  const { registry, run, closing } = await closeWithEventWritesFailing(1);
   await closing;
   const events = (await registry.listEvents(run.run_id)).events;
   assert.deepEqual(events.map((e) => e.category), ["run_opened", "run_closed"]);
@@ -97,19 +105,9 @@ function estopAt(bus: EventBus, t: number): void {
 }
 
 Deno.test("an e-stop while a close writes its run_closed is in no run's events: the next run's run_opened counts it", async () => {
-  const files = new RunJournalFaultFiles();
-  const registry = registryOn(files);
-  await registry.start();
-  const bus = new EventBus();
-  registry.attach(bus);
-  const { run } = await registry.open({});
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
-  const closing = registry.close(run.run_id, { close_reason: "completed" });
-  await waitFor("the run_closed write under way", () => files.held > 0);
+  const { files, registry, bus, run, closing, release } = await closeHeldAtRunClosed();
   estopAt(bus, 5);
-  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 9 });
-  files.gate = null;
+  modeChangeAt(bus, 9);
   release();
   await closing;
   assert.deepEqual(eventsOnDisk(files, run.run_id).map((e) => e[1]), ["run_opened", "run_closed"]);
@@ -139,17 +137,12 @@ Deno.test("an e-stop while a close writes its run_closed is in no run's events: 
 
 Deno.test("an e-stop while an open that then fails is written is in no run's events: the next run's run_opened counts it", async () => {
   const files = new RunJournalFaultFiles();
-  const registry = registryOn(files);
-  await registry.start();
-  const bus = new EventBus();
-  registry.attach(bus);
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
+  const { registry, bus } = await attached(files);
+  const release = holdWrites(files);
   const opening = registry.open({});
   await waitFor("the open's write under way", () => files.held > 0);
   estopAt(bus, 7);
   files.journalFails = true; // its record in runs.jsonl fails: no run
-  files.gate = null;
   release();
   await assert.rejects(opening);
   files.journalFails = false;
@@ -172,20 +165,8 @@ Deno.test("an e-stop while an open that then fails is written is in no run's eve
 });
 
 Deno.test("a run whose close fails after one of its event writes failed saves that count at once: a crash then closes it as abandoned with it", async () => {
-  const files = new FailAfterGate();
-  const registry = registryOn(files);
-  await registry.start();
-  const bus = new EventBus();
-  registry.attach(bus);
-  const { run } = await registry.open({});
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
-  bus.publish({ kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 1 });
-  await waitFor("the event's write under way", () => files.held > 0);
-  const closing = registry.close(run.run_id, { close_reason: "completed" });
-  files.failNext = 2; // the event's write fails, and so does the run_closed's
-  files.gate = null;
-  release();
+  // The event's write fails, and so does the run_closed's.
+  const { files, run, closing } = await closeWithEventWritesFailing(2);
   await assert.rejects(closing);
   // The count is saved to runs.jsonl without waiting for the disk: given the time to get there.
   for (let i = 0; i < 50 && !files.text("/data/runs.jsonl").includes("not_recorded"); i++) {
