@@ -262,6 +262,13 @@ export class AutomationEngine {
     string,
     { refusals: number; refusedBy: string; lastRefusal: string; sinceMs: number }
   >();
+  /**
+   * A node's last refusal listed under a key that names no device (its device_handle port as
+   * written, `{dev}`, whose entry had no value; a malformed handle it computed), by node path:
+   * no call can end such a record, so it ends once that node names another handle (bounded by the
+   * tree's nodes; emptied with the refusals).
+   */
+  readonly #nodeKeys = new Map<string, string>();
   readonly #lossLatch: DeviceLossLatch | null = null;
   /**
    * Devices the tree commanded since AUTO was last entered (it depends on them), and those its
@@ -291,6 +298,7 @@ export class AutomationEngine {
       (handle) => this.#noteCommand(handle),
       (handle, delta) => this.#noteInFlight(handle, delta),
       (handle, err, generation, refusedBy) => this.#noteCall(handle, err, generation, refusedBy),
+      (node, handle, generation) => this.#noteNodeKey(node, handle, generation),
     );
     options.modes.onModeChange((change) => {
       if (change.current !== "AUTO" || change.previous === "AUTO") return;
@@ -303,6 +311,7 @@ export class AutomationEngine {
       // previous session's say nothing of this one. Outages are kept: they are what the device
       // answered, and no call has reached it since (docs/safety.md section 5).
       this.#refusals.clear();
+      this.#nodeKeys.clear();
     });
     const outages = options.outages;
     if (outages) {
@@ -651,6 +660,7 @@ export class AutomationEngine {
     this.#treeGeneration++;
     this.#calls.clear();
     this.#refusals.clear();
+    this.#nodeKeys.clear();
     this.#log.info(
       behaviorTree === null
         ? "behavior tree removed by a configuration reload"
@@ -845,6 +855,23 @@ export class AutomationEngine {
    * full provider queue is a failure (the provider is congested). `generation`: the tree swap the
    * call was made under; `refusedBy`: the check that refused it before the router saw it.
    */
+  /**
+   * Node `node` (of the tree swap `generation`) names `handle` now, for a call or a refusal of its
+   * own: a refusal it made before under a key naming no device ends when it names another (the
+   * condition that made it -- an entry without a value, a malformed handle -- is gone), as a
+   * device's refusals end at a call to it that is not refused; unless another node's last
+   * refusal is under that key too.
+   */
+  #noteNodeKey(node: string | undefined, handle: string, generation: number): void {
+    if (node === undefined || generation !== this.#treeGeneration) return;
+    const before = this.#nodeKeys.get(node);
+    if (parseDeviceHandle(handle) === null) this.#nodeKeys.set(node, handle);
+    else this.#nodeKeys.delete(node);
+    if (before === undefined || before === handle) return;
+    for (const key of this.#nodeKeys.values()) if (key === before) return;
+    this.#refusals.delete(before);
+  }
+
   #noteCall(handle: string, err: unknown, generation: number, refusedBy?: string): void {
     if (generation !== this.#treeGeneration) return; // a call of a tree a reload replaced
     if (err === null) {
@@ -1037,6 +1064,7 @@ function kernelServices(
   noteCommand: (handle: string) => void,
   noteInFlight: (handle: string, delta: 1 | -1) => void,
   noteCall: (handle: string, err: unknown, generation: number, refusedBy?: string) => void,
+  noteNodeKey: (node: string | undefined, handle: string, generation: number) => void,
 ): BtServices {
   return {
     clock: o.clock,
@@ -1058,6 +1086,7 @@ function kernelServices(
       at?: string,
     ): Promise<void> {
       const madeUnder = generation();
+      noteNodeKey(node, handle, madeUnder);
       const where = at === undefined ? "" : ` (CallDevice at ${at})`;
       const dev = parseDeviceHandle(handle);
       if (!dev) {
@@ -1108,8 +1137,10 @@ function kernelServices(
       if (admitted) noteInFlight(handle, -1);
       noteCall(handle, null, madeUnder);
     },
-    refuseCall(handle: string, _functionName: string, message: string): void {
-      noteCall(handle, invalidArgument(message), generation(), "validation");
+    refuseCall(handle: string, _functionName: string, message: string, node?: string): void {
+      const madeUnder = generation();
+      noteNodeKey(node, handle, madeUnder);
+      noteCall(handle, invalidArgument(message), madeUnder, "validation");
     },
     getParameter(name: string) {
       const p = o.parameters?.get(name);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import { automationConfig, cached, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 /** Every CallDevice runs at each pass: a refused one does not stop the others. */
 const TREE = treeXml(`<Sequence>
@@ -109,3 +109,43 @@ function jsonError(text: string): string {
   }
   throw new Error(`${text} parses`);
 }
+
+Deno.test("AutomationEngine: a CallDevice refused because its device_handle entry had no value is no longer listed once that node calls its device", async () => {
+  const dir = await TreeDir.create();
+  try {
+    // `dev` is set once the test raises motor_duty: until then the call is refused, listed under
+    // its port's text `{dev}`.
+    const path = await dir.write(
+      "late_dev.xml",
+      treeXml(`<Sequence>
+      <GetParameter param="motor_duty" value="{duty}" />
+      <Script code="dev := 'sim0/motorctl0'" _skipIf="duty &lt; 0.5" />
+      <ForceSuccess>
+        <CallDevice name="late" device_handle="{dev}" function_name="set_motor_duty"
+          args='json:{"motor_index": 1, "duty": 0.1}' />
+      </ForceSuccess>
+    </Sequence>`),
+    );
+    await using r = await rig({ config: automationConfig(path), arm: true });
+    const rt = r.kernel;
+    const engine = rt.automation!;
+    await rt.modes.request("AUTO");
+    await waitFor(
+      "the unset handle listed",
+      () => engine.status().refused_calls.some((c) => c.device_handle === "{dev}"),
+    );
+    rt.parameters!.set("motor_duty", 0.6);
+    await waitFor(
+      "the node's call made",
+      () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0.1,
+    );
+    assert.deepEqual(
+      engine.status().refused_calls.map((c) => c.device_handle),
+      [],
+      "the node now calls its device, yet its earlier refusal is still listed",
+    );
+    assert.equal(rt.modes.current(), "AUTO");
+  } finally {
+    await dir.dispose();
+  }
+});

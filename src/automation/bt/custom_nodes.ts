@@ -169,7 +169,7 @@ export class CallDeviceNode extends StatefulActionNode {
    */
   #refuse(services: BtServices, handle: string, fn: string, error: string): NodeStatus {
     const message = this.init.at === undefined ? error : `${error} (CallDevice at ${this.init.at})`;
-    if (handle !== "") services.refuseCall?.(handle, fn, message);
+    if (handle !== "") services.refuseCall?.(handle, fn, message, this.path);
     return this.#finish(false, message);
   }
 

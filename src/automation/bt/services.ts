@@ -42,9 +42,10 @@ export interface BtServices {
    * A call the calling node refused itself before callDevice, for the tree's error it found:
    * a port it could not read (a blackboard entry not set), args that do not parse. `deviceHandle`:
    * the device it names, else its port as written. `message` names the node (`FILE:LINE:COL`).
-   * Optional: automation status lists it in `refused_calls` (`validation`).
+   * Optional: automation status lists it in `refused_calls` (`validation`). `node`: the calling
+   * node's path, as callDevice's (a refusal under its port's text ends once the node calls).
    */
-  refuseCall?(deviceHandle: string, functionName: string, message: string): void;
+  refuseCall?(deviceHandle: string, functionName: string, message: string, node?: string): void;
   /** Current value of a declared parameter, or null when unknown. */
   getParameter(
     name: string,
