@@ -17,7 +17,6 @@ import {
   type DeviceCapabilities,
   errorMessage,
   type FunctionSpec,
-  internal,
   invalidArgument,
   type Logger,
   notFound,
@@ -256,6 +255,11 @@ export class AutomationEngine {
   #parameterReads: ParameterReads | null = null;
   /** Digest of every file of the loaded tree (includes too); null without one. */
   #contentDigest: string | null = null;
+  /**
+   * The loaded tree's top-level file as it was read to build it (GET /v0/automation/tree): the
+   * tree that runs, not the file on disk an edit or a reload refused in AUTO changed since.
+   */
+  #treeText: string | null = null;
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
   /** Calls to a device refused (a gate, a caller check) in a row: they neither count nor end `#calls`. */
   readonly #refusals = new Map<
@@ -484,6 +488,7 @@ export class AutomationEngine {
     this.#handles = built.handles;
     this.#literalCalls = built.calls;
     this.#contentDigest = built.contentDigest;
+    this.#treeText = built.text;
     this.#runner = built.runner;
     this.#log.info(
       `behavior tree ${path} loaded (main tree '${built.mainTreeId}', ${built.files} file(s))`,
@@ -500,6 +505,8 @@ export class AutomationEngine {
     handles: readonly string[];
     calls: readonly LiteralDeviceCall[];
     contentDigest: string;
+    /** The top-level file's text, as read to build the tree. */
+    text: string;
     mainTreeId: string | undefined;
     files: number;
   }> {
@@ -535,6 +542,7 @@ export class AutomationEngine {
       handles: literalDeviceHandles(tree),
       calls: literalDeviceCalls(tree),
       contentDigest: await computeTreeContentDigest(tree),
+      text: tree.texts[0]!,
       mainTreeId: tree.mainTreeId,
       files: tree.files.length,
     };
@@ -602,6 +610,7 @@ export class AutomationEngine {
     let handles: readonly string[] = [];
     let calls: readonly LiteralDeviceCall[] = [];
     let contentDigest: string | null = null;
+    let text: string | null = null;
     let reads: ParameterReads | null = null;
     if (behaviorTree !== null) {
       const built = await this.#buildTree(behaviorTree, tickRateHz);
@@ -610,6 +619,7 @@ export class AutomationEngine {
       handles = built.handles;
       calls = built.calls;
       contentDigest = built.contentDigest;
+      text = built.text;
     }
     const sameTree = behaviorTree === this.#o.behaviorTree && contentDigest === this.#contentDigest;
     if (sameTree && tickRateHz === this.#o.tickRateHz) return "unchanged";
@@ -655,6 +665,7 @@ export class AutomationEngine {
     this.#handles = handles;
     this.#literalCalls = calls;
     this.#contentDigest = contentDigest;
+    this.#treeText = text;
     // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one
     // (nor do its calls still in flight, when they settle).
     this.#treeGeneration++;
@@ -703,23 +714,20 @@ export class AutomationEngine {
     return this.#runner?.version ?? null;
   }
 
-  /** GET /v0/automation/tree: the configured file, re-read from disk per request. */
+  /**
+   * GET /v0/automation/tree: the top-level file of the tree that runs, as it was read to load it
+   * (never re-read: a file edited since, or a reload refused in AUTO, is not what runs). NOT_FOUND
+   * without a tree configured, or before one is loaded.
+   */
   treeXml(): Promise<string> {
     const path = this.#o.behaviorTree;
     if (path === null) {
       return Promise.reject(notFound("No behavior tree configured (automation.behavior_tree)"));
     }
-    try {
-      const data = this.#o.readFile(path);
-      return Promise.resolve(typeof data === "string" ? data : new TextDecoder().decode(data));
-    } catch (err) {
-      return Promise.reject(
-        internal(
-          `Cannot read behavior tree ${path}: ${errorMessage(err)}`,
-          err,
-        ),
-      );
+    if (this.#treeText === null) {
+      return Promise.reject(notFound(`Behavior tree ${path} is not loaded yet`));
     }
+    return Promise.resolve(this.#treeText);
   }
 
   /**

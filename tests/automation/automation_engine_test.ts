@@ -272,14 +272,31 @@ Deno.test("AutomationEngine load fails with every error diagnostic", async () =>
   assert.equal(engine.runner, null);
 });
 
-Deno.test("AutomationEngine treeXml re-reads the file, NOT_FOUND without a tree, INTERNAL when unreadable", async () => {
-  const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
-  const { engine } = setup(SLEEP, { readFile: memFiles(files) });
-  assert.equal(await engine.treeXml(), files[TREE]);
-  files[TREE] = "<root/>";
-  assert.equal(await engine.treeXml(), "<root/>");
+Deno.test("AutomationEngine treeXml answers the file of the tree that runs, not the file on disk after a reload refused in AUTO; NOT_FOUND without a tree", async () => {
+  const first = xmlRoot(SLEEP, "Main");
+  const files: Record<string, string> = { [TREE]: first };
+  const { engine, modes } = setup(SLEEP, { readFile: editable(files) });
+  await started({ engine, modes }, "AUTO");
+  assert.equal(await engine.treeXml(), first);
+  // The operator edits the file and reloads in AUTO: refused, the first tree keeps running.
+  const edited = xmlRoot(`<BehaviorTree ID="Main"><Sleep msec="5"/></BehaviorTree>`, "Main");
+  files[TREE] = edited;
+  assert.equal(await engine.reloadTree(TREE, 10), "refused_auto");
+  assert.equal(
+    await engine.treeXml(),
+    first,
+    "GET /v0/automation/tree shows a tree that does not run",
+  );
   delete files[TREE];
-  await assert.rejects(engine.treeXml(), { code: "INTERNAL" });
+  assert.equal(await engine.treeXml(), first, "the running tree's file is kept, not re-read");
+  files[TREE] = edited;
+  modes.set("MANUAL");
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.equal(await engine.treeXml(), edited, "the tree swapped in");
+  assert.equal(await engine.reloadTree(null, 10), "replaced");
+  await assert.rejects(engine.treeXml(), { code: "NOT_FOUND" }, "a reload removed the tree");
+  engine.stop();
+  await assert.rejects(setup(SLEEP).engine.treeXml(), { code: "NOT_FOUND" }, "none loaded yet");
   const none = setup(SLEEP, { behaviorTree: null }).engine;
   await assert.rejects(none.treeXml(), { code: "NOT_FOUND" });
   await none.load();

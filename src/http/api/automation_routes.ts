@@ -34,7 +34,7 @@ export const AUTOMATION_ROUTES: readonly Route[] = [
   route("GET", "/v0/automation/tree", automationTree, {
     doc: {
       operationId: "getAutomationTree",
-      summary: "The behavior-tree XML (re-read per request)",
+      summary: "The behavior-tree XML of the tree that runs (as read to load it)",
       tag: "automation",
       response: "AutomationTreeResponse",
       errors: [404],
