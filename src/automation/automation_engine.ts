@@ -282,7 +282,9 @@ export class AutomationEngine {
   /**
    * Automated calls admitted to their provider's queue and not settled yet, by device handle (an
    * entry leaves at 0): bounded by the provider queues. A call a halt did not stop (one sent, up
-   * to the provider's timeout_ms) still commands its device when AUTO is entered again.
+   * to the provider's timeout_ms) still commands its device when AUTO is entered again; one it
+   * caught before it was sent (its decision being written ahead) leaves at the halt: the router
+   * never sends it.
    */
   readonly #inFlight = new Map<string, number>();
   /**
@@ -1105,7 +1107,20 @@ function kernelServices(
         noteCall(handle, err, madeUnder, "validation");
         throw err;
       }
-      let admitted = false;
+      // Counted in flight from its admission until it settles -- or until a halt aborts it before
+      // it was sent: the router sends no call of a halted tree (it checks the abort after the
+      // write ahead, right before sending), so it can no longer act on the device.
+      let counted = false;
+      let sent = false;
+      const uncount = () => {
+        if (!counted) return;
+        counted = false;
+        noteInFlight(handle, -1);
+      };
+      const onHalt = () => {
+        if (!sent) uncount();
+      };
+      signal.addEventListener("abort", onHalt);
       try {
         await o.router.call({
           providerId: dev.providerId,
@@ -1116,14 +1131,19 @@ function kernelServices(
           source: node === undefined ? { kind: "automation" } : { kind: "automation", node },
           signal,
           onQueued: () => {
-            admitted = true;
-            noteInFlight(handle, 1);
+            if (!signal.aborted) {
+              counted = true;
+              noteInFlight(handle, 1);
+            }
             noteCommand(handle);
           },
-          onSent: () => noteCommand(handle),
+          onSent: () => {
+            sent = true;
+            noteCommand(handle);
+          },
         });
       } catch (err) {
-        if (admitted) noteInFlight(handle, -1);
+        uncount();
         // A halt cancels a call only until it is sent: one the provider got and failed is the
         // device's failure whatever became of the tree meanwhile.
         const cancelled = signal.aborted && !reachedProvider(err);
@@ -1141,8 +1161,10 @@ function kernelServices(
         }
         noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err, madeUnder);
         throw err;
+      } finally {
+        signal.removeEventListener("abort", onHalt);
       }
-      if (admitted) noteInFlight(handle, -1);
+      uncount();
       noteCall(handle, null, madeUnder);
     },
     refuseCall(handle: string, _functionName: string, message: string, node?: string): void {

@@ -228,3 +228,60 @@ Deno.test("AutomationEngine: a tree call still in flight from the previous AUTO 
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine: a tree call halted while its decision was written ahead, not sent, does not command its device after AUTO is entered again (its loss does not force FAULT)", async () => {
+  const dir = await TreeDir.create();
+  try {
+    // The tree names no device: only the call below could make it depend on sim1/motorctl0.
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    await using r = await rig({
+      config: automationConfig(tree, {
+        config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+      }),
+      arm: true,
+    });
+    const rt = r.kernel;
+    const engine = rt.automation!;
+    // The call's write ahead is held (a slow journal, up to its bound) until the test lets it go.
+    let held = false;
+    let release = () => {};
+    const writing = new Promise<void>((res) => release = res);
+    rt.router.setAuditSink({
+      record: (d) => rt.audit.record(d),
+      writeAhead: async (call, options) => {
+        if (call.device_handle === "sim1/motorctl0") {
+          held = true;
+          await writing;
+        }
+        return rt.audit.writeAhead(call, options);
+      },
+    });
+    await rt.modes.request("AUTO");
+    const halt = new AbortController();
+    const call = engine.services.callDevice(
+      "sim1/motorctl0",
+      "set_motor_duty",
+      MOTOR_ARGS,
+      halt.signal,
+    ).catch((err: unknown) => err);
+    await waitFor("the call's write ahead held", () => held);
+    await rt.modes.request("MANUAL");
+    halt.abort(); // the tree is halted before its call was sent: it never will be
+    await rt.modes.request("AUTO");
+    release();
+    assert.match(String(await call), /call cancelled before it was sent/);
+    r.kill("sim1");
+    await waitFor(
+      "sim1/motorctl0 latched",
+      () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
+    );
+    // The latch and the FAULT are decided in one step.
+    assert.equal(
+      rt.modes.current(),
+      "AUTO",
+      "a device the tree's halted, never sent call named was lost: FAULT forced",
+    );
+  } finally {
+    await dir.dispose();
+  }
+});
