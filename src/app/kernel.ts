@@ -422,6 +422,14 @@ export class Kernel {
           providerAvailable: (id) => this.registry.host(id)?.available ?? false,
           devicesOf: (id) => this.registry.host(id)?.devices.map((d) => d.device.deviceId) ?? [],
           capabilities: (p, d) => this.inventory.capabilities(p, d),
+          // Removed for good: not one a reload restarts (changed entry, or a failed start tried
+          // again), whose host is taken out only to register its successor.
+          onProviderRemoved: (listener) =>
+            this.inventory.onChange((id, change) => {
+              if (change !== "removed" || this.registry.replacing(id)) return;
+              if (this.#reloading && this.#reloadStarting.has(id)) return;
+              listener(id);
+            }),
         },
         outages: this.outages,
         ...(this.parameters ? { parameters: this.parameters } : {}),

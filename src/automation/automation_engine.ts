@@ -94,6 +94,12 @@ export interface AutomationInventory {
    * the policies of the functions the tree calls.
    */
   capabilities?(providerId: string, deviceId: string): DeviceCapabilities | undefined;
+  /**
+   * Subscribes to providers a reload removed (told once each): what the tree's calls found of
+   * their devices is forgotten then, not when status is next read -- a reload configuring the id
+   * again brings a new process, whose devices no call has reached.
+   */
+  onProviderRemoved?(listener: (providerId: string) => void): () => void;
 }
 
 /** Consecutive failed calls to one device after which status reports an outage. */
@@ -319,6 +325,7 @@ export class AutomationEngine {
       this.#refusals.clear();
       this.#nodeKeys.clear();
     });
+    options.inventory?.onProviderRemoved?.((providerId) => this.#forgetProvider(providerId));
     const outages = options.outages;
     if (outages) {
       const latch = new DeviceLossLatch({
@@ -848,6 +855,15 @@ export class AutomationEngine {
    */
   #noteCommand(handle: string): void {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
+  }
+
+  /** Forgets the failures and refusals of the tree's calls to the devices of `providerId`. */
+  #forgetProvider(providerId: string): void {
+    for (const records of [this.#calls, this.#refusals]) {
+      for (const handle of [...records.keys()]) {
+        if (parseDeviceHandle(handle)?.providerId === providerId) records.delete(handle);
+      }
+    }
   }
 
   /** Counts an automated call to `handle` in flight (+1 once admitted, -1 once settled). */

@@ -4,6 +4,7 @@
  * it is not "lost" forever, nor warned about at every entry into AUTO.
  */
 import assert from "node:assert/strict";
+import type { TypedValue } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
@@ -67,6 +68,57 @@ Deno.test("Kernel.reload removing a provider takes its devices out of the automa
       assert.deepEqual((await rt.reload(next)).providers.removed, ["sim1"]);
       assert.deepEqual(engine.status().device_outages, []);
       assert.equal(engine.status().last_error, null);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload removing a provider and a later one adding it back: the removed provider's device outages and refusals are not the new process's", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+    });
+    const rt = await startRuntime(base, { arm: true });
+    try {
+      const engine = rt.automation!;
+      const call = (handle: string, fn: string, args: Record<string, TypedValue> = {}) =>
+        engine.services.callDevice(handle, fn, args, new AbortController().signal);
+      // Two automated calls the sim1 device failed: an outage; two refused: refused_calls.
+      await callAs(rt, "manual", "sim1/chaos_control", "inject_call_failure", {
+        device_id: tv.s("motorctl0"),
+        function_id: tv.s("10"), // set_motor_duty
+        failure_rate: tv.d(1),
+      });
+      const duty = { motor_index: tv.i(1), duty: tv.d(0.2) };
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(call("sim1/motorctl0", "set_motor_duty", duty), /injected fault/);
+        await assert.rejects(call("sim1/relayio0", "no_such_fn"), /Function not found/);
+      }
+      assert.deepEqual(engine.status().device_outages.map((o) => o.device_handle), [
+        "sim1/motorctl0",
+      ]);
+      assert.deepEqual(engine.status().refused_calls.map((o) => o.device_handle), [
+        "sim1/relayio0",
+      ]);
+      const without = {
+        ...rt.config,
+        providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+      };
+      assert.deepEqual((await rt.reload(without)).providers.removed, ["sim1"]);
+      // Nothing reads the status before a reload configures sim1 again: a new process, whose
+      // devices no call of the tree has reached.
+      assert.deepEqual((await rt.reload(base)).providers.added, ["sim1"]);
+      const s = engine.status();
+      assert.deepEqual(
+        [s.device_outages, s.refused_calls, s.last_error],
+        [[], [], null],
+        "the removed provider's outages and refusals are listed for the new one",
+      );
     } finally {
       await rt.stop();
     }
