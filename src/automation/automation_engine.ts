@@ -857,8 +857,12 @@ export class AutomationEngine {
     if (this.#o.modes.current() === "AUTO") this.#commanded.add(handle);
   }
 
-  /** Forgets the failures and refusals of the tree's calls to the devices of `providerId`. */
+  /**
+   * A reload removed `providerId`: forgets the failures and refusals of the tree's calls to its
+   * devices, and releases those the device-loss latch holds.
+   */
   #forgetProvider(providerId: string): void {
+    this.#lossLatch?.forgetProvider(providerId);
     for (const records of [this.#calls, this.#refusals]) {
       for (const handle of [...records.keys()]) {
         if (parseDeviceHandle(handle)?.providerId === providerId) records.delete(handle);

@@ -78,6 +78,19 @@ export class DeviceLossLatch {
   }
 
   /**
+   * A reload removed provider `providerId`: its latched devices leave the latch at once (one
+   * already down when removed is told no condition change, and a reload configuring the id again
+   * brings new devices, which the removed process's loss must not latch).
+   */
+  forgetProvider(providerId: string): void {
+    for (const [handle, entry] of this.#latched) {
+      if (entry.providerId === providerId) {
+        this.#release(handle, entry, "its provider is no longer configured");
+      }
+    }
+  }
+
+  /**
    * A latched device whose provider is no longer configured (a reload removed it) leaves the
    * latch: it no longer exists, and would otherwise be "down" for ever. A provider configured
    * again under that id brings new devices.

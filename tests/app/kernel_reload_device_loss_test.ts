@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { TypedValue } from "../../src/common/mod.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
@@ -28,6 +29,51 @@ Deno.test("Kernel.reload removing a provider takes its devices out of the device
       assert.deepEqual(latched.filter((h) => h.startsWith("sim1/")), []);
     } finally {
       await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("Kernel.reload removing a provider whose devices were latched releases them at the removal, not as a later reload's new process's devices", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1", { restart: false })] },
+    });
+    await using r = await rig({ config: base, arm: true });
+    const rt = r.kernel;
+    {
+      const engine = rt.automation!;
+      const events = recordEvents(rt);
+      // sim1 dies and stays down: its devices are lost, latched.
+      r.kill("sim1");
+      await waitFor(
+        "sim1/motorctl0 latched",
+        () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
+      );
+      const without = {
+        ...rt.config,
+        providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+      };
+      assert.deepEqual((await rt.reload(without)).providers.removed, ["sim1"]);
+      // Nothing reads the status before a reload configures sim1 again.
+      assert.deepEqual((await rt.reload(base)).providers.added, ["sim1"]);
+      assert.deepEqual(
+        engine.status().device_loss_latched.filter((h) => h.startsWith("sim1/")),
+        [],
+        "the new process's devices are latched for the removed one's loss",
+      );
+      const released = events.events.filter((e) =>
+        e.kind === "device_loss_latch" && e.provider_id === "sim1" && e.device_id === "motorctl0" &&
+        !e.latched
+      );
+      assert.deepEqual(
+        released.map((e) => e.kind === "device_loss_latch" ? e.reason : ""),
+        ["its provider is no longer configured"],
+      );
+      events.stop();
     }
   } finally {
     await dir.dispose();
