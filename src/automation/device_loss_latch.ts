@@ -38,6 +38,8 @@ export interface LatchModes {
   current(): RuntimeMode;
   /** Un-vetoable transition to FAULT (hooks included). */
   forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
+  /** Refuses a transition into AUTO whose before-hooks run now at its commit. */
+  invalidateAutoEntry?(why: string): void;
 }
 
 export interface DeviceLossLatchOptions {
@@ -174,7 +176,17 @@ export class DeviceLossLatch {
     // Decided in this step, before any await: FAULT is committed synchronously by forceFault.
     const fault = this.#o.modes.current() === "AUTO" && this.#o.treeDependsOn(handle);
     this.#latch(providerId, deviceId, reason, change.atWallMs);
-    if (!fault) return;
+    if (!fault) {
+      // MANUAL -> AUTO running its before-hooks was judged with this device up: refused at its
+      // commit even if the device is back by then (its return would release the latch there and
+      // the tree would command it at once), as a reload restarting a provider refuses it.
+      if (this.#o.treeDependsOn(handle)) {
+        this.#o.modes.invalidateAutoEntry?.(
+          `${handle}, a device the behavior tree depends on, was lost (${reason})`,
+        );
+      }
+      return;
+    }
     const why = `device-loss latch: ${handle} is down (${reason})`;
     this.#forcedFault = handle;
     this.#log.error(`${why}: forcing FAULT; the tree is halted until an operator re-arms`);

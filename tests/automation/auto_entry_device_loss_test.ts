@@ -1,0 +1,98 @@
+/**
+ * A device the tree names lost while MANUAL -> AUTO runs its before_transition hooks (the mode is
+ * still MANUAL): over a real kernel with sim0 (the hooks' device) and sim1 (the tree's), both
+ * in-process, sim1 restarted by its supervisor.
+ */
+import assert from "node:assert/strict";
+import type { HookConfig } from "../../src/config/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { simProvider } from "../helpers/sim_config.ts";
+import {
+  automationConfig,
+  callAs,
+  STOP_MOTOR_ON_FAULT,
+  TreeDir,
+  treeXml,
+  tv,
+} from "../scenarios/automation_helpers.ts";
+
+/** before_transition MANUAL -> AUTO: sim0/tempctl0 set_setpoint 30 (slowed by the test). */
+const SLOW_ARMING_HOOK: HookConfig = {
+  from: "MANUAL",
+  to: "AUTO",
+  failOnError: false,
+  path: "automation.mode_transition_hooks.before_transition[1]",
+  calls: [{
+    deviceHandle: "sim0/tempctl0",
+    functionId: 0,
+    functionName: "set_setpoint",
+    args: { value: { type: "double", double: 30 } },
+    path: "automation.mode_transition_hooks.before_transition[1].calls[0]",
+  }],
+};
+
+Deno.test("AUTO requested while a device the tree names is lost and back during the before_transition hooks is refused at its commit", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "motor.xml",
+      treeXml(`<Sequence>
+      <CallDevice device_handle="sim1/motorctl0" function_name="set_motor_duty"
+        args='json:{"motor_index": 1, "duty": 0.1}' />
+      <Sleep msec="60000" />
+    </Sequence>`),
+    );
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+    });
+    const config = {
+      ...base,
+      automation: {
+        ...base.automation,
+        modeTransitionHooks: {
+          beforeTransition: [STOP_MOTOR_ON_FAULT, SLOW_ARMING_HOOK],
+          afterTransition: [],
+        },
+      },
+    };
+    await using r = await rig({ config, arm: true });
+    const rt = r.kernel;
+    const engine = rt.automation!;
+    let hookSent = false;
+    rt.router.setAuditSink({
+      record: (d) => rt.audit.record(d),
+      writeAhead: (call, options) => {
+        if (call.device_handle === "sim0/tempctl0") hookSent = true;
+        return rt.audit.writeAhead(call, options);
+      },
+    });
+    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
+      device_id: tv.s("tempctl0"),
+      latency_ms: tv.i(1500),
+    });
+    hookSent = false;
+    const auto = rt.modes.request("AUTO").then(() => "AUTO", (err: unknown) => String(err));
+    await waitFor("the arming hook's call made", () => hookSent);
+    r.kill("sim1"); // lost while the hook runs, restarted by its supervisor
+    await waitFor(
+      "sim1/motorctl0 latched",
+      () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
+    );
+    await waitFor("sim1 back", () => rt.registry.host("sim1")?.available === true);
+    const outcome = await auto;
+    assert.notEqual(
+      outcome,
+      "AUTO",
+      "AUTO entered with the tree on a device lost after the request was judged",
+    );
+    assert.match(outcome, /refusing AUTO: .*sim1\/motorctl0/);
+    assert.equal(rt.modes.current(), "MANUAL");
+    assert.ok(
+      engine.status().device_loss_latched.includes("sim1/motorctl0"),
+      "still latched: no AUTO entry released it",
+    );
+  } finally {
+    await dir.dispose();
+  }
+});
