@@ -476,6 +476,9 @@ export class ModeManager implements ModeService {
       latency_ms: 0,
     });
     let hooks: Promise<HookFailure[]> | null = null;
+    // The hooks this stop started with: a reload before they run may add to them, never take
+    // away (below).
+    const committedWith = this.#o.hooks;
     return {
       committed: true,
       from,
@@ -483,9 +486,12 @@ export class ModeManager implements ModeService {
         if (hooks !== null) return hooks;
         // The hooks in force when they start (the e-stop runs them after its ladder, which may
         // take long): a reload meanwhile that fixed one is the fix the operator expects, as for a
-        // provider that comes back while FAULT stands (#providerBack). Once begun, a reload
-        // changes the next transition's.
-        hooks = this.#runFaultHooks(this.#o.hooks, from, soFar).then((failures) => {
+        // provider that comes back while FAULT stands (#providerBack). But a stop under way never
+        // ends with fewer stop actions than it started with, as the e-stop's own ladder finishes
+        // with the plan it started with: each call of the hooks in force at the commit that the
+        // reload dropped (or changed) is made too, before those in force now. Once begun, a
+        // reload changes the next transition's.
+        hooks = this.#runFaultHooks(this.#o.hooks, from, soFar, committedWith).then((failures) => {
           finished(failures);
           return failures;
         }, (err) => {
@@ -748,26 +754,48 @@ export class ModeManager implements ModeService {
     hooks: ModeManagerOptions["hooks"],
     from: RuntimeMode,
     failures: HookFailure[],
+    committedWith: ModeManagerOptions["hooks"] = hooks,
   ): Promise<HookFailure[]> {
     this.#faultHooksRunning++;
     try {
-      return await this.#runFaultHookPhases(hooks, from, failures);
+      return await this.#runFaultHookPhases(hooks, from, failures, committedWith);
     } finally {
       this.#faultHooksRunning--;
     }
   }
 
-  /** Fills `failures` as the calls fail (what the entry knows so far) and resolves with it. */
+  /**
+   * Fills `failures` as the calls fail (what the entry knows so far) and resolves with it. Per
+   * phase: the calls of `committedWith` (the hooks in force at the commit) that `config` no longer
+   * makes, then those of `config`.
+   */
   async #runFaultHookPhases(
     config: ModeManagerOptions["hooks"],
     from: RuntimeMode,
     failures: HookFailure[],
+    committedWith: ModeManagerOptions["hooks"],
   ): Promise<HookFailure[]> {
-    for (const phase of ["before", "after"] as const) {
-      const hooks = phase === "before" ? config.beforeTransition : config.afterTransition;
-      const calls = hooks
+    const matching = (c: ModeManagerOptions["hooks"], phase: "before" | "after") =>
+      (phase === "before" ? c.beforeTransition : c.afterTransition)
         .filter((h) => hookMatches(h, from, "FAULT"))
         .flatMap((hook) => hook.calls.map((call) => ({ hook, call })));
+    for (const phase of ["before", "after"] as const) {
+      const now = matching(config, phase);
+      const dropped = committedWith === config ? [] : droppedCalls(
+        matching(committedWith, phase),
+        now.map(({ call }) => call),
+      );
+      if (dropped.length > 0) {
+        this.#log.warn(
+          `FAULT (${from}->FAULT): a reload since FAULT was entered dropped or changed ` +
+            `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
+            `(${
+              dropped.map(({ call }) => `${call.deviceHandle} ${declaredFunctionLabel(call)}`)
+                .join(", ")
+            }), then those in force`,
+        );
+      }
+      const calls = [...dropped, ...now];
       await fanOutByProvider(calls, ({ call }) => call.deviceHandle, async ({ hook, call }) => {
         const failure = await this.#runHookCall(phase, hook, call, from, "FAULT", "safety");
         if (failure) failures.push(failure);
@@ -956,6 +984,23 @@ export class ModeManager implements ModeService {
     }
     return { veto: null, failures };
   }
+}
+
+/**
+ * The calls of `before` that `after` no longer makes (each call of `after` stands for one alike in
+ * `before`), in `before`'s order.
+ */
+function droppedCalls<T extends { readonly call: CallConfig }>(
+  before: readonly T[],
+  after: readonly CallConfig[],
+): T[] {
+  const left = [...after];
+  return before.filter(({ call }) => {
+    const i = left.findIndex((c) => sameDeclaredCall(c, call));
+    if (i < 0) return true;
+    left.splice(i, 1);
+    return false;
+  });
 }
 
 /** Whether two declared calls are the same call: device, function and arguments alike. */
