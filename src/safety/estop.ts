@@ -293,8 +293,6 @@ export class Estop implements EstopService {
   #latchedAtMs: number | null = null;
   #triggerCount = 0;
   #cause: string | null = null;
-  /** What triggered the stop whose ladder runs (audit origin of its calls). */
-  #activeCause: string = ESTOP_CAUSE_API;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
   /**
@@ -510,7 +508,6 @@ export class Estop implements EstopService {
     this.#cause ??= cause;
     const text = typeof reason === "string" ? reason : undefined;
     const source = options.source ?? estopSource(cause);
-    this.#activeCause = cause;
     // From the latch on, the ladder starts whatever fails before it (a port that throws): a latch
     // without its stop would leave the machine as it was. Each step is contained on its own, so
     // an audit that throws neither skips FAULT nor the change's announcement; each failure logged.
@@ -580,7 +577,9 @@ export class Estop implements EstopService {
       }
     }
     this.#stopsRunning++;
-    const stop = this.#stopTail.then(() => this.#stop(fault)).finally(() => this.#stopsRunning--);
+    const stop = this.#stopTail.then(() => this.#stop(fault, cause)).finally(() =>
+      this.#stopsRunning--
+    );
     this.#stopTail = stop.catch(() => {});
     return await stop;
   }
@@ -709,8 +708,11 @@ export class Estop implements EstopService {
     };
   }
 
-  /** Steps 2-4 of the trigger (module comment). */
-  async #stop(fault: FaultEntry | null): Promise<EstopResult> {
+  /**
+   * Steps 2-4 of the trigger (module comment); `cause` is this trigger's (the audit origin of its
+   * ladder calls, whatever triggers while they run).
+   */
+  async #stop(fault: FaultEntry | null, cause: string): Promise<EstopResult> {
     let ladder: { plan: SafeStatePlan; actions: EstopAction[]; drain: DrainReport };
     let hooks: { failures: HookFailure[]; pending: boolean };
     // The safe state this stop starts with: a reload meanwhile (reconfigure) changes the next
@@ -718,7 +720,7 @@ export class Estop implements EstopService {
     const safeState = this.#o.safeState;
     try {
       const plan = this.plan();
-      const [actions, drain] = await Promise.all([this.#runLadder(plan), this.#drainAll()]);
+      const [actions, drain] = await Promise.all([this.#runLadder(plan, cause), this.#drainAll()]);
       ladder = { plan, actions, drain };
     } finally {
       // Whatever the ladder did, even throw: FAULT without its stop actions would also hold every
@@ -810,7 +812,7 @@ export class Estop implements EstopService {
    * The ladder: fanned out per provider (declared order within a provider, behind ladder calls
    * still running on it), every call attempted. Actions are reported in plan order.
    */
-  async #runLadder(plan: SafeStatePlan): Promise<EstopAction[]> {
+  async #runLadder(plan: SafeStatePlan, cause: string): Promise<EstopAction[]> {
     // What it leaves untouched is the answer's warning, logged with it.
     this.#log.warn(
       `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
@@ -826,7 +828,9 @@ export class Estop implements EstopService {
     await Promise.all(
       [...byProvider].map(([id, indices]) =>
         this.#onProvider(id, async () => {
-          for (const i of indices) await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung);
+          for (const i of indices) {
+            await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung, cause);
+          }
         })
       ),
     );
@@ -849,17 +853,18 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Runs one ladder call of a plan whose rung is `rung` (its audit origin: a reload meanwhile
-   * changes the plan a next trigger runs, not this one's) and records its outcome in `action`
-   * (never throws).
+   * Runs one ladder call of a plan whose rung is `rung`, for a stop whose cause is `cause` (its
+   * audit origin: a reload meanwhile changes the plan a next trigger runs, and a trigger meanwhile
+   * the cause of its own stop, not this one's) and records its outcome in `action` (never throws).
    */
   async #attempt(
     planned: PlannedCall,
     action: EstopAction,
     rung: SoftwareSafeState,
+    cause: string,
   ): Promise<void> {
     try {
-      await this.#runWhileBusy(planned, rung);
+      await this.#runWhileBusy(planned, { kind: "estop", rung, cause });
     } catch (err) {
       const e = toRuntimeError(err);
       action.success = false;
@@ -927,6 +932,8 @@ export class Estop implements EstopService {
       made = calls.flatMap((c) => c.kind === "declared" ? [c.call] : []);
       rung = this.plan().rung;
       safeState = this.#o.safeState;
+      // Made for the latch in force: its cause (what latched it) is theirs.
+      const latchCause = this.#cause ?? ESTOP_CAUSE_API;
       run.secured = { rung, safeState };
       this.#log.warn(
         `e-stop latched: provider ${id} ${why}; bringing it to the safe state (${calls.length} call(s))`,
@@ -934,7 +941,7 @@ export class Estop implements EstopService {
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
       try {
-        for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!, rung);
+        for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!, rung, latchCause);
       } finally {
         this.#stopsRunning--;
       }
@@ -1016,7 +1023,7 @@ export class Estop implements EstopService {
     const failed = actions.filter((a) => !a.success).length;
     this.#o.audit?.record({
       action: "estop",
-      origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? this.#activeCause },
+      origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? ESTOP_CAUSE_API },
       outcome: failed === 0 ? "accepted" : "failed",
       args: { provider_ids: ids, reason: batch.reason },
       result: {
@@ -1082,21 +1089,17 @@ export class Estop implements EstopService {
    * of calls queued before the latch; control's retryWhileBusy). A provider that is down, or not
    * configured, fails at once.
    */
-  async #runWhileBusy(planned: PlannedCall, rung: SoftwareSafeState): Promise<void> {
+  async #runWhileBusy(planned: PlannedCall, source: AuditOrigin): Promise<void> {
     await retryWhileBusy(
       this.#o.inventory,
       this.#o.clock,
       providerOf(planned),
-      () => this.#run(planned, rung),
+      () => this.#run(planned, source),
     );
   }
 
-  #run(planned: PlannedCall, rung: SoftwareSafeState): Promise<unknown> {
-    const source: AuditOrigin = {
-      kind: "estop",
-      rung,
-      cause: this.#activeCause,
-    };
+  /** One attempt of a ladder call, audited with `source` (its stop's rung and cause). */
+  #run(planned: PlannedCall, source: AuditOrigin): Promise<unknown> {
     if (planned.kind === "declared") {
       return runDeclaredCall(this.#o.router, planned.call, "safety", source);
     }

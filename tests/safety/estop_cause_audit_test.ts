@@ -1,0 +1,47 @@
+/**
+ * Each ladder call is audited with the cause of the stop that makes it: a trigger while a slow
+ * stop runs (an alarm after the operator's press) re-runs the ladder after it, and must not lend
+ * its cause to the running stop's calls still to come.
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { call, plantProvider } from "./_fixture.ts";
+
+Deno.test("Estop audits each ladder call with the cause of its own stop, also when a trigger arrives while it runs", async () => {
+  await using r = await rig({
+    // Each ladder call answers 1 s after it arrived: the first stop's second call starts after
+    // the second trigger.
+    providers: [plantProvider("slow", { latencyMs: 1000 })],
+    safety: {
+      hooks: [
+        call("slow/plant0", "set_heater", { enabled: false }),
+        call("slow/plant0", "set_fan", { duty: { double: 0 } }),
+      ],
+      zeroIsSafe: false,
+    },
+  });
+  const rt = r.kernel;
+  const first = rt.estop.trigger("operator");
+  const second = rt.estop.trigger("too hot", { cause: "alarm:overtemp" });
+  await Promise.all([first, second]);
+  const calls = await waitFor("the four ladder calls audited", async () => {
+    const page = await rt.audit.query({ limit: 100, origin: "estop" });
+    const c = page.entries.filter((e) => e.action === "call" && e.outcome === "accepted");
+    return c.length === 4 ? c : undefined;
+  });
+  // Oldest first: the first stop's two calls, then the second stop's.
+  const causes = calls
+    .sort((a, b) => a.seq - b.seq)
+    .map((e) => [e.function, (e.origin as { cause?: string }).cause]);
+  assert.deepEqual(
+    causes,
+    [
+      ["set_heater", "api"],
+      ["set_fan", "api"],
+      ["set_heater", "alarm:overtemp"],
+      ["set_fan", "alarm:overtemp"],
+    ],
+    "each ladder call names the cause of its own stop",
+  );
+});
