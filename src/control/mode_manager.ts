@@ -139,7 +139,16 @@ export interface FaultEntry {
  * resolves, once its ladder's calls to that provider have been made, with the declared calls among
  * them (each attempted); null when the e-stop secures none for this return (not latched then).
  */
-export type LatchSecuring = (host: ProviderSummary) => Promise<readonly CallConfig[]> | null;
+export type LatchSecuring = (
+  host: ProviderSummary,
+  options?: {
+    /**
+     * Only a securing run that has not begun its calls (it makes the plan in force at its turn);
+     * null for one begun or ended, whose calls may have been undone since.
+     */
+    readonly notBegun?: boolean;
+  },
+) => Promise<readonly CallConfig[]> | null;
 
 /** A committed mode change, as listeners (the behavior-tree runner) receive it. */
 export interface ModeChange {
@@ -370,7 +379,13 @@ export class ModeManager implements ModeService {
       const now = this.#faultHookCallsTo(host.id, entry.from);
       const same = was.length === now.length &&
         was.every((w, i) => w.phase === now[i]!.phase && sameDeclaredCall(w.call, now[i]!.call));
-      if (!same) this.#providerBack(host, "had its hook calls into FAULT changed by a reload");
+      if (same) continue;
+      // Not a return: a securing run the e-stop made long ago (the provider came back then) says
+      // nothing of now, the hooks made since may have undone its calls. Only one still to begin
+      // (this reload's, when the e-stop adopts the hooks, or a return's waiting its turn) makes
+      // its calls after now; its calls are left out.
+      const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
+      this.#providerBack(host, "had its hook calls into FAULT changed by a reload", securing);
     }
   }
 
@@ -833,7 +848,11 @@ export class ModeManager implements ModeService {
    * up). Each call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
-  #providerBack(host: ProviderSummary, why = "is AVAILABLE again"): void {
+  #providerBack(
+    host: ProviderSummary,
+    why = "is AVAILABLE again",
+    securing?: Promise<readonly CallConfig[]> | null,
+  ): void {
     const providerId = host.id;
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
@@ -847,7 +866,7 @@ export class ModeManager implements ModeService {
       if (this.#faultInForce !== entry) return;
       // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
       // call it made is not made again. Released before the ladder's turn: it made none.
-      const secured = this.#latchSecuring?.(host) ?? null;
+      const secured = securing !== undefined ? securing : this.#latchSecuring?.(host) ?? null;
       const made = secured === null ? [] : [...await secured];
       if (this.#faultInForce !== entry) return;
       const calls = this.#faultHookCallsTo(providerId, entry.from).filter(({ call }) => {

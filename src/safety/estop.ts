@@ -360,16 +360,19 @@ export class Estop implements EstopService {
     });
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
     // and leave out those the ladder made (the adopted hooks' own, without a safety: section).
-    options.modes?.setLatchSecuring?.((host) => this.#ladderMade(host));
+    options.modes?.setLatchSecuring?.((host, o) => this.#ladderMade(host, o?.notBegun === true));
   }
 
   /**
    * The securing run begun when `host` last became AVAILABLE, if it was latched then: resolves,
    * once its ladder calls have been made, with the declared ones among them ([] when the latch was
-   * released before their turn); null when it came back unlatched.
+   * released before their turn); null when it came back unlatched, or (`notBegun`) when that run
+   * has begun its calls already.
    */
-  #ladderMade(host: ProviderSummary): Promise<readonly CallConfig[]> | null {
-    return this.#secureRuns.get(host)?.ladder ?? null;
+  #ladderMade(host: ProviderSummary, notBegun: boolean): Promise<readonly CallConfig[]> | null {
+    const run = this.#secureRuns.get(host);
+    if (run === undefined || (notBegun && run.started)) return null;
+    return run.ladder;
   }
 
   /**
