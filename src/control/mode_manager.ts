@@ -356,6 +356,17 @@ export class ModeManager implements ModeService {
   }
 
   /**
+   * The e-stop secures `host` again while latched because a reload changed its ladder calls: the
+   * calls addressed to it of the hooks into FAULT are made again after that securing run (begun
+   * now, not yet making its calls), leaving out those it makes (#providerBack) -- the order of a
+   * stop, ladder then hooks, so a ladder call does not undo a hook's (a cool-down after the stop).
+   */
+  ladderReloaded(host: ProviderSummary): void {
+    const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
+    this.#providerBack(host, "had its e-stop ladder calls changed by a reload", securing);
+  }
+
+  /**
    * Replaces the mode-transition hooks and the manual gating policy (configuration reload); the
    * next transition and the next gated call use them. A transition whose hooks are running
    * finishes with the hooks it started with; a provider that comes back while FAULT stands gets

@@ -258,6 +258,12 @@ export interface EstopModes {
   addArmCheck(check: ArmCheck, name?: string): void;
   /** Told how the e-stop secures a provider that comes back while latched (#ladderMade). */
   setLatchSecuring?(securing: LatchSecuring): void;
+  /**
+   * Told that a reload changed the ladder calls of `host`, up while latched: the e-stop secures
+   * it again with them (a run not begun yet), after which the hooks into FAULT are made again, as
+   * after a stop's ladder.
+   */
+  ladderReloaded?(host: ProviderSummary): void;
 }
 
 export interface EstopOptions {
@@ -623,6 +629,8 @@ export class Estop implements EstopService {
             ? "came back before a reload changed its ladder calls"
             : LADDER_RELOADED,
         );
+        // The hooks into FAULT follow its new ladder calls, as they follow a stop's.
+        this.#o.modes?.ladderReloaded?.(host);
         // Read back by its securing run (one waiting for its turn takes the new plan too).
         started.add(host.id);
         const run = this.#secureRuns.get(host);

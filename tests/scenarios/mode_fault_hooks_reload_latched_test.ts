@@ -72,3 +72,48 @@ Deno.test("A reload while latched that changes a hook call into FAULT makes it, 
     "the changed hook call into FAULT is made",
   );
 });
+
+Deno.test("A reload while latched that changes a provider's ladder calls makes its hook calls into FAULT again after them, as a stop does", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant")],
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      // In FAULT the fan runs at half (a cool-down), after the ladder stopped it.
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+    },
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+  });
+  const rt = r.kernel;
+  await rt.estop.trigger("operator");
+  assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.5, "ladder, then hooks");
+  const hookCalls = async () =>
+    (await rt.audit.query({ limit: 100, origin: "hook" })).entries.filter((e) =>
+      e.action === "call" && e.function === "set_fan" && e.outcome !== "refused"
+    ).reduce((n, e) => n + e.count, 0);
+  const before = await hookCalls();
+  // The ladder gains a call for the plant: the e-stop secures it again with the new ladder.
+  const report = await rt.reload({
+    ...rt.config,
+    safety: {
+      ...rt.config.safety,
+      safeState: {
+        ...rt.config.safety.safeState,
+        hooks: [
+          call("plant/plant0", "set_heater", { enabled: false }),
+          call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+        ],
+      },
+    },
+  });
+  assert.ok(report.applied.includes("safety"), JSON.stringify(report));
+  assert.equal(report.estopActions, 2, JSON.stringify(report));
+  // The hooks into FAULT follow the ladder's calls, as after a stop (bounded: none on the parent).
+  await waitFor("the hook call into FAULT made again", async () => await hookCalls() > before, 3000)
+    .catch(() => {});
+  assert.equal(
+    await readSignal(rt, "plant", "plant0", "fan_duty"),
+    0.5,
+    "the state a stop leaves: the ladder's calls, then the hooks into FAULT",
+  );
+});
