@@ -363,7 +363,17 @@ export class ModeManager implements ModeService {
    */
   ladderReloaded(host: ProviderSummary): void {
     const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
-    this.#providerBack(host, "had its e-stop ladder calls changed by a reload", securing);
+    const why = "had its e-stop ladder calls changed by a reload";
+    // The stop's hooks into FAULT have yet to begin (its ladder still runs): they wait for the
+    // stop's ladder, not for this securing run, so they are made again once they have run.
+    const pending = this.#faultInForce === null && this.#faultHooksPending
+      ? this.#faultHooksDone
+      : null;
+    if (this.#mode === "FAULT" && pending !== null) {
+      void pending.promise.then(() => this.#providerBack(host, why, securing));
+      return;
+    }
+    this.#providerBack(host, why, securing);
   }
 
   /**

@@ -117,3 +117,51 @@ Deno.test("A reload while latched that changes a provider's ladder calls makes i
     "the state a stop leaves: the ladder's calls, then the hooks into FAULT",
   );
 });
+
+Deno.test("A reload that changes a provider's ladder calls while the stop's ladder still runs leaves it as a stop does: ladder, then hooks", async () => {
+  await using r = await rig({
+    // Each actuating call answers 1 s after it arrived, one at a time.
+    providers: [plantProvider("plant", { latencyMs: 1000 })],
+    pollingIntervalMs: 60000, // no polls waiting behind the slow calls
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+    },
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+  });
+  const rt = r.kernel;
+  let answered = false;
+  const stop = rt.estop.trigger("operator").finally(() => answered = true);
+  // While the ladder's call runs, the ladder gains a call for the plant: secured again after it.
+  const report = await rt.reload({
+    ...rt.config,
+    safety: {
+      ...rt.config.safety,
+      safeState: {
+        ...rt.config.safety.safeState,
+        hooks: [
+          call("plant/plant0", "set_heater", { enabled: false }),
+          call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+        ],
+      },
+    },
+  });
+  assert.ok(report.applied.includes("safety"), JSON.stringify(report));
+  const result = await stop;
+  assert.deepEqual(result.hook_failures, []);
+  assert.equal(answered, true);
+  const hookCalls = async () =>
+    (await rt.audit.query({ limit: 100, origin: "hook" })).entries.filter((e) =>
+      e.action === "call" && e.function === "set_fan" && e.outcome !== "refused"
+    ).reduce((n, e) => n + e.count, 0);
+  // The stop's own hook call, then the one after the plant's new ladder calls (bounded: the
+  // parent makes only the first).
+  await waitFor("the hook call into FAULT made again", async () => await hookCalls() >= 2, 5000)
+    .catch(() => {});
+  assert.equal(
+    await readSignal(rt, "plant", "plant0", "fan_duty"),
+    0.5,
+    "the state a stop leaves: the ladder's calls, then the hooks into FAULT",
+  );
+});
