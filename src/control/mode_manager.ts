@@ -363,17 +363,7 @@ export class ModeManager implements ModeService {
    */
   ladderReloaded(host: ProviderSummary): void {
     const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
-    const why = "had its e-stop ladder calls changed by a reload";
-    // The stop's hooks into FAULT have yet to begin (its ladder still runs): they wait for the
-    // stop's ladder, not for this securing run, so they are made again once they have run.
-    const pending = this.#faultInForce === null && this.#faultHooksPending
-      ? this.#faultHooksDone
-      : null;
-    if (this.#mode === "FAULT" && pending !== null) {
-      void pending.promise.then(() => this.#providerBack(host, why, securing));
-      return;
-    }
-    this.#providerBack(host, why, securing);
+    this.#providerBack(host, "had its e-stop ladder calls changed by a reload", securing);
   }
 
   /**
@@ -875,6 +865,16 @@ export class ModeManager implements ModeService {
     securing?: Promise<readonly CallConfig[]> | null,
   ): void {
     const providerId = host.id;
+    // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
+    // ladder, not for the e-stop's securing of this provider (queued behind it), which may land
+    // after them; so they are made again for it once they have run.
+    const pending = this.#faultInForce === null && this.#faultHooksPending
+      ? this.#faultHooksDone
+      : null;
+    if (this.#mode === "FAULT" && pending !== null) {
+      void pending.promise.then(() => this.#providerBack(host, why, securing));
+      return;
+    }
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
     if (this.#faultHookCallsTo(providerId, entry.from).length === 0) return;
