@@ -532,6 +532,23 @@ export class ModeManager implements ModeService {
   }
 
   /**
+   * Makes the hooks into FAULT again while FAULT stands with its hooks run (an e-stop triggered
+   * again, or while FAULT stood: its ladder undid what they set): those of the mode FAULT was
+   * entered from, in force now, as stop actions, every call attempted (re-arming waits for them);
+   * `failures` is filled as calls fail, and the promise resolves with it. Null when no FAULT entry
+   * in force has run its hooks (outside FAULT, or its committer never ran them).
+   */
+  runFaultHooksAgain(failures: HookFailure[]): Promise<HookFailure[]> | null {
+    const entry = this.#faultInForce;
+    if (this.#mode !== "FAULT" || entry === null) return null;
+    const run = this.#runFaultHooks(this.#o.hooks, entry.from, failures);
+    // Leaving FAULT waits for them (#faultHooksRunning), and so does a provider coming back from
+    // now on (the same entry: re-applications under way carry on).
+    entry.run = Promise.all([entry.run, run]);
+    return run;
+  }
+
+  /**
    * Enters FAULT without any possible veto (lost AUTO preconditions, automation faults) and runs
    * its hooks; when FAULT was in force already, waits for the hooks of that entry instead (an
    * e-stop runs them after its ladder). Either wait ends after FAULT_HOOKS_ANSWER_WAIT_MS (the

@@ -255,6 +255,11 @@ export interface EstopModes {
   current(): RuntimeMode;
   /** Commits FAULT synchronously; its hooks run when asked. */
   enterFault(reason: string, source?: AuditOrigin): FaultEntry;
+  /**
+   * Makes the hooks into FAULT of the entry in force again (a trigger while FAULT stood: its ladder
+   * may have undone what they set), filling `failures`; null when none has run.
+   */
+  runFaultHooksAgain?(failures: HookFailure[]): Promise<HookFailure[]> | null;
   addArmCheck(check: ArmCheck, name?: string): void;
   /** Told how the e-stop secures a provider that comes back while latched (#ladderMade). */
   setLatchSecuring?(securing: LatchSecuring): void;
@@ -779,13 +784,20 @@ export class Estop implements EstopService {
    * the failures known so far, pending. Rejects when they failed to run at all, within the wait.
    */
   async #faultHooks(fault: FaultEntry): Promise<{ failures: HookFailure[]; pending: boolean }> {
-    const done = fault.runHooks();
+    // FAULT stood already (a trigger while latched, or after another FAULT): its hooks, once run,
+    // are made again after this ladder, which may have undone what they set -- a stop leaves the
+    // machine as its ladder then the hooks do, however many triggers.
+    const again: HookFailure[] = [];
+    const done = fault.committed ? fault.runHooks() : fault.runHooks().then(async (earlier) => {
+      const rerun = this.#o.modes?.runFaultHooksAgain?.(again) ?? null;
+      return rerun === null ? earlier : [...earlier, ...await rerun];
+    });
     const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
     if (failures !== null) return { failures, pending: false };
     done.catch((err) =>
       this.#log.error(`the hooks into FAULT failed to run: ${toRuntimeError(err).message}`)
     );
-    const soFar = fault.hookFailuresSoFar();
+    const soFar = [...fault.hookFailuresSoFar(), ...again];
     this.#log.warn(
       `e-stop: the hooks into FAULT had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms; ` +
         `answering with the ${soFar.length} failure(s) so far (they run on)`,

@@ -71,3 +71,26 @@ Deno.test("A provider that comes back while the stop's ladder runs ends as a sto
     })`,
   );
 });
+
+Deno.test("An e-stop triggered again while latched ends as the first left the machine: its ladder calls, then the hooks into FAULT", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant")],
+    automation: {
+      enabled: true,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+    },
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+  });
+  const rt = r.kernel;
+  await rt.estop.trigger("operator");
+  assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.5, "ladder, then hooks");
+  // A second press (or an alarm) while latched runs the ladder again.
+  const again = await rt.estop.trigger("operator, again");
+  assert.deepEqual(again.hook_failures, []);
+  assert.equal(
+    await readSignal(rt, "plant", "plant0", "fan_duty"),
+    0.5,
+    "a trigger while latched leaves the state a stop leaves: ladder, then hooks",
+  );
+});
