@@ -1276,10 +1276,16 @@ export class RunRegistry {
    * Id of the run whose events are recorded now: the open one, or the one whose open is being
    * written (it has started; if that open fails, no run has the id). What an actuating call's
    * write-ahead record names, so a crash before its outcome makes it that run's interrupted call.
+   * Null once the open run's close has begun (its run_closed is being written, or is written and
+   * its record is not): the close is a point, what is decided after it belongs to no run, as the
+   * call's event does (#queueEvent), whether the process then crashes or not (if that close fails,
+   * the run counts the call among its events_not_recorded).
    */
   eventRunId(): string | null {
     if (this.#state !== "ready") return null;
-    return this.#open?.run.run_id ?? (this.#whileOpening === null ? null : this.#openingId);
+    const open = this.#open;
+    if (open !== null) return open.closing || open.closedEvent !== null ? null : open.run.run_id;
+    return this.#whileOpening === null ? null : this.#openingId;
   }
 
   /**

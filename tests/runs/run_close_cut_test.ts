@@ -180,3 +180,42 @@ Deno.test("a run whose close fails after one of its event writes failed saves th
   assert.equal(closed.payload.events_not_recorded, 1, "the event its failed write lost");
   await next.shutdown();
 });
+
+Deno.test("a call decided once a close has begun is stamped with no run: after a crash before its run_closed landed it is not an interrupted call of the closing run", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const { run } = await registry.open({});
+  assert.equal(registry.eventRunId(), run.run_id, "a call decided while it is open is its own");
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const closing = registry.close(run.run_id, { close_reason: "completed" }).catch(() => {});
+  await waitFor("the run_closed write under way", () => files.held > 0);
+  // What the audit trail stamps on a call's write-ahead record decided now.
+  const stamp = registry.eventRunId();
+  assert.equal(
+    stamp,
+    null,
+    "a call decided after the close began belongs to no run (as its outcome's call event)",
+  );
+  // A crash now: the run_closed never reached the disk; the next start closes the run as
+  // abandoned with the calls its process left in flight, by their stamp.
+  const call = {
+    first_time_epoch_ms: 1_700_000_000_000,
+    last_time_epoch_ms: 1_700_000_000_000,
+    count: 1,
+    device_handle: "sim0/motor0",
+    function: "stop",
+    outcome: "interrupted",
+  };
+  files.gate = null; // the next process's writes are not held (the run_closed's still is)
+  const next = registryOn(files);
+  await next.start({ interruptedCalls: [{ call, runId: stamp }] });
+  assert.deepEqual(
+    (await next.listEvents(run.run_id)).events.map((e) => [e.category, e.type]),
+    [["run_opened", ""], ["run_closed", "abandoned"]],
+  );
+  await next.shutdown();
+  release();
+  await closing;
+});
