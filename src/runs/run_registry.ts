@@ -527,6 +527,11 @@ export class RunRegistry {
   #openingId: string | null = null;
   /** Events of the run whose open is being written that #whileOpening had no room for. */
   #lostWhileOpening = 0;
+  /**
+   * The safety events of #lostWhileOpening: of no run if that open fails (counted by the next
+   * run's run_opened, #betweenRuns); if it succeeds, its run counts them with the rest.
+   */
+  #lostSafetyWhileOpening: SafetyBetweenRuns | null = null;
   /** Safety events no run recorded since the last run opened (or this process started). */
   #betweenRuns: SafetyBetweenRuns | null = null;
 
@@ -819,6 +824,7 @@ export class RunRegistry {
       // The run has started (at `now`): what comes while its open is written is its own.
       this.#whileOpening = [];
       this.#lostWhileOpening = 0;
+      this.#lostSafetyWhileOpening = null;
       this.#openingId = run.run_id;
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
@@ -834,6 +840,9 @@ export class RunRegistry {
             this.#betweenRuns = noteSafety(this.#betweenRuns, e.category, e.type, e.occurred);
           }
         }
+        // Those its window's full queue dropped too.
+        this.#betweenRuns = mergeSafety(this.#betweenRuns, this.#lostSafetyWhileOpening);
+        this.#lostSafetyWhileOpening = null;
         this.#whileOpening = null;
         await writer.close();
         // No run names the file (a failed write is cut back, runs.jsonl's record too): not left
@@ -867,6 +876,7 @@ export class RunRegistry {
       };
       const came = this.#whileOpening ?? [];
       this.#whileOpening = null;
+      this.#lostSafetyWhileOpening = null; // counted by the run with the rest (below)
       // Its events the window's queue dropped are left out of its record: counted by the run.
       for (let n = this.#lostWhileOpening; n > 0; n--) this.#countNotRecorded(this.#open);
       for (const e of came) this.#queueEvent(e.category, e.type, e.occurred, e.payload);
@@ -1336,6 +1346,14 @@ export class RunRegistry {
       }
       if (opening.length >= MAX_PENDING_BUS_EVENTS + (safety ? RUN_SAFETY_RESERVE_EVENTS : 0)) {
         this.#lostWhileOpening++;
+        if (safety) {
+          this.#lostSafetyWhileOpening = noteSafety(
+            this.#lostSafetyWhileOpening,
+            category,
+            type,
+            occurred,
+          );
+        }
         this.#droppedBusEvent(
           `${MAX_PENDING_BUS_EVENTS} events came while a run's open was written`,
         );

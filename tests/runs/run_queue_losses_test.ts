@@ -7,7 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import { MAX_PENDING_BUS_EVENTS, type RunEvent, type RunRegistry } from "../../src/runs/mod.ts";
+import {
+  MAX_PENDING_BUS_EVENTS,
+  RUN_SAFETY_RESERVE_EVENTS,
+  type RunEvent,
+  type RunRegistry,
+} from "../../src/runs/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
@@ -122,6 +127,52 @@ Deno.test("a run's event whose write failed is counted by the run", async () => 
     await registry.close(run.run_id, {});
     const events = await allEvents(registry, run.run_id);
     assert.deepEqual(events.at(-1)!.payload, { events_not_recorded: 1 });
+  } finally {
+    await registry.shutdown();
+  }
+});
+
+Deno.test("safety events the queue of a failed open's window dropped are counted by the next run's run_opened", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  try {
+    let release!: () => void;
+    files.gate = new Promise((r) => release = r);
+    const opening = registry.open({});
+    await waitFor("the open's write under way", () => files.held > 0);
+    for (let i = 0; i < MAX_PENDING_BUS_EVENTS; i++) registry.recordCall(call(i));
+    // The reserve's places, and three e-stops more that find none.
+    const safety = RUN_SAFETY_RESERVE_EVENTS + 3;
+    for (let i = 0; i < safety; i++) {
+      bus.publish({
+        kind: "estop_change",
+        latched: true,
+        reason: "leak",
+        cause: "api",
+        timestamp_ms: 10 + i,
+      });
+    }
+    files.journalFails = true; // its record in runs.jsonl fails: no run
+    files.gate = null;
+    release();
+    await assert.rejects(opening);
+    files.journalFails = false;
+    const { run } = await registry.open({});
+    assert.deepEqual(
+      (await registry.listEvents(run.run_id)).events[0]!.payload,
+      {
+        safety_events_between_runs: {
+          count: safety,
+          estop_triggers: safety,
+          first_at_epoch_ms: 10,
+          last_at_epoch_ms: 10 + safety - 1,
+        },
+      },
+      "every e-stop no run recorded is counted, those the full window queue dropped too",
+    );
   } finally {
     await registry.shutdown();
   }
