@@ -249,9 +249,10 @@ export const MAX_PENDING_RUN_RECORDS = 64;
 /**
  * Default of `runs.max_run_bytes`: the size an open run's event file may reach. Past it automatic
  * events (calls, alarms, interlocks, mode changes not into or out of FAULT, parameter changes,
- * automation faults, incidents) are counted instead of recorded; the safety events (e-stop
- * trigger, clear and reason, mode changes into and out of FAULT, config_change, polling_change,
- * automation_change) are still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written) says how
+ * automation faults, incidents but an e-stop's or FAULT entry's) are counted instead of recorded;
+ * the safety events (e-stop trigger, clear and reason, mode changes into and out of FAULT, the
+ * incident of an e-stop or FAULT entry, config_change, polling_change, automation_change) are
+ * still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written) says how
  * many were left out: a run left open in AUTO must not fill the disk the audit journal and the
  * history share.
  */
@@ -259,7 +260,8 @@ export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
 /**
  * Bytes an open run's event file may grow beyond `runs.max_run_bytes` for its safety events only
  * (isSafetyEvent: the e-stop's trigger, clear and late reason, mode changes into and out of FAULT,
- * config_change, polling_change, automation_change): a review of a run past the bound must still show that the machine was stopped,
+ * the incident of an e-stop or FAULT entry, config_change, polling_change, automation_change): a
+ * review of a run past the bound must still show that the machine was stopped,
  * released, or reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
  * counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its run_closed).
  */
@@ -425,9 +427,10 @@ function pageBounds(
 
 /**
  * Whether an automatic event is kept past `runs.max_run_bytes` (within RUN_SAFETY_RESERVE_BYTES):
- * every `estop` event (trigger, clear, late reason), a mode change into or out of FAULT, and what
- * a reload changed (`config_change`, and `polling_change` and `automation_change`, which say it
- * for those sections instead of config_change).
+ * every `estop` event (trigger, clear, late reason), a mode change into or out of FAULT, the
+ * `incident` of an e-stop or a FAULT entry (its link to the record of the stop), and what a reload
+ * changed (`config_change`, and `polling_change` and `automation_change`, which say it for those
+ * sections instead of config_change). No run recording one, it is counted between runs.
  */
 function isSafetyEvent(category: RunEventCategory, payload: Record<string, unknown>): boolean {
   switch (category) {
@@ -436,6 +439,8 @@ function isSafetyEvent(category: RunEventCategory, payload: Record<string, unkno
     case "polling_change":
     case "automation_change":
       return true;
+    case "incident":
+      return payload.trigger === "estop" || payload.trigger === "fault";
     case "mode_change":
       return payload.previous_mode === "FAULT" || payload.new_mode === "FAULT";
     default:

@@ -219,3 +219,39 @@ Deno.test("a call decided once a close has begun is stamped with no run: after a
   release();
   await closing;
 });
+
+Deno.test("an e-stop's incident recorded while a close writes its run_closed is in no run's events: the next run's run_opened counts it", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const { run } = await registry.open({});
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  await waitFor("the run_closed write under way", () => files.held > 0);
+  // The incident recorder tells its listeners a microtask after the e-stop it begins with.
+  registry.recordIncident({
+    incident_id: "inc-5-1",
+    trigger: "estop",
+    cause: "api: leak",
+    at_epoch_ms: 5,
+  });
+  files.gate = null;
+  release();
+  await closing;
+  assert.deepEqual(eventsOnDisk(files, run.run_id).map((e) => e[1]), ["run_opened", "run_closed"]);
+  const next = await registry.open({});
+  assert.deepEqual(
+    (await registry.listEvents(next.run.run_id)).events[0]!.payload,
+    {
+      safety_events_between_runs: {
+        count: 1,
+        estop_triggers: 0,
+        first_at_epoch_ms: 5,
+        last_at_epoch_ms: 5,
+      },
+    },
+    "the next run's run_opened counts the e-stop's incident no run recorded",
+  );
+  await registry.shutdown();
+});
