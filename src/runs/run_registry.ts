@@ -5,7 +5,9 @@
  * On-disk layout (all files append-only JSONL):
  * - `<data_dir>/runs.jsonl` -- run lifecycle records: `{"v":1,"op":"open","run":{...}}` and
  *   `{"v":1,"op":"close","run_id":...,"close_reason":...,"ended_at_epoch_ms":...}`. Replayed at
- *   start; the last record per run wins.
+ *   start; the last record per run wins. Also the count of an open run's events left out
+ *   (`not_recorded`), and of the safety events no run recorded (`between_runs`, the last one after
+ *   the last `open`: BETWEEN_RUNS_SAVE_MS).
  * - `<data_dir>/runs/<ULID>.jsonl` -- one RunEvent per line for that run (the ULID part of the
  *   run id names the file, so a runtime name never becomes part of a path).
  *
@@ -300,6 +302,14 @@ const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
  * day while such a run stays open and keeps leaving events out (a rewrite keeps the last one).
  */
 export const RUN_NOT_RECORDED_SAVE_MS = 10_000;
+/**
+ * How often, at most, the count of safety events no run recorded (safety_events_between_runs) is
+ * saved to runs.jsonl (a `between_runs` record: at the end of the step of the first change, then
+ * the count reached at most this long after, and at shutdown), so a restart, after a crash too, gives it to the
+ * next run opened: at most 8,640 lines a day while safety events keep coming between runs (a
+ * rewrite of runs.jsonl keeps the last one). A run's open takes the count (its record resets it).
+ */
+export const BETWEEN_RUNS_SAVE_MS = 10_000;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
@@ -537,8 +547,19 @@ export class RunRegistry {
    * run's run_opened, #betweenRuns); if it succeeds, its run counts them with the rest.
    */
   #lostSafetyWhileOpening: SafetyBetweenRuns | null = null;
-  /** Safety events no run recorded since the last run opened (or this process started). */
+  /**
+   * Safety events no run recorded since the last run opened (saved to runs.jsonl: a start begins
+   * with the count its previous process saved last, BETWEEN_RUNS_SAVE_MS).
+   */
   #betweenRuns: SafetyBetweenRuns | null = null;
+  /** The count the replay of runs.jsonl found (its last `between_runs` after the last open). */
+  #replayedBetween: SafetyBetweenRuns | null = null;
+  /** The `between_runs` record last saved (or found by the replay) since a run opened, or null. */
+  #betweenSaved: string | null = null;
+  /** The timer of the next save of #betweenRuns (BETWEEN_RUNS_SAVE_MS), or null. */
+  #betweenTimer: TimerId | null = null;
+  /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
+  #betweenSoon = false;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -574,6 +595,7 @@ export class RunRegistry {
     this.#recordedBytes.clear();
     this.#savedNotRecorded.clear();
     this.#warnedCorruptRuns.clear();
+    this.#replayedBetween = null;
     this.#journalLines = 0;
     this.#report = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
     const input = this.#startInput;
@@ -607,9 +629,18 @@ export class RunRegistry {
         if (this.#runs.get(id)!.state !== "closed" || this.#closedBytes.has(id)) continue;
         this.#noteClosed(id, await this.#closedFileBytes(id));
       }
+      // The count its previous process saved, and what this one counted before the start.
+      // (Set by the replay: not null for all TypeScript knows.)
+      const replayed = this.#replayedBetween as SafetyBetweenRuns | null;
+      const between = mergeSafety(replayed === null ? null : { ...replayed }, this.#betweenRuns);
+      let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
       const removed = await this.#prune();
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
-        await this.#compact();
+        if (await this.#compact(between)) {
+          betweenSaved = between === null ? null : betweenRunsRecord(between);
+          // In the file now: a retry of this start (a later step failing) replays them.
+          this.#betweenRuns = null;
+        }
       }
       this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };
       if (this.#state === "unavailable") {
@@ -618,6 +649,9 @@ export class RunRegistry {
       this.#state = "ready";
       this.#unavailableReason = null;
       this.#startInput = {};
+      this.#betweenRuns = between;
+      this.#betweenSaved = betweenSaved;
+      if (between !== null) this.#betweenRunsChanged();
     } catch (err) {
       this.#state = "unavailable";
       this.#unavailableReason = `run journal ${this.#runsFile}: ${errorMessage(err)}`;
@@ -842,11 +876,11 @@ export class RunRegistry {
         // Of no run: the open failed. Its safety events go to the next run's run_opened.
         for (const e of this.#whileOpening ?? []) {
           if (isSafetyEvent(e.category, e.payload)) {
-            this.#betweenRuns = noteSafety(this.#betweenRuns, e.category, e.type, e.occurred);
+            this.#noteBetween(e.category, e.type, e.occurred);
           }
         }
         // Those its window's full queue dropped too.
-        this.#betweenRuns = mergeSafety(this.#betweenRuns, this.#lostSafetyWhileOpening);
+        this.#mergeBetween(this.#lostSafetyWhileOpening);
         this.#lostSafetyWhileOpening = null;
         this.#whileOpening = null;
         await writer.close();
@@ -861,7 +895,10 @@ export class RunRegistry {
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
-      this.#betweenRuns = null; // in its run_opened
+      // In its run_opened (and its open record resets the count saved in runs.jsonl).
+      this.#betweenRuns = null;
+      this.#betweenSaved = null;
+      this.#stopSavingBetween();
       this.#open = {
         run,
         nextSequence: 2,
@@ -1171,6 +1208,9 @@ export class RunRegistry {
         this.#saveNotRecorded(open);
       }
       this.#open = null;
+      // The count of safety events between runs as it is now, for the next start's first run.
+      this.#stopSavingBetween();
+      this.#saveBetweenRuns();
       // Writes what is queued and fsyncs; a failure is logged by the writer.
       await open?.writer.close();
       await this.#journal?.close();
@@ -1337,16 +1377,14 @@ export class RunRegistry {
     if (this.#state !== "ready") {
       // No run can be open (a start not done yet, or failed and waiting for its retry): between
       // runs, counted by the next run's run_opened. Nothing once stopped.
-      if (safety && this.#state !== "stopped") {
-        this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
-      }
+      if (safety && this.#state !== "stopped") this.#noteBetween(category, type, occurred);
       return;
     }
     if (!open) {
       const opening = this.#whileOpening;
       if (opening === null) {
         // Between runs: no run records it, the next run's run_opened counts it.
-        if (safety) this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
+        if (safety) this.#noteBetween(category, type, occurred);
         return;
       }
       if (opening.length >= MAX_PENDING_BUS_EVENTS + (safety ? RUN_SAFETY_RESERVE_EVENTS : 0)) {
@@ -1370,7 +1408,7 @@ export class RunRegistry {
     if (open.closedEvent !== null && !open.closing) {
       this.#droppedBusEvent(`the open run's run_closed is written, its close record is not`);
       // The run has ended on disk: of no run, as between runs.
-      if (safety) this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
+      if (safety) this.#noteBetween(category, type, occurred);
       return;
     }
     if (open.closing) {
@@ -1490,6 +1528,69 @@ export class RunRegistry {
     });
   }
 
+  /** One more safety event no run recorded (counted by the next run_opened), saved. */
+  #noteBetween(category: RunEventCategory, type: string, occurred: number): void {
+    this.#betweenRuns = noteSafety(this.#betweenRuns, category, type, occurred);
+    this.#betweenRunsChanged();
+  }
+
+  #mergeBetween(more: SafetyBetweenRuns | null): void {
+    if (more === null) return;
+    this.#betweenRuns = mergeSafety(this.#betweenRuns, more);
+    this.#betweenRunsChanged();
+  }
+
+  /**
+   * The count of safety events between runs changed: saved at the end of this step, unless a save
+   * was made less than BETWEEN_RUNS_SAVE_MS ago (then when that time is up). Before the start is
+   * done, its end saves it.
+   */
+  #betweenRunsChanged(): void {
+    if (this.#state !== "ready" || this.#betweenTimer !== null || this.#betweenSoon) return;
+    // After the events of the same step (an e-stop's trigger and its FAULT entry): one record.
+    this.#betweenSoon = true;
+    queueMicrotask(() => {
+      this.#betweenSoon = false;
+      if (this.#state !== "ready" || this.#betweenTimer !== null || this.#betweenRuns === null) {
+        return;
+      }
+      this.#saveBetweenRuns();
+      this.#betweenTimer = this.#opts.clock.setTimer(() => {
+        this.#betweenTimer = null;
+        this.#saveBetweenRuns();
+      }, BETWEEN_RUNS_SAVE_MS);
+    });
+  }
+
+  #stopSavingBetween(): void {
+    if (this.#betweenTimer === null) return;
+    this.#opts.clock.clearTimer(this.#betweenTimer);
+    this.#betweenTimer = null;
+  }
+
+  /**
+   * Appends the count of safety events between runs to runs.jsonl (a `between_runs` record; not
+   * awaited, fsync'd within BUS_EVENT_SYNC_DELAY_MS) when it is not saved already. A full queue or
+   * a failed write leaves it to the next save.
+   */
+  #saveBetweenRuns(): void {
+    const journal = this.#journal;
+    const between = this.#betweenRuns;
+    if (this.#state !== "ready" || journal === null || between === null || !journal.hasRoom()) {
+      return;
+    }
+    const line = betweenRunsRecord(between);
+    if (line === this.#betweenSaved) return;
+    const previous = this.#betweenSaved;
+    this.#betweenSaved = line;
+    this.#journalLines++;
+    void journal.append(line).then((r) => {
+      if (r.ok) return;
+      if (this.#betweenSaved === line) this.#betweenSaved = previous;
+      this.#log.warn(`count of safety events between runs not saved: ${r.reason}`);
+    });
+  }
+
   #stopSaving(open: OpenRun): void {
     if (open.saveTimer === null) return;
     this.#opts.clock.clearTimer(open.saveTimer);
@@ -1585,7 +1686,7 @@ export class RunRegistry {
    * failure leaves the old file, which the next start replays and prunes again. Runs inside the
    * serial chain (or in start), so no record is appended meanwhile.
    */
-  async #compact(): Promise<void> {
+  async #compact(between: SafetyBetweenRuns | null = this.#betweenRuns): Promise<boolean> {
     const files = this.#opts.files;
     const tmp = `${this.#runsFile}.tmp`;
     try {
@@ -1632,6 +1733,8 @@ export class RunRegistry {
             }));
           }
         }
+        // After every open: the safety events no run recorded since the last one opened.
+        if (between !== null) await add(betweenRunsRecord(between));
         if (chunk !== "") await handle.append(chunk);
         await handle.sync();
       } finally {
@@ -1649,10 +1752,10 @@ export class RunRegistry {
           `${this.#compactWait} closes`,
       );
       await files.remove(tmp).catch(() => {});
-      return;
+      return false;
     }
     const replaced = this.#journal;
-    if (replaced === null) return;
+    if (replaced === null) return true;
     const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
     this.#journal = journal;
     await replaced.close();
@@ -1660,6 +1763,11 @@ export class RunRegistry {
     await journal.open().catch((err) =>
       this.#log.warn(`${this.#runsFile} not reopened after its rewrite: ${errorMessage(err)}`)
     );
+    // The new file holds the count as it was rewritten; one saved to the old file meanwhile (a
+    // save is not in the serial chain) is saved again.
+    this.#betweenSaved = between === null ? null : betweenRunsRecord(between);
+    this.#saveBetweenRuns();
+    return true;
   }
 
   async #replay(): Promise<void> {
@@ -1704,6 +1812,13 @@ export class RunRegistry {
       if (this.#runs.has(run.run_id)) return `duplicate open of ${run.run_id}`;
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
+      this.#replayedBetween = null; // in its run_opened
+      return null;
+    }
+    if (rec.op === "between_runs") {
+      const between = parseBetweenRuns(rec);
+      if (between === null) return "between_runs record without counts and times";
+      this.#replayedBetween = between;
       return null;
     }
     if (rec.op === "close") {
@@ -1868,7 +1983,7 @@ export class RunRegistry {
       if (open) {
         this.#open = null;
         // What came while its run_closed was written is of no run: the next run's run_opened.
-        this.#betweenRuns = mergeSafety(this.#betweenRuns, open.safetyWhileClosing);
+        this.#mergeBetween(open.safetyWhileClosing);
       }
       await writer.close();
       this.#log.info(`run ${run.run_id} closed (${reason})`);
@@ -1882,7 +1997,7 @@ export class RunRegistry {
         open.closing = false;
         // Of no run when its run_closed is written (it has ended on disk), else counted below.
         if (open.closedEvent !== null) {
-          this.#betweenRuns = mergeSafety(this.#betweenRuns, open.safetyWhileClosing);
+          this.#mergeBetween(open.safetyWhileClosing);
         }
         open.safetyWhileClosing = null;
         for (; open.whileClosing > 0; open.whileClosing--) {
@@ -2088,6 +2203,31 @@ function lastActivity(
     later(call.last_time_epoch_ms);
   }
   return at;
+}
+
+/** The runs.jsonl record of the count of safety events between runs. */
+function betweenRunsRecord(b: SafetyBetweenRuns): string {
+  return JSON.stringify({
+    v: SCHEMA_VERSION,
+    op: "between_runs",
+    count: b.count,
+    estop_triggers: b.estopTriggers,
+    first_at_epoch_ms: b.firstAt,
+    last_at_epoch_ms: b.lastAt,
+  });
+}
+
+/** A `between_runs` record's counts; null when one is missing or wrong. */
+function parseBetweenRuns(rec: Body): SafetyBetweenRuns | null {
+  const { count, estop_triggers: triggers, first_at_epoch_ms: first, last_at_epoch_ms: last } = rec;
+  const whole = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v);
+  if (
+    !whole(count) || count < 1 || !whole(triggers) || triggers < 0 || triggers > count ||
+    !whole(first) || !whole(last)
+  ) {
+    return null;
+  }
+  return { count, estopTriggers: triggers, firstAt: first, lastAt: last };
 }
 
 function callType(entry: RunCallEntry): string {
