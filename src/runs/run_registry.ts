@@ -1322,7 +1322,8 @@ export class RunRegistry {
     const runId = this.eventRunId();
     if (runId === null) return;
     void reason.then((r) => {
-      if (!r || this.eventRunId() !== runId) return;
+      // Its run closing now: queued all the same, of no run then (counted between runs).
+      if (!r || this.#currentRunId() !== runId) return;
       this.#queueEvent("estop", "reason", this.#opts.clock.nowMs(), { reason: r, cause });
     }, () => {});
   }
@@ -1337,10 +1338,15 @@ export class RunRegistry {
    * the run counts the call among its events_not_recorded).
    */
   eventRunId(): string | null {
-    if (this.#state !== "ready") return null;
     const open = this.#open;
-    if (open !== null) return open.closing || open.closedEvent !== null ? null : open.run.run_id;
-    return this.#whileOpening === null ? null : this.#openingId;
+    if (open !== null && (open.closing || open.closedEvent !== null)) return null;
+    return this.#currentRunId();
+  }
+
+  /** The open run's id (closing or not), or that of the run whose open is being written. */
+  #currentRunId(): string | null {
+    if (this.#state !== "ready") return null;
+    return this.#open?.run.run_id ?? (this.#whileOpening === null ? null : this.#openingId);
   }
 
   /**

@@ -255,3 +255,33 @@ Deno.test("an e-stop's incident recorded while a close writes its run_closed is 
   );
   await registry.shutdown();
 });
+
+Deno.test("an e-stop's reason arriving while the run of its trigger writes its run_closed is counted by the next run's run_opened", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  let give!: (r: string) => void;
+  registry.recordEstopReason(new Promise<string>((r) => give = r), "api");
+  bus.publish({ kind: "estop_change", latched: true, reason: null, cause: "api", timestamp_ms: 5 });
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  await waitFor("the run_closed write under way", () => files.held > 0);
+  give("door opened");
+  await new Promise((r) => setTimeout(r, 0));
+  files.gate = null;
+  release();
+  await closing;
+  assert.deepEqual(
+    eventsOnDisk(files, run.run_id).map((e) => [e[1], e[2]]),
+    [["run_opened", ""], ["estop", "trigger"], ["run_closed", "completed"]],
+  );
+  const next = await registry.open({});
+  const between = (await registry.listEvents(next.run.run_id)).events[0]!.payload
+    .safety_events_between_runs as Record<string, unknown> | undefined;
+  assert.equal(between?.count, 1, "the reason no run recorded is counted");
+  await registry.shutdown();
+});
