@@ -74,3 +74,27 @@ Deno.test("Kernel: a run opened while the e-stop is latched says so in its run_o
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("Kernel: an e-stop between runs, then a restart: the first run opened by the next process counts it (trigger, FAULT entry, its incident)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_estop_k_" });
+  const config = testConfig({ runtime: { dataDir: dir } });
+  let rt = await startRuntime(config, { arm: true });
+  try {
+    await rt.runs.close((await rt.runs.open({})).run.run_id, {});
+    await rt.estop.trigger("door opened");
+    await rt.incidents!.settled();
+    await rt.stop();
+    rt = await startRuntime(config);
+    const { run } = await rt.runs.open({});
+    const between = (await rt.runs.listEvents(run.run_id, { limit: 1 })).events[0]!.payload
+      .safety_events_between_runs as Record<string, unknown> | undefined;
+    assert.deepEqual(
+      between === undefined ? null : [between.count, between.estop_triggers],
+      [3, 1],
+      "the stop the previous process saw between runs is counted once",
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
