@@ -299,15 +299,17 @@ const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
  * How often, at most, the count of an open run's events left out past runs.max_run_bytes is saved
  * to runs.jsonl (a `not_recorded` record: the first at once, then the count reached, while it
  * grows; and at shutdown), so a start after a crash closes the run with it: at most 8,640 lines a
- * day while such a run stays open and keeps leaving events out (a rewrite keeps the last one).
+ * day while such a run stays open and keeps leaving events out (runs.jsonl is rewritten, keeping
+ * the last one, once they make it twice what its runs need: #compactIfLong).
  */
 export const RUN_NOT_RECORDED_SAVE_MS = 10_000;
 /**
  * How often, at most, the count of safety events no run recorded (safety_events_between_runs) is
  * saved to runs.jsonl (a `between_runs` record: at the end of the step of the first change, then
- * the count reached at most this long after, and at shutdown), so a restart, after a crash too, gives it to the
- * next run opened: at most 8,640 lines a day while safety events keep coming between runs (a
- * rewrite of runs.jsonl keeps the last one). A run's open takes the count (its record resets it).
+ * the count reached at most this long after, and at shutdown), so a restart, after a crash too,
+ * gives it to the next run opened: at most 8,640 lines a day while safety events keep coming between runs (a
+ * rewrite of runs.jsonl, once they make it twice what its runs need, keeps the last one:
+ * #compactIfLong). A run's open takes the count (its record resets it).
  */
 export const BETWEEN_RUNS_SAVE_MS = 10_000;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
@@ -560,6 +562,8 @@ export class RunRegistry {
   #betweenTimer: TimerId | null = null;
   /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
   #betweenSoon = false;
+  /** A rewrite of runs.jsonl grown by saved counts is queued (#compactIfLong). */
+  #compactQueued = false;
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
@@ -1532,6 +1536,7 @@ export class RunRegistry {
       if (open.savedNotRecorded === count) open.savedNotRecorded = previous;
       this.#log.warn(`run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}`);
     });
+    this.#compactIfLong();
   }
 
   /** One more safety event no run recorded (counted by the next run_opened), saved. */
@@ -1595,6 +1600,23 @@ export class RunRegistry {
       if (this.#betweenSaved === line) this.#betweenSaved = previous;
       this.#log.warn(`count of safety events between runs not saved: ${r.reason}`);
     });
+    this.#compactIfLong();
+  }
+
+  /**
+   * runs.jsonl holds twice the lines its kept runs need (and RUNS_COMPACT_SLACK_LINES) after a
+   * count was saved (`not_recorded` of a run left open for long, `between_runs` while no run is
+   * opened): rewritten in turn with the serial operations, as after a close, so saved counts
+   * alone never grow it for ever. A failed rewrite waits as after a close (#compactWait).
+   */
+  #compactIfLong(): void {
+    const long = () => this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES;
+    if (this.#compactQueued || !long()) return;
+    this.#compactQueued = true;
+    this.#serial(async () => {
+      this.#compactQueued = false;
+      if (this.#state === "ready" && long() && this.#compactWait-- <= 0) await this.#compact();
+    }).catch((err) => this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`));
   }
 
   #stopSaving(open: OpenRun): void {

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import type { RunRegistry } from "../../src/runs/mod.ts";
+import { BETWEEN_RUNS_SAVE_MS, type RunRegistry } from "../../src/runs/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { registryOn } from "./_run_fault_rig.ts";
@@ -106,4 +107,62 @@ Deno.test("the count of safety events between runs survives a rewrite of runs.js
   await third.start();
   assert.deepEqual(await openedPayload(third), COUNTED);
   await third.shutdown();
+});
+
+Deno.test("safety events coming between runs for a long time keep runs.jsonl bounded (rewritten, the count kept)", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const registry = registryOn(files, { clock });
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const FLAPS = 300;
+  for (let i = 0; i < FLAPS; i++) {
+    // A FAULT flapping every 10 s, no run ever opened: a new count to save every time.
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "MANUAL",
+      new_mode: "FAULT",
+      timestamp_ms: i,
+    });
+    await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await registry.shutdown();
+  const lines = files.text("/data/runs.jsonl").split("\n").filter(Boolean);
+  assert.ok(lines.length < 100, `runs.jsonl holds ${lines.length} lines for one count`);
+  const last = JSON.parse(lines.at(-1)!);
+  assert.equal(last.op, "between_runs");
+  assert.equal(last.count, FLAPS, "the count reached is kept");
+});
+
+Deno.test("a run left open past runs.max_run_bytes for a long time keeps runs.jsonl bounded (rewritten, its count of events left out kept)", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const registry = registryOn(files, { clock, maxRunBytes: 400 });
+  await registry.start();
+  const { run } = await registry.open({});
+  const LEFT_OUT = 300;
+  for (let i = 0; i < LEFT_OUT; i++) {
+    // A call every 10 s, none recorded past the bound: a new count to save every time.
+    registry.recordCall({
+      first_time_epoch_ms: clock.nowMs(),
+      device_handle: "sim0/motorctl0",
+      function: "set_motor_duty",
+      outcome: "ok",
+      args: { duty: "x".repeat(400) },
+    });
+    await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  const lines = files.text("/data/runs.jsonl").split("\n").filter(Boolean);
+  assert.ok(lines.length < 100, `runs.jsonl holds ${lines.length} lines for one open run`);
+  // A crash now: the next start closes the run with the count saved last.
+  const next = registryOn(files, { clock });
+  await next.start();
+  const closed = (await next.listEvents(run.run_id)).events.at(-1)!;
+  assert.equal(closed.type, "abandoned");
+  assert.equal(closed.payload.events_not_recorded, LEFT_OUT);
+  await next.shutdown();
+  await registry.shutdown();
 });
