@@ -254,17 +254,17 @@ export const MAX_PENDING_RUN_RECORDS = 64;
  * automation faults, incidents but an e-stop's or FAULT entry's) are counted instead of recorded;
  * the safety events (e-stop trigger, clear and reason, mode changes into and out of FAULT, the
  * incident of an e-stop or FAULT entry, config_change, polling_change, automation_change) are
- * still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written) says how
- * many were left out: a run left open in AUTO must not fill the disk the audit journal and the
- * history share.
+ * still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed
+ * event (always written) says how many were left out: a run left open in AUTO must not fill the
+ * disk the audit journal and the history share.
  */
 export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
 /**
  * Bytes an open run's event file may grow beyond `runs.max_run_bytes` for its safety events only
  * (isSafetyEvent: the e-stop's trigger, clear and late reason, mode changes into and out of FAULT,
  * the incident of an e-stop or FAULT entry, config_change, polling_change, automation_change): a
- * review of a run past the bound must still show that the machine was stopped,
- * released, or reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
+ * review of a run past the bound must still show that the machine was stopped, released, or
+ * reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
  * counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its run_closed).
  */
 export const RUN_SAFETY_RESERVE_BYTES = RUNS_LIMITS.safetyReserveBytes;
@@ -307,9 +307,9 @@ export const RUN_NOT_RECORDED_SAVE_MS = 10_000;
  * How often, at most, the count of safety events no run recorded (safety_events_between_runs) is
  * saved to runs.jsonl (a `between_runs` record: at the end of the step of the first change, then
  * the count reached at most this long after, and at shutdown), so a restart, after a crash too,
- * gives it to the next run opened: at most 8,640 lines a day while safety events keep coming between runs (a
- * rewrite of runs.jsonl, once they make it twice what its runs need, keeps the last one:
- * #compactIfLong). A run's open takes the count (its record resets it).
+ * gives it to the next run opened: at most 8,640 lines a day while safety events keep coming
+ * between runs (a rewrite of runs.jsonl, once they make it twice what its runs need, keeps the
+ * last one: #compactIfLong). A run's open takes the count (its record resets it).
  */
 export const BETWEEN_RUNS_SAVE_MS = 10_000;
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
