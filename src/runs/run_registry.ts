@@ -887,6 +887,8 @@ export class RunRegistry {
         this.#mergeBetween(this.#lostSafetyWhileOpening);
         this.#lostSafetyWhileOpening = null;
         this.#whileOpening = null;
+        // Saved now (no save is made while an open is written).
+        this.#betweenRunsChanged();
         await writer.close();
         // No run names the file (a failed write is cut back, runs.jsonl's record too): not left
         // as an orphan for every start to warn about.
@@ -1587,7 +1589,13 @@ export class RunRegistry {
   #saveBetweenRuns(): void {
     const journal = this.#journal;
     const between = this.#betweenRuns;
-    if (this.#state !== "ready" || journal === null || between === null || !journal.hasRoom()) {
+    if (
+      this.#state !== "ready" || journal === null || between === null || !journal.hasRoom() ||
+      // A run's open is being written: its record (the count's reset) may be in runs.jsonl
+      // already, and a count after it would be counted again by a start. If the open fails, the
+      // count is saved then.
+      this.#whileOpening !== null
+    ) {
       return;
     }
     const line = betweenRunsRecord(between);

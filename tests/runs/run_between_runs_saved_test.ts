@@ -5,11 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { BETWEEN_RUNS_SAVE_MS, type RunRegistry } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { registryOn } from "./_run_fault_rig.ts";
+import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
 function estop(bus: EventBus, t: number): void {
   bus.publish({
@@ -165,4 +166,91 @@ Deno.test("a run left open past runs.max_run_bytes for a long time keeps runs.js
   assert.equal(closed.payload.events_not_recorded, LEFT_OUT);
   await next.shutdown();
   await registry.shutdown();
+});
+
+/** In-memory files whose append of a run's open record to runs.jsonl waits for `gate`. */
+class HeldOpenRecord extends FaultyMemoryFiles {
+  gate: Promise<void> | null = null;
+  held = 0;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    return {
+      ...h,
+      append: async (text: string) => {
+        if (this.gate !== null && path.endsWith("/runs.jsonl") && text.includes('"op":"open"')) {
+          this.held++;
+          await this.gate;
+        }
+        await h.append(text);
+      },
+    };
+  }
+}
+
+Deno.test("a save of the count due while a run's open record is written does not follow that record: a restart does not count them again", async () => {
+  const files = new HeldOpenRecord();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const first = registryOn(files, { clock });
+  await first.start();
+  const bus = new EventBus();
+  first.attach(bus);
+  estop(bus, 5); // saved at once
+  await new Promise((r) => setTimeout(r, 0));
+  // The re-arm: saved when BETWEEN_RUNS_SAVE_MS is up.
+  bus.publish({
+    kind: "estop_change",
+    latched: false,
+    reason: null,
+    cause: "api",
+    timestamp_ms: 7,
+  });
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const opening = first.open({});
+  await waitFor("the open record's write under way", () => files.held > 0);
+  await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
+  files.gate = null;
+  release();
+  const { run } = await opening;
+  const counted = (await first.listEvents(run.run_id, { limit: 1 })).events[0]!.payload;
+  assert.deepEqual(
+    (counted.safety_events_between_runs as Record<string, unknown>).count,
+    3,
+    "the run opened counts them",
+  );
+  await first.close(run.run_id, {});
+  await first.shutdown();
+
+  const second = registryOn(files, { clock });
+  await second.start();
+  assert.deepEqual(await openedPayload(second), {}, "counted once, not again after a restart");
+  await second.shutdown();
+});
+
+Deno.test("an e-stop in the window of an open that failed is saved: a restart counts it", async () => {
+  const files = new RunJournalFaultFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const first = registryOn(files, { clock });
+  await first.start();
+  const bus = new EventBus();
+  first.attach(bus);
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const opening = first.open({});
+  await waitFor("the open's write under way", () => files.held > 0);
+  estop(bus, 5);
+  files.journalFails = true; // its record in runs.jsonl fails: no run
+  files.gate = null;
+  release();
+  await assert.rejects(opening);
+  files.journalFails = false;
+  // The disk that failed the open failed its save too: saved again BETWEEN_RUNS_SAVE_MS later.
+  await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
+  // A crash now: the count reaches runs.jsonl without a shutdown.
+  await waitFor("the count saved", () => files.text("/data/runs.jsonl").includes("between_runs"));
+  const second = registryOn(files);
+  await second.start();
+  assert.deepEqual(await openedPayload(second), COUNTED);
+  await second.shutdown();
+  await first.shutdown();
 });
