@@ -1325,7 +1325,8 @@ export class RunRegistry {
    * open; nothing otherwise. Holds only the promise, which the HTTP layer's body read bounds.
    */
   recordEstopReason(reason: Promise<string | null>, cause: string): void {
-    const runId = this.eventRunId();
+    // The run open (its close under way included: then counted between runs, as its trigger).
+    const runId = this.#currentRunId();
     if (runId === null) return;
     void reason.then((r) => {
       // Its run closing now: queued all the same, of no run then (counted between runs).

@@ -285,3 +285,29 @@ Deno.test("an e-stop's reason arriving while the run of its trigger writes its r
   assert.equal(between?.count, 1, "the reason no run recorded is counted");
   await registry.shutdown();
 });
+
+Deno.test("an e-stop triggered and its reason arriving while a close writes its run_closed are both counted by the next run's run_opened", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const { run } = await registry.open({});
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  const closing = registry.close(run.run_id, { close_reason: "completed" });
+  await waitFor("the run_closed write under way", () => files.held > 0);
+  let give!: (r: string) => void;
+  registry.recordEstopReason(new Promise<string>((r) => give = r), "api");
+  bus.publish({ kind: "estop_change", latched: true, reason: null, cause: "api", timestamp_ms: 5 });
+  give("door opened");
+  await new Promise((r) => setTimeout(r, 0));
+  files.gate = null;
+  release();
+  await closing;
+  const next = await registry.open({});
+  const between = (await registry.listEvents(next.run.run_id)).events[0]!.payload
+    .safety_events_between_runs as Record<string, unknown> | undefined;
+  assert.equal(between?.count, 2, "the trigger and its reason, neither recorded by a run");
+  await registry.shutdown();
+});
