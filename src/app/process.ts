@@ -10,6 +10,7 @@ import {
   detachNotifySocket,
   folderSync,
   HTTP_SHUTDOWN_ANSWER_MS,
+  HTTP_SHUTDOWN_DRAIN_MS,
   journalFiles,
   killProviderProcesses,
   type LineLogger,
@@ -30,11 +31,13 @@ const SHUTDOWN_GRACE_MS = 1000;
 /**
  * How long shutdown may take before the process exits regardless (exit 4):
  * runtime.shutdown_timeout_ms and SHUTDOWN_GRACE_MS, and with the API on the time a request in
- * flight may still take to be answered before the providers are stopped (HTTP_SHUTDOWN_ANSWER_MS).
+ * flight may still take to be answered before the providers are stopped (HTTP_SHUTDOWN_ANSWER_MS)
+ * and, for one still not answered then, the time its "outcome unknown" answer gets to be written
+ * (HTTP_SHUTDOWN_DRAIN_MS).
  */
 export function shutdownBudgetMs(config: Config): number {
   return config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS +
-    (config.http.enabled ? HTTP_SHUTDOWN_ANSWER_MS : 0);
+    (config.http.enabled ? HTTP_SHUTDOWN_ANSWER_MS + HTTP_SHUTDOWN_DRAIN_MS : 0);
 }
 /** After a second stop signal: how much longer the rest of shutdown may take. */
 export const HURRIED_SHUTDOWN_MS = 1000;

@@ -56,6 +56,27 @@ export const HTTP_SHUTDOWN_DRAIN_MS = 1000;
  * keep HTTP_SHUTDOWN_DRAIN_MS. The process's shutdown budget adds it (src/app/process.ts).
  */
 export const HTTP_SHUTDOWN_ANSWER_MS = 5000;
+
+/**
+ * The answer a request gets in place of its own when that is still being made at the end of
+ * HTTP_SHUTDOWN_ANSWER_MS (a call to a provider whose timeout_ms is longer): 504
+ * DEADLINE_EXCEEDED, saying that what it asked for may have been carried out. A cut connection
+ * would say nothing (a client may take it for "not done" and repeat a call that acted).
+ */
+function lateAnswer(): Response {
+  const body = JSON.stringify({
+    status: {
+      code: "DEADLINE_EXCEEDED",
+      message: `the runtime is shutting down and this request's answer was not ready within ` +
+        `${HTTP_SHUTDOWN_ANSWER_MS} ms: its outcome is unknown (a device call may have been ` +
+        "carried out); check the device's state before repeating it",
+    },
+  });
+  return new Response(body, {
+    status: 504,
+    headers: { "content-type": "application/json", connection: "close" },
+  });
+}
 /**
  * HTTP/2: a connection whose last request not asking to drop it has just been answered is dropped
  * this long after (its answer's bytes leave first: dropping at once lost them).
@@ -158,6 +179,8 @@ interface Conn {
   inFlight: number;
   /** Requests whose handler has not returned its Response yet (the answer is being made). */
   answering: number;
+  /** Per request being answered: gives it lateAnswer() in place of its own (shutdown). */
+  readonly late: Set<() => void>;
   /**
    * Requests in flight that asked to drop the connection (dropConnection); it is dropped once
    * they are all of its requests in flight (HTTP/1.1: at once).
@@ -268,7 +291,20 @@ export class ConnectionLayer {
     );
     if (making.length > 0) {
       const left = HTTP_SHUTDOWN_ANSWER_MS - (performance.now() - started);
-      await this.#bounded(Promise.all(making.map((c) => answered.get(c))).then(() => {}), left);
+      const made = Promise.all(making.map((c) => answered.get(c))).then(() => {});
+      await this.#bounded(made, left);
+      // Still being made (a call to a provider whose timeout_ms is longer): answered that its
+      // outcome is unknown, never cut unanswered; the drain bounds writing that answer.
+      const unmade = making.filter((c) => c.onIdle !== null && !c.closed && c.late.size > 0);
+      if (unmade.length > 0) {
+        const n = unmade.reduce((sum, c) => sum + c.late.size, 0);
+        this.#o.log.warn(
+          `http shutdown: ${n} request(s) still being answered after ${HTTP_SHUTDOWN_ANSWER_MS} ms ` +
+            "(e.g. a device call): answered 504, outcome unknown",
+        );
+        for (const c of unmade) for (const give of [...c.late]) give();
+        await this.#bounded(made, HTTP_SHUTDOWN_DRAIN_MS);
+      }
       this.#drop(
         making.filter((c) => c.onIdle !== null && !c.closed),
         `${HTTP_SHUTDOWN_ANSWER_MS} ms (an answer still being made, e.g. a device call)`,
@@ -370,6 +406,7 @@ export class ConnectionLayer {
       onIdle: null,
       ended: false,
       answering: 0,
+      late: new Set(),
       dropWanted: 0,
       dropTimer: null,
       requestDone: () => {
@@ -427,8 +464,18 @@ export class ConnectionLayer {
               this.#dropIfAllWanted(c);
             },
           });
-          answer.then(c.answerMade, c.answerMade);
-          return answer;
+          let giveLate = () => {};
+          const given = Promise.race([
+            answer,
+            new Promise<Response>((r) => (giveLate = () => r(lateAnswer()))),
+          ]);
+          c.late.add(giveLate);
+          const made = () => {
+            c.late.delete(giveLate);
+            c.answerMade();
+          };
+          given.then(made, made);
+          return given;
         },
         this.#o.onError,
         () => {},

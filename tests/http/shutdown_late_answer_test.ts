@@ -1,0 +1,58 @@
+/**
+ * Shutdown while a request's answer is still being made past HTTP_SHUTDOWN_ANSWER_MS (a device
+ * call to a provider whose timeout_ms is longer than 5 s): its connection was dropped, so the
+ * client saw a cut connection and could not tell whether the call had been carried out. It now
+ * gets an answer that says so: 504 DEADLINE_EXCEEDED, "outcome is unknown".
+ */
+import assert from "node:assert/strict";
+import { HTTP_SHUTDOWN_ANSWER_MS, serveHttp } from "../../src/host/mod.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { connect, readResponse, send } from "./_raw_socket.ts";
+
+Deno.test("a request still being answered when the shutdown's answer bound ends gets a 504 that says its outcome is unknown, not a cut connection", async () => {
+  let started = 0;
+  let release: () => void = () => {};
+  const never = new Promise<void>((r) => (release = r));
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: false,
+    allowInsecureBind: false,
+    // A device call its provider answers after the bound (or never).
+    handler: async () => {
+      started++;
+      await never;
+      return new Response('{"status":{"code":"OK","message":"ok"}}');
+    },
+    log: testLogger(),
+  });
+  const conn = await connect(server.port);
+  try {
+    await send(
+      conn,
+      "POST /v0/call HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 2\r\n\r\n{}",
+    );
+    await waitFor("the request is being answered", () => started === 1, 5000);
+    const t0 = performance.now();
+    const stopped = server.shutdown();
+    const res = await readResponse(conn, HTTP_SHUTDOWN_ANSWER_MS + 5000);
+    assert.ok(res !== null, "the connection was cut without an answer");
+    assert.ok(
+      performance.now() - t0 >= HTTP_SHUTDOWN_ANSWER_MS - 50,
+      "the answer was awaited for the whole bound first",
+    );
+    assert.equal(res.status, 504, res.headers);
+    const body = JSON.parse(res.body);
+    assert.equal(body.status.code, "DEADLINE_EXCEEDED");
+    assert.match(body.status.message, /outcome is unknown/);
+    await stopped;
+  } finally {
+    release();
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+    await server.shutdown();
+  }
+});
