@@ -24,11 +24,16 @@ import { errorMessage, type Logger } from "../common/mod.ts";
  * reading), which would keep the request in flight and the connection held for as long as the
  * client lives. Under HTTP/2 (a browser's tabs share one connection) the connection is dropped
  * only once every request in flight on it has asked so: its other requests, an e-stop among
- * them, are answered first.
+ * them, are answered first. `info.answered` settles once the request's answer is written, or its
+ * connection has ended: from then on the request holds nothing of the connection.
  */
 export type ServeHandler = (
   req: Request,
-  info: { readonly remoteAddr: string; readonly dropConnection: () => void },
+  info: {
+    readonly remoteAddr: string;
+    readonly dropConnection: () => void;
+    readonly answered: Promise<void>;
+  },
 ) => Promise<Response>;
 
 /** How often the sweeper checks deadlines at most / at least (ms). */
@@ -453,9 +458,10 @@ export class ConnectionLayer {
             c.requestDone();
             this.#dropIfAllWanted(c, true);
           };
-          info.completed.then(done, done);
+          const answered = info.completed.then(done, done);
           const answer = handler(req, {
             remoteAddr: c.info.remoteAddr,
+            answered,
             // Once the answer is written the connection may carry the next request: kept.
             dropConnection: () => {
               if (written || dropWanted) return;

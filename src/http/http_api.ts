@@ -55,6 +55,11 @@ export interface RequestInfo {
    * when the handler is called without a server.
    */
   readonly dropConnection?: () => void;
+  /**
+   * Settles once the request's answer is written or its connection has ended (the server's
+   * ServeHandler info); absent when the handler is called without a server.
+   */
+  readonly answered?: Promise<void>;
 }
 
 export interface HttpApiOptions {
@@ -430,6 +435,7 @@ export class HttpApi {
         },
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
         dropConnection: info.dropConnection ?? (() => {}),
+        answered: info.answered ?? null,
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;

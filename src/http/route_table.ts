@@ -46,6 +46,11 @@ export interface RouteContext {
    * stream whose client stopped reading); nothing when no server carries the request.
    */
   readonly dropConnection: () => void;
+  /**
+   * Settles once the request's answer is written or its connection has ended; null when no
+   * server carries the request.
+   */
+  readonly answered: Promise<void> | null;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;

@@ -189,6 +189,12 @@ export class SseHub {
   readonly #clients = new Set<SseClient>();
   /** Streams ended by recheck whose connection is dropped if its client does not take the end. */
   readonly #flushing = new Set<SseClient>();
+  /**
+   * Streams recheck ended whose answer is not written yet (their client has not taken the end):
+   * each still holds its connection, so it counts against the bound on streams until its answer
+   * is written or its connection is gone (without a server: until its drop is done with).
+   */
+  readonly #ending = new Set<SseClient>();
   #closed = false;
   /** Frames dropped from any client's full queue since start. */
   #droppedTotal = 0;
@@ -262,22 +268,27 @@ export class SseHub {
    * UNAVAILABLE when the client bound is reached or the hub is closed, INVALID_ARGUMENT for an id
    * no runtime sends. The stream ends and frees its subscription when the client goes (the server
    * cancels the body) or on closeAll(). `dropConnection` closes the stream's connection: a stream
-   * ended because its client reads nothing (SSE_STALLED_CLIENT_MS) drops it too.
+   * ended because its client reads nothing (SSE_STALLED_CLIENT_MS) drops it too. `answered`
+   * settles once the stream's answer is written or its connection has ended.
    */
   open(
     filter: SseFilter,
     lastEventId?: { text: string; where: string },
     holder?: StreamHolder,
     dropConnection?: () => void,
+    answered?: Promise<void>,
   ): Response {
     const last = lastEventId
       ? parseLastEventId(lastEventId.text, this.bootId, lastEventId.where)
       : { kind: "none" as const };
     if (this.#closed) throw unavailable("Event stream unavailable: server is shutting down");
-    if (this.#clients.size >= this.#maxClients) {
+    if (this.#clients.size + this.#ending.size >= this.#maxClients) {
       throw unavailable(
         `Too many event streams: at most ${this.#maxClients} may be open` +
-          (this.#maxClientsWhy === "" ? "" : ` (${this.#maxClientsWhy})`),
+          (this.#maxClientsWhy === "" ? "" : ` (${this.#maxClientsWhy})`) +
+          (this.#ending.size === 0
+            ? ""
+            : `, ${this.#ending.size} of them ended and still closing their connections`),
       );
     }
     let start: ClientStart = { kind: "live" };
@@ -301,6 +312,7 @@ export class SseHub {
       encode: (p) => this.#encode(p),
       holder: holder ?? null,
       dropConnection: dropConnection ?? null,
+      answered: answered ?? null,
       onDrop: () => this.#droppedTotal++,
       onStalled: (c, forMs, why) => {
         c.abort();
@@ -341,7 +353,17 @@ export class SseHub {
     if (await holder.admitted()) return false;
     if (client.closed) return false; // went meanwhile
     this.#flushing.add(client);
-    client.closeThenDrop(SSE_END_FLUSH_MS, () => this.#flushing.delete(client));
+    this.#ending.add(client);
+    const answered = client.answered;
+    client.closeThenDrop(SSE_END_FLUSH_MS, () => {
+      this.#flushing.delete(client);
+      if (answered === null) this.#ending.delete(client);
+    });
+    // Its client took the end (or the connection is gone): nothing left to drop or to count.
+    answered?.then(() => {
+      this.#ending.delete(client);
+      client.cancelDrop();
+    });
     this.#log.info(
       `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
     );
@@ -356,6 +378,7 @@ export class SseHub {
     // The server's shutdown bounds what is left to write (HTTP_SHUTDOWN_DRAIN_MS).
     for (const c of this.#flushing) c.cancelDrop();
     this.#flushing.clear();
+    this.#ending.clear();
   }
 
   #encode(p: PublishedEvent): Uint8Array {
@@ -403,6 +426,8 @@ interface SseClientOptions {
   readonly holder: StreamHolder | null;
   /** Closes the stream's connection at once while its answer is unwritten; null: no server. */
   readonly dropConnection: (() => void) | null;
+  /** Settles once the stream's answer is written or its connection has ended; null: no server. */
+  readonly answered: Promise<void> | null;
   readonly onDrop: () => void;
   /**
    * The client has read nothing for SSE_STALLED_CLIENT_MS (`forMs`) while frames were dropped,
@@ -459,6 +484,10 @@ class SseClient {
 
   get holder(): StreamHolder | null {
     return this.#opts.holder;
+  }
+
+  get answered(): Promise<void> | null {
+    return this.#opts.answered;
   }
 
   get closed(): boolean {

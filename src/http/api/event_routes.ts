@@ -54,7 +54,16 @@ export const EVENT_ROUTES: readonly Route[] = [
  * a URL may still carry from the first connection.
  */
 function events(
-  { sse, url, req, principal, admitted, admittedUnderCurrentTokens, dropConnection }: RouteContext,
+  {
+    sse,
+    url,
+    req,
+    principal,
+    admitted,
+    admittedUnderCurrentTokens,
+    dropConnection,
+    answered,
+  }: RouteContext,
 ): Response {
   const q = url.searchParams;
   const header = req.headers.get("last-event-id");
@@ -73,5 +82,6 @@ function events(
     lastEventId,
     { principal: principal.name, admitted, current: admittedUnderCurrentTokens },
     dropConnection,
+    answered ?? undefined,
   );
 }
