@@ -197,9 +197,12 @@ interface Conn {
   /** Cancels Deno's connection server (drops the connection); null once it has ended. */
   cancel: (() => void) | null;
   server: ConnectionServer | null;
-  /** HTTPS: our end of the loopback connection to the TLS listener, and its local port. */
+  /**
+   * HTTPS: our end of the loopback connection to the TLS listener, and its local address and
+   * port (relayKey), by which the listener's side is matched to it; "" until it is made.
+   */
   inner: Deno.Conn | null;
-  innerPort: number;
+  innerKey: string;
   /** Called once the connection's socket is gone (its server or relay has ended). */
   onEnded: (() => void) | null;
   /** Shutdown: called when its last request in flight has been answered. */
@@ -225,10 +228,10 @@ export class ConnectionLayer {
   readonly #refusal: Uint8Array;
   readonly #sweeper: ReturnType<typeof setInterval>;
   readonly #loops: Promise<void>[] = [];
-  /** HTTPS relay: connections waiting for their TLS side, by the relay's local port. */
-  readonly #awaitingTls = new Map<number, Conn>();
-  /** HTTPS relay: TLS-side connections accepted before their relay registered. */
-  readonly #unclaimedTls = new Map<number, { conn: Deno.TlsConn; at: number }>();
+  /** HTTPS relay: connections waiting for their TLS side, by the relay's local address (relayKey). */
+  readonly #awaitingTls = new Map<string, Conn>();
+  /** HTTPS relay: TLS-side connections accepted before their relay registered (relayKey). */
+  readonly #unclaimedTls = new Map<string, { conn: Deno.TlsConn; at: number }>();
   /** Everything started per connection (servers, relays, refusals); shutdown waits for it. */
   readonly #pending = new Set<Promise<void>>();
   #stopping = false;
@@ -406,7 +409,7 @@ export class ConnectionLayer {
       cancel: null,
       server: null,
       inner: null,
-      innerPort: 0,
+      innerKey: "",
       onEnded: null,
       onIdle: null,
       ended: false,
@@ -534,13 +537,13 @@ export class ConnectionLayer {
       return;
     }
     c.inner = inner;
-    c.innerPort = (inner.localAddr as Deno.NetAddr).port;
-    const early = this.#unclaimedTls.get(c.innerPort);
+    c.innerKey = relayKey(inner.localAddr);
+    const early = this.#unclaimedTls.get(c.innerKey);
     if (early !== undefined) {
-      this.#unclaimedTls.delete(c.innerPort);
+      this.#unclaimedTls.delete(c.innerKey);
       this.#serve(c, early.conn);
     } else {
-      this.#awaitingTls.set(c.innerPort, c);
+      this.#awaitingTls.set(c.innerKey, c);
     }
     const end = () => this.#close(c);
     await Promise.all([pump(c.conn, inner).then(end), pump(inner, c.conn).then(end)]);
@@ -558,15 +561,19 @@ export class ConnectionLayer {
         await this.#sleep(ACCEPT_ERROR_BACKOFF_MIN_MS);
         continue;
       }
-      const port = (conn.remoteAddr as Deno.NetAddr).port;
-      const c = this.#awaitingTls.get(port);
+      // Matched by address and port: a local process connecting from another loopback address
+      // (127.0.0.2) with a relay's port must not take that relay's place.
+      const key = relayKey(conn.remoteAddr);
+      const c = this.#awaitingTls.get(key);
       if (c !== undefined) {
-        this.#awaitingTls.delete(port);
+        this.#awaitingTls.delete(key);
         this.#serve(c, conn);
       } else if (this.#unclaimedTls.size < this.#o.maxConnections) {
-        // Accepted before the relay's connect() returned; the relay claims it by port, and the
-        // sweeper closes it if nobody does (a stray local client).
-        this.#unclaimedTls.set(port, { conn, at: performance.now() });
+        // Accepted before the relay's connect() returned; the relay claims it by its address,
+        // and the sweeper closes it if nobody does (a stray local client).
+        const displaced = this.#unclaimedTls.get(key);
+        if (displaced !== undefined) closeQuietly(displaced.conn);
+        this.#unclaimedTls.set(key, { conn, at: performance.now() });
       } else {
         closeQuietly(conn);
       }
@@ -579,7 +586,7 @@ export class ConnectionLayer {
     c.closed = true;
     if (c.dropTimer !== null) clearTimeout(c.dropTimer);
     this.#conns.delete(c);
-    if (c.innerPort !== 0) this.#awaitingTls.delete(c.innerPort);
+    if (c.innerKey !== "") this.#awaitingTls.delete(c.innerKey);
     // Cancelling Deno's connection server drops the connection (its socket is closed).
     if (c.cancel !== null) {
       const cancel = c.cancel;
@@ -640,9 +647,9 @@ export class ConnectionLayer {
         this.#close(c);
       }
     }
-    for (const [port, u] of this.#unclaimedTls) {
+    for (const [key, u] of this.#unclaimedTls) {
       if (now - u.at >= TLS_RELAY_MATCH_TIMEOUT_MS) {
-        this.#unclaimedTls.delete(port);
+        this.#unclaimedTls.delete(key);
         closeQuietly(u.conn);
       }
     }
@@ -692,6 +699,12 @@ export class ConnectionLayer {
       this.#wakeBackoff = done;
     });
   }
+}
+
+/** How the relay's end and the TLS listener's side of one loopback connection are matched. */
+function relayKey(addr: Deno.Addr): string {
+  const a = addr as Deno.NetAddr;
+  return `${a.hostname} ${a.port}`;
 }
 
 /** Copies `from` to `to` until either ends or fails. */
