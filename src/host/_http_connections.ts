@@ -511,7 +511,9 @@ export class ConnectionLayer {
   #dropIfAllWanted(c: Conn, answered = false): void {
     if (c.closed || c.dropWanted === 0 || c.dropWanted < c.inFlight) return;
     if (!answered) return this.#close(c);
-    if (c.dropTimer !== null) return;
+    // Planned anew from each answer: one written while an earlier drop was planned (an e-stop
+    // answered meanwhile) gets its whole HTTP2_DROP_FLUSH_MS too.
+    if (c.dropTimer !== null) clearTimeout(c.dropTimer);
     c.dropTimer = setTimeout(() => {
       c.dropTimer = null;
       if (c.dropWanted > 0 && c.dropWanted >= c.inFlight) this.#close(c);
@@ -584,7 +586,10 @@ export class ConnectionLayer {
   #close(c: Conn): void {
     if (c.closed) return;
     c.closed = true;
-    if (c.dropTimer !== null) clearTimeout(c.dropTimer);
+    if (c.dropTimer !== null) {
+      clearTimeout(c.dropTimer);
+      c.dropTimer = null;
+    }
     this.#conns.delete(c);
     if (c.innerKey !== "") this.#awaitingTls.delete(c.innerKey);
     // Cancelling Deno's connection server drops the connection (its socket is closed).

@@ -41,7 +41,11 @@ import {
 } from "./_http_connections.ts";
 
 export type { ConnectionStats } from "./_http_connections.ts";
-export { HTTP_SHUTDOWN_ANSWER_MS, HTTP_SHUTDOWN_DRAIN_MS } from "./_http_connections.ts";
+export {
+  HTTP2_DROP_FLUSH_MS,
+  HTTP_SHUTDOWN_ANSWER_MS,
+  HTTP_SHUTDOWN_DRAIN_MS,
+} from "./_http_connections.ts";
 
 /** Default of http.max_connections: connections held at once (idle ones are evicted first). */
 export const HTTP_MAX_CONNECTIONS_DEFAULT = 128;

@@ -4,7 +4,7 @@
  * of a stream whose client reads nothing (info.dropConnection) must not cut those other requests.
  */
 import assert from "node:assert/strict";
-import { serveHttp } from "../../src/host/mod.ts";
+import { HTTP2_DROP_FLUSH_MS, serveHttp } from "../../src/host/mod.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
 
@@ -58,6 +58,76 @@ Deno.test("over HTTP/2 a stream's connection drop waits for the other requests o
       "the connection dropped once only the stream was left",
       () => server.connectionStats().open === 0,
       5000,
+    );
+    await stream.body?.cancel().catch(() => {});
+  } finally {
+    release();
+    client.close();
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("over HTTP/2 a request answered while a stream's connection drop is planned still gets HTTP2_DROP_FLUSH_MS for its answer to leave", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "http-h2-" });
+  const { cert, key } = await selfSignedCert(dir);
+  let drop: (() => void) | null = null;
+  let slowArrived = false;
+  let release = () => {};
+  const released = new Promise<void>((r) => (release = r));
+  let lastAnsweredAt = 0;
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: cert,
+    tlsKeyPath: key,
+    authEnabled: false,
+    allowInsecureBind: false,
+    log: testLogger(),
+    openFileLimit: null,
+    handler: async (req, info) => {
+      const path = new URL(req.url).pathname;
+      if (path === "/stream") {
+        drop = info.dropConnection;
+        return new Response(
+          new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(": hi\n\n")) }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
+      }
+      if (path === "/slow") {
+        slowArrived = true;
+        await released;
+      }
+      lastAnsweredAt = performance.now(); // before its bytes are written
+      return new Response(path);
+    },
+  });
+  const client = Deno.createHttpClient({
+    caCerts: [await Deno.readTextFile(cert)],
+    http1: false,
+    http2: true,
+  });
+  try {
+    const stream = await fetch(`https://localhost:${server.port}/stream`, { client });
+    const slow = fetch(`https://localhost:${server.port}/slow`, { method: "POST", client });
+    await waitFor("both requests in flight", () => slowArrived && drop !== null, 5000);
+    drop!(); // the stream's client is judged stalled
+    release();
+    assert.equal(await (await slow).text(), "/slow"); // the drop is planned from here
+    // An e-stop on the same connection, answered before the planned drop.
+    await new Promise((r) => setTimeout(r, HTTP2_DROP_FLUSH_MS / 2));
+    const estop = await fetch(`https://localhost:${server.port}/estop`, {
+      method: "POST",
+      client,
+    }).catch((err) => err as Error);
+    assert.ok(estop instanceof Response, `the e-stop was cut: ${estop}`);
+    await estop.body?.cancel();
+    await waitFor("the connection dropped", () => server.connectionStats().open === 0, 5000);
+    const after = performance.now() - lastAnsweredAt;
+    assert.ok(
+      after >= HTTP2_DROP_FLUSH_MS,
+      `the connection was dropped ${Math.round(after)} ms after the e-stop's answer was ` +
+        `handed over, less than HTTP2_DROP_FLUSH_MS (${HTTP2_DROP_FLUSH_MS} ms)`,
     );
     await stream.body?.cancel().catch(() => {});
   } finally {
