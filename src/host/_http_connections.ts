@@ -87,6 +87,14 @@ function lateAnswer(): Response {
  * this long after (its answer's bytes leave first: dropping at once lost them).
  */
 export const HTTP2_DROP_FLUSH_MS = 1000;
+/**
+ * At the limit with no idle connection, a connection whose every request in flight has had its
+ * answer handed over this long ago without it being written (its client reads nothing: a zero TCP
+ * window) is evicted for the new one: a few clients that never read a large answer would
+ * otherwise lock every new connection out, the e-stop's included. Event streams
+ * (text/event-stream) are exempt: their share is bounded and their own stall bound ends them.
+ */
+export const HTTP_UNREAD_ANSWER_EVICT_MS = 1000;
 /** At the limit, the next accept waits for the evicted connection's socket at most this long. */
 const EVICTION_WAIT_MAX_MS = 1000;
 /** A connection to the internal TLS listener that no relay claims within this time is closed. */
@@ -166,8 +174,13 @@ export interface ConnectionStats {
   headerTimeouts: number;
   /** Closed after http.keep_alive_timeout_ms without a request. */
   idleTimeouts: number;
-  /** Idle connections closed to make room for a new one at the limit. */
+  /**
+   * Connections closed to make room for a new one at the limit: idle ones, and ones whose clients
+   * have not read their answers (unreadEvicted).
+   */
   evicted: number;
+  /** Of `evicted`: connections whose answers their clients did not read (HTTP_UNREAD_ANSWER_EVICT_MS). */
+  unreadEvicted: number;
   /** New connections refused at the limit (every held connection had a request in flight). */
   refused: number;
   acceptErrors: number;
@@ -186,6 +199,11 @@ interface Conn {
   answering: number;
   /** Per request being answered: gives it lateAnswer() in place of its own (shutdown). */
   readonly late: Set<() => void>;
+  /**
+   * Per request whose answer (not an event stream) was handed over and is not written yet: when
+   * it was handed over (performance.now()). HTTP_UNREAD_ANSWER_EVICT_MS.
+   */
+  readonly unwritten: Set<{ readonly at: number }>;
   /**
    * Requests in flight that asked to drop the connection (dropConnection); it is dropped once
    * they are all of its requests in flight (HTTP/1.1: at once).
@@ -222,6 +240,7 @@ export class ConnectionLayer {
     headerTimeouts: 0,
     idleTimeouts: 0,
     evicted: 0,
+    unreadEvicted: 0,
     refused: 0,
     acceptErrors: 0,
   };
@@ -380,13 +399,19 @@ export class ConnectionLayer {
           break;
         }
       }
+      victim ??= this.#unreadVictim();
       if (victim === null) {
         this.#stats.refused++;
         this.#logLimit("refused a new connection: every connection has a request in flight");
         return this.#refuse(conn);
       }
       this.#stats.evicted++;
-      this.#logLimit("closed the oldest idle connection to admit a new one");
+      this.#logLimit(
+        victim.inFlight === 0
+          ? "closed the oldest idle connection to admit a new one"
+          : "closed a connection whose client has not read its answer for " +
+            `${HTTP_UNREAD_ANSWER_EVICT_MS} ms or more to admit a new one`,
+      );
       const gone = victim.ended ? null : new Promise<void>((r) => (victim.onEnded = r));
       this.#close(victim);
       this.#start(conn);
@@ -394,6 +419,28 @@ export class ConnectionLayer {
     }
     this.#start(conn);
     return null;
+  }
+
+  /**
+   * At the limit with no idle connection: the connection whose every request in flight has had
+   * its answer handed over, unwritten, for at least HTTP_UNREAD_ANSWER_EVICT_MS (the longest
+   * ago), or null.
+   */
+  #unreadVictim(): Conn | null {
+    const now = performance.now();
+    let victim: Conn | null = null;
+    let victimSince = Infinity;
+    for (const c of this.#conns) {
+      if (c.answering > 0 || c.unwritten.size === 0 || c.unwritten.size < c.inFlight) continue;
+      let since = -Infinity; // its newest unwritten answer
+      for (const u of c.unwritten) since = Math.max(since, u.at);
+      if (now - since >= HTTP_UNREAD_ANSWER_EVICT_MS && since < victimSince) {
+        victim = c;
+        victimSince = since;
+      }
+    }
+    if (victim !== null) this.#stats.unreadEvicted++;
+    return victim;
   }
 
   #start(conn: Deno.Conn): void {
@@ -415,6 +462,7 @@ export class ConnectionLayer {
       ended: false,
       answering: 0,
       late: new Set(),
+      unwritten: new Set(),
       dropWanted: 0,
       dropTimer: null,
       requestDone: () => {
@@ -455,8 +503,10 @@ export class ConnectionLayer {
           c.answering++;
           let written = false;
           let dropWanted = false;
+          let handed: { readonly at: number } | null = null;
           const done = () => {
             written = true;
+            if (handed !== null) c.unwritten.delete(handed);
             if (dropWanted) c.dropWanted--;
             c.requestDone();
             this.#dropIfAllWanted(c, true);
@@ -483,7 +533,12 @@ export class ConnectionLayer {
             c.late.delete(giveLate);
             c.answerMade();
           };
-          given.then(made, made);
+          given.then((res) => {
+            made();
+            if (written || isEventStream(res)) return;
+            handed = { at: performance.now() };
+            c.unwritten.add(handed);
+          }, made);
           return given;
         },
         this.#o.onError,
@@ -704,6 +759,11 @@ export class ConnectionLayer {
       this.#wakeBackoff = done;
     });
   }
+}
+
+/** An event stream's answer: never written to its end by design (its own bounds end it). */
+function isEventStream(res: Response): boolean {
+  return res.headers.get("content-type")?.toLowerCase().startsWith("text/event-stream") ?? false;
 }
 
 /** How the relay's end and the TLS listener's side of one loopback connection are matched. */

@@ -45,6 +45,7 @@ export {
   HTTP2_DROP_FLUSH_MS,
   HTTP_SHUTDOWN_ANSWER_MS,
   HTTP_SHUTDOWN_DRAIN_MS,
+  HTTP_UNREAD_ANSWER_EVICT_MS,
 } from "./_http_connections.ts";
 
 /** Default of http.max_connections: connections held at once (idle ones are evicted first). */
