@@ -1545,11 +1545,13 @@ export class Kernel {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
-      // The tree is halted first: from the HTTP listener's close on, no operator's e-stop can
+      // The tree is halted first: from the HTTP listener's close on, only connections still held
       // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
       // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.
       this.automation?.stop();
-      this.api.close(); // event streams end: they would keep the server's shutdown waiting
+      // Event streams end (they would keep the server's shutdown waiting), and new requests on the
+      // connections still held are refused but the e-stop, its clear and runtime status.
+      this.api.close();
       await this.#http?.shutdown();
       // NDEATH, bounded in time: a stalled broker does not hold the shutdown.
       await this.#sparkplug?.stop();

@@ -113,6 +113,8 @@ export class HttpApi {
   readonly #policy: RequestPolicy;
   readonly #limits: BodyLimits;
   readonly #slots: RequestSlots;
+  /** Set by close() (shutdown): only the priority routes are served from then on. */
+  #closed = false;
   readonly #prioritySlots: RequestSlots;
   /** null when http.console_enabled is false. */
   readonly #console: ConsoleSite | null;
@@ -243,7 +245,16 @@ export class HttpApi {
         // their own bound. The e-stop, its clear and runtime status have slots of their own.
         const priority = isPriorityRequest(req.method, url.pathname);
         const slots = priority ? this.#prioritySlots : this.#slots;
-        if (!slots.tryAcquire()) {
+        if (this.#closed && !priority) {
+          // Shutting down (close()): a connection the server still holds (an HTTP/2 one whose
+          // call is being answered) may carry new requests until the drain ends; nothing new is
+          // commanded then. The e-stop, its clear and runtime status are still served.
+          await req.body?.cancel().catch(() => {});
+          res = errorResponse(
+            "UNAVAILABLE",
+            "Server shutting down: only the e-stop and runtime status are served",
+          );
+        } else if (!slots.tryAcquire()) {
           await req.body?.cancel().catch(() => {});
           res = errorResponse(
             "UNAVAILABLE",
@@ -347,8 +358,12 @@ export class HttpApi {
     return this.#policy.checkOrigin(req, url, await this.#auth.presentsToken(req));
   }
 
-  /** Ends every SSE stream and refuses new ones; call before the server shuts down. */
+  /**
+   * Ends every SSE stream and refuses new ones, and every new request but the priority routes
+   * (e-stop, its clear, runtime status); call before the server shuts down.
+   */
   close(): void {
+    this.#closed = true;
     this.#sse.closeAll();
   }
 
