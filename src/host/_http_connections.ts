@@ -79,7 +79,7 @@ function lateAnswer(): Response {
   });
   return new Response(body, {
     status: 504,
-    headers: { "content-type": "application/json", connection: "close" },
+    headers: { "content-type": "application/json" },
   });
 }
 /**
