@@ -360,10 +360,11 @@ export class SseHub {
       if (answered === null) this.#ending.delete(client);
     });
     // Its client took the end (or the connection is gone): nothing left to drop or to count.
-    answered?.then(() => {
+    const gone = () => {
       this.#ending.delete(client);
       client.cancelDrop();
-    });
+    };
+    answered?.then(gone, gone);
     this.#log.info(
       `event stream of '${holder.principal}' ended: its token no longer admits it (API tokens changed)`,
     );
