@@ -535,7 +535,7 @@ export class ConnectionLayer {
           };
           given.then((res) => {
             made();
-            if (written || isEventStream(res)) return;
+            if (written || !(res instanceof Response) || isEventStream(res)) return;
             handed = { at: performance.now() };
             c.unwritten.add(handed);
           }, made);
