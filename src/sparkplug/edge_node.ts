@@ -185,9 +185,11 @@ export const MAX_NODE_CHANGES_KEPT = 1024;
 
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
-/** Why a retained DCMD (or Rebirth) is not acted on: it is the broker's copy of an old command. */
-const RETAINED_COMMAND = "a retained command: the broker kept it from before this connection " +
-  "subscribed (Sparkplug commands are never retained); not acted on";
+/**
+ * Topics whose retained commands are WARNed on one connection, at most (one line per topic per
+ * connection; beyond it one line says the rest are not logged). Emptied at each connection.
+ */
+export const MAX_RETAINED_TOPICS_WARNED = 64;
 
 /** What commands from the broker may do (present only with `sparkplug.commands: true`). */
 export interface CommandPorts {
@@ -437,6 +439,13 @@ export class SparkplugEdgeNode {
   #nodeKept: { readonly timestampMs: number; readonly metrics: Metric[] }[] = [];
   /** The current outage's drops of #nodeKept have been WARNed. */
   #nodeKeptWarned = false;
+  /**
+   * Command topics whose retained copy was WARNed on this connection (MAX_RETAINED_TOPICS_WARNED
+   * at most; emptied at each connection).
+   */
+  readonly #retainedWarned = new Set<string>();
+  /** More topics than MAX_RETAINED_TOPICS_WARNED met retained commands on this connection. */
+  #retainedOverWarned = false;
   readonly #unsubscribe: Array<() => void> = [];
   /** Store and forward (`sparkplug.store_forward`): oldest first, bounded in count and bytes. */
   readonly #store: StoredData[] = [];
@@ -734,6 +743,9 @@ export class SparkplugEdgeNode {
     const session = this.#session!;
     const host = o.config.primaryHostId;
     this.#subscribed = false;
+    // The broker hands this connection's new subscriptions their retained copies again.
+    this.#retainedWarned.clear();
+    this.#retainedOverWarned = false;
     // The host's retained STATE says again, on this connection, whether it is online.
     this.#hostOnline = host === "";
     try {
@@ -1742,9 +1754,11 @@ export class SparkplugEdgeNode {
   /**
    * A message on a subscribed topic. A retained command (the broker's copy handed to this
    * connection's new subscription: it was published before, while the node was away or earlier
-   * still; Sparkplug publishes commands with retain false) never writes a device: after a
-   * reconnect it would repeat an old write over whatever the operator did since. Its e-stop is
-   * still taken (a stop is never refused).
+   * still; Sparkplug 3.0 publishes NCMD and DCMD with retain false) is ignored, whatever it
+   * asks, the e-stop included: commands are events, not state, and the broker's copy would
+   * repeat an old command at every reconnect (an e-stop latched again after every network
+   * blip, a write over whatever the operator did since). A command published retained while the
+   * node is subscribed arrives live (the broker clears the flag) and is taken.
    */
   #message(topic: string, payload: Uint8Array, retained: boolean): void {
     const o = this.#o;
@@ -1754,6 +1768,7 @@ export class SparkplugEdgeNode {
     if (host !== "" && (topic === stateTopic(host) || topic === legacyStateTopic(host))) {
       return this.#hostState(topic, payload);
     }
+    if (retained && (topic === ncmd || topic.startsWith(dcmd))) return this.#retainedCommand(topic);
     let decoded;
     try {
       decoded = decode(payload);
@@ -1762,20 +1777,38 @@ export class SparkplugEdgeNode {
       return;
     }
     if (topic === ncmd) {
-      for (const m of decoded.metrics ?? []) this.#nodeCommand(topic, m, retained);
+      for (const m of decoded.metrics ?? []) this.#nodeCommand(topic, m);
     } else if (topic.startsWith(dcmd)) {
       const id = topic.slice(dcmd.length);
-      for (const m of decoded.metrics ?? []) {
-        if (!retained) this.#deviceCommand(topic, id, m);
-        else {
-          const name = this.#commandName(id, m) ?? `alias ${String(m.alias)}`;
-          if (this.#devices.has(id)) this.#refused(topic, name, RETAINED_COMMAND, id);
-          else this.#refused(topic, `${id}/${name}`, RETAINED_COMMAND, NODE);
-        }
-      }
+      for (const m of decoded.metrics ?? []) this.#deviceCommand(topic, id, m);
     } else {
       this.#ignored(topic, "not a command topic of this edge node");
     }
+  }
+
+  /**
+   * A retained command (#message): not acted on, not answered (an answer would stand at the host
+   * for a command of another time), counted as ignored; WARNed once per topic per connection
+   * (the broker hands it again at every connection until someone clears it).
+   */
+  #retainedCommand(topic: string): void {
+    this.counts.commandsIgnored++;
+    if (this.#retainedWarned.has(topic)) return;
+    if (this.#retainedWarned.size >= MAX_RETAINED_TOPICS_WARNED) {
+      if (this.#retainedOverWarned) return;
+      this.#retainedOverWarned = true;
+      this.#log.warn(
+        `sparkplug: retained commands on more than ${MAX_RETAINED_TOPICS_WARNED} topics ` +
+          `(MAX_RETAINED_TOPICS_WARNED) on this connection: the rest are ignored without a line`,
+      );
+      return;
+    }
+    this.#retainedWarned.add(topic);
+    this.#log.warn(
+      `sparkplug: retained command on ${topic} ignored, not acted on: the broker's copy of an ` +
+        `old command (Sparkplug publishes NCMD/DCMD with retain false); clear it on the broker ` +
+        `(an empty retained message on that topic)`,
+    );
   }
 
   /** The metric name a command names (by name, or by an alias of this node). */
@@ -1788,11 +1821,8 @@ export class SparkplugEdgeNode {
     return key.slice(0, i) === deviceId ? key.slice(i + 1) : null;
   }
 
-  #nodeCommand(topic: string, m: Record<string, unknown>, retained: boolean): void {
+  #nodeCommand(topic: string, m: Record<string, unknown>): void {
     const name = this.#commandName("", m);
-    if (name === NODE_METRICS.rebirth && retained) {
-      return this.#ignored(topic, `${name}: ${RETAINED_COMMAND}`);
-    }
     if (name === NODE_METRICS.rebirth) {
       if (m.boolean_value !== true) {
         return this.#ignored(topic, `${name} written ${String(m.boolean_value)}`);
