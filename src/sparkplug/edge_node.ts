@@ -1326,8 +1326,10 @@ export class SparkplugEdgeNode {
     // A Rebirth asked for meanwhile (its births carry the node metrics), a node metric change
     // (the e-stop latch, the mode) and the answers to commands before any data waiting.
     if (this.#rebirthBehind) this.rebirth();
-    if (this.#nodeBehind) this.#publishNode();
+    // The node's history (kept while away) before its present: a live NDATA after the last
+    // historical one.
     if (this.#nodeKept.length > 0) this.#drainNode();
+    if (this.#nodeBehind) this.#publishNode();
     if (this.#answersWaiting.size > 0) this.#sendAnswers();
     // Births before the data of their devices.
     if (this.#providersBehind.size > 0) this.#providersCatchUp();
@@ -1663,10 +1665,16 @@ export class SparkplugEdgeNode {
    * NDATA of the node metrics that differ from what the host last got. One that cannot be handed
    * over now (writes full) is not lost: #nodeBehind, and the next completed write sends the
    * metrics as they are then (a mode or latch change must reach the host, not only the next one).
+   * Nor does one go out while changes kept from an outage still wait (#nodeKept): history first,
+   * then the present, on the wire as in the host's history.
    */
   #publishNode(): void {
     this.#nodeBehind = false;
     if (!this.online) return this.#keepNode();
+    if (this.#nodeKept.length > 0) {
+      this.#nodeBehind = true;
+      return;
+    }
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
     const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
