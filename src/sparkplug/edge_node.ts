@@ -422,7 +422,10 @@ export class SparkplugEdgeNode {
    * Answers to commands not handed over yet (MAX_IN_FLIGHT writes unconfirmed), the latest per
    * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
    */
-  readonly #answersWaiting = new Map<string, { deviceId: string; name: string; text: string }>();
+  readonly #answersWaiting = new Map<
+    string,
+    { deviceId: string; name: string; text: string; atMs: number }
+  >();
   /**
    * Answers to DCMDs to a device its provider has whose DBIRTH had not gone out (#notBorn), by
    * provider id: held until that provider's births went out (#providerChanged ran to its end, or
@@ -432,8 +435,9 @@ export class SparkplugEdgeNode {
   readonly #answersAfterBirth = new Map<string, { name: string; text: string }[]>();
   #answersAfterBirthCount = 0;
   /**
-   * Node metric changes while not online (after the first births), and those whose live NDATA
-   * failed with the connection (#lostNode), oldest first, each an NDATA's metrics (is_historical)
+   * Node metric changes while not online (after the first births), those whose live NDATA failed
+   * with the connection (#lostNode), and NCMD e-stop answers not published (#keepEstopAnswer),
+   * oldest first, each an NDATA's metrics (is_historical)
    * at its time: MAX_NODE_CHANGES_KEPT at most.
    */
   #nodeKept: { readonly timestampMs: number; readonly metrics: Metric[] }[] = [];
@@ -845,7 +849,7 @@ export class SparkplugEdgeNode {
     if (session === null || this.#leaving || this.#stopped) return;
     this.#leaving = true;
     this.#born = false;
-    this.#answersWaiting.clear();
+    this.#dropAnswersWaiting();
     this.#dropAnswersAfterBirth();
     this.counts.hostOfflineDisconnects++;
     try {
@@ -911,8 +915,9 @@ export class SparkplugEdgeNode {
     this.#accepted = false;
     this.#born = false;
     this.#subscribed = false;
-    // Answers to the commands of a connection that is gone: the host saw its NDEATH.
-    this.#answersWaiting.clear();
+    // Answers to the commands of a connection that is gone: the host saw its NDEATH (an
+    // e-stop's is kept for the next births).
+    this.#dropAnswersWaiting();
     this.#dropAnswersAfterBirth();
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
@@ -2068,7 +2073,12 @@ export class SparkplugEdgeNode {
    * node is not online (nobody could read it).
    */
   #commandResult(deviceId: string, name: string, text: string): void {
-    if (!this.online) return;
+    if (!this.online) {
+      if (deviceId === NODE && name === NODE_METRICS.estop) {
+        this.#keepEstopAnswer(this.#o.clock.nowMs(), `${name}: ${text}`);
+      }
+      return;
+    }
     if (deviceId !== NODE) {
       const dev = this.#devices.get(deviceId);
       // Not born now (it left while its call ran: a DDEATH, or a new connection's births without
@@ -2084,7 +2094,7 @@ export class SparkplugEdgeNode {
       // Under the bound like data; the latest answer of a metric replaces an older one waiting.
       this.#answersWaiting.delete(key);
       if (this.#answersWaiting.size < MAX_ANSWERS_WAITING) {
-        this.#answersWaiting.set(key, { deviceId, name, text });
+        this.#answersWaiting.set(key, { deviceId, name, text, atMs: this.#o.clock.nowMs() });
       } else {
         this.counts.publishFailures++;
       }
@@ -2105,14 +2115,21 @@ export class SparkplugEdgeNode {
   #answer(deviceId: string, name: string, text: string): void {
     const now = this.#o.clock.nowMs();
     if (deviceId === NODE) {
-      this.#send("NDATA", undefined, {
-        timestamp: now,
-        metrics: [{
-          alias: this.#alias(NODE, NODE_METRICS.commandResult),
+      // An e-stop's answer that fails with the connection is kept (#lostNode), as a latch is.
+      this.#send(
+        "NDATA",
+        undefined,
+        {
           timestamp: now,
-          string_value: `${name}: ${text}`,
-        }],
-      }, false);
+          metrics: [{
+            alias: this.#alias(NODE, NODE_METRICS.commandResult),
+            timestamp: now,
+            string_value: `${name}: ${text}`,
+          }],
+        },
+        false,
+        name === NODE_METRICS.estop ? 0 : undefined,
+      );
       return;
     }
     // Left while its answer waited for the writes: the node tells it, naming the device.
@@ -2236,13 +2253,44 @@ export class SparkplugEdgeNode {
    */
   #lostNode(p: Payload): void {
     if (this.#stopped) return;
-    for (const m of p.metrics) m.is_historical = true;
+    this.#keepNodeAt(p.timestamp, p.metrics);
+    this.#drainNode();
+  }
+
+  /** Node metrics (an NDATA's) kept for the next births, in time order, is_historical. */
+  #keepNodeAt(timestampMs: number, metrics: Metric[]): void {
+    for (const m of metrics) m.is_historical = true;
     const kept = this.#nodeKept;
     let i = kept.length;
-    while (i > 0 && kept[i - 1]!.timestampMs > p.timestamp) i--;
-    kept.splice(i, 0, { timestampMs: p.timestamp, metrics: p.metrics });
+    while (i > 0 && kept[i - 1]!.timestampMs > timestampMs) i--;
+    kept.splice(i, 0, { timestampMs, metrics });
     if (kept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
-    this.#drainNode();
+  }
+
+  /**
+   * The answer to an NCMD e-stop that could not be published (the node not online when it was
+   * taken, or its connection gone while it waited): kept with the node metric changes
+   * (#nodeKept, MAX_NODE_CHANGES_KEPT), published after the next births with is_historical at
+   * the time it was given, so the host's history says the stop it asked for was taken. Other
+   * answers go with their connection: the births carry the state they led to.
+   */
+  #keepEstopAnswer(atMs: number, value: string): void {
+    if (this.#stopped) return;
+    this.#keepNodeAt(atMs, [{
+      alias: this.#alias(NODE, NODE_METRICS.commandResult),
+      timestamp: atMs,
+      string_value: value,
+    }]);
+  }
+
+  /** The answers waiting for writes on a connection that is gone: an e-stop's is kept. */
+  #dropAnswersWaiting(): void {
+    for (const a of this.#answersWaiting.values()) {
+      if (a.deviceId === NODE && a.name === NODE_METRICS.estop) {
+        this.#keepEstopAnswer(a.atMs, `${a.name}: ${a.text}`);
+      }
+    }
+    this.#answersWaiting.clear();
   }
 
   /**

@@ -1,0 +1,91 @@
+/**
+ * The answer to an NCMD `Node Control/E-Stop` the node could not publish -- it was taken while
+ * the node was not online (connected, waiting for its primary host), or its NDATA was cut off with
+ * the connection -- is store and forward's like the node metric changes: kept at its time and
+ * published after the next births as an NDATA of `Runtime/Command Result` with is_historical, so
+ * the host's history says the stop it asked for was taken. The node runs among doubles
+ * (tests/sparkplug/_edge_node_rig.ts).
+ */
+import assert from "node:assert/strict";
+import { type CommandPorts, DataType } from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { type EdgeNodeRig, edgeNodeRig } from "./_edge_node_rig.ts";
+
+const STATE = "spBv1.0/STATE/scada";
+const NCMD = "spBv1.0/g/NCMD/n";
+const ESTOP = { name: "Node Control/E-Stop", datatype: DataType.Boolean, boolean_value: true };
+const state = (online: boolean, timestamp: number) =>
+  new TextEncoder().encode(JSON.stringify({ online, timestamp }));
+
+/** An e-stop port that latches at once (the rig's latch metric follows). */
+function latching(status: () => EdgeNodeRig["status"]): CommandPorts {
+  return {
+    call: () => Promise.reject(new Error("no calls")),
+    estop: (_reason, _source, onLatched) => {
+      status().estopLatched = true;
+      onLatched?.();
+      return Promise.resolve();
+    },
+  };
+}
+
+/** The Runtime/Command Result values a session published, with their is_historical. */
+function answers(rig: EdgeNodeRig): [unknown, boolean][] {
+  const alias = rig.nodeAlias("Runtime/Command Result");
+  return rig.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((m) =>
+    (m.payload.metrics ?? []).filter((x) => x.alias === alias)
+  ).map((x) => [x.string_value, x.is_historical === true]);
+}
+
+Deno.test("an NCMD e-stop taken while the node waits for its primary host is answered after the births, with is_historical", async () => {
+  let rig: EdgeNodeRig | null = null;
+  rig = edgeNodeRig({ primaryHostId: "scada", commands: latching(() => rig!.status) });
+  await rig.online();
+  rig.session.deliver(STATE, state(true, 1));
+  await flushMicrotasks();
+  assert.ok(rig.node.online);
+  // The primary host goes offline: NDEATH, a new session that waits for it.
+  rig.session.deliver(STATE, state(false, 2));
+  await flushMicrotasks();
+  await rig.clock.advanceAsync(0);
+  assert.equal(rig.sessions.length, 2, "a new session");
+  rig.session.up();
+  await flushMicrotasks();
+  assert.equal(rig.node.online, false, "waiting for the primary host");
+
+  rig.clock.advance(5);
+  const at = rig.clock.nowMs();
+  rig.command(NCMD, [ESTOP]);
+  await flushMicrotasks();
+  assert.equal(rig.status.estopLatched, true, "the e-stop is taken while not online");
+
+  rig.clock.advance(5);
+  rig.session.deliver(STATE, state(true, 3));
+  await flushMicrotasks();
+  assert.ok(rig.node.online, "born again");
+  assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", true]]);
+  const ndata = rig.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").at(-1)!;
+  assert.equal(Number(ndata.payload.metrics?.[0]?.timestamp), at, "at the time it was taken");
+  await rig.stop();
+});
+
+Deno.test("an NCMD e-stop answer cut off with the connection reaches the host after the next births", async () => {
+  let rig: EdgeNodeRig | null = null;
+  rig = edgeNodeRig({ hold: true, commands: latching(() => rig!.status) });
+  await rig.online();
+  rig.session.complete();
+  await flushMicrotasks();
+  rig.command(NCMD, [ESTOP]);
+  await flushMicrotasks();
+  assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", false]], "sent live");
+  rig.session.cut();
+  await flushMicrotasks();
+
+  await rig.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  rig.session.up();
+  await flushMicrotasks();
+  while (rig.session.complete() > 0) await flushMicrotasks();
+  assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", true]]);
+  await rig.stop();
+});
