@@ -405,6 +405,11 @@ export class SparkplugEdgeNode {
    * NDATA goes first when a write completes.
    */
   #nodeBehind = false;
+  /**
+   * While #nodeBehind: when the first change left behind was made and the node metrics then; kept
+   * as the node's history (#keepBehind) should the connection go away before it goes out.
+   */
+  #nodeBehindSince: { readonly atMs: number; readonly status: NodeStatus } | null = null;
   /** A Rebirth was asked for while MAX_IN_FLIGHT writes were unconfirmed: due at the next one. */
   #rebirthBehind = false;
   /**
@@ -850,6 +855,7 @@ export class SparkplugEdgeNode {
     this.#leaving = true;
     this.#born = false;
     this.#dropAnswersWaiting();
+    this.#keepBehind();
     this.#dropAnswersAfterBirth();
     this.counts.hostOfflineDisconnects++;
     try {
@@ -918,6 +924,7 @@ export class SparkplugEdgeNode {
     // Answers to the commands of a connection that is gone: the host saw its NDEATH (an
     // e-stop's is kept for the next births).
     this.#dropAnswersWaiting();
+    if (!this.#stopped) this.#keepBehind();
     this.#dropAnswersAfterBirth();
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
@@ -1009,6 +1016,7 @@ export class SparkplugEdgeNode {
     const status = this.#o.status();
     this.#lastNode = status;
     this.#nodeBehind = false;
+    this.#nodeBehindSince = null;
     this.#send("NBIRTH", undefined, {
       timestamp: now,
       metrics: [
@@ -1676,19 +1684,44 @@ export class SparkplugEdgeNode {
   #publishNode(): void {
     this.#nodeBehind = false;
     if (!this.online) return this.#keepNode();
-    if (this.#nodeKept.length > 0) {
-      this.#nodeBehind = true;
-      return;
-    }
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
     const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
-    if (metrics.length === 0) return;
-    if (this.#send("NDATA", undefined, { timestamp: now, metrics }, false, 0)) {
+    if (metrics.length === 0) {
+      // Back as the host last got them: nothing is behind (changes meanwhile are coalesced).
+      this.#nodeBehindSince = null;
+      return;
+    }
+    if (
+      this.#nodeKept.length === 0 &&
+      this.#send("NDATA", undefined, { timestamp: now, metrics }, false, 0)
+    ) {
       this.#lastNode = status;
+      this.#nodeBehindSince = null;
     } else {
       this.#nodeBehind = true;
+      this.#nodeBehindSince ??= { atMs: now, status };
     }
+  }
+
+  /**
+   * The connection went away with a node metric change left behind (#nodeBehind): it is history
+   * now, kept like a change while not online -- the metrics as they were at the first change
+   * left behind, at its time, then what changed since, now -- so a latch that engaged while the
+   * writes were full reaches the host's history even when it is released before the node is
+   * back.
+   */
+  #keepBehind(): void {
+    const behind = this.#nodeBehindSince;
+    this.#nodeBehindSince = null;
+    this.#nodeBehind = false;
+    if (behind === null || this.#lastNode === null) return;
+    const metrics = this.#nodeMetrics(behind.status, this.#lastNode, behind.atMs, false);
+    if (metrics.length > 0) {
+      this.#lastNode = behind.status;
+      this.#keepNodeAt(behind.atMs, metrics);
+    }
+    this.#keepNode();
   }
 
   /**
