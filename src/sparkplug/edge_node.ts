@@ -2126,6 +2126,15 @@ export class SparkplugEdgeNode {
     if (this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0) {
       // Under the bound like data; the latest answer of a metric replaces an older one waiting.
       this.#answersWaiting.delete(key);
+      if (
+        this.#answersWaiting.size >= MAX_ANSWERS_WAITING && deviceId === NODE &&
+        name === NODE_METRICS.estop
+      ) {
+        // The e-stop's answer is not the one that goes: the oldest waiting answer makes room.
+        const oldest = this.#answersWaiting.keys().next().value!;
+        this.#answersWaiting.delete(oldest);
+        this.counts.publishFailures++;
+      }
       if (this.#answersWaiting.size < MAX_ANSWERS_WAITING) {
         this.#answersWaiting.set(key, { deviceId, name, text, atMs: this.#o.clock.nowMs() });
       } else {

@@ -7,7 +7,12 @@
  * (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import { type CommandPorts, DataType } from "../../src/sparkplug/mod.ts";
+import {
+  type CommandPorts,
+  DataType,
+  MAX_ANSWERS_WAITING,
+  MAX_IN_FLIGHT,
+} from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { type EdgeNodeRig, edgeNodeRig } from "./_edge_node_rig.ts";
@@ -87,5 +92,33 @@ Deno.test("an NCMD e-stop answer cut off with the connection reaches the host af
   await flushMicrotasks();
   while (rig.session.complete() > 0) await flushMicrotasks();
   assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", true]]);
+  await rig.stop();
+});
+
+Deno.test("an NCMD e-stop answer is not dropped when MAX_ANSWERS_WAITING other answers wait for the writes", async () => {
+  let rig: EdgeNodeRig | null = null;
+  rig = edgeNodeRig({ hold: true, commands: latching(() => rig!.status) });
+  await rig.online();
+  rig.session.complete();
+  await flushMicrotasks();
+  // The broker stops taking writes; rebirths asked for meanwhile fill the writes in flight.
+  const rebirth = { name: "Node Control/Rebirth", datatype: DataType.Boolean, boolean_value: true };
+  while (rig.session.inFlight < MAX_IN_FLIGHT) {
+    rig.command(NCMD, [rebirth]);
+    await flushMicrotasks();
+  }
+  // A host keeps writing: each DCMD to a device this node does not have is answered by the node.
+  for (let i = 0; i < MAX_ANSWERS_WAITING; i++) {
+    rig.command(`spBv1.0/g/DCMD/n/nodev${i}`, [{ name: "Functions/x", boolean_value: true }]);
+  }
+  await flushMicrotasks();
+  rig.command(NCMD, [ESTOP]);
+  await flushMicrotasks();
+  assert.equal(rig.status.estopLatched, true);
+  while (rig.session.complete() > 0) await flushMicrotasks();
+  assert.ok(
+    answers(rig).some(([v]) => v === "Node Control/E-Stop: OK"),
+    `the e-stop's answer was dropped: ${answers(rig).length} answers went out`,
+  );
   await rig.stop();
 });
