@@ -185,6 +185,9 @@ export const MAX_NODE_CHANGES_KEPT = 1024;
 
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
+/** #send's liveSeq of a kept node metric change replayed (#drainNode); 0 is a live one. */
+const REPLAYED_NODE_DATA = 1;
+
 /**
  * Topics whose retained commands are WARNed on one connection, at most (one line per topic per
  * connection; beyond it one line says the rest are not logged). Emptied at each connection.
@@ -1755,12 +1758,22 @@ export class SparkplugEdgeNode {
     }
   }
 
-  /** The kept node metric changes as NDATA (is_historical), oldest first, under MAX_IN_FLIGHT. */
+  /**
+   * The kept node metric changes as NDATA (is_historical), oldest first, under MAX_IN_FLIGHT. One
+   * whose write fails (the connection going away again before it is written) is kept again
+   * (#lostNode): a latch's history is not lost to a second outage during the replay of the first.
+   */
   #drainNode(): void {
     let i = 0;
     while (i < this.#nodeKept.length && this.online && this.#inFlight < MAX_IN_FLIGHT) {
       const { timestampMs, metrics } = this.#nodeKept[i++]!;
-      this.#send("NDATA", undefined, { timestamp: timestampMs, metrics }, false);
+      this.#send(
+        "NDATA",
+        undefined,
+        { timestamp: timestampMs, metrics },
+        false,
+        REPLAYED_NODE_DATA,
+      );
     }
     this.#nodeKept.splice(0, i);
     if (this.#nodeKept.length === 0) this.#nodeKeptWarned = false;
@@ -2227,7 +2240,8 @@ export class SparkplugEdgeNode {
     always: boolean,
     /**
      * Live data store and forward takes back should its write fail (#lost, #lostNode): for a
-     * DDATA the poll sequence of its changes; for an NDATA of node metric changes any number.
+     * DDATA the poll sequence of its changes; for an NDATA of node metric changes 0 when live,
+     * REPLAYED_NODE_DATA when kept ones are replayed (#drainNode).
      */
     liveSeq?: number,
   ): boolean {
@@ -2255,8 +2269,9 @@ export class SparkplugEdgeNode {
       this.counts.publishFailures++;
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
       if (liveSeq === undefined) return;
-      if (type === "NDATA") this.#contain("store and forward", () => this.#lostNode(p));
-      else if (deviceId !== undefined) {
+      if (type === "NDATA") {
+        this.#contain("store and forward", () => this.#lostNode(p, liveSeq === REPLAYED_NODE_DATA));
+      } else if (deviceId !== undefined) {
         this.#contain("store and forward", () => this.#lost(deviceId, p, liveSeq));
       }
     });
@@ -2293,8 +2308,14 @@ export class SparkplugEdgeNode {
    * is_historical), so a latch whose NDATA was cut off still reaches the host's history before
    * its release, after the next births. The births carry the metrics as they are then.
    */
-  #lostNode(p: Payload): void {
+  #lostNode(p: Payload, replayed = false): void {
     if (this.#stopped) return;
+    if (replayed && this.online) {
+      // A replayed change failing on a connection still up (not a connection lost): dropped
+      // (counted), not sent again and again.
+      this.counts.storeDropped++;
+      return;
+    }
     this.#keepNodeAt(p.timestamp, p.metrics);
     this.#drainNode();
   }

@@ -61,3 +61,45 @@ Deno.test("an e-stop latched while the writes are full and released after the co
   assert.equal(history[0]![2], latchedAt, "the latch at its time");
   await r.stop();
 });
+
+Deno.test("node changes kept through an outage whose replay is cut off by the next connection loss reach the host after the births after", async () => {
+  const r = edgeNodeRig({ hold: true });
+  await r.online();
+  r.session.complete();
+  await flushMicrotasks();
+  const latchAlias = r.nodeAlias("Runtime/Estop Latched");
+  r.session.cut();
+  await flushMicrotasks();
+  // Latched and released while the node is away.
+  r.clock.advance(10);
+  r.status.estopLatched = true;
+  r.emit(estop(true));
+  await flushMicrotasks();
+  r.clock.advance(10);
+  r.status.estopLatched = false;
+  r.emit(estop(false));
+  await flushMicrotasks();
+  const latchHistory = () =>
+    r.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((m) =>
+      (m.payload.metrics ?? []).filter((x) => x.alias === latchAlias)
+    ).map((x) => [x.boolean_value, x.is_historical === true]);
+
+  // Back: the births, and the replay handed over; the connection goes before it is written.
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  r.session.up();
+  await flushMicrotasks();
+  assert.deepEqual(latchHistory(), [[true, true], [false, true]], "handed over");
+  r.session.cut();
+  await flushMicrotasks();
+
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  r.session.up();
+  await flushMicrotasks();
+  while (r.session.complete() > 0) await flushMicrotasks();
+  assert.deepEqual(
+    latchHistory(),
+    [[true, true], [false, true]],
+    "the replay whose writes failed goes out again after the next births",
+  );
+  await r.stop();
+});
