@@ -313,6 +313,12 @@ interface Replaying {
   readonly walk: ReplayWalk;
   /** Samples left out: polled as another type than the signal's birth declares now. */
   mistyped: number;
+  /**
+   * Where the replay stands: the first poll not handed over yet, and the time of the last one
+   * handed over (of the outage start before any): its outage start again should the connection
+   * go away before it ends (#replayBack).
+   */
+  next: OutageStart;
 }
 
 interface BornDevice {
@@ -859,6 +865,7 @@ export class SparkplugEdgeNode {
     this.#born = false;
     this.#dropAnswersWaiting();
     this.#keepBehind();
+    this.#replayBack();
     this.#dropAnswersAfterBirth();
     this.counts.hostOfflineDisconnects++;
     try {
@@ -927,7 +934,10 @@ export class SparkplugEdgeNode {
     // Answers to the commands of a connection that is gone: the host saw its NDEATH (an
     // e-stop's is kept for the next births).
     this.#dropAnswersWaiting();
-    if (!this.#stopped) this.#keepBehind();
+    if (!this.#stopped) {
+      this.#keepBehind();
+      this.#replayBack();
+    }
     this.#dropAnswersAfterBirth();
     // #devices stays: what changes while offline is stored under their aliases.
     if (this.#stopped) return;
@@ -1400,13 +1410,25 @@ export class SparkplugEdgeNode {
   }
 
   /** Keeps a DDATA for later, dropping the oldest beyond the bounds (counted, WARNed). */
-  #keep(deviceId: string, metrics: Metric[]): void {
+  #keep(deviceId: string, metrics: Metric[], atMs?: number): void {
     const { maxMessages, maxBytes } = this.#o.config.storeForward;
-    const timestampMs = this.#o.clock.nowMs();
+    const timestampMs = atMs ?? this.#o.clock.nowMs();
     for (const m of metrics) m.is_historical = true;
     const bytes = encode({ timestamp: timestampMs, metrics }).length;
     this.counts.stored++;
-    this.#store.push({ deviceId, timestampMs, metrics, bytes });
+    const item = { deviceId, timestampMs, metrics, bytes };
+    if (atMs === undefined) this.#store.push(item);
+    else {
+      // In time order, after those of the same time (failed writes come back oldest first).
+      let lo = this.#storeHead;
+      let hi = this.#store.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (this.#store[mid]!.timestampMs <= timestampMs) lo = mid + 1;
+        else hi = mid;
+      }
+      this.#store.splice(lo, 0, item);
+    }
     this.#storedCount(deviceId, 1);
     this.#storeBytes += bytes;
     let dropped = 0;
@@ -1468,7 +1490,8 @@ export class SparkplugEdgeNode {
         if (metrics.length === 0) continue;
       }
       this.counts.replayed++;
-      this.#send("DDATA", item.deviceId, { timestamp: item.timestampMs, metrics }, true);
+      // A write that fails with the connection is kept again, in its place (#lost).
+      this.#send("DDATA", item.deviceId, { timestamp: item.timestampMs, metrics }, true, 0);
     }
     if (this.#storeLength() === 0) {
       this.#store.length = 0;
@@ -1554,7 +1577,7 @@ export class SparkplugEdgeNode {
         gapTo = Math.max(gapTo, Math.min(walk === null ? until : walk.reachFromMs, until));
       }
       if (walk !== null) {
-        this.#walks.push({ id, walk, mistyped: 0 });
+        this.#walks.push({ id, walk, mistyped: 0, next: start });
         walks++;
       }
     }
@@ -1583,6 +1606,21 @@ export class SparkplugEdgeNode {
           `history ring, with is_historical`,
       );
     }
+  }
+
+  /**
+   * The connection went away with replays in progress: each device's outage starts again where
+   * its replay stands (the first poll not handed over); a poll handed over whose write then
+   * fails moves it back to that poll (#lost). The births after replay them again.
+   */
+  #replayBack(): void {
+    if (this.#o.replay === undefined) return;
+    for (let i = this.#walkHead; i < this.#walks.length; i++) {
+      const r = this.#walks[i];
+      if (r !== null && r !== undefined && this.#devices.has(r.id)) this.#noteOutage(r.id, r.next);
+    }
+    this.#walks = [];
+    this.#walkHead = 0;
   }
 
   /**
@@ -1654,9 +1692,13 @@ export class SparkplugEdgeNode {
       }
       // Its live DDATA went out while an earlier one of the device was in flight (that one
       // failed: the replay starts at its poll); the host has it.
-      if (metrics.length === 0 || this.#wentOutLive(r.id, r.walk.seq)) continue;
+      const seq = r.walk.seq;
+      r.next = { atMs: t, seq: seq + 1 };
+      if (metrics.length === 0 || this.#wentOutLive(r.id, seq)) continue;
       this.counts.replayed++;
-      this.#send("DDATA", r.id, { timestamp: t, metrics }, true);
+      // With its poll: a write that fails with the connection starts the outage there again
+      // (#lost); one written is remembered as out (#liveWritten).
+      this.#send("DDATA", r.id, { timestamp: t, metrics }, true, seq);
     }
   }
 
@@ -2367,6 +2409,12 @@ export class SparkplugEdgeNode {
    */
   #lost(deviceId: string, p: Payload, seq: number): void {
     if (this.#stopped || !this.#devices.has(deviceId)) return;
+    if (this.online && p.metrics.some((m) => m.is_historical === true)) {
+      // A replayed DDATA failing on a connection still up (not a connection lost): dropped
+      // (counted), not replayed again and again.
+      this.counts.storeDropped++;
+      return;
+    }
     if (this.#o.replay !== undefined) {
       let atMs = p.timestamp;
       for (const m of p.metrics) atMs = Math.min(atMs, Number(m.timestamp));
@@ -2375,7 +2423,8 @@ export class SparkplugEdgeNode {
       this.#pump();
       return;
     }
-    this.#keep(deviceId, p.metrics);
+    // In its place: a replayed one before the newer data kept meanwhile.
+    this.#keep(deviceId, p.metrics, p.timestamp);
     this.#drain();
   }
 }
