@@ -1787,15 +1787,30 @@ export class SparkplugEdgeNode {
     if (this.#nodeKept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
   }
 
-  /** #nodeKept beyond MAX_NODE_CHANGES_KEPT: the oldest goes (counted, WARNed once per outage). */
+  /**
+   * #nodeKept beyond MAX_NODE_CHANGES_KEPT: the oldest goes (counted, WARNed once per outage), but
+   * not one of the e-stop's -- a change of the latch or an NCMD e-stop's answer -- while another
+   * is there to go: a long outage's alarm or mode changes do not push the stop out of the host's
+   * history.
+   */
   #nodeKeptOver(): void {
-    this.#nodeKept.shift();
+    const latch = this.#alias(NODE, NODE_METRICS.latched);
+    const answer = this.#alias(NODE, NODE_METRICS.commandResult);
+    const estopPrefix = `${NODE_METRICS.estop}: `;
+    const ofEstop = (k: { readonly metrics: Metric[] }) =>
+      k.metrics.some((m) =>
+        m.alias === latch ||
+        (m.alias === answer && typeof m.string_value === "string" &&
+          m.string_value.startsWith(estopPrefix))
+      );
+    const i = this.#nodeKept.findIndex((k) => !ofEstop(k));
+    this.#nodeKept.splice(i === -1 ? 0 : i, 1);
     this.counts.storeDropped++;
     if (!this.#nodeKeptWarned) {
       this.#nodeKeptWarned = true;
       this.#log.warn(
         `sparkplug: more than ${MAX_NODE_CHANGES_KEPT} node metric changes while not online ` +
-          `(MAX_NODE_CHANGES_KEPT): the oldest are dropped from the replay`,
+          `(MAX_NODE_CHANGES_KEPT): the oldest are dropped from the replay (the e-stop's last)`,
       );
     }
   }

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { PublishedEvent } from "../../src/events/mod.ts";
-import { DataType, MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
+import { DataType, MAX_IN_FLIGHT, MAX_NODE_CHANGES_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { edgeNodeRig } from "./_edge_node_rig.ts";
@@ -101,5 +101,43 @@ Deno.test("node changes kept through an outage whose replay is cut off by the ne
     [[true, true], [false, true]],
     "the replay whose writes failed goes out again after the next births",
   );
+  await r.stop();
+});
+
+Deno.test("beyond MAX_NODE_CHANGES_KEPT the oldest changes go, not the e-stop latch's", async () => {
+  const r = edgeNodeRig({ hold: true });
+  await r.online();
+  r.session.complete();
+  await flushMicrotasks();
+  const latchAlias = r.nodeAlias("Runtime/Estop Latched");
+  r.session.cut();
+  await flushMicrotasks();
+  // Latched at the start of a long outage, then more mode changes than are kept.
+  r.clock.advance(10);
+  r.status.estopLatched = true;
+  r.emit(estop(true));
+  await flushMicrotasks();
+  for (let i = 0; i < MAX_NODE_CHANGES_KEPT; i++) {
+    r.clock.advance(1);
+    r.status.mode = i % 2 === 0 ? "MANUAL" : "IDLE";
+    r.emit({
+      id: 1,
+      event: { kind: "mode_change", previous_mode: "IDLE", new_mode: "MANUAL", timestamp_ms: 0 },
+    });
+    await flushMicrotasks();
+  }
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  r.session.up();
+  await flushMicrotasks();
+  while (r.session.complete() > 0) await flushMicrotasks();
+  const ndata = r.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n");
+  assert.equal(ndata.length, MAX_NODE_CHANGES_KEPT, "the bound holds");
+  assert.ok(
+    (ndata[0]!.payload.metrics ?? []).some((x) =>
+      x.alias === latchAlias && x.boolean_value === true && x.is_historical === true
+    ),
+    "the latch of the outage's start is in the host's history",
+  );
+  assert.equal(r.node.counts.storeDropped, 1);
   await r.stop();
 });
