@@ -66,8 +66,20 @@ export class HealthView {
     this.onDevice = options.onDevice;
   }
 
+  /** Reads of the health asked for, and the newest one shown (its number). */
+  asked = 0;
+  shown = 0;
+
+  /**
+   * Reads the health and shows it, unless a read asked for later was shown already: reads overlap
+   * (an availability event, a reload's full refresh, the refresh cycle) and their answers may
+   * arrive in any order.
+   */
   async load() {
+    const n = ++this.asked;
     const r = await this.api.get("/v0/providers/health");
+    if (n < this.shown) return;
+    this.shown = n;
     for (const p of r.providers ?? []) {
       for (const d of p.devices ?? []) this.onDevice(p.provider_id, d.device_id, d.health);
     }

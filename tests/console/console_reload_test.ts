@@ -10,6 +10,7 @@ import {
   collectPageErrors,
   launchChromiumAlongside,
   PAGE_WAIT_MS,
+  waitForText,
 } from "../helpers/browser.ts";
 import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
@@ -80,9 +81,12 @@ Deno.test({
         );
         rt.signal("SIGHUP");
         await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
-        const ghost = page.locator('section[data-provider="ghost0"]');
-        await ghost.waitFor({ timeout: PAGE_WAIT_MS });
-        const text = await ghost.textContent() ?? "";
+        // The section may first show a read taken before the start failed: wait for the reason.
+        const text = await waitForText(
+          page,
+          'section[data-provider="ghost0"]',
+          /Failed to start/,
+        );
         assert.match(text, /LifecycleDOWN/);
         assert.match(text, /Failed to startcannot start provider 'ghost0'/);
         assert.deepStrictEqual(errors, []);
