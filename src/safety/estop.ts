@@ -787,17 +787,23 @@ export class Estop implements EstopService {
     // FAULT stood already (a trigger while latched, or after another FAULT): its hooks, once run,
     // are made again after this ladder, which may have undone what they set -- a stop leaves the
     // machine as its ladder then the hooks do, however many triggers.
+    // The answer says how the hooks left the machine after this stop: the failures of the run
+    // made again when there is one (each hook call is made again, so an earlier failure either
+    // repeats there or was mended), else those of the entry's own run.
     const again: HookFailure[] = [];
-    const done = fault.committed ? fault.runHooks() : fault.runHooks().then(async (earlier) => {
+    let madeAgain = false;
+    const done = fault.committed ? fault.runHooks() : fault.runHooks().then((earlier) => {
       const rerun = this.#o.modes?.runFaultHooksAgain?.(again) ?? null;
-      return rerun === null ? earlier : [...earlier, ...await rerun];
+      if (rerun === null) return earlier;
+      madeAgain = true;
+      return rerun;
     });
     const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
     if (failures !== null) return { failures, pending: false };
     done.catch((err) =>
       this.#log.error(`the hooks into FAULT failed to run: ${toRuntimeError(err).message}`)
     );
-    const soFar = [...fault.hookFailuresSoFar(), ...again];
+    const soFar = madeAgain ? [...again] : fault.hookFailuresSoFar();
     this.#log.warn(
       `e-stop: the hooks into FAULT had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms; ` +
         `answering with the ${soFar.length} failure(s) so far (they run on)`,
