@@ -143,10 +143,6 @@ export interface EstopStatus {
   latched: boolean;
   /** The rung a trigger would run now. */
   software_safe_state: SoftwareSafeState;
-  /**
-   * When the latch engaged (the first trigger since it was released; a trigger while latched
-   * changes neither this nor `cause`); null while released.
-   */
   latched_at_epoch_ms: number | null;
   uncovered_actuating_functions: number;
   /**
@@ -514,11 +510,9 @@ export class Estop implements EstopService {
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
     const latchedAtMs = this.#o.clock.nowMs();
+    this.#latchedAtMs = latchedAtMs;
     const cause = options.cause ?? ESTOP_CAUSE_API;
-    // Status keeps what latched it and when, one event: a later trigger while latched replaces
-    // neither (its own estop_change, audit entry and count say it), so "latched since" is when
-    // the machine was stopped, and a changed latch time means released and latched anew.
-    this.#latchedAtMs ??= latchedAtMs;
+    // Status keeps what latched it: a later trigger while latched does not replace the cause.
     this.#cause ??= cause;
     const text = typeof reason === "string" ? reason : undefined;
     const source = options.source ?? estopSource(cause);
