@@ -230,6 +230,9 @@ function onEvent(e) {
       parameters.load().catch(showRefreshError);
       break;
     case "estop_change":
+      if (data.latched === false) estop.onReleased();
+      reloadStatus();
+      break;
     case "estop_verification":
       reloadStatus();
       break;

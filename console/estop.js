@@ -31,9 +31,8 @@ export class EstopPanel {
     this.unitOf = options.unitOf ?? (() => "");
     /**
      * The answer shown that latched, until its latch is seen released: the status reads started
-     * before it arrived (older news, ignored), the latch time the first later read showed, and
-     * the word the answer's summary starts with.
-     * @type {{readsBefore: number, latchedAt: number | null | undefined, word: HTMLElement} | null}
+     * before it arrived (older news, ignored) and the word the answer's summary starts with.
+     * @type {{readsBefore: number, word: HTMLElement} | null}
      */
     this.latchedAnswer = null;
   }
@@ -70,18 +69,21 @@ export class EstopPanel {
 
   /**
    * The answer shown says "Latch released." once a status read that started after it arrived
-   * shows the latch released, or latched again at another time (released, then latched anew).
+   * shows the latch released. Not from `latched_at_epoch_ms`: a trigger while latched refreshes
+   * it (the anolis contract), and that is no release; a release and a new latch between two reads
+   * is told by the stream's `estop_change` (onReleased).
    */
   renderReleased() {
     const a = this.latchedAnswer;
     const e = this.status()?.estop;
     if (a === null || e === undefined || this.machine.shown <= a.readsBefore) return;
-    if (
-      e.latched === true && (a.latchedAt === undefined || a.latchedAt === e.latched_at_epoch_ms)
-    ) {
-      a.latchedAt = e.latched_at_epoch_ms;
-      return;
-    }
+    if (e.latched !== true) this.onReleased();
+  }
+
+  /** The latch was released (a status read, or the stream's `estop_change` with latched false). */
+  onReleased() {
+    const a = this.latchedAnswer;
+    if (a === null) return;
     this.latchedAnswer = null;
     setText(a.word, "Latch released. ");
     byId("estop-result").classList.add("released");
@@ -144,9 +146,7 @@ export class EstopPanel {
     section.className = `estop-result estop-${outcome}`;
     const failed = (r.actions ?? []).filter((a) => !a.success).length;
     const word = h("strong", { text: r.latched ? "Latched. " : "Not latched. " });
-    this.latchedAnswer = r.latched
-      ? { readsBefore: this.machine.started, latchedAt: undefined, word }
-      : null;
+    this.latchedAnswer = r.latched ? { readsBefore: this.machine.started, word } : null;
     const children = [
       h(
         "p",

@@ -434,6 +434,23 @@ Deno.test({
           await waitForText(page, "#mode", /^MANUAL$/);
         });
 
+        await step("a trigger by another client while latched is no release", async () => {
+          await page.locator("#estop").click();
+          await waitForText(page, "#estop-result .estop-summary", /^Latched\./);
+          const first = await waitForText(page, "#latch", /^LATCHED since /);
+          // The contract refreshes latched_at_epoch_ms on a re-trigger; a second later the
+          // "since" the page shows moves (toLocaleString has seconds).
+          await new Promise((r) => setTimeout(r, 1100));
+          assert.equal((await api(rt, "POST", "/v0/estop", { reason: "again" })).status, 200);
+          await waitForText(page, "#latch", new RegExp(`^LATCHED since (?!${escape(first)})`));
+          const summary = await page.locator("#estop-result .estop-summary").textContent();
+          assert.match(summary ?? "", /^Latched\./, "a re-trigger was shown as a release");
+          assert.equal((await api(rt, "POST", "/v0/estop/clear")).status, 200);
+          await waitForText(page, "#estop-result .estop-summary", /^Latch released\./);
+          assert.equal((await api(rt, "POST", "/v0/mode", { mode: "MANUAL" })).status, 200);
+          await waitForText(page, "#mode", /^MANUAL$/);
+        });
+
         await step(
           "on a tablet the page fits the screen and the e-stop stays in view",
           async () => {
@@ -488,3 +505,8 @@ Deno.test({
     });
   },
 });
+
+/** `text` as a literal in a regular expression. */
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
