@@ -41,6 +41,9 @@ const readPrograms = new Map<string, AnswerProgram>();
 let healthProgram: AnswerProgram = {};
 let healthRequests = 0;
 
+/** The request id of an `exit` call: the process exits once its answer is written. */
+let exitAfterWriting: number | undefined;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Never settles: the request is never answered (the provider keeps serving others). */
@@ -156,7 +159,8 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     return { request_id: id, status: ok, call: {} };
   }
   if (req.call?.function_id === 3) {
-    setTimeout(() => Deno.exit(0), 50);
+    // Exits once this answer is written (an exit before it, on a loaded machine, lost it).
+    exitAfterWriting = id;
     return { request_id: id, status: ok, call: {} };
   }
   if (req.call?.function_id === 4) {
@@ -184,7 +188,11 @@ async function answer(req: WireRequest): Promise<WireResponse> {
 
 const writer = Deno.stdout.writable.getWriter();
 for await (const frame of Deno.stdin.readable.pipeThrough(new FrameDecoderStream())) {
-  answer(decodeRequest(frame)).then((res) => writer.write(encodeFrame(encodeResponse(res))));
+  answer(decodeRequest(frame)).then((res) =>
+    writer.write(encodeFrame(encodeResponse(res))).then(() => {
+      if (res.request_id === exitAfterWriting) setTimeout(() => Deno.exit(0), 50);
+    })
+  );
 }
 // stdin closed (the ADPP stop signal): a hung request must not keep the process alive.
 if (inventory.exitDelayMs) await sleep(inventory.exitDelayMs);
