@@ -146,9 +146,9 @@ export interface EstopStatus {
   latched_at_epoch_ms: number | null;
   uncovered_actuating_functions: number;
   /**
-   * What latched it (the first trigger since the latch engaged): `api` (POST /v0/estop) or
-   * `alarm:<id>` (an alarm with action estop); null while released. Absent only without an
-   * e-stop service.
+   * What latched it (the first trigger since the latch engaged): `api` (POST /v0/estop),
+   * `alarm:<id>` (an alarm with action estop) or `sparkplug` (a Sparkplug NCMD); null while
+   * released. Absent only without an e-stop service.
    */
   cause?: string | null;
   /** The exact plan (absent only without an e-stop service). */
@@ -165,7 +165,7 @@ export interface EstopStatus {
 
 /** Who triggers an e-stop, for status and events (default {@link ESTOP_CAUSE_API}). */
 export interface EstopTriggerOptions {
-  /** `api` or `alarm:<id>`. */
+  /** `api`, `alarm:<id>` or `sparkplug` (EstopStatus.cause). */
   readonly cause?: string;
   /** Who triggered it, for the audit trail (default: an HTTP client, or the alarm of `cause`). */
   readonly source?: AuditOrigin;
