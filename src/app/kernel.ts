@@ -85,6 +85,7 @@ import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
 import {
   diffSections,
+  same,
   sectionChanges,
   type SectionKey,
   sectionOf,
@@ -248,6 +249,8 @@ export class Kernel {
   #hooksChecked = false;
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
+  /** Settles the wait of hook calls into FAULT a reload changed for its safety section's ladder. */
+  #ladderApplied: (() => void) | null = null;
   /**
    * A provider the reload starts changed its inventory, or it started one: AUTO's gate and the
    * vetoing hooks are judged again once it has applied.
@@ -929,6 +932,8 @@ export class Kernel {
       return await this.#reload(next);
     } finally {
       this.#reloading = false;
+      // The safety section did not run (the runtime stopping): its wait ends with the reload.
+      this.#settleLadderApplied();
       this.#reloadStarting = new Set();
       // AUTO's gate (a hook into FAULT while anything actuates) is judged on what the whole
       // reload left in force: a provider it started may actuate, and the hook the same file adds
@@ -1236,6 +1241,13 @@ export class Kernel {
     });
   }
 
+  /** Ends the wait of the hook calls into FAULT for the reload's ladder (see the hooks section). */
+  #settleLadderApplied(): void {
+    const settle = this.#ladderApplied;
+    this.#ladderApplied = null;
+    settle?.();
+  }
+
   /**
    * Why the providers `next` would run do not fit the open files the HTTP server leaves, or null.
    * Its connection bound was fitted at start to the open-file limit, keeping httpReservedFds of the
@@ -1518,17 +1530,33 @@ export class Kernel {
       const runs = candidate.safety.present
         ? []
         : this.estop.reconfigure(effectiveSafeState(candidate).safeState, back);
-      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy);
+      // The safety section of the same reload comes next and may change the ladder: the hook
+      // calls into FAULT this changes are made again after its securing runs have begun (a
+      // stop's order: ladder, then hooks), settled by that section (or by the end of the reload).
+      const safety = sectionOf("safety");
+      const ladderNext = !same(safety.read(this.#config), safety.read(next));
+      let ladderFirst: Promise<void> | undefined;
+      if (ladderNext) {
+        const settled = Promise.withResolvers<void>();
+        this.#ladderApplied = settled.resolve;
+        ladderFirst = settled.promise;
+      }
+      this.modes.reconfigure(na.modeTransitionHooks, na.manualGatingPolicy, ladderFirst);
       await secured(report, runs);
       return {};
     });
     own("safety", async (next, { auto, weakens, report }) => {
-      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
-      const candidate = sectionOf("safety").take(this.#config, next);
-      await secured(
-        report,
-        this.estop.reconfigure(effectiveSafeState(candidate).safeState, returned(report)),
-      );
+      let runs: Promise<EstopAction[]>[];
+      try {
+        if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+        const candidate = sectionOf("safety").take(this.#config, next);
+        runs = this.estop.reconfigure(effectiveSafeState(candidate).safeState, returned(report));
+      } finally {
+        // The new ladder's securing runs have begun (or nothing changed): the hook calls into
+        // FAULT the hooks section changed may follow, each waiting for its provider's run.
+        this.#settleLadderApplied();
+      }
+      await secured(report, runs);
       return {};
     });
     own("alarms", (next, { auto, weakens }) => {

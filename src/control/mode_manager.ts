@@ -375,15 +375,34 @@ export class ModeManager implements ModeService {
    * (#providerBack: after the running hooks, the e-stop ladder's calls left out while latched):
    * an operator who fixes a stop action by reload while FAULT stands gets the fix, whether the
    * provider stayed up or the same reload restarted it (its providers section comes first).
+   * `ladderFirst`: the same reload changes the e-stop's ladder next (its safety section follows);
+   * the changed hook calls are made again once it settles, after that ladder's securing runs have
+   * begun, so a stop's order holds (ladder, then hooks) and a hook call the ladder would undo is
+   * not made before it.
    */
   reconfigure(
     hooks: ModeManagerOptions["hooks"],
     manualGatingPolicy: ModeManagerOptions["manualGatingPolicy"],
+    ladderFirst?: Promise<unknown>,
   ): void {
     const before = this.#o.hooks;
     this.#o = { ...this.#o, hooks, manualGatingPolicy };
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
+    if (ladderFirst !== undefined) {
+      void ladderFirst.catch(() => {}).then(() => {
+        if (this.#faultInForce === entry) this.#remakeChangedFaultHooks(entry, before);
+      });
+      return;
+    }
+    this.#remakeChangedFaultHooks(entry, before);
+  }
+
+  /** Makes again, on every provider up, its hook calls into FAULT that differ from `before`'s. */
+  #remakeChangedFaultHooks(
+    entry: { from: RuntimeMode; run: Promise<unknown> },
+    before: ModeManagerOptions["hooks"],
+  ): void {
     for (const host of this.#o.inventory.providers()) {
       if (!host.available) continue;
       const was = this.#faultHookCallsTo(host.id, entry.from, before);
