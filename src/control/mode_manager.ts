@@ -281,6 +281,16 @@ export interface ModeManagerOptions {
 /** The origin of a mode change that names none (a runtime-internal one: a lost AUTO gate). */
 const INTERNAL_ORIGIN: AuditOrigin = { kind: "automation" };
 
+/** The FAULT entry whose hooks have begun: the mode it came from, its runs, the hooks it began with. */
+interface FaultInForce {
+  from: RuntimeMode;
+  run: Promise<unknown>;
+  /** The hooks in force at its commit. */
+  committedWith: ModeManagerOptions["hooks"];
+  /** The hooks in force when its run began (a reload between the two dropped calls it made). */
+  startedWith: ModeManagerOptions["hooks"];
+}
+
 /**
  * The runtime mode state machine. Starts in IDLE, always. Registers its gate on the router at
  * construction so no call can bypass it. Values of other subsystems (parameters) are untouched
@@ -308,7 +318,7 @@ export class ModeManager implements ModeService {
    * the promise its hooks resolve with; null outside FAULT. A provider that becomes AVAILABLE while
    * it stands gets the calls addressed to it of the hooks into FAULT in force then (#providerBack).
    */
-  #faultInForce: { from: RuntimeMode; run: Promise<unknown> } | null = null;
+  #faultInForce: FaultInForce | null = null;
   /** The e-stop's securing of a returning provider (setLatchSecuring); null without an e-stop. */
   #latchSecuring: LatchSecuring | null = null;
   /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
@@ -331,12 +341,12 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      if (up) this.#providerBack(p);
+      if (up) this.#providerBack(p, undefined, undefined, true);
     });
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
-        this.#providerBack(host, `has device ${deviceId} answering again`);
+        this.#providerBack(host, `has device ${deviceId} answering again`, undefined, true);
       }
     });
   }
@@ -400,7 +410,7 @@ export class ModeManager implements ModeService {
 
   /** Makes again, on every provider up, its hook calls into FAULT that differ from `before`'s. */
   #remakeChangedFaultHooks(
-    entry: { from: RuntimeMode; run: Promise<unknown> },
+    entry: FaultInForce,
     before: ModeManagerOptions["hooks"],
   ): void {
     for (const host of this.#o.inventory.providers()) {
@@ -536,14 +546,17 @@ export class ModeManager implements ModeService {
         // with the plan it started with: each call of the hooks in force at the commit that the
         // reload dropped (or changed) is made too, before those in force now. Once begun, a
         // reload changes the next transition's.
-        hooks = this.#runFaultHooks(this.#o.hooks, from, soFar, committedWith).then((failures) => {
+        const startedWith = this.#o.hooks;
+        hooks = this.#runFaultHooks(startedWith, from, soFar, committedWith).then((failures) => {
           finished(failures);
           return failures;
         }, (err) => {
           finished([]);
           throw err;
         });
-        if (this.#faultHooksDone === done) this.#faultInForce = { from, run: hooks };
+        if (this.#faultHooksDone === done) {
+          this.#faultInForce = { from, run: hooks, committedWith, startedWith };
+        }
         return hooks;
       },
       hookFailuresSoFar: () => [...soFar],
@@ -885,13 +898,37 @@ export class ModeManager implements ModeService {
   }
 
   /**
+   * The hook calls into FAULT addressed to `providerId` that the stop standing (`entry`) makes:
+   * per phase, each call its own run made because a reload between its commit and that run
+   * dropped (or changed) it (a reload never takes stop actions from a stop under way; dropped calls
+   * first, as in that run) and the hooks in force do not make, then those of the hooks in force.
+   * A reload after its run began fixes the hooks: what it dropped is not made again.
+   */
+  #stopHookCallsTo(providerId: string, entry: FaultInForce) {
+    const now = this.#faultHookCallsTo(providerId, entry.from);
+    if (entry.committedWith === entry.startedWith) return now;
+    const began = this.#faultHookCallsTo(providerId, entry.from, entry.committedWith);
+    const ran = this.#faultHookCallsTo(providerId, entry.from, entry.startedWith);
+    return (["before", "after"] as const).flatMap((phase) => {
+      const inForce = now.filter((c) => c.phase === phase);
+      const dropped = droppedCalls(
+        began.filter((c) => c.phase === phase),
+        ran.filter((c) => c.phase === phase).map(({ call }) => call),
+      );
+      return [...droppedCalls(dropped, inForce.map(({ call }) => call)), ...inForce];
+    });
+  }
+
+  /**
    * `providerId` became AVAILABLE while FAULT stands with its hooks begun: its process may be new
    * (a crash, a reload restarting it), with its own start-up values, and its hook calls may have
    * failed while it was down. So the calls addressed to it of the hooks into FAULT (from the mode
    * FAULT was entered from) are made again, as stop actions in declared order (before phase, then
    * after), once the hooks' own run has finished: those of the hooks in force when they start, not
    * those FAULT was entered with -- a reload while FAULT stands that fixed a hook is the fix the
-   * operator expects. One run per provider at a time, at most one waiting (it finds the provider
+   * operator expects; on a return (`stopsOwn`: it came back, or a device of it answers again: it
+   * may have missed the stop's calls) also, first, each call of the hooks the stop began with that
+   * a reload since dropped or changed (#stopHookCallsTo). One run per provider at a time, at most one waiting (it finds the provider
    * up). Each call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
@@ -899,6 +936,7 @@ export class ModeManager implements ModeService {
     host: ProviderSummary,
     why = "is AVAILABLE again",
     securing?: Promise<readonly CallConfig[]> | null,
+    stopsOwn = false,
   ): void {
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
@@ -913,7 +951,12 @@ export class ModeManager implements ModeService {
     }
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
-    if (this.#faultHookCallsTo(providerId, entry.from).length === 0) return;
+    const callsOf = () =>
+      stopsOwn ? this.#stopHookCallsTo(providerId, entry) : this.#faultHookCallsTo(
+        providerId,
+        entry.from,
+      );
+    if (callsOf().length === 0) return;
     const previous = this.#reapplying.get(providerId);
     if (previous?.waiting) return;
     const run = { waiting: true, done: Promise.resolve() };
@@ -926,7 +969,7 @@ export class ModeManager implements ModeService {
       const secured = securing !== undefined ? securing : this.#latchSecuring?.(host) ?? null;
       const made = secured === null ? [] : [...await secured];
       if (this.#faultInForce !== entry) return;
-      const calls = this.#faultHookCallsTo(providerId, entry.from).filter(({ call }) => {
+      const calls = callsOf().filter(({ call }) => {
         const i = made.findIndex((m) => sameDeclaredCall(m, call));
         if (i < 0) return true;
         made.splice(i, 1);
