@@ -98,6 +98,20 @@ export function hook(
   return { from, to, failOnError, calls, path };
 }
 
+/**
+ * The hook `* -> FAULT` setting `plant/plant0`'s fan to `duty` (a cool-down after the ladder), as
+ * the first after_transition hook of the configuration.
+ */
+export function fanIntoFault(duty: number): HookConfig {
+  return hook(
+    "*",
+    "FAULT",
+    [call("plant/plant0", "set_fan", { duty: { double: duty } })],
+    false,
+    "automation.mode_transition_hooks.after_transition[0]",
+  );
+}
+
 /** A manual (HTTP-like) call through the runtime's router. */
 export function manualCall(
   rt: Kernel,

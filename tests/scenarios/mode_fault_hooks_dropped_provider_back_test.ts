@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
-import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
+import { call, fanIntoFault, plantProvider, readSignal } from "../safety/_fixture.ts";
 
 Deno.test("A provider down as the stop's hooks make a call a reload dropped gets that call when it comes back while the stop stands", async () => {
   await using r = await rig({
@@ -27,13 +27,7 @@ Deno.test("A provider down as the stop's hooks make a call a reload dropped gets
       modeTransitionHooks: {
         beforeTransition: [],
         afterTransition: [
-          hook(
-            "*",
-            "FAULT",
-            [call("plant/plant0", "set_fan", { duty: { double: 0.5 } })],
-            false,
-            "automation.mode_transition_hooks.after_transition[0]",
-          ),
+          fanIntoFault(0.5),
         ],
       },
     },

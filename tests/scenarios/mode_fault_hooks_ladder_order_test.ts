@@ -8,16 +8,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
-import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
-
-const fan = (duty: number) =>
-  hook(
-    "*",
-    "FAULT",
-    [call("plant/plant0", "set_fan", { duty: { double: duty } })],
-    false,
-    "automation.mode_transition_hooks.after_transition[0]",
-  );
+import { call, fanIntoFault, plantProvider, readSignal } from "../safety/_fixture.ts";
 
 Deno.test("A provider that comes back while the stop's ladder runs ends as a stop leaves it: its ladder calls, then the hooks into FAULT", async () => {
   const heaterOff = call("plant/plant0", "set_heater", { enabled: false });
@@ -32,7 +23,7 @@ Deno.test("A provider that comes back while the stop's ladder runs ends as a sto
     automation: {
       enabled: true,
       manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.5)] },
     },
     safety: {
       hooks: [
@@ -78,7 +69,7 @@ Deno.test("An e-stop triggered again while latched ends as the first left the ma
     automation: {
       enabled: true,
       manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.5)] },
     },
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
   });

@@ -6,16 +6,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
-import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
-
-const fan = (duty: number) =>
-  hook(
-    "*",
-    "FAULT",
-    [call("plant/plant0", "set_fan", { duty: { double: duty } })],
-    false,
-    "automation.mode_transition_hooks.after_transition[0]",
-  );
+import { call, fanIntoFault, plantProvider, readSignal } from "../safety/_fixture.ts";
 
 Deno.test("A latched reload changing both the hooks into FAULT and the ladder makes the ladder's calls first, then the hooks", async () => {
   await using r = await rig({
@@ -23,7 +14,7 @@ Deno.test("A latched reload changing both the hooks into FAULT and the ladder ma
     automation: {
       enabled: true,
       manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.5)] },
     },
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
   });
@@ -35,7 +26,7 @@ Deno.test("A latched reload changing both the hooks into FAULT and the ladder ma
     ...rt.config,
     automation: {
       ...rt.config.automation,
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.7)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.7)] },
     },
     safety: {
       ...rt.config.safety,

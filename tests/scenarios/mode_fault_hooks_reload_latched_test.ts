@@ -8,16 +8,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
-import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
-
-const fan = (duty: number) =>
-  hook(
-    "*",
-    "FAULT",
-    [call("plant/plant0", "set_fan", { duty: { double: duty } })],
-    false,
-    "automation.mode_transition_hooks.after_transition[0]",
-  );
+import { call, fanIntoFault, plantProvider, readSignal } from "../safety/_fixture.ts";
 
 Deno.test("A reload while latched that changes a hook call into FAULT makes it, though the ladder made a call like it when the provider came back", async () => {
   await using r = await rig({
@@ -26,7 +17,7 @@ Deno.test("A reload while latched that changes a hook call into FAULT makes it, 
       enabled: true,
       manualGatingPolicy: "BLOCK",
       // In FAULT the fan runs at half (a cool-down), after the ladder stopped it.
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.5)] },
     },
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
   });
@@ -55,7 +46,7 @@ Deno.test("A reload while latched that changes a hook call into FAULT makes it, 
     ...rt.config,
     automation: {
       ...rt.config.automation,
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0)] },
     },
   });
   assert.ok(report.applied.includes("automation.mode_transition_hooks"), JSON.stringify(report));
@@ -80,7 +71,7 @@ Deno.test("A reload while latched that changes a provider's ladder calls makes i
       enabled: true,
       manualGatingPolicy: "BLOCK",
       // In FAULT the fan runs at half (a cool-down), after the ladder stopped it.
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.5)] },
     },
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
   });
@@ -126,7 +117,7 @@ Deno.test("A reload that changes a provider's ladder calls while the stop's ladd
     automation: {
       enabled: true,
       manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: { beforeTransition: [], afterTransition: [fan(0.5)] },
+      modeTransitionHooks: { beforeTransition: [], afterTransition: [fanIntoFault(0.5)] },
     },
     safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
   });
