@@ -575,8 +575,10 @@ export class ModeManager implements ModeService {
     if (this.#mode !== "FAULT" || entry === null) return null;
     const run = this.#runFaultHooks(this.#o.hooks, entry.from, failures);
     // Leaving FAULT waits for them (#faultHooksRunning), and so does a provider coming back from
-    // now on (the same entry: re-applications under way carry on).
-    entry.run = Promise.all([entry.run, run]);
+    // now on (the same entry: re-applications under way carry on). One promise stands for all the
+    // runs so far, settled once each has (a failed one included), keeping none of their results:
+    // a press storm while latched must not grow what the entry holds.
+    entry.run = Promise.allSettled([entry.run, run]).then(() => {});
     return run;
   }
 
