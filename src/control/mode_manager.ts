@@ -323,6 +323,14 @@ export class ModeManager implements ModeService {
   #latchSecuring: LatchSecuring | null = null;
   /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
   readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
+  /**
+   * Per provider, the FAULT hooks' completion its return waits for (#providerBack) while they
+   * have yet to begin: one waiting return per provider.
+   */
+  readonly #returnsAwaitingHooks = new Map<
+    string,
+    PromiseWithResolvers<readonly HookFailure[]>
+  >();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -948,7 +956,16 @@ export class ModeManager implements ModeService {
       ? this.#faultHooksDone
       : null;
     if (this.#mode === "FAULT" && pending !== null) {
-      void pending.promise.then(() => this.#providerBack(host, why, securing));
+      // One return per provider waits (bounded by the providers, however often one comes back
+      // before the hooks begin): the later ones would find the first's re-application waiting.
+      if (this.#returnsAwaitingHooks.get(providerId) === pending) return;
+      this.#returnsAwaitingHooks.set(providerId, pending);
+      void pending.promise.then(() => {
+        if (this.#returnsAwaitingHooks.get(providerId) === pending) {
+          this.#returnsAwaitingHooks.delete(providerId);
+        }
+        this.#providerBack(host, why, securing);
+      });
       return;
     }
     const entry = this.#faultInForce;
