@@ -85,7 +85,6 @@ import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
 import {
   diffSections,
-  same,
   sectionChanges,
   type SectionKey,
   sectionOf,
@@ -1038,7 +1037,13 @@ export class Kernel {
       let result: SectionResult | void;
       this.#sectionFactsRecorded.clear();
       try {
-        result = await apply(next, { auto, weakens, report, changed: diff.live.includes(key) });
+        result = await apply(next, {
+          auto,
+          weakens,
+          report,
+          changed: diff.live.includes(key),
+          changedSections: diff.live,
+        });
       } catch (err) {
         report.failed.push({ section: key, why: errorMessage(err) });
         this.#recordReload(key, "failed", errorMessage(err), weakens);
@@ -1520,7 +1525,8 @@ export class Kernel {
     const secured = async (report: MutableReloadReport, runs: Promise<EstopAction[]>[]) => {
       for (const run of runs) report.estopActions += (await run).length;
     };
-    own("automation.mode_transition_hooks", async (next, { auto, weakens, report }) => {
+    own("automation.mode_transition_hooks", async (next, ctx) => {
+      const { auto, weakens, report } = ctx;
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       const na = next.automation;
       const back = returned(report);
@@ -1533,8 +1539,8 @@ export class Kernel {
       // The safety section of the same reload comes next and may change the ladder: the hook
       // calls into FAULT this changes are made again after its securing runs have begun (a
       // stop's order: ladder, then hooks), settled by that section (or by the end of the reload).
-      const safety = sectionOf("safety");
-      const ladderNext = !same(safety.read(this.#config), safety.read(next));
+      // Whether it comes is the reload's own list of changed sections: the one that offers it.
+      const ladderNext = ctx.changedSections.includes("safety");
       let ladderFirst: Promise<void> | undefined;
       if (ladderNext) {
         const settled = Promise.withResolvers<void>();

@@ -62,6 +62,12 @@ export interface SectionContext {
   readonly report: MutableReloadReport;
   /** The section differs in the file (false: offered because it reads a file, app/live_config.ts). */
   readonly changed: boolean;
+  /**
+   * The live sections this reload changes (its diff from the configuration in effect when it
+   * began): a section that must know whether a later one will apply (the hooks into FAULT wait
+   * for the `safety` section's ladder) reads it here, never by comparing sections itself.
+   */
+  readonly changedSections: readonly SectionKey[];
 }
 
 /** What an owner did: nothing to say (applied), a note, a refusal, or the effective config. */
