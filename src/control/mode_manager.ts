@@ -281,6 +281,22 @@ export interface ModeManagerOptions {
 /** The origin of a mode change that names none (a runtime-internal one: a lost AUTO gate). */
 const INTERNAL_ORIGIN: AuditOrigin = { kind: "automation" };
 
+/** How #providerBack was reached: what the log says, the e-stop's securing, a return or not. */
+interface ProviderBackOptions {
+  /** What happened to the provider, for the log (default "is AVAILABLE again"). */
+  readonly why?: string;
+  /**
+   * The e-stop's securing run its calls wait for and leave out (null: none); undefined: asked of
+   * the e-stop at its turn (setLatchSecuring).
+   */
+  readonly securing?: Promise<readonly CallConfig[]> | null | undefined;
+  /**
+   * A return (it came back, or a device of it answers again): it may have missed the stop's
+   * calls, so it gets the calls a reload dropped from the stop first (#stopHookCallsTo).
+   */
+  readonly stopsOwn?: boolean;
+}
+
 /** The FAULT entry whose hooks have begun: the mode it came from, its runs, the hooks it began with. */
 interface FaultInForce {
   from: RuntimeMode;
@@ -349,12 +365,12 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      if (up) this.#providerBack(p, undefined, undefined, true);
+      if (up) this.#providerBack(p, { stopsOwn: true });
     });
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
-        this.#providerBack(host, `has device ${deviceId} answering again`, undefined, true);
+        this.#providerBack(host, { why: `has device ${deviceId} answering again`, stopsOwn: true });
       }
     });
   }
@@ -381,7 +397,7 @@ export class ModeManager implements ModeService {
    */
   ladderReloaded(host: ProviderSummary): void {
     const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
-    this.#providerBack(host, "had its e-stop ladder calls changed by a reload", securing);
+    this.#providerBack(host, { why: "had its e-stop ladder calls changed by a reload", securing });
   }
 
   /**
@@ -433,7 +449,10 @@ export class ModeManager implements ModeService {
       // (this reload's, when the e-stop adopts the hooks, or a return's waiting its turn) makes
       // its calls after now; its calls are left out.
       const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
-      this.#providerBack(host, "had its hook calls into FAULT changed by a reload", securing);
+      this.#providerBack(host, {
+        why: "had its hook calls into FAULT changed by a reload",
+        securing,
+      });
     }
   }
 
@@ -942,12 +961,8 @@ export class ModeManager implements ModeService {
    * up). Each call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
-  #providerBack(
-    host: ProviderSummary,
-    why = "is AVAILABLE again",
-    securing?: Promise<readonly CallConfig[]> | null,
-    stopsOwn = false,
-  ): void {
+  #providerBack(host: ProviderSummary, options: ProviderBackOptions = {}): void {
+    const { why = "is AVAILABLE again", securing, stopsOwn = false } = options;
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
     // ladder, not for the e-stop's securing of this provider (queued behind it), which may land
@@ -964,7 +979,7 @@ export class ModeManager implements ModeService {
         if (this.#returnsAwaitingHooks.get(providerId) === pending) {
           this.#returnsAwaitingHooks.delete(providerId);
         }
-        this.#providerBack(host, why, securing);
+        this.#providerBack(host, { why, securing });
       });
       return;
     }
