@@ -340,12 +340,13 @@ export class ModeManager implements ModeService {
   /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
   readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
   /**
-   * Per provider, the FAULT hooks' completion its return waits for (#providerBack) while they
-   * have yet to begin: one waiting return per provider.
+   * Per provider, the return waiting (#providerBack) for the FAULT hooks to run while they have
+   * yet to begin: the hooks' completion it waits for, and whether any return merged into it was
+   * the provider's own (`stopsOwn`). One waiting return per provider.
    */
   readonly #returnsAwaitingHooks = new Map<
     string,
-    PromiseWithResolvers<readonly HookFailure[]>
+    { done: PromiseWithResolvers<readonly HookFailure[]>; stopsOwn: boolean }
   >();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
@@ -973,13 +974,20 @@ export class ModeManager implements ModeService {
     if (this.#mode === "FAULT" && pending !== null) {
       // One return per provider waits (bounded by the providers, however often one comes back
       // before the hooks begin): the later ones would find the first's re-application waiting.
-      if (this.#returnsAwaitingHooks.get(providerId) === pending) return;
-      this.#returnsAwaitingHooks.set(providerId, pending);
+      // A return of its own among them (it may have missed the stop's calls: its securing run may
+      // land after the hooks' run) gets the calls a reload dropped from the stop, as after them.
+      const waiting = this.#returnsAwaitingHooks.get(providerId);
+      if (waiting?.done === pending) {
+        waiting.stopsOwn ||= stopsOwn;
+        return;
+      }
+      const wait = { done: pending, stopsOwn };
+      this.#returnsAwaitingHooks.set(providerId, wait);
       void pending.promise.then(() => {
-        if (this.#returnsAwaitingHooks.get(providerId) === pending) {
+        if (this.#returnsAwaitingHooks.get(providerId) === wait) {
           this.#returnsAwaitingHooks.delete(providerId);
         }
-        this.#providerBack(host, { why, securing });
+        this.#providerBack(host, { why, securing, stopsOwn: wait.stopsOwn });
       });
       return;
     }
