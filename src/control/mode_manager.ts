@@ -337,16 +337,22 @@ export class ModeManager implements ModeService {
   #faultInForce: FaultInForce | null = null;
   /** The e-stop's securing of a returning provider (setLatchSecuring); null without an e-stop. */
   #latchSecuring: LatchSecuring | null = null;
-  /** Per provider, the re-application of the hooks into FAULT running or waiting for its turn. */
-  readonly #reapplying = new Map<string, { waiting: boolean; done: Promise<void> }>();
+  /**
+   * Per provider, the re-application of the hooks into FAULT running or waiting for its turn;
+   * one waiting takes in what later ones would have made (mergeProviderBack).
+   */
+  readonly #reapplying = new Map<
+    string,
+    { waiting: boolean; done: Promise<void>; back: MergedProviderBack }
+  >();
   /**
    * Per provider, the return waiting (#providerBack) for the FAULT hooks to run while they have
-   * yet to begin: the hooks' completion it waits for, and whether any return merged into it was
-   * the provider's own (`stopsOwn`). One waiting return per provider.
+   * yet to begin: the hooks' completion it waits for, and what the returns merged into it ask
+   * for (mergeProviderBack). One waiting return per provider.
    */
   readonly #returnsAwaitingHooks = new Map<
     string,
-    { done: PromiseWithResolvers<readonly HookFailure[]>; stopsOwn: boolean }
+    { done: PromiseWithResolvers<readonly HookFailure[]>; back: MergedProviderBack }
   >();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
@@ -958,8 +964,9 @@ export class ModeManager implements ModeService {
    * those FAULT was entered with -- a reload while FAULT stands that fixed a hook is the fix the
    * operator expects; on a return (`stopsOwn`: it came back, or a device of it answers again: it
    * may have missed the stop's calls) also, first, each call of the hooks the stop began with that
-   * a reload since dropped or changed (#stopHookCallsTo). One run per provider at a time, at most one waiting (it finds the provider
-   * up). Each call is audited and a failure published as the hooks' own are; re-arming waits for
+   * a reload since dropped or changed (#stopHookCallsTo). One run per provider at a time, at most
+   * one waiting (it finds the provider up; a later reason merges into it, mergeProviderBack). Each
+   * call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
   #providerBack(host: ProviderSummary, options: ProviderBackOptions = {}): void {
@@ -977,41 +984,40 @@ export class ModeManager implements ModeService {
       // A return of its own among them (it may have missed the stop's calls: its securing run may
       // land after the hooks' run) gets the calls a reload dropped from the stop, as after them.
       const waiting = this.#returnsAwaitingHooks.get(providerId);
-      if (waiting?.done === pending) {
-        waiting.stopsOwn ||= stopsOwn;
-        return;
-      }
-      const wait = { done: pending, stopsOwn };
+      if (waiting?.done === pending) return mergeProviderBack(waiting.back, options);
+      const wait = { done: pending, back: { securing, stopsOwn } };
       this.#returnsAwaitingHooks.set(providerId, wait);
       void pending.promise.then(() => {
         if (this.#returnsAwaitingHooks.get(providerId) === wait) {
           this.#returnsAwaitingHooks.delete(providerId);
         }
-        this.#providerBack(host, { why, securing, stopsOwn: wait.stopsOwn });
+        this.#providerBack(host, { why, ...wait.back });
       });
       return;
     }
     const entry = this.#faultInForce;
     if (this.#mode !== "FAULT" || entry === null) return;
-    const callsOf = () =>
-      stopsOwn ? this.#stopHookCallsTo(providerId, entry) : this.#faultHookCallsTo(
+    const callsOf = (own: boolean) =>
+      own ? this.#stopHookCallsTo(providerId, entry) : this.#faultHookCallsTo(
         providerId,
         entry.from,
       );
-    if (callsOf().length === 0) return;
+    if (callsOf(stopsOwn).length === 0) return;
     const previous = this.#reapplying.get(providerId);
-    if (previous?.waiting) return;
-    const run = { waiting: true, done: Promise.resolve() };
+    // One waiting finds the provider up at its turn; it makes what this one asks for too.
+    if (previous?.waiting) return mergeProviderBack(previous.back, options);
+    const run = { waiting: true, done: Promise.resolve(), back: { securing, stopsOwn } };
     this.#faultHooksRunning++;
     run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
       run.waiting = false;
       if (this.#faultInForce !== entry) return;
       // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
       // call it made is not made again. Released before the ladder's turn: it made none.
-      const secured = securing !== undefined ? securing : this.#latchSecuring?.(host) ?? null;
+      const { securing: of, stopsOwn: own } = run.back;
+      const secured = of !== undefined ? of : this.#latchSecuring?.(host) ?? null;
       const made = secured === null ? [] : [...await secured];
       if (this.#faultInForce !== entry) return;
-      const calls = callsOf().filter(({ call }) => {
+      const calls = callsOf(own).filter(({ call }) => {
         const i = made.findIndex((m) => sameDeclaredCall(m, call));
         if (i < 0) return true;
         made.splice(i, 1);
@@ -1162,6 +1168,24 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
     left.splice(i, 1);
     return false;
   });
+}
+
+/** What the reasons merged into one waiting #providerBack ask for. */
+interface MergedProviderBack {
+  securing?: Promise<readonly CallConfig[]> | null | undefined;
+  stopsOwn: boolean;
+}
+
+/**
+ * Merges a later reason for the same provider into one waiting (`into`): a return of its own
+ * (`stopsOwn`) makes it a return -- it may have missed the stop's calls, so it gets the calls a
+ * reload dropped from the stop -- and one that asks the e-stop for its securing at the turn (a
+ * return begins a securing run of its own) makes it wait for the latest securing run, not only
+ * for one begun for a reload.
+ */
+function mergeProviderBack(into: MergedProviderBack, next: ProviderBackOptions): void {
+  if (next.stopsOwn === true) into.stopsOwn = true;
+  if (next.securing === undefined) into.securing = undefined;
 }
 
 /** Whether two declared calls are the same call: device, function and arguments alike. */

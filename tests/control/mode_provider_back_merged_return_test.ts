@@ -1,0 +1,102 @@
+/**
+ * A provider that comes back while a re-application of its hook calls into FAULT already waits
+ * for its turn (a reload changed its e-stop ladder calls while the stop's hooks still ran) is not
+ * dropped as if that re-application covered it: it may have missed the stop's calls, so it gets
+ * the calls a reload dropped from the stop first, then the hooks in force, after the securing run
+ * the e-stop began for this return (not only the one begun for the reload) -- a stop's order,
+ * ladder then hooks (ModeManager #providerBack). In-process: a router that holds each call until
+ * the test answers it, and e-stop securing runs the test settles.
+ */
+import assert from "node:assert/strict";
+import type { CallRouter } from "../../src/control/mod.ts";
+import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
+import type { CallConfig } from "../../src/config/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { call, hook } from "../safety/_fixture.ts";
+
+/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
+async function until(ok: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
+  assert.ok(ok(), what);
+}
+
+Deno.test("ModeManager makes the stop's dropped calls for a provider that comes back while a re-application for a reloaded ladder waits, after the securing run of that return", async () => {
+  const held: { req: CallRequest; answer(): void }[] = [];
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    call: (req: CallRequest) =>
+      new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
+  } as unknown as CallRouter;
+  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const host = { id: "plant", available: true, config: { timeoutMs: 1000 } } as ProviderSummary;
+  const inventory = {
+    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
+      availability.push(l);
+      return () => {};
+    },
+    provider: () => host,
+    providers: () => [],
+    devices: () => [],
+  } as unknown as InventoryReader;
+  const cool = hook("*", "FAULT", [call("plant/plant0", "set_cooler", { enabled: true })], false);
+  const heaterOff = hook(
+    "*",
+    "FAULT",
+    [call("plant/plant0", "set_heater", { enabled: false })],
+    false,
+  );
+  const modes = new ModeManager({
+    router,
+    inventory,
+    bus: new EventBus(),
+    clock: systemClock,
+    log: testLogger(),
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: { beforeTransition: [cool], afterTransition: [] },
+  });
+  // The e-stop's securing runs of plant: the one a reload of its ladder begins (asked for as
+  // "not begun"), and the one its return begins (the latest, asked for at the turn).
+  const forReload = Promise.withResolvers<readonly CallConfig[]>();
+  const forReturn = Promise.withResolvers<readonly CallConfig[]>();
+  const asked: string[] = [];
+  modes.setLatchSecuring((_host, o) => {
+    asked.push(o?.notBegun === true ? "reload" : "return");
+    return o?.notBegun === true ? forReload.promise : forReturn.promise;
+  });
+
+  // FAULT committed as the e-stop does; a reload drops set_cooler before the hooks run.
+  const entry = modes.enterFault("e-stop", { kind: "estop", cause: "api" });
+  modes.reconfigure({ beforeTransition: [heaterOff], afterTransition: [] }, "BLOCK");
+  const hooksRun = entry.runHooks();
+  await until(() => held.length === 1, "the hooks' run made its first call");
+  // While they run: a reload changes plant's ladder calls, then plant comes back.
+  modes.ladderReloaded(host);
+  for (const l of availability) l(host, true);
+  // The hooks' own run ends (the stop's dropped call, then the one in force).
+  held[0]!.answer();
+  await until(() => held.length === 2, "the hooks' run made its second call");
+  held[1]!.answer();
+  assert.deepEqual(await hooksRun, []);
+  assert.deepEqual(held.map((h) => h.req.functionName), ["set_cooler", "set_heater"]);
+
+  // Both securing runs end; plant's calls are made again after them.
+  forReload.resolve([]);
+  forReturn.resolve([]);
+  let left = false;
+  for (let i = 0; i < 200 && !left; i++) {
+    for (const h of held) h.answer();
+    left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
+    if (!left) await new Promise((r) => setTimeout(r, 0));
+  }
+  assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
+  assert.deepEqual(
+    { asked, made: held.slice(2).map((h) => h.req.functionName) },
+    { asked: ["reload", "return"], made: ["set_cooler", "set_heater"] },
+    "after the return's securing run: the stop's dropped call, then the hooks in force",
+  );
+});
