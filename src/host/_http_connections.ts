@@ -12,10 +12,10 @@
  * behind the choice and `internalServeOnConnection` for how its absence is reported.
  *
  * Per request the layer adds two counter updates and a `completed` callback; the sweeper that
- * enforces the timeouts is one interval over at most `maxConnections` records, not a timer per
- * request.
+ * enforces the timeouts is one timer (re-armed after each run) over at most `maxConnections`
+ * records, not a timer per request. Its time and timers come from the clock port.
  */
-import { errorMessage, type Logger } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, type TimerId } from "../common/mod.ts";
 
 /**
  * The request handler the server drives (HttpApi.handle). `info.dropConnection` closes the
@@ -163,6 +163,8 @@ export interface ConnectionLayerOptions {
   readonly onError: (err: unknown) => Response;
   readonly log: Logger;
   readonly serveOnConnection: ServeOnConnection;
+  /** The time (monoMs) and the timers of every bound above (tests pass a manual clock). */
+  readonly clock: Clock;
 }
 
 /** Counters since start (observability and tests). */
@@ -201,7 +203,7 @@ interface Conn {
   readonly late: Set<() => void>;
   /**
    * Per request whose answer (not an event stream) was handed over and is not written yet: when
-   * it was handed over (performance.now()). HTTP_UNREAD_ANSWER_EVICT_MS.
+   * it was handed over (clock.monoMs()). HTTP_UNREAD_ANSWER_EVICT_MS.
    */
   readonly unwritten: Set<{ readonly at: number }>;
   /**
@@ -210,7 +212,7 @@ interface Conn {
    */
   dropWanted: number;
   /** The drop planned once the other requests were answered (HTTP2_DROP_FLUSH_MS). */
-  dropTimer: ReturnType<typeof setTimeout> | null;
+  dropTimer: TimerId | null;
   closed: boolean;
   /** Cancels Deno's connection server (drops the connection); null once it has ended. */
   cancel: (() => void) | null;
@@ -245,7 +247,8 @@ export class ConnectionLayer {
     acceptErrors: 0,
   };
   readonly #refusal: Uint8Array;
-  readonly #sweeper: ReturnType<typeof setInterval>;
+  #sweeper: TimerId | null = null;
+  readonly #sweepEveryMs: number;
   readonly #loops: Promise<void>[] = [];
   /** HTTPS relay: connections waiting for their TLS side, by the relay's local address (relayKey). */
   readonly #awaitingTls = new Map<string, Conn>();
@@ -264,12 +267,23 @@ export class ConnectionLayer {
     this.#o = o;
     this.#refusal = refusalResponse(o.maxConnections);
     const sweep = Math.min(o.requestHeaderTimeoutMs, o.keepAliveTimeoutMs) / 4;
-    this.#sweeper = setInterval(
-      () => this.#sweep(),
-      Math.max(SWEEP_INTERVAL_MIN_MS, Math.min(SWEEP_INTERVAL_MAX_MS, sweep)),
-    );
+    this.#sweepEveryMs = Math.max(SWEEP_INTERVAL_MIN_MS, Math.min(SWEEP_INTERVAL_MAX_MS, sweep));
+    this.#armSweeper();
     this.#loops.push(this.#acceptLoop());
     if (o.tlsListener) this.#loops.push(this.#tlsAcceptLoop(o.tlsListener));
+  }
+
+  /** The sweeper's next run (one timer, re-armed after each run until shutdown). */
+  #armSweeper(): void {
+    this.#sweeper = this.#o.clock.setTimer(() => {
+      this.#sweeper = null;
+      this.#sweep();
+      if (!this.#stopping) this.#armSweeper();
+    }, this.#sweepEveryMs);
+  }
+
+  #now(): number {
+    return this.#o.clock.monoMs();
   }
 
   stats(): ConnectionStats {
@@ -287,7 +301,8 @@ export class ConnectionLayer {
   async shutdown(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
-    clearInterval(this.#sweeper);
+    if (this.#sweeper !== null) this.#o.clock.clearTimer(this.#sweeper);
+    this.#sweeper = null;
     this.#wakeBackoff?.();
     closeQuietly(this.#o.listener);
     if (this.#o.tlsListener) closeQuietly(this.#o.tlsListener);
@@ -308,7 +323,7 @@ export class ConnectionLayer {
         };
       }),
     ]));
-    const started = performance.now();
+    const started = this.#now();
     await this.#bounded(Promise.all(answered.values()).then(() => {}), HTTP_SHUTDOWN_DRAIN_MS);
     const late = busy.filter((c) => c.onIdle !== null && !c.closed);
     const making = late.filter((c) => c.answering > 0);
@@ -317,7 +332,7 @@ export class ConnectionLayer {
       `${HTTP_SHUTDOWN_DRAIN_MS} ms (a client not reading its answer)`,
     );
     if (making.length > 0) {
-      const left = HTTP_SHUTDOWN_ANSWER_MS - (performance.now() - started);
+      const left = HTTP_SHUTDOWN_ANSWER_MS - (this.#now() - started);
       const made = Promise.all(making.map((c) => answered.get(c))).then(() => {});
       await this.#bounded(made, left);
       // Still being made (a call to a provider whose timeout_ms is longer): answered that its
@@ -427,7 +442,7 @@ export class ConnectionLayer {
    * ago), or null.
    */
   #unreadVictim(): Conn | null {
-    const now = performance.now();
+    const now = this.#now();
     let victim: Conn | null = null;
     let victimSince = Infinity;
     for (const c of this.#conns) {
@@ -444,7 +459,7 @@ export class ConnectionLayer {
   }
 
   #start(conn: Deno.Conn): void {
-    const now = performance.now();
+    const now = this.#now();
     const c: Conn = {
       conn,
       info: { remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname },
@@ -467,7 +482,7 @@ export class ConnectionLayer {
       dropTimer: null,
       requestDone: () => {
         c.inFlight--;
-        c.idleSince = performance.now();
+        c.idleSince = this.#now();
         if (c.inFlight === 0) c.onIdle?.();
       },
       answerMade: () => {
@@ -536,7 +551,7 @@ export class ConnectionLayer {
           given.then((res) => {
             made();
             if (written || !(res instanceof Response) || isEventStream(res)) return;
-            handed = { at: performance.now() };
+            handed = { at: this.#now() };
             c.unwritten.add(handed);
           }, made);
           return given;
@@ -568,8 +583,8 @@ export class ConnectionLayer {
     if (!answered) return this.#close(c);
     // Planned anew from each answer: one written while an earlier drop was planned (an e-stop
     // answered meanwhile) gets its whole HTTP2_DROP_FLUSH_MS too.
-    if (c.dropTimer !== null) clearTimeout(c.dropTimer);
-    c.dropTimer = setTimeout(() => {
+    if (c.dropTimer !== null) this.#o.clock.clearTimer(c.dropTimer);
+    c.dropTimer = this.#o.clock.setTimer(() => {
       c.dropTimer = null;
       if (c.dropWanted > 0 && c.dropWanted >= c.inFlight) this.#close(c);
     }, HTTP2_DROP_FLUSH_MS);
@@ -630,7 +645,7 @@ export class ConnectionLayer {
         // and the sweeper closes it if nobody does (a stray local client).
         const displaced = this.#unclaimedTls.get(key);
         if (displaced !== undefined) closeQuietly(displaced.conn);
-        this.#unclaimedTls.set(key, { conn, at: performance.now() });
+        this.#unclaimedTls.set(key, { conn, at: this.#now() });
       } else {
         closeQuietly(conn);
       }
@@ -642,7 +657,7 @@ export class ConnectionLayer {
     if (c.closed) return;
     c.closed = true;
     if (c.dropTimer !== null) {
-      clearTimeout(c.dropTimer);
+      this.#o.clock.clearTimer(c.dropTimer);
       c.dropTimer = null;
     }
     this.#conns.delete(c);
@@ -686,13 +701,14 @@ export class ConnectionLayer {
 
   /** Waits for `p`, at most `ms` (and not past shutdown). */
   #bounded(p: Promise<void>, ms: number): Promise<void> {
-    let t: ReturnType<typeof setTimeout> | undefined;
-    return Promise.race([p, new Promise<void>((r) => (t = setTimeout(r, ms)))])
-      .finally(() => clearTimeout(t));
+    const clock = this.#o.clock;
+    let t: TimerId | undefined;
+    return Promise.race([p, new Promise<void>((r) => (t = clock.setTimer(r, ms)))])
+      .finally(() => clock.clearTimer(t));
   }
 
   #sweep(): void {
-    const now = performance.now();
+    const now = this.#now();
     const header = this.#o.requestHeaderTimeoutMs;
     const idle = this.#o.keepAliveTimeoutMs;
     for (const c of this.#conns) {
@@ -719,7 +735,7 @@ export class ConnectionLayer {
   }
 
   #logLimit(what: string | null): void {
-    const now = performance.now();
+    const now = this.#now();
     if (now - this.#lastLimitLog < CONNECTION_LOG_INTERVAL_MS) {
       if (what !== null) this.#limitSuppressed++;
       return;
@@ -736,7 +752,7 @@ export class ConnectionLayer {
   }
 
   #logAcceptError(err: unknown): void {
-    const now = performance.now();
+    const now = this.#now();
     if (now - this.#lastAcceptLog < CONNECTION_LOG_INTERVAL_MS) {
       this.#acceptSuppressed++;
       return;
@@ -751,9 +767,10 @@ export class ConnectionLayer {
 
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
+      const clock = this.#o.clock;
+      const t = clock.setTimer(done, ms);
       function done() {
-        clearTimeout(t);
+        clock.clearTimer(t);
         resolve();
       }
       this.#wakeBackoff = done;

@@ -31,7 +31,14 @@
  * relay closes both ends, so unfinished handshakes are bounded by the request-header timeout. The
  * relay costs HTTPS a copy through JS each way; plain HTTP does not have it.
  */
-import { errorMessage, isLoopbackHost, type Logger, RuntimeError } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  isLoopbackHost,
+  type Logger,
+  RuntimeError,
+} from "../common/mod.ts";
+import { systemClock } from "./clock.ts";
 import { fileKind } from "./files.ts";
 import {
   ConnectionLayer,
@@ -102,6 +109,11 @@ export interface ServeOptions {
   readonly now?: () => number;
   /** Period of the served certificate's re-check (default TLS_CERT_RECHECK_MS; tests). */
   readonly certificateRecheckMs?: number;
+  /**
+   * The time and timers of the connection layer's bounds (timeouts, eviction, the shutdown
+   * drain); default systemClock. Tests pass a manual clock to reach a bound without waiting.
+   */
+  readonly clock?: Clock;
 }
 
 /** A listening server. */
@@ -268,6 +280,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     },
     log,
     serveOnConnection,
+    clock: opts.clock ?? systemClock,
   });
   const addr = listener.addr as Deno.NetAddr;
   log.debug(
