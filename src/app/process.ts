@@ -11,6 +11,7 @@ import {
   folderSync,
   HTTP_SHUTDOWN_ANSWER_MS,
   HTTP_SHUTDOWN_DRAIN_MS,
+  HTTP_SHUTDOWN_FLUSH_MS,
   journalFiles,
   killProviderProcesses,
   type LineLogger,
@@ -31,13 +32,16 @@ const SHUTDOWN_GRACE_MS = 1000;
 /**
  * How long shutdown may take before the process exits regardless (exit 4):
  * runtime.shutdown_timeout_ms and SHUTDOWN_GRACE_MS, and with the API on the time a request in
- * flight may still take to be answered before the providers are stopped (HTTP_SHUTDOWN_ANSWER_MS)
- * and, for one still not answered then, the time its "outcome unknown" answer gets to be written
- * (HTTP_SHUTDOWN_DRAIN_MS).
+ * flight may still take to be answered before the providers are stopped (HTTP_SHUTDOWN_ANSWER_MS),
+ * for one still not answered then, the time its "outcome unknown" answer gets to be written
+ * (HTTP_SHUTDOWN_DRAIN_MS), and the time an answer written just before that end gets to leave
+ * before its connection is dropped (HTTP_SHUTDOWN_FLUSH_MS).
  */
 export function shutdownBudgetMs(config: Config): number {
   return config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS +
-    (config.http.enabled ? HTTP_SHUTDOWN_ANSWER_MS + HTTP_SHUTDOWN_DRAIN_MS : 0);
+    (config.http.enabled
+      ? HTTP_SHUTDOWN_ANSWER_MS + HTTP_SHUTDOWN_DRAIN_MS + HTTP_SHUTDOWN_FLUSH_MS
+      : 0);
 }
 /** After a second stop signal: how much longer the rest of shutdown may take. */
 export const HURRIED_SHUTDOWN_MS = 1000;

@@ -88,6 +88,15 @@ function lateAnswer(): Response {
  */
 export const HTTP2_DROP_FLUSH_MS = 1000;
 /**
+ * Shutdown: a connection dropped at the end of a shutdown bound (HTTP_SHUTDOWN_DRAIN_MS,
+ * HTTP_SHUTDOWN_ANSWER_MS) less than this long after one of its requests' answers was written is
+ * dropped this long after that answer instead, so that the answer's bytes leave first. HTTP/2: a
+ * call answered at the bound on a connection that also carries a stream its client does not read
+ * (which keeps the connection from ever draining) lost its answer when the connection was
+ * dropped at once. The process's shutdown budget adds it (src/app/process.ts).
+ */
+export const HTTP_SHUTDOWN_FLUSH_MS = 1000;
+/**
  * At the limit with no idle connection, a connection whose every request in flight has had its
  * answer handed over this long ago without it being written (its client reads nothing: a zero TCP
  * window) is evicted for the new one: a few clients that never read a large answer would
@@ -213,6 +222,10 @@ interface Conn {
   dropWanted: number;
   /** The drop planned once the other requests were answered (HTTP2_DROP_FLUSH_MS). */
   dropTimer: TimerId | null;
+  /** When one of its requests' answers was last written (monoMs; HTTP_SHUTDOWN_FLUSH_MS). */
+  lastWrittenAt: number;
+  /** Shutdown: its drop, planned HTTP_SHUTDOWN_FLUSH_MS after its last answer was written. */
+  flushTimer: TimerId | null;
   closed: boolean;
   /** Cancels Deno's connection server (drops the connection); null once it has ended. */
   cancel: (() => void) | null;
@@ -355,13 +368,29 @@ export class ConnectionLayer {
     while (this.#pending.size > 0) await Promise.all(this.#pending);
   }
 
-  /** Shutdown: drops connections still answering past `after`, in one WARN line. */
+  /**
+   * Shutdown: drops connections still answering past `after`, in one WARN line. One with an
+   * answer written less than HTTP_SHUTDOWN_FLUSH_MS ago is dropped that long after the answer
+   * (its bytes leave first; shutdown waits for the connection to end).
+   */
   #drop(conns: readonly Conn[], after: string): void {
     if (conns.length === 0) return;
     this.#o.log.warn(
       `http shutdown: ${conns.length} connection(s) still answering after ${after}: dropped`,
     );
-    for (const c of conns) this.#close(c);
+    const now = this.#now();
+    for (const c of conns) {
+      const wait = c.lastWrittenAt + HTTP_SHUTDOWN_FLUSH_MS - now;
+      if (wait <= 0) {
+        this.#close(c);
+        continue;
+      }
+      if (c.flushTimer !== null) continue;
+      c.flushTimer = this.#o.clock.setTimer(() => {
+        c.flushTimer = null;
+        this.#close(c);
+      }, wait);
+    }
   }
 
   #track(p: Promise<unknown>): void {
@@ -480,6 +509,8 @@ export class ConnectionLayer {
       unwritten: new Set(),
       dropWanted: 0,
       dropTimer: null,
+      lastWrittenAt: -Infinity,
+      flushTimer: null,
       requestDone: () => {
         c.inFlight--;
         c.idleSince = this.#now();
@@ -521,6 +552,7 @@ export class ConnectionLayer {
           let handed: { readonly at: number } | null = null;
           const done = () => {
             written = true;
+            c.lastWrittenAt = this.#now();
             if (handed !== null) c.unwritten.delete(handed);
             if (dropWanted) c.dropWanted--;
             c.requestDone();
@@ -659,6 +691,10 @@ export class ConnectionLayer {
     if (c.dropTimer !== null) {
       this.#o.clock.clearTimer(c.dropTimer);
       c.dropTimer = null;
+    }
+    if (c.flushTimer !== null) {
+      this.#o.clock.clearTimer(c.flushTimer);
+      c.flushTimer = null;
     }
     this.#conns.delete(c);
     if (c.innerKey !== "") this.#awaitingTls.delete(c.innerKey);
