@@ -811,6 +811,8 @@ export class Kernel {
       handler: this.api.handle,
       log: this.host.log.child("http"),
       onShutdown: () => this.api.close(),
+      // The 504 made at shutdown in place of an answer carries that answer's CORS headers.
+      lateAnswerHeaders: (req) => this.api.lateAnswerHeaders(req),
     });
     this.#http = server;
     // The bound in force may be lower than http.max_connections (the open-file limit).

@@ -66,9 +66,11 @@ export const HTTP_SHUTDOWN_ANSWER_MS = 5000;
  * The answer a request gets in place of its own when that is still being made at the end of
  * HTTP_SHUTDOWN_ANSWER_MS (a call to a provider whose timeout_ms is longer): 504
  * DEADLINE_EXCEEDED, saying that what it asked for may have been carried out. A cut connection
- * would say nothing (a client may take it for "not done" and repeat a call that acted).
+ * would say nothing (a client may take it for "not done" and repeat a call that acted). `extra`:
+ * the headers the request's own answer would have carried (CORS, from lateAnswerHeaders), so a
+ * browser page may read it.
  */
-function lateAnswer(): Response {
+function lateAnswer(extra: Headers | null): Response {
   const body = JSON.stringify({
     status: {
       code: "DEADLINE_EXCEEDED",
@@ -77,10 +79,9 @@ function lateAnswer(): Response {
         "carried out); check the device's state before repeating it",
     },
   });
-  return new Response(body, {
-    status: 504,
-    headers: { "content-type": "application/json" },
-  });
+  const headers = new Headers(extra ?? undefined);
+  headers.set("content-type", "application/json");
+  return new Response(body, { status: 504, headers });
 }
 /**
  * HTTP/2: a connection whose last request not asking to drop it has just been answered is dropped
@@ -174,6 +175,11 @@ export interface ConnectionLayerOptions {
   readonly serveOnConnection: ServeOnConnection;
   /** The time (monoMs) and the timers of every bound above (tests pass a manual clock). */
   readonly clock: Clock;
+  /**
+   * Headers the request's own answer would have carried (the HTTP layer's CORS headers), for the
+   * 504 made in its place at shutdown (lateAnswer); null: none.
+   */
+  readonly lateAnswerHeaders: ((req: Request) => Headers) | null;
 }
 
 /** Counters since start (observability and tests). */
@@ -393,6 +399,17 @@ export class ConnectionLayer {
     }
   }
 
+  /** The headers for `req`'s late answer; none when the callback fails (the 504 goes out anyway). */
+  #lateHeaders(req: Request): Headers | null {
+    if (this.#o.lateAnswerHeaders === null) return null;
+    try {
+      return this.#o.lateAnswerHeaders(req);
+    } catch (err) {
+      this.#o.log.warn(`http shutdown: headers for a late answer failed: ${errorMessage(err)}`);
+      return null;
+    }
+  }
+
   #track(p: Promise<unknown>): void {
     const forget = () => {
       this.#pending.delete(settled);
@@ -573,7 +590,7 @@ export class ConnectionLayer {
           let giveLate = () => {};
           const given = Promise.race([
             answer,
-            new Promise<Response>((r) => (giveLate = () => r(lateAnswer()))),
+            new Promise<Response>((r) => (giveLate = () => r(lateAnswer(this.#lateHeaders(req))))),
           ]);
           c.late.add(giveLate);
           const made = () => {

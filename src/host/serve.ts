@@ -115,6 +115,13 @@ export interface ServeOptions {
    * drain); default systemClock. Tests pass a manual clock to reach a bound without waiting.
    */
   readonly clock?: Clock;
+  /**
+   * The headers a request's own answer would have carried (the HTTP layer's CORS headers), for
+   * the 504 "outcome unknown" made in its place at shutdown (HTTP_SHUTDOWN_ANSWER_MS): without
+   * them a browser page cannot read it. The host knows nothing of CORS: the composition root
+   * fills this from the HTTP layer (HttpApi.lateAnswerHeaders).
+   */
+  readonly lateAnswerHeaders?: (req: Request) => Headers;
 }
 
 /** A listening server. */
@@ -282,6 +289,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     log,
     serveOnConnection,
     clock: opts.clock ?? systemClock,
+    lateAnswerHeaders: opts.lateAnswerHeaders ?? null,
   });
   const addr = listener.addr as Deno.NetAddr;
   log.debug(

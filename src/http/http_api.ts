@@ -285,6 +285,14 @@ export class HttpApi {
     return withHeaders(res, cors);
   };
 
+  /**
+   * The CORS headers `req`'s answer carries (as handle() adds them), for an answer the server
+   * makes in its place: the 504 "outcome unknown" at shutdown (serve's lateAnswerHeaders).
+   */
+  lateAnswerHeaders(req: Request): Headers {
+    return new Headers(this.#cors.headersFor(req, false));
+  }
+
   /** The bounded route label of a path: a route template, /metrics, console or unmatched. */
   #routeLabel(pathname: string): string {
     if (this.#metrics !== null && pathname === METRICS_PATH) return METRICS_PATH;

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { HTTP_SHUTDOWN_ANSWER_MS, serveHttp } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { connect, readResponse, send } from "./_raw_socket.ts";
 
@@ -47,6 +48,65 @@ Deno.test("a request still being answered when the shutdown's answer bound ends 
     const body = JSON.parse(res.body);
     assert.equal(body.status.code, "DEADLINE_EXCEEDED");
     assert.match(body.status.message, /outcome is unknown/);
+    await stopped;
+  } finally {
+    release();
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+    await server.shutdown();
+  }
+});
+
+Deno.test("the 504 made at shutdown in place of an answer carries the headers serve's lateAnswerHeaders gives for its request (CORS: a browser page can read it)", async () => {
+  const clock = new ManualClock();
+  let started = 0;
+  let release: () => void = () => {};
+  const never = new Promise<void>((r) => (release = r));
+  const asked: (string | null)[] = [];
+  const server = await serveHttp({
+    hostname: "127.0.0.1",
+    port: 0,
+    tlsCertPath: null,
+    tlsKeyPath: null,
+    authEnabled: false,
+    allowInsecureBind: false,
+    clock,
+    handler: async () => {
+      started++;
+      await never;
+      return new Response('{"status":{"code":"OK","message":"ok"}}');
+    },
+    // What the HTTP layer's CORS policy gives a granted origin (HttpApi.lateAnswerHeaders).
+    lateAnswerHeaders: (req) => {
+      asked.push(req.headers.get("origin"));
+      return new Headers({
+        "access-control-allow-origin": req.headers.get("origin") ?? "",
+        "vary": "Origin",
+      });
+    },
+    log: testLogger(),
+  });
+  const conn = await connect(server.port);
+  try {
+    await send(
+      conn,
+      "POST /v0/call HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://page.example\r\n" +
+        "content-length: 2\r\n\r\n{}",
+    );
+    await waitFor("the request is being answered", () => started === 1, 5000);
+    const stopped = server.shutdown();
+    let read = false;
+    const answer = readResponse(conn, 10_000).finally(() => (read = true));
+    // The shutdown's bounds pass on the manual clock, one timer at a time.
+    await waitFor("the late answer", () => read || (clock.fireNext(), false), 10_000);
+    const res = await answer;
+    assert.ok(res !== null, "the connection was cut without an answer");
+    assert.equal(res.status, 504, res.headers);
+    assert.match(res.headers, /^access-control-allow-origin: http:\/\/page\.example$/im);
+    assert.match(res.headers, /^vary: Origin$/im);
+    assert.match(res.headers, /^content-type: application\/json$/im);
+    assert.deepEqual(asked, ["http://page.example"]);
     await stopped;
   } finally {
     release();
