@@ -107,6 +107,13 @@ export const HTTP_SHUTDOWN_FLUSH_MS = 1000;
 export const HTTP_UNREAD_ANSWER_EVICT_MS = 1000;
 /** At the limit, the next accept waits for the evicted connection's socket at most this long. */
 const EVICTION_WAIT_MAX_MS = 1000;
+/**
+ * HTTPS: once the server of a relayed connection has ended (an answer with `Connection: close`,
+ * a graceful shutdown), the relay gets at most this long to copy the last bytes that server wrote
+ * to the client before both ends are closed. Closing them at once cut the tail of that last
+ * answer (of a 4 MiB answer, ~270 KiB were lost every time).
+ */
+export const TLS_RELAY_FLUSH_MS = 1000;
 /** A connection to the internal TLS listener that no relay claims within this time is closed. */
 const TLS_RELAY_MATCH_TIMEOUT_MS = 1000;
 
@@ -230,8 +237,13 @@ interface Conn {
   dropTimer: TimerId | null;
   /** When one of its requests' answers was last written (monoMs; HTTP_SHUTDOWN_FLUSH_MS). */
   lastWrittenAt: number;
-  /** Shutdown: its drop, planned HTTP_SHUTDOWN_FLUSH_MS after its last answer was written. */
+  /**
+   * Its close, planned for the last bytes to leave: at shutdown HTTP_SHUTDOWN_FLUSH_MS after its
+   * last answer was written; HTTPS, TLS_RELAY_FLUSH_MS after its server ended.
+   */
   flushTimer: TimerId | null;
+  /** HTTPS: its server (the TLS side) has ended; the relay is copying what it wrote last. */
+  serverEnded: boolean;
   closed: boolean;
   /** Cancels Deno's connection server (drops the connection); null once it has ended. */
   cancel: (() => void) | null;
@@ -329,7 +341,8 @@ export class ConnectionLayer {
     for (const { conn } of this.#unclaimedTls.values()) closeQuietly(conn);
     this.#unclaimedTls.clear();
     const busy = [...this.#conns].filter((c) => c.inFlight > 0 && c.server !== null);
-    for (const c of this.#conns) if (!busy.includes(c)) this.#close(c);
+    // HTTPS ones whose server has ended are copying its last bytes (TLS_RELAY_FLUSH_MS).
+    for (const c of this.#conns) if (!busy.includes(c) && !c.serverEnded) this.#close(c);
     // Each answered one is shut down gracefully then (its answer's last bytes flushed): by then
     // nothing can hold it. One whose graceful shutdown has begun can no longer be dropped.
     const answered = new Map(busy.map((c) => [
@@ -528,6 +541,7 @@ export class ConnectionLayer {
       dropTimer: null,
       lastWrittenAt: -Infinity,
       flushTimer: null,
+      serverEnded: false,
       requestDone: () => {
         c.inFlight--;
         c.idleSince = this.#now();
@@ -547,8 +561,19 @@ export class ConnectionLayer {
     const handler = this.#o.handler;
     const serverDone = () => {
       c.cancel = null; // the server is gone; nothing left to cancel
-      this.#close(c);
-      if (c.inner === null) this.#ended(c);
+      if (c.inner === null) {
+        this.#close(c);
+        this.#ended(c);
+        return;
+      }
+      // HTTPS: the relay ends once it has copied the TLS side's last bytes (its end of file),
+      // or TLS_RELAY_FLUSH_MS from now.
+      c.serverEnded = true;
+      if (c.closed || c.flushTimer !== null) return;
+      c.flushTimer = this.#o.clock.setTimer(() => {
+        c.flushTimer = null;
+        this.#close(c);
+      }, TLS_RELAY_FLUSH_MS);
     };
     const hook: CancelHook = {
       addEventListener: (_type, listener) => {
@@ -667,7 +692,12 @@ export class ConnectionLayer {
       this.#awaitingTls.set(c.innerKey, c);
     }
     const end = () => this.#close(c);
-    await Promise.all([pump(c.conn, inner).then(end), pump(inner, c.conn).then(end)]);
+    // The TLS side refusing the client's bytes (its server has ended) does not end the relay:
+    // the copy of what that server wrote last does (or TLS_RELAY_FLUSH_MS, from serverDone).
+    await Promise.all([
+      pump(c.conn, inner).then((failed) => failed === "to" || end()),
+      pump(inner, c.conn).then(end),
+    ]);
   }
 
   async #tlsAcceptLoop(listener: Deno.TlsListener): Promise<void> {
@@ -842,18 +872,26 @@ function relayKey(addr: Deno.Addr): string {
   return `${a.hostname} ${a.port}`;
 }
 
-/** Copies `from` to `to` until either ends or fails. */
-async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+/**
+ * Copies `from` to `to` until either ends or fails; says which side did ("from": end of file or
+ * a failed read; "to": a failed write).
+ */
+async function pump(from: Deno.Conn, to: Deno.Conn): Promise<"from" | "to"> {
   const buf = new Uint8Array(TLS_RELAY_BUFFER_BYTES);
-  try {
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) return;
+  for (;;) {
+    let n: number | null;
+    try {
+      n = await from.read(buf);
+    } catch {
+      return "from"; // closed from the other side or by #close
+    }
+    if (n === null) return "from";
+    try {
       let off = 0;
       while (off < n) off += await to.write(buf.subarray(off, n));
+    } catch {
+      return "to";
     }
-  } catch {
-    // closed from the other side or by #close
   }
 }
 

@@ -54,6 +54,7 @@ export {
   HTTP_SHUTDOWN_DRAIN_MS,
   HTTP_SHUTDOWN_FLUSH_MS,
   HTTP_UNREAD_ANSWER_EVICT_MS,
+  TLS_RELAY_FLUSH_MS,
 } from "./_http_connections.ts";
 
 /** Default of http.max_connections: connections held at once (idle ones are evicted first). */
