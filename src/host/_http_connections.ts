@@ -308,8 +308,12 @@ export class ConnectionLayer {
   #armSweeper(): void {
     this.#sweeper = this.#o.clock.setTimer(() => {
       this.#sweeper = null;
-      this.#sweep();
-      if (!this.#stopping) this.#armSweeper();
+      // Re-armed whatever one run does (an interval went on after a throw; so must this).
+      try {
+        this.#sweep();
+      } finally {
+        if (!this.#stopping) this.#armSweeper();
+      }
     }, this.#sweepEveryMs);
   }
 
