@@ -482,6 +482,12 @@ export class SparkplugEdgeNode {
   #outage: Map<string, OutageStart> | null = null;
   /** With the history ring: replays waiting or in progress, oldest first (a cursor each). */
   #walks: (Replaying | null)[] = [];
+  /**
+   * With the history ring: devices that left (DDEATH) with data not replayed yet, by Sparkplug id:
+   * where their replay stands. It goes on after their next DBIRTH (#deviceBirth); the next births
+   * drop (count, WARN) those not born again. At most MAX_REPLAY_WALKS.
+   */
+  readonly #replayAfterBirth = new Map<string, OutageStart>();
   #walkHead = 0;
   /** With the history ring: live DDATA handed over and not settled (written or failed). */
   #liveInFlight = 0;
@@ -1076,6 +1082,7 @@ export class SparkplugEdgeNode {
       if (!p.available) continue;
       for (const caps of p.devices) this.#deviceBirth(caps);
     }
+    this.#dropReplaysNotBorn();
     // Answers that waited for a birth follow it (every provider's devices are born now).
     for (const providerId of [...this.#answersAfterBirth.keys()]) this.#answersBorn(providerId);
     // Devices not born again (removed by a reload, gone while away) leave their aliases.
@@ -1140,13 +1147,68 @@ export class SparkplugEdgeNode {
       description: birthDescription(caps),
     });
     this.#send("DBIRTH", id, { timestamp: now, metrics }, true);
+    // The rest of a replay its DDEATH interrupted: after this DBIRTH, under its aliases.
+    const parked = this.#replayAfterBirth.get(id);
+    if (parked !== undefined) {
+      this.#replayAfterBirth.delete(id);
+      this.#noteOutage(id, parked);
+    }
   }
 
   #deviceDeath(id: string): void {
     this.#devices.delete(id);
     this.#pending.delete(id);
+    this.#parkReplay(id);
     this.#send("DDEATH", id, { timestamp: this.#o.clock.nowMs(), metrics: [] }, true);
     this.#pruneAliases(id);
+  }
+
+  /**
+   * A device leaves with its replay waiting or in progress (or its outage noted, the replay not
+   * started): no DDATA of it may follow its DDEATH, so where the replay stands waits for its next
+   * DBIRTH (#replayAfterBirth) instead of being dropped when the walk reaches it.
+   */
+  #parkReplay(id: string): void {
+    if (this.#o.replay === undefined) return;
+    let start = this.#outage?.get(id) ?? null;
+    if (start !== null) {
+      this.#outage!.delete(id);
+      if (this.#outage!.size === 0) this.#outage = null;
+    }
+    for (let i = this.#walkHead; i < this.#walks.length; i++) {
+      const r = this.#walks[i];
+      if (r === null || r === undefined || r.id !== id) continue;
+      if (start === null || r.next.seq < start.seq) start = r.next;
+      this.#walks[i] = null;
+    }
+    if (start === null) return;
+    const before = this.#replayAfterBirth.get(id);
+    if (before !== undefined && before.seq <= start.seq) return;
+    if (before === undefined && this.#replayAfterBirth.size >= MAX_REPLAY_WALKS) {
+      this.counts.storeDropped++;
+      this.#log.warn(
+        `sparkplug store-and-forward: ${id} left during its replay and ${MAX_REPLAY_WALKS} ` +
+          `devices already wait to come back (MAX_REPLAY_WALKS): the rest of its replay is dropped`,
+      );
+      return;
+    }
+    this.#replayAfterBirth.set(id, start);
+  }
+
+  /**
+   * The births of a new connection are out: devices that left during their replay and were not
+   * born again lose the rest of it (counted, WARNed).
+   */
+  #dropReplaysNotBorn(): void {
+    if (this.#replayAfterBirth.size === 0) return;
+    const ids = [...this.#replayAfterBirth.keys()];
+    this.counts.storeDropped += ids.length;
+    this.#replayAfterBirth.clear();
+    this.#log.warn(
+      `sparkplug store-and-forward: ${ids.length} device(s) that left during their replay were ` +
+        `not born again (${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", ..." : ""}): the ` +
+        `rest of their replay is dropped`,
+    );
   }
 
   /**
@@ -1643,7 +1705,12 @@ export class SparkplugEdgeNode {
         this.#startReplay();
         if (this.#walks.length === 0) return;
       }
-      const r = this.#walks[this.#walkHead]!;
+      const r = this.#walks[this.#walkHead];
+      if (r === null || r === undefined) {
+        // Its device left meanwhile: its replay waits for the next DBIRTH (#parkReplay).
+        this.#walkHead++;
+        continue;
+      }
       const dev = this.#devices.get(r.id);
       if (dev === undefined) {
         // Gone since (a DDEATH, or not born again on a new connection).

@@ -39,6 +39,8 @@ export function mosquittoMissing(): boolean {
 /** A running (or paused, resumable on the same port) Mosquitto. */
 export class Mosquitto {
   readonly #dir: string;
+  /** `max_queued_messages` (Mosquitto's default, 1000, when null). */
+  #maxQueued: number | null = null;
   #port = 0;
   #tlsPort = 0;
   #child: Deno.ChildProcess | null = null;
@@ -65,12 +67,22 @@ export class Mosquitto {
    * Starts a broker on a free port; with `tls`, a second listener (mqtts://, port `tlsPort`) with
    * that server certificate and key (readable by the broker's own user).
    */
-  static async start(o: { tls?: { certFile: string; keyFile: string } } = {}): Promise<Mosquitto> {
+  static async start(
+    o: {
+      tls?: { certFile: string; keyFile: string };
+      /**
+       * Mosquitto's `max_queued_messages`: QoS 1 messages it queues for a subscriber beyond its
+       * 20 in flight (default 1000; 0 is no bound), beyond which it drops them.
+       */
+      maxQueuedMessages?: number;
+    } = {},
+  ): Promise<Mosquitto> {
     const dir = await Deno.makeTempDir({ prefix: "mosquitto_test_" });
     // Started as root, Mosquitto drops to its own user (`mosquitto`): without this it cannot write
     // its persistence file there, and retained messages and sessions are lost across a pause.
     await Deno.chmod(dir, 0o777);
     const m = new Mosquitto(dir);
+    m.#maxQueued = o.maxQueuedMessages ?? null;
     if (o.tls) {
       // Copies the broker's user can read (the originals may sit in a private test directory).
       for (const [from, to] of [[o.tls.certFile, "cert.pem"], [o.tls.keyFile, "key.pem"]]) {
@@ -108,6 +120,7 @@ export class Mosquitto {
       // a pause, and what is published meanwhile (QoS 0 included) waits for it.
       `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\n` +
         `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n` +
+        (this.#maxQueued === null ? "" : `max_queued_messages ${this.#maxQueued}\n`) +
         (this.#tlsPort === 0 ? "" : `listener ${this.#tlsPort} 127.0.0.1\n` +
           `certfile ${this.#dir}/cert.pem\nkeyfile ${this.#dir}/key.pem\n`),
     );

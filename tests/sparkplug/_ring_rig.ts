@@ -2,9 +2,10 @@
  * The edge node over a real History fed by hand (store and forward from the ring), its devices
  * changeable by the test (one provider "p0", devices with one double signal `x`): for the replay's
  * edge cases that need a device added while offline or writes completing out of order. The MQTT
- * session is a HeldSession (tests/helpers/held_session.ts), one per connection.
+ * session is a HeldSession (tests/helpers/held_session.ts), one per connection, unless `connect`
+ * gives another (a real broker's: `sessions` is then empty).
  */
-import type { DeviceCapabilities, TypedValue } from "../../src/common/mod.ts";
+import type { DeviceCapabilities, MqttConnect, TypedValue } from "../../src/common/mod.ts";
 import type { PublishedEvent, RuntimeEvent } from "../../src/events/mod.ts";
 import { historyReplay } from "../../src/app/kernel.ts";
 import type { InventoryReader, SignalState } from "../../src/state/mod.ts";
@@ -18,7 +19,16 @@ import { deviceCaps, signalSpec } from "./_edge_node_rig.ts";
 
 export const P = "p0";
 
-export function ringRig(o: { readonly qos?: 0 | 1 } = {}) {
+export interface RingRigOptions {
+  readonly qos?: 0 | 1;
+  /** The node's sessions (HeldSessions by default). */
+  readonly connect?: MqttConnect;
+  readonly brokerUrl?: string;
+  /** `sparkplug.reconnect_ms` (the test config's by default). */
+  readonly reconnectMs?: number;
+}
+
+export function ringRig(o: RingRigOptions = {}) {
   const { clock, history, feed } = handFedHistory({
     memorySeconds: 600,
     memoryMaxBytes: 64 << 20,
@@ -29,30 +39,36 @@ export function ringRig(o: { readonly qos?: 0 | 1 } = {}) {
   const bus: ((e: PublishedEvent) => void)[] = [];
   let eventId = 0;
   const summary = { id: P, available: true, devices: [] as DeviceCapabilities[] };
+  const availability: ((p: { id: string }) => void)[] = [];
   const inventory = {
     providers: () => [summary],
     provider: (id: string) => (id === P ? summary : undefined),
     devices: () => summary.devices.map((c) => c.device),
     capabilities: (_p: string, d: string) => summary.devices.find((c) => c.device.deviceId === d),
     onChange: () => () => {},
-    onAvailability: () => () => {},
+    onAvailability(l: (p: { id: string }) => void) {
+      availability.push(l);
+      return () => {};
+    },
   } as unknown as InventoryReader;
   const sessions: HeldSession[] = [];
+  const reconnectMs = o.reconnectMs ?? config.sparkplug.reconnectMs;
   const node = new SparkplugEdgeNode({
     config: {
       ...config.sparkplug,
       enabled: true,
-      brokerUrl: "mqtt://test",
+      brokerUrl: o.brokerUrl ?? "mqtt://test",
       groupId: "g",
       qos: o.qos ?? 0,
+      reconnectMs,
     },
     edgeNodeId: "n",
     clientId: "c",
-    connect: () => {
+    connect: o.connect ?? (() => {
       const s = new HeldSession();
       sessions.push(s);
       return Promise.resolve(s);
-    },
+    }),
     bus: {
       subscribe(l) {
         bus.push(l);
@@ -91,6 +107,11 @@ export function ringRig(o: { readonly qos?: 0 | 1 } = {}) {
       timestamp_ms: clock.nowMs(),
     } as RuntimeEvent);
   };
+  /** Provider p0's availability changes, and the inventory tells the node (synchronously). */
+  const setAvailable = (available: boolean) => {
+    summary.available = available;
+    for (const l of availability) l({ id: P });
+  };
   /** One poll of `deviceId` 100 ms after the last, `x` = v: the change's event, then the ring. */
   const poll = (deviceId: string, v: number) => {
     clock.advance(100);
@@ -122,7 +143,7 @@ export function ringRig(o: { readonly qos?: 0 | 1 } = {}) {
   const session = () => sessions.at(-1)!;
   /** The next session once reconnect_ms passed; the broker accepts it. */
   const reconnect = async () => {
-    await clock.advanceAsync(config.sparkplug.reconnectMs);
+    await clock.advanceAsync(reconnectMs);
     session().up();
     await flushMicrotasks();
   };
@@ -138,5 +159,17 @@ export function ringRig(o: { readonly qos?: 0 | 1 } = {}) {
     await stopping;
     await history.stop();
   };
-  return { clock, history, node, sessions, session, addDevice, poll, reconnect, ddata, stop };
+  return {
+    clock,
+    history,
+    node,
+    sessions,
+    session,
+    addDevice,
+    setAvailable,
+    poll,
+    reconnect,
+    ddata,
+    stop,
+  };
 }
