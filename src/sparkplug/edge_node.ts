@@ -410,6 +410,12 @@ export class SparkplugEdgeNode {
   /** The node metrics as the host last got them (the NBIRTH, then each NDATA handed over). */
   #lastNode: NodeStatus | null = null;
   /**
+   * Before the first births: the node metrics at start(), then as last kept (#keepNode), so that
+   * what changed before the first NBIRTH (an e-stop latched and cleared while the births waited
+   * for the broker or the primary host) reaches the host's history after it. Null once born.
+   */
+  #unbornNode: NodeStatus | null = null;
+  /**
    * A change of the node metrics could not be handed over (MAX_IN_FLIGHT writes unconfirmed): its
    * NDATA goes first when a write completes.
    */
@@ -572,6 +578,7 @@ export class SparkplugEdgeNode {
   /** Subscribes to the runtime and opens the broker session (connecting in the background). */
   async start(): Promise<void> {
     const o = this.#o;
+    this.#unbornNode = o.status();
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
     for (const p of o.inventory.providers()) this.#noteUp(p.id);
     this.#unsubscribe.push(o.inventory.onChange((id) => {
@@ -1034,6 +1041,7 @@ export class SparkplugEdgeNode {
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
     this.#lastNode = status;
+    this.#unbornNode = null;
     this.#nodeBehind = false;
     this.#nodeBehindSince = null;
     this.#send("NBIRTH", undefined, {
@@ -1839,16 +1847,19 @@ export class SparkplugEdgeNode {
   /**
    * While the node is not online: the node metrics that changed, kept at their time, so that a
    * latch and its clearing (a mode through FAULT) while the host was away reach its history after
-   * the next births (which carry the metrics as they are then). Not before the first births: no
-   * host has seen the node yet.
+   * the next births (which carry the metrics as they are then). Before the first births too,
+   * compared with the metrics at start() (#unbornNode): a stop latched and cleared before any
+   * host saw the node is still a stop the host must learn of.
    */
   #keepNode(): void {
-    if (this.#lastNode === null) return;
+    const before = this.#lastNode ?? this.#unbornNode;
+    if (before === null) return;
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
-    const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
+    const metrics = this.#nodeMetrics(status, before, now, false);
     if (metrics.length === 0) return;
-    this.#lastNode = status;
+    if (this.#lastNode === null) this.#unbornNode = status;
+    else this.#lastNode = status;
     for (const m of metrics) m.is_historical = true;
     this.#nodeKept.push({ timestampMs: now, metrics });
     if (this.#nodeKept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();

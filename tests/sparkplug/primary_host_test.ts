@@ -102,8 +102,8 @@ Deno.test({
       assert.ok(node.connected, "connected to the broker");
       assert.equal(node.online, false, "no births while the primary host is not online");
       assert.equal(node.counts.births, 0);
-      // (Before the first births nothing is kept: no device is born yet, and the births carry
-      // the values of the moment.)
+      // (Before the first births no device is born yet: no data is kept, and the births carry
+      // the values of the moment. Node metric changes are kept: tests/sparkplug/unborn_estop_test.ts.)
 
       const t1 = Date.now();
       await host.state({ online: true, timestamp: t1 });
