@@ -1,16 +1,28 @@
 /**
  * An MqttConnect port over the real MQTT.js client that can hold the writes back, as a stalled
  * broker does (it reads nothing), and let them go later in order: what shows the edge node's
- * in-flight bound against a real Mosquitto.
+ * in-flight bound against a real Mosquitto. It also lists the writes it handed to MQTT.js (what
+ * the node published, in order) and counts those not settled yet: what a test waits on instead of
+ * a fixed sleep.
  */
 import { connectMqttJs } from "../../src/host/mod.ts";
 import type { MqttConnect } from "../../src/common/mod.ts";
+
+/** A write handed to MQTT.js: its topic and payload bytes. */
+export interface HandedWrite {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+}
 
 export function heldMqtt(): {
   /** The port to pass as `host.mqttConnect`. */
   connect: MqttConnect;
   /** Writes held back now. */
   readonly held: number;
+  /** Writes handed to MQTT.js, in order (held ones once released). */
+  readonly handed: readonly HandedWrite[];
+  /** Writes handed to MQTT.js and not settled (written or failed) yet. */
+  readonly unsettled: number;
   /** From now on, writes are held back. */
   stall(): void;
   /** Writes go out again; the held ones first, in order. */
@@ -18,14 +30,23 @@ export function heldMqtt(): {
 } {
   let stalled = false;
   const held: Array<() => void> = [];
+  const handed: HandedWrite[] = [];
+  let unsettled = 0;
   const connect: MqttConnect = async (o) => {
     const session = await connectMqttJs(o);
+    const write = (topic: string, payload: Uint8Array, qos: 0 | 1) => {
+      handed.push({ topic, payload });
+      unsettled++;
+      const p = session.publish(topic, payload, qos);
+      p.then(() => unsettled--, () => unsettled--);
+      return p;
+    };
     return {
       ...session,
       publish: (topic, payload, qos) => {
-        if (!stalled) return session.publish(topic, payload, qos);
+        if (!stalled) return write(topic, payload, qos);
         return new Promise<void>((resolve, reject) => {
-          held.push(() => session.publish(topic, payload, qos).then(resolve, reject));
+          held.push(() => write(topic, payload, qos).then(resolve, reject));
         });
       },
       get connected() {
@@ -38,12 +59,16 @@ export function heldMqtt(): {
     get held() {
       return held.length;
     },
+    handed,
+    get unsettled() {
+      return unsettled;
+    },
     stall() {
       stalled = true;
     },
     release() {
       stalled = false;
-      for (const write of held.splice(0)) write();
+      for (const w of held.splice(0)) w();
     },
   };
 }

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import {
@@ -244,7 +244,8 @@ Deno.test({
       await waitFor("the stale command ignored", () => {
         return rt!.sparkplug!.counts.commandsIgnored > ignored;
       });
-      await new Promise((r) => setTimeout(r, 300));
+      // Two polls of the relay since: a call the stale copy had made would show in them.
+      await afterPolls(rt, "sim0/relayio0", 2);
       assert.equal(relayOn(), false, "the stale command did not move the relay");
       assert.equal(rt.sparkplug!.counts.commandsAccepted, accepted);
     } finally {

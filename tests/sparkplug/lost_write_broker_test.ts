@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { decode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { heldMqtt } from "../helpers/held_mqtt.ts";
 import { setSimRelay, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
@@ -27,6 +28,8 @@ Deno.test({
     // A new host subscribes as soon as the broker is back; the node reconnects only after 3 s
     // (reconnect_ms): the host is subscribed before the node's births.
     let host = await sparkplugHost(broker.url, GROUP);
+    // MQTT.js as the runtime's port, never stalled: it shows when the DDATA was handed over.
+    const port = heldMqtt();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(
@@ -42,7 +45,7 @@ Deno.test({
             reconnectMs: 3000,
           },
         }),
-        { arm: true },
+        { arm: true, host: { mqttConnect: port.connect } },
       );
       const dbirth = await waitFor(
         "relayio0's DBIRTH",
@@ -59,7 +62,17 @@ Deno.test({
         const v = rt!.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
         return v?.type === "bool" && v.bool === !wasOn;
       });
-      await new Promise((r) => setTimeout(r, 100)); // its DDATA handed to the client
+      await waitFor(
+        "its DDATA handed to the client",
+        () =>
+          port.handed.some((w) =>
+            w.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${relay}` &&
+            (decode(w.payload).metrics ?? []).some((x) =>
+              x.alias === alias && x.boolean_value === !wasOn
+            )
+          ),
+      );
+      assert.ok(port.unsettled > 0, "not acknowledged: the broker is stopped");
       await host.close();
       await broker.pause({ kill: true });
       await waitFor("the node offline", () => !node.connected);

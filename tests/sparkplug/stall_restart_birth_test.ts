@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import { heldMqtt } from "../helpers/held_mqtt.ts";
@@ -70,20 +70,21 @@ for (const full of [false, true]) {
           await waitFor("the writes full", () => port.held >= MAX_IN_FLIGHT);
         }
         await restartProvider(rt);
-        // A few poll periods with the provider back, still held.
-        await new Promise((r) => setTimeout(r, 300));
+        // A few polls of the device with the provider back (the node has seen it return by
+        // then: its inventory events come first), still held.
+        await afterPolls(rt, "sim0/relayio0", 3);
         const heldBefore = port.held;
         port.release();
         await waitFor("the held writes out", () => host.messages.length >= from + 1, 5000);
-        // Quiet: no more lifecycle messages for a while.
-        let seen = -1;
-        await waitFor("the lifecycle settled", async () => {
-          const n = lifecycle(host.messages, from).length;
-          if (n === seen) return true;
-          seen = n;
-          await new Promise((r) => setTimeout(r, 500));
-          return false;
-        }, 15_000);
+        // Settled: every write the node handed over completed (a completion may hand over more:
+        // DBIRTH/DDEATH waiting for the bound), and the host has every message the node published
+        // (the host's own NCMDs aside), so nothing more of the device is on its way.
+        const fromNode = () => host.messages.filter((m) => !m.topic.includes("/NCMD/")).length;
+        await waitFor(
+          "every write out and at the host",
+          () => port.held === 0 && port.unsettled === 0 && fromNode() === port.handed.length,
+          15_000,
+        );
         const after = lifecycle(host.messages, from);
         const lastDeviceMessage = after.filter((t) => t !== "NBIRTH").at(-1);
         assert.ok(
