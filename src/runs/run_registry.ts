@@ -339,6 +339,10 @@ interface OpenRun {
   reserveUsedUp: boolean;
   /** `notRecorded` as last saved to runs.jsonl (RUN_NOT_RECORDED_SAVE_MS). */
   savedNotRecorded: number;
+  /** When `savedNotRecorded` was saved (its record's `at_epoch_ms`). */
+  savedNotRecordedAt: number;
+  /** When the last of its events left out was counted (the wall clock then). */
+  lastLossAt: number;
   /** The timer of the next save of `notRecorded`, or null. */
   saveTimer: TimerId | null;
   /**
@@ -915,6 +919,8 @@ export class RunRegistry {
         boundReached: false,
         reserveUsedUp: false,
         savedNotRecorded: 0,
+        savedNotRecordedAt: now,
+        lastLossAt: now,
         saveTimer: null,
         whileClosing: 0,
         safetyWhileClosing: null,
@@ -1499,6 +1505,7 @@ export class RunRegistry {
   #countNotRecorded(open: OpenRun, n = 1): void {
     const before = open.notRecorded;
     open.notRecorded += n;
+    open.lastLossAt = this.#opts.clock.nowMs();
     if (before === 0) {
       this.#saveNotRecorded(open);
     } else if (open.saveTimer === null && open === this.#open && !open.closing) {
@@ -1525,18 +1532,24 @@ export class RunRegistry {
     }
     const count = open.notRecorded;
     const previous = open.savedNotRecorded;
+    const previousAt = open.savedNotRecordedAt;
+    const at = this.#opts.clock.nowMs();
     open.savedNotRecorded = count;
+    open.savedNotRecordedAt = at;
     this.#journalLines++;
     void journal.append(JSON.stringify({
       v: SCHEMA_VERSION,
       op: "not_recorded",
       run_id: open.run.run_id,
       count,
-      at_epoch_ms: this.#opts.clock.nowMs(),
+      at_epoch_ms: at,
     })).then((r) => {
       if (r.ok) return;
       // The next save (the next event left out, or shutdown) writes it again.
-      if (open.savedNotRecorded === count) open.savedNotRecorded = previous;
+      if (open.savedNotRecorded === count) {
+        open.savedNotRecorded = previous;
+        open.savedNotRecordedAt = previousAt;
+      }
       this.#log.warn(`run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}`);
     });
     this.#compactIfLong();
@@ -1751,12 +1764,16 @@ export class RunRegistry {
           await add(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
           const open = this.#open?.run === run ? this.#open : null;
           if (open !== null && open.notRecorded > 0) {
+            // Dated as the count it copies (its save, else its last loss), not as the rewrite: a
+            // start after a crash takes it for the run's last known activity (lastActivity).
             await add(JSON.stringify({
               v: SCHEMA_VERSION,
               op: "not_recorded",
               run_id: id,
               count: open.notRecorded,
-              at_epoch_ms: this.#opts.clock.nowMs(),
+              at_epoch_ms: open.notRecorded === open.savedNotRecorded
+                ? open.savedNotRecordedAt
+                : open.lastLossAt,
             }));
           }
           if (run.state === "closed") {
