@@ -1328,16 +1328,24 @@ export class RunRegistry {
    * An e-stop's reason still arriving when it latched (Estop.onReasonArriving: an HTTP body read
    * after the latch): once it arrives, non-empty, it is an `estop` event of type `reason`
    * (payload `reason`, `cause`) of the run its trigger was an event of, if that run is still
-   * open; nothing otherwise. Holds only the promise, which the HTTP layer's body read bounds.
+   * open; else (it latched between runs or in the window of an open that failed, or its run has
+   * closed since) a safety event no run recorded, counted by the next run's run_opened. Holds
+   * only the promise, which the HTTP layer's body read bounds.
    */
   recordEstopReason(reason: Promise<string | null>, cause: string): void {
+    if (this.#state === "stopped") return;
     // The run open (its close under way included: then counted between runs, as its trigger).
     const runId = this.#currentRunId();
-    if (runId === null) return;
     void reason.then((r) => {
+      if (!r || this.#state === "stopped") return;
+      const now = this.#opts.clock.nowMs();
       // Its run closing now: queued all the same, of no run then (counted between runs).
-      if (!r || this.#currentRunId() !== runId) return;
-      this.#queueEvent("estop", "reason", this.#opts.clock.nowMs(), { reason: r, cause });
+      if (runId !== null && this.#currentRunId() === runId) {
+        this.#queueEvent("estop", "reason", now, { reason: r, cause });
+      } else {
+        // No run records it (not even a run opened since: its trigger was none of that run's).
+        this.#noteBetween("estop", "reason", now);
+      }
     }, () => {});
   }
 

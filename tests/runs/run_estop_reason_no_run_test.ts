@@ -1,0 +1,83 @@
+/**
+ * The reason of an e-stop arriving after its latch (an HTTP body read late: recordEstopReason) is
+ * a safety event. When no run can record it -- the e-stop latched between runs, in the window of
+ * an open that then failed, or its run closed before the reason came -- it is counted among the
+ * safety events no run recorded, which the next run opened gives in its run_opened
+ * (`safety_events_between_runs`), as its trigger is; never dropped uncounted.
+ */
+import assert from "node:assert/strict";
+import type { RunRegistry } from "../../src/runs/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
+
+/** The reason of an e-stop latched now, still arriving: `give` delivers it. */
+function reasonArriving(registry: RunRegistry): (reason: string) => Promise<void> {
+  let give!: (r: string) => void;
+  const reason = new Promise<string>((r) => give = r);
+  registry.recordEstopReason(reason, "api");
+  return async (r) => {
+    give(r);
+    await reason; // the registry's handler was chained before this await's: it has run
+  };
+}
+
+/** The `safety_events_between_runs` of the next run opened. */
+async function countedByNextRun(registry: RunRegistry): Promise<unknown> {
+  const { run } = await registry.open({});
+  const opened = (await registry.listEvents(run.run_id, { limit: 1 })).events[0]!;
+  return opened.payload.safety_events_between_runs;
+}
+
+Deno.test("an e-stop reason arriving between runs (its latch between runs too) is counted by the next run's run_opened", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  try {
+    const arrive = reasonArriving(registry);
+    await arrive("door opened");
+    const counted = await countedByNextRun(registry) as Record<string, unknown> | undefined;
+    assert.equal(counted?.count, 1, "the reason no run recorded is counted");
+    assert.equal(counted?.estop_triggers, 0);
+  } finally {
+    await registry.shutdown();
+  }
+});
+
+Deno.test("an e-stop reason whose latch came in the window of an open that then failed is counted by the next run's run_opened", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  try {
+    let release!: () => void;
+    files.gate = new Promise((r) => release = r);
+    const opening = registry.open({});
+    await waitFor("the open's write under way", () => files.held > 0);
+    const arrive = reasonArriving(registry); // latched while the open is written
+    files.journalFails = true; // its record in runs.jsonl fails: no run
+    files.gate = null;
+    release();
+    await assert.rejects(opening);
+    files.journalFails = false;
+    await arrive("door opened");
+    const counted = await countedByNextRun(registry) as Record<string, unknown> | undefined;
+    assert.equal(counted?.count, 1, "the reason no run recorded is counted");
+  } finally {
+    await registry.shutdown();
+  }
+});
+
+Deno.test("an e-stop reason arriving after the run of its latch closed is counted by the next run's run_opened", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  try {
+    const { run } = await registry.open({});
+    const arrive = reasonArriving(registry); // latched while the run is open
+    await registry.close(run.run_id, {});
+    await arrive("door opened");
+    const counted = await countedByNextRun(registry) as Record<string, unknown> | undefined;
+    assert.equal(counted?.count, 1, "the reason no run recorded is counted");
+  } finally {
+    await registry.shutdown();
+  }
+});
