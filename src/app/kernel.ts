@@ -512,7 +512,13 @@ export class Kernel {
       if (entry.action !== "call") return;
       if (this.#interruptedCalls !== null && entry.outcome === "interrupted") {
         const call = JSON.parse(boundedEntryText(entry));
-        this.#interruptedCalls.push(runId === undefined ? { call } : { call, runId });
+        // Its write-ahead id: a close that listed it `in_flight` before the crash names it too.
+        const intent = intents[0];
+        this.#interruptedCalls.push({
+          call,
+          ...(runId === undefined ? {} : { runId }),
+          ...(intent === undefined ? {} : { intent }),
+        });
       } else if (
         // The registry keeps it when a run is open, or has started and its open is being
         // written (openRunId() is still null then); else it drops it.
@@ -562,6 +568,9 @@ export class Kernel {
         refused_by: null,
         result: null,
         latency_ms: null,
+        // Its write-ahead id: a start after a crash before the run_closed (the call then found
+        // `interrupted`, naming this run) does not record it a second time.
+        intent: c.intent,
       });
     }
   }

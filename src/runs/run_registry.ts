@@ -119,6 +119,12 @@ export interface InterruptedCall {
    * before the call's wall time.
    */
   readonly runId?: string | null;
+  /**
+   * Its write-ahead id (the audit trail's). A call whose id an `in_flight` call event at the end
+   * of its run's file names (a close listed it, then the process ended before its run_closed
+   * reached the disk) is not written again: one ending per call.
+   */
+  readonly intent?: string;
 }
 
 /** What the start is handed besides the journal. */
@@ -694,9 +700,10 @@ export class RunRegistry {
    * older version), the latest run started at or before the call's wall time, if any. In the
    * order given (the audit trail's: the order they were decided in, not their wall times).
    */
-  #callsByRun(calls: readonly InterruptedCall[]): Map<string, RunCallEntry[]> {
-    const byRun = new Map<string, RunCallEntry[]>();
-    for (const { call, runId } of calls) {
+  #callsByRun(calls: readonly InterruptedCall[]): Map<string, InterruptedCall[]> {
+    const byRun = new Map<string, InterruptedCall[]>();
+    for (const c of calls) {
+      const { call, runId } = c;
       let owner: string | null = null;
       if (runId !== undefined) {
         owner = runId !== null && this.#runs.has(runId) ? runId : null;
@@ -712,7 +719,7 @@ export class RunRegistry {
       }
       if (owner === null) continue;
       const list = byRun.get(owner) ?? [];
-      list.push(call);
+      list.push(c);
       byRun.set(owner, list);
     }
     return byRun;
@@ -1927,7 +1934,7 @@ export class RunRegistry {
     run: Run,
     reason: CloseReason,
     now: number,
-    interrupted: readonly RunCallEntry[] = [],
+    interruptedCalls: readonly InterruptedCall[] = [],
   ): Promise<CloseReason> {
     const open = this.#open?.run === run ? this.#open : null;
     if (now < run.started_at_epoch_ms) {
@@ -1941,6 +1948,7 @@ export class RunRegistry {
     }
     // A run found open at start-up: its event file is continued after the last good line (the
     // writer starts on a new line after a torn one).
+    let interrupted = interruptedCalls.map((c) => c.call);
     // Room for its interrupted calls and the run_closed, queued together (one write).
     const writer = open?.writer ??
       this.#writer(this.#eventFile(run.run_id), interrupted.length + 1);
@@ -1974,6 +1982,14 @@ export class RunRegistry {
         event = last === null ? null : this.#closedEventOf(last.line, run.run_id);
         sequence = (last?.key ?? 0) + 1;
         const saved = this.#savedNotRecorded.get(run.run_id);
+        if (event === null && interruptedCalls.length > 0) {
+          // Its process ended during a close, after that close listed its calls in flight: those
+          // have their ending (`in_flight`) in the file already.
+          const listed = await this.#inFlightAtEnd(run.run_id, keyed);
+          interrupted = interruptedCalls
+            .filter((c) => c.intent === undefined || !listed.has(c.intent))
+            .map((c) => c.call);
+        }
         if (event === null && reason === "abandoned") {
           // Its process ended unseen: the run ends at its last known activity, not now.
           const lastEvent = last && eventOfLine(last.line, this.#eventRules(run.run_id), true);
@@ -2073,6 +2089,37 @@ export class RunRegistry {
       } else await writer.close();
       throw this.#ioError("close run", err);
     }
+  }
+
+  /**
+   * The write-ahead ids of the `in_flight` call events at the end of a run's event file (after its
+   * last other event): those a close wrote before its run_closed, when the process ended in
+   * between. Reads back from the end only as far as they go (at most the calls the audit trail
+   * lists as a run closes: AUDIT_MAX_UNSETTLED and as many repeats).
+   */
+  async #inFlightAtEnd(runId: string, keyed: KeyedLines): Promise<Set<string>> {
+    const rules = this.#eventRules(runId);
+    const inFlight = (e: RunEvent): boolean =>
+      e.category === "call" && e.payload.outcome === "in_flight";
+    const before = await lastKeyed({
+      ...keyed,
+      key: (line) => {
+        const e = eventOfLine(line, rules, true);
+        return e === null || inFlight(e) ? null : e.sequence;
+      },
+    });
+    const intents = new Set<string>();
+    const read = this.#opts.files.readLinesAt(keyed.path, {
+      maxLineBytes: MAX_LINE_BYTES,
+      startByte: before?.line.end ?? 0,
+    });
+    for await (const line of read) {
+      if (line.start >= keyed.end) break;
+      const e = eventOfLine(line, rules, true);
+      const intent = e !== null && inFlight(e) ? e.payload.intent : undefined;
+      if (typeof intent === "string") intents.add(intent);
+    }
+    return intents;
   }
 
   /** Whether the run's event file ends with `event` (its sequence, as run_closed); never throws. */
