@@ -237,6 +237,13 @@ export class Kernel {
    */
   #lastIntentBeforeRun = 0;
   /**
+   * The write-ahead numbers (from, to] of the calls decided while a close of the open run was
+   * under way that then failed, or null: they name no run, and the run, which stays open, counts
+   * them (events_not_recorded) whenever their outcome comes, never records them
+   * (docs/http-api.md, "Runs"). Cleared at the next run boundary, which is past them.
+   */
+  #failedCloseCalls: { readonly from: number; readonly to: number } | null = null;
+  /**
    * Names of the section a reload applies (`polling.interval_ms`, `automation.behavior_tree`) that
    * its owner recorded as a run event of their own (polling_change, automation_change: with the
    * values and versions): left out of the section's config_change, one event per fact.
@@ -474,6 +481,13 @@ export class Kernel {
       // Identical calls still collapsing into one audit entry are closed (and recorded below)
       // before a run opens or closes: they are events of the run they were made in.
       settleCalls: () => this.#settleRunCalls(),
+      // The close began at the boundary its settle took; calls decided since are of that close.
+      closeFailed: () => {
+        this.#failedCloseCalls = {
+          from: this.#lastIntentBeforeRun,
+          to: this.audit.lastIntentNumber(),
+        };
+      },
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
     // An e-stop's reason read after the latch (an HTTP body) follows its trigger in the run.
@@ -526,7 +540,10 @@ export class Kernel {
         !(intents.length > 0 &&
           intents.every((id) => this.#decidedBefore(id, this.#lastIntentBeforeRun)))
       ) {
-        this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
+        // Decided while a close of the open run that failed was under way: counted by it.
+        if (intents.length > 0 && intents.every((id) => this.#decidedInFailedClose(id))) {
+          this.runs.countCallsNotListed(1);
+        } else this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
       }
     });
     this.reloader = host.loadConfig
@@ -547,12 +564,21 @@ export class Kernel {
     const before = this.#lastIntentBeforeRun;
     const { last, unlisted } = this.audit.runBoundary();
     this.#lastIntentBeforeRun = last;
+    // Past this boundary: their outcomes are none of any run's events from now on.
+    const failedClose = this.#failedCloseCalls;
+    this.#failedCloseCalls = null;
     if (this.runs.openRunId() === null) return; // a run opens
     // Its calls in flight past AUDIT_MAX_UNSETTLED: not listed below, counted by the run.
     this.runs.countCallsNotListed(unlisted);
+    let ofFailedClose = 0;
     for (const c of this.audit.inFlightCalls()) {
       // Decided before the run opened: none of its calls.
       if (this.#decidedBefore(c.intent, before)) continue;
+      // Decided while an earlier close of it that failed was under way: counted, not listed.
+      if (failedClose !== null && this.#decidedIn(c.intent, failedClose)) {
+        ofFailedClose++;
+        continue;
+      }
       this.runs.recordCall({
         first_time_epoch_ms: c.time_epoch_ms,
         last_time_epoch_ms: c.time_epoch_ms,
@@ -573,6 +599,18 @@ export class Kernel {
         intent: c.intent,
       });
     }
+    this.runs.countCallsNotListed(ofFailedClose);
+  }
+
+  /** Whether a call of this process was written ahead within write-ahead numbers (from, to]. */
+  #decidedIn(intent: string, range: { readonly from: number; readonly to: number }): boolean {
+    const n = this.audit.intentNumber(intent);
+    return n !== null && n > range.from && n <= range.to;
+  }
+
+  /** Whether a call was decided while a close of the open run that then failed was under way. */
+  #decidedInFailedClose(intent: string): boolean {
+    return this.#failedCloseCalls !== null && this.#decidedIn(intent, this.#failedCloseCalls);
   }
 
   /** Whether a call of this process was written ahead up to write-ahead number `last`. */

@@ -1016,6 +1016,11 @@ export class AuditTrail implements AuditSink {
     return { last: this.#boundary, unlisted };
   }
 
+  /** The number of this process's last write-ahead id (0 before the first; see intentNumber). */
+  lastIntentNumber(): number {
+    return this.#intentSeq;
+  }
+
   /** Whether a write-ahead id of this process is numbered up to the last run boundary. */
   #beforeBoundary(id: string): boolean {
     const n = this.intentNumber(id);

@@ -162,6 +162,12 @@ export interface RunRegistryOptions {
    */
   readonly settleCalls?: () => void;
   /**
+   * Called when a close of the open run failed and the run stays open (before the close throws):
+   * the calls decided while it was under way named no run, and the run counts them
+   * (countCallsNotListed) instead of recording them.
+   */
+  readonly closeFailed?: () => void;
+  /**
    * The mode and whether the e-stop is latched, read when a run opens: its run_opened event's
    * payload (`mode`, `estop_latched`), so a run opened in FAULT or under a latched e-stop says so
    * (its trigger happened before the run). Absent: the payload is `{}`.
@@ -1502,9 +1508,11 @@ export class RunRegistry {
   }
 
   /**
-   * Calls of the open run in flight as it closes that the audit trail cannot list (past
-   * AUDIT_MAX_UNSETTLED, so no `in_flight` event for them): counted as events left out, in its
-   * run_closed's events_not_recorded. Called by settleCalls, before the close takes its count.
+   * Calls of the open run counted as events left out, in its run_closed's events_not_recorded:
+   * those in flight as it closes that the audit trail cannot list (past AUDIT_MAX_UNSETTLED, so no
+   * `in_flight` event for them; called by settleCalls, before the close takes its count), and
+   * those decided while a close of it was under way that failed (closeFailed), whose outcome or
+   * `in_flight` event is none of its events.
    */
   countCallsNotListed(count: number): void {
     const open = this.#open;
@@ -2086,6 +2094,11 @@ export class RunRegistry {
         // What was counted while it was closing (its writes failing then) was not saved: a
         // crash before the next save would close it as abandoned without that count.
         this.#saveNotRecorded(open);
+        try {
+          this.#opts.closeFailed?.();
+        } catch (e) {
+          this.#log.error(`runs: a failed close's calls not noted: ${errorMessage(e)}`);
+        }
       } else await writer.close();
       throw this.#ioError("close run", err);
     }
