@@ -1762,6 +1762,9 @@ export class RunRegistry {
   async #compact(between: SafetyBetweenRuns | null = this.#betweenRuns): Promise<boolean> {
     const files = this.#opts.files;
     const tmp = `${this.#runsFile}.tmp`;
+    // The counts the new file holds, as gathered (a save while it is written goes to the old file).
+    let betweenWritten: string | null = null;
+    let notRecordedWritten: { open: OpenRun; count: number; at: number } | null = null;
     try {
       await files.remove(tmp);
       const handle = await files.openAppend(tmp);
@@ -1789,14 +1792,16 @@ export class RunRegistry {
           if (open !== null && open.notRecorded > 0) {
             // Dated as the count it copies (its save, else its last loss), not as the rewrite: a
             // start after a crash takes it for the run's last known activity (lastActivity).
+            const at = open.notRecorded === open.savedNotRecorded
+              ? open.savedNotRecordedAt
+              : open.lastLossAt;
+            notRecordedWritten = { open, count: open.notRecorded, at };
             await add(JSON.stringify({
               v: SCHEMA_VERSION,
               op: "not_recorded",
               run_id: id,
               count: open.notRecorded,
-              at_epoch_ms: open.notRecorded === open.savedNotRecorded
-                ? open.savedNotRecordedAt
-                : open.lastLossAt,
+              at_epoch_ms: at,
             }));
           }
           if (run.state === "closed") {
@@ -1811,7 +1816,10 @@ export class RunRegistry {
           }
         }
         // After every open: the safety events no run recorded since the last one opened.
-        if (between !== null) await add(betweenRunsRecord(between));
+        if (between !== null) {
+          betweenWritten = betweenRunsRecord(between);
+          await add(betweenWritten);
+        }
         if (chunk !== "") await handle.append(chunk);
         await handle.sync();
       } finally {
@@ -1840,10 +1848,17 @@ export class RunRegistry {
     await journal.open().catch((err) =>
       this.#log.warn(`${this.#runsFile} not reopened after its rewrite: ${errorMessage(err)}`)
     );
-    // The new file holds the count as it was rewritten; one saved to the old file meanwhile (a
-    // save is not in the serial chain) is saved again.
-    this.#betweenSaved = between === null ? null : betweenRunsRecord(between);
+    // The new file holds the counts as they were gathered; one saved to the old file meanwhile (a
+    // save is not in the serial chain, and `between` may have grown in place) is saved again.
+    this.#betweenSaved = betweenWritten;
     this.#saveBetweenRuns();
+    const open = this.#open;
+    if (open !== null) {
+      const held = notRecordedWritten?.open === open ? notRecordedWritten : null;
+      open.savedNotRecorded = held?.count ?? 0;
+      open.savedNotRecordedAt = held?.at ?? open.savedNotRecordedAt;
+      this.#saveNotRecorded(open);
+    }
     return true;
   }
 
