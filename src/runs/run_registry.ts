@@ -7,7 +7,8 @@
  *   `{"v":1,"op":"close","run_id":...,"close_reason":...,"ended_at_epoch_ms":...}`. Replayed at
  *   start; the last record per run wins. Also the count of an open run's events left out
  *   (`not_recorded`), and of the safety events no run recorded (`between_runs`, the last one after
- *   the last `open`: BETWEEN_RUNS_SAVE_MS).
+ *   the last `open`: BETWEEN_RUNS_SAVE_MS), and the write-ahead ids of the calls a close of the
+ *   open run that failed listed `in_flight` (`in_flight`: RUN_IN_FLIGHT_IDS_KEPT).
  * - `<data_dir>/runs/<ULID>.jsonl` -- one RunEvent per line for that run (the ULID part of the
  *   run id names the file, so a runtime name never becomes part of a path).
  *
@@ -247,6 +248,13 @@ export const RUN_SAFETY_RESERVE_EVENTS = 100;
  * must not refuse.
  */
 const RUN_WRITER_MAX_LINES = MAX_PENDING_BUS_EVENTS + RUN_SAFETY_RESERVE_EVENTS + 1;
+/**
+ * Write-ahead ids of the calls an open run listed `in_flight` (at a close of it that failed) it
+ * remembers, the oldest forgotten first: saved to runs.jsonl (an `in_flight` record) when such a
+ * close fails, so a start after a crash does not record those calls again as `interrupted`. A
+ * close lists at most AUDIT_MAX_UNSETTLED calls and as many repeats; ~30 bytes each.
+ */
+export const RUN_IN_FLIGHT_IDS_KEPT = 1024;
 /** Longest time between a bus event's write and its fsync. */
 export const BUS_EVENT_SYNC_DELAY_MS = 1000;
 /**
@@ -374,6 +382,12 @@ interface OpenRun {
   closedEvent: RunEvent | null;
   /** Client marker ids (MarkerRequest.marker_id) -> the marker's sequence and digest, oldest first. */
   markerIds: Map<string, { sequence: number; digest: string }>;
+  /**
+   * Write-ahead ids of its `in_flight` call events (a close lists them; at most
+   * RUN_IN_FLIGHT_IDS_KEPT, oldest forgotten first), and how many of them runs.jsonl holds.
+   */
+  listedInFlight: Set<string>;
+  savedInFlight: number;
   /** The monotonic clock when it started (with its started_at_epoch_ms). */
   startedMono: number;
 }
@@ -537,6 +551,11 @@ export class RunRegistry {
    * last (`not_recorded` records) and when; their close at start counts them.
    */
   readonly #savedNotRecorded = new Map<string, { count: number; at: number }>();
+  /**
+   * Runs found open by replay: the write-ahead ids of the calls a close of theirs that failed
+   * listed `in_flight` (their last `in_flight` record): not written again as interrupted calls.
+   */
+  readonly #savedInFlight = new Map<string, Set<string>>();
   /** Lines of runs.jsonl (read at start, appended since; compacted when far more than needed). */
   #journalLines = 0;
   /** Closes to let pass before the next try of a rewrite of runs.jsonl (one failed). */
@@ -614,6 +633,7 @@ export class RunRegistry {
     this.#closedTotal = 0;
     this.#recordedBytes.clear();
     this.#savedNotRecorded.clear();
+    this.#savedInFlight.clear();
     this.#warnedCorruptRuns.clear();
     this.#replayedBetween = null;
     this.#journalLines = 0;
@@ -939,6 +959,8 @@ export class RunRegistry {
         safetyWhileClosing: null,
         closedEvent: null,
         markerIds: new Map(),
+        listedInFlight: new Set(),
+        savedInFlight: 0,
         startedMono,
       };
       const came = this.#whileOpening ?? [];
@@ -1458,6 +1480,15 @@ export class RunRegistry {
       }
       return;
     }
+    if (
+      category === "call" && payload.outcome === "in_flight" && typeof payload.intent === "string"
+    ) {
+      // Its ending in this run (recorded, or counted below): remembered for a close that fails.
+      if (open.listedInFlight.size >= RUN_IN_FLIGHT_IDS_KEPT) {
+        open.listedInFlight.delete(open.listedInFlight.values().next().value!);
+      }
+      open.listedInFlight.add(payload.intent);
+    }
     // The last place is the serial operation's (a marker, the run_closed); the reserve before
     // it the safety events'.
     if (!open.writer.hasRoom(safety ? 1 : RUN_SAFETY_RESERVE_EVENTS + 1)) {
@@ -1574,6 +1605,31 @@ export class RunRegistry {
         open.savedNotRecordedAt = previousAt;
       }
       this.#log.warn(`run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}`);
+    });
+    this.#compactIfLong();
+  }
+
+  /**
+   * Saves the write-ahead ids of the open run's `in_flight` call events to runs.jsonl (an
+   * `in_flight` record, the last one per run wins; not awaited, fsync'd within
+   * BUS_EVENT_SYNC_DELAY_MS) when a close of it failed with more of them than saved. A full
+   * queue or a failed write leaves it to the next failed close or rewrite.
+   */
+  #saveInFlight(open: OpenRun): void {
+    const journal = this.#journal;
+    const ids = open.listedInFlight;
+    if (
+      open !== this.#open || journal === null || ids.size === open.savedInFlight ||
+      !journal.hasRoom()
+    ) {
+      return;
+    }
+    open.savedInFlight = ids.size;
+    this.#journalLines++;
+    void journal.append(inFlightRecord(open.run.run_id, ids)).then((r) => {
+      if (r.ok) return;
+      open.savedInFlight = 0;
+      this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
     });
     this.#compactIfLong();
   }
@@ -1804,6 +1860,9 @@ export class RunRegistry {
               at_epoch_ms: at,
             }));
           }
+          if (open !== null && open.savedInFlight > 0) {
+            await add(inFlightRecord(id, open.listedInFlight));
+          }
           if (run.state === "closed") {
             await add(JSON.stringify({
               v: SCHEMA_VERSION,
@@ -1929,6 +1988,16 @@ export class RunRegistry {
       }
       return null;
     }
+    if (rec.op === "in_flight") {
+      const run = typeof rec.run_id === "string" ? this.#runs.get(rec.run_id) : undefined;
+      if (!run) return "in_flight record for an unknown run";
+      const ids = rec.intents;
+      if (!Array.isArray(ids) || !ids.every((id) => typeof id === "string")) {
+        return "in_flight record without its write-ahead ids";
+      }
+      if (run.state === "open") this.#savedInFlight.set(run.run_id, new Set(ids));
+      return null;
+    }
     if (rec.op === "not_recorded") {
       const run = typeof rec.run_id === "string" ? this.#runs.get(rec.run_id) : undefined;
       if (!run) return "not_recorded record for an unknown run";
@@ -2009,8 +2078,12 @@ export class RunRegistry {
           // Its process ended during a close, after that close listed its calls in flight: those
           // have their ending (`in_flight`) in the file already.
           const listed = await this.#inFlightAtEnd(run.run_id, keyed);
+          // And those a close of it that failed listed (in its file before later events).
+          const saved = this.#savedInFlight.get(run.run_id);
           interrupted = interruptedCalls
-            .filter((c) => c.intent === undefined || !listed.has(c.intent))
+            .filter((c) =>
+              c.intent === undefined || !(listed.has(c.intent) || saved?.has(c.intent))
+            )
             .map((c) => c.call);
         }
         if (event === null && reason === "abandoned") {
@@ -2109,6 +2182,9 @@ export class RunRegistry {
         // What was counted while it was closing (its writes failing then) was not saved: a
         // crash before the next save would close it as abandoned without that count.
         this.#saveNotRecorded(open);
+        // The calls it listed in_flight (in its file now, or counted): not interrupted calls of
+        // the run at a start after a crash.
+        if (open.closedEvent === null) this.#saveInFlight(open);
         try {
           this.#opts.closeFailed?.();
         } catch (e) {
@@ -2340,6 +2416,11 @@ function lastActivity(
     later(call.last_time_epoch_ms);
   }
   return at;
+}
+
+/** The runs.jsonl record of the write-ahead ids of a run's `in_flight` call events. */
+function inFlightRecord(runId: string, ids: ReadonlySet<string>): string {
+  return JSON.stringify({ v: SCHEMA_VERSION, op: "in_flight", run_id: runId, intents: [...ids] });
 }
 
 /** The runs.jsonl record of the count of safety events between runs. */

@@ -8,22 +8,30 @@
  */
 import assert from "node:assert/strict";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { diskFullError } from "../helpers/journal_files.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
-/** In-memory files whose appends of a run_closed event wait for `gate` while it is set. */
+/**
+ * In-memory files whose appends of a run_closed event wait for `gate` while it is set, and fail
+ * (a full disk) while `fail` is.
+ */
 class HeldRunClosed extends MemoryFiles {
   gate: Promise<void> | null = null;
   held = 0;
+  fail = false;
   override async openAppend(path: string): Promise<JournalAppendHandle> {
     const h = await super.openAppend(path);
     return {
       ...h,
       append: async (text: string) => {
-        if (this.gate !== null && text.includes('"category":"run_closed"')) {
-          this.held++;
-          await this.gate;
+        if (text.includes('"category":"run_closed"')) {
+          if (this.gate !== null) {
+            this.held++;
+            await this.gate;
+          }
+          if (this.fail) throw diskFullError();
         }
         await h.append(text);
       },
@@ -76,6 +84,42 @@ Deno.test("Kernel: calls listed in_flight by a close the process died in are not
   } finally {
     release();
     await closing;
+    await first.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Kernel: a call listed in_flight by a close that failed is not recorded again as interrupted when the process dies later", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "run_close_failed_crash_" });
+  const config = testConfig({ runtime: { dataDir: dir }, history: { enabled: false } });
+  const files = new HeldRunClosed();
+  const first = await startRuntime(config, { host: { files } });
+  try {
+    const { run } = await first.runs.open({});
+    assert.ok(await first.audit.writeAhead(decision(0)) !== null); // in flight from now on
+    files.fail = true;
+    await assert.rejects(first.runs.close(run.run_id, { close_reason: "completed" }));
+    files.fail = false;
+    // The run stays open and goes on: its in_flight event is no longer the end of its file.
+    await first.runs.addMarker(run.run_id, { type: "after_the_failed_close" });
+    // The process dies here, the call still in flight.
+    const next = await startRuntime(config, { host: { files } });
+    try {
+      const events = (await next.runs.listEvents(run.run_id, { limit: 1000 })).events;
+      assert.deepEqual(
+        events.map((e) => [e.category, e.type, e.payload.outcome ?? null]),
+        [
+          ["run_opened", "", null],
+          ["call", "sim0/motorctl0 set_motor_duty", "in_flight"],
+          ["annotation", "after_the_failed_close", null],
+          ["run_closed", "abandoned", null],
+        ],
+        "the call has one ending: the in_flight its failed close wrote",
+      );
+    } finally {
+      await next.stop();
+    }
+  } finally {
     await first.stop();
     await Deno.remove(dir, { recursive: true });
   }
