@@ -318,7 +318,8 @@ const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
 /**
  * How often, at most, the count of an open run's events left out past runs.max_run_bytes is saved
  * to runs.jsonl (a `not_recorded` record: the first at once, then the count reached, while it
- * grows; and at shutdown), so a start after a crash closes the run with it: at most 8,640 lines a
+ * grows; and at shutdown; a save that failed is tried again this long after, until one is
+ * written), so a start after a crash closes the run with it: at most 8,640 lines a
  * day while such a run stays open and keeps leaving events out (runs.jsonl is rewritten, keeping
  * the last one, once they make it twice what its runs need: #compactIfLong).
  */
@@ -326,7 +327,8 @@ export const RUN_NOT_RECORDED_SAVE_MS = 10_000;
 /**
  * How often, at most, the count of safety events no run recorded (safety_events_between_runs) is
  * saved to runs.jsonl (a `between_runs` record: at the end of the step of the first change, then
- * the count reached at most this long after, and at shutdown), so a restart, after a crash too,
+ * the count reached at most this long after, and at shutdown; a save that failed is tried again
+ * this long after, until one is written), so a restart, after a crash too,
  * gives it to the next run opened: at most 8,640 lines a day while safety events keep coming
  * between runs (a rewrite of runs.jsonl, once they make it twice what its runs need, keeps the
  * last one: #compactIfLong). A run's open takes the count (its record resets it).
@@ -365,6 +367,8 @@ interface OpenRun {
   lastLossAt: number;
   /** The timer of the next save of `notRecorded`, or null. */
   saveTimer: TimerId | null;
+  /** Its last save of `notRecorded` failed (warned once until one succeeds). */
+  saveFailing: boolean;
   /**
    * Bus events that came while its run_closed was being written: of no run when the close
    * succeeds (the cut is by recording, whatever their time: nothing follows a run_closed; its
@@ -595,6 +599,10 @@ export class RunRegistry {
   #betweenSaved: string | null = null;
   /** The timer of the next save of #betweenRuns (BETWEEN_RUNS_SAVE_MS), or null. */
   #betweenTimer: TimerId | null = null;
+  /** The last save of #betweenRuns failed (warned once until one succeeds). */
+  #betweenSaveFailing = false;
+  /** Shutdown has begun: no save is tried again from now on. */
+  #shuttingDown = false;
   /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
   #betweenSoon = false;
   /** A rewrite of runs.jsonl grown by saved counts is queued (#compactIfLong). */
@@ -955,6 +963,7 @@ export class RunRegistry {
         savedNotRecordedAt: now,
         lastLossAt: now,
         saveTimer: null,
+        saveFailing: false,
         whileClosing: 0,
         safetyWhileClosing: null,
         closedEvent: null,
@@ -1246,6 +1255,7 @@ export class RunRegistry {
     this.#unsubscribe = null;
     this.#cancelRetry();
     await this.#serial(async () => {
+      this.#shuttingDown = true;
       // A retry ahead of this in the queue may have failed and set another.
       this.#cancelRetry();
       const open = this.#open;
@@ -1598,13 +1608,30 @@ export class RunRegistry {
       count,
       at_epoch_ms: at,
     })).then((r) => {
-      if (r.ok) return;
-      // The next save (the next event left out, or shutdown) writes it again.
+      if (r.ok) {
+        open.saveFailing = false;
+        return;
+      }
       if (open.savedNotRecorded === count) {
         open.savedNotRecorded = previous;
         open.savedNotRecordedAt = previousAt;
       }
-      this.#log.warn(`run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}`);
+      // One WARN per spell of failures.
+      if (!open.saveFailing) {
+        open.saveFailing = true;
+        this.#log.warn(
+          `run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}; ` +
+            `tried again every ${RUN_NOT_RECORDED_SAVE_MS} ms`,
+        );
+      }
+      // Tried again (RUN_NOT_RECORDED_SAVE_MS), not only at the next event left out or shutdown:
+      // a crash once the disk works again must not lose it.
+      if (open === this.#open && !this.#shuttingDown && !open.closing && open.saveTimer === null) {
+        open.saveTimer = this.#opts.clock.setTimer(() => {
+          open.saveTimer = null;
+          this.#saveNotRecorded(open);
+        }, RUN_NOT_RECORDED_SAVE_MS);
+      }
     });
     this.#compactIfLong();
   }
@@ -1697,9 +1724,30 @@ export class RunRegistry {
     this.#betweenSaved = line;
     this.#journalLines++;
     void journal.append(line).then((r) => {
-      if (r.ok) return;
+      if (r.ok) {
+        this.#betweenSaveFailing = false;
+        return;
+      }
       if (this.#betweenSaved === line) this.#betweenSaved = previous;
-      this.#log.warn(`count of safety events between runs not saved: ${r.reason}`);
+      // One WARN per spell of failures.
+      if (!this.#betweenSaveFailing) {
+        this.#betweenSaveFailing = true;
+        this.#log.warn(
+          `count of safety events between runs not saved: ${r.reason}; tried again every ` +
+            `${BETWEEN_RUNS_SAVE_MS} ms`,
+        );
+      }
+      // Tried again (BETWEEN_RUNS_SAVE_MS), not only at the next change or shutdown: a crash
+      // once the disk works again must not lose it. (A run opened since takes the count.)
+      if (
+        this.#state === "ready" && !this.#shuttingDown && this.#betweenTimer === null &&
+        this.#betweenRuns !== null
+      ) {
+        this.#betweenTimer = this.#opts.clock.setTimer(() => {
+          this.#betweenTimer = null;
+          this.#saveBetweenRuns();
+        }, BETWEEN_RUNS_SAVE_MS);
+      }
     });
     this.#compactIfLong();
   }
