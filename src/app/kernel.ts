@@ -995,10 +995,13 @@ export class Kernel {
 
   async #reload(next: Config): Promise<ReloadReport> {
     const diff = diffSections(this.#config, next);
+    // A provider the last reload failed to start is started again only if this file still has
+    // it; one the file drops is removed for good (its records are forgotten at the removal).
+    const nextIds = new Set(next.providers.map((p) => p.id));
     this.#reloadStarting = new Set([
       ...diff.providers.added.map((p) => p.id),
       ...diff.providers.changed.map((p) => p.id),
-      ...this.registry.failedStarts().map((h) => h.id),
+      ...this.registry.failedStarts().map((h) => h.id).filter((id) => nextIds.has(id)),
     ]);
     // Judged as each section applies, against the configuration then in effect and the machine
     // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook

@@ -173,6 +173,50 @@ Deno.test("Kernel.reload removing a provider and a later one adding it back: the
   }
 });
 
+Deno.test("Kernel.reload dropping a provider that failed to start: the tree's records of it are forgotten at the drop, not listed for a process a later reload starts under its id", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const base = automationConfig(tree, { config: { providers: [simProvider("sim0")] } });
+    const rt = await startRuntime(base, { arm: true });
+    try {
+      const engine = rt.automation!;
+      const call = (handle: string) =>
+        engine.services.callDevice(handle, "set_relay", {}, new AbortController().signal);
+      // sim1's simulator file does not exist: its process exits at once, the start fails and
+      // the host stays listed down (startError) until the next reload.
+      const broken = simProvider("sim1", { yaml: `${dir.path}/no-such-sim.yaml` });
+      const failing = await rt.reload({ ...rt.config, providers: [...base.providers, broken] });
+      assert.deepEqual(failing.providers.failed.map((f) => f.split(":")[0]), ["sim1"]);
+      for (let i = 0; i < 2; i++) await assert.rejects(call("sim1/relayio0"));
+      const s0 = engine.status();
+      assert.deepEqual(
+        [...s0.device_outages, ...s0.refused_calls].map((o) => o.device_handle),
+        ["sim1/relayio0"],
+        "the calls to the provider that did not start are recorded",
+      );
+      // The next reload drops sim1; nothing reads the status before one configures it again.
+      await rt.reload(base);
+      assert.equal(rt.registry.host("sim1"), undefined);
+      assert.deepEqual(
+        (await rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] }))
+          .providers.added,
+        ["sim1"],
+      );
+      const s = engine.status();
+      assert.deepEqual(
+        [s.device_outages, s.refused_calls, s.last_error],
+        [[], [], null],
+        "the dropped provider's records are listed for the new process",
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
 /**
  * sim0 (the FAULT hook's motor) and p1, a programmable provider listing `devices` (its file is
  * rewritten by the test: a process reads it when it starts), no restarts; armed (MANUAL).
