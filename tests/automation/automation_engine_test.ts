@@ -553,6 +553,39 @@ Deno.test("AutomationEngine tick counts (GET /metrics counters) keep counting ac
   engine.stop();
 });
 
+Deno.test("AutomationEngine reloadTree stops the runner it replaces: its tick timer is cleared and it no longer follows the mode or ticks", async () => {
+  /** Interval ids the runners hold now (a test scheduler that never fires on its own). */
+  const live = new Set<number>();
+  let nextId = 0;
+  const scheduler: TickScheduler = {
+    setInterval: () => {
+      live.add(++nextId);
+      return nextId;
+    },
+    clearInterval: (id) => void live.delete(id as number),
+  };
+  const files: Record<string, string> = { [TREE]: xmlRoot(SLEEP, "Main") };
+  const { engine, modes } = setup(SLEEP, { readFile: editable(files), scheduler });
+  await started({ engine, modes }, "AUTO");
+  const old = engine.runner!;
+  assert.equal(old.tickOnce(), "RUNNING");
+  assert.equal(live.size, 1, "the running tree's tick timer");
+  modes.set("MANUAL");
+  assert.equal(live.size, 0, "out of AUTO: no tick timer");
+  files[TREE] = xmlRoot(`<BehaviorTree ID="Main"><Sleep msec="2000"/></BehaviorTree>`, "Main");
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.notEqual(engine.runner, old);
+  assert.equal(old.status().execution_reason, "stopped", "the replaced runner is stopped");
+  modes.set("AUTO");
+  assert.deepEqual(
+    [live.size, old.active, old.tickOnce(), engine.runner!.tickOnce()],
+    [1, false, null, "RUNNING"],
+    "only the new tree's timer runs; the replaced runner neither follows AUTO nor ticks",
+  );
+  engine.stop();
+  assert.equal(live.size, 0, "stopped: no timer left");
+});
+
 Deno.test('AutomationEngine without a tree answers a reload changing only the tick rate "unchanged": no tree is retimed', async () => {
   const { engine, modes } = setup(SLEEP, { behaviorTree: null });
   await started({ engine, modes });
