@@ -38,8 +38,8 @@ export interface LatchModes {
   current(): RuntimeMode;
   /** Un-vetoable transition to FAULT (hooks included). */
   forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
-  /** Refuses a transition into AUTO whose before-hooks run now at its commit. */
-  invalidateAutoEntry?(why: string): void;
+  /** Refuses a transition into AUTO whose before-hooks run now at its commit (why, remedy). */
+  invalidateAutoEntry?(why: string, remedy?: string): void;
 }
 
 export interface DeviceLossLatchOptions {
@@ -181,8 +181,11 @@ export class DeviceLossLatch {
       // commit even if the device is back by then (its return would release the latch there and
       // the tree would command it at once), as a reload restarting a provider refuses it.
       if (this.#o.treeDependsOn(handle)) {
+        // The remedy is the device's, not the configuration's: it stays latched, and entering
+        // AUTO once it is back releases it.
         this.#o.modes.invalidateAutoEntry?.(
           `${handle}, a device the behavior tree depends on, was lost (${reason})`,
+          `${handle} stays latched: request AUTO again once it is back (entering AUTO releases it)`,
         );
       }
       return;

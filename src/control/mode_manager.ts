@@ -357,10 +357,10 @@ export class ModeManager implements ModeService {
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
-   * What changed under a transition into AUTO while its before-hooks ran (invalidateAutoEntry);
-   * else null.
+   * What changed under a transition into AUTO while its before-hooks ran, and what the operator
+   * does about it (invalidateAutoEntry); else null.
    */
-  #autoEntryInvalid: string | null = null;
+  #autoEntryInvalid: { readonly why: string; readonly remedy: string } | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
@@ -467,12 +467,19 @@ export class ModeManager implements ModeService {
    * Says that what a transition into AUTO was judged on when requested (the protections in force,
    * the tree it will run) has changed: a reload applying outside AUTO while that transition's
    * before-hooks run (the mode is still MANUAL). That transition is then refused at its commit,
-   * with `why`; the operator requests AUTO again, judged on what is in force then. No-op when no
-   * transition into AUTO is pending.
+   * with `why` and `remedy` (by default: request AUTO again, judged on the configuration in force
+   * then). No-op when no transition into AUTO is pending.
    */
-  invalidateAutoEntry(why: string): void {
+  invalidateAutoEntry(
+    why: string,
+    remedy = "request AUTO again to enter it with the configuration now in force",
+  ): void {
     if (this.#leaving()?.to !== "AUTO") return;
-    this.#autoEntryInvalid ??= why;
+    this.#autoEntryInvalid ??= { why, remedy };
+  }
+
+  #autoEntryInvalidNow(): { readonly why: string; readonly remedy: string } | null {
+    return this.#autoEntryInvalid;
   }
 
   /** Runs a transition and resolves with the mode after it (see requestWithReport). */
@@ -802,10 +809,12 @@ export class ModeManager implements ModeService {
         if (problem) throw failedPrecondition(problem);
         // Or a reload may have weakened a protection the request was judged with, or replaced
         // the tree: AUTO is armed only with what the operator asked for it with.
-        if (this.#autoEntryInvalid !== null) {
+        // Read through a method: set by a listener while the hooks ran, which the compiler's
+        // narrowing (from the reset above) does not see.
+        const invalid = this.#autoEntryInvalidNow();
+        if (invalid !== null) {
           throw failedPrecondition(
-            `refusing AUTO: ${this.#autoEntryInvalid} while ${from} -> AUTO hooks ran; ` +
-              "request AUTO again to enter it with the configuration now in force",
+            `refusing AUTO: ${invalid.why} while ${from} -> AUTO hooks ran; ${invalid.remedy}`,
           );
         }
       }

@@ -86,7 +86,14 @@ Deno.test("AUTO requested while a device the tree names is lost and back during 
       "AUTO",
       "AUTO entered with the tree on a device lost after the request was judged",
     );
-    assert.match(outcome, /refusing AUTO: .*sim1\/motorctl0/);
+    assert.equal(
+      outcome,
+      "RuntimeError: refusing AUTO: sim1/motorctl0, a device the behavior tree depends on, was " +
+        "lost (provider sim1 is unavailable (RESTARTING)) while MANUAL -> AUTO hooks ran; " +
+        "sim1/motorctl0 stays latched: request AUTO again once it is back (entering AUTO " +
+        "releases it)",
+      "the refusal names the device, why it was lost and what the operator does",
+    );
     assert.equal(rt.modes.current(), "MANUAL");
     assert.ok(
       engine.status().device_loss_latched.includes("sim1/motorctl0"),
