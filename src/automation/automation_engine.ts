@@ -904,6 +904,9 @@ export class AutomationEngine {
 
   #noteCall(handle: string, err: unknown, generation: number, refusedBy?: string): void {
     if (generation !== this.#treeGeneration) return; // a call of a tree a reload replaced
+    // No key to list it under (`device_handle` is never ""): CallDevice refuses an empty handle
+    // under its port as written before calling.
+    if (handle === "") return;
     if (err === null) {
       this.#calls.delete(handle);
       this.#refusals.delete(handle);

@@ -978,3 +978,27 @@ Deno.test("AutomationEngine's AUTO gate judges only the trees the main tree reac
     "the same tree reached through SubTree still refuses",
   );
 });
+
+Deno.test("AutomationEngine: a CallDevice whose device_handle entry holds '' is listed in refused_calls under its port as written, never under an empty device_handle", async () => {
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><Sequence>` +
+      `<Script code="dev := ''"/>` +
+      `<CallDevice device_handle="{dev}" function_name="set_relay"/>` +
+      `</Sequence></BehaviorTree>`,
+  );
+  await started({ engine, modes }, "AUTO");
+  const runner = engine.runner!;
+  // Each refusal: RUNNING on its tick, FAILURE on the next once the refused call settled.
+  for (let refusals = 0; refusals < 2;) {
+    if (runner.tickOnce() === "FAILURE") refusals++;
+    await Promise.resolve();
+  }
+  const refused = engine.status().refused_calls;
+  assert.deepEqual(
+    refused.map((r) => [r.device_handle, r.consecutive_refusals, r.refused_by]),
+    [["{dev}", 2, "validation"]],
+    "the refusal is listed under the port as written",
+  );
+  assert.match(refused[0]!.last_refusal, /device_handle must be 'provider\/device', got ''/);
+  engine.stop();
+});

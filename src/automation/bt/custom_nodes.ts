@@ -112,6 +112,17 @@ export class CallDeviceNode extends StatefulActionNode {
     if (!argsText.ok) return this.#refuse(services, handle.value, fn.value, argsText.error);
     const args = parseCallArgs(argsText.value);
     if (!args.ok) return this.#refuse(services, handle.value, fn.value, args.error);
+    if (handle.value === "") {
+      // An entry holding "": refused under the port as written (`{dev}`), as an entry with no
+      // value is -- an empty key would list the refusal under `device_handle: ""`.
+      const written = port("device_handle");
+      return this.#refuse(
+        services,
+        written,
+        fn.value,
+        `device_handle must be 'provider/device', got '' from '${written}'`,
+      );
+    }
     const reason = this.hasPort("reason") ? this.getString("reason") : undefined;
     this.env.log?.debug(
       `CallDevice ${handle.value} ${fn.value}` + (reason?.ok ? ` reason=${reason.value}` : ""),
