@@ -7,8 +7,8 @@
  * providers and read ports (the Kernel's router has the mode gate, which would refuse first).
  */
 import assert from "node:assert/strict";
-import type { RuntimeError } from "../../src/common/mod.ts";
-import { type AuditDecision, CallRouter } from "../../src/control/mod.ts";
+import type { Clock, RuntimeError } from "../../src/common/mod.ts";
+import { type AuditDecision, BUSY_RETRY_INTERVAL_MS, CallRouter } from "../../src/control/mod.ts";
 import { LineLogger, systemClock } from "../../src/host/mod.ts";
 import { type ProviderHost } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
@@ -252,10 +252,22 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
   // The same flood, on a clock the test moves: once the runtime's monotonic time is past the
   // ladder call's bound (2000 + 1000 ms) the call stops retrying and is reported as failed.
   let offsetMs = 0;
-  const clock = withRealTimers({
+  // The observable the test waits on: the ladder call's first retry pause armed on the clock
+  // (control's retryWhileBusy sleeps BUSY_RETRY_INTERVAL_MS between attempts refused as busy).
+  const retrying = Promise.withResolvers<void>();
+  const real = withRealTimers({
     nowMs: () => Date.now() + offsetMs,
     monoMs: () => performance.now() + offsetMs,
   });
+  const clock: Clock = {
+    ...real,
+    setTimer: (fn, ms) => {
+      if (ms === BUSY_RETRY_INTERVAL_MS && /retryWhileBusy/.test(new Error().stack ?? "")) {
+        retrying.resolve();
+      }
+      return real.setTimer(fn, ms);
+    },
+  };
   const files = new SwitchableFiles();
   const rt = rigNotStarted({
     providers: [plantProvider("plant", { latencyMs: 1500, timeoutMs: 2000 })],
@@ -275,8 +287,13 @@ Deno.test("Estop ladder call gives up on a full queue once timeout_ms + 1 s has 
     );
     await onTheWire(files);
     const stop = rt.estop.trigger("flood past the bound");
-    await new Promise((r) => setTimeout(r, 100)); // the ladder call is retrying
-    offsetMs = 3001;
+    await Promise.race([
+      retrying.promise,
+      stop.then(() => {
+        throw new Error("the e-stop settled before its ladder call was refused as busy");
+      }),
+    ]);
+    offsetMs = 3001; // past the ladder call's bound (timeout_ms + BUSY_RETRY_MARGIN_MS)
     const result = await stop;
     assert.deepEqual(result.actions.map((a) => [a.device_handle, a.function, a.success]), [
       ["plant/plant0", "set_fan", false],
