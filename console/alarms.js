@@ -7,6 +7,7 @@
 import { ApiError } from "./api.js";
 import { badge, fill, formatTime, formatValue, h, setResult, setText, withUnit } from "./dom.js";
 import { handleKey } from "./keys.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** The longest shelve the runtime accepts (MAX_SHELVE_MS in src/alarms/alarm_monitor.ts): 8 h. */
 export const MAX_SHELVE_MS = 8 * 60 * 60 * 1000;
@@ -191,8 +192,8 @@ export class AlarmsPanel {
     /** Events applied; a read that started before the last one is not shown (it is older). */
     this.alarmEvents = 0;
     this.interlockEvents = 0;
-    /** @type {Promise<void> | null} */
-    this.loading = null;
+    /** Reads of both lists (a slower, older answer is dropped). */
+    this.reads = new LatestRead();
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this.reloadTimer = undefined;
     /** @type {Map<string, any>} alarm id -> the parts of its row */
@@ -212,10 +213,9 @@ export class AlarmsPanel {
     return this.alarms?.find((a) => a.id === id);
   }
 
-  /** Re-reads both lists (one read at a time; a caller during a read shares it). */
+  /** Re-reads both lists (the newest read answered wins: LatestRead). */
   load() {
-    this.loading ??= this.read().finally(() => this.loading = null);
-    return this.loading;
+    return this.read();
   }
 
   /** Re-reads soon (events overtook a read, or named something unknown). */
@@ -227,10 +227,11 @@ export class AlarmsPanel {
   async read() {
     const alarmEvents = this.alarmEvents;
     const interlockEvents = this.interlockEvents;
-    const [a, i] = await Promise.allSettled([
-      this.api.get("/v0/alarms"),
-      this.api.get("/v0/interlocks"),
-    ]);
+    const both = await this.reads.read(() =>
+      Promise.allSettled([this.api.get("/v0/alarms"), this.api.get("/v0/interlocks")])
+    );
+    if (both === OVERTAKEN) return;
+    const [a, i] = both;
     let overtaken = false;
     if (alarmEvents !== this.alarmEvents) overtaken = true;
     else if (a.status === "fulfilled") {

@@ -4,6 +4,7 @@
 
 import { ApiError } from "./api.js";
 import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** The line's kind for each `not_running.cause` of the runtime (GET /v0/automation/status). */
 const CAUSE_KIND = {
@@ -188,10 +189,19 @@ export class AutomationView {
   }
 
   /** Re-reads the status (and the tree when `withTree`, or when none is shown yet). */
+  /** Reads of the status, and of the tree (a slower, older answer of either is dropped). */
+  statusReads = new LatestRead();
+  treeReads = new LatestRead();
+
   async load(withTree) {
     let s;
     try {
-      s = await this.api.get("/v0/automation/status");
+      s = await this.statusReads.read(() => this.api.get("/v0/automation/status"));
+      if (s === OVERTAKEN) {
+        // A newer status is shown; the tree this call was asked to re-read (a reload) is not.
+        await this.loadTree(withTree);
+        return;
+      }
       this.enabled = true;
     } catch (err) {
       if (err instanceof ApiError && err.status === 503) this.enabled = false;
@@ -268,14 +278,19 @@ export class AutomationView {
           : []),
       ]),
     );
-    if (withTree || !this.treeShown) {
-      try {
-        const t = await this.api.get("/v0/automation/tree");
-        fill(byId("automation-tree"), treeOutline(t.tree));
-        this.treeShown = true;
-      } catch (err) {
-        fill(byId("automation-tree"), h("p", { class: "muted", text: String(err) }));
-      }
+    await this.loadTree(withTree);
+  }
+
+  /** Re-reads the tree when `withTree`, or when none is shown yet. */
+  async loadTree(withTree) {
+    if (!withTree && this.treeShown) return;
+    try {
+      const t = await this.treeReads.read(() => this.api.get("/v0/automation/tree"));
+      if (t === OVERTAKEN) return;
+      fill(byId("automation-tree"), treeOutline(t.tree));
+      this.treeShown = true;
+    } catch (err) {
+      fill(byId("automation-tree"), h("p", { class: "muted", text: String(err) }));
     }
   }
 }

@@ -6,6 +6,7 @@ import { isChartable } from "./chart.js";
 import { badge, byId, cssId, fill, formatAge, formatValue, h, setResult, setText } from "./dom.js";
 import { field, readArg } from "./forms.js";
 import { healthClass } from "./health.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 import { deviceKey, signalKey } from "./keys.js";
 import { trendHash } from "./trend.js";
 
@@ -66,20 +67,13 @@ export class DevicesView {
     this.inventoryTimer = undefined;
   }
 
+  /** Reads of the inventory (with every device's capabilities) and of the state. */
+  inventoryReads = new LatestRead();
+  stateReads = new LatestRead();
+
   async loadInventory() {
-    const list = (await this.api.get("/v0/devices")).devices ?? [];
-    const withCaps = await Promise.all(list.map(async (d) => {
-      try {
-        const c = await this.api.get(
-          `/v0/devices/${encodeURIComponent(d.provider_id)}/${
-            encodeURIComponent(d.device_id)
-          }/capabilities`,
-        );
-        return { ...d, caps: c.capabilities, capsError: "" };
-      } catch (err) {
-        return { ...d, caps: { signals: [], functions: [] }, capsError: String(err) };
-      }
-    }));
+    const withCaps = await this.inventoryReads.read(() => this.readInventory());
+    if (withCaps === OVERTAKEN) return;
     const inventoryKey = JSON.stringify(withCaps);
     if (inventoryKey === this.inventoryKey) return;
     this.inventoryKey = inventoryKey;
@@ -93,6 +87,23 @@ export class DevicesView {
     this.render();
     this.onUnits();
     await Promise.all([this.loadState(), this.loadHealth()]);
+  }
+
+  /** GET /v0/devices and each device's capabilities (a device's failed read: none, with why). */
+  async readInventory() {
+    const list = (await this.api.get("/v0/devices")).devices ?? [];
+    return await Promise.all(list.map(async (d) => {
+      try {
+        const c = await this.api.get(
+          `/v0/devices/${encodeURIComponent(d.provider_id)}/${
+            encodeURIComponent(d.device_id)
+          }/capabilities`,
+        );
+        return { ...d, caps: c.capabilities, capsError: "" };
+      } catch (err) {
+        return { ...d, caps: { signals: [], functions: [] }, capsError: String(err) };
+      }
+    }));
   }
 
   /** Re-reads the inventory soon (device and provider events come in bursts). */
@@ -289,7 +300,8 @@ export class DevicesView {
   async loadState() {
     const asked = this.streamedCount;
     const m0 = performance.now();
-    const r = await this.api.get("/v0/state");
+    const r = await this.stateReads.read(() => this.api.get("/v0/state"));
+    if (r === OVERTAKEN) return;
     const read = (m0 + performance.now()) / 2;
     this.serverEpochAt = r.generated_at_epoch_ms;
     this.serverMonoAt = read;

@@ -4,6 +4,7 @@
 // shows the liveness too).
 
 import { badge, byId, facts, fill, formatAge, h, setText, table } from "./dom.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** The quality colour class a device liveness is shown with. */
 export function healthClass(health) {
@@ -66,9 +67,8 @@ export class HealthView {
     this.onDevice = options.onDevice;
   }
 
-  /** Reads of the health asked for, and the newest one shown (its number). */
-  asked = 0;
-  shown = 0;
+  /** Reads of the health (the newest applied wins). */
+  reads = new LatestRead();
 
   /**
    * Reads the health and shows it, unless a read asked for later was shown already: reads overlap
@@ -76,10 +76,8 @@ export class HealthView {
    * arrive in any order.
    */
   async load() {
-    const n = ++this.asked;
-    const r = await this.api.get("/v0/providers/health");
-    if (n < this.shown) return;
-    this.shown = n;
+    const r = await this.reads.read(() => this.api.get("/v0/providers/health"));
+    if (r === OVERTAKEN) return;
     for (const p of r.providers ?? []) {
       for (const d of p.devices ?? []) this.onDevice(p.provider_id, d.device_id, d.health);
     }

@@ -7,6 +7,7 @@
 import { Chart, gapList, isChartable, Series } from "./chart.js";
 import { byId, facts, fill, formatTime, h, setResult, table } from "./dom.js";
 import { signalKey } from "./keys.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** What each trigger is called on the page. */
 const TRIGGER_NAMES = {
@@ -84,10 +85,16 @@ export class IncidentsView {
     this.chart = null;
   }
 
+  /** Reads of the list, and of one record (a slower, older answer of either is dropped). */
+  listReads = new LatestRead();
+  oneReads = new LatestRead();
+
   async loadList() {
     let list;
     try {
-      list = (await this.o.api.get("/v0/incidents")).incidents ?? [];
+      const r = await this.listReads.read(() => this.o.api.get("/v0/incidents"));
+      if (r === OVERTAKEN) return;
+      list = r.incidents ?? [];
     } catch (err) {
       this.listKey = "";
       fill(byId("incidents"), h("p", { class: "error", text: this.o.errorText(err) }));
@@ -136,7 +143,10 @@ export class IncidentsView {
     fill(box, h("p", { class: "muted", text: "Loading…" }));
     let rec;
     try {
-      rec = await this.o.api.get(`/v0/incidents/${encodeURIComponent(id)}`);
+      rec = await this.oneReads.read(() =>
+        this.o.api.get(`/v0/incidents/${encodeURIComponent(id)}`)
+      );
+      if (rec === OVERTAKEN) return;
     } catch (err) {
       if (this.id !== id) return;
       this.loadedId = "";

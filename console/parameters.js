@@ -2,6 +2,7 @@
 
 import { byId, cssId, fill, h, setResult, setText } from "./dom.js";
 import { field, readParameter } from "./forms.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** The Parameters view. */
 export class ParametersView {
@@ -20,10 +21,15 @@ export class ParametersView {
     this.values = new Map();
   }
 
+  /** Reads of the parameters (a slower, older answer is dropped). */
+  reads = new LatestRead();
+
   async load() {
     let list;
     try {
-      list = (await this.api.get("/v0/parameters")).parameters ?? [];
+      const r = await this.reads.read(() => this.api.get("/v0/parameters"));
+      if (r === OVERTAKEN) return;
+      list = r.parameters ?? [];
     } catch (err) {
       this.shape = "";
       fill(byId("parameters"), h("p", { class: "muted", text: String(err) }));

@@ -3,6 +3,7 @@
 
 import { byId, fill, formatTime, h, setResult, table } from "./dom.js";
 import { field, readArg } from "./forms.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** Runs listed in the Runs view, and events shown per run. */
 export const RUNS_LISTED = 20;
@@ -27,10 +28,14 @@ export class RunsView {
     this.runsKey = "";
   }
 
+  /** Reads of the run list (a slower, older answer is dropped). */
+  reads = new LatestRead();
+
   async load() {
     let r;
     try {
-      r = await this.api.get(`/v0/runs?limit=${RUNS_LISTED}`);
+      r = await this.reads.read(() => this.api.get(`/v0/runs?limit=${RUNS_LISTED}`));
+      if (r === OVERTAKEN) return;
     } catch (err) {
       this.runsKey = "";
       this.formsFor = null;

@@ -4,6 +4,7 @@
 
 import { MODE_HINTS } from "./mode.js";
 import { byId, fill, formatTime, h, setText } from "./dom.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 const RUNG_TEXT = {
   hooks: "safe-state hooks",
@@ -25,11 +26,17 @@ export class MachineStatus {
     this.onRender = options.onRender;
     /** @type {any} GET /v0/runtime/status; null until read */
     this.status = null;
-    /** Status reads started / the latest one shown (a slower, older answer is dropped). */
-    this.started = 0;
+    /** Status reads (a slower, older answer is dropped). */
+    this.reads = new LatestRead();
+    /** The number of the read whose answer is shown (0: none yet); an error shows nothing. */
     this.shown = 0;
     /** mode_change events seen; a status read that started before the last one keeps its mode. */
     this.modeEvents = 0;
+  }
+
+  /** Status reads asked so far (the e-stop panel orders its answer against them). */
+  get started() {
+    return this.reads.asked;
   }
 
   /** The runtime's mode as last known (undefined before the first read). */
@@ -38,11 +45,10 @@ export class MachineStatus {
   }
 
   async load() {
-    const seq = ++this.started;
     const modeEvents = this.modeEvents;
-    const s = await this.api.get("/v0/runtime/status");
-    if (seq < this.shown) return;
-    this.shown = seq;
+    const s = await this.reads.read(() => this.api.get("/v0/runtime/status"));
+    if (s === OVERTAKEN) return;
+    this.shown = this.reads.applied;
     // A mode change streamed while this read was under way is newer than its answer.
     if (modeEvents !== this.modeEvents && this.status) s.mode = this.status.mode;
     this.status = s;

@@ -1,18 +1,22 @@
 // The Telemetry view: the counters of GET /v0/telemetry/status.
 
 import { byId, facts, fill, formatTime, h } from "./dom.js";
+import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
 /** The Telemetry view. */
 export class TelemetryView {
   /** @param {{api: {get: (path: string) => Promise<any>}}} options */
   constructor(options) {
     this.api = options.api;
+    /** Reads of the telemetry status (a slower, older answer is dropped). */
+    this.reads = new LatestRead();
   }
 
   async load() {
     let s;
     try {
-      s = await this.api.get("/v0/telemetry/status");
+      s = await this.reads.read(() => this.api.get("/v0/telemetry/status"));
+      if (s === OVERTAKEN) return;
     } catch (err) {
       fill(byId("telemetry"), h("p", { class: "muted", text: String(err) }));
       return;
