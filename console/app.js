@@ -231,6 +231,7 @@ function onEvent(e) {
       break;
     case "estop_change":
       if (data.latched === false) estop.onReleased();
+      else estop.onLatched();
       reloadStatus();
       break;
     case "estop_verification":

@@ -31,10 +31,17 @@ export class EstopPanel {
     this.unitOf = options.unitOf ?? (() => "");
     /**
      * The answer shown that latched, until its latch is seen released: the status reads started
-     * before it arrived (older news, ignored) and the word the answer's summary starts with.
-     * @type {{readsBefore: number, word: HTMLElement} | null}
+     * before it arrived and the stream's latch events seen before it was sent (older news,
+     * ignored), and the word the answer's summary starts with.
+     * @type {{readsBefore: number, latchEventsBefore: number, word: HTMLElement} | null}
      */
     this.latchedAnswer = null;
+    /**
+     * The stream's `estop_change` events with latched true seen so far: every trigger publishes
+     * one as it latches, so a release the stream delivers before the one of a trigger this page
+     * sent happened before that trigger.
+     */
+    this.latchEvents = 0;
   }
 
   /** The runtime status as last read. */
@@ -77,11 +84,27 @@ export class EstopPanel {
     const a = this.latchedAnswer;
     const e = this.status()?.estop;
     if (a === null || e === undefined || this.machine.shown <= a.readsBefore) return;
-    if (e.latched !== true) this.onReleased();
+    if (e.latched !== true) this.released();
   }
 
-  /** The latch was released (a status read, or the stream's `estop_change` with latched false). */
+  /** The stream's `estop_change` with latched true (a trigger, here or by another client). */
+  onLatched() {
+    this.latchEvents++;
+  }
+
+  /**
+   * The stream's `estop_change` with latched false. A release the stream delivers before the
+   * latch event of the trigger whose answer is shown happened before that trigger (its answer can
+   * arrive first): it releases an older latch, not this one.
+   */
   onReleased() {
+    const a = this.latchedAnswer;
+    if (a === null || this.latchEvents <= a.latchEventsBefore) return;
+    this.released();
+  }
+
+  /** The latch of the answer shown was released: the answer says so. */
+  released() {
     const a = this.latchedAnswer;
     if (a === null) return;
     this.latchedAnswer = null;
@@ -122,9 +145,11 @@ export class EstopPanel {
     this.latchedAnswer = null;
     this.clearModeResult();
     fill(body, h("p", { role: "status", text: "E-stop sent…" }));
+    // Counted before it is sent: its own latch event is the first that can come after.
+    const latchEventsBefore = this.latchEvents;
     try {
       const r = await this.api.post("/v0/estop", { reason: "operator console" });
-      this.renderResult(r);
+      this.renderResult(r, latchEventsBefore);
     } catch (err) {
       section.className = "estop-result failed";
       fill(
@@ -139,14 +164,20 @@ export class EstopPanel {
     await this.afterChange();
   }
 
-  renderResult(r) {
+  /**
+   * Shows a trigger's answer. `latchEventsBefore`: the stream's latch events seen when it was
+   * sent (onReleased).
+   */
+  renderResult(r, latchEventsBefore) {
     const section = byId("estop-result");
     const v = r.verification;
     const outcome = v?.outcome ?? "unverifiable";
     section.className = `estop-result estop-${outcome}`;
     const failed = (r.actions ?? []).filter((a) => !a.success).length;
     const word = h("strong", { text: r.latched ? "Latched. " : "Not latched. " });
-    this.latchedAnswer = r.latched ? { readsBefore: this.machine.started, word } : null;
+    this.latchedAnswer = r.latched
+      ? { readsBefore: this.machine.started, latchEventsBefore, word }
+      : null;
     const children = [
       h(
         "p",
