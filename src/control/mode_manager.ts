@@ -144,7 +144,8 @@ export type LatchSecuring = (
   options?: {
     /**
      * Only a securing run that has not begun its calls (it makes the plan in force at its turn);
-     * null for one begun or ended, whose calls may have been undone since.
+     * one still making its calls resolves with [] once it has made them (none left out: it began
+     * with an earlier plan); null for one ended, whose calls may have been undone since.
      */
     readonly notBegun?: boolean;
   },
@@ -454,7 +455,8 @@ export class ModeManager implements ModeService {
       // Not a return: a securing run the e-stop made long ago (the provider came back then) says
       // nothing of now, the hooks made since may have undone its calls. Only one still to begin
       // (this reload's, when the e-stop adopts the hooks, or a return's waiting its turn) makes
-      // its calls after now; its calls are left out.
+      // its calls after now; its calls are left out. One still making its calls is waited for (a
+      // later call of it would undo a hook call made meanwhile), none of its calls left out.
       const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
       this.#providerBack(host, {
         why: "had its hook calls into FAULT changed by a reload",

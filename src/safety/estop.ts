@@ -373,13 +373,18 @@ export class Estop implements EstopService {
   /**
    * The securing run begun when `host` last became AVAILABLE, if it was latched then: resolves,
    * once its ladder calls have been made, with the declared ones among them ([] when the latch was
-   * released before their turn); null when it came back unlatched, or (`notBegun`) when that run
-   * has begun its calls already.
+   * released before their turn); null when it came back unlatched. `notBegun`: only a run that has
+   * not begun its calls leaves them out of what is made after it; one that has begun and is still
+   * making them resolves with [] once it has made them (a hook call made meanwhile would land
+   * between its calls, and a later one would undo it; it began with a ladder in force before, so
+   * none of what follows is left out); null for one ended (the hooks made since may have undone its
+   * calls).
    */
   #ladderMade(host: ProviderSummary, notBegun: boolean): Promise<readonly CallConfig[]> | null {
     const run = this.#secureRuns.get(host);
-    if (run === undefined || (notBegun && run.started)) return null;
-    return run.ladder;
+    if (run === undefined) return null;
+    if (!notBegun || !run.started) return run.ladder;
+    return run.laddered ? null : run.ladder.then(() => []);
   }
 
   /**
@@ -969,7 +974,10 @@ export class Estop implements EstopService {
         this.#stopsRunning--;
       }
       return done;
-    }).finally(() => laddered(made));
+    }).finally(() => {
+      run.laddered = true;
+      laddered(made);
+    });
     if (actions === null) return [];
     const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
     await this.#reverify(id, actions, rung, safeState, reason);
@@ -1169,9 +1177,13 @@ function providerOf(c: PlannedCall): string {
   return c.kind === "zero" ? c.providerId : (c.call.deviceHandle.split("/", 1)[0])!;
 }
 
-/** A provider's securing run (#secure); `started` once its ladder calls had their turn. */
+/**
+ * A provider's securing run (#secure); `started` once its ladder calls had their turn, `laddered`
+ * once they have all been made.
+ */
 interface SecureRun {
   started: boolean;
+  laddered?: boolean;
   /** Once started: the rung and safe state of its plan (its read-back's expectations). */
   secured?: { readonly rung: SoftwareSafeState; readonly safeState: SafeStateConfig };
   promise: Promise<EstopAction[]>;
