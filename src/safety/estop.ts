@@ -633,8 +633,16 @@ export class Estop implements EstopService {
             ? "came back before a reload changed its ladder calls"
             : LADDER_RELOADED,
         );
-        // The hooks into FAULT follow its new ladder calls, as they follow a stop's.
-        this.#o.modes?.ladderReloaded?.(host);
+        // The hooks into FAULT follow its new ladder calls, as they follow a stop's. Contained:
+        // a modes port that throws for one provider must not keep the next from being secured.
+        try {
+          this.#o.modes?.ladderReloaded?.(host);
+        } catch (err) {
+          this.#log.error(
+            `e-stop latched: re-applying the hooks into FAULT for provider ${host.id} after a ` +
+              `reload of its ladder calls failed: ${errorMessage(err)}`,
+          );
+        }
         // Read back by its securing run (one waiting for its turn takes the new plan too).
         started.add(host.id);
         const run = this.#secureRuns.get(host);
