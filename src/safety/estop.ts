@@ -514,16 +514,10 @@ export class Estop implements EstopService {
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
-    const latchedAtMs = this.#o.clock.nowMs();
-    this.#latchedAtMs = latchedAtMs;
-    const cause = options.cause ?? ESTOP_CAUSE_API;
-    // Status keeps what latched it: a later trigger while latched does not replace the cause.
-    this.#cause ??= cause;
-    const text = typeof reason === "string" ? reason : undefined;
-    const source = options.source ?? estopSource(cause);
-    // From the latch on, the ladder starts whatever fails before it (a port that throws): a latch
-    // without its stop would leave the machine as it was. Each step is contained on its own, so
-    // an audit that throws neither skips FAULT nor the change's announcement; each failure logged.
+    // From the latch on, the ladder starts whatever fails before it (a port that throws, the clock
+    // included): a latch without its stop would leave the machine as it was. Each step is
+    // contained on its own, so an audit that throws neither skips FAULT nor the change's
+    // announcement; each failure logged.
     const contained = <T>(step: string, run: () => T): T | null => {
       try {
         return run();
@@ -536,6 +530,17 @@ export class Estop implements EstopService {
         return null;
       }
     };
+    // A clock that failed is asked once more; if it fails again the time is unknown: status keeps
+    // the latch time it had (null on a first trigger) and the announcement is skipped (logged).
+    const readClock = () => this.#o.clock.nowMs();
+    const latchedAtMs = contained("reading the clock", readClock) ??
+      contained("reading the clock again", readClock);
+    if (latchedAtMs !== null) this.#latchedAtMs = latchedAtMs;
+    const cause = options.cause ?? ESTOP_CAUSE_API;
+    // Status keeps what latched it: a later trigger while latched does not replace the cause.
+    this.#cause ??= cause;
+    const text = typeof reason === "string" ? reason : undefined;
+    const source = options.source ?? estopSource(cause);
     contained(
       "logging the latch",
       () => this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`),
@@ -555,39 +560,22 @@ export class Estop implements EstopService {
       "entering FAULT",
       () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null,
     );
-    contained("announcing the latch", () =>
+    contained("announcing the latch", () => {
+      if (latchedAtMs === null) throw new Error("the time of the latch is unknown");
       this.#o.bus?.publish({
         kind: "estop_change",
         latched: true,
         reason: text ?? null,
         cause,
         timestamp_ms: latchedAtMs,
-      }));
+      });
+    });
     contained("onLatched", () => options.onLatched?.());
     if (typeof reason !== "string" && reason !== undefined) {
-      const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
-      const latchedMono = this.#o.clock.monoMs();
-      void arriving.then((r) => {
-        if (!r) return;
-        this.#log.warn(`E-STOP reason: ${r}`);
-        // The latch's entry above was written before the reason was known: a second entry of
-        // the same stop (function "reason") carries it.
-        this.#o.audit?.record({
-          action: "estop",
-          origin: source,
-          outcome: "accepted",
-          function: "reason",
-          args: { reason: r, cause },
-          latency_ms: Math.round(this.#o.clock.monoMs() - latchedMono),
-        });
-      });
-      for (const l of this.#reasonListeners) {
-        try {
-          l(arriving, cause);
-        } catch (err) {
-          this.#log.warn(`e-stop reason listener failed: ${errorMessage(err)}`);
-        }
-      }
+      contained(
+        "following the reason still arriving",
+        () => this.#followReason(reason, source, cause),
+      );
     }
     this.#stopsRunning++;
     const stop = this.#stopTail.then(() => this.#stop(fault, cause)).finally(() =>
@@ -595,6 +583,43 @@ export class Estop implements EstopService {
     );
     this.#stopTail = stop.catch(() => {});
     return await stop;
+  }
+
+  /**
+   * A trigger's reason still arriving (an HTTP body): logged and audited when it arrives, and
+   * handed to the reason listeners now (in the trigger's own synchronous step). Never rejects
+   * later: what fails once the reason arrives is logged.
+   */
+  #followReason(
+    reason: PromiseLike<string | undefined>,
+    source: AuditOrigin,
+    cause: string,
+  ): void {
+    const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
+    const latchedMono = this.#o.clock.monoMs();
+    void arriving.then((r) => {
+      if (!r) return;
+      this.#log.warn(`E-STOP reason: ${r}`);
+      // The latch's entry was written before the reason was known: a second entry of the same
+      // stop (function "reason") carries it.
+      this.#o.audit?.record({
+        action: "estop",
+        origin: source,
+        outcome: "accepted",
+        function: "reason",
+        args: { reason: r, cause },
+        latency_ms: Math.round(this.#o.clock.monoMs() - latchedMono),
+      });
+    }).catch((err) => {
+      this.#log.error(`e-stop: recording the reason failed: ${errorMessage(err)}`);
+    });
+    for (const l of this.#reasonListeners) {
+      try {
+        l(arriving, cause);
+      } catch (err) {
+        this.#log.warn(`e-stop reason listener failed: ${errorMessage(err)}`);
+      }
+    }
   }
 
   /**

@@ -1,0 +1,134 @@
+/**
+ * The e-stop must work whatever else is failing: a clock that throws once it is asked for the time
+ * right after the latch engages (the latch time; the start of a reason still arriving) does not
+ * leave the latch without its stop -- FAULT is entered, the ladder runs, the change is announced
+ * and the trigger answers. In-process: the real Estop over a router that answers every call at
+ * once, a modes port that records FAULT, and an injected clock that throws once.
+ */
+import assert from "node:assert/strict";
+import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
+import type { Clock } from "../../src/common/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { Estop, type EstopModes } from "../../src/safety/mod.ts";
+import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { call } from "./_fixture.ts";
+
+/** An e-stop whose clock's `which` throws the first time it is asked; what it did, recorded. */
+function rigWithClock(which: "nowMs" | "monoMs") {
+  const made: string[] = [];
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drain: () => Promise.resolve(true),
+    call: (req: CallRequest) => {
+      made.push(`${req.providerId} ${req.functionName}`);
+      return Promise.resolve({});
+    },
+  } as unknown as CallRouter;
+  const host = {
+    id: "plant",
+    available: true,
+    devices: [],
+    config: { timeoutMs: 1000 },
+  } as unknown as ProviderSummary;
+  const inventory = {
+    onAvailability: () => () => {},
+    onChange: () => () => {},
+    provider: (id: string) => id === "plant" ? host : undefined,
+    providers: () => [host],
+    devices: () => [],
+  } as unknown as InventoryReader;
+  let mode = "MANUAL";
+  let hooksRun = 0;
+  const modes: EstopModes = {
+    current: () => mode as "FAULT",
+    enterFault: (): FaultEntry => {
+      mode = "FAULT";
+      return {
+        committed: true,
+        from: "MANUAL",
+        runHooks: () => (hooksRun++, Promise.resolve([])),
+        hookFailuresSoFar: () => [],
+      };
+    },
+    addArmCheck() {},
+  };
+  let failed = false;
+  const clock: Clock = {
+    nowMs: () => systemClock.nowMs(),
+    monoMs: () => systemClock.monoMs(),
+    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
+    clearTimer: (id) => systemClock.clearTimer(id),
+  };
+  const real = clock[which];
+  clock[which] = () => {
+    if (failed) return real();
+    failed = true;
+    throw new Error(`clock ${which} failed`);
+  };
+  const errors: string[] = [];
+  const log = new LineLogger({
+    level: "error",
+    journald: false,
+    now: () => 0,
+    write: (line) => errors.push(line),
+  });
+  const bus = new EventBus();
+  const changes: RuntimeEvent[] = [];
+  bus.subscribe(({ event }) => {
+    if (event.kind === "estop_change") changes.push(event);
+  });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: {} as FreshReader,
+    clock,
+    log,
+    bus,
+    modes,
+    safeState: {
+      setpoints: [],
+      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
+      zeroIsSafe: false,
+      expect: [],
+      verifyTimeoutMs: 100,
+    },
+  });
+  return {
+    estop,
+    made,
+    errors,
+    changes,
+    failedOnce: () => failed,
+    hooksRun: () => hooksRun,
+    mode: () => mode,
+  };
+}
+
+Deno.test("Estop.trigger enters FAULT, runs the ladder and announces the latch when the clock's nowMs throws once after the latch", async () => {
+  const r = rigWithClock("nowMs");
+  const result = await r.estop.trigger("clock broken");
+  assert.ok(r.failedOnce(), "the clock threw");
+  assert.equal(r.mode(), "FAULT");
+  assert.equal(result.fault_engaged, true);
+  assert.deepEqual(r.made, ["plant set_heater"], "the ladder's call was made");
+  assert.deepEqual(result.actions.map((a) => a.success), [true]);
+  assert.equal(r.hooksRun(), 1, "the hooks into FAULT ran");
+  assert.equal(r.changes.length, 1, "the latch was announced");
+  const status = r.estop.status();
+  assert.equal(status.latched, true);
+  assert.equal(typeof status.latched_at_epoch_ms, "number", "the time, read again, is shown");
+  assert.equal(r.errors.filter((l) => l.includes("clock nowMs failed")).length, 1);
+});
+
+Deno.test("Estop.trigger with a reason still arriving runs its stop when the clock's monoMs throws once after the latch", async () => {
+  const r = rigWithClock("monoMs");
+  const result = await r.estop.trigger(Promise.resolve("arriving later"));
+  assert.ok(r.failedOnce(), "the clock threw");
+  assert.equal(result.fault_engaged, true);
+  assert.deepEqual(r.made, ["plant set_heater"], "the ladder's call was made");
+  assert.equal(r.hooksRun(), 1, "the hooks into FAULT ran");
+  assert.equal(r.changes.length, 1, "the latch was announced");
+  assert.equal(r.errors.filter((l) => l.includes("clock monoMs failed")).length, 1);
+});
