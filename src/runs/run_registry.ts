@@ -255,6 +255,12 @@ const RUN_WRITER_MAX_LINES = MAX_PENDING_BUS_EVENTS + RUN_SAFETY_RESERVE_EVENTS 
  * close lists at most AUDIT_MAX_UNSETTLED calls and as many repeats; ~30 bytes each.
  */
 export const RUN_IN_FLIGHT_IDS_KEPT = 1024;
+/**
+ * Longest wait of a close that failed for its `in_flight` record to be written and fsync'd before
+ * it answers (503): its answer then says the record is on disk, so a crash after it cannot give a
+ * listed call a second ending (`interrupted`). Past it the close answers all the same, with a WARN.
+ */
+export const RUN_IN_FLIGHT_SAVE_TIMEOUT_MS = 5_000;
 /** Longest time between a bus event's write and its fsync. */
 export const BUS_EVENT_SYNC_DELAY_MS = 1000;
 /**
@@ -1638,27 +1644,43 @@ export class RunRegistry {
 
   /**
    * Saves the write-ahead ids of the open run's `in_flight` call events to runs.jsonl (an
-   * `in_flight` record, the last one per run wins; not awaited, fsync'd within
-   * BUS_EVENT_SYNC_DELAY_MS) when a close of it failed with more of them than saved. A full
-   * queue or a failed write leaves it to the next failed close or rewrite.
+   * `in_flight` record, the last one per run wins; fsync'd) when a close of it failed with more of
+   * them than saved. The ids are taken and the write queued at once; the promise settles when it
+   * is fsync'd, failed, or after RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (never rejects). A full queue or a
+   * failed write leaves it to the next failed close or rewrite.
    */
-  #saveInFlight(open: OpenRun): void {
+  #saveInFlight(open: OpenRun): Promise<void> {
     const journal = this.#journal;
     const ids = open.listedInFlight;
     if (
       open !== this.#open || journal === null || ids.size === open.savedInFlight ||
       !journal.hasRoom()
     ) {
-      return;
+      return Promise.resolve();
     }
     open.savedInFlight = ids.size;
     this.#journalLines++;
-    void journal.append(inFlightRecord(open.run.run_id, ids)).then((r) => {
+    const saved = journal.append(inFlightRecord(open.run.run_id, ids), { sync: true }).then((r) => {
       if (r.ok) return;
       open.savedInFlight = 0;
       this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
     });
     this.#compactIfLong();
+    const clock = this.#opts.clock;
+    let timer: TimerId | null = null;
+    const late = new Promise<void>((resolve) => {
+      timer = clock.setTimer(() => {
+        timer = null;
+        this.#log.warn(
+          `run ${open.run.run_id}: its calls listed in flight not on disk after ` +
+            `${RUN_IN_FLIGHT_SAVE_TIMEOUT_MS} ms; the failed close answers without it`,
+        );
+        resolve();
+      }, RUN_IN_FLIGHT_SAVE_TIMEOUT_MS);
+    });
+    return Promise.race([saved, late]).finally(() => {
+      if (timer !== null) clock.clearTimer(timer);
+    });
   }
 
   /** One more safety event no run recorded (counted by the next run_opened), saved. */
@@ -2231,13 +2253,16 @@ export class RunRegistry {
         // crash before the next save would close it as abandoned without that count.
         this.#saveNotRecorded(open);
         // The calls it listed in_flight (in its file now, or counted): not interrupted calls of
-        // the run at a start after a crash.
-        if (open.closedEvent === null) this.#saveInFlight(open);
+        // the run at a start after a crash. Queued now, awaited below: the failed close answers
+        // once the record is on disk (bounded), so no crash after its answer gives such a call a
+        // second ending.
+        const inFlightSaved = open.closedEvent === null ? this.#saveInFlight(open) : null;
         try {
           this.#opts.closeFailed?.();
         } catch (e) {
           this.#log.error(`runs: a failed close's calls not noted: ${errorMessage(e)}`);
         }
+        if (inFlightSaved !== null) await inFlightSaved;
       } else await writer.close();
       throw this.#ioError("close run", err);
     }
