@@ -1778,7 +1778,9 @@ export class RunRegistry {
    * runs.jsonl holds twice the lines its kept runs need (and RUNS_COMPACT_SLACK_LINES) after a
    * count was saved (`not_recorded` of a run left open for long, `between_runs` while no run is
    * opened): rewritten in turn with the serial operations, as after a close, so saved counts
-   * alone never grow it for ever. A failed rewrite waits as after a close (#compactWait).
+   * alone never grow it for ever. After a failed rewrite it is not tried here until closes
+   * (#retain counts them down, #compactWait) have let it: a stream of saves must not retry it at
+   * every save.
    */
   #compactIfLong(): void {
     const long = () => this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES;
@@ -1786,7 +1788,7 @@ export class RunRegistry {
     this.#compactQueued = true;
     this.#serial(async () => {
       this.#compactQueued = false;
-      if (this.#state === "ready" && long() && this.#compactWait-- <= 0) await this.#compact();
+      if (this.#state === "ready" && long() && this.#compactWait <= 0) await this.#compact();
     }).catch((err) => this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`));
   }
 

@@ -4,7 +4,13 @@
  * RUNS_COMPACT_RETRY_MAX_CLOSES closes between two), and a rewrite that succeeds again resets it.
  */
 import assert from "node:assert/strict";
-import { RUNS_COMPACT_RETRY_CLOSES, RUNS_COMPACT_RETRY_MAX_CLOSES } from "../../src/runs/mod.ts";
+import {
+  RUN_NOT_RECORDED_SAVE_MS,
+  RUNS_COMPACT_RETRY_CLOSES,
+  RUNS_COMPACT_RETRY_MAX_CLOSES,
+} from "../../src/runs/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
 class RenameFaults extends RunJournalFaultFiles {
@@ -45,4 +51,51 @@ Deno.test("a runs.jsonl rewrite that keeps failing is tried again after a backof
   for (let i = 0; i < RUNS_COMPACT_RETRY_MAX_CLOSES && lines() >= grown; i++) await openClose();
   assert.ok(lines() < 10, `runs.jsonl rewritten to the kept run (${lines()} lines)`);
   await registry.shutdown();
+});
+
+Deno.test("a runs.jsonl rewrite that failed after a save is tried again after RUNS_COMPACT_RETRY_CLOSES closes, not after as many saves", async () => {
+  const files = new RenameFaults();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const maxRunBytes = 2000;
+  const registry = registryOn(files, { clock, maxRunBytes });
+  await registry.start();
+  const text = () => files.text("/data/runs.jsonl").split("\n").filter(Boolean);
+  let lost = 0;
+  /** An event left out past runs.max_run_bytes, its count saved (a not_recorded record). */
+  const save = async () => {
+    registry.recordCall({
+      first_time_epoch_ms: clock.nowMs(),
+      device_handle: "sim0/motorctl0",
+      function: "set_motor_duty",
+      outcome: "ok",
+      args: { duty: "x".repeat(maxRunBytes) },
+    });
+    lost++;
+    await clock.advanceAsync(RUN_NOT_RECORDED_SAVE_MS);
+    await waitFor("the count saved", () => text().at(-1)!.includes(`"count":${lost}`));
+  };
+  try {
+    const { run } = await registry.open({});
+    files.renameFails = true;
+    // Saves grow runs.jsonl past its bound (4 x 1 run + 64 lines): the rewrite is tried, fails.
+    for (let i = 0; i < 200 && files.renames === 0; i++) await save();
+    assert.equal(files.renames, 1, "the rewrite was tried once the saves made the file long");
+    // Many more saves than RUNS_COMPACT_RETRY_CLOSES: no close, so no new try.
+    for (let i = 0; i < 4 * RUNS_COMPACT_RETRY_CLOSES; i++) await save();
+    // A serial operation (refused: no such run) runs after every rewrite the saves queued.
+    await assert.rejects(registry.close("lab1-no-such-run", {}));
+    assert.equal(files.renames, 1, "saves alone do not bring the next try closer");
+    files.renameFails = false;
+    await registry.close(run.run_id, {});
+    let closes = 1;
+    while (files.renames === 1 && closes <= RUNS_COMPACT_RETRY_MAX_CLOSES) {
+      const next = (await registry.open({})).run;
+      await registry.close(next.run_id, {});
+      closes++;
+    }
+    assert.equal(closes, RUNS_COMPACT_RETRY_CLOSES + 1, "tried again after 8 closes, at the next");
+    assert.ok(text().length < 4 * closes + 64, "runs.jsonl rewritten");
+  } finally {
+    await registry.shutdown();
+  }
 });
