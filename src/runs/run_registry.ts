@@ -252,7 +252,8 @@ const RUN_WRITER_MAX_LINES = MAX_PENDING_BUS_EVENTS + RUN_SAFETY_RESERVE_EVENTS 
  * Write-ahead ids of the calls an open run listed `in_flight` (at a close of it that failed) it
  * remembers, the oldest forgotten first: saved to runs.jsonl (an `in_flight` record) when such a
  * close fails, so a start after a crash does not record those calls again as `interrupted`. A
- * close lists at most AUDIT_MAX_UNSETTLED calls and as many repeats; ~30 bytes each.
+ * close lists at most AUDIT_MAX_UNSETTLED calls and as many repeats; ~30 bytes each. Those it
+ * forgets are counted (the record's `forgotten`, and a WARN when it is saved).
  */
 export const RUN_IN_FLIGHT_IDS_KEPT = 1024;
 /**
@@ -394,10 +395,14 @@ interface OpenRun {
   markerIds: Map<string, { sequence: number; digest: string }>;
   /**
    * Write-ahead ids of its `in_flight` call events (a close lists them; at most
-   * RUN_IN_FLIGHT_IDS_KEPT, oldest forgotten first), and how many of them runs.jsonl holds.
+   * RUN_IN_FLIGHT_IDS_KEPT, oldest forgotten first); how often that set changed, and at which
+   * change runs.jsonl got it (0: not saved); how many ids it forgot, and how many were warned of.
    */
   listedInFlight: Set<string>;
+  listedInFlightChanges: number;
   savedInFlight: number;
+  inFlightForgotten: number;
+  inFlightForgottenWarned: number;
   /** The monotonic clock when it started (with its started_at_epoch_ms). */
   startedMono: number;
 }
@@ -975,7 +980,10 @@ export class RunRegistry {
         closedEvent: null,
         markerIds: new Map(),
         listedInFlight: new Set(),
+        listedInFlightChanges: 0,
         savedInFlight: 0,
+        inFlightForgotten: 0,
+        inFlightForgottenWarned: 0,
         startedMono,
       };
       const came = this.#whileOpening ?? [];
@@ -1500,10 +1508,16 @@ export class RunRegistry {
       category === "call" && payload.outcome === "in_flight" && typeof payload.intent === "string"
     ) {
       // Its ending in this run (recorded, or counted below): remembered for a close that fails.
-      if (open.listedInFlight.size >= RUN_IN_FLIGHT_IDS_KEPT) {
-        open.listedInFlight.delete(open.listedInFlight.values().next().value!);
+      // A repeat (a close that failed before listed it too) forgets nothing; past the bound the
+      // oldest is forgotten, counted (the in_flight record and a WARN say how many).
+      if (!open.listedInFlight.has(payload.intent)) {
+        if (open.listedInFlight.size >= RUN_IN_FLIGHT_IDS_KEPT) {
+          open.listedInFlight.delete(open.listedInFlight.values().next().value!);
+          open.inFlightForgotten++;
+        }
+        open.listedInFlight.add(payload.intent);
+        open.listedInFlightChanges++;
       }
-      open.listedInFlight.add(payload.intent);
     }
     // The last place is the serial operation's (a marker, the run_closed); the reserve before
     // it the safety events'.
@@ -1644,8 +1658,8 @@ export class RunRegistry {
 
   /**
    * Saves the write-ahead ids of the open run's `in_flight` call events to runs.jsonl (an
-   * `in_flight` record, the last one per run wins; fsync'd) when a close of it failed with more of
-   * them than saved. The ids are taken and the write queued at once; the promise settles when it
+   * `in_flight` record, the last one per run wins; fsync'd) when a close of it failed and they
+   * changed since they were saved. The ids are taken and the write queued at once; the promise settles when it
    * is fsync'd, failed, or after RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (never rejects). A full queue or a
    * failed write leaves it to the next failed close or rewrite.
    */
@@ -1653,16 +1667,27 @@ export class RunRegistry {
     const journal = this.#journal;
     const ids = open.listedInFlight;
     if (
-      open !== this.#open || journal === null || ids.size === open.savedInFlight ||
+      open !== this.#open || journal === null ||
+      open.listedInFlightChanges === open.savedInFlight ||
       !journal.hasRoom()
     ) {
       return Promise.resolve();
     }
-    open.savedInFlight = ids.size;
+    const changes = open.listedInFlightChanges;
+    open.savedInFlight = changes;
     this.#journalLines++;
-    const saved = journal.append(inFlightRecord(open.run.run_id, ids), { sync: true }).then((r) => {
+    if (open.inFlightForgotten > open.inFlightForgottenWarned) {
+      open.inFlightForgottenWarned = open.inFlightForgotten;
+      this.#log.warn(
+        `run ${open.run.run_id}: ${open.inFlightForgotten} calls listed in flight forgotten ` +
+          `(past RUN_IN_FLIGHT_IDS_KEPT ${RUN_IN_FLIGHT_IDS_KEPT}, oldest first): a start after ` +
+          `a crash may record them again as interrupted`,
+      );
+    }
+    const line = inFlightRecord(open.run.run_id, ids, open.inFlightForgotten);
+    const saved = journal.append(line, { sync: true }).then((r) => {
       if (r.ok) return;
-      open.savedInFlight = 0;
+      if (open.savedInFlight === changes) open.savedInFlight = 0;
       this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
     });
     this.#compactIfLong();
@@ -1933,7 +1958,7 @@ export class RunRegistry {
             }));
           }
           if (open !== null && open.savedInFlight > 0) {
-            await add(inFlightRecord(id, open.listedInFlight));
+            await add(inFlightRecord(id, open.listedInFlight, open.inFlightForgotten));
           }
           if (run.state === "closed") {
             await add(JSON.stringify({
@@ -2493,9 +2518,18 @@ function lastActivity(
   return at;
 }
 
-/** The runs.jsonl record of the write-ahead ids of a run's `in_flight` call events. */
-function inFlightRecord(runId: string, ids: ReadonlySet<string>): string {
-  return JSON.stringify({ v: SCHEMA_VERSION, op: "in_flight", run_id: runId, intents: [...ids] });
+/**
+ * The runs.jsonl record of the write-ahead ids of a run's `in_flight` call events, and how many
+ * past RUN_IN_FLIGHT_IDS_KEPT it forgot (`forgotten`, when any).
+ */
+function inFlightRecord(runId: string, ids: ReadonlySet<string>, forgotten: number): string {
+  return JSON.stringify({
+    v: SCHEMA_VERSION,
+    op: "in_flight",
+    run_id: runId,
+    intents: [...ids],
+    ...(forgotten > 0 ? { forgotten } : {}),
+  });
 }
 
 /** The runs.jsonl record of the count of safety events between runs. */
