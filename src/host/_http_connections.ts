@@ -616,10 +616,25 @@ export class ConnectionLayer {
               this.#dropIfAllWanted(c);
             },
           });
+          // Set before the race below sees the answer: the late answer no longer takes its place.
+          let answerSettled = false;
+          let lateGiven = false;
+          answer.then((res) => {
+            answerSettled = true;
+            // Made after the late answer took its place, it is never sent: its body is cancelled
+            // (a stream left open would hold what it reads from for ever).
+            if (lateGiven && res instanceof Response) res.body?.cancel().catch(() => {});
+          }, () => (answerSettled = true));
           let giveLate = () => {};
           const given = Promise.race([
             answer,
-            new Promise<Response>((r) => (giveLate = () => r(lateAnswer(this.#lateHeaders(req))))),
+            new Promise<Response>((r) => {
+              giveLate = () => {
+                if (answerSettled) return;
+                lateGiven = true;
+                r(lateAnswer(this.#lateHeaders(req)));
+              };
+            }),
           ]);
           c.late.add(giveLate);
           const made = () => {
