@@ -858,8 +858,9 @@ export class Kernel {
       handler: this.api.handle,
       log: this.host.log.child("http"),
       onShutdown: () => this.api.close(),
-      // The 504 made at shutdown in place of an answer carries that answer's CORS headers.
-      lateAnswerHeaders: (req) => this.api.lateAnswerHeaders(req),
+      // An answer the server makes in place of the API's (the 504 at shutdown, the 500 of a
+      // failed handler) carries that answer's CORS headers.
+      standInHeaders: (req) => this.api.standInHeaders(req),
     });
     this.#http = server;
     // The bound in force may be lower than http.max_connections (the open-file limit).

@@ -67,7 +67,7 @@ export const HTTP_SHUTDOWN_ANSWER_MS = 5000;
  * HTTP_SHUTDOWN_ANSWER_MS (a call to a provider whose timeout_ms is longer): 504
  * DEADLINE_EXCEEDED, saying that what it asked for may have been carried out. A cut connection
  * would say nothing (a client may take it for "not done" and repeat a call that acted). `extra`:
- * the headers the request's own answer would have carried (CORS, from lateAnswerHeaders), so a
+ * the headers the request's own answer would have carried (CORS, from standInHeaders), so a
  * browser page may read it.
  */
 function lateAnswer(extra: Headers | null): Response {
@@ -177,16 +177,20 @@ export interface ConnectionLayerOptions {
   readonly requestHeaderTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly handler: ServeHandler;
+  /**
+   * The answer to a request whose handler failed (threw or rejected); it gets standInHeaders
+   * added. Also told of errors Deno's engine reports outside a handler (its answer unused then).
+   */
   readonly onError: (err: unknown) => Response;
   readonly log: Logger;
   readonly serveOnConnection: ServeOnConnection;
   /** The time (monoMs) and the timers of every bound above (tests pass a manual clock). */
   readonly clock: Clock;
   /**
-   * Headers the request's own answer would have carried (the HTTP layer's CORS headers), for the
-   * 504 made in its place at shutdown (lateAnswer); null: none.
+   * Headers the request's own answer would have carried (the HTTP layer's CORS headers), for an
+   * answer made in its place: the 504 at shutdown (lateAnswer) and the 500 of onError; null: none.
    */
-  readonly lateAnswerHeaders: ((req: Request) => Headers) | null;
+  readonly standInHeaders: ((req: Request) => Headers) | null;
 }
 
 /** Counters since start (observability and tests). */
@@ -416,15 +420,28 @@ export class ConnectionLayer {
     }
   }
 
-  /** The headers for `req`'s late answer; none when the callback fails (the 504 goes out anyway). */
-  #lateHeaders(req: Request): Headers | null {
-    if (this.#o.lateAnswerHeaders === null) return null;
+  /**
+   * The headers for an answer made in place of `req`'s own (`what` it is); none when the callback
+   * fails (the answer goes out anyway).
+   */
+  #standInHeaders(req: Request, what: string): Headers | null {
+    if (this.#o.standInHeaders === null) return null;
     try {
-      return this.#o.lateAnswerHeaders(req);
+      return this.#o.standInHeaders(req);
     } catch (err) {
-      this.#o.log.warn(`http shutdown: headers for a late answer failed: ${errorMessage(err)}`);
+      this.#o.log.warn(`http: headers for ${what} failed: ${errorMessage(err)}`);
       return null;
     }
+  }
+
+  /** The answer to `req` whose handler failed: onError's, with the stand-in headers added. */
+  #failedAnswer(err: unknown, req: Request): Response {
+    const res = this.#o.onError(err);
+    const extra = this.#standInHeaders(req, "an error answer");
+    if (extra === null) return res;
+    const headers = new Headers(res.headers);
+    for (const [name, value] of extra) if (!headers.has(name)) headers.set(name, value);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
   }
 
   #track(p: Promise<unknown>): void {
@@ -605,17 +622,25 @@ export class ConnectionLayer {
             this.#dropIfAllWanted(c, true);
           };
           const answered = info.completed.then(done, done);
-          const answer = handler(req, {
-            remoteAddr: c.info.remoteAddr,
-            answered,
-            // Once the answer is written the connection may carry the next request: kept.
-            dropConnection: () => {
-              if (written || dropWanted) return;
-              dropWanted = true;
-              c.dropWanted++;
-              this.#dropIfAllWanted(c);
-            },
-          });
+          let own: Promise<Response>;
+          try {
+            own = handler(req, {
+              remoteAddr: c.info.remoteAddr,
+              answered,
+              // Once the answer is written the connection may carry the next request: kept.
+              dropConnection: () => {
+                if (written || dropWanted) return;
+                dropWanted = true;
+                c.dropWanted++;
+                this.#dropIfAllWanted(c);
+              },
+            });
+          } catch (err) {
+            own = Promise.reject(err);
+          }
+          // Failed here, not in Deno's engine: its onError is not told the request, whose
+          // stand-in headers (CORS) the 500 needs for a browser page to read it.
+          const answer = Promise.resolve(own).catch((err) => this.#failedAnswer(err, req));
           // Set before the race below sees the answer: the late answer no longer takes its place.
           let answerSettled = false;
           let lateGiven = false;
@@ -632,7 +657,7 @@ export class ConnectionLayer {
               giveLate = () => {
                 if (answerSettled) return;
                 lateGiven = true;
-                r(lateAnswer(this.#lateHeaders(req)));
+                r(lateAnswer(this.#standInHeaders(req, "a late answer")));
               };
             }),
           ]);

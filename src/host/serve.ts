@@ -118,11 +118,12 @@ export interface ServeOptions {
   readonly clock?: Clock;
   /**
    * The headers a request's own answer would have carried (the HTTP layer's CORS headers), for
-   * the 504 "outcome unknown" made in its place at shutdown (HTTP_SHUTDOWN_ANSWER_MS): without
-   * them a browser page cannot read it. The host knows nothing of CORS: the composition root
-   * fills this from the HTTP layer (HttpApi.lateAnswerHeaders).
+   * an answer made in its place: the 504 "outcome unknown" at shutdown (HTTP_SHUTDOWN_ANSWER_MS)
+   * and the 500 when the handler fails. Without them a browser page cannot read it. The host
+   * knows nothing of CORS: the composition root fills this from the HTTP layer
+   * (HttpApi.standInHeaders).
    */
-  readonly lateAnswerHeaders?: (req: Request) => Headers;
+  readonly standInHeaders?: (req: Request) => Headers;
 }
 
 /** A listening server. */
@@ -290,7 +291,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     log,
     serveOnConnection,
     clock: opts.clock ?? systemClock,
-    lateAnswerHeaders: opts.lateAnswerHeaders ?? null,
+    standInHeaders: opts.standInHeaders ?? null,
   });
   const addr = listener.addr as Deno.NetAddr;
   log.debug(

@@ -287,9 +287,10 @@ export class HttpApi {
 
   /**
    * The CORS headers `req`'s answer carries (as handle() adds them), for an answer the server
-   * makes in its place: the 504 "outcome unknown" at shutdown (serve's lateAnswerHeaders).
+   * makes in its place: the 504 "outcome unknown" at shutdown, the 500 when handle() fails
+   * (serve's standInHeaders).
    */
-  lateAnswerHeaders(req: Request): Headers {
+  standInHeaders(req: Request): Headers {
     return new Headers(this.#cors.headersFor(req, false));
   }
 

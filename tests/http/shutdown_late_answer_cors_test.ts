@@ -4,7 +4,7 @@
  * the connection layer (src/host), which knows nothing of CORS: it had no CORS headers, so a
  * console served from another origin (a granted one, http.cors_allowed_origins) could not read it
  * and saw a network error instead of "outcome unknown". The composition root now hands the server
- * the HTTP layer's CORS headers for it (serve's lateAnswerHeaders), the same as the request's own
+ * the HTTP layer's CORS headers for it (serve's standInHeaders), the same as the request's own
  * answer would have carried.
  */
 import assert from "node:assert/strict";

@@ -58,7 +58,7 @@ Deno.test("a request still being answered when the shutdown's answer bound ends 
   }
 });
 
-Deno.test("the 504 made at shutdown in place of an answer carries the headers serve's lateAnswerHeaders gives for its request (CORS: a browser page can read it)", async () => {
+Deno.test("the 504 made at shutdown in place of an answer carries the headers serve's standInHeaders gives for its request (CORS: a browser page can read it)", async () => {
   const clock = new ManualClock();
   let started = 0;
   let release: () => void = () => {};
@@ -77,8 +77,8 @@ Deno.test("the 504 made at shutdown in place of an answer carries the headers se
       await never;
       return new Response('{"status":{"code":"OK","message":"ok"}}');
     },
-    // What the HTTP layer's CORS policy gives a granted origin (HttpApi.lateAnswerHeaders).
-    lateAnswerHeaders: (req) => {
+    // What the HTTP layer's CORS policy gives a granted origin (HttpApi.standInHeaders).
+    standInHeaders: (req) => {
       asked.push(req.headers.get("origin"));
       return new Headers({
         "access-control-allow-origin": req.headers.get("origin") ?? "",
