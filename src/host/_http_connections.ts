@@ -225,8 +225,11 @@ interface Conn {
   inFlight: number;
   /** Requests whose handler has not returned its Response yet (the answer is being made). */
   answering: number;
-  /** Per request being answered: gives it lateAnswer() in place of its own (shutdown). */
-  readonly late: Set<() => void>;
+  /**
+   * Per request being answered: gives it lateAnswer() in place of its own (shutdown), and the
+   * promise that settles once its answer is written or its connection has ended.
+   */
+  readonly late: Map<() => void, Promise<void>>;
   /**
    * Per request whose answer (not an event stream) was handed over and is not written yet: when
    * it was handed over (clock.monoMs()). HTTP_UNREAD_ANSWER_EVICT_MS.
@@ -333,7 +336,8 @@ export class ConnectionLayer {
    * Stops accepting, closes connections without a request in flight at once, lets the others
    * finish their requests and closes each once it has, and resolves when every connection has
    * ended. A connection still answering after HTTP_SHUTDOWN_DRAIN_MS is dropped then, unless its
-   * answer is still being made (it gets up to HTTP_SHUTDOWN_ANSWER_MS). (Not Deno's graceful
+   * answer is still being made (it gets up to HTTP_SHUTDOWN_ANSWER_MS, and is dropped once that
+   * answer is written if another request still holds it). (Not Deno's graceful
    * server shutdown: a connection it waits on cannot be dropped any more, so a client that
    * stopped reading held it for ever.)
    */
@@ -373,7 +377,9 @@ export class ConnectionLayer {
     );
     if (making.length > 0) {
       const left = HTTP_SHUTDOWN_ANSWER_MS - (this.#now() - started);
-      const made = Promise.all(making.map((c) => answered.get(c))).then(() => {});
+      // The answers being made now, made and written (or their connections ended): not their
+      // connections idle, which one carrying an HTTP/2 stream its client does not read never is.
+      const made = Promise.all(making.flatMap((c) => [...c.late.values()])).then(() => {});
       await this.#bounded(made, left);
       // Still being made (a call to a provider whose timeout_ms is longer): answered that its
       // outcome is unknown, never cut unanswered; the drain bounds writing that answer.
@@ -384,12 +390,13 @@ export class ConnectionLayer {
           `http shutdown: ${n} request(s) still being answered after ${HTTP_SHUTDOWN_ANSWER_MS} ms ` +
             "(e.g. a device call): answered 504, outcome unknown",
         );
-        for (const c of unmade) for (const give of [...c.late]) give();
+        for (const c of unmade) for (const give of [...c.late.keys()]) give();
         await this.#bounded(made, HTTP_SHUTDOWN_DRAIN_MS);
       }
       this.#drop(
         making.filter((c) => c.onIdle !== null && !c.closed),
-        `${HTTP_SHUTDOWN_ANSWER_MS} ms (an answer still being made, e.g. a device call)`,
+        `${this.#now() - started} ms (an answer being made then, e.g. a device call, and ` +
+          "one its client does not read)",
       );
     }
     while (this.#pending.size > 0) await Promise.all(this.#pending);
@@ -556,7 +563,7 @@ export class ConnectionLayer {
       onIdle: null,
       ended: false,
       answering: 0,
-      late: new Set(),
+      late: new Map(),
       unwritten: new Set(),
       dropWanted: 0,
       dropTimer: null,
@@ -661,7 +668,7 @@ export class ConnectionLayer {
               };
             }),
           ]);
-          c.late.add(giveLate);
+          c.late.set(giveLate, answered);
           const made = () => {
             c.late.delete(giveLate);
             c.answerMade();
