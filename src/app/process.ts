@@ -9,9 +9,7 @@ import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } fro
 import {
   detachNotifySocket,
   folderSync,
-  HTTP_SHUTDOWN_ANSWER_MS,
-  HTTP_SHUTDOWN_DRAIN_MS,
-  HTTP_SHUTDOWN_FLUSH_MS,
+  HTTP_SHUTDOWN_MAX_MS,
   journalFiles,
   killProviderProcesses,
   type LineLogger,
@@ -35,13 +33,12 @@ const SHUTDOWN_GRACE_MS = 1000;
  * flight may still take to be answered before the providers are stopped (HTTP_SHUTDOWN_ANSWER_MS),
  * for one still not answered then, the time its "outcome unknown" answer gets to be written
  * (HTTP_SHUTDOWN_DRAIN_MS), and the time an answer written just before that end gets to leave
- * before its connection is dropped (HTTP_SHUTDOWN_FLUSH_MS).
+ * before its connection is dropped (HTTP_SHUTDOWN_FLUSH_MS): together HTTP_SHUTDOWN_MAX_MS, by
+ * the end of which the server's shutdown cuts whatever connection is still open.
  */
 export function shutdownBudgetMs(config: Config): number {
   return config.runtime.shutdownTimeoutMs + SHUTDOWN_GRACE_MS +
-    (config.http.enabled
-      ? HTTP_SHUTDOWN_ANSWER_MS + HTTP_SHUTDOWN_DRAIN_MS + HTTP_SHUTDOWN_FLUSH_MS
-      : 0);
+    (config.http.enabled ? HTTP_SHUTDOWN_MAX_MS : 0);
 }
 /** After a second stop signal: how much longer the rest of shutdown may take. */
 export const HURRIED_SHUTDOWN_MS = 1000;

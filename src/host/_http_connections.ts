@@ -98,6 +98,18 @@ export const HTTP2_DROP_FLUSH_MS = 1000;
  */
 export const HTTP_SHUTDOWN_FLUSH_MS = 1000;
 /**
+ * The whole of shutdown ends at most this long after it began (the HTTP part of the process's
+ * shutdown budget, src/app/process.ts): connections still open then are cut, in one WARN line.
+ * A connection whose graceful end has begun (its requests answered) can no longer be dropped,
+ * and an HTTP/2 stream its client opened just before that end (the server still accepts one
+ * until its GOAWAY's PING is answered) with an answer the client never reads held it, and
+ * shutdown with it, until the process overran its budget (exit 4). HTTPS connections are cut by
+ * closing the relay's sockets; a plain one in its graceful end cannot be (Deno holds its socket
+ * then, out of reach) and is left to the process's exit.
+ */
+export const HTTP_SHUTDOWN_MAX_MS = HTTP_SHUTDOWN_ANSWER_MS + HTTP_SHUTDOWN_DRAIN_MS +
+  HTTP_SHUTDOWN_FLUSH_MS;
+/**
  * At the limit with no idle connection, a connection whose every request in flight has had its
  * answer handed over this long ago without it being written (its client reads nothing: a zero TCP
  * window) is evicted for the new one: a few clients that never read a large answer would
@@ -263,6 +275,9 @@ interface Conn {
   innerKey: string;
   /** Called once the connection's socket is gone (its server or relay has ended). */
   onEnded: (() => void) | null;
+  /** Settles once the connection's socket is gone (as onEnded). */
+  readonly gone: Promise<void>;
+  readonly markGone: () => void;
   /** Shutdown: called when its last request in flight has been answered. */
   onIdle: (() => void) | null;
   ended: boolean;
@@ -344,6 +359,7 @@ export class ConnectionLayer {
   async shutdown(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    const begun = this.#now();
     if (this.#sweeper !== null) this.#o.clock.clearTimer(this.#sweeper);
     this.#sweeper = null;
     this.#wakeBackoff?.();
@@ -399,7 +415,33 @@ export class ConnectionLayer {
           "one its client does not read)",
       );
     }
+    await this.#bounded(this.#settled(), HTTP_SHUTDOWN_MAX_MS - (this.#now() - begun));
+    await this.#cut();
+  }
+
+  /** Settles once everything started per connection has (new ones included). */
+  async #settled(): Promise<void> {
     while (this.#pending.size > 0) await Promise.all(this.#pending);
+  }
+
+  /**
+   * Shutdown, at HTTP_SHUTDOWN_MAX_MS: cuts every connection still open, in one WARN line, and
+   * waits for the HTTPS ones to end (closing the relay's sockets ends them at once).
+   */
+  async #cut(): Promise<void> {
+    const open = [...this.#conns].filter((c) => !c.ended);
+    if (open.length === 0) return;
+    const plain = open.filter((c) => c.inner === null).length;
+    this.#o.log.warn(
+      `http shutdown: ${open.length} connection(s) still open ${HTTP_SHUTDOWN_MAX_MS} ms after ` +
+        "shutdown began (e.g. a stream its client does not read, opened as its connection was " +
+        "ending): cut" +
+        (plain > 0
+          ? `; ${plain} plain HTTP one(s) cannot be and are left to the process's exit`
+          : ""),
+    );
+    for (const c of open) this.#close(c);
+    await Promise.all(open.filter((c) => c.inner !== null).map((c) => c.gone));
   }
 
   /**
@@ -547,7 +589,11 @@ export class ConnectionLayer {
 
   #start(conn: Deno.Conn): void {
     const now = this.#now();
+    let markGone = () => {};
+    const gone = new Promise<void>((r) => (markGone = r));
     const c: Conn = {
+      gone,
+      markGone,
       conn,
       info: { remoteAddr: (conn.remoteAddr as Deno.NetAddr).hostname },
       acceptedAt: now,
@@ -820,6 +866,7 @@ export class ConnectionLayer {
   #ended(c: Conn): void {
     if (c.ended) return;
     c.ended = true;
+    c.markGone();
     c.onEnded?.();
   }
 
