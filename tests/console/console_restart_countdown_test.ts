@@ -45,7 +45,10 @@ Deno.test({
       // The health as the runtime answered it first, while the page loads; afterwards no read
       // answers (503), so what moves the countdown is the page's own 1 s tick alone.
       let answering = true;
-      let first: string | null = null;
+      // One fetch, shared by every read answered while the page loads: two reads fetching on
+      // their own (both finding none yet) got two answers a loaded machine's real seconds apart,
+      // and the later one, shown after the first was read here, moved the countdown a second.
+      let first: Promise<string> | null = null;
       await page.route("**/v0/providers/health", async (route) => {
         if (!answering) {
           return await route.fulfill({
@@ -54,8 +57,8 @@ Deno.test({
             body: JSON.stringify({ status: { code: "UNAVAILABLE", message: "held by the test" } }),
           });
         }
-        first ??= await (await route.fetch()).text();
-        await route.fulfill({ status: 200, contentType: "application/json", body: first });
+        first ??= route.fetch().then((r) => r.text());
+        await route.fulfill({ status: 200, contentType: "application/json", body: await first });
       });
       await page.goto(`http://127.0.0.1:${rt.http!.port}/#health`);
       const text = await waitForText(page, NEXT_RESTART, /^in \d+ s$/);
