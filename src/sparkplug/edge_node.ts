@@ -1189,7 +1189,14 @@ export class SparkplugEdgeNode {
       if (start === null || r.next.seq < start.seq) start = r.next;
       this.#walks[i] = null;
     }
-    if (start === null) return;
+    if (start !== null) this.#parkAt(id, start);
+  }
+
+  /**
+   * Where the replay of a device that left (DDEATH) goes on after its next DBIRTH: the earlier
+   * of `start` and the position already saved (#replayAfterBirth, MAX_REPLAY_WALKS devices).
+   */
+  #parkAt(id: string, start: OutageStart): void {
     const before = this.#replayAfterBirth.get(id);
     if (before !== undefined && before.seq <= start.seq) return;
     if (before === undefined && this.#replayAfterBirth.size >= MAX_REPLAY_WALKS) {
@@ -2497,12 +2504,16 @@ export class SparkplugEdgeNode {
    * is store and forward's like data that found the node offline: with the history ring its
    * device's outage starts at its poll (the ring holds the change: replayed after the next births,
    * or once writes drain); without it, it joins the queue with is_historical. A device not born
-   * now (left meanwhile) loses it, as its queued data. (A lost connection is known by then: the
+   * now (left meanwhile) loses a live one, as its queued data; a replayed one moves the position
+   * its replay goes on from after its next DBIRTH back to its poll (#parkAt). (A lost connection is known by then: the
    * client fails the write before it reports the close, this runs a microtask later.)
    */
   #lost(deviceId: string, p: Payload, seq: number): void {
-    if (this.#stopped || !this.#devices.has(deviceId)) return;
-    if (this.online && p.metrics.some((m) => m.is_historical === true)) {
+    if (this.#stopped) return;
+    const replayed = p.metrics.some((m) => m.is_historical === true);
+    const born = this.#devices.has(deviceId);
+    if (!born && !(replayed && this.#o.replay !== undefined)) return;
+    if (this.online && replayed) {
       // A replayed DDATA failing on a connection still up (not a connection lost): dropped
       // (counted), not replayed again and again.
       this.counts.storeDropped++;
@@ -2511,6 +2522,12 @@ export class SparkplugEdgeNode {
     if (this.#o.replay !== undefined) {
       let atMs = p.timestamp;
       for (const m of p.metrics) atMs = Math.min(atMs, Number(m.timestamp));
+      if (!born) {
+        // A replayed DDATA handed over before its device's DDEATH: the rest of its replay waits
+        // for its next DBIRTH (#parkReplay) from after this poll; it goes back to this poll.
+        this.#parkAt(deviceId, { atMs, seq });
+        return;
+      }
       this.#noteOutage(deviceId, { atMs, seq });
       // Still online (a write failed on a live connection): nothing else may start the replay.
       this.#pump();

@@ -19,17 +19,23 @@ export function heldMqtt(): {
   connect: MqttConnect;
   /** Writes held back now. */
   readonly held: number;
+  /** The topics of the writes held back now, in order. */
+  readonly heldTopics: readonly string[];
   /** Writes handed to MQTT.js, in order (held ones once released). */
   readonly handed: readonly HandedWrite[];
   /** Writes handed to MQTT.js and not settled (written or failed) yet. */
   readonly unsettled: number;
   /** From now on, writes are held back. */
   stall(): void;
-  /** Writes go out again; the held ones first, in order. */
-  release(): void;
+  /**
+   * Writes go out again; the held ones first, in order. With `count`, only the first `count`
+   * held ones go out and later writes are still held.
+   */
+  release(count?: number): void;
 } {
   let stalled = false;
   const held: Array<() => void> = [];
+  const heldTopics: string[] = [];
   const handed: HandedWrite[] = [];
   let unsettled = 0;
   const connect: MqttConnect = async (o) => {
@@ -47,6 +53,7 @@ export function heldMqtt(): {
         if (!stalled) return write(topic, payload, qos);
         return new Promise<void>((resolve, reject) => {
           held.push(() => write(topic, payload, qos).then(resolve, reject));
+          heldTopics.push(topic);
         });
       },
       get connected() {
@@ -59,6 +66,7 @@ export function heldMqtt(): {
     get held() {
       return held.length;
     },
+    heldTopics,
     handed,
     get unsettled() {
       return unsettled;
@@ -66,9 +74,11 @@ export function heldMqtt(): {
     stall() {
       stalled = true;
     },
-    release() {
-      stalled = false;
-      for (const w of held.splice(0)) w();
+    release(count?: number) {
+      if (count === undefined) stalled = false;
+      const n = count ?? held.length;
+      heldTopics.splice(0, n);
+      for (const w of held.splice(0, n)) w();
     },
   };
 }
