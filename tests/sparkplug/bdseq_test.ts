@@ -63,10 +63,17 @@ function edgeNode(
   connectTimeoutMs = testConfig().sparkplug.connectTimeoutMs,
 ) {
   const atConnect: (number | null)[] = [];
+  /** Connections the session reported closed (each attempt refused is one). */
+  const closes = { count: 0 };
   const connect: MqttConnect = async (o) => {
     const session = await connectMqttJs(o);
     return {
       ...session,
+      onClose: (l) =>
+        session.onClose((willUsed) => {
+          closes.count++;
+          l(willUsed);
+        }),
       onConnect: (l) =>
         session.onConnect(() => {
           atConnect.push(recorded());
@@ -114,7 +121,7 @@ function edgeNode(
     clock: systemClock,
     log: testLogger(),
   });
-  return { node, atConnect };
+  return { node, atConnect, closes };
 }
 
 const bdSeqOf = (m: Received) =>
@@ -320,11 +327,15 @@ Deno.test({
     const port = (listener.addr as Deno.NetAddr).port;
     listener.close();
     const disk = heldStore();
-    const { node } = edgeNode(`mqtt://127.0.0.1:${port}`, disk.store, () => disk.recorded);
+    const { node, closes } = edgeNode(
+      `mqtt://127.0.0.1:${port}`,
+      disk.store,
+      () => disk.recorded,
+    );
     try {
       await node.start();
-      // Ten reconnect periods: ten attempts refused before any CONNECT reached a broker.
-      await new Promise((r) => setTimeout(r, 10 * RECONNECT_MS));
+      // Ten attempts refused before any CONNECT reached a broker.
+      await waitFor("ten attempts refused", () => closes.count >= 10);
       assert.equal(node.connected, false);
       assert.equal(node.bdSeq, 0, "bdSeq advanced without a CONNECT reaching a broker");
       assert.equal(disk.recorded, 0);

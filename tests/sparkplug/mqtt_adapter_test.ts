@@ -58,6 +58,8 @@ Deno.test({
 function refusingBroker(code: number) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   let connections = 0;
+  /** Reads after a CONNECT that begin with a PUBLISH packet (type 3). */
+  let publishes = 0;
   const conns = new Set<Deno.Conn>();
   const serve = async (conn: Deno.Conn) => {
     connections++;
@@ -67,7 +69,10 @@ function refusingBroker(code: number) {
       if ((await conn.read(buf)) !== null && buf[0] === 0x10) {
         await conn.write(new Uint8Array([0x20, 0x02, 0x00, code]));
       }
-      while ((await conn.read(buf)) !== null) { /* until the client closes */ }
+      // Until the client closes.
+      for (let n = await conn.read(buf); n !== null; n = await conn.read(buf)) {
+        if ((buf[0]! & 0xf0) === 0x30) publishes++;
+      }
     } catch { /* closed */ }
     conns.delete(conn);
     try {
@@ -83,6 +88,9 @@ function refusingBroker(code: number) {
     url: `mqtt://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
     get connections() {
       return connections;
+    },
+    get publishes() {
+      return publishes;
     },
     async close() {
       listener.close();
@@ -147,7 +155,7 @@ Deno.test("a write the broker never confirmed settles (rejected) when the sessio
       () => settled = "resolved",
       (err: unknown) => settled = `rejected: ${err instanceof Error ? err.message : String(err)}`,
     );
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor("the PUBLISH at the broker", () => broker.publishes === 1);
     assert.equal(settled, null, "the broker never acknowledged it");
     await session.end(true);
     await waitFor("the write settled", () => settled !== null, 2000).catch(() => {});

@@ -287,7 +287,8 @@ Deno.test({
       const latchedAt = Date.now();
       await rt.estop.trigger("while the host is away");
       await waitFor("FAULT", () => rt!.modes.current() === "FAULT");
-      await new Promise((r) => setTimeout(r, 20));
+      // No wait: the node notes the latch in a microtask its bus event queued during trigger(),
+      // run before this test goes on; the clear is then a change of its own.
       rt.estop.clear();
       await waitFor("the latch cleared", () => !rt!.estop.latched);
 

@@ -57,7 +57,19 @@ async function switchRelay(rt: Kernel, on: boolean): Promise<void> {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The times of the polls of relayio0's relay_ch3_state the ring holds from `sinceMs` on. */
+function relayPolls(rt: Kernel, sinceMs: number): number[] {
+  const out: number[] = [];
+  rt.history!.eachSample(
+    "sim0",
+    "relayio0",
+    "relay_ch3_state",
+    sinceMs,
+    Number.MAX_SAFE_INTEGER,
+    (s) => out.push(s.timeMs),
+  );
+  return out;
+}
 
 /** A metric's value fields and Quality code, comparable with deepEqual. */
 function valueOf(m: Metric): { fields: Record<string, unknown>; quality: unknown } {
@@ -175,12 +187,18 @@ Deno.test({
       await broker.pause();
       await waitFor("the edge node to see the broker gone", () => !node.online);
       for (const on of [true, false, true]) await switchRelay(rt, on);
-      await sleep(Math.max(0, 5000 - (Date.now() - down)));
+      // An outage of several polls: 5 more of relayio0 recorded by the ring (about 5 s here).
+      const outageStart = await waitFor("the outage noted", () => node.outageStartMs);
+      const polled = rt.history!.nextPollSeq("sim0", "relayio0");
+      await waitFor(
+        "5 more polls of relayio0 in the outage",
+        () => rt!.history!.nextPollSeq("sim0", "relayio0") >= polled + 5,
+      );
       // Nothing copied: the queue is empty, the outage is noted.
       assert.deepEqual(node.stored, { messages: 0, bytes: 0 });
       assert.equal(node.counts.stored, 0);
       assert.equal(node.replayPending, true);
-      const outageStart = node.outageStartMs!;
+      assert.equal(node.outageStartMs, outageStart);
       assert.ok(outageStart >= down - 1000, `${outageStart} vs ${down}`);
 
       const marker = host.messages.length;
@@ -283,11 +301,16 @@ Deno.test({
         () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
       );
       await broker.pause();
-      const down = Date.now();
       await waitFor("the edge node to see the broker gone", () => !node.online);
       await switchRelay(rt, true); // a change the ring will have dropped by the reconnect
-      await sleep(Math.max(0, 8000 - (Date.now() - down)));
-      const outageStart = node.outageStartMs!;
+      const outageStart = await waitFor("the outage noted", () => node.outageStartMs);
+      // The outage outlasts the ring's reach (history.memory_seconds: 5) by 2 s: the ring no
+      // longer holds a poll from the first 2 s of it (the switch among them).
+      await waitFor(
+        "the ring's oldest poll 2 s past the outage start",
+        () => (relayPolls(rt!, 0)[0] ?? 0) > outageStart + 2000,
+        20000,
+      );
       await switchRelay(rt, false); // one it still holds
       const marker = host.messages.length;
       await broker.resume();
