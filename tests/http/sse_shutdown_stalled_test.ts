@@ -5,7 +5,8 @@
  * server down first) never reached the providers, the audit journal or the runs.
  */
 import assert from "node:assert/strict";
-import { HTTP_SHUTDOWN_DRAIN_MS, serveHttp } from "../../src/host/mod.ts";
+import { HTTP_SHUTDOWN_ANSWER_MS, HTTP_SHUTDOWN_DRAIN_MS, serveHttp } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { connect, getRequest, send } from "./_raw_socket.ts";
@@ -74,8 +75,12 @@ Deno.test("server shutdown still lets a request in flight finish its answer", as
 });
 
 Deno.test("server shutdown waits past the drain bound for an answer still being made (a slow device call)", async () => {
+  // The bounds on a manual clock: the answer is made once the drain bound has passed on it.
+  const clock = new ManualClock();
   let entered: () => void = () => {};
   const inHandler = new Promise<void>((r) => (entered = r));
+  let finish: () => void = () => {};
+  const slowCall = new Promise<void>((r) => (finish = r));
   const server = await serveHttp({
     hostname: "127.0.0.1",
     port: 0,
@@ -83,9 +88,10 @@ Deno.test("server shutdown waits past the drain bound for an answer still being 
     tlsKeyPath: null,
     authEnabled: false,
     allowInsecureBind: false,
+    clock,
     handler: async () => {
       entered();
-      await new Promise((r) => setTimeout(r, HTTP_SHUTDOWN_DRAIN_MS + 500));
+      await slowCall;
       return new Response("answered");
     },
     log: testLogger(),
@@ -96,6 +102,17 @@ Deno.test("server shutdown waits past the drain bound for an answer still being 
   );
   await inHandler;
   const stopped = server.shutdown();
+  // The drain bound passes on the manual clock; shutdown then waits for the answer being made
+  // (its bound armed, counted from the same start): what it did at the drain bound is done.
+  await waitFor("the drain bound armed", () => clock.pendingDueTimes().length > 0, 5000);
+  const started = clock.pendingDueTimes()[0]! - HTTP_SHUTDOWN_DRAIN_MS;
+  clock.fireNext();
+  await waitFor(
+    "the answer bound armed",
+    () => clock.pendingDueTimes().includes(started + HTTP_SHUTDOWN_ANSWER_MS),
+    5000,
+  );
+  finish();
   assert.equal(await answer, "answered");
   await stopped;
 });
