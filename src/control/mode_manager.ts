@@ -1120,12 +1120,34 @@ export class ModeManager implements ModeService {
       this.#faultHookFailures = [];
       this.#faultInForce = null;
     }
-    this.#o.bus.publish({
-      kind: "mode_change",
-      previous_mode: previous,
-      new_mode: next,
-      timestamp_ms: this.#o.clock.nowMs(),
-    });
+    // The mode is set: what follows must not fail the commit (FAULT's hooks, a returning
+    // provider's wait and the listeners -- the tree's halt -- come after it). A clock that fails is
+    // asked once more; if it fails again the change is not announced (no invented time), logged.
+    try {
+      const readClock = () => this.#o.clock.nowMs();
+      let timestampMs: number;
+      try {
+        timestampMs = readClock();
+      } catch (err) {
+        this.#log.error(
+          `mode change ${previous} -> ${next}: reading the clock failed: ` +
+            `${toRuntimeError(err).message}; asked once more`,
+        );
+        timestampMs = readClock();
+      }
+      this.#o.bus.publish({
+        kind: "mode_change",
+        previous_mode: previous,
+        new_mode: next,
+        timestamp_ms: timestampMs,
+      });
+    } catch (err) {
+      try {
+        this.#log.error(
+          `mode change ${previous} -> ${next} not announced: ${toRuntimeError(err).message}`,
+        );
+      } catch { /* a logger that throws does not stop the change either */ }
+    }
     for (const listener of [...this.#listeners]) {
       try {
         listener({ previous, current: next });
