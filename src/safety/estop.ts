@@ -858,6 +858,22 @@ export class Estop implements EstopService {
     for (const c of failed) {
       this.#log.error(`${what} ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
     }
+    // On the stop path, after the ladder and the hooks: a clock that fails must not take the
+    // trigger's answer away. It is asked once more; if it fails again the verification is not
+    // published (no invented time), and an ERROR line says so (status shows it all the same).
+    const readClock = () => this.#o.clock.nowMs();
+    let timestampMs: number;
+    try {
+      timestampMs = readClock();
+    } catch (err) {
+      this.#log.error(`${what}: reading the clock failed: ${errorMessage(err)}; asked once more`);
+      try {
+        timestampMs = readClock();
+      } catch (again) {
+        this.#log.error(`${what} not published: reading the clock failed: ${errorMessage(again)}`);
+        return;
+      }
+    }
     this.#o.bus?.publish({
       kind: "estop_verification",
       outcome: v.outcome,
@@ -865,7 +881,7 @@ export class Estop implements EstopService {
       checks_total: v.checks.length,
       checks_verified: v.checks.length - failed.length,
       failed_signals: failed.map((c) => c.signal),
-      timestamp_ms: this.#o.clock.nowMs(),
+      timestamp_ms: timestampMs,
     });
   }
 
