@@ -1079,7 +1079,7 @@ export class ModeManager implements ModeService {
       // A stop action waits its turn in a provider queue full of calls FAULT refuses (bounded).
       if (origin === "safety") {
         const providerId = call.deviceHandle.split("/", 1)[0]!;
-        await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run);
+        await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run, this.#log);
       } else await run();
       return null;
     } catch (err) {

@@ -5,7 +5,7 @@
  * so the queue drains within about the provider's timeout_ms. A stop action refused as busy
  * meanwhile retries until it gets its turn, bounded, instead of failing at once.
  */
-import { type Clock, sleepOn, toRuntimeError } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, sleepOn, toRuntimeError } from "../common/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 
 /** Pause between attempts of a stop action refused because its provider's queue is full. */
@@ -16,17 +16,42 @@ export const BUSY_RETRY_MARGIN_MS = 1000;
 /**
  * Runs `call` (a stop action to `providerId`), retrying while its provider is up but its call queue
  * is full, for up to the provider's timeout_ms + BUSY_RETRY_MARGIN_MS. A provider that is down,
- * or not configured, fails at once (the error `call` rejects with).
+ * or not configured, fails at once (the error `call` rejects with). A clock that fails never
+ * keeps the call from being sent: asked once more, and when it fails again the call is made once,
+ * not retried (no deadline to bound the retries); each failure an ERROR line on `log`.
  */
 export async function retryWhileBusy<T>(
   inventory: InventoryReader,
   clock: Clock,
   providerId: string,
   call: () => Promise<T>,
+  log?: Logger,
 ): Promise<T> {
   const host = inventory.provider(providerId);
   if (!host) return await call(); // rejects: the router names the unknown provider
-  const deadline = clock.monoMs() + host.config.timeoutMs + BUSY_RETRY_MARGIN_MS;
+  const readClock = (): number | null => {
+    try {
+      return clock.monoMs();
+    } catch (err) {
+      log?.error(
+        `stop action to ${providerId}: reading the clock failed: ${errorMessage(err)}; ` +
+          `asked once more`,
+      );
+    }
+    try {
+      return clock.monoMs();
+    } catch (err) {
+      log?.error(
+        `stop action to ${providerId}: reading the clock failed again: ${errorMessage(err)}; ` +
+          `no retry while its provider is busy`,
+      );
+      return null;
+    }
+  };
+  const startedAt = readClock();
+  const deadline = startedAt === null
+    ? null
+    : startedAt + host.config.timeoutMs + BUSY_RETRY_MARGIN_MS;
   for (;;) {
     try {
       return await call();
@@ -34,8 +59,10 @@ export async function retryWhileBusy<T>(
       const e = toRuntimeError(err);
       // Runtime-side UNAVAILABLE (no provider status code) while the provider is up = queue full.
       const busy = e.code === "UNAVAILABLE" && e.details?.provider_code === undefined &&
-        host.available && clock.monoMs() < deadline;
+        host.available && deadline !== null;
       if (!busy) throw e;
+      const now = readClock();
+      if (now === null || now >= deadline) throw e;
       await sleepOn(clock, BUSY_RETRY_INTERVAL_MS);
     }
   }

@@ -1175,6 +1175,7 @@ export class Estop implements EstopService {
       this.#o.clock,
       providerOf(planned),
       () => this.#run(planned, source),
+      this.#log,
     );
   }
 
