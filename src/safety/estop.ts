@@ -728,13 +728,35 @@ export class Estop implements EstopService {
     this.#cause = null;
     if (was === "latched") {
       this.#log.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
-      this.#o.bus?.publish({
-        kind: "estop_change",
-        latched: false,
-        reason: null,
-        cause: null,
-        timestamp_ms: this.#o.clock.nowMs(),
-      });
+      // The release is in force: a clock that fails must not make clear() fail as if it were
+      // not. Asked once more; if it fails again the release is not announced (no invented
+      // time), an ERROR line says so (status shows it).
+      const readClock = () => this.#o.clock.nowMs();
+      let timestampMs: number | null = null;
+      try {
+        timestampMs = readClock();
+      } catch (err) {
+        this.#log.error(
+          `e-stop clear: reading the clock failed: ${errorMessage(err)}; asked once more`,
+        );
+        try {
+          timestampMs = readClock();
+        } catch (again) {
+          this.#log.error(
+            `e-stop clear: the release is in force but not announced: reading the clock ` +
+              `failed: ${errorMessage(again)}`,
+          );
+        }
+      }
+      if (timestampMs !== null) {
+        this.#o.bus?.publish({
+          kind: "estop_change",
+          latched: false,
+          reason: null,
+          cause: null,
+          timestamp_ms: timestampMs,
+        });
+      }
     }
     return { latched: false };
   }
