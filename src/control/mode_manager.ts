@@ -1214,11 +1214,19 @@ interface MergedProviderBack {
  * (`stopsOwn`) makes it a return -- it may have missed the stop's calls, so it gets the calls a
  * reload dropped from the stop -- and one that asks the e-stop for its securing at the turn (a
  * return begins a securing run of its own) makes it wait for the latest securing run, not only
- * for one begun for a reload.
+ * for one begun for a reload. A second securing run it is handed while it already waits for one
+ * (a second reload of the ladder) is waited for too, and the calls of both are left out: the
+ * hook calls then land after both runs' ladder calls, never between them.
  */
 function mergeProviderBack(into: MergedProviderBack, next: ProviderBackOptions): void {
   if (next.stopsOwn === true) into.stopsOwn = true;
   if (next.securing === undefined) into.securing = undefined;
+  else if (next.securing !== null && into.securing && into.securing !== next.securing) {
+    const both = Promise.all([into.securing, next.securing]).then(([a, b]) => [...a, ...b]);
+    // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.
+    both.catch(() => {});
+    into.securing = both;
+  }
 }
 
 /** Whether two declared calls are the same call: device, function and arguments alike. */
