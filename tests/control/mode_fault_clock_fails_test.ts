@@ -6,58 +6,28 @@
  * the modes' clock's nowMs throws once (asked again: announced) or always (not announced, logged).
  */
 import assert from "node:assert/strict";
-import type { CallRequest, CallRouter, ModeChange } from "../../src/control/mod.ts";
+import type { ModeChange } from "../../src/control/mod.ts";
 import { ModeManager } from "../../src/control/mod.ts";
-import type { Clock } from "../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
+import {
+  errorLog,
+  failingClock,
+  heaterOffLadder,
+  providersUp,
+  recordingRouter,
+} from "../safety/_clock_rig.ts";
 
 /** An e-stop over real modes whose clock's nowMs throws `times` times; what happened, recorded. */
 function rig(times: number) {
   const made: string[] = [];
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
-    call: (req: CallRequest) => {
-      made.push(`${req.providerId} ${req.functionName}`);
-      return Promise.resolve({});
-    },
-  } as unknown as CallRouter;
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  let failures = 0;
-  const modesClock: Clock = {
-    nowMs: () => {
-      if (failures >= times) return systemClock.nowMs();
-      failures++;
-      throw new Error("clock nowMs failed");
-    },
-    monoMs: () => systemClock.monoMs(),
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const router = recordingRouter(made);
+  const inventory = providersUp("plant");
+  const fc = failingClock({ read: "nowMs", times });
+  const { log, errors } = errorLog();
   const bus = new EventBus();
   const modeEvents: RuntimeEvent[] = [];
   bus.subscribe(({ event }) => {
@@ -67,7 +37,7 @@ function rig(times: number) {
     router,
     inventory,
     bus,
-    clock: modesClock,
+    clock: fc.clock,
     log,
     automationEnabled: true,
     manualGatingPolicy: "BLOCK",
@@ -88,15 +58,9 @@ function rig(times: number) {
     log,
     bus,
     modes,
-    safeState: {
-      setpoints: [],
-      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
-      zeroIsSafe: false,
-      expect: [],
-      verifyTimeoutMs: 100,
-    },
+    safeState: heaterOffLadder(),
   });
-  return { estop, modes, made, errors, modeEvents, told, failures: () => failures };
+  return { estop, modes, made, errors, modeEvents, told, failures: fc.failures };
 }
 
 Deno.test("ModeManager enters FAULT for the e-stop, runs the hooks into FAULT and tells the listeners when the clock's nowMs throws once at the mode_change", async () => {

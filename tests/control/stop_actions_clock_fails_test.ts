@@ -7,35 +7,14 @@
  */
 import assert from "node:assert/strict";
 import { retryWhileBusy } from "../../src/control/mod.ts";
-import { type Clock, RuntimeError } from "../../src/common/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { errorLog, failingClock, providersUp } from "../safety/_clock_rig.ts";
 
 /** An inventory with provider plant, up; a clock whose monoMs throws `times` times; a log. */
 function rig(times: number) {
-  const host = { id: "plant", available: true, config: { timeoutMs: 1000 } } as ProviderSummary;
-  const inventory = {
-    provider: (id: string) => id === "plant" ? host : undefined,
-  } as unknown as InventoryReader;
-  let failures = 0;
-  const clock: Clock = {
-    nowMs: () => systemClock.nowMs(),
-    monoMs: () => {
-      if (failures >= times) return systemClock.monoMs();
-      failures++;
-      throw new Error("clock monoMs failed");
-    },
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
-  return { inventory, clock, log, errors, failures: () => failures };
+  const c = failingClock({ read: "monoMs", times });
+  const { log, errors } = errorLog();
+  return { inventory: providersUp("plant"), clock: c.clock, log, errors, failures: c.failures };
 }
 
 /** A queue-full refusal (runtime-side UNAVAILABLE, no provider code). */

@@ -7,88 +7,37 @@
  * always from the clear on.
  */
 import assert from "node:assert/strict";
-import type { CallRouter, FaultEntry } from "../../src/control/mod.ts";
-import type { Clock } from "../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { Estop, type EstopModes } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { call } from "./_fixture.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
+import {
+  errorLog,
+  failingClock,
+  faultRecordingModes,
+  heaterOffLadder,
+  providersUp,
+  recordingRouter,
+} from "./_clock_rig.ts";
 
 /** A latched e-stop whose clock's nowMs throws `times` times once `breakClock()` is called. */
 async function latched(times: number) {
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
-    call: () => Promise.resolve({}),
-  } as unknown as CallRouter;
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  let mode = "MANUAL";
-  const modes: EstopModes = {
-    current: () => mode as "FAULT",
-    enterFault: (): FaultEntry => {
-      mode = "FAULT";
-      return {
-        committed: true,
-        from: "MANUAL",
-        runHooks: () => Promise.resolve([]),
-        hookFailuresSoFar: () => [],
-      };
-    },
-    addArmCheck() {},
-  };
   let broken = false;
-  let failures = 0;
-  const clock: Clock = {
-    nowMs: () => {
-      if (!broken || failures >= times) return systemClock.nowMs();
-      failures++;
-      throw new Error("clock nowMs failed");
-    },
-    monoMs: () => systemClock.monoMs(),
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const c = failingClock({ read: "nowMs", times, when: () => broken });
+  const { log, errors } = errorLog();
   const bus = new EventBus();
   const releases: RuntimeEvent[] = [];
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_change" && !event.latched) releases.push(event);
   });
   const estop = new Estop({
-    router,
-    inventory,
+    router: recordingRouter(),
+    inventory: providersUp("plant"),
     reads: {} as FreshReader,
-    clock,
+    clock: c.clock,
     log,
     bus,
-    modes,
-    safeState: {
-      setpoints: [],
-      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
-      zeroIsSafe: false,
-      expect: [],
-      verifyTimeoutMs: 100,
-    },
+    modes: faultRecordingModes().modes,
+    safeState: heaterOffLadder(),
   });
   await estop.trigger("latched for the test");
   assert.equal(estop.status().latched, true);
@@ -97,7 +46,7 @@ async function latched(times: number) {
     errors,
     releases,
     breakClock: () => (broken = true),
-    failures: () => failures,
+    failures: c.failures,
   };
 }
 

@@ -6,103 +6,47 @@
  * once, a modes port that records FAULT, and an injected clock that throws once.
  */
 import assert from "node:assert/strict";
-import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
-import type { Clock } from "../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { Estop, type EstopModes } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { call } from "./_fixture.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
+import {
+  errorLog,
+  failingClock,
+  faultRecordingModes,
+  heaterOffLadder,
+  providersUp,
+  recordingRouter,
+} from "./_clock_rig.ts";
 
 /** An e-stop whose clock's `which` throws the first time it is asked; what it did, recorded. */
 function rigWithClock(which: "nowMs" | "monoMs") {
   const made: string[] = [];
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
-    call: (req: CallRequest) => {
-      made.push(`${req.providerId} ${req.functionName}`);
-      return Promise.resolve({});
-    },
-  } as unknown as CallRouter;
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  let mode = "MANUAL";
-  let hooksRun = 0;
-  const modes: EstopModes = {
-    current: () => mode as "FAULT",
-    enterFault: (): FaultEntry => {
-      mode = "FAULT";
-      return {
-        committed: true,
-        from: "MANUAL",
-        runHooks: () => (hooksRun++, Promise.resolve([])),
-        hookFailuresSoFar: () => [],
-      };
-    },
-    addArmCheck() {},
-  };
-  let failed = false;
-  const clock: Clock = {
-    nowMs: () => systemClock.nowMs(),
-    monoMs: () => systemClock.monoMs(),
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const real = clock[which];
-  clock[which] = () => {
-    if (failed) return real();
-    failed = true;
-    throw new Error(`clock ${which} failed`);
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const m = faultRecordingModes();
+  const c = failingClock({ read: which, times: 1 });
+  const { log, errors } = errorLog();
   const bus = new EventBus();
   const changes: RuntimeEvent[] = [];
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_change") changes.push(event);
   });
   const estop = new Estop({
-    router,
-    inventory,
+    router: recordingRouter(made),
+    inventory: providersUp("plant"),
     reads: {} as FreshReader,
-    clock,
+    clock: c.clock,
     log,
     bus,
-    modes,
-    safeState: {
-      setpoints: [],
-      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
-      zeroIsSafe: false,
-      expect: [],
-      verifyTimeoutMs: 100,
-    },
+    modes: m.modes,
+    safeState: heaterOffLadder(),
   });
   return {
     estop,
     made,
     errors,
     changes,
-    failedOnce: () => failed,
-    hooksRun: () => hooksRun,
-    mode: () => mode,
+    failedOnce: () => c.failures() > 0,
+    hooksRun: m.hooksRun,
+    mode: m.mode,
   };
 }
 

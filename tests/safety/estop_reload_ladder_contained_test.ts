@@ -6,38 +6,17 @@
  * every call at once and a modes port whose ladderReloaded throws for the first provider.
  */
 import assert from "node:assert/strict";
-import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import type { FaultEntry } from "../../src/control/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
 import { Estop, type EstopModes, type SafeStateConfig } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
 import { call } from "./_fixture.ts";
+import { errorLog, providersUp, recordingRouter } from "./_clock_rig.ts";
 
 Deno.test("Estop.reconfigure while latched secures the next provider when ladderReloaded throws for one", async () => {
   const made: string[] = [];
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
-    call: (req: CallRequest) => {
-      made.push(`${req.providerId} ${req.functionName}`);
-      return Promise.resolve({});
-    },
-  } as unknown as CallRouter;
-  const hosts = ["alpha", "beta"].map((id) =>
-    ({
-      id,
-      available: true,
-      devices: [],
-      config: { timeoutMs: 1000 },
-    }) as unknown as ProviderSummary
-  );
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => hosts.find((h) => h.id === id),
-    providers: () => hosts,
-    devices: () => [],
-  } as unknown as InventoryReader;
+  const router = recordingRouter(made);
+  const inventory = providersUp("alpha", "beta");
   const reloaded: string[] = [];
   const fault: FaultEntry = {
     committed: true,
@@ -54,13 +33,7 @@ Deno.test("Estop.reconfigure while latched secures the next provider when ladder
       if (host.id === "alpha") throw new Error("modes port broken for alpha");
     },
   };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const { log, errors } = errorLog();
   const ladder = (fn: string): SafeStateConfig => ({
     setpoints: [],
     hooks: [call("alpha/dev0", fn), call("beta/dev0", fn)],

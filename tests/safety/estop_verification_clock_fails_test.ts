@@ -7,13 +7,17 @@
  * injected clock whose nowMs throws once after the ladder's call, or always.
  */
 import assert from "node:assert/strict";
-import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
-import type { Clock } from "../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { Estop, type EstopModes } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { call } from "./_fixture.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
+import {
+  errorLog,
+  failingClock,
+  faultRecordingModes,
+  heaterOffLadder,
+  providersUp,
+  recordingRouter,
+} from "./_clock_rig.ts";
 
 /**
  * An e-stop whose clock's nowMs throws `times` times once the ladder's call was made (`always`:
@@ -22,84 +26,25 @@ import { call } from "./_fixture.ts";
 function rig(o: { times: number; always?: boolean }) {
   const made: string[] = [];
   let armed = o.always === true;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
-    call: (req: CallRequest) => {
-      made.push(`${req.providerId} ${req.functionName}`);
-      armed = true;
-      return Promise.resolve({});
-    },
-  } as unknown as CallRouter;
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  let mode = "MANUAL";
-  let hooksRun = 0;
-  const modes: EstopModes = {
-    current: () => mode as "FAULT",
-    enterFault: (): FaultEntry => {
-      mode = "FAULT";
-      return {
-        committed: true,
-        from: "MANUAL",
-        runHooks: () => (hooksRun++, Promise.resolve([])),
-        hookFailuresSoFar: () => [],
-      };
-    },
-    addArmCheck() {},
-  };
-  let failures = 0;
-  const clock: Clock = {
-    nowMs: () => {
-      if (!armed || failures >= o.times) return systemClock.nowMs();
-      failures++;
-      throw new Error("clock nowMs failed");
-    },
-    monoMs: () => systemClock.monoMs(),
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const m = faultRecordingModes();
+  const c = failingClock({ read: "nowMs", times: o.times, when: () => armed });
+  const { log, errors } = errorLog();
   const bus = new EventBus();
   const verifications: RuntimeEvent[] = [];
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_verification") verifications.push(event);
   });
   const estop = new Estop({
-    router,
-    inventory,
+    router: recordingRouter(made, () => (armed = true)),
+    inventory: providersUp("plant"),
     reads: {} as FreshReader,
-    clock,
+    clock: c.clock,
     log,
     bus,
-    modes,
-    safeState: {
-      setpoints: [],
-      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
-      zeroIsSafe: false,
-      expect: [],
-      verifyTimeoutMs: 100,
-    },
+    modes: m.modes,
+    safeState: heaterOffLadder(),
   });
-  return { estop, made, errors, verifications, failures: () => failures, hooksRun: () => hooksRun };
+  return { estop, made, errors, verifications, failures: c.failures, hooksRun: m.hooksRun };
 }
 
 Deno.test("Estop.trigger answers and publishes its verification when the clock's nowMs throws once as the verification is reported", async () => {

@@ -1,0 +1,112 @@
+/**
+ * The shared rig of the clock-failure tests (tests/safety/*_clock_fails_test.ts,
+ * tests/control/*_clock_fails_test.ts, estop_reload_ladder_contained_test.ts): a router that
+ * answers every call at once and records it, an inventory of providers that are up, a modes port
+ * that records FAULT, a clock whose chosen read throws, and a logger that keeps its ERROR lines.
+ */
+import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
+import type { Clock } from "../../src/common/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import type { EstopModes, SafeStateConfig } from "../../src/safety/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { call } from "./_fixture.ts";
+
+/**
+ * A router that answers every call at once with `{}`, pushing `"<provider> <function>"` to
+ * `made`; `onCall` runs first (e.g. to arm a clock once the ladder's call is made).
+ */
+export function recordingRouter(made: string[] = [], onCall?: () => void): CallRouter {
+  return {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drain: () => Promise.resolve(true),
+    call: (req: CallRequest) => {
+      made.push(`${req.providerId} ${req.functionName}`);
+      onCall?.();
+      return Promise.resolve({});
+    },
+  } as unknown as CallRouter;
+}
+
+/** An inventory of providers `ids` (default: plant), all up, with no devices. */
+export function providersUp(...ids: string[]): InventoryReader {
+  const hosts = (ids.length > 0 ? ids : ["plant"]).map((id) =>
+    ({
+      id,
+      available: true,
+      devices: [],
+      config: { timeoutMs: 1000 },
+    }) as unknown as ProviderSummary
+  );
+  return {
+    onAvailability: () => () => {},
+    onChange: () => () => {},
+    provider: (id: string) => hosts.find((h) => h.id === id),
+    providers: () => hosts,
+    devices: () => [],
+  } as unknown as InventoryReader;
+}
+
+/** A modes port that enters FAULT from MANUAL when asked; the mode and the hook runs, recorded. */
+export function faultRecordingModes() {
+  let mode = "MANUAL";
+  let hooksRun = 0;
+  const modes: EstopModes = {
+    current: () => mode as "FAULT",
+    enterFault: (): FaultEntry => {
+      mode = "FAULT";
+      return {
+        committed: true,
+        from: "MANUAL",
+        runHooks: () => (hooksRun++, Promise.resolve([])),
+        hookFailuresSoFar: () => [],
+      };
+    },
+    addArmCheck() {},
+  };
+  return { modes, mode: () => mode, hooksRun: () => hooksRun };
+}
+
+/**
+ * The system clock, except that its `read` throws `clock <read> failed` `times` times while
+ * `when()` holds (default: always); how often it threw, counted.
+ */
+export function failingClock(o: { read: "nowMs" | "monoMs"; times: number; when?: () => boolean }) {
+  let failures = 0;
+  const clock: Clock = {
+    nowMs: () => systemClock.nowMs(),
+    monoMs: () => systemClock.monoMs(),
+    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
+    clearTimer: (id) => systemClock.clearTimer(id),
+  };
+  const real = clock[o.read];
+  clock[o.read] = () => {
+    if ((o.when !== undefined && !o.when()) || failures >= o.times) return real();
+    failures++;
+    throw new Error(`clock ${o.read} failed`);
+  };
+  return { clock, failures: () => failures };
+}
+
+/** A logger at level error whose lines are kept in `errors`. */
+export function errorLog() {
+  const errors: string[] = [];
+  const log = new LineLogger({
+    level: "error",
+    journald: false,
+    now: () => 0,
+    write: (line) => errors.push(line),
+  });
+  return { log, errors };
+}
+
+/** The one-call ladder of the clock rigs: plant/plant0 set_heater(enabled=false), no read-back. */
+export function heaterOffLadder(): SafeStateConfig {
+  return {
+    setpoints: [],
+    hooks: [call("plant/plant0", "set_heater", { enabled: false })],
+    zeroIsSafe: false,
+    expect: [],
+    verifyTimeoutMs: 100,
+  };
+}
