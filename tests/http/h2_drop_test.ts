@@ -4,26 +4,17 @@
  * of a stream whose client reads nothing (info.dropConnection) must not cut those other requests.
  */
 import assert from "node:assert/strict";
-import { HTTP2_DROP_FLUSH_MS, serveHttp } from "../../src/host/mod.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
-import { selfSignedCert } from "./_tls_certs.ts";
+import { HTTP2_DROP_FLUSH_MS } from "../../src/host/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { h2FetchClient, tlsServer } from "./_h2_client.ts";
 
 Deno.test("over HTTP/2 a stream's connection drop waits for the other requests on that connection, then drops it", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "http-h2-" });
-  const { cert, key } = await selfSignedCert(dir);
   let drop: (() => void) | null = null;
   let slowArrived = false;
   let release = () => {};
   const released = new Promise<void>((r) => (release = r));
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
-    log: testLogger(),
-    openFileLimit: null,
+  const { server, caCert, remove } = await tlsServer({
+    prefix: "http-h2-",
     handler: async (req, info) => {
       if (new URL(req.url).pathname === "/stream") {
         drop = info.dropConnection;
@@ -37,11 +28,7 @@ Deno.test("over HTTP/2 a stream's connection drop waits for the other requests o
       return new Response("stopped");
     },
   });
-  const client = Deno.createHttpClient({
-    caCerts: [await Deno.readTextFile(cert)],
-    http1: false,
-    http2: true,
-  });
+  const client = h2FetchClient(caCert);
   try {
     const stream = await fetch(`https://localhost:${server.port}/stream`, { client });
     const slow = fetch(`https://localhost:${server.port}/estop`, { method: "POST", client })
@@ -64,27 +51,18 @@ Deno.test("over HTTP/2 a stream's connection drop waits for the other requests o
     release();
     client.close();
     await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await remove();
   }
 });
 
 Deno.test("over HTTP/2 a request answered while a stream's connection drop is planned still gets HTTP2_DROP_FLUSH_MS for its answer to leave", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "http-h2-" });
-  const { cert, key } = await selfSignedCert(dir);
   let drop: (() => void) | null = null;
   let slowArrived = false;
   let release = () => {};
   const released = new Promise<void>((r) => (release = r));
   let lastAnsweredAt = 0;
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
-    log: testLogger(),
-    openFileLimit: null,
+  const { server, caCert, remove } = await tlsServer({
+    prefix: "http-h2-",
     handler: async (req, info) => {
       const path = new URL(req.url).pathname;
       if (path === "/stream") {
@@ -102,11 +80,7 @@ Deno.test("over HTTP/2 a request answered while a stream's connection drop is pl
       return new Response(path);
     },
   });
-  const client = Deno.createHttpClient({
-    caCerts: [await Deno.readTextFile(cert)],
-    http1: false,
-    http2: true,
-  });
+  const client = h2FetchClient(caCert);
   try {
     const stream = await fetch(`https://localhost:${server.port}/stream`, { client });
     const slow = fetch(`https://localhost:${server.port}/slow`, { method: "POST", client });
@@ -134,6 +108,6 @@ Deno.test("over HTTP/2 a request answered while a stream's connection drop is pl
     release();
     client.close();
     await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await remove();
   }
 });

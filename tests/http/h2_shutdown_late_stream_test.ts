@@ -9,41 +9,30 @@
 import assert from "node:assert/strict";
 import * as host from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { endlessAnswer, tlsServer } from "./_h2_client.ts";
 import { RawH2Client } from "./_h2_raw.ts";
-import { selfSignedCert } from "./_tls_certs.ts";
 
 Deno.test("shutdown cuts an HTTP/2 connection held by a stream opened as its graceful end began, whose client never reads, within HTTP_SHUTDOWN_MAX_MS", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "http-h2-late-stream-" });
-  const { cert, key } = await selfSignedCert(dir);
   const clock = new ManualClock();
   let callArrived = false;
   let bigArrived = false;
   let release = () => {};
   const released = new Promise<void>((r) => (release = r));
-  const chunk = new Uint8Array(64 * 1024).fill(0x61);
-  const server = await host.serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
-    log: testLogger(),
-    openFileLimit: null,
+  const { server, caCert, remove } = await tlsServer({
+    prefix: "http-h2-late-stream-",
     clock,
     handler: async (req) => {
       if (new URL(req.url).pathname === "/big") {
         bigArrived = true;
-        // An answer without end (a download): its client never reads it.
-        return new Response(new ReadableStream({ pull: (c) => c.enqueue(chunk) }));
+        return endlessAnswer(); // its client never reads it
       }
       callArrived = true;
       await released;
       return new Response("call done");
     },
   });
-  const client = await RawH2Client.connect(server.port, await Deno.readTextFile(cert));
+  const client = await RawH2Client.connect(server.port, caCert);
   let stoppedAt: number | null = null;
   // HTTP_SHUTDOWN_MAX_MS, the HTTP part of the process's shutdown budget (src/app/process.ts),
   // spelled out: the code before the fix, which the test must fail against, has no such name.
@@ -87,6 +76,6 @@ Deno.test("shutdown cuts an HTTP/2 connection held by a stream opened as its gra
     await client.done;
     // The code before the fix never ends its shutdown: nothing more to wait for then.
     if (stoppedAt !== null) await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await remove();
   }
 });
