@@ -7,44 +7,9 @@
  * disk, the second started as the next process.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { diskFullError } from "../helpers/journal_files.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-
-/**
- * In-memory files whose appends of a run_closed event wait for `gate` while it is set, and fail
- * (a full disk) while `fail` is.
- */
-class HeldRunClosed extends MemoryFiles {
-  gate: Promise<void> | null = null;
-  held = 0;
-  fail = false;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    return {
-      ...h,
-      append: async (text: string) => {
-        if (text.includes('"category":"run_closed"')) {
-          if (this.gate !== null) {
-            this.held++;
-            await this.gate;
-          }
-          if (this.fail) throw diskFullError();
-        }
-        await h.append(text);
-      },
-    };
-  }
-}
-
-const decision = (i: number) => ({
-  origin: { kind: "http" as const, address: "127.0.0.1", token_name: "local" },
-  device_handle: "sim0/motorctl0",
-  function: "set_motor_duty",
-  args: { duty: { type: "double", double: i } },
-});
+import { decision, HeldRunClosed } from "./_run_closed_files.ts";
 
 Deno.test("Kernel: calls listed in_flight by a close the process died in are not recorded again as interrupted by the next start", async () => {
   const dir = await Deno.makeTempDir({ prefix: "run_close_crash_" });

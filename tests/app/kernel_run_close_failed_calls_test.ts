@@ -9,45 +9,13 @@
  */
 import assert from "node:assert/strict";
 import type { AuditIntent } from "../../src/control/mod.ts";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
-import { diskFullError } from "../helpers/journal_files.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-
-/** In-memory files whose appends of a run_closed event wait for `gate`, then fail while `fail`. */
-class FailingRunClosed extends MemoryFiles {
-  gate: Promise<void> | null = null;
-  held = 0;
-  fail = false;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    return {
-      ...h,
-      append: async (text: string) => {
-        if (text.includes('"category":"run_closed"')) {
-          if (this.gate !== null) {
-            this.held++;
-            await this.gate;
-          }
-          if (this.fail) throw diskFullError();
-        }
-        await h.append(text);
-      },
-    };
-  }
-}
-
-const decision = (i: number) => ({
-  origin: { kind: "http" as const, address: "127.0.0.1", token_name: "local" },
-  device_handle: "sim0/motorctl0",
-  function: "set_motor_duty",
-  args: { duty: { type: "double", double: i } },
-});
+import { decision, HeldRunClosed } from "./_run_closed_files.ts";
 
 Deno.test("Kernel: calls decided during a run's close that failed are counted by the run that stays open, never also its events", async () => {
   const dir = await Deno.makeTempDir({ prefix: "run_close_failed_calls_" });
-  const files = new FailingRunClosed();
+  const files = new HeldRunClosed();
   const rt = await startRuntime(
     testConfig({ runtime: { dataDir: dir }, history: { enabled: false } }),
     { host: { files } },

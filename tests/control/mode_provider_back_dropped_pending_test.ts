@@ -8,14 +8,9 @@
  * once and an e-stop securing the test settles.
  */
 import assert from "node:assert/strict";
-import type { CallRouter } from "../../src/control/mod.ts";
-import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
+import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { call, hook } from "../safety/_fixture.ts";
+import { providerBackModes } from "./_provider_back_rig.ts";
 
 Deno.test("ModeManager makes the calls a reload dropped from the stop again for a provider that came back before the stop's hooks began, after its securing run", async () => {
   const calls: CallRequest[] = [];
@@ -27,34 +22,7 @@ Deno.test("ModeManager makes the calls a reload dropped from the stop again for 
       return Promise.resolve({});
     },
   } as unknown as CallRouter;
-  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
-  const host = { id: "plant", available: true, config: { timeoutMs: 1000 } } as ProviderSummary;
-  const inventory = {
-    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
-      availability.push(l);
-      return () => {};
-    },
-    provider: () => host,
-    providers: () => [],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  const cool = hook("*", "FAULT", [call("plant/plant0", "set_cooler", { enabled: true })], false);
-  const heaterOff = hook(
-    "*",
-    "FAULT",
-    [call("plant/plant0", "set_heater", { enabled: false })],
-    false,
-  );
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log: testLogger(),
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition: [cool], afterTransition: [] },
-  });
+  const { modes, heaterOff, comeBack } = providerBackModes(router);
   // The e-stop's securing of plant: its ladder made no declared call; settled by the test.
   const securing = Promise.withResolvers<readonly CallConfig[]>();
   let asked = 0;
@@ -68,7 +36,7 @@ Deno.test("ModeManager makes the calls a reload dropped from the stop again for 
   // A reload meanwhile drops set_cooler: the stop under way still makes it.
   modes.reconfigure({ beforeTransition: [heaterOff], afterTransition: [] }, "BLOCK");
   // plant comes back while the ladder runs.
-  for (const l of availability) l(host, true);
+  comeBack();
 
   assert.deepEqual(await entry.runHooks(), []);
   const names = () => calls.map((c) => c.functionName);

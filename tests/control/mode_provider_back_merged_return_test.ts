@@ -8,14 +8,9 @@
  * the test answers it, and e-stop securing runs the test settles.
  */
 import assert from "node:assert/strict";
-import type { CallRouter } from "../../src/control/mod.ts";
-import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
+import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { call, hook } from "../safety/_fixture.ts";
+import { providerBackModes } from "./_provider_back_rig.ts";
 
 /** Waits (bounded) until `ok()` holds, a macrotask at a time. */
 async function until(ok: () => boolean, what: string): Promise<void> {
@@ -31,34 +26,7 @@ Deno.test("ModeManager makes the stop's dropped calls for a provider that comes 
     call: (req: CallRequest) =>
       new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
   } as unknown as CallRouter;
-  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
-  const host = { id: "plant", available: true, config: { timeoutMs: 1000 } } as ProviderSummary;
-  const inventory = {
-    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
-      availability.push(l);
-      return () => {};
-    },
-    provider: () => host,
-    providers: () => [],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  const cool = hook("*", "FAULT", [call("plant/plant0", "set_cooler", { enabled: true })], false);
-  const heaterOff = hook(
-    "*",
-    "FAULT",
-    [call("plant/plant0", "set_heater", { enabled: false })],
-    false,
-  );
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log: testLogger(),
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition: [cool], afterTransition: [] },
-  });
+  const { modes, host, heaterOff, comeBack } = providerBackModes(router);
   // The e-stop's securing runs of plant: the one a reload of its ladder begins (asked for as
   // "not begun"), and the one its return begins (the latest, asked for at the turn).
   const forReload = Promise.withResolvers<readonly CallConfig[]>();
@@ -76,7 +44,7 @@ Deno.test("ModeManager makes the stop's dropped calls for a provider that comes 
   await until(() => held.length === 1, "the hooks' run made its first call");
   // While they run: a reload changes plant's ladder calls, then plant comes back.
   modes.ladderReloaded(host);
-  for (const l of availability) l(host, true);
+  comeBack();
   // The hooks' own run ends (the stop's dropped call, then the one in force).
   held[0]!.answer();
   await until(() => held.length === 2, "the hooks' run made its second call");
