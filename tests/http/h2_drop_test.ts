@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { HTTP2_DROP_FLUSH_MS } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { h2FetchClient, tlsServer } from "./_h2_client.ts";
 
@@ -36,7 +37,7 @@ Deno.test("over HTTP/2 a stream's connection drop waits for the other requests o
     await waitFor("both requests in flight", () => slowArrived && drop !== null, 5000);
     assert.equal(server.connectionStats().open, 1, "one HTTP/2 connection carries both");
     drop!(); // the stream's client is judged stalled
-    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(server.connectionStats().open, 1, "kept while the e-stop on it is in flight");
     release();
     const res = await slow;
     assert.ok(res instanceof Response, `the e-stop sharing the connection was cut: ${res}`);
@@ -60,9 +61,12 @@ Deno.test("over HTTP/2 a request answered while a stream's connection drop is pl
   let slowArrived = false;
   let release = () => {};
   const released = new Promise<void>((r) => (release = r));
+  // The drop's bound on a manual clock: when the drop came is read off it, not off the wall.
+  const clock = new ManualClock();
   let lastAnsweredAt = 0;
   const { server, caCert, remove } = await tlsServer({
     prefix: "http-h2-",
+    clock,
     handler: async (req, info) => {
       const path = new URL(req.url).pathname;
       if (path === "/stream") {
@@ -76,7 +80,7 @@ Deno.test("over HTTP/2 a request answered while a stream's connection drop is pl
         slowArrived = true;
         await released;
       }
-      lastAnsweredAt = performance.now(); // before its bytes are written
+      lastAnsweredAt = clock.monoMs(); // before its bytes are written
       return new Response(path);
     },
   });
@@ -88,16 +92,21 @@ Deno.test("over HTTP/2 a request answered while a stream's connection drop is pl
     drop!(); // the stream's client is judged stalled
     release();
     assert.equal(await (await slow).text(), "/slow"); // the drop is planned from here
-    // An e-stop on the same connection, answered before the planned drop.
-    await new Promise((r) => setTimeout(r, HTTP2_DROP_FLUSH_MS / 2));
+    // An e-stop on the same connection, answered before the planned drop (half its bound on).
+    clock.advance(HTTP2_DROP_FLUSH_MS / 2);
     const estop = await fetch(`https://localhost:${server.port}/estop`, {
       method: "POST",
       client,
     }).catch((err) => err as Error);
     assert.ok(estop instanceof Response, `the e-stop was cut: ${estop}`);
     await estop.body?.cancel();
-    await waitFor("the connection dropped", () => server.connectionStats().open === 0, 5000);
-    const after = performance.now() - lastAnsweredAt;
+    // The bounds pass on the manual clock, one timer at a time, until the drop.
+    await waitFor(
+      "the connection dropped",
+      () => server.connectionStats().open === 0 || (clock.fireNext(), false),
+      5000,
+    );
+    const after = clock.monoMs() - lastAnsweredAt;
     assert.ok(
       after >= HTTP2_DROP_FLUSH_MS,
       `the connection was dropped ${Math.round(after)} ms after the e-stop's answer was ` +
