@@ -799,12 +799,31 @@ export class Estop implements EstopService {
     }
     const { plan, actions, drain } = ladder;
     const expect = safeState.expect;
-    const startedAt = this.#o.clock.monoMs();
+    // After the ladder and the hooks: a clock that fails must not take the trigger's answer away.
+    // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
+    let startedAt: number | null = null;
+    try {
+      startedAt = this.#o.clock.monoMs();
+    } catch (err) {
+      this.#log.error(
+        `e-stop verification: reading the clock failed: ${errorMessage(err)}; asked once more`,
+      );
+      try {
+        startedAt = this.#o.clock.monoMs();
+      } catch (again) {
+        this.#log.error(
+          `e-stop verification: its start is unknown: reading the clock failed: ${
+            errorMessage(again)
+          }`,
+        );
+      }
+    }
     const verification = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
       expect,
       timeoutMs: safeState.verifyTimeoutMs,
+      log: this.#log,
     });
     this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
     this.#reportVerification(verification, "e-stop verification");
@@ -1144,15 +1163,21 @@ export class Estop implements EstopService {
    * `startedAt`, into what status shows: a check replaces the one shown unless that one comes
    * from a read-back begun later. A read-back of another expectation list (a trigger after a
    * reload of safety.safe_state) replaces it all; a partial one of a list no longer shown is
-   * dropped (false).
+   * dropped (false). A `startedAt` of null (the clock failed) is a read-back begun now: it
+   * replaces every check it has, shown as begun with the latest shown, so later ones replace it.
    */
   #mergeVerification(
     expect: readonly SafeStateExpectation[],
     indices: readonly number[],
     v: Verification,
-    startedAt: number,
+    startedAt: number | null,
   ): boolean {
     let shown = this.#verified;
+    if (startedAt === null) {
+      startedAt = shown === null || shown.expect !== expect
+        ? -Infinity
+        : Math.max(-Infinity, ...shown.startedAt);
+    }
     if (shown === null || shown.expect !== expect) {
       if (indices.length !== expect.length) return false;
       shown = this.#verified = {

@@ -17,6 +17,8 @@ import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
+  errorMessage,
+  type Logger,
   type Quality,
   sleepOn,
   type TypedValue,
@@ -62,13 +64,42 @@ export interface VerifyOptions {
   readonly clock: Clock;
   readonly expect: readonly SafeStateExpectation[];
   readonly timeoutMs: number;
+  /** Where a monotonic clock that throws is told (ERROR lines). */
+  readonly log?: Logger;
+}
+
+/**
+ * The monotonic clock, on the stop path: a clock that fails is asked once more; null when it
+ * fails again (what needs the time is then left out, `without`, said on an ERROR line).
+ */
+function readMono(o: VerifyOptions, step: string, without: string): number | null {
+  try {
+    return o.clock.monoMs();
+  } catch (err) {
+    o.log?.error(
+      `safe-state verification: reading the clock (${step}) failed: ${
+        errorMessage(err)
+      }; asked once more`,
+    );
+    try {
+      return o.clock.monoMs();
+    } catch (again) {
+      o.log?.error(
+        `safe-state verification: ${without}: reading the clock (${step}) failed again: ${
+          errorMessage(again)
+        }`,
+      );
+      return null;
+    }
+  }
 }
 
 /** Reads every expected signal back until all hold or the timeout passes (module comment). */
 export async function verifySafeState(o: VerifyOptions): Promise<Verification> {
-  const started = o.clock.monoMs();
   if (o.expect.length === 0) return { outcome: "unverifiable", elapsed_ms: 0, checks: [] };
-  const deadline = started + o.timeoutMs;
+  // With no start there is no deadline: each device is read back once, bounded by the timeout.
+  const started = readMono(o, "start", "read back once, not retried");
+  const deadline = started === null ? null : started + o.timeoutMs;
   const groups = new Map<string, SafeStateExpectation[]>();
   for (const e of o.expect) {
     const key = `${e.providerId}\u0000${e.deviceId}`;
@@ -81,9 +112,11 @@ export async function verifySafeState(o: VerifyOptions): Promise<Verification> {
     [...groups.values()].map((g) => verifyDevice(o, g, deadline, results)),
   );
   const checks = o.expect.map((e) => results.get(e)!);
+  // A duration the clock could not measure is 0, never invented.
+  const ended = started === null ? null : readMono(o, "end", "elapsed_ms is 0");
   return {
     outcome: verificationOutcome(checks),
-    elapsed_ms: Math.round(o.clock.monoMs() - started),
+    elapsed_ms: started === null || ended === null ? 0 : Math.round(ended - started),
     checks,
   };
 }
@@ -102,13 +135,18 @@ export function verificationOutcome(checks: readonly VerificationCheck[]): Verif
 async function verifyDevice(
   o: VerifyOptions,
   group: readonly SafeStateExpectation[],
-  deadline: number,
+  deadline: number | null,
   out: Map<SafeStateExpectation, VerificationCheck>,
 ): Promise<void> {
   const { providerId, deviceId } = group[0]!;
   const signalIds = [...new Set(group.map((e) => e.signalId))];
   for (;;) {
-    const remaining = deadline - o.clock.monoMs();
+    // A clock that fails (null deadline, or no time now): this read is the last, bounded by the
+    // whole timeout.
+    const now = deadline === null
+      ? null
+      : readMono(o, `${providerId}/${deviceId}`, "read back once more, not retried");
+    const remaining = deadline === null || now === null ? o.timeoutMs : deadline - now;
     const read = await o.reads.readFresh(providerId, deviceId, signalIds, remaining);
     let allHold = true;
     for (const e of group) {
@@ -123,8 +161,10 @@ async function verifyDevice(
       if (!keep) out.set(e, check);
       if (check.outcome !== "verified") allHold = false;
     }
-    if (allHold) return;
-    const left = deadline - o.clock.monoMs();
+    if (allHold || deadline === null || now === null) return;
+    const after = readMono(o, `${providerId}/${deviceId}`, "not read back again");
+    if (after === null) return;
+    const left = deadline - after;
     if (left <= 0) return;
     await sleepOn(o.clock, Math.min(VERIFY_RETRY_INTERVAL_MS, left));
   }

@@ -1,0 +1,166 @@
+/**
+ * The e-stop must work whatever else is failing: a monotonic clock that throws once the ladder's
+ * calls and the hooks into FAULT ran (the start of the read-back, its deadline, its elapsed time)
+ * does not take the trigger's answer away. Asked once more, the read-back runs as usual; when the
+ * clock keeps failing there is no deadline to bound it: the expectations are read back once (no
+ * retry), and what was read is the answer's verification, its elapsed time what the clock could
+ * measure (never invented), each failure logged. In-process: the real Estop over a router that
+ * answers every call at once, a reader that reads the expectation back as met, and an injected
+ * clock whose monoMs throws once after the ladder's call, or always from then on.
+ */
+import assert from "node:assert/strict";
+import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
+import type { Clock } from "../../src/common/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { Estop, type EstopModes } from "../../src/safety/mod.ts";
+import type {
+  FreshRead,
+  FreshReader,
+  InventoryReader,
+  ProviderSummary,
+} from "../../src/state/mod.ts";
+import { call } from "./_fixture.ts";
+
+/**
+ * An e-stop whose clock's monoMs throws `times` times once the ladder's call was made, with one
+ * expectation its reader reads back as met (`reads`: how many read-backs); what it did, recorded.
+ */
+function rig(o: { times: number }) {
+  const made: string[] = [];
+  let armed = false;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drain: () => Promise.resolve(true),
+    call: (req: CallRequest) => {
+      made.push(`${req.providerId} ${req.functionName}`);
+      armed = true;
+      return Promise.resolve({});
+    },
+  } as unknown as CallRouter;
+  const host = {
+    id: "plant",
+    available: true,
+    devices: [],
+    config: { timeoutMs: 1000 },
+  } as unknown as ProviderSummary;
+  const inventory = {
+    onAvailability: () => () => {},
+    onChange: () => () => {},
+    provider: (id: string) => id === "plant" ? host : undefined,
+    providers: () => [host],
+    devices: () => [],
+  } as unknown as InventoryReader;
+  let mode = "MANUAL";
+  let hooksRun = 0;
+  const modes: EstopModes = {
+    current: () => mode as "FAULT",
+    enterFault: (): FaultEntry => {
+      mode = "FAULT";
+      return {
+        committed: true,
+        from: "MANUAL",
+        runHooks: () => (hooksRun++, Promise.resolve([])),
+        hookFailuresSoFar: () => [],
+      };
+    },
+    addArmCheck() {},
+  };
+  let failures = 0;
+  const clock: Clock = {
+    nowMs: () => systemClock.nowMs(),
+    monoMs: () => {
+      if (!armed || failures >= o.times) return systemClock.monoMs();
+      failures++;
+      throw new Error("clock monoMs failed");
+    },
+    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
+    clearTimer: (id) => systemClock.clearTimer(id),
+  };
+  const errors: string[] = [];
+  const log = new LineLogger({
+    level: "error",
+    journald: false,
+    now: () => 0,
+    write: (line) => errors.push(line),
+  });
+  const bus = new EventBus();
+  const verifications: RuntimeEvent[] = [];
+  bus.subscribe(({ event }) => {
+    if (event.kind === "estop_verification") verifications.push(event);
+  });
+  let readBacks = 0;
+  const reads: FreshReader = {
+    readFresh: () => {
+      readBacks++;
+      return Promise.resolve({
+        ok: true,
+        samples: new Map([["heater", { value: { type: "bool", bool: false }, quality: "OK" }]]),
+      } as FreshRead);
+    },
+  };
+  const estop = new Estop({
+    router,
+    inventory,
+    reads,
+    clock,
+    log,
+    bus,
+    modes,
+    safeState: {
+      setpoints: [],
+      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
+      zeroIsSafe: false,
+      expect: [{
+        signal: "plant/plant0/heater",
+        providerId: "plant",
+        deviceId: "plant0",
+        signalId: "heater",
+        equals: false,
+        path: "safety.safe_state.expect[0]",
+      }],
+      verifyTimeoutMs: 100,
+    },
+  });
+  return {
+    estop,
+    made,
+    errors,
+    verifications,
+    failures: () => failures,
+    hooksRun: () => hooksRun,
+    readBacks: () => readBacks,
+  };
+}
+
+Deno.test("Estop.trigger answers with its read-back when the clock's monoMs throws once after the ladder", async () => {
+  const r = rig({ times: 1 });
+  const result = await r.estop.trigger("clock broken");
+  assert.equal(r.failures(), 1, "the clock threw");
+  assert.equal(result.fault_engaged, true);
+  assert.deepEqual(r.made, ["plant set_heater"], "the ladder's call was made");
+  assert.equal(r.hooksRun(), 1, "the hooks into FAULT ran");
+  assert.equal(result.verification.outcome, "verified");
+  assert.equal(r.readBacks(), 1);
+  assert.equal(r.verifications.length, 1, "published");
+  assert.equal(r.errors.filter((l) => l.includes("clock monoMs failed")).length, 1);
+});
+
+Deno.test("Estop.trigger answers with one read-back, unbounded by no deadline, when the clock's monoMs always throws after the ladder", async () => {
+  const r = rig({ times: Infinity });
+  const result = await r.estop.trigger("clock broken");
+  assert.equal(result.fault_engaged, true);
+  assert.deepEqual(r.made, ["plant set_heater"], "the ladder's call was made");
+  assert.equal(r.hooksRun(), 1, "the hooks into FAULT ran");
+  assert.equal(r.readBacks(), 1, "read back once: no deadline to bound a retry");
+  assert.equal(result.verification.outcome, "verified");
+  assert.equal(result.verification.checks[0]?.outcome, "verified");
+  assert.equal(result.verification.elapsed_ms, 0, "nothing measured: no invented duration");
+  assert.equal(r.estop.status().verification?.outcome, "verified", "status shows it");
+  assert.equal(r.verifications.length, 1, "published (its time is the wall clock's)");
+  assert.ok(
+    r.errors.some((l) => l.includes("clock monoMs failed") && l.startsWith("ERROR")),
+    r.errors.join("\n"),
+  );
+});
