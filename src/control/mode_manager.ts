@@ -1095,11 +1095,28 @@ export class ModeManager implements ModeService {
       const text = describeHookFailure(failure);
       if (hook.failOnError || to === "FAULT") this.#log.error(text);
       else this.#log.warn(text);
-      this.#o.bus.publish({
-        kind: "hook_failure",
-        ...failure,
-        timestamp_ms: this.#o.clock.nowMs(),
-      });
+      // The call's failure is what the caller must get: a clock that fails is asked once more;
+      // if it fails again the event is not published (no invented time), logged.
+      const readClock = () => this.#o.clock.nowMs();
+      let timestampMs: number;
+      try {
+        timestampMs = readClock();
+      } catch (clockErr) {
+        this.#log.error(
+          `${text}: reading the clock failed: ${toRuntimeError(clockErr).message}; asked once more`,
+        );
+        try {
+          timestampMs = readClock();
+        } catch (again) {
+          this.#log.error(
+            `${text}: hook_failure not published: reading the clock failed: ${
+              toRuntimeError(again).message
+            }`,
+          );
+          return failure;
+        }
+      }
+      this.#o.bus.publish({ kind: "hook_failure", ...failure, timestamp_ms: timestampMs });
       return failure;
     }
   }
