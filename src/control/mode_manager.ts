@@ -1233,11 +1233,13 @@ interface MergedProviderBack {
  * return begins a securing run of its own) makes it wait for the latest securing run, not only
  * for one begun for a reload. A second securing run it is handed while it already waits for one
  * (a second reload of the ladder) is waited for too, and the calls of both are left out: the
- * hook calls then land after both runs' ladder calls, never between them.
+ * hook calls then land after both runs' ladder calls, never between them. One waiting for none
+ * (null: the e-stop secured nothing then) takes a later concrete run.
  */
 function mergeProviderBack(into: MergedProviderBack, next: ProviderBackOptions): void {
   if (next.stopsOwn === true) into.stopsOwn = true;
   if (next.securing === undefined) into.securing = undefined;
+  else if (next.securing !== null && into.securing === null) into.securing = next.securing;
   else if (next.securing !== null && into.securing && into.securing !== next.securing) {
     const both = Promise.all([into.securing, next.securing]).then(([a, b]) => [...a, ...b]);
     // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.
