@@ -32,6 +32,28 @@ export interface Clock {
 }
 
 /**
+ * Reads a clock on a stop path, where a clock that throws must not take a step away: one that
+ * fails is asked once more; null when it fails again (no invented time). `failed` is told of each
+ * failure (`again`: the second) for its ERROR line.
+ */
+export function readClockTwice(
+  read: () => number,
+  failed: (err: unknown, again: boolean) => void,
+): number | null {
+  try {
+    return read();
+  } catch (err) {
+    failed(err, false);
+  }
+  try {
+    return read();
+  } catch (err) {
+    failed(err, true);
+    return null;
+  }
+}
+
+/**
  * A change of wall minus monotonic time this large is a step of the wall clock (NTP, an operator,
  * a board's first synchronisation), not its slewing (NTP slews at most 0.5 ms per second): what
  * follows the wall clock's steps (the history ring's horizon, a shelve's end as shown) ignores

@@ -36,6 +36,7 @@ import {
   failedPrecondition,
   type Logger,
   raceTimeout,
+  readClockTwice,
   type RuntimeError,
   toRuntimeError,
 } from "../common/mod.ts";
@@ -1097,25 +1098,20 @@ export class ModeManager implements ModeService {
       else this.#log.warn(text);
       // The call's failure is what the caller must get: a clock that fails is asked once more;
       // if it fails again the event is not published (no invented time), logged.
-      const readClock = () => this.#o.clock.nowMs();
-      let timestampMs: number;
-      try {
-        timestampMs = readClock();
-      } catch (clockErr) {
-        this.#log.error(
-          `${text}: reading the clock failed: ${toRuntimeError(clockErr).message}; asked once more`,
-        );
-        try {
-          timestampMs = readClock();
-        } catch (again) {
+      const timestampMs = readClockTwice(
+        () => this.#o.clock.nowMs(),
+        (clockErr, again) =>
           this.#log.error(
-            `${text}: hook_failure not published: reading the clock failed: ${
-              toRuntimeError(again).message
-            }`,
-          );
-          return failure;
-        }
-      }
+            again
+              ? `${text}: hook_failure not published: reading the clock failed: ${
+                toRuntimeError(clockErr).message
+              }`
+              : `${text}: reading the clock failed: ${
+                toRuntimeError(clockErr).message
+              }; asked once more`,
+          ),
+      );
+      if (timestampMs === null) return failure;
       this.#o.bus.publish({ kind: "hook_failure", ...failure, timestamp_ms: timestampMs });
       return failure;
     }

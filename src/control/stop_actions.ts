@@ -5,7 +5,14 @@
  * so the queue drains within about the provider's timeout_ms. A stop action refused as busy
  * meanwhile retries until it gets its turn, bounded, instead of failing at once.
  */
-import { type Clock, errorMessage, type Logger, sleepOn, toRuntimeError } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  type Logger,
+  readClockTwice,
+  sleepOn,
+  toRuntimeError,
+} from "../common/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 
 /** Pause between attempts of a stop action refused because its provider's queue is full. */
@@ -29,25 +36,17 @@ export async function retryWhileBusy<T>(
 ): Promise<T> {
   const host = inventory.provider(providerId);
   if (!host) return await call(); // rejects: the router names the unknown provider
-  const readClock = (): number | null => {
-    try {
-      return clock.monoMs();
-    } catch (err) {
+  const readClock = () =>
+    readClockTwice(() => clock.monoMs(), (err, again) =>
       log?.error(
-        `stop action to ${providerId}: reading the clock failed: ${errorMessage(err)}; ` +
-          `asked once more`,
-      );
-    }
-    try {
-      return clock.monoMs();
-    } catch (err) {
-      log?.error(
-        `stop action to ${providerId}: reading the clock failed again: ${errorMessage(err)}; ` +
-          `no retry while its provider is busy`,
-      );
-      return null;
-    }
-  };
+        again
+          ? `stop action to ${providerId}: reading the clock failed again: ${
+            errorMessage(err)
+          }; no retry while its provider is busy`
+          : `stop action to ${providerId}: reading the clock failed: ${
+            errorMessage(err)
+          }; asked once more`,
+      ));
   const startedAt = readClock();
   const deadline = startedAt === null
     ? null

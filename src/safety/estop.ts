@@ -38,6 +38,7 @@ import {
   failedPrecondition,
   type Logger,
   raceTimeout,
+  readClockTwice,
   type RuntimeError,
   scalarOf,
   type TimerId,
@@ -731,23 +732,16 @@ export class Estop implements EstopService {
       // The release is in force: a clock that fails must not make clear() fail as if it were
       // not. Asked once more; if it fails again the release is not announced (no invented
       // time), an ERROR line says so (status shows it).
-      const readClock = () => this.#o.clock.nowMs();
-      let timestampMs: number | null = null;
-      try {
-        timestampMs = readClock();
-      } catch (err) {
-        this.#log.error(
-          `e-stop clear: reading the clock failed: ${errorMessage(err)}; asked once more`,
-        );
-        try {
-          timestampMs = readClock();
-        } catch (again) {
+      const timestampMs = readClockTwice(
+        () => this.#o.clock.nowMs(),
+        (err, again) =>
           this.#log.error(
-            `e-stop clear: the release is in force but not announced: reading the clock ` +
-              `failed: ${errorMessage(again)}`,
-          );
-        }
-      }
+            again
+              ? `e-stop clear: the release is in force but not announced: reading the clock ` +
+                `failed: ${errorMessage(err)}`
+              : `e-stop clear: reading the clock failed: ${errorMessage(err)}; asked once more`,
+          ),
+      );
       if (timestampMs !== null) {
         this.#o.bus?.publish({
           kind: "estop_change",
@@ -801,23 +795,14 @@ export class Estop implements EstopService {
     const expect = safeState.expect;
     // After the ladder and the hooks: a clock that fails must not take the trigger's answer away.
     // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
-    let startedAt: number | null = null;
-    try {
-      startedAt = this.#o.clock.monoMs();
-    } catch (err) {
+    const startedAt = readClockTwice(() => this.#o.clock.monoMs(), (err, again) =>
       this.#log.error(
-        `e-stop verification: reading the clock failed: ${errorMessage(err)}; asked once more`,
-      );
-      try {
-        startedAt = this.#o.clock.monoMs();
-      } catch (again) {
-        this.#log.error(
-          `e-stop verification: its start is unknown: reading the clock failed: ${
-            errorMessage(again)
-          }`,
-        );
-      }
-    }
+        again
+          ? `e-stop verification: its start is unknown: reading the clock failed: ${
+            errorMessage(err)
+          }`
+          : `e-stop verification: reading the clock failed: ${errorMessage(err)}; asked once more`,
+      ));
     const verification = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
@@ -902,19 +887,13 @@ export class Estop implements EstopService {
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
-    const readClock = () => this.#o.clock.nowMs();
-    let timestampMs: number;
-    try {
-      timestampMs = readClock();
-    } catch (err) {
-      this.#log.error(`${what}: reading the clock failed: ${errorMessage(err)}; asked once more`);
-      try {
-        timestampMs = readClock();
-      } catch (again) {
-        this.#log.error(`${what} not published: reading the clock failed: ${errorMessage(again)}`);
-        return;
-      }
-    }
+    const timestampMs = readClockTwice(() => this.#o.clock.nowMs(), (err, again) =>
+      this.#log.error(
+        again
+          ? `${what} not published: reading the clock failed: ${errorMessage(err)}`
+          : `${what}: reading the clock failed: ${errorMessage(err)}; asked once more`,
+      ));
+    if (timestampMs === null) return;
     this.#o.bus?.publish({
       kind: "estop_verification",
       outcome: v.outcome,

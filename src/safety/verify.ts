@@ -20,6 +20,7 @@ import {
   errorMessage,
   type Logger,
   type Quality,
+  readClockTwice,
   sleepOn,
   type TypedValue,
 } from "../common/mod.ts";
@@ -73,25 +74,16 @@ export interface VerifyOptions {
  * fails again (what needs the time is then left out, `without`, said on an ERROR line).
  */
 function readMono(o: VerifyOptions, step: string, without: string): number | null {
-  try {
-    return o.clock.monoMs();
-  } catch (err) {
+  return readClockTwice(() => o.clock.monoMs(), (err, again) =>
     o.log?.error(
-      `safe-state verification: reading the clock (${step}) failed: ${
-        errorMessage(err)
-      }; asked once more`,
-    );
-    try {
-      return o.clock.monoMs();
-    } catch (again) {
-      o.log?.error(
-        `safe-state verification: ${without}: reading the clock (${step}) failed again: ${
-          errorMessage(again)
-        }`,
-      );
-      return null;
-    }
-  }
+      again
+        ? `safe-state verification: ${without}: reading the clock (${step}) failed again: ${
+          errorMessage(err)
+        }`
+        : `safe-state verification: reading the clock (${step}) failed: ${
+          errorMessage(err)
+        }; asked once more`,
+    ));
 }
 
 /** Reads every expected signal back until all hold or the timeout passes (module comment). */
