@@ -2,6 +2,7 @@
  * Interfaces to the host (clock, logging, processes). Implementations live in src/host/, the
  * only folder that touches Deno.*; everything else receives these through constructors.
  */
+import { errorMessage } from "./errors.ts";
 
 /**
  * A timer set with {@link Clock.setTimer} (opaque: the host's timer handle, or a manual clock's
@@ -33,22 +34,25 @@ export interface Clock {
 
 /**
  * Reads a clock on a stop path, where a clock that throws must not take a step away: one that
- * fails is asked once more; null when it fails again (no invented time). `failed` is told of each
- * failure (`again`: the second) for its ERROR line.
+ * fails is asked once more; null when it fails again (no invented time). Each failure is an
+ * ERROR line on `log`: `<what>: reading the clock failed: <why>; asked once more`, then
+ * `<thenWhat>: reading the clock failed: <why>` (`thenWhat` says what is left out).
  */
 export function readClockTwice(
   read: () => number,
-  failed: (err: unknown, again: boolean) => void,
+  log: Logger | undefined,
+  what: string,
+  thenWhat: string,
 ): number | null {
   try {
     return read();
   } catch (err) {
-    failed(err, false);
+    log?.error(`${what}: reading the clock failed: ${errorMessage(err)}; asked once more`);
   }
   try {
     return read();
   } catch (err) {
-    failed(err, true);
+    log?.error(`${thenWhat}: reading the clock failed: ${errorMessage(err)}`);
     return null;
   }
 }

@@ -1100,16 +1100,9 @@ export class ModeManager implements ModeService {
       // if it fails again the event is not published (no invented time), logged.
       const timestampMs = readClockTwice(
         () => this.#o.clock.nowMs(),
-        (clockErr, again) =>
-          this.#log.error(
-            again
-              ? `${text}: hook_failure not published: reading the clock failed: ${
-                toRuntimeError(clockErr).message
-              }`
-              : `${text}: reading the clock failed: ${
-                toRuntimeError(clockErr).message
-              }; asked once more`,
-          ),
+        this.#log,
+        text,
+        `${text}: hook_failure not published`,
       );
       if (timestampMs === null) return failure;
       this.#o.bus.publish({ kind: "hook_failure", ...failure, timestamp_ms: timestampMs });
@@ -1136,29 +1129,26 @@ export class ModeManager implements ModeService {
     // The mode is set: what follows must not fail the commit (FAULT's hooks, a returning
     // provider's wait and the listeners -- the tree's halt -- come after it). A clock that fails is
     // asked once more; if it fails again the change is not announced (no invented time), logged.
+    const change = `mode change ${previous} -> ${next}`;
     try {
-      const readClock = () => this.#o.clock.nowMs();
-      let timestampMs: number;
-      try {
-        timestampMs = readClock();
-      } catch (err) {
-        this.#log.error(
-          `mode change ${previous} -> ${next}: reading the clock failed: ` +
-            `${toRuntimeError(err).message}; asked once more`,
-        );
-        timestampMs = readClock();
+      const timestampMs = readClockTwice(
+        () => this.#o.clock.nowMs(),
+        this.#log,
+        change,
+        `${change} not announced`,
+      );
+      if (timestampMs !== null) {
+        this.#o.bus.publish({
+          kind: "mode_change",
+          previous_mode: previous,
+          new_mode: next,
+          timestamp_ms: timestampMs,
+        });
       }
-      this.#o.bus.publish({
-        kind: "mode_change",
-        previous_mode: previous,
-        new_mode: next,
-        timestamp_ms: timestampMs,
-      });
     } catch (err) {
+      // A publish (a subscriber) or a logger that throws.
       try {
-        this.#log.error(
-          `mode change ${previous} -> ${next} not announced: ${toRuntimeError(err).message}`,
-        );
+        this.#log.error(`${change} not announced: ${toRuntimeError(err).message}`);
       } catch { /* a logger that throws does not stop the change either */ }
     }
     for (const listener of [...this.#listeners]) {

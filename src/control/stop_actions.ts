@@ -5,14 +5,7 @@
  * so the queue drains within about the provider's timeout_ms. A stop action refused as busy
  * meanwhile retries until it gets its turn, bounded, instead of failing at once.
  */
-import {
-  type Clock,
-  errorMessage,
-  type Logger,
-  readClockTwice,
-  sleepOn,
-  toRuntimeError,
-} from "../common/mod.ts";
+import { type Clock, type Logger, readClockTwice, sleepOn, toRuntimeError } from "../common/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 
 /** Pause between attempts of a stop action refused because its provider's queue is full. */
@@ -37,16 +30,12 @@ export async function retryWhileBusy<T>(
   const host = inventory.provider(providerId);
   if (!host) return await call(); // rejects: the router names the unknown provider
   const readClock = () =>
-    readClockTwice(() => clock.monoMs(), (err, again) =>
-      log?.error(
-        again
-          ? `stop action to ${providerId}: reading the clock failed again: ${
-            errorMessage(err)
-          }; no retry while its provider is busy`
-          : `stop action to ${providerId}: reading the clock failed: ${
-            errorMessage(err)
-          }; asked once more`,
-      ));
+    readClockTwice(
+      () => clock.monoMs(),
+      log,
+      `stop action to ${providerId}`,
+      `stop action to ${providerId}: no retry while its provider is busy`,
+    );
   const startedAt = readClock();
   const deadline = startedAt === null
     ? null

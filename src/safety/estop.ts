@@ -734,13 +734,9 @@ export class Estop implements EstopService {
       // time), an ERROR line says so (status shows it).
       const timestampMs = readClockTwice(
         () => this.#o.clock.nowMs(),
-        (err, again) =>
-          this.#log.error(
-            again
-              ? `e-stop clear: the release is in force but not announced: reading the clock ` +
-                `failed: ${errorMessage(err)}`
-              : `e-stop clear: reading the clock failed: ${errorMessage(err)}; asked once more`,
-          ),
+        this.#log,
+        "e-stop clear",
+        "e-stop clear: the release is in force but not announced",
       );
       if (timestampMs !== null) {
         this.#o.bus?.publish({
@@ -795,14 +791,12 @@ export class Estop implements EstopService {
     const expect = safeState.expect;
     // After the ladder and the hooks: a clock that fails must not take the trigger's answer away.
     // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
-    const startedAt = readClockTwice(() => this.#o.clock.monoMs(), (err, again) =>
-      this.#log.error(
-        again
-          ? `e-stop verification: its start is unknown: reading the clock failed: ${
-            errorMessage(err)
-          }`
-          : `e-stop verification: reading the clock failed: ${errorMessage(err)}; asked once more`,
-      ));
+    const startedAt = readClockTwice(
+      () => this.#o.clock.monoMs(),
+      this.#log,
+      "e-stop verification",
+      "e-stop verification: its start is unknown",
+    );
     const verification = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
@@ -887,12 +881,12 @@ export class Estop implements EstopService {
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
-    const timestampMs = readClockTwice(() => this.#o.clock.nowMs(), (err, again) =>
-      this.#log.error(
-        again
-          ? `${what} not published: reading the clock failed: ${errorMessage(err)}`
-          : `${what}: reading the clock failed: ${errorMessage(err)}; asked once more`,
-      ));
+    const timestampMs = readClockTwice(
+      () => this.#o.clock.nowMs(),
+      this.#log,
+      what,
+      `${what} not published`,
+    );
     if (timestampMs === null) return;
     this.#o.bus?.publish({
       kind: "estop_verification",

@@ -17,7 +17,6 @@ import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
-  errorMessage,
   type Logger,
   type Quality,
   readClockTwice,
@@ -74,16 +73,8 @@ export interface VerifyOptions {
  * fails again (what needs the time is then left out, `without`, said on an ERROR line).
  */
 function readMono(o: VerifyOptions, step: string, without: string): number | null {
-  return readClockTwice(() => o.clock.monoMs(), (err, again) =>
-    o.log?.error(
-      again
-        ? `safe-state verification: ${without}: reading the clock (${step}) failed again: ${
-          errorMessage(err)
-        }`
-        : `safe-state verification: reading the clock (${step}) failed: ${
-          errorMessage(err)
-        }; asked once more`,
-    ));
+  const what = `safe-state verification (${step})`;
+  return readClockTwice(() => o.clock.monoMs(), o.log, what, `${what}: ${without}`);
 }
 
 /** Reads every expected signal back until all hold or the timeout passes (module comment). */
