@@ -57,6 +57,7 @@ import {
   invalidArgument,
   type Logger,
   notFound,
+  raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
   type TimerId,
@@ -1691,20 +1692,13 @@ export class RunRegistry {
       this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
     });
     this.#compactIfLong();
-    const clock = this.#opts.clock;
-    let timer: TimerId | null = null;
-    const late = new Promise<void>((resolve) => {
-      timer = clock.setTimer(() => {
-        timer = null;
-        this.#log.warn(
-          `run ${open.run.run_id}: its calls listed in flight not on disk after ` +
-            `${RUN_IN_FLIGHT_SAVE_TIMEOUT_MS} ms; the failed close answers without it`,
-        );
-        resolve();
-      }, RUN_IN_FLIGHT_SAVE_TIMEOUT_MS);
-    });
-    return Promise.race([saved, late]).finally(() => {
-      if (timer !== null) clock.clearTimer(timer);
+    const late = Symbol("late");
+    return raceTimeout(this.#opts.clock, saved, RUN_IN_FLIGHT_SAVE_TIMEOUT_MS, late).then((r) => {
+      if (r !== late) return;
+      this.#log.warn(
+        `run ${open.run.run_id}: its calls listed in flight not on disk after ` +
+          `${RUN_IN_FLIGHT_SAVE_TIMEOUT_MS} ms; the failed close answers without it`,
+      );
     });
   }
 
