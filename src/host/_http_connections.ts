@@ -15,7 +15,7 @@
  * enforces the timeouts is one timer (re-armed after each run) over at most `maxConnections`
  * records, not a timer per request. Its time and timers come from the clock port.
  */
-import { type Clock, errorMessage, type Logger, type TimerId } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, raceTimeout, type TimerId } from "../common/mod.ts";
 
 /**
  * The request handler the server drives (HttpApi.handle). `info.dropConnection` closes the
@@ -882,10 +882,7 @@ export class ConnectionLayer {
 
   /** Waits for `p`, at most `ms` (and not past shutdown). */
   #bounded(p: Promise<void>, ms: number): Promise<void> {
-    const clock = this.#o.clock;
-    let t: TimerId | undefined;
-    return Promise.race([p, new Promise<void>((r) => (t = clock.setTimer(r, ms)))])
-      .finally(() => clock.clearTimer(t));
+    return raceTimeout(this.#o.clock, p, ms, undefined);
   }
 
   #sweep(): void {
