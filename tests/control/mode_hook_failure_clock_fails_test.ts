@@ -9,12 +9,13 @@
 import assert from "node:assert/strict";
 import type { CallRequest, CallRouter, ModeChange } from "../../src/control/mod.ts";
 import { ModeManager } from "../../src/control/mod.ts";
-import { type Clock, RuntimeError } from "../../src/common/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
+import { errorLog, failingClock, heaterOffLadder, providersUp } from "../safety/_clock_rig.ts";
 
 /**
  * An e-stop over real modes whose hook call into FAULT fails, and whose modes' clock's nowMs
@@ -23,6 +24,7 @@ import { call, hook } from "../safety/_fixture.ts";
 function rig(times: number) {
   const made: string[] = [];
   let armed = false;
+  // Not the rig's recording router: its hook call fails (and arms the clock).
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
@@ -34,37 +36,13 @@ function rig(times: number) {
       return Promise.reject(new RuntimeError("INTERNAL", "cooler broken"));
     },
   } as unknown as CallRouter;
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  let failures = 0;
-  const modesClock: Clock = {
-    nowMs: () => {
-      if (!armed || failures >= times) return systemClock.nowMs();
-      failures++;
-      throw new Error("clock nowMs failed");
-    },
-    monoMs: () => systemClock.monoMs(),
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
+  const inventory = providersUp("plant");
+  const { clock: modesClock, failures } = failingClock({
+    read: "nowMs",
+    times,
+    when: () => armed,
   });
+  const { log, errors } = errorLog();
   const bus = new EventBus();
   const hookEvents: RuntimeEvent[] = [];
   bus.subscribe(({ event }) => {
@@ -95,15 +73,9 @@ function rig(times: number) {
     log,
     bus,
     modes,
-    safeState: {
-      setpoints: [],
-      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
-      zeroIsSafe: false,
-      expect: [],
-      verifyTimeoutMs: 100,
-    },
+    safeState: heaterOffLadder(),
   });
-  return { estop, modes, made, errors, hookEvents, told, failures: () => failures };
+  return { estop, modes, made, errors, hookEvents, told, failures };
 }
 
 Deno.test("ModeManager reports a failed hook call into FAULT and publishes it when the clock's nowMs throws once at its hook_failure", async () => {

@@ -9,18 +9,17 @@
  * clock whose monoMs throws once after the ladder's call, or always from then on.
  */
 import assert from "node:assert/strict";
-import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
-import type { Clock } from "../../src/common/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { Estop, type EstopModes } from "../../src/safety/mod.ts";
-import type {
-  FreshRead,
-  FreshReader,
-  InventoryReader,
-  ProviderSummary,
-} from "../../src/state/mod.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { call } from "./_fixture.ts";
+import {
+  errorLog,
+  failingClock,
+  faultRecordingModes,
+  providersUp,
+  recordingRouter,
+} from "./_clock_rig.ts";
 
 /**
  * An e-stop whose clock's monoMs throws `times` times once the ladder's call was made, with one
@@ -29,62 +28,11 @@ import { call } from "./_fixture.ts";
 function rig(o: { times: number }) {
   const made: string[] = [];
   let armed = false;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
-    call: (req: CallRequest) => {
-      made.push(`${req.providerId} ${req.functionName}`);
-      armed = true;
-      return Promise.resolve({});
-    },
-  } as unknown as CallRouter;
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  let mode = "MANUAL";
-  let hooksRun = 0;
-  const modes: EstopModes = {
-    current: () => mode as "FAULT",
-    enterFault: (): FaultEntry => {
-      mode = "FAULT";
-      return {
-        committed: true,
-        from: "MANUAL",
-        runHooks: () => (hooksRun++, Promise.resolve([])),
-        hookFailuresSoFar: () => [],
-      };
-    },
-    addArmCheck() {},
-  };
-  let failures = 0;
-  const clock: Clock = {
-    nowMs: () => systemClock.nowMs(),
-    monoMs: () => {
-      if (!armed || failures >= o.times) return systemClock.monoMs();
-      failures++;
-      throw new Error("clock monoMs failed");
-    },
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
-  };
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const router = recordingRouter(made, () => (armed = true));
+  const inventory = providersUp("plant");
+  const { modes, hooksRun } = faultRecordingModes();
+  const { clock, failures } = failingClock({ read: "monoMs", times: o.times, when: () => armed });
+  const { log, errors } = errorLog();
   const bus = new EventBus();
   const verifications: RuntimeEvent[] = [];
   bus.subscribe(({ event }) => {
@@ -128,8 +76,8 @@ function rig(o: { times: number }) {
     made,
     errors,
     verifications,
-    failures: () => failures,
-    hooksRun: () => hooksRun,
+    failures,
+    hooksRun,
     readBacks: () => readBacks,
   };
 }
