@@ -1102,12 +1102,22 @@ export class Estop implements EstopService {
     const indices = expect.flatMap((e, i) =>
       expect !== shown.expect || ids.includes(e.providerId) ? [i] : []
     );
-    const startedAt = this.#o.clock.monoMs();
+    // On the stop path: a clock that fails must not take the re-verification away (as the
+    // trigger's). Asked once more; without a start it is shown as the newest (#mergeVerification)
+    // and audited without a latency (none invented).
+    const what = `e-stop re-verification (${ids.join(", ")})`;
+    const startedAt = readClockTwice(
+      () => this.#o.clock.monoMs(),
+      this.#log,
+      what,
+      `${what}: its start is unknown`,
+    );
     const partial = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
       expect: indices.map((i) => expect[i]!),
       timeoutMs: safeState.verifyTimeoutMs,
+      log: this.#log,
     });
     if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
     const merged = verificationView(this.#verified!);
@@ -1115,6 +1125,12 @@ export class Estop implements EstopService {
     this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
     const actions = [...batch.providers.values()].flat();
     const failed = actions.filter((a) => !a.success).length;
+    const endedAt = startedAt === null ? null : readClockTwice(
+      () => this.#o.clock.monoMs(),
+      this.#log,
+      what,
+      `${what}: its audit latency is left out`,
+    );
     this.#o.audit?.record({
       action: "estop",
       origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? ESTOP_CAUSE_API },
@@ -1127,7 +1143,7 @@ export class Estop implements EstopService {
         checks_total: merged.checks.length,
         checks_verified: merged.checks.filter((c) => c.outcome === "verified").length,
       },
-      latency_ms: Math.round(this.#o.clock.monoMs() - startedAt),
+      latency_ms: startedAt === null || endedAt === null ? null : Math.round(endedAt - startedAt),
     });
   }
 

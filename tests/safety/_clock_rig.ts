@@ -1,8 +1,8 @@
 /**
  * The shared rig of the clock-failure tests (tests/safety/*_clock_fails_test.ts,
  * tests/control/*_clock_fails_test.ts, estop_reload_ladder_contained_test.ts): a router that
- * answers every call at once and records it, an inventory of providers that are up, a modes port
- * that records FAULT, a clock whose chosen read throws, and a logger that keeps its ERROR lines.
+ * answers every call at once and records it, an inventory of providers that are up (or of one
+ * whose return the test announces), a modes port that records FAULT, a clock whose chosen read throws, and a logger that keeps its ERROR lines.
  */
 import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
 import type { Clock } from "../../src/common/mod.ts";
@@ -45,6 +45,37 @@ export function providersUp(...ids: string[]): InventoryReader {
     providers: () => hosts,
     devices: () => [],
   } as unknown as InventoryReader;
+}
+
+/**
+ * An inventory of provider `id` (default plant), up, with no devices, whose return the test
+ * announces: `comeBack()` tells the availability listeners (the e-stop's) that it is up again.
+ */
+export function providerComingBack(id = "plant") {
+  const listeners: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const host = {
+    id,
+    available: true,
+    devices: [],
+    config: { timeoutMs: 1000 },
+  } as unknown as ProviderSummary;
+  const inventory = {
+    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
+      listeners.push(l);
+      return () => {};
+    },
+    onChange: () => () => {},
+    provider: (p: string) => p === id ? host : undefined,
+    providers: () => [host],
+    devices: () => [],
+  } as unknown as InventoryReader;
+  return {
+    inventory,
+    host,
+    comeBack: () => {
+      for (const l of listeners) l(host, true);
+    },
+  };
 }
 
 /** A modes port that enters FAULT from MANUAL when asked; the mode and the hook runs, recorded. */
