@@ -500,7 +500,22 @@ export class ModeManager implements ModeService {
   ): Promise<TransitionReport> {
     if (mode === "FAULT") return this.#faultReport(this.enterFault("requested", source));
     const from = this.#mode;
-    const startedMs = this.#o.clock.monoMs();
+    // The latency is the audit's alone: a clock that fails must neither keep the transition from
+    // running nor fail a request whose mode changed (or replace a refusal's reason). Asked once
+    // more; when it fails again the audit entry has no latency (null: none invented).
+    const what = `mode request ${from} -> ${mode}`;
+    const readMono = () =>
+      readClockTwice(
+        () => this.#o.clock.monoMs(),
+        this.#log,
+        what,
+        `${what}: its audit latency is left out`,
+      );
+    const startedMs = this.#o.audit ? readMono() : null;
+    const latencyMs = () => {
+      const endedMs = startedMs === null ? null : readMono();
+      return startedMs === null || endedMs === null ? null : endedMs - startedMs;
+    };
     const audit = this.#o.audit;
     // A request for the current mode changes nothing and is not recorded, unless it is refused.
     const noop = from === mode && this.#leaving() === null;
@@ -514,7 +529,7 @@ export class ModeManager implements ModeService {
         function: mode,
         args: { from },
         result: { mode: report.mode, hook_failures: report.hook_failures.length },
-        latency_ms: this.#o.clock.monoMs() - startedMs,
+        latency_ms: latencyMs(),
       });
       return report;
     }, (err) => {
@@ -527,7 +542,7 @@ export class ModeManager implements ModeService {
         args: { from },
         reason: `${e.code}: ${e.message}`,
         refused_by: this.#armRefusals.get(err as object) ?? "mode",
-        latency_ms: this.#o.clock.monoMs() - startedMs,
+        latency_ms: latencyMs(),
       });
       throw err;
     });
