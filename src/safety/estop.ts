@@ -314,8 +314,11 @@ export class Estop implements EstopService {
   /** What status shows as the verification (see #mergeVerification). */
   #verified: VerificationState | null = null;
   #logPlanChanges = false;
-  /** Monotonic ms the plan was last logged at for a change (#planChanged). */
-  #planLoggedAt = -Infinity;
+  /**
+   * Monotonic ms the plan was last logged at for a change (#planChanged); null when the clock
+   * failed then (the next change waits a whole interval).
+   */
+  #planLoggedAt: number | null = -Infinity;
   /** Why the plan changed since it was last logged (logged with it). */
   readonly #planLogReasons = new Set<string>();
   #planLogTimer: TimerId | undefined;
@@ -397,17 +400,36 @@ export class Estop implements EstopService {
     if (!this.#logPlanChanges) return;
     this.#planLogReasons.add(why);
     if (this.#planLogTimer !== undefined || this.#closed) return;
-    const wait = this.#planLoggedAt + PLAN_LOG_INTERVAL_MS - this.#o.clock.monoMs();
+    if (this.#planLoggedAt === -Infinity) return this.#logPendingPlan();
+    // A reload while latched secures providers after this: a clock that fails must not take that
+    // away. Asked once more; with no time to measure the interval by, the log waits a whole one.
+    const loggedAt = this.#planLoggedAt;
+    const now = loggedAt === null
+      ? null
+      : this.#readPlanLogClock("e-stop plan log", "e-stop plan log: it waits a whole interval");
+    const wait = loggedAt === null || now === null
+      ? PLAN_LOG_INTERVAL_MS
+      : loggedAt + PLAN_LOG_INTERVAL_MS - now;
     if (wait <= 0) return this.#logPendingPlan();
     this.#planLogTimer = this.#o.clock.setTimer(() => this.#logPendingPlan(), Math.ceil(wait));
   }
 
   #logPendingPlan(): void {
     this.#planLogTimer = undefined;
-    this.#planLoggedAt = this.#o.clock.monoMs();
+    // Also from a timer, where a throw would be an uncaught error: the plan is logged all the
+    // same; the time unknown, the next change waits a whole interval.
+    this.#planLoggedAt = this.#readPlanLogClock(
+      "e-stop plan log",
+      "e-stop plan log: logged, the next one waits a whole interval",
+    );
     const why = [...this.#planLogReasons].join("; ");
     this.#planLogReasons.clear();
     this.logPlan(why);
+  }
+
+  /** The monotonic clock for the plan log's interval: asked once more; null when it fails again. */
+  #readPlanLogClock(what: string, thenWhat: string): number | null {
+    return readClockTwice(() => this.#o.clock.monoMs(), this.#log, what, thenWhat);
   }
 
   /** Cancels a plan log that waits for its turn (at shutdown). */

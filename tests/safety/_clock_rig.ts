@@ -99,16 +99,20 @@ export function faultRecordingModes() {
 }
 
 /**
- * The system clock, except that its `read` throws `clock <read> failed` `times` times while
- * `when()` holds (default: always); how often it threw, counted.
+ * The system clock (or `base`, a manual clock), except that its `read` throws
+ * `clock <read> failed` `times` times while `when()` holds (default: always); how often it threw,
+ * counted.
  */
-export function failingClock(o: { read: "nowMs" | "monoMs"; times: number; when?: () => boolean }) {
+export function failingClock(
+  o: { read: "nowMs" | "monoMs"; times: number; when?: () => boolean; base?: Clock },
+) {
   let failures = 0;
+  const base = o.base ?? systemClock;
   const clock: Clock = {
-    nowMs: () => systemClock.nowMs(),
-    monoMs: () => systemClock.monoMs(),
-    setTimer: (fn, ms) => systemClock.setTimer(fn, ms),
-    clearTimer: (id) => systemClock.clearTimer(id),
+    nowMs: () => base.nowMs(),
+    monoMs: () => base.monoMs(),
+    setTimer: (fn, ms) => base.setTimer(fn, ms),
+    clearTimer: (id) => base.clearTimer(id),
   };
   const real = clock[o.read];
   clock[o.read] = () => {
