@@ -297,6 +297,11 @@ interface ProviderBackOptions {
    * calls, so it gets the calls a reload dropped from the stop first (#stopHookCallsTo).
    */
   readonly stopsOwn?: boolean;
+  /**
+   * Securing runs a return waiting for the hooks was handed while it asked for one at its turn
+   * (mergeProviderBack): waited for too, their calls left out.
+   */
+  readonly handed?: readonly Promise<readonly CallConfig[]>[];
 }
 
 /** The FAULT entry whose hooks have begun: the mode it came from, its runs, the hooks it began with. */
@@ -997,7 +1002,12 @@ export class ModeManager implements ModeService {
    * them. Stops once FAULT is left.
    */
   #providerBack(host: ProviderSummary, options: ProviderBackOptions = {}): void {
-    const { why = "is AVAILABLE again", securing, stopsOwn = false } = options;
+    const { why = "is AVAILABLE again", securing, stopsOwn = false, handed } = options;
+    const back = (): MergedProviderBack => ({
+      securing,
+      stopsOwn,
+      ...(handed === undefined ? {} : { handed: [...handed] }),
+    });
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
     // ladder, not for the e-stop's securing of this provider (queued behind it), which may land
@@ -1012,7 +1022,7 @@ export class ModeManager implements ModeService {
       // land after the hooks' run) gets the calls a reload dropped from the stop, as after them.
       const waiting = this.#returnsAwaitingHooks.get(providerId);
       if (waiting?.done === pending) return mergeProviderBack(waiting.back, options);
-      const wait = { done: pending, back: { securing, stopsOwn } };
+      const wait = { done: pending, back: back() };
       this.#returnsAwaitingHooks.set(providerId, wait);
       void pending.promise.then(() => {
         if (this.#returnsAwaitingHooks.get(providerId) === wait) {
@@ -1033,16 +1043,19 @@ export class ModeManager implements ModeService {
     const previous = this.#reapplying.get(providerId);
     // One waiting finds the provider up at its turn; it makes what this one asks for too.
     if (previous?.waiting) return mergeProviderBack(previous.back, options);
-    const run = { waiting: true, done: Promise.resolve(), back: { securing, stopsOwn } };
+    const run = { waiting: true, done: Promise.resolve(), back: back() };
     this.#faultHooksRunning++;
     run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
       run.waiting = false;
       if (this.#faultInForce !== entry) return;
       // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
       // call it made is not made again. Released before the ladder's turn: it made none.
-      const { securing: of, stopsOwn: own } = run.back;
-      const secured = of !== undefined ? of : this.#latchSecuring?.(host) ?? null;
-      const made = secured === null ? [] : [...await secured];
+      const { securing: of, stopsOwn: own, handed } = run.back;
+      const atTurn = of !== undefined ? of : this.#latchSecuring?.(host) ?? null;
+      // With the runs it was handed while it asked for one at its turn (each once).
+      const runs = [...new Set([...handed ?? [], ...(atTurn === null ? [] : [atTurn])])];
+      const secured = runs.length === 0 ? null : runs;
+      const made = secured === null ? [] : (await Promise.all(secured)).flat();
       if (this.#faultInForce !== entry) return;
       const calls = callsOf(own).filter(({ call }) => {
         const i = made.findIndex((m) => sameDeclaredCall(m, call));
@@ -1225,6 +1238,11 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
 interface MergedProviderBack {
   securing?: Promise<readonly CallConfig[]> | null | undefined;
   stopsOwn: boolean;
+  /**
+   * The securing runs it was handed while it asks for one at its turn (`securing` undefined):
+   * waited for too, their calls left out (the one asked for at the turn may not cover them).
+   */
+  handed?: Promise<readonly CallConfig[]>[];
 }
 
 /**
@@ -1235,11 +1253,24 @@ interface MergedProviderBack {
  * for one begun for a reload. A second securing run it is handed while it already waits for one
  * (a second reload of the ladder) is waited for too, and the calls of both are left out: the
  * hook calls then land after both runs' ladder calls, never between them. One waiting for none
- * (null: the e-stop secured nothing then) takes a later concrete run.
+ * (null: the e-stop secured nothing then) takes a later concrete run. A concrete run is never
+ * dropped for one asked for at the turn: that one is the latest securing run of the provider, if
+ * any, and there is none when the latch was released and the provider (or a device of it) came
+ * back since, while a run begun before the release may still make its ladder calls; it is kept
+ * (`handed`) and waited for too.
  */
 function mergeProviderBack(into: MergedProviderBack, next: ProviderBackOptions): void {
   if (next.stopsOwn === true) into.stopsOwn = true;
-  if (next.securing === undefined) into.securing = undefined;
+  const hand = (run: Promise<readonly CallConfig[]>) => {
+    // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.
+    run.catch(() => {});
+    if (!into.handed?.includes(run)) into.handed = [...into.handed ?? [], run];
+  };
+  for (const run of next.handed ?? []) hand(run);
+  if (next.securing === undefined) {
+    if (into.securing) hand(into.securing);
+    into.securing = undefined;
+  } else if (next.securing !== null && into.securing === undefined) hand(next.securing);
   else if (next.securing !== null && into.securing === null) into.securing = next.securing;
   else if (next.securing !== null && into.securing && into.securing !== next.securing) {
     const both = Promise.all([into.securing, next.securing]).then(([a, b]) => [...a, ...b]);
