@@ -261,6 +261,11 @@ interface Conn {
    * last answer was written; HTTPS, TLS_RELAY_FLUSH_MS after its server ended.
    */
   flushTimer: TimerId | null;
+  /**
+   * The flushTimer is shutdown's drop (#drop), planned anew from each answer written until it
+   * fires; not the TLS relay's flush.
+   */
+  shutdownDrop: boolean;
   /** HTTPS: its server (the TLS side) has ended; the relay is copying what it wrote last. */
   serverEnded: boolean;
   closed: boolean;
@@ -310,6 +315,8 @@ export class ConnectionLayer {
   /** Everything started per connection (servers, relays, refusals); shutdown waits for it. */
   readonly #pending = new Set<Promise<void>>();
   #stopping = false;
+  /** Shutdown: when it cuts what is still open (HTTP_SHUTDOWN_MAX_MS after it began; monoMs). */
+  #cutAt = Infinity;
   #wakeBackoff: (() => void) | null = null;
   #lastLimitLog = -Infinity;
   #limitSuppressed = 0;
@@ -360,6 +367,7 @@ export class ConnectionLayer {
     if (this.#stopping) return;
     this.#stopping = true;
     const begun = this.#now();
+    this.#cutAt = begun + HTTP_SHUTDOWN_MAX_MS;
     if (this.#sweeper !== null) this.#o.clock.clearTimer(this.#sweeper);
     this.#sweeper = null;
     this.#wakeBackoff?.();
@@ -447,26 +455,36 @@ export class ConnectionLayer {
   /**
    * Shutdown: drops connections still answering past `after`, in one WARN line. One with an
    * answer written less than HTTP_SHUTDOWN_FLUSH_MS ago is dropped that long after the answer
-   * (its bytes leave first; shutdown waits for the connection to end).
+   * (its bytes leave first; shutdown waits for the connection to end), see #planDrop.
    */
   #drop(conns: readonly Conn[], after: string): void {
     if (conns.length === 0) return;
     this.#o.log.warn(
       `http shutdown: ${conns.length} connection(s) still answering after ${after}: dropped`,
     );
+    for (const c of conns) this.#planDrop(c);
+  }
+
+  /**
+   * Shutdown: drops `c` HTTP_SHUTDOWN_FLUSH_MS after its last answer written, at once when that is
+   * past, and never later than the cut (HTTP_SHUTDOWN_MAX_MS). Planned anew from each answer
+   * written meanwhile: planned once, an answer written during the window got only what was left
+   * of it. An HTTPS connection copying its ended server's last bytes keeps its relay's flush.
+   */
+  #planDrop(c: Conn): void {
+    if (c.closed) return;
     const now = this.#now();
-    for (const c of conns) {
-      const wait = c.lastWrittenAt + HTTP_SHUTDOWN_FLUSH_MS - now;
-      if (wait <= 0) {
-        this.#close(c);
-        continue;
-      }
-      if (c.flushTimer !== null) continue;
-      c.flushTimer = this.#o.clock.setTimer(() => {
-        c.flushTimer = null;
-        this.#close(c);
-      }, wait);
+    const wait = Math.min(c.lastWrittenAt + HTTP_SHUTDOWN_FLUSH_MS, this.#cutAt) - now;
+    if (wait <= 0) return this.#close(c);
+    if (c.flushTimer !== null) {
+      if (!c.shutdownDrop) return;
+      this.#o.clock.clearTimer(c.flushTimer);
     }
+    c.shutdownDrop = true;
+    c.flushTimer = this.#o.clock.setTimer(() => {
+      c.flushTimer = null;
+      this.#close(c);
+    }, wait);
   }
 
   /**
@@ -615,6 +633,7 @@ export class ConnectionLayer {
       dropTimer: null,
       lastWrittenAt: -Infinity,
       flushTimer: null,
+      shutdownDrop: false,
       serverEnded: false,
       requestDone: () => {
         c.inFlight--;
@@ -669,6 +688,7 @@ export class ConnectionLayer {
           const done = () => {
             written = true;
             c.lastWrittenAt = this.#now();
+            if (c.shutdownDrop) this.#planDrop(c);
             if (handed !== null) c.unwritten.delete(handed);
             if (dropWanted) c.dropWanted--;
             c.requestDone();
