@@ -199,6 +199,10 @@ export class IncidentsView {
         },
       });
     const chartBox = h("div", { class: "chart", "data-points": "0" });
+    // Another load of this page may have drawn a chart since this one began (the units' reload
+    // overlaps the first load, and both are shown when their answers come in order): the box
+    // below replaces it, and a chart left undestroyed keeps its observer and plot alive.
+    this.destroyChart();
     fill(
       box,
       h("p", {}, h("a", { href: "#incidents", text: "← All incidents" })),
