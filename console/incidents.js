@@ -150,6 +150,8 @@ export class IncidentsView {
     } catch (err) {
       if (this.id !== id) return;
       this.loadedId = "";
+      // The error replaces the page, and with it a chart another load drew meanwhile.
+      this.destroyChart();
       fill(
         box,
         h("p", {}, h("a", { href: "#incidents", text: "← All incidents" })),
