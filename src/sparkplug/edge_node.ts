@@ -1202,7 +1202,7 @@ export class SparkplugEdgeNode {
     if (before === undefined && this.#replayAfterBirth.size >= MAX_REPLAY_WALKS) {
       this.counts.storeDropped++;
       this.#log.warn(
-        `sparkplug store-and-forward: ${id} left during its replay and ${MAX_REPLAY_WALKS} ` +
+        `sparkplug store-and-forward: ${id} left with data not replayed and ${MAX_REPLAY_WALKS} ` +
           `devices already wait to come back (MAX_REPLAY_WALKS): the rest of its replay is dropped`,
       );
       return;
@@ -1211,8 +1211,9 @@ export class SparkplugEdgeNode {
   }
 
   /**
-   * The births of a new connection are out: devices that left during their replay and were not
-   * born again lose the rest of it (counted, WARNed).
+   * The births of a new connection are out: devices that left with data not replayed (their
+   * replay under way, or a DDATA handed over before their DDEATH failed) and were not born again
+   * lose it (counted, WARNed).
    */
   #dropReplaysNotBorn(): void {
     if (this.#replayAfterBirth.size === 0) return;
@@ -1220,7 +1221,7 @@ export class SparkplugEdgeNode {
     this.counts.storeDropped += ids.length;
     this.#replayAfterBirth.clear();
     this.#log.warn(
-      `sparkplug store-and-forward: ${ids.length} device(s) that left during their replay were ` +
+      `sparkplug store-and-forward: ${ids.length} device(s) that left with data not replayed were ` +
         `not born again (${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", ..." : ""}): the ` +
         `rest of their replay is dropped`,
     );
@@ -2504,15 +2505,17 @@ export class SparkplugEdgeNode {
    * is store and forward's like data that found the node offline: with the history ring its
    * device's outage starts at its poll (the ring holds the change: replayed after the next births,
    * or once writes drain); without it, it joins the queue with is_historical. A device not born
-   * now (left meanwhile) loses a live one, as its queued data; a replayed one moves the position
-   * its replay goes on from after its next DBIRTH back to its poll (#parkAt). (A lost connection is known by then: the
-   * client fails the write before it reports the close, this runs a microtask later.)
+   * now (left meanwhile: its DDEATH went after this DDATA): with the ring, live or replayed, the
+   * position its replay goes on from after its next DBIRTH moves back to this poll (#parkAt), so
+   * the host gets it then, with is_historical; without it, it is lost, as its queued data. (A lost
+   * connection is known by then: the client fails the write before it reports the close, this
+   * runs a microtask later.)
    */
   #lost(deviceId: string, p: Payload, seq: number): void {
     if (this.#stopped) return;
     const replayed = p.metrics.some((m) => m.is_historical === true);
     const born = this.#devices.has(deviceId);
-    if (!born && !(replayed && this.#o.replay !== undefined)) return;
+    if (!born && this.#o.replay === undefined) return;
     if (this.online && replayed) {
       // A replayed DDATA failing on a connection still up (not a connection lost): dropped
       // (counted), not replayed again and again.
@@ -2523,8 +2526,9 @@ export class SparkplugEdgeNode {
       let atMs = p.timestamp;
       for (const m of p.metrics) atMs = Math.min(atMs, Number(m.timestamp));
       if (!born) {
-        // A replayed DDATA handed over before its device's DDEATH: the rest of its replay waits
-        // for its next DBIRTH (#parkReplay) from after this poll; it goes back to this poll.
+        // A DDATA handed over before its device's DDEATH (live, or replayed): the ring holds its
+        // poll, replayed after the device's next DBIRTH (#replayAfterBirth) from this poll, or
+        // from an earlier one already saved (the rest of a replay its DDEATH cut).
         this.#parkAt(deviceId, { atMs, seq });
         return;
       }
