@@ -75,7 +75,8 @@ export const MAX_IN_FLIGHT = 1000;
 /**
  * With the history ring: the live DDATA written last (device and poll) remembered, at most, so
  * that a replay started by one whose write failed (#lost) skips the later polls that did go out
- * while it was in flight (at most MAX_IN_FLIGHT - 1 of them).
+ * while it was in flight (at most MAX_IN_FLIGHT - 1 of them), also when it resumes after its
+ * device's DDEATH and next DBIRTH.
  */
 export const LIVE_OUT_KEPT = MAX_IN_FLIGHT;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
@@ -499,7 +500,8 @@ export class SparkplugEdgeNode {
   #liveInFlight = 0;
   /**
    * With the history ring: the last LIVE_OUT_KEPT live DDATA written (a ring: device, poll);
-   * emptied whenever no replay waits and none is in flight (nothing can need them then).
+   * emptied whenever no replay waits, none is in flight and no device's position waits for its
+   * next DBIRTH (#replayAfterBirth): nothing can need them then.
    */
   readonly #liveOutIds: string[] = new Array(LIVE_OUT_KEPT).fill("");
   readonly #liveOutSeqs: number[] = new Array(LIVE_OUT_KEPT).fill(-1);
@@ -2421,14 +2423,23 @@ export class SparkplugEdgeNode {
     return true;
   }
 
-  /** A live DDATA was written: remembered for a replay that may yet start from an earlier poll. */
+  /**
+   * A live DDATA was written: remembered for a replay that may yet start from an earlier poll,
+   * one resumed after its device's next DBIRTH from a saved position (#replayAfterBirth) too.
+   */
   #liveWritten(deviceId: string, seq: number): void {
     this.#liveInFlight--;
     if (
       this.#liveInFlight === 0 && this.#outage === null && this.#walkHead === this.#walks.length
     ) {
-      this.#liveOutCount = 0; // no replay waits and none in flight: nothing can need them
-      return;
+      // No replay waits and none in flight: only a device whose position waits for its next
+      // DBIRTH can need them (its replay resumes from a poll before those it wrote live), and
+      // only its own.
+      if (this.#replayAfterBirth.size === 0) {
+        this.#liveOutCount = 0;
+        return;
+      }
+      if (!this.#replayAfterBirth.has(deviceId)) return;
     }
     this.#liveOutIds[this.#liveOutNext] = deviceId;
     this.#liveOutSeqs[this.#liveOutNext] = seq;

@@ -107,6 +107,17 @@ export function ringRig(o: RingRigOptions = {}) {
       timestamp_ms: clock.nowMs(),
     } as RuntimeEvent);
   };
+  /** A device of p0 leaves the inventory (its provider staying up); the inventory tells the node. */
+  const removeDevice = (deviceId: string) => {
+    summary.devices = summary.devices.filter((c) => c.device.deviceId !== deviceId);
+    emit({
+      kind: "device_availability",
+      provider_id: P,
+      device_id: deviceId,
+      available: false,
+      timestamp_ms: clock.nowMs(),
+    } as RuntimeEvent);
+  };
   /** Provider p0's availability changes, and the inventory tells the node (synchronously). */
   const setAvailable = (available: boolean) => {
     summary.available = available;
@@ -166,6 +177,7 @@ export function ringRig(o: RingRigOptions = {}) {
     sessions,
     session,
     addDevice,
+    removeDevice,
     setAvailable,
     poll,
     reconnect,
