@@ -1042,10 +1042,13 @@ export class SparkplugEdgeNode {
     this.counts.births++;
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
+    const first = this.#lastNode === null;
     this.#lastNode = status;
     this.#unbornNode = null;
     this.#nodeBehind = false;
     this.#nodeBehindSince = null;
+    // The first births: a change since start() that the NBIRTH carries is not history to send.
+    if (first) this.#dropCarriedByBirth(this.#nodeMetrics(status, null, now, true));
     this.#send("NBIRTH", undefined, {
       timestamp: now,
       metrics: [
@@ -1103,6 +1106,37 @@ export class SparkplugEdgeNode {
     // The ring's changes since the outage, up to these births (their values are current).
     if (this.#outage !== null) this.#startReplay();
     this.#pump();
+  }
+
+  /**
+   * At the first births: a node metric whose only change kept since start() (#keepNode) is to
+   * the value the NBIRTH carries loses that change. The host never had the value before it (the
+   * metrics at start() are not published), so its NDATA would show no transition, only the
+   * NBIRTH's value from an earlier time: noise (an operator arming the runtime while the births
+   * wait). The host's history of that metric starts at the NBIRTH. A metric that changed more
+   * than once keeps every change: the values between are not in the NBIRTH, and the last one
+   * ends the one before at its time (a latch cleared before the births). NCMD e-stop answers
+   * kept stay (not a status metric: `birth` holds the NBIRTH's status metrics alone).
+   */
+  #dropCarriedByBirth(birth: readonly Metric[]): void {
+    const changes = new Map<number, number>();
+    for (const k of this.#nodeKept) {
+      for (const m of k.metrics) {
+        const a = Number(m.alias);
+        changes.set(a, (changes.get(a) ?? 0) + 1);
+      }
+    }
+    const carried = new Set<number>();
+    for (const m of birth) {
+      const a = Number(m.alias);
+      if (changes.get(a) !== 1) continue;
+      const kept = this.#nodeKept.flatMap((k) => k.metrics).find((x) => Number(x.alias) === a)!;
+      if (scalarOf(kept) === scalarOf(m)) carried.add(a);
+    }
+    if (carried.size === 0) return;
+    this.#nodeKept = this.#nodeKept
+      .map((k) => ({ ...k, metrics: k.metrics.filter((m) => !carried.has(Number(m.alias))) }))
+      .filter((k) => k.metrics.length > 0);
   }
 
   #deviceBirth(caps: DeviceCapabilities): void {
