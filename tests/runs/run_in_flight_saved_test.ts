@@ -93,6 +93,11 @@ Deno.test("RunRegistry: a failed close waits for its in_flight record at most RU
     await clock.advanceAsync(RUN_IN_FLIGHT_SAVE_TIMEOUT_MS - 1);
     assert.equal(answered, false, "still waiting one ms before the bound");
     await clock.advanceAsync(1);
+    // A bound that broke would leave the close waiting for the held record: fail, do not hang.
+    await waitFor(
+      `the failed close answered at RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (${RUN_IN_FLIGHT_SAVE_TIMEOUT_MS} ms), its in_flight record still held`,
+      () => answered,
+    );
     const err = await closing.then(() => null, (e) => e);
     assert.equal(err?.code, "UNAVAILABLE", "answered at the bound, still a failed close");
   } finally {
