@@ -1660,9 +1660,11 @@ export class RunRegistry {
   /**
    * Saves the write-ahead ids of the open run's `in_flight` call events to runs.jsonl (an
    * `in_flight` record, the last one per run wins; fsync'd) when a close of it failed and they
-   * changed since they were saved. The ids are taken and the write queued at once; the promise settles when it
-   * is fsync'd, failed, or after RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (never rejects). A full queue or a
-   * failed write leaves it to the next failed close or rewrite.
+   * changed since they were saved. The ids are taken at once; the run's event file, which holds
+   * their `in_flight` events, is fsync'd first, then the record is written: a power loss never
+   * leaves a record naming calls whose events it took. The promise settles when the record is
+   * fsync'd, failed, or after RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (never rejects). A full queue or a
+   * failed fsync or write leaves it to the next failed close or rewrite.
    */
   #saveInFlight(open: OpenRun): Promise<void> {
     const journal = this.#journal;
@@ -1686,7 +1688,21 @@ export class RunRegistry {
       );
     }
     const line = inFlightRecord(open.run.run_id, ids, open.inFlightForgotten);
-    const saved = journal.append(line, { sync: true }).then((r) => {
+    // Written, perhaps not fsync'd (the failed close dropped its writer's file, and with it the
+    // pending fsync): on disk before the record that names them.
+    const saved = this.#syncFile(this.#eventFile(open.run.run_id)).then(
+      (): Promise<JournalAppendResult> => {
+        // A newer save (a later failed close) writes the newer ids.
+        if (open.savedInFlight !== changes) return Promise.resolve({ ok: true });
+        const now = this.#journal;
+        if (now === null) return Promise.resolve({ ok: false, reason: "runs.jsonl is closed" });
+        return now.append(line, { sync: true });
+      },
+      (err): JournalAppendResult => ({
+        ok: false,
+        reason: `its event file not fsync'd: ${errorMessage(err)}`,
+      }),
+    ).then((r) => {
       if (r.ok) return;
       if (open.savedInFlight === changes) open.savedInFlight = 0;
       this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
