@@ -1663,17 +1663,25 @@ export class RunRegistry {
    * changed since they were saved. The ids are taken at once; the run's event file, which holds
    * their `in_flight` events, is fsync'd first, then the record is written: a power loss never
    * leaves a record naming calls whose events it took. The promise settles when the record is
-   * fsync'd, failed, or after RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (never rejects). A full queue or a
-   * failed fsync or write leaves it to the next failed close or rewrite.
+   * fsync'd, failed, or after RUN_IN_FLIGHT_SAVE_TIMEOUT_MS (never rejects). A full queue (one
+   * WARN naming the run and how many ids) or a failed fsync or write leaves it to the next
+   * failed close or rewrite.
    */
   #saveInFlight(open: OpenRun): Promise<void> {
     const journal = this.#journal;
     const ids = open.listedInFlight;
     if (
       open !== this.#open || journal === null ||
-      open.listedInFlightChanges === open.savedInFlight ||
-      !journal.hasRoom()
+      open.listedInFlightChanges === open.savedInFlight
     ) {
+      return Promise.resolve();
+    }
+    if (!journal.hasRoom()) {
+      this.#log.warn(
+        `run ${open.run.run_id}: its ${ids.size} calls listed in flight not saved: ` +
+          `${this.#runsFile} has ${MAX_PENDING_RUN_RECORDS} records waiting for the disk (a ` +
+          `start after a crash may record them again as interrupted)`,
+      );
       return Promise.resolve();
     }
     const changes = open.listedInFlightChanges;
