@@ -244,6 +244,11 @@ export class Kernel {
    */
   #failedCloseCalls: { readonly from: number; readonly to: number } | null = null;
   /**
+   * True while a close that failed closes the audit entry still collapsing (cutEntries): what
+   * it settles was decided during that close, refusals without a write-ahead id included.
+   */
+  #flushingFailedClose = false;
+  /**
    * Names of the section a reload applies (`polling.interval_ms`, `automation.behavior_tree`) that
    * its owner recorded as a run event of their own (polling_change, automation_change: with the
    * values and versions): left out of the section's config_change, one event per fact.
@@ -487,6 +492,15 @@ export class Kernel {
           from: this.#lastIntentBeforeRun,
           to: this.audit.lastIntentNumber(),
         };
+        // The entry still collapsing holds decisions made during that close only (its settle
+        // closed the one before): counted, refusals (no write-ahead id) too; and no call decided
+        // from now on joins an entry of calls decided during it.
+        this.#flushingFailedClose = true;
+        try {
+          this.audit.cutEntries();
+        } finally {
+          this.#flushingFailedClose = false;
+        }
       },
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
@@ -541,7 +555,10 @@ export class Kernel {
           intents.every((id) => this.#decidedBefore(id, this.#lastIntentBeforeRun)))
       ) {
         // Decided while a close of the open run that failed was under way: counted by it.
-        if (intents.length > 0 && intents.every((id) => this.#decidedInFailedClose(id))) {
+        if (
+          this.#flushingFailedClose ||
+          (intents.length > 0 && intents.every((id) => this.#decidedInFailedClose(id)))
+        ) {
           this.runs.countCallsNotListed(1);
         } else this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
       }

@@ -280,8 +280,8 @@ export class AuditTrail implements AuditSink {
   readonly #o: AuditTrailOptions;
   readonly #log: Logger;
   /**
-   * The open (collapsing) entry and the write-ahead ids its decisions settle; `before`: its first
-   * decision settles a call written ahead up to #boundary (see runBoundary).
+   * The open (collapsing) entry and the write-ahead ids its decisions settle; `side`: that of
+   * its first decision's call (#side: up to #boundary, up to #cut, or after both).
    */
   #open: {
     key: string;
@@ -290,7 +290,7 @@ export class AuditTrail implements AuditSink {
     intents: string[];
     /** Those of `intents` with no record on disk (untracked repeats): kept out of its line. */
     unwritten: string[];
-    before: boolean;
+    side: 0 | 1 | 2;
   } | null = null;
   /**
    * Untrusted refusals: this window's start (monotonic: a wall clock stepped back must neither
@@ -317,6 +317,8 @@ export class AuditTrail implements AuditSink {
   #intentSeq = 0;
   /** The last write-ahead number when a run last opened or closed (runBoundary). */
   #boundary = 0;
+  /** The last write-ahead number when a close of the open run last failed (cutEntries). */
+  #cut = 0;
   /**
    * The decision each write ahead wrote and its collapse key (#key), for its outcome's record to
    * use instead of building it again (#callKey); held as long as the intent is.
@@ -393,7 +395,7 @@ export class AuditTrail implements AuditSink {
       const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
       const key = this.#key(accepted, mode);
       // (Never a repeat of an entry of calls written ahead before the last run boundary.)
-      const repeat = !this.#sealed && this.#open?.before === false && this.#collapses(key, now);
+      const repeat = !this.#sealed && this.#open?.side === 2 && this.#collapses(key, now);
       const id = `${this.#boot}.${++this.#intentSeq}`;
       if (repeat && this.#repeats.size >= AUDIT_MAX_UNSETTLED) {
         // A repeat beyond the bound is not listed by inFlightCalls, but it has an id all the same
@@ -587,11 +589,12 @@ export class AuditTrail implements AuditSink {
     const open = this.#open;
     const intent = d.intent?.id;
     // A call written ahead before the last run boundary and one after it are events of different
-    // runs: never one entry.
-    const before = intent !== undefined && this.#beforeBoundary(intent);
+    // runs, and one decided during a close that failed and one after it are not of the same
+    // (cutEntries): never one entry.
+    const side = this.#side(intent);
     const untracked = d.intent ? this.#aheadKeys.get(d.intent)?.untracked === true : false;
-    if (untracked && !before && this.#overflowAfterBoundary > 0) this.#overflowAfterBoundary--;
-    if (open !== null && key !== null && open.before === before && this.#collapses(key, now)) {
+    if (untracked && side !== 0 && this.#overflowAfterBoundary > 0) this.#overflowAfterBoundary--;
+    if (open !== null && key !== null && open.side === side && this.#collapses(key, now)) {
       const e = open.entry;
       e.count++;
       e.last_time_epoch_ms = now;
@@ -612,7 +615,7 @@ export class AuditTrail implements AuditSink {
     const timer = this.#o.clock.setTimer(() => {
       if (this.#open?.entry === entry) this.#closeOpen();
     }, AUDIT_COLLAPSE_MAX_OPEN_MS);
-    this.#open = { key, entry, timer, intents, unwritten, before };
+    this.#open = { key, entry, timer, intents, unwritten, side };
   }
 
   /** A new entry of one decision. */
@@ -1014,6 +1017,28 @@ export class AuditTrail implements AuditSink {
     const unlisted = this.#overflowAfterBoundary;
     this.#overflowAfterBoundary = 0;
     return { last: this.#boundary, unlisted };
+  }
+
+  /**
+   * A close of the open run failed (the run stays open): closes the open entry (the decisions
+   * made during that close, its listener hears them now) and, from now on, the outcome of a call
+   * written ahead up to now never shares an entry with that of one written ahead after, as at a
+   * run boundary; the run boundary itself (and runBoundary's `unlisted`) stays: no run ended.
+   */
+  cutEntries(): void {
+    this.flushOpen();
+    this.#cut = this.#intentSeq;
+  }
+
+  /**
+   * Which side of the boundaries a decision is on, by its call's write-ahead id: 0 written ahead
+   * up to the last run boundary, 1 up to the last cut after it (cutEntries), 2 after both (or
+   * no id of this process: a refusal, a call never written ahead).
+   */
+  #side(id: string | undefined): 0 | 1 | 2 {
+    const n = id === undefined ? null : this.intentNumber(id);
+    if (n === null) return 2;
+    return n <= this.#boundary ? 0 : n <= this.#cut ? 1 : 2;
   }
 
   /** The number of this process's last write-ahead id (0 before the first; see intentNumber). */
