@@ -329,9 +329,19 @@ const RUNS_COMPACT_CHUNK_CHARS = 1024 * 1024;
  * grows; and at shutdown; a save that failed is tried again this long after, until one is
  * written), so a start after a crash closes the run with it: at most 8,640 lines a
  * day while such a run stays open and keeps leaving events out (runs.jsonl is rewritten, keeping
- * the last one, once they make it twice what its runs need: #compactIfLong).
+ * the last one, once they make it twice what its runs need: #compactIfLong). While that rewrite
+ * has failed and waits for closes, the saves back off up to RUN_NOT_RECORDED_SAVE_MAX_MS.
  */
 export const RUN_NOT_RECORDED_SAVE_MS = 10_000;
+/**
+ * Longest time between two saves of a run's count of events left out while runs.jsonl is long
+ * and its rewrite failed (it is tried again only after closes: RUNS_COMPACT_RETRY_CLOSES): the
+ * time between saves doubles from RUN_NOT_RECORDED_SAVE_MS up to this, so such a run adds at most
+ * 33 lines the first day and 24 a day after, not 8,640; a crash then loses at most this long of
+ * the count's growth. Back to RUN_NOT_RECORDED_SAVE_MS at the first save after a rewrite that
+ * succeeded.
+ */
+export const RUN_NOT_RECORDED_SAVE_MAX_MS = 3_600_000;
 /**
  * How often, at most, the count of safety events no run recorded (safety_events_between_runs) is
  * saved to runs.jsonl (a `between_runs` record: at the end of the step of the first change, then
@@ -375,6 +385,11 @@ interface OpenRun {
   lastLossAt: number;
   /** The timer of the next save of `notRecorded`, or null. */
   saveTimer: TimerId | null;
+  /**
+   * Time from a save of `notRecorded` to the next: RUN_NOT_RECORDED_SAVE_MS, doubled by every
+   * save while runs.jsonl is long and its rewrite failed, up to RUN_NOT_RECORDED_SAVE_MAX_MS.
+   */
+  saveEveryMs: number;
   /** Its last save of `notRecorded` failed (warned once until one succeeds). */
   saveFailing: boolean;
   /**
@@ -975,6 +990,7 @@ export class RunRegistry {
         savedNotRecordedAt: now,
         lastLossAt: now,
         saveTimer: null,
+        saveEveryMs: RUN_NOT_RECORDED_SAVE_MS,
         saveFailing: false,
         whileClosing: 0,
         safetyWhileClosing: null,
@@ -1597,7 +1613,7 @@ export class RunRegistry {
       open.saveTimer = this.#opts.clock.setTimer(() => {
         open.saveTimer = null;
         this.#saveNotRecorded(open);
-      }, RUN_NOT_RECORDED_SAVE_MS);
+      }, open.saveEveryMs);
     }
   }
 
@@ -1622,6 +1638,10 @@ export class RunRegistry {
     open.savedNotRecorded = count;
     open.savedNotRecordedAt = at;
     this.#journalLines++;
+    // A line for good while the rewrite that would drop it waits for closes: the next one later.
+    open.saveEveryMs = this.#compactWait > 0 && this.#journalLong()
+      ? Math.min(2 * open.saveEveryMs, RUN_NOT_RECORDED_SAVE_MAX_MS)
+      : RUN_NOT_RECORDED_SAVE_MS;
     void journal.append(JSON.stringify({
       v: SCHEMA_VERSION,
       op: "not_recorded",
@@ -1826,13 +1846,18 @@ export class RunRegistry {
    * every save.
    */
   #compactIfLong(): void {
-    const long = () => this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES;
+    const long = () => this.#journalLong();
     if (this.#compactQueued || !long()) return;
     this.#compactQueued = true;
     this.#serial(async () => {
       this.#compactQueued = false;
       if (this.#state === "ready" && long() && this.#compactWait <= 0) await this.#compact();
     }).catch((err) => this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`));
+  }
+
+  /** runs.jsonl holds twice the lines its kept runs need, and RUNS_COMPACT_SLACK_LINES. */
+  #journalLong(): boolean {
+    return this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES;
   }
 
   #stopSaving(open: OpenRun): void {
