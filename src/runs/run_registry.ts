@@ -1705,6 +1705,8 @@ export class RunRegistry {
       return Promise.resolve();
     }
     const changes = open.listedInFlightChanges;
+    // What runs.jsonl holds already: kept as saved when this save fails (a rewrite copies it).
+    const previous = open.savedInFlight;
     open.savedInFlight = changes;
     this.#journalLines++;
     if (open.inFlightForgotten > open.inFlightForgottenWarned) {
@@ -1732,7 +1734,7 @@ export class RunRegistry {
       }),
     ).then((r) => {
       if (r.ok) return;
-      if (open.savedInFlight === changes) open.savedInFlight = 0;
+      if (open.savedInFlight === changes) open.savedInFlight = previous;
       this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
     });
     this.#compactIfLong();
@@ -2001,6 +2003,12 @@ export class RunRegistry {
             }));
           }
           if (open !== null && open.savedInFlight > 0) {
+            // Every id listed: a superset of those saved (whose events #saveInFlight fsync'd)
+            // when a later save failed; their `in_flight` events on disk first, then, and a
+            // failed fsync fails the rewrite (the old file is kept).
+            if (open.listedInFlightChanges !== open.savedInFlight) {
+              await this.#syncFile(this.#eventFile(id));
+            }
             await add(inFlightRecord(id, open.listedInFlight, open.inFlightForgotten));
           }
           if (run.state === "closed") {
