@@ -619,10 +619,18 @@ export class Estop implements EstopService {
     cause: string,
   ): void {
     const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
-    const latchedMono = this.#o.clock.monoMs();
+    // The reason's audit entry measures its latency from the latch; only that latency needs the
+    // time. A clock that fails is asked once more; when it fails again the entry is written all
+    // the same, without a latency (null: none invented), and the listeners are still told.
+    const readMono = (thenWhat: string) =>
+      readClockTwice(() => this.#o.clock.monoMs(), this.#log, "e-stop reason", thenWhat);
+    const latchedMono = readMono("e-stop reason: its audit latency is left out");
     void arriving.then((r) => {
       if (!r) return;
       this.#log.warn(`E-STOP reason: ${r}`);
+      const arrivedMono = latchedMono === null
+        ? null
+        : readMono("e-stop reason: its audit latency is left out");
       // The latch's entry was written before the reason was known: a second entry of the same
       // stop (function "reason") carries it.
       this.#o.audit?.record({
@@ -631,10 +639,14 @@ export class Estop implements EstopService {
         outcome: "accepted",
         function: "reason",
         args: { reason: r, cause },
-        latency_ms: Math.round(this.#o.clock.monoMs() - latchedMono),
+        latency_ms: latchedMono === null || arrivedMono === null
+          ? null
+          : Math.round(arrivedMono - latchedMono),
       });
     }).catch((err) => {
-      this.#log.error(`e-stop: recording the reason failed: ${errorMessage(err)}`);
+      try {
+        this.#log.error(`e-stop: recording the reason failed: ${errorMessage(err)}`);
+      } catch { /* a logger that throws: never an unhandled rejection (it ends the runtime) */ }
     });
     for (const l of this.#reasonListeners) {
       try {
