@@ -424,7 +424,16 @@ export class Estop implements EstopService {
     );
     const why = [...this.#planLogReasons].join("; ");
     this.#planLogReasons.clear();
-    this.logPlan(why);
+    // From a timer a throw (a logger, the plan's view) is an uncaught error that ends the runtime,
+    // and from reconfigure() it would keep a reload from securing providers while latched: one
+    // ERROR line; the plan stays in force and the next change is logged as usual.
+    try {
+      this.logPlan(why);
+    } catch (err) {
+      try {
+        this.#log.error(`e-stop plan log (${why}) failed: ${errorMessage(err)}`);
+      } catch { /* a logger that throws does not end the runtime either */ }
+    }
   }
 
   /** The monotonic clock for the plan log's interval: asked once more; null when it fails again. */
