@@ -546,6 +546,17 @@ export class Estop implements EstopService {
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
+    // The stop's turn is taken here, before anything that calls out: a mode listener that triggers
+    // again inside enterFault (below) queues its stop behind this one. Were it ahead, it would wait
+    // for the hooks of this trigger's FAULT entry, which only this stop runs: both would wait
+    // FAULT_HOOKS_ANSWER_WAIT_MS. `fault` is set in this same synchronous step, before the turn.
+    const cause = options.cause ?? ESTOP_CAUSE_API;
+    let fault: FaultEntry | null = null;
+    this.#stopsRunning++;
+    const stop = this.#stopTail.then(() => this.#stop(fault, cause)).finally(() =>
+      this.#stopsRunning--
+    );
+    this.#stopTail = stop.catch(() => {});
     // From the latch on, the ladder starts whatever fails before it (a port that throws, the clock
     // included): a latch without its stop would leave the machine as it was. Each step is
     // contained on its own, so an audit that throws neither skips FAULT nor the change's
@@ -568,7 +579,6 @@ export class Estop implements EstopService {
     const latchedAtMs = contained("reading the clock", readClock) ??
       contained("reading the clock again", readClock);
     if (latchedAtMs !== null) this.#latchedAtMs = latchedAtMs;
-    const cause = options.cause ?? ESTOP_CAUSE_API;
     // Status keeps what latched it: a later trigger while latched does not replace the cause.
     this.#cause ??= cause;
     const text = typeof reason === "string" ? reason : undefined;
@@ -588,7 +598,7 @@ export class Estop implements EstopService {
         latency_ms: 0,
       }));
     // The reason is on the line above; the mode manager logs the transition "(e-stop)".
-    const fault = contained(
+    fault = contained(
       "entering FAULT",
       () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null,
     );
@@ -609,11 +619,6 @@ export class Estop implements EstopService {
         () => this.#followReason(reason, source, cause),
       );
     }
-    this.#stopsRunning++;
-    const stop = this.#stopTail.then(() => this.#stop(fault, cause)).finally(() =>
-      this.#stopsRunning--
-    );
-    this.#stopTail = stop.catch(() => {});
     return await stop;
   }
 
