@@ -297,6 +297,13 @@ export interface EstopOptions {
 export class Estop implements EstopService {
   #o: EstopOptions;
   readonly #log: Logger;
+  /**
+   * #log for the stop path (the ladder, securing runs, drains, the hooks' wait, read-backs, a
+   * reason arriving), run from promise reactions and timers: its lines never throw, so a logger
+   * that fails (a closed stdout) takes no call, no answer and, as an unhandled rejection, not the
+   * runtime away.
+   */
+  readonly #stopLog: Logger;
   #state: LatchState = "released";
   #latchedAtMs: number | null = null;
   #triggerCount = 0;
@@ -337,6 +344,7 @@ export class Estop implements EstopService {
   constructor(options: EstopOptions) {
     this.#o = options;
     this.#log = options.log.child("estop");
+    this.#stopLog = neverThrowing(this.#log);
     // First among the gates: while latched, the mode is FAULT too, and the mode gate's remedy
     // (re-arm with MANUAL) is refused until the latch is released.
     options.router.addGate(this.gate, "estop", "first");
@@ -438,7 +446,7 @@ export class Estop implements EstopService {
 
   /** The monotonic clock for the plan log's interval: asked once more; null when it fails again. */
   #readPlanLogClock(what: string, thenWhat: string): number | null {
-    return readClockTwice(() => this.#o.clock.monoMs(), this.#log, what, thenWhat);
+    return readClockTwice(() => this.#o.clock.monoMs(), this.#stopLog, what, thenWhat);
   }
 
   /** Cancels a plan log that waits for its turn (at shutdown). */
@@ -637,11 +645,11 @@ export class Estop implements EstopService {
     // time. A clock that fails is asked once more; when it fails again the entry is written all
     // the same, without a latency (null: none invented), and the listeners are still told.
     const readMono = (thenWhat: string) =>
-      readClockTwice(() => this.#o.clock.monoMs(), this.#log, "e-stop reason", thenWhat);
+      readClockTwice(() => this.#o.clock.monoMs(), this.#stopLog, "e-stop reason", thenWhat);
     const latchedMono = readMono("e-stop reason: its audit latency is left out");
     void arriving.then((r) => {
       if (!r) return;
-      this.#log.warn(`E-STOP reason: ${r}`);
+      this.#stopLog.warn(`E-STOP reason: ${r}`);
       const arrivedMono = latchedMono === null
         ? null
         : readMono("e-stop reason: its audit latency is left out");
@@ -659,14 +667,14 @@ export class Estop implements EstopService {
       });
     }).catch((err) => {
       try {
-        this.#log.error(`e-stop: recording the reason failed: ${errorMessage(err)}`);
+        this.#stopLog.error(`e-stop: recording the reason failed: ${errorMessage(err)}`);
       } catch { /* a logger that throws: never an unhandled rejection (it ends the runtime) */ }
     });
     for (const l of this.#reasonListeners) {
       try {
         l(arriving, cause);
       } catch (err) {
-        this.#log.warn(`e-stop reason listener failed: ${errorMessage(err)}`);
+        this.#stopLog.warn(`e-stop reason listener failed: ${errorMessage(err)}`);
       }
     }
   }
@@ -841,7 +849,7 @@ export class Estop implements EstopService {
     // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
     const startedAt = readClockTwice(
       () => this.#o.clock.monoMs(),
-      this.#log,
+      this.#stopLog,
       "e-stop verification",
       "e-stop verification: its start is unknown",
     );
@@ -850,7 +858,7 @@ export class Estop implements EstopService {
       clock: this.#o.clock,
       expect,
       timeoutMs: safeState.verifyTimeoutMs,
-      log: this.#log,
+      log: this.#stopLog,
     });
     this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
     this.#reportVerification(verification, "e-stop verification");
@@ -873,7 +881,7 @@ export class Estop implements EstopService {
       : undefined;
     if (warning !== undefined) {
       result.warning = warning;
-      this.#log.warn(warning);
+      this.#stopLog.warn(warning);
     }
     return result;
   }
@@ -901,10 +909,10 @@ export class Estop implements EstopService {
     const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
     if (failures !== null) return { failures, pending: false };
     done.catch((err) =>
-      this.#log.error(`the hooks into FAULT failed to run: ${toRuntimeError(err).message}`)
+      this.#stopLog.error(`the hooks into FAULT failed to run: ${toRuntimeError(err).message}`)
     );
     const soFar = madeAgain ? [...again] : fault.hookFailuresSoFar();
-    this.#log.warn(
+    this.#stopLog.warn(
       `e-stop: the hooks into FAULT had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms; ` +
         `answering with the ${soFar.length} failure(s) so far (they run on)`,
     );
@@ -915,23 +923,23 @@ export class Estop implements EstopService {
   #reportVerification(v: Verification, what: string): void {
     const failed = v.checks.filter((c) => c.outcome !== "verified");
     if (v.outcome === "verified") {
-      this.#log.info(`${what}: verified after ${v.elapsed_ms} ms`);
+      this.#stopLog.info(`${what}: verified after ${v.elapsed_ms} ms`);
     } else {
-      this.#log.error(
+      this.#stopLog.error(
         `${what}: ${v.outcome} after ${v.elapsed_ms} ms (${
           v.checks.length - failed.length
         }/${v.checks.length} verified)`,
       );
     }
     for (const c of failed) {
-      this.#log.error(`${what} ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
+      this.#stopLog.error(`${what} ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
     }
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
     const timestampMs = readClockTwice(
       () => this.#o.clock.nowMs(),
-      this.#log,
+      this.#stopLog,
       what,
       `${what} not published`,
     );
@@ -953,7 +961,7 @@ export class Estop implements EstopService {
    */
   async #runLadder(plan: SafeStatePlan, cause: string): Promise<EstopAction[]> {
     // What it leaves untouched is the answer's warning, logged with it.
-    this.#log.warn(
+    this.#stopLog.warn(
       `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
     );
     const actions: EstopAction[] = plan.calls.map((c) => ({ ...c.label, success: true }));
@@ -1008,7 +1016,7 @@ export class Estop implements EstopService {
       const e = toRuntimeError(err);
       action.success = false;
       action.error = `${e.code}: ${e.message}`;
-      this.#log.error(
+      this.#stopLog.error(
         `safe-state call ${action.device_handle} ${action.function} failed: ${action.error}`,
       );
     }
@@ -1074,7 +1082,7 @@ export class Estop implements EstopService {
       // Made for the latch in force: its cause (what latched it) is theirs.
       const latchCause = this.#cause ?? ESTOP_CAUSE_API;
       run.secured = { rung, safeState };
-      this.#log.warn(
+      this.#stopLog.warn(
         `e-stop latched: provider ${id} ${why}; bringing it to the safe state (${calls.length} call(s))`,
       );
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
@@ -1127,7 +1135,7 @@ export class Estop implements EstopService {
       if (this.#pendingReverify === batch) this.#pendingReverify = null;
       await this.#runReverify(batch);
     }).catch((err) => {
-      this.#log.error(`e-stop re-verification failed: ${toRuntimeError(err).message}`);
+      this.#stopLog.error(`e-stop re-verification failed: ${toRuntimeError(err).message}`);
     });
     this.#pendingReverify = batch;
     this.#reverifyTail = batch.done;
@@ -1156,7 +1164,7 @@ export class Estop implements EstopService {
     const what = `e-stop re-verification (${ids.join(", ")})`;
     const startedAt = readClockTwice(
       () => this.#o.clock.monoMs(),
-      this.#log,
+      this.#stopLog,
       what,
       `${what}: its start is unknown`,
     );
@@ -1165,7 +1173,7 @@ export class Estop implements EstopService {
       clock: this.#o.clock,
       expect: indices.map((i) => expect[i]!),
       timeoutMs: safeState.verifyTimeoutMs,
-      log: this.#log,
+      log: this.#stopLog,
     });
     if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
     const merged = verificationView(this.#verified!);
@@ -1175,7 +1183,7 @@ export class Estop implements EstopService {
     const failed = actions.filter((a) => !a.success).length;
     const endedAt = startedAt === null ? null : readClockTwice(
       () => this.#o.clock.monoMs(),
-      this.#log,
+      this.#stopLog,
       what,
       `${what}: its audit latency is left out`,
     );
@@ -1242,7 +1250,9 @@ export class Estop implements EstopService {
         const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
         if (await this.#o.router.drain(h.id, boundMs)) return;
         pending.push(h.id);
-        this.#log.error(`e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`);
+        this.#stopLog.error(
+          `e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`,
+        );
       }),
     );
     return { complete: pending.length === 0, pending_providers: pending };
@@ -1259,7 +1269,7 @@ export class Estop implements EstopService {
       this.#o.clock,
       providerOf(planned),
       () => this.#run(planned, source),
-      this.#log,
+      this.#stopLog,
     );
   }
 
@@ -1352,4 +1362,20 @@ interface VerificationState {
 /** A verification state as status and events show it. */
 function verificationView(s: VerificationState): Verification {
   return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
+}
+
+/** `log` (and its children) whose lines never throw: a line it fails to write is lost. */
+function neverThrowing(log: Logger): Logger {
+  const line = (write: (message: string) => void) => (message: string) => {
+    try {
+      write(message);
+    } catch { /* nowhere left to say it */ }
+  };
+  return {
+    debug: line((m) => log.debug(m)),
+    info: line((m) => log.info(m)),
+    warn: line((m) => log.warn(m)),
+    error: line((m) => log.error(m)),
+    child: (scope) => neverThrowing(log.child(scope)),
+  };
 }
