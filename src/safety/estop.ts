@@ -36,6 +36,7 @@ import {
   deviceHandle,
   errorMessage,
   failedPrecondition,
+  internal,
   type Logger,
   raceTimeout,
   readClockTwice,
@@ -1052,7 +1053,23 @@ export class Estop implements EstopService {
     const made = Promise.withResolvers<readonly CallConfig[]>();
     const run: SecureRun = { started: false, promise: Promise.resolve([]), ladder: made.promise };
     // Not inside the host's own step of coming up: the calls start from the next microtask.
-    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why));
+    // A securing run that fails (the plan cannot be made: an inventory port that throws) rejects
+    // for whoever awaits it (a reload reports it) and is contained here: an unhandled rejection
+    // would end the runtime (main.ts). One ERROR line; the run counts as ended, so the next
+    // return secures the provider again, and whoever waits for its ladder calls is let go.
+    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why)).catch(
+      (err) => {
+        run.started = true;
+        run.laddered = true;
+        made.resolve([]);
+        const message = `e-stop latched: securing provider ${host.id} (${why}) failed: ${
+          errorMessage(err)
+        }; it is not known to be at the safe state`;
+        this.#stopLog.error(message);
+        throw internal(message, err);
+      },
+    );
+    run.promise.catch(() => {});
     this.#secureRuns.set(host, run);
   }
 
