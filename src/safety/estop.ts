@@ -785,13 +785,15 @@ export class Estop implements EstopService {
     this.#latchedAtMs = null;
     this.#cause = null;
     if (was === "latched") {
-      this.#log.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
-      // The release is in force: a clock that fails must not make clear() fail as if it were
-      // not. Asked once more; if it fails again the release is not announced (no invented
-      // time), an ERROR line says so (status shows it).
+      // The release is in force: neither a logger nor a clock that fails may make clear() fail
+      // as if it were not, nor keep the release from being announced (#stopLog: a line the
+      // logger fails to write is lost).
+      this.#stopLog.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
+      // A clock that fails is asked once more; if it fails again the release is not announced
+      // (no invented time), an ERROR line says so (status shows it).
       const timestampMs = readClockTwice(
         () => this.#o.clock.nowMs(),
-        this.#log,
+        this.#stopLog,
         "e-stop clear",
         "e-stop clear: the release is in force but not announced",
       );
