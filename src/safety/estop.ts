@@ -717,11 +717,12 @@ export class Estop implements EstopService {
             : LADDER_RELOADED,
         );
         // The hooks into FAULT follow its new ladder calls, as they follow a stop's. Contained:
-        // a modes port that throws for one provider must not keep the next from being secured.
+        // a modes port that throws for one provider must not keep the next from being secured,
+        // nor may the line saying so when the logger fails too (#stopLog).
         try {
           this.#o.modes?.ladderReloaded?.(host);
         } catch (err) {
-          this.#log.error(
+          this.#stopLog.error(
             `e-stop latched: re-applying the hooks into FAULT for provider ${host.id} after a ` +
               `reload of its ladder calls failed: ${errorMessage(err)}`,
           );
