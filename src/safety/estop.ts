@@ -109,7 +109,7 @@ export interface EstopResult {
   uncovered: FunctionRef[];
   /** Whenever the rung leaves any actuating function untouched (every rung). */
   warning?: string;
-  /** Whether the mode is FAULT afterwards. */
+  /** Whether the mode is FAULT afterwards (false when the mode could not be read: not claimed). */
   fault_engaged: boolean;
   /**
    * Calls of the hooks into FAULT that failed (each one; every call is attempted); with
@@ -570,18 +570,8 @@ export class Estop implements EstopService {
     // included): a latch without its stop would leave the machine as it was. Each step is
     // contained on its own, so an audit that throws neither skips FAULT nor the change's
     // announcement; each failure logged.
-    const contained = <T>(step: string, run: () => T): T | null => {
-      try {
-        return run();
-      } catch (err) {
-        try {
-          this.#log.error(
-            `e-stop: ${step} failed: ${errorMessage(err)}; the safe-state ladder runs`,
-          );
-        } catch { /* a logger that throws does not stop the stop either */ }
-        return null;
-      }
-    };
+    const contained = <T>(step: string, run: () => T): T | null =>
+      this.#contained(step, run, "the safe-state ladder runs");
     // A clock that failed is asked once more; if it fails again the time is unknown: status keeps
     // the latch time it had (null on a first trigger) and the announcement is skipped (logged).
     const readClock = () => this.#o.clock.nowMs();
@@ -872,7 +862,13 @@ export class Estop implements EstopService {
       actions,
       uncovered_actuating_functions: plan.uncovered.length,
       uncovered: [...plan.uncovered],
-      fault_engaged: this.#o.modes?.current() === "FAULT",
+      // After the ladder and the hooks: a modes port that throws must not take the answer away.
+      // The mode unknown, FAULT is not claimed (a missing input counts as unsafe).
+      fault_engaged: this.#contained(
+        "reading the mode",
+        () => this.#o.modes?.current(),
+        "the answer does not claim FAULT",
+      ) === "FAULT",
       hook_failures: hooks.failures,
       ...(hooks.pending ? { hooks_pending: true as const } : {}),
       drain,
@@ -905,7 +901,13 @@ export class Estop implements EstopService {
     const again: HookFailure[] = [];
     let madeAgain = false;
     const done = fault.committed ? fault.runHooks() : fault.runHooks().then((earlier) => {
-      const rerun = this.#o.modes?.runFaultHooksAgain?.(again) ?? null;
+      // A modes port that throws here must not take the answer away (its ladder has run): the
+      // answer then has the failures of the entry's own run, and an ERROR line says so.
+      const rerun = this.#contained(
+        "making the hooks into FAULT again",
+        () => this.#o.modes?.runFaultHooksAgain?.(again) ?? null,
+        "the answer has the failures of their earlier run",
+      );
       if (rerun === null) return earlier;
       madeAgain = true;
       return rerun;
@@ -921,6 +923,19 @@ export class Estop implements EstopService {
         `answering with the ${soFar.length} failure(s) so far (they run on)`,
     );
     return { failures: soFar, pending: true };
+  }
+
+  /**
+   * `run`, a step of the stop path that calls out (a port): what it throws is logged as one ERROR
+   * line (`then`: what happens instead) and gives null, so the stop goes on.
+   */
+  #contained<T>(step: string, run: () => T, then: string): T | null {
+    try {
+      return run();
+    } catch (err) {
+      this.#stopLog.error(`e-stop: ${step} failed: ${errorMessage(err)}; ${then}`);
+      return null;
+    }
   }
 
   /** Logs (`what`: how the lines begin) and publishes a verification. */
