@@ -757,6 +757,10 @@ export class Kernel {
     this.#warnVetoingHooks();
     this.#hooksChecked = true;
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
+    // Not contained: a throw here (a logger that cannot write -- the process logger swallows its
+    // own write failures -- or a plan that cannot be made) fails the start before the API is
+    // served; the lines around it use the same logger, and a runtime whose e-stop plan cannot be
+    // made or told must not come up.
     this.estop.logPlan("start-up");
     // Once the inventory is known: a tree that AUTO could never start is said now, not at the
     // operator's first POST /v0/mode.

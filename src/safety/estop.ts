@@ -513,7 +513,9 @@ export class Estop implements EstopService {
 
   /**
    * Logs the plan (one line per call) and its gaps; done once at start-up and, after that,
-   * whenever a provider's inventory changes. Also logs expectations that do not resolve.
+   * whenever a provider's inventory changes. Also logs expectations that do not resolve. Throws
+   * what the logger or the plan throws: at start-up that fails the start (src/app/kernel.ts); the
+   * logs after a change are contained (#logPendingPlan).
    */
   logPlan(why: string): void {
     this.#logPlanChanges = true;
