@@ -5,7 +5,8 @@
  *   (write(2) done) or could not be. Lines appended in the same tick are one write; lines
  *   appended while a write is in flight are the next one. A line never waits for a timer.
  * - **Batched fsync.** A line appended with `sync` resolves after an fsync; any other line is
- *   fsync'd within `syncIntervalMs` (and at close). When the fsync of a write holding a `sync`
+ *   fsync'd within `syncIntervalMs` (and at close), or, when a later write fails, before the
+ *   file is let go (a failed write drops it; see #dropAfterFailedWrite). When the fsync of a write holding a `sync`
  *   line fails, that write is cut back (`truncate`) and all its lines are reported failed: a
  *   line reported failed is not left in the file for a retry to duplicate. A crash of the process loses nothing written
  *   (the OS has it); a crash of the machine loses at most the last `syncIntervalMs` of lines.
@@ -138,6 +139,8 @@ export class JournalWriter {
   #batchStart: BatchStart | null = null;
   #syncTimer: TimerId | null = null;
   #syncDue = false;
+  /** The open file holds lines written (and reported written) since its last fsync attempt. */
+  #unsynced = false;
   #closed = false;
   /** close() is writing what is left: fsync at its end instead of by timer. */
   #closing = false;
@@ -284,8 +287,8 @@ export class JournalWriter {
       try {
         written = await this.#write(lines, (n) => written = n, fresh);
       } catch (err) {
-        this.#dropHandle();
         const reason = this.#failed(err);
+        await this.#dropAfterFailedWrite();
         this.#linesWritten += Math.min(written, batch.length);
         for (const p of batch.slice(0, written)) p.done({ ok: true });
         for (const p of batch.slice(written)) {
@@ -335,8 +338,8 @@ export class JournalWriter {
       try {
         await this.#write([line], () => {});
       } catch (err) {
-        this.#dropHandle();
         this.#failed(err);
+        await this.#dropAfterFailedWrite();
         return;
       }
     }
@@ -357,7 +360,10 @@ export class JournalWriter {
   async #syncNow(cutTo: BatchStart | null = null): Promise<JournalAppendResult> {
     if (this.#syncTimer !== null) this.#o.clock.clearTimer(this.#syncTimer);
     this.#syncTimer = null;
+    // No handle: nothing written since the last fsync attempt (a failed write's
+    // #dropAfterFailedWrite fsyncs what was written before it).
     if (this.#handle === null) return { ok: true };
+    this.#unsynced = false;
     try {
       await this.#handle.sync();
       return { ok: true };
@@ -415,6 +421,7 @@ export class JournalWriter {
         throw err;
       }
       this.#needsNewline = false;
+      this.#unsynced = true;
       this.#size = size;
       progress(Math.min(i, lines.length));
     }
@@ -435,6 +442,8 @@ export class JournalWriter {
       return;
     }
     if (this.#handle !== null && this.#size > 0 && (fresh || this.#size + bytes > s.maxFileBytes)) {
+      // Attempted once: a failure here is the write's, and not retried (#dropAfterFailedWrite).
+      this.#unsynced = false;
       await this.#handle.sync();
       this.#dropHandle();
       this.#segment = this.#segment! + 1;
@@ -489,6 +498,30 @@ export class JournalWriter {
         }): its whole lines may stay in ${this.currentPath}`,
       );
     }
+  }
+
+  /**
+   * Drops the handle after a failed write (the next write reopens the file, ending a torn line),
+   * but first fsyncs the lines earlier writes left in it: they were reported written, and with the
+   * handle gone the batched fsync would have nothing to sync, so a machine crash could lose them
+   * however long ago they were written. One attempt, never retried: after a failed fsync the
+   * kernel may have marked the pages clean, so a second one could succeed without them on disk;
+   * the failure is counted (`writeErrors`) and logged instead.
+   */
+  async #dropAfterFailedWrite(): Promise<void> {
+    if (this.#handle !== null && this.#unsynced) {
+      this.#unsynced = false;
+      try {
+        await this.#handle.sync();
+      } catch (err) {
+        const reason = this.#failed(err);
+        this.#o.log.error(
+          `${this.#o.name}: fsync of lines written before a failed write failed too (${reason}): ` +
+            `they may not survive a machine crash`,
+        );
+      }
+    }
+    this.#dropHandle();
   }
 
   #dropHandle(): void {

@@ -3,7 +3,7 @@
  * `full` makes an append write only its first `partialBytes` bytes (a short write, as write(2)
  * does when the disk fills mid-line) and then reject with ENOSPC; `syncFails` makes every fsync
  * reject (ENOSPC at fsync: a file system allocating blocks late); `truncateFails` makes cutting a
- * file back reject. Promise callbacks only, for a
+ * file back reject. `durableText` is what an fsync made durable (the whole file, as fsync(2) does). Promise callbacks only, for a
  * ManualClock.
  */
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
@@ -21,6 +21,13 @@ export class FaultyMemoryFiles extends MemoryFiles {
   truncateFails = false;
   appendFailures = 0;
   syncFailures = 0;
+  /** Per path, the file's text at its last successful fsync: what a machine crash leaves. */
+  readonly #synced = new Map<string, string>();
+
+  /** The text of the file at its last successful fsync ("" when never fsync'd). */
+  durableText(path: string): string {
+    return this.#synced.get(path) ?? "";
+  }
 
   override async openAppend(path: string): Promise<JournalAppendHandle> {
     const handle = await super.openAppend(path);
@@ -37,6 +44,7 @@ export class FaultyMemoryFiles extends MemoryFiles {
           throw diskFullError();
         }
         await handle.sync();
+        this.#synced.set(path, this.text(path));
       },
       truncate: async (size: number) => {
         if (this.truncateFails) throw diskFullError();

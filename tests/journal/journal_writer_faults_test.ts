@@ -101,3 +101,60 @@ Deno.test("JournalWriter: a write whose fsync failed for a sync line is cut back
   assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":4}', '{"gap":2}']);
   await w.close();
 });
+
+Deno.test("JournalWriter: lines reported written before a failed write are fsync'd, though the failed write dropped the file", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const { log } = capturingLogger();
+  const w = new JournalWriter({
+    files,
+    target: { path: PATH },
+    name: "test journal",
+    log,
+    clock,
+    maxQueuedLines: 100,
+    syncIntervalMs: 1000,
+  });
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  assert.equal(files.durableText(PATH), "", "not fsync'd yet: the fsync is batched");
+  // The next write fails (a full disk at write(2); an fsync of what is written still works).
+  files.full = true;
+  assert.equal((await w.append('{"n":2}')).ok, false);
+  // The batched fsync comes, then the journal is closed.
+  await clock.advanceAsync(1000);
+  await w.close();
+  assert.equal(files.text(PATH), '{"n":1}\n');
+  // Before: "" -- the failed write dropped the handle, and the batched fsync and close found
+  // none to sync, so {"n":1}, reported written, was never made durable.
+  assert.equal(files.durableText(PATH), '{"n":1}\n', "the line reported written is fsync'd");
+  assert.equal(w.status().writeErrors, 1, "the write's failure only");
+});
+
+Deno.test("JournalWriter: when that fsync fails too, it is counted and logged once, and not retried", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const { log, lines: logLines } = capturingLogger();
+  const w = new JournalWriter({
+    files,
+    target: { path: PATH },
+    name: "test journal",
+    log,
+    clock,
+    maxQueuedLines: 100,
+    syncIntervalMs: 1000,
+  });
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  files.full = true;
+  files.syncFails = true;
+  assert.equal((await w.append('{"n":2}')).ok, false);
+  await clock.advanceAsync(1000);
+  await w.close();
+  assert.equal(files.syncFailures, 1, "one fsync attempt");
+  assert.equal(w.status().writeErrors, 2, "the write and the fsync");
+  const errors = logLines.filter((l) => l.includes("written before a failed write"));
+  assert.equal(errors.length, 1, logLines.join("\n"));
+  assert.match(
+    errors[0]!,
+    /^ERROR .*test journal: fsync of lines written before a failed write failed too \(test journal \(\/data\/j\.jsonl\): No space left on device \(os error 28\)\): they may not survive a machine crash$/,
+  );
+});
