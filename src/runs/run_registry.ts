@@ -349,9 +349,26 @@ export const RUN_NOT_RECORDED_SAVE_MAX_MS = 3_600_000;
  * this long after, until one is written), so a restart, after a crash too,
  * gives it to the next run opened: at most 8,640 lines a day while safety events keep coming
  * between runs (a rewrite of runs.jsonl, once they make it twice what its runs need, keeps the
- * last one: #compactIfLong). A run's open takes the count (its record resets it).
+ * last one: #compactIfLong). While that rewrite has failed and waits for closes, the saves back
+ * off up to BETWEEN_RUNS_SAVE_MAX_MS. A run's open takes the count (its record resets it).
  */
 export const BETWEEN_RUNS_SAVE_MS = 10_000;
+/**
+ * Longest time between two saves of the count of safety events between runs while runs.jsonl is
+ * long and its rewrite failed: as RUN_NOT_RECORDED_SAVE_MAX_MS (nextSaveEveryMs), at most 33 lines
+ * the first day and 24 a day after, not 8,640; a crash then loses at most this long of the
+ * count's growth. Back to BETWEEN_RUNS_SAVE_MS at the first save after a rewrite that succeeded.
+ */
+export const BETWEEN_RUNS_SAVE_MAX_MS = 3_600_000;
+
+/**
+ * The time from a save of a count (a run's `not_recorded`, `between_runs`) to the next: `baseMs`;
+ * while `backOff` (runs.jsonl long and its rewrite, failed, waiting for closes: each save is a
+ * line for good) twice `currentMs`, up to `maxMs`.
+ */
+function nextSaveEveryMs(currentMs: number, backOff: boolean, baseMs: number, maxMs: number) {
+  return backOff ? Math.min(2 * currentMs, maxMs) : baseMs;
+}
 /** Page sizes of GET /v0/runs and GET /v0/runs/{id}/events. */
 export const RUNS_PAGE_LIMIT = { default: 50, max: 200 } as const;
 export const EVENTS_PAGE_LIMIT = { default: 200, max: 1000 } as const;
@@ -624,8 +641,16 @@ export class RunRegistry {
   #replayedBetween: SafetyBetweenRuns | null = null;
   /** The `between_runs` record last saved (or found by the replay) since a run opened, or null. */
   #betweenSaved: string | null = null;
-  /** The timer of the next save of #betweenRuns (BETWEEN_RUNS_SAVE_MS), or null. */
+  /**
+   * The timer of the next save of #betweenRuns (#betweenSaveEveryMs), or null: while it is set, a
+   * change waits for it.
+   */
   #betweenTimer: TimerId | null = null;
+  /**
+   * Time from a save of #betweenRuns to the next: BETWEEN_RUNS_SAVE_MS, doubled by every save while
+   * runs.jsonl is long and its rewrite failed, up to BETWEEN_RUNS_SAVE_MAX_MS (nextSaveEveryMs).
+   */
+  #betweenSaveEveryMs = BETWEEN_RUNS_SAVE_MS;
   /** The last save of #betweenRuns failed (warned once until one succeeds). */
   #betweenSaveFailing = false;
   /** Shutdown has begun: no save is tried again from now on. */
@@ -1639,9 +1664,12 @@ export class RunRegistry {
     open.savedNotRecordedAt = at;
     this.#journalLines++;
     // A line for good while the rewrite that would drop it waits for closes: the next one later.
-    open.saveEveryMs = this.#compactWait > 0 && this.#journalLong()
-      ? Math.min(2 * open.saveEveryMs, RUN_NOT_RECORDED_SAVE_MAX_MS)
-      : RUN_NOT_RECORDED_SAVE_MS;
+    open.saveEveryMs = nextSaveEveryMs(
+      open.saveEveryMs,
+      this.#savesBackOff(),
+      RUN_NOT_RECORDED_SAVE_MS,
+      RUN_NOT_RECORDED_SAVE_MAX_MS,
+    );
     void journal.append(JSON.stringify({
       v: SCHEMA_VERSION,
       op: "not_recorded",
@@ -1762,7 +1790,7 @@ export class RunRegistry {
 
   /**
    * The count of safety events between runs changed: saved at the end of this step, unless a save
-   * was made less than BETWEEN_RUNS_SAVE_MS ago (then when that time is up). Before the start is
+   * was made less than #betweenSaveEveryMs ago (then when that time is up). Before the start is
    * done, its end saves it.
    */
   #betweenRunsChanged(): void {
@@ -1775,11 +1803,21 @@ export class RunRegistry {
         return;
       }
       this.#saveBetweenRuns();
-      this.#betweenTimer = this.#opts.clock.setTimer(() => {
-        this.#betweenTimer = null;
-        this.#saveBetweenRuns();
-      }, BETWEEN_RUNS_SAVE_MS);
+      this.#armBetweenTimer();
     });
+  }
+
+  /**
+   * The next save of #betweenRuns, #betweenSaveEveryMs from the last: a save it makes arms it
+   * again, so a change that comes after waits for that time too (not saved at once).
+   */
+  #armBetweenTimer(): void {
+    this.#betweenTimer = this.#opts.clock.setTimer(() => {
+      this.#betweenTimer = null;
+      if (this.#saveBetweenRuns() && this.#state === "ready" && !this.#shuttingDown) {
+        this.#armBetweenTimer();
+      }
+    }, this.#betweenSaveEveryMs);
   }
 
   #stopSavingBetween(): void {
@@ -1791,9 +1829,9 @@ export class RunRegistry {
   /**
    * Appends the count of safety events between runs to runs.jsonl (a `between_runs` record; not
    * awaited, fsync'd within BUS_EVENT_SYNC_DELAY_MS) when it is not saved already. A full queue or
-   * a failed write leaves it to the next save.
+   * a failed write leaves it to the next save. True when a record was appended.
    */
-  #saveBetweenRuns(): void {
+  #saveBetweenRuns(): boolean {
     const journal = this.#journal;
     const between = this.#betweenRuns;
     if (
@@ -1803,13 +1841,19 @@ export class RunRegistry {
       // count is saved then.
       this.#whileOpening !== null
     ) {
-      return;
+      return false;
     }
     const line = betweenRunsRecord(between);
-    if (line === this.#betweenSaved) return;
+    if (line === this.#betweenSaved) return false;
     const previous = this.#betweenSaved;
     this.#betweenSaved = line;
     this.#journalLines++;
+    this.#betweenSaveEveryMs = nextSaveEveryMs(
+      this.#betweenSaveEveryMs,
+      this.#savesBackOff(),
+      BETWEEN_RUNS_SAVE_MS,
+      BETWEEN_RUNS_SAVE_MAX_MS,
+    );
     void journal.append(line).then((r) => {
       if (r.ok) {
         this.#betweenSaveFailing = false;
@@ -1837,6 +1881,7 @@ export class RunRegistry {
       }
     });
     this.#compactIfLong();
+    return true;
   }
 
   /**
@@ -1860,6 +1905,14 @@ export class RunRegistry {
   /** runs.jsonl holds twice the lines its kept runs need, and RUNS_COMPACT_SLACK_LINES. */
   #journalLong(): boolean {
     return this.#journalLines > 4 * this.#runs.size + RUNS_COMPACT_SLACK_LINES;
+  }
+
+  /**
+   * Saves of counts back off (nextSaveEveryMs): runs.jsonl is long and its rewrite, which would
+   * drop their lines, failed and waits for closes, so each save is a line for good.
+   */
+  #savesBackOff(): boolean {
+    return this.#compactWait > 0 && this.#journalLong();
   }
 
   #stopSaving(open: OpenRun): void {
