@@ -68,6 +68,7 @@ import {
 import { RUNS_LIMITS } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import {
+  type JournalAppendOptions,
   type JournalAppendResult,
   type JournalFiles,
   type JournalLine,
@@ -606,6 +607,8 @@ export class RunRegistry {
   readonly #savedInFlight = new Map<string, Set<string>>();
   /** Lines of runs.jsonl (read at start, appended since; compacted when far more than needed). */
   #journalLines = 0;
+  /** Times #journalLines was counted anew (a start's replay, a rewrite): see #appendSave. */
+  #journalCount = 0;
   /** Closes to let pass before the next try of a rewrite of runs.jsonl (one failed). */
   #compactWait = 0;
   /** The wait after the next failed rewrite (RUNS_COMPACT_RETRY_CLOSES, doubling). */
@@ -697,6 +700,7 @@ export class RunRegistry {
     this.#warnedCorruptRuns.clear();
     this.#replayedBetween = null;
     this.#journalLines = 0;
+    this.#journalCount++;
     this.#report = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
     const input = this.#startInput;
     try {
@@ -1662,7 +1666,6 @@ export class RunRegistry {
     const at = this.#opts.clock.nowMs();
     open.savedNotRecorded = count;
     open.savedNotRecordedAt = at;
-    this.#journalLines++;
     // A line for good while the rewrite that would drop it waits for closes: the next one later.
     open.saveEveryMs = nextSaveEveryMs(
       open.saveEveryMs,
@@ -1670,13 +1673,16 @@ export class RunRegistry {
       RUN_NOT_RECORDED_SAVE_MS,
       RUN_NOT_RECORDED_SAVE_MAX_MS,
     );
-    void journal.append(JSON.stringify({
-      v: SCHEMA_VERSION,
-      op: "not_recorded",
-      run_id: open.run.run_id,
-      count,
-      at_epoch_ms: at,
-    })).then((r) => {
+    void this.#appendSave(
+      journal,
+      JSON.stringify({
+        v: SCHEMA_VERSION,
+        op: "not_recorded",
+        run_id: open.run.run_id,
+        count,
+        at_epoch_ms: at,
+      }),
+    ).then((r) => {
       if (r.ok) {
         open.saveFailing = false;
         return;
@@ -1702,7 +1708,6 @@ export class RunRegistry {
         }, RUN_NOT_RECORDED_SAVE_MS);
       }
     });
-    this.#compactIfLong();
   }
 
   /**
@@ -1736,7 +1741,6 @@ export class RunRegistry {
     // What runs.jsonl holds already: kept as saved when this save fails (a rewrite copies it).
     const previous = open.savedInFlight;
     open.savedInFlight = changes;
-    this.#journalLines++;
     if (open.inFlightForgotten > open.inFlightForgottenWarned) {
       open.inFlightForgottenWarned = open.inFlightForgotten;
       this.#log.warn(
@@ -1754,7 +1758,7 @@ export class RunRegistry {
         if (open.savedInFlight !== changes) return Promise.resolve({ ok: true });
         const now = this.#journal;
         if (now === null) return Promise.resolve({ ok: false, reason: "runs.jsonl is closed" });
-        return now.append(line, { sync: true });
+        return this.#appendSave(now, line, { sync: true });
       },
       (err): JournalAppendResult => ({
         ok: false,
@@ -1765,7 +1769,6 @@ export class RunRegistry {
       if (open.savedInFlight === changes) open.savedInFlight = previous;
       this.#log.warn(`run ${open.run.run_id}: its calls listed in flight not saved: ${r.reason}`);
     });
-    this.#compactIfLong();
     const late = Symbol("late");
     return raceTimeout(this.#opts.clock, saved, RUN_IN_FLIGHT_SAVE_TIMEOUT_MS, late).then((r) => {
       if (r !== late) return;
@@ -1847,14 +1850,13 @@ export class RunRegistry {
     if (line === this.#betweenSaved) return false;
     const previous = this.#betweenSaved;
     this.#betweenSaved = line;
-    this.#journalLines++;
     this.#betweenSaveEveryMs = nextSaveEveryMs(
       this.#betweenSaveEveryMs,
       this.#savesBackOff(),
       BETWEEN_RUNS_SAVE_MS,
       BETWEEN_RUNS_SAVE_MAX_MS,
     );
-    void journal.append(line).then((r) => {
+    void this.#appendSave(journal, line).then((r) => {
       if (r.ok) {
         this.#betweenSaveFailing = false;
         return;
@@ -1880,7 +1882,6 @@ export class RunRegistry {
         }, BETWEEN_RUNS_SAVE_MS);
       }
     });
-    this.#compactIfLong();
     return true;
   }
 
@@ -1900,6 +1901,27 @@ export class RunRegistry {
       this.#compactQueued = false;
       if (this.#state === "ready" && long() && this.#compactWait <= 0) await this.#compact();
     }).catch((err) => this.#log.warn(`${this.#runsFile} not rewritten: ${errorMessage(err)}`));
+  }
+
+  /**
+   * Appends a saved record (a count, a failed close's in_flight ids) to runs.jsonl, not awaited by
+   * its caller. It is a line of the file (#journalLines, the measure of #compactIfLong) from the
+   * time it is queued until its write fails (the writer cuts a failed write back: it adds none),
+   * unless runs.jsonl was counted anew since (a rewrite, which does not hold it).
+   */
+  #appendSave(
+    journal: JournalWriter,
+    line: string,
+    options?: JournalAppendOptions,
+  ): Promise<JournalAppendResult> {
+    this.#journalLines++;
+    const counted = this.#journalCount;
+    const written = journal.append(line, options).then((r) => {
+      if (!r.ok && counted === this.#journalCount) this.#journalLines--;
+      return r;
+    });
+    this.#compactIfLong();
+    return written;
   }
 
   /** runs.jsonl holds twice the lines its kept runs need, and RUNS_COMPACT_SLACK_LINES. */
@@ -2087,6 +2109,7 @@ export class RunRegistry {
       }
       await files.rename(tmp, this.#runsFile);
       this.#journalLines = lines;
+      this.#journalCount++;
       this.#compactWait = 0;
       this.#compactBackoff = RUNS_COMPACT_RETRY_CLOSES;
     } catch (err) {
@@ -2143,6 +2166,7 @@ export class RunRegistry {
       }
     }
     this.#journalLines = lineNo;
+    this.#journalCount++;
     this.#report = { corruptLines: corrupt, abandonedRunIds: [], orphanedEventFiles: [] };
   }
 

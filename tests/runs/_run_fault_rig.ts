@@ -15,6 +15,8 @@ import { diskFullError } from "../helpers/journal_files.ts";
 export class RunJournalFaultFiles extends FaultyMemoryFiles {
   /** While set, appends to runs.jsonl fail with ENOSPC (the event files are written). */
   journalFails = false;
+  /** Appends to runs.jsonl that failed (journalFails). */
+  journalAppendFailures = 0;
   /** While set, fsyncs of runs.jsonl fail with ENOSPC. */
   journalSyncFails = false;
   /** While set, every append waits for it first (a write under way). */
@@ -37,7 +39,10 @@ export class RunJournalFaultFiles extends FaultyMemoryFiles {
           this.held++;
           await this.gate.finally(() => this.held--);
         }
-        if (journal && this.journalFails) throw diskFullError();
+        if (journal && this.journalFails) {
+          this.journalAppendFailures++;
+          throw diskFullError();
+        }
         if (!journal && this.eventAppendsToFail > 0) {
           this.eventAppendsToFail--;
           throw new Deno.errors.WriteZero("no space left on device");
