@@ -2,13 +2,14 @@
  * deno run -A bench/memory_per_provider.ts [--counts 1,10,40] [--warm 40] [--secs 30] [--runtime CMD] [--out F]
  *
  * Issue 39 item 3: the runtime's resident memory per added provider, and the floor it is judged
- * against (a bare Deno process of the same version under the runtime's V8 flags). For each
+ * against (a bare Deno process of the same version under the runtime's V8 flags and environment). For each
  * provider count, one runtime (the bundle, as `deno task bench` runs it; `--runtime` another
  * command) polls that many simulated providers (4 devices each) at 100 ms with the on-board
  * history on (its default). After `--warm` seconds the runtime's RSS is sampled every
  * SAMPLE_EVERY_S for `--secs`; at the end the V8 heap (`GET /metrics`) and where the pages are
- * (/proc/<pid>/smaps: the executable's code and data, malloc's heap, small and large anonymous
- * mappings — V8's heap pages are large anonymous mappings). Prints medians per count and the
+ * (/proc/<pid>/smaps: the executable's code and data, malloc's main heap, small anonymous
+ * mappings -- V8's heap pages, 256 KiB each -- and large ones: V8's nursery and the malloc arenas
+ * of threads other than the main one, which RUNTIME_ENV caps). Prints medians per count and the
  * slope between counts (MiB per added provider); `--out` writes JSON. Not a test; Linux.
  *
  * Before the first count, the runtime is started once and stopped, unmeasured: the first start of
@@ -16,7 +17,7 @@
  * resident for the life of that process (a 1-provider runtime at 96 MiB instead of 66).
  */
 import { parseArgs } from "node:util";
-import { defaultCommands, RUNTIME_V8_FLAGS, splitCommand } from "./lib/args.ts";
+import { defaultCommands, RUNTIME_ENV, RUNTIME_V8_FLAGS, splitCommand } from "./lib/args.ts";
 import { buildAll } from "../scripts/bundle.ts";
 import { runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { readRssKb, readSmapsGroups, type SmapsGroups } from "./lib/proc.ts";
@@ -114,12 +115,16 @@ async function measureRuntime(
   }
 }
 
-/** A bare Deno process of the same version under the runtime's V8 flags: only an interval. */
+/**
+ * A bare Deno process of the same version under the runtime's V8 flags and environment (RUNTIME_ENV):
+ * only an interval.
+ */
 async function measureBare(dir: string, warmS: number, secs: number): Promise<number> {
   const script = `${dir}/bare.js`;
   await Deno.writeTextFile(script, "setInterval(() => {}, 100);\n");
   const child = new Deno.Command("deno", {
     args: ["run", "--no-config", RUNTIME_V8_FLAGS, script],
+    env: { ...RUNTIME_ENV },
     stdin: "null",
     stdout: "null",
     stderr: "null",
@@ -152,7 +157,7 @@ if (import.meta.main) {
   const dir = await Deno.makeTempDir({ prefix: "mem-per-provider-" });
   try {
     const bare = await measureBare(dir, Math.min(warmS, 10), secs);
-    console.log(`bare Deno (${RUNTIME_V8_FLAGS}): ${bare} MiB`);
+    console.log(`bare Deno (${RUNTIME_V8_FLAGS}, ${JSON.stringify(RUNTIME_ENV)}): ${bare} MiB`);
     await measureRuntime(cmd, dir, 1, 0, 0); // warm Deno's code cache: see the header
     const points: Point[] = [];
     for (const n of counts) {

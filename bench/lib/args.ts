@@ -87,19 +87,30 @@ export function splitCommand(line: string): string[] {
   return out;
 }
 
+/** The V8 heap flag the runtime and the simulated provider share (the nursery's cap). */
+export const V8_HEAP_FLAG = "--max-semi-space-size=4";
+
 /**
- * The V8 heap flags every way of running the runtime and the simulated provider applies
- * (`deno task start`, the compile tasks, the examples): the bench measures them as users run them.
+ * The V8 flags every way of running the runtime applies (`deno task start`, the compile tasks):
+ * the heap flag and `--optimize-for-size` (docs/deployment.md, "Memory: V8 and malloc
+ * settings"). The bench measures them as users run them.
  */
-export const RUNTIME_V8_FLAGS = "--v8-flags=--max-semi-space-size=4";
+export const RUNTIME_V8_FLAGS = `--v8-flags=${V8_HEAP_FLAG},--optimize-for-size`;
+
+/**
+ * The environment every way of running the runtime sets: at most two glibc malloc arenas (the
+ * `start` tasks, the systemd unit; a compiled binary cannot carry it). Without it each thread that
+ * allocates gets an arena of its own and keeps its high-water mark.
+ */
+export const RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
 /**
  * The V8 flags of the simulated provider (and the advice for providers built on
- * `src/provider_sdk/`): the runtime's, plus `--lite-mode` — no optimizing compilers, lazily
- * allocated feedback — which cuts a polled sim's RSS from ~60 to ~49 MiB for ~0.1 % of a core
- * (docs/deployment.md, "Memory: V8 heap settings"). Not for the runtime: there it costs 2× CPU.
+ * `src/provider_sdk/`): the heap flag, plus `--lite-mode` -- no optimizing compilers, lazily
+ * allocated feedback -- which cuts a polled sim's RSS from ~60 to ~49 MiB for ~0.1 % of a core
+ * (docs/deployment.md, "Memory: V8 and malloc settings"). Not for the runtime: there it costs 2x CPU.
  */
-export const PROVIDER_V8_FLAGS = `${RUNTIME_V8_FLAGS},--lite-mode`;
+export const PROVIDER_V8_FLAGS = `--v8-flags=${V8_HEAP_FLAG},--lite-mode`;
 
 /**
  * Default commands, given the repository root (absolute, no trailing slash): the bundles of
@@ -113,7 +124,15 @@ export const PROVIDER_V8_FLAGS = `${RUNTIME_V8_FLAGS},--lite-mode`;
  */
 export function defaultCommands(repoRoot: string): { runtime: string[]; provider: string[] } {
   return {
-    runtime: ["deno", "run", "-A", RUNTIME_V8_FLAGS, `${repoRoot}/dist/bundle/runtime/main.js`],
+    runtime: [
+      "env",
+      ...Object.entries(RUNTIME_ENV).map(([k, v]) => `${k}=${v}`),
+      "deno",
+      "run",
+      "-A",
+      RUNTIME_V8_FLAGS,
+      `${repoRoot}/dist/bundle/runtime/main.js`,
+    ],
     provider: [
       "deno",
       "run",

@@ -7,7 +7,13 @@
 import assert from "node:assert/strict";
 import { EXIT_OK } from "../../src/app/exit_codes.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
-import { defaultCommands, PROVIDER_V8_FLAGS, RUNTIME_V8_FLAGS } from "../../bench/lib/args.ts";
+import {
+  defaultCommands,
+  PROVIDER_V8_FLAGS,
+  RUNTIME_ENV,
+  RUNTIME_V8_FLAGS,
+  V8_HEAP_FLAG,
+} from "../../bench/lib/args.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 
 const TASKS = JSON.parse(Deno.readTextFileSync(repoPath("deno.json"))).tasks as Record<
@@ -109,10 +115,11 @@ Deno.test("simulated provider loads its configuration with the compile:sim permi
 });
 
 Deno.test("start, every compile task, the examples' simulated providers and the bench apply the same V8 flags", () => {
-  // docs/deployment.md, "Memory: V8 heap settings": chosen by measurement, applied everywhere the
-  // runtime or the simulated provider is started, so the bench measures what users run.
+  // docs/deployment.md, "Memory: V8 and malloc settings": chosen by measurement, applied everywhere
+  // the runtime or the simulated provider is started, so the bench measures what users run.
   assert.match(RUNTIME_V8_FLAGS, /^--v8-flags=\S+$/);
-  assert.strictEqual(PROVIDER_V8_FLAGS, `${RUNTIME_V8_FLAGS},--lite-mode`);
+  assert.ok(RUNTIME_V8_FLAGS.startsWith(`--v8-flags=${V8_HEAP_FLAG},`), RUNTIME_V8_FLAGS);
+  assert.strictEqual(PROVIDER_V8_FLAGS, `--v8-flags=${V8_HEAP_FLAG},--lite-mode`);
   const flagsOf = (words: readonly string[]) => words.filter((w) => w.startsWith("--v8-flags"));
   for (const name of ["start", "start:src", "compile", "compile:arm64"]) {
     assert.deepEqual(flagsOf((TASKS[name] ?? "").split(/\s+/)), [RUNTIME_V8_FLAGS], name);
@@ -130,4 +137,21 @@ Deno.test("start, every compile task, the examples' simulated providers and the 
   const bench = defaultCommands("/repo");
   assert.deepEqual(flagsOf(bench.runtime), [RUNTIME_V8_FLAGS]);
   assert.deepEqual(flagsOf(bench.provider), [PROVIDER_V8_FLAGS]);
+});
+
+Deno.test("start, the systemd unit and the bench run the runtime with the same malloc environment", () => {
+  // A compiled binary cannot carry an environment variable: the unit sets it, as the start tasks
+  // and the bench's default command do (docs/deployment.md, "Memory: V8 and malloc settings").
+  const assignments = Object.entries(RUNTIME_ENV).map(([k, v]) => `${k}=${v}`);
+  assert.ok(assignments.length > 0);
+  for (const name of ["start", "start:src"]) {
+    const command = (TASKS[name] ?? "").split(" && ").at(-1)!;
+    assert.ok(command.startsWith(`${assignments.join(" ")} deno run `), `${name}: ${command}`);
+  }
+  const unit = Deno.readTextFileSync(repoPath("examples/systemd/runtime.service"));
+  for (const a of assignments) {
+    assert.ok(unit.split("\n").includes(`Environment=${a}`), `runtime.service: Environment=${a}`);
+  }
+  const bench = defaultCommands("/repo").runtime;
+  assert.deepEqual(bench.slice(0, assignments.length + 2), ["env", ...assignments, "deno"]);
 });
