@@ -562,18 +562,24 @@ export class SparkplugEdgeNode {
   }
 
   /**
-   * With the history ring: data that did not go out waits in the ring for a replay, or is being
-   * replayed (always false with the queue: see `stored`).
+   * With the history ring: data that did not go out waits in the ring for a replay, is being
+   * replayed, or waits for its device's next DBIRTH (#replayAfterBirth) (always false with the
+   * queue: see `stored`).
    */
   get replayPending(): boolean {
-    return this.#outage !== null || this.#walkHead < this.#walks.length;
+    return this.#outage !== null || this.#walkHead < this.#walks.length ||
+      this.#replayAfterBirth.size > 0;
   }
 
-  /** With the history ring: the earliest outage start waiting for a replay (epoch ms), or null. */
+  /**
+   * With the history ring: the earliest outage start waiting for a replay (epoch ms), that of a
+   * device waiting for its next DBIRTH (#replayAfterBirth) included, or null.
+   */
   get outageStartMs(): number | null {
-    if (this.#outage === null) return null;
+    if (this.#outage === null && this.#replayAfterBirth.size === 0) return null;
     let min = Infinity;
-    for (const t of this.#outage.values()) min = Math.min(min, t.atMs);
+    for (const t of this.#outage?.values() ?? []) min = Math.min(min, t.atMs);
+    for (const t of this.#replayAfterBirth.values()) min = Math.min(min, t.atMs);
     return min;
   }
 

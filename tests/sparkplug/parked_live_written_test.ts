@@ -48,7 +48,9 @@ for (const order of ["written after the DDEATH", "written before, another device
     }
     rig.removeDevice("a"); // DDEATH of a: its position (poll 1) saved for its next DBIRTH
     await flushMicrotasks();
-    assert.equal(rig.node.replayPending, false, "a's position waits for its DBIRTH");
+    // a's position waits for its DBIRTH: pending (docs/sparkplug.md), though no replay waits or
+    // is in flight now.
+    assert.equal(rig.node.replayPending, true, "a's position waits for its DBIRTH");
     // Written with nothing else in flight and no replay waiting: a2, or b1.
     s.completeOne();
     await flushMicrotasks();
