@@ -317,7 +317,11 @@ export class ConnectionLayer {
   #stopping = false;
   /** Shutdown: when it cuts what is still open (HTTP_SHUTDOWN_MAX_MS after it began; monoMs). */
   #cutAt = Infinity;
-  #wakeBackoff: (() => void) | null = null;
+  /**
+   * The accept loops' back-off sleeps in progress (one per loop at most: the plain and the TLS
+   * listener's), woken at once by shutdown.
+   */
+  readonly #wakeBackoff = new Set<() => void>();
   #lastLimitLog = -Infinity;
   #limitSuppressed = 0;
   #lastAcceptLog = -Infinity;
@@ -370,7 +374,7 @@ export class ConnectionLayer {
     this.#cutAt = begun + HTTP_SHUTDOWN_MAX_MS;
     if (this.#sweeper !== null) this.#o.clock.clearTimer(this.#sweeper);
     this.#sweeper = null;
-    this.#wakeBackoff?.();
+    for (const wake of [...this.#wakeBackoff]) wake();
     closeQuietly(this.#o.listener);
     if (this.#o.tlsListener) closeQuietly(this.#o.tlsListener);
     await Promise.all(this.#loops);
@@ -520,15 +524,37 @@ export class ConnectionLayer {
   }
 
   async #acceptLoop(): Promise<void> {
+    await this.#acceptEach(() => this.#o.listener.accept(), (conn) => {
+      if (this.#stopping) {
+        closeQuietly(conn);
+        return;
+      }
+      // At the limit, accept the next one only once the connection closed for this one is gone:
+      // a flood then cannot hold more descriptors than the bound while closes catch up.
+      const making = this.#admit(conn);
+      return making === null ? undefined : this.#bounded(making, EVICTION_WAIT_MAX_MS);
+    });
+  }
+
+  /**
+   * Accepts from `accept` until shutdown, handing each connection to `take` (awaited: it may hold
+   * the next accept). The plain and the TLS listener alike: a failed accept (EMFILE/ENFILE and the
+   * like: the listener is still good, the connection stays in the kernel's backlog until
+   * descriptors free up) is counted, logged and retried after a back-off doubling from
+   * ACCEPT_ERROR_BACKOFF_MIN_MS up to ACCEPT_ERROR_BACKOFF_MAX_MS, back to the minimum after an
+   * accept that succeeds; a persistent failure never spins.
+   */
+  async #acceptEach<T>(
+    accept: () => Promise<T>,
+    take: (conn: T) => Promise<void> | void,
+  ): Promise<void> {
     let backoff = ACCEPT_ERROR_BACKOFF_MIN_MS;
     while (!this.#stopping) {
-      let conn: Deno.Conn;
+      let conn: T;
       try {
-        conn = await this.#o.listener.accept();
+        conn = await accept();
       } catch (err) {
         if (this.#stopping) return;
-        // EMFILE/ENFILE and the like: the listener is still good. Log, back off, go on; the
-        // connection stays in the kernel's backlog until descriptors free up.
         this.#stats.acceptErrors++;
         this.#logAcceptError(err);
         await this.#sleep(backoff);
@@ -536,14 +562,7 @@ export class ConnectionLayer {
         continue;
       }
       backoff = ACCEPT_ERROR_BACKOFF_MIN_MS;
-      if (this.#stopping) {
-        closeQuietly(conn);
-        return;
-      }
-      const making = this.#admit(conn);
-      // At the limit, accept the next one only once the connection closed for this one is gone:
-      // a flood then cannot hold more descriptors than the bound while closes catch up.
-      if (making !== null) await this.#bounded(making, EVICTION_WAIT_MAX_MS);
+      await take(conn);
     }
   }
 
@@ -818,17 +837,7 @@ export class ConnectionLayer {
   }
 
   async #tlsAcceptLoop(listener: Deno.TlsListener): Promise<void> {
-    while (!this.#stopping) {
-      let conn: Deno.TlsConn;
-      try {
-        conn = await listener.accept();
-      } catch (err) {
-        if (this.#stopping) return;
-        this.#stats.acceptErrors++;
-        this.#logAcceptError(err);
-        await this.#sleep(ACCEPT_ERROR_BACKOFF_MIN_MS);
-        continue;
-      }
+    await this.#acceptEach(() => listener.accept(), (conn) => {
       // Matched by address and port: a local process connecting from another loopback address
       // (127.0.0.2) with a relay's port must not take that relay's place.
       const key = relayKey(conn.remoteAddr);
@@ -845,7 +854,7 @@ export class ConnectionLayer {
       } else {
         closeQuietly(conn);
       }
-    }
+    });
   }
 
   /** Closes a connection at once (no request in flight, or shutting down). Idempotent. */
@@ -963,15 +972,18 @@ export class ConnectionLayer {
     this.#o.log.error(`accepting a connection failed, still serving: ${errorMessage(err)}${more}`);
   }
 
+  /** Sleeps `ms` on the clock; shutdown wakes every sleeper at once (#wakeBackoff). */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const clock = this.#o.clock;
+      const wakers = this.#wakeBackoff;
       const t = clock.setTimer(done, ms);
+      wakers.add(done);
       function done() {
+        wakers.delete(done);
         clock.clearTimer(t);
         resolve();
       }
-      this.#wakeBackoff = done;
     });
   }
 }
