@@ -79,6 +79,13 @@ export const MAX_IN_FLIGHT = 1000;
  * device's DDEATH and next DBIRTH.
  */
 export const LIVE_OUT_KEPT = MAX_IN_FLIGHT;
+/**
+ * With the history ring: the polls written live of devices whose replay waits for their next
+ * DBIRTH (#replayAfterBirth) or resumed from it, kept per device apart from the LIVE_OUT_KEPT
+ * shared by all (which other devices' writes push out meanwhile), in all at most: beyond it a
+ * resumed replay may send such a poll again.
+ */
+export const PARKED_WRITTEN_KEPT = 4 * LIVE_OUT_KEPT;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
 export const STOP_PUBLISH_TIMEOUT_MS = 2000;
 /**
@@ -507,6 +514,15 @@ export class SparkplugEdgeNode {
   readonly #liveOutSeqs: number[] = new Array(LIVE_OUT_KEPT).fill(-1);
   #liveOutNext = 0;
   #liveOutCount = 0;
+  /**
+   * With the history ring: per device whose position waits for its next DBIRTH
+   * (#replayAfterBirth), or whose replay resumed from it may still run, its polls written live
+   * from that position on (copied from #liveOutIds at its DDEATH, added as they are written), so
+   * that other devices' writes meanwhile cannot push them out of the shared memory.
+   * PARKED_WRITTEN_KEPT polls in all at most (#parkedWrittenCount); emptied with the shared one.
+   */
+  readonly #parkedWritten = new Map<string, Set<number>>();
+  #parkedWrittenCount = 0;
   readonly counts: EdgeNodeCounts = {
     connects: 0,
     births: 0,
@@ -1250,6 +1266,48 @@ export class SparkplugEdgeNode {
       return;
     }
     this.#replayAfterBirth.set(id, start);
+    // Its polls written live from there on, kept apart from the memory shared by all devices.
+    for (let k = 1; k <= this.#liveOutCount; k++) {
+      const i = (this.#liveOutNext - k + LIVE_OUT_KEPT) % LIVE_OUT_KEPT;
+      if (this.#liveOutIds[i] === id && this.#liveOutSeqs[i]! >= start.seq) {
+        this.#keepParkedWritten(id, this.#liveOutSeqs[i]!);
+      }
+    }
+  }
+
+  /** A poll of a device that left (or resumed its replay) written live: see #parkedWritten. */
+  #keepParkedWritten(id: string, seq: number): void {
+    let kept = this.#parkedWritten.get(id);
+    if (kept === undefined) this.#parkedWritten.set(id, kept = new Set());
+    if (kept.has(seq)) return;
+    if (this.#parkedWrittenCount >= PARKED_WRITTEN_KEPT) this.#pruneParkedWritten();
+    if (this.#parkedWrittenCount >= PARKED_WRITTEN_KEPT) return;
+    kept.add(seq);
+    this.#parkedWrittenCount++;
+  }
+
+  /**
+   * Forgets the polls written live kept for devices born again whose resumed replay is over (no
+   * outage noted, no walk waiting): nothing can need them.
+   */
+  #pruneParkedWritten(): void {
+    const replaying = new Set<string>();
+    for (let i = this.#walkHead; i < this.#walks.length; i++) {
+      const r = this.#walks[i];
+      if (r !== null && r !== undefined) replaying.add(r.id);
+    }
+    for (const id of [...this.#parkedWritten.keys()]) {
+      if (this.#replayAfterBirth.has(id) || this.#outage?.has(id) === true) continue;
+      if (!replaying.has(id)) this.#forgetParkedWritten(id);
+    }
+  }
+
+  /** Forgets the polls written live kept for `id` (#parkedWritten). */
+  #forgetParkedWritten(id: string): void {
+    const kept = this.#parkedWritten.get(id);
+    if (kept === undefined) return;
+    this.#parkedWrittenCount -= kept.size;
+    this.#parkedWritten.delete(id);
   }
 
   /**
@@ -1262,6 +1320,7 @@ export class SparkplugEdgeNode {
     const ids = [...this.#replayAfterBirth.keys()];
     this.counts.storeDropped += ids.length;
     this.#replayAfterBirth.clear();
+    for (const id of ids) this.#forgetParkedWritten(id);
     this.#log.warn(
       `sparkplug store-and-forward: ${ids.length} device(s) that left with data not replayed were ` +
         `not born again (${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", ..." : ""}): the ` +
@@ -2469,12 +2528,16 @@ export class SparkplugEdgeNode {
    */
   #liveWritten(deviceId: string, seq: number): void {
     this.#liveInFlight--;
+    if (this.#parkedWritten.has(deviceId)) this.#keepParkedWritten(deviceId, seq);
     if (
       this.#liveInFlight === 0 && this.#outage === null && this.#walkHead === this.#walks.length
     ) {
       // No replay waits and none in flight: only a device whose position waits for its next
       // DBIRTH can need them (its replay resumes from a poll before those it wrote live), and
-      // only its own.
+      // only its own (kept in #parkedWritten).
+      for (const id of [...this.#parkedWritten.keys()]) {
+        if (!this.#replayAfterBirth.has(id)) this.#forgetParkedWritten(id);
+      }
       if (this.#replayAfterBirth.size === 0) {
         this.#liveOutCount = 0;
         return;
@@ -2489,6 +2552,7 @@ export class SparkplugEdgeNode {
 
   /** Whether the live DDATA of this device's poll was written (then a replay skips it). */
   #wentOutLive(deviceId: string, seq: number): boolean {
+    if (this.#parkedWritten.get(deviceId)?.has(seq) === true) return true;
     for (let k = 1; k <= this.#liveOutCount; k++) {
       const i = (this.#liveOutNext - k + LIVE_OUT_KEPT) % LIVE_OUT_KEPT;
       if (this.#liveOutSeqs[i] === seq && this.#liveOutIds[i] === deviceId) return true;
