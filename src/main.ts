@@ -195,6 +195,8 @@ export const PORT_ENV_VAR = "RUNTIME_HTTP_PORT";
 
 /** The anolis runtime's API token variable: not read here (RUNTIME_API_TOKEN is), only named. */
 export const ANOLIS_TOKEN_ENV_VAR = "ANOLIS_API_TOKEN" as const;
+/** glibc's cap on malloc arenas; read only to say at start that it is not set. */
+export const MALLOC_ARENA_ENV_VAR = "MALLOC_ARENA_MAX" as const;
 
 /** A TCP port given on the command line or in the environment, or the message saying why not. */
 export function parsePort(source: string, text: string): number | string {
@@ -417,6 +419,13 @@ function startWithConfig(
   if (anolisToken !== "" && !secretFromEnvironment("RUNTIME_API_TOKEN")) {
     log.warn(
       `${ANOLIS_TOKEN_ENV_VAR} is set but ignored: this runtime takes the API token from RUNTIME_API_TOKEN (else http.auth_token); set RUNTIME_API_TOKEN instead`,
+    );
+  }
+  // A compiled binary cannot carry the malloc setting its start tasks and unit give it
+  // (docs/deployment.md, "Memory: V8 and malloc settings"): started some other way, say so once.
+  if (Deno.build.os === "linux" && (readEnv(MALLOC_ARENA_ENV_VAR) ?? "") === "") {
+    log.info(
+      `${MALLOC_ARENA_ENV_VAR} is not set: glibc gives each thread that allocates a malloc arena of its own (~10 MiB more at 40 providers); set ${MALLOC_ARENA_ENV_VAR}=2 as the systemd unit does`,
     );
   }
   // Deno exits 1 on an uncaught error, which would read as a configuration error (and systemd
