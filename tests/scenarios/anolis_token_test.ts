@@ -5,37 +5,9 @@
  * list), so the single binary can see the variable too.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { stderrOfStartAndStop as runWithEnv } from "../helpers/start_stop.ts";
 
 const SECRET = "anolis-secret-7f3a9c";
-
-async function runWithEnv(env: Record<string, string>): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-token-" });
-  try {
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
-      `runtime: {data_dir: ${dir}/data}
-http: {port: ${port}}
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
-    );
-    const rt = await startRuntimeChild({
-      config: `${dir}/runtime.yaml`,
-      port,
-      env,
-      permissions: "compiled",
-    });
-    assert.equal(await rt.stop(), 0, rt.stderr());
-    return rt.stderr();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 Deno.test("runtime warns at start that ANOLIS_API_TOKEN is ignored and names RUNTIME_API_TOKEN, never the value", async () => {
   const stderr = await runWithEnv({ ANOLIS_API_TOKEN: SECRET });

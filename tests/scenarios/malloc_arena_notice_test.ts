@@ -5,35 +5,7 @@
  * binary's permissions (deno.json `compile` --allow-env list), so the single binary can read it.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
-
-async function runWithEnv(env: Record<string, string>): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-arena-" });
-  try {
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
-      `runtime: {data_dir: ${dir}/data}
-http: {port: ${port}}
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
-    );
-    const rt = await startRuntimeChild({
-      config: `${dir}/runtime.yaml`,
-      port,
-      env,
-      permissions: "compiled",
-    });
-    assert.equal(await rt.stop(), 0, rt.stderr());
-    return rt.stderr();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { stderrOfStartAndStop as runWithEnv } from "../helpers/start_stop.ts";
 
 Deno.test(
   {
