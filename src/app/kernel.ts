@@ -1049,6 +1049,7 @@ export class Kernel {
       needsRestart: [...diff.needsRestart, ...this.#filesChanged(next)],
       weakened: [],
       estopActions: 0,
+      estopFailures: [],
       interrupted: false,
     };
     // Providers the last reload failed to start are listed down until a reload reconciles again
@@ -1413,9 +1414,17 @@ export class Kernel {
       }
       // A provider that came up while the e-stop is latched is brought to the safe state by the
       // e-stop itself (it follows every provider's availability); the report counts its calls.
+      // A securing run that fails is the e-stop's to report (its ERROR line) and to redo at the
+      // provider's next return: the provider did start, so the section applies and its devices
+      // are polled below; the report names the failure.
       for (const host of r.started) {
         const secured = this.estop.securing(host);
-        if (secured) report.estopActions += (await secured).length;
+        if (secured === null) continue;
+        try {
+          report.estopActions += (await secured).length;
+        } catch (err) {
+          report.estopFailures.push(errorMessage(err));
+        }
       }
       // Each device of a provider this reload started is polled once before the next sections
       // apply (as the priming poll does at start): an alarm the same reload adds on its signals

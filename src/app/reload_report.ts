@@ -35,6 +35,11 @@ export interface ReloadReport {
   /** Ladder calls the latched e-stop ran for providers the reload started. */
   readonly estopActions: number;
   /**
+   * Securing runs of providers the reload started that failed, as the e-stop says them (its ERROR
+   * line; it secures the provider again at its next return). The providers did start.
+   */
+  readonly estopFailures: readonly string[];
+  /**
    * stop() cut the reload short: a section was not applied, or applied only in part (a provider
    * start cut by the stop). Not a successful reload.
    */
@@ -50,6 +55,7 @@ export interface MutableReloadReport {
   needsRestart: string[];
   weakened: Weakening[];
   estopActions: number;
+  estopFailures: string[];
   interrupted: boolean;
 }
 

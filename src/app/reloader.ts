@@ -133,7 +133,8 @@ export class ConfigReloader {
       this.#lastSuccessMs = runtime.host.clock.nowMs();
       // Anything refused, failed, weakened or left for a restart is never said at INFO.
       const warn = refused.length > 0 || report.providers.failed.length > 0 ||
-        report.needsRestart.length > 0 || report.weakened.length > 0;
+        report.needsRestart.length > 0 || report.weakened.length > 0 ||
+        report.estopFailures.length > 0;
       if (warn) log.warn(summary);
       else log.info(summary);
     }
@@ -196,6 +197,7 @@ export function summarize(r: ReloadReport): string {
     parts.push(`failed to start: ${p.failed.join("; ")}`);
   }
   if (r.estopActions > 0) parts.push(`e-stop latched: ${r.estopActions} safe-state call(s) run`);
+  parts.push(...r.estopFailures);
   if (r.needsRestart.length > 0) parts.push(`needs restart: ${r.needsRestart.join(", ")}`);
   return `config reload: ${parts.join("; ")}`;
 }
