@@ -104,10 +104,15 @@ export async function runService(
       signals.first.then((signal) => ({ signal })),
     ]);
     if (first !== null && "err" in first) {
-      log.error(`start-up failed: ${errorMessage(first.err)}`);
-      await kernel.stop().catch((err) =>
-        log.error(`stop after failed start-up: ${errorMessage(err)}`)
-      );
+      // The kernel is stopped whatever the logger does: one that throws here would otherwise
+      // leave the half-started runtime (its providers, its journals) running.
+      try {
+        log.error(`start-up failed: ${errorMessage(first.err)}`);
+      } finally {
+        await kernel.stop().catch((err) =>
+          log.error(`stop after failed start-up: ${errorMessage(err)}`)
+        );
+      }
       return EXIT_STARTUP_FAILURE;
     }
     if (first === null) {
