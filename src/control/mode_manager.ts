@@ -283,25 +283,25 @@ export interface ModeManagerOptions {
 /** The origin of a mode change that names none (a runtime-internal one: a lost AUTO gate). */
 const INTERNAL_ORIGIN: AuditOrigin = { kind: "automation" };
 
+/** Marks the provider's latest securing run, asked of the e-stop at the turn (setLatchSecuring). */
+const AT_TURN = "at turn";
+/** A securing run of the e-stop (its ladder calls to one provider), or AT_TURN. */
+type SecuringRun = Promise<readonly CallConfig[]> | typeof AT_TURN;
+
 /** How #providerBack was reached: what the log says, the e-stop's securing, a return or not. */
 interface ProviderBackOptions {
   /** What happened to the provider, for the log (default "is AVAILABLE again"). */
   readonly why?: string;
   /**
-   * The e-stop's securing run its calls wait for and leave out (null: none); undefined: asked of
-   * the e-stop at its turn (setLatchSecuring).
+   * The e-stop's securing runs its calls wait for and leave out (each once; none: []). A return
+   * begins a securing run of its own, after it is told: it asks for AT_TURN.
    */
-  readonly securing?: Promise<readonly CallConfig[]> | null | undefined;
+  readonly securing: readonly SecuringRun[];
   /**
    * A return (it came back, or a device of it answers again): it may have missed the stop's
    * calls, so it gets the calls a reload dropped from the stop first (#stopHookCallsTo).
    */
   readonly stopsOwn?: boolean;
-  /**
-   * Securing runs a return waiting for the hooks was handed while it asked for one at its turn
-   * (mergeProviderBack): waited for too, their calls left out.
-   */
-  readonly handed?: readonly Promise<readonly CallConfig[]>[];
 }
 
 /** The FAULT entry whose hooks have begun: the mode it came from, its runs, the hooks it began with. */
@@ -379,12 +379,16 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      if (up) this.#providerBack(p, { stopsOwn: true });
+      if (up) this.#providerBack(p, { securing: [AT_TURN], stopsOwn: true });
     });
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
-        this.#providerBack(host, { why: `has device ${deviceId} answering again`, stopsOwn: true });
+        this.#providerBack(host, {
+          why: `has device ${deviceId} answering again`,
+          securing: [AT_TURN],
+          stopsOwn: true,
+        });
       }
     });
   }
@@ -403,6 +407,12 @@ export class ModeManager implements ModeService {
     return this.#mode;
   }
 
+  /** The e-stop's securing run of `host` still to begin its calls, if any (setLatchSecuring). */
+  #notBegunSecuring(host: ProviderSummary): SecuringRun[] {
+    const run = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
+    return run === null ? [] : [run];
+  }
+
   /**
    * The e-stop secures `host` again while latched because a reload changed its ladder calls: the
    * calls addressed to it of the hooks into FAULT are made again after that securing run (begun
@@ -410,8 +420,10 @@ export class ModeManager implements ModeService {
    * stop, ladder then hooks, so a ladder call does not undo a hook's (a cool-down after the stop).
    */
   ladderReloaded(host: ProviderSummary): void {
-    const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
-    this.#providerBack(host, { why: "had its e-stop ladder calls changed by a reload", securing });
+    this.#providerBack(host, {
+      why: "had its e-stop ladder calls changed by a reload",
+      securing: this.#notBegunSecuring(host),
+    });
   }
 
   /**
@@ -463,10 +475,9 @@ export class ModeManager implements ModeService {
       // (this reload's, when the e-stop adopts the hooks, or a return's waiting its turn) makes
       // its calls after now; its calls are left out. One still making its calls is waited for (a
       // later call of it would undo a hook call made meanwhile), none of its calls left out.
-      const securing = this.#latchSecuring?.(host, { notBegun: true }) ?? null;
       this.#providerBack(host, {
         why: "had its hook calls into FAULT changed by a reload",
-        securing,
+        securing: this.#notBegunSecuring(host),
       });
     }
   }
@@ -1001,13 +1012,9 @@ export class ModeManager implements ModeService {
    * call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
-  #providerBack(host: ProviderSummary, options: ProviderBackOptions = {}): void {
-    const { why = "is AVAILABLE again", securing, stopsOwn = false, handed } = options;
-    const back = (): MergedProviderBack => ({
-      securing,
-      stopsOwn,
-      ...(handed === undefined ? {} : { handed: [...handed] }),
-    });
+  #providerBack(host: ProviderSummary, options: ProviderBackOptions): void {
+    const { why = "is AVAILABLE again", securing, stopsOwn = false } = options;
+    const back = (): MergedProviderBack => ({ securing: [...securing], stopsOwn });
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
     // ladder, not for the e-stop's securing of this provider (queued behind it), which may land
@@ -1050,12 +1057,14 @@ export class ModeManager implements ModeService {
       if (this.#faultInForce !== entry) return;
       // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
       // call it made is not made again. Released before the ladder's turn: it made none.
-      const { securing: of, stopsOwn: own, handed } = run.back;
-      const atTurn = of !== undefined ? of : this.#latchSecuring?.(host) ?? null;
-      // With the runs it was handed while it asked for one at its turn (each once).
-      const runs = [...new Set([...handed ?? [], ...(atTurn === null ? [] : [atTurn])])];
-      const secured = runs.length === 0 ? null : runs;
-      const made = secured === null ? [] : (await Promise.all(secured)).flat();
+      const { securing, stopsOwn: own } = run.back;
+      // Each once: the latest, asked for at the turn, may be one it was given.
+      const runs = new Set<Promise<readonly CallConfig[]>>();
+      for (const r of securing) {
+        const p = r === AT_TURN ? this.#latchSecuring?.(host) ?? null : r;
+        if (p !== null) runs.add(p);
+      }
+      const made = runs.size === 0 ? [] : (await Promise.all(runs)).flat();
       if (this.#faultInForce !== entry) return;
       const calls = callsOf(own).filter(({ call }) => {
         const i = made.findIndex((m) => sameDeclaredCall(m, call));
@@ -1064,7 +1073,7 @@ export class ModeManager implements ModeService {
         return false;
       });
       if (calls.length === 0) {
-        if (secured !== null) {
+        if (runs.size > 0) {
           this.#log.info(
             `FAULT: provider ${providerId} ${why}; the e-stop's ladder made its hook ` +
               `call(s) into FAULT (${entry.from}->FAULT)`,
@@ -1236,47 +1245,26 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
 
 /** What the reasons merged into one waiting #providerBack ask for. */
 interface MergedProviderBack {
-  securing?: Promise<readonly CallConfig[]> | null | undefined;
+  securing: SecuringRun[];
   stopsOwn: boolean;
-  /**
-   * The securing runs it was handed while it asks for one at its turn (`securing` undefined):
-   * waited for too, their calls left out (the one asked for at the turn may not cover them).
-   */
-  handed?: Promise<readonly CallConfig[]>[];
 }
 
 /**
  * Merges a later reason for the same provider into one waiting (`into`): a return of its own
  * (`stopsOwn`) makes it a return -- it may have missed the stop's calls, so it gets the calls a
- * reload dropped from the stop -- and one that asks the e-stop for its securing at the turn (a
- * return begins a securing run of its own) makes it wait for the latest securing run, not only
- * for one begun for a reload. A second securing run it is handed while it already waits for one
- * (a second reload of the ladder) is waited for too, and the calls of both are left out: the
- * hook calls then land after both runs' ladder calls, never between them. One waiting for none
- * (null: the e-stop secured nothing then) takes a later concrete run. A concrete run is never
- * dropped for one asked for at the turn: that one is the latest securing run of the provider, if
- * any, and there is none when the latch was released and the provider (or a device of it) came
- * back since, while a run begun before the release may still make its ladder calls; it is kept
- * (`handed`) and waited for too.
+ * reload dropped from the stop -- and each securing run it names is waited for too, its calls
+ * left out: the hook calls then land after every one of those runs' ladder calls, never between
+ * them. A return asks for the provider's latest run at the turn (AT_TURN); a run named before is
+ * kept beside it: there is none at the turn when the latch was released and the provider (or a
+ * device of it) came back since, while a run begun before the release may still make its calls.
  */
 function mergeProviderBack(into: MergedProviderBack, next: ProviderBackOptions): void {
   if (next.stopsOwn === true) into.stopsOwn = true;
-  const hand = (run: Promise<readonly CallConfig[]>) => {
+  for (const run of next.securing) {
+    if (into.securing.includes(run)) continue;
     // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.
-    run.catch(() => {});
-    if (!into.handed?.includes(run)) into.handed = [...into.handed ?? [], run];
-  };
-  for (const run of next.handed ?? []) hand(run);
-  if (next.securing === undefined) {
-    if (into.securing) hand(into.securing);
-    into.securing = undefined;
-  } else if (next.securing !== null && into.securing === undefined) hand(next.securing);
-  else if (next.securing !== null && into.securing === null) into.securing = next.securing;
-  else if (next.securing !== null && into.securing && into.securing !== next.securing) {
-    const both = Promise.all([into.securing, next.securing]).then(([a, b]) => [...a, ...b]);
-    // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.
-    both.catch(() => {});
-    into.securing = both;
+    if (run !== AT_TURN) run.catch(() => {});
+    into.securing.push(run);
   }
 }
 
