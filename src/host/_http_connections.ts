@@ -128,6 +128,14 @@ const EVICTION_WAIT_MAX_MS = 1000;
 export const TLS_RELAY_FLUSH_MS = 1000;
 /** A connection to the internal TLS listener that no relay claims within this time is closed. */
 const TLS_RELAY_MATCH_TIMEOUT_MS = 1000;
+/**
+ * HTTPS: the relay's loopback connect to the internal TLS listener gets at most this long, then
+ * the client's connection is closed (one WARN line). Such a connect is immediate unless the
+ * listener's accept backlog is full (its accept loop backing off after EMFILE), when the kernel
+ * retries the SYN for minutes: only the request-header timeout bounded it, and shutdown waited
+ * for it.
+ */
+export const TLS_RELAY_CONNECT_TIMEOUT_MS = 1000;
 
 /** The answer a refused plain-HTTP connection gets before it is closed. */
 function refusalResponse(maxConnections: number): Uint8Array {
@@ -803,14 +811,25 @@ export class ConnectionLayer {
   /** HTTPS: copies bytes between the client and the loopback TLS listener both ways. */
   async #relay(c: Conn): Promise<void> {
     const tls = this.#o.tlsListener!;
-    let inner: Deno.Conn;
+    const connecting = Deno.connect({
+      hostname: (tls.addr as Deno.NetAddr).hostname,
+      port: (tls.addr as Deno.NetAddr).port,
+    });
+    let inner: Deno.Conn | null;
     try {
-      inner = await Deno.connect({
-        hostname: (tls.addr as Deno.NetAddr).hostname,
-        port: (tls.addr as Deno.NetAddr).port,
-      });
+      inner = await raceTimeout(this.#o.clock, connecting, TLS_RELAY_CONNECT_TIMEOUT_MS, null);
     } catch (err) {
       this.#o.log.warn(`cannot reach the TLS listener: ${errorMessage(err)}`);
+      this.#close(c);
+      return;
+    }
+    if (inner === null) {
+      // Made later, the connection is nobody's: closed, its failure not reported again.
+      connecting.then(closeQuietly, () => {});
+      this.#o.log.warn(
+        `cannot reach the TLS listener within ${TLS_RELAY_CONNECT_TIMEOUT_MS} ms: ` +
+          "closing the client's connection",
+      );
       this.#close(c);
       return;
     }
