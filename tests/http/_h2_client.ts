@@ -4,7 +4,7 @@
  * fetch client that speaks only HTTP/2, and the answer a client stops reading.
  */
 import * as http2 from "node:http2";
-import type { Clock } from "../../src/common/mod.ts";
+import type { Clock, Logger } from "../../src/common/mod.ts";
 import * as host from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
@@ -34,9 +34,10 @@ export function collect(stream: http2.ClientHttp2Stream): Promise<Outcome> {
 /**
  * A TLS server on 127.0.0.1 (port 0, no auth) with a self-signed localhost certificate in a
  * temporary directory named `prefix`; `caCert` trusts it, `remove()` deletes the directory.
+ * `log`: the server's logger (default testLogger()).
  */
 export async function tlsServer(
-  o: { prefix: string; handler: host.ServeHandler; clock?: Clock },
+  o: { prefix: string; handler: host.ServeHandler; clock?: Clock; log?: Logger },
 ) {
   const dir = await Deno.makeTempDir({ prefix: o.prefix });
   const { cert, key } = await selfSignedCert(dir);
@@ -47,7 +48,7 @@ export async function tlsServer(
     tlsKeyPath: key,
     authEnabled: false,
     allowInsecureBind: false,
-    log: testLogger(),
+    log: o.log ?? testLogger(),
     openFileLimit: null,
     ...(o.clock === undefined ? {} : { clock: o.clock }),
     handler: o.handler,
