@@ -6,44 +6,80 @@
  * nothing leaves the relay unable to copy, and the relay must close both ends at the bound rather
  * than hold the connection (and its descriptors) for as long as that client lives.
  *
- * The answer is sized to overflow what the kernel holds between the relay and the client (the
- * relay's send buffer, at most tcp_wmem's maximum, and the client's receive buffer, which does not
- * grow while the client reads nothing) while the rest still fits between the TLS server and the
- * relay, so that the server ends with the relay still holding bytes its client does not take.
+ * The answer must overflow what the kernel holds between the relay and the client (the relay's
+ * send buffer and the client's receive buffer) while the rest still fits between the TLS server
+ * and the relay, so that the server ends with the relay still holding bytes its client does not
+ * take. It was sized from /proc/sys/net/ipv4/tcp_{w,r}mem alone (tcp_wmem's maximum plus twice
+ * tcp_rmem's default), which holds only while those are alike: a client whose receive buffer
+ * starts above tcp_rmem's default (some kernels size a loopback socket's from its segment size, up
+ * to tcp_rmem's maximum) took the whole answer, and twice a large tcp_rmem default next to a small
+ * tcp_wmem left more than fits between the server and the relay (the server never ended). It is
+ * now sized from bounds, each named (answerBytes): the relay's send buffer is at most tcp_wmem's
+ * maximum (the relay sets no SO_SNDBUF); the client's receive buffer is read from its socket (ss),
+ * and does not grow while the client reads nothing (Linux grows it as its reader copies).
  * Time runs on a manual clock: the bound is reached by advancing it, and seen armed in its timers.
  */
 import assert from "node:assert/strict";
-import { serveHttp, TLS_RELAY_FLUSH_MS } from "../../src/host/mod.ts";
+import { serveHttp, TLS_RELAY_BUFFER_BYTES, TLS_RELAY_FLUSH_MS } from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
 
-/** The three numbers of a /proc/sys/net/ipv4/tcp_[rw]mem file (min, default, max). */
-async function tcpMem(
-  name: "tcp_rmem" | "tcp_wmem",
-): Promise<[number, number, number] | null> {
-  try {
-    const v = (await Deno.readTextFile(`/proc/sys/net/ipv4/${name}`)).trim().split(/\s+/);
-    const [min, def, max] = v.map(Number);
-    return v.length === 3 ? [min!, def!, max!] : null;
-  } catch {
-    return null;
-  }
+/**
+ * What a send queue may take past its buffer (it takes a write while below it: one loopback
+ * segment, 64 KiB), twice: the answer's margin over the relay-to-client path. The server has to
+ * write this much more (and the TLS records' overhead) into the TLS-to-relay path, which holds at
+ * least the relay's initial receive buffer (tcp_rmem's default) and more once it has read.
+ */
+const ANSWER_MARGIN_BYTES = 2 * 64 * 1024;
+
+/** tcp_wmem's maximum (/proc/sys/net/ipv4/tcp_wmem: min, default, max). */
+async function sendBufferMax(): Promise<number> {
+  const v = (await Deno.readTextFile("/proc/sys/net/ipv4/tcp_wmem")).trim().split(/\s+/);
+  const max = Number(v[2]);
+  assert.ok(v.length === 3 && max > 0, `unreadable tcp_wmem: ${v.join(" ")}`);
+  return max;
 }
 
-/** More than the relay-to-client path holds (see the header), with a margin. */
-async function answerBytes(): Promise<number> {
-  const wmem = await tcpMem("tcp_wmem");
-  const rmem = await tcpMem("tcp_rmem");
-  if (wmem === null || rmem === null) return 5 * 1024 * 1024;
-  return wmem[2] + 2 * rmem[1] + 512 * 1024;
+/** The receive buffer (bytes) of `conn`'s socket, as `ss -m` shows it (skmem rb). */
+async function receiveBuffer(conn: Deno.Conn): Promise<number> {
+  const local = conn.localAddr as Deno.NetAddr;
+  const remote = conn.remoteAddr as Deno.NetAddr;
+  const out = await new Deno.Command("ss", {
+    args: [
+      "-tmnH",
+      "src",
+      `${local.hostname}:${local.port}`,
+      "dst",
+      `${remote.hostname}:${remote.port}`,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  const rb = /\brb(\d+)\b/.exec(text);
+  assert.ok(
+    out.code === 0 && rb !== null,
+    `ss (iproute2) shows no receive buffer for the client's socket: ${text}` +
+      new TextDecoder().decode(out.stderr),
+  );
+  return Number(rb[1]);
+}
+
+/**
+ * More than the relay-to-client path can hold: the relay's send buffer (at most tcp_wmem's
+ * maximum), the client's receive buffer, the relay's copy buffer (TLS_RELAY_BUFFER_BYTES), and
+ * the margin.
+ */
+async function answerBytes(client: Deno.Conn): Promise<number> {
+  return await sendBufferMax() + await receiveBuffer(client) + TLS_RELAY_BUFFER_BYTES +
+    ANSWER_MARGIN_BYTES;
 }
 
 Deno.test("over HTTPS the relay closes a connection TLS_RELAY_FLUSH_MS after its server ended when its client reads nothing", async () => {
   const dir = await Deno.makeTempDir({ prefix: "http-tls-flush-bound-" });
   const { cert, key } = await selfSignedCert(dir);
-  const bytes = await answerBytes();
-  const body = new Uint8Array(bytes).fill(0x61);
+  let body = new Uint8Array(0); // sized once the client's socket is there
   const clock = new ManualClock();
   const server = await serveHttp({
     hostname: "127.0.0.1",
@@ -65,12 +101,15 @@ Deno.test("over HTTPS the relay closes a connection TLS_RELAY_FLUSH_MS after its
     caCerts: [await Deno.readTextFile(cert)],
   });
   try {
+    const bytes = await answerBytes(conn);
+    body = new Uint8Array(bytes).fill(0x61);
     await conn.write(
       new TextEncoder().encode("GET /big HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
     );
     // The client reads nothing from here on.
     await waitFor(
-      "the TLS side's server ended with the relay still copying (its flush bound armed)",
+      `the TLS side's server ended with the relay still copying (its flush bound armed): ` +
+        `the ${bytes}-byte answer written`,
       () => clock.pendingDelays().includes(TLS_RELAY_FLUSH_MS),
       20_000,
     );
