@@ -113,7 +113,8 @@ export interface EstopResult {
   fault_engaged: boolean;
   /**
    * Calls of the hooks into FAULT that failed (each one; every call is attempted); with
-   * `hooks_pending`, those known when the answer stopped waiting.
+   * `hooks_pending`, those known when the answer stopped waiting. Hooks that failed to run at all
+   * add one entry for them as a whole (device and function `*`).
    */
   hook_failures: HookFailure[];
   /**
@@ -891,7 +892,8 @@ export class Estop implements EstopService {
   /**
    * The hooks into FAULT of `fault`, waited for at most FAULT_HOOKS_ANSWER_WAIT_MS as a whole
    * (each call has its own deadline, but a provider's calls run one after another): past that,
-   * the failures known so far, pending. Rejects when they failed to run at all, within the wait.
+   * the failures known so far, pending. Never rejects: hooks that failed to run at all (their run
+   * threw or rejected) are answered as the failures known then and one entry for them as a whole.
    */
   async #faultHooks(fault: FaultEntry): Promise<{ failures: HookFailure[]; pending: boolean }> {
     // FAULT stood already (a trigger while latched, or after another FAULT): its hooks, once run,
@@ -902,24 +904,42 @@ export class Estop implements EstopService {
     // repeats there or was mended), else those of the entry's own run.
     const again: HookFailure[] = [];
     let madeAgain = false;
-    const done = fault.committed ? fault.runHooks() : fault.runHooks().then((earlier) => {
-      // A modes port that throws here must not take the answer away (its ladder has run): the
-      // answer then has the failures of the entry's own run, and an ERROR line says so.
-      const rerun = this.#contained(
-        "making the hooks into FAULT again",
-        () => this.#o.modes?.runFaultHooksAgain?.(again) ?? null,
-        "the answer has the failures of their earlier run",
-      );
-      if (rerun === null) return earlier;
-      madeAgain = true;
-      return rerun;
+    let done: Promise<HookFailure[]>;
+    try {
+      done = fault.committed ? fault.runHooks() : fault.runHooks().then((earlier) => {
+        // A modes port that throws here must not take the answer away (its ladder has run): the
+        // answer then has the failures of the entry's own run, and an ERROR line says so.
+        const rerun = this.#contained(
+          "making the hooks into FAULT again",
+          () => this.#o.modes?.runFaultHooksAgain?.(again) ?? null,
+          "the answer has the failures of their earlier run",
+        );
+        if (rerun === null) return earlier;
+        madeAgain = true;
+        return rerun;
+      });
+    } catch (err) {
+      done = Promise.reject(err);
+    }
+    const known = () => madeAgain ? [...again] : fault.hookFailuresSoFar();
+    // Hooks that failed to run at all (a modes port that throws, at once or later) must not take
+    // the answer away either: the latch, FAULT and the ladder's calls are in force. One ERROR line
+    // (also when it comes after the answer); the answer lists the failures known then and one
+    // entry for the hooks as a whole (which of their calls were made is unknown). Not
+    // hooks_pending: that says they run on, and re-arming waits for them.
+    const ran = done.catch((err: unknown) => {
+      const e = toRuntimeError(err);
+      this.#stopLog.error(`the hooks into FAULT failed to run: ${e.message}`);
+      const soFar = this.#contained(
+        "reading the failures of the hooks into FAULT",
+        known,
+        "the answer has only that they failed to run",
+      ) ?? [];
+      return [...soFar, hooksFailedToRun(e)];
     });
-    const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
+    const failures = await raceTimeout(this.#o.clock, ran, FAULT_HOOKS_ANSWER_WAIT_MS, null);
     if (failures !== null) return { failures, pending: false };
-    done.catch((err) =>
-      this.#stopLog.error(`the hooks into FAULT failed to run: ${toRuntimeError(err).message}`)
-    );
-    const soFar = madeAgain ? [...again] : fault.hookFailuresSoFar();
+    const soFar = known();
     this.#stopLog.warn(
       `e-stop: the hooks into FAULT had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms; ` +
         `answering with the ${soFar.length} failure(s) so far (they run on)`,
@@ -1334,6 +1354,22 @@ const LADDER_RELOADED = "had its ladder calls changed by a reload";
 
 /** The audit's `args.reason` of a re-verification after a reload changed expectations. */
 const EXPECTATIONS_RELOADED = "expectations reloaded while latched";
+
+/**
+ * The answer's entry for the hooks into FAULT as a whole when they failed to run at all (`err`):
+ * the hooks of every transition into FAULT; which of their calls were made is unknown, so no device
+ * or function is named (`*`) and the phase is the first one, where their run begins.
+ */
+function hooksFailedToRun(err: RuntimeError): HookFailure {
+  return {
+    transition: "*->FAULT",
+    phase: "before",
+    hook: "automation.mode_transition_hooks",
+    device_handle: "*",
+    function: "*",
+    error: `${err.code}: the hooks into FAULT failed to run: ${err.message}`,
+  };
+}
 
 /** A provider's planned calls as text: two plans make the same calls when these are equal. */
 function callsText(calls: readonly PlannedCall[]): string {
