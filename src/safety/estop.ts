@@ -70,6 +70,7 @@ import {
   type FunctionRef,
   type PlannedCall,
   planSafeState,
+  planWithoutDevices,
   type SafeStateConfig,
   type SafeStatePlan,
   type SoftwareSafeState,
@@ -247,6 +248,20 @@ export function uncoveredWarning(
   return `The '${rung}' rung leaves ${uncovered.length} actuating function(s) untouched: ${list}. ` +
     "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
     "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.";
+}
+
+/**
+ * Warning returned when a stop's plan could not be made (`why`): `rung` is what it ran instead
+ * (planWithoutDevices: the declared hooks, else none).
+ */
+export function planFailedWarning(rung: SoftwareSafeState, why: string): string {
+  return `The safe-state plan could not be made (${why}). ` +
+    (rung === "hooks"
+      ? "The 'hooks' rung ran (safety.safe_state.hooks need no device inventory); which " +
+        "actuating functions it leaves untouched is unknown. "
+      : "Every rung but 'hooks' needs the device inventory: no output was changed. ") +
+    "The latch blocks further actuating calls; check the machine, or use the hardware emergency " +
+    "stop to remove power.";
 }
 
 /** The mode manager's part in an e-stop (ModeManager satisfies it). */
@@ -826,21 +841,29 @@ export class Estop implements EstopService {
    * ladder calls, whatever triggers while they run).
    */
   async #stop(fault: FaultEntry | null, cause: string): Promise<EstopResult> {
-    let ladder: { plan: SafeStatePlan; actions: EstopAction[]; drain: DrainReport };
+    let ladder: {
+      plan: SafeStatePlan;
+      planFailed: string | null;
+      actions: EstopAction[];
+      drain: DrainReport;
+    };
     let hooks: { failures: HookFailure[]; pending: boolean };
     // The safe state this stop starts with: a reload meanwhile (reconfigure) changes the next
     // stop's, not this one's read-back after its ladder.
     const safeState = this.#o.safeState;
     try {
-      const plan = this.plan();
-      const [actions, drain] = await Promise.all([this.#runLadder(plan, cause), this.#drainAll()]);
-      ladder = { plan, actions, drain };
+      const { plan, failed } = this.#stopPlan(safeState);
+      const [actions, drain] = await Promise.all([
+        this.#runLadder(plan, cause, failed === null),
+        this.#drainAll(),
+      ]);
+      ladder = { plan, planFailed: failed, actions, drain };
     } finally {
       // Whatever the ladder did, even throw: FAULT without its stop actions would also hold every
       // FAULT request (an alarm's, forceFault) waiting for hooks that never run.
       hooks = fault ? await this.#faultHooks(fault) : { failures: [], pending: false };
     }
-    const { plan, actions, drain } = ladder;
+    const { plan, planFailed, actions, drain } = ladder;
     const expect = safeState.expect;
     // After the ladder and the hooks: a clock that fails must not take the trigger's answer away.
     // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
@@ -877,7 +900,9 @@ export class Estop implements EstopService {
       drain,
       verification,
     };
-    const warning = plan.rung === "none"
+    const warning = planFailed !== null
+      ? planFailedWarning(plan.rung, planFailed)
+      : plan.rung === "none"
       ? NO_SAFE_STATE_WARNING
       : plan.uncovered.length > 0
       ? uncoveredWarning(plan.rung, plan.uncovered)
@@ -887,6 +912,29 @@ export class Estop implements EstopService {
       this.#stopLog.warn(warning);
     }
     return result;
+  }
+
+  /**
+   * The plan a stop runs (`safeState` is the one in force). One that cannot be made (an inventory
+   * port that throws) must not take the stop away: the stop runs the safest plan it can make
+   * without the devices (planWithoutDevices: rung 1, the hooks, when declared; else none), one
+   * ERROR line says so, and `failed` says why (the answer's warning).
+   */
+  #stopPlan(safeState: SafeStateConfig): { plan: SafeStatePlan; failed: string | null } {
+    try {
+      return { plan: this.plan(), failed: null };
+    } catch (err) {
+      const plan = planWithoutDevices(safeState);
+      const failed = errorMessage(err);
+      this.#stopLog.error(
+        `e-stop: making the safe-state plan failed: ${failed}; ${
+          plan.rung === "hooks"
+            ? "the 'hooks' rung runs its declared calls (they need no device inventory)"
+            : "no safe-state call is made (every rung but 'hooks' needs the device inventory)"
+        }`,
+      );
+      return { plan, failed };
+    }
   }
 
   /**
@@ -998,12 +1046,18 @@ export class Estop implements EstopService {
 
   /**
    * The ladder: fanned out per provider (declared order within a provider, behind ladder calls
-   * still running on it), every call attempted. Actions are reported in plan order.
+   * still running on it), every call attempted. Actions are reported in plan order. Without
+   * `uncoveredKnown` (a plan made without the devices) what it leaves untouched is unknown.
    */
-  async #runLadder(plan: SafeStatePlan, cause: string): Promise<EstopAction[]> {
+  async #runLadder(
+    plan: SafeStatePlan,
+    cause: string,
+    uncoveredKnown: boolean,
+  ): Promise<EstopAction[]> {
     // What it leaves untouched is the answer's warning, logged with it.
+    const untouched = uncoveredKnown ? `${plan.uncovered.length}` : "an unknown number of";
     this.#stopLog.warn(
-      `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${plan.uncovered.length} actuating function(s) untouched`,
+      `safe-state rung '${plan.rung}': ${plan.calls.length} call(s), ${untouched} actuating function(s) untouched`,
     );
     const actions: EstopAction[] = plan.calls.map((c) => ({ ...c.label, success: true }));
     const byProvider = new Map<string, number[]>();

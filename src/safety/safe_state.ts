@@ -116,12 +116,6 @@ export function planSafeState(
     device_handle: deviceHandle(d.device.providerId, d.device.deviceId),
     function: fn.name,
   });
-  const declared = (calls: readonly CallConfig[]): PlannedCall[] =>
-    calls.map((call) => ({
-      kind: "declared",
-      call,
-      label: { device_handle: call.deviceHandle, function: declaredFunctionLabel(call) },
-    }));
   const uncoveredBy = (calls: readonly CallConfig[]): FunctionRef[] => {
     const covered = new Set<FunctionSpec>();
     for (const call of calls) {
@@ -134,12 +128,12 @@ export function planSafeState(
   if (safeState.hooks.length > 0) {
     return {
       rung: "hooks",
-      calls: declared(safeState.hooks),
+      calls: declaredCalls(safeState.hooks),
       uncovered: uncoveredBy(safeState.hooks),
     };
   }
   if (safeState.setpoints.length > 0 && uncoveredBy(safeState.setpoints).length === 0) {
-    return { rung: "setpoints", calls: declared(safeState.setpoints), uncovered: [] };
+    return { rung: "setpoints", calls: declaredCalls(safeState.setpoints), uncovered: [] };
   }
   if (safeState.zeroIsSafe) {
     const calls: PlannedCall[] = [];
@@ -165,6 +159,28 @@ export function planSafeState(
     return { rung: "zero", calls, uncovered };
   }
   return { rung: "none", calls: [], uncovered: actuating.map((a) => ref(a.device, a.fn)) };
+}
+
+/**
+ * The plan when the devices cannot be read (an inventory port that fails): rung 1 is decided and
+ * made from the configuration alone, so with hooks declared it is the plan planSafeState makes,
+ * except that what it leaves untouched is unknown (empty). Every other rung needs the devices
+ * (coverage, zeroable functions) and is never guessed: "none", no call.
+ */
+export function planWithoutDevices(safeState: SafeStateConfig): SafeStatePlan {
+  if (safeState.hooks.length > 0) {
+    return { rung: "hooks", calls: declaredCalls(safeState.hooks), uncovered: [] };
+  }
+  return { rung: "none", calls: [], uncovered: [] };
+}
+
+/** Declared calls (safety.safe_state hooks or setpoints) as the ladder makes them. */
+function declaredCalls(calls: readonly CallConfig[]): PlannedCall[] {
+  return calls.map((call) => ({
+    kind: "declared",
+    call,
+    label: { device_handle: call.deviceHandle, function: declaredFunctionLabel(call) },
+  }));
 }
 
 /** How one required argument is set when zeroing: a level (one value) or a selector (each value). */
