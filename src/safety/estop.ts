@@ -431,7 +431,7 @@ export class Estop implements EstopService {
     const loggedAt = this.#planLoggedAt;
     const now = loggedAt === null
       ? null
-      : this.#readPlanLogClock("e-stop plan log", "e-stop plan log: it waits a whole interval");
+      : this.#readMono("e-stop plan log", "e-stop plan log: it waits a whole interval");
     const wait = loggedAt === null || now === null
       ? PLAN_LOG_INTERVAL_MS
       : loggedAt + PLAN_LOG_INTERVAL_MS - now;
@@ -443,7 +443,7 @@ export class Estop implements EstopService {
     this.#planLogTimer = undefined;
     // Also from a timer, where a throw would be an uncaught error: the plan is logged all the
     // same; the time unknown, the next change waits a whole interval.
-    this.#planLoggedAt = this.#readPlanLogClock(
+    this.#planLoggedAt = this.#readMono(
       "e-stop plan log",
       "e-stop plan log: logged, the next one waits a whole interval",
     );
@@ -461,9 +461,18 @@ export class Estop implements EstopService {
     }
   }
 
-  /** The monotonic clock for the plan log's interval: asked once more; null when it fails again. */
-  #readPlanLogClock(what: string, thenWhat: string): number | null {
+  /**
+   * The monotonic clock, read where a clock that fails must take nothing away: asked once more,
+   * each failure one ERROR line (`what`, then `thenWhat`: what is left out); null when it fails
+   * again.
+   */
+  #readMono(what: string, thenWhat: string): number | null {
     return readClockTwice(() => this.#o.clock.monoMs(), this.#stopLog, what, thenWhat);
+  }
+
+  /** The wall clock (epoch ms), read as #readMono reads the monotonic one. */
+  #readNow(what: string, thenWhat: string): number | null {
+    return readClockTwice(() => this.#o.clock.nowMs(), this.#stopLog, what, thenWhat);
   }
 
   /** Cancels a plan log that waits for its turn (at shutdown). */
@@ -653,15 +662,16 @@ export class Estop implements EstopService {
     // The reason's audit entry measures its latency from the latch; only that latency needs the
     // time. A clock that fails is asked once more; when it fails again the entry is written all
     // the same, without a latency (null: none invented), and the listeners are still told.
-    const readMono = (thenWhat: string) =>
-      readClockTwice(() => this.#o.clock.monoMs(), this.#stopLog, "e-stop reason", thenWhat);
-    const latchedMono = readMono("e-stop reason: its audit latency is left out");
+    const latchedMono = this.#readMono(
+      "e-stop reason",
+      "e-stop reason: its audit latency is left out",
+    );
     void arriving.then((r) => {
       if (!r) return;
       this.#stopLog.warn(`E-STOP reason: ${r}`);
       const arrivedMono = latchedMono === null
         ? null
-        : readMono("e-stop reason: its audit latency is left out");
+        : this.#readMono("e-stop reason", "e-stop reason: its audit latency is left out");
       // The latch's entry was written before the reason was known: a second entry of the same
       // stop (function "reason") carries it.
       this.#o.audit?.record({
@@ -800,9 +810,7 @@ export class Estop implements EstopService {
       this.#stopLog.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
       // A clock that fails is asked once more; if it fails again the release is not announced
       // (no invented time), an ERROR line says so (status shows it).
-      const timestampMs = readClockTwice(
-        () => this.#o.clock.nowMs(),
-        this.#stopLog,
+      const timestampMs = this.#readNow(
         "e-stop clear",
         "e-stop clear: the release is in force but not announced",
       );
@@ -867,9 +875,7 @@ export class Estop implements EstopService {
     const expect = safeState.expect;
     // After the ladder and the hooks: a clock that fails must not take the trigger's answer away.
     // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
-    const startedAt = readClockTwice(
-      () => this.#o.clock.monoMs(),
-      this.#stopLog,
+    const startedAt = this.#readMono(
       "e-stop verification",
       "e-stop verification: its start is unknown",
     );
@@ -1026,12 +1032,7 @@ export class Estop implements EstopService {
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
-    const timestampMs = readClockTwice(
-      () => this.#o.clock.nowMs(),
-      this.#stopLog,
-      what,
-      `${what} not published`,
-    );
+    const timestampMs = this.#readNow(what, `${what} not published`);
     if (timestampMs === null) return;
     this.#o.bus?.publish({
       kind: "estop_verification",
@@ -1273,12 +1274,7 @@ export class Estop implements EstopService {
     // trigger's). Asked once more; without a start it is shown as the newest (#mergeVerification)
     // and audited without a latency (none invented).
     const what = `e-stop re-verification (${ids.join(", ")})`;
-    const startedAt = readClockTwice(
-      () => this.#o.clock.monoMs(),
-      this.#stopLog,
-      what,
-      `${what}: its start is unknown`,
-    );
+    const startedAt = this.#readMono(what, `${what}: its start is unknown`);
     const partial = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
@@ -1292,12 +1288,9 @@ export class Estop implements EstopService {
     this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
     const actions = [...batch.providers.values()].flat();
     const failed = actions.filter((a) => !a.success).length;
-    const endedAt = startedAt === null ? null : readClockTwice(
-      () => this.#o.clock.monoMs(),
-      this.#stopLog,
-      what,
-      `${what}: its audit latency is left out`,
-    );
+    const endedAt = startedAt === null
+      ? null
+      : this.#readMono(what, `${what}: its audit latency is left out`);
     this.#o.audit?.record({
       action: "estop",
       origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? ESTOP_CAUSE_API },
