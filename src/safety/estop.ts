@@ -1349,14 +1349,29 @@ export class Estop implements EstopService {
   /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
   async #drainAll(): Promise<DrainReport> {
     const pending: string[] = [];
+    // Beside the ladder: a port that throws must not take the trigger's answer away (its calls
+    // are made). The drain is then reported incomplete, with one ERROR line: providers that
+    // cannot be listed are named by none; a provider whose drain fails is pending.
+    const hosts = this.#contained(
+      "listing the providers to drain",
+      () => this.#o.inventory.providers(),
+      "the drain is reported incomplete",
+    );
+    if (hosts === null) return { complete: false, pending_providers: [] };
     await Promise.all(
-      this.#o.inventory.providers().map(async (h) => {
+      hosts.map(async (h) => {
         const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
-        if (await this.#o.router.drain(h.id, boundMs)) return;
+        try {
+          if (await this.#o.router.drain(h.id, boundMs)) return;
+          this.#stopLog.error(
+            `e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`,
+          );
+        } catch (err) {
+          this.#stopLog.error(
+            `e-stop: waiting for the in-flight calls to ${h.id} failed: ${errorMessage(err)}`,
+          );
+        }
         pending.push(h.id);
-        this.#stopLog.error(
-          `e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`,
-        );
       }),
     );
     return { complete: pending.length === 0, pending_providers: pending };
