@@ -442,9 +442,20 @@ export class JournalWriter {
       return;
     }
     if (this.#handle !== null && this.#size > 0 && (fresh || this.#size + bytes > s.maxFileBytes)) {
-      // Attempted once: a failure here is the write's, and not retried (#dropAfterFailedWrite).
+      // Attempted once: a failure here is the write's (counted and reported failed by it), and
+      // not retried (#dropAfterFailedWrite). Its own ERROR: the lines already in the file were
+      // reported written, and the write's ERROR (once per failing streak) does not say so.
       this.#unsynced = false;
-      await this.#handle.sync();
+      try {
+        await this.#handle.sync();
+      } catch (err) {
+        this.#o.log.error(
+          `${this.#o.name}: fsync of ${this.currentPath} before rotation failed (${
+            errorMessage(err)
+          }): the lines written to it may not survive a machine crash`,
+        );
+        throw err;
+      }
       this.#dropHandle();
       this.#segment = this.#segment! + 1;
       await this.#prune(s);

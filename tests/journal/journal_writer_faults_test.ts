@@ -158,3 +158,43 @@ Deno.test("JournalWriter: when that fsync fails too, it is counted and logged on
     /^ERROR .*test journal: fsync of lines written before a failed write failed too \(test journal \(\/data\/j\.jsonl\): No space left on device \(os error 28\)\): they may not survive a machine crash$/,
   );
 });
+
+Deno.test("JournalWriter: a failed fsync at segment rotation is logged once naming the file, and not retried", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const { log, lines: logLines } = capturingLogger();
+  const segments = { dir: "/data/seg", prefix: "seg", maxFileBytes: 20, maxFiles: 10 };
+  const w = new JournalWriter({
+    files,
+    target: { segments },
+    name: "test journal",
+    log,
+    clock,
+    maxQueuedLines: 100,
+    syncIntervalMs: 1000,
+  });
+  const first = "/data/seg/seg-00000001.jsonl";
+  // Two lines of 8 bytes fill the first file (20 bytes at most); its fsync is batched.
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  assert.deepEqual(await w.append('{"n":2}'), { ok: true });
+  // The next line rotates: the fsync of the first file before it is let go fails. It is the
+  // write's failure (the line is reported failed), and it is not retried.
+  files.syncFails = true;
+  assert.equal((await w.append('{"n":3}')).ok, false);
+  files.syncFails = false;
+  assert.deepEqual(await w.append('{"n":4}'), { ok: true });
+  await clock.advanceAsync(1000);
+  await w.close();
+  assert.equal(files.syncFailures, 1, "one fsync attempt of the first file");
+  assert.equal(files.durableText(first), "", "the first file is not fsync'd again");
+  assert.equal(files.text(first), '{"n":1}\n{"n":2}\n');
+  assert.equal(files.text("/data/seg/seg-00000002.jsonl"), '{"n":4}\n');
+  assert.equal(w.status().writeErrors, 1, "the failed fsync, counted once");
+  const errors = logLines.filter((l) => l.includes("may not survive"));
+  // Before: [] -- counted, but no line said that lines reported written may be lost.
+  assert.equal(errors.length, 1, logLines.join("\n"));
+  assert.match(
+    errors[0]!,
+    /^ERROR .*test journal: fsync of \/data\/seg\/seg-00000001\.jsonl before rotation failed \(No space left on device \(os error 28\)\): the lines written to it may not survive a machine crash$/,
+  );
+});
