@@ -83,7 +83,7 @@ export const LIVE_OUT_KEPT = MAX_IN_FLIGHT;
  * With the history ring: the polls written live of devices whose replay waits for their next
  * DBIRTH (#replayAfterBirth) or resumed from it, kept per device apart from the LIVE_OUT_KEPT
  * shared by all (which other devices' writes push out meanwhile), in all at most: beyond it a
- * resumed replay may send such a poll again.
+ * resumed replay may send such a poll again (WARNed once until none is kept).
  */
 export const PARKED_WRITTEN_KEPT = 4 * LIVE_OUT_KEPT;
 /** How long stop() waits for NDEATH to be written before it drops the connection. */
@@ -523,6 +523,8 @@ export class SparkplugEdgeNode {
    */
   readonly #parkedWritten = new Map<string, Set<number>>();
   #parkedWrittenCount = 0;
+  /** A poll was not kept in #parkedWritten (full) since it was last empty: WARNed once. */
+  #parkedFullWarned = false;
   readonly counts: EdgeNodeCounts = {
     connects: 0,
     births: 0,
@@ -1281,7 +1283,18 @@ export class SparkplugEdgeNode {
     if (kept === undefined) this.#parkedWritten.set(id, kept = new Set());
     if (kept.has(seq)) return;
     if (this.#parkedWrittenCount >= PARKED_WRITTEN_KEPT) this.#pruneParkedWritten();
-    if (this.#parkedWrittenCount >= PARKED_WRITTEN_KEPT) return;
+    if (this.#parkedWrittenCount >= PARKED_WRITTEN_KEPT) {
+      // Not silently: once until the memory is empty again (the devices born again and replayed).
+      if (!this.#parkedFullWarned) {
+        this.#parkedFullWarned = true;
+        this.#log.warn(
+          `sparkplug store-and-forward: ${PARKED_WRITTEN_KEPT} polls written live of devices ` +
+            `waiting for their DBIRTH kept (PARKED_WRITTEN_KEPT): further ones (the first of ` +
+            `${id}) are not, and their resumed replay may send them again`,
+        );
+      }
+      return;
+    }
     kept.add(seq);
     this.#parkedWrittenCount++;
   }
@@ -1308,6 +1321,7 @@ export class SparkplugEdgeNode {
     if (kept === undefined) return;
     this.#parkedWrittenCount -= kept.size;
     this.#parkedWritten.delete(id);
+    if (this.#parkedWritten.size === 0) this.#parkedFullWarned = false;
   }
 
   /**

@@ -26,6 +26,8 @@ export interface RingRigOptions {
   readonly brokerUrl?: string;
   /** `sparkplug.reconnect_ms` (the test config's by default). */
   readonly reconnectMs?: number;
+  /** The node's logger (testLogger() by default). */
+  readonly log?: ReturnType<typeof testLogger>;
 }
 
 export function ringRig(o: RingRigOptions = {}) {
@@ -91,7 +93,7 @@ export function ringRig(o: RingRigOptions = {}) {
     replay: historyReplay(history),
     runtimeVersion: "test",
     clock,
-    log: testLogger(),
+    log: o.log ?? testLogger(),
   });
   const emit = (event: RuntimeEvent) => {
     for (const l of bus) l({ id: ++eventId, event });
