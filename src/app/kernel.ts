@@ -777,16 +777,23 @@ export class Kernel {
     this.host.log.info(
       `runtime up: ${this.registry.hosts.length} provider(s), ${this.registry.devices().length} device(s)`,
     );
-    // The API (and its e-stop route) before the Sparkplug edge node: nothing of the plant link
-    // (its bdSeq file under a hung data_dir, the broker) may keep it from being served.
+    // The Sparkplug edge node follows the runtime from before the API is served: an e-stop
+    // latched and cleared through the API before the node starts reaches the host's history
+    // after the first births, as one while the births wait does (docs/sparkplug.md).
+    const startSparkplug = this.config.sparkplug.enabled ? await this.#watchSparkplug() : null;
+    // The API (and its e-stop route) before the Sparkplug edge node starts: nothing of the plant
+    // link (its bdSeq file under a hung data_dir, the broker) may keep it from being served.
     await this.#serve();
     this.#throwIfStopping();
     // After the priming poll, so the births carry values; connecting goes on in the background.
-    if (this.config.sparkplug.enabled) await this.#startSparkplug();
+    if (startSparkplug !== null) await startSparkplug();
   }
 
-  /** The Sparkplug B edge node (on demand: its code and MQTT.js are loaded here, only here). */
-  async #startSparkplug(): Promise<void> {
+  /**
+   * The Sparkplug B edge node (on demand: its code and MQTT.js are loaded here, only here),
+   * following the runtime from now on; returns its start (the bdSeq store, the broker).
+   */
+  async #watchSparkplug(): Promise<() => Promise<void>> {
     const { SparkplugEdgeNode } = await import("../sparkplug/mod.ts");
     this.#throwIfStopping(); // stop() meanwhile found no node to stop
     const config = this.config;
@@ -845,7 +852,8 @@ export class Kernel {
       log: this.host.log.child("sparkplug"),
     });
     this.#sparkplug = node;
-    await node.start();
+    node.watch();
+    return () => node.start();
   }
 
   /** The Sparkplug B edge node (null: sparkplug.enabled is false, or not started yet). */

@@ -418,11 +418,13 @@ export class SparkplugEdgeNode {
   /** The node metrics as the host last got them (the NBIRTH, then each NDATA handed over). */
   #lastNode: NodeStatus | null = null;
   /**
-   * Before the first births: the node metrics at start(), then as last kept (#keepNode), so that
+   * Before the first births: the node metrics at watch(), then as last kept (#keepNode), so that
    * what changed before the first NBIRTH (an e-stop latched and cleared while the births waited
    * for the broker or the primary host) reaches the host's history after it. Null once born.
    */
   #unbornNode: NodeStatus | null = null;
+  /** watch() subscribed the node to the runtime. */
+  #watching = false;
   /**
    * A change of the node metrics could not be handed over (MAX_IN_FLIGHT writes unconfirmed): its
    * NDATA goes first when a write completes.
@@ -601,8 +603,14 @@ export class SparkplugEdgeNode {
     return min;
   }
 
-  /** Subscribes to the runtime and opens the broker session (connecting in the background). */
-  async start(): Promise<void> {
+  /**
+   * Follows the runtime from now on (its events, the inventory), not connecting yet: a node
+   * metric's change from here on reaches the host's history after the first births (#keepNode).
+   * start() does it when it was not done before.
+   */
+  watch(): void {
+    if (this.#watching || this.#stopped) return;
+    this.#watching = true;
     const o = this.#o;
     this.#unbornNode = o.status();
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
@@ -615,6 +623,12 @@ export class SparkplugEdgeNode {
       this.#noteUp(p.id);
       this.#providerChanged(p.id);
     }));
+  }
+
+  /** Follows the runtime (watch()) and opens the broker session (connecting in the background). */
+  async start(): Promise<void> {
+    const o = this.#o;
+    this.watch();
     if (o.bdSeqStore !== undefined) await this.#bdSeqAtStart(o.bdSeqStore);
     if (this.#stopped) return;
     await this.#openSession();
@@ -1071,7 +1085,7 @@ export class SparkplugEdgeNode {
     this.#unbornNode = null;
     this.#nodeBehind = false;
     this.#nodeBehindSince = null;
-    // The first births: a change since start() that the NBIRTH carries is not history to send.
+    // The first births: a change since watch() that the NBIRTH carries is not history to send.
     if (first) this.#dropCarriedByBirth(this.#nodeMetrics(status, null, now, true));
     this.#send("NBIRTH", undefined, {
       timestamp: now,
@@ -1133,9 +1147,9 @@ export class SparkplugEdgeNode {
   }
 
   /**
-   * At the first births: a node metric whose only change kept since start() (#keepNode) is to
+   * At the first births: a node metric whose only change kept since watch() (#keepNode) is to
    * the value the NBIRTH carries loses that change. The host never had the value before it (the
-   * metrics at start() are not published), so its NDATA would show no transition, only the
+   * metrics at watch() are not published), so its NDATA would show no transition, only the
    * NBIRTH's value from an earlier time: noise (an operator arming the runtime while the births
    * wait). The host's history of that metric starts at the NBIRTH. A metric that changed more
    * than once keeps every change: the values between are not in the NBIRTH, and the last one
@@ -1971,7 +1985,7 @@ export class SparkplugEdgeNode {
    * While the node is not online: the node metrics that changed, kept at their time, so that a
    * latch and its clearing (a mode through FAULT) while the host was away reach its history after
    * the next births (which carry the metrics as they are then). Before the first births too,
-   * compared with the metrics at start() (#unbornNode): a stop latched and cleared before any
+   * compared with the metrics at watch() (#unbornNode): a stop latched and cleared before any
    * host saw the node is still a stop the host must learn of.
    */
   #keepNode(): void {
