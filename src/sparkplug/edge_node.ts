@@ -1282,7 +1282,10 @@ export class SparkplugEdgeNode {
       return;
     }
     this.#replayAfterBirth.set(id, start);
-    // Its polls written live from there on, kept apart from the memory shared by all devices.
+    // Its polls written live from there on, kept apart from the memory shared by all devices:
+    // those written already, and those still in flight once written (#liveWritten keeps the
+    // polls of a device with an entry here, one with none written yet too).
+    if (!this.#parkedWritten.has(id)) this.#parkedWritten.set(id, new Set());
     for (let k = 1; k <= this.#liveOutCount; k++) {
       const i = (this.#liveOutNext - k + LIVE_OUT_KEPT) % LIVE_OUT_KEPT;
       if (this.#liveOutIds[i] === id && this.#liveOutSeqs[i]! >= start.seq) {
