@@ -9,46 +9,17 @@
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
 import { BETWEEN_RUNS_SAVE_MAX_MS, BETWEEN_RUNS_SAVE_MS } from "../../src/runs/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
-
-class RenameFaults extends RunJournalFaultFiles {
-  renameFails = false;
-  renames = 0;
-  override rename(from: string, to: string): Promise<void> {
-    this.renames++;
-    if (this.renameFails) return Promise.reject(new Error("EIO: rename refused"));
-    return super.rename(from, to);
-  }
-}
+import { backedOffSaves, saveBackoffRig } from "./_save_backoff_rig.ts";
 
 /** Periods of BETWEEN_RUNS_SAVE_MS in six hours. */
 const PERIODS = (6 * 3_600_000) / BETWEEN_RUNS_SAVE_MS;
 
-/**
- * The saves a backoff doubling from BETWEEN_RUNS_SAVE_MS up to BETWEEN_RUNS_SAVE_MAX_MS makes in
- * `ms`, plus one (a save already due as the backoff begins).
- */
-function backedOffSaves(ms: number): number {
-  let saves = 1;
-  for (let t = 0, gap = BETWEEN_RUNS_SAVE_MS;;) {
-    gap = Math.min(2 * gap, BETWEEN_RUNS_SAVE_MAX_MS);
-    t += gap;
-    if (t > ms) return saves;
-    saves++;
-  }
-}
-
 Deno.test("RunRegistry: while runs.jsonl's rewrite keeps failing, a growing count of safety events between runs is saved with a backoff up to BETWEEN_RUNS_SAVE_MAX_MS", async () => {
-  const files = new RenameFaults();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const registry = registryOn(files, { clock });
-  await registry.start();
+  const { files, clock, registry, records } = await saveBackoffRig();
   const bus = new EventBus();
   registry.attach(bus);
-  const between = () =>
-    files.text("/data/runs.jsonl").split("\n").filter((l) => l.includes('"op":"between_runs"'));
+  const between = () => records("between_runs");
   let flaps = 0;
   /** One more safety event between runs (a FAULT), then half a save period. */
   const flap = async () => {
@@ -76,8 +47,9 @@ Deno.test("RunRegistry: while runs.jsonl's rewrite keeps failing, a growing coun
     // The shutdown saves the count reached and writes behind every save queued.
     await registry.shutdown();
     const added = between().length - before;
+    const sixHours = PERIODS * BETWEEN_RUNS_SAVE_MS;
     // One more for the shutdown's save.
-    const bound = backedOffSaves(PERIODS * BETWEEN_RUNS_SAVE_MS) + 1;
+    const bound = backedOffSaves(sixHours, BETWEEN_RUNS_SAVE_MS, BETWEEN_RUNS_SAVE_MAX_MS) + 1;
     assert.ok(
       added <= bound,
       `${added} between_runs lines in ${PERIODS} periods of ${BETWEEN_RUNS_SAVE_MS} ms while ` +

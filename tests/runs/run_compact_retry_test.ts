@@ -12,17 +12,8 @@ import {
 } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
-
-class RenameFaults extends RunJournalFaultFiles {
-  renameFails = false;
-  renames = 0;
-  override rename(from: string, to: string): Promise<void> {
-    this.renames++;
-    if (this.renameFails) return Promise.reject(new Error("EIO: rename refused"));
-    return super.rename(from, to);
-  }
-}
+import { registryOn } from "./_run_fault_rig.ts";
+import { RenameFaults } from "./_save_backoff_rig.ts";
 
 Deno.test("a runs.jsonl rewrite that keeps failing is tried again after a backoff of closes, not at every close", async () => {
   const files = new RenameFaults();

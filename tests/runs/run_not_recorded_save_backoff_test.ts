@@ -8,45 +8,16 @@
  */
 import assert from "node:assert/strict";
 import { RUN_NOT_RECORDED_SAVE_MAX_MS, RUN_NOT_RECORDED_SAVE_MS } from "../../src/runs/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
-
-class RenameFaults extends RunJournalFaultFiles {
-  renameFails = false;
-  renames = 0;
-  override rename(from: string, to: string): Promise<void> {
-    this.renames++;
-    if (this.renameFails) return Promise.reject(new Error("EIO: rename refused"));
-    return super.rename(from, to);
-  }
-}
+import { backedOffSaves, saveBackoffRig } from "./_save_backoff_rig.ts";
 
 /** Retry periods of RUN_NOT_RECORDED_SAVE_MS in six hours. */
 const PERIODS = (6 * 3_600_000) / RUN_NOT_RECORDED_SAVE_MS;
 
-/**
- * The saves a backoff doubling from RUN_NOT_RECORDED_SAVE_MS up to RUN_NOT_RECORDED_SAVE_MAX_MS
- * makes in `ms`, plus one (a save already due as the backoff begins).
- */
-function backedOffSaves(ms: number): number {
-  let saves = 1;
-  for (let t = 0, gap = RUN_NOT_RECORDED_SAVE_MS;;) {
-    gap = Math.min(2 * gap, RUN_NOT_RECORDED_SAVE_MAX_MS);
-    t += gap;
-    if (t > ms) return saves;
-    saves++;
-  }
-}
-
 Deno.test("RunRegistry: while runs.jsonl's rewrite keeps failing, a run's growing count of events left out is saved with a backoff up to RUN_NOT_RECORDED_SAVE_MAX_MS", async () => {
-  const files = new RenameFaults();
-  const clock = new ManualClock(0, 1_700_000_000_000);
   const maxRunBytes = 2000;
-  const registry = registryOn(files, { clock, maxRunBytes });
-  await registry.start();
-  const notRecorded = () =>
-    files.text("/data/runs.jsonl").split("\n").filter((l) => l.includes('"op":"not_recorded"'));
+  const { files, clock, registry, records } = await saveBackoffRig({ maxRunBytes });
+  const notRecorded = () => records("not_recorded");
   let lost = 0;
   /** One more event left out past runs.max_run_bytes, then one retry period. */
   const loseOne = async () => {
@@ -75,7 +46,11 @@ Deno.test("RunRegistry: while runs.jsonl's rewrite keeps failing, a run's growin
     // The close writes its record behind every save queued: all of them are in the file now.
     await registry.close(run.run_id, {});
     const added = notRecorded().length - before;
-    const bound = backedOffSaves(PERIODS * RUN_NOT_RECORDED_SAVE_MS);
+    const bound = backedOffSaves(
+      PERIODS * RUN_NOT_RECORDED_SAVE_MS,
+      RUN_NOT_RECORDED_SAVE_MS,
+      RUN_NOT_RECORDED_SAVE_MAX_MS,
+    );
     assert.ok(
       added <= bound,
       `${added} not_recorded lines in ${PERIODS} periods of ${RUN_NOT_RECORDED_SAVE_MS} ms while ` +
