@@ -35,6 +35,14 @@ async function openedPayload(registry: RunRegistry): Promise<Record<string, unkn
   return payload;
 }
 
+/** The count in runs.jsonl's last `op` record ("between_runs", "not_recorded"), or undefined. */
+function lastCount(files: FaultyMemoryFiles, op: string): number | undefined {
+  const line = files.text("/data/runs.jsonl").split("\n").findLast((l) =>
+    l.includes(`"op":"${op}"`)
+  );
+  return line === undefined ? undefined : JSON.parse(line).count;
+}
+
 const COUNTED = {
   safety_events_between_runs: {
     count: 2,
@@ -127,7 +135,7 @@ Deno.test("safety events coming between runs for a long time keep runs.jsonl bou
       timestamp_ms: i,
     });
     await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
-    await new Promise((r) => setTimeout(r, 0));
+    await waitFor(`count ${i + 1} saved`, () => lastCount(files, "between_runs") === i + 1);
   }
   await registry.shutdown();
   const lines = files.text("/data/runs.jsonl").split("\n").filter(Boolean);
@@ -154,7 +162,7 @@ Deno.test("a run left open past runs.max_run_bytes for a long time keeps runs.js
       args: { duty: "x".repeat(400) },
     });
     await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
-    await new Promise((r) => setTimeout(r, 0));
+    await waitFor(`count ${i + 1} saved`, () => lastCount(files, "not_recorded") === i + 1);
   }
   const lines = files.text("/data/runs.jsonl").split("\n").filter(Boolean);
   assert.ok(lines.length < 100, `runs.jsonl holds ${lines.length} lines for one open run`);
@@ -195,7 +203,7 @@ Deno.test("a save of the count due while a run's open record is written does not
   const bus = new EventBus();
   first.attach(bus);
   estop(bus, 5); // saved at once
-  await new Promise((r) => setTimeout(r, 0));
+  await waitFor("the count saved", () => lastCount(files, "between_runs") === 2);
   // The re-arm: saved when BETWEEN_RUNS_SAVE_MS is up.
   bus.publish({
     kind: "estop_change",
