@@ -11,15 +11,13 @@
  * them. The host counts the polls it receives across the DDEATH/DBIRTH.
  */
 import assert from "node:assert/strict";
-import { heldMqtt } from "../helpers/held_mqtt.ts";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { reconnectingHost } from "../helpers/sparkplug_host.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { P, ringRig } from "./_ring_rig.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { heldBrokerRig } from "./_device_replay_rig.ts";
+import { P } from "./_ring_rig.ts";
 
 const DEVICE = `${P}:a`;
 const DDATA = `spBv1.0/g/DDATA/n/${DEVICE}`;
-const RECONNECT_MS = 100;
 const POLLS = 5;
 
 Deno.test({
@@ -27,26 +25,10 @@ Deno.test({
     "device's DDEATH with no replay of it under way",
   ignore: mosquittoMissing(),
   async fn() {
-    const broker = await Mosquitto.start({ maxQueuedMessages: 0 });
-    const host = await reconnectingHost(broker.url, "g");
-    const port = heldMqtt();
-    let opened = 0;
-    const rig = ringRig({
-      qos: 1,
-      brokerUrl: broker.url,
-      reconnectMs: RECONNECT_MS,
-      connect: (o) => {
-        opened++;
-        return port.connect(o);
-      },
-    });
-    const { node, clock } = rig;
+    const brokerRig = await heldBrokerRig();
+    const { broker, host, port, rig } = brokerRig;
+    const { node } = rig;
     try {
-      await rig.history.start();
-      rig.addDevice("a");
-      await node.start();
-      rig.poll("a", 0);
-      await waitFor("the first births", () => node.online);
       await waitFor("the births written", () => port.unsettled === 0 && port.handed.length >= 2);
 
       // Live polls, each one DDATA handed over and held before MQTT.js: no outage, no replay.
@@ -76,9 +58,7 @@ Deno.test({
       // The device is back and the broker too: births, then what the host missed.
       rig.setAvailable(true);
       const marker = host.messages.length;
-      await waitFor("the node's reconnect timer", () => clock.pendingTimers > 0);
-      await clock.advanceAsync(RECONNECT_MS);
-      await waitFor("the node's next session", () => opened === 2);
+      await brokerRig.nextSession();
       await broker.resume();
       await waitFor(
         "the births, any replay and every write settled",
@@ -108,10 +88,7 @@ Deno.test({
       }
       assert.equal(node.counts.storeDropped, 0);
     } finally {
-      port.release(); // nothing held back while the node stops
-      await rig.stop();
-      await host.close();
-      await broker.dispose();
+      await brokerRig.dispose();
     }
   },
 });

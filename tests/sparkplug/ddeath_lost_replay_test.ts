@@ -12,14 +12,12 @@
  */
 import assert from "node:assert/strict";
 import { MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
-import { heldMqtt } from "../helpers/held_mqtt.ts";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { reconnectingHost } from "../helpers/sparkplug_host.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { P, ringRig } from "./_ring_rig.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { heldBrokerRig } from "./_device_replay_rig.ts";
+import { P } from "./_ring_rig.ts";
 
 const DEVICE = `${P}:a`;
-const RECONNECT_MS = 100;
 
 for (const polls of [20, MAX_IN_FLIGHT + 200]) {
   Deno.test({
@@ -27,34 +25,10 @@ for (const polls of [20, MAX_IN_FLIGHT + 200]) {
       `after the device's DDEATH (${polls} polls)`,
     ignore: mosquittoMissing(),
     async fn() {
-      const broker = await Mosquitto.start({ maxQueuedMessages: 0 });
-      const host = await reconnectingHost(broker.url, "g");
-      const port = heldMqtt();
-      let opened = 0;
-      const rig = ringRig({
-        qos: 1,
-        brokerUrl: broker.url,
-        reconnectMs: RECONNECT_MS,
-        connect: (o) => {
-          opened++;
-          return port.connect(o);
-        },
-      });
-      const { node, clock } = rig;
-      /** The node's next session, once reconnect_ms passed on its clock. */
-      const nextSession = async () => {
-        const n = opened;
-        await waitFor("the node's reconnect timer", () => clock.pendingTimers > 0);
-        await clock.advanceAsync(RECONNECT_MS);
-        await waitFor("the node's next session", () => opened === n + 1);
-      };
+      const brokerRig = await heldBrokerRig();
+      const { broker, host, port, rig, nextSession } = brokerRig;
+      const { node } = rig;
       try {
-        await rig.history.start();
-        rig.addDevice("a");
-        await node.start();
-        rig.poll("a", 0);
-        await waitFor("the first births", () => node.online);
-
         // An outage: the polls wait in the ring.
         await broker.pause();
         await waitFor("the node to see the broker gone", () => !node.connected);
@@ -125,10 +99,7 @@ for (const polls of [20, MAX_IN_FLIGHT + 200]) {
         assert.deepEqual(replayed, times, "in poll order");
         assert.equal(node.counts.storeDropped, 0);
       } finally {
-        port.release(); // nothing held back while the node stops
-        await rig.stop();
-        await host.close();
-        await broker.dispose();
+        await brokerRig.dispose();
       }
     },
   });

@@ -7,20 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { ringRig } from "./_ring_rig.ts";
+import { twoDevicesWritten } from "./_device_replay_rig.ts";
 
 Deno.test("SparkplugEdgeNode: a poll written live for one device does not skip another device's same poll from the replay", async () => {
-  const rig = ringRig();
-  await rig.history.start();
-  rig.addDevice("a");
-  rig.addDevice("b");
-  await rig.node.start();
-  rig.poll("a", 0);
-  rig.poll("b", 0);
-  const s = rig.session();
-  s.up();
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  const { rig, s } = await twoDevicesWritten();
   const from = s.published.length;
   // Poll 1, then poll 2, of each device: four live DDATA in flight, in this order.
   for (const [device, v] of [["a", 1], ["b", 1], ["a", 2], ["b", 2]] as const) {

@@ -10,20 +10,10 @@
 import assert from "node:assert/strict";
 import { LIVE_OUT_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { P, ringRig } from "./_ring_rig.ts";
+import { ddataTimes, twoDevicesWritten } from "./_device_replay_rig.ts";
 
 Deno.test("SparkplugEdgeNode: a replay resumed after the DBIRTH does not resend a poll written live, however many other devices' writes follow", async () => {
-  const rig = ringRig();
-  await rig.history.start();
-  rig.addDevice("a");
-  rig.addDevice("b");
-  await rig.node.start();
-  rig.poll("a", 0);
-  rig.poll("b", 0);
-  const s = rig.session();
-  s.up();
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  const { rig, s } = await twoDevicesWritten();
   const from = s.published.length;
   const t1 = rig.poll("a", 1);
   await flushMicrotasks();
@@ -50,9 +40,7 @@ Deno.test("SparkplugEdgeNode: a replay resumed after the DBIRTH does not resend 
   await flushMicrotasks();
   while (s.complete() > 0) await flushMicrotasks();
   assert.equal(rig.node.replayPending, false);
-  const times = s.published.slice(from)
-    .filter((m) => m.topic === `spBv1.0/g/DDATA/n/${P}:a`)
-    .map((m) => Number(m.payload.timestamp));
+  const times = ddataTimes(s, "a", from);
   const count = (t: number) => times.filter((x) => x === t).length;
   assert.deepEqual(
     { a1: count(t1), a2: count(t2), polls: times.length },

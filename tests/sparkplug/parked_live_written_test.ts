@@ -13,21 +13,11 @@
  */
 import assert from "node:assert/strict";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { P, ringRig } from "./_ring_rig.ts";
+import { ddataTimes, twoDevicesWritten } from "./_device_replay_rig.ts";
 
 for (const order of ["written after the DDEATH", "written before, another device's after"]) {
   Deno.test(`SparkplugEdgeNode: a replay resumed after the DBIRTH does not resend a poll written live (${order})`, async () => {
-    const rig = ringRig();
-    await rig.history.start();
-    rig.addDevice("a");
-    rig.addDevice("b");
-    await rig.node.start();
-    rig.poll("a", 0);
-    rig.poll("b", 0);
-    const s = rig.session();
-    s.up();
-    await flushMicrotasks();
-    while (s.complete() > 0) await flushMicrotasks();
+    const { rig, s } = await twoDevicesWritten();
     const from = s.published.length;
     const t1 = rig.poll("a", 1);
     await flushMicrotasks();
@@ -60,9 +50,7 @@ for (const order of ["written after the DDEATH", "written before, another device
     await flushMicrotasks();
     while (s.complete() > 0) await flushMicrotasks();
     assert.equal(rig.node.replayPending, false);
-    const times = s.published.slice(from)
-      .filter((m) => m.topic === `spBv1.0/g/DDATA/n/${P}:a`)
-      .map((m) => Number(m.payload.timestamp));
+    const times = ddataTimes(s, "a", from);
     const count = (t: number) => times.filter((x) => x === t).length;
     assert.deepEqual(
       { a1: count(t1), a2: count(t2), polls: times.length },

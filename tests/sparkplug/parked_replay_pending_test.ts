@@ -9,20 +9,10 @@
  */
 import assert from "node:assert/strict";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { ringRig } from "./_ring_rig.ts";
+import { twoDevicesWritten } from "./_device_replay_rig.ts";
 
 Deno.test("SparkplugEdgeNode: replayPending and outageStartMs hold a device's saved position until its replay after its DBIRTH is out", async () => {
-  const rig = ringRig();
-  await rig.history.start();
-  rig.addDevice("a");
-  rig.addDevice("b");
-  await rig.node.start();
-  rig.poll("a", 0);
-  rig.poll("b", 0);
-  const s = rig.session();
-  s.up();
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  const { rig, s } = await twoDevicesWritten();
   assert.equal(rig.node.replayPending, false);
   assert.equal(rig.node.outageStartMs, null);
   const t1 = rig.poll("a", 1);
@@ -49,17 +39,7 @@ Deno.test("SparkplugEdgeNode: replayPending and outageStartMs hold a device's sa
 });
 
 Deno.test("SparkplugEdgeNode: replayPending clears when the next births come without a device whose position waited (its rest dropped)", async () => {
-  const rig = ringRig();
-  await rig.history.start();
-  rig.addDevice("a");
-  rig.addDevice("b");
-  await rig.node.start();
-  rig.poll("a", 0);
-  rig.poll("b", 0);
-  const s = rig.session();
-  s.up();
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  const { rig, s } = await twoDevicesWritten();
   const t1 = rig.poll("a", 1);
   await flushMicrotasks();
   rig.poll("a", 2);
