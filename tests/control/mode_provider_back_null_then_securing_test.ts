@@ -7,14 +7,9 @@
  * securing run that makes its ladder call through it.
  */
 import assert from "node:assert/strict";
-import type { CallRouter } from "../../src/control/mod.ts";
-import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
+import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { call, hook } from "../safety/_fixture.ts";
+import { providerBackModes } from "./_provider_back_rig.ts";
 
 /** Waits (bounded) until `ok()` holds, a macrotask at a time. */
 async function until(ok: () => boolean, what: string): Promise<void> {
@@ -42,24 +37,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
     resolve: () => ({ device: {}, fn: { args: [] } }),
     call: hold,
   } as unknown as CallRouter;
-  const host = { id: "plant", available: true, config: { timeoutMs: 1000 } } as ProviderSummary;
-  const inventory = {
-    onAvailability: () => () => {},
-    provider: () => host,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  const cool = hook("*", "FAULT", [call("plant/plant0", "set_cooler", { enabled: true })], false);
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log: testLogger(),
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition: [cool], afterTransition: [] },
-  });
+  const { modes, host } = providerBackModes(router);
   // The first reload's securing: none (null); the second's: a run making its ladder call once
   // the test lets it begin.
   let begin!: () => void;

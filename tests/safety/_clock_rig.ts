@@ -2,14 +2,22 @@
  * The shared rig of the clock-failure tests (tests/safety/*_clock_fails_test.ts,
  * tests/control/*_clock_fails_test.ts, estop_reload_ladder_contained_test.ts): a router that
  * answers every call at once and records it, an inventory of providers that are up (or of one
- * whose return the test announces), a modes port that records FAULT, a clock whose chosen read throws, and a logger that keeps its ERROR lines.
+ * whose return the test announces: also for estop_reload_hooks_running_securing_test.ts and
+ * tests/control/mode_provider_back_handed_run_test.ts), a modes port that records FAULT, a clock
+ * whose chosen read throws, a logger that keeps its ERROR lines, and the heater-off ladder, with
+ * its read-back and a reader that reads it back as met.
  */
 import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
 import type { Clock } from "../../src/common/mod.ts";
 import { LineLogger, systemClock } from "../../src/host/mod.ts";
 import type { EstopModes, SafeStateConfig } from "../../src/safety/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { call } from "./_fixture.ts";
+import type {
+  FreshRead,
+  FreshReader,
+  InventoryReader,
+  ProviderSummary,
+} from "../../src/state/mod.ts";
+import { call, expectation } from "./_fixture.ts";
 
 /**
  * A router that answers every call at once with `{}`, pushing `"<provider> <function>"` to
@@ -144,4 +152,24 @@ export function heaterOffLadder(): SafeStateConfig {
     expect: [],
     verifyTimeoutMs: 100,
   };
+}
+
+/** heaterOffLadder with its read-back: plant/plant0/heater expected false. */
+export function heaterOffVerifiedLadder(): SafeStateConfig {
+  return { ...heaterOffLadder(), expect: [expectation("plant/plant0/heater", { equals: false })] };
+}
+
+/** A reader that reads heaterOffVerifiedLadder's expectation back as met; its read-backs, counted. */
+export function heaterOffReader() {
+  let readBacks = 0;
+  const reads: FreshReader = {
+    readFresh: () => {
+      readBacks++;
+      return Promise.resolve({
+        ok: true,
+        samples: new Map([["heater", { value: { type: "bool", bool: false }, quality: "OK" }]]),
+      } as FreshRead);
+    },
+  };
+  return { reads, readBacks: () => readBacks };
 }

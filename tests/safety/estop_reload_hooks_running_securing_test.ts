@@ -12,8 +12,9 @@ import { ModeManager } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { providerComingBack } from "./_clock_rig.ts";
 import { call, fanIntoFault } from "./_fixture.ts";
 
 /** Waits (bounded) until `ok()` holds, a macrotask at a time. */
@@ -34,23 +35,7 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
         held.push(h);
       }),
   } as unknown as CallRouter;
-  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
-  const host = {
-    id: "plant",
-    available: true,
-    devices: [],
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
-      availability.push(l);
-      return () => {};
-    },
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
+  const { inventory, host, comeBack } = providerComingBack("plant");
   const log = testLogger();
   const bus = new EventBus();
   const modes = new ModeManager({
@@ -96,7 +81,7 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
   await stop;
 
   // plant comes back while latched: its securing run makes its first ladder call, held.
-  for (const l of availability) l(host, true);
+  comeBack();
   await until(() => held.length === 3, "the securing run made its first ladder call");
   // While that run is under way, a reload adds a cool-down into FAULT for plant (fan at half).
   modes.reconfigure({ beforeTransition: [], afterTransition: [fanIntoFault(0.5)] }, "BLOCK");

@@ -13,13 +13,12 @@ import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
-import { expectation } from "./_fixture.ts";
 import {
   errorLog,
   failingClock,
   faultRecordingModes,
-  heaterOffLadder,
+  heaterOffReader,
+  heaterOffVerifiedLadder,
   providerComingBack,
   recordingRouter,
 } from "./_clock_rig.ts";
@@ -46,16 +45,7 @@ async function latchedThenBack(o: { times: number }) {
     if (event.kind === "estop_verification") verifications.push(event);
   });
   const audited: AuditDecision[] = [];
-  let readBacks = 0;
-  const reads: FreshReader = {
-    readFresh: () => {
-      readBacks++;
-      return Promise.resolve({
-        ok: true,
-        samples: new Map([["heater", { value: { type: "bool", bool: false }, quality: "OK" }]]),
-      } as FreshRead);
-    },
-  };
+  const { reads, readBacks } = heaterOffReader();
   const estop = new Estop({
     router,
     inventory,
@@ -65,10 +55,7 @@ async function latchedThenBack(o: { times: number }) {
     bus,
     modes,
     audit: { record: (d) => audited.push(d) },
-    safeState: {
-      ...heaterOffLadder(),
-      expect: [expectation("plant/plant0/heater", { equals: false })],
-    },
+    safeState: heaterOffVerifiedLadder(),
   });
   const result = await estop.trigger("test");
   assert.equal(result.verification.outcome, "verified", "the trigger's own read-back");
@@ -89,7 +76,7 @@ async function latchedThenBack(o: { times: number }) {
     verifications,
     reverified,
     failures,
-    readBacks: () => readBacks,
+    readBacks,
   };
 }
 

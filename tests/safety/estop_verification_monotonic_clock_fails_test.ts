@@ -11,12 +11,12 @@
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
-import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
-import { call } from "./_fixture.ts";
 import {
   errorLog,
   failingClock,
   faultRecordingModes,
+  heaterOffReader,
+  heaterOffVerifiedLadder,
   providersUp,
   recordingRouter,
 } from "./_clock_rig.ts";
@@ -38,16 +38,7 @@ function rig(o: { times: number }) {
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_verification") verifications.push(event);
   });
-  let readBacks = 0;
-  const reads: FreshReader = {
-    readFresh: () => {
-      readBacks++;
-      return Promise.resolve({
-        ok: true,
-        samples: new Map([["heater", { value: { type: "bool", bool: false }, quality: "OK" }]]),
-      } as FreshRead);
-    },
-  };
+  const { reads, readBacks } = heaterOffReader();
   const estop = new Estop({
     router,
     inventory,
@@ -56,20 +47,7 @@ function rig(o: { times: number }) {
     log,
     bus,
     modes,
-    safeState: {
-      setpoints: [],
-      hooks: [call("plant/plant0", "set_heater", { enabled: false })],
-      zeroIsSafe: false,
-      expect: [{
-        signal: "plant/plant0/heater",
-        providerId: "plant",
-        deviceId: "plant0",
-        signalId: "heater",
-        equals: false,
-        path: "safety.safe_state.expect[0]",
-      }],
-      verifyTimeoutMs: 100,
-    },
+    safeState: heaterOffVerifiedLadder(),
   });
   return {
     estop,
@@ -78,7 +56,7 @@ function rig(o: { times: number }) {
     verifications,
     failures,
     hooksRun,
-    readBacks: () => readBacks,
+    readBacks,
   };
 }
 
