@@ -369,6 +369,13 @@ export class JournalWriter {
       return { ok: true };
     } catch (err) {
       const reason = this.#failed(err);
+      // Its own ERROR (the write's, once per failing streak, speaks of lines dropped only): lines
+      // reported written since the last fsync may be lost in a machine crash. Not retried (after
+      // a failed fsync the kernel may have marked the pages clean).
+      this.#o.log.error(
+        `${this.#o.name}: fsync of ${this.currentPath} failed (${errorMessage(err)}): the lines ` +
+          "written to it since its last fsync may not survive a machine crash",
+      );
       if (cutTo !== null && cutTo.path === this.currentPath) await this.#cutBack(cutTo.size);
       this.#dropHandle();
       return { ok: false, reason };

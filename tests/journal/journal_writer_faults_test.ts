@@ -198,3 +198,39 @@ Deno.test("JournalWriter: a failed fsync at segment rotation is logged once nami
     /^ERROR .*test journal: fsync of \/data\/seg\/seg-00000001\.jsonl before rotation failed \(No space left on device \(os error 28\)\): the lines written to it may not survive a machine crash$/,
   );
 });
+
+Deno.test("JournalWriter: a failed batched fsync is logged once naming the file: the lines written before may not survive", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const { log, lines: logLines } = capturingLogger();
+  const w = new JournalWriter({
+    files,
+    target: { path: "/data/j.jsonl" },
+    name: "test journal",
+    log,
+    clock,
+    maxQueuedLines: 100,
+    syncIntervalMs: 1000,
+  });
+  // Reported written; their fsync is batched, and it fails when its timer fires.
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  assert.deepEqual(await w.append('{"n":2}'), { ok: true });
+  files.syncFails = true;
+  await clock.advanceAsync(1000);
+  files.syncFails = false;
+  assert.equal(files.syncFailures, 1);
+  assert.equal(files.durableText("/data/j.jsonl"), "");
+  const errors = logLines.filter((l) => l.includes("may not survive"));
+  // Before: [] -- the write's ERROR ("lines dropped until it works again") said nothing of the
+  // lines already reported written.
+  assert.equal(errors.length, 1, logLines.join("\n"));
+  assert.match(
+    errors[0]!,
+    /^ERROR .*test journal: fsync of \/data\/j\.jsonl failed \(No space left on device \(os error 28\)\): the lines written to it since its last fsync may not survive a machine crash$/,
+  );
+  // Written again afterwards, and fsync'd.
+  assert.deepEqual(await w.append('{"n":3}'), { ok: true });
+  await clock.advanceAsync(1000);
+  await w.close();
+  assert.match(files.durableText("/data/j.jsonl"), /\{"n":3\}\n$/);
+});
