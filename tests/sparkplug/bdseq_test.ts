@@ -191,6 +191,9 @@ Deno.test({
       await waitFor("the connection lost", () => !node.connected);
       await broker.resume();
       await waitFor("connected again", () => node.connected);
+      // The host's client reconnects too: its subscription is renewed on its new connection
+      // before what it publishes there, so the births the STATE below brings are not missed.
+      await waitFor("the host connected again", () => host.client.connected);
       await host.client.publishAsync(
         "spBv1.0/STATE/scada-1",
         JSON.stringify({ online: true, timestamp: Date.now() }),

@@ -55,6 +55,9 @@ Deno.test({
           await rt.estop.trigger("between the API and the edge node");
           await waitFor("FAULT", () => rt.modes.current() === "FAULT");
           rt.estop.clear();
+          // The node stamps a change when its queued handling runs (a microtask after the
+          // event): read the time after that, or the clear's stamp can fall a millisecond later.
+          await new Promise((r) => setTimeout(r, 0));
           clearedAt = Date.now();
           return server;
         },
