@@ -10,20 +10,11 @@
 import assert from "node:assert/strict";
 import { LIVE_OUT_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { P, ringRig } from "./_ring_rig.ts";
+import { P } from "./_ring_rig.ts";
+import { twoDevicesWritten } from "./_device_replay_rig.ts";
 
 Deno.test("SparkplugEdgeNode: a poll in flight at its device's DDEATH and written after it is not resent by the replay resumed after the DBIRTH", async () => {
-  const rig = ringRig();
-  await rig.history.start();
-  rig.addDevice("a");
-  rig.addDevice("b");
-  await rig.node.start();
-  rig.poll("a", 0);
-  rig.poll("b", 0);
-  const s = rig.session();
-  s.up();
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  const { rig, s } = await twoDevicesWritten();
   const from = s.published.length;
   const t1 = rig.poll("a", 1);
   await flushMicrotasks();
