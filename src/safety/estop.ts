@@ -975,7 +975,14 @@ export class Estop implements EstopService {
     } catch (err) {
       done = Promise.reject(err);
     }
-    const known = () => madeAgain ? [...again] : fault.hookFailuresSoFar();
+    // The failures known so far, read where a port that throws must take nothing away either:
+    // one ERROR line, and the answer goes without them.
+    const known = (then: string) =>
+      this.#contained(
+        "reading the failures of the hooks into FAULT",
+        () => madeAgain ? [...again] : fault.hookFailuresSoFar(),
+        then,
+      ) ?? [];
     // Hooks that failed to run at all (a modes port that throws, at once or later) must not take
     // the answer away either: the latch, FAULT and the ladder's calls are in force. One ERROR line
     // (also when it comes after the answer); the answer lists the failures known then and one
@@ -984,16 +991,11 @@ export class Estop implements EstopService {
     const ran = done.catch((err: unknown) => {
       const e = toRuntimeError(err);
       this.#stopLog.error(`the hooks into FAULT failed to run: ${e.message}`);
-      const soFar = this.#contained(
-        "reading the failures of the hooks into FAULT",
-        known,
-        "the answer has only that they failed to run",
-      ) ?? [];
-      return [...soFar, hooksFailedToRun(e)];
+      return [...known("the answer has only that they failed to run"), hooksFailedToRun(e)];
     });
     const failures = await raceTimeout(this.#o.clock, ran, FAULT_HOOKS_ANSWER_WAIT_MS, null);
     if (failures !== null) return { failures, pending: false };
-    const soFar = known();
+    const soFar = known("the answer has none of them");
     this.#stopLog.warn(
       `e-stop: the hooks into FAULT had not finished within ${FAULT_HOOKS_ANSWER_WAIT_MS} ms; ` +
         `answering with the ${soFar.length} failure(s) so far (they run on)`,

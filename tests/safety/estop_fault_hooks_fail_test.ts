@@ -10,8 +10,14 @@
  * answers every call at once, and a modes port whose FAULT entry fails as the test says.
  */
 import assert from "node:assert/strict";
-import type { FaultEntry, HookFailure } from "../../src/control/mod.ts";
+import {
+  FAULT_HOOKS_ANSWER_WAIT_MS,
+  type FaultEntry,
+  type HookFailure,
+} from "../../src/control/mod.ts";
+import type { Clock } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { Estop, type EstopModes } from "../../src/safety/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
 import { errorLog, heaterOffLadder, providersUp, recordingRouter } from "./_clock_rig.ts";
@@ -26,14 +32,14 @@ const EARLIER: HookFailure = {
 };
 
 /** An e-stop over `modes` (FAULT once entered); its ladder's calls and ERROR lines recorded. */
-function rig(modes: Omit<EstopModes, "current" | "addArmCheck">) {
+function rig(modes: Omit<EstopModes, "current" | "addArmCheck">, clock: Clock = systemClock) {
   const made: string[] = [];
   const { log, errors } = errorLog();
   const estop = new Estop({
     router: recordingRouter(made),
     inventory: providersUp("plant"),
     reads: {} as FreshReader,
-    clock: systemClock,
+    clock,
     log,
     modes: { ...modes, current: () => "FAULT", addArmCheck() {} },
     safeState: heaterOffLadder(),
@@ -107,4 +113,29 @@ Deno.test("Estop.trigger answers with a hook failure when the hooks made again r
   });
   await answers(r, [EARLIER, failedToRun("hooks port failed")]);
   assert.equal(asked, 1, "the hooks were asked to be made again");
+});
+
+Deno.test("Estop.trigger answers with the hooks pending when they outlast the wait and their failures so far cannot be read", async () => {
+  const clock = new ManualClock();
+  const r = rig({
+    enterFault: () => ({
+      committed: true,
+      from: "MANUAL",
+      runHooks: () => new Promise<HookFailure[]>(() => {}), // still running at the answer
+      hookFailuresSoFar: () => {
+        throw new Error("failures port failed");
+      },
+    }),
+  }, clock);
+  let settled = false;
+  const answer = r.estop.trigger("test").finally(() => settled = true);
+  answer.catch(() => {});
+  for (let i = 0; i < 100 && !settled; i++) await clock.advanceAsync(FAULT_HOOKS_ANSWER_WAIT_MS);
+  const result = await answer;
+  assert.equal(result.latched, true);
+  assert.deepEqual(r.made, ["plant set_heater"]);
+  assert.equal(result.hooks_pending, true);
+  assert.deepEqual(result.hook_failures, []);
+  const lines = r.errors.filter((l) => l.includes("failures port failed"));
+  assert.equal(lines.length, 1, `one ERROR line: ${r.errors.join(" | ")}`);
 });
