@@ -42,27 +42,30 @@ Deno.test({
       // The page's clock stands still but when the test moves it: each second is exactly one.
       await page.clock.install();
       await page.clock.pauseAt(Date.now() + 1000);
-      // The health as the runtime answered it first, while the page loads; afterwards no read
-      // answers (503), so what moves the countdown is the page's own 1 s tick alone.
-      let answering = true;
-      // One fetch, shared by every read answered while the page loads: two reads fetching on
-      // their own (both finding none yet) got two answers a loaded machine's real seconds apart,
-      // and the later one, shown after the first was read here, moved the countdown a second.
-      let first: Promise<string> | null = null;
+      // The health as the runtime answered it, once: the page renders each answer against its
+      // own clock at arrival, so a second answer arriving a page-second later (a read asked while
+      // the page loads, fulfilled late on a loaded machine) moved the countdown back a second.
+      // Every later read is held until the first answer is shown, then refused (503), so what
+      // moves the countdown is the page's own 1 s tick alone.
+      let served = false;
+      let release!: () => void;
+      const shownOnce = new Promise<void>((resolve) => release = resolve);
       await page.route("**/v0/providers/health", async (route) => {
-        if (!answering) {
-          return await route.fulfill({
-            status: 503,
-            contentType: "application/json",
-            body: JSON.stringify({ status: { code: "UNAVAILABLE", message: "held by the test" } }),
-          });
+        if (!served) {
+          served = true;
+          const answer = await route.fetch();
+          return await route.fulfill({ response: answer });
         }
-        first ??= route.fetch().then((r) => r.text());
-        await route.fulfill({ status: 200, contentType: "application/json", body: await first });
+        await shownOnce;
+        await route.fulfill({
+          status: 503,
+          contentType: "application/json",
+          body: JSON.stringify({ status: { code: "UNAVAILABLE", message: "held by the test" } }),
+        });
       });
       await page.goto(`http://127.0.0.1:${rt.http!.port}/#health`);
       const text = await waitForText(page, NEXT_RESTART, /^in \d+ s$/);
-      answering = false;
+      release();
       const n = Number(/^in (\d+) s$/.exec(text)![1]);
       assert.ok(n >= 14, `the restart is due in ${n} s: time enough to count four seconds`);
       const shown: string[] = [];
