@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { EXIT_OK } from "../../src/app/exit_codes.ts";
+import { MALLOC_ENV } from "../../src/main.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 import {
   defaultCommands,
@@ -144,6 +145,8 @@ Deno.test("start, the systemd unit and the bench run the runtime with the same m
   // and the bench's default command do (docs/deployment.md, "Memory: V8 and malloc settings").
   const assignments = Object.entries(RUNTIME_ENV).map(([k, v]) => `${k}=${v}`);
   assert.ok(assignments.length > 0);
+  // What the runtime checks at start (its INFO line names the settings missing) is the same set.
+  assert.deepEqual(RUNTIME_ENV, MALLOC_ENV);
   for (const name of ["start", "start:src"]) {
     const command = (TASKS[name] ?? "").split(" && ").at(-1)!;
     assert.ok(command.startsWith(`${assignments.join(" ")} deno run `), `${name}: ${command}`);
