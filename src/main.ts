@@ -197,15 +197,10 @@ export const PORT_ENV_VAR = "RUNTIME_HTTP_PORT";
 export const ANOLIS_TOKEN_ENV_VAR = "ANOLIS_API_TOKEN" as const;
 /**
  * The glibc malloc settings the start tasks and the systemd unit run the runtime under
- * (docs/deployment.md, "Memory: V8 and malloc settings"): one arena for every thread, and fixed
- * trim and mmap thresholds (set, glibc no longer raises them as large blocks are freed). Read only
- * to say at start which are not set: a compiled binary cannot carry an environment.
+ * (docs/deployment.md, "Memory: V8 and malloc settings"): at most two arenas. Read only to say
+ * at start which are not set: a compiled binary cannot carry an environment.
  */
-export const MALLOC_ENV: Readonly<Record<string, string>> = {
-  MALLOC_ARENA_MAX: "1",
-  MALLOC_TRIM_THRESHOLD_: "131072",
-  MALLOC_MMAP_THRESHOLD_: "131072",
-};
+export const MALLOC_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
 /** A TCP port given on the command line or in the environment, or the message saying why not. */
 export function parsePort(source: string, text: string): number | string {
@@ -438,7 +433,7 @@ function startWithConfig(
     log.info(
       `malloc settings not set: ${
         mallocUnset.join(", ")
-      }: glibc then keeps more of what the runtime's threads freed (~6-10 MiB more at 40 providers); set ${settings} as the systemd unit does`,
+      }: glibc then gives each thread that allocates an arena of its own, kept at its high-water mark (~5-10 MiB more at 40 providers); set ${settings} as the systemd unit does`,
     );
   }
   // Deno exits 1 on an uncaught error, which would read as a configuration error (and systemd

@@ -99,16 +99,12 @@ export const V8_HEAP_FLAG = "--max-semi-space-size=4";
 export const RUNTIME_V8_FLAGS = `--v8-flags=${V8_HEAP_FLAG}`;
 
 /**
- * The environment every way of running the runtime sets: one glibc malloc arena and fixed trim and
- * mmap thresholds (the `start` tasks, the systemd unit; a compiled binary cannot carry it;
- * `MALLOC_ENV` in src/main.ts, which tests/deploy/compile_tasks_test.ts keeps equal). Without it
- * each thread that allocates gets an arena of its own and keeps its high-water mark.
+ * The environment every way of running the runtime sets: at most two glibc malloc arenas (the
+ * `start` tasks, the systemd unit; a compiled binary cannot carry it; `MALLOC_ENV` in src/main.ts,
+ * which tests/deploy/compile_tasks_test.ts keeps equal). Without it each thread that allocates
+ * gets an arena of its own and keeps its high-water mark.
  */
-export const RUNTIME_ENV: Readonly<Record<string, string>> = {
-  MALLOC_ARENA_MAX: "1",
-  MALLOC_TRIM_THRESHOLD_: "131072",
-  MALLOC_MMAP_THRESHOLD_: "131072",
-};
+export const RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
 /**
  * The V8 flags of the simulated provider (and the advice for providers built on

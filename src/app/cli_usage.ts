@@ -48,9 +48,8 @@ Environment:
                          tokens above, it is kept out of the providers' environment
   ANOLIS_API_TOKEN       not read (the anolis runtime's variable); set without
                          RUNTIME_API_TOKEN, a warning at start says to use RUNTIME_API_TOKEN
-  MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_
-                         glibc's malloc settings (1, 131072, 131072, as the systemd unit
-                         sets them); unset, a line at start says so (docs/deployment.md)
+  MALLOC_ARENA_MAX       glibc's malloc arenas (2, as the systemd unit sets it); unset,
+                         a line at start says so (docs/deployment.md)
 
 Exit codes:
 ${EXIT_CODES}
