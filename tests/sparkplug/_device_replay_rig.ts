@@ -1,10 +1,12 @@
 /**
  * The set-ups of the tests of a device's replay across its DDEATH and next DBIRTH, over the ring
  * rig (_ring_rig.ts): `twoDevicesWritten`, devices a and b born on a HeldSession with their poll 0
- * written (parked_*_test.ts, live_written_devices_test.ts), and `heldBrokerRig`, device a born on a
+ * written (parked_*_test.ts, live_written_devices_test.ts; `otherDeviceFillsThenBirth` the stretch
+ * parked_live_written_kept_test.ts and parked_live_written_after_death_test.ts share), and `heldBrokerRig`, device a born on a
  * real Mosquitto through MQTT.js whose writes can be held back (tests/helpers/held_mqtt.ts), with a
  * host reading the group (ddeath_lost_*_test.ts).
  */
+import { LIVE_OUT_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import type { HeldSession } from "../helpers/held_session.ts";
 import { heldMqtt } from "../helpers/held_mqtt.ts";
@@ -39,6 +41,28 @@ export function ddataTimes(s: HeldSession, deviceId: string, from: number): numb
   return s.published.slice(from)
     .filter((m) => m.topic === `spBv1.0/g/DDATA/n/${P}:${deviceId}`)
     .map((m) => Number(m.payload.timestamp));
+}
+
+/**
+ * With a write of device b in flight (every live DDATA written meanwhile is remembered), b's polls
+ * `fromPoll`.. written live LIVE_OUT_KEPT times; then every write completed, device a born again
+ * (DBIRTH, then the rest of its replay) and every write of that completed too.
+ */
+export async function otherDeviceFillsThenBirth(
+  rig: RingRig,
+  s: HeldSession,
+  fromPoll: number,
+): Promise<void> {
+  for (let i = 0; i < LIVE_OUT_KEPT; i++) {
+    rig.poll("b", fromPoll + i);
+    await flushMicrotasks();
+    s.completeNewest();
+    await flushMicrotasks();
+  }
+  while (s.complete() > 0) await flushMicrotasks();
+  rig.addDevice("a");
+  await flushMicrotasks();
+  while (s.complete() > 0) await flushMicrotasks();
 }
 
 /** `sparkplug.reconnect_ms` of heldBrokerRig's node (its clock is a ManualClock). */

@@ -8,10 +8,8 @@
  * write of a connection that stays up.
  */
 import assert from "node:assert/strict";
-import { LIVE_OUT_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { P } from "./_ring_rig.ts";
-import { twoDevicesWritten } from "./_device_replay_rig.ts";
+import { ddataTimes, otherDeviceFillsThenBirth, twoDevicesWritten } from "./_device_replay_rig.ts";
 
 Deno.test("SparkplugEdgeNode: a poll in flight at its device's DDEATH and written after it is not resent by the replay resumed after the DBIRTH", async () => {
   const { rig, s } = await twoDevicesWritten();
@@ -30,20 +28,9 @@ Deno.test("SparkplugEdgeNode: a poll in flight at its device's DDEATH and writte
   s.completeOne(); // a2, in flight at the DDEATH: written after it
   await flushMicrotasks();
   // b1 stays in flight: every live DDATA written meanwhile is remembered (LIVE_OUT_KEPT at most).
-  for (let i = 0; i < LIVE_OUT_KEPT; i++) {
-    rig.poll("b", 2 + i);
-    await flushMicrotasks();
-    s.completeNewest();
-    await flushMicrotasks();
-  }
-  while (s.complete() > 0) await flushMicrotasks();
-  rig.addDevice("a"); // DBIRTH, then the rest of a's replay
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  await otherDeviceFillsThenBirth(rig, s, 2);
   assert.equal(rig.node.replayPending, false);
-  const times = s.published.slice(from)
-    .filter((m) => m.topic === `spBv1.0/g/DDATA/n/${P}:a`)
-    .map((m) => Number(m.payload.timestamp));
+  const times = ddataTimes(s, "a", from);
   const count = (t: number) => times.filter((x) => x === t).length;
   assert.deepEqual(
     { a1: count(t1), a2: count(t2), polls: times.length },

@@ -8,9 +8,8 @@
  * connection that stays up.
  */
 import assert from "node:assert/strict";
-import { LIVE_OUT_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { ddataTimes, twoDevicesWritten } from "./_device_replay_rig.ts";
+import { ddataTimes, otherDeviceFillsThenBirth, twoDevicesWritten } from "./_device_replay_rig.ts";
 
 Deno.test("SparkplugEdgeNode: a replay resumed after the DBIRTH does not resend a poll written live, however many other devices' writes follow", async () => {
   const { rig, s } = await twoDevicesWritten();
@@ -29,16 +28,7 @@ Deno.test("SparkplugEdgeNode: a replay resumed after the DBIRTH does not resend 
   rig.removeDevice("a"); // DDEATH of a: its position (poll 1) saved for its next DBIRTH
   await flushMicrotasks();
   // b1 stays in flight: every live DDATA written meanwhile is remembered (LIVE_OUT_KEPT at most).
-  for (let i = 0; i < LIVE_OUT_KEPT; i++) {
-    rig.poll("b", 2 + i);
-    await flushMicrotasks();
-    s.completeNewest();
-    await flushMicrotasks();
-  }
-  while (s.complete() > 0) await flushMicrotasks();
-  rig.addDevice("a"); // DBIRTH, then the rest of a's replay
-  await flushMicrotasks();
-  while (s.complete() > 0) await flushMicrotasks();
+  await otherDeviceFillsThenBirth(rig, s, 2);
   assert.equal(rig.node.replayPending, false);
   const times = ddataTimes(s, "a", from);
   const count = (t: number) => times.filter((x) => x === t).length;
