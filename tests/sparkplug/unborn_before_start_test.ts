@@ -12,24 +12,11 @@ import type { Kernel } from "../../src/app/kernel.ts";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { newKernel, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { LATCHED, latchHistoryAfterBirths } from "./_latch_history.ts";
 
 const GROUP = "lab";
 const NODE = "rig-bs";
-const NBIRTH = `spBv1.0/${GROUP}/NBIRTH/${NODE}`;
-const NDATA = `spBv1.0/${GROUP}/NDATA/${NODE}`;
-const LATCHED = "Runtime/Estop Latched";
-
-/** Node metric `name`'s values with is_historical after the NBIRTH, by its alias. */
-function historicalNode(messages: Received[], name: string) {
-  const birth = messages.find((m) => m.topic === NBIRTH);
-  const alias = (birth?.payload.metrics ?? []).find((m) => m.name === name)?.alias;
-  if (alias === undefined) return [];
-  return messages.filter((m) => m.topic === NDATA)
-    .flatMap((m) => m.payload.metrics ?? [])
-    .filter((x) => x.alias === alias && x.is_historical === true)
-    .map((x) => ({ value: x.boolean_value ?? x.string_value, t: Number(x.timestamp) }));
-}
 
 Deno.test({
   name:
@@ -66,24 +53,7 @@ Deno.test({
     try {
       await rt.start();
       assert.ok(clearedAt > 0, "latched and cleared while serving");
-      const nbirth = await waitFor("NBIRTH", () => host.messages.find((m) => m.topic === NBIRTH));
-      const born = Number(nbirth.payload.timestamp);
-      const latched = (nbirth.payload.metrics ?? []).find((m) => m.name === LATCHED);
-      assert.equal(latched?.boolean_value, false, "the births carry the latch as it is now");
-      // A live change after the births: published after what the births sent (QoS 0, one
-      // connection: the broker keeps their order), so once the host has it, it has the rest.
-      await rt.estop.trigger("after the births");
-      await waitFor(
-        "the live NDATA of the second latch",
-        () =>
-          host.messages.some((m) =>
-            m.topic === NDATA &&
-            (m.payload.metrics ?? []).some((x) =>
-              x.is_historical !== true && x.boolean_value === true && x.alias === latched?.alias
-            )
-          ),
-      );
-      const history = historicalNode(host.messages, LATCHED);
+      const { born, history } = await latchHistoryAfterBirths(rt, host, GROUP, NODE);
       assert.deepEqual(
         history.map((h) => h.value),
         [true, false],

@@ -8,26 +8,13 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { historicalNode, LATCHED, latchHistoryAfterBirths } from "./_latch_history.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
 const NODE = "rig-ub";
 const HOST = "scada-1";
-const NBIRTH = `spBv1.0/${GROUP}/NBIRTH/${NODE}`;
-const LATCHED = "Runtime/Estop Latched";
-
-/** Node metric `name`'s values with is_historical in messages[from..], by the NBIRTH's alias. */
-function historicalNode(messages: Received[], from: number, name: string) {
-  const after = messages.slice(from);
-  const birth = after.find((m) => m.topic === NBIRTH);
-  const alias = (birth?.payload.metrics ?? []).find((m) => m.name === name)?.alias;
-  if (alias === undefined) return [];
-  return after.filter((m) => m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}`)
-    .flatMap((m) => m.payload.metrics ?? [])
-    .filter((x) => x.alias === alias && x.is_historical === true)
-    .map((x) => ({ value: x.boolean_value ?? x.string_value, t: Number(x.timestamp) }));
-}
 
 Deno.test({
   name:
@@ -74,26 +61,7 @@ Deno.test({
       assert.equal(node.counts.births, 0, "still not born");
 
       await state({ online: true, timestamp: Date.now() });
-      const nbirth = await waitFor("NBIRTH", () => host.messages.find((m) => m.topic === NBIRTH));
-      const born = Number(nbirth.payload.timestamp);
-      const latched = (nbirth.payload.metrics ?? []).find((m) => m.name === LATCHED);
-      assert.equal(latched?.boolean_value, false, "the births carry the latch as it is now");
-      // A live change after the births: the node publishes it after what the births sent (all
-      // QoS 0, one connection: the broker keeps their order), so once the host has it, it has
-      // everything before.
-      await rt.estop.trigger("after the births");
-      await waitFor(
-        "the live NDATA of the second latch",
-        () =>
-          host.messages.some((m) =>
-            m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` &&
-            (m.payload.metrics ?? []).some((x) =>
-              x.is_historical !== true && x.boolean_value === true &&
-              x.alias === latched?.alias
-            )
-          ),
-      );
-      const history = historicalNode(host.messages, 0, LATCHED);
+      const { born, history } = await latchHistoryAfterBirths(rt, host, GROUP, NODE);
       assert.deepEqual(
         history.map((h) => h.value),
         [true, false],
@@ -103,7 +71,7 @@ Deno.test({
         assert.ok(h.t >= latchedAt && h.t <= born, `at its time, before the births: ${h.t}`);
       }
       assert.ok(
-        historicalNode(host.messages, 0, "Runtime/Mode").some((h) => h.value === "FAULT"),
+        historicalNode(host.messages, GROUP, NODE, "Runtime/Mode").some((h) => h.value === "FAULT"),
         "the mode through FAULT too",
       );
     } finally {
