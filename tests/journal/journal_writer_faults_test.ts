@@ -12,19 +12,26 @@ import { ManualClock } from "../helpers/clock.ts";
 
 const PATH = "/data/j.jsonl";
 
-function writer(files: FaultyMemoryFiles) {
+type Target = ConstructorParameters<typeof JournalWriter>[0]["target"];
+
+/**
+ * A JournalWriter over `files` on a ManualClock (fsync batched every 1000 ms), its log captured;
+ * `target` the file at PATH unless given; a gap line for lost lines unless `gaps` is false.
+ */
+function writer(files: FaultyMemoryFiles, o: { target?: Target; gaps?: boolean } = {}) {
   const { log, lines } = capturingLogger();
+  const clock = new ManualClock();
   const w = new JournalWriter({
     files,
-    target: { path: PATH },
+    target: o.target ?? { path: PATH },
     name: "test journal",
     log,
-    clock: new ManualClock(),
+    clock,
     maxQueuedLines: 100,
     syncIntervalMs: 1000,
-    gapLine: (g) => JSON.stringify({ gap: g.lines }),
+    ...(o.gaps === false ? {} : { gapLine: (g) => JSON.stringify({ gap: g.lines }) }),
   });
-  return { w, logLines: lines };
+  return { w, logLines: lines, clock };
 }
 
 /** The file's lines, without the empty text after its last newline. */
@@ -104,17 +111,7 @@ Deno.test("JournalWriter: a write whose fsync failed for a sync line is cut back
 
 Deno.test("JournalWriter: lines reported written before a failed write are fsync'd, though the failed write dropped the file", async () => {
   const files = new FaultyMemoryFiles();
-  const clock = new ManualClock();
-  const { log } = capturingLogger();
-  const w = new JournalWriter({
-    files,
-    target: { path: PATH },
-    name: "test journal",
-    log,
-    clock,
-    maxQueuedLines: 100,
-    syncIntervalMs: 1000,
-  });
+  const { w, clock } = writer(files, { gaps: false });
   assert.deepEqual(await w.append('{"n":1}'), { ok: true });
   assert.equal(files.durableText(PATH), "", "not fsync'd yet: the fsync is batched");
   // The next write fails (a full disk at write(2); an fsync of what is written still works).
@@ -132,17 +129,7 @@ Deno.test("JournalWriter: lines reported written before a failed write are fsync
 
 Deno.test("JournalWriter: when that fsync fails too, it is counted and logged once, and not retried", async () => {
   const files = new FaultyMemoryFiles();
-  const clock = new ManualClock();
-  const { log, lines: logLines } = capturingLogger();
-  const w = new JournalWriter({
-    files,
-    target: { path: PATH },
-    name: "test journal",
-    log,
-    clock,
-    maxQueuedLines: 100,
-    syncIntervalMs: 1000,
-  });
+  const { w, logLines, clock } = writer(files, { gaps: false });
   assert.deepEqual(await w.append('{"n":1}'), { ok: true });
   files.full = true;
   files.syncFails = true;
@@ -161,18 +148,8 @@ Deno.test("JournalWriter: when that fsync fails too, it is counted and logged on
 
 Deno.test("JournalWriter: a failed fsync at segment rotation is logged once naming the file, and not retried", async () => {
   const files = new FaultyMemoryFiles();
-  const clock = new ManualClock();
-  const { log, lines: logLines } = capturingLogger();
   const segments = { dir: "/data/seg", prefix: "seg", maxFileBytes: 20, maxFiles: 10 };
-  const w = new JournalWriter({
-    files,
-    target: { segments },
-    name: "test journal",
-    log,
-    clock,
-    maxQueuedLines: 100,
-    syncIntervalMs: 1000,
-  });
+  const { w, logLines, clock } = writer(files, { gaps: false, target: { segments } });
   const first = "/data/seg/seg-00000001.jsonl";
   // Two lines of 8 bytes fill the first file (20 bytes at most); its fsync is batched.
   assert.deepEqual(await w.append('{"n":1}'), { ok: true });
@@ -201,17 +178,7 @@ Deno.test("JournalWriter: a failed fsync at segment rotation is logged once nami
 
 Deno.test("JournalWriter: a failed batched fsync is logged once naming the file: the lines written before may not survive", async () => {
   const files = new FaultyMemoryFiles();
-  const clock = new ManualClock();
-  const { log, lines: logLines } = capturingLogger();
-  const w = new JournalWriter({
-    files,
-    target: { path: "/data/j.jsonl" },
-    name: "test journal",
-    log,
-    clock,
-    maxQueuedLines: 100,
-    syncIntervalMs: 1000,
-  });
+  const { w, logLines, clock } = writer(files, { gaps: false });
   // Reported written; their fsync is batched, and it fails when its timer fires.
   assert.deepEqual(await w.append('{"n":1}'), { ok: true });
   assert.deepEqual(await w.append('{"n":2}'), { ok: true });
