@@ -68,6 +68,25 @@ export function endlessAnswer(): Response {
 }
 
 /** A node:http2 session to the server; its error at the connection's drop is ignored. */
+/** An answer whose first part is written now and whose end when `finish()` is called. */
+export function twoPartAnswer(): { res: Response; finish: () => void } {
+  const enc = new TextEncoder();
+  let finish = () => {};
+  const res = new Response(
+    new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(enc.encode("part one;"));
+        finish = () => {
+          finish = () => {};
+          c.enqueue(enc.encode("part two"));
+          c.close();
+        };
+      },
+    }),
+  );
+  return { res, finish: () => finish() };
+}
+
 export function h2Session(port: number, caCert: string): http2.ClientHttp2Session {
   const session = http2.connect(`https://localhost:${port}`, { ca: caCert });
   session.on("error", () => {}); // the connection is dropped at the end

@@ -15,26 +15,14 @@ import assert from "node:assert/strict";
 import * as host from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { collect, endlessAnswer, h2Session, type Outcome, tlsServer } from "./_h2_client.ts";
-
-/** An answer whose first part is written now and whose end when `finish()` is called. */
-function twoPartAnswer(): { res: Response; finish: () => void } {
-  const enc = new TextEncoder();
-  let finish = () => {};
-  const res = new Response(
-    new ReadableStream<Uint8Array>({
-      start(c) {
-        c.enqueue(enc.encode("part one;"));
-        finish = () => {
-          finish = () => {};
-          c.enqueue(enc.encode("part two"));
-          c.close();
-        };
-      },
-    }),
-  );
-  return { res, finish: () => finish() };
-}
+import {
+  collect,
+  endlessAnswer,
+  h2Session,
+  type Outcome,
+  tlsServer,
+  twoPartAnswer,
+} from "./_h2_client.ts";
 
 Deno.test("shutdown plans an HTTP/2 connection's flush-delayed drop no later than HTTP_SHUTDOWN_MAX_MS after it began, for an answer written less than HTTP_SHUTDOWN_FLUSH_MS before", async () => {
   const clock = new ManualClock();

@@ -13,7 +13,14 @@ import assert from "node:assert/strict";
 import * as host from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { collect, endlessAnswer, h2Session, type Outcome, tlsServer } from "./_h2_client.ts";
+import {
+  collect,
+  endlessAnswer,
+  h2Session,
+  type Outcome,
+  tlsServer,
+  twoPartAnswer,
+} from "./_h2_client.ts";
 
 Deno.test("shutdown re-plans an HTTP/2 connection's drop from an answer written during the HTTP_SHUTDOWN_FLUSH_MS window, so that answer gets the whole window too", async () => {
   const clock = new ManualClock();
@@ -22,7 +29,6 @@ Deno.test("shutdown re-plans an HTTP/2 connection's drop from an answer written 
   let finishSlow = () => {};
   let callAnswered: Promise<void> | null = null;
   let slowAnswered: Promise<void> | null = null;
-  const enc = new TextEncoder();
   const { server, caCert, remove } = await tlsServer({
     prefix: "http-h2-flush-replan-",
     clock,
@@ -32,18 +38,9 @@ Deno.test("shutdown re-plans an HTTP/2 connection's drop from an answer written 
       if (path === "/slow") {
         // Its head and first part now, its end when the test says (after the drop is planned).
         slowAnswered = info.answered;
-        return new Response(
-          new ReadableStream<Uint8Array>({
-            start(c) {
-              c.enqueue(enc.encode("part one;"));
-              finishSlow = () => {
-                finishSlow = () => {};
-                c.enqueue(enc.encode("part two"));
-                c.close();
-              };
-            },
-          }),
-        );
+        const slow = twoPartAnswer();
+        finishSlow = slow.finish;
+        return slow.res;
       }
       callAnswered = info.answered; // a device call waiting for its provider
       await released;
