@@ -3,8 +3,8 @@
  * move in 1 s steps: the API's ages are carried forward on the page's monotonic clock every second
  * between two reads of the health (every 2 s), as the "Next restart" countdown is
  * (console_restart_countdown_test.ts), not shown only as each read answers them. The page's clock
- * is Playwright's, moved a second at a time; the health reads after the first are held (503), so
- * only the page's own tick moves them.
+ * is Playwright's, moved a second at a time; one health read is answered and the
+ * others are held, then refused (503), so only the page's own tick moves them.
  *
  * The runtime in process with the simulated provider, served over real HTTP; the page in headless
  * Chromium.
@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { answerHealthOnce } from "./_held_health.ts";
 
 const FACT = (name: string) => `[data-provider="sim0"] dt:text-is("${name}") + dd`;
 /** The "Last poll" cell of device tempctl0 (the third column of its row). */
@@ -35,23 +36,13 @@ Deno.test({
       // The page's clock stands still but when the test moves it: each second is exactly one.
       await page.clock.install();
       await page.clock.pauseAt(Date.now() + 1000);
-      // The health as the runtime answers it while the page loads; afterwards no read answers
-      // (503), so what moves the ages is the page's own 1 s tick alone.
-      let answering = true;
-      await page.route("**/v0/providers/health", async (route) => {
-        if (!answering) {
-          return await route.fulfill({
-            status: 503,
-            contentType: "application/json",
-            body: JSON.stringify({ status: { code: "UNAVAILABLE", message: "held by the test" } }),
-          });
-        }
-        await route.fulfill({ response: await route.fetch() });
-      });
+      // One health read answered; the others held until it is shown, then refused (503), so
+      // what moves the ages is the page's own 1 s tick alone (_held_health.ts).
+      const health = await answerHealthOnce(page);
       await page.goto(`http://127.0.0.1:${rt.http!.port}/#health`);
       const cells = [FACT("Last seen"), FACT("Up for"), LAST_POLL];
       for (const cell of cells) await waitForText(page, cell, SECONDS);
-      answering = false;
+      health.release();
       const read = async () =>
         await Promise.all(cells.map(async (c) => await page.locator(c).textContent() ?? ""));
       const shown: string[][] = [];

@@ -12,6 +12,7 @@ import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { answerHealthOnce } from "./_held_health.ts";
 
 const NEXT_RESTART = '[data-provider="p0"] dt:text-is("Next restart") + dd';
 /** The supervisor's wait before the restart: long enough for whole seconds (formatAge >= 10 s). */
@@ -42,30 +43,12 @@ Deno.test({
       // The page's clock stands still but when the test moves it: each second is exactly one.
       await page.clock.install();
       await page.clock.pauseAt(Date.now() + 1000);
-      // The health as the runtime answered it, once: the page renders each answer against its
-      // own clock at arrival, so a second answer arriving a page-second later (a read asked while
-      // the page loads, fulfilled late on a loaded machine) moved the countdown back a second.
-      // Every later read is held until the first answer is shown, then refused (503), so what
-      // moves the countdown is the page's own 1 s tick alone.
-      let served = false;
-      let release!: () => void;
-      const shownOnce = new Promise<void>((resolve) => release = resolve);
-      await page.route("**/v0/providers/health", async (route) => {
-        if (!served) {
-          served = true;
-          const answer = await route.fetch();
-          return await route.fulfill({ response: answer });
-        }
-        await shownOnce;
-        await route.fulfill({
-          status: 503,
-          contentType: "application/json",
-          body: JSON.stringify({ status: { code: "UNAVAILABLE", message: "held by the test" } }),
-        });
-      });
+      // One health read answered; the others held until it is shown, then refused (503), so
+      // what moves the countdown is the page's own 1 s tick alone (_held_health.ts).
+      const health = await answerHealthOnce(page);
       await page.goto(`http://127.0.0.1:${rt.http!.port}/#health`);
       const text = await waitForText(page, NEXT_RESTART, /^in \d+ s$/);
-      release();
+      health.release();
       const n = Number(/^in (\d+) s$/.exec(text)![1]);
       assert.ok(n >= 14, `the restart is due in ${n} s: time enough to count four seconds`);
       const shown: string[] = [];
