@@ -63,19 +63,20 @@ async function traced(dir: string, script: string): Promise<string[]> {
 
 /**
  * strace -f splits a call that another thread interrupts into `PID call(args <unfinished ...>` and,
- * later, `PID <... call resumed>rest`: the two are joined into one line at the resumption (a busy
- * machine interleaves threads more, so the split calls are the ones that matter under load).
+ * later, `PID <... call resumed>rest` (the pid padded with spaces): the two are joined into one
+ * line at the resumption (a busy machine interleaves threads more, so the split calls are the ones
+ * that matter under load).
  */
 export function joinInterrupted(lines: string[]): string[] {
   const pending = new Map<string, string>();
   const out: string[] = [];
   for (const l of lines) {
-    const cut = /^(\d+) (.*) <unfinished \.\.\.>$/.exec(l);
+    const cut = /^(\d+) +(.*) <unfinished \.\.\.>$/.exec(l);
     if (cut) {
       pending.set(cut[1]!, cut[2]!);
       continue;
     }
-    const resumed = /^(\d+) <\.\.\. \w+ resumed>(.*)$/.exec(l);
+    const resumed = /^(\d+) +<\.\.\. \w+ resumed>(.*)$/.exec(l);
     const head = resumed ? pending.get(resumed[1]!) : undefined;
     if (resumed && head !== undefined) {
       pending.delete(resumed[1]!);
@@ -150,6 +151,23 @@ Deno.test("joinInterrupted joins a call strace split across threads into one lin
       "8 fsync(3)                          = 0",
       '7 openat(AT_FDCWD, "/d", O_RDONLY|O_CLOEXEC)             = 16',
       "7 fsync(16)              = 0",
+    ],
+  );
+});
+
+Deno.test("joinInterrupted joins a split call whatever the spaces strace puts after the pid", () => {
+  // strace -f pads the pid column: "3120  rename(..." (two spaces after a four-digit pid). The
+  // fresh-clone CI on bfb4c5a failed "no rename onto .../runs.jsonl": that rename was split and
+  // its resumption, not matched, was kept alone while the call's first half was dropped.
+  assert.deepEqual(
+    joinInterrupted([
+      '3120  rename("/d/a.tmp", "/d/a" <unfinished ...>',
+      "3119  fsync(3)                          = 0",
+      "3120  <... rename resumed>)             = 0",
+    ]),
+    [
+      "3119  fsync(3)                          = 0",
+      '3120 rename("/d/a.tmp", "/d/a")             = 0',
     ],
   );
 });
