@@ -8,6 +8,7 @@ import {
   connectMqttJs,
   createStderrLogger,
   fileKind,
+  readFileBytes,
   readRegularFile,
   secretFromEnvironment,
   systemClock,
@@ -345,7 +346,7 @@ async function behaviorTreeDiagnostics(config: Config): Promise<Diagnostic[]> {
   const { verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
   const cwd = Deno.cwd();
   const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
-  return verifyBehaviorTreeFile(path, (p) => Deno.readFileSync(p), parameters).map((d) => {
+  return verifyBehaviorTreeFile(path, (p) => readFileBytes(p), parameters).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
 }

@@ -1,8 +1,41 @@
 import { errorMessage, type Logger } from "../common/mod.ts";
 
-/** Reads a whole file as bytes (behavior trees: the digest covers the exact file bytes). */
-export function readFileBytes(path: string): Uint8Array {
-  return Deno.readFileSync(path);
+/**
+ * Most bytes `readFileBytes` reads: a behavior tree file or one it includes, a PEM file of the
+ * Sparkplug link or the HTTP server (those are read again at a reload to say whether they changed).
+ * A bound, not a format limit: the largest tree shipped is a few KiB, a PEM chain some tens.
+ */
+export const READ_FILE_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads a whole regular file as bytes (behavior trees: the digest covers the exact file bytes),
+ * synchronously, for the callers that read at start and at a reload on the event loop's thread.
+ * So it must never wait: the path is stat'ed first and a FIFO, a device or a directory is refused
+ * without being opened (a FIFO without a writer would block the thread, and with it the API and the
+ * e-stop, for ever; /dev/zero would never end); a file over `maxBytes` is refused, and the open
+ * file is checked again and read only up to `maxBytes + 1` bytes, so a path swapped for a device or
+ * a file that grows after the stat is refused too. Only a path swapped for a FIFO in the
+ * microseconds between the stat and the open could still block: a synchronous open has no bound
+ * (readRegularFile has one, for the configuration file). Throws an Error saying why.
+ */
+export function readFileBytes(path: string, maxBytes = READ_FILE_MAX_BYTES): Uint8Array {
+  const refuse = (info: Deno.FileInfo) => {
+    const refused = checkRegular(info, maxBytes);
+    if (refused !== null && !refused.ok) throw new Error(refused.message);
+  };
+  refuse(Deno.statSync(path));
+  using file = Deno.openSync(path, { read: true });
+  const info = file.statSync();
+  refuse(info);
+  let buffer = new Uint8Array(Math.min(info.size, maxBytes) + 1);
+  let length = 0;
+  while (length <= maxBytes) {
+    if (length === buffer.length) buffer = grown(buffer, maxBytes);
+    const n = file.readSync(buffer.subarray(length));
+    if (n === null) return buffer.slice(0, length);
+    length += n;
+  }
+  throw new Error(grewPast(maxBytes));
 }
 
 /** What `readRegularFile` gives: the bytes, or why the file was refused (a message for people). */
@@ -65,19 +98,12 @@ export async function readRegularFile(path: string, maxBytes: number): Promise<R
     let buffer = new Uint8Array(Math.min(info.size, maxBytes) + 1);
     let length = 0;
     while (length <= maxBytes) {
-      if (length === buffer.length) {
-        const grown = new Uint8Array(Math.min(buffer.length + READ_CHUNK_BYTES, maxBytes + 1));
-        grown.set(buffer);
-        buffer = grown;
-      }
+      if (length === buffer.length) buffer = grown(buffer, maxBytes);
       const n = await file.read(buffer.subarray(length));
       if (n === null) return { ok: true, bytes: buffer.subarray(0, length) };
       length += n;
     }
-    return {
-      ok: false,
-      message: `too large: it grew past the limit of ${limit(maxBytes)} while being read`,
-    };
+    return { ok: false, message: grewPast(maxBytes) };
   } catch (e) {
     return { ok: false, message: errorMessage(e) };
   } finally {
@@ -91,6 +117,17 @@ function checkRegular(info: Deno.FileInfo, maxBytes: number): RegularFileRead | 
     return { ok: false, message: `too large: ${info.size} bytes, the limit is ${limit(maxBytes)}` };
   }
   return null;
+}
+
+/** `buffer` grown by READ_CHUNK_BYTES, to at most `maxBytes + 1` (the byte that says "too large"). */
+function grown(buffer: Uint8Array<ArrayBuffer>, maxBytes: number): Uint8Array<ArrayBuffer> {
+  const next = new Uint8Array(Math.min(buffer.length + READ_CHUNK_BYTES, maxBytes + 1));
+  next.set(buffer);
+  return next;
+}
+
+function grewPast(maxBytes: number): string {
+  return `too large: it grew past the limit of ${limit(maxBytes)} while being read`;
 }
 
 function limit(maxBytes: number): string {

@@ -101,3 +101,17 @@ Deno.test("--check-config reports a GetParameter name the configuration does not
     );
   });
 });
+
+Deno.test("--check-config refuses a tree that includes a FIFO instead of waiting on it for ever", async () => {
+  await withFiles({ "cfg.yaml": config(true), "bt/main.xml": MAIN_XML }, async (dir) => {
+    const fifo = await new Deno.Command("mkfifo", { args: [`${dir}/bt/sub.xml`] }).output();
+    assert.ok(fifo.success, "mkfifo");
+    // Killed (code -1) if it still reads the FIFO after 20 s: a read without a writer never ends.
+    const r = await runCli(["--check-config", "cfg.yaml"], { cwd: dir, killAfterMs: 20_000 });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      /^bt\/main\.xml:2:3: error: cannot read included file .*sub\.xml: not a regular file \(a FIFO\)$/m,
+    );
+  });
+});

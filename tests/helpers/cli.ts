@@ -7,20 +7,29 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `src/main.ts` with `args` and collects its exit code and output. */
+/**
+ * Runs `src/main.ts` with `args` and collects its exit code and output. With `killAfterMs`, a run
+ * still going then is killed (SIGKILL) and answered with code -1: for a command that must not hang.
+ */
 export async function runCli(
   args: string[],
-  opts: { cwd?: string; env?: Record<string, string> } = {},
+  opts: { cwd?: string; env?: Record<string, string>; killAfterMs?: number } = {},
 ): Promise<CliRun> {
-  const out = await new Deno.Command(Deno.execPath(), {
+  const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", MAIN, ...args],
     ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     env: { NO_COLOR: "1", ...opts.env },
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).spawn();
+  const timer = opts.killAfterMs === undefined
+    ? undefined
+    : setTimeout(() => child.kill("SIGKILL"), opts.killAfterMs);
+  const out = await child.output();
+  clearTimeout(timer);
   const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+  const code = out.signal === "SIGKILL" ? -1 : out.code;
+  return { code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
 }
 
 /**

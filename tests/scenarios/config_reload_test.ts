@@ -479,6 +479,46 @@ Deno.test("SIGHUP applies the log level, refuses a new tree and a parameter chan
   }
 });
 
+Deno.test("SIGHUP with a tree that includes a FIFO refuses the file, reads nothing from the FIFO, and the runtime (its e-stop included) keeps answering", async () => {
+  const rig = await Rig.create(["p0"]);
+  await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
+  const param = "    - {name: keep, type: double, default: 1.5}";
+  await rig.write(`${automationYaml("tree-a.xml", param)}providers:\n${rig.provider("p0")}\n`);
+  const rt = await rig.start();
+  const api = new Api(rt.base);
+  try {
+    // A FIFO without a writer: a synchronous read of it blocks the runtime's only thread for ever.
+    const fifo = await new Deno.Command("mkfifo", { args: [`${rig.dir}/sub.xml`] }).output();
+    assert.ok(fifo.success, "mkfifo");
+    await Deno.writeTextFile(
+      `${rig.dir}/tree-b.xml`,
+      TREE_B.replace("<BehaviorTree", '<include path="sub.xml"/>\n  <BehaviorTree'),
+    );
+    await rig.write(`${automationYaml("tree-b.xml", param)}providers:\n${rig.provider("p0")}\n`);
+    rt.signal("SIGHUP");
+    const failed = await waitFor(
+      "reload failure",
+      () => rt.stderr().split("\n").find((l) => l.includes("config reload failed")),
+      20_000,
+    );
+    assert.match(failed, /^ERROR .*config reload failed: 1 error\(s\)/);
+    assert.ok(
+      rt.stderr().split("\n").some((l) =>
+        /tree-b\.xml:2:\d+: error: cannot read included file .*sub\.xml: not a regular file \(a FIFO\)/
+          .test(l)
+      ),
+      rt.stderr(),
+    );
+    assert.match(await (await apiFetch(`${rt.base}/v0/automation/tree`)).text(), /tree_a/);
+    const stop = await api.post("/v0/estop", { reason: "after a reload that met a FIFO" });
+    assert.equal(stop.status, 200, JSON.stringify(stop.json));
+    assert.equal(stop.json.latched, true);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
 Deno.test("SIGHUP in AUTO refuses removing or changing a provider (its process goes on) but starts an added one; after AUTO the change applies", async () => {
   const rig = await Rig.create(["p0", "p1", "p2", "p3"]);
   await Deno.writeTextFile(`${rig.dir}/tree-a.xml`, TREE_A);
