@@ -8,6 +8,7 @@ import {
   connectMqttJs,
   createStderrLogger,
   fileKind,
+  flushStderrLog,
   readFileBytes,
   readRegularFile,
   secretFromEnvironment,
@@ -444,7 +445,9 @@ function startWithConfig(
     log.error(`crash: ${text}`);
     // Providers also see their stdin close when we exit; SIGTERM reaches their helpers too.
     terminateProviderProcesses();
-    Deno.exit(EXIT_INTERNAL_ERROR);
+    // The crash line is queued for stderr: wait for it (bounded: a stalled reader cannot keep a
+    // crashed runtime from exiting, and systemd from restarting it).
+    void flushStderrLog().finally(() => Deno.exit(EXIT_INTERNAL_ERROR));
   };
   globalThis.addEventListener("error", (e) => {
     e.preventDefault();
@@ -461,5 +464,8 @@ function startWithConfig(
 }
 
 if (import.meta.main) {
-  Deno.exit(await main(Deno.args));
+  const code = await main(Deno.args);
+  // The last log lines (the shutdown's) may still be queued for stderr: bounded.
+  await flushStderrLog();
+  Deno.exit(code);
 }

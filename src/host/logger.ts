@@ -8,7 +8,8 @@ export interface LoggerOptions {
   level: LogLevel;
   /** journald format: `<N>` priority prefix and no timestamp (journald adds its own). */
   journald: boolean;
-  write: (line: string) => void;
+  /** Writes one formatted line; `level` is the line's (a sink may keep warnings over the rest). */
+  write: (line: string, level: LogLevel) => void;
   now: () => number;
 }
 
@@ -52,7 +53,7 @@ export class LineLogger implements Logger {
       : `${level.toUpperCase().padEnd(5)} ${
         new Date(this.#opts.now()).toISOString()
       } ${scope}${text}`;
-    this.#opts.write(line);
+    this.#opts.write(line, level);
   }
 }
 
@@ -72,6 +73,116 @@ function escapeControl(message: string): string {
 
 const encoder = new TextEncoder();
 
+/**
+ * Most bytes of log lines waiting for stderr. Past it a line is dropped and counted, and a WARN
+ * line says how many once stderr takes lines again: stderr is a pipe or journald's socket, and a
+ * reader that stops (journald stalled, a pager or `tee` that stopped reading, a terminal paused
+ * with Ctrl-S) must cost log lines, never the runtime.
+ */
+export const LOG_QUEUE_MAX_BYTES = 1024 * 1024;
+/**
+ * Of LOG_QUEUE_MAX_BYTES, what only warnings and errors may fill: a flood of DEBUG or INFO lines
+ * behind a stalled reader leaves room for the lines that matter (an e-stop's, a provider's loss).
+ */
+export const LOG_QUEUE_WARN_RESERVE_BYTES = 256 * 1024;
+/** Most bytes handed to one stderr write (whole lines, at least one). */
+const LOG_WRITE_CHUNK_BYTES = 64 * 1024;
+/** Longest the process waits at exit for its queued log lines to reach stderr. */
+export const LOG_FLUSH_AT_EXIT_MS = 2000;
+
+/**
+ * The process's stderr as the logger writes it: lines are queued (bounded by LOG_QUEUE_MAX_BYTES,
+ * the last LOG_QUEUE_WARN_RESERVE_BYTES for warnings and errors) and written by an asynchronous
+ * write, in order. A synchronous write blocked the whole process,
+ * its API and e-stop included, as soon as the reader stopped and the pipe filled (64 KiB).
+ */
+class StderrQueue {
+  readonly #write: (bytes: Uint8Array) => Promise<number>;
+  #lines: Uint8Array[] = [];
+  #bytes = 0;
+  #dropped = 0;
+  #closed = false;
+  #writing: Promise<void> | null = null;
+  /** Says how many lines were dropped (a line of the logger's own format); set by the logger. */
+  onDropped: (count: number) => void = () => {};
+
+  constructor(write: (bytes: Uint8Array) => Promise<number>) {
+    this.#write = write;
+  }
+
+  push(line: string, level: LogLevel): void {
+    if (this.#closed) return;
+    const bytes = encoder.encode(line + "\n");
+    const bound = RANK[level] >= RANK.warn
+      ? LOG_QUEUE_MAX_BYTES
+      : LOG_QUEUE_MAX_BYTES - LOG_QUEUE_WARN_RESERVE_BYTES;
+    if (this.#bytes + bytes.length > bound) {
+      this.#dropped++;
+      return;
+    }
+    this.#lines.push(bytes);
+    this.#bytes += bytes.length;
+    this.#writing ??= this.#pump();
+  }
+
+  /** Resolves once every queued line is written, or after `timeoutMs` (stderr not taking them). */
+  async flush(timeoutMs: number): Promise<void> {
+    if (this.#writing === null) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<void>((r) => timer = setTimeout(r, timeoutMs));
+    await Promise.race([this.#writing, late]);
+    clearTimeout(timer);
+  }
+
+  async #pump(): Promise<void> {
+    try {
+      while (this.#lines.length > 0) {
+        let n = 0;
+        let size = 0;
+        while (
+          n < this.#lines.length &&
+          (n === 0 || size + this.#lines[n]!.length <= LOG_WRITE_CHUNK_BYTES)
+        ) {
+          size += this.#lines[n++]!.length;
+        }
+        const taken = this.#lines.splice(0, n);
+        const chunk = n === 1 ? taken[0]! : new Uint8Array(size);
+        if (n > 1) {
+          let at = 0;
+          for (const b of taken) {
+            chunk.set(b, at);
+            at += b.length;
+          }
+        }
+        for (let at = 0; at < chunk.length;) at += await this.#write(chunk.subarray(at));
+        this.#bytes -= size;
+        if (this.#dropped > 0) {
+          const count = this.#dropped;
+          this.#dropped = 0;
+          this.onDropped(count);
+        }
+      }
+    } catch {
+      // stderr closed: nothing sensible left to do with lines for it
+      this.#closed = true;
+      this.#lines = [];
+      this.#bytes = 0;
+    } finally {
+      this.#writing = null;
+    }
+  }
+}
+
+const stderrQueue = new StderrQueue((bytes) => Deno.stderr.write(bytes));
+
+/**
+ * Waits (at most `timeoutMs`) for the log lines still queued for stderr: before the process
+ * exits, so its last lines are not lost, and never longer, so a stalled reader cannot keep it.
+ */
+export function flushStderrLog(timeoutMs = LOG_FLUSH_AT_EXIT_MS): Promise<void> {
+  return stderrQueue.flush(timeoutMs);
+}
+
 /** The process logger writing to stderr; journald format when JOURNAL_STREAM is set. */
 export function createStderrLogger(level: LogLevel): LineLogger {
   let journald = false;
@@ -80,16 +191,16 @@ export function createStderrLogger(level: LogLevel): LineLogger {
   } catch {
     // env permission not granted: plain format
   }
-  return new LineLogger({
+  const log = new LineLogger({
     level,
     journald,
     now: () => Date.now(),
-    write: (line) => {
-      try {
-        Deno.stderr.writeSync(encoder.encode(line + "\n"));
-      } catch {
-        // stderr closed: nothing sensible left to do
-      }
-    },
+    write: (line, level) => stderrQueue.push(line, level),
   });
+  stderrQueue.onDropped = (count) =>
+    log.warn(
+      `${count} log line(s) dropped: stderr was not taking them (the log queue holds at most ` +
+        `${LOG_QUEUE_MAX_BYTES} bytes, the last ${LOG_QUEUE_WARN_RESERVE_BYTES} for warnings and errors)`,
+    );
+  return log;
 }

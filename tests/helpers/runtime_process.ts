@@ -50,6 +50,11 @@ export interface RuntimeChildOptions {
   readonly token?: string;
   /** PEM of the certificate the runtime serves HTTPS with: the base URL is then https. */
   readonly caCert?: string;
+  /**
+   * The runtime's stderr is not read until this settles (a reader that stopped: the pipe fills);
+   * `stderr()` has nothing until then.
+   */
+  readonly stderrReadAfter?: Promise<void>;
 }
 
 export interface RuntimeChild {
@@ -129,6 +134,7 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
   let text = "";
   const decoder = new TextDecoder();
   const drained = (async () => {
+    await o.stderrReadAfter;
     for await (const chunk of child.stderr) text += decoder.decode(chunk, { stream: true });
   })();
   const exit = Promise.all([child.status, drained]).then(([s]) => s.code);
