@@ -20,7 +20,8 @@ import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/co
 import type { CallOrigin } from "../../src/control/mod.ts";
 import { Inventory as InventoryPort } from "../../src/state/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { journalFiles, LineLogger } from "../../src/host/mod.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { withRealTimers } from "../helpers/clock.ts";
 import { RunRegistry } from "../../src/runs/mod.ts";
@@ -149,13 +150,7 @@ async function setup(
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));
   const actions: string[] = [];
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (l) => lines.push(l),
-  });
+  const { log, lines } = capturingLogger({ now: () => 0 });
   const timers = new ManualTimers(() => fx.clock.monoMs());
   const inventory = new InventoryPort(fx.registry);
   const make = (c: ReturnType<typeof configOf>) =>
@@ -1193,12 +1188,7 @@ interlocks:
     inventory: new InventoryPort(fx.registry),
     bus: new EventBus(),
     clock: fx.clock,
-    log: new LineLogger({
-      level: "debug",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ now: () => 0, lines }).log,
     actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
   });
   try {
@@ -1246,12 +1236,7 @@ Deno.test("AlarmEngine judges a block entry a reload added while its provider wa
     inventory: new InventoryPort(fx.registry),
     bus: new EventBus(),
     clock: fx.clock,
-    log: new LineLogger({
-      level: "debug",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ now: () => 0, lines }).log,
     actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
   });
   try {

@@ -7,18 +7,13 @@ import assert from "node:assert/strict";
 import { HURRIED_SHUTDOWN_MS, shutDown, shutdownBudgetMs } from "../../src/app/process.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
 import { HTTP_SHUTDOWN_MAX_MS, LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 function rig() {
   const clock = new ManualClock(0);
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "info",
-    journald: false,
-    now: () => 0,
-    write: (l) => lines.push(l),
-  });
+  const { log, lines } = capturingLogger({ level: "info", now: () => 0 });
   let repeat: (signal: Deno.Signal) => void = () => {};
   let kills = 0;
   const config = testConfig({ runtime: { shutdownTimeoutMs: 10_000 } });

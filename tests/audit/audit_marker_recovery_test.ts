@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { AUDIT_CHECKPOINT_BYTES, AuditTrail } from "../../src/audit/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
-import { journalFiles, LineLogger } from "../../src/host/mod.ts";
+import { journalFiles } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 
@@ -38,13 +39,7 @@ Deno.test("AuditTrail writes checkpoints and its closing record again once a fai
   const dir = await Deno.makeTempDir({ prefix: "audit_marker_" });
   try {
     const time = new ManualClock();
-    const lines: string[] = [];
-    const log = new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => time.wall,
-      write: (l) => lines.push(l),
-    });
+    const { log, lines } = capturingLogger({ level: "info", now: () => time.wall });
     const files = new SwitchableFiles();
     const a = new AuditTrail({ clock: time, log, mode: () => "AUTO" });
     await a.openJournal({ dir, files, maxFileBytes: 64 << 20, maxFiles: 2 });

@@ -6,18 +6,13 @@
 import assert from "node:assert/strict";
 import { AUDIT_MAX_UNSETTLED } from "../../src/audit/mod.ts";
 import type { AuditIntent } from "../../src/control/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ahead, duty, journalText, withJournaledTrail } from "./_rig.ts";
 
 Deno.test("AuditTrail writes its closing record again once the calls past AUDIT_MAX_UNSETTLED settled, with a WARN entering and an INFO leaving the overflow", async () => {
   const lines: string[] = [];
   const log = (time: { wall: number }) =>
-    new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => time.wall,
-      write: (l) => lines.push(l),
-    });
+    capturingLogger({ level: "info", now: () => time.wall, lines }).log;
   await withJournaledTrail("audit_unsettled_", async (t, time, dir) => {
     const intents: { value: number; intent: AuditIntent }[] = [];
     for (let i = 0; i < AUDIT_MAX_UNSETTLED + 2; i++) {

@@ -16,7 +16,7 @@ import type {
   DeviceConditionListener,
 } from "../../src/state/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import {
   AutomationEngine,
   type AutomationEngineOptions,
@@ -750,13 +750,7 @@ Deno.test("AutomationEngine outside AUTO: why_not_running says AUTO would be ref
 });
 
 Deno.test("AutomationEngine logs a reload that removes the tree as 'behavior tree removed', one line, level first", async () => {
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "info",
-    journald: false,
-    now: () => Date.now(),
-    write: (line) => lines.push(line),
-  });
+  const { log, lines } = capturingLogger({ level: "info" });
   const { engine, modes } = setup(SLEEP, { log });
   await started({ engine, modes }, "MANUAL");
   lines.length = 0;

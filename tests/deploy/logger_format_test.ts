@@ -4,17 +4,15 @@
  * otherwise, always one line per event.
  */
 import assert from "node:assert/strict";
-import { LineLogger } from "../../src/host/mod.ts";
 import type { LogLevel } from "../../src/common/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
 const STAMP = "2025-01-02T03:04:05.678Z";
 
 function capture(journald: boolean, level: LogLevel = "debug") {
-  const lines: string[] = [];
-  const log = new LineLogger({ level, journald, now: () => NOW, write: (l) => lines.push(l) });
-  return { log, lines };
+  return capturingLogger({ level, journald, now: () => NOW });
 }
 
 Deno.test("LineLogger in journald mode prefixes the syslog priority and omits the timestamp", () => {

@@ -13,7 +13,8 @@ import type { SpawnFn } from "../../src/common/mod.ts";
 import type { ProviderConfig, RestartPolicyConfig } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
+import { spawnProcess } from "../../src/host/mod.ts";
+import { capturingLogger } from "./log_lines.ts";
 import { type ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
 import { WireValueType } from "../../src/adpp/mod.ts";
@@ -444,13 +445,7 @@ export async function startProgrammable(
 ): Promise<ProgrammableFixture> {
   const inventoryFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
   await Deno.writeTextFile(inventoryFile, JSON.stringify(inventory));
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (l) => lines.push(l),
-  });
+  const { log, lines } = capturingLogger({ now: () => 0 });
   const bus = new EventBus();
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));

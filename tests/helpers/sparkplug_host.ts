@@ -6,7 +6,8 @@
 import { Buffer } from "node:buffer";
 import mqtt, { type IClientOptions, type MqttClient } from "mqtt";
 import { decode, encode } from "../../src/sparkplug/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import type { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "./log_lines.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { waitFor } from "./kernel.ts";
 
@@ -133,16 +134,7 @@ export async function setSimRelay(rt: Kernel, on: boolean): Promise<void> {
 
 /** A logger keeping every line from `info` up (for asserting what was logged). */
 export function infoLines(): { lines: string[]; log: LineLogger } {
-  const lines: string[] = [];
-  return {
-    lines,
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => Date.now(),
-      write: (line) => lines.push(line),
-    }),
-  };
+  return capturingLogger({ level: "info" });
 }
 
 /** What differs between the Sparkplug tests that run the runtime as a child process. */

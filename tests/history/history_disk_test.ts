@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { raceTimeout } from "../../src/common/mod.ts";
 import { HISTORY_QUERY_DISK_WAIT_MS } from "../../src/history/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { diskFullError, InterceptedAppends } from "../helpers/journal_files.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
@@ -183,13 +184,7 @@ function cappedFiles(capBytes: number): InterceptedAppends {
 }
 
 Deno.test("A full disk stops the disk tier with a WARN and a metric; the runtime and its ring go on", async () => {
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "info",
-    journald: false,
-    now: () => Date.now(),
-    write: (line) => lines.push(line),
-  });
+  const { log, lines } = capturingLogger({ level: "info" });
   const files = cappedFiles(400);
   const rig = await startRig({ history: { stepMs: 1000 }, host: { files, log } });
   try {

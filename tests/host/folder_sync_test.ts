@@ -3,21 +3,11 @@
  * and said once (WARN, level first), so a disk that cannot sync is visible.
  */
 import assert from "node:assert/strict";
-import { FolderSync, LineLogger } from "../../src/host/mod.ts";
-
-function capture(): { lines: string[]; log: LineLogger } {
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (l) => lines.push(l),
-  });
-  return { lines, log };
-}
+import { FolderSync } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 Deno.test("FolderSync counts every failed folder fsync and says the first once, at WARN", async () => {
-  const { lines, log } = capture();
+  const { lines, log } = capturingLogger({ now: () => 0 });
   const opened: string[] = [];
   const sync = new FolderSync({
     open: (dir) => {
@@ -41,7 +31,7 @@ Deno.test("FolderSync counts every failed folder fsync and says the first once, 
 Deno.test("FolderSync says a failure from before its logger was given once the logger is", async () => {
   const sync = new FolderSync({ open: () => Promise.reject(new Error("Permission denied")) });
   await sync.sync("/nowhere/file");
-  const { lines, log } = capture();
+  const { lines, log } = capturingLogger({ now: () => 0 });
   sync.setLog(log);
   await sync.sync("/nowhere/file");
   assert.equal(sync.failures, 2);
@@ -52,7 +42,7 @@ Deno.test("FolderSync says a failure from before its logger was given once the l
 Deno.test("FolderSync syncs a real folder without a failure", async () => {
   const dir = await Deno.makeTempDir({ prefix: "folder-sync-" });
   try {
-    const { lines, log } = capture();
+    const { lines, log } = capturingLogger({ now: () => 0 });
     const sync = new FolderSync({ log });
     await sync.sync(`${dir}/file`);
     assert.equal(sync.failures, 0);

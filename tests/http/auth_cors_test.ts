@@ -9,7 +9,7 @@ import {
   MAX_LOGGED_UNGRANTED_ORIGINS,
   ungrantedOriginMessage,
 } from "../../src/http/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
@@ -233,12 +233,7 @@ Deno.test("HttpApi answers a CORS preflight with 204 before auth", async () => {
 Deno.test("HttpApi without a CORS grant (the default) sends no CORS headers, answers a preflight 403 naming http.cors_allowed_origins, and logs each origin once", async () => {
   const fx = await startHttpFixture({ start: false, config: { http: { corsAllowedOrigins: [] } } });
   const logged: string[] = [];
-  const log = new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (line) => logged.push(line),
-  });
+  const log = capturingLogger({ now: () => 0, lines: logged }).log;
   const api = new HttpApi({ ...fx.services, host: { ...fx.services.host, log } }, {
     apiToken: "",
   });

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { AUDIT_UNTRUSTED_PER_WINDOW } from "../../src/audit/mod.ts";
 import { TOKEN_ROLES, type TokenRole } from "../../src/config/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import {
   BearerAuth,
   HttpApi,
@@ -434,12 +434,7 @@ Deno.test("HttpApi lets a cross-origin request with a named token past the origi
 Deno.test("HttpApi never logs a token, allowed or refused, at debug level", async () => {
   const fx = await fixture();
   const logged: string[] = [];
-  const log = new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (line) => logged.push(line),
-  });
+  const log = capturingLogger({ now: () => 0, lines: logged }).log;
   const api = new HttpApi(
     { ...fx.services, host: { ...fx.services.host, log } },
     { apiToken: DEFAULT_TOKEN, tokens: NAMED },

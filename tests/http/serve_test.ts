@@ -6,12 +6,13 @@ import {
   HTTP_KEEP_ALIVE_TIMEOUT_MS_DEFAULT,
   HTTP_MAX_CONNECTIONS_DEFAULT,
   HTTP_REQUEST_HEADER_TIMEOUT_MS_DEFAULT,
-  LineLogger,
+  type LineLogger,
   serveHttp,
   type ServeOptions,
 } from "../../src/host/mod.ts";
 import { runCli, withFiles } from "../helpers/cli.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { certWithDates, selfSignedCert } from "./_tls_certs.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -139,18 +140,6 @@ Deno.test("serveHttp reports a port that is already taken", async () => {
     await fx.close();
   }
 });
-
-/** A logger that keeps its lines (warnings are what the certificate checks report). */
-function capturingLogger(): { log: LineLogger; lines: string[] } {
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => Date.now(),
-    write: (l) => lines.push(l),
-  });
-  return { log, lines };
-}
 
 function tlsOptions(
   cert: string,

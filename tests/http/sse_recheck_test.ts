@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { SseHub } from "../../src/http/sse_hub.ts";
 
 const FILTER = { providerId: "", deviceId: "", signalId: "" };
@@ -15,12 +16,7 @@ function hubOf(bus = new EventBus()): { hub: SseHub; lines: string[] } {
   const lines: string[] = [];
   const hub = new SseHub({
     bus,
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ level: "info", now: () => 0, lines }).log,
     clock: systemClock,
     keepAliveMs: 60_000,
   });

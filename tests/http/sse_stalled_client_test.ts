@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { SSE_KEEPALIVE_MS, SseHub } from "../../src/http/sse_hub.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
@@ -27,12 +27,7 @@ async function withHub(
   const lines: string[] = [];
   const hub = new SseHub({
     bus,
-    log: new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ level: "info", now: () => 0, lines }).log,
     clock,
     maxClients: 1,
     ...(o.bootId === undefined ? {} : { bootId: o.bootId }),

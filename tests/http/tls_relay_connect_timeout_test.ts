@@ -11,7 +11,8 @@
  * tls_relay_match_test.ts does); time runs on a manual clock.
  */
 import assert from "node:assert/strict";
-import { LineLogger, serveHttp, TLS_RELAY_CONNECT_TIMEOUT_MS } from "../../src/host/mod.ts";
+import { serveHttp, TLS_RELAY_CONNECT_TIMEOUT_MS } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
 
@@ -20,13 +21,7 @@ Deno.test("over HTTPS the relay closes a client's connection TLS_RELAY_CONNECT_T
   // Valid long enough that its expiry is not warned about: the one line is the relay's.
   const { cert, key } = await selfSignedCert(dir, 30);
   const clock = new ManualClock();
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "warn",
-    journald: false,
-    now: () => clock.nowMs(),
-    write: (l) => lines.push(l),
-  });
+  const { log, lines } = capturingLogger({ level: "warn", now: () => clock.nowMs() });
   const server = await serveHttp({
     hostname: "127.0.0.1",
     port: 0,

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { JournalWriter } from "../../src/journal/mod.ts";
-import { capturingLogger } from "../scenarios/_data_helpers.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
@@ -19,7 +19,7 @@ type Target = ConstructorParameters<typeof JournalWriter>[0]["target"];
  * `target` the file at PATH unless given; a gap line for lost lines unless `gaps` is false.
  */
 function writer(files: FaultyMemoryFiles, o: { target?: Target; gaps?: boolean } = {}) {
-  const { log, lines } = capturingLogger();
+  const { log, lines } = capturingLogger({ level: "warn" });
   const clock = new ManualClock();
   const w = new JournalWriter({
     files,

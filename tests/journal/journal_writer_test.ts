@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type JournalGap, JournalWriter } from "../../src/journal/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
-import { capturingLogger } from "../scenarios/_data_helpers.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -26,7 +26,7 @@ function writer(
   target: ConstructorParameters<typeof JournalWriter>[0]["target"],
   o: { clock?: ManualClock; maxQueuedLines?: number; gapLine?: (g: JournalGap) => string } = {},
 ) {
-  const { log, lines } = capturingLogger();
+  const { log, lines } = capturingLogger({ level: "warn" });
   const w = new JournalWriter({
     files,
     target,

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import {
@@ -190,12 +191,7 @@ Deno.test("A discovery failure quotes the provider's last stderr lines, and an e
   const registry = new ProviderRegistry([programmableProvider("p0", file)], {
     spawn: spawnProcess,
     clock: systemClock,
-    log: new LineLogger({
-      level: "debug",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ now: () => 0, lines }).log,
     bus: new EventBus(),
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 1000,

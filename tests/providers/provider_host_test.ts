@@ -11,7 +11,8 @@ import {
   type SpawnFn,
 } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import {
@@ -546,12 +547,7 @@ Deno.test("ProviderHost: a restart whose process cannot be spawned is a failed a
   }], {
     spawn: spawnProcess,
     clock: systemClock,
-    log: new LineLogger({
-      level: "warn",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
     bus: new EventBus(),
     cwd: dir,
     shutdownTimeoutMs: 1000,
@@ -590,12 +586,7 @@ function manualDeps(clock: ManualClock, lines: string[]) {
   return {
     spawn: spawnProcess,
     clock,
-    log: new LineLogger({
-      level: "warn",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
     bus: new EventBus(),
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 60_000,

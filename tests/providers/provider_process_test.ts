@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import {
   ProviderRegistry,
   ProviderSession,
@@ -10,15 +10,7 @@ import {
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-
-function capturingLogger(lines: string[]): LineLogger {
-  return new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (l) => lines.push(l),
-  });
-}
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 Deno.test("ProviderSession logs provider stderr line by line with the provider id, rate-limited", async () => {
   const lines: string[] = [];
@@ -31,7 +23,7 @@ Deno.test("ProviderSession logs provider stderr line by line with the provider i
   const clock = new ManualClock();
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: capturingLogger(lines).child("noisy"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("noisy"),
     clock,
     cwd: Deno.cwd(),
   });
@@ -57,7 +49,7 @@ Deno.test("ProviderRegistry.startAll is bounded by the start-up timeout and leav
   const registry = new ProviderRegistry([simProvider("sim0"), silent], {
     spawn: spawnProcess,
     clock: systemClock,
-    log: capturingLogger([]),
+    log: capturingLogger({ now: () => 0 }).log,
     bus: new EventBus(),
     cwd: dir,
     shutdownTimeoutMs: 1000,

@@ -3,7 +3,8 @@
  * killed. Its pieces: LineSplitter and readLines (provider stderr into lines).
  */
 import assert from "node:assert/strict";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import {
   LINE_SPLITTER_MAX_CHARS,
   LineSplitter,
@@ -56,12 +57,7 @@ async function shSession(script: string, inventory: object = D0) {
   const lines: string[] = [];
   const s = new ProviderSession(cfg, cfg.command, {
     spawn: spawnProcess,
-    log: new LineLogger({
-      level: "warn",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
     clock: systemClock,
     cwd: Deno.cwd(),
   });

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import {
   ProviderRegistry,
   ProviderSession,
@@ -19,16 +19,8 @@ import {
 import { byteStream } from "../helpers/byte_stream.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
-
-function capturingLogger(lines: string[]): LineLogger {
-  return new LineLogger({
-    level: "debug",
-    journald: false,
-    now: () => 0,
-    write: (l) => lines.push(l),
-  });
-}
 
 const LEVELS: { line: string; level: string | null }[] = [
   // The SDK's stderr logger (src/provider_sdk/stderr_logger.ts) and the simulated provider.
@@ -78,7 +70,7 @@ Deno.test("ProviderSession logs each provider stderr line at the level it starts
   };
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: capturingLogger(lines).child("leveled"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("leveled"),
     clock: systemClock,
     cwd: Deno.cwd(),
   });
@@ -111,7 +103,7 @@ Deno.test("ProviderSession reads a provider's stderr STDERR_READ_BYTES at a time
       const p = spawnProcess(o);
       return { ...p, pid: p.pid, stderr: byteStream(p.stderr, sizes, 65_536) };
     },
-    log: capturingLogger(lines).child("small"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("small"),
     clock: systemClock,
     cwd: Deno.cwd(),
   });
@@ -142,7 +134,7 @@ async function startupError(
   const registry = new ProviderRegistry([provider], {
     spawn: spawnProcess,
     clock: systemClock,
-    log: capturingLogger([]),
+    log: capturingLogger({ now: () => 0 }).log,
     bus: new EventBus(),
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 1000,
@@ -215,7 +207,7 @@ Deno.test("ProviderSession rate-limits stderr per one-second window and logs aga
   const clock = new ManualClock();
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: capturingLogger(lines).child("noisy"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("noisy"),
     clock,
     cwd: Deno.cwd(),
   });
@@ -256,7 +248,7 @@ Deno.test("ProviderSession starts a new stderr window when exactly one second ha
   };
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: capturingLogger(lines).child("window"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("window"),
     clock,
     cwd: Deno.cwd(),
   });
@@ -291,7 +283,7 @@ Deno.test("ProviderSession cuts a stderr line of more than 2000 characters, stri
   };
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: capturingLogger(lines).child("long"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("long"),
     clock: systemClock,
     cwd: Deno.cwd(),
   });
@@ -368,7 +360,7 @@ Deno.test("ProviderSession bounds a stderr line without newline: flushed in piec
   };
   const session = new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: capturingLogger(lines).child("flood"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("flood"),
     clock: systemClock,
     cwd: Deno.cwd(),
   });
@@ -396,12 +388,7 @@ function shSession(
   const cfg = { ...simProvider("sh"), command: "sh", args: ["-c", script] };
   return new ProviderSession(cfg, "sh", {
     spawn: spawnProcess,
-    log: new LineLogger({
-      level: "debug",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }).child("sh"),
+    log: capturingLogger({ lines, now: () => 0 }).log.child("sh"),
     clock,
     cwd: Deno.cwd(),
   });

@@ -4,7 +4,8 @@
  * is gone, within its budget (scripted provider, a real child process).
  */
 import assert from "node:assert/strict";
-import { LineLogger, spawnProcess } from "../../src/host/mod.ts";
+import { spawnProcess } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ProviderSession } from "../../src/providers/mod.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { ManualClock } from "../helpers/clock.ts";
@@ -22,12 +23,7 @@ async function session(
   const lines: string[] = [];
   const s = new ProviderSession(cfg, cfg.command, {
     spawn: spawnProcess,
-    log: new LineLogger({
-      level: "warn",
-      journald: false,
-      now: () => 0,
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
     clock,
     cwd: Deno.cwd(),
   });

@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { LineLogger, spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
@@ -216,12 +217,7 @@ async function claimRegistry(inventories: object[]) {
     {
       spawn: spawnProcess,
       clock: systemClock,
-      log: new LineLogger({
-        level: "warn",
-        journald: false,
-        now: () => 0,
-        write: (l) => lines.push(l),
-      }),
+      log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
       bus: new EventBus(),
       cwd: Deno.cwd(),
       shutdownTimeoutMs: 1000,

@@ -9,7 +9,8 @@
  */
 import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
 import type { Clock } from "../../src/common/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import type { EstopModes, SafeStateConfig } from "../../src/safety/mod.ts";
 import type {
   FreshRead,
@@ -133,13 +134,7 @@ export function failingClock(
 
 /** A logger at level error whose lines are kept in `errors`. */
 export function errorLog() {
-  const errors: string[] = [];
-  const log = new LineLogger({
-    level: "error",
-    journald: false,
-    now: () => 0,
-    write: (line) => errors.push(line),
-  });
+  const { log, lines: errors } = capturingLogger({ level: "error", now: () => 0 });
   return { log, errors };
 }
 

@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import type { Clock, RuntimeError } from "../../src/common/mod.ts";
 import { type AuditDecision, BUSY_RETRY_INTERVAL_MS, CallRouter } from "../../src/control/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { type ProviderHost } from "../../src/providers/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
@@ -401,13 +402,7 @@ Deno.test("Estop with two providers: the latch refuses as gate 'estop', a remove
     pollingIntervalMs: 60000,
   });
   const { registry, cache, inventory } = r.kernel;
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "info",
-    journald: false,
-    now: () => Date.now(),
-    write: (line) => lines.push(line),
-  });
+  const { log, lines } = capturingLogger({ level: "info" });
   const audit: AuditDecision[] = [];
   const router = new CallRouter({
     registry,

@@ -9,7 +9,7 @@
  * monoMs throws once the test says so (the system clock, or a manual one for the timer's turn).
  */
 import assert from "node:assert/strict";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { Estop, PLAN_LOG_INTERVAL_MS, type SafeStateConfig } from "../../src/safety/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
@@ -29,14 +29,7 @@ function ladder(fn: string): SafeStateConfig {
 
 /** A logger at level info whose lines are kept. */
 function infoLog() {
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "info",
-    journald: false,
-    now: () => 0,
-    write: (line) => lines.push(line),
-  });
-  return { log, lines };
+  return capturingLogger({ level: "info", now: () => 0 });
 }
 
 Deno.test("Estop.reconfigure while latched secures again the provider whose ladder calls it changes when the clock's monoMs throws at the plan log", async () => {

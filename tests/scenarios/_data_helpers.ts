@@ -1,8 +1,8 @@
-/** Shared pieces of the provider-data scenarios: the scripted provider and a capturing logger. */
+/** Shared pieces of the provider-data scenarios: the scripted provider and its runtime fixture. */
 import type { ProviderConfig } from "../../src/config/mod.ts";
-import { LineLogger } from "../../src/host/mod.ts";
 import { HttpApi } from "../../src/http/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
@@ -27,24 +27,12 @@ export function dataProvider(id: string, scenario: string): ProviderConfig {
   };
 }
 
-/** A logger keeping every line at `warn` and above (for asserting what was logged, and how much). */
-export function capturingLogger(): { log: LineLogger; lines: string[] } {
-  const lines: string[] = [];
-  const log = new LineLogger({
-    level: "warn",
-    journald: false,
-    now: () => Date.now(),
-    write: (line) => lines.push(line),
-  });
-  return { log, lines };
-}
-
 /** A runtime over the scripted provider `p0` running `scenario`, with its API and its log lines. */
 export async function startDataFixture(
   scenario: string,
   o: { pollingIntervalMs?: number } = {},
 ): Promise<{ fx: HttpFixture; lines: string[] }> {
-  const { log, lines } = capturingLogger();
+  const { log, lines } = capturingLogger({ level: "warn" });
   const config = testConfig({
     providers: [dataProvider("p0", scenario)],
     pollingIntervalMs: o.pollingIntervalMs ?? 50,

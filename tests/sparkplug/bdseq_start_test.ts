@@ -16,7 +16,7 @@ import {
 } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 /** A session that never connects (nothing is published: connecting is what is looked at). */
 function idleSession(): MqttSession {
@@ -80,12 +80,7 @@ function edgeNode(store: BdSeqStore) {
     bdSeqStore: store,
     runtimeVersion: "test",
     clock,
-    log: new LineLogger({
-      level: "debug",
-      journald: false,
-      now: () => clock.nowMs(),
-      write: (l) => lines.push(l),
-    }),
+    log: capturingLogger({ now: () => clock.nowMs(), lines }).log,
   });
   return { clock, node, connects, lines };
 }

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { LineLogger } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
 
@@ -41,13 +41,7 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await sparkplugHost(broker.url, GROUP);
-    const lines: string[] = [];
-    const log = new LineLogger({
-      level: "info",
-      journald: false,
-      now: () => Date.now(),
-      write: (line) => lines.push(line),
-    });
+    const { log, lines } = capturingLogger({ level: "info" });
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(

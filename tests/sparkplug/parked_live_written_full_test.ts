@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { PARKED_WRITTEN_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { capturingLogger } from "../scenarios/_data_helpers.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { P, ringRig } from "./_ring_rig.ts";
 
 /** Polls in flight per device that leaves: the first fails, the rest are written live. */
@@ -18,7 +18,7 @@ const DEVICES = 5;
 
 Deno.test("SparkplugEdgeNode: polls written live of devices waiting for their DBIRTH beyond PARKED_WRITTEN_KEPT are WARNed once, not dropped silently", async () => {
   assert.ok(DEVICES * (POLLS - 1) > PARKED_WRITTEN_KEPT);
-  const { log, lines } = capturingLogger();
+  const { log, lines } = capturingLogger({ level: "warn" });
   const rig = ringRig({ log });
   await rig.history.start();
   const ids = Array.from({ length: DEVICES }, (_, k) => `d${k}`);
