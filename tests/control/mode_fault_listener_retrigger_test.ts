@@ -19,12 +19,7 @@ import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { providersUp } from "../safety/_clock_rig.ts";
-
-/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
-  assert.ok(ok(), what);
-}
+import { untilTurns } from "../helpers/turns.ts";
 
 Deno.test("Estop runs the first trigger's ladder and hooks into FAULT at once when a mode listener triggers again inside its enterFault", async () => {
   const clock = new ManualClock();
@@ -82,9 +77,15 @@ Deno.test("Estop runs the first trigger's ladder and hooks into FAULT at once wh
   try {
     assert.ok(second !== null, "the listener triggered again inside enterFault");
     const again = (second as Promise<EstopResult>).then((a) => answers[1] = a);
-    await until(() => answers[0] !== undefined, "the first trigger answered, the clock unmoved");
+    await untilTurns(
+      () => answers[0] !== undefined,
+      "the first trigger answered, the clock unmoved",
+    );
     assert.equal(answers[0]!.hooks_pending, undefined, "its hooks into FAULT finished");
-    await until(() => answers[1] !== undefined, "the second trigger answered, the clock unmoved");
+    await untilTurns(
+      () => answers[1] !== undefined,
+      "the second trigger answered, the clock unmoved",
+    );
     assert.equal(answers[1]!.hooks_pending, undefined);
     await Promise.all([first, again]);
     // In trigger order: the first stop's ladder then its hooks, then the second's ladder and the

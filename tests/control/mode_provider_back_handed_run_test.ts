@@ -19,12 +19,7 @@ import type { FreshReader } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { providerComingBack } from "../safety/_clock_rig.ts";
-
-/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
-  assert.ok(ok(), what);
-}
+import { untilTurns } from "../helpers/turns.ts";
 
 /** A ladder of one call to plant, `fn`, with no read-back. */
 function ladder(fn: string): SafeStateConfig {
@@ -95,18 +90,18 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   const answerFirst = (name: string) => held.find((h) => h.name === name && !h.answered)!.answer();
 
   const stop = estop.trigger("test");
-  await until(() => names().includes("ladder_old"), "the stop's ladder call");
+  await untilTurns(() => names().includes("ladder_old"), "the stop's ladder call");
   answerFirst("ladder_old");
-  await until(() => names().includes("set_cooler"), "the hooks into FAULT run");
+  await untilTurns(() => names().includes("set_cooler"), "the hooks into FAULT run");
   // While they run, plant comes back (latched): its re-application waits for their run, and asks
   // the e-stop for its securing run at its turn; the e-stop secures it (ladder_old again).
   comeBack();
-  await until(() => names().filter((n) => n === "ladder_old").length === 2, "plant secured");
+  await untilTurns(() => names().filter((n) => n === "ladder_old").length === 2, "plant secured");
   answerFirst("ladder_old");
   // A reload changes plant's ladder call: a securing run making ladder_new, handed to the
   // waiting re-application.
   const runs = estop.reconfigure(ladder("ladder_new"));
-  await until(() => names().includes("ladder_new"), "the reload's securing run made its call");
+  await untilTurns(() => names().includes("ladder_new"), "the reload's securing run made its call");
   // The latch is released, and a device of plant answers again: the e-stop secures nothing now
   // (it has no securing run of plant at the re-application's turn).
   estop.clear();
@@ -123,7 +118,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
     "no hook call while the reload's securing run makes its ladder call",
   );
   answerFirst("ladder_new");
-  await until(() => names().filter((n) => n === "set_cooler").length === 2, "made again");
+  await untilTurns(() => names().filter((n) => n === "set_cooler").length === 2, "made again");
   const again = held.filter((h) => h.name === "set_cooler")[1]!;
   assert.equal(again.afterLadder, true, "after the reload's ladder call");
   again.answer();

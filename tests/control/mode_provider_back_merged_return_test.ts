@@ -11,12 +11,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
-
-/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
-  assert.ok(ok(), what);
-}
+import { untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes the stop's dropped calls for a provider that comes back while a re-application for a reloaded ladder waits, after the securing run of that return", async () => {
   const held: { req: CallRequest; answer(): void }[] = [];
@@ -41,13 +36,13 @@ Deno.test("ModeManager makes the stop's dropped calls for a provider that comes 
   const entry = modes.enterFault("e-stop", { kind: "estop", cause: "api" });
   modes.reconfigure({ beforeTransition: [heaterOff], afterTransition: [] }, "BLOCK");
   const hooksRun = entry.runHooks();
-  await until(() => held.length === 1, "the hooks' run made its first call");
+  await untilTurns(() => held.length === 1, "the hooks' run made its first call");
   // While they run: a reload changes plant's ladder calls, then plant comes back.
   modes.ladderReloaded(host);
   comeBack();
   // The hooks' own run ends (the stop's dropped call, then the one in force).
   held[0]!.answer();
-  await until(() => held.length === 2, "the hooks' run made its second call");
+  await untilTurns(() => held.length === 2, "the hooks' run made its second call");
   held[1]!.answer();
   assert.deepEqual(await hooksRun, []);
   assert.deepEqual(held.map((h) => h.req.functionName), ["set_cooler", "set_heater"]);

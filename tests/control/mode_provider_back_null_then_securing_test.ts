@@ -10,12 +10,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
-
-/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
-  assert.ok(ok(), what);
-}
+import { untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes a provider's hook calls into FAULT again after the securing run a second reload began when the first reload began none", async () => {
   // Each call, and whether the securing run's ladder call had been answered when it was made.
@@ -53,13 +48,13 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
 
   const entry = modes.enterFault("e-stop", { kind: "estop", cause: "api" });
   const hooksRun = entry.runHooks();
-  await until(() => names().includes("set_cooler"), "the hooks' run made its call");
+  await untilTurns(() => names().includes("set_cooler"), "the hooks' run made its call");
   // While it runs: two reloads of plant's ladder calls, the second beginning a securing run.
   modes.ladderReloaded(host);
   modes.ladderReloaded(host);
   assert.equal(asked, 2);
   begin();
-  await until(() => names().includes("ladder_1"), "the securing run made its call");
+  await untilTurns(() => names().includes("ladder_1"), "the securing run made its call");
   held[0]!.answer();
   assert.deepEqual(await hooksRun, []);
   // The re-application's next steps are promise reactions only (the router holds each call
@@ -67,7 +62,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   await new Promise((r) => setTimeout(r, 0));
   assert.deepEqual(names(), ["set_cooler", "ladder_1"], "no hook call during the ladder call");
   held[1]!.answer();
-  await until(() => held.length === 3, "the hook call was made again");
+  await untilTurns(() => held.length === 3, "the hook call was made again");
   assert.deepEqual(names(), ["set_cooler", "ladder_1", "set_cooler"]);
   assert.equal(held[2]!.afterLadder, true, "after the securing run's ladder call");
   held[2]!.answer();

@@ -10,12 +10,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
-
-/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
-  assert.ok(ok(), what);
-}
+import { untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes a provider's hook calls into FAULT again after the ladder calls of both securing runs two reloads of its ladder began while the re-application waited", async () => {
   const held: { req: CallRequest; answer(): void }[] = [];
@@ -42,17 +37,17 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
 
   const entry = modes.enterFault("e-stop", { kind: "estop", cause: "api" });
   const hooksRun = entry.runHooks();
-  await until(() => names().includes("set_cooler"), "the hooks' run made its call");
+  await untilTurns(() => names().includes("set_cooler"), "the hooks' run made its call");
   // While it runs: two reloads of plant's ladder calls, each beginning a securing run.
   modes.ladderReloaded(host);
   modes.ladderReloaded(host);
-  await until(() => names().includes("ladder_1"), "the first securing run made its call");
+  await untilTurns(() => names().includes("ladder_1"), "the first securing run made its call");
   assert.deepEqual(names(), ["set_cooler", "ladder_1"]);
   held[0]!.answer();
   assert.deepEqual(await hooksRun, []);
   // The first run ends; the second makes its ladder call.
   held[1]!.answer();
-  await until(() => names().includes("ladder_2"), "the second securing run made its call");
+  await untilTurns(() => names().includes("ladder_2"), "the second securing run made its call");
   assert.deepEqual(
     names(),
     ["set_cooler", "ladder_1", "ladder_2"],
@@ -60,7 +55,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   );
   // The second run ends: the hook call is made again, after both.
   held[2]!.answer();
-  await until(() => held.length === 4, "the hook call was made again");
+  await untilTurns(() => held.length === 4, "the hook call was made again");
   assert.deepEqual(names(), ["set_cooler", "ladder_1", "ladder_2", "set_cooler"]);
   held[3]!.answer();
   let left = false;

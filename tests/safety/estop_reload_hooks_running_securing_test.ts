@@ -16,12 +16,7 @@ import type { FreshReader } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { providerComingBack } from "./_clock_rig.ts";
 import { call, fanIntoFault } from "./_fixture.ts";
-
-/** Waits (bounded) until `ok()` holds, a macrotask at a time. */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 0));
-  assert.ok(ok(), what);
-}
+import { untilTurns } from "../helpers/turns.ts";
 
 Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing run still making its ladder calls", async () => {
   const held: { req: CallRequest; answered: boolean; answer(): void }[] = [];
@@ -73,7 +68,7 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
 
   // The stop: its ladder's two calls (one after the other), then no hook calls into FAULT.
   const stop = estop.trigger("test");
-  await until(() => {
+  await untilTurns(() => {
     answerAll();
     return held.length === 2;
   }, "the stop's ladder made its calls");
@@ -82,12 +77,12 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
 
   // plant comes back while latched: its securing run makes its first ladder call, held.
   comeBack();
-  await until(() => held.length === 3, "the securing run made its first ladder call");
+  await untilTurns(() => held.length === 3, "the securing run made its first ladder call");
   // While that run is under way, a reload adds a cool-down into FAULT for plant (fan at half).
   modes.reconfigure({ beforeTransition: [], afterTransition: [fanIntoFault(0.5)] }, "BLOCK");
 
   // Answer every call as it comes until the securing run and the hook call have all been made.
-  await until(() => {
+  await untilTurns(() => {
     answerAll();
     return held.length === 5;
   }, "the securing run's two calls and the reloaded hook call were made");
