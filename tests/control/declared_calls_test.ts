@@ -18,6 +18,7 @@ import {
   toTypedArgs,
   validateArgs,
 } from "../../src/control/mod.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 function argSpec(name: string, type: ValueType | null): ArgSpec {
   return { name, type, unit: "", description: "", required: false, allowedValues: [] };
@@ -206,9 +207,6 @@ function steppedRun() {
   };
 }
 
-/** Lets every promise continuation that is ready run (one macrotask turn; no timing). */
-const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
-
 Deno.test("fanOutByProvider runs providers concurrently, each provider's items in order", async () => {
   const r = steppedRun();
   let done = false;
@@ -217,22 +215,22 @@ Deno.test("fanOutByProvider runs providers concurrently, each provider's items i
     (item) => item,
     r.run,
   ).then(() => done = true);
-  await settle();
+  await macrotask();
   // The first item of every provider has started; a handle without a slash is its own provider.
   assert.deepEqual(r.started(), ["a/x", "b/x", "c1", "c2"]);
   r.finish("b/x");
-  await settle();
+  await macrotask();
   assert.deepEqual(r.started(), ["a/x", "c1", "c2", "b/y"], "b goes on while a is busy");
   r.finish("a/x");
-  await settle();
+  await macrotask();
   assert.deepEqual(r.started(), ["c1", "c2", "b/y", "a/y"]);
   r.finish("c2");
   r.finish("a/y");
   r.finish("b/y");
-  await settle();
+  await macrotask();
   assert.deepEqual(r.started(), ["c1", "a/z"]);
   r.finish("a/z");
-  await settle();
+  await macrotask();
   assert.equal(done, false, "resolves only when every item is done");
   r.finish("c1");
   await all;
@@ -256,14 +254,14 @@ Deno.test("fanOutByProvider attempts every item when some reject, and still reso
     { id: 4, handle: "p/d1" },
   ];
   const all = fanOutByProvider(items, (item) => item.handle, (item) => r.run(`#${item.id}`));
-  await settle();
+  await macrotask();
   assert.deepEqual(r.started(), ["#1", "#3"]);
   r.fail("#1");
-  await settle();
+  await macrotask();
   assert.deepEqual(r.started(), ["#3", "#2"], "a rejection does not stop its provider's group");
   r.fail("#3");
   r.fail("#2");
-  await settle();
+  await macrotask();
   assert.deepEqual(r.started(), ["#4"]);
   r.finish("#4");
   await all; // resolves: a rejection of `run` never rejects the fan-out

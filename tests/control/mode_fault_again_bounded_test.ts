@@ -17,13 +17,14 @@ import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 /** A full collection, then a macrotask: WeakRefs read in a later job see its outcome. */
 async function collect(gc: () => void): Promise<void> {
   // A WeakRef target stays alive until the end of the job that made or read it.
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
   gc();
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
 }
 
 /** `n` presses while FAULT stands, each awaited; a weak reference to each press's failures. */

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes the calls a reload dropped from the stop again for a provider that came back before the stop's hooks began, after its securing run", async () => {
   const calls: CallRequest[] = [];
@@ -46,14 +47,14 @@ Deno.test("ModeManager makes the calls a reload dropped from the stop again for 
     "the stop's own run: dropped, then in force",
   );
   // Its re-application waits for the securing run (which may land after the hooks' run).
-  for (let i = 0; i < 100 && asked === 0; i++) await new Promise((r) => setTimeout(r, 0));
+  for (let i = 0; i < 100 && asked === 0; i++) await macrotask();
   assert.equal(asked, 1, "plant's calls wait for its securing run");
   securing.resolve([]);
   // Leaving FAULT waits for the re-application: once accepted, it has ended.
   let left = false;
   for (let i = 0; i < 100 && !left; i++) {
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
   assert.deepEqual(

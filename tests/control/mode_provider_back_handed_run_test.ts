@@ -19,7 +19,7 @@ import type { FreshReader } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { providerComingBack } from "../safety/_clock_rig.ts";
-import { untilTurns } from "../helpers/turns.ts";
+import { macrotask, untilTurns } from "../helpers/turns.ts";
 
 /** A ladder of one call to plant, `fn`, with no read-back. */
 function ladder(fn: string): SafeStateConfig {
@@ -111,7 +111,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   await stop;
   // Its next steps are promise reactions only (the router holds each call synchronously): one
   // macrotask later, a hook call it made without waiting would be here.
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
   assert.deepEqual(
     names(),
     ["ladder_old", "set_cooler", "ladder_old", "ladder_new"],
@@ -126,7 +126,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   let left = false;
   for (let i = 0; i < 200 && !left; i++) {
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
   assert.equal(held.length, 5, "nothing more was made");

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
-import { untilTurns } from "../helpers/turns.ts";
+import { macrotask, untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes the stop's dropped calls for a provider that comes back while a re-application for a reloaded ladder waits, after the securing run of that return", async () => {
   const held: { req: CallRequest; answer(): void }[] = [];
@@ -54,7 +54,7 @@ Deno.test("ModeManager makes the stop's dropped calls for a provider that comes 
   for (let i = 0; i < 200 && !left; i++) {
     for (const h of held) h.answer();
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
   assert.deepEqual(

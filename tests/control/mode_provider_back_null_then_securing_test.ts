@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
-import { untilTurns } from "../helpers/turns.ts";
+import { macrotask, untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes a provider's hook calls into FAULT again after the securing run a second reload began when the first reload began none", async () => {
   // Each call, and whether the securing run's ladder call had been answered when it was made.
@@ -59,7 +59,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   assert.deepEqual(await hooksRun, []);
   // The re-application's next steps are promise reactions only (the router holds each call
   // synchronously): one macrotask later, a hook call it made without waiting would be here.
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
   assert.deepEqual(names(), ["set_cooler", "ladder_1"], "no hook call during the ladder call");
   held[1]!.answer();
   await untilTurns(() => held.length === 3, "the hook call was made again");
@@ -69,7 +69,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   let left = false;
   for (let i = 0; i < 200 && !left; i++) {
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
   assert.equal(held.length, 3, "nothing more was made");

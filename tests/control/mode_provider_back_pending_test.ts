@@ -18,13 +18,14 @@ import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 /** A full collection, then a macrotask: WeakRefs read in a later job see its outcome. */
 async function collect(gc: () => void): Promise<void> {
   // A WeakRef target stays alive until the end of the job that made or read it.
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
   gc();
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
 }
 
 /** `n` returns of provider `id`, each with a summary of its own; weak references to them. */
@@ -100,13 +101,13 @@ Deno.test("ModeManager keeps one return per provider waiting for FAULT's hooks t
   const hookRun = calls.length;
   assert.equal(hookRun, 1, "the hooks' own run made its one call");
   for (let i = 0; i < 100 && calls.length < 2; i++) {
-    await new Promise((r) => setTimeout(r, 0));
+    await macrotask();
   }
   // Leaving FAULT waits for the re-application: once accepted, it has ended.
   let left = false;
   for (let i = 0; i < 100 && !left; i++) {
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
   assert.equal(calls.length, 2, `one re-application for plant: ${JSON.stringify(calls)}`);

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
-import { untilTurns } from "../helpers/turns.ts";
+import { macrotask, untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes a provider's hook calls into FAULT again after the ladder calls of both securing runs two reloads of its ladder began while the re-application waited", async () => {
   const held: { req: CallRequest; answer(): void }[] = [];
@@ -61,7 +61,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   let left = false;
   for (let i = 0; i < 200 && !left; i++) {
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once the calls made again have ended");
   assert.equal(held.length, 4, "nothing more was made");

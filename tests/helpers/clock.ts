@@ -6,6 +6,7 @@
  */
 import type { Clock, TimerId } from "../../src/common/mod.ts";
 import { waitFor } from "./kernel.ts";
+import { macrotask } from "./turns.ts";
 
 /** The host's timers, for a test clock whose time it sets but whose timers run for real. */
 export const realSetTimer = (fn: () => void, ms: number): TimerId => setTimeout(fn, ms);
@@ -212,11 +213,6 @@ export async function settleOn<T>(clock: ManualClock, p: Promise<T>, what = "a s
   return await watched;
 }
 
-/** One turn of the host's event loop: every promise callback queued before it has run. */
-function eventLoopTurn(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
-}
-
 /** Bound on the timers runUntil fires (a loop that re-arms a timer forever fails, not hangs). */
 export const RUN_UNTIL_MAX_TIMERS = 100_000;
 
@@ -238,7 +234,7 @@ export async function runUntil<T>(
 ): Promise<NonNullable<T>> {
   const deadline = performance.now() + realTimeoutMs;
   for (let fired = 0;;) {
-    for (let i = 0; i < 3; i++) await eventLoopTurn();
+    for (let i = 0; i < 3; i++) await macrotask();
     const v = await done();
     if (v) return v as NonNullable<T>;
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { INCIDENT_REASON_WAIT_MS } from "../../src/history/mod.ts";
 import { incidentRig } from "./_incident_rig.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 function rig() {
   const base = incidentRig();
@@ -20,8 +21,6 @@ function rig() {
   return { ...base, estop };
 }
 
-const tick = () => new Promise((r) => setTimeout(r, 0));
-
 Deno.test("two e-stops of one incident, their reasons arriving late in reverse order: the record waits for both", async () => {
   const { clock, incidents, poll, estop, session } = rig();
   await session(async () => {
@@ -32,10 +31,10 @@ Deno.test("two e-stops of one incident, their reasons arriving late in reverse o
     assert.equal(incidents.status().pending, 1);
     clock.advance(1_000); // the window is over: the record waits for the reasons
     second("second reason");
-    await tick();
+    await macrotask();
     clock.advance(100);
     first("first reason");
-    await tick();
+    await macrotask();
     clock.advance(INCIDENT_REASON_WAIT_MS);
     await incidents.settled();
     const [h] = incidents.list();
@@ -50,7 +49,7 @@ Deno.test("a reason that never arrives holds the record INCIDENT_REASON_WAIT_MS 
     poll("p0", "d0", 1);
     estop(); // its reason never comes
     clock.advance(1_000);
-    await tick();
+    await macrotask();
     assert.equal(incidents.list().length, 0, "written before its reason could arrive");
     clock.advance(INCIDENT_REASON_WAIT_MS);
     await incidents.settled();
@@ -66,9 +65,9 @@ Deno.test("an e-stop's record waiting for its reason is listed before a later in
     clock.advance(1_200); // past MERGE_WINDOW_MS: the loss below is an incident of its own
     loss("d0");
     clock.advance(1_000); // both windows over; the e-stop's record waits for its reason
-    for (let i = 0; i < 10; i++) await tick(); // the loss's record is written meanwhile
+    for (let i = 0; i < 10; i++) await macrotask(); // the loss's record is written meanwhile
     give("late");
-    await tick();
+    await macrotask();
     clock.advance(INCIDENT_REASON_WAIT_MS);
     await incidents.settled();
     const listed = incidents.list().map((h) => h.trigger);

@@ -12,6 +12,7 @@ import {
   type ProviderIo,
   serveProvider,
 } from "../../src/provider_sdk/mod.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 /** Result of serving a fixed input with in-memory streams. */
 export interface ServeResult {
@@ -97,16 +98,11 @@ export class ManualClock implements ProviderClock {
       this.#timers.delete(next[0]);
       this.mono = next[1].at;
       next[1].fn();
-      await settle();
+      await macrotask();
     }
     this.mono = target;
-    await settle();
+    await macrotask();
   }
-}
-
-/** Lets pending promise callbacks and one macrotask turn run (no waiting on time). */
-export function settle(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** A provider served over in-memory streams that stay open until `closeInput()`. */
@@ -143,7 +139,7 @@ export function openServe(
     const r = await responses.read();
     if (r.done) throw new Error("provider output ended");
     const resp = decodeResponse(r.value);
-    await settle(); // the loop finishes its bookkeeping after the write
+    await macrotask(); // the loop finishes its bookkeeping after the write
     return resp;
   };
   const send = (req: WireRequest) => writer.write(encodeFrame(encodeRequest(req)));

@@ -9,7 +9,8 @@ import {
   serveProvider,
   WireProviderState,
 } from "../../src/provider_sdk/mod.ts";
-import { ManualClock, openServe, settle } from "./_harness.ts";
+import { macrotask } from "../helpers/turns.ts";
+import { ManualClock, openServe } from "./_harness.ts";
 
 const LEASE_MS = 500;
 
@@ -189,7 +190,7 @@ Deno.test("serveProvider stop applies the safe state at once, even with a reques
     await p.request(command(1));
     state.hold = new Promise<void>(() => {}); // this Call never answers
     await p.send(command(2));
-    await settle();
+    await macrotask();
     stop.abort("SIGTERM");
     equal(await p.done, ProviderExitCode.CLEAN);
     deepStrictEqual(state.applied, ["SIGTERM"]);
@@ -211,11 +212,11 @@ Deno.test("serveProvider resolves 6 when the safe state fails or hangs on the wa
   hanging.state.failWith = "hang";
   const q = openServe(hanging.handler, { clock });
   const closed = q.closeInput();
-  await settle(); // EOF seen, the safe state started
+  await macrotask(); // EOF seen, the safe state started
   await clock.advance(SAFE_STATE_TIMEOUT_MS - 1);
   let settledEarly = false;
   void q.done.then(() => settledEarly = true);
-  await settle();
+  await macrotask();
   equal(settledEarly, false, "waits until SAFE_STATE_TIMEOUT_MS");
   await clock.advance(1);
   equal(await closed, ProviderExitCode.SAFE_STATE_FAILED);

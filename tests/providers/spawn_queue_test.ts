@@ -12,9 +12,7 @@ import { systemClock } from "../../src/host/mod.ts";
 import { MAX_QUEUED_SPAWNS, ProviderRegistry, SpawnQueue } from "../../src/providers/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { plantProvider } from "../safety/_fixture.ts";
-
-/** Resolves in a later macrotask (after timers queued before it with the same delay). */
-const nextTurn = () => new Promise((r) => setTimeout(r, 0));
+import { macrotask } from "../helpers/turns.ts";
 
 Deno.test("SpawnQueue runs spawns in order, never in the caller's turn, one per turn with I/O between", async () => {
   const q = new SpawnQueue(systemClock);
@@ -70,7 +68,7 @@ Deno.test("ProviderRegistry hosts spawn through one queue, also a host a reload 
   const starts = [...registry.hosts.map((h) => h.start().catch((e) => e))];
   await Promise.resolve();
   assert.deepEqual(spawned, [], "no start spawns in its caller's turn");
-  await nextTurn();
+  await macrotask();
   assert.equal(spawned.length, 1, "one spawn per turn");
   const failures = await Promise.all(starts);
   assert.deepEqual(spawned, ["0", "1", "c"]);

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { eventsOnDisk, registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
+import { macrotask } from "../helpers/turns.ts";
 
 /** A started registry on `files`, following a bus. */
 async function attached(files: RunJournalFaultFiles) {
@@ -271,7 +272,7 @@ Deno.test("an e-stop's reason arriving while the run of its trigger writes its r
   const closing = registry.close(run.run_id, { close_reason: "completed" });
   await waitFor("the run_closed write under way", () => files.held > 0);
   give("door opened");
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
   files.gate = null;
   release();
   await closing;
@@ -301,7 +302,7 @@ Deno.test("an e-stop triggered and its reason arriving while a close writes its 
   registry.recordEstopReason(new Promise<string>((r) => give = r), "api");
   bus.publish({ kind: "estop_change", latched: true, reason: null, cause: "api", timestamp_ms: 5 });
   give("door opened");
-  await new Promise((r) => setTimeout(r, 0));
+  await macrotask();
   files.gate = null;
   release();
   await closing;

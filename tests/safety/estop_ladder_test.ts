@@ -21,14 +21,7 @@ import { ManualClock, runToSettle, runUntil, withRealTimers } from "../helpers/c
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 import { rig, rigNotStarted } from "../helpers/rig.ts";
-
-/**
- * Lets calls just made pass the router's gate re-check under the provider lock (the admission
- * the latch cannot undo): the first of them is then on the wire, the rest queued behind it.
- */
-function admitted(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
-}
+import { macrotask } from "../helpers/turns.ts";
 
 /**
  * Until the first actuating call's decision is in the audit journal (the write-ahead the call
@@ -39,7 +32,9 @@ async function onTheWire(files: SwitchableFiles): Promise<void> {
     "the first call's decision journaled",
     () => files.appended.some((line) => line.includes('"intent"')),
   );
-  await admitted();
+  // The calls just made pass the router's gate re-check under the provider lock (the admission
+  // the latch cannot undo): the first of them is then on the wire, the rest queued behind it.
+  await macrotask();
 }
 
 /**

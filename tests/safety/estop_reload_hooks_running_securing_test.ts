@@ -16,7 +16,7 @@ import type { FreshReader } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { providerComingBack } from "./_clock_rig.ts";
 import { call, fanIntoFault } from "./_fixture.ts";
-import { untilTurns } from "../helpers/turns.ts";
+import { macrotask, untilTurns } from "../helpers/turns.ts";
 
 Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing run still making its ladder calls", async () => {
   const held: { req: CallRequest; answered: boolean; answer(): void }[] = [];
@@ -103,7 +103,7 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
   let left = false;
   for (let i = 0; i < 200 && !left; i++) {
     left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await new Promise((r) => setTimeout(r, 0));
+    if (!left) await macrotask();
   }
   assert.ok(left, "FAULT -> MANUAL accepted once every stop action has ended");
 });
