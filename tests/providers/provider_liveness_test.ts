@@ -154,7 +154,9 @@ Deno.test("StateCache: a poll pass asks every due device at once; one that does 
 });
 
 Deno.test("StateCache: with nothing to poll, GetHealth heartbeats check liveness; two unanswered kill the provider", async () => {
-  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
+  // A second apart: the checks between the two heartbeats (each a call with the same deadline)
+  // must fit between them on a loaded machine (at 300/100 ms the second one came first there).
+  const fx = await startProgrammable(QUIET, { timeoutMs: 1000, intervalMs: 1000 });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("q0", { health: { hang: true } });
