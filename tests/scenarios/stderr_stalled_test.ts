@@ -5,9 +5,9 @@
  * the whole process, its API and e-stop included.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
-import { waitFor } from "../helpers/kernel.ts";
+import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { LOG_QUEUE_MAX_BYTES } from "../../src/host/mod.ts";
 
 /** How long one request may take before the runtime counts as frozen. */
@@ -23,7 +23,10 @@ async function request(url: string, init: RequestInit = {}): Promise<Response> {
   }
 }
 
-Deno.test("with its stderr not read, the runtime drops and counts log lines, and its API and e-stop keep answering", async () => {
+/** A runtime (one inert sim) whose stderr is not read until `readStderr()`, logging at DEBUG. */
+async function startUnread(): Promise<
+  { rt: RuntimeChild; readStderr: () => void; dispose: () => Promise<void> }
+> {
   const dir = await Deno.makeTempDir({ prefix: "runtime-stderr-" });
   const port = freePort();
   await Deno.writeTextFile(
@@ -41,15 +44,25 @@ providers:
     args: ["--log-level", "debug"],
     stderrReadAfter: new Promise<void>((r) => readStderr = r),
   });
+  return { rt, readStderr, dispose: () => Deno.remove(dir, { recursive: true }) };
+}
+
+/** Enough DEBUG lines (one per 404) to fill the pipe (64 KiB) and the log queue behind it. */
+async function fillStderr(rt: RuntimeChild): Promise<number> {
+  const path = `/v0/${"x".repeat(PATH_CHARS)}`;
+  const requests = Math.ceil((LOG_QUEUE_MAX_BYTES + 128 * 1024) / PATH_CHARS) + 50;
+  for (let i = 0; i < requests; i++) {
+    const r = await request(`${rt.base}${path}`);
+    assert.equal(r.status, 404);
+    await r.body?.cancel();
+  }
+  return requests;
+}
+
+Deno.test("with its stderr not read, the runtime drops and counts log lines, and its API and e-stop keep answering", async () => {
+  const { rt, readStderr, dispose } = await startUnread();
   try {
-    // Enough DEBUG lines to fill the pipe (64 KiB) and the log queue behind it.
-    const path = `/v0/${"x".repeat(PATH_CHARS)}`;
-    const requests = Math.ceil((LOG_QUEUE_MAX_BYTES + 128 * 1024) / PATH_CHARS) + 50;
-    for (let i = 0; i < requests; i++) {
-      const r = await request(`${rt.base}${path}`);
-      assert.equal(r.status, 404);
-      await r.body?.cancel();
-    }
+    const requests = await fillStderr(rt);
     const stop = await request(`${rt.base}/v0/estop`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -78,6 +91,22 @@ providers:
   } finally {
     readStderr();
     assert.equal(await rt.stop(), 0, rt.stderr().slice(-2000));
-    await Deno.remove(dir, { recursive: true });
+    await dispose();
+  }
+});
+
+Deno.test("with its stderr not read, the runtime still stops on SIGTERM: it waits for its last lines at most LOG_FLUSH_AT_EXIT_MS", async () => {
+  const { rt, readStderr, dispose } = await startUnread();
+  try {
+    await fillStderr(rt);
+    rt.signal("SIGTERM");
+    // Its shutdown (shutdown_timeout_ms 2000) and the bounded wait for the log, well within this.
+    await waitFor("the runtime's exit", () => !processAlive(rt.pid), 12_000);
+    readStderr();
+    assert.equal(await rt.stop(), 0, rt.stderr().slice(-2000));
+  } finally {
+    readStderr();
+    await rt.stop();
+    await dispose();
   }
 });
