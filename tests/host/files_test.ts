@@ -6,7 +6,7 @@ const FILES_MODULE = new URL("../../src/host/files.ts", import.meta.url).href;
 /** How long a child reading with readFileBytes may take before the read counts as blocked. */
 const CHILD_READ_BOUND_MS = 10_000;
 
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+async function withTempDir(fn: (dir: string) => void | Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "host-files-" });
   try {
     await fn(dir);
@@ -151,7 +151,7 @@ Deno.test("readFileBytes refuses a file over its bound, READ_FILE_MAX_BYTES by d
 });
 
 Deno.test("readFileBytes refuses a directory and a missing file", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir((dir) => {
     assert.throws(() => readFileBytes(dir), { message: "not a regular file (a directory)" });
     assert.throws(() => readFileBytes(`${dir}/missing`), Deno.errors.NotFound);
   });
