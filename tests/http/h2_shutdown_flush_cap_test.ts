@@ -14,6 +14,7 @@
 import assert from "node:assert/strict";
 import * as host from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import {
   collect,
@@ -26,13 +27,7 @@ import {
 
 Deno.test("shutdown plans an HTTP/2 connection's flush-delayed drop no later than HTTP_SHUTDOWN_MAX_MS after it began, for an answer written less than HTTP_SHUTDOWN_FLUSH_MS before", async () => {
   const clock = new ManualClock();
-  const lines: string[] = [];
-  const log = new host.LineLogger({
-    level: "warn",
-    journald: false,
-    now: () => clock.nowMs(),
-    write: (l) => lines.push(l),
-  });
+  const { log, lines } = capturingLogger({ level: "warn", now: () => clock.nowMs() });
   let callArrived = false;
   const slow = new Map<string, { finish: () => void; answered: Promise<void> }>();
   const { server, caCert, remove } = await tlsServer({
