@@ -5,6 +5,7 @@ export * from "./capabilities.ts";
 export * from "./host.ts";
 export * from "./version.ts";
 export * from "./health.ts";
+export * from "./bytes.ts";
 export * from "./utf8.ts";
 export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";
 export * from "./metrics.ts";

@@ -1,4 +1,4 @@
-import type { Logger, LogLevel } from "../common/mod.ts";
+import { concatBytes, type Logger, type LogLevel } from "../common/mod.ts";
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 /** syslog priorities journald understands as a `<N>` line prefix. */
@@ -145,15 +145,7 @@ class StderrQueue {
         ) {
           size += this.#lines[n++]!.length;
         }
-        const taken = this.#lines.splice(0, n);
-        const chunk = n === 1 ? taken[0]! : new Uint8Array(size);
-        if (n > 1) {
-          let at = 0;
-          for (const b of taken) {
-            chunk.set(b, at);
-            at += b.length;
-          }
-        }
+        const chunk = concatBytes(this.#lines.splice(0, n));
         for (let at = 0; at < chunk.length;) at += await this.#write(chunk.subarray(at));
         this.#bytes -= size;
         if (this.#dropped > 0) {

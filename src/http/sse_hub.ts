@@ -17,6 +17,7 @@
  */
 import {
   type Clock,
+  concatBytes,
   invalidArgument,
   type Logger,
   MAX_SSE_CLIENTS,
@@ -690,7 +691,7 @@ class SseClient {
     sayOmitted();
     // Nothing more to replay: live (the loop stops early only once it has frames).
     this.#cursor = id > ring.lastId ? null : id;
-    return parts.length === 0 ? null : concat(parts);
+    return parts.length === 0 ? null : concatBytes(parts);
   }
 
   /** Everything queued as one chunk, preceded by the drop notice when frames were lost. */
@@ -705,7 +706,7 @@ class SseClient {
       parts.unshift(this.#first);
       this.#first = null;
     }
-    return concat(parts);
+    return concatBytes(parts);
   }
 
   /** Resolves true when the keep-alive interval passed without anything to send. */
@@ -723,15 +724,4 @@ class SseClient {
       };
     });
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }
