@@ -797,21 +797,25 @@ export class Kernel {
     const { SparkplugEdgeNode } = await import("../sparkplug/mod.ts");
     this.#throwIfStopping(); // stop() meanwhile found no node to stop
     const config = this.config;
-    const readFile = this.host.readFile ?? readFileBytes;
-    const bytes = (path: string | null): Uint8Array | undefined => {
-      if (path === null) return undefined;
-      const b = readFile(path);
-      return typeof b === "string" ? new TextEncoder().encode(b) : b;
-    };
+    // A file that cannot be read now (grown past its bound, or replaced since the configuration
+    // was checked) stops the start, naming its key and path.
+    const tlsFile = (key: string, path: string | null) =>
+      this.#noteFileRead(key, path, (p) => {
+        try {
+          return this.#readBytes(p);
+        } catch (err) {
+          throw failedPrecondition(`${key}: cannot read '${p}': ${errorMessage(err)}`);
+        }
+      });
     const node = new SparkplugEdgeNode({
       config: config.sparkplug,
       ...sparkplugIds(config),
       connect: this.host.mqttConnect ?? connectMqttJs,
       ...this.#sparkplugCredentials,
       tls: {
-        ca: this.#noteFileRead("sparkplug.tls.ca_file", config.sparkplug.tls.caPath, bytes),
-        cert: this.#noteFileRead("sparkplug.tls.cert_file", config.sparkplug.tls.certPath, bytes),
-        key: this.#noteFileRead("sparkplug.tls.key_file", config.sparkplug.tls.keyPath, bytes),
+        ca: tlsFile("sparkplug.tls.ca_file", config.sparkplug.tls.caPath),
+        cert: tlsFile("sparkplug.tls.cert_file", config.sparkplug.tls.certPath),
+        key: tlsFile("sparkplug.tls.key_file", config.sparkplug.tls.keyPath),
       },
       bus: this.bus,
       inventory: this.inventory,
