@@ -9,6 +9,7 @@ import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runti
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { LOG_QUEUE_MAX_BYTES } from "../../src/host/mod.ts";
+import { EXIT_INTERNAL_ERROR } from "../../src/app/exit_codes.ts";
 
 /** How long one request may take before the runtime counts as frozen. */
 const REQUEST_BOUND_MS = 10_000;
@@ -23,9 +24,27 @@ async function request(url: string, init: RequestInit = {}): Promise<Response> {
   }
 }
 
+/**
+ * Run before the runtime's own module (`deno run --preload`): throws an uncaught error once the
+ * file `crash-now` appears in the runtime's folder, so the test can crash a real runtime.
+ */
+const CRASH_PRELOAD = `const flag = new URL("./crash-now", import.meta.url).pathname;
+const id = setInterval(() => {
+  let now = false;
+  try { Deno.statSync(flag); now = true; } catch { /* not yet */ }
+  if (now) throw new Error("preloaded crash");
+}, 50);
+Deno.unrefTimer(id); // a preloaded module's pending timers would hold the main module back
+`;
+
 /** A runtime (one inert sim) whose stderr is not read until `readStderr()`, logging at DEBUG. */
-async function startUnread(): Promise<
-  { rt: RuntimeChild; readStderr: () => void; dispose: () => Promise<void> }
+async function startUnread(o: { crashable?: boolean; readAtOnce?: boolean } = {}): Promise<
+  {
+    rt: RuntimeChild;
+    readStderr: () => void;
+    crash: () => Promise<void>;
+    dispose: () => Promise<void>;
+  }
 > {
   const dir = await Deno.makeTempDir({ prefix: "runtime-stderr-" });
   const port = freePort();
@@ -37,14 +56,21 @@ providers:
   - {id: p0, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]}
 `,
   );
+  await Deno.writeTextFile(`${dir}/crash.js`, CRASH_PRELOAD);
   let readStderr!: () => void;
   const rt = await startRuntimeChild({
     config: `${dir}/runtime.yaml`,
     port,
     args: ["--log-level", "debug"],
-    stderrReadAfter: new Promise<void>((r) => readStderr = r),
+    ...(o.crashable ? { denoFlags: ["--preload", `${dir}/crash.js`] } : {}),
+    ...(o.readAtOnce ? {} : { stderrReadAfter: new Promise<void>((r) => readStderr = r) }),
   });
-  return { rt, readStderr, dispose: () => Deno.remove(dir, { recursive: true }) };
+  return {
+    rt,
+    readStderr: () => readStderr?.(),
+    crash: () => Deno.writeTextFile(`${dir}/crash-now`, ""),
+    dispose: () => Deno.remove(dir, { recursive: true }),
+  };
 }
 
 /** Enough DEBUG lines (one per 404) to fill the pipe (64 KiB) and the log queue behind it. */
@@ -104,6 +130,34 @@ Deno.test("with its stderr not read, the runtime still stops on SIGTERM: it wait
     await waitFor("the runtime's exit", () => !processAlive(rt.pid), 12_000);
     readStderr();
     assert.equal(await rt.stop(), 0, rt.stderr().slice(-2000));
+  } finally {
+    readStderr();
+    await rt.stop();
+    await dispose();
+  }
+});
+
+Deno.test("a crashed runtime writes its crash line before it exits with EXIT_INTERNAL_ERROR", async () => {
+  const { rt, crash, dispose } = await startUnread({ crashable: true, readAtOnce: true });
+  try {
+    await crash();
+    await waitFor("the runtime's exit", () => !processAlive(rt.pid), 12_000);
+    assert.equal(await rt.stop(), EXIT_INTERNAL_ERROR);
+    assert.match(rt.stderr(), /^ERROR .* crash: Error: preloaded crash/m);
+  } finally {
+    await rt.stop();
+    await dispose();
+  }
+});
+
+Deno.test("with its stderr not read, a crashed runtime still exits with EXIT_INTERNAL_ERROR: it waits for its crash line at most LOG_FLUSH_AT_EXIT_MS", async () => {
+  const { rt, readStderr, crash, dispose } = await startUnread({ crashable: true });
+  try {
+    await fillStderr(rt);
+    await crash();
+    await waitFor("the runtime's exit", () => !processAlive(rt.pid), 12_000);
+    readStderr();
+    assert.equal(await rt.stop(), EXIT_INTERNAL_ERROR);
   } finally {
     readStderr();
     await rt.stop();
