@@ -117,8 +117,12 @@ export class ProviderHost {
   #stopping: Promise<void> | null = null;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
-  /** The last discovered inventory as text (inventorySignature); "" before the first. */
-  #inventorySignature = "";
+  /**
+   * Whether an inventory was committed yet (the first is a change). The last one is compared as
+   * text when the next is committed, not kept as text: that text (12 KiB for the simulated
+   * provider's four devices) would stay for the provider's life beside the objects it describes.
+   */
+  #discovered = false;
   readonly #availabilityListeners: AvailabilityListener[] = [];
 
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
@@ -427,6 +431,9 @@ export class ProviderHost {
     const { session, devices } = up;
     this.#starting = null;
     this.#session = session;
+    const changed = !this.#discovered ||
+      inventorySignature(devices) !== inventorySignature(this.#devices);
+    this.#discovered = true;
     this.#devices = devices;
     this.#hostCheck = hostCheckOf(session.readiness);
     this.#livenessFailures = 0;
@@ -441,9 +448,6 @@ export class ProviderHost {
         `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
       );
     }
-    const signature = inventorySignature(devices);
-    const changed = signature !== this.#inventorySignature;
-    this.#inventorySignature = signature;
     // Listeners are told once the provider counts as up (one reading it sees it up), and before
     // its availability is said (the availability listeners find the new inventory in place).
     this.#apply(
