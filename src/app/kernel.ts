@@ -1109,14 +1109,16 @@ export class Kernel {
       // The providers section comes before alarms: an alarm the file drops along with the
       // provider it reads would see that provider go and raise (and run its action) before its
       // own removal, and such an interlock would block its functions (bad input) until the alarms
-      // section. Outside AUTO (where removals apply: decided here, with the mode the providers
-      // section applies in, as the removals are) those alarms and interlocks go first; the
+      // section -- whether the provider goes for good (removed) or comes back (its entry changed:
+      // restarted). Outside AUTO (where removals and restarts apply: decided here, with the mode
+      // the providers section applies in, as they are) those alarms and interlocks go first; the
       // weakening is recorded now (not when the section is refused for want of open files).
       if (
         key === "providers" && !auto && diff.live.includes("alarms") &&
         this.#openFilesShortfall(next, auto) === null
       ) {
-        this.#retireEarly(next, diff.providers.removed, weakeningsNow(), report);
+        const stopped = [...diff.providers.removed, ...diff.providers.changed.map((p) => p.id)];
+        this.#retireEarly(next, stopped, weakeningsNow(), report);
       }
       // Outside AUTO a weakening applies: a MANUAL -> AUTO transition running its before-hooks
       // now was judged with the protection it takes away, and is refused at its commit.
@@ -1183,17 +1185,17 @@ export class Kernel {
 
   /**
    * Outside AUTO, right before the providers section: takes out the alarms and interlocks that
-   * read a provider the reload removes and that the file removes or changes
-   * (#retireProtectionsOfRemovedProviders) and records their weakening as applied (the alarms
+   * read a provider the reload stops (removes or restarts) and that the file removes or changes
+   * (#retireProtectionsOfStoppedProviders) and records their weakening as applied (the alarms
    * section, judged later against the configuration then in effect, no longer finds them).
    */
   #retireEarly(
     next: Config,
-    removed: readonly string[],
+    stopped: readonly string[],
     weakenings: readonly Weakening[],
     report: MutableReloadReport,
   ): void {
-    const early = this.#retireProtectionsOfRemovedProviders(next, removed);
+    const early = this.#retireProtectionsOfStoppedProviders(next, stopped);
     if (early.alarms.length + early.interlocks.length === 0) return;
     const done = weakenings.filter((w) =>
       w.section === "alarms" &&
@@ -1207,12 +1209,12 @@ export class Kernel {
     this.#recordReload("alarms", "accepted", null, done);
     if (early.alarms.length > 0) {
       report.notes.push(
-        `alarms retired before their providers were removed: ${early.alarms.join(", ")}`,
+        `alarms retired before their providers were stopped: ${early.alarms.join(", ")}`,
       );
     }
     if (early.interlocks.length > 0) {
       report.notes.push(
-        `interlocks retired before their providers were removed: ${early.interlocks.join(", ")}`,
+        `interlocks retired before their providers were stopped: ${early.interlocks.join(", ")}`,
       );
     }
   }
@@ -1226,14 +1228,14 @@ export class Kernel {
 
   /**
    * Takes out of the alarm engine (and of the configuration in effect) every alarm and every
-   * interlock that reads a provider in `removed` and that `next` removes or changes; returns their
+   * interlock that reads a provider in `stopped` and that `next` removes or changes; returns their
    * ids. The alarms section applies the rest of the file's alarms and interlocks later, as usual.
    */
-  #retireProtectionsOfRemovedProviders(
+  #retireProtectionsOfStoppedProviders(
     next: Config,
-    removed: readonly string[],
+    stopped: readonly string[],
   ): { alarms: string[]; interlocks: string[] } {
-    const gone = new Set(removed);
+    const gone = new Set(stopped);
     const running = this.#config;
     const retiredAlarms = running.alarms.filter((a) =>
       gone.has(a.providerId) && !next.alarms.some((b) => b.id === a.id && sameAlarm(a, b))

@@ -1,7 +1,7 @@
 /**
- * A reload that removes a provider together with the alarms that read it (docs/alarms.md,
- * "Reloads"): the alarms go before the provider does, so its going never raises them (an e-stop
- * alarm on its signal must not stop the machine the operator is reconfiguring).
+ * A reload that removes (or restarts) a provider together with the alarms that read it
+ * (docs/alarms.md, "Reloads"): the alarms go before the provider does, so its going never raises
+ * them (an e-stop alarm on its signal must not stop the machine the operator is reconfiguring).
  */
 import assert from "node:assert/strict";
 import { afterPolls, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
@@ -40,6 +40,56 @@ alarms:
     await afterPolls(rt, "sim0/tempctl0", 2, "two polls of sim0/tempctl0 after the reload");
     const raises = events.events.filter((e) => e.kind === "alarm" && e.transition === "raise");
     assert.deepEqual(raises.map((e) => e.kind === "alarm" && e.alarm_id), []);
+    assert.equal(rt.estop.status().latched, false, "no e-stop");
+    assert.equal(rt.modes.current(), "MANUAL");
+  } finally {
+    events.stop();
+    await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload restarting a provider (its entry changed) and removing the e-stop alarm and the interlock on its signal: neither raises nor engages, no e-stop", async () => {
+  const protections = alarmsConfig(
+    `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 500, action: estop }
+interlocks:
+  - id: motor_by_sim1
+    block: [sim0/motorctl0/set_motor_duty]
+    while: 'sim1/tempctl0/tc1_temp > 1000'
+    message: sim0's motor waits for sim1's heater
+`,
+    ["sim0", "sim1"],
+  );
+  const base = testConfig({
+    providers: [simProvider("sim0"), simProvider("sim1")],
+    alarms: protections.alarms,
+    interlocks: protections.interlocks,
+  });
+  const rt = await startRuntime(base, { arm: true });
+  const events = recordEvents(rt);
+  try {
+    await waitFor("sim1 sampled", () => rt.alarms.alarm("sim1_hot").quality === "OK", 5000);
+    const next = {
+      ...rt.config,
+      // Any difference in its entry restarts sim1: its process is stopped, then started again.
+      providers: rt.config.providers.map((p) =>
+        p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+      ),
+      alarms: [],
+      interlocks: [],
+    };
+    const report = await rt.reload(next);
+    assert.deepEqual(report.providers.restarted, ["sim1"]);
+    assert.deepEqual(report.weakened.map((w) => w.what), [
+      "interlock motor_by_sim1 removed",
+      "alarm sim1_hot (action estop) removed",
+    ]);
+    await afterPolls(rt, "sim0/tempctl0", 2, "two polls of sim0/tempctl0 after the reload");
+    const seen = events.events.filter((e) =>
+      (e.kind === "alarm" && e.transition === "raise") || (e.kind === "interlock" && e.blocking)
+    );
+    assert.deepEqual(seen.map((e) => JSON.stringify(e)), []);
     assert.equal(rt.estop.status().latched, false, "no e-stop");
     assert.equal(rt.modes.current(), "MANUAL");
   } finally {
