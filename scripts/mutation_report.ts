@@ -254,8 +254,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:480-513", // gate
-      "src/alarms/alarm_engine.ts:674-696", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:484-517", // gate
+      "src/alarms/alarm_engine.ts:678-700", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -272,9 +272,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-479",
-      "src/alarms/alarm_engine.ts:514-673",
-      "src/alarms/alarm_engine.ts:697-1019",
+      "src/alarms/alarm_engine.ts:1-483",
+      "src/alarms/alarm_engine.ts:518-677",
+      "src/alarms/alarm_engine.ts:701-1024",
     ],
     tests: [
       "tests/alarms/",

@@ -169,13 +169,17 @@ class TransitionLog {
   #written = 0;
   #suppressed = 0;
 
-  /** Writes `line` with `write` unless the window's lines are used up (then counts it). */
-  write(nowMono: number, line: string, write: (line: string) => void): void {
+  /**
+   * Writes `line` with `write` unless the window's lines are used up (then counts it). The `last`
+   * line of an alarm a reload removes or replaces is always written: its window goes with it, and
+   * no later line could say what was left out.
+   */
+  write(nowMono: number, line: string, write: (line: string) => void, last = false): void {
     if (nowMono - this.#windowStart >= TRANSITION_LOG_WINDOW_MS) {
       this.#windowStart = nowMono;
       this.#written = 0;
     }
-    if (this.#written >= TRANSITION_LOG_LINES) {
+    if (this.#written >= TRANSITION_LOG_LINES && !last) {
       this.#suppressed++;
       return;
     }
@@ -787,7 +791,8 @@ export class AlarmEngine implements AlarmService {
         line = `alarm ${config.id} unshelved: ${t.state}`;
         break;
     }
-    entry.log.write(this.#o.clock.monoMs(), line, write);
+    // A reason (`why`) is given only for the last clear of an alarm a reload removes or replaces.
+    entry.log.write(this.#o.clock.monoMs(), line, write, why !== undefined);
   }
 
   #view(entry: AlarmEntry): AlarmView {

@@ -853,6 +853,28 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine logs the last clear of an alarm a reload removes even past its transition log limit, with the lines it left out", async () => {
+  const s = await setup(`
+alarms:
+  - { id: dither, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    // Raised at the end, its window's lines used up and two left out.
+    for (let i = 0; i < TRANSITION_LOG_LINES + 2; i++) await s.read([temp(i % 2 === 0 ? 85 : 75)]);
+    assert.equal(s.engine.alarm("dither").state, "active");
+    s.reload("alarms: []");
+    assert.deepEqual(alarmEvents(s.events).at(-1)?.transition, "clear");
+    // Its window goes with it: this line is the last that can say what was left out.
+    assert.deepEqual(s.lines.filter((l) => l.includes("removed or changed by a reload")), [
+      "INFO  1970-01-01T00:00:00.000Z [alarms] alarm dither cleared: removed or changed by a " +
+      "reload (2 transition lines suppressed before this one)",
+    ]);
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine engages an interlock on time when its input goes stale, and raises a delayed alarm on a provider gone down, with no poll after", async () => {
   const s = await setup(`
 alarms:
