@@ -146,8 +146,15 @@ export class YamlSource {
     file: string,
   ): { source: YamlSource | null; data: unknown; diagnostics: Diagnostic[] } {
     const lines = new LineCounter();
-    // uniqueKeys off: duplicates are found by our own walk, which knows the key path.
-    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, prettyErrors: false });
+    // uniqueKeys off: duplicates are found by our own walk, which knows the key path. Merge keys
+    // on (`<<: *defaults`), as YAML 1.1 files already have them: off, a YAML 1.2 file's merged
+    // keys (a whole restart_policy) were an unknown key `<<` and silently not applied.
+    const doc = parseDocument(text, {
+      lineCounter: lines,
+      uniqueKeys: false,
+      prettyErrors: false,
+      merge: true,
+    });
     const diagnostics: Diagnostic[] = [];
     const at = (offset: number): Position => {
       const { line, col } = lines.linePos(offset);
@@ -173,6 +180,10 @@ export class YamlSource {
       });
     }
     const source = new YamlSource(doc, lines);
+    // A merge source that is not a mapping makes the conversion throw without a position.
+    const mergeErrors: Diagnostic[] = [];
+    source.#checkMergeSources(doc.contents, [], file, mergeErrors);
+    if (mergeErrors.length > 0) return { source: null, data: undefined, diagnostics: mergeErrors };
     let data: unknown;
     try {
       data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -265,19 +276,71 @@ export class YamlSource {
     return out;
   }
 
-  /** The pair of `map` whose key is `seg` (the first one when a key is repeated). */
+  /**
+   * The pair of `map` whose key is `seg` (the first one when a key is repeated), or the pair a
+   * merge key brings in: a key written in `map` wins, then the merge sources in order, as the
+   * data has it.
+   */
   #pair(map: YAMLMap, seg: Segment): Pair | undefined {
+    return this.#index(map, new Set()).get(String(seg));
+  }
+
+  /** `map`'s pairs by key text, merged ones included (`building`: cycle guard). */
+  #index(map: YAMLMap, building: Set<YAMLMap>): Map<string, Pair> {
     let index = this.#pairs.get(map);
-    if (index === undefined) {
-      index = new Map();
-      for (const pair of map.items) {
-        this.#steps++;
-        const key = keyText(pair.key);
-        if (key !== null && !index.has(key)) index.set(key, pair);
+    if (index !== undefined) return index;
+    index = new Map();
+    if (building.has(map)) return index;
+    building.add(map);
+    const sources: YAMLMap[] = [];
+    for (const pair of map.items) {
+      this.#steps++;
+      if (isMergePair(pair)) {
+        for (const s of this.#mergeSources(pair.value)) if (isMap(s)) sources.push(s);
+        continue;
       }
-      this.#pairs.set(map, index);
+      const key = keyText(pair.key);
+      if (key !== null && !index.has(key)) index.set(key, pair);
     }
-    return index.get(String(seg));
+    for (const source of sources) {
+      for (const [key, pair] of this.#index(source, building)) {
+        this.#steps++;
+        if (!index.has(key)) index.set(key, pair);
+      }
+    }
+    building.delete(map);
+    this.#pairs.set(map, index);
+    return index;
+  }
+
+  /** What a merge key's value names: one node, or each item of a sequence (aliases followed). */
+  #mergeSources(value: unknown): unknown[] {
+    const node = this.#deref(value);
+    return isSeq(node) ? node.items.map((item) => this.#deref(item)) : [node];
+  }
+
+  /** Every merge key whose value is not a mapping (or a sequence of them) is an error at `<<`. */
+  #checkMergeSources(node: unknown, path: Segment[], file: string, out: Diagnostic[]): void {
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        const key = keyText(pair.key);
+        if (key === null) continue;
+        if (isMergePair(pair) && !this.#mergeSources(pair.value).every((s) => isMap(s))) {
+          const here = this.#lines.linePos(rangeStart(pair.key) ?? 0);
+          out.push({
+            severity: "error",
+            path: formatPath([...path, key]),
+            message: "merge key value must be a mapping, an alias of one, or a sequence of them",
+            line: here.line,
+            column: here.col,
+            file,
+          });
+        }
+        this.#checkMergeSources(pair.value, [...path, key], file, out);
+      }
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => this.#checkMergeSources(item, [...path, i], file, out));
+    }
   }
 
   /**
@@ -332,8 +395,17 @@ export class YamlSource {
 }
 
 function keyText(key: unknown): string | null {
-  if (isScalar(key)) return String(key.value);
-  return null;
+  if (!isScalar(key)) return null;
+  // A merge key's value is Symbol(<<): it is printed as written.
+  return typeof key.value === "symbol" ? MERGE_KEY : String(key.value);
+}
+
+/** How a merge key is written. */
+const MERGE_KEY = "<<";
+
+/** Whether a pair is a merge key (`<<: *defaults`) rather than a key of its mapping. */
+function isMergePair(pair: Pair): boolean {
+  return isScalar(pair.key) && typeof pair.key.value === "symbol";
 }
 
 function rangeStart(node: unknown): number | undefined {
