@@ -180,10 +180,12 @@ export class YamlSource {
       });
     }
     const source = new YamlSource(doc, lines);
-    // A merge source that is not a mapping makes the conversion throw without a position.
-    const mergeErrors: Diagnostic[] = [];
-    source.#checkMergeSources(doc.contents, [], file, mergeErrors);
-    if (mergeErrors.length > 0) return { source: null, data: undefined, diagnostics: mergeErrors };
+    // What makes the conversion throw is reported first, with its position.
+    const referenceErrors: Diagnostic[] = [];
+    source.#checkReferences(doc.contents, [], file, referenceErrors);
+    if (referenceErrors.length > 0) {
+      return { source: null, data: undefined, diagnostics: referenceErrors };
+    }
     let data: unknown;
     try {
       data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -319,28 +321,49 @@ export class YamlSource {
     return isSeq(node) ? node.items.map((item) => this.#deref(item)) : [node];
   }
 
-  /** Every merge key whose value is not a mapping (or a sequence of them) is an error at `<<`. */
-  #checkMergeSources(node: unknown, path: Segment[], file: string, out: Diagnostic[]): void {
-    if (isMap(node)) {
+  /**
+   * What would make the conversion to data throw without a position, reported where it is
+   * written: an alias naming no anchor defined before it, and a merge key whose value is not a
+   * mapping (or an alias or a sequence of them).
+   */
+  #checkReferences(node: unknown, path: Segment[], file: string, out: Diagnostic[]): void {
+    if (isAlias(node)) {
+      if (this.#deref(node) === undefined) {
+        const name = node.source;
+        out.push(this.#error(
+          node,
+          path,
+          `alias *${name} names no anchor defined before it (&${name})`,
+          file,
+        ));
+      }
+    } else if (isMap(node)) {
       for (const pair of node.items) {
         const key = keyText(pair.key);
         if (key === null) continue;
-        if (isMergePair(pair) && !this.#mergeSources(pair.value).every((s) => isMap(s))) {
-          const here = this.#lines.linePos(rangeStart(pair.key) ?? 0);
-          out.push({
-            severity: "error",
-            path: formatPath([...path, key]),
-            message: "merge key value must be a mapping, an alias of one, or a sequence of them",
-            line: here.line,
-            column: here.col,
+        const before = out.length;
+        this.#checkReferences(pair.value, [...path, key], file, out);
+        if (
+          isMergePair(pair) && out.length === before &&
+          !this.#mergeSources(pair.value).every((s) => isMap(s))
+        ) {
+          out.push(this.#error(
+            pair.key,
+            [...path, key],
+            "merge key value must be a mapping, an alias of one, or a sequence of them",
             file,
-          });
+          ));
         }
-        this.#checkMergeSources(pair.value, [...path, key], file, out);
       }
     } else if (isSeq(node)) {
-      node.items.forEach((item, i) => this.#checkMergeSources(item, [...path, i], file, out));
+      node.items.forEach((item, i) => this.#checkReferences(item, [...path, i], file, out));
     }
+  }
+
+  /** An error at the start of `node`. */
+  #error(node: unknown, path: Path, message: string, file: string): Diagnostic {
+    const { line, col } = this.#lines.linePos(rangeStart(node) ?? 0);
+    return { severity: "error", path: formatPath(path), message, line, column: col, file };
   }
 
   /**
