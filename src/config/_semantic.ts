@@ -379,7 +379,8 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
   const c = ctx.checker;
   const P = ["http"];
   const v = c.string(h, P, key, "");
-  const otherSet = typeof h[other] === "string" && h[other] !== "";
+  // Given with the wrong type, the other key has an error of its own: it is not "unset".
+  const otherSet = present(h, other) && h[other] !== "";
   if (v === "") return null;
   if (!otherSet) c.error([...P, key], `is set but ${other} is not: TLS needs both or neither`);
   const abs = resolvePath(ctx.configDir, v);
@@ -866,7 +867,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
   const enabled = c.boolean(s, P, "enabled", false);
   const brokerUrl = c.string(s, P, "broker_url", "");
   let secure = false;
-  if (brokerUrl !== "" || enabled) {
+  if ((brokerUrl !== "" || enabled) && !c.hasErrorAt([...P, "broker_url"])) {
     const problem = brokerUrlProblem(brokerUrl);
     if (problem !== null) c.error([...P, "broker_url"], problem);
     else secure = brokerUrl.startsWith("mqtts:");
@@ -913,8 +914,9 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     return abs;
   };
   const tls = { caPath: file("ca_file"), certPath: file("cert_file"), keyPath: file("key_file") };
-  if ((tls.certPath === null) !== (tls.keyPath === null)) {
-    const [set, unset] = tls.certPath === null
+  const tlsGiven = (key: string) => present(t, key) && t[key] !== "";
+  if (tlsGiven("cert_file") !== tlsGiven("key_file")) {
+    const [set, unset] = !tlsGiven("cert_file")
       ? ["key_file", "cert_file"]
       : ["cert_file", "key_file"];
     c.error([...TP, set], `is set but ${unset} is not: a client certificate needs both`);

@@ -549,6 +549,25 @@ runs:
     ],
   },
 
+  // --- a key of the wrong type is that one error, not also "missing" -----------------------
+  {
+    name: "a TLS certificate path of the wrong type does not make its key file 'set alone'",
+    yaml: `${PROV}\nhttp:\n  tls_cert_path: 5\n  tls_key_path: tls/key.pem\n`,
+    expect: [["error http.tls_cert_path", "must be a string, got 5"]],
+  },
+  {
+    name: "a Sparkplug broker_url of the wrong type is not also 'required'",
+    yaml: `${PROV}\nsparkplug:\n  enabled: true\n  broker_url: 1883\n  group_id: g\n` +
+      "  edge_node_id: n\n",
+    expect: [["error sparkplug.broker_url", "must be a string, got 1883"]],
+  },
+  {
+    name: "a Sparkplug cert_file of the wrong type does not make key_file 'set alone'",
+    yaml: `${PROV}\nsparkplug:\n  broker_url: mqtts://broker\n` +
+      "  tls: {cert_file: 5, key_file: tls/key.pem}\n",
+    expect: [["error sparkplug.tls.cert_file", "must be a string, got 5"]],
+  },
+
   // --- sections of the wrong kind, unknown keys ------------------------------------------
   ...["polling", "logging", "health", "safety"].map((section): Case => ({
     name: `${section} of the wrong kind is one error at ${section}`,
