@@ -7,6 +7,7 @@ export * from "./version.ts";
 export * from "./health.ts";
 export * from "./bytes.ts";
 export * from "./utf8.ts";
+export { escapeControl } from "./escape_control.ts";
 export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";
 export * from "./metrics.ts";
 export * from "./grid.ts";

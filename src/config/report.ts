@@ -1,11 +1,16 @@
 /** Rendering of loader diagnostics for `--check-config` (text for people, JSON for CI tools). */
+import { escapeControl } from "../common/mod.ts";
 import type { Diagnostic } from "./types.ts";
 
-/** `FILE:LINE:COL: error|warning: path.to.key: message`. */
+/**
+ * `FILE:LINE:COL: error|warning: path.to.key: message`, always one line: a newline or control
+ * character a key or a quoted value brings along (`bind: |` keeps its line break) is escaped, so
+ * tools reading the output line by line see every diagnostic whole and a terminal runs nothing.
+ */
 export function formatDiagnostic(d: Diagnostic): string {
   const where = d.line > 0 ? `${d.file}:${d.line}:${d.column}` : d.file;
   const key = d.path === "" ? "" : `${d.path}: `;
-  return `${where}: ${d.severity}: ${key}${d.message}`;
+  return escapeControl(`${where}: ${d.severity}: ${key}${d.message}`);
 }
 
 /** One-line summary, e.g. `examples/x.yaml: 2 errors, 1 warning`. */

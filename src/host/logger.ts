@@ -1,4 +1,4 @@
-import { concatBytes, type Logger, type LogLevel } from "../common/mod.ts";
+import { concatBytes, escapeControl, type Logger, type LogLevel } from "../common/mod.ts";
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 /** syslog priorities journald understands as a `<N>` line prefix. */
@@ -55,20 +55,6 @@ export class LineLogger implements Logger {
       } ${scope}${text}`;
     this.#opts.write(line, level);
   }
-}
-
-/**
- * Keeps one event on one line and printable: newlines become the two characters `\n`, other
- * control characters (CR, ESC from a provider's coloured stderr, ...) `\xNN`; tabs stay.
- * journald splits on newlines and shows a message holding control characters as a blob; a
- * terminal would interpret them.
- */
-function escapeControl(message: string): string {
-  // deno-lint-ignore no-control-regex
-  return message.replace(/\r\n|[\x00-\x08\x0a-\x1f\x7f]/g, (c) => {
-    if (c === "\r\n" || c === "\n") return "\\n";
-    return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
-  });
 }
 
 const encoder = new TextEncoder();

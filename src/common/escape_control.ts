@@ -1,0 +1,14 @@
+/**
+ * Keeps one event on one line and printable: newlines become the two characters `\n`, other
+ * control characters (CR, ESC from a provider's coloured stderr or a configuration value, ...)
+ * `\xNN`; tabs stay. journald splits on newlines and shows a message holding control characters
+ * as a blob; a terminal would interpret them. Used by the log lines (src/host/logger.ts) and the
+ * lines `--check-config` prints (src/config/report.ts).
+ */
+export function escapeControl(message: string): string {
+  // deno-lint-ignore no-control-regex
+  return message.replace(/\r\n|[\x00-\x08\x0a-\x1f\x7f]/g, (c) => {
+    if (c === "\r\n" || c === "\n") return "\\n";
+    return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  });
+}
