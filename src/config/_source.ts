@@ -154,6 +154,8 @@ export class YamlSource {
       uniqueKeys: false,
       prettyErrors: false,
       merge: true,
+      // The library never writes to the console: what it could warn about is a diagnostic.
+      logLevel: "error",
     });
     const diagnostics: Diagnostic[] = [];
     const at = (offset: number): Position => {
@@ -322,9 +324,10 @@ export class YamlSource {
   }
 
   /**
-   * What would make the conversion to data throw without a position, reported where it is
-   * written: an alias naming no anchor defined before it, and a merge key whose value is not a
-   * mapping (or an alias or a sequence of them).
+   * What would make the conversion to data throw, or stringify a key, without a position,
+   * reported where it is written: an alias naming no anchor defined before it, a merge key whose
+   * value is not a mapping (or an alias or a sequence of them), and a key that is a mapping or a
+   * sequence (`? [a]`) or a binary or date value: no key of the configuration is one.
    */
   #checkReferences(node: unknown, path: Segment[], file: string, out: Diagnostic[]): void {
     if (isAlias(node)) {
@@ -340,7 +343,17 @@ export class YamlSource {
     } else if (isMap(node)) {
       for (const pair of node.items) {
         const key = keyText(pair.key);
-        if (key === null) continue;
+        if (key === null) {
+          if (isMap(pair.key) || isSeq(pair.key) || isScalar(pair.key)) {
+            const got = isMap(pair.key)
+              ? "a mapping"
+              : isSeq(pair.key)
+              ? "a sequence"
+              : "a binary or date value";
+            out.push(this.#error(pair.key, path, `a key must be a plain name, got ${got}`, file));
+          }
+          continue;
+        }
         const before = out.length;
         this.#checkReferences(pair.value, [...path, key], file, out);
         if (
@@ -417,10 +430,17 @@ export class YamlSource {
   }
 }
 
+/**
+ * A key as the data has it (`~:` and `:` are ""), or null for a key that is no plain value (a
+ * mapping, a sequence, `!!binary`): those are refused before the conversion.
+ */
 function keyText(key: unknown): string | null {
   if (!isScalar(key)) return null;
+  const value = key.value;
   // A merge key's value is Symbol(<<): it is printed as written.
-  return typeof key.value === "symbol" ? MERGE_KEY : String(key.value);
+  if (typeof value === "symbol") return MERGE_KEY;
+  if (value === null || value === undefined) return "";
+  return typeof value === "object" ? null : String(value);
 }
 
 /** How a merge key is written. */
