@@ -598,8 +598,17 @@ export class History {
         }
         const acc = new BucketAcc();
         let t: number | null = null;
+        // The disk part's last point, when the seam falls inside a bucket of this step (a step
+        // wider than the disk's, or not a multiple of it): the ring's samples of that bucket are
+        // folded into it, one point per bucket, not two at the same time.
+        const diskLast = out.points.at(-1);
         ring.samples(sig, fromSeq, untilMs, (s) => {
           const b = bucketStart(s.timeMs, stepMs);
+          if (t === null && diskLast?.t_ms === b) {
+            out.points.pop();
+            total--; // counted once, as the disk's; counted again when pushed below
+            acc.merge(diskLast);
+          }
           if (t !== null && b !== t) {
             count();
             out.points.push(acc.point(t));
