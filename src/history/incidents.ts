@@ -103,6 +103,8 @@ interface Pending {
   readonly id: string;
   /** Monotonic time of its first trigger: what later triggers join by (MERGE_WINDOW_MS). */
   readonly atMono: number;
+  /** Wall time at its first trigger (its `at` may be earlier: a device loss is dated back). */
+  readonly atWall: number;
   lead: IncidentCause;
   readonly also: IncidentCause[];
   /**
@@ -405,6 +407,7 @@ export class IncidentRecorder {
     const p: Pending = {
       id: `inc-${now}-${++this.#counter}`,
       atMono: mono,
+      atWall: this.#o.clock.nowMs(),
       lead: c,
       also: [],
       devices: devices === null ? null : new Map(devices.map((d) => [`${d[0]}/${d[1]}`, d])),
@@ -458,7 +461,11 @@ export class IncidentRecorder {
   #captureNow(p: Pending): Promise<void> {
     const at = p.lead.at_epoch_ms;
     const from = at - this.#o.config.incidentBeforeS * 1000;
-    const until = at + this.#o.config.incidentAfterS * 1000;
+    // Written before its window passed (at stop, or early to make room for an e-stop): the record
+    // ends where its samples do, now (counted on the monotonic clock from the trigger), not at
+    // the end of a window it never saw.
+    const seen = p.atWall + (this.#o.clock.monoMs() - p.atMono);
+    const until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen));
     const history = this.#o.history;
     const devices: readonly DeviceParts[] = p.devices === null
       ? history.devices()
