@@ -49,7 +49,8 @@ export interface DiskRow {
   readonly t: number;
   readonly p: string;
   readonly d: string;
-  readonly s: Readonly<Record<string, readonly unknown[]>>;
+  /** Signal id -> its entry; an entry of a damaged row may be anything (rowPoint checks it). */
+  readonly s: Readonly<Record<string, unknown>>;
 }
 
 /** Counters of the disk tier (GET /metrics). */
@@ -377,13 +378,15 @@ export function parseRow(line: string): DiskRow | null {
  * (a VALUE_TYPES index); an entry without one (no value in its bucket, or written before types
  * were) is taken for any.
  */
-export function rowTypeIs(entry: readonly unknown[], type: ValueType): boolean {
+export function rowTypeIs(entry: unknown, type: ValueType): boolean {
+  if (!Array.isArray(entry)) return false;
   const code = entry[5];
   return typeof code !== "number" || VALUE_TYPES[code] === undefined || VALUE_TYPES[code] === type;
 }
 
-/** A row's entry for one signal as a point (null when it is malformed). */
-export function rowPoint(t: number, entry: readonly unknown[]): HistoryPoint | null {
+/** A row's entry for one signal as a point (null when it is malformed: not an array too). */
+export function rowPoint(t: number, entry: unknown): HistoryPoint | null {
+  if (!Array.isArray(entry)) return null;
   const [min, max, last, count, quality] = entry;
   const numOrNull = (x: unknown) => typeof x === "number" ? x : null;
   if (typeof count !== "number" || typeof quality !== "number") return null;

@@ -552,8 +552,9 @@ export class History {
           const past = row.t > diskUntil;
           for (const id of ids) {
             if (past && !ringless.has(id)) continue;
+            // Its own entry only: a signal id such as "constructor" is no key of a row without it.
+            if (!Object.hasOwn(row.s, id)) continue;
             const entry = row.s[id];
-            if (entry === undefined) continue;
             const type = types.get(id)!;
             if (type !== null && !rowTypeIs(entry, type)) continue;
             const p = rowPoint(row.t, entry);

@@ -1,0 +1,74 @@
+/**
+ * A disk tier row that parses as JSON but whose signal entry is not `[min, max, last, count,
+ * quality, type]` (a hand edit, a damaged file) is left out of answers: it never fails the history
+ * question of every range that holds it. A real History fed by hand; the disk tier on in-memory
+ * files.
+ */
+import assert from "node:assert/strict";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+
+const T0 = 1_700_000_000_000;
+
+Deno.test("History.query leaves out a disk row's signal entry that is not an array, and answers the rows around it", async () => {
+  const first = handFedHistory({ stepMs: 1000 });
+  first.clock.wall = T0;
+  await first.history.start();
+  for (let s = 0; s < 5; s++) {
+    first.poll("p0", "d0", s);
+    first.clock.wall += 1000;
+  }
+  await first.history.stop(); // buckets 0..4 written
+  const [name] = await first.files.listNames("/data/history");
+  const file = await first.files.openAppend(`/data/history/${name}`);
+  const row = (t: number, x: unknown) =>
+    JSON.stringify({ t: T0 + t * 1000, p: "p0", d: "d0", s: { x } }) + "\n";
+  await file.append(row(5, null) + row(6, 7) + row(7, [7, 7, 7, 1, 0, 0]));
+  file.close();
+
+  // A restart: the ring holds nothing, the disk tier answers the whole range.
+  const second = handFedHistory({ stepMs: 1000 }, first.files);
+  await second.history.start();
+  try {
+    const answer = await second.history.query({
+      providerId: "p0",
+      deviceId: "d0",
+      signalIds: ["x"],
+      sinceMs: T0,
+      untilMs: T0 + 9_999,
+      stepMs: 1000,
+    });
+    assert.equal(answer.source, "disk");
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.last]),
+      [[0, 0], [1, 1], [2, 2], [3, 3], [4, 4], [7, 7]],
+    );
+  } finally {
+    await second.history.stop();
+  }
+});
+
+Deno.test("History.query for a signal_id that names an Object property (constructor) answers from the disk tier without failing", async () => {
+  const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 10 });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let s = 0; s < 30; s++) {
+      poll("p0", "d0", s);
+      clock.wall += 1000;
+    }
+    const answer = await history.query({
+      providerId: "p0",
+      deviceId: "d0",
+      signalIds: ["constructor", "x"],
+      sinceMs: T0,
+      untilMs: T0 + 29_999,
+      stepMs: 10_000,
+    });
+    assert.deepEqual(answer.signals.map((s) => [s.signal_id, s.points.length]), [
+      ["constructor", 0],
+      ["x", 3],
+    ]);
+  } finally {
+    await history.stop();
+  }
+});
