@@ -492,9 +492,13 @@ export class History {
     // searches begin at the step), the next disk bucket (the disk tier has every bucket before
     // it), so no sample is counted twice.
     const trimmed = e !== undefined && e.ring.timeFirstSeq > e.ring.startSeq;
+    // Unless its oldest poll is in the device's open bucket (history.step_ms longer than the ring's
+    // reach): no disk row holds that bucket yet, so the ring answers from its oldest poll.
+    const inOpenBucket = oldest !== null && diskStep !== null && e !== undefined &&
+      e.bucketStart !== null && bucketStart(oldest, diskStep) >= e.bucketStart;
     const memoryFrom = oldest === null
       ? null
-      : diskStep === null || !trimmed
+      : diskStep === null || !trimmed || inOpenBucket
       ? oldest
       : bucketStart(oldest + diskStep - 1, diskStep);
     // The disk part ends before the bucket the ring's part begins in.
