@@ -99,6 +99,8 @@ export class DiskTier {
    * the reader bisects each file by time.
    */
   #newestT = -Infinity;
+  /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
+  #lastAtOpen = -Infinity;
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -146,11 +148,19 @@ export class DiskTier {
         end: await files.fileSize(path),
         key: rowTime,
       });
-      if (last !== null) this.#newestT = last.key;
+      if (last !== null) this.#newestT = this.#lastAtOpen = last.key;
     } catch (err) {
       this.#openErrors++;
       this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * Bucket start of the newest row an earlier run wrote (the last row of the files at open), or
+   * -Infinity: a bucket up to it may hold rows of both runs.
+   */
+  get lastRowAtOpen(): number {
+    return this.#lastAtOpen;
   }
 
   /** Appends one row, of bucket start `t` (never waits, never throws). */

@@ -108,6 +108,12 @@ interface DeviceEntry {
   signals: SignalRing[];
   /** Start of the open bucket; null before the first poll. */
   bucketStart: number | null;
+  /**
+   * Start of the bucket of this entry's last row handed to the disk tier (null: none yet). A
+   * bucket written and open again (a rediscovery or a wall clock step wrote it early) has rows of
+   * samples the ring still holds.
+   */
+  writtenBucket: number | null;
 }
 
 export interface HistoryOptions {
@@ -229,6 +235,7 @@ export class History {
         pollable: null,
         signals: [],
         bucketStart: null,
+        writtenBucket: null,
       };
       byDevice.set(dev.deviceId, e);
     }
@@ -387,6 +394,7 @@ export class History {
     }
     if (parts.length > 0) {
       this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts), t);
+      e.writtenBucket = t;
     }
   }
 
@@ -489,23 +497,32 @@ export class History {
     const oldest = e?.ring.oldestMs() ?? null;
     // Where the ring's part begins: its oldest poll while it still holds everything since the
     // device's first poll; once it has dropped samples (or the wall clock stepped back: its time
-    // searches begin at the step), the next disk bucket (the disk tier has every bucket before
-    // it), so no sample is counted twice.
+    // searches begin at the step), or when its first bucket is one an earlier run wrote a row of
+    // too (a restart within a bucket), the next disk bucket (the disk tier has every bucket before
+    // it, of every run), so no sample is counted twice. But while the bucket of its oldest poll is
+    // still open (not written: a step_ms longer than the ring's reach, or the first bucket after a
+    // restart), the ring answers from its oldest poll, and the disk tier up to that bucket -- with
+    // it when its rows there are all of earlier runs (the stopped run's last seconds), not when
+    // this ring wrote one of them early (a rediscovery, a wall clock step: the ring holds those).
     const trimmed = e !== undefined && e.ring.timeFirstSeq > e.ring.startSeq;
-    // Unless its oldest poll is in the device's open bucket (history.step_ms longer than the ring's
-    // reach): no disk row holds that bucket yet, so the ring answers from its oldest poll.
-    const inOpenBucket = oldest !== null && diskStep !== null && e !== undefined &&
-      e.bucketStart !== null && bucketStart(oldest, diskStep) >= e.bucketStart;
+    const first = oldest === null || diskStep === null ? null : bucketStart(oldest, diskStep);
+    const inOpenBucket = first !== null && e !== undefined && e.bucketStart !== null &&
+      first >= e.bucketStart;
+    // The disk rows of that open bucket are of earlier runs only: the answer takes them.
+    const openFromDisk = inOpenBucket && e?.writtenBucket !== first ? first : null;
+    const shared = first !== null && first <= (this.#disk?.lastRowAtOpen ?? -Infinity);
     const memoryFrom = oldest === null
       ? null
-      : diskStep === null || !trimmed || inOpenBucket
+      : diskStep === null || inOpenBucket || !(trimmed || shared)
       ? oldest
       : bucketStart(oldest + diskStep - 1, diskStep);
-    // The disk part ends before the bucket the ring's part begins in.
+    // The disk part ends before the bucket the ring's part begins in (with it, when it is open).
     const diskEnd = memoryFrom === null
       ? untilMs + 1
       : diskStep === null
       ? memoryFrom
+      : openFromDisk !== null
+      ? openFromDisk + 1
       : bucketStart(memoryFrom, diskStep);
     const ids = q.signalIds.length > 0 ? q.signalIds : this.signalIds(q.providerId, q.deviceId);
     const series = new Map<string, { type: ValueType | null; points: HistoryPoint[] }>();
