@@ -18,6 +18,7 @@ Deno.test("formatDiagnostic shows a control character in a key as an escape, not
   const d = diagnostics.find((x) => x.path.startsWith("polling."));
   assert.ok(d, JSON.stringify(diagnostics));
   const line = formatDiagnostic(d);
+  // deno-lint-ignore no-control-regex
   assert.doesNotMatch(line, /[\x00-\x08\x0a-\x1f\x7f]/);
   assert.match(line, /polling\.interval\\x1b\[2J: unknown key 'interval\\x1b\[2J'/);
 });
