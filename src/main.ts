@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import {
+  checkTlsFiles,
   connectMqttJs,
   createStderrLogger,
   fileKind,
@@ -265,13 +266,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   shown.push(...treeDiagnostics);
   const treeErrors = treeDiagnostics.some((d) => d.severity === "error");
   if (cli.kind === "check") {
+    // What the start would refuse in the TLS files themselves (the same checks): an error under
+    // --strict, a warning otherwise (the files may be the checking machine's, not the target's).
+    const tls = config ? await tlsFileDiagnostics(config, loaded.positionOf, cli) : [];
+    shown.push(...tls);
+    const tlsErrors = tls.some((d) => d.severity === "error");
     if (cli.format === "json") {
       console.log(JSON.stringify(diagnosticsReport(cli.file, shown), null, 2));
     } else {
       printDiagnostics(shown, console.log);
       console.log(formatSummary(cli.file, shown));
     }
-    return config === null || treeErrors ? 1 : 0;
+    return config === null || treeErrors || tlsErrors ? 1 : 0;
   }
   printDiagnostics(shown, console.error);
   if (config === null || treeErrors) {
@@ -350,6 +356,36 @@ async function behaviorTreeDiagnostics(config: Config): Promise<Diagnostic[]> {
   return verifyBehaviorTreeFile(path, (p) => readFileBytes(p), parameters).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
+}
+
+/**
+ * `--check-config`: the start's checks of the TLS files named by `http.tls_cert_path` and
+ * `http.tls_key_path` when both are there (a file that is not is the loader's diagnostic):
+ * readable PEM, the certificate's dates, the key belonging to the certificate. What the start
+ * would refuse is an error under `--strict` and a warning otherwise; what it would warn of
+ * (a certificate expiring within TLS_CERT_EXPIRY_WARNING_DAYS) is a warning.
+ */
+async function tlsFileDiagnostics(
+  config: Config,
+  positionOf: ((path: readonly string[]) => { line: number; column: number }) | undefined,
+  cli: { file: string; strict: boolean },
+): Promise<Diagnostic[]> {
+  const { tlsCertPath, tlsKeyPath, tlsAllowExpiredCert } = config.http;
+  if (tlsCertPath === null || tlsKeyPath === null) return [];
+  if (!isFile(tlsCertPath) || !isFile(tlsKeyPath)) return [];
+  const check = await checkTlsFiles({ tlsCertPath, tlsKeyPath, tlsAllowExpiredCert });
+  const diagnostic = (severity: "error" | "warning", text: string): Diagnostic => {
+    // The start's messages begin with the key they are about.
+    const key = text.startsWith("http.tls_key_path:") ? "tls_key_path" : "tls_cert_path";
+    const message = text.replace(/^http\.tls_(cert|key)_path(?: \/ http\.tls_key_path)?: /, "");
+    const at = positionOf?.(["http", key]) ?? { line: 0, column: 0 };
+    return { severity, path: `http.${key}`, message, ...at, file: cli.file };
+  };
+  const out = check.warnings.map((w) => diagnostic("warning", w));
+  if (check.refusal !== null) {
+    out.push(diagnostic(cli.strict ? "error" : "warning", `${check.refusal} (a start refuses it)`));
+  }
+  return out;
 }
 
 /** One write for all lines: a write per line made printing 100k diagnostics take seconds. */

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
+import { selfSignedCert } from "./http/_tls_certs.ts";
 
 const TREE = '<root BTCPP_format="4" main_tree_to_execute="T">' +
   '<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree></root>\n';
@@ -78,11 +79,12 @@ Deno.test("runtime --check-config --strict makes each of them an error, as text 
 Deno.test("runtime --check-config --strict passes when the machine has everything", async () => {
   await withFiles({
     "away.yaml": AWAY,
-    "tls/cert.pem": "x",
-    "tls/key.pem": "x",
     "bin/provider": "#!/bin/sh\n",
     "trees/main.xml": TREE,
   }, async (dir) => {
+    // Everything includes TLS files a start can serve (their contents are checked too).
+    await Deno.mkdir(`${dir}/tls`);
+    await selfSignedCert(`${dir}/tls`, 30);
     const yaml = AWAY.replace("no-such-provider-on-path", "sh");
     await Deno.writeTextFile(`${dir}/away.yaml`, yaml);
     const r = await runCli(["--check-config", "away.yaml", "--strict"], {

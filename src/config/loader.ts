@@ -67,6 +67,11 @@ export interface LoadConfigOptions {
 export interface LoadConfigResult {
   readonly config: Config | null;
   readonly diagnostics: Diagnostic[];
+  /**
+   * Line and column of a key of the file (its closest existing parent when missing), for a
+   * diagnostic a later check makes (`--check-config`'s TLS files); absent when it did not parse.
+   */
+  readonly positionOf?: (path: readonly (string | number)[]) => { line: number; column: number };
 }
 
 /** What a bounded file read gives: the bytes, or why the file was refused (for the message). */
@@ -141,6 +146,7 @@ export function loadConfig(
   return {
     config: result.config,
     diagnostics: scrubDiagnostics(result.diagnostics, result.secrets),
+    ...(result.positionOf ? { positionOf: result.positionOf } : {}),
   };
 }
 
@@ -217,6 +223,7 @@ function parseAndValidate(
     config: hasError ? null : deepFreeze(config),
     diagnostics: sorted(diagnostics),
     secrets,
+    positionOf: (path) => source.position([...path]),
   };
 }
 

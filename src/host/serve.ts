@@ -259,21 +259,10 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
   }
   if (files !== null) {
     try {
-      tlsListener = Deno.listenTls({
-        hostname: "127.0.0.1",
-        port: 0,
-        cert: files.cert,
-        key: files.key,
-        alpnProtocols: ["h2", "http/1.1"],
-      });
+      tlsListener = listenLoopbackTls(files);
     } catch (err) {
       listener.close();
-      throw new RuntimeError(
-        "FAILED_PRECONDITION",
-        `http.tls_cert_path / http.tls_key_path: cannot use the certificate and key: ` +
-          (err as Error).message,
-        { cause: err },
-      );
+      throw err;
     }
   }
   const log = opts.log;
@@ -332,7 +321,10 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
 }
 
 /** Refuses an expired or not-yet-valid certificate (unless allowed), warns when it expires soon. */
-async function checkServerCertificate(pem: string, opts: ServeOptions): Promise<void> {
+async function checkServerCertificate(
+  pem: string,
+  opts: Pick<ServeOptions, "log" | "now" | "tlsCertPath" | "tlsAllowExpiredCert">,
+): Promise<void> {
   let check: CertificateCheck;
   try {
     check = await checkCertificate(pem, (opts.now ?? Date.now)());
@@ -403,6 +395,71 @@ async function recheckServedCertificate(pem: string, opts: ServeOptions): Promis
     opts.log.error(
       `${where} ${what} (${dates}); clients refuse it: renew it and restart the runtime`,
     );
+  }
+}
+
+/**
+ * The loopback TLS listener the relay feeds (127.0.0.1, an ephemeral port): where the certificate
+ * and key are parsed and checked to belong together. Throws FAILED_PRECONDITION naming both keys.
+ */
+function listenLoopbackTls(files: { cert: string; key: string }): Deno.TlsListener {
+  try {
+    return Deno.listenTls({
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: files.cert,
+      key: files.key,
+      alpnProtocols: ["h2", "http/1.1"],
+    });
+  } catch (err) {
+    throw new RuntimeError(
+      "FAILED_PRECONDITION",
+      `http.tls_cert_path / http.tls_key_path: cannot use the certificate and key: ` +
+        (err as Error).message,
+      { cause: err },
+    );
+  }
+}
+
+/** What checkTlsFiles found: the start's refusal, if any, and its warnings. */
+export interface TlsFilesCheck {
+  /** Why a start would refuse these files (the start's own message); null when it would not. */
+  readonly refusal: string | null;
+  /** What a start would warn of (a certificate that expires soon, one served although expired). */
+  readonly warnings: readonly string[];
+}
+
+/**
+ * The start's checks of its TLS files, without serving (`--check-config`): both files read as
+ * the start reads them, the certificate's dates as the start judges them, and the pair handed to
+ * TLS as the start hands it (a listener on 127.0.0.1, port 0, closed at once: the same parser and
+ * the same check that the key belongs to the certificate). So a file the check passes is not
+ * refused by the start for what is in it.
+ */
+export async function checkTlsFiles(
+  opts: Pick<ServeOptions, "now" | "tlsAllowExpiredCert"> & {
+    readonly tlsCertPath: string;
+    readonly tlsKeyPath: string;
+  },
+): Promise<TlsFilesCheck> {
+  const warnings: string[] = [];
+  const log: Logger = {
+    debug: () => {},
+    info: () => {},
+    warn: (m: string) => void warnings.push(m),
+    error: (m: string) => void warnings.push(m),
+    child: () => log,
+  };
+  try {
+    const files = {
+      cert: await readTlsFile(opts.tlsCertPath, "http.tls_cert_path"),
+      key: await readTlsFile(opts.tlsKeyPath, "http.tls_key_path"),
+    };
+    await checkServerCertificate(files.cert, { ...opts, log });
+    listenLoopbackTls(files).close();
+    return { refusal: null, warnings };
+  } catch (err) {
+    return { refusal: errorMessage(err), warnings };
   }
 }
 
