@@ -24,6 +24,7 @@
 import {
   failedPrecondition,
   invalidArgument,
+  numericOf,
   type Quality,
   type TypedValue,
 } from "../common/mod.ts";
@@ -50,20 +51,6 @@ export interface AlarmTransitionRecord {
 }
 
 const RANK: Readonly<Record<AlarmLevel, number>> = { MINOR: 1, MAJOR: 2 };
-
-/** The numeric member of a numeric typed value (callers check the type first). */
-function numericOf(v: TypedValue): number | bigint {
-  switch (v.type) {
-    case "double":
-      return v.double;
-    case "int64":
-      return v.int64;
-    case "uint64":
-      return v.uint64;
-    default:
-      return NaN;
-  }
-}
 
 /** Whether `v` is of a type this alarm can judge (numbers for limits, alarm_when's type else). */
 export function alarmAccepts(config: AlarmConfig, v: TypedValue): boolean {
@@ -213,7 +200,7 @@ export class AlarmMonitor {
         limit = c.alarmWhen;
       }
     } else {
-      const v = numericOf(value!);
+      const v = numericOf(value!) ?? NaN;
       const { hihi, hi, lo, lolo } = c.limits;
       const h = c.hysteresis;
       if (hihi !== undefined && v > hihi) {

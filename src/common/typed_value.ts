@@ -136,6 +136,20 @@ export function doubleValue(x: number): TypedValue {
   return { type: "double", double: x, non_finite: String(x) as NonFiniteName };
 }
 
+/** The number inside a numeric typed value (double, int64, uint64); null for any other type. */
+export function numericOf(v: TypedValue): number | bigint | null {
+  switch (v.type) {
+    case "double":
+      return v.double;
+    case "int64":
+      return v.int64;
+    case "uint64":
+      return v.uint64;
+    default:
+      return null;
+  }
+}
+
 /** The JS scalar inside a typed value (bytes stay base64 text). */
 export function scalarOf(v: TypedValue): number | bigint | boolean | string {
   switch (v.type) {

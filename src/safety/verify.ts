@@ -18,6 +18,7 @@ import {
   type DeviceCapabilities,
   deviceHandle,
   type Logger,
+  numericOf,
   type Quality,
   readClockTwice,
   sleepOn,
@@ -199,30 +200,17 @@ export function mismatch(e: SafeStateExpectation, value: TypedValue): string | n
       if (value.type !== "string") return `expected a string, the signal is ${value.type}`;
       return value.string === want ? null : `reads ${JSON.stringify(value.string)}`;
     }
-    const n = numeric(value);
+    const n = numericOf(value);
     if (n === null) return `expected a number, the signal is ${value.type}`;
     return equalNumber(n, want) ? null : `reads ${String(n)}`;
   }
-  const n = numeric(value);
+  const n = numericOf(value);
   if (n === null) return `expected a number, the signal is ${value.type}`;
   if (typeof n === "number" && !Number.isFinite(n)) return `reads ${String(n)}`;
   // A bigint compares with a number exactly (by mathematical value).
   if (n < (e.min ?? -Infinity)) return `reads ${String(n)}, below ${e.min}`;
   if (n > (e.max ?? Infinity)) return `reads ${String(n)}, above ${e.max}`;
   return null;
-}
-
-function numeric(v: TypedValue): number | bigint | null {
-  switch (v.type) {
-    case "double":
-      return v.double;
-    case "int64":
-      return v.int64;
-    case "uint64":
-      return v.uint64;
-    default:
-      return null;
-  }
 }
 
 function equalNumber(a: number | bigint, b: number): boolean {
