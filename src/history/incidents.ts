@@ -150,6 +150,11 @@ export class IncidentRecorder {
    */
   readonly #failingAt = new Map<string, number>();
   #dropped = 0;
+  /**
+   * Whether a trigger was refused since the waiting list last filled: said once per time it
+   * fills (not once per process: `#dropped` also counts records that could not be written).
+   */
+  #refusalSaid = false;
   #counter = 0;
   /** The e-stop trigger of the bus event being handled now (estopReason attaches to it). */
   #lastEstop: { readonly p: Pending; readonly c: IncidentCause; readonly by: string } | null = null;
@@ -396,7 +401,9 @@ export class IncidentRecorder {
       this.#capture(oldest);
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS) {
-      if (this.#dropped++ === 0) {
+      this.#dropped++;
+      if (!this.#refusalSaid) {
+        this.#refusalSaid = true;
         this.#o.log.warn(
           `incident not captured: ${MAX_PENDING_INCIDENTS} incidents are waiting for their window ` +
             `(MAX_PENDING_INCIDENTS); ${trigger}: ${cause}`,
@@ -439,6 +446,7 @@ export class IncidentRecorder {
     const i = this.#pending.indexOf(p);
     if (i < 0) return;
     this.#pending.splice(i, 1);
+    this.#refusalSaid = false; // a place is free: the next refusal is news
     if (p.reasons.size > 0) {
       // An e-stop's reason is still arriving: the record waits for it, bounded.
       const write = raceTimeout(
