@@ -83,6 +83,8 @@ export class DiskTier {
   readonly #writer: JournalWriter;
   #state: "ok" | "stopped" = "ok";
   #retryAtMono = 0;
+  /** Whether this outage's WARN was written (until a row is written again). */
+  #outageSaid = false;
   #rowsWritten = 0;
   #rowsDropped = 0;
   /** Opens that failed (the writer counts the writes and fsyncs that failed). */
@@ -173,13 +175,14 @@ export class DiskTier {
         return;
       }
       this.#state = "ok";
-      this.#o.log.info("history disk tier: trying to write again");
+      this.#o.log.debug("history disk tier: trying to write again");
     }
     const newSegment = t < this.#newestT;
     this.#newestT = t;
     void this.#writer.append(row, { newSegment }).then((r) => {
       if (r.ok) {
         this.#rowsWritten++;
+        this.#outageSaid = false; // writing works (the journal writer says so, with what was lost)
         return;
       }
       this.#rowsDropped++;
@@ -192,6 +195,15 @@ export class DiskTier {
     this.#retryAtMono = this.#o.clock.monoMs() + DISK_RETRY_MS;
     if (this.#state === "stopped") return;
     this.#state = "stopped";
+    // Once per outage: a retry that fails again is the same outage (a disk that stays full would
+    // otherwise log a WARN every DISK_RETRY_MS, ~1,400 a day).
+    if (this.#outageSaid) {
+      this.#o.log.debug(
+        `history disk tier still failing: ${reason}; trying again in ${DISK_RETRY_MS / 1000} s`,
+      );
+      return;
+    }
+    this.#outageSaid = true;
     this.#o.log.warn(
       `history disk tier stopped: ${reason}; rows are dropped and counted, the in-memory ring ` +
         `goes on; trying again in ${DISK_RETRY_MS / 1000} s`,
