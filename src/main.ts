@@ -295,7 +295,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     lines.push(...tree);
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
     const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
-    if (again.config === null || errors.length > 0) return { ok: false, errors };
+    if (again.config === null || errors.length > 0) return { ok: false, errors, warnings };
     return { ok: true, config: withPort(again.config, override), warnings };
   };
   return await startWithConfig(withPort(config, override), cli.logLevel, override, reload);

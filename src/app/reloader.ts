@@ -19,7 +19,12 @@ import type { ReloadReport } from "./reload_report.ts";
 /** A re-read configuration: valid (with warnings) or the diagnostics that make it invalid. */
 export type ReloadedConfig =
   | { readonly ok: true; readonly config: Config; readonly warnings: readonly string[] }
-  | { readonly ok: false; readonly errors: readonly string[] };
+  | {
+    readonly ok: false;
+    readonly errors: readonly string[];
+    /** The file's warnings, logged with its errors (every diagnostic is). */
+    readonly warnings?: readonly string[];
+  };
 
 /** Reloads since start, by outcome (GET /metrics). */
 export interface ReloadCounts {
@@ -102,6 +107,7 @@ export class ConfigReloader {
     }
     if (!loaded.ok) {
       for (const line of loaded.errors) log.error(`config reload: ${line}`);
+      for (const line of loaded.warnings ?? []) log.warn(`config reload: ${line}`);
       this.#fail(
         `config reload failed: ${loaded.errors.length} error(s) in the file; still running on the previous configuration`,
         loaded.errors,

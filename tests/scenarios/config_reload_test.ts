@@ -329,9 +329,12 @@ Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every d
   const api = new Api(rt.base);
   try {
     const pid = providerPids(rt, rig).get("p0");
-    // Two errors: line 3 (polling below its minimum) and line 4 (an unknown log level).
+    // Two errors: line 3 (polling below its minimum) and line 4 (an unknown log level); and a
+    // warning on line 3 (an unknown key), logged too although the file is refused.
     await rig.write(
-      `polling: {interval_ms: 5}\nlogging: {level: loud}\nproviders:\n${rig.provider("p0")}\n`,
+      `polling: {interval_ms: 5, intervl_ms: 3}\nlogging: {level: loud}\nproviders:\n${
+        rig.provider("p0")
+      }\n`,
     );
     rt.signal("SIGHUP");
     const failed = await waitFor(
@@ -346,6 +349,11 @@ Deno.test("SIGHUP with an invalid file keeps the old configuration, logs every d
     assert.equal(diagnostics.length, 2, rt.stderr());
     assert.match(diagnostics[0]!, /runtime\.yaml:3:\d+: error: polling\.interval_ms/);
     assert.match(diagnostics[1]!, /runtime\.yaml:4:\d+: error: logging\.level/);
+    const warned = rt.stderr().split("\n").filter((l) =>
+      /^WARN .*config reload: .*runtime\.yaml:\d+:\d+: warning: /.test(l)
+    );
+    assert.equal(warned.length, 1, rt.stderr());
+    assert.match(warned[0]!, /runtime\.yaml:3:\d+: warning: polling\.intervl_ms: unknown key/);
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="failure"}'), 1);
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="success"}'), 0);
     assert.equal(await metric(api, "runtime_config_last_reload_success_timestamp_seconds"), 0);
