@@ -173,3 +173,21 @@ Deno.test("runtime --check-config --strict refuses an unknown key (a misspelled 
     );
   });
 });
+
+Deno.test("runtime --check-config --strict says what is there instead of a file: a directory named as the behavior tree or a provider command", async () => {
+  await withFiles(
+    { "away.yaml": AWAY, "trees/main.xml/keep": "", "bin/provider/keep": "" },
+    async (dir) => {
+      const r = await runCli(["--check-config", "away.yaml", "--strict"], { cwd: dir });
+      assert.equal(r.code, 1, r.stdout);
+      assert.match(
+        r.stdout,
+        /away\.yaml:7:5: error: providers\[0\]\.command: is not a regular file: .*\/bin\/provider is a directory/,
+      );
+      assert.match(
+        r.stdout,
+        /away\.yaml:12:3: error: automation\.behavior_tree: is not a regular file: .*\/trees\/main\.xml is a directory/,
+      );
+    },
+  );
+});

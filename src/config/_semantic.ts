@@ -386,11 +386,7 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
   const abs = resolvePath(ctx.configDir, v);
   if (!ctx.fileExists(abs)) {
     // A build machine usually lacks the target's certificates; start-up cannot do without them.
-    const kind = ctx.pathKind?.(abs) ?? null;
-    const message = kind === null
-      ? `file not found: ${abs}`
-      : `is not a regular file: ${abs} is ${kind}`;
-    environmentProblem(ctx, [...P, key], message, "error");
+    environmentProblem(ctx, [...P, key], notAFile(ctx, abs), "error");
   }
   return abs;
 }
@@ -407,6 +403,15 @@ function environmentSeverity(
 ): "error" | "warning" {
   if (ctx.mode === "start") return atStart;
   return ctx.strict ? "error" : "warning";
+}
+
+/**
+ * Why no regular file is at `abs` (fileExists said so): nothing there, or what is there instead
+ * (a directory, a FIFO, ...), so an operator is not sent looking for a file that "is not found".
+ */
+function notAFile(ctx: SemanticContext, abs: string): string {
+  const kind = ctx.pathKind?.(abs) ?? null;
+  return kind === null ? `file not found: ${abs}` : `is not a regular file: ${abs} is ${kind}`;
 }
 
 /** Reports an environment problem with environmentSeverity. */
@@ -479,7 +484,7 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   const path = [...pp, "command"];
   if (command.includes("/")) {
     const abs = resolvePath(ctx.configDir, command);
-    if (!ctx.fileExists(abs)) environmentProblem(ctx, path, `file not found: ${abs}`, "warning");
+    if (!ctx.fileExists(abs)) environmentProblem(ctx, path, notAFile(ctx, abs), "warning");
     return abs;
   }
   if (!ctx.commandExists(command)) {
@@ -686,9 +691,7 @@ function readBehaviorTree(ctx: SemanticContext, a: Obj, enabled: boolean): strin
   const value = c.string(a, P, key, "", enabled);
   if (value === "") return null;
   const abs = resolvePath(ctx.configDir, value);
-  if (enabled && !ctx.fileExists(abs)) {
-    environmentProblem(ctx, path, `file not found: ${abs}`, "error");
-  }
+  if (enabled && !ctx.fileExists(abs)) environmentProblem(ctx, path, notAFile(ctx, abs), "error");
   return abs;
 }
 
@@ -905,11 +908,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     if (v === "") return null;
     const abs = resolvePath(ctx.configDir, v);
     if (enabled && !ctx.fileExists(abs)) {
-      const kind = ctx.pathKind?.(abs) ?? null;
-      const message = kind === null
-        ? `file not found: ${abs}`
-        : `is not a regular file: ${abs} is ${kind}`;
-      environmentProblem(ctx, [...TP, key], message, "error");
+      environmentProblem(ctx, [...TP, key], notAFile(ctx, abs), "error");
     }
     return abs;
   };
