@@ -420,6 +420,8 @@ export function rowPoint(t: number, entry: unknown): HistoryPoint | null {
       ? last
       : null,
     count,
-    quality: quality >= 0 && quality <= 3 ? quality : 3,
+    // A code QUALITY_BY_CODE names (an integer 0-3), else UNAVAILABLE: a damaged row never
+    // answers a quality the API cannot name ("undefined" in CSV).
+    quality: Number.isInteger(quality) && quality >= 0 && quality <= 3 ? quality : 3,
   };
 }

@@ -72,3 +72,38 @@ Deno.test("History.query for a signal_id that names an Object property (construc
     await history.stop();
   }
 });
+
+Deno.test("History.query answers a disk row's quality code that is no integer as UNAVAILABLE (3), as one out of range: never a code the API cannot name", async () => {
+  const first = handFedHistory({ stepMs: 1000 });
+  first.clock.wall = T0;
+  await first.history.start();
+  first.poll("p0", "d0", 0);
+  first.clock.wall += 1000;
+  await first.history.stop(); // bucket 0 written
+  const [name] = await first.files.listNames("/data/history");
+  const file = await first.files.openAppend(`/data/history/${name}`);
+  const row = (t: number, quality: number) =>
+    JSON.stringify({ t: T0 + t * 1000, p: "p0", d: "d0", s: { x: [t, t, t, 1, quality, 0] } }) +
+    "\n";
+  await file.append(row(1, 1.5) + row(2, 7) + row(3, 1));
+  file.close();
+  const second = handFedHistory({ stepMs: 1000 }, first.files);
+  await second.history.start();
+  try {
+    const answer = await second.history.query({
+      providerId: "p0",
+      deviceId: "d0",
+      signalIds: ["x"],
+      sinceMs: T0 + 1000,
+      untilMs: T0 + 3_999,
+      stepMs: 1000,
+    });
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.quality]),
+      // Quality codes (QUALITY_BY_CODE: 1 STALE, 3 UNAVAILABLE); the API names them by that table.
+      [[1, 3], [2, 3], [3, 1]],
+    );
+  } finally {
+    await second.history.stop();
+  }
+});
