@@ -478,7 +478,12 @@ export class History {
     const untilMs = q.untilMs ?? now;
     const sinceMs = q.sinceMs ?? untilMs - this.#memoryMs;
     if (untilMs < sinceMs) {
-      throw invalidArgument(`until_ms: ${untilMs} is before since_ms (${sinceMs})`);
+      // Without until_ms (now), the key at fault is the one the client sent.
+      throw invalidArgument(
+        q.untilMs === undefined
+          ? `since_ms: ${sinceMs} is after now (${untilMs}); give an earlier since_ms or until_ms`
+          : `until_ms: ${untilMs} is before since_ms (${sinceMs})`,
+      );
     }
     const stepMs = q.stepMs ?? 0;
     let e = this.#devices.get(q.providerId)?.get(q.deviceId);

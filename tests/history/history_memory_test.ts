@@ -91,6 +91,8 @@ Deno.test("GET /v0/history answers every polled sample from the memory ring, in 
       const [query, message] of [
         ["since_ms=x", /since_ms: must be epoch milliseconds/],
         [`since_ms=${T0 + 10}&until_ms=${T0}`, /until_ms: .* is before since_ms/],
+        // Without until_ms (now), a since_ms in the future names since_ms, not a key not sent.
+        [`since_ms=${T0 + 86_400_000}`, /^since_ms: \d+ is after now \(\d+\)/],
         ["step_ms=-1", /step_ms: must be a non-negative integer/],
         ["format=xml", /format: must be one of json, csv/],
       ] as const
