@@ -546,7 +546,11 @@ export class AlarmEngine implements AlarmService {
 
   unshelve(id: string, source: AuditOrigin = HTTP_ORIGIN): AlarmView {
     return this.#operate("unshelve", id, null, source, (entry) => {
+      const wasShelved = entry.monitor.state === "shelved";
       this.#expireShelves();
+      // Its shelve ran out as the request came (the timer not yet fired): the expiry unshelved
+      // it, which is what was asked; answered, not refused as "not shelved".
+      if (wasShelved && entry.monitor.state !== "shelved") return;
       const t = entry.monitor.unshelve(this.#o.clock.nowMs());
       this.#clearShelveTimer(entry);
       this.#publishAlarm(entry, t);

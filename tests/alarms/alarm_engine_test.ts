@@ -605,6 +605,29 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine: an unshelve that arrives as the shelve runs out (its timer not yet fired) is answered, with the expiry's one unshelve", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    s.engine.shelve("hot", 5_000);
+    s.fx.clock.mono += 5_000; // run out; the timer has not fired yet
+    assert.equal(s.engine.unshelve("hot").state, "active");
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => e.transition),
+      ["raise", "shelve", "unshelve"],
+      "one unshelve: the expiry's",
+    );
+    // Not shelved at all: still refused.
+    assert.throws(() => s.engine.unshelve("hot"), /is not shelved/);
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine: a raise and clear while shelved are no run events (shelving publishes neither, docs/alarms.md); the run has the shelve with its end and the unshelve with the state then", async () => {
   const s = await setup(`
 alarms:
