@@ -49,6 +49,12 @@ export const HISTORY_QUERY_DISK_WAIT_MS = 2_000;
 /** Points one history answer may hold at most (all signals together); beyond it: 400. */
 export const MAX_HISTORY_POINTS = 20_000;
 
+/**
+ * Signal ids a device's entry remembers of those a rediscovery removed (their rows are on disk
+ * only; a question without signal_id names them): the oldest forgotten beyond it.
+ */
+export const MAX_RELEASED_SIGNAL_IDS = 256;
+
 /** Where an answer's points came from. */
 export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
 
@@ -114,6 +120,11 @@ interface DeviceEntry {
    * samples the ring still holds.
    */
   writtenBucket: number | null;
+  /**
+   * Signals a rediscovery removed while this entry lived (null: none), oldest first, at most
+   * MAX_RELEASED_SIGNAL_IDS: a question without signal_id asks the disk tier for them.
+   */
+  released: Set<string> | null;
 }
 
 export interface HistoryOptions {
@@ -236,6 +247,7 @@ export class History {
         signals: [],
         bucketStart: null,
         writtenBucket: null,
+        released: null,
       };
       byDevice.set(dev.deviceId, e);
     }
@@ -376,7 +388,14 @@ export class History {
       if (retyped) fresh.trimmedToSeq = e.ring.nextSeq;
       kept.set(id, fresh);
     }
-    for (const [id, s] of e.ring.signals) if (!kept.has(id)) s.release();
+    for (const [id, s] of e.ring.signals) {
+      if (kept.has(id)) continue;
+      s.release();
+      const released = e.released ??= new Set();
+      released.add(id);
+      if (released.size > MAX_RELEASED_SIGNAL_IDS) released.delete(released.values().next().value!);
+    }
+    for (const id of pollable) e.released?.delete(id);
     e.ring.signals.clear();
     for (const [id, s] of kept) e.ring.signals.set(id, s);
     e.signals = pollable.map((id) => kept.get(id)!);
@@ -489,8 +508,15 @@ export class History {
     let e = this.#devices.get(q.providerId)?.get(q.deviceId);
     const diskStep = this.#disk === null ? null : this.#o.config.stepMs;
     // Signals asked for that the ring holds nothing of (a rediscovery removed them: their ring was
-    // released, their buckets are on disk): the disk tier answers their whole range.
-    const ringless = new Set(q.signalIds.filter((id) => e?.ring.signals.get(id) === undefined));
+    // released, their buckets are on disk): the disk tier answers their whole range. Without
+    // signal_id the signals are the ring's and those the disk rows read hold (a signal or a
+    // device the runtime no longer has), the latter ringless too.
+    const allSignals = q.signalIds.length === 0;
+    const ringless = new Set(
+      allSignals
+        ? e?.released ?? []
+        : q.signalIds.filter((id) => e?.ring.signals.get(id) === undefined),
+    );
     if (
       this.#disk !== null && (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity))
     ) {
@@ -529,7 +555,9 @@ export class History {
       : openFromDisk !== null
       ? openFromDisk + 1
       : bucketStart(memoryFrom, diskStep);
-    const ids = q.signalIds.length > 0 ? q.signalIds : this.signalIds(q.providerId, q.deviceId);
+    const ids = allSignals
+      ? [...this.signalIds(q.providerId, q.deviceId), ...ringless]
+      : [...q.signalIds];
     const series = new Map<string, { type: ValueType | null; points: HistoryPoint[] }>();
     for (const id of ids) series.set(id, { type: null, points: [] });
     let total = 0;
@@ -552,7 +580,11 @@ export class History {
     let fromMemory = false;
     // The disk part: [sinceMs, diskEnd); up to untilMs for the signals the ring holds nothing of.
     const diskUntil = Math.min(untilMs, diskEnd - 1);
-    const readUntil = ringless.size > 0 ? untilMs : diskUntil;
+    // Without signal_id, a disk read (the range reaches before the ring) goes on to untilMs for
+    // the signals only the disk holds; a question within the ring's reach reads no disk.
+    const readUntil = ringless.size > 0 || (allSignals && sinceMs <= diskUntil)
+      ? untilMs
+      : diskUntil;
     if (this.#disk !== null && diskStep !== null && sinceMs <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
@@ -562,13 +594,10 @@ export class History {
       // A signal's series is of the type it has now (its ring's values, else its declaration):
       // rows of another type are from before a retype, another series (#rebuild).
       const types = new Map<string, ValueType | null>();
-      for (const id of ids) {
-        types.set(
-          id,
-          e?.ring.signals.get(id)?.type ??
-            this.#o.cache.declaredType(q.providerId, q.deviceId, id) ?? null,
-        );
-      }
+      const typeOf = (id: string) =>
+        e?.ring.signals.get(id)?.type ??
+          this.#o.cache.declaredType(q.providerId, q.deviceId, id) ?? null;
+      for (const id of ids) types.set(id, typeOf(id));
       await this.#disk.read(
         q.providerId,
         q.deviceId,
@@ -576,6 +605,17 @@ export class History {
         readUntil,
         (row) => {
           const past = row.t > diskUntil;
+          if (allSignals) {
+            // A signal the ring does not hold: one series more, answered from the disk alone.
+            for (const id of Object.keys(row.s)) {
+              if (buckets.has(id)) continue;
+              ids.push(id);
+              ringless.add(id);
+              series.set(id, { type: null, points: [] });
+              buckets.set(id, new Map());
+              types.set(id, typeOf(id));
+            }
+          }
           for (const id of ids) {
             if (past && !ringless.has(id)) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
@@ -667,7 +707,10 @@ export class History {
         : "none",
       memory_from_ms: memoryFrom,
       disk_step_ms: diskStep,
-      signals: ids.map((id) => {
+      // Without signal_id, a signal only the disk could hold is listed when the range has rows of it.
+      signals: ids.filter((id) =>
+        !allSignals || !ringless.has(id) || series.get(id)!.points.length > 0
+      ).map((id) => {
         const s = series.get(id)!;
         return {
           signal_id: id,

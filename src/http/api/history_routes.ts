@@ -162,7 +162,6 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   const q = ctx.url.searchParams;
   const format = wantedFormat(ctx, ["json", "csv"]);
   const caps = ctx.services.inventory.capabilities(p!, d!);
-  if (!caps && !history.knows(p!, d!)) throw notFound(`Device not found: ${p}/${d}`);
   const sinceMs = epochParam(q, "since_ms");
   const untilMs = epochParam(q, "until_ms");
   const stepText = q.get("step_ms");
@@ -185,6 +184,11 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     untilMs,
     stepMs,
   });
+  // A device the runtime no longer has (its provider removed, the device gone at rediscovery) is
+  // answered from its disk rows; one neither has nor the range holds anything of is not found.
+  if (!caps && answer.source === "none" && !history.knows(p!, d!)) {
+    throw notFound(`Device not found: ${p}/${d}`);
+  }
   const spec = (id: string) => caps?.signals.find((s) => s.signalId === id);
   if (format === "csv") return csvResponse(historyCsv(answer, (id) => spec(id)?.unit));
   return okResponse({
