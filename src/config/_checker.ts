@@ -92,7 +92,7 @@ export class Checker {
       }
       return {};
     }
-    if (typeof value !== "object" || Array.isArray(value)) {
+    if (!isPlainMapping(value)) {
       this.error(path, `must be a mapping, got ${this.#show(path, value)}`);
       return null;
     }
@@ -242,9 +242,24 @@ function rangeMessage(v: number | null, min: number | undefined, max: number): s
  * Short description of a YAML value for messages: `"abc"`, `12`, `a sequence`. A string that
  * mentions a secret key (`"auth_token=abc123"`, a line missing its colon) is not echoed.
  */
+/**
+ * Whether `v` is a mapping as YAML's plain `{...}` and block mappings give it: not a sequence,
+ * and not what a tag makes (`!!omap` a Map, `!!set` a Set, `!!timestamp` a Date, `!!binary`
+ * bytes), which would read as a mapping without keys: its entries silently not applied.
+ */
+export function isPlainMapping(v: unknown): v is Obj {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
 export function describeValue(v: unknown): string {
   if (v === null || v === undefined) return "an empty value";
   if (Array.isArray(v)) return "a sequence";
+  if (v instanceof Map) return "an ordered map (!!omap): write a plain mapping";
+  if (v instanceof Set) return "a set (!!set)";
+  if (v instanceof Date) return "a timestamp (!!timestamp)";
+  if (v instanceof Uint8Array) return "bytes (!!binary)";
   if (typeof v === "object") return "a mapping";
   if (typeof v === "string") {
     if (isSecretKey(v)) return `a string (${REDACTED}: it mentions a secret key)`;

@@ -5,7 +5,7 @@
  * caller (src/main.ts), so nothing here touches Deno.*.
  */
 import { dirnameOf, resolvePath } from "../common/mod.ts";
-import { Checker, describeValue, type Obj } from "./_checker.ts";
+import { Checker, describeValue, isPlainMapping, type Obj } from "./_checker.ts";
 import { scrubDiagnostics, secretTexts } from "./_secrets.ts";
 import { reviewSafeState } from "./_safety_review.ts";
 import { readConfig } from "./_semantic.ts";
@@ -163,7 +163,7 @@ function parseAndValidate(
   const source = parsed.source;
   const data = parsed.data;
   const secrets = secretTexts(data, source.secretScalarTexts());
-  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+  if (!isPlainMapping(data)) {
     const got = data === null || data === undefined ? "an empty file" : describeValue(data);
     diagnostics.push({
       severity: "error",
