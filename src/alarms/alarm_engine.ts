@@ -672,7 +672,11 @@ export class AlarmEngine implements AlarmService {
     const badSince = problem === InputProblem.GOOD ? null : input.badSinceMono;
     const quality = SignalInput.qualityOf(problem, s);
     const t = monitor.evaluate(value, quality, usable, mono, wall, badSince);
-    if (t !== null) this.#publishAlarm(entry, t);
+    if (t !== null) {
+      // A raise on a bad input says why (a device down keeps its last value, quality OK).
+      const why = t.cause === "bad_quality" ? this.#badInput(entry, problem, mono) : undefined;
+      this.#publishAlarm(entry, t, why ?? undefined);
+    }
     const pending = monitor.pendingDueMono;
     const stale = input.staleAtMono;
     return Math.min(pending ?? Infinity, stale ?? Infinity);
@@ -721,6 +725,7 @@ export class AlarmEngine implements AlarmService {
     });
   }
 
+  /** `why`: a clear's reason; a bad-input raise's input problem (#badInput). */
   #publishAlarm(entry: AlarmEntry, t: AlarmTransitionRecord, why?: string): void {
     const config = entry.monitor.config;
     try {
@@ -746,13 +751,15 @@ export class AlarmEngine implements AlarmService {
         `alarm ${config.id}: publishing its ${t.transition} failed: ${errorMessage(err)}`,
       );
     }
-    if (t.transition === "raise" && config.action !== "none") this.#act(config, t);
+    if (t.transition === "raise" && config.action !== "none") this.#act(config, t, why);
   }
 
   /** Runs a raise's action; nothing here may keep it from being called. */
-  #act(config: AlarmConfig, t: AlarmTransitionRecord): void {
-    const reason = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${config.signal} ${
-      t.cause === "bad_quality" ? "is not usable" : `= ${valueText(t.value)}`
+  #act(config: AlarmConfig, t: AlarmTransitionRecord, why?: string): void {
+    const reason = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${
+      t.cause === "bad_quality"
+        ? why ?? `${config.signal} is not usable`
+        : `${config.signal} = ${valueText(t.value)}`
     }${config.message ? ` - ${config.message}` : ""}`;
     try {
       const done = config.action === "estop"
@@ -775,9 +782,13 @@ export class AlarmEngine implements AlarmService {
     let write = (l: string) => this.#log.info(l);
     switch (t.transition) {
       case "raise":
-        line = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${value}${
-          config.message ? ` - ${config.message}` : ""
-        }`;
+        line = `alarm ${config.id} raised ${t.level} (${describeCause(t)}): ${
+          t.cause === "bad_quality" && why !== undefined
+            ? `${why}; last value ${valueText(t.value)}${
+              t.quality && t.quality !== "OK" ? ` (${t.quality})` : ""
+            }`
+            : value
+        }${config.message ? ` - ${config.message}` : ""}`;
         write = t.level === "MAJOR" ? (l) => this.#log.error(l) : (l) => this.#log.warn(l);
         break;
       case "clear":
@@ -799,22 +810,24 @@ export class AlarmEngine implements AlarmService {
     entry.log.write(this.#o.clock.monoMs(), line, write, why !== undefined);
   }
 
+  /** Why an alarm's input is not usable now (its `bad_input`), null when it is. */
+  #badInput(entry: AlarmEntry, problem: InputProblem, mono: number): string | null {
+    if (problem !== InputProblem.GOOD) return entry.input.describe(problem, this.#ctx, mono);
+    const c = entry.monitor.config;
+    const v = entry.input.sample(this.#ctx)!.value!;
+    if (alarmAccepts(c, v)) return null;
+    return `${c.signal} is ${v.type}; ${
+      c.alarmWhen === undefined ? "limits compare numbers" : `alarm_when is a ${typeof c.alarmWhen}`
+    }`;
+  }
+
   #view(entry: AlarmEntry): AlarmView {
     const m = entry.monitor;
     const c = m.config;
     const mono = this.#o.clock.monoMs();
     const s = entry.input.sample(this.#ctx);
     const problem = entry.input.classify(this.#ctx, mono);
-    let badInput: string | null = null;
-    if (problem !== InputProblem.GOOD) {
-      badInput = entry.input.describe(problem, this.#ctx, mono);
-    } else if (!alarmAccepts(c, s!.value!)) {
-      badInput = `${c.signal} is ${s!.value!.type}; ${
-        c.alarmWhen === undefined
-          ? "limits compare numbers"
-          : `alarm_when is a ${typeof c.alarmWhen}`
-      }`;
-    }
+    const badInput = this.#badInput(entry, problem, mono);
     return {
       id: c.id,
       signal: c.signal,

@@ -383,7 +383,7 @@ alarms:
     await s.read([temp(20)]);
     await s.read([temp(20, { quality: Q.STALE })]);
     assert.deepEqual(s.actions.slice(1), [
-      "estop alarm:tc_over: alarm tc_over raised MAJOR (bad input): p0/probe/temp is not usable - Too hot",
+      "estop alarm:tc_over: alarm tc_over raised MAJOR (bad input): p0/probe/temp is STALE - Too hot",
     ]);
   } finally {
     await s.close();
@@ -926,7 +926,7 @@ interlocks:
     s.timers.fireDue();
     assert.equal(s.engine.alarm("guard").state, "active");
     assert.deepEqual(s.actions, [
-      "estop alarm:guard: alarm guard raised MAJOR (bad input): p0/probe/temp is not usable",
+      "estop alarm:guard: alarm guard raised MAJOR (bad input): p0/probe/temp is stale: its sample is 3000 ms old (stale after 1000 ms)",
     ]);
 
     // Fresh again, then the provider goes down: the delay runs from that moment, and the
@@ -1420,7 +1420,10 @@ alarms:
     assert.equal(raise?.quality, "STALE", "the raise's quality");
     assert.equal(s.engine.alarm("stale").quality, "STALE", "the alarm's view");
     assert.ok(
-      s.lines.some((l) => /alarm stale raised MAJOR .*p0\/probe\/temp = 25 \(STALE\)/.test(l)),
+      s.lines.some((l) =>
+        /alarm stale raised MAJOR \(bad input\): p0\/probe\/temp is stale: its sample is 1001 ms old \(stale after 1000 ms\); last value 25 \(STALE\)$/
+          .test(l)
+      ),
       s.lines.join("\n"),
     );
   } finally {

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
 import { alarmsConfig } from "./alarms_helpers.ts";
@@ -36,7 +37,8 @@ async function latchedAfter(rt: Kernel, since: number): Promise<number> {
 }
 
 Deno.test("A delayed alarm on a killed provider (restart disabled) raises delay_ms after its input went bad, with no poll after", async () => {
-  const rt = await startRuntime(config());
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(config(), { host: { log } });
   try {
     const host = rt.registry.host("sim0")!;
     assert.equal(rt.alarms.alarm("heater_guard").state, "normal");
@@ -52,6 +54,14 @@ Deno.test("A delayed alarm on a killed provider (restart disabled) raises delay_
     assert.ok(after >= DELAY_MS - 50, `latched ${after} ms after the provider was killed`);
     assert.equal(rt.estop.status().cause, "alarm:heater_guard");
     assert.equal(rt.alarms.alarm("heater_guard").state, "active");
+    // The raise and the e-stop say why the input is bad, not the last value as if it held.
+    const why =
+      /\(bad input\): sim0\/tempctl0\/tc1_temp(: device sim0\/tempctl0 is down| is UNAVAILABLE)/;
+    const raised = lines.find((l) => l.includes("alarm heater_guard raised MAJOR"));
+    assert.match(raised ?? "", why, lines.join("\n"));
+    await waitFor("the e-stop's reason logged", () => lines.some((l) => l.includes("E-STOP")));
+    const latched = lines.find((l) => l.includes("E-STOP") && l.includes("heater_guard"));
+    assert.match(latched ?? "", why, lines.join("\n"));
   } finally {
     await rt.stop();
   }
