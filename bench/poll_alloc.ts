@@ -112,8 +112,10 @@ async function main(): Promise<void> {
   const secs = Number(values.secs);
   const defaults = defaultCommands(REPO);
   const cmd = values["runtime-cmd"] ? splitCommand(values["runtime-cmd"]) : defaults.runtime;
+  // `deno run …`, or behind `env VAR=value …` (the default: the runtime's malloc setting).
+  const deno = cmd[0] === "env" ? cmd.findIndex((w, i) => i > 0 && !w.includes("=")) : 0;
   const run = cmd.indexOf("run");
-  if (cmd[0] !== "deno" || run < 0) {
+  if (cmd[deno] !== "deno" || run !== deno + 1) {
     throw new Error(`--runtime-cmd must be a 'deno run …' command (got '${cmd.join(" ")}')`);
   }
   if ([...cmd, ...defaults.provider].some((w) => w.startsWith(BUNDLE_DIR.pathname))) {
