@@ -1,6 +1,7 @@
 /**
  * deno run -A bench/side_by_side.ts --cmd "<runtime cmd>" --cmd "<runtime cmd>" [--cmd ...]
- *   [--providers 10] [--poll-ms 100] [--warm 40] [--secs 120] [--no-build] [--out F]
+ *   [--anolis-cmd "<anolis-runtime binary>"] [--providers 10] [--poll-ms 100] [--warm 40]
+ *   [--secs 120] [--no-build] [--out F]
  *
  * Several runtimes idle-polling at once, each with its own `--providers` simulated providers x 4
  * devices at `--poll-ms`: after `--warm` seconds, each runtime's CPU (utime + stime of its own
@@ -13,7 +14,7 @@
 import { parseArgs } from "node:util";
 import { defaultCommands, splitCommand } from "./lib/args.ts";
 import { buildAll } from "../scripts/bundle.ts";
-import { runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
+import { anolisRuntimeYaml, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
 import { clockTicksPerSecond, readProcStat, readRssKb } from "./lib/proc.ts";
 import { RuntimeProcess } from "./lib/runtime_proc.ts";
 import { freePort } from "../tests/helpers/ports.ts";
@@ -21,6 +22,13 @@ import { freePort } from "../tests/helpers/ports.ts";
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 /** Seconds between RSS samples. */
 const SAMPLE_EVERY_S = 2;
+/**
+ * After the CPU window, each runtime's polls a second (one at a time, so the sampling loads no
+ * window it measures): GET /v0/state every RATE_EVERY_MS for RATE_SECS, each device's distinct
+ * sample timestamps counted (its first signal's `timestamp_epoch_ms`, new at every poll).
+ */
+const RATE_SECS = 6;
+const RATE_EVERY_MS = 25;
 /** How long each runtime may take to report every provider AVAILABLE. */
 const READY_TIMEOUT_MS = 120_000;
 
@@ -28,6 +36,8 @@ const { values } = parseArgs({
   args: Deno.args,
   options: {
     cmd: { type: "string", multiple: true },
+    // The C++ anolis runtime's binary (its own config: anolisRuntimeYaml), measured beside them.
+    "anolis-cmd": { type: "string", multiple: true },
     providers: { type: "string", default: "10" },
     "poll-ms": { type: "string", default: "100" },
     warm: { type: "string", default: "40" },
@@ -36,7 +46,8 @@ const { values } = parseArgs({
     "no-build": { type: "boolean", default: false },
   },
 });
-const cmds = (values.cmd ?? []).map(splitCommand);
+const anolisCmds = (values["anolis-cmd"] ?? []).map(splitCommand);
+const cmds = [...(values.cmd ?? []).map(splitCommand), ...anolisCmds];
 if (cmds.length < 1 || cmds.some((c) => c.length === 0)) {
   console.error('usage: deno run -A bench/side_by_side.ts --cmd "<runtime cmd>" [--cmd ...]');
   Deno.exit(2);
@@ -45,6 +56,35 @@ const providers = Number(values.providers);
 const pollMs = Number(values["poll-ms"]);
 const warmS = Number(values.warm);
 const secs = Number(values.secs);
+
+/** Device polls a second of the runtime at `baseUrl`, summed over its devices (RATE_SECS). */
+async function pollsPerSecond(baseUrl: string): Promise<number> {
+  const seen = new Map<string, Set<number>>();
+  const t0 = performance.now();
+  while (performance.now() - t0 < RATE_SECS * 1000) {
+    const res = await fetch(`${baseUrl}/v0/state`);
+    const body = await res.json() as {
+      devices?: {
+        provider_id: string;
+        device_id: string;
+        values?: { timestamp_epoch_ms?: number }[];
+      }[];
+    };
+    for (const d of body.devices ?? []) {
+      const t = d.values?.[0]?.timestamp_epoch_ms;
+      if (t === undefined) continue;
+      const key = `${d.provider_id}/${d.device_id}`;
+      let times = seen.get(key);
+      if (times === undefined) seen.set(key, times = new Set());
+      times.add(t);
+    }
+    await new Promise((r) => setTimeout(r, RATE_EVERY_MS));
+  }
+  const secs = (performance.now() - t0) / 1000;
+  let polls = 0;
+  for (const times of seen.values()) polls += times.size - 1;
+  return Math.round((polls / secs) * 10) / 10;
+}
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -65,9 +105,10 @@ try {
     await new Deno.Command(cmd[0]!, { args: [...cmd.slice(1), "--version"] }).output();
     const port = freePort();
     const configPath = `${dir}/runtime-${i}.yaml`;
+    const anolis = anolisCmds.includes(cmd);
     await Deno.writeTextFile(
       configPath,
-      runtimeYaml({
+      (anolis ? anolisRuntimeYaml : runtimeYaml)({
         providerCount: providers,
         port,
         providerCmd: defaultCommands(REPO).provider,
@@ -103,15 +144,23 @@ try {
   }
   const wallS = (performance.now() - t0) / 1000;
   const cpu1 = started.map(cpuOf);
+  const rates: number[] = [];
+  for (const rt of started) rates.push(await pollsPerSecond(rt.api.baseUrl));
   const rows = cmds.map((cmd, i) => ({
     cmd: cmd.join(" "),
+    anolis: anolisCmds.includes(cmd),
     providers,
     pollMs,
     cpuPercent: Math.round(((cpu1[i]! - cpu0[i]!) / ticks / wallS) * 10_000) / 100,
     rssMiB: Math.round(median(rss[i]!) / 102.4) / 10,
+    devicePollsPerSecond: rates[i]!,
   }));
   const load = (await Deno.readTextFile("/proc/loadavg")).split(" ")[0];
-  for (const r of rows) console.log(`${r.rssMiB} MiB  ${r.cpuPercent} % of a core  ${r.cmd}`);
+  for (const r of rows) {
+    console.log(
+      `${r.rssMiB} MiB  ${r.cpuPercent} % of a core  ${r.devicePollsPerSecond} device polls/s  ${r.cmd}`,
+    );
+  }
   console.log(
     `(${providers} providers each at ${pollMs} ms, ${secs} s after ${warmS} s; load ${load})`,
   );

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { providerIds, runtimeYaml, simProviderYaml } from "../../bench/lib/config_gen.ts";
+import {
+  anolisRuntimeYaml,
+  providerIds,
+  runtimeYaml,
+  simProviderYaml,
+} from "../../bench/lib/config_gen.ts";
 import { defaultCommands } from "../../bench/lib/args.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { bundles } from "../helpers/bundles.ts";
@@ -172,4 +177,32 @@ Deno.test("runtimeYaml lets the e-stop verify each provider's motor 1 unless saf
   assert.ok(plain.config, JSON.stringify(plain.diagnostics));
   assert.deepStrictEqual(plain.config.safety.safeState.expect, []);
   assert.equal(plain.config.safety.safeState.zeroIsSafe, true);
+});
+
+Deno.test("anolisRuntimeYaml gives anolis an absolute provider command and the same providers, without our own sections", () => {
+  const yaml = anolisRuntimeYaml({
+    providerCount: 2,
+    port: 18081,
+    providerCmd: ["deno", "run", "sim.js"],
+    simConfigPath: "/tmp/sim.yaml",
+    pollIntervalMs: 100,
+  });
+  assert.match(
+    yaml,
+    new RegExp(`command: ${JSON.stringify(Deno.execPath()).replace(/\//g, "\\/")}`),
+  );
+  assert.deepEqual(yaml.match(/- id: sim\d/g), ["- id: sim0", "- id: sim1"]);
+  assert.match(yaml, /- "--config"\n {6}- "\/tmp\/sim.yaml"/);
+  assert.doesNotMatch(yaml, /data_dir|safety:/);
+  assert.throws(
+    () =>
+      anolisRuntimeYaml({
+        providerCount: 1,
+        port: 1,
+        providerCmd: ["node", "sim.js"],
+        simConfigPath: "/s",
+        pollIntervalMs: 100,
+      }),
+    /anolis needs an absolute provider command, got "node"/,
+  );
 });
