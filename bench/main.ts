@@ -14,7 +14,13 @@ import {
 } from "./lib/args.ts";
 import { buildAll, BUNDLE_DIR } from "../scripts/bundle.ts";
 import { BenchFailure } from "./lib/api.ts";
-import { benchTreeXml, providerIds, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
+import {
+  anolisRuntimeYaml,
+  benchTreeXml,
+  providerIds,
+  runtimeYaml,
+  simProviderYaml,
+} from "./lib/config_gen.ts";
 import { DEFAULT_PROFILE, type Profile, QUICK_PROFILE } from "./lib/profile.ts";
 import { clockTicksPerSecond, loadAverage, machineInfo, readRssKb } from "./lib/proc.ts";
 import { markdownTable, type MetricKey, Recorder, type RuntimeLabel } from "./lib/results.ts";
@@ -173,6 +179,8 @@ async function main(): Promise<number> {
   };
   if (args.compareCmd) cmds.B = absolutizeCommand(args.compareCmd, cwd, exists);
   const labels = Object.keys(cmds) as RuntimeLabel[];
+  // The C++ anolis runtime as B: its own configuration, no --check-config of ours, no automation.
+  const anolisLabel: RuntimeLabel | null = args.compareAnolis ? "B" : null;
   const providerCmd = absolutizeCommand(args.providerCmd, cwd, exists);
   const defaultProvider =
     JSON.stringify(args.providerCmd) === JSON.stringify(defaultCommands(REPO_ROOT).provider);
@@ -238,6 +246,7 @@ async function main(): Promise<number> {
       const reps = args.reps ?? prof.checkConfigReps;
       for (let r = 0; r < reps; r++) {
         for (const l of r % 2 === 0 ? labels : [...labels].reverse()) {
+          if (l === anolisLabel) continue;
           const t0 = performance.now();
           await runCommand([...cmds[l]!, "--check-config", full], `runtime ${l} --check-config`);
           rec.add(
@@ -254,12 +263,14 @@ async function main(): Promise<number> {
       for (let rep = 0; rep < plan.reps; rep++) {
         const order = unit++ % 2 === 0 ? labels : [...labels].reverse();
         for (const label of order) {
+          if (plan.automation && label === anolisLabel) continue;
           log(
             `bench: session ${plan.name} rep ${
               rep + 1
             }/${plan.reps}, runtime ${label}, ${plan.providers} provider(s)`,
           );
           await runSession(plan, label, cmds[label]!, {
+            anolis: label === anolisLabel,
             prof,
             providerCmd,
             simConfigPath,
@@ -384,6 +395,8 @@ async function writeBenchTree(env: SessionEnv): Promise<{ treePath: string; tick
 }
 
 interface SessionEnv {
+  /** The runtime is the C++ anolis runtime (anolisRuntimeYaml). */
+  readonly anolis: boolean;
   readonly prof: Profile;
   readonly providerCmd: readonly string[];
   readonly simConfigPath: string;
@@ -402,14 +415,17 @@ async function runSession(
 ): Promise<void> {
   const port = freePort();
   const configPath = `${env.tmp}/runtime-${plan.name}-${label}.yaml`;
+  const common = {
+    providerCount: plan.providers,
+    port,
+    providerCmd: env.providerCmd,
+    simConfigPath: env.simConfigPath,
+    pollIntervalMs: env.prof.pollIntervalMs,
+  };
   await Deno.writeTextFile(
     configPath,
-    runtimeYaml({
-      providerCount: plan.providers,
-      port,
-      providerCmd: env.providerCmd,
-      simConfigPath: env.simConfigPath,
-      pollIntervalMs: env.prof.pollIntervalMs,
+    env.anolis ? anolisRuntimeYaml(common) : runtimeYaml({
+      ...common,
       dataDir: `${env.tmp}/data-${label}`,
       ...(plan.automation ? { automation: await writeBenchTree(env) } : {}),
     }),

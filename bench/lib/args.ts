@@ -6,8 +6,10 @@ export interface BenchArgs {
   readonly soak: boolean;
   /** Runtime A: spawned with `--config <generated file>` appended. */
   readonly runtimeCmd: readonly string[];
-  /** Runtime B for `--compare`, or null. */
+  /** Runtime B for `--compare` or `--compare-anolis`, or null. */
   readonly compareCmd: readonly string[] | null;
+  /** Runtime B is the C++ anolis runtime (`--compare-anolis`): configured by anolisRuntimeYaml. */
+  readonly compareAnolis: boolean;
   /** Provider command; `--config <generated sim yaml>` is appended in the runtime config. */
   readonly providerCmd: readonly string[];
   /** Workload numbers to run (1-8); all of the profile when not given. */
@@ -37,6 +39,8 @@ export const BENCH_USAGE = `Usage: deno task bench [flags]
                           dist/bundle/runtime/main.js, built first: what deno task start
                           and the compile tasks run); --config FILE is appended
   --compare "<cmd>"       runtime B, run alternately with A; the table shows B/A per metric
+  --compare-anolis "<cmd>"  runtime B is the C++ anolis-runtime binary (its own configuration;
+                          workload 5's --check-config and workload 8 are A's only)
   --provider-cmd "<cmd>"  provider command (default: the simulated provider's bundle under deno);
                           --config <generated sim yaml> is appended
   --only 1,3,5            run only these workloads (1-8)
@@ -157,6 +161,7 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
   let noWrite = false;
   let runtimeCmd: string[] = defaults.runtime;
   let compareCmd: string[] | null = null;
+  let compareAnolis = false;
   let providerCmd: string[] = defaults.provider;
   let only: Set<number> | null = null;
   let reps: number | null = null;
@@ -208,7 +213,10 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
         runtimeCmd = command(flag, value());
         break;
       case "--compare":
+      case "--compare-anolis":
+        if (compareCmd !== null) throw new UsageError(`${flag}: runtime B is given twice`);
         compareCmd = command(flag, value());
+        compareAnolis = flag === "--compare-anolis";
         break;
       case "--provider-cmd":
         providerCmd = command(flag, value());
@@ -259,6 +267,7 @@ export function parseBenchArgs(argv: readonly string[], repoRoot: string): Bench
     soak,
     runtimeCmd,
     compareCmd,
+    compareAnolis,
     providerCmd,
     only,
     reps,

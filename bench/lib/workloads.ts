@@ -61,8 +61,14 @@ function relayCall(provider: string, enabled: boolean): string {
   });
 }
 
-/** Puts the runtime in MANUAL (it starts in IDLE, where actuating calls are refused). */
+/**
+ * Puts the runtime in MANUAL (it starts in IDLE, where actuating calls are refused). A runtime
+ * already in MANUAL is left as it is: the C++ anolis runtime without automation starts there and
+ * answers POST /v0/mode 503.
+ */
 export async function armManual(ctx: SessionContext): Promise<void> {
+  const status = await ctx.rt.api.get("/v0/runtime/status");
+  if (status.mode === "MANUAL") return;
   const res = await ctx.rt.api.post("/v0/mode", { mode: "MANUAL" });
   if (res.mode !== "MANUAL") throw new BenchFailure(`POST /v0/mode MANUAL left mode ${res.mode}`);
 }

@@ -65,6 +65,17 @@ Deno.test("parseBenchArgs reads every flag in both --flag value and --flag=value
   assert.equal(a.noWrite, true);
 });
 
+Deno.test("parseBenchArgs: --compare-anolis makes runtime B the anolis binary; B given twice is refused", () => {
+  const a = parseBenchArgs(["--compare-anolis", "/opt/anolis-runtime"], "/repo");
+  assert.deepEqual(a.compareCmd, ["/opt/anolis-runtime"]);
+  assert.equal(a.compareAnolis, true);
+  assert.equal(parseBenchArgs(["--compare", "./b"], "/repo").compareAnolis, false);
+  assert.throws(
+    () => parseBenchArgs(["--compare", "./b", "--compare-anolis", "/a"], "/repo"),
+    /--compare-anolis: runtime B is given twice/,
+  );
+});
+
 Deno.test("parseBenchArgs names the flag in usage errors", () => {
   assert.throws(() => parseBenchArgs(["--only", "9"], "/r"), /--only: '9'/);
   assert.throws(() => parseBenchArgs(["--reps", "0"], "/r"), /--reps/);
