@@ -970,6 +970,9 @@ export class RunRegistry {
       this.#lostWhileOpening = 0;
       this.#lostSafetyWhileOpening = null;
       this.#openingId = run.run_id;
+      // Taken by its run_opened: what is noted between runs from now on (an e-stop's reason whose
+      // trigger was of no run) is counted apart, by the run opened after this one.
+      this.#betweenRuns = null;
       try {
         // Event file first: without the journal record it is an ignored orphan; the journal
         // record is the commit point.
@@ -978,7 +981,9 @@ export class RunRegistry {
         opened = utf8Length(line) + 1;
         await this.#appendJournal(record);
       } catch (err) {
-        // Of no run: the open failed. Its safety events go to the next run's run_opened.
+        // Of no run: the open failed. The count it took goes back, with its safety events, to
+        // the next run's run_opened.
+        this.#mergeBetween(between);
         for (const e of this.#whileOpening ?? []) {
           if (isSafetyEvent(e.category, e.payload)) {
             this.#noteBetween(e.category, e.type, e.occurred);
@@ -1002,8 +1007,8 @@ export class RunRegistry {
       }
       this.#runs.set(run.run_id, run);
       this.#order.push(run.run_id);
-      // In its run_opened (and its open record resets the count saved in runs.jsonl).
-      this.#betweenRuns = null;
+      // In its run_opened (and its open record resets the count saved in runs.jsonl); what was
+      // noted while the open was written is saved after that record (below).
       this.#betweenSaved = null;
       this.#stopSavingBetween();
       this.#open = {
@@ -1038,6 +1043,7 @@ export class RunRegistry {
       // Its events the window's queue dropped are left out of its record: counted by the run.
       for (let n = this.#lostWhileOpening; n > 0; n--) this.#countNotRecorded(this.#open);
       for (const e of came) this.#queueEvent(e.category, e.type, e.occurred, e.payload);
+      if (this.#betweenRuns !== null) this.#betweenRunsChanged();
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };

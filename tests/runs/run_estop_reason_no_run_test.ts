@@ -3,7 +3,9 @@
  * a safety event. When no run can record it -- the e-stop latched between runs, in the window of
  * an open that then failed, or its run closed before the reason came -- it is counted among the
  * safety events no run recorded, which the next run opened gives in its run_opened
- * (`safety_events_between_runs`), as its trigger is; never dropped uncounted.
+ * (`safety_events_between_runs`), as its trigger is; never dropped uncounted. One that arrives
+ * while a run's open is written (its run_opened took the count already) is counted by the run
+ * opened after that one.
  */
 import assert from "node:assert/strict";
 import type { RunRegistry } from "../../src/runs/mod.ts";
@@ -75,6 +77,40 @@ Deno.test("an e-stop reason arriving after the run of its latch closed is counte
     const arrive = reasonArriving(registry); // latched while the run is open
     await registry.close(run.run_id, {});
     await arrive("door opened");
+    const counted = await countedByNextRun(registry) as Record<string, unknown> | undefined;
+    assert.equal(counted?.count, 1, "the reason no run recorded is counted");
+  } finally {
+    await registry.shutdown();
+  }
+});
+
+Deno.test("an e-stop reason of a latch between runs arriving while a run's open is written is counted by the run opened after it", async () => {
+  const files = new RunJournalFaultFiles();
+  const registry = registryOn(files);
+  await registry.start();
+  try {
+    const arrive = reasonArriving(registry); // latched between runs
+    let release!: () => void;
+    files.gate = new Promise((r) => release = r);
+    const opening = registry.open({});
+    await waitFor("the open's write under way", () => files.held > 0);
+    await arrive("door opened"); // its run_opened is being written: too late for it
+    files.gate = null;
+    release();
+    const { run } = await opening;
+    const opened = (await registry.listEvents(run.run_id, { limit: 10 })).events;
+    assert.deepEqual(
+      opened.map((e) => e.category),
+      ["run_opened"],
+      "the reason is no event of the run opened (its trigger was none of that run's)",
+    );
+    assert.equal(opened[0]!.payload.safety_events_between_runs, undefined);
+    // Saved after the open record (which resets the count at a start): a crash keeps it.
+    await waitFor("the count saved", () => {
+      const last = files.text("/data/runs.jsonl").trim().split("\n").at(-1)!;
+      return JSON.parse(last).op === "between_runs";
+    });
+    await registry.close(run.run_id, {});
     const counted = await countedByNextRun(registry) as Record<string, unknown> | undefined;
     assert.equal(counted?.count, 1, "the reason no run recorded is counted");
   } finally {
