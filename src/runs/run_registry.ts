@@ -703,6 +703,9 @@ export class RunRegistry {
     this.#journalCount++;
     this.#report = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
     const input = this.#startInput;
+    // The count of safety events noted before this try took it (given back if the try fails
+    // before the count is in runs.jsonl).
+    let taken: SafetyBetweenRuns | null = null;
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
       await this.#replay();
@@ -736,14 +739,18 @@ export class RunRegistry {
       // The count its previous process saved, and what this one counted before the start.
       // (Set by the replay: not null for all TypeScript knows.)
       const replayed = this.#replayedBetween as SafetyBetweenRuns | null;
-      const between = mergeSafety(replayed === null ? null : { ...replayed }, this.#betweenRuns);
+      // Taken now: what is noted during the steps below (a safety event while a retry runs) is
+      // noted apart and added at the end.
+      taken = this.#betweenRuns;
+      this.#betweenRuns = null;
+      const between = mergeSafety(replayed === null ? null : { ...replayed }, taken);
       let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
       const removed = await this.#prune();
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
         if (await this.#compact(between)) {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
           // In the file now: a retry of this start (a later step failing) replays them.
-          this.#betweenRuns = null;
+          taken = null;
         }
       }
       this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };
@@ -753,10 +760,11 @@ export class RunRegistry {
       this.#state = "ready";
       this.#unavailableReason = null;
       this.#startInput = {};
-      this.#betweenRuns = between;
+      this.#betweenRuns = mergeSafety(between, this.#betweenRuns);
       this.#betweenSaved = betweenSaved;
-      if (between !== null) this.#betweenRunsChanged();
+      if (this.#betweenRuns !== null) this.#betweenRunsChanged();
     } catch (err) {
+      this.#betweenRuns = mergeSafety(this.#betweenRuns, taken);
       this.#state = "unavailable";
       this.#unavailableReason = `run journal ${this.#runsFile}: ${errorMessage(err)}`;
       await this.#journal?.close();

@@ -150,3 +150,57 @@ Deno.test("RunRegistry: an e-stop while a failed start waits for its retry is co
   );
   await registry.shutdown();
 });
+
+/** Files whose listing of a folder waits for `gate` while it is set (a slow disk). */
+class SlowListingFiles extends FaultyMemoryFiles {
+  gate: Promise<void> | null = null;
+  listing = 0;
+
+  override async listNames(dir: string): Promise<string[]> {
+    if (this.gate) {
+      this.listing++;
+      await this.gate;
+    }
+    return await super.listNames(dir);
+  }
+}
+
+Deno.test("RunRegistry: an e-stop in the last steps of a retried start is counted by the first run opened after it", async () => {
+  const files = new SlowListingFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const registry = registryOn(files, clock);
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  files.syncFails = false;
+  // The retry closes the run left open, then looks for event files no run names: held there.
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(files.listing, 1, "the retry is listing the event files");
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: 3,
+  });
+  files.gate = null;
+  release();
+  await advanceUntil(clock, () => registry.info().available, 1000);
+  assert.equal(registry.info().available, true);
+  const { run } = await registry.open({});
+  assert.deepEqual(
+    (await registry.listEvents(run.run_id)).events[0]!.payload.safety_events_between_runs,
+    { count: 1, estop_triggers: 1, first_at_epoch_ms: 3, last_at_epoch_ms: 3 },
+    "the e-stop no run recorded is in the next run's run_opened",
+  );
+  await registry.shutdown();
+});
