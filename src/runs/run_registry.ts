@@ -48,7 +48,8 @@
  * event's reason and time are recorded instead, and nothing is written after it. Journal lines
  * replay cannot use (corrupt, torn by a crash, nested too deep, or failing in any other way) are
  * skipped, counted and reported through the logger and
- * {@link RunRegistry.startupReport}; they are never fatal.
+ * {@link RunRegistry.startupReport} (the first RUNS_CORRUPT_LINES_NAMED by position, the rest in
+ * one count); they are never fatal.
  */
 import {
   type Clock,
@@ -189,8 +190,10 @@ export interface RunRegistryOptions {
 
 /** What start-up found in the journal. */
 export interface RunStartupReport {
-  /** `file:line` of every skipped corrupt line in runs.jsonl. */
+  /** `file:line` of the first skipped corrupt lines in runs.jsonl (RUNS_CORRUPT_LINES_NAMED). */
   readonly corruptLines: string[];
+  /** Every skipped corrupt line in runs.jsonl, named or not. */
+  readonly corruptLineCount: number;
   /** Runs closed as abandoned at this start. */
   readonly abandonedRunIds: string[];
   /**
@@ -201,6 +204,12 @@ export interface RunStartupReport {
   readonly orphanedEventFiles: string[];
 }
 
+/**
+ * Corrupt lines of runs.jsonl a start names one by one (a WARN each, and in its startup report);
+ * the rest are counted, in one WARN: a runs.jsonl damaged over millions of lines (a garbage file
+ * copied over it) must not flood the log nor fill memory with their positions.
+ */
+export const RUNS_CORRUPT_LINES_NAMED = 20;
 /** Orphaned event files a start's WARN names (the count is always given). */
 const ORPHANS_NAMED_IN_LOG = 5;
 
@@ -587,7 +596,12 @@ export class RunRegistry {
   #chain: Promise<void> = Promise.resolve();
   #droppedBusEvents = 0;
   #unsubscribe: (() => void) | null = null;
-  #report: RunStartupReport = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
+  #report: RunStartupReport = {
+    corruptLines: [],
+    corruptLineCount: 0,
+    abandonedRunIds: [],
+    orphanedEventFiles: [],
+  };
   readonly #warnedCorruptRuns = new Set<string>();
   readonly #maxRunBytes: number;
   /** Event file bytes of every closed run (what retention counts). */
@@ -701,7 +715,12 @@ export class RunRegistry {
     this.#replayedBetween = null;
     this.#journalLines = 0;
     this.#journalCount++;
-    this.#report = { corruptLines: [], abandonedRunIds: [], orphanedEventFiles: [] };
+    this.#report = {
+      corruptLines: [],
+      corruptLineCount: 0,
+      abandonedRunIds: [],
+      orphanedEventFiles: [],
+    };
     const input = this.#startInput;
     // The count of safety events noted before this try took it (given back if the try fails
     // before the count is in runs.jsonl).
@@ -827,6 +846,7 @@ export class RunRegistry {
   startupReport(): RunStartupReport {
     return {
       corruptLines: [...this.#report.corruptLines],
+      corruptLineCount: this.#report.corruptLineCount,
       abandonedRunIds: [...this.#report.abandonedRunIds],
       orphanedEventFiles: [...this.#report.orphanedEventFiles],
     };
@@ -2161,6 +2181,7 @@ export class RunRegistry {
 
   async #replay(): Promise<void> {
     const corrupt: string[] = [];
+    let corruptCount = 0;
     let lineNo = 0;
     for await (const line of this.#opts.files.readLines(this.#runsFile, MAX_LINE_BYTES)) {
       lineNo++;
@@ -2172,16 +2193,27 @@ export class RunRegistry {
         // Whatever a record does to the code that applies it, replay goes on without it.
         problem = `cannot be applied: ${errorMessage(err)}`;
       }
-      if (problem !== null) {
+      if (problem !== null && ++corruptCount <= RUNS_CORRUPT_LINES_NAMED) {
         corrupt.push(`${this.#runsFile}:${lineNo}`);
         this.#log.warn(
           `${this.#runsFile}:${lineNo}: corrupt run journal line skipped (${problem})`,
         );
       }
     }
+    if (corruptCount > RUNS_CORRUPT_LINES_NAMED) {
+      this.#log.warn(
+        `${this.#runsFile}: ${corruptCount - RUNS_CORRUPT_LINES_NAMED} more corrupt run journal ` +
+          `lines skipped (${corruptCount} in all; the first ${RUNS_CORRUPT_LINES_NAMED} named)`,
+      );
+    }
     this.#journalLines = lineNo;
     this.#journalCount++;
-    this.#report = { corruptLines: corrupt, abandonedRunIds: [], orphanedEventFiles: [] };
+    this.#report = {
+      corruptLines: corrupt,
+      corruptLineCount: corruptCount,
+      abandonedRunIds: [],
+      orphanedEventFiles: [],
+    };
   }
 
   /** Applies one journal line; returns why it was rejected, or null. */

@@ -284,6 +284,7 @@ Deno.test("RunRegistry replays the journal after a restart", async () => {
     try {
       deepEqual(b.registry.startupReport(), {
         corruptLines: [],
+        corruptLineCount: 0,
         abandonedRunIds: [],
         orphanedEventFiles: [],
       });
