@@ -41,7 +41,8 @@ export const EXIT_CODE_DESCRIPTIONS: Readonly<Record<ExitCode, string>> = {
   [EXIT_USAGE]: "usage error (unknown flag, missing --config), or the file cannot be read",
   [EXIT_STARTUP_FAILURE]:
     "start-up failure: a provider not up, or its first poll unanswered, within\n" +
-    "     runtime.startup_timeout_ms; the HTTP listener cannot bind; an expired TLS certificate",
+    "     runtime.startup_timeout_ms; the HTTP listener cannot bind; an expired TLS certificate;\n" +
+    "     runtime.data_dir in use by another runtime",
   [EXIT_INTERNAL_ERROR]:
     "crash or internal error while running; a shutdown that overran its budget",
 };

@@ -46,6 +46,7 @@ import {
 import { EventBus } from "../events/mod.ts";
 import {
   connectMqttJs,
+  type DataDirLock,
   fittedMaxConnections,
   httpReservedFds,
   type HttpServerHandle,
@@ -123,6 +124,11 @@ export interface KernelHost {
   readonly setLogLevel?: (level: LogLevel) => void;
   /** The MQTT client the Sparkplug edge node uses; default MQTT.js (host/mqtt.ts, on demand). */
   readonly mqttConnect?: MqttConnect;
+  /**
+   * Takes runtime.data_dir's lock (one runtime per folder: host/data_dir_lock.ts), the first step
+   * of the start; absent: no lock (tests on their own folders).
+   */
+  readonly lockDataDir?: (dir: string) => Promise<DataDirLock>;
 }
 
 /**
@@ -224,6 +230,8 @@ export class Kernel {
   /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at construction (only when enabled). */
   #sparkplugCredentials: { username?: string | undefined; password?: string | undefined } = {};
   #startedAtMono = 0;
+  /** runtime.data_dir's lock while this runtime holds it (KernelHost.lockDataDir). */
+  #dataDirLock: { readonly release: () => void } | null = null;
   /**
    * Calls the audit journal's opening records `interrupted` (at most what its recovery scan
    * finds), kept for the run registry's start; null once it started.
@@ -701,6 +709,7 @@ export class Kernel {
     const clock = this.host.clock;
     const config = this.config;
     this.#startedAtMono = clock.monoMs();
+    await this.#lockDataDir();
     // The audit journal first: every decision from the first call on is journaled. It never
     // fails the start (a folder that cannot be written is reported in health and metrics).
     await this.audit.openJournal({
@@ -1670,6 +1679,36 @@ export class Kernel {
   }
 
   /**
+   * runtime.data_dir's lock, before anything is written there or spawned: held by another process,
+   * the start is refused (FAILED_PRECONDITION: exit 3). A lock that cannot be taken for another
+   * reason (a read-only folder) is said and the start goes on, as the journals do there.
+   */
+  async #lockDataDir(): Promise<void> {
+    const take = this.host.lockDataDir;
+    if (take === undefined) return;
+    const dir = this.config.runtime.dataDir;
+    let lock: DataDirLock;
+    try {
+      lock = await take(dir);
+    } catch (err) {
+      this.host.log.warn(
+        `runtime.data_dir ${dir}: its lock could not be taken (${errorMessage(err)}): ` +
+          "a second runtime on this folder would not be refused",
+      );
+      return;
+    }
+    if ("heldBy" in lock) {
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `runtime.data_dir ${dir} is in use by another runtime (${lock.heldBy}): two runtimes on ` +
+          "one folder would overwrite each other's run records, audit trail and history, and " +
+          "drive the same hardware; stop the other one, or give this one its own runtime.data_dir",
+      );
+    }
+    this.#dataDirLock = lock;
+  }
+
+  /**
    * Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. During
    * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
    */
@@ -1706,6 +1745,9 @@ export class Kernel {
       await this.audit.close();
       await this.runs.shutdown();
       await this.telemetry.stop(Math.max(200, budget / 2));
+      // Last: nothing of this runtime writes to the folder any more.
+      this.#dataDirLock?.release();
+      this.#dataDirLock = null;
       this.host.log.info("runtime stopped");
     })();
     return this.#stopping;

@@ -7,3 +7,4 @@ export * from "./notify.ts";
 export * from "./files.ts";
 export * from "./process_stats.ts";
 export * from "./mqtt.ts";
+export * from "./data_dir_lock.ts";
