@@ -234,7 +234,9 @@ export class ParallelNode extends ControlNode {
 
 /**
  * IfThenElse: child 0 is the condition (ticked once per branch run), then child 1 on SUCCESS or
- * child 2 on FAILURE (FAILURE without a third child). The chosen branch keeps running.
+ * child 2 on FAILURE (FAILURE without a third child). The chosen branch keeps running. A failed
+ * condition without a third child is reset at once (BT.CPP leaves it FAILURE, and a stateful
+ * condition -- a CallDevice -- then answers FAILURE at every later run without calling).
  */
 export class IfThenElseNode extends ControlNode {
   #branch = 0;
@@ -248,7 +250,10 @@ export class IfThenElseNode extends ControlNode {
       if (c === "SKIPPED") return "SKIPPED";
       if (c === "SUCCESS") this.#branch = 1;
       else if (n === 3) this.#branch = 2;
-      else return "FAILURE";
+      else {
+        this.resetChildren();
+        return "FAILURE";
+      }
     }
     const s = this.children[this.#branch]!.executeTick();
     if (s === "RUNNING") return "RUNNING";

@@ -1,6 +1,7 @@
 import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { NodeStatus } from "../../../src/automation/bt/mod.ts";
-import { buildXml, StubWorld, xmlRoot } from "./_helpers.ts";
+import { RuntimeError } from "../../../src/common/mod.ts";
+import { buildXml, FakeServices, flush, StubWorld, xmlRoot } from "./_helpers.ts";
 
 /**
  * One case: a tree body, per-stub status plans (one status per tick, last repeats) and the
@@ -222,4 +223,27 @@ Deno.test("ControlNode a SequenceWithMemory keeps its position across haltTree (
   world.log.length = 0;
   equal(tree.tickRoot(), "RUNNING");
   deepStrictEqual(world.log, ["tick b"], "step a is not run again");
+});
+
+Deno.test("IfThenElse with two children makes its failed CallDevice condition's call again on the next run", async () => {
+  // The condition's FAILURE was left as its status: a stateful node answers that status without
+  // running, so the tree never called the device again.
+  const services = new FakeServices();
+  const tree = buildXml(
+    xmlRoot(
+      `<BehaviorTree ID="M"><IfThenElse>` +
+        `<CallDevice device_handle="sim0/motorctl0" function_name="start"/><AlwaysSuccess/>` +
+        `</IfThenElse></BehaviorTree>`,
+    ),
+    { services },
+  );
+  const statuses: NodeStatus[] = [];
+  for (let run = 0; run < 2; run++) {
+    statuses.push(tree.tickRoot());
+    services.calls.at(-1)!.reject(new RuntimeError("UNAVAILABLE", "Provider unavailable: sim0"));
+    await flush();
+    statuses.push(tree.tickRoot());
+  }
+  deepStrictEqual(statuses, ["RUNNING", "FAILURE", "RUNNING", "FAILURE"]);
+  equal(services.calls.length, 2);
 });
