@@ -96,6 +96,26 @@ function forEachInstance(
 }
 
 /**
+ * Calls `fn` with every element the main tree reaches (SubTrees expanded, each instance apart) and
+ * its path, with a reader of its ports: the text a port holds before the tree writes anything --
+ * written literally, or a reference a SubTree port sets to a literal -- exactly as written, or
+ * null (absent, or a reference to an entry that varies).
+ */
+export function forEachReachedElement(
+  parsed: ParsedTree,
+  fn: (el: XmlElement, path: string, literalOf: (port: string) => string | null) => void,
+): void {
+  const written = writtenBlackboardKeys(parsed);
+  forEachInstance(parsed, (el, scope, path) =>
+    fn(el, path, (port) => {
+      const value = el.attributes.get(port);
+      if (value === undefined) return null;
+      const key = blackboardKeyOf(value, port);
+      return key === undefined ? value : resolveKey(key, scope, written);
+    }));
+}
+
+/**
  * Port `name`'s value on `el` as the node reads it before the tree writes anything: written
  * literally, or a reference `scope` resolves to a literal; exactly as written (the node does not
  * trim it), not blank. Null otherwise.

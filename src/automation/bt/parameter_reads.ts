@@ -1,16 +1,14 @@
 /**
- * The parameters a tree reads by a name written literally (`GetParameter*` with `param` not a
- * `{blackboard}` reference), checked against the declared parameters (automation.parameters):
+ * The parameters a tree reads by a literal name (`GetParameter*` with `param` written in the node
+ * or set by a SubTree port, not a `{blackboard}` entry the tree writes), checked against the declared parameters (automation.parameters):
  * a name nobody declares cannot be given a value (POST /v0/parameters refuses it) and a declared
  * parameter of a type the node does not read makes it fail, at every tick either way.
  */
 import type { Diagnostic, ParameterType } from "../../config/mod.ts";
-import { treesRun } from "./blackboard_keys.ts";
+import { forEachReachedElement } from "./device_handles.ts";
 import { errorAt, type SourcePos } from "./diagnostics.ts";
 import type { ParsedTree } from "./parse.ts";
-import { blackboardKeyOf } from "./ports.ts";
-import { nodeTypeOf, pathSegment, suggestion } from "./verify.ts";
-import type { XmlElement } from "./xml_document.ts";
+import { nodeTypeOf, suggestion } from "./verify.ts";
 
 /** The declared parameters by name (automation.parameters). */
 export type DeclaredParameters = ReadonlyMap<string, ParameterType>;
@@ -35,33 +33,31 @@ export interface ParameterRead {
 }
 
 /**
- * Every GetParameter* node of the main tree and the SubTrees it reaches (an included library's
- * tree nobody instantiates reads nothing) whose `param` is a literal name (not a `{blackboard}` reference). Small: a loaded tree keeps this list, not itself.
+ * Every GetParameter* node the main tree runs (an included library's tree nobody instantiates
+ * reads nothing) whose `param` is a literal name: written in the node, or a `{blackboard}`
+ * reference a SubTree port sets to a literal (`<SubTree ID="Hold" which="temp"/>`, as a device
+ * handle: device_handles.ts); once per node and name. Small: a loaded tree keeps this list, not
+ * itself.
  */
 export function literalParameterReads(parsed: ParsedTree): ParameterRead[] {
-  const out: ParameterRead[] = [];
-  const visit = (el: XmlElement, path: string) => {
+  const out = new Map<string, ParameterRead>();
+  forEachReachedElement(parsed, (el, path, literalOf) => {
     const node = nodeTypeOf(el);
     const wants = node === undefined ? undefined : READS[node];
-    const name = el.attributes.get("param");
     // The node looks the name up exactly as written (a string port is not trimmed).
-    if (wants !== undefined && name !== undefined && blackboardKeyOf(name, "param") === undefined) {
-      out.push({
-        name,
-        node: node!,
-        wants,
-        at: { line: el.line, column: el.column, file: el.file },
-        path,
-      });
-    }
-    el.children.forEach((c, i) => visit(c, `${path}/${pathSegment(c, i)}`));
-  };
-  // A tree nothing runs (one of an included library) reads nothing.
-  const runs = treesRun(parsed);
-  for (const tree of parsed.trees.values()) {
-    if (tree.root && runs.has(tree.id)) visit(tree.root, `${tree.id}/${pathSegment(tree.root, 0)}`);
-  }
-  return out;
+    const name = wants === undefined ? null : literalOf("param");
+    if (name === null) return;
+    const key = `${el.file}:${el.line}:${el.column}\n${name}`;
+    if (out.has(key)) return;
+    out.set(key, {
+      name,
+      node: node!,
+      wants: wants!,
+      at: { line: el.line, column: el.column, file: el.file },
+      path,
+    });
+  });
+  return [...out.values()];
 }
 
 /**

@@ -80,3 +80,27 @@ Deno.test("literalParameterReads: only the trees the main tree reaches through S
     "the library tree nobody instantiates does not refuse the file",
   );
 });
+
+Deno.test("literalParameterReads: a param a SubTree port sets to a literal is read by that name, and an undeclared one refuses the file", () => {
+  // As a device handle set by a SubTree port (device_handles.ts): the node reads the literal.
+  const files = memFiles({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>` +
+        `<SubTree ID="Hold" which="temp" _autoremap="true"/>` +
+        `<SubTree ID="Hold" which="tmep" _autoremap="true"/>` +
+        `</Sequence></BehaviorTree>` +
+        `<BehaviorTree ID="Hold"><GetParameter param="{which}" value="{v}"/></BehaviorTree>`,
+      "Main",
+    ),
+  });
+  const { tree, diagnostics } = loadBehaviorTree("/bt/main.xml", files);
+  assert.ok(tree, JSON.stringify(diagnostics));
+  assert.deepEqual(literalParameterReads(tree).map((r) => r.name), ["temp", "tmep"]);
+  assert.deepEqual(
+    verifyBehaviorTreeFile("/bt/main.xml", files, DECLARED).map((d) => [d.path, d.message]),
+    [[
+      "Main/Sequence[0]/SubTree[1]/Hold/GetParameter[0]",
+      "port 'param': 'tmep' is not a declared parameter (automation.parameters) (did you mean 'temp'?)",
+    ]],
+  );
+});
