@@ -6,7 +6,7 @@
 export { loadBehaviorTree, verifyBehaviorTreeFile } from "./load.ts";
 export type { ParsedTree, TreeDefinition } from "./parse.ts";
 export { parseBehaviorTree } from "./parse.ts";
-export { verifyParsedTree } from "./verify.ts";
+export { MAX_TREE_DEPTH, verifyParsedTree } from "./verify.ts";
 export {
   type DeclaredParameters,
   literalParameterReads,

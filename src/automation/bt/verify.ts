@@ -69,14 +69,27 @@ function scriptProblem(code: string): string | undefined {
   }
 }
 
+/**
+ * How many nodes deep the main tree may nest, from its root to its deepest leaf, SubTrees
+ * expanded: the build and every tick recurse once per level, so a deeper tree is refused with a
+ * diagnostic instead of overflowing the call stack (at start-up, in --check-config, at a reload
+ * or at a tick). Hand-written and Groot trees nest a few dozen levels.
+ */
+export const MAX_TREE_DEPTH = 256;
+
 /** Verifies every tree of a parsed file against the node types (default: all built-ins); returns all diagnostics (errors and warnings). */
 export function verifyParsedTree(
   parsed: ParsedTree,
   registry: ReadonlyMap<string, NodeSpec> = NODE_SPECS,
 ): Diagnostic[] {
   const out: Diagnostic[] = [];
-  // Tree ID -> SubTree references (for the recursion check).
-  const references = new Map<string, { target: string; el: XmlElement; path: string }[]>();
+  // Tree ID -> SubTree references (for the recursion check), with each one's depth in its tree.
+  const references = new Map<
+    string,
+    { target: string; el: XmlElement; path: string; depth: number }[]
+  >();
+  // Tree ID -> the depth of its deepest node within its own definition (its root is 1).
+  const heights = new Map<string, number>();
 
   const checkConditions = (el: XmlElement, path: string) => {
     for (const [name, value] of el.attributes) {
@@ -181,7 +194,7 @@ export function verifyParsedTree(
     }
   };
 
-  const checkSubTree = (el: XmlElement, tree: TreeDefinition, path: string) => {
+  const checkSubTree = (el: XmlElement, tree: TreeDefinition, path: string, depth: number) => {
     const id = el.attributes.get("ID");
     if (id === undefined || id.trim() === "") {
       out.push(errorAt(el, path, "SubTree needs an ID attribute naming a BehaviorTree"));
@@ -191,7 +204,7 @@ export function verifyParsedTree(
       );
     } else {
       const list = references.get(tree.id) ?? [];
-      list.push({ target: id, el, path });
+      list.push({ target: id, el, path, depth });
       references.set(tree.id, list);
     }
     const auto = el.attributes.get("_autoremap");
@@ -209,7 +222,8 @@ export function verifyParsedTree(
     }
   };
 
-  const visit = (el: XmlElement, tree: TreeDefinition, path: string) => {
+  const visit = (el: XmlElement, tree: TreeDefinition, path: string, depth: number) => {
+    heights.set(tree.id, Math.max(heights.get(tree.id) ?? 0, depth));
     const type = nodeTypeOf(el);
     checkConditions(el, path);
     let spec: NodeSpec | undefined;
@@ -237,34 +251,67 @@ export function verifyParsedTree(
           errorAt(el, path, `${spec.type} is a leaf node and cannot have children (has ${n})`),
         );
       }
-      if (spec.category === "subtree") checkSubTree(el, tree, path);
+      if (spec.category === "subtree") checkSubTree(el, tree, path, depth);
       else {
         checkPorts(el, spec, path);
         checkSpecific(el, spec, path);
       }
     }
-    el.children.forEach((c, i) => visit(c, tree, `${path}/${pathSegment(c, i)}`));
+    el.children.forEach((c, i) => visit(c, tree, `${path}/${pathSegment(c, i)}`, depth + 1));
   };
 
   for (const tree of parsed.trees.values()) {
-    if (tree.root) visit(tree.root, tree, `${tree.id}/${pathSegment(tree.root, 0)}`);
+    if (tree.root) visit(tree.root, tree, `${tree.id}/${pathSegment(tree.root, 0)}`, 1);
   }
 
-  // SubTree recursion would instantiate forever: report each back edge once.
+  // SubTree recursion would instantiate forever: report each back edge once. Depth first with a
+  // stack of its own (a chain of thousands of SubTrees must not exhaust the call stack); a tree
+  // is done once every tree it runs is, so its expanded height is known then.
   const state = new Map<string, "visiting" | "done">();
-  const dfs = (id: string, chain: string[]) => {
-    state.set(id, "visiting");
-    for (const ref of references.get(id) ?? []) {
+  const expanded = new Map<string, number>();
+  let recursion = false;
+  for (const start of parsed.trees.keys()) {
+    if (state.has(start)) continue;
+    state.set(start, "visiting");
+    const stack = [{ id: start, next: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const refs = references.get(top.id) ?? [];
+      if (top.next === refs.length) {
+        state.set(top.id, "done");
+        stack.pop();
+        let height = heights.get(top.id) ?? 0;
+        for (const ref of refs) {
+          height = Math.max(height, ref.depth + (expanded.get(ref.target) ?? 0));
+        }
+        expanded.set(top.id, height);
+        continue;
+      }
+      const ref = refs[top.next++]!;
       const s = state.get(ref.target);
       if (s === "visiting") {
+        recursion = true;
+        const chain = stack.map((f) => f.id);
         const cycle = [...chain.slice(chain.indexOf(ref.target)), ref.target].join(" -> ");
         out.push(errorAt(ref.el, ref.path, `SubTree recursion: ${cycle}`));
       } else if (s === undefined) {
-        dfs(ref.target, [...chain, ref.target]);
+        state.set(ref.target, "visiting");
+        stack.push({ id: ref.target, next: 0 });
       }
     }
-    state.set(id, "done");
-  };
-  for (const id of parsed.trees.keys()) if (!state.has(id)) dfs(id, [id]);
+  }
+  // Without recursion, how deep the main tree runs (the trees nothing runs run nowhere).
+  const main = parsed.mainTreeId === undefined ? undefined : parsed.trees.get(parsed.mainTreeId);
+  const height = main === undefined ? 0 : expanded.get(main.id) ?? 0;
+  if (!recursion && main?.root !== undefined && height > MAX_TREE_DEPTH) {
+    out.push(
+      errorAt(
+        main.root,
+        `${main.id}/${pathSegment(main.root, 0)}`,
+        `the main tree nests ${height} nodes deep (SubTrees expanded), more than ` +
+          `MAX_TREE_DEPTH (${MAX_TREE_DEPTH})`,
+      ),
+    );
+  }
   return out;
 }

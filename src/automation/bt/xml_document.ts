@@ -6,6 +6,13 @@
 import { SaxesParser } from "saxes";
 import { errorMessage } from "../../common/mod.ts";
 
+/**
+ * How deep elements may nest in one file: past it the file is refused as an XML error at the
+ * first element too deep, so that no walk of its elements (they recurse per level) can exhaust
+ * the call stack. Twice the deepest tree that loads (verify.ts MAX_TREE_DEPTH).
+ */
+export const MAX_XML_DEPTH = 512;
+
 /** One XML element with the position of its `<`. */
 export interface XmlElement {
   readonly name: string;
@@ -57,6 +64,10 @@ export function parseXmlDocument(text: string, file: string): XmlParseResult {
     const attrs = new Map<string, string>();
     for (const [k, v] of Object.entries(tag.attributes)) attrs.set(k, String(v));
     const pos = pending ?? { line: parser.line, column: parser.column };
+    if (stack.length === MAX_XML_DEPTH) {
+      failure = { message: `elements nested deeper than MAX_XML_DEPTH (${MAX_XML_DEPTH})`, ...pos };
+      return;
+    }
     const el: XmlElement = {
       name: tag.name,
       attributes: attrs,

@@ -1,6 +1,10 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { Diagnostic } from "../../../src/config/mod.ts";
-import { loadBehaviorTree, verifyBehaviorTreeFile } from "../../../src/automation/bt/mod.ts";
+import {
+  loadBehaviorTree,
+  MAX_TREE_DEPTH,
+  verifyBehaviorTreeFile,
+} from "../../../src/automation/bt/mod.ts";
 import { memFiles, xmlRoot } from "./_helpers.ts";
 
 function load(files: Record<string, string>, path = "/bt/main.xml") {
@@ -326,4 +330,47 @@ Deno.test("loadBehaviorTree refuses a literal function_name that is blank or has
     ],
   );
   equal(r.tree, undefined, "no tree is built from a file with errors");
+});
+
+/** `n` Sequences nested in one another around an AlwaysSuccess: a main tree `n + 1` nodes deep. */
+function nested(n: number): string {
+  return "<Sequence>".repeat(n) + "<AlwaysSuccess/>" + "</Sequence>".repeat(n);
+}
+
+Deno.test("loadBehaviorTree refuses a main tree nested deeper than MAX_TREE_DEPTH with a diagnostic, not a stack overflow", () => {
+  const tree = (n: number) =>
+    load({ "/bt/main.xml": xmlRoot(`<BehaviorTree ID="Main">${nested(n)}</BehaviorTree>`) });
+  // Far deeper (a 63 KB file): every walk of the elements overflowed the call stack.
+  const deep = tree(3000);
+  equal(deep.tree, undefined);
+  ok(deep.diagnostics.some((d) => d.severity === "error"), JSON.stringify(deep.diagnostics));
+  // The exact limit loads; one node more is refused, at the main tree's root.
+  ok(tree(MAX_TREE_DEPTH - 1).tree, "a tree exactly MAX_TREE_DEPTH nodes deep loads");
+  expectDiagnostics(tree(MAX_TREE_DEPTH).diagnostics, [
+    [2, "error", "Main/Sequence[0]", /nests 257 nodes deep .*more than MAX_TREE_DEPTH \(256\)/],
+  ]);
+});
+
+Deno.test("loadBehaviorTree refuses a chain of SubTrees nesting the main tree deeper than MAX_TREE_DEPTH, however long", () => {
+  // T0 runs T1 ... runs Tn: each SubTree node is its tree's root, so the main tree is n + 1 deep.
+  const chain = (n: number) => {
+    let body = "";
+    for (let i = 0; i < n; i++) {
+      body += `<BehaviorTree ID="T${i}"><SubTree ID="T${i + 1}"/></BehaviorTree>\n`;
+    }
+    return load({
+      "/bt/main.xml": xmlRoot(
+        `${body}<BehaviorTree ID="T${n}"><AlwaysSuccess/></BehaviorTree>`,
+        "T0",
+      ),
+    });
+  };
+  // 20000 links (1.2 MB): the recursion check and the build overflowed the call stack.
+  const long = chain(20_000);
+  equal(long.tree, undefined);
+  equal(long.diagnostics.filter((d) => d.severity === "error").length, 1);
+  ok(chain(MAX_TREE_DEPTH - 1).tree, "a chain exactly MAX_TREE_DEPTH nodes deep loads");
+  expectDiagnostics(chain(MAX_TREE_DEPTH).diagnostics, [
+    [2, "error", "T0/SubTree[0]", /nests 257 nodes deep \(SubTrees expanded\)/],
+  ]);
 });
