@@ -112,17 +112,21 @@ export function buildTree(
       const target = parsed.trees.get(id);
       if (!target?.root) return undefined;
       const child = new Blackboard(bb);
+      let autoremap = false;
       for (const [name, value] of el.attributes) {
         if (name === "ID" || name === "name") continue;
         if (name === "_autoremap") {
-          child.enableAutoRemapping(parseScalar(value, "bool")?.value === true);
+          autoremap = parseScalar(value, "bool")?.value === true;
           continue;
         }
         if (name.startsWith("_")) continue;
         const key = blackboardKeyOf(value, name);
         if (key !== undefined) child.addSubtreeRemapping(name, key);
+        // Set before auto-remapping is on, whatever the attribute order: the literal is this
+        // instance's own entry (BT.CPP), not one of the parent every instance would share.
         else child.set(name, { type: "string", value });
       }
+      child.enableAutoRemapping(autoremap);
       nodeBb = child;
       children = [target.root];
       childTree = target;

@@ -1,6 +1,6 @@
 import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { Blackboard } from "../../../src/automation/bt/blackboard.ts";
-import { buildXml, FakeServices, xmlRoot } from "./_helpers.ts";
+import { buildXml, FakeServices, flush, xmlRoot } from "./_helpers.ts";
 
 const SUB_DOUBLES = `<BehaviorTree ID="Sub"><Script code="result := inner * 2"/></BehaviorTree>`;
 
@@ -113,4 +113,31 @@ Deno.test("Blackboard declare reports BT.CPP port type conflicts (strings except
   deepStrictEqual(bb.declare("v", "any"), {});
   bb.declare("s", "string");
   deepStrictEqual(bb.declare("s", "bool"), {});
+});
+
+Deno.test("SubTree literal ports are the instance's own entries, also when _autoremap is written before them", async () => {
+  // Two instances of one subtree, each for its own device: with `_autoremap` written first, each
+  // literal went to one entry of the parent, so both instances called the last one's device.
+  const services = new FakeServices();
+  services.autoSettle = "resolve";
+  const t = buildXml(
+    xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>` +
+        `<SubTree ID="Stop" _autoremap="true" dev="sim0/motorctl0"/>` +
+        `<SubTree ID="Stop" _autoremap="true" dev="sim0/motorctl1"/>` +
+        `</Sequence></BehaviorTree>` +
+        `<BehaviorTree ID="Stop"><CallDevice device_handle="{dev}" function_name="stop"/>` +
+        `</BehaviorTree>`,
+      "Main",
+    ),
+    { services },
+  );
+  const statuses = [];
+  for (let i = 0; i < 3; i++) {
+    statuses.push(t.tickRoot());
+    await flush();
+  }
+  deepStrictEqual(statuses, ["RUNNING", "RUNNING", "SUCCESS"]);
+  deepStrictEqual(services.calls.map((c) => c.handle), ["sim0/motorctl0", "sim0/motorctl1"]);
+  equal(t.blackboard.get("dev"), undefined, "the parent has no entry of the instances' ports");
 });
