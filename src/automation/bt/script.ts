@@ -116,9 +116,35 @@ function tokenize(src: string): Token[] {
 
 const ASSIGN_OPS = new Set([":=", "=", "+=", "-=", "*=", "/="]);
 
+/**
+ * How deep a script may nest: parentheses, unary operators, assignments, ternaries and the
+ * operators of one chain (`1 + 1 + ...`, evaluated left-deep) each count a level. The parser and
+ * the evaluator recurse per level: past it the script is a syntax error (at load, in
+ * --check-config) instead of a stack overflow there or at a tick.
+ */
+export const MAX_SCRIPT_DEPTH = 256;
+
 class Parser {
   #i = 0;
+  /** Levels entered (MAX_SCRIPT_DEPTH). */
+  #depth = 0;
   constructor(readonly tokens: Token[]) {}
+
+  /** Runs `f` one level deeper; past MAX_SCRIPT_DEPTH a syntax error where it goes too deep. */
+  #nested<T>(f: () => T, levels = 1): T {
+    this.#depth += levels;
+    try {
+      if (this.#depth > MAX_SCRIPT_DEPTH) {
+        throw new ScriptSyntaxError(
+          `nested deeper than MAX_SCRIPT_DEPTH (${MAX_SCRIPT_DEPTH})`,
+          this.#t().pos,
+        );
+      }
+      return f();
+    } finally {
+      this.#depth -= levels;
+    }
+  }
 
   #t(): Token {
     return this.tokens[this.#i]!;
@@ -160,7 +186,8 @@ class Parser {
         throw new ScriptSyntaxError(`cannot assign to '${t.text}'`, t.pos);
       }
       this.#i += 2;
-      return { kind: "assign", op: next!.text, name: t.text, value: this.expression(), pos: t.pos };
+      const value = this.#nested(() => this.expression());
+      return { kind: "assign", op: next!.text, name: t.text, value, pos: t.pos };
     }
     const e = this.ternary();
     if (this.#t().kind === "op" && ASSIGN_OPS.has(this.#t().text)) {
@@ -173,9 +200,9 @@ class Parser {
     const cond = this.binary(0);
     if (!this.#isOp("?")) return cond;
     this.#i++;
-    const thenE = this.expression();
+    const thenE = this.#nested(() => this.expression());
     this.#expectOp(":");
-    return { kind: "ternary", cond, then: thenE, else: this.expression() };
+    return { kind: "ternary", cond, then: thenE, else: this.#nested(() => this.expression()) };
   }
 
   static readonly LEVELS: readonly (readonly string[])[] = [
@@ -189,10 +216,13 @@ class Parser {
   binary(level: number): ScriptExpr {
     if (level >= Parser.LEVELS.length) return this.unary();
     let left = this.binary(level + 1);
+    // Each operator of a chain is one level more of the left-deep tree the evaluator walks.
+    let chain = 0;
     while (this.#t().kind === "op" && Parser.LEVELS[level]!.includes(this.#t().text)) {
       const op = this.#t();
       this.#i++;
-      left = { kind: "binary", op: op.text, left, right: this.binary(level + 1), pos: op.pos };
+      const right = this.#nested(() => this.binary(level + 1), ++chain);
+      left = { kind: "binary", op: op.text, left, right, pos: op.pos };
     }
     return left;
   }
@@ -201,7 +231,7 @@ class Parser {
     if (this.#isOp("!") || this.#isOp("-")) {
       const op = this.#t().text as "!" | "-";
       this.#i++;
-      return { kind: "unary", op, arg: this.unary() };
+      return { kind: "unary", op, arg: this.#nested(() => this.unary()) };
     }
     return this.primary();
   }
@@ -228,7 +258,7 @@ class Parser {
       case "op":
         if (t.text === "(") {
           this.#i++;
-          const e = this.expression();
+          const e = this.#nested(() => this.expression());
           this.#expectOp(")");
           return e;
         }

@@ -1,6 +1,11 @@
 import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { type BbValue, Blackboard } from "../../../src/automation/bt/blackboard.ts";
-import { parseScript, runScript, ScriptSyntaxError } from "../../../src/automation/bt/script.ts";
+import {
+  MAX_SCRIPT_DEPTH,
+  parseScript,
+  runScript,
+  ScriptSyntaxError,
+} from "../../../src/automation/bt/script.ts";
 
 function run(code: string, bb = new Blackboard()): BbValue {
   return runScript(parseScript(code), bb);
@@ -80,4 +85,25 @@ Deno.test("runScript keeps the declared type of a typed entry", () => {
   deepStrictEqual(run("d := 3; d", bb), { type: "double", value: 3 });
   deepStrictEqual(run("i := 2.0; i", bb), { type: "int64", value: 2 });
   throws(() => run("i := 2.5", bb), /cannot assign double 2.5 to entry 'i' of type int64/);
+});
+
+Deno.test("parseScript refuses a script nested deeper than MAX_SCRIPT_DEPTH with a syntax error, not a stack overflow", () => {
+  const cases = [
+    "(".repeat(20_000) + "1" + ")".repeat(20_000), // parentheses
+    "!".repeat(20_000) + "true", // unary operators
+    "x := " + "1 + ".repeat(20_000) + "1", // a chain the evaluator would walk left-deep
+    "a := ".repeat(20_000) + "1", // assignments
+  ];
+  for (const code of cases) {
+    throws(() => parseScript(code), (err: unknown) => {
+      equal(err instanceof ScriptSyntaxError, true, String(err));
+      equal((err as Error).message, `nested deeper than MAX_SCRIPT_DEPTH (${MAX_SCRIPT_DEPTH})`);
+      return true;
+    });
+  }
+  // At the bound: parsed and run.
+  const deep = "x := " + "(".repeat(MAX_SCRIPT_DEPTH - 2) + "1" + ")".repeat(MAX_SCRIPT_DEPTH - 2);
+  equal(run(deep, new Blackboard()).value, 1);
+  const chain = "x := " + "1 + ".repeat(MAX_SCRIPT_DEPTH - 2) + "1";
+  equal(run(chain, new Blackboard()).value, MAX_SCRIPT_DEPTH - 1);
 });
