@@ -345,7 +345,11 @@ export class TelemetryWriter {
   #totalWritten = 0;
   #totalFailed = 0;
   #droppedEvents = 0;
+  /** Events evicted from the full queue since it last drained (its stretch is logged once). */
+  #queueDrops = 0;
   #droppedRetry = 0;
+  /** Rows evicted from the full retry buffer since the last accepted write (logged once). */
+  #retryDrops = 0;
   #droppedRejected = 0;
   #droppedUnformattable = 0;
   #omittedValues = 0;
@@ -685,7 +689,17 @@ export class TelemetryWriter {
 
   #enqueue(item: QueueItem): void {
     try {
-      this.#droppedEvents += this.#queue.push(item);
+      const evicted = this.#queue.push(item);
+      if (evicted > 0) {
+        this.#droppedEvents += evicted;
+        if (this.#queueDrops === 0) {
+          this.#log.warn(
+            `event queue full (queue_size ${this.#queue.capacity}): dropping the oldest events ` +
+              `until it drains (counted in dropped_events)`,
+          );
+        }
+        this.#queueDrops += evicted;
+      }
       if (this.#queue.length >= this.#batchSize) this.#kick();
     } catch (err) {
       this.#reportError(`enqueue: ${errorMessage(err)}`);
@@ -733,6 +747,13 @@ export class TelemetryWriter {
         continue;
       }
       if (line !== null) this.#batch.push(this.#points.distinct(line));
+    }
+    if (this.#queueDrops > 0 && this.#queue.length === 0) {
+      this.#log.warn(
+        `event queue drained; ${this.#queueDrops} events dropped while it was full ` +
+          `(dropped_events)`,
+      );
+      this.#queueDrops = 0;
     }
   }
 
@@ -814,6 +835,13 @@ export class TelemetryWriter {
     if (evicted > 0) {
       this.#totalFailed += evicted;
       this.#droppedRetry += evicted;
+      if (this.#retryDrops === 0) {
+        this.#log.warn(
+          `retry buffer full (max_retry_buffer_size ${this.#retry.capacity}): dropping the ` +
+            `oldest rows until a write succeeds (counted in dropped_retry)`,
+        );
+      }
+      this.#retryDrops += evicted;
     }
   }
 
@@ -962,7 +990,14 @@ export class TelemetryWriter {
     if (count === 0) return;
     this.#totalWritten += count;
     this.#lastFlushAt = this.#opts.clock.nowMs();
-    if (!this.#connected && this.#lastError !== null) this.#log.info("write succeeded again");
+    const again = !this.#connected && this.#lastError !== null;
+    if (this.#retryDrops > 0) {
+      this.#log.warn(
+        `write succeeded${again ? " again" : ""}; ${this.#retryDrops} rows dropped from the ` +
+          `full retry buffer before it (dropped_retry)`,
+      );
+      this.#retryDrops = 0;
+    } else if (again) this.#log.info("write succeeded again");
     this.#connected = true;
     this.#backoffMs = 0;
     this.#backoffUntilMono = 0;

@@ -77,7 +77,14 @@ export class ScriptedDb implements TelemetryTransport {
  * A started writer on a ScriptedDb, its bus and clock; `publish(from, count)` publishes `count`
  * state updates of one double signal with the values from `from` on.
  */
-export function scriptedRig(o: { retryInitialMs?: number; retryMaxMs?: number } = {}) {
+export function scriptedRig(
+  o: {
+    retryInitialMs?: number;
+    retryMaxMs?: number;
+    influx?: Partial<InfluxSettings>;
+    logger?: Logger;
+  } = {},
+) {
   const clock = new ManualClock(1_000, 1_760_000_000_000);
   const db = new ScriptedDb();
   const bus = new EventBus();
@@ -86,8 +93,8 @@ export function scriptedRig(o: { retryInitialMs?: number; retryMaxMs?: number } 
     runtimeName: "lab1",
     healthIntervalMs: 0,
     clock,
-    logger: SILENT,
-    influx: SETTINGS,
+    logger: o.logger ?? SILENT,
+    influx: { ...SETTINGS, ...o.influx },
     transport: db,
     tuning: {
       retryInitialMs: o.retryInitialMs ?? 100,
