@@ -58,11 +58,23 @@ export function parseTopic(topic: string): ParsedTopic | null {
 }
 
 /**
- * The Sparkplug device id of a runtime device: `provider:device`, with the characters a topic
- * level cannot hold (`/`, `+`, `#`) and `%` percent-encoded, so the mapping is one-to-one.
+ * What a device id's Sparkplug form percent-encodes: what a topic level cannot hold (`/`, `+`,
+ * `#`), the separator `:`, `%` itself, the control characters (U+0000..U+001F, U+007F..U+009F)
+ * and the Unicode non-characters (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF). MQTT 3.1.1 4.7.3 forbids
+ * U+0000 and asks not to use the others; Mosquitto closes the connection of a client that
+ * publishes to a topic holding one.
+ */
+const DEVICE_ID_ENCODED = /[%/+#:\p{Cc}\p{Noncharacter_Code_Point}]/gu;
+
+/**
+ * The Sparkplug device id of a runtime device: `provider:device`, each character of
+ * DEVICE_ID_ENCODED written as its UTF-8 bytes percent-encoded in lower case (`/` is `%2f`, a CR
+ * `%0d`, U+FFFF `%ef%bf%bf`), so the mapping is one-to-one and every id is a topic level a
+ * broker takes.
  */
 export function sparkplugDeviceId(providerId: string, deviceId: string): string {
-  const enc = (s: string) => s.replace(/[%/+#:]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
+  const enc = (s: string) =>
+    s.replace(DEVICE_ID_ENCODED, (c) => encodeURIComponent(c).toLowerCase());
   return `${enc(providerId)}:${enc(deviceId)}`;
 }
 
@@ -74,10 +86,15 @@ export function sparkplugDeviceId(providerId: string, deviceId: string): string 
 export function sparkplugDeviceProvider(id: string): string | null {
   const i = id.indexOf(":");
   if (i < 0) return null;
-  const dec = (s: string) =>
-    s.replace(/%(25|2f|2b|23|3a)/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-  const providerId = dec(id.slice(0, i));
-  return sparkplugDeviceId(providerId, dec(id.slice(i + 1))) === id ? providerId : null;
+  let providerId: string;
+  let deviceId: string;
+  try {
+    providerId = decodeURIComponent(id.slice(0, i));
+    deviceId = decodeURIComponent(id.slice(i + 1));
+  } catch {
+    return null; // an escape that is no UTF-8
+  }
+  return sparkplugDeviceId(providerId, deviceId) === id ? providerId : null;
 }
 
 /** Sparkplug B datatype codes (sparkplug_b.proto, "Indexes of Data Types"). */
