@@ -851,6 +851,15 @@ const SPARKPLUG_KEYS = [
 const SPARKPLUG_CREDENTIAL_KEYS = ["username", "password", "user", "pass"];
 /** What a Sparkplug id may not contain (topic level separator and wildcards). */
 const SPARKPLUG_ID_FORBIDDEN = /[/+#]/;
+/**
+ * What no Sparkplug id nor the MQTT client id may contain: control characters and Unicode
+ * non-characters (MQTT 3.1.1 1.5.3 forbids U+0000 and asks not to use the others; Mosquitto
+ * closes the connection of a client whose CONNECT or topic holds one, so the node would never stay
+ * connected).
+ */
+const MQTT_TEXT_FORBIDDEN = /[\p{Cc}\p{Noncharacter_Code_Point}]/u;
+const MQTT_TEXT_PROBLEM = "must not contain control characters or Unicode non-characters " +
+  "(the broker closes the connection of a client that sends one)";
 
 /** The `sparkplug:` section (docs/sparkplug.md): checked whether or not it is enabled. */
 function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): SparkplugConfig {
@@ -877,7 +886,9 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
   }
   const id = (key: string, def: string): string => {
     const v = c.string(s, P, key, def);
-    if (SPARKPLUG_ID_FORBIDDEN.test(v)) {
+    if (MQTT_TEXT_FORBIDDEN.test(v)) {
+      c.error([...P, key], `${MQTT_TEXT_PROBLEM}, got ${JSON.stringify(v)}`);
+    } else if (SPARKPLUG_ID_FORBIDDEN.test(v)) {
       c.error([...P, key], `must not contain '/', '+' or '#' (MQTT topic characters), got '${v}'`);
     }
     return v;
@@ -890,6 +901,13 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
   if (enabled && edgeGiven === "" && !c.hasErrorAt([...P, "edge_node_id"])) {
     if (runtimeName === "") {
       c.error([...P, "edge_node_id"], "is required when runtime.name is empty");
+    } else if (MQTT_TEXT_FORBIDDEN.test(runtimeName)) {
+      c.error(
+        [...P, "edge_node_id"],
+        `defaults to runtime.name ${JSON.stringify(runtimeName)}, which ${
+          MQTT_TEXT_PROBLEM.replace("must not contain", "contains")
+        }: set it`,
+      );
     } else if (SPARKPLUG_ID_FORBIDDEN.test(runtimeName)) {
       c.error(
         [...P, "edge_node_id"],
@@ -898,6 +916,9 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     }
   }
   const clientId = c.string(s, P, "client_id", "");
+  if (MQTT_TEXT_FORBIDDEN.test(clientId)) {
+    c.error([...P, "client_id"], `${MQTT_TEXT_PROBLEM}, got ${JSON.stringify(clientId)}`);
+  }
   const primaryHostId = id("primary_host_id", "");
   const qos = c.integer(s, P, "qos", 0, { min: 0, max: 1 }) === 1 ? 1 : 0;
   const TP = [...P, "tls"];

@@ -165,3 +165,34 @@ Deno.test("a changed sparkplug section needs a restart, named key by key", () =>
   assert.deepEqual(d.live, []);
   assert.deepEqual(d.needsRestart, ["sparkplug.qos"]);
 });
+
+Deno.test("a Sparkplug id or client id with a control or non-character is refused, quoted on one line", () => {
+  const r = load(`
+runtime: {name: "rig\\r"}
+sparkplug:
+  enabled: true
+  broker_url: mqtt://broker.lab
+  group_id: "lab\\t1"
+  primary_host_id: "scada\\uffff"
+  client_id: "c\\u0085"
+${PROV}
+`);
+  assert.deepEqual(summary(r), [
+    "error sparkplug.client_id @7",
+    "error sparkplug.edge_node_id @2",
+    "error sparkplug.group_id @5",
+    "error sparkplug.primary_host_id @6",
+  ]);
+  assert.ok(
+    messages(r).some((m) =>
+      m.startsWith("error sparkplug.group_id") && m.endsWith(`got "lab\\t1"`) && !m.includes("\t")
+    ),
+    messages(r).join("\n"),
+  );
+  assert.ok(
+    messages(r).some((m) =>
+      m.startsWith("error sparkplug.edge_node_id") && m.includes(`runtime.name "rig\\r"`)
+    ),
+    messages(r).join("\n"),
+  );
+});
