@@ -390,6 +390,11 @@ export class SparkplugEdgeNode {
   #hostOnline = false;
   /** The newest STATE timestamp seen (a STATE older than it is ignored). */
   #hostTimestamp = -Infinity;
+  /**
+   * A Sparkplug 3.0 STATE of the primary host was seen (this process): the legacy `STATE/<id>`
+   * is not followed from then on (#hostState).
+   */
+  #hostSpeaks3 = false;
   /** Ending the session because the primary host went offline (a new one follows). */
   #leaving = false;
   /** The NDEATH written (or being written) on a session, and whether it was: one per session. */
@@ -868,6 +873,16 @@ export class SparkplugEdgeNode {
       }
       online = p.online;
       if (typeof p.timestamp === "number" && Number.isFinite(p.timestamp)) timestamp = p.timestamp;
+      this.#hostSpeaks3 = true;
+    } else if (this.#hostSpeaks3) {
+      // A host that publishes 3.0 STATE is followed there only: what its earlier version left
+      // retained on the legacy topic (its OFFLINE will) comes with every new subscription and
+      // would end every session right after its births.
+      return this.#stateIgnored(
+        topic,
+        `the host publishes Sparkplug 3.0 STATE on ${stateTopic(host)}: ` +
+          `${JSON.stringify(text.slice(0, 80))} on the legacy topic is not followed`,
+      );
     } else if (text === "ONLINE" || text === "OFFLINE") {
       online = text === "ONLINE";
     } else {
