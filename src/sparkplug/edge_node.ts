@@ -1724,7 +1724,10 @@ export class SparkplugEdgeNode {
       this.#mistypedWarned = false;
       // Queued data of devices not born again was dropped: their aliases go too.
       if (had) this.#pruneAliases();
-      if (this.#dropWarned) {
+      // The stretch of drops ends once data can go out live again. Not before: a store that
+      // keeps nothing (max_messages 0, a max_bytes below one DDATA) is empty after every drop,
+      // offline or with the writes full, and would WARN and end a stretch per DDATA.
+      if (this.#dropWarned && this.online && this.#inFlight < MAX_IN_FLIGHT) {
         this.#dropWarned = false;
         this.#log.info(
           `sparkplug store-and-forward drained (${this.counts.storeDropped} dropped since start)`,

@@ -10,6 +10,7 @@ import type {
   DeviceCapabilities,
   FunctionSpec,
   LifecycleState,
+  Logger,
   SignalSpec,
 } from "../../src/common/mod.ts";
 import type { CallRequest, CallResult } from "../../src/control/mod.ts";
@@ -80,6 +81,10 @@ export interface EdgeNodeRigOptions {
   readonly hold?: boolean;
   /** `sparkplug.primary_host_id` (none by default): births wait for its STATE online. */
   readonly primaryHostId?: string;
+  /** `sparkplug.store_forward` (the configuration's default unless given). */
+  readonly storeForward?: { readonly maxMessages: number; readonly maxBytes: number };
+  /** The node's logger (testLogger() unless given). */
+  readonly log?: Logger;
 }
 
 export interface EdgeNodeRig {
@@ -150,6 +155,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       brokerUrl: "mqtt://test",
       groupId: "g",
       primaryHostId: o.primaryHostId ?? "",
+      ...(o.storeForward ? { storeForward: o.storeForward } : {}),
     },
     edgeNodeId: "n",
     clientId: "c",
@@ -177,7 +183,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     commands: o.recordCalls ? recording : o.commands,
     runtimeVersion: "test",
     clock,
-    log: testLogger(),
+    log: o.log ?? testLogger(),
   });
   const latest = () => {
     const s = sessions.at(-1);
