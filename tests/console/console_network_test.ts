@@ -40,10 +40,11 @@ function lanAddress(): string {
   return "127.0.0.1";
 }
 
-function config(port: number, http: string): string {
+/** Each runtime its own data_dir (one runtime per folder: a second is refused at start). */
+function config(port: number, http: string, dataDir: string): string {
   return `runtime:
   name: panel-test
-  data_dir: data
+  data_dir: ${dataDir}
 http:
   bind: 0.0.0.0
   port: ${port}
@@ -86,11 +87,16 @@ Deno.test({
           tlsPort,
           "  auth_enabled: true\n  auth_exempt_loopback: false\n" +
             "  tls_cert_path: cert.pem\n  tls_key_path: key.pem",
+          "data-tls",
         ),
       );
       await Deno.writeTextFile(
         `${dir}/open.yaml`,
-        config(openPort, "  allow_insecure_bind: true\n  allowed_hosts: [console.test]"),
+        config(
+          openPort,
+          "  allow_insecure_bind: true\n  allowed_hosts: [console.test]",
+          "data-open",
+        ),
       );
       const pem = await Deno.readTextFile(cert);
       // Chromium and both runtimes start at once (the second serves the last two steps).
