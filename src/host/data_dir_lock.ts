@@ -45,11 +45,18 @@ export async function lockDataDir(dir: string): Promise<DataDirLock> {
     throw err;
   }
   return {
+    // Never throws: the stop that calls it has nothing left to do but say it stopped (closing
+    // the file releases the lock too).
     release: () => {
       try {
         file.unlockSync();
-      } finally {
+      } catch {
+        // closed below: that releases it
+      }
+      try {
         file.close();
+      } catch {
+        // already closed
       }
     },
   };
