@@ -23,8 +23,9 @@ export function validateArgs(
   fn: FunctionSpec,
   args: Readonly<Record<string, TypedValue>>,
 ): Record<string, TypedValue> {
+  // Names are own keys: `in` would find a missing 'constructor' or 'toString' on the prototype.
   for (const spec of fn.args) {
-    if (spec.required && !(spec.name in args)) {
+    if (spec.required && !Object.hasOwn(args, spec.name)) {
       throw invalidArgument(`args.${spec.name}: required argument missing for ${fn.name}`);
     }
   }

@@ -403,3 +403,26 @@ Deno.test("validateArgs with an allowed_values list of one entry accepts that va
     );
   }
 });
+
+Deno.test("validateArgs reads argument names as own keys: a missing 'constructor' or 'toString' is missing", () => {
+  const arg = (name: string) => ({
+    name,
+    type: "string" as const,
+    unit: "",
+    description: "",
+    required: true,
+    allowedValues: [],
+  });
+  for (const name of ["constructor", "toString"]) {
+    const fn: FunctionSpec = { ...FN, name: "odd", args: [arg(name)] };
+    assert.throws(
+      () => validateArgs(fn, {}),
+      (e: unknown) =>
+        e instanceof RuntimeError &&
+        e.message === `args.${name}: required argument missing for odd`,
+      name,
+    );
+    const given = { [name]: { type: "string", string: "a" } } as Record<string, TypedValue>;
+    assert.deepEqual(validateArgs(fn, given), given);
+  }
+});
