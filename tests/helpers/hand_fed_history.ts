@@ -9,7 +9,8 @@ import { testConfig } from "./sim_config.ts";
 
 /**
  * A real History fed by hand, as the cache feeds it (no runtime): `poll(p, d, v)` is a poll of
- * device `p/d` at the clock's wall time with its one signal `x` = `v`; `known` the devices the
+ * device `p/d` at the clock's wall time with its one signal `x` = `v` (`pollSignals` one with a
+ * list of signals); `known` the devices the
  * cache has; `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
  * (another History's, for a restart).
  */
@@ -62,5 +63,29 @@ export function handFedHistory(o: Partial<Config["history"]> = {}, files = new M
     });
     feed(dev);
   };
-  return { clock, history, known, poll, feed, files };
+  /**
+   * A poll of device `p/d` declaring `pollable` (a rediscovery is a poll with another list), each
+   * signal a double `v` at the clock's time.
+   */
+  const pollSignals = (pollable: string[], v: number, p = "p", d = "d") => {
+    const signals = new Map<string, SignalState>();
+    for (const id of pollable) {
+      signals.set(id, {
+        value: { type: "double", double: v },
+        quality: "OK",
+        timestampMs: clock.wall,
+        receivedMono: clock.mono,
+      });
+    }
+    feed({
+      providerId: p,
+      deviceId: d,
+      pollable,
+      signals,
+      lastPollMs: clock.wall,
+      lastPollMono: clock.mono,
+      available: true,
+    });
+  };
+  return { clock, history, known, poll, pollSignals, feed, files };
 }

@@ -5,7 +5,6 @@
  * runtime nor the range holds anything of is 404 (docs/history.md).
  */
 import assert from "node:assert/strict";
-import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 import { HISTORY_SWEEP_EVERY_MS } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
@@ -13,31 +12,13 @@ import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 
 Deno.test("without signal_id, a signal a rediscovery removed is answered from the disk tier", async () => {
-  const { clock, history, feed } = handFedHistory({ stepMs: 1000, diskMaxBytes: 1 << 20 });
+  const { clock, history, pollSignals: poll } = handFedHistory({
+    stepMs: 1000,
+    diskMaxBytes: 1 << 20,
+  });
   await history.start();
   try {
     const t0 = clock.wall;
-    const poll = (pollable: string[], v: number) => {
-      const signals = new Map<string, SignalState>();
-      for (const id of pollable) {
-        signals.set(id, {
-          value: { type: "double", double: v },
-          quality: "OK",
-          timestampMs: clock.wall,
-          receivedMono: clock.mono,
-        });
-      }
-      const dev: DeviceState = {
-        providerId: "p",
-        deviceId: "d",
-        pollable,
-        signals,
-        lastPollMs: clock.wall,
-        lastPollMono: clock.mono,
-        available: true,
-      };
-      feed(dev);
-    };
     for (let i = 0; i < 5; i++) {
       poll(["x", "y"], i);
       clock.advance(1000);

@@ -4,34 +4,16 @@
  * device.
  */
 import assert from "node:assert/strict";
-import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 
 Deno.test("History answers a signal removed by a rediscovery from the disk tier, up to its removal", async () => {
-  const { clock, history, feed } = handFedHistory({ stepMs: 1000, diskMaxBytes: 1 << 20 });
+  const { clock, history, pollSignals: poll } = handFedHistory({
+    stepMs: 1000,
+    diskMaxBytes: 1 << 20,
+  });
   await history.start();
   try {
     const t0 = clock.wall;
-    const sample = (v: number): SignalState => ({
-      value: { type: "double", double: v },
-      quality: "OK",
-      timestampMs: clock.wall,
-      receivedMono: clock.mono,
-    });
-    const poll = (pollable: string[], v: number) => {
-      const signals = new Map<string, SignalState>();
-      for (const id of pollable) signals.set(id, sample(v));
-      const dev: DeviceState = {
-        providerId: "p",
-        deviceId: "d",
-        pollable,
-        signals,
-        lastPollMs: clock.wall,
-        lastPollMono: clock.mono,
-        available: true,
-      };
-      feed(dev);
-    };
     const both = ["x", "y"];
     for (let i = 0; i < 5; i++) {
       poll(both, i);
