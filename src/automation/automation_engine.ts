@@ -55,6 +55,7 @@ import type {
 } from "./bt/bt_runner.ts";
 import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
+import type { EntryWriter } from "./bt/blackboard_writers.ts";
 import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
 import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
 import { parseCallArgs } from "./call_args.ts";
@@ -257,6 +258,8 @@ export class AutomationEngine {
   #handles: readonly string[] = [];
   /** The calls the loaded tree makes with device and function written literally. */
   #literalCalls: readonly LiteralDeviceCall[] = [];
+  /** The loaded tree's output ports that write an entry with a known type or a named signal. */
+  #writers: readonly EntryWriter[] = [];
   /** The loaded tree's parameter reads against declarations (a reload's); null without a tree. */
   #parameterReads: ParameterReads | null = null;
   /** Digest of every file of the loaded tree (includes too); null without one. */
@@ -378,6 +381,14 @@ export class AutomationEngine {
         refusedBy: refused[0]!.refusedBy,
       };
     }
+    const conflicts = this.#entryTypeConflicts();
+    if (conflicts.length > 0) {
+      return {
+        message: `refusing AUTO: the behavior tree writes ${conflicts.join("; ")} (an entry ` +
+          `takes the type of its first write: the tick that writes the other faults the runtime)`,
+        refusedBy: "validation",
+      };
+    }
     // A reload replaced the tree, and the parameters it reads are not (yet) declared.
     const parameters = this.#o.parameters;
     const reads = parameters === undefined ? [] : this.parameterReadProblems(parameters.list());
@@ -432,6 +443,49 @@ export class AutomationEngine {
       const argsProblem = call.args === null ? null : literalArgsProblem(fn, call.args);
       if (argsProblem !== null) {
         out.push({ text: `${named} at ${call.at} (${argsProblem})`, refusedBy: "validation" });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The blackboard entries the tree writes both as a string and as a number, one text each
+   * (`entry 'x' with W1 and with W2`, the first writer of each kind in tree order), where a
+   * ReadSignal's kind is its signal's declared type now: what verify cannot see (docs/automation.md,
+   * "Blackboard types"). A signal not declared now, or of type bytes, is left out.
+   */
+  #entryTypeConflicts(): string[] {
+    const capabilitiesOf = this.#o.inventory?.capabilities;
+    const byEntry = new Map<object, { key: string; text: string; isString: boolean }[]>();
+    for (const w of this.#writers) {
+      let type: string;
+      let what: string;
+      if ("type" in w.writes) {
+        type = w.writes.type;
+        what = `${w.node} (${type})`;
+      } else {
+        const { deviceHandle, signalId } = w.writes;
+        const dev = parseDeviceHandle(deviceHandle);
+        const caps = dev && capabilitiesOf?.(dev.providerId, dev.deviceId);
+        const declared = caps?.signals.find((s) => s.signalId === signalId)?.valueType;
+        if (declared === undefined || declared === null || declared === "bytes") continue;
+        type = declared;
+        what = `${w.node} ${deviceHandle} ${signalId} (a ${declared} signal)`;
+      }
+      const writers = byEntry.get(w.entry) ?? [];
+      byEntry.set(w.entry, writers);
+      writers.push({
+        key: w.key,
+        text: `${what}${w.at ? ` at ${w.at}` : ""}`,
+        isString: type === "string",
+      });
+    }
+    const out: string[] = [];
+    for (const writers of byEntry.values()) {
+      const first = writers[0]!;
+      const other = writers.find((w) => w.isString !== first.isString);
+      if (other) {
+        out.push(`blackboard entry '${first.key}' with ${first.text} and with ${other.text}`);
       }
     }
     return out;
@@ -496,6 +550,7 @@ export class AutomationEngine {
     this.#parameterReads = built.parameterReads;
     this.#handles = built.handles;
     this.#literalCalls = built.calls;
+    this.#writers = built.writers;
     this.#contentDigest = built.contentDigest;
     this.#treeText = built.text;
     this.#runner = built.runner;
@@ -513,6 +568,7 @@ export class AutomationEngine {
     runner: BtRunner;
     handles: readonly string[];
     calls: readonly LiteralDeviceCall[];
+    writers: readonly EntryWriter[];
     contentDigest: string;
     /** The top-level file's text, as read to build the tree. */
     text: string;
@@ -521,6 +577,7 @@ export class AutomationEngine {
   }> {
     // The engine is loaded here, not at start-up: a runtime without a tree never loads it.
     const {
+      blackboardWriters,
       BtRunner,
       computeTreeContentDigest,
       literalDeviceCalls,
@@ -550,6 +607,7 @@ export class AutomationEngine {
       runner,
       handles: literalDeviceHandles(tree),
       calls: literalDeviceCalls(tree),
+      writers: blackboardWriters(runner.tree),
       contentDigest: await computeTreeContentDigest(tree),
       text: tree.texts[0]!,
       mainTreeId: tree.mainTreeId,
@@ -618,6 +676,7 @@ export class AutomationEngine {
     let next: BtRunner | null = null;
     let handles: readonly string[] = [];
     let calls: readonly LiteralDeviceCall[] = [];
+    let writers: readonly EntryWriter[] = [];
     let contentDigest: string | null = null;
     let text: string | null = null;
     let reads: ParameterReads | null = null;
@@ -627,6 +686,7 @@ export class AutomationEngine {
       next = built.runner;
       handles = built.handles;
       calls = built.calls;
+      writers = built.writers;
       contentDigest = built.contentDigest;
       text = built.text;
     }
@@ -673,6 +733,7 @@ export class AutomationEngine {
     this.#parameterReads = reads;
     this.#handles = handles;
     this.#literalCalls = calls;
+    this.#writers = writers;
     this.#contentDigest = contentDigest;
     this.#treeText = text;
     // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one

@@ -32,6 +32,7 @@ export type { NodeStatus } from "./tree_node.ts";
 export { NODE_SPECS } from "./node_registry.ts";
 export type { NodeSpec } from "./node_registry.ts";
 export { parseCallArgs } from "../call_args.ts";
+export { blackboardWriters, type EntryWriter } from "./blackboard_writers.ts";
 export { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
 export {
   type LiteralDeviceCall,

@@ -1,0 +1,76 @@
+/**
+ * The AUTO gate and the signals a tree's ReadSignal nodes write: two nodes reading a string and a
+ * number signal into one blackboard entry (a scratch key reused), or a signal read into an entry
+ * another port declares with the other kind, fault the runtime at the first tick that writes the
+ * second kind (docs/automation.md, "Blackboard types"). Verify cannot see it (it does not know the
+ * signals' types); the gate does, from the devices' declared signals, and refuses AUTO instead.
+ */
+import assert from "node:assert/strict";
+import type { RuntimeError } from "../../src/common/mod.ts";
+import { startRuntime } from "../helpers/kernel.ts";
+import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+
+async function withTree(
+  body: string,
+  fn: (rt: Awaited<ReturnType<typeof startRuntime>>) => Promise<void>,
+) {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("types.xml", treeXml(body));
+    const rt = await startRuntime(automationConfig(tree), { arm: true });
+    try {
+      await fn(rt);
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+}
+
+const READ = (signal: string, value: string) =>
+  `<ReadSignal device_handle="sim0/analogsensor0" signal_id="${signal}" value="${value}" />`;
+
+Deno.test("AUTO is refused when one blackboard entry is written by ReadSignals of a string and of a number signal", async () => {
+  await withTree(
+    `<Sequence>${READ("voltage_ch1", "{x}")}${READ("sensor_quality", "{x}")}</Sequence>`,
+    async (rt) => {
+      await assert.rejects(rt.modes.request("AUTO"), (e: RuntimeError) => {
+        assert.equal(e.code, "FAILED_PRECONDITION");
+        assert.match(
+          e.message,
+          /^refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at .*types\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at .*types\.xml:\d+:\d+/,
+        );
+        return true;
+      });
+      assert.equal(rt.modes.current(), "MANUAL");
+    },
+  );
+});
+
+Deno.test("AUTO is refused when a ReadSignal writes a string signal into an entry another node writes as a number", async () => {
+  await withTree(
+    `<Sequence><GetParameter param="target_temp" value="{q}" />${
+      READ("sensor_quality", "{q}")
+    }</Sequence>`,
+    async (rt) => {
+      await assert.rejects(
+        rt.modes.request("AUTO"),
+        /refusing AUTO: the behavior tree writes blackboard entry 'q' with GetParameter \(double\) at .*types\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at /,
+      );
+      assert.equal(rt.modes.current(), "MANUAL");
+    },
+  );
+});
+
+Deno.test("AUTO is admitted when ReadSignals of one kind share an entry, and when string and number signals use entries of their own", async () => {
+  await withTree(
+    `<Sequence>${READ("voltage_ch1", "{x}")}${READ("voltage_ch2", "{x}")}${
+      READ("sensor_quality", "{s}")
+    }</Sequence>`,
+    async (rt) => {
+      await rt.modes.request("AUTO");
+      assert.equal(rt.modes.current(), "AUTO");
+    },
+  );
+});
