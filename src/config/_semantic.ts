@@ -14,7 +14,7 @@ import {
   readParameters,
 } from "./_calls.ts";
 import type { Path, YamlSource } from "./_source.ts";
-import { readTokens } from "./_tokens.ts";
+import { readTokens, unsendableToken } from "./_tokens.ts";
 import type {
   Config,
   HttpConfig,
@@ -242,6 +242,15 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     c.warning([...P, "max_connections"], `${maxConnections} ${short.text}`);
   }
   const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
+  const unsendable = unsendableToken(envToken !== "" ? envToken : authToken);
+  if (unsendable !== null) {
+    c.error(
+      [...P, "auth_token"],
+      `${
+        envToken !== "" ? "RUNTIME_API_TOKEN (the token 'default')" : "token 'default'"
+      } ${unsendable}`,
+    );
+  }
   const tokens = readTokens(h, P, {
     checker: c,
     secretEnv: ctx.secretEnv ?? (() => undefined),

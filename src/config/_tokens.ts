@@ -74,6 +74,11 @@ export function readTokens(h: Obj, P: Path, ctx: TokenContext): ApiTokenConfig[]
       }
     }
     if (value !== "") {
+      const unsendable = unsendableToken(value);
+      if (unsendable !== null) {
+        c.error(valuePath, `token '${name}' ${unsendable}`);
+        return;
+      }
       const holder = values.get(value);
       if (holder !== undefined) {
         c.error(
@@ -99,6 +104,35 @@ export function readTokens(h: Obj, P: Path, ctx: TokenContext): ApiTokenConfig[]
     });
   });
   return out;
+}
+
+/**
+ * Why no client can present `token` in an `Authorization` header, as words for a diagnostic (never
+ * the token), or null when one can. The server sees a header value with the whitespace at its ends
+ * removed (Fetch normalizes header values), refuses one with a control character (400), and reads
+ * its bytes as Latin-1, so a non-ASCII character sent as UTF-8 arrives as other characters: a
+ * token with any of these is compared but never matched, and every request gets 401.
+ */
+export function unsendableToken(token: string): string | null {
+  const why = unsendableBecause(token);
+  return why === null
+    ? null
+    : `${why}: a client cannot send that in an Authorization header, so it would admit nobody`;
+}
+
+function unsendableBecause(token: string): string | null {
+  if (/^\s/.test(token)) return "starts with whitespace";
+  if (/[\r\n]$/.test(token)) {
+    return "ends with whitespace (a newline left by the file it was read from?)";
+  }
+  if (/\s$/.test(token)) return "ends with whitespace";
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    // Tab is the one control character a header value may hold.
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return "has a control character";
+    if (code > 0x7f) return "has a non-ASCII character";
+  }
+  return null;
 }
 
 function readName(

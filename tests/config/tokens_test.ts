@@ -231,3 +231,51 @@ ${PROV}
   assert.ok(atTokens[0]!.startsWith("error http.tokens @3:3 must be a sequence"), atTokens[0]);
   for (const l of pasted) assert.ok(!l.includes("pasted-secret-0123456789"), l);
 });
+
+Deno.test("loadConfig refuses a token no client can present: whitespace at either end, a control or non-ASCII character", () => {
+  // A client's Authorization header arrives with the whitespace at its ends removed (Fetch
+  // normalizes header values), and non-ASCII as the raw bytes: such a token admits nobody. A
+  // tab or a space inside a token is sent as it is.
+  const r = load(
+    `
+http:
+  auth_enabled: true
+  auth_token: "operator-token-8b21e0d4a9c6 "
+  tokens:
+    - {name: dash, role: viewer, token: " viewer-token-3f9a1c7e55d2"}
+    - {name: wall, role: viewer, token_env: RUNTIME_TOKEN_WALL}
+    - {name: cafe, role: viewer, token: "caf\u00e9-token-0123456789"}
+    - {name: ctl, role: viewer, token: "ctl\\x01here-token-0123456789"}
+    - {name: tab, role: viewer, token: "tab\\there-token-0123456789"}
+    - {name: two, role: viewer, token: "two words token 0123456789"}
+${PROV}
+`,
+    { secretEnv: { RUNTIME_TOKEN_WALL: "wall-token-0123456789abc\n" } },
+  );
+  const unsendable =
+    "a client cannot send that in an Authorization header, so it would admit nobody";
+  assert.deepEqual(lines(r.diagnostics), [
+    `error http.auth_token @3:3 token 'default' ends with whitespace: ${unsendable}`,
+    `error http.tokens[0].token @5:34 token 'dash' starts with whitespace: ${unsendable}`,
+    `error http.tokens[1].token_env @6:34 token 'wall' ends with whitespace (a newline left by ` +
+    `the file it was read from?): ${unsendable}`,
+    `error http.tokens[2].token @7:34 token 'cafe' has a non-ASCII character: ${unsendable}`,
+    `error http.tokens[3].token @8:33 token 'ctl' has a control character: ${unsendable}`,
+  ]);
+  assert.equal(r.config, null);
+  const env = load(
+    `
+http:
+  auth_enabled: true
+${PROV}
+`,
+    { mode: "start", env: { RUNTIME_API_TOKEN: "env-token-0123456789abcdef\r\n" } },
+  );
+  assert.deepEqual(lines(env.diagnostics).map((l) => l.replace(/ @\d+:\d+/, "")), [
+    "error http.auth_token RUNTIME_API_TOKEN (the token 'default') ends with whitespace " +
+    `(a newline left by the file it was read from?): ${unsendable}`,
+  ]);
+  for (const d of [...r.diagnostics, ...env.diagnostics]) {
+    assert.ok(!/token-[0-9a-f]{6}/.test(d.message), d.message);
+  }
+});
