@@ -333,6 +333,7 @@ function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly st
     if (v === "" && enabled) {
       c.error(path, "must not be empty (leave the key out, or write [], for no CORS grant)");
     }
+    if (v !== "") warnUnmatchableOrigin(c, path, v);
     return v === "" ? [] : [v];
   }
   if (!Array.isArray(v)) {
@@ -343,9 +344,35 @@ function readOrigins(c: Checker, h: Obj, P: Path, enabled: boolean): readonly st
   v.forEach((o, i) => {
     if (typeof o !== "string") c.error([...path, i], "must be a string");
     else if (o === "") c.error([...path, i], "must not be empty");
-    else out.push(o);
+    else {
+      warnUnmatchableOrigin(c, [...path, i], o);
+      out.push(o);
+    }
   });
   return out;
+}
+
+/**
+ * Warns about a cors_allowed_origins entry that no browser's Origin ever matches: a browser sends
+ * `scheme://host[:port]` in lower case, without a path and without the scheme's default port, and
+ * entries are matched as text (`http://localhost:3000/` never matches, and the page is told to list
+ * the origin that is listed). A one-star glob is judged with the star stood in for by a host label
+ * or a port; `*` and `null` (what a sandboxed page sends) are left alone.
+ */
+function warnUnmatchableOrigin(c: Checker, path: Path, entry: string): void {
+  if (entry === "*" || entry === "null") return;
+  const star = entry.indexOf("*");
+  const glob = star >= 0 && entry.lastIndexOf("*") === star;
+  const forms = glob ? ["a", "1"].map((s) => entry.replace("*", s)) : [entry];
+  if (forms.some((f) => URL.canParse(f) && new URL(f).origin === f)) return;
+  const origin = URL.canParse(entry) ? new URL(entry).origin : "null";
+  c.warning(
+    path,
+    `'${entry}' never matches: a browser sends its Origin as ` +
+      (glob || origin === "null"
+        ? "scheme://host[:port]"
+        : `'${origin}' (scheme://host[:port], lower case, no path, no default port)`),
+  );
 }
 
 /**

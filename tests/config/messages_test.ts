@@ -235,7 +235,8 @@ runs:
   },
   {
     name: "`*` with cors_allow_credentials names the fix",
-    yaml: `${PROV}\nhttp:\n  cors_allow_credentials: true\n  cors_allowed_origins: [x, "*"]\n`,
+    yaml:
+      `${PROV}\nhttp:\n  cors_allow_credentials: true\n  cors_allowed_origins: [http://x.example, "*"]\n`,
     expect: [[
       "error http.cors_allowed_origins",
       "`*` is not allowed with cors_allow_credentials: true (list the origins explicitly)",
@@ -348,6 +349,41 @@ runs:
     expect: [
       ["error http.cors_allowed_origins[0]", "must be a string"],
       ["error http.cors_allowed_origins[1]", "must not be empty"],
+    ],
+  },
+  {
+    // A browser's Origin is `scheme://host[:port]` in lower case, without a path and without the
+    // scheme's default port: an entry written otherwise never matches, and the page is told to
+    // list in http.cors_allowed_origins the origin that is listed there.
+    name: "cors_allowed_origins entries no browser sends as its Origin name the form that matches",
+    yaml: `${PROV}\nhttp:\n  cors_allowed_origins:\n` +
+      "    - http://localhost:3000/\n    - http://Console.Lab:8080\n" +
+      "    - https://panel.lab:443\n    - localhost:3000\n    - http://localhost:*/\n" +
+      "    - http://localhost:3001\n    - http://*.lab.local\n    - http://localhost:*\n" +
+      '    - "null"\n    - "*"\n',
+    expect: [
+      [
+        "warning http.cors_allowed_origins[0]",
+        "'http://localhost:3000/' never matches: a browser sends its Origin as " +
+        "'http://localhost:3000' (scheme://host[:port], lower case, no path, no default port)",
+      ],
+      [
+        "warning http.cors_allowed_origins[1]",
+        "'http://Console.Lab:8080' never matches: a browser sends its Origin as " +
+        "'http://console.lab:8080' (scheme://host[:port], lower case, no path, no default port)",
+      ],
+      [
+        "warning http.cors_allowed_origins[2]",
+        "'https://panel.lab:443' never matches: a browser sends its Origin as 'https://panel.lab'",
+      ],
+      [
+        "warning http.cors_allowed_origins[3]",
+        "'localhost:3000' never matches: a browser sends its Origin as scheme://host[:port]",
+      ],
+      [
+        "warning http.cors_allowed_origins[4]",
+        "'http://localhost:*/' never matches: a browser sends its Origin as scheme://host[:port]",
+      ],
     ],
   },
   {
