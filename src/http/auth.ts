@@ -72,6 +72,24 @@ export function isLoopbackAddress(address: string): boolean {
 }
 
 /**
+ * The request headers with which a proxy says it relayed a request for another client (RFC 7239,
+ * the de-facto X-Forwarded-For and X-Real-IP, and RFC 9110's Via, which every proxy must send).
+ * A request carrying any of them that comes from loopback came through a proxy on this host: its
+ * client is elsewhere, so the loopback exemption does not apply to it.
+ */
+const FORWARDING_HEADERS: readonly string[] = [
+  "forwarded",
+  "x-forwarded-for",
+  "x-real-ip",
+  "via",
+];
+
+/** Whether a proxy relayed the request for another client (any of FORWARDING_HEADERS). */
+function isRelayedRequest(req: Request): boolean {
+  return FORWARDING_HEADERS.some((h) => req.headers.has(h));
+}
+
+/**
  * Who a request acts as, for the record (audit) and for authorization: the token's name
  * (`default` for the single configured token, else the `http.tokens` entry's name), `local` for a
  * loopback-exempt request that presented no valid token, `anonymous` when auth is off. The token
@@ -208,14 +226,19 @@ export class BearerAuth {
     );
   }
 
-  /** Who the request acts as, or null when it may not proceed (answer 401). */
+  /**
+   * Who the request acts as, or null when it may not proceed (answer 401). A loopback client
+   * without a valid token is exempt (`local`) unless a proxy relayed the request
+   * (isRelayedRequest).
+   */
   async identify(req: Request, remoteAddr: string): Promise<Principal | null> {
     if (!this.#enabled) {
       return { name: ANONYMOUS_PRINCIPAL, address: remoteAddr, role: "admin" };
     }
     const entry = await this.#match(req);
     if (entry !== null) return { name: entry.name, address: remoteAddr, role: entry.role };
-    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr)) {
+    // A request a proxy on this host relayed comes from loopback for a client that is not.
+    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr) && !isRelayedRequest(req)) {
       return { name: LOCAL_PRINCIPAL, address: remoteAddr, role: "admin" };
     }
     return null;
