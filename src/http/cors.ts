@@ -19,6 +19,13 @@ export const CORS_ALLOW_METHODS = "GET, POST, OPTIONS";
 export const CORS_ALLOW_HEADERS = "Content-Type, Authorization, Last-Event-ID";
 
 /**
+ * The response headers a granted page may read beyond the CORS-safelisted ones (Fetch standard):
+ * `Retry-After`, which a 429 carries to say when a call may be sent again (docs/http-api.md,
+ * "Provider policies"). Without it a browser hands the page `null` for the header.
+ */
+export const CORS_EXPOSE_HEADERS = "Retry-After";
+
+/**
  * Distinct origins without a CORS grant that are logged, one line each; past it one more line says
  * that later ones are not (a page cannot make the log grow without bound by inventing origins).
  */
@@ -129,6 +136,7 @@ export class CorsPolicy {
     }
     out["access-control-allow-methods"] = CORS_ALLOW_METHODS;
     out["access-control-allow-headers"] = CORS_ALLOW_HEADERS;
+    if (!preflight) out["access-control-expose-headers"] = CORS_EXPOSE_HEADERS;
     if (this.#credentials) out["access-control-allow-credentials"] = "true";
     return out;
   }

@@ -97,6 +97,41 @@ Deno.test("POST /v0/call: a call sooner than min_interval_ms is 429 with Retry-A
   });
 });
 
+Deno.test("POST /v0/call from a page with a CORS grant: the 429's Retry-After is exposed to the page", async () => {
+  // A browser hands a cross-origin page only the CORS-safelisted response headers and those
+  // Access-Control-Expose-Headers lists (Fetch standard): Retry-After is not safelisted.
+  const origin = "http://localhost:3000";
+  const fx = await startHttpFixture({
+    config: {
+      providers: [policyProvider()],
+      pollingIntervalMs: 5000,
+      http: { corsAllowedOrigins: [origin] },
+    },
+  });
+  try {
+    const { port } = await fx.serve();
+    await fx.runtime.modes.request("MANUAL");
+    const post = () =>
+      fetch(`http://127.0.0.1:${port}/v0/call`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin },
+        body: JSON.stringify(callBody(1)),
+      });
+    const first = await post();
+    assert.equal(first.status, 200, await first.text());
+    const second = await post();
+    await second.body?.cancel();
+    assert.equal(second.status, 429);
+    assert.equal(second.headers.get("access-control-allow-origin"), origin);
+    assert.equal(second.headers.get("retry-after"), "1");
+    const exposed = (second.headers.get("access-control-expose-headers") ?? "")
+      .split(",").map((h) => h.trim().toLowerCase());
+    assert.ok(exposed.includes("retry-after"), `exposed: ${exposed.join(", ")}`);
+  } finally {
+    await fx.close();
+  }
+});
+
 Deno.test("POST /v0/call: allowed_modes and requires_lease refuse with 409, audited, not sent", async () => {
   await withServed(async (post, fx) => {
     const rt = fx.runtime;
