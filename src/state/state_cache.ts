@@ -174,6 +174,11 @@ interface MutableDeviceState {
   bounds: StalenessBounds;
   /** Poll-loop cycles still to skip before this device is polled again (0: polled next cycle). */
   skipCycles: number;
+  /**
+   * Its last read was answered and the answer vouches for it: it carried one of its polled
+   * signals and one of them is OK (readsAnswered). Until then it is polled every cycle.
+   */
+  readsAnswered: boolean;
   /** A pollDevice queued behind another poll and not started yet (joined, not repeated). */
   queuedPoll: Promise<void> | null;
 }
@@ -756,7 +761,8 @@ export class StateCache implements FreshReader {
    * intervals is polled every k-th cycle of the shared grid (counted, not timed: a cycle that
    * overran delays every device alike). A cycle with no device due sends nothing: a provider
    * whose devices all hint slowly is asked (and its liveness checked) at that pace. A device
-   * whose last read failed is polled every cycle until one is answered.
+   * whose last read failed, or carried none of its polled signals or none OK (readsAnswered), is
+   * polled every cycle until one answers well.
    * `everyDevice`: the priming pass of start(), which polls each device once whatever is due.
    */
   #pollProvider(host: ProviderHost, everyDevice = false): Promise<void> {
@@ -767,9 +773,10 @@ export class StateCache implements FreshReader {
     let due: MutableDeviceState[] | null = null;
     for (let i = 0; i < devices.length; i++) {
       const dev = devices[i]!;
-      // A device whose last read failed is polled every cycle until it answers: its outage is
-      // judged on consecutive failed reads (device_outage.ts), as fast as for any device.
-      if (dev.skipCycles > 0 && !everyDevice && dev.available) {
+      // A device whose last read failed, or was answered with none of its polled signals or
+      // none of them OK, is polled every cycle until it answers well: its outage is judged on
+      // consecutive failing reads (device_outage.ts), as fast as for any device.
+      if (dev.skipCycles > 0 && !everyDevice && dev.readsAnswered) {
         dev.skipCycles--; // not due this cycle
         due ??= devices.slice(0, i);
         continue;
@@ -993,6 +1000,7 @@ export class StateCache implements FreshReader {
       const stale = new SignalSample(kept.value, "STALE", kept.timestampMs, kept.receivedMono);
       this.#store(dev, pollable[i]!, slot, stale, now);
     }
+    dev.readsAnswered = readsAnswered(dev);
     if (!dev.available) {
       dev.available = true;
       this.#publishAvailability(dev, true, now);
@@ -1127,6 +1135,7 @@ export class StateCache implements FreshReader {
       const down = new SignalSample(s.value, "UNAVAILABLE", s.timestampMs, s.receivedMono);
       this.#store(dev, id, dev.slots.get(id)!, down, now);
     }
+    dev.readsAnswered = false;
     if (dev.available) {
       dev.available = false;
       this.#publishAvailability(dev, false, now);
@@ -1197,6 +1206,7 @@ export class StateCache implements FreshReader {
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         skipCycles: 0,
+        readsAnswered: prev?.readsAnswered ?? false,
         queuedPoll: null,
       });
     }
@@ -1237,6 +1247,24 @@ function unreachableDevices(entry: ReportedHealthEntry | undefined): string {
     if (d.state === WireDeviceState.UNREACHABLE) ids.push(d.device_id ?? "");
   }
   return ids.length === 0 ? "" : JSON.stringify(ids.sort());
+}
+
+/**
+ * Whether a device's last answered read vouches for it: it carried one of its polled signals
+ * (received at that read) and one of its polled signals is OK -- the reads DeviceOutages does not
+ * count as failing (device_outage.ts, readsFail). Allocates nothing.
+ */
+function readsAnswered(dev: MutableDeviceState): boolean {
+  let received = false;
+  let ok = false;
+  const pollable = dev.pollable;
+  for (let i = 0; i < pollable.length; i++) {
+    const s = dev.signals.get(pollable[i]!);
+    if (s === undefined) continue;
+    if (s.receivedMono === dev.lastPollMono) received = true;
+    if (s.quality === "OK") ok = true;
+  }
+  return received && ok;
 }
 
 /**

@@ -1323,7 +1323,9 @@ Deno.test("StateCache.setIntervalMs: a longer interval keeps the waiting cycle's
 Deno.test("StateCache.setIntervalMs: a longer interval cuts a slow device's skip count to its new period: its next read comes no later", async () => {
   // x hints 1 Hz: at 100 ms the device is read every 10th cycle; at 500 ms every 2nd.
   const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
-  const inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE, hint: 1 }] } } };
+  const inventory = {
+    devices: { d0: { signals: [{ id: "x", type: T.DOUBLE, hint: 1 }], values: [dbl("x", 1)] } },
+  };
   await withFixture(inventory, async (fx) => {
     const next = async () => {
       const due = clock.pendingDueTimes()[0]!;
