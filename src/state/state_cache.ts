@@ -144,6 +144,8 @@ interface SignalSlot {
   staleAfterMs: number;
   /** The cached sample (the same object as in `signals`); undefined before the first. */
   last: SignalState | undefined;
+  /** The answer (StateCache's count of applied answers) that last carried it: one per answer. */
+  answer: number;
 }
 
 interface MutableDeviceState {
@@ -197,7 +199,7 @@ export interface PollMetrics {
 /** Per provider: data-fault counters and a rate-limited log per kind. */
 interface ProviderDataFaults {
   readonly counts: DataFaultCounts;
-  readonly log: Readonly<Record<keyof DataFaultCounts | "skew", RateLimitedLog>>;
+  readonly log: Readonly<Record<keyof DataFaultCounts | "skew" | "duplicate", RateLimitedLog>>;
   readonly skew: TimestampSkew;
 }
 
@@ -249,7 +251,8 @@ export interface ReportedHealthEntry {
  * dropped; a value whose member disagrees with its `Value.type` or the declared type is refused
  * (quality FAULT, last good value kept); NaN/+/-Infinity are stored with quality FAULT; a declared
  * signal answered without a value keeps its place with the provider's quality. Each refusal is
- * counted per provider (health view) and logged at a bounded rate.
+ * counted per provider (health view) and logged at a bounded rate. An answer carrying a signal
+ * more than once is taken at its first sample of it (the others logged at a bounded rate).
  */
 export class StateCache implements FreshReader {
   readonly #opts: StateCacheOptions;
@@ -280,6 +283,8 @@ export class StateCache implements FreshReader {
   #running = false;
   #intervalMs: number;
   #staleness: StalenessBounds;
+  /** Answers applied (#applySamples): tells a signal an answer repeats (SignalSlot.answer). */
+  #answers = 0;
   /** Bumped whenever any signal's stale bound may have changed (readers cache the bound). */
   #boundsVersion = 0;
   /**
@@ -461,6 +466,7 @@ export class StateCache implements FreshReader {
         non_finite: limited(),
         undeclared_signal: limited(),
         skew: limited(),
+        duplicate: limited(),
       },
       skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
     });
@@ -948,6 +954,7 @@ export class StateCache implements FreshReader {
     dev.lastPollMs = now;
     dev.lastPollMono = mono;
     const slots = dev.slots;
+    const answer = ++this.#answers;
     for (let i = 0; i < batch.count; i++) {
       const signalId = batch.signalIds[i]!;
       const slot = slots.get(signalId);
@@ -956,6 +963,14 @@ export class StateCache implements FreshReader {
         continue;
       }
       if (!slot.polled) continue; // declared without a poll hint: never requested, not cached
+      // One sample per signal and answer, the first (as discovery keeps a signal's first
+      // declaration): taking each in turn would store, and publish, every one of them at every
+      // poll -- a value flapping between them though the answers do not change.
+      if (slot.answer === answer) {
+        this.#duplicate(dev, signalId);
+        continue;
+      }
+      slot.answer = answer;
       const kept = slot.last;
       const last = kept?.value;
       const value = batch.repeats(i, last) ? last! : batch.typedValue(i);
@@ -1037,6 +1052,14 @@ export class StateCache implements FreshReader {
       `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a sample of undeclared signal ${
         quoteId(signalId)
       } (${f.counts.undeclared_signal} so far)`,
+    );
+  }
+
+  #duplicate(dev: MutableDeviceState, signalId: string): void {
+    this.#faults.get(dev.providerId)!.log.duplicate.warn(
+      `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a second sample of signal ${
+        quoteId(signalId)
+      } in one answer; the first is kept`,
     );
   }
 
@@ -1178,6 +1201,7 @@ export class StateCache implements FreshReader {
           polled,
           staleAfterMs: Infinity,
           last: undefined,
+          answer: 0,
         });
       }
       const prev = old.get(id);

@@ -515,6 +515,24 @@ Deno.test("StateCache drops samples of undeclared signals and ignores declared s
   });
 });
 
+Deno.test("StateCache keeps the first sample of a signal an answer repeats: the value does not flap from poll to poll", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1), dbl("x", 2), dbl("x", 3)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 1 });
+    const updates = () =>
+      take(fx).flatMap((e) => e.kind === "state_update" ? [[e.signal_id, e.value]] : []);
+    assert.deepEqual(updates(), [["x", { type: "double", double: 1 }]]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(updates(), [], "the same answer again: nothing changed, nothing published");
+    assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 1 });
+    assert.match(
+      fx.lines.find((l) => l.includes("second sample"))!,
+      /^WARN .*p0\/d0: dropped a second sample of signal "x" in one answer; the first is kept$/,
+    );
+  });
+});
+
 Deno.test("StateCache.dataFaults is a copy, and zero for a provider it does not know", async () => {
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("ghost", 1)] } });
