@@ -1296,7 +1296,7 @@ function readsAnswered(dev: MutableDeviceState): boolean {
  * the sample's quality, except OK, which cannot vouch for a value it did not carry: a kept OK value
  * stays OK (it goes stale from its own receipt, as a signal left out of an answer does), a kept
  * value that was not OK (FAULT, UNAVAILABLE, STALE: it predates what made it so) is STALE, never
- * good again until a value comes.
+ * good again until a value comes. Without a value to keep, OK vouches for nothing: UNAVAILABLE.
  */
 function withoutValue(
   last: SignalState | undefined,
@@ -1308,7 +1308,8 @@ function withoutValue(
     const kept = quality !== "OK" ? quality : last.quality === "OK" ? "OK" : "STALE";
     return new SignalSample(last.value, kept, last.timestampMs, last.receivedMono);
   }
-  return new SignalSample(null, quality, timestampMs, receivedMono);
+  const q = quality === "OK" ? "UNAVAILABLE" : quality;
+  return new SignalSample(null, q, timestampMs, receivedMono);
 }
 
 /**

@@ -359,6 +359,23 @@ Deno.test("StateCache: a sample without a value at quality OK does not make a fa
   });
 });
 
+Deno.test("StateCache: a sample without a value at quality OK, with no value to keep, is not OK", async () => {
+  await withFixture(D0, async (fx) => {
+    // The provider answers x at OK but never with a value: nothing is vouched for.
+    await fx.program("d0", { read: { values: [{ id: "x", quality: Q.OK }] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const s = fx.cache.signal("p0", "d0", "x")!;
+    assert.equal(s.value, null);
+    assert.equal(s.quality, "UNAVAILABLE", "no value to call OK");
+    assert.equal(fx.cache.qualityNow("p0", "d0", "x", s), "UNAVAILABLE");
+    assert.equal(fx.cache.deviceQuality(fx.cache.device("p0", "d0")!), "UNAVAILABLE");
+    // A value makes it OK.
+    await fx.program("d0", { read: { values: [dbl("x", 2)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    assert.equal(fx.cache.signal("p0", "d0", "x")!.quality, "OK");
+  });
+});
+
 Deno.test("StateCache refuses a value whose member disagrees with the declared type or its own Value.type", async () => {
   const inventory = {
     devices: {
