@@ -700,14 +700,16 @@ export class StateCache implements FreshReader {
         { device_id: deviceId, signal_ids: [...signalIds] },
         timeout,
       );
-      // Keyed by signal id as answered; only the ones asked for are ever looked up.
+      // Keyed by signal id as answered; only the ones asked for are ever looked up. A signal the
+      // answer repeats is taken at its first sample, as a poll stores it (#applySamples).
       const samples = new Map<string | undefined, FreshSample>();
-      r.values?.forEach((sv) =>
+      r.values?.forEach((sv) => {
+        if (samples.has(sv.signal_id)) return;
         samples.set(sv.signal_id, {
           value: typedValueFromWire(sv.value),
           quality: qualityFromWire(sv.quality),
-        })
-      );
+        });
+      });
       return { ok: true, samples };
     } catch (err) {
       const e = toRuntimeError(err);

@@ -550,6 +550,18 @@ Deno.test("StateCache keeps the first sample of a signal an answer repeats: the 
   });
 });
 
+Deno.test("StateCache.readFresh takes the first sample of a signal an answer repeats, as the cache does", async () => {
+  await withFixture(D0, async (fx) => {
+    await fx.program("d0", { read: { values: [dbl("x", 1), dbl("x", 0)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    const read = await fx.cache.readFresh("p0", "d0", ["x"], 5000);
+    assert.ok(read.ok);
+    // The e-stop's read-back (safety/verify.ts) sees what GET /v0/state shows, not another sample.
+    assert.deepEqual(read.samples.get("x")?.value, fx.cache.signal("p0", "d0", "x")?.value);
+    assert.deepEqual(read.samples.get("x")?.value, { type: "double", double: 1 });
+  });
+});
+
 Deno.test("StateCache.dataFaults is a copy, and zero for a provider it does not know", async () => {
   await withFixture(D0, async (fx) => {
     await fx.program("d0", { read: { values: [dbl("ghost", 1)] } });
