@@ -276,8 +276,11 @@ export class StateCache implements FreshReader {
   readonly #discoveryWarnings = new Map<string, readonly string[]>();
   /** provider id -> its poll queue (ReadSignals one at a time). */
   readonly #pollQueues = new Map<string, PollQueue>();
-  /** An array, not a Set: iterating it by index allocates nothing on the poll path. */
-  readonly #polledListeners: DevicePolledListener[] = [];
+  /**
+   * An array, not a Set: iterating it by index allocates nothing on the poll path. Replaced, never
+   * changed in place, by (un)subscribing: a notification in progress tells the list it began with.
+   */
+  #polledListeners: readonly DevicePolledListener[] = [];
   readonly #unreachableListeners: ReportedUnreachableListener[] = [];
   readonly #listenerErrors: RateLimitedLog;
   #running = false;
@@ -569,13 +572,14 @@ export class StateCache implements FreshReader {
   /**
    * Subscribes to every poll of every device (see DevicePolledListener); returns the
    * unsubscribe function. Listeners run in subscription order, synchronously, right after the
-   * poll's samples (and their events) are stored.
+   * poll's samples (and their events) are stored: those subscribed when the poll's telling began
+   * (one that unsubscribes, or subscribes another, while told changes nothing of it).
    */
   onDevicePolled(listener: DevicePolledListener): () => void {
-    this.#polledListeners.push(listener);
+    this.#polledListeners = [...this.#polledListeners, listener];
     return () => {
       const i = this.#polledListeners.indexOf(listener);
-      if (i >= 0) this.#polledListeners.splice(i, 1);
+      if (i >= 0) this.#polledListeners = this.#polledListeners.toSpliced(i, 1);
     };
   }
 

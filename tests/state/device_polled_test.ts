@@ -63,3 +63,29 @@ Deno.test("StateCache keeps polling and telling other listeners when one throws,
     await fx.close();
   }
 });
+
+Deno.test("StateCache.onDevicePolled: a listener that unsubscribes or subscribes another while told changes nothing of that poll's telling", async () => {
+  const fx = await startProgrammable({
+    devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] } },
+  }, { inProcess: true });
+  try {
+    const seen: string[] = [];
+    const once = fx.cache.onDevicePolled(() => {
+      seen.push("once");
+      once(); // told once, then gone
+      fx.cache.onDevicePolled(() => seen.push("late"));
+    });
+    fx.cache.onDevicePolled(() => seen.push("next"));
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(
+      seen,
+      ["once", "next"],
+      "the next listener is told; the late one from the next poll",
+    );
+    seen.length = 0;
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(seen, ["next", "late"]);
+  } finally {
+    await fx.close();
+  }
+});
