@@ -305,7 +305,8 @@ export class ProviderRegistry {
 
   /**
    * Starts every provider concurrently; all must be up within `timeoutMs` (fail-fast: on any
-   * failure the others are stopped and the error names each provider that failed).
+   * failure the others are stopped and the error names each provider that failed, with its
+   * reason, also when the deadline came first).
    */
   async startAll(timeoutMs: number, stopBudgetMs: number): Promise<void> {
     const results = this.hosts.map((h) =>
@@ -318,13 +319,24 @@ export class ProviderRegistry {
     const outcome = await raceTimeout(this.#deps.clock, all, timeoutMs, "timeout" as const);
     if (outcome === "timeout") {
       // Said before they are stopped: what they last wrote usually says why they are not ready.
-      const pending = this.hosts.filter((h) => !h.available).map(describeNotReady);
+      // One whose start already failed is named with its reason, not as merely not ready: that
+      // reason (a command not found, another protocol) is why start-up fails.
+      const pending = this.hosts.filter((h) => !h.available && h.startError === null).map(
+        describeNotReady,
+      );
+      const failed = this.hosts.filter((h) => h.startError !== null).map((h) =>
+        `${h.id}: ${h.startError}`
+      );
       await this.stopAll(stopBudgetMs);
       await all;
+      const said = [
+        pending.join(", "),
+        failed.length === 0 ? "" : `provider start failed: ${failed.join("; ")}`,
+      ].filter((s) => s !== "");
       throw new RuntimeError(
         "DEADLINE_EXCEEDED",
         `providers not ready within runtime.startup_timeout_ms (${timeoutMs} ms): ${
-          pending.join(", ")
+          said.join("; ")
         }`,
       );
     }

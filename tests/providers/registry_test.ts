@@ -506,6 +506,27 @@ Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready 
   }
 });
 
+Deno.test("ProviderRegistry.startAll at its deadline names a provider that already failed with its reason, not as not ready", async () => {
+  const mixed = await registryOf([
+    { ...OK_INVENTORY, hello: { protocol: "old" } },
+    { ...OK_INVENTORY, hello: { hang: true } },
+  ]);
+  try {
+    await assert.rejects(mixed.registry.startAll(1500, 1000), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, "DEADLINE_EXCEEDED");
+      assert.match(
+        e.message,
+        /^providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p1; provider start failed: p0: provider speaks protocol 'old', expected '\w+'$/,
+      );
+      return true;
+    });
+    assert.deepEqual(mixed.pids.filter(processAlive), [], "every provider process ended first");
+  } finally {
+    await mixed.close();
+  }
+});
+
 Deno.test("ProviderRegistry.reconcile ends a changed provider's old process before its successor is added, and does not count a successor that fails as restarted", async () => {
   const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 500 }]);
   try {
