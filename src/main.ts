@@ -321,6 +321,7 @@ function readConfigFile(absPath: string, mode: "check" | "start", strict: boolea
     // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
     fileExists: memoized(isFile),
     pathKind,
+    fileMode,
     commandExists: memoized(isOnPath),
     cwd: Deno.cwd(),
   });
@@ -416,6 +417,15 @@ function pathKind(absPath: string): string | null {
   try {
     const info = Deno.statSync(absPath);
     return info.isFile ? null : fileKind(info);
+  } catch {
+    return null;
+  }
+}
+
+/** The permission bits of the file at a path; null when they cannot be read. */
+function fileMode(absPath: string): number | null {
+  try {
+    return Deno.statSync(absPath).mode;
   } catch {
     return null;
   }

@@ -82,7 +82,9 @@ Deno.test("runtime --check-config --strict passes when the machine has everythin
     "bin/provider": "#!/bin/sh\n",
     "trees/main.xml": TREE,
   }, async (dir) => {
-    // Everything includes TLS files a start can serve (their contents are checked too).
+    // Everything includes TLS files a start can serve (their contents are checked too) and a
+    // provider command that can be executed.
+    await Deno.chmod(`${dir}/bin/provider`, 0o755);
     await Deno.mkdir(`${dir}/tls`);
     await selfSignedCert(`${dir}/tls`, 30);
     const yaml = AWAY.replace("no-such-provider-on-path", "sh");
@@ -93,6 +95,24 @@ Deno.test("runtime --check-config --strict passes when the machine has everythin
     });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(r.stdout, "away.yaml: 0 errors, 0 warnings\n");
+  });
+});
+
+Deno.test("runtime --check-config --strict refuses a provider command file that is not executable, naming its key at its line", async () => {
+  const yaml = `providers:\n  - id: p0\n    command: bin/provider\n${safetySection()}`;
+  await withFiles({ "x.yaml": yaml, "bin/provider": "#!/bin/sh\n" }, async (dir) => {
+    await Deno.chmod(`${dir}/bin/provider`, 0o644);
+    const r = await runCli(["--check-config", "x.yaml", "--strict"], { cwd: dir });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      /^x\.yaml:3:5: error: providers\[0\]\.command: is not executable: .*\/bin\/provider \(mode 0644\)\n/,
+    );
+    assert.match(r.stdout, /\nx\.yaml: 1 error, 0 warnings\n$/);
+    // Executable, it passes.
+    await Deno.chmod(`${dir}/bin/provider`, 0o755);
+    const ok = await runCli(["--check-config", "x.yaml", "--strict"], { cwd: dir });
+    assert.equal(ok.code, 0, ok.stdout + ok.stderr);
   });
 });
 

@@ -53,6 +53,8 @@ export interface SemanticContext {
   readonly fileExists: (absPath: string) => boolean;
   /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
   readonly pathKind?: (absPath: string) => string | null;
+  /** The permission bits of the regular file at a path; null when unknown. */
+  readonly fileMode?: (absPath: string) => number | null;
   readonly commandExists: (command: string) => boolean;
   readonly cwd: string;
   readonly configPath: string;
@@ -511,7 +513,9 @@ function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
  * A command containing `/` is a path, resolved against the config folder; a bare name is looked up
  * on PATH when the provider starts. A missing command is an environment problem (configs are
  * often checked on a build machine without the provider binaries); at start it stays a warning,
- * the start-up failure (exit 3) naming the provider says the rest.
+ * the start-up failure (exit 3) naming the provider says the rest. So is a path to a file no one
+ * may execute (a copy that lost its mode): a bare name on PATH must be executable to count as
+ * found, and a path is held to the same.
  */
 function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   const c = ctx.checker;
@@ -521,6 +525,13 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   if (command.includes("/")) {
     const abs = resolvePath(ctx.configDir, command);
     if (!ctx.fileExists(abs)) environmentProblem(ctx, path, notAFile(ctx, abs), "warning");
+    else {
+      const mode = ctx.fileMode?.(abs) ?? null;
+      if (mode !== null && (mode & 0o111) === 0) {
+        const octal = (mode & 0o7777).toString(8).padStart(4, "0");
+        environmentProblem(ctx, path, `is not executable: ${abs} (mode ${octal})`, "warning");
+      }
+    }
     return abs;
   }
   if (!ctx.commandExists(command)) {

@@ -52,6 +52,8 @@ export interface LoadConfigOptions {
   readonly fileExists: (absPath: string) => boolean;
   /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
   readonly pathKind?: (absPath: string) => string | null;
+  /** The permission bits of the regular file at an absolute path; null when unknown. */
+  readonly fileMode?: (absPath: string) => number | null;
   /** Whether a bare command name is found on PATH. */
   readonly commandExists: (command: string) => boolean;
   /** Working directory (the default data_dir lives under it). */
@@ -186,6 +188,7 @@ function parseAndValidate(
     ...(options.secretEnv ? { secretEnv: options.secretEnv } : {}),
     fileExists: options.fileExists,
     ...(options.pathKind ? { pathKind: options.pathKind } : {}),
+    ...(options.fileMode ? { fileMode: options.fileMode } : {}),
     commandExists: options.commandExists,
     cwd: options.cwd,
     configPath: options.path,
