@@ -34,6 +34,13 @@ import { hostCheckOf, hostUnmet } from "./host_check.ts";
 export const CLIENT_NAME = "anolis-runtime";
 /** Bound on provider stderr lines logged per second; the rest is counted and summarised. */
 export const STDERR_LINES_PER_SECOND = 20;
+/**
+ * Bound on the stderr lines stating WARN or ERROR (stderrLineLevel) logged per second, counted
+ * apart from the others: a provider's flood of chatty lines (DEBUG ones the runtime may not even
+ * show) must not suppress its warnings and errors, as the process log keeps room for those
+ * (LOG_QUEUE_WARN_RESERVE_BYTES). The rest is counted and summarised with the others.
+ */
+export const STDERR_WARN_LINES_PER_SECOND = 20;
 /** Longest stderr line kept (longer lines are cut). */
 const STDERR_MAX_LINE = 2000;
 /** A provider's last stderr lines quoted in its start-up failure message (its last words). */
@@ -489,7 +496,8 @@ export class ProviderSession {
     const log = this.#deps.log;
     const clock = this.#deps.clock;
     let windowStart = clock.monoMs();
-    let inWindow = 0;
+    let inWindow = 0; // lines stating no level or INFO/DEBUG
+    let warnInWindow = 0; // lines stating WARN or ERROR
     let suppressed = 0;
     let notice: TimerId | undefined;
     // The count is reported when the window closes, even if the provider then stays silent.
@@ -507,15 +515,20 @@ export class ProviderSession {
       if (now - windowStart >= 1000) {
         windowStart = now;
         inWindow = 0;
+        warnInWindow = 0;
       }
-      if (++inWindow > STDERR_LINES_PER_SECOND) {
+      const level = stderrLineLevel(raw) ?? "info";
+      const over = level === "warn" || level === "error"
+        ? ++warnInWindow > STDERR_WARN_LINES_PER_SECOND
+        : ++inWindow > STDERR_LINES_PER_SECOND;
+      if (over) {
         if (suppressed++ === 0) {
           notice = clock.setTimer(report, Math.max(1, 1000 - (now - windowStart)));
         }
         return;
       }
       const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}\u2026` : raw;
-      if (line.trim()) log[stderrLineLevel(line) ?? "info"](`stderr: ${line}`);
+      if (line.trim()) log[level](`stderr: ${line}`);
     };
     try {
       await readLines(stream, onLine);

@@ -14,6 +14,7 @@ import {
   STDERR_LINES_PER_SECOND,
   STDERR_READ_BYTES,
   STDERR_TAIL_LINES,
+  STDERR_WARN_LINES_PER_SECOND,
   stderrLineLevel,
 } from "../../src/providers/mod.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
@@ -228,6 +229,43 @@ Deno.test("ProviderSession rate-limits stderr per one-second window and logs aga
     assert.deepEqual(notices.map((l) => l.split("] ")[1]), [
       `${25 - STDERR_LINES_PER_SECOND} stderr lines suppressed (rate limit)`,
     ]);
+  } finally {
+    await session.terminate(2000);
+  }
+});
+
+Deno.test("ProviderSession: a flood of chatty stderr lines does not suppress the provider's warnings and errors, which are bounded apart", async () => {
+  const lines: string[] = [];
+  // A provider logging every frame at DEBUG (the runtime logs at INFO: none of them is shown),
+  // then an error and a warning, then a flood of errors, all within one window of the clock.
+  const cfg = {
+    ...simProvider("chatty"),
+    command: "sh",
+    args: [
+      "-c",
+      'for i in $(seq 1 25); do echo "DEBUG frame $i" >&2; done;' +
+      ' echo "INFO polled" >&2; echo "ERROR i2c bus: no such device" >&2;' +
+      ' echo "WARN retrying" >&2; for i in $(seq 1 25); do echo "ERROR e$i" >&2; done;' +
+      " exec cat >/dev/null",
+    ],
+  };
+  const clock = new ManualClock();
+  const session = new ProviderSession(cfg, "sh", {
+    spawn: spawnProcess,
+    log: capturingLogger({ lines, level: "info", now: () => 0 }).log.child("chatty"),
+    clock,
+    cwd: Deno.cwd(),
+  });
+  try {
+    await waitFor("every line read", () => session.stderrTail.at(-1) === "ERROR e25", 5000);
+    const logged = lines.filter((l) => l.includes("stderr: "));
+    assert.deepEqual(logged.map((l) => l.split("stderr: ")[1]), [
+      "ERROR i2c bus: no such device",
+      "WARN retrying",
+      ...Array.from({ length: STDERR_WARN_LINES_PER_SECOND - 2 }, (_, i) => `ERROR e${i + 1}`),
+    ]);
+    assert.match(logged[0]!, /^ERROR /);
+    assert.match(logged[1]!, /^WARN /);
   } finally {
     await session.terminate(2000);
   }
