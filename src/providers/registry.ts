@@ -364,8 +364,12 @@ export class ProviderRegistry {
   }
 }
 
-/** A provider that is not ready, for a start-up failure: its id and its last stderr lines. */
+/**
+ * A provider that is not ready, for a start-up failure: its id and why its start failed (which
+ * quotes its last stderr lines), or, while it is still starting, its last stderr lines.
+ */
 export function describeNotReady(host: ProviderHost): string {
+  if (host.startError !== null) return `${host.id} (start failed: ${host.startError})`;
   const last = lastStderrLines(host.stderrTail);
   return last === "" ? host.id : `${host.id} (${last})`;
 }

@@ -7,7 +7,7 @@ import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { describeNotReady, ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 
@@ -524,6 +524,21 @@ Deno.test("ProviderRegistry.startAll at its deadline names a provider that alrea
     assert.deepEqual(mixed.pids.filter(processAlive), [], "every provider process ended first");
   } finally {
     await mixed.close();
+  }
+});
+
+Deno.test("describeNotReady names a provider whose start failed with its reason (the start-up timeout's log line quotes it)", async () => {
+  const r = await registryOf([{ ...OK_INVENTORY, hello: { protocol: "old" } }, OK_INVENTORY]);
+  try {
+    const [failed, notStarted] = r.registry.hosts;
+    await assert.rejects(failed!.start(), /provider speaks protocol 'old'/);
+    assert.match(
+      describeNotReady(failed!),
+      /^p0 \(start failed: provider speaks protocol 'old', expected '\w+'\)$/,
+    );
+    assert.equal(describeNotReady(notStarted!), "p1");
+  } finally {
+    await r.close();
   }
 });
 
