@@ -15,6 +15,7 @@ import {
   type Clock,
   type DeviceCapabilities,
   errorMessage,
+  type FunctionSpec,
   type Logger,
   type LogLevel,
   type ProviderProcess,
@@ -126,6 +127,42 @@ function firstDeclarations(signals: readonly SignalSpec[]): SignalSpec[] {
     seen.add(s.signalId);
     return true;
   });
+}
+
+/**
+ * The function ids a device's functions declare more than once, with the names declaring each,
+ * and the functions with every one sharing an id that another declaration of it actuates made
+ * actuating. A call selects a function by its id (the first declaring it) or by its name, while
+ * the provider runs what its own table maps the id to: a READ and an ACTUATE function under one
+ * id would let a call by that id pass the e-stop latch and the mode gate as a read. Taken as
+ * actuating, every declaration of the id is gated as the one that may run.
+ */
+function functionIdsDeclaredTwice(
+  functions: DeviceCapabilities["functions"],
+): {
+  twice: { functionId: number; names: string[] }[];
+  functions: DeviceCapabilities["functions"];
+} {
+  const byId = new Map<number, FunctionSpec[]>();
+  for (const f of functions) {
+    const same = byId.get(f.functionId);
+    if (same) same.push(f);
+    else byId.set(f.functionId, [f]);
+  }
+  const twice: { functionId: number; names: string[] }[] = [];
+  const actuatingIds = new Set<number>();
+  for (const [functionId, same] of byId) {
+    if (same.length < 2) continue;
+    twice.push({ functionId, names: same.map((f) => f.name) });
+    if (same.some((f) => f.actuating)) actuatingIds.add(functionId);
+  }
+  if (twice.length === 0) return { twice, functions };
+  return {
+    twice,
+    functions: functions.map((f) =>
+      actuatingIds.has(f.functionId) && !f.actuating ? { ...f, actuating: true } : f
+    ),
+  };
 }
 
 /**
@@ -441,11 +478,20 @@ export class ProviderSession {
           "the first declaration is kept",
         );
       }
+      const shared = functionIdsDeclaredTwice(args.functions);
+      for (const { functionId, names } of shared.twice) {
+        warn(
+          `DescribeDevice ${quote(id)} declares function_id ${functionId} more than once (${
+            names.map(quote).join(", ")
+          })`,
+          "a call by that id is taken as actuating",
+        );
+      }
       out.push(
-        twice.length === 0 && args.twice.length === 0 ? caps : {
+        twice.length === 0 && args.twice.length === 0 && shared.twice.length === 0 ? caps : {
           ...caps,
           signals: firstDeclarations(caps.signals),
-          functions: args.functions,
+          functions: shared.functions,
         },
       );
     }

@@ -273,3 +273,34 @@ Deno.test("An argument a function declares twice: the first declaration is kept,
     await fx.close();
   }
 });
+
+Deno.test("A function_id two functions declare, one of them actuating: both are taken as actuating, with a warning", async () => {
+  // A call selects a function by its id (the first declaring it) or by its name: a READ and an
+  // ACTUATE function sharing an id made a call by that id pass the e-stop latch and the mode gate
+  // as a read, though the provider may run the actuating one.
+  const fx = await startProgrammable({
+    devices: {
+      a: {
+        signals: [{ id: "x", type: T.DOUBLE }],
+        functions: [
+          { function_id: 7, name: "read_temp", policy: { category: 1 }, args: [] },
+          { function_id: 7, name: "heater_on", policy: { category: 3 }, args: [] },
+          { function_id: 8, name: "read_other", policy: { category: 1 }, args: [] },
+        ],
+      },
+    },
+  });
+  try {
+    const fns = fx.registry.capabilities("p0", "a")!.functions;
+    assert.deepEqual(
+      fns.filter((f) => f.functionId >= 7).map((f) => [f.functionId, f.name, f.actuating]),
+      [[7, "read_temp", true], [7, "heater_on", true], [8, "read_other", false]],
+    );
+    assert.deepEqual(fx.host.session!.discoveryWarnings, [
+      'DescribeDevice "a" declares function_id 7 more than once ("read_temp", "heater_on"); ' +
+      "a call by that id is taken as actuating",
+    ]);
+  } finally {
+    await fx.close();
+  }
+});
