@@ -484,6 +484,10 @@ function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
     if (id.includes("/")) {
       // A device handle is `provider/device`: an id with "/" makes every handle of it ambiguous.
       c.error([...pp, "id"], `'${id}' must not contain '/' (a device handle is provider/device)`);
+    } else if (id === "." || id === "..") {
+      // As a device id (discovery skips those): a client resolves `/v0/state/./x` to
+      // `/v0/state/x`, so no route could name the provider.
+      c.error([...pp, "id"], `'${id}' cannot be a URL path segment (clients remove it from paths)`);
     } else if (id !== "") {
       const first = firstById.get(id);
       if (first !== undefined) {

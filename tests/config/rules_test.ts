@@ -431,6 +431,17 @@ providers:
     expect: ["error providers[0].id @2"],
   },
   {
+    name: "a provider id '.' or '..' is an error (a URL path segment a client normalizes away)",
+    yaml: `
+providers:
+  - id: "."
+    command: prov
+  - id: ".."
+    command: prov
+`,
+    expect: ["error providers[0].id @2", "error providers[1].id @4"],
+  },
+  {
     name: "duplicate provider ids are an error at the second id",
     yaml: `
 providers:
