@@ -25,7 +25,7 @@ import {
 import type { ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import { hostCheckOf } from "./host_check.ts";
-import { ProviderSession } from "./provider_session.ts";
+import { ProviderSession, providerText } from "./provider_session.ts";
 import type { SpawnQueue } from "./spawn_queue.ts";
 import {
   INITIAL_SUPERVISOR_STATE,
@@ -42,6 +42,8 @@ import {
  * declared unresponsive and restarted. One slow call never counts: only liveness probes do.
  */
 export const LIVENESS_FAILURE_LIMIT = 2;
+/** Device ids the `up:` line names (each cut as providerText); the rest are counted. */
+export const MAX_LOGGED_DEVICE_IDS = 20;
 
 export interface ProviderHostDeps {
   readonly spawn: SpawnFn;
@@ -444,8 +446,14 @@ export class ProviderHost {
         }`,
       );
     } else {
+      const named = devices.slice(0, MAX_LOGGED_DEVICE_IDS).map((d) =>
+        providerText(d.device.deviceId)
+      );
+      const more = devices.length - named.length;
       this.#log.info(
-        `up: ${devices.length} device(s): ${devices.map((d) => d.device.deviceId).join(", ")}`,
+        `up: ${devices.length} device(s): ${named.join(", ")}${
+          more > 0 ? ` and ${more} more` : ""
+        }`,
       );
     }
     // Listeners are told once the provider counts as up (one reading it sees it up), and before

@@ -372,7 +372,7 @@ export class ProviderSession {
       throw new RuntimeError(
         "FAILED_PRECONDITION",
         `provider speaks protocol '${
-          hello.protocol_version ?? ""
+          providerText(hello.protocol_version ?? "")
         }', expected '${ADPP_PROTOCOL_VERSION}'`,
       );
     }
@@ -382,7 +382,9 @@ export class ProviderSession {
       metadata: { ...(hello.metadata ?? {}) },
     };
     this.#deps.log.info(
-      `hello: ${this.hello.providerName} ${this.hello.providerVersion} (pid ${this.pid})`,
+      `hello: ${providerText(this.hello.providerName)} ${
+        providerText(this.hello.providerVersion)
+      } (pid ${this.pid})`,
     );
     if (this.hello.metadata["supports_wait_ready"] === "true") {
       const ready = await this.request("wait_ready", {
@@ -674,7 +676,13 @@ function wrap(err: unknown, what: string): RuntimeError {
 
 /** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */
 function quote(id: string): string {
-  return JSON.stringify(
-    id.length > WARNING_ID_CHARS ? `${id.slice(0, WARNING_ID_CHARS)}\u2026` : id,
-  );
+  return JSON.stringify(providerText(id));
+}
+
+/**
+ * Text a provider supplies (a name, a version, an id) as a log line or message quotes it: cut to
+ * WARNING_ID_CHARS, so that what a provider says cannot make one line of any length.
+ */
+export function providerText(text: string): string {
+  return text.length > WARNING_ID_CHARS ? `${text.slice(0, WARNING_ID_CHARS)}\u2026` : text;
 }

@@ -863,3 +863,17 @@ Deno.test("ProviderHost.stop during a restart's discovery: the answers that stil
     }
   }, { restart: { backoffMs: [0, 0, 0] }, spawn }).finally(() => timers.close());
 });
+
+Deno.test("ProviderHost's start-up lines quote what a provider says cut to a bound: its Hello name and version, and at most 20 device ids", async () => {
+  const devices: Record<string, { signals: { id: string; type: number }[] }> = {};
+  for (let i = 0; i < 30; i++) devices[`dev${i}`] = { signals: [{ id: "x", type: T.DOUBLE }] };
+  const long = "n".repeat(5000);
+  await withFixture({ hello: { name: long, version: long }, devices }, (fx) => {
+    const hello = fx.lines.find((l) => l.includes("hello: "))!;
+    assert.ok(hello.length < 400, `the hello line is ${hello.length} characters`);
+    assert.match(hello, /hello: n{80}\u2026 n{80}\u2026 \(pid \d+\)$/);
+    const up = fx.lines.find((l) => l.includes("up: 30 device(s)"))!;
+    assert.match(up, /up: 30 device\(s\): dev0, dev1, .*, dev19 and 10 more$/);
+    return Promise.resolve();
+  });
+});
