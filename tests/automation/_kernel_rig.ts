@@ -23,16 +23,28 @@ export const MOTOR_ARGS: Record<string, TypedValue> = { motor_index: tv.i(1), du
  * Runs `fn` over a started runtime (automationConfig with `o`; MANUAL with `arm`) whose tree
  * sleeps for a minute; stops it and removes the tree afterwards, whatever `fn` did.
  */
-export async function withIdleTree(
+export function withIdleTree(
   fn: (rt: Kernel, engine: AutomationEngine) => Promise<void>,
+  o: AutomationConfigOptions & { arm?: boolean } = {},
+): Promise<void> {
+  return withTree(`<Sleep msec="60000" />`, (rt) => fn(rt, rt.automation!), o);
+}
+
+/**
+ * Runs `fn` over a started runtime (automationConfig with `o`; MANUAL with `arm`) whose tree is
+ * `body` (the main tree's content, treeXml); stops it and removes the tree afterwards.
+ */
+export async function withTree(
+  body: string,
+  fn: (rt: Kernel) => Promise<void>,
   o: AutomationConfigOptions & { arm?: boolean } = {},
 ): Promise<void> {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const tree = await dir.write("tree.xml", treeXml(body));
     const rt = await startRuntime(automationConfig(tree, o), { arm: o.arm === true });
     try {
-      await fn(rt, rt.automation!);
+      await fn(rt);
     } finally {
       await rt.stop();
     }

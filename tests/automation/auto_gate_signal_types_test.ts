@@ -7,26 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
-import { startRuntime } from "../helpers/kernel.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
-
-async function withTree(
-  body: string,
-  fn: (rt: Awaited<ReturnType<typeof startRuntime>>) => Promise<void>,
-) {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("types.xml", treeXml(body));
-    const rt = await startRuntime(automationConfig(tree), { arm: true });
-    try {
-      await fn(rt);
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
-}
+import { withTree } from "./_kernel_rig.ts";
 
 const READ = (signal: string, value: string) =>
   `<ReadSignal device_handle="sim0/analogsensor0" signal_id="${signal}" value="${value}" />`;
@@ -39,12 +20,13 @@ Deno.test("AUTO is refused when one blackboard entry is written by ReadSignals o
         assert.equal(e.code, "FAILED_PRECONDITION");
         assert.match(
           e.message,
-          /^refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at .*types\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at .*types\.xml:\d+:\d+/,
+          /^refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at .*tree\.xml:\d+:\d+/,
         );
         return true;
       });
       assert.equal(rt.modes.current(), "MANUAL");
     },
+    { arm: true },
   );
 });
 
@@ -56,10 +38,11 @@ Deno.test("AUTO is refused when a ReadSignal writes a string signal into an entr
     async (rt) => {
       await assert.rejects(
         rt.modes.request("AUTO"),
-        /refusing AUTO: the behavior tree writes blackboard entry 'q' with GetParameter \(double\) at .*types\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at /,
+        /refusing AUTO: the behavior tree writes blackboard entry 'q' with GetParameter \(double\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at /,
       );
       assert.equal(rt.modes.current(), "MANUAL");
     },
+    { arm: true },
   );
 });
 
@@ -72,5 +55,6 @@ Deno.test("AUTO is admitted when ReadSignals of one kind share an entry, and whe
       await rt.modes.request("AUTO");
       assert.equal(rt.modes.current(), "AUTO");
     },
+    { arm: true },
   );
 });
