@@ -321,7 +321,7 @@ function readConfigFile(absPath: string, mode: "check" | "start", strict: boolea
     // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
     fileExists: memoized(isFile),
     pathKind,
-    fileMode,
+    fileMode: memoized(fileMode),
     commandExists: memoized(isOnPath),
     cwd: Deno.cwd(),
   });
@@ -395,11 +395,12 @@ function printDiagnostics(diagnostics: readonly Diagnostic[], write: (text: stri
 }
 
 /** `fn` with its answers kept per argument, for the duration of one command. */
-function memoized(fn: (arg: string) => boolean): (arg: string) => boolean {
-  const answers = new Map<string, boolean>();
+function memoized<T>(fn: (arg: string) => T): (arg: string) => T {
+  const answers = new Map<string, T>();
   return (arg) => {
-    let answer = answers.get(arg);
-    if (answer === undefined) answers.set(arg, answer = fn(arg));
+    if (answers.has(arg)) return answers.get(arg) as T;
+    const answer = fn(arg);
+    answers.set(arg, answer);
     return answer;
   };
 }
