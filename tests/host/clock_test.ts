@@ -28,13 +28,16 @@ Deno.test("hostTimers chains timers past its bound: the chain fires once, after 
   const timers = hostTimers(10);
   let fired = 0;
   const done = Promise.withResolvers<void>();
+  const start = performance.now();
   timers.setTimer(() => {
     fired++;
     done.resolve();
-  }, 35);
-  // A 20 ms timer set after it falls due first: the chain's first 10 ms link did not run it.
+  }, 100);
+  // A 20 ms timer set after it falls due first: the chain's first 10 ms links did not run it --
+  // unless the process was held up past the whole delay meanwhile (a loaded machine), when
+  // running it is right.
   await after(timers, 20);
-  assert.equal(fired, 0);
+  if (performance.now() - start < 100) assert.equal(fired, 0);
   await done.promise;
   await after(timers, 30);
   assert.equal(fired, 1, "once");
