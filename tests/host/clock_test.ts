@@ -43,9 +43,13 @@ Deno.test("hostTimers chains timers past its bound: the chain fires once, after 
   assert.equal(fired, 1, "once");
 
   let cleared = false;
-  const stopped = timers.setTimer(() => (cleared = true), 30);
+  const set = performance.now();
+  const stopped = timers.setTimer(() => (cleared = true), 100);
   await after(timers, 15); // past its first link: a later link is pending
   timers.clearTimer(stopped);
-  await after(timers, 40);
-  assert.equal(cleared, false);
+  // Cleared before its whole delay ran out (a loaded machine may hold the process up past it,
+  // when running it was right; a timer may fire up to a millisecond early): it never fires.
+  const clearedBeforeDue = performance.now() - set < 98;
+  await after(timers, 120);
+  if (clearedBeforeDue) assert.equal(cleared, false);
 });
