@@ -244,9 +244,12 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     c.warning([...P, "max_connections"], `${maxConnections} ${short.text}`);
   }
   const envToken = ctx.env.RUNTIME_API_TOKEN ?? "";
+  // A token no client can send admits nobody while auth is on; while it is off tokens are ignored.
+  const unsendableProblem = (path: Path, message: string) =>
+    authEnabled ? c.error(path, message) : c.warning(path, message);
   const unsendable = unsendableToken(envToken !== "" ? envToken : authToken);
   if (unsendable !== null) {
-    c.error(
+    unsendableProblem(
       [...P, "auth_token"],
       `${
         envToken !== "" ? "RUNTIME_API_TOKEN (the token 'default')" : "token 'default'"
@@ -258,6 +261,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     secretEnv: ctx.secretEnv ?? (() => undefined),
     environmentProblem: (path, message) => environmentProblem(ctx, path, message, "error"),
     defaultToken: envToken !== "" ? envToken : authToken,
+    unsendable: unsendableProblem,
   });
   // Entries with errors still count: the message about them is enough.
   const tokensGiven = Array.isArray(h.tokens) && h.tokens.length > 0;

@@ -30,6 +30,11 @@ export interface TokenContext {
   readonly environmentProblem: (path: Path, message: string) => void;
   /** The single token (`http.auth_token` / RUNTIME_API_TOKEN) as known here; "" when none. */
   readonly defaultToken: string;
+  /**
+   * Reports a token no client can send (unsendableToken): an error while auth is on (it would
+   * admit nobody), a warning while it is off (tokens are ignored then).
+   */
+  readonly unsendable: (path: Path, message: string) => void;
 }
 
 /** Reads `http.tokens` (P is the `http` path); entries with an error are left out. */
@@ -76,7 +81,7 @@ export function readTokens(h: Obj, P: Path, ctx: TokenContext): ApiTokenConfig[]
     if (value !== "") {
       const unsendable = unsendableToken(value);
       if (unsendable !== null) {
-        c.error(valuePath, `token '${name}' ${unsendable}`);
+        ctx.unsendable(valuePath, `token '${name}' ${unsendable}`);
         return;
       }
       const holder = values.get(value);

@@ -279,3 +279,35 @@ ${PROV}
     assert.ok(!/token-[0-9a-f]{6}/.test(d.message), d.message);
   }
 });
+
+Deno.test("loadConfig only warns about a token no client can present while auth_enabled is false: it is ignored then", () => {
+  // A runtime without auth that inherits RUNTIME_API_TOKEN from a shared environment file (with
+  // its final newline) must still start: no token is asked for, so none is unusable.
+  const env = load(
+    `
+http:
+  auth_enabled: false
+${PROV}
+`,
+    { mode: "start", env: { RUNTIME_API_TOKEN: "env-token-0123456789abcdef\n" } },
+  );
+  assert.notEqual(env.config, null, lines(env.diagnostics).join("\n"));
+  assert.deepEqual(
+    lines(env.diagnostics).filter((l) => l.includes("admit nobody")).map((l) => l.slice(0, 25)),
+    ["warning http.auth_token @"],
+  );
+  const listed = load(`
+http:
+  auth_enabled: false
+  tokens:
+    - {name: cafe, role: viewer, token: "caf\u00e9-token-0123456789"}
+${PROV}
+`);
+  assert.notEqual(listed.config, null, lines(listed.diagnostics).join("\n"));
+  assert.ok(
+    lines(listed.diagnostics).some((l) =>
+      l.startsWith("warning http.tokens[0].token") && l.includes("non-ASCII")
+    ),
+    lines(listed.diagnostics).join("\n"),
+  );
+});
