@@ -23,6 +23,7 @@
 import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
 import type { ProviderRegistry } from "../providers/mod.ts";
+import { noneAnswered, signalsFail } from "./_answers.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
 
 /** Reads failing for at least this many poll intervals make a device down ... */
@@ -344,31 +345,6 @@ function readsFail(dev: DeviceState, cache: StateCache): boolean {
   if (!dev.available) return true;
   if (noneAnswered(dev) || signalsFail(dev)) return true;
   return reportedUnreachable(dev, cache);
-}
-
-/**
- * No polled signal of an answering device has an OK sample: each is STALE, UNAVAILABLE, FAULT or
- * never answered. A signal the provider itself reports STALE delivers nothing usable, as one it
- * reports FAULT: a device answering only such samples answers none of its polled signals.
- */
-function signalsFail(dev: DeviceState): boolean {
-  const pollable = dev.pollable;
-  for (let i = 0; i < pollable.length; i++) {
-    if (dev.signals.get(pollable[i]!)?.quality === "OK") return false;
-  }
-  return true;
-}
-
-/**
- * Whether the device's last answered read carried none of its polled signals (never any, or no
- * longer: its samples are only kept ones, none received at that read).
- */
-function noneAnswered(dev: DeviceState): boolean {
-  const pollable = dev.pollable;
-  for (let i = 0; i < pollable.length; i++) {
-    if (dev.signals.get(pollable[i]!)?.receivedMono === dev.lastPollMono) return false;
-  }
-  return true;
 }
 
 function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {

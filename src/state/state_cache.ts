@@ -30,6 +30,7 @@ import {
 } from "../common/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import { noneAnswered, signalsFail } from "./_answers.ts";
 import { RateLimitedLog } from "./_rate_limited_log.ts";
 import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
 
@@ -1282,19 +1283,10 @@ function unreachableDevices(entry: ReportedHealthEntry | undefined): string {
 /**
  * Whether a device's last answered read vouches for it: it carried one of its polled signals
  * (received at that read) and one of its polled signals is OK -- the reads DeviceOutages does not
- * count as failing (device_outage.ts, readsFail). Allocates nothing.
+ * count as failing (the same tests: _answers.ts). Allocates nothing.
  */
 function readsAnswered(dev: MutableDeviceState): boolean {
-  let received = false;
-  let ok = false;
-  const pollable = dev.pollable;
-  for (let i = 0; i < pollable.length; i++) {
-    const s = dev.signals.get(pollable[i]!);
-    if (s === undefined) continue;
-    if (s.receivedMono === dev.lastPollMono) received = true;
-    if (s.quality === "OK") ok = true;
-  }
-  return received && ok;
+  return !noneAnswered(dev) && !signalsFail(dev);
 }
 
 /**
