@@ -14,6 +14,7 @@ import {
   type HostCheckView,
   type LifecycleState,
   type Logger,
+  namedList,
   type ProviderSupervisionView,
   RuntimeError,
   type SpawnFn,
@@ -446,15 +447,8 @@ export class ProviderHost {
         }`,
       );
     } else {
-      const named = devices.slice(0, MAX_LOGGED_DEVICE_IDS).map((d) =>
-        providerText(d.device.deviceId)
-      );
-      const more = devices.length - named.length;
-      this.#log.info(
-        `up: ${devices.length} device(s): ${named.join(", ")}${
-          more > 0 ? ` and ${more} more` : ""
-        }`,
-      );
+      const ids = devices.map((d) => providerText(d.device.deviceId));
+      this.#log.info(`up: ${devices.length} device(s): ${namedList(ids, MAX_LOGGED_DEVICE_IDS)}`);
     }
     // Listeners are told once the provider counts as up (one reading it sees it up), and before
     // its availability is said (the availability listeners find the new inventory in place).

@@ -57,6 +57,7 @@ import {
   failedPrecondition,
   invalidArgument,
   type Logger,
+  namedList,
   notFound,
   raceTimeout,
   RUNTIME_VERSION,
@@ -864,12 +865,9 @@ export class RunRegistry {
       .sort()
       .map((name) => `${this.#eventsDir}/${name}`);
     if (orphans.length > 0) {
-      const shown = orphans.slice(0, ORPHANS_NAMED_IN_LOG).join(", ");
-      const more = orphans.length > ORPHANS_NAMED_IN_LOG
-        ? ` and ${orphans.length - ORPHANS_NAMED_IN_LOG} more`
-        : "";
+      const shown = namedList(orphans, ORPHANS_NAMED_IN_LOG);
       this.#log.warn(
-        `runs: ${orphans.length} event file(s) name no run of ${this.#runsFile}: not served, not counted by retention, kept: ${shown}${more}`,
+        `runs: ${orphans.length} event file(s) name no run of ${this.#runsFile}: not served, not counted by retention, kept: ${shown}`,
       );
     }
     return orphans;

@@ -38,6 +38,7 @@ import {
   failedPrecondition,
   internal,
   type Logger,
+  namedList,
   raceTimeout,
   readClockTwice,
   type RuntimeError,
@@ -239,12 +240,22 @@ export const NO_SAFE_STATE_WARNING =
   "every actuating function and zero_is_safe is false. The latch blocks further actuating " +
   "calls but no output was changed; use the hardware emergency stop to remove power.";
 
+/**
+ * Bound on the functions or devices a warning (a log line, a stop's answer) names; the rest are
+ * counted ("and N more"). Every one is in the answer's `uncovered` and in the plan
+ * GET /v0/runtime/status shows (`estop.plan.uncovered`, `estop.unverified_devices`).
+ */
+export const MAX_NAMED_IN_WARNING = 20;
+
 /** Warning returned whenever a rung other than "none" leaves actuating functions untouched. */
 export function uncoveredWarning(
   rung: SoftwareSafeState,
   uncovered: readonly FunctionRef[],
 ): string {
-  const list = uncovered.map((u) => `${u.device_handle} ${u.function}`).join(", ");
+  const list = namedList(
+    uncovered.map((u) => `${u.device_handle} ${u.function}`),
+    MAX_NAMED_IN_WARNING,
+  );
   return `The '${rung}' rung leaves ${uncovered.length} actuating function(s) untouched: ${list}. ` +
     "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
     "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.";
@@ -568,7 +579,7 @@ export class Estop implements EstopService {
     if (unverified.length > 0) {
       this.#log.warn(
         `no safe-state expectation covers ${unverified.length} actuating device(s): ${
-          unverified.join(", ")
+          namedList(unverified, MAX_NAMED_IN_WARNING)
         } (an e-stop cannot verify them; add safety.safe_state.expect entries)`,
       );
     }

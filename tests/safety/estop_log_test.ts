@@ -13,6 +13,7 @@ import { waitFor } from "../helpers/kernel.ts";
 import { type Rig, rig } from "../helpers/rig.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";
+import { MAX_NAMED_IN_WARNING } from "../../src/safety/mod.ts";
 
 interface Line {
   level: "info" | "warn" | "error";
@@ -179,6 +180,39 @@ Deno.test("Estop logs a read-back that failed as errors, one per check, and a ve
     assert.equal(verified.verification.outcome, "verified");
     assert.equal(at(lines, "error").length, 2, "nothing more at error");
     assert.match(at(lines, "info").at(-1) ?? "", /^e-stop verification: verified after \d+ ms$/);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop's start-up warnings name at most MAX_NAMED_IN_WARNING functions and devices, and count the rest", async () => {
+  const n = MAX_NAMED_IN_WARNING + 3;
+  const providers = Array.from({ length: n }, (_, i) => plantProvider(`p${i}`));
+  const { rt, lines } = await start(testConfig({
+    providers,
+    safety: { hooks: [call("p0/plant0", "set_fan", { duty: { double: 0 } })] },
+  }));
+  try {
+    const [uncovered, unverified] = at(lines, "warn");
+    // Each plant device has two actuating functions; the hook covers one of p0's.
+    assert.match(
+      uncovered!,
+      new RegExp(
+        `^The 'hooks' rung leaves ${2 * n - 1} actuating function\\(s\\) untouched: ` +
+          `p0/plant0 set_heater, p1/plant0 set_heater, .* and ${
+            2 * n - 1 - MAX_NAMED_IN_WARNING
+          } ` +
+          "more\\. The e-stop did not change them",
+      ),
+    );
+    assert.equal(uncovered!.split(" set_").length - 1, MAX_NAMED_IN_WARNING);
+    assert.match(
+      unverified!,
+      new RegExp(
+        `^no safe-state expectation covers ${n} actuating device\\(s\\): p0/plant0, .*, ` +
+          `p${MAX_NAMED_IN_WARNING - 1}/plant0 and 3 more \\(an e-stop cannot verify them`,
+      ),
+    );
   } finally {
     await rt.stop();
   }
