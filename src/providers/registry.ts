@@ -304,9 +304,11 @@ export class ProviderRegistry {
   }
 
   /**
-   * Starts every provider concurrently; all must be up within `timeoutMs` (fail-fast: on any
-   * failure the others are stopped and the error names each provider that failed, with its
-   * reason, also when the deadline came first).
+   * Starts every provider concurrently; all must be up within `timeoutMs` (fail-fast in that no
+   * runtime runs with a provider missing: once every start has ended, or the deadline came
+   * first, any failure stops them all and the error names each provider that failed, with its
+   * reason). The starts still running after one failed are waited for, up to the deadline, so
+   * that one run names every failure to fix, not the first.
    */
   async startAll(timeoutMs: number, stopBudgetMs: number): Promise<void> {
     const results = this.hosts.map((h) =>
