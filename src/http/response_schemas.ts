@@ -935,6 +935,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "alarm",
             "interlock",
             "estop",
+            "hook_failure",
             "call",
             "incident",
             "automation_change",

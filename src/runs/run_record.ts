@@ -31,9 +31,17 @@ export type RunEventCategory =
   /**
    * The e-stop latched (type `trigger`), was released (type `clear`), or the reason of a latch
    * arrived after it (type `reason`: an HTTP body read after the latch). Payload `latched`,
-   * `reason`, `cause` (`reason` and `cause` for type `reason`).
+   * `reason`, `cause` (`reason` and `cause` for type `reason`). Type `verification`: its safe
+   * state read back (payload `outcome`, `elapsed_ms`, `checks_total`, `checks_verified`,
+   * `failed_signals`, as the SSE `estop_verification` event).
    */
   | "estop"
+  /**
+   * A mode-transition hook call failed or timed out (type: the transition, as `AUTO->FAULT`;
+   * payload `transition`, `phase`, `hook`, `device_handle`, `function`, `error`, as the SSE
+   * `hook_failure` event).
+   */
+  | "hook_failure"
   /** An incident began (GET /v0/incidents/{incident_id} has its record). */
   | "incident"
   /**

@@ -528,7 +528,8 @@ function pageBounds(
 
 /**
  * Whether an automatic event is kept past `runs.max_run_bytes` (within RUN_SAFETY_RESERVE_BYTES):
- * every `estop` event (trigger, clear, late reason), a mode change into or out of FAULT, the
+ * every `estop` event (trigger, clear, late reason, verification), a mode change into or out of
+ * FAULT and a hook into FAULT that failed, the
  * `incident` of an e-stop or a FAULT entry (its link to the record of the stop), and what a reload
  * changed (`config_change`, and `polling_change` and `automation_change`, which say it for those
  * sections instead of config_change). No run recording one, it is counted between runs.
@@ -544,6 +545,8 @@ function isSafetyEvent(category: RunEventCategory, payload: Record<string, unkno
       return payload.trigger === "estop" || payload.trigger === "fault";
     case "mode_change":
       return payload.previous_mode === "FAULT" || payload.new_mode === "FAULT";
+    case "hook_failure":
+      return typeof payload.transition === "string" && payload.transition.endsWith("->FAULT");
     default:
       return false;
   }
@@ -1422,6 +1425,30 @@ export class RunRegistry {
         category = "estop";
         type = e.latched ? "trigger" : "clear";
         payload = { latched: e.latched, reason: e.reason, cause: e.cause };
+        break;
+      case "estop_verification":
+        // What the stop achieved, read back: a review of the run shows whether it was verified.
+        category = "estop";
+        type = "verification";
+        payload = {
+          outcome: e.outcome,
+          elapsed_ms: e.elapsed_ms,
+          checks_total: e.checks_total,
+          checks_verified: e.checks_verified,
+          failed_signals: e.failed_signals,
+        };
+        break;
+      case "hook_failure":
+        category = "hook_failure";
+        type = e.transition;
+        payload = {
+          transition: e.transition,
+          phase: e.phase,
+          hook: e.hook,
+          device_handle: e.device_handle,
+          function: e.function,
+          error: e.error,
+        };
         break;
       case "interlock":
         category = "interlock";

@@ -1,6 +1,7 @@
 /**
  * The e-stop in the open run through the real kernel (the simulated provider): its trigger, the
- * reason an HTTP body gives after the latch and its clear are `estop` events, history off too.
+ * reason an HTTP body gives after the latch, its read-back and its clear are `estop` events,
+ * history off too.
  */
 import assert from "node:assert/strict";
 import { startRuntime } from "../helpers/kernel.ts";
@@ -22,9 +23,15 @@ Deno.test("Kernel: with history off, an e-stop's trigger, its reason read after 
     rt.estop.clear();
     await rt.runs.close(run.run_id, {});
     const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    // (The test config declares no safety.safe_state.expect: the read-back has nothing to check.)
     assert.deepEqual(
-      events.filter((e) => e.category === "estop").map((e) => [e.type, e.payload.reason]),
-      [["trigger", null], ["reason", "door opened"], ["clear", null]],
+      events.filter((e) => e.category === "estop").map((e) =>
+        e.type === "verification" ? [e.type, e.payload.outcome] : [e.type, e.payload.reason]
+      ),
+      [["trigger", null], ["reason", "door opened"], ["verification", "unverifiable"], [
+        "clear",
+        null,
+      ]],
     );
   } finally {
     await rt.stop();
@@ -57,11 +64,12 @@ Deno.test("Kernel: a run opened while the e-stop is latched says so in its run_o
         }];
       });
     // Before: [["run_opened", {}]] -- nothing in the run showed it was opened under a stop.
-    // The stop's trigger and FAULT entry came before it: in no run, counted by the next one.
+    // The stop's trigger, FAULT entry and read-back came before it: in no run, counted by the
+    // next one.
     assert.deepEqual(await opened(latched.run_id), [["run_opened", {
       mode: "FAULT",
       estop_latched: true,
-      safety_events_between_runs: { count: 2, estop_triggers: 1 },
+      safety_events_between_runs: { count: 3, estop_triggers: 1 },
     }]]);
     // The re-arm (the stop's clear) came between the two runs.
     assert.deepEqual(await opened(released.run_id), [["run_opened", {
@@ -75,7 +83,7 @@ Deno.test("Kernel: a run opened while the e-stop is latched says so in its run_o
   }
 });
 
-Deno.test("Kernel: an e-stop between runs, then a restart: the first run opened by the next process counts it (trigger, FAULT entry, its incident)", async () => {
+Deno.test("Kernel: an e-stop between runs, then a restart: the first run opened by the next process counts it (trigger, FAULT entry, read-back, its incident)", async () => {
   const dir = await Deno.makeTempDir({ prefix: "run_estop_k_" });
   const config = testConfig({ runtime: { dataDir: dir } });
   let rt = await startRuntime(config, { arm: true });
@@ -90,7 +98,7 @@ Deno.test("Kernel: an e-stop between runs, then a restart: the first run opened 
       .safety_events_between_runs as Record<string, unknown> | undefined;
     assert.deepEqual(
       between === undefined ? null : [between.count, between.estop_triggers],
-      [3, 1],
+      [4, 1],
       "the stop the previous process saw between runs is counted once",
     );
   } finally {

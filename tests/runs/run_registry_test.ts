@@ -1109,6 +1109,59 @@ Deno.test("RunRegistry records an e-stop's trigger, its reason arriving later an
   });
 });
 
+Deno.test("RunRegistry records an e-stop's read-back and a failed hook into FAULT as events of the open run", async () => {
+  await withDir(async (dir) => {
+    const { registry } = await harness(dir);
+    const bus = new EventBus();
+    registry.attach(bus);
+    try {
+      const { run } = await registry.open({});
+      bus.publish({
+        kind: "hook_failure",
+        transition: "AUTO->FAULT",
+        phase: "after",
+        hook: "automation.hooks.on_fault[0]",
+        device_handle: "sim0/valve0",
+        function: "close",
+        error: "DEADLINE_EXCEEDED: no answer within 2000 ms",
+        timestamp_ms: T0 + 1,
+      });
+      bus.publish({
+        kind: "estop_verification",
+        outcome: "mismatch",
+        elapsed_ms: 12,
+        checks_total: 2,
+        checks_verified: 1,
+        failed_signals: ["sim0/valve0/open"],
+        timestamp_ms: T0 + 2,
+      });
+      const { events } = await registry.listEvents(run.run_id, {});
+      deepEqual(
+        events.slice(1).map((e) => [e.category, e.type, e.occurred_at_epoch_ms, e.payload]),
+        [
+          ["hook_failure", "AUTO->FAULT", T0 + 1, {
+            transition: "AUTO->FAULT",
+            phase: "after",
+            hook: "automation.hooks.on_fault[0]",
+            device_handle: "sim0/valve0",
+            function: "close",
+            error: "DEADLINE_EXCEEDED: no answer within 2000 ms",
+          }],
+          ["estop", "verification", T0 + 2, {
+            outcome: "mismatch",
+            elapsed_ms: 12,
+            checks_total: 2,
+            checks_verified: 1,
+            failed_signals: ["sim0/valve0/open"],
+          }],
+        ],
+      );
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry never ends a run before it started: after a wall-clock step back its end is the start plus the monotonic time since, and a restart whose clock is behind closes the abandoned run at its start", async () => {
   await withDir(async (dir) => {
     const clock = new ManualClock(0, T0);

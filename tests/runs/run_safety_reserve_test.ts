@@ -27,7 +27,7 @@ const call = (i: number) => ({
   note: "x".repeat(200),
 });
 
-Deno.test("RunRegistry records e-stop, FAULT mode changes and config changes past runs.max_run_bytes, within RUN_SAFETY_RESERVE_BYTES; other events stay counted", async () => {
+Deno.test("RunRegistry records e-stop, FAULT mode changes, failed hooks into FAULT and config changes past runs.max_run_bytes, within RUN_SAFETY_RESERVE_BYTES; other events stay counted", async () => {
   const root = await Deno.makeTempDir({ prefix: "runs_reserve_" });
   const logs: string[] = [];
   const clock = new ManualClock(0, T0);
@@ -60,6 +60,27 @@ Deno.test("RunRegistry records e-stop, FAULT mode changes and config changes pas
       kind: "mode_change",
       previous_mode: "AUTO",
       new_mode: "FAULT",
+      timestamp_ms: T0 + 2001,
+    });
+    const hook = (transition: string) => ({
+      kind: "hook_failure" as const,
+      transition,
+      phase: "after" as const,
+      hook: "h",
+      device_handle: "p/d",
+      function: "f",
+      error: "e",
+      timestamp_ms: T0 + 2001,
+    });
+    bus.publish(hook("AUTO->FAULT"));
+    bus.publish(hook("IDLE->MANUAL")); // counted
+    bus.publish({
+      kind: "estop_verification",
+      outcome: "verified",
+      elapsed_ms: 1,
+      checks_total: 1,
+      checks_verified: 1,
+      failed_signals: [],
       timestamp_ms: T0 + 2001,
     });
     registry.recordConfigChange("safety", {
@@ -97,6 +118,8 @@ Deno.test("RunRegistry records e-stop, FAULT mode changes and config changes pas
       [
         "estop trigger",
         "mode_change ",
+        "hook_failure AUTO->FAULT",
+        "estop verification",
         "config_change safety",
         "estop clear",
         "mode_change ",
@@ -128,10 +151,10 @@ Deno.test("RunRegistry records e-stop, FAULT mode changes and config changes pas
     const recordedEstops = all.filter((e) => e.category === "estop").length;
     const closed = all.at(-1)!;
     equal(closed.category, "run_closed");
-    // Left out: the calls past the bound, the call and the mode change to IDLE, the flood past
-    // the reserve.
+    // Left out: the calls past the bound, the hook out of IDLE, the call and the mode change to
+    // IDLE, the flood past the reserve.
     deepEqual(closed.payload, {
-      events_not_recorded: (1000 - calls) + 1 + 1 + (flood + 2 - recordedEstops),
+      events_not_recorded: (1000 - calls) + 1 + 1 + 1 + (flood + 3 - recordedEstops),
     });
   } finally {
     await registry.shutdown();
