@@ -878,6 +878,42 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
   }
 });
 
+Deno.test("AutomationEngine refuses AUTO for a SubTree instance's literal args that fail validation, also when another instance maps that port to an entry the tree writes", async () => {
+  const inventory = motorctlInventory([setMotorDuty({
+    args: [{
+      name: "duty",
+      type: "double",
+      unit: "",
+      description: "",
+      required: true,
+      min: 0,
+      max: 1,
+      allowedValues: [],
+    }],
+  })]);
+  const tree = xmlRoot(
+    `<BehaviorTree ID="Main"><Sequence>` +
+      `<Script code="a := 'json:{&quot;duty&quot;: 0.5}'"/>` +
+      `<SubTree ID="m" a='json:{"duty": 1.5}'/>` +
+      `<SubTree ID="m" a="{@a}"/>` +
+      `</Sequence></BehaviorTree>\n<BehaviorTree ID="m">` +
+      `<CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="{a}"/>` +
+      `</BehaviorTree>`,
+    "Main",
+  );
+  const { engine } = setup(SLEEP, { inventory, readFile: () => tree });
+  try {
+    await engine.load();
+    // Before: null -- the second instance's mapping made the first's literal count as varying.
+    assert.match(
+      engine.autoProblem() ?? "(no problem: AUTO admitted)",
+      /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_duty at \S+:3:\d+ \(args\.duty: .*1\.5/,
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
 /** A SubTree setting the device (and function) of the call inside it to a literal. */
 const SUBTREE_CALL = (fn: string) =>
   xmlRoot(

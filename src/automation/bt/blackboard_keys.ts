@@ -10,6 +10,7 @@ import type { Diagnostic } from "../../config/mod.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
 import type { ParsedTree } from "./parse.ts";
+import { parseScalar } from "./blackboard.ts";
 import { blackboardKeyOf } from "./ports.ts";
 import { parseScript, type ScriptExpr, ScriptSyntaxError } from "./script.ts";
 import { POST_CONDITIONS, PRE_CONDITIONS } from "./tree_node.ts";
@@ -92,26 +93,45 @@ interface KeyRead {
   readonly tree: string;
 }
 
+/** A SubTree element of a tree definition: how its ports link its scope to the definition's. */
+interface SubTreeLink {
+  /** The tree definition the element is in. */
+  readonly tree: string;
+  /** The definition it instantiates. */
+  readonly target: string;
+  /** Ports set to a literal: kept in the SubTree's own scope, written there or not. */
+  readonly literals: ReadonlySet<string>;
+  /** Ports remapped to a key of the definition's scope (`@key`: the root's). */
+  readonly remaps: ReadonlyMap<string, string>;
+  readonly autoremap: boolean;
+}
+
 /** Every write and read of the tree's keys, and the SubTree remaps joining keys. */
 function collect(parsed: ParsedTree): {
   writes: Set<string>;
-  nodeWrites: Set<string>;
   reads: KeyRead[];
   joins: [string, string][];
+  /** The node writes of each tree definition, as written (`@key` for the root's). */
+  nodeWritesByTree: Map<string, Set<string>>;
+  links: SubTreeLink[];
 } {
   const writes = new Set<string>();
-  // Those of the nodes (what changes while the tree runs): `writes` less the SubTree ports.
-  const nodeWrites = new Set<string>();
+  // Those of the nodes (what changes while the tree runs), per definition: `writes` less the
+  // SubTree ports.
+  const nodeWritesByTree = new Map<string, Set<string>>();
+  const links: SubTreeLink[] = [];
   const write = (key: string) => {
-    writes.add(key);
-    nodeWrites.add(key);
+    writes.add(bare(key));
+    let own = nodeWritesByTree.get(tree);
+    if (own === undefined) nodeWritesByTree.set(tree, own = new Set());
+    own.add(key);
   };
   const reads: KeyRead[] = [];
   const joins: [string, string][] = [];
   let tree = "";
   const script = (code: string, el: XmlElement, path: string, where: string) => {
     const k = scriptKeys(code);
-    for (const w of k.writes) write(bare(w));
+    for (const w of k.writes) write(w);
     for (const r of k.reads) reads.push({ key: bare(r), el, path, where, tolerated: false, tree });
   };
   const visit = (el: XmlElement, path: string) => {
@@ -122,13 +142,28 @@ function collect(parsed: ParsedTree): {
     }
     const spec = NODE_SPECS.get(type);
     if (spec?.category === "subtree") {
+      const literals = new Set<string>();
+      const remaps = new Map<string, string>();
       for (const [name, value] of el.attributes) {
         if (name === "ID" || name === "name" || name.startsWith("_")) continue;
         const key = blackboardKeyOf(value, name);
         // A literal port value is set in the SubTree's scope; a reference joins the two keys.
-        if (key === undefined) writes.add(name);
-        else joins.push([name, bare(key)]);
+        if (key === undefined) {
+          writes.add(name);
+          literals.add(name);
+        } else {
+          joins.push([name, bare(key)]);
+          remaps.set(name, key);
+        }
       }
+      const auto = el.attributes.get("_autoremap");
+      links.push({
+        tree,
+        target: el.attributes.get("ID") ?? "",
+        literals,
+        remaps,
+        autoremap: auto !== undefined && parseScalar(auto, "bool")?.value === true,
+      });
     } else if (spec) {
       for (const port of spec.ports) {
         const raw = el.attributes.get(port.name);
@@ -136,7 +171,7 @@ function collect(parsed: ParsedTree): {
         const key = blackboardKeyOf(raw, port.name);
         if (key === undefined) {
           // SetBlackboard's output_key names its key without braces too.
-          if (type === "SetBlackboard" && port.name === "output_key") write(bare(raw.trim()));
+          if (type === "SetBlackboard" && port.name === "output_key") write(raw.trim());
           if (SCRIPT_PORTS.has(`${type}.${port.name}`)) {
             script(raw, el, path, `port '${port.name}'`);
           }
@@ -151,7 +186,7 @@ function collect(parsed: ParsedTree): {
             tolerated: toleratesMissing(type, port.name),
             tree,
           });
-        } else write(bare(key));
+        } else write(key);
       }
     }
     el.children.forEach((c, i) => visit(c, `${path}/${pathSegment(c, i)}`));
@@ -160,7 +195,7 @@ function collect(parsed: ParsedTree): {
     tree = def.id;
     if (def.root) visit(def.root, `${def.id}/${pathSegment(def.root, 0)}`);
   }
-  return { writes, nodeWrites, reads, joins };
+  return { writes, reads, joins, nodeWritesByTree, links };
 }
 
 /** The tree definitions the main tree runs: itself and every SubTree it reaches. */
@@ -199,12 +234,48 @@ function closeOverJoins(writes: Set<string>, joins: readonly [string, string][])
 }
 
 /**
- * Every blackboard key a node of the tree writes while it runs (output ports, scripts; not the
- * SubTree ports set before it runs), by name without `@`, joined over SubTree remaps.
+ * The keys that vary while the tree runs, scope by scope: `byTree` those of each tree
+ * definition's scope (an instance of it: what its own nodes write, and what a SubTree inside it
+ * writes into it through a remap or `_autoremap`), `root` those of the root scope written by
+ * `@key` anywhere. Blackboard's lookup order: a SubTree port set to a literal keeps a write inside
+ * the SubTree in the SubTree's scope. So one instance mapping a port onto an entry the tree writes
+ * leaves another instance's literal for that port a literal.
  */
-export function writtenBlackboardKeys(parsed: ParsedTree): ReadonlySet<string> {
-  const { nodeWrites, joins } = collect(parsed);
-  return closeOverJoins(nodeWrites, joins);
+export interface ScopedWrites {
+  readonly byTree: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly root: ReadonlySet<string>;
+}
+
+export function scopedBlackboardWrites(parsed: ParsedTree): ScopedWrites {
+  const { nodeWritesByTree, links } = collect(parsed);
+  const byTree = new Map<string, Set<string>>();
+  const root = new Set<string>();
+  const of = (tree: string): Set<string> => {
+    let set = byTree.get(tree);
+    if (set === undefined) byTree.set(tree, set = new Set());
+    return set;
+  };
+  // `key` as written in `tree` (`@key`: the root's); true when it was not known to vary.
+  const add = (tree: string, key: string): boolean => {
+    const [set, k] = key.startsWith("@") ? [root, key.slice(1)] : [of(tree), key];
+    if (set.has(k)) return false;
+    set.add(k);
+    return true;
+  };
+  for (const [tree, keys] of nodeWritesByTree) for (const k of keys) add(tree, k);
+  // What a SubTree writes flows up its remaps: each pass adds a key or stops (at most one pass
+  // per key of every definition, plus one).
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const link of links) {
+      for (const k of byTree.get(link.target) ?? []) {
+        if (link.literals.has(k)) continue; // its own entry in the SubTree's scope
+        const to = link.remaps.get(k) ?? (link.autoremap && !k.startsWith("_") ? k : undefined);
+        if (to !== undefined && add(link.tree, to)) changed = true;
+      }
+    }
+  }
+  return { byTree, root };
 }
 
 /**

@@ -6,7 +6,7 @@
 import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseScalar } from "./blackboard.ts";
-import { writtenBlackboardKeys } from "./blackboard_keys.ts";
+import { scopedBlackboardWrites, type ScopedWrites } from "./blackboard_keys.ts";
 import type { ParsedTree } from "./parse.ts";
 import { errorAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
@@ -28,20 +28,15 @@ interface Scope {
   readonly remaps: ReadonlyMap<string, string>;
   readonly autoremap: boolean;
   readonly parent: Scope | null;
+  /** The tree definition this is an instance of. */
+  readonly tree: string;
 }
-
-const ROOT_SCOPE: Scope = {
-  literals: new Map(),
-  remaps: new Map(),
-  autoremap: false,
-  parent: null,
-};
 
 /**
  * The literal a key holds in `scope` before the tree runs (Blackboard.getEntry's lookup order),
  * or null: not set by a SubTree port, or written by the tree (`written`), so it varies.
  */
-function resolveKey(key: string, scope: Scope, written: ReadonlySet<string>): string | null {
+function resolveKey(key: string, scope: Scope, written: ScopedWrites): string | null {
   let s: Scope | null = scope;
   let k = key;
   // Each step goes one scope up: at most the depth of SubTrees followed.
@@ -50,7 +45,9 @@ function resolveKey(key: string, scope: Scope, written: ReadonlySet<string>): st
       while (s.parent !== null) s = s.parent;
       k = k.slice(1);
     }
-    if (written.has(k.startsWith("@") ? k.slice(1) : k)) return null;
+    if (
+      written.byTree.get(s.tree)?.has(k) || (s.parent === null && written.root.has(k))
+    ) return null;
     const lit = s.literals.get(k);
     if (lit !== undefined) return lit;
     const remapped = s.remaps.get(k);
@@ -86,13 +83,20 @@ function forEachInstance(
         if (key !== undefined) remaps.set(name, key);
         else literals.set(name, value);
       }
-      const scoped = { literals, remaps, autoremap, parent: scope };
+      const scoped = { literals, remaps, autoremap, parent: scope, tree: target.id };
       visit(target.root, scoped, depth + 1, `${path}/${target.id}/${pathSegment(target.root, 0)}`);
       return;
     }
     el.children.forEach((c, i) => visit(c, scope, depth, `${path}/${pathSegment(c, i)}`));
   };
-  visit(main.root, ROOT_SCOPE, 0, `${main.id}/${pathSegment(main.root, 0)}`);
+  const rootScope = {
+    literals: new Map(),
+    remaps: new Map(),
+    autoremap: false,
+    parent: null,
+    tree: main.id,
+  };
+  visit(main.root, rootScope, 0, `${main.id}/${pathSegment(main.root, 0)}`);
 }
 
 /**
@@ -105,7 +109,7 @@ export function forEachReachedElement(
   parsed: ParsedTree,
   fn: (el: XmlElement, path: string, literalOf: (port: string) => string | null) => void,
 ): void {
-  const written = writtenBlackboardKeys(parsed);
+  const written = scopedBlackboardWrites(parsed);
   forEachInstance(parsed, (el, scope, path) =>
     fn(el, path, (port) => {
       const value = el.attributes.get(port);
@@ -124,7 +128,7 @@ function resolved(
   el: XmlElement,
   name: string,
   scope: Scope,
-  written: ReadonlySet<string>,
+  written: ScopedWrites,
 ): string | null {
   const value = el.attributes.get(name);
   if (value === undefined) return null;
@@ -141,7 +145,7 @@ function resolved(
  */
 export function literalDeviceHandles(parsed: ParsedTree): string[] {
   const out = new Set<string>();
-  const written = writtenBlackboardKeys(parsed);
+  const written = scopedBlackboardWrites(parsed);
   forEachInstance(parsed, (el, scope) => {
     if (!el.attributes.has("device_handle") || nodeTypeOf(el) === "SubTree") return;
     const handle = resolved(el, "device_handle", scope, written);
@@ -180,7 +184,7 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
     }
   };
   // Device and function written literally or set to a literal by a SubTree port (args too).
-  const written = writtenBlackboardKeys(parsed);
+  const written = scopedBlackboardWrites(parsed);
   forEachInstance(parsed, (el, scope) => {
     if (nodeTypeOf(el) !== "CallDevice") return;
     const deviceHandle = resolved(el, "device_handle", scope, written);
@@ -207,7 +211,7 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
  */
 export function subTreeLiteralProblems(parsed: ParsedTree): Diagnostic[] {
   const out = new Map<string, Diagnostic>();
-  const written = writtenBlackboardKeys(parsed);
+  const written = scopedBlackboardWrites(parsed);
   const add = (el: XmlElement, path: string, message: string) => {
     const key = `${el.file}:${el.line}:${el.column}\n${message}`;
     if (!out.has(key)) out.set(key, errorAt(el, path, message));

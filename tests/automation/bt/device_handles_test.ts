@@ -179,3 +179,65 @@ Deno.test("loadBehaviorTree refuses a SubTree port's literal read as a device ha
   );
   assert.deepEqual(literalDeviceHandles(p!), [" sim1/relayio0 "]);
 });
+
+Deno.test("literalDeviceCalls: a SubTree instance's literal port stays literal when another instance maps that port to a root entry the tree writes", () => {
+  // Before: the second instance's `{@a}` joined `a` to the root's `a`, which the Script writes,
+  // and every instance's `a` counted as varying: the first instance's literal args (and the
+  // AUTO gate's check of them) were dropped.
+  const p = parsed(
+    `<BehaviorTree ID="main">
+  <Sequence>
+    <Script code="a := 'json:{}'" />
+    <SubTree ID="m" a='json:{"duty": 9}' />
+    <SubTree ID="m" a="{@a}" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="m">
+  <CallDevice device_handle="sim1/motorctl0" function_name="set_motor_duty" args="{a}" />
+</BehaviorTree>`,
+    "main",
+  );
+  assert.deepEqual(literalDeviceCalls(p).map((c) => c.args), ['json:{"duty": 9}', null]);
+});
+
+Deno.test("literalDeviceCalls: a SubTree port the SubTree itself (or a SubTree it maps the port into) writes is not literal", () => {
+  const p = parsed(
+    `<BehaviorTree ID="main">
+  <Sequence>
+    <SubTree ID="own" a='json:{"duty": 9}' />
+    <SubTree ID="nested" a='json:{"duty": 8}' />
+    <SubTree ID="auto" a='json:{"duty": 7}' />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="own">
+  <Sequence>
+    <Script code="a := 'json:{}'" />
+    <CallDevice device_handle="sim1/motorctl0" function_name="set_motor_duty" args="{a}" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="nested">
+  <Sequence>
+    <SubTree ID="writer" out="{a}" />
+    <CallDevice device_handle="sim1/motorctl1" function_name="set_motor_duty" args="{a}" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="writer">
+  <Script code="out := 'json:{}'" />
+</BehaviorTree>
+<BehaviorTree ID="auto">
+  <Sequence>
+    <SubTree ID="autowriter" _autoremap="true" />
+    <CallDevice device_handle="sim1/motorctl2" function_name="set_motor_duty" args="{a}" />
+  </Sequence>
+</BehaviorTree>
+<BehaviorTree ID="autowriter">
+  <Script code="a := 'json:{}'" />
+</BehaviorTree>`,
+    "main",
+  );
+  assert.deepEqual(literalDeviceCalls(p).map((c) => [c.deviceHandle, c.args]), [
+    ["sim1/motorctl0", null],
+    ["sim1/motorctl1", null],
+    ["sim1/motorctl2", null],
+  ]);
+});
