@@ -308,9 +308,11 @@ export function readExpectations(
         `provider '${m[1]}' is not declared in providers; this expectation can never verify`,
       );
     }
-    const hasEquals = present(obj, "equals");
-    const hasMin = present(obj, "min");
-    const hasMax = present(obj, "max");
+    // Written counts, empty too (`equals:` is null): judged as its value below, one error at
+    // the key, not also "needs `equals`" at the entry.
+    const hasEquals = obj.equals !== undefined;
+    const hasMin = obj.min !== undefined;
+    const hasMax = obj.max !== undefined;
     let ok = m !== null;
     if (hasEquals && (hasMin || hasMax)) {
       c.error(p, "give either `equals` or `min`/`max`, not both");
@@ -329,7 +331,7 @@ export function readExpectations(
     }
     const bound = (key: "min" | "max"): number | undefined => {
       const v = obj[key];
-      if (v === undefined || v === null) return undefined;
+      if (v === undefined) return undefined;
       if (typeof v !== "number" || !Number.isFinite(v)) {
         c.error([...p, key], `must be a number, got ${describeValue(v)}`);
         ok = false;

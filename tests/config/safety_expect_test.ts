@@ -64,6 +64,32 @@ ${PROV}
     message: /needs `equals`, or `min` and\/or `max`/,
   },
   {
+    name: "an empty equals (one error at the key, not also 'needs equals' at the entry)",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - signal: p0/m/duty
+        equals:
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0].equals @5"],
+    message: /must be a bool, number or string, got an empty value/,
+  },
+  {
+    name: "an empty bound (one error at the key)",
+    yaml: `
+safety:
+  safe_state:
+    expect:
+      - signal: p0/m/duty
+        max:
+${PROV}
+`,
+    expect: ["error safety.safe_state.expect[0].max @5"],
+    message: /must be a number, got an empty value/,
+  },
+  {
     name: "equals together with a bound",
     yaml: `
 safety:
