@@ -809,10 +809,9 @@ Deno.test("AutomationEngine: a call of a replaced tree that settles after the sw
   engine.stop();
 });
 
-Deno.test("AutomationEngine refuses AUTO for a literal call of a function the device does not declare, or with literal args that fail validation, naming the node", async () => {
-  // Every such call is refused at run time (unknown_function / validation): the tree cannot run
-  // in AUTO, so entering it is refused, as for a call whose policy keeps it out of AUTO.
-  const inventory = motorctlInventory([setMotorDuty({
+/** sim0/motorctl0 declaring set_motor_duty with one required `duty` in [0, 1]. */
+const dutyInventory = () =>
+  motorctlInventory([setMotorDuty({
     args: [{
       name: "duty",
       type: "double",
@@ -824,6 +823,11 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
       allowedValues: [],
     }],
   })]);
+
+Deno.test("AutomationEngine refuses AUTO for a literal call of a function the device does not declare, or with literal args that fail validation, naming the node", async () => {
+  // Every such call is refused at run time (unknown_function / validation): the tree cannot run
+  // in AUTO, so entering it is refused, as for a call whose policy keeps it out of AUTO.
+  const inventory = dutyInventory();
   const problemOf = async (tree: string): Promise<string | null> => {
     const { engine } = setup(`<BehaviorTree ID="Main">\n${tree}\n</BehaviorTree>`, { inventory });
     try {
@@ -879,18 +883,7 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
 });
 
 Deno.test("AutomationEngine refuses AUTO for a SubTree instance's literal args that fail validation, also when another instance maps that port to an entry the tree writes", async () => {
-  const inventory = motorctlInventory([setMotorDuty({
-    args: [{
-      name: "duty",
-      type: "double",
-      unit: "",
-      description: "",
-      required: true,
-      min: 0,
-      max: 1,
-      allowedValues: [],
-    }],
-  })]);
+  const inventory = dutyInventory();
   const tree = xmlRoot(
     `<BehaviorTree ID="Main"><Sequence>` +
       `<Script code="a := 'json:{&quot;duty&quot;: 0.5}'"/>` +
