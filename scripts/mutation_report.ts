@@ -274,7 +274,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/alarm_monitor.ts",
       "src/alarms/alarm_engine.ts:1-483",
       "src/alarms/alarm_engine.ts:518-685",
-      "src/alarms/alarm_engine.ts:709-1041",
+      "src/alarms/alarm_engine.ts:709-1047",
     ],
     tests: [
       "tests/alarms/",

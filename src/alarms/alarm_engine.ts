@@ -806,8 +806,14 @@ export class AlarmEngine implements AlarmService {
         line = `alarm ${config.id} unshelved: ${t.state}`;
         break;
     }
-    // A reason (`why`) is given only for the last clear of an alarm a reload removes or replaces.
-    entry.log.write(this.#o.clock.monoMs(), line, write, why !== undefined);
+    // A clear with a reason (`why`) is the last of an alarm a reload removes or replaces; a
+    // raise's `why` is its bad input, limited like any other line (a flapping sensor).
+    entry.log.write(
+      this.#o.clock.monoMs(),
+      line,
+      write,
+      t.transition === "clear" && why !== undefined,
+    );
   }
 
   /** Why an alarm's input is not usable now (its `bad_input`), null when it is. */

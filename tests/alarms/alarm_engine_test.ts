@@ -847,6 +847,30 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine limits the log lines of a flapping bad input like any other transition: its raises are no last lines", async () => {
+  const s = await setup(`
+alarms:
+  - { id: flaky, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    // A sensor whose quality flaps every poll: raised on the bad input, cleared when it is good.
+    const transitions = TRANSITION_LOG_LINES + 6;
+    for (let i = 0; i < transitions; i++) {
+      await s.read([temp(25, i % 2 === 0 ? { quality: Q.FAULT } : {})]);
+    }
+    assert.equal(alarmEvents(s.events).length, transitions, "every transition is published");
+    const lines = s.lines.filter((l) => /alarm flaky (raised|cleared)/.test(l));
+    assert.equal(
+      lines.length,
+      TRANSITION_LOG_LINES,
+      `transition lines within one window:\n${lines.join("\n")}`,
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine keeps an unchanged alarm's transition log limit across a reload: a reload does not start a new window", async () => {
   const yaml = `
 alarms:
