@@ -255,7 +255,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
       "src/alarms/alarm_engine.ts:484-517", // gate
-      "src/alarms/alarm_engine.ts:686-708", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:689-711", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -273,8 +273,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: [
       "src/alarms/alarm_monitor.ts",
       "src/alarms/alarm_engine.ts:1-483",
-      "src/alarms/alarm_engine.ts:518-685",
-      "src/alarms/alarm_engine.ts:709-1047",
+      "src/alarms/alarm_engine.ts:518-688",
+      "src/alarms/alarm_engine.ts:712-1050",
     ],
     tests: [
       "tests/alarms/",

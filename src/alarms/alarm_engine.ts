@@ -538,6 +538,9 @@ export class AlarmEngine implements AlarmService {
 
   shelve(id: string, durationMs: number, source: AuditOrigin = HTTP_ORIGIN): AlarmView {
     return this.#operate("shelve", id, durationMs, source, (entry) => {
+      // A shelve that ran out (its timer not yet fired) ends first, with its unshelve: the run
+      // record and the event stream show where it ended, as a read would.
+      this.#expireShelves();
       const t = entry.monitor.shelve(durationMs, this.#o.clock.monoMs(), this.#o.clock.nowMs());
       this.#armShelveTimer(entry, durationMs);
       this.#publishAlarm(entry, t);

@@ -628,6 +628,30 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine: a shelve that arrives after the last one ran out (its timer not yet fired) publishes that one's unshelve first", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    s.engine.shelve("hot", 5_000);
+    s.fx.clock.mono += 5_000; // run out; the timer has not fired yet
+    assert.equal(s.engine.shelve("hot", 5_000).state, "shelved");
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.transition, e.state]),
+      [["raise", "active"], ["shelve", "shelved"], ["unshelve", "active"], [
+        "shelve",
+        "shelved",
+      ]],
+      "the first shelve ends where it ran out, as a read would have shown it",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine: a raise and clear while shelved are no run events (shelving publishes neither, docs/alarms.md); the run has the shelve with its end and the unshelve with the state then", async () => {
   const s = await setup(`
 alarms:
