@@ -283,6 +283,12 @@ export class Kernel {
   #reloadStarting: ReadonlySet<string> = new Set();
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
+  /**
+   * The alarms and interlocks this reload took out before its providers section
+   * (#retireEarly): accepted then, so a refused alarms section still puts in force the file's
+   * version of each (a protection on a provider that runs on must not be left in neither form).
+   */
+  #retiredEarly: { alarms: readonly string[]; interlocks: readonly string[] } | null = null;
   /** INFLUXDB_TOKEN as read at construction (the environment no longer has it). */
   #influxToken: string | undefined;
   #secret: (name: string) => string | undefined;
@@ -1019,6 +1025,7 @@ export class Kernel {
     }
     this.#reloading = true;
     this.#inventoryChangedInReload = false;
+    this.#retiredEarly = null;
     try {
       return await this.#reload(next);
     } finally {
@@ -1206,6 +1213,7 @@ export class Kernel {
   ): void {
     const early = this.#retireProtectionsOfStoppedProviders(next, stopped);
     if (early.alarms.length + early.interlocks.length === 0) return;
+    this.#retiredEarly = early;
     const done = weakenings.filter((w) =>
       w.section === "alarms" &&
       (early.alarms.some((id) => w.what.startsWith(`alarm ${id} (`)) ||
@@ -1672,7 +1680,23 @@ export class Kernel {
       return {};
     });
     own("alarms", (next, { auto, weakens }) => {
-      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      const early = this.#retiredEarly;
+      this.#retiredEarly = null;
+      if (auto && weakens.length > 0) {
+        if (early === null) return { refused: refusal(weakens) };
+        // AUTO was entered after the providers section took these out (their change accepted
+        // then): the rest of the section is refused, the file's version of these applies.
+        const alarms = [
+          ...this.#config.alarms,
+          ...next.alarms.filter((a) => early.alarms.includes(a.id)),
+        ];
+        const interlocks = [
+          ...this.#config.interlocks,
+          ...next.interlocks.filter((il) => early.interlocks.includes(il.id)),
+        ];
+        this.alarms.reconfigure({ alarms, interlocks });
+        return { refused: refusal(weakens), effective: { ...this.#config, alarms, interlocks } };
+      }
       this.alarms.reconfigure({ alarms: next.alarms, interlocks: next.interlocks });
       return {};
     });

@@ -219,3 +219,73 @@ alarms:
     await dir.dispose();
   }
 });
+
+Deno.test("Kernel.reload restarting a provider and changing its e-stop alarm, AUTO entered before the alarms section, which is refused: the changed alarm is in force, not neither version", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const protections = alarmsConfig(
+      `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 500, action: estop }
+  - { id: sim0_hot, signal: sim0/tempctl0/tc1_temp, hihi: 500, action: estop }
+`,
+      ["sim0", "sim1"],
+    );
+    const changed = alarmsConfig(
+      `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 400, action: estop }
+`,
+      ["sim0", "sim1"],
+    );
+    const base = automationConfig(tree, {
+      config: { providers: [simProvider("sim0"), simProvider("sim1")], alarms: protections.alarms },
+    });
+    const rt = await startRuntime(base, { arm: true });
+    try {
+      await waitFor("sim1 sampled", () => rt.alarms.alarm("sim1_hot").quality === "OK", 5000);
+      // The operator enters AUTO once the restarted sim1 is up, while the providers section polls
+      // its devices (after the restart's own AUTO refusal has ended, before the alarms section).
+      const old = rt.registry.host("sim1");
+      const cache = rt.cache as unknown as {
+        pollDevice: (p: string, d: string) => Promise<void>;
+      };
+      const poll = cache.pollDevice.bind(rt.cache);
+      let auto: Promise<unknown> | null = null;
+      cache.pollDevice = (p: string, d: string) => {
+        if (p === "sim1" && auto === null && rt.registry.host("sim1") !== old) {
+          auto = rt.modes.request("AUTO");
+          return auto.then(() => poll(p, d));
+        }
+        return poll(p, d);
+      };
+      const next = {
+        ...rt.config,
+        providers: rt.config.providers.map((p) =>
+          p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+        ),
+        // sim1_hot changed (a lower limit); sim0_hot removed: a weakening AUTO refuses.
+        alarms: changed.alarms,
+      };
+      const report = await rt.reload(next);
+      assert.deepEqual(report.providers.restarted, ["sim1"]);
+      assert.notEqual(auto, null, "AUTO was requested during the providers section");
+      assert.equal(rt.modes.current(), "AUTO");
+      assert.deepEqual(report.refused.map((r) => r.section), ["alarms"]);
+      assert.deepEqual(
+        rt.alarms.alarms().map((a) => [a.id, a.limits]).sort(),
+        [["sim0_hot", { hihi: 500 }], ["sim1_hot", { hihi: 400 }]],
+        "sim1_hot, taken out before sim1 was restarted, is in force as the file has it",
+      );
+      assert.deepEqual(
+        rt.config.alarms.map((a) => [a.id, a.limits]).sort(),
+        [["sim0_hot", { hihi: 500 }], ["sim1_hot", { hihi: 400 }]],
+      );
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
