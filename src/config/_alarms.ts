@@ -387,10 +387,13 @@ function readWhile(
 
 function readMessage(c: Checker, obj: Obj, p: Path, required: boolean): string {
   const message = required ? c.requiredString(obj, p, "message") : c.string(obj, p, "message", "");
-  if (message.length > MAX_ALARM_MESSAGE_LENGTH) {
+  // Characters (code points), as the editor schema's maxLength counts them: one outside the BMP
+  // is two UTF-16 units of `length`.
+  const characters = [...message].length;
+  if (characters > MAX_ALARM_MESSAGE_LENGTH) {
     c.error(
       [...p, "message"],
-      `is ${message.length} characters long, at most ${MAX_ALARM_MESSAGE_LENGTH}`,
+      `is ${characters} characters long, at most ${MAX_ALARM_MESSAGE_LENGTH}`,
     );
     return "";
   }

@@ -338,6 +338,30 @@ for (const c of BAD) {
   });
 }
 
+Deno.test("an alarm or interlock message is bounded in characters, as the editor schema counts them, not in UTF-16 units", () => {
+  // U+1F525, one character written as two UTF-16 units.
+  const fire = "\u{1F525}";
+  const at = fire.repeat(MAX_ALARM_MESSAGE_LENGTH);
+  const r = load(`
+alarms:
+  - { id: a, signal: p0/d/s, hi: 1, message: "${at}" }
+interlocks:
+  - { id: i, block: [p0/d/f], while: "p0/d/s > 1", message: "${at}" }
+${PROV}
+`);
+  assert.deepEqual(summary(r), [], r.diagnostics.map((d) => d.message).join("\n"));
+  const over = load(`
+alarms:
+  - { id: a, signal: p0/d/s, hi: 1, message: "${at}${fire}" }
+${PROV}
+`);
+  assert.deepEqual(summary(over), ["error alarms[0].message @2"]);
+  assert.match(
+    formatDiagnostic(over.diagnostics[0]!),
+    new RegExp(`is ${MAX_ALARM_MESSAGE_LENGTH + 1} characters long, at most 256`),
+  );
+});
+
 Deno.test("loadConfig bounds the number of alarms, of interlocks and of block entries", () => {
   const alarms = (n: number) =>
     `alarms:\n${
