@@ -25,7 +25,9 @@
  * `total_written`; a single refused row is dropped and counted in `dropped_rejected` (and
  * `total_failed`); a part still refused when the budget is spent is dropped and counted the same
  * way. Any other failure (network, timeout, 401/403/404, 429, 5xx) is retried, during isolation
- * too: the rows not yet settled go back to the front of the retry buffer. A refusal that says the
+ * too: the rows not yet settled go back to the front of the retry buffer. A failure whose answer
+ * carries `Retry-After` (a 429 rate limit, a 503) is not retried before that delay is over (at most
+ * {@link MAX_RETRY_AFTER_MS}), whatever the back-off would allow. A refusal that says the
  * database stored the other rows (InfluxDB's `partial write: ... dropped=N`, see
  * partialWriteDropped) is not isolated: N rows count in `dropped_rejected`, the rest as written.
  *
@@ -99,6 +101,25 @@ export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
   tickMs: 100,
   isolationMaxRequests: MAX_ISOLATION_REQUESTS,
 };
+
+/**
+ * Longest wait a database's `Retry-After` imposes before the next write: a longer one (or a date
+ * far ahead) is cut to this, so a wrong header cannot stall telemetry for hours. Rows wait in the
+ * retry buffer meanwhile (bounded by max_retry_buffer_size).
+ */
+export const MAX_RETRY_AFTER_MS = 300_000;
+
+/**
+ * The delay in ms a `Retry-After` header value asks for (delta-seconds or an HTTP-date, RFC 9110
+ * 10.2.3), cut to {@link MAX_RETRY_AFTER_MS}; 0 when absent or unreadable.
+ */
+export function retryAfterMs(header: unknown, nowMs: number): number {
+  const text = Array.isArray(header) ? header[0] : header;
+  if (typeof text !== "string") return 0;
+  const value = text.trim();
+  const ms = /^[0-9]+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - nowMs;
+  return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : 0;
+}
 
 /** Extra rows the batch may hold beyond batch_size (health snapshots bypass the queue). */
 const BATCH_HEALTH_ALLOWANCE = 10000;
@@ -290,8 +311,9 @@ interface Segment {
 
 /**
  * One HTTP request to the database (the InfluxDB client's `Transport.request`): resolves when it
- * was accepted; rejects with `{ statusCode, body }` for an HTTP error, or any other error for a
- * network failure or an abort.
+ * was accepted; rejects with `{ statusCode, body, headers? }` for an HTTP error (the client's
+ * HttpError; `headers` lower-case, `retry-after` read from it), or any other error for a network
+ * failure or an abort.
  */
 export interface TelemetryTransport {
   request(path: string, body: string, options: {
@@ -340,6 +362,8 @@ export class TelemetryWriter {
   #lastFlushAttemptMono = 0;
   #backoffMs = 0;
   #backoffUntilMono = 0;
+  /** The `Retry-After` (ms) of the last failed request's answer; 0 when it had none. */
+  #retryAfterMs = 0;
 
   #connected = false;
   #totalWritten = 0;
@@ -1003,14 +1027,18 @@ export class TelemetryWriter {
     this.#backoffUntilMono = 0;
   }
 
-  /** Records a retryable write failure and backs off. */
+  /**
+   * Records a retryable write failure and backs off: the doubling back-off, or the `Retry-After`
+   * of the database's answer when that is longer.
+   */
   #writeFailed(): void {
     this.#connected = false;
     this.#writeFailures++;
     this.#backoffMs = this.#backoffMs === 0
       ? this.#tuning.retryInitialMs
       : Math.min(this.#backoffMs * 2, this.#tuning.retryMaxMs);
-    this.#backoffUntilMono = this.#opts.clock.monoMs() + this.#backoffMs;
+    this.#backoffUntilMono = this.#opts.clock.monoMs() +
+      Math.max(this.#backoffMs, this.#retryAfterMs);
   }
 
   /** Puts rows back in front of the retry buffer (oldest first), counting what it evicts. */
@@ -1032,6 +1060,7 @@ export class TelemetryWriter {
     this.#abort = abort;
     const clock = this.#opts.clock;
     const timer = clock.setTimer(() => abort.abort(), Math.max(1, timeoutMs));
+    this.#retryAfterMs = 0;
     try {
       await transport.request(this.#writePath, rows.join("\n") + "\n", {
         method: "POST",
@@ -1049,7 +1078,13 @@ export class TelemetryWriter {
         if (status === 400 || status === 413 || status === 422) {
           return { kind: "refused", status, detail, dropped: partialWriteDropped(body) };
         }
-        this.#reportError(`write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}`);
+        // The client's HttpError keeps the answer's headers (a header repeated: an array).
+        const headers = (err as { headers?: Record<string, unknown> }).headers;
+        this.#retryAfterMs = retryAfterMs(headers?.["retry-after"], clock.nowMs());
+        const after = this.#retryAfterMs > 0 ? ` (Retry-After: ${this.#retryAfterMs} ms)` : "";
+        this.#reportError(
+          `write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}${after}`,
+        );
         return { kind: "failed" };
       }
       const reason = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : errorMessage(err);

@@ -32,8 +32,11 @@ export const SETTINGS: InfluxSettings = {
   queueSize: 10000,
 };
 
-/** What the scripted database answers a request: accept, fail with a status, or never answer. */
-export type Answer = "ok" | number | "hang";
+/**
+ * What the scripted database answers a request: accept, fail with a status, never answer, or
+ * reject with the given error (e.g. the InfluxDB client's own HttpError, headers included).
+ */
+export type Answer = "ok" | number | "hang" | { readonly reject: unknown };
 
 /** A database whose answers the test scripts; it keeps every request's rows. */
 export class ScriptedDb implements TelemetryTransport {
@@ -54,6 +57,7 @@ export class ScriptedDb implements TelemetryTransport {
         o.signal?.addEventListener("abort", () => reject(new Error("aborted")))
       );
     }
+    if (typeof answer === "object") return Promise.reject(answer.reject);
     return Promise.reject({ statusCode: answer, body: `status ${answer}` });
   }
   /** The `value_double` of each row of one request, as sent. */
