@@ -174,6 +174,9 @@ export interface ReplayWalk {
   ): number | null;
 }
 
+/** The DBIRTH metric naming a device's type (its properties: provider, device, label, version). */
+const DEVICE_TYPE_METRIC = "Properties/Type";
+
 /** The device id of the node itself where a command is answered (node metrics' aliases too). */
 const NODE = "";
 
@@ -1198,7 +1201,21 @@ export class SparkplugEdgeNode {
     const now = this.#o.clock.nowMs();
     const mono = this.#o.clock.monoMs();
     const metrics: Metric[] = [];
-    for (const s of caps.signals) {
+    // A signal named as a metric the node makes for the device (a declared function's, the
+    // type's) is not born: one name and alias would stand for two metrics of two datatypes.
+    const made = new Set([
+      DEVICE_TYPE_METRIC,
+      ...caps.functions.map((f) => functionMetricName(f.name)),
+    ]);
+    const signals = caps.signals.filter((s) => !made.has(s.signalId));
+    if (signals.length < caps.signals.length) {
+      const clash = caps.signals.filter((s) => made.has(s.signalId)).map((s) => s.signalId);
+      this.#log.warn(
+        `sparkplug: device ${id}: signals ${clash.join(", ")} not published (named as a ` +
+          `metric the node makes for the device: a function's or ${DEVICE_TYPE_METRIC})`,
+      );
+    }
+    for (const s of signals) {
       const state = this.#o.reads.signal(providerId, deviceId, s.signalId);
       metrics.push(
         signalBirthMetric(
@@ -1222,8 +1239,8 @@ export class SparkplugEdgeNode {
       metrics.push(functionBirthMetric(f, this.#alias(id, `Functions/${f.name}`), now));
     }
     metrics.push({
-      name: "Properties/Type",
-      alias: this.#alias(id, "Properties/Type"),
+      name: DEVICE_TYPE_METRIC,
+      alias: this.#alias(id, DEVICE_TYPE_METRIC),
       timestamp: now,
       datatype: DataType.String,
       string_value: caps.device.typeId,
@@ -1238,9 +1255,9 @@ export class SparkplugEdgeNode {
     this.#devices.set(id, {
       providerId,
       deviceId,
-      signals: new Set(caps.signals.map((s) => s.signalId)),
+      signals: new Set(signals.map((s) => s.signalId)),
       functions: new Set(caps.functions.map((f) => functionMetricName(f.name))),
-      types: new Map(caps.signals.map((s) => [s.signalId, s.valueType])),
+      types: new Map(signals.map((s) => [s.signalId, s.valueType])),
       description: birthDescription(caps),
     });
     this.#send("DBIRTH", id, { timestamp: now, metrics }, true);

@@ -1,0 +1,63 @@
+/**
+ * A signal whose id is the name of a metric the node makes for its device (`Functions/<name>` of
+ * a function the device declares, `Properties/Type`) is not born: one DBIRTH must not declare two
+ * metrics of one name and alias (a host keeps one of them and reads the other's data under its
+ * datatype), and no DDATA of the signal may land on the function's or the type's alias.
+ *
+ * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
+ */
+import assert from "node:assert/strict";
+import type { PublishedEvent } from "../../src/events/mod.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { deviceCaps, edgeNodeRig, pulseFunction, signalSpec } from "./_edge_node_rig.ts";
+
+const P = "p0";
+
+function update(signalId: string, value: number): PublishedEvent {
+  return {
+    id: 1,
+    event: {
+      kind: "state_update",
+      provider_id: P,
+      device_id: "dev0",
+      signal_id: signalId,
+      value: { type: "double", double: value },
+      quality: "OK",
+      timestamp_ms: 0,
+    },
+  };
+}
+
+Deno.test("SparkplugEdgeNode leaves out of the DBIRTH a signal named as the device's function or type metric, and publishes no DDATA of it", async () => {
+  const caps = deviceCaps(P, "dev0", {
+    signals: [
+      signalSpec("temp", "double"),
+      signalSpec("Functions/pulse", "double"),
+      signalSpec("Properties/Type", "double"),
+    ],
+    functions: [pulseFunction("pulse")],
+  });
+  const r = edgeNodeRig({ providers: [{ id: P, available: true, devices: [caps] }] });
+  try {
+    await r.online();
+    const dbirth = r.session.published.find((m) => m.topic === "spBv1.0/g/DBIRTH/n/p0:dev0");
+    assert.ok(dbirth !== undefined, "DBIRTH published");
+    const metrics = dbirth.payload.metrics ?? [];
+    const names = metrics.map((m) => m.name);
+    assert.deepEqual(names, ["temp", "Functions/pulse", "Properties/Type"]);
+    assert.equal(new Set(metrics.map((m) => m.alias)).size, metrics.length, "aliases distinct");
+    // The function and the type metric are the node's (Strings), not the signals (Doubles).
+    assert.deepEqual(metrics.map((m) => m.datatype), [10, 12, 12]);
+    const aliasOf = (name: string) => metrics.find((m) => m.name === name)?.alias;
+    // A poll's changes: only temp's goes out, on temp's alias.
+    r.emit(update("temp", 1));
+    r.emit(update("Functions/pulse", 2));
+    r.emit(update("Properties/Type", 3));
+    await flushMicrotasks();
+    const ddata = r.session.published.filter((m) => m.topic === "spBv1.0/g/DDATA/n/p0:dev0");
+    assert.equal(ddata.length, 1);
+    assert.deepEqual(ddata[0]!.payload.metrics?.map((m) => m.alias), [aliasOf("temp")]);
+  } finally {
+    await r.stop();
+  }
+});
