@@ -71,6 +71,7 @@ import {
   telemetryOptionsFromConfig,
   TelemetryWriter,
   type TelemetryWriterOptions,
+  urlForDisplay,
 } from "../telemetry/mod.ts";
 import { describeNotReady, type ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import {
@@ -1512,7 +1513,7 @@ export class Kernel {
       );
       return {
         note: next.telemetry.enabled
-          ? `telemetry retargeted (writing to ${next.telemetry.influxdb.url})`
+          ? `telemetry retargeted (writing to ${urlForDisplay(next.telemetry.influxdb.url)})`
           : "telemetry retargeted (disabled)",
       };
     });

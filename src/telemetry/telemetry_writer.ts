@@ -180,7 +180,7 @@ export interface TelemetryStatus {
   queue_depth: number;
   /** Events lost to subscriber-queue overflow. */
   dropped_events: number;
-  /** Omitted when telemetry is disabled; never carries the token. */
+  /** Omitted when telemetry is disabled; never carries the token (nor a password in the URL). */
   backend?: { url: string; org: string; bucket: string };
   /** Rows waiting for a retry. */
   retry_buffer_depth: number;
@@ -251,6 +251,18 @@ export function telemetryOptionsFromConfig(
 function sameTarget(a: TelemetryWriterOptions, b: TelemetryWriterOptions): boolean {
   return a.influx.url === b.influx.url && a.influx.org === b.influx.org &&
     a.influx.bucket === b.influx.bucket && a.transport === b.transport;
+}
+
+/** The password of a URL's user information: `scheme://user:PASSWORD@host...`. */
+const URL_PASSWORD = /^([a-z][a-z0-9+.-]*:\/\/[^/@:\s]*:)[^/@\s]+@/i;
+
+/**
+ * The URL as the status and the log show it: the password of its user information (a proxy in
+ * front of the database taking basic auth) replaced by `<redacted>`, as the configuration's
+ * diagnostics write it; anything else as given.
+ */
+export function urlForDisplay(url: string): string {
+  return url.replace(URL_PASSWORD, "$1<redacted>@");
 }
 
 /** The InfluxDB client's constructor, once loadInfluxClient() has run. */
@@ -539,7 +551,7 @@ export class TelemetryWriter {
         clock,
       );
     }
-    this.#log.info(`writing to ${url} org=${org} bucket=${bucket}`);
+    this.#log.info(`writing to ${urlForDisplay(url)} org=${org} bucket=${bucket}`);
   }
 
   /**
@@ -592,7 +604,7 @@ export class TelemetryWriter {
     };
     if (enabled) {
       const { url, org, bucket } = this.#opts.influx;
-      s.backend = { url, org, bucket };
+      s.backend = { url: urlForDisplay(url), org, bucket };
     }
     return s;
   }
