@@ -587,10 +587,25 @@ export class IncidentRecorder {
     }
   }
 
+  /**
+   * Reads the kept records' headers. A folder or a record that cannot be read (an I/O error, a
+   * file where the folder should be) is the recorder's own trouble, never the start's (as a disk
+   * tier that cannot be opened is the history's): a WARN, and what was not read is not listed.
+   */
   async #loadIndex(): Promise<void> {
     const files = this.#o.files;
     const headers: { header: IncidentHeader; n: number }[] = [];
-    for (const name of await files.listNames(this.#o.dir)) {
+    let names: string[];
+    try {
+      names = await files.listNames(this.#o.dir);
+    } catch (err) {
+      this.#o.log.warn(
+        `incident records not read: ${this.#o.dir}: ${errorMessage(err)}; none listed, new ` +
+          `ones are written if the folder can be`,
+      );
+      return;
+    }
+    for (const name of names) {
       const m = /^(inc-\d+-(\d+))\.jsonl$/.exec(name);
       if (!m) continue;
       // Ids go on from the highest counter on disk: a wall clock that repeats a millisecond of an
@@ -599,17 +614,23 @@ export class IncidentRecorder {
       const n = Number(m[2]);
       if (n < 2 ** 32) this.#counter = Math.max(this.#counter, n);
       let damage = "empty";
-      for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
-        try {
-          const h = JSON.parse(line) as IncidentHeader;
-          if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") {
-            headers.push({ header: h, n });
-            damage = "";
-          } else damage = "a header not of this incident";
-        } catch {
-          damage = "a damaged header";
+      try {
+        for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
+          try {
+            const h = JSON.parse(line) as IncidentHeader;
+            if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") {
+              headers.push({ header: h, n });
+              damage = "";
+            } else damage = "a header not of this incident";
+          } catch {
+            damage = "a damaged header";
+          }
+          break;
         }
-        break;
+      } catch (err) {
+        // Not known to be damaged: left where it is, not listed.
+        this.#o.log.warn(`incident file ${name}: not read (${errorMessage(err)}), not listed`);
+        continue;
       }
       if (damage === "") continue;
       // Never listed nor served, and counted by no bound (a crash while it was written): without
