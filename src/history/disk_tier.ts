@@ -103,6 +103,8 @@ export class DiskTier {
   #newestT = -Infinity;
   /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
   #lastAtOpen = -Infinity;
+  /** The last read failed (its WARN was written; said again once a read succeeds). */
+  #readFailing = false;
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -237,9 +239,47 @@ export class DiskTier {
    * file, oldest first within each. Rows ascend within a file (History writes every open bucket
    * once its time has passed; a row earlier than the one before it begins a new file), so files
    * overlap in time only across a wall clock stepped back: every file whose rows reach into the
-   * range is read, from its first row at or after `sinceMs` (found by bisection).
+   * range is read, from its first row at or after `sinceMs` (found by bisection). Never throws: a
+   * tier that cannot be read (an I/O error, a file where its folder should be) is the tier's
+   * trouble, not the question's (the rows read before the failure are given, the rest are not;
+   * one WARN until a read succeeds again).
    */
   async read(
+    providerId: string,
+    deviceId: string,
+    sinceMs: number,
+    untilMs: number,
+    each: (row: DiskRow) => void,
+  ): Promise<void> {
+    // What `each` throws (History's bound on an answer's points) is the question's: passed on.
+    const refused: unknown[] = [];
+    const give = (row: DiskRow) => {
+      try {
+        each(row);
+      } catch (err) {
+        refused.push(err);
+        throw err;
+      }
+    };
+    try {
+      await this.#read(providerId, deviceId, sinceMs, untilMs, give);
+    } catch (err) {
+      if (refused.length > 0) throw refused[0];
+      if (this.#readFailing) return;
+      this.#readFailing = true;
+      this.#o.log.warn(
+        `history disk tier not read: ${errorMessage(err)}; answers hold what was read of it ` +
+          `and the in-memory ring's samples`,
+      );
+      return;
+    }
+    if (this.#readFailing) {
+      this.#readFailing = false;
+      this.#o.log.info("history disk tier read again");
+    }
+  }
+
+  async #read(
     providerId: string,
     deviceId: string,
     sinceMs: number,
