@@ -682,7 +682,8 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           MAX_INT,
         ),
         incident_before_s: int(
-          "Seconds of full-rate samples kept before an incident (at most memory_seconds).",
+          "Seconds of full-rate samples kept before an incident (with incident_after_s, at most " +
+            "memory_seconds).",
           10,
           0,
           3600,

@@ -840,12 +840,22 @@ function readHistory(root: Obj, c: Checker): Config["history"] {
   ]);
   const memorySeconds = c.integer(h, P, "memory_seconds", 120, { min: 10, max: 3600 });
   const incidentBeforeS = c.integer(h, P, "incident_before_s", 10, { min: 0, max: 3600 });
-  // The samples before an incident come from the ring: it must reach that far back.
+  const incidentAfterS = c.integer(h, P, "incident_after_s", 5, { min: 0, max: 600 });
+  // The samples before an incident come from the ring: it must reach that far back -- from the
+  // end of the window, incident_after_s later, when the record is read.
   if (incidentBeforeS > memorySeconds) {
     c.error(
       [...P, "incident_before_s"],
       `must be at most memory_seconds (${incidentBeforeS} > ${memorySeconds}): the samples ` +
         "before an incident come from the ring",
+    );
+  } else if (incidentBeforeS + incidentAfterS > memorySeconds) {
+    c.error(
+      [...P, "incident_before_s"],
+      `incident_before_s + incident_after_s must be at most memory_seconds (${incidentBeforeS} + ` +
+        `${incidentAfterS} > ${memorySeconds}): an incident's record is read from the ring ` +
+        "incident_after_s after its trigger, when the ring no longer holds the oldest samples " +
+        "of a longer window",
     );
   }
   const diskMaxBytes = c.integer(h, P, "disk_max_bytes", 256 * 1024 * 1024, { min: 0 });
@@ -862,7 +872,7 @@ function readHistory(root: Obj, c: Checker): Config["history"] {
     stepMs: c.integer(h, P, "step_ms", 10000, { min: 1000, max: 3600000 }),
     diskMaxBytes,
     incidentBeforeS,
-    incidentAfterS: c.integer(h, P, "incident_after_s", 5, { min: 0, max: 600 }),
+    incidentAfterS,
     incidentMaxCount: c.integer(h, P, "incident_max_count", 100, { min: 1, max: 100000 }),
     incidentMaxBytes: c.integer(h, P, "incident_max_bytes", 64 * 1024 * 1024, { min: 65536 }),
   };

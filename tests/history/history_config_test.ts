@@ -67,3 +67,33 @@ ${PROV}
   );
   assert.ok(got.some((l) => /^history\.step_ms @5:\d+ /.test(l)), got.join("\n"));
 });
+
+Deno.test("history: incident_before_s and incident_after_s together must fit memory_seconds (the record is read from the ring after the window)", () => {
+  // An incident's record is read from the ring incident_after_s after its trigger: by then the
+  // ring reaches memory_seconds back from there, so 10 + 5 > 10 would lose the first 5 s.
+  const r = load(`
+history:
+  memory_seconds: 10
+  incident_before_s: 10
+  incident_after_s: 5
+${PROV}
+`);
+  assert.equal(r.config, null);
+  const got = r.diagnostics.map((d) => `${d.path} @${d.line}:${d.column} ${d.message}`);
+  assert.ok(
+    got.some((l) =>
+      /^history\.incident_before_s @3:\d+ .*incident_before_s \+ incident_after_s .*\(10 \+ 5 > 10\)/
+        .test(l)
+    ),
+    got.join("\n"),
+  );
+  // Exactly memory_seconds together is enough.
+  const fits = load(`
+history:
+  memory_seconds: 10
+  incident_before_s: 5
+  incident_after_s: 5
+${PROV}
+`);
+  assert.deepEqual(fits.diagnostics, []);
+});
