@@ -1269,8 +1269,12 @@ function matches(e: AuditEntry, q: AuditQuery): boolean {
   if (q.untilMs !== undefined && e.first_time_epoch_ms > q.untilMs) return false;
   if (q.origin !== undefined && e.origin?.kind !== q.origin) return false;
   if (q.deviceId !== undefined) {
+    // `provider/device`, or a bare device id: the handle's whole device part (after the first
+    // "/": a provider id holds none, a device id may), never a tail of it.
     const h = e.device_handle;
-    if (h === null || (h !== q.deviceId && !h.endsWith(`/${q.deviceId}`))) return false;
+    if (h === null || (h !== q.deviceId && h.slice(h.indexOf("/") + 1) !== q.deviceId)) {
+      return false;
+    }
   }
   return true;
 }
