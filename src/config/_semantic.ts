@@ -850,12 +850,15 @@ function readHistory(root: Obj, c: Checker): Config["history"] {
         "before an incident come from the ring",
     );
   } else if (incidentBeforeS + incidentAfterS > memorySeconds) {
-    c.error(
+    // A warning: the runtime runs as configured (a file that loaded before still starts after an
+    // upgrade), and what its records will lack is said here, where it can be fixed.
+    c.warning(
       [...P, "incident_before_s"],
-      `incident_before_s + incident_after_s must be at most memory_seconds (${incidentBeforeS} + ` +
+      `incident_before_s + incident_after_s exceeds memory_seconds (${incidentBeforeS} + ` +
         `${incidentAfterS} > ${memorySeconds}): an incident's record is read from the ring ` +
-        "incident_after_s after its trigger, when the ring no longer holds the oldest samples " +
-        "of a longer window",
+        `incident_after_s after its trigger, when the ring no longer holds the oldest ` +
+        `${incidentBeforeS + incidentAfterS - memorySeconds} s of its before-window; raise ` +
+        "memory_seconds or lower incident_before_s",
     );
   }
   const diskMaxBytes = c.integer(h, P, "disk_max_bytes", 256 * 1024 * 1024, { min: 0 });
