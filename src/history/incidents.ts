@@ -519,7 +519,8 @@ export class IncidentRecorder {
       trigger: p.lead.trigger,
       cause: p.lead.cause,
       at_epoch_ms: at,
-      also: p.also,
+      // A copy: a reason arriving after the record is written must not change its listing.
+      also: [...p.also],
       scope: p.devices === null ? "machine" as const : "devices" as const,
       devices: devices.map(([a, b]) => `${a}/${b}`),
       from_epoch_ms: from,

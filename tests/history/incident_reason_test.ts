@@ -74,3 +74,27 @@ Deno.test("an e-stop's record waiting for its reason is listed before a later in
     assert.deepEqual(listed, ["device_loss", "estop"], "the listing is not newest first");
   });
 });
+
+Deno.test("a reason arriving after its incident's record was written changes neither the record nor the listing of it", async () => {
+  const { clock, incidents, poll, estop, session } = rig();
+  await session(async () => {
+    poll("p0", "d0", 1);
+    const first = estop();
+    first("first reason");
+    clock.advance(100);
+    const second = estop(); // joins the first's incident; its reason comes too late
+    clock.advance(1_000);
+    await macrotask();
+    clock.advance(INCIDENT_REASON_WAIT_MS);
+    await incidents.settled();
+    const [written] = incidents.list();
+    assert.deepEqual(written!.also.map((c) => c.cause), ["e-stop (api)"]);
+    second("too late");
+    await macrotask();
+    // Before: the listing said "e-stop: too late (api)" (the header shared the pending
+    // incident's `also`), while the record on disk said "e-stop (api)" until the next start.
+    const stored = (await incidents.get(written!.incident_id)).incident;
+    assert.deepEqual(incidents.list()[0]!.also.map((c) => c.cause), ["e-stop (api)"]);
+    assert.deepEqual(stored.also.map((c) => c.cause), ["e-stop (api)"]);
+  });
+});
