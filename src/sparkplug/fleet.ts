@@ -75,6 +75,13 @@ export async function collectFleet(
   session.onMessage((topic, payload) => {
     const t = parseTopic(topic);
     if (t === null || (o.group !== null && t.groupId !== o.group)) return;
+    // A payload that does not decode is no node's: nothing is listed for it.
+    let p;
+    try {
+      p = decode(payload);
+    } catch {
+      return;
+    }
     const key = `${t.groupId}/${t.edgeNodeId}`;
     let n = nodes.get(key);
     if (n === undefined) {
@@ -98,12 +105,6 @@ export async function collectFleet(
         devices: 0,
       };
       nodes.set(key, n);
-    }
-    let p;
-    try {
-      p = decode(payload);
-    } catch {
-      return;
     }
     const names = aliases.get(key) ?? new Map<number, string>();
     aliases.set(key, names);

@@ -31,7 +31,7 @@ async function listening() {
   await flushMicrotasks();
   const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
     session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
-  return { clock, collected, send };
+  return { clock, collected, send, session };
 }
 
 Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the fleet view; a DDEATH of one never born takes none away", async () => {
@@ -94,4 +94,15 @@ Deno.test("historical node metrics (store and forward's NDATA with is_historical
     [["n", "AUTO", false]],
     "the fleet view shows the node as it is now",
   );
+});
+
+Deno.test("a message whose payload does not decode lists no node: something publishing garbage under a node's topic is not a reachable node", async () => {
+  const { clock, collected, send, session } = await listening();
+  send("NBIRTH/n", [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }]);
+  // A field of wire type 7 (none exists): no Sparkplug payload.
+  session.deliver("spBv1.0/g/NDATA/ghost", new Uint8Array([0x0f, 0x01]));
+  clock.advance(1000);
+  const { nodes } = await collected;
+  // Before: ["ghost", true] listed too, every field unknown.
+  assert.deepEqual(nodes.map((n) => [n.node, n.reachable]), [["n", true]]);
 });
