@@ -109,11 +109,16 @@ class ParseFailure extends Error {
 /** Parses a condition; never throws. */
 export function parseCondition(text: string): ConditionParse {
   try {
+    // Characters (code points), as the editor schema's maxLength counts them (one outside the
+    // BMP is two UTF-16 units); the column, as every column here, in UTF-16 units.
     if (text.length > MAX_CONDITION_LENGTH) {
-      throw new ParseFailure(
-        MAX_CONDITION_LENGTH + 1,
-        `is longer than ${MAX_CONDITION_LENGTH} characters (${text.length})`,
-      );
+      const chars = [...text];
+      if (chars.length > MAX_CONDITION_LENGTH) {
+        throw new ParseFailure(
+          chars.slice(0, MAX_CONDITION_LENGTH).join("").length + 1,
+          `is longer than ${MAX_CONDITION_LENGTH} characters (${chars.length})`,
+        );
+      }
     }
     const parser = new Parser(tokenize(text));
     const condition = parser.condition();

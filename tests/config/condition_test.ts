@@ -159,6 +159,15 @@ Deno.test("parseCondition bounds the nesting depth and the length", () => {
     column: MAX_CONDITION_LENGTH + 1,
     message: `is longer than ${MAX_CONDITION_LENGTH} characters (${MAX_CONDITION_LENGTH + 1})`,
   });
+  // Characters, as the editor schema counts them: one outside the BMP is one, not two (before:
+  // a condition of 1024 characters with emoji in a string was refused as longer).
+  const emoji = (n: number) => `p/d/s == '${"\u{1F525}".repeat(n - 11)}'`;
+  assert.equal([...emoji(MAX_CONDITION_LENGTH)].length, MAX_CONDITION_LENGTH);
+  assert.equal(parseCondition(emoji(MAX_CONDITION_LENGTH)).ok, true);
+  assert.deepEqual(error(emoji(MAX_CONDITION_LENGTH + 1)), {
+    column: 10 + 2 * (MAX_CONDITION_LENGTH - 10) + 1, // the closing quote
+    message: `is longer than ${MAX_CONDITION_LENGTH} characters (${MAX_CONDITION_LENGTH + 1})`,
+  });
 });
 
 Deno.test("formatConditionError says the column is the condition's", () => {
