@@ -25,6 +25,7 @@ import {
   startRuntimeInMirror,
   withCheckoutMirror as inTempFolder,
 } from "../helpers/runtime_process.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { systemdReadmeConfig } from "./_shipped.ts";
 
@@ -205,6 +206,9 @@ Deno.test("A configuration whose AUTO would be refused is warned about at start-
   assert.ok(start > 0 && end > start);
   await inTempFolder(demo.slice(0, start) + demo.slice(end), async (dir) => {
     await withRuntime(dir, async (rt) => {
+      // The runtime's stderr reaches this process through a pipe read as it comes: under load
+      // the line may follow readiness by a moment.
+      await waitFor("the start-up warning about AUTO", () => WARNED_AUTO.test(rt.stderr()));
       const warning = rt.stderr().split("\n").filter((l) => WARNED_AUTO.test(l));
       assert.equal(warning.length, 1, rt.stderr());
       assert.match(warning[0]!, /no mode_transition_hook covers AUTO -> FAULT/);
