@@ -32,6 +32,7 @@ import {
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
   sparkplugIds,
+  urlWithoutPassword,
 } from "../config/mod.ts";
 import {
   actuatingFunctionCount,
@@ -71,7 +72,6 @@ import {
   telemetryOptionsFromConfig,
   TelemetryWriter,
   type TelemetryWriterOptions,
-  urlForDisplay,
 } from "../telemetry/mod.ts";
 import { describeNotReady, type ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import {
@@ -1513,7 +1513,7 @@ export class Kernel {
       );
       return {
         note: next.telemetry.enabled
-          ? `telemetry retargeted (writing to ${urlForDisplay(next.telemetry.influxdb.url)})`
+          ? `telemetry retargeted (writing to ${urlWithoutPassword(next.telemetry.influxdb.url)})`
           : "telemetry retargeted (disabled)",
       };
     });

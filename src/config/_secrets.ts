@@ -22,6 +22,17 @@ export const MIN_SCRUBBED_SECRET_LENGTH = 4;
 const SECRET_WORD_RE = /token|passw(?:or)?d|passphrase|secret|api_?key/i;
 /** The password of a URL's user information: `scheme://user:PASSWORD@host...`. */
 const URL_PASSWORD_RE = /^[a-z][a-z0-9+.-]*:\/\/[^/@:\s]*:([^/@\s]+)@/i;
+/**
+ * `url` with the password of its user information replaced by REDACTED (`http://u:<redacted>@h`),
+ * anything else as given: how a URL from the configuration is shown (status, log lines).
+ */
+export function urlWithoutPassword(url: string): string {
+  const m = URL_PASSWORD_RE.exec(url);
+  if (m === null) return url;
+  const end = m[0].length - 1; // the password ends before the `@`
+  return `${url.slice(0, end - m[1]!.length)}${REDACTED}${url.slice(end)}`;
+}
+
 /** A plain key name: letters, digits, `_`, `-`, `.` (anything else may be a pasted value). */
 const PLAIN_KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 

@@ -46,7 +46,12 @@ import {
   RuntimeError,
   type TimerId,
 } from "../common/mod.ts";
-import type { Config, InfluxConfig, MeasurementNaming } from "../config/mod.ts";
+import {
+  type Config,
+  type InfluxConfig,
+  type MeasurementNaming,
+  urlWithoutPassword,
+} from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceState, StateCache } from "../state/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
@@ -251,18 +256,6 @@ export function telemetryOptionsFromConfig(
 function sameTarget(a: TelemetryWriterOptions, b: TelemetryWriterOptions): boolean {
   return a.influx.url === b.influx.url && a.influx.org === b.influx.org &&
     a.influx.bucket === b.influx.bucket && a.transport === b.transport;
-}
-
-/** The password of a URL's user information: `scheme://user:PASSWORD@host...`. */
-const URL_PASSWORD = /^([a-z][a-z0-9+.-]*:\/\/[^/@:\s]*:)[^/@\s]+@/i;
-
-/**
- * The URL as the status and the log show it: the password of its user information (a proxy in
- * front of the database taking basic auth) replaced by `<redacted>`, as the configuration's
- * diagnostics write it; anything else as given.
- */
-export function urlForDisplay(url: string): string {
-  return url.replace(URL_PASSWORD, "$1<redacted>@");
 }
 
 /** The InfluxDB client's constructor, once loadInfluxClient() has run. */
@@ -551,7 +544,7 @@ export class TelemetryWriter {
         clock,
       );
     }
-    this.#log.info(`writing to ${urlForDisplay(url)} org=${org} bucket=${bucket}`);
+    this.#log.info(`writing to ${urlWithoutPassword(url)} org=${org} bucket=${bucket}`);
   }
 
   /**
@@ -604,7 +597,7 @@ export class TelemetryWriter {
     };
     if (enabled) {
       const { url, org, bucket } = this.#opts.influx;
-      s.backend = { url: urlForDisplay(url), org, bucket };
+      s.backend = { url: urlWithoutPassword(url), org, bucket };
     }
     return s;
   }

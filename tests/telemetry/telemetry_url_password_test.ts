@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import type { Logger } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { TelemetryWriter, urlForDisplay } from "../../src/telemetry/mod.ts";
+import { urlWithoutPassword } from "../../src/config/mod.ts";
+import { TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { ScriptedDb, SETTINGS } from "./_scripted_db.ts";
 
@@ -42,12 +43,12 @@ Deno.test("TelemetryWriter shows its target URL without the password of its user
   }
 });
 
-Deno.test("urlForDisplay replaces only a URL's password", () => {
+Deno.test("urlWithoutPassword replaces only a URL's password", () => {
   assert.equal(
-    urlForDisplay("https://u:p%40ss@db:8086/x?a=1"),
+    urlWithoutPassword("https://u:p%40ss@db:8086/x?a=1"),
     "https://u:<redacted>@db:8086/x?a=1",
   );
-  assert.equal(urlForDisplay("http://token@db:8086"), "http://token@db:8086");
-  assert.equal(urlForDisplay("http://db:8086/a@b"), "http://db:8086/a@b");
-  assert.equal(urlForDisplay("http://127.0.0.1:8086"), "http://127.0.0.1:8086");
+  assert.equal(urlWithoutPassword("http://token@db:8086"), "http://token@db:8086");
+  assert.equal(urlWithoutPassword("http://db:8086/a@b"), "http://db:8086/a@b");
+  assert.equal(urlWithoutPassword("http://127.0.0.1:8086"), "http://127.0.0.1:8086");
 });
