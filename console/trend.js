@@ -419,6 +419,18 @@ export class TrendView {
     for (const [sk, t, v, q] of this.early) this.series.get(sk)?.push(t, v, q);
     this.early = [];
     const problems = [...failures];
+    for (const a of answers) {
+      // A partial answer (GET /v0/history's `incomplete`): the chart lacks points it should have.
+      if (a.incomplete === "disk_unreadable") {
+        problems.push(
+          `${a.provider_id}/${a.device_id}: older points may be missing (the disk tier could not be read)`,
+        );
+      } else if (typeof a.incomplete === "string") {
+        problems.push(
+          `${a.provider_id}/${a.device_id}: recent points may be missing (not yet written to disk; open the trend again)`,
+        );
+      }
+    }
     if (unknown.length > 0) problems.push(`not a chartable signal of a known device: ${unknown}`);
     this.showError(problems.join("; "));
     this.chart = new Chart(this.chartBox, [...this.series.values()], {

@@ -64,6 +64,8 @@ export interface DiskTierStatus {
   readonly writeErrors: number;
   /** Rows that could not be read back (torn, damaged), since start. */
   readonly rowsUnreadable: number;
+  /** Reads (history questions) the tier failed part-way: their answers lack some of its rows. */
+  readonly readErrors: number;
   readonly lastError: string | null;
 }
 
@@ -90,6 +92,7 @@ export class DiskTier {
   /** Opens that failed (the writer counts the writes and fsyncs that failed). */
   #openErrors = 0;
   #rowsUnreadable = 0;
+  #readErrors = 0;
   #lastError: string | null = null;
   /** Segment number -> time of its first row (rows ascend within each file). */
   readonly #firstT = new Map<number, number | null>();
@@ -230,6 +233,7 @@ export class DiskTier {
       // Every failed write counts once (not once per row it held), a failed fsync too.
       writeErrors: this.#openErrors + this.#writer.status().writeErrors,
       rowsUnreadable: this.#rowsUnreadable,
+      readErrors: this.#readErrors,
       lastError: this.#lastError,
     };
   }
@@ -242,7 +246,7 @@ export class DiskTier {
    * range is read, from its first row at or after `sinceMs` (found by bisection). Never throws: a
    * tier that cannot be read (an I/O error, a file where its folder should be) is the tier's
    * trouble, not the question's (the rows read before the failure are given, the rest are not;
-   * one WARN until a read succeeds again).
+   * one WARN until a read succeeds again). Resolves false when it failed so: the answer is partial.
    */
   async read(
     providerId: string,
@@ -250,7 +254,7 @@ export class DiskTier {
     sinceMs: number,
     untilMs: number,
     each: (row: DiskRow) => void,
-  ): Promise<void> {
+  ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
     const refused: unknown[] = [];
     const give = (row: DiskRow) => {
@@ -265,18 +269,20 @@ export class DiskTier {
       await this.#read(providerId, deviceId, sinceMs, untilMs, give);
     } catch (err) {
       if (refused.length > 0) throw refused[0];
-      if (this.#readFailing) return;
+      this.#readErrors++;
+      if (this.#readFailing) return false;
       this.#readFailing = true;
       this.#o.log.warn(
         `history disk tier not read: ${errorMessage(err)}; answers hold what was read of it ` +
-          `and the in-memory ring's samples`,
+          `and the in-memory ring's samples (marked incomplete: disk_unreadable)`,
       );
-      return;
+      return false;
     }
     if (this.#readFailing) {
       this.#readFailing = false;
       this.#o.log.info("history disk tier read again");
     }
+    return true;
   }
 
   async #read(

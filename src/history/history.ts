@@ -58,6 +58,13 @@ export const MAX_RELEASED_SIGNAL_IDS = 256;
 /** Where an answer's points came from. */
 export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
 
+/**
+ * Why an answer may lack points of its range (null: it does not): `disk_unreadable`, the disk tier
+ * failed while it was read (what was read is given); `disk_pending`, rows queued for the disk were
+ * not written within HISTORY_QUERY_DISK_WAIT_MS (they are in neither tier until written).
+ */
+export type HistoryIncomplete = "disk_unreadable" | "disk_pending";
+
 /** A history question (GET /v0/history/{provider_id}/{device_id}). */
 export interface HistoryQuery {
   readonly providerId: string;
@@ -92,6 +99,8 @@ export interface HistoryAnswer {
   readonly memory_from_ms: number | null;
   /** The disk tier's bucket (its points have at least this step); null without a disk tier. */
   readonly disk_step_ms: number | null;
+  /** Null when the answer holds every point the tiers have of the range (HistoryIncomplete). */
+  readonly incomplete: HistoryIncomplete | null;
   readonly signals: readonly HistorySeries[];
 }
 
@@ -228,6 +237,7 @@ export class History {
         rowsDropped: 0,
         writeErrors: 0,
         rowsUnreadable: 0,
+        readErrors: 0,
         lastError: null,
       },
     };
@@ -512,6 +522,7 @@ export class History {
     // signal_id the signals are the ring's and those the disk rows read hold (a signal or a
     // device the runtime no longer has), the latter ringless too.
     const allSignals = q.signalIds.length === 0;
+    let incomplete: HistoryIncomplete | null = null;
     const ringless = new Set(
       allSignals
         ? e?.released ?? []
@@ -522,7 +533,13 @@ export class History {
     ) {
       // The range reaches before the ring: the buckets closed but still queued for the disk are
       // part of the answer (else they would be in neither tier).
-      await raceTimeout(this.#o.clock, this.#disk.flush(), HISTORY_QUERY_DISK_WAIT_MS, undefined);
+      const flushed = await raceTimeout(
+        this.#o.clock,
+        this.#disk.flush().then(() => true),
+        HISTORY_QUERY_DISK_WAIT_MS,
+        false,
+      );
+      if (!flushed) incomplete = "disk_pending";
       e = this.#devices.get(q.providerId)?.get(q.deviceId);
     }
     const oldest = e?.ring.oldestMs() ?? null;
@@ -598,7 +615,7 @@ export class History {
         e?.ring.signals.get(id)?.type ??
           this.#o.cache.declaredType(q.providerId, q.deviceId, id) ?? null;
       for (const id of ids) types.set(id, typeOf(id));
-      await this.#disk.read(
+      const read = await this.#disk.read(
         q.providerId,
         q.deviceId,
         bucketStart(sinceMs, diskStep),
@@ -636,6 +653,7 @@ export class History {
           }
         },
       );
+      if (!read) incomplete = "disk_unreadable";
       for (const [id, mine] of buckets) {
         const points = series.get(id)!.points;
         for (const t of [...mine.keys()].sort((a, b) => a - b)) {
@@ -707,6 +725,7 @@ export class History {
         : "none",
       memory_from_ms: memoryFrom,
       disk_step_ms: diskStep,
+      incomplete,
       // Without signal_id, a signal only the disk could hold is listed when the range has rows of it.
       signals: ids.filter((id) =>
         !allSignals || !ringless.has(id) || series.get(id)!.points.length > 0

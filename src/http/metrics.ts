@@ -436,6 +436,11 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       "counter",
       "Disk tier writes and fsyncs that failed (a failed write stops the tier for a while).",
     ).sample("runtime_history_disk_write_errors_total", history.disk.writeErrors);
+    w.family(
+      "runtime_history_disk_read_errors_total",
+      "counter",
+      "History questions the disk tier failed part-way (answered incomplete: disk_unreadable).",
+    ).sample("runtime_history_disk_read_errors_total", history.disk.readErrors);
   }
   const incidents = services.incidents?.status();
   if (incidents !== undefined) {

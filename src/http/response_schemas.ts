@@ -408,6 +408,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "source",
         "memory_from_ms",
         "disk_step_ms",
+        "incomplete",
         "signals",
       ],
       {
@@ -425,6 +426,13 @@ export function responseComponents(): Record<string, JsonSchema> {
           "Where the ring's part begins: points before it come from the disk tier.",
         ),
         disk_step_ms: note(orNull(int), "The disk tier's bucket; null without a disk tier."),
+        incomplete: note(
+          orNull({ enum: ["disk_unreadable", "disk_pending"] }),
+          "Null when the answer holds every point the tiers have of the range. " +
+            "`disk_unreadable`: the disk tier failed while it was read (what was read is given); " +
+            "`disk_pending`: rows queued for the disk were not written within 2 s " +
+            "(HISTORY_QUERY_DISK_WAIT_MS) and are in neither tier yet: ask again.",
+        ),
         signals: arr(obj(["signal_id", "value_type", "points"], {
           signal_id: str,
           value_type: { enum: [...VALUE_TYPES, "unknown"] },

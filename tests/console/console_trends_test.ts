@@ -492,3 +492,52 @@ providers:
     }
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: a trend whose history answer is incomplete (disk tier unreadable) says so",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "console-trends-incomplete-" });
+    const port = freePort();
+    await Deno.mkdir(`${dir}/data`);
+    // A file where the disk tier's folder should be: every read of it fails.
+    await Deno.writeTextFile(`${dir}/data/history`, "not a folder\n");
+    await Deno.writeTextFile(
+      `${dir}/runtime.yaml`,
+      `runtime: {name: trends-incomplete, data_dir: ${dir}/data}
+http: {port: ${port}}
+providers:
+  - id: sim0
+    command: ${JSON.stringify(Deno.execPath())}
+    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
+`,
+    );
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChild({ config: `${dir}/runtime.yaml`, port }),
+      (r) => r.stop(),
+    );
+    try {
+      const page = await browser.newPage();
+      const errors = collectPageErrors(page);
+      await page.goto(`${rt.base}/`);
+      await waitForText(page, "#conn", /^Live$/);
+      const sig = "sim0/tempctl0/tc1_temp";
+      await waitForText(page, `tr[data-signal="${sig}"] td.value a`, /^-?\d+(\.\d+)?$/);
+      await page.goto(`${rt.base}/#trend?s=${encodeURIComponent(sig)}`);
+      await waitForText(
+        page,
+        "#trend p.error",
+        /^sim0\/tempctl0: older points may be missing \(the disk tier could not be read\)$/,
+      );
+      // The chart is still drawn from the ring.
+      await waitForChart(page, "#trend", "data-points", (v) => Number(v) > 0, "> 0");
+      // The 503s of a runtime without automation are the browser's own lines.
+      assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
+    } finally {
+      await browser.close();
+      await rt.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

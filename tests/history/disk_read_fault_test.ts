@@ -1,14 +1,16 @@
 /**
  * A disk tier that cannot be read (`<data_dir>/history` is a file, an I/O error) is the tier's
  * own trouble, as one that cannot be written is: a history question still gets the ring's
- * samples, and one WARN says the disk tier was not read (not one per question). A real History
+ * samples marked `incomplete: disk_unreadable`, and one WARN says the disk tier was not read (not
+ * one per question). A real History
  * on real files in a temporary folder, fed by hand as the cache feeds it.
  */
 import assert from "node:assert/strict";
-import { History, MAX_HISTORY_POINTS } from "../../src/history/mod.ts";
+import { History, HISTORY_QUERY_DISK_WAIT_MS, MAX_HISTORY_POINTS } from "../../src/history/mod.ts";
 import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -62,7 +64,10 @@ Deno.test("a history question answers the ring's samples when the disk tier cann
       const answer = await history.query({ providerId: "p", deviceId: "d", signalIds: ["x"] });
       assert.equal(answer.source, "memory");
       assert.deepEqual(answer.signals[0]!.points.map((p) => p.last), [1, 2], "the ring's samples");
+      // The client is told the answer may lack the disk's points, not only the log.
+      assert.equal(answer.incomplete, "disk_unreadable");
     }
+    assert.equal(history.status().disk.readErrors, 2, "each question the tier failed counts");
     const said = lines.filter((l) => l.includes("history disk tier not read"));
     assert.equal(said.length, 1, `one WARN for two questions: ${lines.join("\n")}`);
     assert.match(said[0]!, /^WARN /);
@@ -94,6 +99,53 @@ Deno.test("the points bound still refuses a question whose disk rows alone pass 
       new RegExp(`more than ${MAX_HISTORY_POINTS} points`),
     );
   } finally {
+    await history.stop();
+  }
+});
+
+Deno.test("an answer without the rows still queued for a slow disk says so (disk_pending); once written, it is whole", async () => {
+  let stalled: (() => void) | null = null;
+  const files = new class extends MemoryFiles {
+    stall = false;
+    override async openAppend(path: string) {
+      const handle = await super.openAppend(path);
+      return {
+        ...handle,
+        append: async (text: string) => {
+          if (this.stall) await new Promise<void>((resolve) => (stalled = resolve));
+          await handle.append(text);
+        },
+      };
+    }
+  }();
+  const { clock, history, pollSignals } = handFedHistory({ stepMs: 1000, memorySeconds: 5 }, files);
+  const t0 = clock.wall;
+  await history.start();
+  try {
+    files.stall = true;
+    for (let s = 0; s < 20; s++) {
+      pollSignals(["x"], s);
+      clock.wall += 1000;
+      clock.mono += 1000;
+    }
+    const ask = () =>
+      history.query({ providerId: "p", deviceId: "d", signalIds: ["x"], sinceMs: t0 });
+    const pending = ask();
+    await clock.advanceAsync(HISTORY_QUERY_DISK_WAIT_MS);
+    const partial = await pending;
+    assert.equal(partial.incomplete, "disk_pending");
+    files.stall = false;
+    (stalled as (() => void) | null)?.();
+    await history.flushDisk();
+    const whole = await ask();
+    assert.equal(whole.incomplete, null);
+    assert.ok(
+      whole.signals[0]!.points.length > partial.signals[0]!.points.length,
+      "the disk's rows are in the answer once written",
+    );
+  } finally {
+    files.stall = false;
+    (stalled as (() => void) | null)?.();
     await history.stop();
   }
 });

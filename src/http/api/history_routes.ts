@@ -17,6 +17,8 @@ import type { HttpServices } from "../services.ts";
 
 const CSV_TYPE = "text/csv; charset=utf-8";
 const JSONL_TYPE = "application/jsonl";
+/** A CSV history answer's mark of a partial answer (a JSON answer's `incomplete`). */
+export const INCOMPLETE_HEADER = "x-history-incomplete";
 
 const HISTORY_QUERY_DOC: readonly QueryParameterDoc[] = [
   {
@@ -59,7 +61,8 @@ export const HISTORY_ROUTES: readonly Route[] = [
       description: "Points of each signal over a time range: every polled sample from the " +
         "full-rate ring in memory (history.memory_seconds), and `history.step_ms` buckets " +
         "from the disk tier before it. `source` says which answered; points before " +
-        `\`memory_from_ms\` are the disk tier's. At most ${MAX_HISTORY_POINTS} points per ` +
+        `\`memory_from_ms\` are the disk tier's; \`incomplete\` is non-null when some may be ` +
+        `missing (the disk tier unreadable or behind). At most ${MAX_HISTORY_POINTS} points per ` +
         "answer (all signals together), else 400. Bools are 0/1; strings and bytes (base64) " +
         "have `min`/`max` null. Project addition.",
       query: HISTORY_QUERY_DOC,
@@ -68,7 +71,8 @@ export const HISTORY_ROUTES: readonly Route[] = [
         contentType: "text/csv",
         description: "CSV (`format=csv` or `Accept: text/csv`): " +
           "`signal_id,t_ms,min,max,last,count,quality,unit`, one line per point (`unit` " +
-          "empty for a signal that declares none).",
+          "empty for a signal that declares none); a partial answer carries the header " +
+          "`X-History-Incomplete` (the JSON answer's `incomplete`).",
         schema: { type: "string" },
       }],
       errors: [400, 404],
@@ -190,7 +194,12 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     throw notFound(`Device not found: ${p}/${d}`);
   }
   const spec = (id: string) => caps?.signals.find((s) => s.signalId === id);
-  if (format === "csv") return csvResponse(historyCsv(answer, (id) => spec(id)?.unit));
+  if (format === "csv") {
+    const res = csvResponse(historyCsv(answer, (id) => spec(id)?.unit));
+    // CSV has no place for it: a header says what a JSON answer's `incomplete` says.
+    if (answer.incomplete !== null) res.headers.set(INCOMPLETE_HEADER, answer.incomplete);
+    return res;
+  }
   return okResponse({
     ...answer,
     signals: answer.signals.map((s) => {
