@@ -328,14 +328,13 @@ export class IncidentRecorder {
     const { kind, unconfigured, reloading } = c.condition;
     if (kind !== "down" || c.previous === "down" || unconfigured || reloading) return;
     const since = c.condition.sinceMono;
+    // How long ago it began, on the monotonic clock (a wall clock step does not change it).
+    const ago = since === null ? 0 : Math.max(0, Math.round(this.#o.clock.monoMs() - since));
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
     // date counted back on the monotonic clock away from the samples), else counted back.
-    const at = failingAt ??
-      (since === null
-        ? c.atWallMs
-        : c.atWallMs - Math.max(0, Math.round(this.#o.clock.monoMs() - since)));
+    const at = failingAt ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
-    this.#trigger("device_loss", `device ${key} lost${why}`, [[c.providerId, c.deviceId]], at);
+    this.#trigger("device_loss", `device ${key} lost${why}`, [[c.providerId, c.deviceId]], at, ago);
   }
 
   /**
@@ -363,13 +362,16 @@ export class IncidentRecorder {
 
   /**
    * Notes a trigger: joins a pending incident or starts one. Gives the incident and the cause as
-   * it holds it; null when dropped.
+   * it holds it; null when dropped. A trigger dated `agoMs` back (a device loss, from its first
+   * failed read) is read from the ring incident_after_s after that date, not after now: the ring
+   * then needs to hold incident_before_s + incident_after_s, not the detection delay besides.
    */
   #trigger(
     trigger: IncidentTrigger,
     cause: string,
     devices: DeviceParts[] | null,
     now = this.#o.clock.nowMs(),
+    agoMs = 0,
   ): { p: Pending; c: IncidentCause } | null {
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
@@ -425,7 +427,7 @@ export class IncidentRecorder {
     p.timer = this.#o.clock.setTimer(() => {
       p.timer = null;
       this.#capture(p);
-    }, this.#o.config.incidentAfterS * 1000);
+    }, Math.max(0, this.#o.config.incidentAfterS * 1000 - agoMs));
     // Told once the triggers of this same step have joined (an e-stop publishes its FAULT entry
     // first, then its own event): the run's event names the incident's lead trigger.
     queueMicrotask(() => {

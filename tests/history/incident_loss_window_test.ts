@@ -1,0 +1,85 @@
+/**
+ * A device loss is dated from its first failed read, but detected only once its reads have
+ * failed for a while (DeviceOutages: 3 polling intervals, at least 500 ms). Its record is read
+ * from the ring incident_after_s after that date, not after the detection: otherwise the ring,
+ * which keeps memory_seconds, must also hold the detection delay, and a window that fits
+ * memory_seconds (incident_before_s + incident_after_s) lost its oldest samples. An
+ * IncidentRecorder over a hand-fed History on a manual clock; the device's conditions told as
+ * DeviceOutages tells them.
+ */
+import assert from "node:assert/strict";
+import { IncidentRecorder } from "../../src/history/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import type { DeviceConditionListener } from "../../src/state/mod.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { INCIDENTS_DIR } from "./_incident_rig.ts";
+
+Deno.test("a device loss's record holds its whole window when the window fits memory_seconds, whatever the detection took", async () => {
+  // memory_seconds 3 = incident_before_s 1 + incident_after_s 2: the window fits the ring.
+  const window = { memorySeconds: 3, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+  const { clock, history, files, pollSignals } = handFedHistory(window);
+  let tell: DeviceConditionListener | null = null;
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, ...window },
+    history,
+    files,
+    dir: INCIDENTS_DIR,
+    clock,
+    log: testLogger(),
+    outages: {
+      onChange(l) {
+        tell = l;
+        return () => (tell = null);
+      },
+    },
+  });
+  const bus = new EventBus();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    const t0 = clock.wall;
+    pollSignals(["x"], 1); // t0: the last good read
+    clock.advance(500);
+    pollSignals(["x"], 2); // t0 + 500: its reads begin failing here (the value does not matter)
+    const failingMono = clock.mono;
+    tell!({
+      providerId: "p",
+      deviceId: "d",
+      previous: "up",
+      condition: { kind: "failing", reason: "reads fail", sinceMono: failingMono },
+      atWallMs: clock.wall,
+    });
+    clock.advance(1000); // down 1 s later: a loss dated t0 + 500
+    tell!({
+      providerId: "p",
+      deviceId: "d",
+      previous: "failing",
+      condition: { kind: "down", reason: "reads fail", sinceMono: failingMono },
+      atWallMs: clock.wall,
+    });
+    // The window [t0 - 500, t0 + 2500] has passed at t0 + 2500; the device's provider polls on
+    // (its other devices, this one's failed reads) and the ring lets go of what is 3 s old.
+    for (let k = 0; k < 12; k++) {
+      clock.advance(250);
+      pollSignals(["x"], 3);
+    }
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(h.at_epoch_ms, t0 + 500);
+    assert.equal(h.from_epoch_ms, t0 - 500);
+    assert.equal(h.until_epoch_ms, t0 + 2500);
+    const { signals } = await incidents.get(h.incident_id);
+    const times = signals[0]!.samples.map((s) => s[0] - t0);
+    assert.deepEqual(
+      times.slice(0, 2),
+      [0, 500],
+      `the window's oldest samples are in the record: ${times}`,
+    );
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
