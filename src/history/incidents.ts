@@ -565,15 +565,17 @@ export class IncidentRecorder {
       `incident ${header.incident_id} recorded: ${header.trigger} (${header.cause}), ` +
         `${header.signals} signal(s), ${header.samples} sample(s)`,
     );
-    await this.#prune();
+    await this.#prune(header.incident_id);
   }
 
   /**
    * Removes records beyond incident_max_count and incident_max_bytes: the oldest that is not an
    * e-stop's first (a flapping device's losses must not push the e-stops out), an e-stop's only
-   * when every record kept is one. One record is always kept, whatever its size.
+   * when every record kept is one. One record is always kept, whatever its size. The record just
+   * written (`written`) removed so is said (WARN): it was listed as recorded a moment before, and
+   * its run's `incident` event links to it.
    */
-  async #prune(): Promise<void> {
+  async #prune(written: string | null = null): Promise<void> {
     const { incidentMaxCount, incidentMaxBytes } = this.#o.config;
     // The total is taken again after each removal waited for: another write's prune may have
     // removed records meanwhile (a total from before would remove one record too many).
@@ -584,6 +586,13 @@ export class IncidentRecorder {
     ) {
       const i = this.#index.findIndex((h) => h.trigger !== "estop");
       const old = this.#index.splice(i < 0 ? 0 : i, 1)[0]!;
+      if (old.incident_id === written) {
+        this.#o.log.warn(
+          `incident ${written} removed as soon as written: every other record kept is an ` +
+            `e-stop's (history.incident_max_count ${incidentMaxCount}, ` +
+            `history.incident_max_bytes ${incidentMaxBytes}); raise them to keep more`,
+        );
+      }
       await this.#o.files.remove(this.#path(old.incident_id)).catch((err) =>
         this.#o.log.warn(`incident ${old.incident_id} not removed: ${errorMessage(err)}`)
       );

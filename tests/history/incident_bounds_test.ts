@@ -6,11 +6,12 @@
 import assert from "node:assert/strict";
 import type { HistoryConfig } from "../../src/config/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
 
-function rig(config: Partial<HistoryConfig>) {
-  const base = incidentRig({ config });
+function rig(config: Partial<HistoryConfig>, log = testLogger()) {
+  const base = incidentRig({ config, log });
   const { clock, incidents, poll, loss, estop } = base;
   /** Publishes a trigger and lets its record be written (a window later). */
   const record = async (what: "estop" | "loss", device = "d0") => {
@@ -87,5 +88,26 @@ Deno.test("A start removes, with a WARN, the incident files whose header is dama
       "the unreadable incident files are still on disk, counted by no bound",
     );
     assert.equal(warnings.filter((w) => /removed/.test(w)).length, 2, warnings.join("\n"));
+  });
+});
+
+Deno.test("a record removed as soon as it is written (every other kept record an e-stop's) is said in a WARN, not only gone", async () => {
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const { incidents, record, kept, session } = rig({ incidentMaxCount: 2 }, log);
+  await session(async () => {
+    await record("estop");
+    await record("estop");
+    await record("loss");
+    assert.deepEqual(kept(), ["estop", "estop"], "the e-stops' records are kept");
+    const said = lines.filter((l) => l.includes("removed as soon as written"));
+    assert.equal(said.length, 1, `one WARN: ${lines.join("\n")}`);
+    assert.match(
+      said[0]!,
+      /^WARN .*incident inc-\d+-3 removed as soon as written: every other record kept is an e-stop's \(history\.incident_max_count 2, history\.incident_max_bytes \d+\); raise them to keep more$/,
+    );
+    // An older record removed to make room is the bound at work: no WARN.
+    await record("estop");
+    assert.equal(lines.filter((l) => l.includes("removed as soon as written")).length, 1);
+    assert.equal(incidents.status().count, 2);
   });
 });
