@@ -318,6 +318,15 @@ export function scriptTruthy(v: BbValue): boolean {
   }
 }
 
+/**
+ * How far apart two numbers may be and still compare equal with `==` (and not with `!=`):
+ * BT.CPP's `IsSame`, the float epsilon (2^-23). A device that holds a value as a float32 reads
+ * 0.6 back as 0.6000000238418579: compared exactly, a tree that calls only when the readback
+ * differs from its target would call at every tick. The orderings (`<`, `<=`, ...) are exact, as
+ * in BT.CPP.
+ */
+export const SCRIPT_EQUALITY_EPSILON = 2 ** -23;
+
 function isNumeric(v: BbValue): boolean {
   return v.type === "double" || v.type === "int64" || v.type === "bool";
 }
@@ -334,11 +343,14 @@ function compare(op: string, a: BbValue, b: BbValue): boolean {
   } else {
     return fail(`comparison '${op}': operands cannot be compared`);
   }
+  // Numbers are equal within SCRIPT_EQUALITY_EPSILON (infinities of one sign too); strings exactly.
+  const same = x === y ||
+    (typeof x === "number" && Math.abs(x - (y as number)) <= SCRIPT_EQUALITY_EPSILON);
   switch (op) {
     case "==":
-      return x === y;
+      return same;
     case "!=":
-      return x !== y;
+      return !same;
     case "<":
       return x < y;
     case "<=":

@@ -107,3 +107,17 @@ Deno.test("parseScript refuses a script nested deeper than MAX_SCRIPT_DEPTH with
   const chain = "x := " + "1 + ".repeat(MAX_SCRIPT_DEPTH - 2) + "1";
   equal(run(chain, new Blackboard()).value, MAX_SCRIPT_DEPTH - 1);
 });
+
+Deno.test("runScript compares numbers for equality within float epsilon, as BT.CPP: a float32 readback equals its double target", () => {
+  const bb = new Blackboard();
+  // A device that holds its duty as a float32 reads 0.6 back as 0.6000000238418579.
+  bb.set("duty_now", { type: "double", value: Math.fround(0.6) });
+  bb.set("duty", { type: "double", value: 0.6 });
+  deepStrictEqual(run("duty_now == duty", bb), { type: "bool", value: true });
+  deepStrictEqual(run("duty_now != duty", bb), { type: "bool", value: false });
+  deepStrictEqual(run("0.1 + 0.2 == 0.3", bb), { type: "bool", value: true });
+  // Beyond the tolerance, and the orderings, compare exactly (BT.CPP's `<` has no tolerance).
+  deepStrictEqual(run("duty == 0.6001", bb), { type: "bool", value: false });
+  deepStrictEqual(run("duty_now > duty", bb), { type: "bool", value: true });
+  deepStrictEqual(run("duty_now <= duty", bb), { type: "bool", value: false });
+});
