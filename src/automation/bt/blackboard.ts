@@ -159,16 +159,19 @@ export class Blackboard {
   /**
    * Declares a port's entry at build time. Returns the previously declared type when it conflicts
    * (both strongly typed, different, and the earlier one is not a string: BT.CPP lets a string
-   * entry be read by typed ports).
+   * entry be read by typed ports). A port that `writes` (output, inout) is not read: a typed one
+   * conflicts with a string entry too, as set() refuses every number or bool written into one.
    */
-  declare(key: string, declared: BbType): { conflict?: BbType } {
+  declare(key: string, declared: BbType, writes = false): { conflict?: BbType } {
     const existing = this.getEntry(key);
     if (!existing) {
       this.createEntry(key, declared);
       return {};
     }
     const prev = existing.declared;
-    if (prev !== "any" && declared !== "any" && prev !== declared && prev !== "string") {
+    if (
+      prev !== "any" && declared !== "any" && prev !== declared && (prev !== "string" || writes)
+    ) {
       return { conflict: prev };
     }
     return {};

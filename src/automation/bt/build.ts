@@ -139,7 +139,7 @@ export function buildTree(
         const key = blackboardKeyOf(raw, port.name);
         if (key === undefined) continue;
         const declared = bbTypeOfPort(port.type);
-        const { conflict } = bb.declare(key, declared);
+        const { conflict } = bb.declare(key, declared, port.direction !== "input");
         if (conflict) {
           report(
             errorAt(

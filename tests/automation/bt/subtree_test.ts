@@ -113,6 +113,9 @@ Deno.test("Blackboard declare reports BT.CPP port type conflicts (strings except
   deepStrictEqual(bb.declare("v", "any"), {});
   bb.declare("s", "string");
   deepStrictEqual(bb.declare("s", "bool"), {});
+  // A typed port writing (not reading) the string entry: every write of it would throw.
+  deepStrictEqual(bb.declare("s", "bool", true), { conflict: "string" });
+  deepStrictEqual(bb.declare("s", "string", true), {});
 });
 
 Deno.test("SubTree literal ports are the instance's own entries, also when _autoremap is written before them", async () => {

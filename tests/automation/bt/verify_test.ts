@@ -243,6 +243,28 @@ Deno.test("loadBehaviorTree reports a blackboard port type conflict (BT.CPP load
   equal(r.tree, undefined);
 });
 
+Deno.test("loadBehaviorTree reports a typed output port writing into an entry a string port declared (the write would fault the tick)", () => {
+  // A string entry may be read by typed ports (CheckBool of a ReadSignal quality, above), but a
+  // typed port cannot write into it: the first GetParameter success threw at the tick.
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>\n` +
+        `<EmitOnChangeOrInterval key="{x}" emit="{e}"/>\n` +
+        `<GetParameter param="t" value="{x}"/>\n` +
+        `</Sequence></BehaviorTree>`,
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [
+      4,
+      "error",
+      "Main/Sequence[0]/GetParameter[1]",
+      /entry 'x' was declared as string and port 'value' of GetParameter uses it as double/,
+    ],
+  ]);
+  equal(r.tree, undefined);
+});
+
 Deno.test("loadBehaviorTree warns when a custom node in a SubTree cannot reach the services", () => {
   const r = load({
     "/bt/main.xml": xmlRoot(
