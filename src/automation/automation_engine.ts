@@ -462,7 +462,9 @@ export class AutomationEngine {
       let what: string;
       if ("type" in w.writes) {
         type = w.writes.type;
-        what = `${w.node} (${type})`;
+        what = w.declares === undefined
+          ? `${w.node} (${type})`
+          : `${w.node} ${w.declares} (declares it ${type})`;
       } else {
         const { deviceHandle, signalId } = w.writes;
         const dev = parseDeviceHandle(deviceHandle);

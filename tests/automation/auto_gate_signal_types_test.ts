@@ -46,6 +46,38 @@ Deno.test("AUTO is refused when a ReadSignal writes a string signal into an entr
   );
 });
 
+Deno.test("AUTO is refused when a ReadSignal writes a number signal into an entry a string input port declared", async () => {
+  // EmitOnChangeOrInterval's `key` (a string port) comes first: the entry is a string entry, and
+  // the ReadSignal's first value faulted the runtime at the first tick.
+  await withTree(
+    `<Sequence><Script code="x := 'none'" /><EmitOnChangeOrInterval key="{x}" emit="{e}" />${
+      READ("voltage_ch1", "{x}")
+    }</Sequence>`,
+    async (rt) => {
+      await assert.rejects(
+        rt.modes.request("AUTO"),
+        /refusing AUTO: the behavior tree writes blackboard entry 'x' with EmitOnChangeOrInterval key \(declares it string\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at /,
+      );
+      assert.equal(rt.modes.current(), "MANUAL");
+    },
+    { arm: true },
+  );
+});
+
+Deno.test("AUTO is admitted when a ReadSignal declares the entry a string input port reads after it", async () => {
+  // The ReadSignal comes first: the entry takes the signal's type, and the string port reads it
+  // converted (as any typed port reads an entry).
+  await withTree(
+    `<Sequence>${READ("voltage_ch1", "{x}")}<EmitOnChangeOrInterval key="{x}" emit="{e}" />` +
+      `</Sequence>`,
+    async (rt) => {
+      await rt.modes.request("AUTO");
+      assert.equal(rt.modes.current(), "AUTO");
+    },
+    { arm: true },
+  );
+});
+
 Deno.test("AUTO is admitted when ReadSignals of one kind share an entry, and when string and number signals use entries of their own", async () => {
   await withTree(
     `<Sequence>${READ("voltage_ch1", "{x}")}${READ("voltage_ch2", "{x}")}${

@@ -1,8 +1,8 @@
 /**
  * The blackboard entries a built tree's output ports write, and what each writes: a port's
  * declared type, or -- for ReadSignal's `value`, whose type is the signal's -- the signal it
- * reads. An entry is typed by its first write (BT.CPP v4): a tick that writes it with another
- * kind throws, which faults the runtime. Verify cannot see that for ReadSignal (it does not know
+ * reads. An entry is typed by its first write (BT.CPP v4), or by the input port that names it
+ * first: a tick that writes it with another kind throws, which faults the runtime. Verify cannot see that for ReadSignal (it does not know
  * the devices' signals); the AUTO gate can, from this list and the declared signals.
  */
 import type { BbEntry, BbType } from "./blackboard.ts";
@@ -24,26 +24,43 @@ export interface EntryWriter {
   readonly writes:
     | { readonly type: Exclude<BbType, "any"> }
     | { readonly deviceHandle: string; readonly signalId: string };
+  /**
+   * Set for an input port that writes nothing but declared the entry's type at build (the first
+   * port naming it): the port's name. Its type holds as a write's would.
+   */
+  readonly declares?: string;
 }
 
 /**
  * Every output port of the tree that writes an entry with a known type or from a signal named
- * literally (or by a SubTree port set to a literal), in tree order. Ports typed `any` and
- * ReadSignals whose device or signal comes from the blackboard are left out: what they write is
- * known only when the tree runs. Read at build time, before any tick writes an entry.
+ * literally (or by a SubTree port set to a literal), in tree order; and each input port that
+ * declared its entry's type (`declares`: the first port naming an entry types it at build, and a
+ * string entry refuses numbers written into it as a number entry refuses strings). Ports typed
+ * `any` and ReadSignals whose device or signal comes from the blackboard are left out: what they
+ * write is known only when the tree runs. Read at build time, before any tick writes an entry.
  */
 export function blackboardWriters(tree: BuiltTree): EntryWriter[] {
   const out: EntryWriter[] = [];
+  // Entries a port named already, in the build's order (a node's ports, then its children).
+  const named = new Set<BbEntry>();
   const visit = (node: TreeNode) => {
     const { init } = node;
     for (const spec of init.portSpecs) {
-      if (spec.direction === "input") continue;
       const raw = init.ports.get(spec.name);
       const key = raw === undefined ? undefined : blackboardKeyOf(raw, spec.name);
       if (key === undefined) continue;
       const entry = node.blackboard.getEntry(key);
       if (entry === undefined) continue;
+      const first = !named.has(entry);
+      named.add(entry);
       const base = { key, entry, node: init.type, at: init.at ?? "" };
+      if (spec.direction === "input") {
+        const type = bbTypeOfPort(spec.type);
+        if (first && type !== "any" && entry.declared === type) {
+          out.push({ ...base, writes: { type }, declares: spec.name });
+        }
+        continue;
+      }
       if (init.type === "ReadSignal" && spec.name === "value") {
         const deviceHandle = node.getString("device_handle");
         const signalId = node.getString("signal_id");
