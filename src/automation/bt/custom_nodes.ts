@@ -13,7 +13,8 @@ import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } fr
 /** Root-blackboard key holding the runtime services (anolis name). */
 export const SERVICE_CONTEXT_KEY = "anolis.bt_service_context";
 
-const BT_QUALITY_NAMES = ["OK", "STALE", "FAULT", "UNKNOWN"];
+/** The qualities CheckQuality can match (anolis's names; the HTTP API's UNAVAILABLE is UNKNOWN). */
+export const BT_QUALITY_NAMES: readonly string[] = ["OK", "STALE", "FAULT", "UNKNOWN"];
 
 function servicesOf(node: TreeNode): BtServices | undefined {
   const v = node.blackboard.get(SERVICE_CONTEXT_KEY);

@@ -7,6 +7,7 @@
 import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
+import { BT_QUALITY_NAMES } from "./custom_nodes.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
@@ -162,6 +163,25 @@ export function verifyParsedTree(
             errorAt(el, path, `${port.name}=${t} exceeds the number of children (${n})`),
           );
         }
+      }
+    }
+    if (spec.type === "CheckQuality") {
+      // Compared as written with the signal's quality: a literal none can have never succeeds, so
+      // a check of a bad quality (under an Inverter) never fires.
+      const expected = el.attributes.get("expected_quality");
+      if (
+        expected !== undefined && blackboardKeyOf(expected, "expected_quality") === undefined &&
+        !BT_QUALITY_NAMES.includes(expected)
+      ) {
+        out.push(
+          errorAt(
+            el,
+            path,
+            `port 'expected_quality': '${expected}' is none of ${BT_QUALITY_NAMES.join(", ")} ` +
+              `(a signal the HTTP API shows UNAVAILABLE is UNKNOWN here): the check could never ` +
+              `succeed`,
+          ),
+        );
       }
     }
     if (spec.type === "CallDevice") {

@@ -97,9 +97,18 @@ Deno.test("CheckQuality compares the cached quality with expected_quality (defau
   equal(check("b"), "FAILURE");
   equal(check("b", "STALE"), "SUCCESS");
   equal(check("u", "UNKNOWN"), "SUCCESS");
-  equal(check("c", "UNSPECIFIED"), "FAILURE");
-  equal(check("a", "ok"), "FAILURE");
   equal(check("missing"), "FAILURE");
+  // A name no signal has, from the blackboard (verify refuses it written literally).
+  const fromEntry = (sig: string, expected: string) =>
+    tree(
+      `<Sequence><Script code="want := '${expected}'"/>` +
+        `<CheckQuality device_handle="d/x" signal_id="${sig}" expected_quality="{want}"/>` +
+        `</Sequence>`,
+      s,
+    ).tickRoot();
+  equal(fromEntry("c", "UNSPECIFIED"), "FAILURE");
+  equal(fromEntry("a", "ok"), "FAILURE");
+  equal(fromEntry("a", "OK"), "SUCCESS");
 });
 
 const CALL = `<CallDevice device_handle="sim0/motor0" function_name="set_speed" ` +

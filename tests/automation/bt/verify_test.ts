@@ -396,3 +396,31 @@ Deno.test("loadBehaviorTree refuses a chain of SubTrees nesting the main tree de
     [2, "error", "T0/SubTree[0]", /nests 257 nodes deep \(SubTrees expanded\)/],
   ]);
 });
+
+Deno.test("loadBehaviorTree refuses a literal expected_quality no signal can have (a quality check that never succeeds)", () => {
+  // The HTTP API says UNAVAILABLE where the tree sees UNKNOWN: `Inverter` over such a check (stop
+  // the motor when the signal is UNAVAILABLE) never fired.
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      [
+        `<BehaviorTree ID="Main"><Sequence>`,
+        `<CheckQuality device_handle="sim0/x" signal_id="s" expected_quality="UNAVAILABLE"/>`,
+        `<CheckQuality device_handle="sim0/x" signal_id="s" expected_quality="ok"/>`,
+        `<CheckQuality device_handle="sim0/x" signal_id="s" expected_quality="UNKNOWN"/>`,
+        `<CheckQuality device_handle="sim0/x" signal_id="s" expected_quality="{want}"/>`,
+        `<Script code="want := 'STALE'"/>`,
+        `</Sequence></BehaviorTree>`,
+      ].join("\n"),
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [
+      3,
+      "error",
+      "Main/Sequence[0]/CheckQuality[0]",
+      /^port 'expected_quality': 'UNAVAILABLE' is none of OK, STALE, FAULT, UNKNOWN \(a signal the HTTP API shows UNAVAILABLE is UNKNOWN here\): the check could never succeed$/,
+    ],
+    [4, "error", "Main/Sequence[0]/CheckQuality[1]", /'ok' is none of OK, STALE, FAULT/],
+  ]);
+  equal(r.tree, undefined);
+});
