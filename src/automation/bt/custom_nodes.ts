@@ -333,7 +333,8 @@ export class EmitOnChangeOrIntervalNode extends SyncActionNode {
 
 /** Number of BuildArgsJson slots. */
 export const BUILD_ARGS_SLOTS = 6;
-const ARG_TYPES = ["int64", "double", "bool", "string"];
+/** The types a BuildArgsJson slot can be (`arg{i}_type`; "" takes its source's). */
+export const BUILD_ARGS_TYPES: readonly string[] = ["int64", "double", "bool", "string"];
 const SOURCE_TYPES = { num: "double", bool: "bool", str: "string" } as const;
 
 /** Formats a double so JSON keeps it a float (`5` -> `5.0`), as nlohmann::json dumps it. */
@@ -381,7 +382,7 @@ export class BuildArgsJsonNode extends SyncActionNode {
         }
       }
       if (sources.length !== 1) return "FAILURE";
-      if (type !== "" && !ARG_TYPES.includes(type)) return "FAILURE";
+      if (type !== "" && !BUILD_ARGS_TYPES.includes(type)) return "FAILURE";
       const source = sources[0];
       // An untyped slot takes the type of its single source.
       const effective = type !== "" ? type : SOURCE_TYPES[source!];

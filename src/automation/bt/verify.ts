@@ -7,7 +7,7 @@
 import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
-import { BT_QUALITY_NAMES } from "./custom_nodes.ts";
+import { BT_QUALITY_NAMES, BUILD_ARGS_SLOTS, BUILD_ARGS_TYPES } from "./custom_nodes.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
@@ -180,6 +180,27 @@ export function verifyParsedTree(
             `port 'expected_quality': '${expected}' is none of ${BT_QUALITY_NAMES.join(", ")} ` +
               `(a signal the HTTP API shows UNAVAILABLE is UNKNOWN here): the check could never ` +
               `succeed`,
+          ),
+        );
+      }
+    }
+    if (spec.type === "BuildArgsJson") {
+      // A named slot of a type the node does not know fails it at every tick (a slot named ""
+      // is skipped; a name or type from the blackboard is judged there).
+      const literal = (port: string) => {
+        const raw = el.attributes.get(port);
+        return raw === undefined || blackboardKeyOf(raw, port) !== undefined ? undefined : raw;
+      };
+      for (let i = 1; i <= BUILD_ARGS_SLOTS; i++) {
+        const name = literal(`arg${i}_name`);
+        const type = literal(`arg${i}_type`);
+        if (!name || !type || BUILD_ARGS_TYPES.includes(type)) continue;
+        out.push(
+          errorAt(
+            el,
+            path,
+            `port 'arg${i}_type': '${type}' is none of ${BUILD_ARGS_TYPES.join(", ")}: the node ` +
+              `would fail at every tick`,
           ),
         );
       }

@@ -437,7 +437,6 @@ const BAD_SLOTS = [
   `arg1_name="a" arg1_type="int64" arg1_num="1.5"`,
   `arg1_name="a" arg1_type="bool" arg1_num="1"`,
   `arg1_name="a" arg1_type="string" arg1_bool="true"`,
-  `arg1_name="a" arg1_type="float" arg1_num="1"`,
 ];
 
 for (const attrs of BAD_SLOTS) {
@@ -445,3 +444,10 @@ for (const attrs of BAD_SLOTS) {
     equal(tree(`<BuildArgsJson ${attrs} json="{j}"/>`).tickRoot(), "FAILURE");
   });
 }
+
+Deno.test("BuildArgsJson fails for a slot type it does not know, taken from the blackboard", () => {
+  // Written literally, verify refuses it.
+  const t = tree(`<BuildArgsJson arg1_name="a" arg1_type="{t}" arg1_num="1" json="{j}"/>`);
+  t.blackboard.set("t", { type: "string", value: "float" });
+  equal(t.tickRoot(), "FAILURE");
+});

@@ -424,3 +424,33 @@ Deno.test("loadBehaviorTree refuses a literal expected_quality no signal can hav
   ]);
   equal(r.tree, undefined);
 });
+
+Deno.test("loadBehaviorTree refuses a literal BuildArgsJson arg type none of int64, double, bool, string (the slot never builds)", () => {
+  // `float` for double: the node failed at every tick, so the CallDevice after it (a stop) was
+  // never made.
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      [
+        `<BehaviorTree ID="Main"><Sequence>`,
+        `<BuildArgsJson arg1_name="motor_index" arg1_type="int64" arg1_num="1" ` +
+        `arg2_name="duty" arg2_type="float" arg2_num="0.0" json="{args}"/>`,
+        `<BuildArgsJson arg3_type="int" arg3_num="1" json="{unused}"/>`,
+        `<BuildArgsJson arg1_name="{n}" arg1_type="{t}" arg1_num="1" json="{more}"/>`,
+        `<Script code="n := 'a'; t := 'double'"/>`,
+        `<CallDevice device_handle="sim0/motorctl0" function_name="set_motor_duty" args="{args}"/>`,
+        `</Sequence></BehaviorTree>`,
+      ].join("\n"),
+    ),
+  });
+  // The unnamed slot (arg3) is skipped whatever its type; the types from entries are judged at
+  // the tick.
+  expectDiagnostics(r.diagnostics, [
+    [
+      3,
+      "error",
+      "Main/Sequence[0]/BuildArgsJson[0]",
+      /^port 'arg2_type': 'float' is none of int64, double, bool, string: the node would fail at every tick$/,
+    ],
+  ]);
+  equal(r.tree, undefined);
+});
