@@ -2,6 +2,7 @@
 import { runScript, type ScriptProgram, scriptTruthy } from "./script.ts";
 import { BtLogicError, DecoratorNode, type NodeInit, type NodeStatus } from "./tree_node.ts";
 import { parseScript } from "./script.ts";
+import { STATUS_NAMES } from "./ports.ts";
 
 function completed(s: NodeStatus): boolean {
   return s === "SUCCESS" || s === "FAILURE";
@@ -200,7 +201,8 @@ export class PreconditionNode extends DecoratorNode {
       return s;
     }
     const e = elseStatus.value.trim() as NodeStatus;
-    if (!["SUCCESS", "FAILURE", "RUNNING", "SKIPPED"].includes(e)) {
+    // A literal is checked at load (checkPortValue); one read from the blackboard here.
+    if (!(STATUS_NAMES as readonly string[]).includes(e)) {
       throw new BtLogicError(`Precondition: 'else' must be a node status, not '${e}'`);
     }
     return e;

@@ -37,8 +37,11 @@ export function bbTypeOfPort(type: PortType): BbType {
   }
 }
 
-/** Node statuses accepted by "status" ports (Precondition `else`). */
-export const STATUS_NAMES = ["IDLE", "RUNNING", "SUCCESS", "FAILURE", "SKIPPED"] as const;
+/**
+ * Node statuses accepted by "status" ports (Precondition `else`): what a node may return, so not
+ * IDLE (a parent refuses a child returning it, as BT.CPP's do).
+ */
+export const STATUS_NAMES = ["RUNNING", "SUCCESS", "FAILURE", "SKIPPED"] as const;
 
 /**
  * The blackboard key of a port value: `{key}` -> key, `{=}` / `=` -> the port name; undefined

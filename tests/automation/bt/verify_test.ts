@@ -454,3 +454,25 @@ Deno.test("loadBehaviorTree refuses a literal BuildArgsJson arg type none of int
   ]);
   equal(r.tree, undefined);
 });
+
+Deno.test('loadBehaviorTree refuses Precondition else="IDLE": a node may not return IDLE (the first false `if` faulted the tick)', () => {
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      [
+        `<BehaviorTree ID="Main"><Sequence>`,
+        `<Precondition if="false" else="IDLE"><AlwaysSuccess/></Precondition>`,
+        `<Precondition if="false" else="SKIPPED"><AlwaysSuccess/></Precondition>`,
+        `</Sequence></BehaviorTree>`,
+      ].join("\n"),
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [
+      3,
+      "error",
+      "Main/Sequence[0]/Precondition[0]",
+      /^port 'else': .*a node status \(RUNNING, SUCCESS, FAILURE, SKIPPED\)/,
+    ],
+  ]);
+  equal(r.tree, undefined);
+});
