@@ -449,10 +449,29 @@ export class CallRouter {
     progress.refusedBy = null;
     let response;
     try {
+      // At its turn: resolved and validated again against what the provider declares now, when
+      // it restarted (or rediscovered) since -- the call goes out as validated, or not at all --
+      // and gated again: nothing may have latched since validation. (A provider that went down
+      // meanwhile: host.request refuses with UNAVAILABLE.)
+      const checkAtTurn = () => {
+        const redeclared = this.#redeclared(req, host, device, fn, progress);
+        if (redeclared !== null) {
+          ({ device, fn } = redeclared);
+          progress.fn = fn;
+          progress.refusedBy = "validation";
+          args = validateArgs(fn, req.args);
+          progress.args = args;
+          if (!stop) checkLease(device, fn, progress);
+        }
+        this.#checkGates({ fn, device, origin: req.origin }, progress);
+      };
+      checkAtTurn();
       // The decision is in the audit journal (handed to the OS) before the provider can get the
       // call; the wait is bounded and a failing journal never stops the call (audit_trail.ts).
       // Stop actions (origin safety: the e-stop ladder, the hooks into FAULT) queue theirs
-      // without waiting: a slow or full disk must never delay a stop.
+      // without waiting: a slow or full disk must never delay a stop. A call refused at its turn
+      // (above: the e-stop latched while it was queued) is never written ahead as a decision to
+      // send, nor makes the calls behind it -- a stop action among them -- wait for the journal.
       if (fn.actuating && this.#audit?.writeAhead) {
         progress.intent = await this.#audit.writeAhead({
           origin: auditOrigin,
@@ -460,21 +479,9 @@ export class CallRouter {
           function: fn.name,
           args,
         }, { wait: req.origin !== "safety" });
+        // And again after that wait: the provider may have restarted, a gate may have closed.
+        checkAtTurn();
       }
-      // Resolved and validated again against what the provider declares now, when it restarted
-      // (or rediscovered) since: the call goes out as validated, or not at all.
-      const redeclared = this.#redeclared(req, host, device, fn, progress);
-      if (redeclared !== null) {
-        ({ device, fn } = redeclared);
-        progress.fn = fn;
-        progress.refusedBy = "validation";
-        args = validateArgs(fn, req.args);
-        progress.args = args;
-        if (!stop) checkLease(device, fn, progress);
-      }
-      // Re-checked under the provider lock, after that write: nothing may have latched since
-      // validation. (A provider that went down meanwhile: host.request refuses with UNAVAILABLE.)
-      this.#checkGates({ fn, device, origin: req.origin }, progress);
       // A tree halted since its call got the lock (AUTO left while the write-ahead waited): not
       // sent, though the mode gate lets automated calls pass outside AUTO (the hooks'). A manual
       // call's abort (its client gone) stops it only while it is queued (docs/automation.md).

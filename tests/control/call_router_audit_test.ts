@@ -383,3 +383,51 @@ Deno.test("CallRouter audit: a stop action never waits for its write ahead; any 
     void manual.catch(() => {});
   });
 });
+
+Deno.test("CallRouter audit: a call a gate refuses at its turn is not written ahead, and a stop action queued behind it does not wait for the journal", async () => {
+  await withRouter(async (f) => {
+    let latched = false;
+    f.router.addGate(
+      () => latched ? new RuntimeError("FAILED_PRECONDITION", "E-stop latched") : null,
+      "estop",
+    );
+    // A slow journal: the first decision's write is held by the test, any later one never ends
+    // (the real trail gives up after AUDIT_WRITE_AHEAD_TIMEOUT_MS, each call in turn).
+    const asked: number[] = [];
+    const first = Promise.withResolvers<{ id: string }>();
+    const firstAsked = Promise.withResolvers<void>();
+    const waitingOnJournal = Promise.withResolvers<string>();
+    f.router.setAuditSink({
+      record: (e) => f.entries.push(e),
+      writeAhead: (call, options) => {
+        const duty = (call.args?.duty as { double: number }).double;
+        asked.push(duty);
+        if (options?.wait === false) return Promise.resolve({ id: `stop ${duty}` });
+        if (asked.length === 1) {
+          firstAsked.resolve();
+          return first.promise;
+        }
+        waitingOnJournal.resolve(`the call of duty ${duty} waits for its write ahead`);
+        return new Promise(() => {});
+      },
+    });
+    const held = failure(f.fan(0.1)); // holds the provider lock, its write ahead pending
+    await firstAsked.promise;
+    const queued = failure(f.fan(0.2)); // behind it
+    // The e-stop latches; its ladder's call to the provider queues behind both.
+    latched = true;
+    const stop = f.fan(0, { origin: "safety" }).then(() => "the stop action was sent");
+    first.resolve({ id: "held" });
+    assert.equal(await Promise.race([stop, waitingOnJournal.promise]), "the stop action was sent");
+    assert.equal(await held, "FAILED_PRECONDITION: E-stop latched");
+    assert.equal(await queued, "FAILED_PRECONDITION: E-stop latched");
+    // Only the call that got its turn before the latch and the stop action were written ahead.
+    assert.deepEqual(asked, [0.1, 0]);
+    const refused = f.entries.find((e) =>
+      e.args?.duty !== undefined && e.outcome === "refused" &&
+      (e.args.duty as { double: number }).double === 0.2
+    );
+    assert.equal(refused?.refused_by, "estop");
+    assert.equal(refused?.intent, undefined, "nothing written ahead to settle");
+  });
+});
