@@ -82,7 +82,7 @@ export interface AutomationModes {
   /** Registers a check that may refuse arming (entering AUTO with a device down). */
   addArmCheck?(check: ArmCheck, name?: string): void;
   /** Refuses a transition into AUTO whose before-hooks run now at its commit (a tree swap). */
-  invalidateAutoEntry?(why: string, remedy?: string): void;
+  invalidateAutoEntry?(why: string, remedy?: string, refusedBy?: string): void;
 }
 
 /** What automation needs to know about providers and their inventories. */

@@ -38,8 +38,11 @@ export interface LatchModes {
   current(): RuntimeMode;
   /** Un-vetoable transition to FAULT (hooks included). */
   forceFault(reason: string, source?: AuditOrigin): Promise<boolean>;
-  /** Refuses a transition into AUTO whose before-hooks run now at its commit (why, remedy). */
-  invalidateAutoEntry?(why: string, remedy?: string): void;
+  /**
+   * Refuses a transition into AUTO whose before-hooks run now at its commit (why, remedy, the
+   * audit `refused_by`).
+   */
+  invalidateAutoEntry?(why: string, remedy?: string, refusedBy?: string): void;
 }
 
 export interface DeviceLossLatchOptions {
@@ -186,6 +189,7 @@ export class DeviceLossLatch {
         this.#o.modes.invalidateAutoEntry?.(
           `${handle}, a device the behavior tree depends on, was lost (${reason})`,
           `${handle} stays latched: request AUTO again once it is back (entering AUTO releases it)`,
+          "device_loss",
         );
       }
       return;

@@ -114,6 +114,14 @@ export interface ArmRefusal {
   readonly refusedBy: string;
 }
 
+/** What changed under a transition into AUTO (ModeManager.invalidateAutoEntry). */
+interface AutoEntryInvalid {
+  readonly why: string;
+  readonly remedy: string;
+  /** The audit `refused_by` of the refusal at the commit; absent: `mode`. */
+  readonly refusedBy?: string;
+}
+
 /** A FAULT entry committed synchronously; its hooks run when `runHooks` is called. */
 export interface FaultEntry {
   /**
@@ -367,7 +375,7 @@ export class ModeManager implements ModeService {
    * What changed under a transition into AUTO while its before-hooks ran, and what the operator
    * does about it (invalidateAutoEntry); else null.
    */
-  #autoEntryInvalid: { readonly why: string; readonly remedy: string } | null = null;
+  #autoEntryInvalid: AutoEntryInvalid | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
@@ -487,17 +495,20 @@ export class ModeManager implements ModeService {
    * the tree it will run) has changed: a reload applying outside AUTO while that transition's
    * before-hooks run (the mode is still MANUAL). That transition is then refused at its commit,
    * with `why` and `remedy` (by default: request AUTO again, judged on the configuration in force
-   * then). No-op when no transition into AUTO is pending.
+   * then). `refusedBy` names the cause in the audit entry of that refusal, as an arm check's own
+   * refusal does (ArmRefusal; `device_loss`: a device the tree depends on was lost); default
+   * `mode`. No-op when no transition into AUTO is pending.
    */
   invalidateAutoEntry(
     why: string,
     remedy = "request AUTO again to enter it with the configuration now in force",
+    refusedBy?: string,
   ): void {
     if (this.#leaving()?.to !== "AUTO") return;
-    this.#autoEntryInvalid ??= { why, remedy };
+    this.#autoEntryInvalid ??= { why, remedy, ...(refusedBy !== undefined ? { refusedBy } : {}) };
   }
 
-  #autoEntryInvalidNow(): { readonly why: string; readonly remedy: string } | null {
+  #autoEntryInvalidNow(): AutoEntryInvalid | null {
     return this.#autoEntryInvalid;
   }
 
@@ -847,9 +858,11 @@ export class ModeManager implements ModeService {
         // narrowing (from the reset above) does not see.
         const invalid = this.#autoEntryInvalidNow();
         if (invalid !== null) {
-          throw failedPrecondition(
+          const err = failedPrecondition(
             `refusing AUTO: ${invalid.why} while ${from} -> AUTO hooks ran; ${invalid.remedy}`,
           );
+          if (invalid.refusedBy !== undefined) this.#armRefusals.set(err, invalid.refusedBy);
+          throw err;
         }
       }
       this.#commit(from, target);

@@ -99,6 +99,11 @@ Deno.test("AUTO requested while a device the tree names is lost and back during 
       engine.status().device_loss_latched.includes("sim1/motorctl0"),
       "still latched: no AUTO entry released it",
     );
+    // Audited as AUTO refused for the tree's sake, by what refused it (as the arm check would).
+    const refused = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+      e.action === "mode" && e.function === "AUTO" && e.outcome === "refused"
+    );
+    assert.deepEqual(refused.map((e) => e.refused_by), ["device_loss"]);
   } finally {
     await dir.dispose();
   }
