@@ -27,7 +27,8 @@ export interface ParameterService {
   /** Throws NOT_FOUND for an unknown name, INVALID_ARGUMENT naming the rule (type/min/max/allowed). */
   /**
    * `written`: the JSON text of a number that parsing rounded to an integer (an int64 parameter
-   * refuses it; a double takes the number).
+   * refuses it; a double takes the number) or read as +/-Infinity (beyond any double: refused
+   * whatever the type); a refusal names the number as written.
    */
   set(
     name: string,
@@ -97,31 +98,34 @@ export function checkParameterValue(
     if (def.max !== undefined && n > def.max) throw bad("max", `${n} is above max ${def.max}`);
     return n;
   };
+  // What was given: a number parsing changed is named as written (`1e400`, read as Infinity).
+  const given = written === undefined
+    ? describe(value)
+    : `${written} (${
+      typeof value === "number" && !Number.isFinite(value)
+        ? "beyond any double"
+        : "not an integer as written"
+    }: JSON reads it as ${describe(value)})`;
   switch (def.type) {
     case "double":
       if (typeof value !== "number" || !Number.isFinite(value)) {
-        throw bad("type", `expected a number (double), got ${describe(value)}`);
+        throw bad("type", `expected a number (double), got ${given}`);
       }
       return inBounds(value);
     case "int64":
-      if (written !== undefined) {
-        throw bad(
-          "type",
-          `expected an integer (int64) within \u00b12^53, got ${written} ` +
-            `(not an integer as written: JSON reads it as ${describe(value)})`,
-        );
-      }
-      if (typeof value !== "number" || !Number.isSafeInteger(value)) {
-        throw bad("type", `expected an integer (int64) within \u00b12^53, got ${describe(value)}`);
+      if (
+        written !== undefined || typeof value !== "number" || !Number.isSafeInteger(value)
+      ) {
+        throw bad("type", `expected an integer (int64) within \u00b12^53, got ${given}`);
       }
       return inBounds(value);
     case "bool":
       if (typeof value !== "boolean") {
-        throw bad("type", `expected a boolean, got ${describe(value)}`);
+        throw bad("type", `expected a boolean, got ${given}`);
       }
       return value;
     case "string":
-      if (typeof value !== "string") throw bad("type", `expected a string, got ${describe(value)}`);
+      if (typeof value !== "string") throw bad("type", `expected a string, got ${given}`);
       if (def.allowedValues.length > 0 && !def.allowedValues.includes(value)) {
         throw bad(
           "allowed_values",

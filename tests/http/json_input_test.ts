@@ -272,3 +272,41 @@ Deno.test("run params and marker payload keep a double written with an exponent 
     );
   });
 });
+
+Deno.test("POST /v0/parameters: a number beyond any double (1e400, -1e400) is a 400 naming it as written, whatever the parameter's type", async () => {
+  const fx = await startHttpFixture({
+    start: false,
+    config: {
+      automation: {
+        enabled: true,
+        parameters: [
+          { name: "ratio", type: "double", allowedValues: [], default: 0.5 },
+          { name: "count", type: "int64", allowedValues: [], default: 5 },
+          { name: "armed", type: "bool", allowedValues: [], default: false },
+        ],
+      },
+    },
+  });
+  try {
+    const set = (name: string, value: string) =>
+      fx.request("POST", "/v0/parameters", { body: `{"name":"${name}","value":${value}}` });
+    assert400(
+      await set("ratio", "1e400"),
+      "Invalid value for parameter 'ratio': expected a number (double), got 1e400 (beyond any " +
+        "double: JSON reads it as number Infinity) (rule: type)",
+    );
+    assert400(
+      await set("count", "-1e400"),
+      "Invalid value for parameter 'count': expected an integer (int64) within \u00b12^53, got " +
+        "-1e400 (beyond any double: JSON reads it as number -Infinity) (rule: type)",
+    );
+    assert400(
+      await set("armed", "1e400"),
+      "Invalid value for parameter 'armed': expected a boolean, got 1e400 (beyond any double: " +
+        "JSON reads it as number Infinity) (rule: type)",
+    );
+    assert.equal((await fx.request("GET", "/v0/parameters")).json.parameters[0].value, 0.5);
+  } finally {
+    await fx.close();
+  }
+});
