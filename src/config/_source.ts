@@ -184,7 +184,7 @@ export class YamlSource {
     const source = new YamlSource(doc, lines);
     // What makes the conversion throw is reported first, with its position.
     const referenceErrors: Diagnostic[] = [];
-    source.#checkReferences(doc.contents, [], file, referenceErrors);
+    source.#checkReferences(doc.contents, [], file, referenceErrors, new Set());
     if (referenceErrors.length > 0) {
       return { source: null, data: undefined, diagnostics: referenceErrors };
     }
@@ -327,20 +327,39 @@ export class YamlSource {
    * What would make the conversion to data throw, or stringify a key, without a position,
    * reported where it is written: an alias naming no anchor defined before it, a merge key whose
    * value is not a mapping (or an alias or a sequence of them), and a key that is a mapping or a
-   * sequence (`? [a]`) or a binary or date value: no key of the configuration is one.
+   * sequence (`? [a]`) or a binary or date value: no key of the configuration is one. Also an
+   * alias inside the node its anchor names (`a: &a [*a]`): its data would be circular, and every
+   * walk of the data (validation, the scrubbing of secrets) would never end. `inside`: the
+   * collections `node` is in.
    */
-  #checkReferences(node: unknown, path: Segment[], file: string, out: Diagnostic[]): void {
+  #checkReferences(
+    node: unknown,
+    path: Segment[],
+    file: string,
+    out: Diagnostic[],
+    inside: Set<unknown>,
+  ): void {
     if (isAlias(node)) {
-      if (this.#deref(node) === undefined) {
-        const name = node.source;
+      const target = this.#deref(node);
+      const name = node.source;
+      if (target === undefined) {
         out.push(this.#error(
           node,
           path,
           `alias *${name} names no anchor defined before it (&${name})`,
           file,
         ));
+      } else if (inside.has(target)) {
+        out.push(this.#error(
+          node,
+          path,
+          `alias *${name} is inside the node its anchor names (&${name}): a recursive ` +
+            "structure is not allowed",
+          file,
+        ));
       }
     } else if (isMap(node)) {
+      inside.add(node);
       for (const pair of node.items) {
         const key = keyText(pair.key);
         if (key === null) {
@@ -355,7 +374,7 @@ export class YamlSource {
           continue;
         }
         const before = out.length;
-        this.#checkReferences(pair.value, [...path, key], file, out);
+        this.#checkReferences(pair.value, [...path, key], file, out, inside);
         if (
           isMergePair(pair) && out.length === before &&
           !this.#mergeSources(pair.value).every((s) => isMap(s))
@@ -368,8 +387,11 @@ export class YamlSource {
           ));
         }
       }
+      inside.delete(node);
     } else if (isSeq(node)) {
-      node.items.forEach((item, i) => this.#checkReferences(item, [...path, i], file, out));
+      inside.add(node);
+      node.items.forEach((item, i) => this.#checkReferences(item, [...path, i], file, out, inside));
+      inside.delete(node);
     }
   }
 

@@ -36,3 +36,25 @@ providers: [{id: p0, command: prov}]
     [["polling", 1, 10]],
   );
 });
+
+Deno.test("loadConfig reports an alias inside the node its anchor names (a recursive structure) at the alias, instead of walking it forever", () => {
+  const result = load(`
+logging: {level: info}
+providers:
+  - &p0
+    id: p0
+    command: prov
+    args: [*p0]
+`);
+  assert.equal(result.config, null);
+  assert.deepEqual(
+    result.diagnostics.map((d) => [d.severity, d.path, d.line, d.column, d.message]),
+    [[
+      "error",
+      "providers[0].args[0]",
+      6,
+      12,
+      "alias *p0 is inside the node its anchor names (&p0): a recursive structure is not allowed",
+    ]],
+  );
+});
