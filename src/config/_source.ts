@@ -146,17 +146,38 @@ export class YamlSource {
     file: string,
   ): { source: YamlSource | null; data: unknown; diagnostics: Diagnostic[] } {
     const lines = new LineCounter();
-    // uniqueKeys off: duplicates are found by our own walk, which knows the key path. Merge keys
-    // on (`<<: *defaults`), as YAML 1.1 files already have them: off, a YAML 1.2 file's merged
-    // keys (a whole restart_policy) were an unknown key `<<` and silently not applied.
-    const doc = parseDocument(text, {
-      lineCounter: lines,
-      uniqueKeys: false,
-      prettyErrors: false,
-      merge: true,
-      // The library never writes to the console: what it could warn about is a diagnostic.
-      logLevel: "error",
-    });
+    let doc: Document.Parsed;
+    try {
+      // uniqueKeys off: duplicates are found by our own walk, which knows the key path. Merge
+      // keys on (`<<: *defaults`), as YAML 1.1 files already have them: off, a YAML 1.2 file's
+      // merged keys (a whole restart_policy) were an unknown key `<<` and silently not applied.
+      doc = parseDocument(text, {
+        lineCounter: lines,
+        uniqueKeys: false,
+        prettyErrors: false,
+        merge: true,
+        // The library never writes to the console: what it could warn about is a diagnostic.
+        logLevel: "error",
+      });
+    } catch (e) {
+      // The parser recurses once per level of nesting: a few thousand levels (`- - - ... 1`,
+      // some kilobytes) overflow the stack. Not a crash of --check-config nor a reload failure
+      // without a file name: a diagnostic like any other.
+      if (!(e instanceof RangeError)) throw e;
+      return {
+        source: null,
+        data: undefined,
+        diagnostics: [{
+          severity: "error",
+          path: "",
+          message: "YAML error: sequences and mappings are nested too deeply to parse " +
+            `(${firstLine(e.message)})`,
+          line: 1,
+          column: 1,
+          file,
+        }],
+      };
+    }
     const diagnostics: Diagnostic[] = [];
     const at = (offset: number): Position => {
       const { line, col } = lines.linePos(offset);

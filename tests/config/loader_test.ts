@@ -324,6 +324,23 @@ Deno.test("loadConfig reports a YAML syntax error with its position and no confi
   assert.ok(diagnostics[0]!.line >= 3);
 });
 
+Deno.test("loadConfig reports collections nested too deeply to parse as a diagnostic, not a thrown RangeError", () => {
+  // 100 KB of `- - - ...`: 50,000 sequences, one inside the other, on one line.
+  const { config, diagnostics } = load(`x:\n  ${"- ".repeat(50_000)}1\n${PROV}\n`);
+  assert.equal(config, null);
+  assert.deepEqual(
+    diagnostics.map((d) => [d.severity, d.path, d.line, d.column, d.message]),
+    [[
+      "error",
+      "",
+      1,
+      1,
+      "YAML error: sequences and mappings are nested too deeply to parse (Maximum call stack " +
+      "size exceeded)",
+    ]],
+  );
+});
+
 Deno.test("loadConfig accepts the shipped example configurations", async () => {
   const dir = new URL("../../examples/", import.meta.url).pathname;
   const exists = (p: string) => {
