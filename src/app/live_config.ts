@@ -376,7 +376,7 @@ export function sectionChanges(
     if (xs !== null && ys !== null) {
       for (const [id, v] of ys) {
         if (!xs.has(id)) note(out.added, `${path}[${id}]`);
-        else if (!same(xs.get(id), v)) note(out.changed, `${path}[${id}]`);
+        else if (!sameEntry(xs.get(id), v)) note(out.changed, `${path}[${id}]`);
       }
       for (const id of xs.keys()) if (!ys.has(id)) note(out.removed, `${path}[${id}]`);
       return;
@@ -408,6 +408,18 @@ const TUPLE_SECTIONS: Partial<Record<SectionKey, readonly string[]>> = {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Two entries of an identified list with the same settings: their `path` (`alarms[2]`, where the
+ * entry is written in the file) is not one, so an entry that only moved (one before it removed,
+ * the list reordered) has not changed.
+ */
+function sameEntry(a: unknown, b: unknown): boolean {
+  if (!isRecord(a) || !isRecord(b)) return same(a, b);
+  const { path: _a, ...restA } = a;
+  const { path: _b, ...restB } = b;
+  return same(restA, restB);
 }
 
 /** A list whose every entry is an object with a string `id` (or `name`), by it; else null. */

@@ -184,3 +184,49 @@ Deno.test("sectionChanges names what a section changed by id and key, never a va
   assert.deepEqual(token.changed, ["telemetry.influxdb.token"]);
   assert.ok(!JSON.stringify(token).includes(secret));
 });
+
+Deno.test("sectionChanges names an alarm or interlock changed only when it is, not when an entry before it was removed or moved", () => {
+  const ALARMS = `
+alarms:
+  - {id: first, signal: a/d/s1, hi: 1}
+  - {id: second, signal: a/d/s2, hi: 2}
+interlocks:
+  - {id: i1, block: [a/d/f1], while: a/d/s1 > 1, message: held}
+  - {id: i2, block: [a/d/f2], while: a/d/s2 > 2, message: held}
+`;
+  const before = cfg(BASE + ALARMS);
+  const removed = cfg(
+    BASE + `
+alarms:
+  - {id: second, signal: a/d/s2, hi: 2}
+interlocks:
+  - {id: i2, block: [a/d/f2], while: a/d/s2 > 2, message: held}
+`,
+  );
+  assert.deepEqual(sectionChanges("alarms", before, removed), {
+    added: [],
+    removed: ["alarms[first]", "interlocks[i1]"],
+    changed: [],
+    omitted: 0,
+  });
+  // The same entries in another order: nothing of theirs changed.
+  const moved = cfg(
+    BASE + `
+alarms:
+  - {id: second, signal: a/d/s2, hi: 2}
+  - {id: first, signal: a/d/s1, hi: 1}
+interlocks:
+  - {id: i2, block: [a/d/f2], while: a/d/s2 > 2, message: held}
+  - {id: i1, block: [a/d/f1], while: a/d/s1 > 1, message: held}
+`,
+  );
+  assert.deepEqual(sectionChanges("alarms", before, moved), {
+    added: [],
+    removed: [],
+    changed: [],
+    omitted: 0,
+  });
+  // A real change is still named.
+  const raised = cfg(BASE + ALARMS.replace("hi: 2", "hi: 3"));
+  assert.deepEqual(sectionChanges("alarms", before, raised)?.changed, ["alarms[second]"]);
+});
