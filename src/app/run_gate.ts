@@ -173,10 +173,18 @@ function faultCalls(
     .flatMap((h) => h.calls);
 }
 
-/** Calls of `before` that `after` no longer makes (same device, function and arguments). */
+/**
+ * Calls of `before` that `after` no longer makes (same device, function and arguments). Arguments
+ * are named: the order they are written in is not part of the call.
+ */
 function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]): string[] {
   const key = (c: CallConfig) =>
-    JSON.stringify([c.deviceHandle, c.functionName, c.functionId, c.args]);
+    JSON.stringify([
+      c.deviceHandle,
+      c.functionName,
+      c.functionId,
+      Object.entries(c.args).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    ]);
   const kept = new Set(after.map(key));
   return before.filter((c) => !kept.has(key(c))).map((c) =>
     `${c.deviceHandle} ${c.functionName || `#${c.functionId}`}`

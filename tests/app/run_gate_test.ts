@@ -1,0 +1,62 @@
+/**
+ * protectionWeakenings (src/app/run_gate.ts): what a reload takes away from the protections, judged
+ * on configurations loaded by the real loader.
+ */
+import assert from "node:assert/strict";
+import { protectionWeakenings } from "../../src/app/run_gate.ts";
+import type { Config } from "../../src/config/mod.ts";
+import { load } from "../config/_helpers.ts";
+
+function cfg(yaml: string): Config {
+  const r = load(yaml);
+  assert.ok(r.config, JSON.stringify(r.diagnostics));
+  return r.config;
+}
+
+/**
+ * A machine with one actuating function and no stale bound that moves. The hook from any mode into
+ * FAULT is also the e-stop's ladder (no `safety:` section: it adopts the hook's calls).
+ */
+const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [] };
+
+function hooks(faultArgs: string, afterTransition = "[]"): string {
+  return `
+providers: [{id: sim0, command: prov}]
+automation:
+  enabled: true
+  behavior_tree: /etc/rig/bt.xml
+  mode_transition_hooks:
+    before_transition:
+      - from: "*"
+        to: FAULT
+        calls:
+          - {device_handle: sim0/motorctl0, function_name: set_motor_duty, args: ${faultArgs}}
+    after_transition: ${afterTransition}
+`;
+}
+
+Deno.test("protectionWeakenings: a call into FAULT (a hook's, the e-stop's) whose args are written in another order is the same call, not a lost one", () => {
+  const before = cfg(hooks("{motor_index: 1, duty: 0.0}"));
+  // The hooks section changes (a hook added), and the FAULT call's args are written the other way.
+  const next = cfg(hooks(
+    "{duty: 0.0, motor_index: 1}",
+    "[{from: MANUAL, to: IDLE, calls: [{device_handle: sim0/motorctl0, function_name: stop}]}]",
+  ));
+  assert.deepEqual(protectionWeakenings(before, next, RUNNING), []);
+  // A call that really changed is still lost.
+  const changed = cfg(hooks("{motor_index: 2, duty: 0.0}"));
+  assert.deepEqual(
+    protectionWeakenings(before, changed, RUNNING).map((w) => [w.section, w.what]),
+    [
+      [
+        "automation.mode_transition_hooks",
+        "a hook into FAULT no longer calls sim0/motorctl0 set_motor_duty",
+      ],
+      ["safety", "the e-stop no longer calls sim0/motorctl0 set_motor_duty"],
+      [
+        "automation.mode_transition_hooks",
+        "the e-stop no longer calls sim0/motorctl0 set_motor_duty",
+      ],
+    ],
+  );
+});
