@@ -191,10 +191,13 @@ function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]):
   );
 }
 
-/** The same condition (as written) blocking the same functions; message and place may differ. */
+/**
+ * The same condition (as written) blocking the same functions; message, place and the order the
+ * functions are listed in may differ.
+ */
 export function sameInterlock(a: InterlockConfig, b: InterlockConfig): boolean {
-  return a.conditionText.trim() === b.conditionText.trim() &&
-    same(a.block.map((x) => x.handle), b.block.map((x) => x.handle));
+  const blocked = (il: InterlockConfig) => [...new Set(il.block.map((x) => x.handle))].sort();
+  return a.conditionText.trim() === b.conditionText.trim() && same(blocked(a), blocked(b));
 }
 
 export function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {

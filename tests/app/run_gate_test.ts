@@ -60,3 +60,26 @@ Deno.test("protectionWeakenings: a call into FAULT (a hook's, the e-stop's) whos
     ],
   );
 });
+
+function interlock(block: string): string {
+  return `
+providers: [{id: sim0, command: prov}]
+interlocks:
+  - id: hot
+    block: ${block}
+    while: sim0/tempctl0/tc1_temp > 400
+    message: Motor held while hot
+`;
+}
+
+Deno.test("protectionWeakenings: an interlock blocking the same functions listed in another order has not changed", () => {
+  const before = cfg(interlock("[sim0/motorctl0/set_motor_duty, sim0/motorctl0/set_motor_speed]"));
+  const next = cfg(interlock("[sim0/motorctl0/set_motor_speed, sim0/motorctl0/set_motor_duty]"));
+  assert.deepEqual(protectionWeakenings(before, next, RUNNING), []);
+  // One function fewer is a change.
+  const fewer = cfg(interlock("[sim0/motorctl0/set_motor_speed]"));
+  assert.deepEqual(
+    protectionWeakenings(before, fewer, RUNNING).map((w) => [w.section, w.what]),
+    [["alarms", "interlock hot changed"]],
+  );
+});
