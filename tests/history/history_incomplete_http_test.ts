@@ -8,8 +8,9 @@ import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
 import { T } from "../helpers/programmable_provider.ts";
 import { tempDir } from "../helpers/kernel.ts";
 
-Deno.test("GET /v0/history marks an answer the disk tier failed to give: JSON incomplete, the CSV header, the metric", async () => {
-  const dataDir = tempDir("history-incomplete-");
+/** A runtime over the probe (a double and an int64 signal) with its data in a new folder. */
+async function probeRig(prefix: string, before?: (dataDir: string) => Promise<void>) {
+  const dataDir = tempDir(prefix);
   const inventoryFile = await probeFile(dataDir, {
     devices: {
       probe: {
@@ -18,8 +19,16 @@ Deno.test("GET /v0/history marks an answer the disk tier failed to give: JSON in
       },
     },
   });
-  await Deno.writeTextFile(`${dataDir}/history`, "not a folder\n");
-  const rig = await startRig({ dataDir, inventoryFile });
+  await before?.(dataDir);
+  return await startRig({ dataDir, inventoryFile });
+}
+
+Deno.test("GET /v0/history marks an answer the disk tier failed to give: JSON incomplete, the CSV header, the metric", async () => {
+  // A file where the disk tier's folder should be: every read of it fails.
+  const rig = await probeRig(
+    "history-incomplete-",
+    (dir) => Deno.writeTextFile(`${dir}/history`, "not a folder\n"),
+  );
   try {
     await rig.poll(T0 + 1000, probeValues(20.5, 1));
     const answer = await rig.json("/v0/history/p0/probe?signal_id=temp&since_ms=0");
@@ -37,16 +46,7 @@ Deno.test("GET /v0/history marks an answer the disk tier failed to give: JSON in
 });
 
 Deno.test("GET /v0/history: a whole answer has incomplete null and no header", async () => {
-  const dataDir = tempDir("history-complete-");
-  const inventoryFile = await probeFile(dataDir, {
-    devices: {
-      probe: {
-        signals: [{ id: "temp", type: T.DOUBLE }, { id: "count", type: T.INT64 }],
-        values: [],
-      },
-    },
-  });
-  const rig = await startRig({ dataDir, inventoryFile });
+  const rig = await probeRig("history-complete-");
   try {
     await rig.poll(T0 + 1000, probeValues(20.5, 1));
     const answer = await rig.json("/v0/history/p0/probe?signal_id=temp&since_ms=0");

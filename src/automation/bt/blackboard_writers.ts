@@ -2,8 +2,9 @@
  * The blackboard entries a built tree's output ports write, and what each writes: a port's
  * declared type, or -- for ReadSignal's `value`, whose type is the signal's -- the signal it
  * reads. An entry is typed by its first write (BT.CPP v4), or by the input port that names it
- * first: a tick that writes it with another kind throws, which faults the runtime. Verify cannot see that for ReadSignal (it does not know
- * the devices' signals); the AUTO gate can, from this list and the declared signals.
+ * first: a tick that writes it with another kind throws, which faults the runtime. Verify cannot
+ * see that for ReadSignal (it does not know the devices' signals); the AUTO gate can, from this
+ * list and the declared signals.
  */
 import type { BbEntry, BbType } from "./blackboard.ts";
 import type { BuiltTree } from "./build.ts";
