@@ -256,19 +256,19 @@ export class DiskTier {
     each: (row: DiskRow) => void,
   ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
-    const refused: unknown[] = [];
+    let fromEach = false;
     const give = (row: DiskRow) => {
       try {
         each(row);
       } catch (err) {
-        refused.push(err);
+        fromEach = true;
         throw err;
       }
     };
     try {
       await this.#read(providerId, deviceId, sinceMs, untilMs, give);
     } catch (err) {
-      if (refused.length > 0) throw refused[0];
+      if (fromEach) throw err;
       this.#readErrors++;
       if (this.#readFailing) return false;
       this.#readFailing = true;

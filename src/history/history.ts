@@ -63,7 +63,8 @@ export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
  * failed while it was read (what was read is given); `disk_pending`, rows queued for the disk were
  * not written within HISTORY_QUERY_DISK_WAIT_MS (they are in neither tier until written).
  */
-export type HistoryIncomplete = "disk_unreadable" | "disk_pending";
+export const HISTORY_INCOMPLETE = ["disk_unreadable", "disk_pending"] as const;
+export type HistoryIncomplete = typeof HISTORY_INCOMPLETE[number];
 
 /** A history question (GET /v0/history/{provider_id}/{device_id}). */
 export interface HistoryQuery {

@@ -8,6 +8,7 @@
 import { VALUE_TYPES } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
 import { AUDIT_ACTIONS, AUDIT_ORIGIN_KINDS } from "../control/mod.ts";
+import { HISTORY_INCOMPLETE, HISTORY_QUERY_DISK_WAIT_MS } from "../history/mod.ts";
 import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
@@ -427,11 +428,12 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
         disk_step_ms: note(orNull(int), "The disk tier's bucket; null without a disk tier."),
         incomplete: note(
-          orNull({ enum: ["disk_unreadable", "disk_pending"] }),
+          orNull({ enum: [...HISTORY_INCOMPLETE] }),
           "Null when the answer holds every point the tiers have of the range. " +
             "`disk_unreadable`: the disk tier failed while it was read (what was read is given); " +
-            "`disk_pending`: rows queued for the disk were not written within 2 s " +
-            "(HISTORY_QUERY_DISK_WAIT_MS) and are in neither tier yet: ask again.",
+            `\`disk_pending\`: rows queued for the disk were not written within ` +
+            `${HISTORY_QUERY_DISK_WAIT_MS / 1000} s (HISTORY_QUERY_DISK_WAIT_MS) and are in ` +
+            "neither tier yet: ask again.",
         ),
         signals: arr(obj(["signal_id", "value_type", "points"], {
           signal_id: str,
