@@ -23,10 +23,12 @@ import {
   type Quality,
   RUNTIME_VERSION,
   RuntimeError,
+  type SetSessionPriorityFn,
   type SpawnFn,
   type TypedValue,
   unavailable,
 } from "../common/mod.ts";
+import { SessionPriority } from "./session_priority.ts";
 import {
   type Config,
   SPARKPLUG_PASSWORD_ENV,
@@ -121,6 +123,11 @@ export interface KernelHost {
   readonly processStats?: () => ProcessStats;
   /** Re-reads the configuration file (SIGHUP); absent: no reloader. */
   readonly loadConfig?: () => Promise<ReloadedConfig>;
+  /**
+   * Sets this process's session priority (Linux autogroups; src/host/priority.ts); absent: the
+   * runtime's priority is never changed (SessionPriority).
+   */
+  readonly setSessionPriority?: SetSessionPriorityFn;
   /** Sets the process's log level (a reload's `logging`); absent when --log-level fixed it. */
   readonly setLogLevel?: (level: LogLevel) => void;
   /** The MQTT client the Sparkplug edge node uses; default MQTT.js (host/mqtt.ts, on demand). */
@@ -186,6 +193,8 @@ export class Kernel {
   readonly host: KernelHost;
   readonly bus: EventBus;
   readonly registry: ProviderRegistry;
+  /** The runtime's session priority while providers start (absent without host.setSessionPriority). */
+  readonly sessionPriority?: SessionPriority;
   /** The registry as the upper layers may see it: read-only, no frame (state/inventory.ts). */
   readonly inventory: Inventory;
   readonly cache: StateCache;
@@ -309,6 +318,17 @@ export class Kernel {
       cwd: config.configDir,
       shutdownTimeoutMs: config.runtime.shutdownTimeoutMs,
     });
+    // The runtime's session ahead of the machine's others while a provider starts, restarts or
+    // is down (docs/deployment.md, "The runtime runs ahead of its providers while they start").
+    if (host.setSessionPriority) {
+      this.sessionPriority = new SessionPriority(host.setSessionPriority, {
+        anyDown: () => this.registry.hosts.some((h) => !h.available),
+        onChange: (listener) => {
+          this.registry.eachHost((h) => h.onAvailability(listener));
+          this.registry.onHostRemoved(listener);
+        },
+      }, log);
+    }
     this.cache = new StateCache({
       registry: this.registry,
       bus: this.bus,

@@ -8,3 +8,10 @@ export { USAGE } from "./cli_usage.ts";
 export * from "./exit_codes.ts";
 export { runService, type RunServiceOptions } from "./process.ts";
 export type { ReloadedConfig } from "./reloader.ts";
+export {
+  priorityLine,
+  type ProviderUpness,
+  RUNTIME_AUTOGROUP_NICE,
+  SessionPriority,
+  SETTLED_AUTOGROUP_NICE,
+} from "./session_priority.ts";

@@ -19,6 +19,7 @@ import {
   readProcessStats,
   secretFromEnvironment,
   serveHttp,
+  setSessionPriority,
   spawnProcess,
   systemClock,
 } from "../host/mod.ts";
@@ -85,6 +86,7 @@ export async function runService(
     secret: secretFromEnvironment,
     serve: serveHttp,
     processStats: readProcessStats,
+    ...(Deno.build.os === "linux" ? { setSessionPriority } : {}),
     ...(options.loadConfig ? { loadConfig: options.loadConfig } : {}),
     ...(options.logLevelFixed ? {} : { setLogLevel: (l: LogLevel) => (log.level = l) }),
   });

@@ -137,6 +137,27 @@ export interface SpawnOptions {
  */
 export type SpawnFn = (options: SpawnOptions) => ProviderProcess;
 
+/**
+ * What setting this process's session priority found (src/host/priority.ts): `set`, or why the
+ * priority was left as it was.
+ */
+export type PriorityOutcome =
+  | "set"
+  | "autogroups_off"
+  | "not_session_leader"
+  | "not_permitted"
+  | "no_autogroups"
+  | "busy";
+
+/** A PriorityOutcome, with the kernel's words when it refused otherwise. */
+export interface PriorityResult {
+  readonly outcome: PriorityOutcome;
+  readonly detail?: string;
+}
+
+/** Sets this process's session to an autogroup nice (Linux; src/host/priority.ts). */
+export type SetSessionPriorityFn = (nice: number) => Promise<PriorityResult>;
+
 /** What the process uses (GET /metrics); read by src/host/, injected by the composition root. */
 export interface ProcessStats {
   /** Resident set size in bytes. */

@@ -1,6 +1,7 @@
 export * from "./clock.ts";
 export * from "./logger.ts";
 export * from "./spawn.ts";
+export * from "./priority.ts";
 export * from "./journal_file.ts";
 export * from "./serve.ts";
 export * from "./notify.ts";

@@ -56,81 +56,6 @@ export function secretFromEnvironment(name: string): string | undefined {
   return secrets.get(name);
 }
 
-/**
- * A provider's scheduling weight against the runtime's, as the nice of its session's autogroup
- * (Linux, `/proc/<pid>/autogroup`). A provider leads its own session (setsid, below), and the
- * kernel's autogroup scheduling gives every session an equal share of the CPU whatever its
- * processes' nice: 40 providers restarting at once (each compiling its code) took the runtime's
- * loop down to one share in 41, and an e-stop requested then latched up to ~200 ms late
- * (bench/README.md, "A restart storm's CPU: providers behind the runtime"). At 10
- * a provider's session weighs ~1/9 of a session at 0 while both want a core; a provider alone on
- * an idle core runs as before. Where the kernel has no autogroups the file does not exist and
- * nothing changes.
- */
-export const PROVIDER_AUTOGROUP_NICE = 10;
-
-/**
- * How often setting it is tried when the kernel says "not now" (EAGAIN: a process without
- * CAP_SYS_ADMIN may set one autogroup's nice per 100 ms, machine-wide), AUTOGROUP_RETRY_MS apart.
- */
-export const AUTOGROUP_MAX_TRIES = 50;
-
-/** The wait before trying again after EAGAIN (the kernel's interval is 100 ms). */
-export const AUTOGROUP_RETRY_MS = 110;
-
-/** How lowerSessionPriority reads, writes and waits (tests pass their own). */
-export interface AutogroupWriter {
-  read(path: string): string;
-  write(path: string, text: string): void;
-  later(fn: () => void, ms: number): void;
-}
-
-const procAutogroup: AutogroupWriter = {
-  read: (path) => Deno.readTextFileSync(path),
-  write: (path, text) => Deno.writeTextFileSync(path, text),
-  later: (fn, ms) => Deno.unrefTimer(setTimeout(fn, ms)),
-};
-
-/** The session id of process `pid` (the 6th field of /proc/<pid>/stat), or null if unreadable. */
-function sessionOf(pid: number, read: (path: string) => string): number | null {
-  try {
-    const stat = read(`/proc/${pid}/stat`);
-    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
-    const session = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
-    return Number.isInteger(session) ? session : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Sets the autogroup nice of the session `pid` leads to PROVIDER_AUTOGROUP_NICE, trying again
- * after EAGAIN while `alive()` (at most AUTOGROUP_MAX_TRIES times). Only a session the process
- * leads: were it in the runtime's (a spawn without setsid), this would put the runtime itself
- * behind every other session. Anything else (no autogroups in this kernel, not Linux, not
- * permitted) leaves the provider's priority as it is: resolves false then, true once set.
- */
-export function lowerSessionPriority(
-  pid: number,
-  alive: () => boolean,
-  writer: AutogroupWriter = procAutogroup,
-): Promise<boolean> {
-  return new Promise((resolve) => {
-    const attempt = (tries: number) => {
-      if (!alive() || sessionOf(pid, writer.read) !== pid) return resolve(false);
-      try {
-        writer.write(`/proc/${pid}/autogroup`, String(PROVIDER_AUTOGROUP_NICE));
-        resolve(true);
-      } catch (err) {
-        if (err instanceof Deno.errors.WouldBlock && tries > 1) {
-          writer.later(() => attempt(tries - 1), AUTOGROUP_RETRY_MS);
-        } else resolve(false);
-      }
-    };
-    attempt(AUTOGROUP_MAX_TRIES);
-  });
-}
-
 /** A spawned provider's process group, while its leader runs. */
 interface LiveGroup {
   kill(signal: "SIGTERM" | "SIGKILL"): void;
@@ -145,8 +70,7 @@ const live = new Set<LiveGroup>();
  * group (Deno's `detached` calls setsid(): the provider leads a group holding everything it
  * spawns, and a terminal's Ctrl-C reaches only the runtime, which then stops its providers in
  * order). `kill` signals the whole group; once the provider has exited, whatever it left in its
- * group gets SIGKILL. The runtime's secrets (SECRET_ENV_VARS) are not inherited. The session
- * runs behind the runtime's when both want the CPU (PROVIDER_AUTOGROUP_NICE).
+ * group gets SIGKILL. The runtime's secrets (SECRET_ENV_VARS) are not inherited.
  */
 export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess => {
   takeSecrets();
@@ -181,7 +105,6 @@ export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess =>
   });
   const group: LiveGroup = { kill, exited };
   live.add(group);
-  void lowerSessionPriority(pgid, () => !groupEnded);
   return {
     pid: child.pid,
     stdin: child.stdin,

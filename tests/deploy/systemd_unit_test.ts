@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { EXIT_CONFIG_ERROR, EXIT_USAGE } from "../../src/app/exit_codes.ts";
+import { RUNTIME_AUTOGROUP_NICE } from "../../src/app/mod.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
 
 const UNIT = repoPath("examples/systemd/runtime.service");
@@ -155,6 +156,13 @@ Deno.test("runtime.service declares readiness, state, secrets and a hardware-fri
   for (const g of ["dialout", "i2c", "gpio"]) assert.ok(groups.includes(g), g);
   assert.equal(unit.get("PrivateDevices"), undefined, "PrivateDevices hides the hardware");
   assert.ok((unit.get("DeviceAllow") ?? []).length > 0);
+});
+
+Deno.test("runtime.service lets the runtime raise its session to RUNTIME_AUTOGROUP_NICE (LimitNICE)", async () => {
+  const unit = settings(await Deno.readTextFile(UNIT));
+  assert.equal(one(unit, "LimitNICE"), String(RUNTIME_AUTOGROUP_NICE));
+  // Raising a priority needs no capability with the limit: the empty bounding set stays.
+  assert.equal(one(unit, "CapabilityBoundingSet"), "");
 });
 
 Deno.test("runtime.env.example only sets variables the compiled runtime may read", async () => {

@@ -55,6 +55,8 @@ export interface RuntimeChildOptions {
    * `stderr()` has nothing until then.
    */
   readonly stderrReadAfter?: Promise<void>;
+  /** Start it in a session of its own (Deno's `detached`: setsid), as systemd starts a service. */
+  readonly ownSession?: boolean;
 }
 
 export interface RuntimeChild {
@@ -130,6 +132,7 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
     stdin: "null",
     stdout: "null",
     stderr: "piped",
+    ...(o.ownSession ? { detached: true } : {}),
   }).spawn();
   let text = "";
   const decoder = new TextDecoder();

@@ -1,16 +1,10 @@
 /**
  * spawnProcess (src/host/spawn.ts) with real child processes: the provider's own process group,
- * signals to the whole group, leftovers killed when the provider exits, a scrubbed environment,
- * and the provider's session behind the runtime's in the CPU (its autogroup nice).
+ * signals to the whole group, leftovers killed when the provider exits, and a scrubbed environment.
  */
 import assert from "node:assert/strict";
 import {
-  AUTOGROUP_MAX_TRIES,
-  AUTOGROUP_RETRY_MS,
-  type AutogroupWriter,
   killProviderProcesses,
-  lowerSessionPriority,
-  PROVIDER_AUTOGROUP_NICE,
   SECRET_ENV_VARS,
   secretFromEnvironment,
   spawnProcess,
@@ -60,96 +54,6 @@ Deno.test("spawnProcess starts the provider as the leader of its own process gro
   } finally {
     await finish(p);
   }
-});
-
-/** This kernel's autogroup of `pid` (`/autogroup-N nice K`), or null where there are none. */
-function autogroupOf(pid: number): string | null {
-  try {
-    return Deno.readTextFileSync(`/proc/${pid}/autogroup`).trim();
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return null;
-    throw err;
-  }
-}
-
-const noAutogroups = autogroupOf(Deno.pid) === null;
-if (noAutogroups) {
-  console.warn(
-    "\n!!!!!!!! /proc/self/autogroup is missing (a kernel without autogroups): the provider " +
-      "session priority test is SKIPPED !!!!!!!!\n",
-  );
-}
-
-Deno.test({
-  name:
-    "spawnProcess puts the provider's session behind the runtime's: its autogroup nice is PROVIDER_AUTOGROUP_NICE",
-  ignore: noAutogroups,
-}, async () => {
-  const own = autogroupOf(Deno.pid)!;
-  assert.equal(PROVIDER_AUTOGROUP_NICE, 10);
-  const p = sh("echo ready; exec sleep 1000");
-  try {
-    assert.equal(await firstLine(p), "ready");
-    const group = autogroupOf(p.pid)!;
-    assert.match(group, / nice 10$/);
-    assert.notEqual(group.split(" ")[0], own.split(" ")[0], "a session of its own");
-    assert.equal(autogroupOf(Deno.pid), own, "the runtime's own is untouched");
-  } finally {
-    await finish(p);
-  }
-});
-
-Deno.test("lowerSessionPriority tries again after EAGAIN while the provider lives, and gives up on anything else", async () => {
-  const writes: string[] = [];
-  const waits: number[] = [];
-  const writer = (answers: (Error | null)[]): AutogroupWriter => ({
-    // pid 42 leads session 42; comm with a space and a parenthesis, as /proc may show it.
-    read: () => "42 (a provider) x) S 1 42 42 0 -1",
-    write: (path, text) => {
-      writes.push(`${path} ${text}`);
-      const answer = answers.shift() ?? null;
-      if (answer !== null) throw answer;
-    },
-    later: (fn, ms) => {
-      waits.push(ms);
-      queueMicrotask(fn);
-    },
-  });
-  const busy = () => new Deno.errors.WouldBlock("Resource temporarily unavailable (os error 11)");
-  // EAGAIN twice (an unprivileged writer within the kernel's 100 ms), then set.
-  assert.equal(await lowerSessionPriority(42, () => true, writer([busy(), busy(), null])), true);
-  assert.deepEqual(writes, Array(3).fill("/proc/42/autogroup 10"));
-  assert.deepEqual(waits, [AUTOGROUP_RETRY_MS, AUTOGROUP_RETRY_MS]);
-  assert.equal(AUTOGROUP_RETRY_MS, 110);
-  // No autogroups (or not Linux): left as it is, no retry.
-  writes.length = waits.length = 0;
-  const none = new Deno.errors.NotFound("No such file or directory (os error 2)");
-  assert.equal(await lowerSessionPriority(42, () => true, writer([none])), false);
-  assert.deepEqual([writes.length, waits.length], [1, 0]);
-  // A process in another session (a spawn without setsid: the runtime's own): never written.
-  writes.length = waits.length = 0;
-  const inOurs = { ...writer([]), read: () => "42 (provider) S 1 42 7 0 -1" };
-  assert.equal(await lowerSessionPriority(42, () => true, inOurs), false);
-  assert.equal(writes.length, 0);
-  // The provider ended while waiting: its pid may be someone else's by now, nothing is written.
-  writes.length = waits.length = 0;
-  let alive = true;
-  const ended = writer([busy()]);
-  const done = lowerSessionPriority(42, () => alive, {
-    read: ended.read,
-    write: ended.write,
-    later: (fn, ms) => {
-      alive = false;
-      ended.later(fn, ms);
-    },
-  });
-  assert.equal(await done, false);
-  assert.equal(writes.length, 1);
-  // Always busy: AUTOGROUP_MAX_TRIES writes, then it gives up.
-  writes.length = waits.length = 0;
-  const always = writer(Array.from({ length: 100 }, busy));
-  assert.equal(await lowerSessionPriority(42, () => true, always), false);
-  assert.equal(writes.length, AUTOGROUP_MAX_TRIES);
 });
 
 Deno.test("ProviderProcess.kill signals the whole process group, helpers included", async () => {
