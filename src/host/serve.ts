@@ -149,15 +149,31 @@ export function httpReservedFds(providers: number): number {
   return HTTP_RESERVED_FDS_BASE + HTTP_RESERVED_FDS_PER_PROVIDER * providers;
 }
 
-/** This process's soft open-file limit (Linux /proc/self/limits), or null when unknown. */
+/**
+ * This process's soft open-file limit, or null when unknown: Linux /proc/self/limits, which Deno
+ * refuses a process without --allow-all (the compiled binary), else what `ulimit -n` says in a
+ * /bin/sh child (it inherits the limit).
+ */
 export function openFileLimit(): number | null {
+  let text: string;
   try {
     const m = /^Max open files\s+(\d+|unlimited)/m.exec(Deno.readTextFileSync("/proc/self/limits"));
     if (m === null || m[1] === "unlimited") return null;
     return Number(m[1]);
   } catch {
-    return null;
+    try {
+      const out = new Deno.Command("/bin/sh", {
+        args: ["-c", "ulimit -n"],
+        stdin: "null",
+        stdout: "piped",
+        stderr: "null",
+      }).outputSync();
+      text = new TextDecoder().decode(out.stdout).trim();
+    } catch {
+      return null; // no shell either (not Linux)
+    }
   }
+  return /^\d+$/.test(text) ? Number(text) : null; // "unlimited": nothing to fit
 }
 
 /**

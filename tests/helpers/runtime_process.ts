@@ -55,6 +55,8 @@ export interface RuntimeChildOptions {
    * `stderr()` has nothing until then.
    */
   readonly stderrReadAfter?: Promise<void>;
+  /** A command the runtime is started through (its argv prefix), e.g. a shell setting a ulimit. */
+  readonly wrap?: readonly string[];
   /** Start it in a session of its own (Deno's `detached`: setsid), as systemd starts a service. */
   readonly ownSession?: boolean;
 }
@@ -116,8 +118,10 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
       `--allow-env=${compiledAllowEnv()}`,
     ]
     : o.permissions ?? ["-A"];
-  const child = new Deno.Command(Deno.execPath(), {
+  const [command, ...wrapArgs] = [...(o.wrap ?? []), Deno.execPath()];
+  const child = new Deno.Command(command!, {
     args: [
+      ...wrapArgs,
       "run",
       ...permissions,
       "--quiet",
