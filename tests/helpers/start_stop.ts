@@ -1,14 +1,34 @@
 /**
- * The runtime started and stopped once, for what it says at start: one inert simulated provider,
- * the compiled binary's permissions (deno.json `compile` --allow-env list, so the single binary
- * would see the same variables), `env` added to the test's environment. Resolves with its stderr.
+ * The runtime run once as the single binary would run it: one inert simulated provider, the
+ * compiled binary's permissions (deno.json `compile` --allow-env list and no --allow-all, so the
+ * process sees the same variables and the same refusals), `env` added to the test's environment.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "./runtime_process.ts";
+import {
+  freePort,
+  type RuntimeChild,
+  type RuntimeChildOptions,
+  startRuntimeChild,
+} from "./runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "./sim_config.ts";
 
-export async function stderrOfStartAndStop(env: Record<string, string>): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-start-stop-" });
+/** How withInertRuntime starts the runtime (startRuntimeChild's options it passes on). */
+export type InertRuntimeOptions =
+  & Pick<RuntimeChildOptions, "env" | "wrap" | "ownSession">
+  & {
+    /** More YAML under the sim's provider entry (e.g. its restart_policy), indented 4. */
+    readonly providerYaml?: string;
+  };
+
+/**
+ * Starts the runtime with one inert sim (waits for it to be ready), runs `fn` while it runs, stops
+ * it (exit code 0 asserted) and resolves with everything it wrote to stderr.
+ */
+export async function withInertRuntime(
+  o: InertRuntimeOptions,
+  fn: (rt: RuntimeChild) => Promise<void>,
+): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-inert-" });
   try {
     const port = freePort();
     await Deno.writeTextFile(
@@ -19,17 +39,28 @@ providers:
   - id: sim0
     command: ${Deno.execPath()}
     args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${o.providerYaml ?? ""}`,
     );
     const rt = await startRuntimeChild({
       config: `${dir}/runtime.yaml`,
       port,
-      env,
       permissions: "compiled",
+      ...(o.env ? { env: o.env } : {}),
+      ...(o.wrap ? { wrap: o.wrap } : {}),
+      ...(o.ownSession ? { ownSession: true } : {}),
     });
-    assert.equal(await rt.stop(), 0, rt.stderr());
+    try {
+      await fn(rt);
+    } finally {
+      assert.equal(await rt.stop(), 0, rt.stderr());
+    }
     return rt.stderr();
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** The runtime started and stopped once, for what it says at start: its stderr. */
+export function stderrOfStartAndStop(env: Record<string, string>): Promise<string> {
+  return withInertRuntime({ env }, () => Promise.resolve());
 }

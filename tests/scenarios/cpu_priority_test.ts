@@ -7,8 +7,8 @@
  * and says why. Its providers keep nice 0 (their own sessions).
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { childPids } from "../helpers/runtime_process.ts";
+import { withInertRuntime } from "../helpers/start_stop.ts";
 
 /** /proc/<pid>/autogroup ("/autogroup-N nice K"), or null without autogroups. */
 function autogroupOf(pid: number): string | null {
@@ -28,23 +28,6 @@ if (noAutogroups) {
   );
 }
 
-/** Children of `pid` (from /proc). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) {
-        out.push(Number(e.name));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
 /** Polls `ok` every 20 ms, at most `tries` times; asserts it with `what`. */
 async function until(ok: () => boolean, what: string, tries = 500): Promise<void> {
   for (let i = 0; i < tries && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
@@ -52,44 +35,18 @@ async function until(ok: () => boolean, what: string, tries = 500): Promise<void
 }
 
 /**
- * Starts the runtime with one inert sim (restarted after a crash), runs `fn` while it runs, stops
- * it, returns its stderr.
+ * Runs `fn` while a runtime with one inert sim (restarted after a crash) runs, once the line is
+ * said (right after start-up began, when the first setting is answered); its stderr.
  */
-async function withRuntime(
-  ownSession: boolean,
-  fn: (pid: number) => Promise<void>,
-): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-cpu-priority-" });
-  try {
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
-      `runtime: {data_dir: ${dir}/data}
-http: {port: ${port}}
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-    restart_policy: {enabled: true, max_attempts: 3, backoff_ms: [300, 300, 300], timeout_ms: 30000}
-`,
-    );
-    const rt = await startRuntimeChild({
-      config: `${dir}/runtime.yaml`,
-      port,
-      permissions: "compiled",
-      ownSession,
-    });
-    try {
-      // The line is said once the first setting is answered, right after start-up began.
-      await until(() => /cpu priority: /.test(rt.stderr()), `the line: ${rt.stderr()}`);
-      await fn(rt.pid);
-    } finally {
-      assert.equal(await rt.stop(), 0, rt.stderr());
-    }
-    return rt.stderr();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+function withRuntime(ownSession: boolean, fn: (pid: number) => Promise<void>): Promise<string> {
+  return withInertRuntime({
+    ownSession,
+    providerYaml:
+      "    restart_policy: {enabled: true, max_attempts: 3, backoff_ms: [300, 300, 300], timeout_ms: 30000}\n",
+  }, async (rt) => {
+    await until(() => /cpu priority: /.test(rt.stderr()), `the line: ${rt.stderr()}`);
+    await fn(rt.pid);
+  });
 }
 
 const priorityLines = (stderr: string) =>
@@ -104,7 +61,7 @@ Deno.test({
     const stderr = await withRuntime(true, async (pid) => {
       // Up (startRuntimeChild waited for it): back at the default weight.
       await until(() => / nice 0$/.test(autogroupOf(pid)!), `settled: ${autogroupOf(pid)}`);
-      const [sim] = childrenOf(pid);
+      const [sim] = childPids(pid);
       assert.ok(sim !== undefined, "the sim");
       assert.match(autogroupOf(sim)!, / nice 0$/, "a provider keeps the default weight");
       assert.notEqual(autogroupOf(sim)!.split(" ")[0], autogroupOf(pid)!.split(" ")[0]);
@@ -114,7 +71,7 @@ Deno.test({
         await until(() => / nice -10$/.test(autogroupOf(pid)!), `raised: ${autogroupOf(pid)}`);
       }
       await until(
-        () => childrenOf(pid).some((c) => c !== sim) && / nice 0$/.test(autogroupOf(pid)!),
+        () => childPids(pid).some((c) => c !== sim) && / nice 0$/.test(autogroupOf(pid)!),
         `restarted and settled: ${autogroupOf(pid)}`,
       );
     });

@@ -5,48 +5,22 @@
  * "unknown" in the single binary and http.max_connections was never fitted to it.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { withInertRuntime } from "../helpers/start_stop.ts";
 
 Deno.test({
   name:
     "the compiled binary's permissions: http.max_connections is fitted to a low open-file limit, and said",
   ignore: Deno.build.os !== "linux",
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "runtime-nofile-compiled-" });
-    try {
-      const port = freePort();
-      await Deno.writeTextFile(
-        `${dir}/runtime.yaml`,
-        `runtime: {data_dir: ${dir}/data}
-http: {port: ${port}}
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
-      );
-      const rt = await startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
-        permissions: "compiled",
-        // 160 open files: 160 - 68 kept for the rest (64 + 4 per provider) leaves 92 for connections.
-        wrap: ["/bin/sh", "-c", 'ulimit -n 160 && exec "$@"', "sh"],
-      });
-      try {
-        const line = rt.stderr().split("\n").find((l) =>
-          l.includes("does not fit the open-file limit")
-        );
-        assert.ok(line !== undefined, rt.stderr());
-        assert.match(
-          line,
-          /^WARN {2}\S+ \[http\] http\.max_connections 128 does not fit the open-file limit 160 \(68 kept for the rest of the runtime\); serving at most 92 connections/,
-        );
-      } finally {
-        assert.equal(await rt.stop(), 0, rt.stderr());
-      }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const stderr = await withInertRuntime({
+      // 160 open files: 160 - 68 kept for the rest (64 + 4 per provider) leaves 92 for connections.
+      wrap: ["/bin/sh", "-c", 'ulimit -n 160 && exec "$@"', "sh"],
+    }, () => Promise.resolve());
+    const line = stderr.split("\n").find((l) => l.includes("does not fit the open-file limit"));
+    assert.ok(line !== undefined, stderr);
+    assert.match(
+      line,
+      /^WARN {2}\S+ \[http\] http\.max_connections 128 does not fit the open-file limit 160 \(68 kept for the rest of the runtime\); serving at most 92 connections/,
+    );
   },
 });
