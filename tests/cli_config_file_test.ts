@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { safetySection, withFiles } from "./helpers/cli.ts";
 import { MAX_CONFIG_FILE_BYTES } from "../src/config/mod.ts";
+import { compiledPermissions } from "./helpers/compiled_permissions.ts";
 
 const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
 const VALID = "providers: [{id: p0, command: deno}]\n";
@@ -19,7 +20,7 @@ async function run(
 ): Promise<{ code: number; stdout: string; stderr: string; timedOut: boolean }> {
   const signal = AbortSignal.timeout(RUN_TIMEOUT_MS);
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, ...args],
+    args: ["run", ...compiledPermissions(), "--quiet", MAIN, ...args],
     ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     env: { NO_COLOR: "1", ...opts.env },
     stdout: "piped",

@@ -240,7 +240,6 @@ Deno.test("runtime takes the API port from RUNTIME_HTTP_PORT with the compiled b
       port: env,
       env: { RUNTIME_HTTP_PORT: String(env) },
       cwd: dir,
-      permissions: "compiled",
     });
     try {
       const r = await apiFetch(`${rt.base}/v0/mode`);

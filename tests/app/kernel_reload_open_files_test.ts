@@ -12,6 +12,7 @@ import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { closedWithin, connect, sleep } from "../http/_raw_socket.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { runtimeProcess } from "../scenarios/process_helpers.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
 const MAIN = `${REPO}src/main.ts`;
 const LIMIT = 256;
@@ -37,7 +38,15 @@ Deno.test("a reload adding providers that the open-file limit has no room for be
   const { port, started: rt } = await startOnFreePort(
     async (port) => {
       await Deno.writeTextFile(config, configYaml(dir, port, ["sim0"]));
-      const quoted = [Deno.execPath(), "run", "-A", "--quiet", MAIN, "--config", config]
+      const quoted = [
+        Deno.execPath(),
+        "run",
+        ...compiledPermissions(),
+        "--quiet",
+        MAIN,
+        "--config",
+        config,
+      ]
         .map((a) => `'${a}'`).join(" ");
       return runtimeProcess(
         new Deno.Command("sh", {

@@ -9,9 +9,9 @@ export function repoPath(relative: string): string {
 }
 
 /**
- * The `--allow-env=` list of the `compile` task in deno.json: the exact environment variables the
- * single binary may read. Tests run the source with the same list so a new Deno.env / process.env
- * read (ours or a dependency's) fails here instead of on a Raspberry Pi.
+ * The `--allow-env=` list of the `compile` task in deno.json: the environment variables the single
+ * binary may read (any other reads as unset: `--ignore-env`). The tests run the runtime with the
+ * task's permissions (tests/helpers/compiled_permissions.ts).
  */
 export function compileEnvAllowList(task = "compile"): string {
   const denoJson = JSON.parse(Deno.readTextFileSync(repoPath("deno.json")));

@@ -6,8 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { EXIT_OK } from "../../src/app/exit_codes.ts";
-import { MALLOC_ENV } from "../../src/main.ts";
+import { MALLOC_ENV, PORT_ENV_VAR } from "../../src/main.ts";
 import { compileEnvAllowList, repoPath } from "./_helpers.ts";
+import { SECRET_ENV_VARS } from "../../src/host/spawn.ts";
+import {
+  SPARKPLUG_PASSWORD_ENV,
+  SPARKPLUG_USERNAME_ENV,
+  TOKEN_ENV_PREFIX,
+} from "../../src/config/mod.ts";
+import { compiledEnvPermissions } from "../helpers/compiled_permissions.ts";
 import {
   defaultCommands,
   PROVIDER_V8_FLAGS,
@@ -34,7 +41,7 @@ function compileTask(name: string) {
   assert.equal(words.slice(0, 2).join(" "), "deno compile", `${name}: not a deno compile task`);
   const target = words[words.indexOf("--target") + 1];
   const output = words[words.indexOf("--output") + 1];
-  const permissions = words.filter((w) => w.startsWith("--allow-"));
+  const permissions = words.filter((w) => /^--(allow|deny|ignore)-/.test(w));
   return { target, output, entry: words[words.length - 1], permissions };
 }
 
@@ -75,6 +82,34 @@ Deno.test("compile tasks build the runtime and the simulated provider for x86_64
   }
 });
 
+Deno.test("every compile task reads an unlisted environment variable as unset (--ignore-env), not as a failure", () => {
+  for (const name of ["compile", "compile:arm64", "compile:sim", "compile:sim:arm64"]) {
+    const { permissions } = compileTask(name);
+    assert.ok(permissions.includes("--ignore-env"), `${name}: ${permissions.join(" ")}`);
+    assert.ok(permissions.some((p) => p.startsWith("--allow-env=")), name);
+  }
+});
+
+Deno.test("the runtime's compile task lists every variable the runtime reads, secrets first: with --ignore-env an unlisted one would read as unset and reach providers unscrubbed", () => {
+  const allowed = compileEnvAllowList().split(",");
+  const read = [
+    ...SECRET_ENV_VARS,
+    SPARKPLUG_USERNAME_ENV,
+    SPARKPLUG_PASSWORD_ENV,
+    `${TOKEN_ENV_PREFIX}*`,
+    PORT_ENV_VAR,
+    ...Object.keys(MALLOC_ENV),
+  ];
+  for (const name of read) assert.ok(allowed.includes(name), `${name} is not in --allow-env`);
+});
+
+Deno.test("docs/deployment.md names every variable of the runtime's --allow-env list", async () => {
+  const doc = await Deno.readTextFile(repoPath("docs/deployment.md"));
+  for (const name of compileEnvAllowList().split(",")) {
+    assert.ok(doc.includes(`| \`${name}\``) || doc.includes(`, \`${name}\``), name);
+  }
+});
+
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--quiet", "--no-prompt", ...args],
@@ -91,7 +126,7 @@ Deno.test("runtime --check-config works with the compile task's permissions", as
   const r = await run([
     BUNDLE_RUN_CONFIG,
     "--allow-read",
-    `--allow-env=${compileEnvAllowList()}`,
+    ...compiledEnvPermissions(),
     (await bundles()).runtime,
     "--check-config",
     repoPath("examples/demo.yaml"),

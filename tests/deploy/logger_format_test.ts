@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import type { LogLevel } from "../../src/common/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { compileEnvAllowList, repoPath } from "./_helpers.ts";
+import { repoPath } from "./_helpers.ts";
+import { compiledEnvPermissions } from "../helpers/compiled_permissions.ts";
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
 const STAMP = "2025-01-02T03:04:05.678Z";
@@ -65,7 +66,7 @@ async function childLogLines(journalStream: string): Promise<string[]> {
       "run",
       "--quiet",
       "--no-prompt",
-      `--allow-env=${compileEnvAllowList()}`,
+      ...compiledEnvPermissions(),
       repoPath("tests/deploy/_log_child.ts"),
     ],
     // An empty value counts as unset; it also hides a JOURNAL_STREAM the test runner may have.

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { notifyReady } from "../../src/host/mod.ts";
 import type { Logger } from "../../src/common/mod.ts";
-import { compileEnvAllowList, LineReader, repoPath } from "./_helpers.ts";
+import { LineReader, repoPath } from "./_helpers.ts";
+import { compiledEnvPermissions } from "../helpers/compiled_permissions.ts";
 
 const SYSTEMD_NOTIFY = "systemd-notify";
 
@@ -41,7 +42,7 @@ async function runNotifyChild(notifySocket: string, command?: string): Promise<C
       "run",
       "--quiet",
       "--no-prompt",
-      `--allow-env=${compileEnvAllowList()}`,
+      ...compiledEnvPermissions(),
       "--allow-run",
       repoPath("tests/deploy/_notify_child.ts"),
       ...(command ? [command] : []),

@@ -12,7 +12,8 @@ import assert from "node:assert/strict";
 import { parse, stringify } from "yaml";
 import { EXIT_OK } from "../../src/app/exit_codes.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
-import { compileEnvAllowList, repoPath } from "./_helpers.ts";
+import { repoPath } from "./_helpers.ts";
+import { compiledEnvPermissions } from "../helpers/compiled_permissions.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 
@@ -97,7 +98,7 @@ Deno.test("runtime starts and serves the demo with --allow-read limited to confi
         BUNDLE_RUN_CONFIG,
         "--allow-net=127.0.0.1",
         "--allow-run",
-        `--allow-env=${compileEnvAllowList()}`,
+        ...compiledEnvPermissions(),
         `--allow-read=${allowRead}`,
         `--allow-write=${dir}/data`,
         runtimeBundle,

@@ -1,4 +1,5 @@
-/** Runs the `runtime` command line as a real child process (`deno run -A src/main.ts ...`). */
+/** Runs the `runtime` command line as a real child process (`deno run src/main.ts ...` with the compiled binary's permissions). */
+import { compiledPermissions } from "./compiled_permissions.ts";
 const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
 
 export interface CliRun {
@@ -16,7 +17,7 @@ export async function runCli(
   opts: { cwd?: string; env?: Record<string, string>; killAfterMs?: number } = {},
 ): Promise<CliRun> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, ...args],
+    args: ["run", ...compiledPermissions(), "--quiet", MAIN, ...args],
     ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     env: { NO_COLOR: "1", ...opts.env },
     stdout: "piped",

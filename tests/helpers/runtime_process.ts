@@ -3,9 +3,9 @@
  * until its API answers and every provider is AVAILABLE, and stopped with SIGTERM.
  */
 import { assertApiAnswer } from "./openapi_check.ts";
+import { compiledPermissions } from "./compiled_permissions.ts";
 const REPO = new URL("../../", import.meta.url).pathname;
 const MAIN = `${REPO}src/main.ts`;
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 /** How long a test waits for the runtime to come up (a loaded CI machine starts slowly). */
 const READY_TIMEOUT_MS = 60000;
 /** How often the readiness check asks again while the runtime comes up. */
@@ -21,14 +21,6 @@ export function freePort(): number {
   return port;
 }
 
-/** The `--allow-env=` list of the `compile` task: what the single binary may read. */
-export function compiledAllowEnv(): string {
-  const tasks = JSON.parse(Deno.readTextFileSync(DENO_JSON)).tasks as Record<string, string>;
-  const m = /--allow-env=(\S+)/.exec(tasks.compile!);
-  if (!m) throw new Error("deno.json: the compile task has no --allow-env= list");
-  return m[1]!;
-}
-
 export interface RuntimeChildOptions {
   /** The configuration file (absolute, or relative to `cwd`). */
   readonly config: string;
@@ -42,10 +34,11 @@ export interface RuntimeChildOptions {
   readonly env?: Record<string, string>;
   readonly cwd?: string;
   /**
-   * Deno permissions; default `-A`. `["compiled"]` grants what `deno task compile` bakes into the
-   * binary (net, run, read, write, and only the compile task's environment variables).
+   * Deno permissions; default: what `deno task compile` bakes into the single binary
+   * (tests/helpers/compiled_permissions.ts), so the tests run the runtime as users do. A test that
+   * needs more says so (`["-A"]`).
    */
-  readonly permissions?: readonly string[] | "compiled";
+  readonly permissions?: readonly string[];
   /** Bearer token for the readiness check (a runtime with auth and no loopback exemption). */
   readonly token?: string;
   /** PEM of the certificate the runtime serves HTTPS with: the base URL is then https. */
@@ -109,15 +102,7 @@ async function status(
  * with the runtime's stderr, when it exits first or does not get there within READY_TIMEOUT_MS.
  */
 export async function startRuntimeChild(o: RuntimeChildOptions): Promise<RuntimeChild> {
-  const permissions = o.permissions === "compiled"
-    ? [
-      "--allow-net",
-      "--allow-run",
-      "--allow-read",
-      "--allow-write",
-      `--allow-env=${compiledAllowEnv()}`,
-    ]
-    : o.permissions ?? ["-A"];
+  const permissions = o.permissions ?? compiledPermissions();
   const [command, ...wrapArgs] = [...(o.wrap ?? []), Deno.execPath()];
   const child = new Deno.Command(command!, {
     args: [

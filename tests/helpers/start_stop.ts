@@ -44,7 +44,6 @@ ${o.providerYaml ?? ""}`,
     const rt = await startRuntimeChild({
       config: `${dir}/runtime.yaml`,
       port,
-      permissions: "compiled",
       ...(o.env ? { env: o.env } : {}),
       ...(o.wrap ? { wrap: o.wrap } : {}),
       ...(o.ownSession ? { ownSession: true } : {}),

@@ -12,6 +12,7 @@ import { startOnFreePort } from "../helpers/ports.ts";
 import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { closedWithin, connect, getRequest, readResponse, send, sleep } from "./_raw_socket.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
 const MAIN = `${REPO}src/main.ts`;
 const ACCEPT_ERROR_SERVER = new URL("./_accept_error_server.ts", import.meta.url).pathname;
@@ -151,7 +152,14 @@ providers:
 polling: {interval_ms: 100}
 `,
       );
-      const child = spawnLimited(256, ["run", "-A", "--quiet", MAIN, "--config", config]);
+      const child = spawnLimited(256, [
+        "run",
+        ...compiledPermissions(),
+        "--quiet",
+        MAIN,
+        "--config",
+        config,
+      ]);
       return {
         child,
         stderr: new Response(child.stderr).text(),

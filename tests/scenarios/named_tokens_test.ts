@@ -59,7 +59,6 @@ Deno.test("runtime with http.tokens: each token acts with its role, the token_en
     port,
     env: { RUNTIME_API_TOKEN: ADMIN, RUNTIME_TOKEN_PROBE: VIEWER, PROBE_MARKER: "m2" },
     args: ["--log-level", "debug"],
-    permissions: "compiled",
     token: ADMIN,
   }).catch(async (err) => {
     killLeftovers(readScriptedLog(log).pids);

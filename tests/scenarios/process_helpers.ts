@@ -7,6 +7,7 @@ import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { freePort, NotListeningError, startOnFreePort } from "../helpers/ports.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
 export { freePort, processAlive, waitFor };
 
@@ -134,7 +135,15 @@ export interface SpawnRuntimeOptions {
 /** Starts `src/main.ts --config path` with `env` added to this process's environment. */
 export function spawnRuntime(config: string, o: SpawnRuntimeOptions = {}): RuntimeProcess {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, "--config", config, ...(o.extraArgs ?? [])],
+    args: [
+      "run",
+      ...compiledPermissions(),
+      "--quiet",
+      MAIN,
+      "--config",
+      config,
+      ...(o.extraArgs ?? []),
+    ],
     env: { NO_COLOR: "1", ...o.env },
     stdin: "null",
     stdout: "null",

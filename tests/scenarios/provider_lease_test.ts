@@ -10,6 +10,7 @@ import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { startOnFreePort } from "../helpers/ports.ts";
 import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
 const MAIN = `${REPO}src/main.ts`;
 const LEASE_MS = 500;
@@ -99,7 +100,14 @@ Deno.test("a provider on a lease goes safe while the runtime is stopped, and the
   const { port, started: { child, stderr, stdout } } = await startOnFreePort(
     async (port) => {
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", "--quiet", MAIN, "--config", await writeConfig(dir, port)],
+        args: [
+          "run",
+          ...compiledPermissions(),
+          "--quiet",
+          MAIN,
+          "--config",
+          await writeConfig(dir, port),
+        ],
         env: { NO_COLOR: "1" },
         stdin: "null",
         stdout: "piped",

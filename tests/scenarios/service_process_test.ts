@@ -8,6 +8,7 @@ import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { freePort, startOnFreePort } from "../helpers/ports.ts";
 import { MAIN, runtimeStatus as statusOf } from "./process_helpers.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
 async function writeConfig(dir: string, port: number): Promise<string> {
   const path = `${dir}/runtime.yaml`;
@@ -32,7 +33,7 @@ polling:
 
 function spawnRuntime(config: string, extra: string[] = []): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", MAIN, "--config", config, ...extra],
+    args: ["run", ...compiledPermissions(), "--quiet", MAIN, "--config", config, ...extra],
     env: { NO_COLOR: "1" },
     stdin: "null",
     stdout: "piped",
@@ -139,7 +140,7 @@ Deno.test("runtime --config exits 3 when a provider cannot start", async () => {
       `providers: [{id: gone, command: /nonexistent/provider}]\nhttp: {port: ${freePort()}}\nruntime: {data_dir: ${dir}/data}\n`,
     );
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--quiet", MAIN, "--config", path],
+      args: ["run", ...compiledPermissions(), "--quiet", MAIN, "--config", path],
       env: { NO_COLOR: "1" },
       stdout: "piped",
       stderr: "piped",

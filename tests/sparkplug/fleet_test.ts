@@ -10,6 +10,7 @@ import { collectFleet } from "../../src/sparkplug/mod.ts";
 import { connectMqttJs } from "../../src/host/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
 const NAMES = ["rig-a", "rig-b", "rig-c"];
 
@@ -98,7 +99,12 @@ Deno.test({
       }));
       const run = (args: string[]) =>
         new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", new URL("../../src/main.ts", import.meta.url).pathname, ...args],
+          args: [
+            "run",
+            ...compiledPermissions(),
+            new URL("../../src/main.ts", import.meta.url).pathname,
+            ...args,
+          ],
           stdout: "piped",
           stderr: "piped",
         }).output();
