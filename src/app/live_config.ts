@@ -376,7 +376,7 @@ export function sectionChanges(
     if (xs !== null && ys !== null) {
       for (const [id, v] of ys) {
         if (!xs.has(id)) note(out.added, `${path}[${id}]`);
-        else if (!sameEntry(xs.get(id), v)) note(out.changed, `${path}[${id}]`);
+        else if (!sameEntry(xs.get(id), v, path)) note(out.changed, `${path}[${id}]`);
       }
       for (const id of xs.keys()) if (!ys.has(id)) note(out.removed, `${path}[${id}]`);
       return;
@@ -411,15 +411,42 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * Two entries of an identified list with the same settings: their `path` (`alarms[2]`, where the
- * entry is written in the file) is not one, so an entry that only moved (one before it removed,
- * the list reordered) has not changed.
+ * Two entries of the identified list at `list` (`interlocks`) with the same settings: their `path`
+ * (`alarms[2]`, where the entry is written in the file) is not one, so an entry that only moved
+ * (one before it removed, the list reordered) has not changed; nor is the order of what a list's
+ * entry holds as a set (ENTRY_SETS).
  */
-function sameEntry(a: unknown, b: unknown): boolean {
+function sameEntry(a: unknown, b: unknown, list: string): boolean {
   if (!isRecord(a) || !isRecord(b)) return same(a, b);
   const { path: _a, ...restA } = a;
   const { path: _b, ...restB } = b;
+  const sets = ENTRY_SETS[list];
+  if (sets !== undefined) {
+    for (const [key, asSet] of Object.entries(sets)) {
+      restA[key] = asSet(restA[key]);
+      restB[key] = asSet(restB[key]);
+    }
+  }
   return same(restA, restB);
+}
+
+/**
+ * Members of a list's entries whose order is not part of the entry, by the list's path in a
+ * section change, each with the form it is compared in: the functions an interlock blocks are a
+ * set (the run gate compares them so too: app/run_gate.ts sameInterlock).
+ */
+const ENTRY_SETS: Readonly<Record<string, Readonly<Record<string, (v: unknown) => unknown>>>> = {
+  interlocks: {
+    block: (v) =>
+      Array.isArray(v) && v.every((e) => isRecord(e) && typeof e.handle === "string")
+        ? blockedHandles(v as readonly { readonly handle: string }[])
+        : v,
+  },
+};
+
+/** The functions a `block` list names, as a set: each handle once, sorted. */
+export function blockedHandles(block: readonly { readonly handle: string }[]): string[] {
+  return [...new Set(block.map((x) => x.handle))].sort();
 }
 
 /** A list whose every entry is an object with a string `id` (or `name`), by it; else null. */

@@ -35,7 +35,7 @@ import type {
 import { autoFaultHookProblem } from "../control/mod.ts";
 import { effectiveSafeState, type SafeStateConfig } from "../safety/mod.ts";
 import { deviceDownAfterMs } from "../state/mod.ts";
-import { same, sectionOf } from "./live_config.ts";
+import { blockedHandles, same, sectionOf } from "./live_config.ts";
 
 /** A protection a reload takes away or weakens, in words. */
 export interface Weakening {
@@ -196,8 +196,8 @@ function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]):
  * functions are listed in may differ.
  */
 export function sameInterlock(a: InterlockConfig, b: InterlockConfig): boolean {
-  const blocked = (il: InterlockConfig) => [...new Set(il.block.map((x) => x.handle))].sort();
-  return a.conditionText.trim() === b.conditionText.trim() && same(blocked(a), blocked(b));
+  return a.conditionText.trim() === b.conditionText.trim() &&
+    same(blockedHandles(a.block), blockedHandles(b.block));
 }
 
 export function sameAlarm(a: AlarmConfig, b: AlarmConfig): boolean {

@@ -229,3 +229,32 @@ interlocks: []
     );
   });
 });
+
+Deno.test("Kernel.reload that only reorders an interlock's block list while a run is open records no config_change naming it; one that changes the set does", async () => {
+  const interlock = (block: string) =>
+    alarmsConfig(`
+interlocks:
+  - id: hot
+    block: [${block}]
+    while: sim0/tempctl0/tc1_temp > 400
+    message: Held while hot
+`);
+  const first = interlock("sim0/motorctl0/set_motor_duty, sim0/tempctl0/*");
+  const reordered = interlock("sim0/tempctl0/*, sim0/motorctl0/set_motor_duty");
+  const fewer = interlock("sim0/tempctl0/*");
+  await withDataDirRuntime(first, async (rt) => {
+    const { run } = await rt.runs.open({});
+    const same = await rt.reload({ ...rt.config, ...reordered });
+    assert.deepEqual(same.refused, []);
+    assert.deepEqual(same.failed, []);
+    const changed = await rt.reload({ ...rt.config, ...fewer });
+    assert.deepEqual(changed.applied, ["alarms"]);
+    await rt.runs.close(run.run_id, {});
+    const events = (await rt.runs.listEvents(run.run_id, {})).events;
+    assert.deepEqual(
+      events.filter((e) => e.category === "config_change").map((e) => e.payload),
+      [{ section: "alarms", added: [], removed: [], changed: ["interlocks[hot]"], omitted: 0 }],
+      "only the reload that changed what the interlock blocks is a config_change of the run",
+    );
+  });
+});
