@@ -93,6 +93,7 @@ import {
   type SectionKey,
   sectionOf,
   sectionsToOffer,
+  withCurrentSources,
 } from "./live_config.ts";
 import { protectionWeakenings, sameAlarm, sameInterlock, type Weakening } from "./run_gate.ts";
 import type {
@@ -1200,6 +1201,8 @@ export class Kernel {
         this.#recordReload(key, "accepted", null, weakens);
       }
     }
+    // What the reload left as it was now names the file as it is (a hook's line, for a message).
+    this.#config = withCurrentSources(this.#config, next);
     const p = report.providers;
     if (p.added.length + p.restarted.length > 0) this.#inventoryChangedInReload = true;
     // A hook that vetoes arming every time is said again when the hooks or the inventory they

@@ -316,6 +316,20 @@ export function isEmptySectionDiff(d: SectionDiff): boolean {
   return d.live.length === 0 && d.needsRestart.length === 0;
 }
 
+/**
+ * `effective` with every section that is the same in `next` taken from `next`: the same values,
+ * read from the file as it is now. Where the loader read a hook or a call is kept beside the
+ * object (config/source_positions.ts), so a reload that only moved lines (a comment added on
+ * top) puts in force the objects that know their new lines.
+ */
+export function withCurrentSources(effective: Config, next: Config): Config {
+  let out = effective;
+  for (const s of CONFIG_SECTIONS) {
+    if (same(s.read(out), s.read(next))) out = s.take(out, next);
+  }
+  return out;
+}
+
 /** The row of a section. */
 export function sectionOf(key: SectionKey): ConfigSection {
   const s = CONFIG_SECTIONS.find((x) => x.key === key);

@@ -163,6 +163,44 @@ automation:
   );
 });
 
+Deno.test("After a reload that only moved the hooks' lines, the vetoing-hook warning names their new lines", async () => {
+  const hooksAt = (top: string) => {
+    const loaded = load(`${top}
+providers: [{id: sim0, command: prov}]
+automation:
+  mode_transition_hooks:
+    before_transition:
+      - from: IDLE
+        to: MANUAL
+        calls:
+          - device_handle: sim0/relayio0
+            function_name: set_relay_ch1
+            args: {enabled: true}
+`).config;
+    assert.ok(loaded !== null);
+    return loaded.automation.modeTransitionHooks;
+  };
+  await using r = await rig({ providers: [inertSim("sim0")], automation: hooksOnly(hooksAt("")) });
+  const rt = r.kernel;
+  // Two comment lines on top: the same hooks, each two lines further down. The reload adds a
+  // provider, so the warning is said again (the inventory changed).
+  const report = await rt.reload({
+    ...rt.config,
+    providers: [...rt.config.providers, inertSim("sim1")],
+    automation: { ...rt.config.automation, modeTransitionHooks: hooksAt("# one\n# two") },
+  });
+  assert.deepEqual(report.providers.added, ["sim1"]);
+  assert.ok(!report.applied.includes("automation.mode_transition_hooks"), "the hooks are the same");
+  const warned = vetoWarnings(r);
+  assert.equal(warned.length, 2, r.lines.join("\n"));
+  assert.match(warned[0]!, /before_transition\[0\] \(line 5:9\) vetoes .*calls\[0\] \(line 8:13\)/);
+  assert.match(
+    warned[1]!,
+    /before_transition\[0\] \(line 7:9\) vetoes .*calls\[0\] \(line 10:13\)/,
+    "the warning after the reload names the lines the file has now",
+  );
+});
+
 Deno.test("A provider restart whose rediscovery adds the actuating function a hook calls warns of the veto", async () => {
   const dir = await Deno.makeTempDir({ prefix: "vetoing-" });
   try {
