@@ -93,14 +93,19 @@ export async function runService(
   // A stop signal during start-up stops the kernel at once: start() then rejects once everything
   // it started is stopped.
   const starting = kernel.start();
-  // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it.
+  // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it, and
+  // one whose start-up then fails (or is stopped) says that it was dropped.
   // Watched from the start too: the default action of SIGHUP would end the process.
   const hangup = watchReloadSignal(() => {
     log.info("SIGHUP received: reloading the configuration");
     void starting.then(() => {
       if (kernel.reloader) void kernel.reloader.request();
       else log.warn("SIGHUP ignored: configuration reload is not available");
-    }, () => {});
+    }, () =>
+      log.warn(
+        "SIGHUP dropped: configuration not reloaded: start-up did not finish (it failed or " +
+          "was stopped)",
+      ));
   });
   try {
     const first = await Promise.race([

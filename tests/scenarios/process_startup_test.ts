@@ -86,3 +86,37 @@ for (const stage of ["hello", "wait_ready", "read_signals"]) {
     }
   });
 }
+
+Deno.test("SIGHUP during a start-up that then fails is not dropped silently: one line says the reload was not done", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
+  const log = `${dir}/provider.log`;
+  const port = freePort();
+  // The provider never answers Hello: the start-up budget (its least, 5 s) ends the start.
+  const config = await writeRuntimeConfig(dir, {
+    port,
+    runtime: "  shutdown_timeout_ms: 2000\n  startup_timeout_ms: 5000\n",
+    providers: providerYaml(
+      "hung",
+      scriptedCommand(["--log", log, "--hang", "hello"]),
+      "    timeout_ms: 60000\n    hello_timeout_ms: 60000\n    ready_timeout_ms: 60000\n",
+    ),
+  });
+  const rt = spawnRuntime(config);
+  try {
+    await waitFor("provider hanging in hello", () => readScriptedLog(log).hangs.length > 0, 30000);
+    rt.child.kill("SIGHUP");
+    await rt.stderrLine(/SIGHUP received/);
+    const exit = await within(rt.exit, 30000);
+    if (exit === "timeout") assert.fail("the start-up budget must end the start");
+    assert.equal(exit.code, 3, exit.stderr);
+    const lines = exit.stderr.split("\n");
+    assert.equal(lines.filter((l) => /^ERROR .*start-up failed: /.test(l)).length, 1, exit.stderr);
+    const dropped = lines.filter((l) => l.includes("SIGHUP") && l.includes("not reloaded"));
+    assert.equal(dropped.length, 1, `the SIGHUP vanished without a word:\n${exit.stderr}`);
+    assert.match(dropped[0]!, /^WARN .*start-up did not finish/);
+  } finally {
+    await rt.dispose();
+    killLeftovers(readScriptedLog(log).pids);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
