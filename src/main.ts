@@ -284,7 +284,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`runtime: refusing to start: ${formatSummary(cli.file, shown)}`);
     return 1;
   }
-  // SIGHUP: the same file, loader and checks as this start (and the same port override).
+  // SIGHUP: the same file, loader and checks as this start (and the same overrides).
+  const overrides = { port: override, logLevel: cli.logLevel };
+  // The file's logging.level as last read: an edit of it that --log-level overrides is said.
+  let fileLevel = config.logging.level;
   const reload = async (): Promise<ReloadedConfig> => {
     const again = await readConfigFile(absPath, "start", false);
     if (!again.readable) {
@@ -294,11 +297,26 @@ export async function main(argv: readonly string[]): Promise<number> {
     const tree = again.config ? await behaviorTreeDiagnostics(again.config) : [];
     lines.push(...tree);
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
+    if (again.config === null || errors.length > 0) {
+      const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
+      return { ok: false, errors, warnings };
+    }
+    const level = again.config.logging.level;
+    if (cli.logLevel !== null && level !== fileLevel) {
+      lines.push({
+        severity: "warning",
+        path: "logging.level",
+        message: `${fileLevel} -> ${level} in the file is not in effect: --log-level ` +
+          `${cli.logLevel} overrides it for this run`,
+        ...(again.positionOf?.(["logging", "level"]) ?? { line: 0, column: 0 }),
+        file: cli.file,
+      });
+    }
+    fileLevel = level;
     const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
-    if (again.config === null || errors.length > 0) return { ok: false, errors, warnings };
-    return { ok: true, config: withPort(again.config, override), warnings };
+    return { ok: true, config: withOverrides(again.config, overrides), warnings };
   };
-  return await startWithConfig(withPort(config, override), cli.logLevel, override, reload);
+  return await startWithConfig(withOverrides(config, overrides), cli.logLevel, override, reload);
 }
 
 /** Reads and validates the configuration file: the one way it is read (start, check, reload). */
@@ -327,9 +345,17 @@ function readConfigFile(absPath: string, mode: "check" | "start", strict: boolea
   });
 }
 
-/** The configuration with `http.port` replaced by the override, if any. */
-function withPort(config: Config, override: { port: number } | null): Config {
-  return override === null ? config : { ...config, http: { ...config.http, port: override.port } };
+/**
+ * The configuration in effect: the file's, with `http.port` replaced by the port override and
+ * `logging.level` by --log-level, if given (a reload re-applies them to the re-read file).
+ */
+function withOverrides(
+  config: Config,
+  o: { readonly port: { port: number } | null; readonly logLevel: LogLevel | null },
+): Config {
+  const http = o.port === null ? config.http : { ...config.http, port: o.port.port };
+  const logging = o.logLevel === null ? config.logging : { ...config.logging, level: o.logLevel };
+  return { ...config, http, logging };
 }
 
 /** An environment variable, or undefined when unset or not readable with this permission set. */

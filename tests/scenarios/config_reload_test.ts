@@ -1042,3 +1042,56 @@ Deno.test("SIGHUP adding a provider that fails to start lists it DOWN with the r
     await rig.dispose();
   }
 });
+
+Deno.test("With --log-level, a reload keeps that level in force, and the running configuration and the reload's report say so: the file's logging.level changes nothing", async () => {
+  const rig = await Rig.create(["sim0"]);
+  const body = (level: string) =>
+    `logging: {level: ${level}}\nproviders:\n${rig.provider("sim0")}\n`;
+  await rig.write(body("info"));
+  const rt = await startRuntimeChild({
+    config: rig.configPath,
+    port: rig.port,
+    args: ["--log-level", "debug"],
+  });
+  const api = new Api(rt.base);
+  let events: EventStream | null = null;
+  try {
+    events = await EventStream.open(rt.base);
+    const opened = await api.post("/v0/runs", {});
+    assert.equal(opened.status, 200, JSON.stringify(opened.json));
+    const runId = opened.json.run.run_id as string;
+
+    await rig.write(body("warn"));
+    const summary = await reload(rt, 1);
+    // The level in force is the command line's, before and after: the configuration in effect
+    // does not change, so nothing is "applied" (nor "not applied").
+    assert.match(summary, /^INFO .*config reload: no change$/);
+    const reported = await waitFor("config_reload event", () => events!.of("config_reload")[0]);
+    assert.equal(reported.data.result, "applied");
+    assert.equal(reported.data.summary, "config reload: no change");
+    // The file's edit is not silently ignored: one line names the key, where it is, and why.
+    const overridden = rt.stderr().split("\n").filter((l) => l.includes("logging.level"));
+    assert.equal(overridden.length, 1, rt.stderr());
+    assert.match(
+      overridden[0]!,
+      /^WARN .*config reload: .*runtime\.yaml:3:\d+: warning: logging\.level: info -> warn in the file is not in effect: --log-level debug overrides it for this run$/,
+    );
+
+    // The level in force is still debug: the next reload's DEBUG line is written.
+    const debugBefore = rt.stderr().split("\n").filter((l) => /^DEBUG .*re-reading/.test(l));
+    assert.equal((await reload(rt, 2)).endsWith("config reload: no change"), true);
+    const debugAfter = rt.stderr().split("\n").filter((l) => /^DEBUG .*re-reading/.test(l));
+    assert.equal(debugAfter.length, debugBefore.length + 1, rt.stderr());
+
+    const closed = await api.post(`/v0/runs/${runId}/close`, { close_reason: "completed" });
+    assert.equal(closed.status, 200, JSON.stringify(closed.json));
+    const listed = await api.get(`/v0/runs/${runId}/events?limit=100`);
+    const changes = (listed.json.events as { category: string }[])
+      .filter((e) => e.category === "config_change");
+    assert.deepEqual(changes, [], "the run records no change of the logging section");
+  } finally {
+    await events?.close();
+    await rt.stop();
+    await rig.dispose();
+  }
+});
