@@ -79,7 +79,7 @@ export type AuditOutcome = "accepted" | "refused" | "failed";
 /**
  * Which check refused: `mode` (IDLE/FAULT/AUTO gate, or a refused transition), `estop` (the
  * latch), `interlock`, `device_loss` (automation's device-loss latch), `validation` (arguments,
- * parameter value, body), `queue` (the provider's call queue was full), `role` (authorization,
+ * parameter value), `queue` (the provider's call queue was full), `role` (authorization,
  * HTTP layer), `auth` (no valid token, HTTP layer), or a gate's own name.
  */
 export type AuditRefusal = string;

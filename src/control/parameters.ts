@@ -319,8 +319,8 @@ export class ParameterStore implements ParameterService {
   ): { name: string; value: ParameterValue } {
     const audit = this.#o.audit;
     if (!audit) return this.#set(name, value, written);
-    // The value as given, if JSON can carry it (the audit entry is JSON).
-    const args = { value: isJsonScalar(value) ? value : String(value) };
+    // The value as sent (the trail bounds it as every entry: texts cut, a large one noted).
+    const args = { value: auditedValue(value, written) };
     try {
       const done = this.#set(name, value, written);
       audit.record({
@@ -367,6 +367,41 @@ export class ParameterStore implements ParameterService {
   }
 }
 
-function isJsonScalar(v: unknown): boolean {
-  return v === null || typeof v === "number" || typeof v === "boolean" || typeof v === "string";
+/**
+ * Deepest nesting of arrays and objects a set's value is recorded with as it is: an HTTP body's
+ * own bound (MAX_JSON_DEPTH, 32 levels with the body's object), so every value sent is.
+ */
+export const AUDITED_VALUE_MAX_DEPTH = 32;
+
+/**
+ * A set's value for its audit entry (JSON): a JSON value as it is, an array an array and an
+ * object an object; a number beyond any double as written (`1e400`, else its text: JSON has no
+ * Infinity); anything else JSON cannot carry (undefined, a cycle, deeper than
+ * AUDITED_VALUE_MAX_DEPTH) as its text.
+ */
+function auditedValue(value: unknown, written: string | undefined): unknown {
+  if (typeof value === "number" && !Number.isFinite(value)) return written ?? String(value);
+  return isJsonValue(value, 0) ? value : String(value);
+}
+
+/** Whether `v` is a JSON value nested at most AUDITED_VALUE_MAX_DEPTH levels from `depth`. */
+function isJsonValue(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+    case "bigint": // written as its digits (toJsonText)
+      return true;
+    case "number":
+      return Number.isFinite(v);
+    case "object": {
+      if (v === null) return true;
+      if (depth >= AUDITED_VALUE_MAX_DEPTH) return false;
+      if (Array.isArray(v)) return v.every((x) => isJsonValue(x, depth + 1));
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      return Object.values(v).every((x) => isJsonValue(x, depth + 1));
+    }
+    default:
+      return false;
+  }
 }

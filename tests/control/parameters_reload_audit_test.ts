@@ -161,6 +161,7 @@ Deno.test("ParameterStore.set records every set in the audit trail: accepted wit
   s.set("profile", "boost"); // default origin: an HTTP client
   assert.throws(() => s.set("temp", 500));
   assert.throws(() => s.set("temp", { not: "a scalar" }));
+  assert.throws(() => s.set("temp", ["a"]));
   assert.deepStrictEqual(audit, [
     {
       action: "parameter",
@@ -195,15 +196,37 @@ Deno.test("ParameterStore.set records every set in the audit trail: accepted wit
       origin: { kind: "http" },
       outcome: "refused",
       function: "temp",
-      args: { value: "[object Object]" },
+      args: { value: { not: "a scalar" } },
       reason: audit[3]!.reason,
+      refused_by: "validation",
+      latency_ms: 0,
+    },
+    {
+      action: "parameter",
+      origin: { kind: "http" },
+      outcome: "refused",
+      function: "temp",
+      args: { value: ["a"] },
+      reason: audit[4]!.reason,
       refused_by: "validation",
       latency_ms: 0,
     },
   ]);
   assert.match(audit[2]!.reason ?? "", /^INVALID_ARGUMENT: .*500.*max 80/);
   assert.match(audit[3]!.reason ?? "", /^INVALID_ARGUMENT: /);
-  // Scalars of every JSON kind are kept as given.
+  // Values of every JSON kind are kept as given; what JSON cannot carry is kept as its text (a
+  // number beyond any double as written).
+  const odd = store();
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  for (const v of [undefined, cyclic, Infinity]) assert.throws(() => odd.s.set("temp", v));
+  assert.throws(() => odd.s.set("temp", Infinity, undefined, "1e400"));
+  assert.deepStrictEqual(odd.audit.map((d) => d.args), [
+    { value: "undefined" },
+    { value: "[object Object]" },
+    { value: "Infinity" },
+    { value: "1e400" },
+  ]);
   const scalars = store([{ name: "any", type: "string", default: "", allowedValues: [] }]);
   for (const v of [null, true, 7, "x"]) assert.throws(() => scalars.s.set("nope", v));
   assert.deepStrictEqual(scalars.audit.map((d) => d.args), [

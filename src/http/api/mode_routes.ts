@@ -1,5 +1,5 @@
 /** GET and POST /v0/mode (docs/http-api.md "Modes and calls"). */
-import { failedPrecondition, RuntimeError } from "../../common/mod.ts";
+import { failedPrecondition } from "../../common/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import { MODE_BODY_SCHEMA, type ModeBody } from "../request_schemas.ts";
@@ -34,31 +34,20 @@ function getMode({ services }: RouteContext): Response {
 
 async function setMode({ services, body, principal }: RouteContext): Promise<Response> {
   const source = httpOrigin(principal);
-  /** Records a refusal decided here (the request never reaches the mode manager). */
-  const refused = (err: unknown, refusedBy: string, mode: string | null): unknown => {
-    if (err instanceof RuntimeError) {
-      services.audit.refused({
-        action: "mode",
-        origin: source,
-        function: mode,
-        reason: `${err.code}: ${err.message}`,
-        refused_by: refusedBy,
-      });
-    }
-    return err;
-  };
-  let mode: ModeBody["mode"];
-  try {
-    ({ mode } = await body<ModeBody>());
-  } catch (err) {
-    throw refused(err, "validation", null);
-  }
+  // A body refused here (malformed JSON, a missing, mistyped or unknown mode) names no mode:
+  // nothing was decided, so it is not recorded, as for POST /v0/call and /v0/parameters.
+  const { mode } = await body<ModeBody>();
   if (mode === "AUTO" && !services.config.automation.enabled) {
-    throw refused(
-      failedPrecondition("Mode AUTO requires automation (automation.enabled is false)"),
-      "mode",
-      mode,
-    );
+    // Decided here (the request never reaches the mode manager): recorded as its refusals are.
+    const err = failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
+    services.audit.refused({
+      action: "mode",
+      origin: source,
+      function: mode,
+      reason: `${err.code}: ${err.message}`,
+      refused_by: "mode",
+    });
+    throw err;
   }
   const report = await services.modes.requestWithReport(mode, source);
   return okResponse({
