@@ -118,8 +118,8 @@ export interface ArmRefusal {
 interface AutoEntryInvalid {
   readonly why: string;
   readonly remedy: string;
-  /** The audit `refused_by` of the refusal at the commit; absent: `mode`. */
-  readonly refusedBy?: string;
+  /** The audit `refused_by` of the refusal at the commit (`reload`, `device_loss`). */
+  readonly refusedBy: string;
 }
 
 /** A FAULT entry committed synchronously; its hooks run when `runHooks` is called. */
@@ -496,16 +496,17 @@ export class ModeManager implements ModeService {
    * before-hooks run (the mode is still MANUAL). That transition is then refused at its commit,
    * with `why` and `remedy` (by default: request AUTO again, judged on the configuration in force
    * then). `refusedBy` names the cause in the audit entry of that refusal, as an arm check's own
-   * refusal does (ArmRefusal; `device_loss`: a device the tree depends on was lost); default
-   * `mode`. No-op when no transition into AUTO is pending.
+   * refusal does (ArmRefusal): by default `reload`, the configuration reload that changed it (as
+   * the arm check of a reload restarting providers); `device_loss`: a device the tree depends on
+   * was lost. No-op when no transition into AUTO is pending.
    */
   invalidateAutoEntry(
     why: string,
     remedy = "request AUTO again to enter it with the configuration now in force",
-    refusedBy?: string,
+    refusedBy = "reload",
   ): void {
     if (this.#leaving()?.to !== "AUTO") return;
-    this.#autoEntryInvalid ??= { why, remedy, ...(refusedBy !== undefined ? { refusedBy } : {}) };
+    this.#autoEntryInvalid ??= { why, remedy, refusedBy };
   }
 
   #autoEntryInvalidNow(): AutoEntryInvalid | null {
@@ -861,7 +862,7 @@ export class ModeManager implements ModeService {
           const err = failedPrecondition(
             `refusing AUTO: ${invalid.why} while ${from} -> AUTO hooks ran; ${invalid.remedy}`,
           );
-          if (invalid.refusedBy !== undefined) this.#armRefusals.set(err, invalid.refusedBy);
+          this.#armRefusals.set(err, invalid.refusedBy);
           throw err;
         }
       }

@@ -112,6 +112,17 @@ async function requestAutoSlowly(rt: Kernel, ms = 400): Promise<{ outcome: Promi
   return { outcome };
 }
 
+/**
+ * The `refused_by` of each audit entry of a refused AUTO request, oldest first: a reload that
+ * changed what AUTO was requested with refuses it as `reload` (docs/http-api.md "Audit trail").
+ */
+async function autoRefusedBy(rt: Kernel): Promise<(string | null)[]> {
+  const page = await rt.audit.query({ limit: 1000 });
+  return page.entries
+    .filter((e) => e.action === "mode" && e.function === "AUTO" && e.outcome === "refused")
+    .map((e) => e.refused_by);
+}
+
 /** Slows every call to sim0/relayio0 inside the provider (a hook call in flight for `ms`). */
 async function slowRelays(rt: Kernel, ms: number): Promise<void> {
   await rt.router.call({
@@ -190,6 +201,7 @@ interlocks:
       /^refused: refusing AUTO: a configuration reload weakened protections \(interlock hot removed\)/,
     );
     assert.equal(rt.modes.current(), "MANUAL");
+    assert.deepEqual(await autoRefusedBy(rt), ["reload"]);
   }, (tree) =>
     withHooks(
       automationConfig(tree, { config: { interlocks: protections.interlocks } }),
@@ -219,6 +231,7 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that swaps the behav
       outcome,
       /^refused: refusing AUTO: a configuration reload replaced the behavior tree/,
     );
+    assert.deepEqual(await autoRefusedBy(rt), ["reload"]);
   }, async (tree, dir) => {
     other = await dir.write("other.xml", treeXml(`<Sleep msec="30000" />`));
     return withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []);
@@ -245,6 +258,7 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that changes only th
       outcome,
       /^refused: refusing AUTO: a configuration reload retimed the behavior tree/,
     );
+    assert.deepEqual(await autoRefusedBy(rt), ["reload"]);
   }, (tree) => withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []));
 });
 
@@ -270,6 +284,7 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that restarts a prov
       outcome,
       /^refused: refusing AUTO: a configuration reload stopped or restarted provider\(s\) sim1/,
     );
+    assert.deepEqual(await autoRefusedBy(rt), ["reload"]);
   }, (tree) =>
     withHooks(
       automationConfig(tree, { config: { providers: [simProvider("sim0"), simProvider("sim1")] } }),
