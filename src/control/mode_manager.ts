@@ -547,20 +547,28 @@ export class ModeManager implements ModeService {
     const audit = this.#o.audit;
     // A request for the current mode changes nothing and is not recorded, unless it is refused.
     const noop = from === mode && this.#leaving() === null;
-    const done = this.#transition(mode);
-    if (!audit || noop) return done;
-    return done.then((report) => {
-      audit.record({
+    // Accepted: recorded when the mode changes, before anything that follows the change (the
+    // listeners, the after-hooks, a FAULT one of them causes) is, so the trail reads in the order
+    // things happened. `hook_failures`: the before-hooks' failed calls (the after-hooks' calls
+    // have entries of their own, after this one).
+    let committed = false;
+    const onCommit = (beforeFailures: number) => {
+      committed = true;
+      audit?.record({
         action: "mode",
         origin: source,
         outcome: "accepted",
         function: mode,
         args: { from },
-        result: { mode: report.mode, hook_failures: report.hook_failures.length },
+        result: { mode, hook_failures: beforeFailures },
         latency_ms: latencyMs(),
       });
-      return report;
-    }, (err) => {
+    };
+    const done = this.#transition(mode, audit && !noop ? onCommit : undefined);
+    if (!audit || noop) return done;
+    return done.catch((err) => {
+      // Not expected once committed (hook failures are collected): the change stands, recorded.
+      if (committed) throw err;
       const e = toRuntimeError(err);
       audit.record({
         action: "mode",
@@ -772,8 +780,15 @@ export class ModeManager implements ModeService {
     if (problem) await this.forceFault(problem);
   }
 
-  /** A transition that is not into FAULT: gated, vetoable by before-hooks. */
-  async #transition(target: RuntimeMode): Promise<TransitionReport> {
+  /**
+   * A transition that is not into FAULT: gated, vetoable by before-hooks. `onCommit` is called
+   * with the number of before-hook calls that failed once the mode is set, before the listeners
+   * are told and the after-hooks run.
+   */
+  async #transition(
+    target: RuntimeMode,
+    onCommit?: (beforeFailures: number) => void,
+  ): Promise<TransitionReport> {
     const from = this.#mode;
     if (target === from) {
       // Not while a transition away from it has not committed yet: the answer would name a mode
@@ -866,7 +881,7 @@ export class ModeManager implements ModeService {
           throw err;
         }
       }
-      this.#commit(from, target);
+      this.#commit(from, target, onCommit && (() => onCommit(before.failures.length)));
       const after = await this.#runHooks(hooks, "after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
@@ -1165,10 +1180,21 @@ export class ModeManager implements ModeService {
    * Sets the mode, publishes `mode_change` and tells listeners. Done before after_transition
    * hooks (anolis publishes it after them): the event stream then always follows the
    * real mode history, even when an e-stop forces FAULT while after-hooks run, and a behavior
-   * tree leaving AUTO is halted before any after-hook call.
+   * tree leaving AUTO is halted before any after-hook call. `committed` is called once the mode
+   * is set, before anything else: what the change causes comes after it on the audit trail.
    */
-  #commit(previous: RuntimeMode, next: RuntimeMode): void {
+  #commit(previous: RuntimeMode, next: RuntimeMode, committed?: () => void): void {
     this.#mode = next;
+    try {
+      committed?.();
+    } catch (err) {
+      // The mode is set: a failing record (a clock, a logger) must not undo the commit.
+      try {
+        this.#log.error(
+          `mode change ${previous} -> ${next} not recorded: ${toRuntimeError(err).message}`,
+        );
+      } catch { /* a logger that throws does not stop the change either */ }
+    }
     if (previous === "FAULT") {
       // Nobody waits for the hooks of a FAULT left behind.
       this.#faultHooksDone?.resolve([]);

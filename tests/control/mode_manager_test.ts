@@ -848,6 +848,25 @@ Deno.test("ModeManager records each mode request: accepted with from, result and
   ]);
 });
 
+Deno.test("ModeManager records an accepted mode request when the mode changes, before a FAULT its listeners force", async () => {
+  const { modes, records } = audited();
+  await modes.request("MANUAL");
+  // A listener told of AUTO (the tree's start) forces FAULT in the same step.
+  let faulted: Promise<boolean> | null = null;
+  modes.onModeChange(({ current }) => {
+    if (current === "AUTO") faulted = modes.forceFault("tree failed at once");
+  });
+  const report = await modes.requestWithReport("AUTO");
+  assert.ok(faulted !== null);
+  assert.equal(await faulted, true);
+  assert.equal(report.mode, "FAULT");
+  assert.deepEqual(records.map((r) => [r.function, r.outcome, r.origin.kind, r.result ?? null]), [
+    ["MANUAL", "accepted", "http", { mode: "MANUAL", hook_failures: 0 }],
+    ["AUTO", "accepted", "http", { mode: "AUTO", hook_failures: 0 }],
+    ["FAULT", "accepted", "automation", null],
+  ]);
+});
+
 Deno.test("ModeManager records a FAULT it is forced into as the runtime's automation, with the reason", async () => {
   const { modes, records } = audited();
   await modes.request("MANUAL");

@@ -120,14 +120,15 @@ Deno.test("GET /v0/audit names every origin with its identity and every refusal 
       200,
     );
     entries = (await audit()).slice(1);
+    // The mode change first, then its after-hook's call (the trail reads as things happened).
     assert.deepEqual(entries.map((e) => [e.action, e.origin.kind, e.outcome]), [
-      ["call", "hook", "accepted"],
       ["mode", "http", "accepted"],
+      ["call", "hook", "accepted"],
       ["call", "http", "refused"],
       ["call", "http", "accepted"],
       ["parameter", "http", "accepted"],
     ]);
-    const [hook, mode, invalid, accepted, parameter] = entries;
+    const [mode, hook, invalid, accepted, parameter] = entries;
     assert.deepEqual(hook.origin, {
       kind: "hook",
       transition: "IDLE->MANUAL",
