@@ -616,15 +616,21 @@ export class ModeManager implements ModeService {
       if (this.#faultHooksDone === done) this.#faultHooksPending = false;
       done.resolve(failures);
     };
-    this.#commit(from, "FAULT");
-    this.#o.audit?.record({
-      action: "mode",
-      origin: source,
-      outcome: "accepted",
-      function: "FAULT",
-      args: { from, reason },
-      latency_ms: 0,
-    });
+    // Recorded as the mode changes, before the listeners (and what they record) are told.
+    const audit = this.#o.audit;
+    this.#commit(
+      from,
+      "FAULT",
+      audit && (() =>
+        audit.record({
+          action: "mode",
+          origin: source,
+          outcome: "accepted",
+          function: "FAULT",
+          args: { from, reason },
+          latency_ms: 0,
+        })),
+    );
     let hooks: Promise<HookFailure[]> | null = null;
     // The hooks this stop started with: a reload before they run may add to them, never take
     // away (below).

@@ -776,6 +776,10 @@ Deno.test("ModeManager reconfigure: the next transition runs the new hooks and t
 function audited(o: { before?: HookConfig[] } = {}) {
   const { router, bus, inventory, log } = setup();
   const records: AuditDecision[] = [];
+  const audit = {
+    record: (d: AuditDecision) => void records.push(d),
+    writeAhead: () => Promise.resolve(null),
+  };
   let mono = 1_000;
   const modes = new ModeManager({
     router,
@@ -787,12 +791,9 @@ function audited(o: { before?: HookConfig[] } = {}) {
     automationEnabled: true,
     manualGatingPolicy: "BLOCK",
     hooks: { beforeTransition: o.before ?? [], afterTransition: [] },
-    audit: {
-      record: (d) => records.push(d),
-      writeAhead: () => Promise.resolve(null),
-    },
+    audit,
   });
-  return { modes, records };
+  return { modes, records, audit };
 }
 
 Deno.test("ModeManager records each mode request: accepted with from, result and latency; refused with the check that refused; none for the current mode", async () => {
@@ -865,6 +866,25 @@ Deno.test("ModeManager records an accepted mode request when the mode changes, b
     ["AUTO", "accepted", "http", { mode: "AUTO", hook_failures: 0 }],
     ["FAULT", "accepted", "automation", null],
   ]);
+});
+
+Deno.test("ModeManager records a FAULT when the mode changes, before anything its listeners record", async () => {
+  const { modes, records, audit } = audited();
+  await modes.request("MANUAL");
+  // A listener told of FAULT that records a decision of its own (as a subsystem halting would).
+  modes.onModeChange(({ current }) => {
+    if (current !== "FAULT") return;
+    audit.record({
+      action: "mode",
+      origin: { kind: "automation" },
+      outcome: "accepted",
+      function: "listener",
+      args: {},
+      latency_ms: 0,
+    } as unknown as AuditDecision);
+  });
+  assert.equal(await modes.forceFault("lost a device"), true);
+  assert.deepEqual(records.map((r) => r.function), ["MANUAL", "FAULT", "listener"]);
 });
 
 Deno.test("ModeManager records a FAULT it is forced into as the runtime's automation, with the reason", async () => {
