@@ -5,7 +5,7 @@
  */
 import type { Clock, Logger } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
-import { Blackboard } from "./blackboard.ts";
+import { type BbEntry, Blackboard } from "./blackboard.ts";
 import { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
 import { errorAt, hasErrors, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS, type NodeSpec } from "./node_registry.ts";
@@ -53,6 +53,34 @@ export interface BuiltTree {
 
 const CONDITIONS: readonly string[] = [...PRE_CONDITIONS, ...POST_CONDITIONS];
 
+/** The scalar types a literal must parse as for a typed port to read or write it. */
+type ScalarType = "double" | "int64" | "bool";
+
+/** What a literal is not, when it does not parse as a port's type (as verify words it). */
+const NOT_A: Readonly<Record<ScalarType, string>> = {
+  double: "a number (double)",
+  int64: "an integer",
+  bool: "a boolean (true/false)",
+};
+
+/** A typed port naming a blackboard entry (what a SetBlackboard literal must parse as). */
+interface TypedUse {
+  readonly type: ScalarType;
+  readonly port: string;
+  readonly node: string;
+  readonly at: string;
+  readonly reads: boolean;
+}
+
+/** A SetBlackboard whose value is a literal: it stores the text, converted where it is read. */
+interface LiteralWrite {
+  readonly el: XmlElement;
+  readonly path: string;
+  readonly bb: Blackboard;
+  readonly key: string;
+  readonly literal: string;
+}
+
 /** Instantiates the main tree of a verified parse; type conflicts come back as diagnostics. */
 export function buildTree(
   parsed: ParsedTree,
@@ -84,6 +112,11 @@ export function buildTree(
   if (options.services) {
     rootBb.set(SERVICE_CONTEXT_KEY, { type: "object", value: options.services });
   }
+
+  // Typed ports by the entry they name, and SetBlackboard literals: a literal no typed port of its
+  // entry can convert faults the tick that stores or reads it (BT.CPP throws there).
+  const typedUses = new Map<BbEntry, TypedUse[]>();
+  const literalWrites: LiteralWrite[] = [];
 
   const instantiate = (
     el: XmlElement,
@@ -137,9 +170,27 @@ export function buildTree(
         if (raw === undefined) continue;
         ports.set(port.name, raw);
         const key = blackboardKeyOf(raw, port.name);
+        if (type === "SetBlackboard" && port.name === "value" && key === undefined) {
+          const out = el.attributes.get("output_key");
+          const outKey = out === undefined ? undefined : blackboardKeyOf(out, "output_key") ??
+            out.trim();
+          if (outKey) literalWrites.push({ el, path, bb, key: outKey, literal: raw });
+        }
         if (key === undefined) continue;
         const declared = bbTypeOfPort(port.type);
         const { conflict } = bb.declare(key, declared, port.direction !== "input");
+        const entry = bb.getEntry(key);
+        if (entry && (declared === "double" || declared === "int64" || declared === "bool")) {
+          const uses = typedUses.get(entry) ?? [];
+          typedUses.set(entry, uses);
+          uses.push({
+            type: declared,
+            port: port.name,
+            node: spec.type,
+            at: `${el.file}:${el.line}:${el.column}`,
+            reads: port.direction === "input",
+          });
+        }
         if (conflict) {
           report(
             errorAt(
@@ -184,6 +235,21 @@ export function buildTree(
   };
 
   const root = instantiate(main.root, main, rootBb, `${main.id}/${pathSegment(main.root, 0)}`);
+  // Judged once every port is declared: a reader after the SetBlackboard counts as one before it.
+  for (const w of literalWrites) {
+    const entry = w.bb.getEntry(w.key);
+    const use = entry && typedUses.get(entry)?.find((u) => !parseScalar(w.literal, u.type));
+    if (!use) continue;
+    report(
+      errorAt(
+        w.el,
+        w.path,
+        `port 'value': '${w.literal}' is not ${NOT_A[use.type]}, and blackboard entry ` +
+          `'${w.key}' is ${use.reads ? "read" : "written"} as ${use.type} by port ` +
+          `'${use.port}' of ${use.node} at ${use.at} (the tick would throw converting it)`,
+      ),
+    );
+  }
   if (!root || hasErrors(diagnostics)) return { diagnostics };
   return { tree: makeBuiltTree(root, rootBb, env), diagnostics };
 }

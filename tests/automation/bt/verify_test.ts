@@ -476,3 +476,37 @@ Deno.test('loadBehaviorTree refuses Precondition else="IDLE": a node may not ret
   ]);
   equal(r.tree, undefined);
 });
+
+Deno.test("loadBehaviorTree refuses a SetBlackboard literal a typed port cannot read from its entry (BT.CPP throws at the tick)", () => {
+  // BT.CPP's SetBlackboard stores the text, converted where the entry is typed: "3.7" is no int,
+  // so the first tick threw. Refused at load, naming the SetBlackboard, its value and the reader.
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>\n` +
+        `<SetBlackboard value="3.7" output_key="n"/>\n` +
+        `<Repeat num_cycles="{n}"><AlwaysSuccess/></Repeat>\n` +
+        `<SetBlackboard value="2.5" output_key="{t}"/>\n` +
+        `<Sleep msec="{t}"/>\n` +
+        `<SetBlackboard value="4" output_key="k"/>\n` +
+        `<Repeat num_cycles="{k}"><AlwaysSuccess/></Repeat>\n` +
+        `<SetBlackboard value="3.7" output_key="d"/>\n` +
+        `<BuildArgsJson arg1_name="a" arg1_type="double" arg1_num="{d}" json="{j}"/>\n` +
+        `</Sequence></BehaviorTree>`,
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [
+      3,
+      "error",
+      "Main/Sequence[0]/SetBlackboard[0]",
+      /^port 'value': '3\.7' is not an integer, and blackboard entry 'n' is read as int64 by port 'num_cycles' of Repeat at \/bt\/main\.xml:4:\d+/,
+    ],
+    [
+      5,
+      "error",
+      "Main/Sequence[0]/SetBlackboard[2]",
+      /^port 'value': '2\.5' is not an integer, and blackboard entry 't' is read as int64 by port 'msec' of Sleep at \/bt\/main\.xml:6:\d+/,
+    ],
+  ]);
+  equal(r.tree, undefined);
+});
