@@ -245,6 +245,30 @@ export interface AutomationEngineOptions {
   readonly scheduler?: TickScheduler;
 }
 
+/** The kind of value a blackboard port or a signal's reads carry (uint64 counts as int64). */
+type ValueKind = "double" | "int64" | "bool" | "string";
+
+/** One port or signal of the tree naming a blackboard entry, as the AUTO gate judges it. */
+interface EntryUse {
+  readonly key: string;
+  readonly text: string;
+  readonly kind: ValueKind;
+  /** Writes it, only types it (the first input port naming it), or reads it as `kind`. */
+  readonly role: "write" | "declare" | "read";
+  /** A ReadSignal's value (written as a double, whatever the signal's numeric type). */
+  readonly signal: boolean;
+}
+
+/**
+ * Whether every value of kind `from` converts to `to` without loss (Blackboard's convertValue):
+ * an int64 or a bool is a double, a bool an int64 (0/1); a double is no int64 nor bool in general.
+ */
+function convertsWhole(from: ValueKind, to: ValueKind): boolean {
+  if (from === to) return true;
+  if (to === "double") return from === "int64" || from === "bool";
+  return to === "int64" && from === "bool";
+}
+
 /** Behavior-tree automation wired to the runtime kernel; satisfies the HTTP AutomationService. */
 export class AutomationEngine {
   #o: AutomationEngineOptions;
@@ -449,45 +473,83 @@ export class AutomationEngine {
   }
 
   /**
-   * The blackboard entries the tree writes both as a string and as a number, one text each
-   * (`entry 'x' with W1 and with W2`, the first writer of each kind in tree order), where a
-   * ReadSignal's kind is its signal's declared type now: what verify cannot see (docs/automation.md,
-   * "Blackboard types"). A signal not declared now, or of type bytes, is left out.
+   * The blackboard entries the tree writes or reads with types that do not fit, one text each
+   * (`entry 'x' with W1 and with W2`), where a ReadSignal's kind is its signal's declared type now:
+   * what verify cannot see (docs/automation.md, "Blackboard types"). Written both as a string and
+   * as a number (the first writer of each kind in tree order); else a signal's values written into
+   * an entry a port typed first (a double into one CheckBool declared bool), or read by a typed
+   * port that cannot convert them all (a double signal read by Sleep's int64 `msec`). A signal not
+   * declared now, or of type bytes, is left out.
    */
   #entryTypeConflicts(): string[] {
     const capabilitiesOf = this.#o.inventory?.capabilities;
-    const byEntry = new Map<object, { key: string; text: string; isString: boolean }[]>();
+    const byEntry = new Map<object, EntryUse[]>();
     for (const w of this.#writers) {
-      let type: string;
+      let kind: ValueKind;
       let what: string;
+      let signal = false;
       if ("type" in w.writes) {
-        type = w.writes.type;
-        what = w.declares === undefined
-          ? `${w.node} (${type})`
-          : `${w.node} ${w.declares} (declares it ${type})`;
+        kind = w.writes.type;
+        what = w.reads !== undefined
+          ? `${w.node} ${w.reads} (reads it as ${kind})`
+          : w.declares === undefined
+          ? `${w.node} (${kind})`
+          : `${w.node} ${w.declares} (declares it ${kind})`;
       } else {
         const { deviceHandle, signalId } = w.writes;
         const dev = parseDeviceHandle(deviceHandle);
         const caps = dev && capabilitiesOf?.(dev.providerId, dev.deviceId);
         const declared = caps?.signals.find((s) => s.signalId === signalId)?.valueType;
         if (declared === undefined || declared === null || declared === "bytes") continue;
-        type = declared;
+        kind = declared === "uint64" ? "int64" : declared;
+        signal = true;
         what = `${w.node} ${deviceHandle} ${signalId} (a ${declared} signal)`;
       }
-      const writers = byEntry.get(w.entry) ?? [];
-      byEntry.set(w.entry, writers);
-      writers.push({
+      const uses = byEntry.get(w.entry) ?? [];
+      byEntry.set(w.entry, uses);
+      uses.push({
         key: w.key,
         text: `${what}${w.at ? ` at ${w.at}` : ""}`,
-        isString: type === "string",
+        kind,
+        role: w.reads !== undefined ? "read" : w.declares !== undefined ? "declare" : "write",
+        signal,
       });
     }
     const out: string[] = [];
-    for (const writers of byEntry.values()) {
-      const first = writers[0]!;
-      const other = writers.find((w) => w.isString !== first.isString);
-      if (other) {
-        out.push(`blackboard entry '${first.key}' with ${first.text} and with ${other.text}`);
+    const conflict = (a: EntryUse, b: EntryUse) =>
+      out.push(`blackboard entry '${a.key}' with ${a.text} and with ${b.text}`);
+    for (const uses of byEntry.values()) {
+      const typing = uses.filter((u) => u.role !== "read");
+      const first = typing[0];
+      // A string entry refuses numbers, a number entry strings that do not parse: any order.
+      const other = first &&
+        typing.find((u) => (u.kind === "string") !== (first.kind === "string"));
+      if (first && other) {
+        conflict(first, other);
+        continue;
+      }
+      // The entry's type: the first port's, or what a ReadSignal first writes (always a double).
+      const entryType: ValueKind | undefined = first === undefined
+        ? undefined
+        : first.signal && first.kind !== "string"
+        ? "double"
+        : first.kind;
+      const badWrite = entryType === undefined
+        ? undefined
+        : typing.find((u) => u.role === "write" && !convertsWhole(u.kind, entryType));
+      if (first && badWrite) {
+        conflict(first, badWrite);
+        continue;
+      }
+      const reader = uses.find((r) =>
+        r.role === "read" &&
+        typing.some((u) => u.role === "write" && !convertsWhole(u.kind, r.kind))
+      );
+      if (reader) {
+        conflict(
+          typing.find((u) => u.role === "write" && !convertsWhole(u.kind, reader.kind))!,
+          reader,
+        );
       }
     }
     return out;

@@ -90,3 +90,63 @@ Deno.test("AUTO is admitted when ReadSignals of one kind share an entry, and whe
     { arm: true },
   );
 });
+
+Deno.test("AUTO is refused when a double signal is read into an entry CheckBool reads as bool, or Sleep as int64", async () => {
+  // ReadSignal writes the double (0.73 V); CheckBool's bool and Sleep's int64 cannot convert it,
+  // so the read failed at every tick (Sleep's threw, faulting the runtime). Before: only string
+  // against number was compared, and both passed.
+  for (
+    const [reader, type] of [
+      [`<CheckBool value="{x}" />`, "CheckBool value \\(reads it as bool\\)"],
+      [`<Sleep msec="{x}" />`, "Sleep msec \\(reads it as int64\\)"],
+    ] as const
+  ) {
+    await withTree(
+      `<Sequence>${READ("voltage_ch1", "{x}")}${reader}</Sequence>`,
+      async (rt) => {
+        await assert.rejects(
+          rt.modes.request("AUTO"),
+          new RegExp(
+            `refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal ` +
+              `sim0/analogsensor0 voltage_ch1 \\(a double signal\\) at .*tree\\.xml:\\d+:\\d+ and ` +
+              `with ${type} at .*tree\\.xml:\\d+:\\d+`,
+          ),
+        );
+        assert.equal(rt.modes.current(), "MANUAL");
+      },
+      { arm: true },
+    );
+  }
+});
+
+Deno.test("AUTO is refused when a double signal is read into an entry CheckBool declared bool before it", async () => {
+  await withTree(
+    `<Sequence><ForceSuccess><CheckBool value="{x}" /></ForceSuccess>${
+      READ("voltage_ch1", "{x}")
+    }</Sequence>`,
+    async (rt) => {
+      await assert.rejects(
+        rt.modes.request("AUTO"),
+        /refusing AUTO: the behavior tree writes blackboard entry 'x' with CheckBool value \(declares it bool\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at /,
+      );
+      assert.equal(rt.modes.current(), "MANUAL");
+    },
+    { arm: true },
+  );
+});
+
+Deno.test("AUTO is admitted when a bool signal is read by CheckBool and a double signal by a double port", async () => {
+  await withTree(
+    `<Sequence>` +
+      `<ReadSignal device_handle="sim0/tempctl0" signal_id="relay1_state" value="{r}" />` +
+      `<ForceSuccess><CheckBool value="{r}" expected="false" /></ForceSuccess>` +
+      `${READ("voltage_ch1", "{v}")}` +
+      `<BuildArgsJson arg1_name="v" arg1_type="double" arg1_num="{v}" json="{j}" />` +
+      `</Sequence>`,
+    async (rt) => {
+      await rt.modes.request("AUTO");
+      assert.equal(rt.modes.current(), "AUTO");
+    },
+    { arm: true },
+  );
+});

@@ -30,13 +30,21 @@ export interface EntryWriter {
    * port naming it): the port's name. Its type holds as a write's would.
    */
   readonly declares?: string;
+  /**
+   * Set for a typed input port (double, int64, bool) that reads an entry another port named
+   * first: the port's name. It writes nothing; `writes.type` is the type it reads the entry as,
+   * and a value it cannot convert fails the read (a string port reads every value as text).
+   */
+  readonly reads?: string;
 }
 
 /**
  * Every output port of the tree that writes an entry with a known type or from a signal named
- * literally (or by a SubTree port set to a literal), in tree order; and each input port that
+ * literally (or by a SubTree port set to a literal), in tree order; each input port that
  * declared its entry's type (`declares`: the first port naming an entry types it at build, and a
- * string entry refuses numbers written into it as a number entry refuses strings). Ports typed
+ * string entry refuses numbers written into it as a number entry refuses strings); and each typed
+ * input port reading an entry named before it (`reads`: a signal's value it cannot convert, a
+ * double read as an int64 or a bool, fails the read at every tick). Ports typed
  * `any` and ReadSignals whose device or signal comes from the blackboard are left out: what they
  * write is known only when the tree runs. Read at build time, before any tick writes an entry.
  */
@@ -59,6 +67,8 @@ export function blackboardWriters(tree: BuiltTree): EntryWriter[] {
         const type = bbTypeOfPort(spec.type);
         if (first && type !== "any" && entry.declared === type) {
           out.push({ ...base, writes: { type }, declares: spec.name });
+        } else if (!first && (type === "double" || type === "int64" || type === "bool")) {
+          out.push({ ...base, writes: { type }, reads: spec.name });
         }
         continue;
       }
