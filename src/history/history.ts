@@ -435,6 +435,11 @@ export class History {
     return this.#devices.get(providerId)?.has(deviceId) ?? false;
   }
 
+  /** The wall time of the oldest poll the ring holds of a device (null: none). */
+  oldestPollMs(providerId: string, deviceId: string): number | null {
+    return this.#devices.get(providerId)?.get(deviceId)?.ring.oldestMs() ?? null;
+  }
+
   /** The signal ids the ring holds for a device (in poll order). */
   signalIds(providerId: string, deviceId: string): string[] {
     return this.#devices.get(providerId)?.get(deviceId)?.signals.map((s) => s.signalId) ?? [];

@@ -467,19 +467,46 @@ export class IncidentRecorder {
     void write.finally(() => this.#writes.delete(write));
   }
 
-  /** Reads the incident's window from the ring and writes its record. */
+  /**
+   * Reads the incident's window from the ring and writes its record. The window is clamped to
+   * what the ring holds: a device loss found long after its date (a device polled once a minute)
+   * has a window older than memory_seconds, which the ring let go of; its record then holds what
+   * the ring still has of the device up to now (its last reads, the failure among them), from and
+   * until saying so, rather than a window with no sample in it.
+   */
   #captureNow(p: Pending): Promise<void> {
     const at = p.lead.at_epoch_ms;
-    const from = at - this.#o.config.incidentBeforeS * 1000;
     // Written before its window passed (at stop, or early to make room for an e-stop): the record
     // ends where its samples do, now (counted on the monotonic clock from the trigger), not at
     // the end of a window it never saw.
     const seen = p.atWall + (this.#o.clock.monoMs() - p.atMono);
-    const until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen));
     const history = this.#o.history;
     const devices: readonly DeviceParts[] = p.devices === null
       ? history.devices()
       : [...p.devices.values()];
+    // What the ring still holds: memory_seconds back from now, or from an older poll it kept (a
+    // forward step of the wall clock leaves polls stamped before it: ring.ts).
+    let held = this.#o.clock.nowMs() - this.#o.config.memorySeconds * 1000;
+    for (const [providerId, deviceId] of devices) {
+      const oldest = history.oldestPollMs(providerId, deviceId);
+      if (oldest !== null) held = Math.min(held, oldest);
+    }
+    let from = Math.max(at - this.#o.config.incidentBeforeS * 1000, held);
+    let until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen));
+    if (until < from) {
+      this.#o.log.warn(
+        `incident ${p.id}: its window (${this.#o.config.incidentBeforeS} s before ` +
+          `${p.lead.trigger} at ${
+            new Date(at).toISOString()
+          }, ${this.#o.config.incidentAfterS} s ` +
+          `after) is older than history.memory_seconds (${this.#o.config.memorySeconds}), found ` +
+          `${Math.round((seen - at) / 1000)} s after it: the record holds what the ring still has`,
+      );
+      from = held;
+      until = Math.max(held, seen);
+    }
+    from = Math.round(from);
+    until = Math.round(until);
     const lines: string[] = [];
     let samples = 0;
     for (const [providerId, deviceId] of devices) {

@@ -83,3 +83,70 @@ Deno.test("a device loss's record holds its whole window when the window fits me
     await history.stop();
   }
 });
+
+Deno.test("a device loss found after the ring let go of its whole window records what the ring still holds, not an empty window", async () => {
+  // A device polled once a minute (a 60 s poll hint), found down 2 minutes after its first failed
+  // read: its window [date - 2 s, date + 3 s] is older than memory_seconds (10) by then. Before,
+  // the record was that window with no sample in it; now it is clamped to what the ring holds of
+  // the device: from memory_seconds before the capture to the capture.
+  const window = { memorySeconds: 10, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
+  const { clock, history, files, pollSignals } = handFedHistory(window);
+  let tell: DeviceConditionListener | null = null;
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, ...window },
+    history,
+    files,
+    dir: INCIDENTS_DIR,
+    clock,
+    log: testLogger(),
+    outages: {
+      onChange(l) {
+        tell = l;
+        return () => (tell = null);
+      },
+    },
+  });
+  const bus = new EventBus();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    const t0 = clock.wall;
+    pollSignals(["x"], 1); // t0: the last good read
+    clock.advance(60_000);
+    pollSignals(["x"], 2); // t0 + 60 s: its first failed read
+    const failingMono = clock.mono;
+    tell!({
+      providerId: "p",
+      deviceId: "d",
+      previous: "up",
+      condition: { kind: "failing", reason: "reads fail", sinceMono: failingMono },
+      atWallMs: clock.wall,
+    });
+    clock.advance(60_000);
+    pollSignals(["x"], 3); // t0 + 120 s
+    clock.advance(60_000);
+    pollSignals(["x"], 4); // t0 + 180 s: the ring now holds this poll only
+    tell!({
+      providerId: "p",
+      deviceId: "d",
+      previous: "failing",
+      condition: { kind: "down", reason: "reads fail", sinceMono: failingMono },
+      atWallMs: clock.wall,
+    });
+    clock.advance(0); // the capture is due at once: incident_after_s passed long ago
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(h.at_epoch_ms, t0 + 60_000);
+    assert.deepEqual(
+      [h.from_epoch_ms - t0, h.until_epoch_ms - t0, h.samples],
+      [170_000, 180_000, 1],
+      "the window is what the ring holds of the device when the loss is recorded",
+    );
+    const { signals } = await incidents.get(h.incident_id);
+    assert.deepEqual(signals[0]!.samples.map((s) => [s[0] - t0, s[1]]), [[180_000, 4]]);
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
