@@ -14,5 +14,6 @@ export * from "./metrics.ts";
 export * from "./grid.ts";
 export { isLoopbackHost } from "./loopback.ts";
 export { tellEach } from "./listeners.ts";
+export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "./device_down.ts";
 export * from "./mqtt.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";

@@ -3,7 +3,15 @@
  * defaults explicitly and applying every key's bounds (examples/full.yaml states each) and every
  * cross-field rule.
  */
-import { isLoopbackHost, LOG_LEVELS, requestConnectionsShort, resolvePath } from "../common/mod.ts";
+import {
+  DEVICE_DOWN_AFTER_POLLS,
+  DEVICE_DOWN_MIN_MS,
+  deviceDownAfterMs,
+  isLoopbackHost,
+  LOG_LEVELS,
+  requestConnectionsShort,
+  resolvePath,
+} from "../common/mod.ts";
 import { type Checker, type Obj, present } from "./_checker.ts";
 import { readAlarms, readInterlocks } from "./_alarms.ts";
 import {
@@ -162,7 +170,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
   const logging = c.mapping(root.logging, ["logging"]) ?? {};
   c.knownKeys(logging, ["logging"], ["level"]);
   const runtime = readRuntime(root, ctx);
-  return {
+  const config: Config = {
     configPath: ctx.configPath,
     configDir: ctx.configDir,
     runtime,
@@ -181,6 +189,34 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     interlocks: readInterlocks(callCtx, root.interlocks, ["interlocks"]),
     sparkplug: readSparkplug(root, ctx, runtime.name),
   };
+  checkLossDetection(config, c);
+  return config;
+}
+
+/**
+ * A device loss is found once the device's reads have failed for deviceDownAfterMs, and its
+ * incident is read from the ring then (or incident_after_s after its date, whichever is later):
+ * a delay longer than memory_seconds - incident_before_s leaves part of the window outside the
+ * ring (its record is clamped to what the ring holds: history/incidents.ts). The delay depends on
+ * polling.interval_ms alone (not on the providers' poll hints, which only space the reads): it is
+ * known here. Beyond what the incident_before_s + incident_after_s warning says already.
+ */
+function checkLossDetection(config: Config, c: Checker): void {
+  const h = config.history;
+  if (!h.enabled) return;
+  const delayMs = deviceDownAfterMs(config.polling.intervalMs);
+  if (delayMs <= h.incidentAfterS * 1000) return; // read after the window: as for any trigger
+  const excessMs = h.incidentBeforeS * 1000 + delayMs - h.memorySeconds * 1000;
+  if (excessMs <= 0) return;
+  c.warning(
+    ["polling", "interval_ms"],
+    `a device that drops out is found down ${delayMs / 1000} s after its first failed read ` +
+      `(max(${DEVICE_DOWN_MIN_MS} ms, ${DEVICE_DOWN_AFTER_POLLS} x polling.interval_ms)), when ` +
+      `its device-loss incident is recorded: history.incident_before_s + that delay exceeds ` +
+      `history.memory_seconds (${h.incidentBeforeS} + ${delayMs / 1000} > ${h.memorySeconds}), ` +
+      `so the ring no longer holds the oldest ${excessMs / 1000} s of the record's window; ` +
+      `lower polling.interval_ms or raise history.memory_seconds`,
+  );
 }
 
 function readRuntime(root: Obj, ctx: SemanticContext): Config["runtime"] {

@@ -26,15 +26,8 @@ import type { ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
 
-/** Reads failing for at least this many poll intervals make a device down ... */
-export const DEVICE_DOWN_AFTER_POLLS = 3;
-/** ... and for at least this long (ms), whatever the interval. */
-export const DEVICE_DOWN_MIN_MS = 500;
-
-/** How long reads must fail before a device counts as down, for a polling interval. */
-export function deviceDownAfterMs(pollingIntervalMs: number): number {
-  return Math.max(DEVICE_DOWN_MIN_MS, DEVICE_DOWN_AFTER_POLLS * pollingIntervalMs);
-}
+// The bound is common's (the configuration check reads it too); exported here as before.
+export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "../common/mod.ts";
 
 /** A device's condition now. */
 export type DeviceConditionKind = "up" | "failing" | "down";

@@ -100,3 +100,30 @@ ${PROV}
 `);
   assert.deepEqual(fits.diagnostics, []);
 });
+
+Deno.test("history: a device loss found later than the ring holds its window is a warning at polling.interval_ms, naming the delay and what the record lacks", () => {
+  // A device is down once its reads have failed for max(500 ms, 3 x polling.interval_ms); its
+  // record is read then, and the ring reaches memory_seconds back from there. 3 x 60 s = 180 s:
+  // 10 + 180 > 120, the record's window is 70 s older than what the ring still holds.
+  const slow = (intervalMs: number, history = "") =>
+    load(`
+polling:
+  interval_ms: ${intervalMs}
+${history}${PROV}
+`);
+  const lines = (r: ReturnType<typeof load>) =>
+    r.diagnostics.map((d) => `${d.severity} ${d.path} @${d.line}:${d.column} ${d.message}`);
+  const r = slow(60_000);
+  assert.notEqual(r.config, null);
+  const got = lines(r);
+  assert.equal(got.length, 1, got.join("\n"));
+  assert.match(
+    got[0]!,
+    /^warning polling\.interval_ms @2:\d+ a device that drops out is found down 180 s after its first failed read \(max\(500 ms, 3 x polling\.interval_ms\)\), when its device-loss incident is recorded: history\.incident_before_s \+ that delay exceeds history\.memory_seconds \(10 \+ 180 > 120\), so the ring no longer holds the oldest 70 s of the record's window/,
+  );
+  // The boundary: 3 x 36666 ms = 109.998 s fits (10 + 109.998 <= 120), 3 x 36667 ms does not.
+  assert.deepEqual(lines(slow(36_666)), []);
+  assert.equal(lines(slow(36_667)).length, 1);
+  // Without history there is no incident to lose.
+  assert.deepEqual(lines(slow(60_000, "history:\n  enabled: false\n")), []);
+});
