@@ -195,7 +195,7 @@ export class Kernel {
   readonly bus: EventBus;
   readonly registry: ProviderRegistry;
   /** The runtime's session priority while providers start (absent without host.setSessionPriority). */
-  readonly sessionPriority?: SessionPriority;
+  readonly #sessionPriority?: SessionPriority;
   /** The registry as the upper layers may see it: read-only, no frame (state/inventory.ts). */
   readonly inventory: Inventory;
   readonly cache: StateCache;
@@ -322,7 +322,7 @@ export class Kernel {
     // The runtime's session ahead of the machine's others while a provider starts, restarts or
     // is down (docs/deployment.md, "The runtime runs ahead of its providers while they start").
     if (host.setSessionPriority) {
-      this.sessionPriority = new SessionPriority(host.setSessionPriority, {
+      this.#sessionPriority = new SessionPriority(host.setSessionPriority, {
         anyDown: () => this.registry.hosts.some((h) => !h.available),
         onChange: (listener) => {
           this.registry.eachHost((h) => h.onAvailability(listener));
@@ -1763,6 +1763,8 @@ export class Kernel {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       const budget = this.config.runtime.shutdownTimeoutMs;
+      // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
+      this.#sessionPriority?.stop();
       // The tree is halted first: from the HTTP listener's close on, only connections still held
       // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
       // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.

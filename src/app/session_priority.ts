@@ -52,6 +52,14 @@ export class SessionPriority {
     this.#update();
   }
 
+  /**
+   * Asks for no setting from now on (the runtime stops: its providers going is its end, not a
+   * provider down, and a fork to raise or settle then is spent for nothing).
+   */
+  stop(): void {
+    this.#gaveUp = true;
+  }
+
   /** The nice the session should have now. */
   get wanted(): number {
     return this.#providers.anyDown() ? RUNTIME_AUTOGROUP_NICE : SETTLED_AUTOGROUP_NICE;
