@@ -72,10 +72,15 @@ interface TypedUse {
   readonly reads: boolean;
 }
 
-/** A SetBlackboard whose value is a literal: it stores the text, converted where it is read. */
+/**
+ * A literal stored as text into an entry, converted where it is read: a SetBlackboard's value, or
+ * a SubTree port's literal (the subtree instance's own entry of that name).
+ */
 interface LiteralWrite {
   readonly el: XmlElement;
   readonly path: string;
+  /** The port the literal is written in: `value` of SetBlackboard, the SubTree port's name. */
+  readonly port: string;
   readonly bb: Blackboard;
   readonly key: string;
   readonly literal: string;
@@ -113,8 +118,8 @@ export function buildTree(
     rootBb.set(SERVICE_CONTEXT_KEY, { type: "object", value: options.services });
   }
 
-  // Typed ports by the entry they name, and SetBlackboard literals: a literal no typed port of its
-  // entry can convert faults the tick that stores or reads it (BT.CPP throws there).
+  // Typed ports by the entry they name, and SetBlackboard and SubTree port literals: a literal no
+  // typed port of its entry can convert faults the tick that stores or reads it (BT.CPP throws).
   const typedUses = new Map<BbEntry, TypedUse[]>();
   const literalWrites: LiteralWrite[] = [];
 
@@ -155,9 +160,12 @@ export function buildTree(
         if (name.startsWith("_")) continue;
         const key = blackboardKeyOf(value, name);
         if (key !== undefined) child.addSubtreeRemapping(name, key);
-        // Set before auto-remapping is on, whatever the attribute order: the literal is this
-        // instance's own entry (BT.CPP), not one of the parent every instance would share.
-        else child.set(name, { type: "string", value });
+        else {
+          // Set before auto-remapping is on, whatever the attribute order: the literal is this
+          // instance's own entry (BT.CPP), not one of the parent every instance would share.
+          child.set(name, { type: "string", value });
+          literalWrites.push({ el, path, port: name, bb: child, key: name, literal: value });
+        }
       }
       child.enableAutoRemapping(autoremap);
       nodeBb = child;
@@ -174,7 +182,9 @@ export function buildTree(
           const out = el.attributes.get("output_key");
           const outKey = out === undefined ? undefined : blackboardKeyOf(out, "output_key") ??
             out.trim();
-          if (outKey) literalWrites.push({ el, path, bb, key: outKey, literal: raw });
+          if (outKey) {
+            literalWrites.push({ el, path, port: "value", bb, key: outKey, literal: raw });
+          }
         }
         if (key === undefined) continue;
         const declared = bbTypeOfPort(port.type);
@@ -244,7 +254,7 @@ export function buildTree(
       errorAt(
         w.el,
         w.path,
-        `port 'value': '${w.literal}' is not ${NOT_A[use.type]}, and blackboard entry ` +
+        `port '${w.port}': '${w.literal}' is not ${NOT_A[use.type]}, and blackboard entry ` +
           `'${w.key}' is ${use.reads ? "read" : "written"} as ${use.type} by port ` +
           `'${use.port}' of ${use.node} at ${use.at} (the tick would throw converting it)`,
       ),

@@ -510,3 +510,39 @@ Deno.test("loadBehaviorTree refuses a SetBlackboard literal a typed port cannot 
   ]);
   equal(r.tree, undefined);
 });
+
+Deno.test("loadBehaviorTree refuses a SubTree literal port a typed port inside the subtree cannot read (BT.CPP throws at the tick)", () => {
+  // <SubTree ID="S" n="3.7"/> stores the text in S's own entry 'n', converted where it is read:
+  // Repeat's num_cycles="{n}" inside S (or deeper, through a remapping) threw at the first tick.
+  const r = load({
+    "/bt/main.xml": xmlRoot(
+      `<BehaviorTree ID="Main"><Sequence>\n` +
+        `<SubTree ID="S" n="3.7" t="2.5" k="4" label="x"/>\n` +
+        `<SubTree ID="S" n="5" t="7" k="4" label="x"/>\n` +
+        `</Sequence></BehaviorTree>\n` +
+        `<BehaviorTree ID="S"><Sequence>\n` +
+        `<Repeat num_cycles="{n}"><AlwaysSuccess/></Repeat>\n` +
+        `<SubTree ID="T" m="{t}"/>\n` +
+        `<Repeat num_cycles="{k}"><AlwaysSuccess/></Repeat>\n` +
+        `<SetBlackboard value="{label}" output_key="copy"/>\n` +
+        `</Sequence></BehaviorTree>\n` +
+        `<BehaviorTree ID="T"><Sleep msec="{m}"/></BehaviorTree>`,
+      "Main",
+    ),
+  });
+  expectDiagnostics(r.diagnostics, [
+    [
+      3,
+      "error",
+      "Main/Sequence[0]/SubTree[0]",
+      /^port 'n': '3\.7' is not an integer, and blackboard entry 'n' is read as int64 by port 'num_cycles' of Repeat at \/bt\/main\.xml:7:\d+/,
+    ],
+    [
+      3,
+      "error",
+      "Main/Sequence[0]/SubTree[0]",
+      /^port 't': '2\.5' is not an integer, and blackboard entry 't' is read as int64 by port 'msec' of Sleep at \/bt\/main\.xml:12:\d+/,
+    ],
+  ]);
+  equal(r.tree, undefined);
+});
