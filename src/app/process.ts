@@ -93,11 +93,17 @@ export async function runService(
   // A stop signal during start-up stops the kernel at once: start() then rejects once everything
   // it started is stopped.
   const starting = kernel.start();
-  // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it, and
-  // one whose start-up then fails (or is stopped) says that it was dropped.
+  let startedUp = false;
+  starting.then(() => (startedUp = true), () => {});
+  // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it (its
+  // line says so), and one whose start-up then fails (or is stopped) says that it was dropped.
   // Watched from the start too: the default action of SIGHUP would end the process.
   const hangup = watchReloadSignal(() => {
-    log.info("SIGHUP received: reloading the configuration");
+    log.info(
+      startedUp
+        ? "SIGHUP received: reloading the configuration"
+        : "SIGHUP received during start-up: the configuration is reloaded once start-up finishes",
+    );
     void starting.then(() => {
       if (kernel.reloader) void kernel.reloader.request();
       else log.warn("SIGHUP ignored: configuration reload is not available");
