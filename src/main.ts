@@ -530,10 +530,8 @@ function startWithConfig(
     e.preventDefault();
     crash(e.reason);
   });
-  return runService(config, log, {
-    loadConfig: reload,
-    logLevelFixed: logLevelOverride !== null,
-  });
+  // With --log-level, `config` and every reload's carry that level (withOverrides).
+  return runService(config, log, { loadConfig: reload });
 }
 
 if (import.meta.main) {

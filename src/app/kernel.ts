@@ -129,8 +129,11 @@ export interface KernelHost {
    * runtime's priority is never changed (SessionPriority).
    */
   readonly setSessionPriority?: SetSessionPriorityFn;
-  /** Sets the process's log level (a reload's `logging`); absent when --log-level fixed it. */
-  readonly setLogLevel?: (level: LogLevel) => void;
+  /**
+   * Sets the process's log level (a reload's `logging`). With --log-level, the configuration in
+   * effect carries that level, re-read files too (main.ts withOverrides): a reload never changes it.
+   */
+  readonly setLogLevel: (level: LogLevel) => void;
   /** The MQTT client the Sparkplug edge node uses; default MQTT.js (host/mqtt.ts, on demand). */
   readonly mqttConnect?: MqttConnect;
   /**
@@ -1588,12 +1591,8 @@ export class Kernel {
     own("http.auth_token", retoken("http.auth_token"));
     own("http.tokens", retoken("http.tokens"));
     own("logging", (next) => {
-      const setLogLevel = this.host.setLogLevel;
-      if (!setLogLevel) {
-        return { note: "logging.level not applied: --log-level fixes it for this run" };
-      }
       const from = this.#config.logging.level;
-      setLogLevel(next.logging.level);
+      this.host.setLogLevel(next.logging.level);
       return { note: `log level ${from}->${next.logging.level}` };
     });
     own("automation.behavior_tree", async (next, { changed }) => {

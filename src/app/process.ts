@@ -88,7 +88,8 @@ export async function runService(
     processStats: readProcessStats,
     ...(Deno.build.os === "linux" ? { setSessionPriority } : {}),
     ...(options.loadConfig ? { loadConfig: options.loadConfig } : {}),
-    ...(options.logLevelFixed ? {} : { setLogLevel: (l: LogLevel) => (log.level = l) }),
+    // With --log-level, every configuration in effect carries that level: never another one here.
+    setLogLevel: (l: LogLevel) => (log.level = l),
   });
   // A stop signal during start-up stops the kernel at once: start() then rejects once everything
   // it started is stopped.
@@ -159,8 +160,6 @@ export async function runService(
 export interface RunServiceOptions {
   /** Re-reads the --config file (SIGHUP); absent: SIGHUP is logged and ignored. */
   readonly loadConfig?: () => Promise<ReloadedConfig>;
-  /** --log-level was given: a reload leaves the log level alone. */
-  readonly logLevelFixed?: boolean;
 }
 
 /** Calls `onHangup` for every SIGHUP until the returned function is called. */

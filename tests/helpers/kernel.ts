@@ -44,7 +44,14 @@ export function isolated(config: Config): Config {
 
 /** The host ports of a test kernel: real processes, real clock and files, a quiet logger. */
 export function testHost(overrides: Partial<KernelHost> = {}): KernelHost {
-  return { spawn: spawnProcess, clock: systemClock, log: testLogger(), ...overrides };
+  return {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    // The test logger keeps the level RUNTIME_TEST_LOG asks for, whatever a reload's logging says.
+    setLogLevel: () => {},
+    ...overrides,
+  };
 }
 
 /** A Kernel (not started) over `isolated(config)` and the test host ports. */
