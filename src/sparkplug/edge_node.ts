@@ -205,6 +205,13 @@ const REPLAYED_NODE_DATA = 1;
  */
 export const MAX_RETAINED_TOPICS_WARNED = 64;
 
+/**
+ * Devices whose signals named as a node-made metric (a clash) the node remembers having WARNed,
+ * at most: a clash is said once, not at every birth (Rebirth, reconnect, a provider back); beyond
+ * it the device said longest ago is forgotten (its clash said again at its next birth).
+ */
+export const MAX_CLASHES_REMEMBERED = 1024;
+
 /** What commands from the broker may do (present only with `sparkplug.commands: true`). */
 export interface CommandPorts {
   /** An ordinary routed call, gated as a manual one, audited with origin kind `sparkplug`. */
@@ -486,6 +493,8 @@ export class SparkplugEdgeNode {
    * at most; emptied at each connection).
    */
   readonly #retainedWarned = new Set<string>();
+  /** Device id -> the clash last WARNed for it (#sayClash), oldest first. */
+  readonly #clashesSaid = new Map<string, string>();
   /** More topics than MAX_RETAINED_TOPICS_WARNED met retained commands on this connection. */
   #retainedOverWarned = false;
   readonly #unsubscribe: Array<() => void> = [];
@@ -1208,13 +1217,7 @@ export class SparkplugEdgeNode {
       ...caps.functions.map((f) => functionMetricName(f.name)),
     ]);
     const signals = caps.signals.filter((s) => !made.has(s.signalId));
-    if (signals.length < caps.signals.length) {
-      const clash = caps.signals.filter((s) => made.has(s.signalId)).map((s) => s.signalId);
-      this.#log.warn(
-        `sparkplug: device ${id}: signals ${clash.join(", ")} not published (named as a ` +
-          `metric the node makes for the device: a function's or ${DEVICE_TYPE_METRIC})`,
-      );
-    }
+    this.#sayClash(id, caps.signals.filter((s) => made.has(s.signalId)).map((s) => s.signalId));
     for (const s of signals) {
       const state = this.#o.reads.signal(providerId, deviceId, s.signalId);
       metrics.push(
@@ -1267,6 +1270,28 @@ export class SparkplugEdgeNode {
       this.#replayAfterBirth.delete(id);
       this.#noteOutage(id, parked);
     }
+  }
+
+  /**
+   * WARNs signals of a device left out of its DBIRTH (named as a metric the node makes for it)
+   * once per clash: not again at its next births while the clash is the same; a new one (the
+   * device's signals or functions changed) is said, and one gone and back is said again.
+   */
+  #sayClash(id: string, clash: readonly string[]): void {
+    const said = this.#clashesSaid;
+    if (clash.length === 0) {
+      said.delete(id);
+      return;
+    }
+    const text = clash.join(", ");
+    if (said.get(id) === text) return;
+    said.delete(id);
+    said.set(id, text);
+    while (said.size > MAX_CLASHES_REMEMBERED) said.delete(said.keys().next().value!);
+    this.#log.warn(
+      `sparkplug: device ${id}: signals ${text} not published (named as a metric the node ` +
+        `makes for the device: a function's or ${DEVICE_TYPE_METRIC})`,
+    );
   }
 
   #deviceDeath(id: string): void {

@@ -7,8 +7,10 @@
  * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
+import type { Logger } from "../../src/common/mod.ts";
 import type { PublishedEvent } from "../../src/events/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
+import { testConfig } from "../helpers/sim_config.ts";
 import { deviceCaps, edgeNodeRig, pulseFunction, signalSpec } from "./_edge_node_rig.ts";
 
 const P = "p0";
@@ -57,6 +59,63 @@ Deno.test("SparkplugEdgeNode leaves out of the DBIRTH a signal named as the devi
     const ddata = r.session.published.filter((m) => m.topic === "spBv1.0/g/DDATA/n/p0:dev0");
     assert.equal(ddata.length, 1);
     assert.deepEqual(ddata[0]!.payload.metrics?.map((m) => m.alias), [aliasOf("temp")]);
+  } finally {
+    await r.stop();
+  }
+});
+
+Deno.test("SparkplugEdgeNode says a signal named as a node-made metric once per clash, not at every birth (Rebirth, reconnect)", async () => {
+  const warnings: string[] = [];
+  const log: Logger = {
+    debug: () => {},
+    info: () => {},
+    warn: (m) => void warnings.push(m),
+    error: () => {},
+    child: () => log,
+  };
+  const caps = deviceCaps(P, "dev0", {
+    signals: [signalSpec("temp", "double"), signalSpec("Functions/pulse", "double")],
+    functions: [pulseFunction("pulse")],
+  });
+  const r = edgeNodeRig({ providers: [{ id: P, available: true, devices: [caps] }], log });
+  const clashLines = () => warnings.filter((w) => w.includes("not published (named as a"));
+  const dbirths = () =>
+    r.sessions.flatMap((s) => s.published).filter((m) => m.topic === "spBv1.0/g/DBIRTH/n/p0:dev0")
+      .length;
+  try {
+    await r.online();
+    assert.equal(dbirths(), 1);
+    // A host's Rebirth, twice: each births the device again; the clash is the same.
+    for (let i = 0; i < 2; i++) {
+      r.command("spBv1.0/g/NCMD/n", [
+        { name: "Node Control/Rebirth", datatype: 11, boolean_value: true },
+      ]);
+      await flushMicrotasks();
+    }
+    // The broker connection drops; the node reconnects after reconnect_ms: births again.
+    r.session.down();
+    await flushMicrotasks();
+    r.clock.advance(testConfig().sparkplug.reconnectMs);
+    await flushMicrotasks();
+    assert.equal(r.sessions.length, 2, "the node reconnected");
+    r.session.up();
+    await flushMicrotasks();
+    assert.ok(dbirths() >= 4, `DBIRTHs: ${dbirths()}`);
+    assert.deepEqual(clashLines(), [
+      "sparkplug: device p0:dev0: signals Functions/pulse not published (named as a metric the " +
+      "node makes for the device: a function's or Properties/Type)",
+    ]);
+    // Another clash (the device now also has a signal named as its type metric) is said too.
+    r.providers[0]!.devices = [
+      deviceCaps(P, "dev0", {
+        signals: [...caps.signals, signalSpec("Properties/Type", "double")],
+        functions: [pulseFunction("pulse")],
+      }),
+    ];
+    r.changed(P);
+    await flushMicrotasks();
+    assert.equal(clashLines().length, 2, clashLines().join("\n"));
+    assert.match(clashLines()[1]!, /signals Functions\/pulse, Properties\/Type not published/);
   } finally {
     await r.stop();
   }
