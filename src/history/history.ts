@@ -593,11 +593,13 @@ export class History {
         );
       }
     };
-    // Buckets of a step are known beforehand: a range too fine is refused before any work.
-    if (
-      stepMs > 0 && ids.length * (Math.floor((untilMs - sinceMs) / stepMs) + 1) > MAX_HISTORY_POINTS
-    ) {
-      count(MAX_HISTORY_POINTS + 1);
+    // Buckets of a step are known beforehand: a range too fine is refused before any work. They
+    // start at multiples of the step, from since_ms's to until_ms's (one more than the range over
+    // the step when since_ms is inside a bucket); the disk part's (max of the step and the disk's)
+    // are no more.
+    if (stepMs > 0) {
+      const buckets = (bucketStart(untilMs, stepMs) - bucketStart(sinceMs, stepMs)) / stepMs + 1;
+      if (ids.length * buckets > MAX_HISTORY_POINTS) count(MAX_HISTORY_POINTS + 1);
     }
     let fromDisk = false;
     let fromMemory = false;

@@ -225,3 +225,32 @@ Deno.test("A wall clock stepped ahead by more than memory_seconds drops nothing 
     await rig.rt.stop();
   }
 });
+
+Deno.test("GET /v0/history refuses a step whose buckets number MAX_HISTORY_POINTS + 1 and takes one of exactly MAX_HISTORY_POINTS, counting the buckets the answer has", async () => {
+  // Buckets start at multiples of step_ms (epoch-aligned): [since, until] spans the buckets from
+  // since's to until's, one more than (until - since) / step when since is not on a boundary.
+  const rig = await startRig({ history: { diskMaxBytes: 0, memorySeconds: 30 } });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20.5, 1));
+    const step = 1000;
+    const since = T0 + 500; // within the bucket starting at T0
+    const ask = (until: number) =>
+      rig.get(
+        `/v0/history/p0/probe?signal_id=temp&since_ms=${since}&until_ms=${until}&step_ms=${step}`,
+      );
+    // Buckets T0, T0 + 1000, ..., T0 + MAX_HISTORY_POINTS * 1000: MAX_HISTORY_POINTS + 1 of them.
+    const over = await ask(T0 + MAX_HISTORY_POINTS * step);
+    assert.equal(over.status, 400, "MAX_HISTORY_POINTS + 1 buckets must be refused");
+    assert.match(
+      (await over.json()).status.message,
+      new RegExp(`more than ${MAX_HISTORY_POINTS} points \\(MAX_HISTORY_POINTS\\)`),
+    );
+    // One millisecond less: the last bucket is T0 + (MAX_HISTORY_POINTS - 1) * 1000.
+    const at = await ask(T0 + MAX_HISTORY_POINTS * step - 1);
+    assert.equal(at.status, 200, "exactly MAX_HISTORY_POINTS buckets are allowed");
+    const body = await at.json();
+    assert.deepEqual(body.signals[0].points.map((p: { t_ms: number }) => p.t_ms), [T0 + 1000]);
+  } finally {
+    await rig.rt.stop();
+  }
+});
