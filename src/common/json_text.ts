@@ -28,6 +28,9 @@ export function toJsonText(value: unknown): string {
 /** Largest number of decimal digits of a finite double's integer part (1.8e308). */
 const MAX_DOUBLE_DIGITS = 309;
 
+/** A JSON number's text: sign, integer digits, fraction digits, exponent. */
+const JSON_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
 /**
  * Whether the JSON number text `source` is exactly the integer `n` that JSON.parse read from it
  * (`9007199254740993` and `2.0000000000000001` are not: parsing rounded them). Used with a
@@ -35,15 +38,26 @@ const MAX_DOUBLE_DIGITS = 309;
  * Sparkplug DCMD arguments).
  */
 export function integerWrittenExactly(source: string, n: number): boolean {
-  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(source);
-  if (m === null) return true; // not a JSON number's text: nothing to compare
+  if (!JSON_NUMBER.test(source)) return true; // not a JSON number's text: nothing to compare
+  const exact = exactJsonInteger(source);
+  return exact !== null && exact === BigInt(n);
+}
+
+/**
+ * The integer the JSON number text `source` denotes, exactly (`9007199254740993`, `1.0e3`:
+ * 1000n), or null: not a JSON number's text, a fraction remains (`2.0000000000000001`,
+ * `1e-400`), or more digits than a double's integer part has (`1e400`).
+ */
+export function exactJsonInteger(source: string): bigint | null {
+  const m = JSON_NUMBER.exec(source);
+  if (m === null) return null;
   const fraction = m[3] ?? "";
   const all = (m[2]! + fraction).replace(/^0+/, "");
-  if (all === "") return n === 0; // a zero however written
+  if (all === "") return 0n; // a zero however written
   const digits = all.replace(/0+$/, "");
   // The value is digits * 10^exp, digits without trailing zeros.
   const exp = Number(m[4] ?? "0") - fraction.length + (all.length - digits.length);
-  if (!(exp >= 0)) return false; // a fraction remains (or an exponent beyond any double)
-  if (digits.length + exp > MAX_DOUBLE_DIGITS) return false;
-  return BigInt(m[1] + digits) * 10n ** BigInt(exp) === BigInt(n);
+  if (!(exp >= 0)) return null; // a fraction remains (or an exponent beyond any double)
+  if (digits.length + exp > MAX_DOUBLE_DIGITS) return null;
+  return BigInt(m[1] + digits) * 10n ** BigInt(exp);
 }

@@ -3,7 +3,13 @@
  * Values live in memory: they survive mode changes (modes never touch them) and reset to the
  * configured defaults on restart -- nothing is persisted.
  */
-import { type Clock, invalidArgument, type Logger, notFound } from "../common/mod.ts";
+import {
+  type Clock,
+  exactJsonInteger,
+  invalidArgument,
+  type Logger,
+  notFound,
+} from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
@@ -375,12 +381,17 @@ export const AUDITED_VALUE_MAX_DEPTH = 32;
 
 /**
  * A set's value for its audit entry (JSON): a JSON value as it is, an array an array and an
- * object an object; a number beyond any double as written (`1e400`, else its text: JSON has no
- * Infinity); anything else JSON cannot carry (undefined, a cycle, deeper than
+ * object an object; a number parsing changed (`written`: rounded to an integer, or beyond any
+ * double) as written, never as the number parsing made of it -- an integer exactly
+ * (`9007199254740993`, a bigint: its digits), else its text (`9007199254740991.4`, `1e400`: JSON
+ * has no Infinity); anything else JSON cannot carry (undefined, a cycle, deeper than
  * AUDITED_VALUE_MAX_DEPTH) as its text.
  */
 function auditedValue(value: unknown, written: string | undefined): unknown {
-  if (typeof value === "number" && !Number.isFinite(value)) return written ?? String(value);
+  if (typeof value === "number" && written !== undefined) {
+    return exactJsonInteger(written) ?? written;
+  }
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
   return isJsonValue(value, 0) ? value : String(value);
 }
 

@@ -77,3 +77,42 @@ Deno.test("POST /v0/call: an int64 argument JSON would round is a 400 naming the
     await fx.close();
   }
 });
+
+Deno.test("POST /v0/parameters over HTTP: an int64 value JSON would round is refused and audited as sent, never as the rounded number", async () => {
+  const fx = await startHttpFixture({ start: false, config: { automation: AUTOMATION } });
+  try {
+    const server = await fx.serve();
+    const base = `http://127.0.0.1:${server.port}`;
+    const set = async (name: string, value: string) => {
+      const r = await fetch(`${base}/v0/parameters`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"name":"${name}","value":${value}}`,
+      });
+      return { status: r.status, text: await r.text() };
+    };
+    const refused = await set("count", "9007199254740993");
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(
+      JSON.parse(refused.text).status.message,
+      /^Invalid value for parameter 'count': expected an integer \(int64\) within ±2\^53, got 9007199254740993 \(not an integer as written: JSON reads it as number 9007199254740992\) \(rule: type\)$/,
+    );
+    await set("count", "9007199254740991.4");
+    // A double parameter takes the nearest double; its entry still says what was sent.
+    const ratio = await set("ratio", "9007199254740993");
+    assert.equal(ratio.status, 200, ratio.text);
+    assert.match(ratio.text, /"value":9007199254740992\b/);
+    const count = await fetch(`${base}/v0/parameters`).then((r) => r.json());
+    assert.equal(count.parameters[0].value, 5, "the int64 parameter is unchanged");
+    // The audit trail's parameter entries, oldest first: each value as the client wrote it (the
+    // raw text: a JSON.parse of the answer would round it again).
+    const audit = await fetch(`${base}/v0/audit?limit=10`).then((r) => r.text());
+    const values = [...audit.matchAll(/"action":"parameter".*?"args":\{"value":([^}]*)\}/g)]
+      .map((m) => m[1]);
+    assert.equal(values.length, 3, audit);
+    assert.deepEqual(new Set(values), new Set(["9007199254740993", '"9007199254740991.4"']));
+    assert.equal(values.filter((v) => v === "9007199254740993").length, 2, audit);
+  } finally {
+    await fx.close();
+  }
+});
