@@ -731,8 +731,16 @@ export class AlarmEngine implements AlarmService {
   /** `why`: a clear's reason; a bad-input raise's input problem (#badInput). */
   #publishAlarm(entry: AlarmEntry, t: AlarmTransitionRecord, why?: string): void {
     const config = entry.monitor.config;
+    // Its line, its event and its action each on their own: a logger that fails (a closed
+    // stderr) loses the line, never the event operators watch nor the action.
     try {
       this.#logTransition(entry, t, why);
+    } catch (err) {
+      this.#errorLine(
+        `alarm ${config.id}: logging its ${t.transition} failed: ${errorMessage(err)}`,
+      );
+    }
+    try {
       this.#o.bus.publish({
         kind: "alarm",
         alarm_id: config.id,
@@ -750,11 +758,18 @@ export class AlarmEngine implements AlarmService {
         timestamp_ms: t.at_epoch_ms,
       });
     } catch (err) {
-      this.#log.error(
+      this.#errorLine(
         `alarm ${config.id}: publishing its ${t.transition} failed: ${errorMessage(err)}`,
       );
     }
     if (t.transition === "raise" && config.action !== "none") this.#act(config, t, why);
+  }
+
+  /** An ERROR line that never throws: on the path to an action, a line it fails to write is lost. */
+  #errorLine(message: string): void {
+    try {
+      this.#log.error(message);
+    } catch { /* nowhere left to say it */ }
   }
 
   /** Runs a raise's action; nothing here may keep it from being called. */
@@ -768,11 +783,13 @@ export class AlarmEngine implements AlarmService {
       const done = config.action === "estop"
         ? this.#o.actions.estop(reason, `alarm:${config.id}`)
         : this.#o.actions.fault(reason, config.id);
+      // A rejection logged by a logger that throws would be unhandled (it ends the runtime).
       done.catch((err) =>
-        this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`)
+        this.#errorLine(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`)
       );
     } catch (err) {
-      this.#log.error(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`);
+      // A throw here would keep the next alarm raised in this evaluation from acting.
+      this.#errorLine(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`);
     }
   }
 

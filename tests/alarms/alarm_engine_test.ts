@@ -20,7 +20,7 @@ import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/co
 import type { CallOrigin } from "../../src/control/mod.ts";
 import { Inventory as InventoryPort } from "../../src/state/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { journalFiles } from "../../src/host/mod.ts";
+import { journalFiles, LineLogger } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { withRealTimers } from "../helpers/clock.ts";
@@ -138,7 +138,11 @@ interface Setup {
 
 async function setup(
   yaml: string,
-  o: { estop?: (reason: string, cause: string) => void } = {},
+  o: {
+    estop?: (reason: string, cause: string) => void;
+    /** While it returns true, every WARN and ERROR line the engine writes throws (a closed stderr). */
+    logFails?: () => boolean;
+  } = {},
 ): Promise<Setup> {
   // Samples go stale 1000 ms after the runtime received them (monotonic; the test moves it).
   const fx = await startProgrammable(INVENTORY, {
@@ -150,7 +154,18 @@ async function setup(
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));
   const actions: string[] = [];
-  const { log, lines } = capturingLogger({ now: () => 0 });
+  const lines: string[] = [];
+  const log = new LineLogger({
+    level: "debug",
+    journald: false,
+    now: () => 0,
+    write: (line, level) => {
+      if ((level === "warn" || level === "error") && o.logFails?.() === true) {
+        throw new Error("stderr is closed");
+      }
+      lines.push(line);
+    },
+  });
   const timers = new ManualTimers(() => fx.clock.monoMs());
   const inventory = new InventoryPort(fx.registry);
   const make = (c: ReturnType<typeof configOf>) =>
@@ -328,6 +343,34 @@ alarms:
     assert.equal(why("stale"), "p0/probe/temp is STALE");
     await s.read([temp(25, { quality: Q.FAULT })]);
     assert.equal(why("stale"), "p0/probe/temp is FAULT");
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine runs an alarm's estop action when its logger throws on the raise's line and on the ERROR line saying so", async () => {
+  let logFails = false;
+  const s = await setup(
+    `
+alarms:
+  - { id: stop, signal: p0/probe/temp, hihi: 80, action: estop }
+  - { id: flt, signal: p0/probe/temp, hi: 90, action: fault }
+`,
+    { logFails: () => logFails },
+  );
+  try {
+    logFails = true; // a closed stderr: the raise's ERROR line, and the line about it, throw
+    await s.read([temp(95)]);
+    logFails = false;
+    assert.deepEqual(s.actions, [
+      "estop alarm:stop: alarm stop raised MAJOR (hihi 80): p0/probe/temp = 95",
+      "fault: alarm flt raised MINOR (hi 90): p0/probe/temp = 95",
+    ], "a logger that fails keeps no alarm action from running");
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.alarm_id, e.transition]),
+      [["stop", "raise"], ["flt", "raise"]],
+      "each raise is published although its line could not be written",
+    );
   } finally {
     await s.close();
   }
