@@ -6,7 +6,9 @@ import {
   type ResponsePayloads,
   SampleBatch,
   typedValueFromWire,
+  valueTypeToWire,
   WireDeviceState,
+  WireValueType,
 } from "../adpp/mod.ts";
 import {
   type Clock,
@@ -695,7 +697,8 @@ export class StateCache implements FreshReader {
     const host = this.#opts.registry.host(providerId);
     if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
     if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
-    if (!host.devices.some((d) => d.device.deviceId === deviceId)) {
+    const device = host.devices.find((d) => d.device.deviceId === deviceId);
+    if (!device) {
       return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
     }
     try {
@@ -708,11 +711,21 @@ export class StateCache implements FreshReader {
       // Keyed by signal id as answered; only the ones asked for are ever looked up. A signal the
       // answer repeats is taken at its first sample, as a poll stores it (#applySamples).
       const samples = new Map<string | undefined, FreshSample>();
+      // Judged as a poll judges it (#applySamples): a value its Value.type or the signal's
+      // declaration denies, or a non-finite double, is FAULT -- never a good value to verify by.
       r.values?.forEach((sv) => {
         if (samples.has(sv.signal_id)) return;
+        const value = typedValueFromWire(sv.value);
+        const declared = device.signals.find((g) => g.signalId === sv.signal_id)?.valueType ?? null;
+        const wireType = sv.value?.type ?? WireValueType.UNSPECIFIED;
+        const faulty = value !== null && (
+          (declared !== null && declared !== value.type) ||
+          (wireType !== WireValueType.UNSPECIFIED && wireType !== valueTypeToWire(value.type)) ||
+          (value.type === "double" && value.non_finite !== undefined)
+        );
         samples.set(sv.signal_id, {
-          value: typedValueFromWire(sv.value),
-          quality: qualityFromWire(sv.quality),
+          value,
+          quality: faulty ? "FAULT" : qualityFromWire(sv.quality),
         });
       });
       return { ok: true, samples };

@@ -23,6 +23,7 @@ import {
   type ProgrammableFixture,
   programmableProvider,
   Q,
+  type Sample,
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
@@ -559,6 +560,38 @@ Deno.test("StateCache.readFresh takes the first sample of a signal an answer rep
     // The e-stop's read-back (safety/verify.ts) sees what GET /v0/state shows, not another sample.
     assert.deepEqual(read.samples.get("x")?.value, fx.cache.signal("p0", "d0", "x")?.value);
     assert.deepEqual(read.samples.get("x")?.value, { type: "double", double: 1 });
+  });
+});
+
+Deno.test("StateCache.readFresh gives quality FAULT to a sample a poll stores as FAULT: a type its Value or the signal's declaration denies, a non-finite double", async () => {
+  await withFixture(D0, async (fx) => {
+    const fresh = async (values: Sample[]) => {
+      await fx.program("d0", { read: { values } });
+      const read = await fx.cache.readFresh("p0", "d0", ["x", "n"], 5000);
+      assert.ok(read.ok);
+      return [read.samples.get("x")?.quality, read.samples.get("n")?.quality];
+    };
+    // Good samples: OK (a Value without its own type agrees with any member).
+    assert.deepEqual(await fresh([dbl("x", 0), { id: "n", int64: "0", quality: Q.OK }]), [
+      "OK",
+      "OK",
+    ]);
+    // The e-stop's read-back (safety/verify.ts) must not take for a verified 0 what GET /v0/state
+    // shows as FAULT: an int64 0 on the double signal x, a double 0 in a Value of type BOOL.
+    assert.deepEqual(
+      await fresh([
+        { id: "x", type: T.INT64, int64: "0", quality: Q.OK },
+        { id: "n", type: T.BOOL, double: 0, quality: Q.OK },
+      ]),
+      ["FAULT", "FAULT"],
+    );
+    assert.deepEqual(
+      await fresh([dbl("x", "NaN"), { id: "n", type: T.DOUBLE, double: 0, quality: Q.OK }]),
+      [
+        "FAULT",
+        "FAULT",
+      ],
+    );
   });
 });
 
