@@ -2232,17 +2232,24 @@ export class SparkplugEdgeNode {
     if (name === NODE_METRICS.estop && m.boolean_value === true) {
       const refusal = this.#commandRefusal();
       if (refusal !== null) return this.#refused(topic, name, refusal, NODE);
-      this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggering");
       // The stop runs on its own path: the answer waits for the latch, not for the ladder. OK
       // once latched; FAILED when the trigger threw first (no latch: the host must not rely on
       // it). A port that never reports the latch is answered when the stop settles.
       const latched = Promise.withResolvers<void>();
+      // The latch is the command's first act: a log line before it (a logger that throws, a
+      // closed stderr) would stand between the request and the stop.
       const stop = this.#o.commands!.estop(
         "Sparkplug NCMD Node Control/E-Stop",
         this.#source("NCMD"),
         () => latched.resolve(),
       );
-      stop.catch((err) => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
+      this.#lineOrLost(() =>
+        this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggered")
+      );
+      // A rejection logged by a logger that throws would be unhandled (it ends the runtime).
+      stop.catch((err) =>
+        this.#lineOrLost(() => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`))
+      );
       void Promise.race([
         latched.promise.then(() => null),
         stop.then(() => null, (err: unknown) => err),
@@ -2323,6 +2330,13 @@ export class SparkplugEdgeNode {
   }
 
   /** Why commands cannot act at all now (off, or the role), or null. */
+  /** Writes a log line on the e-stop's path: one the logger fails to write is lost. */
+  #lineOrLost(write: () => void): void {
+    try {
+      write();
+    } catch { /* nowhere left to say it */ }
+  }
+
   #commandRefusal(): string | null {
     if (this.#o.commands === undefined) return "commands are off (sparkplug.commands: false)";
     if (this.#o.config.role === "viewer") return "sparkplug.role is viewer";
