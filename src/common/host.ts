@@ -58,6 +58,26 @@ export function readClockTwice(
 }
 
 /**
+ * `log` (and its children) whose lines never throw: a line it fails to write (a closed stderr) is
+ * lost. For the stop path, where a log line must never take a stop action, its failure's report
+ * or an answer away.
+ */
+export function neverThrowing(log: Logger): Logger {
+  const line = (write: (message: string) => void) => (message: string) => {
+    try {
+      write(message);
+    } catch { /* nowhere left to say it */ }
+  };
+  return {
+    debug: line((m) => log.debug(m)),
+    info: line((m) => log.info(m)),
+    warn: line((m) => log.warn(m)),
+    error: line((m) => log.error(m)),
+    child: (scope) => neverThrowing(log.child(scope)),
+  };
+}
+
+/**
  * A change of wall minus monotonic time this large is a step of the wall clock (NTP, an operator,
  * a board's first synchronisation), not its slewing (NTP slews at most 0.5 ms per second): what
  * follows the wall clock's steps (the history ring's horizon, a shelve's end as shown) ignores

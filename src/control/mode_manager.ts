@@ -35,6 +35,7 @@ import {
   deviceHandle,
   failedPrecondition,
   type Logger,
+  neverThrowing,
   raceTimeout,
   readClockTwice,
   type RuntimeError,
@@ -330,6 +331,11 @@ interface FaultInForce {
 export class ModeManager implements ModeService {
   #o: ModeManagerOptions;
   readonly #log: Logger;
+  /**
+   * #log for the stop actions (the hooks into FAULT): a line it fails to write is lost, never a
+   * hook call, its failure in the answer nor its hook_failure event.
+   */
+  readonly #stopLog: Logger;
   #mode: RuntimeMode = "IDLE";
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
@@ -384,6 +390,7 @@ export class ModeManager implements ModeService {
   constructor(options: ModeManagerOptions) {
     this.#o = options;
     this.#log = options.log.child("mode");
+    this.#stopLog = neverThrowing(this.#log);
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
@@ -694,11 +701,11 @@ export class ModeManager implements ModeService {
     const entry = this.enterFault(reason, source);
     const hooks = entry.runHooks().then(() => true, (err) => {
       // Not expected (hook failures are collected); never let it escape into a stop path.
-      this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`);
+      this.#stopLog.error(`FAULT hooks failed: ${toRuntimeError(err).message}`);
       return true;
     });
     if (!await raceTimeout(this.#o.clock, hooks, FAULT_HOOKS_ANSWER_WAIT_MS, false)) {
-      this.#log.warn(
+      this.#stopLog.warn(
         `FAULT (${reason}): the FAULT hooks in force had not finished within ` +
           `${FAULT_HOOKS_ANSWER_WAIT_MS} ms; answering without waiting for them (they run on)`,
       );
@@ -930,7 +937,7 @@ export class ModeManager implements ModeService {
     const done = entry.runHooks();
     const failures = await raceTimeout(this.#o.clock, done, FAULT_HOOKS_ANSWER_WAIT_MS, null);
     if (failures !== null) return { mode: this.#mode, hook_failures: [...failures] };
-    done.catch((err) => this.#log.error(`FAULT hooks failed: ${toRuntimeError(err).message}`));
+    done.catch((err) => this.#stopLog.error(`FAULT hooks failed: ${toRuntimeError(err).message}`));
     return { mode: this.#mode, hook_failures: entry.hookFailuresSoFar(), hooks_pending: true };
   }
 
@@ -975,7 +982,7 @@ export class ModeManager implements ModeService {
         now.map(({ call }) => call),
       );
       if (dropped.length > 0) {
-        this.#log.warn(
+        this.#stopLog.warn(
           `FAULT (${from}->FAULT): a reload since FAULT was entered dropped or changed ` +
             `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
             `(${
@@ -1109,14 +1116,14 @@ export class ModeManager implements ModeService {
       });
       if (calls.length === 0) {
         if (runs.size > 0) {
-          this.#log.info(
+          this.#stopLog.info(
             `FAULT: provider ${providerId} ${why}; the e-stop's ladder made its hook ` +
               `call(s) into FAULT (${entry.from}->FAULT)`,
           );
         }
         return;
       }
-      this.#log.warn(
+      this.#stopLog.warn(
         `FAULT: provider ${providerId} ${why}; making its ${calls.length} hook ` +
           `call(s) into FAULT (${entry.from}->FAULT) again`,
       );
@@ -1125,7 +1132,7 @@ export class ModeManager implements ModeService {
         await this.#runHookCall(phase, hook, call, entry.from, "FAULT", "safety");
       }
     }).catch((err) => {
-      this.#log.error(`FAULT hooks for ${providerId} failed: ${toRuntimeError(err).message}`);
+      this.#stopLog.error(`FAULT hooks for ${providerId} failed: ${toRuntimeError(err).message}`);
     }).finally(() => {
       this.#faultHooksRunning--;
       if (this.#reapplying.get(providerId) === run) this.#reapplying.delete(providerId);
@@ -1152,7 +1159,7 @@ export class ModeManager implements ModeService {
       // A stop action waits its turn in a provider queue full of calls FAULT refuses (bounded).
       if (origin === "safety") {
         const providerId = call.deviceHandle.split("/", 1)[0]!;
-        await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run, this.#log);
+        await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run, this.#stopLog);
       } else await run();
       return null;
     } catch (err) {
@@ -1166,13 +1173,15 @@ export class ModeManager implements ModeService {
         error: `${e.code}: ${e.message}`,
       };
       const text = describeHookFailure(failure);
-      if (hook.failOnError || to === "FAULT") this.#log.error(text);
-      else this.#log.warn(text);
-      // The call's failure is what the caller must get: a clock that fails is asked once more;
-      // if it fails again the event is not published (no invented time), logged.
+      // The call's failure is what the caller must get (the answer, the event): a logger that
+      // fails (a closed stderr) loses the line, never the failure (#stopLog).
+      if (hook.failOnError || to === "FAULT") this.#stopLog.error(text);
+      else this.#stopLog.warn(text);
+      // A clock that fails is asked once more; if it fails again the event is not published (no
+      // invented time), logged.
       const timestampMs = readClockTwice(
         () => this.#o.clock.nowMs(),
-        this.#log,
+        this.#stopLog,
         text,
         `${text}: hook_failure not published`,
       );

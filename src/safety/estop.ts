@@ -39,6 +39,7 @@ import {
   internal,
   type Logger,
   namedList,
+  neverThrowing,
   raceTimeout,
   readClockTwice,
   type RuntimeError,
@@ -1510,20 +1511,4 @@ interface VerificationState {
 /** A verification state as status and events show it. */
 function verificationView(s: VerificationState): Verification {
   return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
-}
-
-/** `log` (and its children) whose lines never throw: a line it fails to write is lost. */
-function neverThrowing(log: Logger): Logger {
-  const line = (write: (message: string) => void) => (message: string) => {
-    try {
-      write(message);
-    } catch { /* nowhere left to say it */ }
-  };
-  return {
-    debug: line((m) => log.debug(m)),
-    info: line((m) => log.info(m)),
-    warn: line((m) => log.warn(m)),
-    error: line((m) => log.error(m)),
-    child: (scope) => neverThrowing(log.child(scope)),
-  };
 }
