@@ -19,7 +19,13 @@
  *    one still down stays latched until the next entry.
  * Every latch and release is published (`device_loss_latch`) and logged.
  */
-import { type Clock, deviceHandle, failedPrecondition, type Logger } from "../common/mod.ts";
+import {
+  type Clock,
+  deviceHandle,
+  failedPrecondition,
+  type Logger,
+  neverThrowing,
+} from "../common/mod.ts";
 import type { RuntimeMode } from "../config/mod.ts";
 import type { AuditOrigin, GateContext, ModeChange } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -59,6 +65,10 @@ export interface DeviceLossLatchOptions {
 /** Tracks lost devices and refuses automated calls to them until AUTO is entered again. */
 export class DeviceLossLatch {
   readonly #o: DeviceLossLatchOptions;
+  /**
+   * Its lines never throw: a logger that fails (a closed stderr) loses a line, never a latch's
+   * announcement nor the FAULT a loss in AUTO forces (its line comes first).
+   */
   readonly #log: Logger;
   readonly #latched = new Map<string, LossEntry>();
   readonly #unsubscribe: () => void;
@@ -66,7 +76,7 @@ export class DeviceLossLatch {
 
   constructor(options: DeviceLossLatchOptions) {
     this.#o = options;
-    this.#log = options.log.child("device-loss");
+    this.#log = neverThrowing(options.log.child("device-loss"));
     this.#unsubscribe = options.outages.onChange((change) => this.#changed(change));
   }
 

@@ -4,7 +4,8 @@
  * entering AUTO, the forced FAULT in AUTO and its reset, and dispose.
  */
 import assert from "node:assert/strict";
-import type { Clock, DeviceCapabilities, FunctionSpec } from "../../src/common/mod.ts";
+import type { Clock, DeviceCapabilities, FunctionSpec, Logger } from "../../src/common/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
 import { DeviceLossLatch } from "../../src/automation/mod.ts";
 import type { AuditOrigin, CallOrigin } from "../../src/control/mod.ts";
@@ -14,7 +15,9 @@ import { testLogger } from "../helpers/kernel.ts";
 
 const WALL_MS = 1_767_000_000_000;
 
-function rig(o: { mode?: RuntimeMode; dependsOn?: string[]; failFault?: boolean } = {}) {
+function rig(
+  o: { mode?: RuntimeMode; dependsOn?: string[]; failFault?: boolean; log?: Logger } = {},
+) {
   const listeners = new Set<DeviceConditionListener>();
   const faults: Array<[string, AuditOrigin | undefined]> = [];
   let mode: RuntimeMode = o.mode ?? "AUTO";
@@ -45,7 +48,7 @@ function rig(o: { mode?: RuntimeMode; dependsOn?: string[]; failFault?: boolean 
     },
     bus,
     clock,
-    log: testLogger(),
+    log: o.log ?? testLogger(),
     treeDependsOn: (h) => (o.dependsOn ?? []).includes(h),
   });
   const lose = (deviceId: string, atWallMs = WALL_MS, kind: "down" | "failing" = "down") => {
@@ -184,4 +187,32 @@ Deno.test("DeviceLossLatch.dispose stops following outages", () => {
   assert.equal(r.listeners.size, 0);
   r.lose("motorctl0");
   assert.deepEqual(r.latch.latched(), []);
+});
+
+Deno.test("DeviceLossLatch forces FAULT and announces the latch when its logger throws on every WARN and ERROR line", () => {
+  const thrown: string[] = [];
+  const r = rig({
+    dependsOn: ["sim0/motorctl0"],
+    log: new LineLogger({
+      level: "debug",
+      journald: false,
+      now: () => 0,
+      write: (line, level) => {
+        if (level === "warn" || level === "error") {
+          thrown.push(line);
+          throw new Error("stderr is closed");
+        }
+      },
+    }),
+  });
+  try {
+    r.lose("motorctl0");
+  } catch { /* DeviceOutages contains a listener that throws: what it did not do is lost */ }
+  assert.ok(thrown.some((l) => l.includes("latched sim0/motorctl0")), "the WARN line threw");
+  assert.deepEqual(
+    r.faults.map(([reason]) => reason),
+    ["device-loss latch: sim0/motorctl0 is down (its reads fail)"],
+    "a device the tree depends on lost in AUTO forces FAULT, whatever the logger does",
+  );
+  assert.deepEqual(r.latchEvents(), [["motorctl0", true, "its reads fail", WALL_MS]]);
 });
