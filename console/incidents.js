@@ -123,9 +123,7 @@ export class IncidentsView {
         triggerName(i.trigger),
         causeText(i),
         i.scope === "machine" ? `all (${i.devices.length})` : i.devices.join(", "),
-        `${Math.round((i.at_epoch_ms - i.from_epoch_ms) / 1000)} s before, ${
-          Math.round((i.until_epoch_ms - i.at_epoch_ms) / 1000)
-        } s after`,
+        windowText(i),
         `${i.samples} (${i.signals} signals)`,
         h("a", { href: incidentHash(i.incident_id), text: "Open" }),
       ]),
@@ -217,11 +215,7 @@ export class IncidentsView {
           "Devices",
           inc.scope === "machine" ? `all: ${inc.devices.join(", ")}` : inc.devices.join(", "),
         ],
-        [
-          "Window",
-          `${formatTime(inc.from_epoch_ms)} – ${formatTime(inc.until_epoch_ms)} (the dashed line ` +
-          "is the trigger: before it on the left, after it on the right)",
-        ],
+        ["Window", windowFact(inc)],
         ["Recorded", `${inc.samples} samples of ${inc.signals} signals`],
       ]),
       h(
@@ -248,6 +242,39 @@ export class IncidentsView {
       fill(chartBox, h("p", { class: "muted", text: "No numeric signal in this record." }));
     }
   }
+}
+
+/**
+ * Why a window starts after its trigger: the runtime clamps a record's window to what its history
+ * ring still held when it was written (a device loss found long after its date; docs/history.md).
+ */
+const CLAMPED_NOTE = "clamped: the history ring had let go of its start";
+
+/** Whole seconds from `a` to `b` (ms). */
+function secondsBetween(a, b) {
+  return Math.round((b - a) / 1000);
+}
+
+/** An incident's window in the list, against its trigger. */
+export function windowText(i) {
+  const after = secondsBetween(i.at_epoch_ms, i.until_epoch_ms);
+  if (i.from_epoch_ms > i.at_epoch_ms) {
+    return `${
+      secondsBetween(i.at_epoch_ms, i.from_epoch_ms)
+    } s to ${after} s after (${CLAMPED_NOTE})`;
+  }
+  return `${secondsBetween(i.from_epoch_ms, i.at_epoch_ms)} s before, ${after} s after`;
+}
+
+/** An incident's window on its page, and where its chart marks the trigger. */
+export function windowFact(i) {
+  const span = `${formatTime(i.from_epoch_ms)} – ${formatTime(i.until_epoch_ms)}`;
+  if (i.from_epoch_ms > i.at_epoch_ms) {
+    // The chart spans the window only: a trigger before it has no line on it.
+    return `${span} (starts ${secondsBetween(i.at_epoch_ms, i.from_epoch_ms)} s after the ` +
+      `trigger at ${formatTime(i.at_epoch_ms)}, which the chart does not reach; ${CLAMPED_NOTE})`;
+  }
+  return `${span} (the dashed line is the trigger: before it on the left, after it on the right)`;
 }
 
 /** An incident's cause, with the triggers that joined it. */
